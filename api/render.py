@@ -1,0 +1,62 @@
+"""Rich rendering of grading objects for the terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["render_grading"]
+
+
+def _answer_cell(answer: dict[str, Any]) -> str:
+    text = answer["answer"]
+    style = "green" if text == "yes" else "red"
+    cell = f"[{style}]{text}[/{style}]"
+    if answer["judge_answer"] != answer["answer"]:
+        cell += f" (judge: {answer['judge_answer']})"
+    return cell
+
+
+def _verified_cell(answer: dict[str, Any]) -> str:
+    verified = answer.get("evidence_verified")
+    if verified is None:
+        return "-"
+    return "[green]found[/green]" if verified else "[yellow]not found[/yellow]"
+
+
+def render_grading(grading: dict[str, Any], console: Console) -> None:
+    """Print the nine answers with their evidence, then the verdict."""
+    rubric, judge = grading["rubric"], grading["judge"]
+    console.print(
+        f"rubric [bold]{rubric['id']}[/bold] {rubric['version']}  "
+        f"judge [bold]{judge['backend']}:{judge['model']}[/bold]"
+    )
+    if grading["status"] == "unscored":
+        console.print(f"[bold yellow]UNSCORED[/bold yellow]: {grading['unscored_reason']}")
+        if grading.get("detail"):
+            console.print(grading["detail"], markup=False)
+        return
+    table = Table(show_lines=False)
+    for column in ("question", "answer", "evidence", "quote"):
+        table.add_column(column, overflow="fold")
+    for answer in grading["answers"]:
+        evidence = answer["evidence"] or answer.get("reasoning") or ""
+        table.add_row(
+            answer["question_id"],
+            _answer_cell(answer),
+            evidence[:160],
+            _verified_cell(answer),
+        )
+    console.print(table)
+    dims = "  ".join(f"{d['id']} {d['yes']}/{d['total']}" for d in grading["dimensions"])
+    verdict = "[bold green]PASS[/bold green]" if grading["passed"] else "[bold red]FAIL[/bold red]"
+    total = sum(d["total"] for d in grading["dimensions"])
+    console.print(
+        f"{verdict}  {grading['yes_count']}/{total} yes  {dims}  composite {grading['composite']}"
+    )
+    if grading.get("detail"):
+        console.print(f"note: {grading['detail']}", markup=False)
+    if grading["needs_review"]:
+        console.print(f"[yellow]needs review[/yellow]: {', '.join(grading['review_reasons'])}")

@@ -1,0 +1,105 @@
+"""A scripted judge for tests and demos. It is not a model and says so in its name.
+
+Give it a list of replies (strings, exceptions to raise, or functions of the request)
+to play back in order, or use one of the demo modes of the ``scripted:MODE`` spec:
+
+- ``pass``: yes to every question, quoting the diagnosis's first words as evidence;
+- ``fail``: no to every question;
+- ``garbage``: a reply that is not JSON, to see the unscored path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+
+from judge.calls import Completion, JudgeRequest
+from judge.errors import JudgeSpecError
+
+__all__ = ["SCRIPTED_MODES", "ScriptedBackend", "scripted_reply"]
+
+Script = str | BaseException | Callable[[JudgeRequest], str]
+
+SCRIPTED_MODES = ("pass", "fail", "garbage")
+
+_DIAGNOSIS = re.compile(r"<<<DIAGNOSIS (\w+)>>>\n(.*?)\n<<<END DIAGNOSIS \1>>>", re.DOTALL)
+
+
+def _question_ids(request: JudgeRequest) -> list[str]:
+    return list(request.reply_schema.get("properties", {}))
+
+
+def _diagnosis_of(request: JudgeRequest) -> str:
+    for message in request.messages:
+        found = _DIAGNOSIS.search(message.content)
+        if found:
+            return found.group(2)
+    return ""
+
+
+def scripted_reply(request: JudgeRequest, yes: set[str] | None = None) -> str:
+    """A well-formed reply answering yes to the ids in ``yes`` (all when None)."""
+    quote = " ".join(_diagnosis_of(request).split()[:8])
+    reply = {}
+    for qid in _question_ids(request):
+        said_yes = yes is None or qid in yes
+        reply[qid] = {
+            "reasoning": "scripted judge",
+            "evidence": quote if said_yes else "",
+            "answer": "yes" if said_yes else "no",
+            "confidence": "high",
+        }
+    return json.dumps(reply)
+
+
+class ScriptedBackend:
+    """Plays back scripted replies; records every request it was sent."""
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        script: Sequence[Script] = (),
+        *,
+        model: str = "scripted",
+        base_url: str | None = None,
+    ) -> None:
+        if not script and model not in SCRIPTED_MODES:
+            raise JudgeSpecError(
+                f"scripted judge mode {model!r} is unknown; use one of {', '.join(SCRIPTED_MODES)}"
+            )
+        self.model = model
+        self.base_url = base_url
+        self._script = list(script)
+        self.requests: list[JudgeRequest] = []
+
+    def _next(self, request: JudgeRequest) -> str:
+        if not self._script:
+            if self.model == "pass":
+                return scripted_reply(request)
+            if self.model == "fail":
+                return scripted_reply(request, yes=set())
+            if self.model == "garbage":
+                return "I think the diagnosis is pretty good!"
+            raise AssertionError("the scripted judge ran out of replies")
+        item = self._script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item(request) if callable(item) else item
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Answer with the next scripted reply."""
+        self.requests.append(request)
+        text = self._next(request)
+        chars = sum(len(m.content) for m in request.messages)
+        return Completion(
+            text=text,
+            model=f"scripted:{self.model}",
+            prompt_tokens=chars // 4,
+            completion_tokens=len(text) // 4,
+            response_format="json_schema",
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,182 @@
+"""Grading one submission: prompt, judge call, strict parse, evidence check, rule.
+
+A judge that could not answer yields an ``unscored`` result with a reason and every
+call kept; it is never turned into nine "No" nor into a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from judge.backends.base import JudgeBackend
+from judge.calls import ChatMessage, JudgeCall, JudgeRequest, SamplingParams
+from judge.errors import InputError, JudgeCallError
+from judge.evidence import quote_occurs
+from judge.prompt import build_messages, build_repair_message, build_reply_schema
+from judge.reply import ParsedAnswer, ReplyInvalid, parse_reply
+from judge.retry import RetryPolicy, complete_with_retries
+from judge.rubric import Rubric
+from judge.rule import apply_rule
+from judge.verdict import Answer, GradingResult
+
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "Grader", "check_text"]
+
+DEFAULT_MAX_TEXT_BYTES = 64 * 1024
+
+
+def check_text(text: str, *, field: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> None:
+    """Reject text that cannot be graded as given: NUL bytes or over the size limit."""
+    if "\x00" in text:
+        raise InputError(f"{field} contains NUL bytes", field=field)
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        raise InputError(f"{field} is {size} bytes, over the limit of {max_bytes}", field=field)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{field} is not valid UTF-8 text", field=field) from None
+
+
+@dataclass
+class Grader:
+    """Applies rubrics with one judge backend."""
+
+    backend: JudgeBackend
+    params: SamplingParams = field(default_factory=SamplingParams)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+
+    async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
+        """Grade ``diagnosis`` against ``ground_truth``; raises InputError on bad input."""
+        check_text(ground_truth, field="ground_truth", max_bytes=self.max_text_bytes)
+        check_text(diagnosis, field="diagnosis", max_bytes=self.max_text_bytes)
+        if not diagnosis.strip():
+            return self._empty_diagnosis(rubric)
+        messages = build_messages(rubric, ground_truth, diagnosis)
+        schema = build_reply_schema(rubric)
+        calls: list[JudgeCall] = []
+        call = await self._call(
+            "grade", JudgeRequest(messages=tuple(messages), reply_schema=schema, params=self.params)
+        )
+        calls.append(call)
+        if call.completion is None:
+            return self._unscored(rubric, calls, call.error_code or "judge_error", call.error)
+        try:
+            parsed = parse_reply(call.completion.text, rubric)
+        except ReplyInvalid as first:
+            repair = [
+                *messages,
+                ChatMessage(role="assistant", content=call.completion.text),
+                build_repair_message(rubric, first.problems),
+            ]
+            request = JudgeRequest(messages=tuple(repair), reply_schema=schema, params=self.params)
+            call = await self._call("repair", request)
+            calls.append(call)
+            if call.completion is None:
+                return self._unscored(rubric, calls, call.error_code or "judge_error", call.error)
+            try:
+                parsed = parse_reply(call.completion.text, rubric)
+            except ReplyInvalid as second:
+                detail = f"first reply: {first}; repaired reply: {second}"
+                return self._unscored(rubric, calls, "unparseable_reply", detail)
+        return self._graded(rubric, diagnosis, parsed, calls)
+
+    async def _call(self, purpose: str, request: JudgeRequest) -> JudgeCall:
+        base = {
+            "purpose": purpose,
+            "backend": self.backend.name,
+            "model": self.backend.model,
+            "base_url": self.backend.base_url,
+            "request": request,
+        }
+        try:
+            completion, attempts = await complete_with_retries(
+                self.backend, request, policy=self.retry
+            )
+        except JudgeCallError as exc:
+            return JudgeCall(
+                **base, error_code=exc.code, error=str(exc)[:1000], attempts=tuple(exc.attempts)
+            )
+        return JudgeCall(**base, completion=completion, attempts=tuple(attempts))
+
+    def _base(self, rubric: Rubric) -> dict[str, str]:
+        return {
+            "rubric_id": rubric.id,
+            "rubric_version": rubric.version,
+            "judge_backend": self.backend.name,
+            "judge_model": self.backend.model,
+        }
+
+    def _unscored(
+        self, rubric: Rubric, calls: list[JudgeCall], reason: str, detail: str | None
+    ) -> GradingResult:
+        return GradingResult(
+            status="unscored",
+            unscored_reason=reason,
+            detail=detail,
+            review_reasons=("unscored",),
+            calls=tuple(calls),
+            **self._base(rubric),
+        )
+
+    def _empty_diagnosis(self, rubric: Rubric) -> GradingResult:
+        answers = tuple(
+            Answer(
+                question_id=q.id,
+                dimension_id=rubric.dimension_of(q.id).id,
+                answer=False,
+                judge_answer=False,
+                reasoning="the diagnosis is empty",
+            )
+            for q in rubric.questions
+        )
+        outcome = apply_rule(rubric, {q.id: False for q in rubric.questions})
+        return GradingResult(
+            status="graded",
+            detail="empty_diagnosis",
+            answers=answers,
+            outcome=outcome,
+            judge_outcome=outcome,
+            **self._base(rubric),
+        )
+
+    def _graded(
+        self,
+        rubric: Rubric,
+        diagnosis: str,
+        parsed: dict[str, ParsedAnswer],
+        calls: list[JudgeCall],
+    ) -> GradingResult:
+        answers: list[Answer] = []
+        unverified: list[str] = []
+        for q in rubric.questions:
+            reply = parsed[q.id]
+            verified: bool | None = None
+            effective = reply.answer
+            if reply.answer and q.requires_quote:
+                verified = quote_occurs(reply.evidence, diagnosis)
+                if not verified:
+                    unverified.append(q.id)
+                    effective = rubric.unverified_yes != "downgrade"
+            answers.append(
+                Answer(
+                    question_id=q.id,
+                    dimension_id=rubric.dimension_of(q.id).id,
+                    answer=effective,
+                    judge_answer=reply.answer,
+                    reasoning=reply.reasoning,
+                    evidence=reply.evidence,
+                    evidence_verified=verified,
+                    confidence=reply.confidence,
+                )
+            )
+        return GradingResult(
+            status="graded",
+            answers=tuple(answers),
+            outcome=apply_rule(rubric, {a.question_id: a.answer for a in answers}),
+            judge_outcome=apply_rule(rubric, {a.question_id: a.judge_answer for a in answers}),
+            review_reasons=("evidence_unverified",) if unverified else (),
+            detail=f"evidence not found for {', '.join(unverified)}" if unverified else None,
+            calls=tuple(calls),
+            **self._base(rubric),
+        )

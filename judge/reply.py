@@ -1,0 +1,164 @@
+"""Strict parsing of judge replies.
+
+Two forms are accepted, either possibly inside a markdown code fence:
+
+- the service's own: ``{"D1-Q1": {"reasoning", "evidence", "answer", "confidence"}, ...}``
+- SREGym's: ``[{"id": "D1-Q1", "answer": "Yes", "evidence": "...", "confidence": "High"}, ...]``
+  (also wrapped as ``{"answers": [...]}``).
+
+A reply must carry exactly the rubric's ids, each once, each with a yes/no answer.
+Anything else raises ``ReplyInvalid`` listing every problem, worded so it can be sent
+back to the judge in one repair call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from judge.rubric import Rubric
+
+__all__ = ["ParsedAnswer", "ReplyInvalid", "parse_reply"]
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+_YES = {"yes", "true", "y"}
+_NO = {"no", "false", "n"}
+_CONFIDENCE = {"high": 0.9, "medium": 0.6, "low": 0.3}
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAnswer:
+    """One question's answer as the judge wrote it."""
+
+    answer: bool
+    evidence: str
+    reasoning: str
+    confidence: float | None
+
+
+class ReplyInvalid(ValueError):
+    """The reply cannot be used; ``problems`` says why, question by question."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def _extract_json(text: str) -> Any:
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    body = body.strip()
+    if not body:
+        raise ReplyInvalid(["the reply is empty"])
+    starts = [i for i in (body.find("{"), body.find("[")) if i >= 0]
+    if not starts:
+        raise ReplyInvalid(["the reply contains no JSON object or array"])
+    start = min(starts)
+    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+    try:
+        value, end = decoder.raw_decode(body, start)
+    except _DuplicateKey as exc:
+        raise ReplyInvalid([f"question id {exc.args[0]} appears more than once"]) from None
+    except json.JSONDecodeError as exc:
+        raise ReplyInvalid(
+            [f"the reply is not complete JSON ({exc.msg} at character {exc.pos})"]
+        ) from None
+    if body[end:].strip():
+        raise ReplyInvalid(["the reply has text after the JSON value"])
+    return value
+
+
+def _entries(value: Any) -> list[tuple[str, Any]]:
+    """(id, entry) pairs from either form, in reply order."""
+    if isinstance(value, dict) and set(value) == {"answers"}:
+        value = value["answers"]
+    if isinstance(value, dict):
+        return list(value.items())
+    if isinstance(value, list):
+        pairs = []
+        for index, item in enumerate(value):
+            if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+                raise ReplyInvalid([f"item {index} of the array is not an object with an id"])
+            pairs.append((item["id"], item))
+        return pairs
+    raise ReplyInvalid(["the reply is neither a JSON object keyed by question id nor an array"])
+
+
+def _parse_answer(qid: str, raw: Any, problems: list[str]) -> bool | None:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in _YES | _NO:
+        return raw.strip().lower() in _YES
+    problems.append(f"{qid}: answer {raw!r} is not yes or no")
+    return None
+
+
+def _parse_confidence(raw: Any) -> float | None:
+    if isinstance(raw, str):
+        return _CONFIDENCE.get(raw.strip().lower())
+    if isinstance(raw, int | float) and not isinstance(raw, bool) and 0 <= raw <= 1:
+        return float(raw)
+    return None
+
+
+def _parse_entry(qid: str, entry: Any, problems: list[str]) -> ParsedAnswer | None:
+    if not isinstance(entry, dict):
+        problems.append(f"{qid}: expected an object with an answer")
+        return None
+    answer = _parse_answer(qid, entry.get("answer"), problems)
+    evidence = entry.get("evidence") or ""
+    reasoning = entry.get("reasoning") or entry.get("explanation") or ""
+    if not isinstance(evidence, str):
+        problems.append(f"{qid}: evidence must be a string")
+        return None
+    if not isinstance(reasoning, str):
+        reasoning = ""
+    if answer is None:
+        return None
+    return ParsedAnswer(
+        answer=answer,
+        evidence=evidence.strip(),
+        reasoning=reasoning.strip(),
+        confidence=_parse_confidence(entry.get("confidence")),
+    )
+
+
+def parse_reply(text: str, rubric: Rubric) -> dict[str, ParsedAnswer]:
+    """Parse a reply into one answer per rubric question, or raise ReplyInvalid."""
+    pairs = _entries(_extract_json(text))
+    expected = [q.id for q in rubric.questions]
+    problems: list[str] = []
+    seen: dict[str, Any] = {}
+    for qid, entry in pairs:
+        if qid in seen:
+            problems.append(f"question id {qid} appears more than once")
+        elif qid not in expected:
+            problems.append(f"unknown question id {qid}")
+        seen.setdefault(qid, entry)
+    missing = [qid for qid in expected if qid not in seen]
+    if missing:
+        problems.append(f"missing question id(s) {', '.join(missing)}")
+    answers: dict[str, ParsedAnswer] = {}
+    for qid in expected:
+        if qid in seen:
+            parsed = _parse_entry(qid, seen[qid], problems)
+            if parsed is not None:
+                answers[qid] = parsed
+    if problems:
+        raise ReplyInvalid(problems)
+    return answers

@@ -1,0 +1,191 @@
+"""Rubrics: dimensions of yes/no questions and the pass rule, loaded from YAML.
+
+A rubric's version is its human label plus a hash of its normalized content, so two
+files that differ in anything that changes grading have different versions, while
+comments and key order do not matter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from judge.errors import RubricError
+
+__all__ = [
+    "DEFAULT_RUBRIC_DIR",
+    "Dimension",
+    "PassRule",
+    "Question",
+    "Rubric",
+    "load_rubric",
+    "load_rubric_dir",
+    "rubric_from_mapping",
+]
+
+#: the rubric folder of this checkout
+DEFAULT_RUBRIC_DIR = Path(__file__).resolve().parent.parent / "rubrics"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+
+class Question(_Strict):
+    """One yes/no question."""
+
+    id: str = Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$")
+    text: str = Field(min_length=1)
+    hint: str = ""
+    #: a "yes" must be backed by a verbatim quote from the diagnosis
+    requires_quote: bool
+
+
+class Dimension(_Strict):
+    """A group of questions about one aspect of the diagnosis."""
+
+    id: str = Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1)
+    definition: str = Field(min_length=1)
+    questions: tuple[Question, ...]
+
+    @field_validator("questions")
+    @classmethod
+    def _not_empty(cls, value: tuple[Question, ...]) -> tuple[Question, ...]:
+        if not value:
+            raise ValueError("a dimension needs at least one question")
+        return value
+
+
+class PassRule(_Strict):
+    """Pass when yes_count >= min_yes and every dimension has min_yes_per_dimension yes."""
+
+    min_yes: int
+    min_yes_per_dimension: int
+    #: composite weights, one per dimension, applied to each dimension's yes share
+    weights: tuple[float, ...]
+
+
+class Rubric(_Strict):
+    """A versioned rubric."""
+
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    label: str = Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$")
+    title: str = ""
+    unverified_yes: Literal["review", "downgrade"] = "review"
+    control_scenario: str = Field(min_length=1)
+    rule: PassRule
+    dimensions: tuple[Dimension, ...]
+
+    @property
+    def version(self) -> str:
+        """``label+hash``: the label for people, the hash of the normalized content."""
+        return f"{self.label}+{self.content_hash[:12]}"
+
+    @property
+    def content_hash(self) -> str:
+        """SHA-256 of the canonical JSON of everything but the label."""
+        payload = self.model_dump(mode="json", exclude={"label"})
+        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    @property
+    def questions(self) -> tuple[Question, ...]:
+        """All questions in order."""
+        return tuple(q for d in self.dimensions for q in d.questions)
+
+    def dimension_of(self, question_id: str) -> Dimension:
+        """The dimension a question belongs to."""
+        for dimension in self.dimensions:
+            if any(q.id == question_id for q in dimension.questions):
+                return dimension
+        raise KeyError(question_id)
+
+    def question(self, question_id: str) -> Question:
+        """A question by id."""
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise KeyError(question_id)
+
+
+def _check_semantics(rubric: Rubric) -> list[str]:
+    faults: list[str] = []
+    dim_ids = [d.id for d in rubric.dimensions]
+    q_ids = [q.id for q in rubric.questions]
+    for kind, ids in (("dimension", dim_ids), ("question", q_ids)):
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            faults.append(f"duplicate {kind} id(s): {', '.join(dupes)}")
+    if not rubric.dimensions:
+        faults.append("the rubric has no dimensions")
+        return faults
+    rule = rubric.rule
+    total = len(q_ids)
+    if len(rule.weights) != len(rubric.dimensions):
+        faults.append(
+            f"rule.weights has {len(rule.weights)} weights for {len(rubric.dimensions)} dimensions"
+        )
+    if any(w < 0 for w in rule.weights) or abs(sum(rule.weights) - 1.0) > 0.011:
+        faults.append("rule.weights must be non-negative and sum to 1")
+    smallest = min(len(d.questions) for d in rubric.dimensions)
+    if rule.min_yes > total or rule.min_yes_per_dimension > smallest:
+        faults.append(
+            f"the rule can never pass: min_yes={rule.min_yes} of {total} questions, "
+            f"min_yes_per_dimension={rule.min_yes_per_dimension} with {smallest} in the "
+            "smallest dimension"
+        )
+    if rule.min_yes <= 0 and rule.min_yes_per_dimension <= 0:
+        faults.append("the rule always passes: min_yes and min_yes_per_dimension are both <= 0")
+    return faults
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+def rubric_from_mapping(data: Any, *, source: str) -> Rubric:
+    """Validate a parsed rubric; raise RubricError naming ``source`` and every fault."""
+    if not isinstance(data, dict):
+        raise RubricError(f"{source}: a rubric must be a mapping, got {type(data).__name__}")
+    try:
+        rubric = Rubric.model_validate(data)
+    except ValidationError as exc:
+        raise RubricError(f"{source}: {_describe_validation(exc)}") from None
+    faults = _check_semantics(rubric)
+    if faults:
+        raise RubricError(f"{source}: {'; '.join(faults)}")
+    return rubric
+
+
+def load_rubric(path: str | Path) -> Rubric:
+    """Load and validate one rubric file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RubricError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise RubricError(f"{path}: not valid YAML: {exc}") from None
+    return rubric_from_mapping(data, source=str(path))
+
+
+def load_rubric_dir(directory: str | Path = DEFAULT_RUBRIC_DIR) -> dict[str, Rubric]:
+    """Load every ``*.yaml`` rubric of a folder, keyed by id; duplicate ids are an error."""
+    rubrics: dict[str, Rubric] = {}
+    for path in sorted(Path(directory).glob("*.y*ml")):
+        rubric = load_rubric(path)
+        if rubric.id in rubrics:
+            raise RubricError(f"{path}: rubric id {rubric.id!r} is defined twice")
+        rubrics[rubric.id] = rubric
+    return rubrics
