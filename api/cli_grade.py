@@ -47,16 +47,18 @@ def _read_text(value: str | None, path: str | None, *, name: str) -> str:
         ) from None
 
 
-async def _grade(settings: Settings, spec_text: str, rubric_id: str, truth: str, diag: str) -> GradingResult:
+async def _grade(
+    settings: Settings, spec_text: str, rubric_id: str, truth: str, diag: str
+) -> GradingResult:
     try:
-        spec = parse_judge_spec(spec_text)
         rubrics = load_rubric_dir(settings.rubric_dir)
+        backend = build_backend(parse_judge_spec(spec_text), timeout=settings.judge_timeout)
     except (JudgeSpecError, RubricError) as exc:
         raise click.UsageError(str(exc)) from None
     if rubric_id not in rubrics:
+        await backend.aclose()
         known = ", ".join(sorted(rubrics)) or "none"
         raise click.UsageError(f"unknown rubric {rubric_id!r}; known rubrics: {known}")
-    backend = build_backend(spec, timeout=settings.judge_timeout)
     grader = Grader(
         backend,
         params=SamplingParams(
@@ -77,7 +79,9 @@ async def _grade(settings: Settings, spec_text: str, rubric_id: str, truth: str,
 
 @click.command("grade")
 @click.option("--ground-truth", "ground_truth", help="the scenario's ground truth (may be empty)")
-@click.option("--ground-truth-file", type=str, help="read the ground truth from a file (- for stdin)")
+@click.option(
+    "--ground-truth-file", type=str, help="read the ground truth from a file (- for stdin)"
+)
 @click.option("--diagnosis", help="the agent's diagnosis")
 @click.option("--diagnosis-file", type=str, help="read the diagnosis from a file (- for stdin)")
 @click.option("--judge", "judge_spec", help="BACKEND:MODEL[@BASE_URL]; default SRE_JUDGE_JUDGE")

@@ -7,6 +7,7 @@ call kept; it is never turned into nine "No" nor into a pass.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from judge.backends.base import JudgeBackend
 from judge.calls import ChatMessage, JudgeCall, JudgeRequest, SamplingParams
@@ -81,42 +82,50 @@ class Grader:
                 return self._unscored(rubric, calls, "unparseable_reply", detail)
         return self._graded(rubric, diagnosis, parsed, calls)
 
-    async def _call(self, purpose: str, request: JudgeRequest) -> JudgeCall:
-        base = {
-            "purpose": purpose,
-            "backend": self.backend.name,
-            "model": self.backend.model,
-            "base_url": self.backend.base_url,
-            "request": request,
-        }
+    async def _call(self, purpose: Literal["grade", "repair"], request: JudgeRequest) -> JudgeCall:
+        backend = self.backend
         try:
-            completion, attempts = await complete_with_retries(
-                self.backend, request, policy=self.retry
-            )
+            completion, attempts = await complete_with_retries(backend, request, policy=self.retry)
         except JudgeCallError as exc:
             return JudgeCall(
-                **base, error_code=exc.code, error=str(exc)[:1000], attempts=tuple(exc.attempts)
+                purpose=purpose,
+                backend=backend.name,
+                model=backend.model,
+                base_url=backend.base_url,
+                request=request,
+                error_code=exc.code,
+                error=str(exc)[:1000],
+                attempts=tuple(exc.attempts),
             )
-        return JudgeCall(**base, completion=completion, attempts=tuple(attempts))
+        return JudgeCall(
+            purpose=purpose,
+            backend=backend.name,
+            model=backend.model,
+            base_url=backend.base_url,
+            request=request,
+            completion=completion,
+            attempts=tuple(attempts),
+        )
 
-    def _base(self, rubric: Rubric) -> dict[str, str]:
-        return {
-            "rubric_id": rubric.id,
-            "rubric_version": rubric.version,
-            "judge_backend": self.backend.name,
-            "judge_model": self.backend.model,
-        }
+    def _result(self, rubric: Rubric, **fields: Any) -> GradingResult:
+        return GradingResult(
+            rubric_id=rubric.id,
+            rubric_version=rubric.version,
+            judge_backend=self.backend.name,
+            judge_model=self.backend.model,
+            **fields,
+        )
 
     def _unscored(
         self, rubric: Rubric, calls: list[JudgeCall], reason: str, detail: str | None
     ) -> GradingResult:
-        return GradingResult(
+        return self._result(
+            rubric,
             status="unscored",
             unscored_reason=reason,
             detail=detail,
             review_reasons=("unscored",),
             calls=tuple(calls),
-            **self._base(rubric),
         )
 
     def _empty_diagnosis(self, rubric: Rubric) -> GradingResult:
@@ -131,13 +140,13 @@ class Grader:
             for q in rubric.questions
         )
         outcome = apply_rule(rubric, {q.id: False for q in rubric.questions})
-        return GradingResult(
+        return self._result(
+            rubric,
             status="graded",
             detail="empty_diagnosis",
             answers=answers,
             outcome=outcome,
             judge_outcome=outcome,
-            **self._base(rubric),
         )
 
     def _graded(
@@ -170,7 +179,8 @@ class Grader:
                     confidence=reply.confidence,
                 )
             )
-        return GradingResult(
+        return self._result(
+            rubric,
             status="graded",
             answers=tuple(answers),
             outcome=apply_rule(rubric, {a.question_id: a.answer for a in answers}),
@@ -178,5 +188,4 @@ class Grader:
             review_reasons=("evidence_unverified",) if unverified else (),
             detail=f"evidence not found for {', '.join(unverified)}" if unverified else None,
             calls=tuple(calls),
-            **self._base(rubric),
         )

@@ -45,7 +45,7 @@ def _is_retryable(exc: BaseException) -> bool:
 
 def _wait_for(policy: RetryPolicy):  # type: ignore[no-untyped-def]
     backoff = wait_exponential_jitter(
-        initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
+        multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
     )
 
     def wait(state: RetryCallState) -> float:

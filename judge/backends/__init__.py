@@ -29,7 +29,7 @@ def _openai(spec: JudgeSpec, timeout: float) -> JudgeBackend:
 
 
 def _scripted(spec: JudgeSpec, timeout: float) -> JudgeBackend:
-    return ScriptedBackend(model=spec.model, base_url=spec.base_url)
+    return ScriptedBackend.for_mode(spec.model, base_url=spec.base_url)
 
 
 #: backend name -> factory(spec, timeout)

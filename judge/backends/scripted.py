@@ -65,10 +65,6 @@ class ScriptedBackend:
         model: str = "scripted",
         base_url: str | None = None,
     ) -> None:
-        if not script and model not in SCRIPTED_MODES:
-            raise JudgeSpecError(
-                f"scripted judge mode {model!r} is unknown; use one of {', '.join(SCRIPTED_MODES)}"
-            )
         self.model = model
         self.base_url = base_url
         self._script = list(script)
@@ -87,6 +83,15 @@ class ScriptedBackend:
         if isinstance(item, BaseException):
             raise item
         return item(request) if callable(item) else item
+
+    @classmethod
+    def for_mode(cls, mode: str, *, base_url: str | None = None) -> ScriptedBackend:
+        """The demo judge of a ``scripted:MODE`` spec."""
+        if mode not in SCRIPTED_MODES:
+            raise JudgeSpecError(
+                f"scripted judge mode {mode!r} is unknown; use one of {', '.join(SCRIPTED_MODES)}"
+            )
+        return cls(model=mode, base_url=base_url)
 
     async def complete(self, request: JudgeRequest) -> Completion:
         """Answer with the next scripted reply."""

@@ -1,0 +1,5 @@
+"""``python -m api`` runs the command line."""
+
+from api.cli import main
+
+main()

@@ -1,0 +1,191 @@
+"""A judge behind an Ollama server, through the official ``ollama`` client.
+
+The reply is constrained by passing the JSON schema as ``format``; the sampling
+settings go in ``options`` together with a context window (``num_ctx``) large enough
+for the prompt, because Ollama silently truncates prompts that overflow it.
+
+The client's errors are translated to ``judge.errors`` in one place,
+:func:`map_ollama_errors`. Note how the client surfaces failures: an HTTP error
+status becomes ``ollama.ResponseError`` (raised ``from None``, the original
+``httpx.HTTPStatusError`` survives as ``__context__``), a refused connection becomes
+the builtin ``ConnectionError``, and timeouts escape as raw ``httpx`` exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import ollama
+import pydantic
+
+from judge.calls import Completion, JudgeRequest
+from judge.errors import (
+    ContextOverflow,
+    JudgeAuthError,
+    JudgeCallError,
+    JudgeRateLimited,
+    JudgeRejected,
+    JudgeTimeout,
+    JudgeUnavailable,
+)
+
+__all__ = ["OllamaBackend", "estimate_num_ctx", "map_ollama_errors"]
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"context (length|window|size)|too long|exceeds? .*context", re.IGNORECASE
+)
+_MAX_ERROR_TEXT = 300
+
+
+def estimate_num_ctx(request: JudgeRequest) -> int:
+    """A context window that holds the prompt (about 3 characters a token) and the reply.
+
+    Rounded up to a multiple of 1024 and never below 2048.
+    """
+    chars = sum(len(message.content) for message in request.messages)
+    needed = chars // 3 + request.params.max_tokens + 256
+    return max(2048, math.ceil(needed / 1024) * 1024)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds to wait, from the Retry-After header of the response behind ``exc``."""
+    context = exc.__context__
+    if not isinstance(context, httpx.HTTPStatusError):
+        return None
+    value = context.response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _from_response_error(exc: ollama.ResponseError) -> JudgeCallError:
+    status = exc.status_code if exc.status_code > 0 else None
+    text = str(exc.error)[:_MAX_ERROR_TEXT]
+    message = f"ollama answered {status}: {text}"
+    if status == 429:
+        return JudgeRateLimited(message, status_code=status, retry_after=_retry_after(exc))
+    if status in (401, 403):
+        return JudgeAuthError(message, status_code=status)
+    if _CONTEXT_OVERFLOW.search(text):
+        return ContextOverflow(message, status_code=status)
+    if status is not None and 400 <= status < 500:
+        return JudgeRejected(message, status_code=status)
+    return JudgeUnavailable(message, status_code=status)
+
+
+@contextmanager
+def map_ollama_errors() -> Iterator[None]:
+    """Translate the ``ollama`` client's exceptions into ``judge.errors``.
+
+    429 -> JudgeRateLimited, 5xx -> JudgeUnavailable, 401/403 -> JudgeAuthError, other
+    4xx -> JudgeRejected (ContextOverflow when the text says the prompt does not fit),
+    timeouts -> JudgeTimeout, connection and transport failures and unreadable replies
+    -> JudgeUnavailable.
+    """
+    try:
+        yield
+    except ollama.ResponseError as exc:
+        raise _from_response_error(exc) from exc
+    except httpx.TimeoutException as exc:
+        raise JudgeTimeout(f"ollama did not answer in time ({type(exc).__name__})") from exc
+    except (httpx.TransportError, ConnectionError) as exc:
+        raise JudgeUnavailable(f"cannot reach ollama ({type(exc).__name__})") from exc
+    except (json.JSONDecodeError, pydantic.ValidationError) as exc:
+        raise JudgeUnavailable(f"ollama sent an unreadable reply ({type(exc).__name__})") from exc
+
+
+def _same_model(listed: str | None, wanted: str) -> bool:
+    if listed is None:
+        return False
+    if ":" not in wanted.rsplit("/", 1)[-1]:
+        wanted = f"{wanted}:latest"
+    return listed == wanted
+
+
+class OllamaBackend:
+    """A judge model served by Ollama (``ollama:MODEL[@BASE_URL]``)."""
+
+    name = "ollama"
+
+    def __init__(self, model: str, *, base_url: str | None = None, timeout: float = 120.0) -> None:
+        self.model = model
+        self.base_url = base_url
+        self._client = ollama.AsyncClient(host=base_url, timeout=timeout)
+        self._digest: str | None = None
+        self._digest_known = False
+        self._digest_lock = asyncio.Lock()
+
+    def _options(self, request: JudgeRequest) -> dict[str, Any]:
+        params = request.params
+        options: dict[str, Any] = {
+            "temperature": params.temperature,
+            "seed": params.seed,
+            "num_predict": params.max_tokens,
+            "num_ctx": params.num_ctx or estimate_num_ctx(request),
+        }
+        return {key: value for key, value in options.items() if value is not None}
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Send one chat request with the reply schema as ``format``; one attempt only."""
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        with map_ollama_errors():
+            response = await self._client.chat(
+                model=self.model,
+                messages=messages,
+                format=request.reply_schema,
+                options=self._options(request),
+                stream=False,
+            )
+        served = response.model or self.model
+        return Completion(
+            text=response.message.content or "",
+            model=served,
+            fingerprint=await self.digest(),
+            prompt_tokens=response.prompt_eval_count,
+            completion_tokens=response.eval_count,
+            response_format="json_schema",
+        )
+
+    async def digest(self) -> str | None:
+        """The model's digest, asked of the server once and cached; ``None`` if unknown.
+
+        ``/api/show`` carries no digest, so it is read from ``/api/tags``. A failure
+        here never fails a call: it is tried again on the next one.
+        """
+        if self._digest_known:
+            return self._digest
+        async with self._digest_lock:
+            if not self._digest_known:
+                try:
+                    listing = await self._client.list()
+                except (ollama.ResponseError, httpx.HTTPError, ConnectionError, ValueError):
+                    return None
+                self._digest = next(
+                    (m.digest for m in listing.models if _same_model(m.model, self.model)),
+                    None,
+                )
+                self._digest_known = True
+        return self._digest
+
+    async def aclose(self) -> None:
+        """Close the client's HTTP connections."""
+        await self._client.close()  # type: ignore[no-untyped-call]

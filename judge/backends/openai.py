@@ -1,0 +1,216 @@
+"""A judge behind any OpenAI-compatible server, through the official ``openai`` client.
+
+The reply is constrained with ``response_format`` of type ``json_schema`` (strict).
+Some servers refuse that form (llama-cpp-python answers 500); for them the request is
+sent once more, at once, as ``{"type": "json_object", "schema": ...}``, and that
+choice is remembered for the endpoint so later calls go straight to it.
+
+The client retries nothing (``max_retries=0``): retries are ``judge.retry``'s, so that
+every attempt is recorded. Its errors are translated to ``judge.errors`` in one place,
+:func:`map_openai_errors`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletion
+
+from judge.calls import Completion, JudgeRequest
+from judge.errors import (
+    ContextOverflow,
+    JudgeAuthError,
+    JudgeCallError,
+    JudgeRateLimited,
+    JudgeRejected,
+    JudgeTimeout,
+    JudgeUnavailable,
+)
+
+__all__ = [
+    "OpenAIBackend",
+    "forget_response_formats",
+    "map_openai_errors",
+    "parse_retry_after",
+]
+
+JSON_SCHEMA = "json_schema"
+JSON_OBJECT = "json_object"
+
+#: endpoint (the client's resolved base URL) -> the response_format type it accepts,
+#: for endpoints that refused ``json_schema``
+_RESPONSE_FORMATS: dict[str, str] = {}
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"context.length|maximum context|context (window|size)|too many tokens"
+    r"|exceeds? .*context",
+    re.IGNORECASE,
+)
+_FORMAT_REJECTION = re.compile(r"response_format|json_schema|json schema", re.IGNORECASE)
+_MAX_ERROR_TEXT = 300
+
+
+def forget_response_formats() -> None:
+    """Forget which endpoints needed the ``json_object`` fallback (for tests)."""
+    _RESPONSE_FORMATS.clear()
+
+
+def parse_retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _from_status_error(exc: openai.APIStatusError) -> JudgeCallError:
+    status = exc.status_code
+    text = str(exc.message)[:_MAX_ERROR_TEXT]
+    message = f"openai-compatible server answered {status}: {text}"
+    if status == 429:
+        retry_after = parse_retry_after(exc.response.headers)
+        return JudgeRateLimited(message, status_code=status, retry_after=retry_after)
+    if status in (401, 403):
+        return JudgeAuthError(message, status_code=status)
+    if _CONTEXT_OVERFLOW.search(text):
+        return ContextOverflow(message, status_code=status)
+    if 400 <= status < 500:
+        return JudgeRejected(message, status_code=status)
+    return JudgeUnavailable(message, status_code=status)
+
+
+@contextmanager
+def map_openai_errors() -> Iterator[None]:
+    """Translate the ``openai`` client's exceptions into ``judge.errors``.
+
+    429 -> JudgeRateLimited (with Retry-After), 5xx -> JudgeUnavailable, 401/403 ->
+    JudgeAuthError, other 4xx -> JudgeRejected (ContextOverflow when the text says the
+    prompt does not fit), timeouts -> JudgeTimeout, connection failures and unreadable
+    replies -> JudgeUnavailable.
+    """
+    try:
+        yield
+    except openai.APIStatusError as exc:
+        raise _from_status_error(exc) from exc
+    except openai.APITimeoutError as exc:
+        raise JudgeTimeout("openai-compatible server did not answer in time") from exc
+    except openai.APIConnectionError as exc:
+        cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection error"
+        raise JudgeUnavailable(f"cannot reach openai-compatible server ({cause})") from exc
+    except openai.APIError as exc:  # e.g. APIResponseValidationError: unreadable reply
+        raise JudgeUnavailable(f"unreadable reply ({type(exc).__name__})") from exc
+
+
+def _refuses_json_schema(exc: openai.APIStatusError) -> bool:
+    """Whether an error looks like the server refusing ``response_format: json_schema``."""
+    if _CONTEXT_OVERFLOW.search(str(exc.message)):
+        return False
+    if exc.status_code >= 500:
+        return True
+    return exc.status_code in (400, 422) and bool(_FORMAT_REJECTION.search(str(exc.message)))
+
+
+def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
+    if form == JSON_OBJECT:
+        return {"type": JSON_OBJECT, "schema": schema}
+    return {
+        "type": JSON_SCHEMA,
+        "json_schema": {"name": "judge_reply", "strict": True, "schema": schema},
+    }
+
+
+class OpenAIBackend:
+    """A judge model behind an OpenAI-compatible API (``openai:MODEL[@BASE_URL]``)."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key",
+            timeout=timeout,
+            max_retries=0,
+        )
+        #: the endpoint really used (``OPENAI_BASE_URL`` applies when base_url is None)
+        self.endpoint = str(self._client.base_url)
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Send one chat completion request (plus at most one format fallback)."""
+        form = _RESPONSE_FORMATS.get(self.endpoint, JSON_SCHEMA)
+        with map_openai_errors():
+            try:
+                response = await self._create(request, form)
+            except openai.APIStatusError as exc:
+                if form == JSON_OBJECT and 400 <= exc.status_code < 500 and exc.status_code != 429:
+                    # the remembered fallback is refused too: try json_schema again next time
+                    _RESPONSE_FORMATS.pop(self.endpoint, None)
+                if form != JSON_SCHEMA or not _refuses_json_schema(exc):
+                    raise
+                form = JSON_OBJECT
+                response = await self._create(request, form)
+                _RESPONSE_FORMATS[self.endpoint] = form
+        return self._completion(response, form)
+
+    async def _create(self, request: JudgeRequest, form: str) -> ChatCompletion:
+        params = request.params
+        messages: Any = [{"role": m.role, "content": m.content} for m in request.messages]
+        response_format: Any = _response_format(form, request.reply_schema)
+        return await self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            temperature=params.temperature,
+            seed=params.seed if params.seed is not None else openai.omit,
+            max_tokens=params.max_tokens,
+            response_format=response_format,
+        )
+
+    def _completion(self, response: ChatCompletion, form: str) -> Completion:
+        # the client builds replies without validation: any field may be missing
+        choices = getattr(response, "choices", None) or []
+        message = getattr(choices[0], "message", None) if choices else None
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=getattr(message, "content", None) or "",
+            model=getattr(response, "model", None) or self.model,
+            fingerprint=getattr(response, "system_fingerprint", None),
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            response_format=form,
+        )
+
+    async def aclose(self) -> None:
+        """Close the client's HTTP connections."""
+        await self._client.close()

@@ -1,0 +1,181 @@
+"""``sre-judge grade`` as a user runs it: a real process against real judge servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.judge_server import running_judge_server, sregym_reply
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q3"}
+SIX = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1"}
+
+
+def run_cli(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "api", *args],
+        input=stdin,
+        capture_output=True,
+        env=full_env,
+        timeout=60,
+        check=False,
+    )
+
+
+def _grade_json(spec: str, *extra: str) -> tuple[int, dict[str, object]]:
+    done = run_cli(
+        "grade",
+        "--json",
+        "--judge",
+        spec,
+        "--ground-truth",
+        TRUTH,
+        "--diagnosis",
+        DIAGNOSIS,
+        *extra,
+    )
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+@pytest.mark.parametrize("backend", ["openai", "ollama"])
+@pytest.mark.parametrize(("yes", "passed"), [(SEVEN, True), (SIX, False)])
+def test_grade_against_a_real_server_in_sregym_format(
+    backend: str, yes: set[str], passed: bool
+) -> None:
+    with running_judge_server([sregym_reply(yes, evidence="sets USER_PORT=9999")]) as server:
+        url = server.openai_url if backend == "openai" else server.ollama_url
+        code, grading = _grade_json(f"{backend}:m@{url}")
+    assert code == 0
+    assert grading["status"] == "graded"
+    assert grading["passed"] is passed
+    assert grading["yes_count"] == len(yes)
+    assert grading["judge"] == {"backend": backend, "model": "m"}
+    body = server.requests[0]
+    if backend == "openai":
+        assert body["temperature"] == 0 and body["seed"] == 0 and body["max_tokens"] == 1536
+        assert body["response_format"]["type"] == "json_schema"
+    else:
+        assert body["options"]["temperature"] == 0 and body["options"]["seed"] == 0
+        assert body["format"]["required"][0] == "D1-Q1"
+
+
+@pytest.mark.parametrize("backend", ["openai", "ollama"])
+def test_malformed_reply_twice_exits_3_unscored(backend: str) -> None:
+    with running_judge_server(["no json here", "[1, 2"]) as server:
+        url = server.openai_url if backend == "openai" else server.ollama_url
+        code, grading = _grade_json(f"{backend}:m@{url}")
+    assert code == 3
+    assert grading["status"] == "unscored"
+    assert grading["unscored_reason"] == "unparseable_reply"
+    assert grading["passed"] is None and grading["answers"] == []
+    assert len(server.requests) == 2
+
+
+def test_unreachable_judge_exits_3() -> None:
+    done = run_cli(
+        "grade",
+        "--json",
+        "--judge",
+        "openai:m@http://127.0.0.1:9/v1",
+        "--ground-truth",
+        TRUTH,
+        "--diagnosis",
+        DIAGNOSIS,
+        env={"SRE_JUDGE_JUDGE_MAX_ATTEMPTS": "1"},
+    )
+    assert done.returncode == 3
+    assert json.loads(done.stdout)["unscored_reason"] == "judge_unavailable"
+
+
+def test_table_output_shows_answers_and_verdict() -> None:
+    with running_judge_server([sregym_reply(SEVEN, evidence="sets USER_PORT=9999")]) as server:
+        done = run_cli(
+            "grade",
+            "--judge",
+            f"openai:m@{server.openai_url}",
+            "--ground-truth",
+            TRUTH,
+            "--diagnosis",
+            DIAGNOSIS,
+        )
+    out = done.stdout.decode()
+    assert done.returncode == 0
+    assert "D3-Q3" in out and "PASS" in out and "7/9 yes" in out
+
+
+def test_files_and_stdin(tmp_path: Path) -> None:
+    truth = tmp_path / "truth.txt"
+    truth.write_text(TRUTH)
+    done = run_cli(
+        "grade",
+        "--json",
+        "--judge",
+        "scripted:pass",
+        "--ground-truth-file",
+        str(truth),
+        "--diagnosis-file",
+        "-",
+        stdin=DIAGNOSIS.encode(),
+    )
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["passed"] is True
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"caf\xe9 broken", "not valid UTF-8"), (b"a\x00b", "NUL bytes")],
+)
+def test_bad_files_exit_2(tmp_path: Path, content: bytes, message: str) -> None:
+    bad = tmp_path / "diag.txt"
+    bad.write_bytes(content)
+    done = run_cli(
+        "grade", "--judge", "scripted:pass", "--ground-truth", TRUTH, "--diagnosis-file", str(bad)
+    )
+    assert done.returncode == 2
+    assert message in done.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--judge", "nope:m"], "accepted forms"),
+        (["--judge", "openai"], "accepted forms"),
+        (["--judge", "openai:m@ftp://x"], "not an http(s) URL"),
+        (["--judge", "scripted:maybe"], "unknown"),
+        (["--judge", "scripted:pass", "--rubric", "nope"], "unknown rubric"),
+        (["--judge", "scripted:pass", "--diagnosis", "x" * 70_000], "over the limit"),
+    ],
+)
+def test_bad_usage_exits_2_with_a_clear_message(args: list[str], message: str) -> None:
+    base = ["grade", "--ground-truth", TRUTH]
+    if "--diagnosis" not in args:
+        base += ["--diagnosis", DIAGNOSIS]
+    done = run_cli(*base, *args)
+    assert done.returncode == 2
+    assert message in done.stderr.decode()
+
+
+def test_empty_diagnosis_fails_without_calling_the_judge() -> None:
+    done = run_cli(
+        "grade",
+        "--json",
+        "--judge",
+        "scripted:garbage",
+        "--ground-truth",
+        TRUTH,
+        "--diagnosis",
+        "  ",
+    )
+    grading = json.loads(done.stdout)
+    assert done.returncode == 0
+    assert grading["passed"] is False and grading["detail"] == "empty_diagnosis"

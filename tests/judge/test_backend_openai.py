@@ -1,0 +1,432 @@
+"""The OpenAI-compatible backend against the real ``openai`` client, with respx as server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from judge.backends.openai import OpenAIBackend, forget_response_formats, parse_retry_after
+from judge.calls import ChatMessage, JudgeRequest, SamplingParams
+from judge.errors import (
+    ContextOverflow,
+    JudgeAuthError,
+    JudgeCallError,
+    JudgeRateLimited,
+    JudgeRejected,
+    JudgeTimeout,
+    JudgeUnavailable,
+)
+from judge.retry import RetryPolicy, complete_with_retries
+
+BASE = "http://127.0.0.1:18080/v1"
+OTHER_BASE = "http://127.0.0.1:18081/v1"
+MODEL = "qwen2.5-1.5b"
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answers": {"type": "array"}},
+    "required": ["answers"],
+}
+REPLY = '{"answers": []}'
+FAST = RetryPolicy(initial_wait=0.01, max_wait=0.05, jitter=0)
+JSON_SCHEMA_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "judge_reply", "strict": True, "schema": SCHEMA},
+}
+JSON_OBJECT_FORMAT = {"type": "json_object", "schema": SCHEMA}
+
+
+def make_request(**params: Any) -> JudgeRequest:
+    return JudgeRequest(
+        messages=(
+            ChatMessage(role="system", content="You grade diagnoses."),
+            ChatMessage(role="user", content="Ground truth: disk full. Diagnosis: disk full."),
+        ),
+        reply_schema=SCHEMA,
+        params=SamplingParams(**params),
+    )
+
+
+def completion_reply(content: str | None = REPLY, **extra: Any) -> httpx.Response:
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_746_000_000,
+        "model": MODEL,
+        "system_fingerprint": "b5123-8c2a1f",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 812, "completion_tokens": 143, "total_tokens": 955},
+        **extra,
+    }
+    return httpx.Response(200, json=body)
+
+
+def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+    return httpx.Response(status, json=body, headers=headers)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_format_memory() -> Iterator[None]:
+    forget_response_formats()
+    yield
+    forget_response_formats()
+
+
+@pytest.fixture
+def openai_api() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE, assert_all_called=True) as router:
+        yield router
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[OpenAIBackend]:
+    judge = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test")
+    yield judge
+    await judge.aclose()
+
+
+def sent_json(route: respx.Route, index: int = -1) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(route.calls[index].request.content)
+    return body
+
+
+async def test_request_carries_schema_and_sampling_settings(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(return_value=completion_reply())
+
+    await backend.complete(make_request(temperature=0.3, seed=42, max_tokens=900))
+
+    body = sent_json(route)
+    assert body["model"] == MODEL
+    assert body["messages"] == [
+        {"role": "system", "content": "You grade diagnoses."},
+        {"role": "user", "content": "Ground truth: disk full. Diagnosis: disk full."},
+    ]
+    assert body["temperature"] == 0.3
+    assert body["seed"] == 42
+    assert body["max_tokens"] == 900
+    assert body["response_format"] == JSON_SCHEMA_FORMAT
+    assert route.calls.last.request.headers["authorization"] == "Bearer sk-test"
+
+
+async def test_absent_seed_is_not_sent(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(return_value=completion_reply())
+
+    await backend.complete(make_request(seed=None))
+
+    assert "seed" not in sent_json(route)
+
+
+async def test_api_key_defaults(
+    openai_api: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    route = openai_api.post("/chat/completions").mock(return_value=completion_reply())
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    judge = OpenAIBackend(MODEL, base_url=BASE)
+    try:
+        await judge.complete(make_request())
+    finally:
+        await judge.aclose()
+    assert route.calls.last.request.headers["authorization"] == "Bearer sk-no-key"
+
+
+async def test_endpoint_defaults_to_openai_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", OTHER_BASE)
+    judge = OpenAIBackend(MODEL, api_key="k")
+    try:
+        with respx.mock(assert_all_called=True) as router:
+            route = router.post(f"{OTHER_BASE}/chat/completions").mock(
+                return_value=completion_reply()
+            )
+            await judge.complete(make_request())
+    finally:
+        await judge.aclose()
+    assert route.call_count == 1
+    assert judge.base_url is None
+    assert judge.endpoint == f"{OTHER_BASE}/"
+
+
+async def test_reply_becomes_completion(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    openai_api.post("/chat/completions").mock(
+        return_value=completion_reply(model="qwen2.5-1.5b-instruct-q4_k_m.gguf")
+    )
+
+    completion = await backend.complete(make_request())
+
+    assert completion.text == REPLY
+    assert completion.model == "qwen2.5-1.5b-instruct-q4_k_m.gguf"
+    assert completion.fingerprint == "b5123-8c2a1f"
+    assert completion.prompt_tokens == 812
+    assert completion.completion_tokens == 143
+    assert completion.response_format == "json_schema"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        completion_reply(content=None),
+        completion_reply(choices=[]),
+        httpx.Response(200, json={"id": "x", "object": "chat.completion", "model": MODEL}),
+    ],
+    ids=["content-none", "no-choices", "bare"],
+)
+async def test_missing_content_becomes_empty_text(
+    openai_api: respx.MockRouter, backend: OpenAIBackend, reply: httpx.Response
+) -> None:
+    openai_api.post("/chat/completions").mock(return_value=reply)
+
+    completion = await backend.complete(make_request())
+
+    assert completion.text == ""
+    assert completion.model == MODEL
+
+
+async def test_json_schema_refused_with_500_falls_back_and_is_remembered(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(
+        side_effect=[error_reply(500, "Internal Server Error"), completion_reply()]
+    )
+
+    completion = await backend.complete(make_request())
+
+    assert route.call_count == 2
+    assert sent_json(route, 0)["response_format"] == JSON_SCHEMA_FORMAT
+    assert sent_json(route, 1)["response_format"] == JSON_OBJECT_FORMAT
+    assert completion.response_format == "json_object"
+
+    route.side_effect = None
+    route.return_value = completion_reply()
+    later = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test")
+    try:
+        again = await later.complete(make_request())
+    finally:
+        await later.aclose()
+
+    assert route.call_count == 3
+    assert sent_json(route)["response_format"] == JSON_OBJECT_FORMAT
+    assert again.response_format == "json_object"
+
+
+async def test_fallback_memory_is_per_endpoint() -> None:
+    one = OpenAIBackend(MODEL, base_url=BASE, api_key="k")
+    two = OpenAIBackend(MODEL, base_url=OTHER_BASE, api_key="k")
+    with respx.mock(assert_all_called=True) as router:
+        first = router.post(f"{BASE}/chat/completions").mock(
+            side_effect=[error_reply(500, "Internal Server Error"), completion_reply()]
+        )
+        other = router.post(f"{OTHER_BASE}/chat/completions").mock(return_value=completion_reply())
+        try:
+            await one.complete(make_request())
+            completion = await two.complete(make_request())
+        finally:
+            await one.aclose()
+            await two.aclose()
+
+    assert first.call_count == 2
+    assert sent_json(other)["response_format"] == JSON_SCHEMA_FORMAT
+    assert completion.response_format == "json_schema"
+
+
+async def test_json_schema_refused_with_400_falls_back(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(
+        side_effect=[
+            error_reply(400, "Unsupported response_format type: json_schema"),
+            completion_reply(),
+        ]
+    )
+
+    completion = await backend.complete(make_request())
+
+    assert route.call_count == 2
+    assert completion.response_format == "json_object"
+
+
+async def test_failed_fallback_is_mapped_and_not_remembered(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(
+        side_effect=[error_reply(500, "down"), error_reply(503, "still down"), completion_reply()]
+    )
+
+    with pytest.raises(JudgeUnavailable) as caught:
+        await backend.complete(make_request())
+
+    assert caught.value.status_code == 503
+    assert route.call_count == 2
+    await backend.complete(make_request())
+    assert sent_json(route)["response_format"] == JSON_SCHEMA_FORMAT
+
+
+async def test_plain_bad_request_does_not_fall_back(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(
+        return_value=error_reply(400, "'messages' must contain at least one message")
+    )
+
+    with pytest.raises(JudgeRejected):
+        await backend.complete(make_request())
+
+    assert route.call_count == 1
+
+
+@pytest.mark.parametrize(
+    ("response", "expected", "status", "calls"),
+    [
+        (error_reply(500, "Internal Server Error"), JudgeUnavailable, 500, 2),
+        (error_reply(401, "Incorrect API key provided"), JudgeAuthError, 401, 1),
+        (error_reply(403, "Forbidden"), JudgeAuthError, 403, 1),
+        (error_reply(404, "The model `gpt-9` does not exist"), JudgeRejected, 404, 1),
+        (error_reply(422, "Unprocessable"), JudgeRejected, 422, 1),
+        (
+            error_reply(
+                400,
+                "This model's maximum context length is 4096 tokens. However, you "
+                "requested 5000 tokens. Please reduce the length of the messages.",
+            ),
+            ContextOverflow,
+            400,
+            1,
+        ),
+        (
+            error_reply(400, "the request exceeds the available context size, try increasing it"),
+            ContextOverflow,
+            400,
+            1,
+        ),
+    ],
+)
+async def test_error_statuses_are_mapped(
+    openai_api: respx.MockRouter,
+    backend: OpenAIBackend,
+    response: httpx.Response,
+    expected: type[JudgeCallError],
+    status: int,
+    calls: int,
+) -> None:
+    route = openai_api.post("/chat/completions").mock(return_value=response)
+
+    with pytest.raises(expected) as caught:
+        await backend.complete(make_request())
+
+    assert type(caught.value) is expected
+    assert caught.value.status_code == status
+    assert caught.value.__cause__ is not None
+    assert route.call_count == calls
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [({"Retry-After": "0"}, 0.0), ({"Retry-After": "12"}, 12.0), ({}, None)],
+)
+async def test_429_is_rate_limited_with_retry_after(
+    openai_api: respx.MockRouter,
+    backend: OpenAIBackend,
+    headers: dict[str, str],
+    seconds: float | None,
+) -> None:
+    route = openai_api.post("/chat/completions").mock(
+        return_value=error_reply(429, "Rate limit reached", headers)
+    )
+
+    with pytest.raises(JudgeRateLimited) as caught:
+        await backend.complete(make_request())
+
+    assert caught.value.status_code == 429
+    assert caught.value.retry_after == seconds
+    assert route.call_count == 1  # the client itself does not retry
+
+
+def test_retry_after_forms() -> None:
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 <= (parse_retry_after(httpx.Headers({"Retry-After": soon})) or 0) <= 30
+    past = format_datetime(datetime.now(UTC) - timedelta(seconds=30), usegmt=True)
+    assert parse_retry_after(httpx.Headers({"Retry-After": past})) == 0.0
+    assert parse_retry_after(httpx.Headers({"retry-after-ms": "1500"})) == 1.5
+    assert parse_retry_after(httpx.Headers({"Retry-After": "soon"})) is None
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected"),
+    [
+        (httpx.ReadTimeout("timed out"), JudgeTimeout),
+        (httpx.ConnectTimeout("timed out"), JudgeTimeout),
+        (httpx.ConnectError("[Errno 111] Connection refused"), JudgeUnavailable),
+        (httpx.RemoteProtocolError("server disconnected"), JudgeUnavailable),
+    ],
+)
+async def test_transport_failures_are_mapped(
+    openai_api: respx.MockRouter,
+    backend: OpenAIBackend,
+    failure: Exception,
+    expected: type[JudgeCallError],
+) -> None:
+    route = openai_api.post("/chat/completions").mock(side_effect=failure)
+
+    with pytest.raises(expected) as caught:
+        await backend.complete(make_request())
+
+    assert type(caught.value) is expected
+    assert caught.value.__cause__ is not None
+    assert route.call_count == 1
+
+
+async def test_retry_after_429_then_success(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(
+        side_effect=[error_reply(429, "slow down", {"Retry-After": "0"}), completion_reply()]
+    )
+
+    completion, attempts = await complete_with_retries(backend, make_request(), policy=FAST)
+
+    assert completion.text == REPLY
+    assert route.call_count == 2
+    assert [a.outcome for a in attempts] == ["judge_rate_limited", "ok"]
+    assert attempts[0].retry_after == 0.0
+
+
+async def test_auth_error_is_not_retried(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(return_value=error_reply(401, "bad key"))
+
+    with pytest.raises(JudgeAuthError) as caught:
+        await complete_with_retries(backend, make_request(), policy=FAST)
+
+    assert route.call_count == 1
+    assert len(caught.value.attempts) == 1
+
+
+async def test_server_errors_give_up_after_max_attempts(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(return_value=error_reply(500, "boom"))
+
+    with pytest.raises(JudgeUnavailable) as caught:
+        await complete_with_retries(backend, make_request(), policy=FAST)
+
+    # each attempt is json_schema then its one json_object fallback
+    assert route.call_count == 2 * FAST.max_attempts
+    assert [a.status_code for a in caught.value.attempts] == [500] * FAST.max_attempts

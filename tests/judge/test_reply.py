@@ -1,0 +1,99 @@
+"""Strict parsing of judge replies in our own format and SREGym's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge.reply import ReplyInvalid, parse_reply
+from judge.rubric import Rubric, load_rubric_dir
+from tests.support.judge_server import sregym_reply
+
+IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+def _own(answer: object = "yes", ids: list[str] = IDS) -> dict[str, object]:
+    return {
+        qid: {"reasoning": "r", "evidence": "e", "answer": answer, "confidence": "medium"}
+        for qid in ids
+    }
+
+
+def test_own_format_parses(rubric: Rubric) -> None:
+    parsed = parse_reply(json.dumps(_own()), rubric)
+    assert list(parsed) == IDS
+    assert all(a.answer for a in parsed.values())
+    assert parsed["D1-Q1"].confidence == 0.6
+    assert parsed["D1-Q1"].evidence == "e"
+
+
+def test_sregym_format_in_a_code_fence_parses(rubric: Rubric) -> None:
+    reply = "Here is my grading:\n" + sregym_reply({"D1-Q1", "D2-Q2"}, evidence="port 9999")
+    parsed = parse_reply(reply, rubric)
+    assert {qid for qid, a in parsed.items() if a.answer} == {"D1-Q1", "D2-Q2"}
+    assert parsed["D2-Q2"].evidence == "port 9999"
+    assert parsed["D2-Q2"].confidence == 0.9
+
+
+def test_wrapped_answers_array_parses(rubric: Rubric) -> None:
+    items = [{"id": qid, "answer": "No", "evidence": ""} for qid in IDS]
+    parsed = parse_reply(json.dumps({"answers": items}), rubric)
+    assert not any(a.answer for a in parsed.values())
+    assert parsed["D1-Q1"].confidence is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Yes", True),
+        ("YES", True),
+        ("yes", True),
+        (" no ", False),
+        ("true", True),
+        ("False", False),
+        (True, True),
+        (False, False),
+    ],
+)
+def test_answer_spellings(rubric: Rubric, raw: object, expected: bool) -> None:
+    parsed = parse_reply(json.dumps(_own(raw)), rubric)
+    assert all(a.answer is expected for a in parsed.values())
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        ("", "empty"),
+        ("The diagnosis looks fine.", "no JSON"),
+        (json.dumps(_own())[:-40], "not complete JSON"),
+        (json.dumps(_own(ids=IDS[:-1])), "missing question id(s) D3-Q3"),
+        (json.dumps(_own(ids=[*IDS, "D4-Q1"])), "unknown question id D4-Q1"),
+        (json.dumps(_own("maybe")), "answer 'maybe' is not yes or no"),
+        (json.dumps(_own(1)), "is not yes or no"),
+        (json.dumps(_own()) + " and more", "text after the JSON"),
+        ('{"D1-Q1": {"answer": "yes"}, "D1-Q1": {"answer": "no"}}', "D1-Q1 appears more than once"),
+        (
+            json.dumps([{"id": q, "answer": "Yes"} for q in [*IDS, "D1-Q1"]]),
+            "appears more than once",
+        ),
+        (json.dumps([{"answer": "Yes"}]), "not an object with an id"),
+        (json.dumps("yes"), "no JSON object or array"),
+        (json.dumps({q: "yes" for q in IDS}), "expected an object"),
+        (
+            json.dumps({q: {"answer": "yes", "evidence": 3} for q in IDS}),
+            "evidence must be a string",
+        ),
+    ],
+)
+def test_bad_replies_are_rejected_with_precise_problems(
+    rubric: Rubric, reply: str, problem: str
+) -> None:
+    with pytest.raises(ReplyInvalid) as info:
+        parse_reply(reply, rubric)
+    assert problem in str(info.value)

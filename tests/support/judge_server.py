@@ -1,0 +1,150 @@
+"""A real HTTP judge server for tests: speaks OpenAI's chat completions and Ollama's chat.
+
+It runs in a thread on 127.0.0.1 with a free port. Replies come from a queue of
+scripted texts or a function of the request, so tests decide what the "model" says,
+while the real ``openai`` and ``ollama`` clients talk to it over real sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["JudgeServer", "running_judge_server", "sregym_reply"]
+
+Reply = str | Callable[[dict[str, Any]], str]
+
+
+def sregym_reply(yes_ids: set[str], *, evidence: str = "", all_ids: list[str] | None = None) -> str:
+    """A reply in SREGym's format: a JSON array of nine objects."""
+    ids = all_ids or [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+    items = [
+        {
+            "id": qid,
+            "answer": "Yes" if qid in yes_ids else "No",
+            "evidence": evidence if qid in yes_ids else "",
+            "confidence": "High",
+        }
+        for qid in ids
+    ]
+    return "```json\n" + json.dumps(items, indent=1) + "\n```"
+
+
+@dataclass
+class JudgeServer:
+    """State shared with the handler: scripted replies and the requests received."""
+
+    replies: list[Reply] = field(default_factory=list)
+    default: Reply | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    port: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def openai_url(self) -> str:
+        """Base URL for the openai client."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def ollama_url(self) -> str:
+        """Base URL for the ollama client."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def next_reply(self, body: dict[str, Any]) -> str:
+        """The next scripted reply for a request body."""
+        with self.lock:
+            self.requests.append(body)
+            reply = self.replies.pop(0) if self.replies else self.default
+        if reply is None:
+            raise RuntimeError("the test judge server has no reply left")
+        return reply(body) if callable(reply) else reply
+
+
+def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, payload: dict[str, Any], status: int = 200) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path == "/v1/chat/completions":
+                text = state.next_reply(body)
+                self._send(
+                    {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model", "m"),
+                        "system_fingerprint": "fp_test",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": text},
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": 500,
+                            "completion_tokens": 200,
+                            "total_tokens": 700,
+                        },
+                    }
+                )
+            elif self.path == "/api/chat":
+                text = state.next_reply(body)
+                self._send(
+                    {
+                        "model": body.get("model", "m"),
+                        "created_at": "2026-11-30T00:00:00Z",
+                        "message": {"role": "assistant", "content": text},
+                        "done": True,
+                        "done_reason": "stop",
+                        "prompt_eval_count": 500,
+                        "eval_count": 200,
+                    }
+                )
+            elif self.path == "/api/show":
+                self._send(
+                    {"details": {"family": "test"}, "model_info": {}, "digest": "sha256:abc"}
+                )
+            else:
+                self._send({"error": "not found"}, 404)
+
+        def do_GET(self) -> None:
+            if self.path == "/api/tags":
+                self._send({"models": [{"name": "m", "model": "m", "digest": "abc123"}]})
+            else:
+                self._send({"error": "not found"}, 404)
+
+    return Handler
+
+
+@contextmanager
+def running_judge_server(
+    replies: list[Reply] | None = None, *, default: Reply | None = None
+) -> Iterator[JudgeServer]:
+    """Run a judge server on a free port for the duration of the block."""
+    state = JudgeServer(replies=list(replies or []), default=default)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    state.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

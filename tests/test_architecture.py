@@ -1,0 +1,18 @@
+"""Dependencies point one way: api -> storage -> judge; judge knows no web or database."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_contracts_hold() -> None:
+    lint = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run(
+        [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 2 kept, 0 broken" in done.stdout
