@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import sys
+from datetime import UTC, datetime, timedelta
+
 import click
 
 from api.cli_grade import grade_command
+from api.settings import Settings
 
 __all__ = ["main"]
+
+
+def _settings(**overrides: object) -> Settings:
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.UsageError(f"invalid configuration: {exc}") from None
 
 
 @click.group()
@@ -16,3 +29,109 @@ def main() -> None:
 
 
 main.add_command(grade_command)
+
+
+@main.command()
+def migrate() -> None:
+    """Upgrade the database to the newest schema."""
+    from storage import upgrade
+
+    settings = _settings()
+    asyncio.run(upgrade(settings.database_url))
+    click.echo("database is at the newest schema", err=True)
+
+
+@main.command()
+@click.option("--host", help="address to bind (default 127.0.0.1)")
+@click.option("--port", type=int, help="port (default 8000)")
+def serve(host: str | None, port: int | None) -> None:
+    """Migrate the database and serve the API."""
+    import uvicorn
+
+    from api.app import create_app
+    from storage import upgrade
+
+    settings = _settings(host=host, port=port)
+    asyncio.run(upgrade(settings.database_url))
+    try:
+        app = create_app(settings)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", lifespan="on")
+
+
+@main.command()
+def worker() -> None:
+    """Run grading workers only (for extra machines sharing PostgreSQL)."""
+    from api.app import create_app
+
+    settings = _settings()
+
+    async def run() -> None:
+        app = create_app(settings)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with app.lifespan():  # starts and stops the workers
+            click.echo(f"{settings.worker_count} grading workers running", err=True)
+            await stop.wait()
+
+    asyncio.run(run())
+
+
+@main.group()
+def tokens() -> None:
+    """API tokens."""
+
+
+@tokens.command("create")
+@click.option("--role", type=click.Choice(["submitter", "adjudicator", "admin"]), required=True)
+@click.option("--name", required=True, help="who or what uses the token")
+@click.option("--expires-in-days", type=click.IntRange(min=1), help="expiry (default: never)")
+def tokens_create(role: str, name: str, expires_in_days: int | None) -> None:
+    """Print a new token once, alone on one line of stdout."""
+    from storage import Store, make_engine, upgrade
+
+    settings = _settings()
+    expires_at = datetime.now(UTC) + timedelta(days=expires_in_days) if expires_in_days else None
+
+    async def create() -> str:
+        await upgrade(settings.database_url)
+        engine = make_engine(settings.database_url)
+        try:
+            plaintext, _ = await Store(engine).create_token(
+                name=name, role=role, expires_at=expires_at
+            )
+        finally:
+            await engine.dispose()
+        return plaintext
+
+    click.echo(asyncio.run(create()))
+
+
+@main.group()
+def audit() -> None:
+    """The audit log."""
+
+
+@audit.command("verify")
+def audit_verify() -> None:
+    """Check the audit log's hash chain; exit 1 naming the first broken row."""
+    from storage import ChainReport, make_engine, verify_chain
+
+    settings = _settings()
+
+    async def verify() -> ChainReport:
+        engine = make_engine(settings.database_url)
+        try:
+            return await verify_chain(engine)
+        finally:
+            await engine.dispose()
+
+    report = asyncio.run(verify())
+    if report.ok:
+        click.echo(f"audit log intact: {report.checked} rows checked")
+        return
+    click.echo(f"audit log broken at row {report.first_broken_seq}: {report.reason}", err=True)
+    sys.exit(1)

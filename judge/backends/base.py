@@ -27,6 +27,10 @@ class JudgeBackend(Protocol):
         """Send one request and return the server's reply, or raise a JudgeCallError."""
         ...
 
+    async def probe(self) -> None:
+        """Check cheaply that the judge server answers; raise a JudgeCallError if not."""
+        ...
+
     async def aclose(self) -> None:
         """Release the client's connections."""
         ...

@@ -186,6 +186,11 @@ class OllamaBackend:
                 self._digest_known = True
         return self._digest
 
+    async def probe(self) -> None:
+        """Check that the server answers (lists its models); raise a JudgeCallError if not."""
+        with map_ollama_errors():
+            await self._client.list()
+
     async def aclose(self) -> None:
         """Close the client's HTTP connections."""
         await self._client.close()  # type: ignore[no-untyped-call]

@@ -211,6 +211,11 @@ class OpenAIBackend:
             response_format=form,
         )
 
+    async def probe(self) -> None:
+        """Check that the server answers (lists its models); raise a JudgeCallError if not."""
+        with map_openai_errors():
+            await self._client.models.list()
+
     async def aclose(self) -> None:
         """Close the client's HTTP connections."""
         await self._client.close()

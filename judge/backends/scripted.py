@@ -106,5 +106,8 @@ class ScriptedBackend:
             response_format="json_schema",
         )
 
+    async def probe(self) -> None:
+        """Always reachable."""
+
     async def aclose(self) -> None:
         """Nothing to release."""

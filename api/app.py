@@ -1,0 +1,108 @@
+"""``create_app``: the one place where settings, storage, judges and routes are wired."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.auth import current_principal
+from api.problems import exception_handlers
+from api.routes.gradings import get_grading, list_gradings
+from api.routes.health import healthz, readyz
+from api.routes.rubrics import get_rubric, list_rubrics
+from api.routes.scenarios import create_scenario, get_scenario
+from api.routes.submissions import create_submission
+from api.services import BackendPool, RubricCatalog, Services
+from api.settings import Settings
+from api.workers import GradingWorkers
+from judge.backends import JudgeBackend
+from judge.rubric import load_rubric_dir
+from storage import Store, make_engine
+
+__all__ = ["LOCAL_HOSTS", "create_app"]
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _services_of(app: Litestar) -> Services:
+    services: Services = app.state.services
+    return services
+
+
+def create_app(
+    settings: Settings,
+    engine: AsyncEngine | None = None,
+    backends: Mapping[str, JudgeBackend] | None = None,
+    *,
+    start_workers: bool = True,
+) -> Litestar:
+    """Build the app. The database must already be migrated (``serve`` does it).
+
+    ``engine`` and ``backends`` (judge spec -> backend) are seams for tests; without
+    them the app makes its own from the settings.
+    """
+    if settings.allow_anonymous and settings.host not in LOCAL_HOSTS:
+        raise ValueError("allow_anonymous is refused unless the server is bound to 127.0.0.1")
+    rubrics = load_rubric_dir(settings.rubric_dir)
+    if settings.rubric not in rubrics:
+        raise ValueError(f"the default rubric {settings.rubric!r} is not in {settings.rubric_dir}")
+    own_engine = engine is None
+    db = engine if engine is not None else make_engine(settings.database_url)
+    store = Store(db)
+    services = Services(
+        settings=settings,
+        store=store,
+        rubrics=RubricCatalog(rubrics, store),
+        backends=BackendPool(settings, backends),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        for rubric in rubrics.values():
+            await store.save_rubric(rubric)
+        workers = GradingWorkers(services, count=settings.worker_count)
+        if start_workers and settings.worker_count > 0:
+            workers.start()
+        app.state.workers = workers
+        try:
+            yield
+        finally:
+            await workers.stop()
+            await services.backends.aclose()
+            if own_engine:
+                await db.dispose()
+
+    app = Litestar(
+        route_handlers=[
+            healthz,
+            readyz,
+            create_submission,
+            get_grading,
+            list_gradings,
+            create_scenario,
+            get_scenario,
+            list_rubrics,
+            get_rubric,
+        ],
+        dependencies={
+            "services": Provide(lambda: services, sync_to_thread=False),
+            "principal": Provide(current_principal),
+        },
+        exception_handlers=exception_handlers,
+        openapi_config=OpenAPIConfig(
+            title="sre-judge",
+            version="1",
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin()],
+        ),
+        request_max_body_size=settings.max_body_bytes,
+        lifespan=[lifespan],
+    )
+    app.state.services = services
+    return app

@@ -1,0 +1,79 @@
+"""Bearer tokens and roles: submitter < adjudicator < admin."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.handlers.base import BaseRouteHandler
+
+__all__ = [
+    "ANONYMOUS",
+    "ROLES",
+    "Principal",
+    "Role",
+    "current_principal",
+    "require",
+]
+
+Role = Literal["submitter", "adjudicator", "admin"]
+ROLES: tuple[Role, ...] = ("submitter", "adjudicator", "admin")
+_RANK = {role: rank for rank, role in enumerate(ROLES)}
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the token's id, its name and its role."""
+
+    id: str
+    name: str
+    role: Role
+
+    def at_least(self, role: Role) -> bool:
+        """Whether this principal's role is ``role`` or higher."""
+        return _RANK[self.role] >= _RANK[role]
+
+
+#: the principal of anonymous use on 127.0.0.1, when the setting allows it
+ANONYMOUS = Principal(id="anonymous", name="anonymous", role="admin")
+
+Guard = Callable[[ASGIConnection[Any, Any, Any, Any], BaseRouteHandler], Awaitable[None]]
+
+
+async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
+    cached = connection.scope.get("state", {}).get("principal")
+    if isinstance(cached, Principal):
+        return cached
+    services = connection.app.state.services
+    header = connection.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not header and services.settings.allow_anonymous:
+        principal = ANONYMOUS
+    elif scheme.lower() != "bearer" or not token.strip():
+        raise NotAuthorizedException("a bearer token is required: Authorization: Bearer <token>")
+    else:
+        record = await services.store.authenticate(token.strip())
+        if record is None:
+            raise NotAuthorizedException("the token is unknown, revoked or expired")
+        principal = Principal(id=record.id, name=record.name, role=record.role)
+    connection.scope.setdefault("state", {})["principal"] = principal
+    return principal
+
+
+def require(role: Role) -> Guard:
+    """A guard admitting principals of ``role`` or higher."""
+
+    async def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+        principal = await _authenticate(connection)
+        if not principal.at_least(role):
+            raise PermissionDeniedException(f"this route needs the {role} role or higher")
+
+    return guard
+
+
+async def current_principal(request: ASGIConnection[Any, Any, Any, Any]) -> Principal:
+    """Dependency: the authenticated principal (the route's guard ran first)."""
+    return await _authenticate(request)

@@ -1,0 +1,143 @@
+"""Errors as ``application/problem+json`` (RFC 9457), mapped in one table.
+
+Problem bodies name the field at fault and never echo prompts, ground truths or keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    NotAuthorizedException,
+    NotFoundException,
+    PermissionDeniedException,
+    ValidationException,
+)
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+from judge.errors import InputError, JudgeSpecError, RubricError
+from storage.errors import Conflict, IdempotencyConflict, InvalidCursor, NotFound
+
+__all__ = ["PROBLEM_MEDIA_TYPE", "ApiProblem", "exception_handlers", "problem_response"]
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+class ApiProblem(Exception):
+    """A problem raised by a handler: status, title, detail and optionally the field."""
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str,
+        *,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.field = field
+        self.headers = headers or {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Mapping:
+    status: int
+    title: str
+
+
+#: exception class -> status and title; the first matching class in order wins
+_TABLE: tuple[tuple[type[Exception], _Mapping], ...] = (
+    (IdempotencyConflict, _Mapping(409, "Idempotency key reused with a different request")),
+    (Conflict, _Mapping(409, "Conflict")),
+    (NotFound, _Mapping(404, "Not found")),
+    (InvalidCursor, _Mapping(422, "Invalid cursor")),
+    (InputError, _Mapping(422, "Invalid input")),
+    (JudgeSpecError, _Mapping(422, "Invalid judge")),
+    (RubricError, _Mapping(422, "Invalid rubric")),
+    (NotAuthorizedException, _Mapping(401, "Not authenticated")),
+    (PermissionDeniedException, _Mapping(403, "Forbidden")),
+    (NotFoundException, _Mapping(404, "Not found")),
+)
+
+
+def problem_response(
+    status: int,
+    title: str,
+    detail: str,
+    *,
+    instance: str | None = None,
+    errors: list[dict[str, str]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response[dict[str, Any]]:
+    """A problem+json response."""
+    body: dict[str, Any] = {
+        "type": "about:blank",
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+    if instance:
+        body["instance"] = instance
+    if errors:
+        body["errors"] = errors
+    all_headers = dict(headers or {})
+    if status == 401:
+        all_headers.setdefault("WWW-Authenticate", "Bearer")
+    return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=all_headers)
+
+
+def _validation_errors(exc: ValidationException) -> list[dict[str, str]]:
+    errors = []
+    for item in exc.extra if isinstance(exc.extra, list) else []:
+        if isinstance(item, dict):
+            field = str(item.get("key") or item.get("source") or "body")
+            errors.append({"field": field, "message": str(item.get("message", "invalid"))})
+    return errors or [{"field": "body", "message": str(exc.detail)}]
+
+
+def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    path = request.url.path
+    if isinstance(exc, ApiProblem):
+        errors = [{"field": exc.field, "message": exc.detail}] if exc.field else None
+        return problem_response(
+            exc.status, exc.title, exc.detail, instance=path, errors=errors, headers=exc.headers
+        )
+    if isinstance(exc, ValidationException):
+        errors = _validation_errors(exc)
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        status = 400 if "malformed" in str(exc.detail).lower() else 422
+        return problem_response(status, "Invalid request", detail, instance=path, errors=errors)
+    for kind, mapping in _TABLE:
+        if isinstance(exc, kind):
+            field = getattr(exc, "field", None)
+            errors = [{"field": field, "message": str(exc)}] if field else None
+            detail = str(exc.detail) if isinstance(exc, HTTPException) else str(exc)
+            return problem_response(
+                mapping.status, mapping.title, detail, instance=path, errors=errors
+            )
+    if isinstance(exc, HTTPException):
+        return problem_response(
+            exc.status_code,
+            exc.detail or "Error",
+            str(exc.detail),
+            instance=path,
+            headers=dict(exc.headers or {}),
+        )
+    request.logger.exception("unhandled error on %s", path)
+    return problem_response(
+        HTTP_500_INTERNAL_SERVER_ERROR,
+        "Internal error",
+        "the server failed; see its log",
+        instance=path,
+    )
+
+
+#: handlers for ``Litestar(exception_handlers=...)``
+exception_handlers: dict[type[Exception] | int, Any] = {Exception: _handle}

@@ -1,0 +1,126 @@
+"""``POST /v1/submissions``: accept a diagnosis durably, grade it in the background."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Annotated
+
+from litestar import Response, post
+from litestar.di import NamedDependency
+from litestar.params import HeaderParameter, JSONBody, QueryParameter
+
+from api.auth import Principal, require
+from api.presenters import grading_public
+from api.problems import ApiProblem
+from api.schemas import GradingPublic, SubmissionCreate
+from api.services import Services
+from judge.grader import check_text
+from judge.spec import parse_judge_spec
+from storage import GradingView, NewSubmission
+
+__all__ = ["create_submission"]
+
+#: how often a waiting request re-reads the grading (work done by other processes)
+_POLL_SECONDS = 0.25
+
+
+async def _resolve_truth(
+    services: NamedDependency[Services], data: SubmissionCreate
+) -> tuple[str, str]:
+    if data.ground_truth is not None:
+        return data.ground_truth, "inline"
+    assert data.scenario_id is not None
+    scenario = await services.store.get_scenario(data.scenario_id)
+    if scenario is None:
+        raise ApiProblem(
+            422,
+            "Unknown scenario",
+            f"no scenario with id {data.scenario_id!r}",
+            field="scenario_id",
+        )
+    return scenario.ground_truth, "scenario"
+
+
+async def _wait_for(
+    services: NamedDependency[Services], grading_id: str, seconds: float
+) -> GradingView | None:
+    event = services.waiters.event_for(grading_id)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            view = await services.store.get_grading(grading_id)
+            if view is None or view.grading.status != "pending":
+                return view
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return view
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout=min(remaining, _POLL_SECONDS))
+    finally:
+        services.waiters.forget(grading_id)
+
+
+@post(
+    "/v1/submissions",
+    guards=[require("submitter")],
+    operation_id="createSubmission",
+    summary="Submit a diagnosis for grading",
+    status_code=202,
+    responses={},
+)
+async def create_submission(
+    data: JSONBody[SubmissionCreate],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+    wait: Annotated[float, QueryParameter(ge=0, le=300)] = 0,
+    idempotency_key: Annotated[
+        str | None, HeaderParameter(name="Idempotency-Key", max_length=256, required=False)
+    ] = None,
+) -> Response[GradingPublic]:
+    """Store the submission and a pending grading before answering; optionally wait for it.
+
+    201 with the grading when it is done within ``wait`` seconds, else 202 with ``Location``.
+    """
+    settings = services.settings
+    check_text(data.diagnosis, field="diagnosis", max_bytes=settings.max_text_bytes)
+    if data.ground_truth is not None:
+        check_text(data.ground_truth, field="ground_truth", max_bytes=settings.max_text_bytes)
+    rubric_id = data.rubric or settings.rubric
+    rubric = await services.rubrics.resolve(rubric_id)
+    if rubric is None:
+        raise ApiProblem(422, "Unknown rubric", f"no rubric with id {rubric_id!r}", field="rubric")
+    truth, source = await _resolve_truth(services, data)
+    spec = parse_judge_spec(settings.judge)
+    outcome = await services.store.create_submission(
+        NewSubmission(
+            diagnosis=data.diagnosis,
+            ground_truth=truth,
+            ground_truth_source=source,  # type: ignore[arg-type]
+            scenario_id=data.scenario_id,
+            agent=data.agent,
+            model=data.model,
+            run_id=data.run_id,
+            attempt=data.attempt,
+            metadata=data.metadata,
+        ),
+        rubric=rubric,
+        judge_spec=settings.judge,
+        judge_backend=spec.backend,
+        judge_model=spec.model,
+        actor=principal.id,
+        idempotency_key=idempotency_key,
+    )
+    services.waiters.work.set()
+    grading_id = outcome.grading.id
+    view = await _wait_for(services, grading_id, wait)
+    if view is None:  # pragma: no cover - the grading was committed above
+        raise ApiProblem(500, "Internal error", "the grading vanished")
+    body = grading_public(view, rubric=rubric, principal=principal)
+    location = f"/v1/gradings/{grading_id}"
+    status = 202 if body.status == "pending" else 201
+    headers = {"Location": location, "ETag": f'"{body.revision}"'}
+    if not outcome.created:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(body, status_code=status, headers=headers)

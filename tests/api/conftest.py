@@ -1,0 +1,62 @@
+"""Fixtures of the API tests: an app on a migrated database with injected judges."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.app import create_app
+from api.settings import Settings
+from judge.backends import JudgeBackend
+from judge.backends.scripted import ScriptedBackend
+from storage import Store
+
+DEFAULT_SPEC = "scripted:pass"
+
+ClientFactory = Callable[..., Any]
+
+
+@pytest.fixture
+def tokens(engine: AsyncEngine) -> Callable[..., Any]:
+    """Make a token of a role: ``await tokens("submitter")`` -> headers."""
+    store = Store(engine)
+
+    async def make(role: str, name: str | None = None) -> dict[str, str]:
+        plaintext, _ = await store.create_token(name=name or f"{role}-1", role=role)
+        return {"Authorization": f"Bearer {plaintext}"}
+
+    return make
+
+
+@pytest.fixture
+def api_client(database_url: str, engine: AsyncEngine) -> ClientFactory:
+    """``async with api_client(judge=..., backends=..., **settings) as client``."""
+
+    @asynccontextmanager
+    async def make(
+        *,
+        backends: dict[str, JudgeBackend] | None = None,
+        start_workers: bool = True,
+        **overrides: Any,
+    ) -> AsyncIterator[AsyncTestClient[Any]]:
+        values: dict[str, Any] = {
+            "database_url": database_url,
+            "judge": DEFAULT_SPEC,
+            "poll_seconds": 0.05,
+            "judge_retry_seconds": 60,
+            **overrides,
+        }
+        settings = Settings(**values)
+        injected = backends if backends is not None else {}
+        if settings.judge not in injected and settings.judge.startswith("scripted:"):
+            injected[settings.judge] = ScriptedBackend.for_mode(settings.judge.split(":", 1)[1])
+        app = create_app(settings, engine=engine, backends=injected, start_workers=start_workers)
+        async with AsyncTestClient(app, timeout=30) as client:
+            yield client
+
+    return make

@@ -1,0 +1,292 @@
+"""Submitting diagnoses and reading their gradings over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from judge.backends.scripted import ScriptedBackend
+from judge.errors import JudgeUnavailable
+from storage import SubmissionRecord
+from tests.support.judge_server import sregym_reply
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+
+
+async def _count_submissions(engine: AsyncEngine) -> int:
+    async with engine.connect() as connection:
+        return (
+            await connection.execute(select(func.count()).select_from(SubmissionRecord))
+        ).scalar_one()
+
+
+async def test_submit_and_wait_returns_the_graded_grading_object(
+    api_client: Any, tokens: Any
+) -> None:
+    headers = await tokens("submitter")
+    async with api_client() as client:
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "agent": "a1", "model": "m1"},
+            headers=headers,
+        )
+    assert response.status_code == 201, response.text
+    grading = response.json()
+    assert grading["status"] == "graded"
+    assert grading["passed"] is True and grading["judge_passed"] is True
+    assert grading["yes_count"] == 9 and grading["composite"] == 1.0
+    assert grading["rubric"]["id"] == "sregym-rca" and grading["rubric"]["version"].startswith(
+        "v1+"
+    )
+    assert grading["judge"] == {"backend": "scripted", "model": "pass"}
+    assert [a["question_id"] for a in grading["answers"]] == IDS
+    first = grading["answers"][0]
+    assert set(first) >= {
+        "question_id",
+        "dimension_id",
+        "answer",
+        "judge_answer",
+        "evidence",
+        "evidence_verified",
+        "confidence",
+        "overridden",
+    }
+    assert grading["dimensions"][0] == {
+        "id": "D1",
+        "name": "Fault localization",
+        "yes": 3,
+        "total": 3,
+    }
+    assert grading["needs_review"] is False
+    assert grading["submission"]["ground_truth"] == TRUTH  # the submitter sent it
+    assert response.headers["location"] == f"/v1/gradings/{grading['id']}"
+
+
+async def test_submit_without_wait_is_202_then_graded(api_client: Any, tokens: Any) -> None:
+    headers = await tokens("submitter")
+    async with api_client() as client:
+        response = await client.post(
+            "/v1/submissions", json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}, headers=headers
+        )
+        assert response.status_code == 202
+        assert response.json()["status"] == "pending"
+        location = response.headers["location"]
+        for _ in range(100):
+            grading = (await client.get(location, headers=headers)).json()
+            if grading["status"] != "pending":
+                break
+            await asyncio.sleep(0.05)
+    assert grading["status"] == "graded"
+
+
+async def test_scenario_ground_truth_is_hidden_from_submitters(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    async with api_client() as client:
+        created = await client.post(
+            "/v1/scenarios",
+            json={"id": "hotel/user-port", "ground_truth": TRUTH, "title": "wrong port"},
+            headers=admin,
+        )
+        assert created.status_code == 201, created.text
+        again = await client.post(
+            "/v1/scenarios", json={"id": "hotel/user-port", "ground_truth": "x"}, headers=admin
+        )
+        assert again.status_code == 409
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "scenario_id": "hotel/user-port"},
+            headers=submitter,
+        )
+        grading = response.json()
+        assert response.status_code == 201
+        assert grading["submission"]["ground_truth"] is None
+        assert TRUTH not in response.text
+        as_admin = (await client.get(f"/v1/gradings/{grading['id']}", headers=admin)).json()
+        assert as_admin["submission"]["ground_truth"] == TRUTH
+        forbidden = await client.post(
+            "/v1/scenarios", json={"id": "x", "ground_truth": "y"}, headers=submitter
+        )
+        assert forbidden.status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"ground_truth": TRUTH}, "diagnosis"),
+        ({"diagnosis": DIAGNOSIS}, "scenario_id"),
+        ({"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "scenario_id": "s"}, "scenario_id"),
+        ({"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "attempt": "first"}, "attempt"),
+        ({"diagnosis": 42, "ground_truth": TRUTH}, "diagnosis"),
+        ({"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "colour": "red"}, "colour"),
+        ({"diagnosis": DIAGNOSIS, "scenario_id": "no-such-scenario"}, "scenario_id"),
+        ({"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "rubric": "nope"}, "rubric"),
+        ({"diagnosis": "a\u0000b", "ground_truth": TRUTH}, "diagnosis"),
+        ({"diagnosis": "x" * 70_000, "ground_truth": TRUTH}, "diagnosis"),
+    ],
+)
+async def test_bad_submissions_are_422_naming_the_field_and_store_nothing(
+    api_client: Any, tokens: Any, engine: AsyncEngine, body: dict[str, Any], field: str
+) -> None:
+    headers = await tokens("submitter")
+    before = await _count_submissions(engine)
+    async with api_client() as client:
+        response = await client.post("/v1/submissions", json=body, headers=headers)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem = response.json()
+    assert problem["status"] == 422
+    assert field in problem["detail"] or any(field in e["field"] for e in problem.get("errors", []))
+    assert TRUTH not in response.text
+    assert await _count_submissions(engine) == before
+
+
+async def test_non_json_and_oversized_bodies(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    headers = await tokens("submitter")
+    async with api_client(max_body_bytes=8192) as client:
+        broken = await client.post(
+            "/v1/submissions",
+            content=b"{not json",
+            headers={**headers, "content-type": "application/json"},
+        )
+        assert broken.status_code == 400
+        assert broken.headers["content-type"].startswith("application/problem+json")
+        huge = await client.post(
+            "/v1/submissions",
+            json={"diagnosis": "x" * 20_000, "ground_truth": TRUTH},
+            headers=headers,
+        )
+        assert huge.status_code == 413
+        assert huge.headers["content-type"].startswith("application/problem+json")
+    assert await _count_submissions(engine) == 0
+
+
+async def test_every_route_but_health_needs_a_token(api_client: Any) -> None:
+    async with api_client() as client:
+        for method, path in [
+            ("POST", "/v1/submissions"),
+            ("GET", "/v1/gradings"),
+            ("GET", "/v1/gradings/abc"),
+            ("POST", "/v1/scenarios"),
+            ("GET", "/v1/rubrics"),
+        ]:
+            response = await client.request(method, path, json={})
+            assert response.status_code == 401, path
+            assert response.headers["content-type"].startswith("application/problem+json")
+        bad = await client.get("/v1/rubrics", headers={"Authorization": "Bearer nope"})
+        assert bad.status_code == 401
+        assert (await client.get("/healthz")).status_code == 200
+        schema = await client.get("/schema/openapi.json")
+        assert schema.status_code == 200
+        assert schema.json()["openapi"].startswith("3.1")
+
+
+async def test_submitters_read_only_their_own_gradings(api_client: Any, tokens: Any) -> None:
+    alice, bob = await tokens("submitter", "alice"), await tokens("submitter", "bob")
+    adjudicator = await tokens("adjudicator")
+    async with api_client() as client:
+        grading = (
+            await client.post(
+                "/v1/submissions?wait=10",
+                json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+                headers=alice,
+            )
+        ).json()
+        assert (await client.get(f"/v1/gradings/{grading['id']}", headers=bob)).status_code == 404
+        assert (
+            await client.get(f"/v1/gradings/{grading['id']}", headers=adjudicator)
+        ).status_code == 200
+        assert (await client.get("/v1/gradings", headers=bob)).json()["items"] == []
+        assert len((await client.get("/v1/gradings", headers=alice)).json()["items"]) == 1
+
+
+async def test_idempotency_key_replays_or_conflicts(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    headers = {**(await tokens("submitter")), "Idempotency-Key": "run-7-attempt-1"}
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    async with api_client() as client:
+        first = await client.post("/v1/submissions", json=body, headers=headers)
+        second = await client.post("/v1/submissions", json=body, headers=headers)
+        assert second.json()["id"] == first.json()["id"]
+        assert second.headers.get("idempotent-replayed") == "true"
+        conflict = await client.post(
+            "/v1/submissions", json={**body, "diagnosis": "other"}, headers=headers
+        )
+        assert conflict.status_code == 409
+        assert conflict.headers["content-type"].startswith("application/problem+json")
+    assert await _count_submissions(engine) == 1
+
+
+async def test_a_judge_outage_keeps_submissions_pending_and_readyz_says_why(
+    api_client: Any, tokens: Any
+) -> None:
+    headers = await tokens("submitter")
+    down = ScriptedBackend(
+        [JudgeUnavailable("connection refused") for _ in range(50)], model="down"
+    )
+    spec = "openai:down@http://127.0.0.1:9/v1"
+    async with api_client(judge=spec, backends={spec: down}, judge_max_attempts=1) as client:
+        response = await client.post(
+            "/v1/submissions?wait=2",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=headers,
+        )
+        assert response.status_code == 202
+        for _ in range(100):
+            grading = (await client.get(response.headers["location"], headers=headers)).json()
+            if grading["pending_reason"]:
+                break
+            await asyncio.sleep(0.05)
+        assert grading["status"] == "pending"
+        assert grading["pending_reason"].startswith("judge_unavailable")
+        ready = await client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["judge"]["ok"] is False
+        assert ready.json()["database"]["ok"] is True
+        assert ready.json()["queue"]["pending"] == 1
+
+
+async def test_an_unparseable_judge_gives_an_unscored_grading(api_client: Any, tokens: Any) -> None:
+    headers = await tokens("submitter")
+    async with api_client(judge="scripted:garbage") as client:
+        grading = (
+            await client.post(
+                "/v1/submissions?wait=10",
+                json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+                headers=headers,
+            )
+        ).json()
+    assert grading["status"] == "unscored"
+    assert grading["unscored_reason"] == "unparseable_reply"
+    assert grading["passed"] is None and grading["needs_review"] is True
+
+
+async def test_real_openai_client_against_a_server_in_sregym_format(
+    api_client: Any, tokens: Any
+) -> None:
+    from tests.support.judge_server import running_judge_server
+
+    headers = await tokens("submitter")
+    six = set(IDS[:6])
+    with running_judge_server(default=sregym_reply(six, evidence="sets USER_PORT=9999")) as server:
+        spec = f"openai:m@{server.openai_url}"
+        async with api_client(judge=spec, backends={}) as client:
+            response = await client.post(
+                "/v1/submissions?wait=10",
+                json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+                headers=headers,
+            )
+    grading = response.json()
+    assert response.status_code == 201
+    assert grading["passed"] is False and grading["yes_count"] == 6
+    assert grading["judge"] == {"backend": "openai", "model": "m"}
