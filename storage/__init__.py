@@ -1,0 +1,60 @@
+"""Persistence: SQLModel tables, the store, the audit hash chain, Alembic migrations.
+
+SQLite (WAL, foreign keys on, ``BEGIN IMMEDIATE``) is the embedded default;
+PostgreSQL through psycopg 3 serves teams and several workers. May import ``judge``,
+never ``api``.
+"""
+
+from __future__ import annotations
+
+from storage.audit import GENESIS_HASH, ChainReport, append_event, verify_chain
+from storage.db import default_database_url, is_postgres, make_engine, session_factory
+from storage.errors import Conflict, IdempotencyConflict, InvalidCursor, NotFound, StorageError
+from storage.migrate import current_revision, head_revision, upgrade
+from storage.models import Claim, GradingFilter, GradingView, NewSubmission, SubmissionOutcome
+from storage.store import Store
+from storage.tables import (
+    AnswerRecord,
+    AuditRecord,
+    GradingRecord,
+    JudgeCallRecord,
+    RubricVersionRecord,
+    ScenarioRecord,
+    SubmissionRecord,
+    TokenRecord,
+)
+from storage.tokens import ROLES
+
+__all__ = [
+    "GENESIS_HASH",
+    "ROLES",
+    "AnswerRecord",
+    "AuditRecord",
+    "ChainReport",
+    "Claim",
+    "Conflict",
+    "GradingFilter",
+    "GradingRecord",
+    "GradingView",
+    "IdempotencyConflict",
+    "InvalidCursor",
+    "JudgeCallRecord",
+    "NewSubmission",
+    "NotFound",
+    "RubricVersionRecord",
+    "ScenarioRecord",
+    "StorageError",
+    "Store",
+    "SubmissionOutcome",
+    "SubmissionRecord",
+    "TokenRecord",
+    "append_event",
+    "current_revision",
+    "default_database_url",
+    "head_revision",
+    "is_postgres",
+    "make_engine",
+    "session_factory",
+    "upgrade",
+    "verify_chain",
+]

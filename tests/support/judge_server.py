@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ class JudgeServer:
     default: Reply | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
+    #: seconds each chat request takes, like a model generating
+    delay: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -60,6 +63,8 @@ class JudgeServer:
         with self.lock:
             self.requests.append(body)
             reply = self.replies.pop(0) if self.replies else self.default
+        if self.delay:
+            time.sleep(self.delay)
         if reply is None:
             raise RuntimeError("the test judge server has no reply left")
         return reply(body) if callable(reply) else reply
@@ -135,10 +140,10 @@ def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def running_judge_server(
-    replies: list[Reply] | None = None, *, default: Reply | None = None
+    replies: list[Reply] | None = None, *, default: Reply | None = None, delay: float = 0.0
 ) -> Iterator[JudgeServer]:
     """Run a judge server on a free port for the duration of the block."""
-    state = JudgeServer(replies=list(replies or []), default=default)
+    state = JudgeServer(replies=list(replies or []), default=default, delay=delay)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     state.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -1,0 +1,134 @@
+"""Rubric versions and scenarios: what gradings refer to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.rubric import Rubric, rubric_from_mapping
+from storage.base import StoreBase
+from storage.canonical import sha256_hex
+from storage.errors import Conflict
+from storage.tables import RubricVersionRecord, ScenarioRecord
+
+__all__ = ["CatalogStore", "rubric_key"]
+
+
+def rubric_key(rubric_id: str, version: str) -> str:
+    """The primary key of a rubric version: ``f"{rubric_id}@{version}"``."""
+    return f"{rubric_id}@{version}"
+
+
+class CatalogStore(StoreBase):
+    """Rubric versions (kept whole) and scenarios (with their ground truth)."""
+
+    async def save_rubric(self, rubric: Rubric, *, actor: str = "system") -> None:
+        """Keep this rubric version; saving a known version again does nothing."""
+        async with self._write() as session:
+            await self._ensure_rubric(session, rubric, actor=actor)
+
+    async def _ensure_rubric(self, session: AsyncSession, rubric: Rubric, *, actor: str) -> bool:
+        """Insert the version if missing (audited); True when it was new."""
+        key = rubric_key(rubric.id, rubric.version)
+        if await session.get(RubricVersionRecord, key) is not None:
+            return False
+        values: dict[str, Any] = {
+            "key": key,
+            "rubric_id": rubric.id,
+            "version": rubric.version,
+            "label": rubric.label,
+            "content_hash": rubric.content_hash,
+            "content": rubric.model_dump(mode="json"),
+            "created_at": self._clock(),
+        }
+        table = RubricVersionRecord.__table__  # type: ignore[attr-defined]
+        inserted = await self._insert_ignore(session, table, values)
+        if inserted:
+            payload = {"rubric_id": rubric.id, "version": rubric.version, "label": rubric.label}
+            await self._audit(
+                session,
+                "rubric.saved",
+                entity_type="rubric",
+                entity_id=key,
+                actor=actor,
+                payload={**payload, "content_hash": rubric.content_hash},
+            )
+        return inserted
+
+    async def get_rubric(self, rubric_id: str, version: str | None = None) -> Rubric | None:
+        """A saved rubric version; ``version=None`` gives the one saved last."""
+        query = select(RubricVersionRecord).where(col(RubricVersionRecord.rubric_id) == rubric_id)
+        if version is not None:
+            query = query.where(col(RubricVersionRecord.version) == version)
+        query = query.order_by(
+            col(RubricVersionRecord.created_at).desc(), col(RubricVersionRecord.key).desc()
+        ).limit(1)
+        async with self._read() as session:
+            record = (await session.execute(query)).scalar_one_or_none()
+        if record is None:
+            return None
+        return rubric_from_mapping(record.content, source=f"stored rubric {record.key}")
+
+    async def list_rubric_versions(
+        self, rubric_id: str | None = None
+    ) -> Sequence[RubricVersionRecord]:
+        """Saved rubric versions, oldest first, optionally of one rubric."""
+        query = select(RubricVersionRecord).order_by(
+            col(RubricVersionRecord.created_at), col(RubricVersionRecord.key)
+        )
+        if rubric_id is not None:
+            query = query.where(col(RubricVersionRecord.rubric_id) == rubric_id)
+        async with self._read() as session:
+            return (await session.execute(query)).scalars().all()
+
+    async def create_scenario(
+        self,
+        *,
+        id: str,
+        ground_truth: str,
+        title: str = "",
+        tags: Sequence[str] = (),
+        actor: str,
+    ) -> ScenarioRecord:
+        """Register a scenario; raises Conflict when the id is taken."""
+        record = ScenarioRecord(
+            id=id,
+            ground_truth=ground_truth,
+            title=title,
+            tags=list(tags),
+            created_by=actor,
+            created_at=self._clock(),
+        )
+        try:
+            async with self._write() as session:
+                if await session.get(ScenarioRecord, id) is not None:
+                    raise Conflict(f"scenario {id!r} already exists")
+                session.add(record)
+                await session.flush()
+                await self._audit(
+                    session,
+                    "scenario.created",
+                    entity_type="scenario",
+                    entity_id=id,
+                    actor=actor,
+                    payload={
+                        "id": id,
+                        "title": title,
+                        "tags": list(tags),
+                        "control": ground_truth == "",
+                        "ground_truth_sha256": sha256_hex(ground_truth),
+                    },
+                )
+        except IntegrityError:
+            raise Conflict(f"scenario {id!r} already exists") from None
+        return record
+
+    async def get_scenario(self, scenario_id: str) -> ScenarioRecord | None:
+        """A scenario by id, or None."""
+        async with self._read() as session:
+            return await session.get(ScenarioRecord, scenario_id)

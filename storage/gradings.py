@@ -1,0 +1,199 @@
+"""Reading gradings: one, a filtered page, their judge calls and their history.
+
+Lists are ordered newest first by ``(created_at, id)`` and paginated by keyset: the
+cursor encodes the last row's ``(created_at, id)`` and the next page continues
+strictly after it. New gradings are newer than every listed one, so inserts between
+pages never shift, duplicate or skip rows of later pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from storage.canonical import iso_utc
+from storage.errors import InvalidCursor, NotFound
+from storage.models import GradingFilter, GradingView
+from storage.queue import QueueStore
+from storage.tables import (
+    AnswerRecord,
+    AuditRecord,
+    GradingRecord,
+    JudgeCallRecord,
+    SubmissionRecord,
+)
+
+__all__ = ["GradingReads", "decode_cursor", "encode_cursor"]
+
+MAX_PAGE = 500
+
+
+def encode_cursor(created_at: datetime, grading_id: str) -> str:
+    """An opaque cursor: URL-safe base64 of ``[created_at ISO, id]``."""
+    raw = json.dumps([iso_utc(created_at), grading_id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """The ``(created_at, id)`` of a cursor; raises InvalidCursor."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        stamp, grading_id = json.loads(raw)
+        created_at = datetime.fromisoformat(stamp)
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
+        raise InvalidCursor("the cursor is not one this service issued") from exc
+    if created_at.utcoffset() is None or not isinstance(grading_id, str):
+        raise InvalidCursor("the cursor is not one this service issued")
+    return created_at, grading_id
+
+
+def _filtered(
+    query: Select[GradingRecord, SubmissionRecord], filters: GradingFilter
+) -> Select[GradingRecord, SubmissionRecord]:
+    g, s = GradingRecord, SubmissionRecord
+    equal: list[tuple[Any, Any]] = [
+        (s.agent, filters.agent),
+        (s.model, filters.model),
+        (s.scenario_id, filters.scenario_id),
+        (g.status, filters.status),
+        (g.passed, filters.passed),
+        (g.needs_review, filters.needs_review),
+        (g.rubric_id, filters.rubric_id),
+        (g.rubric_version, filters.rubric_version),
+        (g.judge_model, filters.judge_model),
+    ]
+    for column, value in equal:
+        if value is not None:
+            query = query.where(column == value)
+    if filters.created_after is not None:
+        query = query.where(col(g.created_at) >= filters.created_after)
+    if filters.created_before is not None:
+        query = query.where(col(g.created_at) < filters.created_before)
+    if filters.current_only:
+        query = query.where(col(g.is_current).is_(True))
+    return query
+
+
+class GradingReads(QueueStore):
+    """Read-only views of gradings."""
+
+    async def _views(
+        self, session: AsyncSession, pairs: Sequence[tuple[GradingRecord, SubmissionRecord]]
+    ) -> list[GradingView]:
+        """Attach answers to gradings with one query for all of them."""
+        ids = [grading.id for grading, _ in pairs]
+        answers: dict[str, list[AnswerRecord]] = {i: [] for i in ids}
+        if ids:
+            query = (
+                select(AnswerRecord)
+                .where(col(AnswerRecord.grading_id).in_(ids))
+                .order_by(col(AnswerRecord.grading_id), col(AnswerRecord.position))
+            )
+            for answer in (await session.execute(query)).scalars():
+                answers[answer.grading_id].append(answer)
+        return [
+            GradingView(grading=g, answers=tuple(answers[g.id]), submission=s) for g, s in pairs
+        ]
+
+    async def get_grading(self, grading_id: str) -> GradingView | None:
+        """A grading with its answers and submission, or None."""
+        query = (
+            select(GradingRecord, SubmissionRecord)
+            .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
+            .where(col(GradingRecord.id) == grading_id)
+        )
+        async with self._read() as session:
+            row = (await session.execute(query)).one_or_none()
+            if row is None:
+                return None
+            return (await self._views(session, [(row[0], row[1])]))[0]
+
+    async def list_gradings(
+        self,
+        *,
+        filters: GradingFilter | None = None,
+        after: str | None = None,
+        limit: int = 50,
+        submitted_by: str | None = None,
+    ) -> tuple[list[GradingView], str | None]:
+        """A page of gradings, newest first, and the cursor of the next page (or None).
+
+        ``submitted_by`` restricts the page to one submitter's submissions.
+        """
+        limit = max(1, min(limit, MAX_PAGE))
+        query = _filtered(
+            select(GradingRecord, SubmissionRecord).join(
+                SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id)
+            ),
+            filters or GradingFilter(),
+        )
+        if submitted_by is not None:
+            query = query.where(col(SubmissionRecord.submitted_by) == submitted_by)
+        if after is not None:
+            created_at, grading_id = decode_cursor(after)
+            query = query.where(
+                or_(
+                    col(GradingRecord.created_at) < created_at,
+                    and_(
+                        col(GradingRecord.created_at) == created_at,
+                        col(GradingRecord.id) < grading_id,
+                    ),
+                )
+            )
+        query = query.order_by(
+            col(GradingRecord.created_at).desc(), col(GradingRecord.id).desc()
+        ).limit(limit + 1)
+        async with self._read() as session:
+            pairs = [(row[0], row[1]) for row in await session.execute(query)]
+            more = len(pairs) > limit
+            views = await self._views(session, pairs[:limit])
+        last = views[-1].grading if views else None
+        cursor = encode_cursor(last.created_at, last.id) if more and last else None
+        return views, cursor
+
+    async def _require_grading(self, session: AsyncSession, grading_id: str) -> GradingRecord:
+        grading = await session.get(GradingRecord, grading_id)
+        if grading is None:
+            raise NotFound(f"grading {grading_id!r} does not exist")
+        return grading
+
+    async def get_judge_calls(self, grading_id: str) -> list[JudgeCallRecord]:
+        """Every judge call of a grading, in call order; NotFound for an unknown grading."""
+        query = (
+            select(JudgeCallRecord)
+            .where(col(JudgeCallRecord.grading_id) == grading_id)
+            .order_by(col(JudgeCallRecord.created_at), col(JudgeCallRecord.position))
+        )
+        async with self._read() as session:
+            await self._require_grading(session, grading_id)
+            return list((await session.execute(query)).scalars())
+
+    async def grading_history(self, grading_id: str) -> list[AuditRecord]:
+        """Audit events of a grading and of its submission, oldest first."""
+        async with self._read() as session:
+            grading = await self._require_grading(session, grading_id)
+            query = (
+                select(AuditRecord)
+                .where(
+                    or_(
+                        and_(
+                            col(AuditRecord.entity_type) == "grading",
+                            col(AuditRecord.entity_id) == grading.id,
+                        ),
+                        and_(
+                            col(AuditRecord.entity_type) == "submission",
+                            col(AuditRecord.entity_id) == grading.submission_id,
+                        ),
+                    )
+                )
+                .order_by(col(AuditRecord.seq))
+            )
+            return list((await session.execute(query)).scalars())

@@ -1,0 +1,77 @@
+"""Alembic environment: async, with an injected connection when one is given.
+
+``storage.migrate`` passes a synchronous connection (from ``AsyncConnection.run_sync``)
+in ``config.attributes["connection"]``; the ``alembic`` command line instead gives a
+URL (``sqlalchemy.url`` or ``SRE_JUDGE_DATABASE_URL``), for which an async engine is
+built here. SQLite gets batch mode so later ALTERs work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from alembic import context
+from sqlalchemy.engine import Connection
+from sqlmodel import SQLModel
+
+import storage.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from storage.db import default_database_url, make_engine
+
+config = context.config
+target_metadata = SQLModel.metadata
+
+
+def do_run_migrations(connection: Connection) -> None:
+    """Run the migrations on a synchronous connection."""
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def run_async_migrations(url: str) -> None:
+    """Build an engine from ``url`` and migrate through it."""
+    engine = make_engine(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(do_run_migrations)
+    finally:
+        await engine.dispose()
+
+
+def run_migrations_offline() -> None:
+    """Emit SQL instead of running it (``alembic upgrade --sql``)."""
+    url = config.get_main_option("sqlalchemy.url") or default_database_url()
+    context.configure(
+        url=url,
+        target_metadata=target_metadata,
+        literal_binds=True,
+        render_as_batch=url.startswith("sqlite"),
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    """Use the injected connection, or connect to the configured URL."""
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        do_run_migrations(connection)
+        return
+    url = (
+        config.get_main_option("sqlalchemy.url")
+        or os.environ.get("SRE_JUDGE_DATABASE_URL")
+        or default_database_url()
+    )
+    asyncio.run(run_async_migrations(url))
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

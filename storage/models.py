@@ -1,0 +1,102 @@
+"""Values passed into and out of the store that are not table rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from storage.canonical import canonical_json, sha256_hex
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+
+__all__ = ["Claim", "GradingFilter", "GradingView", "NewSubmission", "SubmissionOutcome"]
+
+
+class NewSubmission(BaseModel):
+    """A submission as accepted by the API, its ground truth already resolved.
+
+    For ``ground_truth_source="scenario"`` the ground truth is the scenario's, copied
+    at submission time, so later edits of a scenario never change old gradings.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    diagnosis: str
+    ground_truth: str
+    ground_truth_source: Literal["scenario", "inline"]
+    scenario_id: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    run_id: str | None = None
+    attempt: int | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _scenario_named(self) -> NewSubmission:
+        if self.ground_truth_source == "scenario" and self.scenario_id is None:
+            raise ValueError("a ground truth from a scenario needs scenario_id")
+        return self
+
+    def request_hash(self) -> str:
+        """SHA-256 of the canonical JSON of the request: tells a replay from a new one."""
+        return sha256_hex(canonical_json(self.model_dump(mode="json")))
+
+
+@dataclass(frozen=True)
+class SubmissionOutcome:
+    """What ``create_submission`` stored, or found stored under the idempotency key."""
+
+    submission: SubmissionRecord
+    grading: GradingRecord
+    #: False when an identical earlier request was replayed
+    created: bool
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A pending grading leased to one worker, with what it needs to grade."""
+
+    grading_id: str
+    submission_id: str
+    diagnosis: str
+    ground_truth: str
+    rubric_id: str
+    rubric_version: str
+    judge_spec: str
+    #: how many times it has been claimed, this claim included
+    claim_count: int
+    lease_expires_at: datetime
+
+
+@dataclass(frozen=True)
+class GradingView:
+    """A grading with its answers (in rubric order) and its submission."""
+
+    grading: GradingRecord
+    answers: tuple[AnswerRecord, ...]
+    submission: SubmissionRecord
+
+
+@dataclass(frozen=True)
+class GradingFilter:
+    """Filters of ``list_gradings``; None means "any".
+
+    ``created_after`` is inclusive and ``created_before`` exclusive, both on the
+    grading's ``created_at``. Only current gradings are listed unless
+    ``current_only`` is False (superseded ones are kept beside their successors).
+    """
+
+    agent: str | None = None
+    model: str | None = None
+    scenario_id: str | None = None
+    status: Literal["pending", "graded", "unscored"] | None = None
+    passed: bool | None = None
+    needs_review: bool | None = None
+    rubric_id: str | None = None
+    rubric_version: str | None = None
+    judge_model: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    current_only: bool = True

@@ -1,0 +1,249 @@
+"""The durable work queue of pending gradings, with leases.
+
+A worker claims pending gradings with a lease (``SELECT ... FOR UPDATE SKIP LOCKED`` on
+PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serializes claimers). A dead worker's lease
+expires and the grading is claimed again. A verdict is only written by the worker that
+holds the lease of a still-pending grading, checked under a row lock in the same
+transaction as the write, so nothing is graded twice into two verdicts.
+
+Leases are bookkeeping: claiming and extending do not bump ``revision`` (the ETag of
+what a grading says); completing and deferring do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.calls import JudgeCall
+from judge.verdict import GradingResult
+from storage.canonical import iso_utc
+from storage.models import Claim
+from storage.records import answer_records, apply_result, call_audit_payload, judge_call_records
+from storage.submissions import SubmissionStore
+from storage.tables import GradingRecord, JudgeCallRecord, SubmissionRecord
+
+__all__ = ["QueueStore"]
+
+
+class QueueStore(SubmissionStore):
+    """Claiming, completing and deferring pending gradings."""
+
+    async def claim_pending(
+        self, worker_id: str, *, limit: int, lease_seconds: float
+    ) -> list[Claim]:
+        """Lease up to ``limit`` claimable gradings to ``worker_id``, oldest first.
+
+        Claimable: pending, not leased (or the lease expired) and not deferred to later.
+        """
+        now = self._clock()
+        expires = now + timedelta(seconds=lease_seconds)
+        pick = (
+            select(col(GradingRecord.id))
+            .where(
+                col(GradingRecord.status) == "pending",
+                or_(
+                    col(GradingRecord.lease_expires_at).is_(None),
+                    col(GradingRecord.lease_expires_at) < now,
+                ),
+                or_(col(GradingRecord.not_before).is_(None), col(GradingRecord.not_before) <= now),
+            )
+            .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
+            .limit(limit)
+        )
+        if self._postgres:
+            pick = pick.with_for_update(skip_locked=True)
+        async with self._write() as session:
+            ids = list((await session.execute(pick)).scalars())
+            if not ids:
+                return []
+            await session.execute(
+                update(GradingRecord)
+                .where(col(GradingRecord.id).in_(ids))
+                .values(
+                    lease_owner=worker_id,
+                    lease_expires_at=expires,
+                    claim_count=GradingRecord.claim_count + 1,
+                )
+                .execution_options(synchronize_session=False)
+            )
+            rows = await session.execute(
+                select(GradingRecord, SubmissionRecord)
+                .join(
+                    SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id)
+                )
+                .where(col(GradingRecord.id).in_(ids))
+                .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
+            )
+            return [
+                Claim(
+                    grading_id=grading.id,
+                    submission_id=submission.id,
+                    diagnosis=submission.diagnosis,
+                    ground_truth=submission.ground_truth,
+                    rubric_id=grading.rubric_id,
+                    rubric_version=grading.rubric_version,
+                    judge_spec=grading.judge_spec,
+                    claim_count=grading.claim_count,
+                    lease_expires_at=expires,
+                )
+                for grading, submission in rows
+            ]
+
+    async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
+        """Push the lease forward; False when ``worker_id`` no longer holds it."""
+        expires = self._clock() + timedelta(seconds=lease_seconds)
+        async with self._write() as session:
+            result = await session.execute(
+                update(GradingRecord)
+                .where(
+                    col(GradingRecord.id) == grading_id,
+                    col(GradingRecord.status) == "pending",
+                    col(GradingRecord.lease_owner) == worker_id,
+                )
+                .values(lease_expires_at=expires)
+                .execution_options(synchronize_session=False)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def _leased(
+        self, session: AsyncSession, grading_id: str, worker_id: str
+    ) -> GradingRecord | None:
+        """The grading, row-locked, if it is pending and leased to ``worker_id``."""
+        query = select(GradingRecord).where(col(GradingRecord.id) == grading_id)
+        if self._postgres:
+            query = query.with_for_update()
+        grading = (await session.execute(query)).scalar_one_or_none()
+        if grading is None or grading.status != "pending" or grading.lease_owner != worker_id:
+            return None
+        return grading
+
+    async def _store_calls(
+        self, session: AsyncSession, grading_id: str, calls: Sequence[JudgeCall], at: datetime
+    ) -> list[JudgeCallRecord]:
+        count = select(func.count()).where(col(JudgeCallRecord.grading_id) == grading_id)
+        first = (await session.execute(count)).scalar_one()
+        records = judge_call_records(grading_id, calls, first_position=first, at=at)
+        session.add_all(records)
+        return records
+
+    async def _audit_calls(
+        self, session: AsyncSession, grading_id: str, worker_id: str, calls: list[JudgeCallRecord]
+    ) -> None:
+        for record in calls:
+            await self._audit(
+                session,
+                "judge.call",
+                entity_type="grading",
+                entity_id=grading_id,
+                actor=worker_id,
+                payload=call_audit_payload(record),
+            )
+
+    async def complete_grading(
+        self, grading_id: str, worker_id: str, result: GradingResult
+    ) -> bool:
+        """Store a verdict (graded or unscored) with its answers and judge calls.
+
+        Returns False and writes nothing when the grading is no longer pending or its
+        lease is held by another worker (taken over after this one's expired).
+        """
+        now = self._clock()
+        async with self._write() as session:
+            grading = await self._leased(session, grading_id, worker_id)
+            if grading is None:
+                return False
+            if (result.rubric_id, result.rubric_version) != (
+                grading.rubric_id,
+                grading.rubric_version,
+            ):
+                raise ValueError(
+                    f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
+                    f"the grading for {grading.rubric_id}@{grading.rubric_version}"
+                )
+            session.add_all(answer_records(grading.id, result))
+            calls = await self._store_calls(session, grading.id, result.calls, now)
+            apply_result(grading, result, at=now)
+            await session.flush()
+            await self._audit_calls(session, grading.id, worker_id, calls)
+            await self._audit(
+                session,
+                "grading.completed" if result.status == "graded" else "grading.unscored",
+                entity_type="grading",
+                entity_id=grading.id,
+                actor=worker_id,
+                payload={
+                    "grading_id": grading.id,
+                    "submission_id": grading.submission_id,
+                    "status": grading.status,
+                    "unscored_reason": grading.unscored_reason,
+                    "yes_count": grading.yes_count,
+                    "composite": grading.composite,
+                    "passed": grading.passed,
+                    "judge_passed": grading.judge_passed,
+                    "needs_review": grading.needs_review,
+                    "review_reasons": grading.review_reasons,
+                    "rubric": {"id": grading.rubric_id, "version": grading.rubric_version},
+                    "judge": {"backend": result.judge_backend, "model": result.judge_model},
+                    "judge_calls": [c.id for c in calls],
+                    "revision": grading.revision,
+                },
+            )
+        return True
+
+    async def defer_grading(
+        self,
+        grading_id: str,
+        worker_id: str,
+        *,
+        reason: str,
+        retry_at: datetime,
+        calls: Sequence[JudgeCall] = (),
+    ) -> bool:
+        """Keep a grading pending (e.g. the judge is unreachable) until ``retry_at``.
+
+        The failed calls are stored and audited; the lease is released. Returns False
+        and writes nothing when ``worker_id`` does not hold the lease of a pending grading.
+        """
+        now = self._clock()
+        async with self._write() as session:
+            grading = await self._leased(session, grading_id, worker_id)
+            if grading is None:
+                return False
+            records = await self._store_calls(session, grading.id, calls, now)
+            grading.pending_reason = reason
+            grading.not_before = retry_at
+            grading.lease_owner = None
+            grading.lease_expires_at = None
+            grading.revision += 1
+            await session.flush()
+            await self._audit_calls(session, grading.id, worker_id, records)
+            await self._audit(
+                session,
+                "grading.deferred",
+                entity_type="grading",
+                entity_id=grading.id,
+                actor=worker_id,
+                payload={
+                    "grading_id": grading.id,
+                    "reason": reason,
+                    "retry_at": iso_utc(retry_at),
+                    "claim_count": grading.claim_count,
+                    "judge_calls": [c.id for c in records],
+                    "revision": grading.revision,
+                },
+            )
+        return True
+
+    async def queue_depth(self) -> tuple[int, datetime | None]:
+        """Pending gradings (leased or not) and when the oldest of them was created."""
+        query = select(func.count(), func.min(GradingRecord.created_at)).where(
+            col(GradingRecord.status) == "pending"
+        )
+        async with self._read() as session:
+            count, oldest = (await session.execute(query)).one()
+        return int(count), oldest

@@ -1,0 +1,176 @@
+"""Accepting submissions durably, with idempotency keys.
+
+A submission and its pending grading are committed in one transaction before the API
+answers. A replay (same submitter, same key, same request) returns what the first
+request stored; the same key with a different request is an IdempotencyConflict. Two
+identical requests racing are settled by the unique constraint on
+(submitted_by, idempotency_key): the loser's transaction fails and it re-reads.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.rubric import Rubric
+from storage.canonical import sha256_hex
+from storage.catalog import CatalogStore
+from storage.errors import IdempotencyConflict, NotFound
+from storage.models import NewSubmission, SubmissionOutcome
+from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
+
+__all__ = ["SubmissionStore"]
+
+
+class SubmissionStore(CatalogStore):
+    """Submissions and the pending gradings created with them."""
+
+    async def create_submission(
+        self,
+        data: NewSubmission,
+        *,
+        rubric: Rubric,
+        judge_spec: str,
+        judge_backend: str,
+        judge_model: str,
+        actor: str,
+        idempotency_key: str | None = None,
+    ) -> SubmissionOutcome:
+        """Store a submission and its pending grading in one transaction.
+
+        Raises NotFound for an unknown scenario and IdempotencyConflict when
+        ``idempotency_key`` was used by ``actor`` for a different request.
+        """
+        request_hash = data.request_hash()
+        try:
+            async with self._write() as session:
+                if idempotency_key is not None:
+                    replay = await self._replay(session, actor, idempotency_key, request_hash)
+                    if replay is not None:
+                        return replay
+                return await self._insert(
+                    session,
+                    data,
+                    request_hash=request_hash,
+                    rubric=rubric,
+                    judge=(judge_spec, judge_backend, judge_model),
+                    actor=actor,
+                    idempotency_key=idempotency_key,
+                )
+        except IntegrityError:
+            if idempotency_key is None:
+                raise
+            # a racing request with the same key committed first: answer with its rows
+            async with self._read() as session:
+                replay = await self._replay(session, actor, idempotency_key, request_hash)
+            if replay is None:
+                raise
+            return replay
+
+    async def _replay(
+        self, session: AsyncSession, actor: str, key: str, request_hash: str
+    ) -> SubmissionOutcome | None:
+        query = select(SubmissionRecord).where(
+            col(SubmissionRecord.submitted_by) == actor,
+            col(SubmissionRecord.idempotency_key) == key,
+        )
+        submission = (await session.execute(query)).scalar_one_or_none()
+        if submission is None:
+            return None
+        if submission.request_hash != request_hash:
+            raise IdempotencyConflict(
+                "this Idempotency-Key was already used with a different request"
+            )
+        grading = (
+            await session.execute(
+                select(GradingRecord)
+                .where(col(GradingRecord.submission_id) == submission.id)
+                .order_by(col(GradingRecord.is_current).desc(), col(GradingRecord.created_at))
+                .limit(1)
+            )
+        ).scalar_one()
+        return SubmissionOutcome(submission=submission, grading=grading, created=False)
+
+    async def _insert(
+        self,
+        session: AsyncSession,
+        data: NewSubmission,
+        *,
+        request_hash: str,
+        rubric: Rubric,
+        judge: tuple[str, str, str],
+        actor: str,
+        idempotency_key: str | None,
+    ) -> SubmissionOutcome:
+        if data.scenario_id is not None and (
+            await session.get(ScenarioRecord, data.scenario_id) is None
+        ):
+            raise NotFound(f"scenario {data.scenario_id!r} does not exist")
+        now = self._clock()
+        submission = SubmissionRecord(
+            id=new_id(),
+            diagnosis=data.diagnosis,
+            ground_truth=data.ground_truth,
+            ground_truth_source=data.ground_truth_source,
+            scenario_id=data.scenario_id,
+            agent=data.agent,
+            model=data.model,
+            run_id=data.run_id,
+            attempt=data.attempt,
+            metadata_=dict(data.metadata),
+            submitted_by=actor,
+            idempotency_key=idempotency_key,
+            request_hash=request_hash,
+            created_at=now,
+        )
+        session.add(submission)
+        await session.flush()  # a racing duplicate fails here, before anything else
+        judge_spec, judge_backend, judge_model = judge
+        grading = GradingRecord(
+            id=new_id(),
+            submission_id=submission.id,
+            rubric_id=rubric.id,
+            rubric_version=rubric.version,
+            judge_spec=judge_spec,
+            judge_backend=judge_backend,
+            judge_model=judge_model,
+            status="pending",
+            created_at=now,
+        )
+        session.add(grading)
+        await session.flush()
+        # audit rows last: on PostgreSQL they take the chain lock until commit
+        await self._ensure_rubric(session, rubric, actor=actor)
+        await self._audit(
+            session,
+            "submission.received",
+            entity_type="submission",
+            entity_id=submission.id,
+            actor=actor,
+            payload={
+                "submission_id": submission.id,
+                "grading_id": grading.id,
+                "agent": data.agent,
+                "model": data.model,
+                "run_id": data.run_id,
+                "attempt": data.attempt,
+                "scenario_id": data.scenario_id,
+                "ground_truth_source": data.ground_truth_source,
+                "diagnosis_chars": len(data.diagnosis),
+                "diagnosis_sha256": sha256_hex(data.diagnosis),
+                "ground_truth_chars": len(data.ground_truth),
+                "ground_truth_sha256": sha256_hex(data.ground_truth),
+                "idempotency_key": idempotency_key,
+                "request_sha256": request_hash,
+                "rubric": {"id": rubric.id, "version": rubric.version},
+                "judge": judge_spec,
+            },
+        )
+        return SubmissionOutcome(submission=submission, grading=grading, created=True)
+
+    async def get_submission(self, submission_id: str) -> SubmissionRecord | None:
+        """A submission by id, or None."""
+        async with self._read() as session:
+            return await session.get(SubmissionRecord, submission_id)

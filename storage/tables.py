@@ -1,0 +1,253 @@
+"""The tables, as SQLModel ``table=True`` classes named ``XRecord``.
+
+These are storage shapes, not API schemas: SQLModel does not validate ``table=True``
+models, so callers validate input before it gets here. Long text is ``Text``, JSON is
+``sqlalchemy.JSON``, and every timestamp is a timezone-aware UTC ``UTCDateTime``.
+Constraint names follow :data:`NAMING_CONVENTION` so later migrations (batch mode on
+SQLite) can address them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import uuid4
+
+from sqlalchemy import JSON, Column, Float, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from storage.canonical import utcnow
+from storage.sqltypes import UTCDateTime
+
+__all__ = [
+    "NAMING_CONVENTION",
+    "AnswerRecord",
+    "AuditRecord",
+    "GradingRecord",
+    "JudgeCallRecord",
+    "RubricVersionRecord",
+    "ScenarioRecord",
+    "SubmissionRecord",
+    "TokenRecord",
+    "new_id",
+]
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+SQLModel.metadata.naming_convention = NAMING_CONVENTION
+
+
+def new_id() -> str:
+    """A fresh 32-hex-digit id (uuid4)."""
+    return uuid4().hex
+
+
+def _created() -> Any:
+    return Field(default_factory=utcnow, sa_type=UTCDateTime, nullable=False)
+
+
+def _when() -> Any:
+    return Field(default=None, sa_type=UTCDateTime, nullable=True)
+
+
+def _json(factory: type) -> Any:
+    return Field(default_factory=factory, sa_type=JSON, nullable=False)
+
+
+class RubricVersionRecord(SQLModel, table=True):
+    """One version of a rubric, kept whole so old gradings can be explained."""
+
+    __tablename__ = "rubric_version"
+
+    #: ``f"{rubric_id}@{version}"``
+    key: str = Field(primary_key=True, sa_type=String(160))
+    rubric_id: str = Field(sa_type=String(64), index=True)
+    version: str = Field(sa_type=String(64))
+    label: str = Field(sa_type=String(32))
+    content_hash: str = Field(sa_type=String(64))
+    #: ``rubric.model_dump(mode="json")``
+    content: dict[str, Any] = _json(dict)
+    created_at: datetime = _created()
+
+
+class ScenarioRecord(SQLModel, table=True):
+    """A registered fault scenario and its ground truth (empty for a healthy control)."""
+
+    __tablename__ = "scenario"
+
+    id: str = Field(primary_key=True, sa_type=String(128))
+    ground_truth: str = Field(default="", sa_type=Text)
+    title: str = Field(default="", sa_type=String(256))
+    tags: list[str] = _json(list)
+    created_by: str = Field(sa_type=String(64))
+    created_at: datetime = _created()
+
+
+class TokenRecord(SQLModel, table=True):
+    """An API token; only the SHA-256 of its secret is stored."""
+
+    __tablename__ = "api_token"
+
+    id: str = Field(primary_key=True, sa_type=String(32))
+    name: str = Field(sa_type=String(128))
+    #: submitter | adjudicator | admin
+    role: str = Field(sa_type=String(16))
+    token_hash: str = Field(sa_type=String(64), unique=True)
+    created_at: datetime = _created()
+    expires_at: datetime | None = _when()
+    revoked_at: datetime | None = _when()
+
+
+class SubmissionRecord(SQLModel, table=True):
+    """A diagnosis with the ground truth it is graded against and who sent it."""
+
+    __tablename__ = "submission"
+    __table_args__ = (
+        UniqueConstraint("submitted_by", "idempotency_key"),
+        Index("ix_submission_created_at", "created_at"),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))
+    diagnosis: str = Field(sa_type=Text)
+    #: a copy of the scenario's ground truth at submission time, or the inline one
+    ground_truth: str = Field(sa_type=Text)
+    #: scenario | inline
+    ground_truth_source: str = Field(sa_type=String(16))
+    scenario_id: str | None = Field(
+        default=None, sa_type=String(128), foreign_key="scenario.id", index=True
+    )
+    agent: str | None = Field(default=None, sa_type=String(256), index=True)
+    model: str | None = Field(default=None, sa_type=String(256), index=True)
+    run_id: str | None = Field(default=None, sa_type=String(256), index=True)
+    attempt: int | None = None
+    metadata_: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column("metadata", JSON, nullable=False)
+    )
+    #: the token id, or "anonymous"
+    submitted_by: str = Field(sa_type=String(64))
+    idempotency_key: str | None = Field(default=None, sa_type=String(256))
+    #: SHA-256 of the canonical request, to tell a replay from a reused key
+    request_hash: str = Field(sa_type=String(64))
+    created_at: datetime = _created()
+
+
+class GradingRecord(SQLModel, table=True):
+    """One rubric applied by one judge to one submission: pending, graded or unscored."""
+
+    __tablename__ = "grading"
+    __table_args__ = (
+        Index("ix_grading_status_created_at", "status", "created_at"),
+        Index("ix_grading_created_at_id", "created_at", "id"),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))
+    submission_id: str = Field(sa_type=String(32), foreign_key="submission.id", index=True)
+    rubric_id: str = Field(sa_type=String(64))
+    rubric_version: str = Field(sa_type=String(64))
+    #: the judge as configured, e.g. ``openai:model@http://host/v1``
+    judge_spec: str = Field(sa_type=String(512))
+    judge_backend: str = Field(sa_type=String(32))
+    judge_model: str = Field(sa_type=String(256))
+    #: pending | graded | unscored
+    status: str = Field(default="pending", sa_type=String(16))
+    unscored_reason: str | None = Field(default=None, sa_type=String(64))
+    detail: str | None = Field(default=None, sa_type=Text)
+    #: why a pending grading is still pending (e.g. the judge was unreachable)
+    pending_reason: str | None = Field(default=None, sa_type=Text)
+    #: do not claim before this time
+    not_before: datetime | None = _when()
+    lease_owner: str | None = Field(default=None, sa_type=String(128))
+    lease_expires_at: datetime | None = _when()
+    claim_count: int = 0
+    yes_count: int | None = None
+    composite: float | None = Field(default=None, sa_type=Float)
+    passed: bool | None = Field(default=None, index=True)
+    judge_passed: bool | None = None
+    decisive: bool | None = None
+    needs_review: bool = False
+    review_reasons: list[str] = _json(list)
+    is_current: bool = Field(default=True, index=True)
+    superseded_by: str | None = Field(
+        default=None,
+        sa_column=Column(String(32), ForeignKey("grading.id"), nullable=True),
+    )
+    #: bumped on every change; an ETag for conditional writes
+    revision: int = 1
+    created_at: datetime = _created()
+    graded_at: datetime | None = _when()
+
+
+class AnswerRecord(SQLModel, table=True):
+    """One question's answer in a grading: the effective one and the judge's own."""
+
+    __tablename__ = "answer"
+    # the unique constraint's index leads with grading_id and serves lookups by grading
+    __table_args__ = (UniqueConstraint("grading_id", "question_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    grading_id: str = Field(sa_type=String(32), foreign_key="grading.id")
+    question_id: str = Field(sa_type=String(32))
+    dimension_id: str = Field(sa_type=String(32))
+    answer: bool
+    judge_answer: bool
+    reasoning: str = Field(default="", sa_type=Text)
+    evidence: str = Field(default="", sa_type=Text)
+    evidence_verified: bool | None = None
+    confidence: float | None = Field(default=None, sa_type=Float)
+    position: int
+
+
+class JudgeCallRecord(SQLModel, table=True):
+    """A judge call verbatim: prompt, schema, parameters, reply or error, attempts."""
+
+    __tablename__ = "judge_call"
+
+    id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))
+    grading_id: str = Field(sa_type=String(32), foreign_key="grading.id", index=True)
+    #: order of the calls of one grading
+    position: int = 0
+    #: grade | repair
+    purpose: str = Field(sa_type=String(16))
+    backend: str = Field(sa_type=String(32))
+    model: str = Field(sa_type=String(256))
+    base_url: str | None = Field(default=None, sa_type=String(512))
+    messages: list[dict[str, Any]] = _json(list)
+    reply_schema: dict[str, Any] = _json(dict)
+    #: temperature, seed, max_tokens, num_ctx as sent
+    params: dict[str, Any] = _json(dict)
+    response_text: str | None = Field(default=None, sa_type=Text)
+    response_model: str | None = Field(default=None, sa_type=String(256))
+    fingerprint: str | None = Field(default=None, sa_type=String(256))
+    response_format: str | None = Field(default=None, sa_type=String(32))
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float = Field(default=0.0, sa_type=Float)
+    attempts: list[dict[str, Any]] = _json(list)
+    error_code: str | None = Field(default=None, sa_type=String(64))
+    error: str | None = Field(default=None, sa_type=Text)
+    created_at: datetime = _created()
+
+
+class AuditRecord(SQLModel, table=True):
+    """One event of the append-only audit log, chained to the previous row by hash.
+
+    ``seq`` is assigned as the last seq + 1 while the chain is locked (see
+    ``storage.audit``), so the hash can cover it; rows are never updated or deleted.
+    """
+
+    __tablename__ = "audit_log"
+
+    seq: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    created_at: datetime = _created()
+    event: str = Field(sa_type=String(64))
+    entity_type: str = Field(sa_type=String(32))
+    entity_id: str = Field(sa_type=String(160), index=True)
+    actor: str = Field(sa_type=String(128))
+    payload: dict[str, Any] = _json(dict)
+    prev_hash: str = Field(sa_type=String(64))
+    hash: str = Field(sa_type=String(64))

@@ -1,0 +1,104 @@
+"""API tokens: only the SHA-256 of a token's secret is stored; the plaintext is shown once."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+from typing import Final
+
+from sqlalchemy import select
+from sqlmodel import col
+
+from storage.base import StoreBase
+from storage.canonical import iso_utc
+from storage.errors import NotFound
+from storage.tables import TokenRecord
+
+__all__ = ["ROLES", "TOKEN_PREFIX", "TokenStore", "hash_token"]
+
+ROLES: Final = ("submitter", "adjudicator", "admin")
+TOKEN_PREFIX: Final = "srej_"
+
+
+def hash_token(plaintext: str) -> str:
+    """The stored form of a token: SHA-256 hex of its plaintext."""
+    return hashlib.sha256(plaintext.encode("utf-8")).hexdigest()
+
+
+class TokenStore(StoreBase):
+    """Creating, checking, revoking and listing API tokens."""
+
+    async def create_token(
+        self,
+        *,
+        name: str,
+        role: str,
+        expires_at: datetime | None = None,
+        actor: str = "system",
+    ) -> tuple[str, TokenRecord]:
+        """A new token: ``(plaintext, record)``; the plaintext is not kept anywhere."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        record = TokenRecord(
+            id=secrets.token_hex(6),
+            name=name,
+            role=role,
+            token_hash=hash_token(plaintext),
+            created_at=self._clock(),
+            expires_at=expires_at,
+        )
+        async with self._write() as session:
+            session.add(record)
+            await session.flush()
+            await self._audit(
+                session,
+                "token.created",
+                entity_type="token",
+                entity_id=record.id,
+                actor=actor,
+                payload={
+                    "token_id": record.id,
+                    "name": name,
+                    "role": role,
+                    "expires_at": iso_utc(expires_at) if expires_at else None,
+                },
+            )
+        return plaintext, record
+
+    async def authenticate(self, plaintext: str) -> TokenRecord | None:
+        """The token's record, or None when it is unknown, revoked or expired."""
+        query = select(TokenRecord).where(col(TokenRecord.token_hash) == hash_token(plaintext))
+        async with self._read() as session:
+            record = (await session.execute(query)).scalar_one_or_none()
+        if record is None or record.revoked_at is not None:
+            return None
+        if record.expires_at is not None and record.expires_at <= self._clock():
+            return None
+        return record
+
+    async def revoke_token(self, token_id: str, *, actor: str = "system") -> TokenRecord:
+        """Revoke a token (revoking twice keeps the first time); NotFound when unknown."""
+        async with self._write() as session:
+            record = await session.get(TokenRecord, token_id)
+            if record is None:
+                raise NotFound(f"token {token_id!r} does not exist")
+            if record.revoked_at is None:
+                record.revoked_at = self._clock()
+                await session.flush()
+                await self._audit(
+                    session,
+                    "token.revoked",
+                    entity_type="token",
+                    entity_id=record.id,
+                    actor=actor,
+                    payload={"token_id": record.id, "name": record.name, "role": record.role},
+                )
+        return record
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        """Every token, oldest first (hashes included; never plaintexts)."""
+        query = select(TokenRecord).order_by(col(TokenRecord.created_at), col(TokenRecord.id))
+        async with self._read() as session:
+            return list((await session.execute(query)).scalars())

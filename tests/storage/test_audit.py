@@ -1,0 +1,167 @@
+"""The audit hash chain: verify passes, and tampering with any column of any row is caught."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import GENESIS_HASH, AuditRecord, Store, append_event, verify_chain
+from storage.audit import row_hash
+from storage.canonical import canonical_json
+from storage.db import session_factory
+from tests.storage.helpers import graded_result, submit
+
+AUDIT = AuditRecord.__table__  # type: ignore[attr-defined]
+ROWS = 6
+
+
+async def _fill(store: Store) -> None:
+    """Six audit rows: submission, rubric, judge call, verdict, token, scenario."""
+    outcome = await submit(store)
+    await store.claim_pending("w", limit=1, lease_seconds=60)
+    await store.complete_grading(outcome.grading.id, "w", graded_result())
+    await store.create_token(name="ci", role="submitter")
+    await store.create_scenario(id="s1", ground_truth="gt", actor="admin")
+
+
+async def _rows(engine: AsyncEngine) -> list[Any]:
+    async with engine.connect() as connection:
+        return list(await connection.execute(select(AUDIT).order_by(AUDIT.c.seq)))
+
+
+async def test_an_empty_log_verifies(engine: AsyncEngine) -> None:
+    report = await verify_chain(engine)
+    assert report.ok and report.checked == 0 and report.head_hash == GENESIS_HASH
+
+
+async def test_the_chain_links_every_row_and_verifies(store: Store, engine: AsyncEngine) -> None:
+    await _fill(store)
+    rows = await _rows(engine)
+    assert [r.seq for r in rows] == list(range(1, ROWS + 1))
+    assert rows[0].prev_hash == GENESIS_HASH
+    assert all(b.prev_hash == a.hash for a, b in pairwise(rows))
+    assert {r.event for r in rows} >= {"submission.received", "grading.completed"}
+    report = await verify_chain(engine, batch_size=4)  # crosses a batch boundary
+    assert report.ok and report.checked == ROWS and report.first_broken_seq is None
+    assert report.head_hash == rows[-1].hash
+
+
+def _tampered(column: str, row: Any) -> Any:
+    values: dict[str, Any] = {
+        "seq": row.seq + 1000,
+        "created_at": row.created_at + timedelta(microseconds=1),
+        "event": row.event + "x",
+        "entity_type": row.entity_type + "x",
+        "entity_id": row.entity_id + "x",
+        "actor": row.actor + "x",
+        "payload": {**row.payload, "tampered": True},
+        "prev_hash": "f" * 64,
+        "hash": "e" * 64,
+    }
+    return values[column]
+
+
+COLUMNS = [
+    "seq",
+    "created_at",
+    "event",
+    "entity_type",
+    "entity_id",
+    "actor",
+    "payload",
+    "prev_hash",
+    "hash",
+]
+
+
+@pytest.mark.parametrize("column", COLUMNS)
+async def test_tampering_any_column_of_any_row_is_detected(
+    store: Store, engine: AsyncEngine, column: str
+) -> None:
+    await _fill(store)
+    rows = await _rows(engine)
+    for row in rows:
+        async with engine.begin() as connection:
+            await connection.execute(
+                update(AUDIT).where(AUDIT.c.seq == row.seq).values({column: _tampered(column, row)})
+            )
+        report = await verify_chain(engine, batch_size=4)
+        assert not report.ok, f"{column} of row {row.seq}"
+        assert report.first_broken_seq == row.seq, report.reason
+        assert report.checked == row.seq - 1
+        # restore the row so the next one is tampered alone
+        async with engine.begin() as connection:
+            tampered_seq = row.seq + 1000 if column == "seq" else row.seq
+            await connection.execute(
+                update(AUDIT).where(AUDIT.c.seq == tampered_seq).values(dict(row._mapping))
+            )
+        assert (await verify_chain(engine)).ok
+
+
+async def test_a_deleted_row_is_named(store: Store, engine: AsyncEngine) -> None:
+    await _fill(store)
+    async with engine.begin() as connection:
+        await connection.execute(delete(AUDIT).where(AUDIT.c.seq == 3))
+    report = await verify_chain(engine)
+    assert (report.ok, report.first_broken_seq, report.checked) == (False, 3, 2)
+    assert "removed" in (report.reason or "")
+
+
+async def test_concurrent_appends_never_fork_the_chain(store: Store, engine: AsyncEngine) -> None:
+    await asyncio.gather(*(submit(store) for _ in range(12)))
+    await asyncio.gather(*(store.create_token(name=f"t{i}", role="submitter") for i in range(8)))
+    report = await verify_chain(engine)
+    assert report.ok and report.checked == 12 + 1 + 8  # + the rubric version, saved once
+
+
+async def test_append_event_hashes_every_column(engine: AsyncEngine) -> None:
+    async with session_factory(engine)() as session, session.begin():
+        record = await append_event(
+            session,
+            event="test.event",
+            entity_type="thing",
+            entity_id="t1",
+            actor="me",
+            payload={"b": [1, 2], "a": "é"},
+        )
+    assert record.seq == 1 and record.prev_hash == GENESIS_HASH
+    assert record.hash == row_hash(
+        seq=1,
+        created_at=record.created_at,
+        event="test.event",
+        entity_type="thing",
+        entity_id="t1",
+        actor="me",
+        payload={"a": "é", "b": [1, 2]},
+        prev_hash=GENESIS_HASH,
+    )
+    assert (
+        row_hash(
+            seq=2,
+            created_at=record.created_at,
+            event="test.event",
+            entity_type="thing",
+            entity_id="t1",
+            actor="me",
+            payload={"a": "é", "b": [1, 2]},
+            prev_hash=GENESIS_HASH,
+        )
+        != record.hash
+    )
+
+
+def test_canonical_json_is_sorted_compact_utf8_with_utc_microseconds() -> None:
+    local = datetime(2025, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert canonical_json({"b": 1, "a": ["é", local]}) == (
+        '{"a":["é","2025-01-02T03:04:05.000000+00:00"],"b":1}'
+    )
+    with pytest.raises(ValueError, match="naive"):
+        canonical_json({"at": datetime(2025, 1, 1)})
+    with pytest.raises(ValueError, match="JSON compliant"):
+        canonical_json({"x": float("nan")})
