@@ -51,49 +51,62 @@ def _unscored(claim: Claim, reason: str, detail: str) -> GradingResult:
 
 
 class GradingWorkers:
-    """A pool of worker tasks inside one process."""
+    """Grading inside one process: one dispatcher claims work for up to ``count`` tasks.
+
+    Claiming in batches for the free slots keeps database transactions per grading low;
+    the dispatcher wakes when a submission arrives, when a slot frees, or every
+    ``poll_seconds`` (work submitted through other processes).
+    """
 
     def __init__(self, services: Services, *, count: int, worker_id: str | None = None) -> None:
         self.services = services
         self.count = count
         self.worker_id = worker_id or new_worker_id()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stopping = asyncio.Event()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._in_flight: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
-        """Start the worker tasks."""
-        for n in range(self.count):
-            self._tasks.append(asyncio.create_task(self._loop(), name=f"grading-worker-{n}"))
+        """Start the dispatcher."""
+        if self._dispatcher is None and self.count > 0:
+            self._dispatcher = asyncio.create_task(self._dispatch(), name="grading-dispatcher")
 
     async def stop(self) -> None:
         """Stop taking work and cancel what is in flight (its leases expire and it is redone)."""
-        self._stopping.set()
-        self.services.waiters.work.set()
-        for task in self._tasks:
+        tasks = [t for t in (self._dispatcher, *self._in_flight) if t is not None]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._tasks.clear()
+        self._dispatcher = None
+        self._in_flight.clear()
 
-    async def _loop(self) -> None:
+    async def _dispatch(self) -> None:
         settings = self.services.settings
-        work = self.services.waiters.work
-        while not self._stopping.is_set():
-            try:
-                claims = await self.services.store.claim_pending(
-                    self.worker_id, limit=1, lease_seconds=settings.lease_seconds
-                )
-            except Exception:
-                log.exception("claiming work failed")
-                claims = []
-            if not claims:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(work.wait(), timeout=settings.poll_seconds)
-                work.clear()
-                continue
+        wake = self.services.waiters.work
+        while True:
+            wake.clear()
+            free = self.count - len(self._in_flight)
+            claims: list[Claim] = []
+            if free > 0:
+                try:
+                    claims = await self.services.store.claim_pending(
+                        self.worker_id, limit=free, lease_seconds=settings.lease_seconds
+                    )
+                except Exception:
+                    log.exception("claiming work failed")
             for claim in claims:
-                await self.process(claim)
+                task = asyncio.create_task(self.process(claim), name=f"grade-{claim.grading_id}")
+                self._in_flight.add(task)
+                task.add_done_callback(self._finished)
+            if claims and len(claims) == free:
+                continue  # there may be more; slots free up and set the wake event
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=settings.poll_seconds)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        self.services.waiters.work.set()
 
     async def process(self, claim: Claim) -> None:
         """Grade one claimed grading and store the outcome."""

@@ -57,6 +57,12 @@ class QueueStore(SubmissionStore):
         )
         if self._postgres:
             pick = pick.with_for_update(skip_locked=True)
+        else:
+            # SQLite writes take the database lock: look without it first, so that idle
+            # workers polling an empty queue never block submissions
+            async with self._read() as session:
+                if not (await session.execute(pick.limit(1))).first():
+                    return []
         async with self._write() as session:
             ids = list((await session.execute(pick)).scalars())
             if not ids:

@@ -60,8 +60,8 @@ async def _scalar(engine: AsyncEngine, sql: str) -> Any:
         return (await connection.execute(text(sql))).scalar_one()
 
 
-async def _wait_all_done(engine: AsyncEngine, total: int, timeout: float = 120) -> None:
-    for _ in range(int(timeout / 0.25)):
+async def _wait_all_done(engine: AsyncEngine, total: int, seconds: float = 120) -> None:
+    for _ in range(int(seconds / 0.25)):
         if await _scalar(engine, "SELECT count(*) FROM grading WHERE status <> 'pending'") == total:
             return
         await asyncio.sleep(0.25)
@@ -141,7 +141,8 @@ async def test_audit_verify_passes_then_fails_after_a_hand_edit(
     async with engine.begin() as connection:
         await connection.execute(
             text(
-                "UPDATE audit_log SET actor = 'mallory' WHERE seq = (SELECT min(seq) + 2 FROM audit_log)"
+                "UPDATE audit_log SET actor = 'mallory' "
+                "WHERE seq = (SELECT min(seq) + 2 FROM audit_log)"
             )
         )
     broken = cli("audit", "verify", env=env)
