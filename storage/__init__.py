@@ -12,6 +12,13 @@ from storage.db import default_database_url, is_postgres, make_engine, session_f
 from storage.errors import Conflict, IdempotencyConflict, InvalidCursor, NotFound, StorageError
 from storage.migrate import current_revision, head_revision, upgrade
 from storage.models import Claim, GradingFilter, GradingView, NewSubmission, SubmissionOutcome
+from storage.review_tables import (
+    FailureTagRecord,
+    HumanLabelRecord,
+    OverrideRecord,
+    ReviewClaimRecord,
+    TagVocabularyRecord,
+)
 from storage.store import Store
 from storage.tables import (
     AnswerRecord,
@@ -33,20 +40,25 @@ __all__ = [
     "ChainReport",
     "Claim",
     "Conflict",
+    "FailureTagRecord",
     "GradingFilter",
     "GradingRecord",
     "GradingView",
+    "HumanLabelRecord",
     "IdempotencyConflict",
     "InvalidCursor",
     "JudgeCallRecord",
     "NewSubmission",
     "NotFound",
+    "OverrideRecord",
+    "ReviewClaimRecord",
     "RubricVersionRecord",
     "ScenarioRecord",
     "StorageError",
     "Store",
     "SubmissionOutcome",
     "SubmissionRecord",
+    "TagVocabularyRecord",
     "TokenRecord",
     "append_event",
     "current_revision",

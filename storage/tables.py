@@ -128,6 +128,8 @@ class SubmissionRecord(SQLModel, table=True):
     metadata_: dict[str, Any] = Field(
         default_factory=dict, sa_column=Column("metadata", JSON, nullable=False)
     )
+    #: credentials found and redacted at ingestion: kinds and positions, never values
+    redactions: list[dict[str, Any]] = _json(list)
     #: the token id, or "anonymous"
     submitted_by: str = Field(sa_type=String(64))
     idempotency_key: str | None = Field(default=None, sa_type=String(256))
@@ -171,6 +173,8 @@ class GradingRecord(SQLModel, table=True):
     decisive: bool | None = None
     needs_review: bool = False
     review_reasons: list[str] = _json(list)
+    #: a human override is in force (answers or verdict); passed/yes_count are effective
+    overridden: bool = False
     is_current: bool = Field(default=True, index=True)
     superseded_by: str | None = Field(
         default=None,

@@ -15,7 +15,8 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-import storage.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+import storage.review_tables
+import storage.tables  # noqa: F401
 from storage.db import default_database_url, make_engine
 
 config = context.config
