@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from api.auth import Principal
-from api.schemas import AnswerPublic, DimensionPublic, GradingPublic, SubmissionPublic
+from api.schemas import (
+    AnswerPublic,
+    DimensionPublic,
+    GradingPublic,
+    OverridePublic,
+    SubmissionPublic,
+    TagPublic,
+)
+from api.services import Services
+from judge.adjudication import overrides_in_force
 from judge.rubric import Rubric
-from storage import GradingView
+from storage import FailureTagRecord, GradingView, OverrideRecord
+from storage.overrides import override_events
 from storage.tables import SubmissionRecord
 
-__all__ = ["can_read", "can_see_ground_truth", "grading_public"]
+__all__ = [
+    "can_read",
+    "can_see_ground_truth",
+    "grading_public",
+    "render_grading",
+    "render_gradings",
+]
 
 
 def can_read(principal: Principal, submission: SubmissionRecord) -> bool:
@@ -23,12 +41,14 @@ def can_see_ground_truth(principal: Principal, submission: SubmissionRecord) -> 
     return submission.ground_truth_source == "inline" and submission.submitted_by == principal.id
 
 
-def _dimensions(view: GradingView, rubric: Rubric | None) -> list[DimensionPublic]:
+def _dimensions(
+    view: GradingView, rubric: Rubric | None, effective: dict[str, bool]
+) -> list[DimensionPublic]:
     names = {d.id: d.name for d in rubric.dimensions} if rubric else {}
     counts: dict[str, list[int]] = {}
     for answer in view.answers:
         yes_total = counts.setdefault(answer.dimension_id, [0, 0])
-        yes_total[0] += int(answer.answer)
+        yes_total[0] += int(effective[answer.question_id])
         yes_total[1] += 1
     return [
         DimensionPublic(id=dim, name=names.get(dim, dim), yes=yes, total=total)
@@ -36,11 +56,39 @@ def _dimensions(view: GradingView, rubric: Rubric | None) -> list[DimensionPubli
     ]
 
 
+def _override_public(record: OverrideRecord) -> OverridePublic:
+    return OverridePublic(
+        id=record.id,
+        kind=record.kind,  # type: ignore[arg-type]
+        question_id=record.question_id,
+        answer=None if record.answer is None else ("yes" if record.answer else "no"),
+        verdict=record.verdict,  # type: ignore[arg-type]
+        withdraws=record.withdraws,
+        supersedes=record.supersedes,
+        reason=record.reason,
+        author=record.author_name,
+        created_at=record.created_at,
+    )
+
+
 def grading_public(
-    view: GradingView, *, rubric: Rubric | None, principal: Principal
+    view: GradingView,
+    *,
+    rubric: Rubric | None,
+    principal: Principal,
+    overrides: Sequence[OverrideRecord] = (),
+    tags: Sequence[FailureTagRecord] = (),
 ) -> GradingPublic:
-    """The grading object as ``principal`` may see it."""
+    """The grading object as ``principal`` may see it: effective values beside the judge's."""
     g, s = view.grading, view.submission
+    in_force = overrides_in_force(override_events(overrides))
+    effective = {a.question_id: a.answer for a in view.answers}
+    overridden: set[str] = set()
+    for (kind, question_id), event in in_force.items():
+        if kind == "answer" and question_id in effective and event.answer is not None:
+            effective[question_id] = event.answer
+            overridden.add(question_id)
+    verdict = in_force.get(("verdict", ""))
     return GradingPublic(
         id=g.id,
         submission_id=g.submission_id,
@@ -54,17 +102,17 @@ def grading_public(
             AnswerPublic(
                 question_id=a.question_id,
                 dimension_id=a.dimension_id,
-                answer="yes" if a.answer else "no",
+                answer="yes" if effective[a.question_id] else "no",
                 judge_answer="yes" if a.judge_answer else "no",
                 reasoning=a.reasoning,
                 evidence=a.evidence,
                 evidence_verified=a.evidence_verified,
                 confidence=a.confidence,
-                overridden=False,
+                overridden=a.question_id in overridden,
             )
             for a in view.answers
         ],
-        dimensions=_dimensions(view, rubric),
+        dimensions=_dimensions(view, rubric, effective),
         yes_count=g.yes_count,
         composite=g.composite,
         passed=g.passed,
@@ -72,6 +120,15 @@ def grading_public(
         decisive=g.decisive,
         needs_review=g.needs_review,
         review_reasons=list(g.review_reasons or []),
+        verdict_override=verdict.verdict if verdict else None,  # type: ignore[arg-type]
+        overridden=bool(g.overridden),
+        overrides=[_override_public(o) for o in overrides],
+        tags=[
+            TagPublic(
+                id=t.id or 0, tag=t.tag, note=t.note, author=t.author_name, created_at=t.created_at
+            )
+            for t in tags
+        ],
         revision=g.revision,
         created_at=g.created_at,
         graded_at=g.graded_at,
@@ -88,3 +145,29 @@ def grading_public(
             created_at=s.created_at,
         ),
     )
+
+
+async def render_gradings(
+    services: Services, views: Sequence[GradingView], principal: Principal
+) -> list[GradingPublic]:
+    """Grading objects for several stored gradings, with overrides and tags in two queries."""
+    ids = [v.grading.id for v in views]
+    overrides = await services.store.overrides_for(ids)
+    tags = await services.store.tags_for(ids)
+    rendered = []
+    for view in views:
+        g = view.grading
+        rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
+        rendered.append(
+            grading_public(
+                view, rubric=rubric, principal=principal, overrides=overrides[g.id], tags=tags[g.id]
+            )
+        )
+    return rendered
+
+
+async def render_grading(
+    services: Services, view: GradingView, principal: Principal
+) -> GradingPublic:
+    """The grading object of one stored grading."""
+    return (await render_gradings(services, [view], principal))[0]

@@ -19,7 +19,14 @@ from litestar.exceptions import (
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from judge.errors import InputError, JudgeSpecError, RubricError
-from storage.errors import Conflict, IdempotencyConflict, InvalidCursor, NotFound
+from storage.errors import (
+    Conflict,
+    IdempotencyConflict,
+    InvalidCursor,
+    InvalidReview,
+    NotFound,
+    PreconditionFailed,
+)
 
 __all__ = ["PROBLEM_MEDIA_TYPE", "ApiProblem", "exception_handlers", "problem_response"]
 
@@ -55,6 +62,8 @@ class _Mapping:
 #: exception class -> status and title; the first matching class in order wins
 _TABLE: tuple[tuple[type[Exception], _Mapping], ...] = (
     (IdempotencyConflict, _Mapping(409, "Idempotency key reused with a different request")),
+    (PreconditionFailed, _Mapping(412, "Precondition failed")),
+    (InvalidReview, _Mapping(422, "Invalid request")),
     (Conflict, _Mapping(409, "Conflict")),
     (NotFound, _Mapping(404, "Not found")),
     (InvalidCursor, _Mapping(422, "Invalid cursor")),

@@ -5,17 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 __all__ = [
     "AnswerPublic",
     "DimensionPublic",
     "GradingPage",
     "GradingPublic",
+    "OverrideCreate",
+    "OverridePublic",
     "ScenarioCreate",
     "ScenarioPublic",
     "SubmissionCreate",
     "SubmissionPublic",
+    "TagPublic",
 ]
 
 _NAME = Field(default=None, max_length=200)
@@ -36,11 +39,11 @@ class SubmissionCreate(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     rubric: StrictStr | None = Field(default=None, max_length=64, description="rubric id")
 
-    @model_validator(mode="after")
-    def _exactly_one_truth(self) -> SubmissionCreate:
+    def truth_problem(self) -> str | None:
+        """Why the ground truth is not given exactly once, if it is not."""
         if (self.scenario_id is None) == (self.ground_truth is None):
-            raise ValueError("give exactly one of scenario_id and ground_truth")
-        return self
+            return "give exactly one of scenario_id and ground_truth"
+        return None
 
 
 class ScenarioCreate(BaseModel):
@@ -102,12 +105,38 @@ class SubmissionPublic(BaseModel):
     created_at: datetime
 
 
+class OverridePublic(BaseModel):
+    """A human correction with its provenance."""
+
+    id: str
+    kind: Literal["answer", "verdict", "withdraw"]
+    question_id: str | None
+    answer: Literal["yes", "no"] | None
+    verdict: Literal["pass", "fail"] | None
+    withdraws: str | None
+    supersedes: str | None
+    reason: str
+    author: str
+    created_at: datetime
+
+
+class TagPublic(BaseModel):
+    """A failure tag on a grading."""
+
+    id: int
+    tag: str
+    note: str
+    author: str
+    created_at: datetime
+
+
 class GradingPublic(BaseModel):
     """The grading object of CONTRACT.md."""
 
     id: str
     submission_id: str
-    status: Literal["pending", "graded", "unscored"]
+    #: cancelled: an item of a cancelled regrade job, never graded
+    status: Literal["pending", "graded", "unscored", "cancelled"]
     unscored_reason: str | None
     pending_reason: str | None
     detail: str | None
@@ -122,6 +151,12 @@ class GradingPublic(BaseModel):
     decisive: bool | None
     needs_review: bool
     review_reasons: list[str]
+    #: a human verdict that wins over the rule, if one is in force
+    verdict_override: Literal["pass", "fail"] | None = None
+    overridden: bool = False
+    #: every override of this grading, oldest first (withdrawn ones included)
+    overrides: list[OverridePublic] = Field(default_factory=list)
+    tags: list[TagPublic] = Field(default_factory=list)
     revision: int
     created_at: datetime
     graded_at: datetime | None
@@ -133,3 +168,37 @@ class GradingPage(BaseModel):
 
     items: list[GradingPublic]
     next_cursor: str | None
+
+
+class OverrideCreate(BaseModel):
+    """One human correction: an answer, the verdict, or the withdrawal of an override."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: StrictStr = Field(min_length=3, max_length=4000)
+    question_id: StrictStr | None = Field(default=None, max_length=32)
+    answer: Literal["yes", "no"] | None = None
+    verdict: Literal["pass", "fail"] | None = None
+    withdraw: StrictStr | None = Field(default=None, max_length=32, description="override id")
+
+    def kind_problem(self) -> tuple[str, str] | None:
+        """(field, message) when the body is not exactly one kind of override."""
+        kinds = [
+            self.question_id is not None or self.answer is not None,
+            self.verdict is not None,
+            self.withdraw is not None,
+        ]
+        if sum(kinds) != 1:
+            return "body", "give exactly one of: question_id with answer, verdict, or withdraw"
+        if kinds[0] and self.question_id is None:
+            return "question_id", "an answer override needs question_id"
+        if kinds[0] and self.answer is None:
+            return "answer", "an answer override needs answer"
+        return None
+
+    @property
+    def kind(self) -> Literal["answer", "verdict", "withdraw"]:
+        """Which kind of override this is."""
+        if self.withdraw is not None:
+            return "withdraw"
+        return "verdict" if self.verdict is not None else "answer"

@@ -7,6 +7,8 @@
      +-- Conflict               a write that collides with what is stored
      |    +-- IdempotencyConflict   same idempotency key, different request
      +-- InvalidCursor          a pagination cursor that this store did not issue
+     +-- PreconditionFailed     a conditional write whose expected revision is stale
+     +-- InvalidReview          an override, label or tag that does not fit the grading
 
 The API maps these to HTTP statuses in one table; database driver errors never leave
 the storage package as such where a caller could act on them.
@@ -14,7 +16,15 @@ the storage package as such where a caller could act on them.
 
 from __future__ import annotations
 
-__all__ = ["Conflict", "IdempotencyConflict", "InvalidCursor", "NotFound", "StorageError"]
+__all__ = [
+    "Conflict",
+    "IdempotencyConflict",
+    "InvalidCursor",
+    "InvalidReview",
+    "NotFound",
+    "PreconditionFailed",
+    "StorageError",
+]
 
 
 class StorageError(Exception):
@@ -35,3 +45,19 @@ class IdempotencyConflict(Conflict):
 
 class InvalidCursor(StorageError, ValueError):
     """A pagination cursor that cannot be decoded."""
+
+
+class PreconditionFailed(StorageError):
+    """The entity changed since the revision the caller expected (a stale If-Match)."""
+
+    def __init__(self, message: str, *, current_revision: int) -> None:
+        super().__init__(message)
+        self.current_revision = current_revision
+
+
+class InvalidReview(StorageError, ValueError):
+    """An override, label or tag that does not fit the grading; ``field`` names the culprit."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field

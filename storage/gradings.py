@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import Select, and_, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -23,6 +23,7 @@ from storage.canonical import iso_utc
 from storage.errors import InvalidCursor, NotFound
 from storage.models import GradingFilter, GradingView
 from storage.queue import QueueStore
+from storage.review_tables import FailureTagRecord
 from storage.tables import (
     AnswerRecord,
     AuditRecord,
@@ -79,6 +80,14 @@ def _filtered(
         query = query.where(col(g.created_at) < filters.created_before)
     if filters.current_only:
         query = query.where(col(g.is_current).is_(True))
+    if filters.tag is not None:
+        query = query.where(
+            exists().where(
+                col(FailureTagRecord.grading_id) == col(g.id),
+                col(FailureTagRecord.tag) == filters.tag,
+                col(FailureTagRecord.removed_at).is_(None),
+            )
+        )
     return query
 
 

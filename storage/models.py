@@ -32,6 +32,9 @@ class NewSubmission(BaseModel):
     run_id: str | None = None
     attempt: int | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: credentials redacted from the diagnosis before it got here
+    #: (``judge.secrets.redact(...).records()``): kinds and positions, never values
+    redactions: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _scenario_named(self) -> NewSubmission:
@@ -100,3 +103,5 @@ class GradingFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
     current_only: bool = True
+    #: only gradings carrying this failure tag
+    tag: str | None = None

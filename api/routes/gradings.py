@@ -10,7 +10,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from api.auth import Principal, require
-from api.presenters import can_read, grading_public
+from api.presenters import can_read, render_grading, render_gradings
 from api.problems import ApiProblem
 from api.schemas import GradingPage, GradingPublic
 from api.services import Services
@@ -42,8 +42,7 @@ async def get_grading(
 ) -> Response[GradingPublic]:
     """The grading object; the ETag is its revision."""
     view = await readable_grading(services, principal, grading_id)
-    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    body = grading_public(view, rubric=rubric, principal=principal)
+    body = await render_grading(services, view, principal)
     return Response(body, headers={"ETag": f'"{body.revision}"'})
 
 
@@ -63,6 +62,7 @@ async def list_gradings(
     passed: FromQuery[bool | None] = None,
     created_after: FromQuery[datetime | None] = None,
     created_before: FromQuery[datetime | None] = None,
+    tag: FromQuery[str | None] = None,
     cursor: FromQuery[str | None] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
 ) -> GradingPage:
@@ -75,6 +75,7 @@ async def list_gradings(
         passed=passed,
         created_after=created_after,
         created_before=created_before,
+        tag=tag,
     )
     views, next_cursor = await services.store.list_gradings(
         filters=filters,
@@ -82,8 +83,5 @@ async def list_gradings(
         limit=limit,
         submitted_by=None if principal.at_least("adjudicator") else principal.id,
     )
-    items = []
-    for view in views:
-        rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-        items.append(grading_public(view, rubric=rubric, principal=principal))
+    items = await render_gradings(services, views, principal)
     return GradingPage(items=items, next_cursor=next_cursor)

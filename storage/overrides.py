@@ -1,0 +1,239 @@
+"""Human overrides of answers and verdicts, appended under an expected revision.
+
+An override is a new row pointing at the override it supersedes; nothing of the
+judge's is updated. The grading row keeps the effective figures (yes_count,
+composite, passed) for filtering and reporting, recomputed by the rule from the
+judge's answers and the overrides in force, and its revision (the ETag) goes up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.adjudication import OverrideEvent, effective_outcome, overrides_in_force, target_of
+from judge.rubric import Rubric
+from storage.base import StoreBase
+from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
+from storage.review_tables import HumanLabelRecord, OverrideRecord, ReviewClaimRecord
+from storage.tables import AnswerRecord, GradingRecord
+
+__all__ = ["OverrideStore", "override_events"]
+
+Kind = Literal["answer", "verdict", "withdraw"]
+
+
+def override_events(records: Sequence[OverrideRecord]) -> list[OverrideEvent]:
+    """Stored overrides as domain events, oldest first."""
+    ordered = sorted(records, key=lambda r: (r.created_at, r.id))
+    return [
+        OverrideEvent(
+            id=r.id,
+            kind=r.kind,  # type: ignore[arg-type]
+            question_id=r.question_id,
+            answer=r.answer,
+            verdict=r.verdict,  # type: ignore[arg-type]
+            withdraws=r.withdraws,
+        )
+        for r in ordered
+    ]
+
+
+class OverrideStore(StoreBase):
+    """Appending overrides and reading them."""
+
+    async def list_overrides(self, grading_id: str) -> list[OverrideRecord]:
+        """Every override of a grading, oldest first."""
+        async with self._read() as session:
+            return await self._overrides(session, grading_id)
+
+    async def overrides_for(self, grading_ids: Sequence[str]) -> dict[str, list[OverrideRecord]]:
+        """Overrides of several gradings at once (for a page of gradings)."""
+        found: dict[str, list[OverrideRecord]] = {gid: [] for gid in grading_ids}
+        if not grading_ids:
+            return found
+        query = (
+            select(OverrideRecord)
+            .where(col(OverrideRecord.grading_id).in_(list(grading_ids)))
+            .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
+        )
+        async with self._read() as session:
+            for record in (await session.execute(query)).scalars():
+                found[record.grading_id].append(record)
+        return found
+
+    async def _overrides(self, session: AsyncSession, grading_id: str) -> list[OverrideRecord]:
+        query = (
+            select(OverrideRecord)
+            .where(OverrideRecord.grading_id == grading_id)
+            .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
+        )
+        return list((await session.execute(query)).scalars())
+
+    async def add_override(
+        self,
+        grading_id: str,
+        *,
+        rubric: Rubric,
+        expected_revision: int,
+        kind: Kind,
+        reason: str,
+        author_id: str,
+        author_name: str,
+        question_id: str | None = None,
+        answer: bool | None = None,
+        verdict: Literal["pass", "fail"] | None = None,
+        withdraws: str | None = None,
+    ) -> tuple[OverrideRecord, GradingRecord]:
+        """Append an override if the grading is still at ``expected_revision``.
+
+        Raises NotFound, PreconditionFailed (stale revision), Conflict (a pending
+        grading) or InvalidReview (an unknown question or override, an answer override
+        on an unscored grading).
+        """
+        async with self._write() as session:
+            grading = await self._locked_grading(session, grading_id)
+            if grading.revision != expected_revision:
+                raise PreconditionFailed(
+                    f"the grading is at revision {grading.revision}, not {expected_revision}",
+                    current_revision=grading.revision,
+                )
+            if grading.status == "pending":
+                raise Conflict("a pending grading cannot be overridden before it is graded")
+            history = await self._overrides(session, grading_id)
+            answers = await self._answers(session, grading_id)
+            in_force = overrides_in_force(override_events(history))
+            record = OverrideRecord(
+                grading_id=grading_id,
+                kind=kind,
+                question_id=question_id,
+                answer=answer,
+                verdict=verdict,
+                withdraws=withdraws,
+                reason=reason,
+                author_id=author_id,
+                author_name=author_name,
+                created_at=self._clock(),
+            )
+            self._check(record, rubric, answers, history)
+            if kind != "withdraw":
+                previous = in_force.get(target_of(override_events([record])[0]))
+                record.supersedes = previous.id if previous else None
+            session.add(record)
+            await session.flush()
+            events = override_events([*history, record])
+            self._apply(grading, rubric, answers, events)
+            if kind != "withdraw":
+                session.add(self._label(record))
+            await self._finish_claim(session, grading_id, author_id)
+            await session.flush()
+            await self._audit(
+                session,
+                "grading.overridden",
+                entity_type="grading",
+                entity_id=grading_id,
+                actor=author_id,
+                payload=self._payload(record, grading),
+            )
+            return record, grading
+
+    async def _locked_grading(self, session: AsyncSession, grading_id: str) -> GradingRecord:
+        query = select(GradingRecord).where(GradingRecord.id == grading_id)
+        if self._postgres:
+            query = query.with_for_update()
+        grading = (await session.execute(query)).scalar_one_or_none()
+        if grading is None:
+            raise NotFound(f"no grading {grading_id}")
+        return grading
+
+    async def _answers(self, session: AsyncSession, grading_id: str) -> dict[str, bool]:
+        query = select(AnswerRecord).where(AnswerRecord.grading_id == grading_id)
+        return {a.question_id: a.answer for a in (await session.execute(query)).scalars()}
+
+    @staticmethod
+    def _check(
+        record: OverrideRecord,
+        rubric: Rubric,
+        answers: dict[str, bool],
+        history: list[OverrideRecord],
+    ) -> None:
+        if record.kind == "answer":
+            if record.question_id not in {q.id for q in rubric.questions}:
+                raise InvalidReview(f"unknown question {record.question_id!r}", field="question_id")
+            if not answers:
+                raise InvalidReview(
+                    "an unscored grading has no answers to override; override the verdict",
+                    field="question_id",
+                )
+        if record.kind == "withdraw":
+            in_force = overrides_in_force(override_events(history))
+            if record.withdraws not in {e.id for e in in_force.values()}:
+                raise InvalidReview(
+                    f"no override {record.withdraws!r} in force on this grading", field="withdraws"
+                )
+
+    @staticmethod
+    def _apply(
+        grading: GradingRecord,
+        rubric: Rubric,
+        answers: dict[str, bool],
+        events: list[OverrideEvent],
+    ) -> None:
+        in_force = overrides_in_force(events)
+        if answers:
+            outcome = effective_outcome(rubric, answers, in_force)
+            grading.yes_count = outcome.rule.yes_count
+            grading.composite = outcome.rule.composite
+            grading.decisive = outcome.rule.decisive
+            grading.passed = outcome.passed
+            grading.overridden = outcome.overridden
+        else:
+            verdict = in_force.get(("verdict", ""))
+            grading.passed = None if verdict is None else verdict.verdict == "pass"
+            grading.overridden = verdict is not None
+        grading.revision += 1
+
+    @staticmethod
+    def _label(record: OverrideRecord) -> HumanLabelRecord:
+        return HumanLabelRecord(
+            grading_id=record.grading_id,
+            question_id=record.question_id if record.kind == "answer" else None,
+            answer=record.answer,
+            verdict=record.verdict,
+            source="override",
+            author_id=record.author_id,
+            author_name=record.author_name,
+            created_at=record.created_at,
+        )
+
+    async def _finish_claim(self, session: AsyncSession, grading_id: str, author_id: str) -> None:
+        claim = await session.get(ReviewClaimRecord, grading_id)
+        if claim is None:
+            claim = ReviewClaimRecord(grading_id=grading_id)
+            session.add(claim)
+        claim.done_at = self._clock()
+        claim.done_by = author_id
+        claim.claimed_by = None
+        claim.claimed_by_name = None
+        claim.claimed_until = None
+
+    @staticmethod
+    def _payload(record: OverrideRecord, grading: GradingRecord) -> dict[str, Any]:
+        return {
+            "override_id": record.id,
+            "kind": record.kind,
+            "question_id": record.question_id,
+            "answer": record.answer,
+            "verdict": record.verdict,
+            "withdraws": record.withdraws,
+            "supersedes": record.supersedes,
+            "reason": record.reason,
+            "author": record.author_name,
+            "passed": grading.passed,
+            "yes_count": grading.yes_count,
+            "revision": grading.revision,
+        }

@@ -1,0 +1,134 @@
+"""Failure tags: a vocabulary (shipped file plus admin additions) and tags on gradings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy import select
+from sqlmodel import col
+
+from storage.base import StoreBase
+from storage.errors import Conflict, InvalidReview, NotFound
+from storage.review_tables import FailureTagRecord, TagVocabularyRecord
+from storage.tables import GradingRecord
+
+__all__ = ["TagStore"]
+
+
+class TagStore(StoreBase):
+    """Vocabulary and tags."""
+
+    async def ensure_vocabulary(self, entries: Mapping[str, str]) -> int:
+        """Add the shipped tags that are missing; returns how many were added."""
+        added = 0
+        async with self._write() as session:
+            for tag, description in entries.items():
+                inserted = await self._insert_ignore(
+                    session,
+                    TagVocabularyRecord.__table__,  # type: ignore[attr-defined]
+                    {
+                        "tag": tag,
+                        "description": description,
+                        "source": "file",
+                        "created_by": "system",
+                        "created_at": self._clock(),
+                    },
+                )
+                added += int(inserted)
+        return added
+
+    async def add_vocabulary(
+        self, tag: str, *, description: str, actor: str
+    ) -> TagVocabularyRecord:
+        """An admin extends the vocabulary; Conflict when the tag exists."""
+        async with self._write() as session:
+            if await session.get(TagVocabularyRecord, tag) is not None:
+                raise Conflict(f"tag {tag!r} exists")
+            record = TagVocabularyRecord(
+                tag=tag,
+                description=description,
+                source="admin",
+                created_by=actor,
+                created_at=self._clock(),
+            )
+            session.add(record)
+            await session.flush()
+            await self._audit(
+                session,
+                "tag.defined",
+                entity_type="tag",
+                entity_id=tag,
+                actor=actor,
+                payload={"description": description},
+            )
+            return record
+
+    async def list_vocabulary(self) -> list[TagVocabularyRecord]:
+        """The tags adjudicators may use, alphabetically."""
+        async with self._read() as session:
+            query = select(TagVocabularyRecord).order_by(col(TagVocabularyRecord.tag))
+            return list((await session.execute(query)).scalars())
+
+    async def add_tag(
+        self, grading_id: str, *, tag: str, note: str, author_id: str, author_name: str
+    ) -> FailureTagRecord:
+        """Tag what the agent got wrong; the tag must be in the vocabulary."""
+        async with self._write() as session:
+            if await session.get(GradingRecord, grading_id) is None:
+                raise NotFound(f"no grading {grading_id}")
+            if await session.get(TagVocabularyRecord, tag) is None:
+                raise InvalidReview(f"{tag!r} is not in the failure-tag vocabulary", field="tag")
+            record = FailureTagRecord(
+                grading_id=grading_id,
+                tag=tag,
+                note=note,
+                author_id=author_id,
+                author_name=author_name,
+                created_at=self._clock(),
+            )
+            session.add(record)
+            await session.flush()
+            await self._audit(
+                session,
+                "grading.tagged",
+                entity_type="grading",
+                entity_id=grading_id,
+                actor=author_id,
+                payload={"tag": tag, "tag_id": record.id, "note": note},
+            )
+            return record
+
+    async def remove_tag(self, grading_id: str, tag_id: int, *, actor: str) -> None:
+        """Mark a tag removed (kept for the record)."""
+        async with self._write() as session:
+            record = await session.get(FailureTagRecord, tag_id)
+            if record is None or record.grading_id != grading_id or record.removed_at:
+                raise NotFound(f"no tag {tag_id} on grading {grading_id}")
+            record.removed_at, record.removed_by = self._clock(), actor
+            await session.flush()
+            await self._audit(
+                session,
+                "grading.untagged",
+                entity_type="grading",
+                entity_id=grading_id,
+                actor=actor,
+                payload={"tag": record.tag, "tag_id": tag_id},
+            )
+
+    async def tags_for(self, grading_ids: Sequence[str]) -> dict[str, list[FailureTagRecord]]:
+        """Tags in force on several gradings."""
+        found: dict[str, list[FailureTagRecord]] = {gid: [] for gid in grading_ids}
+        if not grading_ids:
+            return found
+        query = (
+            select(FailureTagRecord)
+            .where(
+                col(FailureTagRecord.grading_id).in_(list(grading_ids)),
+                col(FailureTagRecord.removed_at).is_(None),
+            )
+            .order_by(col(FailureTagRecord.id))
+        )
+        async with self._read() as session:
+            for record in (await session.execute(query)).scalars():
+                found[record.grading_id].append(record)
+        return found

@@ -1,0 +1,303 @@
+"""Human overrides with provenance, optimistic concurrency, history, review queue, tags."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from judge.backends.scripted import ScriptedBackend
+from storage import verify_chain
+from tests.support.judge_server import sregym_reply
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+SIX_WITHOUT_D1Q1 = {"D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1"}
+
+
+def _judge(*replies: str) -> dict[str, Any]:
+    spec = "openai:scripted@http://127.0.0.1:9/v1"
+    return {"judge": spec, "backends": {spec: ScriptedBackend(list(replies), model="scripted")}}
+
+
+async def _graded(
+    client: Any, headers: dict[str, str], diagnosis: str = DIAGNOSIS
+) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/submissions?wait=10",
+        json={"diagnosis": diagnosis, "ground_truth": TRUTH},
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
+    api_client: Any, tokens: Any, engine: Any
+) -> None:
+    agent, judge_ = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence="sets USER_PORT=9999")
+    async with api_client(**_judge(reply)) as client:
+        grading = await _graded(client, agent)
+        assert grading["passed"] is False and grading["yes_count"] == 6
+        etag = (await client.get(f"/v1/gradings/{grading['id']}", headers=judge_)).headers["etag"]
+        response = await client.post(
+            f"/v1/gradings/{grading['id']}/overrides",
+            json={
+                "question_id": "D1-Q1",
+                "answer": "yes",
+                "reason": "names user-service as origin",
+                "author": "someone else",
+            },
+            headers={**judge_, "If-Match": etag},
+        )
+        assert response.status_code == 422  # the author comes from the token, never the body
+        response = await client.post(
+            f"/v1/gradings/{grading['id']}/overrides",
+            json={
+                "question_id": "D1-Q1",
+                "answer": "yes",
+                "reason": "names user-service as origin",
+            },
+            headers={**judge_, "If-Match": etag},
+        )
+        assert response.status_code == 201, response.text
+        after = response.json()
+        assert after["passed"] is True and after["judge_passed"] is False
+        assert after["yes_count"] == 7 and after["overridden"] is True
+        d1q1 = after["answers"][0]
+        assert d1q1["answer"] == "yes" and d1q1["judge_answer"] == "no" and d1q1["overridden"]
+        assert after["overrides"][0]["author"] == "Ada"
+        assert response.headers["etag"] != etag
+        history = (await client.get(f"/v1/gradings/{grading['id']}/history", headers=judge_)).json()
+        events = [e["event"] for e in history["events"]]
+        assert events[0] == "submission.received" and events[-1] == "grading.overridden"
+        overridden = history["events"][-1]
+        assert overridden["payload"]["reason"] == "names user-service as origin"
+        assert overridden["payload"]["author"] == "Ada" and overridden["at"]
+        call = next(e for e in history["events"] if e["event"] == "judge.call")
+        assert call["call"]["messages"][1]["content"].count(TRUTH) == 1
+        assert call["call"]["response_text"] == reply
+        # the submitter sees the effective verdict too, but not the history
+        mine = (await client.get(f"/v1/gradings/{grading['id']}", headers=agent)).json()
+        assert mine["passed"] is True
+        assert (
+            await client.get(f"/v1/gradings/{grading['id']}/history", headers=agent)
+        ).status_code == 403
+    assert (await verify_chain(engine)).ok
+
+
+async def test_stale_or_missing_if_match_changes_nothing(api_client: Any, tokens: Any) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(
+        **_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
+    ) as client:
+        grading = await _graded(client, agent)
+        url = f"/v1/gradings/{grading['id']}/overrides"
+        body = {"verdict": "fail", "reason": "the diagnosis guesses"}
+        missing = await client.post(url, json=body, headers=adj)
+        assert missing.status_code == 428
+        stale = await client.post(url, json=body, headers={**adj, "If-Match": '"999"'})
+        assert stale.status_code == 412
+        assert stale.headers["content-type"].startswith("application/problem+json")
+        fresh = (await client.get(f"/v1/gradings/{grading['id']}", headers=adj)).json()
+        assert fresh["passed"] is True and fresh["overrides"] == []
+
+
+async def test_two_adjudicators_racing_one_wins_the_other_gets_412(
+    api_client: Any, tokens: Any
+) -> None:
+    agent = await tokens("submitter")
+    alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
+    async with api_client(
+        **_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
+    ) as client:
+        grading = await _graded(client, agent)
+        etag = f'"{grading["revision"]}"'
+        url = f"/v1/gradings/{grading['id']}/overrides"
+        results = await asyncio.gather(
+            client.post(
+                url,
+                json={"verdict": "fail", "reason": "alice says no"},
+                headers={**alice, "If-Match": etag},
+            ),
+            client.post(
+                url,
+                json={"question_id": "D2-Q2", "answer": "no", "reason": "bob says no"},
+                headers={**bob, "If-Match": etag},
+            ),
+        )
+        assert sorted(r.status_code for r in results) == [201, 412]
+        final = (await client.get(f"/v1/gradings/{grading['id']}", headers=alice)).json()
+        assert len(final["overrides"]) == 1
+
+
+async def test_verdict_override_wins_and_withdrawal_restores_the_rule(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(
+        **_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
+    ) as client:
+        grading = await _graded(client, agent)
+        url = f"/v1/gradings/{grading['id']}/overrides"
+        first = await client.post(
+            url,
+            json={"verdict": "fail", "reason": "rule does not fit: guessed"},
+            headers={**adj, "If-Match": f'"{grading["revision"]}"'},
+        )
+        body = first.json()
+        assert body["passed"] is False and body["verdict_override"] == "fail"
+        assert body["yes_count"] == 9  # the answers are unchanged; the verdict says why
+        withdraw = await client.post(
+            url,
+            json={"withdraw": body["overrides"][0]["id"], "reason": "on reflection, fine"},
+            headers={**adj, "If-Match": first.headers["etag"]},
+        )
+        restored = withdraw.json()
+        assert withdraw.status_code == 201
+        assert restored["passed"] is True and restored["verdict_override"] is None
+        assert [o["kind"] for o in restored["overrides"]] == ["verdict", "withdraw"]
+        bad = await client.post(
+            url,
+            json={"question_id": "D9-Q9", "answer": "yes", "reason": "no such question"},
+            headers={**adj, "If-Match": withdraw.headers["etag"]},
+        )
+        assert bad.status_code == 422
+        both = await client.post(
+            url,
+            json={"verdict": "pass", "question_id": "D1-Q1", "answer": "no", "reason": "xx"},
+            headers={**adj, "If-Match": withdraw.headers["etag"]},
+        )
+        assert both.status_code == 422
+
+
+async def test_review_queue_orders_unscored_then_unverified_and_claims_hide_items(
+    api_client: Any, tokens: Any
+) -> None:
+    agent = await tokens("submitter")
+    alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
+    replies = [
+        sregym_reply(set(IDS), evidence="sets USER_PORT=9999"),  # clean pass: not in the queue
+        sregym_reply(set(IDS), evidence="the database is down"),  # unverified evidence
+        "garbage",
+        "garbage again",  # unscored
+        sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"),  # decisive 7/9
+    ]
+    async with api_client(**_judge(*replies)) as client:
+        clean = await _graded(client, agent, DIAGNOSIS + " 1")
+        unverified = await _graded(client, agent, DIAGNOSIS + " 2")
+        unscored = await _graded(client, agent, DIAGNOSIS + " 3")
+        decisive = await _graded(client, agent, DIAGNOSIS + " 4")
+        queue = (await client.get("/v1/review-queue", headers=alice)).json()["items"]
+        order = [item["grading"]["id"] for item in queue]
+        assert order == [unscored["id"], unverified["id"], decisive["id"]]
+        assert clean["id"] not in order
+        assert queue[0]["reasons"] == ["unscored"]
+        assert queue[1]["reasons"] == ["evidence_unverified"]
+        assert "decisive" in queue[2]["reasons"]
+        claim = await client.post(
+            f"/v1/review-queue/{unscored['id']}/claim", json={}, headers=alice
+        )
+        assert claim.status_code == 200
+        taken = await client.post(f"/v1/review-queue/{unscored['id']}/claim", json={}, headers=bob)
+        assert taken.status_code == 409
+        for_bob = [
+            i["grading"]["id"]
+            for i in (await client.get("/v1/review-queue", headers=bob)).json()["items"]
+        ]
+        assert unscored["id"] not in for_bob
+        await client.post(f"/v1/review-queue/{unscored['id']}/done", headers=alice)
+        left = [
+            i["grading"]["id"]
+            for i in (await client.get("/v1/review-queue", headers=alice)).json()["items"]
+        ]
+        assert left == [unverified["id"], decisive["id"]]
+        only = (await client.get("/v1/review-queue?reason=decisive", headers=alice)).json()["items"]
+        assert [i["grading"]["id"] for i in only] == [decisive["id"]]
+        bad = await client.get("/v1/review-queue?reason=boredom", headers=alice)
+        assert bad.status_code == 422
+
+
+async def test_blind_review_hides_the_judge_until_labelled(api_client: Any, tokens: Any) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(
+        **_judge(sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"))
+    ) as client:
+        grading = await _graded(client, agent)
+        blind = await client.get("/v1/review-queue?blind=true", headers=adj)
+        item = blind.json()["items"][0]
+        assert item["grading_id"] == grading["id"]
+        assert item["diagnosis"] and item["ground_truth"] == TRUTH
+        text = json.dumps(item)
+        assert "answers" not in text and "passed" not in text and "yes_count" not in text
+        labels = {qid: "yes" for qid in IDS}
+        response = await client.post(
+            f"/v1/gradings/{grading['id']}/labels",
+            json={"answers": labels, "verdict": "pass"},
+            headers=adj,
+        )
+        assert response.status_code == 201
+        assert response.json()["grading"]["yes_count"] == 7
+        again = await client.post(
+            f"/v1/gradings/{grading['id']}/labels", json={"answers": labels}, headers=adj
+        )
+        assert again.status_code == 409
+        assert (await client.get("/v1/review-queue", headers=adj)).json()["items"] == []
+
+
+async def test_failure_tags_come_from_the_vocabulary(api_client: Any, tokens: Any) -> None:
+    agent, adj, admin = (
+        await tokens("submitter"),
+        await tokens("adjudicator"),
+        await tokens("admin"),
+    )
+    async with api_client() as client:
+        grading = await _graded(client, agent)
+        vocabulary = {v["tag"] for v in (await client.get("/v1/failure-tags", headers=adj)).json()}
+        assert {"misread-unit", "leaked-credential", "followed-injected-text"} <= vocabulary
+        tagged = await client.post(
+            f"/v1/gradings/{grading['id']}/tags",
+            json={"tag": "misread-unit", "note": "MiB vs MB"},
+            headers=adj,
+        )
+        assert tagged.status_code == 201
+        unknown = await client.post(
+            f"/v1/gradings/{grading['id']}/tags", json={"tag": "bad-vibes"}, headers=adj
+        )
+        assert unknown.status_code == 422
+        assert (
+            await client.post(
+                "/v1/failure-tags", json={"tag": "bad-vibes", "description": "vibes"}, headers=adj
+            )
+        ).status_code == 403
+        defined = await client.post(
+            "/v1/failure-tags", json={"tag": "bad-vibes", "description": "vibes"}, headers=admin
+        )
+        assert defined.status_code == 201
+        assert (
+            await client.post(
+                f"/v1/gradings/{grading['id']}/tags", json={"tag": "bad-vibes"}, headers=adj
+            )
+        ).status_code == 201
+        shown = (await client.get(f"/v1/gradings/{grading['id']}", headers=adj)).json()
+        assert [t["tag"] for t in shown["tags"]] == ["misread-unit", "bad-vibes"]
+        removed = await client.delete(
+            f"/v1/gradings/{grading['id']}/tags/{tagged.json()['id']}", headers=adj
+        )
+        assert removed.status_code == 204
+        shown = (await client.get(f"/v1/gradings/{grading['id']}", headers=adj)).json()
+        assert [t["tag"] for t in shown["tags"]] == ["bad-vibes"]
+
+
+async def test_gradings_filter_by_failure_tag(api_client: Any, tokens: Any) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client() as client:
+        first = await _graded(client, agent, DIAGNOSIS + " a")
+        await _graded(client, agent, DIAGNOSIS + " b")
+        await client.post(
+            f"/v1/gradings/{first['id']}/tags", json={"tag": "over-explored"}, headers=adj
+        )
+        page = (await client.get("/v1/gradings?tag=over-explored", headers=adj)).json()
+        assert [g["id"] for g in page["items"]] == [first["id"]]

@@ -1,0 +1,30 @@
+"""``sre-judge tokens`` as an operator runs it."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import Store
+from tests.support.service_process import cli
+
+
+async def test_create_list_revoke(database_url: str, engine: AsyncEngine) -> None:
+    env = {"SRE_JUDGE_DATABASE_URL": database_url}
+    created = cli("tokens", "create", "--role", "adjudicator", "--name", "Ada", env=env)
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip()
+    assert token.startswith("srej_") and created.stdout.count("\n") == 1
+    store = Store(engine)
+    record = await store.authenticate(token)
+    assert record is not None and record.name == "Ada" and record.role == "adjudicator"
+    listing = cli("tokens", "list", env=env)
+    assert listing.returncode == 0
+    assert record.id in listing.stdout and "Ada" in listing.stdout
+    assert token not in listing.stdout
+    revoked = cli("tokens", "revoke", record.id, env=env)
+    assert revoked.returncode == 0
+    assert await store.authenticate(token) is None
+    missing = cli("tokens", "revoke", "nope", env=env)
+    assert missing.returncode == 2 and "no token" in missing.stderr
+    bad_role = cli("tokens", "create", "--role", "god", "--name", "x", env=env)
+    assert bad_role.returncode == 2
