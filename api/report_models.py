@@ -1,0 +1,127 @@
+"""The report objects of the API and the command line: every rate with its n and interval."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from judge.statistics import ArmDifference, Interval, Proportion, ScenarioDifference
+from storage.report_queries import GroupKey, Verdicts
+
+__all__ = [
+    "Arm",
+    "ComparisonReport",
+    "DimensionRate",
+    "DimensionReport",
+    "GroupRate",
+    "PassRateReport",
+    "QuestionRate",
+    "QuestionReport",
+    "TagRate",
+    "TagReport",
+]
+
+
+class GroupRate(BaseModel):
+    """Pass rate of one group: ``n`` = passed + failed; unscored and pending apart."""
+
+    key: dict[str, str | None]
+    n: int
+    passed: int
+    failed: int
+    unscored: int
+    pending: int
+    total: int
+    pass_rate: float | None
+    interval: Interval
+
+
+class PassRateReport(BaseModel):
+    """Pass rates overall and per group."""
+
+    verdicts: Verdicts
+    group_by: list[GroupKey]
+    filters: dict[str, Any]
+    overall: GroupRate
+    groups: list[GroupRate]
+
+
+class Arm(BaseModel):
+    """One arm of a comparison: its filter, outcome and how its scenarios were attempted."""
+
+    filters: dict[str, Any]
+    outcome: GroupRate
+    scenarios: int
+    max_attempts_per_scenario: int
+    without_scenario: int
+
+
+class ComparisonReport(BaseModel):
+    """Arm a minus arm b, attempts as the unit, and scenarios as the unit when needed."""
+
+    verdicts: Verdicts
+    a: Arm
+    b: Arm
+    difference: ArmDifference
+    by_scenario: ScenarioDifference | None
+    note: str | None
+
+
+class QuestionRate(BaseModel):
+    """How often one question was answered yes."""
+
+    key: dict[str, str | None]
+    question_id: str
+    dimension_id: str
+    n: int
+    yes: int
+    yes_rate: float | None
+    interval: Interval
+
+
+class QuestionReport(BaseModel):
+    """Yes rates per question."""
+
+    verdicts: Verdicts
+    group_by: list[GroupKey]
+    filters: dict[str, Any]
+    questions: list[QuestionRate]
+
+
+class DimensionRate(BaseModel):
+    """Among ``failing`` failed diagnoses: this dimension had no yes, or the fewest."""
+
+    key: dict[str, str | None]
+    dimension_id: str
+    failing: int
+    zero_yes: Proportion
+    weakest: Proportion
+
+
+class DimensionReport(BaseModel):
+    """How often each dimension is the one that fails a diagnosis."""
+
+    verdicts: Verdicts
+    group_by: list[GroupKey]
+    filters: dict[str, Any]
+    dimensions: list[DimensionRate]
+
+
+class TagRate(BaseModel):
+    """Scored gradings carrying a failure tag, of ``n`` scored gradings."""
+
+    key: dict[str, str | None]
+    tag: str
+    tagged: int
+    n: int
+    rate: float | None
+    interval: Interval
+
+
+class TagReport(BaseModel):
+    """Failure-tag counts."""
+
+    group_by: list[GroupKey]
+    filters: dict[str, Any]
+    tags: list[TagRate]

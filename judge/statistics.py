@@ -1,0 +1,235 @@
+"""Pass rates with their uncertainty: Wilson intervals, arm differences, exact tests.
+
+Every figure a user sees comes with its sample size and a confidence interval:
+
+- one proportion: the Wilson score interval (scipy's ``binomtest(...).proportion_ci``),
+  which behaves at small n and near 0 and 1, unlike the normal approximation;
+- the difference of two independent proportions: Newcombe's hybrid score interval
+  (his method 10), built from the two Wilson intervals, with Fisher's exact test for
+  the p-value;
+- the same difference with scenarios as the unit, for when one scenario was attempted
+  several times: attempts of one scenario are correlated, so counting them as
+  independent makes intervals too narrow. Each scenario contributes its pass rate;
+  scenarios common to both arms are compared paired (one-sample t on the
+  per-scenario differences), otherwise the per-scenario rates are compared with
+  Welch's t-test.
+
+No web and no database here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from scipy import stats
+
+__all__ = [
+    "CONFIDENCE",
+    "ArmDifference",
+    "Interval",
+    "Proportion",
+    "ScenarioDifference",
+    "compare_by_scenario",
+    "compare_proportions",
+    "fisher_exact_p",
+    "newcombe_difference",
+    "proportion",
+    "wilson_interval",
+]
+
+#: the confidence level of every interval unless said otherwise
+CONFIDENCE = 0.95
+
+
+class Interval(BaseModel):
+    """A confidence interval ``[low, high]`` at ``confidence``, and how it was computed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    low: float
+    high: float
+    confidence: float = CONFIDENCE
+    method: str
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies inside the interval (ends included)."""
+        return self.low <= value <= self.high
+
+
+class Proportion(BaseModel):
+    """``successes`` out of ``n``, the rate (None when n is 0) and its Wilson interval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    successes: int
+    n: int
+    rate: float | None
+    interval: Interval
+
+
+def wilson_interval(successes: int, n: int, *, confidence: float = CONFIDENCE) -> Interval:
+    """The Wilson score interval of ``successes / n``; ``[0, 1]`` when n is 0."""
+    if n < 0 or not 0 <= successes <= max(n, 0):
+        raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
+    if n == 0:
+        return Interval(low=0.0, high=1.0, confidence=confidence, method="wilson")
+    ci = stats.binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Interval(
+        low=max(0.0, float(ci.low)),
+        high=min(1.0, float(ci.high)),
+        confidence=confidence,
+        method="wilson",
+    )
+
+
+def proportion(successes: int, n: int, *, confidence: float = CONFIDENCE) -> Proportion:
+    """A proportion with its Wilson interval."""
+    return Proportion(
+        successes=successes,
+        n=n,
+        rate=successes / n if n else None,
+        interval=wilson_interval(successes, n, confidence=confidence),
+    )
+
+
+def newcombe_difference(a: Proportion, b: Proportion) -> Interval | None:
+    """Newcombe's hybrid score interval of ``a.rate - b.rate``; None if an arm is empty.
+
+    ``L = d - sqrt((p1 - l1)^2 + (u2 - p2)^2)``, ``U = d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``
+    with ``(l, u)`` the arms' Wilson intervals (Newcombe 1998, method 10).
+    """
+    if a.rate is None or b.rate is None:
+        return None
+    p1, p2 = a.rate, b.rate
+    (l1, u1), (l2, u2) = (a.interval.low, a.interval.high), (b.interval.low, b.interval.high)
+    d = p1 - p2
+    return Interval(
+        low=max(-1.0, d - math.hypot(p1 - l1, u2 - p2)),
+        high=min(1.0, d + math.hypot(u1 - p1, p2 - l2)),
+        confidence=a.interval.confidence,
+        method="newcombe-wilson",
+    )
+
+
+def fisher_exact_p(a: Proportion, b: Proportion) -> float | None:
+    """Two-sided p-value of Fisher's exact test on the 2x2 table; None if an arm is empty."""
+    if a.n == 0 or b.n == 0:
+        return None
+    table = [[a.successes, a.n - a.successes], [b.successes, b.n - b.successes]]
+    return float(stats.fisher_exact(table, alternative="two-sided").pvalue)
+
+
+class ArmDifference(BaseModel):
+    """Arm a's pass rate minus arm b's, with an interval and an exact test."""
+
+    model_config = ConfigDict(frozen=True)
+
+    estimate: float | None
+    interval: Interval | None
+    p_value: float | None
+    test: str = "fisher-exact"
+
+
+def compare_proportions(a: Proportion, b: Proportion) -> ArmDifference:
+    """Difference of two independent proportions: Newcombe interval, Fisher p-value."""
+    estimate = a.rate - b.rate if a.rate is not None and b.rate is not None else None
+    return ArmDifference(
+        estimate=estimate,
+        interval=newcombe_difference(a, b),
+        p_value=fisher_exact_p(a, b),
+    )
+
+
+class ScenarioDifference(BaseModel):
+    """The arms compared with each scenario's pass rate as one observation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    design: Literal["paired", "unpaired", "insufficient"]
+    #: scenarios used in each arm (for paired: the scenarios both arms attempted)
+    scenarios_a: int
+    scenarios_b: int
+    estimate: float | None
+    interval: Interval | None
+    p_value: float | None
+    test: str | None
+    note: str
+
+
+#: per scenario: (passed, n) of one arm
+ScenarioCounts = Mapping[str, tuple[int, int]]
+
+
+def _rates(counts: ScenarioCounts) -> dict[str, float]:
+    return {key: passed / n for key, (passed, n) in counts.items() if n > 0}
+
+
+def _insufficient(rates_a: dict[str, float], rates_b: dict[str, float]) -> ScenarioDifference:
+    return ScenarioDifference(
+        design="insufficient",
+        scenarios_a=len(rates_a),
+        scenarios_b=len(rates_b),
+        estimate=None,
+        interval=None,
+        p_value=None,
+        test=None,
+        note="too few scenarios to compare with scenarios as the unit",
+    )
+
+
+def _t_result(result: Any, *, confidence: float, test: str) -> tuple[Interval | None, float | None]:
+    """A t-test's interval (clipped to [-1, 1], as rates differ by at most 1) and p-value."""
+    ci = result.confidence_interval(confidence_level=confidence)
+    low, high, p_value = float(ci.low), float(ci.high), float(result.pvalue)
+    if not all(math.isfinite(x) for x in (low, high, p_value)):
+        return None, None
+    interval = Interval(low=max(-1.0, low), high=min(1.0, high), confidence=confidence, method=test)
+    return interval, p_value
+
+
+def compare_by_scenario(
+    a: ScenarioCounts, b: ScenarioCounts, *, confidence: float = CONFIDENCE
+) -> ScenarioDifference:
+    """Compare per-scenario pass rates: paired on common scenarios, else Welch's t-test.
+
+    When the scenarios do not vary at all (every paired difference equal, or every
+    rate equal within each arm) there is no spread to estimate an interval from: the
+    estimate is given without interval and p-value, and the note says so.
+    """
+    rates_a, rates_b = _rates(a), _rates(b)
+    common = sorted(set(rates_a) & set(rates_b))
+    if len(common) >= 2:
+        diffs = [rates_a[key] - rates_b[key] for key in common]
+        design: Literal["paired", "unpaired"] = "paired"
+        test, used_a, used_b = "paired-t", len(common), len(common)
+        estimate = sum(diffs) / len(diffs)
+        note = f"paired over the {len(common)} scenarios both arms attempted"
+        constant = len(set(diffs)) == 1
+        result = None if constant else stats.ttest_1samp(diffs, 0.0)
+    elif len(rates_a) >= 2 and len(rates_b) >= 2:
+        values_a, values_b = list(rates_a.values()), list(rates_b.values())
+        design, test, used_a, used_b = "unpaired", "welch-t", len(values_a), len(values_b)
+        estimate = sum(values_a) / len(values_a) - sum(values_b) / len(values_b)
+        note = "the arms share fewer than 2 scenarios: per-scenario rates compared unpaired"
+        constant = len(set(values_a)) == 1 and len(set(values_b)) == 1
+        result = None if constant else stats.ttest_ind(values_a, values_b, equal_var=False)
+    else:
+        return _insufficient(rates_a, rates_b)
+    interval, p_value = (
+        (None, None) if result is None else _t_result(result, confidence=confidence, test=test)
+    )
+    if interval is None:
+        note += "; the scenarios do not vary, so no interval can be estimated"
+    return ScenarioDifference(
+        design=design,
+        scenarios_a=used_a,
+        scenarios_b=used_b,
+        estimate=estimate,
+        interval=interval,
+        p_value=p_value,
+        test=test,
+        note=note,
+    )

@@ -1,0 +1,144 @@
+"""Effective answers of gradings with human overrides in force, for reports and exports.
+
+The answer rows keep what the judge said (after the evidence check); overrides are
+rows of their own. Where a grading has an override in force (``overridden``), its
+effective answers are the stored ones with the overrides applied by
+:func:`judge.adjudication.overrides_in_force`, as in the grading object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.adjudication import overrides_in_force
+from storage.overrides import override_events
+from storage.report_queries import (
+    GroupKey,
+    ReportFilter,
+    filtered,
+    group_columns,
+    group_key,
+    joined,
+)
+from storage.review_tables import OverrideRecord
+from storage.tables import AnswerRecord, GradingRecord
+
+__all__ = [
+    "EffectiveAnswer",
+    "EffectiveGrading",
+    "effective_answers",
+    "overridden_gradings",
+    "overrides_by_grading",
+]
+
+#: how many ids go into one ``IN (...)``
+_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class EffectiveAnswer:
+    """One question's effective answer."""
+
+    question_id: str
+    dimension_id: str
+    position: int
+    yes: bool
+
+
+@dataclass(frozen=True)
+class EffectiveGrading:
+    """A graded grading with an override in force: its group, verdict and answers."""
+
+    key: tuple[str | None, ...]
+    grading_id: str
+    passed: bool | None
+    answers: tuple[EffectiveAnswer, ...]
+
+
+def effective_answers(
+    answers: Sequence[AnswerRecord], overrides: Sequence[OverrideRecord]
+) -> dict[str, bool]:
+    """Question id -> effective answer: the stored answer unless an override is in force."""
+    effective = {a.question_id: a.answer for a in answers}
+    for (kind, question_id), event in overrides_in_force(override_events(overrides)).items():
+        if kind == "answer" and question_id in effective and event.answer is not None:
+            effective[question_id] = event.answer
+    return effective
+
+
+async def overrides_by_grading(
+    session: AsyncSession, grading_ids: Sequence[str]
+) -> dict[str, list[OverrideRecord]]:
+    """Every override of these gradings, oldest first, by grading id."""
+    found: dict[str, list[OverrideRecord]] = {gid: [] for gid in grading_ids}
+    for start in range(0, len(grading_ids), _CHUNK):
+        chunk = list(grading_ids[start : start + _CHUNK])
+        query = (
+            select(OverrideRecord)
+            .where(col(OverrideRecord.grading_id).in_(chunk))
+            .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
+        )
+        for record in (await session.execute(query)).scalars():
+            found[record.grading_id].append(record)
+    return found
+
+
+async def _answers_by_grading(
+    session: AsyncSession, grading_ids: Sequence[str]
+) -> dict[str, list[AnswerRecord]]:
+    found: dict[str, list[AnswerRecord]] = {gid: [] for gid in grading_ids}
+    for start in range(0, len(grading_ids), _CHUNK):
+        chunk = list(grading_ids[start : start + _CHUNK])
+        query = (
+            select(AnswerRecord)
+            .where(col(AnswerRecord.grading_id).in_(chunk))
+            .order_by(col(AnswerRecord.grading_id), col(AnswerRecord.position))
+        )
+        for record in (await session.execute(query)).scalars():
+            found[record.grading_id].append(record)
+    return found
+
+
+async def overridden_gradings(
+    session: AsyncSession, filters: ReportFilter, group_by: Sequence[GroupKey]
+) -> list[EffectiveGrading]:
+    """Graded gradings in ``filters`` with an override in force, with effective answers."""
+    query: Any = filtered(
+        joined(
+            col(GradingRecord.id).label("grading_id"),
+            col(GradingRecord.passed).label("passed"),
+            *group_columns(group_by),
+        ),
+        filters,
+    ).where(col(GradingRecord.status) == "graded", col(GradingRecord.overridden).is_(True))
+    rows = list(await session.execute(query))
+    ids = [row.grading_id for row in rows]
+    answers = await _answers_by_grading(session, ids)
+    overrides = await overrides_by_grading(session, ids)
+    gradings = []
+    for row in rows:
+        stored = answers[row.grading_id]
+        effective = effective_answers(stored, overrides[row.grading_id])
+        gradings.append(
+            EffectiveGrading(
+                key=group_key(row, group_by),
+                grading_id=row.grading_id,
+                passed=row.passed,
+                answers=tuple(
+                    EffectiveAnswer(
+                        question_id=a.question_id,
+                        dimension_id=a.dimension_id,
+                        position=a.position,
+                        yes=effective[a.question_id],
+                    )
+                    for a in stored
+                ),
+            )
+        )
+    return gradings

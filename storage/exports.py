@@ -1,0 +1,146 @@
+"""Reading every grading in a filter for export, in batches, from one snapshot.
+
+``open_export`` holds one read transaction (REPEATABLE READ on PostgreSQL) while the
+caller streams: the rubrics in scope are read first (so a CSV header can name every
+question), then gradings oldest first in keyset batches with their answers,
+overrides and failure tags. Memory stays bounded by one batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.rubric import Rubric, rubric_from_mapping
+from storage.catalog import rubric_key
+from storage.effective import overrides_by_grading
+from storage.models import GradingView
+from storage.report_queries import ReportFilter, filtered, joined
+from storage.reports import ReportReads
+from storage.review_tables import FailureTagRecord, OverrideRecord
+from storage.tables import AnswerRecord, GradingRecord, RubricVersionRecord, SubmissionRecord
+
+__all__ = ["ExportReads", "ExportedGrading", "GradingExport"]
+
+#: gradings fetched per batch
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class ExportedGrading:
+    """A grading with its answers and submission, overrides and tags in force."""
+
+    view: GradingView
+    overrides: tuple[OverrideRecord, ...]
+    tags: tuple[FailureTagRecord, ...]
+
+
+@dataclass(frozen=True)
+class GradingExport:
+    """The rubrics in scope, by ``(id, version)``, and the gradings to stream."""
+
+    rubrics: dict[tuple[str, str], Rubric]
+    gradings: AsyncIterator[ExportedGrading]
+
+
+class ExportReads(ReportReads):
+    """Streaming every grading of a filter."""
+
+    @asynccontextmanager
+    async def open_export(
+        self, filters: ReportFilter, *, batch: int = BATCH
+    ) -> AsyncIterator[GradingExport]:
+        """``async with store.open_export(f) as export: async for g in export.gradings``."""
+        async with self._snapshot() as session:
+            rubrics = await _rubrics_in_scope(session, filters)
+            gradings = _stream(session, filters, batch)
+            try:
+                yield GradingExport(rubrics=rubrics, gradings=gradings)
+            finally:
+                await gradings.aclose()
+
+
+async def _rubrics_in_scope(
+    session: AsyncSession, filters: ReportFilter
+) -> dict[tuple[str, str], Rubric]:
+    pairs = filtered(
+        joined(col(GradingRecord.rubric_id), col(GradingRecord.rubric_version)), filters
+    ).distinct()
+    keys = [rubric_key(r, v) for r, v in await session.execute(pairs)]
+    if not keys:
+        return {}
+    query = select(RubricVersionRecord).where(col(RubricVersionRecord.key).in_(keys))
+    return {
+        (record.rubric_id, record.version): rubric_from_mapping(
+            record.content, source=f"stored rubric {record.key}"
+        )
+        for record in (await session.execute(query)).scalars()
+    }
+
+
+async def _stream(
+    session: AsyncSession, filters: ReportFilter, batch: int
+) -> AsyncGenerator[ExportedGrading, None]:
+    after: tuple[Any, str] | None = None
+    while True:
+        query = filtered(joined(GradingRecord, SubmissionRecord), filters)
+        if after is not None:
+            created_at, grading_id = after
+            query = query.where(
+                or_(
+                    col(GradingRecord.created_at) > created_at,
+                    and_(
+                        col(GradingRecord.created_at) == created_at,
+                        col(GradingRecord.id) > grading_id,
+                    ),
+                )
+            )
+        query = query.order_by(col(GradingRecord.created_at), col(GradingRecord.id)).limit(batch)
+        pairs = [(row[0], row[1]) for row in await session.execute(query)]
+        if not pairs:
+            return
+        for exported in await _attach(session, pairs):
+            yield exported
+        last = pairs[-1][0]
+        after = (last.created_at, last.id)
+
+
+async def _attach(
+    session: AsyncSession, pairs: list[tuple[GradingRecord, SubmissionRecord]]
+) -> list[ExportedGrading]:
+    """Answers, overrides and tags in force for one batch, three queries in all."""
+    ids = [g.id for g, _ in pairs]
+    answers: dict[str, list[AnswerRecord]] = {i: [] for i in ids}
+    query = (
+        select(AnswerRecord)
+        .where(col(AnswerRecord.grading_id).in_(ids))
+        .order_by(col(AnswerRecord.grading_id), col(AnswerRecord.position))
+    )
+    for answer in (await session.execute(query)).scalars():
+        answers[answer.grading_id].append(answer)
+    overrides = await overrides_by_grading(session, ids)
+    tags: dict[str, list[FailureTagRecord]] = {i: [] for i in ids}
+    tag_query = (
+        select(FailureTagRecord)
+        .where(
+            col(FailureTagRecord.grading_id).in_(ids),
+            col(FailureTagRecord.removed_at).is_(None),
+        )
+        .order_by(col(FailureTagRecord.id))
+    )
+    for tag in (await session.execute(tag_query)).scalars():
+        tags[tag.grading_id].append(tag)
+    return [
+        ExportedGrading(
+            view=GradingView(grading=g, answers=tuple(answers[g.id]), submission=s),
+            overrides=tuple(overrides[g.id]),
+            tags=tuple(tags[g.id]),
+        )
+        for g, s in pairs
+    ]

@@ -1,0 +1,192 @@
+"""The pieces report queries are built from: filters, group columns, verdict columns.
+
+Nothing here touches the database; :mod:`storage.reports` runs the queries.
+
+Groups are named ``agent``, ``model``, ``scenario``, ``rubric`` and ``judge``. A
+rubric group is labelled ``id@version`` and a judge group ``backend:model``, and the
+``rubric`` and ``judge`` filters accept either the short form (``sregym-rca``,
+``qwen3:8b``) or the labelled one (``sregym-rca@v1+…``, ``ollama:qwen3:8b``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
+from sqlmodel import col
+
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+
+__all__ = [
+    "GROUP_KEYS",
+    "GroupKey",
+    "ReportFilter",
+    "Verdicts",
+    "answer_column",
+    "count_where",
+    "failing_dimensions_query",
+    "filtered",
+    "group_columns",
+    "group_key",
+    "joined",
+    "scored_answers",
+    "verdict_column",
+]
+
+GroupKey = Literal["agent", "model", "scenario", "rubric", "judge"]
+GROUP_KEYS: tuple[GroupKey, ...] = ("agent", "model", "scenario", "rubric", "judge")
+
+#: ``effective``: after human overrides (``passed``, ``answer``); ``judge``: the judge's own
+Verdicts = Literal["effective", "judge"]
+
+_G, _S, _A = GradingRecord, SubmissionRecord, AnswerRecord
+
+#: the columns of each group and how their values join into one label
+_GROUPS: dict[GroupKey, tuple[tuple[Any, ...], str]] = {
+    "agent": ((_S.agent,), ""),
+    "model": ((_S.model,), ""),
+    "scenario": ((_S.scenario_id,), ""),
+    "rubric": ((_G.rubric_id, _G.rubric_version), "@"),
+    "judge": ((_G.judge_backend, _G.judge_model), ":"),
+}
+
+
+@dataclass(frozen=True)
+class ReportFilter:
+    """Which gradings a report covers; None means "any".
+
+    ``created_after`` is inclusive and ``created_before`` exclusive, on the grading's
+    ``created_at``. Only current gradings count unless ``current_only`` is False.
+    """
+
+    agent: str | None = None
+    model: str | None = None
+    scenario_id: str | None = None
+    run_id: str | None = None
+    #: ``id`` or ``id@version``
+    rubric: str | None = None
+    #: ``model`` or ``backend:model``
+    judge: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    current_only: bool = True
+
+
+def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
+    """``query`` (over gradings joined to submissions) restricted to ``filters``."""
+    equal = [
+        (_S.agent, filters.agent),
+        (_S.model, filters.model),
+        (_S.scenario_id, filters.scenario_id),
+        (_S.run_id, filters.run_id),
+    ]
+    for column, value in equal:
+        if value is not None:
+            query = query.where(col(column) == value)
+    if filters.rubric is not None:
+        labelled = col(_G.rubric_id) + "@" + col(_G.rubric_version)
+        query = query.where(or_(col(_G.rubric_id) == filters.rubric, labelled == filters.rubric))
+    if filters.judge is not None:
+        labelled = col(_G.judge_backend) + ":" + col(_G.judge_model)
+        query = query.where(or_(col(_G.judge_model) == filters.judge, labelled == filters.judge))
+    if filters.created_after is not None:
+        query = query.where(col(_G.created_at) >= filters.created_after)
+    if filters.created_before is not None:
+        query = query.where(col(_G.created_at) < filters.created_before)
+    if filters.current_only:
+        query = query.where(col(_G.is_current).is_(True))
+    return query
+
+
+def joined(*columns: Any, from_answers: bool = False) -> Select[Any]:
+    """``SELECT columns FROM grading JOIN submission`` (and answers first, if asked)."""
+    query = select(*columns)
+    if from_answers:
+        query = query.select_from(AnswerRecord).join(_G, col(AnswerRecord.grading_id) == col(_G.id))
+    else:
+        query = query.select_from(_G)
+    return query.join(_S, col(_G.submission_id) == col(_S.id))
+
+
+def group_columns(group_by: Sequence[GroupKey]) -> list[Any]:
+    """The labelled columns of the groups, to select and group by."""
+    return [
+        col(column).label(f"g_{name}_{i}")
+        for name in group_by
+        for i, column in enumerate(_GROUPS[name][0])
+    ]
+
+
+def group_key(row: Any, group_by: Sequence[GroupKey]) -> tuple[str | None, ...]:
+    """The group labels of a result row, in ``group_by`` order (None for no value)."""
+    key: list[str | None] = []
+    for name in group_by:
+        columns, joiner = _GROUPS[name]
+        values = [getattr(row, f"g_{name}_{i}") for i in range(len(columns))]
+        key.append(None if values[0] is None else joiner.join(str(v) for v in values))
+    return tuple(key)
+
+
+def verdict_column(verdicts: Verdicts) -> Any:
+    """``passed`` (effective) or ``judge_passed``."""
+    return col(_G.passed) if verdicts == "effective" else col(_G.judge_passed)
+
+
+def answer_column(verdicts: Verdicts) -> Any:
+    """``answer`` (the judge's after the evidence check) or ``judge_answer``."""
+    return col(AnswerRecord.answer) if verdicts == "effective" else col(AnswerRecord.judge_answer)
+
+
+def count_where(*conditions: ColumnElement[bool]) -> ColumnElement[int]:
+    """``SUM(CASE WHEN conditions THEN 1 ELSE 0 END)``, 0 for no rows."""
+    return func.coalesce(func.sum(case((and_(*conditions), 1), else_=0)), 0)
+
+
+def scored_answers(query: Any, filters: ReportFilter, verdicts: Verdicts) -> Any:
+    """Answers of graded gradings; for effective figures, those without overrides."""
+    query = filtered(query, filters).where(col(_G.status) == "graded")
+    if verdicts == "effective":
+        query = query.where(col(_G.overridden).is_not(True))
+    return query
+
+
+def failing_dimensions_query(
+    filters: ReportFilter, group_by: Sequence[GroupKey], verdicts: Verdicts
+) -> Any:
+    """Per group and dimension: failing diagnoses, those with no yes, those weakest there."""
+    groups = group_columns(group_by)
+    answer = answer_column(verdicts)
+    per_dimension = (
+        scored_answers(
+            joined(
+                col(_A.grading_id).label("gid"),
+                col(_A.dimension_id).label("dim"),
+                *groups,
+                count_where(answer.is_(True)).label("yes"),
+                func.count().label("total"),
+                from_answers=True,
+            ),
+            filters,
+            verdicts,
+        )
+        .where(verdict_column(verdicts).is_(False))
+        .group_by(col(_A.grading_id), col(_A.dimension_id), *groups)
+        .subquery()
+    )
+    share = per_dimension.c.yes * 1.0 / per_dimension.c.total
+    ranked = select(
+        per_dimension,
+        share.label("share"),
+        func.min(share).over(partition_by=per_dimension.c.gid).label("lowest"),
+    ).subquery()
+    labels = [ranked.c[g.name] for g in groups]
+    return select(
+        *labels,
+        ranked.c.dim,
+        func.count().label("failing"),
+        count_where(ranked.c.yes == 0).label("zero_yes"),
+        count_where(ranked.c.share == ranked.c.lowest).label("weakest"),
+    ).group_by(*labels, ranked.c.dim)

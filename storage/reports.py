@@ -1,0 +1,283 @@
+"""Counts behind the reports: outcomes, answers per question, failing dimensions, tags.
+
+Each method is one read transaction; on PostgreSQL it runs at REPEATABLE READ so that
+its several statements see one snapshot (SQLite's read transaction already does).
+Counting happens in SQL, grouped by the requested keys.
+
+Effective answers are the stored answers with the human overrides in force applied
+(issue 4 keeps overrides as rows beside the judge's answers). Gradings without an
+override in force are counted in SQL; the few with one are fetched and corrected in
+Python with :mod:`judge.adjudication`, the same logic the grading object uses.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import distinct, func
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from storage.base import StoreBase
+from storage.effective import EffectiveGrading, overridden_gradings
+from storage.report_queries import (
+    GroupKey,
+    ReportFilter,
+    Verdicts,
+    answer_column,
+    count_where,
+    failing_dimensions_query,
+    filtered,
+    group_columns,
+    group_key,
+    joined,
+    scored_answers,
+    verdict_column,
+)
+from storage.review_tables import FailureTagRecord
+from storage.tables import AnswerRecord, GradingRecord
+
+__all__ = ["DimensionFailures", "OutcomeCounts", "QuestionCounts", "ReportReads", "TagCounts"]
+
+Key = tuple[str | None, ...]
+_G, _A = GradingRecord, AnswerRecord
+
+
+@dataclass(frozen=True)
+class OutcomeCounts:
+    """Gradings of one group by outcome; unscored and pending are not failures."""
+
+    key: Key
+    passed: int
+    failed: int
+    unscored: int
+    pending: int
+
+
+@dataclass(frozen=True)
+class QuestionCounts:
+    """Yes answers to one question among ``n`` answered ones, in one group."""
+
+    key: Key
+    question_id: str
+    dimension_id: str
+    position: int
+    yes: int
+    n: int
+
+
+@dataclass(frozen=True)
+class DimensionFailures:
+    """Of ``failing`` failed diagnoses: how often this dimension had no yes, or fewest."""
+
+    key: Key
+    dimension_id: str
+    failing: int
+    #: the dimension had no yes at all (the rule's per-dimension veto)
+    zero_yes: int
+    #: the dimension had the lowest share of yes (ties count for each)
+    weakest: int
+
+
+@dataclass(frozen=True)
+class TagCounts:
+    """Gradings carrying one failure tag, out of ``n`` scored gradings of the group."""
+
+    key: Key
+    tag: str
+    tagged: int
+    n: int
+
+
+class ReportReads(StoreBase):
+    """Aggregates over stored gradings for pass rates, comparisons and breakdowns."""
+
+    @asynccontextmanager
+    async def _snapshot(self) -> AsyncIterator[AsyncSession]:
+        """A read transaction whose statements all see the same data."""
+        async with self._read() as session:
+            if self._postgres:
+                await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            yield session
+
+    async def outcome_counts(
+        self,
+        filters: ReportFilter,
+        *,
+        group_by: Sequence[GroupKey] = (),
+        verdicts: Verdicts = "effective",
+    ) -> list[OutcomeCounts]:
+        """Passed, failed, unscored and pending gradings per group."""
+        async with self._snapshot() as session:
+            return await _outcomes(session, filters, group_by, verdicts)
+
+    async def arm_outcomes(
+        self, a: ReportFilter, b: ReportFilter, *, verdicts: Verdicts = "effective"
+    ) -> tuple[list[OutcomeCounts], list[OutcomeCounts]]:
+        """Outcomes of two arms per scenario, from one snapshot."""
+        async with self._snapshot() as session:
+            return (
+                await _outcomes(session, a, ("scenario",), verdicts),
+                await _outcomes(session, b, ("scenario",), verdicts),
+            )
+
+    async def question_counts(
+        self,
+        filters: ReportFilter,
+        *,
+        group_by: Sequence[GroupKey] = (),
+        verdicts: Verdicts = "effective",
+    ) -> list[QuestionCounts]:
+        """Yes answers per question and group, ordered by group and rubric position."""
+        answer = answer_column(verdicts)
+        groups = group_columns(group_by)
+        query = scored_answers(
+            joined(
+                *groups,
+                col(_A.question_id),
+                col(_A.dimension_id),
+                func.min(col(_A.position)).label("position"),
+                func.count().label("n"),
+                count_where(answer.is_(True)).label("yes"),
+                from_answers=True,
+            ),
+            filters,
+            verdicts,
+        ).group_by(*groups, col(_A.question_id), col(_A.dimension_id))
+        totals: dict[tuple[Key, str, str], list[int]] = {}
+        async with self._snapshot() as session:
+            for row in await session.execute(query):
+                item = (group_key(row, group_by), row.question_id, row.dimension_id)
+                totals[item] = [row.position, int(row.yes), int(row.n)]
+            if verdicts == "effective":
+                for grading in await overridden_gradings(session, filters, group_by):
+                    _add_answers(totals, grading)
+        counts = [
+            QuestionCounts(key=k, question_id=q, dimension_id=d, position=p, yes=y, n=n)
+            for (k, q, d), (p, y, n) in totals.items()
+        ]
+        return sorted(counts, key=lambda c: (_sortable(c.key), c.position, c.question_id))
+
+    async def dimension_failures(
+        self,
+        filters: ReportFilter,
+        *,
+        group_by: Sequence[GroupKey] = (),
+        verdicts: Verdicts = "effective",
+    ) -> list[DimensionFailures]:
+        """For failed diagnoses: per dimension, how often it had no yes or the fewest."""
+        query = failing_dimensions_query(filters, group_by, verdicts)
+        totals: dict[tuple[Key, str], list[int]] = {}
+        async with self._snapshot() as session:
+            for row in await session.execute(query):
+                totals[(group_key(row, group_by), row.dim)] = [
+                    int(row.failing),
+                    int(row.zero_yes),
+                    int(row.weakest),
+                ]
+            if verdicts == "effective":
+                for grading in await overridden_gradings(session, filters, group_by):
+                    if grading.passed is False and grading.answers:
+                        _add_failing(totals, grading)
+        failures = [
+            DimensionFailures(key=k, dimension_id=d, failing=f, zero_yes=z, weakest=w)
+            for (k, d), (f, z, w) in totals.items()
+        ]
+        return sorted(failures, key=lambda x: (_sortable(x.key), x.dimension_id))
+
+    async def failure_tag_counts(
+        self, filters: ReportFilter, *, group_by: Sequence[GroupKey] = ()
+    ) -> list[TagCounts]:
+        """Scored gradings carrying each failure tag in force, per group, most frequent first."""
+        groups = group_columns(group_by)
+        scored = col(_G.status) != "pending"
+        tag = FailureTagRecord
+        tagged = (
+            filtered(
+                joined(
+                    *groups,
+                    col(tag.tag),
+                    func.count(distinct(col(tag.grading_id))).label("tagged"),
+                ).join(tag, col(tag.grading_id) == col(_G.id)),
+                filters,
+            )
+            .where(scored, col(tag.removed_at).is_(None))
+            .group_by(*groups, col(tag.tag))
+        )
+        sizes = filtered(joined(*groups, func.count().label("n")), filters).where(scored)
+        async with self._snapshot() as session:
+            n_of = {
+                group_key(row, group_by): int(row.n)
+                for row in await session.execute(sizes.group_by(*groups))
+            }
+            rows = list(await session.execute(tagged))
+        counts = [
+            TagCounts(key=k, tag=row.tag, tagged=int(row.tagged), n=n_of.get(k, 0))
+            for row in rows
+            for k in [group_key(row, group_by)]
+        ]
+        return sorted(counts, key=lambda c: (_sortable(c.key), -c.tagged, c.tag))
+
+
+async def _outcomes(
+    session: AsyncSession, filters: ReportFilter, group_by: Sequence[GroupKey], verdicts: Verdicts
+) -> list[OutcomeCounts]:
+    verdict = verdict_column(verdicts)
+    pending = col(_G.status) == "pending"
+    groups = group_columns(group_by)
+    query = filtered(
+        joined(
+            *groups,
+            count_where(verdict.is_(True)).label("passed"),
+            count_where(verdict.is_(False)).label("failed"),
+            count_where(verdict.is_(None), ~pending).label("unscored"),
+            count_where(verdict.is_(None), pending).label("pending"),
+        ),
+        filters,
+    ).group_by(*groups)
+    counts = [
+        OutcomeCounts(
+            key=group_key(row, group_by),
+            passed=int(row.passed),
+            failed=int(row.failed),
+            unscored=int(row.unscored),
+            pending=int(row.pending),
+        )
+        for row in await session.execute(query)
+        if row.passed or row.failed or row.unscored or row.pending
+    ]
+    return sorted(counts, key=lambda c: _sortable(c.key))
+
+
+def _add_answers(totals: dict[tuple[Key, str, str], list[int]], grading: EffectiveGrading) -> None:
+    """Add one overridden grading's effective answers to per-question totals."""
+    for answer in grading.answers:
+        entry = totals.setdefault(
+            (grading.key, answer.question_id, answer.dimension_id), [answer.position, 0, 0]
+        )
+        entry[0] = min(entry[0], answer.position)
+        entry[1] += int(answer.yes)
+        entry[2] += 1
+
+
+def _add_failing(totals: dict[tuple[Key, str], list[int]], grading: EffectiveGrading) -> None:
+    """Add one failed overridden grading to per-dimension failure totals."""
+    yes: dict[str, int] = defaultdict(int)
+    total: dict[str, int] = defaultdict(int)
+    for answer in grading.answers:
+        yes[answer.dimension_id] += int(answer.yes)
+        total[answer.dimension_id] += 1
+    lowest = min(yes[d] / total[d] for d in total)
+    for dimension in total:
+        entry = totals.setdefault((grading.key, dimension), [0, 0, 0])
+        entry[0] += 1
+        entry[1] += int(yes[dimension] == 0)
+        entry[2] += int(yes[dimension] / total[dimension] == lowest)
+
+
+def _sortable(key: Key) -> tuple[tuple[bool, str], ...]:
+    """A sort key for group keys with None last."""
+    return tuple((part is None, part or "") for part in key)

@@ -1,0 +1,180 @@
+"""Pass rates, comparisons, breakdowns and exports over HTTP."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import Store
+from tests.support.gradings import add_grading, add_many
+
+
+async def _seed_arms(store: Store) -> None:
+    """Model m-think 21/27, model m-plain 19/27 (plus unscored and pending apart)."""
+    await add_many(store, {"pass": 21, "fail": 6, "unscored": 2}, agent="agent-x", model="m-think")
+    await add_many(store, {"pass": 19, "fail": 8, "pending": 1}, agent="agent-x", model="m-plain")
+
+
+async def test_pass_rates_with_wilson_intervals_per_group(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    await _seed_arms(Store(engine))
+    headers = await tokens("adjudicator")
+    async with api_client(start_workers=False) as client:
+        response = await client.get(
+            "/v1/stats/pass-rates", params={"group_by": "model"}, headers=headers
+        )
+    assert response.status_code == 200, response.text
+    report = response.json()
+    groups = {g["key"]["model"]: g for g in report["groups"]}
+    plain = groups["m-plain"]
+    assert (plain["n"], plain["passed"], plain["failed"]) == (27, 19, 8)
+    assert (plain["unscored"], plain["pending"], plain["total"]) == (0, 1, 28)
+    assert (round(plain["interval"]["low"], 3), round(plain["interval"]["high"], 3)) == (
+        0.515,
+        0.841,
+    )
+    assert plain["interval"]["method"] == "wilson" and plain["interval"]["confidence"] == 0.95
+    think = groups["m-think"]
+    assert (think["n"], think["passed"], think["unscored"]) == (27, 21, 2)
+    overall = report["overall"]
+    assert (overall["n"], overall["passed"], overall["unscored"], overall["pending"]) == (
+        54,
+        40,
+        2,
+        1,
+    )
+    assert report["verdicts"] == "effective" and report["group_by"] == ["model"]
+
+
+async def test_compare_21_of_27_with_19_of_27(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    await _seed_arms(Store(engine))
+    headers = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        response = await client.get(
+            "/v1/stats/compare",
+            params={"a.model": "m-think", "b.model": "m-plain", "verdicts": "judge"},
+            headers=headers,
+        )
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert (report["a"]["outcome"]["passed"], report["a"]["outcome"]["n"]) == (21, 27)
+    assert (report["b"]["outcome"]["passed"], report["b"]["outcome"]["n"]) == (19, 27)
+    difference = report["difference"]
+    assert abs(difference["estimate"] - 2 / 27) < 1e-9
+    assert difference["interval"]["low"] < 0 < difference["interval"]["high"]
+    assert abs(difference["p_value"] - 0.757) < 1e-3
+    assert report["by_scenario"] is None and report["note"] is None  # no scenario repeats
+
+
+async def test_compare_with_repeated_scenarios_reports_scenarios_as_the_unit(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    store = Store(engine)
+    for scenario, (a_pass, b_pass) in {"s1": (3, 1), "s2": (2, 2), "s3": (1, 0)}.items():
+        await add_many(store, {"pass": a_pass, "fail": 3 - a_pass}, agent="a", scenario_id=scenario)
+        await add_many(store, {"pass": b_pass, "fail": 3 - b_pass}, agent="b", scenario_id=scenario)
+    headers = await tokens("adjudicator")
+    async with api_client(start_workers=False) as client:
+        response = await client.get(
+            "/v1/stats/compare", params={"a.agent": "a", "b.agent": "b"}, headers=headers
+        )
+    report = response.json()
+    assert report["a"]["scenarios"] == 3 and report["a"]["max_attempts_per_scenario"] == 3
+    assert "correlated" in report["note"]
+    by_scenario = report["by_scenario"]
+    assert by_scenario["design"] == "paired" and by_scenario["scenarios_a"] == 3
+    assert abs(by_scenario["estimate"] - 1 / 3) < 1e-9
+    assert by_scenario["interval"]["method"] == "paired-t"
+
+
+async def test_bad_parameters_are_422_naming_the_field(api_client: Any, tokens: Any) -> None:
+    headers = await tokens("adjudicator")
+    async with api_client(start_workers=False) as client:
+        cases = [
+            ("/v1/stats/pass-rates", {"group_by": "agent,colour"}, "group_by"),
+            ("/v1/stats/compare", {"a.agent": "x"}, "b.*"),
+            ("/v1/stats/compare", {"a.agent": "x", "b.colour": "y"}, "b.colour"),
+            ("/v1/stats/compare", {"a.agent": "x", "b.agent": "y", "c.agent": "z"}, "c.agent"),
+            ("/v1/stats/compare", {"a.created_after": "soon", "b.agent": "y"}, "a.created_after"),
+        ]
+        for path, params, field in cases:
+            response = await client.get(path, params=params, headers=headers)
+            assert response.status_code == 422, (params, response.text)
+            assert response.json()["errors"][0]["field"] == field
+        verdicts = await client.get(
+            "/v1/stats/pass-rates", params={"verdicts": "mine"}, headers=headers
+        )
+        assert verdicts.status_code in (400, 422)
+
+
+async def test_stats_are_for_adjudicators_and_admins(api_client: Any, tokens: Any) -> None:
+    submitter = await tokens("submitter")
+    async with api_client(start_workers=False) as client:
+        for path in ("pass-rates", "questions", "dimensions", "failure-tags"):
+            assert (await client.get(f"/v1/stats/{path}", headers=submitter)).status_code == 403
+            assert (await client.get(f"/v1/stats/{path}")).status_code == 401
+
+
+async def test_questions_dimensions_and_tags(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    store = Store(engine)
+    await store.ensure_vocabulary({"stopped-early": "stopped at the first useful answer"})
+    failing = await add_grading(store, "fail", agent="a")
+    await add_many(store, {"pass": 2, "unscored": 1}, agent="a")
+    await store.add_tag(failing, tag="stopped-early", note="", author_id="x", author_name="X")
+    headers = await tokens("adjudicator")
+    async with api_client(start_workers=False) as client:
+        questions = (await client.get("/v1/stats/questions", headers=headers)).json()
+        dimensions = (await client.get("/v1/stats/dimensions", headers=headers)).json()
+        tags = (await client.get("/v1/stats/failure-tags?group_by=agent", headers=headers)).json()
+    first = questions["questions"][0]
+    assert (first["question_id"], first["n"], first["yes"]) == ("D1-Q1", 3, 3)
+    d3 = next(q for q in questions["questions"] if q["question_id"] == "D3-Q1")
+    assert (d3["yes"], d3["n"]) == (2, 3) and d3["interval"]["high"] < 1
+    by_dimension = {d["dimension_id"]: d for d in dimensions["dimensions"]}
+    assert by_dimension["D3"]["zero_yes"]["successes"] == 1
+    assert by_dimension["D3"]["zero_yes"]["n"] == 1 and by_dimension["D1"]["failing"] == 1
+    [tag] = tags["tags"]
+    assert (tag["key"], tag["tag"], tag["tagged"], tag["n"]) == (
+        {"agent": "a"},
+        "stopped-early",
+        1,
+        4,
+    )
+
+
+async def test_export_route_streams_csv_jsonl_and_sregym_for_admins(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    store = Store(engine)
+    await add_grading(store, "pass", agent="a", scenario_id="hotel/port", attempt=2)
+    await add_grading(store, "unscored", agent="a")
+    admin, adjudicator = await tokens("admin"), await tokens("adjudicator")
+    async with api_client(start_workers=False) as client:
+        forbidden = await client.get("/v1/exports/gradings", headers=adjudicator)
+        jsonl = await client.get("/v1/exports/gradings?format=jsonl", headers=admin)
+        plain = await client.get("/v1/exports/gradings?format=csv&agent=a", headers=admin)
+        sregym = await client.get("/v1/exports/gradings?format=sregym", headers=admin)
+    assert forbidden.status_code == 403
+    lines = [json.loads(line) for line in jsonl.text.splitlines()]
+    assert [g["status"] for g in lines] == ["graded", "unscored"]
+    assert len(lines[0]["answers"]) == 9 and lines[0]["submission"]["ground_truth"]
+    rows = list(csv.DictReader(io.StringIO(plain.text)))
+    assert plain.headers["content-type"].startswith("text/csv")
+    assert [r["status"] for r in rows] == ["graded", "unscored"]
+    assert rows[0]["D1-Q1"] == "yes" and rows[0]["D1-Q1.judge"] == "yes" and rows[1]["D1-Q1"] == ""
+    [graded, unscored] = list(csv.DictReader(io.StringIO(sregym.text)))
+    assert (graded["problem_id"], graded["attempt"], graded["Diagnosis.success"]) == (
+        "hotel/port",
+        "2",
+        "True",
+    )
+    assert unscored["Diagnosis.success"] == "" and unscored["Diagnosis.checklist"] == "[]"

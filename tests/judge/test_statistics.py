@@ -1,0 +1,100 @@
+"""Report statistics against textbook values."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.statistics import (
+    compare_by_scenario,
+    compare_proportions,
+    fisher_exact_p,
+    newcombe_difference,
+    proportion,
+    wilson_interval,
+)
+
+
+def test_wilson_interval_of_19_of_27_is_the_textbook_value() -> None:
+    interval = wilson_interval(19, 27)
+    assert (round(interval.low, 3), round(interval.high, 3)) == (0.515, 0.841)
+    assert interval.method == "wilson" and interval.confidence == 0.95
+    assert proportion(19, 27).rate == pytest.approx(0.7037, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("successes", "n", "low", "high"),
+    [
+        (0, 10, 0.0, 0.2775),  # Wilson's interval stays inside [0, 1] at the edges
+        (10, 10, 0.7225, 1.0),
+        (81, 263, 0.2553, 0.3662),  # Agresti & Coull's example
+    ],
+)
+def test_wilson_interval_at_the_edges_and_a_second_reference(
+    successes: int, n: int, low: float, high: float
+) -> None:
+    interval = wilson_interval(successes, n)
+    assert interval.low == pytest.approx(low, abs=1e-4)
+    assert interval.high == pytest.approx(high, abs=1e-4)
+
+
+def test_no_observations_have_no_rate_and_the_whole_interval() -> None:
+    empty = proportion(0, 0)
+    assert empty.rate is None and (empty.interval.low, empty.interval.high) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(5, 3)
+
+
+def test_newcombe_hybrid_interval_matches_newcombe_1998() -> None:
+    # Newcombe (1998), method 10, example (a): 56/70 vs 48/80 -> 0.0524 to 0.3339
+    interval = newcombe_difference(proportion(56, 70), proportion(48, 80))
+    assert interval is not None
+    assert interval.low == pytest.approx(0.0524, abs=1e-4)
+    assert interval.high == pytest.approx(0.3339, abs=1e-4)
+
+
+def test_21_of_27_against_19_of_27_is_not_a_detectable_difference() -> None:
+    difference = compare_proportions(proportion(21, 27), proportion(19, 27))
+    assert difference.estimate == pytest.approx(2 / 27)
+    assert difference.interval is not None and difference.interval.contains(0.0)
+    assert (round(difference.interval.low, 3), round(difference.interval.high, 3)) == (
+        -0.157,
+        0.295,
+    )
+    assert difference.p_value == pytest.approx(0.757, abs=1e-3)
+
+
+def test_fisher_exact_p_of_the_lady_tasting_tea() -> None:
+    # Fisher's tea-tasting table [[3, 1], [1, 3]]: two-sided p = 0.4857
+    assert fisher_exact_p(proportion(3, 4), proportion(1, 4)) == pytest.approx(0.4857, abs=1e-4)
+    assert fisher_exact_p(proportion(0, 0), proportion(1, 4)) is None
+
+
+def test_comparison_with_an_empty_arm_has_no_estimate() -> None:
+    difference = compare_proportions(proportion(0, 0), proportion(3, 4))
+    assert difference.estimate is None and difference.interval is None
+    assert difference.p_value is None
+
+
+def test_scenarios_as_the_unit_paired_on_common_scenarios() -> None:
+    a = {"s1": (3, 3), "s2": (2, 3), "s3": (0, 3)}
+    b = {"s1": (1, 3), "s2": (2, 3), "s3": (1, 3), "only-b": (3, 3)}
+    result = compare_by_scenario(a, b)
+    assert result.design == "paired" and result.scenarios_a == result.scenarios_b == 3
+    assert result.estimate == pytest.approx((2 / 3 + 0 - 1 / 3) / 3)
+    assert result.interval is not None and result.interval.contains(0.0)
+    assert result.interval.low >= -1.0 and result.interval.high <= 1.0
+    assert result.p_value is not None and 0 < result.p_value < 1
+
+
+def test_scenarios_as_the_unit_unpaired_when_arms_share_too_few() -> None:
+    result = compare_by_scenario({"s1": (3, 3), "s2": (1, 3)}, {"s3": (0, 3), "s4": (1, 3)})
+    assert result.design == "unpaired" and result.test == "welch-t"
+    assert result.estimate == pytest.approx(2 / 3 - 1 / 6)
+
+
+def test_scenarios_that_do_not_vary_give_no_interval_and_one_scenario_is_too_few() -> None:
+    flat = compare_by_scenario({"s1": (2, 2), "s2": (2, 2)}, {"s1": (1, 2), "s2": (1, 2)})
+    assert flat.estimate == pytest.approx(0.5)
+    assert flat.interval is None and flat.p_value is None and "do not vary" in flat.note
+    few = compare_by_scenario({"s1": (2, 2)}, {"s1": (1, 2)})
+    assert few.design == "insufficient" and few.estimate is None
