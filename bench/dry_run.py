@@ -1,0 +1,154 @@
+"""How long a regrade dry run takes over many stored submissions (SQLite by default).
+
+    .venv/bin/python -m bench.dry_run [--submissions 10000] [--database-url URL]
+
+Seeds the submissions with current graded gradings (bulk inserts, not the API), half of
+them already in the judge cache, then times the dry run as ``POST /v1/regrade-jobs``
+with ``dry_run: true`` runs it, and prints the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.regrade import resolve_target, start_regrade
+from api.regrade_estimate import sampling_params
+from api.regrade_schemas import RegradeJobCreate
+from api.services import BackendPool, RubricCatalog, Services
+from api.settings import Settings
+from judge.cache import CacheKeys
+from judge.prompt import build_messages, build_reply_schema
+from judge.rubric import load_rubric_dir
+from storage import (
+    GradingRecord,
+    JudgeCacheRecord,
+    Store,
+    SubmissionRecord,
+    make_engine,
+    upgrade,
+)
+from storage.canonical import utcnow
+from storage.tables import new_id
+
+__all__ = ["TARGET_JUDGE", "seed_submissions", "time_dry_run"]
+
+TARGET_JUDGE = "scripted:fail"
+_TRUTH = "[fault_spec] component=deployment/geo-{n}; namespace=hotel || wrong image tag {n}"
+_DIAGNOSIS = (
+    "Submission {n}: the geo-{n} deployment in hotel-reservation runs a wrong image tag; its "
+    "pods crash at start and the frontend's search calls fail with 503 for all users."
+)
+
+
+def _services(engine: AsyncEngine, settings: Settings) -> Services:
+    store = Store(engine)
+    rubrics = load_rubric_dir(settings.rubric_dir)
+    return Services(settings, store, RubricCatalog(rubrics, store), BackendPool(settings))
+
+
+async def seed_submissions(engine: AsyncEngine, count: int, *, cached_share: float = 0.5) -> None:
+    """``count`` submissions with graded current gradings; a share of them cached."""
+    settings = Settings(judge=TARGET_JUDGE)
+    services = _services(engine, settings)
+    rubric = services.rubrics.current[settings.rubric]
+    await services.store.save_rubric(rubric)
+    now = utcnow()
+    submissions, gradings = [], []
+    for n in range(count):
+        sid = new_id()
+        submissions.append(
+            {
+                "id": sid, "diagnosis": _DIAGNOSIS.format(n=n), "ground_truth": _TRUTH.format(n=n),
+                "ground_truth_source": "inline", "agent": f"agent-{n % 3}", "metadata": {},
+                "redactions": [], "submitted_by": "bench", "request_hash": sid * 2,
+                "created_at": now,
+            }
+        )  # fmt: skip
+        gradings.append(
+            {
+                "id": new_id(), "submission_id": sid, "rubric_id": rubric.id,
+                "rubric_version": rubric.version, "judge_spec": "openai:old",
+                "judge_backend": "openai", "judge_model": "old", "status": "graded",
+                "claim_count": 1, "passed": n % 2 == 0, "yes_count": 7 if n % 2 == 0 else 3,
+                "needs_review": False, "review_reasons": [], "overridden": False,
+                "is_current": True, "revision": 2, "created_at": now, "graded_at": now,
+            }
+        )  # fmt: skip
+    async with engine.begin() as connection:
+        tables: list[tuple[Any, list[dict[str, Any]]]] = [
+            (SubmissionRecord.__table__, submissions),  # type: ignore[attr-defined]
+            (GradingRecord.__table__, gradings),  # type: ignore[attr-defined]
+        ]
+        for table, rows in tables:
+            for start in range(0, len(rows), 2000):
+                await connection.execute(insert(table), rows[start : start + 2000])
+    await _fill_cache(services, int(count * cached_share))
+    await services.backends.aclose()
+
+
+async def _fill_cache(services: Services, count: int) -> None:
+    rubric = services.rubrics.current[services.settings.rubric]
+    backend = services.backends.get(TARGET_JUDGE)
+    keyer = CacheKeys(
+        build_reply_schema(rubric),
+        sampling_params(services),
+        backend=backend.name,
+        model=backend.model,
+        base_url=backend.base_url,
+    )
+    rows = [
+        JudgeCacheRecord(
+            key=keyer.key(build_messages(rubric, _TRUTH.format(n=n), _DIAGNOSIS.format(n=n))) or "",
+            backend=backend.name, model=backend.model, completion_text="{}",
+            response_model="bench", completion_tokens=400, created_at=utcnow(),
+        ).model_dump()
+        for n in range(count)
+    ]  # fmt: skip
+    if rows:
+        async with services.store.engine.begin() as connection:
+            await connection.execute(insert(JudgeCacheRecord.__table__), rows)  # type: ignore[attr-defined]
+
+
+async def time_dry_run(engine: AsyncEngine) -> tuple[float, dict[str, Any]]:
+    """Seconds a dry run over every stored submission takes, and its estimate."""
+    services = _services(engine, Settings(judge=TARGET_JUDGE))
+    data = RegradeJobCreate(judge=TARGET_JUDGE, dry_run=True)
+    await resolve_target(services, data)  # build the backend once, as a running server has
+    started = time.perf_counter()
+    view = await start_regrade(services, data, actor="bench")
+    elapsed = time.perf_counter() - started
+    await services.backends.aclose()
+    return elapsed, view.job.estimate
+
+
+async def _main(count: int, url: str | None) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        engine = make_engine(url or f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}")
+        await upgrade(engine)
+        started = time.perf_counter()
+        await seed_submissions(engine, count)
+        print(f"seeded {count} submissions in {time.perf_counter() - started:.2f} s")
+        elapsed, estimate = await time_dry_run(engine)
+        await engine.dispose()
+    print(f"dry run over {estimate['submissions']} submissions: {elapsed:.3f} s")
+    print(
+        f"  judge calls {estimate['judge_calls']}, cache hits {estimate['cache_hits']}, "
+        f"prompt tokens ~{estimate['prompt_tokens']}, completion tokens "
+        f"~{estimate['completion_tokens']} ({estimate['completion_tokens_basis']})"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--submissions", type=int, default=10_000)
+    parser.add_argument("--database-url", default=None)
+    arguments = parser.parse_args()
+    asyncio.run(_main(arguments.submissions, arguments.database_url))

@@ -1,0 +1,83 @@
+"""Import problems and the ground truths of SREGym problems (``--problems FILE``).
+
+The problems file maps problem ids to ground truths: JSON lines or YAML of
+``{problem_id, root_cause}`` (a YAML list of such mappings, or one mapping of
+``problem_id: root_cause``). An empty ``root_cause`` is a healthy-cluster control.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["ImportFileError", "ImportProblem", "read_problems"]
+
+
+@dataclass(frozen=True)
+class ImportProblem:
+    """Something that could not be imported: where (``file:line``) and why."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+class ImportFileError(ValueError):
+    """An input that cannot be imported at all (e.g. an unreadable problems file)."""
+
+
+def _entries_from_yaml(data: Any, source: str) -> list[tuple[str, Any]]:
+    if isinstance(data, dict) and "problem_id" not in data:
+        return [
+            (f"{source}: key {key!r}", {"problem_id": key, "root_cause": v})
+            for key, v in data.items()
+        ]
+    items = data if isinstance(data, list) else [data]
+    return [(f"{source}: entry {n}", item) for n, item in enumerate(items, start=1)]
+
+
+def _entries(path: Path, text: str) -> list[tuple[str, Any]]:
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            return _entries_from_yaml(yaml.safe_load(text), path.name)
+        except yaml.YAMLError as exc:
+            raise ImportFileError(f"{path}: not valid YAML: {exc}") from None
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            entries.append((where, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ImportFileError(f"{where}: not valid JSON: {exc.msg}") from None
+    return entries
+
+
+def read_problems(path: Path) -> dict[str, str]:
+    """``problem_id -> root_cause``; raises ImportFileError naming the file and entry."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFileError(f"{path}: cannot read: {exc}") from None
+    problems: dict[str, str] = {}
+    for where, entry in _entries(path, text):
+        if not isinstance(entry, dict):
+            raise ImportFileError(f"{where}: expected a mapping with problem_id and root_cause")
+        problem_id, root_cause = entry.get("problem_id"), entry.get("root_cause")
+        if not isinstance(problem_id, str) or not problem_id.strip():
+            raise ImportFileError(f"{where}: problem_id must be a non-empty string")
+        if root_cause is None:
+            root_cause = ""
+        if not isinstance(root_cause, str):
+            raise ImportFileError(f"{where}: root_cause must be a string")
+        if problem_id in problems and problems[problem_id] != root_cause:
+            raise ImportFileError(f"{where}: problem {problem_id!r} is given twice, differently")
+        problems[problem_id.strip()] = root_cause
+    return problems

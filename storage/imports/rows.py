@@ -1,0 +1,131 @@
+"""Rows for imported submissions and SREGym's own verdicts (no database access here).
+
+SREGym's verdict becomes a grading by the external judge ``sregym``: status graded,
+its checklist as answers, its success and composite as they were, current. Attempts
+that never produced a diagnosis (no submission, failed deploy, timeout) get no
+grading at all, so they are never graded as wrong diagnoses and never count in pass
+rates; their outcome is in the submission's metadata.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from judge.rubric import Rubric
+from judge.rule import apply_rule
+from storage.canonical import canonical_json, sha256_hex
+from storage.imports.sregym import SregymAttempt
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
+
+__all__ = [
+    "SREGYM_JUDGE_SPEC",
+    "SREGYM_RUBRIC_VERSION",
+    "run_started_at",
+    "sregym_grading",
+    "sregym_submission",
+]
+
+#: the judge of imported SREGym verdicts
+SREGYM_JUDGE_SPEC = "external:sregym"
+#: the rubric version of imported SREGym verdicts: SREGym's own checklist wording
+SREGYM_RUBRIC_VERSION = "sregym"
+
+_RUN_FORMATS = ("%Y-%m-%d_%H-%M-%S", "%Y%m%d_%H%M%S", "%Y-%m-%dT%H-%M-%S", "%Y-%m-%d_%H%M%S")
+
+
+def run_started_at(run: str) -> datetime | None:
+    """The time in a results folder's name (``2025-01-15_10-30-00`` and the like), or None."""
+    for pattern in _RUN_FORMATS:
+        try:
+            return datetime.strptime(run, pattern).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+def sregym_submission(
+    attempt: SregymAttempt, ground_truth: str, *, scenario_id: str | None, actor: str, at: datetime
+) -> SubmissionRecord:
+    """The submission of one attempt; SREGym's figures and the outcome in its metadata."""
+    metadata: dict[str, Any] = {
+        "source": "sregym",
+        "import_outcome": attempt.outcome,
+        "sregym": {
+            **attempt.original,
+            "run": attempt.run,
+            "problem_id": attempt.problem_id,
+            "csv": attempt.source,
+        },
+    }
+    if attempt.checklist_problem:
+        metadata["import_problem"] = attempt.checklist_problem
+    content = {"diagnosis": attempt.diagnosis, "ground_truth": ground_truth, "meta": metadata}
+    key = f"sregym:{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"
+    return SubmissionRecord(
+        id=new_id(),
+        diagnosis=attempt.diagnosis,
+        ground_truth=ground_truth,
+        ground_truth_source="scenario" if scenario_id else "inline",
+        scenario_id=scenario_id,
+        agent=attempt.agent or None,
+        run_id=attempt.run or None,
+        attempt=attempt.attempt,
+        metadata_=metadata,
+        submitted_by=actor,
+        idempotency_key=key if attempt.attempt is not None else f"sregym:{attempt.source}",
+        request_hash=sha256_hex(canonical_json(content)),
+        created_at=run_started_at(attempt.run) or at,
+    )
+
+
+def _answers(grading_id: str, attempt: SregymAttempt) -> list[AnswerRecord]:
+    return [
+        AnswerRecord(
+            grading_id=grading_id,
+            question_id=a.question_id,
+            dimension_id=a.question_id.split("-", 1)[0],
+            answer=a.answer,
+            judge_answer=a.answer,
+            evidence=a.evidence,
+            confidence=a.confidence,
+            position=position,
+        )
+        for position, a in enumerate(attempt.answers or ())
+    ]
+
+
+def sregym_grading(
+    attempt: SregymAttempt, submission_id: str, *, rubric: Rubric, at: datetime
+) -> tuple[GradingRecord, list[AnswerRecord]]:
+    """SREGym's verdict as a current grading of the external judge ``sregym``."""
+    grading = GradingRecord(
+        id=new_id(),
+        submission_id=submission_id,
+        rubric_id=rubric.id,
+        rubric_version=SREGYM_RUBRIC_VERSION,
+        judge_spec=SREGYM_JUDGE_SPEC,
+        judge_backend="external",
+        judge_model="sregym",
+        created_at=at,
+        graded_at=at,
+    )
+    if attempt.answers is None:
+        grading.status, grading.unscored_reason = "unscored", "sregym_checklist_unreadable"
+        grading.detail = attempt.checklist_problem
+        return grading, []
+    said = {a.question_id: a.answer for a in attempt.answers}
+    outcome = apply_rule(rubric, said) if all(q.id in said for q in rubric.questions) else None
+    passed = (
+        attempt.success if attempt.success is not None else (outcome.passed if outcome else None)
+    )
+    grading.status = "graded"
+    grading.yes_count = sum(said.values())
+    grading.composite = (
+        attempt.composite
+        if attempt.composite is not None
+        else (outcome.composite if outcome else None)
+    )
+    grading.passed = grading.judge_passed = passed
+    grading.decisive = outcome.decisive if outcome else None
+    return grading, _answers(grading.id, attempt)

@@ -1,0 +1,269 @@
+"""Storing imports: SREGym attempts with their verdicts, historic JSONL submissions.
+
+Imports are idempotent: each submission carries an idempotency key derived from where
+it came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
+importing the same input again stores nothing twice. Rows are written in batches,
+one transaction each, every submission audited as ``submission.imported``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.rubric import Rubric
+from storage.canonical import canonical_json, sha256_hex
+from storage.imports.jsonl import JsonlLine
+from storage.imports.problems import ImportProblem
+from storage.imports.rows import sregym_grading, sregym_submission
+from storage.imports.sregym import SregymAttempt
+from storage.submissions import SubmissionStore
+from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
+
+__all__ = ["ImportAborted", "ImportReport", "ImportStore"]
+
+_BATCH = 200
+
+
+@dataclass
+class ImportReport:
+    """What an import stored, skipped and could not read."""
+
+    submissions: int = 0
+    #: already imported earlier (same source): left as they were
+    already_imported: int = 0
+    #: SREGym verdicts kept as gradings of the external judge
+    sregym_verdicts: int = 0
+    #: gradings queued for the workers
+    queued: int = 0
+    #: attempts without a diagnosis, by outcome: stored, never graded
+    not_graded: dict[str, int] = field(default_factory=dict)
+    problems: list[ImportProblem] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        return {
+            "submissions": self.submissions,
+            "already_imported": self.already_imported,
+            "sregym_verdicts": self.sregym_verdicts,
+            "queued": self.queued,
+            "not_graded": dict(self.not_graded),
+            "problems": [str(p) for p in self.problems],
+        }
+
+
+class ImportAborted(Exception):
+    """A strict import found problems; nothing was stored."""
+
+    def __init__(self, problems: list[ImportProblem]) -> None:
+        super().__init__(f"{len(problems)} problem(s); nothing imported")
+        self.problems = problems
+
+
+def _batches(items: Iterable[Any]) -> Iterable[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class ImportStore(SubmissionStore):
+    """Writing imported submissions and gradings."""
+
+    async def _known(self, session: AsyncSession, actor: str, key: str) -> bool:
+        query = select(col(SubmissionRecord.id)).where(
+            col(SubmissionRecord.submitted_by) == actor,
+            col(SubmissionRecord.idempotency_key) == key,
+        )
+        return (await session.execute(query)).first() is not None
+
+    async def _ensure_scenario(self, session: AsyncSession, scenario_id: str, truth: str) -> None:
+        table = ScenarioRecord.__table__  # type: ignore[attr-defined]
+        values: dict[str, Any] = {"id": scenario_id, "ground_truth": truth, "tags": ["sregym"]}
+        values["title"] = ""
+        values |= {"created_by": "import:sregym", "created_at": self._clock()}
+        await self._insert_ignore(session, table, values)
+
+    async def _audit_import(self, session: AsyncSession, s: SubmissionRecord, **extra: Any) -> None:
+        payload = {
+            "submission_id": s.id,
+            "agent": s.agent,
+            "run_id": s.run_id,
+            "attempt": s.attempt,
+            "scenario_id": s.scenario_id,
+            "diagnosis_sha256": sha256_hex(s.diagnosis),
+            "ground_truth_sha256": sha256_hex(s.ground_truth),
+            "idempotency_key": s.idempotency_key,
+            **extra,
+        }
+        await self._audit(
+            session,
+            "submission.imported",
+            entity_type="submission",
+            entity_id=s.id,
+            actor=s.submitted_by,
+            payload=payload,
+        )
+
+    async def import_sregym(
+        self,
+        attempts: Iterable[SregymAttempt | ImportProblem],
+        problems: Mapping[str, str],
+        *,
+        rubric: Rubric,
+        actor: str = "import:sregym",
+    ) -> ImportReport:
+        """Store attempts with SREGym's verdicts; attempts of unknown problems are problems."""
+        report = ImportReport()
+        for batch in _batches(attempts):
+            async with self._write() as session:
+                for item in batch:
+                    if isinstance(item, ImportProblem):
+                        report.problems.append(item)
+                    elif item.problem_id not in problems:
+                        message = f"problem {item.problem_id!r} is not in the problems file"
+                        report.problems.append(ImportProblem(item.source, message))
+                    else:
+                        await self._import_attempt(session, item, problems, rubric, actor, report)
+        return report
+
+    async def _import_attempt(
+        self,
+        session: AsyncSession,
+        attempt: SregymAttempt,
+        problems: Mapping[str, str],
+        rubric: Rubric,
+        actor: str,
+        report: ImportReport,
+    ) -> None:
+        truth, now = problems[attempt.problem_id], self._clock()
+        await self._ensure_scenario(session, attempt.problem_id, truth)
+        submission = sregym_submission(
+            attempt, truth, scenario_id=attempt.problem_id, actor=actor, at=now
+        )
+        assert submission.idempotency_key is not None
+        if await self._known(session, actor, submission.idempotency_key):
+            report.already_imported += 1
+            return
+        session.add(submission)
+        await session.flush()
+        grading_id = None
+        if attempt.outcome == "diagnosed":
+            grading, answers = sregym_grading(attempt, submission.id, rubric=rubric, at=now)
+            session.add(grading)
+            await session.flush()
+            session.add_all(answers)
+            grading_id = grading.id
+            report.sregym_verdicts += 1
+        else:
+            report.not_graded[attempt.outcome] = report.not_graded.get(attempt.outcome, 0) + 1
+        report.submissions += 1
+        await session.flush()
+        await self._audit_import(
+            session, submission, source="sregym", outcome=attempt.outcome, grading_id=grading_id
+        )
+
+    async def import_jsonl(
+        self,
+        lines: Iterable[JsonlLine | ImportProblem],
+        *,
+        rubric: Rubric,
+        judge: tuple[str, str, str],
+        actor: str = "import:jsonl",
+        strict: bool = False,
+    ) -> ImportReport:
+        """Store historic submissions, each with a pending grading by ``rubric`` and ``judge``.
+
+        ``judge`` is ``(spec, backend, model)``. With ``strict``, any problem raises
+        ImportAborted and nothing is stored (one transaction for the whole file).
+        """
+        report = ImportReport()
+        batches = [list(lines)] if strict else _batches(lines)
+        for batch in batches:
+            async with self._write() as session:
+                for item in batch:
+                    if isinstance(item, ImportProblem):
+                        report.problems.append(item)
+                        continue
+                    await self._import_line(session, item, rubric, judge, actor, report)
+                if strict and report.problems:
+                    raise ImportAborted(report.problems)
+            if report.submissions:
+                await self._ensure_rubric_saved(rubric, actor)
+        return report
+
+    async def _ensure_rubric_saved(self, rubric: Rubric, actor: str) -> None:
+        async with self._write() as session:
+            await self._ensure_rubric(session, rubric, actor=actor)
+
+    async def _import_line(
+        self,
+        session: AsyncSession,
+        line: JsonlLine,
+        rubric: Rubric,
+        judge: tuple[str, str, str],
+        actor: str,
+        report: ImportReport,
+    ) -> None:
+        item, now = line.submission, self._clock()
+        truth = item.ground_truth
+        if item.scenario_id is not None:
+            scenario = await session.get(ScenarioRecord, item.scenario_id)
+            if scenario is None:
+                where = f"line {line.line}"
+                report.problems.append(
+                    ImportProblem(where, f"scenario_id: no scenario {item.scenario_id!r}")
+                )
+                return
+            truth = scenario.ground_truth
+        content = sha256_hex(canonical_json(item.model_dump(mode="json")))
+        key = f"jsonl:{content}"
+        if await self._known(session, actor, key):
+            report.already_imported += 1
+            return
+        submission = SubmissionRecord(
+            id=new_id(),
+            diagnosis=item.diagnosis,
+            ground_truth=truth or "",
+            ground_truth_source="scenario" if item.scenario_id else "inline",
+            scenario_id=item.scenario_id,
+            agent=item.agent,
+            model=item.model,
+            run_id=item.run_id,
+            attempt=item.attempt,
+            metadata_={**item.metadata, "source": "jsonl"},
+            submitted_by=actor,
+            idempotency_key=key,
+            request_hash=content,
+            created_at=item.created_utc() or now,
+        )
+        session.add(submission)
+        await session.flush()
+        spec, backend, model = judge
+        grading = GradingRecord(
+            id=new_id(),
+            submission_id=submission.id,
+            rubric_id=rubric.id,
+            rubric_version=rubric.version,
+            judge_spec=spec,
+            judge_backend=backend,
+            judge_model=model,
+            status="pending",
+            created_at=now,
+        )
+        session.add(grading)
+        await session.flush()
+        report.submissions += 1
+        report.queued += 1
+        await self._audit_import(
+            session, submission, source="jsonl", line=line.line, grading_id=grading.id
+        )

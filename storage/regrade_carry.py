@@ -1,0 +1,129 @@
+"""Human decisions stay final: carrying overrides onto the gradings of a regrade.
+
+An answer override in force on the previous grading is copied onto the new grading
+when the question's text is the same in both rubric versions; a verdict override when
+the pass rule is the same. Whatever cannot be carried sends the new grading to the
+review queue with reason ``override_outdated``. The copies are new override rows that
+keep the human author and say where they came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.adjudication import OverrideEvent, effective_outcome, overrides_in_force
+from judge.rubric import Rubric, rubric_from_mapping
+from storage.catalog import rubric_key
+from storage.overrides import override_events
+from storage.review_tables import OverrideRecord
+from storage.tables import AnswerRecord, GradingRecord, RubricVersionRecord
+
+__all__ = ["OUTDATED", "Carried", "carry_overrides"]
+
+#: the review reason of a new grading whose human override could not be carried
+OUTDATED = "override_outdated"
+
+
+@dataclass
+class Carried:
+    """What happened to the previous grading's overrides."""
+
+    carried: list[str] = field(default_factory=list)
+    outdated: list[str] = field(default_factory=list)
+    #: a human verdict could not be carried: the new grading must not replace the old
+    verdict_outdated: bool = False
+
+    def payload(self, previous_id: str) -> dict[str, Any]:
+        """The audit payload."""
+        return {"from_grading": previous_id, "carried": self.carried, "outdated": self.outdated}
+
+
+async def _rubric(session: AsyncSession, grading: GradingRecord) -> Rubric | None:
+    record = await session.get(
+        RubricVersionRecord, rubric_key(grading.rubric_id, grading.rubric_version)
+    )
+    if record is None:
+        return None
+    return rubric_from_mapping(record.content, source=f"stored rubric {record.key}")
+
+
+def _same_question(old: Rubric | None, new: Rubric | None, question_id: str) -> bool:
+    if old is None or new is None:
+        return False
+    try:
+        return old.question(question_id).text == new.question(question_id).text
+    except KeyError:
+        return False
+
+
+def _carries(event: OverrideEvent, old: Rubric | None, new: Rubric | None, graded: bool) -> bool:
+    if event.kind == "answer":
+        return graded and _same_question(old, new, event.question_id or "")
+    return old is not None and new is not None and old.rule == new.rule
+
+
+def _copy(record: OverrideRecord, grading_id: str, job_id: str, at: datetime) -> OverrideRecord:
+    note = f"carried by regrade job {job_id} from override {record.id}: {record.reason}"
+    return OverrideRecord(
+        grading_id=grading_id,
+        kind=record.kind,
+        question_id=record.question_id,
+        answer=record.answer,
+        verdict=record.verdict,
+        reason=note,
+        author_id=record.author_id,
+        author_name=record.author_name,
+        created_at=at,
+    )
+
+
+async def _apply(session: AsyncSession, grading: GradingRecord, rubric: Rubric | None) -> None:
+    """Recompute the new grading's effective figures with the carried overrides."""
+    query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == grading.id)
+    in_force = overrides_in_force(override_events(list((await session.execute(query)).scalars())))
+    query_answers = select(AnswerRecord).where(col(AnswerRecord.grading_id) == grading.id)
+    answers = {a.question_id: a.answer for a in (await session.execute(query_answers)).scalars()}
+    if answers and rubric is not None:
+        outcome = effective_outcome(rubric, answers, in_force)
+        grading.yes_count, grading.composite = outcome.rule.yes_count, outcome.rule.composite
+        grading.decisive, grading.passed = outcome.rule.decisive, outcome.passed
+        grading.overridden = outcome.overridden
+    else:
+        verdict = in_force.get(("verdict", ""))
+        if verdict is not None:
+            grading.passed, grading.overridden = verdict.verdict == "pass", True
+
+
+async def carry_overrides(
+    session: AsyncSession, grading: GradingRecord, previous: GradingRecord, at: datetime
+) -> Carried:
+    """Carry the previous grading's overrides in force onto ``grading`` (same transaction)."""
+    outcome = Carried()
+    query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == previous.id)
+    records = list((await session.execute(query)).scalars())
+    in_force = overrides_in_force(override_events(records))
+    if not in_force:
+        return outcome
+    by_id = {r.id: r for r in records}
+    old, new = await _rubric(session, previous), await _rubric(session, grading)
+    for event in in_force.values():
+        if _carries(event, old, new, graded=grading.status == "graded"):
+            copy = _copy(by_id[event.id], grading.id, grading.regrade_job_id or "", at)
+            session.add(copy)
+            outcome.carried.append(event.id)
+        else:
+            outcome.outdated.append(event.id)
+            outcome.verdict_outdated |= event.kind == "verdict"
+    await session.flush()
+    if outcome.carried:
+        await _apply(session, grading, new)
+    if outcome.outdated:
+        grading.needs_review = True
+        grading.review_reasons = [*grading.review_reasons, OUTDATED]
+    return outcome

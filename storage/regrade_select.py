@@ -1,0 +1,123 @@
+"""Which submissions a regrade job covers: a filter over current gradings.
+
+A submission is covered when its current grading is finished (graded or unscored)
+and matches the filter. Submissions without a grading (SREGym attempts that timed
+out, failed to deploy or submitted nothing) are never covered, and pending gradings
+are left to the workers that already have them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, case, func, select
+from sqlmodel import col
+
+from storage.canonical import iso_utc
+from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
+
+__all__ = ["RegradeFilter", "candidates_query", "matching_scenarios", "totals_query"]
+
+_FINISHED = ("graded", "unscored")
+
+
+@dataclass(frozen=True)
+class RegradeFilter:
+    """The filter of a regrade job; None (or no tags) means "any".
+
+    ``created_after`` (inclusive) and ``created_before`` (exclusive) apply to the
+    submission's time (for imports, when the run happened). ``rubric_version`` is
+    ``id@version`` or a bare version; ``judge`` is ``BACKEND:MODEL[@BASE_URL]`` of the
+    current grading (``external:sregym`` for imported SREGym verdicts). ``tags`` are
+    scenario tags, all required.
+    """
+
+    agent: str | None = None
+    model: str | None = None
+    scenario_id: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    rubric_version: str | None = None
+    judge: str | None = None
+    passed: bool | None = None
+    tags: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """The filter as stored with the job: given keys only, datetimes in ISO 8601."""
+        stored: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if value is None or value == ():
+                continue
+            stored[key] = iso_utc(value) if isinstance(value, datetime) else value
+        if "tags" in stored:
+            stored["tags"] = list(stored["tags"])
+        return stored
+
+
+def _judge_clauses(judge: str) -> list[Any]:
+    backend, _, rest = judge.partition(":")
+    _, at, _ = rest.rpartition("@")
+    if not at:
+        return [col(GradingRecord.judge_backend) == backend, col(GradingRecord.judge_model) == rest]
+    return [col(GradingRecord.judge_spec) == judge]
+
+
+def _filtered(query: Select[Any], f: RegradeFilter, scenarios: list[str] | None) -> Select[Any]:
+    g, s = GradingRecord, SubmissionRecord
+    query = query.where(col(g.is_current).is_(True), col(g.status).in_(_FINISHED))
+    for column, value in ((s.agent, f.agent), (s.model, f.model), (s.scenario_id, f.scenario_id)):
+        if value is not None:
+            query = query.where(col(column) == value)
+    if f.created_after is not None:
+        query = query.where(col(s.created_at) >= f.created_after)
+    if f.created_before is not None:
+        query = query.where(col(s.created_at) < f.created_before)
+    if f.passed is not None:
+        query = query.where(col(g.passed).is_(f.passed))
+    if f.rubric_version is not None:
+        rubric_id, at, version = f.rubric_version.rpartition("@")
+        query = query.where(col(g.rubric_version) == version)
+        if at:
+            query = query.where(col(g.rubric_id) == rubric_id)
+    if f.judge is not None:
+        query = query.where(*_judge_clauses(f.judge))
+    if scenarios is not None:
+        query = query.where(col(s.scenario_id).in_(scenarios))
+    return query
+
+
+def _joined(*columns: Any) -> Select[Any]:
+    return (
+        select(*columns)
+        .select_from(GradingRecord)
+        .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
+    )
+
+
+def matching_scenarios(rows: list[ScenarioRecord], tags: tuple[str, ...]) -> list[str]:
+    """Ids of the scenarios carrying every tag."""
+    wanted = set(tags)
+    return [r.id for r in rows if wanted <= set(r.tags or [])]
+
+
+def candidates_query(
+    f: RegradeFilter, scenarios: list[str] | None, *, texts: bool = False
+) -> Select[Any]:
+    """``(grading_id, submission_id[, diagnosis, ground_truth])`` of covered submissions."""
+    columns: list[Any] = [col(GradingRecord.id), col(GradingRecord.submission_id)]
+    if texts:
+        columns += [col(SubmissionRecord.diagnosis), col(SubmissionRecord.ground_truth)]
+    query = _filtered(_joined(*columns), f, scenarios)
+    return query.order_by(col(SubmissionRecord.created_at), col(SubmissionRecord.id))
+
+
+def totals_query(f: RegradeFilter, scenarios: list[str] | None) -> Select[Any]:
+    """Covered submissions, their text lengths, and how many have an empty diagnosis."""
+    text_chars = func.length(SubmissionRecord.diagnosis) + func.length(
+        SubmissionRecord.ground_truth
+    )
+    empty = func.sum(case((func.length(func.trim(SubmissionRecord.diagnosis)) == 0, 1), else_=0))
+    columns = (func.count(), func.coalesce(func.sum(text_chars), 0), func.coalesce(empty, 0))
+    return _filtered(_joined(*columns), f, scenarios)

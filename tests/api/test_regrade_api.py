@@ -1,0 +1,199 @@
+"""Regrade jobs over HTTP: imported SREGym runs, a shadow regrade, flips, the cache, states."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from judge.backends.scripted import ScriptedBackend
+from judge.rule import apply_rule
+from judge.verdict import Answer, GradingResult
+from storage import Claim, GradingFilter, Store
+from storage.imports import read_problems, read_sregym_folder
+from tests.api.conftest import ClientFactory
+from tests.storage.helpers import sregym_rubric
+from tests.support.sregym_results import write_sregym_results
+
+NEW_JUDGE = "scripted:fail"
+
+
+async def _import(engine: AsyncEngine, tmp_path: Path) -> int:
+    fixture = write_sregym_results(tmp_path)
+    store = Store(engine)
+    report = await store.import_sregym(
+        read_sregym_folder(fixture.root),
+        read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )
+    assert report.sregym_verdicts == 42
+    return sum(fixture.verdicts.values())
+
+
+def _failing(claim: Claim) -> GradingResult:
+    rubric = sregym_rubric()
+    answers = {q.id: False for q in rubric.questions}
+    outcome = apply_rule(rubric, answers)
+    return GradingResult(
+        status="graded", rubric_id=rubric.id, rubric_version=claim.rubric_version,
+        judge_backend="scripted", judge_model="fail", outcome=outcome, judge_outcome=outcome,
+        answers=tuple(
+            Answer(question_id=q, dimension_id=q[:2], answer=False, judge_answer=False)
+            for q in answers
+        ),
+    )  # fmt: skip
+
+
+async def _finished(client: AsyncTestClient[Any], headers: dict[str, str], job_id: str) -> Any:
+    for _ in range(600):  # 30 s
+        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=headers)).json()
+        if body["state"] in ("done", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job still {body['state']}: {body}")
+
+
+async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs_nothing(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: AsyncEngine,
+    tmp_path: Path,
+) -> None:
+    passes = await _import(engine, tmp_path)
+    judge = ScriptedBackend(model="fail")
+    admin = await tokens("admin")
+    request = {"judge": NEW_JUDGE, "filter": {"judge": "external:sregym"}}
+    async with api_client(backends={NEW_JUDGE: judge}) as client:
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        assert dry.status_code == 200, dry.text
+        assert (dry.json()["state"], dry.json()["total"]) == ("done", 42)
+        assert dry.json()["estimate"]["judge_calls"] == 42
+        assert dry.json()["estimate"]["cache_granularity"] == "call"
+        assert judge.requests == []
+
+        first = await client.post("/v1/regrade-jobs", json=request, headers=admin)
+        assert first.status_code == 201, first.text
+        done = await _finished(client, admin, first.json()["id"])
+        assert (done["state"], done["done"], done["failed"], done["remaining"]) == (
+            "done",
+            42,
+            0,
+            0,
+        )
+        assert (done["judge_calls"], done["cache_hits"]) == (42, 0)
+
+        flips = (await client.get(f"/v1/regrade-jobs/{done['id']}/flips", headers=admin)).json()
+        assert flips["compared"] == 42
+        assert flips["pass_to_fail"]["count"] == passes > 0
+        assert flips["fail_to_pass"]["count"] == 0
+        assert flips["questions"]["D1-Q1"]["no->yes"] == 0
+        assert sum(flips["questions"]["D1-Q1"].values()) == 42
+        assert flips["agreement"]["answers"]["n"] == 42 * 9
+        assert flips["agreement"]["verdicts"]["n"] == 42
+        csv_reply = await client.get(
+            f"/v1/regrade-jobs/{done['id']}/flips", params={"format": "csv"}, headers=admin
+        )
+        assert csv_reply.headers["content-type"].startswith("text/csv")
+        lines = csv_reply.text.strip().splitlines()
+        assert len(lines) == 43 and lines[0].startswith("submission_id,agent")
+        assert sum(",pass->fail," in line for line in lines) == passes
+
+        again = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        assert again.json()["estimate"]["cache_hits"] == 42
+        assert again.json()["estimate"]["judge_calls"] == 0
+        second = await client.post("/v1/regrade-jobs", json=request, headers=admin)
+        repeat = await _finished(client, admin, second.json()["id"])
+        assert (repeat["judge_calls"], repeat["cache_hits"], repeat["done"]) == (0, 42, 42)
+    assert len(judge.requests) == 42  # the second regrade made no judge call
+
+    store = Store(engine)
+    views, _ = await store.list_gradings(filters=GradingFilter(current_only=False), limit=500)
+    item = next(v for v in views if v.grading.regrade_job_id == repeat["id"])
+    [call] = await store.get_judge_calls(item.grading.id)
+    assert call.cached and call.attempts == []
+    [event] = [e for e in await store.grading_history(item.grading.id) if e.event == "judge.call"]
+    assert event.payload["origin"] == "cache"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"rubric": "no-such-rubric"}, "rubric"),
+        ({"rubric": "sregym-rca@v0+000000000000"}, "rubric"),
+        ({"judge": "nonsense"}, "judge"),
+        ({"judge": "scripted:maybe"}, "judge"),
+        ({"mode": "shadow"}, "rubric"),
+        ({"judge": NEW_JUDGE, "mode": "replace"}, "mode"),
+        ({"judge": NEW_JUDGE, "filter": {"colour": "red"}}, "filter.colour"),
+        ({"judge": NEW_JUDGE, "filter": {"created_after": "2025-01-01T00:00:00"}}, "created_after"),
+    ],
+)
+async def test_invalid_requests_get_422_naming_the_field(
+    api_client: ClientFactory, tokens: Callable[..., Any], body: dict[str, Any], field: str
+) -> None:
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        reply = await client.post("/v1/regrade-jobs", json=body, headers=admin)
+    assert reply.status_code == 422, reply.text
+    assert reply.headers["content-type"].startswith("application/problem+json")
+    assert any(field in e["field"] for e in reply.json()["errors"]), reply.json()
+
+
+async def test_pause_resume_cancel_and_who_may(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: AsyncEngine, tmp_path: Path
+) -> None:
+    await _import(engine, tmp_path)
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    async with api_client(
+        start_workers=False, backends={NEW_JUDGE: ScriptedBackend(model="fail")}
+    ) as client:
+        denied = await client.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=submitter)
+        assert denied.status_code == 403
+        job = (
+            await client.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=admin)
+        ).json()
+        assert (job["state"], job["remaining"], job["eta_seconds"]) == ("queued", 42, None)
+        base = f"/v1/regrade-jobs/{job['id']}"
+        assert (await client.post(f"{base}/pause", headers=admin)).json()["state"] == "paused"
+        assert (await client.post(f"{base}/resume", headers=admin)).json()["state"] == "queued"
+        cancelled = (await client.post(f"{base}/cancel", headers=admin)).json()
+        assert (cancelled["state"], cancelled["cancelled"], cancelled["remaining"]) == (
+            "cancelled",
+            42,
+            0,
+        )
+        assert (await client.post(f"{base}/pause", headers=admin)).status_code == 409
+        assert (await client.get("/v1/regrade-jobs/nope", headers=admin)).status_code == 404
+        assert (await client.get(f"{base}/flips", headers=submitter)).status_code == 403
+        adjudicator = await tokens("adjudicator")
+        assert (await client.get(base, headers=adjudicator)).status_code == 403
+        assert (await client.post(f"{base}/resume", headers=adjudicator)).status_code == 403
+        assert (await client.get(base)).status_code == 401
+
+
+async def test_a_job_survives_a_restart_and_continues_where_it_stopped(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: AsyncEngine, tmp_path: Path
+) -> None:
+    await _import(engine, tmp_path)
+    admin = await tokens("admin")
+    judge = ScriptedBackend(model="fail")
+    async with api_client(start_workers=False, backends={NEW_JUDGE: judge}) as client:
+        job = (
+            await client.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=admin)
+        ).json()
+    store = Store(engine)
+    [claim] = await store.claim_pending("before-restart", limit=1, lease_seconds=60)
+    assert await store.complete_grading(claim.grading_id, "before-restart", _failing(claim))
+    async with api_client(backends={NEW_JUDGE: judge}) as client:  # the server comes back
+        done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", 42)
+    assert len(judge.requests) == 41  # the item graded before the restart was not redone

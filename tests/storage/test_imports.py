@@ -1,0 +1,165 @@
+"""Imports: an SREGym results folder with SREGym's verdicts kept, and JSON lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import GradingRecord, ScenarioRecord, Store, SubmissionRecord
+from storage.db import session_factory
+from storage.imports import (
+    ImportAborted,
+    ImportFileError,
+    read_jsonl,
+    read_problems,
+    read_sregym_folder,
+)
+from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
+from tests.support.sregym_results import PROBLEMS, write_sregym_results
+
+
+async def _count(engine: AsyncEngine, model: type, *where: object) -> int:
+    async with session_factory(engine)() as session:
+        query = select(func.count()).select_from(model).where(*where)  # type: ignore[arg-type]
+        return int((await session.execute(query)).scalar_one())
+
+
+async def test_sregym_folder_gives_the_right_counts_and_keeps_sregyms_verdicts(
+    store: Store, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    fixture = write_sregym_results(tmp_path)
+    problems = read_problems(fixture.problems_file)
+    report = await store.import_sregym(
+        read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
+    )
+    assert report.problems == []
+    assert report.submissions == 45
+    assert report.sregym_verdicts == 42
+    assert report.not_graded == {"timed_out": 1, "deploy_failed": 1, "no_submission": 1}
+    assert await _count(engine, ScenarioRecord) == len(PROBLEMS)
+    external = GradingRecord.judge_spec == "external:sregym"  # type: ignore[comparison-overlap]
+    assert await _count(engine, GradingRecord, external, GradingRecord.is_current) == 42
+    # no grading at all for attempts without a diagnosis: never graded as wrong
+    assert await _count(engine, GradingRecord) == 42
+    assert await _count(engine, GradingRecord, GradingRecord.status == "pending") == 0
+
+    views, _ = await store.list_gradings(limit=100)
+    by_key = {
+        (v.submission.agent, v.submission.scenario_id, v.submission.attempt): v for v in views
+    }
+    assert len(by_key) == 42
+    for (agent, problem, attempt), success in fixture.verdicts.items():
+        view = by_key[(agent, problem, attempt)]
+        assert view.grading.passed is success and view.grading.judge_passed is success
+        assert len(view.answers) == 9
+        assert view.grading.yes_count == sum(a.answer for a in view.answers)
+        sregym = view.submission.metadata_["sregym"]
+        assert sregym["success"] == str(success) and sregym["TTL"] is not None
+        assert sregym["checklist_text"].startswith("[{'id': 'D1-Q1'")
+        assert sregym["dimensions"]["D1"]["score"] == round(
+            sum(a.answer for a in view.answers[:3]) / 3, 3
+        )
+
+
+async def test_importing_the_same_folder_twice_stores_nothing_twice(
+    store: Store, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    fixture = write_sregym_results(tmp_path)
+    problems = read_problems(fixture.problems_file)
+    await store.import_sregym(read_sregym_folder(fixture.root), problems, rubric=sregym_rubric())
+    again = await store.import_sregym(
+        read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
+    )
+    assert (again.submissions, again.already_imported) == (0, 45)
+    assert await _count(engine, SubmissionRecord) == 45
+
+
+async def test_unknown_problems_and_unreadable_checklists_are_reported_with_file_and_line(
+    store: Store, tmp_path: Path
+) -> None:
+    fixture = write_sregym_results(tmp_path)
+    problems = read_problems(fixture.problems_file)
+    del problems["auth_miss_mongodb-mitigation-1"]
+    broken = fixture.root / "2025-06-02_08-00-00" / "stratus" / "revoke_auth_mongodb-detection-2"
+    broken.mkdir(parents=True)
+    (broken / "r.csv").write_text(
+        "problem_id,attempt,Diagnosis.submission,Diagnosis.checklist\n"
+        "revoke_auth_mongodb-detection-2,1,the rate db lost its role,\"__import__('os')\"\n"
+    )
+    report = await store.import_sregym(
+        read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
+    )
+    assert len(report.problems) == 9  # 3 agents x 3 attempts of the missing problem
+    assert all("results.csv:" in p.where or "results.csv" in p.where for p in report.problems)
+    assert "not in the problems file" in report.problems[0].message
+    views, _ = await store.list_gradings(limit=100)
+    unreadable = [v for v in views if v.grading.status == "unscored"]
+    assert len(unreadable) == 1  # kept as an unscored SREGym grading, never eval'ed
+    assert unreadable[0].grading.unscored_reason == "sregym_checklist_unreadable"
+
+
+def test_a_problems_file_in_yaml_and_bad_ones(tmp_path: Path) -> None:
+    good = tmp_path / "p.yaml"
+    good.write_text("- problem_id: a\n  root_cause: x\n- problem_id: b\n  root_cause: ''\n")
+    assert read_problems(good) == {"a": "x", "b": ""}
+    bad = tmp_path / "p.jsonl"
+    bad.write_text('{"problem_id": "a", "root_cause": "x"}\n{"problem_id": 3}\n')
+    with pytest.raises(ImportFileError, match=r"p.jsonl:2"):
+        read_problems(bad)
+
+
+def _jsonl(path: Path, lines: list[object]) -> Path:
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+async def test_jsonl_reports_bad_lines_by_number_and_imports_the_rest(
+    store: Store, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    await store.create_scenario(id="s1", ground_truth="[fault_spec] component=x", actor="t")
+    path = _jsonl(
+        tmp_path / "h.jsonl",
+        [
+            {"diagnosis": "x is down", "scenario_id": "s1", "agent": "a", "attempt": 1},
+            "{not json",
+            {"diagnosis": "y", "ground_truth": "g", "scenario_id": "s1"},
+            {"diagnosis": "z", "ground_truth": "g", "created_at": "2025-01-02T03:04:05"},
+            {"diagnosis": "w", "scenario_id": "nope"},
+            {"diagnosis": "v", "ground_truth": "g", "colour": "red"},
+        ],
+    )
+    report = await store.import_jsonl(
+        read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+    )
+    wheres = {p.where: p.message for p in report.problems}
+    assert set(wheres) == {"line 2", "line 3", "line 5", "line 6"}
+    assert "not valid JSON" in wheres["line 2"]
+    assert "exactly one of scenario_id and ground_truth" in wheres["line 3"]
+    assert "no scenario 'nope'" in wheres["line 5"]
+    assert "colour: unknown field" in wheres["line 6"]
+    assert (report.submissions, report.queued) == (2, 2)
+    assert await _count(engine, GradingRecord, GradingRecord.status == "pending") == 2
+    old = await _count(engine, SubmissionRecord, SubmissionRecord.diagnosis == "z")
+    assert old == 1
+
+
+async def test_strict_jsonl_imports_nothing_when_one_line_is_bad(
+    store: Store, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    path = _jsonl(
+        tmp_path / "h.jsonl",
+        [{"diagnosis": "a", "ground_truth": "g"}, {"diagnosis": 5, "ground_truth": "g"}],
+    )
+    with pytest.raises(ImportAborted) as aborted:
+        await store.import_jsonl(
+            read_jsonl(path),
+            rubric=sregym_rubric(),
+            judge=(JUDGE_SPEC, "openai", "judge-model"),
+            strict=True,
+        )
+    assert [p.where for p in aborted.value.problems] == ["line 2"]
+    assert await _count(engine, SubmissionRecord) == 0
