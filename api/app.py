@@ -12,17 +12,43 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.auth import current_principal
+from api.bootstrap import ensure_bootstrap_admin, read_token_file
+from api.limits import SubmissionLimits
+from api.metrics import Metrics, metrics_endpoint
+from api.middleware import RequestContextMiddleware
+from api.observability import litestar_logging_config
 from api.problems import exception_handlers
+from api.routes.exports import export_gradings
 from api.routes.gradings import get_grading, list_gradings
 from api.routes.health import healthz, readyz
+from api.routes.overrides import create_override, grading_history
+from api.routes.regrade import (
+    cancel_regrade_job,
+    create_regrade_job,
+    get_regrade_flips,
+    get_regrade_job,
+    pause_regrade_job,
+    resume_regrade_job,
+)
+from api.routes.review import claim_review, finish_review, label_grading, review_queue
 from api.routes.rubrics import get_rubric, list_rubrics
 from api.routes.scenarios import create_scenario, get_scenario
+from api.routes.stats import (
+    get_comparison,
+    get_dimension_failures,
+    get_failure_tags,
+    get_pass_rates,
+    get_question_rates,
+)
 from api.routes.submissions import create_submission
+from api.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
+from api.routes.tokens import create_token, list_tokens, revoke_token
 from api.services import BackendPool, RubricCatalog, Services
 from api.settings import Settings
 from api.workers import GradingWorkers
 from judge.backends import JudgeBackend
 from judge.rubric import load_rubric_dir
+from judge.vocabulary import load_vocabulary
 from storage import Store, make_engine
 
 __all__ = ["LOCAL_HOSTS", "create_app"]
@@ -61,12 +87,19 @@ def create_app(
         rubrics=RubricCatalog(rubrics, store),
         backends=BackendPool(settings, backends),
     )
+    metrics = Metrics()
+    limits = SubmissionLimits(settings, store, metrics)
+    if settings.bootstrap_admin_token_file is not None:
+        read_token_file(settings.bootstrap_admin_token_file)  # fail now, not at startup
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if settings.bootstrap_admin_token_file is not None:
+            await ensure_bootstrap_admin(store, settings.bootstrap_admin_token_file)
         for rubric in rubrics.values():
             await store.save_rubric(rubric)
-        workers = GradingWorkers(services, count=settings.worker_count)
+        await store.ensure_vocabulary(load_vocabulary(settings.failure_tags_file))
+        workers = GradingWorkers(services, count=settings.worker_count, metrics=metrics)
         if start_workers and settings.worker_count > 0:
             workers.start()
         app.state.workers = workers
@@ -82,6 +115,7 @@ def create_app(
         route_handlers=[
             healthz,
             readyz,
+            metrics_endpoint,
             create_submission,
             get_grading,
             list_gradings,
@@ -89,12 +123,41 @@ def create_app(
             get_scenario,
             list_rubrics,
             get_rubric,
+            get_pass_rates,
+            get_comparison,
+            get_question_rates,
+            get_dimension_failures,
+            get_failure_tags,
+            export_gradings,
+            create_override,
+            grading_history,
+            review_queue,
+            claim_review,
+            finish_review,
+            label_grading,
+            list_vocabulary,
+            define_tag,
+            add_tag,
+            remove_tag,
+            create_token,
+            list_tokens,
+            revoke_token,
+            create_regrade_job,
+            get_regrade_job,
+            get_regrade_flips,
+            pause_regrade_job,
+            resume_regrade_job,
+            cancel_regrade_job,
         ],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False),
             "principal": Provide(current_principal),
+            "limits": Provide(lambda: limits, sync_to_thread=False),
+            "metrics": Provide(lambda: metrics, sync_to_thread=False),
         },
         exception_handlers=exception_handlers,
+        middleware=[RequestContextMiddleware(metrics)],
+        logging_config=litestar_logging_config(),
         openapi_config=OpenAPIConfig(
             title="sre-judge",
             version="1",
@@ -105,4 +168,5 @@ def create_app(
         lifespan=[lifespan],
     )
     app.state.services = services
+    app.state.metrics = metrics
     return app

@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from datetime import UTC, datetime, timedelta
 
 import click
 
+from api.cli_config import config_group
 from api.cli_grade import grade_command
+from api.cli_import import import_group
+from api.cli_regrade import regrade_group
+from api.cli_report import export_command, report_command
+from api.cli_tokens import tokens_group
 from api.settings import Settings
 
 __all__ = ["main"]
@@ -29,6 +33,12 @@ def main() -> None:
 
 
 main.add_command(grade_command)
+main.add_command(tokens_group)
+main.add_command(report_command)
+main.add_command(export_command)
+main.add_command(config_group)
+main.add_command(import_group)
+main.add_command(regrade_group)
 
 
 @main.command()
@@ -46,26 +56,29 @@ def migrate() -> None:
 @click.option("--port", type=int, help="port (default 8000)")
 def serve(host: str | None, port: int | None) -> None:
     """Migrate the database and serve the API."""
-    import uvicorn
-
     from api.app import create_app
+    from api.observability import configure_logging
+    from api.server import run_server
     from storage import upgrade
 
     settings = _settings(host=host, port=port)
+    configure_logging(settings)
     asyncio.run(upgrade(settings.database_url))
     try:
         app = create_app(settings)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", lifespan="on")
+    run_server(app, settings)
 
 
 @main.command()
 def worker() -> None:
     """Run grading workers only (for extra machines sharing PostgreSQL)."""
     from api.app import create_app
+    from api.observability import configure_logging
 
     settings = _settings()
+    configure_logging(settings)
 
     async def run() -> None:
         app = create_app(settings)
@@ -78,36 +91,6 @@ def worker() -> None:
             await stop.wait()
 
     asyncio.run(run())
-
-
-@main.group()
-def tokens() -> None:
-    """API tokens."""
-
-
-@tokens.command("create")
-@click.option("--role", type=click.Choice(["submitter", "adjudicator", "admin"]), required=True)
-@click.option("--name", required=True, help="who or what uses the token")
-@click.option("--expires-in-days", type=click.IntRange(min=1), help="expiry (default: never)")
-def tokens_create(role: str, name: str, expires_in_days: int | None) -> None:
-    """Print a new token once, alone on one line of stdout."""
-    from storage import Store, make_engine, upgrade
-
-    settings = _settings()
-    expires_at = datetime.now(UTC) + timedelta(days=expires_in_days) if expires_in_days else None
-
-    async def create() -> str:
-        await upgrade(settings.database_url)
-        engine = make_engine(settings.database_url)
-        try:
-            plaintext, _ = await Store(engine).create_token(
-                name=name, role=role, expires_at=expires_at
-            )
-        finally:
-            await engine.dispose()
-        return plaintext
-
-    click.echo(asyncio.run(create()))
 
 
 @main.group()

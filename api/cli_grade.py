@@ -65,9 +65,13 @@ async def _grade(
             temperature=settings.judge_temperature,
             seed=settings.judge_seed,
             max_tokens=settings.judge_max_tokens,
+            # Ollama gets the configured window as num_ctx; other servers know their own
+            num_ctx=settings.judge_context_tokens if backend.name == "ollama" else None,
         ),
         retry=RetryPolicy(max_attempts=settings.judge_max_attempts),
         max_text_bytes=settings.max_text_bytes,
+        context_tokens=settings.judge_context_tokens,
+        context_overflow=settings.context_overflow,
     )
     try:
         return await grader.grade(rubrics[rubric_id], truth, diag)

@@ -6,17 +6,31 @@ Nothing is read at import: call ``Settings()`` where the settings are needed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from judge.spec import parse_judge_spec
 
-__all__ = ["DEFAULT_JUDGE", "Settings"]
+__all__ = ["DEFAULT_JUDGE", "Settings", "with_password"]
 
 #: the judge used when none is configured: a small local model served by Ollama
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
+
+
+def with_password(url: str, password_file: Path) -> str:
+    """``url`` with the password read from ``password_file`` (trailing newline dropped)."""
+    try:
+        password = password_file.read_text(encoding="utf-8").rstrip("\r\n")
+    except OSError as exc:
+        message = f"cannot read database_password_file {password_file}: {exc.strerror}"
+        raise ValueError(message) from None
+    if not password:
+        raise ValueError(f"database_password_file {password_file} is empty")
+    return make_url(url).set(password=password).render_as_string(hide_password=False)
 
 
 class Settings(BaseSettings):
@@ -31,6 +45,13 @@ class Settings(BaseSettings):
     judge: str = Field(default=DEFAULT_JUDGE, description="BACKEND:MODEL[@BASE_URL]")
     rubric: str = Field(default="sregym-rca", description="default rubric id")
     rubric_dir: Path = Field(default=DEFAULT_RUBRIC_DIR, description="folder of rubric YAML files")
+    failure_tags_file: Path = Field(
+        default=DEFAULT_RUBRIC_DIR.parent / "vocabularies" / "failure-tags.yaml",
+        description="the shipped failure-tag vocabulary (admins add more through the API)",
+    )
+    review_claim_minutes: float = Field(
+        default=30.0, gt=0, le=24 * 60, description="how long a review claim holds by default"
+    )
     judge_concurrency: int = Field(default=4, ge=1, le=256, description="calls per judge endpoint")
     workers: int | None = Field(
         default=None, ge=0, le=256, description="grading workers in serve (default: concurrency)"
@@ -40,6 +61,18 @@ class Settings(BaseSettings):
     judge_temperature: float = Field(default=0.0, ge=0, le=2)
     judge_seed: int | None = Field(default=0)
     judge_max_tokens: int = Field(default=1536, ge=16)
+    judge_context_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        description=(
+            "the judge's context window in tokens (sent to Ollama as num_ctx); default: "
+            "what an OpenAI-compatible server's /v1/models says, else unchecked"
+        ),
+    )
+    context_overflow: Literal["unscored", "truncate"] = Field(
+        default="unscored",
+        description="a prompt over the context window: unscored (context_overflow) or cut",
+    )
     max_text_bytes: int = Field(
         default=64 * 1024, ge=1024, description="largest diagnosis or ground truth, in bytes"
     )
@@ -54,12 +87,42 @@ class Settings(BaseSettings):
     judge_retry_seconds: float = Field(
         default=15.0, gt=0, description="wait before retrying a grading whose judge was unreachable"
     )
+    database_password_file: Path | None = Field(
+        default=None, description="file holding the database password (e.g. a Docker secret)"
+    )
+    bootstrap_admin_token_file: Path | None = Field(
+        default=None,
+        description="file holding an admin token that serve registers (hashed) if absent",
+    )
+    shutdown_seconds: float = Field(
+        default=30.0, ge=0, description="on SIGTERM, how long in-flight gradings may finish"
+    )
+    rate_limit_per_minute: int = Field(
+        default=0, ge=0, description="submissions per minute per token (0: no limit)"
+    )
+    max_pending: int = Field(
+        default=0, ge=0, description="pending gradings over which submissions get 503 (0: none)"
+    )
+    log_format: Literal["json", "text"] = Field(default="json", description="log line format")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO")
 
     @field_validator("judge")
     @classmethod
     def _valid_judge(cls, value: str) -> str:
         parse_judge_spec(value)
         return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _database_password(self) -> Settings:
+        """Put the password of ``database_password_file`` into ``database_url``."""
+        if self.database_password_file is not None:
+            self.database_url = with_password(self.database_url, self.database_password_file)
+        return self
 
     @property
     def worker_count(self) -> int:

@@ -3,6 +3,11 @@
 A grading whose judge could not be reached stays pending with the reason and is tried
 again later; every other outcome (graded, or unscored for a reason retrying cannot
 fix) is stored once, by the worker that still holds the lease.
+
+Shutdown (SIGTERM) is graceful: ``begin_shutdown`` stops claiming at once; ``stop``
+lets in-flight gradings finish until ``shutdown_seconds`` after that, then cancels
+those still waiting for the judge and releases their leases, so another process (or
+a restart) takes them at once. A grading being stored is never cancelled.
 """
 
 from __future__ import annotations
@@ -12,9 +17,12 @@ import contextlib
 import logging
 import os
 import socket
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from api.metrics import Metrics
+from api.observability import bind_log_context, log_grading
 from api.services import Services
 from judge.calls import SamplingParams
 from judge.errors import InputError, JudgeSpecError
@@ -22,6 +30,7 @@ from judge.grader import Grader
 from judge.retry import RetryPolicy
 from judge.verdict import GradingResult
 from storage import Claim
+from storage.judge_cache import DbJudgeCache
 
 __all__ = ["RETRY_LATER", "GradingWorkers", "new_worker_id"]
 
@@ -58,33 +67,101 @@ class GradingWorkers:
     ``poll_seconds`` (work submitted through other processes).
     """
 
-    def __init__(self, services: Services, *, count: int, worker_id: str | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        *,
+        count: int,
+        worker_id: str | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.services = services
         self.count = count
         self.worker_id = worker_id or new_worker_id()
+        self.metrics = metrics or Metrics()
         self._dispatcher: asyncio.Task[None] | None = None
-        self._in_flight: set[asyncio.Task[None]] = set()
+        self._in_flight: dict[asyncio.Task[None], Claim] = {}
+        #: gradings whose outcome is being written: never cancelled
+        self._storing: set[str] = set()
+        self._deadline: float | None = None
+
+    @property
+    def in_flight(self) -> int:
+        """Gradings being worked on now."""
+        return len(self._in_flight)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether shutdown has begun (no more work is claimed)."""
+        return self._deadline is not None
 
     def start(self) -> None:
         """Start the dispatcher."""
-        if self._dispatcher is None and self.count > 0:
+        if self._dispatcher is None and self.count > 0 and not self.stopping:
             self._dispatcher = asyncio.create_task(self._dispatch(), name="grading-dispatcher")
 
+    def begin_shutdown(self) -> None:
+        """Stop claiming work; what is in flight may finish until ``shutdown_seconds`` from now."""
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self.services.settings.shutdown_seconds
+            log.info(
+                "shutting down: no more work is claimed",
+                extra={"in_flight": len(self._in_flight)},
+            )
+        self.services.waiters.work.set()
+
     async def stop(self) -> None:
-        """Stop taking work and cancel what is in flight (its leases expire and it is redone)."""
-        tasks = [t for t in (self._dispatcher, *self._in_flight) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._dispatcher = None
+        """Stop taking work, let in-flight gradings finish until the deadline, release the rest.
+
+        Afterwards each grading this worker had claimed is stored, or pending with no
+        lease (a restart takes it at once).
+        """
+        self.begin_shutdown()
+        assert self._deadline is not None
+        if self._dispatcher is not None:
+            await self._settle(self._dispatcher, self._deadline)
+            self._dispatcher = None
+        tasks = dict(self._in_flight)
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=max(0.0, self._deadline - time.monotonic()))
+            cut = [t for t in late if tasks[t].grading_id not in self._storing]
+            for task in cut:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+            for task in cut:
+                await self._release(tasks[task])
         self._in_flight.clear()
+
+    @staticmethod
+    async def _settle(task: asyncio.Task[None], deadline: float) -> None:
+        """Wait for the dispatcher to see the flag and return; cancel it past the deadline."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.shield(task), timeout=max(0.1, deadline - time.monotonic())
+            )
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async def _release(self, claim: Claim) -> None:
+        """Give a claim back unfinished (shutdown)."""
+        with bind_log_context(grading_id=claim.grading_id):
+            try:
+                released = await asyncio.wait_for(
+                    self.services.store.release_lease(claim.grading_id, self.worker_id), timeout=10
+                )
+            except Exception:
+                log.exception("releasing the lease failed; it will expire")
+                return
+            if released:
+                self.metrics.gradings_released.inc()
+                log.info("lease released unfinished at shutdown")
 
     async def _dispatch(self) -> None:
         settings = self.services.settings
         wake = self.services.waiters.work
-        while True:
+        while not self.stopping:
             wake.clear()
             free = self.count - len(self._in_flight)
             claims: list[Claim] = []
@@ -95,9 +172,13 @@ class GradingWorkers:
                     )
                 except Exception:
                     log.exception("claiming work failed")
+            if self.stopping:  # claimed while shutdown began: give them back at once
+                for claim in claims:
+                    await self._release(claim)
+                return
             for claim in claims:
                 task = asyncio.create_task(self.process(claim), name=f"grade-{claim.grading_id}")
-                self._in_flight.add(task)
+                self._in_flight[task] = claim
                 task.add_done_callback(self._finished)
             if claims and len(claims) == free:
                 continue  # there may be more; slots free up and set the wake event
@@ -105,29 +186,37 @@ class GradingWorkers:
                 await asyncio.wait_for(wake.wait(), timeout=settings.poll_seconds)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        self._in_flight.discard(task)
+        self._in_flight.pop(task, None)
         self.services.waiters.work.set()
 
     async def process(self, claim: Claim) -> None:
         """Grade one claimed grading and store the outcome."""
+        with bind_log_context(grading_id=claim.grading_id):
+            await self._process(claim)
+
+    async def _process(self, claim: Claim) -> None:
         store = self.services.store
         try:
             result = await self._grade(claim)
+            self._storing.add(claim.grading_id)
             if result.status == "unscored" and result.unscored_reason in RETRY_LATER:
                 retry_at = datetime.now(UTC) + timedelta(
                     seconds=self.services.settings.judge_retry_seconds
                 )
-                await store.defer_grading(
+                stored = await store.defer_grading(
                     claim.grading_id,
                     self.worker_id,
                     reason=f"{result.unscored_reason}: {result.detail or ''}".strip(": "),
                     retry_at=retry_at,
                     calls=list(result.calls),
                 )
+                self._account(result, "deferred" if stored else "discarded")
             else:
-                await store.complete_grading(claim.grading_id, self.worker_id, result)
+                stored = await store.complete_grading(claim.grading_id, self.worker_id, result)
+                self._account(result, "completed" if stored else "discarded")
         except Exception:
             log.exception("grading %s failed; it will be retried", claim.grading_id)
+            self.metrics.gradings_deferred.labels("internal_error").inc()
             retry_at = datetime.now(UTC) + timedelta(
                 seconds=self.services.settings.judge_retry_seconds
             )
@@ -140,7 +229,13 @@ class GradingWorkers:
                     calls=[],
                 )
         finally:
+            self._storing.discard(claim.grading_id)
             self.services.waiters.completed(claim.grading_id)
+
+    def _account(self, result: GradingResult, stored: str) -> None:
+        """Metrics, and a log line per judge call and for the outcome."""
+        self.metrics.record_grading(result, stored=stored)
+        log_grading(log, result, stored)
 
     async def _grade(self, claim: Claim) -> GradingResult:
         services = self.services
@@ -162,9 +257,14 @@ class GradingWorkers:
                 temperature=settings.judge_temperature,
                 seed=settings.judge_seed,
                 max_tokens=settings.judge_max_tokens,
+                # Ollama gets the configured window as num_ctx; other servers know their own
+                num_ctx=settings.judge_context_tokens if backend.name == "ollama" else None,
             ),
             retry=RetryPolicy(max_attempts=settings.judge_max_attempts),
             max_text_bytes=settings.max_text_bytes,
+            context_tokens=settings.judge_context_tokens,
+            context_overflow=settings.context_overflow,
+            cache=DbJudgeCache(services.store, backend=backend.name, model=backend.model),
         )
         async with services.backends.limit(claim.judge_spec):
             heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))

@@ -87,6 +87,8 @@ class JudgeCall(_Frozen):
     error_code: str | None = None
     error: str | None = None
     attempts: tuple[Attempt, ...] = ()
+    #: answered from the judge cache: no request reached the judge (``attempts`` is empty)
+    cached: bool = False
 
     @property
     def latency_ms(self) -> float:

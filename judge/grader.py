@@ -6,18 +6,23 @@ call kept; it is never turned into nine "No" nor into a pass.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from judge.backends.base import JudgeBackend
+from judge.backends.base import ContextWindowAware, JudgeBackend
+from judge.cache import JudgeCache, cache_key
 from judge.calls import ChatMessage, JudgeCall, JudgeRequest, SamplingParams
+from judge.context import Fit, OverflowPolicy, estimate_tokens, fit_diagnosis
 from judge.errors import InputError, JudgeCallError
 from judge.evidence import quote_occurs
+from judge.grounding import ground_answers
 from judge.prompt import build_messages, build_repair_message, build_reply_schema
 from judge.reply import ParsedAnswer, ReplyInvalid, parse_reply
 from judge.retry import RetryPolicy, complete_with_retries
 from judge.rubric import Rubric
 from judge.rule import apply_rule
+from judge.screening import screen
 from judge.verdict import Answer, GradingResult
 
 __all__ = ["DEFAULT_MAX_TEXT_BYTES", "Grader", "check_text"]
@@ -46,14 +51,50 @@ class Grader:
     params: SamplingParams = field(default_factory=SamplingParams)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    #: reuse completions of identical requests at temperature 0 (see ``judge.cache``)
+    cache: JudgeCache | None = None
+    #: the judge's context window in tokens; None: ``params.num_ctx``, else what the
+    #: backend reports (``ContextWindowAware``), else no check (see ``judge.context``)
+    context_tokens: int | None = None
+    #: a prompt that would not fit: ``unscored`` (context_overflow) or ``truncate``
+    context_overflow: OverflowPolicy = "unscored"
 
     async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
-        """Grade ``diagnosis`` against ``ground_truth``; raises InputError on bad input."""
+        """Grade ``diagnosis`` against ``ground_truth``; raises InputError on bad input.
+
+        The diagnosis is screened first (credentials redacted, injection markers flagged:
+        ``judge.screening``) and must fit the judge's context window with the reply.
+        """
         check_text(ground_truth, field="ground_truth", max_bytes=self.max_text_bytes)
         check_text(diagnosis, field="diagnosis", max_bytes=self.max_text_bytes)
         if not diagnosis.strip():
             return self._empty_diagnosis(rubric)
-        messages = build_messages(rubric, ground_truth, diagnosis)
+        screening = await asyncio.to_thread(screen, diagnosis)  # regex work off the loop
+        fit = fit_diagnosis(
+            lambda text: build_messages(rubric, ground_truth, text),
+            screening.text,
+            window=await self._context_window(),
+            max_tokens=self.params.max_tokens,
+            policy=self.context_overflow,
+        )
+        if fit.overflow is not None:
+            result = self._unscored(rubric, [], "context_overflow", fit.overflow)
+        else:
+            result = await self._ask(rubric, ground_truth, fit)
+        return screening.apply(result, fit.cut)
+
+    async def _context_window(self) -> int | None:
+        if self.context_tokens is not None:
+            return self.context_tokens
+        if self.params.num_ctx is not None:
+            return self.params.num_ctx
+        if isinstance(self.backend, ContextWindowAware):
+            return await self.backend.context_window()
+        return None
+
+    async def _ask(self, rubric: Rubric, ground_truth: str, fit: Fit) -> GradingResult:
+        """The judge call, one repair call if needed, and the checks of the answers."""
+        messages, diagnosis = fit.messages, fit.diagnosis
         schema = build_reply_schema(rubric)
         calls: list[JudgeCall] = []
         call = await self._call(
@@ -64,12 +105,17 @@ class Grader:
             return self._unscored(rubric, calls, call.error_code or "judge_error", call.error)
         try:
             parsed = parse_reply(call.completion.text, rubric)
+            await self._remember(calls)
         except ReplyInvalid as first:
             repair = [
                 *messages,
                 ChatMessage(role="assistant", content=call.completion.text),
                 build_repair_message(rubric, first.problems),
             ]
+            window = await self._context_window()
+            if window is not None and estimate_tokens(repair) + self.params.max_tokens > window:
+                detail = f"first reply: {first}; the repair call would not fit the context window"
+                return self._unscored(rubric, calls, "context_overflow", detail)
             request = JudgeRequest(messages=tuple(repair), reply_schema=schema, params=self.params)
             call = await self._call("repair", request)
             calls.append(call)
@@ -77,13 +123,42 @@ class Grader:
                 return self._unscored(rubric, calls, call.error_code or "judge_error", call.error)
             try:
                 parsed = parse_reply(call.completion.text, rubric)
+                await self._remember(calls)
             except ReplyInvalid as second:
                 detail = f"first reply: {first}; repaired reply: {second}"
                 return self._unscored(rubric, calls, "unparseable_reply", detail)
-        return self._graded(rubric, diagnosis, parsed, calls)
+        return self._graded(rubric, parsed, calls, ground_truth=ground_truth, diagnosis=diagnosis)
+
+    def _cache_key(self, request: JudgeRequest) -> str | None:
+        backend = self.backend
+        return cache_key(
+            request, backend=backend.name, model=backend.model, base_url=backend.base_url
+        )
+
+    async def _remember(self, calls: list[JudgeCall]) -> None:
+        """Cache the completions of a conversation whose final reply was usable."""
+        if self.cache is None:
+            return
+        for call in calls:
+            key = self._cache_key(call.request)
+            if key is not None and call.completion is not None and not call.cached:
+                await self.cache.put(key, call.completion)
 
     async def _call(self, purpose: Literal["grade", "repair"], request: JudgeRequest) -> JudgeCall:
         backend = self.backend
+        key = self._cache_key(request) if self.cache is not None else None
+        if self.cache is not None and key is not None:
+            hit = await self.cache.get(key)
+            if hit is not None:
+                return JudgeCall(
+                    purpose=purpose,
+                    backend=backend.name,
+                    model=backend.model,
+                    base_url=backend.base_url,
+                    request=request,
+                    completion=hit,
+                    cached=True,
+                )
         try:
             completion, attempts = await complete_with_retries(backend, request, policy=self.retry)
         except JudgeCallError as exc:
@@ -152,9 +227,11 @@ class Grader:
     def _graded(
         self,
         rubric: Rubric,
-        diagnosis: str,
         parsed: dict[str, ParsedAnswer],
         calls: list[JudgeCall],
+        *,
+        ground_truth: str,
+        diagnosis: str,
     ) -> GradingResult:
         answers: list[Answer] = []
         unverified: list[str] = []
@@ -179,13 +256,18 @@ class Grader:
                     confidence=reply.confidence,
                 )
             )
+        answers, grounding = ground_answers(rubric, ground_truth, diagnosis, answers)
+        reasons = ["evidence_unverified"] if unverified else []
+        if grounding and rubric.grounding_failure == "flag":
+            reasons.append("grounding_failed")
+        notes = [f"evidence not found for {', '.join(unverified)}"] if unverified else []
         return self._result(
             rubric,
             status="graded",
             answers=tuple(answers),
             outcome=apply_rule(rubric, {a.question_id: a.answer for a in answers}),
             judge_outcome=apply_rule(rubric, {a.question_id: a.judge_answer for a in answers}),
-            review_reasons=("evidence_unverified",) if unverified else (),
-            detail=f"evidence not found for {', '.join(unverified)}" if unverified else None,
+            review_reasons=tuple(reasons),
+            detail="; ".join([*notes, *grounding]) or None,
             calls=tuple(calls),
         )

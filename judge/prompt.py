@@ -30,7 +30,12 @@ FENCE_MARKER = "[angle brackets]"
 
 _ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽"
 _ANGLE_RUN = re.compile(f"[{re.escape(_ANGLES)}]{{2,}}")
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+#: zero-width and bidirectional controls, and the tag characters that can smuggle text
+_INVISIBLE = re.compile(
+    "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
+#: Unicode category Cc (U+0000-U+001F, U+007F-U+009F) except tab and line feed
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _SYSTEM = """\
 You grade a root-cause diagnosis written by an AI SRE agent against the ground truth of \
@@ -50,7 +55,7 @@ def normalize_untrusted(text: str) -> str:
     """NFKC, unified line ends, invisible and control characters removed."""
     text = unicodedata.normalize("NFKC", text).replace("\r\n", "\n").replace("\r", "\n")
     text = _INVISIBLE.sub("", text)
-    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+    return _CONTROL.sub("", text)
 
 
 def _neutralize(text: str) -> str:

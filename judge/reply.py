@@ -60,7 +60,9 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _extract_json(text: str) -> Any:
-    fenced = _FENCE.search(text)
+    # a reply that is bare JSON is taken whole: its strings may quote a diagnosis that
+    # contains a code fence, which must not be mistaken for the reply's own
+    fenced = None if text.lstrip()[:1] in ("{", "[") else _FENCE.search(text)
     body = fenced.group(1) if fenced else text
     body = body.strip()
     if not body:

@@ -44,6 +44,9 @@ class Question(_Strict):
     hint: str = ""
     #: a "yes" must be backed by a verbatim quote from the diagnosis
     requires_quote: bool
+    #: a necessary condition of a "yes", checked in code (``judge.grounding``): the
+    #: diagnosis names the ground truth's ``component``, or one of its concrete ``values``
+    grounding: Literal["component", "values"] | None = None
 
 
 class Dimension(_Strict):
@@ -78,6 +81,9 @@ class Rubric(_Strict):
     label: str = Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$")
     title: str = ""
     unverified_yes: Literal["review", "downgrade"] = "review"
+    #: a judge "yes" that fails its grounding condition counts as no (``veto``) or is
+    #: kept and sent to review (``flag``)
+    grounding_failure: Literal["veto", "flag"] = "veto"
     control_scenario: str = Field(min_length=1)
     rule: PassRule
     dimensions: tuple[Dimension, ...]

@@ -39,6 +39,10 @@ class Answer(BaseModel):
     #: None where the question needs no quote or the answer is no
     evidence_verified: bool | None = None
     confidence: float | None = None
+    #: the deterministic grounding check of a judge "yes" (``judge.grounding``): None
+    #: where the question has no condition or the judge said no, else ``"passed: ..."``,
+    #: ``"vetoed: ..."`` (counted as no) or ``"flagged: ..."`` (kept, sent to review)
+    grounding: str | None = None
 
 
 class GradingResult(BaseModel):
@@ -86,6 +90,7 @@ class GradingResult(BaseModel):
                     "evidence": a.evidence,
                     "evidence_verified": a.evidence_verified,
                     "confidence": a.confidence,
+                    "grounding": a.grounding,
                     "overridden": False,
                 }
                 for a in self.answers

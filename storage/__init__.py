@@ -9,9 +9,19 @@ from __future__ import annotations
 
 from storage.audit import GENESIS_HASH, ChainReport, append_event, verify_chain
 from storage.db import default_database_url, is_postgres, make_engine, session_factory
-from storage.errors import Conflict, IdempotencyConflict, InvalidCursor, NotFound, StorageError
+from storage.errors import (
+    Conflict,
+    IdempotencyConflict,
+    InvalidCursor,
+    InvalidReview,
+    NotFound,
+    PreconditionFailed,
+    StorageError,
+)
 from storage.migrate import current_revision, head_revision, upgrade
 from storage.models import Claim, GradingFilter, GradingView, NewSubmission, SubmissionOutcome
+from storage.regrade_tables import JudgeCacheRecord, RegradeJobRecord
+from storage.review import ReviewItem
 from storage.review_tables import (
     FailureTagRecord,
     HumanLabelRecord,
@@ -47,11 +57,16 @@ __all__ = [
     "HumanLabelRecord",
     "IdempotencyConflict",
     "InvalidCursor",
+    "InvalidReview",
+    "JudgeCacheRecord",
     "JudgeCallRecord",
     "NewSubmission",
     "NotFound",
     "OverrideRecord",
+    "PreconditionFailed",
+    "RegradeJobRecord",
     "ReviewClaimRecord",
+    "ReviewItem",
     "RubricVersionRecord",
     "ScenarioRecord",
     "StorageError",

@@ -24,13 +24,14 @@ from judge.verdict import GradingResult
 from storage.canonical import iso_utc
 from storage.models import Claim
 from storage.records import answer_records, apply_result, call_audit_payload, judge_call_records
+from storage.regrade_hooks import RegradeHooks
 from storage.submissions import SubmissionStore
 from storage.tables import GradingRecord, JudgeCallRecord, SubmissionRecord
 
 __all__ = ["QueueStore"]
 
 
-class QueueStore(SubmissionStore):
+class QueueStore(SubmissionStore, RegradeHooks):
     """Claiming, completing and deferring pending gradings."""
 
     async def claim_pending(
@@ -51,8 +52,14 @@ class QueueStore(SubmissionStore):
                     col(GradingRecord.lease_expires_at) < now,
                 ),
                 or_(col(GradingRecord.not_before).is_(None), col(GradingRecord.not_before) <= now),
+                self._not_held_back(),
             )
-            .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
+            # live submissions before batch regrade items, then oldest first
+            .order_by(
+                col(GradingRecord.regrade_job_id).is_not(None),
+                col(GradingRecord.created_at),
+                col(GradingRecord.id),
+            )
             .limit(limit)
         )
         if self._postgres:
@@ -77,6 +84,7 @@ class QueueStore(SubmissionStore):
                 )
                 .execution_options(synchronize_session=False)
             )
+            await self._mark_jobs_started(session, ids)
             rows = await session.execute(
                 select(GradingRecord, SubmissionRecord)
                 .join(
@@ -199,6 +207,7 @@ class QueueStore(SubmissionStore):
                     "revision": grading.revision,
                 },
             )
+            await self._regrade_item_completed(session, grading, worker_id)
         return True
 
     async def defer_grading(
@@ -244,6 +253,26 @@ class QueueStore(SubmissionStore):
                 },
             )
         return True
+
+    async def release_lease(self, grading_id: str, worker_id: str) -> bool:
+        """Give a claimed grading back at once (e.g. on shutdown) so another worker takes it.
+
+        Clears ``lease_owner`` and ``lease_expires_at`` only if ``worker_id`` holds the
+        lease of a still-pending grading; writes nothing else (no revision, no audit
+        event: leases are bookkeeping). Returns whether a lease was released.
+        """
+        async with self._write() as session:
+            result = await session.execute(
+                update(GradingRecord)
+                .where(
+                    col(GradingRecord.id) == grading_id,
+                    col(GradingRecord.status) == "pending",
+                    col(GradingRecord.lease_owner) == worker_id,
+                )
+                .values(lease_owner=None, lease_expires_at=None)
+                .execution_options(synchronize_session=False)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def queue_depth(self) -> tuple[int, datetime | None]:
         """Pending gradings (leased or not) and when the oldest of them was created."""

@@ -63,6 +63,7 @@ def judge_call_records(
                 error_code=call.error_code,
                 error=call.error,
                 created_at=at,
+                cached=call.cached,
             )
         )
     return records
@@ -87,6 +88,8 @@ def call_audit_payload(record: JudgeCallRecord) -> dict[str, Any]:
         "latency_ms": round(record.latency_ms, 3),
         "outcome": "ok" if record.error_code is None else record.error_code,
         "attempts": len(record.attempts),
+        # where the answer came from: the judge, or the cache of an identical earlier call
+        "origin": "cache" if record.cached else "judge",
     }
 
 

@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+from storage.exports import ExportReads
 from storage.gradings import GradingReads
+from storage.imports.store import ImportStore
+from storage.judge_cache import CacheStore
+from storage.overrides import OverrideStore
+from storage.regrade_flips import FlipReads
+from storage.regrade_jobs import RegradeStore
+from storage.review import ReviewStore
+from storage.tags import TagStore
 from storage.tokens import TokenStore
 
 __all__ = ["Store"]
 
 
-class Store(GradingReads, TokenStore):
+class Store(
+    GradingReads,
+    TokenStore,
+    OverrideStore,
+    ReviewStore,
+    TagStore,
+    ExportReads,
+    RegradeStore,
+    ImportStore,
+    CacheStore,
+    FlipReads,
+):
     """Rubric versions, scenarios, submissions, the grading queue, reads, tokens, audit.
 
     Built from one migrated ``AsyncEngine``::

@@ -155,7 +155,7 @@ class GradingRecord(SQLModel, table=True):
     judge_spec: str = Field(sa_type=String(512))
     judge_backend: str = Field(sa_type=String(32))
     judge_model: str = Field(sa_type=String(256))
-    #: pending | graded | unscored
+    #: pending | graded | unscored | cancelled (an item of a cancelled regrade job)
     status: str = Field(default="pending", sa_type=String(16))
     unscored_reason: str | None = Field(default=None, sa_type=String(64))
     detail: str | None = Field(default=None, sa_type=Text)
@@ -184,6 +184,16 @@ class GradingRecord(SQLModel, table=True):
     revision: int = 1
     created_at: datetime = _created()
     graded_at: datetime | None = _when()
+    #: the regrade job that created this grading (None for gradings of submissions)
+    regrade_job_id: str | None = Field(
+        default=None,
+        sa_column=Column(String(32), ForeignKey("regrade_job.id"), nullable=True, index=True),
+    )
+    #: for a regrade item: the grading that was current when the job started
+    previous_grading_id: str | None = Field(
+        default=None,
+        sa_column=Column(String(32), ForeignKey("grading.id"), nullable=True),
+    )
 
 
 class AnswerRecord(SQLModel, table=True):
@@ -235,6 +245,8 @@ class JudgeCallRecord(SQLModel, table=True):
     error_code: str | None = Field(default=None, sa_type=String(64))
     error: str | None = Field(default=None, sa_type=Text)
     created_at: datetime = _created()
+    #: answered from the judge cache (no request reached the judge)
+    cached: bool = False
 
 
 class AuditRecord(SQLModel, table=True):

@@ -67,6 +67,41 @@ class TokenStore(StoreBase):
             )
         return plaintext, record
 
+    async def ensure_token(
+        self, plaintext: str, *, name: str, role: str, actor: str = "system"
+    ) -> tuple[bool, TokenRecord]:
+        """Register a token whose plaintext the operator chose (e.g. a bootstrap secret).
+
+        Only its hash is stored. Returns ``(created, record)``; a token with that hash
+        that already exists is returned as it is, even when revoked (revoking sticks).
+        """
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        digest = hash_token(plaintext)
+        query = select(TokenRecord).where(col(TokenRecord.token_hash) == digest)
+        async with self._write() as session:
+            existing = (await session.execute(query)).scalar_one_or_none()
+            if existing is not None:
+                return False, existing
+            record = TokenRecord(
+                id=secrets.token_hex(6),
+                name=name,
+                role=role,
+                token_hash=digest,
+                created_at=self._clock(),
+            )
+            session.add(record)
+            await session.flush()
+            await self._audit(
+                session,
+                "token.created",
+                entity_type="token",
+                entity_id=record.id,
+                actor=actor,
+                payload={"token_id": record.id, "name": name, "role": role, "expires_at": None},
+            )
+        return True, record
+
     async def authenticate(self, plaintext: str) -> TokenRecord | None:
         """The token's record, or None when it is unknown, revoked or expired."""
         query = select(TokenRecord).where(col(TokenRecord.token_hash) == hash_token(plaintext))

@@ -5,18 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Response, post
+from litestar import Request, Response, post
 from litestar.di import NamedDependency
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
 
 from api.auth import Principal, require
-from api.presenters import grading_public
+from api.limits import SubmissionLimits
+from api.metrics import Metrics
+from api.presenters import render_grading
 from api.problems import ApiProblem
 from api.schemas import GradingPublic, SubmissionCreate
 from api.services import Services
 from judge.grader import check_text
+from judge.secrets import redact
 from judge.spec import parse_judge_spec
 from storage import GradingView, NewSubmission
 
@@ -43,8 +46,17 @@ async def _resolve_truth(
     return scenario.ground_truth, "scenario"
 
 
+def _shutting_down(request: Request[Any, Any, Any]) -> bool:
+    """Whether the server is shutting down (waiting requests then answer 202 at once)."""
+    workers = getattr(request.app.state, "workers", None)
+    return bool(workers is not None and workers.stopping)
+
+
 async def _wait_for(
-    services: NamedDependency[Services], grading_id: str, seconds: float
+    services: NamedDependency[Services],
+    grading_id: str,
+    seconds: float,
+    request: Request[Any, Any, Any],
 ) -> GradingView | None:
     event = services.waiters.event_for(grading_id)
     deadline = time.monotonic() + seconds
@@ -54,7 +66,7 @@ async def _wait_for(
             if view is None or view.grading.status != "pending":
                 return view
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or _shutting_down(request):
                 return view
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout=min(remaining, _POLL_SECONDS))
@@ -74,6 +86,9 @@ async def create_submission(
     data: JSONBody[SubmissionCreate],
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
+    limits: NamedDependency[SubmissionLimits],
+    metrics: NamedDependency[Metrics],
+    request: Request[Any, Any, Any],
     wait: Annotated[float, QueryParameter(ge=0, le=300)] = 0,
     idempotency_key: Annotated[
         str | None, HeaderParameter(name="Idempotency-Key", max_length=256, required=False)
@@ -82,8 +97,13 @@ async def create_submission(
     """Store the submission and a pending grading before answering; optionally wait for it.
 
     201 with the grading when it is done within ``wait`` seconds, else 202 with ``Location``.
+    429 or 503 with ``Retry-After`` when a limit is reached (nothing is stored then).
     """
+    await limits.admit(principal.id)
     settings = services.settings
+    problem = data.truth_problem()
+    if problem:
+        raise ApiProblem(422, "Invalid request", problem, field="scenario_id")
     check_text(data.diagnosis, field="diagnosis", max_bytes=settings.max_text_bytes)
     if data.ground_truth is not None:
         check_text(data.ground_truth, field="ground_truth", max_bytes=settings.max_text_bytes)
@@ -93,9 +113,11 @@ async def create_submission(
         raise ApiProblem(422, "Unknown rubric", f"no rubric with id {rubric_id!r}", field="rubric")
     truth, source = await _resolve_truth(services, data)
     spec = parse_judge_spec(settings.judge)
+    # credentials never reach the database or a judge: only kinds and positions are kept
+    redacted = await asyncio.to_thread(redact, data.diagnosis)
     outcome = await services.store.create_submission(
         NewSubmission(
-            diagnosis=data.diagnosis,
+            diagnosis=redacted.text,
             ground_truth=truth,
             ground_truth_source=source,  # type: ignore[arg-type]
             scenario_id=data.scenario_id,
@@ -104,6 +126,7 @@ async def create_submission(
             run_id=data.run_id,
             attempt=data.attempt,
             metadata=data.metadata,
+            redactions=redacted.records(),
         ),
         rubric=rubric,
         judge_spec=settings.judge,
@@ -113,11 +136,13 @@ async def create_submission(
         idempotency_key=idempotency_key,
     )
     services.waiters.work.set()
+    if outcome.created:
+        metrics.submissions_accepted.inc()
     grading_id = outcome.grading.id
-    view = await _wait_for(services, grading_id, wait)
+    view = await _wait_for(services, grading_id, wait, request)
     if view is None:  # pragma: no cover - the grading was committed above
         raise ApiProblem(500, "Internal error", "the grading vanished")
-    body = grading_public(view, rubric=rubric, principal=principal)
+    body = await render_grading(services, view, principal)
     location = f"/v1/gradings/{grading_id}"
     status = 202 if body.status == "pending" else 201
     headers = {"Location": location, "ETag": f'"{body.revision}"'}

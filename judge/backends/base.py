@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from judge.calls import Completion, JudgeRequest
 
-__all__ = ["JudgeBackend"]
+__all__ = ["ContextWindowAware", "JudgeBackend"]
 
 
 @runtime_checkable
@@ -33,4 +33,13 @@ class JudgeBackend(Protocol):
 
     async def aclose(self) -> None:
         """Release the client's connections."""
+        ...
+
+
+@runtime_checkable
+class ContextWindowAware(Protocol):
+    """A backend that can tell its model's context window (an optional capability)."""
+
+    async def context_window(self) -> int | None:
+        """The context window in tokens as the server reports it, or None if it does not."""
         ...

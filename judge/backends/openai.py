@@ -55,6 +55,10 @@ _CONTEXT_OVERFLOW = re.compile(
     re.IGNORECASE,
 )
 _FORMAT_REJECTION = re.compile(r"response_format|json_schema|json schema", re.IGNORECASE)
+#: keys of a ``/v1/models`` entry that give the context window, the served one first
+#: (vLLM ``max_model_len``; LM Studio, OpenRouter and others), then llama.cpp's
+#: ``meta.n_ctx_train``, the trained window: an upper bound of what the server runs with
+_CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length", "n_ctx", "context_window")
 _MAX_ERROR_TEXT = 300
 
 
@@ -134,6 +138,17 @@ def _refuses_json_schema(exc: openai.APIStatusError) -> bool:
     return exc.status_code in (400, 422) and bool(_FORMAT_REJECTION.search(str(exc.message)))
 
 
+def _window_of(entry: dict[str, Any]) -> int | None:
+    """The context window a ``/v1/models`` entry states, if any."""
+    meta = entry.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    stated = [entry.get(key) for key in _CONTEXT_KEYS]
+    for value in (*stated, meta.get("n_ctx"), meta.get("n_ctx_train")):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
     if form == JSON_OBJECT:
         return {"type": JSON_OBJECT, "schema": schema}
@@ -166,6 +181,8 @@ class OpenAIBackend:
         )
         #: the endpoint really used (``OPENAI_BASE_URL`` applies when base_url is None)
         self.endpoint = str(self._client.base_url)
+        self._context_window: int | None = None
+        self._context_known = False
 
     async def complete(self, request: JudgeRequest) -> Completion:
         """Send one chat completion request (plus at most one format fallback)."""
@@ -215,6 +232,27 @@ class OpenAIBackend:
         """Check that the server answers (lists its models); raise a JudgeCallError if not."""
         with map_openai_errors():
             await self._client.models.list()
+
+    async def context_window(self) -> int | None:
+        """The model's context window from ``/v1/models`` metadata, or None if not given.
+
+        Asked once; a server that cannot be reached now is asked again on the next call.
+        """
+        if self._context_known:
+            return self._context_window
+        try:
+            with map_openai_errors():
+                listing = await self._client.models.list()
+        except JudgeRejected:  # the server has no model listing: it will not tell
+            self._context_known = True
+            return None
+        except JudgeCallError:  # not reachable now: ask again next time
+            return None
+        entries = [m.model_dump() for m in listing.data]
+        mine = [e for e in entries if e.get("id") == self.model] or entries[:1]
+        self._context_window = _window_of(mine[0]) if mine else None
+        self._context_known = True
+        return self._context_window
 
     async def aclose(self) -> None:
         """Close the client's HTTP connections."""

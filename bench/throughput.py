@@ -1,0 +1,157 @@
+"""Throughput against the judge's limit, and the server's memory while it runs.
+
+    python bench/throughput.py [--db sqlite|postgres|all] [--submissions 2000]
+                               [--latency 0.2] [--slots 8] [--workers 16]
+
+Starts the simulated judge (``bench/judge_sim.py``: ``slots`` requests at once, each
+answered after ``latency`` seconds, so nothing grades faster than slots/latency per
+second) and a real ``sre-judge serve`` on a new database (a SQLite file, or a
+PostgreSQL database ``srejudge_bench_*`` on 127.0.0.1:5432 that is dropped afterwards),
+with ``SRE_JUDGE_JUDGE_CONCURRENCY=slots``. It POSTs the submissions over HTTP and
+measures from the first submission to the moment the last grading is done: achieved
+gradings per second and their ratio to the limit (target >= 0.95). Meanwhile it samples
+the server's resident memory: after 500 gradings, at the end, and its peak (VmHWM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as `python bench/throughput.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Figure, bench_database, print_report
+from bench.judge_sim import SimulatedJudge
+from bench.service import (
+    ServiceProcess,
+    count_done,
+    create_token,
+    proc_memory_kib,
+    submit_all,
+)
+from storage import make_engine
+
+TARGET_RATIO = 0.95
+#: RSS may not grow by more than this between 500 gradings and the end
+RSS_GROWTH_LIMIT = 0.10
+_POLL = 0.05
+
+
+async def _watch(service: ServiceProcess, url: str, total: int, seconds: float) -> dict[str, Any]:
+    """Poll the database until every grading is done; sample memory on the way."""
+    engine = make_engine(url)
+    marks: dict[str, Any] = {"rss_start_mib": proc_memory_kib(service.pid)["VmRSS"] / 1024}
+    checkpoint = min(500, total)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            done, unscored = await count_done(engine)
+            if done >= checkpoint and "rss_at_500_mib" not in marks:
+                marks["rss_at_500_mib"] = proc_memory_kib(service.pid)["VmRSS"] / 1024
+            if done >= total:
+                marks["finished"] = time.perf_counter()
+                marks["unscored"] = unscored
+                return marks
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {done} of {total} gradings done in {seconds:.0f} s")
+            await asyncio.sleep(_POLL)
+    finally:
+        await engine.dispose()
+
+
+async def run_once(kind: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One full run on one database kind; the raw figures."""
+    with (
+        bench_database(kind) as url,
+        SimulatedJudge(latency=args.latency, slots=args.slots) as judge,
+        tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder,
+    ):
+        env = {
+            "SRE_JUDGE_DATABASE_URL": url,
+            "SRE_JUDGE_JUDGE": judge.spec(),
+            "SRE_JUDGE_JUDGE_CONCURRENCY": str(args.slots),
+            "SRE_JUDGE_WORKERS": str(args.workers),
+        }
+        token = create_token(env)
+        log = Path(args.log_dir or folder) / f"serve-throughput-{kind}.log"
+        with ServiceProcess(env, log) as service:
+            judge.control(reset=True)
+            ideal = args.submissions * args.latency / args.slots
+            watcher = asyncio.create_task(
+                _watch(service, url, args.submissions, seconds=ideal * 3 + 60)
+            )
+            started = time.perf_counter()
+            await submit_all(service.url, token, args.submissions, concurrency=args.clients)
+            submitted = time.perf_counter() - started
+            marks = await watcher
+            memory = proc_memory_kib(service.pid)
+        stats = judge.stats()
+    elapsed = marks["finished"] - started
+    return {
+        "db": kind,
+        "seconds": elapsed,
+        "rate": args.submissions / elapsed,
+        "limit": args.slots / args.latency,
+        "submit_seconds": submitted,
+        "judge_requests": stats["served"],
+        "judge_max_in_flight": stats["max_in_flight"],
+        "unscored": marks["unscored"],
+        "rss_start_mib": marks["rss_start_mib"],
+        "rss_at_500_mib": marks["rss_at_500_mib"],
+        "rss_end_mib": memory["VmRSS"] / 1024,
+        "rss_peak_mib": memory["VmHWM"] / 1024,
+    }
+
+
+def _figures(run: dict[str, Any], submissions: int) -> list[Figure]:
+    db = run["db"]
+    ratio = run["rate"] / run["limit"]
+    growth = run["rss_end_mib"] / run["rss_at_500_mib"] - 1
+    return [
+        Figure(f"{db}_gradings_per_s", round(run["rate"], 2), "/s", f"limit {run['limit']:g}/s"),
+        Figure(f"{db}_ratio_to_limit", round(ratio, 3), "", f">= {TARGET_RATIO}", ratio >= 0.95),
+        Figure(f"{db}_wall_s", round(run["seconds"], 2), "s",
+               f"ideal {submissions / run['limit']:g} s"),
+        Figure(f"{db}_submit_s", round(run["submit_seconds"], 2), "s", "all POSTs answered"),
+        Figure(f"{db}_judge_requests", run["judge_requests"], "", f"= {submissions}",
+               run["judge_requests"] == submissions),
+        Figure(f"{db}_judge_max_in_flight", run["judge_max_in_flight"], "", "= slots"),
+        Figure(f"{db}_unscored", run["unscored"], "", "0", run["unscored"] == 0),
+        Figure(f"{db}_rss_start_mib", round(run["rss_start_mib"], 1), "MiB"),
+        Figure(f"{db}_rss_after_500_mib", round(run["rss_at_500_mib"], 1), "MiB"),
+        Figure(f"{db}_rss_after_{submissions}_mib", round(run["rss_end_mib"], 1), "MiB",
+               f"<= +{RSS_GROWTH_LIMIT:.0%} of after 500", growth <= RSS_GROWTH_LIMIT),
+        Figure(f"{db}_rss_peak_mib", round(run["rss_peak_mib"], 1), "MiB", "VmHWM"),
+    ]  # fmt: skip
+
+
+def main() -> None:
+    """Parse the options, run on each database, print the report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", choices=("sqlite", "postgres", "all"), default="all")
+    parser.add_argument("--submissions", type=int, default=2000)
+    parser.add_argument("--latency", type=float, default=0.2, help="judge seconds per call (L)")
+    parser.add_argument("--slots", type=int, default=8, help="judge calls at once (C)")
+    parser.add_argument("--workers", type=int, default=16, help="SRE_JUDGE_WORKERS")
+    parser.add_argument("--clients", type=int, default=32, help="concurrent HTTP submissions")
+    parser.add_argument("--log-dir", help="keep the server logs here (default: discarded)")
+    args = parser.parse_args()
+    kinds = ["sqlite", "postgres"] if args.db == "all" else [args.db]
+    figures: list[Figure] = []
+    for kind in kinds:
+        figures += _figures(asyncio.run(run_once(kind, args)), args.submissions)
+    title = (
+        f"Throughput: {args.submissions} submissions, judge L={args.latency:g} s, "
+        f"C={args.slots} (limit {args.slots / args.latency:g}/s), {args.workers} workers"
+    )
+    print_report("throughput", title, figures, {"submissions": args.submissions})
+
+
+if __name__ == "__main__":
+    main()

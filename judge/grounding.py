@@ -1,0 +1,168 @@
+"""Deterministic grounding: necessary conditions for a "yes", derived from the ground truth.
+
+A ground truth with a header, ``[fault_spec] component=<kind>/<name>; namespace=<ns> ||
+<description>``, says what a correct diagnosis must mention. Two conditions are derived,
+and a rubric question opts into one with ``grounding: component`` or ``grounding:
+values``:
+
+- ``component``: the diagnosis names the component (``user-service``; separators may
+  differ: ``user_service``, ``user service``; a pod name such as ``user-service-7d9f``
+  counts);
+- ``values``: the diagnosis gives at least one concrete value of the description: an
+  environment variable name, a port or other number of two digits or more, a quantity
+  with its unit (``128Mi``, ``500m``, ``30s``, ``90%``), an image reference or tag, a
+  ``key=value`` selector or setting, a path, a quoted string.
+
+These are necessary, not sufficient: passing them says nothing about correctness, but a
+judge "yes" that fails one cannot be right. An empty ground truth (control scenario),
+one without a header, or a description without values gives no condition.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from judge.prompt import normalize_untrusted
+from judge.rubric import Rubric
+from judge.verdict import Answer
+
+__all__ = ["GroundTruthFacts", "GroundingKind", "check_condition", "facts_of", "ground_answers"]
+
+GroundingKind = Literal["component", "values"]
+
+_HEADER = re.compile(r"^\s*\[fault_spec\]\s*(?P<header>.*?)\s*\|\|\s*(?P<description>.*)\Z", re.S)
+_VERSION = re.compile(r"\b\d+(?:\.\d+){1,3}\b")
+_VALUE_PATTERNS = (
+    re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"),  # environment variable names
+    re.compile(r"\b\d+(?:\.\d+)?(?:[KMGT]i|ms|min|[smhKMG])\b|\b\d+(?:\.\d+)?%"),  # quantities
+    re.compile(r"\b[\w./-]+:[\w][\w.-]*\b"),  # image references
+    re.compile(r"\b[\w./-]+=[\w./:-]+"),  # selectors, labels, settings
+    re.compile(r"(?<![\w/])/[\w./-]{2,}"),  # paths
+    re.compile(r"\"([^\"\n]{2,60})\"|'([^'\n]{2,60})'|`([^`\n]{2,60})`"),  # quoted strings
+)
+_NUMBER = re.compile(r"\b\d{2,}\b")
+
+
+@dataclass(frozen=True, slots=True)
+class GroundTruthFacts:
+    """What a ground truth's header and description say a diagnosis must mention."""
+
+    #: component names (without their kind), e.g. ``("user-service",)``
+    components: tuple[str, ...]
+    namespace: str | None
+    #: concrete values of the description, in order of appearance
+    values: tuple[str, ...]
+
+
+def _header_fields(header: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for part in header.split(";"):
+        key, sep, value = part.partition("=")
+        if sep:
+            fields[key.strip().lower()] = value.strip()
+    return fields
+
+
+def _description_values(description: str, exclude: set[str]) -> tuple[str, ...]:
+    found: list[str] = []
+    for pattern in _VALUE_PATTERNS:
+        for match in pattern.finditer(description):
+            groups = [g for g in match.groups() if g] if match.groups() else []
+            found.append((groups[0] if groups else match.group()).strip().rstrip(".,;:"))
+    for version in _VERSION.findall(description):
+        found.append(version)
+    without_versions = _VERSION.sub(" ", description)
+    found.extend(_NUMBER.findall(without_versions))
+    for value in list(found):
+        if ":" in value and "/" not in value.split(":")[-1]:
+            found.append(value.rsplit(":", 1)[1])  # an image's tag alone
+    unique = dict.fromkeys(v for v in found if len(v) >= 2 and v.casefold() not in exclude)
+    return tuple(unique)
+
+
+def facts_of(ground_truth: str) -> GroundTruthFacts | None:
+    """The facts of a ground truth with a ``[fault_spec]`` header, else None."""
+    match = _HEADER.match(normalize_untrusted(ground_truth))
+    if match is None:
+        return None
+    fields = _header_fields(match.group("header"))
+    components = tuple(
+        name.rsplit("/", 1)[-1].strip()
+        for name in fields.get("component", "").split(",")
+        if name.rsplit("/", 1)[-1].strip()
+    )
+    namespace = fields.get("namespace") or None
+    exclude = {c.casefold() for c in components} | {(namespace or "").casefold()}
+    values = _description_values(match.group("description"), exclude)
+    return GroundTruthFacts(components=components, namespace=namespace, values=values)
+
+
+def _plain(text: str) -> str:
+    return normalize_untrusted(text).casefold()
+
+
+def _names(name: str, text: str) -> bool:
+    parts = [re.escape(p) for p in re.split(r"[-_.\s]+", name.casefold()) if p]
+    if not parts:
+        return False
+    pattern = r"(?<![a-z0-9])" + r"[-_. ]?".join(parts) + r"(?![a-z0-9])"
+    return re.search(pattern, text) is not None
+
+
+def _mentions(value: str, text: str) -> bool:
+    folded = value.casefold()
+    quantity = re.fullmatch(r"(\d+(?:\.\d+)?)([a-z%]+)", folded)
+    if quantity:  # "128Mi" also as "128 Mi" or "128MiB"
+        number, unit = quantity.groups()
+        body = rf"{re.escape(number)}\s?{re.escape(unit)}b?"
+    else:
+        body = re.escape(folded)
+    return re.search(rf"(?<![\w.]){body}(?![\w])", text) is not None
+
+
+def check_condition(kind: GroundingKind, facts: GroundTruthFacts, diagnosis: str) -> str | None:
+    """None when ``diagnosis`` meets the condition (or there is nothing to check), else why not."""
+    text = _plain(diagnosis)
+    if kind == "component":
+        if not facts.components or any(_names(c, text) for c in facts.components):
+            return None
+        return f"component {' or '.join(facts.components)} not named"
+    if not facts.values or any(_mentions(v, text) for v in facts.values):
+        return None
+    shown = ", ".join(facts.values[:6]) + (", ..." if len(facts.values) > 6 else "")
+    return f"none of the ground truth's values named ({shown})"
+
+
+def ground_answers(
+    rubric: Rubric, ground_truth: str, diagnosis: str, answers: Sequence[Answer]
+) -> tuple[list[Answer], list[str]]:
+    """Apply each question's grounding condition to the judge's "yes" answers.
+
+    Returns the answers (a failed "yes" vetoed or flagged, by ``rubric.grounding_failure``,
+    with the reason in ``Answer.grounding``) and one note per failed condition.
+    """
+    facts = facts_of(ground_truth) if ground_truth.strip() else None
+    if facts is None:
+        return list(answers), []
+    veto = rubric.grounding_failure == "veto"
+    grounded: list[Answer] = []
+    notes: list[str] = []
+    for answer in answers:
+        kind = rubric.question(answer.question_id).grounding
+        if kind is None or not answer.judge_answer:
+            grounded.append(answer)
+            continue
+        failure = check_condition(kind, facts, diagnosis)
+        if failure is None:
+            grounded.append(answer.model_copy(update={"grounding": f"passed: {kind}"}))
+            continue
+        verb = "vetoed" if veto else "flagged"
+        notes.append(f"grounding {verb} {answer.question_id}: {failure}")
+        update: dict[str, object] = {"grounding": f"{verb}: {failure}"}
+        if veto:
+            update["answer"] = False
+        grounded.append(answer.model_copy(update=update))
+    return grounded, notes

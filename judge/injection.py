@@ -1,0 +1,160 @@
+"""Markers of prompt injection in a diagnosis: text that tries to steer the judge.
+
+A diagnosis is written by an agent that may itself have read injected text, or may try
+to game its grade. The prompt fences it (``judge.prompt``); this module finds the
+attempts so that a human looks at the grading whatever its verdict (review reason
+``injection_suspected``).
+
+The text is searched in a folded form: NFKC (full-width letters become ASCII),
+invisible characters removed (as the prompt does), common Cyrillic and Greek
+look-alikes mapped to the Latin letters they imitate, case folded and white space
+collapsed. The raw text is searched too for what folding would hide: invisible or
+bidirectional control characters, and letters that only NFKC turns into ASCII.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from judge.prompt import normalize_untrusted
+
+__all__ = ["InjectionMarker", "fold", "injection_markers"]
+
+#: Cyrillic and Greek letters that look like Latin ones
+_LOOKALIKE_PAIRS = {
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i",
+    "ј": "j", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "к": "k", "м": "m",
+    "т": "t", "в": "b", "н": "h", "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M",
+    "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T", "У": "Y", "Х": "X", "І": "I",
+    "Ј": "J", "Ѕ": "S", "α": "a", "ο": "o", "ε": "e", "ρ": "p", "τ": "t", "υ": "u",
+    "ν": "v", "ι": "i", "κ": "k", "χ": "x", "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z",
+    "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T",
+    "Υ": "Y", "Χ": "X",
+}  # fmt: skip
+_LOOKALIKES = str.maketrans(_LOOKALIKE_PAIRS)
+
+_ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽"
+_VERB = r"\b(?:ignore|disregard|forget|override|bypass)\b"
+_PATTERNS: dict[str, tuple[str, ...]] = {
+    "instruction_override": (
+        _VERB + r" (?:all |any |the |your |of the )?(?:(?:previous|prior|above|earlier|"
+        r"preceding|original|system|grading|judging) )?"
+        r"(?:instructions?|prompts?|guidelines|rubric)\b",
+        _VERB + r" (?:all |any |the |your )?(?:previous|prior|above|earlier|preceding) \w+",
+        _VERB + r" (?:all |everything )?(?:the )?(?:above|previous)\b",
+        r"\bnew (?:instructions?|task)\b",
+        r"\b(?:system|admin|developer) (?:override|prompt|instructions?)\b",
+    ),
+    "answer_steering": (
+        r"\b(?:answer|reply|respond|mark|grade)\b[^.\n]{0,40}?"
+        r"(?:\byes\b|\bpass(?:ed)?\b|full marks|10/10)",
+        r"\b(?:rate|score|grade|mark|judge)\s+(?:this|it|the diagnosis|the answer)\b[^.\n]{0,20}?"
+        r"(?:pass|correct|10/10|100|full)",
+        r"\ball (?:nine |9 |the )?(?:questions|answers|checks)\b[^.\n]{0,30}?\b(?:yes|true|pass)",
+        r"\b(?:diagnosis|this|it|submission) (?:must|should|has to|deserves? to) pass\b",
+        r"\b(?:every|each) (?:answer|question)\b[^.\n]{0,20}?\byes\b",
+    ),
+    "role_play": (
+        r"\byou are (?:now|no longer)\b",
+        r"\b(?:pretend|imagine) (?:to be|you are|that you)\b",
+        r"\bact as (?:an? |the )?(?:judge|grader|evaluator|system|admin|assistant|ai)\b",
+        r"\b(?:role-?play|jailbreak|developer mode|dan mode)\b",
+        r"(?:^|\n)\s*(?:system|assistant|developer)\s*:",
+        r"<\|(?:im_start|im_end|system|assistant|user|endoftext)\|>",
+        r"\[/?inst\]|### (?:system|instruction)",
+    ),
+    "addresses_judge": (
+        r"\b(?:dear|attention|hey|note to(?: the)?) (?:judge|grader|evaluator|reviewer|ai|llm)\b",
+        r"\b(?:the|this|any) (?:judge|grader|grading model)\b",
+        r"\bif you are an? (?:ai|llm|language model|model|judge|grader)\b",
+    ),
+    "ground_truth_claim": (
+        r"\bground[\s_-]*truth\b",
+        r"\[?fault_spec\]?",
+        r"\bcomponent=\S+;\s*namespace=",
+        r"\b(?:the )?(?:correct|expected|official) (?:answer|diagnosis) is\b",
+    ),
+    "fence_imitation": (
+        f"[{re.escape(_ANGLES)}]{{3,}}",
+        f"[{re.escape(_ANGLES)}]{{2,}}" + r"\s*/?\s*(?:end\b|diagnosis|ground)",
+        r"</?\s*(?:diagnosis|ground_truth|system|instructions?)\s*>",
+        r"\bend[ _](?:of[ _])?(?:diagnosis|ground[ _]truth)\b",
+    ),
+    "fake_answer": (
+        r"\bd[1-9]-q[1-9]\b",
+        r"\"(?:answer|evidence|confidence|reasoning)\"\s*:",
+        r"\bverdict\s*[:=]\s*\"?pass",
+    ),
+    "other_language": (
+        r"\b(?:ignora\w*|ignorez|ignorer|ignorier\w*|ignorate|ignore)\b (?:\w+ ){0,3}"
+        r"(?:instrucciones|consignes|anweisungen|instruktionen|instruções|instrucoes|"
+        r"istruzioni|regeln|reglas|indicaciones)\b",
+        r"\b(?:ignora\w*|ignorez|ignorer|ignorier\w*|ignorate)\b (?:\w+ ){0,3}instructions\b",
+        r"\b(?:responde|contesta|répondez|repondez|réponds|antworte|responda|rispondi)\w*"
+        r"(?: \w+){0,3} (?:sí|si|oui|ja|sim|sì)\b",
+        r"игнорир|проигнорир|ответь\w* «?да|отвечай\w* «?да",
+        r"忽略|无视|無視|不要理会|回答[“\"「]?是|全部.{0,6}(?:是|通过)|すべて.{0,6}はい|무시",
+    ),
+}
+
+_COMPILED = {
+    kind: tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+    for kind, patterns in _PATTERNS.items()
+}
+#: format characters (zero-width, bidirectional controls, tag characters)
+_HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
+_EXCERPT = 60
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionMarker:
+    """One sign of an attempt to steer the judge."""
+
+    kind: str
+    #: the matching text, folded and shortened
+    excerpt: str
+
+
+def fold(text: str, *, lookalikes: bool = True) -> str:
+    """The form markers are searched in: normalized, look-alikes mapped, case folded."""
+    folded = normalize_untrusted(text)
+    if lookalikes:
+        folded = folded.translate(_LOOKALIKES)
+    folded = folded.casefold()
+    return re.sub(r"[ \t]+", " ", folded)
+
+
+def _disguised_letters(text: str) -> str | None:
+    """The first word with a disguised letter: a compatibility form of an ASCII letter
+    (full-width, mathematical...), or a Cyrillic or Greek look-alike among Latin letters."""
+    for word in re.findall(r"\w+", text):
+        if word.isascii():
+            continue
+        latin = any(ch.isascii() and ch.isalpha() for ch in word)
+        for ch in word:
+            compat = unicodedata.normalize("NFKC", ch)
+            if (compat != ch and compat.isascii() and compat.isalpha()) or (
+                latin and ch in _LOOKALIKE_PAIRS
+            ):
+                return str(word[:_EXCERPT])
+    return None
+
+
+def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
+    """Every kind of marker found in ``text``, once each, with its first excerpt."""
+    found: list[InjectionMarker] = []
+    hidden = _HIDDEN.search(text.lstrip("\ufeff"))  # a leading byte-order mark is innocent
+    if hidden:
+        found.append(InjectionMarker("hidden_characters", f"U+{ord(hidden.group()):04X}"))
+    disguised = _disguised_letters(text)
+    if disguised:
+        found.append(InjectionMarker("lookalike_letters", disguised))
+    # look-alikes mapped for Latin-script attacks; unmapped for instructions in Cyrillic
+    forms = (fold(text), fold(text, lookalikes=False))
+    for kind, patterns in _COMPILED.items():
+        match = next((m for p in patterns for f in forms if (m := p.search(f))), None)
+        if match:
+            found.append(InjectionMarker(kind, match.group()[:_EXCERPT].strip()))
+    return tuple(found)

@@ -1,0 +1,71 @@
+"""Screening a diagnosis before a judge reads it: credentials out, injection flagged.
+
+Runs in the grader, on every diagnosis, whatever the path it came by:
+
+- credentials are redacted (``judge.secrets``); a diagnosis that had any, here or
+  already at ingestion (it carries ``[REDACTED:...]`` markers), gets the review reason
+  ``credential_leaked`` (the failure tag to suggest is ``leaked-credential``);
+- markers of prompt injection (``judge.injection``) give the review reason
+  ``injection_suspected``, whatever the verdict.
+
+The grading's ``detail`` says what was found: kinds and marker excerpts, never a value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from judge.injection import injection_markers
+from judge.secrets import redact, redacted_kinds
+from judge.verdict import GradingResult
+
+__all__ = [
+    "CREDENTIAL_LEAKED",
+    "INJECTION_SUSPECTED",
+    "LEAKED_CREDENTIAL_TAG",
+    "Screening",
+    "screen",
+]
+
+CREDENTIAL_LEAKED = "credential_leaked"
+INJECTION_SUSPECTED = "injection_suspected"
+#: the failure tag suggested to adjudicators for a diagnosis that leaked a credential
+LEAKED_CREDENTIAL_TAG = "leaked-credential"
+
+
+@dataclass(frozen=True, slots=True)
+class Screening:
+    """The diagnosis as a judge may read it, and what a human should know about it."""
+
+    text: str
+    review_reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def apply(self, result: GradingResult, *notes: str | None) -> GradingResult:
+        """``result`` with this screening's review reasons and notes (and ``notes``) added."""
+        extra = [note for note in (*self.notes, *notes) if note]
+        if not self.review_reasons and not extra:
+            return result
+        reasons = tuple(dict.fromkeys((*result.review_reasons, *self.review_reasons)))
+        detail = "; ".join(part for part in (result.detail, *extra) if part)
+        return result.model_copy(update={"review_reasons": reasons, "detail": detail or None})
+
+
+def screen(diagnosis: str) -> Screening:
+    """Redact credentials and look for injection markers in ``diagnosis``."""
+    redacted = redact(diagnosis)
+    reasons: list[str] = []
+    notes: list[str] = []
+    kinds = redacted_kinds(redacted.text)
+    if kinds:
+        reasons.append(CREDENTIAL_LEAKED)
+        notes.append(
+            f"credentials redacted ({', '.join(kinds)}); "
+            f"suggested failure tag {LEAKED_CREDENTIAL_TAG}"
+        )
+    markers = injection_markers(redacted.text)
+    if markers:
+        reasons.append(INJECTION_SUSPECTED)
+        found = ", ".join(f'{m.kind} ("{m.excerpt}")' for m in markers)
+        notes.append(f"prompt injection markers: {found}")
+    return Screening(redacted.text, tuple(reasons), tuple(notes))

@@ -1,0 +1,120 @@
+"""The detectors :mod:`judge.secrets` runs: detect-secrets' plugins plus a few regexes.
+
+detect-secrets' default plugin set, instantiated directly, except:
+
+- ``IPPublicDetector``: a public address in a diagnosis is not a credential;
+- ``HexHighEntropyString``: it flags image digests and commit ids, which diagnoses quote.
+
+Its ``KeywordDetector`` runs twice: in its default mode (quoted values) and in its
+config-file mode (``DB_PASSWORD: hunter2``, ``password=hunter2``), because agents paste
+``kubectl describe`` output and environment listings.
+
+The regexes cover what detect-secrets misses; each captures the secret in group 1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from detect_secrets.plugins.artifactory import ArtifactoryDetector
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import BasePlugin
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.cloudant import CloudantDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import KeywordDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.softlayer import SoftlayerDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+__all__ = ["PLUGINS", "SecretPlugin", "kind_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretPlugin:
+    """One detector and the kind its findings are reported as."""
+
+    kind: str
+    detector: BasePlugin | re.Pattern[str]
+    #: a keyword detector: the value follows a key such as ``password``
+    keyword: bool = False
+    #: the keyword detector's config-file mode (unquoted values)
+    config_mode: bool = False
+
+
+def kind_of(secret_type: str) -> str:
+    """A detect-secrets ``secret_type`` as a marker kind: ``AWS Access Key``, ``aws-access-key``."""
+    return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
+
+
+def _plugin(detector: BasePlugin) -> SecretPlugin:
+    return SecretPlugin(kind=kind_of(detector.secret_type), detector=detector)
+
+
+_DETECT_SECRETS: tuple[BasePlugin, ...] = (
+    ArtifactoryDetector(),
+    AWSKeyDetector(),
+    AzureStorageKeyDetector(),
+    BasicAuthDetector(),
+    CloudantDetector(),
+    DiscordBotTokenDetector(),
+    GitHubTokenDetector(),
+    GitLabTokenDetector(),
+    Base64HighEntropyString(limit=4.5),
+    IbmCloudIamDetector(),
+    IbmCosHmacDetector(),
+    JwtTokenDetector(),
+    MailchimpDetector(),
+    NpmDetector(),
+    OpenAIDetector(),
+    PrivateKeyDetector(),
+    PypiTokenDetector(),
+    SendGridDetector(),
+    SlackDetector(),
+    SoftlayerDetector(),
+    SquareOAuthDetector(),
+    StripeDetector(),
+    TelegramBotTokenDetector(),
+    TwilioKeyDetector(),
+)
+
+#: what detect-secrets misses; group 1 is the secret
+_REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # a URL whose user is empty: redis://:password@host (BasicAuthDetector needs a user)
+    ("connection-string-password", re.compile(r"://:([^\s/@]+)@")),
+    # Authorization: Bearer <token>
+    ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)")),
+    # GITHUB_TOKEN=..., access_token: ... (detect-secrets' keywords lack "token")
+    (
+        "token",
+        re.compile(
+            r"(?i)\b[\w.-]*(?:token|client[_-]?secret)[\w.-]*[\"']?\s*[:=]\s*[\"']?"
+            r"((?=[A-Za-z0-9._~+/=-]*\d)(?=[A-Za-z0-9._~+/=-]*[A-Za-z])[A-Za-z0-9._~+/=-]{12,})"
+        ),
+    ),
+)
+
+#: every detector, in the order they run
+PLUGINS: tuple[SecretPlugin, ...] = (
+    *(_plugin(d) for d in _DETECT_SECRETS),
+    SecretPlugin(kind="secret-keyword", detector=KeywordDetector(), keyword=True),
+    SecretPlugin(kind="secret-keyword", detector=KeywordDetector(), keyword=True, config_mode=True),
+    *(SecretPlugin(kind=kind, detector=pattern) for kind, pattern in _REGEXES),
+)

@@ -1,0 +1,251 @@
+"""Credentials in diagnoses: found with ``detect-secrets``, replaced before storing or sending.
+
+An agent that read a pod's environment may paste a password or an API key into its
+diagnosis. :func:`redact` finds them and replaces each value by ``[REDACTED:<kind>]``;
+only the kinds and positions are kept, never the values. Call it wherever a diagnosis
+enters the system (the API, importers); the grader calls it once more before a prompt
+is built, so text that bypassed ingestion is never sent in clear either.
+
+Detection runs detect-secrets' own plugins on each line, through ``analyze_string``
+(no network verification, no global settings), with its default plugin set minus the
+public-IP detector (an address is not a credential) and the hex-entropy detector (it
+flags image digests and commit ids). Its keyword detector also runs in its config-file
+mode, which accepts unquoted values such as ``DB_PASSWORD: hunter2``. A few regexes add
+what it misses: URLs with an empty user (``redis://:pw@host``), bearer tokens, and
+``*_TOKEN=`` assignments. A private key is redacted from its BEGIN line to its END line.
+Text whose NFKC form reveals a credential hidden behind look-alike or invisible
+characters is stored normalized.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from detect_secrets.plugins.base import BasePlugin
+from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
+
+from judge.prompt import normalize_untrusted
+from judge.secret_plugins import PLUGINS, SecretPlugin
+
+__all__ = ["REDACTION_MARKER", "Finding", "Redacted", "has_redactions", "redact", "redacted_kinds"]
+
+#: what a redacted value is replaced with; the kind names the detector
+REDACTION_MARKER = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
+#: values shorter than this are not credentials ("no", "x")
+_MIN_VALUE = 4
+#: values at least this long are redacted wherever else they occur in the text
+_SWEEP_VALUE = 6
+_PLACEHOLDER = re.compile(r"^(?:[<$%{\[(*]|x{4,}$|\*+$)|:$", re.IGNORECASE)
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+_KEY_BEFORE = re.compile(r"([\w.-]+)\W*$")
+#: long lines are scanned in overlapping windows cut at white space: some detectors
+#: look to the end of the line at every keyword, which is quadratic on a long line
+_WINDOW = 500
+_OVERLAP = 120
+#: how far past its BEGIN line a private key may end (a 4096-bit RSA key is ~3.3 kB)
+_PEM_SPAN = 16_384
+_PEM = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
+    r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|(?:[ \t]*\n?[ \t]*[A-Za-z0-9+/=]{8,})*)",
+    re.DOTALL,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One credential found: its kind and where it was (never its value)."""
+
+    kind: str
+    #: character offsets in the scanned text, end exclusive
+    start: int
+    end: int
+    #: 1-based line of ``start``
+    line: int
+
+    def as_record(self) -> dict[str, Any]:
+        """The JSON form kept in ``SubmissionRecord.redactions``."""
+        return {"kind": self.kind, "start": self.start, "end": self.end, "line": self.line}
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    """Text with every credential found replaced by ``[REDACTED:<kind>]``."""
+
+    text: str
+    findings: tuple[Finding, ...] = ()
+    #: the positions refer to the NFKC-normalized text (a credential hid behind look-alikes)
+    normalized: bool = False
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The distinct kinds found, in order of first appearance."""
+        return tuple(dict.fromkeys(f.kind for f in self.findings))
+
+    def records(self) -> list[dict[str, Any]]:
+        """Kinds and positions as JSON rows, with ``normalized`` when it applies."""
+        extra = {"normalized": True} if self.normalized else {}
+        return [{**f.as_record(), **extra} for f in self.findings]
+
+
+def has_redactions(text: str) -> bool:
+    """Whether ``text`` carries a redaction marker (it was redacted at ingestion)."""
+    return REDACTION_MARKER.search(text) is not None
+
+
+def redacted_kinds(text: str) -> tuple[str, ...]:
+    """The kinds named by the redaction markers of ``text``, in order of first appearance."""
+    return tuple(dict.fromkeys(REDACTION_MARKER.findall(text)))
+
+
+def _plugin_values(plugin: SecretPlugin, detector: BasePlugin, line: str) -> Iterator[str]:
+    if isinstance(detector, KeywordDetector) and plugin.config_mode:
+        values = detector.analyze_string(line, CONFIG_DENYLIST_REGEX_TO_GROUP)
+    else:
+        values = detector.analyze_string(line)
+    for value in values:
+        if isinstance(detector, HighEntropyStringsPlugin) and (
+            detector.calculate_shannon_entropy(value) <= detector.entropy_limit
+        ):
+            continue
+        yield value
+
+
+def _value_span(plugin: SecretPlugin, line: str, value: str, offset: int) -> tuple[int, int] | None:
+    """Where ``value`` sits in ``line`` (searching from ``offset``), widened to its token."""
+    start = line.find(value, offset)
+    if start < 0:
+        return None
+    if plugin.keyword:
+        value = re.split(r"[\s;,]", value, maxsplit=1)[0].rstrip(".)")
+        key = _KEY_BEFORE.search(line[max(0, start - 80) : start])
+        if plugin.config_mode and key and key.group(1).lower() in {"secret", "secrets"}:
+            return None  # "the Secret: db-credentials" names a Kubernetes object
+        end = start + len(value)
+    else:
+        tail = _TOKEN_TAIL.match(line, start + len(value))
+        end = tail.end() if tail else start + len(value)
+    found = line[start:end]
+    if len(found) < _MIN_VALUE or _PLACEHOLDER.search(found) or has_redactions(found):
+        return None
+    return start, end
+
+
+def _detector_spans(
+    plugin: SecretPlugin, detector: BasePlugin, line: str
+) -> Iterator[tuple[int, int]]:
+    """Spans of one detect-secrets plugin; rescans after each hit, since some plugins
+    report only the first match of a line."""
+    offset = 0
+    while offset < len(line):
+        spans = [
+            span
+            for value in _plugin_values(plugin, detector, line[offset:])
+            if (span := _value_span(plugin, line, value, offset)) is not None
+        ]
+        if not spans:
+            return
+        yield from spans
+        offset = max(min(end for _, end in spans), offset + 1)
+
+
+def _line_spans(line: str) -> Iterator[tuple[str, int, int]]:
+    """(kind, start, end) of every credential in one line."""
+    for plugin in PLUGINS:
+        detector = plugin.detector
+        if isinstance(detector, BasePlugin):
+            for start, end in _detector_spans(plugin, detector, line):
+                yield plugin.kind, start, end
+            continue
+        for match in detector.finditer(line):
+            if len(match.group(1)) >= _MIN_VALUE and not has_redactions(match.group(1)):
+                yield plugin.kind, match.start(1), match.end(1)
+
+
+def _windows(line: str) -> Iterator[tuple[int, str]]:
+    """(offset, piece) covering ``line``; pieces of a long line overlap and end at spaces."""
+    if len(line) <= _WINDOW + _OVERLAP:
+        yield 0, line
+        return
+    start = 0
+    while start < len(line):
+        end = min(len(line), start + _WINDOW)
+        space = line.find(" ", end, end + _WINDOW)
+        end = len(line) if end == len(line) else (space if space >= 0 else end + _WINDOW)
+        yield start, line[start:end]
+        if end >= len(line):
+            return
+        back = line.rfind(" ", end - _OVERLAP, end)
+        start = back + 1 if back > start else end
+
+
+def _scan(text: str) -> list[Finding]:
+    spans: list[tuple[int, int, str]] = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        for shift, piece in _windows(line):
+            for kind, start, end in _line_spans(piece):
+                block = (
+                    _PEM.search(text, offset, offset + len(line) + _PEM_SPAN)
+                    if kind == "private-key"
+                    else None
+                )
+                if block is not None:  # the whole key, from its BEGIN line to its END line
+                    spans.append((block.start(), block.end(), kind))
+                else:
+                    spans.append((offset + shift + start, offset + shift + end, kind))
+        offset += len(line)
+    spans.extend(_sweep(text, spans))
+    return _merge(text, spans)
+
+
+def _sweep(text: str, spans: list[tuple[int, int, str]]) -> Iterator[tuple[int, int, str]]:
+    """Other occurrences of every long value found (the same key pasted twice)."""
+    values = {
+        text[s:e]: kind for s, e, kind in spans if e - s >= _SWEEP_VALUE and "\n" not in text[s:e]
+    }
+    for value, kind in values.items():
+        for match in re.finditer(re.escape(value), text):
+            yield match.start(), match.end(), kind
+
+
+def _merge(text: str, spans: list[tuple[int, int, str]]) -> list[Finding]:
+    merged: list[list[Any]] = []
+    for start, end, kind in sorted(spans):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, kind])
+    return [
+        Finding(kind=kind, start=start, end=end, line=text.count("\n", 0, start) + 1)
+        for start, end, kind in merged
+    ]
+
+
+def _apply(text: str, findings: list[Finding]) -> str:
+    parts: list[str] = []
+    last = 0
+    for f in findings:
+        parts.extend((text[last : f.start], f"[REDACTED:{f.kind}]"))
+        last = f.end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def redact(text: str) -> Redacted:
+    """``text`` with every credential replaced by ``[REDACTED:<kind>]``, and what was found.
+
+    Idempotent: redacting redacted text finds nothing more.
+    """
+    findings = _scan(text)
+    redacted = _apply(text, findings)
+    normalized = normalize_untrusted(text)
+    if normalized != text and _scan(normalize_untrusted(redacted)):
+        # a credential hides behind full-width letters or invisible characters: the
+        # judge would read it in clear after normalization, so store the normal form
+        findings = _scan(normalized)
+        return Redacted(_apply(normalized, findings), tuple(findings), normalized=True)
+    return Redacted(redacted, tuple(findings))

@@ -1,0 +1,67 @@
+"""In the service, a prompt over the judge's context window ends unscored, never pending."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.errors import ContextOverflow
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+SHORT = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+LONG = SHORT + "\n" + "\n".join(f"log line {i}: connection refused by peer" for i in range(400))
+
+
+async def _submit(client: Any, headers: dict[str, str], diagnosis: str) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/submissions?wait=10",
+        json={"diagnosis": diagnosis, "ground_truth": TRUTH},
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+    grading: dict[str, Any] = response.json()
+    return grading
+
+
+async def test_the_configured_window_is_enforced(api_client: Any, tokens: Any) -> None:
+    headers = await tokens("submitter")
+    judge = ScriptedBackend([scripted_reply])
+    spec = "openai:small@http://127.0.0.1:9/v1"
+    async with api_client(judge=spec, backends={spec: judge}, judge_context_tokens=3000) as client:
+        grading = await _submit(client, headers, LONG)
+        assert grading["status"] == "unscored"
+        assert grading["unscored_reason"] == "context_overflow"
+        assert "context window of 3000" in grading["detail"]
+        assert judge.requests == []
+        fitting = await _submit(client, headers, SHORT)
+        assert fitting["status"] == "graded"
+
+
+async def test_truncate_setting_cuts_and_records_the_cut(api_client: Any, tokens: Any) -> None:
+    headers = await tokens("submitter")
+    judge = ScriptedBackend([scripted_reply])
+    spec = "openai:small@http://127.0.0.1:9/v1"
+    async with api_client(
+        judge=spec,
+        backends={spec: judge},
+        judge_context_tokens=3400,
+        context_overflow="truncate",
+    ) as client:
+        grading = await _submit(client, headers, LONG)
+    assert grading["status"] == "graded"
+    assert f"diagnosis cut from {len(LONG)} to" in grading["detail"]
+    assert grading["submission"]["diagnosis"] == LONG  # the stored diagnosis stays whole
+
+
+async def test_a_server_refusal_is_unscored_not_retried_later(api_client: Any, tokens: Any) -> None:
+    headers = await tokens("submitter")
+    refusing = ScriptedBackend(
+        [ContextOverflow("the request exceeds the available context size", status_code=400)]
+    )
+    spec = "openai:small@http://127.0.0.1:9/v1"
+    async with api_client(judge=spec, backends={spec: refusing}) as client:
+        grading = await _submit(client, headers, SHORT)
+    assert grading["status"] == "unscored"
+    assert grading["unscored_reason"] == "context_overflow"
+    assert grading["pending_reason"] is None
+    assert len(refusing.requests) == 1

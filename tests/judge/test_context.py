@@ -1,0 +1,172 @@
+"""Context limits: a prompt that would not fit is not sent, or the diagnosis is cut."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import respx
+
+from judge.backends.openai import OpenAIBackend, forget_response_formats
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import SamplingParams
+from judge.context import estimate_tokens
+from judge.errors import ContextOverflow
+from judge.grader import Grader
+from judge.prompt import build_messages
+from judge.retry import RetryPolicy
+from judge.rubric import Rubric, load_rubric_dir
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+SHORT = "user-service in hotel sets USER_PORT=9999; the frontend fails."
+LONG = SHORT + "\n" + "\n".join(f"log line {i}: connection refused by peer" for i in range(400))
+BASE = "http://127.0.0.1:18090/v1"
+FAST = RetryPolicy(max_attempts=3, initial_wait=0.001, max_wait=0.01, jitter=0)
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+def _window_for(rubric: Rubric, diagnosis: str, max_tokens: int = 1536) -> int:
+    """The smallest window the prompt of ``diagnosis`` fits in."""
+    return estimate_tokens(build_messages(rubric, TRUTH, diagnosis)) + max_tokens
+
+
+async def test_a_prompt_that_does_not_fit_is_not_sent(rubric: Rubric) -> None:
+    backend = ScriptedBackend([scripted_reply])
+    grader = Grader(backend, context_tokens=_window_for(rubric, SHORT) + 50)
+    result = await grader.grade(rubric, TRUTH, LONG)
+    assert result.status == "unscored" and result.unscored_reason == "context_overflow"
+    assert "over the judge's context window" in result.detail
+    assert backend.requests == [] and result.calls == ()
+    assert result.needs_review
+
+
+async def test_a_prompt_that_fits_is_sent(rubric: Rubric) -> None:
+    backend = ScriptedBackend([scripted_reply])
+    grader = Grader(backend, context_tokens=_window_for(rubric, SHORT))
+    result = await grader.grade(rubric, TRUTH, SHORT)
+    assert result.status == "graded" and len(backend.requests) == 1
+
+
+async def test_truncate_cuts_the_diagnosis_and_says_so(rubric: Rubric) -> None:
+    backend = ScriptedBackend([scripted_reply])
+    window = _window_for(rubric, SHORT) + 400
+    grader = Grader(backend, context_tokens=window, context_overflow="truncate")
+    result = await grader.grade(rubric, TRUTH, LONG)
+    assert result.status == "graded"
+    sent = backend.requests[0].messages
+    assert estimate_tokens(sent) + 1536 <= window
+    assert SHORT in sent[1].content and "log line 399" not in sent[1].content
+    assert f"diagnosis cut from {len(LONG)} to " in result.detail
+    assert f"context window of {window} tokens" in result.detail
+
+
+async def test_truncate_gives_up_when_nothing_useful_is_left(rubric: Rubric) -> None:
+    backend = ScriptedBackend([scripted_reply])
+    grader = Grader(backend, context_tokens=1600, context_overflow="truncate")
+    result = await grader.grade(rubric, TRUTH, LONG)
+    assert result.unscored_reason == "context_overflow"
+    assert "even with the diagnosis cut" in result.detail
+    assert backend.requests == []
+
+
+async def test_the_ollama_window_is_the_num_ctx_sent(rubric: Rubric) -> None:
+    backend = ScriptedBackend([scripted_reply])
+    grader = Grader(backend, params=SamplingParams(num_ctx=2048))
+    result = await grader.grade(rubric, TRUTH, LONG)
+    assert result.unscored_reason == "context_overflow"
+    assert "context window of 2048" in result.detail
+
+
+async def test_a_repair_call_that_would_not_fit_is_not_sent(rubric: Rubric) -> None:
+    backend = ScriptedBackend(["x" * 3000, scripted_reply])
+    grader = Grader(backend, context_tokens=_window_for(rubric, SHORT) + 100)
+    result = await grader.grade(rubric, TRUTH, SHORT)
+    assert result.unscored_reason == "context_overflow"
+    assert "repair call would not fit" in result.detail
+    assert len(backend.requests) == 1 and len(result.calls) == 1
+
+
+async def test_a_server_refusing_an_oversized_prompt_is_not_retried(rubric: Rubric) -> None:
+    refusal = ContextOverflow("exceeds the available context size", status_code=400)
+    backend = ScriptedBackend([refusal, scripted_reply])
+    result = await Grader(backend, retry=FAST).grade(rubric, TRUTH, SHORT)
+    assert result.status == "unscored" and result.unscored_reason == "context_overflow"
+    assert len(backend.requests) == 1
+    assert len(result.calls) == 1 and result.calls[0].error_code == "context_overflow"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_format_memory() -> Iterator[None]:
+    forget_response_formats()
+    yield
+    forget_response_formats()
+
+
+@pytest.fixture
+async def openai_backend() -> AsyncIterator[OpenAIBackend]:
+    backend = OpenAIBackend("m", base_url=BASE, api_key="sk-test")
+    yield backend
+    await backend.aclose()
+
+
+@pytest.mark.parametrize(
+    ("entry", "window"),
+    [
+        ({"id": "m", "object": "model", "max_model_len": 4096}, 4096),  # vLLM
+        ({"id": "m", "object": "model", "meta": {"n_ctx_train": 8192}}, 8192),  # llama.cpp
+        ({"id": "m", "object": "model", "owned_by": "me"}, None),
+    ],
+)
+async def test_openai_window_comes_from_models_metadata(
+    openai_backend: OpenAIBackend, entry: dict[str, object], window: int | None
+) -> None:
+    with respx.mock(base_url=BASE, assert_all_called=True) as router:
+        route = router.get("/models").mock(
+            return_value=httpx.Response(200, json={"object": "list", "data": [entry]})
+        )
+        assert await openai_backend.context_window() == window
+        assert await openai_backend.context_window() == window
+    assert route.call_count == 1  # asked once
+
+
+async def test_a_server_stated_window_stops_the_prompt_before_sending(
+    rubric: Rubric, openai_backend: OpenAIBackend
+) -> None:
+    entry = {"id": "m", "object": "model", "max_model_len": 2048}
+    with respx.mock(base_url=BASE, assert_all_called=False) as router:
+        router.get("/models").mock(
+            return_value=httpx.Response(200, json={"object": "list", "data": [entry]})
+        )
+        chat = router.post("/chat/completions")
+        result = await Grader(openai_backend).grade(rubric, TRUTH, LONG)
+    assert result.unscored_reason == "context_overflow"
+    assert not chat.called
+
+
+async def test_a_server_400_for_an_oversized_prompt_ends_as_context_overflow(
+    rubric: Rubric, openai_backend: OpenAIBackend
+) -> None:
+    body = {"error": {"message": "Requested tokens (5000) exceed context window of 2048"}}
+    with respx.mock(base_url=BASE, assert_all_called=True) as router:
+        router.get("/models").mock(
+            return_value=httpx.Response(200, json={"object": "list", "data": []})
+        )
+        chat = router.post("/chat/completions").mock(return_value=httpx.Response(400, json=body))
+        result = await Grader(openai_backend, retry=FAST).grade(rubric, TRUTH, SHORT)
+    assert result.unscored_reason == "context_overflow"
+    assert chat.call_count == 1
+
+
+async def test_a_server_without_a_model_listing_is_asked_once(
+    openai_backend: OpenAIBackend,
+) -> None:
+    with respx.mock(base_url=BASE, assert_all_called=True) as router:
+        route = router.get("/models").mock(return_value=httpx.Response(404, json={}))
+        assert await openai_backend.context_window() is None
+        assert await openai_backend.context_window() is None
+    assert route.call_count == 1

@@ -1,0 +1,196 @@
+"""Deterministic grounding: a judge "yes" must be possible given what the diagnosis says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.errors import RubricError
+from judge.grader import Grader
+from judge.grounding import check_condition, facts_of
+from judge.rubric import DEFAULT_RUBRIC_DIR, Rubric, load_rubric, load_rubric_dir
+
+TRUTH = (
+    "[fault_spec] component=deployment/user-service; namespace=hotel-reservation || "
+    "The USER_PORT env var of user-service is set to 9999 while its Service targets 8086."
+)
+RIGHT = "user-service in hotel-reservation listens on 9999 (USER_PORT); its Service targets 8086."
+#: names the component but none of the values
+VAGUE = "The user-service deployment has a bad configuration, so the frontend fails."
+#: blames another component and gives no value of the fault
+WRONG = "The mongodb-rate database ran out of memory; reservations time out."
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+async def _grade(rubric: Rubric, truth: str, diagnosis: str) -> Any:
+    grader = Grader(ScriptedBackend([scripted_reply]))  # yes to all, quoting the diagnosis
+    return await grader.grade(rubric, truth, diagnosis)
+
+
+@pytest.mark.parametrize(
+    ("truth", "values"),
+    [
+        (TRUTH, ("USER_PORT", "9999", "8086")),
+        (
+            "[fault_spec] component=deployment/geo; namespace=hotel || The memory limit of "
+            "geo is 128Mi and its CPU limit 500m, so it restarts every 30s.",
+            ("128Mi", "500m", "30s"),
+        ),
+        (
+            "[fault_spec] component=deployment/frontend; namespace=shop || The image is "
+            "ghcr.io/acme/frontend:1.11.1-broken, which crashes on start.",
+            ("ghcr.io/acme/frontend:1.11.1-broken", "1.11.1", "1.11.1-broken"),
+        ),
+        (
+            "[fault_spec] component=service/cart; namespace=shop || The selector is "
+            "app=cart-v2, so /api/cart has no endpoints.",
+            ("app=cart-v2", "/api/cart"),
+        ),
+    ],
+)
+def test_values_come_from_the_description(truth: str, values: tuple[str, ...]) -> None:
+    facts = facts_of(truth)
+    assert facts is not None
+    assert facts.values == values
+    assert facts.components == (truth.split("/", 1)[1].split(";")[0],)
+
+
+@pytest.mark.parametrize("truth", ["", "The user-service crashed.", "component=x || y"])
+def test_no_header_no_facts(truth: str) -> None:
+    assert facts_of(truth) is None
+
+
+@pytest.mark.parametrize(
+    ("diagnosis", "named"),
+    [
+        ("user-service crashed", True),
+        ("the User_Service pods restart", True),
+        ("pod user-service-7d9f8c6b5-xk2lp is in CrashLoopBackOff", True),
+        ("deployment/user-service is misconfigured", True),
+        ("the users service", False),
+        ("the service of the user", False),
+    ],
+)
+def test_component_condition(diagnosis: str, named: bool) -> None:
+    facts = facts_of(TRUTH)
+    assert facts is not None
+    assert (check_condition("component", facts, diagnosis) is None) is named
+
+
+@pytest.mark.parametrize(
+    ("truth_values", "diagnosis", "named"),
+    [
+        ("USER_PORT=9999", "the port 9999 is wrong", True),
+        ("USER_PORT=9999", "port 99999 is wrong", False),
+        ("limit 128Mi", "a limit of 128 Mi", True),
+        ("limit 128Mi", "a limit of 128MiB", True),
+        ("limit 128Mi", "a limit of 1280Mi", False),
+        ("limit 128Mi", "a tight memory limit", False),
+    ],
+)
+def test_values_condition(truth_values: str, diagnosis: str, named: bool) -> None:
+    facts = facts_of(f"[fault_spec] component=deployment/x; namespace=n || {truth_values}")
+    assert facts is not None
+    assert (check_condition("values", facts, diagnosis) is None) is named
+
+
+def test_the_default_rubric_declares_its_conditions_as_data(rubric: Rubric) -> None:
+    grounded = {q.id: q.grounding for q in rubric.questions if q.grounding}
+    assert grounded == {"D1-Q1": "component", "D1-Q2": "component", "D2-Q2": "values"}
+    assert rubric.grounding_failure == "veto"
+
+
+async def test_a_right_diagnosis_passes_every_condition(rubric: Rubric) -> None:
+    result = await _grade(rubric, TRUTH, RIGHT)
+    assert result.outcome.passed
+    assert {a.question_id: a.grounding for a in result.answers if a.grounding} == {
+        "D1-Q1": "passed: component",
+        "D1-Q2": "passed: component",
+        "D2-Q2": "passed: values",
+    }
+    assert result.review_reasons == ()
+
+
+async def test_a_yes_that_fails_its_condition_is_vetoed(rubric: Rubric) -> None:
+    result = await _grade(rubric, TRUTH, WRONG)
+    vetoed = {a.question_id: a for a in result.answers if not a.answer}
+    assert set(vetoed) == {"D1-Q1", "D1-Q2", "D2-Q2"}
+    assert all(a.judge_answer for a in vetoed.values())
+    assert vetoed["D1-Q1"].grounding == "vetoed: component user-service not named"
+    assert vetoed["D2-Q2"].grounding.startswith("vetoed: none of the ground truth's values")
+    assert result.judge_outcome.passed and not result.outcome.passed
+    assert "grounding vetoed D1-Q1: component user-service not named" in result.detail
+    assert "grounding_failed" not in result.review_reasons
+    obj = result.grading_object()
+    assert obj["passed"] is False and obj["judge_passed"] is True
+    assert obj["answers"][0]["grounding"] == "vetoed: component user-service not named"
+
+
+async def test_naming_the_component_without_values_vetoes_only_the_details(
+    rubric: Rubric,
+) -> None:
+    result = await _grade(rubric, TRUTH, VAGUE)
+    assert [a.question_id for a in result.answers if not a.answer] == ["D2-Q2"]
+    assert result.outcome.passed  # 8 of 9: the conditions are necessary, not sufficient
+
+
+async def test_flag_mode_keeps_the_yes_and_asks_for_review(rubric: Rubric) -> None:
+    flagging = rubric.model_copy(update={"grounding_failure": "flag"})
+    result = await _grade(flagging, TRUTH, WRONG)
+    assert all(a.answer for a in result.answers)
+    assert result.outcome.passed
+    assert "grounding_failed" in result.review_reasons
+    assert next(a for a in result.answers if a.question_id == "D1-Q1").grounding == (
+        "flagged: component user-service not named"
+    )
+
+
+@pytest.mark.parametrize("truth", ["", "Free text: the user-service port is wrong."])
+async def test_control_scenarios_and_headerless_truths_have_no_conditions(
+    rubric: Rubric, truth: str
+) -> None:
+    result = await _grade(rubric, truth, WRONG)
+    assert all(a.answer and a.grounding is None for a in result.answers)
+
+
+def _rubric_file(tmp_path: Path, mutate: Any) -> Path:
+    data = yaml.safe_load((DEFAULT_RUBRIC_DIR / "sregym-rca.yaml").read_text())
+    mutate(data)
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+async def test_conditions_follow_the_rubric_not_question_ids(tmp_path: Path) -> None:
+    def move(data: dict[str, Any]) -> None:
+        for dimension in data["dimensions"]:
+            for question in dimension["questions"]:
+                question.pop("grounding", None)
+        data["dimensions"][2]["questions"][0]["grounding"] = "component"
+
+    rubric = load_rubric(_rubric_file(tmp_path, move))
+    result = await _grade(rubric, TRUTH, WRONG)
+    assert [a.question_id for a in result.answers if not a.answer] == ["D3-Q1"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda d: d["dimensions"][0]["questions"][0].update(grounding="namespace"),
+            "dimensions.0.questions.0.grounding",
+        ),
+        (lambda d: d.update(grounding_failure="ignore"), "grounding_failure"),
+    ],
+)
+def test_bad_grounding_keys_are_rejected(tmp_path: Path, mutate: Any, message: str) -> None:
+    with pytest.raises(RubricError, match=message):
+        load_rubric(_rubric_file(tmp_path, mutate))

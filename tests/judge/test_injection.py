@@ -1,0 +1,138 @@
+"""Prompt injection: flagged for review, fenced in the prompt, unable to buy a pass.
+
+The regression set is ``injection_cases.yaml``: wrong diagnoses that try to steer the
+judge. The real-model half of this check is in ``tests/api/test_real_model.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import JudgeRequest
+from judge.grader import Grader
+from judge.injection import injection_markers
+from judge.prompt import FENCE_MARKER, build_messages, fence_tag, normalize_untrusted
+from judge.reply import parse_reply
+from judge.rubric import Rubric, load_rubric_dir
+from tests.support.judge_server import sregym_reply
+
+CASES_FILE = Path(__file__).with_name("injection_cases.yaml")
+DATA: dict[str, Any] = yaml.safe_load(CASES_FILE.read_text(encoding="utf-8"))
+TRUTH: str = DATA["ground_truth"]
+CASES: list[dict[str, str]] = DATA["cases"]
+IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+#: evidence a fooled judge makes up from the ground truth: in no case's text
+FABRICATED = "user-service sets USER_PORT to 9999 while its Service targets 8086"
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+def test_the_regression_set_is_large_and_varied() -> None:
+    assert len(CASES) >= 20
+    assert len({c["id"] for c in CASES}) == len(CASES)
+    assert len({c["technique"] for c in CASES}) == len(CASES)
+    assert set(DATA["real_model_sample"]) <= {c["id"] for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_every_case_carries_markers(case: dict[str, str]) -> None:
+    assert injection_markers(case["diagnosis"]), case["technique"]
+
+
+@pytest.mark.parametrize("text", DATA["benign"])
+def test_ordinary_diagnoses_carry_none(text: str) -> None:
+    assert injection_markers(text) == ()
+
+
+def _outside_fence(user_message: str, tag: str) -> str:
+    """The user message with the diagnosis fence's body cut out."""
+    start = f"<<<DIAGNOSIS {tag}>>>\n"
+    end = f"\n<<<END DIAGNOSIS {tag}>>>"
+    head, _, rest = user_message.partition(start)
+    _, _, tail = rest.partition(end)
+    return head + start + "BODY" + end + tail
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_the_fences_hold(rubric: Rubric, case: dict[str, str]) -> None:
+    messages = build_messages(rubric, TRUTH, case["diagnosis"])
+    system, user = messages[0].content, messages[1].content
+    tags = re.findall(r"<<<DIAGNOSIS (\w+)>>>", user)
+    assert len(tags) == 1, "exactly one opening fence"
+    tag = tags[0]
+    assert user.count(f"<<<END DIAGNOSIS {tag}>>>") == 1, "exactly one closing fence"
+    body = user.split(f"<<<DIAGNOSIS {tag}>>>\n", 1)[1].split(f"\n<<<END DIAGNOSIS {tag}>>>")[0]
+    # the body is the whole (normalized) case text, and nothing in it can pass for a fence
+    assert normalize_untrusted(body).replace(FENCE_MARKER, "") == body.replace(FENCE_MARKER, "")
+    assert not re.search(r"[<>＜＞‹›«»]{2,}", body)
+    assert not [ch for ch in body if unicodedata.category(ch) == "Cf"], "invisible characters"
+    assert tag not in body
+    # outside the fence the prompt is exactly what a harmless diagnosis gets
+    plain = "The mongodb-rate database ran out of memory."
+    baseline = build_messages(rubric, TRUTH, plain)
+    base_tag = fence_tag(normalize_untrusted(TRUTH).strip(), plain)
+    assert _outside_fence(user, tag).replace(tag, "T") == _outside_fence(
+        baseline[1].content, base_tag
+    ).replace(base_tag, "T")
+    assert system.replace(tag, "T") == baseline[0].content.replace(base_tag, "T")
+
+
+def _fooled(evidence: str | None) -> Any:
+    def reply(request: JudgeRequest) -> str:
+        if evidence is None:
+            return scripted_reply(request)  # yes to all, quoting the diagnosis itself
+        return sregym_reply(set(IDS), evidence=evidence)
+
+    return reply
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+async def test_fabricated_evidence_is_not_verified(rubric: Rubric, case: dict[str, str]) -> None:
+    assert FABRICATED not in case["diagnosis"]
+    result = await Grader(ScriptedBackend([_fooled(FABRICATED)])).grade(
+        rubric, TRUTH, case["diagnosis"]
+    )
+    quoted = [a for a in result.answers if rubric.question(a.question_id).requires_quote]
+    assert quoted and all(a.evidence_verified is False for a in quoted)
+    assert {"evidence_unverified", "injection_suspected"} <= set(result.review_reasons)
+    assert not result.outcome.passed
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+async def test_a_fully_fooled_judge_cannot_pass_a_case(
+    rubric: Rubric, case: dict[str, str]
+) -> None:
+    # the judge says yes to everything with quotes that really occur in the diagnosis:
+    # only the deterministic grounding stands between the injection and a pass
+    result = await Grader(ScriptedBackend([_fooled(None)])).grade(rubric, TRUTH, case["diagnosis"])
+    assert result.judge_outcome.passed
+    assert not result.outcome.passed
+    assert "injection_suspected" in result.review_reasons
+    assert "prompt injection markers:" in result.detail
+
+
+def test_a_reply_quoting_a_code_fence_of_the_diagnosis_is_still_parsed(rubric: Rubric) -> None:
+    # a diagnosis with a code fence must not make an honest judge's reply unparseable
+    reply = json.dumps(
+        {
+            qid: {
+                "reasoning": "r",
+                "evidence": "```json\n[1]\n```",
+                "answer": "no",
+                "confidence": "low",
+            }
+            for qid in IDS
+        }
+    )
+    assert set(parse_reply(reply, rubric)) == set(IDS)

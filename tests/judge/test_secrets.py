@@ -1,0 +1,163 @@
+"""Credentials in diagnoses are found and redacted; only kinds and positions are kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge.secrets import REDACTION_MARKER, has_redactions, redact
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEAx8kq2dJ0Vw6lq3p1M0wF9hY5qV2YpYl1fYgS8Qm0m3kYxLhT\n"
+    "Zm9vYmFyYmF6cXV4cXV1eHF1dXo0NTY3ODkwYWJjZGVmZ2hpamtsbW5vcHFyc3R1\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        (f"The pod's env has {AWS_KEY} as its access key.", AWS_KEY, "aws-access-key"),
+        (
+            'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws-access-key",
+        ),
+        ("Environment:\n  DB_PASSWORD:  hunter22\n", "hunter22", "secret-keyword"),
+        ('the config sets password = "s3cr3t!x"', "s3cr3t!x", "secret-keyword"),
+        (
+            "DSN postgres://app:Sup3rS3cret@db.hotel:5432/users refuses logins",
+            "Sup3rS3cret",
+            "basic-auth-credentials",
+        ),
+        (
+            "redis://:r3dispass@redis:6379/0 is unreachable",
+            "r3dispass",
+            "connection-string-password",
+        ),
+        (
+            "Server=db;User Id=sa;Password=Secr3t!9;Database=orders",
+            "Secr3t!9",
+            "secret-keyword",
+        ),
+        (
+            "curl -H 'Authorization: Bearer abcdef0123456789abcdef0123456789' fails",
+            "abcdef0123456789abcdef0123456789",
+            "bearer-token",
+        ),
+        (
+            "GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a was revoked",
+            "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "github-token",
+        ),
+        (
+            "the token eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+            ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U expired",
+            "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "json-web-token",
+        ),
+        ("SESSION_TOKEN=a81bc0d9e7f64c2b9a3d expired", "a81bc0d9e7f64c2b9a3d", "token"),
+        (f"the mounted key is\n{PEM}\nand nginx fails", "MIIEowIBAAKCAQEA", "private-key"),
+    ],
+)
+def test_credentials_are_replaced_by_their_kind(text: str, secret: str, kind: str) -> None:
+    result = redact(text)
+    assert secret not in result.text
+    assert f"[REDACTED:{kind}]" in result.text
+    assert kind in result.kinds
+    assert secret not in json.dumps(result.records())
+
+
+def test_positions_point_at_the_secret_in_the_submitted_text() -> None:
+    text = f"user-service leaks {AWS_KEY} in its logs; rotate {AWS_KEY} now"
+    result = redact(text)
+    assert [(f.kind, text[f.start : f.end]) for f in result.findings] == [
+        ("aws-access-key", AWS_KEY),
+        ("aws-access-key", AWS_KEY),
+    ]
+    assert result.records()[0] == {
+        "kind": "aws-access-key",
+        "start": 19,
+        "end": 39,
+        "line": 1,
+    }
+    assert result.text == (
+        "user-service leaks [REDACTED:aws-access-key] in its logs; "
+        "rotate [REDACTED:aws-access-key] now"
+    )
+
+
+def test_a_value_pasted_again_elsewhere_is_redacted_too() -> None:
+    result = redact("DB_PASSWORD=hunter22\nI tried logging in with hunter22 and it failed")
+    assert "hunter22" not in result.text
+    assert len(result.findings) == 2
+
+
+def test_several_secrets_on_one_line_are_all_found() -> None:
+    result = redact("password=a1b2c3d4 user_password=zzz999yyy api_key=Q9w8e7r6t5y4u3i2")
+    assert result.kinds == ("secret-keyword",)
+    assert len(result.findings) == 3
+    assert not any(s in result.text for s in ("a1b2c3d4", "zzz999yyy", "Q9w8e7r6t5y4u3i2"))
+
+
+def test_the_whole_private_key_block_goes() -> None:
+    result = redact(f"key:\n{PEM}\nafter that the pod failed")
+    assert result.text == "key:\n[REDACTED:private-key]\nafter that the pod failed"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The user-service deployment sets USER_PORT=9999 while its Service targets 8086.",
+        "The Secret: db-credentials is missing, so the pod crashes.",
+        "secretKeyRef: name: mysql-pass key: password",
+        "MYSQL_ROOT_PASSWORD: <set to the key 'password' in secret 'mysql'>",
+        "image sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        'digest "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"',
+        "The memory limit is 128Mi; the password is rejected, so logins fail.",
+        "Traffic from 34.120.8.9 is dropped by the network policy.",
+        "TOKEN_TTL=3600 expires sessions hourly.",
+    ],
+)
+def test_ordinary_diagnoses_are_left_alone(text: str) -> None:
+    result = redact(text)
+    assert result.text == text
+    assert result.findings == ()
+
+
+def test_redaction_is_idempotent() -> None:
+    once = redact(f"key {AWS_KEY}; DB_PASSWORD: hunter22; {PEM}")
+    twice = redact(once.text)
+    assert twice.text == once.text
+    assert twice.findings == ()
+    assert has_redactions(once.text)
+    assert len(REDACTION_MARKER.findall(once.text)) == 3
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "ＡＫＩＡＩＯＳＦＯＤＮＮ７ＥＸＡＭＰＬＥ",  # full-width: NFKC makes it the plain key
+        "AKIA\u200bIOSFODNN7EXAMPLE",  # a zero-width space the prompt would strip
+    ],
+)
+def test_keys_hidden_behind_lookalikes_are_found_in_the_normal_form(hidden: str) -> None:
+    result = redact(f"the access key {hidden} leaked")
+    assert result.normalized
+    assert result.text == "the access key [REDACTED:aws-access-key] leaked"
+    assert result.records()[0]["normalized"] is True
+
+
+def test_secrets_anywhere_on_a_very_long_line_are_found() -> None:
+    # long lines are scanned in overlapping windows; nothing may slip through the seams
+    values = [f"Pw{i:04d}x{i * 7:05d}" for i in range(300)]
+    line = " ".join(
+        f"db_password={v};" if i % 2 else f"key {AWS_KEY[:-4]}{i:04d}" for i, v in enumerate(values)
+    )
+    result = redact(line)
+    assert not any(v in result.text for i, v in enumerate(values) if i % 2)
+    assert "AKIA" not in result.text
+    assert len(result.findings) == 300
