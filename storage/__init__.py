@@ -20,6 +20,7 @@ from storage.errors import (
 )
 from storage.migrate import current_revision, head_revision, upgrade
 from storage.models import Claim, GradingFilter, GradingView, NewSubmission, SubmissionOutcome
+from storage.quality_tables import CalibrationRunRecord, JudgeVoteRecord
 from storage.regrade_tables import JudgeCacheRecord, RegradeJobRecord
 from storage.review import ReviewItem
 from storage.review_tables import (
@@ -47,6 +48,7 @@ __all__ = [
     "ROLES",
     "AnswerRecord",
     "AuditRecord",
+    "CalibrationRunRecord",
     "ChainReport",
     "Claim",
     "Conflict",
@@ -60,6 +62,7 @@ __all__ = [
     "InvalidReview",
     "JudgeCacheRecord",
     "JudgeCallRecord",
+    "JudgeVoteRecord",
     "NewSubmission",
     "NotFound",
     "OverrideRecord",

@@ -175,6 +175,8 @@ class GradingRecord(SQLModel, table=True):
     review_reasons: list[str] = _json(list)
     #: a human override is in force (answers or verdict); passed/yes_count are effective
     overridden: bool = False
+    #: graded by a judge that has not qualified on a calibration run
+    provisional: bool = False
     is_current: bool = Field(default=True, index=True)
     superseded_by: str | None = Field(
         default=None,

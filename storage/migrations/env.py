@@ -15,6 +15,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
+import storage.quality_tables
 import storage.regrade_tables
 import storage.review_tables
 import storage.tables  # noqa: F401

@@ -1,0 +1,57 @@
+"""Tables of judge quality: individual votes of samples and panels, calibration runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Float, Index, String
+from sqlmodel import Field, SQLModel
+
+from storage.tables import _created, new_id
+
+__all__ = ["CalibrationRunRecord", "JudgeVoteRecord"]
+
+
+class JudgeVoteRecord(SQLModel, table=True):
+    """One judge's (or one sample's) answer to one question of a grading."""
+
+    __tablename__ = "judge_vote"
+    __table_args__ = (Index("ix_judge_vote_grading_id_question_id", "grading_id", "question_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    grading_id: str = Field(sa_type=String(32), foreign_key="grading.id")
+    #: the judge that voted, e.g. ``ollama:qwen3:8b``
+    judge_spec: str = Field(sa_type=String(512))
+    #: 0 for a single sample; n for the n-th sample of a self-consistent judge
+    sample_index: int = 0
+    question_id: str = Field(sa_type=String(32))
+    answer: bool
+    confidence: float | None = Field(default=None, sa_type=Float)
+    #: the judge call the vote came from
+    call_id: str | None = Field(default=None, sa_type=String(32))
+    created_at: datetime = _created()
+
+
+class CalibrationRunRecord(SQLModel, table=True):
+    """A judge graded against a labelled gold set, and whether it qualified."""
+
+    __tablename__ = "calibration_run"
+
+    id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))
+    #: judge spec without the base URL, plus its settings, identify what was qualified
+    judge_spec: str = Field(sa_type=String(512), index=True)
+    judge_settings: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, nullable=False)
+    rubric_id: str = Field(sa_type=String(64))
+    rubric_version: str = Field(sa_type=String(64))
+    asking_mode: str = Field(default="single", sa_type=String(16))
+    gold_name: str = Field(sa_type=String(256))
+    gold_sha256: str = Field(sa_type=String(64), index=True)
+    n: int = 0
+    verdict_kappa: float | None = Field(default=None, sa_type=Float)
+    false_pass_rate: float | None = Field(default=None, sa_type=Float)
+    qualified: bool = False
+    #: every figure of the run: per question, per dimension, per verdict
+    results: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, nullable=False)
+    created_by: str = Field(default="cli", sa_type=String(64))
+    created_at: datetime = _created()
