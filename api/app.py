@@ -18,6 +18,7 @@ from api.metrics import Metrics, metrics_endpoint
 from api.middleware import RequestContextMiddleware
 from api.observability import litestar_logging_config
 from api.problems import exception_handlers
+from api.routes.agreement import get_agreement
 from api.routes.exports import export_gradings
 from api.routes.gradings import get_grading, list_gradings
 from api.routes.health import healthz, readyz
@@ -128,6 +129,7 @@ def create_app(
             get_question_rates,
             get_dimension_failures,
             get_failure_tags,
+            get_agreement,
             export_gradings,
             create_override,
             grading_history,

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from api.cli_calibrate import calibrate_command
 from api.cli_config import config_group
 from api.cli_grade import grade_command
 from api.cli_import import import_group
@@ -39,6 +40,7 @@ main.add_command(export_command)
 main.add_command(config_group)
 main.add_command(import_group)
 main.add_command(regrade_group)
+main.add_command(calibrate_command)
 
 
 @main.command()

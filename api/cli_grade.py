@@ -72,6 +72,7 @@ async def _grade(
         max_text_bytes=settings.max_text_bytes,
         context_tokens=settings.judge_context_tokens,
         context_overflow=settings.context_overflow,
+        asking=settings.judge_asking,
     )
     try:
         return await grader.grade(rubrics[rubric_id], truth, diag)

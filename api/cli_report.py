@@ -218,3 +218,54 @@ def export_command(
     chunks = run_with_store(work)
     rows = chunks - (0 if fmt == "jsonl" else 1)
     click.echo(f"{rows} gradings exported" + (f" to {output}" if output else ""), err=True)
+
+
+@report_command.command("agreement")
+@click.option(
+    "--kind",
+    default="",
+    metavar="KINDS",
+    help="comma-separated among judge_human, judge_judge, human_human (default all)",
+)
+@click.option("--group-by", default="", metavar="KEYS", help="comma-separated: rubric, judge")
+@click.option(
+    "--source",
+    type=click.Choice(["all", "blind", "override"]),
+    default="all",
+    show_default=True,
+    help="which human labels count",
+)
+@filter_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+def agreement(kind: str, group_by: str, source: str, fmt: str, **filters: Any) -> None:
+    """Judge vs human labels, judge vs judge, human vs human: kappa with its 95% CI."""
+    from api.agreement import agreement_table, build_agreement_report
+    from storage.agreement import AGREEMENT_GROUPS, AGREEMENT_KINDS
+
+    def names(value: str, known: tuple[str, ...], hint: str) -> list[Any]:
+        found = [p.strip() for p in value.split(",") if p.strip()]
+        for name in found:
+            if name not in known:
+                raise click.BadParameter(
+                    f"{name!r} is not one of {', '.join(known)}", param_hint=hint
+                )
+        return found
+
+    kinds = names(kind, AGREEMENT_KINDS, "--kind") or list(AGREEMENT_KINDS)
+    groups = names(group_by, AGREEMENT_GROUPS, "--group-by")
+    report = run_with_store(
+        lambda store: build_agreement_report(
+            store,
+            build_filter(**filters),
+            kinds=kinds,
+            group_by=groups,
+            source=source,  # type: ignore[arg-type]
+        )
+    )
+    emit(report, agreement_table(report), fmt)

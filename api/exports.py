@@ -60,6 +60,7 @@ _GRADING_COLUMNS = (
     "judge_passed",
     "overridden",
     "needs_review",
+    "provisional",
     "is_current",
     "tags",
     "created_at",

@@ -12,12 +12,14 @@ from api.schemas import (
     OverridePublic,
     SubmissionPublic,
     TagPublic,
+    VotePublic,
 )
 from api.services import Services
 from judge.adjudication import overrides_in_force
 from judge.rubric import Rubric
 from storage import FailureTagRecord, GradingView, OverrideRecord
 from storage.overrides import override_events
+from storage.quality_tables import JudgeVoteRecord
 from storage.tables import SubmissionRecord
 
 __all__ = [
@@ -78,6 +80,7 @@ def grading_public(
     principal: Principal,
     overrides: Sequence[OverrideRecord] = (),
     tags: Sequence[FailureTagRecord] = (),
+    votes: Sequence[JudgeVoteRecord] = (),
 ) -> GradingPublic:
     """The grading object as ``principal`` may see it: effective values beside the judge's."""
     g, s = view.grading, view.submission
@@ -109,6 +112,17 @@ def grading_public(
                 evidence_verified=a.evidence_verified,
                 confidence=a.confidence,
                 overridden=a.question_id in overridden,
+                votes=[
+                    VotePublic(
+                        judge=v.judge_spec,
+                        sample=v.sample_index,
+                        answer="yes" if v.answer else "no",
+                        confidence=v.confidence,
+                        call_id=v.call_id,
+                    )
+                    for v in votes
+                    if v.question_id == a.question_id
+                ],
             )
             for a in view.answers
         ],
@@ -120,6 +134,7 @@ def grading_public(
         decisive=g.decisive,
         needs_review=g.needs_review,
         review_reasons=list(g.review_reasons or []),
+        provisional=bool(g.provisional),
         verdict_override=verdict.verdict if verdict else None,  # type: ignore[arg-type]
         overridden=bool(g.overridden),
         overrides=[_override_public(o) for o in overrides],
@@ -154,13 +169,19 @@ async def render_gradings(
     ids = [v.grading.id for v in views]
     overrides = await services.store.overrides_for(ids)
     tags = await services.store.tags_for(ids)
+    votes = await services.store.votes_for(ids)
     rendered = []
     for view in views:
         g = view.grading
         rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
         rendered.append(
             grading_public(
-                view, rubric=rubric, principal=principal, overrides=overrides[g.id], tags=tags[g.id]
+                view,
+                rubric=rubric,
+                principal=principal,
+                overrides=overrides[g.id],
+                tags=tags[g.id],
+                votes=votes[g.id],
             )
         )
     return rendered

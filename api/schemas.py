@@ -19,6 +19,7 @@ __all__ = [
     "SubmissionCreate",
     "SubmissionPublic",
     "TagPublic",
+    "VotePublic",
 ]
 
 _NAME = Field(default=None, max_length=200)
@@ -67,6 +68,17 @@ class ScenarioPublic(BaseModel):
     created_at: datetime
 
 
+class VotePublic(BaseModel):
+    """One judge's (or one sample's) answer to a question, for adjudicators to weigh."""
+
+    judge: str
+    sample: int
+    answer: Literal["yes", "no"]
+    confidence: float | None
+    #: the stored judge call the vote came from (see the grading's history)
+    call_id: str | None
+
+
 class AnswerPublic(BaseModel):
     """One question's effective answer beside the judge's."""
 
@@ -79,6 +91,8 @@ class AnswerPublic(BaseModel):
     evidence_verified: bool | None
     confidence: float | None
     overridden: bool
+    #: every vote of a panel or of samples; one vote for a single judge
+    votes: list[VotePublic] = []
 
 
 class DimensionPublic(BaseModel):
@@ -151,6 +165,8 @@ class GradingPublic(BaseModel):
     decisive: bool | None
     needs_review: bool
     review_reasons: list[str]
+    #: graded by a judge that no calibration run has qualified
+    provisional: bool = False
     #: a human verdict that wins over the rule, if one is in force
     verdict_override: Literal["pass", "fail"] | None = None
     overridden: bool = False

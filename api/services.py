@@ -6,14 +6,16 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from api.settings import Settings
 from judge.backends import JudgeBackend, build_backend
+from judge.calls import Completion, JudgeRequest
 from judge.rubric import Rubric
 from judge.spec import JudgeSpec, parse_judge_spec
 from storage import Store
 
-__all__ = ["BackendPool", "JudgeHealth", "RubricCatalog", "Services", "Waiters"]
+__all__ = ["BackendPool", "JudgeHealth", "LimitedBackend", "RubricCatalog", "Services", "Waiters"]
 
 
 class RubricCatalog:
@@ -45,6 +47,37 @@ class JudgeHealth:
     at: datetime | None = None
 
 
+class LimitedBackend:
+    """A judge backend whose requests wait for a slot of their endpoint's limit.
+
+    Only the request takes a slot: building the prompt, the judge cache, parsing,
+    storing and the waits between retries happen outside it, so the endpoint's slots
+    are busy with judge calls only and the judge's own limit is what bounds throughput.
+    Other attributes (such as ``context_window``) are the wrapped backend's.
+    """
+
+    def __init__(self, backend: JudgeBackend, slots: asyncio.Semaphore) -> None:
+        self.backend = backend
+        self.name, self.model, self.base_url = backend.name, backend.model, backend.base_url
+        self._slots = slots
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Send one request once a slot is free."""
+        async with self._slots:
+            return await self.backend.complete(request)
+
+    async def probe(self) -> None:
+        """Probe the wrapped backend (takes no slot)."""
+        await self.backend.probe()
+
+    async def aclose(self) -> None:
+        """Close the wrapped backend's client."""
+        await self.backend.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+
 class BackendPool:
     """One backend per judge spec, and a concurrency limit per judge endpoint."""
 
@@ -56,6 +89,7 @@ class BackendPool:
         self._settings = settings
         self._backends: dict[str, JudgeBackend] = dict(injected or {})
         self._limits: dict[tuple[str, str | None], asyncio.Semaphore] = {}
+        self._limited: dict[str, LimitedBackend] = {}
         self.health: dict[str, JudgeHealth] = {}
 
     def get(self, spec_text: str) -> JudgeBackend:
@@ -64,6 +98,12 @@ class BackendPool:
             spec = parse_judge_spec(spec_text)
             self._backends[spec_text] = build_backend(spec, timeout=self._settings.judge_timeout)
         return self._backends[spec_text]
+
+    def limited(self, spec_text: str) -> LimitedBackend:
+        """The backend for a spec, its requests bounded by the endpoint's limit."""
+        if spec_text not in self._limited:
+            self._limited[spec_text] = LimitedBackend(self.get(spec_text), self.limit(spec_text))
+        return self._limited[spec_text]
 
     def limit(self, spec_text: str) -> asyncio.Semaphore:
         """The semaphore bounding concurrent calls to this spec's endpoint."""

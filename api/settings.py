@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from judge.spec import parse_judge_spec
 
-__all__ = ["DEFAULT_JUDGE", "Settings", "with_password"]
+__all__ = ["DEFAULT_JUDGE", "PANEL_PREFIX", "Settings", "with_password"]
 
 #: the judge used when none is configured: a small local model served by Ollama
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
@@ -31,6 +31,10 @@ def with_password(url: str, password_file: Path) -> str:
     if not password:
         raise ValueError(f"database_password_file {password_file} is empty")
     return make_url(url).set(password=password).render_as_string(hide_password=False)
+
+
+#: the judge spec of a grading made by a panel: ``panel:SPEC1,SPEC2``
+PANEL_PREFIX = "panel:"
 
 
 class Settings(BaseSettings):
@@ -69,6 +73,20 @@ class Settings(BaseSettings):
             "what an OpenAI-compatible server's /v1/models says, else unchecked"
         ),
     )
+    judge_asking: Literal["single", "per_question"] | None = Field(
+        default=None,
+        description="single (one call) or per_question (a call per question); unset: the rubric's",
+    )
+    judge_samples: int = Field(
+        default=1, ge=1, le=32, description="ask each judge this many times; majority per question"
+    )
+    judge_sample_temperature: float = Field(
+        default=0.7, gt=0, le=2, description="temperature of each sample when judge_samples > 1"
+    )
+    panel: str | None = Field(
+        default=None,
+        description="comma-separated judge specs voting per question, used instead of judge",
+    )
     context_overflow: Literal["unscored", "truncate"] = Field(
         default="unscored",
         description="a prompt over the context window: unscored (context_overflow) or cut",
@@ -105,12 +123,49 @@ class Settings(BaseSettings):
     )
     log_format: Literal["json", "text"] = Field(default="json", description="log line format")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO")
+    qualify_min_kappa: float = Field(
+        default=0.6, ge=-1, le=1, description="verdict kappa a calibration run needs to qualify"
+    )
+    qualify_max_false_pass: float = Field(
+        default=0.05, ge=0, le=1, description="largest share of gold fails a qualified judge passes"
+    )
+    provisional_review_rate: float = Field(
+        default=0.1, ge=0, le=1, description="share of provisional gradings sent to review"
+    )
+    self_preference: Literal["warn", "refuse"] = Field(
+        default="warn",
+        description="judge and agent of one model family: warn (review reason) or refuse (422)",
+    )
 
     @field_validator("judge")
     @classmethod
     def _valid_judge(cls, value: str) -> str:
         parse_judge_spec(value)
         return value
+
+    @field_validator("panel")
+    @classmethod
+    def _valid_panel(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        specs = [part.strip() for part in value.split(",") if part.strip()]
+        for spec in specs:
+            parse_judge_spec(spec)
+        if len(set(specs)) != len(specs):
+            raise ValueError("a panel lists each judge once")
+        return ",".join(specs)
+
+    @property
+    def panel_specs(self) -> list[str]:
+        """The panel's judge specs, or an empty list when no panel is set."""
+        return self.panel.split(",") if self.panel else []
+
+    def grading_judge(self) -> tuple[str, str, str]:
+        """(spec, backend, model) recorded with a new grading: the panel or the judge."""
+        if self.panel:
+            return f"{PANEL_PREFIX}{self.panel}", "panel", "+".join(self.panel_specs)
+        spec = parse_judge_spec(self.judge)
+        return self.judge, spec.backend, spec.model
 
     @field_validator("log_level", mode="before")
     @classmethod

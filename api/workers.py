@@ -21,16 +21,14 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from api.judging import build_grader, member_specs
 from api.metrics import Metrics
 from api.observability import bind_log_context, log_grading
+from api.qualification import Qualifications
 from api.services import Services
-from judge.calls import SamplingParams
 from judge.errors import InputError, JudgeSpecError
-from judge.grader import Grader
-from judge.retry import RetryPolicy
 from judge.verdict import GradingResult
 from storage import Claim
-from storage.judge_cache import DbJudgeCache
 
 __all__ = ["RETRY_LATER", "GradingWorkers", "new_worker_id"]
 
@@ -84,6 +82,7 @@ class GradingWorkers:
         #: gradings whose outcome is being written: never cancelled
         self._storing: set[str] = set()
         self._deadline: float | None = None
+        self._qualifications: Qualifications | None = None
 
     @property
     def in_flight(self) -> int:
@@ -212,7 +211,10 @@ class GradingWorkers:
                 )
                 self._account(result, "deferred" if stored else "discarded")
             else:
-                stored = await store.complete_grading(claim.grading_id, self.worker_id, result)
+                result, provisional = await self._provisional(claim, result)
+                stored = await store.complete_grading(
+                    claim.grading_id, self.worker_id, result, provisional=provisional
+                )
                 self._account(result, "completed" if stored else "discarded")
         except Exception:
             log.exception("grading %s failed; it will be retried", claim.grading_id)
@@ -232,6 +234,21 @@ class GradingWorkers:
             self._storing.discard(claim.grading_id)
             self.services.waiters.completed(claim.grading_id)
 
+    async def _provisional(self, claim: Claim, result: GradingResult) -> tuple[GradingResult, bool]:
+        """Provisional (judge not qualified) and self-preference marks (``api.qualification``)."""
+        if self._qualifications is None:
+            self._qualifications = Qualifications(self.services.store, self.services.settings)
+        rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
+        asking = self.services.settings.judge_asking or (rubric.asking if rubric else "single")
+        submission = await self.services.store.get_submission(claim.submission_id)
+        return await self._qualifications.mark(
+            claim.grading_id,
+            claim.judge_spec,
+            asking,
+            result,
+            agent_model=submission.model if submission else None,
+        )
+
     def _account(self, result: GradingResult, stored: str) -> None:
         """Metrics, and a log line per judge call and for the outcome."""
         self.metrics.record_grading(result, stored=stored)
@@ -247,38 +264,23 @@ class GradingWorkers:
                 f"rubric {claim.rubric_id}@{claim.rubric_version} is not known",
             )
         try:
-            backend = services.backends.get(claim.judge_spec)
+            grader = build_grader(services, claim.judge_spec)
         except JudgeSpecError as exc:
             return _unscored(claim, "judge_spec_invalid", str(exc))
-        settings = services.settings
-        grader = Grader(
-            backend,
-            params=SamplingParams(
-                temperature=settings.judge_temperature,
-                seed=settings.judge_seed,
-                max_tokens=settings.judge_max_tokens,
-                # Ollama gets the configured window as num_ctx; other servers know their own
-                num_ctx=settings.judge_context_tokens if backend.name == "ollama" else None,
-            ),
-            retry=RetryPolicy(max_attempts=settings.judge_max_attempts),
-            max_text_bytes=settings.max_text_bytes,
-            context_tokens=settings.judge_context_tokens,
-            context_overflow=settings.context_overflow,
-            cache=DbJudgeCache(services.store, backend=backend.name, model=backend.model),
-        )
-        async with services.backends.limit(claim.judge_spec):
-            heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
-            try:
-                result = await grader.grade(rubric, claim.ground_truth, claim.diagnosis)
-            except InputError as exc:
-                return _unscored(claim, "invalid_input", str(exc))
-            finally:
-                heartbeat.cancel()
+        # the judge's concurrency limit bounds its requests only (api.services.LimitedBackend)
+        heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
+        try:
+            result = await grader.grade(rubric, claim.ground_truth, claim.diagnosis)
+        except InputError as exc:
+            return _unscored(claim, "invalid_input", str(exc))
+        finally:
+            heartbeat.cancel()
         if result.calls:
             failed = result.unscored_reason in RETRY_LATER
-            services.backends.record(
-                claim.judge_spec, ok=not failed, reason=result.unscored_reason if failed else None
-            )
+            for spec in member_specs(claim.judge_spec):
+                services.backends.record(
+                    spec, ok=not failed, reason=result.unscored_reason if failed else None
+                )
         return result
 
     async def _heartbeat(self, grading_id: str) -> None:

@@ -4,11 +4,12 @@
 
 Answers ``POST /v1/chat/completions`` with a valid reply in the service's own format
 (a JSON object keyed by the question ids of the request's reply schema, each with
-reasoning, evidence quoted from the fenced diagnosis, answer and confidence) after
+reasoning, evidence quoted from the fenced diagnosis, answer and confidence; or one
+such answer object when the schema is one answer, as in per-question asking) after
 ``latency`` seconds, with at most ``slots`` requests being answered at once: the others
 wait for a slot. Nothing can therefore be graded faster than ``slots / latency`` per
 second. ``GET /v1/models`` lists the model; ``GET /stats`` gives the counters (requests
-served, most requests in a slot at once, most waiting); ``POST /control`` with
+served, questions asked, most requests in a slot at once, most waiting); ``POST /control`` with
 ``{"latency": s, "slots": n}`` changes the figures between runs (``"reset": true``
 zeroes the counters).
 
@@ -37,6 +38,7 @@ __all__ = ["MODEL", "SimState", "SimulatedJudge", "build_reply", "free_port", "m
 MODEL = "bench-sim"
 #: the service's rubric ids, for requests that carry no reply schema (json_object)
 _DEFAULT_IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+_ANSWER_KEYS = ("reasoning", "evidence", "answer", "confidence")
 _DIAGNOSIS = re.compile(r"<<<DIAGNOSIS (\w+)>>>\n(.*?)\n<<<END DIAGNOSIS \1>>>", re.DOTALL)
 
 Scope = dict[str, Any]
@@ -49,19 +51,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _question_ids(request: dict[str, Any]) -> list[str]:
+def _question_ids(request: dict[str, Any]) -> list[str] | None:
+    """The question ids of a request's reply schema; None for a one-answer schema."""
     form = request.get("response_format") or {}
     schema = (form.get("json_schema") or {}).get("schema") or {}
-    return list(schema.get("properties") or _DEFAULT_IDS)
+    properties = list(schema.get("properties") or _DEFAULT_IDS)
+    return None if set(properties) == set(_ANSWER_KEYS) else properties
 
 
 def build_reply(request: dict[str, Any]) -> str:
-    """Yes to every question, quoting the diagnosis's first words as evidence."""
+    """Yes to every question asked, quoting the diagnosis's first words as evidence.
+
+    A request whose schema is one answer (per-question asking) gets one answer object.
+    """
     text = " ".join(str(m.get("content", "")) for m in request.get("messages", []))
     found = _DIAGNOSIS.search(text)
     quote = " ".join(found.group(2).split()[:8]) if found else ""
     entry = {"reasoning": "simulated judge", "evidence": quote, "answer": "yes"}
-    return json.dumps({qid: {**entry, "confidence": "high"} for qid in _question_ids(request)})
+    entry["confidence"] = "high"
+    ids = _question_ids(request)
+    return json.dumps(entry if ids is None else {qid: entry for qid in ids})
 
 
 class SimState:
@@ -77,7 +86,7 @@ class SimState:
         """Zero the counters."""
         self.served = self.in_flight = self.waiting = 0
         self.max_in_flight = self.max_waiting = 0
-        self.prompt_chars = 0
+        self.prompt_chars = self.questions = 0
 
     async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """One chat completion: wait for a slot, hold it ``latency`` seconds, answer."""
@@ -93,6 +102,7 @@ class SimState:
             finally:
                 self.in_flight -= 1
         self.served += 1
+        self.questions += len(_question_ids(request) or [None])
         text = build_reply(request)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
         self.prompt_chars += prompt_chars
@@ -127,6 +137,7 @@ class SimState:
             "max_in_flight": self.max_in_flight,
             "max_waiting": self.max_waiting,
             "prompt_chars": self.prompt_chars,
+            "questions": self.questions,
         }
 
     def control(self, body: dict[str, Any]) -> None:

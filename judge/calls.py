@@ -18,6 +18,7 @@ __all__ = [
     "JudgeCall",
     "JudgeRequest",
     "SamplingParams",
+    "TokenLogprob",
 ]
 
 
@@ -50,6 +51,15 @@ class JudgeRequest(_Frozen):
     params: SamplingParams = SamplingParams()
 
 
+class TokenLogprob(_Frozen):
+    """One generated token with its log-probability and the most likely alternatives."""
+
+    token: str
+    logprob: float
+    #: (token, logprob) of the server's ``top_logprobs`` at this position
+    top: tuple[tuple[str, float], ...] = ()
+
+
 class Completion(_Frozen):
     """One successful answer of a judge server, as the backend read it."""
 
@@ -61,6 +71,8 @@ class Completion(_Frozen):
     completion_tokens: int | None = None
     #: which structured-output form the server accepted (``json_schema``, ``json_object``...)
     response_format: str | None = None
+    #: the content tokens' log-probabilities, where the server returned them
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 class Attempt(_Frozen):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from judge.backends.base import ContextWindowAware, JudgeBackend
 from judge.cache import JudgeCache, cache_key
 from judge.calls import ChatMessage, JudgeCall, JudgeRequest, SamplingParams
+from judge.confidence import with_logprob_confidence
 from judge.context import Fit, OverflowPolicy, estimate_tokens, fit_diagnosis
 from judge.errors import InputError, JudgeCallError
 from judge.evidence import quote_occurs
@@ -23,7 +24,8 @@ from judge.retry import RetryPolicy, complete_with_retries
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.screening import screen
-from judge.verdict import Answer, GradingResult
+from judge.spec import JudgeSpec
+from judge.verdict import Answer, GradingResult, Vote
 
 __all__ = ["DEFAULT_MAX_TEXT_BYTES", "Grader", "check_text"]
 
@@ -58,6 +60,8 @@ class Grader:
     context_tokens: int | None = None
     #: a prompt that would not fit: ``unscored`` (context_overflow) or ``truncate``
     context_overflow: OverflowPolicy = "unscored"
+    #: ``single`` or ``per_question`` (``judge.per_question``); None: the rubric's
+    asking: Literal["single", "per_question"] | None = None
 
     async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
         """Grade ``diagnosis`` against ``ground_truth``; raises InputError on bad input.
@@ -94,6 +98,10 @@ class Grader:
 
     async def _ask(self, rubric: Rubric, ground_truth: str, fit: Fit) -> GradingResult:
         """The judge call, one repair call if needed, and the checks of the answers."""
+        if (self.asking or rubric.asking) == "per_question":
+            from judge.per_question import ask_per_question  # it builds on this module
+
+            return await ask_per_question(self, rubric, ground_truth, fit)
         messages, diagnosis = fit.messages, fit.diagnosis
         schema = build_reply_schema(rubric)
         calls: list[JudgeCall] = []
@@ -127,6 +135,7 @@ class Grader:
             except ReplyInvalid as second:
                 detail = f"first reply: {first}; repaired reply: {second}"
                 return self._unscored(rubric, calls, "unparseable_reply", detail)
+        parsed = with_logprob_confidence(parsed, call.completion)
         return self._graded(rubric, parsed, calls, ground_truth=ground_truth, diagnosis=diagnosis)
 
     def _cache_key(self, request: JudgeRequest) -> str | None:
@@ -232,7 +241,9 @@ class Grader:
         *,
         ground_truth: str,
         diagnosis: str,
+        sources: dict[str, int] | None = None,
     ) -> GradingResult:
+        """Checks and rule; ``sources``: the call each answer came from (default the last)."""
         answers: list[Answer] = []
         unverified: list[str] = []
         for q in rubric.questions:
@@ -270,4 +281,22 @@ class Grader:
             review_reasons=tuple(reasons),
             detail="; ".join([*notes, *grounding]) or None,
             calls=tuple(calls),
+            votes=self._votes(answers, sources or {}, last=len(calls) - 1),
+        )
+
+    def _votes(
+        self, answers: list[Answer], sources: dict[str, int], *, last: int
+    ) -> tuple[Vote, ...]:
+        """This judge's vote per question: what it said, with the call it came from."""
+        backend = self.backend
+        spec = str(JudgeSpec(backend.name, backend.model, backend.base_url))
+        return tuple(
+            Vote(
+                judge_spec=spec,
+                question_id=a.question_id,
+                answer=a.judge_answer,
+                confidence=a.confidence,
+                call_index=sources.get(a.question_id, last),
+            )
+            for a in answers
         )

@@ -19,7 +19,9 @@ from judge.rubric import Rubric
 
 __all__ = [
     "FENCE_MARKER",
+    "build_answer_schema",
     "build_messages",
+    "build_question_messages",
     "build_repair_message",
     "build_reply_schema",
     "fence_tag",
@@ -49,6 +51,15 @@ Questions marked [quote]: evidence is a short passage copied word for word from 
 diagnosis that supports yes; if there is none, answer no with empty evidence. Other \
 questions: evidence is a short note or empty.
 Reply with one JSON object keyed by question id, nothing else."""
+
+_SYSTEM_ONE = (
+    _SYSTEM.replace("every question", "the question at the end")
+    .replace("For each question give", "Give")
+    .replace(
+        "Reply with one JSON object keyed by question id, nothing else.",
+        "Reply with one JSON object with these four keys, nothing else.",
+    )
+)
 
 
 def normalize_untrusted(text: str) -> str:
@@ -83,8 +94,8 @@ def _questions_block(rubric: Rubric) -> str:
     return "\n".join(lines)
 
 
-def build_messages(rubric: Rubric, ground_truth: str, diagnosis: str) -> list[ChatMessage]:
-    """The system and user messages of a single call asking every question."""
+def _fenced_texts(rubric: Rubric, ground_truth: str, diagnosis: str) -> tuple[str, str]:
+    """The fence tag and the fenced ground truth and diagnosis, as the user message opens."""
     truth = _neutralize(ground_truth).strip()
     text = _neutralize(diagnosis).strip()
     tag = fence_tag(truth, text)
@@ -95,16 +106,40 @@ def build_messages(rubric: Rubric, ground_truth: str, diagnosis: str) -> list[Ch
             _fence("GROUND_TRUTH", tag, "(empty: control scenario)")
             + f"\nControl scenario. {rubric.control_scenario}"
         )
-    user = "\n\n".join(
-        [
-            f"Ground truth:\n{truth_block}",
-            f"Diagnosis:\n{_fence('DIAGNOSIS', tag, text)}",
-            f"Questions:\n{_questions_block(rubric)}",
-        ]
-    )
+    texts = f"Ground truth:\n{truth_block}\n\nDiagnosis:\n{_fence('DIAGNOSIS', tag, text)}"
+    return tag, texts
+
+
+def build_messages(rubric: Rubric, ground_truth: str, diagnosis: str) -> list[ChatMessage]:
+    """The system and user messages of a single call asking every question."""
+    tag, texts = _fenced_texts(rubric, ground_truth, diagnosis)
+    user = f"{texts}\n\nQuestions:\n{_questions_block(rubric)}"
     return [
         ChatMessage(role="system", content=_SYSTEM.format(tag=tag)),
         ChatMessage(role="user", content=user),
+    ]
+
+
+def build_question_messages(
+    rubric: Rubric, ground_truth: str, diagnosis: str, question_id: str
+) -> list[ChatMessage]:
+    """The messages of one per-question call: a shared prefix, the question last.
+
+    Everything before the question is byte-identical for every question of a grading,
+    so servers that cache prompt prefixes (llama.cpp, vLLM, Ollama) reuse it.
+    """
+    tag, texts = _fenced_texts(rubric, ground_truth, diagnosis)
+    dimension = rubric.dimension_of(question_id)
+    question = next(q for q in dimension.questions if q.id == question_id)
+    mark = " [quote]" if question.requires_quote else ""
+    hint = f" ({question.hint})" if question.hint else ""
+    ask = (
+        f"Question {question.id}{mark} ({dimension.name}: {dimension.definition}): "
+        f"{question.text}{hint}"
+    )
+    return [
+        ChatMessage(role="system", content=_SYSTEM_ONE.format(tag=tag)),
+        ChatMessage(role="user", content=f"{texts}\n\n{ask}"),
     ]
 
 
@@ -122,9 +157,9 @@ def build_repair_message(rubric: Rubric, problems: list[str]) -> ChatMessage:
     )
 
 
-def build_reply_schema(rubric: Rubric) -> dict[str, Any]:
-    """The JSON schema of a reply: one object per question id, all required."""
-    entry = {
+def build_answer_schema() -> dict[str, Any]:
+    """The JSON schema of one answer: reasoning, evidence, answer, confidence."""
+    return {
         "type": "object",
         "properties": {
             "reasoning": {"type": "string"},
@@ -135,6 +170,11 @@ def build_reply_schema(rubric: Rubric) -> dict[str, Any]:
         "required": ["reasoning", "evidence", "answer", "confidence"],
         "additionalProperties": False,
     }
+
+
+def build_reply_schema(rubric: Rubric) -> dict[str, Any]:
+    """The JSON schema of a reply: one object per question id, all required."""
+    entry = build_answer_schema()
     ids = [q.id for q in rubric.questions]
     return {
         "type": "object",

@@ -20,7 +20,7 @@ from typing import Any
 
 from judge.rubric import Rubric
 
-__all__ = ["ParsedAnswer", "ReplyInvalid", "parse_reply"]
+__all__ = ["ParsedAnswer", "ReplyInvalid", "parse_answer_reply", "parse_reply"]
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _YES = {"yes", "true", "y"}
@@ -164,3 +164,26 @@ def parse_reply(text: str, rubric: Rubric) -> dict[str, ParsedAnswer]:
     if problems:
         raise ReplyInvalid(problems)
     return answers
+
+
+def parse_answer_reply(text: str, question_id: str) -> ParsedAnswer:
+    """Parse the reply of a per-question call: one answer object, or raise ReplyInvalid.
+
+    The object may also be keyed by the question id (``{"D1-Q1": {...}}``) or be an
+    SREGym item carrying that id; any other id, or more than one answer, is refused.
+    """
+    value = _extract_json(text)
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, dict) and set(value) == {question_id}:
+        value = value[question_id]
+    if not isinstance(value, dict) or "answer" not in value:
+        raise ReplyInvalid([f"expected one JSON object with the answer to {question_id}"])
+    other = value.get("id")
+    if other is not None and other != question_id:
+        raise ReplyInvalid([f"the reply answers {other!r}, not {question_id}"])
+    problems: list[str] = []
+    parsed = _parse_entry(question_id, value, problems)
+    if parsed is None or problems:
+        raise ReplyInvalid(problems or [f"{question_id}: the answer cannot be used"])
+    return parsed

@@ -84,6 +84,9 @@ class Rubric(_Strict):
     #: a judge "yes" that fails its grounding condition counts as no (``veto``) or is
     #: kept and sent to review (``flag``)
     grounding_failure: Literal["veto", "flag"] = "veto"
+    #: how the judge is asked: ``single`` (one call, every question) or ``per_question``
+    #: (one short call per question after a shared prefix); SRE_JUDGE_JUDGE_ASKING overrides
+    asking: Literal["single", "per_question"] = "single"
     control_scenario: str = Field(min_length=1)
     rule: PassRule
     dimensions: tuple[Dimension, ...]
@@ -96,7 +99,10 @@ class Rubric(_Strict):
     @property
     def content_hash(self) -> str:
         """SHA-256 of the canonical JSON of everything but the label."""
-        payload = self.model_dump(mode="json", exclude={"label"})
+        # the default asking mode stays out of the hash: versions of rubrics written
+        # before the key existed do not change
+        excluded = {"label"} if self.asking != "single" else {"label", "asking"}
+        payload = self.model_dump(mode="json", exclude=excluded)
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()
 

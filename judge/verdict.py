@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from judge.calls import JudgeCall
 from judge.rule import RuleOutcome
 
-__all__ = ["Answer", "GradingResult", "UnscoredReason"]
+__all__ = ["Answer", "GradingResult", "UnscoredReason", "Vote"]
 
 UnscoredReason = Literal[
     "unparseable_reply",
@@ -45,6 +45,22 @@ class Answer(BaseModel):
     grounding: str | None = None
 
 
+class Vote(BaseModel):
+    """One judge's (or one sample's) answer to one question, with the call it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: the judge that voted, ``BACKEND:MODEL[@BASE_URL]``
+    judge_spec: str
+    #: 0 for a single sample; n for the n-th sample of a self-consistent judge
+    sample_index: int = 0
+    question_id: str
+    answer: bool
+    confidence: float | None = None
+    #: index of the judge call in ``GradingResult.calls`` the answer came from
+    call_index: int | None = None
+
+
 class GradingResult(BaseModel):
     """One rubric applied by one judge to one submission."""
 
@@ -64,6 +80,8 @@ class GradingResult(BaseModel):
     judge_outcome: RuleOutcome | None = None
     review_reasons: tuple[str, ...] = ()
     calls: tuple[JudgeCall, ...] = ()
+    #: the votes of a panel or of samples (``judge.panel``); empty for a single judge
+    votes: tuple[Vote, ...] = ()
 
     @property
     def needs_review(self) -> bool:
@@ -92,6 +110,16 @@ class GradingResult(BaseModel):
                     "confidence": a.confidence,
                     "grounding": a.grounding,
                     "overridden": False,
+                    "votes": [
+                        {
+                            "judge": v.judge_spec,
+                            "sample": v.sample_index,
+                            "answer": "yes" if v.answer else "no",
+                            "confidence": v.confidence,
+                        }
+                        for v in self.votes
+                        if v.question_id == a.question_id
+                    ],
                 }
                 for a in self.answers
             ],

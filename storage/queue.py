@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -23,10 +23,16 @@ from judge.calls import JudgeCall
 from judge.verdict import GradingResult
 from storage.canonical import iso_utc
 from storage.models import Claim
-from storage.records import answer_records, apply_result, call_audit_payload, judge_call_records
+from storage.records import (
+    answer_records,
+    apply_result,
+    call_audit_payload,
+    judge_call_records,
+    vote_records,
+)
 from storage.regrade_hooks import RegradeHooks
 from storage.submissions import SubmissionStore
-from storage.tables import GradingRecord, JudgeCallRecord, SubmissionRecord
+from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, SubmissionRecord
 
 __all__ = ["QueueStore"]
 
@@ -145,6 +151,13 @@ class QueueStore(SubmissionStore, RegradeHooks):
         session.add_all(records)
         return records
 
+    @staticmethod
+    async def _insert_answers(session: AsyncSession, records: Sequence[AnswerRecord]) -> None:
+        """Insert answer rows with one executemany, not one ORM INSERT per row."""
+        if records:
+            rows = [r.model_dump(exclude={"id"}) for r in records]
+            await session.execute(insert(AnswerRecord.__table__), rows)  # type: ignore[attr-defined]
+
     async def _audit_calls(
         self, session: AsyncSession, grading_id: str, worker_id: str, calls: list[JudgeCallRecord]
     ) -> None:
@@ -159,9 +172,11 @@ class QueueStore(SubmissionStore, RegradeHooks):
             )
 
     async def complete_grading(
-        self, grading_id: str, worker_id: str, result: GradingResult
+        self, grading_id: str, worker_id: str, result: GradingResult, *, provisional: bool = False
     ) -> bool:
         """Store a verdict (graded or unscored) with its answers and judge calls.
+
+        ``provisional``: graded by a judge not qualified by a calibration run.
 
         Returns False and writes nothing when the grading is no longer pending or its
         lease is held by another worker (taken over after this one's expired).
@@ -179,9 +194,11 @@ class QueueStore(SubmissionStore, RegradeHooks):
                     f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
                     f"the grading for {grading.rubric_id}@{grading.rubric_version}"
                 )
-            session.add_all(answer_records(grading.id, result))
+            await self._insert_answers(session, answer_records(grading.id, result))
             calls = await self._store_calls(session, grading.id, result.calls, now)
+            session.add_all(vote_records(grading.id, result.votes, [c.id for c in calls], at=now))
             apply_result(grading, result, at=now)
+            grading.provisional = provisional
             await session.flush()
             await self._audit_calls(session, grading.id, worker_id, calls)
             await self._audit(

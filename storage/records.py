@@ -7,11 +7,18 @@ from datetime import datetime
 from typing import Any
 
 from judge.calls import JudgeCall
-from judge.verdict import GradingResult
+from judge.verdict import GradingResult, Vote
 from storage.canonical import canonical_json, sha256_hex
+from storage.quality_tables import JudgeVoteRecord
 from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, new_id
 
-__all__ = ["answer_records", "apply_result", "call_audit_payload", "judge_call_records"]
+__all__ = [
+    "answer_records",
+    "apply_result",
+    "call_audit_payload",
+    "judge_call_records",
+    "vote_records",
+]
 
 
 def answer_records(grading_id: str, result: GradingResult) -> list[AnswerRecord]:
@@ -30,6 +37,29 @@ def answer_records(grading_id: str, result: GradingResult) -> list[AnswerRecord]
             position=position,
         )
         for position, a in enumerate(result.answers)
+    ]
+
+
+def vote_records(
+    grading_id: str, votes: Iterable[Vote], call_ids: list[str], *, at: datetime
+) -> list[JudgeVoteRecord]:
+    """One row per vote, pointing at the stored judge call it came from."""
+    return [
+        JudgeVoteRecord(
+            grading_id=grading_id,
+            judge_spec=v.judge_spec,
+            sample_index=v.sample_index,
+            question_id=v.question_id,
+            answer=v.answer,
+            confidence=v.confidence,
+            call_id=(
+                call_ids[v.call_index]
+                if v.call_index is not None and 0 <= v.call_index < len(call_ids)
+                else None
+            ),
+            created_at=at,
+        )
+        for v in votes
     ]
 
 

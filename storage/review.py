@@ -28,9 +28,12 @@ REVIEW_REASONS = (
     "unscored",
     "evidence_unverified",
     "override_outdated",
+    "judge_split",
     "needs_review",
     "decisive",
     "low_confidence",
+    "self_preference",
+    "provisional_sample",
 )
 
 

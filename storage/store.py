@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from storage.agreement import AgreementReads
+from storage.calibration import CalibrationStore
 from storage.exports import ExportReads
 from storage.gradings import GradingReads
 from storage.imports.store import ImportStore
@@ -12,6 +14,7 @@ from storage.regrade_jobs import RegradeStore
 from storage.review import ReviewStore
 from storage.tags import TagStore
 from storage.tokens import TokenStore
+from storage.votes import VoteReads
 
 __all__ = ["Store"]
 
@@ -27,6 +30,9 @@ class Store(
     ImportStore,
     CacheStore,
     FlipReads,
+    AgreementReads,
+    CalibrationStore,
+    VoteReads,
 ):
     """Rubric versions, scenarios, submissions, the grading queue, reads, tokens, audit.
 

@@ -35,7 +35,21 @@ async def _database(services: NamedDependency[Services]) -> dict[str, Any]:
 
 
 async def _judge(services: NamedDependency[Services]) -> dict[str, Any]:
-    spec = services.settings.judge
+    """The default judge's readiness; for a panel, every member must answer."""
+    specs = services.settings.panel_specs
+    if not specs:
+        return await _probe(services, services.settings.judge)
+    members = list(await asyncio.gather(*(_probe(services, spec) for spec in specs)))
+    failing = [m for m in members if not m["ok"]]
+    return {
+        "ok": not failing,
+        "judge": "panel",
+        "reason": failing[0]["reason"] if failing else None,
+        "members": members,
+    }
+
+
+async def _probe(services: Services, spec: str) -> dict[str, Any]:
     pool = services.backends
     health = pool.health.get(spec)
     now = datetime.now(UTC)

@@ -14,13 +14,13 @@ from litestar.params import HeaderParameter, JSONBody, QueryParameter
 from api.auth import Principal, require
 from api.limits import SubmissionLimits
 from api.metrics import Metrics
-from api.presenters import render_grading
+from api.presenters import grading_public, render_grading
 from api.problems import ApiProblem
+from api.qualification import self_preference_family
 from api.schemas import GradingPublic, SubmissionCreate
 from api.services import Services
 from judge.grader import check_text
 from judge.secrets import redact
-from judge.spec import parse_judge_spec
 from storage import GradingView, NewSubmission
 
 __all__ = ["create_submission"]
@@ -112,7 +112,16 @@ async def create_submission(
     if rubric is None:
         raise ApiProblem(422, "Unknown rubric", f"no rubric with id {rubric_id!r}", field="rubric")
     truth, source = await _resolve_truth(services, data)
-    spec = parse_judge_spec(settings.judge)
+    judge_spec, judge_backend, judge_model = settings.grading_judge()
+    family = self_preference_family(judge_spec, data.model)
+    if family is not None and settings.self_preference == "refuse":
+        raise ApiProblem(
+            422,
+            "Judge of the agent's own family",
+            f"the judge and the model {data.model!r} are both of the {family} family, and "
+            "judges favour their own family's text (SRE_JUDGE_SELF_PREFERENCE=refuse)",
+            field="model",
+        )
     # credentials never reach the database or a judge: only kinds and positions are kept
     redacted = await asyncio.to_thread(redact, data.diagnosis)
     outcome = await services.store.create_submission(
@@ -129,9 +138,9 @@ async def create_submission(
             redactions=redacted.records(),
         ),
         rubric=rubric,
-        judge_spec=settings.judge,
-        judge_backend=spec.backend,
-        judge_model=spec.model,
+        judge_spec=judge_spec,
+        judge_backend=judge_backend,
+        judge_model=judge_model,
         actor=principal.id,
         idempotency_key=idempotency_key,
     )
@@ -139,10 +148,15 @@ async def create_submission(
     if outcome.created:
         metrics.submissions_accepted.inc()
     grading_id = outcome.grading.id
-    view = await _wait_for(services, grading_id, wait, request)
-    if view is None:  # pragma: no cover - the grading was committed above
-        raise ApiProblem(500, "Internal error", "the grading vanished")
-    body = await render_grading(services, view, principal)
+    if outcome.created and not wait:
+        # just stored and pending: no answers, overrides or tags to read back
+        view = GradingView(grading=outcome.grading, answers=(), submission=outcome.submission)
+        body = grading_public(view, rubric=rubric, principal=principal)
+    else:
+        waited = await _wait_for(services, grading_id, wait, request)
+        if waited is None:  # pragma: no cover - the grading was committed above
+            raise ApiProblem(500, "Internal error", "the grading vanished")
+        body = await render_grading(services, waited, principal)
     location = f"/v1/gradings/{grading_id}"
     status = 202 if body.status == "pending" else 201
     headers = {"Location": location, "ETag": f'"{body.revision}"'}

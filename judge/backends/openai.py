@@ -24,7 +24,7 @@ import httpx
 import openai
 from openai.types.chat import ChatCompletion
 
-from judge.calls import Completion, JudgeRequest
+from judge.calls import Completion, JudgeRequest, TokenLogprob
 from judge.errors import (
     ContextOverflow,
     JudgeAuthError,
@@ -48,12 +48,16 @@ JSON_OBJECT = "json_object"
 #: endpoint (the client's resolved base URL) -> the response_format type it accepts,
 #: for endpoints that refused ``json_schema``
 _RESPONSE_FORMATS: dict[str, str] = {}
+#: endpoints that rejected ``logprobs``
+_NO_LOGPROBS: set[str] = set()
+TOP_LOGPROBS = 5
 
 _CONTEXT_OVERFLOW = re.compile(
     r"context.length|maximum context|context (window|size)|too many tokens"
     r"|exceeds? .*context",
     re.IGNORECASE,
 )
+_LOGPROBS_REJECTION = re.compile(r"logprob", re.IGNORECASE)
 _FORMAT_REJECTION = re.compile(r"response_format|json_schema|json schema", re.IGNORECASE)
 #: keys of a ``/v1/models`` entry that give the context window, the served one first
 #: (vLLM ``max_model_len``; LM Studio, OpenRouter and others), then llama.cpp's
@@ -63,8 +67,9 @@ _MAX_ERROR_TEXT = 300
 
 
 def forget_response_formats() -> None:
-    """Forget which endpoints needed the ``json_object`` fallback (for tests)."""
+    """Forget which endpoints needed the ``json_object`` or no-logprobs fallback (tests)."""
     _RESPONSE_FORMATS.clear()
+    _NO_LOGPROBS.clear()
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:
@@ -158,6 +163,26 @@ def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
+    """The content tokens' log-probabilities of a choice, or None if the server gave none."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    tokens = []
+    for item in content:
+        token, logprob = getattr(item, "token", None), getattr(item, "logprob", None)
+        if not isinstance(token, str) or not isinstance(logprob, int | float):
+            return None
+        top = tuple(
+            (alt.token, float(alt.logprob))
+            for alt in getattr(item, "top_logprobs", None) or []
+            if isinstance(getattr(alt, "token", None), str)
+            and isinstance(getattr(alt, "logprob", None), int | float)
+        )
+        tokens.append(TokenLogprob(token=token, logprob=float(logprob), top=top))
+    return tuple(tokens)
+
+
 class OpenAIBackend:
     """A judge model behind an OpenAI-compatible API (``openai:MODEL[@BASE_URL]``)."""
 
@@ -170,9 +195,12 @@ class OpenAIBackend:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
+        logprobs: bool = True,
     ) -> None:
         self.model = model
         self.base_url = base_url
+        #: ask for token log-probabilities (confidence of the answers)
+        self.logprobs = logprobs
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key",
@@ -185,11 +213,11 @@ class OpenAIBackend:
         self._context_known = False
 
     async def complete(self, request: JudgeRequest) -> Completion:
-        """Send one chat completion request (plus at most one format fallback)."""
+        """Send one chat completion request (plus at most one fallback of each kind)."""
         form = _RESPONSE_FORMATS.get(self.endpoint, JSON_SCHEMA)
         with map_openai_errors():
             try:
-                response = await self._create(request, form)
+                response = await self._create_logprobs(request, form)
             except openai.APIStatusError as exc:
                 if form == JSON_OBJECT and 400 <= exc.status_code < 500 and exc.status_code != 429:
                     # the remembered fallback is refused too: try json_schema again next time
@@ -197,11 +225,23 @@ class OpenAIBackend:
                 if form != JSON_SCHEMA or not _refuses_json_schema(exc):
                     raise
                 form = JSON_OBJECT
-                response = await self._create(request, form)
+                response = await self._create_logprobs(request, form)
                 _RESPONSE_FORMATS[self.endpoint] = form
         return self._completion(response, form)
 
-    async def _create(self, request: JudgeRequest, form: str) -> ChatCompletion:
+    async def _create_logprobs(self, request: JudgeRequest, form: str) -> ChatCompletion:
+        """Ask with logprobs where wanted; once more without if the server rejects them."""
+        if not self.logprobs or self.endpoint in _NO_LOGPROBS:
+            return await self._create(request, form, logprobs=False)
+        try:
+            return await self._create(request, form, logprobs=True)
+        except openai.APIStatusError as exc:
+            if exc.status_code != 400 or not _LOGPROBS_REJECTION.search(str(exc.message)):
+                raise
+        _NO_LOGPROBS.add(self.endpoint)
+        return await self._create(request, form, logprobs=False)
+
+    async def _create(self, request: JudgeRequest, form: str, *, logprobs: bool) -> ChatCompletion:
         params = request.params
         messages: Any = [{"role": m.role, "content": m.content} for m in request.messages]
         response_format: Any = _response_format(form, request.reply_schema)
@@ -212,6 +252,8 @@ class OpenAIBackend:
             seed=params.seed if params.seed is not None else openai.omit,
             max_tokens=params.max_tokens,
             response_format=response_format,
+            logprobs=True if logprobs else openai.omit,
+            top_logprobs=TOP_LOGPROBS if logprobs else openai.omit,
         )
 
     def _completion(self, response: ChatCompletion, form: str) -> Completion:
@@ -226,6 +268,7 @@ class OpenAIBackend:
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
             response_format=form,
+            logprobs=_token_logprobs(choices[0]) if choices else None,
         )
 
     async def probe(self) -> None:

@@ -17,17 +17,29 @@ from collections.abc import Callable, Sequence
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeSpecError
 
-__all__ = ["SCRIPTED_MODES", "ScriptedBackend", "scripted_reply"]
+__all__ = ["SCRIPTED_MODES", "ScriptedBackend", "asked_question", "scripted_reply"]
 
 Script = str | BaseException | Callable[[JudgeRequest], str]
 
 SCRIPTED_MODES = ("pass", "fail", "garbage")
 
+_QUESTION = re.compile(r"^Question (\S+?)(?: \[quote\])? \(", re.MULTILINE)
 _DIAGNOSIS = re.compile(r"<<<DIAGNOSIS (\w+)>>>\n(.*?)\n<<<END DIAGNOSIS \1>>>", re.DOTALL)
 
 
 def _question_ids(request: JudgeRequest) -> list[str]:
     return list(request.reply_schema.get("properties", {}))
+
+
+def asked_question(request: JudgeRequest) -> str | None:
+    """The question id of a per-question request (its schema is one answer), else None."""
+    if "answer" not in request.reply_schema.get("properties", {}):
+        return None
+    for message in reversed(request.messages):  # a repair call ends with the complaint
+        found = _QUESTION.findall(message.content) if message.role == "user" else []
+        if found:
+            return str(found[-1])
+    return None
 
 
 def _diagnosis_of(request: JudgeRequest) -> str:
@@ -41,16 +53,20 @@ def _diagnosis_of(request: JudgeRequest) -> str:
 def scripted_reply(request: JudgeRequest, yes: set[str] | None = None) -> str:
     """A well-formed reply answering yes to the ids in ``yes`` (all when None)."""
     quote = " ".join(_diagnosis_of(request).split()[:8])
-    reply = {}
-    for qid in _question_ids(request):
+
+    def entry(qid: str) -> dict[str, str]:
         said_yes = yes is None or qid in yes
-        reply[qid] = {
+        return {
             "reasoning": "scripted judge",
             "evidence": quote if said_yes else "",
             "answer": "yes" if said_yes else "no",
             "confidence": "high",
         }
-    return json.dumps(reply)
+
+    single = asked_question(request)
+    if single is not None:
+        return json.dumps(entry(single))
+    return json.dumps({qid: entry(qid) for qid in _question_ids(request)})
 
 
 class ScriptedBackend:

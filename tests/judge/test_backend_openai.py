@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -430,3 +431,137 @@ async def test_server_errors_give_up_after_max_attempts(
     # each attempt is json_schema then its one json_object fallback
     assert route.call_count == 2 * FAST.max_attempts
     assert [a.status_code for a in caught.value.attempts] == [500] * FAST.max_attempts
+
+
+# --- token log-probabilities: asked for, fallback, confidence; per-question asking ---
+
+LOG_08, LOG_02 = math.log(0.8), math.log(0.2)
+
+
+def _token(text: str, top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+    alternatives = top or [(text, -0.01)]
+    return {
+        "token": text,
+        "logprob": alternatives[0][1],
+        "bytes": None,
+        "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in alternatives],
+    }
+
+
+def _logprob_content(reply: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    """Tokens of a compact JSON reply; every answer value one token, 80% yes vs 20% no."""
+    tokens: list[dict[str, Any]] = [_token("{")]
+    for n, (qid, entry) in enumerate(reply.items()):
+        tokens.append(_token(("," if n else "") + f'"{qid}":{{"answer":"'))
+        said = entry["answer"]
+        other = "no" if said == "yes" else "yes"
+        tokens.append(_token(said, [(said, LOG_08), (other, LOG_02)]))
+        tokens.append(_token(f'","evidence":"{entry["evidence"]}"}}'))
+    tokens.append(_token("}"))
+    return tokens
+
+
+async def test_logprobs_are_asked_for_by_default_and_can_be_switched_off(
+    openai_api: respx.MockRouter,
+) -> None:
+    route = openai_api.post("/chat/completions").mock(return_value=completion_reply())
+    asking = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test")
+    silent = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test", logprobs=False)
+    await asking.complete(make_request())
+    await silent.complete(make_request())
+    assert sent_json(route, 0)["logprobs"] is True and sent_json(route, 0)["top_logprobs"] == 5
+    assert "logprobs" not in sent_json(route, 1) and "top_logprobs" not in sent_json(route, 1)
+    await asking.aclose()
+    await silent.aclose()
+
+
+async def test_logprobs_rejected_with_400_fall_back_once_and_are_remembered(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(
+        side_effect=[
+            error_reply(400, "logprobs is not supported by this server"),
+            completion_reply(),
+            completion_reply(),
+        ]
+    )
+    first = await backend.complete(make_request())
+    await backend.complete(make_request())
+    assert first.text == REPLY and first.logprobs is None
+    assert route.call_count == 3
+    assert sent_json(route, 0)["logprobs"] is True
+    assert "logprobs" not in sent_json(route, 1)
+    assert "logprobs" not in sent_json(route, 2)  # remembered: no second refusal
+
+
+async def test_answer_confidence_comes_from_the_answer_tokens_logprobs(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    from judge.grader import Grader
+    from judge.rubric import load_rubric_dir
+
+    rubric = load_rubric_dir()["sregym-rca"]
+    diagnosis = "user-service in hotel sets USER_PORT=9999"
+    reply = {
+        q.id: {"answer": "no" if q.id == "D3-Q3" else "yes", "evidence": "USER_PORT=9999"}
+        for q in rubric.questions
+    }
+    content = json.dumps(reply, separators=(",", ":"))
+    logprobs = {"content": _logprob_content(reply)}
+    assert "".join(t["token"] for t in logprobs["content"]) == content
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": content},
+        "logprobs": logprobs,
+        "finish_reason": "stop",
+    }
+    body = {"id": "c-1", "object": "chat.completion", "created": 1, "model": MODEL}
+    openai_api.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json={**body, "choices": [choice]})
+    )
+    truth = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+    result = await Grader(backend, retry=FAST).grade(rubric, truth, diagnosis)
+    assert result.status == "graded"
+    confidence = {a.question_id: a.confidence for a in result.answers}
+    # P(yes) / (P(yes) + P(no)) = 0.8 for a yes; for the "no" it is the confidence in no
+    assert confidence["D1-Q1"] == pytest.approx(0.8)
+    assert confidence["D3-Q3"] == pytest.approx(0.8)
+    completion = result.calls[0].completion
+    assert completion is not None and completion.logprobs is not None
+
+
+async def test_per_question_calls_share_a_byte_identical_prefix_and_ask_one_question(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    from judge.grader import Grader
+    from judge.rubric import load_rubric_dir
+
+    rubric = load_rubric_dir()["sregym-rca"]
+    ids = [q.id for q in rubric.questions]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        last = json.loads(request.content)["messages"][-1]["content"]
+        asked = [qid for qid in ids if f"Question {qid}" in last]
+        assert len(asked) == 1
+        entry = {"reasoning": "r", "evidence": "", "answer": "no", "confidence": "low"}
+        return completion_reply(json.dumps(entry))
+
+    route = openai_api.post("/chat/completions").mock(side_effect=answer)
+    grader = Grader(backend, retry=FAST, asking="per_question")
+    result = await grader.grade(rubric, "[fault_spec] component=deployment/a || x", "a is down")
+
+    assert result.status == "graded" and len(result.calls) == 9 and route.call_count == 9
+    bodies = [sent_json(route, i) for i in range(9)]
+    systems = {b["messages"][0]["content"] for b in bodies}
+    assert len(systems) == 1
+    users = [b["messages"][1]["content"] for b in bodies]
+    prefix = users[0][: users[0].index("Question ")]
+    assert "<<<DIAGNOSIS" in prefix and "<<<GROUND_TRUTH" in prefix
+    for qid, user in zip(ids, users, strict=True):
+        assert user.startswith(prefix)
+        question = user[len(prefix) :]
+        assert question.startswith(f"Question {qid}")
+        assert [other for other in ids if other in question] == [qid]
+    schema = bodies[0]["response_format"]["json_schema"]["schema"]
+    assert set(schema["properties"]) == {"reasoning", "evidence", "answer", "confidence"}
+    assert {a.question_id: a.confidence for a in result.answers}["D1-Q1"] == 0.3

@@ -1,0 +1,75 @@
+"""Building the grader of a claimed grading: one judge, a sampled judge, or a panel.
+
+A grading's judge spec is ``BACKEND:MODEL[@BASE_URL]`` for one judge or
+``panel:SPEC1,SPEC2`` for a panel (``Settings.grading_judge``). With
+``SRE_JUDGE_JUDGE_SAMPLES`` > 1 each judge is asked that many times
+(``judge.panel.PanelGrader``); the asking mode comes from ``SRE_JUDGE_JUDGE_ASKING``,
+else the rubric.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from api.services import Services
+from api.settings import PANEL_PREFIX
+from judge.calls import SamplingParams
+from judge.grader import Grader
+from judge.panel import PanelGrader, PanelMember
+from judge.retry import RetryPolicy
+from judge.rubric import Rubric
+from judge.verdict import GradingResult
+from storage.judge_cache import DbJudgeCache
+
+__all__ = ["AnyGrader", "build_grader", "member_specs"]
+
+
+class AnyGrader(Protocol):
+    """A Grader or a PanelGrader."""
+
+    async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
+        """Grade one diagnosis."""
+        ...
+
+
+def member_specs(judge_spec: str) -> list[str]:
+    """The judge specs behind a grading's judge spec (one, or a panel's members)."""
+    if judge_spec.startswith(PANEL_PREFIX):
+        return [s for s in judge_spec[len(PANEL_PREFIX) :].split(",") if s]
+    return [judge_spec]
+
+
+def _grader(services: Services, spec_text: str) -> Grader:
+    """One judge's grader with the service's settings (raises JudgeSpecError)."""
+    settings = services.settings
+    # each request waits for a slot of its endpoint's limit, nothing else does
+    backend = services.backends.limited(spec_text)
+    return Grader(
+        backend,
+        params=SamplingParams(
+            temperature=settings.judge_temperature,
+            seed=settings.judge_seed,
+            max_tokens=settings.judge_max_tokens,
+            # Ollama gets the configured window as num_ctx; other servers know their own
+            num_ctx=settings.judge_context_tokens if backend.name == "ollama" else None,
+        ),
+        retry=RetryPolicy(max_attempts=settings.judge_max_attempts),
+        max_text_bytes=settings.max_text_bytes,
+        context_tokens=settings.judge_context_tokens,
+        context_overflow=settings.context_overflow,
+        cache=DbJudgeCache(services.store, backend=backend.name, model=backend.model),
+        asking=settings.judge_asking,
+    )
+
+
+def build_grader(services: Services, judge_spec: str) -> AnyGrader:
+    """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec."""
+    specs = member_specs(judge_spec)
+    samples = services.settings.judge_samples
+    if len(specs) == 1 and samples == 1:
+        return _grader(services, specs[0])
+    return PanelGrader(
+        [PanelMember(spec, _grader(services, spec)) for spec in specs],
+        samples=samples,
+        sample_temperature=services.settings.judge_sample_temperature,
+    )

@@ -1,0 +1,142 @@
+"""Calibration of a judge against a labelled gold set: agreement, false passes, the bar.
+
+A gold set is JSON lines ``{ground_truth, diagnosis, answers: {"D1-Q1": "yes", ...},
+verdict?: pass|fail, id?}``; a missing verdict follows from the answers by the rubric's
+rule. The judge's own answers and verdict (before evidence downgrades and human
+overrides) are compared with the gold labels. A judge *qualifies* when verdict kappa
+reaches ``min_kappa`` and at most ``max_false_pass`` of the gold fails were passed.
+No web and no database here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judge.agreement import VERDICT, RatedPair, agreement_report
+from judge.rubric import Rubric
+from judge.rule import apply_rule
+from judge.verdict import GradingResult
+
+__all__ = [
+    "CalibrationFigures",
+    "GoldError",
+    "GoldItem",
+    "calibration_figures",
+    "gold_verdict",
+    "load_gold",
+    "qualifies",
+]
+
+
+class GoldError(ValueError):
+    """A gold file that cannot be used; the message names the line."""
+
+
+class GoldItem(BaseModel):
+    """One labelled diagnosis."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str | None = None
+    ground_truth: str
+    diagnosis: str = Field(min_length=1)
+    answers: dict[str, Literal["yes", "no"]]
+    verdict: Literal["pass", "fail"] | None = None
+
+
+def load_gold(text: str, rubric: Rubric) -> list[GoldItem]:
+    """Parse a gold file; every line must label each of the rubric's questions."""
+    items = []
+    expected = {q.id for q in rubric.questions}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = GoldItem.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            raise GoldError(f"line {number}: {exc}") from None
+        if set(item.answers) != expected:
+            missing = sorted(expected - set(item.answers))
+            unknown = sorted(set(item.answers) - expected)
+            raise GoldError(f"line {number}: answers missing {missing}, unknown {unknown}")
+        items.append(item)
+    if not items:
+        raise GoldError("the gold file has no items")
+    return items
+
+
+def gold_verdict(rubric: Rubric, item: GoldItem) -> bool:
+    """The gold verdict (pass = True): stated, else the rule applied to the answers."""
+    if item.verdict is not None:
+        return item.verdict == "pass"
+    return apply_rule(rubric, {q: a == "yes" for q, a in item.answers.items()}).passed
+
+
+class CalibrationFigures(BaseModel):
+    """What a calibration run measured."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    scored: int
+    unscored: int
+    verdict_kappa: float | None
+    gold_fails: int
+    false_passes: int
+    #: judge passes among gold fails / gold fails; None without gold fails
+    false_pass_rate: float | None
+    #: agreement rows (``judge.agreement``) as JSON
+    results: dict[str, Any]
+
+
+def _pairs(rubric: Rubric, item: GoldItem, result: GradingResult) -> list[RatedPair]:
+    pairs = [
+        RatedPair(
+            a.judge_answer, item.answers[a.question_id] == "yes", a.question_id, a.dimension_id
+        )
+        for a in result.answers
+        if a.question_id in item.answers
+    ]
+    if result.judge_outcome is not None:
+        pairs.append(RatedPair(result.judge_outcome.passed, gold_verdict(rubric, item), VERDICT))
+    return pairs
+
+
+def calibration_figures(
+    rubric: Rubric, items: Sequence[GoldItem], results: Sequence[GradingResult]
+) -> CalibrationFigures:
+    """Agreement of the judge's results with the gold labels, item by item."""
+    pairs: list[RatedPair] = []
+    unscored = 0
+    for item, result in zip(items, results, strict=True):
+        if result.status != "graded":
+            unscored += 1
+            continue
+        pairs.extend(_pairs(rubric, item, result))
+    rows = agreement_report(pairs)
+    verdict_rows = [r for r in rows if r.level == "verdict"]
+    kappa = verdict_rows[0].agreement.kappa if verdict_rows else None
+    verdicts = [p for p in pairs if p.question_id == VERDICT]
+    gold_fails = sum(1 for p in verdicts if not p.b)
+    false_passes = sum(1 for p in verdicts if p.a and not p.b)
+    return CalibrationFigures(
+        n=len(items),
+        scored=len(items) - unscored,
+        unscored=unscored,
+        verdict_kappa=kappa,
+        gold_fails=gold_fails,
+        false_passes=false_passes,
+        false_pass_rate=false_passes / gold_fails if gold_fails else None,
+        results={"rows": [r.model_dump(mode="json") for r in rows]},
+    )
+
+
+def qualifies(figures: CalibrationFigures, *, min_kappa: float, max_false_pass: float) -> bool:
+    """Whether the run reaches the bar; an undefined figure never qualifies."""
+    if figures.verdict_kappa is None or figures.false_pass_rate is None:
+        return False
+    return figures.verdict_kappa >= min_kappa and figures.false_pass_rate <= max_false_pass

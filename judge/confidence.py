@@ -1,0 +1,94 @@
+"""Confidence of an answer from the token log-probabilities of the judge's reply.
+
+Where the server returned log-probabilities (OpenAI-compatible servers, llama.cpp), the
+confidence of an answer is P(yes) / (P(yes) + P(no)) at the answer-value token: the
+token that follows ``"answer": "`` in the reply, with the server's ``top_logprobs`` at
+that position giving the alternative. The number is the confidence in the answer given
+(for a "no", P(no) / (P(yes) + P(no))). Where there are no log-probabilities, the
+judge's stated confidence stands (``judge.reply`` maps high/medium/low to a number).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from judge.calls import Completion, TokenLogprob
+from judge.reply import ParsedAnswer
+
+__all__ = ["answer_token_confidences", "with_logprob_confidence"]
+
+_ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
+_ID_KEY = re.compile(r'"([A-Za-z0-9_.-]+)"\s*:\s*\{')
+
+
+def _yes_no_mass(position: TokenLogprob) -> tuple[float, float]:
+    """Probability mass of tokens starting "yes" and "no" at one position."""
+    seen: dict[str, float] = {position.token: position.logprob}
+    for token, logprob in position.top:
+        seen.setdefault(token, logprob)
+    yes = no = 0.0
+    for token, logprob in seen.items():
+        word = token.strip().strip('"').lower()
+        if word and "yes".startswith(word):
+            yes += math.exp(logprob)
+        elif word and "no".startswith(word):
+            no += math.exp(logprob)
+    return yes, no
+
+
+def _token_at(tokens: Sequence[TokenLogprob], offset: int) -> TokenLogprob | None:
+    """The token whose text covers character ``offset`` of the concatenated content."""
+    start = 0
+    for token in tokens:
+        end = start + len(token.token)
+        if start <= offset < end:
+            return token
+        start = end
+    return None
+
+
+def answer_token_confidences(
+    tokens: Sequence[TokenLogprob], *, single_id: str | None = None
+) -> dict[str, float]:
+    """P(yes)/(P(yes)+P(no)) per question id at each answer-value token of a reply.
+
+    The question id of an answer is the last ``"ID": {`` key before it; ``single_id``
+    names the question of a reply that is one answer object (per-question asking).
+    """
+    text = "".join(t.token for t in tokens)
+    found: dict[str, float] = {}
+    for match in _ANSWER_KEY.finditer(text):
+        if single_id is not None:
+            qid: str | None = single_id
+        else:
+            keys = list(_ID_KEY.finditer(text, 0, match.start()))
+            qid = keys[-1].group(1) if keys else None
+        token = _token_at(tokens, match.end())
+        if qid is None or token is None or qid in found:
+            continue
+        yes, no = _yes_no_mass(token)
+        if yes + no > 0:
+            found[qid] = yes / (yes + no)
+    return found
+
+
+def with_logprob_confidence(
+    parsed: Mapping[str, ParsedAnswer],
+    completion: Completion | None,
+    *,
+    single_id: str | None = None,
+) -> dict[str, ParsedAnswer]:
+    """The parsed answers with confidence from log-probabilities where the reply has them."""
+    if completion is None or not completion.logprobs:
+        return dict(parsed)
+    p_yes = answer_token_confidences(completion.logprobs, single_id=single_id)
+    result: dict[str, ParsedAnswer] = {}
+    for qid, answer in parsed.items():
+        if qid in p_yes:
+            share = p_yes[qid] if answer.answer else 1.0 - p_yes[qid]
+            answer = replace(answer, confidence=round(share, 4))
+        result[qid] = answer
+    return result

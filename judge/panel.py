@@ -1,0 +1,189 @@
+"""Self-consistency and panels: several votes per question, the majority answers.
+
+A self-consistent judge is asked ``samples`` times at a temperature above 0, each
+sample with its own seed (recorded with its call); a panel is several judges (a local
+model and a cloud model, say). Every member and sample grades on its own
+(``judge.grader.Grader``), and the answers are combined per question:
+
+- the majority of the judges' answers is the answer; a tie counts as no;
+- the combined answer carries the evidence and checks of a member that gave it, and as
+  confidence the share of votes agreeing with it;
+- any question whose votes are not unanimous adds the review reason ``judge_split``;
+- every vote is kept (``GradingResult.votes``) with the index of its judge call.
+
+A vote needs every voter: when any member or sample is unscored, so is the grading,
+with that reason (a judge that is away keeps the grading pending in the service).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from judge.calls import JudgeCall
+from judge.grader import Grader
+from judge.rubric import Rubric
+from judge.rule import apply_rule
+from judge.verdict import Answer, GradingResult, Vote
+
+__all__ = ["JUDGE_SPLIT", "PanelGrader", "PanelMember", "combine_votes"]
+
+JUDGE_SPLIT = "judge_split"
+
+
+@dataclass(frozen=True)
+class PanelMember:
+    """One judge of a panel: its spec (as recorded with the votes) and its grader."""
+
+    spec: str
+    grader: Grader
+
+
+@dataclass(frozen=True)
+class _Run:
+    spec: str
+    sample: int
+    grader: Grader
+
+
+@dataclass
+class PanelGrader:
+    """Grades with every member, ``samples`` times each, and takes the majority."""
+
+    members: Sequence[PanelMember]
+    samples: int = 1
+    #: temperature of each sample when ``samples`` > 1
+    sample_temperature: float = 0.7
+
+    def __post_init__(self) -> None:
+        if not self.members:
+            raise ValueError("a panel needs at least one judge")
+        if self.samples < 1:
+            raise ValueError("samples must be at least 1")
+
+    @property
+    def judge_backend(self) -> str:
+        """``panel`` for several judges, else the one judge's backend."""
+        return "panel" if len(self.members) > 1 else self.members[0].grader.backend.name
+
+    @property
+    def judge_model(self) -> str:
+        """The members' specs joined by ``+``, or the one judge's model."""
+        if len(self.members) > 1:
+            return "+".join(m.spec for m in self.members)
+        return self.members[0].grader.backend.model
+
+    def _runs(self) -> list[_Run]:
+        runs = []
+        for member in self.members:
+            if self.samples == 1:
+                runs.append(_Run(member.spec, 0, member.grader))
+                continue
+            base = member.grader.params.seed or 0
+            for index in range(self.samples):
+                params = member.grader.params.model_copy(
+                    update={"temperature": self.sample_temperature, "seed": base + index}
+                )
+                runs.append(_Run(member.spec, index, replace(member.grader, params=params)))
+        return runs
+
+    async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
+        """Grade with every member and sample concurrently; combine the votes."""
+        runs = self._runs()
+        results = await asyncio.gather(
+            *(run.grader.grade(rubric, ground_truth, diagnosis) for run in runs)
+        )
+        voters = [(run.spec, run.sample) for run in runs]
+        combined = combine_votes(rubric, voters, list(results))
+        return combined.model_copy(
+            update={"judge_backend": self.judge_backend, "judge_model": self.judge_model}
+        )
+
+
+def _relabelled(
+    voters: Sequence[tuple[str, int]], results: Sequence[GradingResult]
+) -> tuple[list[JudgeCall], list[Vote]]:
+    """All calls in order, and every vote with its voter and its call's new index."""
+    calls: list[JudgeCall] = []
+    votes: list[Vote] = []
+    for (spec, sample), result in zip(voters, results, strict=True):
+        offset = len(calls)
+        calls.extend(result.calls)
+        for vote in result.votes:
+            index = None if vote.call_index is None else vote.call_index + offset
+            votes.append(
+                vote.model_copy(
+                    update={"judge_spec": spec, "sample_index": sample, "call_index": index}
+                )
+            )
+    return calls, votes
+
+
+def _unscored(
+    voters: Sequence[tuple[str, int]],
+    results: Sequence[GradingResult],
+    calls: list[JudgeCall],
+    votes: list[Vote],
+) -> GradingResult | None:
+    """The combined result when any voter is unscored, else None."""
+    for (spec, sample), result in zip(voters, results, strict=True):
+        if result.status == "unscored":
+            who = spec if sample == 0 else f"{spec} sample {sample}"
+            return result.model_copy(
+                update={
+                    "detail": f"{who}: {result.detail or result.unscored_reason}",
+                    "calls": tuple(calls),
+                    "votes": tuple(votes),
+                    "answers": (),
+                }
+            )
+    return None
+
+
+def _combined_answer(question_id: str, results: Sequence[GradingResult]) -> tuple[Answer, bool]:
+    """The majority answer of one question (a tie is no) and whether the votes split."""
+    given = [next(a for a in r.answers if a.question_id == question_id) for r in results]
+    yes = sum(a.judge_answer for a in given)
+    majority = yes * 2 > len(given)
+    agreeing = yes if majority else len(given) - yes
+    chosen = next(a for a in given if a.judge_answer == majority)
+    if len(given) > 1:
+        chosen = chosen.model_copy(update={"confidence": round(agreeing / len(given), 4)})
+    return chosen, 0 < yes < len(given)
+
+
+def combine_votes(
+    rubric: Rubric, voters: Sequence[tuple[str, int]], results: Sequence[GradingResult]
+) -> GradingResult:
+    """One grading from the results of several voters (``(spec, sample)`` each)."""
+    calls, votes = _relabelled(voters, results)
+    unscored = _unscored(voters, results, calls, votes)
+    if unscored is not None:
+        return unscored
+    first = results[0]
+    if not first.answers or not votes:  # e.g. an empty diagnosis: no judge was asked
+        return first.model_copy(update={"calls": tuple(calls), "votes": tuple(votes)})
+    answers: list[Answer] = []
+    split: list[str] = []
+    for question in rubric.questions:
+        answer, was_split = _combined_answer(question.id, results)
+        answers.append(answer)
+        if was_split:
+            split.append(question.id)
+    reasons = list(dict.fromkeys(r for result in results for r in result.review_reasons))
+    notes = list(dict.fromkeys(result.detail for result in results if result.detail))
+    if split:
+        reasons.append(JUDGE_SPLIT)
+        notes.append(f"judges split on {', '.join(split)}")
+    return first.model_copy(
+        update={
+            "answers": tuple(answers),
+            "outcome": apply_rule(rubric, {a.question_id: a.answer for a in answers}),
+            "judge_outcome": apply_rule(rubric, {a.question_id: a.judge_answer for a in answers}),
+            "review_reasons": tuple(reasons),
+            "detail": "; ".join(notes) or None,
+            "calls": tuple(calls),
+            "votes": tuple(votes),
+        }
+    )

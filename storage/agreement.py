@@ -1,0 +1,169 @@
+"""Reading the pairs agreement is measured on: judge vs human, judge vs judge, human vs human.
+
+- ``judge_human``: a human label (blind, or from an override) beside the judge's own
+  answer (``AnswerRecord.judge_answer``) or verdict (``GradingRecord.judge_passed``);
+  per human, grading and question only the latest label counts.
+- ``judge_judge``: two graded gradings of the same submission by different judges (a
+  regrade's grading beside the one it was measured against), consecutive by time.
+- ``human_human``: two humans' labels on the same grading and question (the first two
+  authors by id).
+
+Gradings are filtered like the reports, superseded ones included: a label on an old
+grading still measures the judge that graded it. The figures are computed in
+:mod:`judge.agreement`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import pairwise
+from typing import Any, Literal
+
+from sqlalchemy import select
+from sqlmodel import col
+
+from judge.agreement import VERDICT, RatedPair
+from storage.base import StoreBase
+from storage.report_queries import ReportFilter, filtered
+from storage.review_tables import HumanLabelRecord
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+
+__all__ = ["AGREEMENT_GROUPS", "AGREEMENT_KINDS", "AgreementKind", "AgreementReads"]
+
+AgreementKind = Literal["judge_human", "judge_judge", "human_human"]
+AGREEMENT_KINDS: tuple[AgreementKind, ...] = ("judge_human", "judge_judge", "human_human")
+#: what agreement can be grouped by
+AGREEMENT_GROUPS = ("rubric", "judge")
+LabelSource = Literal["blind", "override", "all"]
+
+_G, _S, _L, _A = GradingRecord, SubmissionRecord, HumanLabelRecord, AnswerRecord
+_CHUNK = 500
+
+
+def _group(grading: GradingRecord, group_by: Sequence[str], judge: str | None = None) -> Any:
+    labels = {
+        "rubric": f"{grading.rubric_id}@{grading.rubric_version}",
+        "judge": judge or f"{grading.judge_backend}:{grading.judge_model}",
+    }
+    return tuple(labels[name] for name in group_by)
+
+
+class AgreementReads(StoreBase):
+    """The rated pairs of each kind of agreement."""
+
+    async def agreement_pairs(
+        self,
+        filters: ReportFilter,
+        kind: AgreementKind,
+        *,
+        group_by: Sequence[str] = (),
+        source: LabelSource = "all",
+    ) -> list[RatedPair]:
+        """Pairs of one kind over the filtered graded gradings."""
+        scope = replace(filters, current_only=False)
+        if kind == "judge_judge":
+            return await self._judge_pairs(scope, group_by)
+        labels = await self._labels(scope, source)
+        gradings = {g.id: g for g, _ in labels}
+        answers = await self._judge_answers(list(gradings))
+        if kind == "human_human":
+            return _human_pairs(labels, gradings, answers, group_by)
+        pairs = []
+        for grading, label in labels:
+            group = _group(grading, group_by)
+            if label.question_id is None and label.verdict is not None:
+                if grading.judge_passed is not None:
+                    human = label.verdict == "pass"
+                    pairs.append(RatedPair(grading.judge_passed, human, VERDICT, None, group))
+            elif label.answer is not None and label.question_id in answers.get(grading.id, {}):
+                dim, judge = answers[grading.id][label.question_id]
+                pairs.append(RatedPair(judge, label.answer, label.question_id, dim, group))
+        return pairs
+
+    async def _labels(
+        self, scope: ReportFilter, source: LabelSource
+    ) -> list[tuple[GradingRecord, HumanLabelRecord]]:
+        """The latest label per human, grading and item, with its graded grading."""
+        base: Any = (
+            select(_G, _L)
+            .select_from(_L)
+            .join(_G, col(_G.id) == col(_L.grading_id))
+            .join(_S, col(_S.id) == col(_G.submission_id))
+        )
+        query = filtered(base, scope).where(col(_G.status) == "graded")
+        if source != "all":
+            query = query.where(col(_L.source) == source)
+        async with self._read() as session:
+            rows = [(r[0], r[1]) for r in await session.execute(query.order_by(col(_L.id)))]
+        latest: dict[tuple[str, str, str], tuple[GradingRecord, HumanLabelRecord]] = {}
+        for grading, label in rows:
+            latest[(grading.id, label.author_id, label.question_id or VERDICT)] = (grading, label)
+        return list(latest.values())
+
+    async def _judge_answers(self, ids: list[str]) -> dict[str, dict[str, tuple[str, bool]]]:
+        """grading -> question -> (dimension, the judge's own answer)."""
+        found: dict[str, dict[str, tuple[str, bool]]] = defaultdict(dict)
+        async with self._read() as session:
+            for start in range(0, len(ids), _CHUNK):
+                query = select(_A).where(col(_A.grading_id).in_(ids[start : start + _CHUNK]))
+                for a in (await session.execute(query)).scalars():
+                    found[a.grading_id][a.question_id] = (a.dimension_id, a.judge_answer)
+        return found
+
+    async def _judge_pairs(self, scope: ReportFilter, group_by: Sequence[str]) -> list[RatedPair]:
+        """Consecutive graded gradings of one submission by different judges."""
+        query = filtered(select(_G).join(_S, col(_S.id) == col(_G.submission_id)), scope).where(
+            col(_G.status) == "graded"
+        )
+        async with self._read() as session:
+            gradings = list((await session.execute(query)).scalars())
+        by_submission: dict[str, list[GradingRecord]] = defaultdict(list)
+        for g in gradings:
+            by_submission[g.submission_id].append(g)
+        couples = []
+        for members in by_submission.values():
+            members.sort(key=lambda g: (g.created_at, g.id))
+            for old, new in pairwise(members):
+                if (old.judge_backend, old.judge_model) != (new.judge_backend, new.judge_model):
+                    couples.append((old, new))
+        answers = await self._judge_answers([g.id for couple in couples for g in couple])
+        pairs = []
+        for old, new in couples:
+            judges = (
+                f"{old.judge_backend}:{old.judge_model} vs {new.judge_backend}:{new.judge_model}"
+            )
+            group = _group(new, group_by, judges)
+            a, b = answers.get(old.id, {}), answers.get(new.id, {})
+            for qid in sorted(set(a) & set(b)):
+                pairs.append(RatedPair(a[qid][1], b[qid][1], qid, b[qid][0], group))
+            if old.judge_passed is not None and new.judge_passed is not None:
+                pairs.append(RatedPair(old.judge_passed, new.judge_passed, VERDICT, None, group))
+        return pairs
+
+
+def _human_pairs(
+    labels: list[tuple[GradingRecord, HumanLabelRecord]],
+    gradings: dict[str, GradingRecord],
+    answers: dict[str, dict[str, tuple[str, bool]]],
+    group_by: Sequence[str],
+) -> list[RatedPair]:
+    """The first two humans' labels (by author id) on each grading and item."""
+    items: dict[tuple[str, str], dict[str, HumanLabelRecord]] = defaultdict(dict)
+    for grading, label in labels:
+        items[(grading.id, label.question_id or VERDICT)][label.author_id] = label
+    pairs = []
+    for (grading_id, item), by_author in sorted(items.items()):
+        if len(by_author) < 2:
+            continue
+        first, second = (by_author[a] for a in sorted(by_author)[:2])
+        group = _group(gradings[grading_id], group_by)
+        if item == VERDICT:
+            if first.verdict is not None and second.verdict is not None:
+                a, b = first.verdict == "pass", second.verdict == "pass"
+                pairs.append(RatedPair(a, b, VERDICT, None, group))
+        elif first.answer is not None and second.answer is not None:
+            dim = answers.get(grading_id, {}).get(item, (None, False))[0]
+            pairs.append(RatedPair(first.answer, second.answer, item, dim, group))
+    return pairs

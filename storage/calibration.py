@@ -1,0 +1,86 @@
+"""Calibration runs: storing them, the previous run of a gold set, and qualification.
+
+A judge is identified by its spec without the base URL (``backend:model``), its sampling
+settings, the rubric version and the asking mode; it is qualified when the latest
+calibration run of that identity reached the bar.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlmodel import col
+
+from storage.base import StoreBase
+from storage.quality_tables import CalibrationRunRecord
+
+__all__ = ["CalibrationStore"]
+
+_C = CalibrationRunRecord
+
+
+class CalibrationStore(StoreBase):
+    """Calibration runs and the qualification of judges."""
+
+    async def add_calibration_run(self, run: CalibrationRunRecord) -> CalibrationRunRecord:
+        """Store a run and audit it."""
+        async with self._write() as session:
+            run.created_at = self._clock()
+            session.add(run)
+            await session.flush()
+            await self._audit(
+                session,
+                "calibration.completed",
+                entity_type="calibration_run",
+                entity_id=run.id,
+                actor=run.created_by,
+                payload={
+                    "judge": run.judge_spec,
+                    "rubric_version": run.rubric_version,
+                    "gold_sha256": run.gold_sha256,
+                    "n": run.n,
+                    "verdict_kappa": run.verdict_kappa,
+                    "false_pass_rate": run.false_pass_rate,
+                    "qualified": run.qualified,
+                },
+            )
+            return run
+
+    async def calibration_runs(
+        self,
+        *,
+        judge_spec: str,
+        judge_settings: dict[str, Any],
+        rubric_version: str,
+        asking_mode: str,
+        gold_sha256: str | None = None,
+    ) -> list[CalibrationRunRecord]:
+        """Runs of one judge identity, newest first (optionally of one gold set)."""
+        query = select(_C).where(
+            col(_C.judge_spec) == judge_spec,
+            col(_C.rubric_version) == rubric_version,
+            col(_C.asking_mode) == asking_mode,
+        )
+        if gold_sha256 is not None:
+            query = query.where(col(_C.gold_sha256) == gold_sha256)
+        async with self._read() as session:
+            runs = (await session.execute(query.order_by(col(_C.created_at).desc()))).scalars()
+            return [r for r in runs if r.judge_settings == judge_settings]
+
+    async def is_qualified(
+        self,
+        *,
+        judge_spec: str,
+        judge_settings: dict[str, Any],
+        rubric_version: str,
+        asking_mode: str,
+    ) -> bool:
+        """Whether the latest calibration run of this judge identity qualified it."""
+        runs = await self.calibration_runs(
+            judge_spec=judge_spec,
+            judge_settings=judge_settings,
+            rubric_version=rubric_version,
+            asking_mode=asking_mode,
+        )
+        return bool(runs) and runs[0].qualified

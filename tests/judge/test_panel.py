@@ -1,0 +1,105 @@
+"""Panels and self-consistency: votes per question, majority, splits to review."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import JudgeRequest
+from judge.grader import Grader
+from judge.panel import JUDGE_SPLIT, PanelGrader, PanelMember
+from judge.retry import RetryPolicy
+from judge.rubric import Rubric, load_rubric_dir
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+FAST = RetryPolicy(max_attempts=2, initial_wait=0.001, max_wait=0.01, jitter=0)
+IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+def _saying(yes: set[str], *, model: str, times: int = 1) -> ScriptedBackend:
+    def reply(request: JudgeRequest) -> str:
+        return scripted_reply(request, yes=yes)
+
+    return ScriptedBackend([reply] * times, model=model)
+
+
+def _member(spec: str, backend: ScriptedBackend) -> PanelMember:
+    return PanelMember(spec, Grader(backend, retry=FAST))
+
+
+async def test_a_panel_of_two_keeps_both_votes_and_routes_a_split_to_review(
+    rubric: Rubric,
+) -> None:
+    local = _saying(set(IDS), model="local")
+    cloud = _saying(set(IDS) - {"D2-Q2"}, model="cloud")
+    panel = PanelGrader([_member("scripted:local", local), _member("scripted:cloud", cloud)])
+    result = await panel.grade(rubric, TRUTH, DIAGNOSIS)
+
+    assert result.status == "graded"
+    assert (result.judge_backend, result.judge_model) == ("panel", "scripted:local+scripted:cloud")
+    assert len(result.votes) == 18 and len(result.calls) == 2
+    on_split = [v for v in result.votes if v.question_id == "D2-Q2"]
+    assert {(v.judge_spec, v.answer) for v in on_split} == {
+        ("scripted:local", True),
+        ("scripted:cloud", False),
+    }
+    # each vote points at the call its judge made
+    for vote in result.votes:
+        assert vote.call_index is not None
+        assert result.calls[vote.call_index].model == vote.judge_spec.split(":", 1)[1]
+    answer = next(a for a in result.answers if a.question_id == "D2-Q2")
+    assert answer.judge_answer is False  # a tie counts as no
+    assert answer.confidence == 0.5
+    assert JUDGE_SPLIT in result.review_reasons and result.needs_review
+    assert result.detail is not None and "D2-Q2" in result.detail
+    unanimous = next(a for a in result.answers if a.question_id == "D1-Q1")
+    assert unanimous.judge_answer is True and unanimous.confidence == 1.0
+
+
+async def test_a_unanimous_panel_needs_no_review(rubric: Rubric) -> None:
+    panel = PanelGrader(
+        [
+            _member("scripted:a", _saying(set(IDS), model="a")),
+            _member("scripted:b", _saying(set(IDS), model="b")),
+        ]
+    )
+    result = await panel.grade(rubric, TRUTH, DIAGNOSIS)
+    assert JUDGE_SPLIT not in result.review_reasons
+    assert result.outcome is not None and result.outcome.passed
+
+
+async def test_samples_take_the_majority_with_distinct_recorded_seeds(rubric: Rubric) -> None:
+    answers = [set(IDS), set(IDS) - {"D3-Q1"}, set(IDS)]
+    script = [lambda r, yes=yes: scripted_reply(r, yes=yes) for yes in answers]
+    backend = ScriptedBackend(script, model="sampled")
+    grader = Grader(backend, retry=FAST)
+    panel = PanelGrader([PanelMember("scripted:sampled", grader)], samples=3)
+    result = await panel.grade(rubric, TRUTH, DIAGNOSIS)
+
+    params = [call.request.params for call in result.calls]
+    assert [p.temperature for p in params] == [0.7, 0.7, 0.7]
+    assert sorted(p.seed for p in params) == [0, 1, 2]
+    assert sorted({v.sample_index for v in result.votes}) == [0, 1, 2]
+    d3q1 = next(a for a in result.answers if a.question_id == "D3-Q1")
+    assert d3q1.judge_answer is True and d3q1.confidence == pytest.approx(2 / 3, abs=1e-4)
+    assert JUDGE_SPLIT in result.review_reasons
+    assert result.judge_backend == "scripted" and result.judge_model == "sampled"
+
+
+async def test_an_unscored_voter_makes_the_grading_unscored_with_every_call(
+    rubric: Rubric,
+) -> None:
+    good = _saying(set(IDS), model="good")
+    bad = ScriptedBackend(["not json", "still not json"], model="bad")
+    panel = PanelGrader([_member("scripted:good", good), _member("scripted:bad", bad)])
+    result = await panel.grade(rubric, TRUTH, DIAGNOSIS)
+    assert result.status == "unscored" and result.unscored_reason == "unparseable_reply"
+    assert result.detail is not None and result.detail.startswith("scripted:bad")
+    assert len(result.calls) == 3
+    assert result.judge_backend == "panel"

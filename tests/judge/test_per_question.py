@@ -1,0 +1,98 @@
+"""Per-question asking with the scripted judge: strict parsing, repair, cache, rubric key."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from judge.backends.scripted import ScriptedBackend, asked_question, scripted_reply
+from judge.cache import MemoryJudgeCache
+from judge.calls import JudgeRequest, TokenLogprob
+from judge.confidence import answer_token_confidences
+from judge.grader import Grader
+from judge.retry import RetryPolicy
+from judge.rubric import Rubric, load_rubric_dir
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+FAST = RetryPolicy(max_attempts=2, initial_wait=0.001, max_wait=0.01, jitter=0)
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+def _all_yes(request: JudgeRequest) -> str:
+    return scripted_reply(request)
+
+
+async def test_per_question_asks_each_question_once_and_grades(rubric: Rubric) -> None:
+    backend = ScriptedBackend([_all_yes] * 9)
+    result = await Grader(backend, retry=FAST, asking="per_question").grade(
+        rubric, TRUTH, DIAGNOSIS
+    )
+    assert result.status == "graded"
+    assert [asked_question(r) for r in backend.requests] == [q.id for q in rubric.questions]
+    assert result.outcome is not None and result.outcome.passed
+    assert [v.call_index for v in result.votes] == list(range(9))
+
+
+async def test_a_bad_answer_gets_one_repair_for_that_question_only(rubric: Rubric) -> None:
+    script = [_all_yes, "not json", _all_yes, *([_all_yes] * 7)]
+    backend = ScriptedBackend(script)  # type: ignore[arg-type]
+    result = await Grader(backend, retry=FAST, asking="per_question").grade(
+        rubric, TRUTH, DIAGNOSIS
+    )
+    assert result.status == "graded"
+    assert [c.purpose for c in result.calls].count("repair") == 1
+    repair = result.calls[2]
+    assert repair.purpose == "repair" and "D1-Q2" in repair.request.messages[-1].content
+    assert {v.question_id: v.call_index for v in result.votes}["D1-Q2"] == 2
+
+
+async def test_two_bad_answers_make_the_grading_unscored(rubric: Rubric) -> None:
+    wrong_id = json.dumps({"id": "D3-Q3", "answer": "yes", "evidence": ""})
+    backend = ScriptedBackend(["not json", wrong_id])
+    result = await Grader(backend, retry=FAST, asking="per_question").grade(
+        rubric, TRUTH, DIAGNOSIS
+    )
+    assert result.status == "unscored" and result.unscored_reason == "unparseable_reply"
+    assert result.detail is not None and "D1-Q1" in result.detail and "D3-Q3" in result.detail
+    assert len(result.calls) == 2 and not result.answers
+
+
+async def test_the_rubric_chooses_per_question_and_the_cache_keeps_each_question(
+    rubric: Rubric,
+) -> None:
+    per_question = rubric.model_copy(update={"asking": "per_question"})
+    assert per_question.version != rubric.version  # the asking mode is part of the version
+    cache = MemoryJudgeCache()
+    first = ScriptedBackend([_all_yes] * 9)
+    await Grader(first, retry=FAST, cache=cache).grade(per_question, TRUTH, DIAGNOSIS)
+    again = ScriptedBackend([])
+    result = await Grader(again, retry=FAST, cache=cache).grade(per_question, TRUTH, DIAGNOSIS)
+    assert len(first.requests) == 9 and not again.requests
+    assert result.status == "graded" and all(c.cached for c in result.calls)
+
+
+def test_the_asking_key_is_validated(rubric: Rubric) -> None:
+    data = rubric.model_dump(mode="json")
+    with pytest.raises(ValueError, match="asking"):
+        Rubric.model_validate({**data, "asking": "sometimes"})
+
+
+def test_confidence_is_the_share_of_yes_against_no_at_the_answer_token() -> None:
+    tokens = (
+        TokenLogprob(token='{"reasoning":"x","answer":"', logprob=-0.1),
+        TokenLogprob(
+            token="no",
+            logprob=math.log(0.6),
+            top=(("no", math.log(0.6)), ("yes", math.log(0.2)), ("maybe", math.log(0.2))),
+        ),
+        TokenLogprob(token='"}', logprob=-0.01),
+    )
+    found = answer_token_confidences(tokens, single_id="D1-Q1")
+    assert found == {"D1-Q1": pytest.approx(0.25)}  # 0.2 / (0.2 + 0.6)

@@ -1,0 +1,75 @@
+"""Smoke tests of the benchmark kit: the simulated judge answers what the service parses,
+holds its slots, and the report ends with one JSON line. No timing targets here: those
+are the benchmarks' business (``bench/``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from bench.common import Figure, percentile, print_report
+from bench.judge_sim import SimState, make_app
+from judge.prompt import (
+    build_answer_schema,
+    build_messages,
+    build_question_messages,
+    build_reply_schema,
+)
+from judge.reply import parse_answer_reply, parse_reply
+from judge.rubric import load_rubric_dir
+
+TRUTH = "[fault_spec] component=deployment/geo; namespace=hotel || GEO_PORT is 9999"
+DIAGNOSIS = "The geo deployment in hotel listens on GEO_PORT 9999 while its Service targets 8083."
+
+
+def _request(messages: list[Any], schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "model": "bench-sim",
+        "messages": [m.model_dump() for m in messages],
+        "response_format": {"type": "json_schema", "json_schema": {"schema": schema}},
+    }
+
+
+async def _complete(state: SimState, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    transport = httpx.ASGITransport(app=make_app(state))
+    async with httpx.AsyncClient(transport=transport, base_url="http://sim") as client:
+        replies = await asyncio.gather(
+            *(client.post("/v1/chat/completions", json=body) for body in bodies)
+        )
+    return [r.raise_for_status().json() for r in replies]
+
+
+async def test_the_simulated_judge_replies_in_the_services_formats() -> None:
+    rubric = load_rubric_dir()["sregym-rca"]
+    single = _request(build_messages(rubric, TRUTH, DIAGNOSIS), build_reply_schema(rubric))
+    one = _request(
+        build_question_messages(rubric, TRUTH, DIAGNOSIS, "D2-Q1"), build_answer_schema()
+    )
+    state = SimState(latency=0, slots=2)
+    whole, answer = await _complete(state, [single, one])
+    parsed = parse_reply(whole["choices"][0]["message"]["content"], rubric)
+    assert set(parsed) == {q.id for q in rubric.questions}
+    assert all(a.answer and a.evidence in DIAGNOSIS for a in parsed.values())
+    assert parse_answer_reply(answer["choices"][0]["message"]["content"], "D2-Q1").answer
+    assert state.stats()["served"] == 2 and state.stats()["questions"] == 10
+
+
+async def test_the_simulated_judge_holds_its_slots() -> None:
+    state = SimState(latency=0.05, slots=2)
+    started = time.perf_counter()
+    await _complete(state, [{"messages": []}] * 6)
+    assert time.perf_counter() - started >= 3 * 0.05  # six requests, two at a time
+    assert state.stats()["max_in_flight"] == 2
+
+
+def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
+    print_report("smoke", "Smoke", [Figure("rate", 41.5, "/s", ">= 40/s", True)])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    line = json.loads(last)
+    assert line["bench"] == "smoke" and line["rate"] == 41.5 and line["rate_met"] is True
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == pytest.approx(2.5, abs=0.01)
