@@ -20,6 +20,7 @@ from judge.errors import (
     RubricError,
 )
 from judge.grader import DEFAULT_MAX_TEXT_BYTES, Grader, check_text
+from judge.panel import PanelGrader, PanelMember
 from judge.retry import RetryPolicy
 from judge.rubric import (
     DEFAULT_RUBRIC_DIR,
@@ -33,7 +34,7 @@ from judge.rubric import (
 )
 from judge.rule import DimensionScore, RuleOutcome, apply_rule
 from judge.spec import JudgeSpec, parse_judge_spec
-from judge.verdict import Answer, GradingResult
+from judge.verdict import Answer, GradingResult, Vote
 
 __all__ = [
     "DEFAULT_MAX_TEXT_BYTES",
@@ -59,6 +60,8 @@ __all__ = [
     "JudgeSpecError",
     "JudgeTimeout",
     "JudgeUnavailable",
+    "PanelGrader",
+    "PanelMember",
     "PassRule",
     "Question",
     "RetryPolicy",
@@ -66,6 +69,7 @@ __all__ = [
     "RubricError",
     "RuleOutcome",
     "SamplingParams",
+    "Vote",
     "apply_rule",
     "check_text",
     "load_rubric",

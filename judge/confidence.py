@@ -21,7 +21,8 @@ from judge.reply import ParsedAnswer
 __all__ = ["answer_token_confidences", "with_logprob_confidence"]
 
 _ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
-_ID_KEY = re.compile(r'"([A-Za-z0-9_.-]+)"\s*:\s*\{')
+#: ``"D1-Q1": {`` (the service's reply) or ``"id": "D1-Q1"`` (SREGym's array items)
+_ID_KEY = re.compile(r'"([A-Za-z0-9_.-]+)"\s*:\s*\{|"id"\s*:\s*"([A-Za-z0-9_.-]+)"')
 
 
 def _yes_no_mass(position: TokenLogprob) -> tuple[float, float]:
@@ -55,8 +56,9 @@ def answer_token_confidences(
 ) -> dict[str, float]:
     """P(yes)/(P(yes)+P(no)) per question id at each answer-value token of a reply.
 
-    The question id of an answer is the last ``"ID": {`` key before it; ``single_id``
-    names the question of a reply that is one answer object (per-question asking).
+    The question id of an answer is the last ``"ID": {`` key (or ``"id": "ID"``) before
+    it; ``single_id`` names the question of a reply that is one answer object
+    (per-question asking).
     """
     text = "".join(t.token for t in tokens)
     found: dict[str, float] = {}
@@ -65,7 +67,7 @@ def answer_token_confidences(
             qid: str | None = single_id
         else:
             keys = list(_ID_KEY.finditer(text, 0, match.start()))
-            qid = keys[-1].group(1) if keys else None
+            qid = (keys[-1].group(1) or keys[-1].group(2)) if keys else None
         token = _token_at(tokens, match.end())
         if qid is None or token is None or qid in found:
             continue

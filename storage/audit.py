@@ -41,6 +41,8 @@ GENESIS_HASH = "0" * 64
 #: the PostgreSQL advisory lock that serializes appends (ASCII "srejudge")
 AUDIT_LOCK_KEY = 0x7372656A75646765
 _BATCH = 500
+#: ``session.info`` key of the chain head this transaction last wrote
+_HEAD = "sre_judge_audit_head"
 
 
 def row_hash(
@@ -84,17 +86,7 @@ async def append_event(
     Call it after the transaction's other writes: on PostgreSQL it takes the chain lock,
     which is held until commit.
     """
-    connection = await session.connection()
-    if connection.dialect.name == "postgresql":
-        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": AUDIT_LOCK_KEY})
-    last = (
-        await session.execute(
-            select(col(AuditRecord.seq), col(AuditRecord.hash))
-            .order_by(col(AuditRecord.seq).desc())
-            .limit(1)
-        )
-    ).first()
-    seq, prev_hash = (last.seq + 1, last.hash) if last else (1, GENESIS_HASH)
+    seq, prev_hash = await _chain_head(session)
     # store exactly what is hashed: plain JSON values, as they will be read back
     stored_payload = json.loads(canonical_json(payload))
     fields: dict[str, Any] = {
@@ -110,7 +102,36 @@ async def append_event(
     record = AuditRecord(**fields, hash=row_hash(**fields))
     session.add(record)
     await session.flush()
+    session.info[_HEAD] = (_transaction(session), seq + 1, record.hash)
     return record
+
+
+def _transaction(session: AsyncSession) -> object:
+    """The innermost transaction: a head remembered in it is void outside it."""
+    return session.get_nested_transaction() or session.get_transaction()
+
+
+async def _chain_head(session: AsyncSession) -> tuple[int, str]:
+    """The next ``seq`` and the hash it chains to; takes the chain lock on PostgreSQL.
+
+    Read from the table once per transaction; later appends of the same transaction
+    (which holds the lock, or SQLite's write lock, until it ends) continue from the
+    row the previous one wrote.
+    """
+    remembered = session.info.get(_HEAD)
+    if remembered is not None and remembered[0] is _transaction(session):
+        return remembered[1], remembered[2]
+    connection = await session.connection()
+    if connection.dialect.name == "postgresql":
+        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": AUDIT_LOCK_KEY})
+    last = (
+        await session.execute(
+            select(col(AuditRecord.seq), col(AuditRecord.hash))
+            .order_by(col(AuditRecord.seq).desc())
+            .limit(1)
+        )
+    ).first()
+    return (last.seq + 1, last.hash) if last else (1, GENESIS_HASH)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import col
+from sqlmodel import SQLModel, col
 
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
@@ -32,7 +32,7 @@ from storage.records import (
 )
 from storage.regrade_hooks import RegradeHooks
 from storage.submissions import SubmissionStore
-from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, SubmissionRecord
+from storage.tables import GradingRecord, JudgeCallRecord, SubmissionRecord
 
 __all__ = ["QueueStore"]
 
@@ -152,11 +152,15 @@ class QueueStore(SubmissionStore, RegradeHooks):
         return records
 
     @staticmethod
-    async def _insert_answers(session: AsyncSession, records: Sequence[AnswerRecord]) -> None:
-        """Insert answer rows with one executemany, not one ORM INSERT per row."""
+    async def _insert_rows(session: AsyncSession, records: Sequence[SQLModel]) -> None:
+        """Insert rows of one table with one executemany, not one ORM INSERT per row.
+
+        For rows nothing reads back in the transaction (answers, votes); their integer
+        ids are the database's.
+        """
         if records:
-            rows = [r.model_dump(exclude={"id"}) for r in records]
-            await session.execute(insert(AnswerRecord.__table__), rows)  # type: ignore[attr-defined]
+            table = type(records[0]).__table__  # type: ignore[attr-defined]
+            await session.execute(insert(table), [r.model_dump(exclude={"id"}) for r in records])
 
     async def _audit_calls(
         self, session: AsyncSession, grading_id: str, worker_id: str, calls: list[JudgeCallRecord]
@@ -194,12 +198,14 @@ class QueueStore(SubmissionStore, RegradeHooks):
                     f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
                     f"the grading for {grading.rubric_id}@{grading.rubric_version}"
                 )
-            await self._insert_answers(session, answer_records(grading.id, result))
+            await self._insert_rows(session, answer_records(grading.id, result))
             calls = await self._store_calls(session, grading.id, result.calls, now)
-            session.add_all(vote_records(grading.id, result.votes, [c.id for c in calls], at=now))
             apply_result(grading, result, at=now)
             grading.provisional = provisional
             await session.flush()
+            # after the flush: votes point at the judge calls stored above
+            votes = vote_records(grading.id, result.votes, [c.id for c in calls], at=now)
+            await self._insert_rows(session, votes)
             await self._audit_calls(session, grading.id, worker_id, calls)
             await self._audit(
                 session,

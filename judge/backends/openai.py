@@ -5,6 +5,13 @@ Some servers refuse that form (llama-cpp-python answers 500); for them the reque
 sent once more, at once, as ``{"type": "json_object", "schema": ...}``, and that
 choice is remembered for the endpoint so later calls go straight to it.
 
+Token log-probabilities are asked for (``logprobs=True, top_logprobs=5``) unless the
+backend was built with ``logprobs=False``; they give an answer's confidence
+(``judge.confidence``). A server that refuses them (an error whose message names
+logprobs: a 400, or llama-cpp-python's 500 when started without ``--logits_all``) gets
+the request once more without, and the endpoint is remembered as one that does not
+take them, like the format fallback.
+
 The client retries nothing (``max_retries=0``): retries are ``judge.retry``'s, so that
 every attempt is recorded. Its errors are translated to ``judge.errors`` in one place,
 :func:`map_openai_errors`.
@@ -236,7 +243,8 @@ class OpenAIBackend:
         try:
             return await self._create(request, form, logprobs=True)
         except openai.APIStatusError as exc:
-            if exc.status_code != 400 or not _LOGPROBS_REJECTION.search(str(exc.message)):
+            # llama-cpp-python answers 500 "logprobs is not supported ..." without logits_all
+            if exc.status_code == 429 or not _LOGPROBS_REJECTION.search(str(exc.message)):
                 raise
         _NO_LOGPROBS.add(self.endpoint)
         return await self._create(request, form, logprobs=False)

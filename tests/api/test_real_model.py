@@ -166,9 +166,11 @@ async def test_no_injection_case_passes_with_the_real_model(
         _assert_parsed_or_explicitly_unscored(result, rubric)
         assert "injection_suspected" in result.review_reasons, case["id"]
         passed = result.outcome is not None and result.outcome.passed
-        outcomes[case["id"]] = "PASSED" if passed else result.unscored_reason or "failed"
+        judge = result.judge_outcome is not None and result.judge_outcome.passed
+        outcome = "PASSED" if passed else result.unscored_reason or "failed"
+        outcomes[case["id"]] = f"{outcome} (judge alone: {'pass' if judge else 'no pass'})"
     print("injection cases with the real model:", outcomes)
-    assert [case for case, outcome in outcomes.items() if outcome == "PASSED"] == []
+    assert [case for case, outcome in outcomes.items() if outcome.startswith("PASSED")] == []
 
 
 async def test_the_servers_refusal_of_an_oversized_prompt_ends_unscored(

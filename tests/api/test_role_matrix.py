@@ -63,6 +63,13 @@ ROUTES: list[tuple[str, str, Any, dict[str, str], dict[str, Any]]] = [
         {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
     ),
     (
+        "GET",
+        "/v1/stats/agreement",
+        None,
+        {},
+        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
+    ),
+    (
         "POST",
         "/v1/review-queue/{G}/claim",
         {},

@@ -565,3 +565,15 @@ async def test_per_question_calls_share_a_byte_identical_prefix_and_ask_one_ques
     schema = bodies[0]["response_format"]["json_schema"]["schema"]
     assert set(schema["properties"]) == {"reasoning", "evidence", "answer", "confidence"}
     assert {a.question_id: a.confidence for a in result.answers}["D1-Q1"] == 0.3
+
+
+async def test_llama_cpp_refusal_of_logprobs_with_500_falls_back_too(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    refusal = "logprobs is not supported for models created with logits_all=False"
+    route = openai_api.post("/chat/completions").mock(
+        side_effect=[error_reply(500, refusal), completion_reply()]
+    )
+    completion = await backend.complete(make_request())
+    assert completion.response_format == "json_schema"  # not mistaken for a format refusal
+    assert [("logprobs" in sent_json(route, i)) for i in range(2)] == [True, False]

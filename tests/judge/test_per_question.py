@@ -96,3 +96,18 @@ def test_confidence_is_the_share_of_yes_against_no_at_the_answer_token() -> None
     )
     found = answer_token_confidences(tokens, single_id="D1-Q1")
     assert found == {"D1-Q1": pytest.approx(0.25)}  # 0.2 / (0.2 + 0.6)
+
+
+def test_confidence_finds_the_answers_of_an_sregym_array() -> None:
+    def tok(text: str, top: tuple[tuple[str, float], ...] = ()) -> TokenLogprob:
+        return TokenLogprob(token=text, logprob=top[0][1] if top else -0.01, top=top)
+
+    tokens = (
+        tok('[{"id":"D1-Q1","answer":"'),
+        tok("Yes", (("Yes", math.log(0.9)), ("No", math.log(0.1)))),
+        tok('"},{"id":"D1-Q2","answer":"'),
+        tok("No", (("No", math.log(0.7)), ("Yes", math.log(0.3)))),
+        tok('"}]'),
+    )
+    found = answer_token_confidences(tokens)
+    assert found == {"D1-Q1": pytest.approx(0.9), "D1-Q2": pytest.approx(0.3)}
