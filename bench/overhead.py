@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import statistics
 import subprocess
@@ -97,27 +98,22 @@ async def _measure(service: ServiceProcess, url: str, token: str, args: Any) -> 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Both phases on one fresh database."""
+    sim = SimulatedJudge(latency=0, slots=64) if args.judge == "sim" else None
     with (
         bench_database(args.db) as url,
         tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder,
+        sim if sim is not None else contextlib.nullcontext(),
     ):
-        judge = SimulatedJudge(latency=0, slots=64) if args.judge == "sim" else None
         env = {
             "SRE_JUDGE_DATABASE_URL": url,
-            "SRE_JUDGE_JUDGE": judge.spec() if judge else "scripted:pass",
+            "SRE_JUDGE_JUDGE": sim.spec() if sim is not None else "scripted:pass",
             "SRE_JUDGE_JUDGE_CONCURRENCY": str(args.workers),
             "SRE_JUDGE_WORKERS": str(args.workers),
         }
         token = create_token(env)
         log = Path(args.log_dir or folder) / f"serve-overhead-{args.db}.log"
-        if judge is not None:
-            judge.__enter__()
-        try:
-            with ServiceProcess(env, log) as service:
-                return await _measure(service, url, token, args)
-        finally:
-            if judge is not None:
-                judge.__exit__(None, None, None)
+        with ServiceProcess(env, log) as service:
+            return await _measure(service, url, token, args)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -99,12 +100,7 @@ class Rubric(_Strict):
     @property
     def content_hash(self) -> str:
         """SHA-256 of the canonical JSON of everything but the label."""
-        # the default asking mode stays out of the hash: versions of rubrics written
-        # before the key existed do not change
-        excluded = {"label"} if self.asking != "single" else {"label", "asking"}
-        payload = self.model_dump(mode="json", exclude=excluded)
-        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return _content_hash(self)
 
     @property
     def questions(self) -> tuple[Question, ...]:
@@ -124,6 +120,17 @@ class Rubric(_Strict):
             if q.id == question_id:
                 return q
         raise KeyError(question_id)
+
+
+@lru_cache(maxsize=256)
+def _content_hash(rubric: Rubric) -> str:
+    """The hash of a rubric's content, kept per distinct (equal-field) rubric."""
+    # the default asking mode stays out of the hash: versions of rubrics written
+    # before the key existed do not change
+    excluded = {"label"} if rubric.asking != "single" else {"label", "asking"}
+    payload = rubric.model_dump(mode="json", exclude=excluded)
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _check_semantics(rubric: Rubric) -> list[str]:

@@ -28,6 +28,8 @@ class StoreBase:
         self._postgres = is_postgres(engine)
         self._write_sessions = session_factory(engine)
         self._read_sessions = session_factory(read_only(engine))
+        #: rubric versions seen committed in this database (they never change)
+        self._known_rubrics: set[str] = set()
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncSession]:

@@ -35,7 +35,10 @@ class CatalogStore(StoreBase):
     async def _ensure_rubric(self, session: AsyncSession, rubric: Rubric, *, actor: str) -> bool:
         """Insert the version if missing (audited); True when it was new."""
         key = rubric_key(rubric.id, rubric.version)
+        if key in self._known_rubrics:  # versions are never changed nor deleted
+            return False
         if await session.get(RubricVersionRecord, key) is not None:
+            self._known_rubrics.add(key)
             return False
         values: dict[str, Any] = {
             "key": key,

@@ -84,7 +84,7 @@ async def test_the_judge_timeout_bounds_every_call(
     backend: str, api_client: ClientFactory, tokens: Any, engine: AsyncEngine
 ) -> None:
     reply = sregym_reply({"D1-Q1"}, evidence="9999")
-    with running_judge_server(default=reply, delay=3.0) as judge:
+    with running_judge_server(default=reply, delay=10.0) as judge:
         url = judge.openai_url if backend == "openai" else judge.ollama_url
         settings = {"judge_timeout": 0.5, "judge_max_attempts": 1}
         async with api_client(judge=f"{backend}:m@{url}", **settings) as client:
@@ -92,7 +92,7 @@ async def test_the_judge_timeout_bounds_every_call(
             started = time.monotonic()
             response = await client.post("/v1/submissions", json=_body(1), headers=headers)
             assert response.status_code == 202
-            for _ in range(40):
+            for _ in range(160):
                 async with engine.connect() as connection:
                     reason = (
                         await connection.execute(text("SELECT pending_reason FROM grading"))
@@ -102,4 +102,4 @@ async def test_the_judge_timeout_bounds_every_call(
                 await asyncio.sleep(0.05)
             elapsed = time.monotonic() - started
     assert reason is not None and reason.startswith("judge_timeout"), reason
-    assert elapsed < 2.5  # well under the server's 3 s: the call was cut at 0.5 s
+    assert elapsed < 8  # well under the server's 10 s: the call was cut at 0.5 s

@@ -106,7 +106,8 @@ async def test_sigterm_finishes_or_releases_in_flight_gradings_and_exits_0(
         done.set()
     log = (tmp_path / "serve.log").read_text()
     assert code == 0, log[-3000:]
-    assert stopped_in < 6
+    # the deadline is 2 s; without it the slow calls would hold the process for 20 s
+    assert stopped_in < 15
 
     after = await _states(engine)
     assert [after[g][0] for g in in_flight] == ["graded", "pending", "graded", "pending"]

@@ -145,6 +145,8 @@ def running_judge_server(
     """Run a judge server on a free port for the duration of the block."""
     state = JudgeServer(replies=list(replies or []), default=default, delay=delay)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True  # a slow scripted reply must not hold up the test's end
+    server.block_on_close = False
     state.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
