@@ -35,27 +35,12 @@ EXIT_DRIFT = 1
 
 
 def _grader(settings: Settings, spec_text: str) -> Grader:
+    from api.grader_factory import grader_for
     from judge.backends import build_backend
-    from judge.calls import SamplingParams
-    from judge.grader import Grader
-    from judge.retry import RetryPolicy
     from judge.spec import parse_judge_spec
 
     backend = build_backend(parse_judge_spec(spec_text), timeout=settings.judge_timeout)
-    return Grader(
-        backend,
-        params=SamplingParams(
-            temperature=settings.judge_temperature,
-            seed=settings.judge_seed,
-            max_tokens=settings.judge_max_tokens,
-            num_ctx=settings.judge_context_tokens if backend.name == "ollama" else None,
-        ),
-        retry=RetryPolicy(max_attempts=settings.judge_max_attempts),
-        max_text_bytes=settings.max_text_bytes,
-        context_tokens=settings.judge_context_tokens,
-        context_overflow=settings.context_overflow,
-        asking=settings.judge_asking,
-    )
+    return grader_for(settings, backend)
 
 
 async def grade_gold(

@@ -10,13 +10,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from api.grader_factory import grader_for
 from api.render import render_grading
 from api.settings import Settings
 from judge.backends import build_backend
-from judge.calls import SamplingParams
 from judge.errors import InputError, JudgeSpecError, RubricError
-from judge.grader import Grader
-from judge.retry import RetryPolicy
 from judge.rubric import load_rubric_dir
 from judge.spec import parse_judge_spec
 from judge.verdict import GradingResult
@@ -59,21 +57,7 @@ async def _grade(
         await backend.aclose()
         known = ", ".join(sorted(rubrics)) or "none"
         raise click.UsageError(f"unknown rubric {rubric_id!r}; known rubrics: {known}")
-    grader = Grader(
-        backend,
-        params=SamplingParams(
-            temperature=settings.judge_temperature,
-            seed=settings.judge_seed,
-            max_tokens=settings.judge_max_tokens,
-            # Ollama gets the configured window as num_ctx; other servers know their own
-            num_ctx=settings.judge_context_tokens if backend.name == "ollama" else None,
-        ),
-        retry=RetryPolicy(max_attempts=settings.judge_max_attempts),
-        max_text_bytes=settings.max_text_bytes,
-        context_tokens=settings.judge_context_tokens,
-        context_overflow=settings.context_overflow,
-        asking=settings.judge_asking,
-    )
+    grader = grader_for(settings, backend)
     try:
         return await grader.grade(rubrics[rubric_id], truth, diag)
     except InputError as exc:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from api.grader_factory import grader_for
 from api.services import Services
 from api.settings import PANEL_PREFIX
-from judge.calls import SamplingParams
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
-from judge.retry import RetryPolicy
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage.judge_cache import DbJudgeCache
@@ -44,22 +43,8 @@ def _grader(services: Services, spec_text: str) -> Grader:
     settings = services.settings
     # each request waits for a slot of its endpoint's limit, nothing else does
     backend = services.backends.limited(spec_text)
-    return Grader(
-        backend,
-        params=SamplingParams(
-            temperature=settings.judge_temperature,
-            seed=settings.judge_seed,
-            max_tokens=settings.judge_max_tokens,
-            # Ollama gets the configured window as num_ctx; other servers know their own
-            num_ctx=settings.judge_context_tokens if backend.name == "ollama" else None,
-        ),
-        retry=RetryPolicy(max_attempts=settings.judge_max_attempts),
-        max_text_bytes=settings.max_text_bytes,
-        context_tokens=settings.judge_context_tokens,
-        context_overflow=settings.context_overflow,
-        cache=DbJudgeCache(services.store, backend=backend.name, model=backend.model),
-        asking=settings.judge_asking,
-    )
+    cache = DbJudgeCache(services.store, backend=backend.name, model=backend.model)
+    return grader_for(settings, backend, cache=cache)
 
 
 def build_grader(services: Services, judge_spec: str) -> AnyGrader:
