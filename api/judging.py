@@ -9,7 +9,7 @@ else the rubric.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from api.grader_factory import grader_for
 from api.services import Services
@@ -38,23 +38,31 @@ def member_specs(judge_spec: str) -> list[str]:
     return [judge_spec]
 
 
-def _grader(services: Services, spec_text: str) -> Grader:
+def _grader(services: Services, spec_text: str, cache_rows: list[dict[str, Any]] | None) -> Grader:
     """One judge's grader with the service's settings (raises JudgeSpecError)."""
     settings = services.settings
     # each request waits for a slot of its endpoint's limit, nothing else does
     backend = services.backends.limited(spec_text)
-    cache = DbJudgeCache(services.store, backend=backend.name, model=backend.model)
+    cache = DbJudgeCache(
+        services.store, backend=backend.name, model=backend.model, pending=cache_rows
+    )
     return grader_for(settings, backend, cache=cache)
 
 
-def build_grader(services: Services, judge_spec: str) -> AnyGrader:
-    """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec."""
+def build_grader(
+    services: Services, judge_spec: str, *, cache_rows: list[dict[str, Any]] | None = None
+) -> AnyGrader:
+    """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec.
+
+    ``cache_rows``: collect the judge cache entries there instead of writing each at
+    once (the caller stores them with the grading).
+    """
     specs = member_specs(judge_spec)
     samples = services.settings.judge_samples
     if len(specs) == 1 and samples == 1:
-        return _grader(services, specs[0])
+        return _grader(services, specs[0], cache_rows)
     return PanelGrader(
-        [PanelMember(spec, _grader(services, spec)) for spec in specs],
+        [PanelMember(spec, _grader(services, spec, cache_rows)) for spec in specs],
         samples=samples,
         sample_temperature=services.settings.judge_sample_temperature,
     )

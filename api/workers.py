@@ -20,6 +20,7 @@ import socket
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from api.judging import build_grader, member_specs
 from api.metrics import Metrics
@@ -83,6 +84,8 @@ class GradingWorkers:
         self._storing: set[str] = set()
         self._deadline: float | None = None
         self._qualifications: Qualifications | None = None
+        #: whether the last claim may have left claimable work behind (see ``_finished``)
+        self._backlog = False
 
     @property
     def in_flight(self) -> int:
@@ -171,6 +174,8 @@ class GradingWorkers:
                     )
                 except Exception:
                     log.exception("claiming work failed")
+            # work may be left unclaimed: no slot was free, or every free slot was filled
+            self._backlog = free == 0 or (bool(claims) and len(claims) == free)
             if self.stopping:  # claimed while shutdown began: give them back at once
                 for claim in claims:
                     await self._release(claim)
@@ -186,7 +191,8 @@ class GradingWorkers:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._in_flight.pop(task, None)
-        self.services.waiters.work.set()
+        if self._backlog:  # the freed slot can take work left pending; else nothing to look for
+            self.services.waiters.work.set()
 
     async def process(self, claim: Claim) -> None:
         """Grade one claimed grading and store the outcome."""
@@ -195,8 +201,10 @@ class GradingWorkers:
 
     async def _process(self, claim: Claim) -> None:
         store = self.services.store
+        # judge cache entries, stored with the outcome (one write transaction, not one per call)
+        cache_rows: list[dict[str, Any]] = []
         try:
-            result = await self._grade(claim)
+            result = await self._grade(claim, cache_rows)
             self._storing.add(claim.grading_id)
             if result.status == "unscored" and result.unscored_reason in RETRY_LATER:
                 retry_at = datetime.now(UTC) + timedelta(
@@ -208,12 +216,17 @@ class GradingWorkers:
                     reason=f"{result.unscored_reason}: {result.detail or ''}".strip(": "),
                     retry_at=retry_at,
                     calls=list(result.calls),
+                    cache_rows=cache_rows,
                 )
                 self._account(result, "deferred" if stored else "discarded")
             else:
                 result, provisional = await self._provisional(claim, result)
                 stored = await store.complete_grading(
-                    claim.grading_id, self.worker_id, result, provisional=provisional
+                    claim.grading_id,
+                    self.worker_id,
+                    result,
+                    provisional=provisional,
+                    cache_rows=cache_rows,
                 )
                 self._account(result, "completed" if stored else "discarded")
         except Exception:
@@ -240,13 +253,8 @@ class GradingWorkers:
             self._qualifications = Qualifications(self.services.store, self.services.settings)
         rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
         asking = self.services.settings.judge_asking or (rubric.asking if rubric else "single")
-        submission = await self.services.store.get_submission(claim.submission_id)
         return await self._qualifications.mark(
-            claim.grading_id,
-            claim.judge_spec,
-            asking,
-            result,
-            agent_model=submission.model if submission else None,
+            claim.grading_id, claim.judge_spec, asking, result, agent_model=claim.agent_model
         )
 
     def _account(self, result: GradingResult, stored: str) -> None:
@@ -254,7 +262,8 @@ class GradingWorkers:
         self.metrics.record_grading(result, stored=stored)
         log_grading(log, result, stored)
 
-    async def _grade(self, claim: Claim) -> GradingResult:
+    async def _grade(self, claim: Claim, cache_rows: list[dict[str, Any]]) -> GradingResult:
+        """Grade; the judge cache entries of its calls are collected in ``cache_rows``."""
         services = self.services
         rubric = await services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
         if rubric is None:
@@ -264,7 +273,7 @@ class GradingWorkers:
                 f"rubric {claim.rubric_id}@{claim.rubric_version} is not known",
             )
         try:
-            grader = build_grader(services, claim.judge_spec)
+            grader = build_grader(services, claim.judge_spec, cache_rows=cache_rows)
         except JudgeSpecError as exc:
             return _unscored(claim, "judge_spec_invalid", str(exc))
         # the judge's concurrency limit bounds its requests only (api.services.LimitedBackend)

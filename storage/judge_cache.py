@@ -7,9 +7,13 @@ are written once (insert-or-ignore) and never changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.calls import Completion
@@ -17,7 +21,7 @@ from storage.base import StoreBase
 from storage.regrade_tables import JudgeCacheRecord
 from storage.tables import JudgeCallRecord
 
-__all__ = ["CacheStore", "DbJudgeCache"]
+__all__ = ["CacheStore", "DbJudgeCache", "cache_row", "insert_cache_rows"]
 
 #: keys per ``IN (...)`` query when checking many keys at once
 _CHUNK = 500
@@ -45,21 +49,9 @@ class CacheStore(StoreBase):
         self, key: str, completion: Completion, *, backend: str, model: str
     ) -> None:
         """Keep ``completion`` under ``key`` unless an entry is there already."""
-        values = {
-            "key": key,
-            "backend": backend,
-            "model": model,
-            "completion_text": completion.text,
-            "response_model": completion.model,
-            "fingerprint": completion.fingerprint,
-            "response_format": completion.response_format,
-            "prompt_tokens": completion.prompt_tokens,
-            "completion_tokens": completion.completion_tokens,
-            "created_at": self._clock(),
-        }
-        table = JudgeCacheRecord.__table__  # type: ignore[attr-defined]
+        values = cache_row(key, completion, backend=backend, model=model, at=self._clock())
         async with self._write() as session:
-            await self._insert_ignore(session, table, values)
+            await insert_cache_rows(session, [values])
 
     async def cached_keys(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` have a cache entry."""
@@ -88,13 +80,53 @@ class CacheStore(StoreBase):
         return float(value) if value is not None else None
 
 
-class DbJudgeCache:
-    """``judge.cache.JudgeCache`` backed by the store, for one judge backend."""
+def cache_row(
+    key: str, completion: Completion, *, backend: str, model: str, at: datetime
+) -> dict[str, Any]:
+    """The ``judge_cache`` row keeping ``completion`` under ``key``."""
+    return {
+        "key": key,
+        "backend": backend,
+        "model": model,
+        "completion_text": completion.text,
+        "response_model": completion.model,
+        "fingerprint": completion.fingerprint,
+        "response_format": completion.response_format,
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "created_at": at,
+    }
 
-    def __init__(self, store: CacheStore, *, backend: str, model: str) -> None:
+
+async def insert_cache_rows(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert cache rows in the caller's transaction; a key already present is left alone."""
+    if not rows:
+        return
+    table = JudgeCacheRecord.__table__  # type: ignore[attr-defined]
+    postgres = (await session.connection()).dialect.name == "postgresql"
+    dialect = postgresql if postgres else sqlite
+    await session.execute(dialect.insert(table).on_conflict_do_nothing(), list(rows))
+
+
+class DbJudgeCache:
+    """``judge.cache.JudgeCache`` backed by the store, for one judge backend.
+
+    With ``pending``, ``put`` only appends the row there: the worker stores those rows
+    in the transaction that stores the grading, saving a write transaction per call.
+    """
+
+    def __init__(
+        self,
+        store: CacheStore,
+        *,
+        backend: str,
+        model: str,
+        pending: list[dict[str, Any]] | None = None,
+    ) -> None:
         self._store = store
         self._backend = backend
         self._model = model
+        self._pending = pending
 
     async def get(self, key: str) -> Completion | None:
         """The cached completion, or None."""
@@ -102,4 +134,9 @@ class DbJudgeCache:
 
     async def put(self, key: str, completion: Completion) -> None:
         """Keep the completion (the first one stored under a key wins)."""
+        if self._pending is not None:
+            at = self._store._clock()
+            row = cache_row(key, completion, backend=self._backend, model=self._model, at=at)
+            self._pending.append(row)
+            return
         await self._store.cache_put(key, completion, backend=self._backend, model=self._model)

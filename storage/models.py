@@ -71,6 +71,8 @@ class Claim:
     #: how many times it has been claimed, this claim included
     claim_count: int
     lease_expires_at: datetime
+    #: the model of the agent that wrote the diagnosis (self-preference checks)
+    agent_model: str | None = None
 
 
 @dataclass(frozen=True)

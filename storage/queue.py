@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,6 +23,7 @@ from sqlmodel import SQLModel, col
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
 from storage.canonical import iso_utc
+from storage.judge_cache import insert_cache_rows
 from storage.models import Claim
 from storage.records import (
     answer_records,
@@ -110,6 +112,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
                     judge_spec=grading.judge_spec,
                     claim_count=grading.claim_count,
                     lease_expires_at=expires,
+                    agent_model=submission.model,
                 )
                 for grading, submission in rows
             ]
@@ -176,9 +179,18 @@ class QueueStore(SubmissionStore, RegradeHooks):
             )
 
     async def complete_grading(
-        self, grading_id: str, worker_id: str, result: GradingResult, *, provisional: bool = False
+        self,
+        grading_id: str,
+        worker_id: str,
+        result: GradingResult,
+        *,
+        provisional: bool = False,
+        cache_rows: Sequence[dict[str, Any]] = (),
     ) -> bool:
         """Store a verdict (graded or unscored) with its answers and judge calls.
+
+        ``cache_rows``: judge cache entries of this grading's calls, kept in the same
+        transaction (``storage.judge_cache.DbJudgeCache`` with ``pending``).
 
         ``provisional``: graded by a judge not qualified by a calibration run.
 
@@ -206,6 +218,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
             # after the flush: votes point at the judge calls stored above
             votes = vote_records(grading.id, result.votes, [c.id for c in calls], at=now)
             await self._insert_rows(session, votes)
+            await insert_cache_rows(session, cache_rows)
             await self._audit_calls(session, grading.id, worker_id, calls)
             await self._audit(
                 session,
@@ -241,6 +254,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
         reason: str,
         retry_at: datetime,
         calls: Sequence[JudgeCall] = (),
+        cache_rows: Sequence[dict[str, Any]] = (),
     ) -> bool:
         """Keep a grading pending (e.g. the judge is unreachable) until ``retry_at``.
 
@@ -253,6 +267,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
             if grading is None:
                 return False
             records = await self._store_calls(session, grading.id, calls, now)
+            await insert_cache_rows(session, cache_rows)  # answers that did come back
             grading.pending_reason = reason
             grading.not_before = retry_at
             grading.lease_owner = None

@@ -34,6 +34,9 @@ REVIEW_REASONS = (
     "low_confidence",
     "self_preference",
     "provisional_sample",
+    "credential_leaked",
+    "injection_suspected",
+    "grounding_failed",
 )
 
 

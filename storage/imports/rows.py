@@ -14,6 +14,7 @@ from typing import Any
 
 from judge.rubric import Rubric
 from judge.rule import apply_rule
+from judge.secrets import redact
 from storage.canonical import canonical_json, sha256_hex
 from storage.imports.sregym import SregymAttempt
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
@@ -62,9 +63,12 @@ def sregym_submission(
         metadata["import_problem"] = attempt.checklist_problem
     content = {"diagnosis": attempt.diagnosis, "ground_truth": ground_truth, "meta": metadata}
     key = f"sregym:{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"
+    # credentials never reach the database or a judge in clear, imported or not
+    clean = redact(attempt.diagnosis)
     return SubmissionRecord(
         id=new_id(),
-        diagnosis=attempt.diagnosis,
+        diagnosis=clean.text,
+        redactions=clean.records(),
         ground_truth=ground_truth,
         ground_truth_source="scenario" if scenario_id else "inline",
         scenario_id=scenario_id,

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.rubric import Rubric
+from judge.secrets import redact
 from storage.canonical import canonical_json, sha256_hex
 from storage.imports.jsonl import JsonlLine
 from storage.imports.problems import ImportProblem
@@ -230,9 +231,12 @@ class ImportStore(SubmissionStore):
         if await self._known(session, actor, key):
             report.already_imported += 1
             return
+        # credentials never reach the database or a judge in clear, imported or not
+        clean = redact(item.diagnosis)
         submission = SubmissionRecord(
             id=new_id(),
-            diagnosis=item.diagnosis,
+            diagnosis=clean.text,
+            redactions=clean.records(),
             ground_truth=truth or "",
             ground_truth_source="scenario" if item.scenario_id else "inline",
             scenario_id=item.scenario_id,

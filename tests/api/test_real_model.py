@@ -53,7 +53,7 @@ def _ci() -> bool:
 
 
 def _injection_cases() -> list[dict[str, str]]:
-    """Every case in CI (or when asked), else one case per family (see the cases file)."""
+    """Every case in CI (or when asked), else the sample named in the cases file."""
     if _ci() or os.environ.get("SRE_JUDGE_REAL_MODEL_CASES") == "all":
         return CASES
     sample = set(DATA["real_model_sample"])

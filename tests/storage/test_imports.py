@@ -163,3 +163,25 @@ async def test_strict_jsonl_imports_nothing_when_one_line_is_bad(
         )
     assert [p.where for p in aborted.value.problems] == ["line 2"]
     assert await _count(engine, SubmissionRecord) == 0
+
+
+async def test_imported_diagnoses_are_stored_with_credentials_redacted(
+    store: Store, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    key = "AKIAIOSFODNN7EXAMPLE"
+    path = _jsonl(
+        tmp_path / "h.jsonl",
+        [{"diagnosis": f"the pod uses aws_access_key_id={key} to reach S3", "ground_truth": "g"}],
+    )
+    report = await store.import_jsonl(
+        read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+    )
+    assert report.submissions == 1
+    async with engine.connect() as connection:
+        row = (
+            await connection.execute(
+                select(SubmissionRecord.diagnosis, SubmissionRecord.redactions)
+            )
+        ).one()
+    assert key not in row.diagnosis and "[REDACTED:" in row.diagnosis
+    assert row.redactions and all(key not in json.dumps(r) for r in row.redactions)
