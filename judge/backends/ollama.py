@@ -19,14 +19,13 @@ import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 import ollama
 import pydantic
 
+from judge.backends.http import parse_retry_after
 from judge.calls import Completion, JudgeRequest
 from judge.errors import (
     ContextOverflow,
@@ -61,20 +60,7 @@ def _retry_after(exc: BaseException) -> float | None:
     context = exc.__context__
     if not isinstance(context, httpx.HTTPStatusError):
         return None
-    value = context.response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return parse_retry_after(context.response.headers)
 
 
 def _from_response_error(exc: ollama.ResponseError) -> JudgeCallError:

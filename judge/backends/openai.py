@@ -23,14 +23,12 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
-import httpx
 import openai
 from openai.types.chat import ChatCompletion
 
+from judge.backends.http import parse_retry_after
 from judge.calls import Completion, JudgeRequest, TokenLogprob
 from judge.errors import (
     ContextOverflow,
@@ -46,7 +44,6 @@ __all__ = [
     "OpenAIBackend",
     "forget_response_formats",
     "map_openai_errors",
-    "parse_retry_after",
 ]
 
 JSON_SCHEMA = "json_schema"
@@ -77,30 +74,6 @@ def forget_response_formats() -> None:
     """Forget which endpoints needed the ``json_object`` or no-logprobs fallback (tests)."""
     _RESPONSE_FORMATS.clear()
     _NO_LOGPROBS.clear()
-
-
-def parse_retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _from_status_error(exc: openai.APIStatusError) -> JudgeCallError:

@@ -13,7 +13,8 @@ import httpx
 import pytest
 import respx
 
-from judge.backends.openai import OpenAIBackend, forget_response_formats, parse_retry_after
+from judge.backends.http import parse_retry_after
+from judge.backends.openai import OpenAIBackend, forget_response_formats
 from judge.calls import ChatMessage, JudgeRequest, SamplingParams
 from judge.errors import (
     ContextOverflow,
