@@ -32,6 +32,7 @@ from bench.service import (
     ServiceProcess,
     count_done,
     create_token,
+    proc_cpu_seconds,
     proc_memory_kib,
     submit_all,
 )
@@ -86,10 +87,12 @@ async def run_once(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             watcher = asyncio.create_task(
                 _watch(service, url, args.submissions, seconds=ideal * 3 + 60)
             )
+            cpu_before = proc_cpu_seconds(service.pid)
             started = time.perf_counter()
             await submit_all(service.url, token, args.submissions, concurrency=args.clients)
             submitted = time.perf_counter() - started
             marks = await watcher
+            cpu = proc_cpu_seconds(service.pid) - cpu_before
             memory = proc_memory_kib(service.pid)
         stats = judge.stats()
     elapsed = marks["finished"] - started
@@ -99,6 +102,7 @@ async def run_once(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         "rate": args.submissions / elapsed,
         "limit": args.slots / args.latency,
         "submit_seconds": submitted,
+        "cpu_seconds": cpu,
         "judge_requests": stats["served"],
         "judge_max_in_flight": stats["max_in_flight"],
         "unscored": marks["unscored"],
@@ -119,6 +123,10 @@ def _figures(run: dict[str, Any], submissions: int) -> list[Figure]:
         Figure(f"{db}_wall_s", round(run["seconds"], 2), "s",
                f"ideal {submissions / run['limit']:g} s"),
         Figure(f"{db}_submit_s", round(run["submit_seconds"], 2), "s", "all POSTs answered"),
+        Figure(f"{db}_server_cpu_ms_per_grading", round(1000 * run["cpu_seconds"] / submissions, 2),
+               "ms", "POST and grading"),
+        Figure(f"{db}_server_cpu_busy", round(run["cpu_seconds"] / run["seconds"], 2), "",
+               "share of one core"),
         Figure(f"{db}_judge_requests", run["judge_requests"], "", f"= {submissions}",
                run["judge_requests"] == submissions),
         Figure(f"{db}_judge_max_in_flight", run["judge_max_in_flight"], "", "= slots"),

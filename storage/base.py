@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -27,14 +29,26 @@ class StoreBase:
         self._clock = clock
         self._postgres = is_postgres(engine)
         self._write_sessions = session_factory(engine)
+        #: one write transaction at a time in this process (SQLite only; see ``_write``)
+        self._write_lock = None if self._postgres else asyncio.Lock()
         self._read_sessions = session_factory(read_only(engine))
         #: rubric versions seen committed in this database (they never change)
         self._known_rubrics: set[str] = set()
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncSession]:
-        """A session in a write transaction (BEGIN IMMEDIATE on SQLite), committed on exit."""
-        async with self._write_sessions() as session, session.begin():
+        """A session in a write transaction (BEGIN IMMEDIATE on SQLite), committed on exit.
+
+        On SQLite the writers of this process also queue on an asyncio lock: SQLite
+        admits one writer at a time anyway, and a writer refused with SQLITE_BUSY
+        sleeps in its busy handler (up to 100 ms a round) instead of being handed the
+        lock when it frees. Writers of other processes still meet the busy handler.
+        """
+        async with (
+            self._write_lock or contextlib.nullcontext(),
+            self._write_sessions() as session,
+            session.begin(),
+        ):
             yield session
 
     @asynccontextmanager
