@@ -53,7 +53,10 @@ TARGET_RATE = 200.0
 
 def _profiler(pid: int, output: str) -> subprocess.Popen[bytes]:
     form = "raw" if output.endswith(".txt") else "speedscope"
-    command = ["py-spy", "record", "--pid", str(pid), "--gil", "--rate", "250", "--format", form]
+    # the py-spy of this interpreter's environment, found without an activated venv
+    beside = Path(sys.executable).with_name("py-spy")
+    spy = str(beside) if beside.exists() else "py-spy"
+    command = [spy, "record", "--pid", str(pid), "--gil", "--rate", "250", "--format", form]
     return subprocess.Popen([*command, "--output", output, "--subprocesses"])
 
 

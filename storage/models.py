@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from storage.canonical import canonical_json, sha256_hex
-from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, empty_dict, empty_list
 
 __all__ = ["Claim", "GradingFilter", "GradingView", "NewSubmission", "SubmissionOutcome"]
 
@@ -31,10 +31,10 @@ class NewSubmission(BaseModel):
     model: str | None = None
     run_id: str | None = None
     attempt: int | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=empty_dict)
     #: credentials redacted from the diagnosis before it got here
     #: (``judge.secrets.redact(...).records()``): kinds and positions, never values
-    redactions: list[dict[str, Any]] = Field(default_factory=list)
+    redactions: list[dict[str, Any]] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _scenario_named(self) -> NewSubmission:

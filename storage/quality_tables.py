@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Float, Index, String
 from sqlmodel import Field, SQLModel
 
-from storage.tables import _created, new_id
+from storage.tables import _created, empty_dict, new_id
 
 __all__ = ["CalibrationRunRecord", "JudgeVoteRecord"]
 
@@ -41,7 +41,7 @@ class CalibrationRunRecord(SQLModel, table=True):
     id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))
     #: judge spec without the base URL, plus its settings, identify what was qualified
     judge_spec: str = Field(sa_type=String(512), index=True)
-    judge_settings: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, nullable=False)
+    judge_settings: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON, nullable=False)
     rubric_id: str = Field(sa_type=String(64))
     rubric_version: str = Field(sa_type=String(64))
     asking_mode: str = Field(default="single", sa_type=String(16))
@@ -52,6 +52,6 @@ class CalibrationRunRecord(SQLModel, table=True):
     false_pass_rate: float | None = Field(default=None, sa_type=Float)
     qualified: bool = False
     #: every figure of the run: per question, per dimension, per verdict
-    results: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, nullable=False)
+    results: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON, nullable=False)
     created_by: str = Field(default="cli", sa_type=String(64))
     created_at: datetime = _created()

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, String, Text
 from sqlmodel import Field, SQLModel
 
-from storage.tables import _created, _json, _when, new_id
+from storage.tables import _created, _json, _when, empty_dict, new_id
 
 __all__ = ["JOB_STATES", "TERMINAL_STATES", "JudgeCacheRecord", "RegradeJobRecord"]
 
@@ -36,7 +36,7 @@ class RegradeJobRecord(SQLModel, table=True):
     dry_run: bool = False
     #: the filter as given (agent, model, scenario_id, created range, ...)
     filter: dict[str, Any] = Field(
-        default_factory=dict, sa_column=Column("filter", JSON, nullable=False)
+        default_factory=empty_dict, sa_column=Column("filter", JSON, nullable=False)
     )
     rubric_id: str = Field(sa_type=String(64))
     rubric_version: str = Field(sa_type=String(64))

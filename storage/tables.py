@@ -14,6 +14,7 @@ from typing import Any
 from uuid import uuid4
 
 from sqlalchemy import JSON, Column, Float, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import inspect as sa_inspect
 from sqlmodel import Field, SQLModel
 
 from storage.canonical import utcnow
@@ -47,6 +48,27 @@ def new_id() -> str:
     return uuid4().hex
 
 
+def row_values(record: SQLModel) -> dict[str, Any]:
+    """A record's column values keyed by column name, for a Core INSERT of the record."""
+    mapper = sa_inspect(type(record))
+    return {attr.columns[0].key: getattr(record, attr.key) for attr in mapper.column_attrs}
+
+
+def empty_dict() -> dict[str, Any]:
+    """A new empty dict: the default factory of JSON object columns.
+
+    A Python function, not the ``dict`` type: pydantic inspects a default factory's
+    signature on every model construction, and for builtins that means parsing their
+    text signature (a tenth of a submission's CPU in bench/overhead.py).
+    """
+    return {}
+
+
+def empty_list() -> list[Any]:
+    """A new empty list: the default factory of JSON array columns (see ``empty_dict``)."""
+    return []
+
+
 def _created() -> Any:
     return Field(default_factory=utcnow, sa_type=UTCDateTime, nullable=False)
 
@@ -56,7 +78,8 @@ def _when() -> Any:
 
 
 def _json(factory: type) -> Any:
-    return Field(default_factory=factory, sa_type=JSON, nullable=False)
+    made = empty_dict if factory is dict else empty_list
+    return Field(default_factory=made, sa_type=JSON, nullable=False)
 
 
 class RubricVersionRecord(SQLModel, table=True):
@@ -126,7 +149,7 @@ class SubmissionRecord(SQLModel, table=True):
     run_id: str | None = Field(default=None, sa_type=String(256), index=True)
     attempt: int | None = None
     metadata_: dict[str, Any] = Field(
-        default_factory=dict, sa_column=Column("metadata", JSON, nullable=False)
+        default_factory=empty_dict, sa_column=Column("metadata", JSON, nullable=False)
     )
     #: credentials found and redacted at ingestion: kinds and positions, never values
     redactions: list[dict[str, Any]] = _json(list)
