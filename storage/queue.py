@@ -16,27 +16,31 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy import Table, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import SQLModel, col
+from sqlmodel import col
 
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
 from storage.canonical import iso_utc
 from storage.judge_cache import insert_cache_rows
 from storage.models import Claim
+from storage.quality_tables import JudgeVoteRecord
 from storage.records import (
-    answer_records,
+    answer_rows,
     apply_result,
     call_audit_payload,
     judge_call_records,
-    vote_records,
+    vote_rows,
 )
 from storage.regrade_hooks import RegradeHooks
 from storage.submissions import SubmissionStore
-from storage.tables import GradingRecord, JudgeCallRecord, SubmissionRecord
+from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, SubmissionRecord
 
 __all__ = ["QueueStore"]
+
+_ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
+_VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
 
 
 class QueueStore(SubmissionStore, RegradeHooks):
@@ -155,15 +159,14 @@ class QueueStore(SubmissionStore, RegradeHooks):
         return records
 
     @staticmethod
-    async def _insert_rows(session: AsyncSession, records: Sequence[SQLModel]) -> None:
+    async def _insert_rows(session: AsyncSession, table: Table, rows: list[dict[str, Any]]) -> None:
         """Insert rows of one table with one executemany, not one ORM INSERT per row.
 
         For rows nothing reads back in the transaction (answers, votes); their integer
         ids are the database's.
         """
-        if records:
-            table = type(records[0]).__table__  # type: ignore[attr-defined]
-            await session.execute(insert(table), [r.model_dump(exclude={"id"}) for r in records])
+        if rows:
+            await session.execute(insert(table), rows)
 
     async def _audit_calls(
         self, session: AsyncSession, grading_id: str, worker_id: str, calls: list[JudgeCallRecord]
@@ -210,14 +213,14 @@ class QueueStore(SubmissionStore, RegradeHooks):
                     f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
                     f"the grading for {grading.rubric_id}@{grading.rubric_version}"
                 )
-            await self._insert_rows(session, answer_records(grading.id, result))
+            await self._insert_rows(session, _ANSWERS, answer_rows(grading.id, result))
             calls = await self._store_calls(session, grading.id, result.calls, now)
             apply_result(grading, result, at=now)
             grading.provisional = provisional
             await session.flush()
             # after the flush: votes point at the judge calls stored above
-            votes = vote_records(grading.id, result.votes, [c.id for c in calls], at=now)
-            await self._insert_rows(session, votes)
+            votes = vote_rows(grading.id, result.votes, [c.id for c in calls], at=now)
+            await self._insert_rows(session, _VOTES, votes)
             await insert_cache_rows(session, cache_rows)
             await self._audit_calls(session, grading.id, worker_id, calls)
             await self._audit(

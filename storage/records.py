@@ -9,56 +9,59 @@ from typing import Any
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult, Vote
 from storage.canonical import canonical_json, sha256_hex
-from storage.quality_tables import JudgeVoteRecord
-from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, new_id
+from storage.tables import GradingRecord, JudgeCallRecord, new_id
 
 __all__ = [
-    "answer_records",
+    "answer_rows",
     "apply_result",
     "call_audit_payload",
     "judge_call_records",
-    "vote_records",
+    "vote_rows",
 ]
 
 
-def answer_records(grading_id: str, result: GradingResult) -> list[AnswerRecord]:
-    """One row per answer, in the order the result gives them (rubric order)."""
+def answer_rows(grading_id: str, result: GradingResult) -> list[dict[str, Any]]:
+    """One ``answer`` row per answer, in the order the result gives them (rubric order).
+
+    Plain column values for one executemany, not records: nothing reads them back in
+    the transaction, and nine ORM objects per grading cost more than the INSERT.
+    """
     return [
-        AnswerRecord(
-            grading_id=grading_id,
-            question_id=a.question_id,
-            dimension_id=a.dimension_id,
-            answer=a.answer,
-            judge_answer=a.judge_answer,
-            reasoning=a.reasoning,
-            evidence=a.evidence,
-            evidence_verified=a.evidence_verified,
-            confidence=a.confidence,
-            position=position,
-        )
+        {
+            "grading_id": grading_id,
+            "question_id": a.question_id,
+            "dimension_id": a.dimension_id,
+            "answer": a.answer,
+            "judge_answer": a.judge_answer,
+            "reasoning": a.reasoning,
+            "evidence": a.evidence,
+            "evidence_verified": a.evidence_verified,
+            "confidence": a.confidence,
+            "position": position,
+        }
         for position, a in enumerate(result.answers)
     ]
 
 
-def vote_records(
+def vote_rows(
     grading_id: str, votes: Iterable[Vote], call_ids: list[str], *, at: datetime
-) -> list[JudgeVoteRecord]:
-    """One row per vote, pointing at the stored judge call it came from."""
+) -> list[dict[str, Any]]:
+    """One ``judge_vote`` row per vote, pointing at the stored judge call it came from."""
     return [
-        JudgeVoteRecord(
-            grading_id=grading_id,
-            judge_spec=v.judge_spec,
-            sample_index=v.sample_index,
-            question_id=v.question_id,
-            answer=v.answer,
-            confidence=v.confidence,
-            call_id=(
+        {
+            "grading_id": grading_id,
+            "judge_spec": v.judge_spec,
+            "sample_index": v.sample_index,
+            "question_id": v.question_id,
+            "answer": v.answer,
+            "confidence": v.confidence,
+            "call_id": (
                 call_ids[v.call_index]
                 if v.call_index is not None and 0 <= v.call_index < len(call_ids)
                 else None
             ),
-            created_at=at,
-        )
+            "created_at": at,
+        }
         for v in votes
     ]
 
