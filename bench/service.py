@@ -136,14 +136,22 @@ async def submit_all(
     wait: float = 0,
     body: Callable[[int], dict[str, Any]] = submission_body,
     first: int = 0,
+    rate: float | None = None,
 ) -> list[float]:
-    """POST ``count`` submissions with ``concurrency`` open requests; each one's seconds."""
+    """POST ``count`` submissions with ``concurrency`` open requests; each one's seconds.
+
+    ``rate``: start the n-th submission no earlier than n/rate seconds after the first
+    (a harness submitting at a steady pace); None submits as fast as the service answers.
+    """
     headers = {"Authorization": f"Bearer {token}"}
     limit = asyncio.Semaphore(concurrency)
+    begin = time.perf_counter()
     params = {"wait": str(wait)} if wait else None
     pool = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
     async def one(client: httpx.AsyncClient, n: int) -> float:
+        if rate:
+            await asyncio.sleep(max(0.0, begin + n / rate - time.perf_counter()))
         async with limit:
             started = time.perf_counter()
             response = await client.post(

@@ -89,7 +89,9 @@ async def run_once(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             )
             cpu_before = proc_cpu_seconds(service.pid)
             started = time.perf_counter()
-            await submit_all(service.url, token, args.submissions, concurrency=args.clients)
+            await submit_all(
+                service.url, token, args.submissions, concurrency=args.clients, rate=args.rate
+            )
             submitted = time.perf_counter() - started
             marks = await watcher
             cpu = proc_cpu_seconds(service.pid) - cpu_before
@@ -148,6 +150,9 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=8, help="judge calls at once (C)")
     parser.add_argument("--workers", type=int, default=16, help="SRE_JUDGE_WORKERS")
     parser.add_argument("--clients", type=int, default=32, help="concurrent HTTP submissions")
+    parser.add_argument(
+        "--rate", type=float, help="submissions per second (default: as fast as answered)"
+    )
     parser.add_argument("--log-dir", help="keep the server logs here (default: discarded)")
     args = parser.parse_args()
     kinds = ["sqlite", "postgres"] if args.db == "all" else [args.db]
@@ -156,9 +161,11 @@ def main() -> None:
         figures += _figures(asyncio.run(run_once(kind, args)), args.submissions)
     title = (
         f"Throughput: {args.submissions} submissions, judge L={args.latency:g} s, "
-        f"C={args.slots} (limit {args.slots / args.latency:g}/s), {args.workers} workers"
+        f"C={args.slots} (limit {args.slots / args.latency:g}/s), {args.workers} workers, "
+        + (f"submitted at {args.rate:g}/s" if args.rate else f"{args.clients} clients, full speed")
     )
-    print_report("throughput", title, figures, {"submissions": args.submissions})
+    extra = {"submissions": args.submissions, "rate": args.rate, "clients": args.clients}
+    print_report("throughput", title, figures, extra)
 
 
 if __name__ == "__main__":
