@@ -1,6 +1,6 @@
 """How long a regrade dry run takes over many stored submissions (SQLite by default).
 
-    .venv/bin/python -m bench.dry_run [--submissions 10000] [--database-url URL]
+    python bench/dry_run.py [--submissions 10000] [--database-url URL]
 
 Seeds the submissions with current graded gradings (bulk inserts, not the API), half of
 them already in the judge cache, then times the dry run as ``POST /v1/regrade-jobs``
@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as `python bench/dry_run.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -24,6 +28,7 @@ from api.regrade_estimate import sampling_params
 from api.regrade_schemas import RegradeJobCreate
 from api.services import BackendPool, RubricCatalog, Services
 from api.settings import Settings
+from bench.common import Figure, print_report
 from judge.cache import CacheKeys
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import load_rubric_dir
@@ -41,6 +46,8 @@ from storage.tables import new_id
 __all__ = ["TARGET_JUDGE", "seed_submissions", "time_dry_run"]
 
 TARGET_JUDGE = "scripted:fail"
+#: the regrade issue's target for a dry run over 10,000 stored submissions
+TARGET_SECONDS = 2.0
 _TRUTH = "[fault_spec] component=deployment/geo-{n}; namespace=hotel || wrong image tag {n}"
 _DIAGNOSIS = (
     "Submission {n}: the geo-{n} deployment in hotel-reservation runs a wrong image tag; its "
@@ -135,15 +142,26 @@ async def _main(count: int, url: str | None) -> None:
         await upgrade(engine)
         started = time.perf_counter()
         await seed_submissions(engine, count)
-        print(f"seeded {count} submissions in {time.perf_counter() - started:.2f} s")
+        seeded = time.perf_counter() - started
         elapsed, estimate = await time_dry_run(engine)
         await engine.dispose()
-    print(f"dry run over {estimate['submissions']} submissions: {elapsed:.3f} s")
-    print(
-        f"  judge calls {estimate['judge_calls']}, cache hits {estimate['cache_hits']}, "
-        f"prompt tokens ~{estimate['prompt_tokens']}, completion tokens "
-        f"~{estimate['completion_tokens']} ({estimate['completion_tokens_basis']})"
-    )
+    half = count // 2
+    figures = [
+        Figure("dry_run_s", round(elapsed, 3), "s", f"< {TARGET_SECONDS:g} s",
+               elapsed < TARGET_SECONDS),
+        Figure("submissions", estimate["submissions"], "", f"= {count}",
+               estimate["submissions"] == count),
+        Figure("judge_calls", estimate["judge_calls"], "", f"= {count - half} (not cached)",
+               estimate["judge_calls"] == count - half),
+        Figure("cache_hits", estimate["cache_hits"], "", f"= {half}",
+               estimate["cache_hits"] == half),
+        Figure("prompt_tokens_estimate", estimate["prompt_tokens"], "tokens"),
+        Figure("completion_tokens_estimate", estimate["completion_tokens"], "tokens",
+               str(estimate["completion_tokens_basis"])),
+        Figure("seed_s", round(seeded, 2), "s", "bulk inserts"),
+    ]  # fmt: skip
+    title = f"Regrade dry run over {count} stored submissions (half in the judge cache)"
+    print_report("dry_run", title, figures, {"db": "sqlite" if url is None else "url"})
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -73,3 +76,22 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
     line = json.loads(last)
     assert line["bench"] == "smoke" and line["rate"] == 41.5 and line["rate_met"] is True
     assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == pytest.approx(2.5, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["judge_sim", "throughput", "overhead", "regrade", "prompt_tokens", "dry_run"],
+)
+def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:
+    """``python bench/<name>.py --help`` works as the README says: no install of bench/."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / f"{script}.py"), "--help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout
