@@ -96,15 +96,19 @@ class QueueStore(SubmissionStore, RegradeHooks):
                 )
                 .execution_options(synchronize_session=False)
             )
-            await self._mark_jobs_started(session, ids)
-            rows = await session.execute(
-                select(GradingRecord, SubmissionRecord)
-                .join(
-                    SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id)
+            rows = (
+                await session.execute(
+                    select(GradingRecord, SubmissionRecord)
+                    .join(
+                        SubmissionRecord,
+                        col(GradingRecord.submission_id) == col(SubmissionRecord.id),
+                    )
+                    .where(col(GradingRecord.id).in_(ids))
+                    .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
                 )
-                .where(col(GradingRecord.id).in_(ids))
-                .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
-            )
+            ).all()
+            jobs = {g.regrade_job_id for g, _ in rows if g.regrade_job_id is not None}
+            await self._mark_jobs_started(session, jobs)
             return [
                 Claim(
                     grading_id=grading.id,
@@ -150,11 +154,20 @@ class QueueStore(SubmissionStore, RegradeHooks):
         return grading
 
     async def _store_calls(
-        self, session: AsyncSession, grading_id: str, calls: Sequence[JudgeCall], at: datetime
+        self,
+        session: AsyncSession,
+        grading: GradingRecord,
+        calls: Sequence[JudgeCall],
+        at: datetime,
     ) -> list[JudgeCallRecord]:
-        count = select(func.count()).where(col(JudgeCallRecord.grading_id) == grading_id)
-        first = (await session.execute(count)).scalar_one()
-        records = judge_call_records(grading_id, calls, first_position=first, at=at)
+        """Add the judge calls after those of earlier claims of the grading."""
+        if not calls:
+            return []
+        first = 0
+        if grading.claim_count > 1:  # only an earlier claim (deferred) can have stored calls
+            count = select(func.count()).where(col(JudgeCallRecord.grading_id) == grading.id)
+            first = (await session.execute(count)).scalar_one()
+        records = judge_call_records(grading.id, calls, first_position=first, at=at)
         session.add_all(records)
         return records
 
@@ -214,7 +227,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
                     f"the grading for {grading.rubric_id}@{grading.rubric_version}"
                 )
             await self._insert_rows(session, _ANSWERS, answer_rows(grading.id, result))
-            calls = await self._store_calls(session, grading.id, result.calls, now)
+            calls = await self._store_calls(session, grading, result.calls, now)
             apply_result(grading, result, at=now)
             grading.provisional = provisional
             await session.flush()
@@ -269,7 +282,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
             grading = await self._leased(session, grading_id, worker_id)
             if grading is None:
                 return False
-            records = await self._store_calls(session, grading.id, calls, now)
+            records = await self._store_calls(session, grading, calls, now)
             await insert_cache_rows(session, cache_rows)  # answers that did come back
             grading.pending_reason = reason
             grading.not_before = retry_at

@@ -8,7 +8,6 @@ superseded), and the job ends when no item is pending any more.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
@@ -40,15 +39,13 @@ class RegradeHooks(StoreBase):
             col(GradingRecord.regrade_job_id).not_in(held),
         )
 
-    async def _mark_jobs_started(self, session: AsyncSession, grading_ids: Sequence[str]) -> None:
-        """Queued jobs with a claimed item are running from now on."""
-        jobs = select(col(GradingRecord.regrade_job_id)).where(
-            col(GradingRecord.id).in_(list(grading_ids)),
-            col(GradingRecord.regrade_job_id).is_not(None),
-        )
+    async def _mark_jobs_started(self, session: AsyncSession, job_ids: set[str]) -> None:
+        """Queued jobs with a claimed item are running from now on (no-op for none)."""
+        if not job_ids:  # live submissions only: no statement at all
+            return
         await session.execute(
             update(RegradeJobRecord)
-            .where(col(RegradeJobRecord.id).in_(jobs), col(RegradeJobRecord.state) == "queued")
+            .where(col(RegradeJobRecord.id).in_(job_ids), col(RegradeJobRecord.state) == "queued")
             .values(state="running", started_at=self._clock())
             .execution_options(synchronize_session=False)
         )
