@@ -23,11 +23,11 @@ if __package__ in (None, ""):  # run as `python bench/dry_run.py`
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.regrade import resolve_target, start_regrade
-from api.regrade_estimate import sampling_params
-from api.regrade_schemas import RegradeJobCreate
-from api.services import BackendPool, RubricCatalog, Services
-from api.settings import Settings
+from api.service.regrade.estimate import sampling_params
+from api.service.regrade.jobs import resolve_target, start_regrade
+from api.service.regrade.schemas import RegradeJobCreate
+from api.service.services import BackendPool, RubricCatalog, Services
+from api.service.settings import Settings
 from bench.common import Figure, print_report
 from judge.cache import CacheKeys
 from judge.prompt import build_messages, build_reply_schema

@@ -21,7 +21,7 @@ from storage.errors import (
 from storage.migrate import current_revision, head_revision, upgrade
 from storage.models import Claim, GradingFilter, GradingView, NewSubmission, SubmissionOutcome
 from storage.quality_tables import CalibrationRunRecord, JudgeVoteRecord
-from storage.regrade_tables import JudgeCacheRecord, RegradeJobRecord
+from storage.regrade.tables import JudgeCacheRecord, RegradeJobRecord
 from storage.review import ReviewItem
 from storage.review_tables import (
     FailureTagRecord,

@@ -18,7 +18,7 @@ from sqlmodel import col
 
 from judge.calls import Completion
 from storage.base import StoreBase
-from storage.regrade_tables import JudgeCacheRecord
+from storage.regrade.tables import JudgeCacheRecord
 from storage.tables import JudgeCallRecord
 
 __all__ = ["CacheStore", "DbJudgeCache", "cache_row", "insert_cache_rows"]

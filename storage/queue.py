@@ -33,7 +33,7 @@ from storage.records import (
     judge_call_records,
     vote_rows,
 )
-from storage.regrade_hooks import RegradeHooks
+from storage.regrade.hooks import RegradeHooks
 from storage.submissions import SubmissionStore
 from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, SubmissionRecord
 

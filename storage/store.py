@@ -9,8 +9,8 @@ from storage.gradings import GradingReads
 from storage.imports.store import ImportStore
 from storage.judge_cache import CacheStore
 from storage.overrides import OverrideStore
-from storage.regrade_flips import FlipReads
-from storage.regrade_jobs import RegradeStore
+from storage.regrade.flips import FlipReads
+from storage.regrade.jobs import RegradeStore
 from storage.review import ReviewStore
 from storage.tags import TagStore
 from storage.tokens import TokenStore

@@ -10,8 +10,8 @@ import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.app import create_app
-from api.settings import Settings
+from api.http.app import create_app
+from api.service.settings import Settings
 from judge.backends import JudgeBackend
 from judge.backends.scripted import ScriptedBackend
 from storage import Store

@@ -1,7 +1,7 @@
 """Prompt injection: flagged for review, fenced in the prompt, unable to buy a pass.
 
 The regression set is ``injection_cases.yaml``: wrong diagnoses that try to steer the
-judge. The real-model half of this check is in ``tests/api/test_real_model.py``.
+judge. The real-model half of this check is in ``tests/api/service/test_real_model.py``.
 """
 
 from __future__ import annotations

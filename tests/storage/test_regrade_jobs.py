@@ -10,8 +10,8 @@ from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage import GradingFilter, GradingView, Store
 from storage.errors import Conflict
-from storage.regrade_jobs import RegradeTarget
-from storage.regrade_select import RegradeFilter
+from storage.regrade.jobs import RegradeTarget
+from storage.regrade.select import RegradeFilter
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, new_submission, sregym_rubric, submit
 

@@ -1,0 +1,98 @@
+"""``sre-judge config show``: the effective configuration, secrets masked.
+
+Every setting is listed with its environment variable, its value and whether it was
+set or is the default; then the judge clients' own variables. Passwords in URLs and
+API keys are masked; files that hold secrets are shown by path, never by content.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import click
+from pydantic import ValidationError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from api.service.settings import Settings
+
+__all__ = ["MASK", "config_group", "effective_config", "mask_url"]
+
+MASK = "***"
+
+#: the judge clients' own variables: name -> whether the value is a secret
+CLIENT_ENVIRONMENT = {"OPENAI_API_KEY": True, "OPENAI_BASE_URL": False, "OLLAMA_HOST": False}
+
+_USERINFO_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return _USERINFO_PASSWORD.sub(rf"\g<1>{MASK}@", url)
+    if parsed.password is None:
+        return url
+    return parsed.render_as_string(hide_password=True)
+
+
+def _shown(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if name == "database_url":
+        return mask_url(str(value))
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
+
+
+def effective_config(settings: Settings) -> list[dict[str, Any]]:
+    """One row per setting and per judge client variable: name, variable, value, source."""
+    prefix = settings.model_config.get("env_prefix", "")
+    rows = [
+        {
+            "setting": name,
+            "variable": f"{prefix}{name}".upper(),
+            "value": _shown(name, getattr(settings, name)),
+            "source": "set" if name in settings.model_fields_set else "default",
+        }
+        for name in type(settings).model_fields
+    ]
+    for variable, secret in CLIENT_ENVIRONMENT.items():
+        value = os.environ.get(variable)
+        rows.append(
+            {
+                "setting": None,
+                "variable": variable,
+                "value": (MASK if secret else value) if value else None,
+                "source": "set" if value else "unset",
+            }
+        )
+    return rows
+
+
+@click.group("config")
+def config_group() -> None:
+    """The service's configuration."""
+
+
+@config_group.command("show")
+@click.option("--json", "as_json", is_flag=True, help="print a JSON object instead of lines")
+def config_show(as_json: bool) -> None:
+    """Print the effective configuration with secrets masked."""
+    try:
+        settings = Settings()
+    except (ValidationError, ValueError) as exc:
+        raise click.UsageError(f"invalid configuration: {exc}") from None
+    rows = effective_config(settings)
+    if as_json:
+        click.echo(json.dumps({row["variable"]: row["value"] for row in rows}, indent=2))
+        return
+    width = max(len(row["variable"]) for row in rows)
+    for row in rows:
+        value = "" if row["value"] is None else row["value"]
+        click.echo(f"{row['variable']:<{width}}  {value}  ({row['source']})")

@@ -1,0 +1,103 @@
+"""``sre-judge grade``: grade one diagnosis without the server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from api.cli.render import render_grading
+from api.service.grader_factory import grader_for
+from api.service.settings import Settings
+from judge.backends import build_backend
+from judge.errors import InputError, JudgeSpecError, RubricError
+from judge.rubric import load_rubric_dir
+from judge.spec import parse_judge_spec
+from judge.verdict import GradingResult
+
+__all__ = ["EXIT_UNSCORED", "EXIT_USAGE", "grade_command"]
+
+EXIT_USAGE = 2
+EXIT_UNSCORED = 3
+
+
+def _read_text(value: str | None, path: str | None, *, name: str) -> str:
+    if (value is None) == (path is None):
+        raise click.UsageError(f"give exactly one of --{name} and --{name}-file")
+    if value is not None:
+        return value
+    assert path is not None
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise click.UsageError(f"--{name}-file {path}: {exc.strerror}") from None
+    if b"\x00" in raw:
+        raise click.UsageError(f"--{name}-file {path}: contains NUL bytes; expected text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(
+            f"--{name}-file {path}: not valid UTF-8 (byte {exc.start})"
+        ) from None
+
+
+async def _grade(
+    settings: Settings, spec_text: str, rubric_id: str, truth: str, diag: str
+) -> GradingResult:
+    try:
+        rubrics = load_rubric_dir(settings.rubric_dir)
+        backend = build_backend(parse_judge_spec(spec_text), timeout=settings.judge_timeout)
+    except (JudgeSpecError, RubricError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if rubric_id not in rubrics:
+        await backend.aclose()
+        known = ", ".join(sorted(rubrics)) or "none"
+        raise click.UsageError(f"unknown rubric {rubric_id!r}; known rubrics: {known}")
+    grader = grader_for(settings, backend)
+    try:
+        return await grader.grade(rubrics[rubric_id], truth, diag)
+    except InputError as exc:
+        raise click.UsageError(str(exc)) from None
+    finally:
+        await backend.aclose()
+
+
+@click.command("grade")
+@click.option("--ground-truth", "ground_truth", help="the scenario's ground truth (may be empty)")
+@click.option(
+    "--ground-truth-file", type=str, help="read the ground truth from a file (- for stdin)"
+)
+@click.option("--diagnosis", help="the agent's diagnosis")
+@click.option("--diagnosis-file", type=str, help="read the diagnosis from a file (- for stdin)")
+@click.option("--judge", "judge_spec", help="BACKEND:MODEL[@BASE_URL]; default SRE_JUDGE_JUDGE")
+@click.option("--rubric", "rubric_id", help="rubric id; default SRE_JUDGE_RUBRIC")
+@click.option("--json", "as_json", is_flag=True, help="print the grading object as JSON")
+def grade_command(
+    ground_truth: str | None,
+    ground_truth_file: str | None,
+    diagnosis: str | None,
+    diagnosis_file: str | None,
+    judge_spec: str | None,
+    rubric_id: str | None,
+    as_json: bool,
+) -> None:
+    """Grade one diagnosis. Exit 0 graded (pass or fail), 3 unscored, 2 bad usage."""
+    if ground_truth_file == "-" and diagnosis_file == "-":
+        raise click.UsageError("only one of the files can be read from stdin")
+    settings = Settings()
+    truth = _read_text(ground_truth, ground_truth_file, name="ground-truth")
+    diag = _read_text(diagnosis, diagnosis_file, name="diagnosis")
+    result = asyncio.run(
+        _grade(settings, judge_spec or settings.judge, rubric_id or settings.rubric, truth, diag)
+    )
+    grading = {"id": None, "submission_id": None, **result.grading_object()}
+    if as_json:
+        click.echo(json.dumps(grading, indent=2, ensure_ascii=False))
+    else:
+        render_grading(grading, Console())
+    if result.status == "unscored":
+        sys.exit(EXIT_UNSCORED)

@@ -1,0 +1,271 @@
+"""``sre-judge report ...`` and ``sre-judge export``: figures and exports from the database.
+
+Every figure comes with its n and a 95% interval: tables in the terminal,
+``--format csv|json`` for scripts, ``--chart FILE.png|svg`` for a picture.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from api.cli.options import (
+    build_filter,
+    chart_option,
+    emit,
+    filter_options,
+    output_options,
+    parse_arm,
+    parse_group_by,
+    run_with_store,
+    write_chart,
+)
+
+if TYPE_CHECKING:
+    from api.service.reports.exports import ExportFormat
+    from storage import Store
+    from storage.report_queries import Verdicts
+
+__all__ = ["export_command", "report_command"]
+
+PASS_RATE_AXIS = "pass rate (error bars: 95% Wilson interval)"
+YES_RATE_AXIS = "yes rate (error bars: 95% Wilson interval)"
+
+_GROUP_BY = click.option(
+    "--group-by",
+    default="",
+    metavar="KEYS",
+    help="comma-separated among agent, model, scenario, rubric, judge",
+)
+
+
+def _label(key: dict[str, str | None]) -> str:
+    return " / ".join(str(v) if v is not None else "-" for v in key.values()) or "all"
+
+
+@click.group("report")
+def report_command() -> None:
+    """Pass rates, arm comparisons and breakdowns, each with n and a 95% interval."""
+
+
+@report_command.command("pass-rates")
+@_GROUP_BY
+@filter_options
+@output_options
+@chart_option
+def pass_rates(
+    group_by: str, fmt: str, verdicts: Verdicts, chart: Path | None, **filters: Any
+) -> None:
+    """Pass rate per group with its Wilson 95% interval; unscored and pending apart."""
+    from api.service.reports.charts import Bar
+    from api.service.reports.rates import pass_rate_report
+    from api.service.reports.tables import pass_rate_table
+
+    keys = parse_group_by(group_by)
+    report = run_with_store(
+        lambda store: pass_rate_report(
+            store, build_filter(**filters), group_by=keys, verdicts=verdicts
+        )
+    )
+    emit(report, pass_rate_table(report), fmt)
+    rates = report.groups or [report.overall]
+    bars = [
+        Bar(_label(g.key), g.passed, g.n, g.pass_rate, g.interval.low, g.interval.high)
+        for g in rates
+    ]
+    write_chart(chart, bars, title=f"Pass rate ({verdicts} verdicts)", xlabel=PASS_RATE_AXIS)
+
+
+@report_command.command("compare")
+@click.option("-a", "arm_a", multiple=True, metavar="FIELD=VALUE", help="a filter of arm a")
+@click.option("-b", "arm_b", multiple=True, metavar="FIELD=VALUE", help="a filter of arm b")
+@output_options
+@chart_option
+def compare(
+    arm_a: Sequence[str], arm_b: Sequence[str], fmt: str, verdicts: Verdicts, chart: Path | None
+) -> None:
+    """Arm a's pass rate minus arm b's: Newcombe 95% interval and Fisher's exact p.
+
+    Arms are filters, e.g. -a model=x -b model=y (fields agent, model,
+    scenario_id, run_id, rubric, judge, created_after, created_before). When a scenario
+    was attempted several times, the comparison is repeated with scenarios as the unit.
+    """
+    from api.service.reports.charts import Bar
+    from api.service.reports.rates import comparison_report
+    from api.service.reports.tables import comparison_table
+
+    a, b = parse_arm(arm_a, "a"), parse_arm(arm_b, "b")
+    report = run_with_store(lambda store: comparison_report(store, a, b, verdicts=verdicts))
+    emit(report, comparison_table(report), fmt)
+    bars = []
+    for name, arm in (("a", report.a), ("b", report.b)):
+        label = f"{name}: " + ", ".join(f"{k}={v}" for k, v in arm.filters.items())
+        o = arm.outcome
+        bars.append(Bar(label, o.passed, o.n, o.pass_rate, o.interval.low, o.interval.high))
+    write_chart(chart, bars, title=f"Pass rate ({verdicts} verdicts)", xlabel=PASS_RATE_AXIS)
+
+
+@report_command.command("questions")
+@_GROUP_BY
+@filter_options
+@output_options
+@chart_option
+def questions(
+    group_by: str, fmt: str, verdicts: Verdicts, chart: Path | None, **filters: Any
+) -> None:
+    """Yes rate of every question with its Wilson 95% interval."""
+    from api.service.reports.charts import Bar
+    from api.service.reports.rates import question_report
+    from api.service.reports.tables import question_table
+
+    keys = parse_group_by(group_by)
+    report = run_with_store(
+        lambda store: question_report(
+            store, build_filter(**filters), group_by=keys, verdicts=verdicts
+        )
+    )
+    emit(report, question_table(report), fmt)
+    bars = [
+        Bar(
+            " / ".join([*(str(v) for v in q.key.values()), q.question_id]),
+            q.yes,
+            q.n,
+            q.yes_rate,
+            q.interval.low,
+            q.interval.high,
+        )
+        for q in report.questions
+    ]
+    write_chart(chart, bars, title=f"Yes rate per question ({verdicts})", xlabel=YES_RATE_AXIS)
+
+
+@report_command.command("dimensions")
+@_GROUP_BY
+@filter_options
+@output_options
+def dimensions(group_by: str, fmt: str, verdicts: Verdicts, **filters: Any) -> None:
+    """Among failed diagnoses: how often each dimension had no yes, or the fewest."""
+    from api.service.reports.rates import dimension_report
+    from api.service.reports.tables import dimension_table
+
+    keys = parse_group_by(group_by)
+    report = run_with_store(
+        lambda store: dimension_report(
+            store, build_filter(**filters), group_by=keys, verdicts=verdicts
+        )
+    )
+    emit(report, dimension_table(report), fmt)
+
+
+@report_command.command("tags")
+@_GROUP_BY
+@filter_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+def tags(group_by: str, fmt: str, **filters: Any) -> None:
+    """Failure tags in force, most frequent first, as a share of scored gradings."""
+    from api.service.reports.rates import tag_report
+    from api.service.reports.tables import tag_table
+
+    keys = parse_group_by(group_by)
+    report = run_with_store(lambda store: tag_report(store, build_filter(**filters), group_by=keys))
+    emit(report, tag_table(report), fmt)
+
+
+@click.command("export")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "sregym"]), required=True)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write to this file (default: stdout)",
+)
+@click.option("--include-superseded", is_flag=True, help="also gradings replaced by a regrade")
+@filter_options
+def export_command(
+    fmt: ExportFormat, output: Path | None, include_superseded: bool, **filters: Any
+) -> None:
+    """Every grading in the filter as JSONL, CSV or SREGym's results CSV, streamed."""
+    from api.service.reports.exports import export_chunks
+
+    report_filter = replace(build_filter(**filters), current_only=not include_superseded)
+
+    async def work(store: Store) -> int:
+        count = 0
+        stream = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
+        try:
+            async with store.open_export(report_filter) as export:
+                async for chunk in export_chunks(export, fmt):
+                    stream.write(chunk)
+                    count += 1
+        finally:
+            if output:
+                stream.close()
+            else:
+                stream.flush()
+        return count
+
+    chunks = run_with_store(work)
+    rows = chunks - (0 if fmt == "jsonl" else 1)
+    click.echo(f"{rows} gradings exported" + (f" to {output}" if output else ""), err=True)
+
+
+@report_command.command("agreement")
+@click.option(
+    "--kind",
+    default="",
+    metavar="KINDS",
+    help="comma-separated among judge_human, judge_judge, human_human (default all)",
+)
+@click.option("--group-by", default="", metavar="KEYS", help="comma-separated: rubric, judge")
+@click.option(
+    "--source",
+    type=click.Choice(["all", "blind", "override"]),
+    default="all",
+    show_default=True,
+    help="which human labels count",
+)
+@filter_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+def agreement(kind: str, group_by: str, source: str, fmt: str, **filters: Any) -> None:
+    """Judge vs human labels, judge vs judge, human vs human: kappa with its 95% CI."""
+    from api.service.reports.agreement import agreement_table, build_agreement_report
+    from storage.agreement import AGREEMENT_GROUPS, AGREEMENT_KINDS
+
+    def names(value: str, known: tuple[str, ...], hint: str) -> list[Any]:
+        found = [p.strip() for p in value.split(",") if p.strip()]
+        for name in found:
+            if name not in known:
+                raise click.BadParameter(
+                    f"{name!r} is not one of {', '.join(known)}", param_hint=hint
+                )
+        return found
+
+    kinds = names(kind, AGREEMENT_KINDS, "--kind") or list(AGREEMENT_KINDS)
+    groups = names(group_by, AGREEMENT_GROUPS, "--group-by")
+    report = run_with_store(
+        lambda store: build_agreement_report(
+            store,
+            build_filter(**filters),
+            kinds=kinds,
+            group_by=groups,
+            source=source,  # type: ignore[arg-type]
+        )
+    )
+    emit(report, agreement_table(report), fmt)

@@ -1,0 +1,88 @@
+"""Limits on submissions: a token bucket per API token, and a ceiling on the pending queue.
+
+The rate limit is in-process: with several ``serve`` processes each enforces it on its
+own (put the limit per process, or a proxy in front, when that matters). The queue
+ceiling is read from the database, so it holds across processes, give or take the
+submissions that race past the check at the same moment.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from api.http.problems import ApiProblem
+from api.service.metrics import Metrics
+from api.service.settings import Settings
+from storage import Store
+
+__all__ = ["QUEUE_FULL_RETRY_SECONDS", "SubmissionLimits", "TokenBucket"]
+
+#: what a 503 for a full queue tells clients to wait
+QUEUE_FULL_RETRY_SECONDS = 30
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+class TokenBucket:
+    """``per_minute`` requests a minute per key, in bursts of up to ``per_minute``."""
+
+    def __init__(self, per_minute: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.capacity = float(per_minute)
+        self.rate = per_minute / 60.0
+        self._clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+
+    def take(self, key: str) -> float | None:
+        """Take one token for ``key``: None when allowed, else seconds until one is free."""
+        now = self._clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(tokens=self.capacity, updated=now)
+        bucket.tokens = min(self.capacity, bucket.tokens + (now - bucket.updated) * self.rate)
+        bucket.updated = now
+        if bucket.tokens >= 1:
+            bucket.tokens -= 1
+            return None
+        return (1 - bucket.tokens) / self.rate
+
+
+class SubmissionLimits:
+    """What ``POST /v1/submissions`` checks before storing anything."""
+
+    def __init__(self, settings: Settings, store: Store, metrics: Metrics) -> None:
+        self._max_pending = settings.max_pending
+        self._store = store
+        self._metrics = metrics
+        per_minute = settings.rate_limit_per_minute
+        self._bucket = TokenBucket(per_minute) if per_minute > 0 else None
+
+    async def admit(self, principal_id: str) -> None:
+        """Raise a 429 or 503 problem (with ``Retry-After``) when a limit is reached."""
+        if self._bucket is not None:
+            wait = self._bucket.take(principal_id)
+            if wait is not None:
+                self._metrics.submissions_rejected.labels("rate_limited").inc()
+                raise ApiProblem(
+                    429,
+                    "Too many requests",
+                    "this token submits faster than the rate limit allows",
+                    headers={"Retry-After": str(max(1, math.ceil(wait)))},
+                )
+        if self._max_pending > 0:
+            pending, _ = await self._store.queue_depth()
+            if pending >= self._max_pending:
+                self._metrics.submissions_rejected.labels("queue_full").inc()
+                raise ApiProblem(
+                    503,
+                    "Queue full",
+                    f"{pending} gradings are pending, the limit is {self._max_pending}; "
+                    "nothing was stored",
+                    headers={"Retry-After": str(QUEUE_FULL_RETRY_SECONDS)},
+                )

@@ -1,0 +1,114 @@
+"""Query parameters of the report routes: filters, ``group_by`` and the arms of a comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import cast, get_args
+
+from litestar.params import FromQuery
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from api.http.problems import ApiProblem
+from storage.report_queries import GROUP_KEYS, GroupKey, ReportFilter
+
+__all__ = ["ARM_FIELDS", "ArmQuery", "arm_filters", "parse_group_by", "report_filter"]
+
+_TEXT = Field(default=None, min_length=1, max_length=300)
+
+
+class ArmQuery(BaseModel):
+    """The filter of one arm of a comparison (``a.agent=...``, ``b.model=...``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str | None = _TEXT
+    model: str | None = _TEXT
+    scenario_id: str | None = _TEXT
+    run_id: str | None = _TEXT
+    rubric: str | None = _TEXT
+    judge: str | None = _TEXT
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+    def to_filter(self) -> ReportFilter:
+        """The store's filter."""
+        return ReportFilter(**self.model_dump())
+
+
+ARM_FIELDS = tuple(ArmQuery.model_fields)
+
+
+async def report_filter(
+    agent: FromQuery[str | None] = None,
+    model: FromQuery[str | None] = None,
+    scenario_id: FromQuery[str | None] = None,
+    run_id: FromQuery[str | None] = None,
+    rubric: FromQuery[str | None] = None,
+    judge: FromQuery[str | None] = None,
+    created_after: FromQuery[datetime | None] = None,
+    created_before: FromQuery[datetime | None] = None,
+) -> ReportFilter:
+    """Dependency: the gradings a report covers (``rubric`` as id or id@version,
+    ``judge`` as model or backend:model; ``created_after`` inclusive)."""
+    return ReportFilter(
+        agent=agent,
+        model=model,
+        scenario_id=scenario_id,
+        run_id=run_id,
+        rubric=rubric,
+        judge=judge,
+        created_after=created_after,
+        created_before=created_before,
+    )
+
+
+def parse_group_by(value: str | None) -> list[GroupKey]:
+    """``"agent,model"`` -> ``["agent", "model"]``; 422 naming ``group_by`` otherwise."""
+    if not value:
+        return []
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = [n for n in names if n not in get_args(GroupKey)]
+    if unknown or len(set(names)) != len(names):
+        raise ApiProblem(
+            422,
+            "Invalid request",
+            f"group_by takes distinct names among {', '.join(GROUP_KEYS)}; got {value!r}",
+            field="group_by",
+        )
+    return [cast(GroupKey, n) for n in names]
+
+
+def _arm(prefix: str, params: Mapping[str, Sequence[str]]) -> ReportFilter:
+    values = {
+        k.removeprefix(f"{prefix}."): v[-1] for k, v in params.items() if k.startswith(f"{prefix}.")
+    }
+    if not values:
+        raise ApiProblem(
+            422,
+            "Invalid request",
+            f"arm {prefix} needs at least one filter, e.g. {prefix}.agent=...",
+            field=f"{prefix}.*",
+        )
+    try:
+        return ArmQuery.model_validate(values).to_filter()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = f"{prefix}.{'.'.join(str(p) for p in error['loc'])}"
+        raise ApiProblem(422, "Invalid request", f"{field}: {error['msg']}", field=field) from None
+
+
+def arm_filters(
+    params: Mapping[str, Sequence[str]], *, allowed: Sequence[str] = ("verdicts",)
+) -> tuple[ReportFilter, ReportFilter]:
+    """The filters of arms ``a`` and ``b`` from query parameters ``a.<field>``, ``b.<field>``."""
+    for name in params:
+        if not name.startswith(("a.", "b.")) and name not in allowed:
+            raise ApiProblem(
+                422,
+                "Invalid request",
+                f"unknown parameter {name!r}: use a.<field> and b.<field>, "
+                f"fields {', '.join(ARM_FIELDS)}",
+                field=name,
+            )
+    return _arm("a", params), _arm("b", params)

@@ -1,0 +1,87 @@
+"""Reading gradings: one by id, or a filtered, cursor-paginated list."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from litestar import Response, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery, QueryParameter
+
+from api.http.auth import Principal, require
+from api.http.problems import ApiProblem
+from api.service.presenters import can_read, render_grading, render_gradings
+from api.service.schemas import GradingPage, GradingPublic
+from api.service.services import Services
+from storage import GradingFilter, GradingView
+
+__all__ = ["get_grading", "list_gradings", "readable_grading"]
+
+
+async def readable_grading(
+    services: NamedDependency[Services], principal: NamedDependency[Principal], grading_id: str
+) -> GradingView:
+    """The grading if it exists and ``principal`` may read it, else 404 (existence not leaked)."""
+    view = await services.store.get_grading(grading_id)
+    if view is None or not can_read(principal, view.submission):
+        raise ApiProblem(404, "Not found", f"no grading with id {grading_id!r}")
+    return view
+
+
+@get(
+    "/v1/gradings/{grading_id:str}",
+    guards=[require("submitter")],
+    operation_id="getGrading",
+    summary="One grading",
+)
+async def get_grading(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> Response[GradingPublic]:
+    """The grading object; the ETag is its revision."""
+    view = await readable_grading(services, principal, grading_id)
+    body = await render_grading(services, view, principal)
+    return Response(body, headers={"ETag": f'"{body.revision}"'})
+
+
+@get(
+    "/v1/gradings",
+    guards=[require("submitter")],
+    operation_id="listGradings",
+    summary="Gradings, newest first, cursor-paginated",
+)
+async def list_gradings(
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+    agent: FromQuery[str | None] = None,
+    model: FromQuery[str | None] = None,
+    scenario_id: FromQuery[str | None] = None,
+    status: FromQuery[Literal["pending", "graded", "unscored"] | None] = None,
+    passed: FromQuery[bool | None] = None,
+    created_after: FromQuery[datetime | None] = None,
+    created_before: FromQuery[datetime | None] = None,
+    tag: FromQuery[str | None] = None,
+    cursor: FromQuery[str | None] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
+) -> GradingPage:
+    """Submitters see their own gradings; adjudicators and admins see all."""
+    filters = GradingFilter(
+        agent=agent,
+        model=model,
+        scenario_id=scenario_id,
+        status=status,
+        passed=passed,
+        created_after=created_after,
+        created_before=created_before,
+        tag=tag,
+    )
+    views, next_cursor = await services.store.list_gradings(
+        filters=filters,
+        after=cursor,
+        limit=limit,
+        submitted_by=None if principal.at_least("adjudicator") else principal.id,
+    )
+    items = await render_gradings(services, views, principal)
+    return GradingPage(items=items, next_cursor=next_cursor)

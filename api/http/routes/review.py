@@ -1,0 +1,172 @@
+"""The review queue: gradings that need a human, claims, blind labels."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from litestar import get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.http.auth import Principal, require
+from api.http.problems import ApiProblem
+from api.http.routes.gradings import readable_grading
+from api.service.presenters import render_gradings
+from api.service.services import Services
+from storage import GradingView, ReviewItem
+from storage.review import REVIEW_REASONS
+
+__all__ = ["claim_review", "finish_review", "label_grading", "review_queue"]
+
+
+class ClaimCreate(BaseModel):
+    """How long to hold an item."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    minutes: float | None = Field(default=None, gt=0, le=24 * 60)
+
+
+class LabelsCreate(BaseModel):
+    """A human's own answers, given without seeing the judge's (blind review)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answers: dict[str, Literal["yes", "no"]] = Field(min_length=1)
+    verdict: Literal["pass", "fail"] | None = None
+
+
+def _blind_item(item: ReviewItem) -> dict[str, Any]:
+    g, s = item.grading, item.submission
+    return {
+        "grading_id": g.id,
+        "reasons": list(item.reasons),
+        "rubric": {"id": g.rubric_id, "version": g.rubric_version},
+        "agent": s.agent,
+        "scenario_id": s.scenario_id,
+        "diagnosis": s.diagnosis,
+        "ground_truth": s.ground_truth,
+        "created_at": g.created_at,
+        "claimed_by": item.claim.claimed_by_name if item.claim else None,
+    }
+
+
+@get("/v1/review-queue", guards=[require("adjudicator")], operation_id="reviewQueue")
+async def review_queue(
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+    agent: FromQuery[str | None] = None,
+    scenario_id: FromQuery[str | None] = None,
+    reason: FromQuery[str | None] = None,
+    blind: FromQuery[bool] = False,
+    limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
+) -> dict[str, Any]:
+    """Most urgent first: unscored, unverified evidence, other review reasons, decisive,
+    low confidence. ``blind=true`` hides the judge's answers until you label the item."""
+    if reason is not None and reason not in REVIEW_REASONS:
+        raise ApiProblem(
+            422,
+            "Invalid request",
+            f"reason must be one of {', '.join(REVIEW_REASONS)}",
+            field="reason",
+        )
+    items = await services.store.review_queue(
+        principal_id=principal.id,
+        agent=agent,
+        scenario_id=scenario_id,
+        reason=reason,
+        limit=limit,
+    )
+    if blind:
+        return {"blind": True, "items": [_blind_item(i) for i in items]}
+    views = [_view(i) for i in items]
+    gradings = await render_gradings(services, views, principal)
+    return {
+        "blind": False,
+        "items": [
+            {
+                "grading": grading,
+                "reasons": list(item.reasons),
+                "claimed_by": item.claim.claimed_by_name if item.claim else None,
+            }
+            for grading, item in zip(gradings, items, strict=True)
+        ],
+    }
+
+
+def _view(item: ReviewItem) -> GradingView:
+    return GradingView(grading=item.grading, answers=item.answers, submission=item.submission)
+
+
+@post(
+    "/v1/review-queue/{grading_id:str}/claim",
+    guards=[require("adjudicator")],
+    operation_id="claimReview",
+    status_code=200,
+)
+async def claim_review(
+    grading_id: FromPath[str],
+    data: JSONBody[ClaimCreate],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, Any]:
+    """Hold an item so nobody else reviews it; 409 while another adjudicator holds it."""
+    await readable_grading(services, principal, grading_id)
+    claim = await services.store.claim_review(
+        grading_id,
+        principal_id=principal.id,
+        principal_name=principal.name,
+        minutes=data.minutes or services.settings.review_claim_minutes,
+    )
+    return {"grading_id": grading_id, "claimed_by": principal.name, "until": claim.claimed_until}
+
+
+@post(
+    "/v1/review-queue/{grading_id:str}/done",
+    guards=[require("adjudicator")],
+    operation_id="finishReview",
+    status_code=200,
+)
+async def finish_review(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, str]:
+    """The item leaves the queue."""
+    await readable_grading(services, principal, grading_id)
+    await services.store.finish_review(grading_id, principal_id=principal.id)
+    return {"grading_id": grading_id, "state": "done"}
+
+
+@post(
+    "/v1/gradings/{grading_id:str}/labels",
+    guards=[require("adjudicator")],
+    operation_id="labelGrading",
+    status_code=201,
+)
+async def label_grading(
+    grading_id: FromPath[str],
+    data: JSONBody[LabelsCreate],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, Any]:
+    """Store your own answers as human labels (also where they agree with the judge),
+    finish the review, and return the judge's grading for comparison."""
+    view = await readable_grading(services, principal, grading_id)
+    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
+    question_ids = (
+        [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
+    )
+    await services.store.add_labels(
+        grading_id,
+        question_ids=question_ids,
+        answers={q: a == "yes" for q, a in data.answers.items()},
+        verdict=data.verdict,
+        author_id=principal.id,
+        author_name=principal.name,
+    )
+    await services.store.finish_review(grading_id, principal_id=principal.id)
+    fresh = await readable_grading(services, principal, grading_id)
+    [grading] = await render_gradings(services, [fresh], principal)
+    return {"labels": data.answers, "verdict": data.verdict, "grading": grading}

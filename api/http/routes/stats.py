@@ -1,0 +1,144 @@
+"""Figures over stored gradings, each with its sample size and a 95% interval.
+
+Adjudicators and admins only: the figures cover every submitter's gradings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from litestar import Request, get
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromQuery
+
+from api.http.auth import require
+from api.http.report_params import ARM_FIELDS, arm_filters, parse_group_by, report_filter
+from api.service.reports.models import (
+    ComparisonReport,
+    DimensionReport,
+    PassRateReport,
+    QuestionReport,
+    TagReport,
+)
+from api.service.reports.rates import (
+    comparison_report,
+    dimension_report,
+    pass_rate_report,
+    question_report,
+    tag_report,
+)
+from api.service.services import Services
+from storage.report_queries import ReportFilter
+
+__all__ = [
+    "get_comparison",
+    "get_dimension_failures",
+    "get_failure_tags",
+    "get_pass_rates",
+    "get_question_rates",
+]
+
+VerdictsParam = FromQuery[Literal["effective", "judge"]]
+GroupByParam = FromQuery[str | None]
+
+_COMMON: dict[str, Any] = {
+    "guards": [require("adjudicator")],
+    "dependencies": {"filters": Provide(report_filter)},
+    "tags": ["stats"],
+}
+
+
+@get(
+    "/v1/stats/pass-rates",
+    operation_id="getPassRates",
+    summary="Pass rates with Wilson 95% intervals, overall and per group",
+    **_COMMON,
+)
+async def get_pass_rates(
+    services: NamedDependency[Services],
+    filters: NamedDependency[ReportFilter],
+    group_by: GroupByParam = None,
+    verdicts: VerdictsParam = "effective",
+) -> PassRateReport:
+    """``group_by`` is a comma-separated list of agent, model, scenario, rubric, judge.
+
+    ``n`` counts passed and failed gradings; unscored and pending are counted apart.
+    """
+    return await pass_rate_report(
+        services.store, filters, group_by=parse_group_by(group_by), verdicts=verdicts
+    )
+
+
+@get(
+    "/v1/stats/compare",
+    guards=[require("adjudicator")],
+    operation_id="compareArms",
+    summary="Difference in pass rate between two arms",
+    description=(
+        "Each arm is a filter given as query parameters prefixed with `a.` or `b.`: "
+        f"{', '.join(ARM_FIELDS)} (e.g. `a.model=x&b.model=y`), plus `verdicts`. "
+        "The difference a - b has a Newcombe (Wilson-based) 95% interval and Fisher's "
+        "exact p-value; when a scenario was attempted several times, `by_scenario` "
+        "repeats the comparison with each scenario counted once."
+    ),
+    tags=["stats"],
+)
+async def get_comparison(
+    request: Request[Any, Any, Any],
+    services: NamedDependency[Services],
+    verdicts: VerdictsParam = "effective",
+) -> ComparisonReport:
+    """Arm a's pass rate minus arm b's."""
+    a, b = arm_filters({k: request.query_params.getall(k) for k in request.query_params})
+    return await comparison_report(services.store, a, b, verdicts=verdicts)
+
+
+@get(
+    "/v1/stats/questions",
+    operation_id="getQuestionRates",
+    summary="Yes rate of every question, with Wilson 95% intervals",
+    **_COMMON,
+)
+async def get_question_rates(
+    services: NamedDependency[Services],
+    filters: NamedDependency[ReportFilter],
+    group_by: GroupByParam = None,
+    verdicts: VerdictsParam = "effective",
+) -> QuestionReport:
+    """Answers of graded gradings; effective answers include human overrides."""
+    return await question_report(
+        services.store, filters, group_by=parse_group_by(group_by), verdicts=verdicts
+    )
+
+
+@get(
+    "/v1/stats/dimensions",
+    operation_id="getDimensionFailures",
+    summary="How often each dimension is the one that fails a diagnosis",
+    **_COMMON,
+)
+async def get_dimension_failures(
+    services: NamedDependency[Services],
+    filters: NamedDependency[ReportFilter],
+    group_by: GroupByParam = None,
+    verdicts: VerdictsParam = "effective",
+) -> DimensionReport:
+    """Among failed diagnoses: the share where a dimension had no yes, or the fewest."""
+    return await dimension_report(
+        services.store, filters, group_by=parse_group_by(group_by), verdicts=verdicts
+    )
+
+
+@get(
+    "/v1/stats/failure-tags",
+    operation_id="getFailureTags",
+    summary="Failure-tag counts among scored gradings",
+    **_COMMON,
+)
+async def get_failure_tags(
+    services: NamedDependency[Services],
+    filters: NamedDependency[ReportFilter],
+    group_by: GroupByParam = None,
+) -> TagReport:
+    """Tags in force (not removed), most frequent first."""
+    return await tag_report(services.store, filters, group_by=parse_group_by(group_by))

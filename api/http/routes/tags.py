@@ -1,0 +1,109 @@
+"""Failure tags: the vocabulary and tags on gradings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import delete, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from api.http.auth import Principal, require
+from api.http.routes.gradings import readable_grading
+from api.service.schemas import TagPublic
+from api.service.services import Services
+
+__all__ = ["add_tag", "define_tag", "list_vocabulary", "remove_tag"]
+
+
+class TagDefinition(BaseModel):
+    """A new failure tag for the vocabulary."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tag: StrictStr = Field(min_length=2, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: StrictStr = Field(min_length=3, max_length=500)
+
+
+class TagCreate(BaseModel):
+    """A failure tag on a grading."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tag: StrictStr = Field(min_length=1, max_length=64)
+    note: StrictStr = Field(default="", max_length=2000)
+
+
+@get("/v1/failure-tags", guards=[require("adjudicator")], operation_id="listFailureTags")
+async def list_vocabulary(services: NamedDependency[Services]) -> list[dict[str, Any]]:
+    """The vocabulary adjudicators tag with."""
+    return [
+        {"tag": v.tag, "description": v.description, "source": v.source}
+        for v in await services.store.list_vocabulary()
+    ]
+
+
+@post(
+    "/v1/failure-tags",
+    guards=[require("admin")],
+    operation_id="defineFailureTag",
+    status_code=201,
+)
+async def define_tag(
+    data: JSONBody[TagDefinition],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, str]:
+    """Extend the vocabulary (admins)."""
+    record = await services.store.add_vocabulary(
+        data.tag, description=data.description, actor=principal.id
+    )
+    return {"tag": record.tag, "description": record.description, "source": record.source}
+
+
+@post(
+    "/v1/gradings/{grading_id:str}/tags",
+    guards=[require("adjudicator")],
+    operation_id="tagGrading",
+    status_code=201,
+)
+async def add_tag(
+    grading_id: FromPath[str],
+    data: JSONBody[TagCreate],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> TagPublic:
+    """Tag what the agent got wrong; 422 for a tag outside the vocabulary."""
+    await readable_grading(services, principal, grading_id)
+    record = await services.store.add_tag(
+        grading_id,
+        tag=data.tag,
+        note=data.note,
+        author_id=principal.id,
+        author_name=principal.name,
+    )
+    return TagPublic(
+        id=record.id or 0,
+        tag=record.tag,
+        note=record.note,
+        author=record.author_name,
+        created_at=record.created_at,
+    )
+
+
+@delete(
+    "/v1/gradings/{grading_id:str}/tags/{tag_id:int}",
+    guards=[require("adjudicator")],
+    operation_id="untagGrading",
+    status_code=204,
+)
+async def remove_tag(
+    grading_id: FromPath[str],
+    tag_id: FromPath[int],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> None:
+    """Remove a tag (kept in the audit log)."""
+    await readable_grading(services, principal, grading_id)
+    await services.store.remove_tag(grading_id, tag_id, actor=principal.id)

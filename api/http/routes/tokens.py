@@ -1,0 +1,82 @@
+"""Tokens and their principals (admins only)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from litestar import get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from api.http.auth import Principal, Role, require
+from api.http.problems import ApiProblem
+from api.service.services import Services
+from storage import TokenRecord
+
+__all__ = ["create_token", "list_tokens", "revoke_token"]
+
+
+class TokenCreate(BaseModel):
+    """A new token for a named principal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: StrictStr = Field(min_length=1, max_length=200)
+    role: Role
+    expires_at: datetime | None = None
+
+
+def _public(record: TokenRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "name": record.name,
+        "role": record.role,
+        "created_at": record.created_at,
+        "expires_at": record.expires_at,
+        "revoked_at": record.revoked_at,
+    }
+
+
+@post("/v1/tokens", guards=[require("admin")], operation_id="createToken", status_code=201)
+async def create_token(
+    data: JSONBody[TokenCreate],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, Any]:
+    """Create a token; its secret is in this answer only."""
+    if data.expires_at is not None:
+        if data.expires_at.utcoffset() is None:
+            raise ApiProblem(
+                422, "Invalid request", "expires_at needs a time zone", field="expires_at"
+            )
+        if data.expires_at <= datetime.now(data.expires_at.tzinfo):
+            raise ApiProblem(
+                422, "Invalid request", "expires_at is in the past", field="expires_at"
+            )
+    plaintext, record = await services.store.create_token(
+        name=data.name, role=data.role, expires_at=data.expires_at, actor=principal.id
+    )
+    return {**_public(record), "token": plaintext}
+
+
+@get("/v1/tokens", guards=[require("admin")], operation_id="listTokens")
+async def list_tokens(services: NamedDependency[Services]) -> list[dict[str, Any]]:
+    """Every token, without secrets."""
+    return [_public(r) for r in await services.store.list_tokens()]
+
+
+@post(
+    "/v1/tokens/{token_id:str}/revoke",
+    guards=[require("admin")],
+    operation_id="revokeToken",
+    status_code=200,
+)
+async def revoke_token(
+    token_id: FromPath[str],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, Any]:
+    """Revoke a token: it gets 401 from now on."""
+    return _public(await services.store.revoke_token(token_id, actor=principal.id))

@@ -1,0 +1,68 @@
+"""Building the grader of a claimed grading: one judge, a sampled judge, or a panel.
+
+A grading's judge spec is ``BACKEND:MODEL[@BASE_URL]`` for one judge or
+``panel:SPEC1,SPEC2`` for a panel (``Settings.grading_judge``). With
+``SRE_JUDGE_JUDGE_SAMPLES`` > 1 each judge is asked that many times
+(``judge.panel.PanelGrader``); the asking mode comes from ``SRE_JUDGE_JUDGE_ASKING``,
+else the rubric.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from api.service.grader_factory import grader_for
+from api.service.services import Services
+from api.service.settings import PANEL_PREFIX
+from judge.grader import Grader
+from judge.panel import PanelGrader, PanelMember
+from judge.rubric import Rubric
+from judge.verdict import GradingResult
+from storage.judge_cache import DbJudgeCache
+
+__all__ = ["AnyGrader", "build_grader", "member_specs"]
+
+
+class AnyGrader(Protocol):
+    """A Grader or a PanelGrader."""
+
+    async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
+        """Grade one diagnosis."""
+        ...
+
+
+def member_specs(judge_spec: str) -> list[str]:
+    """The judge specs behind a grading's judge spec (one, or a panel's members)."""
+    if judge_spec.startswith(PANEL_PREFIX):
+        return [s for s in judge_spec[len(PANEL_PREFIX) :].split(",") if s]
+    return [judge_spec]
+
+
+def _grader(services: Services, spec_text: str, cache_rows: list[dict[str, Any]] | None) -> Grader:
+    """One judge's grader with the service's settings (raises JudgeSpecError)."""
+    settings = services.settings
+    # each request waits for a slot of its endpoint's limit, nothing else does
+    backend = services.backends.limited(spec_text)
+    cache = DbJudgeCache(
+        services.store, backend=backend.name, model=backend.model, pending=cache_rows
+    )
+    return grader_for(settings, backend, cache=cache)
+
+
+def build_grader(
+    services: Services, judge_spec: str, *, cache_rows: list[dict[str, Any]] | None = None
+) -> AnyGrader:
+    """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec.
+
+    ``cache_rows``: collect the judge cache entries there instead of writing each at
+    once (the caller stores them with the grading).
+    """
+    specs = member_specs(judge_spec)
+    samples = services.settings.judge_samples
+    if len(specs) == 1 and samples == 1:
+        return _grader(services, specs[0], cache_rows)
+    return PanelGrader(
+        [PanelMember(spec, _grader(services, spec, cache_rows)) for spec in specs],
+        samples=samples,
+        sample_temperature=services.settings.judge_sample_temperature,
+    )

@@ -1,0 +1,206 @@
+"""Prometheus metrics, one ``CollectorRegistry`` per app (tests never share one).
+
+Counters are recorded where things happen (submissions in the route, judge calls and
+outcomes in the workers); the queue gauges are computed at scrape time from the
+store's ``queue_depth()``. Every name starts with ``sre_judge_``.
+
+Regrade jobs report their progress through :meth:`Metrics.regrade_progress` and
+:meth:`Metrics.regrade_finished`; until they do, that family has no samples.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from litestar import Request, Response, get
+from litestar.di import NamedDependency
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from api.service.services import Services
+from judge.verdict import GradingResult
+
+__all__ = ["JUDGE_LATENCY_BUCKETS", "Metrics", "metrics_endpoint"]
+
+log = logging.getLogger("sre_judge.metrics")
+
+#: seconds; a small local model takes seconds to minutes per call
+JUDGE_LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
+_HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+_JUDGE = ("backend", "model")
+
+
+class Metrics:
+    """The service's metric families, registered in a registry of their own."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
+        self.submissions_accepted = Counter(
+            "sre_judge_submissions_accepted", "Submissions stored (replays excluded)", registry=r
+        )
+        self.submissions_rejected = Counter(
+            "sre_judge_submissions_rejected",
+            "Submissions refused by a limit",
+            ["reason"],
+            registry=r,
+        )
+        self.gradings = Counter(
+            "sre_judge_gradings",
+            "Gradings stored by the workers, by status and verdict",
+            ["status", "verdict"],
+            registry=r,
+        )
+        self.gradings_deferred = Counter(
+            "sre_judge_gradings_deferred",
+            "Gradings kept pending to retry later (judge away, internal error)",
+            ["reason"],
+            registry=r,
+        )
+        self.gradings_released = Counter(
+            "sre_judge_gradings_released",
+            "In-flight gradings whose lease was given back unfinished at shutdown",
+            registry=r,
+        )
+        self.results_discarded = Counter(
+            "sre_judge_grading_results_discarded",
+            "Results not stored because the worker no longer held the lease",
+            registry=r,
+        )
+        self.judge_calls = Counter(
+            "sre_judge_judge_calls",
+            "Judge calls (each with its retries), by outcome (ok, an error code, cached)",
+            [*_JUDGE, "outcome"],
+            registry=r,
+        )
+        self.judge_retries = Counter(
+            "sre_judge_judge_retries",
+            "Judge attempts beyond the first of a call",
+            _JUDGE,
+            registry=r,
+        )
+        self.judge_latency = Histogram(
+            "sre_judge_judge_attempt_duration_seconds",
+            "Time of one judge attempt (one HTTP request to the judge)",
+            [*_JUDGE, "outcome"],
+            buckets=JUDGE_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.prompt_tokens = Counter(
+            "sre_judge_judge_prompt_tokens", "Tokens sent to the judge", _JUDGE, registry=r
+        )
+        self.completion_tokens = Counter(
+            "sre_judge_judge_completion_tokens", "Tokens the judge generated", _JUDGE, registry=r
+        )
+        self.queue_pending = Gauge(
+            "sre_judge_queue_pending", "Pending gradings (leased or not)", registry=r
+        )
+        self.queue_oldest_age = Gauge(
+            "sre_judge_queue_oldest_pending_age_seconds",
+            "Age of the oldest pending grading (0 when none)",
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "sre_judge_gradings_in_flight", "Gradings this process is working on", registry=r
+        )
+        self.regrade_items = Gauge(
+            "sre_judge_regrade_job_items",
+            "Regrade job progress: items by kind (total, done, failed, cache_hits)",
+            ["job_id", "kind"],
+            registry=r,
+        )
+        self.http_requests = Histogram(
+            "sre_judge_http_request_duration_seconds",
+            "HTTP requests by route template, method and status",
+            ["method", "route", "status"],
+            buckets=_HTTP_BUCKETS,
+            registry=r,
+        )
+
+    def record_grading(self, result: GradingResult, *, stored: str) -> None:
+        """Count a grading's judge calls and what became of it.
+
+        ``stored`` is ``"completed"``, ``"deferred"`` or ``"discarded"`` (lease lost).
+        """
+        self.record_calls(result)
+        if stored == "completed":
+            outcome = result.outcome
+            verdict = "none" if outcome is None else ("pass" if outcome.passed else "fail")
+            self.gradings.labels(result.status, verdict).inc()
+        elif stored == "deferred":
+            self.gradings_deferred.labels(result.unscored_reason or "unknown").inc()
+        else:
+            self.results_discarded.inc()
+
+    def record_calls(self, result: GradingResult) -> None:
+        """Judge calls, attempts, latencies and tokens of one grading."""
+        for call in result.calls:
+            judge = (call.backend, call.model)
+            if getattr(call, "cached", False):  # answered from the judge cache: nothing spent
+                self.judge_calls.labels(*judge, "cached").inc()
+                continue
+            self.judge_calls.labels(*judge, call.error_code or "ok").inc()
+            if len(call.attempts) > 1:
+                self.judge_retries.labels(*judge).inc(len(call.attempts) - 1)
+            for attempt in call.attempts:
+                self.judge_latency.labels(*judge, attempt.outcome).observe(
+                    attempt.latency_ms / 1000
+                )
+            completion = call.completion
+            if completion is not None:
+                self.prompt_tokens.labels(*judge).inc(completion.prompt_tokens or 0)
+                self.completion_tokens.labels(*judge).inc(completion.completion_tokens or 0)
+
+    def regrade_progress(
+        self, job_id: str, *, total: int, done: int, failed: int, cache_hits: int = 0
+    ) -> None:
+        """Hook for regrade jobs: their progress, as gauges labelled with the job id."""
+        for kind, value in (
+            ("total", total),
+            ("done", done),
+            ("failed", failed),
+            ("cache_hits", cache_hits),
+        ):
+            self.regrade_items.labels(job_id, kind).set(value)
+
+    def regrade_finished(self, job_id: str) -> None:
+        """Hook for regrade jobs: drop a finished job's samples."""
+        for kind in ("total", "done", "failed", "cache_hits"):
+            try:
+                self.regrade_items.remove(job_id, kind)
+            except KeyError:
+                continue
+
+    async def refresh(self, services: Services, in_flight: int) -> None:
+        """Scrape-time gauges: queue depth and age from the store, work in flight."""
+        self.in_flight.set(in_flight)
+        try:
+            pending, oldest = await services.store.queue_depth()
+        except Exception as exc:  # a scrape still answers when the database does not
+            log.warning("queue depth unavailable for metrics: %s", type(exc).__name__)
+            return
+        self.queue_pending.set(pending)
+        if oldest is None:
+            self.queue_oldest_age.set(0)
+            return
+        if oldest.tzinfo is None:  # SQLite hands back naive UTC
+            oldest = oldest.replace(tzinfo=UTC)
+        self.queue_oldest_age.set(max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
+
+
+@get("/metrics", operation_id="metrics", summary="Prometheus metrics")
+async def metrics_endpoint(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Response[bytes]:
+    """The text exposition format; queue gauges are computed now."""
+    metrics: Metrics = request.app.state.metrics
+    workers = getattr(request.app.state, "workers", None)
+    await metrics.refresh(services, workers.in_flight if workers is not None else 0)
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,198 @@
+"""Logs: one JSON object a line, with the request, grading and judge call they concern.
+
+``configure_logging`` installs one handler on the root logger; the service's own
+loggers, uvicorn's and Litestar's all go through it. Context comes from context
+variables (``bind_log_context``): the request id (set by the request middleware),
+the grading id and judge call (set by the workers) are added to every line written
+while they are bound.
+
+Nothing secret is written: every line is scrubbed, after formatting and so
+tracebacks included, of bearer tokens, ``srej_`` API tokens, ``sk-`` style keys,
+passwords in URLs, and the literal values registered with ``register_secret`` (the
+bootstrap token, the database password, ``OPENAI_API_KEY``). Diagnoses and ground
+truths are never passed to a logger in the first place.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from litestar.logging.config import LoggingConfig
+from pythonjsonlogger.json import JsonFormatter
+
+from api.service.settings import Settings
+from judge.verdict import GradingResult
+
+__all__ = [
+    "REDACTED",
+    "ContextFilter",
+    "RedactingJsonFormatter",
+    "bind_log_context",
+    "configure_logging",
+    "litestar_logging_config",
+    "log_grading",
+    "redact",
+    "register_secret",
+]
+
+REDACTED = "[redacted]"
+
+#: request_id, grading_id, judge_call: what the current line is about
+_CONTEXT: ContextVar[dict[str, str] | None] = ContextVar("sre_judge_log_context", default=None)
+
+#: literal secret values to scrub wherever they appear
+_SECRETS: set[str] = set()
+
+_PATTERNS = (
+    re.compile(r"(?i)(bearer\s+)[^\s\"',;]+"),
+    re.compile(r"srej_[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"(?i)((?:api[_-]?key|token|password|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]+"),
+    re.compile(r"(://[^/\s:@\"']+:)[^@\s/\"']+(@)"),
+)
+
+#: the environment variables whose values are secrets of the judge clients
+SECRET_ENVIRONMENT = ("OPENAI_API_KEY", "OLLAMA_API_KEY")
+
+#: loggers too chatty at INFO (one line per HTTP request to the judge)
+_QUIET = ("httpx", "httpcore", "openai", "ollama", "aiosqlite", "sqlalchemy.engine")
+
+
+def register_secret(value: str | None) -> None:
+    """Scrub ``value`` from every log line from now on (values under 6 characters are ignored)."""
+    if value and len(value.strip()) >= 6:
+        _SECRETS.add(value.strip())
+
+
+def redact(text: str) -> str:
+    """``text`` with known secrets and secret-looking values replaced by ``[redacted]``."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern in _PATTERNS:
+        text = pattern.sub(_keep_prefix, text)
+    return text
+
+
+def _keep_prefix(match: re.Match[str]) -> str:
+    groups = [g for g in match.groups() if g is not None]
+    if len(groups) == 2:  # a password between "://user:" and "@"
+        return f"{groups[0]}{REDACTED}{groups[1]}"
+    return f"{groups[0] if groups else ''}{REDACTED}"
+
+
+@contextmanager
+def bind_log_context(**values: str | None) -> Iterator[None]:
+    """Add ``values`` (None ones skipped) to every log line written inside the block."""
+    current = dict(_CONTEXT.get() or {})
+    current.update({k: v for k, v in values.items() if v is not None})
+    token = _CONTEXT.set(current)
+    try:
+        yield
+    finally:
+        _CONTEXT.reset(token)
+
+
+class ContextFilter(logging.Filter):
+    """Copies the bound context (request id, grading id, judge call) onto each record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Always keep the record; only add attributes."""
+        for key, value in (_CONTEXT.get() or {}).items():
+            if not hasattr(record, key):
+                setattr(record, key, value)
+        if hasattr(record, "color_message"):  # uvicorn's copy of the message, with ANSI colors
+            del record.color_message
+        return True
+
+
+class RedactingJsonFormatter(JsonFormatter):
+    """python-json-logger's formatter, its whole output scrubbed by :func:`redact`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """One JSON line, secrets removed."""
+        return redact(super().format(record))
+
+
+class _RedactingTextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        context = " ".join(f"{k}={v}" for k, v in (_CONTEXT.get() or {}).items())
+        line = super().format(record)
+        return redact(f"{line} {context}" if context else line)
+
+
+def _formatter(settings: Settings) -> logging.Formatter:
+    if settings.log_format == "text":
+        return _RedactingTextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return RedactingJsonFormatter(
+        "%(levelname)s %(name)s %(message)s",
+        rename_fields={"levelname": "level", "name": "logger"},
+        timestamp="time",
+        json_ensure_ascii=False,
+    )
+
+
+def configure_logging(settings: Settings, *, stream: Any = None) -> None:
+    """Send every log record to ``stream`` (stderr) as JSON lines, secrets scrubbed."""
+    for name in SECRET_ENVIRONMENT:
+        register_secret(os.environ.get(name))
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(_formatter(settings))
+    handler.addFilter(ContextFilter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(settings.log_level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "litestar"):
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+
+
+def litestar_logging_config() -> LoggingConfig:
+    """Litestar's logging, left to the root logger instead of its own handlers."""
+    return LoggingConfig(
+        configure_root_logger=False,
+        loggers={"litestar": {"level": "INFO", "handlers": [], "propagate": True}},
+    )
+
+
+def log_grading(logger: logging.Logger, result: GradingResult, stored: str) -> None:
+    """Log each judge call of a grading (``grade-1``, ``repair-2``...) and what was stored.
+
+    Counts, timings and outcomes only: never a prompt, a reply or a diagnosis.
+    """
+    for number, call in enumerate(result.calls, start=1):
+        completion = call.completion
+        with bind_log_context(judge_call=f"{call.purpose}-{number}"):
+            logger.info(
+                "judge call %s",
+                "cached" if getattr(call, "cached", False) else call.error_code or "ok",
+                extra={
+                    "backend": call.backend,
+                    "model": call.model,
+                    "attempts": len(call.attempts),
+                    "latency_ms": round(call.latency_ms, 1),
+                    "prompt_tokens": completion.prompt_tokens if completion else None,
+                    "completion_tokens": completion.completion_tokens if completion else None,
+                },
+            )
+    logger.info(
+        "grading %s",
+        stored,
+        extra={
+            "status": result.status,
+            "unscored_reason": result.unscored_reason,
+            "passed": result.outcome.passed if result.outcome else None,
+        },
+    )

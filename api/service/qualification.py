@@ -1,0 +1,125 @@
+"""Which judges are qualified, and marking gradings of unqualified judges provisional.
+
+A judge identity is its spec without the base URL, the service's sampling settings, the
+rubric version and the asking mode (see ``storage.calibration``). Until a calibration
+run qualifies it, its gradings are ``provisional``; a deterministic share of them
+(``SRE_JUDGE_PROVISIONAL_REVIEW_RATE``, by a hash of the grading id) goes to the review
+queue with the reason ``provisional_sample``. Lookups are cached for a minute per
+process, so a new calibration run takes effect within that time.
+
+The same step adds the review reason ``self_preference`` when a judge's model family
+is the family of the agent's model (``judge.families``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from api.service.settings import PANEL_PREFIX, Settings
+from judge.errors import JudgeSpecError
+from judge.families import same_family
+from judge.spec import parse_judge_spec
+from judge.verdict import GradingResult
+
+if TYPE_CHECKING:
+    from storage import Store
+
+__all__ = [
+    "PROVISIONAL_SAMPLE",
+    "SELF_PREFERENCE",
+    "Qualifications",
+    "in_review_sample",
+    "judge_identity",
+    "judge_settings",
+    "self_preference_family",
+]
+
+PROVISIONAL_SAMPLE = "provisional_sample"
+SELF_PREFERENCE = "self_preference"
+CACHE_SECONDS = 60.0
+
+
+def judge_identity(spec_text: str) -> str:
+    """``backend:model`` of a judge spec (base URLs dropped, also of panel members)."""
+    if spec_text.startswith(PANEL_PREFIX):
+        members = spec_text[len(PANEL_PREFIX) :].split(",")
+        return PANEL_PREFIX + ",".join(judge_identity(m) for m in members if m)
+    try:
+        spec = parse_judge_spec(spec_text)
+    except JudgeSpecError:
+        return spec_text
+    return f"{spec.backend}:{spec.model}"
+
+
+def self_preference_family(judge_spec: str, agent_model: str | None) -> str | None:
+    """The model family a judge (or a panel member) shares with the agent, or None."""
+    for member in judge_identity(judge_spec).removeprefix(PANEL_PREFIX).split(","):
+        family = same_family(member.partition(":")[2], agent_model)
+        if family is not None:
+            return family
+    return None
+
+
+def judge_settings(settings: Settings) -> dict[str, Any]:
+    """The sampling settings that are part of a judge's identity."""
+    return {
+        "temperature": settings.judge_temperature,
+        "seed": settings.judge_seed,
+        "max_tokens": settings.judge_max_tokens,
+        "samples": settings.judge_samples,
+    }
+
+
+def in_review_sample(grading_id: str, rate: float) -> bool:
+    """Deterministically whether a grading falls in a sample of ``rate`` (by its id's hash)."""
+    digest = int(hashlib.sha256(grading_id.encode()).hexdigest()[:8], 16)
+    return digest / 0x1_0000_0000 < rate
+
+
+class Qualifications:
+    """Cached qualification lookups of one process."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self._cache: dict[tuple[str, str, str], tuple[float, bool]] = {}
+
+    async def qualified(self, judge_spec: str, rubric_version: str, asking: str) -> bool:
+        """Whether the judge's latest calibration run qualified it (cached)."""
+        key = (judge_identity(judge_spec), rubric_version, asking)
+        now = time.monotonic()
+        cached = self._cache.get(key)
+        if cached is not None and now - cached[0] < CACHE_SECONDS:
+            return cached[1]
+        found = await self.store.is_qualified(
+            judge_spec=key[0],
+            judge_settings=judge_settings(self.settings),
+            rubric_version=rubric_version,
+            asking_mode=asking,
+        )
+        self._cache[key] = (now, found)
+        return found
+
+    async def mark(
+        self,
+        grading_id: str,
+        judge_spec: str,
+        asking: str,
+        result: GradingResult,
+        *,
+        agent_model: str | None = None,
+    ) -> tuple[GradingResult, bool]:
+        """The result with its extra review reasons, and whether it is provisional."""
+        if result.status != "graded":
+            return result, False
+        reasons = list(result.review_reasons)
+        if self_preference_family(judge_spec, agent_model) is not None:
+            reasons.append(SELF_PREFERENCE)
+        provisional = not await self.qualified(judge_spec, result.rubric_version, asking)
+        if provisional and in_review_sample(grading_id, self.settings.provisional_review_rate):
+            reasons.append(PROVISIONAL_SAMPLE)
+        if len(reasons) != len(result.review_reasons):
+            result = result.model_copy(update={"review_reasons": tuple(reasons)})
+        return result, provisional

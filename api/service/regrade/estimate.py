@@ -1,0 +1,98 @@
+"""What a regrade will cost, before anything is spent.
+
+Counts and text sizes come from SQL. Prompt tokens are estimated at four characters a
+token: the fixed prompt (the rubric's messages and reply schema on empty texts) plus
+each submission's diagnosis and ground truth. Completion tokens are the judge's
+measured average so far, or ``max_tokens`` as an upper bound. Cache hits are exact:
+each submission's request is built as the grader would build it and looked up in the
+judge cache, as long as the number of submissions keeps that fast.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from api.service.services import Services
+from judge.backends import JudgeBackend
+from judge.cache import CACHE_GRANULARITY, CacheKeys
+from judge.calls import SamplingParams
+from judge.prompt import build_messages, build_reply_schema
+from judge.rubric import Rubric
+from storage.regrade.select import RegradeFilter
+
+__all__ = ["CACHE_CHECK_LIMIT", "CHARS_PER_TOKEN", "estimate_regrade", "sampling_params"]
+
+CHARS_PER_TOKEN = 4
+#: above this many submissions the cache is not checked key by key
+CACHE_CHECK_LIMIT = 50_000
+
+
+def sampling_params(services: Services) -> SamplingParams:
+    """The sampling settings the workers send (as in ``api.service.workers``)."""
+    settings = services.settings
+    return SamplingParams(
+        temperature=settings.judge_temperature,
+        seed=settings.judge_seed,
+        max_tokens=settings.judge_max_tokens,
+    )
+
+
+def _fixed_chars(rubric: Rubric) -> int:
+    messages = build_messages(rubric, "", "")
+    schema = json.dumps(build_reply_schema(rubric), separators=(",", ":"))
+    return sum(len(m.content) for m in messages) + len(schema)
+
+
+async def _cache_hits(
+    services: Services, f: RegradeFilter, rubric: Rubric, backend: JudgeBackend
+) -> int:
+    keyer = CacheKeys(
+        build_reply_schema(rubric),
+        sampling_params(services),
+        backend=backend.name,
+        model=backend.model,
+        base_url=backend.base_url,
+    )
+    keys = []
+    for candidate in await services.store.regrade_candidates(f):
+        if candidate.diagnosis.strip():
+            messages = build_messages(rubric, candidate.ground_truth, candidate.diagnosis)
+            key = keyer.key(messages)
+            if key is not None:
+                keys.append(key)
+    found = await services.store.cached_keys(keys)
+    return sum(1 for key in keys if key in found)
+
+
+async def estimate_regrade(
+    services: Services, f: RegradeFilter, rubric: Rubric, backend: JudgeBackend
+) -> dict[str, Any]:
+    """Submissions, judge calls after the cache, and prompt and completion tokens."""
+    totals = await services.store.regrade_totals(f)
+    params = sampling_params(services)
+    calls = totals.submissions - totals.empty_diagnoses
+    cacheable = params.temperature == 0
+    checked = cacheable and totals.submissions <= CACHE_CHECK_LIMIT
+    hits = await _cache_hits(services, f, rubric, backend) if checked and calls else 0
+    needed = calls - hits
+    prompt_chars = _fixed_chars(rubric) * calls + totals.text_chars
+    prompt_tokens = prompt_chars // CHARS_PER_TOKEN * needed // calls if calls else 0
+    average = await services.store.average_completion_tokens(backend.name, backend.model)
+    per_call = average if average is not None else params.max_tokens
+    return {
+        "submissions": totals.submissions,
+        "empty_diagnoses": totals.empty_diagnoses,
+        "judge_calls": needed,
+        "cache_hits": hits,
+        "cache_checked": checked,
+        "cache_granularity": CACHE_GRANULARITY,
+        "cache_note": (
+            "the rubric asks every question in one call: a changed question re-asks the whole call"
+            if cacheable
+            else "the judge samples (temperature > 0): nothing is reused"
+        ),
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": round(per_call * needed),
+        "completion_tokens_basis": "measured" if average is not None else "max_tokens",
+    }

@@ -1,0 +1,69 @@
+"""Starting regrade jobs: the target rubric and judge, the estimate, the job.
+
+Shared by the HTTP routes and the command line. An omitted rubric is the service's
+default rubric (its current version), an omitted judge the service's judge.
+"""
+
+from __future__ import annotations
+
+from api.http.problems import ApiProblem
+from api.service.regrade.estimate import estimate_regrade
+from api.service.regrade.schemas import RegradeJobCreate
+from api.service.services import Services
+from judge.backends import JudgeBackend
+from judge.errors import JudgeSpecError
+from judge.rubric import Rubric
+from judge.spec import parse_judge_spec
+from storage.regrade.jobs import RegradeTarget
+from storage.regrade.progress import JobView
+
+__all__ = ["resolve_rubric", "resolve_target", "start_regrade"]
+
+
+async def resolve_rubric(services: Services, text: str | None) -> Rubric:
+    """``id`` (current version) or ``id@version``; 422 naming ``rubric`` when unknown."""
+    name, _, version = (text or services.settings.rubric).partition("@")
+    rubric = await services.rubrics.resolve(name, version or None)
+    if rubric is None:
+        raise ApiProblem(422, "Unknown rubric", f"no rubric {text!r}", field="rubric")
+    return rubric
+
+
+def _backend(services: Services, spec_text: str) -> JudgeBackend:
+    try:
+        parse_judge_spec(spec_text)
+        return services.backends.get(spec_text)
+    except JudgeSpecError as exc:
+        raise ApiProblem(422, "Invalid judge", str(exc), field="judge") from None
+
+
+async def resolve_target(
+    services: Services, data: RegradeJobCreate
+) -> tuple[RegradeTarget, JudgeBackend]:
+    """The job's rubric, judge and mode; 422 naming the field at fault."""
+    if data.rubric is None and data.judge is None:
+        raise ApiProblem(422, "Invalid request", "give a rubric, a judge or both", field="rubric")
+    rubric = await resolve_rubric(services, data.rubric)
+    spec_text = data.judge or services.settings.judge
+    backend = _backend(services, spec_text)
+    spec = parse_judge_spec(spec_text)
+    target = RegradeTarget(
+        rubric=rubric,
+        judge_spec=spec_text,
+        judge_backend=spec.backend,
+        judge_model=spec.model,
+        mode=data.mode,
+    )
+    return target, backend
+
+
+async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: str) -> JobView:
+    """Validate, estimate and store the job (a dry run stores only the estimate)."""
+    target, backend = await resolve_target(services, data)
+    f = data.filter.to_filter()
+    estimate = await estimate_regrade(services, f, target.rubric, backend)
+    view = await services.store.create_regrade_job(
+        f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
+    )
+    services.waiters.work.set()
+    return view

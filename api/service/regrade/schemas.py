@@ -1,0 +1,122 @@
+"""API input and output models of regrade jobs (CONTRACT.md, "Regrade jobs")."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictStr
+
+from storage.regrade.progress import JobView
+from storage.regrade.select import RegradeFilter
+
+__all__ = ["RegradeFilterIn", "RegradeJobCreate", "RegradeJobPublic", "job_public"]
+
+_NAME = Field(default=None, max_length=256)
+
+
+class RegradeFilterIn(BaseModel):
+    """Which submissions to regrade; every key optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: StrictStr | None = _NAME
+    model: StrictStr | None = _NAME
+    scenario_id: StrictStr | None = Field(default=None, max_length=128)
+    created_after: AwareDatetime | None = None
+    created_before: AwareDatetime | None = None
+    rubric_version: StrictStr | None = Field(
+        default=None, max_length=160, description="of the current grading: id@version or version"
+    )
+    judge: StrictStr | None = Field(
+        default=None, max_length=512, description="of the current grading, e.g. external:sregym"
+    )
+    passed: StrictBool | None = None
+    tags: list[StrictStr] = Field(default_factory=list, max_length=20, description="scenario tags")
+
+    def to_filter(self) -> RegradeFilter:
+        """The storage filter."""
+        return RegradeFilter(
+            agent=self.agent,
+            model=self.model,
+            scenario_id=self.scenario_id,
+            created_after=self.created_after,
+            created_before=self.created_before,
+            rubric_version=self.rubric_version,
+            judge=self.judge,
+            passed=self.passed,
+            tags=tuple(self.tags),
+        )
+
+
+class RegradeJobCreate(BaseModel):
+    """A regrade job: a filter, a target rubric and/or judge, a mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    filter: RegradeFilterIn = Field(default_factory=RegradeFilterIn)
+    rubric: StrictStr | None = Field(default=None, max_length=160, description="id or id@version")
+    judge: StrictStr | None = Field(default=None, max_length=512, description="BACKEND:MODEL[@URL]")
+    mode: Literal["shadow", "promote"] = "shadow"
+    dry_run: StrictBool = False
+
+
+class RegradeJobPublic(BaseModel):
+    """A regrade job with its progress and estimate."""
+
+    id: str
+    state: Literal["queued", "running", "paused", "done", "failed", "cancelled"]
+    dry_run: bool
+    mode: str
+    filter: dict[str, Any]
+    rubric: dict[str, str]
+    judge: str
+    total: int
+    done: int
+    failed: int
+    cancelled: int
+    remaining: int
+    judge_calls: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    #: finished items per second
+    rate: float | None
+    eta_seconds: float | None
+    estimate: dict[str, Any]
+    error: str | None
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+def job_public(view: JobView) -> RegradeJobPublic:
+    """The public job object."""
+    job, p = view.job, view.progress
+    return RegradeJobPublic(
+        id=job.id,
+        state=job.state,  # type: ignore[arg-type]
+        dry_run=job.dry_run,
+        mode=job.mode,
+        filter=job.filter,
+        rubric={"id": job.rubric_id, "version": job.rubric_version},
+        judge=job.judge_spec,
+        total=job.total,
+        done=p.done,
+        failed=p.failed,
+        cancelled=p.cancelled,
+        remaining=p.remaining,
+        judge_calls=p.judge_calls,
+        cache_hits=p.cache_hits,
+        prompt_tokens=p.prompt_tokens,
+        completion_tokens=p.completion_tokens,
+        rate=p.rate,
+        eta_seconds=p.eta_seconds,
+        estimate=job.estimate,
+        error=job.error,
+        created_by=job.created_by,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+    )

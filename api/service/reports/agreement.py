@@ -1,0 +1,90 @@
+"""The agreement report: judge vs human, judge vs judge, human vs human, as data and table.
+
+Shared by ``GET /v1/stats/agreement`` and ``sre-judge report agreement``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from api.service.reports.tables import Tabular
+from judge.agreement import AgreementRow, agreement_report
+from storage.agreement import AGREEMENT_KINDS, AgreementKind, LabelSource
+from storage.report_queries import ReportFilter
+
+if TYPE_CHECKING:
+    from storage import Store
+
+__all__ = ["AgreementReport", "KindAgreement", "agreement_table", "build_agreement_report"]
+
+NOTE = (
+    "kappa: Cohen's, 95% CI from the large-sample standard error (Fleiss, Cohen, Everitt); "
+    "accuracy with its Wilson 95% interval; confusion counts are rater a -> rater b"
+)
+RATERS = {
+    "judge_human": ("judge", "human"),
+    "judge_judge": ("earlier judge", "later judge"),
+    "human_human": ("first human", "second human"),
+}
+
+
+class KindAgreement(BaseModel):
+    """The rows of one kind of agreement."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: AgreementKind
+    rater_a: str
+    rater_b: str
+    rows: list[AgreementRow]
+
+
+class AgreementReport(BaseModel):
+    """Agreement figures per kind, group, question, dimension and verdict."""
+
+    model_config = ConfigDict(frozen=True)
+
+    group_by: list[str]
+    source: LabelSource
+    kinds: list[KindAgreement]
+    note: str = NOTE
+
+
+async def build_agreement_report(
+    store: Store,
+    filters: ReportFilter,
+    *,
+    kinds: Sequence[AgreementKind] = AGREEMENT_KINDS,
+    group_by: Sequence[str] = (),
+    source: LabelSource = "all",
+) -> AgreementReport:
+    """Read the pairs of each kind and compute their agreement."""
+    parts = []
+    for kind in kinds:
+        pairs = await store.agreement_pairs(filters, kind, group_by=group_by, source=source)
+        a, b = RATERS[kind]
+        rows = agreement_report(pairs, group_by=group_by)
+        parts.append(KindAgreement(kind=kind, rater_a=a, rater_b=b, rows=rows))
+    return AgreementReport(group_by=list(group_by), source=source, kinds=parts)
+
+
+def agreement_table(report: AgreementReport) -> Tabular:
+    """One row per kind, group, level and item; kappa with its interval."""
+    columns = [
+        "kind", *report.group_by, "level", "item", "n", "accuracy", "kappa", "kappa_se",
+        "kappa_ci_low", "kappa_ci_high", "yes->yes", "yes->no", "no->yes", "no->no",
+    ]  # fmt: skip
+    rows: list[list[Any]] = []
+    for part in report.kinds:
+        for row in part.rows:
+            f = row.agreement
+            ci = f.kappa_interval
+            rows.append([
+                part.kind, *(row.group.get(k) for k in report.group_by), row.level, row.item,
+                f.n, f.accuracy, f.kappa, f.kappa_se, ci.low if ci else None,
+                ci.high if ci else None, *f.confusion.values(),
+            ])  # fmt: skip
+    return Tabular(title="Agreement", columns=columns, rows=rows, notes=[report.note])

@@ -1,0 +1,136 @@
+"""Exports of stored gradings, streamed as text chunks: JSONL, CSV and SREGym's CSV.
+
+- ``jsonl``: one grading object per line (the API's shape, ground truth included).
+- ``csv``: one row per grading, then one column per question with the effective answer
+  and one with the judge's (``D1-Q1``, ``D1-Q1.judge``), for every rubric in scope.
+- ``sregym``: the columns SREGym writes per attempt (``problem_id``, ``attempt``,
+  ``Diagnosis.success``, ``Diagnosis.composite_score``, ``Diagnosis.dimensions``,
+  ``Diagnosis.checklist`` ...), dicts and lists as Python reprs as SREGym's
+  ``csv.DictWriter`` leaves them, so results plug back into SREGym tooling.
+
+Effective values (after human overrides) everywhere; the judge's own beside them where
+the format has room.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import AsyncIterator, Iterable
+from typing import Any, Literal
+
+from api.http.auth import Principal
+from api.service.presenters import grading_public
+from api.service.reports.sregym_rows import SREGYM_COLUMNS, sregym_row
+from judge.rubric import Rubric
+from storage.effective import effective_answers
+from storage.exports import ExportedGrading, GradingExport
+
+__all__ = ["EXPORT_FORMATS", "MEDIA_TYPES", "ExportFormat", "export_chunks"]
+
+ExportFormat = Literal["jsonl", "csv", "sregym"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "csv", "sregym")
+MEDIA_TYPES: dict[ExportFormat, str] = {
+    "jsonl": "application/x-ndjson",
+    "csv": "text/csv",
+    "sregym": "text/csv",
+}
+
+#: exports are read by whoever holds the database or an admin token
+_EXPORTER = Principal(id="export", name="export", role="admin")
+
+_GRADING_COLUMNS = (
+    "grading_id",
+    "submission_id",
+    "status",
+    "unscored_reason",
+    "agent",
+    "model",
+    "scenario_id",
+    "run_id",
+    "attempt",
+    "rubric_id",
+    "rubric_version",
+    "judge_backend",
+    "judge_model",
+    "yes_count",
+    "composite",
+    "passed",
+    "judge_passed",
+    "overridden",
+    "needs_review",
+    "provisional",
+    "is_current",
+    "tags",
+    "created_at",
+    "graded_at",
+)
+
+
+def _csv_line(values: Iterable[Any]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(values)
+    return buffer.getvalue()
+
+
+def question_ids(rubrics: dict[tuple[str, str], Rubric]) -> list[str]:
+    """Every question id of the rubrics, in rubric order, each once."""
+    seen: dict[str, None] = {}
+    for key in sorted(rubrics):
+        for question in rubrics[key].questions:
+            seen.setdefault(question.id)
+    return list(seen)
+
+
+def _csv_row(item: ExportedGrading, questions: list[str]) -> list[Any]:
+    g, s = item.view.grading, item.view.submission
+    values = {
+        "grading_id": g.id,
+        "submission_id": g.submission_id,
+        "agent": s.agent,
+        "model": s.model,
+        "scenario_id": s.scenario_id,
+        "run_id": s.run_id,
+        "attempt": s.attempt,
+        "tags": ";".join(t.tag for t in item.tags),
+        "created_at": g.created_at.isoformat(),
+        "graded_at": g.graded_at.isoformat() if g.graded_at else None,
+    }
+    row = [values[c] if c in values else getattr(g, c) for c in _GRADING_COLUMNS]
+    effective = effective_answers(item.view.answers, item.overrides)
+    judge = {a.question_id: a.judge_answer for a in item.view.answers}
+    for question in questions:
+        row += [_yes_no(effective.get(question)), _yes_no(judge.get(question))]
+    return row
+
+
+def _yes_no(value: bool | None) -> str | None:
+    return None if value is None else ("yes" if value else "no")
+
+
+async def export_chunks(export: GradingExport, fmt: ExportFormat) -> AsyncIterator[str]:
+    """The export as text chunks (a header, then one chunk per grading)."""
+    rubrics = export.rubrics
+    if fmt == "jsonl":
+        async for item in export.gradings:
+            body = grading_public(
+                item.view,
+                rubric=rubrics.get((item.view.grading.rubric_id, item.view.grading.rubric_version)),
+                principal=_EXPORTER,
+                overrides=item.overrides,
+                tags=item.tags,
+            )
+            yield json.dumps(body.model_dump(mode="json"), ensure_ascii=False) + "\n"
+    elif fmt == "csv":
+        questions = question_ids(rubrics)
+        header = [*_GRADING_COLUMNS, *(f"{q}{s}" for q in questions for s in ("", ".judge"))]
+        yield _csv_line(header)
+        async for item in export.gradings:
+            yield _csv_line(_csv_row(item, questions))
+    else:
+        yield _csv_line(SREGYM_COLUMNS)
+        async for item in export.gradings:
+            g = item.view.grading
+            row = sregym_row(item, rubrics.get((g.rubric_id, g.rubric_version)))
+            yield _csv_line(row[c] for c in SREGYM_COLUMNS)

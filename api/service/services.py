@@ -1,0 +1,156 @@
+"""What the routes and workers share: settings, store, rubrics, judge backends, wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from api.service.settings import Settings
+from judge.backends import JudgeBackend, build_backend
+from judge.calls import Completion, JudgeRequest
+from judge.rubric import Rubric
+from judge.spec import JudgeSpec, parse_judge_spec
+from storage import Store
+
+__all__ = ["BackendPool", "JudgeHealth", "LimitedBackend", "RubricCatalog", "Services", "Waiters"]
+
+
+class RubricCatalog:
+    """Rubrics by id (the files' current versions) and by id and version (history)."""
+
+    def __init__(self, rubrics: Mapping[str, Rubric], store: Store) -> None:
+        self.current = dict(rubrics)
+        self._store = store
+        self._versions = {(r.id, r.version): r for r in rubrics.values()}
+
+    async def resolve(self, rubric_id: str, version: str | None = None) -> Rubric | None:
+        """The rubric of that id (current when no version) or None."""
+        if version is None:
+            return self.current.get(rubric_id)
+        if (rubric_id, version) not in self._versions:
+            stored = await self._store.get_rubric(rubric_id, version)
+            if stored is None:
+                return None
+            self._versions[(rubric_id, version)] = stored
+        return self._versions[(rubric_id, version)]
+
+
+@dataclass
+class JudgeHealth:
+    """The last thing known about a judge endpoint."""
+
+    ok: bool | None = None
+    reason: str | None = None
+    at: datetime | None = None
+
+
+class LimitedBackend:
+    """A judge backend whose requests wait for a slot of their endpoint's limit.
+
+    Only the request takes a slot: building the prompt, the judge cache, parsing,
+    storing and the waits between retries happen outside it, so the endpoint's slots
+    are busy with judge calls only and the judge's own limit is what bounds throughput.
+    Other attributes (such as ``context_window``) are the wrapped backend's.
+    """
+
+    def __init__(self, backend: JudgeBackend, slots: asyncio.Semaphore) -> None:
+        self.backend = backend
+        self.name, self.model, self.base_url = backend.name, backend.model, backend.base_url
+        self._slots = slots
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Send one request once a slot is free."""
+        async with self._slots:
+            return await self.backend.complete(request)
+
+    async def probe(self) -> None:
+        """Probe the wrapped backend (takes no slot)."""
+        await self.backend.probe()
+
+    async def aclose(self) -> None:
+        """Close the wrapped backend's client."""
+        await self.backend.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+
+class BackendPool:
+    """One backend per judge spec, and a concurrency limit per judge endpoint."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        injected: Mapping[str, JudgeBackend] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._backends: dict[str, JudgeBackend] = dict(injected or {})
+        self._limits: dict[tuple[str, str | None], asyncio.Semaphore] = {}
+        self._limited: dict[str, LimitedBackend] = {}
+        self.health: dict[str, JudgeHealth] = {}
+
+    def get(self, spec_text: str) -> JudgeBackend:
+        """The backend for a spec, built on first use."""
+        if spec_text not in self._backends:
+            spec = parse_judge_spec(spec_text)
+            self._backends[spec_text] = build_backend(spec, timeout=self._settings.judge_timeout)
+        return self._backends[spec_text]
+
+    def limited(self, spec_text: str) -> LimitedBackend:
+        """The backend for a spec, its requests bounded by the endpoint's limit."""
+        if spec_text not in self._limited:
+            self._limited[spec_text] = LimitedBackend(self.get(spec_text), self.limit(spec_text))
+        return self._limited[spec_text]
+
+    def limit(self, spec_text: str) -> asyncio.Semaphore:
+        """The semaphore bounding concurrent calls to this spec's endpoint."""
+        spec: JudgeSpec = parse_judge_spec(spec_text)
+        key = (spec.backend, spec.base_url)
+        if key not in self._limits:
+            self._limits[key] = asyncio.Semaphore(self._settings.judge_concurrency)
+        return self._limits[key]
+
+    def record(self, spec_text: str, *, ok: bool, reason: str | None = None) -> None:
+        """Remember how the last call to a judge went (for readiness)."""
+        self.health[spec_text] = JudgeHealth(ok=ok, reason=reason, at=datetime.now(UTC))
+
+    async def aclose(self) -> None:
+        """Close every backend's client."""
+        for backend in self._backends.values():
+            await backend.aclose()
+
+
+@dataclass
+class Waiters:
+    """In-process wake-ups: workers when work arrives, requests when a grading ends."""
+
+    work: asyncio.Event = field(default_factory=asyncio.Event)
+    _done: dict[str, asyncio.Event] = field(default_factory=dict)
+
+    def event_for(self, grading_id: str) -> asyncio.Event:
+        """The event set when that grading is completed in this process."""
+        return self._done.setdefault(grading_id, asyncio.Event())
+
+    def completed(self, grading_id: str) -> None:
+        """Wake whoever waits for that grading."""
+        event = self._done.pop(grading_id, None)
+        if event is not None:
+            event.set()
+
+    def forget(self, grading_id: str) -> None:
+        """Stop tracking a grading nobody waits for any more."""
+        self._done.pop(grading_id, None)
+
+
+@dataclass
+class Services:
+    """Everything the app wires together, kept in ``app.state.services``."""
+
+    settings: Settings
+    store: Store
+    rubrics: RubricCatalog
+    backends: BackendPool
+    waiters: Waiters = field(default_factory=Waiters)

@@ -1,0 +1,299 @@
+"""Grading workers: claim pending gradings with a lease, grade, store the result.
+
+A grading whose judge could not be reached stays pending with the reason and is tried
+again later; every other outcome (graded, or unscored for a reason retrying cannot
+fix) is stored once, by the worker that still holds the lease.
+
+Shutdown (SIGTERM) is graceful: ``begin_shutdown`` stops claiming at once; ``stop``
+lets in-flight gradings finish until ``shutdown_seconds`` after that, then cancels
+those still waiting for the judge and releases their leases, so another process (or
+a restart) takes them at once. A grading being stored is never cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from api.service.judging import build_grader, member_specs
+from api.service.metrics import Metrics
+from api.service.observability import bind_log_context, log_grading
+from api.service.qualification import Qualifications
+from api.service.services import Services
+from judge.errors import InputError, JudgeSpecError
+from judge.verdict import GradingResult
+from storage import Claim
+
+__all__ = ["RETRY_LATER", "GradingWorkers", "new_worker_id"]
+
+log = logging.getLogger("sre_judge.workers")
+
+#: unscored reasons that mean "the judge is not there now": keep the grading pending
+RETRY_LATER = frozenset({"judge_unavailable", "judge_timeout", "judge_rate_limited"})
+
+
+def new_worker_id() -> str:
+    """host:pid:random, unique per worker process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _unscored(claim: Claim, reason: str, detail: str) -> GradingResult:
+    backend, _, model = claim.judge_spec.partition(":")
+    return GradingResult(
+        status="unscored",
+        unscored_reason=reason,
+        detail=detail,
+        rubric_id=claim.rubric_id,
+        rubric_version=claim.rubric_version,
+        judge_backend=backend,
+        judge_model=model.rpartition("@")[0] or model,
+        review_reasons=("unscored",),
+    )
+
+
+class GradingWorkers:
+    """Grading inside one process: one dispatcher claims work for up to ``count`` tasks.
+
+    Claiming in batches for the free slots keeps database transactions per grading low;
+    the dispatcher wakes when a submission arrives, when a slot frees, or every
+    ``poll_seconds`` (work submitted through other processes).
+    """
+
+    def __init__(
+        self,
+        services: Services,
+        *,
+        count: int,
+        worker_id: str | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.services = services
+        self.count = count
+        self.worker_id = worker_id or new_worker_id()
+        self.metrics = metrics or Metrics()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._in_flight: dict[asyncio.Task[None], Claim] = {}
+        #: gradings whose outcome is being written: never cancelled
+        self._storing: set[str] = set()
+        self._deadline: float | None = None
+        self._qualifications: Qualifications | None = None
+        #: whether the last claim may have left claimable work behind (see ``_finished``)
+        self._backlog = False
+
+    @property
+    def in_flight(self) -> int:
+        """Gradings being worked on now."""
+        return len(self._in_flight)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether shutdown has begun (no more work is claimed)."""
+        return self._deadline is not None
+
+    def start(self) -> None:
+        """Start the dispatcher."""
+        if self._dispatcher is None and self.count > 0 and not self.stopping:
+            self._dispatcher = asyncio.create_task(self._dispatch(), name="grading-dispatcher")
+
+    def begin_shutdown(self) -> None:
+        """Stop claiming work; what is in flight may finish until ``shutdown_seconds`` from now."""
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self.services.settings.shutdown_seconds
+            log.info(
+                "shutting down: no more work is claimed",
+                extra={"in_flight": len(self._in_flight)},
+            )
+        self.services.waiters.work.set()
+
+    async def stop(self) -> None:
+        """Stop taking work, let in-flight gradings finish until the deadline, release the rest.
+
+        Afterwards each grading this worker had claimed is stored, or pending with no
+        lease (a restart takes it at once).
+        """
+        self.begin_shutdown()
+        assert self._deadline is not None
+        if self._dispatcher is not None:
+            await self._settle(self._dispatcher, self._deadline)
+            self._dispatcher = None
+        tasks = dict(self._in_flight)
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=max(0.0, self._deadline - time.monotonic()))
+            cut = [t for t in late if tasks[t].grading_id not in self._storing]
+            for task in cut:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+            for task in cut:
+                await self._release(tasks[task])
+        self._in_flight.clear()
+
+    @staticmethod
+    async def _settle(task: asyncio.Task[None], deadline: float) -> None:
+        """Wait for the dispatcher to see the flag and return; cancel it past the deadline."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.shield(task), timeout=max(0.1, deadline - time.monotonic())
+            )
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async def _release(self, claim: Claim) -> None:
+        """Give a claim back unfinished (shutdown)."""
+        with bind_log_context(grading_id=claim.grading_id):
+            try:
+                released = await asyncio.wait_for(
+                    self.services.store.release_lease(claim.grading_id, self.worker_id), timeout=10
+                )
+            except Exception:
+                log.exception("releasing the lease failed; it will expire")
+                return
+            if released:
+                self.metrics.gradings_released.inc()
+                log.info("lease released unfinished at shutdown")
+
+    async def _dispatch(self) -> None:
+        settings = self.services.settings
+        wake = self.services.waiters.work
+        while not self.stopping:
+            wake.clear()
+            free = self.count - len(self._in_flight)
+            claims: list[Claim] = []
+            if free > 0:
+                try:
+                    claims = await self.services.store.claim_pending(
+                        self.worker_id, limit=free, lease_seconds=settings.lease_seconds
+                    )
+                except Exception:
+                    log.exception("claiming work failed")
+            # work may be left unclaimed: no slot was free, or every free slot was filled
+            self._backlog = free == 0 or (bool(claims) and len(claims) == free)
+            if self.stopping:  # claimed while shutdown began: give them back at once
+                for claim in claims:
+                    await self._release(claim)
+                return
+            for claim in claims:
+                task = asyncio.create_task(self.process(claim), name=f"grade-{claim.grading_id}")
+                self._in_flight[task] = claim
+                task.add_done_callback(self._finished)
+            if claims and len(claims) == free:
+                continue  # there may be more; slots free up and set the wake event
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=settings.poll_seconds)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.pop(task, None)
+        if self._backlog:  # the freed slot can take work left pending; else nothing to look for
+            self.services.waiters.work.set()
+
+    async def process(self, claim: Claim) -> None:
+        """Grade one claimed grading and store the outcome."""
+        with bind_log_context(grading_id=claim.grading_id):
+            await self._process(claim)
+
+    async def _process(self, claim: Claim) -> None:
+        store = self.services.store
+        # judge cache entries, stored with the outcome (one write transaction, not one per call)
+        cache_rows: list[dict[str, Any]] = []
+        try:
+            result = await self._grade(claim, cache_rows)
+            self._storing.add(claim.grading_id)
+            if result.status == "unscored" and result.unscored_reason in RETRY_LATER:
+                retry_at = datetime.now(UTC) + timedelta(
+                    seconds=self.services.settings.judge_retry_seconds
+                )
+                stored = await store.defer_grading(
+                    claim.grading_id,
+                    self.worker_id,
+                    reason=f"{result.unscored_reason}: {result.detail or ''}".strip(": "),
+                    retry_at=retry_at,
+                    calls=list(result.calls),
+                    cache_rows=cache_rows,
+                )
+                self._account(result, "deferred" if stored else "discarded")
+            else:
+                result, provisional = await self._provisional(claim, result)
+                stored = await store.complete_grading(
+                    claim.grading_id,
+                    self.worker_id,
+                    result,
+                    provisional=provisional,
+                    cache_rows=cache_rows,
+                )
+                self._account(result, "completed" if stored else "discarded")
+        except Exception:
+            log.exception("grading %s failed; it will be retried", claim.grading_id)
+            self.metrics.gradings_deferred.labels("internal_error").inc()
+            retry_at = datetime.now(UTC) + timedelta(
+                seconds=self.services.settings.judge_retry_seconds
+            )
+            with contextlib.suppress(Exception):
+                await store.defer_grading(
+                    claim.grading_id,
+                    self.worker_id,
+                    reason="internal_error",
+                    retry_at=retry_at,
+                    calls=[],
+                )
+        finally:
+            self._storing.discard(claim.grading_id)
+            self.services.waiters.completed(claim.grading_id)
+
+    async def _provisional(self, claim: Claim, result: GradingResult) -> tuple[GradingResult, bool]:
+        """Provisional (judge not qualified) and self-preference marks (see qualification)."""
+        if self._qualifications is None:
+            self._qualifications = Qualifications(self.services.store, self.services.settings)
+        rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
+        asking = self.services.settings.judge_asking or (rubric.asking if rubric else "single")
+        return await self._qualifications.mark(
+            claim.grading_id, claim.judge_spec, asking, result, agent_model=claim.agent_model
+        )
+
+    def _account(self, result: GradingResult, stored: str) -> None:
+        """Metrics, and a log line per judge call and for the outcome."""
+        self.metrics.record_grading(result, stored=stored)
+        log_grading(log, result, stored)
+
+    async def _grade(self, claim: Claim, cache_rows: list[dict[str, Any]]) -> GradingResult:
+        """Grade; the judge cache entries of its calls are collected in ``cache_rows``."""
+        services = self.services
+        rubric = await services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
+        if rubric is None:
+            return _unscored(
+                claim,
+                "rubric_unknown",
+                f"rubric {claim.rubric_id}@{claim.rubric_version} is not known",
+            )
+        try:
+            grader = build_grader(services, claim.judge_spec, cache_rows=cache_rows)
+        except JudgeSpecError as exc:
+            return _unscored(claim, "judge_spec_invalid", str(exc))
+        # the judge's concurrency limit bounds its requests only (LimitedBackend)
+        heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
+        try:
+            result = await grader.grade(rubric, claim.ground_truth, claim.diagnosis)
+        except InputError as exc:
+            return _unscored(claim, "invalid_input", str(exc))
+        finally:
+            heartbeat.cancel()
+        if result.calls:
+            failed = result.unscored_reason in RETRY_LATER
+            for spec in member_specs(claim.judge_spec):
+                services.backends.record(
+                    spec, ok=not failed, reason=result.unscored_reason if failed else None
+                )
+        return result
+
+    async def _heartbeat(self, grading_id: str) -> None:
+        lease = self.services.settings.lease_seconds
+        while True:
+            await asyncio.sleep(lease / 3)
+            await self.services.store.extend_lease(grading_id, self.worker_id, lease_seconds=lease)

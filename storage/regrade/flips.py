@@ -1,0 +1,123 @@
+"""Reading a regrade job's items beside the gradings they were measured against.
+
+Each item pairs the previous grading (current when the job started) with the new one,
+with the judge's answers of both and the human overrides in force on the previous
+grading. The report built from these (``api.service.regrade.flips``) holds no database code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import aliased
+from sqlmodel import col
+
+from judge.adjudication import overrides_in_force
+from storage.base import StoreBase
+from storage.errors import NotFound
+from storage.overrides import override_events
+from storage.regrade.tables import RegradeJobRecord
+from storage.review_tables import OverrideRecord
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+
+__all__ = ["FlipItem", "FlipReads", "GradingSide"]
+
+_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class GradingSide:
+    """One grading of a pair: its verdicts and the judge's answers by question."""
+
+    id: str
+    status: str
+    passed: bool | None
+    judge_passed: bool | None
+    yes_count: int | None
+    judge_answers: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FlipItem:
+    """A regrade item and the grading it is compared with."""
+
+    submission_id: str
+    agent: str | None
+    model: str | None
+    scenario_id: str | None
+    old: GradingSide
+    new: GradingSide
+    #: human answer overrides in force on the previous grading: question -> yes/no
+    human_answers: dict[str, bool] = field(default_factory=dict)
+    #: a human verdict override in force on the previous grading: True pass, False fail
+    human_verdict: bool | None = None
+
+
+def _side(grading: GradingRecord, answers: dict[str, dict[str, bool]]) -> GradingSide:
+    return GradingSide(
+        id=grading.id,
+        status=grading.status,
+        passed=grading.passed,
+        judge_passed=grading.judge_passed,
+        yes_count=grading.yes_count,
+        judge_answers=answers.get(grading.id, {}),
+    )
+
+
+class FlipReads(StoreBase):
+    """Reading a job's pairs."""
+
+    async def regrade_pairs(self, job_id: str) -> list[FlipItem]:
+        """Every item of the job with its previous grading; NotFound for an unknown job."""
+        new, old = aliased(GradingRecord), aliased(GradingRecord)
+        query = (
+            select(new, old, SubmissionRecord)
+            .join(old, col(old.id) == col(new.previous_grading_id))
+            .join(SubmissionRecord, col(SubmissionRecord.id) == col(new.submission_id))
+            .where(col(new.regrade_job_id) == job_id)
+            .order_by(col(SubmissionRecord.created_at), col(SubmissionRecord.id))
+        )
+        async with self._read() as session:
+            if await session.get(RegradeJobRecord, job_id) is None:
+                raise NotFound(f"no regrade job {job_id!r}")
+            rows = [(r[0], r[1], r[2]) for r in await session.execute(query)]
+            ids = [g.id for n, o, _ in rows for g in (n, o)]
+            answers: dict[str, dict[str, bool]] = {}
+            overrides: dict[str, list[OverrideRecord]] = {}
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                found = select(AnswerRecord).where(col(AnswerRecord.grading_id).in_(chunk))
+                for a in (await session.execute(found)).scalars():
+                    answers.setdefault(a.grading_id, {})[a.question_id] = a.judge_answer
+                human = select(OverrideRecord).where(col(OverrideRecord.grading_id).in_(chunk))
+                for o in (await session.execute(human)).scalars():
+                    overrides.setdefault(o.grading_id, []).append(o)
+        return [_item(n, o, s, answers, overrides.get(o.id, ())) for n, o, s in rows]
+
+
+def _item(
+    new: GradingRecord,
+    old: GradingRecord,
+    submission: SubmissionRecord,
+    answers: dict[str, dict[str, bool]],
+    overrides: Sequence[OverrideRecord],
+) -> FlipItem:
+    in_force = overrides_in_force(override_events(list(overrides)))
+    human = {
+        qid: event.answer
+        for (kind, qid), event in in_force.items()
+        if kind == "answer" and event.answer is not None
+    }
+    verdict = in_force.get(("verdict", ""))
+    return FlipItem(
+        submission_id=submission.id,
+        agent=submission.agent,
+        model=submission.model,
+        scenario_id=submission.scenario_id,
+        old=_side(old, answers),
+        new=_side(new, answers),
+        human_answers=human,
+        human_verdict=None if verdict is None else verdict.verdict == "pass",
+    )

@@ -1,0 +1,228 @@
+"""Regrade jobs: creating one with its items, reading its progress, pausing and cancelling.
+
+A job's items are gradings: one new pending grading per covered submission, with the
+job's rubric and judge, ``is_current`` false and ``previous_grading_id`` pointing at the
+grading that was current when the job started. They are all written in the job's own
+transaction, so a job exists whole or not at all and survives any restart; the usual
+workers grade them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.rubric import Rubric
+from storage.errors import Conflict, NotFound
+from storage.queue import QueueStore
+from storage.regrade.progress import JobView, job_progress
+from storage.regrade.select import (
+    RegradeFilter,
+    candidates_query,
+    matching_scenarios,
+    totals_query,
+)
+from storage.regrade.tables import RegradeJobRecord
+from storage.tables import GradingRecord, ScenarioRecord, new_id
+
+__all__ = ["Candidate", "RegradeStore", "RegradeTarget", "RegradeTotals"]
+
+_INSERT_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class RegradeTarget:
+    """What a job grades with: rubric, judge (spec, backend, model) and mode."""
+
+    rubric: Rubric
+    judge_spec: str
+    judge_backend: str
+    judge_model: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class RegradeTotals:
+    """Covered submissions and their text size, from SQL alone."""
+
+    submissions: int
+    text_chars: int
+    empty_diagnoses: int
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One covered submission's texts (for cache look-ups of a dry run)."""
+
+    grading_id: str
+    submission_id: str
+    diagnosis: str
+    ground_truth: str
+
+
+class RegradeStore(QueueStore):
+    """Regrade jobs and their items."""
+
+    async def _scenarios(self, session: AsyncSession, f: RegradeFilter) -> list[str] | None:
+        if not f.tags:
+            return None
+        rows = list((await session.execute(select(ScenarioRecord))).scalars())
+        return matching_scenarios(rows, f.tags)
+
+    async def regrade_totals(self, f: RegradeFilter) -> RegradeTotals:
+        """How many submissions the filter covers and how much text they hold."""
+        async with self._read() as session:
+            query = totals_query(f, await self._scenarios(session, f))
+            count, chars, empty = (await session.execute(query)).one()
+        return RegradeTotals(int(count), int(chars or 0), int(empty or 0))
+
+    async def regrade_candidates(self, f: RegradeFilter) -> list[Candidate]:
+        """The covered submissions with their texts."""
+        async with self._read() as session:
+            query = candidates_query(f, await self._scenarios(session, f), texts=True)
+            return [Candidate(*row) for row in await session.execute(query)]
+
+    async def create_regrade_job(
+        self,
+        f: RegradeFilter,
+        target: RegradeTarget,
+        *,
+        actor: str,
+        dry_run: bool = False,
+        estimate: dict[str, Any] | None = None,
+    ) -> JobView:
+        """Store a job and its items in one transaction; a dry run stores the estimate only."""
+        now = self._clock()
+        job = RegradeJobRecord(
+            id=new_id(),
+            state="done" if dry_run else "queued",
+            dry_run=dry_run,
+            filter=f.as_json(),
+            rubric_id=target.rubric.id,
+            rubric_version=target.rubric.version,
+            judge_spec=target.judge_spec,
+            mode=target.mode,
+            estimate=dict(estimate or {}),
+            created_by=actor,
+            created_at=now,
+            finished_at=now if dry_run else None,
+        )
+        async with self._write() as session:
+            session.add(job)
+            await session.flush()
+            if dry_run:
+                job.total = int((estimate or {}).get("submissions", 0))
+            else:
+                await self._ensure_rubric(session, target.rubric, actor=actor)
+                job.total = await self._create_items(session, job, f, target)
+            await session.flush()
+            await self._audit(
+                session,
+                "regrade_job.created",
+                entity_type="regrade_job",
+                entity_id=job.id,
+                actor=actor,
+                payload={
+                    "job_id": job.id,
+                    "filter": job.filter,
+                    "dry_run": dry_run,
+                    "rubric": {"id": job.rubric_id, "version": job.rubric_version},
+                    "judge": job.judge_spec,
+                    "mode": job.mode,
+                    "total": job.total,
+                    "estimate": job.estimate,
+                },
+            )
+            if not dry_run and job.total == 0:
+                await self._end_job(session, job, actor)
+            progress = await job_progress(session, job, now)
+        return JobView(job=job, progress=progress)
+
+    async def _create_items(
+        self, session: AsyncSession, job: RegradeJobRecord, f: RegradeFilter, t: RegradeTarget
+    ) -> int:
+        query = candidates_query(f, await self._scenarios(session, f))
+        pairs = list(await session.execute(query))
+        now = self._clock()
+        rows = [
+            GradingRecord(
+                id=new_id(),
+                submission_id=submission_id,
+                rubric_id=t.rubric.id,
+                rubric_version=t.rubric.version,
+                judge_spec=t.judge_spec,
+                judge_backend=t.judge_backend,
+                judge_model=t.judge_model,
+                status="pending",
+                is_current=False,
+                created_at=now,
+                regrade_job_id=job.id,
+                previous_grading_id=previous_id,
+            ).model_dump()
+            for previous_id, submission_id in pairs
+        ]
+        table = GradingRecord.__table__  # type: ignore[attr-defined]
+        for start in range(0, len(rows), _INSERT_BATCH):
+            await session.execute(insert(table), rows[start : start + _INSERT_BATCH])
+        return len(rows)
+
+    async def get_regrade_job(self, job_id: str) -> JobView:
+        """A job with its progress; NotFound for an unknown id."""
+        async with self._read() as session:
+            job = await session.get(RegradeJobRecord, job_id)
+            if job is None:
+                raise NotFound(f"no regrade job {job_id!r}")
+            return JobView(job=job, progress=await job_progress(session, job, self._clock()))
+
+    async def change_regrade_job(self, job_id: str, action: str, *, actor: str) -> JobView:
+        """``pause``, ``resume`` or ``cancel`` a job; Conflict when its state does not allow it."""
+        async with self._write() as session:
+            job = await self._locked_job(session, job_id)
+            if job is None:
+                raise NotFound(f"no regrade job {job_id!r}")
+            allowed = {
+                "pause": ("queued", "running"),
+                "resume": ("paused", "cancelled"),
+                "cancel": ("queued", "running", "paused"),
+            }[action]
+            if job.dry_run or job.state not in allowed:
+                raise Conflict(f"a {job.state} regrade job cannot be {action}d")
+            if action == "cancel":
+                await self._set_items(session, job.id, "pending", "cancelled")
+                await self._end_job(session, job, actor, state="cancelled")
+            else:
+                if job.state == "cancelled":
+                    await self._set_items(session, job.id, "cancelled", "pending")
+                    job.finished_at, job.counts = None, {}
+                paused = action == "pause"
+                job.state = "paused" if paused else ("running" if job.started_at else "queued")
+                await session.flush()
+                await self._audit(
+                    session,
+                    f"regrade_job.{action}d",
+                    entity_type="regrade_job",
+                    entity_id=job.id,
+                    actor=actor,
+                    payload={"job_id": job.id, "state": job.state},
+                )
+                if not paused:
+                    await self._finish_if_drained(session, job, actor)
+            return JobView(job=job, progress=await job_progress(session, job, self._clock()))
+
+    async def _set_items(self, session: AsyncSession, job_id: str, old: str, new: str) -> None:
+        """Move a job's items from status ``old`` to ``new``, skipping rows being written."""
+        ids = select(col(GradingRecord.id)).where(
+            col(GradingRecord.regrade_job_id) == job_id, col(GradingRecord.status) == old
+        )
+        if self._postgres:
+            ids = ids.with_for_update(skip_locked=True)
+        await session.execute(
+            update(GradingRecord)
+            .where(col(GradingRecord.id).in_(ids))
+            .values(status=new, lease_owner=None, lease_expires_at=None)
+            .execution_options(synchronize_session=False)
+        )

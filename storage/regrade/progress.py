@@ -1,0 +1,112 @@
+"""Progress of a regrade job, computed from its items (gradings) and their judge calls.
+
+Nothing is counted twice or kept in sync by hand: done, failed (unscored), remaining,
+judge calls and cache hits are aggregates over the job's gradings, so they stay right
+whichever worker process did the work and across restarts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from storage.regrade.tables import RegradeJobRecord
+from storage.tables import GradingRecord, JudgeCallRecord
+
+__all__ = ["JobProgress", "JobView", "job_progress"]
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """Counts of a job's items and calls, with the rate and the time still needed."""
+
+    total: int = 0
+    #: graded items
+    done: int = 0
+    #: unscored items (the judge could not give a usable answer)
+    failed: int = 0
+    cancelled: int = 0
+    #: items still pending
+    remaining: int = 0
+    #: calls that reached the judge
+    judge_calls: int = 0
+    #: calls answered from the judge cache
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: finished items per second since the job started
+    rate: float | None = None
+    eta_seconds: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job row with its progress."""
+
+    job: RegradeJobRecord
+    progress: JobProgress
+
+
+async def _item_counts(session: AsyncSession, job_id: str) -> dict[str, int]:
+    query = (
+        select(col(GradingRecord.status), func.count())
+        .where(col(GradingRecord.regrade_job_id) == job_id)
+        .group_by(col(GradingRecord.status))
+    )
+    return {status: int(count or 0) for status, count in await session.execute(query)}
+
+
+async def _call_counts(session: AsyncSession, job_id: str) -> dict[bool, tuple[int, int, int]]:
+    query = (
+        select(
+            col(JudgeCallRecord.cached),
+            func.count(),
+            func.coalesce(func.sum(JudgeCallRecord.prompt_tokens), 0),
+            func.coalesce(func.sum(JudgeCallRecord.completion_tokens), 0),
+        )
+        .join(GradingRecord, col(GradingRecord.id) == col(JudgeCallRecord.grading_id))
+        .where(col(GradingRecord.regrade_job_id) == job_id)
+        .group_by(col(JudgeCallRecord.cached))
+    )
+    rows = await session.execute(query)
+    return {bool(cached): (int(n or 0), int(p or 0), int(c or 0)) for cached, n, p, c in rows}
+
+
+def _rate(job: RegradeJobRecord, finished: int, now: datetime) -> float | None:
+    if job.started_at is None or finished == 0:
+        return None
+    elapsed = ((job.finished_at or now) - job.started_at).total_seconds()
+    return finished / elapsed if elapsed > 0 else None
+
+
+async def job_progress(session: AsyncSession, job: RegradeJobRecord, now: datetime) -> JobProgress:
+    """The job's progress as of ``now``."""
+    items = await _item_counts(session, job.id)
+    calls = await _call_counts(session, job.id)
+    real, hits = calls.get(False, (0, 0, 0)), calls.get(True, (0, 0, 0))
+    done, failed = items.get("graded", 0), items.get("unscored", 0)
+    remaining = items.get("pending", 0)
+    rate = _rate(job, done + failed, now)
+    eta = remaining / rate if rate and remaining and job.state == "running" else None
+    return JobProgress(
+        total=job.total,
+        done=done,
+        failed=failed,
+        cancelled=items.get("cancelled", 0),
+        remaining=remaining,
+        judge_calls=real[0],
+        cache_hits=hits[0],
+        prompt_tokens=real[1],
+        completion_tokens=real[2],
+        rate=round(rate, 4) if rate else None,
+        eta_seconds=round(eta, 1) if eta is not None else None,
+    )

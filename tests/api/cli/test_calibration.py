@@ -1,0 +1,169 @@
+"""Calibration, qualification, provisional gradings and drift, with scripted judges."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.cli.calibrate import grade_gold
+from api.service.qualification import in_review_sample, judge_identity, judge_settings
+from api.service.settings import Settings
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calibration import calibration_figures, load_gold, qualifies
+from judge.calls import JudgeRequest
+from judge.grader import Grader
+from storage import Store
+from storage.quality_tables import CalibrationRunRecord
+from tests.api.cli.test_report import run_cli
+from tests.storage.helpers import sregym_rubric
+
+GOLD = Path(__file__).parents[2] / "fixtures" / "gold-small.jsonl"
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+
+
+def _discerning(request: JudgeRequest) -> str:
+    """Yes to everything for diagnoses saying calls are refused (two of the three good)."""
+    said = "\n".join(m.content for m in request.messages)
+    return scripted_reply(request, yes=None if "refused" in said else set())
+
+
+async def test_a_discerning_judge_qualifies_and_a_lenient_one_does_not() -> None:
+    rubric = sregym_rubric()
+    items = load_gold(GOLD.read_text(), rubric)
+    assert len(items) == 6
+    lenient = await grade_gold(
+        Grader(ScriptedBackend.for_mode("pass")), rubric, items, concurrency=2
+    )
+    figures = calibration_figures(rubric, items, lenient)
+    assert (figures.gold_fails, figures.false_passes, figures.false_pass_rate) == (3, 3, 1.0)
+    assert figures.verdict_kappa == pytest.approx(0.0)
+    assert not qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
+    # passes good-1 and good-3, never a bad one: 2, 0, 1, 3 (po 5/6, pe 1/2)
+    backend = ScriptedBackend([_discerning] * 6)
+    results = await grade_gold(Grader(backend), rubric, items, concurrency=1)
+    figures = calibration_figures(rubric, items, results)
+    assert figures.false_passes == 0 and figures.false_pass_rate == 0.0
+    assert figures.verdict_kappa == pytest.approx(2 / 3)
+    assert qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
+    assert not qualifies(figures, min_kappa=0.7, max_false_pass=0.05)
+
+
+def _calibrate(database_url: str, *args: str, **env: str) -> Any:
+    import os
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, env):
+        return run_cli(database_url, "calibrate", "--gold", str(GOLD), *args)
+
+
+async def test_calibrate_stores_runs_and_marks_qualification(
+    database_url: str, engine: AsyncEngine
+) -> None:
+    lenient = _calibrate(database_url, "--judge", "scripted:pass")
+    assert lenient.returncode == 0, lenient.stderr
+    assert "qualified: no" in lenient.stdout and "false passes 3 of 3" in lenient.stdout
+    lowered = _calibrate(
+        database_url,
+        "--judge",
+        "scripted:fail",
+        "--format",
+        "json",
+        SRE_JUDGE_QUALIFY_MIN_KAPPA="-1",
+        SRE_JUDGE_QUALIFY_MAX_FALSE_PASS="0",
+    )
+    assert lowered.returncode == 0, lowered.stderr
+    out = json.loads(lowered.stdout)
+    assert out["qualified"] is True and out["false_pass_rate"] == 0.0 and out["n"] == 6
+    store = Store(engine)
+    identity = {
+        "judge_settings": judge_settings(Settings()),
+        "rubric_version": sregym_rubric().version,
+        "asking_mode": "single",
+    }
+    assert await store.is_qualified(judge_spec="scripted:fail", **identity)
+    assert not await store.is_qualified(judge_spec="scripted:pass", **identity)
+
+
+def _earlier_run() -> CalibrationRunRecord:
+    """A stored run of the same judge and gold file, when the judge was better."""
+    return CalibrationRunRecord(
+        judge_spec=judge_identity("scripted:pass@http://ignored:1"),
+        judge_settings=judge_settings(Settings()),
+        rubric_id="sregym-rca",
+        rubric_version=sregym_rubric().version,
+        gold_name=GOLD.name,
+        gold_sha256=hashlib.sha256(GOLD.read_bytes()).hexdigest(),
+        n=6,
+        verdict_kappa=0.9,
+        false_pass_rate=0.0,
+        qualified=True,
+    )
+
+
+async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: AsyncEngine) -> None:
+    store = Store(engine)
+    await store.add_calibration_run(_earlier_run())
+    quiet = _calibrate(database_url, "--judge", "scripted:pass")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "verdict kappa 0.900, now 0.000 - DRIFT" in quiet.stdout
+    # compared with the run just before: 0.000 then 0.000, no drop
+    steady = _calibrate(database_url, "--judge", "scripted:pass", "--fail-on-drift")
+    assert steady.returncode == 0, steady.stdout
+    assert "DRIFT" not in steady.stdout
+    await store.add_calibration_run(_earlier_run())
+    failing = _calibrate(database_url, "--judge", "scripted:pass", "--fail-on-drift")
+    assert failing.returncode == 1 and "DRIFT" in failing.stdout
+
+
+async def _submit(client: Any, headers: dict[str, str]) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/submissions?wait=10",
+        json={"diagnosis": "user-service has USER_PORT=9999", "ground_truth": TRUTH},
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def test_gradings_of_an_unqualified_judge_are_provisional(
+    api_client: Any, engine: AsyncEngine, tokens: Any
+) -> None:
+    async with api_client(provisional_review_rate=1.0) as client:
+        headers = await tokens("admin")
+        grading = await _submit(client, headers)
+        assert grading["provisional"] is True
+        assert "provisional_sample" in grading["review_reasons"]
+        queue = await client.get("/v1/review-queue?reason=provisional_sample", headers=headers)
+        assert grading["id"] in queue.text
+        exported = await client.get("/v1/exports/gradings?format=csv", headers=headers)
+        header, row = exported.text.splitlines()[:2]
+        assert dict(zip(header.split(","), row.split(","), strict=False))["provisional"] == "True"
+    settings = Settings(judge="scripted:pass", database_url="sqlite://")
+    await Store(engine).add_calibration_run(
+        CalibrationRunRecord(
+            judge_spec="scripted:pass",
+            judge_settings=judge_settings(settings),
+            rubric_id="sregym-rca",
+            rubric_version=sregym_rubric().version,
+            gold_name="gold.jsonl",
+            gold_sha256="0" * 64,
+            qualified=True,
+        )
+    )
+    async with api_client(provisional_review_rate=1.0) as client:
+        grading = await _submit(client, headers)
+        assert grading["provisional"] is False
+        assert "provisional_sample" not in grading["review_reasons"]
+
+
+def test_the_review_sample_is_deterministic_and_near_its_rate() -> None:
+    ids = [f"{i:032x}" for i in range(2000)]
+    chosen = [i for i in ids if in_review_sample(i, 0.1)]
+    assert chosen == [i for i in ids if in_review_sample(i, 0.1)]
+    assert 150 < len(chosen) < 250
+    assert not any(in_review_sample(i, 0.0) for i in ids)

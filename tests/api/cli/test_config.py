@@ -1,0 +1,104 @@
+"""``sre-judge config show``, the README's configuration reference, the bootstrap admin token."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.cli.main import main
+from api.http.app import create_app
+from api.service.bootstrap import BOOTSTRAP_PRINCIPAL, ensure_bootstrap_admin
+from api.service.settings import Settings
+from storage import Store
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "admin_token").write_text("t" * 40)
+    return {
+        "SRE_JUDGE_DATABASE_URL": "postgresql+psycopg://judge:pa55-word@db:5432/sre",
+        "SRE_JUDGE_BOOTSTRAP_ADMIN_TOKEN_FILE": str(tmp_path / "admin_token"),
+        "SRE_JUDGE_JUDGE": "openai:m@http://judge:8080/v1",
+        "SRE_JUDGE_MAX_PENDING": "500",
+        "OPENAI_API_KEY": "sk-config-show-secret",
+    }
+
+
+def test_config_show_lists_every_setting_with_secrets_masked(tmp_path: Path) -> None:
+    done = CliRunner().invoke(main, ["config", "show"], env=_env(tmp_path))
+    assert done.exit_code == 0, done.output
+    for secret in ("pa55-word", "sk-config-show-secret", "t" * 40):
+        assert secret not in done.output
+    lines = {line.split()[0]: line for line in done.output.splitlines()}
+    for name in Settings.model_fields:
+        assert f"SRE_JUDGE_{name.upper()}" in lines
+    assert "postgresql+psycopg://judge:***@db:5432/sre" in lines["SRE_JUDGE_DATABASE_URL"]
+    assert str(tmp_path / "admin_token") in lines["SRE_JUDGE_BOOTSTRAP_ADMIN_TOKEN_FILE"]
+    assert lines["SRE_JUDGE_MAX_PENDING"].endswith("500  (set)")
+    assert lines["SRE_JUDGE_SHUTDOWN_SECONDS"].endswith("(default)")
+    assert "***" in lines["OPENAI_API_KEY"]
+
+
+def test_config_show_json_is_one_object(tmp_path: Path) -> None:
+    done = CliRunner().invoke(main, ["config", "show", "--json"], env=_env(tmp_path))
+    assert done.exit_code == 0, done.output
+    config = json.loads(done.output)
+    assert config["SRE_JUDGE_DATABASE_URL"] == "postgresql+psycopg://judge:***@db:5432/sre"
+    assert config["SRE_JUDGE_RATE_LIMIT_PER_MINUTE"] == 0
+    assert config["OPENAI_API_KEY"] == "***"
+
+
+def test_the_readme_documents_every_setting() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("## Configuration") :]
+    documented = set(re.findall(r"`(SRE_JUDGE_[A-Z_]+)`", table))
+    missing = {f"SRE_JUDGE_{n.upper()}" for n in Settings.model_fields} - documented
+    assert not missing, f"add these to the README's configuration table: {sorted(missing)}"
+
+
+async def test_the_bootstrap_admin_token_is_registered_once_and_revocation_sticks(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    token = secrets.token_urlsafe(32)
+    (tmp_path / "token").write_text(f"{token}\n")
+    store = Store(engine)
+    assert await ensure_bootstrap_admin(store, tmp_path / "token") is True
+    assert await ensure_bootstrap_admin(store, tmp_path / "token") is False
+    record = await store.authenticate(token)
+    assert record is not None
+    assert (record.name, record.role) == (BOOTSTRAP_PRINCIPAL, "admin")
+    assert token not in {t.token_hash for t in await store.list_tokens()}
+    await store.revoke_token(record.id)
+    assert await ensure_bootstrap_admin(store, tmp_path / "token") is False
+    assert await store.authenticate(token) is None
+    assert len(await store.list_tokens()) == 1
+
+
+@pytest.mark.parametrize("content", [None, "short", "two words but long enough to pass"])
+def test_an_unusable_bootstrap_token_file_stops_the_app_at_once(
+    content: str | None, tmp_path: Path, database_url: str
+) -> None:
+    path = tmp_path / "token"
+    if content is not None:
+        path.write_text(content)
+    settings = Settings(database_url=database_url, bootstrap_admin_token_file=path)
+    with pytest.raises(ValueError, match="bootstrap admin token"):
+        create_app(settings)
+
+
+def test_the_database_password_can_come_from_a_file(tmp_path: Path) -> None:
+    (tmp_path / "pw").write_text("p@ss:w/rd\n")
+    settings = Settings(
+        database_url="postgresql+psycopg://judge@db:5432/sre",
+        database_password_file=tmp_path / "pw",
+    )
+    assert settings.database_url == "postgresql+psycopg://judge:p%40ss%3Aw%2Frd@db:5432/sre"
+    with pytest.raises(ValueError, match="cannot read database_password_file"):
+        Settings(database_password_file=tmp_path / "missing")

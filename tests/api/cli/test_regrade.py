@@ -1,0 +1,103 @@
+"""``sre-judge import`` and ``sre-judge regrade`` as a user runs them (in process, for speed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+
+from api.cli.main import main
+from tests.support.sregym_results import write_sregym_results
+
+
+class _Done:
+    """What a test reads of a finished command."""
+
+    def __init__(self, result: Result) -> None:
+        self.returncode = result.exit_code
+        self.stdout = result.stdout
+        self.stderr = result.stderr
+        self.exception: Any = result.exception
+
+
+def cli(*args: str, env: dict[str, str]) -> _Done:
+    """Run ``sre-judge ARGS`` in this process with ``env`` set."""
+    return _Done(CliRunner(env=env).invoke(main, list(args)))
+
+
+def _env(database_url: str) -> dict[str, str]:
+    return {
+        "SRE_JUDGE_DATABASE_URL": database_url,
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "SRE_JUDGE_POLL_SECONDS": "0.05",
+        "NO_COLOR": "1",
+        "COLUMNS": "160",
+    }
+
+
+def test_import_sregym_then_regrade_with_progress_flips_and_a_free_second_run(
+    database_url: str, tmp_path: Path
+) -> None:
+    env = _env(database_url)
+    fixture = write_sregym_results(tmp_path)
+    imported = cli(
+        "import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file), env=env
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert "imported 45 submissions (42 SREGym verdicts kept" in imported.stdout
+    assert "1 deploy_failed, 1 no_submission, 1 timed_out" in imported.stdout
+
+    args = ["regrade", "--judge", "scripted:fail", "--filter-judge", "external:sregym"]
+    dry = cli(*args, "--dry-run", "--json", env=env)
+    assert dry.returncode == 0, dry.stderr
+    estimate = json.loads(dry.stdout)
+    assert (estimate["state"], estimate["total"], estimate["done"]) == ("done", 42, 0)
+    assert estimate["estimate"]["judge_calls"] == 42 and estimate["estimate"]["prompt_tokens"] > 0
+
+    first = cli(*args, "--wait", "--json", env=env)
+    assert first.returncode == 0, first.stderr
+    job = json.loads(first.stdout)
+    assert (job["state"], job["done"], job["judge_calls"]) == ("done", 42, 42)
+    assert "regrading" in first.stderr and "42/42" in first.stderr  # the progress bar
+
+    status = cli("regrade", "status", job["id"], env=env)
+    assert status.returncode == 0 and f"regrade job {job['id']}: done" in status.stdout
+    flips = cli("regrade", "flips", job["id"], "--format", "csv", env=env)
+    rows = flips.stdout.strip().splitlines()
+    assert len(rows) == 43 and sum(",pass->fail," in r for r in rows) == sum(
+        fixture.verdicts.values()
+    )
+    report = json.loads(cli("regrade", "flips", job["id"], env=env).stdout)
+    assert report["pass_to_fail"]["count"] == sum(fixture.verdicts.values())
+
+    second = cli(*args, "--wait", "--json", env=env)
+    again = json.loads(second.stdout)
+    assert (again["judge_calls"], again["cache_hits"], again["done"]) == (0, 42, 42)
+
+    unknown = cli("regrade", "--rubric", "no-such-rubric", env=env)
+    assert unknown.returncode == 2 and "rubric" in unknown.stderr
+    assert cli("regrade", "status", "nope", env=env).returncode == 1  # ClickException
+
+
+def test_import_jsonl_reports_line_numbers_and_strict_imports_nothing(
+    database_url: str, tmp_path: Path
+) -> None:
+    env = _env(database_url)
+    path = tmp_path / "history.jsonl"
+    path.write_text(
+        json.dumps({"diagnosis": "a is down", "ground_truth": "g", "agent": "x"})
+        + "\n{broken\n"
+        + json.dumps({"diagnosis": "b", "ground_truth": "g", "created_at": "2025-03-01T10:00:00Z"})
+        + "\n"
+    )
+    strict = cli("import", "jsonl", str(path), "--strict", env=env)
+    assert strict.returncode == 1
+    assert f"{path} line 2: not valid JSON" in strict.stderr and "nothing imported" in strict.stderr
+    lenient = cli("import", "jsonl", str(path), "--json", env=env)
+    assert lenient.returncode == 1 and f"{path} line 2" in lenient.stderr
+    summary = json.loads(lenient.stdout)
+    assert (summary["submissions"], summary["queued"]) == (2, 2)
+    again = json.loads(cli("import", "jsonl", str(path), "--json", env=env).stdout)
+    assert (again["submissions"], again["already_imported"]) == (0, 2)

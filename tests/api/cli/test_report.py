@@ -1,0 +1,153 @@
+"""``sre-judge report`` and ``sre-judge export`` as a user runs them: real processes."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+from click.testing import CliRunner
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.cli.main import main
+from api.service.reports.rates import pass_rate_report
+from api.service.reports.tables import pass_rate_table, write_csv
+from storage import Store
+from storage.report_queries import ReportFilter
+from tests.support.gradings import add_grading, add_many
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "SRE_JUDGE_DATABASE_URL": database_url}
+    return subprocess.run(
+        [sys.executable, "-m", "api", *args],
+        capture_output=True,
+        env=env,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def _seed(engine: AsyncEngine) -> None:
+    store = Store(engine)
+    await add_many(store, {"pass": 19, "fail": 8, "unscored": 1}, agent="plain")
+    await add_many(store, {"pass": 21, "fail": 6, "pending": 1}, agent="think")
+
+
+async def test_reports_as_table_json_csv_and_charts(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    await _seed(engine)
+    png = tmp_path / "rates.png"
+    table = run_cli(
+        database_url, "report", "pass-rates", "--group-by", "agent", "--chart", str(png)
+    )
+    assert table.returncode == 0, table.stderr
+    plain = next(line for line in table.stdout.splitlines() if "plain" in line)
+    assert "27" in plain and "0.704" in plain and "0.515–0.841" in plain
+    assert "unscored and pending are not counted as failures" in table.stdout
+    assert png.read_bytes().startswith(PNG_SIGNATURE)
+    pixels = matplotlib.image.imread(png)
+    assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+
+    svg = tmp_path / "compare.svg"
+    compare = run_cli(
+        database_url, "report", "compare", "-a", "agent=think", "-b", "agent=plain",
+        "--format", "json", "--chart", str(svg),
+    )  # fmt: skip
+    assert compare.returncode == 0, compare.stderr
+    report = json.loads(compare.stdout)
+    assert (report["a"]["outcome"]["passed"], report["b"]["outcome"]["passed"]) == (21, 19)
+    assert report["a"]["outcome"]["n"] == report["b"]["outcome"]["n"] == 27
+    difference = report["difference"]
+    assert difference["interval"]["low"] < 0 < difference["interval"]["high"]
+    assert svg.read_text().lstrip().startswith("<?xml")
+
+
+async def test_report_csv_has_a_header_and_full_precision(engine: AsyncEngine) -> None:
+    await _seed(engine)
+    report = await pass_rate_report(Store(engine), ReportFilter(), group_by=["agent"])
+    out = io.StringIO()
+    write_csv(pass_rate_table(report), out)
+    rows = {row["agent"]: row for row in csv.DictReader(io.StringIO(out.getvalue()))}
+    plain = rows["plain"]
+    assert (plain["passed"], plain["n"], plain["unscored"]) == ("19", "27", "1")
+    assert round(float(plain["ci_low"]), 3) == 0.515
+    assert round(float(plain["ci_high"]), 3) == 0.841
+    assert rows["(all)"]["n"] == "54" and rows["(all)"]["pending"] == "1"
+
+
+async def test_export_jsonl_csv_and_sregym(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    store = Store(engine)
+    await add_grading(store, "pass", agent="a", scenario_id="hotel/port", attempt=1)
+    await add_grading(store, "fail", agent="a", scenario_id="hotel/port", attempt=2)
+    await add_grading(store, "unscored", agent="b", metadata={"problem_id": "k8s/dns"})
+
+    sregym_file = tmp_path / "sregym.csv"
+    done = run_cli(database_url, "export", "--format", "sregym", "--output", str(sregym_file))
+    assert done.returncode == 0, done.stderr
+    assert "3 gradings exported" in done.stderr
+    rows = list(csv.DictReader(sregym_file.open(encoding="utf-8", newline="")))
+    for column in (
+        "problem_id",
+        "attempt",
+        "Diagnosis.success",
+        "Diagnosis.composite_score",
+        "Diagnosis.dimensions",
+        "Diagnosis.checklist",
+        "Diagnosis.judgment",
+        "Diagnosis.submission",
+    ):
+        assert column in rows[0], column
+    first, second, third = rows
+    assert (first["problem_id"], first["attempt"], first["Diagnosis.success"]) == (
+        "hotel/port",
+        "1",
+        "True",
+    )
+    assert float(first["Diagnosis.composite_score"]) == 1.0
+    dimensions = ast.literal_eval(second["Diagnosis.dimensions"])
+    assert dimensions["D3"] == {"name": "Failure scope", "score": 0.0}
+    checklist = ast.literal_eval(second["Diagnosis.checklist"])
+    assert checklist[0] == {
+        "id": "D1-Q1",
+        "answer": "Yes",
+        "evidence": "checkout",
+        "confidence": "High",
+    }
+    assert second["Diagnosis.success"] == "False" and second["Diagnosis.judgment"] == "False"
+    assert third["problem_id"] == "k8s/dns" and third["Diagnosis.success"] == ""
+
+    plain = run_cli(database_url, "export", "--format", "csv", "--agent", "a")
+    assert plain.returncode == 0, plain.stderr
+    plain_rows = list(csv.DictReader(io.StringIO(plain.stdout)))
+    assert [r["passed"] for r in plain_rows] == ["True", "False"]
+    assert plain_rows[1]["D3-Q1"] == "no" and plain_rows[1]["D1-Q1.judge"] == "yes"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["report", "compare", "-a", "colour=red", "-b", "agent=x"], "colour=red"),
+        (["report", "compare", "-a", "agent=x"], "give at least one FIELD=VALUE"),
+        (["report", "pass-rates", "--group-by", "agent,colour"], "'colour' is not one of"),
+        (["report", "pass-rates", "--chart", "rates.gif"], ".png or .svg"),
+        (["export", "--format", "xml"], "'xml' is not one of"),
+    ],
+)
+def test_usage_errors_exit_2_before_touching_the_database(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, args, env={"SRE_JUDGE_DATABASE_URL": "sqlite:///nowhere"})
+    assert result.exit_code == 2, result.output
+    assert message in result.output

@@ -1,0 +1,149 @@
+"""Agreement at the service level: stored labels and regrades, the route and the command."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import Store
+from storage.regrade.jobs import RegradeTarget
+from storage.regrade.select import RegradeFilter
+from storage.report_queries import ReportFilter
+from tests.api.cli.test_report import run_cli
+from tests.storage.helpers import graded_result, sregym_rubric
+from tests.support.gradings import add_many
+
+QUESTIONS = [q.id for q in sregym_rubric().questions]
+
+
+async def _label(store: Store, grading_id: str, author: str, verdict: str, **answers: bool) -> None:
+    await store.add_labels(
+        grading_id,
+        question_ids=QUESTIONS,
+        answers={k.replace("_", "-"): v for k, v in answers.items()},
+        verdict=verdict,  # type: ignore[arg-type]
+        author_id=author,
+        author_name=author,
+    )
+
+
+async def _seed(engine: AsyncEngine) -> tuple[list[str], list[str]]:
+    """Judge vs alice on verdicts is Wikipedia's table: 20, 5, 10, 15 (kappa 0.4)."""
+    store = Store(engine)
+    passes = await add_many(store, {"pass": 25}, agent="a")
+    fails = await add_many(store, {"fail": 25}, agent="a")
+    for i, grading_id in enumerate(passes):
+        await _label(store, grading_id, "alice", "pass" if i < 20 else "fail", D1_Q1=i < 15)
+    for i, grading_id in enumerate(fails):
+        await _label(store, grading_id, "alice", "pass" if i < 10 else "fail", D1_Q1=True)
+    for i, grading_id in enumerate(await add_many(store, {"pass": 10}, agent="b")):
+        await _label(store, grading_id, "bob", "fail" if i < 2 else "pass")
+        await _label(store, grading_id, "carol", "pass")  # agrees with bob on 8 of 10
+    return passes, fails
+
+
+async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: AsyncEngine) -> None:
+    await _seed(engine)
+    store = Store(engine)
+    only_a = ReportFilter(agent="a")
+    pairs = await store.agreement_pairs(only_a, "judge_human", group_by=["judge"])
+    verdicts = [(p.a, p.b) for p in pairs if p.question_id == "verdict"]
+    assert len(verdicts) == 50
+    assert {p.group for p in pairs} == {("openai:judge-model",)}
+    humans = await store.agreement_pairs(ReportFilter(), "human_human")
+    assert sorted((p.a, p.b) for p in humans) == [(False, True)] * 2 + [(True, True)] * 8
+    assert await store.agreement_pairs(only_a, "human_human") == []
+    assert await store.agreement_pairs(ReportFilter(), "judge_judge") == []
+
+
+async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
+    engine: AsyncEngine,
+) -> None:
+    store = Store(engine)
+    await add_many(store, {"pass": 3, "fail": 2}, agent="a")
+    target = RegradeTarget(sregym_rubric(), "openai:new@http://x/v1", "openai", "new", "shadow")
+    await store.create_regrade_job(RegradeFilter(), target, actor="admin")
+    for claim in await store.claim_pending("tests", limit=100, lease_seconds=60):
+        assert await store.complete_grading(claim.grading_id, "tests", graded_result())
+    pairs = await store.agreement_pairs(ReportFilter(), "judge_judge", group_by=["judge"])
+    verdicts = sorted((p.a, p.b) for p in pairs if p.question_id == "verdict")
+    assert verdicts == [(False, True)] * 2 + [(True, True)] * 3
+    assert {p.group for p in pairs} == {("openai:judge-model vs openai:new",)}
+    assert len(pairs) == 5 * 10
+
+
+async def test_route_gives_kappa_with_interval_per_level(
+    api_client: Any, engine: AsyncEngine, tokens: Any
+) -> None:
+    await _seed(engine)
+    async with api_client(start_workers=False) as client:
+        headers = await tokens("adjudicator")
+        response = await client.get(
+            "/v1/stats/agreement?kind=judge_human&group_by=rubric&agent=a", headers=headers
+        )
+        assert response.status_code == 200, response.text
+        [part] = response.json()["kinds"]
+        verdict = next(r for r in part["rows"] if r["level"] == "verdict")
+        figures = verdict["agreement"]
+        assert figures["n"] == 50 and figures["accuracy"] == 0.7
+        assert figures["kappa"] == pytest.approx(0.4)
+        assert figures["kappa_interval"]["low"] == pytest.approx(0.1511, abs=1e-4)
+        assert figures["kappa_interval"]["high"] == pytest.approx(0.6489, abs=1e-4)
+        assert figures["confusion"] == {"yes->yes": 20, "yes->no": 5, "no->yes": 10, "no->no": 15}
+        assert verdict["group"]["rubric"].startswith("sregym-rca@")
+        q = next(r for r in part["rows"] if r["item"] == "D1-Q1")
+        assert q["agreement"]["confusion"] == {
+            "yes->yes": 40, "yes->no": 10, "no->yes": 0, "no->no": 0,
+        }  # fmt: skip
+        bad = await client.get("/v1/stats/agreement?kind=nope", headers=headers)
+        assert bad.status_code == 422 and "kind" in bad.text
+        submitter = await client.get("/v1/stats/agreement", headers=await tokens("submitter"))
+        assert submitter.status_code == 403
+
+
+async def test_report_agreement_prints_kappa_with_ci(
+    database_url: str, engine: AsyncEngine
+) -> None:
+    await _seed(engine)
+    table = run_cli(database_url, "report", "agreement", "--kind", "judge_human", "--agent", "a")
+    assert table.returncode == 0, table.stderr
+    line = next(row for row in table.stdout.splitlines() if "verdict" in row)
+    assert "50" in line and "0.400" in line and "0.151–0.649" in line
+    csv = run_cli(database_url, "report", "agreement", "--format", "csv", "--group-by", "judge")
+    assert csv.returncode == 0, csv.stderr
+    header, *rows = csv.stdout.splitlines()
+    assert header.startswith("kind,judge,level,item,n,accuracy,kappa")
+    assert any(
+        r.startswith("human_human,openai:judge-model,verdict,verdict,10,0.8,0.0,") for r in rows
+    )
+    bad = run_cli(database_url, "report", "agreement", "--kind", "nope")
+    assert bad.returncode == 2
+
+
+async def test_overrides_count_as_human_labels(
+    api_client: Any, engine: AsyncEngine, tokens: Any
+) -> None:
+    [grading_id] = await add_many(Store(engine), {"pass": 1}, agent="o")
+    async with api_client(start_workers=False) as client:
+        headers = await tokens("adjudicator")
+        etag = (await client.get(f"/v1/gradings/{grading_id}", headers=headers)).headers["ETag"]
+        overridden = await client.post(
+            f"/v1/gradings/{grading_id}/overrides",
+            json={"question_id": "D2-Q2", "answer": "no", "reason": "not characterised"},
+            headers={**headers, "If-Match": etag},
+        )
+        assert overridden.status_code in (200, 201), overridden.text
+        report = await client.get(
+            "/v1/stats/agreement?kind=judge_human&source=override&agent=o", headers=headers
+        )
+        rows = report.json()["kinds"][0]["rows"]
+        assert [(r["level"], r["item"]) for r in rows] == [
+            ("question", "D2-Q2"), ("dimension", "D2"), ("answers", "all"),
+        ]  # fmt: skip
+        assert rows[0]["agreement"]["confusion"]["yes->no"] == 1
+        blind = await client.get(
+            "/v1/stats/agreement?kind=judge_human&source=blind&agent=o", headers=headers
+        )
+        assert blind.json()["kinds"][0]["rows"] == []

@@ -1,0 +1,148 @@
+"""``/metrics`` after real gradings: the real openai client against the test judge server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from api.service.metrics import Metrics
+from tests.api.conftest import ClientFactory
+from tests.support.judge_server import running_judge_server, sregym_reply
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q3"}
+THREE = {"D1-Q1", "D2-Q1", "D3-Q1"}
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def _scrape(text: str) -> tuple[Samples, set[str]]:
+    """Samples by (name, labels), and the names of every family (also those without samples)."""
+    samples: Samples = {}
+    families = set()
+    for family in text_string_to_metric_families(text):
+        families.add(family.name)
+        for sample in family.samples:
+            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return samples, families
+
+
+def _value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def _judge_by_tag() -> Callable[[dict[str, Any]], str]:
+    """Replies chosen by a tag in the diagnosis; ``#flaky`` drops the first connection."""
+    seen: set[str] = set()
+
+    def answer(body: dict[str, Any]) -> str:
+        prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        if "#garbage" in prompt:
+            return "not json"  # twice: the repair call gets it too, then unscored
+        if "#fail" in prompt:
+            return sregym_reply(THREE, evidence="USER_PORT=9999")
+        if "#flaky" in prompt and "flaky" not in seen:
+            seen.add("flaky")
+            raise RuntimeError("connection dropped")  # the client sees a broken connection
+        return sregym_reply(SEVEN, evidence="USER_PORT=9999")
+
+    return answer
+
+
+async def test_metrics_count_submissions_gradings_judge_calls_and_tokens(
+    api_client: ClientFactory, tokens: Any
+) -> None:
+    with running_judge_server(default=_judge_by_tag()) as judge:
+        spec = f"openai:judge-m@{judge.openai_url}"
+        async with api_client(judge=spec, judge_concurrency=1, workers=1) as client:
+            headers = await tokens("submitter")
+            sent = [
+                ("#pass", None),
+                ("#fail", None),
+                ("#garbage", None),
+                ("#flaky", None),
+                ("#again", "k1"),
+                ("#again", "k1"),  # a replay: nothing new is accepted or graded
+            ]
+            for tag, key in sent:
+                response = await client.post(
+                    "/v1/submissions?wait=20",
+                    json={
+                        "diagnosis": f"user-service sets USER_PORT=9999 {tag}",
+                        "ground_truth": TRUTH,
+                    },
+                    headers={**headers, **({"Idempotency-Key": key} if key else {})},
+                )
+                assert response.status_code == 201, response.text
+            scrape = await client.get("/metrics")
+    assert scrape.status_code == 200
+    assert scrape.headers["content-type"].startswith("text/plain")
+    samples, families = _scrape(scrape.text)
+    judge_labels = {"backend": "openai", "model": "judge-m"}
+
+    assert _value(samples, "sre_judge_submissions_accepted_total") == 5  # the replay not counted
+    assert _value(samples, "sre_judge_gradings_total", status="graded", verdict="pass") == 3
+    assert _value(samples, "sre_judge_gradings_total", status="graded", verdict="fail") == 1
+    assert _value(samples, "sre_judge_gradings_total", status="unscored", verdict="none") == 1
+    # five gradings, one of them with a repair call: six calls, one of them retried once
+    assert _value(samples, "sre_judge_judge_calls_total", **judge_labels, outcome="ok") == 6
+    assert _value(samples, "sre_judge_judge_retries_total", **judge_labels) == 1
+    # the test server reports 500 prompt and 200 completion tokens per answer
+    assert _value(samples, "sre_judge_judge_prompt_tokens_total", **judge_labels) == 6 * 500
+    assert _value(samples, "sre_judge_judge_completion_tokens_total", **judge_labels) == 6 * 200
+    latency = "sre_judge_judge_attempt_duration_seconds"
+    ok_attempts = _value(samples, f"{latency}_count", **judge_labels, outcome="ok")
+    failed_attempts = _value(
+        samples, f"{latency}_count", **judge_labels, outcome="judge_unavailable"
+    )
+    assert (ok_attempts, failed_attempts) == (6, 1)
+    assert _value(samples, f"{latency}_sum", **judge_labels, outcome="ok") > 0
+    assert _value(samples, f"{latency}_bucket", **judge_labels, outcome="ok", le="+Inf") == 6
+    assert "sre_judge_queue_pending" in families
+    assert "sre_judge_regrade_job_items" in families  # a family, no samples until jobs report
+    assert not any(name == "sre_judge_regrade_job_items" for name, _ in samples)
+    assert (
+        _value(
+            samples,
+            "sre_judge_http_request_duration_seconds_count",
+            method="POST",
+            route="/v1/submissions",
+            status="201",
+        )
+        == 6
+    )
+
+
+async def test_queue_depth_and_age_are_read_at_scrape_time(
+    api_client: ClientFactory, tokens: Any
+) -> None:
+    async with api_client(start_workers=False) as client:
+        headers = await tokens("submitter")
+        empty, _ = _scrape((await client.get("/metrics")).text)
+        for n in range(3):
+            response = await client.post(
+                "/v1/submissions",
+                json={"diagnosis": f"d{n}", "ground_truth": TRUTH},
+                headers=headers,
+            )
+            assert response.status_code == 202
+        full, _ = _scrape((await client.get("/metrics")).text)
+    assert _value(empty, "sre_judge_queue_pending") == 0
+    assert _value(empty, "sre_judge_queue_oldest_pending_age_seconds") == 0
+    assert _value(full, "sre_judge_queue_pending") == 3
+    assert 0 <= _value(full, "sre_judge_queue_oldest_pending_age_seconds") < 60
+    assert _value(full, "sre_judge_gradings_in_flight") == 0
+
+
+def test_each_app_has_its_own_registry_and_regrade_jobs_have_a_hook() -> None:
+    first, second = Metrics(), Metrics()
+    first.submissions_accepted.inc()
+    first.regrade_progress("job-1", total=10, done=4, failed=1, cache_hits=2)
+    assert first.registry.get_sample_value("sre_judge_submissions_accepted_total") == 1
+    assert second.registry.get_sample_value("sre_judge_submissions_accepted_total") == 0
+    done = {"job_id": "job-1", "kind": "done"}
+    assert first.registry.get_sample_value("sre_judge_regrade_job_items", done) == 4
+    first.regrade_finished("job-1")
+    assert first.registry.get_sample_value("sre_judge_regrade_job_items", done) is None

@@ -1,0 +1,139 @@
+"""A panel of two judges in the service: both votes stored, a split sent to review."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.service.settings import Settings
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import JudgeRequest
+from storage.quality_tables import JudgeVoteRecord
+from storage.tables import JudgeCallRecord
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+LOCAL = "openai:local@http://127.0.0.1:9/v1"
+CLOUD = "openai:cloud@http://127.0.0.1:10/v1"
+
+
+def _judge(yes: set[str], model: str) -> ScriptedBackend:
+    def reply(request: JudgeRequest) -> str:
+        return scripted_reply(request, yes=yes)
+
+    return ScriptedBackend([reply] * 20, model=model)
+
+
+async def _rows(engine: AsyncEngine, table: Any, grading_id: str) -> list[Any]:
+    async with engine.connect() as connection:
+        query = select(table).where(table.grading_id == grading_id)
+        return list((await connection.execute(query)).mappings())
+
+
+async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    agent, adjudicator = await tokens("submitter"), await tokens("adjudicator")
+    backends = {LOCAL: _judge(set(IDS), "local"), CLOUD: _judge(set(IDS) - {"D2-Q2"}, "cloud")}
+    async with api_client(judge=LOCAL, panel=f"{LOCAL},{CLOUD}", backends=backends) as client:
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=agent,
+        )
+        assert response.status_code == 201, response.text
+        grading = response.json()
+        assert grading["judge"] == {"backend": "panel", "model": f"{LOCAL}+{CLOUD}"}
+        assert "judge_split" in grading["review_reasons"] and grading["needs_review"]
+        answers = {a["question_id"]: a for a in grading["answers"]}
+        split = answers["D2-Q2"]
+        assert split["judge_answer"] == "no" and split["confidence"] == 0.5
+        assert {(v["judge"], v["answer"]) for v in split["votes"]} == {
+            (LOCAL, "yes"),
+            (CLOUD, "no"),
+        }
+        assert all(len(a["votes"]) == 2 for a in grading["answers"])
+
+        queue = await client.get("/v1/review-queue?reason=judge_split", headers=adjudicator)
+        assert queue.status_code == 200, queue.text
+        items = queue.json()["items"]
+        assert [i["grading"]["id"] for i in items] == [grading["id"]]
+        assert "judge_split" in items[0]["reasons"]
+
+    votes = await _rows(engine, JudgeVoteRecord, grading["id"])
+    assert len(votes) == 18
+    assert {v["judge_spec"] for v in votes} == {LOCAL, CLOUD}
+    on_split = {v["judge_spec"]: v["answer"] for v in votes if v["question_id"] == "D2-Q2"}
+    assert on_split == {LOCAL: True, CLOUD: False}
+    calls = {c["id"]: c for c in await _rows(engine, JudgeCallRecord, grading["id"])}
+    assert len(calls) == 2
+    for vote in votes:  # every vote points at the stored call of its own judge
+        call = calls[vote["call_id"]]
+        assert vote["judge_spec"].startswith(f"openai:{call['model']}@")
+
+
+async def test_samples_store_a_vote_per_sample(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    agent = await tokens("submitter")
+    backends = {LOCAL: _judge(set(IDS), "local")}
+    async with api_client(judge=LOCAL, judge_samples=3, backends=backends) as client:
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=agent,
+        )
+        assert response.status_code == 201, response.text
+        grading = response.json()
+    assert "judge_split" not in grading["review_reasons"]
+    votes = await _rows(engine, JudgeVoteRecord, grading["id"])
+    assert sorted({v["sample_index"] for v in votes}) == [0, 1, 2] and len(votes) == 27
+    calls = await _rows(engine, JudgeCallRecord, grading["id"])
+    assert sorted(c["params"]["seed"] for c in calls) == [0, 1, 2]
+    assert {c["params"]["temperature"] for c in calls} == {0.7}
+
+
+async def test_readiness_asks_every_panel_member(api_client: Any) -> None:
+    backends = {LOCAL: _judge(set(IDS), "local"), CLOUD: _judge(set(IDS), "cloud")}
+    async with api_client(judge=LOCAL, panel=f"{LOCAL},{CLOUD}", backends=backends) as client:
+        body = (await client.get("/readyz")).json()
+    assert body["judge"]["ok"] is True and body["judge"]["judge"] == "panel"
+    assert [m["judge"] for m in body["judge"]["members"]] == [
+        "openai:local",
+        "openai:cloud",
+    ]
+
+
+async def test_the_asking_setting_overrides_the_rubric(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    agent = await tokens("submitter")
+    backend = _judge(set(IDS), "local")
+    async with api_client(
+        judge=LOCAL, judge_asking="per_question", backends={LOCAL: backend}
+    ) as client:
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=agent,
+        )
+        assert response.status_code == 201, response.text
+        grading = response.json()
+    assert grading["status"] == "graded" and grading["passed"] is True
+    calls = await _rows(engine, JudgeCallRecord, grading["id"])
+    assert len(calls) == 9 == len(backend.requests)
+    votes = await _rows(engine, JudgeVoteRecord, grading["id"])
+    assert len({v["call_id"] for v in votes}) == 9  # each answer from its own call
+
+
+def test_a_panel_setting_is_validated() -> None:
+    with pytest.raises(ValidationError, match="panel"):
+        Settings(panel="openai:a,nonsense")
+    with pytest.raises(ValidationError, match="once"):
+        Settings(panel=f"{LOCAL},{LOCAL}")
+    assert Settings(panel=f" {LOCAL} , {CLOUD} ").panel_specs == [LOCAL, CLOUD]

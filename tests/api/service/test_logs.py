@@ -1,0 +1,138 @@
+"""Structured logs: JSON lines with request, grading and judge call ids, and no secrets.
+
+The full run is a real ``sre-judge serve`` process at DEBUG level with an OpenAI-style
+key in its environment, a bootstrap admin token file, and a submitter token; its log
+must carry none of them, nor the diagnosis or the ground truth.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.service.observability import REDACTED, bind_log_context, redact, register_secret
+from storage import Store
+from tests.api.conftest import ClientFactory
+from tests.support.judge_server import running_judge_server, sregym_reply
+from tests.support.service_process import serving
+
+SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q3"}
+
+
+def test_redaction_covers_tokens_keys_url_passwords_and_registered_values() -> None:
+    register_secret("hunter2-registered-value")
+    line = redact(
+        "Authorization: Bearer abc.def srej_0123456789abcdef sk-live-0123456789 "
+        "postgresql+psycopg://app:pa55word@db/x api_key=k-123456 "
+        "hunter2-registered-value http://127.0.0.1:8080/v1"
+    )
+    for secret in ("abc.def", "srej_0123", "sk-live", "pa55word", "k-123456", "hunter2"):
+        assert secret not in line
+    assert line.count(REDACTED) == 6
+    assert "http://127.0.0.1:8080/v1" in line  # a port is not a password
+
+
+def test_bound_context_reaches_records_and_is_unbound_after(caplog: Any) -> None:
+    from api.service.observability import ContextFilter
+
+    logger = logging.getLogger("sre_judge.test")
+    caplog.handler.addFilter(ContextFilter())
+    with caplog.at_level(logging.INFO, logger="sre_judge.test"):
+        with bind_log_context(request_id="r-1", grading_id="g-1"):
+            logger.info("inside")
+        logger.info("outside")
+    inside, outside = caplog.records
+    assert (inside.request_id, inside.grading_id) == ("r-1", "g-1")
+    assert not hasattr(outside, "request_id")
+
+
+async def test_a_request_id_is_honoured_when_safe_and_made_otherwise(
+    api_client: ClientFactory,
+) -> None:
+    async with api_client() as client:
+        given = await client.get("/healthz", headers={"X-Request-ID": "run-17.attempt-2"})
+        unsafe = await client.get("/healthz", headers={"X-Request-ID": "bad id\\n<script>"})
+        none = await client.get("/healthz")
+    assert given.headers["x-request-id"] == "run-17.attempt-2"
+    assert unsafe.headers["x-request-id"] != "bad id\\n<script>"
+    assert len(none.headers["x-request-id"]) == 32
+    assert none.headers["x-request-id"] != unsafe.headers["x-request-id"]
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line is one JSON object
+    assert all(
+        isinstance(r, dict) and {"level", "logger", "message", "time"} <= set(r) for r in records
+    )
+    return records
+
+
+async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    api_key = f"sk-test-secret-{secrets.token_hex(12)}"
+    admin_token = secrets.token_urlsafe(32)
+    (tmp_path / "admin_token").write_text(admin_token + "\n")
+    truth = f"[fault_spec] component=deployment/geo; namespace=hotel || GT-{secrets.token_hex(6)}"
+    diagnosis = f"the geo deployment crashes with DIAG-{secrets.token_hex(6)}"
+    submitter, _ = await Store(engine).create_token(name="agent", role="submitter")
+    reply = sregym_reply(SEVEN, evidence="the geo deployment crashes")
+    with running_judge_server(default=reply) as judge:
+        env = {
+            "SRE_JUDGE_DATABASE_URL": database_url,
+            "SRE_JUDGE_JUDGE": f"openai:m@{judge.openai_url}",
+            "SRE_JUDGE_BOOTSTRAP_ADMIN_TOKEN_FILE": str(tmp_path / "admin_token"),
+            "SRE_JUDGE_LOG_LEVEL": "DEBUG",
+            "OPENAI_API_KEY": api_key,
+        }
+        with serving(env, tmp_path / "serve.log") as service:
+            async with httpx.AsyncClient(base_url=service.url, timeout=30) as client:
+                admin = {"Authorization": f"Bearer {admin_token}"}
+                agent = {"Authorization": f"Bearer {submitter}", "X-Request-ID": "req-full-run-1"}
+                scenario = await client.post(
+                    "/v1/scenarios", json={"id": "geo", "ground_truth": truth}, headers=admin
+                )
+                assert scenario.status_code == 201, scenario.text
+                graded = await client.post(
+                    "/v1/submissions?wait=20",
+                    json={"scenario_id": "geo", "diagnosis": diagnosis},
+                    headers=agent,
+                )
+                assert graded.status_code == 201, graded.text
+                assert graded.headers["x-request-id"] == "req-full-run-1"
+                wrong = await client.get(
+                    "/v1/gradings", headers={"Authorization": f"Bearer {admin_token}x"}
+                )
+                assert wrong.status_code == 401
+                assert (await client.get("/metrics")).status_code == 200
+        assert len(judge.requests) == 1
+    grading_id = graded.json()["id"]
+    raw = (tmp_path / "serve.log").read_text(encoding="utf-8")
+    for secret in (api_key, admin_token, submitter, truth, diagnosis, truth[-15:], diagnosis[-15:]):
+        assert secret not in raw
+    records = _lines(tmp_path / "serve.log")
+    access = [r for r in records if r["logger"] == "sre_judge.access"]
+    assert {
+        "route": "/v1/submissions",
+        "status": 201,
+        "request_id": "req-full-run-1",
+    }.items() <= next(r for r in access if r.get("request_id") == "req-full-run-1").items()
+    assert any(r["status"] == 401 and r.get("request_id") for r in access)
+    calls = [r for r in records if r.get("judge_call")]
+    assert calls and all(r["grading_id"] == grading_id for r in calls)
+    assert calls[0]["judge_call"] == "grade-1" and calls[0]["attempts"] == 1
+    assert any(
+        r["message"] == "grading completed" and r.get("grading_id") == grading_id for r in records
+    )
+    assert any(r["message"] == "bootstrap admin token registered" for r in records)
+    assert any(r["level"] == "DEBUG" for r in records)  # the strictest setting was really on
+    # work in the background is not attributed to whatever request ran last
+    assert not any("request_id" in r for r in records if r["logger"] == "sre_judge.workers")

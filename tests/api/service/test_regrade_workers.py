@@ -1,0 +1,122 @@
+"""Many workers share a regrade job through PostgreSQL leases; a killed one loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import Store
+from storage.imports import read_problems, read_sregym_folder
+from storage.regrade.jobs import RegradeTarget
+from storage.regrade.select import RegradeFilter
+from tests.storage.helpers import sregym_rubric
+from tests.support.judge_server import running_judge_server, sregym_reply
+from tests.support.sregym_results import write_sregym_results
+
+ALL = {f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)}
+
+
+async def _scalar(engine: AsyncEngine, sql: str, **params: Any) -> Any:
+    async with engine.connect() as connection:
+        return (await connection.execute(text(sql), params)).scalar_one()
+
+
+async def _seed(store: Store, tmp_path: Path) -> int:
+    total = 0
+    for n, run in enumerate(("2025-06-01_12-00-00", "2025-06-08_12-00-00", "2025-06-15_12-00-00")):
+        fixture = write_sregym_results(tmp_path / str(n), run=run)
+        report = await store.import_sregym(
+            read_sregym_folder(fixture.root),
+            read_problems(fixture.problems_file),
+            rubric=sregym_rubric(),
+        )
+        total += report.sregym_verdicts
+    return total
+
+
+def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "api", "worker"],
+        env={**os.environ, **env},
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+async def test_three_workers_one_killed_grade_every_item_exactly_once(
+    db_backend: str, database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    if db_backend != "postgres":
+        pytest.skip("worker processes on several machines share PostgreSQL")
+    store = Store(engine)
+    total = await _seed(store, tmp_path)
+    with running_judge_server(default=sregym_reply(ALL), delay=0.25) as judge:
+        spec = f"openai:m@{judge.openai_url}"
+        target = RegradeTarget(sregym_rubric(), spec, "openai", "m", "shadow")
+        job = (await store.create_regrade_job(RegradeFilter(), target, actor="test")).job
+        env = {
+            "SRE_JUDGE_DATABASE_URL": database_url,
+            "SRE_JUDGE_JUDGE": spec,
+            "SRE_JUDGE_LEASE_SECONDS": "3",
+            "SRE_JUDGE_POLL_SECONDS": "0.1",
+            "SRE_JUDGE_JUDGE_CONCURRENCY": "2",
+        }
+        workers = [_worker(env, tmp_path / f"worker{n}.log") for n in range(3)]
+        try:
+            for _ in range(1200):  # until a quarter is graded
+                if (await store.get_regrade_job(job.id)).progress.done >= total // 4:
+                    break
+                await asyncio.sleep(0.1)
+            victim = workers[0]
+            held = await _scalar(
+                engine,
+                "SELECT count(*) FROM grading WHERE status = 'pending' AND lease_owner LIKE :owner",
+                owner=f"%:{victim.pid}:%",
+            )
+            victim.kill()
+            victim.wait(timeout=30)
+            for _ in range(600):
+                view = await store.get_regrade_job(job.id)
+                if view.job.state == "done":
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            for process in workers:
+                if process.poll() is None:
+                    process.terminate()
+                    process.wait(timeout=30)
+    assert held > 0  # the kill really hit items in flight
+    assert view.job.state == "done", view
+    assert (view.progress.done, view.progress.failed, view.job.total) == (total, 0, total)
+    items = "SELECT id FROM grading WHERE regrade_job_id = :job"
+    completed = await _scalar(
+        engine,
+        "SELECT count(*) FROM audit_log "
+        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
+        job=job.id,
+    )
+    distinct = await _scalar(
+        engine,
+        "SELECT count(DISTINCT entity_id) FROM audit_log "
+        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
+        job=job.id,
+    )
+    answers = await _scalar(
+        engine, f"SELECT count(*) FROM answer WHERE grading_id IN ({items})", job=job.id
+    )
+    assert completed == distinct == total and answers == 9 * total
+    owners = await _scalar(
+        engine,
+        "SELECT count(DISTINCT split_part(actor, ':', 2)) FROM audit_log "
+        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
+        job=job.id,
+    )
+    assert owners >= 2
