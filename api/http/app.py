@@ -13,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.http.auth import current_principal
 from api.http.limits import SubmissionLimits
+from api.http.metrics import metrics_endpoint
 from api.http.middleware import RequestContextMiddleware
+from api.http.observability import litestar_logging_config
 from api.http.problems import exception_handlers
 from api.http.routes.agreement import get_agreement
 from api.http.routes.exports import export_gradings
@@ -41,25 +43,13 @@ from api.http.routes.stats import (
 from api.http.routes.submissions import create_submission
 from api.http.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
 from api.http.routes.tokens import create_token, list_tokens, revoke_token
-from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
-from api.service.metrics import Metrics, metrics_endpoint
-from api.service.observability import litestar_logging_config
-from api.service.services import BackendPool, RubricCatalog, Services
+from api.service.runtime import Runtime
 from api.service.settings import Settings
-from api.service.workers import GradingWorkers
 from judge.backends import JudgeBackend
-from judge.rubric import load_rubric_dir
-from judge.vocabulary import load_vocabulary
-from storage import Store, make_engine
 
 __all__ = ["LOCAL_HOSTS", "create_app"]
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def _services_of(app: Litestar) -> Services:
-    services: Services = app.state.services
-    return services
 
 
 def create_app(
@@ -72,45 +62,18 @@ def create_app(
     """Build the app. The database must already be migrated (``serve`` does it).
 
     ``engine`` and ``backends`` (judge spec -> backend) are seams for tests; without
-    them the app makes its own from the settings.
+    them the runtime makes its own from the settings.
     """
     if settings.allow_anonymous and settings.host not in LOCAL_HOSTS:
         raise ValueError("allow_anonymous is refused unless the server is bound to 127.0.0.1")
-    rubrics = load_rubric_dir(settings.rubric_dir)
-    if settings.rubric not in rubrics:
-        raise ValueError(f"the default rubric {settings.rubric!r} is not in {settings.rubric_dir}")
-    own_engine = engine is None
-    db = engine if engine is not None else make_engine(settings.database_url)
-    store = Store(db)
-    services = Services(
-        settings=settings,
-        store=store,
-        rubrics=RubricCatalog(rubrics, store),
-        backends=BackendPool(settings, backends),
-    )
-    metrics = Metrics()
-    limits = SubmissionLimits(settings, store, metrics)
-    if settings.bootstrap_admin_token_file is not None:
-        read_token_file(settings.bootstrap_admin_token_file)  # fail now, not at startup
+    runtime = Runtime(settings, engine=engine, backends=backends, workers=start_workers)
+    services, metrics = runtime.services, runtime.metrics
+    limits = SubmissionLimits(settings, services.store, metrics)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        if settings.bootstrap_admin_token_file is not None:
-            await ensure_bootstrap_admin(store, settings.bootstrap_admin_token_file)
-        for rubric in rubrics.values():
-            await store.save_rubric(rubric)
-        await store.ensure_vocabulary(load_vocabulary(settings.failure_tags_file))
-        workers = GradingWorkers(services, count=settings.worker_count, metrics=metrics)
-        if start_workers and settings.worker_count > 0:
-            workers.start()
-        app.state.workers = workers
-        try:
+        async with runtime:
             yield
-        finally:
-            await workers.stop()
-            await services.backends.aclose()
-            if own_engine:
-                await db.dispose()
 
     app = Litestar(
         route_handlers=[
@@ -171,4 +134,5 @@ def create_app(
     )
     app.state.services = services
     app.state.metrics = metrics
+    app.state.workers = runtime.workers
     return app

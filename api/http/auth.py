@@ -1,44 +1,17 @@
-"""Bearer tokens and roles: submitter < adjudicator < admin."""
+"""Bearer tokens: the guard of each route and the principal of each request."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 
-__all__ = [
-    "ANONYMOUS",
-    "ROLES",
-    "Principal",
-    "Role",
-    "current_principal",
-    "require",
-]
+from api.service.principal import ANONYMOUS, Principal, Role
 
-Role = Literal["submitter", "adjudicator", "admin"]
-ROLES: tuple[Role, ...] = ("submitter", "adjudicator", "admin")
-_RANK = {role: rank for rank, role in enumerate(ROLES)}
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is calling: the token's id, its name and its role."""
-
-    id: str
-    name: str
-    role: Role
-
-    def at_least(self, role: Role) -> bool:
-        """Whether this principal's role is ``role`` or higher."""
-        return _RANK[self.role] >= _RANK[role]
-
-
-#: the principal of anonymous use on 127.0.0.1, when the setting allows it
-ANONYMOUS = Principal(id="anonymous", name="anonymous", role="admin")
+__all__ = ["current_principal", "require"]
 
 Guard = Callable[[ASGIConnection[Any, Any, Any, Any], BaseRouteHandler], Awaitable[None]]
 

@@ -18,6 +18,7 @@ from litestar.exceptions import (
 )
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from api.service.errors import ServiceError
 from judge.errors import InputError, JudgeSpecError, RubricError
 from storage.errors import (
     Conflict,
@@ -67,6 +68,7 @@ _TABLE: tuple[tuple[type[Exception], _Mapping], ...] = (
     (Conflict, _Mapping(409, "Conflict")),
     (NotFound, _Mapping(404, "Not found")),
     (InvalidCursor, _Mapping(422, "Invalid cursor")),
+    (ServiceError, _Mapping(422, "Invalid request")),
     (InputError, _Mapping(422, "Invalid input")),
     (JudgeSpecError, _Mapping(422, "Invalid judge")),
     (RubricError, _Mapping(422, "Invalid rubric")),
@@ -128,9 +130,8 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
             field = getattr(exc, "field", None)
             errors = [{"field": field, "message": str(exc)}] if field else None
             detail = str(exc.detail) if isinstance(exc, HTTPException) else str(exc)
-            return problem_response(
-                mapping.status, mapping.title, detail, instance=path, errors=errors
-            )
+            title = exc.title if isinstance(exc, ServiceError) else mapping.title
+            return problem_response(mapping.status, title, detail, instance=path, errors=errors)
     if isinstance(exc, HTTPException):
         return problem_response(
             exc.status_code,

@@ -12,23 +12,18 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
-from litestar import Request, Response, get
-from litestar.di import NamedDependency
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
     Histogram,
-    generate_latest,
 )
 
 from api.service.services import Services
 from judge.verdict import GradingResult
 
-__all__ = ["JUDGE_LATENCY_BUCKETS", "Metrics", "metrics_endpoint"]
+__all__ = ["JUDGE_LATENCY_BUCKETS", "Metrics"]
 
 log = logging.getLogger("sre_judge.metrics")
 
@@ -193,14 +188,3 @@ class Metrics:
         if oldest.tzinfo is None:  # SQLite hands back naive UTC
             oldest = oldest.replace(tzinfo=UTC)
         self.queue_oldest_age.set(max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
-
-
-@get("/metrics", operation_id="metrics", summary="Prometheus metrics")
-async def metrics_endpoint(
-    request: Request[Any, Any, Any], services: NamedDependency[Services]
-) -> Response[bytes]:
-    """The text exposition format; queue gauges are computed now."""
-    metrics: Metrics = request.app.state.metrics
-    workers = getattr(request.app.state, "workers", None)
-    await metrics.refresh(services, workers.in_flight if workers is not None else 0)
-    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from litestar.logging.config import LoggingConfig
 from pythonjsonlogger.json import JsonFormatter
 
 from api.service.settings import Settings
@@ -36,7 +35,6 @@ __all__ = [
     "RedactingJsonFormatter",
     "bind_log_context",
     "configure_logging",
-    "litestar_logging_config",
     "log_grading",
     "redact",
     "register_secret",
@@ -157,14 +155,6 @@ def configure_logging(settings: Settings, *, stream: Any = None) -> None:
         logger.propagate = True
     for name in _QUIET:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
-
-
-def litestar_logging_config() -> LoggingConfig:
-    """Litestar's logging, left to the root logger instead of its own handlers."""
-    return LoggingConfig(
-        configure_root_logger=False,
-        loggers={"litestar": {"level": "INFO", "handlers": [], "propagate": True}},
-    )
 
 
 def log_grading(logger: logging.Logger, result: GradingResult, stored: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from api.http.auth import Principal
+from api.service.principal import Principal
 from api.service.schemas import (
     AnswerPublic,
     DimensionPublic,

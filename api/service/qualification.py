@@ -17,6 +17,7 @@ import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
+from api.service.errors import InvalidRequest
 from api.service.settings import PANEL_PREFIX, Settings
 from judge.errors import JudgeSpecError
 from judge.families import same_family
@@ -33,6 +34,7 @@ __all__ = [
     "in_review_sample",
     "judge_identity",
     "judge_settings",
+    "refuse_self_preference",
     "self_preference_family",
 ]
 
@@ -60,6 +62,25 @@ def self_preference_family(judge_spec: str, agent_model: str | None) -> str | No
         if family is not None:
             return family
     return None
+
+
+def refuse_self_preference(settings: Settings, judge_spec: str, agent_model: str | None) -> None:
+    """The acceptance half of the self-preference policy (the review half is ``mark``).
+
+    With ``SRE_JUDGE_SELF_PREFERENCE=refuse`` a submission whose agent model is of a
+    judge's own family is refused, naming ``model``; with ``warn`` it is accepted and its
+    grading carries the review reason ``self_preference``.
+    """
+    if settings.self_preference != "refuse":
+        return
+    family = self_preference_family(judge_spec, agent_model)
+    if family is not None:
+        raise InvalidRequest(
+            f"the judge and the model {agent_model!r} are both of the {family} family, and "
+            "judges favour their own family's text (SRE_JUDGE_SELF_PREFERENCE=refuse)",
+            field="model",
+            title="Judge of the agent's own family",
+        )
 
 
 def judge_settings(settings: Settings) -> dict[str, Any]:

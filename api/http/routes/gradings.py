@@ -9,9 +9,10 @@ from litestar import Response, get
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, QueryParameter
 
-from api.http.auth import Principal, require
+from api.http.auth import require
 from api.http.problems import ApiProblem
 from api.service.presenters import can_read, render_grading, render_gradings
+from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingPublic
 from api.service.services import Services
 from storage import GradingFilter, GradingView

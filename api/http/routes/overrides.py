@@ -8,10 +8,11 @@ from litestar import Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, HeaderParameter, JSONBody
 
-from api.http.auth import Principal, require
+from api.http.auth import require
 from api.http.problems import ApiProblem
 from api.http.routes.gradings import readable_grading
 from api.service.presenters import render_grading
+from api.service.principal import Principal
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
 

@@ -8,7 +8,8 @@ from litestar import Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from api.http.auth import Principal, require
+from api.http.auth import require
+from api.service.principal import Principal
 from api.service.regrade.flips import flip_report, flips_csv
 from api.service.regrade.jobs import start_regrade
 from api.service.regrade.schemas import RegradeJobCreate, RegradeJobPublic, job_public

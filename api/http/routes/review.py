@@ -9,10 +9,11 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.http.auth import Principal, require
+from api.http.auth import require
 from api.http.problems import ApiProblem
 from api.http.routes.gradings import readable_grading
 from api.service.presenters import render_gradings
+from api.service.principal import Principal
 from api.service.services import Services
 from storage import GradingView, ReviewItem
 from storage.review import REVIEW_REASONS

@@ -6,8 +6,9 @@ from litestar import get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
-from api.http.auth import Principal, require
+from api.http.auth import require
 from api.http.problems import ApiProblem
+from api.service.principal import Principal
 from api.service.schemas import ScenarioCreate, ScenarioPublic
 from api.service.services import Services
 from judge.grader import check_text

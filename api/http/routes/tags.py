@@ -9,8 +9,9 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from api.http.auth import Principal, require
+from api.http.auth import require
 from api.http.routes.gradings import readable_grading
+from api.service.principal import Principal
 from api.service.schemas import TagPublic
 from api.service.services import Services
 

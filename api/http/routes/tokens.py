@@ -10,8 +10,9 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from api.http.auth import Principal, Role, require
+from api.http.auth import require
 from api.http.problems import ApiProblem
+from api.service.principal import Principal, Role
 from api.service.services import Services
 from storage import TokenRecord
 

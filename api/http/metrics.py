@@ -1,0 +1,25 @@
+"""``GET /metrics``: the Prometheus text exposition of the app's registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response, get
+from litestar.di import NamedDependency
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from api.service.metrics import Metrics
+from api.service.services import Services
+
+__all__ = ["metrics_endpoint"]
+
+
+@get("/metrics", operation_id="metrics", summary="Prometheus metrics")
+async def metrics_endpoint(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Response[bytes]:
+    """The text exposition format; queue gauges are computed now."""
+    metrics: Metrics = request.app.state.metrics
+    workers = getattr(request.app.state, "workers", None)
+    await metrics.refresh(services, workers.in_flight if workers is not None else 0)
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,31 @@
+"""Errors of the use cases: what went wrong in the caller's terms, without HTTP or exit codes.
+
+The HTTP edge maps them to problem+json (``api.http.problems``), the command line to
+exit statuses (``api.cli.errors``), each in one table. ``field`` names the input at fault.
+The errors of the layers below (``storage.errors``, ``judge.errors``) are domain errors
+too and are mapped at the same two edges.
+"""
+
+from __future__ import annotations
+
+__all__ = ["InvalidRequest", "ServiceError", "UnknownReference"]
+
+
+class ServiceError(Exception):
+    """Base of the use cases' errors: a title, a detail, and the field at fault if any."""
+
+    title = "Invalid request"
+
+    def __init__(self, detail: str, *, field: str | None = None, title: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+        self.title = title or type(self).title
+
+
+class InvalidRequest(ServiceError):
+    """The request cannot be carried out as given (a bad or contradictory value)."""
+
+
+class UnknownReference(InvalidRequest):
+    """The request names a rubric, scenario or judge that does not exist."""

@@ -1,0 +1,127 @@
+"""The runtime: one startup path for ``serve``, ``worker``, ``regrade --wait`` and the importers.
+
+A :class:`Runtime` owns what a process of the service needs: the database engine and
+the store, the rubric catalog, the judge backend pool, the metrics, the grading workers
+and the start-up seeding (rubric versions, the failure-tag vocabulary, the bootstrap
+admin token). Everything that can be checked without the database is checked when it is
+built (an unknown default rubric, an unreadable token file), so a command fails before
+it starts anything::
+
+    async with Runtime(settings, workers=True) as runtime:
+        await accept_submission(runtime.services, data, actor=...)
+
+The HTTP app enters it in its lifespan; the command line enters it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
+from api.service.metrics import Metrics
+from api.service.services import BackendPool, RubricCatalog, Services
+from api.service.settings import Settings
+from api.service.workers import GradingWorkers
+from judge.backends import JudgeBackend
+from judge.rubric import load_rubric_dir
+from judge.vocabulary import load_vocabulary
+from storage import Store, make_engine, upgrade
+
+__all__ = ["Runtime"]
+
+
+class Runtime:
+    """Store, rubrics, judges, metrics and workers of one process, started and stopped together.
+
+    ``engine`` and ``backends`` (judge spec -> backend) are seams for tests; without them
+    the runtime makes its own from the settings and disposes of what it made. With
+    ``migrate`` the database is upgraded to the newest schema on entry. ``workers``
+    starts the grading workers (``settings.worker_count`` of them) on entry.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        engine: AsyncEngine | None = None,
+        backends: Mapping[str, JudgeBackend] | None = None,
+        workers: bool = False,
+        migrate: bool = False,
+        metrics: Metrics | None = None,
+    ) -> None:
+        rubrics = load_rubric_dir(settings.rubric_dir)
+        if settings.rubric not in rubrics:
+            raise ValueError(
+                f"the default rubric {settings.rubric!r} is not in {settings.rubric_dir}"
+            )
+        if settings.bootstrap_admin_token_file is not None:
+            read_token_file(settings.bootstrap_admin_token_file)  # fail now, not at start-up
+        self._own_engine = engine is None
+        self.engine = engine if engine is not None else make_engine(settings.database_url)
+        store = Store(self.engine)
+        self.services = Services(
+            settings=settings,
+            store=store,
+            rubrics=RubricCatalog(rubrics, store),
+            backends=BackendPool(settings, backends),
+        )
+        self.metrics = metrics or Metrics()
+        self.workers = GradingWorkers(
+            self.services, count=settings.worker_count, metrics=self.metrics
+        )
+        self._start_workers = workers and settings.worker_count > 0
+        self._migrate = migrate
+
+    @property
+    def settings(self) -> Settings:
+        """The settings this runtime was built from."""
+        return self.services.settings
+
+    @property
+    def store(self) -> Store:
+        """The store over the runtime's database."""
+        return self.services.store
+
+    async def start(self) -> None:
+        """Migrate (if asked), seed, then start the workers (if asked)."""
+        if self._migrate:
+            await upgrade(self.settings.database_url)
+        await self._seed()
+        if self._start_workers:
+            self.workers.start()
+
+    async def stop(self) -> None:
+        """Stop the workers, close the judges' clients, dispose of an engine of our own."""
+        try:
+            await self.workers.stop()
+            await self.services.backends.aclose()
+        finally:
+            if self._own_engine:
+                await self.engine.dispose()
+
+    async def _seed(self) -> None:
+        settings = self.settings
+        if settings.bootstrap_admin_token_file is not None:
+            await ensure_bootstrap_admin(self.store, settings.bootstrap_admin_token_file)
+        for rubric in self.services.rubrics.current.values():
+            await self.store.save_rubric(rubric)
+        await self.store.ensure_vocabulary(load_vocabulary(settings.failure_tags_file))
+
+    async def __aenter__(self) -> Runtime:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()

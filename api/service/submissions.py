@@ -1,0 +1,143 @@
+"""Accepting a submission and waiting for its grading (the use cases of POST /v1/submissions).
+
+Acceptance checks the texts, resolves the rubric and the ground truth (inline or a
+registered scenario's), applies the self-preference policy, removes credentials from
+the diagnosis and stores the submission with a pending grading in one transaction,
+before anything is answered. The workers are woken at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from api.service.errors import InvalidRequest, UnknownReference
+from api.service.principal import Principal
+from api.service.qualification import refuse_self_preference
+from api.service.schemas import SubmissionCreate
+from api.service.services import Services
+from judge.grader import check_text
+from judge.rubric import Rubric
+from judge.secrets import redact
+from storage import GradingView, NewSubmission, SubmissionOutcome
+
+__all__ = ["Accepted", "accept_submission", "wait_for_grading"]
+
+#: how often a waiting caller re-reads the grading (work done by other processes)
+_POLL_SECONDS = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A stored submission with its grading, and the rubric it will be graded with."""
+
+    outcome: SubmissionOutcome
+    rubric: Rubric
+
+
+async def _ground_truth(services: Services, data: SubmissionCreate) -> tuple[str, str]:
+    """The ground truth and where it came from (``inline`` or ``scenario``)."""
+    if data.ground_truth is not None:
+        return data.ground_truth, "inline"
+    assert data.scenario_id is not None
+    scenario = await services.store.get_scenario(data.scenario_id)
+    if scenario is None:
+        detail = f"no scenario with id {data.scenario_id!r}"
+        raise UnknownReference(detail, field="scenario_id", title="Unknown scenario")
+    return scenario.ground_truth, "scenario"
+
+
+async def _checked(services: Services, data: SubmissionCreate) -> Rubric:
+    """The rubric to grade with, once the request's texts and references are valid."""
+    settings = services.settings
+    problem = data.truth_problem()
+    if problem:
+        raise InvalidRequest(problem, field="scenario_id")
+    check_text(data.diagnosis, field="diagnosis", max_bytes=settings.max_text_bytes)
+    if data.ground_truth is not None:
+        check_text(data.ground_truth, field="ground_truth", max_bytes=settings.max_text_bytes)
+    rubric_id = data.rubric or settings.rubric
+    rubric = await services.rubrics.resolve(rubric_id)
+    if rubric is None:
+        detail = f"no rubric with id {rubric_id!r}"
+        raise UnknownReference(detail, field="rubric", title="Unknown rubric")
+    return rubric
+
+
+async def accept_submission(
+    services: Services,
+    data: SubmissionCreate,
+    *,
+    principal: Principal,
+    idempotency_key: str | None = None,
+) -> Accepted:
+    """Validate and store a submission with its pending grading (or replay an earlier one).
+
+    Raises ``InvalidRequest`` naming the field at fault, ``InputError`` for unusable
+    text, ``IdempotencyConflict`` when the key was used for another request; nothing is
+    stored then.
+    """
+    rubric = await _checked(services, data)
+    truth, source = await _ground_truth(services, data)
+    settings = services.settings
+    judge_spec, judge_backend, judge_model = settings.grading_judge()
+    refuse_self_preference(settings, judge_spec, data.model)
+    # credentials never reach the database or a judge: only kinds and positions are kept
+    redacted = await asyncio.to_thread(redact, data.diagnosis)
+    outcome = await services.store.create_submission(
+        NewSubmission(
+            diagnosis=redacted.text,
+            ground_truth=truth,
+            ground_truth_source=source,  # type: ignore[arg-type]
+            scenario_id=data.scenario_id,
+            agent=data.agent,
+            model=data.model,
+            run_id=data.run_id,
+            attempt=data.attempt,
+            metadata=data.metadata,
+            redactions=redacted.records(),
+        ),
+        rubric=rubric,
+        judge_spec=judge_spec,
+        judge_backend=judge_backend,
+        judge_model=judge_model,
+        actor=principal.id,
+        idempotency_key=idempotency_key,
+    )
+    services.waiters.work.set()
+    return Accepted(outcome=outcome, rubric=rubric)
+
+
+async def wait_for_grading(
+    services: Services,
+    grading_id: str,
+    seconds: float,
+    *,
+    pending: bool = False,
+    stopping: Callable[[], bool] = lambda: False,
+) -> GradingView | None:
+    """Re-read the grading until it is done or ``seconds`` passed; woken in-process.
+
+    ``pending``: the grading is known to be pending (just stored), so the first read is
+    skipped and the wait begins at once. ``stopping``: whether the process is shutting
+    down, in which case the grading is read once more and returned as it is.
+    """
+    event = services.waiters.event_for(grading_id)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if not pending or stopping():
+                view = await services.store.get_grading(grading_id)
+                if view is None or view.grading.status != "pending":
+                    return view
+                if remaining <= 0 or stopping():
+                    return view
+            pending = False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout=max(0, min(remaining, _POLL_SECONDS)))
+    finally:
+        services.waiters.forget(grading_id)
