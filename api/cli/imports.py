@@ -7,49 +7,19 @@ imported), 2 bad usage.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
-from api.service.settings import Settings
+from api.cli.edge import run, service_runtime
 
 if TYPE_CHECKING:  # the commands import storage when they run, keeping --help fast
-    from judge.rubric import Rubric
-    from storage import Store
     from storage.imports import ImportReport
 
 __all__ = ["import_group"]
-
-T = TypeVar("T")
-
-
-def _run(settings: Settings, action: Callable[[Store], Awaitable[T]]) -> T:
-    from storage import Store, make_engine, upgrade
-
-    async def run() -> T:
-        await upgrade(settings.database_url)
-        engine = make_engine(settings.database_url)
-        try:
-            return await action(Store(engine))
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(run())
-
-
-def _rubric(settings: Settings, rubric_id: str | None) -> Rubric:
-    from judge.rubric import load_rubric_dir
-
-    rubrics = load_rubric_dir(settings.rubric_dir)
-    name = rubric_id or settings.rubric
-    if name not in rubrics:
-        raise click.UsageError(f"no rubric {name!r} in {settings.rubric_dir}")
-    return rubrics[name]
 
 
 def _report(report: ImportReport, *, as_json: bool, prefix: str = "") -> None:
@@ -89,19 +59,19 @@ def import_sregym(
     directory: Path, problems_file: Path, rubric_id: str | None, as_json: bool
 ) -> None:
     """Import an SREGym results folder; SREGym's verdicts are kept as gradings by ``sregym``."""
-    from storage.imports import ImportFileError, read_problems, read_sregym_folder
+    from api.service.imports import import_sregym_folder
+    from storage.imports import ImportFileError, read_problems
 
-    settings = Settings()
     try:
         problems = read_problems(problems_file)
     except ImportFileError as exc:
         raise click.UsageError(str(exc)) from None
-    rubric = _rubric(settings, rubric_id)
 
-    async def action(store: Store) -> ImportReport:
-        return await store.import_sregym(read_sregym_folder(directory), problems, rubric=rubric)
+    async def action() -> ImportReport:
+        async with service_runtime() as services:
+            return await import_sregym_folder(services, directory, problems, rubric=rubric_id)
 
-    _report(_run(settings, action), as_json=as_json, prefix=f"{directory}/")
+    _report(run(action()), as_json=as_json, prefix=f"{directory}/")
 
 
 @import_group.command("jsonl")
@@ -111,20 +81,15 @@ def import_sregym(
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def import_jsonl(file: Path, strict: bool, rubric_id: str | None, as_json: bool) -> None:
     """Import historic submissions, one JSON object a line, queued for grading."""
-    from judge.spec import parse_judge_spec
-    from storage.imports import ImportAborted, ImportProblem, read_jsonl
+    from api.service.imports import import_jsonl_file
+    from storage.imports import ImportAborted, ImportProblem
 
-    settings = Settings()
-    rubric = _rubric(settings, rubric_id)
-    spec = parse_judge_spec(settings.judge)
-    judge = (settings.judge, spec.backend, spec.model)
-    lines = read_jsonl(file, max_bytes=settings.max_text_bytes)
-
-    async def action(store: Store) -> ImportReport:
-        return await store.import_jsonl(lines, rubric=rubric, judge=judge, strict=strict)
+    async def action() -> ImportReport:
+        async with service_runtime() as services:
+            return await import_jsonl_file(services, file, rubric=rubric_id, strict=strict)
 
     try:
-        report = _run(settings, action)
+        report = run(action())
     except ImportAborted as aborted:
         for problem in aborted.problems:
             click.echo(f"{file} {problem}", err=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from api.cli.edge import run, service_runtime
 
 if TYPE_CHECKING:  # the commands import the service when they run, keeping --help fast
     from api.service.regrade.schemas import RegradeFilterIn, RegradeJobPublic
@@ -26,19 +26,6 @@ __all__ = ["regrade_group"]
 _POLL_SECONDS = 0.5
 #: states a job does not leave by itself (as ``storage.regrade.tables._ENDED``)
 _ENDED = ("done", "failed", "cancelled")
-
-
-@asynccontextmanager
-async def _services(*, workers: bool) -> AsyncIterator[Services]:
-    from api.http.app import create_app
-    from api.service.settings import Settings
-    from storage import upgrade
-
-    settings = Settings()
-    await upgrade(settings.database_url)
-    app = create_app(settings, start_workers=workers)
-    async with app.lifespan():
-        yield app.state.services
 
 
 def _show(job: RegradeJobPublic, *, as_json: bool) -> None:
@@ -125,7 +112,6 @@ def regrade_group(ctx: click.Context, **options: Any) -> None:
         return
     from pydantic import ValidationError
 
-    from api.http.problems import ApiProblem
     from api.service.regrade.jobs import start_regrade
     from api.service.regrade.schemas import RegradeJobCreate, job_public
 
@@ -141,20 +127,14 @@ def regrade_group(ctx: click.Context, **options: Any) -> None:
     except ValidationError as exc:
         raise click.UsageError(str(exc)) from None
 
-    async def run() -> RegradeJobPublic | ApiProblem:
-        async with _services(workers=wait and not dry_run) as services:
-            try:
-                view = await start_regrade(services, data, actor="cli")
-            except ApiProblem as problem:  # leave the lifespan cleanly, then report it
-                return problem
-            job = job_public(view)
+    async def start() -> RegradeJobPublic:
+        async with service_runtime(workers=wait and not dry_run) as services:
+            job = job_public(await start_regrade(services, data, actor="cli"))
             if wait and not dry_run and job.state not in _ENDED:
                 job = await _follow(services, job.id)
             return job
 
-    job = asyncio.run(run())
-    if isinstance(job, ApiProblem):
-        raise click.UsageError(f"{job.field or 'request'}: {job.detail}")
+    job = run(start())
     _show(job, as_json=as_json)
     if job.state in ("failed", "cancelled"):
         sys.exit(1)
@@ -167,11 +147,11 @@ def regrade_status(job_id: str, as_json: bool) -> None:
     """A job's state, progress and estimate."""
     from api.service.regrade.schemas import job_public
 
-    async def run() -> RegradeJobPublic:
-        async with _services(workers=False) as services:
+    async def status() -> RegradeJobPublic:
+        async with service_runtime(workers=False) as services:
             return job_public(await services.store.get_regrade_job(job_id))
 
-    _show(_load(run), as_json=as_json)
+    _show(run(status()), as_json=as_json)
 
 
 @regrade_group.command("flips")
@@ -182,8 +162,8 @@ def regrade_flips(job_id: str, fmt: str) -> None:
     from api.service.regrade.flips import flip_report, flips_csv
     from api.service.regrade.schemas import job_public
 
-    async def run() -> str:
-        async with _services(workers=False) as services:
+    async def flips() -> str:
+        async with service_runtime(workers=False) as services:
             view = await services.store.get_regrade_job(job_id)
             items = await services.store.regrade_pairs(job_id)
         if fmt == "csv":
@@ -191,13 +171,4 @@ def regrade_flips(job_id: str, fmt: str) -> None:
         report = flip_report(job_public(view).model_dump(mode="json"), items)
         return json.dumps(report, indent=2) + "\n"
 
-    click.echo(_load(run), nl=False)
-
-
-def _load(run: Any) -> Any:
-    from storage.errors import NotFound
-
-    try:
-        return asyncio.run(run())
-    except NotFound as exc:
-        raise click.ClickException(str(exc)) from None
+    click.echo(run(flips()), nl=False)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from api.service.errors import UnknownReference
 from api.service.settings import Settings
 from judge.backends import JudgeBackend, build_backend
 from judge.calls import Completion, JudgeRequest
@@ -36,6 +37,19 @@ class RubricCatalog:
                 return None
             self._versions[(rubric_id, version)] = stored
         return self._versions[(rubric_id, version)]
+
+    async def find(self, text: str) -> Rubric | None:
+        """The rubric named ``id`` (current version) or ``id@version``, or None."""
+        name, _, version = text.partition("@")
+        return await self.resolve(name, version or None)
+
+    async def require(self, text: str | None, *, default: str) -> Rubric:
+        """As ``find`` (``default`` when None); ``UnknownReference`` naming ``rubric``."""
+        rubric = await self.find(text or default)
+        if rubric is None:
+            detail = f"no rubric {text or default!r}"
+            raise UnknownReference(detail, field="rubric", title="Unknown rubric")
+        return rubric
 
 
 @dataclass

@@ -35,11 +35,10 @@ async def get_rubric(
     rubric_id: FromPath[str], services: NamedDependency[Services]
 ) -> dict[str, Any]:
     """A rubric's full content (``id`` or ``id@version``) and the versions stored."""
-    name, _, version = rubric_id.partition("@")
-    rubric = await services.rubrics.resolve(name, version or None)
+    rubric = await services.rubrics.find(rubric_id)
     if rubric is None:
         raise ApiProblem(404, "Not found", f"no rubric {rubric_id!r}")
-    versions = await services.store.list_rubric_versions(name)
+    versions = await services.store.list_rubric_versions(rubric.id)
     return {
         **rubric.model_dump(mode="json"),
         "version": rubric.version,

@@ -6,27 +6,17 @@ default rubric (its current version), an omitted judge the service's judge.
 
 from __future__ import annotations
 
-from api.http.problems import ApiProblem
+from api.service.errors import InvalidRequest
 from api.service.regrade.estimate import estimate_regrade
 from api.service.regrade.schemas import RegradeJobCreate
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.errors import JudgeSpecError
-from judge.rubric import Rubric
 from judge.spec import parse_judge_spec
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.progress import JobView
 
-__all__ = ["resolve_rubric", "resolve_target", "start_regrade"]
-
-
-async def resolve_rubric(services: Services, text: str | None) -> Rubric:
-    """``id`` (current version) or ``id@version``; 422 naming ``rubric`` when unknown."""
-    name, _, version = (text or services.settings.rubric).partition("@")
-    rubric = await services.rubrics.resolve(name, version or None)
-    if rubric is None:
-        raise ApiProblem(422, "Unknown rubric", f"no rubric {text!r}", field="rubric")
-    return rubric
+__all__ = ["resolve_target", "start_regrade"]
 
 
 def _backend(services: Services, spec_text: str) -> JudgeBackend:
@@ -34,16 +24,16 @@ def _backend(services: Services, spec_text: str) -> JudgeBackend:
         parse_judge_spec(spec_text)
         return services.backends.get(spec_text)
     except JudgeSpecError as exc:
-        raise ApiProblem(422, "Invalid judge", str(exc), field="judge") from None
+        raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
 
 
 async def resolve_target(
     services: Services, data: RegradeJobCreate
 ) -> tuple[RegradeTarget, JudgeBackend]:
-    """The job's rubric, judge and mode; 422 naming the field at fault."""
+    """The job's rubric, judge and mode; ``InvalidRequest`` naming the field at fault."""
     if data.rubric is None and data.judge is None:
-        raise ApiProblem(422, "Invalid request", "give a rubric, a judge or both", field="rubric")
-    rubric = await resolve_rubric(services, data.rubric)
+        raise InvalidRequest("give a rubric, a judge or both", field="rubric")
+    rubric = await services.rubrics.require(data.rubric, default=services.settings.rubric)
     spec_text = data.judge or services.settings.judge
     backend = _backend(services, spec_text)
     spec = parse_judge_spec(spec_text)

@@ -1,0 +1,90 @@
+"""The command line's edge: settings from the environment and domain errors as exit statuses.
+
+Every command runs its coroutine through :func:`run`, which maps the errors of the use
+cases and of the layers below to click's exceptions in one table: a request that cannot
+be carried out as given is bad usage (exit 2, naming the option at fault), a missing or
+conflicting record a failure (exit 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from api.service.settings import Settings
+
+if TYPE_CHECKING:
+    from api.service.services import Services
+
+__all__ = ["as_click_error", "load_settings", "run", "service_runtime"]
+
+T = TypeVar("T")
+ExitTable = tuple[tuple[type[Exception], type[click.ClickException]], ...]
+
+
+def _exit_table() -> ExitTable:
+    """Error class -> click exception class; the first matching class in order wins.
+
+    Built when an error is mapped, so that ``--help`` does not import the storage stack.
+    """
+    from api.service.errors import ServiceError
+    from judge.errors import InputError, JudgeSpecError, RubricError
+    from storage.errors import Conflict, InvalidCursor, InvalidReview, NotFound, PreconditionFailed
+
+    return (
+        (ServiceError, click.UsageError),
+        (InputError, click.UsageError),
+        (JudgeSpecError, click.UsageError),
+        (RubricError, click.UsageError),
+        (InvalidCursor, click.UsageError),
+        (InvalidReview, click.UsageError),
+        (NotFound, click.ClickException),
+        (PreconditionFailed, click.ClickException),
+        (Conflict, click.ClickException),
+    )
+
+
+@asynccontextmanager
+async def service_runtime(*, workers: bool = False) -> AsyncIterator[Services]:
+    """The service's runtime on the configured database (migrated first), workers if asked."""
+    from api.service.runtime import Runtime
+
+    try:
+        runtime = Runtime(load_settings(), workers=workers, migrate=True)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    async with runtime:
+        yield runtime.services
+
+
+def load_settings(**overrides: object) -> Settings:
+    """The settings from the environment, with the options given; bad usage when invalid."""
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.UsageError(f"invalid configuration: {exc}") from None
+
+
+def as_click_error(exc: Exception) -> click.ClickException | None:
+    """The click exception (and so the exit status) of a domain error, or None."""
+    for kind, click_error in _exit_table():
+        if isinstance(exc, kind):
+            field = getattr(exc, "field", None)
+            message = getattr(exc, "detail", None) or str(exc)
+            return click_error(f"{field}: {message}" if field else message)
+    return None
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine; domain errors become click's exceptions (exit 1 or 2)."""
+    try:
+        return asyncio.run(coroutine)
+    except Exception as exc:
+        mapped = as_click_error(exc)
+        if mapped is None:
+            raise
+        raise mapped from None

@@ -1,0 +1,49 @@
+"""Importing historic runs: SREGym results folders and JSON lines of submissions.
+
+The rubric is resolved like a submission's (``id`` or ``id@version``, the service's by
+default). Imported diagnoses pass the same checks as submitted ones (text limits,
+credentials redacted) in ``storage.imports``; each is stored once, however often the
+same input is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from api.service.services import Services
+from judge.spec import parse_judge_spec
+from storage.imports import ImportReport, read_jsonl, read_sregym_folder
+
+__all__ = ["import_jsonl_file", "import_sregym_folder"]
+
+
+async def import_sregym_folder(
+    services: Services,
+    folder: Path,
+    problems: Mapping[str, str],
+    *,
+    rubric: str | None = None,
+) -> ImportReport:
+    """Import every attempt of an SREGym results folder; SREGym's verdicts are kept."""
+    target = await services.rubrics.require(rubric, default=services.settings.rubric)
+    attempts = read_sregym_folder(folder)
+    return await services.store.import_sregym(attempts, problems, rubric=target)
+
+
+async def import_jsonl_file(
+    services: Services, file: Path, *, rubric: str | None = None, strict: bool = False
+) -> ImportReport:
+    """Import historic submissions, one JSON object a line, queued for grading.
+
+    With ``strict`` nothing is stored when any line is bad (``ImportAborted``).
+    """
+    settings = services.settings
+    target = await services.rubrics.require(rubric, default=settings.rubric)
+    spec = parse_judge_spec(settings.judge)
+    lines = read_jsonl(file, max_bytes=settings.max_text_bytes)
+    report = await services.store.import_jsonl(
+        lines, rubric=target, judge=(settings.judge, spec.backend, spec.model), strict=strict
+    )
+    services.waiters.work.set()
+    return report
