@@ -71,6 +71,13 @@ def load_settings(**overrides: object) -> Settings:
 
 def as_click_error(exc: Exception) -> click.ClickException | None:
     """The click exception (and so the exit status) of a domain error, or None."""
+    from sqlalchemy.exc import DBAPIError
+
+    if isinstance(exc, DBAPIError):
+        return click.ClickException(
+            f"cannot read the database ({type(exc.orig).__name__}: {exc.orig}); "
+            "is it migrated? run `sre-judge migrate`"
+        )
     for kind, click_error in _exit_table():
         if isinstance(exc, kind):
             field = getattr(exc, "field", None)

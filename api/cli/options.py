@@ -6,7 +6,6 @@ needed). scipy and matplotlib are imported only when a command runs.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from api.service.settings import Settings
+from api.cli.edge import load_settings, run
 
 if TYPE_CHECKING:  # storage, scipy and the like are imported when a command runs
     from pydantic import BaseModel
@@ -43,29 +42,18 @@ Command = Callable[..., Any]
 
 def run_with_store(work: Callable[[Store], Awaitable[T]]) -> T:
     """Run ``work`` on a store over the configured database; database errors exit 1."""
-    from sqlalchemy.exc import DBAPIError
-
     from storage import Store, make_engine
 
-    try:
-        settings = Settings()
-    except ValueError as exc:
-        raise click.UsageError(f"invalid configuration: {exc}") from None
+    settings = load_settings()
 
-    async def run() -> T:
+    async def with_store() -> T:
         engine = make_engine(settings.database_url)
         try:
             return await work(Store(engine))
         finally:
             await engine.dispose()
 
-    try:
-        return asyncio.run(run())
-    except DBAPIError as exc:
-        raise click.ClickException(
-            f"cannot read the database ({type(exc.orig).__name__}: {exc.orig}); "
-            "is it migrated? run `sre-judge migrate`"
-        ) from None
+    return run(with_store())
 
 
 def filter_options(command: Command) -> Command:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.cli.calibrate import grade_gold
+from api.service.calibration import grade_gold
 from api.service.qualification import in_review_sample, judge_identity, judge_settings
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply

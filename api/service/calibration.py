@@ -1,0 +1,117 @@
+"""Qualifying a judge: grade a labelled gold set, store the agreement, compare with the last run.
+
+The judge is graded with the service's sampling settings, at most
+``SRE_JUDGE_JUDGE_CONCURRENCY`` diagnoses at a time. The run is stored with the judge's
+identity (spec without base URL, settings, rubric version, asking mode), so gradings by
+that judge stop being provisional once it qualifies. The previous run of the same gold
+file and judge is returned beside the new one, so a caller can report drift (a drop of
+verdict kappa, e.g. a silently updated model tag).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from api.service.errors import InvalidRequest
+from api.service.grader_factory import grader_for
+from api.service.qualification import judge_identity, judge_settings
+from api.service.services import Services
+from judge.calibration import (
+    CalibrationFigures,
+    GoldError,
+    GoldItem,
+    calibration_figures,
+    load_gold,
+    qualifies,
+)
+from judge.errors import JudgeSpecError
+from judge.grader import Grader
+from judge.rubric import Rubric
+from judge.verdict import GradingResult
+from storage.quality_tables import CalibrationRunRecord
+
+__all__ = ["Calibration", "calibrate", "drifted", "grade_gold"]
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A stored calibration run, its figures, and the previous run of the same gold and judge."""
+
+    figures: CalibrationFigures
+    run: CalibrationRunRecord
+    previous: CalibrationRunRecord | None
+
+
+def drifted(previous: Any, run: Any, threshold: float) -> bool:
+    """Whether verdict kappa dropped by more than ``threshold`` since ``previous``."""
+    if previous is None or previous.verdict_kappa is None:
+        return False
+    now = -1.0 if run.verdict_kappa is None else run.verdict_kappa
+    return bool(previous.verdict_kappa - now > threshold)
+
+
+async def grade_gold(
+    grader: Grader, rubric: Rubric, items: list[GoldItem], *, concurrency: int
+) -> list[GradingResult]:
+    """Grade every gold item, at most ``concurrency`` at a time, in order."""
+    limit = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(item: GoldItem) -> GradingResult:
+        async with limit:
+            return await grader.grade(rubric, item.ground_truth, item.diagnosis)
+
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+def _gold_items(raw: bytes, gold_name: str, rubric: Rubric) -> list[GoldItem]:
+    try:
+        return load_gold(raw.decode("utf-8"), rubric)
+    except (GoldError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"{gold_name}: {exc}", title="Invalid gold set") from None
+
+
+def _grader(services: Services, spec_text: str) -> Grader:
+    try:
+        return grader_for(services.settings, services.backends.get(spec_text))
+    except JudgeSpecError as exc:
+        raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
+
+
+async def calibrate(
+    services: Services,
+    raw_gold: bytes,
+    *,
+    gold_name: str,
+    judge: str | None = None,
+    rubric: str | None = None,
+) -> Calibration:
+    """Grade the gold set (JSONL bytes) with ``judge`` (default: the service's), store the run."""
+    settings = services.settings
+    target = await services.rubrics.require(rubric, default=settings.rubric)
+    items = _gold_items(raw_gold, gold_name, target)
+    spec_text = judge or settings.judge
+    grader = _grader(services, spec_text)
+    results = await grade_gold(grader, target, items, concurrency=settings.judge_concurrency)
+    figures = calibration_figures(target, items, results)
+    identity: dict[str, Any] = {
+        "judge_spec": judge_identity(spec_text),
+        "judge_settings": judge_settings(settings),
+        "rubric_version": target.version,
+        "asking_mode": settings.judge_asking or target.asking,
+    }
+    sha = hashlib.sha256(raw_gold).hexdigest()
+    earlier = await services.store.calibration_runs(**identity, gold_sha256=sha)
+    run = CalibrationRunRecord(
+        **identity, rubric_id=target.id, gold_name=gold_name, gold_sha256=sha,
+        n=figures.n, verdict_kappa=figures.verdict_kappa,
+        false_pass_rate=figures.false_pass_rate, results=figures.model_dump(mode="json"),
+        qualified=qualifies(
+            figures, min_kappa=settings.qualify_min_kappa,
+            max_false_pass=settings.qualify_max_false_pass,
+        ),
+    )  # fmt: skip
+    run = await services.store.add_calibration_run(run)
+    return Calibration(figures=figures, run=run, previous=earlier[0] if earlier else None)
