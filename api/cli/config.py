@@ -13,10 +13,10 @@ import re
 from typing import Any
 
 import click
-from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from api.cli.edge import load_settings
 from api.service.settings import Settings
 
 __all__ = ["MASK", "config_group", "effective_config", "mask_url"]
@@ -84,10 +84,7 @@ def config_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print a JSON object instead of lines")
 def config_show(as_json: bool) -> None:
     """Print the effective configuration with secrets masked."""
-    try:
-        settings = Settings()
-    except (ValidationError, ValueError) as exc:
-        raise click.UsageError(f"invalid configuration: {exc}") from None
+    settings = load_settings()
     rows = effective_config(settings)
     if as_json:
         click.echo(json.dumps({row["variable"]: row["value"] for row in rows}, indent=2))

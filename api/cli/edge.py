@@ -9,7 +9,7 @@ conflicting record a failure (exit 1).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,8 +19,9 @@ from api.service.settings import Settings
 
 if TYPE_CHECKING:
     from api.service.services import Services
+    from storage import Store
 
-__all__ = ["as_click_error", "load_settings", "run", "service_runtime"]
+__all__ = ["as_click_error", "load_settings", "run", "service_runtime", "with_store"]
 
 T = TypeVar("T")
 ExitTable = tuple[tuple[type[Exception], type[click.ClickException]], ...]
@@ -59,6 +60,27 @@ async def service_runtime(*, workers: bool = False) -> AsyncIterator[Services]:
         raise click.UsageError(str(exc)) from None
     async with runtime:
         yield runtime.services
+
+
+def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) -> T:
+    """Run ``work`` on a store over the configured database (migrated first if asked).
+
+    For the commands that need the records only, not the judges or the workers.
+    """
+    from storage import Store, make_engine, upgrade
+
+    settings = load_settings()
+
+    async def on_store() -> T:
+        if migrate:
+            await upgrade(settings.database_url)
+        engine = make_engine(settings.database_url)
+        try:
+            return await work(Store(engine))
+        finally:
+            await engine.dispose()
+
+    return run(on_store())
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -10,11 +9,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from api.cli.edge import load_settings, run
 from api.cli.render import render_grading
 from api.service.grader_factory import grader_for
 from api.service.settings import Settings
 from judge.backends import build_backend
-from judge.errors import InputError, JudgeSpecError, RubricError
 from judge.rubric import load_rubric_dir
 from judge.spec import parse_judge_spec
 from judge.verdict import GradingResult
@@ -48,20 +47,14 @@ def _read_text(value: str | None, path: str | None, *, name: str) -> str:
 async def _grade(
     settings: Settings, spec_text: str, rubric_id: str, truth: str, diag: str
 ) -> GradingResult:
+    """Grade once; bad specs, rubrics and texts are mapped to exit 2 at the CLI's edge."""
+    rubrics = load_rubric_dir(settings.rubric_dir)
+    backend = build_backend(parse_judge_spec(spec_text), timeout=settings.judge_timeout)
     try:
-        rubrics = load_rubric_dir(settings.rubric_dir)
-        backend = build_backend(parse_judge_spec(spec_text), timeout=settings.judge_timeout)
-    except (JudgeSpecError, RubricError) as exc:
-        raise click.UsageError(str(exc)) from None
-    if rubric_id not in rubrics:
-        await backend.aclose()
-        known = ", ".join(sorted(rubrics)) or "none"
-        raise click.UsageError(f"unknown rubric {rubric_id!r}; known rubrics: {known}")
-    grader = grader_for(settings, backend)
-    try:
-        return await grader.grade(rubrics[rubric_id], truth, diag)
-    except InputError as exc:
-        raise click.UsageError(str(exc)) from None
+        if rubric_id not in rubrics:
+            known = ", ".join(sorted(rubrics)) or "none"
+            raise click.UsageError(f"unknown rubric {rubric_id!r}; known rubrics: {known}")
+        return await grader_for(settings, backend).grade(rubrics[rubric_id], truth, diag)
     finally:
         await backend.aclose()
 
@@ -88,10 +81,10 @@ def grade_command(
     """Grade one diagnosis. Exit 0 graded (pass or fail), 3 unscored, 2 bad usage."""
     if ground_truth_file == "-" and diagnosis_file == "-":
         raise click.UsageError("only one of the files can be read from stdin")
-    settings = Settings()
+    settings = load_settings()
     truth = _read_text(ground_truth, ground_truth_file, name="ground-truth")
     diag = _read_text(diagnosis, diagnosis_file, name="diagnosis")
-    result = asyncio.run(
+    result = run(
         _grade(settings, judge_spec or settings.judge, rubric_id or settings.rubric, truth, diag)
     )
     grading = {"id": None, "submission_id": None, **result.grading_object()}

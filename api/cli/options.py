@@ -9,19 +9,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
-
-from api.cli.edge import load_settings, run
 
 if TYPE_CHECKING:  # storage, scipy and the like are imported when a command runs
     from pydantic import BaseModel
 
-    from storage import Store
     from storage.report_queries import GroupKey, ReportFilter
 
 __all__ = [
@@ -32,28 +29,10 @@ __all__ = [
     "output_options",
     "parse_arm",
     "parse_group_by",
-    "run_with_store",
     "write_chart",
 ]
 
-T = TypeVar("T")
 Command = Callable[..., Any]
-
-
-def run_with_store(work: Callable[[Store], Awaitable[T]]) -> T:
-    """Run ``work`` on a store over the configured database; database errors exit 1."""
-    from storage import Store, make_engine
-
-    settings = load_settings()
-
-    async def with_store() -> T:
-        engine = make_engine(settings.database_url)
-        try:
-            return await work(Store(engine))
-        finally:
-            await engine.dispose()
-
-    return run(with_store())
 
 
 def filter_options(command: Command) -> Command:
@@ -101,7 +80,7 @@ def parse_group_by(value: str) -> list[GroupKey]:
 
 def parse_arm(pairs: Sequence[str], name: str) -> ReportFilter:
     """``-a agent=x -a model=y`` -> the arm's filter."""
-    from api.http.report_params import ARM_FIELDS
+    from api.service.reports.models import ARM_FIELDS
 
     values: dict[str, Any] = {}
     for pair in pairs:

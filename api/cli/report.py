@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from api.cli.edge import with_store
 from api.cli.options import (
     build_filter,
     chart_option,
@@ -22,7 +23,6 @@ from api.cli.options import (
     output_options,
     parse_arm,
     parse_group_by,
-    run_with_store,
     write_chart,
 )
 
@@ -67,7 +67,7 @@ def pass_rates(
     from api.service.reports.tables import pass_rate_table
 
     keys = parse_group_by(group_by)
-    report = run_with_store(
+    report = with_store(
         lambda store: pass_rate_report(
             store, build_filter(**filters), group_by=keys, verdicts=verdicts
         )
@@ -100,7 +100,7 @@ def compare(
     from api.service.reports.tables import comparison_table
 
     a, b = parse_arm(arm_a, "a"), parse_arm(arm_b, "b")
-    report = run_with_store(lambda store: comparison_report(store, a, b, verdicts=verdicts))
+    report = with_store(lambda store: comparison_report(store, a, b, verdicts=verdicts))
     emit(report, comparison_table(report), fmt)
     bars = []
     for name, arm in (("a", report.a), ("b", report.b)):
@@ -124,7 +124,7 @@ def questions(
     from api.service.reports.tables import question_table
 
     keys = parse_group_by(group_by)
-    report = run_with_store(
+    report = with_store(
         lambda store: question_report(
             store, build_filter(**filters), group_by=keys, verdicts=verdicts
         )
@@ -154,7 +154,7 @@ def dimensions(group_by: str, fmt: str, verdicts: Verdicts, **filters: Any) -> N
     from api.service.reports.tables import dimension_table
 
     keys = parse_group_by(group_by)
-    report = run_with_store(
+    report = with_store(
         lambda store: dimension_report(
             store, build_filter(**filters), group_by=keys, verdicts=verdicts
         )
@@ -178,7 +178,7 @@ def tags(group_by: str, fmt: str, **filters: Any) -> None:
     from api.service.reports.tables import tag_table
 
     keys = parse_group_by(group_by)
-    report = run_with_store(lambda store: tag_report(store, build_filter(**filters), group_by=keys))
+    report = with_store(lambda store: tag_report(store, build_filter(**filters), group_by=keys))
     emit(report, tag_table(report), fmt)
 
 
@@ -215,7 +215,7 @@ def export_command(
                 stream.flush()
         return count
 
-    chunks = run_with_store(work)
+    chunks = with_store(work)
     rows = chunks - (0 if fmt == "jsonl" else 1)
     click.echo(f"{rows} gradings exported" + (f" to {output}" if output else ""), err=True)
 
@@ -259,7 +259,7 @@ def agreement(kind: str, group_by: str, source: str, fmt: str, **filters: Any) -
 
     kinds = names(kind, AGREEMENT_KINDS, "--kind") or list(AGREEMENT_KINDS)
     groups = names(group_by, AGREEMENT_GROUPS, "--group-by")
-    report = run_with_store(
+    report = with_store(
         lambda store: build_agreement_report(
             store,
             build_filter(**filters),

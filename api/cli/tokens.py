@@ -2,37 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
-from api.service.settings import Settings
+from api.cli.edge import with_store
 
 if TYPE_CHECKING:
     from storage import Store, TokenRecord
 
 __all__ = ["tokens_group"]
-
-T = TypeVar("T")
-
-
-def _with_store(action: Callable[[Store], Awaitable[T]]) -> T:
-    from storage import Store, make_engine, upgrade
-
-    settings = Settings()
-
-    async def run() -> T:
-        await upgrade(settings.database_url)
-        engine = make_engine(settings.database_url)
-        try:
-            return await action(Store(engine))
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(run())
 
 
 @click.group("tokens")
@@ -52,7 +32,7 @@ def tokens_create(role: str, name: str, expires_in_days: int | None) -> None:
         plaintext, _ = await store.create_token(name=name, role=role, expires_at=expires_at)
         return plaintext
 
-    click.echo(_with_store(create))
+    click.echo(with_store(create, migrate=True))
 
 
 @tokens_group.command("list")
@@ -62,7 +42,7 @@ def tokens_list() -> None:
     async def listing(store: Store) -> list[TokenRecord]:
         return list(await store.list_tokens())
 
-    for r in _with_store(listing):
+    for r in with_store(listing, migrate=True):
         fields = (r.id, r.name, r.role, r.expires_at or "-", r.revoked_at or "-")
         click.echo("\t".join(str(x) for x in fields))
 
@@ -74,10 +54,10 @@ def tokens_revoke(token_id: str) -> None:
     from storage import NotFound
 
     async def revoke(store: Store) -> None:
-        await store.revoke_token(token_id, actor="cli")
+        try:
+            await store.revoke_token(token_id, actor="cli")
+        except NotFound:
+            raise click.UsageError(f"no token with id {token_id!r}") from None
 
-    try:
-        _with_store(revoke)
-    except NotFound:
-        raise click.UsageError(f"no token with id {token_id!r}") from None
+    with_store(revoke, migrate=True)
     click.echo(f"revoked {token_id}", err=True)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from pydantic import BaseModel
 
 from judge.statistics import ArmDifference, Interval, Proportion, ScenarioDifference
-from storage.report_queries import GroupKey, Verdicts
+from storage.report_queries import GroupKey, ReportFilter, Verdicts
 
 __all__ = [
+    "ARM_FIELDS",
     "Arm",
     "ComparisonReport",
     "DimensionRate",
@@ -21,6 +23,12 @@ __all__ = [
     "TagRate",
     "TagReport",
 ]
+
+
+#: The fields an arm of a comparison may filter on (the report filter's, all gradings current).
+ARM_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(ReportFilter) if f.name != "current_only"
+)
 
 
 class GroupRate(BaseModel):
