@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -87,51 +87,3 @@ class GradingResult(BaseModel):
     def needs_review(self) -> bool:
         """A human should look at it."""
         return bool(self.review_reasons)
-
-    def grading_object(self) -> dict[str, Any]:
-        """The public grading object of CONTRACT.md, without ids (the service adds them)."""
-        outcome = self.outcome
-        judge_outcome = self.judge_outcome
-        return {
-            "status": self.status,
-            "unscored_reason": self.unscored_reason,
-            "detail": self.detail,
-            "rubric": {"id": self.rubric_id, "version": self.rubric_version},
-            "judge": {"backend": self.judge_backend, "model": self.judge_model},
-            "answers": [
-                {
-                    "question_id": a.question_id,
-                    "dimension_id": a.dimension_id,
-                    "answer": "yes" if a.answer else "no",
-                    "judge_answer": "yes" if a.judge_answer else "no",
-                    "reasoning": a.reasoning,
-                    "evidence": a.evidence,
-                    "evidence_verified": a.evidence_verified,
-                    "confidence": a.confidence,
-                    "grounding": a.grounding,
-                    "overridden": False,
-                    "votes": [
-                        {
-                            "judge": v.judge_spec,
-                            "sample": v.sample_index,
-                            "answer": "yes" if v.answer else "no",
-                            "confidence": v.confidence,
-                        }
-                        for v in self.votes
-                        if v.question_id == a.question_id
-                    ],
-                }
-                for a in self.answers
-            ],
-            "dimensions": [
-                {"id": d.id, "name": d.name, "yes": d.yes, "total": d.total}
-                for d in (outcome.dimensions if outcome else ())
-            ],
-            "yes_count": outcome.yes_count if outcome else None,
-            "composite": outcome.composite if outcome else None,
-            "passed": outcome.passed if outcome else None,
-            "judge_passed": judge_outcome.passed if judge_outcome else None,
-            "decisive": outcome.decisive if outcome else None,
-            "needs_review": self.needs_review,
-            "review_reasons": list(self.review_reasons),
-        }

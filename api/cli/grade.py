@@ -12,6 +12,7 @@ from rich.console import Console
 from api.cli.edge import load_settings, run
 from api.cli.render import render_grading
 from api.service.grader_factory import grader_for
+from api.service.presenters import result_public
 from api.service.settings import Settings
 from judge.backends import build_backend
 from judge.rubric import load_rubric_dir
@@ -87,7 +88,7 @@ def grade_command(
     result = run(
         _grade(settings, judge_spec or settings.judge, rubric_id or settings.rubric, truth, diag)
     )
-    grading = {"id": None, "submission_id": None, **result.grading_object()}
+    grading = result_public(result).model_dump(mode="json")
     if as_json:
         click.echo(json.dumps(grading, indent=2, ensure_ascii=False))
     else:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from api.service.principal import Principal
 from api.service.schemas import (
     AnswerPublic,
     DimensionPublic,
+    GradingCore,
     GradingPublic,
     OverridePublic,
     SubmissionPublic,
@@ -17,10 +19,11 @@ from api.service.schemas import (
 from api.service.services import Services
 from judge.adjudication import overrides_in_force
 from judge.rubric import Rubric
+from judge.verdict import Answer, GradingResult, Vote
 from storage import FailureTagRecord, GradingView, OverrideRecord
 from storage.overrides import override_events
 from storage.quality_tables import JudgeVoteRecord
-from storage.tables import SubmissionRecord
+from storage.tables import AnswerRecord, SubmissionRecord
 
 __all__ = [
     "can_read",
@@ -28,6 +31,7 @@ __all__ = [
     "grading_public",
     "render_grading",
     "render_gradings",
+    "result_public",
 ]
 
 
@@ -73,6 +77,82 @@ def _override_public(record: OverrideRecord) -> OverridePublic:
     )
 
 
+def _yes_no(value: bool) -> Literal["yes", "no"]:
+    return "yes" if value else "no"
+
+
+def _votes_public(
+    votes: Sequence[Vote] | Sequence[JudgeVoteRecord], question_id: str
+) -> list[VotePublic]:
+    """The votes on one question; a stored vote names its judge call, a fresh one has none."""
+    return [
+        VotePublic(
+            judge=vote.judge_spec,
+            sample=vote.sample_index,
+            answer=_yes_no(vote.answer),
+            confidence=vote.confidence,
+            call_id=vote.call_id if isinstance(vote, JudgeVoteRecord) else None,
+        )
+        for vote in votes
+        if vote.question_id == question_id
+    ]
+
+
+def _answer_public(
+    a: Answer | AnswerRecord,
+    *,
+    answer: bool,
+    overridden: bool = False,
+    votes: list[VotePublic],
+    grounding: str | None = None,
+) -> AnswerPublic:
+    return AnswerPublic(
+        question_id=a.question_id,
+        dimension_id=a.dimension_id,
+        answer=_yes_no(answer),
+        judge_answer=_yes_no(a.judge_answer),
+        reasoning=a.reasoning,
+        evidence=a.evidence,
+        evidence_verified=a.evidence_verified,
+        confidence=a.confidence,
+        overridden=overridden,
+        votes=votes,
+        grounding=grounding,
+    )
+
+
+def result_public(result: GradingResult) -> GradingCore:
+    """The grading object of a grading made in this process and not stored (no ids)."""
+    outcome, judge_outcome = result.outcome, result.judge_outcome
+    return GradingCore(
+        status=result.status,
+        unscored_reason=result.unscored_reason,
+        detail=result.detail,
+        rubric={"id": result.rubric_id, "version": result.rubric_version},
+        judge={"backend": result.judge_backend, "model": result.judge_model},
+        answers=[
+            _answer_public(
+                a,
+                answer=a.answer,
+                votes=_votes_public(result.votes, a.question_id),
+                grounding=a.grounding,
+            )
+            for a in result.answers
+        ],
+        dimensions=[
+            DimensionPublic(id=d.id, name=d.name, yes=d.yes, total=d.total)
+            for d in (outcome.dimensions if outcome else ())
+        ],
+        yes_count=outcome.yes_count if outcome else None,
+        composite=outcome.composite if outcome else None,
+        passed=outcome.passed if outcome else None,
+        judge_passed=judge_outcome.passed if judge_outcome else None,
+        decisive=outcome.decisive if outcome else None,
+        needs_review=result.needs_review,
+        review_reasons=list(result.review_reasons),
+    )
+
+
 def grading_public(
     view: GradingView,
     *,
@@ -102,27 +182,11 @@ def grading_public(
         rubric={"id": g.rubric_id, "version": g.rubric_version},
         judge={"backend": g.judge_backend, "model": g.judge_model},
         answers=[
-            AnswerPublic(
-                question_id=a.question_id,
-                dimension_id=a.dimension_id,
-                answer="yes" if effective[a.question_id] else "no",
-                judge_answer="yes" if a.judge_answer else "no",
-                reasoning=a.reasoning,
-                evidence=a.evidence,
-                evidence_verified=a.evidence_verified,
-                confidence=a.confidence,
+            _answer_public(
+                a,
+                answer=effective[a.question_id],
                 overridden=a.question_id in overridden,
-                votes=[
-                    VotePublic(
-                        judge=v.judge_spec,
-                        sample=v.sample_index,
-                        answer="yes" if v.answer else "no",
-                        confidence=v.confidence,
-                        call_id=v.call_id,
-                    )
-                    for v in votes
-                    if v.question_id == a.question_id
-                ],
+                votes=_votes_public(votes, a.question_id),
             )
             for a in view.answers
         ],

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 __all__ = [
     "AnswerPublic",
     "DimensionPublic",
+    "GradingCore",
     "GradingPage",
     "GradingPublic",
     "OverrideCreate",
@@ -93,6 +94,10 @@ class AnswerPublic(BaseModel):
     overridden: bool
     #: every vote of a panel or of samples; one vote for a single judge
     votes: list[VotePublic] = []
+    #: the deterministic grounding check of a judge "yes" (``passed: ...``, ``vetoed: ...``,
+    #: ``flagged: ...``) where the grading was made in this process (``sre-judge grade``);
+    #: stored gradings carry it in ``detail``
+    grounding: str | None = None
 
 
 class DimensionPublic(BaseModel):
@@ -144,15 +149,19 @@ class TagPublic(BaseModel):
     created_at: datetime
 
 
-class GradingPublic(BaseModel):
-    """The grading object of CONTRACT.md."""
+class GradingCore(BaseModel):
+    """What a judge and the rule decided: the grading object without its stored context.
 
-    id: str
-    submission_id: str
+    The output of ``sre-judge grade`` (no ids: nothing is stored) and the first part of
+    every :class:`GradingPublic`.
+    """
+
+    id: str | None = None
+    submission_id: str | None = None
     #: cancelled: an item of a cancelled regrade job, never graded
     status: Literal["pending", "graded", "unscored", "cancelled"]
     unscored_reason: str | None
-    pending_reason: str | None
+    pending_reason: str | None = None
     detail: str | None
     rubric: dict[str, str]
     judge: dict[str, str]
@@ -165,6 +174,13 @@ class GradingPublic(BaseModel):
     decisive: bool | None
     needs_review: bool
     review_reasons: list[str]
+
+
+class GradingPublic(GradingCore):
+    """The grading object of CONTRACT.md."""
+
+    id: str
+    submission_id: str
     #: graded by a judge that no calibration run has qualified
     provisional: bool = False
     #: a human verdict that wins over the rule, if one is in force

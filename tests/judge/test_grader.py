@@ -45,7 +45,6 @@ async def test_six_yes_fails(rubric: Rubric) -> None:
     grader, _ = _grader(sregym_reply(set(IDS[:6]), evidence="sets USER_PORT=9999"))
     result = await grader.grade(rubric, TRUTH, DIAGNOSIS)
     assert result.outcome is not None and not result.outcome.passed
-    assert result.grading_object()["passed"] is False
 
 
 async def test_a_bad_reply_gets_one_precise_repair_call(rubric: Rubric) -> None:
@@ -65,7 +64,6 @@ async def test_two_bad_replies_are_unscored_never_nine_no(rubric: Rubric) -> Non
     assert result.status == "unscored"
     assert result.unscored_reason == "unparseable_reply"
     assert result.outcome is None and result.answers == ()
-    assert result.grading_object()["passed"] is None
     assert [c.completion.text for c in result.calls if c.completion] == [
         "not json",
         '{"D1-Q1": {"answer": "perhaps"}}',
@@ -114,9 +112,7 @@ async def test_downgrade_setting_counts_unverified_yes_as_no(rubric: Rubric) -> 
     result = await grader.grade(strict, TRUTH, DIAGNOSIS)
     assert result.outcome is not None and not result.outcome.passed
     assert result.judge_outcome is not None and result.judge_outcome.passed
-    obj = result.grading_object()
-    assert obj["passed"] is False and obj["judge_passed"] is True
-    assert obj["yes_count"] == 3
+    assert result.outcome.yes_count == 3
 
 
 async def test_injected_instructions_do_not_verify_as_evidence(rubric: Rubric) -> None:

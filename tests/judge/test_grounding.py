@@ -129,9 +129,7 @@ async def test_a_yes_that_fails_its_condition_is_vetoed(rubric: Rubric) -> None:
     assert result.judge_outcome.passed and not result.outcome.passed
     assert "grounding vetoed D1-Q1: component user-service not named" in result.detail
     assert "grounding_failed" not in result.review_reasons
-    obj = result.grading_object()
-    assert obj["passed"] is False and obj["judge_passed"] is True
-    assert obj["answers"][0]["grounding"] == "vetoed: component user-service not named"
+    assert result.answers[0].grounding == "vetoed: component user-service not named"
 
 
 async def test_naming_the_component_without_values_vetoes_only_the_details(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from api.service.schemas import GradingCore
 from tests.support.judge_server import running_judge_server, sregym_reply
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
@@ -60,6 +61,9 @@ def test_grade_against_a_real_server_in_sregym_format(
     assert grading["passed"] is passed
     assert grading["yes_count"] == len(yes)
     assert grading["judge"] == {"backend": backend, "model": "m"}
+    # the same object as the service's, without what storing adds
+    assert list(grading) == list(GradingCore.model_fields)
+    assert grading["id"] is None and grading["dimensions"][0]["name"] == "Fault localization"
     body = server.requests[0]
     if backend == "openai":
         assert body["temperature"] == 0 and body["seed"] == 0 and body["max_tokens"] == 1536
