@@ -19,6 +19,7 @@ __all__ = [
     "EffectiveOutcome",
     "OverrideEvent",
     "Target",
+    "effective_answers",
     "effective_outcome",
     "overrides_in_force",
     "target_of",
@@ -76,18 +77,27 @@ class EffectiveOutcome:
         return bool(self.overridden_questions) or self.verdict_override is not None
 
 
-def effective_outcome(
-    rubric: Rubric,
-    base_answers: Mapping[str, bool],
-    in_force: Mapping[Target, OverrideEvent],
-) -> EffectiveOutcome:
-    """Apply the overrides in force to the answers of a grading and recompute the rule."""
+def effective_answers(
+    base_answers: Mapping[str, bool], in_force: Mapping[Target, OverrideEvent]
+) -> tuple[dict[str, bool], frozenset[str]]:
+    """Question id -> effective answer (a human's where an answer override is in force),
+    and the questions whose answer a human decided."""
     answers = dict(base_answers)
     overridden: set[str] = set()
     for (kind, question_id), event in in_force.items():
         if kind == "answer" and question_id in answers and event.answer is not None:
             answers[question_id] = event.answer
             overridden.add(question_id)
+    return answers, frozenset(overridden)
+
+
+def effective_outcome(
+    rubric: Rubric,
+    base_answers: Mapping[str, bool],
+    in_force: Mapping[Target, OverrideEvent],
+) -> EffectiveOutcome:
+    """Apply the overrides in force to the answers of a grading and recompute the rule."""
+    answers, overridden = effective_answers(base_answers, in_force)
     verdict_event = in_force.get(("verdict", ""))
     verdict = verdict_event.verdict if verdict_event else None
     rule = apply_rule(rubric, answers) if answers else None
@@ -96,7 +106,7 @@ def effective_outcome(
     passed = rule.passed if verdict is None else verdict == "pass"
     return EffectiveOutcome(
         answers=answers,
-        overridden_questions=frozenset(overridden),
+        overridden_questions=overridden,
         verdict_override=verdict,
         rule=rule,
         passed=passed,

@@ -13,36 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.http.auth import current_principal
 from api.http.limits import SubmissionLimits
-from api.http.metrics import metrics_endpoint
 from api.http.middleware import RequestContextMiddleware
 from api.http.observability import litestar_logging_config
 from api.http.problems import exception_handlers
-from api.http.routes.agreement import get_agreement
-from api.http.routes.exports import export_gradings
-from api.http.routes.gradings import get_grading, list_gradings
-from api.http.routes.health import healthz, readyz
-from api.http.routes.overrides import create_override, grading_history
-from api.http.routes.regrade import (
-    cancel_regrade_job,
-    create_regrade_job,
-    get_regrade_flips,
-    get_regrade_job,
-    pause_regrade_job,
-    resume_regrade_job,
-)
-from api.http.routes.review import claim_review, finish_review, label_grading, review_queue
-from api.http.routes.rubrics import get_rubric, list_rubrics
-from api.http.routes.scenarios import create_scenario, get_scenario
-from api.http.routes.stats import (
-    get_comparison,
-    get_dimension_failures,
-    get_failure_tags,
-    get_pass_rates,
-    get_question_rates,
-)
-from api.http.routes.submissions import create_submission
-from api.http.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
-from api.http.routes.tokens import create_token, list_tokens, revoke_token
+from api.http.routes import ROUTE_HANDLERS
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends import JudgeBackend
@@ -76,44 +50,7 @@ def create_app(
             yield
 
     app = Litestar(
-        route_handlers=[
-            healthz,
-            readyz,
-            metrics_endpoint,
-            create_submission,
-            get_grading,
-            list_gradings,
-            create_scenario,
-            get_scenario,
-            list_rubrics,
-            get_rubric,
-            get_pass_rates,
-            get_comparison,
-            get_question_rates,
-            get_dimension_failures,
-            get_failure_tags,
-            get_agreement,
-            export_gradings,
-            create_override,
-            grading_history,
-            review_queue,
-            claim_review,
-            finish_review,
-            label_grading,
-            list_vocabulary,
-            define_tag,
-            add_tag,
-            remove_tag,
-            create_token,
-            list_tokens,
-            revoke_token,
-            create_regrade_job,
-            get_regrade_job,
-            get_regrade_flips,
-            pause_regrade_job,
-            resume_regrade_job,
-            cancel_regrade_job,
-        ],
+        route_handlers=ROUTE_HANDLERS,
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False),
             "principal": Provide(current_principal),

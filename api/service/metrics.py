@@ -37,7 +37,13 @@ class Metrics:
     """The service's metric families, registered in a registry of their own."""
 
     def __init__(self) -> None:
-        r = self.registry = CollectorRegistry(auto_describe=True)
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._register_intake(self.registry)
+        self._register_judge(self.registry)
+        self._register_queue(self.registry)
+
+    def _register_intake(self, r: CollectorRegistry) -> None:
+        """Submissions, gradings and HTTP requests."""
         self.submissions_accepted = Counter(
             "sre_judge_submissions_accepted", "Submissions stored (replays excluded)", registry=r
         )
@@ -69,6 +75,16 @@ class Metrics:
             "Results not stored because the worker no longer held the lease",
             registry=r,
         )
+        self.http_requests = Histogram(
+            "sre_judge_http_request_duration_seconds",
+            "HTTP requests by route template, method and status",
+            ["method", "route", "status"],
+            buckets=_HTTP_BUCKETS,
+            registry=r,
+        )
+
+    def _register_judge(self, r: CollectorRegistry) -> None:
+        """Judge calls, retries, latencies and tokens."""
         self.judge_calls = Counter(
             "sre_judge_judge_calls",
             "Judge calls (each with its retries), by outcome (ok, an error code, cached)",
@@ -94,6 +110,9 @@ class Metrics:
         self.completion_tokens = Counter(
             "sre_judge_judge_completion_tokens", "Tokens the judge generated", _JUDGE, registry=r
         )
+
+    def _register_queue(self, r: CollectorRegistry) -> None:
+        """The queue, the work in flight and the regrade jobs."""
         self.queue_pending = Gauge(
             "sre_judge_queue_pending", "Pending gradings (leased or not)", registry=r
         )
@@ -109,13 +128,6 @@ class Metrics:
             "sre_judge_regrade_job_items",
             "Regrade job progress: items by kind (total, done, failed, cache_hits)",
             ["job_id", "kind"],
-            registry=r,
-        )
-        self.http_requests = Histogram(
-            "sre_judge_http_request_duration_seconds",
-            "HTTP requests by route template, method and status",
-            ["method", "route", "status"],
-            buckets=_HTTP_BUCKETS,
             registry=r,
         )
 

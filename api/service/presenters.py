@@ -17,7 +17,7 @@ from api.service.schemas import (
     VotePublic,
 )
 from api.service.services import Services
-from judge.adjudication import overrides_in_force
+from judge.adjudication import effective_answers, overrides_in_force
 from judge.rubric import Rubric
 from judge.verdict import Answer, GradingResult, Vote
 from storage import FailureTagRecord, GradingView, OverrideRecord
@@ -153,6 +153,21 @@ def result_public(result: GradingResult) -> GradingCore:
     )
 
 
+def _submission_public(s: SubmissionRecord, principal: Principal) -> SubmissionPublic:
+    return SubmissionPublic(
+        id=s.id,
+        agent=s.agent,
+        model=s.model,
+        scenario_id=s.scenario_id,
+        run_id=s.run_id,
+        attempt=s.attempt,
+        metadata=s.metadata_ or {},
+        diagnosis=s.diagnosis,
+        ground_truth=s.ground_truth if can_see_ground_truth(principal, s) else None,
+        created_at=s.created_at,
+    )
+
+
 def grading_public(
     view: GradingView,
     *,
@@ -165,12 +180,9 @@ def grading_public(
     """The grading object as ``principal`` may see it: effective values beside the judge's."""
     g, s = view.grading, view.submission
     in_force = overrides_in_force(override_events(overrides))
-    effective = {a.question_id: a.answer for a in view.answers}
-    overridden: set[str] = set()
-    for (kind, question_id), event in in_force.items():
-        if kind == "answer" and question_id in effective and event.answer is not None:
-            effective[question_id] = event.answer
-            overridden.add(question_id)
+    effective, overridden = effective_answers(
+        {a.question_id: a.answer for a in view.answers}, in_force
+    )
     verdict = in_force.get(("verdict", ""))
     return GradingPublic(
         id=g.id,
@@ -211,18 +223,7 @@ def grading_public(
         revision=g.revision,
         created_at=g.created_at,
         graded_at=g.graded_at,
-        submission=SubmissionPublic(
-            id=s.id,
-            agent=s.agent,
-            model=s.model,
-            scenario_id=s.scenario_id,
-            run_id=s.run_id,
-            attempt=s.attempt,
-            metadata=s.metadata_ or {},
-            diagnosis=s.diagnosis,
-            ground_truth=s.ground_truth if can_see_ground_truth(principal, s) else None,
-            created_at=s.created_at,
-        ),
+        submission=_submission_public(s, principal),
     )
 
 
