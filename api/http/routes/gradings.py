@@ -10,24 +10,14 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from api.http.auth import require
-from api.http.problems import ApiProblem
-from api.service.presenters import can_read, render_grading, render_gradings
+from api.service.adjudication import readable_grading
+from api.service.presenters import render_grading, render_gradings
 from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingPublic
 from api.service.services import Services
-from storage import GradingFilter, GradingView
+from storage import GradingFilter
 
-__all__ = ["get_grading", "list_gradings", "readable_grading"]
-
-
-async def readable_grading(
-    services: NamedDependency[Services], principal: NamedDependency[Principal], grading_id: str
-) -> GradingView:
-    """The grading if it exists and ``principal`` may read it, else 404 (existence not leaked)."""
-    view = await services.store.get_grading(grading_id)
-    if view is None or not can_read(principal, view.submission):
-        raise ApiProblem(404, "Not found", f"no grading with id {grading_id!r}")
-    return view
+__all__ = ["get_grading", "list_gradings"]
 
 
 @get(

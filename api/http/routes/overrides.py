@@ -10,7 +10,8 @@ from litestar.params import FromPath, HeaderParameter, JSONBody
 
 from api.http.auth import require
 from api.http.problems import ApiProblem
-from api.http.routes.gradings import readable_grading
+from api.service.adjudication import grading_history as history_of
+from api.service.adjudication import override_grading
 from api.service.presenters import render_grading
 from api.service.principal import Principal
 from api.service.schemas import GradingPublic, OverrideCreate
@@ -53,29 +54,9 @@ async def create_override(
     if_match: Annotated[str | None, HeaderParameter(name="If-Match", required=False)] = None,
 ) -> Response[GradingPublic]:
     """Append an override as the calling principal; 412 when the ETag is stale."""
-    problem = data.kind_problem()
-    if problem:
-        raise ApiProblem(422, "Invalid request", problem[1], field=problem[0])
-    expected = _expected_revision(if_match)
-    view = await readable_grading(services, principal, grading_id)
-    g = view.grading
-    rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
-    if rubric is None:
-        raise ApiProblem(409, "Conflict", f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
-    await services.store.add_override(
-        grading_id,
-        rubric=rubric,
-        expected_revision=expected,
-        kind=data.kind,
-        reason=data.reason,
-        author_id=principal.id,
-        author_name=principal.name,
-        question_id=data.question_id,
-        answer=None if data.answer is None else data.answer == "yes",
-        verdict=data.verdict,
-        withdraws=data.withdraw,
+    fresh = await override_grading(
+        services, principal, grading_id, data, expected_revision=_expected_revision(if_match)
     )
-    fresh = await readable_grading(services, principal, grading_id)
     body = await render_grading(services, fresh, principal)
     return Response(body, status_code=201, headers={"ETag": f'"{body.revision}"'})
 
@@ -92,34 +73,4 @@ async def grading_history(
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
     """Audit events of the grading and its submission, judge calls in full, overrides."""
-    await readable_grading(services, principal, grading_id)
-    events = await services.store.grading_history(grading_id)
-    calls = {c.id: c for c in await services.store.get_judge_calls(grading_id)}
-    items = []
-    for event in events:
-        item: dict[str, Any] = {
-            "seq": event.seq,
-            "at": event.created_at,
-            "event": event.event,
-            "actor": event.actor,
-            "payload": event.payload,
-            "hash": event.hash,
-        }
-        call = calls.get(str(event.payload.get("call_id", "")))
-        if event.event == "judge.call" and call is not None:
-            item["call"] = {
-                "purpose": call.purpose,
-                "backend": call.backend,
-                "model": call.model,
-                "messages": call.messages,
-                "params": call.params,
-                "response_text": call.response_text,
-                "fingerprint": call.fingerprint,
-                "prompt_tokens": call.prompt_tokens,
-                "completion_tokens": call.completion_tokens,
-                "latency_ms": call.latency_ms,
-                "attempts": call.attempts,
-                "error_code": call.error_code,
-            }
-        items.append(item)
-    return {"grading_id": grading_id, "events": items}
+    return {"grading_id": grading_id, "events": await history_of(services, principal, grading_id)}

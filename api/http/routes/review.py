@@ -10,13 +10,12 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.http.auth import require
-from api.http.problems import ApiProblem
-from api.http.routes.gradings import readable_grading
+from api.service import adjudication
+from api.service.adjudication import review_items
 from api.service.presenters import render_gradings
 from api.service.principal import Principal
 from api.service.services import Services
 from storage import GradingView, ReviewItem
-from storage.review import REVIEW_REASONS
 
 __all__ = ["claim_review", "finish_review", "label_grading", "review_queue"]
 
@@ -65,19 +64,8 @@ async def review_queue(
 ) -> dict[str, Any]:
     """Most urgent first: unscored, unverified evidence, other review reasons, decisive,
     low confidence. ``blind=true`` hides the judge's answers until you label the item."""
-    if reason is not None and reason not in REVIEW_REASONS:
-        raise ApiProblem(
-            422,
-            "Invalid request",
-            f"reason must be one of {', '.join(REVIEW_REASONS)}",
-            field="reason",
-        )
-    items = await services.store.review_queue(
-        principal_id=principal.id,
-        agent=agent,
-        scenario_id=scenario_id,
-        reason=reason,
-        limit=limit,
+    items = await review_items(
+        services, principal, agent=agent, scenario_id=scenario_id, reason=reason, limit=limit
     )
     if blind:
         return {"blind": True, "items": [_blind_item(i) for i in items]}
@@ -113,13 +101,7 @@ async def claim_review(
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
     """Hold an item so nobody else reviews it; 409 while another adjudicator holds it."""
-    await readable_grading(services, principal, grading_id)
-    claim = await services.store.claim_review(
-        grading_id,
-        principal_id=principal.id,
-        principal_name=principal.name,
-        minutes=data.minutes or services.settings.review_claim_minutes,
-    )
+    claim = await adjudication.claim_review(services, principal, grading_id, minutes=data.minutes)
     return {"grading_id": grading_id, "claimed_by": principal.name, "until": claim.claimed_until}
 
 
@@ -135,8 +117,7 @@ async def finish_review(
     principal: NamedDependency[Principal],
 ) -> dict[str, str]:
     """The item leaves the queue."""
-    await readable_grading(services, principal, grading_id)
-    await services.store.finish_review(grading_id, principal_id=principal.id)
+    await adjudication.finish_review(services, principal, grading_id)
     return {"grading_id": grading_id, "state": "done"}
 
 
@@ -154,20 +135,12 @@ async def label_grading(
 ) -> dict[str, Any]:
     """Store your own answers as human labels (also where they agree with the judge),
     finish the review, and return the judge's grading for comparison."""
-    view = await readable_grading(services, principal, grading_id)
-    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    question_ids = (
-        [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
-    )
-    await services.store.add_labels(
+    fresh = await adjudication.label_grading(
+        services,
+        principal,
         grading_id,
-        question_ids=question_ids,
         answers={q: a == "yes" for q, a in data.answers.items()},
         verdict=data.verdict,
-        author_id=principal.id,
-        author_name=principal.name,
     )
-    await services.store.finish_review(grading_id, principal_id=principal.id)
-    fresh = await readable_grading(services, principal, grading_id)
     [grading] = await render_gradings(services, [fresh], principal)
     return {"labels": data.answers, "verdict": data.verdict, "grading": grading}

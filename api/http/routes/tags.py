@@ -10,7 +10,7 @@ from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from api.http.auth import require
-from api.http.routes.gradings import readable_grading
+from api.service.adjudication import readable_grading
 from api.service.principal import Principal
 from api.service.schemas import TagPublic
 from api.service.services import Services

@@ -1,0 +1,182 @@
+"""The adjudicator's use cases: read, claim, label, override a grading, and its history.
+
+The HTTP routes and the workbench pages call these; the principal is always the caller,
+so nobody can act in another's name. A grading the principal may not read does not
+exist for it (:class:`storage.NotFound`, never a hint that the id is taken).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from api.service.errors import InvalidRequest
+from api.service.presenters import can_read
+from api.service.principal import Principal
+from api.service.schemas import OverrideCreate
+from api.service.services import Services
+from storage import GradingView, NotFound, ReviewItem
+from storage.errors import Conflict
+from storage.review import REVIEW_REASONS
+from storage.review_tables import ReviewClaimRecord
+
+__all__ = [
+    "claim_review",
+    "finish_review",
+    "grading_history",
+    "label_grading",
+    "override_grading",
+    "readable_grading",
+    "review_items",
+]
+
+
+async def readable_grading(
+    services: Services, principal: Principal, grading_id: str
+) -> GradingView:
+    """The grading if it exists and ``principal`` may read it, else :class:`NotFound`."""
+    view = await services.store.get_grading(grading_id)
+    if view is None or not can_read(principal, view.submission):
+        raise NotFound(f"no grading with id {grading_id!r}")
+    return view
+
+
+async def review_items(
+    services: Services,
+    principal: Principal,
+    *,
+    agent: str | None = None,
+    scenario_id: str | None = None,
+    reason: str | None = None,
+    limit: int = 50,
+) -> list[ReviewItem]:
+    """The review queue as ``principal`` sees it, most urgent first."""
+    if reason is not None and reason not in REVIEW_REASONS:
+        raise InvalidRequest(f"reason must be one of {', '.join(REVIEW_REASONS)}", field="reason")
+    return list(
+        await services.store.review_queue(
+            principal_id=principal.id,
+            agent=agent,
+            scenario_id=scenario_id,
+            reason=reason,
+            limit=limit,
+        )
+    )
+
+
+async def claim_review(
+    services: Services, principal: Principal, grading_id: str, *, minutes: float | None = None
+) -> ReviewClaimRecord:
+    """Hold an item for ``minutes`` (the configured default when None); Conflict while
+    another adjudicator holds it. Returns the claim."""
+    await readable_grading(services, principal, grading_id)
+    return await services.store.claim_review(
+        grading_id,
+        principal_id=principal.id,
+        principal_name=principal.name,
+        minutes=minutes or services.settings.review_claim_minutes,
+    )
+
+
+async def finish_review(services: Services, principal: Principal, grading_id: str) -> None:
+    """The item leaves the queue."""
+    await readable_grading(services, principal, grading_id)
+    await services.store.finish_review(grading_id, principal_id=principal.id)
+
+
+async def label_grading(
+    services: Services,
+    principal: Principal,
+    grading_id: str,
+    *,
+    answers: dict[str, bool],
+    verdict: Literal["pass", "fail"] | None = None,
+) -> GradingView:
+    """Store the principal's own answers as human labels, finish its review, and return
+    the grading as it stands now."""
+    view = await readable_grading(services, principal, grading_id)
+    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
+    question_ids = (
+        [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
+    )
+    await services.store.add_labels(
+        grading_id,
+        question_ids=question_ids,
+        answers=answers,
+        verdict=verdict,
+        author_id=principal.id,
+        author_name=principal.name,
+    )
+    await services.store.finish_review(grading_id, principal_id=principal.id)
+    return await readable_grading(services, principal, grading_id)
+
+
+async def override_grading(
+    services: Services,
+    principal: Principal,
+    grading_id: str,
+    request: OverrideCreate,
+    *,
+    expected_revision: int,
+) -> GradingView:
+    """Append an override in ``principal``'s name to the grading at ``expected_revision``
+    (:class:`storage.PreconditionFailed` when it moved on) and return the grading."""
+    problem = request.kind_problem()
+    if problem:
+        raise InvalidRequest(problem[1], field=problem[0])
+    view = await readable_grading(services, principal, grading_id)
+    g = view.grading
+    rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
+    if rubric is None:
+        raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
+    await services.store.add_override(
+        grading_id,
+        rubric=rubric,
+        expected_revision=expected_revision,
+        kind=request.kind,
+        reason=request.reason,
+        author_id=principal.id,
+        author_name=principal.name,
+        question_id=request.question_id,
+        answer=None if request.answer is None else request.answer == "yes",
+        verdict=request.verdict,
+        withdraws=request.withdraw,
+    )
+    return await readable_grading(services, principal, grading_id)
+
+
+async def grading_history(
+    services: Services, principal: Principal, grading_id: str
+) -> list[dict[str, Any]]:
+    """Every audit event of the grading and its submission, oldest first, each judge call
+    in full (prompt, reply, parameters, tokens)."""
+    await readable_grading(services, principal, grading_id)
+    events = await services.store.grading_history(grading_id)
+    calls = {c.id: c for c in await services.store.get_judge_calls(grading_id)}
+    items = []
+    for event in events:
+        item: dict[str, Any] = {
+            "seq": event.seq,
+            "at": event.created_at,
+            "event": event.event,
+            "actor": event.actor,
+            "payload": event.payload,
+            "hash": event.hash,
+        }
+        call = calls.get(str(event.payload.get("call_id", "")))
+        if event.event == "judge.call" and call is not None:
+            item["call"] = {
+                "purpose": call.purpose,
+                "backend": call.backend,
+                "model": call.model,
+                "messages": call.messages,
+                "params": call.params,
+                "response_text": call.response_text,
+                "fingerprint": call.fingerprint,
+                "prompt_tokens": call.prompt_tokens,
+                "completion_tokens": call.completion_tokens,
+                "latency_ms": call.latency_ms,
+                "attempts": call.attempts,
+                "error_code": call.error_code,
+            }
+        items.append(item)
+    return items
