@@ -7,11 +7,10 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
 from api.http.auth import require
-from api.http.problems import ApiProblem
 from api.service.principal import Principal
+from api.service.scenarios import register_scenario, scenario
 from api.service.schemas import ScenarioCreate, ScenarioPublic
 from api.service.services import Services
-from judge.grader import check_text
 from storage.tables import ScenarioRecord
 
 __all__ = ["create_scenario", "get_scenario"]
@@ -34,15 +33,7 @@ async def create_scenario(
     principal: NamedDependency[Principal],
 ) -> ScenarioPublic:
     """Register a scenario; 409 when the id exists."""
-    check_text(data.ground_truth, field="ground_truth", max_bytes=services.settings.max_text_bytes)
-    record = await services.store.create_scenario(
-        id=data.id,
-        ground_truth=data.ground_truth,
-        title=data.title,
-        tags=data.tags,
-        actor=principal.id,
-    )
-    return _public(record)
+    return _public(await register_scenario(services, principal, data))
 
 
 @get("/v1/scenarios/{scenario_id:str}", guards=[require("adjudicator")], operation_id="getScenario")
@@ -50,7 +41,4 @@ async def get_scenario(
     scenario_id: FromPath[str], services: NamedDependency[Services]
 ) -> ScenarioPublic:
     """A scenario with its ground truth (adjudicators and admins only)."""
-    record = await services.store.get_scenario(scenario_id)
-    if record is None:
-        raise ApiProblem(404, "Not found", f"no scenario with id {scenario_id!r}")
-    return _public(record)
+    return _public(await scenario(services, scenario_id))
