@@ -11,9 +11,9 @@ from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from api.http.auth import require
-from api.http.problems import ApiProblem
 from api.service.principal import Principal, Role
 from api.service.services import Services
+from api.service.tokens import issue_token
 from storage import TokenRecord
 
 __all__ = ["create_token", "list_tokens", "revoke_token"]
@@ -47,17 +47,8 @@ async def create_token(
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
     """Create a token; its secret is in this answer only."""
-    if data.expires_at is not None:
-        if data.expires_at.utcoffset() is None:
-            raise ApiProblem(
-                422, "Invalid request", "expires_at needs a time zone", field="expires_at"
-            )
-        if data.expires_at <= datetime.now(data.expires_at.tzinfo):
-            raise ApiProblem(
-                422, "Invalid request", "expires_at is in the past", field="expires_at"
-            )
-    plaintext, record = await services.store.create_token(
-        name=data.name, role=data.role, expires_at=data.expires_at, actor=principal.id
+    plaintext, record = await issue_token(
+        services, principal, name=data.name, role=data.role, expires_at=data.expires_at
     )
     return {**_public(record), "token": plaintext}
 

@@ -1,0 +1,32 @@
+"""API tokens: each belongs to a named principal with one role; the secret is shown once."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from api.service.errors import InvalidRequest
+from api.service.principal import Principal
+from api.service.services import Services
+from storage import TokenRecord
+
+__all__ = ["issue_token"]
+
+
+async def issue_token(
+    services: Services,
+    principal: Principal,
+    *,
+    name: str,
+    role: str,
+    expires_at: datetime | None = None,
+) -> tuple[str, TokenRecord]:
+    """A new token (plaintext, record) issued by ``principal``; expiry must be a future,
+    zoned time."""
+    if expires_at is not None:
+        if expires_at.utcoffset() is None:
+            raise InvalidRequest("expires_at needs a time zone", field="expires_at")
+        if expires_at <= datetime.now(expires_at.tzinfo):
+            raise InvalidRequest("expires_at is in the past", field="expires_at")
+    return await services.store.create_token(
+        name=name, role=role, expires_at=expires_at, actor=principal.id
+    )
