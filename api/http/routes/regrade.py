@@ -11,7 +11,7 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from api.http.auth import require
 from api.service.principal import Principal
 from api.service.regrade.flips import flip_report, flips_csv
-from api.service.regrade.jobs import start_regrade
+from api.service.regrade.jobs import JobAction, change_regrade, start_regrade
 from api.service.regrade.schemas import RegradeJobCreate, RegradeJobPublic, job_public
 from api.service.services import Services
 
@@ -78,8 +78,10 @@ async def get_regrade_flips(
     return Response(flip_report(job, items))
 
 
-async def _change(services: Services, principal: Principal, job_id: str, action: str) -> Any:
-    return job_public(await services.store.change_regrade_job(job_id, action, actor=principal.id))
+async def _change(
+    services: Services, principal: Principal, job_id: str, action: JobAction
+) -> RegradeJobPublic:
+    return job_public(await change_regrade(services, job_id, action, actor=principal.id))
 
 
 @post(
@@ -111,7 +113,6 @@ async def resume_regrade_job(
 ) -> RegradeJobPublic:
     """Continue a paused or cancelled job where it stopped."""
     result: RegradeJobPublic = await _change(services, principal, job_id, "resume")
-    services.waiters.work.set()
     return result
 
 

@@ -6,6 +6,8 @@ default rubric (its current version), an omitted judge the service's judge.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from api.service.errors import InvalidRequest
 from api.service.regrade.estimate import estimate_regrade
 from api.service.regrade.schemas import RegradeJobCreate
@@ -16,7 +18,10 @@ from judge.spec import parse_judge_spec
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.progress import JobView
 
-__all__ = ["resolve_target", "start_regrade"]
+__all__ = ["JobAction", "change_regrade", "resolve_target", "start_regrade"]
+
+#: what an admin may do to a running job
+JobAction = Literal["pause", "resume", "cancel"]
 
 
 def _backend(services: Services, spec_text: str) -> JudgeBackend:
@@ -56,4 +61,14 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )
     services.waiters.work.set()
+    return view
+
+
+async def change_regrade(
+    services: Services, job_id: str, action: JobAction, *, actor: str
+) -> JobView:
+    """Pause, resume or cancel a job; a resumed job's items go back to the workers at once."""
+    view = await services.store.change_regrade_job(job_id, action, actor=actor)
+    if action == "resume":
+        services.waiters.work.set()
     return view
