@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from api.service.errors import InvalidRequest
-from api.service.presenters import can_read
 from api.service.principal import Principal
 from api.service.schemas import OverrideCreate
 from api.service.services import Services
+from api.service.visibility import can_read
 from storage import GradingView, NotFound, ReviewItem
 from storage.errors import Conflict
 from storage.review import REVIEW_REASONS

@@ -17,6 +17,7 @@ from api.service.schemas import (
     VotePublic,
 )
 from api.service.services import Services
+from api.service.visibility import can_see_ground_truth, withhold_ground_truth
 from judge.adjudication import effective_answers, overrides_in_force
 from judge.rubric import Rubric
 from judge.verdict import Answer, GradingResult, Vote
@@ -26,25 +27,11 @@ from storage.quality_tables import JudgeVoteRecord
 from storage.tables import AnswerRecord, SubmissionRecord
 
 __all__ = [
-    "can_read",
-    "can_see_ground_truth",
     "grading_public",
     "render_grading",
     "render_gradings",
     "result_public",
 ]
-
-
-def can_read(principal: Principal, submission: SubmissionRecord) -> bool:
-    """Owners, adjudicators and admins read a grading."""
-    return principal.at_least("adjudicator") or submission.submitted_by == principal.id
-
-
-def can_see_ground_truth(principal: Principal, submission: SubmissionRecord) -> bool:
-    """A submitter sees a ground truth only if it sent it itself."""
-    if principal.at_least("adjudicator"):
-        return True
-    return submission.ground_truth_source == "inline" and submission.submitted_by == principal.id
 
 
 def _dimensions(
@@ -177,8 +164,35 @@ def grading_public(
     tags: Sequence[FailureTagRecord] = (),
     votes: Sequence[JudgeVoteRecord] = (),
 ) -> GradingPublic:
-    """The grading object as ``principal`` may see it: effective values beside the judge's."""
-    g, s = view.grading, view.submission
+    """The grading object as ``principal`` may see it: effective values beside the judge's.
+
+    For a submitter that did not send the ground truth itself, everything a judge or a
+    human wrote with the ground truth in view is withheld (:func:`withhold_ground_truth`).
+    """
+    s = view.submission
+    public = _grading_public(
+        view,
+        _submission_public(s, principal),
+        rubric=rubric,
+        overrides=overrides,
+        tags=tags,
+        votes=votes,
+    )
+    if not can_see_ground_truth(principal, s):
+        return withhold_ground_truth(public)
+    return public
+
+
+def _grading_public(
+    view: GradingView,
+    submission: SubmissionPublic,
+    *,
+    rubric: Rubric | None,
+    overrides: Sequence[OverrideRecord],
+    tags: Sequence[FailureTagRecord],
+    votes: Sequence[JudgeVoteRecord],
+) -> GradingPublic:
+    g = view.grading
     in_force = overrides_in_force(override_events(overrides))
     effective, overridden = effective_answers(
         {a.question_id: a.answer for a in view.answers}, in_force
@@ -223,7 +237,7 @@ def grading_public(
         revision=g.revision,
         created_at=g.created_at,
         graded_at=g.graded_at,
-        submission=_submission_public(s, principal),
+        submission=submission,
     )
 
 

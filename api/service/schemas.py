@@ -193,6 +193,9 @@ class GradingPublic(GradingCore):
     created_at: datetime
     graded_at: datetime | None
     submission: SubmissionPublic
+    #: fields emptied because they were written with a ground truth this reader may not
+    #: see (a submitter that did not send it): ``detail``, ``answers.reasoning``, ...
+    withheld: list[str] = Field(default_factory=list)
 
 
 class GradingPage(BaseModel):

@@ -1,0 +1,98 @@
+"""A registered scenario's ground truth never reaches a submitter, not even through what
+the judge or an adjudicator wrote with it in view (reasoning, evidence, detail, notes)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from judge.backends.scripted import ScriptedBackend
+from judge.calls import JudgeRequest
+
+SPEC = "scripted:quoting"
+TRUTH = (
+    "[fault_spec] component=deployment/user-service; namespace=hotel-reservation "
+    "|| USER_PORT=9999 replaced 8086; mongodb-geo lost its replica"
+)
+VAGUE = "Something in the cluster is broken; requests fail."
+IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+
+
+def _truth_tokens() -> set[str]:
+    """Every word or number of the ground truth that the diagnosis does not contain."""
+    words = set(re.findall(r"[A-Za-z0-9_][A-Za-z0-9_./-]{3,}", TRUTH))
+    return {w for w in words if w.lower() not in VAGUE.lower()}
+
+
+def _quoting_judge(request: JudgeRequest) -> str:
+    """A judge that repeats the ground truth in its reasoning and evidence."""
+    entry = {
+        "reasoning": f"the ground truth says {TRUTH}",
+        "evidence": TRUTH,
+        "answer": "yes",
+        "confidence": "high",
+    }
+    return json.dumps({qid: entry for qid in IDS})
+
+
+def _leaks(text: str) -> set[str]:
+    return {token for token in _truth_tokens() if token in text}
+
+
+async def test_no_answer_a_submitter_gets_carries_a_ground_truth_token(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
+    judge = ScriptedBackend([_quoting_judge] * 4)
+    answers: list[str] = []
+    async with api_client(judge=SPEC, backends={SPEC: judge}) as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "hotel/user-port", "ground_truth": TRUTH}, headers=admin
+        )
+        assert made.status_code == 201
+        body = {"diagnosis": VAGUE, "scenario_id": "hotel/user-port"}
+        sent = {**agent, "Idempotency-Key": "run-1"}
+        first = await client.post("/v1/submissions?wait=10", json=body, headers=sent)
+        grading_id = first.json()["id"]
+        as_admin = await client.get(f"/v1/gradings/{grading_id}", headers=admin)
+        etag = as_admin.headers["ETag"]
+        override = await client.post(
+            f"/v1/gradings/{grading_id}/overrides",
+            json={"question_id": "D1-Q1", "answer": "no", "reason": f"not {TRUTH}"},
+            headers={**admin, "If-Match": etag},
+        )
+        assert override.status_code == 201, override.text
+        answers.append(first.text + json.dumps(dict(first.headers)))
+        replay = await client.post("/v1/submissions?wait=10", json=body, headers=sent)
+        answers.append(replay.text + json.dumps(dict(replay.headers)))
+        for path in (f"/v1/gradings/{grading_id}", "/v1/gradings", "/v1/gradings?agent=agent-1"):
+            got = await client.get(path, headers=agent)
+            assert got.status_code == 200
+            answers.append(got.text + json.dumps(dict(got.headers)))
+        mine = (await client.get(f"/v1/gradings/{grading_id}", headers=agent)).json()
+        seen_by_admin = (await client.get(f"/v1/gradings/{grading_id}", headers=admin)).text
+    assert first.json()["status"] == "graded"
+    # the judge and the adjudicator did write the ground truth down: the test can fail
+    assert _leaks(seen_by_admin) == _truth_tokens()
+    for text in answers:
+        assert _leaks(text) == set(), text
+    assert mine["withheld"] and mine["answers"][0]["reasoning"] == ""
+    assert mine["overrides"][0]["reason"] == ""
+
+
+async def test_a_submitter_sees_all_of_a_grading_against_its_own_ground_truth(
+    api_client: Any, tokens: Any
+) -> None:
+    agent = await tokens("submitter")
+    judge = ScriptedBackend([_quoting_judge])
+    async with api_client(judge=SPEC, backends={SPEC: judge}) as client:
+        got = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": VAGUE, "ground_truth": TRUTH},
+            headers=agent,
+        )
+    grading = got.json()
+    assert grading["withheld"] == []
+    assert grading["answers"][0]["reasoning"] == f"the ground truth says {TRUTH}"
+    assert grading["submission"]["ground_truth"] == TRUTH
