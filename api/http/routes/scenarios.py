@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from litestar import get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
@@ -36,9 +38,14 @@ async def create_scenario(
     return _public(await register_scenario(services, principal, data))
 
 
-@get("/v1/scenarios/{scenario_id:str}", guards=[require("adjudicator")], operation_id="getScenario")
+@get(
+    "/v1/scenarios/{scenario_id:path}",
+    guards=[require("adjudicator")],
+    operation_id="getScenario",
+)
 async def get_scenario(
-    scenario_id: FromPath[str], services: NamedDependency[Services]
+    scenario_id: FromPath[Path], services: NamedDependency[Services]
 ) -> ScenarioPublic:
-    """A scenario with its ground truth (adjudicators and admins only)."""
-    return _public(await scenario(services, scenario_id))
+    """A scenario with its ground truth (adjudicators and admins only); ids may hold
+    slashes, as SREGym's ``hotel/user-port`` does."""
+    return _public(await scenario(services, str(scenario_id).removeprefix("/")))
