@@ -10,9 +10,7 @@ TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER
 
 
 @pytest.mark.parametrize("path", ["hotel/user-port", "hotel%2Fuser-port"])
-async def test_a_scenario_id_with_a_slash_is_found(
-    api_client: Any, tokens: Any, path: str
-) -> None:
+async def test_a_scenario_id_with_a_slash_is_found(api_client: Any, tokens: Any, path: str) -> None:
     admin = await tokens("admin")
     async with api_client() as client:
         made = await client.post(
