@@ -12,6 +12,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.http.auth import current_principal
+from api.http.input_guard import refuse_unstorable_input
 from api.http.limits import SubmissionLimits
 from api.http.middleware import RequestContextMiddleware
 from api.http.observability import litestar_logging_config
@@ -58,6 +59,7 @@ def create_app(
             "metrics": Provide(lambda: metrics, sync_to_thread=False),
         },
         exception_handlers=exception_handlers,
+        before_request=refuse_unstorable_input,
         middleware=[RequestContextMiddleware(metrics)],
         logging_config=litestar_logging_config(),
         openapi_config=OpenAPIConfig(

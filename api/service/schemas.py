@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 __all__ = [
+    "EARLIEST",
+    "LATEST",
+    "MAX_INT32",
     "AnswerPublic",
     "DimensionPublic",
     "GradingCore",
@@ -24,6 +27,11 @@ __all__ = [
 ]
 
 _NAME = Field(default=None, max_length=200)
+#: the largest integer both databases store in an ``attempt`` (PostgreSQL's INTEGER)
+MAX_INT32 = 2**31 - 1
+#: dates a request may name: both databases store them, also once moved to UTC
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 class SubmissionCreate(BaseModel):
@@ -37,7 +45,7 @@ class SubmissionCreate(BaseModel):
     agent: StrictStr | None = _NAME
     model: StrictStr | None = _NAME
     run_id: StrictStr | None = _NAME
-    attempt: StrictInt | None = Field(default=None, ge=0)
+    attempt: StrictInt | None = Field(default=None, ge=0, le=MAX_INT32)
     metadata: dict[str, Any] = Field(default_factory=dict)
     rubric: StrictStr | None = Field(default=None, max_length=64, description="rubric id")
 

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from api.service.errors import InvalidRequest
 from api.service.principal import Principal
+from api.service.schemas import LATEST
 from api.service.services import Services
 from storage import TokenRecord
 
@@ -27,6 +28,8 @@ async def issue_token(
             raise InvalidRequest("expires_at needs a time zone", field="expires_at")
         if expires_at <= datetime.now(expires_at.tzinfo):
             raise InvalidRequest("expires_at is in the past", field="expires_at")
+        if expires_at.year >= LATEST.year:
+            raise InvalidRequest(f"expires_at is after {LATEST.year}", field="expires_at")
     return await services.store.create_token(
         name=name, role=role, expires_at=expires_at, actor=principal.id
     )

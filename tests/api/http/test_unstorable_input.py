@@ -1,0 +1,139 @@
+"""Input no database can store is a 4xx naming the field, never a 500, and stores nothing
+(on SQLite and PostgreSQL: NUL characters, huge integers, edge dates, deep JSON)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import SubmissionRecord
+
+BASE = {"diagnosis": "user-service sets USER_PORT=9999", "ground_truth": "USER_PORT=9999"}
+EDGE_DATE = "9999-12-31T23:59:59-14:00"
+
+
+async def _submissions(engine: AsyncEngine) -> int:
+    async with engine.connect() as connection:
+        query = select(func.count()).select_from(SubmissionRecord)
+        return int((await connection.execute(query)).scalar_one())
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({**BASE, "agent": "a\x00b"}, "agent"),
+        ({**BASE, "model": "m\x00"}, "model"),
+        ({**BASE, "run_id": "\x00"}, "run_id"),
+        ({**BASE, "diagnosis": "broken\x00"}, "diagnosis"),
+        ({**BASE, "metadata": {"note": "x\x00y"}}, "metadata.note"),
+        ({**BASE, "metadata": {"k\x00": 1}}, "metadata.k\x00"),
+        ({**BASE, "attempt": 2**31}, "attempt"),
+        ({**BASE, "attempt": 2**63}, "attempt"),
+    ],
+)
+async def test_unstorable_submissions_are_422_naming_the_field(
+    api_client: Any, tokens: Any, engine: AsyncEngine, body: dict[str, Any], field: str
+) -> None:
+    agent = await tokens("submitter")
+    async with api_client() as client:
+        answer = await client.post("/v1/submissions", json=body, headers=agent)
+    assert answer.status_code == 422, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert any(e["field"] == field for e in answer.json()["errors"]), answer.json()
+    assert await _submissions(engine) == 0
+
+
+async def test_a_lone_surrogate_is_refused(api_client: Any, tokens: Any) -> None:
+    agent = await tokens("submitter")
+    raw = json.dumps(BASE)[:-1] + ', "agent": "\\ud800x"}'
+    headers = {**agent, "content-type": "application/json"}
+    async with api_client() as client:
+        answer = await client.post("/v1/submissions", content=raw, headers=headers)
+    assert answer.status_code == 422
+    assert answer.json()["errors"][0]["field"] == "agent"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/gradings?agent=%00",
+        "/v1/gradings?scenario_id=a%00b",
+        f"/v1/gradings?created_after={EDGE_DATE}",
+        "/v1/gradings?created_before=0001-01-01T00:00:00%2B14:00",
+    ],
+)
+async def test_unstorable_filters_are_422_naming_the_parameter(
+    api_client: Any, tokens: Any, path: str
+) -> None:
+    agent = await tokens("submitter")
+    async with api_client() as client:
+        answer = await client.get(path.replace("+", "%2B"), headers=agent)
+    assert answer.status_code == 422, answer.text
+    name = path.split("?")[1].split("=")[0]
+    problem = answer.json()
+    assert problem["errors"] == [{"field": name, "message": problem["detail"]}]
+    assert problem["detail"].startswith(f"{name}: ")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/stats/pass-rates",
+        "/v1/stats/questions",
+        "/v1/stats/dimensions",
+        "/v1/stats/failure-tags",
+        "/v1/stats/agreement",
+    ],
+)
+async def test_report_routes_refuse_edge_dates(api_client: Any, tokens: Any, path: str) -> None:
+    admin = await tokens("admin")
+    async with api_client() as client:
+        answer = await client.get(f"{path}?created_after={EDGE_DATE}", headers=admin)
+        compare = await client.get(
+            f"/v1/stats/compare?a.agent=x&b.created_before={EDGE_DATE}", headers=admin
+        )
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["errors"][0]["field"] == "created_after"
+    assert compare.status_code == 422, compare.text
+    assert compare.json()["errors"][0]["field"] == "b.created_before"
+
+
+async def test_a_token_expiring_past_the_storable_range_is_refused(
+    api_client: Any, tokens: Any
+) -> None:
+    admin = await tokens("admin")
+    async with api_client() as client:
+        answer = await client.post(
+            "/v1/tokens",
+            json={"name": "forever", "role": "submitter", "expires_at": EDGE_DATE},
+            headers=admin,
+        )
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["errors"][0]["field"] == "expires_at"
+
+
+@pytest.mark.parametrize("route", ["/v1/submissions", "/v1/scenarios", "/v1/tokens"])
+async def test_json_nested_too_deep_is_400_on_any_route(
+    api_client: Any, tokens: Any, engine: AsyncEngine, route: str
+) -> None:
+    admin = await tokens("admin")
+    deep = "[" * 2000 + "]" * 2000
+    raw = json.dumps(BASE)[:-1] + f', "metadata": {{"a": {deep}}}}}'
+    headers = {**admin, "content-type": "application/json"}
+    async with api_client() as client:
+        answer = await client.post(route, content=raw, headers=headers)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["errors"][0]["field"] == "body"
+    assert await _submissions(engine) == 0
+
+
+async def test_brackets_inside_strings_do_not_count_as_depth(api_client: Any, tokens: Any) -> None:
+    agent = await tokens("submitter")
+    body = {**BASE, "diagnosis": "[" * 500 + " logs show {{{{ " * 20}
+    async with api_client() as client:
+        answer = await client.post("/v1/submissions", json=body, headers=agent)
+    assert answer.status_code == 202, answer.text
