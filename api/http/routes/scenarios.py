@@ -11,7 +11,7 @@ from api.http.problems import ApiProblem
 from api.service.principal import Principal
 from api.service.schemas import ScenarioCreate, ScenarioPublic
 from api.service.services import Services
-from judge.grader import check_text
+from judge.inputs import check_text
 from storage.tables import ScenarioRecord
 
 __all__ = ["create_scenario", "get_scenario"]
