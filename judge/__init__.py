@@ -19,7 +19,8 @@ from judge.errors import (
     JudgeUnavailable,
     RubricError,
 )
-from judge.grader import DEFAULT_MAX_TEXT_BYTES, Grader, check_text
+from judge.grader import Grader
+from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.panel import PanelGrader, PanelMember
 from judge.retry import RetryPolicy
 from judge.rubric import (

@@ -28,9 +28,11 @@ __all__ = [
     "VERDICT",
     "Agreement",
     "AgreementRow",
+    "Kappa",
     "RatedPair",
     "agreement",
     "agreement_report",
+    "cohens_kappa",
 ]
 
 #: the pseudo question id of a verdict pair (pass = True)
@@ -77,33 +79,63 @@ def _finite(value: Any) -> float | None:
     return None if math.isnan(number) or math.isinf(number) else number
 
 
-def _kappa(table: list[list[int]], n: int) -> tuple[float | None, float | None]:
-    """Kappa and its standard error (None, None when undefined)."""
+@dataclass(frozen=True)
+class Kappa:
+    """Cohen's kappa of two raters' yes/no labels and its large-sample standard error.
+
+    Both are None when kappa is undefined (no items, or both raters always gave the
+    same one label); the standard error is None when one rater is constant.
+    """
+
+    n: int
+    kappa: float | None
+    se: float | None
+
+    def bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+        """``kappa -/+ z * se`` (not clipped to [-1, 1]), or None when undefined."""
+        if self.kappa is None or self.se is None:
+            return None
+        z = float(stats.norm.ppf(0.5 + confidence / 2))
+        return self.kappa - z * self.se, self.kappa + z * self.se
+
+
+def _table(counts: Counter[tuple[bool, bool]]) -> list[list[int]]:
+    """The 2x2 table: rows rater a yes/no, columns rater b yes/no."""
+    return [[counts[(a, b)] for b in (True, False)] for a in (True, False)]
+
+
+def _kappa(table: list[list[int]]) -> Kappa:
+    n = sum(map(sum, table))
     yes_a, yes_b = sum(table[0]), table[0][0] + table[1][0]
     expected = (yes_a * yes_b + (n - yes_a) * (n - yes_b)) / (n * n) if n else 1.0
     if n == 0 or expected >= 1.0:
-        return None, None
+        return Kappa(n=n, kappa=None, se=None)
     import numpy as np
-    from statsmodels.stats.inter_rater import cohens_kappa
+    from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 
     with np.errstate(all="ignore"):  # one rater constant: kappa 0, no standard error
-        fitted = cohens_kappa(np.asarray(table, dtype=float))
-    return _finite(fitted.kappa), _finite(fitted.std_kappa)
+        fitted = statsmodels_kappa(np.asarray(table, dtype=float))
+    return Kappa(n=n, kappa=_finite(fitted.kappa), se=_finite(fitted.std_kappa))
+
+
+def cohens_kappa(pairs: Iterable[tuple[bool, bool]]) -> Kappa:
+    """Cohen's kappa of (rater a, rater b) yes/no pairs, with its standard error."""
+    return _kappa(_table(Counter(pairs)))
 
 
 def agreement(pairs: Iterable[tuple[bool, bool]], *, confidence: float = CONFIDENCE) -> Agreement:
     """Accuracy, Cohen's kappa with its interval, and the confusion matrix of ``pairs``."""
     counts = Counter(pairs)
     n = sum(counts.values())
-    table = [[counts[(a, b)] for b in (True, False)] for a in (True, False)]
+    table = _table(counts)
     agreed = table[0][0] + table[1][1]
-    kappa, se = _kappa(table, n)
+    fit = _kappa(table)
+    bounds = fit.bounds(confidence)
     interval = None
-    if kappa is not None and se is not None:
-        z = float(stats.norm.ppf(0.5 + confidence / 2))
+    if bounds is not None:
         interval = Interval(
-            low=max(-1.0, kappa - z * se),
-            high=min(1.0, kappa + z * se),
+            low=max(-1.0, bounds[0]),
+            high=min(1.0, bounds[1]),
             confidence=confidence,
             method="fleiss-cohen-everitt",
         )
@@ -112,8 +144,8 @@ def agreement(pairs: Iterable[tuple[bool, bool]], *, confidence: float = CONFIDE
         agreed=agreed,
         accuracy=agreed / n if n else None,
         accuracy_interval=wilson_interval(agreed, n, confidence=confidence),
-        kappa=kappa,
-        kappa_se=se,
+        kappa=fit.kappa,
+        kappa_se=fit.se,
         kappa_interval=interval,
         confusion={f"{_word(a)}->{_word(b)}": counts[(a, b)] for a, b in _CELLS},
     )

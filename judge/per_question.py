@@ -11,18 +11,18 @@ request, so it caches per question.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import partial
 
-from judge.calls import ChatMessage, JudgeCall, JudgeRequest
+from judge.asking import ask_with_repair
+from judge.caller import JudgeCaller
+from judge.calls import ChatMessage, JudgeCall
 from judge.confidence import with_logprob_confidence
-from judge.context import Fit, estimate_tokens
+from judge.context import Fit
 from judge.prompt import build_answer_schema, build_question_messages
-from judge.reply import ParsedAnswer, ReplyInvalid, parse_answer_reply
+from judge.reply import ParsedAnswer, parse_answer_reply
+from judge.results import graded_result, unscored_result
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
-
-if TYPE_CHECKING:
-    from judge.grader import Grader
 
 __all__ = ["ask_per_question", "question_repair_message"]
 
@@ -40,7 +40,7 @@ def question_repair_message(question_id: str, problems: list[str]) -> ChatMessag
 
 
 async def ask_per_question(
-    grader: Grader, rubric: Rubric, ground_truth: str, fit: Fit
+    caller: JudgeCaller, rubric: Rubric, ground_truth: str, fit: Fit
 ) -> GradingResult:
     """Ask every question of ``rubric`` in its own call; grade or make it unscored."""
     schema = build_answer_schema()
@@ -49,39 +49,26 @@ async def ask_per_question(
     sources: dict[str, int] = {}
     for question in rubric.questions:
         qid = question.id
-        messages = build_question_messages(rubric, ground_truth, fit.diagnosis, qid)
-        request = JudgeRequest(messages=tuple(messages), reply_schema=schema, params=grader.params)
-        call = await grader._call("grade", request)
-        calls.append(call)
-        if call.completion is None:
-            return grader._unscored(rubric, calls, call.error_code or "judge_error", call.error)
-        try:
-            answer = parse_answer_reply(call.completion.text, qid)
-        except ReplyInvalid as first:
-            repair = [
-                *messages,
-                ChatMessage(role="assistant", content=call.completion.text),
-                question_repair_message(qid, first.problems),
-            ]
-            window = await grader._context_window()
-            if window is not None and estimate_tokens(repair) + grader.params.max_tokens > window:
-                detail = f"{qid}: {first}; the repair call would not fit the context window"
-                return grader._unscored(rubric, calls, "context_overflow", detail)
-            request = JudgeRequest(
-                messages=tuple(repair), reply_schema=schema, params=grader.params
-            )
-            call = await grader._call("repair", request)
-            calls.append(call)
-            if call.completion is None:
-                return grader._unscored(rubric, calls, call.error_code or "judge_error", call.error)
-            try:
-                answer = parse_answer_reply(call.completion.text, qid)
-            except ReplyInvalid as second:
-                detail = f"{qid}: first reply: {first}; repaired reply: {second}"
-                return grader._unscored(rubric, calls, "unparseable_reply", detail)
-        await grader._remember(calls[-2:] if call.purpose == "repair" else calls[-1:])
-        parsed.update(with_logprob_confidence({qid: answer}, call.completion, single_id=qid))
+        asked = await ask_with_repair(
+            caller,
+            build_question_messages(rubric, ground_truth, fit.diagnosis, qid),
+            schema,
+            parse=partial(parse_answer_reply, question_id=qid),
+            repair_message=partial(question_repair_message, qid),
+            label=qid,
+        )
+        calls.extend(asked.calls)
+        if asked.parsed is None or asked.reason is not None:
+            reason = asked.reason or "judge_error"
+            return unscored_result(rubric, caller.backend, calls, reason, asked.detail)
+        parsed.update(with_logprob_confidence({qid: asked.parsed}, asked.completion, single_id=qid))
         sources[qid] = len(calls) - 1
-    return grader._graded(
-        rubric, parsed, calls, ground_truth=ground_truth, diagnosis=fit.diagnosis, sources=sources
+    return graded_result(
+        rubric,
+        caller.backend,
+        parsed,
+        calls,
+        ground_truth=ground_truth,
+        diagnosis=fit.diagnosis,
+        sources=sources,
     )

@@ -1,19 +1,40 @@
-"""Judge specs: ``BACKEND:MODEL[@BASE_URL]``.
+"""Judge specs, ``BACKEND:MODEL[@BASE_URL]``, and panels, ``panel:SPEC1,SPEC2``.
 
 The model may contain colons (``ollama:qwen3:8b``); everything after the last ``@``
 is the base URL (``openai:qwen2.5-1.5b@http://127.0.0.1:8080/v1``). Without a base
 URL the clients' own defaults and variables apply (``OLLAMA_HOST``,
-``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
+``OPENAI_BASE_URL``, ``OPENAI_API_KEY``). A grading made by a panel records the judge
+spec ``panel:`` followed by its members' specs, comma-separated.
+
+This module is the one reader of that grammar: :func:`parse_judge_spec` and
+:func:`parse_panel` validate, :func:`split_spec` and :func:`member_specs` read specs
+as recorded (which need not be valid any more), :func:`judge_identity` names a judge
+without its endpoint.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from judge.errors import JudgeSpecError
 
-__all__ = ["BACKEND_NAMES", "SPEC_FORMS", "JudgeSpec", "parse_judge_spec"]
+__all__ = [
+    "BACKEND_NAMES",
+    "PANEL_PREFIX",
+    "SPEC_FORMS",
+    "JudgeSpec",
+    "judge_identity",
+    "member_specs",
+    "panel_spec",
+    "parse_judge_spec",
+    "parse_panel",
+    "split_spec",
+]
+
+#: the judge spec of a grading made by a panel: ``panel:SPEC1,SPEC2``
+PANEL_PREFIX = "panel:"
 
 BACKEND_NAMES = ("ollama", "openai", "scripted")
 
@@ -38,25 +59,67 @@ class JudgeSpec:
         return f"{text}@{self.base_url}" if self.base_url else text
 
 
+def split_spec(text: str) -> tuple[str, str, str | None]:
+    """``(backend, model, base_url)`` of a spec as written, without validating it.
+
+    For specs read back from records; ``base_url`` is None when there is no ``@``.
+    """
+    backend, _, rest = text.partition(":")
+    model, at, base_url = rest.rpartition("@")
+    return (backend, model, base_url) if at else (backend, rest, None)
+
+
 def parse_judge_spec(text: str) -> JudgeSpec:
     """Parse ``BACKEND:MODEL[@BASE_URL]``; raise JudgeSpecError naming the accepted forms."""
-    raw = text.strip()
-    backend, sep, rest = raw.partition(":")
-    if not sep or not backend or not rest:
+    backend, model, base_url = split_spec(text.strip())
+    if not backend or (not model and base_url is None):
         raise JudgeSpecError(f"malformed judge spec {text!r}; {SPEC_FORMS}")
     backend = backend.lower()
     if backend not in BACKEND_NAMES:
         raise JudgeSpecError(f"unknown judge backend {backend!r}; {SPEC_FORMS}")
-    model, at, base_url = rest.rpartition("@")
-    if not at:
-        model, base_url = rest, ""
     model = model.strip()
     if not model:
         raise JudgeSpecError(f"judge spec {text!r} names no model; {SPEC_FORMS}")
-    if at:
+    if base_url is not None:
         parsed = urlparse(base_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise JudgeSpecError(
                 f"judge spec {text!r} has base URL {base_url!r}, not an http(s) URL; {SPEC_FORMS}"
             )
-    return JudgeSpec(backend=backend, model=model, base_url=base_url.rstrip("/") or None)
+    return JudgeSpec(backend=backend, model=model, base_url=(base_url or "").rstrip("/") or None)
+
+
+def parse_panel(text: str) -> list[str]:
+    """The member specs of a comma-separated panel, each validated and listed once."""
+    specs = [part.strip() for part in text.split(",") if part.strip()]
+    for spec in specs:
+        parse_judge_spec(spec)
+    if len(set(specs)) != len(specs):
+        raise JudgeSpecError("a panel lists each judge once")
+    return specs
+
+
+def panel_spec(members: Sequence[str]) -> str:
+    """The judge spec recorded for a grading made by a panel of ``members``."""
+    return PANEL_PREFIX + ",".join(members)
+
+
+def member_specs(judge_spec: str) -> list[str]:
+    """The judge specs behind a grading's judge spec (one, or a panel's members)."""
+    if judge_spec.startswith(PANEL_PREFIX):
+        return [s for s in judge_spec[len(PANEL_PREFIX) :].split(",") if s]
+    return [judge_spec]
+
+
+def judge_identity(spec_text: str) -> str:
+    """``backend:model`` of a judge spec (base URLs dropped, also of panel members).
+
+    A spec that does not parse is its own identity.
+    """
+    if spec_text.startswith(PANEL_PREFIX):
+        return panel_spec([judge_identity(m) for m in member_specs(spec_text)])
+    try:
+        spec = parse_judge_spec(spec_text)
+    except JudgeSpecError:
+        return spec_text
+    return f"{spec.backend}:{spec.model}"

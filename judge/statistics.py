@@ -5,8 +5,8 @@ Every figure a user sees comes with its sample size and a confidence interval:
 - one proportion: the Wilson score interval (scipy's ``binomtest(...).proportion_ci``),
   which behaves at small n and near 0 and 1, unlike the normal approximation;
 - the difference of two independent proportions: Newcombe's hybrid score interval
-  (his method 10), built from the two Wilson intervals, with Fisher's exact test for
-  the p-value;
+  (his method 10, statsmodels' ``confint_proportions_2indep``), built from the two
+  Wilson intervals, with Fisher's exact test for the p-value;
 - the same difference with scenarios as the unit, for when one scenario was attempted
   several times: attempts of one scenario are correlated, so counting them as
   independent makes intervals too narrow. Each scenario contributes its pass rate;
@@ -98,18 +98,27 @@ def proportion(successes: int, n: int, *, confidence: float = CONFIDENCE) -> Pro
 def newcombe_difference(a: Proportion, b: Proportion) -> Interval | None:
     """Newcombe's hybrid score interval of ``a.rate - b.rate``; None if an arm is empty.
 
-    ``L = d - sqrt((p1 - l1)^2 + (u2 - p2)^2)``, ``U = d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``
-    with ``(l, u)`` the arms' Wilson intervals (Newcombe 1998, method 10).
+    Built from the arms' Wilson intervals (Newcombe 1998, method 10), as statsmodels'
+    ``confint_proportions_2indep(..., method="newcombe")`` computes it.
     """
     if a.rate is None or b.rate is None:
         return None
-    p1, p2 = a.rate, b.rate
-    (l1, u1), (l2, u2) = (a.interval.low, a.interval.high), (b.interval.low, b.interval.high)
-    d = p1 - p2
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    confidence = a.interval.confidence
+    low, high = confint_proportions_2indep(
+        a.successes,
+        a.n,
+        b.successes,
+        b.n,
+        method="newcombe",
+        compare="diff",
+        alpha=1 - confidence,
+    )
     return Interval(
-        low=max(-1.0, d - math.hypot(p1 - l1, u2 - p2)),
-        high=min(1.0, d + math.hypot(u1 - p1, p2 - l2)),
-        confidence=a.interval.confidence,
+        low=max(-1.0, float(low)),
+        high=min(1.0, float(high)),
+        confidence=confidence,
         method="newcombe-wilson",
     )
 

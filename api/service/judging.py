@@ -13,14 +13,14 @@ from typing import Any, Protocol
 
 from api.service.grader_factory import grader_for
 from api.service.services import Services
-from api.service.settings import PANEL_PREFIX
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
 from judge.rubric import Rubric
+from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage.judge_cache import DbJudgeCache
 
-__all__ = ["AnyGrader", "build_grader", "member_specs"]
+__all__ = ["AnyGrader", "build_grader"]
 
 
 class AnyGrader(Protocol):
@@ -29,13 +29,6 @@ class AnyGrader(Protocol):
     async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
         """Grade one diagnosis."""
         ...
-
-
-def member_specs(judge_spec: str) -> list[str]:
-    """The judge specs behind a grading's judge spec (one, or a panel's members)."""
-    if judge_spec.startswith(PANEL_PREFIX):
-        return [s for s in judge_spec[len(PANEL_PREFIX) :].split(",") if s]
-    return [judge_spec]
 
 
 def _grader(services: Services, spec_text: str, cache_rows: list[dict[str, Any]] | None) -> Grader:

@@ -18,10 +18,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from api.service.errors import InvalidRequest
-from api.service.settings import PANEL_PREFIX, Settings
-from judge.errors import JudgeSpecError
+from api.service.settings import Settings
 from judge.families import same_family
-from judge.spec import parse_judge_spec
+from judge.spec import judge_identity, member_specs, split_spec
 from judge.verdict import GradingResult
 
 if TYPE_CHECKING:
@@ -43,22 +42,10 @@ SELF_PREFERENCE = "self_preference"
 CACHE_SECONDS = 60.0
 
 
-def judge_identity(spec_text: str) -> str:
-    """``backend:model`` of a judge spec (base URLs dropped, also of panel members)."""
-    if spec_text.startswith(PANEL_PREFIX):
-        members = spec_text[len(PANEL_PREFIX) :].split(",")
-        return PANEL_PREFIX + ",".join(judge_identity(m) for m in members if m)
-    try:
-        spec = parse_judge_spec(spec_text)
-    except JudgeSpecError:
-        return spec_text
-    return f"{spec.backend}:{spec.model}"
-
-
 def self_preference_family(judge_spec: str, agent_model: str | None) -> str | None:
     """The model family a judge (or a panel member) shares with the agent, or None."""
-    for member in judge_identity(judge_spec).removeprefix(PANEL_PREFIX).split(","):
-        family = same_family(member.partition(":")[2], agent_model)
+    for member in member_specs(judge_identity(judge_spec)):
+        family = same_family(split_spec(member)[1], agent_model)
         if family is not None:
             return family
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from api.service.principal import Principal
 from api.service.schemas import ScenarioCreate
 from api.service.services import Services
-from judge.grader import check_text
+from judge.inputs import check_text
 from storage import NotFound
 from storage.tables import ScenarioRecord
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from api.service.errors import UnknownReference
 from api.service.settings import Settings
-from judge.backends import JudgeBackend, build_backend
+from judge.backends import EndpointQuirks, JudgeBackend, build_backend
 from judge.calls import Completion, JudgeRequest
 from judge.rubric import Rubric
 from judge.spec import JudgeSpec, parse_judge_spec
@@ -105,12 +105,16 @@ class BackendPool:
         self._limits: dict[tuple[str, str | None], asyncio.Semaphore] = {}
         self._limited: dict[str, LimitedBackend] = {}
         self.health: dict[str, JudgeHealth] = {}
+        #: what each judge endpoint refused, learned once for all its specs
+        self.quirks = EndpointQuirks()
 
     def get(self, spec_text: str) -> JudgeBackend:
         """The backend for a spec, built on first use."""
         if spec_text not in self._backends:
             spec = parse_judge_spec(spec_text)
-            self._backends[spec_text] = build_backend(spec, timeout=self._settings.judge_timeout)
+            self._backends[spec_text] = build_backend(
+                spec, timeout=self._settings.judge_timeout, quirks=self.quirks
+            )
         return self._backends[spec_text]
 
     def limited(self, spec_text: str) -> LimitedBackend:

@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from judge.rubric import DEFAULT_RUBRIC_DIR
-from judge.spec import parse_judge_spec
+from judge.spec import PANEL_PREFIX, panel_spec, parse_judge_spec, parse_panel
 
 __all__ = ["DEFAULT_JUDGE", "PANEL_PREFIX", "Settings", "with_password"]
 
@@ -31,10 +31,6 @@ def with_password(url: str, password_file: Path) -> str:
     if not password:
         raise ValueError(f"database_password_file {password_file} is empty")
     return make_url(url).set(password=password).render_as_string(hide_password=False)
-
-
-#: the judge spec of a grading made by a panel: ``panel:SPEC1,SPEC2``
-PANEL_PREFIX = "panel:"
 
 
 class Settings(BaseSettings):
@@ -148,12 +144,7 @@ class Settings(BaseSettings):
     def _valid_panel(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        specs = [part.strip() for part in value.split(",") if part.strip()]
-        for spec in specs:
-            parse_judge_spec(spec)
-        if len(set(specs)) != len(specs):
-            raise ValueError("a panel lists each judge once")
-        return ",".join(specs)
+        return ",".join(parse_panel(value))
 
     @property
     def panel_specs(self) -> list[str]:
@@ -163,7 +154,7 @@ class Settings(BaseSettings):
     def grading_judge(self) -> tuple[str, str, str]:
         """(spec, backend, model) recorded with a new grading: the panel or the judge."""
         if self.panel:
-            return f"{PANEL_PREFIX}{self.panel}", "panel", "+".join(self.panel_specs)
+            return panel_spec(self.panel_specs), "panel", "+".join(self.panel_specs)
         spec = parse_judge_spec(self.judge)
         return self.judge, spec.backend, spec.model
 

@@ -19,7 +19,7 @@ from api.service.principal import Principal
 from api.service.qualification import refuse_self_preference
 from api.service.schemas import SubmissionCreate
 from api.service.services import Services
-from judge.grader import check_text
+from judge.inputs import check_text
 from judge.rubric import Rubric
 from judge.secrets import redact
 from storage import GradingView, NewSubmission, SubmissionOutcome

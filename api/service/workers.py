@@ -22,12 +22,13 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from api.service.judging import build_grader, member_specs
+from api.service.judging import build_grader
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context, log_grading
 from api.service.qualification import Qualifications
 from api.service.services import Services
 from judge.errors import InputError, JudgeSpecError
+from judge.spec import member_specs, split_spec
 from judge.verdict import GradingResult
 from storage import Claim
 
@@ -45,7 +46,7 @@ def new_worker_id() -> str:
 
 
 def _unscored(claim: Claim, reason: str, detail: str) -> GradingResult:
-    backend, _, model = claim.judge_spec.partition(":")
+    backend, model, _ = split_spec(claim.judge_spec)
     return GradingResult(
         status="unscored",
         unscored_reason=reason,
@@ -53,7 +54,7 @@ def _unscored(claim: Claim, reason: str, detail: str) -> GradingResult:
         rubric_id=claim.rubric_id,
         rubric_version=claim.rubric_version,
         judge_backend=backend,
-        judge_model=model.rpartition("@")[0] or model,
+        judge_model=model,
         review_reasons=("unscored",),
     )
 

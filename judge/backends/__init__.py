@@ -6,12 +6,13 @@ from collections.abc import Callable
 
 from judge.backends.base import JudgeBackend
 from judge.backends.ollama import OllamaBackend
-from judge.backends.openai import OpenAIBackend
+from judge.backends.openai import EndpointQuirks, OpenAIBackend
 from judge.backends.scripted import ScriptedBackend
 from judge.spec import JudgeSpec
 
 __all__ = [
     "BACKENDS",
+    "EndpointQuirks",
     "JudgeBackend",
     "OllamaBackend",
     "OpenAIBackend",
@@ -20,26 +21,32 @@ __all__ = [
 ]
 
 
-def _ollama(spec: JudgeSpec, timeout: float) -> JudgeBackend:
+def _ollama(spec: JudgeSpec, timeout: float, quirks: EndpointQuirks) -> JudgeBackend:
     return OllamaBackend(spec.model, base_url=spec.base_url, timeout=timeout)
 
 
-def _openai(spec: JudgeSpec, timeout: float) -> JudgeBackend:
-    return OpenAIBackend(spec.model, base_url=spec.base_url, timeout=timeout)
+def _openai(spec: JudgeSpec, timeout: float, quirks: EndpointQuirks) -> JudgeBackend:
+    return OpenAIBackend(spec.model, base_url=spec.base_url, timeout=timeout, quirks=quirks)
 
 
-def _scripted(spec: JudgeSpec, timeout: float) -> JudgeBackend:
+def _scripted(spec: JudgeSpec, timeout: float, quirks: EndpointQuirks) -> JudgeBackend:
     return ScriptedBackend.for_mode(spec.model, base_url=spec.base_url)
 
 
-#: backend name -> factory(spec, timeout)
-BACKENDS: dict[str, Callable[[JudgeSpec, float], JudgeBackend]] = {
+#: backend name -> factory(spec, timeout, quirks)
+BACKENDS: dict[str, Callable[[JudgeSpec, float, EndpointQuirks], JudgeBackend]] = {
     "ollama": _ollama,
     "openai": _openai,
     "scripted": _scripted,
 }
 
 
-def build_backend(spec: JudgeSpec, *, timeout: float = 120.0) -> JudgeBackend:
-    """A backend for a parsed spec (the spec parser already rejected unknown backends)."""
-    return BACKENDS[spec.backend](spec, timeout)
+def build_backend(
+    spec: JudgeSpec, *, timeout: float = 120.0, quirks: EndpointQuirks | None = None
+) -> JudgeBackend:
+    """A backend for a parsed spec (the spec parser already rejected unknown backends).
+
+    ``quirks``: what endpoints were found to refuse, shared by the backends built with
+    it (a pool passes one); a fresh memory when None.
+    """
+    return BACKENDS[spec.backend](spec, timeout, quirks or EndpointQuirks())

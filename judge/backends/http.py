@@ -1,13 +1,73 @@
-"""What the HTTP-based backends share: reading a server's advice on when to retry."""
+"""What the HTTP-based backends share: one reading of an error status, and Retry-After.
+
+Ollama and OpenAI-compatible servers fail alike at the HTTP level, so one function,
+:func:`status_error`, turns an error status and the server's message into the
+``judge.errors`` class the retry policy and the service act on. Each backend maps its
+own client's exceptions (``ollama.ResponseError``, ``openai.APIStatusError``, their
+transport errors) and hands the status here.
+"""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 import httpx
 
-__all__ = ["parse_retry_after"]
+from judge.errors import (
+    ContextOverflow,
+    JudgeAuthError,
+    JudgeCallError,
+    JudgeRateLimited,
+    JudgeRejected,
+    JudgeUnavailable,
+)
+
+__all__ = ["is_context_overflow", "parse_retry_after", "status_error"]
+
+#: how servers say a prompt does not fit: Ollama ("input length exceeds maximum context
+#: length", "the prompt is too long"), OpenAI ("maximum context length is 4096 tokens"),
+#: llama.cpp ("the request exceeds the available context size"), vLLM ("too many tokens")
+_CONTEXT_OVERFLOW = re.compile(
+    r"context.length|maximum context|context (window|size)|too long|too many tokens"
+    r"|exceeds? .*context",
+    re.IGNORECASE,
+)
+#: the longest piece of a server's error message kept in an error
+MAX_ERROR_TEXT = 300
+
+
+def is_context_overflow(text: str) -> bool:
+    """Whether a server's error message says the prompt does not fit its context."""
+    return bool(_CONTEXT_OVERFLOW.search(text))
+
+
+def status_error(
+    status: int | None,
+    text: str,
+    *,
+    server: str,
+    headers: httpx.Headers | None = None,
+) -> JudgeCallError:
+    """The judge error of an error status (None: unknown) with the server's message.
+
+    429 -> JudgeRateLimited (with Retry-After from ``headers``), 401/403 ->
+    JudgeAuthError, a message saying the prompt does not fit -> ContextOverflow, other
+    4xx -> JudgeRejected, 5xx and anything else -> JudgeUnavailable.
+    """
+    text = text[:MAX_ERROR_TEXT]
+    message = f"{server} answered {status}: {text}"
+    if status == 429:
+        retry_after = parse_retry_after(headers) if headers is not None else None
+        return JudgeRateLimited(message, status_code=status, retry_after=retry_after)
+    if status in (401, 403):
+        return JudgeAuthError(message, status_code=status)
+    if is_context_overflow(text):
+        return ContextOverflow(message, status_code=status)
+    if status is not None and 400 <= status < 500:
+        return JudgeRejected(message, status_code=status)
+    return JudgeUnavailable(message, status_code=status)
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,24 +24,11 @@ import httpx
 import ollama
 import pydantic
 
-from judge.backends.http import parse_retry_after
+from judge.backends.http import status_error
 from judge.calls import Completion, JudgeRequest
-from judge.errors import (
-    ContextOverflow,
-    JudgeAuthError,
-    JudgeCallError,
-    JudgeRateLimited,
-    JudgeRejected,
-    JudgeTimeout,
-    JudgeUnavailable,
-)
+from judge.errors import JudgeCallError, JudgeTimeout, JudgeUnavailable
 
 __all__ = ["OllamaBackend", "estimate_num_ctx", "map_ollama_errors"]
-
-_CONTEXT_OVERFLOW = re.compile(
-    r"context (length|window|size)|too long|exceeds? .*context", re.IGNORECASE
-)
-_MAX_ERROR_TEXT = 300
 
 
 def estimate_num_ctx(request: JudgeRequest) -> int:
@@ -55,37 +41,21 @@ def estimate_num_ctx(request: JudgeRequest) -> int:
     return max(2048, math.ceil(needed / 1024) * 1024)
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds to wait, from the Retry-After header of the response behind ``exc``."""
-    context = exc.__context__
-    if not isinstance(context, httpx.HTTPStatusError):
-        return None
-    return parse_retry_after(context.response.headers)
-
-
 def _from_response_error(exc: ollama.ResponseError) -> JudgeCallError:
+    """The judge error of an error status; the response behind it gives Retry-After."""
+    context = exc.__context__
+    headers = context.response.headers if isinstance(context, httpx.HTTPStatusError) else None
     status = exc.status_code if exc.status_code > 0 else None
-    text = str(exc.error)[:_MAX_ERROR_TEXT]
-    message = f"ollama answered {status}: {text}"
-    if status == 429:
-        return JudgeRateLimited(message, status_code=status, retry_after=_retry_after(exc))
-    if status in (401, 403):
-        return JudgeAuthError(message, status_code=status)
-    if _CONTEXT_OVERFLOW.search(text):
-        return ContextOverflow(message, status_code=status)
-    if status is not None and 400 <= status < 500:
-        return JudgeRejected(message, status_code=status)
-    return JudgeUnavailable(message, status_code=status)
+    return status_error(status, str(exc.error), server="ollama", headers=headers)
 
 
 @contextmanager
 def map_ollama_errors() -> Iterator[None]:
     """Translate the ``ollama`` client's exceptions into ``judge.errors``.
 
-    429 -> JudgeRateLimited, 5xx -> JudgeUnavailable, 401/403 -> JudgeAuthError, other
-    4xx -> JudgeRejected (ContextOverflow when the text says the prompt does not fit),
-    timeouts -> JudgeTimeout, connection and transport failures and unreadable replies
-    -> JudgeUnavailable.
+    Error statuses as ``judge.backends.http.status_error`` says, timeouts ->
+    JudgeTimeout, connection and transport failures and unreadable replies ->
+    JudgeUnavailable.
     """
     try:
         yield

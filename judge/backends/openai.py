@@ -3,7 +3,9 @@
 The reply is constrained with ``response_format`` of type ``json_schema`` (strict).
 Some servers refuse that form (llama-cpp-python answers 500); for them the request is
 sent once more, at once, as ``{"type": "json_object", "schema": ...}``, and that
-choice is remembered for the endpoint so later calls go straight to it.
+choice is remembered for the endpoint so later calls go straight to it. What an
+endpoint refused is held in the backend's :class:`EndpointQuirks`, which a backend
+pool shares among its backends.
 
 Token log-probabilities are asked for (``logprobs=True, top_logprobs=5``) unless the
 backend was built with ``logprobs=False``; they give an answer's confidence
@@ -23,88 +25,62 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
 
-from judge.backends.http import parse_retry_after
+from judge.backends.http import is_context_overflow, status_error
 from judge.calls import Completion, JudgeRequest, TokenLogprob
-from judge.errors import (
-    ContextOverflow,
-    JudgeAuthError,
-    JudgeCallError,
-    JudgeRateLimited,
-    JudgeRejected,
-    JudgeTimeout,
-    JudgeUnavailable,
-)
+from judge.errors import JudgeCallError, JudgeRejected, JudgeTimeout, JudgeUnavailable
 
 __all__ = [
+    "EndpointQuirks",
     "OpenAIBackend",
-    "forget_response_formats",
     "map_openai_errors",
 ]
 
 JSON_SCHEMA = "json_schema"
 JSON_OBJECT = "json_object"
 
-#: endpoint (the client's resolved base URL) -> the response_format type it accepts,
-#: for endpoints that refused ``json_schema``
-_RESPONSE_FORMATS: dict[str, str] = {}
-#: endpoints that rejected ``logprobs``
-_NO_LOGPROBS: set[str] = set()
 TOP_LOGPROBS = 5
 
-_CONTEXT_OVERFLOW = re.compile(
-    r"context.length|maximum context|context (window|size)|too many tokens"
-    r"|exceeds? .*context",
-    re.IGNORECASE,
-)
 _LOGPROBS_REJECTION = re.compile(r"logprob", re.IGNORECASE)
 _FORMAT_REJECTION = re.compile(r"response_format|json_schema|json schema", re.IGNORECASE)
 #: keys of a ``/v1/models`` entry that give the context window, the served one first
 #: (vLLM ``max_model_len``; LM Studio, OpenRouter and others), then llama.cpp's
 #: ``meta.n_ctx_train``, the trained window: an upper bound of what the server runs with
 _CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length", "n_ctx", "context_window")
-_MAX_ERROR_TEXT = 300
 
 
-def forget_response_formats() -> None:
-    """Forget which endpoints needed the ``json_object`` or no-logprobs fallback (tests)."""
-    _RESPONSE_FORMATS.clear()
-    _NO_LOGPROBS.clear()
+@dataclass
+class EndpointQuirks:
+    """What OpenAI-compatible endpoints were found to refuse, by endpoint URL.
 
+    A backend keeps its own unless given one; a backend pool gives all its backends
+    the same, so that each endpoint's refusals are learned once.
+    """
 
-def _from_status_error(exc: openai.APIStatusError) -> JudgeCallError:
-    status = exc.status_code
-    text = str(exc.message)[:_MAX_ERROR_TEXT]
-    message = f"openai-compatible server answered {status}: {text}"
-    if status == 429:
-        retry_after = parse_retry_after(exc.response.headers)
-        return JudgeRateLimited(message, status_code=status, retry_after=retry_after)
-    if status in (401, 403):
-        return JudgeAuthError(message, status_code=status)
-    if _CONTEXT_OVERFLOW.search(text):
-        return ContextOverflow(message, status_code=status)
-    if 400 <= status < 500:
-        return JudgeRejected(message, status_code=status)
-    return JudgeUnavailable(message, status_code=status)
+    #: endpoint -> the response_format type it accepts, for those that refused json_schema
+    formats: dict[str, str] = field(default_factory=dict)
+    #: endpoints that rejected ``logprobs``
+    no_logprobs: set[str] = field(default_factory=set)
 
 
 @contextmanager
 def map_openai_errors() -> Iterator[None]:
     """Translate the ``openai`` client's exceptions into ``judge.errors``.
 
-    429 -> JudgeRateLimited (with Retry-After), 5xx -> JudgeUnavailable, 401/403 ->
-    JudgeAuthError, other 4xx -> JudgeRejected (ContextOverflow when the text says the
-    prompt does not fit), timeouts -> JudgeTimeout, connection failures and unreadable
-    replies -> JudgeUnavailable.
+    Error statuses as ``judge.backends.http.status_error`` says, timeouts ->
+    JudgeTimeout, connection failures and unreadable replies -> JudgeUnavailable.
     """
     try:
         yield
     except openai.APIStatusError as exc:
-        raise _from_status_error(exc) from exc
+        status, text, headers = exc.status_code, str(exc.message), exc.response.headers
+        error = status_error(status, text, server="openai-compatible server", headers=headers)
+        raise error from exc
     except openai.APITimeoutError as exc:
         raise JudgeTimeout("openai-compatible server did not answer in time") from exc
     except openai.APIConnectionError as exc:
@@ -116,7 +92,7 @@ def map_openai_errors() -> Iterator[None]:
 
 def _refuses_json_schema(exc: openai.APIStatusError) -> bool:
     """Whether an error looks like the server refusing ``response_format: json_schema``."""
-    if _CONTEXT_OVERFLOW.search(str(exc.message)):
+    if is_context_overflow(str(exc.message)):
         return False
     if exc.status_code >= 500:
         return True
@@ -176,6 +152,7 @@ class OpenAIBackend:
         api_key: str | None = None,
         timeout: float = 120.0,
         logprobs: bool = True,
+        quirks: EndpointQuirks | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -189,29 +166,31 @@ class OpenAIBackend:
         )
         #: the endpoint really used (``OPENAI_BASE_URL`` applies when base_url is None)
         self.endpoint = str(self._client.base_url)
+        #: what this endpoint refused so far (``json_schema``, ``logprobs``)
+        self.quirks = quirks if quirks is not None else EndpointQuirks()
         self._context_window: int | None = None
         self._context_known = False
 
     async def complete(self, request: JudgeRequest) -> Completion:
         """Send one chat completion request (plus at most one fallback of each kind)."""
-        form = _RESPONSE_FORMATS.get(self.endpoint, JSON_SCHEMA)
+        form = self.quirks.formats.get(self.endpoint, JSON_SCHEMA)
         with map_openai_errors():
             try:
                 response = await self._create_logprobs(request, form)
             except openai.APIStatusError as exc:
                 if form == JSON_OBJECT and 400 <= exc.status_code < 500 and exc.status_code != 429:
                     # the remembered fallback is refused too: try json_schema again next time
-                    _RESPONSE_FORMATS.pop(self.endpoint, None)
+                    self.quirks.formats.pop(self.endpoint, None)
                 if form != JSON_SCHEMA or not _refuses_json_schema(exc):
                     raise
                 form = JSON_OBJECT
                 response = await self._create_logprobs(request, form)
-                _RESPONSE_FORMATS[self.endpoint] = form
+                self.quirks.formats[self.endpoint] = form
         return self._completion(response, form)
 
     async def _create_logprobs(self, request: JudgeRequest, form: str) -> ChatCompletion:
         """Ask with logprobs where wanted; once more without if the server rejects them."""
-        if not self.logprobs or self.endpoint in _NO_LOGPROBS:
+        if not self.logprobs or self.endpoint in self.quirks.no_logprobs:
             return await self._create(request, form, logprobs=False)
         try:
             return await self._create(request, form, logprobs=True)
@@ -219,7 +198,7 @@ class OpenAIBackend:
             # llama-cpp-python answers 500 "logprobs is not supported ..." without logits_all
             if exc.status_code == 429 or not _LOGPROBS_REJECTION.search(str(exc.message)):
                 raise
-        _NO_LOGPROBS.add(self.endpoint)
+        self.quirks.no_logprobs.add(self.endpoint)
         return await self._create(request, form, logprobs=False)
 
     async def _create(self, request: JudgeRequest, form: str, *, logprobs: bool) -> ChatCompletion:

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from judge.errors import InputError
-from judge.grader import DEFAULT_MAX_TEXT_BYTES, check_text
+from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from storage.imports.problems import ImportProblem
 
 __all__ = ["JsonlLine", "JsonlSubmission", "read_jsonl"]

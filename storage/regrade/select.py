@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Select, case, func, select
 from sqlmodel import col
 
+from judge.spec import split_spec
 from storage.canonical import iso_utc
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
 
@@ -57,10 +58,12 @@ class RegradeFilter:
 
 
 def _judge_clauses(judge: str) -> list[Any]:
-    backend, _, rest = judge.partition(":")
-    _, at, _ = rest.rpartition("@")
-    if not at:
-        return [col(GradingRecord.judge_backend) == backend, col(GradingRecord.judge_model) == rest]
+    backend, model, base_url = split_spec(judge)
+    if base_url is None:
+        return [
+            col(GradingRecord.judge_backend) == backend,
+            col(GradingRecord.judge_model) == model,
+        ]
     return [col(GradingRecord.judge_spec) == judge]
 
 

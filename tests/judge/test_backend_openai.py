@@ -1,90 +1,41 @@
-"""The OpenAI-compatible backend against the real ``openai`` client, with respx as server."""
+"""What only the OpenAI-compatible backend does: the key and endpoint defaults, the
+``json_schema`` and ``logprobs`` fallbacks remembered per endpoint, log-probabilities.
+
+The behaviour both backends share is in ``test_backend_contract.py``.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 from typing import Any
 
 import httpx
 import pytest
 import respx
 
-from judge.backends.http import parse_retry_after
-from judge.backends.openai import OpenAIBackend, forget_response_formats
-from judge.calls import ChatMessage, JudgeRequest, SamplingParams
-from judge.errors import (
-    ContextOverflow,
-    JudgeAuthError,
-    JudgeCallError,
-    JudgeRateLimited,
-    JudgeRejected,
-    JudgeTimeout,
-    JudgeUnavailable,
+from judge.backends.openai import EndpointQuirks, OpenAIBackend
+from judge.errors import JudgeRejected, JudgeUnavailable
+from tests.judge.backend_servers import (
+    FAST,
+    OPENAI_BASE,
+    OPENAI_MODEL,
+    REPLY,
+    SCHEMA,
+    make_request,
+    sent_json,
 )
-from judge.retry import RetryPolicy, complete_with_retries
+from tests.judge.backend_servers import openai_completion_reply as completion_reply
+from tests.judge.backend_servers import openai_error as error_reply
 
-BASE = "http://127.0.0.1:18080/v1"
+BASE, MODEL = OPENAI_BASE, OPENAI_MODEL
 OTHER_BASE = "http://127.0.0.1:18081/v1"
-MODEL = "qwen2.5-1.5b"
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"answers": {"type": "array"}},
-    "required": ["answers"],
-}
-REPLY = '{"answers": []}'
-FAST = RetryPolicy(initial_wait=0.01, max_wait=0.05, jitter=0)
 JSON_SCHEMA_FORMAT = {
     "type": "json_schema",
     "json_schema": {"name": "judge_reply", "strict": True, "schema": SCHEMA},
 }
 JSON_OBJECT_FORMAT = {"type": "json_object", "schema": SCHEMA}
-
-
-def make_request(**params: Any) -> JudgeRequest:
-    return JudgeRequest(
-        messages=(
-            ChatMessage(role="system", content="You grade diagnoses."),
-            ChatMessage(role="user", content="Ground truth: disk full. Diagnosis: disk full."),
-        ),
-        reply_schema=SCHEMA,
-        params=SamplingParams(**params),
-    )
-
-
-def completion_reply(content: str | None = REPLY, **extra: Any) -> httpx.Response:
-    body: dict[str, Any] = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1_746_000_000,
-        "model": MODEL,
-        "system_fingerprint": "b5123-8c2a1f",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 812, "completion_tokens": 143, "total_tokens": 955},
-        **extra,
-    }
-    return httpx.Response(200, json=body)
-
-
-def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> httpx.Response:
-    body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
-    return httpx.Response(status, json=body, headers=headers)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_format_memory() -> Iterator[None]:
-    forget_response_formats()
-    yield
-    forget_response_formats()
 
 
 @pytest.fixture
@@ -100,39 +51,15 @@ async def backend() -> AsyncIterator[OpenAIBackend]:
     await judge.aclose()
 
 
-def sent_json(route: respx.Route, index: int = -1) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(route.calls[index].request.content)
-    return body
-
-
-async def test_request_carries_schema_and_sampling_settings(
+async def test_the_key_is_sent_as_a_bearer_token(
     openai_api: respx.MockRouter, backend: OpenAIBackend
 ) -> None:
     route = openai_api.post("/chat/completions").mock(return_value=completion_reply())
 
-    await backend.complete(make_request(temperature=0.3, seed=42, max_tokens=900))
+    await backend.complete(make_request())
 
-    body = sent_json(route)
-    assert body["model"] == MODEL
-    assert body["messages"] == [
-        {"role": "system", "content": "You grade diagnoses."},
-        {"role": "user", "content": "Ground truth: disk full. Diagnosis: disk full."},
-    ]
-    assert body["temperature"] == 0.3
-    assert body["seed"] == 42
-    assert body["max_tokens"] == 900
-    assert body["response_format"] == JSON_SCHEMA_FORMAT
+    assert sent_json(route)["response_format"] == JSON_SCHEMA_FORMAT
     assert route.calls.last.request.headers["authorization"] == "Bearer sk-test"
-
-
-async def test_absent_seed_is_not_sent(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
-) -> None:
-    route = openai_api.post("/chat/completions").mock(return_value=completion_reply())
-
-    await backend.complete(make_request(seed=None))
-
-    assert "seed" not in sent_json(route)
 
 
 async def test_api_key_defaults(
@@ -164,7 +91,7 @@ async def test_endpoint_defaults_to_openai_base_url(monkeypatch: pytest.MonkeyPa
     assert judge.endpoint == f"{OTHER_BASE}/"
 
 
-async def test_reply_becomes_completion(
+async def test_the_served_model_name_is_kept(
     openai_api: respx.MockRouter, backend: OpenAIBackend
 ) -> None:
     openai_api.post("/chat/completions").mock(
@@ -173,12 +100,8 @@ async def test_reply_becomes_completion(
 
     completion = await backend.complete(make_request())
 
-    assert completion.text == REPLY
     assert completion.model == "qwen2.5-1.5b-instruct-q4_k_m.gguf"
     assert completion.fingerprint == "b5123-8c2a1f"
-    assert completion.prompt_tokens == 812
-    assert completion.completion_tokens == 143
-    assert completion.response_format == "json_schema"
 
 
 @pytest.mark.parametrize(
@@ -202,11 +125,13 @@ async def test_missing_content_becomes_empty_text(
 
 
 async def test_json_schema_refused_with_500_falls_back_and_is_remembered(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
+    openai_api: respx.MockRouter,
 ) -> None:
     route = openai_api.post("/chat/completions").mock(
         side_effect=[error_reply(500, "Internal Server Error"), completion_reply()]
     )
+    quirks = EndpointQuirks()  # as a backend pool shares among its backends
+    backend = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test", quirks=quirks)
 
     completion = await backend.complete(make_request())
 
@@ -217,20 +142,28 @@ async def test_json_schema_refused_with_500_falls_back_and_is_remembered(
 
     route.side_effect = None
     route.return_value = completion_reply()
-    later = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test")
-    try:
-        again = await later.complete(make_request())
-    finally:
-        await later.aclose()
+    again = await backend.complete(make_request())
+    sharing = OpenAIBackend("other-model", base_url=BASE, api_key="sk-test", quirks=quirks)
+    shared = await sharing.complete(make_request())
+    fresh = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test")
+    unknown = await fresh.complete(make_request())
+    for judge in (backend, sharing, fresh):
+        await judge.aclose()
 
-    assert route.call_count == 3
-    assert sent_json(route)["response_format"] == JSON_OBJECT_FORMAT
-    assert again.response_format == "json_object"
+    assert route.call_count == 5
+    assert [sent_json(route, i)["response_format"] for i in (2, 3, 4)] == [
+        JSON_OBJECT_FORMAT,
+        JSON_OBJECT_FORMAT,
+        JSON_SCHEMA_FORMAT,  # a backend with its own memory has not learned it
+    ]
+    assert again.response_format == shared.response_format == "json_object"
+    assert unknown.response_format == "json_schema"
 
 
 async def test_fallback_memory_is_per_endpoint() -> None:
-    one = OpenAIBackend(MODEL, base_url=BASE, api_key="k")
-    two = OpenAIBackend(MODEL, base_url=OTHER_BASE, api_key="k")
+    quirks = EndpointQuirks()
+    one = OpenAIBackend(MODEL, base_url=BASE, api_key="k", quirks=quirks)
+    two = OpenAIBackend(MODEL, base_url=OTHER_BASE, api_key="k", quirks=quirks)
     with respx.mock(assert_all_called=True) as router:
         first = router.post(f"{BASE}/chat/completions").mock(
             side_effect=[error_reply(500, "Internal Server Error"), completion_reply()]
@@ -246,6 +179,7 @@ async def test_fallback_memory_is_per_endpoint() -> None:
     assert first.call_count == 2
     assert sent_json(other)["response_format"] == JSON_SCHEMA_FORMAT
     assert completion.response_format == "json_schema"
+    assert quirks.formats == {f"{BASE}/": "json_object"}
 
 
 async def test_json_schema_refused_with_400_falls_back(
@@ -291,147 +225,6 @@ async def test_plain_bad_request_does_not_fall_back(
         await backend.complete(make_request())
 
     assert route.call_count == 1
-
-
-@pytest.mark.parametrize(
-    ("response", "expected", "status", "calls"),
-    [
-        (error_reply(500, "Internal Server Error"), JudgeUnavailable, 500, 2),
-        (error_reply(401, "Incorrect API key provided"), JudgeAuthError, 401, 1),
-        (error_reply(403, "Forbidden"), JudgeAuthError, 403, 1),
-        (error_reply(404, "The model `gpt-9` does not exist"), JudgeRejected, 404, 1),
-        (error_reply(422, "Unprocessable"), JudgeRejected, 422, 1),
-        (
-            error_reply(
-                400,
-                "This model's maximum context length is 4096 tokens. However, you "
-                "requested 5000 tokens. Please reduce the length of the messages.",
-            ),
-            ContextOverflow,
-            400,
-            1,
-        ),
-        (
-            error_reply(400, "the request exceeds the available context size, try increasing it"),
-            ContextOverflow,
-            400,
-            1,
-        ),
-    ],
-)
-async def test_error_statuses_are_mapped(
-    openai_api: respx.MockRouter,
-    backend: OpenAIBackend,
-    response: httpx.Response,
-    expected: type[JudgeCallError],
-    status: int,
-    calls: int,
-) -> None:
-    route = openai_api.post("/chat/completions").mock(return_value=response)
-
-    with pytest.raises(expected) as caught:
-        await backend.complete(make_request())
-
-    assert type(caught.value) is expected
-    assert caught.value.status_code == status
-    assert caught.value.__cause__ is not None
-    assert route.call_count == calls
-
-
-@pytest.mark.parametrize(
-    ("headers", "seconds"),
-    [({"Retry-After": "0"}, 0.0), ({"Retry-After": "12"}, 12.0), ({}, None)],
-)
-async def test_429_is_rate_limited_with_retry_after(
-    openai_api: respx.MockRouter,
-    backend: OpenAIBackend,
-    headers: dict[str, str],
-    seconds: float | None,
-) -> None:
-    route = openai_api.post("/chat/completions").mock(
-        return_value=error_reply(429, "Rate limit reached", headers)
-    )
-
-    with pytest.raises(JudgeRateLimited) as caught:
-        await backend.complete(make_request())
-
-    assert caught.value.status_code == 429
-    assert caught.value.retry_after == seconds
-    assert route.call_count == 1  # the client itself does not retry
-
-
-def test_retry_after_forms() -> None:
-    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= (parse_retry_after(httpx.Headers({"Retry-After": soon})) or 0) <= 30
-    past = format_datetime(datetime.now(UTC) - timedelta(seconds=30), usegmt=True)
-    assert parse_retry_after(httpx.Headers({"Retry-After": past})) == 0.0
-    assert parse_retry_after(httpx.Headers({"retry-after-ms": "1500"})) == 1.5
-    assert parse_retry_after(httpx.Headers({"Retry-After": "soon"})) is None
-
-
-@pytest.mark.parametrize(
-    ("failure", "expected"),
-    [
-        (httpx.ReadTimeout("timed out"), JudgeTimeout),
-        (httpx.ConnectTimeout("timed out"), JudgeTimeout),
-        (httpx.ConnectError("[Errno 111] Connection refused"), JudgeUnavailable),
-        (httpx.RemoteProtocolError("server disconnected"), JudgeUnavailable),
-    ],
-)
-async def test_transport_failures_are_mapped(
-    openai_api: respx.MockRouter,
-    backend: OpenAIBackend,
-    failure: Exception,
-    expected: type[JudgeCallError],
-) -> None:
-    route = openai_api.post("/chat/completions").mock(side_effect=failure)
-
-    with pytest.raises(expected) as caught:
-        await backend.complete(make_request())
-
-    assert type(caught.value) is expected
-    assert caught.value.__cause__ is not None
-    assert route.call_count == 1
-
-
-async def test_retry_after_429_then_success(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
-) -> None:
-    route = openai_api.post("/chat/completions").mock(
-        side_effect=[error_reply(429, "slow down", {"Retry-After": "0"}), completion_reply()]
-    )
-
-    completion, attempts = await complete_with_retries(backend, make_request(), policy=FAST)
-
-    assert completion.text == REPLY
-    assert route.call_count == 2
-    assert [a.outcome for a in attempts] == ["judge_rate_limited", "ok"]
-    assert attempts[0].retry_after == 0.0
-
-
-async def test_auth_error_is_not_retried(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
-) -> None:
-    route = openai_api.post("/chat/completions").mock(return_value=error_reply(401, "bad key"))
-
-    with pytest.raises(JudgeAuthError) as caught:
-        await complete_with_retries(backend, make_request(), policy=FAST)
-
-    assert route.call_count == 1
-    assert len(caught.value.attempts) == 1
-
-
-async def test_server_errors_give_up_after_max_attempts(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
-) -> None:
-    route = openai_api.post("/chat/completions").mock(return_value=error_reply(500, "boom"))
-
-    with pytest.raises(JudgeUnavailable) as caught:
-        await complete_with_retries(backend, make_request(), policy=FAST)
-
-    # each attempt is json_schema then its one json_object fallback
-    assert route.call_count == 2 * FAST.max_attempts
-    assert [a.status_code for a in caught.value.attempts] == [500] * FAST.max_attempts
 
 
 # --- token log-probabilities: asked for, fallback, confidence; per-question asking ---

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 import respx
 
-from judge.backends.openai import OpenAIBackend, forget_response_formats
+from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import SamplingParams
 from judge.context import estimate_tokens
@@ -98,13 +98,6 @@ async def test_a_server_refusing_an_oversized_prompt_is_not_retried(rubric: Rubr
     assert result.status == "unscored" and result.unscored_reason == "context_overflow"
     assert len(backend.requests) == 1
     assert len(result.calls) == 1 and result.calls[0].error_code == "context_overflow"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_format_memory() -> Iterator[None]:
-    forget_response_formats()
-    yield
-    forget_response_formats()
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from judge.statistics import (
@@ -50,6 +52,32 @@ def test_newcombe_hybrid_interval_matches_newcombe_1998() -> None:
     assert interval is not None
     assert interval.low == pytest.approx(0.0524, abs=1e-4)
     assert interval.high == pytest.approx(0.3339, abs=1e-4)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9])
+@pytest.mark.parametrize(("n1", "n2"), [(1, 1), (3, 9), (10, 4), (17, 30), (70, 2)])
+def test_newcombe_interval_is_the_formula_over_the_wilson_intervals(
+    n1: int, n2: int, confidence: float
+) -> None:
+    """L = d - sqrt((p1 - l1)^2 + (u2 - p2)^2), U = d + sqrt((u1 - p1)^2 + (p2 - l2)^2)."""
+    for s1 in range(n1 + 1):
+        for s2 in range(n2 + 1):
+            a = proportion(s1, n1, confidence=confidence)
+            b = proportion(s2, n2, confidence=confidence)
+            p1, p2 = s1 / n1, s2 / n2
+            (l1, u1), (l2, u2) = (
+                (a.interval.low, a.interval.high),
+                (b.interval.low, b.interval.high),
+            )
+            interval = newcombe_difference(a, b)
+            assert interval is not None and interval.confidence == confidence
+            assert interval.low == pytest.approx(
+                max(-1.0, p1 - p2 - math.hypot(p1 - l1, u2 - p2)), abs=1e-12
+            )
+            assert interval.high == pytest.approx(
+                min(1.0, p1 - p2 + math.hypot(u1 - p1, p2 - l2)), abs=1e-12
+            )
+    assert newcombe_difference(proportion(0, 0), proportion(1, 2)) is None
 
 
 def test_21_of_27_against_19_of_27_is_not_a_detectable_difference() -> None:

@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from api.service.services import Services
 from judge.errors import JudgeCallError
+from judge.spec import judge_identity
 
 __all__ = ["healthz", "readyz"]
 
@@ -61,7 +62,7 @@ async def _probe(services: Services, spec: str) -> dict[str, Any]:
             reason = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
             pool.record(spec, ok=False, reason=reason)
         health = pool.health[spec]
-    return {"ok": bool(health.ok), "judge": spec.split("@")[0], "reason": health.reason}
+    return {"ok": bool(health.ok), "judge": judge_identity(spec), "reason": health.reason}
 
 
 @get("/readyz", operation_id="readyz", summary="Readiness: database and judge")

@@ -17,9 +17,10 @@ import math
 from collections import Counter
 from typing import Any
 
+from judge.agreement import cohens_kappa
 from storage.regrade.flips import FlipItem
 
-__all__ = ["CSV_COLUMNS", "cohens_kappa", "flip_report", "flips_csv"]
+__all__ = ["CSV_COLUMNS", "flip_report", "flips_csv", "kappa_figures"]
 
 CSV_COLUMNS = (
     "submission_id", "agent", "model", "scenario_id", "previous_grading_id", "grading_id",
@@ -28,32 +29,23 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
-def cohens_kappa(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
+def kappa_figures(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     """Cohen's kappa of two raters' yes/no labels, with n and a 95 % interval.
 
     ``kappa`` is None when it is undefined (both raters always gave the same label).
     """
-    n = len(pairs)
-    result: dict[str, Any] = {"n": n, "kappa": None, "ci_low": None, "ci_high": None}
-    counts = Counter(pairs)
-    table = [[counts[(a, b)] for b in (True, False)] for a in (True, False)]
-    yes_a, yes_b = sum(table[0]), table[0][0] + table[1][0]
-    expected = (yes_a * yes_b + (n - yes_a) * (n - yes_b)) / (n * n) if n else 1.0
-    if n == 0 or expected >= 1.0:
-        return result
-    import numpy as np
-    from statsmodels.stats.inter_rater import cohens_kappa as kappa_of
-
-    with np.errstate(all="ignore"):  # one rater constant: kappa 0, no standard error
-        fitted = kappa_of(table)
-    result["kappa"] = _number(fitted.kappa)
-    result["ci_low"], result["ci_high"] = _number(fitted.kappa_low), _number(fitted.kappa_upp)
-    return result
+    fit = cohens_kappa(pairs)
+    low, high = fit.bounds() or (None, None)
+    return {
+        "n": fit.n,
+        "kappa": _number(fit.kappa),
+        "ci_low": _number(low),
+        "ci_high": _number(high),
+    }
 
 
-def _number(value: Any) -> float | None:
-    number = float(value)
-    return None if math.isnan(number) else round(number, 4)
+def _number(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else round(value, 4)
 
 
 def _flip(item: FlipItem) -> str:
@@ -161,8 +153,8 @@ def flip_report(job: dict[str, Any], items: list[FlipItem]) -> dict[str, Any]:
         "fail_to_pass": {"count": len(flips["fail->pass"]), "items": flips["fail->pass"]},
         "questions": _matrices(compared),
         "agreement": {
-            "answers": cohens_kappa(answer_pairs),
-            "verdicts": cohens_kappa(verdict_pairs),
+            "answers": kappa_figures(answer_pairs),
+            "verdicts": kappa_figures(verdict_pairs),
         },
         "human_overrides": _human(items),
     }

@@ -1,0 +1,108 @@
+"""Calling one judge: the cache, the retries, the call records and the context window.
+
+A :class:`JudgeCaller` is what the asking strategies (one call for the whole rubric,
+or one call per question) are given: they never talk to a backend directly. Every
+call, answered or failed or served from the cache, comes back as one
+:class:`~judge.calls.JudgeCall` record, built here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from judge.backends.base import ContextWindowAware, JudgeBackend
+from judge.cache import JudgeCache, cache_key
+from judge.calls import ChatMessage, JudgeCall, JudgeRequest, SamplingParams
+from judge.context import estimate_tokens
+from judge.errors import JudgeCallError
+from judge.retry import RetryPolicy, complete_with_retries
+
+__all__ = ["JudgeCaller", "Purpose"]
+
+#: why a call was made: the first question, or the repair of an unusable reply
+Purpose = Literal["grade", "repair"]
+
+
+@dataclass
+class JudgeCaller:
+    """One judge backend with its sampling settings, retry policy, cache and window."""
+
+    backend: JudgeBackend
+    params: SamplingParams = field(default_factory=SamplingParams)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: reuse completions of identical requests at temperature 0 (see ``judge.cache``)
+    cache: JudgeCache | None = None
+    #: the judge's context window in tokens; None: ``params.num_ctx``, else what the
+    #: backend reports (``ContextWindowAware``), else no check (see ``judge.context``)
+    context_tokens: int | None = None
+
+    def request(self, messages: Sequence[ChatMessage], schema: dict[str, Any]) -> JudgeRequest:
+        """A request of ``messages`` and reply ``schema`` with this judge's settings."""
+        return JudgeRequest(messages=tuple(messages), reply_schema=schema, params=self.params)
+
+    async def context_window(self) -> int | None:
+        """The context window in tokens: as configured, else as the backend says, or None."""
+        if self.context_tokens is not None:
+            return self.context_tokens
+        if self.params.num_ctx is not None:
+            return self.params.num_ctx
+        if isinstance(self.backend, ContextWindowAware):
+            return await self.backend.context_window()
+        return None
+
+    async def fits(self, messages: Sequence[ChatMessage]) -> bool:
+        """Whether ``messages`` and the reply fit the context window (True if unknown)."""
+        window = await self.context_window()
+        return window is None or estimate_tokens(messages) + self.params.max_tokens <= window
+
+    async def call(self, purpose: Purpose, request: JudgeRequest) -> JudgeCall:
+        """Answer ``request`` from the cache or the judge (with retries); never raises."""
+        key = self._cache_key(request)
+        if self.cache is not None and key is not None:
+            hit = await self.cache.get(key)
+            if hit is not None:
+                return self._record(purpose, request, completion=hit, cached=True)
+        try:
+            completion, attempts = await complete_with_retries(
+                self.backend, request, policy=self.retry
+            )
+        except JudgeCallError as exc:
+            return self._record(
+                purpose,
+                request,
+                error_code=exc.code,
+                error=str(exc)[:1000],
+                attempts=tuple(exc.attempts),
+            )
+        return self._record(purpose, request, completion=completion, attempts=tuple(attempts))
+
+    async def remember(self, calls: Sequence[JudgeCall]) -> None:
+        """Cache the completions of a conversation whose final reply was usable."""
+        if self.cache is None:
+            return
+        for call in calls:
+            key = self._cache_key(call.request)
+            if key is not None and call.completion is not None and not call.cached:
+                await self.cache.put(key, call.completion)
+
+    def _cache_key(self, request: JudgeRequest) -> str | None:
+        if self.cache is None:
+            return None
+        backend = self.backend
+        return cache_key(
+            request, backend=backend.name, model=backend.model, base_url=backend.base_url
+        )
+
+    def _record(self, purpose: Purpose, request: JudgeRequest, **outcome: Any) -> JudgeCall:
+        """The audit record of one call: which judge, what was asked, what came back."""
+        backend = self.backend
+        return JudgeCall(
+            purpose=purpose,
+            backend=backend.name,
+            model=backend.model,
+            base_url=backend.base_url,
+            request=request,
+            **outcome,
+        )

@@ -1,0 +1,27 @@
+"""Checking the texts handed in for grading: valid UTF-8, no NUL bytes, within a size.
+
+Every way in (the HTTP API, the importers, the grader itself) checks the ground truth
+and the diagnosis with :func:`check_text`, so one limit and one wording apply.
+"""
+
+from __future__ import annotations
+
+from judge.errors import InputError
+
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "check_text"]
+
+#: the largest ground truth or diagnosis accepted, in bytes of UTF-8
+DEFAULT_MAX_TEXT_BYTES = 64 * 1024
+
+
+def check_text(text: str, *, field: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> None:
+    """Reject text that cannot be graded as given: NUL bytes or over the size limit."""
+    if "\x00" in text:
+        raise InputError(f"{field} contains NUL bytes", field=field)
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        raise InputError(f"{field} is {size} bytes, over the limit of {max_bytes}", field=field)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{field} is not valid UTF-8 text", field=field) from None

@@ -1,0 +1,155 @@
+"""The grading objects a judge's replies become: graded, unscored, or an empty diagnosis.
+
+Both asking strategies end here: the answers are checked (a quoted piece of evidence
+must occur in the diagnosis, the ground truth's identifiers must be named) and the
+rubric's rule is applied to them, or the grading is ``unscored`` with its reason and
+every call that was made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from judge.backends.base import JudgeBackend
+from judge.calls import JudgeCall
+from judge.evidence import quote_occurs
+from judge.grounding import ground_answers
+from judge.reply import ParsedAnswer
+from judge.rubric import Rubric
+from judge.rule import apply_rule
+from judge.spec import JudgeSpec
+from judge.verdict import Answer, GradingResult, Vote
+
+__all__ = ["empty_diagnosis_result", "graded_result", "unscored_result"]
+
+
+def _result(rubric: Rubric, backend: JudgeBackend, **fields: Any) -> GradingResult:
+    return GradingResult(
+        rubric_id=rubric.id,
+        rubric_version=rubric.version,
+        judge_backend=backend.name,
+        judge_model=backend.model,
+        **fields,
+    )
+
+
+def unscored_result(
+    rubric: Rubric,
+    backend: JudgeBackend,
+    calls: Sequence[JudgeCall],
+    reason: str,
+    detail: str | None,
+) -> GradingResult:
+    """A grading the judge could not make, with the reason and every call made."""
+    return _result(
+        rubric,
+        backend,
+        status="unscored",
+        unscored_reason=reason,
+        detail=detail,
+        review_reasons=("unscored",),
+        calls=tuple(calls),
+    )
+
+
+def empty_diagnosis_result(rubric: Rubric, backend: JudgeBackend) -> GradingResult:
+    """An empty diagnosis: no to every question, without asking the judge."""
+    answers = tuple(
+        Answer(
+            question_id=q.id,
+            dimension_id=rubric.dimension_of(q.id).id,
+            answer=False,
+            judge_answer=False,
+            reasoning="the diagnosis is empty",
+        )
+        for q in rubric.questions
+    )
+    outcome = apply_rule(rubric, {q.id: False for q in rubric.questions})
+    return _result(
+        rubric,
+        backend,
+        status="graded",
+        detail="empty_diagnosis",
+        answers=answers,
+        outcome=outcome,
+        judge_outcome=outcome,
+    )
+
+
+def _checked_answers(
+    rubric: Rubric, parsed: Mapping[str, ParsedAnswer], diagnosis: str
+) -> tuple[list[Answer], list[str]]:
+    """The answers with their quotes checked, and the questions whose quote was not found."""
+    answers: list[Answer] = []
+    unverified: list[str] = []
+    for q in rubric.questions:
+        reply = parsed[q.id]
+        verified: bool | None = None
+        effective = reply.answer
+        if reply.answer and q.requires_quote:
+            verified = quote_occurs(reply.evidence, diagnosis)
+            if not verified:
+                unverified.append(q.id)
+                effective = rubric.unverified_yes != "downgrade"
+        answers.append(
+            Answer(
+                question_id=q.id,
+                dimension_id=rubric.dimension_of(q.id).id,
+                answer=effective,
+                judge_answer=reply.answer,
+                reasoning=reply.reasoning,
+                evidence=reply.evidence,
+                evidence_verified=verified,
+                confidence=reply.confidence,
+            )
+        )
+    return answers, unverified
+
+
+def graded_result(
+    rubric: Rubric,
+    backend: JudgeBackend,
+    parsed: Mapping[str, ParsedAnswer],
+    calls: Sequence[JudgeCall],
+    *,
+    ground_truth: str,
+    diagnosis: str,
+    sources: Mapping[str, int] | None = None,
+) -> GradingResult:
+    """Checks and rule; ``sources``: the call each answer came from (default the last)."""
+    answers, unverified = _checked_answers(rubric, parsed, diagnosis)
+    answers, grounding = ground_answers(rubric, ground_truth, diagnosis, answers)
+    reasons = ["evidence_unverified"] if unverified else []
+    if grounding and rubric.grounding_failure == "flag":
+        reasons.append("grounding_failed")
+    notes = [f"evidence not found for {', '.join(unverified)}"] if unverified else []
+    return _result(
+        rubric,
+        backend,
+        status="graded",
+        answers=tuple(answers),
+        outcome=apply_rule(rubric, {a.question_id: a.answer for a in answers}),
+        judge_outcome=apply_rule(rubric, {a.question_id: a.judge_answer for a in answers}),
+        review_reasons=tuple(reasons),
+        detail="; ".join([*notes, *grounding]) or None,
+        calls=tuple(calls),
+        votes=_votes(backend, answers, sources or {}, last=len(calls) - 1),
+    )
+
+
+def _votes(
+    backend: JudgeBackend, answers: list[Answer], sources: Mapping[str, int], *, last: int
+) -> tuple[Vote, ...]:
+    """This judge's vote per question: what it said, with the call it came from."""
+    spec = str(JudgeSpec(backend.name, backend.model, backend.base_url))
+    return tuple(
+        Vote(
+            judge_spec=spec,
+            question_id=a.question_id,
+            answer=a.judge_answer,
+            confidence=a.confidence,
+            call_index=sources.get(a.question_id, last),
+        )
+        for a in answers
+    )

@@ -1,0 +1,248 @@
+"""What every judge backend promises, checked against the real ``ollama`` and ``openai``
+clients with respx in place of the servers.
+
+One attempt per ``complete``; the request carries the prompt, the reply schema and the
+sampling settings; error statuses and transport failures become ``judge.errors``
+(one classification for both, ``judge.backends.http.status_error``); the retry policy
+honours Retry-After and gives up on refusals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import httpx
+import pytest
+import respx
+
+from judge.backends.base import JudgeBackend
+from judge.backends.http import parse_retry_after
+from judge.errors import (
+    ContextOverflow,
+    JudgeAuthError,
+    JudgeCallError,
+    JudgeRateLimited,
+    JudgeRejected,
+    JudgeTimeout,
+    JudgeUnavailable,
+)
+from judge.retry import complete_with_retries
+from tests.judge.backend_servers import (
+    FAST,
+    MESSAGES,
+    REPLY,
+    SCHEMA,
+    SERVERS,
+    Server,
+    make_request,
+    sent_json,
+)
+
+
+@pytest.fixture(params=SERVERS, ids=[s.name for s in SERVERS])
+def server(request: pytest.FixtureRequest) -> Server:
+    chosen: Server = request.param
+    return chosen
+
+
+@pytest.fixture
+def api(server: Server) -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=server.base, assert_all_called=True) as router:
+        yield router
+
+
+@pytest.fixture
+async def backend(server: Server) -> AsyncIterator[JudgeBackend]:
+    judge = server.backend()
+    yield judge
+    await judge.aclose()
+
+
+def answering(api: respx.MockRouter, server: Server) -> respx.Route:
+    """The chat route answering well, with what else a successful call needs."""
+    server.extra_routes(api)
+    return api.post(server.chat_path).mock(return_value=server.reply())
+
+
+async def test_request_carries_prompt_schema_and_sampling_settings(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend
+) -> None:
+    route = answering(api, server)
+
+    await backend.complete(make_request(temperature=0.3, seed=42, max_tokens=900))
+
+    body = sent_json(route)
+    assert body["model"] == server.model
+    assert body["messages"] == MESSAGES
+    schema, sampling = server.sent(body)
+    assert schema == SCHEMA
+    assert sampling == {"temperature": 0.3, "seed": 42, "max_tokens": 900}
+
+
+async def test_absent_seed_is_not_sent(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend
+) -> None:
+    route = answering(api, server)
+
+    await backend.complete(make_request(seed=None))
+
+    assert "seed" not in server.sent(sent_json(route))[1]
+
+
+async def test_reply_becomes_completion(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend
+) -> None:
+    route = answering(api, server)
+
+    completion = await backend.complete(make_request())
+
+    assert route.call_count == 1
+    assert completion.text == REPLY
+    assert completion.model == server.model
+    assert completion.fingerprint == server.fingerprint
+    assert completion.prompt_tokens == 812
+    assert completion.completion_tokens == 143
+    assert completion.response_format == "json_schema"
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "expected"),
+    [
+        (500, "llama runner process has terminated", JudgeUnavailable),
+        (500, "Internal Server Error", JudgeUnavailable),
+        (503, "server busy", JudgeUnavailable),
+        (401, "unauthorized", JudgeAuthError),
+        (401, "Incorrect API key provided", JudgeAuthError),
+        (403, "forbidden", JudgeAuthError),
+        (404, 'model "qwen3:8b" not found, try pulling it first', JudgeRejected),
+        (404, "The model `gpt-9` does not exist", JudgeRejected),
+        (400, "invalid format: expected object", JudgeRejected),
+        (422, "Unprocessable", JudgeRejected),
+        (400, "input length exceeds maximum context length", ContextOverflow),
+        (400, "the prompt is too long", ContextOverflow),
+        (
+            400,
+            "This model's maximum context length is 4096 tokens. However, you "
+            "requested 5000 tokens. Please reduce the length of the messages.",
+            ContextOverflow,
+        ),
+        (400, "the request exceeds the available context size, try increasing it", ContextOverflow),
+    ],
+)
+async def test_error_statuses_are_mapped(
+    api: respx.MockRouter,
+    server: Server,
+    backend: JudgeBackend,
+    status: int,
+    message: str,
+    expected: type[JudgeCallError],
+) -> None:
+    route = api.post(server.chat_path).mock(return_value=server.error(status, message, None))
+
+    with pytest.raises(expected) as caught:
+        await backend.complete(make_request())
+
+    assert type(caught.value) is expected
+    assert caught.value.status_code == status
+    assert caught.value.__cause__ is not None
+    assert route.call_count == server.requests_per_attempt(status)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"), [("0", 0.0), ("7", 7.0), ("12", 12.0), (None, None)]
+)
+async def test_429_is_rate_limited_with_retry_after(
+    api: respx.MockRouter,
+    server: Server,
+    backend: JudgeBackend,
+    header: str | None,
+    seconds: float | None,
+) -> None:
+    headers = {"Retry-After": header} if header is not None else None
+    route = api.post(server.chat_path).mock(
+        return_value=server.error(429, "Rate limit reached", headers)
+    )
+
+    with pytest.raises(JudgeRateLimited) as caught:
+        await backend.complete(make_request())
+
+    assert caught.value.status_code == 429
+    assert caught.value.retry_after == seconds
+    assert route.call_count == 1  # the client itself does not retry
+
+
+def test_retry_after_forms() -> None:
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 <= (parse_retry_after(httpx.Headers({"Retry-After": soon})) or 0) <= 30
+    past = format_datetime(datetime.now(UTC) - timedelta(seconds=30), usegmt=True)
+    assert parse_retry_after(httpx.Headers({"Retry-After": past})) == 0.0
+    assert parse_retry_after(httpx.Headers({"retry-after-ms": "1500"})) == 1.5
+    assert parse_retry_after(httpx.Headers({"Retry-After": "soon"})) is None
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected"),
+    [
+        (httpx.ReadTimeout("timed out"), JudgeTimeout),
+        (httpx.ConnectTimeout("timed out"), JudgeTimeout),
+        (httpx.ConnectError("[Errno 111] Connection refused"), JudgeUnavailable),
+        (httpx.RemoteProtocolError("server disconnected"), JudgeUnavailable),
+    ],
+)
+async def test_transport_failures_are_mapped(
+    api: respx.MockRouter,
+    server: Server,
+    backend: JudgeBackend,
+    failure: Exception,
+    expected: type[JudgeCallError],
+) -> None:
+    route = api.post(server.chat_path).mock(side_effect=failure)
+
+    with pytest.raises(expected) as caught:
+        await backend.complete(make_request())
+
+    assert type(caught.value) is expected
+    assert caught.value.__cause__ is not None
+    assert route.call_count == 1
+
+
+async def test_retry_after_429_then_success(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend
+) -> None:
+    server.extra_routes(api)
+    route = api.post(server.chat_path).mock(
+        side_effect=[server.error(429, "slow down", {"Retry-After": "0"}), server.reply()]
+    )
+
+    completion, attempts = await complete_with_retries(backend, make_request(), policy=FAST)
+
+    assert completion.text == REPLY
+    assert route.call_count == 2
+    assert [a.outcome for a in attempts] == ["judge_rate_limited", "ok"]
+    assert attempts[0].retry_after == 0.0
+
+
+async def test_auth_error_is_not_retried(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend
+) -> None:
+    route = api.post(server.chat_path).mock(return_value=server.error(401, "bad key", None))
+
+    with pytest.raises(JudgeAuthError) as caught:
+        await complete_with_retries(backend, make_request(), policy=FAST)
+
+    assert route.call_count == 1
+    assert len(caught.value.attempts) == 1
+
+
+async def test_server_errors_give_up_after_max_attempts(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend
+) -> None:
+    route = api.post(server.chat_path).mock(return_value=server.error(500, "runner crashed", None))
+
+    with pytest.raises(JudgeUnavailable) as caught:
+        await complete_with_retries(backend, make_request(), policy=FAST)
+
+    assert route.call_count == server.requests_per_attempt(500) * FAST.max_attempts
+    assert [a.status_code for a in caught.value.attempts] == [500] * FAST.max_attempts

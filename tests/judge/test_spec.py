@@ -1,0 +1,75 @@
+"""The judge-spec and panel grammar: one parser, and readers of recorded specs."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.errors import JudgeSpecError
+from judge.spec import (
+    JudgeSpec,
+    judge_identity,
+    member_specs,
+    panel_spec,
+    parse_judge_spec,
+    parse_panel,
+    split_spec,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ollama:qwen3:8b", JudgeSpec("ollama", "qwen3:8b")),
+        (" OLLAMA:qwen3:8b@http://127.0.0.1:11434/ ", JudgeSpec("ollama", "qwen3:8b", "http://127.0.0.1:11434")),
+        ("openai:qwen2.5-1.5b@http://127.0.0.1:8080/v1", JudgeSpec("openai", "qwen2.5-1.5b", "http://127.0.0.1:8080/v1")),
+        ("openai:org@model@https://api.example", JudgeSpec("openai", "org@model", "https://api.example")),
+        ("scripted:pass", JudgeSpec("scripted", "pass")),
+    ],
+)  # fmt: skip
+def test_specs_parse_and_print_back(text: str, expected: JudgeSpec) -> None:
+    spec = parse_judge_spec(text)
+    assert spec == expected
+    assert parse_judge_spec(str(spec)) == spec
+
+
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        ("ollama", "malformed"),
+        ("ollama:", "malformed"),
+        (":qwen3", "malformed"),
+        ("vllm:qwen3", "unknown judge backend"),
+        ("ollama:@http://h", "names no model"),
+        ("ollama: @http://h", "names no model"),
+        ("openai:m@ftp://h", r"not an http\(s\) URL"),
+        ("openai:m@", r"not an http\(s\) URL"),
+    ],
+)
+def test_bad_specs_name_the_fault_and_the_accepted_forms(text: str, fault: str) -> None:
+    with pytest.raises(JudgeSpecError, match=fault) as caught:
+        parse_judge_spec(text)
+    assert "accepted forms" in str(caught.value)
+
+
+def test_recorded_specs_are_split_without_validation() -> None:
+    assert split_spec("ollama:qwen3:8b") == ("ollama", "qwen3:8b", None)
+    assert split_spec("openai:m@http://h/v1") == ("openai", "m", "http://h/v1")
+    assert split_spec("nonsense") == ("nonsense", "", None)
+
+
+def test_panels_list_each_valid_judge_once() -> None:
+    assert parse_panel(" ollama:a , openai:b@http://h ,") == ["ollama:a", "openai:b@http://h"]
+    with pytest.raises(JudgeSpecError, match="each judge once"):
+        parse_panel("ollama:a,ollama:a")
+    with pytest.raises(JudgeSpecError, match="unknown judge backend"):
+        parse_panel("ollama:a,vllm:b")
+
+
+def test_member_specs_and_identity_of_one_judge_and_of_a_panel() -> None:
+    panel = panel_spec(["ollama:a@http://h:1", "openai:b"])
+    assert panel == "panel:ollama:a@http://h:1,openai:b"
+    assert member_specs(panel) == ["ollama:a@http://h:1", "openai:b"]
+    assert member_specs("ollama:a") == ["ollama:a"]
+    assert judge_identity(panel) == "panel:ollama:a,openai:b"
+    assert judge_identity("OLLAMA:a@http://h:1") == "ollama:a"
+    assert judge_identity("not a spec") == "not a spec"
