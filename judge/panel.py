@@ -25,6 +25,7 @@ from judge.calls import JudgeCall
 from judge.grader import Grader
 from judge.rubric import Rubric
 from judge.rule import apply_rule
+from judge.spec import panel_model
 from judge.verdict import Answer, GradingResult, Vote
 
 __all__ = ["JUDGE_SPLIT", "PanelGrader", "PanelMember", "combine_votes"]
@@ -71,7 +72,7 @@ class PanelGrader:
     def judge_model(self) -> str:
         """The members' specs joined by ``+``, or the one judge's model."""
         if len(self.members) > 1:
-            return "+".join(m.spec for m in self.members)
+            return panel_model([m.spec for m in self.members])
         return self.members[0].grader.backend.model
 
     def _runs(self) -> list[_Run]:

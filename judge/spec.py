@@ -27,6 +27,8 @@ __all__ = [
     "JudgeSpec",
     "judge_identity",
     "member_specs",
+    "model_identity",
+    "panel_model",
     "panel_spec",
     "parse_judge_spec",
     "parse_panel",
@@ -102,6 +104,18 @@ def parse_panel(text: str) -> list[str]:
 def panel_spec(members: Sequence[str]) -> str:
     """The judge spec recorded for a grading made by a panel of ``members``."""
     return PANEL_PREFIX + ",".join(members)
+
+
+def panel_model(members: Sequence[str]) -> str:
+    """The judge model recorded for a grading made by a panel: its members' specs by ``+``."""
+    return "+".join(members)
+
+
+def model_identity(backend: str, model: str) -> str:
+    """A recorded judge model without base URLs (a panel's members as ``backend:model``)."""
+    if backend != "panel":
+        return model
+    return panel_model([judge_identity(member) for member in model.split("+")])
 
 
 def member_specs(judge_spec: str) -> list[str]:

@@ -17,7 +17,11 @@ from api.service.schemas import (
     VotePublic,
 )
 from api.service.services import Services
-from api.service.visibility import can_see_ground_truth, withhold_ground_truth
+from api.service.visibility import (
+    can_see_ground_truth,
+    hide_judge_addresses,
+    withhold_ground_truth,
+)
 from judge.adjudication import effective_answers, overrides_in_force
 from judge.rubric import Rubric
 from judge.verdict import Answer, GradingResult, Vote
@@ -178,9 +182,10 @@ def grading_public(
         tags=tags,
         votes=votes,
     )
-    if not can_see_ground_truth(principal, s):
-        return withhold_ground_truth(public)
-    return public
+    if principal.at_least("adjudicator"):
+        return public
+    public = hide_judge_addresses(public)
+    return public if can_see_ground_truth(principal, s) else withhold_ground_truth(public)
 
 
 def _grading_public(

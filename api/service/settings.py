@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from judge.rubric import DEFAULT_RUBRIC_DIR
-from judge.spec import PANEL_PREFIX, panel_spec, parse_judge_spec, parse_panel
+from judge.spec import PANEL_PREFIX, panel_model, panel_spec, parse_judge_spec, parse_panel
 
 __all__ = ["DEFAULT_JUDGE", "PANEL_PREFIX", "Settings", "with_password"]
 
@@ -154,7 +154,7 @@ class Settings(BaseSettings):
     def grading_judge(self) -> tuple[str, str, str]:
         """(spec, backend, model) recorded with a new grading: the panel or the judge."""
         if self.panel:
-            return panel_spec(self.panel_specs), "panel", "+".join(self.panel_specs)
+            return panel_spec(self.panel_specs), "panel", panel_model(self.panel_specs)
         spec = parse_judge_spec(self.judge)
         return self.judge, spec.backend, spec.model
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 from api.service.principal import Principal
 from api.service.schemas import GradingPublic
+from judge.spec import judge_identity, model_identity
 from storage.tables import SubmissionRecord
 
-__all__ = ["WITHHELD_FIELDS", "can_read", "can_see_ground_truth", "withhold_ground_truth"]
+__all__ = [
+    "WITHHELD_FIELDS",
+    "can_read",
+    "can_see_ground_truth",
+    "hide_judge_addresses",
+    "withhold_ground_truth",
+]
 
 
 def can_read(principal: Principal, submission: SubmissionRecord) -> bool:
@@ -46,5 +53,26 @@ def withhold_ground_truth(public: GradingPublic) -> GradingPublic:
             "overrides": [o.model_copy(update={"reason": ""}) for o in public.overrides],
             "tags": [t.model_copy(update={"note": ""}) for t in public.tags],
             "withheld": list(WITHHELD_FIELDS),
+        }
+    )
+
+
+def hide_judge_addresses(public: GradingPublic) -> GradingPublic:
+    """The grading object with its votes' judges as ``backend:model``: where a judge runs
+    (an internal URL) is for adjudicators and admins."""
+    judge = public.judge
+    return public.model_copy(
+        update={
+            "judge": {**judge, "model": model_identity(judge["backend"], judge["model"])},
+            "answers": [
+                a.model_copy(
+                    update={
+                        "votes": [
+                            v.model_copy(update={"judge": judge_identity(v.judge)}) for v in a.votes
+                        ]
+                    }
+                )
+                for a in public.answers
+            ],
         }
     )

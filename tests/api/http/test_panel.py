@@ -48,15 +48,17 @@ async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
         )
         assert response.status_code == 201, response.text
         grading = response.json()
-        assert grading["judge"] == {"backend": "panel", "model": f"{LOCAL}+{CLOUD}"}
+        # a submitter learns which models judged, not where they run
+        assert grading["judge"] == {"backend": "panel", "model": "openai:local+openai:cloud"}
         assert "judge_split" in grading["review_reasons"] and grading["needs_review"]
         answers = {a["question_id"]: a for a in grading["answers"]}
         split = answers["D2-Q2"]
         assert split["judge_answer"] == "no" and split["confidence"] == 0.5
         assert {(v["judge"], v["answer"]) for v in split["votes"]} == {
-            (LOCAL, "yes"),
-            (CLOUD, "no"),
+            ("openai:local", "yes"),
+            ("openai:cloud", "no"),
         }
+        assert "127.0.0.1" not in response.text
         assert all(len(a["votes"]) == 2 for a in grading["answers"])
 
         queue = await client.get("/v1/review-queue?reason=judge_split", headers=adjudicator)
@@ -64,6 +66,10 @@ async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
         items = queue.json()["items"]
         assert [i["grading"]["id"] for i in items] == [grading["id"]]
         assert "judge_split" in items[0]["reasons"]
+        adjudicated = items[0]["grading"]
+        assert adjudicated["judge"] == {"backend": "panel", "model": f"{LOCAL}+{CLOUD}"}
+        seen = {(v["judge"], v["answer"]) for a in adjudicated["answers"] for v in a["votes"]}
+        assert (LOCAL, "yes") in seen and (CLOUD, "no") in seen
 
     votes = await _rows(engine, JudgeVoteRecord, grading["id"])
     assert len(votes) == 18
