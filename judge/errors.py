@@ -10,6 +10,8 @@ boundary, so callers never see an ``httpx`` or ``openai`` exception::
     └── JudgeCallError           a call to the judge failed (carries the attempts made)
         ├── JudgeUnavailable     connection refused, DNS, 5xx      (retried)
         │   └── JudgeRateLimited 429, with ``retry_after``          (retried)
+        ├── FeatureRefused       the server refused json_schema or logprobs; the next
+        │                        attempt asks without it             (retried at once)
         ├── JudgeTimeout         the server did not answer in time (retried)
         ├── JudgeRejected        400/404/422: the request itself is wrong (not retried)
         │   └── ContextOverflow  the prompt does not fit the model's context
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ContextOverflow",
+    "FeatureRefused",
     "InputError",
     "JudgeAuthError",
     "JudgeCallError",
@@ -96,6 +99,15 @@ class JudgeTimeout(JudgeCallError):
     """The judge did not answer within the timeout."""
 
     code = "judge_timeout"
+    retryable = True
+
+
+class FeatureRefused(JudgeCallError):
+    """The server refused a feature of the request (the strict ``json_schema`` reply
+    format, token log-probabilities); the backend has noted it for the endpoint, and the
+    next attempt asks without it at once."""
+
+    code = "feature_refused"
     retryable = True
 
 

@@ -1,7 +1,8 @@
 """Retrying judge calls with tenacity, recording every attempt.
 
 Timeouts, connection errors, 5xx and 429 are retried with exponential backoff and
-jitter; a 429's ``Retry-After`` is honoured (it sets the least wait). Requests the
+jitter; a 429's or 503's ``Retry-After`` is honoured (it sets the least wait). A refused
+feature (``json_schema``, ``logprobs``) is retried at once without it. Requests the
 server refused (400, 401, 403, 404) are not retried. Attempts and total time are
 both bounded.
 """
@@ -23,7 +24,7 @@ from tenacity import (
 
 from judge.backends.base import JudgeBackend
 from judge.calls import Attempt, Completion, JudgeRequest
-from judge.errors import JudgeCallError
+from judge.errors import FeatureRefused, JudgeCallError
 
 __all__ = ["RetryPolicy", "complete_with_retries"]
 
@@ -49,9 +50,11 @@ def _wait_for(policy: RetryPolicy):  # type: ignore[no-untyped-def]
     )
 
     def wait(state: RetryCallState) -> float:
-        delay = backoff(state)
         outcome = state.outcome
         exc = outcome.exception() if outcome is not None else None
+        if isinstance(exc, FeatureRefused):
+            return 0.0  # the next attempt asks differently: nothing to wait for
+        delay = backoff(state)
         if isinstance(exc, JudgeCallError) and exc.retry_after is not None:
             delay = max(delay, min(exc.retry_after, policy.max_wait * 3))
         return delay

@@ -24,7 +24,7 @@ from judge.errors import (
     JudgeUnavailable,
 )
 
-__all__ = ["is_context_overflow", "parse_retry_after", "status_error"]
+__all__ = ["MAX_ERROR_TEXT", "is_context_overflow", "parse_retry_after", "status_error"]
 
 #: how servers say a prompt does not fit: Ollama ("input length exceeds maximum context
 #: length", "the prompt is too long"), OpenAI ("maximum context length is 4096 tokens"),
@@ -52,14 +52,16 @@ def status_error(
 ) -> JudgeCallError:
     """The judge error of an error status (None: unknown) with the server's message.
 
-    429 -> JudgeRateLimited (with Retry-After from ``headers``), 401/403 ->
+    429 -> JudgeRateLimited (with Retry-After from ``headers``, as for 503), 401/403 ->
     JudgeAuthError, a message saying the prompt does not fit -> ContextOverflow, other
     4xx -> JudgeRejected, 5xx and anything else -> JudgeUnavailable.
     """
     text = text[:MAX_ERROR_TEXT]
     message = f"{server} answered {status}: {text}"
+    retry_after = None
+    if status in (429, 503) and headers is not None:
+        retry_after = parse_retry_after(headers)
     if status == 429:
-        retry_after = parse_retry_after(headers) if headers is not None else None
         return JudgeRateLimited(message, status_code=status, retry_after=retry_after)
     if status in (401, 403):
         return JudgeAuthError(message, status_code=status)
@@ -67,7 +69,7 @@ def status_error(
         return ContextOverflow(message, status_code=status)
     if status is not None and 400 <= status < 500:
         return JudgeRejected(message, status_code=status)
-    return JudgeUnavailable(message, status_code=status)
+    return JudgeUnavailable(message, status_code=status, retry_after=retry_after)
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:

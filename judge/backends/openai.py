@@ -31,9 +31,15 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from judge.backends.http import is_context_overflow, status_error
+from judge.backends.http import MAX_ERROR_TEXT, is_context_overflow, status_error
 from judge.calls import Completion, JudgeRequest, TokenLogprob
-from judge.errors import JudgeCallError, JudgeRejected, JudgeTimeout, JudgeUnavailable
+from judge.errors import (
+    FeatureRefused,
+    JudgeCallError,
+    JudgeRejected,
+    JudgeTimeout,
+    JudgeUnavailable,
+)
 
 __all__ = [
     "EndpointQuirks",
@@ -47,7 +53,11 @@ JSON_OBJECT = "json_object"
 TOP_LOGPROBS = 5
 
 _LOGPROBS_REJECTION = re.compile(r"logprob", re.IGNORECASE)
-_FORMAT_REJECTION = re.compile(r"response_format|json_schema|json schema", re.IGNORECASE)
+#: how servers refuse ``json_schema``: OpenAI-compatible 400s name ``response_format``;
+#: llama.cpp-based servers answer 500 naming the schema or the grammar made from it
+_FORMAT_REJECTION = re.compile(
+    r"response_format|json_schema|json schema|unrecognized schema|grammar", re.IGNORECASE
+)
 #: keys of a ``/v1/models`` entry that give the context window, the served one first
 #: (vLLM ``max_model_len``; LM Studio, OpenRouter and others), then llama.cpp's
 #: ``meta.n_ctx_train``, the trained window: an upper bound of what the server runs with
@@ -92,11 +102,10 @@ def map_openai_errors() -> Iterator[None]:
 
 def _refuses_json_schema(exc: openai.APIStatusError) -> bool:
     """Whether an error looks like the server refusing ``response_format: json_schema``."""
-    if is_context_overflow(str(exc.message)):
+    if exc.status_code == 429 or is_context_overflow(str(exc.message)):
         return False
-    if exc.status_code >= 500:
-        return True
-    return exc.status_code in (400, 422) and bool(_FORMAT_REJECTION.search(str(exc.message)))
+    refusing = exc.status_code in (400, 422) or exc.status_code >= 500
+    return refusing and bool(_FORMAT_REJECTION.search(str(exc.message)))
 
 
 def _window_of(entry: dict[str, Any]) -> int | None:
@@ -172,34 +181,47 @@ class OpenAIBackend:
         self._context_known = False
 
     async def complete(self, request: JudgeRequest) -> Completion:
-        """Send one chat completion request (plus at most one fallback of each kind)."""
+        """Send one chat completion request.
+
+        A refusal of ``json_schema`` or of ``logprobs`` is noted for the endpoint and
+        raised as :class:`FeatureRefused`: the retry loop records it as an attempt and
+        asks again at once, without the refused feature.
+        """
         form = self.quirks.formats.get(self.endpoint, JSON_SCHEMA)
+        logprobs = self.logprobs and self.endpoint not in self.quirks.no_logprobs
         with map_openai_errors():
             try:
-                response = await self._create_logprobs(request, form)
+                response = await self._create(request, form, logprobs=logprobs)
             except openai.APIStatusError as exc:
-                if form == JSON_OBJECT and 400 <= exc.status_code < 500 and exc.status_code != 429:
-                    # the remembered fallback is refused too: try json_schema again next time
-                    self.quirks.formats.pop(self.endpoint, None)
-                if form != JSON_SCHEMA or not _refuses_json_schema(exc):
+                refused = self._note_refusal(exc, form, logprobs=logprobs)
+                if refused is None:
                     raise
-                form = JSON_OBJECT
-                response = await self._create_logprobs(request, form)
-                self.quirks.formats[self.endpoint] = form
+                raise refused from exc
         return self._completion(response, form)
 
-    async def _create_logprobs(self, request: JudgeRequest, form: str) -> ChatCompletion:
-        """Ask with logprobs where wanted; once more without if the server rejects them."""
-        if not self.logprobs or self.endpoint in self.quirks.no_logprobs:
-            return await self._create(request, form, logprobs=False)
-        try:
-            return await self._create(request, form, logprobs=True)
-        except openai.APIStatusError as exc:
-            # llama-cpp-python answers 500 "logprobs is not supported ..." without logits_all
-            if exc.status_code == 429 or not _LOGPROBS_REJECTION.search(str(exc.message)):
-                raise
-        self.quirks.no_logprobs.add(self.endpoint)
-        return await self._create(request, form, logprobs=False)
+    def _note_refusal(
+        self, exc: openai.APIStatusError, form: str, *, logprobs: bool
+    ) -> FeatureRefused | None:
+        """The refused feature, noted for the endpoint, if ``exc`` refuses one."""
+        status, message = exc.status_code, str(exc.message)
+        said = f"({status}: {message[:MAX_ERROR_TEXT]})"
+        # llama-cpp-python answers 500 "logprobs is not supported ..." without logits_all
+        if logprobs and status != 429 and _LOGPROBS_REJECTION.search(message):
+            self.quirks.no_logprobs.add(self.endpoint)
+            return FeatureRefused(
+                f"{self.endpoint} refused logprobs {said}; asking without them",
+                status_code=status,
+            )
+        if form == JSON_OBJECT and 400 <= status < 500 and status != 429:
+            # the remembered fallback is refused too: try json_schema again next time
+            self.quirks.formats.pop(self.endpoint, None)
+        if form == JSON_SCHEMA and _refuses_json_schema(exc):
+            self.quirks.formats[self.endpoint] = JSON_OBJECT
+            return FeatureRefused(
+                f"{self.endpoint} refused json_schema {said}; asking with json_object",
+                status_code=status,
+            )
+        return None
 
     async def _create(self, request: JudgeRequest, form: str, *, logprobs: bool) -> ChatCompletion:
         params = request.params

@@ -139,8 +139,6 @@ class Server:
     extra_routes: Callable[[respx.MockRouter], None]
     #: (reply schema, sampling settings) as a request body carries them
     sent: Callable[[dict[str, Any]], tuple[Any, dict[str, Any]]]
-    #: requests one attempt makes when the server answers this error status
-    requests_per_attempt: Callable[[int], int]
 
 
 def _ollama_sent(body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -171,7 +169,6 @@ OLLAMA = Server(
     error=ollama_error,
     extra_routes=_ollama_tags,
     sent=_ollama_sent,
-    requests_per_attempt=lambda status: 1,
 )
 
 OPENAI = Server(
@@ -185,8 +182,6 @@ OPENAI = Server(
     error=openai_error,
     extra_routes=lambda router: None,
     sent=_openai_sent,
-    # a server error may be a refusal of json_schema: sent once more as json_object
-    requests_per_attempt=lambda status: 2 if status >= 500 else 1,
 )
 
 SERVERS = (OLLAMA, OPENAI)

@@ -16,7 +16,9 @@ import pytest
 import respx
 
 from judge.backends.openai import EndpointQuirks, OpenAIBackend
-from judge.errors import JudgeRejected, JudgeUnavailable
+from judge.calls import Attempt, Completion
+from judge.errors import FeatureRefused, JudgeRejected, JudgeUnavailable
+from judge.retry import complete_with_retries
 from tests.judge.backend_servers import (
     FAST,
     OPENAI_BASE,
@@ -36,6 +38,17 @@ JSON_SCHEMA_FORMAT = {
     "json_schema": {"name": "judge_reply", "strict": True, "schema": SCHEMA},
 }
 JSON_OBJECT_FORMAT = {"type": "json_object", "schema": SCHEMA}
+SCHEMA_REFUSAL = "Unrecognized schema: json_schema is not supported by this server"
+
+
+async def _ask(backend: OpenAIBackend) -> tuple[Completion, list[str]]:
+    """One call through the retry loop: the completion and each attempt's outcome."""
+    completion, attempts = await complete_with_retries(backend, make_request(), policy=FAST)
+    return completion, [_outcome(a) for a in attempts]
+
+
+def _outcome(attempt: Attempt) -> str:
+    return f"{attempt.outcome} {attempt.status_code}" if attempt.status_code else attempt.outcome
 
 
 @pytest.fixture
@@ -128,13 +141,14 @@ async def test_json_schema_refused_with_500_falls_back_and_is_remembered(
     openai_api: respx.MockRouter,
 ) -> None:
     route = openai_api.post("/chat/completions").mock(
-        side_effect=[error_reply(500, "Internal Server Error"), completion_reply()]
+        side_effect=[error_reply(500, SCHEMA_REFUSAL), completion_reply()]
     )
     quirks = EndpointQuirks()  # as a backend pool shares among its backends
     backend = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test", quirks=quirks)
 
-    completion = await backend.complete(make_request())
+    completion, outcomes = await _ask(backend)
 
+    assert outcomes == ["feature_refused 500", "ok"]  # every request is an attempt on record
     assert route.call_count == 2
     assert sent_json(route, 0)["response_format"] == JSON_SCHEMA_FORMAT
     assert sent_json(route, 1)["response_format"] == JSON_OBJECT_FORMAT
@@ -166,11 +180,11 @@ async def test_fallback_memory_is_per_endpoint() -> None:
     two = OpenAIBackend(MODEL, base_url=OTHER_BASE, api_key="k", quirks=quirks)
     with respx.mock(assert_all_called=True) as router:
         first = router.post(f"{BASE}/chat/completions").mock(
-            side_effect=[error_reply(500, "Internal Server Error"), completion_reply()]
+            side_effect=[error_reply(500, SCHEMA_REFUSAL), completion_reply()]
         )
         other = router.post(f"{OTHER_BASE}/chat/completions").mock(return_value=completion_reply())
         try:
-            await one.complete(make_request())
+            await _ask(one)
             completion = await two.complete(make_request())
         finally:
             await one.aclose()
@@ -192,26 +206,50 @@ async def test_json_schema_refused_with_400_falls_back(
         ]
     )
 
+    with pytest.raises(FeatureRefused) as caught:
+        await backend.complete(make_request())
     completion = await backend.complete(make_request())
 
+    assert caught.value.status_code == 400 and "json_schema" in str(caught.value)
     assert route.call_count == 2
     assert completion.response_format == "json_object"
 
 
-async def test_failed_fallback_is_mapped_and_not_remembered(
+async def test_a_plain_server_error_is_not_taken_for_a_format_refusal(
     openai_api: respx.MockRouter, backend: OpenAIBackend
 ) -> None:
     route = openai_api.post("/chat/completions").mock(
-        side_effect=[error_reply(500, "down"), error_reply(503, "still down"), completion_reply()]
+        side_effect=[error_reply(500, "Internal Server Error"), completion_reply()]
     )
 
     with pytest.raises(JudgeUnavailable) as caught:
         await backend.complete(make_request())
+    completion = await backend.complete(make_request())
 
-    assert caught.value.status_code == 503
+    assert caught.value.status_code == 500
     assert route.call_count == 2
-    await backend.complete(make_request())
-    assert sent_json(route)["response_format"] == JSON_SCHEMA_FORMAT
+    assert [sent_json(route, i)["response_format"] for i in (0, 1)] == [JSON_SCHEMA_FORMAT] * 2
+    assert completion.response_format == "json_schema"  # nothing learnt from a crash
+
+
+async def test_a_refused_fallback_is_forgotten(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    route = openai_api.post("/chat/completions").mock(
+        side_effect=[
+            error_reply(400, "response_format json_schema unsupported"),
+            error_reply(400, "response_format json_object unsupported"),
+            completion_reply(),
+        ]
+    )
+
+    with pytest.raises(JudgeRejected):
+        await _ask(backend)
+    completion = await backend.complete(make_request())
+
+    assert route.call_count == 3
+    assert sent_json(route, 2)["response_format"] == JSON_SCHEMA_FORMAT
+    assert completion.response_format == "json_schema"
 
 
 async def test_plain_bad_request_does_not_fall_back(
@@ -279,8 +317,9 @@ async def test_logprobs_rejected_with_400_fall_back_once_and_are_remembered(
             completion_reply(),
         ]
     )
-    first = await backend.complete(make_request())
+    first, outcomes = await _ask(backend)
     await backend.complete(make_request())
+    assert outcomes == ["feature_refused 400", "ok"]
     assert first.text == REPLY and first.logprobs is None
     assert route.call_count == 3
     assert sent_json(route, 0)["logprobs"] is True
@@ -368,6 +407,7 @@ async def test_llama_cpp_refusal_of_logprobs_with_500_falls_back_too(
     route = openai_api.post("/chat/completions").mock(
         side_effect=[error_reply(500, refusal), completion_reply()]
     )
-    completion = await backend.complete(make_request())
+    completion, outcomes = await _ask(backend)
+    assert outcomes == ["feature_refused 500", "ok"]
     assert completion.response_format == "json_schema"  # not mistaken for a format refusal
     assert [("logprobs" in sent_json(route, i)) for i in range(2)] == [True, False]
