@@ -21,6 +21,7 @@ from judge.grounding import ground_answers
 from judge.prompt import build_messages, build_repair_message, build_reply_schema
 from judge.reply import ParsedAnswer, ReplyInvalid, parse_reply
 from judge.retry import RetryPolicy, complete_with_retries
+from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.screening import screen
@@ -208,7 +209,7 @@ class Grader:
             status="unscored",
             unscored_reason=reason,
             detail=detail,
-            review_reasons=("unscored",),
+            review_reasons=(ReviewReason.UNSCORED,),
             calls=tuple(calls),
         )
 
@@ -268,9 +269,9 @@ class Grader:
                 )
             )
         answers, grounding = ground_answers(rubric, ground_truth, diagnosis, answers)
-        reasons = ["evidence_unverified"] if unverified else []
+        reasons: list[str] = [ReviewReason.EVIDENCE_UNVERIFIED] if unverified else []
         if grounding and rubric.grounding_failure == "flag":
-            reasons.append("grounding_failed")
+            reasons.append(ReviewReason.GROUNDING_FAILED)
         notes = [f"evidence not found for {', '.join(unverified)}"] if unverified else []
         return self._result(
             rubric,

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from judge.adjudication import overrides_in_force
+from judge.adjudication import effective_answers, overrides_in_force
 from storage.overrides import override_events
 from storage.report_queries import (
     GroupKey,
@@ -32,9 +32,9 @@ from storage.tables import AnswerRecord, GradingRecord
 __all__ = [
     "EffectiveAnswer",
     "EffectiveGrading",
-    "effective_answers",
     "overridden_gradings",
     "overrides_by_grading",
+    "record_answers",
 ]
 
 #: how many ids go into one ``IN (...)``
@@ -61,15 +61,12 @@ class EffectiveGrading:
     answers: tuple[EffectiveAnswer, ...]
 
 
-def effective_answers(
+def record_answers(
     answers: Sequence[AnswerRecord], overrides: Sequence[OverrideRecord]
 ) -> dict[str, bool]:
-    """Question id -> effective answer: the stored answer unless an override is in force."""
-    effective = {a.question_id: a.answer for a in answers}
-    for (kind, question_id), event in overrides_in_force(override_events(overrides)).items():
-        if kind == "answer" and question_id in effective and event.answer is not None:
-            effective[question_id] = event.answer
-    return effective
+    """Question id -> effective answer of stored rows (``judge.adjudication.effective_answers``)."""
+    in_force = overrides_in_force(override_events(overrides))
+    return effective_answers({a.question_id: a.answer for a in answers}, in_force)
 
 
 async def overrides_by_grading(
@@ -124,7 +121,7 @@ async def overridden_gradings(
     gradings = []
     for row in rows:
         stored = answers[row.grading_id]
-        effective = effective_answers(stored, overrides[row.grading_id])
+        effective = record_answers(stored, overrides[row.grading_id])
         gradings.append(
             EffectiveGrading(
                 key=group_key(row, group_by),

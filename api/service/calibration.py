@@ -103,7 +103,7 @@ async def calibrate(
         "asking_mode": settings.judge_asking or target.asking,
     }
     sha = hashlib.sha256(raw_gold).hexdigest()
-    earlier = await services.store.calibration_runs(**identity, gold_sha256=sha)
+    earlier = await services.store.calibration.runs(**identity, gold_sha256=sha)
     run = CalibrationRunRecord(
         **identity, rubric_id=target.id, gold_name=gold_name, gold_sha256=sha,
         n=figures.n, verdict_kappa=figures.verdict_kappa,
@@ -113,5 +113,5 @@ async def calibrate(
             max_false_pass=settings.qualify_max_false_pass,
         ),
     )  # fmt: skip
-    run = await services.store.add_calibration_run(run)
+    run = await services.store.calibration.add_run(run)
     return Calibration(figures=figures, run=run, previous=earlier[0] if earlier else None)

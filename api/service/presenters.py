@@ -167,9 +167,9 @@ async def render_gradings(
 ) -> list[GradingPublic]:
     """Grading objects for several stored gradings, with overrides and tags in two queries."""
     ids = [v.grading.id for v in views]
-    overrides = await services.store.overrides_for(ids)
-    tags = await services.store.tags_for(ids)
-    votes = await services.store.votes_for(ids)
+    overrides = await services.store.overrides.for_gradings(ids)
+    tags = await services.store.tags.for_gradings(ids)
+    votes = await services.store.votes.for_gradings(ids)
     rendered = []
     for view in views:
         g = view.grading

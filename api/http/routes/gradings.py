@@ -24,7 +24,7 @@ async def readable_grading(
     services: NamedDependency[Services], principal: NamedDependency[Principal], grading_id: str
 ) -> GradingView:
     """The grading if it exists and ``principal`` may read it, else 404 (existence not leaked)."""
-    view = await services.store.get_grading(grading_id)
+    view = await services.store.gradings.get(grading_id)
     if view is None or not can_read(principal, view.submission):
         raise ApiProblem(404, "Not found", f"no grading with id {grading_id!r}")
     return view
@@ -78,7 +78,7 @@ async def list_gradings(
         created_before=created_before,
         tag=tag,
     )
-    views, next_cursor = await services.store.list_gradings(
+    views, next_cursor = await services.store.gradings.page(
         filters=filters,
         after=cursor,
         limit=limit,

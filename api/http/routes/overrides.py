@@ -62,7 +62,7 @@ async def create_override(
     rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
     if rubric is None:
         raise ApiProblem(409, "Conflict", f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
-    await services.store.add_override(
+    await services.store.overrides.add(
         grading_id,
         rubric=rubric,
         expected_revision=expected,
@@ -93,8 +93,8 @@ async def grading_history(
 ) -> dict[str, Any]:
     """Audit events of the grading and its submission, judge calls in full, overrides."""
     await readable_grading(services, principal, grading_id)
-    events = await services.store.grading_history(grading_id)
-    calls = {c.id: c for c in await services.store.get_judge_calls(grading_id)}
+    events = await services.store.gradings.history(grading_id)
+    calls = {c.id: c for c in await services.store.gradings.judge_calls(grading_id)}
     items = []
     for event in events:
         item: dict[str, Any] = {

@@ -15,10 +15,13 @@ from api.http.routes.gradings import readable_grading
 from api.service.presenters import render_gradings
 from api.service.principal import Principal
 from api.service.services import Services
+from judge.review_reasons import ReviewReason
 from storage import GradingView, ReviewItem
-from storage.review import REVIEW_REASONS
 
 __all__ = ["claim_review", "finish_review", "label_grading", "review_queue"]
+
+#: the reasons the queue can be filtered by, most urgent first
+_REASONS = tuple(r.value for r in ReviewReason)
 
 
 class ClaimCreate(BaseModel):
@@ -65,14 +68,14 @@ async def review_queue(
 ) -> dict[str, Any]:
     """Most urgent first: unscored, unverified evidence, other review reasons, decisive,
     low confidence. ``blind=true`` hides the judge's answers until you label the item."""
-    if reason is not None and reason not in REVIEW_REASONS:
+    if reason is not None and reason not in _REASONS:
         raise ApiProblem(
             422,
             "Invalid request",
-            f"reason must be one of {', '.join(REVIEW_REASONS)}",
+            f"reason must be one of {', '.join(_REASONS)}",
             field="reason",
         )
-    items = await services.store.review_queue(
+    items = await services.store.review.queue(
         principal_id=principal.id,
         agent=agent,
         scenario_id=scenario_id,
@@ -114,7 +117,7 @@ async def claim_review(
 ) -> dict[str, Any]:
     """Hold an item so nobody else reviews it; 409 while another adjudicator holds it."""
     await readable_grading(services, principal, grading_id)
-    claim = await services.store.claim_review(
+    claim = await services.store.review.claim(
         grading_id,
         principal_id=principal.id,
         principal_name=principal.name,
@@ -136,7 +139,7 @@ async def finish_review(
 ) -> dict[str, str]:
     """The item leaves the queue."""
     await readable_grading(services, principal, grading_id)
-    await services.store.finish_review(grading_id, principal_id=principal.id)
+    await services.store.review.finish(grading_id, principal_id=principal.id)
     return {"grading_id": grading_id, "state": "done"}
 
 
@@ -159,7 +162,7 @@ async def label_grading(
     question_ids = (
         [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
     )
-    await services.store.add_labels(
+    await services.store.labels.add(
         grading_id,
         question_ids=question_ids,
         answers={q: a == "yes" for q, a in data.answers.items()},
@@ -167,7 +170,7 @@ async def label_grading(
         author_id=principal.id,
         author_name=principal.name,
     )
-    await services.store.finish_review(grading_id, principal_id=principal.id)
+    await services.store.review.finish(grading_id, principal_id=principal.id)
     fresh = await readable_grading(services, principal, grading_id)
     [grading] = await render_gradings(services, [fresh], principal)
     return {"labels": data.answers, "verdict": data.verdict, "grading": grading}

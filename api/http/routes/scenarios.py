@@ -35,7 +35,7 @@ async def create_scenario(
 ) -> ScenarioPublic:
     """Register a scenario; 409 when the id exists."""
     check_text(data.ground_truth, field="ground_truth", max_bytes=services.settings.max_text_bytes)
-    record = await services.store.create_scenario(
+    record = await services.store.catalog.create_scenario(
         id=data.id,
         ground_truth=data.ground_truth,
         title=data.title,
@@ -50,7 +50,7 @@ async def get_scenario(
     scenario_id: FromPath[str], services: NamedDependency[Services]
 ) -> ScenarioPublic:
     """A scenario with its ground truth (adjudicators and admins only)."""
-    record = await services.store.get_scenario(scenario_id)
+    record = await services.store.catalog.get_scenario(scenario_id)
     if record is None:
         raise ApiProblem(404, "Not found", f"no scenario with id {scenario_id!r}")
     return _public(record)

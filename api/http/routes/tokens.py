@@ -56,7 +56,7 @@ async def create_token(
             raise ApiProblem(
                 422, "Invalid request", "expires_at is in the past", field="expires_at"
             )
-    plaintext, record = await services.store.create_token(
+    plaintext, record = await services.store.tokens.create(
         name=data.name, role=data.role, expires_at=data.expires_at, actor=principal.id
     )
     return {**_public(record), "token": plaintext}
@@ -65,7 +65,7 @@ async def create_token(
 @get("/v1/tokens", guards=[require("admin")], operation_id="listTokens")
 async def list_tokens(services: NamedDependency[Services]) -> list[dict[str, Any]]:
     """Every token, without secrets."""
-    return [_public(r) for r in await services.store.list_tokens()]
+    return [_public(r) for r in await services.store.tokens.all()]
 
 
 @post(
@@ -80,4 +80,4 @@ async def revoke_token(
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
     """Revoke a token: it gets 401 from now on."""
-    return _public(await services.store.revoke_token(token_id, actor=principal.id))
+    return _public(await services.store.tokens.revoke(token_id, actor=principal.id))

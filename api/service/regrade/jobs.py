@@ -52,7 +52,7 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
     target, backend = await resolve_target(services, data)
     f = data.filter.to_filter()
     estimate = await estimate_regrade(services, f, target.rubric, backend)
-    view = await services.store.create_regrade_job(
+    view = await services.store.regrade.create_job(
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )
     services.waiters.work.set()
