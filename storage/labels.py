@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import select
 
@@ -49,19 +49,21 @@ class LabelRepository:
             )
             if earlier.first() is not None:
                 raise Conflict("you have already labelled this grading")
-            common = {
-                "grading_id": grading_id,
-                "source": "blind",
-                "author_id": author_id,
-                "author_name": author_name,
-                "created_at": self._db.clock(),
-            }
-            labels = [
-                HumanLabelRecord(question_id=qid, answer=value, **common)
-                for qid, value in answers.items()
-            ]
+            now = self._db.clock()
+
+            def label(**item: Any) -> HumanLabelRecord:
+                return HumanLabelRecord(
+                    grading_id=grading_id,
+                    source="blind",
+                    author_id=author_id,
+                    author_name=author_name,
+                    created_at=now,
+                    **item,
+                )
+
+            labels = [label(question_id=qid, answer=value) for qid, value in answers.items()]
             if verdict is not None:
-                labels.append(HumanLabelRecord(verdict=verdict, **common))
+                labels.append(label(verdict=verdict))
             session.add_all(labels)
             await session.flush()
             await self._db.audit(

@@ -71,7 +71,7 @@ class QueueRepository:
         self._db = db
         self._regrade = regrade
 
-    def _claimable(self, now: datetime, limit: int) -> Select[tuple[str]]:
+    def _claimable(self, now: datetime, limit: int) -> Select[Any]:
         """Ids of up to ``limit`` claimable gradings: live ones first, then oldest first."""
         return (
             select(col(GradingRecord.id))
