@@ -66,7 +66,7 @@ async def seed_submissions(engine: AsyncEngine, count: int, *, cached_share: flo
     settings = Settings(judge=TARGET_JUDGE)
     services = _services(engine, settings)
     rubric = services.rubrics.current[settings.rubric]
-    await services.store.save_rubric(rubric)
+    await services.store.catalog.save_rubric(rubric)
     now = utcnow()
     submissions, gradings = [], []
     for n in range(count):

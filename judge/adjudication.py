@@ -19,6 +19,7 @@ __all__ = [
     "EffectiveOutcome",
     "OverrideEvent",
     "Target",
+    "answer_overrides",
     "effective_answers",
     "effective_outcome",
     "overrides_in_force",
@@ -61,6 +62,24 @@ def overrides_in_force(events: Iterable[OverrideEvent]) -> dict[Target, Override
     return in_force
 
 
+def answer_overrides(
+    base_answers: Mapping[str, bool], in_force: Mapping[Target, OverrideEvent]
+) -> dict[str, bool]:
+    """The human answers in force on questions the grading has an answer to."""
+    return {
+        question_id: event.answer
+        for (kind, question_id), event in in_force.items()
+        if kind == "answer" and question_id in base_answers and event.answer is not None
+    }
+
+
+def effective_answers(
+    base_answers: Mapping[str, bool], in_force: Mapping[Target, OverrideEvent]
+) -> dict[str, bool]:
+    """Question id -> effective answer: the stored answer unless an override is in force."""
+    return {**base_answers, **answer_overrides(base_answers, in_force)}
+
+
 @dataclass(frozen=True, slots=True)
 class EffectiveOutcome:
     """Answers and verdict after human overrides."""
@@ -77,27 +96,14 @@ class EffectiveOutcome:
         return bool(self.overridden_questions) or self.verdict_override is not None
 
 
-def effective_answers(
-    base_answers: Mapping[str, bool], in_force: Mapping[Target, OverrideEvent]
-) -> tuple[dict[str, bool], frozenset[str]]:
-    """Question id -> effective answer (a human's where an answer override is in force),
-    and the questions whose answer a human decided."""
-    answers = dict(base_answers)
-    overridden: set[str] = set()
-    for (kind, question_id), event in in_force.items():
-        if kind == "answer" and question_id in answers and event.answer is not None:
-            answers[question_id] = event.answer
-            overridden.add(question_id)
-    return answers, frozenset(overridden)
-
-
 def effective_outcome(
     rubric: Rubric,
     base_answers: Mapping[str, bool],
     in_force: Mapping[Target, OverrideEvent],
 ) -> EffectiveOutcome:
     """Apply the overrides in force to the answers of a grading and recompute the rule."""
-    answers, overridden = effective_answers(base_answers, in_force)
+    overridden = answer_overrides(base_answers, in_force)
+    answers = {**base_answers, **overridden}
     verdict_event = in_force.get(("verdict", ""))
     verdict = verdict_event.verdict if verdict_event else None
     rule = apply_rule(rubric, answers) if answers else None
@@ -106,7 +112,7 @@ def effective_outcome(
     passed = rule.passed if verdict is None else verdict == "pass"
     return EffectiveOutcome(
         answers=answers,
-        overridden_questions=overridden,
+        overridden_questions=frozenset(overridden),
         verdict_override=verdict,
         rule=rule,
         passed=passed,

@@ -23,14 +23,13 @@ from dataclasses import dataclass, replace
 
 from judge.calls import JudgeCall
 from judge.grader import Grader
+from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.spec import panel_model
 from judge.verdict import Answer, GradingResult, Vote
 
-__all__ = ["JUDGE_SPLIT", "PanelGrader", "PanelMember", "combine_votes"]
-
-JUDGE_SPLIT = "judge_split"
+__all__ = ["PanelGrader", "PanelMember", "combine_votes"]
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,7 @@ def combine_votes(
     reasons = list(dict.fromkeys(r for result in results for r in result.review_reasons))
     notes = list(dict.fromkeys(result.detail for result in results if result.detail))
     if split:
-        reasons.append(JUDGE_SPLIT)
+        reasons.append(ReviewReason.JUDGE_SPLIT)
         notes.append(f"judges split on {', '.join(split)}")
     return first.model_copy(
         update={

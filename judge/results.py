@@ -16,6 +16,7 @@ from judge.calls import JudgeCall
 from judge.evidence import quote_occurs
 from judge.grounding import ground_answers
 from judge.reply import ParsedAnswer
+from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.spec import JudgeSpec
@@ -48,7 +49,7 @@ def unscored_result(
         status="unscored",
         unscored_reason=reason,
         detail=detail,
-        review_reasons=("unscored",),
+        review_reasons=(ReviewReason.UNSCORED,),
         calls=tuple(calls),
     )
 
@@ -120,9 +121,9 @@ def graded_result(
     """Checks and rule; ``sources``: the call each answer came from (default the last)."""
     answers, unverified = _checked_answers(rubric, parsed, diagnosis)
     answers, grounding = ground_answers(rubric, ground_truth, diagnosis, answers)
-    reasons = ["evidence_unverified"] if unverified else []
+    reasons: list[str] = [ReviewReason.EVIDENCE_UNVERIFIED] if unverified else []
     if grounding and rubric.grounding_failure == "flag":
-        reasons.append("grounding_failed")
+        reasons.append(ReviewReason.GROUNDING_FAILED)
     notes = [f"evidence not found for {', '.join(unverified)}"] if unverified else []
     return _result(
         rubric,

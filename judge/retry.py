@@ -17,10 +17,10 @@ from tenacity import (
     AsyncRetrying,
     RetryCallState,
     retry_if_exception,
-    stop_after_attempt,
     stop_after_delay,
     wait_exponential_jitter,
 )
+from tenacity.stop import stop_base
 
 from judge.backends.base import JudgeBackend
 from judge.calls import Attempt, Completion, JudgeRequest
@@ -62,6 +62,24 @@ def _wait_for(policy: RetryPolicy):  # type: ignore[no-untyped-def]
     return wait
 
 
+#: refused features a call may learn of (``json_schema``, ``logprobs``): each is noted for
+#: the endpoint, so it cannot be refused twice
+MAX_FEATURE_REFUSALS = 2
+
+
+def _stop_for(policy: RetryPolicy, attempts: list[Attempt]) -> stop_base:
+    """Stop after ``max_attempts`` failures; a refused feature is negotiation, not a
+    failure of the judge, and does not count (at most MAX_FEATURE_REFUSALS of them)."""
+
+    class _Stop(stop_base):
+        def __call__(self, state: RetryCallState) -> bool:
+            refused = sum(a.outcome == FeatureRefused.code for a in attempts)
+            failed = len(attempts) - refused
+            return failed >= policy.max_attempts or refused > MAX_FEATURE_REFUSALS
+
+    return _Stop()
+
+
 async def complete_with_retries(
     backend: JudgeBackend,
     request: JudgeRequest,
@@ -76,7 +94,7 @@ async def complete_with_retries(
     policy = policy or RetryPolicy()
     attempts: list[Attempt] = []
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(policy.max_attempts) | stop_after_delay(policy.max_total_seconds),
+        stop=_stop_for(policy, attempts) | stop_after_delay(policy.max_total_seconds),
         wait=_wait_for(policy),
         retry=retry_if_exception(_is_retryable),
         reraise=True,

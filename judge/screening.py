@@ -16,19 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from judge.injection import injection_markers
+from judge.review_reasons import ReviewReason
 from judge.secrets import redact, redacted_kinds
 from judge.verdict import GradingResult
 
 __all__ = [
-    "CREDENTIAL_LEAKED",
-    "INJECTION_SUSPECTED",
     "LEAKED_CREDENTIAL_TAG",
     "Screening",
     "screen",
 ]
 
-CREDENTIAL_LEAKED = "credential_leaked"
-INJECTION_SUSPECTED = "injection_suspected"
 #: the failure tag suggested to adjudicators for a diagnosis that leaked a credential
 LEAKED_CREDENTIAL_TAG = "leaked-credential"
 
@@ -58,14 +55,14 @@ def screen(diagnosis: str) -> Screening:
     notes: list[str] = []
     kinds = redacted_kinds(redacted.text)
     if kinds:
-        reasons.append(CREDENTIAL_LEAKED)
+        reasons.append(ReviewReason.CREDENTIAL_LEAKED)
         notes.append(
             f"credentials redacted ({', '.join(kinds)}); "
             f"suggested failure tag {LEAKED_CREDENTIAL_TAG}"
         )
     markers = injection_markers(redacted.text)
     if markers:
-        reasons.append(INJECTION_SUSPECTED)
+        reasons.append(ReviewReason.INJECTION_SUSPECTED)
         found = ", ".join(f'{m.kind} ("{m.excerpt}")' for m in markers)
         notes.append(f"prompt injection markers: {found}")
     return Screening(redacted.text, tuple(reasons), tuple(notes))

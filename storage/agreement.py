@@ -25,7 +25,7 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from judge.agreement import VERDICT, RatedPair
-from storage.base import StoreBase
+from storage.database import Database
 from storage.report_queries import ReportFilter, filtered
 from storage.review_tables import HumanLabelRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
@@ -50,10 +50,14 @@ def _group(grading: GradingRecord, group_by: Sequence[str], judge: str | None = 
     return tuple(labels[name] for name in group_by)
 
 
-class AgreementReads(StoreBase):
+class AgreementReads:
     """The rated pairs of each kind of agreement."""
 
-    async def agreement_pairs(
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def pairs(
         self,
         filters: ReportFilter,
         kind: AgreementKind,
@@ -95,7 +99,7 @@ class AgreementReads(StoreBase):
         query = filtered(base, scope).where(col(_G.status) == "graded")
         if source != "all":
             query = query.where(col(_L.source) == source)
-        async with self._read() as session:
+        async with self._db.read() as session:
             rows = [(r[0], r[1]) for r in await session.execute(query.order_by(col(_L.id)))]
         latest: dict[tuple[str, str, str], tuple[GradingRecord, HumanLabelRecord]] = {}
         for grading, label in rows:
@@ -105,7 +109,7 @@ class AgreementReads(StoreBase):
     async def _judge_answers(self, ids: list[str]) -> dict[str, dict[str, tuple[str, bool]]]:
         """grading -> question -> (dimension, the judge's own answer)."""
         found: dict[str, dict[str, tuple[str, bool]]] = defaultdict(dict)
-        async with self._read() as session:
+        async with self._db.read() as session:
             for start in range(0, len(ids), _CHUNK):
                 query = select(_A).where(col(_A.grading_id).in_(ids[start : start + _CHUNK]))
                 for a in (await session.execute(query)).scalars():
@@ -117,7 +121,7 @@ class AgreementReads(StoreBase):
         query = filtered(select(_G).join(_S, col(_S.id) == col(_G.submission_id)), scope).where(
             col(_G.status) == "graded"
         )
-        async with self._read() as session:
+        async with self._db.read() as session:
             gradings = list((await session.execute(query)).scalars())
         by_submission: dict[str, list[GradingRecord]] = defaultdict(list)
         for g in gradings:

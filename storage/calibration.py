@@ -12,24 +12,28 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import col
 
-from storage.base import StoreBase
+from storage.database import Database
 from storage.quality_tables import CalibrationRunRecord
 
-__all__ = ["CalibrationStore"]
+__all__ = ["CalibrationRepository"]
 
 _C = CalibrationRunRecord
 
 
-class CalibrationStore(StoreBase):
+class CalibrationRepository:
     """Calibration runs and the qualification of judges."""
 
-    async def add_calibration_run(self, run: CalibrationRunRecord) -> CalibrationRunRecord:
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def add_run(self, run: CalibrationRunRecord) -> CalibrationRunRecord:
         """Store a run and audit it."""
-        async with self._write() as session:
-            run.created_at = self._clock()
+        async with self._db.write() as session:
+            run.created_at = self._db.clock()
             session.add(run)
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "calibration.completed",
                 entity_type="calibration_run",
@@ -47,7 +51,7 @@ class CalibrationStore(StoreBase):
             )
             return run
 
-    async def calibration_runs(
+    async def runs(
         self,
         *,
         judge_spec: str,
@@ -64,7 +68,7 @@ class CalibrationStore(StoreBase):
         )
         if gold_sha256 is not None:
             query = query.where(col(_C.gold_sha256) == gold_sha256)
-        async with self._read() as session:
+        async with self._db.read() as session:
             runs = (await session.execute(query.order_by(col(_C.created_at).desc()))).scalars()
             return [r for r in runs if r.judge_settings == judge_settings]
 
@@ -77,7 +81,7 @@ class CalibrationStore(StoreBase):
         asking_mode: str,
     ) -> bool:
         """Whether the latest calibration run of this judge identity qualified it."""
-        runs = await self.calibration_runs(
+        runs = await self.runs(
             judge_spec=judge_spec,
             judge_settings=judge_settings,
             rubric_version=rubric_version,

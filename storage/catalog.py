@@ -11,12 +11,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.rubric import Rubric, rubric_from_mapping
-from storage.base import StoreBase
 from storage.canonical import sha256_hex
+from storage.database import Database
 from storage.errors import Conflict
 from storage.tables import RubricVersionRecord, ScenarioRecord
 
-__all__ = ["CatalogStore", "rubric_key"]
+__all__ = ["CatalogRepository", "rubric_key"]
 
 
 def rubric_key(rubric_id: str, version: str) -> str:
@@ -24,16 +24,22 @@ def rubric_key(rubric_id: str, version: str) -> str:
     return f"{rubric_id}@{version}"
 
 
-class CatalogStore(StoreBase):
+class CatalogRepository:
     """Rubric versions (kept whole) and scenarios (with their ground truth)."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+        #: rubric versions seen committed in this database (they never change)
+        self._known_rubrics: set[str] = set()
 
     async def save_rubric(self, rubric: Rubric, *, actor: str = "system") -> None:
         """Keep this rubric version; saving a known version again does nothing."""
-        async with self._write() as session:
-            await self._ensure_rubric(session, rubric, actor=actor)
+        async with self._db.write() as session:
+            await self.ensure_rubric(session, rubric, actor=actor)
 
-    async def _ensure_rubric(self, session: AsyncSession, rubric: Rubric, *, actor: str) -> bool:
-        """Insert the version if missing (audited); True when it was new."""
+    async def ensure_rubric(self, session: AsyncSession, rubric: Rubric, *, actor: str) -> bool:
+        """Insert the version if missing (audited) in the caller's transaction; True when new."""
         key = rubric_key(rubric.id, rubric.version)
         if key in self._known_rubrics:  # versions are never changed nor deleted
             return False
@@ -47,13 +53,13 @@ class CatalogStore(StoreBase):
             "label": rubric.label,
             "content_hash": rubric.content_hash,
             "content": rubric.model_dump(mode="json"),
-            "created_at": self._clock(),
+            "created_at": self._db.clock(),
         }
         table = RubricVersionRecord.__table__  # type: ignore[attr-defined]
-        inserted = await self._insert_ignore(session, table, values)
+        inserted = await self._db.insert_ignore(session, table, values)
         if inserted:
             payload = {"rubric_id": rubric.id, "version": rubric.version, "label": rubric.label}
-            await self._audit(
+            await self._db.audit(
                 session,
                 "rubric.saved",
                 entity_type="rubric",
@@ -71,7 +77,7 @@ class CatalogStore(StoreBase):
         query = query.order_by(
             col(RubricVersionRecord.created_at).desc(), col(RubricVersionRecord.key).desc()
         ).limit(1)
-        async with self._read() as session:
+        async with self._db.read() as session:
             record = (await session.execute(query)).scalar_one_or_none()
         if record is None:
             return None
@@ -86,7 +92,7 @@ class CatalogStore(StoreBase):
         )
         if rubric_id is not None:
             query = query.where(col(RubricVersionRecord.rubric_id) == rubric_id)
-        async with self._read() as session:
+        async with self._db.read() as session:
             return (await session.execute(query)).scalars().all()
 
     async def create_scenario(
@@ -105,15 +111,15 @@ class CatalogStore(StoreBase):
             title=title,
             tags=list(tags),
             created_by=actor,
-            created_at=self._clock(),
+            created_at=self._db.clock(),
         )
         try:
-            async with self._write() as session:
+            async with self._db.write() as session:
                 if await session.get(ScenarioRecord, id) is not None:
                     raise Conflict(f"scenario {id!r} already exists")
                 session.add(record)
                 await session.flush()
-                await self._audit(
+                await self._db.audit(
                     session,
                     "scenario.created",
                     entity_type="scenario",
@@ -133,5 +139,5 @@ class CatalogStore(StoreBase):
 
     async def get_scenario(self, scenario_id: str) -> ScenarioRecord | None:
         """A scenario by id, or None."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             return await session.get(ScenarioRecord, scenario_id)

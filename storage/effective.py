@@ -32,9 +32,9 @@ from storage.tables import AnswerRecord, GradingRecord
 __all__ = [
     "EffectiveAnswer",
     "EffectiveGrading",
-    "answers_with_overrides",
     "overridden_gradings",
     "overrides_by_grading",
+    "record_answers",
 ]
 
 #: how many ids go into one ``IN (...)``
@@ -61,12 +61,12 @@ class EffectiveGrading:
     answers: tuple[EffectiveAnswer, ...]
 
 
-def answers_with_overrides(
+def record_answers(
     answers: Sequence[AnswerRecord], overrides: Sequence[OverrideRecord]
 ) -> dict[str, bool]:
-    """Question id -> effective answer: the stored answer unless an override is in force."""
+    """Question id -> effective answer of stored rows (``judge.adjudication.effective_answers``)."""
     in_force = overrides_in_force(override_events(overrides))
-    return effective_answers({a.question_id: a.answer for a in answers}, in_force)[0]
+    return effective_answers({a.question_id: a.answer for a in answers}, in_force)
 
 
 async def overrides_by_grading(
@@ -121,7 +121,7 @@ async def overridden_gradings(
     gradings = []
     for row in rows:
         stored = answers[row.grading_id]
-        effective = answers_with_overrides(stored, overrides[row.grading_id])
+        effective = record_answers(stored, overrides[row.grading_id])
         gradings.append(
             EffectiveGrading(
                 key=group_key(row, group_by),

@@ -1,6 +1,6 @@
 """Reading every grading in a filter for export, in batches, from one snapshot.
 
-``open_export`` holds one read transaction (REPEATABLE READ on PostgreSQL) while the
+``ExportReads.open`` holds one read transaction (REPEATABLE READ on PostgreSQL) while the
 caller streams: the rubrics in scope are read first (so a CSV header can name every
 question), then gradings oldest first in keyset batches with their answers,
 overrides and failure tags. Memory stays bounded by one batch.
@@ -19,10 +19,10 @@ from sqlmodel import col
 
 from judge.rubric import Rubric, rubric_from_mapping
 from storage.catalog import rubric_key
+from storage.database import Database
 from storage.effective import overrides_by_grading
 from storage.models import GradingView
 from storage.report_queries import ReportFilter, filtered, joined
-from storage.reports import ReportReads
 from storage.review_tables import FailureTagRecord, OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, RubricVersionRecord, SubmissionRecord
 
@@ -49,15 +49,19 @@ class GradingExport:
     gradings: AsyncIterator[ExportedGrading]
 
 
-class ExportReads(ReportReads):
+class ExportReads:
     """Streaming every grading of a filter."""
 
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
     @asynccontextmanager
-    async def open_export(
+    async def open(
         self, filters: ReportFilter, *, batch: int = BATCH
     ) -> AsyncIterator[GradingExport]:
-        """``async with store.open_export(f) as export: async for g in export.gradings``."""
-        async with self._snapshot() as session:
+        """``async with store.exports.open(f) as export: async for g in export.gradings``."""
+        async with self._db.snapshot() as session:
             rubrics = await _rubrics_in_scope(session, filters)
             gradings = _stream(session, filters, batch)
             try:

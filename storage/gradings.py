@@ -20,9 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.canonical import iso_utc
+from storage.database import Database
 from storage.errors import InvalidCursor, NotFound
 from storage.models import GradingFilter, GradingView
-from storage.queue import QueueStore
 from storage.review_tables import FailureTagRecord
 from storage.tables import (
     AnswerRecord,
@@ -91,8 +91,12 @@ def _filtered(
     return query
 
 
-class GradingReads(QueueStore):
+class GradingReads:
     """Read-only views of gradings."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
 
     async def _views(
         self, session: AsyncSession, pairs: Sequence[tuple[GradingRecord, SubmissionRecord]]
@@ -112,20 +116,20 @@ class GradingReads(QueueStore):
             GradingView(grading=g, answers=tuple(answers[g.id]), submission=s) for g, s in pairs
         ]
 
-    async def get_grading(self, grading_id: str) -> GradingView | None:
+    async def get(self, grading_id: str) -> GradingView | None:
         """A grading with its answers and submission, or None."""
         query = (
             select(GradingRecord, SubmissionRecord)
             .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
             .where(col(GradingRecord.id) == grading_id)
         )
-        async with self._read() as session:
+        async with self._db.read() as session:
             row = (await session.execute(query)).one_or_none()
             if row is None:
                 return None
             return (await self._views(session, [(row[0], row[1])]))[0]
 
-    async def list_gradings(
+    async def page(
         self,
         *,
         filters: GradingFilter | None = None,
@@ -160,7 +164,7 @@ class GradingReads(QueueStore):
         query = query.order_by(
             col(GradingRecord.created_at).desc(), col(GradingRecord.id).desc()
         ).limit(limit + 1)
-        async with self._read() as session:
+        async with self._db.read() as session:
             pairs = [(row[0], row[1]) for row in await session.execute(query)]
             more = len(pairs) > limit
             views = await self._views(session, pairs[:limit])
@@ -174,20 +178,20 @@ class GradingReads(QueueStore):
             raise NotFound(f"grading {grading_id!r} does not exist")
         return grading
 
-    async def get_judge_calls(self, grading_id: str) -> list[JudgeCallRecord]:
+    async def judge_calls(self, grading_id: str) -> list[JudgeCallRecord]:
         """Every judge call of a grading, in call order; NotFound for an unknown grading."""
         query = (
             select(JudgeCallRecord)
             .where(col(JudgeCallRecord.grading_id) == grading_id)
             .order_by(col(JudgeCallRecord.created_at), col(JudgeCallRecord.position))
         )
-        async with self._read() as session:
+        async with self._db.read() as session:
             await self._require_grading(session, grading_id)
             return list((await session.execute(query)).scalars())
 
-    async def grading_history(self, grading_id: str) -> list[AuditRecord]:
+    async def history(self, grading_id: str) -> list[AuditRecord]:
         """Audit events of a grading and of its submission, oldest first."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             grading = await self._require_grading(session, grading_id)
             query = (
                 select(AuditRecord)

@@ -1,6 +1,6 @@
 """The judge cache in the database: completions of deterministic requests by key.
 
-:class:`CacheStore` reads and writes the ``judge_cache`` table; :class:`DbJudgeCache`
+:class:`CacheRepository` reads and writes the ``judge_cache`` table; :class:`DbJudgeCache`
 adapts it to the ``judge.cache.JudgeCache`` protocol that the grader consults. Entries
 are written once (insert-or-ignore) and never changed.
 """
@@ -17,22 +17,26 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.calls import Completion
-from storage.base import StoreBase
+from storage.database import Database
 from storage.regrade.tables import JudgeCacheRecord
 from storage.tables import JudgeCallRecord
 
-__all__ = ["CacheStore", "DbJudgeCache", "cache_row", "insert_cache_rows"]
+__all__ = ["CacheRepository", "DbJudgeCache", "cache_row", "insert_cache_rows"]
 
 #: keys per ``IN (...)`` query when checking many keys at once
 _CHUNK = 500
 
 
-class CacheStore(StoreBase):
+class CacheRepository:
     """Reading and writing judge cache entries."""
 
-    async def cache_get(self, key: str) -> Completion | None:
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def get(self, key: str) -> Completion | None:
         """The cached completion under ``key``, or None."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             record = await session.get(JudgeCacheRecord, key)
         if record is None:
             return None
@@ -45,19 +49,21 @@ class CacheStore(StoreBase):
             response_format=record.response_format,
         )
 
-    async def cache_put(
-        self, key: str, completion: Completion, *, backend: str, model: str
-    ) -> None:
+    async def put(self, key: str, completion: Completion, *, backend: str, model: str) -> None:
         """Keep ``completion`` under ``key`` unless an entry is there already."""
-        values = cache_row(key, completion, backend=backend, model=model, at=self._clock())
-        async with self._write() as session:
+        values = self.row(key, completion, backend=backend, model=model)
+        async with self._db.write() as session:
             await insert_cache_rows(session, [values])
+
+    def row(self, key: str, completion: Completion, *, backend: str, model: str) -> dict[str, Any]:
+        """The ``judge_cache`` row keeping ``completion`` under ``key``, stamped now."""
+        return cache_row(key, completion, backend=backend, model=model, at=self._db.clock())
 
     async def cached_keys(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` have a cache entry."""
         wanted = list(dict.fromkeys(keys))
         found: set[str] = set()
-        async with self._read() as session:
+        async with self._db.read() as session:
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
                 query = select(col(JudgeCacheRecord.key)).where(
@@ -75,7 +81,7 @@ class CacheStore(StoreBase):
             col(JudgeCallRecord.cached).is_(False),
             col(JudgeCallRecord.completion_tokens).is_not(None),
         )
-        async with self._read() as session:
+        async with self._db.read() as session:
             value = (await session.execute(query)).scalar_one_or_none()
         return float(value) if value is not None else None
 
@@ -117,26 +123,25 @@ class DbJudgeCache:
 
     def __init__(
         self,
-        store: CacheStore,
+        cache: CacheRepository,
         *,
         backend: str,
         model: str,
         pending: list[dict[str, Any]] | None = None,
     ) -> None:
-        self._store = store
+        self._cache = cache
         self._backend = backend
         self._model = model
         self._pending = pending
 
     async def get(self, key: str) -> Completion | None:
         """The cached completion, or None."""
-        return await self._store.cache_get(key)
+        return await self._cache.get(key)
 
     async def put(self, key: str, completion: Completion) -> None:
         """Keep the completion (the first one stored under a key wins)."""
         if self._pending is not None:
-            at = self._store._clock()
-            row = cache_row(key, completion, backend=self._backend, model=self._model, at=at)
+            row = self._cache.row(key, completion, backend=self._backend, model=self._model)
             self._pending.append(row)
             return
-        await self._store.cache_put(key, completion, backend=self._backend, model=self._model)
+        await self._cache.put(key, completion, backend=self._backend, model=self._model)

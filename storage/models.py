@@ -46,10 +46,25 @@ class NewSubmission(BaseModel):
         """SHA-256 of the canonical JSON of the request: tells a replay from a new one."""
         return sha256_hex(canonical_json(self.model_dump(mode="json")))
 
+    def record_values(self) -> dict[str, Any]:
+        """The submission row's columns this request gives (copies of its collections)."""
+        return {
+            "diagnosis": self.diagnosis,
+            "ground_truth": self.ground_truth,
+            "ground_truth_source": self.ground_truth_source,
+            "scenario_id": self.scenario_id,
+            "agent": self.agent,
+            "model": self.model,
+            "run_id": self.run_id,
+            "attempt": self.attempt,
+            "metadata_": dict(self.metadata),
+            "redactions": list(self.redactions),
+        }
+
 
 @dataclass(frozen=True)
 class SubmissionOutcome:
-    """What ``create_submission`` stored, or found stored under the idempotency key."""
+    """What ``SubmissionRepository.create`` stored, or found stored under the idempotency key."""
 
     submission: SubmissionRecord
     grading: GradingRecord
@@ -86,7 +101,7 @@ class GradingView:
 
 @dataclass(frozen=True)
 class GradingFilter:
-    """Filters of ``list_gradings``; None means "any".
+    """Filters of ``GradingReads.page``; None means "any".
 
     ``created_after`` is inclusive and ``created_before`` exclusive, both on the
     grading's ``created_at``. Only current gradings are listed unless

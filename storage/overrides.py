@@ -15,14 +15,21 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from judge.adjudication import OverrideEvent, effective_outcome, overrides_in_force, target_of
+from judge.adjudication import (
+    OverrideEvent,
+    Target,
+    effective_outcome,
+    overrides_in_force,
+    target_of,
+)
 from judge.rubric import Rubric
-from storage.base import StoreBase
+from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
-from storage.review_tables import HumanLabelRecord, OverrideRecord, ReviewClaimRecord
+from storage.review import ReviewRepository
+from storage.review_tables import HumanLabelRecord, OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord
 
-__all__ = ["OverrideStore", "override_events"]
+__all__ = ["OverrideRepository", "apply_in_force", "override_events"]
 
 Kind = Literal["answer", "verdict", "withdraw"]
 
@@ -43,15 +50,44 @@ def override_events(records: Sequence[OverrideRecord]) -> list[OverrideEvent]:
     ]
 
 
-class OverrideStore(StoreBase):
+def apply_in_force(
+    grading: GradingRecord,
+    rubric: Rubric | None,
+    answers: dict[str, bool],
+    in_force: dict[Target, OverrideEvent],
+) -> None:
+    """Set the grading's effective figures from its answers and the overrides in force.
+
+    With answers (and their rubric) the rule is recomputed on the effective answers;
+    without, only a verdict override decides ``passed``.
+    """
+    if answers and rubric is not None:
+        outcome = effective_outcome(rubric, answers, in_force)
+        grading.yes_count = outcome.rule.yes_count
+        grading.composite = outcome.rule.composite
+        grading.decisive = outcome.rule.decisive
+        grading.passed = outcome.passed
+        grading.overridden = outcome.overridden
+    else:
+        verdict = in_force.get(("verdict", ""))
+        grading.passed = None if verdict is None else verdict.verdict == "pass"
+        grading.overridden = verdict is not None
+
+
+class OverrideRepository:
     """Appending overrides and reading them."""
 
-    async def list_overrides(self, grading_id: str) -> list[OverrideRecord]:
+    def __init__(self, db: Database, review: ReviewRepository) -> None:
+        """Work through ``db``; an override closes the grading's review in ``review``."""
+        self._db = db
+        self._review = review
+
+    async def history(self, grading_id: str) -> list[OverrideRecord]:
         """Every override of a grading, oldest first."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             return await self._overrides(session, grading_id)
 
-    async def overrides_for(self, grading_ids: Sequence[str]) -> dict[str, list[OverrideRecord]]:
+    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[OverrideRecord]]:
         """Overrides of several gradings at once (for a page of gradings)."""
         found: dict[str, list[OverrideRecord]] = {gid: [] for gid in grading_ids}
         if not grading_ids:
@@ -61,7 +97,7 @@ class OverrideStore(StoreBase):
             .where(col(OverrideRecord.grading_id).in_(list(grading_ids)))
             .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
         )
-        async with self._read() as session:
+        async with self._db.read() as session:
             for record in (await session.execute(query)).scalars():
                 found[record.grading_id].append(record)
         return found
@@ -74,7 +110,7 @@ class OverrideStore(StoreBase):
         )
         return list((await session.execute(query)).scalars())
 
-    async def add_override(
+    async def add(
         self,
         grading_id: str,
         *,
@@ -95,18 +131,10 @@ class OverrideStore(StoreBase):
         grading) or InvalidReview (an unknown question or override, an answer override
         on an unscored grading).
         """
-        async with self._write() as session:
-            grading = await self._locked_grading(session, grading_id)
-            if grading.revision != expected_revision:
-                raise PreconditionFailed(
-                    f"the grading is at revision {grading.revision}, not {expected_revision}",
-                    current_revision=grading.revision,
-                )
-            if grading.status == "pending":
-                raise Conflict("a pending grading cannot be overridden before it is graded")
+        async with self._db.write() as session:
+            grading = await self._locked_grading(session, grading_id, expected_revision)
             history = await self._overrides(session, grading_id)
             answers = await self._answers(session, grading_id)
-            in_force = overrides_in_force(override_events(history))
             record = OverrideRecord(
                 grading_id=grading_id,
                 kind=kind,
@@ -117,21 +145,20 @@ class OverrideStore(StoreBase):
                 reason=reason,
                 author_id=author_id,
                 author_name=author_name,
-                created_at=self._clock(),
+                created_at=self._db.clock(),
             )
             self._check(record, rubric, answers, history)
-            if kind != "withdraw":
-                previous = in_force.get(target_of(override_events([record])[0]))
-                record.supersedes = previous.id if previous else None
+            record.supersedes = self._superseded(record, history)
             session.add(record)
             await session.flush()
-            events = override_events([*history, record])
-            self._apply(grading, rubric, answers, events)
+            after = overrides_in_force(override_events([*history, record]))
+            apply_in_force(grading, rubric, answers, after)
+            grading.revision += 1
             if kind != "withdraw":
                 session.add(self._label(record))
-            await self._finish_claim(session, grading_id, author_id)
+            await self._review.close(session, grading_id, author_id)
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "grading.overridden",
                 entity_type="grading",
@@ -141,13 +168,23 @@ class OverrideStore(StoreBase):
             )
             return record, grading
 
-    async def _locked_grading(self, session: AsyncSession, grading_id: str) -> GradingRecord:
+    async def _locked_grading(
+        self, session: AsyncSession, grading_id: str, expected_revision: int
+    ) -> GradingRecord:
+        """The graded grading, row-locked, if it is still at ``expected_revision``."""
         query = select(GradingRecord).where(GradingRecord.id == grading_id)
-        if self._postgres:
+        if self._db.postgres:
             query = query.with_for_update()
         grading = (await session.execute(query)).scalar_one_or_none()
         if grading is None:
             raise NotFound(f"no grading {grading_id}")
+        if grading.revision != expected_revision:
+            raise PreconditionFailed(
+                f"the grading is at revision {grading.revision}, not {expected_revision}",
+                current_revision=grading.revision,
+            )
+        if grading.status == "pending":
+            raise Conflict("a pending grading cannot be overridden before it is graded")
         return grading
 
     async def _answers(self, session: AsyncSession, grading_id: str) -> dict[str, bool]:
@@ -177,25 +214,13 @@ class OverrideStore(StoreBase):
                 )
 
     @staticmethod
-    def _apply(
-        grading: GradingRecord,
-        rubric: Rubric,
-        answers: dict[str, bool],
-        events: list[OverrideEvent],
-    ) -> None:
-        in_force = overrides_in_force(events)
-        if answers:
-            outcome = effective_outcome(rubric, answers, in_force)
-            grading.yes_count = outcome.rule.yes_count
-            grading.composite = outcome.rule.composite
-            grading.decisive = outcome.rule.decisive
-            grading.passed = outcome.passed
-            grading.overridden = outcome.overridden
-        else:
-            verdict = in_force.get(("verdict", ""))
-            grading.passed = None if verdict is None else verdict.verdict == "pass"
-            grading.overridden = verdict is not None
-        grading.revision += 1
+    def _superseded(record: OverrideRecord, history: list[OverrideRecord]) -> str | None:
+        """The override in force on the same target that ``record`` replaces, if any."""
+        if record.kind == "withdraw":
+            return None
+        in_force = overrides_in_force(override_events(history))
+        previous = in_force.get(target_of(override_events([record])[0]))
+        return previous.id if previous else None
 
     @staticmethod
     def _label(record: OverrideRecord) -> HumanLabelRecord:
@@ -209,17 +234,6 @@ class OverrideStore(StoreBase):
             author_name=record.author_name,
             created_at=record.created_at,
         )
-
-    async def _finish_claim(self, session: AsyncSession, grading_id: str, author_id: str) -> None:
-        claim = await session.get(ReviewClaimRecord, grading_id)
-        if claim is None:
-            claim = ReviewClaimRecord(grading_id=grading_id)
-            session.add(claim)
-        claim.done_at = self._clock()
-        claim.done_by = author_id
-        claim.claimed_by = None
-        claim.claimed_by_name = None
-        claim.claimed_until = None
 
     @staticmethod
     def _payload(record: OverrideRecord, grading: GradingRecord) -> dict[str, Any]:

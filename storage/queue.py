@@ -16,46 +16,64 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, func, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Select, func, or_, select, update
 from sqlmodel import col
 
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
 from storage.canonical import iso_utc
+from storage.database import Database
 from storage.judge_cache import insert_cache_rows
 from storage.models import Claim
 from storage.quality_tables import JudgeVoteRecord
-from storage.records import (
-    answer_rows,
-    apply_result,
-    call_audit_payload,
-    judge_call_records,
-    vote_rows,
+from storage.records import answer_rows, apply_result, vote_rows
+from storage.regrade.jobs import RegradeRepository
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+from storage.verdict_rows import (
+    audit_calls,
+    completion_payload,
+    insert_rows,
+    leased,
+    store_calls,
 )
-from storage.regrade.hooks import RegradeHooks
-from storage.submissions import SubmissionStore
-from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, SubmissionRecord
 
-__all__ = ["QueueStore"]
+__all__ = ["QueueRepository"]
 
 _ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
 _VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
 
 
-class QueueStore(SubmissionStore, RegradeHooks):
-    """Claiming, completing and deferring pending gradings."""
+def _claim(grading: GradingRecord, submission: SubmissionRecord, expires: datetime) -> Claim:
+    """What a worker needs of a grading it leased until ``expires``."""
+    return Claim(
+        grading_id=grading.id,
+        submission_id=submission.id,
+        diagnosis=submission.diagnosis,
+        ground_truth=submission.ground_truth,
+        rubric_id=grading.rubric_id,
+        rubric_version=grading.rubric_version,
+        judge_spec=grading.judge_spec,
+        claim_count=grading.claim_count,
+        lease_expires_at=expires,
+        agent_model=submission.model,
+    )
 
-    async def claim_pending(
-        self, worker_id: str, *, limit: int, lease_seconds: float
-    ) -> list[Claim]:
-        """Lease up to ``limit`` claimable gradings to ``worker_id``, oldest first.
 
-        Claimable: pending, not leased (or the lease expired) and not deferred to later.
-        """
-        now = self._clock()
-        expires = now + timedelta(seconds=lease_seconds)
-        pick = (
+class QueueRepository:
+    """Claiming, completing and deferring pending gradings.
+
+    Items of regrade jobs are gradings too: the queue asks ``regrade`` which of them
+    are held back, and tells it when it claimed or completed one.
+    """
+
+    def __init__(self, db: Database, regrade: RegradeRepository) -> None:
+        """Work through ``db``; report claimed and completed job items to ``regrade``."""
+        self._db = db
+        self._regrade = regrade
+
+    def _claimable(self, now: datetime, limit: int) -> Select[Any]:
+        """Ids of up to ``limit`` claimable gradings: live ones first, then oldest first."""
+        return (
             select(col(GradingRecord.id))
             .where(
                 col(GradingRecord.status) == "pending",
@@ -64,7 +82,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
                     col(GradingRecord.lease_expires_at) < now,
                 ),
                 or_(col(GradingRecord.not_before).is_(None), col(GradingRecord.not_before) <= now),
-                self._not_held_back(),
+                self._regrade.not_held_back(),
             )
             # live submissions before batch regrade items, then oldest first
             .order_by(
@@ -74,15 +92,26 @@ class QueueStore(SubmissionStore, RegradeHooks):
             )
             .limit(limit)
         )
-        if self._postgres:
+
+    async def claim_pending(
+        self, worker_id: str, *, limit: int, lease_seconds: float
+    ) -> list[Claim]:
+        """Lease up to ``limit`` claimable gradings to ``worker_id``, oldest first.
+
+        Claimable: pending, not leased (or the lease expired) and not deferred to later.
+        """
+        now = self._db.clock()
+        expires = now + timedelta(seconds=lease_seconds)
+        pick = self._claimable(now, limit)
+        if self._db.postgres:
             pick = pick.with_for_update(skip_locked=True)
         else:
             # SQLite writes take the database lock: look without it first, so that idle
             # workers polling an empty queue never block submissions
-            async with self._read() as session:
+            async with self._db.read() as session:
                 if not (await session.execute(pick.limit(1))).first():
                     return []
-        async with self._write() as session:
+        async with self._db.write() as session:
             ids = list((await session.execute(pick)).scalars())
             if not ids:
                 return []
@@ -108,27 +137,13 @@ class QueueStore(SubmissionStore, RegradeHooks):
                 )
             ).all()
             jobs = {g.regrade_job_id for g, _ in rows if g.regrade_job_id is not None}
-            await self._mark_jobs_started(session, jobs)
-            return [
-                Claim(
-                    grading_id=grading.id,
-                    submission_id=submission.id,
-                    diagnosis=submission.diagnosis,
-                    ground_truth=submission.ground_truth,
-                    rubric_id=grading.rubric_id,
-                    rubric_version=grading.rubric_version,
-                    judge_spec=grading.judge_spec,
-                    claim_count=grading.claim_count,
-                    lease_expires_at=expires,
-                    agent_model=submission.model,
-                )
-                for grading, submission in rows
-            ]
+            await self._regrade.mark_started(session, jobs)
+            return [_claim(grading, submission, expires) for grading, submission in rows]
 
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Push the lease forward; False when ``worker_id`` no longer holds it."""
-        expires = self._clock() + timedelta(seconds=lease_seconds)
-        async with self._write() as session:
+        expires = self._db.clock() + timedelta(seconds=lease_seconds)
+        async with self._db.write() as session:
             result = await session.execute(
                 update(GradingRecord)
                 .where(
@@ -141,60 +156,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    async def _leased(
-        self, session: AsyncSession, grading_id: str, worker_id: str
-    ) -> GradingRecord | None:
-        """The grading, row-locked, if it is pending and leased to ``worker_id``."""
-        query = select(GradingRecord).where(col(GradingRecord.id) == grading_id)
-        if self._postgres:
-            query = query.with_for_update()
-        grading = (await session.execute(query)).scalar_one_or_none()
-        if grading is None or grading.status != "pending" or grading.lease_owner != worker_id:
-            return None
-        return grading
-
-    async def _store_calls(
-        self,
-        session: AsyncSession,
-        grading: GradingRecord,
-        calls: Sequence[JudgeCall],
-        at: datetime,
-    ) -> list[JudgeCallRecord]:
-        """Add the judge calls after those of earlier claims of the grading."""
-        if not calls:
-            return []
-        first = 0
-        if grading.claim_count > 1:  # only an earlier claim (deferred) can have stored calls
-            count = select(func.count()).where(col(JudgeCallRecord.grading_id) == grading.id)
-            first = (await session.execute(count)).scalar_one()
-        records = judge_call_records(grading.id, calls, first_position=first, at=at)
-        session.add_all(records)
-        return records
-
-    @staticmethod
-    async def _insert_rows(session: AsyncSession, table: Table, rows: list[dict[str, Any]]) -> None:
-        """Insert rows of one table with one executemany, not one ORM INSERT per row.
-
-        For rows nothing reads back in the transaction (answers, votes); their integer
-        ids are the database's.
-        """
-        if rows:
-            await session.execute(insert(table), rows)
-
-    async def _audit_calls(
-        self, session: AsyncSession, grading_id: str, worker_id: str, calls: list[JudgeCallRecord]
-    ) -> None:
-        for record in calls:
-            await self._audit(
-                session,
-                "judge.call",
-                entity_type="grading",
-                entity_id=grading_id,
-                actor=worker_id,
-                payload=call_audit_payload(record),
-            )
-
-    async def complete_grading(
+    async def complete(
         self,
         grading_id: str,
         worker_id: str,
@@ -213,9 +175,9 @@ class QueueStore(SubmissionStore, RegradeHooks):
         Returns False and writes nothing when the grading is no longer pending or its
         lease is held by another worker (taken over after this one's expired).
         """
-        now = self._clock()
-        async with self._write() as session:
-            grading = await self._leased(session, grading_id, worker_id)
+        now = self._db.clock()
+        async with self._db.write() as session:
+            grading = await leased(self._db, session, grading_id, worker_id)
             if grading is None:
                 return False
             if (result.rubric_id, result.rubric_version) != (
@@ -226,43 +188,29 @@ class QueueStore(SubmissionStore, RegradeHooks):
                     f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
                     f"the grading for {grading.rubric_id}@{grading.rubric_version}"
                 )
-            await self._insert_rows(session, _ANSWERS, answer_rows(grading.id, result))
-            calls = await self._store_calls(session, grading, result.calls, now)
+            await insert_rows(session, _ANSWERS, answer_rows(grading.id, result))
+            calls = await store_calls(session, grading, result.calls, now)
             apply_result(grading, result, at=now)
             grading.provisional = provisional
             await session.flush()
             # after the flush: votes point at the judge calls stored above
             votes = vote_rows(grading.id, result.votes, [c.id for c in calls], at=now)
-            await self._insert_rows(session, _VOTES, votes)
+            await insert_rows(session, _VOTES, votes)
             await insert_cache_rows(session, cache_rows)
-            await self._audit_calls(session, grading.id, worker_id, calls)
-            await self._audit(
+            await audit_calls(self._db, session, grading.id, worker_id, calls)
+            await self._db.audit(
                 session,
                 "grading.completed" if result.status == "graded" else "grading.unscored",
                 entity_type="grading",
                 entity_id=grading.id,
                 actor=worker_id,
-                payload={
-                    "grading_id": grading.id,
-                    "submission_id": grading.submission_id,
-                    "status": grading.status,
-                    "unscored_reason": grading.unscored_reason,
-                    "yes_count": grading.yes_count,
-                    "composite": grading.composite,
-                    "passed": grading.passed,
-                    "judge_passed": grading.judge_passed,
-                    "needs_review": grading.needs_review,
-                    "review_reasons": grading.review_reasons,
-                    "rubric": {"id": grading.rubric_id, "version": grading.rubric_version},
-                    "judge": {"backend": result.judge_backend, "model": result.judge_model},
-                    "judge_calls": [c.id for c in calls],
-                    "revision": grading.revision,
-                },
+                payload=completion_payload(grading, result, calls),
             )
-            await self._regrade_item_completed(session, grading, worker_id)
+            # a regrade item: carry overrides, promote, end the drained job
+            await self._regrade.item_completed(session, grading, worker_id)
         return True
 
-    async def defer_grading(
+    async def defer(
         self,
         grading_id: str,
         worker_id: str,
@@ -277,12 +225,12 @@ class QueueStore(SubmissionStore, RegradeHooks):
         The failed calls are stored and audited; the lease is released. Returns False
         and writes nothing when ``worker_id`` does not hold the lease of a pending grading.
         """
-        now = self._clock()
-        async with self._write() as session:
-            grading = await self._leased(session, grading_id, worker_id)
+        now = self._db.clock()
+        async with self._db.write() as session:
+            grading = await leased(self._db, session, grading_id, worker_id)
             if grading is None:
                 return False
-            records = await self._store_calls(session, grading, calls, now)
+            records = await store_calls(session, grading, calls, now)
             await insert_cache_rows(session, cache_rows)  # answers that did come back
             grading.pending_reason = reason
             grading.not_before = retry_at
@@ -290,8 +238,8 @@ class QueueStore(SubmissionStore, RegradeHooks):
             grading.lease_expires_at = None
             grading.revision += 1
             await session.flush()
-            await self._audit_calls(session, grading.id, worker_id, records)
-            await self._audit(
+            await audit_calls(self._db, session, grading.id, worker_id, records)
+            await self._db.audit(
                 session,
                 "grading.deferred",
                 entity_type="grading",
@@ -315,7 +263,7 @@ class QueueStore(SubmissionStore, RegradeHooks):
         lease of a still-pending grading; writes nothing else (no revision, no audit
         event: leases are bookkeeping). Returns whether a lease was released.
         """
-        async with self._write() as session:
+        async with self._db.write() as session:
             result = await session.execute(
                 update(GradingRecord)
                 .where(
@@ -328,11 +276,11 @@ class QueueStore(SubmissionStore, RegradeHooks):
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    async def queue_depth(self) -> tuple[int, datetime | None]:
+    async def depth(self) -> tuple[int, datetime | None]:
         """Pending gradings (leased or not) and when the oldest of them was created."""
         query = select(func.count(), func.min(GradingRecord.created_at)).where(
             col(GradingRecord.status) == "pending"
         )
-        async with self._read() as session:
+        async with self._db.read() as session:
             count, oldest = (await session.execute(query)).one()
         return int(count), oldest

@@ -13,15 +13,14 @@ Python with :mod:`judge.adjudication`, the same logic the grading object uses.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import distinct, func
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from storage.base import StoreBase
+from storage.database import Database
 from storage.effective import EffectiveGrading, overridden_gradings
 from storage.report_queries import (
     GroupKey,
@@ -92,16 +91,12 @@ class TagCounts:
     n: int
 
 
-class ReportReads(StoreBase):
+class ReportReads:
     """Aggregates over stored gradings for pass rates, comparisons and breakdowns."""
 
-    @asynccontextmanager
-    async def _snapshot(self) -> AsyncIterator[AsyncSession]:
-        """A read transaction whose statements all see the same data."""
-        async with self._read() as session:
-            if self._postgres:
-                await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-            yield session
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
 
     async def outcome_counts(
         self,
@@ -111,14 +106,14 @@ class ReportReads(StoreBase):
         verdicts: Verdicts = "effective",
     ) -> list[OutcomeCounts]:
         """Passed, failed, unscored and pending gradings per group."""
-        async with self._snapshot() as session:
+        async with self._db.snapshot() as session:
             return await _outcomes(session, filters, group_by, verdicts)
 
     async def arm_outcomes(
         self, a: ReportFilter, b: ReportFilter, *, verdicts: Verdicts = "effective"
     ) -> tuple[list[OutcomeCounts], list[OutcomeCounts]]:
         """Outcomes of two arms per scenario, from one snapshot."""
-        async with self._snapshot() as session:
+        async with self._db.snapshot() as session:
             return (
                 await _outcomes(session, a, ("scenario",), verdicts),
                 await _outcomes(session, b, ("scenario",), verdicts),
@@ -148,7 +143,7 @@ class ReportReads(StoreBase):
             verdicts,
         ).group_by(*groups, col(_A.question_id), col(_A.dimension_id))
         totals: dict[tuple[Key, str, str], list[int]] = {}
-        async with self._snapshot() as session:
+        async with self._db.snapshot() as session:
             for row in await session.execute(query):
                 item = (group_key(row, group_by), row.question_id, row.dimension_id)
                 totals[item] = [row.position, int(row.yes), int(row.n)]
@@ -171,7 +166,7 @@ class ReportReads(StoreBase):
         """For failed diagnoses: per dimension, how often it had no yes or the fewest."""
         query = failing_dimensions_query(filters, group_by, verdicts)
         totals: dict[tuple[Key, str], list[int]] = {}
-        async with self._snapshot() as session:
+        async with self._db.snapshot() as session:
             for row in await session.execute(query):
                 totals[(group_key(row, group_by), row.dim)] = [
                     int(row.failing),
@@ -208,7 +203,7 @@ class ReportReads(StoreBase):
             .group_by(*groups, col(tag.tag))
         )
         sizes = filtered(joined(*groups, func.count().label("n")), filters).where(scored)
-        async with self._snapshot() as session:
+        async with self._db.snapshot() as session:
             n_of = {
                 group_key(row, group_by): int(row.n)
                 for row in await session.execute(sizes.group_by(*groups))

@@ -1,43 +1,27 @@
-"""The review queue, review claims, blind human labels and failure tags."""
+"""The review queue and review claims: which gradings need a human, and who holds one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
+from typing import Any
 
 from sqlalchemy import String, and_, case, cast, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from storage.base import StoreBase
-from storage.errors import Conflict, InvalidReview, NotFound
-from storage.review_tables import (
-    HumanLabelRecord,
-    ReviewClaimRecord,
-)
+from judge.review_reasons import ReviewReason, by_priority
+from storage.database import Database
+from storage.errors import Conflict, NotFound
+from storage.review_tables import ReviewClaimRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
 
-__all__ = ["LOW_CONFIDENCE", "REVIEW_REASONS", "ReviewItem", "ReviewStore"]
+__all__ = ["LOW_CONFIDENCE", "ReviewItem", "ReviewRepository"]
 
 #: a judge answer below this confidence asks for a human
 LOW_CONFIDENCE = 0.5
-#: reasons a grading needs a human, most urgent first
-REVIEW_REASONS = (
-    "unscored",
-    "evidence_unverified",
-    "override_outdated",
-    "judge_split",
-    "needs_review",
-    "decisive",
-    "low_confidence",
-    "self_preference",
-    "provisional_sample",
-    "credential_leaked",
-    "injection_suspected",
-    "grounding_failed",
-)
+_R = ReviewReason
 
 
 @dataclass(frozen=True)
@@ -59,19 +43,39 @@ def _low_confidence() -> object:
 
 
 def _reason_filter(reason: str) -> object:
-    if reason == "unscored":
+    if reason == _R.UNSCORED:
         return GradingRecord.status == "unscored"
-    if reason == "decisive":
+    if reason == _R.DECISIVE:
         return and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True))
-    if reason == "low_confidence":
+    if reason == _R.LOW_CONFIDENCE:
         return _low_confidence()
+    return _carries(reason)
+
+
+def _carries(reason: str) -> Any:
+    """The stored ``review_reasons`` (a JSON list) hold ``reason``."""
     return cast(GradingRecord.review_reasons, String).like(f'%"{reason}"%')
 
 
-class ReviewStore(StoreBase):
-    """Queue reads, claims, labels and tags."""
+def _urgency() -> Any:
+    """The priority of a grading's most urgent reason the queue ranks by (lower first)."""
+    return case(
+        (GradingRecord.status == "unscored", _R.UNSCORED.priority),
+        (_carries(_R.EVIDENCE_UNVERIFIED), _R.EVIDENCE_UNVERIFIED.priority),
+        (col(GradingRecord.needs_review).is_(True), _R.NEEDS_REVIEW.priority),
+        (col(GradingRecord.decisive).is_(True), _R.DECISIVE.priority),
+        else_=len(_R),
+    )
 
-    async def review_queue(
+
+class ReviewRepository:
+    """The queue of gradings that need a human, and claims on them."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def queue(
         self,
         *,
         principal_id: str,
@@ -82,19 +86,12 @@ class ReviewStore(StoreBase):
     ) -> list[ReviewItem]:
         """Gradings that need a human, most urgent first, without done items or
         items another adjudicator holds a valid claim on."""
-        now = self._clock()
+        now = self._db.clock()
         needs = or_(
             GradingRecord.status == "unscored",
             col(GradingRecord.needs_review).is_(True),
             and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True)),
             _low_confidence(),
-        )
-        urgency = case(
-            (GradingRecord.status == "unscored", 0),
-            (cast(GradingRecord.review_reasons, String).like('%"evidence_unverified"%'), 1),
-            (col(GradingRecord.needs_review).is_(True), 2),
-            (col(GradingRecord.decisive).is_(True), 3),
-            else_=4,
         )
         query = (
             select(GradingRecord, SubmissionRecord, ReviewClaimRecord)
@@ -112,7 +109,7 @@ class ReviewStore(StoreBase):
                     ReviewClaimRecord.claimed_by == principal_id,
                 ),
             )
-            .order_by(urgency, col(GradingRecord.created_at), col(GradingRecord.id))
+            .order_by(_urgency(), col(GradingRecord.created_at), col(GradingRecord.id))
             .limit(min(limit, 500))
         )
         if agent is not None:
@@ -121,7 +118,7 @@ class ReviewStore(StoreBase):
             query = query.where(SubmissionRecord.scenario_id == scenario_id)
         if reason is not None:
             query = query.where(_reason_filter(reason))
-        async with self._read() as session:
+        async with self._db.read() as session:
             rows = list((await session.execute(query)).all())
             ids = [g.id for g, _, _ in rows]
             low = await self._low_confidence_ids(session, ids)
@@ -165,21 +162,20 @@ class ReviewStore(StoreBase):
     def _reasons(grading: GradingRecord, low_confidence: bool) -> tuple[str, ...]:
         found: list[str] = []
         if grading.status == "unscored":
-            found.append("unscored")
-        found.extend(r for r in grading.review_reasons or [] if r != "unscored")
+            found.append(_R.UNSCORED)
+        found.extend(r for r in grading.review_reasons or [] if r != _R.UNSCORED)
         if grading.status == "graded" and grading.decisive:
-            found.append("decisive")
+            found.append(_R.DECISIVE)
         if low_confidence:
-            found.append("low_confidence")
-        rank = {r: i for i, r in enumerate(REVIEW_REASONS)}
-        return tuple(sorted(dict.fromkeys(found), key=lambda r: rank.get(r, len(rank))))
+            found.append(_R.LOW_CONFIDENCE)
+        return by_priority(found)
 
-    async def claim_review(
+    async def claim(
         self, grading_id: str, *, principal_id: str, principal_name: str, minutes: float
     ) -> ReviewClaimRecord:
         """Hold a grading for review; Conflict when another holds a valid claim."""
-        now = self._clock()
-        async with self._write() as session:
+        now = self._db.clock()
+        async with self._db.write() as session:
             if await session.get(GradingRecord, grading_id) is None:
                 raise NotFound(f"no grading {grading_id}")
             claim = await session.get(ReviewClaimRecord, grading_id)
@@ -195,7 +191,7 @@ class ReviewStore(StoreBase):
             claim.claimed_until = now + timedelta(minutes=minutes)
             claim.done_at = None
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "review.claimed",
                 entity_type="grading",
@@ -205,20 +201,14 @@ class ReviewStore(StoreBase):
             )
             return claim
 
-    async def finish_review(self, grading_id: str, *, principal_id: str) -> None:
+    async def finish(self, grading_id: str, *, principal_id: str) -> None:
         """Mark a review done: the grading leaves the queue."""
-        async with self._write() as session:
+        async with self._db.write() as session:
             if await session.get(GradingRecord, grading_id) is None:
                 raise NotFound(f"no grading {grading_id}")
-            claim = await session.get(ReviewClaimRecord, grading_id)
-            if claim is None:
-                claim = ReviewClaimRecord(grading_id=grading_id)
-                session.add(claim)
-            claim.done_at, claim.done_by = self._clock(), principal_id
-            claim.claimed_by = claim.claimed_by_name = None
-            claim.claimed_until = None
+            await self.close(session, grading_id, principal_id)
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "review.done",
                 entity_type="grading",
@@ -227,75 +217,12 @@ class ReviewStore(StoreBase):
                 payload={},
             )
 
-    async def add_labels(
-        self,
-        grading_id: str,
-        *,
-        question_ids: Iterable[str],
-        answers: dict[str, bool],
-        verdict: Literal["pass", "fail"] | None,
-        author_id: str,
-        author_name: str,
-    ) -> list[HumanLabelRecord]:
-        """Store a human's own (blind) answers; once per human and grading."""
-        known = set(question_ids)
-        unknown = sorted(set(answers) - known)
-        if unknown:
-            raise InvalidReview(f"unknown question(s) {', '.join(unknown)}", field="answers")
-        async with self._write() as session:
-            if await session.get(GradingRecord, grading_id) is None:
-                raise NotFound(f"no grading {grading_id}")
-            earlier = await session.execute(
-                select(HumanLabelRecord.id).where(
-                    HumanLabelRecord.grading_id == grading_id,
-                    HumanLabelRecord.author_id == author_id,
-                    HumanLabelRecord.source == "blind",
-                )
-            )
-            if earlier.first() is not None:
-                raise Conflict("you have already labelled this grading")
-            now = self._clock()
-            labels = [
-                HumanLabelRecord(
-                    grading_id=grading_id,
-                    question_id=qid,
-                    answer=value,
-                    source="blind",
-                    author_id=author_id,
-                    author_name=author_name,
-                    created_at=now,
-                )
-                for qid, value in answers.items()
-            ]
-            if verdict is not None:
-                labels.append(
-                    HumanLabelRecord(
-                        grading_id=grading_id,
-                        verdict=verdict,
-                        source="blind",
-                        author_id=author_id,
-                        author_name=author_name,
-                        created_at=now,
-                    )
-                )
-            session.add_all(labels)
-            await session.flush()
-            await self._audit(
-                session,
-                "review.labelled",
-                entity_type="grading",
-                entity_id=grading_id,
-                actor=author_id,
-                payload={"answers": {q: a for q, a in answers.items()}, "verdict": verdict},
-            )
-            return labels
-
-    async def list_labels(self, grading_id: str) -> list[HumanLabelRecord]:
-        """Every human label of a grading, oldest first."""
-        query = (
-            select(HumanLabelRecord)
-            .where(HumanLabelRecord.grading_id == grading_id)
-            .order_by(col(HumanLabelRecord.id))
-        )
-        async with self._read() as session:
-            return list((await session.execute(query)).scalars())
+    async def close(self, session: AsyncSession, grading_id: str, principal_id: str) -> None:
+        """Mark the grading's review done by ``principal_id`` in the caller's transaction."""
+        claim = await session.get(ReviewClaimRecord, grading_id)
+        if claim is None:
+            claim = ReviewClaimRecord(grading_id=grading_id)
+            session.add(claim)
+        claim.done_at, claim.done_by = self._db.clock(), principal_id
+        claim.claimed_by = claim.claimed_by_name = None
+        claim.claimed_until = None

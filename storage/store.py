@@ -1,45 +1,86 @@
-"""The store: every persistence operation of the service, one transaction per call."""
+"""The store: one repository per aggregate over one shared database handle.
+
+``Store(engine)`` is the composition root: it opens the handle and wires the
+repositories that work together inside one transaction (the queue tells the regrade
+repository about claimed and completed items; an override closes the grading's
+review). Every public repository method opens and commits its own transaction.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from storage.agreement import AgreementReads
-from storage.calibration import CalibrationStore
+from storage.calibration import CalibrationRepository
+from storage.canonical import utcnow
+from storage.catalog import CatalogRepository
+from storage.database import Database
 from storage.exports import ExportReads
 from storage.gradings import GradingReads
-from storage.imports.store import ImportStore
-from storage.judge_cache import CacheStore
-from storage.overrides import OverrideStore
-from storage.regrade.flips import FlipReads
-from storage.regrade.jobs import RegradeStore
-from storage.review import ReviewStore
-from storage.tags import TagStore
-from storage.tokens import TokenStore
+from storage.imports.store import ImportRepository
+from storage.judge_cache import CacheRepository
+from storage.labels import LabelRepository
+from storage.overrides import OverrideRepository
+from storage.queue import QueueRepository
+from storage.regrade.jobs import RegradeRepository
+from storage.reports import ReportReads
+from storage.review import ReviewRepository
+from storage.submissions import SubmissionRepository
+from storage.tags import TagRepository
+from storage.tokens import TokenRepository
 from storage.votes import VoteReads
 
 __all__ = ["Store"]
 
 
-class Store(
-    GradingReads,
-    TokenStore,
-    OverrideStore,
-    ReviewStore,
-    TagStore,
-    ExportReads,
-    RegradeStore,
-    ImportStore,
-    CacheStore,
-    FlipReads,
-    AgreementReads,
-    CalibrationStore,
-    VoteReads,
-):
+class Store:
     """Rubric versions, scenarios, submissions, the grading queue, reads, tokens, audit.
 
     Built from one migrated ``AsyncEngine``::
 
         store = Store(make_engine(url))
-
-    The parts live in ``catalog``, ``submissions``, ``queue``, ``gradings`` and
-    ``tokens``; every public method opens and commits its own transaction.
+        await store.queue.claim_pending("worker-1", limit=4, lease_seconds=60)
+        view = await store.gradings.get(grading_id)
     """
+
+    def __init__(self, engine: AsyncEngine, *, clock: Callable[[], datetime] = utcnow) -> None:
+        """Use ``engine`` (migrated); ``clock`` returns aware UTC time (tests move it)."""
+        self.db = Database(engine, clock=clock)
+        self.engine = engine
+        #: rubric versions and scenarios
+        self.catalog = CatalogRepository(self.db)
+        #: accepting submissions with their pending gradings
+        self.submissions = SubmissionRepository(self.db, self.catalog)
+        #: regrade jobs, their items and pairs
+        self.regrade = RegradeRepository(self.db, self.catalog)
+        #: claiming, completing and deferring pending gradings
+        self.queue = QueueRepository(self.db, self.regrade)
+        #: reading gradings, their judge calls and history
+        self.gradings = GradingReads(self.db)
+        #: the review queue and review claims
+        self.review = ReviewRepository(self.db)
+        #: human overrides of answers and verdicts
+        self.overrides = OverrideRepository(self.db, self.review)
+        #: blind human labels
+        self.labels = LabelRepository(self.db)
+        #: the failure-tag vocabulary and tags on gradings
+        self.tags = TagRepository(self.db)
+        #: API tokens
+        self.tokens = TokenRepository(self.db)
+        #: aggregates behind the reports
+        self.reports = ReportReads(self.db)
+        #: streaming every grading of a filter
+        self.exports = ExportReads(self.db)
+        #: pairs agreement is measured on
+        self.agreement = AgreementReads(self.db)
+        #: the votes of panels and samples
+        self.votes = VoteReads(self.db)
+        #: the judge cache
+        self.cache = CacheRepository(self.db)
+        #: calibration runs and qualification
+        self.calibration = CalibrationRepository(self.db)
+        #: SREGym and JSONL imports
+        self.imports = ImportRepository(self.db, self.catalog)

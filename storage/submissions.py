@@ -9,6 +9,8 @@ identical requests racing are settled by the unique constraint on
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -16,21 +18,49 @@ from sqlmodel import col
 
 from judge.rubric import Rubric
 from storage.canonical import sha256_hex
-from storage.catalog import CatalogStore
+from storage.catalog import CatalogRepository
+from storage.database import Database
 from storage.errors import IdempotencyConflict, NotFound
 from storage.models import NewSubmission, SubmissionOutcome
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id, row_values
 
-__all__ = ["SubmissionStore"]
+__all__ = ["SubmissionRepository"]
 
 _SUBMISSIONS = SubmissionRecord.__table__  # type: ignore[attr-defined]
 _GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
 
 
-class SubmissionStore(CatalogStore):
+def _received_payload(
+    data: NewSubmission, submission: SubmissionRecord, grading: GradingRecord
+) -> dict[str, Any]:
+    """The audit payload of a received submission: who and what, texts by size and hash."""
+    return {
+        "submission_id": submission.id,
+        "grading_id": grading.id,
+        "agent": data.agent,
+        "model": data.model,
+        "run_id": data.run_id,
+        "attempt": data.attempt,
+        "scenario_id": data.scenario_id,
+        "ground_truth_source": data.ground_truth_source,
+        "diagnosis_chars": len(data.diagnosis),
+        "diagnosis_sha256": sha256_hex(data.diagnosis),
+        "redactions": [r.get("kind") for r in data.redactions],
+        "ground_truth_chars": len(data.ground_truth),
+        "ground_truth_sha256": sha256_hex(data.ground_truth),
+        "idempotency_key": submission.idempotency_key,
+    }
+
+
+class SubmissionRepository:
     """Submissions and the pending gradings created with them."""
 
-    async def create_submission(
+    def __init__(self, db: Database, catalog: CatalogRepository) -> None:
+        """Work through ``db``; ``catalog`` keeps the rubric versions submissions use."""
+        self._db = db
+        self._catalog = catalog
+
+    async def create(
         self,
         data: NewSubmission,
         *,
@@ -48,7 +78,7 @@ class SubmissionStore(CatalogStore):
         """
         request_hash = data.request_hash()
         try:
-            async with self._write() as session:
+            async with self._db.write() as session:
                 if idempotency_key is not None:
                     replay = await self._replay(session, actor, idempotency_key, request_hash)
                     if replay is not None:
@@ -66,7 +96,7 @@ class SubmissionStore(CatalogStore):
             if idempotency_key is None:
                 raise
             # a racing request with the same key committed first: answer with its rows
-            async with self._read() as session:
+            async with self._db.read() as session:
                 replay = await self._replay(session, actor, idempotency_key, request_hash)
             if replay is None:
                 raise
@@ -111,19 +141,10 @@ class SubmissionStore(CatalogStore):
             await session.get(ScenarioRecord, data.scenario_id) is None
         ):
             raise NotFound(f"scenario {data.scenario_id!r} does not exist")
-        now = self._clock()
+        now = self._db.clock()
         submission = SubmissionRecord(
             id=new_id(),
-            diagnosis=data.diagnosis,
-            ground_truth=data.ground_truth,
-            ground_truth_source=data.ground_truth_source,
-            scenario_id=data.scenario_id,
-            agent=data.agent,
-            model=data.model,
-            run_id=data.run_id,
-            attempt=data.attempt,
-            metadata_=dict(data.metadata),
-            redactions=list(data.redactions),
+            **data.record_values(),
             submitted_by=actor,
             idempotency_key=idempotency_key,
             request_hash=request_hash,
@@ -147,28 +168,15 @@ class SubmissionStore(CatalogStore):
         )
         await session.execute(insert(_GRADINGS), [row_values(grading)])
         # audit rows last: on PostgreSQL they take the chain lock until commit
-        await self._ensure_rubric(session, rubric, actor=actor)
-        await self._audit(
+        await self._catalog.ensure_rubric(session, rubric, actor=actor)
+        await self._db.audit(
             session,
             "submission.received",
             entity_type="submission",
             entity_id=submission.id,
             actor=actor,
             payload={
-                "submission_id": submission.id,
-                "grading_id": grading.id,
-                "agent": data.agent,
-                "model": data.model,
-                "run_id": data.run_id,
-                "attempt": data.attempt,
-                "scenario_id": data.scenario_id,
-                "ground_truth_source": data.ground_truth_source,
-                "diagnosis_chars": len(data.diagnosis),
-                "diagnosis_sha256": sha256_hex(data.diagnosis),
-                "redactions": [r.get("kind") for r in data.redactions],
-                "ground_truth_chars": len(data.ground_truth),
-                "ground_truth_sha256": sha256_hex(data.ground_truth),
-                "idempotency_key": idempotency_key,
+                **_received_payload(data, submission, grading),
                 "request_sha256": request_hash,
                 "rubric": {"id": rubric.id, "version": rubric.version},
                 "judge": judge_spec,
@@ -176,7 +184,7 @@ class SubmissionStore(CatalogStore):
         )
         return SubmissionOutcome(submission=submission, grading=grading, created=True)
 
-    async def get_submission(self, submission_id: str) -> SubmissionRecord | None:
+    async def get(self, submission_id: str) -> SubmissionRecord | None:
         """A submission by id, or None."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             return await session.get(SubmissionRecord, submission_id)

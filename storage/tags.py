@@ -7,23 +7,27 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy import select
 from sqlmodel import col
 
-from storage.base import StoreBase
+from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound
 from storage.review_tables import FailureTagRecord, TagVocabularyRecord
 from storage.tables import GradingRecord
 
-__all__ = ["TagStore"]
+__all__ = ["TagRepository"]
 
 
-class TagStore(StoreBase):
+class TagRepository:
     """Vocabulary and tags."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
 
     async def ensure_vocabulary(self, entries: Mapping[str, str]) -> int:
         """Add the shipped tags that are missing; returns how many were added."""
         added = 0
-        async with self._write() as session:
+        async with self._db.write() as session:
             for tag, description in entries.items():
-                inserted = await self._insert_ignore(
+                inserted = await self._db.insert_ignore(
                     session,
                     TagVocabularyRecord.__table__,  # type: ignore[attr-defined]
                     {
@@ -31,7 +35,7 @@ class TagStore(StoreBase):
                         "description": description,
                         "source": "file",
                         "created_by": "system",
-                        "created_at": self._clock(),
+                        "created_at": self._db.clock(),
                     },
                 )
                 added += int(inserted)
@@ -41,7 +45,7 @@ class TagStore(StoreBase):
         self, tag: str, *, description: str, actor: str
     ) -> TagVocabularyRecord:
         """An admin extends the vocabulary; Conflict when the tag exists."""
-        async with self._write() as session:
+        async with self._db.write() as session:
             if await session.get(TagVocabularyRecord, tag) is not None:
                 raise Conflict(f"tag {tag!r} exists")
             record = TagVocabularyRecord(
@@ -49,11 +53,11 @@ class TagStore(StoreBase):
                 description=description,
                 source="admin",
                 created_by=actor,
-                created_at=self._clock(),
+                created_at=self._db.clock(),
             )
             session.add(record)
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "tag.defined",
                 entity_type="tag",
@@ -63,17 +67,17 @@ class TagStore(StoreBase):
             )
             return record
 
-    async def list_vocabulary(self) -> list[TagVocabularyRecord]:
+    async def vocabulary(self) -> list[TagVocabularyRecord]:
         """The tags adjudicators may use, alphabetically."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             query = select(TagVocabularyRecord).order_by(col(TagVocabularyRecord.tag))
             return list((await session.execute(query)).scalars())
 
-    async def add_tag(
+    async def add(
         self, grading_id: str, *, tag: str, note: str, author_id: str, author_name: str
     ) -> FailureTagRecord:
         """Tag what the agent got wrong; the tag must be in the vocabulary."""
-        async with self._write() as session:
+        async with self._db.write() as session:
             if await session.get(GradingRecord, grading_id) is None:
                 raise NotFound(f"no grading {grading_id}")
             if await session.get(TagVocabularyRecord, tag) is None:
@@ -84,11 +88,11 @@ class TagStore(StoreBase):
                 note=note,
                 author_id=author_id,
                 author_name=author_name,
-                created_at=self._clock(),
+                created_at=self._db.clock(),
             )
             session.add(record)
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "grading.tagged",
                 entity_type="grading",
@@ -98,15 +102,15 @@ class TagStore(StoreBase):
             )
             return record
 
-    async def remove_tag(self, grading_id: str, tag_id: int, *, actor: str) -> None:
+    async def remove(self, grading_id: str, tag_id: int, *, actor: str) -> None:
         """Mark a tag removed (kept for the record)."""
-        async with self._write() as session:
+        async with self._db.write() as session:
             record = await session.get(FailureTagRecord, tag_id)
             if record is None or record.grading_id != grading_id or record.removed_at:
                 raise NotFound(f"no tag {tag_id} on grading {grading_id}")
-            record.removed_at, record.removed_by = self._clock(), actor
+            record.removed_at, record.removed_by = self._db.clock(), actor
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "grading.untagged",
                 entity_type="grading",
@@ -115,7 +119,7 @@ class TagStore(StoreBase):
                 payload={"tag": record.tag, "tag_id": tag_id},
             )
 
-    async def tags_for(self, grading_ids: Sequence[str]) -> dict[str, list[FailureTagRecord]]:
+    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[FailureTagRecord]]:
         """Tags in force on several gradings."""
         found: dict[str, list[FailureTagRecord]] = {gid: [] for gid in grading_ids}
         if not grading_ids:
@@ -128,7 +132,7 @@ class TagStore(StoreBase):
             )
             .order_by(col(FailureTagRecord.id))
         )
-        async with self._read() as session:
+        async with self._db.read() as session:
             for record in (await session.execute(query)).scalars():
                 found[record.grading_id].append(record)
         return found

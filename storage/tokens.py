@@ -10,12 +10,12 @@ from typing import Final
 from sqlalchemy import select
 from sqlmodel import col
 
-from storage.base import StoreBase
 from storage.canonical import iso_utc
+from storage.database import Database
 from storage.errors import NotFound
 from storage.tables import TokenRecord
 
-__all__ = ["ROLES", "TOKEN_PREFIX", "TokenStore", "hash_token"]
+__all__ = ["ROLES", "TOKEN_PREFIX", "TokenRepository", "hash_token"]
 
 ROLES: Final = ("submitter", "adjudicator", "admin")
 TOKEN_PREFIX: Final = "srej_"
@@ -26,10 +26,14 @@ def hash_token(plaintext: str) -> str:
     return hashlib.sha256(plaintext.encode("utf-8")).hexdigest()
 
 
-class TokenStore(StoreBase):
+class TokenRepository:
     """Creating, checking, revoking and listing API tokens."""
 
-    async def create_token(
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def create(
         self,
         *,
         name: str,
@@ -46,13 +50,13 @@ class TokenStore(StoreBase):
             name=name,
             role=role,
             token_hash=hash_token(plaintext),
-            created_at=self._clock(),
+            created_at=self._db.clock(),
             expires_at=expires_at,
         )
-        async with self._write() as session:
+        async with self._db.write() as session:
             session.add(record)
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "token.created",
                 entity_type="token",
@@ -67,7 +71,7 @@ class TokenStore(StoreBase):
             )
         return plaintext, record
 
-    async def ensure_token(
+    async def ensure(
         self, plaintext: str, *, name: str, role: str, actor: str = "system"
     ) -> tuple[bool, TokenRecord]:
         """Register a token whose plaintext the operator chose (e.g. a bootstrap secret).
@@ -79,7 +83,7 @@ class TokenStore(StoreBase):
             raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
         digest = hash_token(plaintext)
         query = select(TokenRecord).where(col(TokenRecord.token_hash) == digest)
-        async with self._write() as session:
+        async with self._db.write() as session:
             existing = (await session.execute(query)).scalar_one_or_none()
             if existing is not None:
                 return False, existing
@@ -88,11 +92,11 @@ class TokenStore(StoreBase):
                 name=name,
                 role=role,
                 token_hash=digest,
-                created_at=self._clock(),
+                created_at=self._db.clock(),
             )
             session.add(record)
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "token.created",
                 entity_type="token",
@@ -105,24 +109,24 @@ class TokenStore(StoreBase):
     async def authenticate(self, plaintext: str) -> TokenRecord | None:
         """The token's record, or None when it is unknown, revoked or expired."""
         query = select(TokenRecord).where(col(TokenRecord.token_hash) == hash_token(plaintext))
-        async with self._read() as session:
+        async with self._db.read() as session:
             record = (await session.execute(query)).scalar_one_or_none()
         if record is None or record.revoked_at is not None:
             return None
-        if record.expires_at is not None and record.expires_at <= self._clock():
+        if record.expires_at is not None and record.expires_at <= self._db.clock():
             return None
         return record
 
-    async def revoke_token(self, token_id: str, *, actor: str = "system") -> TokenRecord:
+    async def revoke(self, token_id: str, *, actor: str = "system") -> TokenRecord:
         """Revoke a token (revoking twice keeps the first time); NotFound when unknown."""
-        async with self._write() as session:
+        async with self._db.write() as session:
             record = await session.get(TokenRecord, token_id)
             if record is None:
                 raise NotFound(f"token {token_id!r} does not exist")
             if record.revoked_at is None:
-                record.revoked_at = self._clock()
+                record.revoked_at = self._db.clock()
                 await session.flush()
-                await self._audit(
+                await self._db.audit(
                     session,
                     "token.revoked",
                     entity_type="token",
@@ -132,8 +136,8 @@ class TokenStore(StoreBase):
                 )
         return record
 
-    async def list_tokens(self) -> list[TokenRecord]:
+    async def all(self) -> list[TokenRecord]:
         """Every token, oldest first (hashes included; never plaintexts)."""
         query = select(TokenRecord).order_by(col(TokenRecord.created_at), col(TokenRecord.id))
-        async with self._read() as session:
+        async with self._db.read() as session:
             return list((await session.execute(query)).scalars())

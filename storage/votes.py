@@ -7,16 +7,20 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlmodel import col
 
-from storage.base import StoreBase
+from storage.database import Database
 from storage.quality_tables import JudgeVoteRecord
 
 __all__ = ["VoteReads"]
 
 
-class VoteReads(StoreBase):
-    """The votes stored with gradings (``complete_grading`` writes them)."""
+class VoteReads:
+    """The votes stored with gradings (the queue's ``complete`` writes them)."""
 
-    async def votes_for(self, grading_ids: Sequence[str]) -> dict[str, list[JudgeVoteRecord]]:
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[JudgeVoteRecord]]:
         """Votes of several gradings at once, by judge, sample and question."""
         found: dict[str, list[JudgeVoteRecord]] = {gid: [] for gid in grading_ids}
         if not grading_ids:
@@ -26,7 +30,7 @@ class VoteReads(StoreBase):
             .where(col(JudgeVoteRecord.grading_id).in_(list(grading_ids)))
             .order_by(col(JudgeVoteRecord.id))
         )
-        async with self._read() as session:
+        async with self._db.read() as session:
             for record in (await session.execute(query)).scalars():
                 found[record.grading_id].append(record)
         return found

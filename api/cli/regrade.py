@@ -67,7 +67,7 @@ async def _follow(services: Services, job_id: str) -> RegradeJobPublic:
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=False) as progress:
-        job = job_public(await services.store.get_regrade_job(job_id))
+        job = job_public(await services.store.regrade.get_job(job_id))
         task = progress.add_task("job", total=job.total, note="")
         while True:
             finished = job.done + job.failed + job.cancelled
@@ -76,7 +76,7 @@ async def _follow(services: Services, job_id: str) -> RegradeJobPublic:
             if job.state in _ENDED:
                 return job
             await asyncio.sleep(_POLL_SECONDS)
-            job = job_public(await services.store.get_regrade_job(job_id))
+            job = job_public(await services.store.regrade.get_job(job_id))
 
 
 def _filter(options: dict[str, Any]) -> RegradeFilterIn:
@@ -149,7 +149,7 @@ def regrade_status(job_id: str, as_json: bool) -> None:
 
     async def status() -> RegradeJobPublic:
         async with service_runtime(workers=False) as services:
-            return job_public(await services.store.get_regrade_job(job_id))
+            return job_public(await services.store.regrade.get_job(job_id))
 
     _show(run(status()), as_json=as_json)
 
@@ -164,8 +164,8 @@ def regrade_flips(job_id: str, fmt: str) -> None:
 
     async def flips() -> str:
         async with service_runtime(workers=False) as services:
-            view = await services.store.get_regrade_job(job_id)
-            items = await services.store.regrade_pairs(job_id)
+            view = await services.store.regrade.get_job(job_id)
+            items = await services.store.regrade.pairs(job_id)
         if fmt == "csv":
             return flips_csv(items)
         report = flip_report(job_public(view).model_dump(mode="json"), items)

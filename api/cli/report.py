@@ -204,7 +204,7 @@ def export_command(
         count = 0
         stream = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
         try:
-            async with store.open_export(report_filter) as export:
+            async with store.exports.open(report_filter) as export:
                 async for chunk in export_chunks(export, fmt):
                     stream.write(chunk)
                     count += 1

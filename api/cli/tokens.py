@@ -29,7 +29,7 @@ def tokens_create(role: str, name: str, expires_in_days: int | None) -> None:
     expires_at = datetime.now(UTC) + timedelta(days=expires_in_days) if expires_in_days else None
 
     async def create(store: Store) -> str:
-        plaintext, _ = await store.create_token(name=name, role=role, expires_at=expires_at)
+        plaintext, _ = await store.tokens.create(name=name, role=role, expires_at=expires_at)
         return plaintext
 
     click.echo(with_store(create, migrate=True))
@@ -40,7 +40,7 @@ def tokens_list() -> None:
     """Every token: id, principal, role, expiry, revocation (never the secret)."""
 
     async def listing(store: Store) -> list[TokenRecord]:
-        return list(await store.list_tokens())
+        return list(await store.tokens.all())
 
     for r in with_store(listing, migrate=True):
         fields = (r.id, r.name, r.role, r.expires_at or "-", r.revoked_at or "-")
@@ -55,7 +55,7 @@ def tokens_revoke(token_id: str) -> None:
 
     async def revoke(store: Store) -> None:
         try:
-            await store.revoke_token(token_id, actor="cli")
+            await store.tokens.revoke(token_id, actor="cli")
         except NotFound:
             raise click.UsageError(f"no token with id {token_id!r}") from None
 

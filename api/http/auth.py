@@ -28,7 +28,7 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Princ
     elif scheme.lower() != "bearer" or not token.strip():
         raise NotAuthorizedException("a bearer token is required: Authorization: Bearer <token>")
     else:
-        record = await services.store.authenticate(token.strip())
+        record = await services.store.tokens.authenticate(token.strip())
         if record is None:
             raise NotAuthorizedException("the token is unknown, revoked or expired")
         principal = Principal(id=record.id, name=record.name, role=record.role)

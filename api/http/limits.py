@@ -76,7 +76,7 @@ class SubmissionLimits:
                     headers={"Retry-After": str(max(1, math.ceil(wait)))},
                 )
         if self._max_pending > 0:
-            pending, _ = await self._store.queue_depth()
+            pending, _ = await self._store.queue.depth()
             if pending >= self._max_pending:
                 self._metrics.submissions_rejected.labels("queue_full").inc()
                 raise ApiProblem(

@@ -14,9 +14,9 @@ from api.service.principal import Principal
 from api.service.schemas import OverrideCreate
 from api.service.services import Services
 from api.service.visibility import can_read
+from judge.review_reasons import ReviewReason
 from storage import GradingView, NotFound, ReviewItem
 from storage.errors import Conflict
-from storage.review import REVIEW_REASONS
 from storage.review_tables import ReviewClaimRecord
 
 __all__ = [
@@ -34,7 +34,7 @@ async def readable_grading(
     services: Services, principal: Principal, grading_id: str
 ) -> GradingView:
     """The grading if it exists and ``principal`` may read it, else :class:`NotFound`."""
-    view = await services.store.get_grading(grading_id)
+    view = await services.store.gradings.get(grading_id)
     if view is None or not can_read(principal, view.submission):
         raise NotFound(f"no grading with id {grading_id!r}")
     return view
@@ -50,10 +50,11 @@ async def review_items(
     limit: int = 50,
 ) -> list[ReviewItem]:
     """The review queue as ``principal`` sees it, most urgent first."""
-    if reason is not None and reason not in REVIEW_REASONS:
-        raise InvalidRequest(f"reason must be one of {', '.join(REVIEW_REASONS)}", field="reason")
+    known = [r.value for r in ReviewReason]
+    if reason is not None and reason not in known:
+        raise InvalidRequest(f"reason must be one of {', '.join(known)}", field="reason")
     return list(
-        await services.store.review_queue(
+        await services.store.review.queue(
             principal_id=principal.id,
             agent=agent,
             scenario_id=scenario_id,
@@ -69,7 +70,7 @@ async def claim_review(
     """Hold an item for ``minutes`` (the configured default when None); Conflict while
     another adjudicator holds it. Returns the claim."""
     await readable_grading(services, principal, grading_id)
-    return await services.store.claim_review(
+    return await services.store.review.claim(
         grading_id,
         principal_id=principal.id,
         principal_name=principal.name,
@@ -80,7 +81,7 @@ async def claim_review(
 async def finish_review(services: Services, principal: Principal, grading_id: str) -> None:
     """The item leaves the queue."""
     await readable_grading(services, principal, grading_id)
-    await services.store.finish_review(grading_id, principal_id=principal.id)
+    await services.store.review.finish(grading_id, principal_id=principal.id)
 
 
 async def label_grading(
@@ -98,7 +99,7 @@ async def label_grading(
     question_ids = (
         [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
     )
-    await services.store.add_labels(
+    await services.store.labels.add(
         grading_id,
         question_ids=question_ids,
         answers=answers,
@@ -106,7 +107,7 @@ async def label_grading(
         author_id=principal.id,
         author_name=principal.name,
     )
-    await services.store.finish_review(grading_id, principal_id=principal.id)
+    await services.store.review.finish(grading_id, principal_id=principal.id)
     return await readable_grading(services, principal, grading_id)
 
 
@@ -128,7 +129,7 @@ async def override_grading(
     rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
     if rubric is None:
         raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
-    await services.store.add_override(
+    await services.store.overrides.add(
         grading_id,
         rubric=rubric,
         expected_revision=expected_revision,
@@ -150,8 +151,8 @@ async def grading_history(
     """Every audit event of the grading and its submission, oldest first, each judge call
     in full (prompt, reply, parameters, tokens)."""
     await readable_grading(services, principal, grading_id)
-    events = await services.store.grading_history(grading_id)
-    calls = {c.id: c for c in await services.store.get_judge_calls(grading_id)}
+    events = await services.store.gradings.history(grading_id)
+    calls = {c.id: c for c in await services.store.gradings.judge_calls(grading_id)}
     items = []
     for event in events:
         item: dict[str, Any] = {

@@ -45,11 +45,11 @@ async def ensure_bootstrap_admin(store: Store, path: Path) -> bool:
     token = read_token_file(path)
     register_secret(token)
     try:
-        created, record = await store.ensure_token(
+        created, record = await store.tokens.ensure(
             token, name=BOOTSTRAP_PRINCIPAL, role="admin", actor=BOOTSTRAP_PRINCIPAL
         )
     except IntegrityError:  # another process registered it at the same moment
-        created, record = await store.ensure_token(
+        created, record = await store.tokens.ensure(
             token, name=BOOTSTRAP_PRINCIPAL, role="admin", actor=BOOTSTRAP_PRINCIPAL
         )
     if created:

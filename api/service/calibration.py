@@ -17,7 +17,7 @@ from typing import Any
 
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import grader_for
-from api.service.qualification import judge_identity, judge_settings
+from api.service.qualification import judge_settings
 from api.service.services import Services
 from judge.calibration import (
     CalibrationFigures,
@@ -30,6 +30,7 @@ from judge.calibration import (
 from judge.errors import JudgeSpecError
 from judge.grader import Grader
 from judge.rubric import Rubric
+from judge.spec import judge_identity
 from judge.verdict import GradingResult
 from storage.quality_tables import CalibrationRunRecord
 
@@ -103,7 +104,7 @@ async def calibrate(
         "asking_mode": settings.judge_asking or target.asking,
     }
     sha = hashlib.sha256(raw_gold).hexdigest()
-    earlier = await services.store.calibration_runs(**identity, gold_sha256=sha)
+    earlier = await services.store.calibration.runs(**identity, gold_sha256=sha)
     run = CalibrationRunRecord(
         **identity, rubric_id=target.id, gold_name=gold_name, gold_sha256=sha,
         n=figures.n, verdict_kappa=figures.verdict_kappa,
@@ -113,5 +114,5 @@ async def calibrate(
             max_false_pass=settings.qualify_max_false_pass,
         ),
     )  # fmt: skip
-    run = await services.store.add_calibration_run(run)
+    run = await services.store.calibration.add_run(run)
     return Calibration(figures=figures, run=run, previous=earlier[0] if earlier else None)

@@ -28,7 +28,7 @@ async def import_sregym_folder(
     """Import every attempt of an SREGym results folder; SREGym's verdicts are kept."""
     target = await services.rubrics.require(rubric, default=services.settings.rubric)
     attempts = read_sregym_folder(folder)
-    return await services.store.import_sregym(attempts, problems, rubric=target)
+    return await services.store.imports.sregym(attempts, problems, rubric=target)
 
 
 async def import_jsonl_file(
@@ -42,7 +42,7 @@ async def import_jsonl_file(
     target = await services.rubrics.require(rubric, default=settings.rubric)
     spec = parse_judge_spec(settings.judge)
     lines = read_jsonl(file, max_bytes=settings.max_text_bytes)
-    report = await services.store.import_jsonl(
+    report = await services.store.imports.jsonl(
         lines, rubric=target, judge=(settings.judge, spec.backend, spec.model), strict=strict
     )
     services.waiters.work.set()

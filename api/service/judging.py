@@ -15,12 +15,14 @@ from api.service.grader_factory import grader_for
 from api.service.services import Services
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
+from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
-from judge.spec import member_specs
+from judge.spec import member_specs, split_spec
 from judge.verdict import GradingResult
+from storage import Claim
 from storage.judge_cache import DbJudgeCache
 
-__all__ = ["AnyGrader", "build_grader"]
+__all__ = ["AnyGrader", "build_grader", "unscored_result"]
 
 
 class AnyGrader(Protocol):
@@ -37,7 +39,7 @@ def _grader(services: Services, spec_text: str, cache_rows: list[dict[str, Any]]
     # each request waits for a slot of its endpoint's limit, nothing else does
     backend = services.backends.limited(spec_text)
     cache = DbJudgeCache(
-        services.store, backend=backend.name, model=backend.model, pending=cache_rows
+        services.store.cache, backend=backend.name, model=backend.model, pending=cache_rows
     )
     return grader_for(settings, backend, cache=cache)
 
@@ -58,4 +60,19 @@ def build_grader(
         [PanelMember(spec, _grader(services, spec, cache_rows)) for spec in specs],
         samples=samples,
         sample_temperature=services.settings.judge_sample_temperature,
+    )
+
+
+def unscored_result(claim: Claim, reason: str, detail: str) -> GradingResult:
+    """The unscored result of a claim graded by nobody (bad rubric, spec or input)."""
+    backend, model, _ = split_spec(claim.judge_spec)
+    return GradingResult(
+        status="unscored",
+        unscored_reason=reason,
+        detail=detail,
+        rubric_id=claim.rubric_id,
+        rubric_version=claim.rubric_version,
+        judge_backend=backend,
+        judge_model=model,
+        review_reasons=(ReviewReason.UNSCORED,),
     )

@@ -2,7 +2,7 @@
 
 Counters are recorded where things happen (submissions in the route, judge calls and
 outcomes in the workers); the queue gauges are computed at scrape time from the
-store's ``queue_depth()``. Every name starts with ``sre_judge_``.
+store's ``queue.depth()``. Every name starts with ``sre_judge_``.
 
 Regrade jobs report their progress through :meth:`Metrics.regrade_progress` and
 :meth:`Metrics.regrade_finished`; until they do, that family has no samples.
@@ -189,7 +189,7 @@ class Metrics:
         """Scrape-time gauges: queue depth and age from the store, work in flight."""
         self.in_flight.set(in_flight)
         try:
-            pending, oldest = await services.store.queue_depth()
+            pending, oldest = await services.store.queue.depth()
         except Exception as exc:  # a scrape still answers when the database does not
             log.warning("queue depth unavailable for metrics: %s", type(exc).__name__)
             return

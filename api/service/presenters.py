@@ -22,7 +22,7 @@ from api.service.visibility import (
     hide_judge_addresses,
     withhold_ground_truth,
 )
-from judge.adjudication import effective_answers, overrides_in_force
+from judge.adjudication import answer_overrides, overrides_in_force
 from judge.rubric import Rubric
 from judge.verdict import Answer, GradingResult, Vote
 from storage import FailureTagRecord, GradingView, OverrideRecord
@@ -199,9 +199,9 @@ def _grading_public(
 ) -> GradingPublic:
     g = view.grading
     in_force = overrides_in_force(override_events(overrides))
-    effective, overridden = effective_answers(
-        {a.question_id: a.answer for a in view.answers}, in_force
-    )
+    judged = {a.question_id: a.answer for a in view.answers}
+    overridden = answer_overrides(judged, in_force)
+    effective = {**judged, **overridden}
     verdict = in_force.get(("verdict", ""))
     return GradingPublic(
         id=g.id,
@@ -251,9 +251,9 @@ async def render_gradings(
 ) -> list[GradingPublic]:
     """Grading objects for several stored gradings, with overrides and tags in two queries."""
     ids = [v.grading.id for v in views]
-    overrides = await services.store.overrides_for(ids)
-    tags = await services.store.tags_for(ids)
-    votes = await services.store.votes_for(ids)
+    overrides = await services.store.overrides.for_gradings(ids)
+    tags = await services.store.tags.for_gradings(ids)
+    votes = await services.store.votes.for_gradings(ids)
     rendered = []
     for view in views:
         g = view.grading

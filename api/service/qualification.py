@@ -6,9 +6,6 @@ run qualifies it, its gradings are ``provisional``; a deterministic share of the
 (``SRE_JUDGE_PROVISIONAL_REVIEW_RATE``, by a hash of the grading id) goes to the review
 queue with the reason ``provisional_sample``. Lookups are cached for a minute per
 process, so a new calibration run takes effect within that time.
-
-The same step adds the review reason ``self_preference`` when a judge's model family
-is the family of the agent's model (``judge.families``).
 """
 
 from __future__ import annotations
@@ -17,57 +14,21 @@ import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from api.service.errors import InvalidRequest
 from api.service.settings import Settings
-from judge.families import same_family
-from judge.spec import judge_identity, member_specs, split_spec
+from judge.review_reasons import ReviewReason
+from judge.spec import judge_identity
 from judge.verdict import GradingResult
 
 if TYPE_CHECKING:
     from storage import Store
 
 __all__ = [
-    "PROVISIONAL_SAMPLE",
-    "SELF_PREFERENCE",
     "Qualifications",
     "in_review_sample",
-    "judge_identity",
     "judge_settings",
-    "refuse_self_preference",
-    "self_preference_family",
 ]
 
-PROVISIONAL_SAMPLE = "provisional_sample"
-SELF_PREFERENCE = "self_preference"
 CACHE_SECONDS = 60.0
-
-
-def self_preference_family(judge_spec: str, agent_model: str | None) -> str | None:
-    """The model family a judge (or a panel member) shares with the agent, or None."""
-    for member in member_specs(judge_identity(judge_spec)):
-        family = same_family(split_spec(member)[1], agent_model)
-        if family is not None:
-            return family
-    return None
-
-
-def refuse_self_preference(settings: Settings, judge_spec: str, agent_model: str | None) -> None:
-    """The acceptance half of the self-preference policy (the review half is ``mark``).
-
-    With ``SRE_JUDGE_SELF_PREFERENCE=refuse`` a submission whose agent model is of a
-    judge's own family is refused, naming ``model``; with ``warn`` it is accepted and its
-    grading carries the review reason ``self_preference``.
-    """
-    if settings.self_preference != "refuse":
-        return
-    family = self_preference_family(judge_spec, agent_model)
-    if family is not None:
-        raise InvalidRequest(
-            f"the judge and the model {agent_model!r} are both of the {family} family, and "
-            "judges favour their own family's text (SRE_JUDGE_SELF_PREFERENCE=refuse)",
-            field="model",
-            title="Judge of the agent's own family",
-        )
 
 
 def judge_settings(settings: Settings) -> dict[str, Any]:
@@ -101,7 +62,7 @@ class Qualifications:
         cached = self._cache.get(key)
         if cached is not None and now - cached[0] < CACHE_SECONDS:
             return cached[1]
-        found = await self.store.is_qualified(
+        found = await self.store.calibration.is_qualified(
             judge_spec=key[0],
             judge_settings=judge_settings(self.settings),
             rubric_version=rubric_version,
@@ -111,23 +72,15 @@ class Qualifications:
         return found
 
     async def mark(
-        self,
-        grading_id: str,
-        judge_spec: str,
-        asking: str,
-        result: GradingResult,
-        *,
-        agent_model: str | None = None,
+        self, grading_id: str, judge_spec: str, asking: str, result: GradingResult
     ) -> tuple[GradingResult, bool]:
-        """The result with its extra review reasons, and whether it is provisional."""
+        """The result (sampled for review if provisional), and whether it is provisional."""
         if result.status != "graded":
             return result, False
         reasons = list(result.review_reasons)
-        if self_preference_family(judge_spec, agent_model) is not None:
-            reasons.append(SELF_PREFERENCE)
         provisional = not await self.qualified(judge_spec, result.rubric_version, asking)
         if provisional and in_review_sample(grading_id, self.settings.provisional_review_rate):
-            reasons.append(PROVISIONAL_SAMPLE)
+            reasons.append(ReviewReason.PROVISIONAL_SAMPLE)
         if len(reasons) != len(result.review_reasons):
             result = result.model_copy(update={"review_reasons": tuple(reasons)})
         return result, provisional

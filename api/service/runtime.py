@@ -107,8 +107,8 @@ class Runtime:
         if settings.bootstrap_admin_token_file is not None:
             await ensure_bootstrap_admin(self.store, settings.bootstrap_admin_token_file)
         for rubric in self.services.rubrics.current.values():
-            await self.store.save_rubric(rubric)
-        await self.store.ensure_vocabulary(load_vocabulary(settings.failure_tags_file))
+            await self.store.catalog.save_rubric(rubric)
+        await self.store.tags.ensure_vocabulary(load_vocabulary(settings.failure_tags_file))
 
     async def __aenter__(self) -> Runtime:
         try:

@@ -18,7 +18,7 @@ async def register_scenario(
     """Store a scenario in ``principal``'s name; Conflict when the id exists."""
     max_bytes = services.settings.max_text_bytes
     check_text(request.ground_truth, field="ground_truth", max_bytes=max_bytes)
-    return await services.store.create_scenario(
+    return await services.store.catalog.create_scenario(
         id=request.id,
         ground_truth=request.ground_truth,
         title=request.title,
@@ -29,7 +29,7 @@ async def register_scenario(
 
 async def scenario(services: Services, scenario_id: str) -> ScenarioRecord:
     """A registered scenario with its ground truth, else :class:`NotFound`."""
-    record = await services.store.get_scenario(scenario_id)
+    record = await services.store.catalog.get_scenario(scenario_id)
     if record is None:
         raise NotFound(f"no scenario with id {scenario_id!r}")
     return record

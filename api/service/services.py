@@ -32,7 +32,7 @@ class RubricCatalog:
         if version is None:
             return self.current.get(rubric_id)
         if (rubric_id, version) not in self._versions:
-            stored = await self._store.get_rubric(rubric_id, version)
+            stored = await self._store.catalog.get_rubric(rubric_id, version)
             if stored is None:
                 return None
             self._versions[(rubric_id, version)] = stored

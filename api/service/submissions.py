@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from api.service import self_preference
 from api.service.errors import InvalidRequest, UnknownReference
 from api.service.principal import Principal
-from api.service.qualification import refuse_self_preference
 from api.service.schemas import SubmissionCreate
 from api.service.services import Services
 from judge.inputs import check_text
@@ -43,7 +43,7 @@ async def _ground_truth(services: Services, data: SubmissionCreate) -> tuple[str
     if data.ground_truth is not None:
         return data.ground_truth, "inline"
     assert data.scenario_id is not None
-    scenario = await services.store.get_scenario(data.scenario_id)
+    scenario = await services.store.catalog.get_scenario(data.scenario_id)
     if scenario is None:
         detail = f"no scenario with id {data.scenario_id!r}"
         raise UnknownReference(detail, field="scenario_id", title="Unknown scenario")
@@ -84,10 +84,10 @@ async def accept_submission(
     truth, source = await _ground_truth(services, data)
     settings = services.settings
     judge_spec, judge_backend, judge_model = settings.grading_judge()
-    refuse_self_preference(settings, judge_spec, data.model)
+    self_preference.refuse(settings, judge_spec, data.model)
     # credentials never reach the database or a judge: only kinds and positions are kept
     redacted = await asyncio.to_thread(redact, data.diagnosis)
-    outcome = await services.store.create_submission(
+    outcome = await services.store.submissions.create(
         NewSubmission(
             diagnosis=redacted.text,
             ground_truth=truth,
@@ -131,7 +131,7 @@ async def wait_for_grading(
         while True:
             remaining = deadline - time.monotonic()
             if not pending or stopping():
-                view = await services.store.get_grading(grading_id)
+                view = await services.store.gradings.get(grading_id)
                 if view is None or view.grading.status != "pending":
                     return view
                 if remaining <= 0 or stopping():

@@ -30,6 +30,6 @@ async def issue_token(
             raise InvalidRequest("expires_at is in the past", field="expires_at")
         if expires_at.year >= LATEST.year:
             raise InvalidRequest(f"expires_at is after {LATEST.year}", field="expires_at")
-    return await services.store.create_token(
+    return await services.store.tokens.create(
         name=name, role=role, expires_at=expires_at, actor=principal.id
     )

@@ -22,13 +22,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from api.service.judging import build_grader
+from api.service import self_preference
+from api.service.judging import build_grader, unscored_result
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context, log_grading
 from api.service.qualification import Qualifications
 from api.service.services import Services
 from judge.errors import InputError, JudgeSpecError
-from judge.spec import member_specs, split_spec
+from judge.rubric import Rubric
+from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage import Claim
 
@@ -43,20 +45,6 @@ RETRY_LATER = frozenset({"judge_unavailable", "judge_timeout", "judge_rate_limit
 def new_worker_id() -> str:
     """host:pid:random, unique per worker process."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-def _unscored(claim: Claim, reason: str, detail: str) -> GradingResult:
-    backend, model, _ = split_spec(claim.judge_spec)
-    return GradingResult(
-        status="unscored",
-        unscored_reason=reason,
-        detail=detail,
-        rubric_id=claim.rubric_id,
-        rubric_version=claim.rubric_version,
-        judge_backend=backend,
-        judge_model=model,
-        review_reasons=("unscored",),
-    )
 
 
 class GradingWorkers:
@@ -152,7 +140,8 @@ class GradingWorkers:
         with bind_log_context(grading_id=claim.grading_id):
             try:
                 released = await asyncio.wait_for(
-                    self.services.store.release_lease(claim.grading_id, self.worker_id), timeout=10
+                    self.services.store.queue.release_lease(claim.grading_id, self.worker_id),
+                    timeout=10,
                 )
             except Exception:
                 log.exception("releasing the lease failed; it will expire")
@@ -170,7 +159,7 @@ class GradingWorkers:
             claims: list[Claim] = []
             if free > 0:
                 try:
-                    claims = await self.services.store.claim_pending(
+                    claims = await self.services.store.queue.claim_pending(
                         self.worker_id, limit=free, lease_seconds=settings.lease_seconds
                     )
                 except Exception:
@@ -205,13 +194,15 @@ class GradingWorkers:
         # judge cache entries, stored with the outcome (one write transaction, not one per call)
         cache_rows: list[dict[str, Any]] = []
         try:
-            result = await self._grade(claim, cache_rows)
+            # resolved once per claim: for the grading and for the review marks
+            rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
+            result = await self._grade(claim, rubric, cache_rows)
             self._storing.add(claim.grading_id)
             if result.status == "unscored" and result.unscored_reason in RETRY_LATER:
                 retry_at = datetime.now(UTC) + timedelta(
                     seconds=self.services.settings.judge_retry_seconds
                 )
-                stored = await store.defer_grading(
+                stored = await store.queue.defer(
                     claim.grading_id,
                     self.worker_id,
                     reason=f"{result.unscored_reason}: {result.detail or ''}".strip(": "),
@@ -221,8 +212,8 @@ class GradingWorkers:
                 )
                 self._account(result, "deferred" if stored else "discarded")
             else:
-                result, provisional = await self._provisional(claim, result)
-                stored = await store.complete_grading(
+                result, provisional = await self._review_marks(claim, rubric, result)
+                stored = await store.queue.complete(
                     claim.grading_id,
                     self.worker_id,
                     result,
@@ -237,7 +228,7 @@ class GradingWorkers:
                 seconds=self.services.settings.judge_retry_seconds
             )
             with contextlib.suppress(Exception):
-                await store.defer_grading(
+                await store.queue.defer(
                     claim.grading_id,
                     self.worker_id,
                     reason="internal_error",
@@ -248,27 +239,28 @@ class GradingWorkers:
             self._storing.discard(claim.grading_id)
             self.services.waiters.completed(claim.grading_id)
 
-    async def _provisional(self, claim: Claim, result: GradingResult) -> tuple[GradingResult, bool]:
-        """Provisional (judge not qualified) and self-preference marks (see qualification)."""
+    async def _review_marks(
+        self, claim: Claim, rubric: Rubric | None, result: GradingResult
+    ) -> tuple[GradingResult, bool]:
+        """Self-preference and provisional (judge not qualified) marks, and provisional."""
         if self._qualifications is None:
             self._qualifications = Qualifications(self.services.store, self.services.settings)
-        rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
+        result = self_preference.flag(result, claim.judge_spec, claim.agent_model)
         asking = self.services.settings.judge_asking or (rubric.asking if rubric else "single")
-        return await self._qualifications.mark(
-            claim.grading_id, claim.judge_spec, asking, result, agent_model=claim.agent_model
-        )
+        return await self._qualifications.mark(claim.grading_id, claim.judge_spec, asking, result)
 
     def _account(self, result: GradingResult, stored: str) -> None:
         """Metrics, and a log line per judge call and for the outcome."""
         self.metrics.record_grading(result, stored=stored)
         log_grading(log, result, stored)
 
-    async def _grade(self, claim: Claim, cache_rows: list[dict[str, Any]]) -> GradingResult:
+    async def _grade(
+        self, claim: Claim, rubric: Rubric | None, cache_rows: list[dict[str, Any]]
+    ) -> GradingResult:
         """Grade; the judge cache entries of its calls are collected in ``cache_rows``."""
         services = self.services
-        rubric = await services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
         if rubric is None:
-            return _unscored(
+            return unscored_result(
                 claim,
                 "rubric_unknown",
                 f"rubric {claim.rubric_id}@{claim.rubric_version} is not known",
@@ -276,13 +268,13 @@ class GradingWorkers:
         try:
             grader = build_grader(services, claim.judge_spec, cache_rows=cache_rows)
         except JudgeSpecError as exc:
-            return _unscored(claim, "judge_spec_invalid", str(exc))
+            return unscored_result(claim, "judge_spec_invalid", str(exc))
         # the judge's concurrency limit bounds its requests only (LimitedBackend)
         heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
         try:
             result = await grader.grade(rubric, claim.ground_truth, claim.diagnosis)
         except InputError as exc:
-            return _unscored(claim, "invalid_input", str(exc))
+            return unscored_result(claim, "invalid_input", str(exc))
         finally:
             heartbeat.cancel()
         if result.calls:
@@ -297,4 +289,6 @@ class GradingWorkers:
         lease = self.services.settings.lease_seconds
         while True:
             await asyncio.sleep(lease / 3)
-            await self.services.store.extend_lease(grading_id, self.worker_id, lease_seconds=lease)
+            await self.services.store.queue.extend_lease(
+                grading_id, self.worker_id, lease_seconds=lease
+            )

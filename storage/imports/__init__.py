@@ -10,7 +10,7 @@ from storage.imports.jsonl import JsonlLine, JsonlSubmission, read_jsonl
 from storage.imports.problems import ImportFileError, ImportProblem, read_problems
 from storage.imports.rows import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
 from storage.imports.sregym import SregymAnswer, SregymAttempt, read_sregym_folder
-from storage.imports.store import ImportAborted, ImportReport, ImportStore
+from storage.imports.store import ImportAborted, ImportReport, ImportRepository
 
 __all__ = [
     "SREGYM_JUDGE_SPEC",
@@ -19,7 +19,7 @@ __all__ = [
     "ImportFileError",
     "ImportProblem",
     "ImportReport",
-    "ImportStore",
+    "ImportRepository",
     "JsonlLine",
     "JsonlSubmission",
     "SregymAnswer",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -19,14 +20,15 @@ from sqlmodel import col
 from judge.rubric import Rubric
 from judge.secrets import redact
 from storage.canonical import canonical_json, sha256_hex
+from storage.catalog import CatalogRepository
+from storage.database import Database
 from storage.imports.jsonl import JsonlLine
 from storage.imports.problems import ImportProblem
 from storage.imports.rows import sregym_grading, sregym_submission
 from storage.imports.sregym import SregymAttempt
-from storage.submissions import SubmissionStore
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
-__all__ = ["ImportAborted", "ImportReport", "ImportStore"]
+__all__ = ["ImportAborted", "ImportReport", "ImportRepository"]
 
 _BATCH = 200
 
@@ -77,8 +79,39 @@ def _batches(items: Iterable[Any]) -> Iterable[list[Any]]:
         yield batch
 
 
-class ImportStore(SubmissionStore):
+def _jsonl_submission(
+    line: JsonlLine, truth: str, *, actor: str, content: str, now: datetime
+) -> SubmissionRecord:
+    """The submission of one JSONL line (``content``: its hash), its diagnosis redacted."""
+    item = line.submission
+    # credentials never reach the database or a judge in clear, imported or not
+    clean = redact(item.diagnosis)
+    return SubmissionRecord(
+        id=new_id(),
+        diagnosis=clean.text,
+        redactions=clean.records(),
+        ground_truth=truth,
+        ground_truth_source="scenario" if item.scenario_id else "inline",
+        scenario_id=item.scenario_id,
+        agent=item.agent,
+        model=item.model,
+        run_id=item.run_id,
+        attempt=item.attempt,
+        metadata_={**item.metadata, "source": "jsonl"},
+        submitted_by=actor,
+        idempotency_key=f"jsonl:{content}",
+        request_hash=content,
+        created_at=item.created_utc() or now,
+    )
+
+
+class ImportRepository:
     """Writing imported submissions and gradings."""
+
+    def __init__(self, db: Database, catalog: CatalogRepository) -> None:
+        """Work through ``db``; ``catalog`` keeps the rubric versions imports use."""
+        self._db = db
+        self._catalog = catalog
 
     async def _known(self, session: AsyncSession, actor: str, key: str) -> bool:
         query = select(col(SubmissionRecord.id)).where(
@@ -91,8 +124,8 @@ class ImportStore(SubmissionStore):
         table = ScenarioRecord.__table__  # type: ignore[attr-defined]
         values: dict[str, Any] = {"id": scenario_id, "ground_truth": truth, "tags": ["sregym"]}
         values["title"] = ""
-        values |= {"created_by": "import:sregym", "created_at": self._clock()}
-        await self._insert_ignore(session, table, values)
+        values |= {"created_by": "import:sregym", "created_at": self._db.clock()}
+        await self._db.insert_ignore(session, table, values)
 
     async def _audit_import(self, session: AsyncSession, s: SubmissionRecord, **extra: Any) -> None:
         payload = {
@@ -106,7 +139,7 @@ class ImportStore(SubmissionStore):
             "idempotency_key": s.idempotency_key,
             **extra,
         }
-        await self._audit(
+        await self._db.audit(
             session,
             "submission.imported",
             entity_type="submission",
@@ -115,7 +148,7 @@ class ImportStore(SubmissionStore):
             payload=payload,
         )
 
-    async def import_sregym(
+    async def sregym(
         self,
         attempts: Iterable[SregymAttempt | ImportProblem],
         problems: Mapping[str, str],
@@ -126,7 +159,7 @@ class ImportStore(SubmissionStore):
         """Store attempts with SREGym's verdicts; attempts of unknown problems are problems."""
         report = ImportReport()
         for batch in _batches(attempts):
-            async with self._write() as session:
+            async with self._db.write() as session:
                 for item in batch:
                     if isinstance(item, ImportProblem):
                         report.problems.append(item)
@@ -146,7 +179,7 @@ class ImportStore(SubmissionStore):
         actor: str,
         report: ImportReport,
     ) -> None:
-        truth, now = problems[attempt.problem_id], self._clock()
+        truth, now = problems[attempt.problem_id], self._db.clock()
         await self._ensure_scenario(session, attempt.problem_id, truth)
         submission = sregym_submission(
             attempt, truth, scenario_id=attempt.problem_id, actor=actor, at=now
@@ -173,7 +206,7 @@ class ImportStore(SubmissionStore):
             session, submission, source="sregym", outcome=attempt.outcome, grading_id=grading_id
         )
 
-    async def import_jsonl(
+    async def jsonl(
         self,
         lines: Iterable[JsonlLine | ImportProblem],
         *,
@@ -190,7 +223,7 @@ class ImportStore(SubmissionStore):
         report = ImportReport()
         batches = [list(lines)] if strict else _batches(lines)
         for batch in batches:
-            async with self._write() as session:
+            async with self._db.write() as session:
                 for item in batch:
                     if isinstance(item, ImportProblem):
                         report.problems.append(item)
@@ -199,12 +232,8 @@ class ImportStore(SubmissionStore):
                 if strict and report.problems:
                     raise ImportAborted(report.problems)
             if report.submissions:
-                await self._ensure_rubric_saved(rubric, actor)
+                await self._catalog.save_rubric(rubric, actor=actor)
         return report
-
-    async def _ensure_rubric_saved(self, rubric: Rubric, actor: str) -> None:
-        async with self._write() as session:
-            await self._ensure_rubric(session, rubric, actor=actor)
 
     async def _import_line(
         self,
@@ -215,7 +244,7 @@ class ImportStore(SubmissionStore):
         actor: str,
         report: ImportReport,
     ) -> None:
-        item, now = line.submission, self._clock()
+        item, now = line.submission, self._db.clock()
         truth = item.ground_truth
         if item.scenario_id is not None:
             scenario = await session.get(ScenarioRecord, item.scenario_id)
@@ -231,25 +260,7 @@ class ImportStore(SubmissionStore):
         if await self._known(session, actor, key):
             report.already_imported += 1
             return
-        # credentials never reach the database or a judge in clear, imported or not
-        clean = redact(item.diagnosis)
-        submission = SubmissionRecord(
-            id=new_id(),
-            diagnosis=clean.text,
-            redactions=clean.records(),
-            ground_truth=truth or "",
-            ground_truth_source="scenario" if item.scenario_id else "inline",
-            scenario_id=item.scenario_id,
-            agent=item.agent,
-            model=item.model,
-            run_id=item.run_id,
-            attempt=item.attempt,
-            metadata_={**item.metadata, "source": "jsonl"},
-            submitted_by=actor,
-            idempotency_key=key,
-            request_hash=content,
-            created_at=item.created_utc() or now,
-        )
+        submission = _jsonl_submission(line, truth or "", actor=actor, content=content, now=now)
         session.add(submission)
         await session.flush()
         spec, backend, model = judge

@@ -17,17 +17,15 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from judge.adjudication import OverrideEvent, effective_outcome, overrides_in_force
+from judge.adjudication import OverrideEvent, overrides_in_force
+from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric, rubric_from_mapping
 from storage.catalog import rubric_key
-from storage.overrides import override_events
+from storage.overrides import apply_in_force, override_events
 from storage.review_tables import OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, RubricVersionRecord
 
-__all__ = ["OUTDATED", "Carried", "carry_overrides"]
-
-#: the review reason of a new grading whose human override could not be carried
-OUTDATED = "override_outdated"
+__all__ = ["Carried", "carry_overrides"]
 
 
 @dataclass
@@ -89,15 +87,8 @@ async def _apply(session: AsyncSession, grading: GradingRecord, rubric: Rubric |
     in_force = overrides_in_force(override_events(list((await session.execute(query)).scalars())))
     query_answers = select(AnswerRecord).where(col(AnswerRecord.grading_id) == grading.id)
     answers = {a.question_id: a.answer for a in (await session.execute(query_answers)).scalars()}
-    if answers and rubric is not None:
-        outcome = effective_outcome(rubric, answers, in_force)
-        grading.yes_count, grading.composite = outcome.rule.yes_count, outcome.rule.composite
-        grading.decisive, grading.passed = outcome.rule.decisive, outcome.passed
-        grading.overridden = outcome.overridden
-    else:
-        verdict = in_force.get(("verdict", ""))
-        if verdict is not None:
-            grading.passed, grading.overridden = verdict.verdict == "pass", True
+    # something was carried: with no answers (unscored), that is a verdict override
+    apply_in_force(grading, rubric, answers, in_force)
 
 
 async def carry_overrides(
@@ -125,5 +116,5 @@ async def carry_overrides(
         await _apply(session, grading, new)
     if outcome.outdated:
         grading.needs_review = True
-        grading.review_reasons = [*grading.review_reasons, OUTDATED]
+        grading.review_reasons = [*grading.review_reasons, ReviewReason.OVERRIDE_OUTDATED]
     return outcome

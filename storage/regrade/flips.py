@@ -15,14 +15,14 @@ from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from judge.adjudication import overrides_in_force
-from storage.base import StoreBase
+from storage.database import Database
 from storage.errors import NotFound
 from storage.overrides import override_events
 from storage.regrade.tables import RegradeJobRecord
 from storage.review_tables import OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
 
-__all__ = ["FlipItem", "FlipReads", "GradingSide"]
+__all__ = ["FlipItem", "GradingSide", "read_pairs"]
 
 _CHUNK = 500
 
@@ -66,35 +66,32 @@ def _side(grading: GradingRecord, answers: dict[str, dict[str, bool]]) -> Gradin
     )
 
 
-class FlipReads(StoreBase):
-    """Reading a job's pairs."""
-
-    async def regrade_pairs(self, job_id: str) -> list[FlipItem]:
-        """Every item of the job with its previous grading; NotFound for an unknown job."""
-        new, old = aliased(GradingRecord), aliased(GradingRecord)
-        query = (
-            select(new, old, SubmissionRecord)
-            .join(old, col(old.id) == col(new.previous_grading_id))
-            .join(SubmissionRecord, col(SubmissionRecord.id) == col(new.submission_id))
-            .where(col(new.regrade_job_id) == job_id)
-            .order_by(col(SubmissionRecord.created_at), col(SubmissionRecord.id))
-        )
-        async with self._read() as session:
-            if await session.get(RegradeJobRecord, job_id) is None:
-                raise NotFound(f"no regrade job {job_id!r}")
-            rows = [(r[0], r[1], r[2]) for r in await session.execute(query)]
-            ids = [g.id for n, o, _ in rows for g in (n, o)]
-            answers: dict[str, dict[str, bool]] = {}
-            overrides: dict[str, list[OverrideRecord]] = {}
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start : start + _CHUNK]
-                found = select(AnswerRecord).where(col(AnswerRecord.grading_id).in_(chunk))
-                for a in (await session.execute(found)).scalars():
-                    answers.setdefault(a.grading_id, {})[a.question_id] = a.judge_answer
-                human = select(OverrideRecord).where(col(OverrideRecord.grading_id).in_(chunk))
-                for o in (await session.execute(human)).scalars():
-                    overrides.setdefault(o.grading_id, []).append(o)
-        return [_item(n, o, s, answers, overrides.get(o.id, ())) for n, o, s in rows]
+async def read_pairs(db: Database, job_id: str) -> list[FlipItem]:
+    """Every item of the job with its previous grading; NotFound for an unknown job."""
+    new, old = aliased(GradingRecord), aliased(GradingRecord)
+    query = (
+        select(new, old, SubmissionRecord)
+        .join(old, col(old.id) == col(new.previous_grading_id))
+        .join(SubmissionRecord, col(SubmissionRecord.id) == col(new.submission_id))
+        .where(col(new.regrade_job_id) == job_id)
+        .order_by(col(SubmissionRecord.created_at), col(SubmissionRecord.id))
+    )
+    async with db.read() as session:
+        if await session.get(RegradeJobRecord, job_id) is None:
+            raise NotFound(f"no regrade job {job_id!r}")
+        rows = [(r[0], r[1], r[2]) for r in await session.execute(query)]
+        ids = [g.id for n, o, _ in rows for g in (n, o)]
+        answers: dict[str, dict[str, bool]] = {}
+        overrides: dict[str, list[OverrideRecord]] = {}
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            found = select(AnswerRecord).where(col(AnswerRecord.grading_id).in_(chunk))
+            for a in (await session.execute(found)).scalars():
+                answers.setdefault(a.grading_id, {})[a.question_id] = a.judge_answer
+            human = select(OverrideRecord).where(col(OverrideRecord.grading_id).in_(chunk))
+            for o in (await session.execute(human)).scalars():
+                overrides.setdefault(o.grading_id, []).append(o)
+    return [_item(n, o, s, answers, overrides.get(o.id, ())) for n, o, s in rows]
 
 
 def _item(

@@ -17,8 +17,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.rubric import Rubric
+from storage.catalog import CatalogRepository
+from storage.database import Database
 from storage.errors import Conflict, NotFound
-from storage.queue import QueueStore
+from storage.regrade.flips import FlipItem, read_pairs
+from storage.regrade.lifecycle import (
+    end_job,
+    finish_if_drained,
+    item_completed,
+    locked_job,
+    mark_jobs_started,
+    not_held_back,
+)
 from storage.regrade.progress import JobView, job_progress
 from storage.regrade.select import (
     RegradeFilter,
@@ -29,7 +39,7 @@ from storage.regrade.select import (
 from storage.regrade.tables import RegradeJobRecord
 from storage.tables import GradingRecord, ScenarioRecord, new_id
 
-__all__ = ["Candidate", "RegradeStore", "RegradeTarget", "RegradeTotals"]
+__all__ = ["Candidate", "RegradeRepository", "RegradeTarget", "RegradeTotals"]
 
 _INSERT_BATCH = 1000
 
@@ -64,8 +74,37 @@ class Candidate:
     ground_truth: str
 
 
-class RegradeStore(QueueStore):
-    """Regrade jobs and their items."""
+class RegradeRepository:
+    """Regrade jobs and their items; the queue tells it about claimed and finished items."""
+
+    def __init__(self, db: Database, catalog: CatalogRepository) -> None:
+        """Work through ``db``; ``catalog`` keeps the rubric versions jobs grade with."""
+        self._db = db
+        self._catalog = catalog
+
+    @staticmethod
+    def not_held_back() -> Any:
+        """A WHERE clause for the queue: no item of a paused or cancelled job."""
+        return not_held_back()
+
+    async def mark_started(self, session: AsyncSession, job_ids: set[str]) -> None:
+        """The queue claimed items of these jobs (in ``session``): queued ones now run."""
+        await mark_jobs_started(self._db, session, job_ids)
+
+    async def item_completed(
+        self, session: AsyncSession, grading: GradingRecord, actor: str
+    ) -> None:
+        """The queue stored the verdict of ``grading`` (in ``session``).
+
+        For an item of a regrade job: carry the previous grading's overrides, promote
+        the new grading when the job says so, and end the job once it is drained.
+        Nothing happens for a live submission's grading.
+        """
+        await item_completed(self._db, session, grading, actor)
+
+    async def pairs(self, job_id: str) -> list[FlipItem]:
+        """Every item of the job beside its previous grading; NotFound for an unknown job."""
+        return await read_pairs(self._db, job_id)
 
     async def _scenarios(self, session: AsyncSession, f: RegradeFilter) -> list[str] | None:
         if not f.tags:
@@ -73,20 +112,20 @@ class RegradeStore(QueueStore):
         rows = list((await session.execute(select(ScenarioRecord))).scalars())
         return matching_scenarios(rows, f.tags)
 
-    async def regrade_totals(self, f: RegradeFilter) -> RegradeTotals:
+    async def totals(self, f: RegradeFilter) -> RegradeTotals:
         """How many submissions the filter covers and how much text they hold."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             query = totals_query(f, await self._scenarios(session, f))
             count, chars, empty = (await session.execute(query)).one()
         return RegradeTotals(int(count), int(chars or 0), int(empty or 0))
 
-    async def regrade_candidates(self, f: RegradeFilter) -> list[Candidate]:
+    async def candidates(self, f: RegradeFilter) -> list[Candidate]:
         """The covered submissions with their texts."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             query = candidates_query(f, await self._scenarios(session, f), texts=True)
             return [Candidate(*row) for row in await session.execute(query)]
 
-    async def create_regrade_job(
+    async def create_job(
         self,
         f: RegradeFilter,
         target: RegradeTarget,
@@ -96,7 +135,7 @@ class RegradeStore(QueueStore):
         estimate: dict[str, Any] | None = None,
     ) -> JobView:
         """Store a job and its items in one transaction; a dry run stores the estimate only."""
-        now = self._clock()
+        now = self._db.clock()
         job = RegradeJobRecord(
             id=new_id(),
             state="done" if dry_run else "queued",
@@ -111,16 +150,16 @@ class RegradeStore(QueueStore):
             created_at=now,
             finished_at=now if dry_run else None,
         )
-        async with self._write() as session:
+        async with self._db.write() as session:
             session.add(job)
             await session.flush()
             if dry_run:
                 job.total = int((estimate or {}).get("submissions", 0))
             else:
-                await self._ensure_rubric(session, target.rubric, actor=actor)
+                await self._catalog.ensure_rubric(session, target.rubric, actor=actor)
                 job.total = await self._create_items(session, job, f, target)
             await session.flush()
-            await self._audit(
+            await self._db.audit(
                 session,
                 "regrade_job.created",
                 entity_type="regrade_job",
@@ -138,7 +177,7 @@ class RegradeStore(QueueStore):
                 },
             )
             if not dry_run and job.total == 0:
-                await self._end_job(session, job, actor)
+                await end_job(self._db, session, job, actor)
             progress = await job_progress(session, job, now)
         return JobView(job=job, progress=progress)
 
@@ -147,7 +186,7 @@ class RegradeStore(QueueStore):
     ) -> int:
         query = candidates_query(f, await self._scenarios(session, f))
         pairs = list(await session.execute(query))
-        now = self._clock()
+        now = self._db.clock()
         rows = [
             GradingRecord(
                 id=new_id(),
@@ -170,18 +209,18 @@ class RegradeStore(QueueStore):
             await session.execute(insert(table), rows[start : start + _INSERT_BATCH])
         return len(rows)
 
-    async def get_regrade_job(self, job_id: str) -> JobView:
+    async def get_job(self, job_id: str) -> JobView:
         """A job with its progress; NotFound for an unknown id."""
-        async with self._read() as session:
+        async with self._db.read() as session:
             job = await session.get(RegradeJobRecord, job_id)
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
-            return JobView(job=job, progress=await job_progress(session, job, self._clock()))
+            return JobView(job=job, progress=await job_progress(session, job, self._db.clock()))
 
-    async def change_regrade_job(self, job_id: str, action: str, *, actor: str) -> JobView:
+    async def change_job(self, job_id: str, action: str, *, actor: str) -> JobView:
         """``pause``, ``resume`` or ``cancel`` a job; Conflict when its state does not allow it."""
-        async with self._write() as session:
-            job = await self._locked_job(session, job_id)
+        async with self._db.write() as session:
+            job = await locked_job(self._db, session, job_id)
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
             allowed = {
@@ -193,7 +232,7 @@ class RegradeStore(QueueStore):
                 raise Conflict(f"a {job.state} regrade job cannot be {action}d")
             if action == "cancel":
                 await self._set_items(session, job.id, "pending", "cancelled")
-                await self._end_job(session, job, actor, state="cancelled")
+                await end_job(self._db, session, job, actor, state="cancelled")
             else:
                 if job.state == "cancelled":
                     await self._set_items(session, job.id, "cancelled", "pending")
@@ -201,7 +240,7 @@ class RegradeStore(QueueStore):
                 paused = action == "pause"
                 job.state = "paused" if paused else ("running" if job.started_at else "queued")
                 await session.flush()
-                await self._audit(
+                await self._db.audit(
                     session,
                     f"regrade_job.{action}d",
                     entity_type="regrade_job",
@@ -210,15 +249,15 @@ class RegradeStore(QueueStore):
                     payload={"job_id": job.id, "state": job.state},
                 )
                 if not paused:
-                    await self._finish_if_drained(session, job, actor)
-            return JobView(job=job, progress=await job_progress(session, job, self._clock()))
+                    await finish_if_drained(self._db, session, job, actor)
+            return JobView(job=job, progress=await job_progress(session, job, self._db.clock()))
 
     async def _set_items(self, session: AsyncSession, job_id: str, old: str, new: str) -> None:
         """Move a job's items from status ``old`` to ``new``, skipping rows being written."""
         ids = select(col(GradingRecord.id)).where(
             col(GradingRecord.regrade_job_id) == job_id, col(GradingRecord.status) == old
         )
-        if self._postgres:
+        if self._db.postgres:
             ids = ids.with_for_update(skip_locked=True)
         await session.execute(
             update(GradingRecord)

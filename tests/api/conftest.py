@@ -27,7 +27,7 @@ def tokens(engine: AsyncEngine) -> Callable[..., Any]:
     store = Store(engine)
 
     async def make(role: str, name: str | None = None) -> dict[str, str]:
-        plaintext, _ = await store.create_token(name=name or f"{role}-1", role=role)
+        plaintext, _ = await store.tokens.create(name=name or f"{role}-1", role=role)
         return {"Authorization": f"Bearer {plaintext}"}
 
     return make

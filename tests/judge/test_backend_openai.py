@@ -18,7 +18,7 @@ import respx
 from judge.backends.openai import EndpointQuirks, OpenAIBackend
 from judge.calls import Attempt, Completion
 from judge.errors import FeatureRefused, JudgeRejected, JudgeUnavailable
-from judge.retry import complete_with_retries
+from judge.retry import RetryPolicy, complete_with_retries
 from tests.judge.backend_servers import (
     FAST,
     OPENAI_BASE,
@@ -411,3 +411,22 @@ async def test_llama_cpp_refusal_of_logprobs_with_500_falls_back_too(
     assert outcomes == ["feature_refused 500", "ok"]
     assert completion.response_format == "json_schema"  # not mistaken for a format refusal
     assert [("logprobs" in sent_json(route, i)) for i in range(2)] == [True, False]
+
+
+async def test_refused_features_do_not_use_up_the_attempts(
+    openai_api: respx.MockRouter, backend: OpenAIBackend
+) -> None:
+    """llama-cpp-python refuses json_schema, then logprobs, each with a 500."""
+    route = openai_api.post("/chat/completions").mock(
+        side_effect=[
+            error_reply(500, "Input should be 'text' or 'json_object': json_schema"),
+            error_reply(500, "logprobs is not supported for models created with logits_all"),
+            completion_reply(),
+        ]
+    )
+    one = RetryPolicy(max_attempts=1, initial_wait=0.01, max_wait=0.01)
+
+    completion, attempts = await complete_with_retries(backend, make_request(), policy=one)
+
+    assert [_outcome(a) for a in attempts] == ["feature_refused 500"] * 2 + ["ok"]
+    assert route.call_count == 3 and completion.response_format == "json_object"

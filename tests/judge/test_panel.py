@@ -7,8 +7,9 @@ import pytest
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from judge.grader import Grader
-from judge.panel import JUDGE_SPLIT, PanelGrader, PanelMember
+from judge.panel import PanelGrader, PanelMember
 from judge.retry import RetryPolicy
+from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric, load_rubric_dir
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
@@ -56,7 +57,7 @@ async def test_a_panel_of_two_keeps_both_votes_and_routes_a_split_to_review(
     answer = next(a for a in result.answers if a.question_id == "D2-Q2")
     assert answer.judge_answer is False  # a tie counts as no
     assert answer.confidence == 0.5
-    assert JUDGE_SPLIT in result.review_reasons and result.needs_review
+    assert ReviewReason.JUDGE_SPLIT in result.review_reasons and result.needs_review
     assert result.detail is not None and "D2-Q2" in result.detail
     unanimous = next(a for a in result.answers if a.question_id == "D1-Q1")
     assert unanimous.judge_answer is True and unanimous.confidence == 1.0
@@ -70,7 +71,7 @@ async def test_a_unanimous_panel_needs_no_review(rubric: Rubric) -> None:
         ]
     )
     result = await panel.grade(rubric, TRUTH, DIAGNOSIS)
-    assert JUDGE_SPLIT not in result.review_reasons
+    assert ReviewReason.JUDGE_SPLIT not in result.review_reasons
     assert result.outcome is not None and result.outcome.passed
 
 
@@ -88,7 +89,7 @@ async def test_samples_take_the_majority_with_distinct_recorded_seeds(rubric: Ru
     assert sorted({v.sample_index for v in result.votes}) == [0, 1, 2]
     d3q1 = next(a for a in result.answers if a.question_id == "D3-Q1")
     assert d3q1.judge_answer is True and d3q1.confidence == pytest.approx(2 / 3, abs=1e-4)
-    assert JUDGE_SPLIT in result.review_reasons
+    assert ReviewReason.JUDGE_SPLIT in result.review_reasons
     assert result.judge_backend == "scripted" and result.judge_model == "sampled"
 
 

@@ -47,7 +47,7 @@ async def submit(
     idempotency_key: str | None = None,
 ) -> SubmissionOutcome:
     """Store a submission graded by the default rubric and a fake judge."""
-    return await store.create_submission(
+    return await store.submissions.create(
         data or new_submission(),
         rubric=sregym_rubric(),
         judge_spec=JUDGE_SPEC,

@@ -24,10 +24,10 @@ ROWS = 6
 async def _fill(store: Store) -> None:
     """Six audit rows: submission, rubric, judge call, verdict, token, scenario."""
     outcome = await submit(store)
-    await store.claim_pending("w", limit=1, lease_seconds=60)
-    await store.complete_grading(outcome.grading.id, "w", graded_result())
-    await store.create_token(name="ci", role="submitter")
-    await store.create_scenario(id="s1", ground_truth="gt", actor="admin")
+    await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    await store.queue.complete(outcome.grading.id, "w", graded_result())
+    await store.tokens.create(name="ci", role="submitter")
+    await store.catalog.create_scenario(id="s1", ground_truth="gt", actor="admin")
 
 
 async def _rows(engine: AsyncEngine) -> list[Any]:
@@ -115,7 +115,7 @@ async def test_a_deleted_row_is_named(store: Store, engine: AsyncEngine) -> None
 
 async def test_concurrent_appends_never_fork_the_chain(store: Store, engine: AsyncEngine) -> None:
     await asyncio.gather(*(submit(store) for _ in range(12)))
-    await asyncio.gather(*(store.create_token(name=f"t{i}", role="submitter") for i in range(8)))
+    await asyncio.gather(*(store.tokens.create(name=f"t{i}", role="submitter") for i in range(8)))
     report = await verify_chain(engine)
     assert report.ok and report.checked == 12 + 1 + 8  # + the rubric version, saved once
 

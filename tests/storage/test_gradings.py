@@ -15,7 +15,7 @@ async def _all_pages(store: Store, *, limit: int, **kw: object) -> list[str]:
     ids: list[str] = []
     cursor = None
     while True:
-        page, cursor = await store.list_gradings(after=cursor, limit=limit, **kw)  # type: ignore[arg-type]
+        page, cursor = await store.gradings.page(after=cursor, limit=limit, **kw)  # type: ignore[arg-type]
         ids += [v.grading.id for v in page]
         if cursor is None:
             return ids
@@ -25,15 +25,15 @@ async def test_get_grading_returns_answers_in_rubric_order_and_the_submission(
     store: Store,
 ) -> None:
     outcome = await submit(store)
-    pending = await store.get_grading(outcome.grading.id)
+    pending = await store.gradings.get(outcome.grading.id)
     assert pending is not None and pending.answers == ()
     assert pending.submission.id == outcome.submission.id
-    await store.claim_pending("w", limit=1, lease_seconds=60)
-    await store.complete_grading(outcome.grading.id, "w", graded_result())
-    view = await store.get_grading(outcome.grading.id)
+    await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    await store.queue.complete(outcome.grading.id, "w", graded_result())
+    view = await store.gradings.get(outcome.grading.id)
     assert view is not None
     assert [a.position for a in view.answers] == list(range(9))
-    assert await store.get_grading("unknown") is None
+    assert await store.gradings.get("unknown") is None
 
 
 async def test_list_is_newest_first_and_pages_cover_everything_once(
@@ -44,7 +44,7 @@ async def test_list_is_newest_first_and_pages_cover_everything_once(
         ids.append((await submit(store)).grading.id)
         clock.advance(1)
     assert await _all_pages(store, limit=3) == list(reversed(ids))
-    page, cursor = await store.list_gradings(limit=10)
+    page, cursor = await store.gradings.page(limit=10)
     assert len(page) == 7 and cursor is None
 
 
@@ -54,22 +54,22 @@ async def test_pagination_is_stable_under_inserts(store: Store, clock: Clock) ->
     clock.advance(1)
     for _ in range(5):
         await submit(store)
-    before = [v.grading.id for v in (await store.list_gradings(limit=100))[0]]
+    before = [v.grading.id for v in (await store.gradings.page(limit=100))[0]]
 
     seen: list[str] = []
-    page, cursor = await store.list_gradings(limit=4)
+    page, cursor = await store.gradings.page(limit=4)
     seen += [v.grading.id for v in page]
     while cursor is not None:
         clock.advance(1)
         await submit(store)  # newer than everything: must not shift later pages
-        page, cursor = await store.list_gradings(after=cursor, limit=4)
+        page, cursor = await store.gradings.page(after=cursor, limit=4)
         seen += [v.grading.id for v in page]
     assert seen == before
     assert len(set(seen)) == len(seen) == 15
 
 
 async def test_filters(store: Store, clock: Clock) -> None:
-    await store.create_scenario(id="s1", ground_truth="gt", actor="admin")
+    await store.catalog.create_scenario(id="s1", ground_truth="gt", actor="admin")
     a = await submit(store, new_submission(agent="a", model="m1"))
     clock.advance(10)
     b = await submit(
@@ -82,11 +82,11 @@ async def test_filters(store: Store, clock: Clock) -> None:
             scenario_id="s1",
         ),
     )
-    await store.claim_pending("w", limit=1, lease_seconds=60)
-    await store.complete_grading(a.grading.id, "w", graded_result(yes=[]))
+    await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    await store.queue.complete(a.grading.id, "w", graded_result(yes=[]))
 
     async def ids(**kw: object) -> set[str]:
-        page, _ = await store.list_gradings(filters=GradingFilter(**kw))  # type: ignore[arg-type]
+        page, _ = await store.gradings.page(filters=GradingFilter(**kw))  # type: ignore[arg-type]
         return {v.grading.id for v in page}
 
     assert await ids(agent="a") == {a.grading.id}
@@ -104,18 +104,18 @@ async def test_filters(store: Store, clock: Clock) -> None:
 async def test_submitted_by_limits_the_list_to_one_submitter(store: Store) -> None:
     mine = await submit(store, actor="tok-mine")
     await submit(store, actor="tok-other")
-    page, _ = await store.list_gradings(submitted_by="tok-mine")
+    page, _ = await store.gradings.page(submitted_by="tok-mine")
     assert [v.grading.id for v in page] == [mine.grading.id]
 
 
 @pytest.mark.parametrize("cursor", ["garbage!", "bm90IGpzb24", "WyJ4IiwgMV0"])
 async def test_a_foreign_cursor_is_rejected(store: Store, cursor: str) -> None:
     with pytest.raises(InvalidCursor):
-        await store.list_gradings(after=cursor)
+        await store.gradings.page(after=cursor)
 
 
 async def test_unknown_gradings_have_no_history_or_calls(store: Store) -> None:
     with pytest.raises(NotFound):
-        await store.grading_history("nope")
+        await store.gradings.history("nope")
     with pytest.raises(NotFound):
-        await store.get_judge_calls("nope")
+        await store.gradings.judge_calls("nope")

@@ -33,7 +33,7 @@ async def test_sregym_folder_gives_the_right_counts_and_keeps_sregyms_verdicts(
 ) -> None:
     fixture = write_sregym_results(tmp_path)
     problems = read_problems(fixture.problems_file)
-    report = await store.import_sregym(
+    report = await store.imports.sregym(
         read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
     )
     assert report.problems == []
@@ -47,7 +47,7 @@ async def test_sregym_folder_gives_the_right_counts_and_keeps_sregyms_verdicts(
     assert await _count(engine, GradingRecord) == 42
     assert await _count(engine, GradingRecord, GradingRecord.status == "pending") == 0
 
-    views, _ = await store.list_gradings(limit=100)
+    views, _ = await store.gradings.page(limit=100)
     by_key = {
         (v.submission.agent, v.submission.scenario_id, v.submission.attempt): v for v in views
     }
@@ -70,8 +70,8 @@ async def test_importing_the_same_folder_twice_stores_nothing_twice(
 ) -> None:
     fixture = write_sregym_results(tmp_path)
     problems = read_problems(fixture.problems_file)
-    await store.import_sregym(read_sregym_folder(fixture.root), problems, rubric=sregym_rubric())
-    again = await store.import_sregym(
+    await store.imports.sregym(read_sregym_folder(fixture.root), problems, rubric=sregym_rubric())
+    again = await store.imports.sregym(
         read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
     )
     assert (again.submissions, again.already_imported) == (0, 45)
@@ -90,13 +90,13 @@ async def test_unknown_problems_and_unreadable_checklists_are_reported_with_file
         "problem_id,attempt,Diagnosis.submission,Diagnosis.checklist\n"
         "revoke_auth_mongodb-detection-2,1,the rate db lost its role,\"__import__('os')\"\n"
     )
-    report = await store.import_sregym(
+    report = await store.imports.sregym(
         read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
     )
     assert len(report.problems) == 9  # 3 agents x 3 attempts of the missing problem
     assert all("results.csv:" in p.where or "results.csv" in p.where for p in report.problems)
     assert "not in the problems file" in report.problems[0].message
-    views, _ = await store.list_gradings(limit=100)
+    views, _ = await store.gradings.page(limit=100)
     unreadable = [v for v in views if v.grading.status == "unscored"]
     assert len(unreadable) == 1  # kept as an unscored SREGym grading, never eval'ed
     assert unreadable[0].grading.unscored_reason == "sregym_checklist_unreadable"
@@ -120,7 +120,7 @@ def _jsonl(path: Path, lines: list[object]) -> Path:
 async def test_jsonl_reports_bad_lines_by_number_and_imports_the_rest(
     store: Store, engine: AsyncEngine, tmp_path: Path
 ) -> None:
-    await store.create_scenario(id="s1", ground_truth="[fault_spec] component=x", actor="t")
+    await store.catalog.create_scenario(id="s1", ground_truth="[fault_spec] component=x", actor="t")
     path = _jsonl(
         tmp_path / "h.jsonl",
         [
@@ -132,7 +132,7 @@ async def test_jsonl_reports_bad_lines_by_number_and_imports_the_rest(
             {"diagnosis": "v", "ground_truth": "g", "colour": "red"},
         ],
     )
-    report = await store.import_jsonl(
+    report = await store.imports.jsonl(
         read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
     )
     wheres = {p.where: p.message for p in report.problems}
@@ -155,7 +155,7 @@ async def test_strict_jsonl_imports_nothing_when_one_line_is_bad(
         [{"diagnosis": "a", "ground_truth": "g"}, {"diagnosis": 5, "ground_truth": "g"}],
     )
     with pytest.raises(ImportAborted) as aborted:
-        await store.import_jsonl(
+        await store.imports.jsonl(
             read_jsonl(path),
             rubric=sregym_rubric(),
             judge=(JUDGE_SPEC, "openai", "judge-model"),
@@ -173,7 +173,7 @@ async def test_imported_diagnoses_are_stored_with_credentials_redacted(
         tmp_path / "h.jsonl",
         [{"diagnosis": f"the pod uses aws_access_key_id={key} to reach S3", "ground_truth": "g"}],
     )
-    report = await store.import_jsonl(
+    report = await store.imports.jsonl(
         read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
     )
     assert report.submissions == 1

@@ -28,7 +28,7 @@ async def test_concurrent_claimers_never_share_a_grading(store: Store) -> None:
 
     async def claim_loop(worker: str) -> None:
         while True:
-            claims = await store.claim_pending(worker, limit=3, lease_seconds=300)
+            claims = await store.queue.claim_pending(worker, limit=3, lease_seconds=300)
             if not claims:
                 return
             for claim in claims:
@@ -41,7 +41,7 @@ async def test_concurrent_claimers_never_share_a_grading(store: Store) -> None:
 
 async def test_a_claim_carries_what_the_worker_needs(store: Store) -> None:
     outcome = await submit(store)
-    [claim] = await store.claim_pending("w1", limit=10, lease_seconds=60)
+    [claim] = await store.queue.claim_pending("w1", limit=10, lease_seconds=60)
     assert claim.grading_id == outcome.grading.id
     assert claim.submission_id == outcome.submission.id
     assert claim.diagnosis == outcome.submission.diagnosis
@@ -52,7 +52,7 @@ async def test_a_claim_carries_what_the_worker_needs(store: Store) -> None:
     )
     assert claim.judge_spec == outcome.grading.judge_spec
     assert claim.claim_count == 1
-    assert await store.claim_pending("w2", limit=10, lease_seconds=60) == []
+    assert await store.queue.claim_pending("w2", limit=10, lease_seconds=60) == []
 
 
 async def test_claims_come_oldest_first(store: Store, clock: Clock) -> None:
@@ -60,50 +60,50 @@ async def test_claims_come_oldest_first(store: Store, clock: Clock) -> None:
     for _ in range(3):
         ids.append((await submit(store)).grading.id)
         clock.advance(1)
-    claims = await store.claim_pending("w1", limit=2, lease_seconds=60)
+    claims = await store.queue.claim_pending("w1", limit=2, lease_seconds=60)
     assert [c.grading_id for c in claims] == ids[:2]
 
 
 async def test_an_expired_lease_is_claimed_again(store: Store, clock: Clock) -> None:
     grading_id = (await submit(store)).grading.id
-    await store.claim_pending("dead", limit=1, lease_seconds=30)
+    await store.queue.claim_pending("dead", limit=1, lease_seconds=30)
     clock.advance(10)
-    assert await store.claim_pending("w2", limit=1, lease_seconds=30) == []
+    assert await store.queue.claim_pending("w2", limit=1, lease_seconds=30) == []
     clock.advance(31)
-    [claim] = await store.claim_pending("w2", limit=1, lease_seconds=30)
+    [claim] = await store.queue.claim_pending("w2", limit=1, lease_seconds=30)
     assert claim.grading_id == grading_id
     assert claim.claim_count == 2
 
 
 async def test_extend_lease_only_for_the_holder(store: Store, clock: Clock) -> None:
     grading_id = (await submit(store)).grading.id
-    await store.claim_pending("w1", limit=1, lease_seconds=30)
-    assert await store.extend_lease(grading_id, "w1", 120)
-    assert not await store.extend_lease(grading_id, "w2", 120)
+    await store.queue.claim_pending("w1", limit=1, lease_seconds=30)
+    assert await store.queue.extend_lease(grading_id, "w1", 120)
+    assert not await store.queue.extend_lease(grading_id, "w2", 120)
     clock.advance(60)
-    assert await store.claim_pending("w2", limit=1, lease_seconds=30) == []
+    assert await store.queue.claim_pending("w2", limit=1, lease_seconds=30) == []
 
 
 async def test_a_worker_whose_lease_was_taken_over_writes_nothing(
     store: Store, engine: AsyncEngine, clock: Clock
 ) -> None:
     grading_id = (await submit(store)).grading.id
-    await store.claim_pending("slow", limit=1, lease_seconds=30)
+    await store.queue.claim_pending("slow", limit=1, lease_seconds=30)
     clock.advance(31)
-    await store.claim_pending("fast", limit=1, lease_seconds=30)
+    await store.queue.claim_pending("fast", limit=1, lease_seconds=30)
     audit_rows = await _count(engine, AuditRecord)
 
-    assert not await store.complete_grading(grading_id, "slow", graded_result())
-    view = await store.get_grading(grading_id)
+    assert not await store.queue.complete(grading_id, "slow", graded_result())
+    view = await store.gradings.get(grading_id)
     assert view is not None
     assert view.grading.status == "pending" and view.grading.lease_owner == "fast"
     assert view.answers == ()
     assert await _count(engine, JudgeCallRecord) == 0
     assert await _count(engine, AuditRecord) == audit_rows
 
-    assert await store.complete_grading(grading_id, "fast", graded_result())
+    assert await store.queue.complete(grading_id, "fast", graded_result())
     # a second verdict for the same grading is refused, whoever sends it
-    assert not await store.complete_grading(grading_id, "fast", graded_result())
+    assert not await store.queue.complete(grading_id, "fast", graded_result())
     assert await _count(engine, AnswerRecord, grading_id=grading_id) == 9
 
 
@@ -112,11 +112,11 @@ async def test_complete_grading_writes_answers_calls_and_audit(
 ) -> None:
     outcome = await submit(store)
     grading_id = outcome.grading.id
-    await store.claim_pending("w1", limit=1, lease_seconds=60)
+    await store.queue.claim_pending("w1", limit=1, lease_seconds=60)
     result = graded_result(yes=["D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q2"])
-    assert await store.complete_grading(grading_id, "w1", result)
+    assert await store.queue.complete(grading_id, "w1", result)
 
-    view = await store.get_grading(grading_id)
+    view = await store.gradings.get(grading_id)
     assert view is not None
     g = view.grading
     assert (g.status, g.yes_count, g.passed, g.judge_passed) == ("graded", 7, True, True)
@@ -128,7 +128,7 @@ async def test_complete_grading_writes_answers_calls_and_audit(
     assert [a.answer for a in view.answers] == [a.answer for a in result.answers]
     assert view.answers[0].evidence == "checkout" and view.answers[0].confidence == 0.9
 
-    [call] = await store.get_judge_calls(grading_id)
+    [call] = await store.gradings.judge_calls(grading_id)
     assert call.messages[1] == {
         "role": "user",
         "content": "<diagnosis>the checkout pod OOMs</diagnosis>",
@@ -143,7 +143,7 @@ async def test_complete_grading_writes_answers_calls_and_audit(
     assert (call.prompt_tokens, call.completion_tokens, call.latency_ms) == (900, 300, 12.5)
     assert call.attempts[0]["outcome"] == "ok" and call.error_code is None
 
-    history = await store.grading_history(grading_id)
+    history = await store.gradings.history(grading_id)
     assert [h.event for h in history] == ["submission.received", "judge.call", "grading.completed"]
     judge_event = history[1].payload
     assert judge_event["call_id"] == call.id and judge_event["attempts"] == 1
@@ -153,56 +153,56 @@ async def test_complete_grading_writes_answers_calls_and_audit(
 
 async def test_an_unscored_result_is_stored_as_unscored(store: Store) -> None:
     grading_id = (await submit(store)).grading.id
-    await store.claim_pending("w1", limit=1, lease_seconds=60)
-    assert await store.complete_grading(grading_id, "w1", unscored_result())
-    view = await store.get_grading(grading_id)
+    await store.queue.claim_pending("w1", limit=1, lease_seconds=60)
+    assert await store.queue.complete(grading_id, "w1", unscored_result())
+    view = await store.gradings.get(grading_id)
     assert view is not None
     assert view.grading.status == "unscored"
     assert view.grading.unscored_reason == "unparseable_reply"
     assert view.grading.passed is None and view.grading.needs_review
-    calls = await store.get_judge_calls(grading_id)
+    calls = await store.gradings.judge_calls(grading_id)
     assert [c.purpose for c in calls] == ["grade", "repair"]
-    assert [h.event for h in await store.grading_history(grading_id)][-1] == "grading.unscored"
+    assert [h.event for h in await store.gradings.history(grading_id)][-1] == "grading.unscored"
 
 
 async def test_a_deferred_grading_stays_pending_until_retry_at(store: Store, clock: Clock) -> None:
     grading_id = (await submit(store)).grading.id
-    await store.claim_pending("w1", limit=1, lease_seconds=60)
+    await store.queue.claim_pending("w1", limit=1, lease_seconds=60)
     retry_at = clock() + timedelta(seconds=120)
     failed = judge_call(ok=False)
-    assert await store.defer_grading(
+    assert await store.queue.defer(
         grading_id, "w1", reason="judge unreachable", retry_at=retry_at, calls=[failed]
     )
-    view = await store.get_grading(grading_id)
+    view = await store.gradings.get(grading_id)
     assert view is not None
     g = view.grading
     assert g.status == "pending" and g.pending_reason == "judge unreachable"
     assert g.lease_owner is None and g.not_before == retry_at and g.revision == 2
-    [call] = await store.get_judge_calls(grading_id)
+    [call] = await store.gradings.judge_calls(grading_id)
     assert call.error_code == "judge_unavailable" and call.response_text is None
     assert call.attempts[0]["error"] == "connection refused"
-    events = [h.event for h in await store.grading_history(grading_id)]
+    events = [h.event for h in await store.gradings.history(grading_id)]
     assert events[-2:] == ["judge.call", "grading.deferred"]
 
-    assert await store.claim_pending("w2", limit=1, lease_seconds=60) == []
-    assert not await store.defer_grading(grading_id, "w2", reason="x", retry_at=retry_at, calls=[])
+    assert await store.queue.claim_pending("w2", limit=1, lease_seconds=60) == []
+    assert not await store.queue.defer(grading_id, "w2", reason="x", retry_at=retry_at, calls=[])
     clock.advance(121)
-    [claim] = await store.claim_pending("w2", limit=1, lease_seconds=60)
+    [claim] = await store.queue.claim_pending("w2", limit=1, lease_seconds=60)
     assert claim.claim_count == 2
-    assert await store.complete_grading(grading_id, "w2", graded_result())
-    calls = await store.get_judge_calls(grading_id)
+    assert await store.queue.complete(grading_id, "w2", graded_result())
+    calls = await store.gradings.judge_calls(grading_id)
     assert [c.position for c in calls] == [0, 1]
     assert [c.error_code for c in calls] == ["judge_unavailable", None]
 
 
 async def test_queue_depth_counts_pending_gradings(store: Store, clock: Clock) -> None:
-    assert await store.queue_depth() == (0, None)
+    assert await store.queue.depth() == (0, None)
     first = await submit(store)
     clock.advance(5)
     await submit(store)
-    await store.claim_pending("w1", limit=1, lease_seconds=60)
-    count, oldest = await store.queue_depth()
+    await store.queue.claim_pending("w1", limit=1, lease_seconds=60)
+    count, oldest = await store.queue.depth()
     assert count == 2 and oldest == first.grading.created_at
-    assert await store.complete_grading(first.grading.id, "w1", graded_result())
-    count, oldest = await store.queue_depth()
+    assert await store.queue.complete(first.grading.id, "w1", graded_result())
+    count, oldest = await store.queue.depth()
     assert count == 1 and oldest is not None and oldest > first.grading.created_at

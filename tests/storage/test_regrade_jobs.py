@@ -48,34 +48,34 @@ async def _graded_submissions(store: Store, count: int, yes: list[str] | None = 
     ids = []
     for n in range(count):
         outcome = await submit(store)
-        [claim] = await store.claim_pending(f"seed{n}", limit=1, lease_seconds=60)
-        assert await store.complete_grading(claim.grading_id, f"seed{n}", graded_result(yes))
+        [claim] = await store.queue.claim_pending(f"seed{n}", limit=1, lease_seconds=60)
+        assert await store.queue.complete(claim.grading_id, f"seed{n}", graded_result(yes))
         ids.append(outcome.grading.id)
     return ids
 
 
 async def _grade_all(store: Store, result: GradingResult) -> int:
     done = 0
-    while claims := await store.claim_pending("w", limit=10, lease_seconds=60):
+    while claims := await store.queue.claim_pending("w", limit=10, lease_seconds=60):
         for claim in claims:
-            done += await store.complete_grading(claim.grading_id, "w", result)
+            done += await store.queue.complete(claim.grading_id, "w", result)
     return done
 
 
 async def test_a_job_creates_one_pending_item_per_current_grading(store: Store) -> None:
     old = await _graded_submissions(store, 3)
-    view = await store.create_regrade_job(RegradeFilter(), _target(), actor="admin")
+    view = await store.regrade.create_job(RegradeFilter(), _target(), actor="admin")
     assert (view.job.state, view.job.total, view.progress.remaining) == ("queued", 3, 3)
-    claims = await store.claim_pending("w", limit=10, lease_seconds=60)
+    claims = await store.queue.claim_pending("w", limit=10, lease_seconds=60)
     assert {c.judge_spec for c in claims} == {NEW_JUDGE}
-    assert (await store.get_regrade_job(view.job.id)).job.state == "running"
+    assert (await store.regrade.get_job(view.job.id)).job.state == "running"
     for claim in claims:
-        await store.complete_grading(claim.grading_id, "w", graded_result([]))
-    done = await store.get_regrade_job(view.job.id)
+        await store.queue.complete(claim.grading_id, "w", graded_result([]))
+    done = await store.regrade.get_job(view.job.id)
     assert done.job.state == "done" and done.job.finished_at is not None
     assert (done.progress.done, done.progress.failed, done.progress.remaining) == (3, 0, 0)
     # shadow: the old gradings stay current
-    views, _ = await store.list_gradings(limit=10)
+    views, _ = await store.gradings.page(limit=10)
     assert {v.grading.id for v in views} == set(old)
 
 
@@ -83,22 +83,22 @@ async def test_paused_items_are_not_claimed_and_cancel_then_resume_continues(
     store: Store,
 ) -> None:
     await _graded_submissions(store, 4)
-    job = (await store.create_regrade_job(RegradeFilter(), _target(), actor="a")).job
-    await store.change_regrade_job(job.id, "pause", actor="a")
-    assert await store.claim_pending("w", limit=10, lease_seconds=60) == []
-    await store.change_regrade_job(job.id, "resume", actor="a")
-    [first] = await store.claim_pending("w", limit=1, lease_seconds=60)
-    await store.complete_grading(first.grading_id, "w", graded_result())
-    cancelled = await store.change_regrade_job(job.id, "cancel", actor="a")
+    job = (await store.regrade.create_job(RegradeFilter(), _target(), actor="a")).job
+    await store.regrade.change_job(job.id, "pause", actor="a")
+    assert await store.queue.claim_pending("w", limit=10, lease_seconds=60) == []
+    await store.regrade.change_job(job.id, "resume", actor="a")
+    [first] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    await store.queue.complete(first.grading_id, "w", graded_result())
+    cancelled = await store.regrade.change_job(job.id, "cancel", actor="a")
     assert cancelled.job.state == "cancelled"
     assert (cancelled.progress.done, cancelled.progress.cancelled) == (1, 3)
-    assert await store.claim_pending("w", limit=10, lease_seconds=60) == []
+    assert await store.queue.claim_pending("w", limit=10, lease_seconds=60) == []
     with pytest.raises(Conflict):
-        await store.change_regrade_job(job.id, "pause", actor="a")
-    resumed = await store.change_regrade_job(job.id, "resume", actor="a")
+        await store.regrade.change_job(job.id, "pause", actor="a")
+    resumed = await store.regrade.change_job(job.id, "resume", actor="a")
     assert (resumed.job.state, resumed.progress.remaining) == ("running", 3)
     assert await _grade_all(store, graded_result()) == 3
-    final = await store.get_regrade_job(job.id)
+    final = await store.regrade.get_job(job.id)
     assert final.job.state == "done" and final.progress.done == 4
 
 
@@ -106,14 +106,14 @@ async def test_promote_makes_the_new_grading_current_and_supersedes_the_old(
     store: Store,
 ) -> None:
     [old_id] = await _graded_submissions(store, 1)
-    job = (await store.create_regrade_job(RegradeFilter(), _target(mode="promote"), actor="a")).job
+    job = (await store.regrade.create_job(RegradeFilter(), _target(mode="promote"), actor="a")).job
     await _grade_all(store, graded_result([]))
-    [view], _ = await store.list_gradings(limit=10)
+    [view], _ = await store.gradings.page(limit=10)
     assert view.grading.regrade_job_id == job.id and view.grading.passed is False
-    old = await store.get_grading(old_id)
+    old = await store.gradings.get(old_id)
     assert old is not None
     assert old.grading.is_current is False and old.grading.superseded_by == view.grading.id
-    events = [e.event for e in await store.grading_history(view.grading.id)]
+    events = [e.event for e in await store.gradings.history(view.grading.id)]
     assert "grading.promoted" in events
 
 
@@ -121,81 +121,83 @@ async def test_an_answer_override_is_carried_when_the_question_text_is_unchanged
     store: Store,
 ) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL[:6])  # 6 yes: fails
-    await store.add_override(
+    await store.overrides.add(
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="answer", reason="quoted",
         author_id="h1", author_name="Hana", question_id="D3-Q1", answer=True,
     )  # fmt: skip
-    await store.create_regrade_job(RegradeFilter(), _target(mode="promote"), actor="a")
+    await store.regrade.create_job(RegradeFilter(), _target(mode="promote"), actor="a")
     await _grade_all(store, graded_result(ALL[:6]))
-    [view], _ = await store.list_gradings(limit=10)
+    [view], _ = await store.gradings.page(limit=10)
     assert view.grading.previous_grading_id == old_id
     assert view.grading.passed is True and view.grading.judge_passed is False
     assert view.grading.overridden and "override_outdated" not in view.grading.review_reasons
-    [carried] = await store.list_overrides(view.grading.id)
+    [carried] = await store.overrides.history(view.grading.id)
     assert (carried.question_id, carried.answer, carried.author_name) == ("D3-Q1", True, "Hana")
     assert "carried by regrade job" in carried.reason
 
 
 async def _item_of(store: Store, job_id: str) -> GradingView:
-    views, _ = await store.list_gradings(limit=50, filters=GradingFilter(current_only=False))
+    views, _ = await store.gradings.page(limit=50, filters=GradingFilter(current_only=False))
     [item] = [v for v in views if v.grading.regrade_job_id == job_id]
     return item
 
 
 async def test_a_reworded_question_sends_the_new_grading_to_review(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL[:6])
-    await store.add_override(
+    await store.overrides.add(
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="answer", reason="r",
         author_id="h1", author_name="Hana", question_id="D1-Q1", answer=False,
     )  # fmt: skip
     reworded = _reworded("D1-Q1")
-    job = (await store.create_regrade_job(RegradeFilter(), _target(reworded), actor="a")).job
+    job = (await store.regrade.create_job(RegradeFilter(), _target(reworded), actor="a")).job
     await _grade_all(store, _for(graded_result(ALL[:6]), reworded))
     item = await _item_of(store, job.id)
     assert item.grading.needs_review and "override_outdated" in item.grading.review_reasons
-    assert await store.list_overrides(item.grading.id) == []
+    assert await store.overrides.history(item.grading.id) == []
     assert item.grading.overridden is False
-    [current], _ = await store.list_gradings(limit=10)
+    [current], _ = await store.gradings.page(limit=10)
     assert current.grading.id == old_id  # shadow: the old grading stays current
 
 
 async def test_a_human_verdict_is_never_silently_replaced(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL)
-    await store.add_override(
+    await store.overrides.add(
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="verdict", reason="wrong",
         author_id="h1", author_name="Hana", verdict="fail",
     )  # fmt: skip
     stricter = _reworded("none", rule_min_yes=8)
     target = _target(stricter, mode="promote")
-    job = (await store.create_regrade_job(RegradeFilter(), target, actor="a")).job
+    job = (await store.regrade.create_job(RegradeFilter(), target, actor="a")).job
     await _grade_all(store, _for(graded_result(ALL), stricter))
     item = await _item_of(store, job.id)
     assert item.grading.passed is True and "override_outdated" in item.grading.review_reasons
-    [current], _ = await store.list_gradings(limit=10)
+    [current], _ = await store.gradings.page(limit=10)
     assert current.grading.id == old_id and current.grading.passed is False
 
 
 async def test_a_verdict_override_is_carried_when_the_rule_is_unchanged(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL)
-    await store.add_override(
+    await store.overrides.add(
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="verdict", reason="wrong",
         author_id="h1", author_name="Hana", verdict="fail",
     )  # fmt: skip
     reworded = _reworded("D2-Q1")
     job = (
-        await store.create_regrade_job(RegradeFilter(), _target(reworded, "promote"), actor="a")
+        await store.regrade.create_job(RegradeFilter(), _target(reworded, "promote"), actor="a")
     ).job
     await _grade_all(store, _for(graded_result(ALL), reworded))
-    [current], _ = await store.list_gradings(limit=10)
+    [current], _ = await store.gradings.page(limit=10)
     assert current.grading.regrade_job_id == job.id
     assert current.grading.passed is False and current.grading.judge_passed is True
-    assert [o.kind for o in await store.list_overrides(current.grading.id)] == ["verdict"]
+    assert [o.kind for o in await store.overrides.history(current.grading.id)] == ["verdict"]
 
 
 async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
     store: Store, clock: Clock
 ) -> None:
-    await store.create_scenario(id="s-tagged", ground_truth="g", tags=["net", "hotel"], actor="t")
+    await store.catalog.create_scenario(
+        id="s-tagged", ground_truth="g", tags=["net", "hotel"], actor="t"
+    )
     for n, agent in enumerate(["a", "a", "b"]):
         data = new_submission(agent=agent)
         if n == 2:
@@ -203,8 +205,8 @@ async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
                 agent=agent, scenario_id="s-tagged", ground_truth_source="scenario"
             )
         await submit(store, data)
-        [claim] = await store.claim_pending("w", limit=1, lease_seconds=60)
-        await store.complete_grading(claim.grading_id, "w", graded_result(ALL if n else []))
+        [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+        await store.queue.complete(claim.grading_id, "w", graded_result(ALL if n else []))
         clock.advance(3600)
     pending = await submit(store)  # a pending current grading is left to its workers
     del pending
@@ -222,4 +224,4 @@ async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
         RegradeFilter(created_before=clock() - timedelta(seconds=3 * 3600)): 1,
     }
     for f, expected in cases.items():
-        assert (await store.regrade_totals(f)).submissions == expected, f
+        assert (await store.regrade.totals(f)).submissions == expected, f

@@ -14,9 +14,9 @@ EVERYTHING = ReportFilter()
 
 
 async def _override(store: Store, grading_id: str, **change: object) -> None:
-    view = await store.get_grading(grading_id)
+    view = await store.gradings.get(grading_id)
     assert view is not None
-    await store.add_override(
+    await store.overrides.add(
         grading_id,
         rubric=sregym_rubric(),
         expected_revision=view.grading.revision,
@@ -30,9 +30,9 @@ async def _override(store: Store, grading_id: str, **change: object) -> None:
 async def test_outcomes_count_unscored_and_pending_apart(store: Store) -> None:
     await add_many(store, {"pass": 3, "fail": 2, "unscored": 1, "pending": 1}, agent="a")
     await add_many(store, {"pass": 1, "fail-few": 1}, agent="b")
-    [overall] = await store.outcome_counts(EVERYTHING)
+    [overall] = await store.reports.outcome_counts(EVERYTHING)
     assert (overall.passed, overall.failed, overall.unscored, overall.pending) == (4, 3, 1, 1)
-    by_agent = await store.outcome_counts(EVERYTHING, group_by=["agent"])
+    by_agent = await store.reports.outcome_counts(EVERYTHING, group_by=["agent"])
     assert [(c.key, c.passed, c.failed, c.unscored, c.pending) for c in by_agent] == [
         (("a",), 3, 2, 1, 1),
         (("b",), 1, 1, 0, 0),
@@ -43,8 +43,8 @@ async def test_effective_and_judge_verdicts_differ_after_an_override(store: Stor
     failing = await add_grading(store, "fail", agent="a")
     await add_grading(store, "pass", agent="a")
     await _override(store, failing, kind="verdict", verdict="pass")
-    [effective] = await store.outcome_counts(EVERYTHING)
-    [judge] = await store.outcome_counts(EVERYTHING, verdicts="judge")
+    [effective] = await store.reports.outcome_counts(EVERYTHING)
+    [judge] = await store.reports.outcome_counts(EVERYTHING, verdicts="judge")
     assert (effective.passed, effective.failed) == (2, 0)
     assert (judge.passed, judge.failed) == (1, 1)
 
@@ -54,7 +54,9 @@ async def test_groups_and_filters(store: Store, clock: Clock) -> None:
     clock.advance(60)
     await add_grading(store, "fail", agent="a", model="m2")
     rubric = sregym_rubric()
-    rows = await store.outcome_counts(EVERYTHING, group_by=["model", "scenario", "rubric", "judge"])
+    rows = await store.reports.outcome_counts(
+        EVERYTHING, group_by=["model", "scenario", "rubric", "judge"]
+    )
     assert [c.key for c in rows] == [
         ("m1", "s1", f"sregym-rca@{rubric.version}", "openai:judge-model"),
         ("m2", None, f"sregym-rca@{rubric.version}", "openai:judge-model"),
@@ -65,13 +67,13 @@ async def test_groups_and_filters(store: Store, clock: Clock) -> None:
         {"judge": "judge-model"},
         {"judge": "openai:judge-model"},
     ):
-        [row] = await store.outcome_counts(ReportFilter(**kw))  # type: ignore[arg-type]
+        [row] = await store.reports.outcome_counts(ReportFilter(**kw))  # type: ignore[arg-type]
         assert row.passed + row.failed == 2, kw
-    assert await store.outcome_counts(ReportFilter(rubric="other")) == []
+    assert await store.reports.outcome_counts(ReportFilter(rubric="other")) == []
     later = clock() - timedelta(seconds=30)
-    [row] = await store.outcome_counts(ReportFilter(created_after=later))
+    [row] = await store.reports.outcome_counts(ReportFilter(created_after=later))
     assert (row.passed, row.failed) == (0, 1)
-    [row] = await store.outcome_counts(ReportFilter(created_before=later, scenario_id="s1"))
+    [row] = await store.reports.outcome_counts(ReportFilter(created_before=later, scenario_id="s1"))
     assert (row.passed, row.failed) == (1, 0)
 
 
@@ -79,10 +81,12 @@ async def test_question_counts_use_effective_answers(store: Store) -> None:
     failing = await add_grading(store, "fail")  # D3 all no
     await add_grading(store, "pass")
     await _override(store, failing, kind="answer", question_id="D3-Q1", answer=True)
-    effective = {c.question_id: (c.yes, c.n) for c in await store.question_counts(EVERYTHING)}
+    effective = {
+        c.question_id: (c.yes, c.n) for c in await store.reports.question_counts(EVERYTHING)
+    }
     judge = {
         c.question_id: (c.yes, c.n)
-        for c in await store.question_counts(EVERYTHING, verdicts="judge")
+        for c in await store.reports.question_counts(EVERYTHING, verdicts="judge")
     }
     assert list(effective) == [q.id for q in sregym_rubric().questions]
     assert effective["D3-Q1"] == (2, 2) and judge["D3-Q1"] == (1, 2)
@@ -92,7 +96,7 @@ async def test_question_counts_use_effective_answers(store: Store) -> None:
 
 async def test_dimension_failures(store: Store) -> None:
     await add_many(store, {"fail": 2, "fail-few": 1, "pass": 3, "unscored": 1})
-    rows = {d.dimension_id: d for d in await store.dimension_failures(EVERYTHING)}
+    rows = {d.dimension_id: d for d in await store.reports.dimension_failures(EVERYTHING)}
     assert {d: r.failing for d, r in rows.items()} == {"D1": 3, "D2": 3, "D3": 3}
     assert rows["D3"].zero_yes == 2 and rows["D1"].zero_yes == 0
     # fail: D3 weakest; fail-few: one yes everywhere, every dimension ties for weakest
@@ -104,14 +108,15 @@ async def test_dimension_failures_of_an_overridden_grading(store: Store) -> None
     for question, answer in (("D3-Q1", True), ("D1-Q1", False), ("D1-Q2", False)):
         await _override(store, grading, kind="answer", question_id=question, answer=answer)
     # effective: D1 1/3, D2 3/3, D3 1/3 -> 5 yes, fails, no dimension at zero
-    effective = {d.dimension_id: d for d in await store.dimension_failures(EVERYTHING)}
+    effective = {d.dimension_id: d for d in await store.reports.dimension_failures(EVERYTHING)}
     assert {d: (r.failing, r.zero_yes, r.weakest) for d, r in effective.items()} == {
         "D1": (1, 0, 1),
         "D2": (1, 0, 0),
         "D3": (1, 0, 1),
     }
     judge = {
-        d.dimension_id: d for d in await store.dimension_failures(EVERYTHING, verdicts="judge")
+        d.dimension_id: d
+        for d in await store.reports.dimension_failures(EVERYTHING, verdicts="judge")
     }
     assert {d: (r.failing, r.zero_yes, r.weakest) for d, r in judge.items()} == {
         "D1": (1, 0, 0),
@@ -121,20 +126,20 @@ async def test_dimension_failures_of_an_overridden_grading(store: Store) -> None
 
 
 async def test_failure_tags_in_force_are_counted(store: Store) -> None:
-    await store.ensure_vocabulary({"skipped-evidence": "x", "misread-unit": "y"})
+    await store.tags.ensure_vocabulary({"skipped-evidence": "x", "misread-unit": "y"})
     first = await add_grading(store, "fail", agent="a")
     second = await add_grading(store, "fail", agent="a")
     await add_grading(store, "pending", agent="a")
     for grading in (first, second):
-        await store.add_tag(
+        await store.tags.add(
             grading, tag="skipped-evidence", note="", author_id="adj", author_name="Ada"
         )
-    removed = await store.add_tag(
+    removed = await store.tags.add(
         first, tag="misread-unit", note="", author_id="adj", author_name="Ada"
     )
     assert removed.id is not None
-    await store.remove_tag(first, removed.id, actor="adj")
-    counts = await store.failure_tag_counts(EVERYTHING, group_by=["agent"])
+    await store.tags.remove(first, removed.id, actor="adj")
+    counts = await store.reports.failure_tag_counts(EVERYTHING, group_by=["agent"])
     assert [(c.key, c.tag, c.tagged, c.n) for c in counts] == [(("a",), "skipped-evidence", 2, 2)]
 
 
@@ -142,7 +147,7 @@ async def test_arm_outcomes_per_scenario(store: Store) -> None:
     await add_many(store, {"pass": 2, "fail": 1}, agent="a", scenario_id="s1")
     await add_many(store, {"pass": 1}, agent="a", scenario_id="s2")
     await add_many(store, {"fail": 2}, agent="b", scenario_id="s1")
-    a, b = await store.arm_outcomes(ReportFilter(agent="a"), ReportFilter(agent="b"))
+    a, b = await store.reports.arm_outcomes(ReportFilter(agent="a"), ReportFilter(agent="b"))
     assert [(c.key, c.passed, c.failed) for c in a] == [(("s1",), 2, 1), (("s2",), 1, 0)]
     assert [(c.key, c.passed, c.failed) for c in b] == [(("s1",), 0, 2)]
 
@@ -152,10 +157,10 @@ async def test_export_streams_every_grading_in_batches(store: Store, clock: Cloc
     for outcome in ("pass", "fail", "unscored", "pending", "pass"):
         ids.append(await add_grading(store, outcome))  # type: ignore[arg-type]
         clock.advance(1)
-    async with store.open_export(EVERYTHING, batch=2) as export:
+    async with store.exports.open(EVERYTHING, batch=2) as export:
         assert list(export.rubrics) == [("sregym-rca", sregym_rubric().version)]
         streamed = [item async for item in export.gradings]
     assert [item.view.grading.id for item in streamed] == ids
     assert [len(item.view.answers) for item in streamed] == [9, 9, 0, 0, 9]
-    async with store.open_export(ReportFilter(agent="nobody")) as export:
+    async with store.exports.open(ReportFilter(agent="nobody")) as export:
         assert export.rubrics == {} and [item async for item in export.gradings] == []

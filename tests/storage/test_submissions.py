@@ -34,7 +34,7 @@ async def test_a_submission_is_stored_with_a_pending_grading(store: Store) -> No
     assert grading.status == "pending"
     assert (grading.rubric_id, grading.rubric_version) == ("sregym-rca", sregym_rubric().version)
     assert grading.is_current and grading.revision == 1 and grading.claim_count == 0
-    stored = await store.get_submission(submission.id)
+    stored = await store.submissions.get(submission.id)
     assert stored is not None
     assert stored.metadata_ == {"harness": "tests"}
     assert stored.submitted_by == "tok-1"
@@ -94,16 +94,16 @@ def test_a_scenario_source_needs_a_scenario_id() -> None:
 async def test_scenarios_are_created_once_and_audited_without_their_ground_truth(
     store: Store,
 ) -> None:
-    created = await store.create_scenario(
+    created = await store.catalog.create_scenario(
         id="k8s-oom-1", ground_truth="secret truth", title="OOM", tags=["oom"], actor="admin-1"
     )
     assert created.tags == ["oom"]
     with pytest.raises(Conflict):
-        await store.create_scenario(id="k8s-oom-1", ground_truth="", actor="admin-1")
-    found = await store.get_scenario("k8s-oom-1")
+        await store.catalog.create_scenario(id="k8s-oom-1", ground_truth="", actor="admin-1")
+    found = await store.catalog.get_scenario("k8s-oom-1")
     assert found is not None and found.ground_truth == "secret truth"
-    assert await store.get_scenario("missing") is None
-    control = await store.create_scenario(id="healthy", ground_truth="", actor="admin-1")
+    assert await store.catalog.get_scenario("missing") is None
+    control = await store.catalog.create_scenario(id="healthy", ground_truth="", actor="admin-1")
     assert control.ground_truth == ""
     outcome = await submit(
         store,
@@ -116,20 +116,20 @@ async def test_scenarios_are_created_once_and_audited_without_their_ground_truth
 
 async def test_rubric_versions_round_trip(store: Store) -> None:
     rubric = sregym_rubric()
-    assert await store.get_rubric(rubric.id) is None
-    await store.save_rubric(rubric)
-    await store.save_rubric(rubric)  # idempotent
-    assert await store.get_rubric(rubric.id) == rubric
-    assert await store.get_rubric(rubric.id, rubric.version) == rubric
-    assert await store.get_rubric(rubric.id, "v0+000000000000") is None
+    assert await store.catalog.get_rubric(rubric.id) is None
+    await store.catalog.save_rubric(rubric)
+    await store.catalog.save_rubric(rubric)  # idempotent
+    assert await store.catalog.get_rubric(rubric.id) == rubric
+    assert await store.catalog.get_rubric(rubric.id, rubric.version) == rubric
+    assert await store.catalog.get_rubric(rubric.id, "v0+000000000000") is None
     changed = rubric.model_copy(update={"label": "v2", "title": "changed"})
-    await store.save_rubric(changed)
-    latest = await store.get_rubric(rubric.id)
+    await store.catalog.save_rubric(changed)
+    latest = await store.catalog.get_rubric(rubric.id)
     assert latest is not None and latest.version == changed.version
-    versions = await store.list_rubric_versions(rubric.id)
+    versions = await store.catalog.list_rubric_versions(rubric.id)
     assert [v.version for v in versions] == [rubric.version, changed.version]
 
 
 async def test_a_submission_saves_its_rubric_version(store: Store) -> None:
     await submit(store)
-    assert await store.get_rubric("sregym-rca") == sregym_rubric()
+    assert await store.catalog.get_rubric("sregym-rca") == sregym_rubric()

@@ -13,47 +13,47 @@ from tests.conftest import Clock
 
 
 async def test_a_new_token_authenticates(store: Store) -> None:
-    plaintext, record = await store.create_token(name="ci", role="submitter")
+    plaintext, record = await store.tokens.create(name="ci", role="submitter")
     assert plaintext.startswith("srej_") and plaintext not in record.token_hash
-    found = await store.authenticate(plaintext)
+    found = await store.tokens.authenticate(plaintext)
     assert found is not None and (found.id, found.role) == (record.id, "submitter")
 
 
 async def test_unknown_tokens_do_not_authenticate(store: Store) -> None:
-    await store.create_token(name="ci", role="admin")
-    assert await store.authenticate("srej_not-a-token") is None
+    await store.tokens.create(name="ci", role="admin")
+    assert await store.tokens.authenticate("srej_not-a-token") is None
 
 
 async def test_revoked_tokens_do_not_authenticate(store: Store) -> None:
-    plaintext, record = await store.create_token(name="ci", role="adjudicator")
-    revoked = await store.revoke_token(record.id)
+    plaintext, record = await store.tokens.create(name="ci", role="adjudicator")
+    revoked = await store.tokens.revoke(record.id)
     assert revoked.revoked_at is not None
-    assert await store.authenticate(plaintext) is None
-    again = await store.revoke_token(record.id)
+    assert await store.tokens.authenticate(plaintext) is None
+    again = await store.tokens.revoke(record.id)
     assert again.revoked_at == revoked.revoked_at
     with pytest.raises(NotFound):
-        await store.revoke_token("missing")
+        await store.tokens.revoke("missing")
 
 
 async def test_expired_tokens_do_not_authenticate(store: Store, clock: Clock) -> None:
-    plaintext, _ = await store.create_token(
+    plaintext, _ = await store.tokens.create(
         name="short", role="submitter", expires_at=clock() + timedelta(seconds=60)
     )
-    assert await store.authenticate(plaintext) is not None
+    assert await store.tokens.authenticate(plaintext) is not None
     clock.advance(61)
-    assert await store.authenticate(plaintext) is None
+    assert await store.tokens.authenticate(plaintext) is None
 
 
 async def test_unknown_roles_are_refused(store: Store) -> None:
     with pytest.raises(ValueError, match="role"):
-        await store.create_token(name="x", role="root")
+        await store.tokens.create(name="x", role="root")
 
 
 async def test_tokens_are_listed_and_their_creation_is_audited_without_the_secret(
     store: Store,
 ) -> None:
-    plaintext, record = await store.create_token(name="ci", role="submitter")
-    assert [t.id for t in await store.list_tokens()] == [record.id]
+    plaintext, record = await store.tokens.create(name="ci", role="submitter")
+    assert [t.id for t in await store.tokens.all()] == [record.id]
     report_rows = await _audit_payloads(store)
     assert any(p.get("token_id") == record.id for p in report_rows)
     assert all(plaintext not in str(p) and record.token_hash not in str(p) for p in report_rows)

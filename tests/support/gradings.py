@@ -21,7 +21,7 @@ async def _submission(store: Store, scenario_id: str | None, fields: dict[str, o
     """Store a submission (registering its scenario on first use); its grading's id."""
     if scenario_id is not None:
         with suppress(Conflict):
-            await store.create_scenario(id=scenario_id, ground_truth=TRUTH, actor="tests")
+            await store.catalog.create_scenario(id=scenario_id, ground_truth=TRUTH, actor="tests")
         fields = {
             **fields,
             "scenario_id": scenario_id,
@@ -37,7 +37,7 @@ async def _complete(store: Store, grading_id: str, outcome: Outcome) -> None:
     else:
         yes = {"pass": None, "fail": FAIL_D3, "fail-few": FAIL_FEW}[outcome]
         result = graded_result(yes)
-    assert await store.complete_grading(grading_id, "tests", result)
+    assert await store.queue.complete(grading_id, "tests", result)
 
 
 async def add_many(
@@ -59,7 +59,8 @@ async def add_many(
         for _ in range(n)
     ]
     claimed = {
-        c.grading_id for c in await store.claim_pending("tests", limit=10_000, lease_seconds=600)
+        c.grading_id
+        for c in await store.queue.claim_pending("tests", limit=10_000, lease_seconds=600)
     }
     for outcome, grading_id in planned:
         if outcome != "pending":

@@ -36,7 +36,7 @@ async def export_gradings(
     store = services.store
 
     async def chunks() -> AsyncIterator[str]:
-        async with store.open_export(filters) as export:
+        async with store.exports.open(filters) as export:
             async for chunk in export_chunks(export, format):
                 yield chunk
 

@@ -68,7 +68,7 @@ async def list_gradings(
         created_before=created_before,
         tag=tag,
     )
-    views, next_cursor = await services.store.list_gradings(
+    views, next_cursor = await services.store.gradings.page(
         filters=filters,
         after=cursor,
         limit=limit,

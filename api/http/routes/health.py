@@ -72,7 +72,7 @@ async def readyz(services: NamedDependency[Services]) -> Response[dict[str, Any]
     Submissions are accepted either way: while the judge is away they stay pending.
     """
     database, judge = await asyncio.gather(_database(services), _judge(services))
-    pending, oldest = await services.store.queue_depth()
+    pending, oldest = await services.store.queue.depth()
     ready = database["ok"] and judge["ok"]
     body = {
         "status": "ready" if ready else "not ready",

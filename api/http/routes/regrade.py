@@ -54,7 +54,7 @@ async def get_regrade_job(
     job_id: FromPath[str], services: NamedDependency[Services]
 ) -> RegradeJobPublic:
     """State, counts (done, failed, remaining), rate and ETA."""
-    return job_public(await services.store.get_regrade_job(job_id))
+    return job_public(await services.store.regrade.get_job(job_id))
 
 
 @get(
@@ -69,8 +69,8 @@ async def get_regrade_flips(
     format: FromQuery[Literal["json", "csv"]] = "json",
 ) -> Response[Any]:
     """The flip report as JSON, or one CSV row per item with ``?format=csv``."""
-    view = await services.store.get_regrade_job(job_id)
-    items = await services.store.regrade_pairs(job_id)
+    view = await services.store.regrade.get_job(job_id)
+    items = await services.store.regrade.pairs(job_id)
     if format == "csv":
         headers = {"Content-Disposition": f'attachment; filename="flips-{job_id}.csv"'}
         return Response(flips_csv(items), media_type="text/csv", headers=headers)

@@ -38,7 +38,7 @@ async def get_rubric(
     rubric = await services.rubrics.find(rubric_id)
     if rubric is None:
         raise ApiProblem(404, "Not found", f"no rubric {rubric_id!r}")
-    versions = await services.store.list_rubric_versions(rubric.id)
+    versions = await services.store.catalog.list_rubric_versions(rubric.id)
     return {
         **rubric.model_dump(mode="json"),
         "version": rubric.version,

@@ -41,7 +41,7 @@ async def list_vocabulary(services: NamedDependency[Services]) -> list[dict[str,
     """The vocabulary adjudicators tag with."""
     return [
         {"tag": v.tag, "description": v.description, "source": v.source}
-        for v in await services.store.list_vocabulary()
+        for v in await services.store.tags.vocabulary()
     ]
 
 
@@ -57,7 +57,7 @@ async def define_tag(
     principal: NamedDependency[Principal],
 ) -> dict[str, str]:
     """Extend the vocabulary (admins)."""
-    record = await services.store.add_vocabulary(
+    record = await services.store.tags.add_vocabulary(
         data.tag, description=data.description, actor=principal.id
     )
     return {"tag": record.tag, "description": record.description, "source": record.source}
@@ -77,7 +77,7 @@ async def add_tag(
 ) -> TagPublic:
     """Tag what the agent got wrong; 422 for a tag outside the vocabulary."""
     await readable_grading(services, principal, grading_id)
-    record = await services.store.add_tag(
+    record = await services.store.tags.add(
         grading_id,
         tag=data.tag,
         note=data.note,
@@ -107,4 +107,4 @@ async def remove_tag(
 ) -> None:
     """Remove a tag (kept in the audit log)."""
     await readable_grading(services, principal, grading_id)
-    await services.store.remove_tag(grading_id, tag_id, actor=principal.id)
+    await services.store.tags.remove(grading_id, tag_id, actor=principal.id)

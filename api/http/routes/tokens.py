@@ -56,7 +56,7 @@ async def create_token(
 @get("/v1/tokens", guards=[require("admin")], operation_id="listTokens")
 async def list_tokens(services: NamedDependency[Services]) -> list[dict[str, Any]]:
     """Every token, without secrets."""
-    return [_public(r) for r in await services.store.list_tokens()]
+    return [_public(r) for r in await services.store.tokens.all()]
 
 
 @post(
@@ -71,4 +71,4 @@ async def revoke_token(
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
     """Revoke a token: it gets 401 from now on."""
-    return _public(await services.store.revoke_token(token_id, actor=principal.id))
+    return _public(await services.store.tokens.revoke(token_id, actor=principal.id))

@@ -55,13 +55,13 @@ async def _cache_hits(
         base_url=backend.base_url,
     )
     keys = []
-    for candidate in await services.store.regrade_candidates(f):
+    for candidate in await services.store.regrade.candidates(f):
         if candidate.diagnosis.strip():
             messages = build_messages(rubric, candidate.ground_truth, candidate.diagnosis)
             key = keyer.key(messages)
             if key is not None:
                 keys.append(key)
-    found = await services.store.cached_keys(keys)
+    found = await services.store.cache.cached_keys(keys)
     return sum(1 for key in keys if key in found)
 
 
@@ -69,7 +69,7 @@ async def estimate_regrade(
     services: Services, f: RegradeFilter, rubric: Rubric, backend: JudgeBackend
 ) -> dict[str, Any]:
     """Submissions, judge calls after the cache, and prompt and completion tokens."""
-    totals = await services.store.regrade_totals(f)
+    totals = await services.store.regrade.totals(f)
     params = sampling_params(services)
     calls = totals.submissions - totals.empty_diagnoses
     cacheable = params.temperature == 0
@@ -78,7 +78,7 @@ async def estimate_regrade(
     needed = calls - hits
     prompt_chars = _fixed_chars(rubric) * calls + totals.text_chars
     prompt_tokens = prompt_chars // CHARS_PER_TOKEN * needed // calls if calls else 0
-    average = await services.store.average_completion_tokens(backend.name, backend.model)
+    average = await services.store.cache.average_completion_tokens(backend.name, backend.model)
     per_call = average if average is not None else params.max_tokens
     return {
         "submissions": totals.submissions,

@@ -57,7 +57,7 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
     target, backend = await resolve_target(services, data)
     f = data.filter.to_filter()
     estimate = await estimate_regrade(services, f, target.rubric, backend)
-    view = await services.store.create_regrade_job(
+    view = await services.store.regrade.create_job(
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )
     services.waiters.work.set()
@@ -68,7 +68,7 @@ async def change_regrade(
     services: Services, job_id: str, action: JobAction, *, actor: str
 ) -> JobView:
     """Pause, resume or cancel a job; a resumed job's items go back to the workers at once."""
-    view = await services.store.change_regrade_job(job_id, action, actor=actor)
+    view = await services.store.regrade.change_job(job_id, action, actor=actor)
     if action == "resume":
         services.waiters.work.set()
     return view

@@ -64,7 +64,7 @@ async def build_agreement_report(
     """Read the pairs of each kind and compute their agreement."""
     parts = []
     for kind in kinds:
-        pairs = await store.agreement_pairs(filters, kind, group_by=group_by, source=source)
+        pairs = await store.agreement.pairs(filters, kind, group_by=group_by, source=source)
         a, b = RATERS[kind]
         rows = agreement_report(pairs, group_by=group_by)
         parts.append(KindAgreement(kind=kind, rater_a=a, rater_b=b, rows=rows))

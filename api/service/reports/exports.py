@@ -24,7 +24,7 @@ from api.service.presenters import grading_public
 from api.service.principal import Principal
 from api.service.reports.sregym_rows import SREGYM_COLUMNS, sregym_row
 from judge.rubric import Rubric
-from storage.effective import answers_with_overrides
+from storage.effective import record_answers
 from storage.exports import ExportedGrading, GradingExport
 
 __all__ = ["EXPORT_FORMATS", "MEDIA_TYPES", "ExportFormat", "export_chunks"]
@@ -98,7 +98,7 @@ def _csv_row(item: ExportedGrading, questions: list[str]) -> list[Any]:
         "graded_at": g.graded_at.isoformat() if g.graded_at else None,
     }
     row = [values[c] if c in values else getattr(g, c) for c in _GRADING_COLUMNS]
-    effective = answers_with_overrides(item.view.answers, item.overrides)
+    effective = record_answers(item.view.answers, item.overrides)
     judge = {a.question_id: a.judge_answer for a in item.view.answers}
     for question in questions:
         row += [_yes_no(effective.get(question)), _yes_no(judge.get(question))]

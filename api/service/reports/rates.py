@@ -84,7 +84,7 @@ async def pass_rate_report(
     verdicts: Verdicts = "effective",
 ) -> PassRateReport:
     """Pass rates with Wilson intervals, overall and per group."""
-    counts = await store.outcome_counts(filters, group_by=group_by, verdicts=verdicts)
+    counts = await store.reports.outcome_counts(filters, group_by=group_by, verdicts=verdicts)
     return PassRateReport(
         verdicts=verdicts,
         group_by=list(group_by),
@@ -121,7 +121,7 @@ async def comparison_report(
     When a scenario was attempted more than once in either arm, the comparison is
     repeated with scenarios as the unit, and a note says why.
     """
-    counts_a, counts_b = await store.arm_outcomes(a, b, verdicts=verdicts)
+    counts_a, counts_b = await store.reports.arm_outcomes(a, b, verdicts=verdicts)
     arm_a, arm_b = _arm(a, counts_a), _arm(b, counts_b)
     repeated = max(arm_a.max_attempts_per_scenario, arm_b.max_attempts_per_scenario) > 1
     by_scenario = (
@@ -151,7 +151,7 @@ async def question_report(
     verdicts: Verdicts = "effective",
 ) -> QuestionReport:
     """Yes rates per question (and group), with Wilson intervals."""
-    counts = await store.question_counts(filters, group_by=group_by, verdicts=verdicts)
+    counts = await store.reports.question_counts(filters, group_by=group_by, verdicts=verdicts)
     questions = []
     for c in counts:
         figure = proportion(c.yes, c.n)
@@ -182,7 +182,7 @@ async def dimension_report(
     verdicts: Verdicts = "effective",
 ) -> DimensionReport:
     """For failed diagnoses: how often each dimension had no yes, or the fewest."""
-    counts = await store.dimension_failures(filters, group_by=group_by, verdicts=verdicts)
+    counts = await store.reports.dimension_failures(filters, group_by=group_by, verdicts=verdicts)
     return DimensionReport(
         verdicts=verdicts,
         group_by=list(group_by),
@@ -204,7 +204,7 @@ async def tag_report(
     store: Store, filters: ReportFilter, *, group_by: Sequence[GroupKey] = ()
 ) -> TagReport:
     """How many scored gradings carry each failure tag, with Wilson intervals."""
-    counts = await store.failure_tag_counts(filters, group_by=group_by)
+    counts = await store.reports.failure_tag_counts(filters, group_by=group_by)
     tags = []
     for c in counts:
         figure = proportion(c.tagged, c.n)

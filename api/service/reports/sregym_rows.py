@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from judge.rubric import Rubric
-from storage.effective import answers_with_overrides
+from storage.effective import record_answers
 from storage.exports import ExportedGrading
 
 __all__ = ["SREGYM_COLUMNS", "confidence_label", "sregym_row"]
@@ -77,7 +77,7 @@ def _reasoning(status: str, item: ExportedGrading, dimensions: dict[str, Any]) -
 def sregym_row(item: ExportedGrading, rubric: Rubric | None) -> dict[str, Any]:
     """The SREGym CSV row of one grading (effective values)."""
     g, s = item.view.grading, item.view.submission
-    answers = answers_with_overrides(item.view.answers, item.overrides)
+    answers = record_answers(item.view.answers, item.overrides)
     dimension_of = {a.question_id: a.dimension_id for a in item.view.answers}
     dimensions = _dimensions(rubric, answers, dimension_of)
     checklist = [

@@ -11,12 +11,13 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.service.calibration import grade_gold
-from api.service.qualification import in_review_sample, judge_identity, judge_settings
+from api.service.qualification import in_review_sample, judge_settings
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calibration import calibration_figures, load_gold, qualifies
 from judge.calls import JudgeRequest
 from judge.grader import Grader
+from judge.spec import judge_identity
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
 from tests.api.cli.test_report import run_cli
@@ -85,8 +86,8 @@ async def test_calibrate_stores_runs_and_marks_qualification(
         "rubric_version": sregym_rubric().version,
         "asking_mode": "single",
     }
-    assert await store.is_qualified(judge_spec="scripted:fail", **identity)
-    assert not await store.is_qualified(judge_spec="scripted:pass", **identity)
+    assert await store.calibration.is_qualified(judge_spec="scripted:fail", **identity)
+    assert not await store.calibration.is_qualified(judge_spec="scripted:pass", **identity)
 
 
 def _earlier_run() -> CalibrationRunRecord:
@@ -107,7 +108,7 @@ def _earlier_run() -> CalibrationRunRecord:
 
 async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: AsyncEngine) -> None:
     store = Store(engine)
-    await store.add_calibration_run(_earlier_run())
+    await store.calibration.add_run(_earlier_run())
     quiet = _calibrate(database_url, "--judge", "scripted:pass")
     assert quiet.returncode == 0, quiet.stderr
     assert "verdict kappa 0.900, now 0.000 - DRIFT" in quiet.stdout
@@ -115,7 +116,7 @@ async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: Asyn
     steady = _calibrate(database_url, "--judge", "scripted:pass", "--fail-on-drift")
     assert steady.returncode == 0, steady.stdout
     assert "DRIFT" not in steady.stdout
-    await store.add_calibration_run(_earlier_run())
+    await store.calibration.add_run(_earlier_run())
     failing = _calibrate(database_url, "--judge", "scripted:pass", "--fail-on-drift")
     assert failing.returncode == 1 and "DRIFT" in failing.stdout
 
@@ -144,7 +145,7 @@ async def test_gradings_of_an_unqualified_judge_are_provisional(
         header, row = exported.text.splitlines()[:2]
         assert dict(zip(header.split(","), row.split(","), strict=False))["provisional"] == "True"
     settings = Settings(judge="scripted:pass", database_url="sqlite://")
-    await Store(engine).add_calibration_run(
+    await Store(engine).calibration.add_run(
         CalibrationRunRecord(
             judge_spec="scripted:pass",
             judge_settings=judge_settings(settings),

@@ -71,14 +71,14 @@ async def test_the_bootstrap_admin_token_is_registered_once_and_revocation_stick
     store = Store(engine)
     assert await ensure_bootstrap_admin(store, tmp_path / "token") is True
     assert await ensure_bootstrap_admin(store, tmp_path / "token") is False
-    record = await store.authenticate(token)
+    record = await store.tokens.authenticate(token)
     assert record is not None
     assert (record.name, record.role) == (BOOTSTRAP_PRINCIPAL, "admin")
-    assert token not in {t.token_hash for t in await store.list_tokens()}
-    await store.revoke_token(record.id)
+    assert token not in {t.token_hash for t in await store.tokens.all()}
+    await store.tokens.revoke(record.id)
     assert await ensure_bootstrap_admin(store, tmp_path / "token") is False
-    assert await store.authenticate(token) is None
-    assert len(await store.list_tokens()) == 1
+    assert await store.tokens.authenticate(token) is None
+    assert len(await store.tokens.all()) == 1
 
 
 @pytest.mark.parametrize("content", [None, "short", "two words but long enough to pass"])

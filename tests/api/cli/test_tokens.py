@@ -15,7 +15,7 @@ async def test_create_list_revoke(database_url: str, engine: AsyncEngine) -> Non
     token = created.stdout.strip()
     assert token.startswith("srej_") and created.stdout.count("\n") == 1
     store = Store(engine)
-    record = await store.authenticate(token)
+    record = await store.tokens.authenticate(token)
     assert record is not None and record.name == "Ada" and record.role == "adjudicator"
     listing = cli("tokens", "list", env=env)
     assert listing.returncode == 0
@@ -23,7 +23,7 @@ async def test_create_list_revoke(database_url: str, engine: AsyncEngine) -> Non
     assert token not in listing.stdout
     revoked = cli("tokens", "revoke", record.id, env=env)
     assert revoked.returncode == 0
-    assert await store.authenticate(token) is None
+    assert await store.tokens.authenticate(token) is None
     missing = cli("tokens", "revoke", "nope", env=env)
     assert missing.returncode == 2 and "no token" in missing.stderr
     bad_role = cli("tokens", "create", "--role", "god", "--name", "x", env=env)

@@ -19,7 +19,7 @@ QUESTIONS = [q.id for q in sregym_rubric().questions]
 
 
 async def _label(store: Store, grading_id: str, author: str, verdict: str, **answers: bool) -> None:
-    await store.add_labels(
+    await store.labels.add(
         grading_id,
         question_ids=QUESTIONS,
         answers={k.replace("_", "-"): v for k, v in answers.items()},
@@ -48,14 +48,14 @@ async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: AsyncEngi
     await _seed(engine)
     store = Store(engine)
     only_a = ReportFilter(agent="a")
-    pairs = await store.agreement_pairs(only_a, "judge_human", group_by=["judge"])
+    pairs = await store.agreement.pairs(only_a, "judge_human", group_by=["judge"])
     verdicts = [(p.a, p.b) for p in pairs if p.question_id == "verdict"]
     assert len(verdicts) == 50
     assert {p.group for p in pairs} == {("openai:judge-model",)}
-    humans = await store.agreement_pairs(ReportFilter(), "human_human")
+    humans = await store.agreement.pairs(ReportFilter(), "human_human")
     assert sorted((p.a, p.b) for p in humans) == [(False, True)] * 2 + [(True, True)] * 8
-    assert await store.agreement_pairs(only_a, "human_human") == []
-    assert await store.agreement_pairs(ReportFilter(), "judge_judge") == []
+    assert await store.agreement.pairs(only_a, "human_human") == []
+    assert await store.agreement.pairs(ReportFilter(), "judge_judge") == []
 
 
 async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
@@ -64,10 +64,10 @@ async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
     store = Store(engine)
     await add_many(store, {"pass": 3, "fail": 2}, agent="a")
     target = RegradeTarget(sregym_rubric(), "openai:new@http://x/v1", "openai", "new", "shadow")
-    await store.create_regrade_job(RegradeFilter(), target, actor="admin")
-    for claim in await store.claim_pending("tests", limit=100, lease_seconds=60):
-        assert await store.complete_grading(claim.grading_id, "tests", graded_result())
-    pairs = await store.agreement_pairs(ReportFilter(), "judge_judge", group_by=["judge"])
+    await store.regrade.create_job(RegradeFilter(), target, actor="admin")
+    for claim in await store.queue.claim_pending("tests", limit=100, lease_seconds=60):
+        assert await store.queue.complete(claim.grading_id, "tests", graded_result())
+    pairs = await store.agreement.pairs(ReportFilter(), "judge_judge", group_by=["judge"])
     verdicts = sorted((p.a, p.b) for p in pairs if p.question_id == "verdict")
     assert verdicts == [(False, True)] * 2 + [(True, True)] * 3
     assert {p.group for p in pairs} == {("openai:judge-model vs openai:new",)}

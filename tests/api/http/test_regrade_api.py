@@ -26,7 +26,7 @@ NEW_JUDGE = "scripted:fail"
 async def _import(engine: AsyncEngine, tmp_path: Path) -> int:
     fixture = write_sregym_results(tmp_path)
     store = Store(engine)
-    report = await store.import_sregym(
+    report = await store.imports.sregym(
         read_sregym_folder(fixture.root),
         read_problems(fixture.problems_file),
         rubric=sregym_rubric(),
@@ -116,11 +116,11 @@ async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs
     assert len(judge.requests) == 42  # the second regrade made no judge call
 
     store = Store(engine)
-    views, _ = await store.list_gradings(filters=GradingFilter(current_only=False), limit=500)
+    views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=500)
     item = next(v for v in views if v.grading.regrade_job_id == repeat["id"])
-    [call] = await store.get_judge_calls(item.grading.id)
+    [call] = await store.gradings.judge_calls(item.grading.id)
     assert call.cached and call.attempts == []
-    [event] = [e for e in await store.grading_history(item.grading.id) if e.event == "judge.call"]
+    [event] = [e for e in await store.gradings.history(item.grading.id) if e.event == "judge.call"]
     assert event.payload["origin"] == "cache"
 
 
@@ -191,8 +191,8 @@ async def test_a_job_survives_a_restart_and_continues_where_it_stopped(
             await client.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=admin)
         ).json()
     store = Store(engine)
-    [claim] = await store.claim_pending("before-restart", limit=1, lease_seconds=60)
-    assert await store.complete_grading(claim.grading_id, "before-restart", _failing(claim))
+    [claim] = await store.queue.claim_pending("before-restart", limit=1, lease_seconds=60)
+    assert await store.queue.complete(claim.grading_id, "before-restart", _failing(claim))
     async with api_client(backends={NEW_JUDGE: judge}) as client:  # the server comes back
         done = await _finished(client, admin, job["id"])
     assert (done["state"], done["done"]) == ("done", 42)

@@ -176,10 +176,10 @@ async def _principals(engine: AsyncEngine) -> dict[str, dict[str, str]]:
     headers: dict[str, dict[str, str]] = {"none": {}}
     for name in PRINCIPALS[1:]:
         role = "submitter" if "submitter" in name or name in ("revoked", "expired") else name
-        plaintext, record = await store.create_token(name=name, role=role)
+        plaintext, record = await store.tokens.create(name=name, role=role)
         headers[name] = {"Authorization": f"Bearer {plaintext}"}
         if name == "revoked":
-            await store.revoke_token(record.id)
+            await store.tokens.revoke(record.id)
         if name == "expired":
             async with engine.begin() as connection:
                 await connection.execute(

@@ -91,7 +91,7 @@ async def test_sigterm_finishes_or_releases_in_flight_gradings_and_exits_0(
             "SRE_JUDGE_POLL_SECONDS": "0.1",
             "SRE_JUDGE_SHUTDOWN_SECONDS": "2",
         }
-        token, _ = await Store(engine).create_token(name="batch", role="submitter")
+        token, _ = await Store(engine).tokens.create(name="batch", role="submitter")
         service = ServiceProcess(env, tmp_path / "serve.log")
         service.wait_ready()
         in_flight = await _submit(service.url, token, ["#medium", "#slow", "#medium", "#slow"])
@@ -126,7 +126,7 @@ async def test_sigterm_finishes_or_releases_in_flight_gradings_and_exits_0(
     assert sorted(completions) == sorted((g, 1) for g in in_flight[::2])
     assert "lease released unfinished at shutdown" in log
     # a restart takes the released gradings at once (their 300 s leases are gone)
-    claims = await Store(engine).claim_pending("restart", limit=10, lease_seconds=300)
+    claims = await Store(engine).queue.claim_pending("restart", limit=10, lease_seconds=300)
     assert sorted(c.grading_id for c in claims) == pending
 
 
@@ -134,17 +134,17 @@ async def test_release_lease_clears_only_the_holders_lease_and_writes_nothing_el
     store: Store, engine: AsyncEngine
 ) -> None:
     grading_id = (await submit(store)).grading.id
-    [claim] = await store.claim_pending("w1", limit=1, lease_seconds=300)
+    [claim] = await store.queue.claim_pending("w1", limit=1, lease_seconds=300)
     before = await _rows(engine, "SELECT revision, claim_count, status FROM grading")
     audit = await _rows(engine, "SELECT count(*) FROM audit_log")
-    assert await store.release_lease(grading_id, "w2") is False  # not its lease
+    assert await store.queue.release_lease(grading_id, "w2") is False  # not its lease
     assert (await _states(engine))[grading_id][1] == "w1"
-    assert await store.release_lease(claim.grading_id, "w1") is True
+    assert await store.queue.release_lease(claim.grading_id, "w1") is True
     assert (await _states(engine))[grading_id] == ("pending", None, None)
     assert await _rows(engine, "SELECT revision, claim_count, status FROM grading") == before
     assert await _rows(engine, "SELECT count(*) FROM audit_log") == audit
-    assert await store.release_lease(grading_id, "w1") is False  # nothing left to release
-    [again] = await store.claim_pending("w3", limit=1, lease_seconds=300)
+    assert await store.queue.release_lease(grading_id, "w1") is False  # nothing left to release
+    [again] = await store.queue.claim_pending("w3", limit=1, lease_seconds=300)
     assert again.grading_id == grading_id
 
 
@@ -152,7 +152,7 @@ async def test_release_lease_leaves_a_stored_verdict_alone(
     store: Store, engine: AsyncEngine
 ) -> None:
     grading_id = (await submit(store)).grading.id
-    await store.claim_pending("w1", limit=1, lease_seconds=300)
-    assert await store.complete_grading(grading_id, "w1", graded_result())
-    assert await store.release_lease(grading_id, "w1") is False
+    await store.queue.claim_pending("w1", limit=1, lease_seconds=300)
+    assert await store.queue.complete(grading_id, "w1", graded_result())
+    assert await store.queue.release_lease(grading_id, "w1") is False
     assert (await _states(engine))[grading_id][0] == "graded"

@@ -126,10 +126,10 @@ async def test_questions_dimensions_and_tags(
     api_client: Any, tokens: Any, engine: AsyncEngine
 ) -> None:
     store = Store(engine)
-    await store.ensure_vocabulary({"stopped-early": "stopped at the first useful answer"})
+    await store.tags.ensure_vocabulary({"stopped-early": "stopped at the first useful answer"})
     failing = await add_grading(store, "fail", agent="a")
     await add_many(store, {"pass": 2, "unscored": 1}, agent="a")
-    await store.add_tag(failing, tag="stopped-early", note="", author_id="x", author_name="X")
+    await store.tags.add(failing, tag="stopped-early", note="", author_id="x", author_name="X")
     headers = await tokens("adjudicator")
     async with api_client(start_workers=False) as client:
         questions = (await client.get("/v1/stats/questions", headers=headers)).json()

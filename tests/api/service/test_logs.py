@@ -83,7 +83,7 @@ async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
     (tmp_path / "admin_token").write_text(admin_token + "\n")
     truth = f"[fault_spec] component=deployment/geo; namespace=hotel || GT-{secrets.token_hex(6)}"
     diagnosis = f"the geo deployment crashes with DIAG-{secrets.token_hex(6)}"
-    submitter, _ = await Store(engine).create_token(name="agent", role="submitter")
+    submitter, _ = await Store(engine).tokens.create(name="agent", role="submitter")
     reply = sregym_reply(SEVEN, evidence="the geo deployment crashes")
     with running_judge_server(default=reply) as judge:
         env = {

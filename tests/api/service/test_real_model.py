@@ -181,5 +181,9 @@ async def test_the_servers_refusal_of_an_oversized_prompt_ends_unscored(
     grader = Grader(real_backend, params=PARAMS, retry=ONCE)
     result = await grader.grade(rubric, TRUTH, flood)
     assert result.status == "unscored" and result.unscored_reason == "context_overflow"
-    assert len(result.calls) == 1 and len(result.calls[0].attempts) == 1
+    # every request is an attempt on record: the server's refusals of json_schema and
+    # logprobs come first, then the one refusal of the prompt, never retried
+    outcomes = [a.outcome for a in result.calls[0].attempts]
+    assert len(result.calls) == 1 and outcomes[-1] == "context_overflow"
+    assert set(outcomes[:-1]) <= {"feature_refused"}
     assert "maximum context length" in (result.calls[0].error or "")

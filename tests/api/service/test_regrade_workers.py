@@ -33,7 +33,7 @@ async def _seed(store: Store, tmp_path: Path) -> int:
     total = 0
     for n, run in enumerate(("2025-06-01_12-00-00", "2025-06-08_12-00-00", "2025-06-15_12-00-00")):
         fixture = write_sregym_results(tmp_path / str(n), run=run)
-        report = await store.import_sregym(
+        report = await store.imports.sregym(
             read_sregym_folder(fixture.root),
             read_problems(fixture.problems_file),
             rubric=sregym_rubric(),
@@ -61,7 +61,7 @@ async def test_three_workers_one_killed_grade_every_item_exactly_once(
     with running_judge_server(default=sregym_reply(ALL), delay=0.25) as judge:
         spec = f"openai:m@{judge.openai_url}"
         target = RegradeTarget(sregym_rubric(), spec, "openai", "m", "shadow")
-        job = (await store.create_regrade_job(RegradeFilter(), target, actor="test")).job
+        job = (await store.regrade.create_job(RegradeFilter(), target, actor="test")).job
         env = {
             "SRE_JUDGE_DATABASE_URL": database_url,
             "SRE_JUDGE_JUDGE": spec,
@@ -72,7 +72,7 @@ async def test_three_workers_one_killed_grade_every_item_exactly_once(
         workers = [_worker(env, tmp_path / f"worker{n}.log") for n in range(3)]
         try:
             for _ in range(1200):  # until a quarter is graded
-                if (await store.get_regrade_job(job.id)).progress.done >= total // 4:
+                if (await store.regrade.get_job(job.id)).progress.done >= total // 4:
                     break
                 await asyncio.sleep(0.1)
             victim = workers[0]
@@ -84,7 +84,7 @@ async def test_three_workers_one_killed_grade_every_item_exactly_once(
             victim.kill()
             victim.wait(timeout=30)
             for _ in range(600):
-                view = await store.get_regrade_job(job.id)
+                view = await store.regrade.get_job(job.id)
                 if view.job.state == "done":
                     break
                 await asyncio.sleep(0.1)

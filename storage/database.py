@@ -1,4 +1,9 @@
-"""What every part of the store shares: the engine, sessions, the clock, a few helpers."""
+"""The one database handle every repository of the store shares.
+
+It holds the engine, the sessions, the clock and the write lock; repositories open
+their transactions through it and pass its sessions to one another when one
+transaction spans several aggregates.
+"""
 
 from __future__ import annotations
 
@@ -17,26 +22,26 @@ from storage.audit import append_event
 from storage.canonical import utcnow
 from storage.db import is_postgres, read_only, session_factory
 
-__all__ = ["StoreBase"]
+__all__ = ["Database"]
 
 
-class StoreBase:
-    """Holds the engine; each public store method runs in one transaction of its own."""
+class Database:
+    """The engine, sessions and clock; each public store method runs in one transaction."""
 
     def __init__(self, engine: AsyncEngine, *, clock: Callable[[], datetime] = utcnow) -> None:
         """Use ``engine`` (migrated); ``clock`` returns aware UTC time (tests move it)."""
         self.engine = engine
-        self._clock = clock
-        self._postgres = is_postgres(engine)
+        #: aware UTC time now
+        self.clock = clock
+        #: True on PostgreSQL (row locks, REPEATABLE READ snapshots), False on SQLite
+        self.postgres = is_postgres(engine)
         self._write_sessions = session_factory(engine)
-        #: one write transaction at a time in this process (SQLite only; see ``_write``)
-        self._write_lock = None if self._postgres else asyncio.Lock()
+        #: one write transaction at a time in this process (SQLite only; see ``write``)
+        self._write_lock = None if self.postgres else asyncio.Lock()
         self._read_sessions = session_factory(read_only(engine))
-        #: rubric versions seen committed in this database (they never change)
-        self._known_rubrics: set[str] = set()
 
     @asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncSession]:
+    async def write(self) -> AsyncIterator[AsyncSession]:
         """A session in a write transaction (BEGIN IMMEDIATE on SQLite), committed on exit.
 
         On SQLite the writers of this process also queue on an asyncio lock: SQLite
@@ -52,16 +57,24 @@ class StoreBase:
             yield session
 
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncSession]:
+    async def read(self) -> AsyncIterator[AsyncSession]:
         """A session in a read-only transaction that never waits for writers."""
         async with self._read_sessions() as session, session.begin():
             yield session
 
-    async def _insert_ignore(
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[AsyncSession]:
+        """A read transaction whose statements all see the same data."""
+        async with self.read() as session:
+            if self.postgres:
+                await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            yield session
+
+    async def insert_ignore(
         self, session: AsyncSession, table: Table, values: dict[str, Any]
     ) -> bool:
         """INSERT ... ON CONFLICT DO NOTHING; True when a row was inserted."""
-        dialect = postgresql if self._postgres else sqlite
+        dialect = postgresql if self.postgres else sqlite
         primary_key = list(table.primary_key.columns)
         statement = (
             dialect.insert(table).values(**values).on_conflict_do_nothing().returning(*primary_key)
@@ -69,7 +82,7 @@ class StoreBase:
         # RETURNING, not rowcount: drivers report -1 for INSERT rowcounts
         return (await session.execute(statement)).first() is not None
 
-    async def _audit(
+    async def audit(
         self,
         session: AsyncSession,
         event: str,
@@ -87,5 +100,5 @@ class StoreBase:
             entity_id=entity_id,
             actor=actor,
             payload=payload,
-            at=self._clock(),
+            at=self.clock(),
         )

@@ -1,0 +1,62 @@
+"""Why a grading needs a human: the review reasons, most urgent first.
+
+The members' order is their priority: the review queue lists gradings by their most
+urgent reason, and a grading's reasons are shown in this order. The values are what
+the API, the exports and the stored ``review_reasons`` carry; they never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+__all__ = ["ReviewReason", "by_priority"]
+
+
+class ReviewReason(StrEnum):
+    """A reason for human review; compare and serialise it as its string value."""
+
+    #: the judge gave no usable answer
+    UNSCORED = "unscored"
+    #: a quoted piece of evidence is not in the diagnosis
+    EVIDENCE_UNVERIFIED = "evidence_unverified"
+    #: a human override of the previous grading could not be carried by a regrade
+    OVERRIDE_OUTDATED = "override_outdated"
+    #: the judges of a panel disagree
+    JUDGE_SPLIT = "judge_split"
+    NEEDS_REVIEW = "needs_review"
+    #: one answer decides the verdict
+    DECISIVE = "decisive"
+    #: a judge answer below the confidence threshold
+    LOW_CONFIDENCE = "low_confidence"
+    #: the judge is of the agent model's own family
+    SELF_PREFERENCE = "self_preference"
+    #: a sampled grading of a judge no calibration run qualified
+    PROVISIONAL_SAMPLE = "provisional_sample"
+    #: the diagnosis held a credential (redacted before the judge saw it)
+    CREDENTIAL_LEAKED = "credential_leaked"
+    #: the diagnosis addresses the judge
+    INJECTION_SUSPECTED = "injection_suspected"
+    #: the diagnosis is not grounded in the ground truth's facts
+    GROUNDING_FAILED = "grounding_failed"
+
+    @property
+    def priority(self) -> int:
+        """0 for the most urgent reason, then 1, 2, ...: the members' order."""
+        return _PRIORITY[self]
+
+
+_PRIORITY = {reason: rank for rank, reason in enumerate(ReviewReason)}
+
+
+def by_priority(reasons: Iterable[str]) -> tuple[str, ...]:
+    """``reasons`` without repeats, most urgent first (unknown ones last, as given)."""
+    last = len(_PRIORITY)
+
+    def rank(reason: str) -> int:
+        try:
+            return ReviewReason(reason).priority
+        except ValueError:
+            return last
+
+    return tuple(sorted(dict.fromkeys(reasons), key=rank))

@@ -1,0 +1,77 @@
+"""Blind human labels: a human's own answers to a grading's questions, once per human."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from sqlalchemy import select
+
+from storage.database import Database
+from storage.errors import Conflict, InvalidReview, NotFound
+from storage.review_tables import HumanLabelRecord
+from storage.tables import GradingRecord
+
+__all__ = ["LabelRepository"]
+
+
+class LabelRepository:
+    """Storing blind labels (labels from overrides are written with the override)."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def add(
+        self,
+        grading_id: str,
+        *,
+        question_ids: Iterable[str],
+        answers: dict[str, bool],
+        verdict: Literal["pass", "fail"] | None,
+        author_id: str,
+        author_name: str,
+    ) -> list[HumanLabelRecord]:
+        """Store a human's own (blind) answers; once per human and grading."""
+        known = set(question_ids)
+        unknown = sorted(set(answers) - known)
+        if unknown:
+            raise InvalidReview(f"unknown question(s) {', '.join(unknown)}", field="answers")
+        async with self._db.write() as session:
+            if await session.get(GradingRecord, grading_id) is None:
+                raise NotFound(f"no grading {grading_id}")
+            earlier = await session.execute(
+                select(HumanLabelRecord.id).where(
+                    HumanLabelRecord.grading_id == grading_id,
+                    HumanLabelRecord.author_id == author_id,
+                    HumanLabelRecord.source == "blind",
+                )
+            )
+            if earlier.first() is not None:
+                raise Conflict("you have already labelled this grading")
+            now = self._db.clock()
+
+            def label(**item: Any) -> HumanLabelRecord:
+                return HumanLabelRecord(
+                    grading_id=grading_id,
+                    source="blind",
+                    author_id=author_id,
+                    author_name=author_name,
+                    created_at=now,
+                    **item,
+                )
+
+            labels = [label(question_id=qid, answer=value) for qid, value in answers.items()]
+            if verdict is not None:
+                labels.append(label(verdict=verdict))
+            session.add_all(labels)
+            await session.flush()
+            await self._db.audit(
+                session,
+                "review.labelled",
+                entity_type="grading",
+                entity_id=grading_id,
+                actor=author_id,
+                payload={"answers": {q: a for q, a in answers.items()}, "verdict": verdict},
+            )
+            return labels

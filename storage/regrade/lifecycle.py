@@ -1,0 +1,172 @@
+"""A regrade job's life in the caller's transaction: held back, started, promoted, ended.
+
+Items of paused or cancelled jobs are not claimed. When an item is completed (inside
+the queue's ``complete`` transaction), the previous grading's human overrides are
+carried over, a ``promote`` job makes the new grading current (the old one is kept,
+superseded), and the job ends when no item is pending any more. The functions take
+the database handle and the caller's session; :class:`storage.regrade.jobs.RegradeRepository`
+is their public face.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from storage.database import Database
+from storage.regrade.carry import Carried, carry_overrides
+from storage.regrade.progress import job_progress
+from storage.regrade.tables import RegradeJobRecord
+from storage.tables import GradingRecord
+
+__all__ = [
+    "HELD_BACK_STATES",
+    "end_job",
+    "finish_if_drained",
+    "item_completed",
+    "locked_job",
+    "mark_jobs_started",
+    "not_held_back",
+]
+
+#: items of jobs in these states are not claimed
+HELD_BACK_STATES = ("paused", "cancelled")
+
+
+def not_held_back() -> Any:
+    """A WHERE clause: the grading is no item of a paused or cancelled job."""
+    held = select(col(RegradeJobRecord.id)).where(col(RegradeJobRecord.state).in_(HELD_BACK_STATES))
+    return or_(
+        col(GradingRecord.regrade_job_id).is_(None),
+        col(GradingRecord.regrade_job_id).not_in(held),
+    )
+
+
+async def mark_jobs_started(db: Database, session: AsyncSession, job_ids: set[str]) -> None:
+    """Queued jobs with a claimed item are running from now on (no-op for none)."""
+    if not job_ids:  # live submissions only: no statement at all
+        return
+    await session.execute(
+        update(RegradeJobRecord)
+        .where(col(RegradeJobRecord.id).in_(job_ids), col(RegradeJobRecord.state) == "queued")
+        .values(state="running", started_at=db.clock())
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def locked_job(db: Database, session: AsyncSession, job_id: str) -> RegradeJobRecord | None:
+    """The job, row-locked on PostgreSQL, or None."""
+    query = select(RegradeJobRecord).where(col(RegradeJobRecord.id) == job_id)
+    if db.postgres:
+        query = query.with_for_update()
+    return (await session.execute(query)).scalar_one_or_none()
+
+
+async def item_completed(
+    db: Database, session: AsyncSession, grading: GradingRecord, actor: str
+) -> None:
+    """Carry overrides, promote, and end the job when it is drained; no-op otherwise."""
+    if grading.regrade_job_id is None:
+        return
+    job = await locked_job(db, session, grading.regrade_job_id)
+    if job is None:
+        return
+    previous = (
+        await session.get(GradingRecord, grading.previous_grading_id)
+        if grading.previous_grading_id
+        else None
+    )
+    carried = Carried()
+    if previous is not None:
+        carried = await carry_overrides(session, grading, previous, db.clock())
+        if carried.carried or carried.outdated:
+            grading.revision += 1
+            await session.flush()
+            await db.audit(
+                session,
+                "grading.overrides_carried",
+                entity_type="grading",
+                entity_id=grading.id,
+                actor=actor,
+                payload=carried.payload(previous.id),
+            )
+    if job.mode == "promote" and grading.status == "graded" and not carried.verdict_outdated:
+        await _promote(db, session, grading, job, actor)
+    await finish_if_drained(db, session, job, actor)
+
+
+async def _promote(
+    db: Database, session: AsyncSession, grading: GradingRecord, job: RegradeJobRecord, actor: str
+) -> None:
+    query = select(GradingRecord).where(
+        col(GradingRecord.submission_id) == grading.submission_id,
+        col(GradingRecord.is_current).is_(True),
+        col(GradingRecord.id) != grading.id,
+    )
+    if db.postgres:
+        query = query.with_for_update()
+    superseded = list((await session.execute(query)).scalars())
+    for old in superseded:
+        old.is_current, old.superseded_by = False, grading.id
+        old.revision += 1
+    grading.is_current = True
+    await session.flush()
+    await db.audit(
+        session,
+        "grading.promoted",
+        entity_type="grading",
+        entity_id=grading.id,
+        actor=actor,
+        payload={
+            "grading_id": grading.id,
+            "regrade_job_id": job.id,
+            "superseded": [old.id for old in superseded],
+            "passed": grading.passed,
+        },
+    )
+
+
+async def finish_if_drained(
+    db: Database, session: AsyncSession, job: RegradeJobRecord, actor: str
+) -> None:
+    """End the job when none of its items is pending any more."""
+    if job.state not in ("queued", "running", "paused"):
+        return
+    pending = select(func.count()).where(
+        col(GradingRecord.regrade_job_id) == job.id, col(GradingRecord.status) == "pending"
+    )
+    if (await session.execute(pending)).scalar_one():
+        return
+    await end_job(db, session, job, actor)
+
+
+async def end_job(
+    db: Database,
+    session: AsyncSession,
+    job: RegradeJobRecord,
+    actor: str,
+    *,
+    state: str | None = None,
+) -> None:
+    """Write the final state and counts of a job and audit it."""
+    now = db.clock()
+    job.finished_at = now
+    progress = job_progress(session, job, now)
+    counts = (await progress).as_dict()
+    if state is None:
+        state = "failed" if counts["done"] == 0 and counts["failed"] > 0 else "done"
+        if state == "failed":
+            job.error = "every item is unscored: the judge gave no usable answer"
+    job.state, job.counts = state, counts
+    await session.flush()
+    await db.audit(
+        session,
+        f"regrade_job.{state}",
+        entity_type="regrade_job",
+        entity_id=job.id,
+        actor=actor,
+        payload={"job_id": job.id, "state": state, "counts": counts},
+    )
