@@ -22,7 +22,20 @@ from judge.verdict import GradingResult
 from storage import Claim
 from storage.judge_cache import DbJudgeCache
 
-__all__ = ["AnyGrader", "build_grader", "unscored_result"]
+__all__ = [
+    "RETRY_LATER",
+    "AnyGrader",
+    "build_grader",
+    "pending_reason",
+    "unscored_result",
+    "waiting_code",
+]
+
+#: judge failures that leave a grading pending, retried later, instead of unscored
+RETRY_LATER = frozenset({"judge_unavailable", "judge_timeout", "judge_rate_limited", "judge_auth"})
+#: codes that say more than the failure's own: a refused credential is fixed by rotating
+#: the key, and the gradings wait for it
+_WAITING_CODES = {"judge_auth": "judge_auth_failed"}
 
 
 class AnyGrader(Protocol):
@@ -76,3 +89,14 @@ def unscored_result(claim: Claim, reason: str, detail: str) -> GradingResult:
         judge_model=model,
         review_reasons=(ReviewReason.UNSCORED,),
     )
+
+
+def waiting_code(failure: str | None) -> str:
+    """The code a grading waits under (and ``/readyz`` shows) for a judge failure."""
+    code = failure or "judge_error"
+    return _WAITING_CODES.get(code, code)
+
+
+def pending_reason(result: GradingResult) -> str:
+    """Why a grading waits for its judge: a code, then what the judge said."""
+    return f"{waiting_code(result.unscored_reason)}: {result.detail or ''}".strip(": ")

@@ -23,7 +23,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api.service import self_preference
-from api.service.judging import build_grader, unscored_result
+from api.service.judging import (
+    RETRY_LATER,
+    build_grader,
+    pending_reason,
+    unscored_result,
+    waiting_code,
+)
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context, log_grading
 from api.service.qualification import Qualifications
@@ -34,12 +40,11 @@ from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage import Claim
 
-__all__ = ["RETRY_LATER", "GradingWorkers", "new_worker_id"]
+__all__ = ["GradingWorkers", "new_worker_id"]
 
 log = logging.getLogger("sre_judge.workers")
 
 #: unscored reasons that mean "the judge is not there now": keep the grading pending
-RETRY_LATER = frozenset({"judge_unavailable", "judge_timeout", "judge_rate_limited"})
 
 
 def new_worker_id() -> str:
@@ -205,7 +210,7 @@ class GradingWorkers:
                 stored = await store.queue.defer(
                     claim.grading_id,
                     self.worker_id,
-                    reason=f"{result.unscored_reason}: {result.detail or ''}".strip(": "),
+                    reason=pending_reason(result),
                     retry_at=retry_at,
                     calls=list(result.calls),
                     cache_rows=cache_rows,
@@ -279,10 +284,9 @@ class GradingWorkers:
             heartbeat.cancel()
         if result.calls:
             failed = result.unscored_reason in RETRY_LATER
+            reason = waiting_code(result.unscored_reason) if failed else None
             for spec in member_specs(claim.judge_spec):
-                services.backends.record(
-                    spec, ok=not failed, reason=result.unscored_reason if failed else None
-                )
+                services.backends.record(spec, ok=not failed, reason=reason)
         return result
 
     async def _heartbeat(self, grading_id: str) -> None:

@@ -10,6 +10,7 @@ from litestar import Response, get
 from litestar.di import NamedDependency
 from sqlalchemy import text
 
+from api.service.judging import waiting_code
 from api.service.services import Services
 from judge.errors import JudgeCallError
 from judge.spec import judge_identity
@@ -59,8 +60,8 @@ async def _probe(services: Services, spec: str) -> dict[str, Any]:
             await asyncio.wait_for(pool.get(spec).probe(), timeout=5)
             pool.record(spec, ok=True)
         except (JudgeCallError, TimeoutError) as exc:
-            reason = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
-            pool.record(spec, ok=False, reason=reason)
+            failure = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
+            pool.record(spec, ok=False, reason=waiting_code(failure))
         health = pool.health[spec]
     return {"ok": bool(health.ok), "judge": judge_identity(spec), "reason": health.reason}
 
