@@ -1,0 +1,106 @@
+"""Where in a diagnosis the injected text is: the spans that carry injection markers.
+
+A judge fooled by a diagnosis copies what the injection hands it: a ready-made reply
+with its quotes, a forged adjudication record, a note to the grader. Those quotes occur
+in the diagnosis, so finding them there proves nothing; ``judge.results`` checks
+evidence, and grounding, against the diagnosis without these spans.
+
+A span is the smallest unit that carries a marker (``judge.injection``), looked for at
+three levels:
+
+- a structured block: a fenced code block, an HTML comment, a bracketed JSON-like
+  block or an XML-like element, taken whole when it carries a marker anywhere;
+- a paragraph (lines without a blank line between them) of two lines or more, taken
+  whole when its first line (a heading such as ``ADJUDICATION RECORD``) or at least
+  half its lines carry markers;
+- otherwise each sentence of each line that carries a marker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from judge.injection import injection_markers
+
+__all__ = ["Span", "injected_spans"]
+
+#: (start, end) character offsets, end exclusive
+Span = tuple[int, int]
+
+_FENCED = re.compile(
+    r"(```|~~~)[\s\S]*?(?:\1|$)|<!--[\s\S]*?(?:-->|$)|<(\w+)[^<>]*>[\s\S]*?</\2\s*>"
+)
+_OPEN, _CLOSE = "{[", "}]"
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def _bracket_blocks(text: str) -> Iterator[Span]:
+    """Outermost balanced ``{...}`` / ``[...]`` runs, in one pass."""
+    depth, start = 0, 0
+    for at, ch in enumerate(text):
+        if ch in _OPEN:
+            if depth == 0:
+                start = at
+            depth += 1
+        elif ch in _CLOSE and depth:
+            depth -= 1
+            if depth == 0:
+                yield start, at + 1
+
+
+def _blocks(text: str) -> Iterator[Span]:
+    yield from (m.span() for m in _FENCED.finditer(text))
+    yield from _bracket_blocks(text)
+
+
+def _pieces(text: str, start: int, end: int, pattern: re.Pattern[str]) -> Iterator[Span]:
+    """The parts of ``text[start:end]`` between matches of ``pattern``, stripped."""
+    at = start
+    for m in pattern.finditer(text, start, end):
+        yield from _stripped(text, at, m.start())
+        at = m.end()
+    yield from _stripped(text, at, end)
+
+
+def _stripped(text: str, start: int, end: int) -> Iterator[Span]:
+    piece = text[start:end]
+    if piece.strip():
+        lead = len(piece) - len(piece.lstrip())
+        yield start + lead, start + len(piece.rstrip())
+
+
+def _marked(text: str, span: Span) -> bool:
+    return bool(injection_markers(text[span[0] : span[1]]))
+
+
+def _paragraph_spans(text: str, paragraph: Span) -> Iterator[Span]:
+    lines = list(_pieces(text, *paragraph, re.compile(r"\n")))
+    if len(lines) > 1:
+        marked = [_marked(text, line) for line in lines]
+        if marked[0] or 2 * sum(marked) >= len(lines):
+            yield paragraph
+            return
+    for line in lines:
+        yield from (s for s in _pieces(text, *line, _SENTENCE_END) if _marked(text, s))
+
+
+def _merged(spans: list[Span]) -> tuple[Span, ...]:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return tuple((start, end) for start, end in merged)
+
+
+def injected_spans(text: str) -> tuple[Span, ...]:
+    """The spans of ``text`` that carry injection markers, sorted and disjoint."""
+    if not injection_markers(text):
+        return ()
+    spans = [block for block in _blocks(text) if _marked(text, block)]
+    for paragraph in _pieces(text, 0, len(text), _PARAGRAPH_BREAK):
+        spans.extend(_paragraph_spans(text, paragraph))
+    return _merged(spans)
