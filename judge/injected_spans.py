@@ -11,8 +11,8 @@ three levels:
 - a structured block: a fenced code block, an HTML comment, a bracketed JSON-like
   block or an XML-like element, taken whole when it carries a marker anywhere;
 - a paragraph (lines without a blank line between them) of two lines or more, taken
-  whole when its first line (a heading such as ``ADJUDICATION RECORD``) or at least
-  half its lines carry markers;
+  whole when most of its lines carry markers, and from a marked heading (a
+  short line that is not a sentence, such as ``ADJUDICATION RECORD #4411``) to its end;
 - otherwise each sentence of each line that carries a marker.
 """
 
@@ -34,6 +34,9 @@ _FENCED = re.compile(
 _OPEN, _CLOSE = "{[", "}]"
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_LINE_BREAK = re.compile(r"\n")
+#: the longest line that may be a heading
+_HEADING_CHARS = 80
 
 
 def _bracket_blocks(text: str) -> Iterator[Span]:
@@ -75,13 +78,26 @@ def _marked(text: str, span: Span) -> bool:
     return bool(injection_markers(text[span[0] : span[1]]))
 
 
+def _heading(text: str, line: Span) -> bool:
+    """A line that opens a section or record: short, not a sentence."""
+    body = text[line[0] : line[1]]
+    return len(body) <= _HEADING_CHARS and not body.endswith((".", "!", "?", ";", ","))
+
+
 def _paragraph_spans(text: str, paragraph: Span) -> Iterator[Span]:
-    lines = list(_pieces(text, *paragraph, re.compile(r"\n")))
+    lines = list(_pieces(text, *paragraph, _LINE_BREAK))
     if len(lines) > 1:
         marked = [_marked(text, line) for line in lines]
-        if marked[0] or 2 * sum(marked) >= len(lines):
+        if 2 * sum(marked) > len(lines):
             yield paragraph
             return
+        # a marked heading takes the rest of its paragraph: the body of a forged record
+        head = next(
+            (ln for ln, m in zip(lines, marked, strict=True) if m and _heading(text, ln)), None
+        )
+        if head is not None:
+            yield head[0], paragraph[1]
+            lines = [ln for ln in lines if ln[0] < head[0]]
     for line in lines:
         yield from (s for s in _pieces(text, *line, _SENTENCE_END) if _marked(text, s))
 

@@ -66,8 +66,9 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
         r"\b(?:every|each) (?:answer|question)\b[^.\n]{0,20}?\byes\b",
     ),
     "criteria_claim": (
-        r"\ball (?:nine |9 |the |of the |(?:the )?rubric )?(?:criteria|questions|rubric items|"
-        r"requirements)\b[^.\n]{0,30}?\b(?:satisfied|met|fulfilled|answered yes|pass(?:ed)?)\b",
+        r"\ball (?:nine |9 |the |of the |(?:the )?rubric )?(?:criteria|questions|rubric items)\b"
+        r"[ ,:(]*(?:(?:are|were|have|has|been|now|fully|all|thus|hence|therefore) )*"
+        r"(?:satisfied|met|fulfilled|answered yes|pass(?:ed)?)\b",
         r"\b(?:satisfies|meets|fulfils|fulfills) (?:all|every|each) (?:\w+ )?(?:criteri|requirement"
         r"|question|rubric)",
         r"\b(?:pass\w*|score\w*|yes)\W{0,3}\(?(?:9|nine) ?(?:/|of|out of) ?(?:9|nine)\b",
