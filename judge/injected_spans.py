@@ -74,8 +74,17 @@ def _stripped(text: str, start: int, end: int) -> Iterator[Span]:
         yield start + lead, start + len(piece.rstrip())
 
 
-def _marked(text: str, span: Span) -> bool:
-    return bool(injection_markers(text[span[0] : span[1]]))
+class _Marked:
+    """Whether a span of one text carries markers, each span searched once."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._seen: dict[Span, bool] = {}
+
+    def __call__(self, span: Span) -> bool:
+        if span not in self._seen:
+            self._seen[span] = bool(injection_markers(self.text[span[0] : span[1]]))
+        return self._seen[span]
 
 
 def _heading(text: str, line: Span) -> bool:
@@ -84,10 +93,11 @@ def _heading(text: str, line: Span) -> bool:
     return len(body) <= _HEADING_CHARS and not body.endswith((".", "!", "?", ";", ","))
 
 
-def _paragraph_spans(text: str, paragraph: Span) -> Iterator[Span]:
+def _paragraph_spans(marks: _Marked, paragraph: Span) -> Iterator[Span]:
+    text = marks.text
     lines = list(_pieces(text, *paragraph, _LINE_BREAK))
     if len(lines) > 1:
-        marked = [_marked(text, line) for line in lines]
+        marked = [marks(line) for line in lines]
         if 2 * sum(marked) > len(lines):
             yield paragraph
             return
@@ -99,7 +109,7 @@ def _paragraph_spans(text: str, paragraph: Span) -> Iterator[Span]:
             yield head[0], paragraph[1]
             lines = [ln for ln in lines if ln[0] < head[0]]
     for line in lines:
-        yield from (s for s in _pieces(text, *line, _SENTENCE_END) if _marked(text, s))
+        yield from (s for s in _pieces(text, *line, _SENTENCE_END) if marks(s))
 
 
 def _merged(spans: list[Span]) -> tuple[Span, ...]:
@@ -114,9 +124,10 @@ def _merged(spans: list[Span]) -> tuple[Span, ...]:
 
 def injected_spans(text: str) -> tuple[Span, ...]:
     """The spans of ``text`` that carry injection markers, sorted and disjoint."""
-    if not injection_markers(text):
+    marks = _Marked(text)
+    if not any(marks(whole) for whole in _stripped(text, 0, len(text))):
         return ()
-    spans = [block for block in _blocks(text) if _marked(text, block)]
+    spans = [block for block in _blocks(text) if marks(block)]
     for paragraph in _pieces(text, 0, len(text), _PARAGRAPH_BREAK):
-        spans.extend(_paragraph_spans(text, paragraph))
+        spans.extend(_paragraph_spans(marks, paragraph))
     return _merged(spans)

@@ -25,8 +25,10 @@ _PRINTABLE = 0.95
 _LEET = str.maketrans(
     {"1": "i", "3": "e", "0": "o", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"}
 )
-#: a word mixing letters with the digits or symbols leetspeak uses
-_LEET_WORD = re.compile(r"(?=[\w@$]*[a-z])(?=[\w@$]*[013457@$])[\w@$]+")
+#: words, to be checked for a mix of letters with the digits or symbols leetspeak uses
+_WORD = re.compile(r"[\w@$]+")
+_HAS_LETTER = re.compile(r"[a-z]")
+_HAS_LEET = re.compile(r"[013457@$]")
 #: four or more single letters (or digits) separated by white space
 _SPACED = re.compile(r"(?<!\S)\w(?:[ \t]+\w(?!\S)){3,}")
 
@@ -52,7 +54,14 @@ def base64_texts(text: str) -> list[str]:
 
 def unleet(folded: str) -> str:
     """``folded`` (lower case) with leetspeak undone in words mixing letters and symbols."""
-    return _LEET_WORD.sub(lambda m: m.group().translate(_LEET), folded)
+
+    def undo(match: re.Match[str]) -> str:
+        word = match.group()
+        if _HAS_LETTER.search(word) and _HAS_LEET.search(word):
+            return word.translate(_LEET)
+        return word
+
+    return _WORD.sub(undo, folded)
 
 
 def collapse_spaced(text: str) -> str:
