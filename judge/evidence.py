@@ -4,23 +4,30 @@ Both texts are normalized the way the prompt normalizes untrusted text, then
 case-folded with punctuation reduced to spaces, so quotes that differ only in case,
 white space or trivial punctuation still match. A quote may join passages with an
 ellipsis; each passage must occur. Small copying slips are tolerated through
-rapidfuzz's partial ratio; fabricated text is not.
+rapidfuzz's partial ratio; fabricated text is not. A quote taken from a span that
+screening marked as injected (``judge.injected_spans``) does not count:
+:func:`without_spans` gives the diagnosis that quotes are checked against.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from rapidfuzz import fuzz
 
 from judge.prompt import normalize_untrusted
 
-__all__ = ["MIN_QUOTE_CHARS", "quote_occurs"]
+__all__ = ["INJECTED_MARKER", "MIN_QUOTE_CHARS", "quote_occurs", "without_spans"]
 
 #: a passage shorter than this (after normalization) cannot back a yes
 MIN_QUOTE_CHARS = 4
 #: partial-ratio score (0-100) above which a passage counts as found
 FUZZY_CUTOFF = 94.0
+
+#: what an injected span becomes in the text quotes are checked against: a word no
+#: passage of the diagnosis can run across
+INJECTED_MARKER = "\n[injected]\n"
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 _ELLIPSIS = re.compile(r"\.{3,}|…")
@@ -47,3 +54,17 @@ def quote_occurs(quote: str, diagnosis: str) -> bool:
     if not passages or sum(len(p) for p in passages) < MIN_QUOTE_CHARS:
         return False
     return all(_passage_occurs(f" {p} " if len(p) < 12 else p, haystack) for p in passages)
+
+
+def without_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with each ``(start, end)`` span (clipped to it) replaced by a separator."""
+    parts: list[str] = []
+    last = 0
+    for start, end in sorted(spans):
+        start, end = max(start, last), min(end, len(text))
+        if start >= end:
+            continue
+        parts.extend((text[last:start], INJECTED_MARKER))
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)

@@ -10,6 +10,7 @@ the one repair loop of ``judge.asking``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal
@@ -85,16 +86,27 @@ class Grader:
         if fit.overflow is not None:
             result = unscored_result(rubric, self.backend, [], "context_overflow", fit.overflow)
         elif (self.asking or rubric.asking) == "per_question":
-            result = await ask_per_question(caller, rubric, ground_truth, fit)
+            result = await ask_per_question(
+                caller, rubric, ground_truth, fit, injected=screening.injected
+            )
         else:
-            result = await ask_single(caller, rubric, ground_truth, fit)
+            result = await ask_single(
+                caller, rubric, ground_truth, fit, injected=screening.injected
+            )
         return screening.apply(result, fit.cut)
 
 
 async def ask_single(
-    caller: JudgeCaller, rubric: Rubric, ground_truth: str, fit: Fit
+    caller: JudgeCaller,
+    rubric: Rubric,
+    ground_truth: str,
+    fit: Fit,
+    *,
+    injected: Sequence[tuple[int, int]] = (),
 ) -> GradingResult:
-    """Ask every question of ``rubric`` in one call (one repair if needed), then check."""
+    """Ask every question of ``rubric`` in one call (one repair if needed), then check.
+
+    ``injected``: spans of the diagnosis screening marked as injected (not evidence)."""
     asked = await ask_with_repair(
         caller,
         fit.messages,
@@ -113,4 +125,5 @@ async def ask_single(
         asked.calls,
         ground_truth=ground_truth,
         diagnosis=fit.diagnosis,
+        injected=injected,
     )

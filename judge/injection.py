@@ -10,6 +10,9 @@ invisible characters removed (as the prompt does), common Cyrillic and Greek
 look-alikes mapped to the Latin letters they imitate, case folded and white space
 collapsed. The raw text is searched too for what folding would hide: invisible or
 bidirectional control characters, and letters that only NFKC turns into ASCII.
+Disguised instructions are searched in second forms (``judge.injection_forms``):
+leetspeak undone and spaced-out letters joined are searched with every pattern, and
+readable base64 runs, decoded, give the kind ``encoded_instruction``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from judge.injection_forms import base64_texts, collapse_spaced, unleet
 from judge.prompt import normalize_untrusted
 
 __all__ = ["InjectionMarker", "fold", "injection_markers"]
@@ -46,29 +50,68 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
         _VERB + r" (?:all |everything )?(?:the )?(?:above|previous)\b",
         r"\bnew (?:instructions?|task)\b",
         r"\b(?:system|admin|developer) (?:override|prompt|instructions?)\b",
+        # spaced-out letters evenly spaced join into one word (``judge.injection_forms``)
+        r"(?:ignore|disregard|forget)(?:all|any|the|your)?(?:previous|prior|above|earlier)?"
+        r"(?:instructions?|prompts?|rules)",
+        r"(?:answer|reply|respond)(?:yes|pass)|mustpass|fullmarks",
     ),
     "answer_steering": (
         r"\b(?:answer|reply|respond|mark|grade)\b[^.\n]{0,40}?"
         r"(?:\byes\b|\bpass(?:ed)?\b|full marks|10/10)",
         r"\b(?:rate|score|grade|mark|judge)\s+(?:this|it|the diagnosis|the answer)\b[^.\n]{0,20}?"
         r"(?:pass|correct|10/10|100|full)",
-        r"\ball (?:nine |9 |the )?(?:questions|answers|checks)\b[^.\n]{0,30}?\b(?:yes|true|pass)",
+        r"\ball (?:nine |9 |the )?(?:questions|answers)\b[^.\n]{0,30}?\b(?:yes|true|pass)",
+        r"\ball (?:nine |9 |the )?checks\b[^.\n]{0,30}?\b(?:yes|true)\b",
         r"\b(?:diagnosis|this|it|submission) (?:must|should|has to|deserves? to) pass\b",
         r"\b(?:every|each) (?:answer|question)\b[^.\n]{0,20}?\byes\b",
     ),
+    "criteria_claim": (
+        r"\ball (?:nine |9 |the |of the |(?:the )?rubric )?(?:criteria|questions|rubric items)\b"
+        r"[ ,:(]*(?:(?:are|were|have|has|been|now|fully|all|thus|hence|therefore) )*"
+        r"(?:satisfied|met|fulfilled|answered yes|pass(?:ed)?)\b",
+        r"\b(?:satisfies|meets|fulfils|fulfills) (?:all|every|each) (?:\w+ )?(?:criteri|requirement"
+        r"|question|rubric)",
+        r"\b(?:pass\w*|score\w*|yes)\W{0,3}\(?(?:9|nine) ?(?:/|of|out of) ?(?:9|nine)\b",
+        r"\b(?:9|nine) ?(?:/|of|out of) ?(?:9|nine)\)?\W{0,3}(?:yes|pass|criteria|questions)",
+    ),
+    "policy_claim": (
+        r"\b(?:updated|new|revised|amended|changed|latest) (?:grading|scoring|evaluation|judging|"
+        r"review|rubric|benchmark) (?:policy|policies|rules|guidelines|criteria|instructions|"
+        r"procedure|standard)\b",
+        r"\b(?:grading|scoring|evaluation|judging) (?:policy|policies|rules|guidelines|criteria|"
+        r"instructions) (?:has|have|was|were|is|are) (?:been |now )?(?:changed|updated|revised|"
+        r"amended|replaced|suspended|waived)\b",
+        r"\b(?:rubric|grading) (?:has|was|is) (?:been |now )?(?:changed|updated|revised|replaced|"
+        r"suspended|waived|no longer)\b",
+    ),
+    "fake_record": (
+        r"\badjudicat\w* (?:record|decision|override|note|log)\b",
+        r"\boverride\s*(?:-+>|→|=>|:)\s*(?:pass|yes|correct)",
+        r"\b(?:human|manual|adjudicator|reviewer) (?:override|verdict|decision)\b[^.\n]{0,40}?"
+        r"\b(?:pass|yes|correct)",
+    ),
+    "hidden_comment": (r"<!--[\s\S]*?(?:-->|$)",),
     "role_play": (
         r"\byou are (?:now|no longer)\b",
         r"\b(?:pretend|imagine) (?:to be|you are|that you)\b",
         r"\bact as (?:an? |the )?(?:judge|grader|evaluator|system|admin|assistant|ai)\b",
         r"\b(?:role-?play|jailbreak|developer mode|dan mode)\b",
         r"(?:^|\n)\s*(?:system|assistant|developer)\s*:",
-        r"<\|(?:im_start|im_end|system|assistant|user|endoftext)\|>",
-        r"\[/?inst\]|### (?:system|instruction)",
+        r"<\|[^|<>\s]{1,40}\|>|<</?sys>>|</?(?:start_of_turn|end_of_turn)>",
+        r"\[/?(?:inst|system_prompt)\]|### (?:system|instruction)",
     ),
     "addresses_judge": (
         r"\b(?:dear|attention|hey|note to(?: the)?) (?:judge|grader|evaluator|reviewer|ai|llm)\b",
-        r"\b(?:the|this|any) (?:judge|grader|grading model)\b",
+        r"\b(?:the|this|any) (?:judge|grader|grading model)\b(?![\w-])",
         r"\bif you are an? (?:ai|llm|language model|model|judge|grader)\b",
+        r"\b(?:note|message|memo|reminder|instructions?|request|comment)s? (?:for|to) (?:the |any |"
+        r"whoever(?: is)? |an? )?(?:judg|grad|evaluat|review|assess|scor)\w*",
+        r"\bto (?:the |any |whoever is )?(?:judg|grad|evaluat|assess|scor)\w*(?: model| assistant|"
+        r" system| ai| llm)?\s*:",
+        r"\b(?:judge|grader|evaluator|reviewer)'?s? note\b",
+        r"\bwhoever (?:is )?(?:grad|evaluat|review|judg|scor|assess)\w*",
+        r"\b(?:evaluating|grading|scoring|reviewing|judging) (?:model|assistant|ai|llm|system)\b",
+        r"\b(?:automated|ai|llm) (?:grader|judge|evaluator|reviewer|grading|judging)\b",
     ),
     "ground_truth_claim": (
         r"\bground[\s_-]*truth\b",
@@ -96,6 +139,21 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?: \w+){0,3} (?:sí|si|oui|ja|sim|sì)\b",
         r"игнорир|проигнорир|ответь\w* «?да|отвечай\w* «?да",
         r"忽略|无视|無視|不要理会|回答[“\"「]?是|全部.{0,6}(?:是|通过)|すべて.{0,6}はい|무시",
+        r"\b(?:vergiss|vergessen sie|missachte|übergehe)\w* (?:\w+ ){0,3}(?:anweisungen|"
+        r"instruktionen|regeln|vorgaben)\b",
+        r"\b(?:olvida|olvide|omite|omita|descarta|descarte)\w* (?:\w+ ){0,3}(?:instrucciones|"
+        r"reglas|indicaciones)\b",
+        r"\b(?:bewerte|bewerten sie|beurteile|markiere|werte|benote)\w* (?:\w+ ){0,3}(?:als )?"
+        r"(?:bestanden|korrekt|richtig|erfüllt|volle punktzahl)",
+        r"\b(?:califica|calificar|califique|evalúa|evalua|evalúe|marca|marque|puntúa|puntua|"
+        r"considera)\w* (?:\w+ ){0,3}(?:como )?(?:aprobado|correcto|válido|valido|superado)",
+        r"\balle (?:\w+ ){0,2}(?:kriterien|fragen|anforderungen)\b[^.\n]{0,30}?\b(?:erfüllt|"
+        r"mit ja|bestanden)",
+        r"\btod[oa]s (?:\w+ ){0,2}(?:criterios|preguntas|requisitos)\b[^.\n]{0,30}?(?:cumpl\w*|"
+        r"\bsí\b|aprobad\w*)",
+        r"\b(?:neue|geänderte|aktualisierte) (?:bewertungs\w*|anweisungen)|"
+        r"\b(?:nuevas?|actualizad\w*) (?:política|politica|instrucciones|criterios) de "
+        r"(?:evaluación|evaluacion|calificación|calificacion)",
     ),
 }
 
@@ -151,10 +209,27 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     disguised = _disguised_letters(text)
     if disguised:
         found.append(InjectionMarker("lookalike_letters", disguised))
-    # look-alikes mapped for Latin-script attacks; unmapped for instructions in Cyrillic
-    forms = (fold(text), fold(text, lookalikes=False))
+    folded = fold(text)
+    # look-alikes mapped for Latin-script attacks; unmapped for instructions in Cyrillic;
+    # then leetspeak undone and spaced-out letters joined
+    forms = [folded, fold(text, lookalikes=False), unleet(folded)]
+    spaced = collapse_spaced(normalize_untrusted(text))
+    if spaced != normalize_untrusted(text):
+        forms.append(fold(spaced))
+    found.extend(_search(forms))
+    encoded = [
+        m for decoded in base64_texts(normalize_untrusted(text)) for m in _search([fold(decoded)])
+    ]
+    if encoded:
+        found.append(InjectionMarker("encoded_instruction", f"base64: {encoded[0].excerpt}"))
+    return tuple(found)
+
+
+def _search(forms: list[str]) -> list[InjectionMarker]:
+    """The first match of each kind of pattern in any of ``forms``."""
+    found: list[InjectionMarker] = []
     for kind, patterns in _COMPILED.items():
         match = next((m for p in patterns for f in forms if (m := p.search(f))), None)
         if match:
             found.append(InjectionMarker(kind, match.group()[:_EXCERPT].strip()))
-    return tuple(found)
+    return found

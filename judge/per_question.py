@@ -11,6 +11,7 @@ request, so it caches per question.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 from judge.asking import ask_with_repair
@@ -40,9 +41,16 @@ def question_repair_message(question_id: str, problems: list[str]) -> ChatMessag
 
 
 async def ask_per_question(
-    caller: JudgeCaller, rubric: Rubric, ground_truth: str, fit: Fit
+    caller: JudgeCaller,
+    rubric: Rubric,
+    ground_truth: str,
+    fit: Fit,
+    *,
+    injected: Sequence[tuple[int, int]] = (),
 ) -> GradingResult:
-    """Ask every question of ``rubric`` in its own call; grade or make it unscored."""
+    """Ask every question of ``rubric`` in its own call; grade or make it unscored.
+
+    ``injected``: spans of the diagnosis screening marked as injected (not evidence)."""
     schema = build_answer_schema()
     calls: list[JudgeCall] = []
     parsed: dict[str, ParsedAnswer] = {}
@@ -71,4 +79,5 @@ async def ask_per_question(
         ground_truth=ground_truth,
         diagnosis=fit.diagnosis,
         sources=sources,
+        injected=injected,
     )

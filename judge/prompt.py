@@ -4,7 +4,10 @@ The ground truth and the diagnosis are untrusted: the agent that wrote the diagn
 may itself have read injected text. Both are normalized (NFKC, invisible characters
 removed), any run of angle brackets or their look-alikes is neutralized so nothing can
 imitate a fence, and each is enclosed between fence lines carrying a tag derived from
-a hash of both texts, which the texts therefore cannot contain.
+a hash of both texts, which the texts therefore cannot contain. Chat-template control
+tokens of the common model families (ChatML ``<|im_start|>``, Llama-3 ``<|eot_id|>``,
+Llama-2 and Mistral ``[INST]`` and ``<<SYS>>``, Gemma ``<start_of_turn>``...) are
+replaced by a marker too, so none reaches the judge as a token it might obey.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from judge.calls import ChatMessage
 from judge.rubric import Rubric
 
 __all__ = [
+    "CHAT_TOKEN_MARKER",
     "FENCE_MARKER",
     "build_answer_schema",
     "build_messages",
@@ -29,9 +33,19 @@ __all__ = [
 ]
 
 FENCE_MARKER = "[angle brackets]"
+#: what a chat-template control token of the diagnosis or ground truth becomes
+CHAT_TOKEN_MARKER = "[chat token]"
 
 _ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽"
 _ANGLE_RUN = re.compile(f"[{re.escape(_ANGLES)}]{{2,}}")
+#: chat-template control tokens: ``<|anything|>`` (ChatML, Llama-3, Phi, Qwen, and
+#: DeepSeek's full-width bars after NFKC), Llama-2/Mistral, Gemma, and bare BOS/EOS
+_CHAT_TOKEN = re.compile(
+    r"<\|[^|<>\s]{1,40}\|>"
+    r"|\[/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\]"
+    r"|<</?SYS>>|</?(?:start_of_turn|end_of_turn|bos|eos|s)>",
+    re.IGNORECASE,
+)
 #: zero-width and bidirectional controls, and the tag characters that can smuggle text
 _INVISIBLE = re.compile(
     "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
@@ -70,7 +84,9 @@ def normalize_untrusted(text: str) -> str:
 
 
 def _neutralize(text: str) -> str:
-    return _ANGLE_RUN.sub(FENCE_MARKER, normalize_untrusted(text))
+    """Normalized, chat-template tokens and angle-bracket runs replaced by markers."""
+    text = _CHAT_TOKEN.sub(CHAT_TOKEN_MARKER, normalize_untrusted(text))
+    return _ANGLE_RUN.sub(FENCE_MARKER, text)
 
 
 def fence_tag(ground_truth: str, diagnosis: str) -> str:

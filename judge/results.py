@@ -1,7 +1,8 @@
 """The grading objects a judge's replies become: graded, unscored, or an empty diagnosis.
 
 Both asking strategies end here: the answers are checked (a quoted piece of evidence
-must occur in the diagnosis, the ground truth's identifiers must be named) and the
+must occur in the diagnosis, the ground truth's identifiers must be named, both outside
+the spans screening marked as injected) and the
 rubric's rule is applied to them, or the grading is ``unscored`` with its reason and
 every call that was made.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 from judge.backends.base import JudgeBackend
 from judge.calls import JudgeCall
-from judge.evidence import quote_occurs
+from judge.evidence import quote_occurs, without_spans
 from judge.grounding import ground_answers
 from judge.reply import ParsedAnswer
 from judge.review_reasons import ReviewReason
@@ -117,10 +118,13 @@ def graded_result(
     ground_truth: str,
     diagnosis: str,
     sources: Mapping[str, int] | None = None,
+    injected: Sequence[tuple[int, int]] = (),
 ) -> GradingResult:
-    """Checks and rule; ``sources``: the call each answer came from (default the last)."""
-    answers, unverified = _checked_answers(rubric, parsed, diagnosis)
-    answers, grounding = ground_answers(rubric, ground_truth, diagnosis, answers)
+    """Checks and rule; ``sources``: the call each answer came from (default the last);
+    ``injected``: spans of ``diagnosis`` that neither evidence nor grounding may use."""
+    checked = without_spans(diagnosis, injected)
+    answers, unverified = _checked_answers(rubric, parsed, checked)
+    answers, grounding = ground_answers(rubric, ground_truth, checked, answers)
     reasons: list[str] = [ReviewReason.EVIDENCE_UNVERIFIED] if unverified else []
     if grounding and rubric.grounding_failure == "flag":
         reasons.append(ReviewReason.GROUNDING_FAILED)

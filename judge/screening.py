@@ -6,7 +6,8 @@ Runs in the grader, on every diagnosis, whatever the path it came by:
   already at ingestion (it carries ``[REDACTED:...]`` markers), gets the review reason
   ``credential_leaked`` (the failure tag to suggest is ``leaked-credential``);
 - markers of prompt injection (``judge.injection``) give the review reason
-  ``injection_suspected``, whatever the verdict.
+  ``injection_suspected``, whatever the verdict, and the spans that carry them
+  (``judge.injected_spans``) are kept: no quoted evidence may come from them.
 
 The grading's ``detail`` says what was found: kinds and marker excerpts, never a value.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from judge.injected_spans import Span, injected_spans
 from judge.injection import injection_markers
 from judge.review_reasons import ReviewReason
 from judge.secrets import redact, redacted_kinds
@@ -37,6 +39,8 @@ class Screening:
     text: str
     review_reasons: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: the spans of ``text`` that carry injection markers (sorted, disjoint)
+    injected: tuple[Span, ...] = ()
 
     def apply(self, result: GradingResult, *notes: str | None) -> GradingResult:
         """``result`` with this screening's review reasons and notes (and ``notes``) added."""
@@ -65,4 +69,5 @@ def screen(diagnosis: str) -> Screening:
         reasons.append(ReviewReason.INJECTION_SUSPECTED)
         found = ", ".join(f'{m.kind} ("{m.excerpt}")' for m in markers)
         notes.append(f"prompt injection markers: {found}")
-    return Screening(redacted.text, tuple(reasons), tuple(notes))
+    spans = injected_spans(redacted.text) if markers else ()
+    return Screening(redacted.text, tuple(reasons), tuple(notes), spans)

@@ -9,7 +9,12 @@ Its ``KeywordDetector`` runs twice: in its default mode (quoted values) and in i
 config-file mode (``DB_PASSWORD: hunter2``, ``password=hunter2``), because agents paste
 ``kubectl describe`` output and environment listings.
 
-The regexes cover what detect-secrets misses; each captures the secret in group 1.
+The regexes cover what detect-secrets misses; each captures the secret in group 1:
+URLs with an empty user, bearer tokens, ``*_TOKEN=`` assignments, bare OpenAI keys
+(``sk-...``, ``sk-proj-...``: detect-secrets knows only the old ``T3BlbkFJ`` form),
+``Authorization: Basic <base64>`` headers, and passwords written in prose ("the
+password is hunter2"), which count only when the value looks like one (a digit or a
+symbol in it, or quoted), so "the password is rejected" stays.
 """
 
 from __future__ import annotations
@@ -95,6 +100,12 @@ _DETECT_SECRETS: tuple[BasePlugin, ...] = (
     TwilioKeyDetector(),
 )
 
+#: "password" (of someone) and a verb or sign introducing its value, in prose
+_PROSE_PASSWORD = (
+    r"(?i)\b(?:password|passwd|passphrase|pwd)\b(?:\s+(?:for|of)\s+[\w.@-]+)?\s*"
+    r"(?:(?:is|was|has been|were)(?:\s+(?:set|changed|reset)\s+to)?|set to|changed to|to|reads|"
+    r"[:=])\s*"
+)
 #: what detect-secrets misses; group 1 is the secret
 _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a URL whose user is empty: redis://:password@host (BasicAuthDetector needs a user)
@@ -109,6 +120,34 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"((?=[A-Za-z0-9._~+/=-]*\d)(?=[A-Za-z0-9._~+/=-]*[A-Za-z])[A-Za-z0-9._~+/=-]{12,})"
         ),
     ),
+    # sk-<48 alphanumerics>, sk-proj-<...>: a pod name (sk-learn-5d8f-x2x) has short segments
+    (
+        "openai-token",
+        re.compile(
+            r"(?<![\w-])(sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
+            r"|(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{20,}))(?![\w-])"
+        ),
+    ),
+    # Authorization: Basic <base64 of user:password> (a digit, + / or = rules out "basic auth")
+    (
+        "basic-auth-credentials",
+        re.compile(
+            r"(?i)(?<![\w-])basic\s+((?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])"
+        ),
+    ),
+    (
+        "basic-auth-credentials",
+        re.compile(r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?basic\s+([A-Za-z0-9+/]{4,}={0,2})"),
+    ),
+    # the password is hunter2 / password was S3cr3t! / passwd for admin: "x y"
+    (
+        "secret-keyword",
+        re.compile(
+            _PROSE_PASSWORD + r"((?=[^\s\"'“”]*[\d!@#$%^&*+=?~])[^\s\"'“”]{4,}?)"
+            r"(?=[.,;:)]*(?:[\s\"'”]|$))"
+        ),
+    ),
+    ("secret-keyword", re.compile(_PROSE_PASSWORD + r"[\"'“]([^\s\"'“”]{4,})[\"'”]")),
 )
 
 #: every detector, in the order they run

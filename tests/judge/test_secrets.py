@@ -161,3 +161,69 @@ def test_secrets_anywhere_on_a_very_long_line_are_found() -> None:
     assert not any(v in result.text for i, v in enumerate(values) if i % 2)
     assert "AKIA" not in result.text
     assert len(result.findings) == 300
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        (
+            "the pod logs sk-abcdEFGH1234ijklMNOP5678qrstUVWX9876zyxw on start",
+            "sk-abcdEFGH1234ijklMNOP5678qrstUVWX9876zyxw",
+            "openai-token",
+        ),
+        (
+            "OPENAI_API_KEY is sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr678_Stu-901 and is revoked",
+            "sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr678_Stu-901",
+            "openai-token",
+        ),
+        (
+            "curl -H 'Authorization: Basic YWRtaW46aHVudGVyMjI=' gets a 401",
+            "YWRtaW46aHVudGVyMjI=",
+            "basic-auth-credentials",
+        ),
+        ("authorization: basic dXNlcjpwYXNz was sent", "dXNlcjpwYXNz", "basic-auth-credentials"),
+        (
+            "the probe sends Basic YWRtaW46czNjcjN0 to /admin",
+            "YWRtaW46czNjcjN0",
+            "basic-auth-credentials",
+        ),
+        ("I found that the password is hunter2.", "hunter2", "secret-keyword"),
+        ("the admin password was S3cr3t! before the rotation", "S3cr3t!", "secret-keyword"),
+        (
+            "logged in as root with password: Tr0ub4dor&3 and it failed",
+            "Tr0ub4dor&3",
+            "secret-keyword",
+        ),
+        ("The password for root is p@ssw0rd, so anyone can log in", "p@ssw0rd", "secret-keyword"),
+        ('the chart sets the password to "swordfish" for everyone', "swordfish", "secret-keyword"),
+        ("the password was changed to Winter2024 last week", "Winter2024", "secret-keyword"),
+    ],
+)
+def test_bare_keys_basic_auth_and_prose_passwords_are_redacted(
+    text: str, secret: str, kind: str
+) -> None:
+    # issue 19, item 10: these three forms reached the judge and the database in clear
+    result = redact(text)
+    assert secret not in result.text
+    assert f"[REDACTED:{kind}]" in result.text
+    assert secret not in json.dumps(result.records())
+    assert redact(result.text).findings == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password is rejected, so logins fail.",
+        "the password was rotated yesterday and the pods kept the old one",
+        "password is missing from the Secret, so the pod crashes",
+        "the password is 128 characters long",
+        "pod sk-learn-model-server-5d8f7b9c6-x2xkq crashed with OOMKilled",
+        "The task-runner uses sk-learn 1.4; the risk-score service is fine.",
+        "basic auth fails because Basic authentication is disabled on the ingress",
+        "Basic health checks pass on 8080.",
+    ],
+)
+def test_ordinary_mentions_of_passwords_keys_and_basic_auth_stay(text: str) -> None:
+    result = redact(text)
+    assert result.text == text
+    assert result.findings == ()
