@@ -13,9 +13,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from judge.rubric import DEFAULT_RUBRIC_DIR
-from judge.spec import PANEL_PREFIX, panel_model, panel_spec, parse_judge_spec, parse_panel
+from judge.spec import panel_model, panel_spec, parse_judge_spec, parse_panel
 
-__all__ = ["DEFAULT_JUDGE", "PANEL_PREFIX", "Settings", "with_password"]
+__all__ = ["DEFAULT_JUDGE", "Settings", "with_password"]
 
 #: the judge used when none is configured: a small local model served by Ollama
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
@@ -149,7 +149,7 @@ class Settings(BaseSettings):
     @property
     def panel_specs(self) -> list[str]:
         """The panel's judge specs, or an empty list when no panel is set."""
-        return self.panel.split(",") if self.panel else []
+        return parse_panel(self.panel) if self.panel else []
 
     def grading_judge(self) -> tuple[str, str, str]:
         """(spec, backend, model) recorded with a new grading: the panel or the judge."""
