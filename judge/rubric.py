@@ -27,6 +27,7 @@ __all__ = [
     "load_rubric",
     "load_rubric_dir",
     "rubric_from_mapping",
+    "split_rubric_ref",
 ]
 
 #: the rubric folder of this checkout
@@ -208,3 +209,9 @@ def load_rubric_dir(directory: str | Path = DEFAULT_RUBRIC_DIR) -> dict[str, Rub
             raise RubricError(f"{path}: rubric id {rubric.id!r} is defined twice")
         rubrics[rubric.id] = rubric
     return rubrics
+
+
+def split_rubric_ref(text: str) -> tuple[str, str | None]:
+    """``id@version`` -> (id, version); a text without ``@`` -> (text, None)."""
+    name, at, version = text.partition("@")
+    return (name, version) if at else (text, None)

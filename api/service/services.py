@@ -12,7 +12,7 @@ from api.service.errors import UnknownReference
 from api.service.settings import Settings
 from judge.backends import EndpointQuirks, JudgeBackend, build_backend
 from judge.calls import Completion, JudgeRequest
-from judge.rubric import Rubric
+from judge.rubric import Rubric, split_rubric_ref
 from judge.spec import JudgeSpec, parse_judge_spec
 from storage import Store
 
@@ -40,7 +40,7 @@ class RubricCatalog:
 
     async def find(self, text: str) -> Rubric | None:
         """The rubric named ``id`` (current version) or ``id@version``, or None."""
-        name, _, version = text.partition("@")
+        name, version = split_rubric_ref(text)
         return await self.resolve(name, version or None)
 
     async def require(self, text: str | None, *, default: str) -> Rubric:

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Select, case, func, select
 from sqlmodel import col
 
+from judge.rubric import split_rubric_ref
 from judge.spec import split_spec
 from storage.canonical import iso_utc
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
@@ -80,9 +81,11 @@ def _filtered(query: Select[Any], f: RegradeFilter, scenarios: list[str] | None)
     if f.passed is not None:
         query = query.where(col(g.passed).is_(f.passed))
     if f.rubric_version is not None:
-        rubric_id, at, version = f.rubric_version.rpartition("@")
+        rubric_id, version = split_rubric_ref(f.rubric_version)
+        if version is None:  # a version alone
+            rubric_id, version = None, rubric_id
         query = query.where(col(g.rubric_version) == version)
-        if at:
+        if rubric_id is not None:
             query = query.where(col(g.rubric_id) == rubric_id)
     if f.judge is not None:
         query = query.where(*_judge_clauses(f.judge))
