@@ -23,8 +23,10 @@ from judge.rubric import Rubric
 __all__ = ["ParsedAnswer", "ReplyInvalid", "parse_answer_reply", "parse_reply"]
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-_YES = {"yes", "true", "y"}
-_NO = {"no", "false", "n"}
+#: the only answers (any case): a boolean or "true" is a reply that did not follow the
+#: schema, and gets the repair call like any other
+_YES = {"yes"}
+_NO = {"no"}
 _CONFIDENCE = {"high": 0.9, "medium": 0.6, "low": 0.3}
 
 
@@ -102,8 +104,6 @@ def _entries(value: Any) -> list[tuple[str, Any]]:
 
 
 def _parse_answer(qid: str, raw: Any, problems: list[str]) -> bool | None:
-    if isinstance(raw, bool):
-        return raw
     if isinstance(raw, str) and raw.strip().lower() in _YES | _NO:
         return raw.strip().lower() in _YES
     problems.append(f"{qid}: answer {raw!r} is not yes or no")

@@ -48,7 +48,7 @@ def _check_date(name: str, value: str) -> None:
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
-        return  # not a date: the route's own parsing names the field
+        raise _refuse(name, "must be an ISO 8601 date-time") from None
     aware = when if when.tzinfo else when.replace(tzinfo=UTC)
     try:
         in_range = EARLIEST <= aware <= LATEST
@@ -114,7 +114,20 @@ def _check_body(body: bytes) -> None:
 
 
 async def refuse_unstorable_input(request: Request[Any, Any, Any]) -> None:
-    """``before_request`` hook: 422 (or 400 for a document too deep) on unstorable input."""
+    """``before_request`` hook: 422 on unstorable input, 400 for a document too deep, 415
+    for a body that is not JSON (every body of this API is)."""
     _check_params(request)
-    if request.method in _BODY_METHODS and "json" in request.headers.get("content-type", ""):
-        _check_body(await request.body())
+    if request.method not in _BODY_METHODS:
+        return
+    body = await request.body()
+    if not body:
+        return
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json" and not media_type.endswith("+json"):
+        raise ApiProblem(
+            415,
+            "Unsupported media type",
+            f"Content-Type: the body must be application/json, not {media_type or 'unstated'}",
+            field="Content-Type",
+        )
+    _check_body(body)

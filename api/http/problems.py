@@ -14,6 +14,7 @@ from litestar.exceptions import (
     NotAuthorizedException,
     NotFoundException,
     PermissionDeniedException,
+    SerializationException,
     ValidationException,
 )
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
@@ -132,6 +133,10 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
             detail = str(exc.detail) if isinstance(exc, HTTPException) else str(exc)
             title = exc.title if isinstance(exc, ServiceError) else mapping.title
             return problem_response(mapping.status, title, detail, instance=path, errors=errors)
+    if isinstance(exc, HTTPException) and isinstance(exc.__cause__, SerializationException):
+        detail = f"body: not a JSON document ({exc.detail})"
+        errors = [{"field": "body", "message": detail}]
+        return problem_response(400, "Malformed JSON", detail, instance=path, errors=errors)
     if isinstance(exc, HTTPException):
         return problem_response(
             exc.status_code,

@@ -28,7 +28,8 @@ def _expected_revision(if_match: str | None) -> int:
             "overrides need If-Match with the grading's ETag",
             field="If-Match",
         )
-    value = if_match.strip().removeprefix("W/").strip('"')
+    # If-Match compares strongly (RFC 9110 13.1.1): a weak ETag never matches
+    value = if_match.strip().strip('"')
     if not value.isdigit():
         raise ApiProblem(
             412,

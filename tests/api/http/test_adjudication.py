@@ -101,6 +101,11 @@ async def test_stale_or_missing_if_match_changes_nothing(api_client: Any, tokens
         stale = await client.post(url, json=body, headers={**adj, "If-Match": '"999"'})
         assert stale.status_code == 412
         assert stale.headers["content-type"].startswith("application/problem+json")
+        # If-Match compares strongly: a weak form of the current ETag does not match
+        weak = await client.post(
+            url, json=body, headers={**adj, "If-Match": f'W/"{grading["revision"]}"'}
+        )
+        assert weak.status_code == 412 and weak.json()["errors"][0]["field"] == "If-Match"
         fresh = (await client.get(f"/v1/gradings/{grading['id']}", headers=adj)).json()
         assert fresh["passed"] is True and fresh["overrides"] == []
 

@@ -137,3 +137,37 @@ async def test_brackets_inside_strings_do_not_count_as_depth(api_client: Any, to
     async with api_client() as client:
         answer = await client.post("/v1/submissions", json=body, headers=agent)
     assert answer.status_code == 202, answer.text
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "status", "field"),
+    [
+        ('{"diagnosis": ', "application/json", 400, "body"),
+        (json.dumps(BASE), "text/plain", 415, "Content-Type"),
+        (json.dumps(BASE), "application/x-www-form-urlencoded", 415, "Content-Type"),
+    ],
+)
+async def test_a_body_that_is_not_json_is_refused_naming_it(
+    api_client: Any,
+    tokens: Any,
+    engine: AsyncEngine,
+    content: str,
+    content_type: str,
+    status: int,
+    field: str,
+) -> None:
+    agent = await tokens("submitter")
+    headers = {**agent, "content-type": content_type}
+    async with api_client() as client:
+        answer = await client.post("/v1/submissions", content=content, headers=headers)
+    assert answer.status_code == status, answer.text
+    assert answer.json()["errors"][0]["field"] == field
+    assert await _submissions(engine) == 0
+
+
+async def test_a_date_filter_must_be_a_date(api_client: Any, tokens: Any) -> None:
+    agent = await tokens("submitter")
+    async with api_client() as client:
+        answer = await client.get("/v1/gradings?created_before=0.5", headers=agent)
+    assert answer.status_code == 422
+    assert answer.json()["errors"][0]["field"] == "created_before"
