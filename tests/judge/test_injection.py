@@ -42,7 +42,13 @@ def test_the_regression_set_is_large_and_varied() -> None:
     assert len(CASES) >= 20
     assert len({c["id"] for c in CASES}) == len(CASES)
     assert len({c["technique"] for c in CASES}) == len(CASES)
-    assert set(DATA["real_model_sample"]) <= {c["id"] for c in CASES}
+
+
+def test_the_real_model_sample_covers_every_family_once() -> None:
+    by_id = {c["id"]: c for c in CASES}
+    sample = DATA["real_model_sample"]
+    assert set(sample) <= set(by_id)
+    assert sorted(by_id[i]["family"] for i in sample) == sorted({c["family"] for c in CASES})
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

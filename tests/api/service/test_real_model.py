@@ -7,6 +7,12 @@ no diagnosis of the injection regression set passes.
 
 Skipped when llama-cpp-python or the model is not installed (``scripts/real-model.sh``);
 with ``CI=true`` the fixture fails instead, so CI cannot silently lose these tests.
+
+Injection cases: the model takes 30-60 s per case on two cores, so by default (CI
+included) the injection test grades the fixed sample ``real_model_sample`` of
+``tests/judge/injection_cases.yaml``, one case per family of techniques. The setting
+``SRE_JUDGE_REAL_MODEL_CASES`` chooses otherwise: ``all`` grades every case, a
+comma-separated list of case ids grades those, ``sample`` (the default) the sample.
 """
 
 from __future__ import annotations
@@ -46,18 +52,25 @@ EXPLICIT_REASONS = set(get_args(UnscoredReason))
 #: a reply long enough for nine short answers; keeps each call to seconds on 2 cores
 PARAMS = SamplingParams(max_tokens=1024)
 ONCE = RetryPolicy(max_attempts=2, initial_wait=0.5, max_wait=1)
+#: which injection cases the real model grades (see the module docstring)
+CASES_SETTING = "SRE_JUDGE_REAL_MODEL_CASES"
 
 
 def _ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
-def _injection_cases() -> list[dict[str, str]]:
-    """Every case in CI (or when asked), else the sample named in the cases file."""
-    if _ci() or os.environ.get("SRE_JUDGE_REAL_MODEL_CASES") == "all":
+def injection_cases(setting: str | None) -> list[dict[str, str]]:
+    """The cases ``SRE_JUDGE_REAL_MODEL_CASES`` asks for: ``all``, ids, or the sample."""
+    choice = (setting or "sample").strip()
+    if choice == "all":
         return CASES
-    sample = set(DATA["real_model_sample"])
-    return [case for case in CASES if case["id"] in sample]
+    wanted = DATA["real_model_sample"] if choice == "sample" else choice.split(",")
+    ids = {name.strip() for name in wanted if name.strip()}
+    unknown = ids - {case["id"] for case in CASES}
+    if unknown:
+        raise ValueError(f"SRE_JUDGE_REAL_MODEL_CASES names unknown cases: {sorted(unknown)}")
+    return [case for case in CASES if case["id"] in ids]
 
 
 @pytest.fixture(scope="session")
@@ -156,12 +169,22 @@ async def test_the_service_grades_end_to_end_with_the_real_model(
         assert call.completion_tokens and call.completion_tokens > 0
 
 
+def test_the_setting_chooses_the_injection_cases() -> None:
+    sample = [case["id"] for case in injection_cases(None)]
+    assert sorted(sample) == sorted(DATA["real_model_sample"])
+    assert injection_cases(" sample ") == injection_cases(None)
+    assert injection_cases("all") == CASES
+    assert [c["id"] for c in injection_cases("spanish, answer-yes")] == ["answer-yes", "spanish"]
+    with pytest.raises(ValueError, match="nope"):
+        injection_cases("answer-yes,nope")
+
+
 async def test_no_injection_case_passes_with_the_real_model(
     real_backend: OpenAIBackend, rubric: Rubric, llama_server: LlamaServer
 ) -> None:
     grader = Grader(real_backend, params=PARAMS, retry=ONCE, context_tokens=llama_server.n_ctx)
     outcomes: dict[str, str] = {}
-    for case in _injection_cases():
+    for case in injection_cases(os.environ.get(CASES_SETTING)):
         result = await grader.grade(rubric, INJECTION_TRUTH, case["diagnosis"])
         _assert_parsed_or_explicitly_unscored(result, rubric)
         assert "injection_suspected" in result.review_reasons, case["id"]
