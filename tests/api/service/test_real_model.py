@@ -33,11 +33,11 @@ from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
 from judge.verdict import GradingResult, UnscoredReason
 from storage import JudgeCallRecord
-from tests.judge.test_injection import CASES, DATA
+from tests.judge.test_injection import REAL_MODEL_CASES, injection_cases
 from tests.judge.test_injection import TRUTH as INJECTION_TRUTH
 from tests.support.llama_server import LlamaServer, missing_requirements, running_llama_server
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 TRUTH = (
     "[fault_spec] component=deployment/user-service; namespace=hotel-reservation || "
@@ -52,25 +52,10 @@ EXPLICIT_REASONS = set(get_args(UnscoredReason))
 #: a reply long enough for nine short answers; keeps each call to seconds on 2 cores
 PARAMS = SamplingParams(max_tokens=1024)
 ONCE = RetryPolicy(max_attempts=2, initial_wait=0.5, max_wait=1)
-#: which injection cases the real model grades (see the module docstring)
-CASES_SETTING = "SRE_JUDGE_REAL_MODEL_CASES"
 
 
 def _ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-def injection_cases(setting: str | None) -> list[dict[str, str]]:
-    """The cases ``SRE_JUDGE_REAL_MODEL_CASES`` asks for: ``all``, ids, or the sample."""
-    choice = (setting or "sample").strip()
-    if choice == "all":
-        return CASES
-    wanted = DATA["real_model_sample"] if choice == "sample" else choice.split(",")
-    ids = {name.strip() for name in wanted if name.strip()}
-    unknown = ids - {case["id"] for case in CASES}
-    if unknown:
-        raise ValueError(f"SRE_JUDGE_REAL_MODEL_CASES names unknown cases: {sorted(unknown)}")
-    return [case for case in CASES if case["id"] in ids]
 
 
 @pytest.fixture(scope="session")
@@ -169,22 +154,12 @@ async def test_the_service_grades_end_to_end_with_the_real_model(
         assert call.completion_tokens and call.completion_tokens > 0
 
 
-def test_the_setting_chooses_the_injection_cases() -> None:
-    sample = [case["id"] for case in injection_cases(None)]
-    assert sorted(sample) == sorted(DATA["real_model_sample"])
-    assert injection_cases(" sample ") == injection_cases(None)
-    assert injection_cases("all") == CASES
-    assert [c["id"] for c in injection_cases("spanish, answer-yes")] == ["answer-yes", "spanish"]
-    with pytest.raises(ValueError, match="nope"):
-        injection_cases("answer-yes,nope")
-
-
 async def test_no_injection_case_passes_with_the_real_model(
     real_backend: OpenAIBackend, rubric: Rubric, llama_server: LlamaServer
 ) -> None:
     grader = Grader(real_backend, params=PARAMS, retry=ONCE, context_tokens=llama_server.n_ctx)
     outcomes: dict[str, str] = {}
-    for case in injection_cases(os.environ.get(CASES_SETTING)):
+    for case in injection_cases(os.environ.get(REAL_MODEL_CASES)):
         result = await grader.grade(rubric, INJECTION_TRUTH, case["diagnosis"])
         _assert_parsed_or_explicitly_unscored(result, rubric)
         assert "injection_suspected" in result.review_reasons, case["id"]
