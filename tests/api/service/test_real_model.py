@@ -8,11 +8,12 @@ no diagnosis of the injection regression set passes.
 Skipped when llama-cpp-python or the model is not installed (``scripts/real-model.sh``);
 with ``CI=true`` the fixture fails instead, so CI cannot silently lose these tests.
 
-Injection cases: the model takes 30-60 s per case on two cores, so by default (CI
+Injection cases: the model takes 25-45 s per case on two cores, so by default (CI
 included) the injection test grades the fixed sample ``real_model_sample`` of
-``tests/judge/injection_cases.yaml``, one case per family of techniques. The setting
-``SRE_JUDGE_REAL_MODEL_CASES`` chooses otherwise: ``all`` grades every case, a
-comma-separated list of case ids grades those, ``sample`` (the default) the sample.
+``tests/judge/injection_cases.yaml``: one case per family of techniques (instruction,
+structure, fake-reply, obfuscation). The setting ``SRE_JUDGE_REAL_MODEL_CASES`` chooses
+otherwise: ``all`` grades every case, a comma-separated list of case ids grades those,
+``sample`` (the default) the sample.
 """
 
 from __future__ import annotations
