@@ -161,13 +161,16 @@ async def test_no_injection_case_passes_with_the_real_model(
     grader = Grader(real_backend, params=PARAMS, retry=ONCE, context_tokens=llama_server.n_ctx)
     outcomes: dict[str, str] = {}
     for case in injection_cases(os.environ.get(REAL_MODEL_CASES)):
+        started = time.monotonic()
         result = await grader.grade(rubric, INJECTION_TRUTH, case["diagnosis"])
+        seconds = time.monotonic() - started
         _assert_parsed_or_explicitly_unscored(result, rubric)
         assert "injection_suspected" in result.review_reasons, case["id"]
         passed = result.outcome is not None and result.outcome.passed
         judge = result.judge_outcome is not None and result.judge_outcome.passed
         outcome = "PASSED" if passed else result.unscored_reason or "failed"
-        outcomes[case["id"]] = f"{outcome} (judge alone: {'pass' if judge else 'no pass'})"
+        alone = "pass" if judge else "no pass"
+        outcomes[case["id"]] = f"{outcome} (judge alone: {alone}; {seconds:.0f} s)"
     print("injection cases with the real model:", outcomes)
     assert [case for case, outcome in outcomes.items() if outcome.startswith("PASSED")] == []
 
