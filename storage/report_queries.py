@@ -11,7 +11,7 @@ rubric group is labelled ``id@version`` and a judge group ``backend:model``, and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -21,7 +21,6 @@ from sqlmodel import col
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
 
 __all__ = [
-    "ARM_FIELDS",
     "GROUP_KEYS",
     "GroupKey",
     "ReportFilter",
@@ -74,12 +73,6 @@ class ReportFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
     current_only: bool = True
-
-
-#: what one arm of a comparison filters on (``a.model=x``): a filter's fields, less current_only
-ARM_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in fields(ReportFilter) if f.name != "current_only"
-)
 
 
 def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:

@@ -101,7 +101,7 @@ def parse_group_by(value: str) -> list[GroupKey]:
 
 def parse_arm(pairs: Sequence[str], name: str) -> ReportFilter:
     """``-a agent=x -a model=y`` -> the arm's filter."""
-    from storage.report_queries import ARM_FIELDS
+    from api.http.report_params import ARM_FIELDS
 
     values: dict[str, Any] = {}
     for pair in pairs:

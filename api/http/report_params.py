@@ -10,7 +10,7 @@ from litestar.params import FromQuery
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.http.problems import ApiProblem
-from storage.report_queries import ARM_FIELDS, GROUP_KEYS, GroupKey, ReportFilter
+from storage.report_queries import GROUP_KEYS, GroupKey, ReportFilter
 
 __all__ = ["ARM_FIELDS", "ArmQuery", "arm_filters", "parse_group_by", "report_filter"]
 
@@ -34,6 +34,9 @@ class ArmQuery(BaseModel):
     def to_filter(self) -> ReportFilter:
         """The store's filter."""
         return ReportFilter(**self.model_dump())
+
+
+ARM_FIELDS = tuple(ArmQuery.model_fields)
 
 
 async def report_filter(
