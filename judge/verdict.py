@@ -89,7 +89,7 @@ class GradingResult(BaseModel):
         return bool(self.review_reasons)
 
     def grading_object(self) -> dict[str, Any]:
-        """The public grading object of the HTTP API, without ids (the service adds them)."""
+        """The public grading object of CONTRACT.md, without ids (the service adds them)."""
         outcome = self.outcome
         judge_outcome = self.judge_outcome
         return {

@@ -145,7 +145,7 @@ class TagPublic(BaseModel):
 
 
 class GradingPublic(BaseModel):
-    """The grading object of the HTTP API (`GET /v1/gradings/{id}`)."""
+    """The grading object of CONTRACT.md."""
 
     id: str
     submission_id: str
