@@ -78,6 +78,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
     assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == pytest.approx(2.5, abs=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script",
     ["judge_sim", "throughput", "overhead", "regrade", "prompt_tokens", "dry_run"],

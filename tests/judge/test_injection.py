@@ -1,7 +1,10 @@
 """Prompt injection: flagged for review, fenced in the prompt, unable to buy a pass.
 
 The regression set is ``injection_cases.yaml``: wrong diagnoses that try to steer the
-judge. The real-model half of this check is in ``tests/api/service/test_real_model.py``.
+judge. The real-model half of this check is in ``tests/api/service/test_real_model.py``;
+it grades the cases :func:`injection_cases` picks: by default the fixed sample
+``real_model_sample`` of the cases file (one case per family),
+``SRE_JUDGE_REAL_MODEL_CASES=all`` every case, or a comma-separated list of case ids.
 """
 
 from __future__ import annotations
@@ -29,8 +32,23 @@ DATA: dict[str, Any] = yaml.safe_load(CASES_FILE.read_text(encoding="utf-8"))
 TRUTH: str = DATA["ground_truth"]
 CASES: list[dict[str, str]] = DATA["cases"]
 IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+#: the setting that chooses the injection cases the real model grades
+REAL_MODEL_CASES = "SRE_JUDGE_REAL_MODEL_CASES"
 #: evidence a fooled judge makes up from the ground truth: in no case's text
 FABRICATED = "user-service sets USER_PORT to 9999 while its Service targets 8086"
+
+
+def injection_cases(setting: str | None) -> list[dict[str, str]]:
+    """The cases ``SRE_JUDGE_REAL_MODEL_CASES`` asks for: ``all``, ids, or the sample."""
+    choice = (setting or "sample").strip()
+    if choice == "all":
+        return CASES
+    wanted = DATA["real_model_sample"] if choice == "sample" else choice.split(",")
+    ids = {name.strip() for name in wanted if name.strip()}
+    unknown = ids - {case["id"] for case in CASES}
+    if unknown:
+        raise ValueError(f"{REAL_MODEL_CASES} names unknown cases: {sorted(unknown)}")
+    return [case for case in CASES if case["id"] in ids]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +60,23 @@ def test_the_regression_set_is_large_and_varied() -> None:
     assert len(CASES) >= 20
     assert len({c["id"] for c in CASES}) == len(CASES)
     assert len({c["technique"] for c in CASES}) == len(CASES)
-    assert set(DATA["real_model_sample"]) <= {c["id"] for c in CASES}
+
+
+def test_the_real_model_sample_covers_every_family_once() -> None:
+    by_id = {c["id"]: c for c in CASES}
+    sample = DATA["real_model_sample"]
+    assert set(sample) <= set(by_id)
+    assert sorted(by_id[i]["family"] for i in sample) == sorted({c["family"] for c in CASES})
+
+
+def test_the_setting_chooses_the_real_model_cases() -> None:
+    sample = [case["id"] for case in injection_cases(None)]
+    assert sorted(sample) == sorted(DATA["real_model_sample"])
+    assert injection_cases(" sample ") == injection_cases(None)
+    assert injection_cases("all") == CASES
+    assert [c["id"] for c in injection_cases("spanish, answer-yes")] == ["answer-yes", "spanish"]
+    with pytest.raises(ValueError, match="nope"):
+        injection_cases("answer-yes,nope")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

@@ -1,4 +1,4 @@
-"""API input and output models of regrade jobs (CONTRACT.md, "Regrade jobs")."""
+"""API input and output models of regrade jobs (README, "Batch regrading")."""
 
 from __future__ import annotations
 

@@ -62,6 +62,7 @@ def _calibrate(database_url: str, *args: str, **env: str) -> Any:
         return run_cli(database_url, "calibrate", "--gold", str(GOLD), *args)
 
 
+@pytest.mark.slow
 async def test_calibrate_stores_runs_and_marks_qualification(
     database_url: str, engine: AsyncEngine
 ) -> None:
@@ -106,6 +107,7 @@ def _earlier_run() -> CalibrationRunRecord:
     )
 
 
+@pytest.mark.slow
 async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: AsyncEngine) -> None:
     store = Store(engine)
     await store.calibration.add_run(_earlier_run())

@@ -48,6 +48,7 @@ def _grade_json(spec: str, *extra: str) -> tuple[int, dict[str, object]]:
     return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["openai", "ollama"])
 @pytest.mark.parametrize(("yes", "passed"), [(SEVEN, True), (SIX, False)])
 def test_grade_against_a_real_server_in_sregym_format(
@@ -73,6 +74,7 @@ def test_grade_against_a_real_server_in_sregym_format(
         assert body["format"]["required"][0] == "D1-Q1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["openai", "ollama"])
 def test_malformed_reply_twice_exits_3_unscored(backend: str) -> None:
     with running_judge_server(["no json here", "[1, 2"]) as server:
@@ -85,6 +87,7 @@ def test_malformed_reply_twice_exits_3_unscored(backend: str) -> None:
     assert len(server.requests) == 2
 
 
+@pytest.mark.slow
 def test_unreachable_judge_exits_3() -> None:
     done = run_cli(
         "grade",
@@ -101,6 +104,7 @@ def test_unreachable_judge_exits_3() -> None:
     assert json.loads(done.stdout)["unscored_reason"] == "judge_unavailable"
 
 
+@pytest.mark.slow
 def test_table_output_shows_answers_and_verdict() -> None:
     with running_judge_server([sregym_reply(SEVEN, evidence="sets USER_PORT=9999")]) as server:
         done = run_cli(
@@ -117,6 +121,7 @@ def test_table_output_shows_answers_and_verdict() -> None:
     assert "D3-Q3" in out and "PASS" in out and "7/9 yes" in out
 
 
+@pytest.mark.slow
 def test_files_and_stdin(tmp_path: Path) -> None:
     truth = tmp_path / "truth.txt"
     truth.write_text(TRUTH)

@@ -44,6 +44,7 @@ async def _seed(engine: AsyncEngine) -> None:
     await add_many(store, {"pass": 21, "fail": 6, "pending": 1}, agent="think")
 
 
+@pytest.mark.slow
 async def test_reports_as_table_json_csv_and_charts(
     database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:
@@ -87,6 +88,7 @@ async def test_report_csv_has_a_header_and_full_precision(engine: AsyncEngine) -
     assert rows["(all)"]["n"] == "54" and rows["(all)"]["pending"] == "1"
 
 
+@pytest.mark.slow
 async def test_export_jsonl_csv_and_sregym(
     database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage import Store
 from tests.support.service_process import cli
 
 
+@pytest.mark.slow
 async def test_create_list_revoke(database_url: str, engine: AsyncEngine) -> None:
     env = {"SRE_JUDGE_DATABASE_URL": database_url}
     created = cli("tokens", "create", "--role", "adjudicator", "--name", "Ada", env=env)

@@ -1,174 +1,155 @@
-"""Every route x every role, plus no token, a revoked token and an expired one."""
+"""Every route of the app's route table x every role, plus no token, a revoked and an expired one.
+
+The routes come from the app itself (``app.routes``), so a route added without a line in
+``EXPECTED`` fails here: say who may call it before shipping it. Each line gives the
+answer per principal (``OK`` is any 2xx); principals without a usable token get 401
+unless the line says otherwise. Path parameters are filled by name from the fixtures
+the test creates (a grading of "submitter", a scenario, a dry-run regrade job).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from litestar import Litestar
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.http.app import create_app
+from api.service.settings import Settings
 from storage import Store, TokenRecord
 from storage.canonical import utcnow
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999."
-PRINCIPALS = ["none", "revoked", "expired", "submitter", "other-submitter", "adjudicator", "admin"]
+TOKENLESS = ["none", "revoked", "expired"]
+PRINCIPALS = [*TOKENLESS, "submitter", "other-submitter", "adjudicator", "admin"]
 OK = "2xx"
+DRY_RUN = {"judge": "scripted:fail", "dry_run": True}
 
-# (method, path, body, extra headers, expected by principal; missing = 401 for the
-# tokenless kinds). {G} is a grading of "submitter", {S} a registered scenario.
-ROUTES: list[tuple[str, str, Any, dict[str, str], dict[str, Any]]] = [
-    (
-        "POST",
-        "/v1/submissions",
-        {"diagnosis": DIAGNOSIS, "ground_truth": "their own truth"},
-        {},
-        {"submitter": OK, "other-submitter": OK, "adjudicator": OK, "admin": OK},
+
+def roles(submitter: Any, adjudicator: Any, admin: Any, *, other: Any = None) -> dict[str, Any]:
+    """Expected answers per role; ``other`` (a second submitter) as ``submitter`` unless given."""
+    return {
+        "submitter": submitter,
+        "other-submitter": submitter if other is None else other,
+        "adjudicator": adjudicator,
+        "admin": admin,
+    }
+
+
+ANY_TOKEN = roles(OK, OK, OK)
+ADJUDICATOR_UP = roles(403, OK, OK)
+ADMIN_ONLY = roles(403, 403, OK)
+ANYONE = {principal: OK for principal in PRINCIPALS}
+
+
+@dataclass(frozen=True)
+class Expect:
+    """One route's expected answer per principal, and how to call it."""
+
+    by_principal: Mapping[str, Any]
+    body: Any = None
+    query: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def status(self, principal: str) -> Any:
+        """``OK`` or a status code; 401 for a principal the line does not name."""
+        return self.by_principal.get(principal, 401)
+
+
+#: (method, path as in the route table, parameters without their types) -> who gets what
+EXPECTED: dict[tuple[str, str], Expect] = {
+    ("GET", "/healthz"): Expect(ANYONE),
+    ("GET", "/readyz"): Expect(ANYONE),
+    ("GET", "/metrics"): Expect(ANYONE),
+    ("GET", "/schema"): Expect(ANYONE),
+    ("GET", "/schema/openapi.json"): Expect(ANYONE),
+    ("GET", "/schema/scalar"): Expect(ANYONE),
+    ("GET", "/schema/{path}"): Expect({principal: 404 for principal in PRINCIPALS}),
+    ("POST", "/v1/submissions"): Expect(
+        ANY_TOKEN, body={"diagnosis": DIAGNOSIS, "ground_truth": "their own truth"}
     ),
-    (
-        "GET",
-        "/v1/gradings/{G}",
-        None,
-        {},
-        {"submitter": OK, "other-submitter": 404, "adjudicator": OK, "admin": OK},
+    ("GET", "/v1/gradings"): Expect(ANY_TOKEN),
+    ("GET", "/v1/gradings/{grading_id}"): Expect(roles(OK, OK, OK, other=404)),
+    ("POST", "/v1/gradings/{grading_id}/overrides"): Expect(
+        roles(403, 412, 412),
+        body={"verdict": "fail", "reason": "role matrix"},
+        headers={"If-Match": '"0"'},
     ),
-    (
-        "GET",
-        "/v1/gradings",
-        None,
-        {},
-        {"submitter": OK, "other-submitter": OK, "adjudicator": OK, "admin": OK},
+    ("GET", "/v1/gradings/{grading_id}/history"): Expect(ADJUDICATOR_UP),
+    ("POST", "/v1/gradings/{grading_id}/labels"): Expect(
+        ADJUDICATOR_UP, body={"answers": {"D1-Q1": "yes"}}
     ),
-    (
-        "POST",
-        "/v1/gradings/{G}/overrides",
-        {"verdict": "fail", "reason": "role matrix"},
-        {"If-Match": '"0"'},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": 412, "admin": 412},
+    ("POST", "/v1/gradings/{grading_id}/tags"): Expect(
+        ADJUDICATOR_UP, body={"tag": "misread-unit"}
     ),
-    (
-        "GET",
-        "/v1/gradings/{G}/history",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
+    ("DELETE", "/v1/gradings/{grading_id}/tags/{tag_id}"): Expect(roles(403, 404, 404)),
+    ("GET", "/v1/review-queue"): Expect(ADJUDICATOR_UP),
+    ("POST", "/v1/review-queue/{grading_id}/claim"): Expect(ADJUDICATOR_UP, body={}),
+    ("POST", "/v1/review-queue/{grading_id}/done"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/failure-tags"): Expect(ADJUDICATOR_UP),
+    ("POST", "/v1/failure-tags"): Expect(
+        ADMIN_ONLY, body={"tag": "new-tag", "description": "a new tag"}
     ),
-    (
-        "GET",
-        "/v1/review-queue",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "GET",
-        "/v1/stats/agreement",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "POST",
-        "/v1/review-queue/{G}/claim",
-        {},
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "POST",
-        "/v1/review-queue/{G}/done",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "GET",
-        "/v1/failure-tags",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "POST",
-        "/v1/failure-tags",
-        {"tag": "new-tag", "description": "a new tag"},
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": 403, "admin": OK},
-    ),
-    (
-        "POST",
-        "/v1/gradings/{G}/tags",
-        {"tag": "misread-unit"},
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "DELETE",
-        "/v1/gradings/{G}/tags/999999",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": 404, "admin": 404},
-    ),
-    (
-        "POST",
-        "/v1/scenarios",
-        {"id": "s-new", "ground_truth": "x"},
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": 403, "admin": OK},
-    ),
-    (
-        "GET",
-        "/v1/scenarios/{S}",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "GET",
-        "/v1/rubrics",
-        None,
-        {},
-        {"submitter": OK, "other-submitter": OK, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "GET",
-        "/v1/rubrics/sregym-rca",
-        None,
-        {},
-        {"submitter": OK, "other-submitter": OK, "adjudicator": OK, "admin": OK},
-    ),
-    (
-        "POST",
-        "/v1/tokens",
-        {"name": "x", "role": "submitter"},
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": 403, "admin": OK},
-    ),
-    (
-        "GET",
-        "/v1/tokens",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": 403, "admin": OK},
-    ),
-    (
-        "POST",
-        "/v1/tokens/nope/revoke",
-        None,
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": 403, "admin": 404},
-    ),
-    (
-        "POST",
-        "/v1/gradings/{G}/labels",
-        {"answers": {"D1-Q1": "yes"}},
-        {},
-        {"submitter": 403, "other-submitter": 403, "adjudicator": OK, "admin": OK},
-    ),
-]
-PUBLIC = [("GET", "/healthz"), ("GET", "/schema/openapi.json")]
+    ("POST", "/v1/scenarios"): Expect(ADMIN_ONLY, body={"id": "s-new", "ground_truth": "x"}),
+    ("GET", "/v1/scenarios/{scenario_id}"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/rubrics"): Expect(ANY_TOKEN),
+    ("GET", "/v1/rubrics/{rubric_id}"): Expect(ANY_TOKEN),
+    ("GET", "/v1/stats/pass-rates"): Expect(ADJUDICATOR_UP, query="?group_by=agent"),
+    ("GET", "/v1/stats/compare"): Expect(ADJUDICATOR_UP, query="?a.model=x&b.model=y"),
+    ("GET", "/v1/stats/questions"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/stats/dimensions"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/stats/failure-tags"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/stats/agreement"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/exports/gradings"): Expect(ADMIN_ONLY, query="?format=csv"),
+    ("POST", "/v1/tokens"): Expect(ADMIN_ONLY, body={"name": "x", "role": "submitter"}),
+    ("GET", "/v1/tokens"): Expect(ADMIN_ONLY),
+    ("POST", "/v1/tokens/{token_id}/revoke"): Expect(roles(403, 403, 404)),
+    ("POST", "/v1/regrade-jobs"): Expect(ADMIN_ONLY, body=DRY_RUN),
+    ("GET", "/v1/regrade-jobs/{job_id}"): Expect(ADMIN_ONLY),
+    ("GET", "/v1/regrade-jobs/{job_id}/flips"): Expect(ADMIN_ONLY),
+    ("POST", "/v1/regrade-jobs/{job_id}/pause"): Expect(roles(403, 403, 409)),
+    ("POST", "/v1/regrade-jobs/{job_id}/resume"): Expect(roles(403, 403, 409)),
+    ("POST", "/v1/regrade-jobs/{job_id}/cancel"): Expect(roles(403, 403, 409)),
+}
+
+
+def route_table(app: Litestar) -> list[tuple[str, str]]:
+    """Every (method, path) the app serves, in its order; Litestar's OPTIONS answers aside.
+
+    Paths name their parameters without their types: ``/v1/gradings/{grading_id}``.
+    """
+    return [
+        (method, re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path))
+        for route in app.routes
+        for handler in getattr(route, "route_handlers", ())
+        for method in sorted(handler.http_methods)
+        if method != "OPTIONS"
+    ]
+
+
+def fill(path: str, values: Mapping[str, str]) -> str:
+    """``/v1/gradings/{grading_id}`` -> ``/v1/gradings/<the grading>``."""
+    for name, value in values.items():
+        path = path.replace(f"{{{name}}}", value)
+    assert "{" not in path, f"no value for a path parameter of {path}: add it to the test"
+    return path
+
+
+def test_every_route_has_a_stated_expectation(tmp_path: Any) -> None:
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/x.db", judge="scripted:pass")
+    table = route_table(create_app(settings, start_workers=False))
+    assert len(table) == len(set(table)), "a (method, path) is served twice"
+    unstated = [f"{method} {path}" for method, path in table if (method, path) not in EXPECTED]
+    assert not unstated, "routes without an expected answer per role: " + ", ".join(unstated)
+    stale = [f"{method} {path}" for method, path in EXPECTED if (method, path) not in table]
+    assert not stale, "expectations of routes the app no longer serves: " + ", ".join(stale)
 
 
 async def _principals(engine: AsyncEngine) -> dict[str, dict[str, str]]:
@@ -194,36 +175,51 @@ def _matches(status: int, expected: Any) -> bool:
     return 200 <= status < 300 if expected == OK else status == expected
 
 
+async def _fixtures(client: Any, headers: dict[str, dict[str, str]]) -> dict[str, str]:
+    """A scenario, a grading of "submitter" and a finished dry-run job: path values."""
+    admin = headers["admin"]
+    await client.post("/v1/scenarios", json={"id": "s1", "ground_truth": TRUTH}, headers=admin)
+    created = await client.post(
+        "/v1/submissions?wait=10",
+        json={"diagnosis": DIAGNOSIS, "scenario_id": "s1"},
+        headers=headers["submitter"],
+    )
+    job = await client.post("/v1/regrade-jobs", json=DRY_RUN, headers=admin)
+    return {
+        "grading_id": created.json()["id"],
+        "scenario_id": "s1",
+        "rubric_id": "sregym-rca",
+        "tag_id": "999999",
+        "token_id": "nope",
+        "job_id": job.json()["id"],
+        "path": "nope",
+    }
+
+
 @pytest.mark.parametrize("principal", PRINCIPALS)
 async def test_every_route_answers_each_principal_as_expected(
     api_client: Any, engine: AsyncEngine, principal: str
 ) -> None:
     headers = await _principals(engine)
-    admin = headers["admin"]
     async with api_client() as client:
-        await client.post("/v1/scenarios", json={"id": "s1", "ground_truth": TRUTH}, headers=admin)
-        created = await client.post(
-            "/v1/submissions?wait=10",
-            json={"diagnosis": DIAGNOSIS, "scenario_id": "s1"},
-            headers=headers["submitter"],
-        )
-        grading_id = created.json()["id"]
+        values = await _fixtures(client, headers)
         failures = []
-        for method, path, body, extra, expected_by in ROUTES:
-            url = path.format(G=grading_id, S="s1")
-            expected = expected_by.get(principal, 401)
+        for method, path in route_table(client.app):
+            expect = EXPECTED.get((method, path))
+            if expect is None:
+                failures.append(f"{method} {path}: no stated expectation")
+                continue
+            url = fill(path, values) + expect.query
+            expected = expect.status(principal)
             response = await client.request(
-                method, url, json=body, headers={**headers[principal], **extra}
+                method, url, json=expect.body, headers={**headers[principal], **expect.headers}
             )
             if not _matches(response.status_code, expected):
                 failures.append(f"{method} {url}: {response.status_code}, expected {expected}")
-            if response.status_code >= 400:
-                assert response.headers["content-type"].startswith("application/problem+json")
-            if principal not in ("adjudicator", "admin"):
-                # the scenario's ground truth and judge prompts never reach submitters
-                assert TRUTH not in response.text, f"{method} {url} leaks the ground truth"
-        for method, url in PUBLIC:
-            response = await client.request(method, url, headers=headers[principal])
-            if response.status_code != 200:
-                failures.append(f"{method} {url}: {response.status_code}")
+            problem = response.headers["content-type"].startswith("application/problem+json")
+            if response.status_code >= 400 and path.startswith("/v1/") and not problem:
+                failures.append(f"{method} {url}: an error that is not problem+json")
+            # the scenario's ground truth and judge prompts never reach submitters
+            if principal not in ("adjudicator", "admin") and TRUTH in response.text:
+                failures.append(f"{method} {url}: leaks the ground truth")
     assert not failures, "\n".join(failures)

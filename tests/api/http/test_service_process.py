@@ -14,6 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.service_process import ServiceProcess, cli, serving
 
+pytestmark = pytest.mark.slow
+
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
 SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q3"}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -78,6 +79,7 @@ async def _states(engine: AsyncEngine) -> dict[str, tuple[str, str | None, Any]]
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
+@pytest.mark.slow
 async def test_sigterm_finishes_or_releases_in_flight_gradings_and_exits_0(
     database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.service.observability import REDACTED, bind_log_context, redact, register_secret
@@ -75,6 +76,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+@pytest.mark.slow
 async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
     database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:

@@ -7,6 +7,13 @@ no diagnosis of the injection regression set passes.
 
 Skipped when llama-cpp-python or the model is not installed (``scripts/real-model.sh``);
 with ``CI=true`` the fixture fails instead, so CI cannot silently lose these tests.
+
+Injection cases: the model takes 25-45 s per case on two cores, so by default (CI
+included) the injection test grades the fixed sample ``real_model_sample`` of
+``tests/judge/injection_cases.yaml``: one case per family of techniques (instruction,
+structure, fake-reply, obfuscation). The setting ``SRE_JUDGE_REAL_MODEL_CASES`` chooses
+otherwise: ``all`` grades every case, a comma-separated list of case ids grades those,
+``sample`` (the default) the sample.
 """
 
 from __future__ import annotations
@@ -27,11 +34,11 @@ from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
 from judge.verdict import GradingResult, UnscoredReason
 from storage import JudgeCallRecord
-from tests.judge.test_injection import CASES, DATA
+from tests.judge.test_injection import REAL_MODEL_CASES, injection_cases
 from tests.judge.test_injection import TRUTH as INJECTION_TRUTH
 from tests.support.llama_server import LlamaServer, missing_requirements, running_llama_server
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 TRUTH = (
     "[fault_spec] component=deployment/user-service; namespace=hotel-reservation || "
@@ -50,14 +57,6 @@ ONCE = RetryPolicy(max_attempts=2, initial_wait=0.5, max_wait=1)
 
 def _ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-def _injection_cases() -> list[dict[str, str]]:
-    """Every case in CI (or when asked), else the sample named in the cases file."""
-    if _ci() or os.environ.get("SRE_JUDGE_REAL_MODEL_CASES") == "all":
-        return CASES
-    sample = set(DATA["real_model_sample"])
-    return [case for case in CASES if case["id"] in sample]
 
 
 @pytest.fixture(scope="session")
@@ -161,14 +160,17 @@ async def test_no_injection_case_passes_with_the_real_model(
 ) -> None:
     grader = Grader(real_backend, params=PARAMS, retry=ONCE, context_tokens=llama_server.n_ctx)
     outcomes: dict[str, str] = {}
-    for case in _injection_cases():
+    for case in injection_cases(os.environ.get(REAL_MODEL_CASES)):
+        started = time.monotonic()
         result = await grader.grade(rubric, INJECTION_TRUTH, case["diagnosis"])
+        seconds = time.monotonic() - started
         _assert_parsed_or_explicitly_unscored(result, rubric)
         assert "injection_suspected" in result.review_reasons, case["id"]
         passed = result.outcome is not None and result.outcome.passed
         judge = result.judge_outcome is not None and result.judge_outcome.passed
         outcome = "PASSED" if passed else result.unscored_reason or "failed"
-        outcomes[case["id"]] = f"{outcome} (judge alone: {'pass' if judge else 'no pass'})"
+        alone = "pass" if judge else "no pass"
+        outcomes[case["id"]] = f"{outcome} (judge alone: {alone}; {seconds:.0f} s)"
     print("injection cases with the real model:", outcomes)
     assert [case for case, outcome in outcomes.items() if outcome.startswith("PASSED")] == []
 

@@ -7,6 +7,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.dry_run import seed_submissions, time_dry_run
 
+pytestmark = pytest.mark.slow
+
 
 async def test_a_dry_run_of_10000_submissions_takes_under_two_seconds(
     db_backend: str, engine: AsyncEngine
