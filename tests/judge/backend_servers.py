@@ -17,8 +17,8 @@ import respx
 from judge.backends.base import JudgeBackend
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
-from judge.calls import ChatMessage, JudgeRequest, SamplingParams
-from judge.retry import RetryPolicy
+from judge.calls import Attempt, ChatMessage, Completion, JudgeRequest, SamplingParams
+from judge.retry import RetryPolicy, complete_with_retries
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -117,6 +117,17 @@ def openai_error(
     """An OpenAI error body."""
     body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
     return httpx.Response(status, json=body, headers=headers)
+
+
+async def ask_with_retries(backend: JudgeBackend) -> tuple[Completion, list[str]]:
+    """One call through the retry loop: the completion and each attempt's outcome."""
+    completion, attempts = await complete_with_retries(backend, make_request(), policy=FAST)
+    return completion, [attempt_outcome(a) for a in attempts]
+
+
+def attempt_outcome(attempt: Attempt) -> str:
+    """An attempt's outcome, with the HTTP status when there was one (``ok``, ``... 500``)."""
+    return f"{attempt.outcome} {attempt.status_code}" if attempt.status_code else attempt.outcome
 
 
 # --- one server, either kind ----------------------------------------------------------

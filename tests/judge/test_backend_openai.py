@@ -1,30 +1,26 @@
 """What only the OpenAI-compatible backend does: the key and endpoint defaults, the
-``json_schema`` and ``logprobs`` fallbacks remembered per endpoint, log-probabilities.
+``json_schema`` fallback remembered per endpoint, one question per call.
 
-The behaviour both backends share is in ``test_backend_contract.py``.
+Log-probabilities are in ``test_backend_openai_logprobs.py``; the behaviour both
+backends share is in ``test_backend_contract.py``.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import httpx
 import pytest
 import respx
 
 from judge.backends.openai import EndpointQuirks, OpenAIBackend
-from judge.calls import Attempt, Completion
 from judge.errors import FeatureRefused, JudgeRejected, JudgeUnavailable
-from judge.retry import RetryPolicy, complete_with_retries
 from tests.judge.backend_servers import (
     FAST,
     OPENAI_BASE,
     OPENAI_MODEL,
-    REPLY,
     SCHEMA,
+    ask_with_retries,
     make_request,
     sent_json,
 )
@@ -41,35 +37,12 @@ JSON_OBJECT_FORMAT = {"type": "json_object", "schema": SCHEMA}
 SCHEMA_REFUSAL = "Unrecognized schema: json_schema is not supported by this server"
 
 
-async def _ask(backend: OpenAIBackend) -> tuple[Completion, list[str]]:
-    """One call through the retry loop: the completion and each attempt's outcome."""
-    completion, attempts = await complete_with_retries(backend, make_request(), policy=FAST)
-    return completion, [_outcome(a) for a in attempts]
-
-
-def _outcome(attempt: Attempt) -> str:
-    return f"{attempt.outcome} {attempt.status_code}" if attempt.status_code else attempt.outcome
-
-
-@pytest.fixture
-def openai_api() -> Iterator[respx.MockRouter]:
-    with respx.mock(base_url=BASE, assert_all_called=True) as router:
-        yield router
-
-
-@pytest.fixture
-async def backend() -> AsyncIterator[OpenAIBackend]:
-    judge = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test")
-    yield judge
-    await judge.aclose()
-
-
 async def test_the_key_is_sent_as_a_bearer_token(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
 ) -> None:
     route = openai_api.post("/chat/completions").mock(return_value=completion_reply())
 
-    await backend.complete(make_request())
+    await openai_backend.complete(make_request())
 
     assert sent_json(route)["response_format"] == JSON_SCHEMA_FORMAT
     assert route.calls.last.request.headers["authorization"] == "Bearer sk-test"
@@ -105,13 +78,13 @@ async def test_endpoint_defaults_to_openai_base_url(monkeypatch: pytest.MonkeyPa
 
 
 async def test_the_served_model_name_is_kept(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
 ) -> None:
     openai_api.post("/chat/completions").mock(
         return_value=completion_reply(model="qwen2.5-1.5b-instruct-q4_k_m.gguf")
     )
 
-    completion = await backend.complete(make_request())
+    completion = await openai_backend.complete(make_request())
 
     assert completion.model == "qwen2.5-1.5b-instruct-q4_k_m.gguf"
     assert completion.fingerprint == "b5123-8c2a1f"
@@ -127,11 +100,11 @@ async def test_the_served_model_name_is_kept(
     ids=["content-none", "no-choices", "bare"],
 )
 async def test_missing_content_becomes_empty_text(
-    openai_api: respx.MockRouter, backend: OpenAIBackend, reply: httpx.Response
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend, reply: httpx.Response
 ) -> None:
     openai_api.post("/chat/completions").mock(return_value=reply)
 
-    completion = await backend.complete(make_request())
+    completion = await openai_backend.complete(make_request())
 
     assert completion.text == ""
     assert completion.model == MODEL
@@ -146,7 +119,7 @@ async def test_json_schema_refused_with_500_falls_back_and_is_remembered(
     quirks = EndpointQuirks()  # as a backend pool shares among its backends
     backend = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test", quirks=quirks)
 
-    completion, outcomes = await _ask(backend)
+    completion, outcomes = await ask_with_retries(backend)
 
     assert outcomes == ["feature_refused 500", "ok"]  # every request is an attempt on record
     assert route.call_count == 2
@@ -184,7 +157,7 @@ async def test_fallback_memory_is_per_endpoint() -> None:
         )
         other = router.post(f"{OTHER_BASE}/chat/completions").mock(return_value=completion_reply())
         try:
-            await _ask(one)
+            await ask_with_retries(one)
             completion = await two.complete(make_request())
         finally:
             await one.aclose()
@@ -197,7 +170,7 @@ async def test_fallback_memory_is_per_endpoint() -> None:
 
 
 async def test_json_schema_refused_with_400_falls_back(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
 ) -> None:
     route = openai_api.post("/chat/completions").mock(
         side_effect=[
@@ -207,8 +180,8 @@ async def test_json_schema_refused_with_400_falls_back(
     )
 
     with pytest.raises(FeatureRefused) as caught:
-        await backend.complete(make_request())
-    completion = await backend.complete(make_request())
+        await openai_backend.complete(make_request())
+    completion = await openai_backend.complete(make_request())
 
     assert caught.value.status_code == 400 and "json_schema" in str(caught.value)
     assert route.call_count == 2
@@ -216,15 +189,15 @@ async def test_json_schema_refused_with_400_falls_back(
 
 
 async def test_a_plain_server_error_is_not_taken_for_a_format_refusal(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
 ) -> None:
     route = openai_api.post("/chat/completions").mock(
         side_effect=[error_reply(500, "Internal Server Error"), completion_reply()]
     )
 
     with pytest.raises(JudgeUnavailable) as caught:
-        await backend.complete(make_request())
-    completion = await backend.complete(make_request())
+        await openai_backend.complete(make_request())
+    completion = await openai_backend.complete(make_request())
 
     assert caught.value.status_code == 500
     assert route.call_count == 2
@@ -233,7 +206,7 @@ async def test_a_plain_server_error_is_not_taken_for_a_format_refusal(
 
 
 async def test_a_refused_fallback_is_forgotten(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
 ) -> None:
     route = openai_api.post("/chat/completions").mock(
         side_effect=[
@@ -244,8 +217,8 @@ async def test_a_refused_fallback_is_forgotten(
     )
 
     with pytest.raises(JudgeRejected):
-        await _ask(backend)
-    completion = await backend.complete(make_request())
+        await ask_with_retries(openai_backend)
+    completion = await openai_backend.complete(make_request())
 
     assert route.call_count == 3
     assert sent_json(route, 2)["response_format"] == JSON_SCHEMA_FORMAT
@@ -253,118 +226,23 @@ async def test_a_refused_fallback_is_forgotten(
 
 
 async def test_plain_bad_request_does_not_fall_back(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
 ) -> None:
     route = openai_api.post("/chat/completions").mock(
         return_value=error_reply(400, "'messages' must contain at least one message")
     )
 
     with pytest.raises(JudgeRejected):
-        await backend.complete(make_request())
+        await openai_backend.complete(make_request())
 
     assert route.call_count == 1
 
 
 # --- token log-probabilities: asked for, fallback, confidence; per-question asking ---
 
-LOG_08, LOG_02 = math.log(0.8), math.log(0.2)
-
-
-def _token(text: str, top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
-    alternatives = top or [(text, -0.01)]
-    return {
-        "token": text,
-        "logprob": alternatives[0][1],
-        "bytes": None,
-        "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in alternatives],
-    }
-
-
-def _logprob_content(reply: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
-    """Tokens of a compact JSON reply; every answer value one token, 80% yes vs 20% no."""
-    tokens: list[dict[str, Any]] = [_token("{")]
-    for n, (qid, entry) in enumerate(reply.items()):
-        tokens.append(_token(("," if n else "") + f'"{qid}":{{"answer":"'))
-        said = entry["answer"]
-        other = "no" if said == "yes" else "yes"
-        tokens.append(_token(said, [(said, LOG_08), (other, LOG_02)]))
-        tokens.append(_token(f'","evidence":"{entry["evidence"]}"}}'))
-    tokens.append(_token("}"))
-    return tokens
-
-
-async def test_logprobs_are_asked_for_by_default_and_can_be_switched_off(
-    openai_api: respx.MockRouter,
-) -> None:
-    route = openai_api.post("/chat/completions").mock(return_value=completion_reply())
-    asking = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test")
-    silent = OpenAIBackend(MODEL, base_url=BASE, api_key="sk-test", logprobs=False)
-    await asking.complete(make_request())
-    await silent.complete(make_request())
-    assert sent_json(route, 0)["logprobs"] is True and sent_json(route, 0)["top_logprobs"] == 5
-    assert "logprobs" not in sent_json(route, 1) and "top_logprobs" not in sent_json(route, 1)
-    await asking.aclose()
-    await silent.aclose()
-
-
-async def test_logprobs_rejected_with_400_fall_back_once_and_are_remembered(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
-) -> None:
-    route = openai_api.post("/chat/completions").mock(
-        side_effect=[
-            error_reply(400, "logprobs is not supported by this server"),
-            completion_reply(),
-            completion_reply(),
-        ]
-    )
-    first, outcomes = await _ask(backend)
-    await backend.complete(make_request())
-    assert outcomes == ["feature_refused 400", "ok"]
-    assert first.text == REPLY and first.logprobs is None
-    assert route.call_count == 3
-    assert sent_json(route, 0)["logprobs"] is True
-    assert "logprobs" not in sent_json(route, 1)
-    assert "logprobs" not in sent_json(route, 2)  # remembered: no second refusal
-
-
-async def test_answer_confidence_comes_from_the_answer_tokens_logprobs(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
-) -> None:
-    from judge.grader import Grader
-    from judge.rubric import load_rubric_dir
-
-    rubric = load_rubric_dir()["sregym-rca"]
-    diagnosis = "user-service in hotel sets USER_PORT=9999"
-    reply = {
-        q.id: {"answer": "no" if q.id == "D3-Q3" else "yes", "evidence": "USER_PORT=9999"}
-        for q in rubric.questions
-    }
-    content = json.dumps(reply, separators=(",", ":"))
-    logprobs = {"content": _logprob_content(reply)}
-    assert "".join(t["token"] for t in logprobs["content"]) == content
-    choice = {
-        "index": 0,
-        "message": {"role": "assistant", "content": content},
-        "logprobs": logprobs,
-        "finish_reason": "stop",
-    }
-    body = {"id": "c-1", "object": "chat.completion", "created": 1, "model": MODEL}
-    openai_api.post("/chat/completions").mock(
-        return_value=httpx.Response(200, json={**body, "choices": [choice]})
-    )
-    truth = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
-    result = await Grader(backend, retry=FAST).grade(rubric, truth, diagnosis)
-    assert result.status == "graded"
-    confidence = {a.question_id: a.confidence for a in result.answers}
-    # P(yes) / (P(yes) + P(no)) = 0.8 for a yes; for the "no" it is the confidence in no
-    assert confidence["D1-Q1"] == pytest.approx(0.8)
-    assert confidence["D3-Q3"] == pytest.approx(0.8)
-    completion = result.calls[0].completion
-    assert completion is not None and completion.logprobs is not None
-
 
 async def test_per_question_calls_share_a_byte_identical_prefix_and_ask_one_question(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
 ) -> None:
     from judge.grader import Grader
     from judge.rubric import load_rubric_dir
@@ -380,7 +258,7 @@ async def test_per_question_calls_share_a_byte_identical_prefix_and_ask_one_ques
         return completion_reply(json.dumps(entry))
 
     route = openai_api.post("/chat/completions").mock(side_effect=answer)
-    grader = Grader(backend, retry=FAST, asking="per_question")
+    grader = Grader(openai_backend, retry=FAST, asking="per_question")
     result = await grader.grade(rubric, "[fault_spec] component=deployment/a || x", "a is down")
 
     assert result.status == "graded" and len(result.calls) == 9 and route.call_count == 9
@@ -398,35 +276,3 @@ async def test_per_question_calls_share_a_byte_identical_prefix_and_ask_one_ques
     schema = bodies[0]["response_format"]["json_schema"]["schema"]
     assert set(schema["properties"]) == {"reasoning", "evidence", "answer", "confidence"}
     assert {a.question_id: a.confidence for a in result.answers}["D1-Q1"] == 0.3
-
-
-async def test_llama_cpp_refusal_of_logprobs_with_500_falls_back_too(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
-) -> None:
-    refusal = "logprobs is not supported for models created with logits_all=False"
-    route = openai_api.post("/chat/completions").mock(
-        side_effect=[error_reply(500, refusal), completion_reply()]
-    )
-    completion, outcomes = await _ask(backend)
-    assert outcomes == ["feature_refused 500", "ok"]
-    assert completion.response_format == "json_schema"  # not mistaken for a format refusal
-    assert [("logprobs" in sent_json(route, i)) for i in range(2)] == [True, False]
-
-
-async def test_refused_features_do_not_use_up_the_attempts(
-    openai_api: respx.MockRouter, backend: OpenAIBackend
-) -> None:
-    """llama-cpp-python refuses json_schema, then logprobs, each with a 500."""
-    route = openai_api.post("/chat/completions").mock(
-        side_effect=[
-            error_reply(500, "Input should be 'text' or 'json_object': json_schema"),
-            error_reply(500, "logprobs is not supported for models created with logits_all"),
-            completion_reply(),
-        ]
-    )
-    one = RetryPolicy(max_attempts=1, initial_wait=0.01, max_wait=0.01)
-
-    completion, attempts = await complete_with_retries(backend, make_request(), policy=one)
-
-    assert [_outcome(a) for a in attempts] == ["feature_refused 500"] * 2 + ["ok"]
-    assert route.call_count == 3 and completion.response_format == "json_object"

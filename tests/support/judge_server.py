@@ -70,6 +70,38 @@ class JudgeServer:
         return reply(body) if callable(reply) else reply
 
 
+def _openai_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
+    """An OpenAI chat completion carrying ``text``, with fixed token usage."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "m"),
+        "system_fingerprint": "fp_test",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": text},
+            }
+        ],
+        "usage": {"prompt_tokens": 500, "completion_tokens": 200, "total_tokens": 700},
+    }
+
+
+def _ollama_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
+    """An Ollama chat reply carrying ``text``, with fixed token counts."""
+    return {
+        "model": body.get("model", "m"),
+        "created_at": "2026-11-30T00:00:00Z",
+        "message": {"role": "assistant", "content": text},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 500,
+        "eval_count": 200,
+    }
+
+
 def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -87,41 +119,9 @@ def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path == "/v1/chat/completions":
-                text = state.next_reply(body)
-                self._send(
-                    {
-                        "id": "chatcmpl-test",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body.get("model", "m"),
-                        "system_fingerprint": "fp_test",
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": text},
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": 500,
-                            "completion_tokens": 200,
-                            "total_tokens": 700,
-                        },
-                    }
-                )
+                self._send(_openai_reply(body, state.next_reply(body)))
             elif self.path == "/api/chat":
-                text = state.next_reply(body)
-                self._send(
-                    {
-                        "model": body.get("model", "m"),
-                        "created_at": "2026-11-30T00:00:00Z",
-                        "message": {"role": "assistant", "content": text},
-                        "done": True,
-                        "done_reason": "stop",
-                        "prompt_eval_count": 500,
-                        "eval_count": 200,
-                    }
-                )
+                self._send(_ollama_reply(body, state.next_reply(body)))
             elif self.path == "/api/show":
                 self._send(
                     {"details": {"family": "test"}, "model_info": {}, "digest": "sha256:abc"}

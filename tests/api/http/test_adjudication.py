@@ -1,36 +1,15 @@
-"""Human overrides with provenance, optimistic concurrency, history, review queue, tags."""
+"""Human overrides with provenance, optimistic concurrency, history, failure tags."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
-from judge.backends.scripted import ScriptedBackend
 from storage import verify_chain
 from tests.support.judge_server import sregym_reply
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
 
-TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
-DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
-IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
 SIX_WITHOUT_D1Q1 = {"D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1"}
-
-
-def _judge(*replies: str) -> dict[str, Any]:
-    spec = "openai:scripted@http://127.0.0.1:9/v1"
-    return {"judge": spec, "backends": {spec: ScriptedBackend(list(replies), model="scripted")}}
-
-
-async def _graded(
-    client: Any, headers: dict[str, str], diagnosis: str = DIAGNOSIS
-) -> dict[str, Any]:
-    response = await client.post(
-        "/v1/submissions?wait=10",
-        json={"diagnosis": diagnosis, "ground_truth": TRUTH},
-        headers=headers,
-    )
-    assert response.status_code == 201, response.text
-    return dict(response.json())
 
 
 async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
@@ -38,8 +17,8 @@ async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
 ) -> None:
     agent, judge_ = await tokens("submitter"), await tokens("adjudicator", "Ada")
     reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence="sets USER_PORT=9999")
-    async with api_client(**_judge(reply)) as client:
-        grading = await _graded(client, agent)
+    async with api_client(**scripted_judge(reply)) as client:
+        grading = await graded(client, agent)
         assert grading["passed"] is False and grading["yes_count"] == 6
         etag = (await client.get(f"/v1/gradings/{grading['id']}", headers=judge_)).headers["etag"]
         response = await client.post(
@@ -91,9 +70,9 @@ async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
 async def test_stale_or_missing_if_match_changes_nothing(api_client: Any, tokens: Any) -> None:
     agent, adj = await tokens("submitter"), await tokens("adjudicator")
     async with api_client(
-        **_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
+        **scripted_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
     ) as client:
-        grading = await _graded(client, agent)
+        grading = await graded(client, agent)
         url = f"/v1/gradings/{grading['id']}/overrides"
         body = {"verdict": "fail", "reason": "the diagnosis guesses"}
         missing = await client.post(url, json=body, headers=adj)
@@ -116,9 +95,9 @@ async def test_two_adjudicators_racing_one_wins_the_other_gets_412(
     agent = await tokens("submitter")
     alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
     async with api_client(
-        **_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
+        **scripted_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
     ) as client:
-        grading = await _graded(client, agent)
+        grading = await graded(client, agent)
         etag = f'"{grading["revision"]}"'
         url = f"/v1/gradings/{grading['id']}/overrides"
         results = await asyncio.gather(
@@ -143,9 +122,9 @@ async def test_verdict_override_wins_and_withdrawal_restores_the_rule(
 ) -> None:
     agent, adj = await tokens("submitter"), await tokens("adjudicator")
     async with api_client(
-        **_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
+        **scripted_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
     ) as client:
-        grading = await _graded(client, agent)
+        grading = await graded(client, agent)
         url = f"/v1/gradings/{grading['id']}/overrides"
         first = await client.post(
             url,
@@ -178,80 +157,6 @@ async def test_verdict_override_wins_and_withdrawal_restores_the_rule(
         assert both.status_code == 422
 
 
-async def test_review_queue_orders_unscored_then_unverified_and_claims_hide_items(
-    api_client: Any, tokens: Any
-) -> None:
-    agent = await tokens("submitter")
-    alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
-    replies = [
-        sregym_reply(set(IDS), evidence="sets USER_PORT=9999"),  # clean pass: not in the queue
-        sregym_reply(set(IDS), evidence="the database is down"),  # unverified evidence
-        "garbage",
-        "garbage again",  # unscored
-        sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"),  # decisive 7/9
-    ]
-    async with api_client(**_judge(*replies)) as client:
-        clean = await _graded(client, agent, DIAGNOSIS + " 1")
-        unverified = await _graded(client, agent, DIAGNOSIS + " 2")
-        unscored = await _graded(client, agent, DIAGNOSIS + " 3")
-        decisive = await _graded(client, agent, DIAGNOSIS + " 4")
-        queue = (await client.get("/v1/review-queue", headers=alice)).json()["items"]
-        order = [item["grading"]["id"] for item in queue]
-        assert order == [unscored["id"], unverified["id"], decisive["id"]]
-        assert clean["id"] not in order
-        assert queue[0]["reasons"] == ["unscored"]
-        assert queue[1]["reasons"] == ["evidence_unverified"]
-        assert "decisive" in queue[2]["reasons"]
-        claim = await client.post(
-            f"/v1/review-queue/{unscored['id']}/claim", json={}, headers=alice
-        )
-        assert claim.status_code == 200
-        taken = await client.post(f"/v1/review-queue/{unscored['id']}/claim", json={}, headers=bob)
-        assert taken.status_code == 409
-        for_bob = [
-            i["grading"]["id"]
-            for i in (await client.get("/v1/review-queue", headers=bob)).json()["items"]
-        ]
-        assert unscored["id"] not in for_bob
-        await client.post(f"/v1/review-queue/{unscored['id']}/done", headers=alice)
-        left = [
-            i["grading"]["id"]
-            for i in (await client.get("/v1/review-queue", headers=alice)).json()["items"]
-        ]
-        assert left == [unverified["id"], decisive["id"]]
-        only = (await client.get("/v1/review-queue?reason=decisive", headers=alice)).json()["items"]
-        assert [i["grading"]["id"] for i in only] == [decisive["id"]]
-        bad = await client.get("/v1/review-queue?reason=boredom", headers=alice)
-        assert bad.status_code == 422
-
-
-async def test_blind_review_hides_the_judge_until_labelled(api_client: Any, tokens: Any) -> None:
-    agent, adj = await tokens("submitter"), await tokens("adjudicator")
-    async with api_client(
-        **_judge(sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"))
-    ) as client:
-        grading = await _graded(client, agent)
-        blind = await client.get("/v1/review-queue?blind=true", headers=adj)
-        item = blind.json()["items"][0]
-        assert item["grading_id"] == grading["id"]
-        assert item["diagnosis"] and item["ground_truth"] == TRUTH
-        text = json.dumps(item)
-        assert "answers" not in text and "passed" not in text and "yes_count" not in text
-        labels = {qid: "yes" for qid in IDS}
-        response = await client.post(
-            f"/v1/gradings/{grading['id']}/labels",
-            json={"answers": labels, "verdict": "pass"},
-            headers=adj,
-        )
-        assert response.status_code == 201
-        assert response.json()["grading"]["yes_count"] == 7
-        again = await client.post(
-            f"/v1/gradings/{grading['id']}/labels", json={"answers": labels}, headers=adj
-        )
-        assert again.status_code == 409
-        assert (await client.get("/v1/review-queue", headers=adj)).json()["items"] == []
-
-
 async def test_failure_tags_come_from_the_vocabulary(api_client: Any, tokens: Any) -> None:
     agent, adj, admin = (
         await tokens("submitter"),
@@ -259,7 +164,7 @@ async def test_failure_tags_come_from_the_vocabulary(api_client: Any, tokens: An
         await tokens("admin"),
     )
     async with api_client() as client:
-        grading = await _graded(client, agent)
+        grading = await graded(client, agent)
         vocabulary = {v["tag"] for v in (await client.get("/v1/failure-tags", headers=adj)).json()}
         assert {"misread-unit", "leaked-credential", "followed-injected-text"} <= vocabulary
         tagged = await client.post(
@@ -299,8 +204,8 @@ async def test_failure_tags_come_from_the_vocabulary(api_client: Any, tokens: An
 async def test_gradings_filter_by_failure_tag(api_client: Any, tokens: Any) -> None:
     agent, adj = await tokens("submitter"), await tokens("adjudicator")
     async with api_client() as client:
-        first = await _graded(client, agent, DIAGNOSIS + " a")
-        await _graded(client, agent, DIAGNOSIS + " b")
+        first = await graded(client, agent, DIAGNOSIS + " a")
+        await graded(client, agent, DIAGNOSIS + " b")
         await client.post(
             f"/v1/gradings/{first['id']}/tags", json={"tag": "over-explored"}, headers=adj
         )

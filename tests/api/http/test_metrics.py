@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from litestar.testing import AsyncTestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.service.metrics import Metrics
@@ -51,41 +52,31 @@ def _judge_by_tag() -> Callable[[dict[str, Any]], str]:
     return answer
 
 
-async def test_metrics_count_submissions_gradings_judge_calls_and_tokens(
-    api_client: ClientFactory, tokens: Any
-) -> None:
-    with running_judge_server(default=_judge_by_tag()) as judge:
-        spec = f"openai:judge-m@{judge.openai_url}"
-        async with api_client(judge=spec, judge_concurrency=1, workers=1) as client:
-            headers = await tokens("submitter")
-            sent = [
-                ("#pass", None),
-                ("#fail", None),
-                ("#garbage", None),
-                ("#flaky", None),
-                ("#again", "k1"),
-                ("#again", "k1"),  # a replay: nothing new is accepted or graded
-            ]
-            for tag, key in sent:
-                response = await client.post(
-                    "/v1/submissions?wait=20",
-                    json={
-                        "diagnosis": f"user-service sets USER_PORT=9999 {tag}",
-                        "ground_truth": TRUTH,
-                    },
-                    headers={**headers, **({"Idempotency-Key": key} if key else {})},
-                )
-                assert response.status_code == 201, response.text
-            scrape = await client.get("/metrics")
-    assert scrape.status_code == 200
-    assert scrape.headers["content-type"].startswith("text/plain")
-    samples, families = _scrape(scrape.text)
-    judge_labels = {"backend": "openai", "model": "judge-m"}
+async def _submit_tagged(client: AsyncTestClient[Any], headers: dict[str, str]) -> None:
+    """Five tagged submissions and one idempotent replay, each waited on until graded."""
+    sent = [
+        ("#pass", None),
+        ("#fail", None),
+        ("#garbage", None),
+        ("#flaky", None),
+        ("#again", "k1"),
+        ("#again", "k1"),  # a replay: nothing new is accepted or graded
+    ]
+    for tag, key in sent:
+        response = await client.post(
+            "/v1/submissions?wait=20",
+            json={
+                "diagnosis": f"user-service sets USER_PORT=9999 {tag}",
+                "ground_truth": TRUTH,
+            },
+            headers={**headers, **({"Idempotency-Key": key} if key else {})},
+        )
+        assert response.status_code == 201, response.text
 
-    assert _value(samples, "sre_judge_submissions_accepted_total") == 5  # the replay not counted
-    assert _value(samples, "sre_judge_gradings_total", status="graded", verdict="pass") == 3
-    assert _value(samples, "sre_judge_gradings_total", status="graded", verdict="fail") == 1
-    assert _value(samples, "sre_judge_gradings_total", status="unscored", verdict="none") == 1
+
+def _assert_judge_calls_and_tokens(samples: Samples) -> None:
+    """The judge-call, retry, token and attempt-latency counts of the tagged submissions."""
+    judge_labels = {"backend": "openai", "model": "judge-m"}
     # five gradings, one of them with a repair call: six calls, one of them retried once
     assert _value(samples, "sre_judge_judge_calls_total", **judge_labels, outcome="ok") == 6
     assert _value(samples, "sre_judge_judge_retries_total", **judge_labels) == 1
@@ -100,6 +91,25 @@ async def test_metrics_count_submissions_gradings_judge_calls_and_tokens(
     assert (ok_attempts, failed_attempts) == (6, 1)
     assert _value(samples, f"{latency}_sum", **judge_labels, outcome="ok") > 0
     assert _value(samples, f"{latency}_bucket", **judge_labels, outcome="ok", le="+Inf") == 6
+
+
+async def test_metrics_count_submissions_gradings_judge_calls_and_tokens(
+    api_client: ClientFactory, tokens: Any
+) -> None:
+    with running_judge_server(default=_judge_by_tag()) as judge:
+        spec = f"openai:judge-m@{judge.openai_url}"
+        async with api_client(judge=spec, judge_concurrency=1, workers=1) as client:
+            await _submit_tagged(client, await tokens("submitter"))
+            scrape = await client.get("/metrics")
+    assert scrape.status_code == 200
+    assert scrape.headers["content-type"].startswith("text/plain")
+    samples, families = _scrape(scrape.text)
+
+    assert _value(samples, "sre_judge_submissions_accepted_total") == 5  # the replay not counted
+    assert _value(samples, "sre_judge_gradings_total", status="graded", verdict="pass") == 3
+    assert _value(samples, "sre_judge_gradings_total", status="graded", verdict="fail") == 1
+    assert _value(samples, "sre_judge_gradings_total", status="unscored", verdict="none") == 1
+    _assert_judge_calls_and_tokens(samples)
     assert "sre_judge_queue_pending" in families
     assert "sre_judge_regrade_job_items" in families  # a family, no samples until jobs report
     assert not any(name == "sre_judge_regrade_job_items" for name, _ in samples)

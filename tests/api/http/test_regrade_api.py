@@ -58,6 +58,38 @@ async def _finished(client: AsyncTestClient[Any], headers: dict[str, str], job_i
     raise AssertionError(f"job still {body['state']}: {body}")
 
 
+async def _assert_flips(
+    client: AsyncTestClient[Any], admin: dict[str, str], job_id: str, passes: int
+) -> None:
+    """The flips of a job that failed every one of the 42 imported runs, as JSON and CSV."""
+    flips = (await client.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
+    assert flips["compared"] == 42
+    assert flips["pass_to_fail"]["count"] == passes > 0
+    assert flips["fail_to_pass"]["count"] == 0
+    assert flips["questions"]["D1-Q1"]["no->yes"] == 0
+    assert sum(flips["questions"]["D1-Q1"].values()) == 42
+    assert flips["agreement"]["answers"]["n"] == 42 * 9
+    assert flips["agreement"]["verdicts"]["n"] == 42
+    csv_reply = await client.get(
+        f"/v1/regrade-jobs/{job_id}/flips", params={"format": "csv"}, headers=admin
+    )
+    assert csv_reply.headers["content-type"].startswith("text/csv")
+    lines = csv_reply.text.strip().splitlines()
+    assert len(lines) == 43 and lines[0].startswith("submission_id,agent")
+    assert sum(",pass->fail," in line for line in lines) == passes
+
+
+async def _assert_answered_from_cache(engine: AsyncEngine, job_id: str) -> None:
+    """A grading of the job came from the cache: no attempt, a ``judge.call`` of origin cache."""
+    store = Store(engine)
+    views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=500)
+    item = next(v for v in views if v.grading.regrade_job_id == job_id)
+    [call] = await store.gradings.judge_calls(item.grading.id)
+    assert call.cached and call.attempts == []
+    [event] = [e for e in await store.gradings.history(item.grading.id) if e.event == "judge.call"]
+    assert event.payload["origin"] == "cache"
+
+
 async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs_nothing(
     api_client: ClientFactory,
     tokens: Callable[..., Any],
@@ -89,21 +121,7 @@ async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs
         )
         assert (done["judge_calls"], done["cache_hits"]) == (42, 0)
 
-        flips = (await client.get(f"/v1/regrade-jobs/{done['id']}/flips", headers=admin)).json()
-        assert flips["compared"] == 42
-        assert flips["pass_to_fail"]["count"] == passes > 0
-        assert flips["fail_to_pass"]["count"] == 0
-        assert flips["questions"]["D1-Q1"]["no->yes"] == 0
-        assert sum(flips["questions"]["D1-Q1"].values()) == 42
-        assert flips["agreement"]["answers"]["n"] == 42 * 9
-        assert flips["agreement"]["verdicts"]["n"] == 42
-        csv_reply = await client.get(
-            f"/v1/regrade-jobs/{done['id']}/flips", params={"format": "csv"}, headers=admin
-        )
-        assert csv_reply.headers["content-type"].startswith("text/csv")
-        lines = csv_reply.text.strip().splitlines()
-        assert len(lines) == 43 and lines[0].startswith("submission_id,agent")
-        assert sum(",pass->fail," in line for line in lines) == passes
+        await _assert_flips(client, admin, done["id"], passes)
 
         again = await client.post(
             "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
@@ -115,13 +133,7 @@ async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs
         assert (repeat["judge_calls"], repeat["cache_hits"], repeat["done"]) == (0, 42, 42)
     assert len(judge.requests) == 42  # the second regrade made no judge call
 
-    store = Store(engine)
-    views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=500)
-    item = next(v for v in views if v.grading.regrade_job_id == repeat["id"])
-    [call] = await store.gradings.judge_calls(item.grading.id)
-    assert call.cached and call.attempts == []
-    [event] = [e for e in await store.gradings.history(item.grading.id) if e.event == "judge.call"]
-    assert event.payload["origin"] == "cache"
+    await _assert_answered_from_cache(engine, repeat["id"])
 
 
 @pytest.mark.parametrize(

@@ -9,14 +9,9 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from judge.backends.scripted import ScriptedBackend
-from judge.errors import JudgeAuthError, JudgeUnavailable
 from storage import SubmissionRecord
 from tests.support.judge_server import sregym_reply
-
-TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
-DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
-IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH
 
 
 async def _count_submissions(engine: AsyncEngine) -> int:
@@ -225,66 +220,6 @@ async def test_idempotency_key_replays_or_conflicts(
         assert conflict.status_code == 409
         assert conflict.headers["content-type"].startswith("application/problem+json")
     assert await _count_submissions(engine) == 1
-
-
-async def test_a_judge_outage_keeps_submissions_pending_and_readyz_says_why(
-    api_client: Any, tokens: Any
-) -> None:
-    headers = await tokens("submitter")
-    down = ScriptedBackend(
-        [JudgeUnavailable("connection refused") for _ in range(50)], model="down"
-    )
-    spec = "openai:down@http://127.0.0.1:9/v1"
-    async with api_client(judge=spec, backends={spec: down}, judge_max_attempts=1) as client:
-        response = await client.post(
-            "/v1/submissions?wait=2",
-            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
-            headers=headers,
-        )
-        assert response.status_code == 202
-        for _ in range(100):
-            grading = (await client.get(response.headers["location"], headers=headers)).json()
-            if grading["pending_reason"]:
-                break
-            await asyncio.sleep(0.05)
-        assert grading["status"] == "pending"
-        assert grading["pending_reason"].startswith("judge_unavailable")
-        ready = await client.get("/readyz")
-        assert ready.status_code == 503
-        assert ready.json()["judge"]["ok"] is False
-        assert ready.json()["database"]["ok"] is True
-        assert ready.json()["queue"]["pending"] == 1
-
-
-async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(
-    api_client: Any, tokens: Any
-) -> None:
-    headers = await tokens("submitter")
-    refusing = [JudgeAuthError("openai answered 401: invalid api key", status_code=401)] * 2
-    judge = ScriptedBackend([*refusing, sregym_reply(set(IDS), evidence="USER_PORT=9999")])
-    spec = "openai:rotated@http://127.0.0.1:9/v1"
-    settings = {"judge_max_attempts": 1, "judge_retry_seconds": 0.2}
-    async with api_client(judge=spec, backends={spec: judge}, **settings) as client:
-        response = await client.post(
-            "/v1/submissions", json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}, headers=headers
-        )
-        waiting = await _first(client, response.headers["location"], headers, "pending_reason")
-        ready = (await client.get("/readyz")).json()
-        graded = await _first(client, response.headers["location"], headers, "passed")
-    assert waiting["status"] == "pending" and waiting["unscored_reason"] is None
-    assert waiting["pending_reason"].startswith("judge_auth_failed: openai answered 401")
-    assert ready["judge"] == {"ok": False, "judge": "openai:rotated", "reason": "judge_auth_failed"}
-    assert graded["status"] == "graded" and graded["passed"] is True  # no regrade needed
-
-
-async def _first(client: Any, location: str, headers: dict[str, str], field: str) -> Any:
-    """The grading once ``field`` is set (polling for up to five seconds)."""
-    for _ in range(100):
-        grading = (await client.get(location, headers=headers)).json()
-        if grading[field] is not None:
-            return grading
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{field} never set: {grading}")
 
 
 async def test_an_unparseable_judge_gives_an_unscored_grading(api_client: Any, tokens: Any) -> None:

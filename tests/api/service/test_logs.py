@@ -76,6 +76,50 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+async def _one_session(
+    client: httpx.AsyncClient, admin_token: str, submitter: str, truth: str, diagnosis: str
+) -> Any:
+    """A scenario, a graded submission, a refused token and a scrape; the grading id."""
+    admin = {"Authorization": f"Bearer {admin_token}"}
+    agent = {"Authorization": f"Bearer {submitter}", "X-Request-ID": "req-full-run-1"}
+    scenario = await client.post(
+        "/v1/scenarios", json={"id": "geo", "ground_truth": truth}, headers=admin
+    )
+    assert scenario.status_code == 201, scenario.text
+    graded = await client.post(
+        "/v1/submissions?wait=20",
+        json={"scenario_id": "geo", "diagnosis": diagnosis},
+        headers=agent,
+    )
+    assert graded.status_code == 201, graded.text
+    assert graded.headers["x-request-id"] == "req-full-run-1"
+    wrong = await client.get("/v1/gradings", headers={"Authorization": f"Bearer {admin_token}x"})
+    assert wrong.status_code == 401
+    assert (await client.get("/metrics")).status_code == 200
+    return graded.json()["id"]
+
+
+def _assert_ids_in_records(records: list[dict[str, Any]], grading_id: str) -> None:
+    """Access lines carry request ids, judge calls and completions carry the grading id."""
+    access = [r for r in records if r["logger"] == "sre_judge.access"]
+    assert {
+        "route": "/v1/submissions",
+        "status": 201,
+        "request_id": "req-full-run-1",
+    }.items() <= next(r for r in access if r.get("request_id") == "req-full-run-1").items()
+    assert any(r["status"] == 401 and r.get("request_id") for r in access)
+    calls = [r for r in records if r.get("judge_call")]
+    assert calls and all(r["grading_id"] == grading_id for r in calls)
+    assert calls[0]["judge_call"] == "grade-1" and calls[0]["attempts"] == 1
+    assert any(
+        r["message"] == "grading completed" and r.get("grading_id") == grading_id for r in records
+    )
+    assert any(r["message"] == "bootstrap admin token registered" for r in records)
+    assert any(r["level"] == "DEBUG" for r in records)  # the strictest setting was really on
+    # work in the background is not attributed to whatever request ran last
+    assert not any("request_id" in r for r in records if r["logger"] == "sre_judge.workers")
+
+
 @pytest.mark.slow
 async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
     database_url: str, engine: AsyncEngine, tmp_path: Path
@@ -97,44 +141,10 @@ async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
         }
         with serving(env, tmp_path / "serve.log") as service:
             async with httpx.AsyncClient(base_url=service.url, timeout=30) as client:
-                admin = {"Authorization": f"Bearer {admin_token}"}
-                agent = {"Authorization": f"Bearer {submitter}", "X-Request-ID": "req-full-run-1"}
-                scenario = await client.post(
-                    "/v1/scenarios", json={"id": "geo", "ground_truth": truth}, headers=admin
-                )
-                assert scenario.status_code == 201, scenario.text
-                graded = await client.post(
-                    "/v1/submissions?wait=20",
-                    json={"scenario_id": "geo", "diagnosis": diagnosis},
-                    headers=agent,
-                )
-                assert graded.status_code == 201, graded.text
-                assert graded.headers["x-request-id"] == "req-full-run-1"
-                wrong = await client.get(
-                    "/v1/gradings", headers={"Authorization": f"Bearer {admin_token}x"}
-                )
-                assert wrong.status_code == 401
-                assert (await client.get("/metrics")).status_code == 200
+                grading_id = await _one_session(client, admin_token, submitter, truth, diagnosis)
         assert len(judge.requests) == 1
-    grading_id = graded.json()["id"]
     raw = (tmp_path / "serve.log").read_text(encoding="utf-8")
     for secret in (api_key, admin_token, submitter, truth, diagnosis, truth[-15:], diagnosis[-15:]):
         assert secret not in raw
     records = _lines(tmp_path / "serve.log")
-    access = [r for r in records if r["logger"] == "sre_judge.access"]
-    assert {
-        "route": "/v1/submissions",
-        "status": 201,
-        "request_id": "req-full-run-1",
-    }.items() <= next(r for r in access if r.get("request_id") == "req-full-run-1").items()
-    assert any(r["status"] == 401 and r.get("request_id") for r in access)
-    calls = [r for r in records if r.get("judge_call")]
-    assert calls and all(r["grading_id"] == grading_id for r in calls)
-    assert calls[0]["judge_call"] == "grade-1" and calls[0]["attempts"] == 1
-    assert any(
-        r["message"] == "grading completed" and r.get("grading_id") == grading_id for r in records
-    )
-    assert any(r["message"] == "bootstrap admin token registered" for r in records)
-    assert any(r["level"] == "DEBUG" for r in records)  # the strictest setting was really on
-    # work in the background is not attributed to whatever request ran last
-    assert not any("request_id" in r for r in records if r["logger"] == "sre_judge.workers")
+    _assert_ids_in_records(records, grading_id)

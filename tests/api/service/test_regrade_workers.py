@@ -51,6 +51,62 @@ def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     )
 
 
+async def _kill_after_a_quarter(
+    store: Store, job_id: Any, total: int, victim: subprocess.Popen[bytes]
+) -> Any:
+    """Kill ``victim`` once a quarter is graded; the items it held leased at that moment."""
+    for _ in range(1200):  # until a quarter is graded
+        if (await store.regrade.get_job(job_id)).progress.done >= total // 4:
+            break
+        await asyncio.sleep(0.1)
+    held = await _scalar(
+        store.engine,
+        "SELECT count(*) FROM grading WHERE status = 'pending' AND lease_owner LIKE :owner",
+        owner=f"%:{victim.pid}:%",
+    )
+    victim.kill()
+    victim.wait(timeout=30)
+    return held
+
+
+async def _until_done(store: Store, job_id: Any) -> Any:
+    """The job's view once it is done, or the last one seen after a minute."""
+    for _ in range(600):
+        view = await store.regrade.get_job(job_id)
+        if view.job.state == "done":
+            break
+        await asyncio.sleep(0.1)
+    return view
+
+
+async def _assert_each_item_graded_once(engine: AsyncEngine, job_id: Any, total: int) -> None:
+    """One completion and nine answers per item, completed by at least two workers."""
+    items = "SELECT id FROM grading WHERE regrade_job_id = :job"
+    completed = await _scalar(
+        engine,
+        "SELECT count(*) FROM audit_log "
+        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
+        job=job_id,
+    )
+    distinct = await _scalar(
+        engine,
+        "SELECT count(DISTINCT entity_id) FROM audit_log "
+        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
+        job=job_id,
+    )
+    answers = await _scalar(
+        engine, f"SELECT count(*) FROM answer WHERE grading_id IN ({items})", job=job_id
+    )
+    assert completed == distinct == total and answers == 9 * total
+    owners = await _scalar(
+        engine,
+        "SELECT count(DISTINCT split_part(actor, ':', 2)) FROM audit_log "
+        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
+        job=job_id,
+    )
+    assert owners >= 2
+
+
 async def test_three_workers_one_killed_grade_every_item_exactly_once(
     db_backend: str, database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:
@@ -71,23 +127,8 @@ async def test_three_workers_one_killed_grade_every_item_exactly_once(
         }
         workers = [_worker(env, tmp_path / f"worker{n}.log") for n in range(3)]
         try:
-            for _ in range(1200):  # until a quarter is graded
-                if (await store.regrade.get_job(job.id)).progress.done >= total // 4:
-                    break
-                await asyncio.sleep(0.1)
-            victim = workers[0]
-            held = await _scalar(
-                engine,
-                "SELECT count(*) FROM grading WHERE status = 'pending' AND lease_owner LIKE :owner",
-                owner=f"%:{victim.pid}:%",
-            )
-            victim.kill()
-            victim.wait(timeout=30)
-            for _ in range(600):
-                view = await store.regrade.get_job(job.id)
-                if view.job.state == "done":
-                    break
-                await asyncio.sleep(0.1)
+            held = await _kill_after_a_quarter(store, job.id, total, workers[0])
+            view = await _until_done(store, job.id)
         finally:
             for process in workers:
                 if process.poll() is None:
@@ -96,27 +137,4 @@ async def test_three_workers_one_killed_grade_every_item_exactly_once(
     assert held > 0  # the kill really hit items in flight
     assert view.job.state == "done", view
     assert (view.progress.done, view.progress.failed, view.job.total) == (total, 0, total)
-    items = "SELECT id FROM grading WHERE regrade_job_id = :job"
-    completed = await _scalar(
-        engine,
-        "SELECT count(*) FROM audit_log "
-        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
-        job=job.id,
-    )
-    distinct = await _scalar(
-        engine,
-        "SELECT count(DISTINCT entity_id) FROM audit_log "
-        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
-        job=job.id,
-    )
-    answers = await _scalar(
-        engine, f"SELECT count(*) FROM answer WHERE grading_id IN ({items})", job=job.id
-    )
-    assert completed == distinct == total and answers == 9 * total
-    owners = await _scalar(
-        engine,
-        "SELECT count(DISTINCT split_part(actor, ':', 2)) FROM audit_log "
-        f"WHERE event = 'grading.completed' AND entity_id IN ({items})",
-        job=job.id,
-    )
-    assert owners >= 2
+    await _assert_each_item_graded_once(engine, job.id, total)

@@ -1,0 +1,83 @@
+"""The review queue: what needs a human first, claims that hide items, blind labelling."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.support.judge_server import sregym_reply
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
+
+
+async def test_review_queue_orders_unscored_then_unverified_and_claims_hide_items(
+    api_client: Any, tokens: Any
+) -> None:
+    agent = await tokens("submitter")
+    alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
+    replies = [
+        sregym_reply(set(IDS), evidence="sets USER_PORT=9999"),  # clean pass: not in the queue
+        sregym_reply(set(IDS), evidence="the database is down"),  # unverified evidence
+        "garbage",
+        "garbage again",  # unscored
+        sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"),  # decisive 7/9
+    ]
+    async with api_client(**scripted_judge(*replies)) as client:
+        clean = await graded(client, agent, DIAGNOSIS + " 1")
+        unverified = await graded(client, agent, DIAGNOSIS + " 2")
+        unscored = await graded(client, agent, DIAGNOSIS + " 3")
+        decisive = await graded(client, agent, DIAGNOSIS + " 4")
+        queue = (await client.get("/v1/review-queue", headers=alice)).json()["items"]
+        order = [item["grading"]["id"] for item in queue]
+        assert order == [unscored["id"], unverified["id"], decisive["id"]]
+        assert clean["id"] not in order
+        assert queue[0]["reasons"] == ["unscored"]
+        assert queue[1]["reasons"] == ["evidence_unverified"]
+        assert "decisive" in queue[2]["reasons"]
+        claim = await client.post(
+            f"/v1/review-queue/{unscored['id']}/claim", json={}, headers=alice
+        )
+        assert claim.status_code == 200
+        taken = await client.post(f"/v1/review-queue/{unscored['id']}/claim", json={}, headers=bob)
+        assert taken.status_code == 409
+        for_bob = [
+            i["grading"]["id"]
+            for i in (await client.get("/v1/review-queue", headers=bob)).json()["items"]
+        ]
+        assert unscored["id"] not in for_bob
+        await client.post(f"/v1/review-queue/{unscored['id']}/done", headers=alice)
+        left = [
+            i["grading"]["id"]
+            for i in (await client.get("/v1/review-queue", headers=alice)).json()["items"]
+        ]
+        assert left == [unverified["id"], decisive["id"]]
+        only = (await client.get("/v1/review-queue?reason=decisive", headers=alice)).json()["items"]
+        assert [i["grading"]["id"] for i in only] == [decisive["id"]]
+        bad = await client.get("/v1/review-queue?reason=boredom", headers=alice)
+        assert bad.status_code == 422
+
+
+async def test_blind_review_hides_the_judge_until_labelled(api_client: Any, tokens: Any) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(
+        **scripted_judge(sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"))
+    ) as client:
+        grading = await graded(client, agent)
+        blind = await client.get("/v1/review-queue?blind=true", headers=adj)
+        item = blind.json()["items"][0]
+        assert item["grading_id"] == grading["id"]
+        assert item["diagnosis"] and item["ground_truth"] == TRUTH
+        text = json.dumps(item)
+        assert "answers" not in text and "passed" not in text and "yes_count" not in text
+        labels = {qid: "yes" for qid in IDS}
+        response = await client.post(
+            f"/v1/gradings/{grading['id']}/labels",
+            json={"answers": labels, "verdict": "pass"},
+            headers=adj,
+        )
+        assert response.status_code == 201
+        assert response.json()["grading"]["yes_count"] == 7
+        again = await client.post(
+            f"/v1/gradings/{grading['id']}/labels", json={"answers": labels}, headers=adj
+        )
+        assert again.status_code == 409
+        assert (await client.get("/v1/review-queue", headers=adj)).json()["items"] == []
