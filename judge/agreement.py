@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from scipy import stats
 
 from judge.statistics import CONFIDENCE, Interval, wilson_interval
 
@@ -95,6 +94,8 @@ class Kappa:
         """``kappa -/+ z * se`` (not clipped to [-1, 1]), or None when undefined."""
         if self.kappa is None or self.se is None:
             return None
+        from scipy import stats  # imported when a figure is computed: scipy takes ~0.5 s
+
         z = float(stats.norm.ppf(0.5 + confidence / 2))
         return self.kappa - z * self.se, self.kappa + z * self.se
 

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from scipy import stats
 
 __all__ = [
     "CONFIDENCE",
@@ -76,6 +75,8 @@ def wilson_interval(successes: int, n: int, *, confidence: float = CONFIDENCE) -
         raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
     if n == 0:
         return Interval(low=0.0, high=1.0, confidence=confidence, method="wilson")
+    from scipy import stats  # imported when a figure is computed: scipy takes ~0.5 s
+
     ci = stats.binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
     return Interval(
         low=max(0.0, float(ci.low)),
@@ -128,6 +129,8 @@ def fisher_exact_p(a: Proportion, b: Proportion) -> float | None:
     if a.n == 0 or b.n == 0:
         return None
     table = [[a.successes, a.n - a.successes], [b.successes, b.n - b.successes]]
+    from scipy import stats
+
     return float(stats.fisher_exact(table, alternative="two-sided").pvalue)
 
 
@@ -208,6 +211,8 @@ def compare_by_scenario(
     rate equal within each arm) there is no spread to estimate an interval from: the
     estimate is given without interval and p-value, and the note says so.
     """
+    from scipy import stats
+
     rates_a, rates_b = _rates(a), _rates(b)
     common = sorted(set(rates_a) & set(rates_b))
     if len(common) >= 2:

@@ -5,19 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
 from api.cli.edge import load_settings, run
 from api.cli.render import render_grading
-from api.service.grader_factory import grader_for
-from api.service.presenters import result_public
-from api.service.settings import Settings
-from judge.backends import build_backend
-from judge.rubric import load_rubric_dir
-from judge.spec import parse_judge_spec
-from judge.verdict import GradingResult
+
+if TYPE_CHECKING:  # the judge clients are imported when a grading starts, not for --help
+    from api.service.settings import Settings
+    from judge.verdict import GradingResult
 
 __all__ = ["EXIT_UNSCORED", "EXIT_USAGE", "grade_command"]
 
@@ -49,6 +47,11 @@ async def _grade(
     settings: Settings, spec_text: str, rubric_id: str, truth: str, diag: str
 ) -> GradingResult:
     """Grade once; bad specs, rubrics and texts are mapped to exit 2 at the CLI's edge."""
+    from api.service.grader_factory import grader_for
+    from judge.backends import build_backend
+    from judge.rubric import load_rubric_dir
+    from judge.spec import parse_judge_spec
+
     rubrics = load_rubric_dir(settings.rubric_dir)
     backend = build_backend(parse_judge_spec(spec_text), timeout=settings.judge_timeout)
     try:
@@ -88,6 +91,8 @@ def grade_command(
     result = run(
         _grade(settings, judge_spec or settings.judge, rubric_id or settings.rubric, truth, diag)
     )
+    from api.service.presenters import result_public
+
     grading = result_public(result).model_dump(mode="json")
     if as_json:
         click.echo(json.dumps(grading, indent=2, ensure_ascii=False))

@@ -185,7 +185,7 @@ class GradingCore(BaseModel):
 
 
 class GradingPublic(GradingCore):
-    """The grading object of CONTRACT.md."""
+    """The grading object: the judge's part (:class:`GradingCore`) with what storing adds."""
 
     id: str
     submission_id: str
