@@ -11,8 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Select, and_, exists, or_, select
@@ -35,6 +36,10 @@ from storage.tables import (
 __all__ = ["GradingReads", "decode_cursor", "encode_cursor"]
 
 MAX_PAGE = 500
+#: what an issued cursor can hold: a grading id and a time both databases store
+_GRADING_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def encode_cursor(created_at: datetime, grading_id: str) -> str:
@@ -51,7 +56,13 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         created_at = datetime.fromisoformat(stamp)
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
         raise InvalidCursor("the cursor is not one this service issued") from exc
-    if created_at.utcoffset() is None or not isinstance(grading_id, str):
+    forged = (
+        not isinstance(grading_id, str)
+        or not _GRADING_ID.fullmatch(grading_id)
+        or created_at.utcoffset() is None
+        or not _EARLIEST <= created_at <= _LATEST  # no grading was made then
+    )
+    if forged:
         raise InvalidCursor("the cursor is not one this service issued")
     return created_at, grading_id
 

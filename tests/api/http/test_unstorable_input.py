@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -171,3 +172,24 @@ async def test_a_date_filter_must_be_a_date(api_client: Any, tokens: Any) -> Non
         answer = await client.get("/v1/gradings?created_before=0.5", headers=agent)
     assert answer.status_code == 422
     assert answer.json()["errors"][0]["field"] == "created_before"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        ["9999-12-31T23:59:59-14:00", "a" * 32],
+        ["0001-01-01T00:00:00+14:00", "a" * 32],
+        ["2026-01-01T00:00:00+00:00", "a\u0000b"],
+        ["2026-01-01T00:00:00+00:00", 7],
+    ],
+)
+async def test_a_forged_cursor_is_refused_not_a_500(
+    api_client: Any, tokens: Any, payload: list[Any]
+) -> None:
+    agent = await tokens("submitter")
+    raw = json.dumps(payload, separators=(",", ":")).encode()
+    cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    async with api_client() as client:
+        answer = await client.get(f"/v1/gradings?cursor={cursor}", headers=agent)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["title"] == "Invalid cursor"
