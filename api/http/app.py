@@ -9,6 +9,7 @@ from litestar import Litestar
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.plugins.pydantic import PydanticPlugin
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.http.auth import current_principal
@@ -69,6 +70,9 @@ def create_app(
             render_plugins=[ScalarRenderPlugin()],
         ),
         request_max_body_size=settings.max_body_bytes,
+        # None, not False: False would override the models' own strict fields (StrictInt
+        # then took "3"); None lets each field's strictness hold, dates still parse
+        plugins=[PydanticPlugin(validate_strict=None)],  # type: ignore[arg-type]
         lifespan=[lifespan],
     )
     app.state.services = services

@@ -34,6 +34,8 @@ async def _submissions(engine: AsyncEngine) -> int:
         ({**BASE, "metadata": {"k\x00": 1}}, "metadata.k\x00"),
         ({**BASE, "attempt": 2**31}, "attempt"),
         ({**BASE, "attempt": 2**63}, "attempt"),
+        ({**BASE, "attempt": "3"}, "attempt"),
+        ({**BASE, "agent": 7}, "agent"),
     ],
 )
 async def test_unstorable_submissions_are_422_naming_the_field(
