@@ -11,10 +11,21 @@ import asyncio
 from typing import Any
 
 from litestar.testing import AsyncTestClient
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from judge.backends.scripted import ScriptedBackend
+from storage import SubmissionRecord
 
-__all__ = ["DIAGNOSIS", "IDS", "TRUTH", "first_set", "graded", "scripted_judge"]
+__all__ = [
+    "DIAGNOSIS",
+    "IDS",
+    "TRUTH",
+    "count_submissions",
+    "first_set",
+    "graded",
+    "scripted_judge",
+]
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
@@ -51,3 +62,10 @@ async def first_set(
             return grading
         await asyncio.sleep(0.05)
     raise AssertionError(f"{field} never set: {grading}")
+
+
+async def count_submissions(engine: AsyncEngine) -> int:
+    """How many submissions are stored (to prove a refused request stored nothing)."""
+    async with engine.connect() as connection:
+        query = select(func.count()).select_from(SubmissionRecord)
+        return int((await connection.execute(query)).scalar_one())

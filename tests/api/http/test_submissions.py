@@ -6,19 +6,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from storage import SubmissionRecord
 from tests.support.judge_server import sregym_reply
-from tests.support.submissions import DIAGNOSIS, IDS, TRUTH
-
-
-async def _count_submissions(engine: AsyncEngine) -> int:
-    async with engine.connect() as connection:
-        return (
-            await connection.execute(select(func.count()).select_from(SubmissionRecord))
-        ).scalar_one()
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, count_submissions
 
 
 async def test_submit_and_wait_returns_the_graded_grading_object(
@@ -131,7 +122,7 @@ async def test_bad_submissions_are_422_naming_the_field_and_store_nothing(
     api_client: Any, tokens: Any, engine: AsyncEngine, body: dict[str, Any], field: str
 ) -> None:
     headers = await tokens("submitter")
-    before = await _count_submissions(engine)
+    before = await count_submissions(engine)
     async with api_client() as client:
         response = await client.post("/v1/submissions", json=body, headers=headers)
     assert response.status_code == 422, response.text
@@ -140,7 +131,7 @@ async def test_bad_submissions_are_422_naming_the_field_and_store_nothing(
     assert problem["status"] == 422
     assert any(field == e["field"] for e in problem["errors"]), problem
     assert TRUTH not in response.text
-    assert await _count_submissions(engine) == before
+    assert await count_submissions(engine) == before
 
 
 async def test_non_json_and_oversized_bodies(
@@ -162,7 +153,7 @@ async def test_non_json_and_oversized_bodies(
         )
         assert huge.status_code == 413
         assert huge.headers["content-type"].startswith("application/problem+json")
-    assert await _count_submissions(engine) == 0
+    assert await count_submissions(engine) == 0
 
 
 async def test_every_route_but_health_needs_a_token(api_client: Any) -> None:
@@ -219,7 +210,7 @@ async def test_idempotency_key_replays_or_conflicts(
         )
         assert conflict.status_code == 409
         assert conflict.headers["content-type"].startswith("application/problem+json")
-    assert await _count_submissions(engine) == 1
+    assert await count_submissions(engine) == 1
 
 
 async def test_an_unparseable_judge_gives_an_unscored_grading(api_client: Any, tokens: Any) -> None:

@@ -8,19 +8,12 @@ import json
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from storage import SubmissionRecord
+from tests.support.submissions import count_submissions
 
 BASE = {"diagnosis": "user-service sets USER_PORT=9999", "ground_truth": "USER_PORT=9999"}
 EDGE_DATE = "9999-12-31T23:59:59-14:00"
-
-
-async def _submissions(engine: AsyncEngine) -> int:
-    async with engine.connect() as connection:
-        query = select(func.count()).select_from(SubmissionRecord)
-        return int((await connection.execute(query)).scalar_one())
 
 
 @pytest.mark.parametrize(
@@ -47,7 +40,7 @@ async def test_unstorable_submissions_are_422_naming_the_field(
     assert answer.status_code == 422, answer.text
     assert answer.headers["content-type"].startswith("application/problem+json")
     assert any(e["field"] == field for e in answer.json()["errors"]), answer.json()
-    assert await _submissions(engine) == 0
+    assert await count_submissions(engine) == 0
 
 
 async def test_a_lone_surrogate_is_refused(api_client: Any, tokens: Any) -> None:
@@ -131,7 +124,7 @@ async def test_json_nested_too_deep_is_400_on_any_route(
         answer = await client.post(route, content=raw, headers=headers)
     assert answer.status_code == 400, answer.text
     assert answer.json()["errors"][0]["field"] == "body"
-    assert await _submissions(engine) == 0
+    assert await count_submissions(engine) == 0
 
 
 async def test_brackets_inside_strings_do_not_count_as_depth(api_client: Any, tokens: Any) -> None:
@@ -165,7 +158,7 @@ async def test_a_body_that_is_not_json_is_refused_naming_it(
         answer = await client.post("/v1/submissions", content=content, headers=headers)
     assert answer.status_code == status, answer.text
     assert answer.json()["errors"][0]["field"] == field
-    assert await _submissions(engine) == 0
+    assert await count_submissions(engine) == 0
 
 
 async def test_a_date_filter_must_be_a_date(api_client: Any, tokens: Any) -> None:
