@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from storage.audit import append_event
 from storage.canonical import utcnow
 from storage.db import is_postgres, read_only, session_factory
+from storage.keys import ServiceKey
 
 __all__ = ["Database"]
 
@@ -28,9 +29,21 @@ __all__ = ["Database"]
 class Database:
     """The engine, sessions and clock; each public store method runs in one transaction."""
 
-    def __init__(self, engine: AsyncEngine, *, clock: Callable[[], datetime] = utcnow) -> None:
-        """Use ``engine`` (migrated); ``clock`` returns aware UTC time (tests move it)."""
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        key: ServiceKey | None = None,
+    ) -> None:
+        """Use ``engine`` (migrated); ``clock`` returns aware UTC time (tests move it).
+
+        ``key`` is the service key (see ``storage.keys``); without one, a random key
+        that lives as long as this handle.
+        """
         self.engine = engine
+        #: the service key: audit hashes and cursors derive their keys from it
+        self.key = key or ServiceKey.ephemeral()
         #: aware UTC time now
         self.clock = clock
         #: True on PostgreSQL (row locks, REPEATABLE READ snapshots), False on SQLite

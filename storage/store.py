@@ -22,6 +22,7 @@ from storage.exports import ExportReads
 from storage.gradings import GradingReads
 from storage.imports.store import ImportRepository
 from storage.judge_cache import CacheRepository
+from storage.keys import ServiceKey
 from storage.labels import LabelRepository
 from storage.overrides import OverrideRepository
 from storage.queue import QueueRepository
@@ -46,9 +47,19 @@ class Store:
         view = await store.gradings.get(grading_id)
     """
 
-    def __init__(self, engine: AsyncEngine, *, clock: Callable[[], datetime] = utcnow) -> None:
-        """Use ``engine`` (migrated); ``clock`` returns aware UTC time (tests move it)."""
-        self.db = Database(engine, clock=clock)
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        key: ServiceKey | None = None,
+    ) -> None:
+        """Use ``engine`` (migrated); ``clock`` returns aware UTC time (tests move it).
+
+        ``key`` is the service key (``storage.keys``); without one, a random key for
+        this store's lifetime, so nothing it keys can be checked by another process.
+        """
+        self.db = Database(engine, clock=clock, key=key)
         self.engine = engine
         #: rubric versions and scenarios
         self.catalog = CatalogRepository(self.db)

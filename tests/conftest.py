@@ -40,6 +40,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the service key that runtimes create out of the work tree."""
+    del config
+    if "SRE_JUDGE_SECRET_KEY_FILE" not in os.environ:
+        folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"sre-judge-test-key-{os.getpid()}"
+        os.environ["SRE_JUDGE_SECRET_KEY_FILE"] = str(folder / "sre-judge.key")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run every test that needs a database once per chosen backend."""
     if "db_backend" in metafunc.fixturenames:

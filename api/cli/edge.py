@@ -20,6 +20,7 @@ from api.service.settings import Settings
 if TYPE_CHECKING:
     from api.service.services import Services
     from storage import Store
+    from storage.keys import ServiceKey
 
 __all__ = ["as_click_error", "load_settings", "run", "service_runtime", "with_store"]
 
@@ -70,17 +71,28 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
     from storage import Store, make_engine, upgrade
 
     settings = load_settings()
+    key = service_key(settings, create=True)
 
     async def on_store() -> T:
         if migrate:
             await upgrade(settings.database_url)
         engine = make_engine(settings.database_url)
         try:
-            return await work(Store(engine))
+            return await work(Store(engine, key=key))
         finally:
             await engine.dispose()
 
     return run(on_store())
+
+
+def service_key(settings: Settings, *, create: bool) -> ServiceKey:
+    """The service key of ``settings``; bad usage when it is missing or unreadable."""
+    from api.service.secret_key import MissingServiceKey, load_service_key
+
+    try:
+        return load_service_key(settings, create=create)
+    except MissingServiceKey as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def load_settings(**overrides: object) -> Settings:

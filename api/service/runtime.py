@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.metrics import Metrics
+from api.service.secret_key import load_service_key
 from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
 from api.service.workers import GradingWorkers
@@ -61,7 +62,7 @@ class Runtime:
             read_token_file(settings.bootstrap_admin_token_file)  # fail now, not at start-up
         self._own_engine = engine is None
         self.engine = engine if engine is not None else make_engine(settings.database_url)
-        store = Store(self.engine)
+        store = Store(self.engine, key=load_service_key(settings, create=True))
         self.services = Services(
             settings=settings,
             store=store,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -103,6 +103,16 @@ class Settings(BaseSettings):
     )
     database_password_file: Path | None = Field(
         default=None, description="file holding the database password (e.g. a Docker secret)"
+    )
+    secret_key_file: Path = Field(
+        default=Path("sre-judge.key"),
+        description=(
+            "the service key (keys the audit log's hashes, signs cursors); serve creates it "
+            "(mode 0600) when missing. Keep it outside the database and its backups"
+        ),
+    )
+    secret_key: SecretStr | None = Field(
+        default=None, description="the service key itself, instead of secret_key_file"
     )
     bootstrap_admin_token_file: Path | None = Field(
         default=None,
