@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import StrEnum
 
-__all__ = ["ReviewReason", "by_priority"]
+__all__ = ["HOLDING_REASONS", "ReviewReason", "by_priority", "holds_pass"]
 
 
 class ReviewReason(StrEnum):
@@ -44,6 +44,16 @@ class ReviewReason(StrEnum):
     def priority(self) -> int:
         """0 for the most urgent reason, then 1, 2, ...: the members' order."""
         return _PRIORITY[self]
+
+
+#: reasons that hold a pass for a human: the judge may have followed the diagnosis'
+#: instructions instead of grading it, so its pass counts only once an adjudicator agrees
+HOLDING_REASONS = frozenset({ReviewReason.INJECTION_SUSPECTED})
+
+
+def holds_pass(reasons: Iterable[str]) -> bool:
+    """Whether a pass by the rule waits for a human verdict, given the review reasons."""
+    return any(reason in HOLDING_REASONS for reason in reasons)
 
 
 _PRIORITY = {reason: rank for rank, reason in enumerate(ReviewReason)}

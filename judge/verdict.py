@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from judge.calls import JudgeCall
+from judge.review_reasons import holds_pass
 from judge.rule import RuleOutcome
 
 __all__ = ["Answer", "GradingResult", "UnscoredReason", "Vote"]
@@ -87,3 +88,15 @@ class GradingResult(BaseModel):
     def needs_review(self) -> bool:
         """A human should look at it."""
         return bool(self.review_reasons)
+
+    @property
+    def held(self) -> bool:
+        """The rule passed but a review reason holds the pass until a human decides."""
+        return bool(self.outcome and self.outcome.passed and holds_pass(self.review_reasons))
+
+    @property
+    def passed(self) -> bool | None:
+        """The verdict in force: None when unscored, or when the pass is held."""
+        if self.outcome is None or self.held:
+            return None
+        return self.outcome.passed

@@ -52,6 +52,7 @@ class NewSubmission(BaseModel):
             "diagnosis": self.diagnosis,
             "ground_truth": self.ground_truth,
             "ground_truth_source": self.ground_truth_source,
+            "ground_truth_sha256": sha256_hex(self.ground_truth),
             "scenario_id": self.scenario_id,
             "agent": self.agent,
             "model": self.model,

@@ -22,6 +22,7 @@ from judge.adjudication import (
     overrides_in_force,
     target_of,
 )
+from judge.review_reasons import holds_pass
 from judge.rubric import Rubric
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
@@ -59,17 +60,23 @@ def apply_in_force(
     """Set the grading's effective figures from its answers and the overrides in force.
 
     With answers (and their rubric) the rule is recomputed on the effective answers;
-    without, only a verdict override decides ``passed``.
+    without, only a verdict override decides ``passed``. A pass of a diagnosis flagged
+    for injection stays held (``passed`` None) until a verdict override is in force.
     """
+    verdict = in_force.get(("verdict", ""))
     if answers and rubric is not None:
         outcome = effective_outcome(rubric, answers, in_force)
         grading.yes_count = outcome.rule.yes_count
         grading.composite = outcome.rule.composite
         grading.decisive = outcome.rule.decisive
-        grading.passed = outcome.passed
+        # a pass held for injection markers is released by a human verdict only
+        grading.held = bool(
+            outcome.passed and verdict is None and holds_pass(grading.review_reasons)
+        )
+        grading.passed = None if grading.held else outcome.passed
         grading.overridden = outcome.overridden
     else:
-        verdict = in_force.get(("verdict", ""))
+        grading.held = False
         grading.passed = None if verdict is None else verdict.verdict == "pass"
         grading.overridden = verdict is not None
 
@@ -156,7 +163,8 @@ class OverrideRepository:
             grading.revision += 1
             if kind != "withdraw":
                 session.add(self._label(record))
-            await self._review.close(session, grading_id, author_id)
+            if not grading.held:  # a held pass stays in the queue until a verdict is given
+                await self._review.close(session, grading_id, author_id)
             await session.flush()
             await self._db.audit(
                 session,
@@ -248,6 +256,7 @@ class OverrideRepository:
             "reason": record.reason,
             "author": record.author_name,
             "passed": grading.passed,
+            "held": grading.held,
             "yes_count": grading.yes_count,
             "revision": grading.revision,
         }

@@ -135,7 +135,8 @@ def apply_result(grading: GradingRecord, result: GradingResult, *, at: datetime)
     grading.pending_reason = None
     grading.yes_count = outcome.yes_count if outcome else None
     grading.composite = outcome.composite if outcome else None
-    grading.passed = outcome.passed if outcome else None
+    grading.passed = result.passed
+    grading.held = result.held
     grading.decisive = outcome.decisive if outcome else None
     grading.judge_passed = judge_outcome.passed if judge_outcome else None
     grading.needs_review = result.needs_review

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import distinct, func
+from sqlalchemy import distinct, false, func
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -47,13 +47,15 @@ _G, _A = GradingRecord, AnswerRecord
 
 @dataclass(frozen=True)
 class OutcomeCounts:
-    """Gradings of one group by outcome; unscored and pending are not failures."""
+    """Gradings of one group by outcome; unscored, pending and held are not failures."""
 
     key: Key
     passed: int
     failed: int
     unscored: int
     pending: int
+    #: passes held for a human (injection markers): neither passed nor failed yet
+    held: int = 0
 
 
 @dataclass(frozen=True)
@@ -222,14 +224,17 @@ async def _outcomes(
 ) -> list[OutcomeCounts]:
     verdict = verdict_column(verdicts)
     pending = col(_G.status) == "pending"
+    # held passes count apart in effective verdicts; the judge's own verdict is never held
+    held = col(_G.held).is_(True) if verdicts == "effective" else false()
     groups = group_columns(group_by)
     query = filtered(
         joined(
             *groups,
             count_where(verdict.is_(True)).label("passed"),
             count_where(verdict.is_(False)).label("failed"),
-            count_where(verdict.is_(None), ~pending).label("unscored"),
+            count_where(verdict.is_(None), ~pending, ~held).label("unscored"),
             count_where(verdict.is_(None), pending).label("pending"),
+            count_where(held).label("held"),
         ),
         filters,
     ).group_by(*groups)
@@ -240,9 +245,10 @@ async def _outcomes(
             failed=int(row.failed),
             unscored=int(row.unscored),
             pending=int(row.pending),
+            held=int(row.held),
         )
         for row in await session.execute(query)
-        if row.passed or row.failed or row.unscored or row.pending
+        if row.passed or row.failed or row.unscored or row.pending or row.held
     ]
     return sorted(counts, key=lambda c: _sortable(c.key))
 

@@ -60,6 +60,7 @@ def _carries(reason: str) -> Any:
 def _urgency() -> Any:
     """The priority of a grading's most urgent reason the queue ranks by (lower first)."""
     return case(
+        (col(GradingRecord.held).is_(True), -1),  # a verdict is missing: before all else
         (GradingRecord.status == "unscored", _R.UNSCORED.priority),
         (_carries(_R.EVIDENCE_UNVERIFIED), _R.EVIDENCE_UNVERIFIED.priority),
         (col(GradingRecord.needs_review).is_(True), _R.NEEDS_REVIEW.priority),
@@ -90,6 +91,7 @@ class ReviewRepository:
         needs = or_(
             GradingRecord.status == "unscored",
             col(GradingRecord.needs_review).is_(True),
+            col(GradingRecord.held).is_(True),
             and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True)),
             _low_confidence(),
         )
@@ -102,7 +104,8 @@ class ReviewRepository:
             .where(
                 col(GradingRecord.is_current).is_(True),
                 needs,
-                col(ReviewClaimRecord.done_at).is_(None),
+                # a held pass stays until a verdict releases it, even if marked done
+                or_(col(ReviewClaimRecord.done_at).is_(None), col(GradingRecord.held).is_(True)),
                 or_(
                     col(ReviewClaimRecord.claimed_until).is_(None),
                     col(ReviewClaimRecord.claimed_until) < now,
@@ -204,8 +207,14 @@ class ReviewRepository:
     async def finish(self, grading_id: str, *, principal_id: str) -> None:
         """Mark a review done: the grading leaves the queue."""
         async with self._db.write() as session:
-            if await session.get(GradingRecord, grading_id) is None:
+            grading = await session.get(GradingRecord, grading_id)
+            if grading is None:
                 raise NotFound(f"no grading {grading_id}")
+            if grading.held:
+                raise Conflict(
+                    "this grading's pass is held: the diagnosis carries injection markers. "
+                    "Decide it with a verdict override (pass or fail, with a reason)"
+                )
             await self.close(session, grading_id, principal_id)
             await session.flush()
             await self._db.audit(

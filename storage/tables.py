@@ -124,6 +124,8 @@ class TokenRecord(SQLModel, table=True):
     created_at: datetime = _created()
     expires_at: datetime | None = _when()
     revoked_at: datetime | None = _when()
+    #: may send its own ground truth when SRE_JUDGE_INLINE_GROUND_TRUTH is per_token
+    inline_ground_truth: bool = False
 
 
 class SubmissionRecord(SQLModel, table=True):
@@ -139,8 +141,10 @@ class SubmissionRecord(SQLModel, table=True):
     diagnosis: str = Field(sa_type=Text)
     #: a copy of the scenario's ground truth at submission time, or the inline one
     ground_truth: str = Field(sa_type=Text)
-    #: scenario | inline
+    #: scenario (a registered scenario's) | inline (sent with the submission)
     ground_truth_source: str = Field(sa_type=String(16))
+    #: SHA-256 of ``ground_truth``: the version it was graded against
+    ground_truth_sha256: str | None = Field(default=None, sa_type=String(64))
     scenario_id: str | None = Field(
         default=None, sa_type=String(128), foreign_key="scenario.id", index=True
     )
@@ -196,6 +200,9 @@ class GradingRecord(SQLModel, table=True):
     decisive: bool | None = None
     needs_review: bool = False
     review_reasons: list[str] = _json(list)
+    #: the rule passed but the diagnosis carries injection markers: ``passed`` stays
+    #: None until an adjudicator gives a verdict
+    held: bool = False
     #: a human override is in force (answers or verdict); passed/yes_count are effective
     overridden: bool = False
     #: graded by a judge that has not qualified on a calibration run

@@ -136,7 +136,8 @@ def result_public(result: GradingResult) -> GradingCore:
         ],
         yes_count=outcome.yes_count if outcome else None,
         composite=outcome.composite if outcome else None,
-        passed=outcome.passed if outcome else None,
+        passed=result.passed,
+        held=result.held,
         judge_passed=judge_outcome.passed if judge_outcome else None,
         decisive=outcome.decisive if outcome else None,
         needs_review=result.needs_review,
@@ -145,6 +146,7 @@ def result_public(result: GradingResult) -> GradingCore:
 
 
 def _submission_public(s: SubmissionRecord, principal: Principal) -> SubmissionPublic:
+    visible = can_see_ground_truth(principal, s)
     return SubmissionPublic(
         id=s.id,
         agent=s.agent,
@@ -154,7 +156,10 @@ def _submission_public(s: SubmissionRecord, principal: Principal) -> SubmissionP
         attempt=s.attempt,
         metadata=s.metadata_ or {},
         diagnosis=s.diagnosis,
-        ground_truth=s.ground_truth if can_see_ground_truth(principal, s) else None,
+        ground_truth=s.ground_truth if visible else None,
+        ground_truth_source=s.ground_truth_source,  # type: ignore[arg-type]
+        ground_truth_sha256=s.ground_truth_sha256 if visible else None,
+        submitted_by=s.submitted_by,
         created_at=s.created_at,
     )
 
@@ -225,6 +230,7 @@ def _grading_public(
         yes_count=g.yes_count,
         composite=g.composite,
         passed=g.passed,
+        held=bool(g.held),
         judge_passed=g.judge_passed,
         decisive=g.decisive,
         needs_review=g.needs_review,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 __all__ = [
     "EARLIEST",
@@ -61,10 +61,23 @@ class ScenarioCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: StrictStr = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$")
+    id: StrictStr = Field(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$",
+        description="scenario id; may contain `/`; may not start with `inline:`",
+    )
     ground_truth: StrictStr = Field(description="empty for a healthy-cluster control scenario")
     title: StrictStr | None = Field(default=None, max_length=300)
     tags: list[StrictStr] = Field(default_factory=list, max_length=50)
+
+    @field_validator("id")
+    @classmethod
+    def _not_inline(cls, value: str) -> str:
+        # reserved: exports name a ground truth its submitter sent ``inline:<claimed id>``
+        if value.startswith("inline:"):
+            raise ValueError("scenario ids may not start with 'inline:' (reserved)")
+        return value
 
 
 class ScenarioPublic(BaseModel):
@@ -129,6 +142,12 @@ class SubmissionPublic(BaseModel):
     metadata: dict[str, Any]
     diagnosis: str
     ground_truth: str | None
+    #: where the ground truth came from: a registered scenario, or the submitter (inline)
+    ground_truth_source: Literal["scenario", "inline"] = "scenario"
+    #: SHA-256 of the ground truth graded against (its version); null where it is hidden
+    ground_truth_sha256: str | None = None
+    #: the token id that submitted it
+    submitted_by: str | None = None
     created_at: datetime
 
 
@@ -178,6 +197,9 @@ class GradingCore(BaseModel):
     yes_count: int | None
     composite: float | None
     passed: bool | None
+    #: the rule passed but the diagnosis carries injection markers: ``passed`` is null
+    #: until an adjudicator gives a verdict override; reports count it apart
+    held: bool = False
     judge_passed: bool | None
     decisive: bool | None
     needs_review: bool

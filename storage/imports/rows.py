@@ -70,6 +70,7 @@ def sregym_submission(
         diagnosis=clean.text,
         redactions=clean.records(),
         ground_truth=ground_truth,
+        ground_truth_sha256=sha256_hex(ground_truth),
         ground_truth_source="scenario" if scenario_id else "inline",
         scenario_id=scenario_id,
         agent=attempt.agent or None,

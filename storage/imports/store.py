@@ -91,6 +91,7 @@ def _jsonl_submission(
         diagnosis=clean.text,
         redactions=clean.records(),
         ground_truth=truth,
+        ground_truth_sha256=sha256_hex(truth),
         ground_truth_source="scenario" if item.scenario_id else "inline",
         scenario_id=item.scenario_id,
         agent=item.agent,

@@ -32,7 +32,7 @@ ARM_FIELDS: tuple[str, ...] = tuple(
 
 
 class GroupRate(BaseModel):
-    """Pass rate of one group: ``n`` = passed + failed; unscored and pending apart."""
+    """Pass rate of one group: ``n`` = passed + failed; unscored, pending, held apart."""
 
     key: dict[str, str | None]
     n: int
@@ -40,6 +40,8 @@ class GroupRate(BaseModel):
     failed: int
     unscored: int
     pending: int
+    #: passes held for a human because the diagnosis carries injection markers
+    held: int = 0
     total: int
     pass_rate: float | None
     interval: Interval

@@ -1,8 +1,9 @@
 """Reports as the API and the command line give them: counts from the store, made into
 figures with their sample sizes and 95% intervals by :mod:`judge.statistics`.
 
-Pass rates count passed and failed gradings only: unscored and pending ones are
-counted apart and never as failures. ``verdicts="effective"`` uses the verdicts after
+Pass rates count passed and failed gradings only: unscored, pending and held ones
+(passes of diagnoses flagged for injection, waiting for a human verdict) are counted
+apart and never as failures or passes. ``verdicts="effective"`` uses the verdicts after
 human overrides, ``"judge"`` the judge's own.
 """
 
@@ -62,6 +63,7 @@ def _group_rate(key: dict[str, str | None], counts: Sequence[OutcomeCounts]) -> 
     failed = sum(c.failed for c in counts)
     unscored = sum(c.unscored for c in counts)
     pending = sum(c.pending for c in counts)
+    held = sum(c.held for c in counts)
     figure = proportion(passed, passed + failed)
     return GroupRate(
         key=key,
@@ -70,7 +72,8 @@ def _group_rate(key: dict[str, str | None], counts: Sequence[OutcomeCounts]) -> 
         failed=failed,
         unscored=unscored,
         pending=pending,
-        total=passed + failed + unscored + pending,
+        held=held,
+        total=passed + failed + unscored + pending + held,
         pass_rate=figure.rate,
         interval=figure.interval,
     )

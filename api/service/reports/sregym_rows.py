@@ -7,6 +7,12 @@ the same: ``{'D1': {'name': 'Fault localization', 'score': 1.0}, ...}`` and
 ``[{'id': 'D1-Q1', 'answer': 'Yes', 'evidence': '...', 'confidence': 'High'}, ...]``.
 A grading with no verdict (unscored or pending) gets empty success, judgment, score
 and dimensions and an empty checklist, as SREGym writes for a judge that gave none.
+A held pass (injection markers, no human verdict yet) is written as not passed, with
+the hold in ``Diagnosis.reasoning``.
+
+``problem_id`` is the registered scenario's id; a ground truth the submitter sent is
+written ``inline:<the problem id its metadata claims>``, never a registered id (those
+cannot start with ``inline:``), so a self-supplied ground truth cannot pose as a scenario.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from typing import Any
 from judge.rubric import Rubric
 from storage.effective import record_answers
 from storage.exports import ExportedGrading
+from storage.tables import SubmissionRecord
 
-__all__ = ["SREGYM_COLUMNS", "confidence_label", "sregym_row"]
+__all__ = ["HELD_REASONING", "SREGYM_COLUMNS", "confidence_label", "problem_id", "sregym_row"]
 
 #: SREGym's columns (its Diagnosis.* sorted as it sorts them), then ours
 SREGYM_COLUMNS = (
@@ -38,6 +45,23 @@ SREGYM_COLUMNS = (
     "grading_id",
     "status",
 )
+
+
+#: the problem id prefix of a ground truth its submitter sent (no scenario id has it)
+INLINE_PREFIX = "inline:"
+#: what the reasoning column says of a held pass
+HELD_REASONING = "held for review: the diagnosis carries injection markers; not passed"
+
+
+def problem_id(submission: SubmissionRecord) -> str:
+    """The scenario id, or ``inline:`` and the id a self-supplied ground truth claims."""
+    if submission.ground_truth_source == "scenario" and submission.scenario_id:
+        return submission.scenario_id
+    claimed = (submission.metadata_ or {}).get("problem_id")
+    if not isinstance(claimed, str) or not claimed:
+        sregym = (submission.metadata_ or {}).get("sregym")
+        claimed = sregym.get("problem_id") if isinstance(sregym, dict) else None
+    return f"{INLINE_PREFIX}{claimed}" if isinstance(claimed, str) and claimed else ""
 
 
 def confidence_label(value: float | None) -> str | None:
@@ -69,6 +93,8 @@ def _reasoning(status: str, item: ExportedGrading, dimensions: dict[str, Any]) -
         reason = g.unscored_reason or g.pending_reason or status
         return f"{status}: {reason}" + (f" ({g.detail})" if g.detail else "")
     scores = ", ".join(f"{d} {v['score']:.2f}" for d, v in dimensions.items())
+    if g.held:
+        return f"{g.yes_count} yes; {scores}; {HELD_REASONING}"
     verdict = "pass" if g.passed else "fail"
     overridden = " after human overrides" if g.overridden else ""
     return f"{g.yes_count} yes; {scores}; {verdict}{overridden}"
@@ -89,9 +115,9 @@ def sregym_row(item: ExportedGrading, rubric: Rubric | None) -> dict[str, Any]:
         }
         for a in item.view.answers
     ]
-    verdict = g.passed
+    verdict = False if g.held else g.passed
     return {
-        "problem_id": s.scenario_id or (s.metadata_ or {}).get("problem_id") or "",
+        "problem_id": problem_id(s),
         "attempt": s.attempt,
         "Diagnosis.accuracy": None if g.composite is None else round(g.composite * 100.0, 2),
         "Diagnosis.checklist": checklist,

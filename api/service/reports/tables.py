@@ -36,7 +36,7 @@ __all__ = [
     "write_csv",
 ]
 
-_COUNTS = ["n", "passed", "failed", "unscored", "pending"]
+_COUNTS = ["n", "passed", "failed", "unscored", "pending", "held"]
 
 
 @dataclass
@@ -60,6 +60,7 @@ def _rate_cells(rate: GroupRate) -> list[Any]:
         rate.failed,
         rate.unscored,
         rate.pending,
+        rate.held,
         rate.pass_rate,
         rate.interval.low,
         rate.interval.high,
@@ -76,7 +77,10 @@ def pass_rate_table(report: PassRateReport) -> Tabular:
         title=f"Pass rates ({report.verdicts} verdicts)",
         columns=[*group_by, *_COUNTS, "pass_rate", "ci_low", "ci_high"],
         rows=rows,
-        notes=["n = passed + failed; unscored and pending are not counted as failures"],
+        notes=[
+            "n = passed + failed; unscored, pending and held (a pass waiting for a human "
+            "verdict: injection markers) are counted apart"
+        ],
     )
 
 
