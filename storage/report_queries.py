@@ -2,7 +2,8 @@
 
 Nothing here touches the database; :mod:`storage.reports` runs the queries.
 
-Groups are named ``agent``, ``model``, ``scenario``, ``rubric`` and ``judge``. A
+Groups are named ``agent``, ``model``, ``scenario``, ``rubric``, ``judge`` and
+``source`` (where the ground truth came from: ``scenario`` or ``inline``). A
 rubric group is labelled ``id@version`` and a judge group ``backend:model``, and the
 ``rubric`` and ``judge`` filters accept either the short form (``sregym-rca``,
 ``qwen3:8b``) or the labelled one (``sregym-rca@v1+…``, ``ollama:qwen3:8b``).
@@ -22,6 +23,7 @@ from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
 
 __all__ = [
     "GROUP_KEYS",
+    "GroundTruthSource",
     "GroupKey",
     "ReportFilter",
     "Verdicts",
@@ -36,8 +38,10 @@ __all__ = [
     "verdict_column",
 ]
 
-GroupKey = Literal["agent", "model", "scenario", "rubric", "judge"]
-GROUP_KEYS: tuple[GroupKey, ...] = ("agent", "model", "scenario", "rubric", "judge")
+GroupKey = Literal["agent", "model", "scenario", "rubric", "judge", "source"]
+GROUP_KEYS: tuple[GroupKey, ...] = ("agent", "model", "scenario", "rubric", "judge", "source")
+#: where a submission's ground truth came from: a registered scenario, or its sender
+GroundTruthSource = Literal["scenario", "inline"]
 
 #: ``effective``: after human overrides (``passed``, ``answer``); ``judge``: the judge's own
 Verdicts = Literal["effective", "judge"]
@@ -51,6 +55,7 @@ _GROUPS: dict[GroupKey, tuple[tuple[Any, ...], str]] = {
     "scenario": ((_S.scenario_id,), ""),
     "rubric": ((_G.rubric_id, _G.rubric_version), "@"),
     "judge": ((_G.judge_backend, _G.judge_model), ":"),
+    "source": ((_S.ground_truth_source,), ""),
 }
 
 
@@ -72,6 +77,8 @@ class ReportFilter:
     judge: str | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    #: only ground truths of registered scenarios, or only those their senders wrote
+    ground_truth_source: GroundTruthSource | None = None
     current_only: bool = True
 
 
@@ -82,6 +89,7 @@ def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
         (_S.model, filters.model),
         (_S.scenario_id, filters.scenario_id),
         (_S.run_id, filters.run_id),
+        (_S.ground_truth_source, filters.ground_truth_source),
     ]
     for column, value in equal:
         if value is not None:

@@ -39,9 +39,14 @@ class TokenRepository:
         name: str,
         role: str,
         expires_at: datetime | None = None,
+        inline_ground_truth: bool = False,
         actor: str = "system",
     ) -> tuple[str, TokenRecord]:
-        """A new token: ``(plaintext, record)``; the plaintext is not kept anywhere."""
+        """A new token: ``(plaintext, record)``; the plaintext is not kept anywhere.
+
+        ``inline_ground_truth``: the token may send its own ground truth where the
+        deployment grants that per token.
+        """
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
         plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -52,6 +57,7 @@ class TokenRepository:
             token_hash=hash_token(plaintext),
             created_at=self._db.clock(),
             expires_at=expires_at,
+            inline_ground_truth=inline_ground_truth,
         )
         async with self._db.write() as session:
             session.add(record)
@@ -67,6 +73,7 @@ class TokenRepository:
                     "name": name,
                     "role": role,
                     "expires_at": iso_utc(expires_at) if expires_at else None,
+                    "inline_ground_truth": inline_ground_truth,
                 },
             )
         return plaintext, record

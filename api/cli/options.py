@@ -46,6 +46,11 @@ def filter_options(command: Command) -> Command:
         click.option("--judge", help="judge model or backend:model"),
         click.option("--created-after", type=click.DateTime(), help="graded on or after (UTC)"),
         click.option("--created-before", type=click.DateTime(), help="graded before (UTC)"),
+        click.option(
+            "--ground-truth-source",
+            type=click.Choice(["scenario", "inline"]),
+            help="only registered scenarios' ground truths (scenario) or submitters' (inline)",
+        ),
     ]
     for option in reversed(options):
         command = option(command)

@@ -24,12 +24,24 @@ def tokens_group() -> None:
 @click.option("--role", type=click.Choice(["submitter", "adjudicator", "admin"]), required=True)
 @click.option("--name", required=True, help="the principal: who or what uses the token")
 @click.option("--expires-in-days", type=click.IntRange(min=1), help="expiry (default: never)")
-def tokens_create(role: str, name: str, expires_in_days: int | None) -> None:
-    """Print a new token once, alone on one line of stdout."""
+@click.option(
+    "--inline-ground-truth",
+    is_flag=True,
+    help="the token may send its own ground truth (when SRE_JUDGE_INLINE_GROUND_TRUTH=per_token)",
+)
+def tokens_create(
+    role: str, name: str, expires_in_days: int | None, inline_ground_truth: bool
+) -> None:
+    """Print a new token once, alone on one line of stdout.
+
+    Example: sre-judge tokens create --role submitter --name ci-harness --inline-ground-truth
+    """
     expires_at = datetime.now(UTC) + timedelta(days=expires_in_days) if expires_in_days else None
 
     async def create(store: Store) -> str:
-        plaintext, _ = await store.tokens.create(name=name, role=role, expires_at=expires_at)
+        plaintext, _ = await store.tokens.create(
+            name=name, role=role, expires_at=expires_at, inline_ground_truth=inline_ground_truth
+        )
         return plaintext
 
     click.echo(with_store(create, migrate=True))
@@ -43,7 +55,8 @@ def tokens_list() -> None:
         return list(await store.tokens.all())
 
     for r in with_store(listing, migrate=True):
-        fields = (r.id, r.name, r.role, r.expires_at or "-", r.revoked_at or "-")
+        grant = "inline-ground-truth" if r.inline_ground_truth else "-"
+        fields = (r.id, r.name, r.role, r.expires_at or "-", r.revoked_at or "-", grant)
         click.echo("\t".join(str(x) for x in fields))
 
 

@@ -31,7 +31,12 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Princ
         record = await services.store.tokens.authenticate(token.strip())
         if record is None:
             raise NotAuthorizedException("the token is unknown, revoked or expired")
-        principal = Principal(id=record.id, name=record.name, role=record.role)
+        principal = Principal(
+            id=record.id,
+            name=record.name,
+            role=record.role,  # type: ignore[arg-type]
+            inline_ground_truth=record.inline_ground_truth,
+        )
     connection.scope.setdefault("state", {})["principal"] = principal
     return principal
 

@@ -19,7 +19,7 @@ from litestar.exceptions import (
 )
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from api.service.errors import ServiceError
+from api.service.errors import NotPermitted, ServiceError
 from judge.errors import InputError, JudgeSpecError, RubricError
 from storage.errors import (
     Conflict,
@@ -69,6 +69,7 @@ _TABLE: tuple[tuple[type[Exception], _Mapping], ...] = (
     (Conflict, _Mapping(409, "Conflict")),
     (NotFound, _Mapping(404, "Not found")),
     (InvalidCursor, _Mapping(422, "Invalid cursor")),
+    (NotPermitted, _Mapping(403, "Forbidden")),
     (ServiceError, _Mapping(422, "Invalid request")),
     (InputError, _Mapping(422, "Invalid input")),
     (JudgeSpecError, _Mapping(422, "Invalid judge")),

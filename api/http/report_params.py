@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.http.problems import ApiProblem
 from api.service.reports.models import ARM_FIELDS
-from storage.report_queries import GROUP_KEYS, GroupKey, ReportFilter
+from storage.report_queries import GROUP_KEYS, GroundTruthSource, GroupKey, ReportFilter
 
 __all__ = ["ARM_FIELDS", "ArmQuery", "arm_filters", "parse_group_by", "report_filter"]
 
@@ -31,6 +31,7 @@ class ArmQuery(BaseModel):
     judge: str | None = _TEXT
     created_after: datetime | None = None
     created_before: datetime | None = None
+    ground_truth_source: GroundTruthSource | None = None
 
     def to_filter(self) -> ReportFilter:
         """The store's filter."""
@@ -46,9 +47,11 @@ async def report_filter(
     judge: FromQuery[str | None] = None,
     created_after: FromQuery[datetime | None] = None,
     created_before: FromQuery[datetime | None] = None,
+    ground_truth_source: FromQuery[GroundTruthSource | None] = None,
 ) -> ReportFilter:
     """Dependency: the gradings a report covers (``rubric`` as id or id@version,
-    ``judge`` as model or backend:model; ``created_after`` inclusive)."""
+    ``judge`` as model or backend:model; ``created_after`` inclusive;
+    ``ground_truth_source=scenario`` leaves out ground truths their submitters wrote)."""
     return ReportFilter(
         agent=agent,
         model=model,
@@ -58,6 +61,7 @@ async def report_filter(
         judge=judge,
         created_after=created_after,
         created_before=created_before,
+        ground_truth_source=ground_truth_source,
     )
 
 

@@ -8,7 +8,7 @@ too and are mapped at the same two edges.
 
 from __future__ import annotations
 
-__all__ = ["InvalidRequest", "ServiceError", "UnknownReference"]
+__all__ = ["InvalidRequest", "NotPermitted", "ServiceError", "UnknownReference"]
 
 
 class ServiceError(Exception):
@@ -25,6 +25,12 @@ class ServiceError(Exception):
 
 class InvalidRequest(ServiceError):
     """The request cannot be carried out as given (a bad or contradictory value)."""
+
+
+class NotPermitted(ServiceError):
+    """The caller's token may not do this here (a deployment setting or a grant says so)."""
+
+    title = "Forbidden"
 
 
 class UnknownReference(InvalidRequest):

@@ -19,6 +19,8 @@ class Principal:
     id: str
     name: str
     role: Role
+    #: an admin granted this token its own ground truth (SRE_JUDGE_INLINE_GROUND_TRUTH=per_token)
+    inline_ground_truth: bool = False
 
     def at_least(self, role: Role) -> bool:
         """Whether this principal's role is ``role`` or higher."""

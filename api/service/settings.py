@@ -138,6 +138,20 @@ class Settings(BaseSettings):
     provisional_review_rate: float = Field(
         default=0.1, ge=0, le=1, description="share of provisional gradings sent to review"
     )
+    inline_ground_truth: Literal["allow", "per_token", "deny"] = Field(
+        default="allow",
+        description=(
+            "may a submission carry its own ground truth: allow, per_token (tokens an admin "
+            "granted it, and admins), deny (registered scenarios only)"
+        ),
+    )
+    submitter_rubrics: str = Field(
+        default="",
+        description=(
+            "rubric ids (comma-separated) a submitter token may ask for besides the default "
+            "rubric; * for any. Adjudicators and admins may ask for any"
+        ),
+    )
     self_preference: Literal["warn", "refuse"] = Field(
         default="warn",
         description="judge and agent of one model family: warn (review reason) or refuse (422)",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from api.service import self_preference
 from api.service.errors import InvalidRequest, UnknownReference
+from api.service.ground_truth_policy import check_inline_ground_truth, check_rubric_choice
 from api.service.principal import Principal
 from api.service.schemas import SubmissionCreate
 from api.service.services import Services
@@ -50,12 +51,15 @@ async def _ground_truth(services: Services, data: SubmissionCreate) -> tuple[str
     return scenario.ground_truth, "scenario"
 
 
-async def _checked(services: Services, data: SubmissionCreate) -> Rubric:
-    """The rubric to grade with, once the request's texts and references are valid."""
+async def _checked(services: Services, data: SubmissionCreate, principal: Principal) -> Rubric:
+    """The rubric to grade with, once the request's texts, references and the caller's
+    permissions (its own ground truth, its choice of rubric) are valid."""
     settings = services.settings
     problem = data.truth_problem()
     if problem:
         raise InvalidRequest(problem, field="scenario_id")
+    if data.ground_truth is not None:
+        check_inline_ground_truth(settings, principal)
     check_text(data.diagnosis, field="diagnosis", max_bytes=settings.max_text_bytes)
     if data.ground_truth is not None:
         check_text(data.ground_truth, field="ground_truth", max_bytes=settings.max_text_bytes)
@@ -64,6 +68,7 @@ async def _checked(services: Services, data: SubmissionCreate) -> Rubric:
     if rubric is None:
         detail = f"no rubric with id {rubric_id!r}"
         raise UnknownReference(detail, field="rubric", title="Unknown rubric")
+    check_rubric_choice(settings, principal, rubric_id)
     return rubric
 
 
@@ -80,7 +85,7 @@ async def accept_submission(
     text, ``IdempotencyConflict`` when the key was used for another request; nothing is
     stored then.
     """
-    rubric = await _checked(services, data)
+    rubric = await _checked(services, data, principal)
     truth, source = await _ground_truth(services, data)
     settings = services.settings
     judge_spec, judge_backend, judge_model = settings.grading_judge()

@@ -20,6 +20,7 @@ async def issue_token(
     name: str,
     role: str,
     expires_at: datetime | None = None,
+    inline_ground_truth: bool = False,
 ) -> tuple[str, TokenRecord]:
     """A new token (plaintext, record) issued by ``principal``; expiry must be a future,
     zoned time."""
@@ -31,5 +32,9 @@ async def issue_token(
         if expires_at.year >= LATEST.year:
             raise InvalidRequest(f"expires_at is after {LATEST.year}", field="expires_at")
     return await services.store.tokens.create(
-        name=name, role=role, expires_at=expires_at, actor=principal.id
+        name=name,
+        role=role,
+        expires_at=expires_at,
+        inline_ground_truth=inline_ground_truth,
+        actor=principal.id,
     )

@@ -43,3 +43,58 @@ def test_there_is_one_head() -> None:
 
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     assert heads == [head_revision()]
+
+
+def _downgrade(connection: Connection, revision: str) -> None:
+    from alembic import command
+
+    from storage.migrate import alembic_config
+
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.downgrade(config, revision)
+
+
+async def test_0005_holds_existing_flagged_passes_and_hashes_ground_truths(
+    database_url: str,
+) -> None:
+    """A database graded before holds existed: its flagged passes are held after upgrade."""
+    from sqlalchemy import text
+    from sqlalchemy.pool import NullPool
+
+    from storage import Store
+    from storage.canonical import sha256_hex
+    from tests.storage.helpers import graded_result, new_submission, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine)
+    flagged = (await submit(store, new_submission("d1"))).grading.id
+    clean = (await submit(store, new_submission("d2"))).grading.id
+    await store.queue.claim_pending("w", limit=2, lease_seconds=60)
+    result = graded_result()
+    assert await store.queue.complete(
+        flagged, "w", result.model_copy(update={"review_reasons": ("injection_suspected",)})
+    )
+    assert await store.queue.complete(clean, "w", result)
+    await engine.dispose()
+
+    # back to 0004 (no held column), where that pass stood as a pass
+    old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
+    async with old.begin() as connection:
+        await connection.run_sync(_downgrade, "0004")
+        await connection.execute(text("UPDATE grading SET passed = :yes"), {"yes": True})
+    await old.dispose()
+    await upgrade(database_url)
+
+    engine = make_engine(database_url)
+    async with engine.connect() as connection:
+        rows = {
+            r.id: r for r in await connection.execute(text("SELECT id, passed, held FROM grading"))
+        }
+        query = text("SELECT ground_truth, ground_truth_sha256 FROM submission")
+        hashes = (await connection.execute(query)).all()
+    await engine.dispose()
+    assert (rows[flagged].passed, bool(rows[flagged].held)) == (None, True)
+    assert (bool(rows[clean].passed), bool(rows[clean].held)) == (True, False)
+    assert all(digest == sha256_hex(truth) for truth, digest in hashes)

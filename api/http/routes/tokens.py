@@ -8,7 +8,7 @@ from typing import Any
 from litestar import get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from api.http.auth import require
 from api.service.principal import Principal, Role
@@ -27,6 +27,10 @@ class TokenCreate(BaseModel):
     name: StrictStr = Field(min_length=1, max_length=200)
     role: Role
     expires_at: datetime | None = None
+    inline_ground_truth: StrictBool = Field(
+        default=False,
+        description="may send its own ground truth (SRE_JUDGE_INLINE_GROUND_TRUTH=per_token)",
+    )
 
 
 def _public(record: TokenRecord) -> dict[str, Any]:
@@ -37,6 +41,7 @@ def _public(record: TokenRecord) -> dict[str, Any]:
         "created_at": record.created_at,
         "expires_at": record.expires_at,
         "revoked_at": record.revoked_at,
+        "inline_ground_truth": record.inline_ground_truth,
     }
 
 
@@ -48,7 +53,12 @@ async def create_token(
 ) -> dict[str, Any]:
     """Create a token; its secret is in this answer only."""
     plaintext, record = await issue_token(
-        services, principal, name=data.name, role=data.role, expires_at=data.expires_at
+        services,
+        principal,
+        name=data.name,
+        role=data.role,
+        expires_at=data.expires_at,
+        inline_ground_truth=data.inline_ground_truth,
     )
     return {**_public(record), "token": plaintext}
 

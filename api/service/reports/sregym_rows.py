@@ -44,6 +44,7 @@ SREGYM_COLUMNS = (
     "judge",
     "grading_id",
     "status",
+    "ground_truth_source",
 )
 
 
@@ -133,4 +134,5 @@ def sregym_row(item: ExportedGrading, rubric: Rubric | None) -> dict[str, Any]:
         "judge": f"{g.judge_backend}:{g.judge_model}",
         "grading_id": g.id,
         "status": g.status,
+        "ground_truth_source": s.ground_truth_source,
     }

@@ -30,3 +30,8 @@ async def test_create_list_revoke(database_url: str, engine: AsyncEngine) -> Non
     assert missing.returncode == 2 and "no token" in missing.stderr
     bad_role = cli("tokens", "create", "--role", "god", "--name", "x", env=env)
     assert bad_role.returncode == 2
+    args = ("--role", "submitter", "--name", "conductor", "--inline-ground-truth")
+    granted = cli("tokens", "create", *args, env=env)
+    record = await store.tokens.authenticate(granted.stdout.strip())
+    assert record is not None and record.inline_ground_truth is True
+    assert "inline-ground-truth" in cli("tokens", "list", env=env).stdout

@@ -1,0 +1,48 @@
+"""Who may send their own ground truth, and which rubrics a submitter may ask for.
+
+A ground truth sent with a submission is whatever the sender wrote: a harness that holds
+the scenario's answer (SREGym's conductor) is the normal case, but a submitter could also
+write an answer its diagnosis matches and grade itself. ``SRE_JUDGE_INLINE_GROUND_TRUTH``
+says whom to trust with that; ``SRE_JUDGE_SUBMITTER_RUBRICS`` keeps submitters off
+lenient rubrics an admin loaded for experiments.
+"""
+
+from __future__ import annotations
+
+from api.service.errors import NotPermitted
+from api.service.principal import Principal
+from api.service.settings import Settings
+
+__all__ = ["check_inline_ground_truth", "check_rubric_choice"]
+
+
+def check_inline_ground_truth(settings: Settings, principal: Principal) -> None:
+    """Raise NotPermitted (field ``ground_truth``) when ``principal`` may not send one."""
+    policy = settings.inline_ground_truth
+    if policy == "allow":
+        return
+    if policy == "per_token" and (principal.inline_ground_truth or principal.role == "admin"):
+        return
+    why = (
+        "this service grades against registered scenarios only"
+        if policy == "deny"
+        else "this token was not granted its own ground truth (an admin grants it per token)"
+    )
+    raise NotPermitted(
+        f"a ground truth may not be sent with the submission: {why}; send scenario_id instead",
+        field="ground_truth",
+    )
+
+
+def check_rubric_choice(settings: Settings, principal: Principal, rubric_id: str) -> None:
+    """Raise NotPermitted (field ``rubric``) when a submitter asks for a rubric not allowed."""
+    if principal.at_least("adjudicator") or rubric_id == settings.rubric:
+        return
+    allowed = {r.strip() for r in settings.submitter_rubrics.split(",") if r.strip()}
+    if "*" in allowed or rubric_id.split("@", 1)[0] in allowed:
+        return
+    raise NotPermitted(
+        f"submitters may not ask for rubric {rubric_id!r} here (allowed: the default "
+        f"{settings.rubric!r}" + (f", {', '.join(sorted(allowed))}" if allowed else "") + ")",
+        field="rubric",
+    )
