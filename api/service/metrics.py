@@ -55,7 +55,7 @@ class Metrics:
         )
         self.gradings = Counter(
             "sre_judge_gradings",
-            "Gradings stored by the workers, by status and verdict",
+            "Gradings stored by the workers, by status and verdict (pass, fail, held, none)",
             ["status", "verdict"],
             registry=r,
         )
@@ -138,9 +138,7 @@ class Metrics:
         """
         self.record_calls(result)
         if stored == "completed":
-            outcome = result.outcome
-            verdict = "none" if outcome is None else ("pass" if outcome.passed else "fail")
-            self.gradings.labels(result.status, verdict).inc()
+            self.gradings.labels(result.status, _verdict_label(result)).inc()
         elif stored == "deferred":
             self.gradings_deferred.labels(result.unscored_reason or "unknown").inc()
         else:
@@ -200,3 +198,12 @@ class Metrics:
         if oldest.tzinfo is None:  # SQLite hands back naive UTC
             oldest = oldest.replace(tzinfo=UTC)
         self.queue_oldest_age.set(max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
+
+
+def _verdict_label(result: GradingResult) -> str:
+    """``pass``, ``fail``, ``held`` (a pass waiting for a human) or ``none`` (unscored)."""
+    if result.held:
+        return "held"
+    if result.outcome is None:
+        return "none"
+    return "pass" if result.outcome.passed else "fail"

@@ -183,6 +183,7 @@ def log_grading(logger: logging.Logger, result: GradingResult, stored: str) -> N
         extra={
             "status": result.status,
             "unscored_reason": result.unscored_reason,
-            "passed": result.outcome.passed if result.outcome else None,
+            "passed": result.passed,
+            "held": result.held,
         },
     )
