@@ -77,6 +77,7 @@ def _filtered(
         (s.scenario_id, filters.scenario_id),
         (g.status, filters.status),
         (g.passed, filters.passed),
+        (g.held, filters.held),
         (g.needs_review, filters.needs_review),
         (g.rubric_id, filters.rubric_id),
         (g.rubric_version, filters.rubric_version),

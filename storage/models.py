@@ -114,6 +114,8 @@ class GradingFilter:
     scenario_id: str | None = None
     status: Literal["pending", "graded", "unscored"] | None = None
     passed: bool | None = None
+    #: passes held for a human verdict (injection markers)
+    held: bool | None = None
     needs_review: bool | None = None
     rubric_id: str | None = None
     rubric_version: str | None = None

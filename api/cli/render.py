@@ -51,7 +51,12 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
         )
     console.print(table)
     dims = "  ".join(f"{d['id']} {d['yes']}/{d['total']}" for d in grading["dimensions"])
-    verdict = "[bold green]PASS[/bold green]" if grading["passed"] else "[bold red]FAIL[/bold red]"
+    if grading.get("held"):
+        verdict = "[bold yellow]HELD[/bold yellow] (a pass waiting for a human: injection markers)"
+    elif grading["passed"]:
+        verdict = "[bold green]PASS[/bold green]"
+    else:
+        verdict = "[bold red]FAIL[/bold red]"
     total = sum(d["total"] for d in grading["dimensions"])
     console.print(
         f"{verdict}  {grading['yes_count']}/{total} yes  {dims}  composite {grading['composite']}"

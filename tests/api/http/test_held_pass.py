@@ -70,6 +70,8 @@ async def test_a_pass_of_a_flagged_diagnosis_is_held_until_a_verdict(
         assert grading["yes_count"] == 9 and grading["judge_passed"] is True
         assert grading["passed"] is None and grading["held"] is True
         assert grading["status"] == "graded"
+        listed = await client.get("/v1/gradings?held=true", headers=adjudicator)
+        assert [g["id"] for g in listed.json()["items"]] == [grading["id"]]
 
         rates = (await client.get("/v1/stats/pass-rates", headers=adjudicator)).json()
         overall = rates["overall"]
