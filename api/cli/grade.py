@@ -53,7 +53,7 @@ async def _grade(
     from judge.spec import parse_judge_spec
 
     rubrics = load_rubric_dir(settings.rubric_dir)
-    backend = build_backend(parse_judge_spec(spec_text), timeout=settings.judge_timeout)
+    backend = build_backend(parse_judge_spec(spec_text), limits=settings.stream_limits())
     try:
         if rubric_id not in rubrics:
             known = ", ".join(sorted(rubrics)) or "none"

@@ -113,7 +113,7 @@ class BackendPool:
         if spec_text not in self._backends:
             spec = parse_judge_spec(spec_text)
             self._backends[spec_text] = build_backend(
-                spec, timeout=self._settings.judge_timeout, quirks=self.quirks
+                spec, limits=self._settings.stream_limits(), quirks=self.quirks
             )
         return self._backends[spec_text]
 

@@ -6,7 +6,7 @@ Nothing is read at import: call ``Settings()`` where the settings are needed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -14,6 +14,9 @@ from sqlalchemy.engine import make_url
 
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from judge.spec import panel_model, panel_spec, parse_judge_spec, parse_panel
+
+if TYPE_CHECKING:
+    from judge.backends.streaming import StreamLimits
 
 __all__ = ["DEFAULT_JUDGE", "Settings", "with_password"]
 
@@ -56,7 +59,20 @@ class Settings(BaseSettings):
     workers: int | None = Field(
         default=None, ge=0, le=256, description="grading workers in serve (default: concurrency)"
     )
-    judge_timeout: float = Field(default=120.0, gt=0, description="seconds per judge attempt")
+    judge_timeout: float = Field(
+        default=1800.0,
+        gt=0,
+        description=(
+            "overall cap on one judge call, request to last token, in seconds; the reply is "
+            "streamed, so a slow judge that keeps answering is judged by the two limits below"
+        ),
+    )
+    judge_first_token_seconds: float = Field(
+        default=300.0, gt=0, description="seconds a judge may take to start replying"
+    )
+    judge_idle_seconds: float = Field(
+        default=60.0, gt=0, description="seconds a replying judge may go without a token"
+    )
     judge_max_attempts: int = Field(default=4, ge=1, le=20, description="attempts per judge call")
     judge_temperature: float = Field(default=0.0, ge=0, le=2)
     judge_seed: int | None = Field(default=0)
@@ -193,6 +209,17 @@ class Settings(BaseSettings):
         if self.database_password_file is not None:
             self.database_url = with_password(self.database_url, self.database_password_file)
         return self
+
+    def stream_limits(self) -> StreamLimits:
+        """How long a judge's streamed reply may take, from these settings."""
+        # imported here: the judge's backends package loads both HTTP clients
+        from judge.backends.streaming import StreamLimits
+
+        return StreamLimits(
+            first_token=self.judge_first_token_seconds,
+            idle=self.judge_idle_seconds,
+            total=self.judge_timeout,
+        )
 
     @property
     def worker_count(self) -> int:

@@ -8,6 +8,7 @@ from judge.backends.base import JudgeBackend
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import EndpointQuirks, OpenAIBackend
 from judge.backends.scripted import ScriptedBackend
+from judge.backends.streaming import StreamLimits
 from judge.spec import JudgeSpec
 
 __all__ = [
@@ -17,24 +18,25 @@ __all__ = [
     "OllamaBackend",
     "OpenAIBackend",
     "ScriptedBackend",
+    "StreamLimits",
     "build_backend",
 ]
 
 
-def _ollama(spec: JudgeSpec, timeout: float, quirks: EndpointQuirks) -> JudgeBackend:
-    return OllamaBackend(spec.model, base_url=spec.base_url, timeout=timeout)
+def _ollama(spec: JudgeSpec, limits: StreamLimits, quirks: EndpointQuirks) -> JudgeBackend:
+    return OllamaBackend(spec.model, base_url=spec.base_url, limits=limits)
 
 
-def _openai(spec: JudgeSpec, timeout: float, quirks: EndpointQuirks) -> JudgeBackend:
-    return OpenAIBackend(spec.model, base_url=spec.base_url, timeout=timeout, quirks=quirks)
+def _openai(spec: JudgeSpec, limits: StreamLimits, quirks: EndpointQuirks) -> JudgeBackend:
+    return OpenAIBackend(spec.model, base_url=spec.base_url, limits=limits, quirks=quirks)
 
 
-def _scripted(spec: JudgeSpec, timeout: float, quirks: EndpointQuirks) -> JudgeBackend:
+def _scripted(spec: JudgeSpec, limits: StreamLimits, quirks: EndpointQuirks) -> JudgeBackend:
     return ScriptedBackend.for_mode(spec.model, base_url=spec.base_url)
 
 
-#: backend name -> factory(spec, timeout, quirks)
-BACKENDS: dict[str, Callable[[JudgeSpec, float, EndpointQuirks], JudgeBackend]] = {
+#: backend name -> factory(spec, limits, quirks)
+BACKENDS: dict[str, Callable[[JudgeSpec, StreamLimits, EndpointQuirks], JudgeBackend]] = {
     "ollama": _ollama,
     "openai": _openai,
     "scripted": _scripted,
@@ -42,11 +44,15 @@ BACKENDS: dict[str, Callable[[JudgeSpec, float, EndpointQuirks], JudgeBackend]] 
 
 
 def build_backend(
-    spec: JudgeSpec, *, timeout: float = 120.0, quirks: EndpointQuirks | None = None
+    spec: JudgeSpec,
+    *,
+    limits: StreamLimits | None = None,
+    quirks: EndpointQuirks | None = None,
 ) -> JudgeBackend:
     """A backend for a parsed spec (the spec parser already rejected unknown backends).
 
+    ``limits``: how long a streamed reply may take (defaults: :class:`StreamLimits`).
     ``quirks``: what endpoints were found to refuse, shared by the backends built with
     it (a pool passes one); a fresh memory when None.
     """
-    return BACKENDS[spec.backend](spec, timeout, quirks or EndpointQuirks())
+    return BACKENDS[spec.backend](spec, limits or StreamLimits(), quirks or EndpointQuirks())

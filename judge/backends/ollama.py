@@ -4,7 +4,8 @@ The reply is constrained by passing the JSON schema as ``format``; the sampling
 settings go in ``options`` together with a context window (``num_ctx``) large enough
 for the prompt, because Ollama silently truncates prompts that overflow it.
 
-The client's errors are translated to ``judge.errors`` in one place,
+Replies are streamed and read within :class:`StreamLimits` (first token, idle,
+overall). The client's errors are translated to ``judge.errors`` in one place,
 :func:`map_ollama_errors`. Note how the client surfaces failures: an HTTP error
 status becomes ``ollama.ResponseError`` (raised ``from None``, the original
 ``httpx.HTTPStatusError`` survives as ``__context__``), a refused connection becomes
@@ -25,6 +26,7 @@ import ollama
 import pydantic
 
 from judge.backends.http import status_error
+from judge.backends.streaming import StreamLimits, cut_short, paced
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeCallError, JudgeTimeout, JudgeUnavailable
 
@@ -69,6 +71,10 @@ def map_ollama_errors() -> Iterator[None]:
         raise JudgeUnavailable(f"ollama sent an unreadable reply ({type(exc).__name__})") from exc
 
 
+def _has_text(part: Any) -> bool:
+    return bool(part.message.content)
+
+
 def _same_model(listed: str | None, wanted: str) -> bool:
     if listed is None:
         return False
@@ -82,10 +88,14 @@ class OllamaBackend:
 
     name = "ollama"
 
-    def __init__(self, model: str, *, base_url: str | None = None, timeout: float = 120.0) -> None:
+    def __init__(
+        self, model: str, *, base_url: str | None = None, limits: StreamLimits | None = None
+    ) -> None:
         self.model = model
         self.base_url = base_url
-        self._client = ollama.AsyncClient(host=base_url, timeout=timeout)
+        #: how long a streamed reply may take (first token, between tokens, overall)
+        self.limits = limits or StreamLimits()
+        self._client = ollama.AsyncClient(host=base_url, timeout=self.limits.http_timeout())
         self._digest: str | None = None
         self._digest_known = False
         self._digest_lock = asyncio.Lock()
@@ -101,23 +111,33 @@ class OllamaBackend:
         return {key: value for key, value in options.items() if value is not None}
 
     async def complete(self, request: JudgeRequest) -> Completion:
-        """Send one chat request with the reply schema as ``format``; one attempt only."""
+        """Send one chat request with the reply schema as ``format``; one attempt only.
+
+        The reply is streamed and read within the backend's limits; a stream that ends
+        before its ``done`` part raises, and its text is not used.
+        """
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        text: list[str] = []
+        last: Any = None
         with map_ollama_errors():
-            response = await self._client.chat(
+            parts = await self._client.chat(
                 model=self.model,
                 messages=messages,
                 format=request.reply_schema,
                 options=self._options(request),
-                stream=False,
+                stream=True,
             )
-        served = response.model or self.model
+            async for part in paced(parts, self.limits, begun=_has_text, server="ollama"):
+                text.append(part.message.content or "")
+                last = part
+        if last is None or not last.done:
+            raise cut_short("ollama")
         return Completion(
-            text=response.message.content or "",
-            model=served,
+            text="".join(text),
+            model=last.model or self.model,
             fingerprint=await self.digest(),
-            prompt_tokens=response.prompt_eval_count,
-            completion_tokens=response.eval_count,
+            prompt_tokens=last.prompt_eval_count,
+            completion_tokens=last.eval_count,
             response_format="json_schema",
         )
 

@@ -14,6 +14,10 @@ logprobs: a 400, or llama-cpp-python's 500 when started without ``--logits_all``
 the request once more without, and the endpoint is remembered as one that does not
 take them, like the format fallback.
 
+Replies are streamed (``stream: true``, usage asked for with
+``stream_options.include_usage``) and read within :class:`StreamLimits`: a first-token
+limit, an idle limit between chunks and an overall cap (``judge.backends.openai_stream``).
+
 The client retries nothing (``max_retries=0``): retries are ``judge.retry``'s, so that
 every attempt is recorded. Its errors are translated to ``judge.errors`` in one place,
 :func:`map_openai_errors`.
@@ -21,6 +25,7 @@ every attempt is recorded. Its errors are translated to ``judge.errors`` in one 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Iterator
@@ -29,9 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
+from openai import AsyncStream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from judge.backends.http import MAX_ERROR_TEXT, is_context_overflow, status_error
+from judge.backends.openai_stream import SERVER, read_stream
+from judge.backends.streaming import StreamLimits, answered
 from judge.calls import Completion, JudgeRequest, TokenLogprob
 from judge.errors import (
     FeatureRefused,
@@ -159,18 +167,20 @@ class OpenAIBackend:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 120.0,
+        limits: StreamLimits | None = None,
         logprobs: bool = True,
         quirks: EndpointQuirks | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url
+        #: how long a streamed reply may take (first token, between tokens, overall)
+        self.limits = limits or StreamLimits()
         #: ask for token log-probabilities (confidence of the answers)
         self.logprobs = logprobs
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key",
-            timeout=timeout,
+            timeout=self.limits.http_timeout(),
             max_retries=0,
         )
         #: the endpoint really used (``OPENAI_BASE_URL`` applies when base_url is None)
@@ -189,15 +199,28 @@ class OpenAIBackend:
         """
         form = self.quirks.formats.get(self.endpoint, JSON_SCHEMA)
         logprobs = self.logprobs and self.endpoint not in self.quirks.no_logprobs
+        started = asyncio.get_running_loop().time()
         with map_openai_errors():
             try:
-                response = await self._create(request, form, logprobs=logprobs)
+                stream = await answered(
+                    self._create(request, form, logprobs=logprobs),
+                    self.limits,
+                    server=SERVER,
+                    started=started,
+                )
             except openai.APIStatusError as exc:
                 refused = self._note_refusal(exc, form, logprobs=logprobs)
                 if refused is None:
                     raise
                 raise refused from exc
-        return self._completion(response, form)
+            return await read_stream(
+                stream,
+                self.limits,
+                form=form,
+                model=self.model,
+                logprobs_of=_token_logprobs,
+                started=started,
+            )
 
     def _note_refusal(
         self, exc: openai.APIStatusError, form: str, *, logprobs: bool
@@ -223,7 +246,10 @@ class OpenAIBackend:
             )
         return None
 
-    async def _create(self, request: JudgeRequest, form: str, *, logprobs: bool) -> ChatCompletion:
+    async def _create(
+        self, request: JudgeRequest, form: str, *, logprobs: bool
+    ) -> AsyncStream[ChatCompletionChunk]:
+        """Send the request for a streamed reply; returns once the answer's headers came."""
         params = request.params
         messages: Any = [{"role": m.role, "content": m.content} for m in request.messages]
         body: dict[str, Any] = {
@@ -232,6 +258,8 @@ class OpenAIBackend:
             "temperature": params.temperature,
             "max_tokens": params.max_tokens,
             "response_format": _response_format(form, request.reply_schema),
+            "stream": True,
+            "stream_options": {"include_usage": True},
         }
         if params.seed is not None:
             body["seed"] = params.seed
@@ -241,25 +269,14 @@ class OpenAIBackend:
         # chat.completions.create: that one walks every node of the body against the
         # typed parameters on each call, which cost more than a grading's storage
         # (bench/overhead.py); the body here is built from checked values already.
-        response: ChatCompletion = await self._client.post(
-            "/chat/completions", cast_to=ChatCompletion, body=body
+        stream: AsyncStream[ChatCompletionChunk] = await self._client.post(
+            "/chat/completions",
+            cast_to=ChatCompletion,
+            body=body,
+            stream=True,
+            stream_cls=AsyncStream[ChatCompletionChunk],
         )
-        return response
-
-    def _completion(self, response: ChatCompletion, form: str) -> Completion:
-        # the client builds replies without validation: any field may be missing
-        choices = getattr(response, "choices", None) or []
-        message = getattr(choices[0], "message", None) if choices else None
-        usage = getattr(response, "usage", None)
-        return Completion(
-            text=getattr(message, "content", None) or "",
-            model=getattr(response, "model", None) or self.model,
-            fingerprint=getattr(response, "system_fingerprint", None),
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
-            response_format=form,
-            logprobs=_token_logprobs(choices[0]) if choices else None,
-        )
+        return stream
 
     async def probe(self) -> None:
         """Check that the server answers (lists its models); raise a JudgeCallError if not."""

@@ -43,7 +43,7 @@ async def backend() -> AsyncIterator[OllamaBackend]:
     await judge.aclose()
 
 
-async def test_options_carry_the_given_context_window_and_no_streaming(
+async def test_options_carry_the_given_context_window_and_ask_for_a_stream(
     ollama_api: respx.MockRouter, backend: OllamaBackend
 ) -> None:
     chat = ollama_api.post("/api/chat").mock(return_value=ollama_chat_reply())
@@ -52,7 +52,7 @@ async def test_options_carry_the_given_context_window_and_no_streaming(
     await backend.complete(make_request(temperature=0.3, seed=42, max_tokens=900, num_ctx=8192))
 
     body = sent_json(chat)
-    assert body["stream"] is False
+    assert body["stream"] is True
     assert body["options"] == {
         "temperature": 0.3,
         "seed": 42,

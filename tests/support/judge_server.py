@@ -2,7 +2,12 @@
 
 It runs in a thread on 127.0.0.1 with a free port. Replies come from a queue of
 scripted texts or a function of the request, so tests decide what the "model" says,
-while the real ``openai`` and ``ollama`` clients talk to it over real sockets.
+while the real ``openai`` and ``ollama`` clients talk to it over real sockets. A request
+that asks for a stream gets one, as real servers send it: server-sent events of
+``chat.completion.chunk`` for OpenAI, newline-delimited JSON parts for Ollama, the text
+cut into "tokens" of four characters, paced like a model generating
+(``first_token_seconds``, ``token_seconds``), and cut off after ``cut_after`` tokens
+if asked (no final part: a dropped stream).
 """
 
 from __future__ import annotations
@@ -46,6 +51,11 @@ class JudgeServer:
     port: int = 0
     #: seconds each chat request takes, like a model generating
     delay: float = 0.0
+    #: streamed replies: seconds before the first token, and between tokens
+    first_token_seconds: float = 0.0
+    token_seconds: float = 0.0
+    #: streamed replies: stop after this many tokens without the final part
+    cut_after: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -102,6 +112,36 @@ def _ollama_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
     }
 
 
+#: characters of one streamed "token"
+TOKEN_CHARS = 4
+
+
+def _openai_chunks(body: dict[str, Any], text: str) -> Iterator[dict[str, Any]]:
+    """The SSE payloads of a streamed chat completion: role, tokens, finish, usage."""
+    base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0}
+    base |= {"model": body.get("model", "m"), "system_fingerprint": "fp_test"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for start in range(0, len(text), TOKEN_CHARS):
+        yield chunk({"content": text[start : start + TOKEN_CHARS]})
+    yield chunk({}, "stop")
+    usage = {"prompt_tokens": 500, "completion_tokens": 200, "total_tokens": 700}
+    yield {**base, "choices": [], "usage": usage}
+
+
+def _ollama_parts(body: dict[str, Any], text: str) -> Iterator[dict[str, Any]]:
+    """The NDJSON parts of a streamed Ollama chat: tokens, then the ``done`` part."""
+    for start in range(0, len(text), TOKEN_CHARS):
+        part = _ollama_reply(body, text[start : start + TOKEN_CHARS])
+        yield {k: v for k, v in part.items() if k in ("model", "created_at", "message")} | {
+            "done": False
+        }
+    yield _ollama_reply(body, "")
+
+
 def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -115,13 +155,40 @@ def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _stream(self, parts: Iterator[dict[str, Any]], sse: bool) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream" if sse else "application/x-ndjson")
+            self.end_headers()
+            time.sleep(state.first_token_seconds)
+            parts = list(parts)
+            tokens = len(parts) - (3 if sse else 1)
+            for index, part in enumerate(parts):
+                if state.cut_after is not None and index > state.cut_after:
+                    return  # dropped: the final part never comes
+                line = json.dumps(part)
+                self.wfile.write(f"data: {line}\n\n".encode() if sse else f"{line}\n".encode())
+                self.wfile.flush()
+                if 0 < index <= tokens:
+                    time.sleep(state.token_seconds)
+            if sse:
+                self.wfile.write(b"data: [DONE]\n\n")
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
+            self.close_connection = bool(body.get("stream"))
             if self.path == "/v1/chat/completions":
-                self._send(_openai_reply(body, state.next_reply(body)))
+                text = state.next_reply(body)
+                if body.get("stream"):
+                    self._stream(_openai_chunks(body, text), sse=True)
+                else:
+                    self._send(_openai_reply(body, text))
             elif self.path == "/api/chat":
-                self._send(_ollama_reply(body, state.next_reply(body)))
+                text = state.next_reply(body)
+                if body.get("stream", True):
+                    self._stream(_ollama_parts(body, text), sse=False)
+                else:
+                    self._send(_ollama_reply(body, text))
             elif self.path == "/api/show":
                 self._send(
                     {"details": {"family": "test"}, "model_info": {}, "digest": "sha256:abc"}
@@ -140,10 +207,17 @@ def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def running_judge_server(
-    replies: list[Reply] | None = None, *, default: Reply | None = None, delay: float = 0.0
+    replies: list[Reply] | None = None,
+    *,
+    default: Reply | None = None,
+    delay: float = 0.0,
+    **pacing: Any,
 ) -> Iterator[JudgeServer]:
-    """Run a judge server on a free port for the duration of the block."""
-    state = JudgeServer(replies=list(replies or []), default=default, delay=delay)
+    """Run a judge server on a free port for the duration of the block.
+
+    ``pacing``: ``first_token_seconds``, ``token_seconds``, ``cut_after`` of streams.
+    """
+    state = JudgeServer(replies=list(replies or []), default=default, delay=delay, **pacing)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True  # a slow scripted reply must not hold up the test's end
     server.block_on_close = False

@@ -28,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from judge.backends.openai import OpenAIBackend
+from judge.backends.streaming import StreamLimits
 from judge.calls import SamplingParams
 from judge.grader import Grader
 from judge.retry import RetryPolicy
@@ -75,7 +76,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
 
 @pytest.fixture
 async def real_backend(llama_server: LlamaServer) -> AsyncIterator[OpenAIBackend]:
-    backend = OpenAIBackend(llama_server.model, base_url=llama_server.base_url, timeout=300)
+    limits = StreamLimits(first_token=300, idle=60, total=600)
+    backend = OpenAIBackend(llama_server.model, base_url=llama_server.base_url, limits=limits)
     yield backend
     await backend.aclose()
 

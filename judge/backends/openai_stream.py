@@ -1,0 +1,114 @@
+"""Reading an OpenAI-compatible streamed chat completion into one :class:`Completion`.
+
+Chunks carry pieces of the reply (``delta.content``), their log-probabilities, and at
+the end a ``finish_reason`` and, with ``stream_options.include_usage``, the token usage.
+A stream that ends without a ``finish_reason`` was cut: it raises, and nothing of it is
+parsed. A server that ignores ``stream`` and answers one JSON body is read as such.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from openai import AsyncStream
+from openai._models import construct_type
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from judge.backends.streaming import StreamLimits, cut_short, paced
+from judge.calls import Completion, TokenLogprob
+from judge.errors import JudgeTimeout, JudgeUnavailable
+
+__all__ = ["completion_of", "read_stream"]
+
+SERVER = "openai-compatible server"
+
+
+def completion_of(response: Any, form: str, model: str, logprobs_of: Any) -> Completion:
+    """The completion of a whole (non-streamed) reply; any field may be missing."""
+    choices = getattr(response, "choices", None) or []
+    message = getattr(choices[0], "message", None) if choices else None
+    usage = getattr(response, "usage", None)
+    return Completion(
+        text=getattr(message, "content", None) or "",
+        model=getattr(response, "model", None) or model,
+        fingerprint=getattr(response, "system_fingerprint", None),
+        prompt_tokens=getattr(usage, "prompt_tokens", None),
+        completion_tokens=getattr(usage, "completion_tokens", None),
+        response_format=form,
+        logprobs=logprobs_of(choices[0]) if choices else None,
+    )
+
+
+def _begun(chunk: ChatCompletionChunk) -> bool:
+    return any(getattr(getattr(c, "delta", None), "content", None) for c in chunk.choices or [])
+
+
+class _Reply:
+    """What the chunks said so far."""
+
+    def __init__(self, model: str) -> None:
+        self.text: list[str] = []
+        self.tokens: list[TokenLogprob] = []
+        self.has_logprobs = False
+        self.model, self.fingerprint, self.usage = model, None, None
+        self.finished = False
+
+    def add(self, chunk: ChatCompletionChunk, logprobs_of: Any) -> None:
+        self.model = getattr(chunk, "model", None) or self.model
+        self.fingerprint = getattr(chunk, "system_fingerprint", None) or self.fingerprint
+        self.usage = getattr(chunk, "usage", None) or self.usage
+        for choice in (getattr(chunk, "choices", None) or [])[:1]:
+            content = getattr(getattr(choice, "delta", None), "content", None)
+            if content:
+                self.text.append(content)
+            tokens = logprobs_of(choice)
+            if tokens:
+                self.has_logprobs = True
+                self.tokens.extend(tokens)
+            self.finished = self.finished or bool(getattr(choice, "finish_reason", None))
+
+
+async def read_stream(
+    stream: AsyncStream[ChatCompletionChunk],
+    limits: StreamLimits,
+    *,
+    form: str,
+    model: str,
+    logprobs_of: Any,
+    started: float | None = None,
+) -> Completion:
+    """The whole reply of ``stream`` within ``limits``; raises when it was cut short.
+
+    ``started``: the event loop's time the call began (the limits count from it).
+    """
+    try:
+        if stream.response.headers.get("content-type", "").startswith("application/json"):
+            raw = await stream.response.aread()
+            whole = construct_type(type_=ChatCompletion, value=json.loads(raw))
+            return completion_of(whole, form, model, logprobs_of)
+        reply = _Reply(model)
+        chunks = paced(stream, limits, begun=_begun, server=SERVER, started=started)
+        async for chunk in chunks:
+            reply.add(chunk, logprobs_of)
+    except httpx.TimeoutException as exc:
+        raise JudgeTimeout(f"{SERVER} did not answer in time ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise JudgeUnavailable(f"{SERVER}'s reply broke off ({type(exc).__name__})") from exc
+    except ValueError as exc:  # a body that is not JSON
+        raise JudgeUnavailable(f"unreadable reply from {SERVER} ({type(exc).__name__})") from exc
+    finally:
+        await stream.close()
+    if not reply.finished:
+        raise cut_short(SERVER)
+    usage = reply.usage
+    return Completion(
+        text="".join(reply.text),
+        model=reply.model,
+        fingerprint=reply.fingerprint,
+        prompt_tokens=getattr(usage, "prompt_tokens", None),
+        completion_tokens=getattr(usage, "completion_tokens", None),
+        response_format=form,
+        logprobs=tuple(reply.tokens) if reply.has_logprobs else None,
+    )

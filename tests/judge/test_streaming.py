@@ -1,0 +1,156 @@
+"""Streamed judge replies: never cut off a judge that is still answering (issue 18, item 1).
+
+Before, one total timeout (120 s by default) covered a whole call: a model on a CPU that
+read the prompt for 20 s and then wrote 573 tokens at 13 tokens/s was cut off while still
+writing. Now both backends stream, a call is bounded by the time to its first token and
+the silence between tokens, with an overall cap beside; a reply that stops early is
+never parsed. The real ``openai`` and ``ollama`` clients talk to a real streaming server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+import respx
+
+from judge.backends.base import JudgeBackend
+from judge.backends.ollama import OllamaBackend
+from judge.backends.openai import OpenAIBackend
+from judge.backends.streaming import StreamLimits
+from judge.errors import JudgeTimeout, JudgeUnavailable
+from tests.judge.backend_servers import make_request
+from tests.support.judge_server import TOKEN_CHARS, JudgeServer, running_judge_server
+
+REPLY = '{"answers": [' + ", ".join(f'"answer {i}"' for i in range(12)) + "]}"
+TOKENS = -(-len(REPLY) // TOKEN_CHARS)
+
+Build = Callable[[JudgeServer, StreamLimits], JudgeBackend]
+
+
+def _openai(server: JudgeServer, limits: StreamLimits) -> JudgeBackend:
+    return OpenAIBackend("m", base_url=server.openai_url, limits=limits, logprobs=False)
+
+
+def _ollama(server: JudgeServer, limits: StreamLimits) -> JudgeBackend:
+    return OllamaBackend("m", base_url=server.ollama_url, limits=limits)
+
+
+BACKENDS = pytest.mark.parametrize("build", [_openai, _ollama], ids=["openai", "ollama"])
+
+
+@BACKENDS
+async def test_a_slow_steady_reply_finishes_past_what_one_timeout_allowed(build: Build) -> None:
+    """About 2 s of tokens at 0.05 s each: idle 0.5 s keeps it going, no cap cuts it."""
+    limits = StreamLimits(first_token=1.0, idle=0.5, total=None)
+    with running_judge_server(default=REPLY, token_seconds=0.05) as server:
+        backend = build(server, limits)
+        try:
+            started = time.monotonic()
+            completion = await backend.complete(make_request())
+            took = time.monotonic() - started
+        finally:
+            await backend.aclose()
+    assert completion.text == REPLY
+    assert completion.prompt_tokens == 500 and completion.completion_tokens == 200
+    assert took > TOKENS * 0.05 * 0.8  # it really streamed at that pace
+    assert took > limits.first_token + limits.idle  # longer than either limit allowed
+
+
+@BACKENDS
+async def test_a_judge_that_never_starts_hits_the_first_token_limit(build: Build) -> None:
+    limits = StreamLimits(first_token=0.3, idle=5.0, total=None)
+    with running_judge_server(default=REPLY, first_token_seconds=2.0) as server:
+        backend = build(server, limits)
+        try:
+            with pytest.raises(JudgeTimeout, match="first-token limit"):
+                await backend.complete(make_request())
+        finally:
+            await backend.aclose()
+
+
+@BACKENDS
+async def test_a_judge_that_stops_mid_reply_hits_the_idle_limit(build: Build) -> None:
+    limits = StreamLimits(first_token=2.0, idle=0.3, total=None)
+    with running_judge_server(default=REPLY, token_seconds=1.0) as server:
+        backend = build(server, limits)
+        try:
+            with pytest.raises(JudgeTimeout, match="stopped replying"):
+                await backend.complete(make_request())
+        finally:
+            await backend.aclose()
+
+
+@BACKENDS
+async def test_the_overall_cap_still_bounds_a_steady_reply(build: Build) -> None:
+    limits = StreamLimits(first_token=2.0, idle=2.0, total=0.5)
+    with running_judge_server(default=REPLY, token_seconds=0.1) as server:
+        backend = build(server, limits)
+        try:
+            with pytest.raises(JudgeTimeout, match="overall cap"):
+                await backend.complete(make_request())
+        finally:
+            await backend.aclose()
+
+
+@BACKENDS
+async def test_a_dropped_stream_is_never_parsed(build: Build) -> None:
+    """The first tokens of a valid reply arrive, then the connection ends."""
+    limits = StreamLimits(first_token=2.0, idle=2.0, total=None)
+    with running_judge_server(default=REPLY, cut_after=3) as server:
+        backend = build(server, limits)
+        try:
+            with pytest.raises(JudgeUnavailable, match=r"ended before the reply did|broke off"):
+                await backend.complete(make_request())
+        finally:
+            await backend.aclose()
+
+
+def test_the_defaults_let_a_7b_model_on_a_cpu_finish() -> None:
+    """1,500 prompt tokens read at 10/s, 600 reply tokens at 3/s (slower than 4/s)."""
+    limits = StreamLimits()
+    prompt_seconds, token_gap, reply_seconds = 1500 / 10, 1 / 3, 600 / 3
+    assert limits.first_token > prompt_seconds
+    assert limits.idle > 20 * token_gap  # a pause of twenty tokens' time is not silence
+    assert limits.total is None or limits.total > prompt_seconds + reply_seconds
+
+
+async def test_logprobs_and_usage_of_a_stream_are_gathered_from_its_chunks() -> None:
+    """Confidence comes from token log-probabilities: a stream spreads them over chunks."""
+
+    def chunk(content: str | None, logprob: float | None, finish: str | None = None) -> str:
+        choice: dict[str, object] = {"index": 0, "delta": {}, "finish_reason": finish}
+        if content is not None:
+            choice["delta"] = {"content": content}
+            top = [{"token": content, "logprob": logprob, "bytes": None}]
+            item = {"token": content, "logprob": logprob, "bytes": None, "top_logprobs": top}
+            choice["logprobs"] = {"content": [item]}
+        body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "served"}
+        return "data: " + json.dumps({**body, "choices": [choice]}) + "\n\n"
+
+    usage = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+    final = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "served"}
+    events = (
+        chunk('{"a":', -0.1)
+        + chunk(' "yes"}', -0.2)
+        + chunk(None, None, "stop")
+        + "data: "
+        + json.dumps({**final, "choices": [], "usage": usage})
+        + "\n\ndata: [DONE]\n\n"
+    )
+    with respx.mock(base_url="http://127.0.0.1:18080/v1") as api:
+        api.post("/chat/completions").mock(
+            return_value=httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=events.encode()
+            )
+        )
+        backend = OpenAIBackend("m", base_url="http://127.0.0.1:18080/v1")
+        completion = await backend.complete(make_request())
+        await backend.aclose()
+    assert completion.text == '{"a": "yes"}' and completion.model == "served"
+    assert completion.logprobs is not None
+    assert [t.logprob for t in completion.logprobs] == [-0.1, -0.2]
+    assert (completion.prompt_tokens, completion.completion_tokens) == (7, 2)
