@@ -38,7 +38,7 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from judge.backends.http import MAX_ERROR_TEXT, is_context_overflow, status_error
-from judge.backends.openai_stream import SERVER, read_stream
+from judge.backends.openai_stream import SERVER, EmptyStream, read_stream
 from judge.backends.streaming import StreamLimits, answered
 from judge.calls import Completion, JudgeRequest, TokenLogprob
 from judge.errors import (
@@ -213,14 +213,25 @@ class OpenAIBackend:
                 if refused is None:
                     raise
                 raise refused from exc
-            return await read_stream(
-                stream,
-                self.limits,
-                form=form,
-                model=self.model,
-                logprobs_of=_token_logprobs,
-                started=started,
-            )
+            try:
+                return await read_stream(
+                    stream,
+                    self.limits,
+                    form=form,
+                    model=self.model,
+                    logprobs_of=_token_logprobs,
+                    started=started,
+                )
+            except EmptyStream as exc:
+                if not logprobs:
+                    raise
+                # the streamed form of llama-cpp-python's 500 "logprobs is not supported"
+                self.quirks.no_logprobs.add(self.endpoint)
+                raise FeatureRefused(
+                    f"{self.endpoint} sent an empty stream when asked for logprobs; "
+                    "asking without them",
+                    status_code=200,
+                ) from exc
 
     def _note_refusal(
         self, exc: openai.APIStatusError, form: str, *, logprobs: bool

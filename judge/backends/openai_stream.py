@@ -20,9 +20,18 @@ from judge.backends.streaming import StreamLimits, cut_short, paced
 from judge.calls import Completion, TokenLogprob
 from judge.errors import JudgeTimeout, JudgeUnavailable
 
-__all__ = ["completion_of", "read_stream"]
+__all__ = ["EmptyStream", "completion_of", "read_stream"]
 
 SERVER = "openai-compatible server"
+
+
+class EmptyStream(JudgeUnavailable):
+    """The server answered 200 and then sent no chunk at all.
+
+    llama-cpp-python does so when it fails after its headers went out, for example when
+    asked for log-probabilities by a model loaded without ``logits_all`` (without a
+    stream it answers 500 naming logprobs).
+    """
 
 
 def completion_of(response: Any, form: str, model: str, logprobs_of: Any) -> Completion:
@@ -54,8 +63,10 @@ class _Reply:
         self.has_logprobs = False
         self.model, self.fingerprint, self.usage = model, None, None
         self.finished = False
+        self.chunks = 0
 
     def add(self, chunk: ChatCompletionChunk, logprobs_of: Any) -> None:
+        self.chunks += 1
         self.model = getattr(chunk, "model", None) or self.model
         self.fingerprint = getattr(chunk, "system_fingerprint", None) or self.fingerprint
         self.usage = getattr(chunk, "usage", None) or self.usage
@@ -100,6 +111,8 @@ async def read_stream(
         raise JudgeUnavailable(f"unreadable reply from {SERVER} ({type(exc).__name__})") from exc
     finally:
         await stream.close()
+    if reply.chunks == 0:
+        raise EmptyStream(f"{SERVER} answered with an empty stream")
     if not reply.finished:
         raise cut_short(SERVER)
     usage = reply.usage

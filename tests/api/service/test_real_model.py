@@ -111,8 +111,10 @@ async def test_the_openai_backend_grades_with_the_real_server(
         assert completion is not None and completion.text
         # llama.cpp refuses json_schema with a 500; the backend fell back to json_object
         assert completion.response_format == "json_object"
-        assert completion.prompt_tokens and completion.prompt_tokens > 200
-        assert completion.completion_tokens and completion.completion_tokens > 0
+        # replies are streamed; llama-cpp-python's streams carry no usage (it ignores
+        # stream_options.include_usage), so its token counts are unknown, never made up
+        assert completion.prompt_tokens is None or completion.prompt_tokens > 200
+        assert completion.completion_tokens is None or completion.completion_tokens > 0
         assert call.attempts and call.attempts[-1].outcome == "ok"
 
 
