@@ -11,6 +11,7 @@ import logging
 from typing import Literal
 
 from litestar import get
+from litestar.datastructures import ResponseHeader
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery
 from litestar.response import Stream
@@ -39,6 +40,16 @@ _log = logging.getLogger(__name__)
         "carries Content-Length, X-Export-Rows (gradings) and Repr-Digest (SHA-256)."
     ),
     tags=["exports"],
+    response_headers=[
+        ResponseHeader(
+            name="X-Export-Rows", description="gradings in the export", documentation_only=True
+        ),
+        ResponseHeader(
+            name="Repr-Digest",
+            description="RFC 9530: sha-256=:BASE64: of the body",
+            documentation_only=True,
+        ),
+    ],
 )
 async def export_gradings(
     services: NamedDependency[Services],
