@@ -2,14 +2,17 @@
 
     python bench/export.py [--gradings 10000] [--db sqlite|postgres] [--formats jsonl,csv,sregym]
 
-Seeds ``--gradings`` gradings the way the service makes them (POSTed to a real
-``sre-judge serve``, graded by the simulated judge at L = 0), then, for each format,
+Seeds ``--gradings`` graded submissions through the store (the benchmark's diagnosis
+texts, nine answers each; grading them through a judge would take longer than the
+exports measured), then, for each format,
 starts a fresh server and downloads ``GET /v1/exports/gradings`` once: seconds to the
 response's headers and to its last byte, its size, and the server's peak RSS (``VmHWM``)
 before and after. The export is written whole before the answer starts (memory up to
 8 MiB, then a temporary file), so the first byte comes late and the memory stays flat;
 the answer's ``X-Export-Rows`` and ``Repr-Digest`` are checked against what arrived.
-``PYTHONPATH=/other/checkout`` (run from outside the checkout) measures another version.
+``--baseline DIR`` also downloads each format from a server running the code in ``DIR``
+(another checkout, e.g. ``git archive`` of an older commit; run the script from outside
+the checkout, so that ``DIR`` comes first on the server's path), on the same data.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ if __package__ in (None, ""):  # run as `python bench/export.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import Figure, bench_database, print_report
-from bench.judge_sim import SimulatedJudge
-from bench.regrade import seed
-from bench.service import ServiceProcess, create_token, proc_memory_kib
+from bench.service import ServiceProcess, create_token, proc_memory_kib, submission_body
+from storage import Store, make_engine
+from tests.storage.helpers import graded_result, new_submission, submit
 
 
 async def download(service: ServiceProcess, token: str, fmt: str) -> dict[str, Any]:
@@ -64,21 +67,44 @@ async def download(service: ServiceProcess, token: str, fmt: str) -> dict[str, A
     }
 
 
+async def seed(url: str, count: int) -> float:
+    """Store ``count`` graded submissions (all nine answers yes); the seconds it took."""
+    engine = make_engine(url)
+    started = time.perf_counter()
+    try:
+        store = Store(engine)
+        for n in range(count):
+            body = submission_body(n)
+            await submit(store, new_submission(body.pop("diagnosis"), **body))
+        result = graded_result()
+        for claim in await store.queue.claim_pending("bench", limit=count, lease_seconds=3600):
+            await store.queue.complete(claim.grading_id, "bench", result)
+    finally:
+        await engine.dispose()
+    return time.perf_counter() - started
+
+
 async def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Seed once, then one fresh server per format; the raw figures per format."""
     results: dict[str, dict[str, Any]] = {}
     with (
         bench_database(args.db) as url,
-        SimulatedJudge(latency=0, slots=64) as judge,
         tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder,
     ):
-        env = {"SRE_JUDGE_DATABASE_URL": url, "SRE_JUDGE_JUDGE": judge.spec()}
-        submitter, admin = create_token(env), create_token(env, "admin")
-        with ServiceProcess(env, Path(folder) / "serve-seed.log") as service:
-            await seed(url, service, submitter, args.gradings)
+        env = {
+            "SRE_JUDGE_DATABASE_URL": url,
+            "SRE_JUDGE_JUDGE": "scripted:pass",
+            "SRE_JUDGE_SECRET_KEY_FILE": str(Path(folder) / "sre-judge.key"),
+        }
+        admin = create_token(env, "admin")
+        print(f"seeded {args.gradings} gradings in {await seed(url, args.gradings):.0f} s")
+        versions = {"": env}
+        if args.baseline:
+            versions["base_"] = {**env, "PYTHONPATH": args.baseline}
         for fmt in args.formats.split(","):
-            with ServiceProcess(env, Path(folder) / f"serve-{fmt}.log") as service:
-                results[fmt] = await download(service, admin, fmt)
+            for prefix, version in versions.items():
+                with ServiceProcess(version, Path(folder) / f"serve-{prefix}{fmt}.log") as service:
+                    results[f"{prefix}{fmt}"] = await download(service, admin, fmt)
     return results
 
 
@@ -104,7 +130,9 @@ def main() -> None:
     parser.add_argument("--gradings", type=int, default=10_000)
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--formats", default="jsonl,csv,sregym")
+    parser.add_argument("--baseline", help="also measure the code of this checkout")
     args = parser.parse_args()
+    args.baseline = args.baseline and str(Path(args.baseline).resolve())
     results = asyncio.run(run(args))
     title = f"Export of {args.gradings} gradings ({args.db}): one download per format"
     print_report("export", title, _figures(results, args.gradings), {"gradings": args.gradings})
