@@ -24,10 +24,12 @@ import hashlib
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import text
 
 if __package__ in (None, ""):  # run as `python bench/export.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -68,12 +70,14 @@ async def download(service: ServiceProcess, token: str, fmt: str) -> dict[str, A
 
 
 async def seed(url: str, count: int) -> float:
-    """Store ``count`` graded submissions (all nine answers yes); the seconds it took."""
+    """Top the database up to ``count`` graded submissions (all nine yes); the seconds taken."""
     engine = make_engine(url)
     started = time.perf_counter()
     try:
+        async with engine.connect() as connection:
+            have = (await connection.execute(text("SELECT count(*) FROM grading"))).scalar_one()
         store = Store(engine)
-        for n in range(count):
+        for n in range(have, count):
             body = submission_body(n)
             await submit(store, new_submission(body.pop("diagnosis"), **body))
         result = graded_result()
@@ -87,10 +91,8 @@ async def seed(url: str, count: int) -> float:
 async def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Seed once, then one fresh server per format; the raw figures per format."""
     results: dict[str, dict[str, Any]] = {}
-    with (
-        bench_database(args.db) as url,
-        tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder,
-    ):
+    database = nullcontext(args.database) if args.database else bench_database(args.db)
+    with database as url, tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder:
         env = {
             "SRE_JUDGE_DATABASE_URL": url,
             "SRE_JUDGE_JUDGE": "scripted:pass",
@@ -105,6 +107,7 @@ async def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             for prefix, version in versions.items():
                 with ServiceProcess(version, Path(folder) / f"serve-{prefix}{fmt}.log") as service:
                     results[f"{prefix}{fmt}"] = await download(service, admin, fmt)
+                print(f"{prefix}{fmt}: {results[f'{prefix}{fmt}']}", file=sys.stderr, flush=True)
     return results
 
 
@@ -131,6 +134,7 @@ def main() -> None:
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--formats", default="jsonl,csv,sregym")
     parser.add_argument("--baseline", help="also measure the code of this checkout")
+    parser.add_argument("--database", help="use (and top up) this database URL, kept after")
     args = parser.parse_args()
     args.baseline = args.baseline and str(Path(args.baseline).resolve())
     results = asyncio.run(run(args))
