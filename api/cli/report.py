@@ -6,7 +6,7 @@ Every figure comes with its n and a 95% interval: tables in the terminal,
 
 from __future__ import annotations
 
-import sys
+import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +27,7 @@ from api.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from api.service.reports.export_writer import ExportSummary
     from api.service.reports.exports import ExportFormat
     from storage import Store
     from storage.report_queries import Verdicts
@@ -195,29 +196,39 @@ def tags(group_by: str, fmt: str, **filters: Any) -> None:
 def export_command(
     fmt: ExportFormat, output: Path | None, include_superseded: bool, **filters: Any
 ) -> None:
-    """Every grading in the filter as JSONL, CSV or SREGym's results CSV, streamed."""
-    from api.service.reports.exports import export_chunks
+    """Every grading in the filter as JSONL, CSV or SREGym's results CSV.
+
+    All or nothing: the export is written whole (to a temporary file beside --output,
+    renamed into place; for stdout, spooled first) before anyone can read it. If it fails,
+    nothing is written, an existing --output file is left as it was, and the exit status
+    is 1. On success, stderr gives the gradings exported and the SHA-256 of the bytes.
+    """
+    from api.cli.atomic import replace_atomically
+    from api.service.reports.export_writer import ExportFailed, spool, write_export
 
     report_filter = replace(build_filter(**filters), current_only=not include_superseded)
+    where = f" to {output}" if output else ""
 
-    async def work(store: Store) -> int:
-        count = 0
-        stream = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
-        try:
-            async with store.exports.open(report_filter) as export:
-                async for chunk in export_chunks(export, fmt):
-                    stream.write(chunk)
-                    count += 1
-        finally:
-            if output:
-                stream.close()
-            else:
-                stream.flush()
-        return count
+    async def work(store: Store) -> ExportSummary:
+        if output is not None:
+            with replace_atomically(output) as file:
+                return await write_export(store, report_filter, fmt, file)
+        with spool() as spooled:
+            summary = await write_export(store, report_filter, fmt, spooled)
+            spooled.seek(0)
+            shutil.copyfileobj(spooled, click.get_binary_stream("stdout"))
+        return summary
 
-    chunks = with_store(work)
-    rows = chunks - (0 if fmt == "jsonl" else 1)
-    click.echo(f"{rows} gradings exported" + (f" to {output}" if output else ""), err=True)
+    try:
+        summary = with_store(work)
+    except ExportFailed as exc:
+        kept = f"{output} is unchanged" if output else "nothing was written"
+        raise click.ClickException(
+            f"export failed after {exc.rows} gradings ({exc.reason}); {kept}"
+        ) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the export{where}: {exc}") from None
+    click.echo(f"{summary.rows} gradings exported{where} (sha256 {summary.sha256_hex})", err=True)
 
 
 @report_command.command("agreement")

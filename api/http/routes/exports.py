@@ -1,22 +1,32 @@
-"""Exporting stored gradings over HTTP, streamed: admins only (ground truths included)."""
+"""Exporting stored gradings over HTTP: admins only (ground truths included).
+
+The export is written whole (memory, then a temporary file) before the answer starts,
+so a failure while reading is a 500 problem, never a 200 that stops short; a complete
+export states its ``Content-Length``, ``X-Export-Rows`` and ``Repr-Digest`` (SHA-256).
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
 from typing import Literal
 
 from litestar import get
+from litestar.datastructures import ResponseHeader
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery
 from litestar.response import Stream
 
 from api.http.auth import require
+from api.http.problems import ApiProblem
 from api.http.report_params import report_filter
-from api.service.reports.exports import MEDIA_TYPES, export_chunks
+from api.service.reports.export_writer import ExportFailed, read_chunks, spool, write_export
+from api.service.reports.exports import MEDIA_TYPES
 from api.service.services import Services
 from storage.report_queries import ReportFilter
 
 __all__ = ["export_gradings"]
+
+_log = logging.getLogger(__name__)
 
 
 @get(
@@ -25,24 +35,48 @@ __all__ = ["export_gradings"]
     dependencies={"filters": Provide(report_filter)},
     operation_id="exportGradings",
     summary="Every grading in the filter as JSONL, CSV or SREGym's CSV",
+    description=(
+        "Written whole before the answer starts: a failure is a 500 problem, and a 200 "
+        "carries Content-Length, X-Export-Rows (gradings) and Repr-Digest (SHA-256)."
+    ),
     tags=["exports"],
+    response_headers=[
+        ResponseHeader(
+            name="X-Export-Rows", description="gradings in the export", documentation_only=True
+        ),
+        ResponseHeader(
+            name="Repr-Digest",
+            description="RFC 9530: sha-256=:BASE64: of the body",
+            documentation_only=True,
+        ),
+    ],
 )
 async def export_gradings(
     services: NamedDependency[Services],
     filters: NamedDependency[ReportFilter],
     format: FromQuery[Literal["jsonl", "csv", "sregym"]] = "jsonl",
 ) -> Stream:
-    """Streamed oldest first from one snapshot; nothing is held in memory but one batch."""
-    store = services.store
-
-    async def chunks() -> AsyncIterator[str]:
-        async with store.exports.open(filters) as export:
-            async for chunk in export_chunks(export, format):
-                yield chunk
-
+    """Every grading of the filter, oldest first, from one snapshot."""
+    sink = spool()
+    try:
+        summary = await write_export(services.store, filters, format, sink)
+    except ExportFailed as exc:
+        sink.close()
+        _log.error("export failed: %s", exc, exc_info=exc.cause)
+        raise ApiProblem(
+            500,
+            "Export failed",
+            f"the export failed after {exc.rows} gradings ({type(exc.cause).__name__}); "
+            "nothing was sent: retry, or see the server's log",
+        ) from exc
     suffix = "jsonl" if format == "jsonl" else "csv"
     return Stream(
-        chunks(),
+        read_chunks(sink),
         media_type=MEDIA_TYPES[format],
-        headers={"Content-Disposition": f'attachment; filename="gradings-{format}.{suffix}"'},
+        headers={
+            "Content-Disposition": f'attachment; filename="gradings-{format}.{suffix}"',
+            "Content-Length": str(summary.size),
+            "Repr-Digest": summary.repr_digest,
+            "X-Export-Rows": str(summary.rows),
+        },
     )

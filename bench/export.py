@@ -1,0 +1,146 @@
+"""What an export of many gradings costs the server: wall time, first byte, peak memory.
+
+    python bench/export.py [--gradings 10000] [--db sqlite|postgres] [--formats jsonl,csv,sregym]
+
+Seeds ``--gradings`` graded submissions through the store (the benchmark's diagnosis
+texts, nine answers each; grading them through a judge would take longer than the
+exports measured), then, for each format,
+starts a fresh server and downloads ``GET /v1/exports/gradings`` once: seconds to the
+response's headers and to its last byte, its size, and the server's peak RSS (``VmHWM``)
+before and after. The export is written whole before the answer starts (memory up to
+8 MiB, then a temporary file), so the first byte comes late and the memory stays flat;
+the answer's ``X-Export-Rows`` and ``Repr-Digest`` are checked against what arrived.
+``--baseline DIR`` also downloads each format from a server running the code in ``DIR``
+(another checkout, e.g. ``git archive`` of an older commit; run the script from outside
+the checkout, so that ``DIR`` comes first on the server's path), on the same data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import sys
+import tempfile
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+
+if __package__ in (None, ""):  # run as `python bench/export.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Figure, bench_database, print_report
+from bench.service import ServiceProcess, create_token, proc_memory_kib, submission_body
+from storage import Store, make_engine
+from tests.storage.helpers import graded_result, new_submission, submit
+
+
+async def download(service: ServiceProcess, token: str, fmt: str) -> dict[str, Any]:
+    """One export streamed to nowhere: timings, size, digest check, the server's memory."""
+    headers = {"Authorization": f"Bearer {token}"}
+    before = proc_memory_kib(service.pid)
+    digest = hashlib.sha256()
+    size = 0
+    async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=600) as client:
+        started = time.perf_counter()
+        async with client.stream("GET", "/v1/exports/gradings", params={"format": fmt}) as answer:
+            first = time.perf_counter() - started
+            if answer.status_code != 200:
+                raise RuntimeError(f"export {fmt}: {answer.status_code} {await answer.aread()!r}")
+            async for chunk in answer.aiter_raw():
+                digest.update(chunk)
+                size += len(chunk)
+        seconds = time.perf_counter() - started
+    stated = answer.headers.get("repr-digest")
+    shown = f"sha-256=:{base64.b64encode(digest.digest()).decode()}:"
+    return {
+        "first_byte_s": first,
+        "seconds": seconds,
+        "mib": size / 2**20,
+        "rows": answer.headers.get("x-export-rows"),
+        "digest_ok": None if stated is None else stated == shown,
+        "rss_before_mib": before["VmRSS"] / 1024,
+        "peak_rss_mib": proc_memory_kib(service.pid)["VmHWM"] / 1024,
+    }
+
+
+async def seed(url: str, count: int) -> float:
+    """Top the database up to ``count`` graded submissions (all nine yes); the seconds taken."""
+    engine = make_engine(url)
+    started = time.perf_counter()
+    try:
+        async with engine.connect() as connection:
+            have = (await connection.execute(text("SELECT count(*) FROM grading"))).scalar_one()
+        store = Store(engine)
+        for n in range(have, count):
+            body = submission_body(n)
+            await submit(store, new_submission(body.pop("diagnosis"), **body))
+        result = graded_result()
+        for claim in await store.queue.claim_pending("bench", limit=count, lease_seconds=3600):
+            await store.queue.complete(claim.grading_id, "bench", result)
+    finally:
+        await engine.dispose()
+    return time.perf_counter() - started
+
+
+async def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Seed once, then one fresh server per format; the raw figures per format."""
+    results: dict[str, dict[str, Any]] = {}
+    database = nullcontext(args.database) if args.database else bench_database(args.db)
+    with database as url, tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder:
+        env = {
+            "SRE_JUDGE_DATABASE_URL": url,
+            "SRE_JUDGE_JUDGE": "scripted:pass",
+            "SRE_JUDGE_SECRET_KEY_FILE": str(Path(folder) / "sre-judge.key"),
+        }
+        admin = create_token(env, "admin")
+        print(f"seeded {args.gradings} gradings in {await seed(url, args.gradings):.0f} s")
+        versions = {"": env}
+        if args.baseline:
+            versions["base_"] = {**env, "PYTHONPATH": args.baseline}
+        for fmt in args.formats.split(","):
+            for prefix, version in versions.items():
+                with ServiceProcess(version, Path(folder) / f"serve-{prefix}{fmt}.log") as service:
+                    results[f"{prefix}{fmt}"] = await download(service, admin, fmt)
+                print(f"{prefix}{fmt}: {results[f'{prefix}{fmt}']}", file=sys.stderr, flush=True)
+    return results
+
+
+def _figures(results: dict[str, dict[str, Any]], gradings: int) -> list[Figure]:
+    figures = []
+    for fmt, r in results.items():
+        rows_ok = None if r["rows"] is None else int(r["rows"]) == gradings
+        figures += [
+            Figure(f"{fmt}_seconds", round(r["seconds"], 2), "s"),
+            Figure(f"{fmt}_first_byte_s", round(r["first_byte_s"], 2), "s"),
+            Figure(f"{fmt}_mib", round(r["mib"], 1), "MiB"),
+            Figure(f"{fmt}_rss_before_mib", round(r["rss_before_mib"], 1), "MiB"),
+            Figure(f"{fmt}_peak_rss_mib", round(r["peak_rss_mib"], 1), "MiB"),
+            Figure(f"{fmt}_rows_stated", r["rows"], "", str(gradings), rows_ok),
+            Figure(f"{fmt}_digest_ok", r["digest_ok"], "", "True", r["digest_ok"]),
+        ]
+    return figures
+
+
+def main() -> None:
+    """Parse the options, run, print the report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gradings", type=int, default=10_000)
+    parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--formats", default="jsonl,csv,sregym")
+    parser.add_argument("--baseline", help="also measure the code of this checkout")
+    parser.add_argument("--database", help="use (and top up) this database URL, kept after")
+    args = parser.parse_args()
+    args.baseline = args.baseline and str(Path(args.baseline).resolve())
+    results = asyncio.run(run(args))
+    title = f"Export of {args.gradings} gradings ({args.db}): one download per format"
+    print_report("export", title, _figures(results, args.gradings), {"gradings": args.gradings})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""``sre-judge export`` all or nothing (issue 19, item 8), in process for the fault seam."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.cli.atomic import replace_atomically
+from api.cli.main import main
+from storage import Store
+from tests.support.exports import LOST_CONNECTION, fail_exports_after
+from tests.support.gradings import add_many
+
+
+async def _export(database_url: str, tmp_path: Path, *args: str) -> Result:
+    """``sre-judge export ARGS`` in a thread (the command runs its own event loop)."""
+    env = {
+        "SRE_JUDGE_DATABASE_URL": database_url,
+        "SRE_JUDGE_SECRET_KEY_FILE": str(tmp_path / "sre-judge.key"),
+    }
+    runner = CliRunner(env=env)
+    return await asyncio.to_thread(runner.invoke, main, ["export", *args])
+
+
+async def test_a_complete_export_reports_its_rows_and_sha256(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    await add_many(Store(engine), {"pass": 2, "fail": 1})
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "gradings.jsonl"
+    done = await _export(database_url, tmp_path, "--format", "jsonl", "-o", str(target))
+    assert done.exit_code == 0, done.output
+    body = target.read_bytes()
+    assert len([json.loads(line) for line in body.splitlines()]) == 3
+    digest = hashlib.sha256(body).hexdigest()
+    assert f"3 gradings exported to {target} (sha256 {digest})" in done.stderr
+    assert [p.name for p in out.iterdir()] == ["gradings.jsonl"]
+
+
+async def test_a_failed_export_exits_1_and_writes_no_file(
+    database_url: str, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await add_many(Store(engine), {"pass": 5})
+    fail_exports_after(monkeypatch, 3)
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "sregym.csv"
+    done = await _export(database_url, tmp_path, "--format", "sregym", "-o", str(target))
+    assert done.exit_code == 1, done.output
+    assert not target.exists()
+    assert list(out.iterdir()) == []  # no temporary file left behind
+    assert "export failed after 3 gradings" in done.stderr and LOST_CONNECTION in done.stderr
+
+
+async def test_a_failed_export_leaves_an_earlier_file_as_it_was(
+    database_url: str, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await add_many(Store(engine), {"pass": 2})
+    target = tmp_path / "gradings.csv"
+    first = await _export(database_url, tmp_path, "--format", "csv", "-o", str(target))
+    assert first.exit_code == 0, first.output
+    before = target.read_bytes()
+    await add_many(Store(engine), {"fail": 2})
+    fail_exports_after(monkeypatch, 3)
+    done = await _export(database_url, tmp_path, "--format", "csv", "-o", str(target))
+    assert done.exit_code == 1 and target.read_bytes() == before
+    assert f"{target} is unchanged" in done.stderr
+
+
+async def test_a_failed_export_to_stdout_prints_nothing_and_exits_1(
+    database_url: str, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await add_many(Store(engine), {"pass": 3})
+    fail_exports_after(monkeypatch, 2)
+    done = await _export(database_url, tmp_path, "--format", "jsonl")
+    assert done.exit_code == 1 and done.stdout == ""
+    assert "export failed after 2 gradings" in done.stderr
+
+
+def _interrupted_write(target: Path) -> None:
+    with replace_atomically(target) as file:
+        file.write(b"half")
+        raise KeyboardInterrupt
+
+
+def test_an_atomic_replace_keeps_the_old_mode_and_removes_its_temporary_on_error(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "export.csv"
+    with replace_atomically(target) as file:
+        file.write(b"a\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # as a plain open() would make it
+    target.chmod(0o600)
+    with pytest.raises(KeyboardInterrupt):
+        _interrupted_write(target)
+    assert target.read_bytes() == b"a\n" and [p.name for p in tmp_path.iterdir()] == ["export.csv"]
+    with replace_atomically(target) as file:
+        file.write(b"b\n")
+    assert target.read_bytes() == b"b\n" and target.stat().st_mode & 0o777 == 0o600

@@ -1,0 +1,117 @@
+"""Exports over HTTP: whole or a problem, never a 200 that stops short (issue 19, item 8)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import csv
+import hashlib
+import io
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.http.app import create_app
+from api.http.routes import exports as exports_route
+from api.service.settings import Settings
+from storage import Store
+from tests.support.exports import fail_exports_after
+from tests.support.gradings import add_many
+from tests.support.service_process import free_port
+
+EXPORTS = "/v1/exports/gradings"
+
+
+def _rows(fmt: str, body: bytes) -> int:
+    text = body.decode("utf-8")
+    if fmt == "jsonl":
+        return len([json.loads(line) for line in text.splitlines()])
+    return len(list(csv.DictReader(io.StringIO(text))))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "sregym"])
+async def test_a_complete_export_states_its_length_rows_and_sha256(
+    api_client: Any, tokens: Any, engine: AsyncEngine, fmt: str
+) -> None:
+    await add_many(Store(engine), {"pass": 3, "fail": 2, "unscored": 1}, agent="a")
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        response = await client.get(EXPORTS, params={"format": fmt}, headers=admin)
+    assert response.status_code == 200, response.text
+    body = response.content
+    assert int(response.headers["content-length"]) == len(body)
+    assert "chunked" not in response.headers.get("transfer-encoding", "")
+    assert int(response.headers["x-export-rows"]) == _rows(fmt, body) == 6
+    digest = base64.b64encode(hashlib.sha256(body).digest()).decode()
+    assert response.headers["repr-digest"] == f"sha-256=:{digest}:"
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "sregym"])
+async def test_an_export_failing_midway_is_a_problem_not_a_short_200(
+    api_client: Any,
+    tokens: Any,
+    engine: AsyncEngine,
+    monkeypatch: pytest.MonkeyPatch,
+    fmt: str,
+) -> None:
+    await add_many(Store(engine), {"pass": 5}, agent="a")
+    admin = await tokens("admin")
+    fail_exports_after(monkeypatch, 3)
+    async with api_client(start_workers=False) as client:
+        response = await client.get(EXPORTS, params={"format": fmt}, headers=admin)
+    assert response.status_code == 500
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem = response.json()
+    assert problem["title"] == "Export failed"
+    assert "after 3 gradings" in problem["detail"] and "OperationalError" in problem["detail"]
+    assert "x-export-rows" not in response.headers and "repr-digest" not in response.headers
+
+
+async def test_an_export_failing_before_its_first_row_is_a_problem_too(
+    api_client: Any, tokens: Any, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await add_many(Store(engine), {"pass": 1}, agent="a")
+    admin = await tokens("admin")
+    fail_exports_after(monkeypatch, 0)
+    async with api_client(start_workers=False) as client:
+        response = await client.get(EXPORTS, params={"format": "jsonl"}, headers=admin)
+    assert response.status_code == 500 and response.json()["title"] == "Export failed"
+
+
+async def test_a_connection_cut_while_sending_is_an_error_for_an_http_client(
+    engine: AsyncEngine, tokens: Any, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last window, sending the written export, is framed by Content-Length (uvicorn
+    keeps it, no chunking): a server that stops short leaves the client an error."""
+    await add_many(Store(engine), {"pass": 3}, agent="a")
+    admin = await tokens("admin")
+
+    async def first_chunk_only(source: Any) -> AsyncIterator[bytes]:
+        yield source.read(100)
+        raise OSError("disk gone")
+
+    settings = Settings(database_url=database_url, judge="scripted:pass")
+    app = create_app(settings, engine=engine, backends={}, start_workers=False)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        for _ in range(200):  # up to 10 s
+            if server.started:
+                break
+            await asyncio.sleep(0.05)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            whole = await client.get(EXPORTS, params={"format": "jsonl"}, headers=admin)
+            assert whole.status_code == 200 and "transfer-encoding" not in whole.headers
+            assert int(whole.headers["content-length"]) == len(whole.content) > 100
+            monkeypatch.setattr(exports_route, "read_chunks", first_chunk_only)
+            with pytest.raises(httpx.RemoteProtocolError):
+                await client.get(EXPORTS, params={"format": "jsonl"}, headers=admin)
+    finally:
+        server.should_exit = True
+        await serving
