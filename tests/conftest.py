@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage import Store, make_engine, upgrade
 from storage.canonical import utcnow
+from storage.keys import ServiceKey
 
 #: where tests create and drop their PostgreSQL databases
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -200,7 +201,16 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(scope="session")
+def service_key() -> ServiceKey:
+    """The service key of ``SRE_JUDGE_SECRET_KEY_FILE``, the one the apps under test use."""
+    from api.service.secret_key import load_service_key
+    from api.service.settings import Settings
+
+    return load_service_key(Settings(), create=True)
+
+
 @pytest.fixture
-def store(engine: AsyncEngine, clock: Clock) -> Store:
-    """A store on the migrated engine, driven by ``clock``."""
-    return Store(engine, clock=clock)
+def store(engine: AsyncEngine, clock: Clock, service_key: ServiceKey) -> Store:
+    """A store on the migrated engine, driven by ``clock``, keyed as the app under test."""
+    return Store(engine, clock=clock, key=service_key)
