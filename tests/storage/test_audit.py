@@ -22,6 +22,8 @@ from storage.db import session_factory
 from storage.keys import ServiceKey
 from tests.storage.helpers import graded_result, submit
 
+pytestmark = pytest.mark.tampers
+
 AUDIT = AuditRecord.__table__  # type: ignore[attr-defined]
 ROWS = 6
 

@@ -21,6 +21,8 @@ from storage.audit import COVERS, ChainKey, ChainReport, row_hash
 from storage.keys import ServiceKey
 from tests.storage.helpers import graded_result, sregym_rubric, submit
 
+pytestmark = pytest.mark.tampers
+
 AUDIT = AuditRecord.__table__  # type: ignore[attr-defined]
 GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
 ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
@@ -72,12 +74,14 @@ async def verify(store: Store) -> ChainReport:
     return await verify_chain(store.engine, key=store.db.chain_key)
 
 
-async def rehash_from(engine: AsyncEngine, seq: int, key: ChainKey | None) -> None:
-    """Recompute ``prev_hash`` and ``hash`` of rows ``seq``.. as a forger would."""
+async def rehash_from(
+    engine: AsyncEngine, seq: int, key: ChainKey | None, *, until: int | None = None
+) -> None:
+    """Recompute ``prev_hash`` and ``hash`` of rows ``seq``..``until`` as a forger would."""
     found = await rows(engine)
     prev = found[seq - 2].hash if seq > 1 else "0" * 64
     statements = []
-    for row in found[seq - 1 :]:
+    for row in found[seq - 1 : until]:
         fields = {c: getattr(row, c) for c in row._fields if c not in ("hash", "prev_hash")}
         new_hash = row_hash(**fields, prev_hash=prev, key=key)
         statements.append(
