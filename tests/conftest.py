@@ -42,8 +42,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the service key that runtimes create out of the work tree."""
-    del config
+    """Keep the service key that runtimes create out of the work tree; register markers."""
+    config.addinivalue_line(
+        "markers", "tampers: the test edits the database behind the store's back"
+    )
     if "SRE_JUDGE_SECRET_KEY_FILE" not in os.environ:
         folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"sre-judge-test-key-{os.getpid()}"
         os.environ["SRE_JUDGE_SECRET_KEY_FILE"] = str(folder / "sre-judge.key")

@@ -2,7 +2,8 @@
 
 This is how the suite finds a write path that changes a grading or its answers without
 covering its state in the chain (``Database.audit(..., covers=...)``): its test fails
-here. Tests that tamper with the database on purpose carry ``@pytest.mark.tampers``.
+here. Tests that tamper with the database on purpose carry ``@pytest.mark.tampers``
+(registered in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from storage import ChainKey, Store, verify_chain
 from storage.keys import ServiceKey
 from tests.conftest import Clock
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker of tests that tamper with the audit log or the tables."""
-    config.addinivalue_line(
-        "markers", "tampers: the test edits the database behind the store's back"
-    )
 
 
 @pytest.fixture

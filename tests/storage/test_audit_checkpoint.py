@@ -9,8 +9,8 @@ from sqlalchemy import delete
 
 from storage import Checkpoint, CheckpointError, Store, check_checkpoint, make_checkpoint
 from storage.keys import ServiceKey
+from tests.storage.audit_helpers import AUDIT, execute, rehash_from, rows, verify, workload
 from tests.storage.helpers import graded_result, submit
-from tests.storage.test_audit_tamper import AUDIT, execute, rehash_from, rows, verify, workload
 
 pytestmark = pytest.mark.tampers
 

@@ -7,8 +7,8 @@ from sqlalchemy import update
 
 from storage import Store, verify_chain
 from storage.audit import COVERS
+from tests.storage.audit_helpers import AUDIT, execute, rehash_from, rows, verify
 from tests.storage.helpers import graded_result, submit
-from tests.storage.test_audit_tamper import AUDIT, execute, rehash_from, rows, verify
 
 pytestmark = pytest.mark.tampers
 
