@@ -8,8 +8,11 @@ in the chain, so an edited verdict or answer, a deleted grading or answer, and t
 newest audit rows deleted while the state they covered remains are all detected.
 
 A digest is generic over the tables' columns: every column but the lease bookkeeping
-(which changes without an audit event), with NULL values left out, so a later
-migration that adds a nullable column does not change the digests of older rows.
+(which changes without an audit event), leaving out NULL values and values equal to
+the column's default (a scalar default, or an empty JSON list or object), so a later
+migration that adds a nullable column, or a column with a default, does not change the
+digests of older rows. Leaving a default out loses nothing: it is the only value the
+column's key can stand for when absent.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import JSON, Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.canonical import canonical_json, sha256_hex
@@ -38,16 +41,50 @@ _DIGEST_CHARS = 32
 _CHUNK = 500
 
 
-def _values(row: Any, skip: frozenset[str]) -> dict[str, Any]:
-    return {k: v for k, v in row._mapping.items() if v is not None and k not in skip}
+#: stands for the empty list or object a JSON column's default factory makes
+_EMPTY = object()
+
+
+def _defaults(table: Table) -> dict[str, Any]:
+    """Column -> the value its default writes, when that is a constant."""
+    found: dict[str, Any] = {}
+    for column in table.columns:
+        default = column.default
+        if default is None:
+            continue
+        if default.is_scalar:
+            found[column.name] = default.arg  # type: ignore[attr-defined]
+        elif isinstance(column.type, JSON):
+            found[column.name] = _EMPTY
+    return found
+
+
+_DEFAULTS = {_GRADINGS.name: _defaults(_GRADINGS), _ANSWERS.name: _defaults(_ANSWERS)}
+_MISSING = object()
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if default is _EMPTY:
+        return value in ([], {})
+    return default is not _MISSING and value == default
+
+
+def _values(row: Any, table: Table, skip: frozenset[str]) -> dict[str, Any]:
+    defaults = _DEFAULTS[table.name]
+    return {
+        k: v
+        for k, v in row._mapping.items()
+        if v is not None and k not in skip and not _is_default(v, defaults.get(k, _MISSING))
+    }
 
 
 def state_digest(grading: Any, answers: Iterable[Any]) -> str:
     """The digest of one grading row and its answer rows (rows as read from the tables)."""
     content = {
-        "grading": _values(grading, _BOOKKEEPING),
+        "grading": _values(grading, _GRADINGS, _BOOKKEEPING),
         "answers": sorted(
-            (_values(a, _ANSWER_SKIP) for a in answers), key=lambda a: a["question_id"]
+            (_values(a, _ANSWERS, _ANSWER_SKIP) for a in answers),
+            key=lambda a: a["question_id"],
         ),
     }
     return sha256_hex(canonical_json(content))[:_DIGEST_CHARS]

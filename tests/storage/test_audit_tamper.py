@@ -10,11 +10,13 @@ back past it or replacing the log wholesale (``test_audit_checkpoint.py``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import delete, func, select, update
 
 from storage import Store
-from storage.audit import COVERS, ChainKey
+from storage.audit import COVERS, ChainKey, state_digest
 from storage.keys import ServiceKey
 from tests.storage.audit_helpers import (
     ANSWERS,
@@ -175,3 +177,26 @@ async def test_lease_bookkeeping_is_not_a_change_of_state(store: Store) -> None:
     await store.queue.extend_lease(outcome.grading.id, "w", 120)
     await store.queue.release_lease(outcome.grading.id, "w")
     assert (await verify(store)).ok
+
+
+class _Row:
+    """A row as SQLAlchemy returns it: ``_mapping`` and attributes."""
+
+    def __init__(self, **values: Any) -> None:
+        self._mapping = values
+        self.__dict__.update(values)
+
+
+def test_the_digest_ignores_nulls_defaults_and_leases_but_not_values() -> None:
+    base = {"id": "g1", "status": "graded", "passed": False, "revision": 2}
+    answers = [_Row(id=1, grading_id="g1", question_id="D1-Q1", answer=True, reasoning="")]
+    digest = state_digest(_Row(**base), answers)
+    # a later nullable column, a column at its default, lease bookkeeping: no change
+    assert state_digest(_Row(**base, held_at=None), answers) == digest
+    assert state_digest(_Row(**base, needs_review=False, review_reasons=[]), answers) == digest
+    assert state_digest(_Row(**base, lease_owner="w", claim_count=3), answers) == digest
+    # a NULL verdict is not a failing one; an answer's id is not its content
+    assert state_digest(_Row(**{**base, "passed": None}), answers) != digest
+    assert state_digest(_Row(**base), [_Row(**{**answers[0]._mapping, "id": 9})]) == digest
+    assert state_digest(_Row(**base), [_Row(**{**answers[0]._mapping, "answer": False})]) != digest
+    assert state_digest(_Row(**base), []) != digest
