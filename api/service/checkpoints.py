@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import tempfile
@@ -54,15 +55,24 @@ def read_checkpoints(path: Path) -> list[Checkpoint]:
 
 
 def append_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
-    """Append one line to ``path``, replacing the file atomically (older lines kept)."""
+    """Append one line to ``path``, replacing the file atomically (older lines kept).
+
+    Writers of several processes take turns on a lock file beside it, so no line is lost.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _replace_with_line(path, checkpoint.to_json())
+
+
+def _replace_with_line(path: Path, line: str) -> None:
     before = path.read_bytes() if path.exists() else b""
     if before and not before.endswith(b"\n"):
         before += b"\n"
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(descriptor, "wb") as handle:
-            handle.write(before + checkpoint.to_json().encode() + b"\n")
+            handle.write(before + line.encode() + b"\n")
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, 0o644)

@@ -32,7 +32,11 @@ def test_a_file_keeps_every_checkpoint_and_no_temporary(tmp_path: Path) -> None:
     for checkpoint in made:
         append_checkpoint(path, checkpoint)
     assert read_checkpoints(path) == made
-    assert [p.name for p in path.parent.iterdir()] == ["checkpoints.jsonl"]
+    # no temporary file is left (the lock file stays)
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        ".checkpoints.jsonl.lock",
+        "checkpoints.jsonl",
+    ]
 
 
 async def test_the_checkpointer_writes_when_the_log_grows(store: Store, tmp_path: Path) -> None:
