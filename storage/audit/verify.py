@@ -174,26 +174,19 @@ async def verify_chain(
     walk = ChainWalk(key)
     async with snapshot(engine) as connection:
         broken = await walk_chain(connection, walk, batch_size=batch_size)
-        head = {"head_hash": walk.prev_hash, "head_seq": walk.expected_seq - 1}
-        if broken is not None:
-            seq, reason = broken
-            return ChainReport(
-                ok=False,
-                checked=walk.checked,
-                first_broken_seq=seq,
-                reason=reason,
-                legacy_rows=walk.legacy,
-                **head,  # type: ignore[arg-type]
-            )
-        state = await _check_state(connection, walk, batch_size)
+        state = _State() if broken is not None else await _check_state(connection, walk, batch_size)
+    seq, reason = broken if broken is not None else (None, None)
     return ChainReport(
-        ok=not state.problems,
+        ok=broken is None and not state.problems,
         checked=walk.checked,
+        first_broken_seq=seq,
+        reason=reason,
+        head_hash=walk.prev_hash,
+        head_seq=walk.expected_seq - 1,
         legacy_rows=walk.legacy,
         gradings_checked=state.checked,
         gradings_uncovered=state.uncovered,
         state_problems=tuple(state.problems),
-        **head,  # type: ignore[arg-type]
     )
 
 
