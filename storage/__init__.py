@@ -7,7 +7,17 @@ never ``api``.
 
 from __future__ import annotations
 
-from storage.audit import GENESIS_HASH, ChainReport, append_event, verify_chain
+from storage.audit import (
+    GENESIS_HASH,
+    ChainKey,
+    ChainReport,
+    Checkpoint,
+    CheckpointError,
+    append_event,
+    check_checkpoint,
+    make_checkpoint,
+    verify_chain,
+)
 from storage.db import default_database_url, is_postgres, make_engine, session_factory
 from storage.errors import (
     Conflict,
@@ -49,7 +59,10 @@ __all__ = [
     "AnswerRecord",
     "AuditRecord",
     "CalibrationRunRecord",
+    "ChainKey",
     "ChainReport",
+    "Checkpoint",
+    "CheckpointError",
     "Claim",
     "Conflict",
     "FailureTagRecord",
@@ -79,10 +92,12 @@ __all__ = [
     "TagVocabularyRecord",
     "TokenRecord",
     "append_event",
+    "check_checkpoint",
     "current_revision",
     "default_database_url",
     "head_revision",
     "is_postgres",
+    "make_checkpoint",
     "make_engine",
     "session_factory",
     "upgrade",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -18,7 +18,7 @@ from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from storage.audit import append_event
+from storage.audit import COVERS, ChainKey, append_event, grading_digests
 from storage.canonical import utcnow
 from storage.db import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
@@ -44,6 +44,8 @@ class Database:
         self.engine = engine
         #: the service key: audit hashes and cursors derive their keys from it
         self.key = key or ServiceKey.ephemeral()
+        #: the audit chain's HMAC key, derived once
+        self.chain_key = ChainKey.of(self.key)
         #: aware UTC time now
         self.clock = clock
         #: True on PostgreSQL (row locks, REPEATABLE READ snapshots), False on SQLite
@@ -104,8 +106,17 @@ class Database:
         entity_id: str,
         actor: str,
         payload: dict[str, Any],
+        covers: Collection[str] = (),
     ) -> None:
-        """Append an audit event; call after the transaction's other writes."""
+        """Append an audit event; call after the transaction's other writes.
+
+        ``covers``: the gradings this transaction wrote (their rows or answers); the
+        event carries a digest of each one's state as it now stands, so that
+        ``audit verify`` can tell an edit of the tables from the state the log saw.
+        """
+        if covers:
+            await session.flush()
+            payload = {**payload, COVERS: await grading_digests(session, list(covers))}
         await append_event(
             session,
             event=event,
@@ -113,5 +124,6 @@ class Database:
             entity_id=entity_id,
             actor=actor,
             payload=payload,
+            key=self.chain_key,
             at=self.clock(),
         )

@@ -173,6 +173,7 @@ class OverrideRepository:
                 entity_id=grading_id,
                 actor=author_id,
                 payload=self._payload(record, grading),
+                covers=[grading_id],
             )
             return record, grading
 

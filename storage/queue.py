@@ -205,6 +205,7 @@ class QueueRepository:
                 entity_id=grading.id,
                 actor=worker_id,
                 payload=completion_payload(grading, result, calls),
+                covers=[grading.id],
             )
             # a regrade item: carry overrides, promote, end the drained job
             await self._regrade.item_completed(session, grading, worker_id)
@@ -253,6 +254,7 @@ class QueueRepository:
                     "judge_calls": [c.id for c in records],
                     "revision": grading.revision,
                 },
+                covers=[grading.id],
             )
         return True
 

@@ -181,6 +181,7 @@ class SubmissionRepository:
                 "rubric": {"id": rubric.id, "version": rubric.version},
                 "judge": judge_spec,
             },
+            covers=[grading.id],
         )
         return SubmissionOutcome(submission=submission, grading=grading, created=True)
 

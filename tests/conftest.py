@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage import Store, make_engine, upgrade
 from storage.canonical import utcnow
+from storage.keys import ServiceKey
 
 #: where tests create and drop their PostgreSQL databases
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -41,8 +42,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the service key that runtimes create out of the work tree."""
-    del config
+    """Keep the service key that runtimes create out of the work tree; register markers."""
+    config.addinivalue_line(
+        "markers", "tampers: the test edits the database behind the store's back"
+    )
     if "SRE_JUDGE_SECRET_KEY_FILE" not in os.environ:
         folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"sre-judge-test-key-{os.getpid()}"
         os.environ["SRE_JUDGE_SECRET_KEY_FILE"] = str(folder / "sre-judge.key")
@@ -200,7 +203,16 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(scope="session")
+def service_key() -> ServiceKey:
+    """The service key of ``SRE_JUDGE_SECRET_KEY_FILE``, the one the apps under test use."""
+    from api.service.secret_key import load_service_key
+    from api.service.settings import Settings
+
+    return load_service_key(Settings(), create=True)
+
+
 @pytest.fixture
-def store(engine: AsyncEngine, clock: Clock) -> Store:
-    """A store on the migrated engine, driven by ``clock``."""
-    return Store(engine, clock=clock)
+def store(engine: AsyncEngine, clock: Clock, service_key: ServiceKey) -> Store:
+    """A store on the migrated engine, driven by ``clock``, keyed as the app under test."""
+    return Store(engine, clock=clock, key=service_key)

@@ -35,6 +35,7 @@ def _exit_table() -> ExitTable:
     """
     from api.service.errors import ServiceError
     from judge.errors import InputError, JudgeSpecError, RubricError
+    from storage.audit import CheckpointError
     from storage.errors import Conflict, InvalidCursor, InvalidReview, NotFound, PreconditionFailed
 
     return (
@@ -47,6 +48,7 @@ def _exit_table() -> ExitTable:
         (NotFound, click.ClickException),
         (PreconditionFailed, click.ClickException),
         (Conflict, click.ClickException),
+        (CheckpointError, click.ClickException),
     )
 
 

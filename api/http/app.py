@@ -42,7 +42,9 @@ def create_app(
     """
     if settings.allow_anonymous and settings.host not in LOCAL_HOSTS:
         raise ValueError("allow_anonymous is refused unless the server is bound to 127.0.0.1")
-    runtime = Runtime(settings, engine=engine, backends=backends, workers=start_workers)
+    runtime = Runtime(
+        settings, engine=engine, backends=backends, workers=start_workers, checkpoints=True
+    )
     services, metrics = runtime.services, runtime.metrics
     limits = SubmissionLimits(settings, services.store, metrics)
 

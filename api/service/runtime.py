@@ -21,6 +21,7 @@ from types import TracebackType
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
+from api.service.checkpoints import Checkpointer
 from api.service.metrics import Metrics
 from api.service.secret_key import load_service_key
 from api.service.services import BackendPool, RubricCatalog, Services
@@ -40,7 +41,8 @@ class Runtime:
     ``engine`` and ``backends`` (judge spec -> backend) are seams for tests; without them
     the runtime makes its own from the settings and disposes of what it made. With
     ``migrate`` the database is upgraded to the newest schema on entry. ``workers``
-    starts the grading workers (``settings.worker_count`` of them) on entry.
+    starts the grading workers (``settings.worker_count`` of them) on entry;
+    ``checkpoints`` the periodic audit checkpoints (``SRE_JUDGE_AUDIT_CHECKPOINT``).
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class Runtime:
         workers: bool = False,
         migrate: bool = False,
         metrics: Metrics | None = None,
+        checkpoints: bool = False,
     ) -> None:
         rubrics = load_rubric_dir(settings.rubric_dir)
         if settings.rubric not in rubrics:
@@ -74,6 +77,12 @@ class Runtime:
             self.services, count=settings.worker_count, metrics=self.metrics
         )
         self._start_workers = workers and settings.worker_count > 0
+        #: periodic audit checkpoints (``serve`` only, when a target is configured)
+        self.checkpointer = (
+            Checkpointer(store, settings.audit_checkpoint, settings.audit_checkpoint_seconds)
+            if checkpoints and settings.audit_checkpoint
+            else None
+        )
         self._migrate = migrate
 
     @property
@@ -93,11 +102,15 @@ class Runtime:
         await self._seed()
         if self._start_workers:
             self.workers.start()
+        if self.checkpointer is not None:
+            self.checkpointer.start()
 
     async def stop(self) -> None:
         """Stop the workers, close the judges' clients, dispose of an engine of our own."""
         try:
             await self.workers.stop()
+            if self.checkpointer is not None:
+                await self.checkpointer.stop()  # after the workers: the final head
             await self.services.backends.aclose()
         finally:
             if self._own_engine:

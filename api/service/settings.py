@@ -130,6 +130,17 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = Field(
         default=None, description="the service key itself, instead of secret_key_file"
     )
+    audit_checkpoint: str | None = Field(
+        default=None,
+        description=(
+            "where serve writes signed checkpoints of the audit log's head: a file "
+            "(JSON Lines, appended) or an http(s) URL that receives a POST; keep it "
+            "outside the database"
+        ),
+    )
+    audit_checkpoint_seconds: float = Field(
+        default=300.0, gt=0, description="how often serve writes an audit checkpoint"
+    )
     bootstrap_admin_token_file: Path | None = Field(
         default=None,
         description="file holding an admin token that serve registers (hashed) if absent",

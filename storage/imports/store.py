@@ -129,6 +129,7 @@ class ImportRepository:
         await self._db.insert_ignore(session, table, values)
 
     async def _audit_import(self, session: AsyncSession, s: SubmissionRecord, **extra: Any) -> None:
+        grading_id = extra.get("grading_id")
         payload = {
             "submission_id": s.id,
             "agent": s.agent,
@@ -147,6 +148,7 @@ class ImportRepository:
             entity_id=s.id,
             actor=s.submitted_by,
             payload=payload,
+            covers=[grading_id] if grading_id else (),
         )
 
     async def sregym(

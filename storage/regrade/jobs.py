@@ -153,11 +153,13 @@ class RegradeRepository:
         async with self._db.write() as session:
             session.add(job)
             await session.flush()
+            items: list[str] = []
             if dry_run:
                 job.total = int((estimate or {}).get("submissions", 0))
             else:
                 await self._catalog.ensure_rubric(session, target.rubric, actor=actor)
-                job.total = await self._create_items(session, job, f, target)
+                items = await self._create_items(session, job, f, target)
+                job.total = len(items)
             await session.flush()
             await self._db.audit(
                 session,
@@ -175,6 +177,7 @@ class RegradeRepository:
                     "total": job.total,
                     "estimate": job.estimate,
                 },
+                covers=items,
             )
             if not dry_run and job.total == 0:
                 await end_job(self._db, session, job, actor)
@@ -183,7 +186,8 @@ class RegradeRepository:
 
     async def _create_items(
         self, session: AsyncSession, job: RegradeJobRecord, f: RegradeFilter, t: RegradeTarget
-    ) -> int:
+    ) -> list[str]:
+        """Insert the job's pending gradings; their ids."""
         query = candidates_query(f, await self._scenarios(session, f))
         pairs = list(await session.execute(query))
         now = self._db.clock()
@@ -207,7 +211,7 @@ class RegradeRepository:
         table = GradingRecord.__table__  # type: ignore[attr-defined]
         for start in range(0, len(rows), _INSERT_BATCH):
             await session.execute(insert(table), rows[start : start + _INSERT_BATCH])
-        return len(rows)
+        return [row["id"] for row in rows]
 
     async def get_job(self, job_id: str) -> JobView:
         """A job with its progress; NotFound for an unknown id."""
@@ -231,11 +235,12 @@ class RegradeRepository:
             if job.dry_run or job.state not in allowed:
                 raise Conflict(f"a {job.state} regrade job cannot be {action}d")
             if action == "cancel":
-                await self._set_items(session, job.id, "pending", "cancelled")
-                await end_job(self._db, session, job, actor, state="cancelled")
+                moved = await self._set_items(session, job.id, "pending", "cancelled")
+                await end_job(self._db, session, job, actor, state="cancelled", covers=moved)
             else:
+                moved = []
                 if job.state == "cancelled":
-                    await self._set_items(session, job.id, "cancelled", "pending")
+                    moved = await self._set_items(session, job.id, "cancelled", "pending")
                     job.finished_at, job.counts = None, {}
                 paused = action == "pause"
                 job.state = "paused" if paused else ("running" if job.started_at else "queued")
@@ -247,21 +252,27 @@ class RegradeRepository:
                     entity_id=job.id,
                     actor=actor,
                     payload={"job_id": job.id, "state": job.state},
+                    covers=moved,
                 )
                 if not paused:
                     await finish_if_drained(self._db, session, job, actor)
             return JobView(job=job, progress=await job_progress(session, job, self._db.clock()))
 
-    async def _set_items(self, session: AsyncSession, job_id: str, old: str, new: str) -> None:
-        """Move a job's items from status ``old`` to ``new``, skipping rows being written."""
+    async def _set_items(self, session: AsyncSession, job_id: str, old: str, new: str) -> list[str]:
+        """Move a job's items from status ``old`` to ``new``, skipping rows being written.
+
+        Returns the ids of the items moved (for the audit event that covers them).
+        """
         ids = select(col(GradingRecord.id)).where(
             col(GradingRecord.regrade_job_id) == job_id, col(GradingRecord.status) == old
         )
         if self._db.postgres:
             ids = ids.with_for_update(skip_locked=True)
-        await session.execute(
+        moved = await session.execute(
             update(GradingRecord)
             .where(col(GradingRecord.id).in_(ids))
             .values(status=new, lease_owner=None, lease_expires_at=None)
+            .returning(col(GradingRecord.id))
             .execution_options(synchronize_session=False)
         )
+        return list(moved.scalars())

@@ -92,6 +92,7 @@ async def item_completed(
                 entity_id=grading.id,
                 actor=actor,
                 payload=carried.payload(previous.id),
+                covers=[grading.id],
             )
     if job.mode == "promote" and grading.status == "graded" and not carried.verdict_outdated:
         await _promote(db, session, grading, job, actor)
@@ -126,6 +127,7 @@ async def _promote(
             "superseded": [old.id for old in superseded],
             "passed": grading.passed,
         },
+        covers=[grading.id, *(old.id for old in superseded)],
     )
 
 
@@ -150,8 +152,12 @@ async def end_job(
     actor: str,
     *,
     state: str | None = None,
+    covers: list[str] | None = None,
 ) -> None:
-    """Write the final state and counts of a job and audit it."""
+    """Write the final state and counts of a job and audit it.
+
+    ``covers``: gradings the caller changed in this transaction (a cancel's items).
+    """
     now = db.clock()
     job.finished_at = now
     progress = job_progress(session, job, now)
@@ -169,4 +175,5 @@ async def end_job(
         entity_id=job.id,
         actor=actor,
         payload={"job_id": job.id, "state": state, "counts": counts},
+        covers=covers or (),
     )

@@ -15,6 +15,7 @@ from api.service.settings import Settings
 from judge.backends import JudgeBackend
 from judge.backends.scripted import ScriptedBackend
 from storage import Store
+from storage.keys import ServiceKey
 
 DEFAULT_SPEC = "scripted:pass"
 
@@ -22,9 +23,9 @@ ClientFactory = Callable[..., Any]
 
 
 @pytest.fixture
-def tokens(engine: AsyncEngine) -> Callable[..., Any]:
+def tokens(engine: AsyncEngine, service_key: ServiceKey) -> Callable[..., Any]:
     """Make a token of a role: ``await tokens("submitter")`` -> headers."""
-    store = Store(engine)
+    store = Store(engine, key=service_key)
 
     async def make(role: str, name: str | None = None) -> dict[str, str]:
         plaintext, _ = await store.tokens.create(name=name or f"{role}-1", role=role)

@@ -1,4 +1,8 @@
-"""The audit hash chain: verify passes, and tampering with any column of any row is caught."""
+"""The audit hash chain: verify passes, and tampering with any column of any row is caught.
+
+The nine tamper kinds of issue 19 are in ``test_audit_tamper.py``; legacy (unkeyed) logs
+in ``test_audit_legacy.py``; checkpoints in ``test_audit_checkpoint.py``.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,13 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage import GENESIS_HASH, AuditRecord, Store, append_event, verify_chain
-from storage.audit import row_hash
+from storage.audit import ChainKey, row_hash
 from storage.canonical import canonical_json
 from storage.db import session_factory
+from storage.keys import ServiceKey
 from tests.storage.helpers import graded_result, submit
+
+pytestmark = pytest.mark.tampers
 
 AUDIT = AuditRecord.__table__  # type: ignore[attr-defined]
 ROWS = 6
@@ -36,7 +43,7 @@ async def _rows(engine: AsyncEngine) -> list[Any]:
 
 
 async def test_an_empty_log_verifies(engine: AsyncEngine) -> None:
-    report = await verify_chain(engine)
+    report = await verify_chain(engine, key=ChainKey.of(ServiceKey.ephemeral()))
     assert report.ok and report.checked == 0 and report.head_hash == GENESIS_HASH
 
 
@@ -47,9 +54,12 @@ async def test_the_chain_links_every_row_and_verifies(store: Store, engine: Asyn
     assert rows[0].prev_hash == GENESIS_HASH
     assert all(b.prev_hash == a.hash for a, b in pairwise(rows))
     assert {r.event for r in rows} >= {"submission.received", "grading.completed"}
-    report = await verify_chain(engine, batch_size=4)  # crosses a batch boundary
+    report = await verify_chain(engine, key=store.db.chain_key, batch_size=4)  # two batches
     assert report.ok and report.checked == ROWS and report.first_broken_seq is None
-    assert report.head_hash == rows[-1].hash
+    assert report.head_hash == rows[-1].hash and report.head_seq == ROWS
+    assert report.legacy_rows == 0 and report.gradings_checked == 1
+    assert all(r.hash.startswith(f"k:{store.db.chain_key.key_id}:") for r in rows)
+    assert all(len(r.hash) == 64 for r in rows)
 
 
 def _tampered(column: str, row: Any) -> Any:
@@ -91,7 +101,7 @@ async def test_tampering_any_column_of_any_row_is_detected(
             await connection.execute(
                 update(AUDIT).where(AUDIT.c.seq == row.seq).values({column: _tampered(column, row)})
             )
-        report = await verify_chain(engine, batch_size=4)
+        report = await verify_chain(engine, key=store.db.chain_key, batch_size=4)
         assert not report.ok, f"{column} of row {row.seq}"
         assert report.first_broken_seq == row.seq, report.reason
         assert report.checked == row.seq - 1
@@ -101,14 +111,14 @@ async def test_tampering_any_column_of_any_row_is_detected(
             await connection.execute(
                 update(AUDIT).where(AUDIT.c.seq == tampered_seq).values(dict(row._mapping))
             )
-        assert (await verify_chain(engine)).ok
+        assert (await verify_chain(engine, key=store.db.chain_key)).ok
 
 
 async def test_a_deleted_row_is_named(store: Store, engine: AsyncEngine) -> None:
     await _fill(store)
     async with engine.begin() as connection:
         await connection.execute(delete(AUDIT).where(AUDIT.c.seq == 3))
-    report = await verify_chain(engine)
+    report = await verify_chain(engine, key=store.db.chain_key)
     assert (report.ok, report.first_broken_seq, report.checked) == (False, 3, 2)
     assert "removed" in (report.reason or "")
 
@@ -116,11 +126,12 @@ async def test_a_deleted_row_is_named(store: Store, engine: AsyncEngine) -> None
 async def test_concurrent_appends_never_fork_the_chain(store: Store, engine: AsyncEngine) -> None:
     await asyncio.gather(*(submit(store) for _ in range(12)))
     await asyncio.gather(*(store.tokens.create(name=f"t{i}", role="submitter") for i in range(8)))
-    report = await verify_chain(engine)
+    report = await verify_chain(engine, key=store.db.chain_key)
     assert report.ok and report.checked == 12 + 1 + 8  # + the rubric version, saved once
 
 
-async def test_append_event_hashes_every_column(engine: AsyncEngine) -> None:
+async def test_append_event_hashes_every_column_with_the_key(engine: AsyncEngine) -> None:
+    key = ChainKey.of(ServiceKey.ephemeral())
     async with session_factory(engine)() as session, session.begin():
         record = await append_event(
             session,
@@ -129,31 +140,24 @@ async def test_append_event_hashes_every_column(engine: AsyncEngine) -> None:
             entity_id="t1",
             actor="me",
             payload={"b": [1, 2], "a": "é"},
+            key=key,
         )
     assert record.seq == 1 and record.prev_hash == GENESIS_HASH
-    assert record.hash == row_hash(
-        seq=1,
-        created_at=record.created_at,
-        event="test.event",
-        entity_type="thing",
-        entity_id="t1",
-        actor="me",
-        payload={"a": "é", "b": [1, 2]},
-        prev_hash=GENESIS_HASH,
-    )
-    assert (
-        row_hash(
-            seq=2,
-            created_at=record.created_at,
-            event="test.event",
-            entity_type="thing",
-            entity_id="t1",
-            actor="me",
-            payload={"a": "é", "b": [1, 2]},
-            prev_hash=GENESIS_HASH,
-        )
-        != record.hash
-    )
+    fields: dict[str, Any] = {
+        "seq": 1,
+        "created_at": record.created_at,
+        "event": "test.event",
+        "entity_type": "thing",
+        "entity_id": "t1",
+        "actor": "me",
+        "payload": {"a": "é", "b": [1, 2]},
+        "prev_hash": GENESIS_HASH,
+    }
+    assert record.hash == row_hash(**fields, key=key)
+    assert row_hash(**{**fields, "seq": 2}, key=key) != record.hash
+    # neither plain sha256 nor another key gives the same hash
+    assert row_hash(**fields, key=None) != record.hash
+    assert row_hash(**fields, key=ChainKey.of(ServiceKey.ephemeral())) != record.hash
 
 
 def test_canonical_json_is_sorted_compact_utf8_with_utc_microseconds() -> None:

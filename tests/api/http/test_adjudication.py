@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from storage import verify_chain
+from tests.support.audit import configured_chain_key
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
 
@@ -64,7 +65,7 @@ async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
         assert (
             await client.get(f"/v1/gradings/{grading['id']}/history", headers=agent)
         ).status_code == 403
-    assert (await verify_chain(engine)).ok
+    assert (await verify_chain(engine, key=configured_chain_key())).ok
 
 
 async def test_stale_or_missing_if_match_changes_nothing(api_client: Any, tokens: Any) -> None:

@@ -1,50 +1,83 @@
-"""The append-only audit log: a hash chain over every row.
+"""The append-only audit log: a keyed hash chain over every row.
 
-Each row's ``hash`` is ``sha256(prev_hash + canonical_json(row))`` where the JSON holds
-every other column (``seq``, ``created_at``, ``event``, ``entity_type``, ``entity_id``,
-``actor``, ``payload``), so changing any field of any row, ``seq`` included, breaks
-that row's hash or the link to it. ``seq`` is assigned as last + 1 while the chain is
-locked: on PostgreSQL by a transaction-scoped advisory lock, on SQLite by the write
-lock that ``BEGIN IMMEDIATE`` takes (see ``storage.db``). ``seq`` is the primary key,
-so even a writer that bypassed the lock could not fork the chain, only fail.
+Each row's ``hash`` is an HMAC-SHA256 of ``prev_hash + canonical_json(row)`` where the
+JSON holds every other column (``seq``, ``created_at``, ``event``, ``entity_type``,
+``entity_id``, ``actor``, ``payload``), so changing any field of any row, ``seq``
+included, breaks that row's hash or the link to it. The HMAC key derives from the
+service key (``storage.keys``), which the database never holds: someone who can write
+the database cannot recompute the chain after a rewrite.
 
-No code path updates or deletes audit rows. :func:`verify_chain` walks the log in
-``seq`` order in batches and names the first row where the chain is broken.
+A keyed hash reads ``k:<key id>:<53 hex digits of the HMAC>`` (64 characters, the
+column's width); rows written before keys existed hold a plain ``sha256`` (64 hex
+digits) and are verified as *legacy* rows (see ``storage.audit.verify``).
+
+``seq`` is assigned as last + 1 while the chain is locked: on PostgreSQL by a
+transaction-scoped advisory lock, on SQLite by the write lock that ``BEGIN IMMEDIATE``
+takes (see ``storage.db``). ``seq`` is the primary key, so even a writer that bypassed
+the lock could not fork the chain, only fail.
+
+No code path updates or deletes audit rows.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select, text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.canonical import canonical_json, iso_utc, sha256_hex, utcnow
-from storage.db import read_only
+from storage.keys import ServiceKey
 from storage.tables import AuditRecord
 
 __all__ = [
     "AUDIT_LOCK_KEY",
     "GENESIS_HASH",
+    "KEYED_PREFIX",
     "AuditEntry",
-    "ChainReport",
+    "ChainKey",
     "append_event",
+    "hash_key_id",
     "row_hash",
-    "verify_chain",
 ]
 
 #: ``prev_hash`` of the first row
 GENESIS_HASH = "0" * 64
 #: the PostgreSQL advisory lock that serializes appends (ASCII "srejudge")
 AUDIT_LOCK_KEY = 0x7372656A75646765
-_BATCH = 500
+#: how a keyed row hash begins; a legacy (unkeyed) hash is 64 hex digits
+KEYED_PREFIX = "k:"
+_KID_CHARS = 8
+_MAC_CHARS = 64 - len(KEYED_PREFIX) - _KID_CHARS - 1
 #: ``session.info`` key of the chain head this transaction last wrote
 _HEAD = "sre_judge_audit_head"
 _AUDIT = AuditRecord.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ChainKey:
+    """The audit chain's HMAC key and the short key id written into every keyed hash."""
+
+    mac_key: bytes
+    key_id: str
+
+    @classmethod
+    def of(cls, key: ServiceKey) -> ChainKey:
+        """The chain key derived from the service key (purpose ``"audit"``)."""
+        return cls(mac_key=key.derive("audit"), key_id=key.key_id[:_KID_CHARS])
+
+
+def hash_key_id(value: str) -> str | None:
+    """The key id of a keyed hash, or None for a legacy (plain sha256) hash."""
+    if not value.startswith(KEYED_PREFIX):
+        return None
+    return value[len(KEYED_PREFIX) : len(KEYED_PREFIX) + _KID_CHARS]
 
 
 def row_hash(
@@ -57,8 +90,12 @@ def row_hash(
     actor: str,
     payload: Any,
     prev_hash: str,
+    key: ChainKey | None,
 ) -> str:
-    """The hash of one audit row: covers every column but ``hash`` itself."""
+    """The hash of one audit row: covers every column but ``hash`` itself.
+
+    Keyed with ``key``; without one, the legacy plain sha256 (for checking old rows).
+    """
     content = canonical_json(
         {
             "seq": seq,
@@ -70,7 +107,10 @@ def row_hash(
             "payload": payload,
         }
     )
-    return sha256_hex(prev_hash + content)
+    if key is None:
+        return sha256_hex(prev_hash + content)
+    mac = hmac.new(key.mac_key, (prev_hash + content).encode("utf-8"), hashlib.sha256)
+    return f"{KEYED_PREFIX}{key.key_id}:{mac.hexdigest()[:_MAC_CHARS]}"
 
 
 @dataclass(frozen=True)
@@ -96,12 +136,13 @@ async def append_event(
     entity_id: str,
     actor: str,
     payload: dict[str, Any],
+    key: ChainKey | None,
     at: datetime | None = None,
 ) -> AuditEntry:
     """Append one event inside the caller's transaction and return the row it wrote.
 
     Call it after the transaction's other writes: on PostgreSQL it takes the chain lock,
-    which is held until commit.
+    which is held until commit. ``key`` None writes a legacy row (tests of old logs).
     """
     seq, prev_hash = await _chain_head(session)
     # store exactly what is hashed: plain JSON values, as they will be read back
@@ -116,7 +157,7 @@ async def append_event(
         "payload": stored_payload,
         "prev_hash": prev_hash,
     }
-    entry = AuditEntry(**fields, hash=row_hash(**fields))
+    entry = AuditEntry(**fields, hash=row_hash(**fields, key=key))
     # a Core INSERT, not an ORM object and a flush: one of these per event is on every
     # submission's and grading's path (bench/overhead.py)
     await session.execute(insert(_AUDIT), [vars(entry)])
@@ -150,69 +191,3 @@ async def _chain_head(session: AsyncSession) -> tuple[int, str]:
         )
     ).first()
     return (last.seq + 1, last.hash) if last else (1, GENESIS_HASH)
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    """The outcome of :func:`verify_chain`."""
-
-    ok: bool
-    #: rows found intact before the first break (all rows when ok)
-    checked: int
-    #: the first seq position where the chain is wrong (a missing seq is named too)
-    first_broken_seq: int | None = None
-    reason: str | None = None
-    #: hash of the last intact row: keep it elsewhere to detect truncation later
-    head_hash: str = GENESIS_HASH
-
-
-def _check_row(row: Any, expected_seq: int, prev_hash: str) -> tuple[int, str] | None:
-    if row.seq != expected_seq:
-        return (
-            min(row.seq, expected_seq),
-            f"found seq {row.seq} where seq {expected_seq} was expected "
-            "(a row was removed or renumbered)",
-        )
-    if row.prev_hash != prev_hash:
-        return row.seq, "prev_hash does not match the hash of the previous row"
-    recomputed = row_hash(
-        seq=row.seq,
-        created_at=row.created_at,
-        event=row.event,
-        entity_type=row.entity_type,
-        entity_id=row.entity_id,
-        actor=row.actor,
-        payload=row.payload,
-        prev_hash=row.prev_hash,
-    )
-    if recomputed != row.hash:
-        return row.seq, "hash does not match the row's content"
-    return None
-
-
-async def verify_chain(engine: AsyncEngine, *, batch_size: int = _BATCH) -> ChainReport:
-    """Walk the whole log in seq order, ``batch_size`` rows at a time."""
-    columns = AuditRecord.__table__.c  # type: ignore[attr-defined]
-    expected_seq, prev_hash, checked = 1, GENESIS_HASH, 0
-    async with read_only(engine).connect() as connection:
-        last_seen: int | None = None
-        while True:
-            query = select(*columns).order_by(columns.seq).limit(batch_size)
-            if last_seen is not None:
-                query = query.where(columns.seq > last_seen)
-            rows = (await connection.execute(query)).all()
-            if not rows:
-                return ChainReport(ok=True, checked=checked, head_hash=prev_hash)
-            for row in rows:
-                broken = _check_row(row, expected_seq, prev_hash)
-                if broken is not None:
-                    seq, reason = broken
-                    return ChainReport(
-                        ok=False,
-                        checked=checked,
-                        first_broken_seq=seq,
-                        reason=reason,
-                        head_hash=prev_hash,
-                    )
-                expected_seq, prev_hash, checked = row.seq + 1, row.hash, checked + 1
-            last_seen = rows[-1].seq

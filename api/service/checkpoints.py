@@ -1,0 +1,179 @@
+"""Writing signed checkpoints of the audit log's head outside the database.
+
+A target is a file (JSON Lines: each checkpoint is appended, older ones are kept; the
+file is replaced atomically, so a reader never sees half a line) or an ``http(s)`` URL
+that receives each checkpoint as a JSON POST. ``serve`` writes one every
+``SRE_JUDGE_AUDIT_CHECKPOINT_SECONDS`` when the log has grown (:class:`Checkpointer`);
+``sre-judge audit checkpoint`` writes one on demand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import httpx
+
+from storage import Checkpoint, CheckpointError, Store, make_checkpoint
+
+__all__ = [
+    "Checkpointer",
+    "append_checkpoint",
+    "is_url",
+    "publish_checkpoint",
+    "read_checkpoints",
+    "write_checkpoint",
+]
+
+log = logging.getLogger("sre_judge.audit")
+
+
+def is_url(target: str) -> bool:
+    """True for an ``http(s)`` URL, False for a file path."""
+    return target.startswith(("http://", "https://"))
+
+
+def read_checkpoints(path: Path) -> list[Checkpoint]:
+    """The checkpoints of a JSON Lines file, oldest first; CheckpointError naming the line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path}: {exc.strerror}") from None
+    found = []
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            try:
+                found.append(Checkpoint.from_json(line))
+            except CheckpointError as exc:
+                raise CheckpointError(f"{path} line {number}: {exc}") from None
+    return found
+
+
+def append_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
+    """Append one line to ``path``, replacing the file atomically (older lines kept).
+
+    Writers of several processes take turns on a lock file beside it, so no line is lost.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _replace_with_line(path, checkpoint.to_json())
+
+
+def _replace_with_line(path: Path, line: str) -> None:
+    before = path.read_bytes() if path.exists() else b""
+    if before and not before.endswith(b"\n"):
+        before += b"\n"
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(before + line.encode() + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+async def publish_checkpoint(
+    checkpoint: Checkpoint, target: str, *, client: httpx.AsyncClient | None = None
+) -> None:
+    """Write ``checkpoint`` to a file or POST it to a URL; CheckpointError when refused."""
+    if not is_url(target):
+        await asyncio.to_thread(append_checkpoint, Path(target), checkpoint)
+        return
+    owned = client is None
+    http = client or httpx.AsyncClient(timeout=10.0)
+    try:
+        response = await http.post(
+            target,
+            content=checkpoint.to_json(),
+            headers={"content-type": "application/json"},
+        )
+    except httpx.HTTPError as exc:
+        raise CheckpointError(f"cannot POST the checkpoint to {target}: {exc}") from None
+    finally:
+        if owned:
+            await http.aclose()
+    if response.is_error:
+        raise CheckpointError(f"{target} refused the checkpoint: HTTP {response.status_code}")
+
+
+def _last_in_file(target: str) -> Checkpoint | None:
+    if is_url(target) or not Path(target).exists():
+        return None
+    found = read_checkpoints(Path(target))
+    return found[-1] if found else None
+
+
+async def write_checkpoint(
+    store: Store, target: str | None, *, previous: Checkpoint | None = None
+) -> Checkpoint:
+    """Sign the head (after checking the log extends the previous checkpoint) and write it.
+
+    The previous checkpoint is ``previous``, else the newest in the target file. With
+    ``target`` None the checkpoint is only returned.
+    """
+    if previous is None and target is not None:
+        previous = await asyncio.to_thread(_last_in_file, target)
+    checkpoint = await make_checkpoint(
+        store.engine, store.db.key, at=store.db.clock(), previous=previous
+    )
+    if target is not None:
+        await publish_checkpoint(checkpoint, target)
+    return checkpoint
+
+
+class Checkpointer:
+    """Writes a checkpoint to ``target`` every ``seconds`` while the log grows."""
+
+    def __init__(self, store: Store, target: str, seconds: float) -> None:
+        self.store, self.target, self.seconds = store, target, seconds
+        #: the newest checkpoint this process wrote
+        self.last: Checkpoint | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Begin the periodic writes (the first one at once)."""
+        self._task = asyncio.create_task(self._loop(), name="audit-checkpoints")
+
+    async def stop(self) -> None:
+        """Stop the periodic writes, then write a last checkpoint of the final head."""
+        if self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+        await self.write_once()
+
+    async def write_once(self) -> Checkpoint | None:
+        """Write one checkpoint if the head moved since the last; errors are logged."""
+        try:
+            previous = self.last or await asyncio.to_thread(_last_in_file, self.target)
+            checkpoint = await make_checkpoint(
+                self.store.engine, self.store.db.key, at=self.store.db.clock(), previous=previous
+            )
+            if previous is not None and checkpoint.seq == previous.seq:
+                self.last = previous
+                return None
+            await publish_checkpoint(checkpoint, self.target)
+        except (CheckpointError, OSError) as exc:
+            log.error("audit checkpoint not written: %s", exc)
+            return None
+        self.last = checkpoint
+        log.info("audit checkpoint written: seq %d", checkpoint.seq)
+        return checkpoint
+
+    async def _loop(self) -> None:
+        while True:
+            await self.write_once()
+            await asyncio.sleep(self.seconds)

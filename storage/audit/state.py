@@ -1,0 +1,116 @@
+"""Digests of gradings' current state, so the chain covers the grading and answer tables.
+
+Every transaction that writes a grading or its answers appends an audit event whose
+payload carries ``covers``: ``{grading id: digest}`` of each such grading as it stands
+when the event is written (see ``Database.audit``). ``sre-judge audit verify``
+recomputes every grading's digest from the tables and compares it with the newest one
+in the chain, so an edited verdict or answer, a deleted grading or answer, and the
+newest audit rows deleted while the state they covered remains are all detected.
+
+A digest is generic over the tables' columns: every column but the lease bookkeeping
+(which changes without an audit event), leaving out NULL values and values equal to
+the column's default (a scalar default, or an empty JSON list or object), so a later
+migration that adds a nullable column, or a column with a default, does not change the
+digests of older rows. Leaving a default out loses nothing: it is the only value the
+column's key can stand for when absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import JSON, Table, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from storage.canonical import canonical_json, sha256_hex
+from storage.tables import AnswerRecord, GradingRecord
+
+__all__ = ["COVERS", "grading_digests", "state_digest"]
+
+#: the payload key of the digests an audit event carries
+COVERS = "covers"
+#: columns a worker changes without an audit event: claims, lease extensions, releases
+_BOOKKEEPING = frozenset({"lease_owner", "lease_expires_at", "claim_count"})
+#: answer columns that are not the answer's content
+_ANSWER_SKIP = frozenset({"id", "grading_id"})
+_GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
+_ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
+_DIGEST_CHARS = 32
+#: ids per IN list
+_CHUNK = 500
+
+
+#: stands for the empty list or object a JSON column's default factory makes
+_EMPTY = object()
+
+
+def _defaults(table: Table) -> dict[str, Any]:
+    """Column -> the value its default writes, when that is a constant."""
+    found: dict[str, Any] = {}
+    for column in table.columns:
+        default = column.default
+        if default is None:
+            continue
+        if default.is_scalar:
+            found[column.name] = default.arg  # type: ignore[attr-defined]
+        elif isinstance(column.type, JSON):
+            found[column.name] = _EMPTY
+    return found
+
+
+_DEFAULTS = {_GRADINGS.name: _defaults(_GRADINGS), _ANSWERS.name: _defaults(_ANSWERS)}
+_MISSING = object()
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if default is _EMPTY:
+        return value in ([], {})
+    return default is not _MISSING and value == default
+
+
+def _values(row: Any, table: Table, skip: frozenset[str]) -> dict[str, Any]:
+    defaults = _DEFAULTS[table.name]
+    return {
+        k: v
+        for k, v in row._mapping.items()
+        if v is not None and k not in skip and not _is_default(v, defaults.get(k, _MISSING))
+    }
+
+
+def state_digest(grading: Any, answers: Iterable[Any]) -> str:
+    """The digest of one grading row and its answer rows (rows as read from the tables)."""
+    content = {
+        "grading": _values(grading, _GRADINGS, _BOOKKEEPING),
+        "answers": sorted(
+            (_values(a, _ANSWERS, _ANSWER_SKIP) for a in answers),
+            key=lambda a: a["question_id"],
+        ),
+    }
+    return sha256_hex(canonical_json(content))[:_DIGEST_CHARS]
+
+
+async def grading_digests(
+    executor: AsyncSession | AsyncConnection, ids: Sequence[str]
+) -> dict[str, str | None]:
+    """Each grading's current digest, read from the tables; None for a missing grading."""
+    digests: dict[str, str | None] = dict.fromkeys(ids)
+    unique = list(digests)
+    for start in range(0, len(unique), _CHUNK):
+        chunk = unique[start : start + _CHUNK]
+        gradings = await executor.execute(select(_GRADINGS).where(_GRADINGS.c.id.in_(chunk)))
+        answers = await answers_by_grading(executor, chunk)
+        for row in gradings.all():
+            digests[row.id] = state_digest(row, answers.get(row.id, ()))
+    return digests
+
+
+async def answers_by_grading(
+    executor: AsyncSession | AsyncConnection, ids: Sequence[str]
+) -> dict[str, list[Any]]:
+    """The answer rows of the gradings ``ids``, by grading id."""
+    found: dict[str, list[Any]] = {}
+    query = select(_ANSWERS).where(_ANSWERS.c.grading_id.in_(list(ids)))
+    for row in (await executor.execute(query)).all():
+        found.setdefault(row.grading_id, []).append(row)
+    return found

@@ -1,0 +1,106 @@
+"""``sre-judge audit verify`` and ``audit checkpoint`` as an operator runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+from sqlalchemy import delete, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.cli.main import main
+from storage import Store
+from tests.storage.audit_helpers import AUDIT, GRADINGS, execute, workload
+
+
+async def audit(database_url: str, *args: str, key_file: str | None = None) -> Result:
+    """Run ``sre-judge audit ARGS`` in a thread (it runs its own event loop)."""
+    env = {"SRE_JUDGE_DATABASE_URL": database_url}
+    if key_file is not None:
+        env["SRE_JUDGE_SECRET_KEY_FILE"] = key_file
+    runner = CliRunner()
+    return await asyncio.to_thread(runner.invoke, main, ["audit", *args], env=env)
+
+
+async def test_verify_reports_an_intact_log_and_the_gradings_checked(
+    store: Store, database_url: str
+) -> None:
+    ids = await workload(store)
+    done = await audit(database_url, "verify")
+    assert done.exit_code == 0, done.output
+    assert "audit chain intact: 58 rows checked" in done.output
+    assert f"gradings' state: {len(ids)} checked" in done.output
+
+
+async def test_verify_exits_1_naming_an_edited_verdict(store: Store, database_url: str) -> None:
+    ids = await workload(store)
+    await execute(store.engine, update(GRADINGS).where(GRADINGS.c.id == ids[2]).values(passed=True))
+    done = await audit(database_url, "verify")
+    assert done.exit_code == 1
+    assert f"state broken: grading {ids[2]} differs" in done.output
+
+
+async def test_verify_exits_1_naming_the_broken_row(store: Store, database_url: str) -> None:
+    await workload(store)
+    await execute(store.engine, delete(AUDIT).where(AUDIT.c.seq == 7))
+    done = await audit(database_url, "verify")
+    assert done.exit_code == 1 and "audit log broken at row 7" in done.output
+
+
+async def test_verify_needs_the_key_and_never_creates_one(
+    store: Store, database_url: str, tmp_path: Path
+) -> None:
+    await workload(store)
+    missing = tmp_path / "nope.key"
+    done = await audit(database_url, "verify", key_file=str(missing))
+    assert done.exit_code == 2 and "no service key" in done.output
+    assert not missing.exists()
+    other = tmp_path / "other.key"
+    other.write_text("x" * 64)
+    done = await audit(database_url, "verify", key_file=str(other))
+    assert done.exit_code == 1 and "not with the configured key" in done.output
+
+
+async def test_checkpoints_are_appended_and_checked(
+    store: Store, engine: AsyncEngine, database_url: str, tmp_path: Path
+) -> None:
+    await workload(store)
+    file = tmp_path / "checkpoints.jsonl"
+    first = await audit(database_url, "checkpoint", "--out", str(file))
+    assert first.exit_code == 0, first.output
+    await store.tokens.create(name="later", role="submitter")
+    second = await audit(database_url, "checkpoint", "--out", str(file))
+    assert second.exit_code == 0, second.output
+    lines = [json.loads(line) for line in file.read_text().splitlines()]
+    assert [c["seq"] for c in lines] == [58, 59]
+    done = await audit(database_url, "verify", "--checkpoint", str(file))
+    assert done.exit_code == 0, done.output
+    assert "checkpoint holds: row 59" in done.output
+    # truncated back past the newest checkpoint: the chain itself still verifies
+    await execute(engine, delete(AUDIT).where(AUDIT.c.seq == 59))
+    assert (await audit(database_url, "verify")).exit_code == 0
+    done = await audit(database_url, "verify", "--checkpoint", str(file))
+    assert done.exit_code == 1
+    assert "checkpoint of row 59" in done.output and "deleted back past" in done.output
+    # and no new checkpoint is signed over it
+    refused = await audit(database_url, "checkpoint", "--out", str(file))
+    assert refused.exit_code == 1 and "previous checkpoint does not hold" in refused.output
+    assert len(file.read_text().splitlines()) == 2
+
+
+async def test_a_checkpoint_without_a_target_is_printed(store: Store, database_url: str) -> None:
+    await workload(store)
+    done = await audit(database_url, "checkpoint")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["seq"] == 58
+
+
+async def test_an_unreadable_checkpoint_file_is_bad_usage(
+    store: Store, database_url: str, tmp_path: Path
+) -> None:
+    file = tmp_path / "bad.jsonl"
+    file.write_text("not json\n")
+    done = await audit(database_url, "verify", "--checkpoint", str(file))
+    assert done.exit_code == 2 and "line 1" in done.output
