@@ -162,16 +162,20 @@ def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
             time.sleep(state.first_token_seconds)
             parts = list(parts)
             tokens = len(parts) - (3 if sse else 1)
-            for index, part in enumerate(parts):
-                if state.cut_after is not None and index > state.cut_after:
-                    return  # dropped: the final part never comes
-                line = json.dumps(part)
-                self.wfile.write(f"data: {line}\n\n".encode() if sse else f"{line}\n".encode())
-                self.wfile.flush()
-                if 0 < index <= tokens:
-                    time.sleep(state.token_seconds)
-            if sse:
-                self.wfile.write(b"data: [DONE]\n\n")
+            try:
+                for index, part in enumerate(parts):
+                    if state.cut_after is not None and index > state.cut_after:
+                        return  # dropped: the final part never comes
+                    line = json.dumps(part)
+                    data = f"data: {line}\n\n" if sse else f"{line}\n"
+                    self.wfile.write(data.encode())
+                    self.wfile.flush()
+                    if 0 < index <= tokens:
+                        time.sleep(state.token_seconds)
+                if sse:
+                    self.wfile.write(b"data: [DONE]\n\n")
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the client gave up on the reply (a limit it set was reached)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))

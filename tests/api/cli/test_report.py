@@ -56,7 +56,7 @@ async def test_reports_as_table_json_csv_and_charts(
     assert table.returncode == 0, table.stderr
     plain = next(line for line in table.stdout.splitlines() if "plain" in line)
     assert "27" in plain and "0.704" in plain and "0.515–0.841" in plain
-    assert "unscored and pending are not counted as failures" in table.stdout
+    assert "unscored, pending and held" in table.stdout
     assert png.read_bytes().startswith(PNG_SIGNATURE)
     pixels = matplotlib.image.imread(png)
     assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
@@ -130,7 +130,8 @@ async def test_export_jsonl_csv_and_sregym(
         "confidence": "High",
     }
     assert second["Diagnosis.success"] == "False" and second["Diagnosis.judgment"] == "False"
-    assert third["problem_id"] == "k8s/dns" and third["Diagnosis.success"] == ""
+    # an inline ground truth: the id its metadata claims, marked as not a registered one
+    assert third["problem_id"] == "inline:k8s/dns" and third["Diagnosis.success"] == ""
 
     plain = run_cli(database_url, "export", "--format", "csv", "--agent", "a")
     assert plain.returncode == 0, plain.stderr
