@@ -22,7 +22,8 @@ ENV PATH=/opt/sre-judge/bin:$PATH \
     SRE_JUDGE_FAILURE_TAGS_FILE=/usr/share/sre-judge/vocabularies/failure-tags.yaml
 RUN groupadd --system --gid 10001 sre-judge \
     && useradd --system --uid 10001 --gid sre-judge --home-dir /var/lib/sre-judge \
-       --create-home --shell /usr/sbin/nologin sre-judge
+       --create-home --shell /usr/sbin/nologin sre-judge \
+    && install -d -o 10001 -g 10001 /var/lib/sre-judge/checkpoints
 COPY --from=build /opt/sre-judge /opt/sre-judge
 COPY rubrics /usr/share/sre-judge/rubrics
 COPY vocabularies /usr/share/sre-judge/vocabularies

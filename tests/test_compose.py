@@ -87,24 +87,32 @@ def test_every_long_running_service_has_a_healthcheck(compose: dict[str, Any]) -
 
 
 def test_data_lives_in_named_volumes(compose: dict[str, Any]) -> None:
-    assert set(compose["volumes"]) == {"postgres-data", "ollama-models"}
+    assert set(compose["volumes"]) == {"postgres-data", "ollama-models", "audit-checkpoints"}
     mounts = {
         name: {(v["type"], v["source"], v["target"]) for v in s.get("volumes", [])}
         for name, s in compose["services"].items()
     }
     assert ("volume", "postgres-data", "/var/lib/postgresql/data") in mounts["postgres"]
     assert ("volume", "ollama-models", "/root/.ollama") in mounts["ollama"]
+    # signed audit checkpoints outlive the container, away from the database's volume
+    checkpoints = ("volume", "audit-checkpoints", "/var/lib/sre-judge/checkpoints")
+    assert checkpoints in mounts["sre-judge"]
+    target = compose["services"]["sre-judge"]["environment"]["SRE_JUDGE_AUDIT_CHECKPOINT"]
+    assert target.startswith(checkpoints[2] + "/")
 
 
 def test_secrets_come_from_files_not_from_the_compose_file(compose: dict[str, Any]) -> None:
     assert {n: Path(s["file"]).relative_to(ROOT) for n, s in compose["secrets"].items()} == {
         "admin_token": Path("secrets/admin_token"),
         "postgres_password": Path("secrets/postgres_password"),
+        "service_key": Path("secrets/service_key"),
     }
     service = compose["services"]["sre-judge"]
     env = service["environment"]
     assert env["SRE_JUDGE_BOOTSTRAP_ADMIN_TOKEN_FILE"] == "/run/secrets/admin_token"
     assert env["SRE_JUDGE_DATABASE_PASSWORD_FILE"] == "/run/secrets/postgres_password"
+    # the audit key survives a recreated container, and is never in the database
+    assert env["SRE_JUDGE_SECRET_KEY_FILE"] == "/run/secrets/service_key"
     assert ":" not in env["SRE_JUDGE_DATABASE_URL"].split("://", 1)[1].split("@")[0]
     postgres_env = compose["services"]["postgres"]["environment"]
     assert "POSTGRES_PASSWORD" not in postgres_env
