@@ -8,7 +8,8 @@ every parameter), more Hypothesis examples, stateful chains that reuse the ids a
 return, and the operations a submitter may call under a submitter token. The judge is
 the scripted one, and the OpenAI and Ollama clients point at a closed loopback port in
 case a request names another judge, so nothing leaves the machine.
-``SRE_JUDGE_FUZZ_SEED`` changes the seed (CI keeps the fixed one, so runs repeat).
+``SRE_JUDGE_FUZZ_SEED`` changes the seed (CI keeps the fixed one, so runs repeat) and
+``SRE_JUDGE_FUZZ_EXAMPLES`` the examples per operation of the slow run (default 8).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from tests.support.fuzz import (
 from tests.support.submissions import DIAGNOSIS, TRUTH
 
 SEED = int(os.environ.get("SRE_JUDGE_FUZZ_SEED", DEFAULT_SEED))
+#: Hypothesis examples per operation and mode in the slow run; raise it for a deeper hunt
+SLOW_EXAMPLES = int(os.environ.get("SRE_JUDGE_FUZZ_EXAMPLES", 8))
 #: nowhere: a judge spec without a base URL would otherwise reach the clients' defaults
 CLOSED_PORT = "http://127.0.0.1:9"
 
@@ -111,13 +114,13 @@ async def test_every_route_survives_coverage_fuzzing_and_stateful_runs(
     submitter = (await tokens("submitter", "fuzz-agent"))["Authorization"].removeprefix("Bearer ")
     _seed_data(fuzzed_app, admin, submitter)
     phases = {"examples", "coverage", "fuzzing", "stateful"}
-    as_admin = run_fuzz(fuzzed_app, admin, max_examples=8, phases=phases, seed=SEED)
+    as_admin = run_fuzz(fuzzed_app, admin, max_examples=SLOW_EXAMPLES, phases=phases, seed=SEED)
     _assert_clean(as_admin, len(all_operations(fuzzed_app)))
     visible = submitter_operations(fuzzed_app)
     as_submitter = run_fuzz(
         fuzzed_app,
         submitter,
-        max_examples=8,
+        max_examples=SLOW_EXAMPLES,
         phases={"fuzzing"},
         operation_ids=visible,
         seed=SEED,
