@@ -9,7 +9,7 @@ return, and the operations a submitter may call under a submitter token. The jud
 the scripted one, and the OpenAI and Ollama clients point at a closed loopback port in
 case a request names another judge, so nothing leaves the machine.
 ``SRE_JUDGE_FUZZ_SEED`` changes the seed (CI keeps the fixed one, so runs repeat) and
-``SRE_JUDGE_FUZZ_EXAMPLES`` the examples per operation of the slow run (default 8).
+``SRE_JUDGE_FUZZ_EXAMPLES`` the most examples per operation of the slow run (default 8).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from tests.support.fuzz import (
 from tests.support.submissions import DIAGNOSIS, TRUTH
 
 SEED = int(os.environ.get("SRE_JUDGE_FUZZ_SEED", DEFAULT_SEED))
-#: Hypothesis examples per operation and mode in the slow run; raise it for a deeper hunt
+#: most Hypothesis examples per operation in the slow run; raise it for a deeper hunt
 SLOW_EXAMPLES = int(os.environ.get("SRE_JUDGE_FUZZ_EXAMPLES", 8))
 #: nowhere: a judge spec without a base URL would otherwise reach the clients' defaults
 CLOSED_PORT = "http://127.0.0.1:9"
@@ -70,8 +70,8 @@ def fuzzed_app(
 
 
 def _seed_data(app: Litestar, admin: str, submitter: str) -> None:
-    """A scenario, a grading of each submitter and a failure tag, so that lists,
-    stats and exports have rows to read."""
+    """A scenario and a grading from each token (inline and registered ground truth), so
+    that lists, stats and exports have rows to read."""
     with get_client(app) as client:
 
         def post(path: str, token: str, body: dict[str, Any]) -> None:
@@ -89,6 +89,11 @@ def _seed_data(app: Litestar, admin: str, submitter: str) -> None:
         )
 
 
+async def _bearer(tokens: Any, role: str) -> str:
+    headers = await tokens(role, f"fuzz-{role}")
+    return str(headers["Authorization"]).removeprefix("Bearer ")
+
+
 def _assert_clean(figures: FuzzFigures, expected_operations: int) -> None:
     print(figures.summary())  # the figures the closing note quotes (pytest -s, or -rA)
     assert not figures.server_errors, "\n".join(figures.server_errors[:20])
@@ -99,8 +104,7 @@ def _assert_clean(figures: FuzzFigures, expected_operations: int) -> None:
 async def test_every_route_answers_generated_requests_without_a_5xx(
     fuzzed_app: Litestar, tokens: Any
 ) -> None:
-    admin = (await tokens("admin", "fuzz-admin"))["Authorization"].removeprefix("Bearer ")
-    submitter = (await tokens("submitter", "fuzz-agent"))["Authorization"].removeprefix("Bearer ")
+    admin, submitter = await _bearer(tokens, "admin"), await _bearer(tokens, "submitter")
     _seed_data(fuzzed_app, admin, submitter)
     figures = run_fuzz(fuzzed_app, admin, max_examples=1, phases={"fuzzing"}, seed=SEED)
     _assert_clean(figures, len(all_operations(fuzzed_app)))
@@ -110,8 +114,7 @@ async def test_every_route_answers_generated_requests_without_a_5xx(
 async def test_every_route_survives_coverage_fuzzing_and_stateful_runs(
     fuzzed_app: Litestar, tokens: Any
 ) -> None:
-    admin = (await tokens("admin", "fuzz-admin"))["Authorization"].removeprefix("Bearer ")
-    submitter = (await tokens("submitter", "fuzz-agent"))["Authorization"].removeprefix("Bearer ")
+    admin, submitter = await _bearer(tokens, "admin"), await _bearer(tokens, "submitter")
     _seed_data(fuzzed_app, admin, submitter)
     phases = {"examples", "coverage", "fuzzing", "stateful"}
     as_admin = run_fuzz(fuzzed_app, admin, max_examples=SLOW_EXAMPLES, phases=phases, seed=SEED)
