@@ -6,7 +6,7 @@
      +-- NotFound               an id that does not exist
      +-- Conflict               a write that collides with what is stored
      |    +-- IdempotencyConflict   same idempotency key, different request
-     +-- InvalidCursor          a pagination cursor that this store did not issue
+     +-- InvalidCursor          a pagination cursor that this service did not sign
      +-- PreconditionFailed     a conditional write whose expected revision is stale
      +-- InvalidReview          an override, label or tag that does not fit the grading
 
@@ -44,7 +44,10 @@ class IdempotencyConflict(Conflict):
 
 
 class InvalidCursor(StorageError, ValueError):
-    """A pagination cursor that cannot be decoded."""
+    """A pagination cursor this service did not sign (forged, edited, from another list or
+    another key); ``field`` names the request parameter that carried it."""
+
+    field = "cursor"
 
 
 class PreconditionFailed(StorageError):

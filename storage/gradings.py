@@ -1,16 +1,13 @@
 """Reading gradings: one, a filtered page, their judge calls and their history.
 
 Lists are ordered newest first by ``(created_at, id)`` and paginated by keyset: the
-cursor encodes the last row's ``(created_at, id)`` and the next page continues
-strictly after it. New gradings are newer than every listed one, so inserts between
-pages never shift, duplicate or skip rows of later pages.
+cursor holds the last row's ``(created_at, id)``, signed (``storage.cursors``), and
+the next page continues strictly after it. New gradings are newer than every listed
+one, so inserts between pages never shift, duplicate or skip rows of later pages.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -21,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.canonical import iso_utc
+from storage.cursors import CursorCodec
 from storage.database import Database
 from storage.errors import InvalidCursor, NotFound
 from storage.models import GradingFilter, GradingView
@@ -42,19 +40,18 @@ _EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
-def encode_cursor(created_at: datetime, grading_id: str) -> str:
-    """An opaque cursor: URL-safe base64 of ``[created_at ISO, id]``."""
-    raw = json.dumps([iso_utc(created_at), grading_id], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+def encode_cursor(codec: CursorCodec, created_at: datetime, grading_id: str) -> str:
+    """The signed cursor of the position after ``(created_at, grading_id)``."""
+    return codec.encode([iso_utc(created_at), grading_id])
 
 
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """The ``(created_at, id)`` of a cursor; raises InvalidCursor."""
+def decode_cursor(codec: CursorCodec, cursor: str) -> tuple[datetime, str]:
+    """The ``(created_at, id)`` of a cursor ``codec`` signed; raises InvalidCursor."""
+    position = codec.decode(cursor)
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        stamp, grading_id = json.loads(raw)
+        stamp, grading_id = position
         created_at = datetime.fromisoformat(stamp)
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError) as exc:
         raise InvalidCursor("the cursor is not one this service issued") from exc
     forged = (
         not isinstance(grading_id, str)
@@ -62,7 +59,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         or created_at.utcoffset() is None
         or not _EARLIEST <= created_at <= _LATEST  # no grading was made then
     )
-    if forged:
+    if forged:  # signed with our key, so never reached unless the key leaked
         raise InvalidCursor("the cursor is not one this service issued")
     return created_at, grading_id
 
@@ -109,6 +106,7 @@ class GradingReads:
     def __init__(self, db: Database) -> None:
         """Work through ``db``."""
         self._db = db
+        self._cursors = CursorCodec(db.key, "gradings")
 
     async def _views(
         self, session: AsyncSession, pairs: Sequence[tuple[GradingRecord, SubmissionRecord]]
@@ -163,7 +161,7 @@ class GradingReads:
         if submitted_by is not None:
             query = query.where(col(SubmissionRecord.submitted_by) == submitted_by)
         if after is not None:
-            created_at, grading_id = decode_cursor(after)
+            created_at, grading_id = decode_cursor(self._cursors, after)
             query = query.where(
                 or_(
                     col(GradingRecord.created_at) < created_at,
@@ -181,7 +179,7 @@ class GradingReads:
             more = len(pairs) > limit
             views = await self._views(session, pairs[:limit])
         last = views[-1].grading if views else None
-        cursor = encode_cursor(last.created_at, last.id) if more and last else None
+        cursor = encode_cursor(self._cursors, last.created_at, last.id) if more and last else None
         return views, cursor
 
     async def _require_grading(self, session: AsyncSession, grading_id: str) -> GradingRecord:

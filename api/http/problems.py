@@ -68,7 +68,7 @@ _TABLE: tuple[tuple[type[Exception], _Mapping], ...] = (
     (InvalidReview, _Mapping(422, "Invalid request")),
     (Conflict, _Mapping(409, "Conflict")),
     (NotFound, _Mapping(404, "Not found")),
-    (InvalidCursor, _Mapping(422, "Invalid cursor")),
+    (InvalidCursor, _Mapping(400, "Invalid cursor")),
     (NotPermitted, _Mapping(403, "Forbidden")),
     (ServiceError, _Mapping(422, "Invalid request")),
     (InputError, _Mapping(422, "Invalid input")),

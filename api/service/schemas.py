@@ -68,7 +68,7 @@ class ScenarioCreate(BaseModel):
         description="scenario id; may contain `/`; may not start with `inline:`",
     )
     ground_truth: StrictStr = Field(description="empty for a healthy-cluster control scenario")
-    title: StrictStr | None = Field(default=None, max_length=300)
+    title: StrictStr | None = Field(default=None, max_length=256)  # the column's length
     tags: list[StrictStr] = Field(default_factory=list, max_length=50)
 
     @field_validator("id")

@@ -24,7 +24,7 @@ class TokenCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: StrictStr = Field(min_length=1, max_length=200)
+    name: StrictStr = Field(min_length=1, max_length=128)  # the column's length
     role: Role
     expires_at: datetime | None = None
     inline_ground_truth: StrictBool = Field(

@@ -186,5 +186,6 @@ async def test_a_forged_cursor_is_refused_not_a_500(
     cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
     async with api_client() as client:
         answer = await client.get(f"/v1/gradings?cursor={cursor}", headers=agent)
-    assert answer.status_code == 422, answer.text
+    assert answer.status_code == 400, answer.text
     assert answer.json()["title"] == "Invalid cursor"
+    assert answer.json()["errors"][0]["field"] == "cursor"

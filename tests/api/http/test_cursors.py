@@ -1,0 +1,69 @@
+"""Pagination cursors over HTTP: opaque, honoured by every server sharing the service key,
+and a 400 naming ``cursor`` when forged, edited or signed by another deployment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.submissions import TRUTH
+
+KEY = "k" * 40
+OTHER_KEY = "o" * 40
+
+
+async def _submit_three(client: Any, headers: dict[str, str]) -> None:
+    for n in range(3):
+        body = {"diagnosis": f"diagnosis {n}", "ground_truth": TRUTH}
+        answer = await client.post("/v1/submissions", json=body, headers=headers)
+        assert answer.status_code in (201, 202), answer.text
+
+
+async def _first_page(client: Any, headers: dict[str, str]) -> tuple[list[str], str]:
+    answer = await client.get("/v1/gradings?limit=1", headers=headers)
+    assert answer.status_code == 200, answer.text
+    page = answer.json()
+    return [g["id"] for g in page["items"]], page["next_cursor"]
+
+
+def _assert_cursor_refused(answer: Any) -> None:
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    body = answer.json()
+    assert body["title"] == "Invalid cursor"
+    assert [e["field"] for e in body["errors"]] == ["cursor"]
+
+
+async def test_a_cursor_from_one_server_pages_on_another_with_the_same_key(
+    api_client: Any, tokens: Any
+) -> None:
+    agent = await tokens("submitter")
+    async with api_client(secret_key=KEY, start_workers=False) as first:
+        await _submit_three(first, agent)
+        seen, cursor = await _first_page(first, agent)
+    assert cursor and all(c.isalnum() or c in "-_." for c in cursor)
+    async with api_client(secret_key=KEY, start_workers=False) as second:
+        answer = await second.get(f"/v1/gradings?limit=5&cursor={cursor}", headers=agent)
+    assert answer.status_code == 200, answer.text
+    rest = [g["id"] for g in answer.json()["items"]]
+    assert len(rest) == 2 and not set(rest) & set(seen)
+
+
+async def test_a_cursor_from_another_deployment_is_a_400(api_client: Any, tokens: Any) -> None:
+    agent = await tokens("submitter")
+    async with api_client(secret_key=KEY, start_workers=False) as first:
+        await _submit_three(first, agent)
+        _, cursor = await _first_page(first, agent)
+    async with api_client(secret_key=OTHER_KEY, start_workers=False) as other:
+        _assert_cursor_refused(await other.get(f"/v1/gradings?cursor={cursor}", headers=agent))
+
+
+async def test_an_edited_cursor_is_a_400_naming_the_parameter(api_client: Any, tokens: Any) -> None:
+    agent = await tokens("submitter")
+    async with api_client(secret_key=KEY, start_workers=False) as client:
+        await _submit_three(client, agent)
+        _, cursor = await _first_page(client, agent)
+        payload, tag = cursor.split(".")
+        swapped = payload[:-1] + ("A" if payload[-1] != "A" else "B")
+        for edited in (f"{swapped}.{tag}", payload, f"{cursor}x", "not-a-cursor"):
+            answer = await client.get(f"/v1/gradings?cursor={edited}", headers=agent)
+            _assert_cursor_refused(answer)
