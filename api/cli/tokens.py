@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 __all__ = ["tokens_group"]
 
+#: the longest principal name a token may carry (the API's limit too)
+NAME_MAX = 128
+
 
 @click.group("tokens")
 def tokens_group() -> None:
@@ -36,6 +39,8 @@ def tokens_create(
 
     Example: sre-judge tokens create --role submitter --name ci-harness --inline-ground-truth
     """
+    if not 1 <= len(name) <= NAME_MAX:  # what the token table's name column holds
+        raise click.BadParameter(f"1 to {NAME_MAX} characters", param_hint="--name")
     expires_at = datetime.now(UTC) + timedelta(days=expires_in_days) if expires_in_days else None
 
     async def create(store: Store) -> str:

@@ -30,6 +30,8 @@ async def test_create_list_revoke(database_url: str, engine: AsyncEngine) -> Non
     assert missing.returncode == 2 and "no token" in missing.stderr
     bad_role = cli("tokens", "create", "--role", "god", "--name", "x", env=env)
     assert bad_role.returncode == 2
+    too_long = cli("tokens", "create", "--role", "submitter", "--name", "x" * 129, env=env)
+    assert too_long.returncode == 2 and "--name" in too_long.stderr
     args = ("--role", "submitter", "--name", "conductor", "--inline-ground-truth")
     granted = cli("tokens", "create", *args, env=env)
     record = await store.tokens.authenticate(granted.stdout.strip())
