@@ -27,9 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,16 +34,25 @@ import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from judge.backends.http import MAX_ERROR_TEXT, is_context_overflow, status_error
-from judge.backends.openai_stream import SERVER, EmptyStream, read_stream
+from judge.backends.http import MAX_ERROR_TEXT
+from judge.backends.openai_errors import (
+    LOGPROBS_REJECTION,
+    map_openai_errors,
+    refuses_json_schema,
+)
+from judge.backends.openai_stream import (
+    SERVER,
+    EmptyStream,
+    completion_of,
+    read_stream,
+    token_logprobs,
+)
 from judge.backends.streaming import StreamLimits, answered
-from judge.calls import Completion, JudgeRequest, TokenLogprob
+from judge.calls import Completion, JudgeRequest
 from judge.errors import (
     FeatureRefused,
     JudgeCallError,
     JudgeRejected,
-    JudgeTimeout,
-    JudgeUnavailable,
 )
 
 __all__ = [
@@ -60,12 +66,6 @@ JSON_OBJECT = "json_object"
 
 TOP_LOGPROBS = 5
 
-_LOGPROBS_REJECTION = re.compile(r"logprob", re.IGNORECASE)
-#: how servers refuse ``json_schema``: OpenAI-compatible 400s name ``response_format``;
-#: llama.cpp-based servers answer 500 naming the schema or the grammar made from it
-_FORMAT_REJECTION = re.compile(
-    r"response_format|json_schema|json schema|unrecognized schema|grammar", re.IGNORECASE
-)
 #: keys of a ``/v1/models`` entry that give the context window, the served one first
 #: (vLLM ``max_model_len``; LM Studio, OpenRouter and others), then llama.cpp's
 #: ``meta.n_ctx_train``, the trained window: an upper bound of what the server runs with
@@ -84,36 +84,9 @@ class EndpointQuirks:
     formats: dict[str, str] = field(default_factory=dict)
     #: endpoints that rejected ``logprobs``
     no_logprobs: set[str] = field(default_factory=set)
-
-
-@contextmanager
-def map_openai_errors() -> Iterator[None]:
-    """Translate the ``openai`` client's exceptions into ``judge.errors``.
-
-    Error statuses as ``judge.backends.http.status_error`` says, timeouts ->
-    JudgeTimeout, connection failures and unreadable replies -> JudgeUnavailable.
-    """
-    try:
-        yield
-    except openai.APIStatusError as exc:
-        status, text, headers = exc.status_code, str(exc.message), exc.response.headers
-        error = status_error(status, text, server="openai-compatible server", headers=headers)
-        raise error from exc
-    except openai.APITimeoutError as exc:
-        raise JudgeTimeout("openai-compatible server did not answer in time") from exc
-    except openai.APIConnectionError as exc:
-        cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection error"
-        raise JudgeUnavailable(f"cannot reach openai-compatible server ({cause})") from exc
-    except openai.APIError as exc:  # e.g. APIResponseValidationError: unreadable reply
-        raise JudgeUnavailable(f"unreadable reply ({type(exc).__name__})") from exc
-
-
-def _refuses_json_schema(exc: openai.APIStatusError) -> bool:
-    """Whether an error looks like the server refusing ``response_format: json_schema``."""
-    if exc.status_code == 429 or is_context_overflow(str(exc.message)):
-        return False
-    refusing = exc.status_code in (400, 422) or exc.status_code >= 500
-    return refusing and bool(_FORMAT_REJECTION.search(str(exc.message)))
+    #: endpoints whose next call goes without streaming, once: their last stream came
+    #: back empty (an error after the headers), and only a plain answer says which
+    unstreamed_once: set[str] = field(default_factory=set)
 
 
 def _window_of(entry: dict[str, Any]) -> int | None:
@@ -134,26 +107,6 @@ def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
         "type": JSON_SCHEMA,
         "json_schema": {"name": "judge_reply", "strict": True, "schema": schema},
     }
-
-
-def _token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
-    """The content tokens' log-probabilities of a choice, or None if the server gave none."""
-    content = getattr(getattr(choice, "logprobs", None), "content", None)
-    if not content:
-        return None
-    tokens = []
-    for item in content:
-        token, logprob = getattr(item, "token", None), getattr(item, "logprob", None)
-        if not isinstance(token, str) or not isinstance(logprob, int | float):
-            return None
-        top = tuple(
-            (alt.token, float(alt.logprob))
-            for alt in getattr(item, "top_logprobs", None) or []
-            if isinstance(getattr(alt, "token", None), str)
-            and isinstance(getattr(alt, "logprob", None), int | float)
-        )
-        tokens.append(TokenLogprob(token=token, logprob=float(logprob), top=top))
-    return tuple(tokens)
 
 
 class OpenAIBackend:
@@ -191,20 +144,24 @@ class OpenAIBackend:
         self._context_known = False
 
     async def complete(self, request: JudgeRequest) -> Completion:
-        """Send one chat completion request.
+        """Send one chat completion request and read its streamed reply.
 
         A refusal of ``json_schema`` or of ``logprobs`` is noted for the endpoint and
         raised as :class:`FeatureRefused`: the retry loop records it as an attempt and
-        asks again at once, without the refused feature.
+        asks again at once, without the refused feature. So is an empty stream: the
+        next request goes once without streaming, so that the server's error (a refused
+        feature, an overflowing prompt) comes back as a status that says what it is.
         """
         form = self.quirks.formats.get(self.endpoint, JSON_SCHEMA)
         logprobs = self.logprobs and self.endpoint not in self.quirks.no_logprobs
+        streamed = self.endpoint not in self.quirks.unstreamed_once
+        self.quirks.unstreamed_once.discard(self.endpoint)
         started = asyncio.get_running_loop().time()
         with map_openai_errors():
             try:
-                stream = await answered(
-                    self._create(request, form, logprobs=logprobs),
-                    self.limits,
+                reply = await answered(
+                    self._create(request, form, logprobs=logprobs, streamed=streamed),
+                    self.limits if streamed else self.limits.whole_call(),
                     server=SERVER,
                     started=started,
                 )
@@ -213,23 +170,22 @@ class OpenAIBackend:
                 if refused is None:
                     raise
                 raise refused from exc
+            if not streamed:
+                return completion_of(reply, form, self.model, token_logprobs)
             try:
                 return await read_stream(
-                    stream,
+                    reply,
                     self.limits,
                     form=form,
                     model=self.model,
-                    logprobs_of=_token_logprobs,
+                    logprobs_of=token_logprobs,
                     started=started,
                 )
             except EmptyStream as exc:
-                if not logprobs:
-                    raise
-                # the streamed form of llama-cpp-python's 500 "logprobs is not supported"
-                self.quirks.no_logprobs.add(self.endpoint)
+                self.quirks.unstreamed_once.add(self.endpoint)
                 raise FeatureRefused(
-                    f"{self.endpoint} sent an empty stream when asked for logprobs; "
-                    "asking without them",
+                    f"{self.endpoint} sent an empty stream (an error after its headers); "
+                    "asking once without streaming to learn which",
                     status_code=200,
                 ) from exc
 
@@ -240,7 +196,7 @@ class OpenAIBackend:
         status, message = exc.status_code, str(exc.message)
         said = f"({status}: {message[:MAX_ERROR_TEXT]})"
         # llama-cpp-python answers 500 "logprobs is not supported ..." without logits_all
-        if logprobs and status != 429 and _LOGPROBS_REJECTION.search(message):
+        if logprobs and status != 429 and LOGPROBS_REJECTION.search(message):
             self.quirks.no_logprobs.add(self.endpoint)
             return FeatureRefused(
                 f"{self.endpoint} refused logprobs {said}; asking without them",
@@ -249,7 +205,7 @@ class OpenAIBackend:
         if form == JSON_OBJECT and 400 <= status < 500 and status != 429:
             # the remembered fallback is refused too: try json_schema again next time
             self.quirks.formats.pop(self.endpoint, None)
-        if form == JSON_SCHEMA and _refuses_json_schema(exc):
+        if form == JSON_SCHEMA and refuses_json_schema(exc):
             self.quirks.formats[self.endpoint] = JSON_OBJECT
             return FeatureRefused(
                 f"{self.endpoint} refused json_schema {said}; asking with json_object",
@@ -258,9 +214,9 @@ class OpenAIBackend:
         return None
 
     async def _create(
-        self, request: JudgeRequest, form: str, *, logprobs: bool
-    ) -> AsyncStream[ChatCompletionChunk]:
-        """Send the request for a streamed reply; returns once the answer's headers came."""
+        self, request: JudgeRequest, form: str, *, logprobs: bool, streamed: bool = True
+    ) -> Any:
+        """Send the request: a stream (once the answer's headers came) or a whole reply."""
         params = request.params
         messages: Any = [{"role": m.role, "content": m.content} for m in request.messages]
         body: dict[str, Any] = {
@@ -269,9 +225,9 @@ class OpenAIBackend:
             "temperature": params.temperature,
             "max_tokens": params.max_tokens,
             "response_format": _response_format(form, request.reply_schema),
-            "stream": True,
-            "stream_options": {"include_usage": True},
         }
+        if streamed:
+            body.update(stream=True, stream_options={"include_usage": True})
         if params.seed is not None:
             body["seed"] = params.seed
         if logprobs:
@@ -280,6 +236,8 @@ class OpenAIBackend:
         # chat.completions.create: that one walks every node of the body against the
         # typed parameters on each call, which cost more than a grading's storage
         # (bench/overhead.py); the body here is built from checked values already.
+        if not streamed:
+            return await self._client.post("/chat/completions", cast_to=ChatCompletion, body=body)
         stream: AsyncStream[ChatCompletionChunk] = await self._client.post(
             "/chat/completions",
             cast_to=ChatCompletion,

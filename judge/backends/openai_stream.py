@@ -20,9 +20,29 @@ from judge.backends.streaming import StreamLimits, cut_short, paced
 from judge.calls import Completion, TokenLogprob
 from judge.errors import JudgeTimeout, JudgeUnavailable
 
-__all__ = ["EmptyStream", "completion_of", "read_stream"]
+__all__ = ["EmptyStream", "completion_of", "read_stream", "token_logprobs"]
 
 SERVER = "openai-compatible server"
+
+
+def token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
+    """The content tokens' log-probabilities of a choice, or None if the server gave none."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    tokens = []
+    for item in content:
+        token, logprob = getattr(item, "token", None), getattr(item, "logprob", None)
+        if not isinstance(token, str) or not isinstance(logprob, int | float):
+            return None
+        top = tuple(
+            (alt.token, float(alt.logprob))
+            for alt in getattr(item, "top_logprobs", None) or []
+            if isinstance(getattr(alt, "token", None), str)
+            and isinstance(getattr(alt, "logprob", None), int | float)
+        )
+        tokens.append(TokenLogprob(token=token, logprob=float(logprob), top=top))
+    return tuple(tokens)
 
 
 class EmptyStream(JudgeUnavailable):

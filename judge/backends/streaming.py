@@ -42,6 +42,11 @@ class StreamLimits:
     #: the whole call, from request to the last token; None for no cap
     total: float | None = 1800.0
 
+    def whole_call(self) -> StreamLimits:
+        """Limits of an unstreamed call: the whole reply comes at once, within the cap."""
+        cap = self.total if self.total is not None else self.first_token + self.idle
+        return StreamLimits(first_token=cap, idle=self.idle, total=cap)
+
     def http_timeout(self) -> httpx.Timeout:
         """The transport's timeouts: looser than the limits, which then speak first."""
         read = max(self.first_token, self.idle) + _SLACK

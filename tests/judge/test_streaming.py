@@ -21,8 +21,9 @@ from judge.backends.base import JudgeBackend
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
 from judge.backends.streaming import StreamLimits
-from judge.errors import JudgeTimeout, JudgeUnavailable
-from tests.judge.backend_servers import make_request
+from judge.errors import ContextOverflow, JudgeCallError, JudgeTimeout, JudgeUnavailable
+from judge.retry import complete_with_retries
+from tests.judge.backend_servers import FAST, make_request
 from tests.support.judge_server import TOKEN_CHARS, JudgeServer, running_judge_server
 
 REPLY = '{"answers": [' + ", ".join(f'"answer {i}"' for i in range(12)) + "]}"
@@ -154,3 +155,26 @@ async def test_logprobs_and_usage_of_a_stream_are_gathered_from_its_chunks() -> 
     assert completion.logprobs is not None
     assert [t.logprob for t in completion.logprobs] == [-0.1, -0.2]
     assert (completion.prompt_tokens, completion.completion_tokens) == (7, 2)
+
+
+async def test_an_empty_stream_is_asked_again_unstreamed_to_learn_the_error() -> None:
+    """llama-cpp-python fails after its headers (an overflowing prompt, refused logprobs):
+    a 200 with no chunk. The next attempt goes once without streaming, and the plain
+    answer's status says what went wrong; the call after that streams again."""
+    overflow = {"error": {"message": "Requested tokens (5000) exceed context window of 4096"}}
+    empty = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=b"")
+    with respx.mock(base_url="http://127.0.0.1:18080/v1") as api:
+        route = api.post("/chat/completions").mock(
+            side_effect=[empty, httpx.Response(400, json=overflow), empty]
+        )
+        backend = OpenAIBackend("m", base_url="http://127.0.0.1:18080/v1", logprobs=False)
+        with pytest.raises(ContextOverflow) as caught:
+            await complete_with_retries(backend, make_request(), policy=FAST)
+        attempts = caught.value.attempts
+        assert [a.outcome for a in attempts] == ["feature_refused", "context_overflow"]
+        bodies = [json.loads(call.request.content) for call in route.calls]
+        assert [b.get("stream", False) for b in bodies] == [True, False]
+        with pytest.raises(JudgeCallError):  # the next call streams again
+            await backend.complete(make_request())
+        assert json.loads(route.calls[-1].request.content)["stream"] is True
+        await backend.aclose()
