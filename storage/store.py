@@ -33,6 +33,7 @@ from storage.submissions import SubmissionRepository
 from storage.tags import TagRepository
 from storage.tokens import TokenRepository
 from storage.votes import VoteReads
+from storage.web_sessions import WebSessionRepository
 
 __all__ = ["Store"]
 
@@ -95,3 +96,5 @@ class Store:
         self.calibration = CalibrationRepository(self.db)
         #: SREGym and JSONL imports
         self.imports = ImportRepository(self.db, self.catalog)
+        #: signed-in browsers of the workbench
+        self.web_sessions = WebSessionRepository(self.db)

@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from litestar import Litestar
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.plugins.pydantic import PydanticPlugin
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -21,6 +20,7 @@ from api.http.problems import exception_handlers
 from api.http.routes import ROUTE_HANDLERS
 from api.service.runtime import Runtime
 from api.service.settings import Settings
+from api.web import WorkbenchPlugin, offline_docs
 from judge.backends import JudgeBackend
 
 __all__ = ["LOCAL_HOSTS", "create_app"]
@@ -69,12 +69,13 @@ def create_app(
             title="sre-judge",
             version="1",
             path="/schema",
-            render_plugins=[ScalarRenderPlugin()],
+            # served from the swagger-ui-py package's files: /schema works offline
+            render_plugins=[offline_docs()],
         ),
         request_max_body_size=settings.max_body_bytes,
         # None, not False: False would override the models' own strict fields (StrictInt
         # then took "3"); None lets each field's strictness hold, dates still parse
-        plugins=[PydanticPlugin(validate_strict=None)],  # type: ignore[arg-type]
+        plugins=[PydanticPlugin(validate_strict=None), WorkbenchPlugin()],  # type: ignore[list-item]
         lifespan=[lifespan],
     )
     app.state.services = services

@@ -21,7 +21,7 @@ from litestar import Request
 from api.http.problems import ApiProblem
 from api.service.schemas import EARLIEST, LATEST
 
-__all__ = ["MAX_JSON_DEPTH", "refuse_unstorable_input"]
+__all__ = ["MAX_JSON_DEPTH", "check_params", "refuse_unstorable_input", "unstorable"]
 
 #: deeper JSON documents are refused with 400
 MAX_JSON_DEPTH = 32
@@ -30,7 +30,7 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
-def _unstorable(text: str) -> str | None:
+def unstorable(text: str) -> str | None:
     """Why ``text`` cannot be stored, or None."""
     if "\x00" in text:
         return "contains a NUL character"
@@ -58,15 +58,16 @@ def _check_date(name: str, value: str) -> None:
         raise _refuse(name, f"must lie between {EARLIEST.year} and {LATEST.year}")
 
 
-def _check_params(request: Request[Any, Any, Any]) -> None:
+def check_params(request: Request[Any, Any, Any]) -> None:
+    """422 naming the query or path parameter that cannot be stored (or a bad date)."""
     for name, value in request.query_params.multi_items():
-        problem = _unstorable(name) or _unstorable(str(value))
+        problem = unstorable(name) or unstorable(str(value))
         if problem:
             raise _refuse(name, problem)
         if _DATE_PARAM.search(name):
             _check_date(name, str(value))
     for name, value in request.path_params.items():
-        problem = _unstorable(str(value))
+        problem = unstorable(str(value))
         if problem:
             raise _refuse(name, problem)
 
@@ -108,7 +109,7 @@ def _check_body(body: bytes) -> None:
     except ValueError:
         return  # malformed: the route's own parsing answers 400
     for field, text in _strings(document, ""):
-        problem = _unstorable(text)
+        problem = unstorable(text)
         if problem:
             raise _refuse(field or "body", problem)
 
@@ -116,7 +117,7 @@ def _check_body(body: bytes) -> None:
 async def refuse_unstorable_input(request: Request[Any, Any, Any]) -> None:
     """``before_request`` hook: 422 on unstorable input, 400 for a document too deep, 415
     for a body that is not JSON (every body of this API is)."""
-    _check_params(request)
+    check_params(request)
     if request.method not in _BODY_METHODS:
         return
     body = await request.body()

@@ -1,0 +1,116 @@
+"""What one grading's page shows, built from the grading object the API also returns
+(so a submitter's page withholds exactly what its API answer withholds)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.service.schemas import AnswerPublic, GradingPublic, OverridePublic
+from api.web.highlight import Mark, Segment, evidence_passages, segments
+from judge.grounding import facts_of
+from judge.rubric import Rubric
+
+__all__ = [
+    "GroundTruthView",
+    "QuestionRow",
+    "changed_since",
+    "grading_page_context",
+    "verdict_label",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionRow:
+    """One rubric question beside its answer."""
+
+    id: str
+    text: str
+    hint: str
+    dimension_id: str
+    dimension_name: str
+    answer: AnswerPublic | None
+
+
+@dataclass
+class GroundTruthView:
+    """The ground truth as shown: the header's fields parsed out of the text."""
+
+    text: str
+    components: tuple[str, ...] = ()
+    namespace: str | None = None
+    values: tuple[str, ...] = field(default_factory=tuple)
+
+
+def verdict_label(grading: GradingPublic) -> str:
+    """PASS, FAIL, HELD (a flagged pass waiting for a human), UNSCORED or PENDING."""
+    if grading.held:
+        return "HELD"
+    if grading.status != "graded":
+        return grading.status.upper()
+    return "PASS" if grading.passed else "FAIL"
+
+
+def _questions(grading: GradingPublic, rubric: Rubric | None) -> list[QuestionRow]:
+    answers = {a.question_id: a for a in grading.answers}
+    if rubric is None:
+        return [
+            QuestionRow(a.question_id, a.question_id, "", a.dimension_id, a.dimension_id, a)
+            for a in grading.answers
+        ]
+    return [
+        QuestionRow(q.id, q.text, q.hint, d.id, d.name, answers.get(q.id))
+        for d in rubric.dimensions
+        for q in d.questions
+    ]
+
+
+def _marks(grading: GradingPublic, truth: GroundTruthView | None) -> list[Mark]:
+    marks = []
+    for a in grading.answers:
+        kind = "verified" if a.evidence_verified else "unverified"
+        for passage in evidence_passages(a.evidence):
+            marks.append(Mark(passage, kind, a.question_id))
+    if truth is not None:
+        for value in (*truth.components, *truth.values):
+            marks.append(Mark(value, "grounding", "ground truth"))
+    return marks
+
+
+def _ground_truth(grading: GradingPublic) -> GroundTruthView | None:
+    text = grading.submission.ground_truth
+    if text is None:
+        return None
+    facts = facts_of(text)
+    if facts is None:
+        return GroundTruthView(text=text)
+    return GroundTruthView(text, facts.components, facts.namespace, facts.values)
+
+
+def _rule(rubric: Rubric | None) -> dict[str, Any] | None:
+    if rubric is None:
+        return None
+    return {
+        "min_yes": rubric.rule.min_yes,
+        "min_yes_per_dimension": rubric.rule.min_yes_per_dimension,
+    }
+
+
+def grading_page_context(grading: GradingPublic, rubric: Rubric | None) -> dict[str, Any]:
+    """The template context of one grading's page (without who is looking)."""
+    truth = _ground_truth(grading)
+    diagnosis: list[Segment] = segments(grading.submission.diagnosis, _marks(grading, truth))
+    return {
+        "g": grading,
+        "verdict": verdict_label(grading),
+        "truth": truth,
+        "diagnosis": diagnosis,
+        "questions": _questions(grading, rubric),
+        "rule": _rule(rubric),
+        "overrides_by_id": {o.id: o for o in grading.overrides},
+    }
+
+
+def changed_since(grading: GradingPublic, seen: set[str]) -> list[OverridePublic]:
+    """The overrides someone added after the page that sent ``seen`` was rendered."""
+    return [o for o in grading.overrides if o.id not in seen]

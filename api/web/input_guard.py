@@ -1,0 +1,32 @@
+"""The pages' ``before_request``: the API's checks of parameters, and forms in place of
+JSON bodies (the API's own hook refuses every body that is not JSON)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+
+from api.http.input_guard import check_params, unstorable
+from api.http.problems import ApiProblem
+
+__all__ = ["refuse_unstorable_form"]
+
+_FORM = "application/x-www-form-urlencoded"
+
+
+async def refuse_unstorable_form(request: Request[Any, Any, Any]) -> None:
+    """422 on a parameter or form field that cannot be stored; 415 for a body that is not a
+    form."""
+    check_params(request)
+    if request.method not in ("POST", "PUT", "PATCH"):
+        return
+    if not await request.body():
+        return
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != _FORM:
+        raise ApiProblem(415, "Unsupported media type", f"Content-Type: a page takes {_FORM}")
+    for name, value in (await request.form()).multi_items():
+        problem = unstorable(name) or unstorable(str(value))
+        if problem:
+            raise ApiProblem(422, "Invalid request", f"{name}: {problem}", field=name)

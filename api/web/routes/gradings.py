@@ -1,0 +1,176 @@
+"""One grading's page, the list of gradings, and overrides sent from the page."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from litestar import get, post
+from litestar.di import NamedDependency
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath, FromQuery
+from litestar.response import Redirect, Template
+from pydantic import ValidationError
+
+from api.service.adjudication import (
+    claim_review,
+    grading_history,
+    override_grading,
+    readable_grading,
+)
+from api.service.presenters import render_grading, render_gradings
+from api.service.schemas import OverrideCreate
+from api.service.services import Services
+from api.web.grading_view import changed_since, grading_page_context, verdict_label
+from api.web.pages import page
+from api.web.sessions import SignedIn, web_require
+from storage import GradingFilter
+from storage.errors import Conflict, PreconditionFailed
+
+__all__ = ["grading_list", "grading_page", "override_from_page"]
+
+
+async def _render(
+    services: Services,
+    who: SignedIn,
+    grading_id: str,
+    *,
+    status_code: int = 200,
+    claim_note: str = "",
+    pending: dict[str, str] | None = None,
+    error: str = "",
+    conflict: list[Any] | None = None,
+) -> Template:
+    principal = who.principal
+    view = await readable_grading(services, principal, grading_id)
+    grading = await render_grading(services, view, principal)
+    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
+    history = (
+        await grading_history(services, principal, grading_id)
+        if principal.at_least("adjudicator")
+        else []
+    )
+    return page(
+        "grading.html",
+        who,
+        status_code=status_code,
+        **grading_page_context(grading, rubric),
+        history=history,
+        claim_note=claim_note,
+        pending=pending or {},
+        error=error,
+        conflict=conflict or [],
+        conflicted=conflict is not None,
+        can_override=principal.at_least("adjudicator"),
+    )
+
+
+@get("/gradings/{grading_id:str}", guards=[web_require("submitter")], include_in_schema=False)
+async def grading_page(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    claim: FromQuery[bool] = False,
+) -> Template:
+    """The grading side by side with its ground truth; ``claim=true`` (from the queue)
+    holds it for the adjudicator opening it."""
+    note = ""
+    if claim and who.principal.at_least("adjudicator"):
+        try:
+            await claim_review(services, who.principal, grading_id)
+            note = f"You are reviewing this grading ({who.principal.name})."
+        except Conflict as exc:
+            note = f"Being reviewed by someone else: {exc}"
+    return await _render(services, who, grading_id, claim_note=note)
+
+
+def _override_request(form: dict[str, str]) -> OverrideCreate:
+    kind = form.get("kind", "answer")
+    body: dict[str, Any] = {"reason": form.get("reason", "").strip()}
+    if kind == "verdict":
+        body["verdict"] = form.get("verdict") or None
+    else:
+        body["question_id"] = form.get("question_id") or None
+        body["answer"] = form.get("answer") or None
+    return OverrideCreate.model_validate(body)
+
+
+def _problem(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "form"
+    return f"{where}: {first['msg']}"
+
+
+@post(
+    "/gradings/{grading_id:str}/overrides",
+    guards=[web_require("adjudicator")],
+    include_in_schema=False,
+    status_code=303,
+)
+async def override_from_page(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
+) -> Redirect | Template:
+    """Append one override at the revision the page showed; on a stale revision the page
+    again with what changed meanwhile and the form as it was sent."""
+    try:
+        request = _override_request(data)
+        revision = int(data.get("revision", ""))
+    except (ValidationError, ValueError) as exc:
+        error = _problem(exc) if isinstance(exc, ValidationError) else "revision: not a number"
+        return await _render(services, who, grading_id, status_code=422, pending=data, error=error)
+    try:
+        await override_grading(
+            services, who.principal, grading_id, request, expected_revision=revision
+        )
+    except PreconditionFailed:
+        view = await readable_grading(services, who.principal, grading_id)
+        fresh = await render_grading(services, view, who.principal)
+        seen = {s for s in data.get("seen", "").split(",") if s}
+        return await _render(
+            services,
+            who,
+            grading_id,
+            status_code=409,
+            pending=data,
+            conflict=changed_since(fresh, seen),
+        )
+    anchor = f"#q-{request.question_id}" if request.question_id else "#verdict"
+    return Redirect(f"/gradings/{grading_id}{anchor}", status_code=303)
+
+
+@get("/gradings", guards=[web_require("submitter")], include_in_schema=False)
+async def grading_list(
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    agent: FromQuery[str | None] = None,
+    model: FromQuery[str | None] = None,
+    scenario_id: FromQuery[str | None] = None,
+    status: FromQuery[Literal["pending", "graded", "unscored"] | None] = None,
+    held: FromQuery[bool | None] = None,
+    cursor: FromQuery[str | None] = None,
+) -> Template:
+    """Gradings, newest first: a submitter's own, everyone's for adjudicators."""
+    principal = who.principal
+    filters = GradingFilter(
+        agent=agent or None,
+        model=model or None,
+        scenario_id=scenario_id or None,
+        status=status,
+        held=held,
+    )
+    views, next_cursor = await services.store.gradings.page(
+        filters=filters,
+        after=cursor or None,
+        limit=50,
+        submitted_by=None if principal.at_least("adjudicator") else principal.id,
+    )
+    items = await render_gradings(services, views, principal)
+    return page(
+        "gradings.html",
+        who,
+        items=[(g, verdict_label(g)) for g in items],
+        next_cursor=next_cursor,
+        filters={"agent": agent, "model": model, "scenario_id": scenario_id, "status": status},
+    )

@@ -1,0 +1,68 @@
+// The workbench's only script: keyboard moves, and the verdict the rule would give after
+// an override, computed as the rule does (yes count and yes per dimension). It reads the
+// page, never builds markup from it.
+"use strict";
+(function () {
+  var verdict = document.getElementById("verdict");
+  var questions = Array.prototype.slice.call(document.querySelectorAll(".question"));
+
+  function ruleVerdict(flipId, flipTo) {
+    if (!verdict || !verdict.dataset.minYes) return null;
+    var minYes = Number(verdict.dataset.minYes);
+    var perDim = Number(verdict.dataset.minYesPerDimension);
+    var yes = 0;
+    var dims = {};
+    questions.forEach(function (q) {
+      var answer = q.dataset.question === flipId ? flipTo : q.dataset.answer;
+      var dim = q.dataset.dimension;
+      if (!(dim in dims)) dims[dim] = 0;
+      if (answer === "yes") { yes += 1; dims[dim] += 1; }
+    });
+    var passed = yes >= minYes && Object.keys(dims).every(function (d) { return dims[d] >= perDim; });
+    return { passed: passed, yes: yes };
+  }
+
+  function describe(result) {
+    var fixed = verdict.dataset.verdictOverride;
+    var text = "rule: " + (result.passed ? "PASS" : "FAIL") + " (" + result.yes + " yes)";
+    if (fixed) text += "; the verdict override keeps it " + fixed.toUpperCase();
+    return text;
+  }
+
+  var current = ruleVerdict(null, null);
+  var preview = document.querySelector("#verdict .preview");
+  if (current && preview) preview.textContent = "Answers as they stand: " + describe(current);
+
+  document.querySelectorAll("form.override[data-flip]").forEach(function (form) {
+    var out = form.querySelector("output");
+    var question = form.closest(".question");
+    var answer = form.querySelector("input[name=answer]").value;
+    var result = ruleVerdict(question.dataset.question, answer);
+    if (out && result) out.textContent = "after this override: " + describe(result);
+  });
+
+  var focused = -1;
+  function focusQuestion(i) {
+    if (!questions.length) return;
+    focused = Math.max(0, Math.min(questions.length - 1, i));
+    questions[focused].focus();
+    questions[focused].scrollIntoView({ block: "nearest" });
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (target.matches("input, textarea, select") || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "j") focusQuestion(focused + 1);
+    else if (event.key === "k") focusQuestion(focused - 1);
+    else if (event.key === "o" && focused >= 0) {
+      var reason = questions[focused].querySelector("input[name=reason]");
+      if (reason) { event.preventDefault(); reason.focus(); }
+    } else if (event.key === "n") {
+      var next = document.querySelector("[data-key=n]");
+      if (next) next.click();
+    } else if (event.key === "?") {
+      var help = document.getElementById("help");
+      if (help) help.hidden = !help.hidden;
+    }
+  });
+})();
