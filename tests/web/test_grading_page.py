@@ -1,0 +1,184 @@
+"""One grading's page: side by side, overrides with ETag conflicts, hostile text, roles."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.support.judge_server import sregym_reply
+from tests.support.submissions import IDS, TRUTH, graded, scripted_judge
+from tests.web.conftest import sign_in
+
+SIX_WITHOUT_D1Q1 = {"D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1"}
+QUOTE = "sets USER_PORT=9999"
+HOSTILE = (
+    "The user-service deployment in hotel sets USER_PORT=9999.\n"
+    "<script>alert('xss')</script>\n"
+    "<img src=x onerror=alert(1)>\n"
+    '<a href="javascript:alert(2)">details</a>\n'
+    '<button hx-post="/gradings/x/overrides" hx-vals=\'{"verdict":"pass"}\'>Approve</button>\n'
+    "{{ 7*7 }}"
+)
+
+
+def _revision(html: str) -> str:
+    match = re.search(r'name="revision" value="(\d+)"', html)
+    assert match
+    return match.group(1)
+
+
+async def test_the_page_shows_ground_truth_beside_the_diagnosis_with_evidence_marked(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        await sign_in(c, adj)
+        page = (await c.get(f"/gradings/{grading['id']}")).text
+        assert "<dt>component</dt><dd>user-service</dd>" in page
+        assert "<dt>namespace</dt><dd>hotel</dd>" in page
+        assert f'<mark class="ev-verified" title="D1-Q2">{QUOTE}</mark>' in page
+        assert '<mark class="ev-grounding" title="ground truth">user-service</mark>' in page
+        for question in IDS:
+            assert f'id="q-{question}"' in page
+        assert "verdict-fail" in page and 'data-testid="history"' in page
+        assert "judge.call" in page
+
+
+async def test_overriding_one_answer_flips_the_verdict_and_joins_the_history(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        csrf = await sign_in(c, adj)
+        url = f"/gradings/{grading['id']}"
+        revision = _revision((await c.get(url)).text)
+        form = {"_csrf": csrf, "revision": revision, "kind": "answer", "question_id": "D1-Q1"}
+        missing = await c.post(f"{url}/overrides", data={**form, "answer": "yes", "reason": ""})
+        assert missing.status_code == 422 and 'data-testid="form-error"' in missing.text
+        response = await c.post(
+            f"{url}/overrides",
+            data={**form, "answer": "yes", "reason": "names user-service as origin"},
+            follow_redirects=False,
+        )
+        assert response.status_code == 303, response.text
+        page = (await c.get(url)).text
+        assert 'data-testid="effective-verdict">PASS<' in page
+        assert "overridden (judge: no)" in page
+        assert "grading.overridden" in page and "names user-service as origin" in page
+        api = (await c.get(f"/v1/gradings/{grading['id']}", headers=adj)).json()
+        assert api["passed"] is True and api["overrides"][0]["author"] == "Ada"
+
+
+async def test_a_stale_page_shows_what_changed_and_keeps_the_input(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, adj, other = (
+        await tokens("submitter"),
+        await tokens("adjudicator", "Ada"),
+        await tokens("adjudicator", "Bob"),
+    )
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        csrf = await sign_in(c, adj)
+        url = f"/gradings/{grading['id']}"
+        revision = _revision((await c.get(url)).text)
+        etag = (await c.get(f"/v1{url}", headers=other)).headers["etag"]
+        bob = await c.post(
+            f"/v1{url}/overrides",
+            json={"verdict": "fail", "reason": "Bob says the diagnosis guesses"},
+            headers={**other, "If-Match": etag},
+        )
+        assert bob.status_code == 201
+        stale = await c.post(
+            f"{url}/overrides",
+            data={
+                "_csrf": csrf,
+                "revision": revision,
+                "seen": "",
+                "kind": "answer",
+                "question_id": "D1-Q1",
+                "answer": "yes",
+                "reason": "my careful reason",
+            },
+        )
+        assert stale.status_code == 409
+        assert 'data-testid="conflict"' in stale.text
+        assert "Bob" in stale.text and "Bob says the diagnosis guesses" in stale.text
+        assert 'value="my careful reason"' in stale.text
+        assert f'name="revision" value="{revision}"' not in stale.text
+        api = (await c.get(f"/v1{url}", headers=adj)).json()
+        assert [o["author"] for o in api["overrides"]] == ["Bob"]
+
+
+async def test_an_override_without_the_csrf_token_is_refused_and_stores_nothing(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        await sign_in(c, adj)
+        url = f"/gradings/{grading['id']}"
+        body = {
+            "revision": _revision((await c.get(url)).text),
+            "verdict": "pass",
+            "kind": "verdict",
+        }
+        for extra in ({}, {"_csrf": "forged"}):
+            response = await c.post(f"{url}/overrides", data={**body, **extra, "reason": "x y z"})
+            assert response.status_code == 403
+        api = (await c.get(f"/v1{url}", headers=adj)).json()
+        assert api["overrides"] == [] and api["passed"] is False
+
+
+async def test_a_hostile_diagnosis_renders_as_inert_text(api_client: Any, tokens: Any) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent, diagnosis=HOSTILE)
+        await sign_in(c, adj)
+        page = (await c.get(f"/gradings/{grading['id']}")).text
+        assert "&lt;script&gt;alert(&#39;xss&#39;)&lt;/script&gt;" in page
+        for raw in ("<script>alert", "<img src=x", 'href="javascript:', "<button hx-post"):
+            assert raw not in page, raw
+        assert "{{ 7*7 }}" in page  # the diagnosis is data, never a template
+        assert re.findall(r"<script[^>]*>", page) == [
+            '<script src="/static/web/workbench.js" defer>'
+        ]
+
+
+async def test_a_submitter_reads_its_own_grading_without_the_hidden_ground_truth(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, agent, stranger = (
+        await tokens("admin"),
+        await tokens("submitter", "agent"),
+        await tokens("submitter", "stranger"),
+    )
+    reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE)
+    async with api_client(**scripted_judge(reply)) as c:
+        made = await c.post(
+            "/v1/scenarios", json={"id": "hotel/user-port", "ground_truth": TRUTH}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        submitted = await c.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": "The user-service pod is broken.", "scenario_id": "hotel/user-port"},
+            headers=agent,
+        )
+        assert submitted.status_code == 201, submitted.text
+        grading_id = submitted.json()["id"]
+        await sign_in(c, agent)
+        page = await c.get(f"/gradings/{grading_id}")
+        assert page.status_code == 200
+        assert 'data-testid="ground-truth-withheld"' in page.text
+        for secret in ("USER_PORT", "9999", "hotel</dd>"):
+            assert secret not in page.text, secret
+        assert '<form method="post" action="/gradings/' not in page.text  # read-only
+        assert 'data-testid="history"' not in page.text
+        listing = (await c.get("/gradings")).text
+        assert grading_id in listing
+        c.cookies.clear()
+        await sign_in(c, stranger)
+        assert (await c.get(f"/gradings/{grading_id}")).status_code == 404
+        assert grading_id not in (await c.get("/gradings")).text

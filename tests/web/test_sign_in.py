@@ -1,0 +1,166 @@
+"""Signing in to the workbench: sessions, cookies, CSRF, revocation, headers."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.web.conftest import csrf_of, sign_in
+
+CSP_SCRIPT = re.compile(r"script-src ([^;]*)")
+#: src/href/action attributes naming a host (absolute or protocol-relative)
+OUTSIDE = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:[a-z]+:)?//""", re.I)
+
+
+def _token(headers: dict[str, str]) -> str:
+    return headers["Authorization"].split(" ", 1)[1]
+
+
+def _assert_own_scripts_only(response: Any) -> None:
+    policy = response.headers["content-security-policy"]
+    script_src = CSP_SCRIPT.search(policy)
+    assert script_src and script_src.group(1).split() == ["'self'"], policy
+    assert "frame-ancestors 'none'" in policy
+    assert not OUTSIDE.search(response.text), OUTSIDE.search(response.text)
+
+
+async def test_without_a_session_every_page_sends_the_browser_to_sign_in(
+    api_client: Any,
+) -> None:
+    async with api_client() as client:
+        for path in ("/", "/queue", "/gradings", "/gradings/nope"):
+            response = await client.get(path, follow_redirects=False)
+            assert response.status_code == 303, path
+            assert response.headers["location"].startswith("/login?next=")
+
+
+async def test_signing_in_sets_a_strict_httponly_session_cookie_and_shows_who(
+    api_client: Any, tokens: Any
+) -> None:
+    adj = await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        form = await client.get("/login")
+        assert form.status_code == 200
+        response = await client.post(
+            "/login",
+            data={"token": _token(adj), "_csrf": csrf_of(form.text), "next": "/queue"},
+            follow_redirects=False,
+        )
+        assert response.status_code == 303 and response.headers["location"] == "/queue"
+        cookie = next(
+            c for c in response.headers.get_list("set-cookie") if c.startswith("srej_session=")
+        )
+        assert "HttpOnly" in cookie and "samesite=strict" in cookie.lower()
+        assert "Secure" not in cookie  # plain http: a Secure cookie would never come back
+        assert _token(adj) not in cookie
+        page = await client.get("/queue")
+        assert page.status_code == 200
+        assert 'data-testid="principal">Ada<' in page.text
+        assert 'data-testid="role">adjudicator<' in page.text
+
+
+async def test_the_cookie_is_secure_over_tls(api_client: Any, tokens: Any) -> None:
+    adj = await tokens("adjudicator")
+    async with api_client() as client:
+        form = await client.get("https://testserver.local/login")
+        response = await client.post(
+            "https://testserver.local/login",
+            data={"token": _token(adj), "_csrf": csrf_of(form.text)},
+            follow_redirects=False,
+        )
+        cookies = response.headers.get_list("set-cookie")
+        assert any(c.startswith("srej_session=") and "Secure" in c for c in cookies)
+
+
+async def test_a_wrong_token_or_a_forged_form_opens_no_session(
+    api_client: Any, tokens: Any
+) -> None:
+    adj = await tokens("adjudicator")
+    async with api_client() as client:
+        form = await client.get("/login")
+        wrong = await client.post(
+            "/login", data={"token": "srej_nope", "_csrf": csrf_of(form.text)}
+        )
+        assert wrong.status_code == 401 and "unknown, revoked or expired" in wrong.text
+        client.cookies.clear()
+        forged = await client.post("/login", data={"token": _token(adj), "_csrf": "guess"})
+        assert forged.status_code == 403
+        assert "srej_session" not in forged.headers.get("set-cookie", "")
+        assert (await client.get("/queue", follow_redirects=False)).status_code == 303
+
+
+@pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/", "/\\evil"])
+async def test_after_sign_in_the_browser_stays_on_this_host(
+    api_client: Any, tokens: Any, target: str
+) -> None:
+    adj = await tokens("adjudicator")
+    async with api_client() as client:
+        form = await client.get("/login")
+        response = await client.post(
+            "/login",
+            data={"token": _token(adj), "_csrf": csrf_of(form.text), "next": target},
+            follow_redirects=False,
+        )
+        assert response.headers["location"] == "/"
+
+
+async def test_signing_out_ends_the_session_on_the_server(api_client: Any, tokens: Any) -> None:
+    adj = await tokens("adjudicator")
+    async with api_client() as client:
+        csrf = await sign_in(client, adj)
+        stolen = client.cookies.get("srej_session")
+        refused = await client.post("/logout", data={}, follow_redirects=False)
+        assert refused.status_code == 403  # no CSRF token: the session stays
+        response = await client.post("/logout", data={"_csrf": csrf}, follow_redirects=False)
+        assert response.status_code == 303 and response.headers["location"] == "/login"
+        client.cookies.set("srej_session", stolen or "")
+        assert (await client.get("/gradings", follow_redirects=False)).status_code == 303
+
+
+async def test_revoking_the_token_ends_its_sessions(api_client: Any, tokens: Any) -> None:
+    admin, adj = await tokens("admin"), await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        await sign_in(client, adj)
+        assert (await client.get("/gradings")).status_code == 200
+        listed = (await client.get("/v1/tokens", headers=admin)).json()
+        token_id = next(t["id"] for t in listed if t["name"] == "Ada")
+        revoked = await client.post(f"/v1/tokens/{token_id}/revoke", headers=admin)
+        assert revoked.status_code == 200, revoked.text
+        response = await client.get("/gradings", follow_redirects=False)
+        assert response.status_code == 303 and response.headers["location"].startswith("/login")
+
+
+async def test_every_html_answer_admits_only_the_apps_own_scripts(
+    api_client: Any, tokens: Any
+) -> None:
+    adj = await tokens("adjudicator")
+    async with api_client() as client:
+        _assert_own_scripts_only(await client.get("/login"))
+        docs = await client.get("/schema")
+        assert docs.status_code == 200
+        _assert_own_scripts_only(docs)
+        assert "cdn" not in docs.text.lower()
+        for asset in re.findall(r'(?:src|href)="(/static/[^"]+)"', docs.text):
+            assert (await client.get(asset)).status_code == 200, asset
+        await sign_in(client, adj)
+        for path in ("/queue", "/gradings", "/gradings/unknown"):
+            response = await client.get(path)
+            assert response.headers["content-type"].startswith("text/html"), path
+            _assert_own_scripts_only(response)
+        assert (await client.get("/gradings/unknown")).status_code == 404
+
+
+async def test_roles_a_submitter_gets_no_queue_and_no_override(
+    api_client: Any, tokens: Any
+) -> None:
+    agent = await tokens("submitter")
+    async with api_client() as client:
+        csrf = await sign_in(client, agent)
+        assert (await client.get("/queue")).status_code == 403
+        assert (await client.get("/queue/next", follow_redirects=False)).status_code == 403
+        response = await client.post(
+            "/gradings/x/overrides", data={"_csrf": csrf, "reason": "mine", "verdict": "pass"}
+        )
+        assert response.status_code == 403
