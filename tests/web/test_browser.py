@@ -190,6 +190,15 @@ def test_a_hostile_diagnosis_runs_nothing_and_no_page_leaves_the_host(
     assert page.evaluate("window.__pwned") is None
     assert page.locator("[data-testid=diagnosis] img, [data-testid=diagnosis] button").count() == 0
     page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
+
+    page.goto(f"/gradings/{workbench.gradings[0]}/label")  # blind, by keyboard only
+    assert "judge:" not in page.text_content("main")
+    for _ in range(9):
+        page.keyboard.press("y")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert "3 disagreements" in " ".join(page.text_content("[data-testid=disagreements]").split())
+    page.screenshot(path=str(tmp_path / "labels.png"), full_page=True)
     page.goto("/schema")
     page.wait_for_selector(".swagger-ui .info", timeout=15000)
     assert "sre-judge" in page.text_content(".swagger-ui .info")

@@ -80,3 +80,20 @@ async def test_a_held_pass_is_shown_prominently_until_a_verdict_override(
         )
         page = (await c.get(f"/gradings/{grading_id}")).text
         assert 'data-testid="held"' not in page and "verdict-fail" in page
+
+
+async def test_blind_labels_show_the_judge_only_after_saving(api_client: Any, tokens: Any) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    reply = sregym_reply(set(IDS) - {"D1-Q1"}, evidence="the judge's own quoted words here")
+    async with api_client(**scripted_judge(reply)) as c:
+        grading_id = await _submit(c, agent, DIAGNOSIS, "alpha")
+        csrf = await sign_in(c, adj)
+        form = (await c.get(f"/gradings/{grading_id}/label")).text
+        assert "the judge&#39;s own quoted words" not in form and "judge:" not in form
+        assert 'name="q-D1-Q1" value="yes"' in form
+        answers = {f"q-{q}": "yes" for q in IDS}
+        saved = await c.post(f"/gradings/{grading_id}/label", data={"_csrf": csrf, **answers})
+        assert saved.status_code == 200, saved.text
+        assert "<strong>1</strong> disagreement with the judge" in saved.text
+        again = await c.post(f"/gradings/{grading_id}/label", data={"_csrf": csrf, **answers})
+        assert again.status_code == 409  # once per human and grading

@@ -49,10 +49,21 @@
     questions[focused].scrollIntoView({ block: "nearest" });
   }
 
+  // blind labelling: y/n answer the focused question and move on, enter saves
+  var labels = document.querySelector("form.labels");
+  function label(value) {
+    if (focused < 0) focusQuestion(0);
+    var radio = questions[focused].querySelector("input[value=" + value + "]");
+    if (radio) radio.checked = true;
+    focusQuestion(focused + 1);
+  }
+
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (target.matches("input, textarea, select") || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (event.key === "j") focusQuestion(focused + 1);
+    if (labels && (event.key === "y" || event.key === "n")) label(event.key === "y" ? "yes" : "no");
+    else if (labels && event.key === "Enter") { event.preventDefault(); labels.requestSubmit(); }
+    else if (event.key === "j") focusQuestion(focused + 1);
     else if (event.key === "k") focusQuestion(focused - 1);
     else if (event.key === "o" && focused >= 0) {
       var reason = questions[focused].querySelector("input[name=reason]");

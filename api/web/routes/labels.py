@@ -1,0 +1,97 @@
+"""Blind labelling: the ground truth, the diagnosis and the nine questions, without the
+judge's answers; after saving, the judge's answers beside yours with disagreements marked."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, cast
+
+from litestar import get, post
+from litestar.di import NamedDependency
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath
+from litestar.response import Template
+
+from api.service.adjudication import claim_review, label_grading, readable_grading
+from api.service.presenters import render_grading
+from api.service.services import Services
+from api.web.grading_view import grading_page_context, verdict_label
+from api.web.pages import page
+from api.web.sessions import SignedIn, web_require
+from storage.errors import Conflict
+
+__all__ = ["label_form", "label_submit"]
+
+
+async def _blind_context(services: Services, who: SignedIn, grading_id: str) -> dict[str, Any]:
+    view = await readable_grading(services, who.principal, grading_id)
+    grading = await render_grading(services, view, who.principal)
+    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
+    context = grading_page_context(grading, rubric)
+    # blind: nothing the judge said, so the diagnosis is shown without its evidence marks
+    return {
+        "g": grading,
+        "truth": context["truth"],
+        "diagnosis_text": grading.submission.diagnosis,
+        "questions": context["questions"],
+    }
+
+
+@get(
+    "/gradings/{grading_id:str}/label", guards=[web_require("adjudicator")], include_in_schema=False
+)
+async def label_form(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+) -> Template:
+    """The blind form; opening it claims the item."""
+    note = ""
+    try:
+        await claim_review(services, who.principal, grading_id)
+    except Conflict as exc:
+        note = f"Being reviewed by someone else: {exc}"
+    context = await _blind_context(services, who, grading_id)
+    return page("label.html", who, claim_note=note, **context)
+
+
+@post(
+    "/gradings/{grading_id:str}/label",
+    guards=[web_require("adjudicator")],
+    include_in_schema=False,
+    status_code=200,
+)
+async def label_submit(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
+) -> Template:
+    """Store the labels, then show the judge's answers beside them."""
+    answers = {
+        key.removeprefix("q-"): value == "yes"
+        for key, value in data.items()
+        if key.startswith("q-") and value in ("yes", "no")
+    }
+    verdict = data.get("verdict") if data.get("verdict") in ("pass", "fail") else None
+    fresh = await label_grading(
+        services,
+        who.principal,
+        grading_id,
+        answers=answers,
+        verdict=cast(Literal["pass", "fail"] | None, verdict),
+    )
+    grading = await render_grading(services, fresh, who.principal)
+    judged = {a.question_id: a.judge_answer == "yes" for a in grading.answers}
+    rows = [
+        (qid, mine, judged.get(qid), judged.get(qid) is not None and judged[qid] != mine)
+        for qid, mine in answers.items()
+    ]
+    return page(
+        "label_result.html",
+        who,
+        g=grading,
+        verdict=verdict_label(grading),
+        rows=rows,
+        disagreements=sum(1 for *_, differ in rows if differ),
+        my_verdict=verdict,
+    )
