@@ -70,8 +70,26 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/metrics"): Expect(ANYONE),
     ("GET", "/schema"): Expect(ANYONE),
     ("GET", "/schema/openapi.json"): Expect(ANYONE),
-    ("GET", "/schema/scalar"): Expect(ANYONE),
     ("GET", "/schema/{path}"): Expect({principal: 404 for principal in PRINCIPALS}),
+    # the workbench takes no bearer token: without a session cookie each page sends the
+    # browser to sign in (the redirect is followed here: the sign-in form answers 200)
+    ("GET", "/"): Expect(ANYONE),
+    ("GET", "/login"): Expect(ANYONE),
+    ("POST", "/login"): Expect({principal: 403 for principal in PRINCIPALS}),  # no form CSRF
+    ("POST", "/logout"): Expect(ANYONE),
+    ("GET", "/queue"): Expect(ANYONE),
+    ("GET", "/queue/next"): Expect(ANYONE),
+    ("GET", "/gradings"): Expect(ANYONE),
+    ("GET", "/gradings/{grading_id}"): Expect(ANYONE),
+    ("POST", "/gradings/{grading_id}/overrides"): Expect(ANYONE),
+    ("POST", "/gradings/{grading_id}/done"): Expect(ANYONE),
+    ("GET", "/gradings/{grading_id}/label"): Expect(ANYONE),
+    ("POST", "/gradings/{grading_id}/label"): Expect(ANYONE),
+    # file_path is the workbench's favicon.svg, which Swagger UI's folder does not have
+    ("GET", "/static/web/{file_path}"): Expect(ANYONE),
+    ("HEAD", "/static/web/{file_path}"): Expect(ANYONE),
+    ("GET", "/static/swagger-ui/{file_path}"): Expect({p: 404 for p in PRINCIPALS}),
+    ("HEAD", "/static/swagger-ui/{file_path}"): Expect({p: 404 for p in PRINCIPALS}),
     ("POST", "/v1/submissions"): Expect(
         ANY_TOKEN, body={"diagnosis": DIAGNOSIS, "ground_truth": "their own truth"}
     ),
@@ -193,6 +211,7 @@ async def _fixtures(client: Any, headers: dict[str, dict[str, str]]) -> dict[str
         "token_id": "nope",
         "job_id": job.json()["id"],
         "path": "nope",
+        "file_path": "favicon.svg",
     }
 
 
@@ -216,7 +235,9 @@ async def test_every_route_answers_each_principal_as_expected(
             )
             if not _matches(response.status_code, expected):
                 failures.append(f"{method} {url}: {response.status_code}, expected {expected}")
-            problem = response.headers["content-type"].startswith("application/problem+json")
+            problem = response.headers.get("content-type", "").startswith(
+                "application/problem+json"
+            )
             if response.status_code >= 400 and path.startswith("/v1/") and not problem:
                 failures.append(f"{method} {url}: an error that is not problem+json")
             # the scenario's ground truth and judge prompts never reach submitters
