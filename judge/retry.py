@@ -62,9 +62,9 @@ def _wait_for(policy: RetryPolicy):  # type: ignore[no-untyped-def]
     return wait
 
 
-#: refused features a call may learn of (``json_schema``, ``logprobs``): each is noted for
-#: the endpoint, so it cannot be refused twice
-MAX_FEATURE_REFUSALS = 2
+#: refused features a call may learn of (``json_schema``, ``logprobs``, and the empty
+#: stream that hides which: asked again once unstreamed): each is noted for the endpoint
+MAX_FEATURE_REFUSALS = 3
 
 
 def _stop_for(policy: RetryPolicy, attempts: list[Attempt]) -> stop_base:
