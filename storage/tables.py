@@ -200,8 +200,7 @@ class GradingRecord(SQLModel, table=True):
     decisive: bool | None = None
     needs_review: bool = False
     review_reasons: list[str] = _json(list)
-    #: the rule passed but the diagnosis carries injection markers: ``passed`` stays
-    #: None until an adjudicator gives a verdict
+    #: a rule pass of a diagnosis flagged for injection: passed is None until a verdict
     held: bool = False
     #: a human override is in force (answers or verdict); passed/yes_count are effective
     overridden: bool = False
