@@ -130,12 +130,13 @@ class OpenAIBackend:
         self.limits = limits or StreamLimits()
         #: ask for token log-probabilities (confidence of the answers)
         self.logprobs = logprobs
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key",
-            timeout=self.limits.http_timeout(),
-            max_retries=0,
-        )
+        self._client_options: dict[str, Any] = {
+            "base_url": base_url,
+            "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key",
+            "timeout": self.limits.http_timeout(),
+            "max_retries": 0,
+        }
+        self._client = openai.AsyncOpenAI(**self._client_options)
         #: the endpoint really used (``OPENAI_BASE_URL`` applies when base_url is None)
         self.endpoint = str(self._client.base_url)
         #: what this endpoint refused so far (``json_schema``, ``logprobs``)
@@ -182,6 +183,9 @@ class OpenAIBackend:
                     started=started,
                 )
             except EmptyStream as exc:
+                # the server failed after its headers and drops that connection: do not
+                # send the next request down it (a ReadError), open new ones instead
+                await self._renew_client()
                 self.quirks.unstreamed_once.add(self.endpoint)
                 raise FeatureRefused(
                     f"{self.endpoint} sent an empty stream (an error after its headers); "
@@ -272,6 +276,11 @@ class OpenAIBackend:
         self._context_window = _window_of(mine[0]) if mine else None
         self._context_known = True
         return self._context_window
+
+    async def _renew_client(self) -> None:
+        """Replace the client (and its pooled connections) with a fresh one."""
+        old, self._client = self._client, openai.AsyncOpenAI(**self._client_options)
+        await old.close()
 
     async def aclose(self) -> None:
         """Close the client's HTTP connections."""
