@@ -164,3 +164,19 @@ async def test_an_event_of_a_rolled_back_change_is_never_sent(engine: Any) -> No
         )  # fmt: skip
     claimed = await store.webhooks.claim_due(lease_seconds=60)
     assert [c.payload["data"]["regrade_job_id"] for c in claimed] == ["j2"]
+
+
+async def test_a_public_target_is_registered_and_its_secret_shown_once(
+    api_client: Any, tokens: Any
+) -> None:
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:  # no worker: nothing is sent
+        created = await client.post(
+            "/v1/webhooks",
+            json={"url": "https://93.184.215.14/hook", "events": ["regrade.finished"]},
+            headers=admin,
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["secret"].startswith("whsec_")
+        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+        assert listed[0]["secret"] is None and listed[0]["events"] == ["regrade.finished"]
