@@ -94,13 +94,21 @@ class WebhookDelivery:
                 await asyncio.sleep(self._settings.poll_seconds)
 
     async def deliver_due(self) -> int:
-        """One round: lease what is due, send it all concurrently; how many were sent."""
+        """One round: lease what is due, each endpoint's deliveries in order, endpoints
+        concurrently; how many endpoints had something to send."""
         lease = self._settings.webhook_timeout_seconds + 10
-        claimed = await self._store.webhooks.claim_due(lease_seconds=lease)
-        await asyncio.gather(*(self._deliver(c) for c in claimed))
-        return len(claimed)
+        batches = await self._store.webhooks.claim_due(lease_seconds=lease)
+        await asyncio.gather(*(self._deliver_in_order(b) for b in batches))
+        return len(batches)
 
-    async def _deliver(self, claimed: Claimed) -> None:
+    async def _deliver_in_order(self, batch: list[Claimed]) -> None:
+        """One endpoint's deliveries one after another; those behind a failure wait."""
+        for index, claimed in enumerate(batch):
+            if not await self._deliver(claimed):
+                await self._store.webhooks.release(batch[index + 1 :])
+                return
+
+    async def _deliver(self, claimed: Claimed) -> bool:
         assert self._http is not None
         body = json.dumps({**claimed.payload, "id": claimed.id}, separators=(",", ":"))
         started = time.perf_counter()
@@ -129,3 +137,4 @@ class WebhookDelivery:
             duration_ms=duration,
             retry_at=None if delivered else retry_at(claimed, now, self._settings),
         )
+        return delivered

@@ -53,6 +53,14 @@ class DeliveryView:
     attempts: list[WebhookAttemptRecord]
 
 
+def _claimed(delivery: WebhookDeliveryRecord, url: str, secret: str) -> Claimed:
+    return Claimed(
+        seq=int(delivery.seq or 0), id=delivery.id, url=url, secret=secret,
+        payload=dict(delivery.payload), attempts=delivery.attempts,
+        created_at=delivery.created_at,
+    )  # fmt: skip
+
+
 def new_secret() -> str:
     """A Standard Webhooks signing secret: ``whsec_`` and 32 random bytes in base64."""
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
@@ -139,9 +147,40 @@ class WebhookRepository:
                 payload={"delivery_id": delivery_id},
             )
 
-    async def claim_due(self, *, lease_seconds: float, limit: int = 16) -> list[Claimed]:
-        """Lease the oldest pending delivery of each endpoint, where it is due."""
+    async def claim_due(
+        self, *, lease_seconds: float, limit: int = 16, batch: int = 20
+    ) -> list[list[Claimed]]:
+        """Lease, for each endpoint whose oldest pending delivery is due, that delivery
+        and up to ``batch - 1`` of the pending ones after it, in event order.
+
+        Only the oldest is locked (``SKIP LOCKED`` on PostgreSQL): whoever holds an
+        endpoint's oldest delivery holds the endpoint, since nobody else claims the
+        deliveries behind it until it is delivered or dead.
+        """
         now = self._db.clock()
+        lease = now + timedelta(seconds=lease_seconds)
+        async with self._db.write() as session:
+            heads = (await session.execute(self._due_heads(now, limit))).all()
+            batches = []
+            for head, url, secret in heads:
+                followers = await session.execute(
+                    select(WebhookDeliveryRecord)
+                    .where(
+                        col(WebhookDeliveryRecord.endpoint_id) == head.endpoint_id,
+                        col(WebhookDeliveryRecord.state) == "pending",
+                        col(WebhookDeliveryRecord.seq) > head.seq,
+                    )
+                    .order_by(col(WebhookDeliveryRecord.seq))
+                    .limit(batch - 1)
+                )
+                rows = [head, *followers.scalars()]
+                for delivery in rows:
+                    delivery.next_attempt_at = lease
+                    delivery.attempts += 1
+                batches.append([_claimed(d, url, secret) for d in rows])
+        return batches
+
+    def _due_heads(self, now: datetime, limit: int) -> Any:
         heads = (
             select(func.min(WebhookDeliveryRecord.seq))
             .where(col(WebhookDeliveryRecord.state) == "pending")
@@ -162,20 +201,24 @@ class WebhookRepository:
         )
         if self._db.postgres:
             query = query.with_for_update(skip_locked=True, of=WebhookDeliveryRecord)
+        return query
+
+    async def release(self, claimed: list[Claimed]) -> None:
+        """Give leased, unsent deliveries back (they wait behind a failed one)."""
+        if not claimed:
+            return
         async with self._db.write() as session:
-            rows = (await session.execute(query)).all()
-            claimed = []
-            for delivery, url, secret in rows:
-                delivery.next_attempt_at = now + timedelta(seconds=lease_seconds)
-                delivery.attempts += 1
-                claimed.append(
-                    Claimed(
-                        seq=int(delivery.seq or 0), id=delivery.id, url=url, secret=secret,
-                        payload=dict(delivery.payload), attempts=delivery.attempts,
-                        created_at=delivery.created_at,
-                    )
-                )  # fmt: skip
-        return claimed
+            await session.execute(
+                update(WebhookDeliveryRecord)
+                .where(
+                    col(WebhookDeliveryRecord.seq).in_([c.seq for c in claimed]),
+                    col(WebhookDeliveryRecord.state) == "pending",
+                )
+                .values(
+                    next_attempt_at=self._db.clock(),
+                    attempts=WebhookDeliveryRecord.attempts - 1,
+                )
+            )
 
     async def record_attempt(
         self,

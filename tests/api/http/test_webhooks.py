@@ -162,8 +162,8 @@ async def test_an_event_of_a_rolled_back_change_is_never_sent(engine: Any) -> No
             session, "regrade_job.done", entity_type="regrade_job", entity_id="j2",
             actor="t", payload={"state": "done", "counts": {"done": 1}},
         )  # fmt: skip
-    claimed = await store.webhooks.claim_due(lease_seconds=60)
-    assert [c.payload["data"]["regrade_job_id"] for c in claimed] == ["j2"]
+    [batch] = await store.webhooks.claim_due(lease_seconds=60)
+    assert [c.payload["data"]["regrade_job_id"] for c in batch] == ["j2"]
 
 
 async def test_a_public_target_is_registered_and_its_secret_shown_once(
