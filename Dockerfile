@@ -10,6 +10,7 @@ COPY pyproject.toml README.md ./
 COPY judge ./judge
 COPY storage ./storage
 COPY api ./api
+COPY client/src ./client/src
 RUN /opt/sre-judge/bin/pip install --no-cache-dir .
 
 FROM python:3.11-slim-bookworm

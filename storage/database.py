@@ -22,6 +22,7 @@ from storage.audit import COVERS, ChainKey, append_event, grading_digests
 from storage.canonical import utcnow
 from storage.db import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
+from storage.webhooks.outbox import enqueue as enqueue_webhooks
 
 __all__ = ["Database"]
 
@@ -113,7 +114,10 @@ class Database:
         ``covers``: the gradings this transaction wrote (their rows or answers); the
         event carries a digest of each one's state as it now stands, so that
         ``audit verify`` can tell an edit of the tables from the state the log saw.
+        Webhook deliveries of the event join the same transaction (the outbox).
         """
+        at = self.clock()
+        webhook_payload = payload
         if covers:
             await session.flush()
             payload = {**payload, COVERS: await grading_digests(session, list(covers))}
@@ -125,5 +129,8 @@ class Database:
             actor=actor,
             payload=payload,
             key=self.chain_key,
-            at=self.clock(),
+            at=at,
+        )
+        await enqueue_webhooks(
+            session, audit_event=event, entity_id=entity_id, payload=webhook_payload, at=at
         )

@@ -81,7 +81,16 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "script",
-    ["judge_sim", "throughput", "overhead", "regrade", "prompt_tokens", "dry_run", "export"],
+    [
+        "judge_sim",
+        "throughput",
+        "overhead",
+        "regrade",
+        "prompt_tokens",
+        "dry_run",
+        "export",
+        "webhooks",
+    ],
 )
 def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:
     """``python bench/<name>.py --help`` works as the README says: no install of bench/."""

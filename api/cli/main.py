@@ -12,6 +12,7 @@ from api.cli.imports import import_group
 from api.cli.regrade import regrade_group
 from api.cli.report import export_command, report_command
 from api.cli.serve import migrate_command, serve_command, worker_command
+from api.cli.submit import submit_command
 from api.cli.tokens import tokens_group
 
 __all__ = ["main"]
@@ -28,6 +29,7 @@ for command in (
     worker_command,
     migrate_command,
     grade_command,
+    submit_command,
     tokens_group,
     report_command,
     export_command,

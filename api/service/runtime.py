@@ -26,6 +26,7 @@ from api.service.metrics import Metrics
 from api.service.secret_key import load_service_key
 from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
+from api.service.webhook_delivery import WebhookDelivery
 from api.service.workers import GradingWorkers
 from judge.backends import JudgeBackend
 from judge.rubric import load_rubric_dir
@@ -76,6 +77,8 @@ class Runtime:
         self.workers = GradingWorkers(
             self.services, count=settings.worker_count, metrics=self.metrics
         )
+        #: delivers the webhook outbox; runs wherever grading workers run
+        self.webhooks = WebhookDelivery(store, settings)
         self._start_workers = workers and settings.worker_count > 0
         #: periodic audit checkpoints (``serve`` only, when a target is configured)
         self.checkpointer = (
@@ -102,12 +105,14 @@ class Runtime:
         await self._seed()
         if self._start_workers:
             self.workers.start()
+            self.webhooks.start()
         if self.checkpointer is not None:
             self.checkpointer.start()
 
     async def stop(self) -> None:
         """Stop the workers, close the judges' clients, dispose of an engine of our own."""
         try:
+            await self.webhooks.stop()
             await self.workers.stop()
             if self.checkpointer is not None:
                 await self.checkpointer.stop()  # after the workers: the final head

@@ -114,6 +114,19 @@ class Settings(BaseSettings):
     )
     lease_seconds: float = Field(default=300.0, gt=0, description="how long a worker owns a claim")
     poll_seconds: float = Field(default=0.5, gt=0, description="worker poll interval when idle")
+    webhook_allow_hosts: str = Field(
+        default="",
+        description="webhook hosts (comma-separated) allowed though loopback or private",
+    )
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="how long one webhook delivery may take"
+    )
+    webhook_retry_seconds: float = Field(
+        default=5.0, gt=0, description="first webhook retry delay; doubles each attempt (max 1 h)"
+    )
+    webhook_give_up_seconds: float = Field(
+        default=86400.0, gt=0, description="a webhook delivery failing this long is dead-lettered"
+    )
     judge_retry_seconds: float = Field(
         default=15.0, gt=0, description="wait before retrying a grading whose judge was unreachable"
     )

@@ -31,6 +31,7 @@ from api.http.routes.stats import (
 from api.http.routes.submissions import create_submission
 from api.http.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
 from api.http.routes.tokens import create_token, list_tokens, revoke_token
+from api.http.routes.webhooks import create_webhook, list_deliveries, list_webhooks, redeliver
 
 __all__ = ["ROUTE_HANDLERS"]
 
@@ -71,4 +72,8 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     pause_regrade_job,
     resume_regrade_job,
     cancel_regrade_job,
+    create_webhook,
+    list_webhooks,
+    list_deliveries,
+    redeliver,
 ]

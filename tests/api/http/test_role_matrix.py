@@ -135,6 +135,17 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/v1/regrade-jobs/{job_id}/pause"): Expect(roles(403, 403, 409)),
     ("POST", "/v1/regrade-jobs/{job_id}/resume"): Expect(roles(403, 403, 409)),
     ("POST", "/v1/regrade-jobs/{job_id}/cancel"): Expect(roles(403, 403, 409)),
+    # past the guard, an admin meets the target check (a loopback URL): no test reaches
+    # the internet, so none registers a public receiver
+    ("POST", "/v1/webhooks"): Expect(
+        roles(403, 403, 422),
+        body={"url": "http://127.0.0.1:9/hook", "events": ["grading.completed"]},
+    ),
+    ("GET", "/v1/webhooks"): Expect(ADMIN_ONLY),
+    ("GET", "/v1/webhooks/{webhook_id}/deliveries"): Expect(roles(403, 403, 404)),
+    ("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver"): Expect(
+        roles(403, 403, 404)
+    ),
 }
 
 
@@ -212,6 +223,8 @@ async def _fixtures(client: Any, headers: dict[str, dict[str, str]]) -> dict[str
         "job_id": job.json()["id"],
         "path": "nope",
         "file_path": "favicon.svg",
+        "webhook_id": "nope",
+        "delivery_id": "nope",
     }
 
 

@@ -1,0 +1,174 @@
+"""``sre-judge submit``: send diagnoses to a running server; the exit status is the verdict.
+
+Usable as a CI gate on an agent's output. It talks to the server through the client
+package (``sre_judge_client``, imported when the command runs, so nothing of the server
+stack or of httpx loads with the command line).
+
+Exit status: 0 pass, 1 fail, 2 bad usage (or a request the server refused: token, scenario,
+fields), 3 unscored, 4 held (a pass of a diagnosis flagged for injection, waiting for a
+human verdict: not a pass), 5 no verdict yet (still pending after ``--wait``, or the
+server unreachable). With several diagnoses (JSONL) the most serious status wins, in the
+order 2, 3, 5, 4, 1, 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["EXIT_CODES", "submit_command"]
+
+#: the exit status of each outcome, and the order in which several outcomes combine
+EXIT_CODES = {"usage": 2, "unscored": 3, "pending": 5, "held": 4, "fail": 1, "pass": 0}
+_FIELDS = ("diagnosis", "scenario_id", "ground_truth", "agent", "model", "run_id", "attempt")
+#: the server holds ``?wait`` at most this long; the rest is polled
+_SERVER_WAIT_MAX = 300.0
+
+
+def outcome(grading: dict[str, Any]) -> str:
+    """``pass``, ``fail``, ``held``, ``unscored`` or ``pending`` for a grading object."""
+    if grading["status"] == "unscored":
+        return "unscored"
+    if grading["status"] != "graded":
+        return "pending"
+    if grading.get("held"):
+        return "held"
+    return "pass" if grading.get("passed") else "fail"
+
+
+def worst(outcomes: list[str]) -> int:
+    """The exit status of several outcomes: the first of :data:`EXIT_CODES`' order seen."""
+    for name in EXIT_CODES:
+        if name in outcomes:
+            return EXIT_CODES[name]
+    return EXIT_CODES["usage"]  # nothing submitted
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _requests(text: str, jsonl: bool, defaults: dict[str, Any]) -> list[dict[str, Any]]:
+    """The submissions to send: one diagnosis, or one JSON object a line."""
+    if not jsonl:
+        return [{**defaults, "diagnosis": text}]
+    items = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as error:
+            raise click.UsageError(f"line {number}: not JSON ({error})") from error
+        if not isinstance(item, dict) or not isinstance(item.get("diagnosis"), str):
+            raise click.UsageError(f"line {number}: an object with a 'diagnosis' string expected")
+        unknown = set(item) - {*_FIELDS, "metadata"}
+        if unknown:
+            raise click.UsageError(f"line {number}: unknown field(s) {sorted(unknown)}")
+        base = dict(defaults)
+        if "scenario_id" in item or "ground_truth" in item:  # the line says where its truth is
+            base.pop("scenario_id", None)
+            base.pop("ground_truth", None)
+        items.append({**base, **item})
+    return items
+
+
+def _submit_one(client: Any, request: dict[str, Any], wait: float) -> dict[str, Any]:
+    fields = {k: v for k, v in request.items() if v is not None}
+    grading = client.submit(wait=min(wait, _SERVER_WAIT_MAX) or None, **fields)
+    if not grading.done and wait > _SERVER_WAIT_MAX:
+        grading = client.wait(grading.id, timeout=wait - _SERVER_WAIT_MAX)
+    return dict(grading.model_dump(mode="json"))
+
+
+def _show(grading: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(grading, separators=(",", ":")))
+        return
+    from rich.console import Console
+
+    from api.cli.render import render_grading
+
+    console = Console()
+    if grading["status"] != "graded" and grading["status"] != "unscored":
+        console.print(f"grading {grading['id']}: [bold]{grading['status'].upper()}[/bold]")
+        return
+    console.print(f"grading {grading['id']}")
+    render_grading(grading, console)
+
+
+@click.command("submit")
+@click.option("--scenario", "scenario_id", help="the registered scenario's id")
+@click.option(
+    "--ground-truth-file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="send the ground truth inline instead of a scenario id",
+)
+@click.option(
+    "--diagnosis-file",
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="the diagnosis ('-' for stdin); a .jsonl file (or --jsonl) holds many",
+)
+@click.option("--jsonl", is_flag=True, help="the file holds one JSON submission a line")
+@click.option("--agent", help="the agent's name")
+@click.option("--model", help="the agent's model")
+@click.option("--run-id", help="the run: with --attempt, resubmitting never grades twice")
+@click.option("--attempt", type=click.IntRange(min=0), help="the attempt within the run")
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="seconds to wait for the grading (0: do not wait)",
+)
+@click.option("--json", "as_json", is_flag=True, help="print grading objects as JSON lines")
+@click.option("--url", envvar="SRE_JUDGE_URL", help="the server [env SRE_JUDGE_URL]")
+@click.option("--token", envvar="SRE_JUDGE_TOKEN", help="an API token [env SRE_JUDGE_TOKEN]")
+def submit_command(
+    scenario_id: str | None,
+    ground_truth_file: str | None,
+    diagnosis_file: str,
+    jsonl: bool,
+    wait: float,
+    as_json: bool,
+    url: str | None,
+    token: str | None,
+    **metadata: Any,
+) -> None:
+    """Submit diagnoses to a running server and print their gradings.
+
+    Exit 0 pass, 1 fail, 2 usage, 3 unscored, 4 held for a human, 5 no verdict yet.
+    """
+    import httpx
+    from sre_judge_client import ApiError, Client, Unavailable
+
+    jsonl = jsonl or diagnosis_file.endswith(".jsonl")
+    truth = _read(ground_truth_file) if ground_truth_file else None
+    if not jsonl and (scenario_id is None) == (truth is None):
+        raise click.UsageError("give exactly one of --scenario and --ground-truth-file")
+    defaults = {"scenario_id": scenario_id, "ground_truth": truth, **metadata}
+    requests = _requests(_read(diagnosis_file), jsonl, defaults)
+    outcomes: list[str] = []
+    with Client(url, token) as client:
+        for request in requests:
+            try:
+                grading = _submit_one(client, request, wait)
+            except ApiError as error:
+                click.echo(f"error: {error}", err=True)
+                transient = isinstance(error, Unavailable)
+                outcomes.append("pending" if transient else "usage")
+                continue
+            except (httpx.HTTPError, OSError, TimeoutError) as error:
+                click.echo(f"error: {type(error).__name__}: {error}", err=True)
+                outcomes.append("pending")
+                continue
+            _show(grading, as_json)
+            outcomes.append(outcome(grading))
+    sys.exit(worst(outcomes))

@@ -1,0 +1,74 @@
+"""Webhook endpoints (admin): register, list, their deliveries, redeliver."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from litestar import get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody, QueryParameter
+
+from api.http.auth import require
+from api.service.principal import Principal
+from api.service.services import Services
+from api.service.webhooks import (
+    DeliveryPublic,
+    WebhookCreate,
+    WebhookPublic,
+    delivery_public,
+    register_webhook,
+    webhook_public,
+)
+
+__all__ = ["create_webhook", "list_deliveries", "list_webhooks", "redeliver"]
+
+
+@post("/v1/webhooks", guards=[require("admin")], operation_id="createWebhook", status_code=201)
+async def create_webhook(
+    data: JSONBody[WebhookCreate],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> WebhookPublic:
+    """Register an endpoint; the answer carries its signing ``secret``, this once only."""
+    return await register_webhook(services, principal, data)
+
+
+@get("/v1/webhooks", guards=[require("admin")], operation_id="listWebhooks")
+async def list_webhooks(services: NamedDependency[Services]) -> dict[str, list[WebhookPublic]]:
+    """Every endpoint (without secrets)."""
+    return {"items": [webhook_public(r) for r in await services.store.webhooks.endpoints()]}
+
+
+@get(
+    "/v1/webhooks/{webhook_id:str}/deliveries",
+    guards=[require("admin")],
+    operation_id="listWebhookDeliveries",
+)
+async def list_deliveries(
+    webhook_id: FromPath[str],
+    services: NamedDependency[Services],
+    delivery_state: Annotated[
+        Literal["pending", "delivered", "dead"] | None, QueryParameter(name="state")
+    ] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=500)] = 100,
+) -> dict[str, list[DeliveryPublic]]:
+    """An endpoint's deliveries, newest first, each with its attempts."""
+    views = await services.store.webhooks.deliveries(webhook_id, state=delivery_state, limit=limit)
+    return {"items": [delivery_public(v) for v in views]}
+
+
+@post(
+    "/v1/webhooks/{webhook_id:str}/deliveries/{delivery_id:str}/redeliver",
+    guards=[require("admin")],
+    operation_id="redeliverWebhook",
+    status_code=202,
+)
+async def redeliver(
+    webhook_id: FromPath[str],
+    delivery_id: FromPath[str],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, Any]:
+    """Send a delivery again (a dead-lettered one too), in its place in the event order."""
+    await services.store.webhooks.redeliver(webhook_id, delivery_id, actor=principal.id)
+    return {"id": delivery_id, "state": "pending"}

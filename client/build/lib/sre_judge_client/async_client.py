@@ -1,0 +1,231 @@
+"""The asynchronous client: :class:`Client`'s methods, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying
+
+from sre_judge_client import _calls
+from sre_judge_client._core import Call, decode, resolve, retry_policy, submission_call
+from sre_judge_client.errors import Conflict
+from sre_judge_client.models import Grading, RegradeJob
+
+__all__ = ["AsyncClient"]
+
+
+class AsyncClient:
+    """An asyncio client of one sre-judge server (see :class:`~sre_judge_client.Client`).
+
+    ``base_url`` and ``token`` default to ``SRE_JUDGE_URL`` and ``SRE_JUDGE_TOKEN``.
+    Requests are retried on connection errors, 429 and 503 (honouring ``Retry-After``)
+    up to ``retries`` attempts; error answers raise :class:`~sre_judge_client.ApiError`.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 6,
+        max_retry_wait: float = 60.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        url, secret = resolve(base_url, token)
+        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+        self._timeout = timeout
+        self._retries = retries
+        self._max_wait = max_retry_wait
+        self._http = httpx.AsyncClient(
+            base_url=url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def _send(self, call: Call) -> Any:
+        policy = retry_policy(call, attempts=self._retries, max_wait=self._max_wait)
+        async for attempt in AsyncRetrying(**policy):
+            with attempt:
+                response = await self._http.request(
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.body,
+                    headers=call.headers,
+                    timeout=self._timeout + call.server_wait,
+                )
+                return decode(response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def submit(
+        self,
+        diagnosis: str,
+        *,
+        scenario_id: str | None = None,
+        ground_truth: str | None = None,
+        agent: str | None = None,
+        model: str | None = None,
+        run_id: str | None = None,
+        attempt: int | None = None,
+        metadata: dict[str, Any] | None = None,
+        rubric: str | None = None,
+        wait: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> Grading:
+        """Submit a diagnosis; with ``wait`` (seconds, up to 300) the server holds the
+        answer until the grading is done. A grading still ``pending`` afterwards is a
+        handle: pass its id to :meth:`wait`."""
+        call = submission_call(
+            diagnosis,
+            scenario_id=scenario_id,
+            ground_truth=ground_truth,
+            wait=wait,
+            idempotency_key_=idempotency_key,
+            agent=agent,
+            model=model,
+            run_id=run_id,
+            attempt=attempt,
+            metadata=metadata,
+            rubric=rubric,
+        )
+        return Grading.model_validate(await self._send(call))
+
+    async def get(self, grading_id: str) -> Grading:
+        """One grading."""
+        return Grading.model_validate(await self._send(_calls.get_grading(grading_id)))
+
+    async def list(self, *, page_size: int = 100, **filters: Any) -> AsyncIterator[Grading]:
+        """Every grading matching the filters (``agent``, ``model``, ``scenario_id``,
+        ``status``, ``passed``, ``held``, ``created_after``, ...), newest first, fetched
+        page by page as you iterate."""
+        cursor: str | None = None
+        while True:
+            page = await self._send(_calls.list_gradings(filters, cursor, page_size))
+            for item in page["items"]:
+                yield Grading.model_validate(item)
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    async def wait(
+        self,
+        grading_id: str,
+        *,
+        timeout: float = 300.0,  # noqa: ASYNC109 - Client.wait's keywords
+        poll: float = 1.0,
+    ) -> Grading:
+        """The grading once it left ``pending``; raises ``TimeoutError`` after ``timeout``."""
+        return (await self.wait_many([grading_id], timeout=timeout, poll=poll))[0]
+
+    async def wait_many(
+        self,
+        grading_ids: Iterable[str],
+        *,
+        timeout: float = 300.0,  # noqa: ASYNC109 - Client.wait_many's keywords
+        poll: float = 1.0,
+    ) -> list[Grading]:
+        """Every grading once done, in the order of the ids given."""
+        ids = list(grading_ids)
+        done: dict[str, Grading] = {}
+        deadline = time.monotonic() + timeout
+        delay = min(0.2, poll)
+        while True:
+            for grading_id in ids:
+                if grading_id not in done:
+                    grading = await self.get(grading_id)
+                    if grading.done:
+                        done[grading_id] = grading
+            if len(done) == len(ids):
+                return [done[i] for i in ids]
+            if time.monotonic() + delay > deadline:
+                raise TimeoutError(f"{len(ids) - len(done)} gradings still pending")
+            await asyncio.sleep(delay)
+            delay = min(poll, delay * 2)
+
+    async def override(
+        self,
+        grading_id: str,
+        *,
+        reason: str,
+        question_id: str | None = None,
+        answer: str | None = None,
+        verdict: str | None = None,
+        withdraw: str | None = None,
+        revision: int | None = None,
+    ) -> Grading:
+        """Override one answer (``question_id`` + ``answer``), the ``verdict``, or
+        ``withdraw`` an override. Without ``revision`` the current one is read first;
+        a stale one raises :class:`~sre_judge_client.PreconditionFailed`."""
+        if revision is None:
+            revision = (await self.get(grading_id)).revision
+        body = {
+            "reason": reason,
+            "question_id": question_id,
+            "answer": answer,
+            "verdict": verdict,
+            "withdraw": withdraw,
+        }
+        return Grading.model_validate(await self._send(_calls.override(grading_id, revision, body)))
+
+    async def label(
+        self, grading_id: str, answers: dict[str, str], *, verdict: str | None = None
+    ) -> dict[str, Any]:
+        """Store an adjudicator's own answers (question id -> ``yes``/``no``)."""
+        return dict(await self._send(_calls.label(grading_id, answers, verdict)))
+
+    async def register_scenario(
+        self,
+        scenario_id: str,
+        ground_truth: str,
+        *,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        exist_ok: bool = False,
+    ) -> dict[str, Any] | None:
+        """Register a scenario (admin); with ``exist_ok`` an existing id is no error."""
+        call = _calls.register_scenario(scenario_id, ground_truth, title=title, tags=tags)
+        try:
+            return dict(await self._send(call))
+        except Conflict:
+            if exist_ok:
+                return None
+            raise
+
+    async def start_regrade(self, **job: Any) -> RegradeJob:
+        """Start a regrade job (admin): ``filter``, ``rubric``, ``judge``, ``mode``, ..."""
+        return RegradeJob.model_validate(await self._send(_calls.start_regrade(job)))
+
+    async def regrade_job(self, job_id: str) -> RegradeJob:
+        """A regrade job with its progress."""
+        return RegradeJob.model_validate(await self._send(_calls.get_regrade_job(job_id)))
+
+    async def follow_regrade(
+        self,
+        job_id: str,
+        *,
+        poll: float = 2.0,
+        timeout: float = 3600.0,  # noqa: ASYNC109 - Client.follow_regrade's keywords
+    ) -> AsyncIterator[RegradeJob]:
+        """The job's state every ``poll`` seconds until it finishes (the last one included)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = await self.regrade_job(job_id)
+            yield job
+            if job.finished:
+                return
+            if time.monotonic() + poll > deadline:
+                raise TimeoutError(f"regrade job {job_id} still {job.state}")
+            await asyncio.sleep(poll)

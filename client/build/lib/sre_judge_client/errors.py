@@ -1,0 +1,109 @@
+"""Problem+json answers as exceptions that carry the field at fault."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ApiError",
+    "Conflict",
+    "Forbidden",
+    "InvalidRequest",
+    "NotFound",
+    "PreconditionFailed",
+    "Unauthorized",
+    "Unavailable",
+    "error_from_response",
+]
+
+
+class ApiError(Exception):
+    """An error answer of the server (RFC 9457 problem details).
+
+    ``field`` is the first field the server named as at fault (``None`` when it named
+    none); ``errors`` all of them as ``{"field", "message"}``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str,
+        *,
+        errors: list[dict[str, str]] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.errors = errors or []
+        self.field = self.errors[0].get("field") if self.errors else None
+        self.retry_after = retry_after
+        where = f" [{self.field}]" if self.field else ""
+        super().__init__(f"{status} {title}{where}: {detail}")
+
+
+class InvalidRequest(ApiError):
+    """400 or 422: the request was refused; ``field`` says which part."""
+
+
+class Unauthorized(ApiError):
+    """401: no token, or one the server does not know."""
+
+
+class Forbidden(ApiError):
+    """403: the token's role may not do this."""
+
+
+class NotFound(ApiError):
+    """404: no such id (or not yours to see)."""
+
+
+class Conflict(ApiError):
+    """409: a conflicting write, e.g. an idempotency key reused for another request."""
+
+
+class PreconditionFailed(ApiError):
+    """412: the grading changed since the revision given in ``If-Match``."""
+
+
+class Unavailable(ApiError):
+    """429, 503 or 504 after the retries: the server is busy or the judge is away."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: InvalidRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    412: PreconditionFailed,
+    422: InvalidRequest,
+    429: Unavailable,
+    503: Unavailable,
+    504: Unavailable,
+}
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (the delta form; an HTTP date counts as absent)."""
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def error_from_response(status: int, body: Any, headers: Any) -> ApiError:
+    """The exception for an error answer (any body: problem+json, JSON or none)."""
+    problem = body if isinstance(body, dict) else {}
+    errors = problem.get("errors")
+    kind = _BY_STATUS.get(status, ApiError)
+    return kind(
+        status,
+        str(problem.get("title") or f"HTTP {status}"),
+        str(problem.get("detail") or ""),
+        errors=[e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else None,
+        retry_after=retry_after_seconds(headers.get("Retry-After")),
+    )

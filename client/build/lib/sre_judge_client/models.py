@@ -1,0 +1,166 @@
+"""Typed views of the server's JSON: the grading object and what it holds.
+
+Field for field these follow the server's OpenAPI document (``GradingPublic`` and the
+schemas it refers to); a test in the server's suite compares them, so the two cannot
+drift. Unknown fields are kept (``extra="allow"``), so a newer server never breaks an
+older client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Answer",
+    "Dimension",
+    "Grading",
+    "Override",
+    "RegradeJob",
+    "Submission",
+    "Tag",
+    "Vote",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class Vote(_Model):
+    """One judge's (or one sample's) answer to a question."""
+
+    judge: str
+    sample: int
+    answer: Literal["yes", "no"]
+    confidence: float | None
+    call_id: str | None
+
+
+class Answer(_Model):
+    """One question's effective answer beside the judge's."""
+
+    question_id: str
+    dimension_id: str
+    answer: Literal["yes", "no"]
+    judge_answer: Literal["yes", "no"]
+    reasoning: str
+    evidence: str
+    evidence_verified: bool | None
+    confidence: float | None
+    overridden: bool
+    votes: list[Vote] = Field(default_factory=list)
+    grounding: str | None = None
+
+
+class Dimension(_Model):
+    """Yes answers of one dimension."""
+
+    id: str
+    name: str
+    yes: int
+    total: int
+
+
+class Submission(_Model):
+    """What was submitted; the ground truth only for those allowed to see it."""
+
+    id: str
+    agent: str | None
+    model: str | None
+    scenario_id: str | None
+    run_id: str | None
+    attempt: int | None
+    metadata: dict[str, Any]
+    diagnosis: str
+    ground_truth: str | None
+    ground_truth_source: Literal["scenario", "inline"] = "scenario"
+    ground_truth_sha256: str | None = None
+    submitted_by: str | None = None
+    created_at: datetime
+
+
+class Override(_Model):
+    """A human correction with its provenance."""
+
+    id: str
+    kind: Literal["answer", "verdict", "withdraw"]
+    question_id: str | None
+    answer: Literal["yes", "no"] | None
+    verdict: Literal["pass", "fail"] | None
+    withdraws: str | None
+    supersedes: str | None
+    reason: str
+    author: str
+    created_at: datetime
+
+
+class Tag(_Model):
+    """A failure tag on a grading."""
+
+    id: int
+    tag: str
+    note: str
+    author: str
+    created_at: datetime
+
+
+class Grading(_Model):
+    """The grading object (``GET /v1/gradings/{id}``).
+
+    ``status`` is ``pending``, ``graded``, ``unscored`` (the judge could not answer; see
+    ``unscored_reason``) or ``cancelled``. ``passed`` is null while pending, when
+    unscored, and when ``held`` (a pass of a diagnosis flagged for injection, waiting
+    for a human verdict).
+    """
+
+    id: str
+    submission_id: str
+    status: Literal["pending", "graded", "unscored", "cancelled"]
+    unscored_reason: str | None
+    pending_reason: str | None = None
+    detail: str | None
+    rubric: dict[str, str]
+    judge: dict[str, str]
+    answers: list[Answer]
+    dimensions: list[Dimension]
+    yes_count: int | None
+    composite: float | None
+    passed: bool | None
+    held: bool = False
+    judge_passed: bool | None
+    decisive: bool | None
+    needs_review: bool
+    review_reasons: list[str]
+    provisional: bool = False
+    verdict_override: Literal["pass", "fail"] | None = None
+    overridden: bool = False
+    overrides: list[Override] = Field(default_factory=list)
+    tags: list[Tag] = Field(default_factory=list)
+    revision: int
+    created_at: datetime
+    graded_at: datetime | None
+    submission: Submission
+    withheld: list[str] = Field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        """Whether the grading left ``pending`` (graded, unscored or cancelled)."""
+        return self.status != "pending"
+
+
+class RegradeJob(_Model):
+    """A regrade job and its progress (the server's object, fields beyond these kept)."""
+
+    id: str
+    state: str
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job stopped for good (done, failed or cancelled)."""
+        return self.state in {"done", "failed", "cancelled"}

@@ -1,0 +1,159 @@
+"""What the sync and async clients share: requests as data, decoding, the retry policy.
+
+Each client only sends; everything else is defined once here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from tenacity import retry_if_exception, stop_after_attempt
+from tenacity.wait import wait_base
+
+from sre_judge_client.errors import ApiError, Unavailable, error_from_response
+
+__all__ = [
+    "DEFAULT_URL",
+    "Call",
+    "decode",
+    "idempotency_key",
+    "resolve",
+    "retry_policy",
+    "submission_call",
+]
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+#: statuses after which nothing was stored: always safe to send again
+_BUSY = frozenset({429, 503})
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API request, described before any client sends it."""
+
+    method: str
+    path: str
+    params: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    #: sending it twice does no harm (GET, or a POST with an Idempotency-Key)
+    idempotent: bool = False
+    #: seconds the server may hold the request open on purpose (``?wait``)
+    server_wait: float = 0.0
+
+
+def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
+    """The server URL and token: the arguments, else ``SRE_JUDGE_URL`` / ``SRE_JUDGE_TOKEN``."""
+    url = base_url or os.environ.get("SRE_JUDGE_URL") or DEFAULT_URL
+    return url.rstrip("/"), token or os.environ.get("SRE_JUDGE_TOKEN") or None
+
+
+def idempotency_key(
+    *,
+    scenario_id: str | None,
+    ground_truth: str | None,
+    run_id: str | None,
+    attempt: int | None,
+) -> str:
+    """The ``Idempotency-Key`` of a submission.
+
+    With a ``run_id`` it is derived from run, attempt and scenario (or the inline ground
+    truth's hash), so a harness that crashes and submits the same attempt again gets the
+    first grading back instead of a second one. Without a run id it is random per call
+    (retries of that call still share it).
+    """
+    if run_id is None:
+        return f"sjc-{uuid.uuid4().hex}"
+    truth = hashlib.sha256(ground_truth.encode()).hexdigest() if ground_truth is not None else None
+    identity = json.dumps([scenario_id, truth, run_id, attempt], separators=(",", ":"))
+    return "sjc-" + hashlib.sha256(identity.encode()).hexdigest()[:40]
+
+
+def submission_call(
+    diagnosis: str,
+    *,
+    scenario_id: str | None,
+    ground_truth: str | None,
+    wait: float | None,
+    idempotency_key_: str | None,
+    **fields: Any,
+) -> Call:
+    """``POST /v1/submissions`` with the fields given (``None`` ones left out)."""
+    body = {"diagnosis": diagnosis, "scenario_id": scenario_id, "ground_truth": ground_truth}
+    body.update(fields)
+    body = {k: v for k, v in body.items() if v is not None}
+    key = idempotency_key_ or idempotency_key(
+        scenario_id=scenario_id,
+        ground_truth=ground_truth,
+        run_id=fields.get("run_id"),
+        attempt=fields.get("attempt"),
+    )
+    params = {"wait": wait} if wait else {}
+    return Call(
+        "POST",
+        "/v1/submissions",
+        params=params,
+        body=body,
+        headers={"Idempotency-Key": key},
+        idempotent=True,
+        server_wait=float(wait or 0),
+    )
+
+
+def decode(response: httpx.Response) -> Any:
+    """The JSON body of a success, or the :class:`ApiError` of a failure, raised."""
+    try:
+        body = response.json() if response.content else None
+    except ValueError:
+        body = None
+    if response.status_code >= 400:
+        raise error_from_response(response.status_code, body, response.headers)
+    return body
+
+
+class _RetryAfterWait(wait_base):
+    """The server's ``Retry-After`` when it gave one, else exponential backoff with jitter."""
+
+    def __init__(self, *, initial: float, maximum: float) -> None:
+        self.initial = initial
+        self.maximum = maximum
+
+    def __call__(self, retry_state: Any) -> float:
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None else None
+        if isinstance(error, ApiError) and error.retry_after is not None:
+            return min(error.retry_after, self.maximum)
+        backoff = self.initial * 2 ** (retry_state.attempt_number - 1)
+        return float(min(self.maximum, backoff) * random.uniform(0.5, 1.0))
+
+
+def _retryable(call: Call):  # type: ignore[no-untyped-def]
+    def check(error: BaseException) -> bool:
+        if isinstance(error, Unavailable):
+            return error.status in _BUSY
+        if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
+            return True  # never reached the server
+        return isinstance(error, httpx.TransportError) and call.idempotent
+
+    return check
+
+
+def retry_policy(call: Call, *, attempts: int, max_wait: float) -> dict[str, Any]:
+    """Keyword arguments of tenacity's ``Retrying`` / ``AsyncRetrying`` for ``call``.
+
+    Retries 429 and 503 (nothing was stored), connection failures, and any transport
+    error of an idempotent request; gives up after ``attempts`` and raises the last error.
+    """
+    return {
+        "stop": stop_after_attempt(max(1, attempts)),
+        "wait": _RetryAfterWait(initial=0.5, maximum=max_wait),
+        "retry": retry_if_exception(_retryable(call)),
+        "reraise": True,
+    }

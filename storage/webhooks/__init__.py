@@ -1,0 +1,1 @@
+"""Webhooks: endpoints, an outbox written with the events, deliveries and their attempts."""

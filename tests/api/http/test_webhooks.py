@@ -1,0 +1,182 @@
+"""Webhooks: registration, signed deliveries, retries in event order, dead letters."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from storage import Store
+from tests.support.submissions import DIAGNOSIS, TRUTH
+from tests.support.webhook_receiver import Receiver, receiving
+
+FAST = {
+    "webhook_allow_hosts": "127.0.0.1",
+    "webhook_retry_seconds": 0.1,
+    "webhook_timeout_seconds": 5,
+}
+
+
+async def _register(client: Any, admin: dict[str, str], receiver: Receiver, **extra: Any) -> str:
+    response = await client.post(
+        "/v1/webhooks",
+        json={"url": receiver.url, "events": ["grading.completed", "grading.overridden"], **extra},
+        headers=admin,
+    )
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["secret"].startswith("whsec_")
+    receiver.secret = body["secret"]
+    return str(body["id"])
+
+
+async def _grade(client: Any, agent: dict[str, str], n: int = 0) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/submissions?wait=10",
+        json={"diagnosis": f"{DIAGNOSIS} #{n}", "ground_truth": TRUTH, "run_id": str(n)},
+        headers=agent,
+    )
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def _until(check: Any, seconds: float = 20) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.7/hook",
+        "http://[::1]/hook",
+        "ftp://93.184.215.14/hook",
+    ],
+)
+async def test_private_and_metadata_targets_are_refused(
+    api_client: Any, tokens: Any, url: str
+) -> None:
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        response = await client.post(
+            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
+        )
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "url"
+
+
+async def test_a_signed_delivery_carries_ids_and_verdicts_only(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    with receiving() as receiver:
+        async with api_client(**FAST) as client:
+            webhook_id = await _register(client, admin, receiver, description="ci")
+            listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+            assert [w["id"] for w in listed] == [webhook_id] and listed[0]["secret"] is None
+            grading = await _grade(client, agent)
+            await _until(lambda: receiver.delivered())
+            [event] = receiver.delivered()
+            assert event["type"] == "grading.completed"
+            data = event["data"]
+            assert data["grading_id"] == grading["id"] and data["passed"] is True
+            assert data["submission_id"] == grading["submission_id"] and data["status"] == "graded"
+            raw = str(event)
+            assert DIAGNOSIS[:30] not in raw and "USER_PORT" not in raw  # neither text
+            assert receiver.unverified == 0
+            deliveries = await client.get(f"/v1/webhooks/{webhook_id}/deliveries", headers=admin)
+            [delivery] = deliveries.json()["items"]
+            assert delivery["state"] == "delivered" and len(delivery["attempts"]) == 1
+            assert delivery["attempts"][0]["status"] == 200
+
+
+async def test_a_receiver_down_for_a_while_gets_every_event_in_order(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    with receiving() as receiver:
+        receiver.status = lambda n: 503 if n < 6 else 200  # down for its first six requests
+        async with api_client(**FAST) as client:
+            webhook_id = await _register(client, admin, receiver)
+            gradings = [await _grade(client, agent, n) for n in range(3)]
+            arrived = await asyncio.to_thread(receiver.wait_for, 3)
+            assert [e["data"]["grading_id"] for e in arrived] == [g["id"] for g in gradings]
+            items = (
+                await client.get(f"/v1/webhooks/{webhook_id}/deliveries", headers=admin)
+            ).json()
+            first = items["items"][-1]  # newest first
+            assert first["state"] == "delivered"
+            assert [a["status"] for a in first["attempts"]][:2] == [503, 503]
+
+
+async def test_a_delivery_failing_too_long_is_dead_lettered_then_redelivered(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    with receiving() as receiver:
+        receiver.status = lambda n: 500
+        async with api_client(**FAST, webhook_give_up_seconds=0.3) as client:
+            webhook_id = await _register(client, admin, receiver)
+            await _grade(client, agent)
+            url = f"/v1/webhooks/{webhook_id}/deliveries"
+
+            async def dead() -> list[Any]:
+                return list((await client.get(f"{url}?state=dead", headers=admin)).json()["items"])
+
+            for _ in range(200):
+                if await dead():
+                    break
+                await asyncio.sleep(0.05)
+            [delivery] = await dead()
+            assert delivery["attempts"] and delivery["next_attempt_at"] is None
+            receiver.status = lambda n: 200
+            again = await client.post(f"{url}/{delivery['id']}/redeliver", headers=admin)
+            assert again.status_code == 202
+            await asyncio.to_thread(receiver.wait_for, 1)
+
+
+async def test_an_event_of_a_rolled_back_change_is_never_sent(engine: Any) -> None:
+    store = Store(engine)
+    await store.webhooks.create_endpoint(
+        url="http://127.0.0.1:9/hook", events=["regrade.finished"], description="", actor="t"
+    )
+
+    async def failing_change() -> None:
+        async with store.db.write() as session:
+            await store.db.audit(
+                session, "regrade_job.done", entity_type="regrade_job", entity_id="j1",
+                actor="t", payload={"state": "done", "counts": {}},
+            )  # fmt: skip
+            raise RuntimeError("the change fails after its event was written")
+
+    with pytest.raises(RuntimeError):
+        await failing_change()
+    async with store.db.write() as session:
+        await store.db.audit(
+            session, "regrade_job.done", entity_type="regrade_job", entity_id="j2",
+            actor="t", payload={"state": "done", "counts": {"done": 1}},
+        )  # fmt: skip
+    [batch] = await store.webhooks.claim_due(lease_seconds=60)
+    assert [c.payload["data"]["regrade_job_id"] for c in batch] == ["j2"]
+
+
+async def test_a_public_target_is_registered_and_its_secret_shown_once(
+    api_client: Any, tokens: Any
+) -> None:
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:  # no worker: nothing is sent
+        created = await client.post(
+            "/v1/webhooks",
+            json={"url": "https://93.184.215.14/hook", "events": ["regrade.finished"]},
+            headers=admin,
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["secret"].startswith("whsec_")
+        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+        assert listed[0]["secret"] is None and listed[0]["events"] == ["regrade.finished"]

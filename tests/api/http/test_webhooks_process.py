@@ -1,0 +1,114 @@
+"""Webhooks across real server processes: a crash mid-delivery, several servers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.support.service_process import ServiceProcess, cli, serving
+from tests.support.submissions import DIAGNOSIS, TRUTH
+from tests.support.webhook_receiver import Receiver, receiving
+
+pytestmark = pytest.mark.slow
+
+
+def _env(database_url: str) -> dict[str, str]:
+    return {
+        "SRE_JUDGE_DATABASE_URL": database_url,
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "SRE_JUDGE_POLL_SECONDS": "0.1",
+        "SRE_JUDGE_WEBHOOK_ALLOW_HOSTS": "127.0.0.1",
+        "SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS": "2",
+        "SRE_JUDGE_WEBHOOK_RETRY_SECONDS": "0.2",
+    }
+
+
+def _headers(env: dict[str, str], role: str) -> dict[str, str]:
+    done = cli("tokens", "create", "--role", role, "--name", f"wh-{role}", env=env)
+    assert done.returncode == 0, done.stderr
+    return {"Authorization": f"Bearer {done.stdout.strip()}"}
+
+
+def _register(url: str, admin: dict[str, str], receiver: Receiver) -> None:
+    response = httpx.post(
+        f"{url}/v1/webhooks",
+        json={"url": receiver.url, "events": ["grading.completed"]},
+        headers=admin,
+    )
+    assert response.status_code == 201, response.text
+    receiver.secret = response.json()["secret"]
+
+
+def _submit(url: str, agent: dict[str, str], n: int) -> str:
+    response = httpx.post(
+        f"{url}/v1/submissions",
+        json={"diagnosis": f"{DIAGNOSIS} #{n}", "ground_truth": TRUTH},
+        headers=agent,
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    return str(response.json()["id"])
+
+
+async def _states(engine: AsyncEngine) -> list[str]:
+    async with engine.connect() as connection:
+        rows = await connection.execute(text("SELECT state FROM webhook_delivery ORDER BY seq"))
+        return [row[0] for row in rows]
+
+
+async def test_killed_mid_delivery_and_restarted_delivers_exactly_once(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    env = _env(database_url)
+    assert cli("migrate", env=env).returncode == 0
+    admin, agent = _headers(env, "admin"), _headers(env, "submitter")
+    with receiving() as receiver:
+        receiver.delay = lambda n: 4.0 if n == 0 else 0.0  # the first send hangs
+        first = ServiceProcess(env, tmp_path / "first.log")
+        try:
+            first.wait_ready()
+            _register(first.url, admin, receiver)
+            grading_id = _submit(first.url, agent, 0)
+            for _ in range(600):
+                if receiver.requests:
+                    break
+                await asyncio.sleep(0.05)
+            assert receiver.requests == 1
+        finally:
+            first.kill()  # mid-delivery: the receiver holds the request
+            first.stop()
+        with serving(env, tmp_path / "second.log"):
+            for _ in range(600):
+                if await _states(engine) == ["delivered"]:
+                    break
+                await asyncio.sleep(0.1)
+            assert await _states(engine) == ["delivered"]
+        ids = {message_id for message_id, _ in receiver.received}
+        assert len(ids) == 1  # every send of it carried the same webhook-id
+        [event] = receiver.delivered()
+        assert event["data"]["grading_id"] == grading_id and receiver.unverified == 0
+
+
+async def test_several_servers_on_one_database_deliver_each_event_once(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    env = _env(database_url)
+    assert cli("migrate", env=env).returncode == 0
+    admin, agent = _headers(env, "admin"), _headers(env, "submitter")
+    with (
+        receiving() as receiver,
+        serving(env, tmp_path / "a.log") as a,
+        serving(env, tmp_path / "b.log") as b,
+    ):
+        _register(a.url, admin, receiver)
+        ids = [_submit((a, b)[n % 2].url, agent, n) for n in range(12)]
+        arrived = await asyncio.to_thread(receiver.wait_for, 12, 120)
+        await asyncio.sleep(1.0)  # time for any duplicate to show up
+        assert sorted(e["data"]["grading_id"] for e in arrived) == sorted(ids)
+        assert len(receiver.received) == 12  # no webhook-id twice
+        assert await _states(engine) == ["delivered"] * 12

@@ -1,0 +1,140 @@
+"""Faults the client rides out or reports (respx: the server's misbehaviour on demand)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+import respx
+from sre_judge_client import (
+    AsyncClient,
+    Client,
+    InvalidRequest,
+    Unavailable,
+    idempotency_key,
+)
+
+URL = "http://judge.test"
+
+
+def _grading(status: str = "graded") -> dict[str, Any]:
+    submission = {
+        "id": "s1", "agent": None, "model": None, "scenario_id": "sc", "run_id": "r",
+        "attempt": 1, "metadata": {}, "diagnosis": "d", "ground_truth": None,
+        "created_at": "2026-12-01T00:00:00Z",
+    }  # fmt: skip
+    return {
+        "id": "g1", "submission_id": "s1", "status": status, "unscored_reason": None,
+        "detail": None, "rubric": {"id": "sregym-rca", "version": "v1"},
+        "judge": {"backend": "scripted", "model": "pass"}, "answers": [], "dimensions": [],
+        "yes_count": 9, "composite": 1.0, "passed": True, "judge_passed": True,
+        "decisive": True, "needs_review": False, "review_reasons": [], "revision": 1,
+        "created_at": "2026-12-01T00:00:00Z", "graded_at": None, "submission": submission,
+    }  # fmt: skip
+
+
+def _client(**kwargs: Any) -> Client:
+    return Client(URL, "t0ken", max_retry_wait=5, **kwargs)
+
+
+@respx.mock
+def test_429_is_retried_after_the_servers_retry_after() -> None:
+    route = respx.post(f"{URL}/v1/submissions").mock(
+        side_effect=[
+            httpx.Response(429, headers={"Retry-After": "1"}, json={"title": "Too many"}),
+            httpx.Response(201, json=_grading()),
+        ]
+    )
+    started = time.monotonic()
+    grading = _client().submit("d", scenario_id="sc", run_id="r", attempt=1)
+    assert grading.passed is True and route.call_count == 2
+    assert time.monotonic() - started >= 0.9  # waited as told, not the 0.5 s backoff
+
+
+@respx.mock
+def test_503_and_dropped_connections_are_retried_with_the_same_idempotency_key() -> None:
+    route = respx.post(f"{URL}/v1/submissions").mock(
+        side_effect=[
+            httpx.Response(503, headers={"Retry-After": "0"}),
+            httpx.RemoteProtocolError("server disconnected"),
+            httpx.Response(201, json=_grading()),
+        ]
+    )
+    _client().submit("d", scenario_id="sc", run_id="r", attempt=1)
+    keys = {call.request.headers["Idempotency-Key"] for call in route.calls}
+    assert route.call_count == 3 and len(keys) == 1
+    assert keys == {idempotency_key(scenario_id="sc", ground_truth=None, run_id="r", attempt=1)}
+
+
+@respx.mock
+def test_a_dropped_override_is_not_sent_twice() -> None:
+    route = respx.post(f"{URL}/v1/gradings/g1/overrides").mock(
+        side_effect=httpx.RemoteProtocolError("server disconnected")
+    )
+    with pytest.raises(httpx.RemoteProtocolError):
+        _client().override("g1", verdict="fail", reason="wrong", revision=1)
+    assert route.call_count == 1
+    assert route.calls[0].request.headers["If-Match"] == '"1"'
+
+
+@respx.mock
+def test_a_server_that_stays_busy_raises_unavailable_with_its_retry_after() -> None:
+    route = respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(503, headers={"Retry-After": "0"}, json={"title": "Busy"})
+    )
+    with pytest.raises(Unavailable) as busy:
+        _client(retries=3).get("g1")
+    assert route.call_count == 3 and busy.value.status == 503 and busy.value.retry_after == 0
+
+
+@respx.mock
+def test_a_problem_becomes_an_exception_naming_the_field() -> None:
+    problem = {
+        "type": "about:blank", "title": "Invalid request", "status": 422,
+        "detail": "attempt: must be >= 0",
+        "errors": [{"field": "attempt", "message": "must be >= 0"}],
+    }  # fmt: skip
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(
+            422, json=problem, headers={"Content-Type": "application/problem+json"}
+        )
+    )
+    with pytest.raises(InvalidRequest) as refused:
+        _client().submit("d", scenario_id="sc", attempt=-1)
+    assert refused.value.field == "attempt" and "attempt" in str(refused.value)
+
+
+@respx.mock
+async def test_the_async_client_retries_as_the_sync_one() -> None:
+    route = respx.post(f"{URL}/v1/submissions").mock(
+        side_effect=[httpx.ConnectError("refused"), httpx.Response(202, json=_grading("pending"))]
+    )
+    async with AsyncClient(URL, "t0ken", max_retry_wait=1) as judge:
+        handle = await judge.submit("d", ground_truth="truth", wait=5)
+    assert handle.status == "pending" and route.call_count == 2
+    assert route.calls[0].request.url.params["wait"] == "5"
+
+
+def test_the_idempotency_key_is_derived_from_run_attempt_and_scenario() -> None:
+    def key(**kw: Any) -> str:
+        base = {"scenario_id": "sc", "ground_truth": None, "run_id": "r", "attempt": 1}
+        return idempotency_key(**{**base, **kw})
+
+    assert key() == key()
+    assert len({key(), key(attempt=2), key(run_id="r2"), key(scenario_id="other")}) == 4
+    assert key(scenario_id=None, ground_truth="a") != key(scenario_id=None, ground_truth="b")
+    # without a run there is nothing to recognise a resubmission by: one key per call
+    assert key(run_id=None) != key(run_id=None)
+
+
+def test_url_and_token_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SRE_JUDGE_URL", "http://elsewhere:9/")
+    monkeypatch.setenv("SRE_JUDGE_TOKEN", "s3cret")
+    with respx.mock:
+        route = respx.get("http://elsewhere:9/v1/gradings/g1").mock(
+            return_value=httpx.Response(200, json=_grading())
+        )
+        Client().get("g1")
+    assert route.calls[0].request.headers["Authorization"] == "Bearer s3cret"

@@ -1,0 +1,79 @@
+"""The client's typed models against the server's OpenAPI document: they cannot drift."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sre_judge_client import models
+
+from api.http.app import create_app
+from api.service.settings import Settings
+
+#: server schema name -> client model
+PAIRS = {
+    "GradingPublic": models.Grading,
+    "AnswerPublic": models.Answer,
+    "DimensionPublic": models.Dimension,
+    "SubmissionPublic": models.Submission,
+    "OverridePublic": models.Override,
+    "TagPublic": models.Tag,
+    "VotePublic": models.Vote,
+}
+
+
+def _kinds(schema: dict[str, Any]) -> frozenset[str]:
+    """The JSON types a property schema admits (a reference counts as an object)."""
+    if "$ref" in schema:
+        return frozenset({"object"})
+    kinds: set[str] = set()
+    for key in ("anyOf", "oneOf", "allOf"):
+        for part in schema.get(key, []):
+            kinds |= _kinds(part)
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        kinds.add(declared)
+    elif isinstance(declared, list):
+        kinds.update(declared)
+    if None in schema.get("enum", []):
+        kinds.add("null")
+    return frozenset(kinds)
+
+
+def _enums(schema: dict[str, Any]) -> frozenset[Any]:
+    values: set[Any] = set(schema.get("enum", []))
+    if "const" in schema:
+        values.add(schema["const"])
+    for key in ("anyOf", "oneOf"):
+        for part in schema.get(key, []):
+            values |= _enums(part)
+    return frozenset(values - {None})  # null is a kind, compared above
+
+
+@pytest.fixture
+async def openapi(database_url: str, engine: AsyncEngine) -> dict[str, Any]:
+    """The server's OpenAPI document as ``/schema/openapi.json`` serves it."""
+    settings = Settings(database_url=database_url, judge="scripted:pass")
+    app = create_app(settings, engine=engine, start_workers=False)
+    async with AsyncTestClient(app) as client:
+        response = await client.get("/schema/openapi.json")
+    assert response.status_code == 200
+    return dict(response.json())
+
+
+@pytest.mark.parametrize("server_name", sorted(PAIRS))
+async def test_the_client_model_matches_the_servers_schema(
+    openapi: dict[str, Any], server_name: str
+) -> None:
+    server = openapi["components"]["schemas"][server_name]
+    client_model: type[BaseModel] = PAIRS[server_name]
+    client = client_model.model_json_schema()
+    assert set(client["properties"]) == set(server["properties"]), server_name
+    assert set(client.get("required", [])) == set(server.get("required", [])), server_name
+    for name, prop in server["properties"].items():
+        mine = client["properties"][name]
+        assert _kinds(mine) == _kinds(prop), f"{server_name}.{name}"
+        assert _enums(mine) == _enums(prop), f"{server_name}.{name}"

@@ -1,0 +1,149 @@
+"""The SREGym drop-in returns SREGym's result dictionary, graded by a real server.
+
+The contract is SREGym's ``LLMAsAJudgeOracle.evaluate``: ``judgment`` ("True"/"False"),
+``reasoning``, ``success``, ``accuracy`` (composite x 100, 2 decimals),
+``composite_score``, ``dimensions`` ``{id: {name, score}}`` and ``checklist`` of
+``{id, answer: Yes|No, evidence, confidence: High|Medium|Low}``; on error
+``judgment: "Error"``, ``success: False``, ``accuracy: 0.0``, ``checklist: []`` and
+``error``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sre_judge_client import Client, Grading
+from sre_judge_client.sregym import LLMAsAJudgeOracle, oracle_result
+
+from tests.client.conftest import Served
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+KEYS = {
+    "judgment",
+    "reasoning",
+    "success",
+    "accuracy",
+    "composite_score",
+    "dimensions",
+    "checklist",
+}
+ERROR_KEYS = {"judgment", "reasoning", "success", "accuracy", "checklist", "error"}
+IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+
+
+class Problem:
+    """What SREGym hands its oracle: a problem object with an id."""
+
+    def __init__(self, problem_id: str) -> None:
+        self.problem_id = problem_id
+
+
+def _grading(**changes: Any) -> Grading:
+    answers = [
+        {"question_id": q, "dimension_id": q[:2], "answer": "yes" if q != "D3-Q2" else "no",
+         "judge_answer": "yes", "reasoning": "", "evidence": "USER_PORT=9999",
+         "evidence_verified": True, "confidence": c, "overridden": False}
+        for q, c in zip(IDS, [0.9, 0.6, 0.3, None, 0.9, 0.9, 0.9, 0.9, 0.9], strict=True)
+    ]  # fmt: skip
+    names = {"D1": "Fault localization", "D2": "Fault characterization", "D3": "Failure scope"}
+    body = {
+        "id": "g1", "submission_id": "s1", "status": "graded", "unscored_reason": None,
+        "detail": None, "rubric": {"id": "sregym-rca"}, "judge": {"backend": "scripted"},
+        "answers": answers,
+        "dimensions": [{"id": d, "name": n, "yes": 3 if d != "D3" else 2, "total": 3}
+                       for d, n in names.items()],
+        "yes_count": 8, "composite": 0.8866, "passed": True, "judge_passed": True,
+        "decisive": True, "needs_review": False, "review_reasons": [], "revision": 1,
+        "created_at": "2026-12-01T00:00:00Z", "graded_at": None,
+        "submission": {"id": "s1", "agent": None, "model": None, "scenario_id": "sc",
+                       "run_id": None, "attempt": 1, "metadata": {}, "diagnosis": "d",
+                       "ground_truth": None, "created_at": "2026-12-01T00:00:00Z"},
+        **changes,
+    }  # fmt: skip
+    return Grading.model_validate(body)
+
+
+def test_a_pass_fills_sregyms_dictionary_as_its_oracle_does() -> None:
+    result = oracle_result(_grading())
+    assert set(result) == KEYS
+    assert result["judgment"] == "True" and result["success"] is True
+    assert result["composite_score"] == 0.89 and result["accuracy"] == 89.0
+    assert result["dimensions"]["D3"] == {"name": "Failure scope", "score": 0.67}
+    assert [c["id"] for c in result["checklist"]] == IDS
+    assert result["checklist"][7]["answer"] == "No"
+    assert [c["confidence"] for c in result["checklist"][:4]] == ["High", "Medium", "Low", "Low"]
+    assert result["reasoning"].startswith("Verdict: True (composite=0.89).")
+
+
+def test_a_fail_is_false_and_an_override_wins() -> None:
+    result = oracle_result(_grading(passed=False, verdict_override="fail"))
+    assert result["judgment"] == "False" and result["success"] is False
+    assert result["accuracy"] == 89.0  # the judge's score stays what it was
+
+
+def test_a_held_pass_is_not_a_success_and_says_why() -> None:
+    result = oracle_result(_grading(passed=None, held=True))
+    assert set(result) == KEYS
+    assert result["success"] is False and result["judgment"] == "False"
+    assert result["reasoning"].startswith("Held for human review")
+
+
+@pytest.mark.parametrize("status", ["unscored", "pending", "cancelled"])
+def test_no_score_is_sregyms_error_shape_never_nine_silent_no(status: str) -> None:
+    reason = "unparseable_reply" if status == "unscored" else None
+    result = oracle_result(_grading(status=status, unscored_reason=reason, composite=None))
+    assert set(result) == ERROR_KEYS
+    assert result["judgment"] == "Error" and result["success"] is False
+    assert result["accuracy"] == 0.0 and result["checklist"] == []
+    assert status in result["reasoning"] and result["reasoning"].startswith("Error: ")
+
+
+def test_an_unreachable_server_is_an_error_result() -> None:
+    oracle = LLMAsAJudgeOracle(
+        Problem("p"), TRUTH, client=Client("http://127.0.0.1:9", "t", retries=1)
+    )
+    result = oracle.evaluate(DIAGNOSIS)
+    assert result["judgment"] == "Error" and result["success"] is False
+
+
+@pytest.mark.slow
+def test_the_oracle_registers_the_problem_and_grades_on_the_server(
+    serve: Callable[[str], Served],
+) -> None:
+    served = serve("pass")
+    problem_id = f"hotel_user_port-{uuid.uuid4().hex[:6]}"
+    admin = Client(served.url, served.admin)
+    oracle = LLMAsAJudgeOracle(
+        Problem(problem_id), TRUTH, client=admin, agent="stratus", model="gpt-x"
+    )
+    first, second = oracle.evaluate(DIAGNOSIS), oracle.evaluate(DIAGNOSIS, trace="t", duration=3)
+    assert set(first) == KEYS and first["judgment"] == "True" and first["success"] is True
+    assert first["accuracy"] == 100.0 and len(first["checklist"]) == 9
+    assert {c["answer"] for c in first["checklist"]} == {"Yes"}
+    assert set(first["dimensions"]) == {"D1", "D2", "D3"}
+    stored = list(admin.list(scenario_id=problem_id))
+    assert sorted(g.submission.attempt or 0 for g in stored) == [1, 2]
+    assert {(g.submission.agent, g.submission.model) for g in stored} == {("stratus", "gpt-x")}
+    assert second["success"] is True
+
+
+@pytest.mark.slow
+def test_a_submitter_token_sends_the_root_cause_inline(serve: Callable[[str], Served]) -> None:
+    served = serve("pass")
+    oracle = LLMAsAJudgeOracle(
+        Problem("p-inline"), TRUTH, client=Client(served.url, served.submitter)
+    )
+    assert oracle.evaluate(DIAGNOSIS)["success"] is True
+
+
+@pytest.mark.slow
+def test_an_unscored_grading_becomes_error(serve: Callable[[str], Served]) -> None:
+    served = serve("garbage")
+    oracle = LLMAsAJudgeOracle(Problem("p-garbage"), TRUTH, client=Client(served.url, served.admin))
+    result = oracle.evaluate(DIAGNOSIS)
+    assert set(result) == ERROR_KEYS and result["judgment"] == "Error"
+    assert "unscored" in result["error"]

@@ -1,0 +1,116 @@
+"""``sre-judge submit`` as a CI gate: the exit status is the verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from api.cli.submit import EXIT_CODES, outcome, worst
+from tests.client.conftest import Served
+from tests.support.service_process import cli
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+
+
+def _env(served: Served, token: str | None = None) -> dict[str, str]:
+    return {"SRE_JUDGE_URL": served.url, "SRE_JUDGE_TOKEN": token or served.submitter}
+
+
+def _files(tmp_path: Path) -> tuple[str, str]:
+    (tmp_path / "truth.txt").write_text(TRUTH)
+    (tmp_path / "diagnosis.txt").write_text(DIAGNOSIS)
+    return str(tmp_path / "truth.txt"), str(tmp_path / "diagnosis.txt")
+
+
+def test_outcomes_map_to_exit_statuses_and_the_most_serious_wins() -> None:
+    graded = {"status": "graded", "passed": True, "held": False}
+    assert outcome(graded) == "pass"
+    assert outcome({**graded, "passed": False}) == "fail"
+    assert outcome({**graded, "passed": None, "held": True}) == "held"
+    assert outcome({"status": "unscored"}) == "unscored"
+    assert outcome({"status": "pending"}) == "pending"
+    assert [EXIT_CODES[n] for n in ("pass", "fail", "usage", "unscored", "held")] == [0, 1, 2, 3, 4]
+    assert worst(["pass", "fail", "held"]) == 4 and worst(["fail", "unscored"]) == 3
+    assert worst(["pass"]) == 0 and worst([]) == 2
+
+
+def test_the_command_loads_neither_httpx_nor_the_server_stack() -> None:
+    code = (
+        "import sys, api.cli.submit; "
+        "print(sorted(m for m in ('httpx', 'sre_judge_client', 'litestar', 'sqlalchemy') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_a_pass_exits_0_and_prints_the_table(
+    serve: Callable[[str], Served], tmp_path: Path
+) -> None:
+    served = serve("pass")
+    truth, diagnosis = _files(tmp_path)
+    done = cli("submit", "--ground-truth-file", truth, "--diagnosis-file", diagnosis,
+               "--wait", "30", env=_env(served))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "PASS" in done.stdout and "D1-Q1" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_registered_scenario_from_stdin_as_json(
+    serve: Callable[[str], Served], tmp_path: Path
+) -> None:
+    served = serve("fail")
+    scenario = f"sc-{uuid.uuid4().hex[:6]}"
+    registered = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; from sre_judge_client import Client; "
+         "Client().register_scenario(sys.argv[1], sys.argv[2])", scenario, TRUTH],
+        env={**os.environ, **_env(served, served.admin)}, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert registered.returncode == 0, registered.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "api", "submit", "--scenario", scenario, "--diagnosis-file", "-",
+         "--json", "--run-id", "ci-1", "--attempt", "1"],
+        input=DIAGNOSIS, env={**_env(served)}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    grading = json.loads(done.stdout)
+    assert grading["passed"] is False and grading["submission"]["run_id"] == "ci-1"
+
+
+@pytest.mark.slow
+def test_jsonl_of_many_and_usage_errors(serve: Callable[[str], Served], tmp_path: Path) -> None:
+    served = serve("garbage")
+    lines = tmp_path / "many.jsonl"
+    lines.write_text(
+        "\n".join(json.dumps({"diagnosis": f"{DIAGNOSIS} {n}", "ground_truth": TRUTH})
+                  for n in range(2))
+    )  # fmt: skip
+    done = cli("submit", "--diagnosis-file", str(lines), "--json", "--wait", "30",
+               env=_env(served))  # fmt: skip
+    assert done.returncode == 3, done.stderr  # unscored
+    assert [json.loads(x)["status"] for x in done.stdout.splitlines()] == ["unscored"] * 2
+    _, diagnosis = _files(tmp_path)
+    no_truth = cli("submit", "--diagnosis-file", diagnosis, env=_env(served))
+    assert no_truth.returncode == 2 and "--scenario" in no_truth.stderr
+    refused = cli("submit", "--scenario", "nope", "--diagnosis-file", diagnosis,
+                  env=_env(served, "not-a-token"))  # fmt: skip
+    assert refused.returncode == 2 and "401" in refused.stderr
+
+
+@pytest.mark.slow
+def test_an_unreachable_server_is_no_verdict(tmp_path: Path) -> None:
+    _, diagnosis = _files(tmp_path)
+    env = {"SRE_JUDGE_URL": "http://127.0.0.1:9", "SRE_JUDGE_TOKEN": "t"}
+    done = cli("submit", "--scenario", "s", "--diagnosis-file", diagnosis, env=env, timeout=300)
+    assert done.returncode == 5 and "ConnectError" in done.stderr
