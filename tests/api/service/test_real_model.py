@@ -155,8 +155,9 @@ async def test_the_service_grades_end_to_end_with_the_real_model(
     assert calls
     for call in calls:
         assert call.response_format == "json_object" and call.response_text
-        assert call.prompt_tokens and call.prompt_tokens > 200
-        assert call.completion_tokens and call.completion_tokens > 0
+        # streamed replies: llama-cpp-python reports no usage, so counts may be unknown
+        assert call.prompt_tokens is None or call.prompt_tokens > 200
+        assert call.completion_tokens is None or call.completion_tokens > 0
 
 
 async def test_no_injection_case_passes_with_the_real_model(
