@@ -10,20 +10,25 @@ from storage.imports.jsonl import JsonlLine, JsonlSubmission, read_jsonl
 from storage.imports.problems import ImportFileError, ImportProblem, read_problems
 from storage.imports.rows import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
 from storage.imports.sregym import SregymAnswer, SregymAttempt, read_sregym_folder
-from storage.imports.store import ImportAborted, ImportReport, ImportRepository
+from storage.imports.store import ImportAborted, ImportProgress, ImportReport, ImportRepository
+from storage.imports.tables import ImportJobRecord, ImportUploadRecord, SregymOriginalRowRecord
 
 __all__ = [
     "SREGYM_JUDGE_SPEC",
     "SREGYM_RUBRIC_VERSION",
     "ImportAborted",
     "ImportFileError",
+    "ImportJobRecord",
     "ImportProblem",
+    "ImportProgress",
     "ImportReport",
     "ImportRepository",
+    "ImportUploadRecord",
     "JsonlLine",
     "JsonlSubmission",
     "SregymAnswer",
     "SregymAttempt",
+    "SregymOriginalRowRecord",
     "read_jsonl",
     "read_problems",
     "read_sregym_folder",

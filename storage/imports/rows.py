@@ -16,12 +16,14 @@ from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.secrets import redact
 from storage.canonical import canonical_json, sha256_hex
+from storage.imports.jsonl import JsonlLine
 from storage.imports.sregym import SregymAttempt
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
 
 __all__ = [
     "SREGYM_JUDGE_SPEC",
     "SREGYM_RUBRIC_VERSION",
+    "jsonl_submission",
     "run_started_at",
     "sregym_grading",
     "sregym_submission",
@@ -134,3 +136,30 @@ def sregym_grading(
     grading.passed = grading.judge_passed = passed
     grading.decisive = outcome.decisive if outcome else None
     return grading, _answers(grading.id, attempt)
+
+
+def jsonl_submission(
+    line: JsonlLine, truth: str, *, actor: str, content: str, now: datetime
+) -> SubmissionRecord:
+    """The submission of one JSONL line (``content``: its hash), its diagnosis redacted."""
+    item = line.submission
+    # credentials never reach the database or a judge in clear, imported or not
+    clean = redact(item.diagnosis)
+    return SubmissionRecord(
+        id=new_id(),
+        diagnosis=clean.text,
+        redactions=clean.records(),
+        ground_truth=truth,
+        ground_truth_sha256=sha256_hex(truth),
+        ground_truth_source="scenario" if item.scenario_id else "inline",
+        scenario_id=item.scenario_id,
+        agent=item.agent,
+        model=item.model,
+        run_id=item.run_id,
+        attempt=item.attempt,
+        metadata_={**item.metadata, "source": "jsonl"},
+        submitted_by=actor,
+        idempotency_key=f"jsonl:{content}",
+        request_hash=content,
+        created_at=item.created_utc() or now,
+    )

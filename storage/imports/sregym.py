@@ -58,6 +58,12 @@ class SregymAttempt:
     composite: float | None = None
     #: why the checklist could not be read, if it could not
     checklist_problem: str | None = None
+    #: the CSV file (relative to the results folder) and the row's line in it
+    path: str = ""
+    line: int = 0
+    #: the file's header and every cell of the row as written, for a lossless export
+    columns: tuple[str, ...] = ()
+    cells: dict[str, str | None] = field(default_factory=dict)
 
 
 def _flag(value: str | None) -> bool:
@@ -140,7 +146,9 @@ def _locate(relative: Path, problem_id: str) -> tuple[str, str]:
     return (parts[0] if len(parts) > 1 else ""), (parts[-1] if parts else "")
 
 
-def _attempt(source: str, relative: Path, row: dict[str, str]) -> SregymAttempt:
+def _attempt(
+    source: str, relative: Path, row: dict[str, str], columns: tuple[str, ...], line: int
+) -> SregymAttempt:
     problem_id = _text(row.get("problem_id"))
     if not problem_id:
         raise ValueError("the row has no problem_id")
@@ -167,6 +175,10 @@ def _attempt(source: str, relative: Path, row: dict[str, str]) -> SregymAttempt:
         success=_flag(success_text) if success_text else None,
         composite=_number(row.get("Diagnosis.composite_score")),
         checklist_problem=problem,
+        path=relative.as_posix(),
+        line=line,
+        columns=columns,
+        cells={k: v for k, v in row.items() if k is not None},
     )
 
 
@@ -179,8 +191,9 @@ def read_sregym_folder(root: Path) -> Iterator[SregymAttempt | ImportProblem]:
                 reader = csv.DictReader(handle)
                 for row in reader:
                     source = f"{relative}:{reader.line_num}"
+                    columns = tuple(reader.fieldnames or ())
                     try:
-                        yield _attempt(source, relative, row)
+                        yield _attempt(source, relative, row, columns, reader.line_num)
                     except ValueError as exc:
                         yield ImportProblem(source, str(exc))
         except (OSError, UnicodeDecodeError, csv.Error) as exc:

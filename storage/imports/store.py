@@ -8,9 +8,8 @@ one transaction each, every submission audited as ``submission.imported``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -18,17 +17,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.rubric import Rubric
-from judge.secrets import redact
 from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
 from storage.database import Database
 from storage.imports.jsonl import JsonlLine
 from storage.imports.problems import ImportProblem
-from storage.imports.rows import sregym_grading, sregym_submission
+from storage.imports.rows import jsonl_submission, sregym_grading, sregym_submission
 from storage.imports.sregym import SregymAttempt
+from storage.imports.tables import SregymOriginalRowRecord
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
-__all__ = ["ImportAborted", "ImportReport", "ImportRepository"]
+__all__ = ["ImportAborted", "ImportProgress", "ImportReport", "ImportRepository"]
 
 _BATCH = 200
 
@@ -47,6 +46,8 @@ class ImportReport:
     #: attempts without a diagnosis, by outcome: stored, never graded
     not_graded: dict[str, int] = field(default_factory=dict)
     problems: list[ImportProblem] = field(default_factory=list)
+    #: rows handled so far: stored, already imported or refused
+    rows: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
@@ -58,6 +59,10 @@ class ImportReport:
             "not_graded": dict(self.not_graded),
             "problems": [str(p) for p in self.problems],
         }
+
+
+#: called after each batch is committed, with the report so far
+ImportProgress = Callable[[ImportReport], Awaitable[None]]
 
 
 class ImportAborted(Exception):
@@ -79,33 +84,6 @@ def _batches(items: Iterable[Any]) -> Iterable[list[Any]]:
         yield batch
 
 
-def _jsonl_submission(
-    line: JsonlLine, truth: str, *, actor: str, content: str, now: datetime
-) -> SubmissionRecord:
-    """The submission of one JSONL line (``content``: its hash), its diagnosis redacted."""
-    item = line.submission
-    # credentials never reach the database or a judge in clear, imported or not
-    clean = redact(item.diagnosis)
-    return SubmissionRecord(
-        id=new_id(),
-        diagnosis=clean.text,
-        redactions=clean.records(),
-        ground_truth=truth,
-        ground_truth_sha256=sha256_hex(truth),
-        ground_truth_source="scenario" if item.scenario_id else "inline",
-        scenario_id=item.scenario_id,
-        agent=item.agent,
-        model=item.model,
-        run_id=item.run_id,
-        attempt=item.attempt,
-        metadata_={**item.metadata, "source": "jsonl"},
-        submitted_by=actor,
-        idempotency_key=f"jsonl:{content}",
-        request_hash=content,
-        created_at=item.created_utc() or now,
-    )
-
-
 class ImportRepository:
     """Writing imported submissions and gradings."""
 
@@ -114,12 +92,27 @@ class ImportRepository:
         self._db = db
         self._catalog = catalog
 
-    async def _known(self, session: AsyncSession, actor: str, key: str) -> bool:
+    async def _known(self, session: AsyncSession, actor: str, key: str) -> str | None:
+        """The id of the submission already imported under ``key``, or None."""
         query = select(col(SubmissionRecord.id)).where(
             col(SubmissionRecord.submitted_by) == actor,
             col(SubmissionRecord.idempotency_key) == key,
         )
-        return (await session.execute(query)).first() is not None
+        return (await session.execute(query)).scalar()
+
+    async def _keep_original(
+        self, session: AsyncSession, submission_id: str, attempt: SregymAttempt
+    ) -> None:
+        """The attempt's CSV row, every cell (kept once; a re-import fills in a missing one)."""
+        table = SregymOriginalRowRecord.__table__  # type: ignore[attr-defined]
+        values = {
+            "submission_id": submission_id,
+            "path": attempt.path,
+            "line": attempt.line,
+            "columns": list(attempt.columns),
+            "cells": dict(attempt.cells),
+        }
+        await self._db.insert_ignore(session, table, values)
 
     async def _ensure_scenario(self, session: AsyncSession, scenario_id: str, truth: str) -> None:
         table = ScenarioRecord.__table__  # type: ignore[attr-defined]
@@ -158,12 +151,18 @@ class ImportRepository:
         *,
         rubric: Rubric,
         actor: str = "import:sregym",
+        progress: ImportProgress | None = None,
     ) -> ImportReport:
-        """Store attempts with SREGym's verdicts; attempts of unknown problems are problems."""
+        """Store attempts with SREGym's verdicts; attempts of unknown problems are problems.
+
+        Each attempt's CSV row is kept whole (``sregym_original_row``) for the SREGym
+        export. ``progress`` is awaited after each committed batch.
+        """
         report = ImportReport()
         for batch in _batches(attempts):
             async with self._db.write() as session:
                 for item in batch:
+                    report.rows += 1
                     if isinstance(item, ImportProblem):
                         report.problems.append(item)
                     elif item.problem_id not in problems:
@@ -171,6 +170,8 @@ class ImportRepository:
                         report.problems.append(ImportProblem(item.source, message))
                     else:
                         await self._import_attempt(session, item, problems, rubric, actor, report)
+            if progress is not None:
+                await progress(report)
         return report
 
     async def _import_attempt(
@@ -188,11 +189,14 @@ class ImportRepository:
             attempt, truth, scenario_id=attempt.problem_id, actor=actor, at=now
         )
         assert submission.idempotency_key is not None
-        if await self._known(session, actor, submission.idempotency_key):
+        known = await self._known(session, actor, submission.idempotency_key)
+        if known is not None:
+            await self._keep_original(session, known, attempt)
             report.already_imported += 1
             return
         session.add(submission)
         await session.flush()
+        await self._keep_original(session, submission.id, attempt)
         grading_id = None
         if attempt.outcome == "diagnosed":
             grading, answers = sregym_grading(attempt, submission.id, rubric=rubric, at=now)
@@ -217,17 +221,20 @@ class ImportRepository:
         judge: tuple[str, str, str],
         actor: str = "import:jsonl",
         strict: bool = False,
+        progress: ImportProgress | None = None,
     ) -> ImportReport:
         """Store historic submissions, each with a pending grading by ``rubric`` and ``judge``.
 
         ``judge`` is ``(spec, backend, model)``. With ``strict``, any problem raises
         ImportAborted and nothing is stored (one transaction for the whole file).
+        ``progress`` is awaited after each committed batch.
         """
         report = ImportReport()
         batches = [list(lines)] if strict else _batches(lines)
         for batch in batches:
             async with self._db.write() as session:
                 for item in batch:
+                    report.rows += 1
                     if isinstance(item, ImportProblem):
                         report.problems.append(item)
                         continue
@@ -236,6 +243,8 @@ class ImportRepository:
                     raise ImportAborted(report.problems)
             if report.submissions:
                 await self._catalog.save_rubric(rubric, actor=actor)
+            if progress is not None:
+                await progress(report)
         return report
 
     async def _import_line(
@@ -260,10 +269,10 @@ class ImportRepository:
             truth = scenario.ground_truth
         content = sha256_hex(canonical_json(item.model_dump(mode="json")))
         key = f"jsonl:{content}"
-        if await self._known(session, actor, key):
+        if await self._known(session, actor, key) is not None:
             report.already_imported += 1
             return
-        submission = _jsonl_submission(line, truth or "", actor=actor, content=content, now=now)
+        submission = jsonl_submission(line, truth or "", actor=actor, content=content, now=now)
         session.add(submission)
         await session.flush()
         spec, backend, model = judge

@@ -15,6 +15,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
+import storage.imports.tables
 import storage.quality_tables
 import storage.regrade.tables
 import storage.review_tables
