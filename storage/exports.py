@@ -26,7 +26,7 @@ from storage.report_queries import ReportFilter, filtered, joined
 from storage.review_tables import FailureTagRecord, OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, RubricVersionRecord, SubmissionRecord
 
-__all__ = ["ExportReads", "ExportedGrading", "GradingExport"]
+__all__ = ["ExportReads", "ExportedGrading", "GradingExport", "attach", "rubrics_in_scope"]
 
 #: gradings fetched per batch
 BATCH = 500
@@ -62,7 +62,7 @@ class ExportReads:
     ) -> AsyncIterator[GradingExport]:
         """``async with store.exports.open(f) as export: async for g in export.gradings``."""
         async with self._db.snapshot() as session:
-            rubrics = await _rubrics_in_scope(session, filters)
+            rubrics = await rubrics_in_scope(session, filters)
             gradings = _stream(session, filters, batch)
             try:
                 yield GradingExport(rubrics=rubrics, gradings=gradings)
@@ -70,9 +70,10 @@ class ExportReads:
                 await gradings.aclose()
 
 
-async def _rubrics_in_scope(
+async def rubrics_in_scope(
     session: AsyncSession, filters: ReportFilter
 ) -> dict[tuple[str, str], Rubric]:
+    """The stored rubrics of the gradings in ``filters``, by ``(id, version)``."""
     pairs = filtered(
         joined(col(GradingRecord.rubric_id), col(GradingRecord.rubric_version)), filters
     ).distinct()
@@ -109,13 +110,13 @@ async def _stream(
         pairs = [(row[0], row[1]) for row in await session.execute(query)]
         if not pairs:
             return
-        for exported in await _attach(session, pairs):
+        for exported in await attach(session, pairs):
             yield exported
         last = pairs[-1][0]
         after = (last.created_at, last.id)
 
 
-async def _attach(
+async def attach(
     session: AsyncSession, pairs: list[tuple[GradingRecord, SubmissionRecord]]
 ) -> list[ExportedGrading]:
     """Answers, overrides and tags in force for one batch, three queries in all."""

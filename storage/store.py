@@ -20,6 +20,7 @@ from storage.catalog import CatalogRepository
 from storage.database import Database
 from storage.exports import ExportReads
 from storage.gradings import GradingReads
+from storage.imports.originals import OriginalRowReads
 from storage.imports.store import ImportRepository
 from storage.judge_cache import CacheRepository
 from storage.keys import ServiceKey
@@ -89,6 +90,8 @@ class Store:
         self.reports = ReportReads(self.db)
         #: streaming every grading of a filter
         self.exports = ExportReads(self.db)
+        #: imported SREGym rows, for the lossless SREGym export
+        self.sregym_rows = OriginalRowReads(self.db)
         #: pairs agreement is measured on
         self.agreement = AgreementReads(self.db)
         #: the votes of panels and samples

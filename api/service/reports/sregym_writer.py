@@ -1,0 +1,131 @@
+"""Writing the lossless SREGym export: one CSV, an archive of the folder, or a folder.
+
+Like :mod:`export_writer`, each writer reads from one snapshot and raises
+:class:`ExportFailed` for any failure on the way; the caller hands over (answers 200,
+renames into place) only what was written whole. An archive holds SREGym's layout at
+its root (``<datetime>/<agent>/<problem_id>/...csv``), as ``POST /v1/imports`` reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import time
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import IO, Literal
+
+from api.service.reports.export_writer import ExportFailed, ExportSummary
+from api.service.reports.sregym_roundtrip import (
+    FILE_COLUMN,
+    csv_text,
+    row_cells,
+    sregym_files,
+)
+from storage import Store
+from storage.report_queries import ReportFilter
+
+__all__ = [
+    "ARCHIVE_MEDIA_TYPES",
+    "SregymArchive",
+    "safe_relative",
+    "write_sregym_archive",
+    "write_sregym_file",
+    "write_sregym_folder",
+]
+
+SregymArchive = Literal["tar.gz", "zip"]
+ARCHIVE_MEDIA_TYPES: dict[SregymArchive, str] = {
+    "tar.gz": "application/gzip",
+    "zip": "application/zip",
+}
+
+
+class _Hashing:
+    """A write-only sink that counts and hashes what passes through it."""
+
+    def __init__(self, sink: IO[bytes]) -> None:
+        self._sink = sink
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        self.size += len(data)
+        return self._sink.write(data)
+
+    def flush(self) -> None:
+        self._sink.flush()
+
+    def summary(self, rows: int) -> ExportSummary:
+        return ExportSummary(rows=rows, size=self.size, sha256=self.digest.digest())
+
+
+def safe_relative(path: str) -> PurePosixPath:
+    """``path`` as a relative path inside a folder; ValueError if it could leave it."""
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or not pure.parts or any(p in ("", ".", "..") for p in pure.parts):
+        raise ValueError(f"{path!r} is not a relative path inside the results folder")
+    if "\\" in path or ":" in pure.parts[0]:
+        raise ValueError(f"{path!r} is not a relative path inside the results folder")
+    return pure
+
+
+async def write_sregym_file(store: Store, filters: ReportFilter, sink: IO[bytes]) -> ExportSummary:
+    """Every imported row of ``filters`` in one CSV, the file each came from last."""
+    out, rows = _Hashing(sink), 0
+    try:
+        async with store.sregym_rows.open(filters) as export:
+            columns = [*export.columns, FILE_COLUMN]
+            out.write(csv_text(columns, []).encode("utf-8"))
+            async for row in export.rows:
+                cells = {**row_cells(row, export.rubrics), FILE_COLUMN: row.original.path}
+                out.write(csv_text(columns, [cells]).split("\r\n", 1)[1].encode("utf-8"))
+                rows += 1
+        out.flush()
+    except Exception as exc:
+        raise ExportFailed(rows, exc) from exc
+    return out.summary(rows)
+
+
+async def write_sregym_archive(
+    store: Store, filters: ReportFilter, sink: IO[bytes], archive: SregymArchive
+) -> ExportSummary:
+    """Every imported row of ``filters`` in SREGym's folder layout, as tar.gz or zip."""
+    out, rows, now = _Hashing(sink), 0, time.time()
+    try:
+        async with store.sregym_rows.open(filters) as export:
+            if archive == "zip":
+                with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zipped:  # type: ignore[arg-type]
+                    async for f in sregym_files(export.rows, export.rubrics):
+                        zipped.writestr(str(safe_relative(f.path)), csv_text(f.columns, f.rows))
+                        rows += len(f.rows)
+            else:
+                with tarfile.open(fileobj=out, mode="w:gz") as tar:  # type: ignore[call-overload]
+                    async for f in sregym_files(export.rows, export.rubrics):
+                        data = csv_text(f.columns, f.rows).encode("utf-8")
+                        info = tarfile.TarInfo(str(safe_relative(f.path)))
+                        info.size, info.mtime, info.mode = len(data), int(now), 0o644
+                        tar.addfile(info, io.BytesIO(data))
+                        rows += len(f.rows)
+        out.flush()
+    except Exception as exc:
+        raise ExportFailed(rows, exc) from exc
+    return out.summary(rows)
+
+
+async def write_sregym_folder(store: Store, filters: ReportFilter, folder: Path) -> int:
+    """Every imported row of ``filters`` as SREGym's files under ``folder``; the rows written."""
+    rows = 0
+    try:
+        async with store.sregym_rows.open(filters) as export:
+            async for f in sregym_files(export.rows, export.rubrics):
+                target = folder.joinpath(*safe_relative(f.path).parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("w", newline="", encoding="utf-8") as handle:
+                    handle.write(csv_text(f.columns, f.rows))
+                rows += len(f.rows)
+    except Exception as exc:
+        raise ExportFailed(rows, exc) from exc
+    return rows

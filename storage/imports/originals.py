@@ -1,0 +1,146 @@
+"""Reading imported SREGym rows back, each with the grading an export shows for it.
+
+Rows come in the order of the results folder (file path, then line), in batches, from
+one snapshot. The submission filters of a :class:`ReportFilter` (agent, model, scenario,
+run, ground-truth source) select rows; its grading filters (rubric, judge, dates,
+current only) select the grading shown: the newest grading of the attempt in the
+filter. An attempt that was graded, but by no grading in the filter, is left out; an
+attempt that was never graded (timed out, failed deploy, nothing submitted) is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from judge.rubric import Rubric
+from storage.database import Database
+from storage.exports import ExportedGrading, attach, rubrics_in_scope
+from storage.imports.tables import SregymOriginalRowRecord
+from storage.report_queries import ReportFilter, filtered, joined
+from storage.tables import GradingRecord, SubmissionRecord
+
+__all__ = ["OriginalRow", "OriginalRowExport", "OriginalRowReads"]
+
+#: rows fetched per batch
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class OriginalRow:
+    """An imported CSV row, its submission, and the grading shown for it (if any)."""
+
+    original: SregymOriginalRowRecord
+    submission: SubmissionRecord
+    grading: ExportedGrading | None
+
+
+@dataclass(frozen=True)
+class OriginalRowExport:
+    """The rubrics in scope, by ``(id, version)``, and the rows to stream."""
+
+    rubrics: dict[tuple[str, str], Rubric]
+    #: every column of the rows' files, in the order first seen
+    columns: list[str]
+    rows: AsyncIterator[OriginalRow]
+
+
+def _submission_filtered(query: Any, filters: ReportFilter) -> Any:
+    equal = [
+        (SubmissionRecord.agent, filters.agent),
+        (SubmissionRecord.model, filters.model),
+        (SubmissionRecord.scenario_id, filters.scenario_id),
+        (SubmissionRecord.run_id, filters.run_id),
+        (SubmissionRecord.ground_truth_source, filters.ground_truth_source),
+    ]
+    for column, value in equal:
+        if value is not None:
+            query = query.where(col(column) == value)
+    return query
+
+
+class OriginalRowReads:
+    """Streaming the imported SREGym rows of a filter."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    @asynccontextmanager
+    async def open(
+        self, filters: ReportFilter, *, batch: int = BATCH
+    ) -> AsyncIterator[OriginalRowExport]:
+        """``async with store.sregym_rows.open(f) as export: async for r in export.rows``."""
+        async with self._db.snapshot() as session:
+            rubrics = await rubrics_in_scope(session, filters)
+            columns = await _columns(session, filters)
+            rows = _stream(session, filters, batch)
+            try:
+                yield OriginalRowExport(rubrics=rubrics, columns=columns, rows=rows)
+            finally:
+                await rows.aclose()
+
+
+async def _columns(session: AsyncSession, filters: ReportFilter) -> list[str]:
+    o = SregymOriginalRowRecord
+    query = select(col(o.columns)).join(
+        SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
+    )
+    query = _submission_filtered(query, filters).order_by(col(o.path), col(o.line))
+    seen: dict[str, None] = {}
+    for columns in (await session.execute(query)).scalars():
+        for column in columns:
+            seen.setdefault(column)
+    return list(seen)
+
+
+async def _stream(
+    session: AsyncSession, filters: ReportFilter, batch: int
+) -> AsyncGenerator[OriginalRow, None]:
+    o = SregymOriginalRowRecord
+    after: tuple[str, int] | None = None
+    while True:
+        query = select(o, SubmissionRecord).join(
+            SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
+        )
+        query = _submission_filtered(query, filters)
+        if after is not None:
+            path, line = after
+            query = query.where(
+                or_(col(o.path) > path, and_(col(o.path) == path, col(o.line) > line))
+            )
+        query = query.order_by(col(o.path), col(o.line), col(o.submission_id)).limit(batch)
+        pairs = [(row[0], row[1]) for row in await session.execute(query)]
+        if not pairs:
+            return
+        shown, graded = await _gradings(session, filters, [s.id for _, s in pairs])
+        for original, submission in pairs:
+            grading = shown.get(submission.id)
+            if grading is None and submission.id in graded:
+                continue
+            yield OriginalRow(original=original, submission=submission, grading=grading)
+        after = (pairs[-1][0].path, pairs[-1][0].line)
+
+
+async def _gradings(
+    session: AsyncSession, filters: ReportFilter, ids: list[str]
+) -> tuple[dict[str, ExportedGrading], set[str]]:
+    """The newest grading in the filter per submission, and the submissions ever graded."""
+    query = (
+        filtered(joined(GradingRecord, SubmissionRecord), filters)
+        .where(col(GradingRecord.submission_id).in_(ids))
+        .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
+    )
+    newest: dict[str, tuple[GradingRecord, SubmissionRecord]] = {}
+    for row in await session.execute(query):
+        newest[row[0].submission_id] = (row[0], row[1])
+    attached = await attach(session, list(newest.values()))
+    ever = select(col(GradingRecord.submission_id)).where(col(GradingRecord.submission_id).in_(ids))
+    graded = set((await session.execute(ever.distinct())).scalars())
+    return {item.view.submission.id: item for item in attached}, graded

@@ -1,0 +1,139 @@
+"""A lossless SREGym round trip: import a results folder, export it, diff cell by cell.
+
+The folder has timed-out, failed-deploy and empty attempts, TTL, TTM, ``Mitigation.*``,
+SREGym's dimension names and its ``Diagnosis.reasoning``. Exported untouched, every file
+comes back byte for byte; after a regrade, the only cells that differ are the verdict
+columns of the regraded attempts, listed below.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import tarfile
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+from api.service.reports.export_writer import ExportSummary
+from api.service.reports.sregym_roundtrip import FILE_COLUMN
+from api.service.reports.sregym_writer import (
+    write_sregym_archive,
+    write_sregym_file,
+    write_sregym_folder,
+)
+from storage import Store
+from storage.imports import read_problems, read_sregym_folder
+from storage.regrade.jobs import RegradeTarget
+from storage.regrade.select import RegradeFilter
+from storage.report_queries import ReportFilter
+from tests.storage.helpers import graded_result, sregym_rubric
+from tests.support.sregym_results import NOT_DIAGNOSED, write_sregym_results
+
+#: the cells a regrade may change: SREGym's verdict columns the folder has
+REGRADED_COLUMNS = {
+    "Diagnosis.success",
+    "Diagnosis.judgment",
+    "Diagnosis.composite_score",
+    "Diagnosis.accuracy",
+    "Diagnosis.dimensions",
+    "Diagnosis.checklist",
+    "Diagnosis.reasoning",
+}
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.csv")}
+
+
+def _cells(data: bytes) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(data.decode("utf-8"), newline="")))
+
+
+def _diff(before: dict[str, bytes], after: dict[str, bytes]) -> set[tuple[str, int, str]]:
+    """``(file, row, column)`` of every cell that differs; files and headers must match."""
+    assert sorted(after) == sorted(before)
+    changed = set()
+    for path, data in before.items():
+        assert after[path].splitlines()[0] == data.splitlines()[0], f"header of {path}"
+        old, new = _cells(data), _cells(after[path])
+        assert len(new) == len(old), path
+        for number, (a, b) in enumerate(zip(old, new, strict=True)):
+            changed |= {(path, number, c) for c in a if a[c] != b[c]}
+    return changed
+
+
+async def _imported(store: Store, tmp_path: Path) -> Path:
+    fixture = write_sregym_results(tmp_path)
+    report = await store.imports.sregym(
+        read_sregym_folder(fixture.root),
+        read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )
+    assert report.problems == [] and report.submissions == 45
+    return fixture.root
+
+
+async def test_an_untouched_import_exports_back_byte_for_byte(store: Store, tmp_path: Path) -> None:
+    root = await _imported(store, tmp_path)
+    out = tmp_path / "exported"
+    assert await write_sregym_folder(store, ReportFilter(), out) == 45
+    before, after = _files(root), _files(out)
+    assert after == before  # every file, header, row and cell, timed-out rows included
+    assert any(b"deploy_failed" in data and b",True," in data for data in after.values())
+
+
+async def test_one_file_and_archives_hold_the_same_rows(store: Store, tmp_path: Path) -> None:
+    root = await _imported(store, tmp_path)
+    before = _files(root)
+    sink = io.BytesIO()
+    summary = await write_sregym_file(store, ReportFilter(), sink)
+    assert isinstance(summary, ExportSummary) and summary.rows == 45
+    rows = _cells(sink.getvalue())
+    for path, data in before.items():
+        mine = [{k: v for k, v in r.items() if k != FILE_COLUMN} for r in rows]
+        expected = _cells(data)
+        got = [m for m, r in zip(mine, rows, strict=True) if r[FILE_COLUMN] == path]
+        assert got == expected, path
+    for archive in ("tar.gz", "zip"):
+        sink = io.BytesIO()
+        await write_sregym_archive(store, ReportFilter(), sink, archive)  # type: ignore[arg-type]
+        sink.seek(0)
+        if archive == "zip":
+            with zipfile.ZipFile(sink) as zipped:
+                unpacked = {n: zipped.read(n) for n in zipped.namelist()}
+        else:
+            with tarfile.open(fileobj=sink, mode="r:gz") as tar:
+                unpacked = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+        assert unpacked == before, archive
+
+
+async def test_after_a_regrade_only_the_regraded_verdict_columns_differ(
+    store: Store, tmp_path: Path
+) -> None:
+    root = await _imported(store, tmp_path)
+    target = RegradeTarget(
+        rubric=sregym_rubric(),
+        judge_spec="openai:new-judge@http://127.0.0.1:9/v1",
+        judge_backend="openai",
+        judge_model="new-judge",
+        mode="promote",
+    )
+    await store.regrade.create_job(RegradeFilter(agent="claude-sre"), target, actor="admin")
+    while claims := await store.queue.claim_pending("w", limit=50, lease_seconds=60):
+        for claim in claims:
+            assert await store.queue.complete(claim.grading_id, "w", graded_result())
+    out = tmp_path / "exported"
+    await write_sregym_folder(store, ReportFilter(), out)
+    changed = _diff(_files(root), _files(out))
+
+    regraded = {(path, row) for path, row, _ in changed}
+    assert {path.split("/")[1] for path, _ in regraded} == {"claude-sre"}
+    assert {column for _, _, column in changed} == REGRADED_COLUMNS
+    # each of claude-sre's 14 diagnosed attempts, not its empty one
+    assert len(regraded) == 15 - sum(1 for a, _, _ in NOT_DIAGNOSED if a == "claude-sre")
+    # SREGym's own verdicts stay selectable: its judge's export is the original again
+    original = tmp_path / "original"
+    sregym_only = replace(ReportFilter(judge="external:sregym"), current_only=False)
+    await write_sregym_folder(store, sregym_only, original)
+    assert _files(original) == _files(root)
