@@ -20,6 +20,7 @@ from storage.catalog import CatalogRepository
 from storage.database import Database
 from storage.exports import ExportReads
 from storage.gradings import GradingReads
+from storage.imports.jobs import ImportJobRepository
 from storage.imports.originals import OriginalRowReads
 from storage.imports.store import ImportRepository
 from storage.judge_cache import CacheRepository
@@ -90,6 +91,8 @@ class Store:
         self.reports = ReportReads(self.db)
         #: streaming every grading of a filter
         self.exports = ExportReads(self.db)
+        #: imports run in the background (``POST /v1/imports``)
+        self.import_jobs = ImportJobRepository(self.db)
         #: imported SREGym rows, for the lossless SREGym export
         self.sregym_rows = OriginalRowReads(self.db)
         #: pairs agreement is measured on

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from api.service.services import Services
 from judge.spec import parse_judge_spec
-from storage.imports import ImportReport, read_jsonl, read_sregym_folder
+from storage.imports import ImportProgress, ImportReport, read_jsonl, read_sregym_folder
 
 __all__ = ["import_jsonl_file", "import_sregym_folder"]
 
@@ -24,15 +24,21 @@ async def import_sregym_folder(
     problems: Mapping[str, str],
     *,
     rubric: str | None = None,
+    progress: ImportProgress | None = None,
 ) -> ImportReport:
     """Import every attempt of an SREGym results folder; SREGym's verdicts are kept."""
     target = await services.rubrics.require(rubric, default=services.settings.rubric)
     attempts = read_sregym_folder(folder)
-    return await services.store.imports.sregym(attempts, problems, rubric=target)
+    return await services.store.imports.sregym(attempts, problems, rubric=target, progress=progress)
 
 
 async def import_jsonl_file(
-    services: Services, file: Path, *, rubric: str | None = None, strict: bool = False
+    services: Services,
+    file: Path,
+    *,
+    rubric: str | None = None,
+    strict: bool = False,
+    progress: ImportProgress | None = None,
 ) -> ImportReport:
     """Import historic submissions, one JSON object a line, queued for grading.
 
@@ -43,7 +49,11 @@ async def import_jsonl_file(
     spec = parse_judge_spec(settings.judge)
     lines = read_jsonl(file, max_bytes=settings.max_text_bytes)
     report = await services.store.imports.jsonl(
-        lines, rubric=target, judge=(settings.judge, spec.backend, spec.model), strict=strict
+        lines,
+        rubric=target,
+        judge=(settings.judge, spec.backend, spec.model),
+        strict=strict,
+        progress=progress,
     )
     services.waiters.work.set()
     return report

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.checkpoints import Checkpointer
+from api.service.import_runner import ImportRunner
 from api.service.metrics import Metrics
 from api.service.secret_key import load_service_key
 from api.service.services import BackendPool, RubricCatalog, Services
@@ -79,6 +80,8 @@ class Runtime:
         )
         #: delivers the webhook outbox; runs wherever grading workers run
         self.webhooks = WebhookDelivery(store, settings)
+        #: runs import jobs (``POST /v1/imports``); runs wherever grading workers run
+        self.imports = ImportRunner(self.services)
         self._start_workers = workers and settings.worker_count > 0
         #: periodic audit checkpoints (``serve`` only, when a target is configured)
         self.checkpointer = (
@@ -106,12 +109,14 @@ class Runtime:
         if self._start_workers:
             self.workers.start()
             self.webhooks.start()
+            self.imports.start()
         if self.checkpointer is not None:
             self.checkpointer.start()
 
     async def stop(self) -> None:
         """Stop the workers, close the judges' clients, dispose of an engine of our own."""
         try:
+            await self.imports.stop()
             await self.webhooks.stop()
             await self.workers.stop()
             if self.checkpointer is not None:

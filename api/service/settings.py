@@ -107,6 +107,12 @@ class Settings(BaseSettings):
         default=64 * 1024, ge=1024, description="largest diagnosis or ground truth, in bytes"
     )
     max_body_bytes: int = Field(default=256 * 1024, ge=4096, description="largest request body")
+    import_max_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=4096, description="largest upload to POST /v1/imports"
+    )
+    import_max_unpacked_bytes: int = Field(
+        default=1024 * 1024 * 1024, ge=4096, description="largest size an import archive unpacks to"
+    )
     host: str = Field(default="127.0.0.1")
     port: int = Field(default=8000, ge=0, le=65535)
     allow_anonymous: bool = Field(

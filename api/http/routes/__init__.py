@@ -9,6 +9,7 @@ from api.http.routes.agreement import get_agreement
 from api.http.routes.exports import export_gradings
 from api.http.routes.gradings import get_grading, list_gradings
 from api.http.routes.health import healthz, readyz
+from api.http.routes.imports import create_import, get_import
 from api.http.routes.overrides import create_override, grading_history
 from api.http.routes.regrade import (
     cancel_regrade_job,
@@ -53,6 +54,8 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     get_failure_tags,
     get_agreement,
     export_gradings,
+    create_import,
+    get_import,
     create_override,
     grading_history,
     review_queue,

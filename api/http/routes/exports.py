@@ -1,5 +1,9 @@
 """Exporting stored gradings over HTTP: admins only (ground truths included).
 
+``format=sregym&layout=file|folder`` gives imported SREGym rows back as SREGym wrote
+them (every column and row, timed-out and failed-deploy attempts included): one CSV,
+or the results folder as a ``tar.gz`` (default) or ``zip`` archive (``archive=``).
+
 The export is written whole (memory, then a temporary file) before the answer starts,
 so a failure while reading is a 500 problem, never a 200 that stops short; a complete
 export states its ``Content-Length``, ``X-Export-Rows`` and ``Repr-Digest`` (SHA-256).
@@ -21,6 +25,12 @@ from api.http.problems import ApiProblem
 from api.http.report_params import report_filter
 from api.service.reports.export_writer import ExportFailed, read_chunks, spool, write_export
 from api.service.reports.exports import MEDIA_TYPES
+from api.service.reports.sregym_writer import (
+    ARCHIVE_MEDIA_TYPES,
+    SregymArchive,
+    write_sregym_archive,
+    write_sregym_file,
+)
 from api.service.services import Services
 from storage.report_queries import ReportFilter
 
@@ -37,7 +47,12 @@ _log = logging.getLogger(__name__)
     summary="Every grading in the filter as JSONL, CSV or SREGym's CSV",
     description=(
         "Written whole before the answer starts: a failure is a 500 problem, and a 200 "
-        "carries Content-Length, X-Export-Rows (gradings) and Repr-Digest (SHA-256)."
+        "carries Content-Length, X-Export-Rows (gradings) and Repr-Digest (SHA-256). "
+        "With format=sregym and layout=file or layout=folder, the imported SREGym rows "
+        "come back as SREGym wrote them (one row per attempt, every original column; "
+        "only the verdict columns of a regraded or overridden attempt change): one CSV "
+        "with a last column sregym_file, or the results folder as an archive "
+        "(archive=tar.gz or zip); X-Export-Rows then counts attempts."
     ),
     tags=["exports"],
     response_headers=[
@@ -55,11 +70,24 @@ async def export_gradings(
     services: NamedDependency[Services],
     filters: NamedDependency[ReportFilter],
     format: FromQuery[Literal["jsonl", "csv", "sregym"]] = "jsonl",
+    layout: FromQuery[Literal["file", "folder"] | None] = None,
+    archive: FromQuery[SregymArchive] = "tar.gz",
 ) -> Stream:
     """Every grading of the filter, oldest first, from one snapshot."""
+    if layout is not None and format != "sregym":
+        raise ApiProblem(422, "Invalid request", "layout: only with format=sregym", field="layout")
     sink = spool()
     try:
-        summary = await write_export(services.store, filters, format, sink)
+        if layout == "folder":
+            summary = await write_sregym_archive(services.store, filters, sink, archive)
+            media, name = ARCHIVE_MEDIA_TYPES[archive], f"sregym-results.{archive}"
+        elif layout == "file":
+            summary = await write_sregym_file(services.store, filters, sink)
+            media, name = "text/csv", "sregym-results.csv"
+        else:
+            summary = await write_export(services.store, filters, format, sink)
+            suffix = "jsonl" if format == "jsonl" else "csv"
+            media, name = MEDIA_TYPES[format], f"gradings-{format}.{suffix}"
     except ExportFailed as exc:
         sink.close()
         _log.error("export failed: %s", exc, exc_info=exc.cause)
@@ -69,12 +97,11 @@ async def export_gradings(
             f"the export failed after {exc.rows} gradings ({type(exc.cause).__name__}); "
             "nothing was sent: retry, or see the server's log",
         ) from exc
-    suffix = "jsonl" if format == "jsonl" else "csv"
     return Stream(
         read_chunks(sink),
-        media_type=MEDIA_TYPES[format],
+        media_type=media,
         headers={
-            "Content-Disposition": f'attachment; filename="gradings-{format}.{suffix}"',
+            "Content-Disposition": f'attachment; filename="{name}"',
             "Content-Length": str(summary.size),
             "Repr-Digest": summary.repr_digest,
             "X-Export-Rows": str(summary.rows),

@@ -1,0 +1,197 @@
+"""Imports as background jobs: an uploaded SREGym archive or JSONL stream, with progress.
+
+:func:`start_import` checks the upload (its kind, its rubric, every archive entry's
+name and size) and stores it whole as a queued job, so nothing accepted is lost; the
+:class:`ImportRunner` of a process with workers claims queued jobs one at a time and
+runs the same importers as ``sre-judge import`` (:mod:`api.service.imports`) on the
+unpacked upload, recording rows done, the total and the rows refused after every batch.
+A job stopped mid-way (shutdown or crash) is run again from the top by the next
+process: imports are idempotent, so nothing is stored twice.
+
+An SREGym archive takes its ground truths from a problems file in it
+(``problems.jsonl``, ``problems.yaml``), else from the registered scenarios whose id
+is the problem id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from api.service.errors import InvalidRequest
+from api.service.import_archive import (
+    UnsafeArchive,
+    check_archive,
+    problems_file,
+    unpack_archive,
+)
+from api.service.imports import import_jsonl_file, import_sregym_folder
+from api.service.services import Services
+from storage.imports import (
+    ImportFileError,
+    ImportJobRecord,
+    ImportReport,
+    SregymAttempt,
+    read_jsonl,
+    read_problems,
+    read_sregym_folder,
+)
+
+__all__ = [
+    "IMPORT_MEDIA_TYPES",
+    "MAX_ERRORS_KEPT",
+    "ImportJobPublic",
+    "ImportRowError",
+    "ImportSuperseded",
+    "import_job_public",
+    "run_import_job",
+    "start_import",
+]
+
+#: media type of the upload -> (kind, archive)
+IMPORT_MEDIA_TYPES: dict[str, tuple[str, str]] = {
+    "application/gzip": ("sregym", "tar.gz"),
+    "application/x-gzip": ("sregym", "tar.gz"),
+    "application/x-tar": ("sregym", "tar.gz"),
+    "application/x-gtar": ("sregym", "tar.gz"),
+    "application/zip": ("sregym", "zip"),
+    "application/x-zip-compressed": ("sregym", "zip"),
+    "application/x-ndjson": ("jsonl", "jsonl"),
+    "application/jsonl": ("jsonl", "jsonl"),
+}
+#: rows refused that a job keeps (the count in its report is complete)
+MAX_ERRORS_KEPT = 1000
+
+
+class ImportSuperseded(Exception):
+    """The job was taken over by another process (this one was thought stopped)."""
+
+
+async def start_import(
+    services: Services, data: bytes, media_type: str, *, rubric: str | None, actor: str
+) -> ImportJobRecord:
+    """Check the upload and store it as a queued job; ``InvalidRequest`` naming the field."""
+    if media_type not in IMPORT_MEDIA_TYPES:
+        raise InvalidRequest(f"{media_type!r} is not an accepted upload", field="Content-Type")
+    kind, archive = IMPORT_MEDIA_TYPES[media_type]
+    if not data:
+        raise InvalidRequest("the upload is empty", field="body")
+    await services.rubrics.require(rubric, default=services.settings.rubric)
+    if kind == "sregym":
+        limit = services.settings.import_max_unpacked_bytes
+        try:
+            check_archive(data, archive, limit=limit)  # type: ignore[arg-type]
+        except UnsafeArchive as exc:
+            raise InvalidRequest(str(exc), field="body", title="Unusable archive") from None
+    job = ImportJobRecord(
+        kind=kind,
+        archive=archive,
+        rubric=rubric,
+        size=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        created_by=actor,
+    )
+    stored = await services.store.import_jobs.create(job, data)
+    services.waiters.imports.set()
+    return stored
+
+
+def _errors(report: ImportReport) -> list[dict[str, str]]:
+    return [{"where": p.where, "message": p.message} for p in report.problems[:MAX_ERRORS_KEPT]]
+
+
+def _summary(report: ImportReport) -> dict[str, Any]:
+    summary = report.as_dict()
+    summary["problems"] = len(report.problems)
+    return summary
+
+
+async def _scenario_problems(services: Services, folder: Path) -> dict[str, str]:
+    """Ground truths of the registered scenarios named by the folder's problem ids."""
+    ids = {a.problem_id for a in read_sregym_folder(folder) if isinstance(a, SregymAttempt)}
+    found: dict[str, str] = {}
+    for problem_id in sorted(ids):
+        scenario = await services.store.catalog.get_scenario(problem_id)
+        if scenario is not None:
+            found[problem_id] = scenario.ground_truth
+    return found
+
+
+async def _import(
+    services: Services, job: ImportJobRecord, data: bytes, folder: Path, worker: str
+) -> ImportReport:
+    async def progress(report: ImportReport) -> None:
+        values = {"done": report.rows, "report": _summary(report), "errors": _errors(report)}
+        if not await services.store.import_jobs.progress(job.id, worker, **values):
+            raise ImportSuperseded(job.id)
+
+    if job.kind == "jsonl":
+        file = folder / "upload.jsonl"
+        file.write_bytes(data)
+        total = sum(1 for _ in read_jsonl(file))
+        await services.store.import_jobs.progress(job.id, worker, total=total, done=0)
+        return await import_jsonl_file(services, file, rubric=job.rubric, progress=progress)
+    limit = services.settings.import_max_unpacked_bytes
+    unpack_archive(data, job.archive, folder, limit=limit)  # type: ignore[arg-type]
+    found = problems_file(folder)
+    problems = read_problems(found) if found else await _scenario_problems(services, folder)
+    total = sum(1 for _ in read_sregym_folder(folder))
+    await services.store.import_jobs.progress(job.id, worker, total=total, done=0)
+    return await import_sregym_folder(
+        services, folder, problems, rubric=job.rubric, progress=progress
+    )
+
+
+async def run_import_job(services: Services, job: ImportJobRecord, worker: str) -> None:
+    """Run a claimed job to its end: ``done`` with its report, or ``failed`` with why."""
+    jobs = services.store.import_jobs
+    data = await jobs.upload(job.id)
+    with tempfile.TemporaryDirectory(prefix="sre-judge-import-") as tmp:
+        try:
+            report = await _import(services, job, data, Path(tmp), worker)
+        except (UnsafeArchive, ImportFileError, InvalidRequest) as exc:
+            await jobs.finish(job.id, worker, state="failed", error=str(exc))
+            return
+    values = {"done": report.rows, "report": _summary(report), "errors": _errors(report)}
+    await jobs.finish(job.id, worker, state="done", **values)
+
+
+class ImportRowError(BaseModel):
+    """A row that could not be imported: where (``file:line`` or ``line N``) and why."""
+
+    where: str
+    message: str
+
+
+class ImportJobPublic(BaseModel):
+    """An import job as the API shows it: state, progress, rows refused, summary."""
+
+    id: str
+    kind: str = Field(description="sregym (a results archive) or jsonl")
+    archive: str = Field(description="tar.gz, zip or jsonl")
+    state: str = Field(description="queued, running, done or failed")
+    rubric: str | None
+    total: int | None = Field(description="rows in the upload; null until it has been read")
+    done: int = Field(description="rows handled so far: stored, already imported or refused")
+    report: dict[str, Any] = Field(description="the import's summary, as `sre-judge import`")
+    errors: list[ImportRowError] = Field(description=f"rows refused (the first {MAX_ERRORS_KEPT})")
+    size: int
+    sha256: str
+    attempts: int = Field(description="times a process started it (more after a restart)")
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None = Field(description="why a failed job failed")
+
+
+def import_job_public(job: ImportJobRecord) -> ImportJobPublic:
+    """The API view of a job."""
+    return ImportJobPublic.model_validate(
+        {name: getattr(job, name) for name in ImportJobPublic.model_fields}
+    )

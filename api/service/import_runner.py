@@ -1,0 +1,88 @@
+"""The import runner: one background task per process that runs queued import jobs.
+
+It wakes when a job is queued in this process (``waiters.imports``) and otherwise
+polls every :data:`POLL_SECONDS`, so jobs queued by another process, or left behind
+by one that stopped, are found too. On stop, a job in flight is cancelled and given
+back (queued again), so a restart resumes it at once; a job whose process died is
+taken over once its heartbeat is older than :data:`STALE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import timedelta
+
+from api.service.import_jobs import ImportSuperseded, run_import_job
+from api.service.services import Services
+from api.service.workers import new_worker_id
+
+__all__ = ["POLL_SECONDS", "STALE_SECONDS", "ImportRunner"]
+
+#: seconds between looks for jobs queued elsewhere
+POLL_SECONDS = 5.0
+#: a running job not heard of for this long is taken over
+STALE_SECONDS = 300.0
+
+log = logging.getLogger(__name__)
+
+
+class ImportRunner:
+    """Runs import jobs one at a time, in the background of a process with workers."""
+
+    def __init__(self, services: Services, *, poll_seconds: float = POLL_SECONDS) -> None:
+        """Run the jobs of ``services.store``; look for work every ``poll_seconds``."""
+        self.services = services
+        self.worker_id = f"import-{new_worker_id()}"
+        self._poll = poll_seconds
+        self._task: asyncio.Task[None] | None = None
+        self._current: str | None = None
+
+    def start(self) -> None:
+        """Start the background task."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop(), name="import-runner")
+
+    async def stop(self) -> None:
+        """Cancel the task; a job in flight is queued again for the next process."""
+        if self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+        if self._current is not None:
+            await self.services.store.import_jobs.release(self._current, self.worker_id)
+            log.info("import job given back at shutdown", extra={"job_id": self._current})
+            self._current = None
+
+    async def run_once(self) -> bool:
+        """Claim and run one job; False when there was none."""
+        jobs = self.services.store.import_jobs
+        stale = self.services.store.db.clock() - timedelta(seconds=STALE_SECONDS)
+        job = await jobs.claim(self.worker_id, stale_before=stale)
+        if job is None:
+            return False
+        self._current = job.id
+        try:
+            await run_import_job(self.services, job, self.worker_id)
+        except ImportSuperseded:
+            log.warning("import job taken over by another process", extra={"job_id": job.id})
+        except Exception as exc:
+            log.exception("import job failed", extra={"job_id": job.id})
+            await jobs.finish(job.id, self.worker_id, state="failed", error=repr(exc)[:500])
+        self._current = None
+        return True
+
+    async def _loop(self) -> None:
+        wake = self.services.waiters.imports
+        while True:
+            wake.clear()
+            try:
+                while await self.run_once():
+                    pass
+            except Exception:
+                log.exception("the import runner could not claim a job; retrying")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=self._poll)

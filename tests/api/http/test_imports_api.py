@@ -1,0 +1,199 @@
+"""Imports over HTTP: an uploaded SREGym archive or JSONL stream as a background job.
+
+Covers the whole trip (upload, progress, the SREGym export giving every file back), the
+refusals (unsafe names, links, zip bombs, sizes, media types, roles), and a job whose
+process stopped mid-way being finished by the next one without storing anything twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import tarfile
+import zipfile
+from datetime import timedelta
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import Store, SubmissionRecord
+from storage.canonical import utcnow
+from storage.db import session_factory
+from storage.imports import ImportJobRecord, read_problems, read_sregym_folder
+from storage.keys import ServiceKey
+from tests.storage.helpers import sregym_rubric
+from tests.support.sregym_results import write_sregym_results
+
+IMPORTS = "/v1/imports"
+TAR = {"Content-Type": "application/gzip"}
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.csv")}
+
+
+def _tar(entries: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in entries.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _results_archive(tmp_path: Path) -> tuple[Path, bytes]:
+    fixture = write_sregym_results(tmp_path)
+    entries = _files(fixture.root)
+    entries["problems.jsonl"] = fixture.problems_file.read_bytes()
+    return fixture.root, _tar(entries)
+
+
+async def _finished(client: Any, location: str, headers: dict[str, str]) -> dict[str, Any]:
+    for _ in range(300):
+        job = (await client.get(location, headers=headers)).json()
+        if job["state"] in ("done", "failed"):
+            return dict(job)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the job did not finish: {job}")
+
+
+async def _submissions(engine: AsyncEngine) -> int:
+    async with session_factory(engine)() as session:
+        query = select(func.count()).select_from(SubmissionRecord)
+        return int((await session.execute(query)).scalar_one())
+
+
+async def test_an_uploaded_archive_is_imported_and_exports_back_file_for_file(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    root, archive = _results_archive(tmp_path)
+    admin = await tokens("admin")
+    async with api_client() as client:
+        created = await client.post(IMPORTS, content=archive, headers={**admin, **TAR})
+        assert created.status_code == 202, created.text
+        assert created.json()["state"] == "queued"
+        job = await _finished(client, created.headers["location"], admin)
+        params = {"format": "sregym", "layout": "folder", "archive": "zip"}
+        exported = await client.get("/v1/exports/gradings", params=params, headers=admin)
+    assert job["state"] == "done" and job["errors"] == [], job
+    assert job["total"] == job["done"] == 45
+    assert job["report"]["submissions"] == 45
+    assert job["report"]["not_graded"] == {"timed_out": 1, "deploy_failed": 1, "no_submission": 1}
+    assert exported.status_code == 200 and exported.headers["x-export-rows"] == "45"
+    with zipfile.ZipFile(io.BytesIO(exported.content)) as zipped:
+        assert {n: zipped.read(n) for n in zipped.namelist()} == _files(root)
+
+
+async def test_a_jsonl_stream_reports_its_bad_lines(api_client: Any, tokens: Any) -> None:
+    good = {"diagnosis": "the checkout pod ran out of memory", "ground_truth": "OOM in checkout"}
+    body = f"{json.dumps(good)}\nnot json\n{json.dumps({**good, 'agent': 'b'})}\n".encode()
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        headers = {**admin, "Content-Type": "application/x-ndjson"}
+        created = await client.post(IMPORTS, content=body, headers=headers)
+        job = await _finished(client, created.headers["location"], admin)
+    assert job["state"] == "done" and job["total"] == job["done"] == 3
+    assert job["report"]["submissions"] == 2 and job["report"]["problems"] == 1
+    [error] = job["errors"]
+    assert error["where"] == "line 2" and "not valid JSON" in error["message"]
+
+
+def _zip(entries: dict[str, bytes], *, mode: int | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for name, data in entries.items():
+            info = zipfile.ZipInfo(name)
+            if mode is not None:
+                info.external_attr = mode << 16
+            zipped.writestr(info, data)
+    return buffer.getvalue()
+
+
+def _symlink_tar() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        link = tarfile.TarInfo("run/agent/p/results.csv")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    return buffer.getvalue()
+
+
+CSV = b"problem_id,attempt\np,1\n"
+UNSAFE = {
+    "dot-dot": (_tar({"../evil.csv": CSV}), TAR, ".."),
+    "absolute": (_zip({"/tmp/evil.csv": CSV}), {"Content-Type": "application/zip"}, "absolute"),
+    "symlink in tar": (_symlink_tar(), TAR, "links"),
+    "symlink in zip": (
+        _zip({"a/results.csv": b"/etc/passwd"}, mode=0o120777),
+        {"Content-Type": "application/zip"},
+        "links",
+    ),
+    "zip bomb": (
+        _zip({"a/results.csv": b"0" * 3_000_000}),
+        {"Content-Type": "application/zip"},
+        "unpacks to more than",
+    ),
+    "not an archive": (b"plain text", TAR, "not a readable"),
+    "no csv": (_tar({"readme.txt": b"hi"}), TAR, "no CSV"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE))
+async def test_unsafe_archives_are_refused_and_nothing_is_stored(
+    api_client: Any, tokens: Any, engine: AsyncEngine, case: str
+) -> None:
+    body, headers, reason = UNSAFE[case]
+    admin = await tokens("admin")
+    async with api_client(start_workers=False, import_max_unpacked_bytes=1_000_000) as client:
+        response = await client.post(IMPORTS, content=body, headers={**admin, **headers})
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert reason in response.json()["detail"]
+    assert response.json()["errors"][0]["field"] == "body"
+    async with session_factory(engine)() as session:
+        jobs = (await session.execute(select(func.count()).select_from(ImportJobRecord))).scalar()
+    assert jobs == 0
+
+
+async def test_size_media_type_and_role_are_checked(api_client: Any, tokens: Any) -> None:
+    admin, submitter = await tokens("admin"), await tokens("submitter", name="s")
+    async with api_client(start_workers=False, import_max_bytes=4096) as client:
+        big = await client.post(IMPORTS, content=b"x" * 5000, headers={**admin, **TAR})
+        text = {"Content-Type": "text/plain"}
+        wrong = await client.post(IMPORTS, content=b"x", headers={**admin, **text})
+        denied = await client.post(IMPORTS, content=b"x", headers={**submitter, **TAR})
+        unknown = await client.get(f"{IMPORTS}/nope", headers=admin)
+    assert big.status_code == 413 and big.json()["errors"][0]["field"] == "body"
+    assert wrong.status_code == 415 and wrong.json()["errors"][0]["field"] == "Content-Type"
+    assert denied.status_code == 403
+    assert unknown.status_code == 404
+
+
+async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
+    api_client: Any, tokens: Any, engine: AsyncEngine, service_key: ServiceKey, tmp_path: Path
+) -> None:
+    root, archive = _results_archive(tmp_path)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        created = await client.post(IMPORTS, content=archive, headers={**admin, **TAR})
+    job_id = created.json()["id"]
+    # a process claims it, imports 20 attempts and dies (its heartbeat goes stale)
+    store = Store(engine, key=service_key)
+    assert (await store.import_jobs.claim("dead", stale_before=utcnow())) is not None
+    problems = read_problems(root.parent / "problems.jsonl")
+    attempts = islice(read_sregym_folder(root), 20)
+    await store.imports.sregym(attempts, problems, rubric=sregym_rubric())
+    async with session_factory(engine)() as session, session.begin():
+        old = utcnow() - timedelta(hours=1)
+        await session.execute(update(ImportJobRecord).values(heartbeat_at=old))
+    async with api_client() as client:
+        job = await _finished(client, f"{IMPORTS}/{job_id}", admin)
+    assert job["state"] == "done" and job["attempts"] == 2
+    assert job["report"]["already_imported"] == 20 and job["report"]["submissions"] == 25
+    assert await _submissions(engine) == 45
