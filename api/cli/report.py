@@ -188,13 +188,22 @@ def tags(group_by: str, fmt: str, **filters: Any) -> None:
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="write to this file (default: stdout)",
+    type=click.Path(path_type=Path),
+    help="write to this file (default: stdout); with --layout folder, this folder",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(["file", "folder"]),
+    help="with --format sregym: imported SREGym rows as SREGym wrote them, one CSV or its folder",
 )
 @click.option("--include-superseded", is_flag=True, help="also gradings replaced by a regrade")
 @filter_options
 def export_command(
-    fmt: ExportFormat, output: Path | None, include_superseded: bool, **filters: Any
+    fmt: ExportFormat,
+    output: Path | None,
+    layout: str | None,
+    include_superseded: bool,
+    **filters: Any,
 ) -> None:
     """Every grading in the filter as JSONL, CSV or SREGym's results CSV.
 
@@ -202,11 +211,25 @@ def export_command(
     renamed into place; for stdout, spooled first) before anyone can read it. If it fails,
     nothing is written, an existing --output file is left as it was, and the exit status
     is 1. On success, stderr gives the gradings exported and the SHA-256 of the bytes.
+
+    With --format sregym --layout folder|file, imported SREGym attempts come back as
+    SREGym wrote them (every column and row; verdict columns of regraded attempts
+    rewritten), as its results folder or one CSV:
+
+        sre-judge export --format sregym --layout folder -o results-again/
     """
     from api.cli.atomic import replace_atomically
+    from api.cli.sregym_export import export_sregym_layout
     from api.service.reports.export_writer import ExportFailed, spool, write_export
 
     report_filter = replace(build_filter(**filters), current_only=not include_superseded)
+    if layout is not None:
+        if fmt != "sregym":
+            raise click.UsageError("--layout is only for --format sregym")
+        export_sregym_layout(layout, output, report_filter)
+        return
+    if output is not None and output.is_dir():
+        raise click.UsageError(f"--output: {output} is a folder")
     where = f" to {output}" if output else ""
 
     async def work(store: Store) -> ExportSummary:

@@ -157,7 +157,11 @@ async def run_import_job(services: Services, job: ImportJobRecord, worker: str) 
         except (UnsafeArchive, ImportFileError, InvalidRequest) as exc:
             await jobs.finish(job.id, worker, state="failed", error=str(exc))
             return
-    values = {"done": report.rows, "report": _summary(report), "errors": _errors(report)}
+    values: dict[str, Any] = {
+        "done": report.rows,
+        "report": _summary(report),
+        "errors": _errors(report),
+    }
     await jobs.finish(job.id, worker, state="done", **values)
 
 

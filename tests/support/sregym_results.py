@@ -40,8 +40,8 @@ IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
 COLUMNS = [
     "problem_id", "attempt", "TTL", "TTM", "timed_out", "deploy_failed",
     "Diagnosis.submission", "Diagnosis.success", "Diagnosis.judgment",
-    "Diagnosis.reasoning", "Diagnosis.composite_score", "Diagnosis.accuracy", "Diagnosis.dimensions",
-    "Diagnosis.checklist", "Mitigation.success", "Mitigation.attempts",
+    "Diagnosis.reasoning", "Diagnosis.composite_score", "Diagnosis.accuracy",
+    "Diagnosis.dimensions", "Diagnosis.checklist", "Mitigation.success", "Mitigation.attempts",
 ]  # fmt: skip
 #: (agent, problem index, attempt) of attempts that produced no diagnosis
 NOT_DIAGNOSED = {
@@ -89,7 +89,7 @@ def _row(agent: str, a: int, problem_id: str, p: int, attempt: int) -> dict[str,
         "TTM": "" if outcome else f"{90 + attempt * 11}.0", "timed_out": "False",
         "deploy_failed": "False", "Diagnosis.submission": text, "Diagnosis.success": str(success),
         "Diagnosis.judgment": "PASS" if success else "FAIL",
-        "Diagnosis.reasoning": f"{len(yes)} of 9 \"yes\";\nD1 {scores['D1']}, composite {composite}",
+        "Diagnosis.reasoning": f"{len(yes)} \"yes\";\nD1 {scores['D1']}, composite {composite}",
         "Diagnosis.composite_score": str(composite), "Diagnosis.accuracy": str(composite),
         "Diagnosis.dimensions": repr(dims), "Diagnosis.checklist": repr(checklist),
         "Mitigation.success": str(attempt != 2), "Mitigation.attempts": str(attempt),

@@ -97,7 +97,7 @@ async def write_sregym_archive(
     try:
         async with store.sregym_rows.open(filters) as export:
             if archive == "zip":
-                with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zipped:  # type: ignore[arg-type]
+                with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zipped:  # type: ignore[call-overload]
                     async for f in sregym_files(export.rows, export.rubrics):
                         zipped.writestr(str(safe_relative(f.path)), csv_text(f.columns, f.rows))
                         rows += len(f.rows)

@@ -107,3 +107,35 @@ def test_an_atomic_replace_keeps_the_old_mode_and_removes_its_temporary_on_error
     with replace_atomically(target) as file:
         file.write(b"b\n")
     assert target.read_bytes() == b"b\n" and target.stat().st_mode & 0o777 == 0o600
+
+
+async def test_an_sregym_folder_comes_back_whole_as_a_folder_or_one_file(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    from storage.imports import read_problems, read_sregym_folder
+    from tests.storage.helpers import sregym_rubric
+    from tests.support.sregym_results import write_sregym_results
+
+    fixture = write_sregym_results(tmp_path)
+    await Store(engine).imports.sregym(
+        read_sregym_folder(fixture.root),
+        read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )
+    out = tmp_path / "again"
+    args = ("--format", "sregym", "--layout", "folder", "-o", str(out))
+    done = await _export(database_url, tmp_path, *args)
+    assert done.exit_code == 0, done.output
+    assert "45 SREGym attempts exported" in done.stderr
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.csv")}
+
+    assert files(out) == files(fixture.root)
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".part")]
+    again = await _export(database_url, tmp_path, *args)
+    assert again.exit_code == 2 and "not an empty folder" in again.stderr
+    one = await _export(database_url, tmp_path, "--format", "sregym", "--layout", "file")
+    assert one.exit_code == 0 and one.stdout.count("\n") > 45
+    wrong = await _export(database_url, tmp_path, "--format", "csv", "--layout", "file")
+    assert wrong.exit_code == 2

@@ -129,6 +129,9 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/v1/tokens"): Expect(ADMIN_ONLY, body={"name": "x", "role": "submitter"}),
     ("GET", "/v1/tokens"): Expect(ADMIN_ONLY),
     ("POST", "/v1/tokens/{token_id}/revoke"): Expect(roles(403, 403, 404)),
+    # an admin without a file: 415 (the upload itself is tested in test_imports_api.py)
+    ("POST", "/v1/imports"): Expect(roles(403, 403, 415)),
+    ("GET", "/v1/imports/{job_id}"): Expect(roles(403, 403, 404)),
     ("POST", "/v1/regrade-jobs"): Expect(ADMIN_ONLY, body=DRY_RUN),
     ("GET", "/v1/regrade-jobs/{job_id}"): Expect(ADMIN_ONLY),
     ("GET", "/v1/regrade-jobs/{job_id}/flips"): Expect(ADMIN_ONLY),
