@@ -55,7 +55,7 @@ def worker_command() -> None:
     settings = load_settings()
     configure_logging(settings)
     try:
-        runtime = Runtime(settings, workers=True)
+        runtime = Runtime(settings, workers=True, import_jobs=True)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 

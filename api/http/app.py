@@ -43,7 +43,12 @@ def create_app(
     if settings.allow_anonymous and settings.host not in LOCAL_HOSTS:
         raise ValueError("allow_anonymous is refused unless the server is bound to 127.0.0.1")
     runtime = Runtime(
-        settings, engine=engine, backends=backends, workers=start_workers, checkpoints=True
+        settings,
+        engine=engine,
+        backends=backends,
+        workers=start_workers,
+        checkpoints=True,
+        import_jobs=True,
     )
     services, metrics = runtime.services, runtime.metrics
     limits = SubmissionLimits(settings, services.store, metrics)

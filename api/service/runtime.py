@@ -44,7 +44,8 @@ class Runtime:
     the runtime makes its own from the settings and disposes of what it made. With
     ``migrate`` the database is upgraded to the newest schema on entry. ``workers``
     starts the grading workers (``settings.worker_count`` of them) on entry;
-    ``checkpoints`` the periodic audit checkpoints (``SRE_JUDGE_AUDIT_CHECKPOINT``).
+    ``checkpoints`` the periodic audit checkpoints (``SRE_JUDGE_AUDIT_CHECKPOINT``);
+    ``import_jobs`` (with ``workers``) the runner of queued import jobs.
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class Runtime:
         migrate: bool = False,
         metrics: Metrics | None = None,
         checkpoints: bool = False,
+        import_jobs: bool = False,
     ) -> None:
         rubrics = load_rubric_dir(settings.rubric_dir)
         if settings.rubric not in rubrics:
@@ -83,6 +85,7 @@ class Runtime:
         #: runs import jobs (``POST /v1/imports``); runs wherever grading workers run
         self.imports = ImportRunner(self.services)
         self._start_workers = workers and settings.worker_count > 0
+        self._start_imports = workers and import_jobs
         #: periodic audit checkpoints (``serve`` only, when a target is configured)
         self.checkpointer = (
             Checkpointer(store, settings.audit_checkpoint, settings.audit_checkpoint_seconds)
@@ -109,6 +112,7 @@ class Runtime:
         if self._start_workers:
             self.workers.start()
             self.webhooks.start()
+        if self._start_imports:
             self.imports.start()
         if self.checkpointer is not None:
             self.checkpointer.start()
