@@ -137,3 +137,27 @@ async def test_after_a_regrade_only_the_regraded_verdict_columns_differ(
     sregym_only = replace(ReportFilter(judge="external:sregym"), current_only=False)
     await write_sregym_folder(store, sregym_only, original)
     assert _files(original) == _files(root)
+
+
+async def test_a_human_override_rewrites_only_that_attempts_verdict_columns(
+    store: Store, tmp_path: Path
+) -> None:
+    root = await _imported(store, tmp_path)
+    views, _ = await store.gradings.page(limit=100)
+    failed = next(v for v in views if v.grading.passed is False)
+    await store.overrides.add(
+        failed.grading.id, rubric=sregym_rubric(), expected_revision=failed.grading.revision,
+        kind="verdict", reason="the diagnosis names the fault", author_id="h1",
+        author_name="Hana", verdict="pass",
+    )  # fmt: skip
+    out = tmp_path / "exported"
+    await write_sregym_folder(store, ReportFilter(), out)
+    changed = _diff(_files(root), _files(out))
+    assert {(path, row) for path, row, _ in changed} == {
+        (path, row) for path, row, _ in changed if failed.submission.agent in path
+    }
+    assert len({(path, row) for path, row, _ in changed}) == 1
+    columns = {column for _, _, column in changed}
+    assert "Diagnosis.success" in columns and columns <= REGRADED_COLUMNS
+    [(path, row, _)] = [c for c in changed if c[2] == "Diagnosis.success"]
+    assert _cells(_files(out)[path])[row]["Diagnosis.success"] == "True"
