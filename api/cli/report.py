@@ -212,11 +212,8 @@ def export_command(
     nothing is written, an existing --output file is left as it was, and the exit status
     is 1. On success, stderr gives the gradings exported and the SHA-256 of the bytes.
 
-    With --format sregym --layout folder|file, imported SREGym attempts come back as
-    SREGym wrote them (every column and row; verdict columns of regraded attempts
-    rewritten), as its results folder or one CSV:
-
-        sre-judge export --format sregym --layout folder -o results-again/
+    --format sregym --layout folder|file gives imported SREGym attempts back as SREGym
+    wrote them: sre-judge export --format sregym --layout folder -o results-again/
     """
     from api.cli.atomic import replace_atomically
     from api.cli.sregym_export import export_sregym_layout
@@ -224,10 +221,7 @@ def export_command(
 
     report_filter = replace(build_filter(**filters), current_only=not include_superseded)
     if layout is not None:
-        if fmt != "sregym":
-            raise click.UsageError("--layout is only for --format sregym")
-        export_sregym_layout(layout, output, report_filter)
-        return
+        return export_sregym_layout(fmt, layout, output, report_filter)
     if output is not None and output.is_dir():
         raise click.UsageError(f"--output: {output} is a folder")
     where = f" to {output}" if output else ""

@@ -64,10 +64,14 @@ def _file(output: Path | None, report_filter: ReportFilter) -> int:
     return with_store(work)
 
 
-def export_sregym_layout(layout: str, output: Path | None, report_filter: ReportFilter) -> None:
+def export_sregym_layout(
+    fmt: str, layout: str, output: Path | None, report_filter: ReportFilter
+) -> None:
     """Write the export; stderr says how many attempts, exit 1 if it failed."""
     from api.service.reports.export_writer import ExportFailed
 
+    if fmt != "sregym":
+        raise click.UsageError("--layout is only for --format sregym")
     if layout == "folder" and output is None:
         raise click.UsageError("--layout folder needs --output DIR")
     where = f" to {output}" if output else ""

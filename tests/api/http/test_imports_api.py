@@ -81,6 +81,13 @@ async def test_an_uploaded_archive_is_imported_and_exports_back_file_for_file(
         job = await _finished(client, created.headers["location"], admin)
         params = {"format": "sregym", "layout": "folder", "archive": "zip"}
         exported = await client.get("/v1/exports/gradings", params=params, headers=admin)
+        params = {"format": "sregym", "layout": "file"}
+        one = await client.get("/v1/exports/gradings", params=params, headers=admin)
+        params = {"format": "csv", "layout": "file"}
+        wrong = await client.get("/v1/exports/gradings", params=params, headers=admin)
+    assert one.status_code == 200 and one.headers["x-export-rows"] == "45"
+    assert one.headers["content-type"].startswith("text/csv")
+    assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "layout"
     assert job["state"] == "done" and job["errors"] == [], job
     assert job["total"] == job["done"] == 45
     assert job["report"]["submissions"] == 45
