@@ -50,6 +50,7 @@ __all__ = [
     "ImportSuperseded",
     "import_job_public",
     "run_import_job",
+    "sniff_upload",
     "start_import",
 ]
 
@@ -63,9 +64,21 @@ IMPORT_MEDIA_TYPES: dict[str, tuple[str, str]] = {
     "application/x-zip-compressed": ("sregym", "zip"),
     "application/x-ndjson": ("jsonl", "jsonl"),
     "application/jsonl": ("jsonl", "jsonl"),
+    # told apart by their first bytes (``sniff_upload``)
+    "application/octet-stream": ("", ""),
 }
+OCTET = "application/octet-stream"
 #: rows refused that a job keeps (the count in its report is complete)
 MAX_ERRORS_KEPT = 1000
+
+
+def sniff_upload(data: bytes) -> tuple[str, str]:
+    """``(kind, archive)`` of an upload sent as ``application/octet-stream``."""
+    if data[:2] == b"\x1f\x8b" or data[257:262] == b"ustar":
+        return "sregym", "tar.gz"
+    if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "sregym", "zip"
+    return "jsonl", "jsonl"
 
 
 class ImportSuperseded(Exception):
@@ -78,9 +91,9 @@ async def start_import(
     """Check the upload and store it as a queued job; ``InvalidRequest`` naming the field."""
     if media_type not in IMPORT_MEDIA_TYPES:
         raise InvalidRequest(f"{media_type!r} is not an accepted upload", field="Content-Type")
-    kind, archive = IMPORT_MEDIA_TYPES[media_type]
     if not data:
         raise InvalidRequest("the upload is empty", field="body")
+    kind, archive = IMPORT_MEDIA_TYPES[media_type] if media_type != OCTET else sniff_upload(data)
     await services.rubrics.require(rubric, default=services.settings.rubric)
     if kind == "sregym":
         limit = services.settings.import_max_unpacked_bytes

@@ -1,17 +1,27 @@
 """Imports over HTTP: upload an SREGym results archive or a JSONL stream, follow the job.
 
 The body is the file itself (``Content-Type`` says which: ``application/gzip`` or
-``application/zip`` for an SREGym archive, ``application/x-ndjson`` for JSON lines), read
+``application/zip`` for an SREGym archive, ``application/x-ndjson`` for JSON lines;
+``application/octet-stream`` is told apart by its first bytes), read
 in chunks up to ``import_max_bytes``; the app's JSON-only guard does not apply here,
 only its query-parameter checks.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
+from litestar.openapi.spec import (
+    OpenAPIFormat,
+    OpenAPIMediaType,
+    OpenAPIType,
+    Operation,
+    RequestBody,
+    Schema,
+)
 from litestar.params import FromPath, FromQuery
 
 from api.http.auth import require
@@ -27,6 +37,28 @@ from api.service.principal import Principal
 from api.service.services import Services
 
 __all__ = ["create_import", "get_import"]
+
+
+def _upload_body() -> RequestBody:
+    binary = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
+    return RequestBody(
+        content={"application/octet-stream": binary},
+        description=(
+            "the SREGym results archive, or the JSON lines, as the body itself; "
+            "Content-Type application/octet-stream (told apart by the first bytes) or "
+            + ", ".join(t for t in sorted(IMPORT_MEDIA_TYPES) if t != "application/octet-stream")
+        ),
+        required=True,
+    )
+
+
+@dataclass
+class _UploadOperation(Operation):
+    """The operation of ``POST /v1/imports``, with its raw upload body documented."""
+
+    def __post_init__(self) -> None:
+        if self.request_body is None:
+            self.request_body = _upload_body()
 
 
 async def _params_only(request: Request[Any, Any, Any]) -> None:
@@ -54,6 +86,7 @@ async def _read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
     guards=[require("admin")],
     before_request=_params_only,
     request_max_body_size=None,
+    operation_class=_UploadOperation,
     operation_id="createImport",
     summary="Import an SREGym results archive (tar.gz, zip) or JSON lines, in the background",
     description=(

@@ -187,8 +187,10 @@ async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
 ) -> None:
     root, archive = _results_archive(tmp_path)
     admin = await tokens("admin")
+    octet = {"Content-Type": "application/octet-stream"}  # told apart by its first bytes
     async with api_client(start_workers=False) as client:
-        created = await client.post(IMPORTS, content=archive, headers={**admin, **TAR})
+        created = await client.post(IMPORTS, content=archive, headers={**admin, **octet})
+    assert created.json()["kind"] == "sregym" and created.json()["archive"] == "tar.gz"
     job_id = created.json()["id"]
     # a process claims it, imports 20 attempts and dies (its heartbeat goes stale)
     store = Store(engine, key=service_key)
