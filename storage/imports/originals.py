@@ -104,16 +104,20 @@ async def _stream(
     session: AsyncSession, filters: ReportFilter, batch: int
 ) -> AsyncGenerator[OriginalRow, None]:
     o = SregymOriginalRowRecord
-    after: tuple[str, int] | None = None
+    after: tuple[str, int, str] | None = None
     while True:
         query = select(o, SubmissionRecord).join(
             SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
         )
         query = _submission_filtered(query, filters)
         if after is not None:
-            path, line = after
+            path, line, last = after
             query = query.where(
-                or_(col(o.path) > path, and_(col(o.path) == path, col(o.line) > line))
+                or_(
+                    col(o.path) > path,
+                    and_(col(o.path) == path, col(o.line) > line),
+                    and_(col(o.path) == path, col(o.line) == line, col(o.submission_id) > last),
+                )
             )
         query = query.order_by(col(o.path), col(o.line), col(o.submission_id)).limit(batch)
         pairs = [(row[0], row[1]) for row in await session.execute(query)]
@@ -125,7 +129,8 @@ async def _stream(
             if grading is None and submission.id in graded:
                 continue
             yield OriginalRow(original=original, submission=submission, grading=grading)
-        after = (pairs[-1][0].path, pairs[-1][0].line)
+        last = pairs[-1][0]
+        after = (last.path, last.line, last.submission_id)
 
 
 async def _gradings(

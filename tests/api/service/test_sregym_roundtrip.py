@@ -161,3 +161,11 @@ async def test_a_human_override_rewrites_only_that_attempts_verdict_columns(
     assert "Diagnosis.success" in columns and columns <= REGRADED_COLUMNS
     [(path, row, _)] = [c for c in changed if c[2] == "Diagnosis.success"]
     assert _cells(_files(out)[path])[row]["Diagnosis.success"] == "True"
+
+
+async def test_rows_come_in_folder_order_across_batches(store: Store, tmp_path: Path) -> None:
+    await _imported(store, tmp_path)
+    async with store.sregym_rows.open(ReportFilter(), batch=7) as export:
+        seen = [(r.original.path, r.original.line) async for r in export.rows]
+    assert len(seen) == len(set(seen)) == 45
+    assert seen == sorted(seen)
