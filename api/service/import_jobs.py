@@ -15,6 +15,7 @@ is the problem id.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import tempfile
 from datetime import datetime
@@ -98,7 +99,8 @@ async def start_import(
     if kind == "sregym":
         limit = services.settings.import_max_unpacked_bytes
         try:
-            check_archive(data, archive, limit=limit)  # type: ignore[arg-type]
+            # off the event loop: walking a large archive takes a while
+            await asyncio.to_thread(check_archive, data, archive, limit=limit)  # type: ignore[arg-type]
         except UnsafeArchive as exc:
             raise InvalidRequest(str(exc), field="body", title="Unusable archive") from None
     job = ImportJobRecord(
@@ -150,7 +152,7 @@ async def _import(
         await services.store.import_jobs.progress(job.id, worker, total=total, done=0)
         return await import_jsonl_file(services, file, rubric=job.rubric, progress=progress)
     limit = services.settings.import_max_unpacked_bytes
-    unpack_archive(data, job.archive, folder, limit=limit)  # type: ignore[arg-type]
+    await asyncio.to_thread(unpack_archive, data, job.archive, folder, limit=limit)  # type: ignore[arg-type]
     found = problems_file(folder)
     problems = read_problems(found) if found else await _scenario_problems(services, folder)
     total = sum(1 for _ in read_sregym_folder(folder))
