@@ -146,6 +146,8 @@ class SubmissionPublic(BaseModel):
     ground_truth_source: Literal["scenario", "inline"] = "scenario"
     #: SHA-256 of the ground truth graded against (its version); null where it is hidden
     ground_truth_sha256: str | None = None
+    #: the scenario's version of the ground truth (null when inline or not visible)
+    scenario_version: int | None = None
     #: the token id that submitted it
     submitted_by: str | None = None
     created_at: datetime
@@ -222,6 +224,9 @@ class GradingPublic(GradingCore):
     revision: int
     created_at: datetime
     graded_at: datetime | None
+    #: the scenario's ground-truth version graded against; null for an inline ground
+    #: truth and for readers who may not see the ground truth
+    scenario_version: int | None = None
     submission: SubmissionPublic
     #: fields emptied because they were written with a ground truth this reader may not
     #: see (a submitter that did not send it): ``detail``, ``answers.reasoning``, ...

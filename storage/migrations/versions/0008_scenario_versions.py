@@ -6,6 +6,7 @@
   (existing rows in ``default``) and ``scenario.updated_at``.
 - ``submission.scenario_version`` and ``grading.scenario_version``: the version graded
   against; 1 for existing rows of registered scenarios, NULL for inline ground truths.
+- ``regrade_job.ground_truth``: ``as_submitted`` (existing jobs) or ``latest``.
 
 Revision ID: 0008
 Revises: 0007
@@ -50,6 +51,10 @@ def upgrade() -> None:
     for table in ("submission", "grading"):
         with op.batch_alter_table(table) as batch:
             batch.add_column(sa.Column("scenario_version", sa.Integer(), nullable=True))
+    with op.batch_alter_table("regrade_job") as batch:
+        batch.add_column(
+            sa.Column("ground_truth", sa.String(16), nullable=False, server_default="as_submitted")
+        )
     op.execute(
         "INSERT INTO scenario_version (scenario_id, version, ground_truth, note, created_by, "
         "created_at) SELECT id, 1, ground_truth, '', created_by, created_at FROM scenario"
@@ -63,6 +68,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """Drop what upgrade added (the versions beyond each scenario's newest are lost)."""
+    with op.batch_alter_table("regrade_job") as batch:
+        batch.drop_column("ground_truth")
     for table in ("grading", "submission"):
         with op.batch_alter_table(table) as batch:
             batch.drop_column("scenario_version")
