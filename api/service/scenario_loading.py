@@ -70,6 +70,13 @@ def _validated(index: int, where: str, raw: Any, max_bytes: int) -> ScenarioCrea
         field = f"items[{index}]" + (f".{loc}" if loc else "")
         raise InvalidRequest(f"{where}: {loc or 'item'}: {error['msg']}", field=field) from None
     check_text(item.ground_truth, field=f"items[{index}].ground_truth", max_bytes=max_bytes)
+    texts = [("id", item.id), ("title", item.title or ""), ("note", item.note)]
+    texts += [(f"tags[{i}]", tag) for i, tag in enumerate(item.tags or ())]
+    for name, text in [*texts, ("ground_truth", item.ground_truth)]:
+        if "\x00" in text or any("\ud800" <= ch <= "\udfff" for ch in text):
+            raise InvalidRequest(
+                f"{where}: {name} holds a NUL or a lone surrogate", field=f"items[{index}].{name}"
+            )
     return item
 
 
