@@ -18,8 +18,8 @@ def _jsonl(*items: dict[str, Any]) -> str:
 
 SCENARIOS = [
     {"id": "hotel/user-port", "ground_truth": TRUTH, "set": "public", "title": "port"},
-    {"id": "hotel/geo-down", "ground_truth": "[fault_spec] component=deployment/geo", "set": "public"},
-    {"id": "social/media-oom", "ground_truth": "[fault_spec] component=pod/media", "set": "held-out"},
+    {"id": "hotel/geo-down", "ground_truth": "[fault_spec] component=pod/geo", "set": "public"},
+    {"id": "social/media-oom", "ground_truth": "[fault_spec] component=pod/oom", "set": "held-out"},
     {"id": "healthy", "ground_truth": "", "set": "held-out", "tags": ["control"]},
 ]  # fmt: skip
 
