@@ -143,7 +143,7 @@ def regrade_group(ctx: click.Context, **options: Any) -> None:
         raise click.UsageError(str(exc)) from None
 
     async def start() -> RegradeJobPublic:
-        async with service_runtime(workers=wait and not dry_run) as services:
+        async with service_runtime(workers=wait and not dry_run, existing=True) as services:
             job = job_public(await start_regrade(services, data, actor="cli"))
             if wait and not dry_run and job.state not in _ENDED:
                 job = await _follow(services, job.id)
@@ -163,7 +163,7 @@ def regrade_status(job_id: str, as_json: bool) -> None:
     from api.service.regrade.schemas import job_public
 
     async def status() -> RegradeJobPublic:
-        async with service_runtime(workers=False) as services:
+        async with service_runtime(workers=False, existing=True) as services:
             return job_public(await services.store.regrade.get_job(job_id))
 
     _show(run(status()), as_json=as_json)
@@ -178,7 +178,7 @@ def regrade_flips(job_id: str, fmt: str) -> None:
     from api.service.regrade.schemas import job_public
 
     async def flips() -> str:
-        async with service_runtime(workers=False) as services:
+        async with service_runtime(workers=False, existing=True) as services:
             view = await services.store.regrade.get_job(job_id)
             items = await services.store.regrade.pairs(job_id)
         if fmt == "csv":
