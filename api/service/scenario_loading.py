@@ -1,7 +1,8 @@
 """Reading a bulk load of scenarios: JSON Lines or YAML, each item a scenario.
 
 JSON Lines: one object a line (blank lines and lines starting with ``#`` skipped).
-YAML: a list of mappings, or a mapping whose ``scenarios`` key holds that list. Every
+YAML: a list of mappings, or a mapping whose ``scenarios`` key holds that list; JSON
+the same, or one object. Every
 item is validated before anything is stored; the first bad one is an InvalidRequest
 naming it as ``items[i].field`` (``i`` from 0, in file order).
 """
@@ -22,7 +23,7 @@ __all__ = ["MAX_ITEMS", "LoadFormat", "detect_format", "parse_scenarios"]
 
 #: scenarios in one load at most (SREGym has about 90 problems)
 MAX_ITEMS = 10_000
-LoadFormat = Literal["jsonl", "yaml"]
+LoadFormat = Literal["jsonl", "yaml", "json"]
 
 
 def _jsonl(text: str) -> list[tuple[str, Any]]:
@@ -39,16 +40,21 @@ def _jsonl(text: str) -> list[tuple[str, Any]]:
     return items
 
 
-def _yaml(text: str) -> list[tuple[str, Any]]:
+def _document(text: str, fmt: LoadFormat) -> list[tuple[str, Any]]:
+    """The items of a YAML or JSON document: a list, ``{"scenarios": [...]}`` or, in
+    JSON, one scenario object."""
     try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InvalidRequest(f"not YAML: {exc}", field="body") from None
+        loaded = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise InvalidRequest(f"not {fmt.upper()}: {exc}", field="body") from None
     if isinstance(loaded, dict) and set(loaded) == {"scenarios"}:
         loaded = loaded["scenarios"]
+    elif isinstance(loaded, dict) and fmt == "json":
+        loaded = [loaded]
     if not isinstance(loaded, list):
         raise InvalidRequest(
-            "YAML must be a list of scenarios or a mapping with a 'scenarios' list", field="body"
+            f"{fmt.upper()} must be a list of scenarios or a mapping with a 'scenarios' list",
+            field="body",
         )
     return [(f"item {i + 1}", item) for i, item in enumerate(loaded)]
 
@@ -84,7 +90,8 @@ def parse_scenarios(
     text: str, *, fmt: LoadFormat | None = None, max_bytes: int
 ) -> list[ScenarioCreate]:
     """The scenarios of a load, all valid and with distinct ids; InvalidRequest otherwise."""
-    raw = _jsonl(text) if (fmt or detect_format(text)) == "jsonl" else _yaml(text)
+    fmt = fmt or detect_format(text)
+    raw = _jsonl(text) if fmt == "jsonl" else _document(text, fmt)
     if not raw:
         raise InvalidRequest("the load holds no scenario", field="body")
     if len(raw) > MAX_ITEMS:

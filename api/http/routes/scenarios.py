@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from litestar import Request, Response, get, post, put
 from litestar.di import NamedDependency
@@ -20,6 +20,7 @@ from api.http.auth import require
 from api.http.preconditions import expected_revision
 from api.http.problems import ApiProblem
 from api.service.principal import Principal
+from api.service.scenario_loading import LoadFormat
 from api.service.scenario_schemas import (
     ScenarioCreate,
     ScenarioLoadItem,
@@ -53,6 +54,11 @@ __all__ = [
 
 _VERSIONS = re.compile(r"(?P<id>.+)/versions(?:/(?P<n>[0-9]{1,9}))?")
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+_JSON: dict[str, LoadFormat] = {
+    "application/json": "json",
+    "application/jsonl": "jsonl",
+    "application/x-ndjson": "jsonl",
+}
 
 
 def _etag(version: int) -> dict[str, str]:
@@ -113,21 +119,19 @@ async def load_scenario_file(
     request: Request,
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
-    fmt: Annotated[
-        Literal["jsonl", "yaml"] | None, QueryParameter(name="format", required=False)
-    ] = None,
+    fmt: Annotated[LoadFormat | None, QueryParameter(name="format", required=False)] = None,
 ) -> ScenarioLoadReport:
-    """One scenario per JSON line, or a YAML list (``format`` or the Content-Type says
-    which; else the body is sniffed). All items are checked before any is stored, and
-    all are stored in one transaction. Each item answers ``created``, ``unchanged``,
-    ``new_version`` (its ground truth changed) or ``updated`` (title, tags or set)."""
+    """One scenario per JSON line (application/jsonl), a YAML list (application/yaml) or
+    a JSON list or object (application/json); ``format`` overrides the Content-Type.
+    All items are checked before any is stored, and all are stored in one transaction.
+    Each item answers ``created``, ``unchanged``, ``new_version`` (its ground truth changed) or ``updated`` (title, tags or set)."""
     raw = await request.body()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ApiProblem(422, "Invalid request", "the body is not UTF-8", field="body") from None
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    chosen = fmt or ("yaml" if media in _YAML_TYPES else None)
+    chosen = fmt or ("yaml" if media in _YAML_TYPES else _JSON.get(media))
     return await load_scenarios(services, principal, text, fmt=chosen)
 
 

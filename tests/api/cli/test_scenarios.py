@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 ITEMS = [
-    {"id": "hotel/user-port", "ground_truth": "[fault_spec] component=deployment/user", "set": "public"},
+    {"id": "hotel/user-port", "ground_truth": "[fault_spec] component=pod/user", "set": "public"},
     {"id": "healthy", "ground_truth": "", "set": "held-out", "title": "control"},
 ]  # fmt: skip
 
