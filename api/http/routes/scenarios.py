@@ -124,7 +124,8 @@ async def load_scenario_file(
     """One scenario per JSON line (application/jsonl), a YAML list (application/yaml) or
     a JSON list or object (application/json); ``format`` overrides the Content-Type.
     All items are checked before any is stored, and all are stored in one transaction.
-    Each item answers ``created``, ``unchanged``, ``new_version`` (its ground truth changed) or ``updated`` (title, tags or set)."""
+    Each item answers ``created``, ``unchanged``, ``new_version`` (its ground truth
+    changed) or ``updated`` (title, tags or set)."""
     raw = await request.body()
     try:
         text = raw.decode("utf-8")
