@@ -9,6 +9,10 @@ import sys
 from pathlib import Path
 
 import yaml
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import Store
+from tests.support.gradings import TRUTH, add_many
 
 ITEMS = [
     {"id": "hotel/user-port", "ground_truth": "[fault_spec] component=pod/user", "set": "public"},
@@ -49,3 +53,32 @@ def test_loading_a_file_twice_then_a_fix_from_stdin(database_url: str, tmp_path:
     assert [json.loads(line) for line in listed.stdout.splitlines()] == [
         {"id": "hotel/user-port", "set": "public", "version": 2, "title": ""}
     ]
+
+
+async def test_report_and_export_take_scenario_set(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    store = Store(engine)
+    await store.catalog.create_scenario(
+        id="held/1", ground_truth=TRUTH, scenario_set="held-out", actor="tests"
+    )
+    await add_many(store, {"pass": 2, "fail": 1}, scenario_id="held/1")
+    await add_many(store, {"pass": 3}, scenario_id="pub/1")
+    report = _cli(
+        database_url, "report", "pass-rates", "--scenario-set", "held-out", "--format", "json"
+    )
+    export = _cli(
+        database_url,
+        "export",
+        "--format",
+        "jsonl",
+        "--scenario-set",
+        "default",
+        "-o",
+        str(tmp_path / "e.jsonl"),
+    )
+    assert report.returncode == 0, report.stderr
+    overall = json.loads(report.stdout)["overall"]
+    assert (overall["n"], overall["passed"]) == (3, 2)
+    assert export.returncode == 0, export.stderr
+    assert len((tmp_path / "e.jsonl").read_text().splitlines()) == 3
