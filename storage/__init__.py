@@ -40,6 +40,7 @@ from storage.review_tables import (
     ReviewClaimRecord,
     TagVocabularyRecord,
 )
+from storage.scenario_tables import ScenarioVersionRecord
 from storage.store import Store
 from storage.tables import (
     AnswerRecord,
@@ -85,6 +86,7 @@ __all__ = [
     "ReviewItem",
     "RubricVersionRecord",
     "ScenarioRecord",
+    "ScenarioVersionRecord",
     "StorageError",
     "Store",
     "SubmissionOutcome",

@@ -1,4 +1,4 @@
-"""Rubric versions and scenarios: what gradings refer to."""
+"""Rubric versions and scenarios: what gradings refer to (scenarios in ``storage.scenarios``)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.rubric import Rubric, rubric_from_mapping
-from storage.canonical import sha256_hex
 from storage.database import Database
-from storage.errors import Conflict
+from storage.scenarios import ScenarioRepository, ScenarioSpec
 from storage.tables import RubricVersionRecord, ScenarioRecord
 
 __all__ = ["CatalogRepository", "rubric_key"]
@@ -32,6 +30,8 @@ class CatalogRepository:
         self._db = db
         #: rubric versions seen committed in this database (they never change)
         self._known_rubrics: set[str] = set()
+        #: scenarios and the versions of their ground truths
+        self.scenarios = ScenarioRepository(db)
 
     async def save_rubric(self, rubric: Rubric, *, actor: str = "system") -> None:
         """Keep this rubric version; saving a known version again does nothing."""
@@ -102,42 +102,13 @@ class CatalogRepository:
         ground_truth: str,
         title: str = "",
         tags: Sequence[str] = (),
+        scenario_set: str | None = None,
         actor: str,
     ) -> ScenarioRecord:
-        """Register a scenario; raises Conflict when the id is taken."""
-        record = ScenarioRecord(
-            id=id,
-            ground_truth=ground_truth,
-            title=title,
-            tags=list(tags),
-            created_by=actor,
-            created_at=self._db.clock(),
-        )
-        try:
-            async with self._db.write() as session:
-                if await session.get(ScenarioRecord, id) is not None:
-                    raise Conflict(f"scenario {id!r} already exists")
-                session.add(record)
-                await session.flush()
-                await self._db.audit(
-                    session,
-                    "scenario.created",
-                    entity_type="scenario",
-                    entity_id=id,
-                    actor=actor,
-                    payload={
-                        "id": id,
-                        "title": title,
-                        "tags": list(tags),
-                        "control": ground_truth == "",
-                        "ground_truth_sha256": sha256_hex(ground_truth),
-                    },
-                )
-        except IntegrityError:
-            raise Conflict(f"scenario {id!r} already exists") from None
-        return record
+        """Register a scenario as version 1; raises Conflict when the id is taken."""
+        spec = ScenarioSpec(id, ground_truth, title, tuple(tags), scenario_set)
+        return await self.scenarios.create(spec, actor=actor)
 
     async def get_scenario(self, scenario_id: str) -> ScenarioRecord | None:
         """A scenario by id, or None."""
-        async with self._db.read() as session:
-            return await session.get(ScenarioRecord, scenario_id)
+        return await self.scenarios.get(scenario_id)

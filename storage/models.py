@@ -27,6 +27,8 @@ class NewSubmission(BaseModel):
     ground_truth: str
     ground_truth_source: Literal["scenario", "inline"]
     scenario_id: str | None = None
+    #: the scenario's version whose ground truth this is (not part of the request hash)
+    scenario_version: int | None = None
     agent: str | None = None
     model: str | None = None
     run_id: str | None = None
@@ -44,7 +46,9 @@ class NewSubmission(BaseModel):
 
     def request_hash(self) -> str:
         """SHA-256 of the canonical JSON of the request: tells a replay from a new one."""
-        return sha256_hex(canonical_json(self.model_dump(mode="json")))
+        return sha256_hex(
+            canonical_json(self.model_dump(mode="json", exclude={"scenario_version"}))
+        )
 
     def record_values(self) -> dict[str, Any]:
         """The submission row's columns this request gives (copies of its collections)."""
@@ -54,6 +58,7 @@ class NewSubmission(BaseModel):
             "ground_truth_source": self.ground_truth_source,
             "ground_truth_sha256": sha256_hex(self.ground_truth),
             "scenario_id": self.scenario_id,
+            "scenario_version": self.scenario_version,
             "agent": self.agent,
             "model": self.model,
             "run_id": self.run_id,

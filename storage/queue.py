@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select, update
+from sqlalchemy import Select, and_, func, or_, select, update
 from sqlmodel import col
 
 from judge.calls import JudgeCall
@@ -28,6 +28,7 @@ from storage.models import Claim
 from storage.quality_tables import JudgeVoteRecord
 from storage.records import answer_rows, apply_result, vote_rows
 from storage.regrade.jobs import RegradeRepository
+from storage.scenario_tables import ScenarioVersionRecord as _VERSION
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
 from storage.verdict_rows import (
     audit_calls,
@@ -43,13 +44,22 @@ _ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
 _VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
 
 
-def _claim(grading: GradingRecord, submission: SubmissionRecord, expires: datetime) -> Claim:
-    """What a worker needs of a grading it leased until ``expires``."""
+def _claim(
+    grading: GradingRecord, submission: SubmissionRecord, expires: datetime, version_truth: Any
+) -> Claim:
+    """What a worker needs of a grading it leased until ``expires``.
+
+    The ground truth is the submission's copy unless the grading targets another version
+    of the scenario's (a regrade against the newest ground truth): ``version_truth``.
+    """
+    truth = submission.ground_truth
+    if grading.scenario_version not in (None, submission.scenario_version):
+        truth = version_truth if version_truth is not None else truth
     return Claim(
         grading_id=grading.id,
         submission_id=submission.id,
         diagnosis=submission.diagnosis,
-        ground_truth=submission.ground_truth,
+        ground_truth=truth,
         rubric_id=grading.rubric_id,
         rubric_version=grading.rubric_version,
         judge_spec=grading.judge_spec,
@@ -127,18 +137,25 @@ class QueueRepository:
             )
             rows = (
                 await session.execute(
-                    select(GradingRecord, SubmissionRecord)
+                    select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth))
                     .join(
                         SubmissionRecord,
                         col(GradingRecord.submission_id) == col(SubmissionRecord.id),
+                    )
+                    .outerjoin(
+                        _VERSION,
+                        and_(
+                            col(_VERSION.scenario_id) == col(SubmissionRecord.scenario_id),
+                            col(_VERSION.version) == col(GradingRecord.scenario_version),
+                        ),
                     )
                     .where(col(GradingRecord.id).in_(ids))
                     .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
                 )
             ).all()
-            jobs = {g.regrade_job_id for g, _ in rows if g.regrade_job_id is not None}
+            jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
             await self._regrade.mark_started(session, jobs)
-            return [_claim(grading, submission, expires) for grading, submission in rows]
+            return [_claim(g, s, expires, truth) for g, s, truth in rows]
 
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Push the lease forward; False when ``worker_id`` no longer holds it."""

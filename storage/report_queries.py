@@ -19,7 +19,7 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
 from sqlmodel import col
 
-from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+from storage.tables import AnswerRecord, GradingRecord, ScenarioRecord, SubmissionRecord
 
 __all__ = [
     "GROUP_KEYS",
@@ -79,6 +79,8 @@ class ReportFilter:
     created_before: datetime | None = None
     #: only ground truths of registered scenarios, or only those their senders wrote
     ground_truth_source: GroundTruthSource | None = None
+    #: only submissions of scenarios in this set (``public``, ``held-out``, ...)
+    scenario_set: str | None = None
     current_only: bool = True
 
 
@@ -104,6 +106,11 @@ def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
         query = query.where(col(_G.created_at) >= filters.created_after)
     if filters.created_before is not None:
         query = query.where(col(_G.created_at) < filters.created_before)
+    if filters.scenario_set is not None:
+        members = select(col(ScenarioRecord.id)).where(
+            col(ScenarioRecord.scenario_set) == filters.scenario_set
+        )
+        query = query.where(col(_S.scenario_id).in_(members))
     if filters.current_only:
         query = query.where(col(_G.is_current).is_(True))
     return query

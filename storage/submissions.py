@@ -42,6 +42,7 @@ def _received_payload(
         "run_id": data.run_id,
         "attempt": data.attempt,
         "scenario_id": data.scenario_id,
+        "scenario_version": data.scenario_version,
         "ground_truth_source": data.ground_truth_source,
         "diagnosis_chars": len(data.diagnosis),
         "diagnosis_sha256": sha256_hex(data.diagnosis),
@@ -165,6 +166,7 @@ class SubmissionRepository:
             judge_model=judge_model,
             status="pending",
             created_at=now,
+            scenario_version=data.scenario_version,
         )
         await session.execute(insert(_GRADINGS), [row_values(grading)])
         # audit rows last: on PostgreSQL they take the chain lock until commit

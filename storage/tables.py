@@ -109,6 +109,12 @@ class ScenarioRecord(SQLModel, table=True):
     tags: list[str] = _json(list)
     created_by: str = Field(sa_type=String(64))
     created_at: datetime = _created()
+    #: the newest version of the ground truth (``scenario_version``); 1 when registered
+    version: int = 1
+    #: the set it belongs to, e.g. ``public`` or ``held-out``
+    scenario_set: str = Field(default="default", sa_type=String(64), index=True)
+    #: when the newest version was made
+    updated_at: datetime | None = _when()
 
 
 class TokenRecord(SQLModel, table=True):
@@ -148,6 +154,8 @@ class SubmissionRecord(SQLModel, table=True):
     scenario_id: str | None = Field(
         default=None, sa_type=String(128), foreign_key="scenario.id", index=True
     )
+    #: the scenario's ground-truth version copied into ``ground_truth`` (None for inline)
+    scenario_version: int | None = None
     agent: str | None = Field(default=None, sa_type=String(256), index=True)
     model: str | None = Field(default=None, sa_type=String(256), index=True)
     run_id: str | None = Field(default=None, sa_type=String(256), index=True)
@@ -225,6 +233,8 @@ class GradingRecord(SQLModel, table=True):
         default=None,
         sa_column=Column(String(32), ForeignKey("grading.id"), nullable=True),
     )
+    #: the scenario's ground-truth version graded against (None for an inline one)
+    scenario_version: int | None = None
 
 
 class AnswerRecord(SQLModel, table=True):

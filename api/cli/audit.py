@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from api.cli.database import require_database, require_migrated
 from api.cli.edge import load_settings, run, service_key
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ def audit_verify(checkpoint_file: Path | None) -> None:
     from storage import ChainKey, CheckpointError, check_checkpoint, make_engine, verify_chain
 
     settings = load_settings()
+    require_database(settings.database_url)  # names the database before the key
     key = service_key(settings, create=False)
     checkpoint: Checkpoint | None = None
     if checkpoint_file is not None:
@@ -54,6 +56,7 @@ def audit_verify(checkpoint_file: Path | None) -> None:
         checkpoint = found[-1]
 
     async def verify() -> tuple[ChainReport, str | None]:
+        await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
         try:
             report = await verify_chain(engine, key=ChainKey.of(key))
@@ -106,10 +109,12 @@ def audit_checkpoint(out: str | None) -> None:
     from storage import Store, make_engine
 
     settings = load_settings()
+    require_database(settings.database_url)  # names the database before the key
     key = service_key(settings, create=False)
     target = out or settings.audit_checkpoint
 
     async def checkpoint() -> Checkpoint:
+        await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
         try:
             return await write_checkpoint(Store(engine, key=key), target)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from api.cli.database import require_database, require_migrated
 from api.service.settings import Settings
 
 if TYPE_CHECKING:
@@ -53,12 +54,21 @@ def _exit_table() -> ExitTable:
 
 
 @asynccontextmanager
-async def service_runtime(*, workers: bool = False) -> AsyncIterator[Services]:
-    """The service's runtime on the configured database (migrated first), workers if asked."""
+async def service_runtime(
+    *, workers: bool = False, existing: bool = False
+) -> AsyncIterator[Services]:
+    """The service's runtime on the configured database (migrated first), workers if asked.
+
+    ``existing``: for commands that read what is stored, refuse a database that is not
+    there or was never migrated, rather than create an empty one.
+    """
     from api.service.runtime import Runtime
 
+    settings = load_settings()
+    if existing:
+        await require_migrated(settings.database_url)
     try:
-        runtime = Runtime(load_settings(), workers=workers, migrate=True)
+        runtime = Runtime(settings, workers=workers, migrate=True)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     async with runtime:
@@ -68,16 +78,21 @@ async def service_runtime(*, workers: bool = False) -> AsyncIterator[Services]:
 def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) -> T:
     """Run ``work`` on a store over the configured database (migrated first if asked).
 
-    For the commands that need the records only, not the judges or the workers.
+    For the commands that need the records only, not the judges or the workers. Without
+    ``migrate`` the database must exist and be migrated (``api.cli.database``).
     """
     from storage import Store, make_engine, upgrade
 
     settings = load_settings()
+    if not migrate:  # a reading command: never create an empty database (nor a key)
+        require_database(settings.database_url)
     key = service_key(settings, create=True)
 
     async def on_store() -> T:
         if migrate:
             await upgrade(settings.database_url)
+        else:
+            await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
         try:
             return await work(Store(engine, key=key))

@@ -11,6 +11,7 @@ from api.cli.grade import grade_command
 from api.cli.imports import import_group
 from api.cli.regrade import regrade_group
 from api.cli.report import export_command, report_command
+from api.cli.scenarios import scenarios_group
 from api.cli.serve import migrate_command, serve_command, worker_command
 from api.cli.submit import submit_command
 from api.cli.tokens import tokens_group
@@ -36,6 +37,7 @@ for command in (
     config_group,
     import_group,
     regrade_group,
+    scenarios_group,
     calibrate_command,
     audit_group,
 ):

@@ -51,6 +51,7 @@ def filter_options(command: Command) -> Command:
             type=click.Choice(["scenario", "inline"]),
             help="only registered scenarios' ground truths (scenario) or submitters' (inline)",
         ),
+        click.option("--scenario-set", help="only scenarios of this set, e.g. held-out"),
     ]
     for option in reversed(options):
         command = option(command)

@@ -35,7 +35,8 @@ def _show(job: RegradeJobPublic, *, as_json: bool) -> None:
     estimate = job.estimate
     click.echo(
         f"regrade job {job.id}: {job.state}{' (dry run)' if job.dry_run else ''}, {job.mode}, "
-        f"rubric {job.rubric['id']}@{job.rubric['version']}, judge {job.judge}\n"
+        f"rubric {job.rubric['id']}@{job.rubric['version']}, judge {job.judge}, "
+        f"ground truth {job.ground_truth}\n"
         f"  submissions {job.total}; done {job.done}, failed {job.failed}, "
         f"cancelled {job.cancelled}, remaining {job.remaining}\n"
         f"  judge calls {job.judge_calls}, cache hits {job.cache_hits}\n"
@@ -93,6 +94,13 @@ def _filter(options: dict[str, Any]) -> RegradeFilterIn:
 @click.option("--rubric", help="target rubric: id or id@version (default: the service's)")
 @click.option("--judge", help="target judge BACKEND:MODEL[@URL] (default: the service's)")
 @click.option("--mode", type=click.Choice(["shadow", "promote"]), default="shadow")
+@click.option(
+    "--ground-truth",
+    type=click.Choice(["as_submitted", "latest"]),
+    default="as_submitted",
+    show_default=True,
+    help="grade against each submission's own ground truth, or its scenario's newest version",
+)
 @click.option("--filter-agent")
 @click.option("--filter-model")
 @click.option("--filter-scenario", "filter_scenario_id")
@@ -102,6 +110,7 @@ def _filter(options: dict[str, Any]) -> RegradeFilterIn:
 @click.option("--filter-judge", help="of the current grading, e.g. external:sregym")
 @click.option("--filter-passed", type=click.Choice(["pass", "fail"]))
 @click.option("--filter-tag", "filter_tags", multiple=True, help="scenario tag (repeatable)")
+@click.option("--filter-scenario-set", help="only scenarios of this set, e.g. held-out")
 @click.option("--dry-run", is_flag=True, help="print counts and estimates; grade nothing")
 @click.option("--wait", is_flag=True, help="grade here and show progress until the job ends")
 @click.option("--json", "as_json", is_flag=True, help="print the job as JSON")
@@ -116,19 +125,25 @@ def regrade_group(ctx: click.Context, **options: Any) -> None:
     from api.service.regrade.schemas import RegradeJobCreate, job_public
 
     rubric, judge, mode = options.pop("rubric"), options.pop("judge"), options.pop("mode")
+    ground_truth = options.pop("ground_truth")
     dry_run, wait, as_json = options.pop("dry_run"), options.pop("wait"), options.pop("as_json")
     for key in ("filter_created_after", "filter_created_before"):
         if isinstance(options[key], datetime):
             options[key] = options[key].isoformat() + "+00:00"
     try:
         data = RegradeJobCreate(
-            filter=_filter(options), rubric=rubric, judge=judge, mode=mode, dry_run=dry_run
+            filter=_filter(options),
+            rubric=rubric,
+            judge=judge,
+            mode=mode,
+            ground_truth=ground_truth,
+            dry_run=dry_run,
         )
     except ValidationError as exc:
         raise click.UsageError(str(exc)) from None
 
     async def start() -> RegradeJobPublic:
-        async with service_runtime(workers=wait and not dry_run) as services:
+        async with service_runtime(workers=wait and not dry_run, existing=True) as services:
             job = job_public(await start_regrade(services, data, actor="cli"))
             if wait and not dry_run and job.state not in _ENDED:
                 job = await _follow(services, job.id)
@@ -148,7 +163,7 @@ def regrade_status(job_id: str, as_json: bool) -> None:
     from api.service.regrade.schemas import job_public
 
     async def status() -> RegradeJobPublic:
-        async with service_runtime(workers=False) as services:
+        async with service_runtime(workers=False, existing=True) as services:
             return job_public(await services.store.regrade.get_job(job_id))
 
     _show(run(status()), as_json=as_json)
@@ -163,7 +178,7 @@ def regrade_flips(job_id: str, fmt: str) -> None:
     from api.service.regrade.schemas import job_public
 
     async def flips() -> str:
-        async with service_runtime(workers=False) as services:
+        async with service_runtime(workers=False, existing=True) as services:
             view = await services.store.regrade.get_job(job_id)
             items = await services.store.regrade.pairs(job_id)
         if fmt == "csv":

@@ -21,13 +21,27 @@ from litestar import Request
 from api.http.problems import ApiProblem
 from api.service.schemas import EARLIEST, LATEST
 
-__all__ = ["MAX_JSON_DEPTH", "check_params", "refuse_unstorable_input", "unstorable"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "TEXT_BODIES",
+    "check_params",
+    "refuse_unstorable_input",
+    "unstorable",
+]
 
 #: deeper JSON documents are refused with 400
 MAX_JSON_DEPTH = 32
 _DATE_PARAM = re.compile(r"(^|\.)created_(after|before)$")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: routes whose body is a text document, with the media types they take (the route
+#: checks what it parses itself)
+TEXT_BODIES = {
+    "/v1/scenarios:bulk": frozenset(
+        {"application/jsonl", "application/x-ndjson", "application/yaml", "application/x-yaml",
+         "text/yaml", "text/plain"}
+    ),
+}  # fmt: skip
 
 
 def unstorable(text: str) -> str | None:
@@ -124,6 +138,8 @@ async def refuse_unstorable_input(request: Request[Any, Any, Any]) -> None:
     if not body:
         return
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type in TEXT_BODIES.get(request.url.path, ()):
+        return
     if media_type != "application/json" and not media_type.endswith("+json"):
         raise ApiProblem(
             415,

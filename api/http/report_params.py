@@ -32,6 +32,7 @@ class ArmQuery(BaseModel):
     created_after: datetime | None = None
     created_before: datetime | None = None
     ground_truth_source: GroundTruthSource | None = None
+    scenario_set: str | None = Field(default=None, min_length=1, max_length=64)
 
     def to_filter(self) -> ReportFilter:
         """The store's filter."""
@@ -48,10 +49,12 @@ async def report_filter(
     created_after: FromQuery[datetime | None] = None,
     created_before: FromQuery[datetime | None] = None,
     ground_truth_source: FromQuery[GroundTruthSource | None] = None,
+    scenario_set: FromQuery[str | None] = None,
 ) -> ReportFilter:
     """Dependency: the gradings a report covers (``rubric`` as id or id@version,
     ``judge`` as model or backend:model; ``created_after`` inclusive;
-    ``ground_truth_source=scenario`` leaves out ground truths their submitters wrote)."""
+    ``ground_truth_source=scenario`` leaves out ground truths their submitters wrote;
+    ``scenario_set`` keeps scenarios of one set, e.g. ``held-out``)."""
     return ReportFilter(
         agent=agent,
         model=model,
@@ -62,6 +65,7 @@ async def report_filter(
         created_after=created_after,
         created_before=created_before,
         ground_truth_source=ground_truth_source,
+        scenario_set=scenario_set,
     )
 
 

@@ -159,6 +159,7 @@ def _submission_public(s: SubmissionRecord, principal: Principal) -> SubmissionP
         ground_truth=s.ground_truth if visible else None,
         ground_truth_source=s.ground_truth_source,  # type: ignore[arg-type]
         ground_truth_sha256=s.ground_truth_sha256 if visible else None,
+        scenario_version=s.scenario_version if visible else None,
         submitted_by=s.submitted_by,
         created_at=s.created_at,
     )
@@ -238,6 +239,7 @@ def _grading_public(
         provisional=bool(g.provisional),
         verdict_override=verdict.verdict if verdict else None,  # type: ignore[arg-type]
         overridden=bool(g.overridden),
+        scenario_version=g.scenario_version,
         overrides=[_override_public(o) for o in overrides],
         tags=[
             TagPublic(

@@ -1,35 +1,169 @@
-"""Scenarios: ground truths registered once, so agents submit only an id."""
+"""Scenarios as a dataset: registered once, listed, loaded in bulk, their ground truth
+versioned. Ground truths and their versions reach adjudicators and admins only."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from api.service.principal import Principal
-from api.service.schemas import ScenarioCreate
+from api.service.scenario_loading import LoadFormat, parse_scenarios
+from api.service.scenario_schemas import (
+    ScenarioCreate,
+    ScenarioLoadItem,
+    ScenarioLoadReport,
+    ScenarioPage,
+    ScenarioPublic,
+    ScenarioUpdate,
+    ScenarioVersionList,
+    ScenarioVersionPublic,
+)
 from api.service.services import Services
 from judge.inputs import check_text
 from storage import NotFound
+from storage.scenario_reads import ScenarioFilter
+from storage.scenario_tables import ScenarioVersionRecord
 from storage.tables import ScenarioRecord
 
-__all__ = ["register_scenario", "scenario"]
+__all__ = [
+    "SUBMITTER_WITHHELD",
+    "list_scenarios",
+    "load_scenarios",
+    "register_scenario",
+    "scenario",
+    "scenario_public",
+    "scenario_version",
+    "scenario_versions",
+    "update_scenario",
+]
+
+#: what a submitter's list of scenarios leaves out: the ground truth, its version, and
+#: what an author may have written with it in view
+SUBMITTER_WITHHELD = ("ground_truth", "version", "title", "tags")
+
+
+def scenario_public(record: ScenarioRecord, principal: Principal) -> ScenarioPublic:
+    """The scenario as ``principal`` may see it."""
+    if principal.at_least("adjudicator"):
+        return ScenarioPublic(
+            id=record.id,
+            set=record.scenario_set,
+            ground_truth=record.ground_truth,
+            version=record.version,
+            title=record.title,
+            tags=list(record.tags or []),
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
+    return ScenarioPublic(
+        id=record.id,
+        set=record.scenario_set,
+        ground_truth=None,
+        version=None,
+        title=None,
+        tags=[],
+        created_at=record.created_at,
+        withheld=list(SUBMITTER_WITHHELD),
+    )
+
+
+def _version_public(record: ScenarioVersionRecord) -> ScenarioVersionPublic:
+    return ScenarioVersionPublic(
+        scenario_id=record.scenario_id,
+        version=record.version,
+        ground_truth=record.ground_truth,
+        note=record.note,
+        created_by=record.created_by,
+        created_at=record.created_at,
+    )
 
 
 async def register_scenario(
     services: Services, principal: Principal, request: ScenarioCreate
 ) -> ScenarioRecord:
-    """Store a scenario in ``principal``'s name; Conflict when the id exists."""
+    """Store a scenario in ``principal``'s name as version 1; Conflict when the id exists."""
     max_bytes = services.settings.max_text_bytes
     check_text(request.ground_truth, field="ground_truth", max_bytes=max_bytes)
-    return await services.store.catalog.create_scenario(
-        id=request.id,
-        ground_truth=request.ground_truth,
-        title=request.title,
-        tags=request.tags,
-        actor=principal.id,
-    )
+    return await services.store.scenarios.create(request.create_spec(), actor=principal.id)
 
 
 async def scenario(services: Services, scenario_id: str) -> ScenarioRecord:
     """A registered scenario with its ground truth, else :class:`NotFound`."""
-    record = await services.store.catalog.get_scenario(scenario_id)
+    record = await services.store.scenarios.get(scenario_id)
     if record is None:
         raise NotFound(f"no scenario with id {scenario_id!r}")
     return record
+
+
+async def list_scenarios(
+    services: Services,
+    principal: Principal,
+    filters: ScenarioFilter,
+    *,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> ScenarioPage:
+    """A page of scenarios in id order, as ``principal`` may see them."""
+    rows, next_cursor = await services.store.scenario_reads.page(filters, after=cursor, limit=limit)
+    return ScenarioPage(
+        items=[scenario_public(r, principal) for r in rows], next_cursor=next_cursor
+    )
+
+
+async def update_scenario(
+    services: Services,
+    principal: Principal,
+    scenario_id: str,
+    request: ScenarioUpdate,
+    *,
+    expected_version: int,
+) -> ScenarioLoadItem:
+    """Give a scenario a new ground truth (a new version) or new metadata.
+
+    NotFound for an unknown id, PreconditionFailed when ``expected_version`` is stale.
+    """
+    max_bytes = services.settings.max_text_bytes
+    check_text(request.ground_truth, field="ground_truth", max_bytes=max_bytes)
+    change = await services.store.scenarios.update(
+        request.spec(scenario_id), expected_version=expected_version, actor=principal.id
+    )
+    record = change.scenario
+    return ScenarioLoadItem(
+        id=record.id, outcome=change.outcome, version=record.version, changed=list(change.changed)
+    )
+
+
+async def load_scenarios(
+    services: Services, principal: Principal, text: str, *, fmt: LoadFormat | None = None
+) -> ScenarioLoadReport:
+    """Create or change every scenario of a JSONL or YAML load, in one transaction.
+
+    Loading the same content again changes nothing: every item says ``unchanged``.
+    """
+    items = parse_scenarios(text, fmt=fmt, max_bytes=services.settings.max_text_bytes)
+    changes = await services.store.scenarios.load(
+        [item.create_spec() for item in items], actor=principal.id
+    )
+    done = [
+        ScenarioLoadItem(
+            id=c.scenario.id, outcome=c.outcome, version=c.scenario.version, changed=list(c.changed)
+        )
+        for c in changes
+    ]
+    return ScenarioLoadReport(items=done, counts=dict(Counter(i.outcome for i in done)))
+
+
+async def scenario_versions(services: Services, scenario_id: str) -> ScenarioVersionList:
+    """Every version of a scenario's ground truth, oldest first."""
+    versions = await services.store.scenario_reads.versions(scenario_id)
+    return ScenarioVersionList(
+        scenario_id=scenario_id,
+        current_version=versions[-1].version if versions else 0,
+        items=[_version_public(v) for v in versions],
+    )
+
+
+async def scenario_version(
+    services: Services, scenario_id: str, version: int
+) -> ScenarioVersionPublic:
+    """One version of a scenario's ground truth; NotFound for an unknown one."""
+    return _version_public(await services.store.scenario_reads.version(scenario_id, version))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 __all__ = [
     "EARLIEST",
@@ -18,8 +18,6 @@ __all__ = [
     "GradingPublic",
     "OverrideCreate",
     "OverridePublic",
-    "ScenarioCreate",
-    "ScenarioPublic",
     "SubmissionCreate",
     "SubmissionPublic",
     "TagPublic",
@@ -54,40 +52,6 @@ class SubmissionCreate(BaseModel):
         if (self.scenario_id is None) == (self.ground_truth is None):
             return "give exactly one of scenario_id and ground_truth"
         return None
-
-
-class ScenarioCreate(BaseModel):
-    """A scenario whose ground truth agents never see."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: StrictStr = Field(
-        min_length=1,
-        max_length=128,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$",
-        description="scenario id; may contain `/`; may not start with `inline:`",
-    )
-    ground_truth: StrictStr = Field(description="empty for a healthy-cluster control scenario")
-    title: StrictStr | None = Field(default=None, max_length=256)  # the column's length
-    tags: list[StrictStr] = Field(default_factory=list, max_length=50)
-
-    @field_validator("id")
-    @classmethod
-    def _not_inline(cls, value: str) -> str:
-        # reserved: exports name a ground truth its submitter sent ``inline:<claimed id>``
-        if value.startswith("inline:"):
-            raise ValueError("scenario ids may not start with 'inline:' (reserved)")
-        return value
-
-
-class ScenarioPublic(BaseModel):
-    """A registered scenario."""
-
-    id: str
-    ground_truth: str
-    title: str | None
-    tags: list[str]
-    created_at: datetime
 
 
 class VotePublic(BaseModel):
@@ -146,6 +110,8 @@ class SubmissionPublic(BaseModel):
     ground_truth_source: Literal["scenario", "inline"] = "scenario"
     #: SHA-256 of the ground truth graded against (its version); null where it is hidden
     ground_truth_sha256: str | None = None
+    #: the scenario's version of the ground truth (null when inline or not visible)
+    scenario_version: int | None = None
     #: the token id that submitted it
     submitted_by: str | None = None
     created_at: datetime
@@ -222,6 +188,9 @@ class GradingPublic(GradingCore):
     revision: int
     created_at: datetime
     graded_at: datetime | None
+    #: the scenario's ground-truth version graded against; null for an inline ground
+    #: truth and for readers who may not see the ground truth
+    scenario_version: int | None = None
     submission: SubmissionPublic
     #: fields emptied because they were written with a ground truth this reader may not
     #: see (a submitter that did not send it): ``detail``, ``answers.reasoning``, ...

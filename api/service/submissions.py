@@ -39,16 +39,17 @@ class Accepted:
     rubric: Rubric
 
 
-async def _ground_truth(services: Services, data: SubmissionCreate) -> tuple[str, str]:
-    """The ground truth and where it came from (``inline`` or ``scenario``)."""
+async def _ground_truth(services: Services, data: SubmissionCreate) -> tuple[str, str, int | None]:
+    """The ground truth, where it came from (``inline`` or ``scenario``) and the
+    scenario's version of it (None for an inline one)."""
     if data.ground_truth is not None:
-        return data.ground_truth, "inline"
+        return data.ground_truth, "inline", None
     assert data.scenario_id is not None
     scenario = await services.store.catalog.get_scenario(data.scenario_id)
     if scenario is None:
         detail = f"no scenario with id {data.scenario_id!r}"
         raise UnknownReference(detail, field="scenario_id", title="Unknown scenario")
-    return scenario.ground_truth, "scenario"
+    return scenario.ground_truth, "scenario", scenario.version
 
 
 async def _checked(services: Services, data: SubmissionCreate, principal: Principal) -> Rubric:
@@ -86,7 +87,7 @@ async def accept_submission(
     stored then.
     """
     rubric = await _checked(services, data, principal)
-    truth, source = await _ground_truth(services, data)
+    truth, source, version = await _ground_truth(services, data)
     settings = services.settings
     judge_spec, judge_backend, judge_model = settings.grading_judge()
     self_preference.refuse(settings, judge_spec, data.model)
@@ -98,6 +99,7 @@ async def accept_submission(
             ground_truth=truth,
             ground_truth_source=source,  # type: ignore[arg-type]
             scenario_id=data.scenario_id,
+            scenario_version=version,
             agent=data.agent,
             model=data.model,
             run_id=data.run_id,

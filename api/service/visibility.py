@@ -37,6 +37,7 @@ WITHHELD_FIELDS = (
     "answers.grounding",
     "overrides.reason",
     "tags.note",
+    "scenario_version",
 )
 
 
@@ -46,6 +47,7 @@ def withhold_ground_truth(public: GradingPublic) -> GradingPublic:
     return public.model_copy(
         update={
             "detail": None,
+            "scenario_version": None,
             "answers": [
                 a.model_copy(update={"reasoning": "", "evidence": "", "grounding": None})
                 for a in public.answers

@@ -25,6 +25,7 @@ from storage.imports.problems import ImportProblem
 from storage.imports.rows import jsonl_submission, sregym_grading, sregym_submission
 from storage.imports.sregym import SregymAttempt
 from storage.imports.tables import SregymOriginalRowRecord
+from storage.scenarios import ScenarioSpec
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
 __all__ = ["ImportAborted", "ImportProgress", "ImportReport", "ImportRepository"]
@@ -114,12 +115,14 @@ class ImportRepository:
         }
         await self._db.insert_ignore(session, table, values)
 
-    async def _ensure_scenario(self, session: AsyncSession, scenario_id: str, truth: str) -> None:
-        table = ScenarioRecord.__table__  # type: ignore[attr-defined]
-        values: dict[str, Any] = {"id": scenario_id, "ground_truth": truth, "tags": ["sregym"]}
-        values["title"] = ""
-        values |= {"created_by": "import:sregym", "created_at": self._db.clock()}
-        await self._db.insert_ignore(session, table, values)
+    async def _ensure_scenario(
+        self, session: AsyncSession, scenario_id: str, truth: str
+    ) -> int | None:
+        """Register the problem as a scenario unless it exists; the version whose ground
+        truth is ``truth`` (None when the scenario never had it)."""
+        spec = ScenarioSpec(scenario_id, truth, tags=("sregym",))
+        version = await self._catalog.scenarios.ensure(session, spec, actor="import:sregym")
+        return version or None
 
     async def _audit_import(self, session: AsyncSession, s: SubmissionRecord, **extra: Any) -> None:
         grading_id = extra.get("grading_id")
@@ -184,10 +187,11 @@ class ImportRepository:
         report: ImportReport,
     ) -> None:
         truth, now = problems[attempt.problem_id], self._db.clock()
-        await self._ensure_scenario(session, attempt.problem_id, truth)
+        version = await self._ensure_scenario(session, attempt.problem_id, truth)
         submission = sregym_submission(
             attempt, truth, scenario_id=attempt.problem_id, actor=actor, at=now
         )
+        submission.scenario_version = version
         assert submission.idempotency_key is not None
         known = await self._known(session, actor, submission.idempotency_key)
         if known is not None:
@@ -200,6 +204,7 @@ class ImportRepository:
         grading_id = None
         if attempt.outcome == "diagnosed":
             grading, answers = sregym_grading(attempt, submission.id, rubric=rubric, at=now)
+            grading.scenario_version = version
             session.add(grading)
             await session.flush()
             session.add_all(answers)
@@ -257,7 +262,7 @@ class ImportRepository:
         report: ImportReport,
     ) -> None:
         item, now = line.submission, self._db.clock()
-        truth = item.ground_truth
+        truth, version = item.ground_truth, None
         if item.scenario_id is not None:
             scenario = await session.get(ScenarioRecord, item.scenario_id)
             if scenario is None:
@@ -266,13 +271,14 @@ class ImportRepository:
                     ImportProblem(where, f"scenario_id: no scenario {item.scenario_id!r}")
                 )
                 return
-            truth = scenario.ground_truth
+            truth, version = scenario.ground_truth, scenario.version
         content = sha256_hex(canonical_json(item.model_dump(mode="json")))
         key = f"jsonl:{content}"
         if await self._known(session, actor, key) is not None:
             report.already_imported += 1
             return
         submission = jsonl_submission(line, truth or "", actor=actor, content=content, now=now)
+        submission.scenario_version = version
         session.add(submission)
         await session.flush()
         spec, backend, model = judge
@@ -286,6 +292,7 @@ class ImportRepository:
             judge_model=model,
             status="pending",
             created_at=now,
+            scenario_version=version,
         )
         session.add(grading)
         await session.flush()

@@ -19,6 +19,7 @@ import storage.imports.tables
 import storage.quality_tables
 import storage.regrade.tables
 import storage.review_tables
+import storage.scenario_tables
 import storage.tables  # noqa: F401
 from storage.db import default_database_url, make_engine
 

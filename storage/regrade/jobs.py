@@ -53,6 +53,8 @@ class RegradeTarget:
     judge_backend: str
     judge_model: str
     mode: str
+    #: as_submitted (each submission's own ground truth) | latest (its scenario's newest)
+    ground_truth: str = "as_submitted"
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ class Candidate:
 
     grading_id: str
     submission_id: str
+    #: the scenario version the regrade would grade against (None for inline)
+    scenario_version: int | None
     diagnosis: str
     ground_truth: str
 
@@ -119,10 +123,11 @@ class RegradeRepository:
             count, chars, empty = (await session.execute(query)).one()
         return RegradeTotals(int(count), int(chars or 0), int(empty or 0))
 
-    async def candidates(self, f: RegradeFilter) -> list[Candidate]:
-        """The covered submissions with their texts."""
+    async def candidates(self, f: RegradeFilter, *, latest: bool = False) -> list[Candidate]:
+        """The covered submissions with their texts (``latest``: the newest ground truths)."""
         async with self._db.read() as session:
-            query = candidates_query(f, await self._scenarios(session, f), texts=True)
+            scenarios = await self._scenarios(session, f)
+            query = candidates_query(f, scenarios, texts=True, latest=latest)
             return [Candidate(*row) for row in await session.execute(query)]
 
     async def create_job(
@@ -145,6 +150,7 @@ class RegradeRepository:
             rubric_version=target.rubric.version,
             judge_spec=target.judge_spec,
             mode=target.mode,
+            ground_truth=target.ground_truth,
             estimate=dict(estimate or {}),
             created_by=actor,
             created_at=now,
@@ -174,6 +180,7 @@ class RegradeRepository:
                     "rubric": {"id": job.rubric_id, "version": job.rubric_version},
                     "judge": job.judge_spec,
                     "mode": job.mode,
+                    "ground_truth": job.ground_truth,
                     "total": job.total,
                     "estimate": job.estimate,
                 },
@@ -188,8 +195,9 @@ class RegradeRepository:
         self, session: AsyncSession, job: RegradeJobRecord, f: RegradeFilter, t: RegradeTarget
     ) -> list[str]:
         """Insert the job's pending gradings; their ids."""
-        query = candidates_query(f, await self._scenarios(session, f))
-        pairs = list(await session.execute(query))
+        latest = t.ground_truth == "latest"
+        query = candidates_query(f, await self._scenarios(session, f), latest=latest)
+        triples = list(await session.execute(query))
         now = self._db.clock()
         rows = [
             GradingRecord(
@@ -205,8 +213,9 @@ class RegradeRepository:
                 created_at=now,
                 regrade_job_id=job.id,
                 previous_grading_id=previous_id,
+                scenario_version=version,
             ).model_dump()
-            for previous_id, submission_id in pairs
+            for previous_id, submission_id, version in triples
         ]
         table = GradingRecord.__table__  # type: ignore[attr-defined]
         for start in range(0, len(rows), _INSERT_BATCH):

@@ -45,6 +45,8 @@ class RegradeFilter:
     judge: str | None = None
     passed: bool | None = None
     tags: tuple[str, ...] = ()
+    #: only scenarios of this set (``public``, ``held-out``, ...)
+    scenario_set: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The filter as stored with the job: given keys only, datetimes in ISO 8601."""
@@ -91,6 +93,11 @@ def _filtered(query: Select[Any], f: RegradeFilter, scenarios: list[str] | None)
         query = query.where(*_judge_clauses(f.judge))
     if scenarios is not None:
         query = query.where(col(s.scenario_id).in_(scenarios))
+    if f.scenario_set is not None:
+        members = select(col(ScenarioRecord.id)).where(
+            col(ScenarioRecord.scenario_set) == f.scenario_set
+        )
+        query = query.where(col(s.scenario_id).in_(members))
     return query
 
 
@@ -109,14 +116,24 @@ def matching_scenarios(rows: list[ScenarioRecord], tags: tuple[str, ...]) -> lis
 
 
 def candidates_query(
-    f: RegradeFilter, scenarios: list[str] | None, *, texts: bool = False
+    f: RegradeFilter, scenarios: list[str] | None, *, texts: bool = False, latest: bool = False
 ) -> Select[Any]:
-    """``(grading_id, submission_id[, diagnosis, ground_truth])`` of covered submissions."""
-    columns: list[Any] = [col(GradingRecord.id), col(GradingRecord.submission_id)]
+    """``(grading_id, submission_id, scenario_version[, diagnosis, ground_truth])`` of
+    covered submissions: the submission's own version and ground truth, or with
+    ``latest`` its scenario's newest (an inline ground truth stays as it was)."""
+    s, sc = SubmissionRecord, ScenarioRecord
+    version, truth = col(s.scenario_version), col(s.ground_truth)
+    if latest:
+        version = case((col(s.scenario_id).is_(None), version), else_=col(sc.version))
+        truth = case((col(s.scenario_id).is_(None), truth), else_=col(sc.ground_truth))
+    columns: list[Any] = [col(GradingRecord.id), col(GradingRecord.submission_id), version]
     if texts:
-        columns += [col(SubmissionRecord.diagnosis), col(SubmissionRecord.ground_truth)]
-    query = _filtered(_joined(*columns), f, scenarios)
-    return query.order_by(col(SubmissionRecord.created_at), col(SubmissionRecord.id))
+        columns += [col(s.diagnosis), truth]
+    query = _joined(*columns)
+    if latest:
+        query = query.outerjoin(sc, col(sc.id) == col(s.scenario_id))
+    query = _filtered(query, f, scenarios)
+    return query.order_by(col(s.created_at), col(s.id))
 
 
 def totals_query(f: RegradeFilter, scenarios: list[str] | None) -> Select[Any]:

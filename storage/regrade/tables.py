@@ -43,6 +43,8 @@ class RegradeJobRecord(SQLModel, table=True):
     judge_spec: str = Field(sa_type=String(512))
     #: shadow | promote
     mode: str = Field(sa_type=String(16))
+    #: as_submitted (each submission's own version) | latest (each scenario's newest)
+    ground_truth: str = Field(default="as_submitted", sa_type=String(16))
     #: items created (matching submissions)
     total: int = 0
     #: final counts, written when the job ends (done, failed, judge_calls, cache_hits)

@@ -98,3 +98,54 @@ async def test_0005_holds_existing_flagged_passes_and_hashes_ground_truths(
     assert (rows[flagged].passed, bool(rows[flagged].held)) == (None, True)
     assert (bool(rows[clean].passed), bool(rows[clean].held)) == (True, False)
     assert all(digest == sha256_hex(truth) for truth, digest in hashes)
+
+
+async def test_0008_makes_existing_scenarios_submissions_and_gradings_version_1(
+    database_url: str,
+) -> None:
+    """A database from before versions: every scenario's ground truth becomes its version
+    1, and what was graded against a scenario names that version; inline ones none."""
+    from sqlalchemy import text
+    from sqlalchemy.pool import NullPool
+
+    from storage import Store
+    from tests.storage.helpers import new_submission, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine)
+    await store.catalog.create_scenario(id="hotel/a", ground_truth="gt-a", actor="admin")
+    by_scenario = new_submission(
+        "d1", ground_truth="gt-a", ground_truth_source="scenario", scenario_id="hotel/a"
+    )
+    registered = await submit(store, by_scenario)
+    inline = await submit(store, new_submission("d2"))
+    await engine.dispose()
+
+    old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
+    async with old.begin() as connection:
+        await connection.run_sync(_downgrade, "0007")
+    await old.dispose()
+    await upgrade(database_url)
+
+    engine = make_engine(database_url)
+    async with engine.connect() as connection:
+        versions = (
+            await connection.execute(
+                text("SELECT scenario_id, version, ground_truth FROM scenario_version")
+            )
+        ).all()
+        scenario = (
+            await connection.execute(text("SELECT version, scenario_set FROM scenario"))
+        ).one()
+        graded = dict(
+            (await connection.execute(text("SELECT id, scenario_version FROM grading"))).all()
+        )
+        submitted = dict(
+            (await connection.execute(text("SELECT id, scenario_version FROM submission"))).all()
+        )
+    await engine.dispose()
+    assert versions == [("hotel/a", 1, "gt-a")]
+    assert tuple(scenario) == (1, "default")
+    assert graded == {registered.grading.id: 1, inline.grading.id: None}
+    assert submitted == {registered.submission.id: 1, inline.submission.id: None}

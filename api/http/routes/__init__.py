@@ -21,7 +21,13 @@ from api.http.routes.regrade import (
 )
 from api.http.routes.review import claim_review, finish_review, label_grading, review_queue
 from api.http.routes.rubrics import get_rubric, list_rubrics
-from api.http.routes.scenarios import create_scenario, get_scenario
+from api.http.routes.scenarios import (
+    create_scenario,
+    get_scenario,
+    list_scenario_page,
+    load_scenario_file,
+    put_scenario,
+)
 from api.http.routes.stats import (
     get_comparison,
     get_dimension_failures,
@@ -44,7 +50,10 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     get_grading,
     list_gradings,
     create_scenario,
+    list_scenario_page,
+    load_scenario_file,
     get_scenario,
+    put_scenario,
     list_rubrics,
     get_rubric,
     get_pass_rates,

@@ -9,7 +9,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, HeaderParameter, JSONBody
 
 from api.http.auth import require
-from api.http.problems import ApiProblem
+from api.http.preconditions import expected_revision
 from api.service.adjudication import grading_history as history_of
 from api.service.adjudication import override_grading
 from api.service.presenters import render_grading
@@ -18,26 +18,6 @@ from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
 
 __all__ = ["create_override", "grading_history"]
-
-
-def _expected_revision(if_match: str | None) -> int:
-    if if_match is None:
-        raise ApiProblem(
-            428,
-            "Precondition required",
-            "overrides need If-Match with the grading's ETag",
-            field="If-Match",
-        )
-    # If-Match compares strongly (RFC 9110 13.1.1): a weak ETag never matches
-    value = if_match.strip().strip('"')
-    if not value.isdigit():
-        raise ApiProblem(
-            412,
-            "Precondition failed",
-            f"If-Match {if_match!r} is not an ETag of this service",
-            field="If-Match",
-        )
-    return int(value)
 
 
 @post(
@@ -56,7 +36,13 @@ async def create_override(
 ) -> Response[GradingPublic]:
     """Append an override as the calling principal; 412 when the ETag is stale."""
     fresh = await override_grading(
-        services, principal, grading_id, data, expected_revision=_expected_revision(if_match)
+        services,
+        principal,
+        grading_id,
+        data,
+        expected_revision=expected_revision(
+            if_match, what="overrides need If-Match with the grading's ETag"
+        ),
     )
     body = await render_grading(services, fresh, principal)
     return Response(body, status_code=201, headers={"ETag": f'"{body.revision}"'})

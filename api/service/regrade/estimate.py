@@ -45,7 +45,7 @@ def _fixed_chars(rubric: Rubric) -> int:
 
 
 async def _cache_hits(
-    services: Services, f: RegradeFilter, rubric: Rubric, backend: JudgeBackend
+    services: Services, f: RegradeFilter, rubric: Rubric, backend: JudgeBackend, latest: bool
 ) -> int:
     keyer = CacheKeys(
         build_reply_schema(rubric),
@@ -55,7 +55,7 @@ async def _cache_hits(
         base_url=backend.base_url,
     )
     keys = []
-    for candidate in await services.store.regrade.candidates(f):
+    for candidate in await services.store.regrade.candidates(f, latest=latest):
         if candidate.diagnosis.strip():
             messages = build_messages(rubric, candidate.ground_truth, candidate.diagnosis)
             key = keyer.key(messages)
@@ -66,15 +66,21 @@ async def _cache_hits(
 
 
 async def estimate_regrade(
-    services: Services, f: RegradeFilter, rubric: Rubric, backend: JudgeBackend
+    services: Services,
+    f: RegradeFilter,
+    rubric: Rubric,
+    backend: JudgeBackend,
+    *,
+    latest: bool = False,
 ) -> dict[str, Any]:
-    """Submissions, judge calls after the cache, and prompt and completion tokens."""
+    """Submissions, judge calls after the cache, and prompt and completion tokens
+    (``latest``: graded against each scenario's newest ground truth)."""
     totals = await services.store.regrade.totals(f)
     params = sampling_params(services)
     calls = totals.submissions - totals.empty_diagnoses
     cacheable = params.temperature == 0
     checked = cacheable and totals.submissions <= CACHE_CHECK_LIMIT
-    hits = await _cache_hits(services, f, rubric, backend) if checked and calls else 0
+    hits = await _cache_hits(services, f, rubric, backend, latest) if checked and calls else 0
     needed = calls - hits
     prompt_chars = _fixed_chars(rubric) * calls + totals.text_chars
     prompt_tokens = prompt_chars // CHARS_PER_TOKEN * needed // calls if calls else 0

@@ -36,8 +36,10 @@ async def resolve_target(
     services: Services, data: RegradeJobCreate
 ) -> tuple[RegradeTarget, JudgeBackend]:
     """The job's rubric, judge and mode; ``InvalidRequest`` naming the field at fault."""
-    if data.rubric is None and data.judge is None:
-        raise InvalidRequest("give a rubric, a judge or both", field="rubric")
+    if data.rubric is None and data.judge is None and data.ground_truth == "as_submitted":
+        raise InvalidRequest(
+            "give a rubric, a judge or ground_truth=latest (or several)", field="rubric"
+        )
     rubric = await services.rubrics.require(data.rubric, default=services.settings.rubric)
     spec_text = data.judge or services.settings.judge
     backend = _backend(services, spec_text)
@@ -48,6 +50,7 @@ async def resolve_target(
         judge_backend=spec.backend,
         judge_model=spec.model,
         mode=data.mode,
+        ground_truth=data.ground_truth,
     )
     return target, backend
 
@@ -56,7 +59,8 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
     """Validate, estimate and store the job (a dry run stores only the estimate)."""
     target, backend = await resolve_target(services, data)
     f = data.filter.to_filter()
-    estimate = await estimate_regrade(services, f, target.rubric, backend)
+    latest = target.ground_truth == "latest"
+    estimate = await estimate_regrade(services, f, target.rubric, backend, latest=latest)
     view = await services.store.regrade.create_job(
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )

@@ -33,6 +33,9 @@ class RegradeFilterIn(BaseModel):
     )
     passed: StrictBool | None = None
     tags: list[StrictStr] = Field(default_factory=list, max_length=20, description="scenario tags")
+    scenario_set: StrictStr | None = Field(
+        default=None, max_length=64, description="only scenarios of this set, e.g. held-out"
+    )
 
     def to_filter(self) -> RegradeFilter:
         """The storage filter."""
@@ -46,6 +49,7 @@ class RegradeFilterIn(BaseModel):
             judge=self.judge,
             passed=self.passed,
             tags=tuple(self.tags),
+            scenario_set=self.scenario_set,
         )
 
 
@@ -58,6 +62,11 @@ class RegradeJobCreate(BaseModel):
     rubric: StrictStr | None = Field(default=None, max_length=160, description="id or id@version")
     judge: StrictStr | None = Field(default=None, max_length=512, description="BACKEND:MODEL[@URL]")
     mode: Literal["shadow", "promote"] = "shadow"
+    ground_truth: Literal["as_submitted", "latest"] = Field(
+        default="as_submitted",
+        description="as_submitted: each submission's own ground truth; latest: each "
+        "registered scenario's newest version (inline ground truths stay as sent)",
+    )
     dry_run: StrictBool = False
 
 
@@ -68,6 +77,7 @@ class RegradeJobPublic(BaseModel):
     state: Literal["queued", "running", "paused", "done", "failed", "cancelled"]
     dry_run: bool
     mode: str
+    ground_truth: str = "as_submitted"
     filter: dict[str, Any]
     rubric: dict[str, str]
     judge: str
@@ -99,6 +109,7 @@ def job_public(view: JobView) -> RegradeJobPublic:
         state=job.state,  # type: ignore[arg-type]
         dry_run=job.dry_run,
         mode=job.mode,
+        ground_truth=job.ground_truth,
         filter=job.filter,
         rubric={"id": job.rubric_id, "version": job.rubric_version},
         judge=job.judge_spec,

@@ -78,6 +78,8 @@ class Submission(_Model):
     ground_truth: str | None
     ground_truth_source: Literal["scenario", "inline"] = "scenario"
     ground_truth_sha256: str | None = None
+    #: the scenario's ground-truth version (null when inline or not visible)
+    scenario_version: int | None = None
     submitted_by: str | None = None
     created_at: datetime
 
@@ -142,6 +144,8 @@ class Grading(_Model):
     revision: int
     created_at: datetime
     graded_at: datetime | None
+    #: the scenario's ground-truth version graded against (null when inline or not visible)
+    scenario_version: int | None = None
     submission: Submission
     withheld: list[str] = Field(default_factory=list)
 

@@ -96,3 +96,42 @@ async def test_a_submitter_sees_all_of_a_grading_against_its_own_ground_truth(
     assert grading["withheld"] == []
     assert grading["answers"][0]["reasoning"] == f"the ground truth says {TRUTH}"
     assert grading["submission"]["ground_truth"] == TRUTH
+
+
+async def test_no_scenario_route_gives_a_submitter_a_ground_truth_or_its_versions(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
+    fixed = TRUTH.replace("9999", "9998")
+    scenario = {"id": "hotel/user-port", "ground_truth": TRUTH, "title": TRUTH, "tags": ["t"]}
+    answers: list[str] = []
+    async with api_client() as client:
+        await client.post("/v1/scenarios", json=scenario, headers=admin)
+        put = {"ground_truth": fixed, "note": f"was {TRUTH}"}
+        await client.put(
+            "/v1/scenarios/hotel/user-port", json=put, headers={**admin, "If-Match": '"1"'}
+        )
+        path = "/v1/scenarios/hotel/user-port"
+        refused = {}
+        for suffix in ("", "/versions", "/versions/1", "/versions/2", "/versions/9"):
+            got = await client.get(path + suffix, headers=agent)
+            refused[suffix] = got.status_code
+            answers.append(got.text + json.dumps(dict(got.headers)))
+        for params in ({}, {"id_prefix": "hotel/"}, {"set": "default"}):
+            listed = await client.get("/v1/scenarios", params=params, headers=agent)
+            assert listed.status_code == 200 and listed.json()["items"]
+            answers.append(listed.text + json.dumps(dict(listed.headers)))
+        for method, body in (("put", put), ("post", None)):
+            target = path if method == "put" else "/v1/scenarios:bulk"
+            headers = {**agent, "If-Match": '"2"', "Content-Type": "application/jsonl"}
+            wrote = await client.request(
+                method.upper(), target, content=json.dumps(body or scenario), headers=headers
+            )
+            assert wrote.status_code == 403
+            answers.append(wrote.text)
+        versions = (await client.get(f"{path}/versions", headers=admin)).text
+    assert set(refused.values()) == {403}
+    # an adjudicator's view does hold both versions: the test can fail
+    assert _leaks(versions) == _truth_tokens()
+    for text in answers:
+        assert _leaks(text) == set(), text

@@ -117,6 +117,13 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ),
     ("POST", "/v1/scenarios"): Expect(ADMIN_ONLY, body={"id": "s-new", "ground_truth": "x"}),
     ("GET", "/v1/scenarios/{scenario_id}"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/scenarios"): Expect(ANY_TOKEN),
+    ("POST", "/v1/scenarios:bulk"): Expect(
+        ADMIN_ONLY, body=[{"id": "s-bulk", "ground_truth": "x", "set": "held-out"}]
+    ),
+    ("PUT", "/v1/scenarios/{scenario_id}"): Expect(
+        roles(403, 403, 412), body={"ground_truth": "y"}, headers={"If-Match": '"0"'}
+    ),
     ("GET", "/v1/rubrics"): Expect(ANY_TOKEN),
     ("GET", "/v1/rubrics/{rubric_id}"): Expect(ANY_TOKEN),
     ("GET", "/v1/stats/pass-rates"): Expect(ADJUDICATOR_UP, query="?group_by=agent"),

@@ -1,0 +1,112 @@
+"""``sre-judge scenarios``: load a scenario dataset (JSON Lines or YAML), list it.
+
+Loading is idempotent: the same file again changes nothing and says ``unchanged`` for
+every scenario; a changed ground truth becomes a new version, the old one kept.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from api.cli.edge import run, service_runtime, with_store
+
+if TYPE_CHECKING:
+    from api.service.scenario_schemas import ScenarioLoadReport
+
+__all__ = ["scenarios_group"]
+
+_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
+
+
+@click.group("scenarios")
+def scenarios_group() -> None:
+    """Registered scenarios: their ground truths, versions and sets.
+
+    \b
+    Example:
+      sre-judge scenarios load problems.yaml
+      sre-judge scenarios list --set held-out
+    """
+
+
+@scenarios_group.command("load")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "yaml"]),
+    help="default: by the file's suffix (.jsonl, .yaml), else by its first line",
+)
+@click.option("--json", "as_json", is_flag=True, help="print what was done as JSON")
+def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
+    """Create or update scenarios from FILE (``-`` for stdin), one transaction.
+
+    Each item is ``{id, ground_truth, title?, tags?, set?, note?}``; nothing is stored
+    when any item is bad.
+
+    \b
+    Example:
+      printf '{"id": "hotel/user-port", "ground_truth": "...", "set": "public"}\\n' \\
+        | sre-judge scenarios load -
+    """
+    from api.service.principal import Principal
+    from api.service.scenarios import load_scenarios
+
+    name = getattr(file, "name", "-")
+    fmt = fmt or _SUFFIXES.get(Path(str(name)).suffix.lower())
+    text = file.read()
+
+    async def action() -> ScenarioLoadReport:
+        async with service_runtime() as services:
+            cli = Principal(id="cli", name="cli", role="admin")
+            return await load_scenarios(services, cli, text, fmt=fmt)  # type: ignore[arg-type]
+
+    report = run(action())
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+        return
+    for item in report.items:
+        changed = f" ({', '.join(item.changed)})" if item.changed else ""
+        click.echo(f"{item.outcome:<12} {item.id}  version {item.version}{changed}")
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(report.counts.items()))
+    click.echo(f"{len(report.items)} scenarios: {counts}", err=True)
+
+
+@scenarios_group.command("list")
+@click.option("--set", "scenario_set", help="only scenarios of this set, e.g. held-out")
+@click.option("--id-prefix", help="only ids starting with this")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object a line")
+def scenarios_list(scenario_set: str | None, id_prefix: str | None, as_json: bool) -> None:
+    """List scenarios in id order with their set and newest version.
+
+    \b
+    Example:
+      sre-judge scenarios list --set public --id-prefix hotel/
+    """
+    from storage import Store
+    from storage.scenario_reads import ScenarioFilter
+
+    filters = ScenarioFilter(scenario_set=scenario_set, id_prefix=id_prefix)
+
+    async def listing(store: Store) -> list[Any]:
+        rows, cursor = await store.scenario_reads.page(filters, limit=500)
+        while cursor is not None:
+            more, cursor = await store.scenario_reads.page(filters, after=cursor, limit=500)
+            rows += more
+        return rows
+
+    rows = with_store(listing)
+    if as_json:
+        for r in rows:
+            fields = {"id": r.id, "set": r.scenario_set, "version": r.version, "title": r.title}
+            click.echo(json.dumps(fields, ensure_ascii=False))
+        return
+    click.echo(f"{'id':<40} {'set':<12} {'version':>7}  title")
+    for r in rows:
+        click.echo(f"{r.id:<40} {r.scenario_set:<12} {r.version:>7}  {r.title}")
+    if not rows:
+        click.echo("no scenarios", err=True)

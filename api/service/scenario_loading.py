@@ -1,0 +1,109 @@
+"""Reading a bulk load of scenarios: JSON Lines or YAML, each item a scenario.
+
+JSON Lines: one object a line (blank lines and lines starting with ``#`` skipped).
+YAML: a list of mappings, or a mapping whose ``scenarios`` key holds that list; JSON
+the same, or one object. Every
+item is validated before anything is stored; the first bad one is an InvalidRequest
+naming it as ``items[i].field`` (``i`` from 0, in file order).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import yaml
+from pydantic import ValidationError
+
+from api.service.errors import InvalidRequest
+from api.service.scenario_schemas import ScenarioCreate
+from judge.inputs import check_text
+
+__all__ = ["MAX_ITEMS", "LoadFormat", "detect_format", "parse_scenarios"]
+
+#: scenarios in one load at most (SREGym has about 90 problems)
+MAX_ITEMS = 10_000
+LoadFormat = Literal["jsonl", "yaml", "json"]
+
+
+def _jsonl(text: str) -> list[tuple[str, Any]]:
+    items = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            items.append((f"line {number}", json.loads(line)))
+        except ValueError as exc:
+            raise InvalidRequest(
+                f"line {number} is not JSON: {exc}", field=f"items[{len(items)}]"
+            ) from None
+    return items
+
+
+def _document(text: str, fmt: LoadFormat) -> list[tuple[str, Any]]:
+    """The items of a YAML or JSON document: a list, ``{"scenarios": [...]}`` or, in
+    JSON, one scenario object."""
+    try:
+        loaded = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise InvalidRequest(f"not {fmt.upper()}: {exc}", field="body") from None
+    if isinstance(loaded, dict) and set(loaded) == {"scenarios"}:
+        loaded = loaded["scenarios"]
+    elif isinstance(loaded, dict) and fmt == "json":
+        loaded = [loaded]
+    if not isinstance(loaded, list):
+        raise InvalidRequest(
+            f"{fmt.upper()} must be a list of scenarios or a mapping with a 'scenarios' list",
+            field="body",
+        )
+    return [(f"item {i + 1}", item) for i, item in enumerate(loaded)]
+
+
+def detect_format(text: str) -> LoadFormat:
+    """JSON Lines when the first line that is not blank or a comment is an object."""
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return "jsonl" if line.lstrip().startswith("{") else "yaml"
+    return "jsonl"
+
+
+def _validated(index: int, where: str, raw: Any, max_bytes: int) -> ScenarioCreate:
+    try:
+        item = ScenarioCreate.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = ".".join(str(p) for p in error["loc"])
+        field = f"items[{index}]" + (f".{loc}" if loc else "")
+        raise InvalidRequest(f"{where}: {loc or 'item'}: {error['msg']}", field=field) from None
+    check_text(item.ground_truth, field=f"items[{index}].ground_truth", max_bytes=max_bytes)
+    texts = [("id", item.id), ("title", item.title or ""), ("note", item.note)]
+    texts += [(f"tags[{i}]", tag) for i, tag in enumerate(item.tags or ())]
+    for name, text in [*texts, ("ground_truth", item.ground_truth)]:
+        if "\x00" in text or any("\ud800" <= ch <= "\udfff" for ch in text):
+            raise InvalidRequest(
+                f"{where}: {name} holds a NUL or a lone surrogate", field=f"items[{index}].{name}"
+            )
+    return item
+
+
+def parse_scenarios(
+    text: str, *, fmt: LoadFormat | None = None, max_bytes: int
+) -> list[ScenarioCreate]:
+    """The scenarios of a load, all valid and with distinct ids; InvalidRequest otherwise."""
+    fmt = fmt or detect_format(text)
+    raw = _jsonl(text) if fmt == "jsonl" else _document(text, fmt)
+    if not raw:
+        raise InvalidRequest("the load holds no scenario", field="body")
+    if len(raw) > MAX_ITEMS:
+        raise InvalidRequest(f"at most {MAX_ITEMS} scenarios a load", field="body")
+    items: list[ScenarioCreate] = []
+    seen: dict[str, int] = {}
+    for index, (where, value) in enumerate(raw):
+        item = _validated(index, where, value, max_bytes)
+        if item.id in seen:
+            raise InvalidRequest(
+                f"{where}: id {item.id!r} is also item {seen[item.id]}", field=f"items[{index}].id"
+            )
+        seen[item.id] = index
+        items.append(item)
+    return items

@@ -1,0 +1,133 @@
+"""API input and output models of scenarios, their versions and bulk loads."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+
+from storage.scenarios import ScenarioSpec
+
+__all__ = [
+    "ScenarioCreate",
+    "ScenarioLoadItem",
+    "ScenarioLoadReport",
+    "ScenarioPage",
+    "ScenarioPublic",
+    "ScenarioUpdate",
+    "ScenarioVersionList",
+    "ScenarioVersionPublic",
+]
+
+#: a path ending so would name the versions of a scenario, not a scenario
+_VERSIONS_SUFFIX = re.compile(r"/versions(/[0-9]+)?$")
+_SET = Field(
+    default=None,
+    min_length=1,
+    max_length=64,
+    pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    description="the scenario set, e.g. public or held-out (default: default)",
+)
+
+
+class ScenarioUpdate(BaseModel):
+    """A new ground truth (a new version when it differs) and, optionally, new metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ground_truth: StrictStr = Field(description="empty for a healthy-cluster control scenario")
+    title: StrictStr | None = Field(default=None, max_length=256)  # the column's length
+    tags: list[StrictStr] | None = Field(default=None, max_length=50)
+    set: StrictStr | None = _SET
+    note: StrictStr = Field(default="", max_length=500, description="why the ground truth changed")
+
+    def spec(self, scenario_id: str) -> ScenarioSpec:
+        """The storage spec of this change to ``scenario_id``."""
+        tags = tuple(self.tags) if self.tags is not None else None
+        return ScenarioSpec(scenario_id, self.ground_truth, self.title, tags, self.set, self.note)
+
+
+class ScenarioCreate(ScenarioUpdate):
+    """A scenario whose ground truth agents never see."""
+
+    id: StrictStr = Field(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$",
+        description="scenario id; may contain `/`; may not start with `inline:` nor end "
+        "with `/versions` or `/versions/<n>`",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        # reserved: exports name a ground truth its submitter sent ``inline:<claimed id>``
+        if value.startswith("inline:"):
+            raise ValueError("scenario ids may not start with 'inline:' (reserved)")
+        if _VERSIONS_SUFFIX.search(value):
+            raise ValueError("scenario ids may not end with /versions or /versions/<n>")
+        return value
+
+    def create_spec(self) -> ScenarioSpec:
+        """The storage spec of this scenario."""
+        return self.spec(self.id)
+
+
+class ScenarioPublic(BaseModel):
+    """A registered scenario; ``ground_truth`` and ``version`` only for adjudicators and
+    admins (``withheld`` names what a submitter does not get)."""
+
+    id: str
+    set: str
+    ground_truth: str | None
+    version: int | None
+    title: str | None
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime | None = None
+    withheld: list[str] = Field(default_factory=list)
+
+
+class ScenarioPage(BaseModel):
+    """One page of scenarios in id order; pass ``next_cursor`` as ``cursor`` for the next."""
+
+    items: list[ScenarioPublic]
+    next_cursor: str | None
+
+
+class ScenarioVersionPublic(BaseModel):
+    """One version of a scenario's ground truth."""
+
+    scenario_id: str
+    version: int
+    ground_truth: str
+    note: str
+    created_by: str
+    created_at: datetime
+
+
+class ScenarioVersionList(BaseModel):
+    """Every version of a scenario's ground truth, oldest first."""
+
+    scenario_id: str
+    current_version: int
+    items: list[ScenarioVersionPublic]
+
+
+class ScenarioLoadItem(BaseModel):
+    """What loading one scenario did."""
+
+    id: str
+    outcome: Literal["created", "unchanged", "new_version", "updated"]
+    version: int
+    #: fields written in place (title, tags, set) for ``updated``
+    changed: list[str] = Field(default_factory=list)
+
+
+class ScenarioLoadReport(BaseModel):
+    """What a bulk load did, item by item, in the order given, and the counts."""
+
+    items: list[ScenarioLoadItem]
+    counts: dict[str, int]

@@ -1,0 +1,102 @@
+"""Reading scenarios: a filtered page of them, and the versions of one.
+
+Pages are ordered by id and paginated by keyset: the cursor holds the last id, signed
+(``storage.cursors``), and the next page continues strictly after it, so scenarios
+added between pages never shift or duplicate rows of later pages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlmodel import col
+
+from storage.cursors import CursorCodec
+from storage.database import Database
+from storage.errors import InvalidCursor, NotFound
+from storage.scenario_tables import ScenarioVersionRecord
+from storage.tables import ScenarioRecord
+
+__all__ = ["ScenarioFilter", "ScenarioReads"]
+
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True)
+class ScenarioFilter:
+    """Filters of :meth:`ScenarioReads.page`; None means "any".
+
+    ``created_after`` is inclusive and ``created_before`` exclusive, on the time the
+    scenario was registered; ``id_prefix`` matches ids starting with it, literally.
+    """
+
+    scenario_set: str | None = None
+    id_prefix: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+def _escaped(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class ScenarioReads:
+    """Read-only views of scenarios and their versions."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+        self._cursors = CursorCodec(db.key, "scenarios")
+
+    def _after(self, cursor: str) -> str:
+        position = self._cursors.decode(cursor)
+        if len(position) != 1 or not isinstance(position[0], str) or len(position[0]) > 128:
+            raise InvalidCursor("the cursor is not one this service issued")
+        return position[0]
+
+    async def page(
+        self, filters: ScenarioFilter, *, after: str | None = None, limit: int = 50
+    ) -> tuple[list[ScenarioRecord], str | None]:
+        """A page of scenarios in id order, and the cursor of the next page (or None)."""
+        limit = max(1, min(limit, MAX_PAGE))
+        s = ScenarioRecord
+        query = select(s)
+        if filters.scenario_set is not None:
+            query = query.where(col(s.scenario_set) == filters.scenario_set)
+        if filters.id_prefix:
+            query = query.where(col(s.id).like(_escaped(filters.id_prefix), escape="\\"))
+        if filters.created_after is not None:
+            query = query.where(col(s.created_at) >= filters.created_after)
+        if filters.created_before is not None:
+            query = query.where(col(s.created_at) < filters.created_before)
+        if after is not None:
+            query = query.where(col(s.id) > self._after(after))
+        async with self._db.read() as session:
+            query = query.order_by(col(s.id)).limit(limit + 1)
+            rows = list((await session.execute(query)).scalars())
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = self._cursors.encode([rows[-1].id]) if more and rows else None
+        return rows, cursor
+
+    async def versions(self, scenario_id: str) -> list[ScenarioVersionRecord]:
+        """Every version of a scenario's ground truth, oldest first; NotFound when unknown."""
+        query = (
+            select(ScenarioVersionRecord)
+            .where(col(ScenarioVersionRecord.scenario_id) == scenario_id)
+            .order_by(col(ScenarioVersionRecord.version))
+        )
+        async with self._db.read() as session:
+            if await session.get(ScenarioRecord, scenario_id) is None:
+                raise NotFound(f"no scenario with id {scenario_id!r}")
+            return list((await session.execute(query)).scalars())
+
+    async def version(self, scenario_id: str, version: int) -> ScenarioVersionRecord:
+        """One version of a scenario's ground truth; NotFound for an unknown one."""
+        async with self._db.read() as session:
+            record = await session.get(ScenarioVersionRecord, (scenario_id, version))
+        if record is None:
+            raise NotFound(f"scenario {scenario_id!r} has no version {version}")
+        return record

@@ -1,0 +1,237 @@
+"""Scenarios: registering, changing and loading them; every ground truth kept as a version.
+
+A scenario's row holds its newest ground truth and version number; each version is
+also a row of ``scenario_version``. A changed ground truth makes a new version; a
+changed title, tag list or set is written in place (audited) and keeps the version.
+Loading many scenarios is one transaction and idempotent: each item says whether it
+was ``created``, ``unchanged``, given a ``new_version`` or ``updated`` in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from storage.canonical import sha256_hex
+from storage.database import Database
+from storage.errors import Conflict, NotFound, PreconditionFailed
+from storage.scenario_tables import DEFAULT_SCENARIO_SET, ScenarioVersionRecord
+from storage.tables import ScenarioRecord
+
+__all__ = ["LoadOutcome", "ScenarioChange", "ScenarioRepository", "ScenarioSpec"]
+
+LoadOutcome = Literal["created", "unchanged", "new_version", "updated"]
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """A scenario as registered or loaded; None leaves an existing scenario's value."""
+
+    id: str
+    ground_truth: str
+    title: str | None = None
+    tags: tuple[str, ...] | None = None
+    scenario_set: str | None = None
+    #: why the ground truth changed (kept with the new version)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ScenarioChange:
+    """What writing one spec did."""
+
+    scenario: ScenarioRecord
+    outcome: LoadOutcome
+    #: the fields written in place (title, tags, scenario_set), for ``updated``
+    changed: tuple[str, ...] = field(default=())
+
+
+def _truth_facts(truth: str) -> dict[str, Any]:
+    """What the audit log keeps of a ground truth: never its text."""
+    return {"control": truth == "", "ground_truth_sha256": sha256_hex(truth)}
+
+
+class ScenarioRepository:
+    """Registered scenarios and the versions of their ground truths."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def get(self, scenario_id: str) -> ScenarioRecord | None:
+        """A scenario by id, or None."""
+        async with self._db.read() as session:
+            return await session.get(ScenarioRecord, scenario_id)
+
+    async def create(self, spec: ScenarioSpec, *, actor: str) -> ScenarioRecord:
+        """Register a scenario as version 1; raises Conflict when the id is taken."""
+        try:
+            async with self._db.write() as session:
+                if await session.get(ScenarioRecord, spec.id) is not None:
+                    raise Conflict(f"scenario {spec.id!r} already exists")
+                return await self._insert(session, spec, actor=actor)
+        except IntegrityError:
+            raise Conflict(f"scenario {spec.id!r} already exists") from None
+
+    async def ensure(self, session: AsyncSession, spec: ScenarioSpec, *, actor: str) -> int:
+        """Register ``spec`` in the caller's transaction unless its id exists; then the
+        newest version whose ground truth is ``spec.ground_truth`` (0 when none is)."""
+        values = self._row(spec, actor=actor)
+        table = ScenarioRecord.__table__  # type: ignore[attr-defined]
+        if await self._db.insert_ignore(session, table, values):
+            await self._first_version(session, ScenarioRecord(**values), actor=actor)
+            return 1
+        query = (
+            select(col(ScenarioVersionRecord.version))
+            .where(
+                col(ScenarioVersionRecord.scenario_id) == spec.id,
+                col(ScenarioVersionRecord.ground_truth) == spec.ground_truth,
+            )
+            .order_by(col(ScenarioVersionRecord.version).desc())
+            .limit(1)
+        )
+        return int((await session.execute(query)).scalar_one_or_none() or 0)
+
+    def _row(self, spec: ScenarioSpec, *, actor: str) -> dict[str, Any]:
+        now = self._db.clock()
+        return {
+            "id": spec.id,
+            "ground_truth": spec.ground_truth,
+            "title": spec.title or "",
+            "tags": list(spec.tags or ()),
+            "scenario_set": spec.scenario_set or DEFAULT_SCENARIO_SET,
+            "version": 1,
+            "created_by": actor,
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    async def _insert(
+        self, session: AsyncSession, spec: ScenarioSpec, *, actor: str
+    ) -> ScenarioRecord:
+        record = ScenarioRecord(**self._row(spec, actor=actor))
+        session.add(record)
+        await session.flush()
+        await self._first_version(session, record, actor=actor)
+        return record
+
+    async def _first_version(
+        self, session: AsyncSession, record: ScenarioRecord, *, actor: str
+    ) -> None:
+        session.add(
+            ScenarioVersionRecord(
+                scenario_id=record.id,
+                version=1,
+                ground_truth=record.ground_truth,
+                created_by=actor,
+                created_at=record.created_at,
+            )
+        )
+        await session.flush()
+        await self._db.audit(
+            session,
+            "scenario.created",
+            entity_type="scenario",
+            entity_id=record.id,
+            actor=actor,
+            payload={
+                "id": record.id,
+                "title": record.title,
+                "tags": list(record.tags),
+                "set": record.scenario_set,
+                **_truth_facts(record.ground_truth),
+            },
+        )
+
+    async def update(
+        self, spec: ScenarioSpec, *, expected_version: int, actor: str
+    ) -> ScenarioChange:
+        """Change a scenario whose newest version is ``expected_version``.
+
+        NotFound for an unknown id; PreconditionFailed when another version came first.
+        """
+        async with self._db.write() as session:
+            record = await self._locked(session, spec.id)
+            if record is None:
+                raise NotFound(f"no scenario with id {spec.id!r}")
+            if record.version != expected_version:
+                raise PreconditionFailed(
+                    f"scenario {spec.id!r} is at version {record.version}, not {expected_version}",
+                    current_revision=record.version,
+                )
+            return await self._apply(session, record, spec, actor=actor)
+
+    async def load(self, specs: Sequence[ScenarioSpec], *, actor: str) -> list[ScenarioChange]:
+        """Create or change every scenario of ``specs`` in one transaction, in order."""
+        async with self._db.write() as session:
+            changes = []
+            for spec in specs:
+                record = await self._locked(session, spec.id)
+                if record is None:
+                    record = await self._insert(session, spec, actor=actor)
+                    changes.append(ScenarioChange(record, "created"))
+                else:
+                    changes.append(await self._apply(session, record, spec, actor=actor))
+            return changes
+
+    async def _locked(self, session: AsyncSession, scenario_id: str) -> ScenarioRecord | None:
+        query = select(ScenarioRecord).where(col(ScenarioRecord.id) == scenario_id)
+        if self._db.postgres:
+            query = query.with_for_update()
+        return (await session.execute(query)).scalar_one_or_none()
+
+    async def _apply(
+        self, session: AsyncSession, record: ScenarioRecord, spec: ScenarioSpec, *, actor: str
+    ) -> ScenarioChange:
+        """Write what ``spec`` changes of ``record``: a new version, fields in place, or
+        nothing."""
+        wanted = {
+            "title": spec.title,
+            "tags": list(spec.tags) if spec.tags is not None else None,
+            "scenario_set": spec.scenario_set,
+        }
+        changed = tuple(
+            name
+            for name, value in wanted.items()
+            if value is not None and getattr(record, name) != value
+        )
+        new_truth = spec.ground_truth != record.ground_truth
+        if not new_truth and not changed:
+            return ScenarioChange(record, "unchanged")
+        now = self._db.clock()
+        for name in changed:
+            setattr(record, name, wanted[name])
+        if new_truth:
+            record.version += 1
+            record.ground_truth = spec.ground_truth
+            session.add(
+                ScenarioVersionRecord(
+                    scenario_id=record.id,
+                    version=record.version,
+                    ground_truth=spec.ground_truth,
+                    note=spec.note,
+                    created_by=actor,
+                    created_at=now,
+                )
+            )
+        record.updated_at = now
+        await session.flush()
+        payload = {"id": record.id, "version": record.version, "changed": list(changed)}
+        if new_truth:
+            payload |= {"note": spec.note, **_truth_facts(spec.ground_truth)}
+        event = "scenario.versioned" if new_truth else "scenario.updated"
+        await self._db.audit(
+            session,
+            event,
+            entity_type="scenario",
+            entity_id=record.id,
+            actor=actor,
+            payload=payload,
+        )
+        return ScenarioChange(record, "new_version" if new_truth else "updated", changed)

@@ -1,0 +1,84 @@
+"""``sre-judge scenarios load FILE|-`` and ``list`` as a user runs them: real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import Store
+from tests.support.gradings import TRUTH, add_many
+
+ITEMS = [
+    {"id": "hotel/user-port", "ground_truth": "[fault_spec] component=pod/user", "set": "public"},
+    {"id": "healthy", "ground_truth": "", "set": "held-out", "title": "control"},
+]  # fmt: skip
+
+
+def _cli(url: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": url}
+    env["SRE_JUDGE_JUDGE"] = "scripted:pass"
+    return subprocess.run(
+        [sys.executable, "-m", "api", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_loading_a_file_twice_then_a_fix_from_stdin(database_url: str, tmp_path: Path) -> None:
+    dataset = tmp_path / "scenarios.yaml"
+    dataset.write_text(yaml.safe_dump(ITEMS))
+    first = _cli(database_url, "scenarios", "load", str(dataset))
+    again = _cli(database_url, "scenarios", "load", str(dataset), "--json")
+    fixed = dict(ITEMS[0], ground_truth="[fault_spec] component=deployment/user-service")
+    stdin = _cli(database_url, "scenarios", "load", "-", stdin=json.dumps(fixed) + "\n")
+    bad = _cli(database_url, "scenarios", "load", "-", stdin='{"id": "x"}\n')
+    listed = _cli(database_url, "scenarios", "list", "--set", "public", "--json")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == [
+        "created", "hotel/user-port", "version", "1", "created", "healthy", "version", "1",
+    ]  # fmt: skip
+    assert json.loads(again.stdout)["counts"] == {"unchanged": 2}
+    assert stdin.stdout.split() == ["new_version", "hotel/user-port", "version", "2"]
+    assert bad.returncode == 2 and "items[0].ground_truth" in bad.stderr
+    assert [json.loads(line) for line in listed.stdout.splitlines()] == [
+        {"id": "hotel/user-port", "set": "public", "version": 2, "title": ""}
+    ]
+
+
+async def test_report_and_export_take_scenario_set(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    store = Store(engine)
+    await store.catalog.create_scenario(
+        id="held/1", ground_truth=TRUTH, scenario_set="held-out", actor="tests"
+    )
+    await add_many(store, {"pass": 2, "fail": 1}, scenario_id="held/1")
+    await add_many(store, {"pass": 3}, scenario_id="pub/1")
+    report = _cli(
+        database_url, "report", "pass-rates", "--scenario-set", "held-out", "--format", "json"
+    )
+    export = _cli(
+        database_url,
+        "export",
+        "--format",
+        "jsonl",
+        "--scenario-set",
+        "default",
+        "-o",
+        str(tmp_path / "e.jsonl"),
+    )
+    assert report.returncode == 0, report.stderr
+    overall = json.loads(report.stdout)["overall"]
+    assert (overall["n"], overall["passed"]) == (3, 2)
+    assert export.returncode == 0, export.stderr
+    assert len((tmp_path / "e.jsonl").read_text().splitlines()) == 3

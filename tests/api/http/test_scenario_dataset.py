@@ -1,0 +1,181 @@
+"""Scenarios as a dataset over HTTP: listed with filters and signed cursors, loaded in
+bulk (JSON Lines or YAML) idempotently, their ground truth versioned with If-Match."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+
+
+def _jsonl(*items: dict[str, Any]) -> str:
+    return "\n".join(json.dumps(item) for item in items) + "\n"
+
+
+SCENARIOS = [
+    {"id": "hotel/user-port", "ground_truth": TRUTH, "set": "public", "title": "port"},
+    {"id": "hotel/geo-down", "ground_truth": "[fault_spec] component=pod/geo", "set": "public"},
+    {"id": "social/media-oom", "ground_truth": "[fault_spec] component=pod/oom", "set": "held-out"},
+    {"id": "healthy", "ground_truth": "", "set": "held-out", "tags": ["control"]},
+]  # fmt: skip
+
+
+def _field(answer: Any) -> str:
+    """The field a problem+json answer names."""
+    assert answer.headers["content-type"].startswith("application/problem+json"), answer.text
+    return str(answer.json()["errors"][0]["field"])
+
+
+async def _load(client: Any, headers: dict[str, str], body: str, **params: str) -> Any:
+    media = "application/yaml" if params.get("format") == "yaml" else "application/jsonl"
+    headers = {**headers, "Content-Type": media}
+    return await client.post("/v1/scenarios:bulk", content=body, headers=headers, params=params)
+
+
+async def test_a_bulk_load_again_changes_nothing_and_says_so_per_item(
+    api_client: Any, tokens: Any
+) -> None:
+    admin = await tokens("admin")
+    async with api_client() as client:
+        first = await _load(client, admin, _jsonl(*SCENARIOS))
+        again = await _load(client, admin, _jsonl(*SCENARIOS))
+        fixed = [dict(SCENARIOS[0], ground_truth=TRUTH + " (fixed)", note="typo"), SCENARIOS[1]]
+        fixed[1] = dict(fixed[1], title="geo is down")
+        as_yaml = yaml.safe_dump({"scenarios": fixed})
+        changed = await _load(client, admin, as_yaml, format="yaml")
+        versions = await client.get("/v1/scenarios/hotel/user-port/versions", headers=admin)
+        first_version = await client.get("/v1/scenarios/hotel/user-port/versions/1", headers=admin)
+    assert first.status_code == 200, first.text
+    assert [i["outcome"] for i in first.json()["items"]] == ["created"] * 4
+    assert again.json()["counts"] == {"unchanged": 4}
+    assert [(i["outcome"], i["version"]) for i in changed.json()["items"]] == [
+        ("new_version", 2),
+        ("updated", 1),
+    ]
+    assert changed.json()["items"][1]["changed"] == ["title"]
+    listed = versions.json()
+    assert listed["current_version"] == 2
+    assert [(v["version"], v["note"]) for v in listed["items"]] == [(1, ""), (2, "typo")]
+    assert first_version.json()["ground_truth"] == TRUTH
+
+
+async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
+    api_client: Any, tokens: Any
+) -> None:
+    admin = await tokens("admin")
+    bad = [SCENARIOS[0], {"id": "x/y", "set": "public"}]
+    duplicate = [SCENARIOS[0], SCENARIOS[0]]
+    async with api_client() as client:
+        missing = await _load(client, admin, _jsonl(*bad))
+        twice = await _load(client, admin, yaml.safe_dump(duplicate), format="yaml")
+        broken = await _load(client, admin, _jsonl(SCENARIOS[0]) + "{not json\n")
+        reserved = await _load(client, admin, _jsonl({"id": "a/versions/2", "ground_truth": ""}))
+        after = await client.get("/v1/scenarios", headers=admin)
+    assert missing.status_code == 422
+    assert missing.headers["content-type"].startswith("application/problem+json")
+    assert _field(missing) == "items[1].ground_truth"
+    assert _field(twice) == "items[1].id"
+    assert _field(broken) == "items[1]"
+    assert _field(reserved) == "items[0].id"
+    assert after.json()["items"] == []
+
+
+async def test_the_list_filters_and_pages_with_signed_cursors(api_client: Any, tokens: Any) -> None:
+    admin = await tokens("admin")
+    async with api_client() as client:
+        await _load(client, admin, _jsonl(*SCENARIOS[:2]))
+        between = datetime.now(UTC).isoformat()
+        await _load(client, admin, _jsonl(*SCENARIOS[2:]))
+        seen: list[str] = []
+        cursor = None
+        for _ in range(5):
+            params = {"limit": "1"} | ({"cursor": cursor} if cursor else {})
+            page = (await client.get("/v1/scenarios", params=params, headers=admin)).json()
+            seen += [item["id"] for item in page["items"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        held_out = await client.get("/v1/scenarios", params={"set": "held-out"}, headers=admin)
+        hotel = await client.get("/v1/scenarios", params={"id_prefix": "hotel/"}, headers=admin)
+        late = await client.get("/v1/scenarios", params={"created_after": between}, headers=admin)
+        early = await client.get("/v1/scenarios", params={"created_before": between}, headers=admin)
+        forged = await client.get(
+            "/v1/scenarios", params={"cursor": "eyJ4Ijox.AAAA"}, headers=admin
+        )
+        bad_limit = await client.get("/v1/scenarios", params={"limit": "0"}, headers=admin)
+    assert seen == sorted(s["id"] for s in SCENARIOS)
+    assert {i["id"] for i in held_out.json()["items"]} == {"social/media-oom", "healthy"}
+    assert [i["id"] for i in hotel.json()["items"]] == ["hotel/geo-down", "hotel/user-port"]
+    assert {i["id"] for i in late.json()["items"]} == {"social/media-oom", "healthy"}
+    assert {i["id"] for i in early.json()["items"]} == {"hotel/geo-down", "hotel/user-port"}
+    assert forged.status_code == 400 and _field(forged) == "cursor"
+    assert bad_limit.status_code in (400, 422)
+
+
+async def test_an_update_needs_the_current_etag_and_makes_a_version(
+    api_client: Any, tokens: Any
+) -> None:
+    admin = await tokens("admin")
+    fixed = {"ground_truth": TRUTH + "!", "note": "typo"}
+    async with api_client() as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "hotel/user-port", "ground_truth": TRUTH}, headers=admin
+        )
+        path = "/v1/scenarios/hotel/user-port"
+        unconditional = await client.put(path, json=fixed, headers=admin)
+        stale = await client.put(path, json=fixed, headers={**admin, "If-Match": '"7"'})
+        updated = await client.put(
+            path, json=fixed, headers={**admin, "If-Match": made.headers["ETag"]}
+        )
+        replayed = await client.put(
+            path, json=fixed, headers={**admin, "If-Match": made.headers["ETag"]}
+        )
+        bad_set = await client.put(
+            path, json={**fixed, "set": "no spaces"}, headers={**admin, "If-Match": '"2"'}
+        )
+        unknown = await client.put(
+            "/v1/scenarios/nope", json=fixed, headers={**admin, "If-Match": '"1"'}
+        )
+        now = await client.get(path, headers=admin)
+        old = await client.get(f"{path}/versions/1", headers=admin)
+        no_such = await client.get(f"{path}/versions/3", headers=admin)
+    assert made.headers["ETag"] == '"1"'
+    assert unconditional.status_code == 428 and _field(unconditional) == "If-Match"
+    assert stale.status_code == 412
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["outcome"] == "new_version" and updated.headers["ETag"] == '"2"'
+    assert replayed.status_code == 412  # the ETag it named is no longer current
+    assert bad_set.status_code == 422 and _field(bad_set) == "set"
+    assert unknown.status_code == 404
+    assert now.json()["ground_truth"] == TRUTH + "!" and now.json()["version"] == 2
+    assert now.headers["ETag"] == '"2"'
+    assert old.json()["ground_truth"] == TRUTH
+    assert no_such.status_code == 404
+
+
+async def test_only_admins_write_and_only_adjudicators_read_ground_truths(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, adjudicator = await tokens("admin"), await tokens("adjudicator")
+    agent = await tokens("submitter")
+    async with api_client() as client:
+        await _load(client, admin, _jsonl(*SCENARIOS))
+        as_agent = await client.get("/v1/scenarios", headers=agent)
+        as_adjudicator = await client.get("/v1/scenarios", headers=adjudicator)
+        load = await _load(client, adjudicator, _jsonl(*SCENARIOS))
+        put = await client.put(
+            "/v1/scenarios/healthy",
+            json={"ground_truth": "x"},
+            headers={**agent, "If-Match": '"1"'},
+        )
+    assert as_agent.status_code == 200
+    for item in as_agent.json()["items"]:
+        assert item["ground_truth"] is None and item["version"] is None
+        assert item["title"] is None and item["tags"] == []
+        assert "ground_truth" in item["withheld"]
+    assert {i["ground_truth"] for i in as_adjudicator.json()["items"]} >= {TRUTH}
+    assert load.status_code == 403 and put.status_code == 403
