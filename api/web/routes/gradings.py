@@ -16,6 +16,7 @@ from api.service.adjudication import (
     grading_history,
     override_grading,
     readable_grading,
+    related_gradings,
 )
 from api.service.presenters import render_grading, render_gradings
 from api.service.schemas import OverrideCreate
@@ -44,23 +45,25 @@ async def _render(
     view = await readable_grading(services, principal, grading_id)
     grading = await render_grading(services, view, principal)
     rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    history = (
-        await grading_history(services, principal, grading_id)
-        if principal.at_least("adjudicator")
-        else []
-    )
+    adjudicator = principal.at_least("adjudicator")
+    history = await grading_history(services, principal, grading_id) if adjudicator else []
+    vocabulary = await services.store.tags.vocabulary() if adjudicator else []
+    siblings = await related_gradings(services, principal, grading_id)
+    related = await render_gradings(services, siblings, principal)
     return page(
         "grading.html",
         who,
         status_code=status_code,
         **grading_page_context(grading, rubric),
         history=history,
+        vocabulary=vocabulary,
+        related=[(r, verdict_label(r), v.grading) for r, v in zip(related, siblings, strict=True)],
         claim_note=claim_note,
         pending=pending or {},
         error=error,
         conflict=conflict or [],
         conflicted=conflict is not None,
-        can_override=principal.at_least("adjudicator"),
+        can_override=adjudicator,
     )
 
 

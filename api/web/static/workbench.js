@@ -49,6 +49,11 @@
     questions[focused].scrollIntoView({ block: "nearest" });
   }
 
+  // after an override the page comes back at #q-<id>: j/k go on from that question
+  if (location.hash.indexOf("#q-") === 0) {
+    questions.forEach(function (q, i) { if ("#" + q.id === location.hash) focused = i; });
+  }
+
   // blind labelling: y/n answer the focused question and move on, enter saves
   var labels = document.querySelector("form.labels");
   function label(value) {
@@ -68,6 +73,9 @@
     else if (event.key === "o" && focused >= 0) {
       var reason = questions[focused].querySelector("input[name=reason]");
       if (reason) { event.preventDefault(); reason.focus(); }
+    } else if (event.key === "t") {
+      var tag = document.querySelector("[data-testid=tag-select]");
+      if (tag) { event.preventDefault(); tag.focus(); }
     } else if (event.key === "n") {
       var next = document.querySelector("[data-key=n]");
       if (next) next.click();
