@@ -29,7 +29,7 @@ from storage.regrade.lifecycle import (
     mark_jobs_started,
     not_held_back,
 )
-from storage.regrade.progress import JobView, job_progress
+from storage.regrade.progress import JobView, job_progress, recent_jobs
 from storage.regrade.select import (
     RegradeFilter,
     candidates_query,
@@ -220,6 +220,11 @@ class RegradeRepository:
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
             return JobView(job=job, progress=await job_progress(session, job, self._db.clock()))
+
+    async def recent_jobs(self, *, limit: int = 50) -> list[JobView]:
+        """The newest jobs with their progress, newest first."""
+        async with self._db.read() as session:
+            return await recent_jobs(session, self._db.clock(), limit=limit)
 
     async def change_job(self, job_id: str, action: str, *, actor: str) -> JobView:
         """``pause``, ``resume`` or ``cancel`` a job; Conflict when its state does not allow it."""

@@ -63,6 +63,25 @@
     focusQuestion(focused + 1);
   }
 
+  // a regrade job's page: poll its progress (JSON) and write the numbers as text
+  var progress = document.querySelector("[data-progress-url]");
+  function poll() {
+    fetch(progress.dataset.progressUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (job) {
+        if (!job) return;
+        progress.querySelectorAll("[data-field]").forEach(function (el) {
+          var value = job[el.dataset.field];
+          el.textContent = value === null || value === undefined ? "—" : String(value);
+        });
+        var bar = progress.querySelector("progress");
+        if (bar) { bar.max = job.total || 1; bar.value = job.done + job.failed + job.cancelled; }
+        if (job.final) location.reload();  // the flip report is complete now
+        else setTimeout(poll, 1000);
+      });
+  }
+  if (progress && progress.dataset.final !== "true") setTimeout(poll, 1000);
+
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (target.matches("input, textarea, select") || event.ctrlKey || event.metaKey || event.altKey) return;
