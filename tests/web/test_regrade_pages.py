@@ -53,9 +53,7 @@ async def test_only_admins_pause_resume_or_cancel(api_client: Any, tokens: Any) 
     ada = await tokens("adjudicator", "Ada")
     async with api_client(**scripted_judge(sregym_reply(set(IDS)))) as c:
         await graded(c, agent)
-        job = await c.post(
-            "/v1/regrade-jobs", json={"judge": SPEC, "dry_run": True}, headers=admin
-        )
+        job = await c.post("/v1/regrade-jobs", json={"judge": SPEC, "dry_run": True}, headers=admin)
         job_id = job.json()["id"]
         csrf = await sign_in(c, ada)
         refused = await c.post(f"/regrades/{job_id}/pause", data={"_csrf": csrf})
