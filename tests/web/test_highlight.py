@@ -9,7 +9,8 @@ TEXT = "The  user-service Deployment\nsets USER_PORT = 9999; the frontend fails.
 
 
 def _marked(needle: str, kind: str = "verified") -> list[tuple[str, str | None, str]]:
-    return [(s.text, s.kind, s.label) for s in segments(TEXT, [Mark(needle, kind, "D1-Q1")]) if s.kind]
+    parts = segments(TEXT, [Mark(needle, kind, "D1-Q1")])
+    return [(s.text, s.kind, s.label) for s in parts if s.kind]
 
 
 def test_an_exact_quote_is_marked_as_it_stands() -> None:
@@ -37,5 +38,6 @@ def test_ground_truth_values_match_exactly_only() -> None:
 
 
 def test_the_text_is_cut_without_loss() -> None:
-    parts = segments(TEXT, [Mark("frontend FAILS", "verified", "q"), Mark("9999", "grounding", "g")])
+    marks = [Mark("frontend FAILS", "verified", "q"), Mark("9999", "grounding", "g")]
+    parts = segments(TEXT, marks)
     assert "".join(s.text for s in parts) == TEXT
