@@ -95,9 +95,9 @@
     } else if (event.key === "t") {
       var tag = document.querySelector("[data-testid=tag-select]");
       if (tag) { event.preventDefault(); tag.focus(); }
-    } else if (event.key === "n") {
-      var next = document.querySelector("[data-key=n]");
-      if (next) next.click();
+    } else if (event.key === "n" || event.key === "b") {
+      var link = document.querySelector("[data-key=" + event.key + "]");
+      if (link) link.click();
     } else if (event.key === "?") {
       var help = document.getElementById("help");
       if (help) help.hidden = !help.hidden;
