@@ -39,7 +39,14 @@ from storage.regrade.select import (
 from storage.regrade.tables import RegradeJobRecord
 from storage.tables import GradingRecord, ScenarioRecord, new_id
 
-__all__ = ["Candidate", "RegradeRepository", "RegradeTarget", "RegradeTotals"]
+__all__ = ["ACTION_STATES", "Candidate", "RegradeRepository", "RegradeTarget", "RegradeTotals"]
+
+#: the states a job may be in for each action (a dry run allows none)
+ACTION_STATES: dict[str, tuple[str, ...]] = {
+    "pause": ("queued", "running"),
+    "resume": ("paused", "cancelled"),
+    "cancel": ("queued", "running", "paused"),
+}
 
 _INSERT_BATCH = 1000
 
@@ -232,11 +239,7 @@ class RegradeRepository:
             job = await locked_job(self._db, session, job_id)
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
-            allowed = {
-                "pause": ("queued", "running"),
-                "resume": ("paused", "cancelled"),
-                "cancel": ("queued", "running", "paused"),
-            }[action]
+            allowed = ACTION_STATES[action]
             if job.dry_run or job.state not in allowed:
                 raise Conflict(f"a {job.state} regrade job cannot be {action}d")
             if action == "cancel":

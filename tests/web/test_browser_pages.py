@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
 from tests.support.service_process import ServiceProcess, cli, serving
+from tests.support.submissions import IDS
 from tests.web.test_browser import (
     DIAGNOSIS,
     QUOTE,
@@ -72,6 +73,7 @@ def bench(database_url: str, tmp_path: Path) -> Iterator[Bench]:
             "SRE_JUDGE_DATABASE_URL": database_url,
             "SRE_JUDGE_JUDGE": f"openai:m@http://127.0.0.1:{judge.port}/v1",
             "SRE_JUDGE_POLL_SECONDS": "0.1",
+            "SRE_JUDGE_JUDGE_CONCURRENCY": "1",
         }
         tokens = {}
         for role, name in (("submitter", "agent"), ("adjudicator", "Ada"), ("admin", "Root")):
@@ -173,7 +175,8 @@ def test_reports_regrades_and_judges_pages_and_their_roles(
     assert "provisional" in page.text_content("main")
     page.screenshot(path=str(tmp_path / "judges.png"), full_page=True)
 
-    bench.judge.delay = 0.6  # a new judge: no cache hits, so the job takes a few seconds
+    bench.judge.delay = 1.0  # one call at a time, a second each: the job takes seconds
+    bench.judge.default = sregym_reply(set(IDS), evidence=QUOTE)  # every item flips
     job = httpx.post(
         f"{bench.service.url}/v1/regrade-jobs",
         json={"judge": f"openai:m2@http://127.0.0.1:{bench.judge.port}/v1", "mode": "shadow"},
@@ -183,8 +186,22 @@ def test_reports_regrades_and_judges_pages_and_their_roles(
     assert job.status_code == 201, job.text
     page.goto(f"/regrades/{job.json()['id']}")
     assert page.text_content("[data-field=total]") == "4"
+    with page.expect_navigation():
+        page.click("[data-testid=job-pause]")
+    assert page.text_content("[data-field=state]") == "paused"
+    page.screenshot(path=str(tmp_path / "regrade-paused.png"), full_page=True)
+    with page.expect_navigation():
+        page.click("[data-testid=job-resume]")
+    page.wait_for_selector("[data-field=done]:not(:text-is('0'))", timeout=30000)
+    page.screenshot(path=str(tmp_path / "regrade-running.png"), full_page=True)
     page.wait_for_selector(".state-done[data-field=state]", timeout=30000)  # polled, reloaded
     assert page.text_content("[data-field=done]") == "4"
+    assert "fail → pass: 4" in page.text_content("[data-testid=flip-report]")
+    flipped = page.locator("[data-testid=fail-to-pass] a").first
+    with page.expect_navigation():
+        flipped.click()
+    assert "/gradings/" in page.url and "shadow regrade" not in page.text_content("h1")
+    page.go_back()
     page.screenshot(path=str(tmp_path / "regrade.png"), full_page=True)
 
     submitter = _page(browser, bench.service.url, outside)

@@ -17,6 +17,7 @@ from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from storage import NotFound
+from storage.regrade.jobs import ACTION_STATES
 
 __all__ = ["regrade_action", "regrade_page", "regrade_progress", "regrades_page"]
 
@@ -47,7 +48,13 @@ async def regrade_page(
         job=job,
         report=report,
         final=job.state in FINAL_STATES,
-        can_act=who.principal.at_least("admin"),
+        actions=[
+            action
+            for action, states in ACTION_STATES.items()
+            if job.state in states and not job.dry_run
+        ]
+        if who.principal.at_least("admin")
+        else [],
     )
 
 
