@@ -120,6 +120,7 @@ def test_adjudicating_and_blind_labelling_by_keyboard_only(
     keys += _override_by_keyboard(page, REASONS[1], move=1)  # D1-Q2 yes -> no
     assert "overridden (judge: no)" in page.text_content("#q-D1-Q1")
     assert "overridden (judge: yes)" in page.text_content("#q-D1-Q2")
+    page.evaluate("window.scrollTo(0, 0)")  # the texts column is sticky: show it on top
     page.screenshot(path=str(tmp_path / "grading.png"), full_page=True)
     keys += _press(page, ["n"], navigates=True)  # next
     adjudicated = time.perf_counter() - started
@@ -200,8 +201,15 @@ def test_reports_regrades_and_judges_pages_and_their_roles(
     flipped = page.locator("[data-testid=fail-to-pass] a").first
     with page.expect_navigation():
         flipped.click()
-    assert "/gradings/" in page.url and "shadow regrade" not in page.text_content("h1")
-    page.go_back()
+    assert "current" in page.text_content("[data-testid=related]")  # the graded original
+    page.select_option("[data-testid=tag-select]", "stopped-at-first-answer")
+    page.fill("[data-testid=tag-note]", "never checked the <b>frontend</b> logs")
+    with page.expect_navigation():
+        page.click("[data-testid=tag-form] button")
+    assert "never checked the <b>frontend</b> logs" in page.text_content("[data-testid=tags]")
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(tmp_path / "grading-shadow.png"), full_page=True)
+    page.goto(f"/regrades/{job.json()['id']}")
     page.screenshot(path=str(tmp_path / "regrade.png"), full_page=True)
 
     submitter = _page(browser, bench.service.url, outside)
