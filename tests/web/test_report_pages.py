@@ -100,3 +100,28 @@ async def test_a_submitter_gets_403_on_every_report_page(api_client: Any, tokens
             assert (await c.get(path)).status_code == 403
         signed_out = await c.post("/logout", data={"_csrf": "x"})
         assert signed_out.status_code == 403
+
+
+async def test_repeated_scenarios_add_the_per_scenario_view(api_client: Any, tokens: Any) -> None:
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    replies = [PASS, PASS, FAIL, PASS, FAIL, FAIL, FAIL, FAIL]
+    async with api_client(**scripted_judge(*replies)) as c:
+        for scenario in ("s1", "s2"):
+            made = await c.post(
+                "/v1/scenarios", json={"id": scenario, "ground_truth": TRUTH}, headers=admin
+            )
+            assert made.status_code == 201, made.text
+        attempts = [(name, s) for name in ("alpha", "beta") for s in ("s1", "s1", "s2", "s2")]
+        for i, (name, scenario) in enumerate(attempts):
+            response = await c.post(
+                "/v1/submissions?wait=10",
+                json={"diagnosis": f"{DIAGNOSIS} ({i})", "scenario_id": scenario, "agent": name},
+                headers=agent,
+            )
+            assert response.status_code == 201, response.text
+        await sign_in(c, admin)
+        page = (await c.get("/reports/compare?a.agent=alpha&b.agent=beta")).text
+        assert 'data-testid="by-scenario"' in page and "each scenario counts once" in page
+        view = page.split('data-testid="by-scenario"')[1]
+        assert '<td>s1</td>\n      <td class="num">2/2</td>' in view
+        assert '<td class="num">0/2</td></tr>' in view
