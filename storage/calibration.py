@@ -72,6 +72,12 @@ class CalibrationRepository:
             runs = (await session.execute(query.order_by(col(_C.created_at).desc()))).scalars()
             return [r for r in runs if r.judge_settings == judge_settings]
 
+    async def recent(self, *, limit: int = 200) -> list[CalibrationRunRecord]:
+        """The newest runs of every judge, newest first."""
+        query = select(_C).order_by(col(_C.created_at).desc(), col(_C.id).desc()).limit(limit)
+        async with self._db.read() as session:
+            return list((await session.execute(query)).scalars())
+
     async def is_qualified(
         self,
         *,

@@ -139,6 +139,18 @@ class GradingReads:
                 return None
             return (await self._views(session, [(row[0], row[1])]))[0]
 
+    async def of_submission(self, submission_id: str) -> list[GradingView]:
+        """Every grading of one submission (current, superseded, shadow), oldest first."""
+        query = (
+            select(GradingRecord, SubmissionRecord)
+            .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
+            .where(col(GradingRecord.submission_id) == submission_id)
+            .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
+        )
+        async with self._db.read() as session:
+            pairs = [(row[0], row[1]) for row in await session.execute(query)]
+            return await self._views(session, pairs)
+
     async def page(
         self,
         *,

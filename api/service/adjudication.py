@@ -17,7 +17,7 @@ from api.service.visibility import can_read
 from judge.review_reasons import ReviewReason
 from storage import GradingView, NotFound, ReviewItem
 from storage.errors import Conflict
-from storage.review_tables import ReviewClaimRecord
+from storage.review_tables import FailureTagRecord, ReviewClaimRecord
 
 __all__ = [
     "claim_review",
@@ -26,7 +26,10 @@ __all__ = [
     "label_grading",
     "override_grading",
     "readable_grading",
+    "related_gradings",
     "review_items",
+    "tag_grading",
+    "untag_grading",
 ]
 
 
@@ -181,3 +184,32 @@ async def grading_history(
             }
         items.append(item)
     return items
+
+
+async def related_gradings(
+    services: Services, principal: Principal, grading_id: str
+) -> list[GradingView]:
+    """The other gradings of the same submission (earlier or shadow regrades, other judges
+    or rubrics), oldest first."""
+    view = await readable_grading(services, principal, grading_id)
+    siblings = await services.store.gradings.of_submission(view.submission.id)
+    return [v for v in siblings if v.grading.id != grading_id]
+
+
+async def tag_grading(
+    services: Services, principal: Principal, grading_id: str, *, tag: str, note: str = ""
+) -> FailureTagRecord:
+    """Tag what the agent got wrong, in ``principal``'s name; the tag must be in the
+    vocabulary (:class:`storage.errors.InvalidReview` naming ``tag`` otherwise)."""
+    await readable_grading(services, principal, grading_id)
+    return await services.store.tags.add(
+        grading_id, tag=tag, note=note, author_id=principal.id, author_name=principal.name
+    )
+
+
+async def untag_grading(
+    services: Services, principal: Principal, grading_id: str, tag_id: int
+) -> None:
+    """Remove a tag (kept in the audit log)."""
+    await readable_grading(services, principal, grading_id)
+    await services.store.tags.remove(grading_id, tag_id, actor=principal.id)

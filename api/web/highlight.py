@@ -4,8 +4,13 @@ values, as plain segments a template escapes (never markup built from the text).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+from judge.evidence import FUZZY_CUTOFF
 
 __all__ = ["Mark", "Segment", "evidence_passages", "segments"]
 
@@ -13,6 +18,11 @@ __all__ = ["Mark", "Segment", "evidence_passages", "segments"]
 _PRIORITY = {"verified": 3, "unverified": 2, "grounding": 1}
 _ELLIPSIS = re.compile(r"\.{3,}|…")
 _MIN_CHARS = 3
+#: kinds that mark a judge's quote (found approximately too); the rest match exactly
+_EVIDENCE = frozenset({"verified", "unverified"})
+#: shorter quotes must match up to case, space and punctuation: fuzz is too lenient there
+_FUZZY_MIN = 12
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +49,60 @@ def evidence_passages(evidence: str) -> list[str]:
     return [p for p in passages if len(p) >= _MIN_CHARS]
 
 
+def _folded(text: str) -> tuple[str, list[int]]:
+    """``text`` case-folded (NFKC), each run of non-word characters one space, invisible
+    characters dropped, and the index in ``text`` of every character kept."""
+    chars: list[str] = []
+    where: list[int] = []
+    for i, char in enumerate(text):
+        if unicodedata.category(char) == "Cf":
+            continue
+        folded = unicodedata.normalize("NFKC", char).casefold()
+        if not _WORD.fullmatch(folded or " "):
+            if chars and chars[-1] != " ":
+                chars.append(" ")
+                where.append(i)
+            continue
+        for piece in folded:
+            chars.append(piece)
+            where.append(i)
+    return "".join(chars), where
+
+
+def _approximate(text: str, needle: str) -> tuple[int, int] | None:
+    """Where ``needle`` occurs in ``text`` up to case, white space and punctuation, or (for
+    longer quotes) with a small copying slip, as the evidence check accepts it."""
+    hay, where = _folded(text)
+    want = _folded(needle)[0].strip()
+    if len(want) < _MIN_CHARS or not hay:
+        return None
+    start = hay.find(want)
+    if start >= 0:
+        end = start + len(want)
+    elif len(want) >= _FUZZY_MIN:
+        aligned = fuzz.partial_ratio_alignment(want, hay, score_cutoff=FUZZY_CUTOFF)
+        if aligned is None:
+            return None
+        start, end = aligned.dest_start, aligned.dest_end
+    else:
+        return None
+    return where[start], where[end - 1] + 1
+
+
 def _spans(text: str, marks: Iterable[Mark]) -> list[tuple[int, int, Mark]]:
     found = []
     for mark in marks:
         if len(mark.needle) < _MIN_CHARS:
             continue
-        for match in re.finditer(re.escape(mark.needle), text, re.IGNORECASE):
-            found.append((match.start(), match.end(), mark))
+        exact = [
+            (match.start(), match.end(), mark)
+            for match in re.finditer(re.escape(mark.needle), text, re.IGNORECASE)
+        ]
+        if not exact and mark.kind in _EVIDENCE:
+            near = _approximate(text, mark.needle)
+            if near is not None:
+                exact = [(*near, Mark(mark.needle, mark.kind, f"{mark.label} (approximate)"))]
+        found.extend(exact)
     return found
 
 

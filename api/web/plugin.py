@@ -23,8 +23,12 @@ from api.web.input_guard import refuse_unstorable_form
 from api.web.pages import page
 from api.web.routes.auth import login_form, login_submit, logout
 from api.web.routes.gradings import grading_list, grading_page, override_from_page
+from api.web.routes.judges import judges_page
 from api.web.routes.labels import label_form, label_submit
 from api.web.routes.queue import finish_from_page, home, next_item, queue_page
+from api.web.routes.regrades import regrade_action, regrade_page, regrade_progress, regrades_page
+from api.web.routes.reports import agreement_page, compare_page, reports_page
+from api.web.routes.tags import tag_from_page, untag_from_page
 from api.web.security import html_security_headers
 from api.web.sessions import signed_in
 
@@ -83,6 +87,16 @@ class WorkbenchPlugin(InitPluginProtocol):
                 override_from_page,
                 label_form,
                 label_submit,
+                tag_from_page,
+                untag_from_page,
+                reports_page,
+                compare_page,
+                agreement_page,
+                regrades_page,
+                regrade_page,
+                regrade_progress,
+                regrade_action,
+                judges_page,
             ],
             dependencies={"who": Provide(signed_in)},
             exception_handlers={Exception: _web_error},

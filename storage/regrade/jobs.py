@@ -29,7 +29,7 @@ from storage.regrade.lifecycle import (
     mark_jobs_started,
     not_held_back,
 )
-from storage.regrade.progress import JobView, job_progress
+from storage.regrade.progress import JobView, job_progress, recent_jobs
 from storage.regrade.select import (
     RegradeFilter,
     candidates_query,
@@ -39,7 +39,14 @@ from storage.regrade.select import (
 from storage.regrade.tables import RegradeJobRecord
 from storage.tables import GradingRecord, ScenarioRecord, new_id
 
-__all__ = ["Candidate", "RegradeRepository", "RegradeTarget", "RegradeTotals"]
+__all__ = ["ACTION_STATES", "Candidate", "RegradeRepository", "RegradeTarget", "RegradeTotals"]
+
+#: the states a job may be in for each action (a dry run allows none)
+ACTION_STATES: dict[str, tuple[str, ...]] = {
+    "pause": ("queued", "running"),
+    "resume": ("paused", "cancelled"),
+    "cancel": ("queued", "running", "paused"),
+}
 
 _INSERT_BATCH = 1000
 
@@ -230,17 +237,18 @@ class RegradeRepository:
                 raise NotFound(f"no regrade job {job_id!r}")
             return JobView(job=job, progress=await job_progress(session, job, self._db.clock()))
 
+    async def recent_jobs(self, *, limit: int = 50) -> list[JobView]:
+        """The newest jobs with their progress, newest first."""
+        async with self._db.read() as session:
+            return await recent_jobs(session, self._db.clock(), limit=limit)
+
     async def change_job(self, job_id: str, action: str, *, actor: str) -> JobView:
         """``pause``, ``resume`` or ``cancel`` a job; Conflict when its state does not allow it."""
         async with self._db.write() as session:
             job = await locked_job(self._db, session, job_id)
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
-            allowed = {
-                "pause": ("queued", "running"),
-                "resume": ("paused", "cancelled"),
-                "cancel": ("queued", "running", "paused"),
-            }[action]
+            allowed = ACTION_STATES[action]
             if job.dry_run or job.state not in allowed:
                 raise Conflict(f"a {job.state} regrade job cannot be {action}d")
             if action == "cancel":

@@ -18,7 +18,7 @@ from sqlmodel import col
 from storage.regrade.tables import RegradeJobRecord
 from storage.tables import GradingRecord, JudgeCallRecord
 
-__all__ = ["JobProgress", "JobView", "job_progress"]
+__all__ = ["JobProgress", "JobView", "job_progress", "recent_jobs"]
 
 
 @dataclass(frozen=True)
@@ -110,3 +110,14 @@ async def job_progress(session: AsyncSession, job: RegradeJobRecord, now: dateti
         rate=round(rate, 4) if rate else None,
         eta_seconds=round(eta, 1) if eta is not None else None,
     )
+
+
+async def recent_jobs(session: AsyncSession, now: datetime, *, limit: int) -> list[JobView]:
+    """The ``limit`` newest jobs with their progress, newest first."""
+    query = (
+        select(RegradeJobRecord)
+        .order_by(col(RegradeJobRecord.created_at).desc(), col(RegradeJobRecord.id).desc())
+        .limit(limit)
+    )
+    jobs = list((await session.execute(query)).scalars())
+    return [JobView(job=job, progress=await job_progress(session, job, now)) for job in jobs]

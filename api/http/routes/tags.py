@@ -10,7 +10,7 @@ from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from api.http.auth import require
-from api.service.adjudication import readable_grading
+from api.service.adjudication import tag_grading, untag_grading
 from api.service.principal import Principal
 from api.service.schemas import TagPublic
 from api.service.services import Services
@@ -76,14 +76,7 @@ async def add_tag(
     principal: NamedDependency[Principal],
 ) -> TagPublic:
     """Tag what the agent got wrong; 422 for a tag outside the vocabulary."""
-    await readable_grading(services, principal, grading_id)
-    record = await services.store.tags.add(
-        grading_id,
-        tag=data.tag,
-        note=data.note,
-        author_id=principal.id,
-        author_name=principal.name,
-    )
+    record = await tag_grading(services, principal, grading_id, tag=data.tag, note=data.note)
     return TagPublic(
         id=record.id or 0,
         tag=record.tag,
@@ -106,5 +99,4 @@ async def remove_tag(
     principal: NamedDependency[Principal],
 ) -> None:
     """Remove a tag (kept in the audit log)."""
-    await readable_grading(services, principal, grading_id)
-    await services.store.tags.remove(grading_id, tag_id, actor=principal.id)
+    await untag_grading(services, principal, grading_id, tag_id)

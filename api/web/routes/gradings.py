@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 
 from litestar import get, post
 from litestar.di import NamedDependency
@@ -16,6 +17,7 @@ from api.service.adjudication import (
     grading_history,
     override_grading,
     readable_grading,
+    related_gradings,
 )
 from api.service.presenters import render_grading, render_gradings
 from api.service.schemas import OverrideCreate
@@ -23,6 +25,7 @@ from api.service.services import Services
 from api.web.grading_view import changed_since, grading_page_context, verdict_label
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
+from judge.spec import BACKEND_NAMES
 from storage import GradingFilter
 from storage.errors import Conflict, PreconditionFailed
 
@@ -44,23 +47,25 @@ async def _render(
     view = await readable_grading(services, principal, grading_id)
     grading = await render_grading(services, view, principal)
     rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    history = (
-        await grading_history(services, principal, grading_id)
-        if principal.at_least("adjudicator")
-        else []
-    )
+    adjudicator = principal.at_least("adjudicator")
+    history = await grading_history(services, principal, grading_id) if adjudicator else []
+    vocabulary = await services.store.tags.vocabulary() if adjudicator else []
+    siblings = await related_gradings(services, principal, grading_id)
+    related = await render_gradings(services, siblings, principal)
     return page(
         "grading.html",
         who,
         status_code=status_code,
         **grading_page_context(grading, rubric),
         history=history,
+        vocabulary=vocabulary,
+        related=[(r, verdict_label(r), v.grading) for r, v in zip(related, siblings, strict=True)],
         claim_note=claim_note,
         pending=pending or {},
         error=error,
         conflict=conflict or [],
         conflicted=conflict is not None,
-        can_override=principal.at_least("adjudicator"),
+        can_override=adjudicator,
     )
 
 
@@ -140,6 +145,14 @@ async def override_from_page(
     return Redirect(f"/gradings/{grading_id}{anchor}", status_code=303)
 
 
+def _judge_model(judge: str | None) -> str | None:
+    """The model of a judge label (``backend:model`` or a bare ``model``)."""
+    if not judge:
+        return None
+    backend, _, model = judge.partition(":")
+    return model if model and backend in BACKEND_NAMES else judge
+
+
 @get("/gradings", guards=[web_require("submitter")], include_in_schema=False)
 async def grading_list(
     services: NamedDependency[Services],
@@ -149,16 +162,24 @@ async def grading_list(
     scenario_id: FromQuery[str | None] = None,
     status: FromQuery[Literal["pending", "graded", "unscored"] | None] = None,
     held: FromQuery[bool | None] = None,
+    judge: FromQuery[str | None] = None,
+    rubric: FromQuery[str | None] = None,
     cursor: FromQuery[str | None] = None,
 ) -> Template:
-    """Gradings, newest first: a submitter's own, everyone's for adjudicators."""
+    """Gradings, newest first: a submitter's own, everyone's for adjudicators. ``judge``
+    (``model`` or ``backend:model``) and ``rubric`` (``id`` or ``id@version``) take the
+    reports' labels, so a chart links to the gradings behind it."""
     principal = who.principal
+    rubric_id, _, version = (rubric or "").partition("@")
     filters = GradingFilter(
         agent=agent or None,
         model=model or None,
         scenario_id=scenario_id or None,
         status=status,
         held=held,
+        judge_model=_judge_model(judge),
+        rubric_id=rubric_id or None,
+        rubric_version=version or None,
     )
     views, next_cursor = await services.store.gradings.page(
         filters=filters,
@@ -167,10 +188,19 @@ async def grading_list(
         submitted_by=None if principal.at_least("adjudicator") else principal.id,
     )
     items = await render_gradings(services, views, principal)
+    shown = {
+        "agent": agent,
+        "model": model,
+        "scenario_id": scenario_id,
+        "status": status,
+        "judge": judge,
+        "rubric": rubric,
+    }
     return page(
         "gradings.html",
         who,
         items=[(g, verdict_label(g)) for g in items],
         next_cursor=next_cursor,
-        filters={"agent": agent, "model": model, "scenario_id": scenario_id, "status": status},
+        filters=shown,
+        next_query=urlencode({**{k: v for k, v in shown.items() if v}, "cursor": next_cursor}),
     )

@@ -49,6 +49,11 @@
     questions[focused].scrollIntoView({ block: "nearest" });
   }
 
+  // after an override the page comes back at #q-<id>: j/k go on from that question
+  if (location.hash.indexOf("#q-") === 0) {
+    questions.forEach(function (q, i) { if ("#" + q.id === location.hash) focused = i; });
+  }
+
   // blind labelling: y/n answer the focused question and move on, enter saves
   var labels = document.querySelector("form.labels");
   function label(value) {
@@ -57,6 +62,25 @@
     if (radio) radio.checked = true;
     focusQuestion(focused + 1);
   }
+
+  // a regrade job's page: poll its progress (JSON) and write the numbers as text
+  var progress = document.querySelector("[data-progress-url]");
+  function poll() {
+    fetch(progress.dataset.progressUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (job) {
+        if (!job) return;
+        progress.querySelectorAll("[data-field]").forEach(function (el) {
+          var value = job[el.dataset.field];
+          el.textContent = value === null || value === undefined ? "—" : String(value);
+        });
+        var bar = progress.querySelector("progress");
+        if (bar) { bar.max = job.total || 1; bar.value = job.done + job.failed + job.cancelled; }
+        if (job.final) location.reload();  // the flip report is complete now
+        else setTimeout(poll, 1000);
+      });
+  }
+  if (progress && progress.dataset.final !== "true") setTimeout(poll, 1000);
 
   document.addEventListener("keydown", function (event) {
     var target = event.target;
@@ -68,9 +92,12 @@
     else if (event.key === "o" && focused >= 0) {
       var reason = questions[focused].querySelector("input[name=reason]");
       if (reason) { event.preventDefault(); reason.focus(); }
-    } else if (event.key === "n") {
-      var next = document.querySelector("[data-key=n]");
-      if (next) next.click();
+    } else if (event.key === "t") {
+      var tag = document.querySelector("[data-testid=tag-select]");
+      if (tag) { event.preventDefault(); tag.focus(); }
+    } else if (event.key === "n" || event.key === "b") {
+      var link = document.querySelector("[data-key=" + event.key + "]");
+      if (link) link.click();
     } else if (event.key === "?") {
       var help = document.getElementById("help");
       if (help) help.hidden = !help.hidden;

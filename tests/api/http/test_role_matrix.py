@@ -85,6 +85,16 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/gradings/{grading_id}/done"): Expect(ANYONE),
     ("GET", "/gradings/{grading_id}/label"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/label"): Expect(ANYONE),
+    ("POST", "/gradings/{grading_id}/tags"): Expect(ANYONE),
+    ("POST", "/gradings/{grading_id}/tags/{tag_id}/remove"): Expect(ANYONE),
+    ("GET", "/reports"): Expect(ANYONE),
+    ("GET", "/reports/compare"): Expect(ANYONE),
+    ("GET", "/reports/agreement"): Expect(ANYONE),
+    ("GET", "/regrades"): Expect(ANYONE),
+    ("GET", "/regrades/{job_id}"): Expect(ANYONE),
+    ("GET", "/regrades/{job_id}/progress"): Expect(ANYONE),
+    ("POST", "/regrades/{job_id}/{action}"): Expect(ANYONE),
+    ("GET", "/judges"): Expect(ANYONE),
     # file_path is the workbench's favicon.svg, which Swagger UI's folder does not have
     ("GET", "/static/web/{file_path}"): Expect(ANYONE),
     ("HEAD", "/static/web/{file_path}"): Expect(ANYONE),
@@ -235,6 +245,7 @@ async def _fixtures(client: Any, headers: dict[str, dict[str, str]]) -> dict[str
         "file_path": "favicon.svg",
         "webhook_id": "nope",
         "delivery_id": "nope",
+        "action": "pause",
     }
 
 

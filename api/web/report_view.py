@@ -1,0 +1,144 @@
+"""What the report pages draw: rows of rates with their 95% intervals, the links to the
+gradings behind each row, and the sentence that says what a chart shows.
+
+The figures come from the report services the ``/v1/stats`` routes use; this module only
+lays them out (the SVG itself is a template macro, so every label is escaped)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from pydantic import ValidationError
+
+from api.http.report_params import ArmQuery
+from api.service.errors import InvalidRequest
+from storage.report_queries import ReportFilter
+
+__all__ = [
+    "FILTER_FIELDS",
+    "VERDICTS_TEXT",
+    "ChartRow",
+    "describe_filter",
+    "gradings_link",
+    "label_of",
+    "page_filter",
+]
+
+#: the filter fields a report page offers (the report filter's, without dates)
+FILTER_FIELDS = ("agent", "model", "scenario_id", "run_id", "rubric", "judge")
+#: what each choice of verdicts means, as the charts say it
+VERDICTS_TEXT = {
+    "effective": "effective verdicts (after human overrides)",
+    "judge": "the judge's own verdicts (before human overrides)",
+}
+#: a report group's key -> the gradings list's query parameter
+_GROUP_PARAM = {
+    "agent": "agent",
+    "model": "model",
+    "scenario": "scenario_id",
+    "rubric": "rubric",
+    "judge": "judge",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ChartRow:
+    """One bar: ``successes`` of ``n`` (rate None when n is 0), its interval, its link."""
+
+    label: str
+    successes: int
+    n: int
+    rate: float | None
+    low: float
+    high: float
+    href: str | None = None
+
+
+def page_filter(params: Mapping[str, str | None], prefix: str = "") -> ReportFilter:
+    """The report filter of a page's form; blank fields mean "any", a bad one is a 422
+    naming it."""
+    values = {
+        name: value.strip()
+        for name in FILTER_FIELDS
+        if (value := params.get(prefix + name)) and value.strip()
+    }
+    try:
+        return ArmQuery.model_validate(values).to_filter()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = prefix + ".".join(str(p) for p in error["loc"])
+        raise InvalidRequest(f"{field}: {error['msg']}", field=field) from None
+
+
+def _set(filters: ReportFilter) -> dict[str, str]:
+    return {k: str(v) for k, v in asdict(filters).items() if v is not None and k in FILTER_FIELDS}
+
+
+def describe_filter(filters: ReportFilter) -> str:
+    """``agent=a, model=m``, or a sentence saying that every current grading counts."""
+    chosen = _set(filters)
+    if not chosen:
+        return "all current gradings"
+    return ", ".join(f"{k}={v}" for k, v in chosen.items())
+
+
+def gradings_link(filters: ReportFilter, key: Mapping[str, str | None] | None = None) -> str | None:
+    """The gradings list behind a figure: the filter, narrowed to the group ``key``.
+
+    None when the list cannot show exactly those gradings (a group without a value, a
+    ground-truth source, a run id)."""
+    params = _set(filters)
+    if "run_id" in params:
+        return None
+    for name, value in (key or {}).items():
+        if value is None or name not in _GROUP_PARAM:
+            return None
+        params[_GROUP_PARAM[name]] = value
+    return "/gradings" + (f"?{urlencode(params)}" if params else "")
+
+
+def label_of(key: Mapping[str, str | None]) -> str:
+    """A group's label: its values joined, ``(none)`` for a missing one."""
+    return " · ".join("(none)" if v is None else v for v in key.values()) or "all"
+
+
+#: the SVG's geometry: label column, plot width, figures column, row height
+LABEL_W, PLOT_W, FIGURES_W, ROW_H, TOP = 220, 380, 130, 26, 22
+
+
+def _x(value: float, lo: float, hi: float) -> float:
+    return round(LABEL_W + (min(max(value, lo), hi) - lo) / (hi - lo) * PLOT_W, 1)
+
+
+def chart(rows: Sequence[ChartRow], *, lo: float = 0.0, hi: float = 1.0) -> dict[str, Any]:
+    """Pixel positions of each row's bar, interval and figures, for the ``interval_chart``
+    macro; the axis from ``lo`` to ``hi`` (0..1 for rates, -1..1 for kappa)."""
+    zero = _x(0.0, lo, hi)
+    drawn = []
+    for i, row in enumerate(rows):
+        y = TOP + i * ROW_H + ROW_H / 2
+        x_rate = _x(row.rate, lo, hi) if row.rate is not None else None
+        drawn.append(
+            {
+                "row": row,
+                "y": y,
+                "bar_x": min(zero, x_rate) if x_rate is not None else zero,
+                "bar_w": abs(x_rate - zero) if x_rate is not None else 0,
+                "x_rate": x_rate,
+                "x_low": _x(row.low, lo, hi),
+                "x_high": _x(row.high, lo, hi),
+            }
+        )
+    ticks = [lo + (hi - lo) * k / 4 for k in range(5)]
+    return {
+        "rows": drawn,
+        "ticks": [(_x(t, lo, hi), f"{t:g}") for t in ticks],
+        "width": LABEL_W + PLOT_W + FIGURES_W,
+        "height": TOP + ROW_H * max(len(rows), 1) + 6,
+        "label_w": LABEL_W,
+        "figures_x": LABEL_W + PLOT_W + 8,
+        "zero": zero,
+    }

@@ -1,0 +1,61 @@
+"""Failure tags (with a note) added to and removed from a grading on its page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import post
+from litestar.di import NamedDependency
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath
+from litestar.response import Redirect
+
+from api.service.adjudication import tag_grading, untag_grading
+from api.service.errors import InvalidRequest
+from api.service.services import Services
+from api.web.sessions import SignedIn, web_require
+
+__all__ = ["tag_from_page", "untag_from_page"]
+
+#: the longest note the API takes (``TagCreate.note``)
+MAX_NOTE = 2000
+
+
+@post(
+    "/gradings/{grading_id:str}/tags",
+    guards=[web_require("adjudicator")],
+    include_in_schema=False,
+    status_code=303,
+)
+async def tag_from_page(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
+) -> Redirect:
+    """Tag what the agent got wrong (a tag of the vocabulary, and an optional note)."""
+    tag = data.get("tag", "").strip()
+    note = data.get("note", "").strip()
+    if not tag:
+        raise InvalidRequest("choose a tag of the vocabulary", field="tag")
+    if len(note) > MAX_NOTE:
+        raise InvalidRequest(f"a note holds at most {MAX_NOTE} characters", field="note")
+    await tag_grading(services, who.principal, grading_id, tag=tag, note=note)
+    return Redirect(f"/gradings/{grading_id}#tags", status_code=303)
+
+
+@post(
+    "/gradings/{grading_id:str}/tags/{tag_id:int}/remove",
+    guards=[web_require("adjudicator")],
+    include_in_schema=False,
+    status_code=303,
+)
+async def untag_from_page(
+    grading_id: FromPath[str],
+    tag_id: FromPath[int],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+) -> Redirect:
+    """Remove a tag; the audit log keeps it."""
+    await untag_grading(services, who.principal, grading_id, tag_id)
+    return Redirect(f"/gradings/{grading_id}#tags", status_code=303)

@@ -1,0 +1,113 @@
+"""Regrade jobs and judges on pages: the list, one job's progress and flip report with
+links, pause/resume/cancel for admins only, calibration status per judge."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from judge.backends.scripted import ScriptedBackend
+from storage import Store
+from storage.quality_tables import CalibrationRunRecord
+from tests.support.judge_server import sregym_reply
+from tests.support.submissions import IDS, graded, scripted_judge
+from tests.web.conftest import sign_in
+
+SPEC = "openai:scripted@http://127.0.0.1:9/v1"
+#: a second judge, so the regrade is not answered from the first one's cache
+OTHER = "openai:other@http://127.0.0.1:9/v1"
+
+
+async def _finished(client: Any, admin: dict[str, str], job_id: str) -> dict[str, Any]:
+    for _ in range(200):
+        job = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=admin)).json()
+        if job["state"] in ("done", "failed", "cancelled"):
+            return dict(job)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job never finished: {job}")
+
+
+async def test_a_regrade_job_shows_progress_and_links_each_flipped_grading(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    settings = scripted_judge(sregym_reply(set(IDS)))
+    settings["backends"][OTHER] = ScriptedBackend([sregym_reply(set())], model="other")
+    async with api_client(**settings) as c:
+        grading = await graded(c, agent)
+        job = await c.post("/v1/regrade-jobs", json={"judge": OTHER}, headers=admin)
+        job_id = job.json()["id"]
+        await _finished(c, admin, job_id)
+        await sign_in(c, ada)
+        listed = (await c.get("/regrades")).text
+        assert f'href="/regrades/{job_id}"' in listed and "state-done" in listed
+        page = (await c.get(f"/regrades/{job_id}")).text
+        assert f'data-progress-url="/regrades/{job_id}/progress"' in page
+        assert "pass → fail: 1" in page and f'href="/gradings/{grading["id"]}"' in page
+        assert 'data-testid="job-pause"' not in page  # adjudicators look, admins act
+        progress = (await c.get(f"/regrades/{job_id}/progress")).json()
+        assert progress["done"] == 1 and progress["total"] == 1 and progress["final"] is True
+
+
+async def test_only_admins_pause_resume_or_cancel(api_client: Any, tokens: Any) -> None:
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(set(IDS)))) as c:
+        await graded(c, agent)
+        job = await c.post("/v1/regrade-jobs", json={"judge": SPEC, "dry_run": True}, headers=admin)
+        job_id = job.json()["id"]
+        csrf = await sign_in(c, ada)
+        refused = await c.post(f"/regrades/{job_id}/pause", data={"_csrf": csrf})
+        assert refused.status_code == 403
+        csrf = await sign_in(c, admin)
+        page = (await c.get(f"/regrades/{job_id}")).text
+        assert 'data-testid="job-cancel"' not in page  # a dry run is done: no actions
+        done_already = await c.post(f"/regrades/{job_id}/pause", data={"_csrf": csrf})
+        assert done_already.status_code == 409  # a dry run is done: nothing to pause
+        unknown = await c.post(f"/regrades/{job_id}/explode", data={"_csrf": csrf})
+        assert unknown.status_code == 404
+
+
+async def test_judges_page_says_provisional_until_a_run_qualifies(
+    api_client: Any, tokens: Any
+) -> None:
+    ada = await tokens("adjudicator", "Ada")
+    agent = await tokens("submitter")
+    async with api_client() as c:
+        await sign_in(c, ada)
+        page = (await c.get("/judges")).text
+        assert 'data-testid="configured"' in page and "status-provisional" in page
+        await sign_in(c, agent)
+        for path in ("/judges", "/regrades"):
+            assert (await c.get(path)).status_code == 403
+
+
+async def test_judges_page_lists_runs_per_judge_with_the_latest_deciding(
+    api_client: Any, tokens: Any, engine: AsyncEngine, service_key: Any
+) -> None:
+    store = Store(engine, key=service_key)
+    common = {"rubric_id": "sregym-rca", "rubric_version": "v1", "gold_name": "gold.jsonl",
+              "gold_sha256": "0" * 64, "n": 40}  # fmt: skip
+    await store.calibration.add_run(
+        CalibrationRunRecord(judge_spec="openai:big", verdict_kappa=0.4, **common)
+    )
+    await store.calibration.add_run(
+        CalibrationRunRecord(judge_spec="openai:big", qualified=True, verdict_kappa=0.8, **common)
+    )
+    await store.calibration.add_run(
+        CalibrationRunRecord(judge_spec="ollama:small", verdict_kappa=0.1, **common)
+    )
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        await sign_in(c, ada)
+        page = (await c.get("/judges")).text
+        big, small = (
+            page.split("<code>openai:big</code>")[1],
+            page.split("<code>ollama:small</code>")[1],
+        )
+        assert big.split("</h2>")[0].count("status-qualified") == 1
+        assert small.split("</h2>")[0].count("status-provisional") == 1
+        assert "0.800" in big and "0.400" in big

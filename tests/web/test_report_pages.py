@@ -1,0 +1,127 @@
+"""The report pages: pass rates and question yes-rates drawn with their intervals, an arm
+comparison, judge-human agreement; each chart says its filter and verdicts and links to
+the gradings behind it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.judge_server import sregym_reply
+from tests.support.submissions import IDS, TRUTH, scripted_judge
+from tests.web.conftest import sign_in
+
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+PASS, FAIL = sregym_reply(set(IDS)), sregym_reply(set())
+
+
+async def _submit(client: Any, headers: dict[str, str], agent: str, scenario: str) -> str:
+    response = await client.post(
+        "/v1/submissions?wait=10",
+        json={  # distinct texts: the judge cache would answer a repeated prompt
+            "diagnosis": f"{DIAGNOSIS} (attempt {scenario} of {agent})",
+            "ground_truth": TRUTH,
+            "agent": agent,
+            "metadata": {"scenario": scenario},
+        },
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+async def _five(client: Any, agent: dict[str, str]) -> list[str]:
+    """alpha passes three times, beta fails twice (the scripted judge's order)."""
+    return [
+        await _submit(client, agent, name, f"s{i}")
+        for i, name in enumerate(["alpha", "alpha", "alpha", "beta", "beta"])
+    ]
+
+
+async def test_pass_rates_by_agent_are_drawn_with_intervals_and_link_their_gradings(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(PASS, PASS, PASS, FAIL, FAIL)) as c:
+        await _five(c, agent)
+        await sign_in(c, ada)
+        page = (await c.get("/reports?group_by=agent&verdicts=judge")).text
+        assert 'data-testid="pass-rate-chart"' in page and "<svg" in page
+        assert "the judge&#39;s own verdicts" in page and "all current gradings" in page
+        assert '<a href="/gradings?agent=alpha">' in page
+        assert "100% · 3/3" in page and "0% · 0/2" in page
+        assert 'data-testid="question-chart"' in page and "D1-Q1" in page
+        listed = (await c.get("/gradings?agent=alpha")).text
+        assert listed.count('<a href="/gradings/') == 3
+        narrowed = (await c.get("/reports?agent=beta&group_by=")).text
+        assert "agent=beta" in narrowed and "0% · 0/2" in narrowed
+        bad = await c.get("/reports?group_by=colour")
+        assert bad.status_code == 422 and "group_by" in bad.text
+
+
+async def test_two_arms_are_compared_with_difference_interval_and_p(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(PASS, PASS, PASS, FAIL, FAIL)) as c:
+        await _five(c, agent)
+        await sign_in(c, ada)
+        page = (await c.get("/reports/compare?a.agent=alpha&b.agent=beta")).text
+        assert 'data-testid="difference"' in page and "+100.0 points" in page
+        assert "p = 0.1" in page and "newcombe" in page.lower()
+        assert 'data-testid="arms-chart"' in page and 'href="/gradings?agent=beta"' in page
+        half = await c.get("/reports/compare?a.agent=alpha&b.agent=")
+        assert "give each arm at least one filter" in half.text
+
+
+async def test_agreement_shows_kappa_per_question_after_a_blind_label(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(PASS, FAIL)) as c:
+        first = await _submit(c, agent, "alpha", "s1")
+        second = await _submit(c, agent, "alpha", "s2")
+        csrf = await sign_in(c, ada)
+        empty = (await c.get("/reports/agreement")).text
+        assert "No human labels in this filter yet." in empty
+        for grading, value in ((first, "yes"), (second, "no")):
+            labels = {f"q-{q}": value for q in IDS}
+            done = await c.post(f"/gradings/{grading}/label", data={"_csrf": csrf, **labels})
+            assert done.status_code == 200
+        page = (await c.get("/reports/agreement")).text
+        assert 'data-testid="kappa-chart"' in page and "judge&#39;s own answers" in page
+        assert "<td>question</td><td>D1-Q1</td>" in page and "1.000" in page
+
+
+async def test_a_submitter_gets_403_on_every_report_page(api_client: Any, tokens: Any) -> None:
+    agent = await tokens("submitter")
+    async with api_client() as c:
+        await sign_in(c, agent)
+        for path in ("/reports", "/reports/compare", "/reports/agreement"):
+            assert (await c.get(path)).status_code == 403
+        signed_out = await c.post("/logout", data={"_csrf": "x"})
+        assert signed_out.status_code == 403
+
+
+async def test_repeated_scenarios_add_the_per_scenario_view(api_client: Any, tokens: Any) -> None:
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    replies = [PASS, PASS, FAIL, PASS, FAIL, FAIL, FAIL, FAIL]
+    async with api_client(**scripted_judge(*replies)) as c:
+        for scenario in ("s1", "s2"):
+            made = await c.post(
+                "/v1/scenarios", json={"id": scenario, "ground_truth": TRUTH}, headers=admin
+            )
+            assert made.status_code == 201, made.text
+        attempts = [(name, s) for name in ("alpha", "beta") for s in ("s1", "s1", "s2", "s2")]
+        for i, (name, scenario) in enumerate(attempts):
+            response = await c.post(
+                "/v1/submissions?wait=10",
+                json={"diagnosis": f"{DIAGNOSIS} ({i})", "scenario_id": scenario, "agent": name},
+                headers=agent,
+            )
+            assert response.status_code == 201, response.text
+        await sign_in(c, admin)
+        page = (await c.get("/reports/compare?a.agent=alpha&b.agent=beta")).text
+        assert 'data-testid="by-scenario"' in page and "each scenario counts once" in page
+        view = page.split('data-testid="by-scenario"')[1]
+        assert '<td>s1</td>\n      <td class="num">2/2</td>' in view
+        assert '<td class="num">0/2</td></tr>' in view
