@@ -65,10 +65,15 @@ def _questions(grading: GradingPublic, rubric: Rubric | None) -> list[QuestionRo
     ]
 
 
+#: how a quote is marked: checked and found, checked and not found, or not checked (the
+#: question asks for no quote, so a missing one is no reason for review)
+_EVIDENCE_KIND = {True: "verified", False: "unverified", None: "quoted"}
+
+
 def _marks(grading: GradingPublic, truth: GroundTruthView | None) -> list[Mark]:
     marks = []
     for a in grading.answers:
-        kind = "verified" if a.evidence_verified else "unverified"
+        kind = _EVIDENCE_KIND[a.evidence_verified]
         for passage in evidence_passages(a.evidence):
             marks.append(Mark(passage, kind, a.question_id))
     if truth is not None:

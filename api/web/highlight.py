@@ -15,11 +15,11 @@ from judge.evidence import FUZZY_CUTOFF
 __all__ = ["Mark", "Segment", "evidence_passages", "segments"]
 
 #: the stronger kind wins where marks overlap
-_PRIORITY = {"verified": 3, "unverified": 2, "grounding": 1}
+_PRIORITY = {"verified": 4, "unverified": 3, "quoted": 2, "grounding": 1}
 _ELLIPSIS = re.compile(r"\.{3,}|…")
 _MIN_CHARS = 3
 #: kinds that mark a judge's quote (found approximately too); the rest match exactly
-_EVIDENCE = frozenset({"verified", "unverified"})
+_EVIDENCE = frozenset({"verified", "unverified", "quoted"})
 #: shorter quotes must match up to case, space and punctuation: fuzz is too lenient there
 _FUZZY_MIN = 12
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -45,6 +45,23 @@ async def test_the_page_shows_ground_truth_beside_the_diagnosis_with_evidence_ma
         assert "judge.call" in page
 
 
+async def test_a_quote_the_rubric_does_not_check_is_not_called_missing(
+    api_client: Any, tokens: Any
+) -> None:
+    # D1-Q3 ("avoids naming another component") asks for no quote: its evidence is not
+    # checked, and the page must not say "NOT found" about text that is in the diagnosis
+    agent, adj = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        await sign_in(c, adj)
+        page = (await c.get(f"/gradings/{grading['id']}")).text
+        section = page.split('id="q-D1-Q3"', 1)[1].split('id="q-D2-Q1"', 1)[0]
+        assert "not checked: this question asks for no quote" in section
+        assert "NOT found in the diagnosis" not in section
+        verified = page.split('id="q-D1-Q2"', 1)[1].split('id="q-D1-Q3"', 1)[0]
+        assert "found in the diagnosis" in verified and "ev-verified" in verified
+
+
 async def test_overriding_one_answer_flips_the_verdict_and_joins_the_history(
     api_client: Any, tokens: Any
 ) -> None:
