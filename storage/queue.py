@@ -21,6 +21,7 @@ from sqlmodel import col
 
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
+from storage.audit import values_digest
 from storage.canonical import iso_utc
 from storage.database import Database
 from storage.judge_cache import insert_cache_rows
@@ -29,9 +30,9 @@ from storage.quality_tables import JudgeVoteRecord
 from storage.records import answer_rows, apply_result, vote_rows
 from storage.regrade.jobs import RegradeRepository
 from storage.scenario_tables import ScenarioVersionRecord as _VERSION
-from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, row_values
 from storage.verdict_rows import (
-    audit_calls,
+    call_events,
     completion_payload,
     insert_rows,
     leased,
@@ -205,7 +206,8 @@ class QueueRepository:
                     f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
                     f"the grading for {grading.rubric_id}@{grading.rubric_version}"
                 )
-            await insert_rows(session, _ANSWERS, answer_rows(grading.id, result))
+            answers = answer_rows(grading.id, result)
+            await insert_rows(session, _ANSWERS, answers)
             calls = await store_calls(session, grading, result.calls, now)
             apply_result(grading, result, at=now)
             grading.provisional = provisional
@@ -214,16 +216,17 @@ class QueueRepository:
             votes = vote_rows(grading.id, result.votes, [c.id for c in calls], at=now)
             await insert_rows(session, _VOTES, votes)
             await insert_cache_rows(session, cache_rows)
-            await audit_calls(self._db, session, grading.id, worker_id, calls)
-            await self._db.audit(
-                session,
-                "grading.completed" if result.status == "graded" else "grading.unscored",
-                entity_type="grading",
-                entity_id=grading.id,
-                actor=worker_id,
-                payload=completion_payload(grading, result, calls),
-                covers=[grading.id],
-            )
+            completed = {
+                "event": "grading.completed" if result.status == "graded" else "grading.unscored",
+                "entity_type": "grading",
+                "entity_id": grading.id,
+                "actor": worker_id,
+                "payload": completion_payload(grading, result, calls),
+            }
+            events = [*call_events(grading.id, worker_id, calls), completed]
+            # one INSERT for every audit row; the state digest of the values just written
+            digest = values_digest(row_values(grading), answers)
+            await self._db.audit_many(session, events, {len(events) - 1: {grading.id: digest}})
             # a regrade item: carry overrides, promote, end the drained job
             await self._regrade.item_completed(session, grading, worker_id)
         return True
@@ -256,14 +259,12 @@ class QueueRepository:
             grading.lease_expires_at = None
             grading.revision += 1
             await session.flush()
-            await audit_calls(self._db, session, grading.id, worker_id, records)
-            await self._db.audit(
-                session,
-                "grading.deferred",
-                entity_type="grading",
-                entity_id=grading.id,
-                actor=worker_id,
-                payload={
+            deferred = {
+                "event": "grading.deferred",
+                "entity_type": "grading",
+                "entity_id": grading.id,
+                "actor": worker_id,
+                "payload": {
                     "grading_id": grading.id,
                     "reason": reason,
                     "retry_at": iso_utc(retry_at),
@@ -271,8 +272,9 @@ class QueueRepository:
                     "judge_calls": [c.id for c in records],
                     "revision": grading.revision,
                 },
-                covers=[grading.id],
-            )
+            }
+            events = [*call_events(grading.id, worker_id, records), deferred]
+            await self._db.audit_many(session, events, {len(events) - 1: [grading.id]})
         return True
 
     async def release_lease(self, grading_id: str, worker_id: str) -> bool:
