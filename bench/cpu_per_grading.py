@@ -43,17 +43,17 @@ _WARMUP = 20
 async def _grade_all(runtime: Any, principal: Any, first: int, count: int) -> None:
     """Accept ``count`` submissions, then wait until the workers graded them all."""
     from api.service.schemas import SubmissionCreate
-    from api.service.submissions import accept_submission
+    from api.service.submissions import accept_submission, wait_for_grading
 
     ids = []
     for n in range(first, first + count):
         data = SubmissionCreate.model_validate(submission_body(n))
         accepted = await accept_submission(runtime.services, data, principal=principal)
         ids.append(accepted.outcome.grading.id)
-    gradings = runtime.store.gradings
     for grading_id in ids:
-        while (view := await gradings.get(grading_id)) is None or view.grading.status == "pending":
-            await asyncio.sleep(0.002)
+        view = await wait_for_grading(runtime.services, grading_id, 120)
+        if view is None or view.grading.status == "pending":
+            raise TimeoutError(f"grading {grading_id} still pending")
 
 
 async def _measure(url: str, count: int, toggle: bool) -> float:

@@ -119,7 +119,8 @@ class Database:
         Webhook deliveries of the event join the same transaction (the outbox).
         """
         fields = {"event": event, "entity_type": entity_type, "entity_id": entity_id}
-        await self.audit_many(session, [{**fields, "actor": actor, "payload": payload}], {0: covers})
+        events = [{**fields, "actor": actor, "payload": payload}]
+        await self.audit_many(session, events, {0: covers})
 
     async def audit_many(
         self,
