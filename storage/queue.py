@@ -46,7 +46,11 @@ _VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
 
 
 def _claim(
-    grading: GradingRecord, submission: SubmissionRecord, expires: datetime, version_truth: Any
+    grading: GradingRecord,
+    submission: SubmissionRecord,
+    expires: datetime,
+    version_truth: Any,
+    claim_count: int,
 ) -> Claim:
     """What a worker needs of a grading it leased until ``expires``.
 
@@ -64,7 +68,7 @@ def _claim(
         rubric_id=grading.rubric_id,
         rubric_version=grading.rubric_version,
         judge_spec=grading.judge_spec,
-        claim_count=grading.claim_count,
+        claim_count=claim_count,
         lease_expires_at=expires,
         agent_model=submission.model,
     )
@@ -83,9 +87,18 @@ class QueueRepository:
         self._regrade = regrade
 
     def _claimable(self, now: datetime, limit: int) -> Select[Any]:
-        """Ids of up to ``limit`` claimable gradings: live ones first, then oldest first."""
+        """Up to ``limit`` claimable gradings with their submissions and the ground truth
+        of the scenario version they target: live ones first, then oldest first."""
         return (
-            select(col(GradingRecord.id))
+            select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth))
+            .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
+            .outerjoin(
+                _VERSION,
+                and_(
+                    col(_VERSION.scenario_id) == col(SubmissionRecord.scenario_id),
+                    col(_VERSION.version) == col(GradingRecord.scenario_version),
+                ),
+            )
             .where(
                 col(GradingRecord.status) == "pending",
                 or_(
@@ -110,25 +123,27 @@ class QueueRepository:
         """Lease up to ``limit`` claimable gradings to ``worker_id``, oldest first.
 
         Claimable: pending, not leased (or the lease expired) and not deferred to later.
+        Two statements: the pick (with the submissions) and the lease.
         """
         now = self._db.clock()
         expires = now + timedelta(seconds=lease_seconds)
         pick = self._claimable(now, limit)
         if self._db.postgres:
-            pick = pick.with_for_update(skip_locked=True)
+            pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
         else:
             # SQLite writes take the database lock: look without it first, so that idle
             # workers polling an empty queue never block submissions
+            probe = self._claimable(now, 1).with_only_columns(col(GradingRecord.id))
             async with self._db.read() as session:
-                if not (await session.execute(pick.limit(1))).first():
+                if not (await session.execute(probe)).first():
                     return []
         async with self._db.write() as session:
-            ids = list((await session.execute(pick)).scalars())
-            if not ids:
+            rows = (await session.execute(pick)).all()
+            if not rows:
                 return []
             await session.execute(
                 update(GradingRecord)
-                .where(col(GradingRecord.id).in_(ids))
+                .where(col(GradingRecord.id).in_([g.id for g, _, _ in rows]))
                 .values(
                     lease_owner=worker_id,
                     lease_expires_at=expires,
@@ -136,27 +151,10 @@ class QueueRepository:
                 )
                 .execution_options(synchronize_session=False)
             )
-            rows = (
-                await session.execute(
-                    select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth))
-                    .join(
-                        SubmissionRecord,
-                        col(GradingRecord.submission_id) == col(SubmissionRecord.id),
-                    )
-                    .outerjoin(
-                        _VERSION,
-                        and_(
-                            col(_VERSION.scenario_id) == col(SubmissionRecord.scenario_id),
-                            col(_VERSION.version) == col(GradingRecord.scenario_version),
-                        ),
-                    )
-                    .where(col(GradingRecord.id).in_(ids))
-                    .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
-                )
-            ).all()
             jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
             await self._regrade.mark_started(session, jobs)
-            return [_claim(g, s, expires, truth) for g, s, truth in rows]
+            # the claim count as the UPDATE left it: one more than read under the lock
+            return [_claim(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
 
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Push the lease forward; False when ``worker_id`` no longer holds it."""
