@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, and_, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.calls import JudgeCall
@@ -25,7 +26,7 @@ from storage.audit import values_digest
 from storage.canonical import iso_utc
 from storage.database import Database
 from storage.judge_cache import insert_cache_rows
-from storage.models import Claim
+from storage.models import Claim, FinishedGrading
 from storage.quality_tables import JudgeVoteRecord
 from storage.records import answer_rows, apply_result, vote_rows
 from storage.regrade.jobs import RegradeRepository
@@ -191,42 +192,55 @@ class QueueRepository:
         Returns False and writes nothing when the grading is no longer pending or its
         lease is held by another worker (taken over after this one's expired).
         """
+        item = FinishedGrading(grading_id, worker_id, result, provisional, tuple(cache_rows))
+        return (await self.complete_many([item]))[0]
+
+    async def complete_many(self, items: Sequence[FinishedGrading]) -> list[bool]:
+        """Store several verdicts in one transaction (a group commit); each as ``complete``.
+
+        Whether each was stored, in order. Raises (and stores none) when one of them
+        fails: the caller stores them one by one then.
+        """
         now = self._db.clock()
         async with self._db.write() as session:
-            grading = await leased(self._db, session, grading_id, worker_id)
-            if grading is None:
-                return False
-            if (result.rubric_id, result.rubric_version) != (
-                grading.rubric_id,
-                grading.rubric_version,
-            ):
-                raise ValueError(
-                    f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
-                    f"the grading for {grading.rubric_id}@{grading.rubric_version}"
-                )
-            answers = answer_rows(grading.id, result)
-            await insert_rows(session, _ANSWERS, answers)
-            calls = await store_calls(session, grading, result.calls, now)
-            apply_result(grading, result, at=now)
-            grading.provisional = provisional
-            await session.flush()
-            # after the flush: votes point at the judge calls stored above
-            votes = vote_rows(grading.id, result.votes, [c.id for c in calls], at=now)
-            await insert_rows(session, _VOTES, votes)
-            await insert_cache_rows(session, cache_rows)
-            completed = {
-                "event": "grading.completed" if result.status == "graded" else "grading.unscored",
-                "entity_type": "grading",
-                "entity_id": grading.id,
-                "actor": worker_id,
-                "payload": completion_payload(grading, result, calls),
-            }
-            events = [*call_events(grading.id, worker_id, calls), completed]
-            # one INSERT for every audit row; the state digest of the values just written
-            digest = values_digest(row_values(grading), answers)
-            await self._db.audit_many(session, events, {len(events) - 1: {grading.id: digest}})
-            # a regrade item: carry overrides, promote, end the drained job
-            await self._regrade.item_completed(session, grading, worker_id)
+            return [await self._complete_in(session, item, now) for item in items]
+
+    async def _complete_in(
+        self, session: AsyncSession, item: FinishedGrading, now: datetime
+    ) -> bool:
+        """Store one verdict in the caller's transaction (see ``complete``)."""
+        result, worker_id = item.result, item.worker_id
+        grading = await leased(self._db, session, item.grading_id, worker_id)
+        if grading is None:
+            return False
+        if (result.rubric_id, result.rubric_version) != (grading.rubric_id, grading.rubric_version):
+            raise ValueError(
+                f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
+                f"the grading for {grading.rubric_id}@{grading.rubric_version}"
+            )
+        answers = answer_rows(grading.id, result)
+        await insert_rows(session, _ANSWERS, answers)
+        calls = await store_calls(session, grading, result.calls, now)
+        apply_result(grading, result, at=now)
+        grading.provisional = item.provisional
+        await session.flush()
+        # after the flush: votes point at the judge calls stored above
+        votes = vote_rows(grading.id, result.votes, [c.id for c in calls], at=now)
+        await insert_rows(session, _VOTES, votes)
+        await insert_cache_rows(session, item.cache_rows)
+        completed = {
+            "event": "grading.completed" if result.status == "graded" else "grading.unscored",
+            "entity_type": "grading",
+            "entity_id": grading.id,
+            "actor": worker_id,
+            "payload": completion_payload(grading, result, calls),
+        }
+        events = [*call_events(grading.id, worker_id, calls), completed]
+        # one INSERT for every audit row; the state digest of the values just written
+        digest = values_digest(row_values(grading), answers)
+        await self._db.audit_many(session, events, {len(events) - 1: {grading.id: digest}})
+        # a regrade item: carry overrides, promote, end the drained job
+        await self._regrade.item_completed(session, grading, worker_id)
         return True
 
     async def defer(
