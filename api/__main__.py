@@ -2,4 +2,5 @@
 
 from api.cli.main import main
 
-main()
+if __name__ == "__main__":  # not when `serve --processes` spawns a process, which imports this
+    main()

@@ -19,7 +19,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from judge.calls import ChatMessage, Completion, JudgeRequest, SamplingParams
 
-__all__ = ["CACHE_GRANULARITY", "CacheKeys", "JudgeCache", "MemoryJudgeCache", "cache_key"]
+__all__ = [
+    "CACHE_GRANULARITY",
+    "BatchJudgeCache",
+    "CacheKeys",
+    "JudgeCache",
+    "MemoryJudgeCache",
+    "cache_key",
+]
 
 #: what one cache entry covers: one judge call asking every question of the rubric
 CACHE_GRANULARITY = "call"
@@ -35,6 +42,16 @@ class JudgeCache(Protocol):
 
     async def put(self, key: str, completion: Completion) -> None:
         """Keep ``completion`` under ``key`` (a key already present is left alone)."""
+        ...
+
+
+@runtime_checkable
+class BatchJudgeCache(JudgeCache, Protocol):
+    """A judge cache that can look up many keys at once (per-question asking asks one
+    request per question: their entries are read in one query)."""
+
+    async def prefetch(self, keys: Sequence[str]) -> None:
+        """Look up ``keys`` now; later ``get`` calls of them answer without a lookup."""
         ...
 
 

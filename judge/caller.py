@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from judge.backends.base import ContextWindowAware, JudgeBackend
-from judge.cache import JudgeCache, cache_key
+from judge.cache import BatchJudgeCache, JudgeCache, cache_key
 from judge.calls import ChatMessage, JudgeCall, JudgeRequest, SamplingParams
 from judge.context import estimate_tokens
 from judge.errors import JudgeCallError
@@ -77,6 +77,15 @@ class JudgeCaller:
                 attempts=tuple(exc.attempts),
             )
         return self._record(purpose, request, completion=completion, attempts=tuple(attempts))
+
+    async def prefetch(self, requests: Sequence[JudgeRequest]) -> None:
+        """Let the cache look up the entries of ``requests`` at once (one query instead
+        of one per request), when it can (``judge.cache.BatchJudgeCache``)."""
+        if not isinstance(self.cache, BatchJudgeCache):
+            return
+        keys = [key for r in requests if (key := self._cache_key(r)) is not None]
+        if keys:
+            await self.cache.prefetch(keys)
 
     async def remember(self, calls: Sequence[JudgeCall]) -> None:
         """Cache the completions of a conversation whose final reply was usable."""

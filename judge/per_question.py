@@ -55,11 +55,16 @@ async def ask_per_question(
     calls: list[JudgeCall] = []
     parsed: dict[str, ParsedAnswer] = {}
     sources: dict[str, int] = {}
-    for question in rubric.questions:
-        qid = question.id
+    asks = {
+        q.id: build_question_messages(rubric, ground_truth, fit.diagnosis, q.id)
+        for q in rubric.questions
+    }
+    # the nine cache entries in one lookup, not one per question
+    await caller.prefetch([caller.request(messages, schema) for messages in asks.values()])
+    for qid, messages in asks.items():
         asked = await ask_with_repair(
             caller,
-            build_question_messages(rubric, ground_truth, fit.diagnosis, qid),
+            messages,
             schema,
             parse=partial(parse_answer_reply, question_id=qid),
             repair_message=partial(question_repair_message, qid),

@@ -48,6 +48,22 @@ _WINDOW = 500
 _OVERLAP = 120
 #: how far past its BEGIN line a private key may end (a 4096-bit RSA key is ~3.3 kB)
 _PEM_SPAN = 16_384
+#: what every detector needs somewhere in a line before it can find anything there: a
+#: word of its keyword list (detect-secrets' denylist: every entry holds key, pass, pwd,
+#: secret or contrase), a prefix of a short token format, a URL, or a run of 20
+#: token characters (each other format is at least that long: AKIA + 16, ghp_ + 36,
+#: a high-entropy string above 4.5 bits has more than 22 distinct characters). A line
+#: without any is skipped: the detectors cost about 1 ms per 450 characters.
+_CANDIDATE = re.compile(
+    r"(?i:key|pass|pwd|secret|contrase|token|bearer|basic|authori|private|putty|aws|xox|"
+    r"eyj|sk-|sk_|rk_|://|cloudant|ibm|iam|softlayer|sq0|gl[a-z]+-|gh[a-z]_|sg\.|npm|pypi|"
+    r"akc|ap[0-9a-f]|@)"
+    r"|[A-Za-z0-9_\-+/=]{20}"
+)
+#: texts this process's ``redact`` returned: redacting them again finds nothing (see
+#: ``redact``), so a diagnosis redacted at intake is not scanned again by the grader
+_CLEAN: dict[str, None] = {}
+_CLEAN_SIZE = 4096
 _PEM = re.compile(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
     r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|(?:[ \t]*\n?[ \t]*[A-Za-z0-9+/=]{8,})*)",
@@ -186,6 +202,9 @@ def _scan(text: str) -> list[Finding]:
     spans: list[tuple[int, int, str]] = []
     offset = 0
     for line in text.splitlines(keepends=True):
+        if _CANDIDATE.search(line) is None:
+            offset += len(line)
+            continue
         for shift, piece in _windows(line):
             for kind, start, end in _line_spans(piece):
                 block = (
@@ -238,8 +257,20 @@ def _apply(text: str, findings: list[Finding]) -> str:
 def redact(text: str) -> Redacted:
     """``text`` with every credential replaced by ``[REDACTED:<kind>]``, and what was found.
 
-    Idempotent: redacting redacted text finds nothing more.
+    Idempotent: redacting redacted text finds nothing more. Hence a text this process
+    returned lately (a diagnosis redacted at intake, now read back by the grader) is
+    returned as it is without a scan.
     """
+    if text in _CLEAN:
+        return Redacted(text)
+    result = _redact(text)
+    if len(_CLEAN) >= _CLEAN_SIZE:
+        _CLEAN.clear()
+    _CLEAN[result.text] = None
+    return result
+
+
+def _redact(text: str) -> Redacted:
     findings = _scan(text)
     redacted = _apply(text, findings)
     normalized = normalize_untrusted(text)

@@ -29,7 +29,14 @@ from storage.errors import (
     StorageError,
 )
 from storage.migrate import current_revision, head_revision, upgrade
-from storage.models import Claim, GradingFilter, GradingView, NewSubmission, SubmissionOutcome
+from storage.models import (
+    Claim,
+    FinishedGrading,
+    GradingFilter,
+    GradingView,
+    NewSubmission,
+    SubmissionOutcome,
+)
 from storage.quality_tables import CalibrationRunRecord, JudgeVoteRecord
 from storage.regrade.tables import JudgeCacheRecord, RegradeJobRecord
 from storage.review import ReviewItem
@@ -67,6 +74,7 @@ __all__ = [
     "Claim",
     "Conflict",
     "FailureTagRecord",
+    "FinishedGrading",
     "GradingFilter",
     "GradingRecord",
     "GradingView",

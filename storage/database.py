@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -18,7 +18,7 @@ from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from storage.audit import COVERS, ChainKey, append_event, grading_digests
+from storage.audit import COVERS, ChainKey, append_events, grading_digests
 from storage.canonical import utcnow
 from storage.db import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
@@ -107,30 +107,48 @@ class Database:
         entity_id: str,
         actor: str,
         payload: dict[str, Any],
-        covers: Collection[str] = (),
+        covers: Collection[str] | Mapping[str, str] = (),
     ) -> None:
         """Append an audit event; call after the transaction's other writes.
 
         ``covers``: the gradings this transaction wrote (their rows or answers); the
         event carries a digest of each one's state as it now stands, so that
         ``audit verify`` can tell an edit of the tables from the state the log saw.
+        Given as ids, the digests are read from the tables; given as ``{id: digest}``
+        (``storage.audit.values_digest`` of the values just written), they are not.
         Webhook deliveries of the event join the same transaction (the outbox).
         """
+        fields = {"event": event, "entity_type": entity_type, "entity_id": entity_id}
+        events = [{**fields, "actor": actor, "payload": payload}]
+        await self.audit_many(session, events, {0: covers})
+
+    async def audit_many(
+        self,
+        session: AsyncSession,
+        events: Sequence[dict[str, Any]],
+        covers: Mapping[int, Collection[str] | Mapping[str, str]] | None = None,
+    ) -> None:
+        """Append several events in order with one INSERT (see ``audit``).
+
+        Each event holds ``event``, ``entity_type``, ``entity_id``, ``actor`` and
+        ``payload``; ``covers`` maps an event's index to the gradings it covers.
+        """
         at = self.clock()
-        webhook_payload = payload
-        if covers:
-            await session.flush()
-            payload = {**payload, COVERS: await grading_digests(session, list(covers))}
-        await append_event(
-            session,
-            event=event,
-            entity_type=entity_type,
-            entity_id=entity_id,
-            actor=actor,
-            payload=payload,
-            key=self.chain_key,
-            at=at,
-        )
-        await enqueue_webhooks(
-            session, audit_event=event, entity_id=entity_id, payload=webhook_payload, at=at
-        )
+        stored = []
+        for index, event in enumerate(events):
+            covered = (covers or {}).get(index) or ()
+            if covered and not isinstance(covered, Mapping):
+                await session.flush()
+                covered = await grading_digests(session, list(covered))
+            if covered:
+                event = {**event, "payload": {**event["payload"], COVERS: dict(covered)}}
+            stored.append(event)
+        await append_events(session, stored, key=self.chain_key, at=at)
+        for event in events:  # the outbox gets the payload without the digests
+            await enqueue_webhooks(
+                session,
+                audit_event=event["event"],
+                entity_id=event["entity_id"],
+                payload=event["payload"],
+                at=at,
+            )

@@ -38,16 +38,19 @@ class CacheRepository:
         """The cached completion under ``key``, or None."""
         async with self._db.read() as session:
             record = await session.get(JudgeCacheRecord, key)
-        if record is None:
-            return None
-        return Completion(
-            text=record.completion_text,
-            model=record.response_model,
-            fingerprint=record.fingerprint,
-            prompt_tokens=record.prompt_tokens,
-            completion_tokens=record.completion_tokens,
-            response_format=record.response_format,
-        )
+        return None if record is None else _completion(record)
+
+    async def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
+        """The cached completions of those of ``keys`` that have one (one query per 500)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Completion] = {}
+        async with self._db.read() as session:
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                query = select(JudgeCacheRecord).where(col(JudgeCacheRecord.key).in_(chunk))
+                for record in (await session.execute(query)).scalars():
+                    found[record.key] = _completion(record)
+        return found
 
     async def put(self, key: str, completion: Completion, *, backend: str, model: str) -> None:
         """Keep ``completion`` under ``key`` unless an entry is there already."""
@@ -84,6 +87,17 @@ class CacheRepository:
         async with self._db.read() as session:
             value = (await session.execute(query)).scalar_one_or_none()
         return float(value) if value is not None else None
+
+
+def _completion(record: JudgeCacheRecord) -> Completion:
+    return Completion(
+        text=record.completion_text,
+        model=record.response_model,
+        fingerprint=record.fingerprint,
+        prompt_tokens=record.prompt_tokens,
+        completion_tokens=record.completion_tokens,
+        response_format=record.response_format,
+    )
 
 
 def cache_row(
@@ -133,9 +147,18 @@ class DbJudgeCache:
         self._backend = backend
         self._model = model
         self._pending = pending
+        #: keys looked up by ``prefetch``: their completion, or None for a miss
+        self._fetched: dict[str, Completion | None] = {}
+
+    async def prefetch(self, keys: Sequence[str]) -> None:
+        """Look up ``keys`` in one query; ``get`` of them then answers from memory."""
+        found = await self._cache.get_many(k for k in keys if k not in self._fetched)
+        self._fetched.update({k: found.get(k) for k in keys if k not in self._fetched})
 
     async def get(self, key: str) -> Completion | None:
         """The cached completion, or None."""
+        if key in self._fetched:
+            return self._fetched[key]
         return await self._cache.get(key)
 
     async def put(self, key: str, completion: Completion) -> None:

@@ -8,10 +8,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from judge.verdict import GradingResult
 from storage.canonical import canonical_json, sha256_hex
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, empty_dict, empty_list
 
-__all__ = ["Claim", "GradingFilter", "GradingView", "NewSubmission", "SubmissionOutcome"]
+__all__ = [
+    "Claim",
+    "FinishedGrading",
+    "GradingFilter",
+    "GradingView",
+    "NewSubmission",
+    "SubmissionOutcome",
+]
 
 
 class NewSubmission(BaseModel):
@@ -94,6 +102,19 @@ class Claim:
     lease_expires_at: datetime
     #: the model of the agent that wrote the diagnosis (self-preference checks)
     agent_model: str | None = None
+
+
+@dataclass(frozen=True)
+class FinishedGrading:
+    """A worker's outcome of a claimed grading, to store (``QueueRepository.complete_many``)."""
+
+    grading_id: str
+    worker_id: str
+    result: GradingResult
+    #: graded by a judge not qualified by a calibration run
+    provisional: bool = False
+    #: judge cache entries of its calls, kept in the same transaction
+    cache_rows: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

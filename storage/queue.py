@@ -17,21 +17,23 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, and_, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
+from storage.audit import values_digest
 from storage.canonical import iso_utc
 from storage.database import Database
 from storage.judge_cache import insert_cache_rows
-from storage.models import Claim
+from storage.models import Claim, FinishedGrading
 from storage.quality_tables import JudgeVoteRecord
 from storage.records import answer_rows, apply_result, vote_rows
 from storage.regrade.jobs import RegradeRepository
 from storage.scenario_tables import ScenarioVersionRecord as _VERSION
-from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, row_values
 from storage.verdict_rows import (
-    audit_calls,
+    call_events,
     completion_payload,
     insert_rows,
     leased,
@@ -45,7 +47,11 @@ _VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
 
 
 def _claim(
-    grading: GradingRecord, submission: SubmissionRecord, expires: datetime, version_truth: Any
+    grading: GradingRecord,
+    submission: SubmissionRecord,
+    expires: datetime,
+    version_truth: Any,
+    claim_count: int,
 ) -> Claim:
     """What a worker needs of a grading it leased until ``expires``.
 
@@ -63,7 +69,7 @@ def _claim(
         rubric_id=grading.rubric_id,
         rubric_version=grading.rubric_version,
         judge_spec=grading.judge_spec,
-        claim_count=grading.claim_count,
+        claim_count=claim_count,
         lease_expires_at=expires,
         agent_model=submission.model,
     )
@@ -82,9 +88,18 @@ class QueueRepository:
         self._regrade = regrade
 
     def _claimable(self, now: datetime, limit: int) -> Select[Any]:
-        """Ids of up to ``limit`` claimable gradings: live ones first, then oldest first."""
+        """Up to ``limit`` claimable gradings with their submissions and the ground truth
+        of the scenario version they target: live ones first, then oldest first."""
         return (
-            select(col(GradingRecord.id))
+            select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth))
+            .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
+            .outerjoin(
+                _VERSION,
+                and_(
+                    col(_VERSION.scenario_id) == col(SubmissionRecord.scenario_id),
+                    col(_VERSION.version) == col(GradingRecord.scenario_version),
+                ),
+            )
             .where(
                 col(GradingRecord.status) == "pending",
                 or_(
@@ -109,25 +124,27 @@ class QueueRepository:
         """Lease up to ``limit`` claimable gradings to ``worker_id``, oldest first.
 
         Claimable: pending, not leased (or the lease expired) and not deferred to later.
+        Two statements: the pick (with the submissions) and the lease.
         """
         now = self._db.clock()
         expires = now + timedelta(seconds=lease_seconds)
         pick = self._claimable(now, limit)
         if self._db.postgres:
-            pick = pick.with_for_update(skip_locked=True)
+            pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
         else:
             # SQLite writes take the database lock: look without it first, so that idle
             # workers polling an empty queue never block submissions
+            probe = self._claimable(now, 1).with_only_columns(col(GradingRecord.id))
             async with self._db.read() as session:
-                if not (await session.execute(pick.limit(1))).first():
+                if not (await session.execute(probe)).first():
                     return []
         async with self._db.write() as session:
-            ids = list((await session.execute(pick)).scalars())
-            if not ids:
+            rows = (await session.execute(pick)).all()
+            if not rows:
                 return []
             await session.execute(
                 update(GradingRecord)
-                .where(col(GradingRecord.id).in_(ids))
+                .where(col(GradingRecord.id).in_([g.id for g, _, _ in rows]))
                 .values(
                     lease_owner=worker_id,
                     lease_expires_at=expires,
@@ -135,27 +152,10 @@ class QueueRepository:
                 )
                 .execution_options(synchronize_session=False)
             )
-            rows = (
-                await session.execute(
-                    select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth))
-                    .join(
-                        SubmissionRecord,
-                        col(GradingRecord.submission_id) == col(SubmissionRecord.id),
-                    )
-                    .outerjoin(
-                        _VERSION,
-                        and_(
-                            col(_VERSION.scenario_id) == col(SubmissionRecord.scenario_id),
-                            col(_VERSION.version) == col(GradingRecord.scenario_version),
-                        ),
-                    )
-                    .where(col(GradingRecord.id).in_(ids))
-                    .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
-                )
-            ).all()
             jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
             await self._regrade.mark_started(session, jobs)
-            return [_claim(g, s, expires, truth) for g, s, truth in rows]
+            # the claim count as the UPDATE left it: one more than read under the lock
+            return [_claim(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
 
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Push the lease forward; False when ``worker_id`` no longer holds it."""
@@ -192,40 +192,55 @@ class QueueRepository:
         Returns False and writes nothing when the grading is no longer pending or its
         lease is held by another worker (taken over after this one's expired).
         """
+        item = FinishedGrading(grading_id, worker_id, result, provisional, tuple(cache_rows))
+        return (await self.complete_many([item]))[0]
+
+    async def complete_many(self, items: Sequence[FinishedGrading]) -> list[bool]:
+        """Store several verdicts in one transaction (a group commit); each as ``complete``.
+
+        Whether each was stored, in order. Raises (and stores none) when one of them
+        fails: the caller stores them one by one then.
+        """
         now = self._db.clock()
         async with self._db.write() as session:
-            grading = await leased(self._db, session, grading_id, worker_id)
-            if grading is None:
-                return False
-            if (result.rubric_id, result.rubric_version) != (
-                grading.rubric_id,
-                grading.rubric_version,
-            ):
-                raise ValueError(
-                    f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
-                    f"the grading for {grading.rubric_id}@{grading.rubric_version}"
-                )
-            await insert_rows(session, _ANSWERS, answer_rows(grading.id, result))
-            calls = await store_calls(session, grading, result.calls, now)
-            apply_result(grading, result, at=now)
-            grading.provisional = provisional
-            await session.flush()
-            # after the flush: votes point at the judge calls stored above
-            votes = vote_rows(grading.id, result.votes, [c.id for c in calls], at=now)
-            await insert_rows(session, _VOTES, votes)
-            await insert_cache_rows(session, cache_rows)
-            await audit_calls(self._db, session, grading.id, worker_id, calls)
-            await self._db.audit(
-                session,
-                "grading.completed" if result.status == "graded" else "grading.unscored",
-                entity_type="grading",
-                entity_id=grading.id,
-                actor=worker_id,
-                payload=completion_payload(grading, result, calls),
-                covers=[grading.id],
+            return [await self._complete_in(session, item, now) for item in items]
+
+    async def _complete_in(
+        self, session: AsyncSession, item: FinishedGrading, now: datetime
+    ) -> bool:
+        """Store one verdict in the caller's transaction (see ``complete``)."""
+        result, worker_id = item.result, item.worker_id
+        grading = await leased(self._db, session, item.grading_id, worker_id)
+        if grading is None:
+            return False
+        if (result.rubric_id, result.rubric_version) != (grading.rubric_id, grading.rubric_version):
+            raise ValueError(
+                f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
+                f"the grading for {grading.rubric_id}@{grading.rubric_version}"
             )
-            # a regrade item: carry overrides, promote, end the drained job
-            await self._regrade.item_completed(session, grading, worker_id)
+        answers = answer_rows(grading.id, result)
+        await insert_rows(session, _ANSWERS, answers)
+        calls = await store_calls(session, grading, result.calls, now)
+        apply_result(grading, result, at=now)
+        grading.provisional = item.provisional
+        await session.flush()
+        # after the flush: votes point at the judge calls stored above
+        votes = vote_rows(grading.id, result.votes, [c.id for c in calls], at=now)
+        await insert_rows(session, _VOTES, votes)
+        await insert_cache_rows(session, item.cache_rows)
+        completed = {
+            "event": "grading.completed" if result.status == "graded" else "grading.unscored",
+            "entity_type": "grading",
+            "entity_id": grading.id,
+            "actor": worker_id,
+            "payload": completion_payload(grading, result, calls),
+        }
+        events = [*call_events(grading.id, worker_id, calls), completed]
+        # one INSERT for every audit row; the state digest of the values just written
+        digest = values_digest(row_values(grading), answers)
+        await self._db.audit_many(session, events, {len(events) - 1: {grading.id: digest}})
+        # a regrade item: carry overrides, promote, end the drained job
+        await self._regrade.item_completed(session, grading, worker_id)
         return True
 
     async def defer(
@@ -256,14 +271,12 @@ class QueueRepository:
             grading.lease_expires_at = None
             grading.revision += 1
             await session.flush()
-            await audit_calls(self._db, session, grading.id, worker_id, records)
-            await self._db.audit(
-                session,
-                "grading.deferred",
-                entity_type="grading",
-                entity_id=grading.id,
-                actor=worker_id,
-                payload={
+            deferred = {
+                "event": "grading.deferred",
+                "entity_type": "grading",
+                "entity_id": grading.id,
+                "actor": worker_id,
+                "payload": {
                     "grading_id": grading.id,
                     "reason": reason,
                     "retry_at": iso_utc(retry_at),
@@ -271,8 +284,9 @@ class QueueRepository:
                     "judge_calls": [c.id for c in records],
                     "revision": grading.revision,
                 },
-                covers=[grading.id],
-            )
+            }
+            events = [*call_events(grading.id, worker_id, records), deferred]
+            await self._db.audit_many(session, events, {len(events) - 1: [grading.id]})
         return True
 
     async def release_lease(self, grading_id: str, worker_id: str) -> bool:

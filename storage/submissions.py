@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.rubric import Rubric
+from storage.audit import values_digest
 from storage.canonical import sha256_hex
 from storage.catalog import CatalogRepository
 from storage.database import Database
@@ -168,7 +169,8 @@ class SubmissionRepository:
             created_at=now,
             scenario_version=data.scenario_version,
         )
-        await session.execute(insert(_GRADINGS), [row_values(grading)])
+        grading_values = row_values(grading)
+        await session.execute(insert(_GRADINGS), [grading_values])
         # audit rows last: on PostgreSQL they take the chain lock until commit
         await self._catalog.ensure_rubric(session, rubric, actor=actor)
         await self._db.audit(
@@ -183,7 +185,8 @@ class SubmissionRepository:
                 "rubric": {"id": rubric.id, "version": rubric.version},
                 "judge": judge_spec,
             },
-            covers=[grading.id],
+            # the digest of the row just written: no read-back
+            covers={grading.id: values_digest(grading_values, ())},
         )
         return SubmissionOutcome(submission=submission, grading=grading, created=True)
 

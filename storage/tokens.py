@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from datetime import datetime
 from typing import Final
 
@@ -15,10 +16,17 @@ from storage.database import Database
 from storage.errors import NotFound
 from storage.tables import TokenRecord
 
-__all__ = ["ROLES", "TOKEN_PREFIX", "TokenRepository", "hash_token"]
+__all__ = ["ROLES", "TOKEN_CACHE_SECONDS", "TOKEN_PREFIX", "TokenRepository", "hash_token"]
 
 ROLES: Final = ("submitter", "adjudicator", "admin")
 TOKEN_PREFIX: Final = "srej_"
+
+
+#: how long a looked-up token is trusted without asking the database again: a token
+#: revoked through another process stops working at most this long after
+TOKEN_CACHE_SECONDS: Final = 0.5
+#: tokens remembered at most (all of them are forgotten when it is full)
+_CACHE_SIZE: Final = 1024
 
 
 def hash_token(plaintext: str) -> str:
@@ -32,6 +40,8 @@ class TokenRepository:
     def __init__(self, db: Database) -> None:
         """Work through ``db``."""
         self._db = db
+        #: token hash -> (record, monotonic time it was read): see ``authenticate``
+        self._recent: dict[str, tuple[TokenRecord, float]] = {}
 
     async def create(
         self,
@@ -114,10 +124,27 @@ class TokenRepository:
         return True, record
 
     async def authenticate(self, plaintext: str) -> TokenRecord | None:
-        """The token's record, or None when it is unknown, revoked or expired."""
-        query = select(TokenRecord).where(col(TokenRecord.token_hash) == hash_token(plaintext))
-        async with self._db.read() as session:
-            record = (await session.execute(query)).scalar_one_or_none()
+        """The token's record, or None when it is unknown, revoked or expired.
+
+        A valid token's record is remembered for ``TOKEN_CACHE_SECONDS``, so a client
+        sending many requests costs one lookup per interval, not one per request. A
+        revocation through this repository takes effect at once; one through another
+        process within that interval. Unknown and revoked tokens are not remembered.
+        """
+        digest = hash_token(plaintext)
+        remembered = self._recent.get(digest)
+        now = time.monotonic()
+        if remembered is not None and now - remembered[1] < TOKEN_CACHE_SECONDS:
+            record: TokenRecord | None = remembered[0]
+        else:
+            query = select(TokenRecord).where(col(TokenRecord.token_hash) == digest)
+            async with self._db.read() as session:
+                record = (await session.execute(query)).scalar_one_or_none()
+            self._recent.pop(digest, None)
+            if record is not None and record.revoked_at is None:
+                if len(self._recent) >= _CACHE_SIZE:
+                    self._recent.clear()
+                self._recent[digest] = (record, now)
         if record is None or record.revoked_at is not None:
             return None
         if record.expires_at is not None and record.expires_at <= self._db.clock():
@@ -130,6 +157,7 @@ class TokenRepository:
             record = await session.get(TokenRecord, token_id)
             if record is None:
                 raise NotFound(f"token {token_id!r} does not exist")
+            self._recent.pop(record.token_hash, None)  # no longer valid in this process
             if record.revoked_at is None:
                 record.revoked_at = self._db.clock()
                 await session.flush()

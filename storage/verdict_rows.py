@@ -18,9 +18,11 @@ from judge.calls import JudgeCall
 from judge.verdict import GradingResult
 from storage.database import Database
 from storage.records import call_audit_payload, judge_call_records
-from storage.tables import GradingRecord, JudgeCallRecord
+from storage.tables import GradingRecord, JudgeCallRecord, row_values
 
-__all__ = ["audit_calls", "completion_payload", "insert_rows", "leased", "store_calls"]
+_CALLS = JudgeCallRecord.__table__  # type: ignore[attr-defined]
+
+__all__ = ["call_events", "completion_payload", "insert_rows", "leased", "store_calls"]
 
 
 async def leased(
@@ -50,7 +52,8 @@ async def store_calls(
         count = select(func.count()).where(col(JudgeCallRecord.grading_id) == grading.id)
         first = (await session.execute(count)).scalar_one()
     records = judge_call_records(grading.id, calls, first_position=first, at=at)
-    session.add_all(records)
+    # one executemany of plain values, not ORM objects and a flush per row
+    await session.execute(insert(_CALLS), [row_values(r) for r in records])
     return records
 
 
@@ -64,23 +67,20 @@ async def insert_rows(session: AsyncSession, table: Table, rows: list[dict[str, 
         await session.execute(insert(table), rows)
 
 
-async def audit_calls(
-    db: Database,
-    session: AsyncSession,
-    grading_id: str,
-    worker_id: str,
-    calls: list[JudgeCallRecord],
-) -> None:
-    """One ``judge.call`` audit event per stored call."""
-    for record in calls:
-        await db.audit(
-            session,
-            "judge.call",
-            entity_type="grading",
-            entity_id=grading_id,
-            actor=worker_id,
-            payload=call_audit_payload(record),
-        )
+def call_events(
+    grading_id: str, worker_id: str, calls: list[JudgeCallRecord]
+) -> list[dict[str, Any]]:
+    """One ``judge.call`` audit event per stored call, for ``Database.audit_many``."""
+    return [
+        {
+            "event": "judge.call",
+            "entity_type": "grading",
+            "entity_id": grading_id,
+            "actor": worker_id,
+            "payload": call_audit_payload(record),
+        }
+        for record in calls
+    ]
 
 
 def completion_payload(

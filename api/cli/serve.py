@@ -29,20 +29,36 @@ def migrate_command() -> None:
 @click.command("serve")
 @click.option("--host", help="address to bind (default 127.0.0.1)")
 @click.option("--port", type=int, help="port (default 8000)")
-def serve_command(host: str | None, port: int | None) -> None:
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 64),
+    help="server processes sharing the port, each with its workers (PostgreSQL only above 1; "
+    "default SRE_JUDGE_PROCESSES or 1)",
+)
+def serve_command(host: str | None, port: int | None, processes: int | None) -> None:
     """Migrate the database and serve the API."""
     from api.http.app import create_app
     from api.http.server import run_server
     from api.service.observability import configure_logging
     from storage import upgrade
 
-    settings = load_settings(host=host, port=port)
+    settings = load_settings(host=host, port=port, processes=processes)
+    if settings.processes > 1 and not settings.database_url.startswith("postgres"):
+        raise click.UsageError(
+            "--processes above 1 needs PostgreSQL: SQLite admits one writer at a time, so "
+            "more processes would only queue for its lock"
+        )
     configure_logging(settings)
     run(upgrade(settings.database_url))
     try:
         app = create_app(settings)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if settings.processes > 1:
+        from api.http.processes import run_processes
+
+        del app  # checked; each process builds its own
+        raise SystemExit(run_processes(settings, settings.processes))
     run_server(app, settings)
 
 

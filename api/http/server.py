@@ -63,8 +63,11 @@ class GracefulServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def run_server(app: Litestar, settings: Settings) -> None:
-    """Serve ``app`` on the configured host and port until SIGTERM or SIGINT."""
+def run_server(
+    app: Litestar, settings: Settings, sockets: list[socket.socket] | None = None
+) -> None:
+    """Serve ``app`` on the configured host and port (or on ``sockets``, bound by a
+    parent process: ``api.http.processes``) until SIGTERM or SIGINT."""
 
     def on_signal() -> None:
         workers = getattr(app.state, "workers", None)
@@ -81,4 +84,4 @@ def run_server(app: Litestar, settings: Settings) -> None:
         access_log=False,  # the app writes its own access lines, with the request id
         timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
     )
-    GracefulServer(config, on_signal).run()
+    GracefulServer(config, on_signal).run(sockets=sockets)

@@ -115,6 +115,13 @@ class Settings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1")
     port: int = Field(default=8000, ge=0, le=65535)
+    processes: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="serve processes sharing the port and the database, each with its "
+        "workers; above 1 needs PostgreSQL",
+    )
     allow_anonymous: bool = Field(
         default=False, description="no token needed; refused unless bound to 127.0.0.1"
     )

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api.service import self_preference
+from api.service.group_commit import GroupCommit
 from api.service.judging import (
     RETRY_LATER,
     build_grader,
@@ -38,7 +39,7 @@ from judge.errors import InputError, JudgeSpecError
 from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.verdict import GradingResult
-from storage import Claim
+from storage import Claim, FinishedGrading
 
 __all__ = ["GradingWorkers", "new_worker_id"]
 
@@ -80,6 +81,8 @@ class GradingWorkers:
         self._qualifications: Qualifications | None = None
         #: whether the last claim may have left claimable work behind (see ``_finished``)
         self._backlog = False
+        #: verdicts finished together are stored in one transaction
+        self._commits = GroupCommit(services.store.queue)
 
     @property
     def in_flight(self) -> int:
@@ -218,12 +221,10 @@ class GradingWorkers:
                 self._account(result, "deferred" if stored else "discarded")
             else:
                 result, provisional = await self._review_marks(claim, rubric, result)
-                stored = await store.queue.complete(
-                    claim.grading_id,
-                    self.worker_id,
-                    result,
-                    provisional=provisional,
-                    cache_rows=cache_rows,
+                stored = await self._commits.complete(
+                    FinishedGrading(
+                        claim.grading_id, self.worker_id, result, provisional, tuple(cache_rows)
+                    )
                 )
                 self._account(result, "completed" if stored else "discarded")
         except Exception:

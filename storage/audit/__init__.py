@@ -13,6 +13,7 @@ from storage.audit.chain import (
     AuditEntry,
     ChainKey,
     append_event,
+    append_events,
     hash_key_id,
     row_hash,
 )
@@ -23,7 +24,7 @@ from storage.audit.checkpoint import (
     make_checkpoint,
     sign_checkpoint,
 )
-from storage.audit.state import COVERS, grading_digests, state_digest
+from storage.audit.state import COVERS, grading_digests, state_digest, values_digest
 from storage.audit.verify import ChainReport, verify_chain
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "append_event",
+    "append_events",
     "check_checkpoint",
     "grading_digests",
     "hash_key_id",
@@ -44,5 +46,6 @@ __all__ = [
     "row_hash",
     "sign_checkpoint",
     "state_digest",
+    "values_digest",
     "verify_chain",
 ]

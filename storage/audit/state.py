@@ -17,7 +17,7 @@ column's key can stand for when absent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import JSON, Table, select
@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from storage.canonical import canonical_json, sha256_hex
 from storage.tables import AnswerRecord, GradingRecord
 
-__all__ = ["COVERS", "grading_digests", "state_digest"]
+__all__ = ["COVERS", "grading_digests", "state_digest", "values_digest"]
 
 #: the payload key of the digests an audit event carries
 COVERS = "covers"
@@ -69,17 +69,28 @@ def _is_default(value: Any, default: Any) -> bool:
     return default is not _MISSING and value == default
 
 
-def _values(row: Any, table: Table, skip: frozenset[str]) -> dict[str, Any]:
+def _values(row: Mapping[str, Any], table: Table, skip: frozenset[str]) -> dict[str, Any]:
     defaults = _DEFAULTS[table.name]
     return {
         k: v
-        for k, v in row._mapping.items()
+        for k, v in row.items()
         if v is not None and k not in skip and not _is_default(v, defaults.get(k, _MISSING))
     }
 
 
 def state_digest(grading: Any, answers: Iterable[Any]) -> str:
     """The digest of one grading row and its answer rows (rows as read from the tables)."""
+    return values_digest(grading._mapping, (a._mapping for a in answers))
+
+
+def values_digest(grading: Mapping[str, Any], answers: Iterable[Mapping[str, Any]]) -> str:
+    """The digest of a grading's column values and its answers' (as written, or read).
+
+    A writer that knows every column of the row it wrote (the submission's pending
+    grading, a completed grading with the answer rows of the same transaction) computes
+    the digest from those values instead of reading the rows back: the same digest,
+    since a column left out of ``answers`` holds its default, which counts as absent.
+    """
     content = {
         "grading": _values(grading, _GRADINGS, _BOOKKEEPING),
         "answers": sorted(

@@ -5,10 +5,18 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from storage import AnswerRecord, AuditRecord, JudgeCallRecord, Store
+from storage import (
+    AnswerRecord,
+    AuditRecord,
+    FinishedGrading,
+    JudgeCallRecord,
+    Store,
+    verify_chain,
+)
 from storage.db import session_factory
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, judge_call, submit, unscored_result
@@ -206,3 +214,42 @@ async def test_queue_depth_counts_pending_gradings(store: Store, clock: Clock) -
     assert await store.queue.complete(first.grading.id, "w1", graded_result())
     count, oldest = await store.queue.depth()
     assert count == 1 and oldest is not None and oldest > first.grading.created_at
+
+
+async def test_verdicts_stored_together_are_each_checked_against_their_lease(
+    store: Store, engine: AsyncEngine, clock: Clock
+) -> None:
+    ids = [(await submit(store)).grading.id for _ in range(3)]
+    await store.queue.claim_pending("w1", limit=3, lease_seconds=30)
+    clock.advance(31)
+    # the third grading's lease expired and another worker took it over
+    await store.queue.claim_pending("w2", limit=1, lease_seconds=30)
+    taken = [i for i in ids if (await store.gradings.get(i)).grading.lease_owner == "w2"]  # type: ignore[union-attr]
+    items = [FinishedGrading(i, "w1", graded_result()) for i in ids]
+
+    stored = await store.queue.complete_many(items)
+
+    assert stored == [i not in taken for i in ids]
+    for grading_id in ids:
+        view = await store.gradings.get(grading_id)
+        assert view is not None
+        assert view.grading.status == ("pending" if grading_id in taken else "graded")
+        assert len(view.answers) == (0 if grading_id in taken else 9)
+    # one chain, and each grading's digest matches the tables
+    report = await verify_chain(engine, key=store.db.chain_key)
+    assert report.ok, report
+
+
+async def test_a_batch_with_a_bad_verdict_stores_none_of_it(
+    store: Store, engine: AsyncEngine
+) -> None:
+    ids = [(await submit(store)).grading.id for _ in range(2)]
+    await store.queue.claim_pending("w1", limit=2, lease_seconds=60)
+    wrong = graded_result().model_copy(update={"rubric_version": "not-this-one"})
+    items = [FinishedGrading(ids[0], "w1", graded_result()), FinishedGrading(ids[1], "w1", wrong)]
+
+    with pytest.raises(ValueError, match="rubric"):
+        await store.queue.complete_many(items)
+
+    assert await _count(engine, AnswerRecord) == 0
+    assert (await store.gradings.get(ids[0])).grading.status == "pending"  # type: ignore[union-attr]

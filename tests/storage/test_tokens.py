@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
 
-from storage import AuditRecord, NotFound, Store
+from storage import AuditRecord, NotFound, Store, make_engine
 from storage.db import session_factory
+from storage.keys import ServiceKey
 from tests.conftest import Clock
 
 
@@ -62,3 +65,22 @@ async def test_tokens_are_listed_and_their_creation_is_audited_without_the_secre
 async def _audit_payloads(store: Store) -> list[dict[str, object]]:
     async with session_factory(store.engine)() as session:
         return [r.payload for r in (await session.execute(select(AuditRecord))).scalars()]
+
+
+async def test_a_token_revoked_by_another_process_stops_working_within_a_second(
+    store: Store, database_url: str, service_key: ServiceKey
+) -> None:
+    # a second store on its own engine: another process's pool and token cache
+    other_engine = make_engine(database_url)
+    other = Store(other_engine, key=service_key)
+    try:
+        plaintext, record = await store.tokens.create(name="ci", role="submitter")
+        assert await other.tokens.authenticate(plaintext) is not None  # now remembered there
+        await store.tokens.revoke(record.id)
+        assert await store.tokens.authenticate(plaintext) is None  # at once where revoked
+        revoked_at = time.monotonic()
+        while await other.tokens.authenticate(plaintext) is not None:
+            assert time.monotonic() - revoked_at < 1.0, "still accepted a second after"
+            await asyncio.sleep(0.02)
+    finally:
+        await other_engine.dispose()

@@ -1,0 +1,146 @@
+"""The service's own CPU per grading, without HTTP: in milliseconds and in instructions.
+
+    python bench/cpu_per_grading.py [--db sqlite|postgres] [--gradings 300] [--runs 3]
+                                    [--callgrind] [--callgrind-gradings 60]
+
+One process accepts ``--gradings`` submissions through the application layer (checks,
+redaction, the submission's transaction) and grades them with the workers and the
+in-process scripted judge (claim, prompt, parse, evidence, rule, the completion's
+transaction, audit): the path of a grading minus uvicorn and Litestar. CPU time is
+``time.process_time`` of that phase (so other work on a shared machine changes it
+less than wall time), reported as median and spread over ``--runs`` runs.
+
+``--callgrind`` also runs one measurement under ``valgrind --tool=callgrind`` with
+instrumentation off during start-up and warm-up and switched on (``callgrind_control
+-i on``) for the measured gradings only: instructions per grading do not depend on the
+machine's load (``perf stat -e instructions`` is not supported on this machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as `python bench/cpu_per_grading.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Figure, bench_database, print_report
+from bench.service import submission_body
+
+_WARMUP = 20
+
+
+async def _grade_all(runtime: Any, principal: Any, first: int, count: int) -> None:
+    """Accept ``count`` submissions, then wait until the workers graded them all."""
+    from api.service.schemas import SubmissionCreate
+    from api.service.submissions import accept_submission, wait_for_grading
+
+    ids = []
+    for n in range(first, first + count):
+        data = SubmissionCreate.model_validate(submission_body(n))
+        accepted = await accept_submission(runtime.services, data, principal=principal)
+        ids.append(accepted.outcome.grading.id)
+    for grading_id in ids:
+        view = await wait_for_grading(runtime.services, grading_id, 120)
+        if view is None or view.grading.status == "pending":
+            raise TimeoutError(f"grading {grading_id} still pending")
+
+
+async def _measure(url: str, count: int, toggle: bool) -> float:
+    """CPU seconds per grading over ``count`` gradings after a warm-up."""
+    from api.service.principal import Principal
+    from api.service.runtime import Runtime
+    from api.service.settings import Settings
+
+    folder = tempfile.mkdtemp(prefix="srejudge-cpu-")
+    settings = Settings(
+        database_url=url,
+        judge="scripted:pass",
+        secret_key_file=Path(folder) / "key",
+        judge_concurrency=8,
+    )
+    principal = Principal(id="bench", name="bench", role="admin")
+    async with Runtime(settings, workers=True, migrate=True) as runtime:
+        await _grade_all(runtime, principal, 0, _WARMUP)
+        if toggle:
+            _callgrind("-i", "on")
+        started = time.process_time()
+        await _grade_all(runtime, principal, _WARMUP, count)
+        spent = time.process_time() - started
+        if toggle:
+            _callgrind("-i", "off")
+    shutil.rmtree(folder, ignore_errors=True)
+    return spent / count
+
+
+def _callgrind(*args: str) -> None:
+    subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)
+
+
+def _one_run(db: str, count: int, toggle: bool) -> float:
+    with bench_database(db) as url:
+        return asyncio.run(_measure(url, count, toggle))
+
+
+def _instructions(db: str, count: int) -> float:
+    """Instructions per grading from one run under callgrind (instrumented part only)."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "callgrind.out"
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--inner",
+            "--db",
+            db,
+            "--gradings",
+            str(count),
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if done.returncode != 0 or found is None:
+            raise RuntimeError(f"callgrind run failed: {done.stderr[-2000:]}")
+        return int(found.group(1)) / count
+
+
+def main() -> None:
+    """Measure and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", default="sqlite", choices=["sqlite", "postgres"])
+    parser.add_argument("--gradings", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--callgrind-gradings", type=int, default=60)
+    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:  # the measured process under callgrind
+        _one_run(args.db, args.gradings, toggle=True)
+        return
+    per = [_one_run(args.db, args.gradings, toggle=False) * 1000 for _ in range(args.runs)]
+    spread = f"{min(per):.2f}-{max(per):.2f}"
+    figures = [
+        Figure(f"CPU per grading, {args.db}, median of {args.runs}", statistics.median(per), "ms"),
+        Figure("CPU per grading, min-max over runs", spread, "ms"),
+    ]
+    if args.callgrind:
+        instructions = _instructions(args.db, args.callgrind_gradings)
+        figures.append(Figure("instructions per grading (callgrind)", instructions / 1e6, "M"))
+    title = "CPU per grading without HTTP (application layer, scripted judge)"
+    print_report("cpu_per_grading", title, figures, {"gradings": args.gradings, "db": args.db})
+
+
+if __name__ == "__main__":
+    main()
