@@ -19,23 +19,26 @@ from judge.caller import JudgeCaller
 from judge.calls import ChatMessage, JudgeCall
 from judge.confidence import with_logprob_confidence
 from judge.context import Fit
-from judge.prompt import build_answer_schema, build_question_messages
+from judge.prompt import build_question_messages
 from judge.reply import ParsedAnswer, parse_answer_reply
+from judge.reply_format import answer_fields, build_answer_schema
 from judge.results import graded_result, unscored_result
 from judge.rubric import Rubric
+from judge.style import AskingStyle, style_of
 from judge.verdict import GradingResult
 
 __all__ = ["ask_per_question", "question_repair_message"]
 
 
-def question_repair_message(question_id: str, problems: list[str]) -> ChatMessage:
+def question_repair_message(
+    question_id: str, problems: list[str], *, reply_format: str = "full"
+) -> ChatMessage:
     """The follow-up that says what was wrong with the reply to one question."""
     return ChatMessage(
         role="user",
         content=(
             f"Your reply could not be used: {'; '.join(problems)}. Reply again with only "
-            f"one JSON object answering {question_id}, with reasoning, evidence, "
-            'answer ("yes" or "no") and confidence.'
+            f"one JSON object answering {question_id}, with {answer_fields(reply_format)}."
         ),
     )
 
@@ -47,11 +50,14 @@ async def ask_per_question(
     fit: Fit,
     *,
     injected: Sequence[tuple[int, int]] = (),
+    style: AskingStyle | None = None,
 ) -> GradingResult:
     """Ask every question of ``rubric`` in its own call; grade or make it unscored.
 
-    ``injected``: spans of the diagnosis screening marked as injected (not evidence)."""
-    schema = build_answer_schema()
+    ``injected``: spans of the diagnosis screening marked as injected (not evidence);
+    ``style``: the reply format and each question's polarity (default: the rubric's)."""
+    style = style or style_of(rubric)
+    form = style.reply_format
     calls: list[JudgeCall] = []
     parsed: dict[str, ParsedAnswer] = {}
     sources: dict[str, int] = {}
@@ -59,10 +65,15 @@ async def ask_per_question(
         qid = question.id
         asked = await ask_with_repair(
             caller,
-            build_question_messages(rubric, ground_truth, fit.diagnosis, qid),
-            schema,
-            parse=partial(parse_answer_reply, question_id=qid),
-            repair_message=partial(question_repair_message, qid),
+            build_question_messages(rubric, ground_truth, fit.diagnosis, qid, style=style),
+            build_answer_schema(form, question),
+            parse=partial(
+                parse_answer_reply,
+                question_id=qid,
+                reply_format=form,
+                quote=question.requires_quote,
+            ),
+            repair_message=partial(question_repair_message, qid, reply_format=form),
             label=qid,
         )
         calls.extend(asked.calls)
@@ -80,4 +91,5 @@ async def ask_per_question(
         diagnosis=fit.diagnosis,
         sources=sources,
         injected=injected,
+        style=style,
     )
