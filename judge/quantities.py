@@ -36,9 +36,8 @@ _SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
         r"timeout\w*|deadline|delay\w*|latency|period\w*|interval|ttl|initialdelay\w*"
         r"|grace\w*|backoff|expir\w*|probe",
     ),
-    "percent": (
-        r"cpu|memory|error\w*|loss|traffic|weight|utili[sz]ation|success|availability|disk",
-    ),
+    # not cpu or memory: "CPU at 95 %" and "100 % of its limit" are different measures
+    "percent": (r"error\w*|loss|traffic|weight|success|availability",),
     "replicas": (),
     "port": (r"targetport|containerport|nodeport|hostport",),
 }
@@ -48,7 +47,7 @@ _DURATION_CONTEXT = re.compile(_SUBJECT_WORDS["duration"][0], re.I)
 #: a value the diagnosis proposes, not one it reports
 _ADVICE = re.compile(
     r"\b(?:should|recommend\w*|suggest\w*|increase|raise|bump|restore|revert|consider"
-    r"|needs?\s+to|must|could|would|instead\s+of|rather\s+than)\b",
+    r"|needs?\s+to|must|could|would)\b",
     re.I,
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[;\n]")
@@ -69,9 +68,12 @@ class Quantity:
     advice: bool = False
 
     def same_value(self, other: Quantity) -> bool:
-        """Equal, within 10 % for memory (a diagnosis' MB for the ground truth's Mi)."""
+        """Equal: exactly for counts, ports and percentages; within 0.1 % for CPU and
+        durations; within 10 % for memory (a diagnosis' MB for the ground truth's Mi)."""
         if self.kind != other.kind:
             return False
+        if self.kind in ("port", "replicas", "percent"):
+            return self.value == other.value
         if self.kind == "memory":
             high = max(self.value, other.value)
             return high == 0 or abs(self.value - other.value) / high <= Decimal("0.1")
@@ -83,7 +85,7 @@ def _k8s_parse() -> Callable[[str], Decimal]:
     # imported on first use: the client package takes about a second to import
     from kubernetes.utils.quantity import parse_quantity
 
-    return parse_quantity  # type: ignore[no-any-return]
+    return parse_quantity
 
 
 def _cpu(number: str, unit: str) -> Decimal:
@@ -193,7 +195,7 @@ def _read(kind: str, match: re.Match[str], text: str) -> tuple[str, Decimal] | N
         return "duration", Decimal(match.group(2))
     if kind.startswith("replicas"):
         raw = match.group(1).lower()
-        return "replicas", Decimal(_WORD_NUMBERS.get(raw, raw))  # type: ignore[arg-type]
+        return "replicas", Decimal(_WORD_NUMBERS.get(raw, raw))
     return "port", Decimal(match.group(2))
 
 
