@@ -1,16 +1,17 @@
-"""Prompt tokens per grading in both asking modes and both reply formats, against SREGym's.
+"""Prompt tokens per grading in every asking mode and reply format, against SREGym's.
 
     python bench/prompt_tokens.py [--no-llama]
 
 For a few ground truths and diagnoses (``bench/prompt_cases.py``) it builds the judge
-prompts exactly as the grader does, in both asking modes: ``single`` (one call asks
-every question) and ``per_question`` (one call per question, each opening with the
-same fenced texts), each in the ``full`` and the ``compact`` reply format (suffix
-``_compact``). The reply itself is what the formats mostly differ in; its skeleton
-(every key and answer, empty reasoning, evidence and quotes: a lower bound of what a
-judge writes) is counted too, per grading. Per grading it counts the prompt tokens, and
-the tokens a server must still process when it keeps the previous prompt's prefix
-cached (llama.cpp, vLLM and Ollama do), the calls sent in order. Counted two ways, each
+prompts exactly as the grader does, in each asking mode: ``single`` (one call asks
+every question), ``per_question`` (one call per question, each opening with the same
+fenced texts) and ``extraction`` (a call extracting the diagnosis' claims, then one
+call per question not answered from them), each in the ``full`` and the ``compact``
+reply format (suffix ``_compact``). The reply is what the formats mostly differ in: its
+skeleton (every key and answer, empty reasoning, evidence and quotes; a lower bound of
+what a judge writes) is counted too. Per grading it counts the prompt tokens, and the
+tokens a server must still process when it keeps the previous prompt's prefix cached
+(llama.cpp, vLLM and Ollama do), the calls sent in order. Counted two ways, each
 under its name:
 
 - ``llama``: the ``usage.prompt_tokens`` of real calls with the grader's messages to a
@@ -47,13 +48,21 @@ from bench.common import Figure, print_report
 from bench.prompt_cases import CASES
 from bench.token_counts import chatml, llama_counter, processed, qwen_tokenizer
 from judge.calls import ChatMessage
+from judge.extraction import build_extraction_messages
 from judge.prompt import build_messages, build_question_messages
 from judge.rubric import load_rubric_dir
 from judge.style import style_of
 
 SREGYM_FIXED_TOKENS = 1715
 TARGET_SHARE = 0.60
-MODES = ("single", "per_question", "single_compact", "per_question_compact")
+MODES = (
+    "single",
+    "per_question",
+    "single_compact",
+    "per_question_compact",
+    "extraction",
+    "extraction_compact",
+)
 FORMATS = ("full", "compact")
 
 #: per mode, per case: the messages of each call of one grading, in order
@@ -76,6 +85,15 @@ def grading_calls() -> Calls:
             [
                 build_question_messages(rubric, c.truth, c.diagnosis, q.id, style=style)
                 for q in rubric.questions
+            ]
+            for c in CASES
+        ]
+        asked = [q for q in rubric.questions if not q.claims]
+        calls[f"extraction{suffix}"] = [
+            [build_extraction_messages(c.diagnosis)]
+            + [
+                build_question_messages(rubric, c.truth, c.diagnosis, q.id, style=style)
+                for q in asked
             ]
             for c in CASES
         ]

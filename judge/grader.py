@@ -22,6 +22,7 @@ from judge.caller import JudgeCaller
 from judge.calls import SamplingParams
 from judge.confidence import with_logprob_confidence
 from judge.context import Fit, OverflowPolicy, fit_diagnosis
+from judge.extraction import ask_extraction
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.per_question import ask_per_question
 from judge.prompt import build_messages, build_repair_message, build_reply_schema
@@ -52,7 +53,7 @@ class Grader:
     #: a prompt that would not fit: ``unscored`` (context_overflow) or ``truncate``
     context_overflow: OverflowPolicy = "unscored"
     #: ``single`` or ``per_question`` (``judge.per_question``); None: the rubric's
-    asking: Literal["single", "per_question"] | None = None
+    asking: Literal["single", "per_question", "extraction"] | None = None
     #: ``full`` or ``compact`` replies (``judge.reply_format``); None: the rubric's
     reply_format: ReplyFormat | None = None
     #: ``positive`` or ``as_written`` for every question with a positive wording
@@ -92,6 +93,10 @@ class Grader:
         )
         if fit.overflow is not None:
             result = unscored_result(rubric, self.backend, [], "context_overflow", fit.overflow)
+        elif (self.asking or rubric.asking) == "extraction":
+            result = await ask_extraction(
+                caller, rubric, ground_truth, fit, injected=screening.injected, style=style
+            )
         elif (self.asking or rubric.asking) == "per_question":
             result = await ask_per_question(
                 caller, rubric, ground_truth, fit, injected=screening.injected, style=style

@@ -35,6 +35,7 @@ __all__ = [
     "build_repair_message",
     "build_reply_schema",
     "fence_tag",
+    "fenced_diagnosis",
     "normalize_untrusted",
 ]
 
@@ -135,6 +136,13 @@ def _fenced_texts(rubric: Rubric, ground_truth: str, diagnosis: str) -> tuple[st
         )
     texts = f"Ground truth:\n{truth_block}\n\nDiagnosis:\n{_fence('DIAGNOSIS', tag, text)}"
     return tag, texts
+
+
+def fenced_diagnosis(diagnosis: str) -> tuple[str, str]:
+    """The fence tag and the fenced diagnosis alone (extraction asks without the truth)."""
+    text = _neutralize(diagnosis).strip()
+    tag = fence_tag("", text)
+    return tag, _fence("DIAGNOSIS", tag, text)
 
 
 def build_messages(

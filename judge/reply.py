@@ -22,7 +22,7 @@ from typing import Any
 
 from judge.rubric import Rubric
 
-__all__ = ["ParsedAnswer", "ReplyInvalid", "parse_answer_reply", "parse_reply"]
+__all__ = ["ParsedAnswer", "ReplyInvalid", "extract_json", "parse_answer_reply", "parse_reply"]
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 #: the only answers (any case): a boolean or "true" is a reply that did not follow the
@@ -63,7 +63,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def _extract_json(text: str) -> Any:
+def extract_json(text: str) -> Any:
+    """The one JSON value of a reply (bare or in a code fence), or ReplyInvalid."""
     # a reply that is bare JSON is taken whole: its strings may quote a diagnosis that
     # contains a code fence, which must not be mistaken for the reply's own
     fenced = None if text.lstrip()[:1] in ("{", "[") else _FENCE.search(text)
@@ -171,7 +172,7 @@ def parse_reply(
     text: str, rubric: Rubric, *, reply_format: str = "full"
 ) -> dict[str, ParsedAnswer]:
     """Parse a reply into one answer per rubric question, or raise ReplyInvalid."""
-    pairs = _entries(_extract_json(text))
+    pairs = _entries(extract_json(text))
     expected = [q.id for q in rubric.questions]
     problems: list[str] = []
     seen: dict[str, Any] = {}
@@ -211,7 +212,7 @@ def parse_answer_reply(
     SREGym item carrying that id; any other id, or more than one answer, is refused.
     ``quote``: whether a compact answer may carry a quote (a [quote] question).
     """
-    value = _extract_json(text)
+    value = extract_json(text)
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if isinstance(value, dict) and set(value) == {question_id}:

@@ -65,6 +65,9 @@ class Question(_Strict):
     #: ``positive``: ask ``positive_text`` and invert the answer in code; the answer is
     #: recorded in this question's own polarity. SRE_JUDGE_JUDGE_ASK_AS overrides
     ask_as: Literal["as_written", "positive"] = "as_written"
+    #: in ``extraction`` asking, the comparison of the diagnosis' extracted claims with
+    #: the ground truth that answers this question in code (``judge.extraction``)
+    claims: Literal["origin", "no_other_cause", "values"] | None = None
 
     @model_validator(mode="after")
     def _positive_needs_text(self) -> Question:
@@ -112,8 +115,10 @@ class Rubric(_Strict):
     #: kept and sent to review (``flag``)
     grounding_failure: Literal["veto", "flag"] = "veto"
     #: how the judge is asked: ``single`` (one call, every question) or ``per_question``
-    #: (one short call per question after a shared prefix); SRE_JUDGE_JUDGE_ASKING overrides
-    asking: Literal["single", "per_question"] = "single"
+    #: (one short call per question after a shared prefix) or ``extraction`` (the
+    #: diagnosis' claims extracted, questions with ``claims`` answered in code, the rest
+    #: per question: ``judge.extraction``); SRE_JUDGE_JUDGE_ASKING overrides
+    asking: Literal["single", "per_question", "extraction"] = "single"
     #: what the judge writes per question: ``full`` (reasoning, evidence, answer,
     #: confidence) or ``compact`` (the answer, and a quote for [quote] questions);
     #: SRE_JUDGE_JUDGE_REPLY_FORMAT overrides
@@ -154,7 +159,12 @@ class Rubric(_Strict):
 
 #: keys added after the first rubrics, with their defaults
 _LATER_KEYS = {"asking": "single", "reply_format": "full"}
-_LATER_QUESTION_KEYS = {"positive_text": "", "positive_hint": "", "ask_as": "as_written"}
+_LATER_QUESTION_KEYS = {
+    "positive_text": "",
+    "positive_hint": "",
+    "ask_as": "as_written",
+    "claims": None,
+}
 
 
 def _without_defaults(payload: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -85,9 +85,12 @@ class Settings(BaseSettings):
             "what an OpenAI-compatible server's /v1/models says, else unchecked"
         ),
     )
-    judge_asking: Literal["single", "per_question"] | None = Field(
+    judge_asking: Literal["single", "per_question", "extraction"] | None = Field(
         default=None,
-        description="single (one call) or per_question (a call per question); unset: the rubric's",
+        description=(
+            "single (one call), per_question (a call per question) or extraction (claims "
+            "extracted, compared in code, the rest per question); unset: the rubric's"
+        ),
     )
     judge_reply_format: Literal["full", "compact"] | None = Field(
         default=None,
