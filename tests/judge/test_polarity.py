@@ -112,12 +112,15 @@ def test_rubrics_without_the_new_keys_keep_their_version(rubric: Rubric) -> None
     data = rubric.model_dump(mode="json")
     for dimension in data["dimensions"]:
         for q in dimension["questions"]:
-            q.pop("positive_text"), q.pop("positive_hint"), q.pop("ask_as")
+            q.pop("positive_text"), q.pop("positive_hint"), q.pop("ask_as"), q.pop("claims")
     data.pop("reply_format")
+    data["dimensions"][1]["questions"][2]["grounding"] = None
+    # the default rubric as it was before issue 18: stored gradings name this version
+    assert rubric_from_mapping(data, source="before").version == "v1+4067ac07a575"
     explicit = json.loads(json.dumps(data))
     for dimension in explicit["dimensions"]:
         for q in dimension["questions"]:
-            q.update(ask_as="as_written", positive_text="", positive_hint="")
+            q.update(ask_as="as_written", positive_text="", positive_hint="", claims=None)
     explicit["reply_format"] = "full"
     assert (
         rubric_from_mapping(data, source="a").version
