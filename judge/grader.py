@@ -29,6 +29,7 @@ from judge.prompt import build_messages, build_repair_message, build_reply_schem
 from judge.reply import parse_reply
 from judge.results import empty_diagnosis_result, graded_result, unscored_result
 from judge.retry import RetryPolicy
+from judge.quantities import load_parsers
 from judge.rubric import Rubric
 from judge.screening import screen
 from judge.style import AskAs, AskingStyle, ReplyFormat, style_of
@@ -84,6 +85,7 @@ class Grader:
         caller = self.caller
         style = style_of(rubric, reply_format=self.reply_format, ask_as=self.ask_as)
         screening = await asyncio.to_thread(screen, diagnosis)  # regex work off the loop
+        await asyncio.to_thread(load_parsers)  # the first import takes a second
         fit = fit_diagnosis(
             lambda text: build_messages(rubric, ground_truth, text, style=style),
             screening.text,

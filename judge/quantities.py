@@ -16,12 +16,13 @@ contradictions is ``judge.contradictions``' job.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from functools import cache
+from functools import cache, lru_cache
 
-__all__ = ["Quantity", "quantities_in"]
+__all__ = ["Quantity", "load_parsers", "quantities_in"]
 
 _NUM = r"(\d+(?:\.\d+)?)"
 #: per kind, the classes of words that say what a value is; one word of each class
@@ -88,6 +89,11 @@ def _k8s_parse() -> Callable[[str], Decimal]:
     return parse_quantity
 
 
+def load_parsers() -> None:
+    """Import the parsers now (about a second, once): call it off the event loop."""
+    _k8s_parse()
+
+
 def _cpu(number: str, unit: str) -> Decimal:
     return _k8s_parse()(number + ("m" if unit.lower().startswith("m") else ""))
 
@@ -136,10 +142,20 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
 )
 
 
+@lru_cache(maxsize=8)
+def _sentence_ends(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Where each sentence break of ``text`` starts and ends (computed once per text)."""
+    breaks = list(_SENTENCE_END.finditer(text))
+    return tuple(m.start() for m in breaks), tuple(m.end() for m in breaks)
+
+
 def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
-    before = [m.end() for m in _SENTENCE_END.finditer(text, 0, start)]
-    after = _SENTENCE_END.search(text, end)
-    return (before[-1] if before else 0), (after.start() if after else len(text))
+    starts, ends = _sentence_ends(text)
+    before = bisect_right(ends, start) - 1
+    after = bisect_left(starts, end)
+    return (ends[before] if before >= 0 else 0), (
+        starts[after] if after < len(starts) else len(text)
+    )
 
 
 def _subject(kind: str, text: str, start: int, end: int) -> tuple[str, ...]:
@@ -202,11 +218,11 @@ def _read(kind: str, match: re.Match[str], text: str) -> tuple[str, Decimal] | N
 def quantities_in(text: str) -> list[Quantity]:
     """Every quantity of ``text`` whose kind its words tell, in order of appearance."""
     found: dict[tuple[int, int], Quantity] = {}
-    taken: list[tuple[int, int]] = []
+    taken: set[int] = set()  # character positions of numbers already read
     for name, pattern, group in _PATTERNS:
         for match in pattern.finditer(text):
             span = match.span(group)
-            if any(a < span[1] and span[0] < b for a, b in taken):
+            if not taken.isdisjoint(range(*span)):
                 continue  # a number is read once, by the first pattern that explains it
             try:
                 read = _read(name, match, text)
@@ -223,5 +239,5 @@ def quantities_in(text: str) -> list[Quantity]:
                 subject = _subject(kind, text, *match.span())
             advice = _ADVICE.search(_context(text, *match.span())) is not None
             found[span] = Quantity(kind, subject, value, match.group().strip(), advice)
-            taken.append(span)
+            taken.update(range(*span))
     return [found[span] for span in sorted(found)]
