@@ -26,10 +26,10 @@ from judge.extraction import ask_extraction
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.per_question import ask_per_question
 from judge.prompt import build_messages, build_repair_message, build_reply_schema
+from judge.quantities import load_parsers
 from judge.reply import parse_reply
 from judge.results import empty_diagnosis_result, graded_result, unscored_result
 from judge.retry import RetryPolicy
-from judge.quantities import load_parsers
 from judge.rubric import Rubric
 from judge.screening import screen
 from judge.style import AskAs, AskingStyle, ReplyFormat, style_of
