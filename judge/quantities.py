@@ -44,7 +44,7 @@ _SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
 }
 _CPU_CONTEXT = re.compile(r"\bcpus?\b|\bcores?\b|millicores?|millicpu", re.I)
 _MEMORY_CONTEXT = re.compile(r"\b(?:memory|mem|ram|heap|oom\w*)\b", re.I)
-_DURATION_CONTEXT = re.compile(_SUBJECT_WORDS["duration"][0], re.I)
+_DURATION_CONTEXT = re.compile(rf"\b(?:{_SUBJECT_WORDS['duration'][0]})\b", re.I)
 #: a value the diagnosis proposes, not one it reports
 _ADVICE = re.compile(
     r"\b(?:should|recommend\w*|suggest\w*|increase|raise|bump|restore|revert|consider"

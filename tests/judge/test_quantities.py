@@ -68,6 +68,9 @@ PROBE = "The readiness probe of frontend has timeoutSeconds: 1, too short for it
 SCALE = "deployment/payment was scaled to 0 replicas."
 PORT = "The Service's targetPort was changed from 8080 to 9999."
 LOSS = "50% packet loss was injected on the ratings pods."
+THROTTLE = "The CPU limit of deployment/geo was set to 10m, causing throttling."
+PERIOD = "The liveness probe has initialDelaySeconds: 0 and periodSeconds: 1."
+OOM = "A memory limit of 50Mi on mongodb leads to OOMKilled."
 
 
 @pytest.mark.parametrize(
@@ -83,6 +86,9 @@ LOSS = "50% packet loss was injected on the ratings pods."
         (SCALE, "Its replicas were set to 3 but none start.", ("(= 3)", "(= 0)")),
         (PORT, "The targetPort is 8081 instead of the container's port.", ("8081",)),
         (LOSS, "There is a packet loss of 20% on ratings.", ('"20%" (= 20 %)', '"50%"')),
+        # "throttling" holds "ttl": words, not letters, say a 10m is a duration
+        (THROTTLE, "geo is CPU throttled; its CPU limit is 100m.", ('"100m"', '"10m"')),
+        (PERIOD, "The liveness probe period is 10 seconds.", ("(= 10 s)", "(= 1 s)")),
     ],
 )
 def test_a_contradicting_value_is_found_with_both_values(
@@ -114,6 +120,13 @@ def test_a_contradicting_value_is_found_with_both_values(
         (PORT, "The targetPort is 9999 while the app listens on 8080."),
         (PORT, "Clients call port 80 and get connection refused."),  # an unqualified port
         (LOSS, "The error rate is 30%."),  # an error rate is not a packet loss
+        (LOSS, "All traffic (100%) reaches ratings."),
+        (THROTTLE, "CPU limit of 10 millicores throttles geo."),
+        (THROTTLE, "CPU limits are very low (10m), while requests are 100m."),
+        (PERIOD, "The probe fails after 1 second and the pod restarts every 30s."),
+        (OOM, "mongodb memory usage at 48Mi, close to the 50Mi limit."),
+        (OOM, "mongodb was OOMKilled: memory usage hit 48Mi."),
+        (SCALE, "Scaled to 0; the HPA wants 3 replicas."),
         ("CPU limit 100m; CPU throttled 95% of the time.", "CPU usage is at 100% of its limit."),
         (LOSS, "Ratings lost 50% of its packets; 50 % loss."),
         ("Env var USER_PORT is set to 9999.", "USER_PORT is 9999, timeout 30s."),  # no quantity
