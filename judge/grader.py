@@ -22,14 +22,17 @@ from judge.caller import JudgeCaller
 from judge.calls import SamplingParams
 from judge.confidence import with_logprob_confidence
 from judge.context import Fit, OverflowPolicy, fit_diagnosis
+from judge.extraction import ask_extraction
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.per_question import ask_per_question
 from judge.prompt import build_messages, build_repair_message, build_reply_schema
+from judge.quantities import load_parsers
 from judge.reply import parse_reply
 from judge.results import empty_diagnosis_result, graded_result, unscored_result
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric
 from judge.screening import screen
+from judge.style import AskAs, AskingStyle, ReplyFormat, style_of
 from judge.verdict import GradingResult
 
 __all__ = ["Grader", "ask_single"]
@@ -51,7 +54,12 @@ class Grader:
     #: a prompt that would not fit: ``unscored`` (context_overflow) or ``truncate``
     context_overflow: OverflowPolicy = "unscored"
     #: ``single`` or ``per_question`` (``judge.per_question``); None: the rubric's
-    asking: Literal["single", "per_question"] | None = None
+    asking: Literal["single", "per_question", "extraction"] | None = None
+    #: ``full`` or ``compact`` replies (``judge.reply_format``); None: the rubric's
+    reply_format: ReplyFormat | None = None
+    #: ``positive`` or ``as_written`` for every question with a positive wording
+    #: (``judge.style``); None: each question's own ``ask_as``
+    ask_as: AskAs | None = None
 
     @property
     def caller(self) -> JudgeCaller:
@@ -75,9 +83,11 @@ class Grader:
         if not diagnosis.strip():
             return empty_diagnosis_result(rubric, self.backend)
         caller = self.caller
+        style = style_of(rubric, reply_format=self.reply_format, ask_as=self.ask_as)
         screening = await asyncio.to_thread(screen, diagnosis)  # regex work off the loop
+        await asyncio.to_thread(load_parsers)  # the first import takes a second
         fit = fit_diagnosis(
-            lambda text: build_messages(rubric, ground_truth, text),
+            lambda text: build_messages(rubric, ground_truth, text, style=style),
             screening.text,
             window=await caller.context_window(),
             max_tokens=self.params.max_tokens,
@@ -85,13 +95,17 @@ class Grader:
         )
         if fit.overflow is not None:
             result = unscored_result(rubric, self.backend, [], "context_overflow", fit.overflow)
+        elif (self.asking or rubric.asking) == "extraction":
+            result = await ask_extraction(
+                caller, rubric, ground_truth, fit, injected=screening.injected, style=style
+            )
         elif (self.asking or rubric.asking) == "per_question":
             result = await ask_per_question(
-                caller, rubric, ground_truth, fit, injected=screening.injected
+                caller, rubric, ground_truth, fit, injected=screening.injected, style=style
             )
         else:
             result = await ask_single(
-                caller, rubric, ground_truth, fit, injected=screening.injected
+                caller, rubric, ground_truth, fit, injected=screening.injected, style=style
             )
         return screening.apply(result, fit.cut)
 
@@ -103,16 +117,20 @@ async def ask_single(
     fit: Fit,
     *,
     injected: Sequence[tuple[int, int]] = (),
+    style: AskingStyle | None = None,
 ) -> GradingResult:
     """Ask every question of ``rubric`` in one call (one repair if needed), then check.
 
-    ``injected``: spans of the diagnosis screening marked as injected (not evidence)."""
+    ``injected``: spans of the diagnosis screening marked as injected (not evidence);
+    ``style``: the reply format and polarity ``fit.messages`` were built with."""
+    style = style or style_of(rubric)
+    form = style.reply_format
     asked = await ask_with_repair(
         caller,
         fit.messages,
-        build_reply_schema(rubric),
-        parse=partial(parse_reply, rubric=rubric),
-        repair_message=partial(build_repair_message, rubric),
+        build_reply_schema(rubric, form),
+        parse=partial(parse_reply, rubric=rubric, reply_format=form),
+        repair_message=partial(build_repair_message, rubric, reply_format=form),
     )
     if asked.parsed is None or asked.reason is not None:
         reason = asked.reason or "judge_error"
@@ -126,4 +144,5 @@ async def ask_single(
         ground_truth=ground_truth,
         diagnosis=fit.diagnosis,
         injected=injected,
+        style=style,
     )

@@ -10,8 +10,12 @@ values``:
   counts);
 - ``values``: the diagnosis gives at least one concrete value of the description: an
   environment variable name, a port or other number of two digits or more, a quantity
-  with its unit (``128Mi``, ``500m``, ``30s``, ``90%``), an image reference or tag, a
-  ``key=value`` selector or setting, a path, a quoted string.
+  with its unit (``128Mi``, ``500m``, ``30s``, ``90%``; an equal quantity written
+  otherwise counts too: ``0.125Gi``, ``0.5 cores``), an image reference or tag, a
+  ``key=value`` selector or setting, a path, a quoted string;
+- ``consistent_values``: no value the diagnosis reports contradicts the description's
+  value of the same thing (``judge.contradictions``: a CPU request of ``200m`` where the
+  ground truth says ``2.00 cores``); the failure shows both values.
 
 These are necessary, not sufficient: passing them says nothing about correctness, but a
 judge "yes" that fails one cannot be right. An empty ground truth (control scenario),
@@ -25,13 +29,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from judge.contradictions import contradictions, shares_a_quantity
 from judge.prompt import normalize_untrusted
 from judge.rubric import Rubric
 from judge.verdict import Answer
 
 __all__ = ["GroundTruthFacts", "GroundingKind", "check_condition", "facts_of", "ground_answers"]
 
-GroundingKind = Literal["component", "values"]
+GroundingKind = Literal["component", "values", "consistent_values"]
 
 _HEADER = re.compile(r"^\s*\[fault_spec\]\s*(?P<header>.*?)\s*\|\|\s*(?P<description>.*)\Z", re.S)
 _VERSION = re.compile(r"\b\d+(?:\.\d+){1,3}\b")
@@ -55,6 +60,8 @@ class GroundTruthFacts:
     namespace: str | None
     #: concrete values of the description, in order of appearance
     values: tuple[str, ...]
+    #: the description itself, whose quantities ``consistent_values`` compares
+    description: str = ""
 
 
 def _header_fields(header: str) -> dict[str, str]:
@@ -97,7 +104,8 @@ def facts_of(ground_truth: str) -> GroundTruthFacts | None:
     namespace = fields.get("namespace") or None
     exclude = {c.casefold() for c in components} | {(namespace or "").casefold()}
     values = _description_values(match.group("description"), exclude)
-    return GroundTruthFacts(components=components, namespace=namespace, values=values)
+    description = match.group("description")
+    return GroundTruthFacts(components, namespace, values, description)
 
 
 def _plain(text: str) -> str:
@@ -125,12 +133,17 @@ def _mentions(value: str, text: str) -> bool:
 
 def check_condition(kind: GroundingKind, facts: GroundTruthFacts, diagnosis: str) -> str | None:
     """None when ``diagnosis`` meets the condition (or there is nothing to check), else why not."""
+    if kind == "consistent_values":
+        found = contradictions(facts.description, normalize_untrusted(diagnosis))
+        return f"contradicts the ground truth: {found[0].describe()}" if found else None
     text = _plain(diagnosis)
     if kind == "component":
         if not facts.components or any(_names(c, text) for c in facts.components):
             return None
         return f"component {' or '.join(facts.components)} not named"
     if not facts.values or any(_mentions(v, text) for v in facts.values):
+        return None
+    if shares_a_quantity(facts.description, normalize_untrusted(diagnosis)):
         return None
     shown = ", ".join(facts.values[:6]) + (", ..." if len(facts.values) > 6 else "")
     return f"none of the ground truth's values named ({shown})"

@@ -6,7 +6,9 @@ Two forms are accepted, either possibly inside a markdown code fence:
 - SREGym's: ``[{"id": "D1-Q1", "answer": "Yes", "evidence": "...", "confidence": "High"}, ...]``
   (also wrapped as ``{"answers": [...]}``).
 
-A reply must carry exactly the rubric's ids, each once, each with a yes/no answer.
+A reply must carry exactly the rubric's ids, each once, each with a yes/no answer, in
+the reply format asked for (``judge.reply_format``): a ``compact`` entry has only
+``answer`` and, for a [quote] question, ``quote``; a ``full`` entry has no ``quote``.
 Anything else raises ``ReplyInvalid`` listing every problem, worded so it can be sent
 back to the judge in one repair call.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from judge.rubric import Rubric
 
-__all__ = ["ParsedAnswer", "ReplyInvalid", "parse_answer_reply", "parse_reply"]
+__all__ = ["ParsedAnswer", "ReplyInvalid", "extract_json", "parse_answer_reply", "parse_reply"]
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 #: the only answers (any case): a boolean or "true" is a reply that did not follow the
@@ -61,7 +63,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def _extract_json(text: str) -> Any:
+def extract_json(text: str) -> Any:
+    """The one JSON value of a reply (bare or in a code fence), or ReplyInvalid."""
     # a reply that is bare JSON is taken whole: its strings may quote a diagnosis that
     # contains a code fence, which must not be mistaken for the reply's own
     fenced = None if text.lstrip()[:1] in ("{", "[") else _FENCE.search(text)
@@ -118,9 +121,34 @@ def _parse_confidence(raw: Any) -> float | None:
     return None
 
 
-def _parse_entry(qid: str, entry: Any, problems: list[str]) -> ParsedAnswer | None:
+def _parse_compact(
+    qid: str, entry: dict[str, Any], quote: bool, problems: list[str]
+) -> ParsedAnswer | None:
+    allowed = {"id", "answer", "quote"} if quote else {"id", "answer"}
+    extra = sorted(set(entry) - allowed)
+    if extra:
+        keys = "answer and quote" if quote else "answer"
+        problems.append(f"{qid}: unexpected key(s) {', '.join(extra)} (asked: {keys} only)")
+    answer = _parse_answer(qid, entry.get("answer"), problems)
+    evidence = entry.get("quote") or ""
+    if not isinstance(evidence, str):
+        problems.append(f"{qid}: quote must be a string")
+        return None
+    if answer is None or extra:
+        return None
+    return ParsedAnswer(answer=answer, evidence=evidence.strip(), reasoning="", confidence=None)
+
+
+def _parse_entry(
+    qid: str, entry: Any, problems: list[str], *, reply_format: str = "full", quote: bool = True
+) -> ParsedAnswer | None:
     if not isinstance(entry, dict):
         problems.append(f"{qid}: expected an object with an answer")
+        return None
+    if reply_format == "compact":
+        return _parse_compact(qid, entry, quote, problems)
+    if "quote" in entry:
+        problems.append(f"{qid}: quote is not a key of this format; give the passage as evidence")
         return None
     answer = _parse_answer(qid, entry.get("answer"), problems)
     evidence = entry.get("evidence") or ""
@@ -140,9 +168,11 @@ def _parse_entry(qid: str, entry: Any, problems: list[str]) -> ParsedAnswer | No
     )
 
 
-def parse_reply(text: str, rubric: Rubric) -> dict[str, ParsedAnswer]:
+def parse_reply(
+    text: str, rubric: Rubric, *, reply_format: str = "full"
+) -> dict[str, ParsedAnswer]:
     """Parse a reply into one answer per rubric question, or raise ReplyInvalid."""
-    pairs = _entries(_extract_json(text))
+    pairs = _entries(extract_json(text))
     expected = [q.id for q in rubric.questions]
     problems: list[str] = []
     seen: dict[str, Any] = {}
@@ -156,9 +186,16 @@ def parse_reply(text: str, rubric: Rubric) -> dict[str, ParsedAnswer]:
     if missing:
         problems.append(f"missing question id(s) {', '.join(missing)}")
     answers: dict[str, ParsedAnswer] = {}
-    for qid in expected:
+    for question in rubric.questions:
+        qid = question.id
         if qid in seen:
-            parsed = _parse_entry(qid, seen[qid], problems)
+            parsed = _parse_entry(
+                qid,
+                seen[qid],
+                problems,
+                reply_format=reply_format,
+                quote=question.requires_quote,
+            )
             if parsed is not None:
                 answers[qid] = parsed
     if problems:
@@ -166,13 +203,16 @@ def parse_reply(text: str, rubric: Rubric) -> dict[str, ParsedAnswer]:
     return answers
 
 
-def parse_answer_reply(text: str, question_id: str) -> ParsedAnswer:
+def parse_answer_reply(
+    text: str, question_id: str, *, reply_format: str = "full", quote: bool = True
+) -> ParsedAnswer:
     """Parse the reply of a per-question call: one answer object, or raise ReplyInvalid.
 
     The object may also be keyed by the question id (``{"D1-Q1": {...}}``) or be an
     SREGym item carrying that id; any other id, or more than one answer, is refused.
+    ``quote``: whether a compact answer may carry a quote (a [quote] question).
     """
-    value = _extract_json(text)
+    value = extract_json(text)
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if isinstance(value, dict) and set(value) == {question_id}:
@@ -183,7 +223,7 @@ def parse_answer_reply(text: str, question_id: str) -> ParsedAnswer:
     if other is not None and other != question_id:
         raise ReplyInvalid([f"the reply answers {other!r}, not {question_id}"])
     problems: list[str] = []
-    parsed = _parse_entry(question_id, value, problems)
+    parsed = _parse_entry(question_id, value, problems, reply_format=reply_format, quote=quote)
     if parsed is None or problems:
         raise ReplyInvalid(problems or [f"{question_id}: the answer cannot be used"])
     return parsed

@@ -14,6 +14,7 @@ from typing import Any
 
 from judge.backends.base import JudgeBackend
 from judge.calls import JudgeCall
+from judge.consistency import reasoning_contradicts
 from judge.evidence import quote_occurs, without_spans
 from judge.grounding import ground_answers
 from judge.reply import ParsedAnswer
@@ -21,6 +22,7 @@ from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.spec import JudgeSpec
+from judge.style import AskingStyle, in_rubric_polarity, style_of
 from judge.verdict import Answer, GradingResult, Vote
 
 __all__ = ["empty_diagnosis_result", "graded_result", "unscored_result"]
@@ -109,6 +111,18 @@ def _checked_answers(
     return answers, unverified
 
 
+def _contradicted(
+    rubric: Rubric, parsed: Mapping[str, ParsedAnswer], style: AskingStyle
+) -> list[str]:
+    """The questions whose reasoning says the opposite of the answer, as asked."""
+    return [
+        q.id
+        for q in rubric.questions
+        if q.id in parsed
+        and reasoning_contradicts(style.wording(q)[0], parsed[q.id].answer, parsed[q.id].reasoning)
+    ]
+
+
 def graded_result(
     rubric: Rubric,
     backend: JudgeBackend,
@@ -119,9 +133,14 @@ def graded_result(
     diagnosis: str,
     sources: Mapping[str, int] | None = None,
     injected: Sequence[tuple[int, int]] = (),
+    style: AskingStyle | None = None,
 ) -> GradingResult:
     """Checks and rule; ``sources``: the call each answer came from (default the last);
-    ``injected``: spans of ``diagnosis`` that neither evidence nor grounding may use."""
+    ``injected``: spans of ``diagnosis`` that neither evidence nor grounding may use;
+    ``style``: how the questions were asked (``parsed`` is in that polarity)."""
+    style = style or style_of(rubric)
+    contradicted = _contradicted(rubric, parsed, style)
+    parsed = in_rubric_polarity(parsed, rubric, style)
     checked = without_spans(diagnosis, injected)
     answers, unverified = _checked_answers(rubric, parsed, checked)
     answers, grounding = ground_answers(rubric, ground_truth, checked, answers)
@@ -129,6 +148,9 @@ def graded_result(
     if grounding and rubric.grounding_failure == "flag":
         reasons.append(ReviewReason.GROUNDING_FAILED)
     notes = [f"evidence not found for {', '.join(unverified)}"] if unverified else []
+    if contradicted:
+        reasons.append(ReviewReason.REASONING_CONTRADICTS)
+        notes.append(f"reasoning contradicts the answer for {', '.join(contradicted)}")
     return _result(
         rubric,
         backend,

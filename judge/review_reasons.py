@@ -39,6 +39,8 @@ class ReviewReason(StrEnum):
     INJECTION_SUSPECTED = "injection_suspected"
     #: the diagnosis is not grounded in the ground truth's facts
     GROUNDING_FAILED = "grounding_failed"
+    #: the judge's reasoning says the opposite of its answer (``judge.consistency``)
+    REASONING_CONTRADICTS = "reasoning_contradicts"
 
     @property
     def priority(self) -> int:

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from judge.errors import RubricError
 
@@ -48,7 +55,28 @@ class Question(_Strict):
     requires_quote: bool
     #: a necessary condition of a "yes", checked in code (``judge.grounding``): the
     #: diagnosis names the ground truth's ``component``, or one of its concrete ``values``
-    grounding: Literal["component", "values"] | None = None
+    #: ``consistent_values``: no quantity of the diagnosis contradicts the ground truth's
+    #: value of the same thing (``judge.quantities``)
+    grounding: Literal["component", "values", "consistent_values"] | None = None
+    #: the question worded the other way round (its yes is this question's no), and its
+    #: hint: small judges answer "does it avoid X?" worse than "does it X?"
+    positive_text: str = ""
+    positive_hint: str = ""
+    #: ``positive``: ask ``positive_text`` and invert the answer in code; the answer is
+    #: recorded in this question's own polarity. SRE_JUDGE_JUDGE_ASK_AS overrides
+    ask_as: Literal["as_written", "positive"] = "as_written"
+    #: in ``extraction`` asking, the comparison of the diagnosis' extracted claims with
+    #: the ground truth that answers this question in code (``judge.extraction``)
+    claims: Literal["origin", "no_other_cause", "values"] | None = None
+
+    @model_validator(mode="after")
+    def _positive_needs_text(self) -> Question:
+        if self.ask_as == "positive" and not self.positive_text:
+            raise ValueError("ask_as: positive needs positive_text")
+        if self.positive_text and self.requires_quote:
+            # its yes would be the judge's no, which quotes nothing
+            raise ValueError("positive_text is for questions without requires_quote")
+        return self
 
 
 class Dimension(_Strict):
@@ -87,8 +115,14 @@ class Rubric(_Strict):
     #: kept and sent to review (``flag``)
     grounding_failure: Literal["veto", "flag"] = "veto"
     #: how the judge is asked: ``single`` (one call, every question) or ``per_question``
-    #: (one short call per question after a shared prefix); SRE_JUDGE_JUDGE_ASKING overrides
-    asking: Literal["single", "per_question"] = "single"
+    #: (one short call per question after a shared prefix) or ``extraction`` (the
+    #: diagnosis' claims extracted, questions with ``claims`` answered in code, the rest
+    #: per question: ``judge.extraction``); SRE_JUDGE_JUDGE_ASKING overrides
+    asking: Literal["single", "per_question", "extraction"] = "single"
+    #: what the judge writes per question: ``full`` (reasoning, evidence, answer,
+    #: confidence) or ``compact`` (the answer, and a quote for [quote] questions);
+    #: SRE_JUDGE_JUDGE_REPLY_FORMAT overrides
+    reply_format: Literal["full", "compact"] = "full"
     control_scenario: str = Field(min_length=1)
     rule: PassRule
     dimensions: tuple[Dimension, ...]
@@ -123,13 +157,32 @@ class Rubric(_Strict):
         raise KeyError(question_id)
 
 
+#: keys added after the first rubrics, with their defaults
+_LATER_KEYS = {"asking": "single", "reply_format": "full"}
+_LATER_QUESTION_KEYS = {
+    "positive_text": "",
+    "positive_hint": "",
+    "ask_as": "as_written",
+    "claims": None,
+}
+
+
+def _without_defaults(payload: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    for key, default in defaults.items():
+        if payload.get(key) == default:
+            del payload[key]
+    return payload
+
+
 @lru_cache(maxsize=256)
 def _content_hash(rubric: Rubric) -> str:
     """The hash of a rubric's content, kept per distinct (equal-field) rubric."""
-    # the default asking mode stays out of the hash: versions of rubrics written
-    # before the key existed do not change
-    excluded = {"label"} if rubric.asking != "single" else {"label", "asking"}
-    payload = rubric.model_dump(mode="json", exclude=excluded)
+    # keys added later stay out of the hash at their defaults: versions of rubrics
+    # written before they existed do not change
+    payload = _without_defaults(rubric.model_dump(mode="json", exclude={"label"}), _LATER_KEYS)
+    for dimension in payload["dimensions"]:
+        for question in dimension["questions"]:
+            _without_defaults(question, _LATER_QUESTION_KEYS)
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 

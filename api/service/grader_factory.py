@@ -31,4 +31,6 @@ def grader_for(
         context_overflow=settings.context_overflow,
         cache=cache,
         asking=settings.judge_asking,
+        reply_format=settings.judge_reply_format,
+        ask_as=settings.judge_ask_as,
     )

@@ -32,13 +32,21 @@ CACHE_SECONDS = 60.0
 
 
 def judge_settings(settings: Settings) -> dict[str, Any]:
-    """The sampling settings that are part of a judge's identity."""
-    return {
+    """The sampling settings that are part of a judge's identity.
+
+    The reply format and polarity overrides count only when set, so the identity of a
+    judge qualified before they existed stays the same."""
+    identity: dict[str, Any] = {
         "temperature": settings.judge_temperature,
         "seed": settings.judge_seed,
         "max_tokens": settings.judge_max_tokens,
         "samples": settings.judge_samples,
     }
+    if settings.judge_reply_format is not None:
+        identity["reply_format"] = settings.judge_reply_format
+    if settings.judge_ask_as is not None:
+        identity["ask_as"] = settings.judge_ask_as
+    return identity
 
 
 def in_review_sample(grading_id: str, rate: float) -> bool:

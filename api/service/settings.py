@@ -85,9 +85,26 @@ class Settings(BaseSettings):
             "what an OpenAI-compatible server's /v1/models says, else unchecked"
         ),
     )
-    judge_asking: Literal["single", "per_question"] | None = Field(
+    judge_asking: Literal["single", "per_question", "extraction"] | None = Field(
         default=None,
-        description="single (one call) or per_question (a call per question); unset: the rubric's",
+        description=(
+            "single (one call), per_question (a call per question) or extraction (claims "
+            "extracted, compared in code, the rest per question); unset: the rubric's"
+        ),
+    )
+    judge_reply_format: Literal["full", "compact"] | None = Field(
+        default=None,
+        description=(
+            "full (reasoning, evidence, answer, confidence) or compact (answer, and the "
+            "quote of [quote] questions) judge replies; unset: the rubric's"
+        ),
+    )
+    judge_ask_as: Literal["as_written", "positive"] | None = Field(
+        default=None,
+        description=(
+            "positive: ask every question that has a positive_text in that wording, "
+            "answer inverted in code; as_written: none; unset: each question's ask_as"
+        ),
     )
     judge_samples: int = Field(
         default=1, ge=1, le=32, description="ask each judge this many times; majority per question"

@@ -104,7 +104,12 @@ def test_values_condition(truth_values: str, diagnosis: str, named: bool) -> Non
 
 def test_the_default_rubric_declares_its_conditions_as_data(rubric: Rubric) -> None:
     grounded = {q.id: q.grounding for q in rubric.questions if q.grounding}
-    assert grounded == {"D1-Q1": "component", "D1-Q2": "component", "D2-Q2": "values"}
+    assert grounded == {
+        "D1-Q1": "component",
+        "D1-Q2": "component",
+        "D2-Q2": "values",
+        "D2-Q3": "consistent_values",
+    }
     assert rubric.grounding_failure == "veto"
 
 
@@ -115,6 +120,7 @@ async def test_a_right_diagnosis_passes_every_condition(rubric: Rubric) -> None:
         "D1-Q1": "passed: component",
         "D1-Q2": "passed: component",
         "D2-Q2": "passed: values",
+        "D2-Q3": "passed: consistent_values",
     }
     assert result.review_reasons == ()
 

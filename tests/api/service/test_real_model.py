@@ -118,6 +118,29 @@ async def test_the_openai_backend_grades_with_the_real_server(
         assert call.attempts and call.attempts[-1].outcome == "ok"
 
 
+async def test_a_compact_positively_asked_grading_with_the_real_server(
+    real_backend: OpenAIBackend, rubric: Rubric, llama_server: LlamaServer
+) -> None:
+    """Issue 18: the compact format and positive wording reach a real model and come back
+    parsed in the rubric's polarity, or explicitly unscored."""
+    grader = Grader(
+        real_backend,
+        params=PARAMS,
+        retry=ONCE,
+        context_tokens=llama_server.n_ctx,
+        reply_format="compact",
+        ask_as="positive",
+    )
+    result = await grader.grade(rubric, TRUTH, DIAGNOSIS)
+    _assert_parsed_or_explicitly_unscored(result, rubric)
+    assert "Does it name a different component" in result.calls[0].request.messages[1].content
+    for answer in result.answers:
+        positive = rubric.question(answer.question_id).ask_as == "positive" or bool(
+            rubric.question(answer.question_id).positive_text
+        )
+        assert answer.reasoning.startswith("[asked: ") is positive
+
+
 async def test_the_service_grades_end_to_end_with_the_real_model(
     api_client: Any, tokens: Any, engine: AsyncEngine, llama_server: LlamaServer, db_backend: str
 ) -> None:

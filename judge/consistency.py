@@ -1,0 +1,75 @@
+"""A judge reply whose reasoning says the opposite of its answer.
+
+Small judges often write "The diagnosis avoids naming a different component as the root
+cause." and then answer "no". The check is deliberately narrow, so that it rarely
+fires on a reply that is consistent:
+
+- a reasoning that opens with "Yes," or "No," contradicts an answer that differs;
+- otherwise the question's verb is taken from its text ("Does it *avoid* naming ...",
+  "Does the diagnosis *name* the component ..."), and the reasoning's statements of
+  the form "<it | the diagnosis> [adverb] <verb>s <object>" (affirmed) and "<it | the
+  diagnosis> does not | fails to | never <verb> <object>" (denied) are counted, where
+  <object> is the question's first content word after the verb, within a few words;
+- the reasoning contradicts a "yes" when it only denies, and a "no" when it only affirms.
+
+The reasoning is compared with the question as it was asked (``judge.style``), before
+a positively asked answer is inverted.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["reasoning_contradicts"]
+
+_VERB = re.compile(r"^\s*(?:does|did|is)\s+(?:it|the\s+diagnosis)\s+([a-z]+)\s+(.*)$", re.I)
+_SKIP = {"the", "a", "an", "any", "that", "its", "their", "this", "to", "of", "all"}
+_SUBJECT = r"\b(?:it|the\s+diagnosis|this\s+diagnosis|the\s+agent|the\s+response|the\s+report)"
+_ADVERB = r"(?:\s+(?:correctly|clearly|explicitly|also|properly|accurately|successfully|indeed))?"
+_NEGATION = (
+    r"\s+(?:does\s+not|doesn't|does\s+n't|did\s+not|didn't|fails\s+to|failed\s+to|never"
+    r"|cannot|can\s*not)"
+)
+_LEAD = re.compile(r"^\W*(yes|no)\b\s*[,.:;!-]", re.I)
+
+
+def _third_person(verb: str) -> str:
+    if re.search(r"[^aeiou]y$", verb):
+        return verb[:-1] + "ies"
+    if re.search(r"(?:s|sh|ch|x|z|o)$", verb):
+        return verb + "es"
+    return verb + "s"
+
+
+@lru_cache(maxsize=128)
+def _patterns(question: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+    """(affirmed, denied) statements about ``question``, or None for an unusual wording."""
+    match = _VERB.match(question)
+    if match is None:
+        return None
+    verb = match.group(1).lower()
+    words = [w for w in re.findall(r"[a-z][a-z-]*", match.group(2).lower()) if w not in _SKIP]
+    if not words:
+        return None
+    obj = rf"(?:\W+[\w-]+){{0,3}}?\W+{re.escape(words[0])}\b"
+    affirmed = rf"{_SUBJECT}{_ADVERB}\s+{_third_person(verb)}\b{obj}"
+    denied = rf"{_SUBJECT}{_NEGATION}{_ADVERB}\s+{verb}\b{obj}"
+    return re.compile(affirmed, re.I), re.compile(denied, re.I)
+
+
+def reasoning_contradicts(question: str, answer: bool, reasoning: str) -> bool:
+    """Whether ``reasoning`` plainly says the opposite of ``answer`` to ``question``."""
+    if not reasoning.strip():
+        return False
+    lead = _LEAD.match(reasoning)
+    if lead:
+        return (lead.group(1).lower() == "yes") != answer
+    patterns = _patterns(question)
+    if patterns is None:
+        return False
+    affirmed = patterns[0].search(reasoning) is not None
+    denied = patterns[1].search(reasoning) is not None
+    if affirmed == denied:
+        return False
+    return affirmed != answer

@@ -1,0 +1,243 @@
+"""Quantities in a ground truth or a diagnosis, normalized so that equal ones compare equal.
+
+Kinds: ``cpu`` (cores: ``2`` = ``2000m`` = ``2.00 cores``), ``memory`` (bytes: ``512Mi``
+= ``0.5Gi``), ``duration`` (seconds: ``30s`` = ``30000ms``), ``percent``, ``replicas``
+and ``port``. Kubernetes quantities are read by the Kubernetes client's own parser,
+durations by ``durationpy`` (Go's duration grammar, as Kubernetes writes them); the
+words around a number (``cpu``, ``memory``, ``timeout``, ``limit``...) decide its kind
+and what it is about, so a number no word explains is not read at all.
+
+Each quantity carries its *subject*: the nearest words of its sentence that say which
+value it is (``limit`` or ``request``, ``timeout`` or ``latency``, ``targetport``...).
+Two quantities are about the same thing when kind and subject agree; judging
+contradictions is ``judge.contradictions``' job.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from functools import cache, lru_cache
+
+__all__ = ["Quantity", "load_parsers", "quantities_in"]
+
+_NUM = r"(\d+(?:\.\d+)?)"
+#: per kind, the classes of words that say what a value is; one word of each class
+#: (the nearest before the number, else just after it) makes up the subject
+_SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
+    "cpu": (r"limits?|requests?",),
+    "memory": (
+        r"memory|mem|ram|heap|oom\w*|storage|disk|volume|pvc|ephemeral",
+        r"limits?|requests?",
+    ),
+    "duration": (
+        r"timeout\w*|deadline|delay\w*|latency|period\w*|interval|ttl|initialdelay\w*"
+        r"|grace\w*|backoff|expir\w*|probe",
+    ),
+    # not cpu or memory: "CPU at 95 %" and "100 % of its limit" are different measures
+    "percent": (r"error\w*|loss|traffic|weight|success|availability",),
+    "replicas": (),
+    "port": (r"targetport|containerport|nodeport|hostport",),
+}
+_CPU_CONTEXT = re.compile(r"\bcpus?\b|\bcores?\b|millicores?|millicpu", re.I)
+_MEMORY_CONTEXT = re.compile(r"\b(?:memory|mem|ram|heap|oom\w*)\b", re.I)
+_DURATION_CONTEXT = re.compile(rf"\b(?:{_SUBJECT_WORDS['duration'][0]})\b", re.I)
+#: a value the diagnosis proposes, not one it reports
+_ADVICE = re.compile(
+    r"\b(?:should|recommend\w*|suggest\w*|increase|raise|bump|restore|revert|consider"
+    r"|needs?\s+to|must|could|would)\b",
+    re.I,
+)
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[;\n]")
+_WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """One normalized value: cores, bytes, seconds, percent, a count or a port number."""
+
+    kind: str
+    #: what the value is about, e.g. ``("memory", "limit")``; empty when no word says
+    subject: tuple[str, ...]
+    value: Decimal
+    #: as written
+    text: str
+    #: the sentence proposes it ("should be raised to 1Gi") rather than reports it
+    advice: bool = False
+
+    def same_value(self, other: Quantity) -> bool:
+        """Equal: exactly for counts, ports and percentages; within 0.1 % for CPU and
+        durations; within 10 % for memory (a diagnosis' MB for the ground truth's Mi)."""
+        if self.kind != other.kind:
+            return False
+        if self.kind in ("port", "replicas", "percent"):
+            return self.value == other.value
+        if self.kind == "memory":
+            high = max(self.value, other.value)
+            return high == 0 or abs(self.value - other.value) / high <= Decimal("0.1")
+        return abs(self.value - other.value) <= abs(other.value) * Decimal("0.001")
+
+
+@cache
+def _k8s_parse() -> Callable[[str], Decimal]:
+    # imported on first use: the client package takes about a second to import
+    from kubernetes.utils.quantity import parse_quantity
+
+    return parse_quantity
+
+
+def load_parsers() -> None:
+    """Import the parsers now (about a second, once): call it off the event loop."""
+    _k8s_parse()
+
+
+def _cpu(number: str, unit: str) -> Decimal:
+    return _k8s_parse()(number + ("m" if unit.lower().startswith("m") else ""))
+
+
+def _memory(number: str, unit: str) -> Decimal:
+    """512Mi, 512MiB -> Mi; 512MB, 512M -> M (decimal), as Kubernetes reads them."""
+    unit = unit.removesuffix("B") if unit.endswith("iB") else unit
+    if not unit.endswith("i"):
+        unit = "k" if unit[0] in "kK" else unit[0]
+    return _k8s_parse()(number + unit)
+
+
+def _duration(number: str, unit: str) -> Decimal:
+    import durationpy  # Go's duration grammar; imported where it is used
+
+    unit = unit.lower()
+    short = "ms" if unit.startswith("milli") or unit == "ms" else unit[0]
+    return Decimal(str(durationpy.from_str(f"{number}{short}").total_seconds()))
+
+
+_LINK = r"(?:\s?[:=]|\s(?:is|was|were|are|set|changed|updated|from|to|of|number|at|now))*\s?"
+_COUNT = r"(\d+|zero|one|two|three|four|five)\b(?!\s?/)"
+_PORT = r"\b(?:(target|container|node|host)\s?port|port)s?"
+_REPLICAS = r"\b(?:replicas?(?:\scount)?|scaled(?:\sdown|\sup)?)"
+_CPU_UNIT = r"((?-i:m)|millicores?|cores?|v?cpus?)(?![\w%])"
+_TIME_UNIT = r"(milliseconds?|secs?|seconds?|mins?|minutes?|hrs?|hours?|(?-i:ms|s|m|h))(?![\w%])"
+_BYTES_UNIT = r"((?:[KMGT]i)B?|[KMGT]B|[kKMGT])(?![\w%])"
+_I = re.I
+#: (name, pattern, the group of the number): the kind follows from the name
+_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("percent", re.compile(rf"{_NUM}\s?%"), 1),
+    ("memory", re.compile(rf"{_NUM}\s?{_BYTES_UNIT}"), 1),  # case matters: m is not M
+    ("cpu", re.compile(rf"{_NUM}\s?{_CPU_UNIT}", _I), 1),
+    (
+        "cpu_bare",
+        re.compile(rf"\bcpu\s?(?:limits?|requests?)?{_LINK}{_NUM}((?-i:m)?)(?![\w.%])", _I),
+        1,
+    ),
+    ("duration", re.compile(rf"{_NUM}\s?{_TIME_UNIT}", _I), 1),
+    ("duration_field", re.compile(r"\b(\w+)Seconds\s?[:=]?\s?(\d+)\b"), 2),
+    ("replicas", re.compile(rf"(?<![\d/])(?<!\d\sof\s)\b{_COUNT}\sreplicas?\b", _I), 1),
+    ("replicas_to", re.compile(rf"{_REPLICAS}{_LINK}{_COUNT}", _I), 1),
+    ("replicas_to", re.compile(rf"{_REPLICAS}\b[^.;\n]{{0,30}}?\bto\s{_COUNT}", _I), 1),
+    ("port", re.compile(rf"{_PORT}{_LINK}(\d{{2,5}})\b", _I), 2),
+    ("port", re.compile(rf"{_PORT}\b[^.;\n]{{0,30}}?\bto\s(\d{{2,5}})\b", _I), 2),
+)
+
+
+@lru_cache(maxsize=8)
+def _sentence_ends(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Where each sentence break of ``text`` starts and ends (computed once per text)."""
+    breaks = list(_SENTENCE_END.finditer(text))
+    return tuple(m.start() for m in breaks), tuple(m.end() for m in breaks)
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    starts, ends = _sentence_ends(text)
+    before = bisect_right(ends, start) - 1
+    after = bisect_left(starts, end)
+    return (ends[before] if before >= 0 else 0), (
+        starts[after] if after < len(starts) else len(text)
+    )
+
+
+def _subject(kind: str, text: str, start: int, end: int) -> tuple[str, ...]:
+    """Per word class of ``kind``, the nearest word before the number, else just after."""
+    low, high = _sentence_bounds(text, start, end)
+    low = max(low, start - 80)
+    words: list[str] = []
+    for alternatives in _SUBJECT_WORDS[kind]:
+        pattern = re.compile(rf"\b(?:{alternatives})\b", re.I)
+        before = list(pattern.finditer(text, low, start))
+        found = before[-1] if before else pattern.search(text, end, min(high, end + 30))
+        if found:
+            words.append(_canonical(found.group()))
+    return tuple(words)
+
+
+def _canonical(word: str) -> str:
+    word = word.lower()
+    for stem in ("limit", "request", "timeout", "delay", "period", "initialdelay", "oom"):
+        if word.startswith(stem):
+            return "memory" if stem == "oom" else stem
+    return {"mem": "memory", "ram": "memory", "heap": "memory"}.get(word, word)
+
+
+def _context(text: str, start: int, end: int) -> str:
+    low, high = _sentence_bounds(text, start, end)
+    return text[max(low, start - 80) : min(high, end + 30)]
+
+
+def _read(kind: str, match: re.Match[str], text: str) -> tuple[str, Decimal] | None:
+    """(kind, value) of one match, or None when its words do not say what it is."""
+    context = _context(text, match.start(), match.end())
+    if kind == "percent":
+        return kind, Decimal(match.group(1))
+    if kind == "memory":
+        unit = match.group(2)
+        if len(unit) == 1 and not _MEMORY_CONTEXT.search(context):
+            return None  # a bare 5M or 2G may be requests or anything else
+        return kind, _memory(match.group(1), unit)
+    if kind == "cpu":
+        unit = match.group(2)
+        if unit == "m" and (not _CPU_CONTEXT.search(context) or _DURATION_CONTEXT.search(context)):
+            return None  # 500m of what?
+        return kind, _cpu(match.group(1), unit)
+    if kind == "cpu_bare":
+        return "cpu", _cpu(match.group(1), match.group(2))
+    if kind == "duration":
+        unit = match.group(2)
+        if unit == "m" and (_CPU_CONTEXT.search(context) or not _DURATION_CONTEXT.search(context)):
+            return None  # millicores, or minutes of nothing said
+        return kind, _duration(match.group(1), unit)
+    if kind == "duration_field":
+        return "duration", Decimal(match.group(2))
+    if kind.startswith("replicas"):
+        raw = match.group(1).lower()
+        return "replicas", Decimal(_WORD_NUMBERS.get(raw, raw))
+    return "port", Decimal(match.group(2))
+
+
+def quantities_in(text: str) -> list[Quantity]:
+    """Every quantity of ``text`` whose kind its words tell, in order of appearance."""
+    found: dict[tuple[int, int], Quantity] = {}
+    taken: set[int] = set()  # character positions of numbers already read
+    for name, pattern, group in _PATTERNS:
+        for match in pattern.finditer(text):
+            span = match.span(group)
+            if not taken.isdisjoint(range(*span)):
+                continue  # a number is read once, by the first pattern that explains it
+            try:
+                read = _read(name, match, text)
+            except (InvalidOperation, ValueError, KeyError, IndexError):
+                read = None
+            if read is None:
+                continue
+            kind, value = read
+            if name == "duration_field":
+                subject: tuple[str, ...] = (_canonical(match.group(1)),)
+            elif name == "port":  # only its own word: "port 80, targetPort 8081" are two
+                subject = (match.group(1).lower() + "port",) if match.group(1) else ()
+            else:
+                subject = _subject(kind, text, *match.span())
+            advice = _ADVICE.search(_context(text, *match.span())) is not None
+            found[span] = Quantity(kind, subject, value, match.group().strip(), advice)
+            taken.update(range(*span))
+    return [found[span] for span in sorted(found)]

@@ -1,0 +1,158 @@
+"""Extraction asking (issue 18, item 5): the judge extracts the diagnosis' claims, code
+answers the questions that follow from comparing them with the ground truth, and the
+judge is asked only the rest, one short call each. The real ``openai`` client talks to
+the local test judge server.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from judge.backends.openai import OpenAIBackend
+from judge.backends.streaming import StreamLimits
+from judge.extraction import parse_claims
+from judge.grader import Grader
+from judge.reply import ReplyInvalid
+from judge.retry import RetryPolicy
+from judge.rubric import Rubric, load_rubric_dir
+from tests.support.judge_server import running_judge_server
+
+TRUTH = (
+    "[fault_spec] component=deployment/user-service; namespace=hotel || "
+    "The USER_PORT env var of user-service is set to 9999."
+)
+DIAGNOSIS = (
+    "The user-service deployment in hotel sets USER_PORT=9999. "
+    "The frontend fails to reach it and reservations error out."
+)
+FAST = RetryPolicy(max_attempts=2, initial_wait=0.001, max_wait=0.01, jitter=0)
+CODED = {"D1-Q1", "D1-Q3", "D2-Q2"}
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+def claims(**given: Any) -> str:
+    base: dict[str, Any] = {
+        "origin_component": "user-service",
+        "origin_namespace": "hotel",
+        "fault_kind": "wrong env var",
+        "values": ["USER_PORT=9999"],
+        "symptoms": ["reservations error out"],
+        "affected": ["frontend"],
+        "other_causes": [],
+    }
+    return json.dumps({**base, **given})
+
+
+def answer(qid: str, rubric: Rubric, yes: bool = True) -> str:
+    q = rubric.question(qid)
+    evidence = "sets USER_PORT=9999" if yes and q.requires_quote else ""
+    return json.dumps(
+        {
+            "reasoning": "r",
+            "evidence": evidence,
+            "answer": "yes" if yes else "no",
+            "confidence": "high",
+        }
+    )
+
+
+async def _grade(
+    rubric: Rubric, replies: list[str], truth: str = TRUTH, diagnosis: str = DIAGNOSIS
+) -> tuple[Any, list[Any]]:
+    with running_judge_server(replies=list(replies)) as server:
+        backend = OpenAIBackend(
+            "m", base_url=server.openai_url, limits=StreamLimits(5, 5, None), logprobs=False
+        )
+        try:
+            grader = Grader(backend, retry=FAST, asking="extraction")
+            result = await grader.grade(rubric, truth, diagnosis)
+        finally:
+            await backend.aclose()
+        return result, server.requests
+
+
+def _rest(rubric: Rubric) -> list[str]:
+    return [answer(q.id, rubric) for q in rubric.questions if q.id not in CODED]
+
+
+async def test_claims_answer_three_questions_in_code_and_the_rest_are_asked(
+    rubric: Rubric,
+) -> None:
+    result, requests = await _grade(rubric, [claims(), *_rest(rubric)])
+    assert len(requests) == 1 + 6
+    extraction = requests[0]["messages"]
+    assert "write down what it claims" in extraction[0]["content"]
+    assert "GROUND_TRUTH" not in extraction[1]["content"]  # the judge sees the diagnosis only
+    asked = [r["messages"][1]["content"].rsplit("\n", 1)[-1].split()[1] for r in requests[1:]]
+    assert asked == ["D1-Q2", "D2-Q1", "D2-Q3", "D3-Q1", "D3-Q2", "D3-Q3"]
+    answers = {a.question_id: a for a in result.answers}
+    assert all(answers[q].answer for q in CODED)
+    assert answers["D1-Q1"].evidence_verified is True  # the sentence naming the origin
+    assert answers["D1-Q1"].reasoning == "[claims] origin_component: user-service"
+    assert result.outcome.passed and not result.needs_review
+    assert {v.question_id: v.call_index for v in result.votes}["D1-Q1"] == 0
+
+
+async def test_a_different_origin_or_another_cause_answers_no(rubric: Rubric) -> None:
+    diagnosis = DIAGNOSIS + " The real cause is mongodb-rate, which user-service calls."
+    reply = claims(origin_component="mongodb-rate", other_causes=["mongodb-rate"])
+    result, _ = await _grade(rubric, [reply, *_rest(rubric)], diagnosis=diagnosis)
+    answers = {a.question_id: a.answer for a in result.answers}
+    assert answers["D1-Q1"] is False and answers["D1-Q3"] is False
+    assert answers["D2-Q2"] is True
+
+
+async def test_claims_not_in_the_diagnosis_are_dropped(rubric: Rubric) -> None:
+    vague = "Something in the cluster is misconfigured and reservations fail."
+    reply = claims(origin_component="user-service", values=["USER_PORT=9999"])
+    result, _ = await _grade(rubric, [reply, *_rest(rubric)], diagnosis=vague)
+    answers = {a.question_id: a.answer for a in result.answers}
+    assert answers["D1-Q1"] is False and answers["D2-Q2"] is False
+    assert answers["D1-Q3"] is True  # no component blamed at all
+
+
+async def test_a_control_scenario_asks_every_question(rubric: Rubric) -> None:
+    replies = [answer(q.id, rubric, yes=False) for q in rubric.questions]
+    result, requests = await _grade(rubric, replies, truth="")
+    assert len(requests) == 9 and result.status == "graded"
+
+
+async def test_an_unusable_extraction_is_unscored_after_one_repair(rubric: Rubric) -> None:
+    result, requests = await _grade(rubric, ["no json", '{"origin_component": 3}'])
+    assert result.status == "unscored" and result.unscored_reason == "unparseable_reply"
+    assert len(requests) == 2
+    assert "origin_component must be a string" in result.detail
+
+
+def test_claims_parser_is_strict() -> None:
+    with pytest.raises(ReplyInvalid, match="missing key values"):
+        parse_claims('{"origin_component": "x"}')
+    with pytest.raises(ReplyInvalid, match="unexpected key answer"):
+        parse_claims(claims(answer="yes"))
+    assert parse_claims(claims(other_causes=["  redis "]))["other_causes"] == ["redis"]
+
+
+async def test_code_answers_are_never_inverted_by_positive_asking(rubric: Rubric) -> None:
+    # D2-Q3 and D3-Q3 are asked positively (the judge says "no": nothing contradicts);
+    # D1-Q3 is answered in code, in the rubric's polarity
+    rest = []
+    for q in rubric.questions:
+        if q.id not in CODED:
+            rest.append(answer(q.id, rubric, yes=q.id not in {"D2-Q3", "D3-Q3"}))
+    with running_judge_server(replies=[claims(), *rest]) as server:
+        backend = OpenAIBackend(
+            "m", base_url=server.openai_url, limits=StreamLimits(5, 5, None), logprobs=False
+        )
+        try:
+            grader = Grader(backend, retry=FAST, asking="extraction", ask_as="positive")
+            result = await grader.grade(rubric, TRUTH, DIAGNOSIS)
+        finally:
+            await backend.aclose()
+    assert all(a.answer for a in result.answers), result.answers

@@ -1,0 +1,200 @@
+"""Asking "does it avoid ..." questions positively, and replies that contradict themselves
+(issue 18, item 4).
+
+A small judge answered "no" to 91 of 108 "does it avoid ..." questions where humans said
+yes, often with reasoning such as "The diagnosis avoids naming a different component as
+the root cause." A question may be asked in its positive wording, its answer inverted
+in code; the recorded answer stays in the rubric's polarity. A reasoning that plainly
+says the opposite of its answer sends the grading to review.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from judge.backends.openai import OpenAIBackend
+from judge.backends.streaming import StreamLimits
+from judge.consistency import reasoning_contradicts
+from judge.errors import RubricError
+from judge.grader import Grader
+from judge.retry import RetryPolicy
+from judge.rubric import Rubric, load_rubric_dir, rubric_from_mapping
+from tests.support.judge_server import running_judge_server
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+FAST = RetryPolicy(max_attempts=2, initial_wait=0.001, max_wait=0.01, jitter=0)
+AVOID = ("D1-Q3", "D2-Q3", "D3-Q3")
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+def full_reply(rubric: Rubric, answers: dict[str, tuple[str, str]]) -> str:
+    """Every question yes with the diagnosis' quote, unless ``answers`` says (answer, reasoning)."""
+    entries = {}
+    for q in rubric.questions:
+        answer, reasoning = answers.get(q.id, ("yes", "It does."))
+        entries[q.id] = {
+            "reasoning": reasoning,
+            "evidence": "sets USER_PORT=9999" if answer == "yes" and q.requires_quote else "",
+            "answer": answer,
+            "confidence": "high",
+        }
+    return json.dumps(entries)
+
+
+async def _grade(rubric: Rubric, reply: str, **grader: Any) -> tuple[Any, list[Any]]:
+    with running_judge_server(replies=[reply]) as server:
+        backend = OpenAIBackend(
+            "m", base_url=server.openai_url, limits=StreamLimits(5, 5, None), logprobs=False
+        )
+        try:
+            result = await Grader(backend, retry=FAST, **grader).grade(rubric, TRUTH, DIAGNOSIS)
+        finally:
+            await backend.aclose()
+        return result, server.requests
+
+
+async def test_positive_asking_sends_the_positive_wording_and_records_the_rubrics(
+    rubric: Rubric,
+) -> None:
+    said = {qid: ("no", "Nothing of the kind.") for qid in AVOID}
+    result, requests = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
+    prompt = requests[0]["messages"][1]["content"]
+    assert "D1-Q3 Does it name a different component as the root cause?" in prompt
+    assert "Does it avoid naming a different component" not in prompt
+    answers = {a.question_id: a for a in result.answers}
+    for qid in AVOID:  # the judge said "no" to the positive question: "yes", it avoids
+        assert answers[qid].judge_answer is True and answers[qid].answer is True
+        assert answers[qid].reasoning.startswith("[asked: Does it ")
+        assert "-> no] Nothing of the kind." in answers[qid].reasoning
+    assert result.outcome.yes_count == 9 and result.outcome.passed
+    assert {v.question_id: v.answer for v in result.votes}["D1-Q3"] is True
+    # the raw reply is stored as the judge wrote it, in the polarity it was asked
+    assert json.loads(result.calls[0].completion.text)["D1-Q3"]["answer"] == "no"
+
+
+async def test_a_positive_yes_is_recorded_as_no(rubric: Rubric) -> None:
+    said = {"D1-Q3": ("yes", "It names redis as the root cause.")}
+    result, _ = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
+    d1q3 = next(a for a in result.answers if a.question_id == "D1-Q3")
+    assert d1q3.answer is False and d1q3.judge_answer is False
+    assert "reasoning_contradicts" not in result.review_reasons
+
+
+async def test_a_rubric_question_may_ask_positively_on_its_own(rubric: Rubric) -> None:
+    data = rubric.model_dump(mode="json")
+    data["dimensions"][0]["questions"][2]["ask_as"] = "positive"
+    positive = rubric_from_mapping(data, source="test")
+    assert positive.version != rubric.version
+    said = {"D1-Q3": ("no", "Only user-service is blamed.")}
+    result, requests = await _grade(positive, full_reply(positive, said))
+    prompt = requests[0]["messages"][1]["content"]
+    assert "D1-Q3 Does it name a different component" in prompt
+    assert "D2-Q3 Does it avoid claims" in prompt  # the others as written
+    assert next(a for a in result.answers if a.question_id == "D1-Q3").answer is True
+
+
+def test_positive_asking_needs_a_positive_wording(rubric: Rubric) -> None:
+    data = rubric.model_dump(mode="json")
+    data["dimensions"][0]["questions"][0]["ask_as"] = "positive"
+    with pytest.raises(RubricError, match="ask_as: positive needs positive_text"):
+        rubric_from_mapping(data, source="test")
+
+
+def test_rubrics_without_the_new_keys_keep_their_version(rubric: Rubric) -> None:
+    data = rubric.model_dump(mode="json")
+    for dimension in data["dimensions"]:
+        for q in dimension["questions"]:
+            q.pop("positive_text"), q.pop("positive_hint"), q.pop("ask_as"), q.pop("claims")
+    data.pop("reply_format")
+    data["dimensions"][1]["questions"][2]["grounding"] = None
+    # the default rubric as it was before issue 18: stored gradings name this version
+    assert rubric_from_mapping(data, source="before").version == "v1+4067ac07a575"
+    explicit = json.loads(json.dumps(data))
+    for dimension in explicit["dimensions"]:
+        for q in dimension["questions"]:
+            q.update(ask_as="as_written", positive_text="", positive_hint="", claims=None)
+    explicit["reply_format"] = "full"
+    assert (
+        rubric_from_mapping(data, source="a").version
+        == rubric_from_mapping(explicit, source="b").version
+    )
+
+
+async def test_reasoning_that_says_the_opposite_goes_to_review(rubric: Rubric) -> None:
+    said = {"D1-Q3": ("no", "The diagnosis avoids naming a different component as the root cause.")}
+    result, _ = await _grade(rubric, full_reply(rubric, said))
+    assert "reasoning_contradicts" in result.review_reasons
+    assert "reasoning contradicts the answer for D1-Q3" in (result.detail or "")
+    # the answer itself stands: a human decides
+    assert next(a for a in result.answers if a.question_id == "D1-Q3").answer is False
+
+
+async def test_contradictions_are_judged_against_the_question_as_asked(rubric: Rubric) -> None:
+    # asked "does it name a different component?", "no" with "does not name" is consistent
+    said = {"D1-Q3": ("no", "It does not name a different component as the root cause.")}
+    result, _ = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
+    assert "reasoning_contradicts" not in result.review_reasons
+    said = {"D1-Q3": ("yes", "It does not name a different component as the root cause.")}
+    result, _ = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
+    assert "reasoning_contradicts" in result.review_reasons
+
+
+Q_AVOID = "Does it avoid naming a different component as the root cause?"
+Q_NAME = "Does the diagnosis name the component where the fault originates?"
+Q_KIND = "Does it identify the kind of fault (e.g. misconfiguration, resource limit, crash)?"
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reasoning", "contradicts"),
+    [
+        (
+            Q_AVOID,
+            False,
+            "The diagnosis avoids naming a different component as the root cause.",
+            True,
+        ),
+        (
+            Q_AVOID,
+            True,
+            "The diagnosis avoids naming a different component as the root cause.",
+            False,
+        ),
+        (
+            Q_AVOID,
+            False,
+            "The diagnosis does not avoid naming another one: it blames redis.",
+            False,
+        ),
+        (Q_AVOID, True, "It fails to avoid naming another component as the cause.", True),
+        (Q_AVOID, False, "It blames redis as well; it avoids nothing.", False),
+        (Q_NAME, False, "It names rate-quoter as the origin, but the truth names geo.", False),
+        (Q_NAME, False, "does not name the component ... only mentions rate-quoter", False),
+        (
+            Q_NAME,
+            True,
+            "The diagnosis does not name the component where the fault originates.",
+            True,
+        ),
+        (Q_NAME, False, "The diagnosis correctly names the component where it originates.", True),
+        (Q_NAME, False, "Yes, user-service is named as the origin.", True),
+        (Q_NAME, True, "Yes, user-service is named as the origin.", False),
+        (Q_NAME, True, "No obvious gap: the component is named.", False),
+        (Q_NAME, True, "Notably, the component is named.", False),
+        (Q_KIND, True, "It identifies a misconfiguration of the port.", False),
+        (Q_KIND, False, "It identifies a crash, but the fault is a resource limit.", False),
+        (Q_KIND, True, "It does not identify the kind of fault.", True),
+        (Q_KIND, True, "", False),
+    ],
+)
+def test_reasoning_contradiction_rules(
+    question: str, answer: bool, reasoning: str, contradicts: bool
+) -> None:
+    assert reasoning_contradicts(question, answer, reasoning) is contradicts

@@ -1,0 +1,186 @@
+"""Numbers and units (issue 18, item 6): equal quantities compare equal however they are
+written, and a diagnosis value that contradicts the ground truth's value of the same
+thing turns a "yes" on "avoids contradicting claims" into a no (or a flag), showing both.
+
+The seed study's agent read a CPU request of 2.00 cores as 200m. False contradictions
+would fail right diagnoses, so most cases below are texts that must NOT contradict.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.contradictions import contradictions
+from judge.grader import Grader
+from judge.grounding import check_condition, facts_of
+from judge.quantities import quantities_in
+from judge.rubric import Rubric, load_rubric_dir
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("CPU request of 2.00 cores", "cpu", "2"),
+        ("the cpu request is 2000m", "cpu", "2"),
+        ("cpu limit: 200m", "cpu", "0.2"),
+        ("cpu: 2", "cpu", "2"),
+        ("memory limit 512Mi", "memory", "536870912"),
+        ("memory limit of 0.5Gi", "memory", "536870912"),
+        ("512MiB of memory", "memory", "536870912"),
+        ("readiness probe timeout 30s", "duration", "30"),
+        ("a timeout of 30000ms", "duration", "30"),
+        ("timeoutSeconds: 30", "duration", "30"),
+        ("an initial delay of 2 minutes", "duration", "120"),
+        ("error rate 50%", "percent", "50"),
+        ("the deployment was scaled to zero", "replicas", "0"),
+        ("replicas: 3", "replicas", "3"),
+        ("targetPort 9999", "port", "9999"),
+    ],
+)
+def test_quantities_are_normalized(text: str, kind: str, value: str) -> None:
+    (found,) = quantities_in(text)
+    assert found.kind == kind and found.value == Decimal(value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0/3 replicas ready",
+        "1 of 3 replicas available",
+        "image tag 1.5.2",
+        "5M requests per second",
+        "it took 500m",  # 500m of what?
+        "upgrade to v2",
+        "HTTP 503 errors",
+    ],
+)
+def test_numbers_no_word_explains_are_not_read(text: str) -> None:
+    assert quantities_in(text) == []
+
+
+CPU = "The CPU request of deployment/geo was set to 2.00 cores, so no node can schedule it."
+MEMORY = "The memory limit of cart was lowered to 64Mi; the pods are OOMKilled."
+PROBE = "The readiness probe of frontend has timeoutSeconds: 1, too short for its 3s start."
+SCALE = "deployment/payment was scaled to 0 replicas."
+PORT = "The Service's targetPort was changed from 8080 to 9999."
+LOSS = "50% packet loss was injected on the ratings pods."
+THROTTLE = "The CPU limit of deployment/geo was set to 10m, causing throttling."
+PERIOD = "The liveness probe has initialDelaySeconds: 0 and periodSeconds: 1."
+OOM = "A memory limit of 50Mi on mongodb leads to OOMKilled."
+
+
+@pytest.mark.parametrize(
+    ("truth", "diagnosis", "shown"),
+    [
+        (
+            CPU,
+            "The cpu request is 200m, far too low.",
+            ('"200m" (= 0.2 cores)', '"2.00 cores" (= 2 cores)'),
+        ),
+        (MEMORY, "The memory limit is 256Mi and the pods get OOMKilled.", ('"256Mi"', '"64Mi"')),
+        (PROBE, "The readiness probe timeout of 5s is too long.", ('"5s" (= 5 s)', "(= 1 s)")),
+        (SCALE, "Its replicas were set to 3 but none start.", ("(= 3)", "(= 0)")),
+        (PORT, "The targetPort is 8081 instead of the container's port.", ("8081",)),
+        (LOSS, "There is a packet loss of 20% on ratings.", ('"20%" (= 20 %)', '"50%"')),
+        # "throttling" holds "ttl": words, not letters, say a 10m is a duration
+        (THROTTLE, "geo is CPU throttled; its CPU limit is 100m.", ('"100m"', '"10m"')),
+        (PERIOD, "The liveness probe period is 10 seconds.", ("(= 10 s)", "(= 1 s)")),
+    ],
+)
+def test_a_contradicting_value_is_found_with_both_values(
+    truth: str, diagnosis: str, shown: tuple[str, ...]
+) -> None:
+    (found,) = contradictions(truth, diagnosis)
+    text = found.describe()
+    assert all(part in text for part in shown), text
+
+
+@pytest.mark.parametrize(
+    ("truth", "diagnosis"),
+    [
+        (CPU, "The CPU request is 2000m, more than any node offers."),  # equal, written otherwise
+        (CPU, "The CPU request was changed from 2 cores to 200m."),  # the true value is named
+        (CPU, "The CPU limit is 500m."),  # a limit is not a request
+        (CPU, "Lower the CPU request: it should be 500m."),  # advice, not a report
+        (CPU, "The node has 4 cores and 80% CPU use."),  # other things
+        (MEMORY, "The memory limit of 0.0625Gi is too small."),
+        (MEMORY, "The memory limit of 64MB is too small."),  # MB for Mi: within 10 %
+        (MEMORY, "The memory request is 256Mi."),  # a request is not a limit
+        (MEMORY, "The memory limit must be raised to 512Mi."),
+        (MEMORY, "The node has 16Gi of memory; cart's limit is 64Mi."),
+        (PROBE, "The probe timeout of 1000ms is too short."),
+        (PROBE, "Requests take 3s, latency is high."),  # a latency is not a timeout
+        (SCALE, "The deployment has 0/3 replicas ready."),
+        (SCALE, "payment was scaled to zero."),
+        (SCALE, "It runs 1 of 3 replicas."),
+        (PORT, "The targetPort is 9999 while the app listens on 8080."),
+        (PORT, "Clients call port 80 and get connection refused."),  # an unqualified port
+        (LOSS, "The error rate is 30%."),  # an error rate is not a packet loss
+        (LOSS, "All traffic (100%) reaches ratings."),
+        (THROTTLE, "CPU limit of 10 millicores throttles geo."),
+        (THROTTLE, "CPU limits are very low (10m), while requests are 100m."),
+        (PERIOD, "The probe fails after 1 second and the pod restarts every 30s."),
+        (OOM, "mongodb memory usage at 48Mi, close to the 50Mi limit."),
+        (OOM, "mongodb was OOMKilled: memory usage hit 48Mi."),
+        (SCALE, "Scaled to 0; the HPA wants 3 replicas."),
+        ("CPU limit 100m; CPU throttled 95% of the time.", "CPU usage is at 100% of its limit."),
+        (LOSS, "Ratings lost 50% of its packets; 50 % loss."),
+        ("Env var USER_PORT is set to 9999.", "USER_PORT is 9999, timeout 30s."),  # no quantity
+        ("", "The cpu request is 200m."),
+    ],
+)
+def test_no_false_contradictions(truth: str, diagnosis: str) -> None:
+    assert contradictions(truth, diagnosis) == []
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+async def _grade(rubric: Rubric, truth: str, diagnosis: str) -> Any:
+    grader = Grader(ScriptedBackend([scripted_reply]))  # yes to all, quoting the diagnosis
+    return await grader.grade(rubric, truth, diagnosis)
+
+
+HEADER = "[fault_spec] component=deployment/geo; namespace=hotel || "
+
+
+async def test_a_contradicting_value_vetoes_avoids_contradicting_claims(rubric: Rubric) -> None:
+    diagnosis = "The geo deployment in hotel is unschedulable: its cpu request is 200m."
+    result = await _grade(rubric, HEADER + CPU, diagnosis)
+    d2q3 = next(a for a in result.answers if a.question_id == "D2-Q3")
+    assert d2q3.judge_answer is True and d2q3.answer is False
+    assert d2q3.grounding == (
+        'vetoed: contradicts the ground truth: cpu request: the diagnosis gives "200m" '
+        '(= 0.2 cores), the ground truth "2.00 cores" (= 2 cores)'
+    )
+    assert "grounding vetoed D2-Q3" in result.detail
+
+
+async def test_the_rubric_may_flag_instead(rubric: Rubric) -> None:
+    flagging = rubric.model_copy(update={"grounding_failure": "flag"})
+    diagnosis = "The geo deployment in hotel is unschedulable: its cpu request is 200m."
+    result = await _grade(flagging, HEADER + CPU, diagnosis)
+    d2q3 = next(a for a in result.answers if a.question_id == "D2-Q3")
+    assert d2q3.answer is True and d2q3.grounding.startswith("flagged: contradicts")
+    assert "grounding_failed" in result.review_reasons
+
+
+async def test_the_true_value_written_otherwise_passes(rubric: Rubric) -> None:
+    diagnosis = "The geo deployment in hotel is unschedulable: its cpu request is 2000m."
+    result = await _grade(rubric, HEADER + CPU, diagnosis)
+    grounding = {a.question_id: a.grounding for a in result.answers}
+    assert grounding["D2-Q3"] == "passed: consistent_values"
+    assert grounding["D2-Q2"] == "passed: values"  # 2000m names the 2.00 cores of the truth
+
+
+def test_an_equal_quantity_counts_as_naming_a_value() -> None:
+    facts = facts_of(HEADER + "The memory limit was set to 512Mi.")
+    assert facts is not None
+    assert check_condition("values", facts, "cart's memory limit is 0.5Gi") is None
+    assert check_condition("values", facts, "cart's memory limit is 1Gi") is not None
