@@ -31,13 +31,15 @@ async def _submission(store: Store, scenario_id: str | None, fields: dict[str, o
     return (await submit(store, new_submission(**fields))).grading.id
 
 
-async def _complete(store: Store, grading_id: str, outcome: Outcome) -> None:
+async def _complete(
+    store: Store, grading_id: str, outcome: Outcome, *, provisional: bool = False
+) -> None:
     if outcome == "unscored":
         result = unscored_result()
     else:
         yes = {"pass": None, "fail": FAIL_D3, "fail-few": FAIL_FEW}[outcome]
         result = graded_result(yes)
-    assert await store.queue.complete(grading_id, "tests", result)
+    assert await store.queue.complete(grading_id, "tests", result, provisional=provisional)
 
 
 async def add_many(
@@ -45,11 +47,13 @@ async def add_many(
     counts: dict[Outcome, int],
     *,
     scenario_id: str | None = None,
+    provisional: bool = False,
     **fields: object,
 ) -> list[str]:
     """Gradings of each outcome, ``counts[outcome]`` of them, with the same submission.
 
-    ``fields`` override the submission's (agent, model, run_id, attempt, metadata ...).
+    ``fields`` override the submission's (agent, model, run_id, attempt, metadata ...);
+    ``provisional`` marks them graded by a judge not yet qualified.
     All are submitted, claimed at once and completed: pending ones stay leased to the
     tests, which no reader minds.
     """
@@ -65,7 +69,7 @@ async def add_many(
     for outcome, grading_id in planned:
         if outcome != "pending":
             assert grading_id in claimed
-            await _complete(store, grading_id, outcome)
+            await _complete(store, grading_id, outcome, provisional=provisional)
     return [grading_id for _, grading_id in planned]
 
 
