@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 from storage import Store
-from storage.regrade.jobs import RegradeTarget
-from storage.regrade.select import RegradeFilter
 from storage.report_queries import ReportFilter
-from tests.storage.helpers import graded_result, sregym_rubric
-from tests.support.gradings import FAIL_D3, add_many
+from tests.support.gradings import add_many, shadow_regrade
 
 NEW = ReportFilter(judge="openai:new-judge")
 NEW_SHADOW = ReportFilter(judge="openai:new-judge", include="shadow")
 
 
-async def _shadow_regrade(store: Store, *, passing: int) -> None:
-    """A shadow job by ``new-judge`` over every current grading: ``passing`` of them pass."""
-    target = RegradeTarget(
-        rubric=sregym_rubric(),
-        judge_spec="openai:new-judge@http://127.0.0.1:9/v1",
-        judge_backend="openai",
-        judge_model="new-judge",
-        mode="shadow",
-    )
-    await store.regrade.create_job(RegradeFilter(), target, actor="admin")
-    done = 0
-    while claims := await store.queue.claim_pending("w", limit=50, lease_seconds=60):
-        for claim in claims:
-            yes = None if done < passing else list(FAIL_D3)
-            assert await store.queue.complete(claim.grading_id, "w", graded_result(yes))
-            done += 1
-
-
 async def test_shadow_gradings_count_only_when_included(store: Store) -> None:
     await add_many(store, {"pass": 2, "fail": 2})
-    await _shadow_regrade(store, passing=3)
+    await shadow_regrade(store, passing=3)
     assert await store.reports.outcome_counts(NEW) == []
     [new] = await store.reports.outcome_counts(NEW_SHADOW)
     assert (new.passed, new.failed) == (3, 1)
@@ -51,8 +30,8 @@ async def test_shadow_gradings_count_only_when_included(store: Store) -> None:
 
 async def test_a_shadow_regrade_run_twice_counts_once(store: Store) -> None:
     await add_many(store, {"pass": 3})
-    await _shadow_regrade(store, passing=0)
-    await _shadow_regrade(store, passing=3)
+    await shadow_regrade(store, passing=0)
+    await shadow_regrade(store, passing=3)
     [new] = await store.reports.outcome_counts(NEW_SHADOW)
     assert (new.passed, new.failed) == (3, 0), "only the newest shadow grading counts"
     questions = await store.reports.question_counts(NEW_SHADOW)

@@ -6,7 +6,15 @@ from contextlib import suppress
 from typing import Literal
 
 from storage import Conflict, Store
-from tests.storage.helpers import graded_result, new_submission, submit, unscored_result
+from storage.regrade.jobs import RegradeTarget
+from storage.regrade.select import RegradeFilter
+from tests.storage.helpers import (
+    graded_result,
+    new_submission,
+    sregym_rubric,
+    submit,
+    unscored_result,
+)
 
 Outcome = Literal["pass", "fail", "fail-few", "unscored", "pending"]
 
@@ -79,3 +87,24 @@ async def add_grading(
     """One grading of ``outcome``; returns its id."""
     [grading_id] = await add_many(store, {outcome: 1}, scenario_id=scenario_id, **fields)
     return grading_id
+
+
+async def shadow_regrade(store: Store, *, passing: int, judge_model: str = "new-judge") -> None:
+    """A shadow regrade by ``openai:judge_model`` of every current grading, run to the end.
+
+    The first ``passing`` items it completes pass, the others fail (no yes in D3).
+    """
+    target = RegradeTarget(
+        rubric=sregym_rubric(),
+        judge_spec=f"openai:{judge_model}@http://127.0.0.1:9/v1",
+        judge_backend="openai",
+        judge_model=judge_model,
+        mode="shadow",
+    )
+    await store.regrade.create_job(RegradeFilter(), target, actor="admin")
+    done = 0
+    while claims := await store.queue.claim_pending("w", limit=50, lease_seconds=60):
+        for claim in claims:
+            yes = None if done < passing else FAIL_D3
+            assert await store.queue.complete(claim.grading_id, "w", graded_result(yes))
+            done += 1
