@@ -89,10 +89,11 @@ async def add_grading(
     return grading_id
 
 
-async def shadow_regrade(store: Store, *, passing: int, judge_model: str = "new-judge") -> None:
+async def shadow_regrade(store: Store, *, passing: int, judge_model: str = "new-judge") -> str:
     """A shadow regrade by ``openai:judge_model`` of every current grading, run to the end.
 
     The first ``passing`` items it completes pass, the others fail (no yes in D3).
+    Returns the job's id.
     """
     target = RegradeTarget(
         rubric=sregym_rubric(),
@@ -101,10 +102,11 @@ async def shadow_regrade(store: Store, *, passing: int, judge_model: str = "new-
         judge_model=judge_model,
         mode="shadow",
     )
-    await store.regrade.create_job(RegradeFilter(), target, actor="admin")
+    view = await store.regrade.create_job(RegradeFilter(), target, actor="admin")
     done = 0
     while claims := await store.queue.claim_pending("w", limit=50, lease_seconds=60):
         for claim in claims:
             yes = None if done < passing else FAIL_D3
             assert await store.queue.complete(claim.grading_id, "w", graded_result(yes))
             done += 1
+    return view.job.id
