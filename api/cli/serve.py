@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import Any
 
 import click
 
@@ -30,9 +31,16 @@ def migrate_command() -> None:
 @click.option("--host", help="address to bind (default 127.0.0.1)")
 @click.option("--port", type=int, help="port (default 8000)")
 def serve_command(host: str | None, port: int | None) -> None:
-    """Migrate the database and serve the API."""
+    """Migrate the database and serve the API.
+
+    On start it says which judge it will use, at which address, whether the judge
+    answered, and which setting changes it (SRE_JUDGE_JUDGE, or SRE_JUDGE_PANEL).
+
+    Example: SRE_JUDGE_JUDGE=openai:qwen2.5-1.5b@http://127.0.0.1:8080/v1 sre-judge serve
+    """
     from api.http.app import create_app
     from api.http.server import run_server
+    from api.service.judge_status import judge_status, startup_message
     from api.service.observability import configure_logging
     from storage import upgrade
 
@@ -43,6 +51,11 @@ def serve_command(host: str | None, port: int | None) -> None:
         app = create_app(settings)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+    async def announce_judge(app: Any) -> None:
+        click.echo(startup_message(await judge_status(app.state.services)), err=True)
+
+    app.on_startup.append(announce_judge)
     run_server(app, settings)
 
 
