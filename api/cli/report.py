@@ -41,7 +41,7 @@ _GROUP_BY = click.option(
     "--group-by",
     default="",
     metavar="KEYS",
-    help="comma-separated among agent, model, scenario, rubric, judge",
+    help="comma-separated among agent, model, scenario, rubric, judge, source, provisional",
 )
 
 
@@ -272,7 +272,9 @@ def export_command(
     metavar="KINDS",
     help="comma-separated among judge_human, judge_judge, human_human (default all)",
 )
-@click.option("--group-by", default="", metavar="KEYS", help="comma-separated: rubric, judge")
+@click.option(
+    "--group-by", default="", metavar="KEYS", help="comma-separated: rubric, judge, provisional"
+)
 @click.option(
     "--source",
     type=click.Choice(["all", "blind", "override"]),
