@@ -72,3 +72,17 @@ async def test_an_undefined_kappa_says_why_and_is_never_zero(store: Store) -> No
         "one category only: rater b always said yes"
     )
     assert any(note.startswith("judge_judge: the judges' own") for note in table.notes)
+
+
+async def test_agreement_splits_provisional_gradings(store: Store) -> None:
+    await add_many(store, {"pass": 2, "fail": 2}, provisional=True)
+    await shadow_regrade(store, passing=3)
+    report = await build_agreement_report(
+        store, ReportFilter(), kinds=["judge_judge"], group_by=["provisional"]
+    )
+    groups = {row.group["provisional"] for row in report.kinds[0].rows}
+    assert groups == {"qualified"}  # the shadow judge's gradings label the pair
+    excluded = await build_agreement_report(
+        store, ReportFilter(provisional="exclude"), kinds=["judge_judge"]
+    )
+    assert excluded.kinds[0].rows == []  # the provisional side is left out: no pairs
