@@ -100,11 +100,10 @@ def compare(
 ) -> None:
     """Arm a's pass rate minus arm b's: Newcombe 95% interval and Fisher's exact p.
 
-    Arms are filters, e.g. -a model=x -b model=y (fields agent, model, scenario_id,
-    run_id, rubric, judge, created_after, created_before, ground_truth_source, include,
-    provisional). When a scenario was attempted several times, the comparison is
-    repeated with scenarios as the unit. An arm with no passed or failed grading is an
-    error (exit 2). SREGym's own judge against a shadow regrade by a new judge:
+    Arms are filters (-a model=x -b model=y; any report filter, plus include and
+    provisional). Repeated scenarios are also compared with scenarios as the unit. An
+    arm with no passed or failed grading is an error (exit 2). SREGym's judge against
+    a shadow regrade by a new judge:
 
         sre-judge report compare -a judge=external:sregym -b judge=openai:new --include shadow
     """
