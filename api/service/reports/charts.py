@@ -60,14 +60,15 @@ class Difference:
     p_value: float | None
 
 
-def _figure(rows: int, path: Path) -> Any:
+def _figure(rows: int, path: Path, scope: Sequence[str] = ()) -> Any:
     if path.suffix.lower() not in CHART_SUFFIXES:
         raise ValueError(f"a chart is written as .png or .svg, not {path.suffix or 'no suffix'}")
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
         raise ChartUnavailable("charts need matplotlib: pip install 'sre-judge[charts]'") from exc
-    return Figure(figsize=(9, 1.6 + 0.45 * max(rows, 1)), layout="constrained")
+    height = 1.6 + 0.45 * max(rows, 1) + 0.2 * len(scope)  # room for the scope lines
+    return Figure(figsize=(9, height), layout="constrained")
 
 
 def _finish(figure: Any, axes: Any, path: Path, title: str, scope: Sequence[str]) -> None:
@@ -91,7 +92,7 @@ def write_interval_chart(
     bars: Sequence[Bar], path: Path, *, title: str, xlabel: str, scope: Sequence[str] = ()
 ) -> None:
     """Horizontal bars of the rates, the intervals as error bars, ``k/n`` to the right."""
-    figure = _figure(len(bars), path)
+    figure = _figure(len(bars), path, scope)
     axes = figure.add_subplot()
     positions = list(range(len(bars)))[::-1]
     rates = [bar.rate or 0.0 for bar in bars]
@@ -115,7 +116,7 @@ def write_difference_chart(
     differences: Sequence[Difference], path: Path, *, title: str, scope: Sequence[str] = ()
 ) -> None:
     """Each difference as a point with its 95% interval around zero, and its p-value."""
-    figure = _figure(len(differences), path)
+    figure = _figure(len(differences), path, scope)
     axes = figure.add_subplot()
     positions = list(range(len(differences)))[::-1]
     axes.axvline(0.0, color="#999999", linewidth=1)
