@@ -8,7 +8,8 @@ once the app is built, from what each handler declares:
   the ``bearer`` security requirement (the "Authorize" button of ``/schema``) and
   answers 401 (no or a bad token) and 403 (a role too low);
 - a path with parameters answers 404 for an unknown id; parameters or a body answer 422
-  naming the field, and a body answers 400 when it is not JSON and 413 when too large;
+  naming the field, and a body answers 400 when it is not JSON, 413 when too large and
+  415 in another media type;
 - :data:`EXTRA_ERRORS` lists what only the handler knows: 409, 412, 428, 429, 503, ...;
 - :data:`OTHER_CONTENT` lists the answers that are not JSON (Prometheus text, CSV).
 
@@ -54,6 +55,7 @@ ERROR_TEXT: dict[int, str] = {
     "that does not allow it)",
     412: "If-Match does not match the current ETag: someone changed it first",
     413: "The body is larger than the server accepts",
+    415: "The body's Content-Type is not one this route takes",
     422: "Invalid input; `errors` names each field at fault",
     428: "If-Match is required: send the ETag you read",
     429: "Too many requests from this token; retry after `Retry-After` seconds",
@@ -141,7 +143,7 @@ def required_errors(handler: HTTPRouteHandler, operation: Any, path: str) -> set
     if operation.parameters or operation.request_body:
         errors.add(422)
     if operation.request_body:
-        errors |= {400, 413}
+        errors |= {400, 413, 415}
     if "400" in (operation.responses or {}):  # Litestar's own, for parameters
         errors.add(400)
     return errors

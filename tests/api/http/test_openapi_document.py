@@ -2,8 +2,8 @@
 error answer a route can give listed with the problem+json shape.
 
 What a route can give is read from the route itself, not from the document's builder:
-its guards (401, 403), its path parameters (404), its parameters and body (422; 400 and
-413 for a body), and the statuses its handler's source writes (``ApiProblem(409, ...``,
+its guards (401, 403), its path parameters (404), its parameters and body (422; 400, 413
+and 415 for a body), and the statuses its handler's source writes (``ApiProblem(409, ...``,
 ``status_code=...``). Schemathesis' status-code check in ``test_fuzz_routes`` finds the
 ones raised deeper down.
 """
@@ -42,7 +42,7 @@ def _can_answer(handler: HTTPRouteHandler, path: str, operation: dict[str, Any])
     if operation.get("parameters") or "requestBody" in operation:
         statuses.add(422)
     if "requestBody" in operation:
-        statuses |= {400, 413}
+        statuses |= {400, 413, 415}
     if any(p["name"] == "If-Match" for p in operation.get("parameters", [])):
         statuses |= {412, 428}
     return statuses
