@@ -10,7 +10,8 @@ once the app is built, from what each handler declares:
 - a path with parameters answers 404 for an unknown id; parameters or a body answer 422
   naming the field, and a body answers 400 when it is not JSON, 413 when too large and
   415 in another media type;
-- :data:`EXTRA_ERRORS` lists what only the handler knows: 409, 412, 428, 429, 503, ...;
+- an ``If-Match`` header answers 412 (stale) and 428 (missing where required);
+- :data:`EXTRA_ERRORS` lists what only the handler knows: 409, 429, 503, ...;
 - :data:`OTHER_CONTENT` lists the answers that are not JSON (Prometheus text, CSV).
 
 The description of an operation is its handler's docstring unless it sets one.
@@ -71,7 +72,8 @@ EXTRA_ERRORS: dict[str, tuple[int, ...]] = {
     "listGradings": (400,),
     "createScenario": (409,),
     "exportGradings": (500,),
-    "createOverride": (409, 412, 428),
+    "createOverride": (409,),
+    "updateScenario": (409,),
     "reviewQueue": (400,),
     "claimReview": (409,),
     "finishReview": (409,),
@@ -144,6 +146,8 @@ def required_errors(handler: HTTPRouteHandler, operation: Any, path: str) -> set
         errors.add(422)
     if operation.request_body:
         errors |= {400, 413, 415}
+    if any(getattr(p, "name", "") == "If-Match" for p in operation.parameters or []):
+        errors |= {412, 428}  # a stale ETag; none sent where one is required
     if "400" in (operation.responses or {}):  # Litestar's own, for parameters
         errors.add(400)
     return errors
