@@ -7,7 +7,9 @@ answers of its questions pooled), over all answers, and on verdicts.
 
 Kappa and its 95% interval come from statsmodels' ``cohens_kappa`` (Cohen 1960, with
 the large-sample standard error of Fleiss, Cohen and Everitt 1969); accuracy carries
-its Wilson interval. Kappa is None when undefined (both raters always gave one label).
+its Wilson interval. Kappa is None when undefined, with the reason in words: no pairs,
+or a rater who gave one label only (then kappa is 0 whatever the other rater says, and
+its standard error 0: a figure that measures nothing, so it is not given as 0).
 No web and no database here.
 """
 
@@ -62,6 +64,8 @@ class Agreement(BaseModel):
     kappa: float | None
     kappa_se: float | None
     kappa_interval: Interval | None
+    #: why kappa is None (e.g. "one category only: rater a always said yes"), else None
+    kappa_undefined: str | None = None
     #: counts keyed ``a->b``: ``yes->yes``, ``yes->no``, ``no->yes``, ``no->no``
     confusion: dict[str, int]
 
@@ -82,13 +86,14 @@ def _finite(value: Any) -> float | None:
 class Kappa:
     """Cohen's kappa of two raters' yes/no labels and its large-sample standard error.
 
-    Both are None when kappa is undefined (no items, or both raters always gave the
-    same one label); the standard error is None when one rater is constant.
+    Both are None when kappa is undefined, and ``undefined`` says why: no items, or a
+    rater who gave one label only (one category only).
     """
 
     n: int
     kappa: float | None
     se: float | None
+    undefined: str | None = None
 
     def bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
         """``kappa -/+ z * se`` (not clipped to [-1, 1]), or None when undefined."""
@@ -105,16 +110,31 @@ def _table(counts: Counter[tuple[bool, bool]]) -> list[list[int]]:
     return [[counts[(a, b)] for b in (True, False)] for a in (True, False)]
 
 
+def _undefined(table: list[list[int]]) -> str | None:
+    """Why kappa of ``table`` is undefined, or None when it is defined."""
+    n = sum(map(sum, table))
+    if n == 0:
+        return "no pairs"
+    yes_a, yes_b = sum(table[0]), table[0][0] + table[1][0]
+    constant = [
+        f"rater {name} always said {'yes' if yes == n else 'no'}"
+        for name, yes in (("a", yes_a), ("b", yes_b))
+        if yes in (0, n)
+    ]
+    if constant:
+        return f"one category only: {' and '.join(constant)}"
+    return None
+
+
 def _kappa(table: list[list[int]]) -> Kappa:
     n = sum(map(sum, table))
-    yes_a, yes_b = sum(table[0]), table[0][0] + table[1][0]
-    expected = (yes_a * yes_b + (n - yes_a) * (n - yes_b)) / (n * n) if n else 1.0
-    if n == 0 or expected >= 1.0:
-        return Kappa(n=n, kappa=None, se=None)
+    undefined = _undefined(table)
+    if undefined is not None:
+        return Kappa(n=n, kappa=None, se=None, undefined=undefined)
     import numpy as np
     from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 
-    with np.errstate(all="ignore"):  # one rater constant: kappa 0, no standard error
+    with np.errstate(all="ignore"):
         fitted = statsmodels_kappa(np.asarray(table, dtype=float))
     return Kappa(n=n, kappa=_finite(fitted.kappa), se=_finite(fitted.std_kappa))
 
@@ -148,6 +168,7 @@ def agreement(pairs: Iterable[tuple[bool, bool]], *, confidence: float = CONFIDE
         kappa=fit.kappa,
         kappa_se=fit.se,
         kappa_interval=interval,
+        kappa_undefined=fit.undefined,
         confusion={f"{_word(a)}->{_word(b)}": counts[(a, b)] for a, b in _CELLS},
     )
 

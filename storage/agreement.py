@@ -35,7 +35,7 @@ __all__ = ["AGREEMENT_GROUPS", "AGREEMENT_KINDS", "AgreementKind", "AgreementRea
 AgreementKind = Literal["judge_human", "judge_judge", "human_human"]
 AGREEMENT_KINDS: tuple[AgreementKind, ...] = ("judge_human", "judge_judge", "human_human")
 #: what agreement can be grouped by
-AGREEMENT_GROUPS = ("rubric", "judge")
+AGREEMENT_GROUPS = ("rubric", "judge", "provisional")
 LabelSource = Literal["blind", "override", "all"]
 
 _G, _S, _L, _A = GradingRecord, SubmissionRecord, HumanLabelRecord, AnswerRecord
@@ -46,6 +46,7 @@ def _group(grading: GradingRecord, group_by: Sequence[str], judge: str | None = 
     labels = {
         "rubric": f"{grading.rubric_id}@{grading.rubric_version}",
         "judge": judge or f"{grading.judge_backend}:{grading.judge_model}",
+        "provisional": "provisional" if grading.provisional else "qualified",
     }
     return tuple(labels[name] for name in group_by)
 

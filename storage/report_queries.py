@@ -6,7 +6,9 @@ Groups are named ``agent``, ``model``, ``scenario``, ``rubric``, ``judge`` and
 ``source`` (where the ground truth came from: ``scenario`` or ``inline``). A
 rubric group is labelled ``id@version`` and a judge group ``backend:model``, and the
 ``rubric`` and ``judge`` filters accept either the short form (``sregym-rca``,
-``qwen3:8b``) or the labelled one (``sregym-rca@v1+…``, ``ollama:qwen3:8b``).
+``qwen3:8b``) or the labelled one (``sregym-rca@v1+…``, ``ollama:qwen3:8b``). The
+``provisional`` group is ``provisional`` or ``qualified`` (the grading's judge had or
+had not qualified); shadow and provisional gradings are scoped in :mod:`storage.report_scope`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
 from sqlmodel import col
 
+from storage.report_scope import Include, Provisional, covered, provisional_label, provisional_where
 from storage.tables import AnswerRecord, GradingRecord, ScenarioRecord, SubmissionRecord
 
 __all__ = [
@@ -38,8 +41,10 @@ __all__ = [
     "verdict_column",
 ]
 
-GroupKey = Literal["agent", "model", "scenario", "rubric", "judge", "source"]
-GROUP_KEYS: tuple[GroupKey, ...] = ("agent", "model", "scenario", "rubric", "judge", "source")
+GroupKey = Literal["agent", "model", "scenario", "rubric", "judge", "source", "provisional"]
+GROUP_KEYS: tuple[GroupKey, ...] = (
+    "agent", "model", "scenario", "rubric", "judge", "source", "provisional",
+)  # fmt: skip
 #: where a submission's ground truth came from: a registered scenario, or its sender
 GroundTruthSource = Literal["scenario", "inline"]
 
@@ -56,6 +61,7 @@ _GROUPS: dict[GroupKey, tuple[tuple[Any, ...], str]] = {
     "rubric": ((_G.rubric_id, _G.rubric_version), "@"),
     "judge": ((_G.judge_backend, _G.judge_model), ":"),
     "source": ((_S.ground_truth_source,), ""),
+    "provisional": ((provisional_label(),), ""),
 }
 
 
@@ -81,6 +87,10 @@ class ReportFilter:
     ground_truth_source: GroundTruthSource | None = None
     #: only submissions of scenarios in this set (``public``, ``held-out``, ...)
     scenario_set: str | None = None
+    #: ``shadow``: also the gradings of shadow regrades (see :mod:`storage.report_scope`)
+    include: Include | None = None
+    #: ``exclude`` or ``only`` the gradings of judges not yet qualified; None counts them
+    provisional: Provisional | None = None
     current_only: bool = True
 
 
@@ -111,8 +121,12 @@ def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
             col(ScenarioRecord.scenario_set) == filters.scenario_set
         )
         query = query.where(col(_S.scenario_id).in_(members))
-    if filters.current_only:
-        query = query.where(col(_G.is_current).is_(True))
+    for condition in (
+        covered(current_only=filters.current_only, include=filters.include),
+        provisional_where(filters.provisional),
+    ):
+        if condition is not None:
+            query = query.where(condition)
     return query
 
 
@@ -129,7 +143,7 @@ def joined(*columns: Any, from_answers: bool = False) -> Select[Any]:
 def group_columns(group_by: Sequence[GroupKey]) -> list[Any]:
     """The labelled columns of the groups, to select and group by."""
     return [
-        col(column).label(f"g_{name}_{i}")
+        column.label(f"g_{name}_{i}")
         for name in group_by
         for i, column in enumerate(_GROUPS[name][0])
     ]

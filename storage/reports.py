@@ -56,6 +56,8 @@ class OutcomeCounts:
     pending: int
     #: passes held for a human (injection markers): neither passed nor failed yet
     held: int = 0
+    #: of all the above, gradings by a judge not yet qualified (any outcome)
+    provisional: int = 0
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,7 @@ async def _outcomes(
             count_where(verdict.is_(None), ~pending, ~held).label("unscored"),
             count_where(verdict.is_(None), pending).label("pending"),
             count_where(held).label("held"),
+            count_where(col(_G.provisional).is_(True)).label("provisional"),
         ),
         filters,
     ).group_by(*groups)
@@ -246,6 +249,7 @@ async def _outcomes(
             unscored=int(row.unscored),
             pending=int(row.pending),
             held=int(row.held),
+            provisional=int(row.provisional),
         )
         for row in await session.execute(query)
         if row.passed or row.failed or row.unscored or row.pending or row.held

@@ -52,6 +52,17 @@ def filter_options(command: Command) -> Command:
             help="only registered scenarios' ground truths (scenario) or submitters' (inline)",
         ),
         click.option("--scenario-set", help="only scenarios of this set, e.g. held-out"),
+        click.option(
+            "--include",
+            type=click.Choice(["shadow"]),
+            help="also the gradings of shadow regrades (newest per submission and judge)",
+        ),
+        click.option(
+            "--provisional",
+            type=click.Choice(["include", "exclude", "only"]),
+            help="gradings of judges not yet qualified: counted and marked (default), "
+            "left out, or alone",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -165,14 +176,28 @@ def emit(report: BaseModel, table: Any, fmt: str) -> None:
         print_table(table, console)
 
 
-def write_chart(path: Path | None, bars: Any, *, title: str, xlabel: str) -> None:
-    """Write the chart if one was asked for; usage errors for a bad suffix or no matplotlib."""
+def write_chart(
+    path: Path | None, bars: Any, *, title: str, xlabel: str, scope: Sequence[str] = ()
+) -> None:
+    """Write the chart if one was asked for; usage errors for a bad suffix or no matplotlib.
+
+    ``bars`` are rates (``Bar``) or differences (``Difference``); ``scope`` goes under
+    the title (filter, verdicts, judge, gradings, provisional).
+    """
     if path is None:
         return
-    from api.service.reports.charts import ChartUnavailable, write_interval_chart
+    from api.service.reports.charts import (
+        ChartUnavailable,
+        Difference,
+        write_difference_chart,
+        write_interval_chart,
+    )
 
     try:
-        write_interval_chart(bars, path, title=title, xlabel=xlabel)
+        if bars and isinstance(bars[0], Difference):
+            write_difference_chart(bars, path, title=title, scope=scope)
+        else:
+            write_interval_chart(bars, path, title=title, xlabel=xlabel, scope=scope)
     except (ValueError, ChartUnavailable) as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(f"chart written to {path}", err=True)

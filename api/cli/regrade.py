@@ -172,7 +172,14 @@ def regrade_status(job_id: str, as_json: bool) -> None:
 @regrade_group.command("flips")
 @click.argument("job_id")
 @click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json")
-def regrade_flips(job_id: str, fmt: str) -> None:
+@click.option(
+    "--verdicts",
+    type=click.Choice(["effective", "judge"]),
+    default="effective",
+    show_default=True,
+    help="effective (after human overrides) or the judges' own, for flips and kappa alike",
+)
+def regrade_flips(job_id: str, fmt: str, verdicts: Any) -> None:
     """What flipped between the old and the new gradings, as JSON or CSV."""
     from api.service.regrade.flips import flip_report, flips_csv
     from api.service.regrade.schemas import job_public
@@ -182,8 +189,8 @@ def regrade_flips(job_id: str, fmt: str) -> None:
             view = await services.store.regrade.get_job(job_id)
             items = await services.store.regrade.pairs(job_id)
         if fmt == "csv":
-            return flips_csv(items)
-        report = flip_report(job_public(view).model_dump(mode="json"), items)
+            return flips_csv(items, verdicts=verdicts)
+        report = flip_report(job_public(view).model_dump(mode="json"), items, verdicts=verdicts)
         return json.dumps(report, indent=2) + "\n"
 
     click.echo(run(flips()), nl=False)

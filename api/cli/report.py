@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from api.service.reports.export_writer import ExportSummary
     from api.service.reports.exports import ExportFormat
     from storage import Store
-    from storage.report_queries import Verdicts
+    from storage.report_queries import ReportFilter, Verdicts
 
 __all__ = ["export_command", "report_command"]
 
@@ -41,12 +41,8 @@ _GROUP_BY = click.option(
     "--group-by",
     default="",
     metavar="KEYS",
-    help="comma-separated among agent, model, scenario, rubric, judge",
+    help="comma-separated among agent, model, scenario, rubric, judge, source, provisional",
 )
-
-
-def _label(key: dict[str, str | None]) -> str:
-    return " / ".join(str(v) if v is not None else "-" for v in key.values()) or "all"
 
 
 @click.group("report")
@@ -63,7 +59,7 @@ def pass_rates(
     group_by: str, fmt: str, verdicts: Verdicts, chart: Path | None, **filters: Any
 ) -> None:
     """Pass rate per group with its Wilson 95% interval; unscored and pending apart."""
-    from api.service.reports.charts import Bar
+    from api.service.reports.charts import rate_bars
     from api.service.reports.rates import pass_rate_report
     from api.service.reports.tables import pass_rate_table
 
@@ -74,41 +70,65 @@ def pass_rates(
         )
     )
     emit(report, pass_rate_table(report), fmt)
-    rates = report.groups or [report.overall]
-    bars = [
-        Bar(_label(g.key), g.passed, g.n, g.pass_rate, g.interval.low, g.interval.high)
-        for g in rates
-    ]
-    write_chart(chart, bars, title=f"Pass rate ({verdicts} verdicts)", xlabel=PASS_RATE_AXIS)
+    bars = rate_bars(report.groups or [report.overall])
+    write_chart(
+        chart,
+        bars,
+        title=f"Pass rate ({verdicts} verdicts)",
+        xlabel=PASS_RATE_AXIS,
+        scope=report.scope,
+    )
 
 
 @report_command.command("compare")
 @click.option("-a", "arm_a", multiple=True, metavar="FIELD=VALUE", help="a filter of arm a")
 @click.option("-b", "arm_b", multiple=True, metavar="FIELD=VALUE", help="a filter of arm b")
+@click.option(
+    "--include",
+    type=click.Choice(["shadow"]),
+    help="both arms also count shadow-regrade gradings (an arm's own include=... wins)",
+)
 @output_options
 @chart_option
 def compare(
-    arm_a: Sequence[str], arm_b: Sequence[str], fmt: str, verdicts: Verdicts, chart: Path | None
+    arm_a: Sequence[str],
+    arm_b: Sequence[str],
+    include: str | None,
+    fmt: str,
+    verdicts: Verdicts,
+    chart: Path | None,
 ) -> None:
     """Arm a's pass rate minus arm b's: Newcombe 95% interval and Fisher's exact p.
 
-    Arms are filters, e.g. -a model=x -b model=y (fields agent, model,
-    scenario_id, run_id, rubric, judge, created_after, created_before). When a scenario
-    was attempted several times, the comparison is repeated with scenarios as the unit.
+    Arms are filters (-a model=x -b model=y; any report filter, plus include and
+    provisional). Repeated scenarios are also compared with scenarios as the unit. An
+    arm with no passed or failed grading is an error (exit 2). SREGym's judge against
+    a shadow regrade by a new judge:
+
+        sre-judge report compare -a judge=external:sregym -b judge=openai:new --include shadow
     """
-    from api.service.reports.charts import Bar
+    from api.service.reports.charts import comparison_chart
     from api.service.reports.rates import comparison_report
     from api.service.reports.tables import comparison_table
 
-    a, b = parse_arm(arm_a, "a"), parse_arm(arm_b, "b")
+    a, b = (
+        parse_arm(arm, name) if include is None else _with_include(parse_arm(arm, name), include)
+        for arm, name in ((arm_a, "a"), (arm_b, "b"))
+    )
     report = with_store(lambda store: comparison_report(store, a, b, verdicts=verdicts))
     emit(report, comparison_table(report), fmt)
-    bars = []
-    for name, arm in (("a", report.a), ("b", report.b)):
-        label = f"{name}: " + ", ".join(f"{k}={v}" for k, v in arm.filters.items())
-        o = arm.outcome
-        bars.append(Bar(label, o.passed, o.n, o.pass_rate, o.interval.low, o.interval.high))
-    write_chart(chart, bars, title=f"Pass rate ({verdicts} verdicts)", xlabel=PASS_RATE_AXIS)
+    differences, scope = comparison_chart(report)
+    write_chart(
+        chart,
+        differences,
+        title=f"Pass rate of a minus b ({verdicts} verdicts)",
+        xlabel="",
+        scope=scope,
+    )
+
+
+def _with_include(arm: ReportFilter, include: str) -> ReportFilter:
+    return arm if arm.include is not None else replace(arm, include=include)  # type: ignore[arg-type]
 
 
 @report_command.command("questions")
@@ -120,7 +140,7 @@ def questions(
     group_by: str, fmt: str, verdicts: Verdicts, chart: Path | None, **filters: Any
 ) -> None:
     """Yes rate of every question with its Wilson 95% interval."""
-    from api.service.reports.charts import Bar
+    from api.service.reports.charts import question_bars
     from api.service.reports.rates import question_report
     from api.service.reports.tables import question_table
 
@@ -131,18 +151,14 @@ def questions(
         )
     )
     emit(report, question_table(report), fmt)
-    bars = [
-        Bar(
-            " / ".join([*(str(v) for v in q.key.values()), q.question_id]),
-            q.yes,
-            q.n,
-            q.yes_rate,
-            q.interval.low,
-            q.interval.high,
-        )
-        for q in report.questions
-    ]
-    write_chart(chart, bars, title=f"Yes rate per question ({verdicts})", xlabel=YES_RATE_AXIS)
+    bars = question_bars(report.questions)
+    write_chart(
+        chart,
+        bars,
+        title=f"Yes rate per question ({verdicts} answers)",
+        xlabel=YES_RATE_AXIS,
+        scope=report.scope,
+    )
 
 
 @report_command.command("dimensions")
@@ -255,7 +271,9 @@ def export_command(
     metavar="KINDS",
     help="comma-separated among judge_human, judge_judge, human_human (default all)",
 )
-@click.option("--group-by", default="", metavar="KEYS", help="comma-separated: rubric, judge")
+@click.option(
+    "--group-by", default="", metavar="KEYS", help="comma-separated: rubric, judge, provisional"
+)
 @click.option(
     "--source",
     type=click.Choice(["all", "blind", "override"]),

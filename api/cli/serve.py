@@ -36,9 +36,15 @@ def migrate_command() -> None:
     "default SRE_JUDGE_PROCESSES or 1)",
 )
 def serve_command(host: str | None, port: int | None, processes: int | None) -> None:
-    """Migrate the database and serve the API."""
+    """Migrate the database and serve the API.
+
+    On start it says which judge it will use, at which address, whether the judge
+    answered, and which setting changes it (SRE_JUDGE_JUDGE, or SRE_JUDGE_PANEL).
+
+    Example: SRE_JUDGE_JUDGE=openai:qwen2.5-1.5b@http://127.0.0.1:8080/v1 sre-judge serve
+    """
     from api.http.app import create_app
-    from api.http.server import run_server
+    from api.http.server import announce_judge_on_start, run_server
     from api.service.observability import configure_logging
     from storage import upgrade
 
@@ -57,8 +63,9 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
     if settings.processes > 1:
         from api.http.processes import run_processes
 
-        del app  # checked; each process builds its own
+        del app  # checked; each process builds its own, the first one announces the judge
         raise SystemExit(run_processes(settings, settings.processes))
+    announce_judge_on_start(app)
     run_server(app, settings)
 
 

@@ -16,6 +16,7 @@ from api.http.input_guard import refuse_unstorable_input
 from api.http.limits import SubmissionLimits
 from api.http.middleware import RequestContextMiddleware
 from api.http.observability import litestar_logging_config
+from api.http.openapi import document_api
 from api.http.problems import exception_handlers
 from api.http.routes import ROUTE_HANDLERS
 from api.service.runtime import Runtime
@@ -83,6 +84,7 @@ def create_app(
         plugins=[PydanticPlugin(validate_strict=None), WorkbenchPlugin()],  # type: ignore[list-item]
         lifespan=[lifespan],
     )
+    document_api(app)
     app.state.services = services
     app.state.metrics = metrics
     app.state.workers = runtime.workers

@@ -49,6 +49,7 @@ def require(role: Role) -> Guard:
         if not principal.at_least(role):
             raise PermissionDeniedException(f"this route needs the {role} role or higher")
 
+    guard.required_role = role  # type: ignore[attr-defined]  # read by api.http.openapi
     return guard
 
 

@@ -42,14 +42,18 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _child(settings: Settings, sock: socket.socket) -> None:
-    """One server process: the whole app, on the parent's socket."""
+def _child(settings: Settings, sock: socket.socket, announce: bool) -> None:
+    """One server process: the whole app, on the parent's socket (``announce``: say which
+    judge it uses, as one-process ``serve`` does)."""
     from api.http.app import create_app
-    from api.http.server import run_server
+    from api.http.server import announce_judge_on_start, run_server
     from api.service.observability import configure_logging
 
     configure_logging(settings)
-    run_server(create_app(settings), settings, sockets=[sock])
+    app = create_app(settings)
+    if announce:
+        announce_judge_on_start(app)
+    run_server(app, settings, sockets=[sock])
 
 
 def _stop(children: list[BaseProcess]) -> None:
@@ -65,7 +69,7 @@ def run_processes(settings: Settings, count: int) -> int:
     sock = bind_socket(settings.host, settings.port)
     context = multiprocessing.get_context("spawn")
     children: list[BaseProcess] = [
-        context.Process(target=_child, args=(settings, sock), name=f"sre-judge-serve-{n}")
+        context.Process(target=_child, args=(settings, sock, n == 0), name=f"sre-judge-serve-{n}")
         for n in range(count)
     ]
     stopping = False

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from api.http.problems import ApiProblem
 from api.service.reports.models import ARM_FIELDS
 from storage.report_queries import GROUP_KEYS, GroundTruthSource, GroupKey, ReportFilter
+from storage.report_scope import Include, Provisional
 
 __all__ = ["ARM_FIELDS", "ArmQuery", "arm_filters", "parse_group_by", "report_filter"]
 
@@ -33,6 +34,8 @@ class ArmQuery(BaseModel):
     created_before: datetime | None = None
     ground_truth_source: GroundTruthSource | None = None
     scenario_set: str | None = Field(default=None, min_length=1, max_length=64)
+    include: Include | None = None
+    provisional: Provisional | None = None
 
     def to_filter(self) -> ReportFilter:
         """The store's filter."""
@@ -50,11 +53,14 @@ async def report_filter(
     created_before: FromQuery[datetime | None] = None,
     ground_truth_source: FromQuery[GroundTruthSource | None] = None,
     scenario_set: FromQuery[str | None] = None,
+    include: FromQuery[Include | None] = None,
+    provisional: FromQuery[Provisional | None] = None,
 ) -> ReportFilter:
     """Dependency: the gradings a report covers (``rubric`` as id or id@version,
     ``judge`` as model or backend:model; ``created_after`` inclusive;
     ``ground_truth_source=scenario`` leaves out ground truths their submitters wrote;
-    ``scenario_set`` keeps scenarios of one set, e.g. ``held-out``)."""
+    ``scenario_set`` keeps scenarios of one set, e.g. ``held-out``;
+    ``include=shadow`` adds shadow-regrade gradings; ``provisional=exclude|only``)."""
     return ReportFilter(
         agent=agent,
         model=model,
@@ -66,6 +72,8 @@ async def report_filter(
         created_before=created_before,
         ground_truth_source=ground_truth_source,
         scenario_set=scenario_set,
+        include=include,
+        provisional=provisional,
     )
 
 

@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Generator
 from types import FrameType
@@ -61,6 +62,16 @@ class GracefulServer(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def announce_judge_on_start(app: Litestar) -> None:
+    """Make ``app`` say on start, on stderr, which judge it will use and whether it answered."""
+    from api.service.judge_status import judge_status, startup_message
+
+    async def announce(app: Litestar) -> None:
+        print(startup_message(await judge_status(app.state.services)), file=sys.stderr)
+
+    app.on_startup.append(announce)
 
 
 def run_server(

@@ -1,8 +1,10 @@
 """Reading a regrade job's items beside the gradings they were measured against.
 
 Each item pairs the previous grading (current when the job started) with the new one,
-with the judge's answers of both and the human overrides in force on the previous
-grading. The report built from these (``api.service.regrade.flips``) holds no database code.
+with the answers of both (the judge's own, and the effective ones: after the evidence
+check, with the human overrides in force on that grading) and the human overrides in
+force on the previous grading. The report built from these
+(``api.service.regrade.flips``) holds no database code.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class GradingSide:
     judge_passed: bool | None
     yes_count: int | None
     judge_answers: dict[str, bool] = field(default_factory=dict)
+    #: the effective answers: after the evidence check, with the overrides in force applied
+    answers: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -55,15 +59,33 @@ class FlipItem:
     human_verdict: bool | None = None
 
 
-def _side(grading: GradingRecord, answers: dict[str, dict[str, bool]]) -> GradingSide:
+def _side(
+    grading: GradingRecord,
+    answers: dict[str, dict[str, tuple[bool, bool]]],
+    overrides: Sequence[OverrideRecord],
+) -> GradingSide:
+    mine = answers.get(grading.id, {})
+    effective = {qid: answer for qid, (answer, _) in mine.items()}
+    effective.update(_human_answers(overrides))
     return GradingSide(
         id=grading.id,
         status=grading.status,
         passed=grading.passed,
         judge_passed=grading.judge_passed,
         yes_count=grading.yes_count,
-        judge_answers=answers.get(grading.id, {}),
+        judge_answers={qid: judge for qid, (_, judge) in mine.items()},
+        answers={qid: a for qid, a in effective.items() if qid in mine},
     )
+
+
+def _human_answers(overrides: Sequence[OverrideRecord]) -> dict[str, bool]:
+    """question -> the human answer of each answer override in force."""
+    in_force = overrides_in_force(override_events(list(overrides)))
+    return {
+        qid: event.answer
+        for (kind, qid), event in in_force.items()
+        if kind == "answer" and event.answer is not None
+    }
 
 
 async def read_pairs(db: Database, job_id: str) -> list[FlipItem]:
@@ -81,40 +103,35 @@ async def read_pairs(db: Database, job_id: str) -> list[FlipItem]:
             raise NotFound(f"no regrade job {job_id!r}")
         rows = [(r[0], r[1], r[2]) for r in await session.execute(query)]
         ids = [g.id for n, o, _ in rows for g in (n, o)]
-        answers: dict[str, dict[str, bool]] = {}
+        answers: dict[str, dict[str, tuple[bool, bool]]] = {}
         overrides: dict[str, list[OverrideRecord]] = {}
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             found = select(AnswerRecord).where(col(AnswerRecord.grading_id).in_(chunk))
             for a in (await session.execute(found)).scalars():
-                answers.setdefault(a.grading_id, {})[a.question_id] = a.judge_answer
+                answers.setdefault(a.grading_id, {})[a.question_id] = (a.answer, a.judge_answer)
             human = select(OverrideRecord).where(col(OverrideRecord.grading_id).in_(chunk))
             for o in (await session.execute(human)).scalars():
                 overrides.setdefault(o.grading_id, []).append(o)
-    return [_item(n, o, s, answers, overrides.get(o.id, ())) for n, o, s in rows]
+    return [_item(n, o, s, answers, overrides) for n, o, s in rows]
 
 
 def _item(
     new: GradingRecord,
     old: GradingRecord,
     submission: SubmissionRecord,
-    answers: dict[str, dict[str, bool]],
-    overrides: Sequence[OverrideRecord],
+    answers: dict[str, dict[str, tuple[bool, bool]]],
+    overrides: dict[str, list[OverrideRecord]],
 ) -> FlipItem:
-    in_force = overrides_in_force(override_events(list(overrides)))
-    human = {
-        qid: event.answer
-        for (kind, qid), event in in_force.items()
-        if kind == "answer" and event.answer is not None
-    }
-    verdict = in_force.get(("verdict", ""))
+    previous = overrides.get(old.id, [])
+    verdict = overrides_in_force(override_events(list(previous))).get(("verdict", ""))
     return FlipItem(
         submission_id=submission.id,
         agent=submission.agent,
         model=submission.model,
         scenario_id=submission.scenario_id,
-        old=_side(old, answers),
-        new=_side(new, answers),
-        human_answers=human,
+        old=_side(old, answers, previous),
+        new=_side(new, answers, overrides.get(new.id, [])),
+        human_answers=_human_answers(previous),
         human_verdict=None if verdict is None else verdict.verdict == "pass",
     )

@@ -67,13 +67,20 @@ def test_the_first_example_in_full() -> None:
 def test_kappa_is_undefined_when_both_raters_never_vary() -> None:
     figures = agreement(_pairs(7, 0, 0, 0))
     assert figures.accuracy == 1.0 and figures.kappa is None and figures.kappa_interval is None
+    assert figures.kappa_undefined == (
+        "one category only: rater a always said yes and rater b always said yes"
+    )
     empty = agreement([])
     assert empty.n == 0 and empty.accuracy is None and empty.kappa is None
+    assert empty.kappa_undefined == "no pairs"
 
 
-def test_one_constant_rater_gives_kappa_zero() -> None:
-    figures = agreement(_pairs(6, 0, 4, 0))
-    assert figures.kappa == pytest.approx(0.0)
+def test_one_constant_rater_leaves_kappa_undefined_never_zero() -> None:
+    """Kappa would be 0 with standard error 0 ("CI 0.000-0.000"): it measures nothing."""
+    figures = agreement(_pairs(6, 0, 4, 0))  # rater a: 6 yes and 4 no; rater b: always yes
+    assert figures.kappa is None and figures.kappa_se is None and figures.kappa_interval is None
+    assert figures.kappa_undefined == "one category only: rater b always said yes"
+    assert figures.accuracy == pytest.approx(0.6)
 
 
 def test_report_rows_per_question_dimension_answers_and_verdict() -> None:

@@ -34,7 +34,12 @@ __all__ = [
 #: a fixed seed, so a CI run is repeatable; pass another to explore further
 DEFAULT_SEED = 19
 #: the checks schemathesis runs on each answer besides our own look at the status
-CHECKS = ("response_schema_conformance",)
+CHECKS = (
+    "response_schema_conformance",
+    "content_type_conformance",
+    "status_code_conformance",
+    "response_headers_conformance",
+)
 
 
 @dataclass

@@ -6,7 +6,15 @@ from contextlib import suppress
 from typing import Literal
 
 from storage import Conflict, Store
-from tests.storage.helpers import graded_result, new_submission, submit, unscored_result
+from storage.regrade.jobs import RegradeTarget
+from storage.regrade.select import RegradeFilter
+from tests.storage.helpers import (
+    graded_result,
+    new_submission,
+    sregym_rubric,
+    submit,
+    unscored_result,
+)
 
 Outcome = Literal["pass", "fail", "fail-few", "unscored", "pending"]
 
@@ -31,13 +39,15 @@ async def _submission(store: Store, scenario_id: str | None, fields: dict[str, o
     return (await submit(store, new_submission(**fields))).grading.id
 
 
-async def _complete(store: Store, grading_id: str, outcome: Outcome) -> None:
+async def _complete(
+    store: Store, grading_id: str, outcome: Outcome, *, provisional: bool = False
+) -> None:
     if outcome == "unscored":
         result = unscored_result()
     else:
         yes = {"pass": None, "fail": FAIL_D3, "fail-few": FAIL_FEW}[outcome]
         result = graded_result(yes)
-    assert await store.queue.complete(grading_id, "tests", result)
+    assert await store.queue.complete(grading_id, "tests", result, provisional=provisional)
 
 
 async def add_many(
@@ -45,11 +55,13 @@ async def add_many(
     counts: dict[Outcome, int],
     *,
     scenario_id: str | None = None,
+    provisional: bool = False,
     **fields: object,
 ) -> list[str]:
     """Gradings of each outcome, ``counts[outcome]`` of them, with the same submission.
 
-    ``fields`` override the submission's (agent, model, run_id, attempt, metadata ...).
+    ``fields`` override the submission's (agent, model, run_id, attempt, metadata ...);
+    ``provisional`` marks them graded by a judge not yet qualified.
     All are submitted, claimed at once and completed: pending ones stay leased to the
     tests, which no reader minds.
     """
@@ -65,7 +77,7 @@ async def add_many(
     for outcome, grading_id in planned:
         if outcome != "pending":
             assert grading_id in claimed
-            await _complete(store, grading_id, outcome)
+            await _complete(store, grading_id, outcome, provisional=provisional)
     return [grading_id for _, grading_id in planned]
 
 
@@ -75,3 +87,26 @@ async def add_grading(
     """One grading of ``outcome``; returns its id."""
     [grading_id] = await add_many(store, {outcome: 1}, scenario_id=scenario_id, **fields)
     return grading_id
+
+
+async def shadow_regrade(store: Store, *, passing: int, judge_model: str = "new-judge") -> str:
+    """A shadow regrade by ``openai:judge_model`` of every current grading, run to the end.
+
+    The first ``passing`` items it completes pass, the others fail (no yes in D3).
+    Returns the job's id.
+    """
+    target = RegradeTarget(
+        rubric=sregym_rubric(),
+        judge_spec=f"openai:{judge_model}@http://127.0.0.1:9/v1",
+        judge_backend="openai",
+        judge_model=judge_model,
+        mode="shadow",
+    )
+    view = await store.regrade.create_job(RegradeFilter(), target, actor="admin")
+    done = 0
+    while claims := await store.queue.claim_pending("w", limit=50, lease_seconds=60):
+        for claim in claims:
+            yes = None if done < passing else FAIL_D3
+            assert await store.queue.complete(claim.grading_id, "w", graded_result(yes))
+            done += 1
+    return view.job.id

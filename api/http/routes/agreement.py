@@ -47,7 +47,9 @@ async def get_agreement(
     source: FromQuery[Literal["blind", "override", "all"]] = "all",
 ) -> AgreementReport:
     """``kind``: comma-separated among judge_human, judge_judge, human_human (default all);
-    ``group_by``: rubric, judge; ``source``: which human labels count (blind, override)."""
+    ``group_by``: rubric, judge, provisional; ``source``: which human labels count (blind,
+    override). Every kind compares the judges' own answers and verdicts, as its
+    ``definition`` says; an undefined kappa is null with ``kappa_undefined`` saying why."""
     kinds: list[AgreementKind] = _split(kind, AGREEMENT_KINDS, "kind") or list(AGREEMENT_KINDS)  # type: ignore[assignment]
     groups = _split(group_by, AGREEMENT_GROUPS, "group_by")
     return await build_agreement_report(

@@ -67,15 +67,21 @@ async def get_regrade_flips(
     job_id: FromPath[str],
     services: NamedDependency[Services],
     format: FromQuery[Literal["json", "csv"]] = "json",
+    verdicts: FromQuery[Literal["effective", "judge"]] = "effective",
 ) -> Response[Any]:
-    """The flip report as JSON, or one CSV row per item with ``?format=csv``."""
+    """The flip report as JSON, or one CSV row per item with ``?format=csv``.
+
+    ``verdicts=effective`` (after human overrides) or ``judge`` (the judges' own, as the
+    agreement report counts judge against judge): flips, answer matrices and kappa all
+    use that one definition, named in the report's ``definitions``.
+    """
     view = await services.store.regrade.get_job(job_id)
     items = await services.store.regrade.pairs(job_id)
     if format == "csv":
         headers = {"Content-Disposition": f'attachment; filename="flips-{job_id}.csv"'}
-        return Response(flips_csv(items), media_type="text/csv", headers=headers)
+        return Response(flips_csv(items, verdicts=verdicts), media_type="text/csv", headers=headers)
     job = job_public(view).model_dump(mode="json")
-    return Response(flip_report(job, items))
+    return Response(flip_report(job, items, verdicts=verdicts))
 
 
 async def _change(

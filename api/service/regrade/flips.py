@@ -1,10 +1,16 @@
 """The flip report of a regrade job: what changed between the old and the new grading.
 
-- pass->fail and fail->pass: counts and lists, on the effective verdicts users see;
-- per-question change matrices of the judges' own answers (yes->no, no->yes, ...);
-- agreement of the old and the new judge: Cohen's kappa on answers and on verdicts,
-  with n and a 95 % confidence interval (statsmodels);
-- disagreement of the new judge with the human overrides in force on the old grading.
+One definition throughout, stated in the report: ``verdicts="effective"`` (default)
+compares the verdicts and answers users see (after the evidence check and the human
+overrides in force), ``"judge"`` the judges' own (``judge_passed``, ``judge_answer``),
+as ``sre-judge report agreement`` does for judge against judge.
+
+- pass->fail and fail->pass: counts and lists;
+- per-question change matrices of the answers (yes->no, no->yes, ...);
+- agreement of the old and the new grading: Cohen's kappa on answers and on verdicts,
+  with n and a 95 % confidence interval, or undefined with the reason;
+- disagreement of the new judge's own answers with the human overrides in force on
+  the old grading.
 
 Only items where both gradings are graded are compared; the others are counted.
 """
@@ -15,12 +21,33 @@ import csv
 import io
 import math
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from judge.agreement import cohens_kappa
-from storage.regrade.flips import FlipItem
+from storage.regrade.flips import FlipItem, GradingSide
 
-__all__ = ["CSV_COLUMNS", "flip_report", "flips_csv", "kappa_figures"]
+__all__ = [
+    "CSV_COLUMNS",
+    "DEFINITIONS",
+    "FlipVerdicts",
+    "flip_report",
+    "flips_csv",
+    "kappa_figures",
+]
+
+FlipVerdicts = Literal["effective", "judge"]
+#: what the flips, the matrices and the agreement block count, per ``verdicts``
+DEFINITIONS: dict[str, str] = {
+    "effective": (
+        "effective verdicts and answers (after the evidence check and the human overrides "
+        "in force on each grading), old grading -> new grading"
+    ),
+    "judge": (
+        "the judges' own verdicts and answers (judge_passed, judge_answer; before evidence "
+        "checks and human overrides), old grading -> new grading, as in "
+        "`report agreement --kind judge_judge`"
+    ),
+}
 
 CSV_COLUMNS = (
     "submission_id", "agent", "model", "scenario_id", "previous_grading_id", "grading_id",
@@ -32,7 +59,8 @@ CSV_COLUMNS = (
 def kappa_figures(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     """Cohen's kappa of two raters' yes/no labels, with n and a 95 % interval.
 
-    ``kappa`` is None when it is undefined (both raters always gave the same label).
+    ``kappa`` is None when it is undefined, and ``undefined`` says why (no pairs, or
+    one category only); it is never given as 0 with an interval of 0 to 0.
     """
     fit = cohens_kappa(pairs)
     low, high = fit.bounds() or (None, None)
@@ -41,6 +69,7 @@ def kappa_figures(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
         "kappa": _number(fit.kappa),
         "ci_low": _number(low),
         "ci_high": _number(high),
+        "undefined": fit.undefined,
     }
 
 
@@ -48,18 +77,27 @@ def _number(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else round(value, 4)
 
 
-def _flip(item: FlipItem) -> str:
+def _verdict(side: GradingSide, verdicts: FlipVerdicts) -> bool | None:
+    return side.passed if verdicts == "effective" else side.judge_passed
+
+
+def _answers(side: GradingSide, verdicts: FlipVerdicts) -> dict[str, bool]:
+    return side.answers if verdicts == "effective" else side.judge_answers
+
+
+def _flip(item: FlipItem, verdicts: FlipVerdicts = "effective") -> str:
     if item.old.status != "graded" or item.new.status != "graded":
         return "not_compared"
-    if item.old.passed and item.new.passed is False:
+    old, new = _verdict(item.old, verdicts), _verdict(item.new, verdicts)
+    if old and new is False:
         return "pass->fail"
-    if item.old.passed is False and item.new.passed:
+    if old is False and new:
         return "fail->pass"
     return "same"
 
 
-def _changed(item: FlipItem) -> list[str]:
-    old, new = item.old.judge_answers, item.new.judge_answers
+def _changed(item: FlipItem, verdicts: FlipVerdicts = "effective") -> list[str]:
+    old, new = _answers(item.old, verdicts), _answers(item.new, verdicts)
     return [
         f"{qid}:{'yes' if old[qid] else 'no'}->{'yes' if new[qid] else 'no'}"
         for qid in sorted(set(old) & set(new))
@@ -78,7 +116,7 @@ def _human_disagreements(item: FlipItem) -> list[str]:
     return found
 
 
-def _listed(item: FlipItem) -> dict[str, Any]:
+def _listed(item: FlipItem, verdicts: FlipVerdicts = "effective") -> dict[str, Any]:
     return {
         "submission_id": item.submission_id,
         "agent": item.agent,
@@ -87,14 +125,14 @@ def _listed(item: FlipItem) -> dict[str, Any]:
         "grading_id": item.new.id,
         "previous_yes_count": item.old.yes_count,
         "yes_count": item.new.yes_count,
-        "changed_questions": _changed(item),
+        "changed_questions": _changed(item, verdicts),
     }
 
 
-def _matrices(compared: list[FlipItem]) -> dict[str, dict[str, int]]:
+def _matrices(compared: list[FlipItem], verdicts: FlipVerdicts) -> dict[str, dict[str, int]]:
     matrices: dict[str, Counter[str]] = {}
     for item in compared:
-        old, new = item.old.judge_answers, item.new.judge_answers
+        old, new = _answers(item.old, verdicts), _answers(item.new, verdicts)
         for qid in sorted(set(old) & set(new)):
             key = f"{'yes' if old[qid] else 'no'}->{'yes' if new[qid] else 'no'}"
             matrices.setdefault(qid, Counter())[key] += 1
@@ -126,32 +164,40 @@ def _human(items: list[FlipItem]) -> dict[str, Any]:
     }
 
 
-def flip_report(job: dict[str, Any], items: list[FlipItem]) -> dict[str, Any]:
-    """The whole report as JSON-ready data."""
-    compared = [i for i in items if _flip(i) != "not_compared"]
+def flip_report(
+    job: dict[str, Any], items: list[FlipItem], *, verdicts: FlipVerdicts = "effective"
+) -> dict[str, Any]:
+    """The whole report as JSON-ready data, every count on the one definition ``verdicts``."""
+    compared = [i for i in items if _flip(i, verdicts) != "not_compared"]
     flips = {
-        kind: [_listed(i) for i in items if _flip(i) == kind]
+        kind: [_listed(i, verdicts) for i in items if _flip(i, verdicts) == kind]
         for kind in ("pass->fail", "fail->pass")
     }
     answer_pairs = [
-        (i.old.judge_answers[q], i.new.judge_answers[q])
+        (old[q], new[q])
         for i in compared
-        for q in sorted(set(i.old.judge_answers) & set(i.new.judge_answers))
+        for old, new in [(_answers(i.old, verdicts), _answers(i.new, verdicts))]
+        for q in sorted(set(old) & set(new))
     ]
     verdict_pairs = [
-        (i.old.judge_passed, i.new.judge_passed)
+        (old, new)
         for i in compared
-        if i.old.judge_passed is not None and i.new.judge_passed is not None
+        for old, new in [(_verdict(i.old, verdicts), _verdict(i.new, verdicts))]
+        if old is not None and new is not None
     ]
-    statuses = Counter((i.old.status, i.new.status) for i in items if _flip(i) == "not_compared")
+    statuses = Counter(
+        (i.old.status, i.new.status) for i in items if _flip(i, verdicts) == "not_compared"
+    )
     return {
         "job": job,
+        "verdicts": verdicts,
+        "definitions": DEFINITIONS[verdicts],
         "items": len(items),
         "compared": len(compared),
         "not_compared": {f"{old}->{new}": n for (old, new), n in sorted(statuses.items())},
         "pass_to_fail": {"count": len(flips["pass->fail"]), "items": flips["pass->fail"]},
         "fail_to_pass": {"count": len(flips["fail->pass"]), "items": flips["fail->pass"]},
-        "questions": _matrices(compared),
+        "questions": _matrices(compared, verdicts),
         "agreement": {
             "answers": kappa_figures(answer_pairs),
             "verdicts": kappa_figures(verdict_pairs),
@@ -160,8 +206,8 @@ def flip_report(job: dict[str, Any], items: list[FlipItem]) -> dict[str, Any]:
     }
 
 
-def flips_csv(items: list[FlipItem]) -> str:
-    """One row per item, old beside new."""
+def flips_csv(items: list[FlipItem], *, verdicts: FlipVerdicts = "effective") -> str:
+    """One row per item, old beside new; verdicts, flip and changes per ``verdicts``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -169,8 +215,9 @@ def flips_csv(items: list[FlipItem]) -> str:
         human = bool(i.human_answers) or i.human_verdict is not None
         writer.writerow([
             i.submission_id, i.agent or "", i.model or "", i.scenario_id or "", i.old.id,
-            i.new.id, i.old.status, i.new.status, i.old.passed, i.new.passed, _flip(i),
-            i.old.yes_count, i.new.yes_count, ";".join(_changed(i)), human,
+            i.new.id, i.old.status, i.new.status, _verdict(i.old, verdicts),
+            _verdict(i.new, verdicts), _flip(i, verdicts), i.old.yes_count, i.new.yes_count,
+            ";".join(_changed(i, verdicts)), human,
             ";".join(_human_disagreements(i)),
         ])  # fmt: skip
     return out.getvalue()

@@ -18,12 +18,34 @@ from storage.report_queries import ReportFilter
 if TYPE_CHECKING:
     from storage import Store
 
-__all__ = ["AgreementReport", "KindAgreement", "agreement_table", "build_agreement_report"]
+__all__ = [
+    "DEFINITIONS",
+    "AgreementReport",
+    "KindAgreement",
+    "agreement_table",
+    "build_agreement_report",
+]
 
 NOTE = (
     "kappa: Cohen's, 95% CI from the large-sample standard error (Fleiss, Cohen, Everitt); "
+    "undefined (with the reason) when a rater gave one label only; "
     "accuracy with its Wilson 95% interval; confusion counts are rater a -> rater b"
 )
+#: what each kind compares: always the judges' own answers and verdicts
+DEFINITIONS: dict[str, str] = {
+    "judge_human": (
+        "the judge's own answers and verdicts (judge_answer, judge_passed: before evidence "
+        "checks and overrides) against each human's latest label; current, superseded "
+        "and shadow gradings"
+    ),
+    "judge_judge": (
+        "the judges' own answers and verdicts of consecutive graded gradings of one "
+        "submission by different judges (current, superseded and shadow gradings), "
+        "earlier -> later; a regrade job's flip report with verdicts=judge counts its "
+        "items the same way"
+    ),
+    "human_human": "the first two humans' labels (by author id) on one grading and item",
+}
 RATERS = {
     "judge_human": ("judge", "human"),
     "judge_judge": ("earlier judge", "later judge"),
@@ -39,6 +61,8 @@ class KindAgreement(BaseModel):
     kind: AgreementKind
     rater_a: str
     rater_b: str
+    #: what is compared, in words (always the judges' own verdicts, never effective ones)
+    definition: str = ""
     rows: list[AgreementRow]
 
 
@@ -67,7 +91,9 @@ async def build_agreement_report(
         pairs = await store.agreement.pairs(filters, kind, group_by=group_by, source=source)
         a, b = RATERS[kind]
         rows = agreement_report(pairs, group_by=group_by)
-        parts.append(KindAgreement(kind=kind, rater_a=a, rater_b=b, rows=rows))
+        parts.append(
+            KindAgreement(kind=kind, rater_a=a, rater_b=b, definition=DEFINITIONS[kind], rows=rows)
+        )
     return AgreementReport(group_by=list(group_by), source=source, kinds=parts)
 
 
@@ -76,6 +102,7 @@ def agreement_table(report: AgreementReport) -> Tabular:
     columns = [
         "kind", *report.group_by, "level", "item", "n", "accuracy", "kappa", "kappa_se",
         "kappa_ci_low", "kappa_ci_high", "yes->yes", "yes->no", "no->yes", "no->no",
+        "kappa_undefined",
     ]  # fmt: skip
     rows: list[list[Any]] = []
     for part in report.kinds:
@@ -85,6 +112,7 @@ def agreement_table(report: AgreementReport) -> Tabular:
             rows.append([
                 part.kind, *(row.group.get(k) for k in report.group_by), row.level, row.item,
                 f.n, f.accuracy, f.kappa, f.kappa_se, ci.low if ci else None,
-                ci.high if ci else None, *f.confusion.values(),
+                ci.high if ci else None, *f.confusion.values(), f.kappa_undefined,
             ])  # fmt: skip
-    return Tabular(title="Agreement", columns=columns, rows=rows, notes=[report.note])
+    notes = [report.note, *(f"{part.kind}: {part.definition}" for part in report.kinds)]
+    return Tabular(title="Agreement", columns=columns, rows=rows, notes=notes)

@@ -2,6 +2,8 @@
 
 matplotlib is an optional extra (``pip install 'sre-judge[charts]'``); it is imported
 only when a chart is asked for. No pyplot: a bare ``Figure`` keeps no global state.
+Every chart carries its scope under the title (filter, verdicts, judge, gradings,
+provisional), and a rate from provisional gradings says so beside its bar.
 """
 
 from __future__ import annotations
@@ -9,8 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["CHART_SUFFIXES", "Bar", "ChartUnavailable", "write_interval_chart"]
+if TYPE_CHECKING:
+    from api.service.reports.models import ComparisonReport, GroupRate, QuestionRate
+
+__all__ = [
+    "CHART_SUFFIXES",
+    "Bar",
+    "ChartUnavailable",
+    "Difference",
+    "comparison_chart",
+    "question_bars",
+    "rate_bars",
+    "write_difference_chart",
+    "write_interval_chart",
+]
 
 CHART_SUFFIXES = (".png", ".svg")
 
@@ -29,18 +45,54 @@ class Bar:
     rate: float | None
     low: float
     high: float
+    #: gradings behind the rate made by a judge not yet qualified
+    provisional: int = 0
 
 
-def write_interval_chart(bars: Sequence[Bar], path: Path, *, title: str, xlabel: str) -> None:
-    """Horizontal bars of the rates, the intervals as error bars, ``k/n`` to the right."""
+@dataclass(frozen=True)
+class Difference:
+    """One difference of rates (a - b) with its interval and p-value."""
+
+    label: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+
+
+def _figure(rows: int, path: Path, scope: Sequence[str] = ()) -> Any:
     if path.suffix.lower() not in CHART_SUFFIXES:
         raise ValueError(f"a chart is written as .png or .svg, not {path.suffix or 'no suffix'}")
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
         raise ChartUnavailable("charts need matplotlib: pip install 'sre-judge[charts]'") from exc
-    height = 1.2 + 0.45 * max(len(bars), 1)
-    figure = Figure(figsize=(8, height), layout="constrained")
+    height = 1.6 + 0.45 * max(rows, 1) + 0.2 * len(scope)  # room for the scope lines
+    return Figure(figsize=(9, height), layout="constrained")
+
+
+def _finish(figure: Any, axes: Any, path: Path, title: str, scope: Sequence[str]) -> None:
+    """The title with the scope lines under it, then the file."""
+    axes.set_title("\n".join([title, *scope]), loc="left", fontsize=9)
+    figure.savefig(path, format=path.suffix.lower().lstrip("."), bbox_inches="tight")
+
+
+def _right_note(axes: Any, y: float, text: str) -> None:
+    axes.annotate(
+        text,
+        xy=(1.0, y),
+        xycoords=("axes fraction", "data"),
+        xytext=(6, 0),
+        textcoords="offset points",
+        va="center",
+    )
+
+
+def write_interval_chart(
+    bars: Sequence[Bar], path: Path, *, title: str, xlabel: str, scope: Sequence[str] = ()
+) -> None:
+    """Horizontal bars of the rates, the intervals as error bars, ``k/n`` to the right."""
+    figure = _figure(len(bars), path, scope)
     axes = figure.add_subplot()
     positions = list(range(len(bars)))[::-1]
     rates = [bar.rate or 0.0 for bar in bars]
@@ -48,19 +100,77 @@ def write_interval_chart(bars: Sequence[Bar], path: Path, *, title: str, xlabel:
         [max(0.0, rate - bar.low) for rate, bar in zip(rates, bars, strict=True)],
         [max(0.0, bar.high - rate) for rate, bar in zip(rates, bars, strict=True)],
     ]
-    axes.barh(positions, rates, xerr=errors, color="#4C72B0", ecolor="#333333", capsize=4)
+    colours = ["#DD8452" if bar.provisional else "#4C72B0" for bar in bars]
+    axes.barh(positions, rates, xerr=errors, color=colours, ecolor="#333333", capsize=4)
     for y, bar in zip(positions, bars, strict=True):
-        axes.annotate(
-            f"{bar.successes}/{bar.n}",
-            xy=(1.0, y),
-            xycoords=("axes fraction", "data"),
-            xytext=(6, 0),
-            textcoords="offset points",
-            va="center",
-        )
+        marked = f" ({bar.provisional} provisional)" if bar.provisional else ""
+        _right_note(axes, y, f"{bar.successes}/{bar.n}{marked}")
     axes.set_yticks(positions, [bar.label for bar in bars])
     axes.set_xlim(0.0, 1.0)
     axes.set_xlabel(xlabel)
-    axes.set_title(title)
     axes.grid(axis="x", alpha=0.3)
-    figure.savefig(path, format=path.suffix.lower().lstrip("."), bbox_inches="tight")
+    _finish(figure, axes, path, title, scope)
+
+
+def write_difference_chart(
+    differences: Sequence[Difference], path: Path, *, title: str, scope: Sequence[str] = ()
+) -> None:
+    """Each difference as a point with its 95% interval around zero, and its p-value."""
+    figure = _figure(len(differences), path, scope)
+    axes = figure.add_subplot()
+    positions = list(range(len(differences)))[::-1]
+    axes.axvline(0.0, color="#999999", linewidth=1)
+    for y, d in zip(positions, differences, strict=True):
+        if d.estimate is None:
+            _right_note(axes, y, "undefined")
+            continue
+        low = d.estimate if d.low is None else d.low
+        high = d.estimate if d.high is None else d.high
+        xerr = [[d.estimate - low], [high - d.estimate]]
+        axes.errorbar([d.estimate], [y], xerr=xerr, fmt="o", color="#4C72B0", capsize=5)
+        p = "p n/a" if d.p_value is None else f"p = {d.p_value:.3g}"
+        interval = "" if d.low is None else f" [{d.low:+.3f}, {d.high:+.3f}]"
+        _right_note(axes, y, f"{d.estimate:+.3f}{interval}, {p}")
+    axes.set_yticks(positions, [d.label for d in differences])
+    axes.set_ylim(-0.8, len(differences) - 0.2)
+    axes.set_xlim(-1.0, 1.0)
+    axes.set_xlabel("difference in pass rate, a - b (error bar: 95% interval)")
+    axes.grid(axis="x", alpha=0.3)
+    _finish(figure, axes, path, title, scope)
+
+
+def comparison_chart(report: ComparisonReport) -> tuple[list[Difference], list[str]]:
+    """The differences of a comparison (attempts, and scenarios if computed) and its scope."""
+    found = []
+    for label, d in (("a - b", report.difference), ("a - b, by scenario", report.by_scenario)):
+        if d is not None:
+            low, high = (d.interval.low, d.interval.high) if d.interval else (None, None)
+            found.append(Difference(label, d.estimate, low, high, d.p_value))
+    scope = [report.definitions]
+    scope += [
+        f"{name}: {line}" for name, arm in (("a", report.a), ("b", report.b)) for line in arm.scope
+    ]
+    return found, scope
+
+
+def rate_bars(rates: Sequence[GroupRate]) -> list[Bar]:
+    """One bar per group's pass rate, labelled by its key, provisional gradings counted."""
+    return [
+        Bar(
+            " / ".join(str(v) if v is not None else "-" for v in r.key.values()) or "all",
+            r.passed, r.n, r.pass_rate, r.interval.low, r.interval.high,
+            provisional=r.provisional,
+        )
+        for r in rates
+    ]  # fmt: skip
+
+
+def question_bars(questions: Sequence[QuestionRate]) -> list[Bar]:
+    """One bar per question's yes rate, labelled by its group and question id."""
+    return [
+        Bar(
+            " / ".join([*(str(v) for v in q.key.values()), q.question_id]),
+            q.yes, q.n, q.yes_rate, q.interval.low, q.interval.high,
+        )
+        for q in questions
+    ]  # fmt: skip

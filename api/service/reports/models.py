@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-#: The fields an arm of a comparison may filter on (the report filter's, all gradings current).
+#: The fields an arm of a comparison may filter on (the report filter's but ``current_only``).
 ARM_FIELDS: tuple[str, ...] = tuple(
     f.name for f in fields(ReportFilter) if f.name != "current_only"
 )
@@ -42,6 +42,8 @@ class GroupRate(BaseModel):
     pending: int
     #: passes held for a human because the diagnosis carries injection markers
     held: int = 0
+    #: of ``total``, gradings by a judge not yet qualified on a calibration run
+    provisional: int = 0
     total: int
     pass_rate: float | None
     interval: Interval
@@ -55,6 +57,8 @@ class PassRateReport(BaseModel):
     filters: dict[str, Any]
     overall: GroupRate
     groups: list[GroupRate]
+    #: what the report covers, in words: filter, verdicts, judge, gradings, provisional
+    scope: list[str] = []
 
 
 class Arm(BaseModel):
@@ -65,6 +69,8 @@ class Arm(BaseModel):
     scenarios: int
     max_attempts_per_scenario: int
     without_scenario: int
+    #: what the arm covers, in words: filter, judge, gradings, provisional
+    scope: list[str] = []
 
 
 class ComparisonReport(BaseModel):
@@ -76,6 +82,8 @@ class ComparisonReport(BaseModel):
     difference: ArmDifference
     by_scenario: ScenarioDifference | None
     note: str | None
+    #: what ``verdicts`` means, in words
+    definitions: str = ""
 
 
 class QuestionRate(BaseModel):
@@ -97,6 +105,9 @@ class QuestionReport(BaseModel):
     group_by: list[GroupKey]
     filters: dict[str, Any]
     questions: list[QuestionRate]
+    #: gradings behind the answers made by a judge not yet qualified
+    provisional: int = 0
+    scope: list[str] = []
 
 
 class DimensionRate(BaseModel):
@@ -116,6 +127,9 @@ class DimensionReport(BaseModel):
     group_by: list[GroupKey]
     filters: dict[str, Any]
     dimensions: list[DimensionRate]
+    #: gradings in the filter made by a judge not yet qualified
+    provisional: int = 0
+    scope: list[str] = []
 
 
 class TagRate(BaseModel):
@@ -135,3 +149,6 @@ class TagReport(BaseModel):
     group_by: list[GroupKey]
     filters: dict[str, Any]
     tags: list[TagRate]
+    #: gradings in the filter made by a judge not yet qualified
+    provisional: int = 0
+    scope: list[str] = []

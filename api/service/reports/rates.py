@@ -4,15 +4,15 @@ figures with their sample sizes and 95% intervals by :mod:`judge.statistics`.
 Pass rates count passed and failed gradings only: unscored, pending and held ones
 (passes of diagnoses flagged for injection, waiting for a human verdict) are counted
 apart and never as failures or passes. ``verdicts="effective"`` uses the verdicts after
-human overrides, ``"judge"`` the judge's own.
+human overrides, ``"judge"`` the judge's own. Every report states its scope in words
+(:mod:`api.service.reports.scope`), and a comparison refuses an arm with nothing to count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
-from typing import Any
 
+from api.service.errors import InvalidRequest
 from api.service.reports.models import (
     Arm,
     ComparisonReport,
@@ -25,6 +25,7 @@ from api.service.reports.models import (
     TagRate,
     TagReport,
 )
+from api.service.reports.scope import VERDICTS_MEANING, filter_text, filters_echo, scope_lines
 from judge.statistics import compare_by_scenario, compare_proportions, proportion
 from storage import Store
 from storage.report_queries import GroupKey, ReportFilter, Verdicts
@@ -46,14 +47,6 @@ CLUSTER_NOTE = (
 )
 
 
-def filters_echo(filters: ReportFilter) -> dict[str, Any]:
-    """The filters that are set, as JSON-ready values."""
-    echo = {k: v for k, v in asdict(filters).items() if v is not None and k != "current_only"}
-    if not filters.current_only:
-        echo["current_only"] = False
-    return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in echo.items()}
-
-
 def _key(group_by: Sequence[GroupKey], key: tuple[str | None, ...]) -> dict[str, str | None]:
     return dict(zip(group_by, key, strict=True))
 
@@ -64,6 +57,7 @@ def _group_rate(key: dict[str, str | None], counts: Sequence[OutcomeCounts]) -> 
     unscored = sum(c.unscored for c in counts)
     pending = sum(c.pending for c in counts)
     held = sum(c.held for c in counts)
+    provisional = sum(c.provisional for c in counts)
     figure = proportion(passed, passed + failed)
     return GroupRate(
         key=key,
@@ -73,6 +67,7 @@ def _group_rate(key: dict[str, str | None], counts: Sequence[OutcomeCounts]) -> 
         unscored=unscored,
         pending=pending,
         held=held,
+        provisional=provisional,
         total=passed + failed + unscored + pending + held,
         pass_rate=figure.rate,
         interval=figure.interval,
@@ -88,24 +83,63 @@ async def pass_rate_report(
 ) -> PassRateReport:
     """Pass rates with Wilson intervals, overall and per group."""
     counts = await store.reports.outcome_counts(filters, group_by=group_by, verdicts=verdicts)
+    overall = _group_rate({}, counts)
     return PassRateReport(
         verdicts=verdicts,
         group_by=list(group_by),
         filters=filters_echo(filters),
-        overall=_group_rate({}, counts),
+        overall=overall,
         groups=[_group_rate(_key(group_by, c.key), [c]) for c in counts] if group_by else [],
+        scope=scope_lines(
+            filters,
+            verdicts,
+            provisional=overall.provisional,
+            total=overall.total,
+            group_by=list(group_by),
+        ),
     )
 
 
-def _arm(filters: ReportFilter, per_scenario: Sequence[OutcomeCounts]) -> Arm:
+async def _scope(
+    store: Store, filters: ReportFilter, verdicts: Verdicts | None, group_by: Sequence[GroupKey]
+) -> tuple[int, list[str]]:
+    """Provisional gradings in the filter, and the report's scope in words."""
+    overall = _group_rate({}, await store.reports.outcome_counts(filters))
+    lines = scope_lines(
+        filters,
+        verdicts,
+        provisional=overall.provisional,
+        total=overall.total,
+        group_by=list(group_by),
+    )
+    return overall.provisional, lines
+
+
+def _arm(name: str, filters: ReportFilter, per_scenario: Sequence[OutcomeCounts]) -> Arm:
     named = [c for c in per_scenario if c.key[0] is not None]
+    outcome = _group_rate({}, per_scenario)
+    if outcome.n == 0:
+        raise InvalidRequest(_empty_arm(name, filters, outcome), field=f"{name}.*")
     return Arm(
         filters=filters_echo(filters),
-        outcome=_group_rate({}, per_scenario),
+        outcome=outcome,
+        scope=scope_lines(filters, None, provisional=outcome.provisional, total=outcome.total),
         scenarios=len(named),
         max_attempts_per_scenario=max((c.passed + c.failed for c in named), default=0),
         without_scenario=sum(c.passed + c.failed for c in per_scenario if c.key[0] is None),
     )
+
+
+def _empty_arm(name: str, filters: ReportFilter, outcome: GroupRate) -> str:
+    """Why arm ``name`` has nothing to compare, and what might be missing."""
+    detail = (
+        f"arm {name} ({filter_text(filters)}) has no passed or failed grading (n=0; "
+        f"{outcome.unscored} unscored, {outcome.pending} pending, {outcome.held} held): "
+        "nothing to compare"
+    )
+    if filters.include != "shadow" and filters.current_only:
+        detail += f"; gradings of a shadow regrade count only with {name}.include=shadow"
+    return detail
 
 
 def _by_scenario(per_scenario: Sequence[OutcomeCounts]) -> dict[str, tuple[int, int]]:
@@ -125,7 +159,7 @@ async def comparison_report(
     repeated with scenarios as the unit, and a note says why.
     """
     counts_a, counts_b = await store.reports.arm_outcomes(a, b, verdicts=verdicts)
-    arm_a, arm_b = _arm(a, counts_a), _arm(b, counts_b)
+    arm_a, arm_b = _arm("a", a, counts_a), _arm("b", b, counts_b)
     repeated = max(arm_a.max_attempts_per_scenario, arm_b.max_attempts_per_scenario) > 1
     by_scenario = (
         compare_by_scenario(_by_scenario(counts_a), _by_scenario(counts_b)) if repeated else None
@@ -143,6 +177,7 @@ async def comparison_report(
         ),
         by_scenario=by_scenario,
         note=note,
+        definitions=f"verdicts: {VERDICTS_MEANING[verdicts]}",
     )
 
 
@@ -169,11 +204,14 @@ async def question_report(
                 interval=figure.interval,
             )
         )
+    provisional, scope = await _scope(store, filters, verdicts, group_by)
     return QuestionReport(
         verdicts=verdicts,
         group_by=list(group_by),
         filters=filters_echo(filters),
         questions=questions,
+        provisional=provisional,
+        scope=scope,
     )
 
 
@@ -186,7 +224,10 @@ async def dimension_report(
 ) -> DimensionReport:
     """For failed diagnoses: how often each dimension had no yes, or the fewest."""
     counts = await store.reports.dimension_failures(filters, group_by=group_by, verdicts=verdicts)
+    provisional, scope = await _scope(store, filters, verdicts, group_by)
     return DimensionReport(
+        provisional=provisional,
+        scope=scope,
         verdicts=verdicts,
         group_by=list(group_by),
         filters=filters_echo(filters),
@@ -221,4 +262,11 @@ async def tag_report(
                 interval=figure.interval,
             )
         )
-    return TagReport(group_by=list(group_by), filters=filters_echo(filters), tags=tags)
+    provisional, scope = await _scope(store, filters, None, group_by)
+    return TagReport(
+        group_by=list(group_by),
+        filters=filters_echo(filters),
+        tags=tags,
+        provisional=provisional,
+        scope=scope,
+    )

@@ -36,7 +36,7 @@ __all__ = [
     "write_csv",
 ]
 
-_COUNTS = ["n", "passed", "failed", "unscored", "pending", "held"]
+_COUNTS = ["n", "passed", "failed", "unscored", "pending", "held", "provisional"]
 
 
 @dataclass
@@ -61,6 +61,7 @@ def _rate_cells(rate: GroupRate) -> list[Any]:
         rate.unscored,
         rate.pending,
         rate.held,
+        rate.provisional,
         rate.pass_rate,
         rate.interval.low,
         rate.interval.high,
@@ -78,8 +79,10 @@ def pass_rate_table(report: PassRateReport) -> Tabular:
         columns=[*group_by, *_COUNTS, "pass_rate", "ci_low", "ci_high"],
         rows=rows,
         notes=[
+            *report.scope,
             "n = passed + failed; unscored, pending and held (a pass waiting for a human "
-            "verdict: injection markers) are counted apart"
+            "verdict: injection markers) are counted apart; provisional: of all gradings, "
+            "those by a judge not yet qualified",
         ],
     )
 
@@ -103,8 +106,12 @@ def comparison_table(report: ComparisonReport) -> Tabular:
     ]
     rows.append(_difference_row("a - b", report.difference))
     notes = [
-        f"a: {report.a.filters}",
-        f"b: {report.b.filters}",
+        report.definitions,
+        *(
+            f"{name}: {line}"
+            for name, arm in (("a", report.a), ("b", report.b))
+            for line in arm.scope
+        ),
         "a - b: Newcombe 95% interval, Fisher's exact p-value",
     ]
     if report.by_scenario is not None:
@@ -141,6 +148,7 @@ def question_table(report: QuestionReport) -> Tabular:
         title=f"Yes rate per question ({report.verdicts} answers)",
         columns=[*group_by, "question", "dimension", "n", "yes", "yes_rate", "ci_low", "ci_high"],
         rows=rows,
+        notes=report.scope,
     )
 
 
@@ -169,7 +177,10 @@ def dimension_table(report: DimensionReport) -> Tabular:
         title=f"Dimensions of failed diagnoses ({report.verdicts} verdicts)",
         columns=[*group_by, *columns],
         rows=rows,
-        notes=["no_yes: the dimension had no yes (the rule fails it); weakest: fewest yes"],
+        notes=[
+            *report.scope,
+            "no_yes: the dimension had no yes (the rule fails it); weakest: fewest yes",
+        ],
     )
 
 
@@ -192,7 +203,7 @@ def tag_table(report: TagReport) -> Tabular:
         title="Failure tags",
         columns=[*group_by, "tag", "tagged", "n", "rate", "ci_low", "ci_high"],
         rows=rows,
-        notes=["n = scored gradings (graded or unscored) in the filter"],
+        notes=[*report.scope, "n = scored gradings (graded or unscored) in the filter"],
     )
 
 

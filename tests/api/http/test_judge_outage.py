@@ -57,5 +57,11 @@ async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(
         graded = await first_set(client, response.headers["location"], headers, "passed")
     assert waiting["status"] == "pending" and waiting["unscored_reason"] is None
     assert waiting["pending_reason"].startswith("judge_auth_failed: openai answered 401")
-    assert ready["judge"] == {"ok": False, "judge": "openai:rotated", "reason": "judge_auth_failed"}
+    assert ready["judge"] == {
+        "ok": False,
+        "judge": "openai:rotated",
+        "reason": "judge_auth_failed",
+        "address": "http://127.0.0.1:9/v1",
+        "setting": "SRE_JUDGE_JUDGE",
+    }
     assert graded["status"] == "graded" and graded["passed"] is True  # no regrade needed

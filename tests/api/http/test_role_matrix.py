@@ -137,7 +137,8 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/v1/rubrics"): Expect(ANY_TOKEN),
     ("GET", "/v1/rubrics/{rubric_id}"): Expect(ANY_TOKEN),
     ("GET", "/v1/stats/pass-rates"): Expect(ADJUDICATOR_UP, query="?group_by=agent"),
-    ("GET", "/v1/stats/compare"): Expect(ADJUDICATOR_UP, query="?a.model=x&b.model=y"),
+    # arms with no gradings: past the guard, an empty arm is a 422 naming it
+    ("GET", "/v1/stats/compare"): Expect(roles(403, 422, 422), query="?a.model=x&b.model=y"),
     ("GET", "/v1/stats/questions"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/stats/dimensions"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/stats/failure-tags"): Expect(ADJUDICATOR_UP),

@@ -1,0 +1,211 @@
+"""The OpenAPI document says what the API does: bearer auth, every operation described,
+every error answer listed with its problem+json shape.
+
+Litestar builds the document from the route handlers; :func:`document_api` completes it
+once the app is built, from what each handler declares:
+
+- a handler guarded by :func:`api.http.auth.require` needs a bearer token: it carries
+  the ``bearer`` security requirement (the "Authorize" button of ``/schema``) and
+  answers 401 (no or a bad token) and 403 (a role too low);
+- a path with parameters answers 404 for an unknown id; parameters or a body answer 422
+  naming the field, and a body answers 400 when it is not JSON, 413 when too large and
+  415 in another media type;
+- an ``If-Match`` header answers 412 (stale) and 428 (missing where required);
+- :data:`EXTRA_ERRORS` lists what only the handler knows: 409, 429, 503, ...;
+- :data:`OTHER_CONTENT` lists the answers that are not JSON (Prometheus text, CSV).
+
+The description of an operation is its handler's docstring unless it sets one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from litestar import Litestar
+from litestar.handlers import HTTPRouteHandler
+from litestar.openapi.spec import (
+    Components,
+    OpenAPIMediaType,
+    OpenAPIResponse,
+    OpenAPIType,
+    Reference,
+    Schema,
+    SecurityScheme,
+)
+from litestar.routes import HTTPRoute
+
+from api.http.problems import PROBLEM_MEDIA_TYPE
+from api.service.reports.exports import MEDIA_TYPES
+
+__all__ = [
+    "ERROR_TEXT",
+    "EXTRA_ERRORS",
+    "OTHER_CONTENT",
+    "OTHER_SUCCESS",
+    "document_api",
+    "required_errors",
+]
+
+ERROR_TEXT: dict[int, str] = {
+    400: "Malformed request: the body is not JSON (or nested too deep), or a bad cursor",
+    401: "No bearer token, or one that is unknown, revoked or expired",
+    403: "The token's role (or a deployment setting) does not allow this",
+    404: "No such id",
+    409: "Conflicts with what is stored (a duplicate, a reused idempotency key, a state "
+    "that does not allow it)",
+    412: "If-Match does not match the current ETag: someone changed it first",
+    413: "The body is larger than the server accepts",
+    415: "The body's Content-Type is not one this route takes",
+    422: "Invalid input; `errors` names each field at fault",
+    428: "If-Match is required: send the ETag you read",
+    429: "Too many requests from this token; retry after `Retry-After` seconds",
+    500: "The export failed while reading; nothing partial is sent",
+    503: "Not ready, or the queue is full or the judge away; see `Retry-After`",
+    504: "The judge timed out while the request waited",
+}
+
+#: errors only the handler knows it may answer, by operation id
+EXTRA_ERRORS: dict[str, tuple[int, ...]] = {
+    "readyz": (503,),
+    "createSubmission": (403, 409, 429, 503),
+    "listGradings": (400,),
+    "createScenario": (409,),
+    "exportGradings": (500,),
+    "createOverride": (409,),
+    "updateScenario": (409,),
+    "reviewQueue": (400,),
+    "claimReview": (409,),
+    "finishReview": (409,),
+    "labelGrading": (409,),
+    "defineFailureTag": (409,),
+    "tagGrading": (409,),
+    "revokeToken": (409,),
+    "createRegradeJob": (409,),
+    "pauseRegradeJob": (409,),
+    "resumeRegradeJob": (409,),
+    "cancelRegradeJob": (409,),
+    "redeliverWebhook": (409,),
+}
+
+#: further success statuses with the same body as the declared one, by operation id
+OTHER_SUCCESS: dict[str, tuple[int, ...]] = {
+    "createSubmission": (201,),  # graded within ?wait=SECONDS
+    "createRegradeJob": (200,),  # a dry run: nothing created
+}
+
+#: success answers in other media types than JSON, by operation id
+OTHER_CONTENT: dict[str, tuple[str, ...]] = {
+    "metrics": ("text/plain",),
+    "exportGradings": tuple(sorted(set(MEDIA_TYPES.values()))),
+    "getRegradeFlips": ("application/json", "text/csv"),
+}
+
+_PROBLEM = Schema(
+    type=OpenAPIType.OBJECT,
+    required=["type", "title", "status", "detail"],
+    properties={
+        "type": Schema(type=OpenAPIType.STRING, description="always about:blank"),
+        "title": Schema(type=OpenAPIType.STRING),
+        "status": Schema(type=OpenAPIType.INTEGER),
+        "detail": Schema(type=OpenAPIType.STRING),
+        "instance": Schema(type=OpenAPIType.STRING, description="the request path"),
+        "errors": Schema(
+            type=OpenAPIType.ARRAY,
+            items=Schema(
+                type=OpenAPIType.OBJECT,
+                required=["field", "message"],
+                properties={
+                    "field": Schema(type=OpenAPIType.STRING),
+                    "message": Schema(type=OpenAPIType.STRING),
+                },
+            ),
+        ),
+    },
+    description="RFC 9457 problem details",
+)
+BEARER = SecurityScheme(
+    type="http",
+    scheme="bearer",
+    description="An API token from `sre-judge tokens create` or `POST /v1/tokens`",
+)
+
+
+def _guarded(handler: HTTPRouteHandler) -> bool:
+    return any(getattr(g, "required_role", None) for g in handler.resolve_guards())
+
+
+def required_errors(handler: HTTPRouteHandler, operation: Any, path: str) -> set[int]:
+    """The error statuses ``operation`` of ``handler`` at ``path`` can answer."""
+    errors = set(EXTRA_ERRORS.get(handler.operation_id or "", ()))  # type: ignore[arg-type]
+    if _guarded(handler):
+        errors |= {401, 403}
+    if "{" in path:
+        errors.add(404)
+    if operation.parameters or operation.request_body:
+        errors.add(422)
+    if operation.request_body:
+        errors |= {400, 413, 415}
+    if any(getattr(p, "name", "") == "If-Match" for p in operation.parameters or []):
+        errors |= {412, 428}  # a stale ETag; none sent where one is required
+    if "400" in (operation.responses or {}):  # Litestar's own, for parameters
+        errors.add(400)
+    return errors
+
+
+def _problem(status: int) -> OpenAPIResponse:
+    media = OpenAPIMediaType(schema=Reference(ref="#/components/schemas/Problem"))
+    return OpenAPIResponse(description=ERROR_TEXT[status], content={PROBLEM_MEDIA_TYPE: media})
+
+
+def _handlers(app: Litestar) -> dict[str, HTTPRouteHandler]:
+    return {
+        str(handler.operation_id): handler
+        for route in app.routes
+        if isinstance(route, HTTPRoute)
+        for handler in route.route_handlers
+        if handler.operation_id
+    }
+
+
+def _other_content(operation: Any, media_types: tuple[str, ...]) -> None:
+    for status, response in operation.responses.items():
+        if status.startswith("2") and isinstance(response, OpenAPIResponse):
+            schema = next(iter((response.content or {}).values()), None)
+            text = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING))
+            response.content = {
+                media: (schema if media == "application/json" and schema else text)
+                for media in media_types
+            }
+
+
+def document_api(app: Litestar) -> None:
+    """Complete ``app``'s OpenAPI document: security, descriptions and error answers."""
+    document = app.openapi_schema
+    components = document.components
+    if not isinstance(components, Components):  # pragma: no cover - Litestar makes one
+        return
+    components.schemas = {**(components.schemas or {}), "Problem": _PROBLEM}
+    components.security_schemes = {**(components.security_schemes or {}), "bearer": BEARER}
+    handlers = _handlers(app)
+    for path, item in (document.paths or {}).items():
+        for method in ("get", "put", "post", "delete", "patch"):
+            operation = getattr(item, method, None)
+            handler = handlers.get(getattr(operation, "operation_id", "") or "")
+            if operation is None or handler is None:
+                continue
+            if not operation.description and handler.fn.__doc__:
+                operation.description = inspect.cleandoc(handler.fn.__doc__)
+            if _guarded(handler):
+                operation.security = [{"bearer": []}]
+            for status in sorted(required_errors(handler, operation, path)):
+                operation.responses[str(status)] = _problem(status)
+            _success(operation, OTHER_SUCCESS.get(str(handler.operation_id), ()))
+            if handler.operation_id in OTHER_CONTENT:
+                _other_content(operation, OTHER_CONTENT[str(handler.operation_id)])
+
+
+def _success(operation: Any, statuses: tuple[int, ...]) -> None:
+    declared = next(r for s, r in operation.responses.items() if s.startswith("2"))
+    for status in statuses:
+        operation.responses.setdefault(str(status), declared)

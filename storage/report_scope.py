@@ -1,0 +1,96 @@
+"""Which gradings a report covers beyond the current ones: shadow gradings, provisional ones.
+
+A **shadow grading** is the grading a regrade job in ``shadow`` mode made beside the
+current one: it never becomes current, so reports over current gradings never see it.
+``include="shadow"`` adds them. Per submission, rubric and judge only the newest one
+counts, and none where a current grading by the same rubric and judge exists, so that a
+shadow regrade run twice, or one that repeats the current judge, is not counted twice.
+Items of a cancelled job (status ``cancelled``) never count.
+
+A **provisional grading** was made by a judge that had not qualified on a calibration
+run. ``provisional="exclude"`` leaves them out, ``"only"`` keeps only them; the default
+counts them and the reports say how many there were.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from sqlalchemy import and_, case, exists, or_, select
+from sqlalchemy.orm import aliased
+from sqlmodel import col
+
+from storage.regrade.tables import RegradeJobRecord
+from storage.tables import GradingRecord
+
+__all__ = [
+    "INCLUDE_CHOICES",
+    "PROVISIONAL_CHOICES",
+    "Include",
+    "Provisional",
+    "covered",
+    "provisional_label",
+    "provisional_where",
+]
+
+#: gradings a report may add to the current ones
+Include = Literal["shadow"]
+INCLUDE_CHOICES: tuple[Include, ...] = ("shadow",)
+#: what a report does with provisional gradings (None: count them, and say so)
+Provisional = Literal["include", "exclude", "only"]
+PROVISIONAL_CHOICES: tuple[Provisional, ...] = ("include", "exclude", "only")
+
+_G = GradingRecord
+
+
+def _shadow_jobs() -> Any:
+    return select(col(RegradeJobRecord.id)).where(col(RegradeJobRecord.mode) == "shadow")
+
+
+def _is_shadow(grading: Any) -> Any:
+    return and_(
+        col(grading.regrade_job_id).in_(_shadow_jobs()),
+        col(grading.is_current).is_(False),
+        col(grading.status) != "cancelled",
+    )
+
+
+def _shadow() -> Any:
+    """A shadow grading that no current or newer shadow grading of its kind hides."""
+    other = aliased(GradingRecord)
+    newer = or_(
+        col(other.created_at) > col(_G.created_at),
+        and_(col(other.created_at) == col(_G.created_at), col(other.id) > col(_G.id)),
+    )
+    hidden = exists().where(
+        col(other.submission_id) == col(_G.submission_id),
+        col(other.rubric_id) == col(_G.rubric_id),
+        col(other.rubric_version) == col(_G.rubric_version),
+        col(other.judge_backend) == col(_G.judge_backend),
+        col(other.judge_model) == col(_G.judge_model),
+        col(other.id) != col(_G.id),
+        or_(col(other.is_current).is_(True), and_(_is_shadow(other), newer)),
+    )
+    return and_(_is_shadow(_G), ~hidden)
+
+
+def covered(*, current_only: bool, include: Include | None) -> Any:
+    """The WHERE clause of the gradings in scope, or None for every grading."""
+    if not current_only:
+        return None
+    current = col(_G.is_current).is_(True)
+    return or_(current, _shadow()) if include == "shadow" else current
+
+
+def provisional_where(provisional: Provisional | None) -> Any:
+    """The WHERE clause for ``provisional``, or None when every grading counts."""
+    if provisional == "exclude":
+        return col(_G.provisional).is_not(True)
+    if provisional == "only":
+        return col(_G.provisional).is_(True)
+    return None
+
+
+def provisional_label() -> Any:
+    """``provisional`` or ``qualified``: the group label of a grading's judge status."""
+    return case((col(_G.provisional).is_(True), "provisional"), else_="qualified")

@@ -1,0 +1,99 @@
+"""The served OpenAPI document: bearer auth, a description for every operation, and every
+error answer a route can give listed with the problem+json shape.
+
+What a route can give is read from the route itself, not from the document's builder:
+its guards (401, 403), its path parameters (404), its parameters and body (422; 400, 413
+and 415 for a body), and the statuses its handler's source writes (``ApiProblem(409, ...``,
+``status_code=...``). Schemathesis' status-code check in ``test_fuzz_routes`` finds the
+ones raised deeper down.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+from litestar.handlers import HTTPRouteHandler
+
+from api.http.routes import ROUTE_HANDLERS
+
+PROBLEM = {"$ref": "#/components/schemas/Problem"}
+#: statuses a handler writes itself (a 500 "cannot happen" is no answer it promises)
+_LITERAL_STATUS = re.compile(r"(?:ApiProblem\(\s*|status_code=)([1-4]\d\d|50[34])\b")
+
+
+def _operations(document: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    return {
+        operation["operationId"]: (path, operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in ("get", "put", "post", "delete", "patch")
+    }
+
+
+def _can_answer(handler: HTTPRouteHandler, path: str, operation: dict[str, Any]) -> set[int]:
+    """The statuses this route can answer, read from the route's own declarations."""
+    statuses = {int(s) for s in _LITERAL_STATUS.findall(inspect.getsource(handler.fn))}
+    if any("guard" in getattr(g, "__qualname__", "") for g in handler.guards or []):
+        statuses |= {401, 403}
+    if "{" in path:
+        statuses.add(404)
+    if operation.get("parameters") or "requestBody" in operation:
+        statuses.add(422)
+    if "requestBody" in operation:
+        statuses |= {400, 413, 415}
+    if any(p["name"] == "If-Match" for p in operation.get("parameters", [])):
+        statuses |= {412, 428}
+    return statuses
+
+
+async def test_every_operation_is_described_and_lists_its_error_answers(
+    api_client: Any,
+) -> None:
+    async with api_client(start_workers=False) as client:
+        document = (await client.get("/schema/openapi.json")).json()
+        docs_page = await client.get("/schema")
+        home = await client.get("/", follow_redirects=False)
+    scheme = document["components"]["securitySchemes"]["bearer"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    problem = document["components"]["schemas"]["Problem"]
+    assert set(problem["required"]) == {"type", "title", "status", "detail"}
+    assert "errors" in problem["properties"]
+    operations = _operations(document)
+    handlers = [h for h in ROUTE_HANDLERS if isinstance(h, HTTPRouteHandler)]
+    missing: list[str] = []
+    for handler in handlers:
+        if handler.operation_id not in operations:
+            continue
+        path, operation = operations[str(handler.operation_id)]
+        if not (operation.get("description") or "").strip():
+            missing.append(f"{handler.operation_id}: no description")
+        for status in sorted(_can_answer(handler, path, operation)):
+            answer = operation["responses"].get(str(status))
+            if answer is None:
+                missing.append(f"{handler.operation_id}: {status} not documented")
+            elif status >= 400 and answer["content"]["application/problem+json"]["schema"] != (
+                PROBLEM
+            ):
+                missing.append(f"{handler.operation_id}: {status} is not problem+json")
+        if any(status in operation["responses"] for status in ("401", "403")):
+            assert operation.get("security") == [{"bearer": []}], handler.operation_id
+    assert not missing, "\n".join(missing)
+    assert len(operations) >= 40
+    assert docs_page.status_code == 200
+    # `/` leads to the workbench: its sign-in page without a session
+    assert home.status_code in (302, 303) and home.headers["location"].startswith("/login")
+
+
+async def test_the_statuses_a_route_writes_are_found_in_its_source(api_client: Any) -> None:
+    """The check above reads 409, 412 and 428 from the override route's own code."""
+    async with api_client(start_workers=False) as client:
+        document = (await client.get("/schema/openapi.json")).json()
+    path, operation = _operations(document)["createOverride"]
+    handler = next(
+        h
+        for h in ROUTE_HANDLERS
+        if isinstance(h, HTTPRouteHandler) and h.operation_id == "createOverride"
+    )
+    assert {401, 403, 404, 412, 422, 428} <= _can_answer(handler, path, operation)

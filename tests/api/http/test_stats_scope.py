@@ -1,0 +1,79 @@
+"""Reports over HTTP: shadow gradings on request, provisional ones marked, empty arms refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage import Store
+from tests.support.gradings import add_many, shadow_regrade
+
+ARMS = {"a.judge": "openai:judge-model", "b.judge": "openai:new-judge"}
+
+
+async def test_an_empty_arm_is_422_naming_its_filter(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    store = Store(engine)
+    await add_many(store, {"pass": 6, "fail": 4})
+    await shadow_regrade(store, passing=3)
+    headers = await tokens("adjudicator")
+    async with api_client(start_workers=False) as client:
+        empty = await client.get("/v1/stats/compare", params=ARMS, headers=headers)
+        shadow = await client.get(
+            "/v1/stats/compare", params={**ARMS, "b.include": "shadow"}, headers=headers
+        )
+        rates = await client.get(
+            "/v1/stats/pass-rates",
+            params={"include": "shadow", "group_by": "judge"},
+            headers=headers,
+        )
+    assert empty.status_code == 422, empty.text
+    assert empty.headers["content-type"].startswith("application/problem+json")
+    problem = empty.json()
+    assert problem["errors"][0]["field"] == "b.*"
+    assert (
+        "arm b (judge=openai:new-judge) has no passed or failed grading (n=0" in problem["detail"]
+    )
+    assert "b.include=shadow" in problem["detail"]
+    assert shadow.status_code == 200, shadow.text
+    report = shadow.json()
+    assert (report["b"]["outcome"]["passed"], report["b"]["outcome"]["n"]) == (3, 10)
+    assert report["b"]["filters"] == {"judge": "openai:new-judge", "include": "shadow"}
+    groups = {g["key"]["judge"]: (g["passed"], g["n"]) for g in rates.json()["groups"]}
+    assert groups == {"openai:judge-model": (6, 10), "openai:new-judge": (3, 10)}
+
+
+async def test_provisional_gradings_are_marked_excluded_or_split(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    store = Store(engine)
+    await add_many(store, {"pass": 3, "fail": 1})
+    await add_many(store, {"pass": 1, "fail": 1}, provisional=True)
+    headers = await tokens("adjudicator")
+    async with api_client(start_workers=False) as client:
+        every = (await client.get("/v1/stats/pass-rates", headers=headers)).json()
+        qualified = (
+            await client.get(
+                "/v1/stats/pass-rates", params={"provisional": "exclude"}, headers=headers
+            )
+        ).json()
+        split = (
+            await client.get(
+                "/v1/stats/pass-rates", params={"group_by": "provisional"}, headers=headers
+            )
+        ).json()
+        questions = (await client.get("/v1/stats/questions", headers=headers)).json()
+        bad = await client.get(
+            "/v1/stats/pass-rates", params={"provisional": "maybe"}, headers=headers
+        )
+    assert (every["overall"]["n"], every["overall"]["provisional"]) == (6, 2)
+    assert any(line.startswith("PROVISIONAL: 2 of 6 gradings") for line in every["scope"])
+    assert (qualified["overall"]["n"], qualified["overall"]["provisional"]) == (4, 0)
+    assert "provisional gradings (judge not yet qualified) left out" in qualified["scope"]
+    rows = {g["key"]["provisional"]: (g["passed"], g["n"]) for g in split["groups"]}
+    assert rows == {"provisional": (1, 2), "qualified": (3, 4)}
+    assert questions["provisional"] == 2
+    assert "verdicts: effective verdicts (after human overrides)" in questions["scope"]
+    assert bad.status_code in (400, 422)

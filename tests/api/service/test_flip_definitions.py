@@ -1,0 +1,88 @@
+"""The flip report and the agreement report count the same things the same way, and say so."""
+
+from __future__ import annotations
+
+from api.service.regrade.flips import flip_report, flips_csv
+from api.service.reports.agreement import agreement_table, build_agreement_report
+from storage import Store
+from storage.report_queries import ReportFilter
+from tests.storage.helpers import sregym_rubric
+from tests.support.gradings import add_many, shadow_regrade
+
+
+async def _seed(store: Store) -> str:
+    """2 passes and 2 fails by the judge, one fail made a pass by a human; a new judge
+    then passes all four in a shadow regrade. Returns the job's id."""
+    await add_many(store, {"pass": 2})
+    failing = await add_many(store, {"fail": 2})
+    view = await store.gradings.get(failing[0])
+    assert view is not None
+    await store.overrides.add(
+        failing[0],
+        rubric=sregym_rubric(),
+        expected_revision=view.grading.revision,
+        reason="the judge missed the scope",
+        author_id="adj-1",
+        author_name="Ada",
+        kind="verdict",
+        verdict="pass",
+    )
+    return await shadow_regrade(store, passing=4)
+
+
+async def test_flips_and_agreement_use_one_stated_definition(store: Store) -> None:
+    job_id = await _seed(store)
+    items = await store.regrade.pairs(job_id)
+
+    effective = flip_report({}, items)
+    assert effective["verdicts"] == "effective"
+    assert effective["definitions"].startswith("effective verdicts and answers")
+    assert effective["fail_to_pass"]["count"] == 1  # the human's pass already counted
+
+    judge = flip_report({}, items, verdicts="judge")
+    assert judge["definitions"].startswith("the judges' own verdicts")
+    assert judge["fail_to_pass"]["count"] == 2
+
+    report = await build_agreement_report(store, ReportFilter(), kinds=["judge_judge"])
+    [part] = report.kinds
+    assert "judges' own" in part.definition
+    [verdict_row] = [row for row in part.rows if row.level == "verdict"]
+    confusion = verdict_row.agreement.confusion
+    assert confusion["no->yes"] == judge["fail_to_pass"]["count"]
+    assert confusion["yes->no"] == judge["pass_to_fail"]["count"] == 0
+
+    csv_rows = flips_csv(items, verdicts="judge").splitlines()[1:]
+    assert sum(",fail->pass," in row for row in csv_rows) == 2
+
+
+async def test_an_undefined_kappa_says_why_and_is_never_zero(store: Store) -> None:
+    job_id = await _seed(store)
+    report = flip_report({}, await store.regrade.pairs(job_id), verdicts="judge")
+    verdicts = report["agreement"]["verdicts"]
+    assert verdicts["n"] == 4 and verdicts["kappa"] is None
+    assert (verdicts["ci_low"], verdicts["ci_high"]) == (None, None)
+    assert verdicts["undefined"] == "one category only: rater b always said yes"
+
+    agreement = await build_agreement_report(store, ReportFilter(), kinds=["judge_judge"])
+    table = agreement_table(agreement)
+    verdict_row = next(row for row in table.rows if row[table.columns.index("level")] == "verdict")
+    assert verdict_row[table.columns.index("kappa")] is None
+    assert verdict_row[table.columns.index("kappa_ci_low")] is None
+    assert verdict_row[table.columns.index("kappa_undefined")] == (
+        "one category only: rater b always said yes"
+    )
+    assert any(note.startswith("judge_judge: the judges' own") for note in table.notes)
+
+
+async def test_agreement_splits_provisional_gradings(store: Store) -> None:
+    await add_many(store, {"pass": 2, "fail": 2}, provisional=True)
+    await shadow_regrade(store, passing=3)
+    report = await build_agreement_report(
+        store, ReportFilter(), kinds=["judge_judge"], group_by=["provisional"]
+    )
+    groups = {row.group["provisional"] for row in report.kinds[0].rows}
+    assert groups == {"qualified"}  # the shadow judge's gradings label the pair
+    excluded = await build_agreement_report(
+        store, ReportFilter(provisional="exclude"), kinds=["judge_judge"]
+    )
+    assert excluded.kinds[0].rows == []  # the provisional side is left out: no pairs
