@@ -17,7 +17,17 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from judge.calibration import DEFAULT_GOLD, GoldError, GoldItem, gold_verdict, load_gold
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calibration import (
+    DEFAULT_GOLD,
+    GoldError,
+    GoldItem,
+    calibration_figures,
+    gold_verdict,
+    load_gold,
+    qualifies,
+)
+from judge.grader import Grader
 from judge.grounding import check_condition, facts_of
 from judge.rubric import Rubric, load_rubric_dir
 from judge.rule import apply_rule
@@ -182,3 +192,18 @@ def test_a_gold_line_with_incomplete_justifications_is_refused(rubric: Rubric) -
         load_gold(json.dumps(line), rubric)
     del line["justifications"]
     assert load_gold(json.dumps(line), rubric)[0].justifications is None  # other gold files
+
+
+async def test_a_judge_that_answers_like_the_labels_qualifies_on_the_set(
+    cases: list[GoldItem], rubric: Rubric
+) -> None:
+    """Every case grades (injected ones too), and agreement is computed against the labels."""
+    results = []
+    for case in cases:
+        yes = {q for q, a in case.answers.items() if a == "yes"}
+        backend = ScriptedBackend([lambda request, yes=yes: scripted_reply(request, yes=yes)])
+        results.append(await Grader(backend).grade(rubric, case.ground_truth, case.diagnosis))
+    figures = calibration_figures(rubric, cases, results)
+    assert (figures.n, figures.unscored, figures.false_passes) == (len(cases), 0, 0)
+    assert figures.verdict_kappa == pytest.approx(1.0)
+    assert qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
