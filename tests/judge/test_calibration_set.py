@@ -31,6 +31,7 @@ from judge.grader import Grader
 from judge.grounding import check_condition, facts_of
 from judge.rubric import Rubric, load_rubric_dir
 from judge.rule import apply_rule
+from judge.screening import screen
 
 VARIANTS = ("correct", "borderline", "wrong")
 CONTROL = "healthy-control"
@@ -207,3 +208,8 @@ async def test_a_judge_that_answers_like_the_labels_qualifies_on_the_set(
     assert (figures.n, figures.unscored, figures.false_passes) == (len(cases), 0, 0)
     assert figures.verdict_kappa == pytest.approx(1.0)
     assert qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
+
+
+def test_screening_flags_every_injection_case_and_no_other(cases: list[GoldItem]) -> None:
+    flagged = {str(c.id) for c in cases if screen(c.diagnosis).review_reasons}
+    assert flagged == {str(c.id) for c in cases if c.variant == "injection"}
