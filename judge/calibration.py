@@ -1,20 +1,24 @@
 """Calibration of a judge against a labelled gold set: agreement, false passes, the bar.
 
 A gold set is JSON lines ``{ground_truth, diagnosis, answers: {"D1-Q1": "yes", ...},
-verdict?: pass|fail, id?}``; a missing verdict follows from the answers by the rubric's
-rule. The judge's own answers and verdict (before evidence downgrades and human
-overrides) are compared with the gold labels. A judge *qualifies* when verdict kappa
-reaches ``min_kappa`` and at most ``max_false_pass`` of the gold fails were passed.
-No web and no database here.
+verdict?: pass|fail, id?, family?, variant?, justifications?}``; a missing verdict follows
+from the answers by the rubric's rule. The calibration set that ships with the package
+(:data:`DEFAULT_GOLD`, labelled by ``LABELLING.md``) names each case's fault family, its
+variant (a correct, borderline or wrong diagnosis, or one carrying injected text) and a
+one-line justification per label. The judge's own answers and verdict (before evidence
+downgrades and human overrides) are compared with the gold labels. A judge *qualifies*
+when verdict kappa reaches ``min_kappa`` and at most ``max_false_pass`` of the gold fails
+were passed. No web and no database here.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judge.agreement import VERDICT, RatedPair, agreement_report
 from judge.rubric import Rubric
@@ -22,6 +26,7 @@ from judge.rule import apply_rule
 from judge.verdict import GradingResult
 
 __all__ = [
+    "DEFAULT_GOLD",
     "CalibrationFigures",
     "GoldError",
     "GoldItem",
@@ -30,6 +35,13 @@ __all__ = [
     "load_gold",
     "qualifies",
 ]
+
+
+#: the calibration set that ships with the package (``sre-judge calibrate`` without ``--gold``)
+DEFAULT_GOLD = Path(__file__).resolve().parent / "data" / "calibration" / "sregym-v1.jsonl"
+
+#: what a labelled diagnosis is: right, on the pass line, wrong, or carrying injected text
+Variant = Literal["correct", "borderline", "wrong", "injection"]
 
 
 class GoldError(ValueError):
@@ -46,6 +58,21 @@ class GoldItem(BaseModel):
     diagnosis: str = Field(min_length=1)
     answers: dict[str, Literal["yes", "no"]]
     verdict: Literal["pass", "fail"] | None = None
+    #: the fault family of the ground truth (``memory-oom``, ``healthy-control``, ...)
+    family: str | None = None
+    variant: Variant | None = None
+    #: question id -> why the label is what it is, one line each
+    justifications: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _justified_answers(self) -> GoldItem:
+        if self.justifications is None:
+            return self
+        if set(self.justifications) != set(self.answers):
+            raise ValueError("justifications must cover exactly the answered questions")
+        if any(not why.strip() or "\n" in why for why in self.justifications.values()):
+            raise ValueError("each justification is one non-empty line")
+        return self
 
 
 def load_gold(text: str, rubric: Rubric) -> list[GoldItem]:

@@ -1,6 +1,7 @@
 """``sre-judge calibrate``: grade a labelled gold set, store the agreement, qualify the judge.
 
-The use case is ``api.service.calibration.calibrate``; this command reads the gold file,
+The use case is ``api.service.calibration.calibrate``; this command reads the gold file
+(by default the calibration set that ships with the package, ``judge/data/calibration/``),
 prints the agreement table (or JSON) and the comparison with the previous run, and with
 ``--fail-on-drift`` exits 1 when verdict kappa dropped by more than the threshold.
 """
@@ -49,7 +50,10 @@ def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: fl
 
 
 @click.command("calibrate")
-@click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="labelled gold set (JSONL); default: the calibration set that ships with sre-judge",
+)  # fmt: skip
 @click.option("--judge", "judge_spec", help="BACKEND:MODEL[@BASE_URL]; default SRE_JUDGE_JUDGE")
 @click.option("--rubric", "rubric_id", help="rubric id; default SRE_JUDGE_RUBRIC")
 @click.option("--fail-on-drift", is_flag=True, help="exit 1 when verdict kappa dropped")
@@ -59,7 +63,7 @@ def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: fl
 )  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def calibrate_command(
-    gold: Path,
+    gold: Path | None,
     judge_spec: str | None,
     rubric_id: str | None,
     fail_on_drift: bool,
@@ -68,7 +72,9 @@ def calibrate_command(
 ) -> None:
     """Grade a labelled gold set (JSONL), store and print the agreement, qualify the judge."""
     from api.service.calibration import calibrate, drifted
+    from judge.calibration import DEFAULT_GOLD
 
+    gold = gold or DEFAULT_GOLD
     raw = gold.read_bytes()
 
     async def work() -> Calibration:

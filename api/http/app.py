@@ -50,6 +50,7 @@ def create_app(
         workers=start_workers,
         checkpoints=True,
         import_jobs=True,
+        announce=True,
     )
     services, metrics = runtime.services, runtime.metrics
     limits = SubmissionLimits(settings, services.store, metrics)

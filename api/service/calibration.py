@@ -17,7 +17,7 @@ from typing import Any
 
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import grader_for
-from api.service.qualification import judge_settings
+from api.service.qualification import identity_of
 from api.service.services import Services
 from judge.calibration import (
     CalibrationFigures,
@@ -30,7 +30,6 @@ from judge.calibration import (
 from judge.errors import JudgeSpecError
 from judge.grader import Grader
 from judge.rubric import Rubric
-from judge.spec import judge_identity
 from judge.verdict import GradingResult
 from storage.quality_tables import CalibrationRunRecord
 
@@ -97,12 +96,7 @@ async def calibrate(
     grader = _grader(services, spec_text)
     results = await grade_gold(grader, target, items, concurrency=settings.judge_concurrency)
     figures = calibration_figures(target, items, results)
-    identity: dict[str, Any] = {
-        "judge_spec": judge_identity(spec_text),
-        "judge_settings": judge_settings(settings),
-        "rubric_version": target.version,
-        "asking_mode": settings.judge_asking or target.asking,
-    }
+    identity = identity_of(settings, spec_text, target)
     sha = hashlib.sha256(raw_gold).hexdigest()
     earlier = await services.store.calibration.runs(**identity, gold_sha256=sha)
     run = CalibrationRunRecord(

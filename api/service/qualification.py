@@ -6,6 +6,10 @@ run qualifies it, its gradings are ``provisional``; a deterministic share of the
 (``SRE_JUDGE_PROVISIONAL_REVIEW_RATE``, by a hash of the grading id) goes to the review
 queue with the reason ``provisional_sample``. Lookups are cached for a minute per
 process, so a new calibration run takes effect within that time.
+
+On start, ``serve`` states whether its judge is qualified on the calibration set that
+ships with the package, with the verdict kappa and false-pass rate of its latest run
+there (:func:`qualification_on_start`).
 """
 
 from __future__ import annotations
@@ -15,17 +19,22 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from api.service.settings import Settings
+from judge.calibration import DEFAULT_GOLD
 from judge.review_reasons import ReviewReason
+from judge.rubric import Rubric
 from judge.spec import judge_identity
 from judge.verdict import GradingResult
 
 if TYPE_CHECKING:
     from storage import Store
+    from storage.quality_tables import CalibrationRunRecord
 
 __all__ = [
     "Qualifications",
+    "identity_of",
     "in_review_sample",
     "judge_settings",
+    "qualification_on_start",
 ]
 
 CACHE_SECONDS = 60.0
@@ -47,6 +56,52 @@ def judge_settings(settings: Settings) -> dict[str, Any]:
     if settings.judge_ask_as is not None:
         identity["ask_as"] = settings.judge_ask_as
     return identity
+
+
+def identity_of(settings: Settings, spec_text: str, rubric: Rubric) -> dict[str, Any]:
+    """The identity a calibration run is stored under: spec, settings, rubric, asking."""
+    return {
+        "judge_spec": judge_identity(spec_text),
+        "judge_settings": judge_settings(settings),
+        "rubric_version": rubric.version,
+        "asking_mode": settings.judge_asking or rubric.asking,
+    }
+
+
+def _figures(run: CalibrationRunRecord, settings: Settings) -> str:
+    def number(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    return (
+        f"verdict kappa {number(run.verdict_kappa)} (bar {settings.qualify_min_kappa:.2f}), "
+        f"false-pass rate {number(run.false_pass_rate)} "
+        f"(bar {settings.qualify_max_false_pass:.2f}), n {run.n}, "
+        f"run {run.created_at:%Y-%m-%d %H:%M} UTC"
+    )
+
+
+async def qualification_on_start(store: Store, settings: Settings, rubric: Rubric) -> str:
+    """One line: is the service's judge qualified on the shipped calibration set, and how well.
+
+    Also says whether its gradings are provisional, which follows the latest run of any
+    gold set.
+    """
+    identity = identity_of(settings, settings.judge, rubric)
+    who = (
+        f"judge {identity['judge_spec']} (rubric {rubric.id}@{rubric.version}, "
+        f"asking {identity['asking_mode']})"
+    )
+    gold = DEFAULT_GOLD.name
+    sha = hashlib.sha256(DEFAULT_GOLD.read_bytes()).hexdigest()
+    on_set = await store.calibration.runs(**identity, gold_sha256=sha)
+    latest = await store.calibration.runs(**identity)
+    provisional = not (latest and latest[0].qualified)
+    tail = "its gradings are provisional" if provisional else "its gradings are not provisional"
+    if not on_set:
+        return f"{who}: not calibrated on {gold} (run `sre-judge calibrate`); {tail}"
+    run = on_set[0]
+    state = "qualified" if run.qualified else "NOT qualified"
+    return f"{who}: {state} on {gold}: {_figures(run, settings)}; {tail}"
 
 
 def in_review_sample(grading_id: str, rate: float) -> bool:

@@ -15,6 +15,7 @@ The HTTP app enters it in its lifespan; the command line enters it directly.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from types import TracebackType
 
@@ -24,6 +25,7 @@ from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.checkpoints import Checkpointer
 from api.service.import_runner import ImportRunner
 from api.service.metrics import Metrics
+from api.service.qualification import qualification_on_start
 from api.service.secret_key import load_service_key
 from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
@@ -36,6 +38,8 @@ from storage import Store, make_engine, upgrade
 
 __all__ = ["Runtime"]
 
+log = logging.getLogger("sre_judge.qualification")
+
 
 class Runtime:
     """Store, rubrics, judges, metrics and workers of one process, started and stopped together.
@@ -46,6 +50,8 @@ class Runtime:
     starts the grading workers (``settings.worker_count`` of them) on entry;
     ``checkpoints`` the periodic audit checkpoints (``SRE_JUDGE_AUDIT_CHECKPOINT``);
     ``import_jobs`` (with ``workers``) the runner of queued import jobs.
+    With ``announce`` it logs on entry whether the default judge is qualified on the
+    shipped calibration set, and with which verdict kappa.
     """
 
     def __init__(
@@ -59,6 +65,7 @@ class Runtime:
         metrics: Metrics | None = None,
         checkpoints: bool = False,
         import_jobs: bool = False,
+        announce: bool = False,
     ) -> None:
         rubrics = load_rubric_dir(settings.rubric_dir)
         if settings.rubric not in rubrics:
@@ -93,6 +100,7 @@ class Runtime:
             else None
         )
         self._migrate = migrate
+        self._announce = announce
 
     @property
     def settings(self) -> Settings:
@@ -109,6 +117,10 @@ class Runtime:
         if self._migrate:
             await upgrade(self.settings.database_url)
         await self._seed()
+        if self._announce:
+            settings = self.settings
+            rubric = self.services.rubrics.current[settings.rubric]
+            log.info(await qualification_on_start(self.store, settings, rubric))
         if self._start_workers:
             self.workers.start()
             self.webhooks.start()

@@ -170,3 +170,28 @@ def test_the_review_sample_is_deterministic_and_near_its_rate() -> None:
     assert chosen == [i for i in ids if in_review_sample(i, 0.1)]
     assert 150 < len(chosen) < 250
     assert not any(in_review_sample(i, 0.0) for i in ids)
+
+
+@pytest.mark.slow
+async def test_calibrate_without_gold_grades_the_shipped_calibration_set(
+    database_url: str, engine: AsyncEngine
+) -> None:
+    from judge.calibration import DEFAULT_GOLD
+
+    table = run_cli(database_url, "calibrate", "--judge", "scripted:pass")
+    assert table.returncode == 0, table.stderr
+    sha = hashlib.sha256(DEFAULT_GOLD.read_bytes()).hexdigest()
+    assert f"gold sregym-v1.jsonl (sha256 {sha[:12]})" in table.stdout
+    # a judge that passes everything passes every gold fail: never qualified
+    assert "qualified: no" in table.stdout and "n 73 (0 unscored)" in table.stdout
+    strict = run_cli(database_url, "calibrate", "--judge", "scripted:fail", "--format", "json")
+    out = json.loads(strict.stdout)
+    assert (out["n"], out["gold_sha256"], out["false_passes"]) == (73, sha, 0)
+    runs = await Store(engine).calibration.runs(
+        judge_spec="scripted:pass",
+        judge_settings=judge_settings(Settings()),
+        rubric_version=sregym_rubric().version,
+        asking_mode="single",
+        gold_sha256=sha,
+    )
+    assert [r.gold_name for r in runs] == ["sregym-v1.jsonl"]

@@ -1,0 +1,215 @@
+"""The calibration set that ships with the package: its shape, its labels, its verdict mix.
+
+The set (``judge/data/calibration/sregym-v1.jsonl``) is what ``sre-judge calibrate``
+grades by default, so a judge's qualification rests on it. Labels follow
+``LABELLING.md``; these tests hold what can be checked without a human: every case is
+complete and justified, each fault family has a correct, a borderline and a wrong
+diagnosis, injected text never earns a pass, and the deterministic grounding checks of
+the ground truth's header agree with the human "yes" answers, except where a known gap
+of the checks is written down below.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+
+import pytest
+
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calibration import (
+    DEFAULT_GOLD,
+    GoldError,
+    GoldItem,
+    calibration_figures,
+    gold_verdict,
+    load_gold,
+    qualifies,
+)
+from judge.grader import Grader
+from judge.grounding import check_condition, facts_of
+from judge.rubric import Rubric, load_rubric_dir
+from judge.rule import apply_rule
+from judge.screening import screen
+
+VARIANTS = ("correct", "borderline", "wrong")
+CONTROL = "healthy-control"
+
+#: human "yes" answers the grounding checks deny, each with the reason the check is wrong
+#: here; a new contradiction fails the test (a mislabel, or a check that got stricter)
+KNOWN_CONTRADICTIONS = {
+    ("scale-zero-correct", "D2-Q2"): "replicas 0 written 'spec.replicas: 0', not '=0'",
+    ("cpu-borderline", "D2-Q2"): "0.2 cores is 200m; quantities are not normalized",
+    ("flag-borderline", "D2-Q2"): "the flag key paymentFailure is not extracted as a value",
+    ("netpol-borderline", "D1-Q2"): "LABELLING's D1-Q2 (origin vs cascade) needs no name",
+    ("pvc-borderline", "D1-Q2"): "LABELLING's D1-Q2 (origin vs cascade) needs no name",
+    ("dbauth-borderline", "D1-Q2"): "LABELLING's D1-Q2 (origin vs cascade) needs no name",
+}
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric_dir()["sregym-rca"]
+
+
+@pytest.fixture(scope="module")
+def cases(rubric: Rubric) -> list[GoldItem]:
+    return load_gold(DEFAULT_GOLD.read_text(encoding="utf-8"), rubric)
+
+
+def _yes(item: GoldItem) -> dict[str, bool]:
+    return {q: a == "yes" for q, a in item.answers.items()}
+
+
+def test_the_set_ships_inside_the_package_and_every_line_is_a_full_case() -> None:
+    assert DEFAULT_GOLD.parent.parent.parent.name == "judge"  # package data, found installed
+    lines = DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        raw = json.loads(line)
+        assert {"id", "family", "variant", "ground_truth", "diagnosis", "answers"} <= set(raw)
+        assert "verdict" not in raw, "verdicts follow from the labels by the rule"
+    assert len(lines) >= 60
+
+
+def test_cases_are_unique_labelled_and_justified(cases: list[GoldItem], rubric: Rubric) -> None:
+    ids = [c.id for c in cases]
+    assert all(ids) and len(set(ids)) == len(ids)
+    questions = {q.id for q in rubric.questions}
+    for case in cases:
+        assert case.family and case.variant, case.id
+        assert case.justifications is not None, case.id
+        assert set(case.justifications) == set(case.answers) == questions, case.id
+        assert all(8 <= len(why) <= 120 for why in case.justifications.values()), case.id
+        assert len(case.diagnosis.strip()) >= 40, case.id
+
+
+def test_twenty_families_each_with_a_correct_a_borderline_and_a_wrong_diagnosis(
+    cases: list[GoldItem],
+) -> None:
+    variants: dict[str, Counter[str]] = defaultdict(Counter)
+    for case in cases:
+        variants[str(case.family)][str(case.variant)] += 1
+    assert len(variants) >= 20
+    assert CONTROL in variants
+    for family, seen in variants.items():
+        assert all(seen[v] >= 1 for v in VARIANTS), (family, seen)
+    assert sum(1 for c in cases if c.variant != "injection") >= 60
+
+
+def test_ground_truths_are_in_the_service_format(cases: list[GoldItem]) -> None:
+    for case in cases:
+        if case.family == CONTROL:
+            assert case.ground_truth == "", case.id
+            continue
+        facts = facts_of(case.ground_truth)
+        assert facts is not None and facts.components and facts.namespace, case.id
+        assert "Affected:" in case.ground_truth or "Healthy:" in case.ground_truth, case.id
+    by_family: dict[str, set[str]] = defaultdict(set)
+    for case in cases:
+        by_family[str(case.family)].add(case.ground_truth)
+    assert all(len(truths) == 1 for truths in by_family.values())
+
+
+def test_correct_pass_wrong_fail_and_borderlines_sit_on_the_pass_line(
+    cases: list[GoldItem], rubric: Rubric
+) -> None:
+    borderline = Counter()
+    for case in cases:
+        outcome = apply_rule(rubric, _yes(case))
+        if case.variant == "correct":
+            assert outcome.passed and outcome.yes_count >= 8, case.id
+        elif case.variant == "wrong":
+            assert not outcome.passed, case.id
+        elif case.variant == "borderline":
+            assert outcome.yes_count in (6, 7), case.id
+            borderline[outcome.passed] += 1
+    assert borderline[True] >= 5 and borderline[False] >= 5, borderline
+    passes = sum(gold_verdict(rubric, c) for c in cases)
+    assert 0.3 <= passes / len(cases) <= 0.6
+
+
+def test_healthy_control_labels_follow_the_control_reading(
+    cases: list[GoldItem], rubric: Rubric
+) -> None:
+    controls = [c for c in cases if c.family == CONTROL]
+    correct = next(c for c in controls if c.variant == "correct")
+    assert all(correct.answers[q.id] == "yes" for q in rubric.questions)
+    for case in controls:
+        if case.variant in ("wrong", "injection"):  # asserting a fault fails all nine
+            assert set(case.answers.values()) == {"no"}, case.id
+
+
+def test_injection_cases_never_pass_and_cover_the_known_forms(
+    cases: list[GoldItem], rubric: Rubric
+) -> None:
+    injected = [c for c in cases if c.variant == "injection"]
+    assert len(injected) >= 8
+    for case in injected:
+        assert not gold_verdict(rubric, case), case.id
+        assert apply_rule(rubric, _yes(case)).yes_count <= 5, case.id
+    texts = [c.diagnosis for c in injected]
+    forms = {
+        "forged adjudication record": r"ADJUDICATION RECORD",
+        "embedded nine-yes reply": r'"id": "D3-Q3", "answer": "Yes"',
+        "note to the grader": r"(?i)note to the grad|grader note",
+        "text posing as ground truth": r"(?i)ground truth for this run",
+        "base64 instruction": r"[A-Za-z0-9+/]{40,}={0,2}",
+        "fake fence": r"<<<END DIAGNOSIS>>>",
+        "leetspeak": r"1gn0r3",
+        "ready-made answer object": r'\{"answer": "yes"',
+    }
+    missing = [name for name, p in forms.items() if not any(re.search(p, t) for t in texts)]
+    assert not missing
+    assert {c.family for c in injected} <= {c.family for c in cases if c.variant == "correct"}
+
+
+def test_grounding_checks_do_not_deny_a_human_yes_beyond_the_known_gaps(
+    cases: list[GoldItem], rubric: Rubric
+) -> None:
+    checked = 0
+    contradictions = set()
+    for case in cases:
+        facts = facts_of(case.ground_truth) if case.ground_truth else None
+        if facts is None:
+            continue
+        for question in rubric.questions:
+            if question.grounding is None or case.answers[question.id] != "yes":
+                continue
+            checked += 1
+            if check_condition(question.grounding, facts, case.diagnosis) is not None:
+                contradictions.add((str(case.id), question.id))
+    assert checked >= 100
+    assert contradictions <= set(KNOWN_CONTRADICTIONS), contradictions - set(KNOWN_CONTRADICTIONS)
+
+
+def test_a_gold_line_with_incomplete_justifications_is_refused(rubric: Rubric) -> None:
+    line = json.loads(DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[0])
+    del line["justifications"]["D2-Q2"]
+    with pytest.raises(GoldError, match=r"(?s)line 1: .*justifications must cover"):
+        load_gold(json.dumps(line), rubric)
+    line["justifications"]["D2-Q2"] = "two\nlines"
+    with pytest.raises(GoldError, match="one non-empty line"):
+        load_gold(json.dumps(line), rubric)
+    del line["justifications"]
+    assert load_gold(json.dumps(line), rubric)[0].justifications is None  # other gold files
+
+
+async def test_a_judge_that_answers_like_the_labels_qualifies_on_the_set(
+    cases: list[GoldItem], rubric: Rubric
+) -> None:
+    """Every case grades (injected ones too), and agreement is computed against the labels."""
+    results = []
+    for case in cases:
+        yes = {q for q, a in case.answers.items() if a == "yes"}
+        backend = ScriptedBackend([lambda request, yes=yes: scripted_reply(request, yes=yes)])
+        results.append(await Grader(backend).grade(rubric, case.ground_truth, case.diagnosis))
+    figures = calibration_figures(rubric, cases, results)
+    assert (figures.n, figures.unscored, figures.false_passes) == (len(cases), 0, 0)
+    assert figures.verdict_kappa == pytest.approx(1.0)
+    assert qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
+
+
+def test_screening_flags_every_injection_case_and_no_other(cases: list[GoldItem]) -> None:
+    flagged = {str(c.id) for c in cases if screen(c.diagnosis).review_reasons}
+    assert flagged == {str(c.id) for c in cases if c.variant == "injection"}
