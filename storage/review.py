@@ -35,6 +35,17 @@ class ReviewItem:
     claim: ReviewClaimRecord | None
 
 
+def _needs_a_human() -> Any:
+    """Unscored, flagged for review, held, decisive or of low confidence."""
+    return or_(
+        GradingRecord.status == "unscored",
+        col(GradingRecord.needs_review).is_(True),
+        col(GradingRecord.held).is_(True),
+        and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True)),
+        _low_confidence(),
+    )
+
+
 def _low_confidence() -> object:
     return exists().where(
         AnswerRecord.grading_id == GradingRecord.id,
@@ -88,13 +99,6 @@ class ReviewRepository:
         """Gradings that need a human, most urgent first, without done items or
         items another adjudicator holds a valid claim on."""
         now = self._db.clock()
-        needs = or_(
-            GradingRecord.status == "unscored",
-            col(GradingRecord.needs_review).is_(True),
-            col(GradingRecord.held).is_(True),
-            and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True)),
-            _low_confidence(),
-        )
         query = (
             select(GradingRecord, SubmissionRecord, ReviewClaimRecord)
             .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
@@ -103,7 +107,7 @@ class ReviewRepository:
             )
             .where(
                 col(GradingRecord.is_current).is_(True),
-                needs,
+                _needs_a_human(),
                 # a held pass stays until a verdict releases it, even if marked done
                 or_(col(ReviewClaimRecord.done_at).is_(None), col(GradingRecord.held).is_(True)),
                 or_(

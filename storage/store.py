@@ -59,11 +59,9 @@ class Store:
         clock: Callable[[], datetime] = utcnow,
         key: ServiceKey | None = None,
     ) -> None:
-        """Use ``engine`` (migrated); ``clock`` returns aware UTC time (tests move it).
-
-        ``key`` is the service key (``storage.keys``); without one, a random key for
-        this store's lifetime, so nothing it keys can be checked by another process.
-        """
+        """Use ``engine`` (migrated); ``clock`` returns aware UTC time (tests move it);
+        ``key`` is the service key (``storage.keys``), else a random one for this store's
+        lifetime, so nothing it keys can be checked by another process."""
         self.db = Database(engine, clock=clock, key=key)
         self.engine = engine
         #: rubric versions and scenarios

@@ -29,6 +29,14 @@ __all__ = ["LOCAL_HOSTS", "create_app"]
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
+def _openapi_config() -> OpenAPIConfig:
+    """The OpenAPI document at /schema, its page served from the swagger-ui-py package's
+    files (so /schema works offline)."""
+    return OpenAPIConfig(
+        title="sre-judge", version="1", path="/schema", render_plugins=[offline_docs()]
+    )
+
+
 def create_app(
     settings: Settings,
     engine: AsyncEngine | None = None,
@@ -72,13 +80,7 @@ def create_app(
         before_request=refuse_unstorable_input,
         middleware=[RequestContextMiddleware(metrics)],
         logging_config=litestar_logging_config(),
-        openapi_config=OpenAPIConfig(
-            title="sre-judge",
-            version="1",
-            path="/schema",
-            # served from the swagger-ui-py package's files: /schema works offline
-            render_plugins=[offline_docs()],
-        ),
+        openapi_config=_openapi_config(),
         request_max_body_size=settings.max_body_bytes,
         # None, not False: False would override the models' own strict fields (StrictInt
         # then took "3"); None lets each field's strictness hold, dates still parse

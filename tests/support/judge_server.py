@@ -142,6 +142,32 @@ def _ollama_parts(body: dict[str, Any], text: str) -> Iterator[dict[str, Any]]:
     yield _ollama_reply(body, "")
 
 
+def _write_stream(
+    handler: BaseHTTPRequestHandler, state: JudgeServer, parts: list[dict[str, Any]], sse: bool
+) -> None:
+    """Send ``parts`` as server-sent events (OpenAI) or JSON lines (Ollama), paced by
+    ``state``: a wait before the first token, one between tokens, or a cut."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream" if sse else "application/x-ndjson")
+    handler.end_headers()
+    time.sleep(state.first_token_seconds)
+    tokens = len(parts) - (3 if sse else 1)
+    try:
+        for index, part in enumerate(parts):
+            if state.cut_after is not None and index > state.cut_after:
+                return  # dropped: the final part never comes
+            line = json.dumps(part)
+            data = f"data: {line}\n\n" if sse else f"{line}\n"
+            handler.wfile.write(data.encode())
+            handler.wfile.flush()
+            if 0 < index <= tokens:
+                time.sleep(state.token_seconds)
+        if sse:
+            handler.wfile.write(b"data: [DONE]\n\n")
+    except (BrokenPipeError, ConnectionResetError):
+        return  # the client gave up on the reply (a limit it set was reached)
+
+
 def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -156,26 +182,7 @@ def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _stream(self, parts: Iterator[dict[str, Any]], sse: bool) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream" if sse else "application/x-ndjson")
-            self.end_headers()
-            time.sleep(state.first_token_seconds)
-            parts = list(parts)
-            tokens = len(parts) - (3 if sse else 1)
-            try:
-                for index, part in enumerate(parts):
-                    if state.cut_after is not None and index > state.cut_after:
-                        return  # dropped: the final part never comes
-                    line = json.dumps(part)
-                    data = f"data: {line}\n\n" if sse else f"{line}\n"
-                    self.wfile.write(data.encode())
-                    self.wfile.flush()
-                    if 0 < index <= tokens:
-                        time.sleep(state.token_seconds)
-                if sse:
-                    self.wfile.write(b"data: [DONE]\n\n")
-            except (BrokenPipeError, ConnectionResetError):
-                return  # the client gave up on the reply (a limit it set was reached)
+            _write_stream(self, state, list(parts), sse)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))

@@ -146,15 +146,8 @@ def test_adjudicating_and_blind_labelling_by_keyboard_only(
     assert outside == []
 
 
-def test_reports_regrades_and_judges_pages_and_their_roles(
-    bench: Bench, browser: Any, tmp_path: Path
-) -> None:
-    outside: list[str] = []
-    dialogs: list[str] = []
-    page = _page(browser, bench.service.url, outside)
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    _sign_in(page, bench.tokens["Root"])
-
+def _walk_reports(page: Any, tmp_path: Path) -> None:
+    """Reports, compare, agreement and judges pages: charts drawn, hostile names inert."""
     page.goto("/reports?group_by=agent&verdicts=effective")
     chart = page.locator("[data-testid=pass-rate-chart] svg")
     assert chart.is_visible() and chart.locator("rect.bar").count() >= 1
@@ -176,6 +169,9 @@ def test_reports_regrades_and_judges_pages_and_their_roles(
     assert "provisional" in page.text_content("main")
     page.screenshot(path=str(tmp_path / "judges.png"), full_page=True)
 
+
+def _walk_regrade(page: Any, bench: Bench, tmp_path: Path) -> str:
+    """A shadow regrade paused, resumed and finished, its flips followed and tagged."""
     bench.judge.delay = 1.0  # one call at a time, a second each: the job takes seconds
     bench.judge.default = sregym_reply(set(IDS), evidence=QUOTE)  # every item flips
     job = httpx.post(
@@ -185,7 +181,8 @@ def test_reports_regrades_and_judges_pages_and_their_roles(
         timeout=30,
     )
     assert job.status_code == 201, job.text
-    page.goto(f"/regrades/{job.json()['id']}")
+    job_id = str(job.json()["id"])
+    page.goto(f"/regrades/{job_id}")
     assert page.text_content("[data-field=total]") == "4"
     with page.expect_navigation():
         page.click("[data-testid=job-pause]")
@@ -209,9 +206,13 @@ def test_reports_regrades_and_judges_pages_and_their_roles(
     assert "never checked the <b>frontend</b> logs" in page.text_content("[data-testid=tags]")
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(tmp_path / "grading-shadow.png"), full_page=True)
-    page.goto(f"/regrades/{job.json()['id']}")
+    page.goto(f"/regrades/{job_id}")
     page.screenshot(path=str(tmp_path / "regrade.png"), full_page=True)
 
+    return job_id
+
+
+def _wrong_roles_are_refused(browser: Any, bench: Bench, outside: list[str], job_id: str) -> None:
     submitter = _page(browser, bench.service.url, outside)
     _sign_in(submitter, bench.tokens["agent"])
     for path in ("/reports", "/reports/compare", "/reports/agreement", "/regrades", "/judges"):
@@ -219,6 +220,19 @@ def test_reports_regrades_and_judges_pages_and_their_roles(
         assert response is not None and response.status == 403, path
     adjudicator = _page(browser, bench.service.url, outside)
     _sign_in(adjudicator, bench.tokens["Ada"])
-    adjudicator.goto(f"/regrades/{job.json()['id']}")
+    adjudicator.goto(f"/regrades/{job_id}")
     assert adjudicator.locator("[data-testid=job-pause]").count() == 0
+
+
+def test_reports_regrades_and_judges_pages_and_their_roles(
+    bench: Bench, browser: Any, tmp_path: Path
+) -> None:
+    outside: list[str] = []
+    dialogs: list[str] = []
+    page = _page(browser, bench.service.url, outside)
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    _sign_in(page, bench.tokens["Root"])
+    _walk_reports(page, tmp_path)
+    job_id = _walk_regrade(page, bench, tmp_path)
+    _wrong_roles_are_refused(browser, bench, outside, job_id)
     assert dialogs == [] and outside == []
