@@ -54,6 +54,29 @@ def _received_payload(
     }
 
 
+def _pending_grading(
+    submission: SubmissionRecord,
+    rubric: Rubric,
+    judge: tuple[str, str, str],
+    scenario_version: int | None,
+) -> GradingRecord:
+    """The pending grading of a new submission by ``rubric`` and ``judge`` (spec, backend,
+    model)."""
+    judge_spec, judge_backend, judge_model = judge
+    return GradingRecord(
+        id=new_id(),
+        submission_id=submission.id,
+        rubric_id=rubric.id,
+        rubric_version=rubric.version,
+        judge_spec=judge_spec,
+        judge_backend=judge_backend,
+        judge_model=judge_model,
+        status="pending",
+        created_at=submission.created_at,
+        scenario_version=scenario_version,
+    )
+
+
 class SubmissionRepository:
     """Submissions and the pending gradings created with them."""
 
@@ -156,19 +179,7 @@ class SubmissionRepository:
         # rest of a submission (bench/overhead.py); the records stay transient.
         # A racing duplicate fails here, before anything else.
         await session.execute(insert(_SUBMISSIONS), [row_values(submission)])
-        judge_spec, judge_backend, judge_model = judge
-        grading = GradingRecord(
-            id=new_id(),
-            submission_id=submission.id,
-            rubric_id=rubric.id,
-            rubric_version=rubric.version,
-            judge_spec=judge_spec,
-            judge_backend=judge_backend,
-            judge_model=judge_model,
-            status="pending",
-            created_at=now,
-            scenario_version=data.scenario_version,
-        )
+        grading = _pending_grading(submission, rubric, judge, data.scenario_version)
         grading_values = row_values(grading)
         await session.execute(insert(_GRADINGS), [grading_values])
         # audit rows last: on PostgreSQL they take the chain lock until commit
@@ -183,7 +194,7 @@ class SubmissionRepository:
                 **_received_payload(data, submission, grading),
                 "request_sha256": request_hash,
                 "rubric": {"id": rubric.id, "version": rubric.version},
-                "judge": judge_spec,
+                "judge": grading.judge_spec,
             },
             # the digest of the row just written: no read-back
             covers={grading.id: values_digest(grading_values, ())},
