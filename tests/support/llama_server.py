@@ -86,9 +86,12 @@ def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> N
 
 
 @contextmanager
-def running_llama_server(log_dir: Path, *, n_ctx: int = N_CTX) -> Iterator[LlamaServer]:
-    """Start ``python -m llama_cpp.server`` with SmolLM2 and stop it afterwards."""
-    model = smollm2_gguf()
+def running_llama_server(
+    log_dir: Path, *, n_ctx: int = N_CTX, model_path: Path | None = None
+) -> Iterator[LlamaServer]:
+    """Start ``python -m llama_cpp.server`` with ``model_path`` (default SmolLM2) and stop
+    it afterwards."""
+    model = model_path or smollm2_gguf()
     if model is None:
         raise RuntimeError(f"no SmolLM2 GGUF; {SETUP_HINT}")
     port = free_port()
