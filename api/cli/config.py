@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from api.cli.edge import load_settings
-from api.service.settings import Settings
+
+if TYPE_CHECKING:
+    from api.service.settings import Settings
 
 __all__ = ["MASK", "config_group", "effective_config", "mask_url"]
 
@@ -31,6 +31,9 @@ _USERINFO_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
 
 def mask_url(url: str) -> str:
     """``url`` with any password replaced by ``***``."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except ArgumentError:

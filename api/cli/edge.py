@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from api.cli.database import require_database, require_migrated
-from api.service.settings import Settings
 
 if TYPE_CHECKING:
     from api.service.services import Services
+    from api.service.settings import Settings
     from storage import Store
     from storage.keys import ServiceKey
 
@@ -114,6 +114,8 @@ def service_key(settings: Settings, *, create: bool) -> ServiceKey:
 
 def load_settings(**overrides: object) -> Settings:
     """The settings from the environment, with the options given; bad usage when invalid."""
+    from api.service.settings import Settings
+
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
     except ValueError as exc:

@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from api.cli.edge import load_settings, run
-from api.cli.render import render_grading
 
 if TYPE_CHECKING:  # the judge clients are imported when a grading starts, not for --help
     from api.service.settings import Settings
@@ -97,6 +95,10 @@ def grade_command(
     if as_json:
         click.echo(json.dumps(grading, indent=2, ensure_ascii=False))
     else:
+        from rich.console import Console
+
+        from api.cli.render import render_grading
+
         render_grading(grading, Console())
     if result.status == "unscored":
         sys.exit(EXIT_UNSCORED)
