@@ -1,4 +1,6 @@
-"""What the report and export commands share: the store, filter and output options.
+"""The command line's grammar: the one output flag, the shared filter flags, ``--server``.
+
+Also what the report commands share (group keys, arms, charts, emitting a table).
 
 The commands read the database of ``SRE_JUDGE_DATABASE_URL`` directly (no server
 needed). scipy and matplotlib are imported only when a command runs.
@@ -6,6 +8,7 @@ needed). scipy and matplotlib are imported only when a command runs.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -22,40 +25,149 @@ if TYPE_CHECKING:  # storage, scipy and the like are imported when a command run
     from storage.report_queries import GroupKey, ReportFilter
 
 __all__ = [
+    "FILTER_FLAGS",
+    "FORMATS",
     "build_filter",
     "chart_option",
+    "default_format",
+    "deprecated",
     "emit",
     "filter_options",
+    "format_option",
     "output_options",
     "parse_arm",
     "parse_group_by",
+    "server_option",
     "write_chart",
 ]
 
 Command = Callable[..., Any]
+#: the one output flag's values
+FORMATS = ("table", "json", "csv")
 
 
-def filter_options(command: Command) -> Command:
-    """The filter options shared by every report and the export."""
-    options = [
-        click.option("--agent", help="only this agent"),
-        click.option("--model", help="only this model"),
-        click.option("--scenario", "scenario_id", help="only this scenario id"),
-        click.option("--run", "run_id", help="only this run id"),
-        click.option("--rubric", help="rubric id or id@version"),
-        click.option("--judge", help="judge model or backend:model"),
-        click.option("--created-after", type=click.DateTime(), help="graded on or after (UTC)"),
-        click.option("--created-before", type=click.DateTime(), help="graded before (UTC)"),
-        click.option(
-            "--ground-truth-source",
-            type=click.Choice(["scenario", "inline"]),
-            help="only registered scenarios' ground truths (scenario) or submitters' (inline)",
-        ),
-        click.option("--scenario-set", help="only scenarios of this set, e.g. held-out"),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+#: the shared filter flags of report, export and regrade: flag -> (filter key, help)
+FILTER_FLAGS: dict[str, tuple[str, str]] = {
+    "--agent": ("agent", "only this agent"),
+    "--model": ("model", "only this (agent's) model"),
+    "--scenario": ("scenario_id", "only this scenario id"),
+    "--run": ("run_id", "only this run id"),
+    "--graded-rubric": ("rubric", "only gradings by this rubric: id or id@version"),
+    "--graded-judge": ("judge", "only gradings by this judge: backend:model (reports: or model)"),
+    "--created-after": ("created_after", "created on or after this time (UTC)"),
+    "--created-before": ("created_before", "created before this time (UTC)"),
+    "--ground-truth-source": (
+        "ground_truth_source",
+        "only registered scenarios' ground truths (scenario) or submitters' (inline)",
+    ),
+    "--scenario-set": ("scenario_set", "only scenarios of this set, e.g. held-out"),
+}
+_TIMES = ("created_after", "created_before")
+
+
+def _filter_type(key: str) -> click.ParamType | None:
+    if key in _TIMES:
+        return click.DateTime()
+    if key == "ground_truth_source":
+        return click.Choice(["scenario", "inline"])
+    return None
+
+
+def deprecated(old: str, new: str) -> None:
+    """Say on stderr that ``old`` still works but ``new`` is its name now."""
+    click.echo(f"warning: {old} is deprecated; use {new}", err=True)
+
+
+def filter_options(*, aliases: dict[str, str] | None = None) -> Callable[[Command], Command]:
+    """The shared filter flags (:data:`FILTER_FLAGS`); the command gets ``filters``, a dict.
+
+    ``filters`` holds the given flags only, by filter key, times as aware UTC datetimes.
+    ``aliases`` (old flag -> filter key) are hidden deprecated names kept for scripts.
+    """
+    aliases = aliases or {}
+
+    def decorate(command: Command) -> Command:
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            filters: dict[str, Any] = {}
+            for old, key in aliases.items():
+                value = kwargs.pop(_alias_dest(old), None)
+                if value not in (None, ()):
+                    deprecated(old, _flag_of(key))
+                    filters[key] = value
+            for _flag, (key, _help) in FILTER_FLAGS.items():
+                value = kwargs.pop(f"filter_{key}", None)
+                if value is not None:
+                    filters[key] = value
+            for key in _TIMES:
+                filters[key] = _utc(filters.get(key))
+            return command(*args, filters={k: v for k, v in filters.items() if v is not None},
+                           **kwargs)  # fmt: skip
+
+        for old, key in reversed(aliases.items()):
+            wrapper = click.option(old, _alias_dest(old), type=_filter_type(key), hidden=True)(
+                wrapper
+            )
+        for flag, (key, help_text) in reversed(FILTER_FLAGS.items()):
+            wrapper = click.option(flag, f"filter_{key}", type=_filter_type(key), help=help_text)(
+                wrapper
+            )
+        return wrapper
+
+    return decorate
+
+
+def _alias_dest(flag: str) -> str:
+    return "alias_" + flag.lstrip("-").replace("-", "_")
+
+
+def _flag_of(key: str) -> str:
+    return next(flag for flag, (k, _) in FILTER_FLAGS.items() if k == key)
+
+
+def default_format(choices: Sequence[str]) -> str:
+    """``table`` when stdout is a terminal (and the command has tables), else ``json``."""
+    if "table" in choices and sys.stdout.isatty():
+        return "table"
+    return "json" if "json" in choices else choices[0]
+
+
+def format_option(*choices: str, legacy_json: bool = False) -> Callable[[Command], Command]:
+    """``--format`` (the one output flag); the command gets ``fmt`` resolved to a choice.
+
+    ``legacy_json`` keeps the old ``--json`` flag as a hidden, deprecated alias.
+    """
+    names = list(choices or FORMATS)
+
+    def decorate(command: Command) -> Command:
+        @functools.wraps(command)
+        def wrapper(*args: Any, fmt: str | None = None, **kwargs: Any) -> Any:
+            if kwargs.pop("legacy_json", False):
+                deprecated("--json", "--format json")
+                fmt = fmt or "json"
+            return command(*args, fmt=fmt or default_format(names), **kwargs)
+
+        if legacy_json:
+            wrapper = click.option("--json", "legacy_json", is_flag=True, hidden=True)(wrapper)
+        auto = "table on a terminal, else json" if "table" in names else names[0]
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(names),
+            default=None,
+            help=f"output format (default: {auto})",
+        )(wrapper)
+
+    return decorate
+
+
+def server_option(command: Command) -> Command:
+    """``--server URL``: ask a running server (token from SRE_JUDGE_TOKEN), not the database."""
+    return click.option(
+        "--server",
+        metavar="URL",
+        help="ask this sre-judge server instead of the database (token: SRE_JUDGE_TOKEN)",
+    )(command)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -123,13 +235,7 @@ def output_options(command: Command) -> Command:
         show_default=True,
         help="effective (after human overrides) or the judge's own",
     )(command)
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["table", "csv", "json"]),
-        default="table",
-        show_default=True,
-    )(command)
+    return format_option()(command)
 
 
 def _chart_path(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
@@ -148,14 +254,15 @@ def chart_option(command: Command) -> Command:
     )(command)
 
 
-def emit(report: BaseModel, table: Any, fmt: str) -> None:
-    """Print a report as a rich table, CSV or JSON on stdout."""
+def emit(report: BaseModel | Any, table: Any, fmt: str) -> None:
+    """Print a report (a model or JSON-ready data) as a rich table, CSV or JSON on stdout."""
     from rich.console import Console
 
     from api.service.reports.tables import print_table, write_csv
 
     if fmt == "json":
-        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        data = report.model_dump(mode="json") if hasattr(report, "model_dump") else report
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     elif fmt == "csv":
         write_csv(table, sys.stdout)
     else:
