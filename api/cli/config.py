@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import load_settings
+from api.cli.options import format_option
 
 if TYPE_CHECKING:
     from api.service.settings import Settings
@@ -80,19 +81,32 @@ def effective_config(settings: Settings) -> list[dict[str, Any]]:
 
 @click.group("config")
 def config_group() -> None:
-    """The service's configuration."""
+    """The service's configuration.
+
+    \b
+    Example:
+      sre-judge config show
+    """
 
 
 @config_group.command("show")
-@click.option("--json", "as_json", is_flag=True, help="print a JSON object instead of lines")
-def config_show(as_json: bool) -> None:
-    """Print the effective configuration with secrets masked."""
+@format_option("table", "json", legacy_json=True)
+def config_show(fmt: str) -> None:
+    """Print the effective configuration with secrets masked.
+
+    JSON is one object, variable -> value.
+
+    \b
+    Example:
+      SRE_JUDGE_JUDGE=ollama:qwen3:8b sre-judge config show --format json
+    """
     settings = load_settings()
     rows = effective_config(settings)
-    if as_json:
+    if fmt == "json":
         click.echo(json.dumps({row["variable"]: row["value"] for row in rows}, indent=2))
         return
     width = max(len(row["variable"]) for row in rows)
+    click.echo(f"{'VARIABLE':<{width}}  VALUE  (SOURCE)")
     for row in rows:
         value = "" if row["value"] is None else row["value"]
         click.echo(f"{row['variable']:<{width}}  {value}  ({row['source']})")

@@ -18,7 +18,12 @@ __all__ = ["migrate_command", "serve_command", "worker_command"]
 
 @click.command("migrate")
 def migrate_command() -> None:
-    """Upgrade the database to the newest schema."""
+    """Upgrade the database to the newest schema.
+
+    \b
+    Example:
+      SRE_JUDGE_DATABASE_URL=postgresql+psycopg://judge@127.0.0.1:5432/judge sre-judge migrate
+    """
     from storage import upgrade
 
     settings = load_settings()
@@ -36,7 +41,12 @@ def migrate_command() -> None:
     "default SRE_JUDGE_PROCESSES or 1)",
 )
 def serve_command(host: str | None, port: int | None, processes: int | None) -> None:
-    """Migrate the database and serve the API."""
+    """Migrate the database and serve the API.
+
+    
+    Example:
+      SRE_JUDGE_JUDGE=ollama:qwen3:8b sre-judge serve --host 0.0.0.0 --port 8000
+    """
     from api.http.app import create_app
     from api.http.server import run_server
     from api.service.observability import configure_logging
@@ -64,7 +74,12 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
 
 @click.command("worker")
 def worker_command() -> None:
-    """Run grading workers only (for extra machines sharing PostgreSQL)."""
+    """Run grading workers only (for extra machines sharing PostgreSQL).
+
+    \b
+    Example:
+      SRE_JUDGE_DATABASE_URL=postgresql+psycopg://judge@db:5432/judge sre-judge worker
+    """
     from api.service.observability import configure_logging
     from api.service.runtime import Runtime
 

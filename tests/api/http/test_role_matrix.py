@@ -30,6 +30,7 @@ DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999."
 TOKENLESS = ["none", "revoked", "expired"]
 PRINCIPALS = [*TOKENLESS, "submitter", "other-submitter", "adjudicator", "admin"]
 OK = "2xx"
+DRY_RUN = {"judge": "scripted:fail", "dry_run": True}
 #: a real job that covers nothing (a dry run stores no job to address)
 EMPTY_JOB = {"judge": "scripted:fail", "filter": {"agent": "nobody-has-this-agent"}}
 
