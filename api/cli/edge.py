@@ -9,7 +9,6 @@ on stderr, never a traceback (:class:`OneLineGroup`; ``SRE_JUDGE_DEBUG=1`` shows
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
@@ -190,6 +189,8 @@ def as_click_error(exc: Exception) -> click.ClickException | None:
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a command's coroutine; domain errors become click's exceptions (exit 1 or 2)."""
+    import asyncio
+
     try:
         return asyncio.run(coroutine)
     except Exception as exc:

@@ -139,7 +139,6 @@ def submit_command(
     diagnosis_file: str,
     jsonl: bool,
     wait: float,
-    as_json: bool,
     url: str | None,
     token: str | None,
     fmt: str,

@@ -43,8 +43,9 @@ def test_import_sregym_then_regrade_with_progress_flips_and_a_free_second_run(
     env = _env(database_url)
     fixture = write_sregym_results(tmp_path)
     imported = cli(
-        "import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file), env=env
-    )
+        "import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file),
+        "--format", "table", env=env,
+    )  # fmt: skip
     assert imported.returncode == 0, imported.stderr
     assert "imported 45 submissions (42 SREGym verdicts kept" in imported.stdout
     assert "1 deploy_failed, 1 no_submission, 1 timed_out" in imported.stdout
