@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from api.cli.edge import run, service_runtime
+from api.cli.edge import CommandError, run, service_runtime
 from api.cli.options import format_option, server_option
 
 if TYPE_CHECKING:  # the commands import storage when they run, keeping --help fast
@@ -29,9 +29,35 @@ __all__ = ["import_group"]
 
 def _no_server(server: str | None) -> None:
     if server is not None:
-        from api.cli.remote import unsupported
+        raise CommandError(
+            "import sregym with --server is not supported yet: upload the folder as a "
+            "tar.gz with POST /v1/imports"
+        )
 
-        raise unsupported("import")
+
+def _remote_jsonl(server: str, file: Path, rubric_id: str | None, fmt: str) -> None:
+    """``POST /v1/imports`` (JSON lines), then follow the job until it ends."""
+    import time
+
+    from api.cli.remote import remote
+
+    body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    params = {"rubric": rubric_id} if rubric_id else None
+    headers = {"Content-Type": "application/x-ndjson"}
+    with remote(server) as client:
+        answer = client.send("POST", "/v1/imports", content=body, params=params, headers=headers)
+        job = answer.json()
+        while job["state"] not in ("done", "failed"):
+            time.sleep(0.5)
+            job = client.get_json(f"/v1/imports/{job['id']}")
+    for error in job.get("errors") or []:
+        click.echo(f"{file} {error}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps(job, indent=2))
+    else:
+        click.echo(f"import job {job['id']}: {job['state']}; {json.dumps(job['report'])}")
+    if job["state"] == "failed" or job.get("errors"):
+        sys.exit(1)
 
 
 @contextlib.contextmanager
@@ -127,7 +153,10 @@ def import_jsonl(
     Example:
       zcat history.jsonl.gz | sre-judge import jsonl - --strict
     """
-    _no_server(server)
+    if server is not None:
+        if strict:
+            raise CommandError("--strict with --server is not supported yet")
+        return _remote_jsonl(server, file, rubric_id, fmt)
     from api.service.imports import import_jsonl_file
     from storage.imports import ImportAborted, ImportProblem
 
