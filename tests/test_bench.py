@@ -90,6 +90,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
         "dry_run",
         "export",
         "webhooks",
+        "cli_start",
     ],
 )
 def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:

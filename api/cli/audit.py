@@ -25,7 +25,12 @@ _SHOWN = 20
 
 @click.group("audit")
 def audit_group() -> None:
-    """The audit log."""
+    """The audit log.
+
+    \b
+    Example:
+      sre-judge audit verify --checkpoint checkpoints.jsonl
+    """
 
 
 @audit_group.command("verify")
@@ -36,7 +41,12 @@ def audit_group() -> None:
     help="a checkpoint file (JSON Lines): its newest checkpoint must still hold",
 )
 def audit_verify(checkpoint_file: Path | None) -> None:
-    """Check the keyed hash chain and the gradings' state it covers; exit 1 naming what is wrong."""
+    """Check the keyed hash chain and the gradings' state it covers; exit 1 naming what is wrong.
+
+    \b
+    Example:
+      sre-judge audit verify --checkpoint checkpoints.jsonl
+    """
     from api.service.checkpoints import read_checkpoints
     from storage import ChainKey, CheckpointError, check_checkpoint, make_engine, verify_chain
 
@@ -104,7 +114,12 @@ def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: s
     "(default SRE_JUDGE_AUDIT_CHECKPOINT; without either, printed)",
 )
 def audit_checkpoint(out: str | None) -> None:
-    """Sign the log's head after checking it extends the previous checkpoint; write it."""
+    """Sign the log's head after checking it extends the previous checkpoint; write it.
+
+    \b
+    Example:
+      sre-judge audit checkpoint --out checkpoints.jsonl
+    """
     from api.service.checkpoints import write_checkpoint
     from storage import Store, make_engine
 

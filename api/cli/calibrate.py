@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import run, service_runtime
+from api.cli.options import format_option
 
 if TYPE_CHECKING:
     from api.service.calibration import Calibration
@@ -51,9 +52,11 @@ def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: fl
 
 @click.command("calibrate")
 @click.option(
-    "--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="labelled gold set (JSONL); default: the calibration set that ships with sre-judge",
-)  # fmt: skip
+    "--gold",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
+    help="the labelled gold set, JSONL ('-' for stdin); default: the calibration set that "
+    "ships with sre-judge",
+)
 @click.option("--judge", "judge_spec", help="BACKEND:MODEL[@BASE_URL]; default SRE_JUDGE_JUDGE")
 @click.option("--rubric", "rubric_id", help="rubric id; default SRE_JUDGE_RUBRIC")
 @click.option("--fail-on-drift", is_flag=True, help="exit 1 when verdict kappa dropped")
@@ -61,7 +64,7 @@ def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: fl
     "--drift-threshold", type=float, default=0.1, show_default=True,
     help="a drop of verdict kappa larger than this is drift",
 )  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option("table", "json")
 def calibrate_command(
     gold: Path | None,
     judge_spec: str | None,
@@ -70,17 +73,28 @@ def calibrate_command(
     drift_threshold: float,
     fmt: str,
 ) -> None:
-    """Grade a labelled gold set (JSONL), store and print the agreement, qualify the judge."""
+    """Grade a labelled gold set (JSONL), store and print the agreement, qualify the judge.
+
+    \b
+    Example:
+      sre-judge calibrate --gold gold.jsonl --judge openai:judge-b --fail-on-drift
+    """
     from api.service.calibration import calibrate, drifted
     from judge.calibration import DEFAULT_GOLD
 
     gold = gold or DEFAULT_GOLD
-    raw = gold.read_bytes()
+    is_stdin = str(gold) == "-"
+    raw = sys.stdin.buffer.read() if is_stdin else gold.read_bytes()
+    gold_name = "stdin" if is_stdin else gold.name
 
     async def work() -> Calibration:
         async with service_runtime() as services:
             return await calibrate(
-                services, raw, gold_name=gold.name, judge=judge_spec, rubric=rubric_id
+                services,
+                raw,
+                gold_name=gold_name,
+                judge=judge_spec,
+                rubric=rubric_id,
             )
 
     outcome = run(work())

@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from api.cli.edge import load_settings
-from api.service.settings import Settings
+from api.cli.options import format_option
+
+if TYPE_CHECKING:
+    from api.service.settings import Settings
 
 __all__ = ["MASK", "config_group", "effective_config", "mask_url"]
 
@@ -31,6 +32,9 @@ _USERINFO_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
 
 def mask_url(url: str) -> str:
     """``url`` with any password replaced by ``***``."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -77,19 +81,32 @@ def effective_config(settings: Settings) -> list[dict[str, Any]]:
 
 @click.group("config")
 def config_group() -> None:
-    """The service's configuration."""
+    """The service's configuration.
+
+    \b
+    Example:
+      sre-judge config show
+    """
 
 
 @config_group.command("show")
-@click.option("--json", "as_json", is_flag=True, help="print a JSON object instead of lines")
-def config_show(as_json: bool) -> None:
-    """Print the effective configuration with secrets masked."""
+@format_option("table", "json", legacy_json=True)
+def config_show(fmt: str) -> None:
+    """Print the effective configuration with secrets masked.
+
+    JSON is one object, variable -> value.
+
+    \b
+    Example:
+      SRE_JUDGE_JUDGE=ollama:qwen3:8b sre-judge config show --format json
+    """
     settings = load_settings()
     rows = effective_config(settings)
-    if as_json:
+    if fmt == "json":
         click.echo(json.dumps({row["variable"]: row["value"] for row in rows}, indent=2))
         return
     width = max(len(row["variable"]) for row in rows)
+    click.echo(f"{'VARIABLE':<{width}}  VALUE  (SOURCE)")
     for row in rows:
         value = "" if row["value"] is None else row["value"]
         click.echo(f"{row['variable']:<{width}}  {value}  ({row['source']})")

@@ -2,13 +2,15 @@
 
 Every command runs its coroutine through :func:`run`, which maps the errors of the use
 cases and of the layers below to click's exceptions in one table: a request that cannot
-be carried out as given is bad usage (exit 2, naming the option at fault), a missing or
-conflicting record a failure (exit 1).
+be carried out as given, or names a record that does not exist, is bad usage (exit 2,
+naming the option at fault), a conflicting record a failure (exit 1). Errors are one line
+on stderr, never a traceback (:class:`OneLineGroup`; ``SRE_JUDGE_DEBUG=1`` shows it).
 """
 
 from __future__ import annotations
 
-import asyncio
+import errno
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,17 +18,61 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from api.cli.database import require_database, require_migrated
-from api.service.settings import Settings
 
 if TYPE_CHECKING:
     from api.service.services import Services
+    from api.service.settings import Settings
     from storage import Store
     from storage.keys import ServiceKey
 
-__all__ = ["as_click_error", "load_settings", "run", "service_runtime", "with_store"]
+__all__ = [
+    "CommandError",
+    "OneLineGroup",
+    "as_click_error",
+    "load_settings",
+    "run",
+    "service_runtime",
+    "with_store",
+]
 
 T = TypeVar("T")
 ExitTable = tuple[tuple[type[Exception], type[click.ClickException]], ...]
+
+
+class CommandError(click.ClickException):
+    """Bad usage shown as one line on stderr (``error: ...``), exit 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        """One line on stderr."""
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class OneLineGroup(click.Group):
+    """The root group: every error of a command is one line on stderr, never a traceback.
+
+    Usage errors keep exit 2 and name the command's help; an unexpected error is exit 2
+    with its type and message (``SRE_JUDGE_DEBUG=1`` lets the traceback through).
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Invoke the command, turning its errors into :class:`CommandError`."""
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            raise CommandError(exc.format_message() + where) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except OSError as exc:
+            if exc.errno == errno.EPIPE or os.environ.get("SRE_JUDGE_DEBUG"):
+                raise
+            raise CommandError(f"{exc}") from None
+        except Exception as exc:
+            if os.environ.get("SRE_JUDGE_DEBUG"):
+                raise
+            raise CommandError(f"unexpected {type(exc).__name__}: {exc}") from None
 
 
 def _exit_table() -> ExitTable:
@@ -40,13 +86,13 @@ def _exit_table() -> ExitTable:
     from storage.errors import Conflict, InvalidCursor, InvalidReview, NotFound, PreconditionFailed
 
     return (
-        (ServiceError, click.UsageError),
-        (InputError, click.UsageError),
-        (JudgeSpecError, click.UsageError),
-        (RubricError, click.UsageError),
-        (InvalidCursor, click.UsageError),
-        (InvalidReview, click.UsageError),
-        (NotFound, click.ClickException),
+        (ServiceError, CommandError),
+        (InputError, CommandError),
+        (JudgeSpecError, CommandError),
+        (RubricError, CommandError),
+        (InvalidCursor, CommandError),
+        (InvalidReview, CommandError),
+        (NotFound, CommandError),
         (PreconditionFailed, click.ClickException),
         (Conflict, click.ClickException),
         (CheckpointError, click.ClickException),
@@ -114,6 +160,8 @@ def service_key(settings: Settings, *, create: bool) -> ServiceKey:
 
 def load_settings(**overrides: object) -> Settings:
     """The settings from the environment, with the options given; bad usage when invalid."""
+    from api.service.settings import Settings
+
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
     except ValueError as exc:
@@ -122,6 +170,8 @@ def load_settings(**overrides: object) -> Settings:
 
 def as_click_error(exc: Exception) -> click.ClickException | None:
     """The click exception (and so the exit status) of a domain error, or None."""
+    if isinstance(exc, click.ClickException):
+        return exc
     from sqlalchemy.exc import DBAPIError
 
     if isinstance(exc, DBAPIError):
@@ -139,6 +189,8 @@ def as_click_error(exc: Exception) -> click.ClickException | None:
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a command's coroutine; domain errors become click's exceptions (exit 1 or 2)."""
+    import asyncio
+
     try:
         return asyncio.run(coroutine)
     except Exception as exc:

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from api.cli.edge import load_settings, run
-from api.cli.render import render_grading
+from api.cli.options import format_option
 
 if TYPE_CHECKING:  # the judge clients are imported when a grading starts, not for --help
     from api.service.settings import Settings
@@ -72,7 +71,7 @@ async def _grade(
 @click.option("--diagnosis-file", type=str, help="read the diagnosis from a file (- for stdin)")
 @click.option("--judge", "judge_spec", help="BACKEND:MODEL[@BASE_URL]; default SRE_JUDGE_JUDGE")
 @click.option("--rubric", "rubric_id", help="rubric id; default SRE_JUDGE_RUBRIC")
-@click.option("--json", "as_json", is_flag=True, help="print the grading object as JSON")
+@format_option("table", "json", legacy_json=True)
 def grade_command(
     ground_truth: str | None,
     ground_truth_file: str | None,
@@ -80,9 +79,14 @@ def grade_command(
     diagnosis_file: str | None,
     judge_spec: str | None,
     rubric_id: str | None,
-    as_json: bool,
+    fmt: str,
 ) -> None:
-    """Grade one diagnosis. Exit 0 graded (pass or fail), 3 unscored, 2 bad usage."""
+    """Grade one diagnosis. Exit 0 graded (pass or fail), 3 unscored, 2 bad usage.
+
+    \b
+    Example:
+      sre-judge grade --ground-truth-file truth.txt --diagnosis-file - --format json < d.txt
+    """
     if ground_truth_file == "-" and diagnosis_file == "-":
         raise click.UsageError("only one of the files can be read from stdin")
     settings = load_settings()
@@ -94,9 +98,13 @@ def grade_command(
     from api.service.presenters import result_public
 
     grading = result_public(result).model_dump(mode="json")
-    if as_json:
+    if fmt == "json":
         click.echo(json.dumps(grading, indent=2, ensure_ascii=False))
     else:
+        from rich.console import Console
+
+        from api.cli.render import render_grading
+
         render_grading(grading, Console())
     if result.status == "unscored":
         sys.exit(EXIT_UNSCORED)

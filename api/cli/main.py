@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import click
 
+import api.cli.agreement  # noqa: F401  (registers `report agreement`)
 from api.cli.audit import audit_group
 from api.cli.calibrate import calibrate_command
 from api.cli.config import config_group
+from api.cli.edge import OneLineGroup
+from api.cli.export import export_command
 from api.cli.grade import grade_command
 from api.cli.imports import import_group
 from api.cli.regrade import regrade_group
-from api.cli.report import export_command, report_command
+from api.cli.report import report_command
 from api.cli.scenarios import scenarios_group
 from api.cli.serve import migrate_command, serve_command, worker_command
 from api.cli.submit import submit_command
@@ -19,10 +22,19 @@ from api.cli.tokens import tokens_group
 __all__ = ["main"]
 
 
-@click.group()
+@click.group(cls=OneLineGroup)
 @click.version_option(package_name="sre-judge")
 def main() -> None:
-    """Grade root-cause diagnoses of AI SRE agents."""
+    """Grade root-cause diagnoses of AI SRE agents.
+
+    Output: --format table|json|csv (table on a terminal, else json). Filters: the same
+    flags on report, export and regrade. Files: '-' is stdin or stdout. Errors: one line,
+    exit 2.
+
+    \b
+    Example:
+      sre-judge grade --ground-truth "payment pod OOM" --diagnosis "checkout OOMKilled"
+    """
 
 
 for command in (

@@ -1,4 +1,6 @@
-"""What the report and export commands share: the store, filter and output options.
+"""The command line's grammar: the one output flag, the shared filter flags, ``--server``.
+
+Also what the report commands share (group keys, arms, charts, emitting a table).
 
 The commands read the database of ``SRE_JUDGE_DATABASE_URL`` directly (no server
 needed). scipy and matplotlib are imported only when a command runs.
@@ -6,67 +8,184 @@ needed). scipy and matplotlib are imported only when a command runs.
 
 from __future__ import annotations
 
-import json
-import os
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-if TYPE_CHECKING:  # storage, scipy and the like are imported when a command runs
-    from pydantic import BaseModel
+from api.cli.output import chart_option, emit, write_chart
 
+if TYPE_CHECKING:  # storage, scipy and the like are imported when a command runs
     from storage.report_queries import GroupKey, ReportFilter
 
 __all__ = [
+    "FILTER_FLAGS",
+    "FORMATS",
     "build_filter",
     "chart_option",
+    "default_format",
+    "deprecated",
     "emit",
     "filter_options",
+    "format_option",
     "output_options",
     "parse_arm",
     "parse_group_by",
+    "server_option",
     "write_chart",
 ]
 
 Command = Callable[..., Any]
+#: the one output flag's values
+FORMATS = ("table", "json", "csv")
 
 
-def filter_options(command: Command) -> Command:
-    """The filter options shared by every report and the export."""
-    options = [
-        click.option("--agent", help="only this agent"),
-        click.option("--model", help="only this model"),
-        click.option("--scenario", "scenario_id", help="only this scenario id"),
-        click.option("--run", "run_id", help="only this run id"),
-        click.option("--rubric", help="rubric id or id@version"),
-        click.option("--judge", help="judge model or backend:model"),
-        click.option("--created-after", type=click.DateTime(), help="graded on or after (UTC)"),
-        click.option("--created-before", type=click.DateTime(), help="graded before (UTC)"),
-        click.option(
-            "--ground-truth-source",
-            type=click.Choice(["scenario", "inline"]),
-            help="only registered scenarios' ground truths (scenario) or submitters' (inline)",
-        ),
-        click.option("--scenario-set", help="only scenarios of this set, e.g. held-out"),
-        click.option(
-            "--include",
-            type=click.Choice(["shadow"]),
-            help="also the gradings of shadow regrades (newest per submission and judge)",
-        ),
-        click.option(
-            "--provisional",
-            type=click.Choice(["include", "exclude", "only"]),
-            help="gradings of judges not yet qualified: counted and marked (default), "
-            "left out, or alone",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+#: the shared filter flags of report, export and regrade: flag -> (filter key, help)
+FILTER_FLAGS: dict[str, tuple[str, str]] = {
+    "--agent": ("agent", "only this agent"),
+    "--model": ("model", "only this (agent's) model"),
+    "--scenario": ("scenario_id", "only this scenario id"),
+    "--run": ("run_id", "only this run id"),
+    "--graded-rubric": ("rubric", "only gradings by this rubric: id or id@version"),
+    "--graded-judge": ("judge", "only gradings by this judge: backend:model (reports: or model)"),
+    "--created-after": ("created_after", "created on or after this time (UTC)"),
+    "--created-before": ("created_before", "created before this time (UTC)"),
+    "--ground-truth-source": (
+        "ground_truth_source",
+        "only registered scenarios' ground truths (scenario) or submitters' (inline)",
+    ),
+    "--scenario-set": ("scenario_set", "only scenarios of this set, e.g. held-out"),
+}
+_TIMES = ("created_after", "created_before")
+#: what reports and exports also take: which gradings count (not a filter of regrades)
+SCOPE_FLAGS: dict[str, tuple[str, list[str], str]] = {
+    "--include": (
+        "include",
+        ["shadow"],
+        "also the gradings of shadow regrades (newest per submission and judge)",
+    ),
+    "--provisional": (
+        "provisional",
+        ["include", "exclude", "only"],
+        "gradings of judges not yet qualified: counted and marked (default), left out, or alone",
+    ),
+}
+
+
+def _filter_type(key: str) -> click.ParamType | None:
+    if key in _TIMES:
+        return click.DateTime()
+    if key == "ground_truth_source":
+        return click.Choice(["scenario", "inline"])
+    return None
+
+
+def deprecated(old: str, new: str) -> None:
+    """Say on stderr that ``old`` still works but ``new`` is its name now."""
+    click.echo(f"warning: {old} is deprecated; use {new}", err=True)
+
+
+def filter_options(
+    *, aliases: dict[str, str] | None = None, scope: bool = False
+) -> Callable[[Command], Command]:
+    """The shared filter flags (:data:`FILTER_FLAGS`); the command gets ``filters``, a dict.
+
+    ``filters`` holds the given flags only, by filter key, times as aware UTC datetimes.
+    ``aliases`` (old flag -> filter key) are hidden deprecated names kept for scripts;
+    ``scope`` adds :data:`SCOPE_FLAGS` (reports and exports: shadow and provisional).
+    """
+    aliases = aliases or {}
+    scoped = SCOPE_FLAGS if scope else {}
+
+    def decorate(command: Command) -> Command:
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            filters: dict[str, Any] = {}
+            for old, key in aliases.items():
+                value = kwargs.pop(_alias_dest(old), None)
+                if value not in (None, ()):
+                    deprecated(old, _flag_of(key))
+                    filters[key] = value
+            for key in [k for k, _ in FILTER_FLAGS.values()] + [k for k, _, _ in scoped.values()]:
+                value = kwargs.pop(f"filter_{key}", None)
+                if value is not None:
+                    filters[key] = value
+            for key in _TIMES:
+                filters[key] = _utc(filters.get(key))
+            return command(*args, filters={k: v for k, v in filters.items() if v is not None},
+                           **kwargs)  # fmt: skip
+
+        for old, key in reversed(aliases.items()):
+            wrapper = click.option(old, _alias_dest(old), type=_filter_type(key), hidden=True)(
+                wrapper
+            )
+        for flag, (key, choices, help_text) in reversed(scoped.items()):
+            wrapper = click.option(
+                flag, f"filter_{key}", type=click.Choice(choices), help=help_text
+            )(wrapper)
+        for flag, (key, help_text) in reversed(FILTER_FLAGS.items()):
+            wrapper = click.option(flag, f"filter_{key}", type=_filter_type(key), help=help_text)(
+                wrapper
+            )
+        return wrapper
+
+    return decorate
+
+
+def _alias_dest(flag: str) -> str:
+    return "alias_" + flag.lstrip("-").replace("-", "_")
+
+
+def _flag_of(key: str) -> str:
+    return next(flag for flag, (k, _) in FILTER_FLAGS.items() if k == key)
+
+
+def default_format(choices: Sequence[str]) -> str:
+    """``table`` when stdout is a terminal (and the command has tables), else ``json``."""
+    if "table" in choices and sys.stdout.isatty():
+        return "table"
+    return "json" if "json" in choices else choices[0]
+
+
+def format_option(*choices: str, legacy_json: bool = False) -> Callable[[Command], Command]:
+    """``--format`` (the one output flag); the command gets ``fmt`` resolved to a choice.
+
+    ``legacy_json`` keeps the old ``--json`` flag as a hidden, deprecated alias.
+    """
+    names = list(choices or FORMATS)
+
+    def decorate(command: Command) -> Command:
+        @functools.wraps(command)
+        def wrapper(*args: Any, fmt: str | None = None, **kwargs: Any) -> Any:
+            if kwargs.pop("legacy_json", False):
+                deprecated("--json", "--format json")
+                fmt = fmt or "json"
+            return command(*args, fmt=fmt or default_format(names), **kwargs)
+
+        if legacy_json:
+            wrapper = click.option("--json", "legacy_json", is_flag=True, hidden=True)(wrapper)
+        auto = "table on a terminal, else json" if "table" in names else names[0]
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(names),
+            default=None,
+            help=f"output format (default: {auto})",
+        )(wrapper)
+
+    return decorate
+
+
+def server_option(command: Command) -> Command:
+    """``--server URL``: ask a running server (token from SRE_JUDGE_TOKEN), not the database."""
+    return click.option(
+        "--server",
+        metavar="URL",
+        help="ask this sre-judge server instead of the database (token: SRE_JUDGE_TOKEN)",
+    )(command)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -134,70 +253,4 @@ def output_options(command: Command) -> Command:
         show_default=True,
         help="effective (after human overrides) or the judge's own",
     )(command)
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["table", "csv", "json"]),
-        default="table",
-        show_default=True,
-    )(command)
-
-
-def _chart_path(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
-    if value is not None and value.suffix.lower() not in (".png", ".svg"):
-        raise click.BadParameter(f"{value}: a chart is written as .png or .svg")
-    return value
-
-
-def chart_option(command: Command) -> Command:
-    """``--chart FILE.png|svg``, checked before any work is done."""
-    return click.option(
-        "--chart",
-        type=click.Path(dir_okay=False, path_type=Path),
-        callback=_chart_path,
-        help="also write a chart of the rates with their intervals (.png or .svg)",
-    )(command)
-
-
-def emit(report: BaseModel, table: Any, fmt: str) -> None:
-    """Print a report as a rich table, CSV or JSON on stdout."""
-    from rich.console import Console
-
-    from api.service.reports.tables import print_table, write_csv
-
-    if fmt == "json":
-        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
-    elif fmt == "csv":
-        write_csv(table, sys.stdout)
-    else:
-        console = Console()
-        if not console.is_terminal and "COLUMNS" not in os.environ:
-            console = Console(width=160)  # piped: do not squeeze the table to 80 columns
-        print_table(table, console)
-
-
-def write_chart(
-    path: Path | None, bars: Any, *, title: str, xlabel: str, scope: Sequence[str] = ()
-) -> None:
-    """Write the chart if one was asked for; usage errors for a bad suffix or no matplotlib.
-
-    ``bars`` are rates (``Bar``) or differences (``Difference``); ``scope`` goes under
-    the title (filter, verdicts, judge, gradings, provisional).
-    """
-    if path is None:
-        return
-    from api.service.reports.charts import (
-        ChartUnavailable,
-        Difference,
-        write_difference_chart,
-        write_interval_chart,
-    )
-
-    try:
-        if bars and isinstance(bars[0], Difference):
-            write_difference_chart(bars, path, title=title, scope=scope)
-        else:
-            write_interval_chart(bars, path, title=title, xlabel=xlabel, scope=scope)
-    except (ValueError, ChartUnavailable) as exc:
-        raise click.UsageError(str(exc)) from None
-    click.echo(f"chart written to {path}", err=True)
+    return format_option()(command)

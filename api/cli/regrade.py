@@ -2,34 +2,45 @@
 
 ``--wait`` grades the job in this process (with the configured number of workers,
 beside any server or ``sre-judge worker`` sharing the database) and shows a progress
-bar until the job ends. Exit status: 0 done, 1 failed or cancelled, 2 bad usage.
+bar until the job ends; with ``--server`` the server grades and this command polls.
+Exit status: 0 done, 1 failed or cancelled, 2 bad usage (an unknown job id included).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from api.cli.edge import run, service_runtime
+from api.cli.options import deprecated, filter_options, format_option, server_option
 
 if TYPE_CHECKING:  # the commands import the service when they run, keeping --help fast
-    from api.service.regrade.schemas import RegradeFilterIn, RegradeJobPublic
+    from api.service.regrade.schemas import RegradeJobCreate, RegradeJobPublic
     from api.service.services import Services
 
-__all__ = ["regrade_group"]
+__all__ = ["REGRADE_ALIASES", "regrade_group"]
 
 _POLL_SECONDS = 0.5
 #: states a job does not leave by itself (as ``storage.regrade.tables._ENDED``)
 _ENDED = ("done", "failed", "cancelled")
+#: the old ``--filter-*`` names, kept as hidden deprecated aliases of the shared filter flags
+REGRADE_ALIASES = {
+    "--filter-agent": "agent",
+    "--filter-model": "model",
+    "--filter-scenario": "scenario_id",
+    "--filter-after": "created_after",
+    "--filter-before": "created_before",
+    "--filter-rubric-version": "rubric",
+    "--filter-judge": "judge",
+    "--filter-scenario-set": "scenario_set",
+}
 
 
-def _show(job: RegradeJobPublic, *, as_json: bool) -> None:
-    if as_json:
+def _show(job: RegradeJobPublic, fmt: str) -> None:
+    if fmt == "json":
         click.echo(job.model_dump_json(indent=2))
         return
     estimate = job.estimate
@@ -80,14 +91,70 @@ async def _follow(services: Services, job_id: str) -> RegradeJobPublic:
             job = job_public(await services.store.regrade.get_job(job_id))
 
 
-def _filter(options: dict[str, Any]) -> RegradeFilterIn:
-    from api.service.regrade.schemas import RegradeFilterIn
+def _job_request(options: dict[str, Any]) -> RegradeJobCreate:
+    """The job to start from the command's options; bad usage naming what is wrong."""
+    from pydantic import ValidationError
 
-    passed = options.pop("filter_passed")
-    values = {k.removeprefix("filter_"): v for k, v in options.items() if v not in (None, ())}
+    from api.service.regrade.schemas import RegradeFilterIn, RegradeJobCreate
+
+    values = dict(options.pop("filters"))
+    if "rubric" in values:  # the shared --graded-rubric is the job filter's rubric_version
+        values["rubric_version"] = values.pop("rubric")
+    passed, tags = options.pop("passed"), list(options.pop("tags"))
+    if options.get("alias_passed"):
+        deprecated("--filter-passed", "--passed")
+        passed = passed or options["alias_passed"]
+    if options.get("alias_tags"):
+        deprecated("--filter-tag", "--tag")
+        tags += options["alias_tags"]
     if passed is not None:
         values["passed"] = passed == "pass"
-    return RegradeFilterIn.model_validate(values)
+    if tags:
+        values["tags"] = tags
+    try:
+        return RegradeJobCreate(
+            filter=RegradeFilterIn.model_validate(values),
+            rubric=options["rubric"],
+            judge=options["judge"],
+            mode=options["mode"],
+            ground_truth=options["ground_truth"],
+            dry_run=options["dry_run"],
+        )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise click.UsageError(f"{where}: {error['msg']}") from None
+
+
+def _start_local(data: RegradeJobCreate, wait: bool) -> RegradeJobPublic:
+    from api.service.regrade.jobs import start_regrade
+    from api.service.regrade.schemas import job_public
+
+    async def start() -> RegradeJobPublic:
+        async with service_runtime(workers=wait and not data.dry_run, existing=True) as services:
+            job = job_public(await start_regrade(services, data, actor="cli"))
+            if wait and not data.dry_run and job.state not in _ENDED:
+                job = await _follow(services, job.id)
+            return job
+
+    return run(start())
+
+
+def _start_remote(server: str, data: RegradeJobCreate, wait: bool) -> RegradeJobPublic:
+    import time
+
+    from api.cli.remote import remote
+    from api.service.regrade.schemas import RegradeJobPublic
+
+    body = data.model_dump(mode="json", exclude_none=True)
+    with remote(server) as client:
+        job = RegradeJobPublic.model_validate(client.post_json("/v1/regrade-jobs", body))
+        while wait and not data.dry_run and job.state not in _ENDED:
+            time.sleep(_POLL_SECONDS)
+            job = RegradeJobPublic.model_validate(client.get_json(f"/v1/regrade-jobs/{job.id}"))
+            finished = job.done + job.failed + job.cancelled
+            click.echo(f"regrading {finished}/{job.total} ({job.state})", err=True)
+    return job
 
 
 @click.group("regrade", invoke_without_command=True)
@@ -101,77 +168,64 @@ def _filter(options: dict[str, Any]) -> RegradeFilterIn:
     show_default=True,
     help="grade against each submission's own ground truth, or its scenario's newest version",
 )
-@click.option("--filter-agent")
-@click.option("--filter-model")
-@click.option("--filter-scenario", "filter_scenario_id")
-@click.option("--filter-after", "filter_created_after", type=click.DateTime(), help="UTC")
-@click.option("--filter-before", "filter_created_before", type=click.DateTime(), help="UTC")
-@click.option("--filter-rubric-version", help="of the current grading: id@version or version")
-@click.option("--filter-judge", help="of the current grading, e.g. external:sregym")
-@click.option("--filter-passed", type=click.Choice(["pass", "fail"]))
-@click.option("--filter-tag", "filter_tags", multiple=True, help="scenario tag (repeatable)")
-@click.option("--filter-scenario-set", help="only scenarios of this set, e.g. held-out")
-@click.option("--dry-run", is_flag=True, help="print counts and estimates; grade nothing")
+@filter_options(aliases=REGRADE_ALIASES)
+@click.option("--passed", type=click.Choice(["pass", "fail"]), help="only current verdicts")
+@click.option("--filter-passed", "alias_passed", type=click.Choice(["pass", "fail"]), hidden=True)
+@click.option("--tag", "tags", multiple=True, help="only scenarios with this tag (repeatable)")
+@click.option("--filter-tag", "alias_tags", multiple=True, hidden=True)
+@click.option("--dry-run", is_flag=True, help="print counts and estimates; store nothing")
 @click.option("--wait", is_flag=True, help="grade here and show progress until the job ends")
-@click.option("--json", "as_json", is_flag=True, help="print the job as JSON")
+@format_option("table", "json", legacy_json=True)
+@server_option
 @click.pass_context
 def regrade_group(ctx: click.Context, **options: Any) -> None:
-    """Start a regrade job (subcommands: status, flips)."""
+    """Start a regrade job of the gradings in the filter (subcommands: status, flips).
+
+    \b
+    Example:
+      sre-judge regrade --judge openai:judge-b --graded-judge external:sregym --dry-run
+    """
     if ctx.invoked_subcommand is not None:
         return
-    from pydantic import ValidationError
-
-    from api.service.regrade.jobs import start_regrade
-    from api.service.regrade.schemas import RegradeJobCreate, job_public
-
-    rubric, judge, mode = options.pop("rubric"), options.pop("judge"), options.pop("mode")
-    ground_truth = options.pop("ground_truth")
-    dry_run, wait, as_json = options.pop("dry_run"), options.pop("wait"), options.pop("as_json")
-    for key in ("filter_created_after", "filter_created_before"):
-        if isinstance(options[key], datetime):
-            options[key] = options[key].isoformat() + "+00:00"
-    try:
-        data = RegradeJobCreate(
-            filter=_filter(options),
-            rubric=rubric,
-            judge=judge,
-            mode=mode,
-            ground_truth=ground_truth,
-            dry_run=dry_run,
-        )
-    except ValidationError as exc:
-        raise click.UsageError(str(exc)) from None
-
-    async def start() -> RegradeJobPublic:
-        async with service_runtime(workers=wait and not dry_run, existing=True) as services:
-            job = job_public(await start_regrade(services, data, actor="cli"))
-            if wait and not dry_run and job.state not in _ENDED:
-                job = await _follow(services, job.id)
-            return job
-
-    job = run(start())
-    _show(job, as_json=as_json)
+    fmt, server, wait = options.pop("fmt"), options.pop("server"), options.pop("wait")
+    data = _job_request(options)
+    job = _start_remote(server, data, wait) if server else _start_local(data, wait)
+    _show(job, fmt)
     if job.state in ("failed", "cancelled"):
         sys.exit(1)
 
 
 @regrade_group.command("status")
 @click.argument("job_id")
-@click.option("--json", "as_json", is_flag=True, help="print the job as JSON")
-def regrade_status(job_id: str, as_json: bool) -> None:
-    """A job's state, progress and estimate."""
-    from api.service.regrade.schemas import job_public
+@format_option("table", "json", legacy_json=True)
+@server_option
+def regrade_status(job_id: str, fmt: str, server: str | None) -> None:
+    """A job's state, progress and estimate.
+
+    \b
+    Example:
+      sre-judge regrade status 01J9Z3K7Q2 --format json
+    """
+    from api.service.regrade.schemas import RegradeJobPublic, job_public
+
+    if server is not None:
+        from api.cli.remote import remote
+
+        with remote(server) as client:
+            found = client.get_json(f"/v1/regrade-jobs/{job_id}")
+        _show(RegradeJobPublic.model_validate(found), fmt)
+        return
 
     async def status() -> RegradeJobPublic:
         async with service_runtime(workers=False, existing=True) as services:
             return job_public(await services.store.regrade.get_job(job_id))
 
-    _show(run(status()), as_json=as_json)
+    _show(run(status()), fmt)
 
 
 @regrade_group.command("flips")
 @click.argument("job_id")
-@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json")
+@format_option("json", "csv")
 @click.option(
     "--verdicts",
     type=click.Choice(["effective", "judge"]),
@@ -179,10 +233,28 @@ def regrade_status(job_id: str, as_json: bool) -> None:
     show_default=True,
     help="effective (after human overrides) or the judges' own, for flips and kappa alike",
 )
-def regrade_flips(job_id: str, fmt: str, verdicts: Any) -> None:
-    """What flipped between the old and the new gradings, as JSON or CSV."""
+@server_option
+def regrade_flips(job_id: str, fmt: str, verdicts: Any, server: str | None) -> None:
+    """What flipped between the old and the new gradings, as JSON or CSV.
+
+    
+    Example:
+      sre-judge regrade flips 01J9Z3K7Q2 --verdicts judge --format csv > flips.csv
+    """
+    import json
+
     from api.service.regrade.flips import flip_report, flips_csv
     from api.service.regrade.schemas import job_public
+
+    if server is not None:
+        from api.cli.remote import remote
+
+        with remote(server) as client:
+            params = {"format": fmt, "verdicts": verdicts}
+            answer = client.send("GET", f"/v1/regrade-jobs/{job_id}/flips", params=params)
+        text = answer.text if fmt == "csv" else json.dumps(answer.json(), indent=2) + "\n"
+        click.echo(text, nl=False)
+        return
 
     async def flips() -> str:
         async with service_runtime(workers=False, existing=True) as services:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import run, service_runtime, with_store
+from api.cli.options import format_option
 
 if TYPE_CHECKING:
     from api.service.scenario_schemas import ScenarioLoadReport
@@ -79,9 +80,9 @@ def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
 @scenarios_group.command("list")
 @click.option("--set", "scenario_set", help="only scenarios of this set, e.g. held-out")
 @click.option("--id-prefix", help="only ids starting with this")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object a line")
-def scenarios_list(scenario_set: str | None, id_prefix: str | None, as_json: bool) -> None:
-    """List scenarios in id order with their set and newest version.
+@format_option("table", "json", legacy_json=True)
+def scenarios_list(scenario_set: str | None, id_prefix: str | None, fmt: str) -> None:
+    """List scenarios in id order with their set and newest version (json: one object a line).
 
     \b
     Example:
@@ -100,7 +101,7 @@ def scenarios_list(scenario_set: str | None, id_prefix: str | None, as_json: boo
         return rows
 
     rows = with_store(listing)
-    if as_json:
+    if fmt == "json":
         for r in rows:
             fields = {"id": r.id, "set": r.scenario_set, "version": r.version, "title": r.title}
             click.echo(json.dumps(fields, ensure_ascii=False))

@@ -18,7 +18,12 @@ __all__ = ["migrate_command", "serve_command", "worker_command"]
 
 @click.command("migrate")
 def migrate_command() -> None:
-    """Upgrade the database to the newest schema."""
+    """Upgrade the database to the newest schema.
+
+    \b
+    Example:
+      SRE_JUDGE_DATABASE_URL=postgresql+psycopg://judge@127.0.0.1:5432/judge sre-judge migrate
+    """
     from storage import upgrade
 
     settings = load_settings()
@@ -41,7 +46,9 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
     On start it says which judge it will use, at which address, whether the judge
     answered, and which setting changes it (SRE_JUDGE_JUDGE, or SRE_JUDGE_PANEL).
 
-    Example: SRE_JUDGE_JUDGE=openai:qwen2.5-1.5b@http://127.0.0.1:8080/v1 sre-judge serve
+    \b
+    Example:
+      SRE_JUDGE_JUDGE=ollama:qwen3:8b sre-judge serve --host 0.0.0.0 --port 8000
     """
     from api.http.app import create_app
     from api.http.server import announce_judge_on_start, run_server
@@ -71,7 +78,12 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
 
 @click.command("worker")
 def worker_command() -> None:
-    """Run grading workers only (for extra machines sharing PostgreSQL)."""
+    """Run grading workers only (for extra machines sharing PostgreSQL).
+
+    \b
+    Example:
+      SRE_JUDGE_DATABASE_URL=postgresql+psycopg://judge@db:5432/judge sre-judge worker
+    """
     from api.service.observability import configure_logging
     from api.service.runtime import Runtime
 

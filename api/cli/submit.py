@@ -20,6 +20,8 @@ from typing import Any
 
 import click
 
+from api.cli.options import format_option
+
 __all__ = ["EXIT_CODES", "submit_command"]
 
 #: the exit status of each outcome, and the order in which several outcomes combine
@@ -128,24 +130,30 @@ def _show(grading: dict[str, Any], as_json: bool) -> None:
     show_default=True,
     help="seconds to wait for the grading (0: do not wait)",
 )
-@click.option("--json", "as_json", is_flag=True, help="print grading objects as JSON lines")
 @click.option("--url", envvar="SRE_JUDGE_URL", help="the server [env SRE_JUDGE_URL]")
 @click.option("--token", envvar="SRE_JUDGE_TOKEN", help="an API token [env SRE_JUDGE_TOKEN]")
+@format_option("table", "json", legacy_json=True)
 def submit_command(
     scenario_id: str | None,
     ground_truth_file: str | None,
     diagnosis_file: str,
     jsonl: bool,
     wait: float,
-    as_json: bool,
     url: str | None,
     token: str | None,
+    fmt: str,
     **metadata: Any,
 ) -> None:
     """Submit diagnoses to a running server and print their gradings.
 
     Exit 0 pass, 1 fail, 2 usage, 3 unscored, 4 held for a human, 5 no verdict yet.
+    --format json prints one grading object a line.
+
+    \b
+    Example:
+      sre-judge submit --scenario checkout/oom --diagnosis-file diagnosis.txt --wait 120
     """
+    as_json = fmt == "json"
     import httpx
     from sre_judge_client import ApiError, Client, Unavailable
 

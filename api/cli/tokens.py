@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from api.cli.edge import with_store
+from api.cli.edge import CommandError, with_store
+from api.cli.options import emit, format_option
 
 if TYPE_CHECKING:
     from storage import Store, TokenRecord
@@ -20,7 +21,12 @@ NAME_MAX = 128
 
 @click.group("tokens")
 def tokens_group() -> None:
-    """API tokens: each belongs to a named principal with one role."""
+    """API tokens: each belongs to a named principal with one role.
+
+    \b
+    Example:
+      TOKEN=$(sre-judge tokens create --role submitter --name ci-harness)
+    """
 
 
 @tokens_group.command("create")
@@ -37,7 +43,9 @@ def tokens_create(
 ) -> None:
     """Print a new token once, alone on one line of stdout.
 
-    Example: sre-judge tokens create --role submitter --name ci-harness --inline-ground-truth
+    \b
+    Example:
+      sre-judge tokens create --role submitter --name ci-harness --inline-ground-truth
     """
     if not 1 <= len(name) <= NAME_MAX:  # what the token table's name column holds
         raise click.BadParameter(f"1 to {NAME_MAX} characters", param_hint="--name")
@@ -52,30 +60,49 @@ def tokens_create(
     click.echo(with_store(create, migrate=True))
 
 
+#: the columns of ``tokens list``
+TOKEN_COLUMNS = ["id", "name", "role", "expires_at", "revoked_at", "grants"]
+
+
 @tokens_group.command("list")
-def tokens_list() -> None:
-    """Every token: id, principal, role, expiry, revocation (never the secret)."""
+@format_option()
+def tokens_list(fmt: str) -> None:
+    """Every token: id, principal, role, expiry, revocation (never the secret).
+
+    \b
+    Example:
+      sre-judge tokens list --format csv
+    """
+    from api.service.reports.tables import Tabular
 
     async def listing(store: Store) -> list[TokenRecord]:
         return list(await store.tokens.all())
 
+    rows = []
     for r in with_store(listing, migrate=True):
-        grant = "inline-ground-truth" if r.inline_ground_truth else "-"
-        fields = (r.id, r.name, r.role, r.expires_at or "-", r.revoked_at or "-", grant)
-        click.echo("\t".join(str(x) for x in fields))
+        grant = "inline-ground-truth" if r.inline_ground_truth else None
+        times = [t.isoformat() if t is not None else None for t in (r.expires_at, r.revoked_at)]
+        rows.append([r.id, r.name, r.role, *times, grant])
+    data = [dict(zip(TOKEN_COLUMNS, row, strict=True)) for row in rows]
+    emit(data, Tabular("API tokens", TOKEN_COLUMNS, rows), fmt)
 
 
 @tokens_group.command("revoke")
 @click.argument("token_id")
 def tokens_revoke(token_id: str) -> None:
-    """Revoke a token by id: it gets 401 from now on."""
+    """Revoke a token by id: it gets 401 from now on.
+
+    \b
+    Example:
+      sre-judge tokens revoke 01J9Z3K7Q2
+    """
     from storage import NotFound
 
     async def revoke(store: Store) -> None:
         try:
             await store.tokens.revoke(token_id, actor="cli")
         except NotFound:
-            raise click.UsageError(f"no token with id {token_id!r}") from None
+            raise CommandError(f"no token with id {token_id!r}") from None
 
     with_store(revoke, migrate=True)
     click.echo(f"revoked {token_id}", err=True)

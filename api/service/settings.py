@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from sqlalchemy.engine import make_url
 
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from judge.spec import panel_model, panel_spec, parse_judge_spec, parse_panel
@@ -26,6 +25,8 @@ DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
 
 def with_password(url: str, password_file: Path) -> str:
     """``url`` with the password read from ``password_file`` (trailing newline dropped)."""
+    from sqlalchemy.engine import make_url  # here: the command line starts without sqlalchemy
+
     try:
         password = password_file.read_text(encoding="utf-8").rstrip("\r\n")
     except OSError as exc:

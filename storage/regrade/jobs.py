@@ -29,7 +29,7 @@ from storage.regrade.lifecycle import (
     mark_jobs_started,
     not_held_back,
 )
-from storage.regrade.progress import JobView, job_progress, recent_jobs
+from storage.regrade.progress import JobProgress, JobView, job_progress, recent_jobs
 from storage.regrade.select import (
     RegradeFilter,
     candidates_query,
@@ -146,7 +146,7 @@ class RegradeRepository:
         dry_run: bool = False,
         estimate: dict[str, Any] | None = None,
     ) -> JobView:
-        """Store a job and its items in one transaction; a dry run stores the estimate only."""
+        """Store a job and its items in one transaction; a dry run stores nothing."""
         now = self._db.clock()
         job = RegradeJobRecord(
             id=new_id(),
@@ -163,16 +163,15 @@ class RegradeRepository:
             created_at=now,
             finished_at=now if dry_run else None,
         )
+        if dry_run:  # stores nothing: the job answered is the estimate only
+            job.total = int((estimate or {}).get("submissions", 0))
+            return JobView(job=job, progress=JobProgress(total=job.total))
         async with self._db.write() as session:
             session.add(job)
             await session.flush()
-            items: list[str] = []
-            if dry_run:
-                job.total = int((estimate or {}).get("submissions", 0))
-            else:
-                await self._catalog.ensure_rubric(session, target.rubric, actor=actor)
-                items = await self._create_items(session, job, f, target)
-                job.total = len(items)
+            await self._catalog.ensure_rubric(session, target.rubric, actor=actor)
+            items = await self._create_items(session, job, f, target)
+            job.total = len(items)
             await session.flush()
             await self._db.audit(
                 session,
@@ -193,7 +192,7 @@ class RegradeRepository:
                 },
                 covers=items,
             )
-            if not dry_run and job.total == 0:
+            if job.total == 0:
                 await end_job(self._db, session, job, actor)
             progress = await job_progress(session, job, now)
         return JobView(job=job, progress=progress)

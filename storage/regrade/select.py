@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, case, func, select
+from sqlalchemy import Select, case, func, or_, select
 from sqlmodel import col
 
 from judge.rubric import split_rubric_ref
@@ -31,7 +31,7 @@ class RegradeFilter:
 
     ``created_after`` (inclusive) and ``created_before`` (exclusive) apply to the
     submission's time (for imports, when the run happened). ``rubric_version`` is
-    ``id@version`` or a bare version; ``judge`` is ``BACKEND:MODEL[@BASE_URL]`` of the
+    ``id@version`` or a bare id or version; ``judge`` is ``BACKEND:MODEL[@BASE_URL]`` of the
     current grading (``external:sregym`` for imported SREGym verdicts). ``tags`` are
     scenario tags, all required.
     """
@@ -47,6 +47,9 @@ class RegradeFilter:
     tags: tuple[str, ...] = ()
     #: only scenarios of this set (``public``, ``held-out``, ...)
     scenario_set: str | None = None
+    run_id: str | None = None
+    #: ``scenario`` or ``inline``: where the submission's ground truth came from
+    ground_truth_source: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The filter as stored with the job: given keys only, datetimes in ISO 8601."""
@@ -73,7 +76,14 @@ def _judge_clauses(judge: str) -> list[Any]:
 def _filtered(query: Select[Any], f: RegradeFilter, scenarios: list[str] | None) -> Select[Any]:
     g, s = GradingRecord, SubmissionRecord
     query = query.where(col(g.is_current).is_(True), col(g.status).in_(_FINISHED))
-    for column, value in ((s.agent, f.agent), (s.model, f.model), (s.scenario_id, f.scenario_id)):
+    equal = [
+        (s.agent, f.agent),
+        (s.model, f.model),
+        (s.scenario_id, f.scenario_id),
+        (s.run_id, f.run_id),
+        (s.ground_truth_source, f.ground_truth_source),
+    ]
+    for column, value in equal:
         if value is not None:
             query = query.where(col(column) == value)
     if f.created_after is not None:
@@ -84,11 +94,12 @@ def _filtered(query: Select[Any], f: RegradeFilter, scenarios: list[str] | None)
         query = query.where(col(g.passed).is_(f.passed))
     if f.rubric_version is not None:
         rubric_id, version = split_rubric_ref(f.rubric_version)
-        if version is None:  # a version alone
-            rubric_id, version = None, rubric_id
-        query = query.where(col(g.rubric_version) == version)
-        if rubric_id is not None:
-            query = query.where(col(g.rubric_id) == rubric_id)
+        if version is None:  # an id or a version alone
+            query = query.where(
+                or_(col(g.rubric_id) == rubric_id, col(g.rubric_version) == rubric_id)
+            )
+        else:
+            query = query.where(col(g.rubric_id) == rubric_id, col(g.rubric_version) == version)
     if f.judge is not None:
         query = query.where(*_judge_clauses(f.judge))
     if scenarios is not None:

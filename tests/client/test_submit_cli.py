@@ -59,7 +59,7 @@ def test_a_pass_exits_0_and_prints_the_table(
     served = serve("pass")
     truth, diagnosis = _files(tmp_path)
     done = cli("submit", "--ground-truth-file", truth, "--diagnosis-file", diagnosis,
-               "--wait", "30", env=_env(served))  # fmt: skip
+               "--wait", "30", "--format", "table", env=_env(served))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "PASS" in done.stdout and "D1-Q1" in done.stdout
 

@@ -218,6 +218,12 @@ async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
         RegradeFilter(judge="openai:judge-model"): 3,
         RegradeFilter(judge="external:sregym"): 0,
         RegradeFilter(rubric_version=f"sregym-rca@{sregym_rubric().version}"): 3,
+        RegradeFilter(rubric_version="sregym-rca"): 3,  # an id alone, as report filters take
+        RegradeFilter(rubric_version=sregym_rubric().version): 3,  # a version alone
+        RegradeFilter(rubric_version="other-rubric"): 0,
+        RegradeFilter(ground_truth_source="scenario"): 1,
+        RegradeFilter(ground_truth_source="inline"): 2,
+        RegradeFilter(run_id="no-such-run"): 0,
         RegradeFilter(tags=("net",)): 1,
         RegradeFilter(tags=("net", "nope")): 0,
         RegradeFilter(scenario_id="s-tagged"): 1,

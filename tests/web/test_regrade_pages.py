@@ -57,16 +57,17 @@ async def test_only_admins_pause_resume_or_cancel(api_client: Any, tokens: Any) 
     ada = await tokens("adjudicator", "Ada")
     async with api_client(**scripted_judge(sregym_reply(set(IDS)))) as c:
         await graded(c, agent)
-        job = await c.post("/v1/regrade-jobs", json={"judge": SPEC, "dry_run": True}, headers=admin)
+        empty = {"judge": SPEC, "filter": {"agent": "nobody-has-this-agent"}}
+        job = await c.post("/v1/regrade-jobs", json=empty, headers=admin)  # done at once
         job_id = job.json()["id"]
         csrf = await sign_in(c, ada)
         refused = await c.post(f"/regrades/{job_id}/pause", data={"_csrf": csrf})
         assert refused.status_code == 403
         csrf = await sign_in(c, admin)
         page = (await c.get(f"/regrades/{job_id}")).text
-        assert 'data-testid="job-cancel"' not in page  # a dry run is done: no actions
+        assert 'data-testid="job-cancel"' not in page  # an empty job is done: no actions
         done_already = await c.post(f"/regrades/{job_id}/pause", data={"_csrf": csrf})
-        assert done_already.status_code == 409  # a dry run is done: nothing to pause
+        assert done_already.status_code == 409  # an empty job is done: nothing to pause
         unknown = await c.post(f"/regrades/{job_id}/explode", data={"_csrf": csrf})
         assert unknown.status_code == 404
 

@@ -37,11 +37,14 @@ async def create_regrade_job(
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
 ) -> Response[RegradeJobPublic]:
-    """201 with the job; a dry run answers 200 with the estimate in state ``done``."""
+    """201 with the job; a dry run answers 200 with the estimate in state ``done``
+    and stores nothing (so it has no ``Location``)."""
     view = await start_regrade(services, data, actor=principal.id)
     body = job_public(view)
+    if data.dry_run:
+        return Response(body, status_code=200)
     headers = {"Location": f"/v1/regrade-jobs/{body.id}"}
-    return Response(body, status_code=200 if data.dry_run else 201, headers=headers)
+    return Response(body, status_code=201, headers=headers)
 
 
 @get(

@@ -56,7 +56,7 @@ async def resolve_target(
 
 
 async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: str) -> JobView:
-    """Validate, estimate and store the job (a dry run stores only the estimate)."""
+    """Validate, estimate and store the job (a dry run answers the estimate, storing nothing)."""
     target, backend = await resolve_target(services, data)
     f = data.filter.to_filter()
     latest = target.ground_truth == "latest"
@@ -64,7 +64,8 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
     view = await services.store.regrade.create_job(
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )
-    services.waiters.work.set()
+    if not data.dry_run:
+        services.waiters.work.set()
     return view
 
 

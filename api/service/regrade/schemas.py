@@ -26,7 +26,9 @@ class RegradeFilterIn(BaseModel):
     created_after: AwareDatetime | None = None
     created_before: AwareDatetime | None = None
     rubric_version: StrictStr | None = Field(
-        default=None, max_length=160, description="of the current grading: id@version or version"
+        default=None,
+        max_length=160,
+        description="of the current grading: id@version, id or version",
     )
     judge: StrictStr | None = Field(
         default=None, max_length=512, description="of the current grading, e.g. external:sregym"
@@ -36,6 +38,8 @@ class RegradeFilterIn(BaseModel):
     scenario_set: StrictStr | None = Field(
         default=None, max_length=64, description="only scenarios of this set, e.g. held-out"
     )
+    run_id: StrictStr | None = Field(default=None, max_length=256)
+    ground_truth_source: Literal["scenario", "inline"] | None = None
 
     def to_filter(self) -> RegradeFilter:
         """The storage filter."""
@@ -50,6 +54,8 @@ class RegradeFilterIn(BaseModel):
             passed=self.passed,
             tags=tuple(self.tags),
             scenario_set=self.scenario_set,
+            run_id=self.run_id,
+            ground_truth_source=self.ground_truth_source,
         )
 
 

@@ -59,7 +59,7 @@ def _calibrate(database_url: str, *args: str, **env: str) -> Any:
     from unittest import mock
 
     with mock.patch.dict(os.environ, env):
-        return run_cli(database_url, "calibrate", "--gold", str(GOLD), *args)
+        return run_cli(database_url, "calibrate", "--gold", str(GOLD), "--format", "table", *args)
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_config_show_lists_every_setting_with_secrets_masked(tmp_path: Path) -> None:
-    done = CliRunner().invoke(main, ["config", "show"], env=_env(tmp_path))
+    done = CliRunner().invoke(main, ["config", "show", "--format", "table"], env=_env(tmp_path))
     assert done.exit_code == 0, done.output
     for secret in ("pa55-word", "sk-config-show-secret", "t" * 40):
         assert secret not in done.output
@@ -49,7 +49,7 @@ def test_config_show_lists_every_setting_with_secrets_masked(tmp_path: Path) -> 
 def test_config_show_json_is_one_object(tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["config", "show", "--json"], env=_env(tmp_path))
     assert done.exit_code == 0, done.output
-    config = json.loads(done.output)
+    config = json.loads(done.stdout)
     assert config["SRE_JUDGE_DATABASE_URL"] == "postgresql+psycopg://judge:***@db:5432/sre"
     assert config["SRE_JUDGE_RATE_LIMIT_PER_MINUTE"] == 0
     assert config["OPENAI_API_KEY"] == "***"

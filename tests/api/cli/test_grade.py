@@ -109,6 +109,8 @@ def test_table_output_shows_answers_and_verdict() -> None:
     with running_judge_server([sregym_reply(SEVEN, evidence="sets USER_PORT=9999")]) as server:
         done = run_cli(
             "grade",
+            "--format",
+            "table",
             "--judge",
             f"openai:m@{server.openai_url}",
             "--ground-truth",

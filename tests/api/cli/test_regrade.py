@@ -43,8 +43,9 @@ def test_import_sregym_then_regrade_with_progress_flips_and_a_free_second_run(
     env = _env(database_url)
     fixture = write_sregym_results(tmp_path)
     imported = cli(
-        "import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file), env=env
-    )
+        "import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file),
+        "--format", "table", env=env,
+    )  # fmt: skip
     assert imported.returncode == 0, imported.stderr
     assert "imported 45 submissions (42 SREGym verdicts kept" in imported.stdout
     assert "1 deploy_failed, 1 no_submission, 1 timed_out" in imported.stdout
@@ -62,7 +63,7 @@ def test_import_sregym_then_regrade_with_progress_flips_and_a_free_second_run(
     assert (job["state"], job["done"], job["judge_calls"]) == ("done", 42, 42)
     assert "regrading" in first.stderr and "42/42" in first.stderr  # the progress bar
 
-    status = cli("regrade", "status", job["id"], env=env)
+    status = cli("regrade", "status", job["id"], "--format", "table", env=env)
     assert status.returncode == 0 and f"regrade job {job['id']}: done" in status.stdout
     flips = cli("regrade", "flips", job["id"], "--format", "csv", env=env)
     rows = flips.stdout.strip().splitlines()
@@ -78,7 +79,8 @@ def test_import_sregym_then_regrade_with_progress_flips_and_a_free_second_run(
 
     unknown = cli("regrade", "--rubric", "no-such-rubric", env=env)
     assert unknown.returncode == 2 and "rubric" in unknown.stderr
-    assert cli("regrade", "status", "nope", env=env).returncode == 1  # ClickException
+    missing = cli("regrade", "status", "nope", env=env)
+    assert missing.returncode == 2 and missing.stderr == "error: no regrade job 'nope'\n"
 
 
 def test_import_jsonl_reports_line_numbers_and_strict_imports_nothing(

@@ -51,8 +51,9 @@ async def test_reports_as_table_json_csv_and_charts(
     await _seed(engine)
     png = tmp_path / "rates.png"
     table = run_cli(
-        database_url, "report", "pass-rates", "--group-by", "agent", "--chart", str(png)
-    )
+        database_url, "report", "pass-rates", "--group-by", "agent", "--chart", str(png),
+        "--format", "table",
+    )  # fmt: skip
     assert table.returncode == 0, table.stderr
     plain = next(line for line in table.stdout.splitlines() if "plain" in line)
     assert "27" in plain and "0.704" in plain and "0.515–0.841" in plain

@@ -108,7 +108,10 @@ async def test_report_agreement_prints_kappa_with_ci(
     database_url: str, engine: AsyncEngine
 ) -> None:
     await _seed(engine)
-    table = run_cli(database_url, "report", "agreement", "--kind", "judge_human", "--agent", "a")
+    table = run_cli(
+        database_url, "report", "agreement", "--kind", "judge_human", "--agent", "a",
+        "--format", "table",
+    )  # fmt: skip
     assert table.returncode == 0, table.stderr
     line = next(row for row in table.stdout.splitlines() if "verdict" in row)
     assert "50" in line and "0.400" in line and "0.151–0.649" in line

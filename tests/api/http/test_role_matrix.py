@@ -4,7 +4,7 @@ The routes come from the app itself (``app.routes``), so a route added without a
 ``EXPECTED`` fails here: say who may call it before shipping it. Each line gives the
 answer per principal (``OK`` is any 2xx); principals without a usable token get 401
 unless the line says otherwise. Path parameters are filled by name from the fixtures
-the test creates (a grading of "submitter", a scenario, a dry-run regrade job).
+the test creates (a grading of "submitter", a scenario, an empty regrade job).
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ TOKENLESS = ["none", "revoked", "expired"]
 PRINCIPALS = [*TOKENLESS, "submitter", "other-submitter", "adjudicator", "admin"]
 OK = "2xx"
 DRY_RUN = {"judge": "scripted:fail", "dry_run": True}
+#: a real job that covers nothing (a dry run stores no job to address)
+EMPTY_JOB = {"judge": "scripted:fail", "filter": {"agent": "nobody-has-this-agent"}}
 
 
 def roles(submitter: Any, adjudicator: Any, admin: Any, *, other: Any = None) -> dict[str, Any]:
@@ -226,7 +228,7 @@ def _matches(status: int, expected: Any) -> bool:
 
 
 async def _fixtures(client: Any, headers: dict[str, dict[str, str]]) -> dict[str, str]:
-    """A scenario, a grading of "submitter" and a finished dry-run job: path values."""
+    """A scenario, a grading of "submitter" and a finished empty regrade job: path values."""
     admin = headers["admin"]
     await client.post("/v1/scenarios", json={"id": "s1", "ground_truth": TRUTH}, headers=admin)
     created = await client.post(
@@ -234,7 +236,7 @@ async def _fixtures(client: Any, headers: dict[str, dict[str, str]]) -> dict[str
         json={"diagnosis": DIAGNOSIS, "scenario_id": "s1"},
         headers=headers["submitter"],
     )
-    job = await client.post("/v1/regrade-jobs", json=DRY_RUN, headers=admin)
+    job = await client.post("/v1/regrade-jobs", json=EMPTY_JOB, headers=admin)
     return {
         "grading_id": created.json()["id"],
         "scenario_id": "s1",

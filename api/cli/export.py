@@ -1,0 +1,142 @@
+"""``sre-judge export``: every grading in the filter, from the database or a server.
+
+All or nothing: the export is written whole before anyone can read it (a temporary file
+beside ``--output``, renamed into place; for stdout, spooled first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from api.cli.edge import with_store
+from api.cli.options import build_filter, filter_options, server_option
+from api.cli.report import REPORT_ALIASES
+
+if TYPE_CHECKING:
+    from api.service.reports.export_writer import ExportSummary
+    from api.service.reports.exports import ExportFormat
+    from storage import Store
+
+__all__ = ["export_command"]
+
+
+def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, str]:
+    """Gradings exported and the SHA-256 of the bytes, read from the database."""
+    from api.cli.atomic import replace_atomically
+    from api.service.reports.export_writer import ExportFailed, spool, write_export
+
+    async def work(store: Store) -> ExportSummary:
+        if output is not None:
+            with replace_atomically(output) as file:
+                return await write_export(store, filters, fmt, file)
+        with spool() as spooled:
+            summary = await write_export(store, filters, fmt, spooled)
+            spooled.seek(0)
+            shutil.copyfileobj(spooled, click.get_binary_stream("stdout"))
+        return summary
+
+    try:
+        summary = with_store(work)
+    except ExportFailed as exc:
+        kept = f"{output} is unchanged" if output else "nothing was written"
+        raise click.ClickException(
+            f"export failed after {exc.rows} gradings ({exc.reason}); {kept}"
+        ) from None
+    return summary.rows, summary.sha256_hex
+
+
+def _remote(
+    server: str, fmt: ExportFormat, output: Path | None, filters: dict[str, Any]
+) -> tuple[int, str]:
+    """The same export through ``GET /v1/exports/gradings`` (the server writes it whole)."""
+    from api.cli.atomic import replace_atomically
+    from api.cli.remote import query_params, remote
+
+    with remote(server) as client:
+        params = query_params({**filters, "format": fmt})
+        response = client.send("GET", "/v1/exports/gradings", params=params)
+    body = response.content
+    if output is not None:
+        with replace_atomically(output) as file:
+            file.write(body)
+    else:
+        click.get_binary_stream("stdout").write(body)
+    return int(response.headers.get("X-Export-Rows", "0")), hashlib.sha256(body).hexdigest()
+
+
+def _layout(
+    fmt: ExportFormat,
+    layout: str,
+    output: Path | None,
+    server: str | None,
+    include_superseded: bool,
+    filters: dict[str, Any],
+) -> None:
+    """``--layout file|folder``: SREGym's own rows and folders, from the database only."""
+    from api.cli.sregym_export import export_sregym_layout
+
+    if server is not None:
+        raise click.UsageError("--layout with --server is not supported yet")
+    report_filter = replace(build_filter(**filters), current_only=not include_superseded)
+    export_sregym_layout(fmt, layout, output, report_filter)
+
+
+@click.command("export")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "sregym"]), required=True)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(allow_dash=True, path_type=Path),
+    help="write to this file ('-' or none: stdout); with --layout folder, this folder",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(["file", "folder"]),
+    help="with --format sregym: imported SREGym rows as SREGym wrote them, one CSV or its folder",
+)
+@click.option("--include-superseded", is_flag=True, help="also gradings replaced by a regrade")
+@filter_options(aliases=REPORT_ALIASES, scope=True)
+@server_option
+def export_command(
+    fmt: ExportFormat,
+    output: Path | None,
+    layout: str | None,
+    include_superseded: bool,
+    server: str | None,
+    filters: dict[str, Any],
+) -> None:
+    """Every grading in the filter as JSONL, CSV or SREGym's results CSV.
+
+    All or nothing: if the export fails, nothing is written, an existing --output file is
+    left as it was, and the exit status is 1. On success, stderr gives the gradings
+    exported and the SHA-256 of the bytes. --format sregym --layout folder|file gives
+    imported SREGym attempts back as SREGym wrote them.
+
+    \b
+    Example:
+      sre-judge export --format jsonl --agent my-agent -o - | gzip > gradings.jsonl.gz
+    """
+    if output is not None and str(output) == "-":
+        output = None
+    if layout is not None:
+        return _layout(fmt, layout, output, server, include_superseded, filters)
+    if output is not None and output.is_dir():
+        raise click.UsageError(f"--output: {output} is a folder")
+    where = f" to {output}" if output else ""
+    try:
+        if server is not None:
+            if include_superseded:
+                raise click.UsageError("--include-superseded with --server is not supported yet")
+            rows, digest = _remote(server, fmt, output, filters)
+        else:
+            report_filter = replace(build_filter(**filters), current_only=not include_superseded)
+            rows, digest = _local(fmt, output, report_filter)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the export{where}: {exc}") from None
+    click.echo(f"{rows} gradings exported{where} (sha256 {digest})", err=True)

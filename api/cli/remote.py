@@ -1,0 +1,99 @@
+"""``--server URL``: the commands that read the database ask a running server instead.
+
+The token comes from ``SRE_JUDGE_TOKEN``. Answers are read into the service's own report
+and job models, so a report looks the same whether it came from the database or a server.
+A refused request (problem+json) or an unreachable server is one line on stderr, exit 2.
+httpx is imported when a command runs, not with the command line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from api.cli.edge import CommandError
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["query_params", "remote", "unsupported"]
+
+_TIMEOUT = 60.0
+
+
+def query_params(values: Mapping[str, Any], *, prefix: str = "") -> dict[str, str]:
+    """Filter values as query parameters: given ones only, times in ISO 8601."""
+    params = {}
+    for key, value in values.items():
+        if value is None:
+            continue
+        params[f"{prefix}{key}"] = value.isoformat() if isinstance(value, datetime) else str(value)
+    return params
+
+
+def unsupported(what: str) -> CommandError:
+    """The error of a command that has no ``--server`` mode yet."""
+    return CommandError(f"{what} with --server is not supported yet (no such HTTP route)")
+
+
+def _problem(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        title = body.get("title") or response.reason_phrase
+        detail = body.get("detail")
+        return f"{title}: {detail}" if detail and detail != title else str(title)
+    return response.reason_phrase or "error"
+
+
+class Remote:
+    """A few JSON and byte requests to one server, each refused one a usage error."""
+
+    def __init__(self, http: httpx.Client, url: str) -> None:
+        self._http = http
+        self.url = url
+
+    def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The answer of a 2xx request; a usage error naming the status otherwise."""
+        import httpx
+
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise CommandError(f"cannot reach {self.url}: {type(exc).__name__}: {exc}") from None
+        if response.is_error:
+            raise CommandError(
+                f"{self.url} answered {response.status_code} to {method} {path}: "
+                f"{_problem(response)}"
+            )
+        return response
+
+    def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+        """GET a JSON answer."""
+        return self.send("GET", path, params=params).json()
+
+    def post_json(self, path: str, body: Any) -> Any:
+        """POST a JSON body, read a JSON answer."""
+        return self.send("POST", path, json=body).json()
+
+
+@contextmanager
+def remote(url: str) -> Iterator[Remote]:
+    """A client of the server at ``url`` with the token of ``SRE_JUDGE_TOKEN``."""
+    import httpx
+
+    if not url.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{url!r}: expected an http(s) URL", param_hint="--server")
+    token = os.environ.get("SRE_JUDGE_TOKEN")
+    if not token:
+        raise click.UsageError("--server needs a token: set SRE_JUDGE_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=_TIMEOUT) as http:
+        yield Remote(http, url)

@@ -1,0 +1,89 @@
+"""``--server URL``: report, export and regrade against a real ``sre-judge serve`` process.
+
+The same database is read locally and through the server: the answers must match, and a
+command without an HTTP route (import sregym of a folder) refuses with one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.service_process import cli, serving
+
+
+def _seed(env: dict[str, str], tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    lines = [
+        {"diagnosis": f"pod {i} OOMKilled", "ground_truth": "g", "agent": f"a{i % 2}"}
+        for i in range(4)
+    ]
+    history.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    imported = cli("import", "jsonl", str(history), env=env)
+    assert imported.returncode == 0, imported.stderr
+
+
+def _graded(env: dict[str, str], n: int) -> dict[str, object]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = cli("report", "pass-rates", "--group-by", "agent", "--format", "json", env=env)
+        report = json.loads(done.stdout)
+        if report["overall"]["n"] == n:
+            return dict(report)
+        time.sleep(0.5)
+    raise AssertionError("the server's workers did not grade the import")
+
+
+@pytest.mark.slow
+def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
+    env = {
+        "SRE_JUDGE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'judge.db'}",
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "SRE_JUDGE_POLL_SECONDS": "0.05",
+        "SRE_JUDGE_PROVISIONAL_REVIEW_RATE": "0",
+    }
+    assert cli("migrate", env=env).returncode == 0
+    token = cli("tokens", "create", "--role", "admin", "--name", "ops", env=env).stdout.strip()
+    _seed(env, tmp_path)
+    with serving(env, tmp_path / "serve.log") as server:
+        local = _graded(env, 4)
+        remote = {**env, "SRE_JUDGE_TOKEN": token}
+        via = ["--server", server.url]
+        answered = cli("report", "pass-rates", "--group-by", "agent", *via, env=remote)
+        assert answered.returncode == 0, answered.stderr
+        assert json.loads(answered.stdout) == local
+        table = cli("report", "pass-rates", "--format", "table", *via, env=remote)
+        assert "Pass rate" in table.stdout
+
+        exported = cli("export", "--format", "jsonl", "--agent", "a0", "-o", "-", *via, env=remote)
+        mine = cli("export", "--format", "jsonl", "--agent", "a0", "-o", "-", env=env)
+        assert exported.returncode == 0, exported.stderr
+        assert exported.stdout == mine.stdout and len(mine.stdout.splitlines()) == 2
+        assert "2 gradings exported" in exported.stderr
+
+        start = ["regrade", "--judge", "scripted:fail", "--agent", "a1", *via]
+        dry = cli(*start, "--dry-run", env=remote)
+        assert dry.returncode == 0, dry.stderr
+        assert (json.loads(dry.stdout)["total"], json.loads(dry.stdout)["dry_run"]) == (2, True)
+        job = json.loads(cli(*start, "--wait", env=remote).stdout)
+        assert (job["state"], job["done"], job["judge_calls"]) == ("done", 2, 2)
+        status = cli("regrade", "status", job["id"], "--format", "table", *via, env=remote)
+        assert f"regrade job {job['id']}: done" in status.stdout
+        flips = cli("regrade", "flips", job["id"], "--format", "csv", *via, env=remote)
+        assert sum(",pass->fail," in row for row in flips.stdout.splitlines()) == 2
+
+        missing = cli("regrade", "status", "nope", *via, env=remote)
+        assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+        assert "404" in missing.stderr
+        refused = cli("report", "tags", *via, env={**env, "SRE_JUDGE_TOKEN": "srej_wrong"})
+        assert refused.returncode == 2 and "401" in refused.stderr
+        again = cli("import", "jsonl", str(tmp_path / "history.jsonl"), *via, env=remote)
+        assert again.returncode == 0, again.stderr
+        job = json.loads(again.stdout)
+        assert (job["state"], job["report"]["already_imported"]) == ("done", 4)
+        problems = str(tmp_path / "history.jsonl")
+        folder = cli("import", "sregym", str(tmp_path), "--problems", problems, *via, env=remote)
+        assert folder.returncode == 2 and "not supported yet" in folder.stderr
