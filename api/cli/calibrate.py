@@ -31,7 +31,7 @@ def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: fl
     from api.service.calibration import drifted
 
     def number(value: float | None) -> str:
-        return "-" if value is None else f"{value:.3f}"
+        return "undefined" if value is None else f"{value:.3f}"
 
     lines = [
         f"judge {run.judge_spec}, rubric {run.rubric_id}@{run.rubric_version}, "

@@ -148,7 +148,7 @@ def compare(
     arm with no passed or failed grading is an error (exit 2).
 
     \b
-    Example (SREGym's judge against a shadow regrade by a new judge):
+    Example: SREGym's judge against a shadow regrade by a new judge
       sre-judge report compare -a judge=external:sregym -b judge=openai:new --include shadow
     """
     from dataclasses import asdict

@@ -80,15 +80,19 @@ async def test_calibrate_stores_runs_and_marks_qualification(
     )
     assert lowered.returncode == 0, lowered.stderr
     out = json.loads(lowered.stdout)
-    assert out["qualified"] is True and out["false_pass_rate"] == 0.0 and out["n"] == 6
+    # a judge that fails everything has one verdict only: its kappa is undefined, and an
+    # undefined figure never qualifies, however low the bar
+    assert out["verdict_kappa"] is None and out["false_pass_rate"] == 0.0 and out["n"] == 6
+    assert out["qualified"] is False
     store = Store(engine)
     identity = {
         "judge_settings": judge_settings(Settings()),
         "rubric_version": sregym_rubric().version,
         "asking_mode": "single",
     }
-    assert await store.calibration.is_qualified(judge_spec="scripted:fail", **identity)
+    assert not await store.calibration.is_qualified(judge_spec="scripted:fail", **identity)
     assert not await store.calibration.is_qualified(judge_spec="scripted:pass", **identity)
+    assert len(await store.calibration.recent(limit=10)) == 2  # both runs stored
 
 
 def _earlier_run() -> CalibrationRunRecord:
@@ -113,8 +117,9 @@ async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: Asyn
     await store.calibration.add_run(_earlier_run())
     quiet = _calibrate(database_url, "--judge", "scripted:pass")
     assert quiet.returncode == 0, quiet.stderr
-    assert "verdict kappa 0.900, now 0.000 - DRIFT" in quiet.stdout
-    # compared with the run just before: 0.000 then 0.000, no drop
+    # a judge that passes everything has one verdict only: its kappa is undefined, a drop
+    assert "verdict kappa 0.900, now undefined - DRIFT" in quiet.stdout
+    # compared with the run just before, undefined then undefined: no drop
     steady = _calibrate(database_url, "--judge", "scripted:pass", "--fail-on-drift")
     assert steady.returncode == 0, steady.stdout
     assert "DRIFT" not in steady.stdout
@@ -178,7 +183,7 @@ async def test_calibrate_without_gold_grades_the_shipped_calibration_set(
 ) -> None:
     from judge.calibration import DEFAULT_GOLD
 
-    table = run_cli(database_url, "calibrate", "--judge", "scripted:pass")
+    table = run_cli(database_url, "calibrate", "--judge", "scripted:pass", "--format", "table")
     assert table.returncode == 0, table.stderr
     sha = hashlib.sha256(DEFAULT_GOLD.read_bytes()).hexdigest()
     assert f"gold sregym-v1.jsonl (sha256 {sha[:12]})" in table.stdout

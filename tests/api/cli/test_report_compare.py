@@ -47,7 +47,17 @@ async def test_a_judge_against_a_shadow_judge_is_one_compare(
     svg = chart.read_text()
     assert "a - b" in svg and "p = " in svg and "judge=openai:new-judge" in svg
 
-    table = run_cli(database_url, "report", "compare", *OURS, *THEIRS, "--include", "shadow")
+    table = run_cli(
+        database_url,
+        "report",
+        "compare",
+        *OURS,
+        *THEIRS,
+        "--include",
+        "shadow",
+        "--format",
+        "table",
+    )
     assert table.returncode == 0, table.stderr
     assert "a - b" in table.stdout and "note: verdicts: effective verdicts" in table.stdout
 
