@@ -136,11 +136,12 @@ async def test_reasoning_that_says_the_opposite_goes_to_review(rubric: Rubric) -
 
 
 async def test_contradictions_are_judged_against_the_question_as_asked(rubric: Rubric) -> None:
-    # asked "does it name a different component?", "no" with "does not name" is consistent
-    said = {"D1-Q3": ("no", "It does not name a different component as the root cause.")}
+    # asked "does it name a healthy component ...?", "no" with "does not name" is consistent
+    asked = rubric.question("D1-Q3").positive_text.removeprefix("Does it ").rstrip("?")
+    said = {"D1-Q3": ("no", f"It does not {asked}.")}
     result, _ = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
     assert "reasoning_contradicts" not in result.review_reasons
-    said = {"D1-Q3": ("yes", "It does not name a different component as the root cause.")}
+    said = {"D1-Q3": ("yes", f"It does not {asked}.")}
     result, _ = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
     assert "reasoning_contradicts" in result.review_reasons
 
