@@ -8,6 +8,9 @@ values``:
 - ``component``: the diagnosis names the component (``user-service``; separators may
   differ: ``user_service``, ``user service``; a pod name such as ``user-service-7d9f``
   counts);
+- ``origin_consistent``: the diagnosis points at the component, named or not: it names
+  it, or every part of its name (``mongodb-geo`` as "geo's MongoDB"), or its kind where
+  the kind is specific (a NetworkPolicy, a PVC; not a Deployment or a Service);
 - ``values``: the diagnosis gives at least one concrete value of the description: an
   environment variable name, a port or other number of two digits or more, a quantity
   with its unit (``128Mi``, ``500m``, ``30s``, ``90%``; an equal quantity written
@@ -36,7 +39,7 @@ from judge.verdict import Answer
 
 __all__ = ["GroundTruthFacts", "GroundingKind", "check_condition", "facts_of", "ground_answers"]
 
-GroundingKind = Literal["component", "values", "consistent_values"]
+GroundingKind = Literal["component", "origin_consistent", "values", "consistent_values"]
 
 _HEADER = re.compile(r"^\s*\[fault_spec\]\s*(?P<header>.*?)\s*\|\|\s*(?P<description>.*)\Z", re.S)
 _VERSION = re.compile(r"\b\d+(?:\.\d+){1,3}\b")
@@ -49,6 +52,15 @@ _VALUE_PATTERNS = (
     re.compile(r"\"([^\"\n]{2,60})\"|'([^'\n]{2,60})'|`([^`\n]{2,60})`"),  # quoted strings
 )
 _NUMBER = re.compile(r"\b\d{2,}\b")
+#: kinds specific enough that naming the kind points at the component
+_SPECIFIC_KINDS = {
+    "networkpolicy": ("networkpolicy", "network policy"),
+    "persistentvolumeclaim": ("persistentvolumeclaim", "persistent volume claim", "pvc"),
+    "configmap": ("configmap", "config map"),
+    "secret": ("secret",),
+    "storageclass": ("storageclass", "storage class"),
+    "ingress": ("ingress",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +74,8 @@ class GroundTruthFacts:
     values: tuple[str, ...]
     #: the description itself, whose quantities ``consistent_values`` compares
     description: str = ""
+    #: the components' kinds, lower case, e.g. ``("deployment",)``
+    kinds: tuple[str, ...] = ()
 
 
 def _header_fields(header: str) -> dict[str, str]:
@@ -105,7 +119,12 @@ def facts_of(ground_truth: str) -> GroundTruthFacts | None:
     exclude = {c.casefold() for c in components} | {(namespace or "").casefold()}
     values = _description_values(match.group("description"), exclude)
     description = match.group("description")
-    return GroundTruthFacts(components, namespace, values, description)
+    kinds = tuple(
+        name.rsplit("/", 1)[0].strip().casefold()
+        for name in fields.get("component", "").split(",")
+        if "/" in name
+    )
+    return GroundTruthFacts(components, namespace, values, description, kinds)
 
 
 def _plain(text: str) -> str:
@@ -118,6 +137,15 @@ def _names(name: str, text: str) -> bool:
         return False
     pattern = r"(?<![a-z0-9])" + r"[-_. ]?".join(parts) + r"(?![a-z0-9])"
     return re.search(pattern, text) is not None
+
+
+def _points_at(facts: GroundTruthFacts, text: str) -> bool:
+    for name in facts.components:
+        parts = [p for p in re.split(r"[-_.\s]+", name.casefold()) if p]
+        if _names(name, text) or (parts and all(_names(p, text) for p in parts)):
+            return True
+    aliases = [a for kind in facts.kinds for a in _SPECIFIC_KINDS.get(kind, ())]
+    return any(_names(alias, text) for alias in aliases)
 
 
 def _mentions(value: str, text: str) -> bool:
@@ -141,6 +169,10 @@ def check_condition(kind: GroundingKind, facts: GroundTruthFacts, diagnosis: str
         if not facts.components or any(_names(c, text) for c in facts.components):
             return None
         return f"component {' or '.join(facts.components)} not named"
+    if kind == "origin_consistent":
+        if not facts.components or _points_at(facts, text):
+            return None
+        return f"nothing points at component {' or '.join(facts.components)}"
     if not facts.values or any(_mentions(v, text) for v in facts.values):
         return None
     if shares_a_quantity(facts.description, normalize_untrusted(diagnosis)):

@@ -54,10 +54,13 @@ class Question(_Strict):
     #: a "yes" must be backed by a verbatim quote from the diagnosis
     requires_quote: bool
     #: a necessary condition of a "yes", checked in code (``judge.grounding``): the
-    #: diagnosis names the ground truth's ``component``, or one of its concrete ``values``
+    #: diagnosis names the ground truth's ``component`` (or points at it:
+    #: ``origin_consistent``), or one of its concrete ``values``
     #: ``consistent_values``: no quantity of the diagnosis contradicts the ground truth's
     #: value of the same thing (``judge.quantities``)
-    grounding: Literal["component", "values", "consistent_values"] | None = None
+    grounding: Literal["component", "origin_consistent", "values", "consistent_values"] | None = (
+        None
+    )
     #: the question worded the other way round (its yes is this question's no), and its
     #: hint: small judges answer "does it avoid X?" worse than "does it X?"
     positive_text: str = ""

@@ -39,12 +39,7 @@ CONTROL = "healthy-control"
 #: human "yes" answers the grounding checks deny, each with the reason the check is wrong
 #: here; a new contradiction fails the test (a mislabel, or a check that got stricter)
 KNOWN_CONTRADICTIONS = {
-    ("scale-zero-correct", "D2-Q2"): "replicas 0 written 'spec.replicas: 0', not '=0'",
-    ("cpu-borderline", "D2-Q2"): "0.2 cores is 200m; quantities are not normalized",
     ("flag-borderline", "D2-Q2"): "the flag key paymentFailure is not extracted as a value",
-    ("netpol-borderline", "D1-Q2"): "LABELLING's D1-Q2 (origin vs cascade) needs no name",
-    ("pvc-borderline", "D1-Q2"): "LABELLING's D1-Q2 (origin vs cascade) needs no name",
-    ("dbauth-borderline", "D1-Q2"): "LABELLING's D1-Q2 (origin vs cascade) needs no name",
 }
 
 
@@ -179,7 +174,7 @@ def test_grounding_checks_do_not_deny_a_human_yes_beyond_the_known_gaps(
             checked += 1
             if check_condition(question.grounding, facts, case.diagnosis) is not None:
                 contradictions.add((str(case.id), question.id))
-    assert checked >= 100
+    assert checked >= 130
     assert contradictions <= set(KNOWN_CONTRADICTIONS), contradictions - set(KNOWN_CONTRADICTIONS)
 
 

@@ -140,12 +140,12 @@ def test_claims_parser_is_strict() -> None:
 
 
 async def test_code_answers_are_never_inverted_by_positive_asking(rubric: Rubric) -> None:
-    # D2-Q3 and D3-Q3 are asked positively (the judge says "no": nothing contradicts);
-    # D1-Q3 is answered in code, in the rubric's polarity
+    # the other questions with a positive wording are asked so (the judge says "no":
+    # nothing of the kind); D1-Q3 is answered in code, in the rubric's polarity
     rest = []
     for q in rubric.questions:
         if q.id not in CODED:
-            rest.append(answer(q.id, rubric, yes=q.id not in {"D2-Q3", "D3-Q3"}))
+            rest.append(answer(q.id, rubric, yes=not q.positive_text))
     with running_judge_server(replies=[claims(), *rest]) as server:
         backend = OpenAIBackend(
             "m", base_url=server.openai_url, limits=StreamLimits(5, 5, None), logprobs=False

@@ -86,6 +86,33 @@ def test_component_condition(diagnosis: str, named: bool) -> None:
 
 
 @pytest.mark.parametrize(
+    ("truth", "diagnosis", "points"),
+    [
+        (TRUTH, "user-service crashed", True),
+        ("[fault_spec] component=deployment/mongodb-geo; namespace=n || x", "geo's MongoDB", True),
+        ("[fault_spec] component=deployment/mongodb-geo; namespace=n || x", "MongoDB", False),
+        (
+            "[fault_spec] component=networkpolicy/deny-geo; namespace=n || x",
+            "probably a NetworkPolicy blocking ingress to geo",
+            True,
+        ),
+        (
+            "[fault_spec] component=persistentvolumeclaim/user-pvc; namespace=n || x",
+            "the PVC is stuck Pending",
+            True,
+        ),
+        # a generic kind points at nothing: a wrong diagnosis says "deployment" too
+        (TRUTH, "the mongodb-rate deployment ran out of disk", False),
+        (TRUTH, "the geo service had high latency", False),
+    ],
+)
+def test_origin_consistent_condition(truth: str, diagnosis: str, points: bool) -> None:
+    facts = facts_of(truth)
+    assert facts is not None
+    assert (check_condition("origin_consistent", facts, diagnosis) is None) is points
+
+
+@pytest.mark.parametrize(
     ("truth_values", "diagnosis", "named"),
     [
         ("USER_PORT=9999", "the port 9999 is wrong", True),
@@ -106,7 +133,7 @@ def test_the_default_rubric_declares_its_conditions_as_data(rubric: Rubric) -> N
     grounded = {q.id: q.grounding for q in rubric.questions if q.grounding}
     assert grounded == {
         "D1-Q1": "component",
-        "D1-Q2": "component",
+        "D1-Q2": "origin_consistent",
         "D2-Q2": "values",
         "D2-Q3": "consistent_values",
     }
@@ -118,7 +145,7 @@ async def test_a_right_diagnosis_passes_every_condition(rubric: Rubric) -> None:
     assert result.outcome.passed
     assert {a.question_id: a.grounding for a in result.answers if a.grounding} == {
         "D1-Q1": "passed: component",
-        "D1-Q2": "passed: component",
+        "D1-Q2": "passed: origin_consistent",
         "D2-Q2": "passed: values",
         "D2-Q3": "passed: consistent_values",
     }

@@ -11,9 +11,11 @@ says the opposite of its answer sends the grading to review.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from judge.backends.openai import OpenAIBackend
 from judge.backends.streaming import StreamLimits
@@ -21,13 +23,14 @@ from judge.consistency import reasoning_contradicts
 from judge.errors import RubricError
 from judge.grader import Grader
 from judge.retry import RetryPolicy
-from judge.rubric import Rubric, load_rubric_dir, rubric_from_mapping
+from judge.rubric import Rubric, load_rubric, load_rubric_dir, rubric_from_mapping
 from tests.support.judge_server import running_judge_server
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
 FAST = RetryPolicy(max_attempts=2, initial_wait=0.001, max_wait=0.01, jitter=0)
-AVOID = ("D1-Q3", "D2-Q3", "D3-Q3")
+#: the default rubric before issue 18, whose version stored gradings name
+V1_RUBRIC = Path(__file__).parents[1] / "fixtures" / "rubrics" / "sregym-rca-v1+4067ac07a575.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -64,13 +67,15 @@ async def _grade(rubric: Rubric, reply: str, **grader: Any) -> tuple[Any, list[A
 async def test_positive_asking_sends_the_positive_wording_and_records_the_rubrics(
     rubric: Rubric,
 ) -> None:
-    said = {qid: ("no", "Nothing of the kind.") for qid in AVOID}
+    avoid = [q.id for q in rubric.questions if q.positive_text]
+    said = {qid: ("no", "Nothing of the kind.") for qid in avoid}
     result, requests = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
     prompt = requests[0]["messages"][1]["content"]
-    assert "D1-Q3 Does it name a different component as the root cause?" in prompt
-    assert "Does it avoid naming a different component" not in prompt
+    d1q3 = rubric.question("D1-Q3")
+    assert f"D1-Q3 {d1q3.positive_text}" in prompt
+    assert d1q3.text not in prompt
     answers = {a.question_id: a for a in result.answers}
-    for qid in AVOID:  # the judge said "no" to the positive question: "yes", it avoids
+    for qid in avoid:  # the judge said "no" to the positive question: "yes", it avoids
         assert answers[qid].judge_answer is True and answers[qid].answer is True
         assert answers[qid].reasoning.startswith("[asked: Does it ")
         assert "-> no] Nothing of the kind." in answers[qid].reasoning
@@ -96,8 +101,8 @@ async def test_a_rubric_question_may_ask_positively_on_its_own(rubric: Rubric) -
     said = {"D1-Q3": ("no", "Only user-service is blamed.")}
     result, requests = await _grade(positive, full_reply(positive, said))
     prompt = requests[0]["messages"][1]["content"]
-    assert "D1-Q3 Does it name a different component" in prompt
-    assert "D2-Q3 Does it avoid claims" in prompt  # the others as written
+    assert f"D1-Q3 {positive.question('D1-Q3').positive_text}" in prompt
+    assert f"D2-Q3 {positive.question('D2-Q3').text}" in prompt  # the others as written
     assert next(a for a in result.answers if a.question_id == "D1-Q3").answer is True
 
 
@@ -108,24 +113,17 @@ def test_positive_asking_needs_a_positive_wording(rubric: Rubric) -> None:
         rubric_from_mapping(data, source="test")
 
 
-def test_rubrics_without_the_new_keys_keep_their_version(rubric: Rubric) -> None:
-    data = rubric.model_dump(mode="json")
-    for dimension in data["dimensions"]:
-        for q in dimension["questions"]:
-            q.pop("positive_text"), q.pop("positive_hint"), q.pop("ask_as"), q.pop("claims")
-    data.pop("reply_format")
-    data["dimensions"][1]["questions"][2]["grounding"] = None
+def test_rubrics_without_the_new_keys_keep_their_version() -> None:
     # the default rubric as it was before issue 18: stored gradings name this version
-    assert rubric_from_mapping(data, source="before").version == "v1+4067ac07a575"
+    before = load_rubric(V1_RUBRIC)
+    assert before.version == "v1+4067ac07a575"
+    data = yaml.safe_load(V1_RUBRIC.read_text(encoding="utf-8"))
     explicit = json.loads(json.dumps(data))
     for dimension in explicit["dimensions"]:
         for q in dimension["questions"]:
             q.update(ask_as="as_written", positive_text="", positive_hint="", claims=None)
     explicit["reply_format"] = "full"
-    assert (
-        rubric_from_mapping(data, source="a").version
-        == rubric_from_mapping(explicit, source="b").version
-    )
+    assert rubric_from_mapping(explicit, source="explicit").version == "v1+4067ac07a575"
 
 
 async def test_reasoning_that_says_the_opposite_goes_to_review(rubric: Rubric) -> None:
@@ -138,11 +136,12 @@ async def test_reasoning_that_says_the_opposite_goes_to_review(rubric: Rubric) -
 
 
 async def test_contradictions_are_judged_against_the_question_as_asked(rubric: Rubric) -> None:
-    # asked "does it name a different component?", "no" with "does not name" is consistent
-    said = {"D1-Q3": ("no", "It does not name a different component as the root cause.")}
+    # asked "does it name a healthy component ...?", "no" with "does not name" is consistent
+    asked = rubric.question("D1-Q3").positive_text.removeprefix("Does it ").rstrip("?")
+    said = {"D1-Q3": ("no", f"It does not {asked}.")}
     result, _ = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
     assert "reasoning_contradicts" not in result.review_reasons
-    said = {"D1-Q3": ("yes", "It does not name a different component as the root cause.")}
+    said = {"D1-Q3": ("yes", f"It does not {asked}.")}
     result, _ = await _grade(rubric, full_reply(rubric, said), ask_as="positive")
     assert "reasoning_contradicts" in result.review_reasons
 
