@@ -37,7 +37,12 @@ def _quoting_judge(request: JudgeRequest) -> str:
 
 
 def _leaks(text: str) -> set[str]:
-    return {token for token in _truth_tokens() if token in text}
+    # whole tokens only: a random hex id may hold "9999" or "8086" by chance
+    return {
+        token
+        for token in _truth_tokens()
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", text)
+    }
 
 
 async def test_no_answer_a_submitter_gets_carries_a_ground_truth_token(
