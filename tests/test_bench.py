@@ -91,6 +91,10 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
         "export",
         "webhooks",
         "cli_start",
+        "judge_quality",
+        "cpu_per_grading",
+        "sregym_roundtrip",
+        "slow_judge",
     ],
 )
 def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:
@@ -106,3 +110,20 @@ def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout
+
+
+def test_judge_quality_asks_every_combination_on_a_subset_of_every_variant() -> None:
+    from bench.judge_quality import Combo, balanced_subset, parse_combos
+    from judge.calibration import DEFAULT_GOLD, load_gold
+
+    combos = parse_combos("single:full, per_question:compact:positive,extraction")
+    assert combos == [
+        Combo("single", "full", "as_written"),
+        Combo("per_question", "compact", "positive"),
+        Combo("extraction", "full", "as_written"),
+    ]
+    items = load_gold(DEFAULT_GOLD.read_text(), load_rubric_dir()["sregym-rca"])
+    subset = balanced_subset(items, 8)
+    assert len(subset) == 8
+    assert {i.variant for i in subset} == {"correct", "borderline", "wrong", "injection"}
+    assert balanced_subset(items, None) == items
