@@ -133,7 +133,8 @@ async def test_a_compact_positively_asked_grading_with_the_real_server(
     )
     result = await grader.grade(rubric, TRUTH, DIAGNOSIS)
     _assert_parsed_or_explicitly_unscored(result, rubric)
-    assert "Does it name a different component" in result.calls[0].request.messages[1].content
+    positive = next(q.positive_text for q in rubric.questions if q.positive_text)
+    assert positive in result.calls[0].request.messages[1].content
     for answer in result.answers:
         positive = rubric.question(answer.question_id).ask_as == "positive" or bool(
             rubric.question(answer.question_id).positive_text
