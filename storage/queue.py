@@ -31,6 +31,7 @@ from storage.models import Claim, FinishedGrading
 from storage.quality_tables import JudgeVoteRecord
 from storage.records import answer_rows, apply_result, vote_rows
 from storage.regrade.jobs import RegradeRepository
+from storage.regrade.lifecycle import finish_jobs
 from storage.tables import AnswerRecord, GradingRecord, row_values
 from storage.verdict_rows import (
     call_events,
@@ -146,13 +147,18 @@ class QueueRepository:
         fails: the caller stores them one by one then.
         """
         now = self._db.clock()
+        jobs: set[str] = set()  # regrade jobs with items stored: ended once, if drained
         async with self._db.write() as session:
-            return [await self._complete_in(session, item, now) for item in items]
+            stored = [await self._complete_in(session, item, now, jobs) for item in items]
+            if jobs:
+                await finish_jobs(self._db, session, jobs, items[-1].worker_id)
+            return stored
 
     async def _complete_in(
-        self, session: AsyncSession, item: FinishedGrading, now: datetime
+        self, session: AsyncSession, item: FinishedGrading, now: datetime, jobs: set[str]
     ) -> bool:
-        """Store one verdict in the caller's transaction (see ``complete``)."""
+        """Store one verdict in the caller's transaction (see ``complete``); the regrade
+        job of a stored item is added to ``jobs``, for the caller to end once drained."""
         result, worker_id = item.result, item.worker_id
         grading = await leased(self._db, session, item.grading_id, worker_id)
         if grading is None:
@@ -184,7 +190,9 @@ class QueueRepository:
         digest = values_digest(row_values(grading), answers)
         await self._db.audit_many(session, events, {len(events) - 1: {grading.id: digest}})
         # a regrade item: carry overrides, promote, end the drained job
-        await self._regrade.item_completed(session, grading, worker_id)
+        await self._regrade.item_completed(session, grading, worker_id, finish=False)
+        if grading.regrade_job_id is not None:
+            jobs.add(grading.regrade_job_id)
         return True
 
     async def defer(
