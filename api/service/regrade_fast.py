@@ -20,6 +20,7 @@ leased, to be graded the usual way.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -133,6 +134,8 @@ class FastRegrade:
         self.services = services
         self._marks = marks
         self._account = account
+        #: after finding no item, look again only from then on (one probe per poll)
+        self._idle_until = 0.0
 
     def eligible(self, spec: str) -> bool:
         """Whether items graded by ``spec`` can be answered from the cache at all."""
@@ -146,13 +149,14 @@ class FastRegrade:
         Returns the claims still to grade the usual way (the misses, leased to
         ``worker_id``) and how many items were claimed.
         """
-        queue = self.services.store.queue
-        claims = await queue.claim_pending(
-            worker_id,
-            limit=FAST_BATCH,
-            lease_seconds=self.services.settings.lease_seconds,
-            regrade=True,
+        if time.monotonic() < self._idle_until:  # live gradings pay no extra query
+            return [], 0
+        settings = self.services.settings
+        claims = await self.services.store.queue.claim_pending(
+            worker_id, limit=FAST_BATCH, lease_seconds=settings.lease_seconds, regrade=True
         )
+        if not claims:
+            self._idle_until = time.monotonic() + settings.poll_seconds
         try:
             return await self._resolve(worker_id, claims), len(claims)
         except Exception:  # nothing stored: every item goes the usual way

@@ -149,6 +149,7 @@ async def test_misses_and_paused_jobs_are_left_to_the_usual_path(
         fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
         assert await fast.run("fast") == ([], 0)  # a paused job's items are not claimed
         await client.post(f"/v1/regrade-jobs/{job}/resume", headers=admin)
+        await asyncio.sleep(0.1)  # it looks again one poll (0.05 s here) after finding none
         misses, claimed = await fast.run("fast")
         assert claimed == 42 and len(misses) == 42
         view = (await client.get(f"/v1/regrade-jobs/{job}", headers=admin)).json()
