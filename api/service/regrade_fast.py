@@ -136,6 +136,8 @@ class FastRegrade:
         self._account = account
         #: after finding no item, look again only from then on (one probe per poll)
         self._idle_until = 0.0
+        #: the next batch at least (grows while batches are all hits)
+        self._batch = 0
 
     def eligible(self, spec: str) -> bool:
         """Whether items graded by ``spec`` can be answered from the cache at all."""
@@ -143,25 +145,32 @@ class FastRegrade:
         single = len(member_specs(spec)) == 1 and settings.judge_samples == 1
         return single and settings.judge_temperature == 0
 
-    async def run(self, worker_id: str) -> tuple[list[Claim], int]:
+    async def run(self, worker_id: str, free: int = FAST_BATCH) -> tuple[list[Claim], bool]:
         """Claim a batch of regrade items and store those answered by the cache.
 
-        Returns the claims still to grade the usual way (the misses, leased to
-        ``worker_id``) and how many items were claimed.
+        The batch is ``free`` items (the worker's free slots) and doubles, up to
+        ``FAST_BATCH``, while every item is a hit: misses never take more items than
+        the slots could grade, so a job the cache cannot answer is shared out among
+        workers as before. Returns the claims still to grade the usual way (the misses,
+        leased to ``worker_id``) and whether the batch was full (more may wait).
         """
         if time.monotonic() < self._idle_until:  # live gradings pay no extra query
-            return [], 0
+            return [], False
         settings = self.services.settings
+        limit = max(free, self._batch)
         claims = await self.services.store.queue.claim_pending(
-            worker_id, limit=FAST_BATCH, lease_seconds=settings.lease_seconds, regrade=True
+            worker_id, limit=limit, lease_seconds=settings.lease_seconds, regrade=True
         )
         if not claims:
             self._idle_until = time.monotonic() + settings.poll_seconds
         try:
-            return await self._resolve(worker_id, claims), len(claims)
+            misses = await self._resolve(worker_id, claims)
         except Exception:  # nothing stored: every item goes the usual way
             log.exception("resolving %d regrade items from the cache failed", len(claims))
-            return claims, len(claims)
+            misses = claims
+        if claims:
+            self._batch = 0 if misses else min(FAST_BATCH, 2 * limit)
+        return misses, len(claims) == limit
 
     async def _resolve(self, worker_id: str, claims: list[Claim]) -> list[Claim]:
         """Store the claims answered by the cache; the misses."""

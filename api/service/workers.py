@@ -34,7 +34,7 @@ from api.service.judging import (
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context, log_grading
 from api.service.qualification import Qualifications
-from api.service.regrade_fast import FAST_BATCH, FastRegrade
+from api.service.regrade_fast import FastRegrade
 from api.service.services import Services
 from judge.errors import InputError, JudgeSpecError
 from judge.rubric import Rubric
@@ -162,10 +162,10 @@ class GradingWorkers:
             wake.clear()
             free = self.count - len(self._in_flight)
             claims: list[Claim] = []
-            fast, live = 0, 0  # regrade items the cache-hit fast path claimed; live ones
+            fast, live = False, 0  # the fast path's batch was full; live claims
             if free > 0:
                 try:  # the fast path's misses are graded the usual way, like live claims
-                    claims, fast = await self._fast.run(self.worker_id)
+                    claims, fast = await self._fast.run(self.worker_id, free)
                     more = await self.services.store.queue.claim_pending(
                         self.worker_id, limit=free, lease_seconds=settings.lease_seconds,
                         regrade=False,
@@ -174,7 +174,7 @@ class GradingWorkers:
                 except Exception:
                     log.exception("claiming work failed")
             # work may be left unclaimed: no slot was free, or every free slot was filled
-            full = free > 0 and (fast == FAST_BATCH or live == free)
+            full = free > 0 and (fast or live == free)
             self._backlog = free == 0 or full
             if self.stopping:  # claimed while shutdown began: give them back at once
                 for claim in claims:

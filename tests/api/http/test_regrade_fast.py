@@ -97,9 +97,8 @@ async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
         await _slow(services, slow_job)
         await client.post(f"/v1/regrade-jobs/{fast_job}/resume", headers=admin)
         fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
-        misses, claimed = await fast.run("fast")
-        assert (misses, claimed) == ([], 42)
-        assert await fast.run("fast") == ([], 0)
+        assert await fast.run("fast") == ([], False)  # 42 items, one batch, all hits
+        assert await fast.run("fast") == ([], False)
         slow_view = await _finished(client, admin, slow_job)
         fast_view = await _finished(client, admin, fast_job)
     assert len(judge.requests) == 42  # neither path asked the judge
@@ -147,11 +146,15 @@ async def test_misses_and_paused_jobs_are_left_to_the_usual_path(
         job = await _create(client, admin)  # nothing cached yet: every item is a miss
         await client.post(f"/v1/regrade-jobs/{job}/pause", headers=admin)
         fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
-        assert await fast.run("fast") == ([], 0)  # a paused job's items are not claimed
+        assert await fast.run("fast") == ([], False)  # a paused job's items are not claimed
         await client.post(f"/v1/regrade-jobs/{job}/resume", headers=admin)
         await asyncio.sleep(0.1)  # it looks again one poll (0.05 s here) after finding none
-        misses, claimed = await fast.run("fast")
-        assert claimed == 42 and len(misses) == 42
+        misses, full = await fast.run("fast", free=4)  # misses: no more than the free slots
+        assert len(misses) == 4 and full
+        misses, full = await fast.run("fast", free=4)  # a miss keeps the batch small
+        assert len(misses) == 4 and full
+        misses, full = await fast.run("fast")
+        assert len(misses) == 42 - 8 and not full
         view = (await client.get(f"/v1/regrade-jobs/{job}", headers=admin)).json()
         assert (view["done"], view["remaining"], view["cache_hits"]) == (0, 42, 0)
     assert judge.requests == []  # the fast path never asks the judge
