@@ -116,6 +116,9 @@ async def run(args: argparse.Namespace, asking: str) -> dict[str, Any]:
             judge.control(latency=args.latency, slots=args.slots, reset=True)
             figures["same"] = await regrade(service, admin, body)
             figures["same_judge"] = judge.stats()
+            same = figures["same"]  # shown at once: the reworded step takes much longer
+            print(f"{asking} unchanged: {same['seconds']:.2f} s, {same['cache_hits']} cache hits",
+                  file=sys.stderr, flush=True)  # fmt: skip
         env["SRE_JUDGE_RUBRIC_DIR"] = str(reworded_rubrics(Path(folder)))
         with ServiceProcess(env, log / f"serve-regrade-{asking}-2.log") as service:
             judge.control(reset=True)

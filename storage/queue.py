@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, and_, func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -24,14 +24,15 @@ from judge.calls import JudgeCall
 from judge.verdict import GradingResult
 from storage.audit import values_digest
 from storage.canonical import iso_utc
+from storage.claims import claim_of, claimable_query
 from storage.database import Database
 from storage.judge_cache import insert_cache_rows
 from storage.models import Claim, FinishedGrading
 from storage.quality_tables import JudgeVoteRecord
 from storage.records import answer_rows, apply_result, vote_rows
 from storage.regrade.jobs import RegradeRepository
-from storage.scenario_tables import ScenarioVersionRecord as _VERSION
-from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, row_values
+from storage.regrade.lifecycle import finish_jobs
+from storage.tables import AnswerRecord, GradingRecord, row_values
 from storage.verdict_rows import (
     call_events,
     completion_payload,
@@ -46,35 +47,6 @@ _ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
 _VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
 
 
-def _claim(
-    grading: GradingRecord,
-    submission: SubmissionRecord,
-    expires: datetime,
-    version_truth: Any,
-    claim_count: int,
-) -> Claim:
-    """What a worker needs of a grading it leased until ``expires``.
-
-    The ground truth is the submission's copy unless the grading targets another version
-    of the scenario's (a regrade against the newest ground truth): ``version_truth``.
-    """
-    truth = submission.ground_truth
-    if grading.scenario_version not in (None, submission.scenario_version):
-        truth = version_truth if version_truth is not None else truth
-    return Claim(
-        grading_id=grading.id,
-        submission_id=submission.id,
-        diagnosis=submission.diagnosis,
-        ground_truth=truth,
-        rubric_id=grading.rubric_id,
-        rubric_version=grading.rubric_version,
-        judge_spec=grading.judge_spec,
-        claim_count=claim_count,
-        lease_expires_at=expires,
-        agent_model=submission.model,
-    )
-
-
 class QueueRepository:
     """Claiming, completing and deferring pending gradings.
 
@@ -87,54 +59,27 @@ class QueueRepository:
         self._db = db
         self._regrade = regrade
 
-    def _claimable(self, now: datetime, limit: int) -> Select[Any]:
-        """Up to ``limit`` claimable gradings with their submissions and the ground truth
-        of the scenario version they target: live ones first, then oldest first."""
-        return (
-            select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth))
-            .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
-            .outerjoin(
-                _VERSION,
-                and_(
-                    col(_VERSION.scenario_id) == col(SubmissionRecord.scenario_id),
-                    col(_VERSION.version) == col(GradingRecord.scenario_version),
-                ),
-            )
-            .where(
-                col(GradingRecord.status) == "pending",
-                or_(
-                    col(GradingRecord.lease_expires_at).is_(None),
-                    col(GradingRecord.lease_expires_at) < now,
-                ),
-                or_(col(GradingRecord.not_before).is_(None), col(GradingRecord.not_before) <= now),
-                self._regrade.not_held_back(),
-            )
-            # live submissions before batch regrade items, then oldest first
-            .order_by(
-                col(GradingRecord.regrade_job_id).is_not(None),
-                col(GradingRecord.created_at),
-                col(GradingRecord.id),
-            )
-            .limit(limit)
-        )
-
     async def claim_pending(
-        self, worker_id: str, *, limit: int, lease_seconds: float
+        self, worker_id: str, *, limit: int, lease_seconds: float, regrade: bool | None = None
     ) -> list[Claim]:
         """Lease up to ``limit`` claimable gradings to ``worker_id``, oldest first.
+
+        ``regrade``: True to claim regrade job items only, False live gradings only.
 
         Claimable: pending, not leased (or the lease expired) and not deferred to later.
         Two statements: the pick (with the submissions) and the lease.
         """
         now = self._db.clock()
         expires = now + timedelta(seconds=lease_seconds)
-        pick = self._claimable(now, limit)
+        held = self._regrade.not_held_back()
+        pick = claimable_query(now, limit, held, regrade=regrade)
         if self._db.postgres:
             pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
         else:
             # SQLite writes take the database lock: look without it first, so that idle
             # workers polling an empty queue never block submissions
-            probe = self._claimable(now, 1).with_only_columns(col(GradingRecord.id))
+            probe = claimable_query(now, 1, held, regrade=regrade)
+            probe = probe.with_only_columns(col(GradingRecord.id))
             async with self._db.read() as session:
                 if not (await session.execute(probe)).first():
                     return []
@@ -155,7 +100,7 @@ class QueueRepository:
             jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
             await self._regrade.mark_started(session, jobs)
             # the claim count as the UPDATE left it: one more than read under the lock
-            return [_claim(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
+            return [claim_of(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
 
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Push the lease forward; False when ``worker_id`` no longer holds it."""
@@ -202,13 +147,18 @@ class QueueRepository:
         fails: the caller stores them one by one then.
         """
         now = self._db.clock()
+        jobs: set[str] = set()  # regrade jobs with items stored: ended once, if drained
         async with self._db.write() as session:
-            return [await self._complete_in(session, item, now) for item in items]
+            stored = [await self._complete_in(session, item, now, jobs) for item in items]
+            if jobs:
+                await finish_jobs(self._db, session, jobs, items[-1].worker_id)
+            return stored
 
     async def _complete_in(
-        self, session: AsyncSession, item: FinishedGrading, now: datetime
+        self, session: AsyncSession, item: FinishedGrading, now: datetime, jobs: set[str]
     ) -> bool:
-        """Store one verdict in the caller's transaction (see ``complete``)."""
+        """Store one verdict in the caller's transaction (see ``complete``); the regrade
+        job of a stored item is added to ``jobs``, for the caller to end once drained."""
         result, worker_id = item.result, item.worker_id
         grading = await leased(self._db, session, item.grading_id, worker_id)
         if grading is None:
@@ -240,7 +190,9 @@ class QueueRepository:
         digest = values_digest(row_values(grading), answers)
         await self._db.audit_many(session, events, {len(events) - 1: {grading.id: digest}})
         # a regrade item: carry overrides, promote, end the drained job
-        await self._regrade.item_completed(session, grading, worker_id)
+        await self._regrade.item_completed(session, grading, worker_id, finish=False)
+        if grading.regrade_job_id is not None:
+            jobs.add(grading.regrade_job_id)
         return True
 
     async def defer(

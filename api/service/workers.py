@@ -34,6 +34,7 @@ from api.service.judging import (
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context, log_grading
 from api.service.qualification import Qualifications
+from api.service.regrade_fast import FastRegrade
 from api.service.services import Services
 from judge.errors import InputError, JudgeSpecError
 from judge.rubric import Rubric
@@ -44,8 +45,6 @@ from storage import Claim, FinishedGrading
 __all__ = ["GradingWorkers", "new_worker_id"]
 
 log = logging.getLogger("sre_judge.workers")
-
-#: unscored reasons that mean "the judge is not there now": keep the grading pending
 
 
 def new_worker_id() -> str:
@@ -78,11 +77,12 @@ class GradingWorkers:
         #: gradings whose outcome is being written: never cancelled
         self._storing: set[str] = set()
         self._deadline: float | None = None
-        self._qualifications: Qualifications | None = None
+        self._qualifications = Qualifications(services.store, services.settings)
         #: whether the last claim may have left claimable work behind (see ``_finished``)
         self._backlog = False
         #: verdicts finished together are stored in one transaction
         self._commits = GroupCommit(services.store.queue)
+        self._fast = FastRegrade(services, self._review_marks, self._account)
 
     @property
     def in_flight(self) -> int:
@@ -103,10 +103,8 @@ class GradingWorkers:
         """Stop claiming work; what is in flight may finish until ``shutdown_seconds`` from now."""
         if self._deadline is None:
             self._deadline = time.monotonic() + self.services.settings.shutdown_seconds
-            log.info(
-                "shutting down: no more work is claimed",
-                extra={"in_flight": len(self._in_flight)},
-            )
+            in_flight = {"in_flight": len(self._in_flight)}
+            log.info("shutting down: no more work is claimed", extra=in_flight)
         self.services.waiters.work.set()
 
     async def stop(self) -> None:
@@ -134,10 +132,9 @@ class GradingWorkers:
     @staticmethod
     async def _settle(task: asyncio.Task[None], deadline: float) -> None:
         """Wait for the dispatcher to see the flag and return; cancel it past the deadline."""
+        wait = max(0.1, deadline - time.monotonic())
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(
-                asyncio.shield(task), timeout=max(0.1, deadline - time.monotonic())
-            )
+            await asyncio.wait_for(asyncio.shield(task), timeout=wait)
         if not task.done():
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -165,15 +162,20 @@ class GradingWorkers:
             wake.clear()
             free = self.count - len(self._in_flight)
             claims: list[Claim] = []
+            fast, live = False, 0  # the fast path's batch was full; live claims
             if free > 0:
-                try:
-                    claims = await self.services.store.queue.claim_pending(
-                        self.worker_id, limit=free, lease_seconds=settings.lease_seconds
-                    )
+                try:  # the fast path's misses are graded the usual way, like live claims
+                    claims, fast = await self._fast.run(self.worker_id, free)
+                    more = await self.services.store.queue.claim_pending(
+                        self.worker_id, limit=free, lease_seconds=settings.lease_seconds,
+                        regrade=False,
+                    )  # fmt: skip
+                    claims, live = claims + more, len(more)
                 except Exception:
                     log.exception("claiming work failed")
             # work may be left unclaimed: no slot was free, or every free slot was filled
-            self._backlog = free == 0 or (bool(claims) and len(claims) == free)
+            full = free > 0 and (fast or live == free)
+            self._backlog = free == 0 or full
             if self.stopping:  # claimed while shutdown began: give them back at once
                 for claim in claims:
                     await self._release(claim)
@@ -182,7 +184,7 @@ class GradingWorkers:
                 task = asyncio.create_task(self.process(claim), name=f"grade-{claim.grading_id}")
                 self._in_flight[task] = claim
                 task.add_done_callback(self._finished)
-            if claims and len(claims) == free:
+            if full:
                 continue  # there may be more; slots free up and set the wake event
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout=settings.poll_seconds)
@@ -249,8 +251,6 @@ class GradingWorkers:
         self, claim: Claim, rubric: Rubric | None, result: GradingResult
     ) -> tuple[GradingResult, bool]:
         """Self-preference and provisional (judge not qualified) marks, and provisional."""
-        if self._qualifications is None:
-            self._qualifications = Qualifications(self.services.store, self.services.settings)
         result = self_preference.flag(result, claim.judge_spec, claim.agent_model)
         asking = self.services.settings.judge_asking or (rubric.asking if rubric else "single")
         return await self._qualifications.mark(claim.grading_id, claim.judge_spec, asking, result)

@@ -8,8 +8,7 @@ one transaction each, every submission audited as ``submission.imported``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import select
@@ -22,6 +21,7 @@ from storage.catalog import CatalogRepository
 from storage.database import Database
 from storage.imports.jsonl import JsonlLine
 from storage.imports.problems import ImportProblem
+from storage.imports.report import ImportAborted, ImportProgress, ImportReport, batches
 from storage.imports.rows import jsonl_submission, sregym_grading, sregym_submission
 from storage.imports.sregym import SregymAttempt
 from storage.imports.tables import SregymOriginalRowRecord
@@ -29,60 +29,6 @@ from storage.scenarios import ScenarioSpec
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
 __all__ = ["ImportAborted", "ImportProgress", "ImportReport", "ImportRepository"]
-
-_BATCH = 200
-
-
-@dataclass
-class ImportReport:
-    """What an import stored, skipped and could not read."""
-
-    submissions: int = 0
-    #: already imported earlier (same source): left as they were
-    already_imported: int = 0
-    #: SREGym verdicts kept as gradings of the external judge
-    sregym_verdicts: int = 0
-    #: gradings queued for the workers
-    queued: int = 0
-    #: attempts without a diagnosis, by outcome: stored, never graded
-    not_graded: dict[str, int] = field(default_factory=dict)
-    problems: list[ImportProblem] = field(default_factory=list)
-    #: rows handled so far: stored, already imported or refused
-    rows: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary."""
-        return {
-            "submissions": self.submissions,
-            "already_imported": self.already_imported,
-            "sregym_verdicts": self.sregym_verdicts,
-            "queued": self.queued,
-            "not_graded": dict(self.not_graded),
-            "problems": [str(p) for p in self.problems],
-        }
-
-
-#: called after each batch is committed, with the report so far
-ImportProgress = Callable[[ImportReport], Awaitable[None]]
-
-
-class ImportAborted(Exception):
-    """A strict import found problems; nothing was stored."""
-
-    def __init__(self, problems: list[ImportProblem]) -> None:
-        super().__init__(f"{len(problems)} problem(s); nothing imported")
-        self.problems = problems
-
-
-def _batches(items: Iterable[Any]) -> Iterable[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= _BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 class ImportRepository:
@@ -162,7 +108,7 @@ class ImportRepository:
         export. ``progress`` is awaited after each committed batch.
         """
         report = ImportReport()
-        for batch in _batches(attempts):
+        for batch in batches(attempts):
             async with self._db.write() as session:
                 for item in batch:
                     report.rows += 1
@@ -235,8 +181,8 @@ class ImportRepository:
         ``progress`` is awaited after each committed batch.
         """
         report = ImportReport()
-        batches = [list(lines)] if strict else _batches(lines)
-        for batch in batches:
+        groups = [list(lines)] if strict else batches(lines)
+        for batch in groups:
             async with self._db.write() as session:
                 for item in batch:
                     report.rows += 1

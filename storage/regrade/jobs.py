@@ -103,15 +103,16 @@ class RegradeRepository:
         await mark_jobs_started(self._db, session, job_ids)
 
     async def item_completed(
-        self, session: AsyncSession, grading: GradingRecord, actor: str
+        self, session: AsyncSession, grading: GradingRecord, actor: str, *, finish: bool = True
     ) -> None:
         """The queue stored the verdict of ``grading`` (in ``session``).
 
         For an item of a regrade job: carry the previous grading's overrides, promote
-        the new grading when the job says so, and end the job once it is drained.
-        Nothing happens for a live submission's grading.
+        the new grading when the job says so, and end the job once it is drained
+        (``finish`` False: the caller does, ``lifecycle.finish_jobs``). Nothing happens
+        for a live submission's grading.
         """
-        await item_completed(self._db, session, grading, actor)
+        await item_completed(self._db, session, grading, actor, finish=finish)
 
     async def pairs(self, job_id: str) -> list[FlipItem]:
         """Every item of the job beside its previous grading; NotFound for an unknown job."""

@@ -26,6 +26,7 @@ __all__ = [
     "HELD_BACK_STATES",
     "end_job",
     "finish_if_drained",
+    "finish_jobs",
     "item_completed",
     "locked_job",
     "mark_jobs_started",
@@ -66,9 +67,12 @@ async def locked_job(db: Database, session: AsyncSession, job_id: str) -> Regrad
 
 
 async def item_completed(
-    db: Database, session: AsyncSession, grading: GradingRecord, actor: str
+    db: Database, session: AsyncSession, grading: GradingRecord, actor: str, *, finish: bool = True
 ) -> None:
-    """Carry overrides, promote, and end the job when it is drained; no-op otherwise."""
+    """Carry overrides, promote, and end the job when it is drained; no-op otherwise.
+
+    ``finish`` False: the caller ends drained jobs itself (``finish_jobs``), once for
+    many items of a transaction."""
     if grading.regrade_job_id is None:
         return
     job = await locked_job(db, session, grading.regrade_job_id)
@@ -96,7 +100,17 @@ async def item_completed(
             )
     if job.mode == "promote" and grading.status == "graded" and not carried.verdict_outdated:
         await _promote(db, session, grading, job, actor)
-    await finish_if_drained(db, session, job, actor)
+    if finish:
+        await finish_if_drained(db, session, job, actor)
+
+
+async def finish_jobs(db: Database, session: AsyncSession, job_ids: set[str], actor: str) -> None:
+    """End those of the jobs ``job_ids`` that are drained (items completed with ``finish``
+    False)."""
+    for job_id in sorted(job_ids):
+        job = await locked_job(db, session, job_id)
+        if job is not None:
+            await finish_if_drained(db, session, job, actor)
 
 
 async def _promote(

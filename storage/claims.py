@@ -1,0 +1,90 @@
+"""Picking claimable gradings and what a worker is given of one it claimed.
+
+The queue (``storage.queue``) leases what ``claimable_query`` picks and hands each
+worker a :class:`~storage.models.Claim` built by ``claim_of``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, and_, or_, select
+from sqlmodel import col
+
+from storage.models import Claim
+from storage.scenario_tables import ScenarioVersionRecord as _VERSION
+from storage.tables import GradingRecord, SubmissionRecord
+
+__all__ = ["claim_of", "claimable_query"]
+
+
+def claim_of(
+    grading: GradingRecord,
+    submission: SubmissionRecord,
+    expires: datetime,
+    version_truth: Any,
+    claim_count: int,
+) -> Claim:
+    """What a worker needs of a grading it leased until ``expires``.
+
+    The ground truth is the submission's copy unless the grading targets another version
+    of the scenario's (a regrade against the newest ground truth): ``version_truth``.
+    """
+    truth = submission.ground_truth
+    if grading.scenario_version not in (None, submission.scenario_version):
+        truth = version_truth if version_truth is not None else truth
+    return Claim(
+        grading_id=grading.id,
+        submission_id=submission.id,
+        diagnosis=submission.diagnosis,
+        ground_truth=truth,
+        rubric_id=grading.rubric_id,
+        rubric_version=grading.rubric_version,
+        judge_spec=grading.judge_spec,
+        claim_count=claim_count,
+        lease_expires_at=expires,
+        agent_model=submission.model,
+    )
+
+
+def claimable_query(
+    now: datetime, limit: int, held_back: Any, *, regrade: bool | None = None
+) -> Select[Any]:
+    """Up to ``limit`` claimable gradings with their submissions and the ground truth
+    of the scenario version they target: live ones first, then oldest first.
+
+    ``held_back``: the WHERE clause excluding items of paused or cancelled jobs;
+    ``regrade``: True for regrade job items only, False for live gradings only.
+    """
+    query = (
+        select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth))
+        .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
+        .outerjoin(
+            _VERSION,
+            and_(
+                col(_VERSION.scenario_id) == col(SubmissionRecord.scenario_id),
+                col(_VERSION.version) == col(GradingRecord.scenario_version),
+            ),
+        )
+        .where(
+            col(GradingRecord.status) == "pending",
+            or_(
+                col(GradingRecord.lease_expires_at).is_(None),
+                col(GradingRecord.lease_expires_at) < now,
+            ),
+            or_(col(GradingRecord.not_before).is_(None), col(GradingRecord.not_before) <= now),
+            held_back,
+        )
+        # live submissions before batch regrade items, then oldest first
+        .order_by(
+            col(GradingRecord.regrade_job_id).is_not(None),
+            col(GradingRecord.created_at),
+            col(GradingRecord.id),
+        )
+        .limit(limit)
+    )
+    if regrade is None:
+        return query
+    job = col(GradingRecord.regrade_job_id)
+    return query.where(job.is_not(None) if regrade else job.is_(None))

@@ -1,0 +1,166 @@
+"""The cache-hit fast path of regrades: the same gradings as the usual path, in batches."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.service.regrade_fast import FastRegrade
+from api.service.services import Services
+from api.service.workers import GradingWorkers
+from judge.backends.scripted import ScriptedBackend
+from storage import Store, verify_chain
+from storage.imports import read_problems, read_sregym_folder
+from storage.keys import ServiceKey
+from tests.api.conftest import ClientFactory
+from tests.api.http.test_regrade_api import NEW_JUDGE, _finished
+from tests.storage.helpers import sregym_rubric
+from tests.support.audit import configured_chain_key
+from tests.support.sregym_results import write_sregym_results
+
+#: differ between two gradings of the same submission whatever path made them
+_NOT_CONTENT = {
+    "id", "grading_id", "created_at", "graded_at", "regrade_job_id", "previous_grading_id",
+    "lease_owner", "lease_expires_at", "judge_call_id", "started_at", "finished_at",
+}  # fmt: skip
+
+
+async def _rows(engine: AsyncEngine, table: str, job_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Rows of ``table`` of the job's items by submission, without ids and timestamps."""
+    if table == "grading":
+        sql = "SELECT submission_id AS sub, * FROM grading WHERE regrade_job_id = :job"
+    else:
+        sql = (
+            f"SELECT g.submission_id AS sub, t.* FROM {table} t "
+            "JOIN grading g ON g.id = t.grading_id WHERE g.regrade_job_id = :job"
+        )
+    by_sub: dict[str, list[dict[str, Any]]] = {}
+    async with engine.connect() as connection:
+        for row in (await connection.execute(text(sql), {"job": job_id})).mappings():
+            kept = {k: v for k, v in row.items() if k not in _NOT_CONTENT}
+            by_sub.setdefault(row["sub"], []).append(kept)
+    return {sub: sorted(rows, key=repr) for sub, rows in by_sub.items()}
+
+
+async def _import(engine: AsyncEngine, key: ServiceKey, tmp_path: Path) -> None:
+    """The 42 SREGym runs, audited under the service's key (the chain verifies whole)."""
+    fixture = write_sregym_results(tmp_path)
+    folder, problems = read_sregym_folder(fixture.root), read_problems(fixture.problems_file)
+    await Store(engine, key=key).imports.sregym(folder, problems, rubric=sregym_rubric())
+
+
+async def _create(client: Any, admin: dict[str, str]) -> str:
+    reply = await client.post(
+        "/v1/regrade-jobs", json={"judge": NEW_JUDGE, "mode": "shadow"}, headers=admin
+    )
+    assert reply.status_code == 201, reply.text
+    return str(reply.json()["id"])
+
+
+async def _slow(services: Services, job_id: str) -> None:
+    """Grade the job's items one at a time, the usual way (no fast path)."""
+    workers = GradingWorkers(services, count=1, worker_id="slow")
+    queue = services.store.queue
+    while claims := await queue.claim_pending("slow", limit=8, lease_seconds=60, regrade=True):
+        assert {c.grading_id for c in claims} <= set(await _items(services.store, job_id))
+        await asyncio.gather(*(workers.process(claim) for claim in claims))
+
+
+async def _items(store: Store, job_id: str) -> list[str]:
+    sql = "SELECT id FROM grading WHERE regrade_job_id = :job"
+    async with store.engine.connect() as connection:
+        return list((await connection.execute(text(sql), {"job": job_id})).scalars())
+
+
+async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: AsyncEngine,
+    service_key: ServiceKey,
+    tmp_path: Path,
+) -> None:
+    await _import(engine, service_key, tmp_path)
+    admin = await tokens("admin")
+    judge = ScriptedBackend(model="fail")
+    async with api_client(backends={NEW_JUDGE: judge}) as client:  # fills the judge cache
+        await _finished(client, admin, await _create(client, admin))
+    assert len(judge.requests) == 42
+    async with api_client(start_workers=False, backends={NEW_JUDGE: judge}) as client:
+        services: Services = client.app.state.services
+        slow_job, fast_job = await _create(client, admin), await _create(client, admin)
+        await client.post(f"/v1/regrade-jobs/{fast_job}/pause", headers=admin)
+        await _slow(services, slow_job)
+        await client.post(f"/v1/regrade-jobs/{fast_job}/resume", headers=admin)
+        fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
+        assert await fast.run("fast") == ([], False)  # 42 items, one batch, all hits
+        assert await fast.run("fast") == ([], False)
+        slow_view = await _finished(client, admin, slow_job)
+        fast_view = await _finished(client, admin, fast_job)
+    assert len(judge.requests) == 42  # neither path asked the judge
+    for view in (slow_view, fast_view):
+        assert (view["state"], view["done"], view["cache_hits"], view["judge_calls"]) == (
+            "done", 42, 42, 0,
+        )  # fmt: skip
+    for table in ("grading", "answer", "judge_call"):
+        slow_rows, fast_rows = (
+            await _rows(engine, table, slow_job),
+            await _rows(engine, table, fast_job),
+        )
+        assert len(fast_rows) == 42 and fast_rows == slow_rows, table
+    await _assert_completed_once(engine, fast_job)
+    assert (await verify_chain(engine, key=configured_chain_key())).ok
+
+
+def _ignore(*_: Any) -> None:
+    """No metrics in these tests."""
+
+
+async def _assert_completed_once(engine: AsyncEngine, job_id: str) -> None:
+    sql = (
+        "SELECT count(*), count(DISTINCT entity_id) FROM audit_log "
+        "WHERE event = 'grading.completed' AND entity_id IN "
+        "(SELECT id FROM grading WHERE regrade_job_id = :job)"
+    )
+    async with engine.connect() as connection:
+        total, distinct = (await connection.execute(text(sql), {"job": job_id})).one()
+    assert total == distinct == 42
+
+
+async def test_misses_and_paused_jobs_are_left_to_the_usual_path(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: AsyncEngine,
+    service_key: ServiceKey,
+    tmp_path: Path,
+) -> None:
+    await _import(engine, service_key, tmp_path)
+    admin = await tokens("admin")
+    judge = ScriptedBackend(model="fail")
+    async with api_client(start_workers=False, backends={NEW_JUDGE: judge}) as client:
+        services: Services = client.app.state.services
+        job = await _create(client, admin)  # nothing cached yet: every item is a miss
+        await client.post(f"/v1/regrade-jobs/{job}/pause", headers=admin)
+        fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
+        assert await fast.run("fast") == ([], False)  # a paused job's items are not claimed
+        await client.post(f"/v1/regrade-jobs/{job}/resume", headers=admin)
+        await asyncio.sleep(0.1)  # it looks again one poll (0.05 s here) after finding none
+        misses, full = await fast.run("fast", free=4)  # misses: no more than the free slots
+        assert len(misses) == 4 and full
+        misses, full = await fast.run("fast", free=4)  # a miss keeps the batch small
+        assert len(misses) == 4 and full
+        misses, full = await fast.run("fast")
+        assert len(misses) == 42 - 8 and not full
+        view = (await client.get(f"/v1/regrade-jobs/{job}", headers=admin)).json()
+        assert (view["done"], view["remaining"], view["cache_hits"]) == (0, 42, 0)
+    assert judge.requests == []  # the fast path never asks the judge
+    async with engine.connect() as connection:
+        owners = await connection.execute(
+            text("SELECT DISTINCT lease_owner FROM grading WHERE regrade_job_id = :job"),
+            {"job": job},
+        )
+        assert list(owners.scalars()) == ["fast"]  # still leased, for the usual path
