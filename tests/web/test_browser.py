@@ -5,7 +5,8 @@ tests skip, and with CI=true they fail instead (``.ci/run`` installs it)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.judge_server import running_judge_server, sregym_reply
+from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
 from tests.support.service_process import ServiceProcess, cli, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -67,28 +68,39 @@ def _submit(url: str, token: str, diagnosis: str, agent: str) -> str:
     return str(response.json()["id"])
 
 
-@pytest.fixture
-def workbench(database_url: str, tmp_path: Path) -> Iterator[Workbench]:
-    """A service with a scripted judge, three tokens and two gradings (one hostile)."""
-    _browser_or_skip()
+@contextmanager
+def served_workbench(
+    database_url: str, log: Path, names: Sequence[tuple[str, str]], **settings: str
+) -> Iterator[tuple[ServiceProcess, JudgeServer, dict[str, str]]]:
+    """A real ``serve`` with a scripted judge and a token per (role, name) in ``names``."""
     reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE)
     with running_judge_server(default=reply) as judge:
         env = {
             "SRE_JUDGE_DATABASE_URL": database_url,
             "SRE_JUDGE_JUDGE": f"openai:m@http://127.0.0.1:{judge.port}/v1",
             "SRE_JUDGE_POLL_SECONDS": "0.1",
+            **settings,
         }
         tokens = {}
-        for role, name in (("submitter", "agent"), ("adjudicator", "Ada"), ("adjudicator", "Bob")):
+        for role, name in names:
             done = cli("tokens", "create", "--role", role, "--name", name, env=env)
             assert done.returncode == 0, done.stderr
             tokens[name] = done.stdout.strip()
-        with serving(env, tmp_path / "serve.log") as service:
-            ids = [
-                _submit(service.url, tokens["agent"], DIAGNOSIS, "alpha"),
-                _submit(service.url, tokens["agent"], HOSTILE, "mallory"),
-            ]
-            yield Workbench(service, tokens, ids)
+        with serving(env, log) as service:
+            yield service, judge, tokens
+
+
+@pytest.fixture
+def workbench(database_url: str, tmp_path: Path) -> Iterator[Workbench]:
+    """A service with a scripted judge, three tokens and two gradings (one hostile)."""
+    _browser_or_skip()
+    names = (("submitter", "agent"), ("adjudicator", "Ada"), ("adjudicator", "Bob"))
+    with served_workbench(database_url, tmp_path / "serve.log", names) as (service, _, tokens):
+        ids = [
+            _submit(service.url, tokens["agent"], DIAGNOSIS, "alpha"),
+            _submit(service.url, tokens["agent"], HOSTILE, "mallory"),
+        ]
+        yield Workbench(service, tokens, ids)
 
 
 @pytest.fixture

@@ -19,18 +19,18 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
-from tests.support.service_process import ServiceProcess, cli, serving
+from tests.support.judge_server import JudgeServer, sregym_reply
+from tests.support.service_process import ServiceProcess
 from tests.support.submissions import IDS
 from tests.web.test_browser import (
     DIAGNOSIS,
     QUOTE,
-    SIX_WITHOUT_D1Q1,
-    TRUTH,
     _browser_or_skip,
     _page,
     _sign_in,
+    _submit,
     browser,
+    served_workbench,
 )
 
 __all__ = ["browser"]
@@ -52,40 +52,19 @@ class Bench:
     gradings: list[str] = field(default_factory=list)
 
 
-def _submit(url: str, token: str, text: str, agent: str) -> str:
-    response = httpx.post(
-        f"{url}/v1/submissions?wait=20",
-        json={"diagnosis": text, "ground_truth": TRUTH, "agent": agent},
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-    )
-    assert response.status_code == 201, response.text
-    return str(response.json()["id"])
-
-
 @pytest.fixture
 def bench(database_url: str, tmp_path: Path) -> Iterator[Bench]:
     """Four gradings of two agents (one with a hostile name), every role's token."""
     _browser_or_skip()
-    reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE)
-    with running_judge_server(default=reply) as judge:
-        env = {
-            "SRE_JUDGE_DATABASE_URL": database_url,
-            "SRE_JUDGE_JUDGE": f"openai:m@http://127.0.0.1:{judge.port}/v1",
-            "SRE_JUDGE_POLL_SECONDS": "0.1",
-            "SRE_JUDGE_JUDGE_CONCURRENCY": "1",
-        }
-        tokens = {}
-        for role, name in (("submitter", "agent"), ("adjudicator", "Ada"), ("admin", "Root")):
-            done = cli("tokens", "create", "--role", role, "--name", name, env=env)
-            assert done.returncode == 0, done.stderr
-            tokens[name] = done.stdout.strip()
-        with serving(env, tmp_path / "serve.log") as service:
-            made = Bench(service, judge, tokens)
-            for i, agent in enumerate(["alpha", "alpha", HOSTILE_AGENT, HOSTILE_AGENT]):
-                text = f"{DIAGNOSIS} Attempt {i}."
-                made.gradings.append(_submit(service.url, tokens["agent"], text, agent))
-            yield made
+    names = (("submitter", "agent"), ("adjudicator", "Ada"), ("admin", "Root"))
+    log = tmp_path / "serve.log"
+    one_at_a_time = {"SRE_JUDGE_JUDGE_CONCURRENCY": "1"}
+    with served_workbench(database_url, log, names, **one_at_a_time) as (service, judge, tokens):
+        made = Bench(service, judge, tokens)
+        for i, agent in enumerate(["alpha", "alpha", HOSTILE_AGENT, HOSTILE_AGENT]):
+            text = f"{DIAGNOSIS} Attempt {i}."
+            made.gradings.append(_submit(service.url, tokens["agent"], text, agent))
+        yield made
 
 
 def _press(page: Any, keys: list[str], *, navigates: bool = False) -> int:
