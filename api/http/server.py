@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable, Generator
 from types import FrameType
@@ -65,11 +65,14 @@ class GracefulServer(uvicorn.Server):
 
 
 def announce_judge_on_start(app: Litestar) -> None:
-    """Make ``app`` say on start, on stderr, which judge it will use and whether it answered."""
+    """Make ``app`` log on start (logger ``sre_judge.startup``, a warning when the judge
+    did not answer) which judge it will use, where, and the setting that changes it."""
     from api.service.judge_status import judge_status, startup_message
 
     async def announce(app: Litestar) -> None:
-        print(startup_message(await judge_status(app.state.services)), file=sys.stderr)
+        status = await judge_status(app.state.services)
+        level = logging.INFO if status["ok"] else logging.WARNING
+        logging.getLogger("sre_judge.startup").log(level, startup_message(status))
 
     app.on_startup.append(announce)
 

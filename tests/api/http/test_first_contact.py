@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -17,12 +18,13 @@ SECRET = "hunter2-do-not-print"
 
 
 def _log_line(log: Path, start: str, seconds: float = 20) -> str:
-    """The first line of the service's log that starts with ``start``."""
+    """The message of the first record of the service's JSON log that starts with ``start``."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         for line in log.read_text(errors="replace").splitlines():
-            if line.startswith(start):
-                return line
+            message = str(json.loads(line).get("message", ""))  # every line is JSON
+            if message.startswith(start):
+                return message
         time.sleep(0.1)
     raise AssertionError(f"no line starting {start!r} in:\n{log.read_text(errors='replace')}")
 
