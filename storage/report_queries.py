@@ -94,8 +94,9 @@ class ReportFilter:
     current_only: bool = True
 
 
-def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
-    """``query`` (over gradings joined to submissions) restricted to ``filters``."""
+def submission_filtered(query: Any, filters: ReportFilter) -> Any:
+    """``query`` (over submissions) restricted to the filters on submission columns:
+    agent, model, scenario, run and ground-truth source."""
     equal = [
         (_S.agent, filters.agent),
         (_S.model, filters.model),
@@ -106,6 +107,12 @@ def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
     for column, value in equal:
         if value is not None:
             query = query.where(col(column) == value)
+    return query
+
+
+def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
+    """``query`` (over gradings joined to submissions) restricted to ``filters``."""
+    query = submission_filtered(query, filters)
     if filters.rubric is not None:
         labelled = col(_G.rubric_id) + "@" + col(_G.rubric_version)
         query = query.where(or_(col(_G.rubric_id) == filters.rubric, labelled == filters.rubric))

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,7 +22,7 @@ from judge.rubric import Rubric
 from storage.database import Database
 from storage.exports import ExportedGrading, attach, rubrics_in_scope
 from storage.imports.tables import SregymOriginalRowRecord
-from storage.report_queries import ReportFilter, filtered, joined
+from storage.report_queries import ReportFilter, filtered, joined, submission_filtered
 from storage.tables import GradingRecord, SubmissionRecord
 
 __all__ = ["OriginalRow", "OriginalRowExport", "OriginalRowReads"]
@@ -49,20 +48,6 @@ class OriginalRowExport:
     #: every column of the rows' files, in the order first seen
     columns: list[str]
     rows: AsyncIterator[OriginalRow]
-
-
-def _submission_filtered(query: Any, filters: ReportFilter) -> Any:
-    equal = [
-        (SubmissionRecord.agent, filters.agent),
-        (SubmissionRecord.model, filters.model),
-        (SubmissionRecord.scenario_id, filters.scenario_id),
-        (SubmissionRecord.run_id, filters.run_id),
-        (SubmissionRecord.ground_truth_source, filters.ground_truth_source),
-    ]
-    for column, value in equal:
-        if value is not None:
-            query = query.where(col(column) == value)
-    return query
 
 
 class OriginalRowReads:
@@ -92,7 +77,7 @@ async def _columns(session: AsyncSession, filters: ReportFilter) -> list[str]:
     query = select(col(o.columns)).join(
         SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
     )
-    query = _submission_filtered(query, filters).order_by(col(o.path), col(o.line))
+    query = submission_filtered(query, filters).order_by(col(o.path), col(o.line))
     seen: dict[str, None] = {}
     for columns in (await session.execute(query)).scalars():
         for column in columns:
@@ -109,7 +94,7 @@ async def _stream(
         query = select(o, SubmissionRecord).join(
             SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
         )
-        query = _submission_filtered(query, filters)
+        query = submission_filtered(query, filters)
         if after is not None:
             path, line, last = after
             query = query.where(
