@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import subprocess
 import sys
@@ -148,10 +149,25 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
 
 
+def save_result(save: Path | None, combo: Combo, item: GoldItem, result: GradingResult) -> None:
+    """Append one grading (its answers, verdict and calls) to ``save`` as a JSON line."""
+    if save is None:
+        return
+    record = {"combo": combo.name, "case": item.id, "variant": item.variant}
+    record["result"] = result.model_dump(mode="json")
+    with save.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
+
+
 async def run_combo(
-    combo: Combo, server: Any, rubric: Rubric, items: list[GoldItem], max_tokens: int
+    combo: Combo,
+    server: Any,
+    rubric: Rubric,
+    items: list[GoldItem],
+    options: argparse.Namespace,
 ) -> list[Figure]:
     """Grade ``items`` one at a time with ``combo``; its figures."""
+    max_tokens = options.max_tokens
     limits = StreamLimits(first_token=900, idle=120, total=3600)
     backend = OpenAIBackend(server.model, base_url=server.base_url, limits=limits)
     grader = Grader(
@@ -166,6 +182,7 @@ async def run_combo(
         started = time.monotonic()
         results.append(await grader.grade(rubric, item.ground_truth, item.diagnosis))
         seconds.append(time.monotonic() - started)
+        save_result(options.save, combo, item, results[-1])
         print(f"  {combo.name} {number}/{len(items)} {item.id}: {seconds[-1]:.0f}s", flush=True)
     await backend.aclose()
     figures = calibration_figures(rubric, items, results)
@@ -209,6 +226,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, help="a subset balanced over the variants")
     parser.add_argument("--gold", type=Path, default=DEFAULT_GOLD)
     parser.add_argument("--max-tokens", type=int, default=1536)
+    parser.add_argument("--save", type=Path, help="append every grading to this JSONL file")
     args = parser.parse_args(argv)
     rubric = load_rubric_dir()["sregym-rca"]
     items = balanced_subset(load_gold(args.gold.read_text(), rubric), args.limit)
@@ -219,7 +237,9 @@ async def main(argv: Sequence[str] | None = None) -> None:
         running_llama_server(Path(folder), n_ctx=N_CTX, model_path=path) as server,
     ):
         for combo in parse_combos(args.combos):
-            figures += await run_combo(combo, server, rubric, items, args.max_tokens)
+            found = await run_combo(combo, server, rubric, items, args)
+            print_report("judge_quality", f"{combo.name} on the calibration set", found)
+            figures += found
     print_report("judge_quality", "judge quality on the calibration set", figures)
 
 
