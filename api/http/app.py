@@ -9,6 +9,7 @@ from litestar import Litestar
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.pydantic import PydanticPlugin
+from litestar.routes import HTTPRoute
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.http.auth import current_principal
@@ -88,7 +89,27 @@ def create_app(
         lifespan=[lifespan],
     )
     document_api(app)
+    allow_every_method(app)
     app.state.services = services
     app.state.metrics = metrics
     app.state.workers = runtime.workers
     return app
+
+
+def allow_every_method(app: Litestar) -> None:
+    """Make ``OPTIONS`` list every method of its path in ``Allow``.
+
+    Litestar (2.25) makes a path's ``OPTIONS`` handler with the path's first route
+    handler; when a second handler for the same path (``GET`` beside ``POST``) joins,
+    the new route keeps that ``OPTIONS`` handler, which still reads the first route's
+    methods. Point each such handler back at the route that serves it."""
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute):
+            continue
+        for handler in route.route_handlers:
+            fn = handler.fn
+            if fn.__name__ != "options_handler" or "self" not in fn.__code__.co_freevars:
+                continue
+            cell = (fn.__closure__ or ())[fn.__code__.co_freevars.index("self")]
+            if isinstance(cell.cell_contents, HTTPRoute):
+                cell.cell_contents = route

@@ -1,11 +1,15 @@
 """Input no database can store, refused at the edge before any handler runs.
 
-PostgreSQL cannot store a NUL character in text (nor ``\\u0000`` in JSON), no database
-stores a date past year 9999 once moved to UTC, and a JSON document nested thousands of
-levels deep exhausts the parsers' recursion. Each is answered here, for every route at
-once, with a problem+json naming the field: 422 for a value, 400 for a document. The
-checks are cheap on ordinary requests: a body is parsed a second time only when its
-bytes hint at a NUL, and its depth is measured only when it holds many brackets.
+PostgreSQL cannot store a NUL character in text (nor ``\\u0000`` in JSON), and a JSON
+document nested thousands of levels deep exhausts the parsers' recursion. Each is
+answered here, for every route at once, with a problem+json naming the field: 422 for a
+value, 400 for a document. The checks are cheap on ordinary requests: a body is parsed a
+second time only when its bytes hint at a NUL, and its depth is measured only when it
+holds many brackets.
+
+A date bound of a filter (``created_after``, ``a.created_before``, ...) is not refused for
+its year: :func:`bound_query_dates` moves it within the years rows are stored in (see
+:func:`api.service.schemas.bounded_date`), which selects the same rows.
 """
 
 from __future__ import annotations
@@ -13,17 +17,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+from urllib.parse import quote, unquote_plus
 
 from litestar import Request
 
 from api.http.problems import ApiProblem
-from api.service.schemas import EARLIEST, LATEST
+from api.service.schemas import EARLIEST, LATEST, bounded_date
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "TEXT_BODIES",
+    "bound_query_dates",
     "check_params",
     "refuse_unstorable_input",
     "unstorable",
@@ -60,16 +66,31 @@ def _refuse(field: str, message: str, status: int = 422) -> ApiProblem:
 
 def _check_date(name: str, value: str) -> None:
     try:
-        when = datetime.fromisoformat(value)
+        datetime.fromisoformat(value)
     except ValueError:
         raise _refuse(name, "must be an ISO 8601 date-time") from None
-    aware = when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _bounded_part(part: bytes) -> bytes:
+    name, sep, value = part.partition(b"=")
+    if not sep or not _DATE_PARAM.search(unquote_plus(name.decode("latin-1"))):
+        return part
     try:
-        in_range = EARLIEST <= aware <= LATEST
-    except OverflowError:
-        in_range = False
-    if not in_range:
-        raise _refuse(name, f"must lie between {EARLIEST.year} and {LATEST.year}")
+        when = datetime.fromisoformat(unquote_plus(value.decode("utf-8")))
+    except ValueError:
+        return part  # the guard answers 422 naming it
+    bounded = bounded_date(when)
+    if EARLIEST < bounded < LATEST:
+        return part  # within the stored years: as sent
+    return name + b"=" + quote(bounded.isoformat()).encode()
+
+
+def bound_query_dates(query: bytes) -> bytes:
+    """``query`` with each date bound of a filter within the stored years (other
+    parameters byte for byte as sent)."""
+    if b"created_" not in query:
+        return query
+    return b"&".join(_bounded_part(part) for part in query.split(b"&"))
 
 
 def check_params(request: Request[Any, Any, Any]) -> None:

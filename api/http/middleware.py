@@ -18,6 +18,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.http.input_guard import bound_query_dates
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context
 
@@ -54,6 +55,7 @@ class RequestContextMiddleware(ASGIMiddleware):
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         """Run the rest of the stack with the request id bound."""
         request_id = request_id_from(scope)
+        scope["query_string"] = bound_query_dates(scope.get("query_string", b""))
         status = 500
         started = time.perf_counter()
 

@@ -35,6 +35,7 @@ from litestar.openapi.spec import (
 )
 from litestar.routes import HTTPRoute
 
+from api.http.openapi_schemas import document_request_bodies, forbid_nul
 from api.http.problems import PROBLEM_MEDIA_TYPE
 from api.service.reports.exports import MEDIA_TYPES
 
@@ -187,6 +188,7 @@ def document_api(app: Litestar) -> None:
         return
     components.schemas = {**(components.schemas or {}), "Problem": _PROBLEM}
     components.security_schemes = {**(components.security_schemes or {}), "bearer": BEARER}
+    document_request_bodies(app)
     handlers = _handlers(app)
     for path, item in (document.paths or {}).items():
         for method in ("get", "put", "post", "delete", "patch"):
@@ -198,6 +200,10 @@ def document_api(app: Litestar) -> None:
                 operation.description = inspect.cleandoc(handler.fn.__doc__)
             if _guarded(handler):
                 operation.security = [{"bearer": []}]
+            for parameter in operation.parameters or ():
+                forbid_nul(getattr(parameter, "schema", None))
+                if getattr(parameter, "name", "") == "If-Match":
+                    parameter.required = True  # the handler answers 428 without it
             for status in sorted(required_errors(handler, operation, path)):
                 operation.responses[str(status)] = _problem(status)
             _success(operation, OTHER_SUCCESS.get(str(handler.operation_id), ()))

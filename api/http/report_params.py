@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import cast, get_args
+from typing import Annotated, Any, cast
 
-from litestar.params import FromQuery
+from litestar.params import FromQuery, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.http.problems import ApiProblem
@@ -14,7 +15,16 @@ from api.service.reports.models import ARM_FIELDS
 from storage.report_queries import GROUP_KEYS, GroundTruthSource, GroupKey, ReportFilter
 from storage.report_scope import Include, Provisional
 
-__all__ = ["ARM_FIELDS", "ArmQuery", "arm_filters", "parse_group_by", "report_filter"]
+__all__ = [
+    "ARM_FIELDS",
+    "ArmQuery",
+    "GroupByParam",
+    "arm_filters",
+    "comma_list_param",
+    "parse_comma_list",
+    "parse_group_by",
+    "report_filter",
+]
 
 _TEXT = Field(default=None, min_length=1, max_length=300)
 
@@ -77,20 +87,38 @@ async def report_filter(
     )
 
 
-def parse_group_by(value: str | None) -> list[GroupKey]:
-    """``"agent,model"`` -> ``["agent", "model"]``; 422 naming ``group_by`` otherwise."""
-    if not value:
-        return []
-    names = [part.strip() for part in value.split(",") if part.strip()]
-    unknown = [n for n in names if n not in get_args(GroupKey)]
-    if unknown or len(set(names)) != len(names):
+def comma_list_param(names: Sequence[str], description: str) -> Any:
+    """A query parameter holding a comma-separated list of ``names`` (repeats allowed),
+    documented with the pattern :func:`parse_comma_list` applies."""
+    word = f"(?:{'|'.join(re.escape(n) for n in names)})"
+    pattern = f"^(?:{word}(?:,{word})*)?$"
+    return QueryParameter(description=description, schema_extra={"pattern": pattern})
+
+
+def parse_comma_list(value: str | None, names: Sequence[str], field: str) -> list[str]:
+    """``"agent,model,agent"`` -> ``["agent", "model"]``; 422 naming ``field`` when a part
+    is not one of ``names``."""
+    parts = value.split(",") if value else []
+    unknown = [part for part in parts if part not in names]
+    if unknown:
         raise ApiProblem(
             422,
             "Invalid request",
-            f"group_by takes distinct names among {', '.join(GROUP_KEYS)}; got {value!r}",
-            field="group_by",
+            f"{field}: {unknown[0]!r} is not one of {', '.join(names)}",
+            field=field,
         )
-    return [cast(GroupKey, n) for n in names]
+    return list(dict.fromkeys(parts))
+
+
+GroupByParam = Annotated[
+    str | None,
+    comma_list_param(GROUP_KEYS, "comma-separated among " + ", ".join(GROUP_KEYS)),
+]
+
+
+def parse_group_by(value: str | None) -> list[GroupKey]:
+    """``"agent,model"`` -> ``["agent", "model"]``; 422 naming ``group_by`` otherwise."""
+    return [cast(GroupKey, n) for n in parse_comma_list(value, GROUP_KEYS, "group_by")]
 
 
 def _arm(prefix: str, params: Mapping[str, Sequence[str]]) -> ReportFilter:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 from storage.scenarios import ScenarioSpec
 
 __all__ = [
+    "SCENARIO_ID_PATTERN",
     "ScenarioCreate",
     "ScenarioLoadItem",
     "ScenarioLoadReport",
@@ -30,6 +31,10 @@ _SET = Field(
     pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
     description="the scenario set, e.g. public or held-out (default: default)",
 )
+
+
+#: what a scenario id may hold (``/`` included: SREGym's problem ids nest)
+SCENARIO_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"
 
 
 class ScenarioUpdate(BaseModel):
@@ -55,7 +60,7 @@ class ScenarioCreate(ScenarioUpdate):
     id: StrictStr = Field(
         min_length=1,
         max_length=128,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$",
+        pattern=SCENARIO_ID_PATTERN,
         description="scenario id; may contain `/`; may not start with `inline:` nor end "
         "with `/versions` or `/versions/<n>`",
     )

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+)
 
 __all__ = [
     "EARLIEST",
     "LATEST",
     "MAX_INT32",
     "AnswerPublic",
+    "BoundedDatetime",
+    "DatetimeText",
     "DimensionPublic",
     "GradingCore",
     "GradingPage",
@@ -22,6 +33,7 @@ __all__ = [
     "SubmissionPublic",
     "TagPublic",
     "VotePublic",
+    "bounded_date",
 ]
 
 _NAME = Field(default=None, max_length=200)
@@ -32,10 +44,57 @@ EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
+def bounded_date(value: datetime) -> datetime:
+    """``value`` moved to UTC (naive read as UTC) and kept between :data:`EARLIEST` and
+    :data:`LATEST`: no row was stored outside them, so a filter bound before 1900 reads as
+    1900 and one after 9000 as 9000, which selects the same rows, and no bound overflows
+    the databases' (or Python's) range once moved to UTC."""
+    aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+    try:
+        moved = aware.astimezone(UTC)
+    except OverflowError:  # year 1 or 9999 with an offset that leaves the calendar
+        return EARLIEST if aware.year < EARLIEST.year else LATEST
+    return min(max(moved, EARLIEST), LATEST)
+
+
+def _date_as_text(value: Any) -> Any:
+    if isinstance(value, str | datetime):
+        return value
+    raise ValueError("a date-time is written as ISO 8601 text, e.g. 2026-12-01T00:00:00Z")
+
+
+#: a date-time a request names, as ISO 8601 text (a number is refused, not read as epoch)
+DatetimeText = Annotated[datetime, BeforeValidator(_date_as_text)]
+#: the same with its offset, kept within the stored years (the bounds of a filter)
+BoundedDatetime = Annotated[
+    AwareDatetime, BeforeValidator(_date_as_text), AfterValidator(bounded_date)
+]
+
+
+def exactly_one(*choices: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """JSON Schema for "exactly one of these choices": each choice gives the properties it
+    needs (required, as typed); the other ``fields`` are then absent or null."""
+    branches = []
+    for choice in choices:
+        others = {name: {"type": "null"} for name in fields if name not in choice}
+        branches.append({"required": list(choice), "properties": {**choice, **others}})
+    return {"oneOf": branches}
+
+
+_TEXT_SCHEMA: dict[str, Any] = {"type": "string"}
+
+
 class SubmissionCreate(BaseModel):
     """A diagnosis to grade, with exactly one of ``scenario_id`` and ``ground_truth``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=exactly_one(
+            {"scenario_id": _TEXT_SCHEMA},
+            {"ground_truth": _TEXT_SCHEMA},
+            fields=("scenario_id", "ground_truth"),
+        ),
+    )
 
     diagnosis: StrictStr
     scenario_id: StrictStr | None = Field(default=None, max_length=128)
@@ -207,7 +266,15 @@ class GradingPage(BaseModel):
 class OverrideCreate(BaseModel):
     """One human correction: an answer, the verdict, or the withdrawal of an override."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=exactly_one(
+            {"question_id": _TEXT_SCHEMA, "answer": {"enum": ["yes", "no"]}},
+            {"verdict": {"enum": ["pass", "fail"]}},
+            {"withdraw": _TEXT_SCHEMA},
+            fields=("question_id", "answer", "verdict", "withdraw"),
+        ),
+    )
 
     reason: StrictStr = Field(min_length=3, max_length=4000)
     question_id: StrictStr | None = Field(default=None, max_length=32)

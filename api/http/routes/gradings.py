@@ -72,7 +72,7 @@ async def list_gradings(
     )
     views, next_cursor = await services.store.gradings.page(
         filters=filters,
-        after=cursor,
+        after=cursor or None,  # an empty cursor is the first page
         limit=limit,
         submitted_by=None if principal.at_least("adjudicator") else principal.id,
     )

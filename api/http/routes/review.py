@@ -15,9 +15,14 @@ from api.service.adjudication import review_items
 from api.service.presenters import render_gradings
 from api.service.principal import Principal
 from api.service.services import Services
+from judge.review_reasons import ReviewReason
 from storage import GradingView, ReviewItem
 
 __all__ = ["claim_review", "finish_review", "label_grading", "review_queue"]
+
+
+#: the reasons an item can be in the queue for (``reason=`` keeps one)
+REASONS = [reason.value for reason in ReviewReason]
 
 
 class ClaimCreate(BaseModel):
@@ -58,7 +63,7 @@ async def review_queue(
     principal: NamedDependency[Principal],
     agent: FromQuery[str | None] = None,
     scenario_id: FromQuery[str | None] = None,
-    reason: FromQuery[str | None] = None,
+    reason: Annotated[str | None, QueryParameter(schema_extra={"enum": REASONS})] = None,
     blind: FromQuery[bool] = False,
     limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
 ) -> dict[str, Any]:

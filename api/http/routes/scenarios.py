@@ -14,7 +14,7 @@ from typing import Annotated
 
 from litestar import Request, Response, get, post, put
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
+from litestar.params import FromQuery, HeaderParameter, JSONBody, PathParameter, QueryParameter
 
 from api.http.auth import require
 from api.http.preconditions import expected_revision
@@ -22,6 +22,7 @@ from api.http.problems import ApiProblem
 from api.service.principal import Principal
 from api.service.scenario_loading import LoadFormat
 from api.service.scenario_schemas import (
+    SCENARIO_ID_PATTERN,
     ScenarioCreate,
     ScenarioLoadItem,
     ScenarioLoadReport,
@@ -42,6 +43,7 @@ from api.service.scenarios import (
     update_scenario,
 )
 from api.service.services import Services
+from storage.errors import NotFound
 from storage.scenario_reads import ScenarioFilter
 
 __all__ = [
@@ -105,7 +107,7 @@ async def list_scenario_page(
         created_after=created_after,
         created_before=created_before,
     )
-    return await list_scenarios(services, principal, filters, cursor=cursor, limit=limit)
+    return await list_scenarios(services, principal, filters, cursor=cursor or None, limit=limit)
 
 
 @post(
@@ -136,6 +138,16 @@ async def load_scenario_file(
     return await load_scenarios(services, principal, text, fmt=chosen)
 
 
+_PATH_LENGTH = 160
+#: a scenario id (it may hold ``/``), or ``<id>/versions`` or ``<id>/versions/<n>``
+ScenarioIdPath = Annotated[
+    Path,
+    PathParameter(
+        schema_extra={"format": None, "pattern": SCENARIO_ID_PATTERN, "max_length": _PATH_LENGTH}
+    ),
+]
+
+
 @get(
     "/v1/scenarios/{scenario_id:path}",
     guards=[require("adjudicator")],
@@ -143,7 +155,7 @@ async def load_scenario_file(
     summary="A scenario, its ground-truth versions (.../versions) or one (.../versions/{n})",
 )
 async def get_scenario(
-    scenario_id: FromPath[Path],
+    scenario_id: ScenarioIdPath,
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
 ) -> Response[ScenarioPublic | ScenarioVersionList | ScenarioVersionPublic]:
@@ -166,7 +178,7 @@ async def get_scenario(
     summary="A new ground truth (a new version) or new metadata (If-Match required)",
 )
 async def put_scenario(
-    scenario_id: FromPath[Path],
+    scenario_id: ScenarioIdPath,
     data: JSONBody[ScenarioUpdate],
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
@@ -175,7 +187,9 @@ async def put_scenario(
     """A changed ground truth becomes a new version (old ones stay readable); a changed
     title, tag list or set is written in place. If-Match holds the scenario's ETag (its
     version): 428 without it, 412 when another version came first."""
-    version = expected_revision(if_match, what="scenario updates need If-Match with its ETag")
     path = str(scenario_id).removeprefix("/")
+    if len(path) > _PATH_LENGTH or not re.fullmatch(SCENARIO_ID_PATTERN, path):  # none such
+        raise NotFound(f"no scenario with id {path!r}")
+    version = expected_revision(if_match, what="scenario updates need If-Match with its ETag")
     done = await update_scenario(services, principal, path, data, expected_version=version)
     return Response(done, headers=_etag(done.version))

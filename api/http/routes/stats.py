@@ -12,7 +12,13 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery
 
 from api.http.auth import require
-from api.http.report_params import ARM_FIELDS, arm_filters, parse_group_by, report_filter
+from api.http.report_params import (
+    ARM_FIELDS,
+    GroupByParam,
+    arm_filters,
+    parse_group_by,
+    report_filter,
+)
 from api.service.reports.models import (
     ComparisonReport,
     DimensionReport,
@@ -39,7 +45,6 @@ __all__ = [
 ]
 
 VerdictsParam = FromQuery[Literal["effective", "judge"]]
-GroupByParam = FromQuery[str | None]
 
 _COMMON: dict[str, Any] = {
     "guards": [require("adjudicator")],

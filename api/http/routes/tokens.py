@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from litestar import get, post
@@ -12,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from api.http.auth import require
 from api.service.principal import Principal, Role
+from api.service.schemas import DatetimeText
 from api.service.services import Services
 from api.service.tokens import issue_token
 from storage import TokenRecord
@@ -26,7 +26,7 @@ class TokenCreate(BaseModel):
 
     name: StrictStr = Field(min_length=1, max_length=128)  # the column's length
     role: Role
-    expires_at: datetime | None = None
+    expires_at: DatetimeText | None = None
     inline_ground_truth: StrictBool = Field(
         default=False,
         description="may send its own ground truth (SRE_JUDGE_INLINE_GROUND_TRUTH=per_token)",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
+from api.service.schemas import BoundedDatetime
 from storage.regrade.progress import JobView
 from storage.regrade.select import RegradeFilter
 
@@ -23,8 +24,8 @@ class RegradeFilterIn(BaseModel):
     agent: StrictStr | None = _NAME
     model: StrictStr | None = _NAME
     scenario_id: StrictStr | None = Field(default=None, max_length=128)
-    created_after: AwareDatetime | None = None
-    created_before: AwareDatetime | None = None
+    created_after: BoundedDatetime | None = None
+    created_before: BoundedDatetime | None = None
     rubric_version: StrictStr | None = Field(
         default=None,
         max_length=160,

@@ -58,8 +58,7 @@ async def test_a_lone_surrogate_is_refused(api_client: Any, tokens: Any) -> None
     [
         "/v1/gradings?agent=%00",
         "/v1/gradings?scenario_id=a%00b",
-        f"/v1/gradings?created_after={EDGE_DATE}",
-        "/v1/gradings?created_before=0001-01-01T00:00:00%2B14:00",
+        "/v1/gradings?created_after=not-a-date",
     ],
 )
 async def test_unstorable_filters_are_422_naming_the_parameter(
@@ -75,27 +74,50 @@ async def test_unstorable_filters_are_422_naming_the_parameter(
     assert problem["detail"].startswith(f"{name}: ")
 
 
+#: the earliest date-time there is, which leaves the calendar once moved to UTC
+FIRST_DATE = "0001-01-01T00:00:00%2B14:00"
+
+
 @pytest.mark.parametrize(
-    "path",
+    ("path", "total"),
     [
-        "/v1/stats/pass-rates",
-        "/v1/stats/questions",
-        "/v1/stats/dimensions",
-        "/v1/stats/failure-tags",
-        "/v1/stats/agreement",
+        ("/v1/stats/pass-rates", lambda body: body["overall"]["n"]),
+        ("/v1/stats/questions", lambda body: max((q["n"] for q in body["questions"]), default=0)),
+        ("/v1/gradings", lambda body: len(body["items"])),
     ],
 )
-async def test_report_routes_refuse_edge_dates(api_client: Any, tokens: Any, path: str) -> None:
+async def test_a_date_bound_beyond_the_stored_years_reads_as_their_end(
+    api_client: Any, tokens: Any, path: str, total: Any
+) -> None:
+    """Dates up to year 9999 with any offset are answered, not refused: a bound before
+    1900 or after 9000 selects what the end of the stored range selects."""
     admin = await tokens("admin")
     async with api_client() as client:
-        answer = await client.get(f"{path}?created_after={EDGE_DATE}", headers=admin)
-        compare = await client.get(
-            f"/v1/stats/compare?a.agent=x&b.created_before={EDGE_DATE}", headers=admin
+        graded = await client.post("/v1/submissions?wait=10", json=BASE, headers=admin)
+        assert graded.status_code == 201, graded.text
+
+        async def count(query: str) -> int:
+            answer = await client.get(f"{path}?{query}", headers=admin)
+            assert answer.status_code == 200, answer.text
+            return int(total(answer.json()))
+
+        assert await count(f"created_before={EDGE_DATE}") == 1
+        assert await count(f"created_after={FIRST_DATE}") == 1
+        assert await count(f"created_after={EDGE_DATE}") == 0
+        assert await count(f"created_before={FIRST_DATE}") == 0
+
+
+async def test_a_comparison_takes_edge_dates_in_either_arm(api_client: Any, tokens: Any) -> None:
+    admin = await tokens("admin")
+    async with api_client() as client:
+        await client.post("/v1/submissions?wait=10", json=BASE, headers=admin)
+        answer = await client.get(
+            f"/v1/stats/compare?a.created_before={EDGE_DATE}&b.created_after={FIRST_DATE}",
+            headers=admin,
         )
-    assert answer.status_code == 422, answer.text
-    assert answer.json()["errors"][0]["field"] == "created_after"
-    assert compare.status_code == 422, compare.text
-    assert compare.json()["errors"][0]["field"] == "b.created_before"
+    assert answer.status_code == 200, answer.text
+    arms = answer.json()
+    assert arms["a"]["outcome"]["n"] == arms["b"]["outcome"]["n"] == 1
 
 
 async def test_a_token_expiring_past_the_storable_range_is_refused(

@@ -1,0 +1,116 @@
+"""Request schemas in the OpenAPI document exactly as the server validates them.
+
+Litestar's generator drops part of what a pydantic model enforces: patterns, exclusive
+bounds (``gt=0``), ``extra="forbid"`` (no ``additionalProperties: false``), the type of
+``dict[str, Literal[...]]``. A client generated from such a document, or a property-based
+tester, sends bodies the server then refuses. :func:`document_request_bodies` replaces
+the schema of every request body model (and the models it nests) with pydantic's own, in
+validation mode, so the document states the rules the server applies.
+
+:func:`forbid_nul` adds what the input guard refuses everywhere
+(:mod:`api.http.input_guard`): no string may hold a NUL character.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Litestar
+from litestar.handlers import HTTPRouteHandler
+from litestar.openapi.spec import Components, Reference, Schema
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+__all__ = ["NO_NUL", "document_request_bodies", "forbid_nul"]
+
+#: the pattern of every free-text string the API takes (PostgreSQL stores no NUL)
+NO_NUL = "^[^\\u0000]*$"
+_REF_TEMPLATE = "#/components/schemas/{model}"
+
+
+def _body_model(handler: HTTPRouteHandler) -> type[BaseModel] | None:
+    field = handler.parsed_fn_signature.parameters.get("data")
+    annotation = getattr(field, "annotation", None)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _operations(app: Litestar) -> list[tuple[Any, HTTPRouteHandler]]:
+    handlers = {
+        str(handler.operation_id): handler
+        for route in app.routes
+        for handler in getattr(route, "route_handlers", ())
+        if isinstance(handler, HTTPRouteHandler) and handler.operation_id
+    }
+    found = []
+    for item in (app.openapi_schema.paths or {}).values():
+        for method in ("get", "put", "post", "delete", "patch"):
+            operation = getattr(item, method, None)
+            handler = handlers.get(str(getattr(operation, "operation_id", "")))
+            if operation is not None and handler is not None:
+                found.append((operation, handler))
+    return found
+
+
+def document_request_bodies(app: Litestar) -> None:
+    """Give every JSON request body pydantic's validation schema of its model."""
+    components = app.openapi_schema.components
+    if not isinstance(components, Components):  # pragma: no cover - Litestar makes one
+        return
+    bodies = [
+        (operation, model)
+        for operation, handler in _operations(app)
+        if operation.request_body is not None and (model := _body_model(handler)) is not None
+    ]
+    models = list(dict.fromkeys(model for _, model in bodies))
+    refs, definitions = models_json_schema(
+        [(model, "validation") for model in models], ref_template=_REF_TEMPLATE
+    )
+    schemas: dict[str, Any] = dict(components.schemas or {})
+    for name, schema in definitions.get("$defs", {}).items():
+        schemas[name] = forbid_nul(schema)
+    components.schemas = schemas
+    for operation, model in bodies:
+        media = operation.request_body.content.get("application/json")
+        if media is not None:
+            media.schema = Reference(ref=refs[(model, "validation")]["$ref"])
+
+
+def forbid_nul(schema: Any) -> Any:
+    """``schema`` (a JSON Schema dict or Litestar ``Schema``) with :data:`NO_NUL` on every
+    string that has no pattern, format or enum of its own, and on the keys of maps."""
+    if isinstance(schema, Schema):
+        if _plain_string(schema.type, schema.pattern, schema.format, schema.enum, schema.const):
+            schema.pattern = NO_NUL
+        if isinstance(schema.additional_properties, Schema) and schema.property_names is None:
+            schema.property_names = Schema(pattern=NO_NUL)
+        for child in (*(schema.one_of or ()), *(schema.any_of or ()), *(schema.all_of or ())):
+            forbid_nul(child)
+        for child in (schema.properties or {}).values():
+            forbid_nul(child)
+        for child in (schema.items, schema.additional_properties):
+            forbid_nul(child)
+        return schema
+    if isinstance(schema, dict):
+        if _plain_string(
+            schema.get("type"),
+            schema.get("pattern"),
+            schema.get("format"),
+            schema.get("enum"),
+            schema.get("const"),
+        ):
+            schema["pattern"] = NO_NUL
+        if isinstance(schema.get("additionalProperties"), dict):  # keys are strings too
+            schema.setdefault("propertyNames", {"pattern": NO_NUL})
+        for value in schema.values():
+            forbid_nul(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            forbid_nul(value)
+    return schema
+
+
+def _plain_string(kind: Any, pattern: Any, format_: Any, enum: Any, const: Any) -> bool:
+    is_string = kind == "string" or getattr(kind, "value", None) == "string"
+    return is_string and not (pattern or format_ or enum or const is not None)
