@@ -21,7 +21,7 @@ from api.cli.edge import CommandError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["query_params", "remote", "unsupported"]
+__all__ = ["query_params", "remote"]
 
 _TIMEOUT = 60.0
 
@@ -34,11 +34,6 @@ def query_params(values: Mapping[str, Any], *, prefix: str = "") -> dict[str, st
             continue
         params[f"{prefix}{key}"] = value.isoformat() if isinstance(value, datetime) else str(value)
     return params
-
-
-def unsupported(what: str) -> CommandError:
-    """The error of a command that has no ``--server`` mode yet."""
-    return CommandError(f"{what} with --server is not supported yet (no such HTTP route)")
 
 
 def _problem(response: httpx.Response) -> str:
