@@ -58,8 +58,9 @@ def _remote(
     """The same export through ``GET /v1/exports/gradings`` (the server writes it whole)."""
     from api.cli.atomic import replace_atomically
     from api.cli.remote import remote
+    from api.cli.sregym_export import failed_on_server
 
-    with remote(server) as client:
+    with remote(server) as client, failed_on_server():
         response = client.send("GET", "/v1/exports/gradings", params={**params, "format": fmt})
     body = response.content
     if output is not None:

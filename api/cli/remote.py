@@ -21,7 +21,7 @@ from api.cli.edge import CommandError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["query_params", "remote"]
+__all__ = ["Refused", "query_params", "remote"]
 
 _TIMEOUT = 60.0
 
@@ -48,6 +48,14 @@ def _problem(response: httpx.Response) -> str:
     return response.reason_phrase or "error"
 
 
+class Refused(CommandError):
+    """An error answer of the server (exit 2); ``status`` is its HTTP status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class Remote:
     """A few JSON and byte requests to one server, each refused one a usage error."""
 
@@ -64,9 +72,10 @@ class Remote:
         except httpx.HTTPError as exc:
             raise CommandError(f"cannot reach {self.url}: {type(exc).__name__}: {exc}") from None
         if response.is_error:
-            raise CommandError(
+            raise Refused(
                 f"{self.url} answered {response.status_code} to {method} {path}: "
-                f"{_problem(response)}"
+                f"{_problem(response)}",
+                response.status_code,
             )
         return response
 

@@ -11,10 +11,11 @@ folder is fetched as a tar.gz and unpacked with the import's checks.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
@@ -28,7 +29,13 @@ if TYPE_CHECKING:
     from storage import Store
     from storage.report_queries import ReportFilter
 
-__all__ = ["LayoutSource", "LocalLayout", "RemoteLayout", "export_sregym_layout"]
+__all__ = [
+    "LayoutSource",
+    "LocalLayout",
+    "RemoteLayout",
+    "export_sregym_layout",
+    "failed_on_server",
+]
 
 
 class LayoutSource(Protocol):
@@ -88,7 +95,7 @@ class RemoteLayout:
     def _get(self, sink: IO[bytes], **layout: str) -> int:
         from api.cli.remote import remote
 
-        with remote(self.server) as client:
+        with remote(self.server) as client, failed_on_server():
             params = {**self.params, "format": "sregym", **layout}
             response = client.send("GET", "/v1/exports/gradings", params=params)
         sink.write(response.content)
@@ -113,6 +120,19 @@ class RemoteLayout:
         except UnsafeArchive as exc:
             raise click.ClickException(f"{self.server} sent an unusable archive: {exc}") from None
         return rows
+
+
+@contextlib.contextmanager
+def failed_on_server() -> Iterator[None]:
+    """An export the server failed to write (5xx): exit 1 like the database mode's."""
+    from api.cli.remote import Refused
+
+    try:
+        yield
+    except Refused as refused:
+        if refused.status < 500:
+            raise
+        raise click.ClickException(f"{refused.message}; nothing was written") from None
 
 
 def _folder(output: Path, source: LayoutSource) -> int:

@@ -9,7 +9,7 @@ versions needs an adjudicator's token, writing an admin's; errors raise the clie
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,8 @@ def _update_body(
     """The body of an update: the ground truth given, else the current one kept."""
     if ground_truth is None and current is not None:
         ground_truth = current.ground_truth
+    if fields.get("tags") is not None:
+        fields["tags"] = list(fields["tags"])
     return {"ground_truth": ground_truth, **fields}
 
 
@@ -118,7 +120,7 @@ class Scenarios:
         ground_truth: str | None = None,
         version: int | None = None,
         title: str | None = None,
-        tags: list[str] | None = None,
+        tags: Sequence[str] | None = None,
         scenario_set: str | None = None,
         note: str | None = None,
     ) -> ScenarioLoadItem:
@@ -195,7 +197,7 @@ class AsyncScenarios:
         ground_truth: str | None = None,
         version: int | None = None,
         title: str | None = None,
-        tags: list[str] | None = None,
+        tags: Sequence[str] | None = None,
         scenario_set: str | None = None,
         note: str | None = None,
     ) -> ScenarioLoadItem:
