@@ -21,6 +21,7 @@ from api.cli.report import REPORT_ALIASES
 if TYPE_CHECKING:
     from api.service.reports.export_writer import ExportSummary
     from api.service.reports.exports import ExportFormat
+    from api.service.reports.sregym_writer import SregymArchive
     from storage import Store
 
 __all__ = ["export_command"]
@@ -52,15 +53,15 @@ def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, s
 
 
 def _remote(
-    server: str, fmt: ExportFormat, output: Path | None, filters: dict[str, Any]
+    server: str, fmt: ExportFormat, output: Path | None, params: dict[str, str]
 ) -> tuple[int, str]:
     """The same export through ``GET /v1/exports/gradings`` (the server writes it whole)."""
     from api.cli.atomic import replace_atomically
-    from api.cli.remote import query_params, remote
+    from api.cli.remote import remote
+    from api.cli.sregym_export import failed_on_server
 
-    with remote(server) as client:
-        params = query_params({**filters, "format": fmt})
-        response = client.send("GET", "/v1/exports/gradings", params=params)
+    with remote(server) as client, failed_on_server():
+        response = client.send("GET", "/v1/exports/gradings", params={**params, "format": fmt})
     body = response.content
     if output is not None:
         with replace_atomically(output) as file:
@@ -72,19 +73,41 @@ def _remote(
 
 def _layout(
     fmt: ExportFormat,
-    layout: str,
+    layout: str | None,
+    archive: SregymArchive | None,
     output: Path | None,
     server: str | None,
     include_superseded: bool,
     filters: dict[str, Any],
 ) -> None:
-    """``--layout file|folder``: SREGym's own rows and folders, from the database only."""
-    from api.cli.sregym_export import export_sregym_layout
+    """``--layout file|folder`` and ``--archive``: SREGym's own rows and folders."""
+    from api.cli.sregym_export import (
+        LayoutSource,
+        LocalLayout,
+        RemoteLayout,
+        export_sregym_layout,
+    )
 
+    if fmt != "sregym":
+        raise click.UsageError("--layout and --archive are only for --format sregym")
+    if archive is not None and layout == "file":
+        raise click.UsageError("--archive is only for --layout folder")
+    source: LayoutSource
     if server is not None:
-        raise click.UsageError("--layout with --server is not supported yet")
-    report_filter = replace(build_filter(**filters), current_only=not include_superseded)
-    export_sregym_layout(fmt, layout, output, report_filter)
+        source = RemoteLayout(server, _params(filters, include_superseded))
+    else:
+        source = LocalLayout(replace(build_filter(**filters), current_only=not include_superseded))
+    export_sregym_layout(layout or "folder", archive, output, source)
+
+
+def _params(filters: dict[str, Any], include_superseded: bool) -> dict[str, str]:
+    """The filter flags as ``GET /v1/exports/gradings`` takes them."""
+    from api.cli.remote import query_params
+
+    params = query_params(filters)
+    if include_superseded:
+        params["include_superseded"] = "true"
+    return params
 
 
 @click.command("export")
@@ -100,6 +123,11 @@ def _layout(
     type=click.Choice(["file", "folder"]),
     help="with --format sregym: imported SREGym rows as SREGym wrote them, one CSV or its folder",
 )
+@click.option(
+    "--archive",
+    type=click.Choice(["tar.gz", "zip"]),
+    help="with --layout folder: the folder as one archive (to --output FILE or stdout)",
+)
 @click.option("--include-superseded", is_flag=True, help="also gradings replaced by a regrade")
 @filter_options(aliases=REPORT_ALIASES, scope=True)
 @server_option
@@ -107,6 +135,7 @@ def export_command(
     fmt: ExportFormat,
     output: Path | None,
     layout: str | None,
+    archive: SregymArchive | None,
     include_superseded: bool,
     server: str | None,
     filters: dict[str, Any],
@@ -116,24 +145,24 @@ def export_command(
     All or nothing: if the export fails, nothing is written, an existing --output file is
     left as it was, and the exit status is 1. On success, stderr gives the gradings
     exported and the SHA-256 of the bytes. --format sregym --layout folder|file gives
-    imported SREGym attempts back as SREGym wrote them.
+    imported SREGym attempts back as SREGym wrote them (--archive: the folder as one
+    tar.gz or zip). With --server URL every option works the same through the server.
 
     \b
     Example:
       sre-judge export --format jsonl --agent my-agent -o - | gzip > gradings.jsonl.gz
+      sre-judge export --format sregym --layout folder -o results/ --server https://judge.example.com
     """
     if output is not None and str(output) == "-":
         output = None
-    if layout is not None:
-        return _layout(fmt, layout, output, server, include_superseded, filters)
+    if layout is not None or archive is not None:
+        return _layout(fmt, layout, archive, output, server, include_superseded, filters)
     if output is not None and output.is_dir():
         raise click.UsageError(f"--output: {output} is a folder")
     where = f" to {output}" if output else ""
     try:
         if server is not None:
-            if include_superseded:
-                raise click.UsageError("--include-superseded with --server is not supported yet")
-            rows, digest = _remote(server, fmt, output, filters)
+            rows, digest = _remote(server, fmt, output, _params(filters, include_superseded))
         else:
             report_filter = replace(build_filter(**filters), current_only=not include_superseded)
             rows, digest = _local(fmt, output, report_filter)

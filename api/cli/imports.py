@@ -2,7 +2,9 @@
 
 Problems are printed on stderr, one a line, naming the file and line. Exit status: 0
 everything imported, 1 some rows were skipped (or, with ``--strict``, nothing was
-imported), 2 bad usage.
+imported, or a server's import job failed), 2 bad usage. With ``--server URL`` the
+input is uploaded to ``POST /v1/imports`` and the job followed to its end
+(:mod:`api.cli.remote_import`); the output is the same as the database mode's.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from api.cli.edge import CommandError, run, service_runtime
+from api.cli.edge import run, service_runtime
 from api.cli.options import format_option, server_option
 
 if TYPE_CHECKING:  # the commands import storage when they run, keeping --help fast
@@ -27,37 +29,30 @@ if TYPE_CHECKING:  # the commands import storage when they run, keeping --help f
 __all__ = ["import_group"]
 
 
-def _no_server(server: str | None) -> None:
-    if server is not None:
-        raise CommandError(
-            "import sregym with --server is not supported yet: upload the folder as a "
-            "tar.gz with POST /v1/imports"
-        )
+def _remote(server: str, body: bytes, media_type: str, params: dict[str, str]) -> ImportReport:
+    """The report of the import job the upload started; exit 1 if the job failed."""
+    from api.cli.remote_import import upload_and_follow
+
+    finished = upload_and_follow(server, body, media_type, params)
+    if finished.state == "failed":
+        raise _Failed(finished.error or "no reason given", finished.report)
+    return finished.report
 
 
-def _remote_jsonl(server: str, file: Path, rubric_id: str | None, fmt: str) -> None:
-    """``POST /v1/imports`` (JSON lines), then follow the job until it ends."""
-    import time
+class _Failed(Exception):
+    """A server's import job that failed: why, and the rows it refused."""
 
-    from api.cli.remote import remote
+    def __init__(self, error: str, report: ImportReport) -> None:
+        super().__init__(error)
+        self.report = report
 
-    body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-    params = {"rubric": rubric_id} if rubric_id else None
-    headers = {"Content-Type": "application/x-ndjson"}
-    with remote(server) as client:
-        answer = client.send("POST", "/v1/imports", content=body, params=params, headers=headers)
-        job = answer.json()
-        while job["state"] not in ("done", "failed"):
-            time.sleep(0.5)
-            job = client.get_json(f"/v1/imports/{job['id']}")
-    for error in job.get("errors") or []:
-        click.echo(f"{file} {error}", err=True)
-    if fmt == "json":
-        click.echo(json.dumps(job, indent=2))
-    else:
-        click.echo(f"import job {job['id']}: {job['state']}; {json.dumps(job['report'])}")
-    if job["state"] == "failed" or job.get("errors"):
-        sys.exit(1)
+
+def _failed(failed: _Failed, prefix: str) -> NoReturn:
+    """Exit 1 naming why the server's import job failed (and the rows it refused)."""
+    for problem in failed.report.problems:
+        click.echo(f"{prefix}{problem}", err=True)
+    click.echo(f"the import job failed: {failed}", err=True)
+    sys.exit(1)
 
 
 @contextlib.contextmanager
@@ -117,23 +112,39 @@ def import_sregym(
     """Import an SREGym results folder; SREGym's verdicts are kept as gradings by ``sregym``.
 
     \b
+    With --server URL the folder is uploaded to the server as a tar.gz (with the
+    problems as problems.jsonl) and the import job followed until it ends.
+
+    \b
     Example:
       sre-judge import sregym results/ --problems problems.yaml
+      sre-judge import sregym results/ --problems problems.yaml --server https://judge.example.com
     """
-    _no_server(server)
-    from api.service.imports import import_sregym_folder
     from storage.imports import ImportFileError, read_problems
 
     try:
         problems = read_problems(problems_file)
     except ImportFileError as exc:
         raise click.UsageError(str(exc)) from None
+    prefix = f"{directory}/"
+    if server is not None:
+        from api.cli.remote_import import sregym_archive
+
+        body = sregym_archive(directory, problems)
+        params = {"rubric": rubric_id} if rubric_id else {}
+        try:
+            report = _remote(server, body, "application/gzip", params)
+        except _Failed as failed:
+            _failed(failed, prefix)
+        return _report(report, fmt=fmt, prefix=prefix)
+
+    from api.service.imports import import_sregym_folder
 
     async def action() -> ImportReport:
         async with service_runtime() as services:
             return await import_sregym_folder(services, directory, problems, rubric=rubric_id)
 
-    _report(run(action()), fmt=fmt, prefix=f"{directory}/")
+    _report(run(action()), fmt=fmt, prefix=prefix)
 
 
 @import_group.command("jsonl")
@@ -153,25 +164,44 @@ def import_jsonl(
     Example:
       zcat history.jsonl.gz | sre-judge import jsonl - --strict
     """
-    if server is not None:
-        if strict:
-            raise CommandError("--strict with --server is not supported yet")
-        return _remote_jsonl(server, file, rubric_id, fmt)
-    from api.service.imports import import_jsonl_file
     from storage.imports import ImportAborted, ImportProblem
-
-    async def action(path: Path) -> ImportReport:
-        async with service_runtime() as services:
-            return await import_jsonl_file(services, path, rubric=rubric_id, strict=strict)
 
     name = "<stdin>" if str(file) == "-" else file
     try:
-        with _local_file(file) as path:
-            report = run(action(path))
+        if server is not None:
+            report = _remote_jsonl(server, file, rubric_id, strict)
+        else:
+            with _local_file(file) as path:
+                report = run(_local_jsonl(path, rubric_id, strict))
     except ImportAborted as aborted:
         for problem in aborted.problems:
             click.echo(f"{name} {problem}", err=True)
         click.echo(f"--strict: {len(aborted.problems)} problems; nothing imported", err=True)
         sys.exit(1)
+    except _Failed as failed:
+        _failed(failed, f"{name} ")
     report.problems = [ImportProblem(f"{name} {p.where}", p.message) for p in report.problems]
     _report(report, fmt=fmt)
+
+
+async def _local_jsonl(path: Path, rubric_id: str | None, strict: bool) -> ImportReport:
+    from api.service.imports import import_jsonl_file
+
+    async with service_runtime() as services:
+        return await import_jsonl_file(services, path, rubric=rubric_id, strict=strict)
+
+
+def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) -> ImportReport:
+    """``POST /v1/imports`` (JSON lines); a strict job that failed on bad lines aborts."""
+    from storage.imports import ImportAborted
+
+    body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    params = {"rubric": rubric_id} if rubric_id else {}
+    if strict:
+        params["strict"] = "true"
+    try:
+        return _remote(server, body, "application/x-ndjson", params)
+    except _Failed as failed:
+        if strict and failed.report.problems:
+            raise ImportAborted(failed.report.problems) from None
+        raise

@@ -21,7 +21,7 @@ from api.cli.edge import CommandError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["query_params", "remote", "unsupported"]
+__all__ = ["Refused", "query_params", "remote"]
 
 _TIMEOUT = 60.0
 
@@ -36,11 +36,6 @@ def query_params(values: Mapping[str, Any], *, prefix: str = "") -> dict[str, st
     return params
 
 
-def unsupported(what: str) -> CommandError:
-    """The error of a command that has no ``--server`` mode yet."""
-    return CommandError(f"{what} with --server is not supported yet (no such HTTP route)")
-
-
 def _problem(response: httpx.Response) -> str:
     try:
         body = response.json()
@@ -51,6 +46,14 @@ def _problem(response: httpx.Response) -> str:
         detail = body.get("detail")
         return f"{title}: {detail}" if detail and detail != title else str(title)
     return response.reason_phrase or "error"
+
+
+class Refused(CommandError):
+    """An error answer of the server (exit 2); ``status`` is its HTTP status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Remote:
@@ -69,9 +72,10 @@ class Remote:
         except httpx.HTTPError as exc:
             raise CommandError(f"cannot reach {self.url}: {type(exc).__name__}: {exc}") from None
         if response.is_error:
-            raise CommandError(
+            raise Refused(
                 f"{self.url} answered {response.status_code} to {method} {path}: "
-                f"{_problem(response)}"
+                f"{_problem(response)}",
+                response.status_code,
             )
         return response
 

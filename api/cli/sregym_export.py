@@ -1,42 +1,147 @@
-"""``sre-judge export --format sregym --layout file|folder``: imported SREGym rows back.
+"""``sre-judge export --format sregym --layout file|folder [--archive]``: SREGym rows back.
 
 ``folder`` writes SREGym's results folder (``<datetime>/<agent>/<problem_id>/...csv``)
 under ``--output DIR``: into a temporary folder beside it, renamed into place when
-whole, so DIR is the complete export or absent. ``file`` writes one CSV (``--output``
-or stdout), all or nothing like every export.
+whole, so DIR is the complete export or absent. ``--archive tar.gz|zip`` writes that
+folder as one archive instead, and ``file`` one CSV (``--output`` or stdout), all or
+nothing like every export. The rows come from the database (:class:`LocalLayout`) or
+from ``GET /v1/exports/gradings`` of a server (:class:`RemoteLayout`); with a server, a
+folder is fetched as a tar.gz and unpacked with the import's checks.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol
 
 import click
 
 from api.cli.edge import with_store
 
 if TYPE_CHECKING:
+    from api.service.reports.sregym_writer import SregymArchive
     from storage import Store
     from storage.report_queries import ReportFilter
 
-__all__ = ["export_sregym_layout"]
+__all__ = [
+    "LayoutSource",
+    "LocalLayout",
+    "RemoteLayout",
+    "export_sregym_layout",
+    "failed_on_server",
+]
 
 
-def _folder(output: Path, report_filter: ReportFilter) -> int:
-    from api.service.reports.sregym_writer import write_sregym_folder
+class LayoutSource(Protocol):
+    """Where the SREGym rows come from; each method returns the attempts written."""
 
+    def file(self, sink: IO[bytes]) -> int:
+        """One CSV into ``sink``."""
+
+    def archive(self, sink: IO[bytes], kind: SregymArchive) -> int:
+        """The folder as a ``kind`` archive into ``sink``."""
+
+    def folder(self, target: Path) -> int:
+        """The folder's files under ``target`` (an empty folder)."""
+
+
+@dataclass(frozen=True)
+class LocalLayout:
+    """The rows of the database of ``SRE_JUDGE_DATABASE_URL``."""
+
+    report_filter: ReportFilter
+
+    def file(self, sink: IO[bytes]) -> int:
+        """One CSV into ``sink``."""
+        from api.service.reports.sregym_writer import write_sregym_file
+
+        async def work(store: Store) -> int:
+            return (await write_sregym_file(store, self.report_filter, sink)).rows
+
+        return with_store(work)
+
+    def archive(self, sink: IO[bytes], kind: SregymArchive) -> int:
+        """The folder as a ``kind`` archive into ``sink``."""
+        from api.service.reports.sregym_writer import write_sregym_archive
+
+        async def work(store: Store) -> int:
+            return (await write_sregym_archive(store, self.report_filter, sink, kind)).rows
+
+        return with_store(work)
+
+    def folder(self, target: Path) -> int:
+        """The folder's files under ``target``."""
+        from api.service.reports.sregym_writer import write_sregym_folder
+
+        async def work(store: Store) -> int:
+            return await write_sregym_folder(store, self.report_filter, target)
+
+        return with_store(work)
+
+
+@dataclass(frozen=True)
+class RemoteLayout:
+    """The rows of the server at ``server``; ``params`` its filter as query parameters."""
+
+    server: str
+    params: dict[str, str]
+
+    def _get(self, sink: IO[bytes], **layout: str) -> int:
+        from api.cli.remote import remote
+
+        with remote(self.server) as client, failed_on_server():
+            params = {**self.params, "format": "sregym", **layout}
+            response = client.send("GET", "/v1/exports/gradings", params=params)
+        sink.write(response.content)
+        return int(response.headers.get("X-Export-Rows", "0"))
+
+    def file(self, sink: IO[bytes]) -> int:
+        """One CSV into ``sink``."""
+        return self._get(sink, layout="file")
+
+    def archive(self, sink: IO[bytes], kind: SregymArchive) -> int:
+        """The folder as a ``kind`` archive into ``sink``."""
+        return self._get(sink, layout="folder", archive=kind)
+
+    def folder(self, target: Path) -> int:
+        """The folder as a tar.gz, unpacked under ``target`` refusing unsafe names."""
+        from api.service.import_archive import UnsafeArchive, unpack_archive
+
+        fetched = io.BytesIO()
+        rows = self.archive(fetched, "tar.gz")
+        try:
+            unpack_archive(fetched.getvalue(), "tar.gz", target)
+        except UnsafeArchive as exc:
+            raise click.ClickException(f"{self.server} sent an unusable archive: {exc}") from None
+        return rows
+
+
+@contextlib.contextmanager
+def failed_on_server() -> Iterator[None]:
+    """An export the server failed to write (5xx): exit 1 like the database mode's."""
+    from api.cli.remote import Refused
+
+    try:
+        yield
+    except Refused as refused:
+        if refused.status < 500:
+            raise
+        raise click.ClickException(f"{refused.message}; nothing was written") from None
+
+
+def _folder(output: Path, source: LayoutSource) -> int:
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise click.UsageError(f"--output: {output} exists and is not an empty folder")
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=output.parent, prefix=f".{output.name}.", suffix=".part"))
     try:
-
-        async def work(store: Store) -> int:
-            return await write_sregym_folder(store, report_filter, staging)
-
-        rows = with_store(work)
+        rows = source.folder(staging)
         if output.exists():
             output.rmdir()
         staging.rename(output)
@@ -46,41 +151,36 @@ def _folder(output: Path, report_filter: ReportFilter) -> int:
     return rows
 
 
-def _file(output: Path | None, report_filter: ReportFilter) -> int:
+def _one_file(output: Path | None, write: Callable[[IO[bytes]], int]) -> int:
     from api.cli.atomic import replace_atomically
     from api.service.reports.export_writer import spool
-    from api.service.reports.sregym_writer import write_sregym_file
 
-    async def work(store: Store) -> int:
-        if output is not None:
-            with replace_atomically(output) as file:
-                return (await write_sregym_file(store, report_filter, file)).rows
-        with spool() as spooled:
-            summary = await write_sregym_file(store, report_filter, spooled)
-            spooled.seek(0)
-            shutil.copyfileobj(spooled, click.get_binary_stream("stdout"))
-        return summary.rows
-
-    return with_store(work)
+    if output is not None:
+        with replace_atomically(output) as file:
+            return write(file)
+    with spool() as spooled:
+        rows = write(spooled)
+        spooled.seek(0)
+        shutil.copyfileobj(spooled, click.get_binary_stream("stdout"))
+    return rows
 
 
 def export_sregym_layout(
-    fmt: str, layout: str, output: Path | None, report_filter: ReportFilter
+    layout: str, archive: SregymArchive | None, output: Path | None, source: LayoutSource
 ) -> None:
     """Write the export; stderr says how many attempts, exit 1 if it failed."""
     from api.service.reports.export_writer import ExportFailed
 
-    if fmt != "sregym":
-        raise click.UsageError("--layout is only for --format sregym")
-    if layout == "folder" and output is None:
-        raise click.UsageError("--layout folder needs --output DIR")
+    if layout == "folder" and archive is None and output is None:
+        raise click.UsageError("--layout folder needs --output DIR (or --archive tar.gz|zip)")
     where = f" to {output}" if output else ""
     try:
-        rows = (
-            _folder(output, report_filter)
-            if output and layout == "folder"
-            else _file(output, report_filter)
-        )
+        if layout == "folder" and archive is None:
+            rows = _folder(output, source)  # type: ignore[arg-type]
+        elif archive is not None:
+            rows = _one_file(output, lambda sink: source.archive(sink, archive))
+        else:
+            rows = _one_file(output, source.file)
     except ExportFailed as exc:
         raise click.ClickException(
             f"export failed after {exc.rows} attempts ({exc.reason}); nothing was written"

@@ -34,6 +34,7 @@ from api.service.import_archive import (
 from api.service.imports import import_jsonl_file, import_sregym_folder
 from api.service.services import Services
 from storage.imports import (
+    ImportAborted,
     ImportFileError,
     ImportJobRecord,
     ImportReport,
@@ -87,14 +88,25 @@ class ImportSuperseded(Exception):
 
 
 async def start_import(
-    services: Services, data: bytes, media_type: str, *, rubric: str | None, actor: str
+    services: Services,
+    data: bytes,
+    media_type: str,
+    *,
+    rubric: str | None,
+    actor: str,
+    strict: bool = False,
 ) -> ImportJobRecord:
-    """Check the upload and store it as a queued job; ``InvalidRequest`` naming the field."""
+    """Check the upload and store it as a queued job; ``InvalidRequest`` naming the field.
+
+    ``strict`` (JSON lines only): any bad line fails the job and nothing is stored.
+    """
     if media_type not in IMPORT_MEDIA_TYPES:
         raise InvalidRequest(f"{media_type!r} is not an accepted upload", field="Content-Type")
     if not data:
         raise InvalidRequest("the upload is empty", field="body")
     kind, archive = IMPORT_MEDIA_TYPES[media_type] if media_type != OCTET else sniff_upload(data)
+    if strict and kind != "jsonl":
+        raise InvalidRequest("strict: only for JSON lines, not an SREGym archive", field="strict")
     await services.rubrics.require(rubric, default=services.settings.rubric)
     if kind == "sregym":
         limit = services.settings.import_max_unpacked_bytes
@@ -107,6 +119,7 @@ async def start_import(
         kind=kind,
         archive=archive,
         rubric=rubric,
+        strict=strict,
         size=len(data),
         sha256=hashlib.sha256(data).hexdigest(),
         created_by=actor,
@@ -150,7 +163,9 @@ async def _import(
         file.write_bytes(data)
         total = sum(1 for _ in read_jsonl(file))
         await services.store.import_jobs.progress(job.id, worker, total=total, done=0)
-        return await import_jsonl_file(services, file, rubric=job.rubric, progress=progress)
+        return await import_jsonl_file(
+            services, file, rubric=job.rubric, strict=job.strict, progress=progress
+        )
     limit = services.settings.import_max_unpacked_bytes
     await asyncio.to_thread(unpack_archive, data, job.archive, folder, limit=limit)  # type: ignore[arg-type]
     found = problems_file(folder)
@@ -171,6 +186,11 @@ async def run_import_job(services: Services, job: ImportJobRecord, worker: str) 
             report = await _import(services, job, data, Path(tmp), worker)
         except (UnsafeArchive, ImportFileError, InvalidRequest) as exc:
             await jobs.finish(job.id, worker, state="failed", error=str(exc))
+            return
+        except ImportAborted as aborted:
+            refused = ImportReport(problems=aborted.problems)
+            error = f"strict: {len(aborted.problems)} problems; nothing imported"
+            await jobs.finish(job.id, worker, state="failed", error=error, errors=_errors(refused))
             return
     values: dict[str, Any] = {
         "done": report.rows,
@@ -195,6 +215,7 @@ class ImportJobPublic(BaseModel):
     archive: str = Field(description="tar.gz, zip or jsonl")
     state: str = Field(description="queued, running, done or failed")
     rubric: str | None
+    strict: bool = Field(description="JSON lines all or nothing: a bad line fails the job")
     total: int | None = Field(description="rows in the upload; null until it has been read")
     done: int = Field(description="rows handled so far: stored, already imported or refused")
     report: dict[str, Any] = Field(description="the import's summary, as `sre-judge import`")

@@ -63,6 +63,8 @@ class ImportJobRecord(SQLModel, table=True):
     #: queued | running | done | failed
     state: str = Field(default="queued", sa_type=String(16))
     rubric: str | None = Field(default=None, sa_type=String(200))
+    #: JSON lines all or nothing: any bad line fails the job and stores nothing
+    strict: bool = False
     #: rows (attempts or lines) found in the input; None until it has been read
     total: int | None = None
     #: rows handled so far (stored, already imported or refused)

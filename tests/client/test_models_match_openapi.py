@@ -22,6 +22,14 @@ PAIRS = {
     "OverridePublic": models.Override,
     "TagPublic": models.Tag,
     "VotePublic": models.Vote,
+    "ScenarioPublic": models.Scenario,
+    "ScenarioPage": models.ScenarioPage,
+    "ScenarioVersionPublic": models.ScenarioVersion,
+    "ScenarioVersionList": models.ScenarioVersions,
+    "ScenarioLoadItem": models.ScenarioLoadItem,
+    "ScenarioLoadReport": models.ScenarioLoadReport,
+    "ImportJobPublic": models.ImportJob,
+    "ImportRowError": models.ImportRowError,
 }
 
 

@@ -12,12 +12,13 @@ export states its ``Content-Length``, ``X-Export-Rows`` and ``Repr-Digest`` (SHA
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from dataclasses import replace
+from typing import Annotated, Literal
 
 from litestar import get
 from litestar.datastructures import ResponseHeader
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromQuery
+from litestar.params import FromQuery, QueryParameter
 from litestar.response import Stream
 
 from api.http.auth import require
@@ -72,8 +73,15 @@ async def export_gradings(
     format: FromQuery[Literal["jsonl", "csv", "sregym"]] = "jsonl",
     layout: FromQuery[Literal["file", "folder"] | None] = None,
     archive: FromQuery[SregymArchive] = "tar.gz",
+    include_superseded: Annotated[
+        bool,
+        QueryParameter(
+            description="also the gradings a regrade replaced (default: current ones only)"
+        ),
+    ] = False,
 ) -> Stream:
     """Every grading of the filter, oldest first, from one snapshot."""
+    filters = replace(filters, current_only=not include_superseded)
     if layout is not None and format != "sregym":
         raise ApiProblem(422, "Invalid request", "layout: only with format=sregym", field="layout")
     sink = spool()

@@ -10,7 +10,7 @@ only its query-parameter checks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
@@ -22,7 +22,7 @@ from litestar.openapi.spec import (
     RequestBody,
     Schema,
 )
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath, FromQuery, QueryParameter
 
 from api.http.auth import require
 from api.http.input_guard import check_params
@@ -106,6 +106,13 @@ async def create_import(
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
     rubric: FromQuery[str | None] = None,
+    strict: Annotated[
+        bool,
+        QueryParameter(
+            description="JSON lines only: import nothing if any line is bad (the job fails "
+            "and lists them), as `sre-judge import jsonl --strict`"
+        ),
+    ] = False,
 ) -> Response[ImportJobPublic]:
     """202 with the queued job and its Location."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -118,7 +125,9 @@ async def create_import(
             field="Content-Type",
         )
     data = await _read_body(request, services.settings.import_max_bytes)
-    job = await start_import(services, data, media_type, rubric=rubric, actor=principal.id)
+    job = await start_import(
+        services, data, media_type, rubric=rubric, actor=principal.id, strict=strict
+    )
     return Response(
         import_job_public(job), status_code=202, headers={"Location": f"/v1/imports/{job.id}"}
     )

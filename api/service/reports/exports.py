@@ -2,11 +2,13 @@
 
 - ``jsonl``: one grading object per line (the API's shape, ground truth included).
 - ``csv``: one row per grading, then one column per question with the effective answer
-  and one with the judge's (``D1-Q1``, ``D1-Q1.judge``), for every rubric in scope.
+  and one with the judge's (``D1-Q1``, ``D1-Q1.judge``), for every rubric in scope, and
+  last ``scenario_version`` (the ground-truth version graded against; empty when inline).
 - ``sregym``: the columns SREGym writes per attempt (``problem_id``, ``attempt``,
   ``Diagnosis.success``, ``Diagnosis.composite_score``, ``Diagnosis.dimensions``,
   ``Diagnosis.checklist`` ...), dicts and lists as Python reprs as SREGym's
-  ``csv.DictWriter`` leaves them, so results plug back into SREGym tooling.
+  ``csv.DictWriter`` leaves them, so results plug back into SREGym tooling; ours after
+  them, ``scenario_version`` last.
 
 Effective values (after human overrides) everywhere; the judge's own beside them where
 the format has room.
@@ -68,6 +70,8 @@ _GRADING_COLUMNS = (
     "created_at",
     "graded_at",
 )
+#: after the question columns, so the columns before keep their places
+_LAST_COLUMN = "scenario_version"
 
 
 def _csv_line(values: Iterable[Any]) -> str:
@@ -105,7 +109,7 @@ def _csv_row(item: ExportedGrading, questions: list[str]) -> list[Any]:
     judge = {a.question_id: a.judge_answer for a in item.view.answers}
     for question in questions:
         row += [_yes_no(effective.get(question)), _yes_no(judge.get(question))]
-    return row
+    return [*row, g.scenario_version]
 
 
 def _yes_no(value: bool | None) -> str | None:
@@ -127,7 +131,8 @@ async def export_chunks(export: GradingExport, fmt: ExportFormat) -> AsyncIterat
             yield json.dumps(body.model_dump(mode="json"), ensure_ascii=False) + "\n"
     elif fmt == "csv":
         questions = question_ids(rubrics)
-        header = [*_GRADING_COLUMNS, *(f"{q}{s}" for q in questions for s in ("", ".judge"))]
+        answers = [f"{q}{s}" for q in questions for s in ("", ".judge")]
+        header = [*_GRADING_COLUMNS, *answers, _LAST_COLUMN]
         yield _csv_line(header)
         async for item in export.gradings:
             yield _csv_line(_csv_row(item, questions))

@@ -45,6 +45,7 @@ SREGYM_COLUMNS = (
     "grading_id",
     "status",
     "ground_truth_source",
+    "scenario_version",
 )
 
 
@@ -135,4 +136,5 @@ def sregym_row(item: ExportedGrading, rubric: Rubric | None) -> dict[str, Any]:
         "grading_id": g.id,
         "status": g.status,
         "ground_truth_source": s.ground_truth_source,
+        "scenario_version": g.scenario_version,
     }

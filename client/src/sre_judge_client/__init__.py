@@ -1,7 +1,8 @@
 """The Python client of sre-judge: submit diagnoses, read and correct gradings.
 
-``Client`` and ``AsyncClient`` have the same methods; ``sre_judge_client.sregym`` holds a
-drop-in replacement for SREGym's ``LLMAsAJudgeOracle``.
+``Client`` and ``AsyncClient`` have the same methods, and the same ``scenarios`` (list,
+bulk load, versions, update) and ``imports`` (upload, follow a job) calls;
+``sre_judge_client.sregym`` holds a drop-in replacement for SREGym's ``LLMAsAJudgeOracle``.
 """
 
 from __future__ import annotations
@@ -23,8 +24,16 @@ from sre_judge_client.models import (
     Answer,
     Dimension,
     Grading,
+    ImportJob,
+    ImportRowError,
     Override,
     RegradeJob,
+    Scenario,
+    ScenarioLoadItem,
+    ScenarioLoadReport,
+    ScenarioPage,
+    ScenarioVersion,
+    ScenarioVersions,
     Submission,
     Tag,
     Vote,
@@ -39,11 +48,19 @@ __all__ = [
     "Dimension",
     "Forbidden",
     "Grading",
+    "ImportJob",
+    "ImportRowError",
     "InvalidRequest",
     "NotFound",
     "Override",
     "PreconditionFailed",
     "RegradeJob",
+    "Scenario",
+    "ScenarioLoadItem",
+    "ScenarioLoadReport",
+    "ScenarioPage",
+    "ScenarioVersion",
+    "ScenarioVersions",
     "Submission",
     "Tag",
     "Unauthorized",

@@ -2,24 +2,57 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 from sre_judge_client._core import Call
 
 __all__ = [
+    "create_import",
     "get_grading",
+    "get_import",
     "get_regrade_job",
+    "get_scenario",
     "label",
     "list_gradings",
+    "list_scenarios",
+    "load_scenarios",
     "override",
     "register_scenario",
     "start_regrade",
+    "update_scenario",
 ]
+
+#: the media type of each bulk-load format, as ``POST /v1/scenarios:bulk`` reads them
+LOAD_MEDIA_TYPES = {
+    "jsonl": "application/jsonl",
+    "yaml": "application/yaml",
+    "json": "application/json",
+}
 
 
 def _id(value: str) -> str:
     return quote(value, safe="")
+
+
+def _scenario(scenario_id: str) -> str:
+    """A scenario's path: ids may hold slashes (``hotel/user-port``), kept as they are."""
+    return "/v1/scenarios/" + quote(scenario_id, safe="/")
+
+
+def _given(values: dict[str, Any]) -> dict[str, Any]:
+    """Query parameters: the given ones, booleans and times as the server spells them."""
+    params = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = str(value).lower()
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        params[name] = value
+    return params
 
 
 def get_grading(grading_id: str) -> Call:
@@ -77,3 +110,43 @@ def start_regrade(body: dict[str, Any]) -> Call:
 def get_regrade_job(job_id: str) -> Call:
     """``GET /v1/regrade-jobs/{id}``."""
     return Call("GET", f"/v1/regrade-jobs/{_id(job_id)}", idempotent=True)
+
+
+def list_scenarios(filters: dict[str, Any], cursor: str | None, page_size: int) -> Call:
+    """One page of ``GET /v1/scenarios`` (``set``, ``id_prefix``, ``created_after``, ...)."""
+    params = _given({**filters, "limit": page_size, "cursor": cursor})
+    return Call("GET", "/v1/scenarios", params=params, idempotent=True)
+
+
+def load_scenarios(content: bytes, fmt: str) -> Call:
+    """``POST /v1/scenarios:bulk`` of a JSONL, YAML or JSON file (idempotent on the server)."""
+    headers = {"Content-Type": LOAD_MEDIA_TYPES[fmt]}
+    return Call("POST", "/v1/scenarios:bulk", content=content, headers=headers, idempotent=True)
+
+
+def get_scenario(scenario_id: str, suffix: str = "") -> Call:
+    """``GET /v1/scenarios/{id}``, or with ``suffix`` its ``/versions`` or ``/versions/{n}``."""
+    return Call("GET", _scenario(scenario_id) + suffix, idempotent=True)
+
+
+def update_scenario(scenario_id: str, version: int, body: dict[str, Any]) -> Call:
+    """``PUT /v1/scenarios/{id}`` against ``version`` (``If-Match``: its ETag)."""
+    return Call(
+        "PUT",
+        _scenario(scenario_id),
+        body={k: v for k, v in body.items() if v is not None},
+        headers={"If-Match": f'"{version}"'},
+    )
+
+
+def create_import(content: bytes, media_type: str, *, rubric: str | None, strict: bool) -> Call:
+    """``POST /v1/imports``: the archive or JSON lines as the body itself."""
+    params = _given({"rubric": rubric, "strict": strict or None})
+    return Call(
+        "POST", "/v1/imports", params=params, content=content, headers={"Content-Type": media_type}
+    )
+
+
+def get_import(job_id: str) -> Call:
+    """``GET /v1/imports/{id}``."""
+    return Call("GET", f"/v1/imports/{_id(job_id)}", idempotent=True)

@@ -43,6 +43,8 @@ class Call:
     params: dict[str, Any] = field(default_factory=dict)
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    #: a raw body (a file sent as it is) instead of the JSON ``body``
+    content: bytes | None = None
     #: sending it twice does no harm (GET, or a POST with an Idempotency-Key)
     idempotent: bool = False
     #: seconds the server may hold the request open on purpose (``?wait``)

@@ -13,7 +13,9 @@ from tenacity import AsyncRetrying
 from sre_judge_client import _calls
 from sre_judge_client._core import Call, decode, resolve, retry_policy, submission_call
 from sre_judge_client.errors import Conflict
+from sre_judge_client.imports import AsyncImports
 from sre_judge_client.models import Grading, RegradeJob
+from sre_judge_client.scenarios import AsyncScenarios
 
 __all__ = ["AsyncClient"]
 
@@ -41,6 +43,10 @@ class AsyncClient:
         self._timeout = timeout
         self._retries = retries
         self._max_wait = max_retry_wait
+        #: list, load in bulk, read with versions, update (:mod:`~sre_judge_client.scenarios`)
+        self.scenarios = AsyncScenarios(self._send)
+        #: upload an SREGym archive or JSON lines, follow the job (:mod:`.imports`)
+        self.imports = AsyncImports(self._send)
         self._http = httpx.AsyncClient(
             base_url=url, headers=headers, timeout=timeout, transport=transport
         )
@@ -64,6 +70,7 @@ class AsyncClient:
                     call.path,
                     params=call.params,
                     json=call.body,
+                    content=call.content,
                     headers=call.headers,
                     timeout=self._timeout + call.server_wait,
                 )

@@ -12,7 +12,9 @@ from tenacity import Retrying
 from sre_judge_client import _calls
 from sre_judge_client._core import Call, decode, resolve, retry_policy, submission_call
 from sre_judge_client.errors import Conflict
+from sre_judge_client.imports import Imports
 from sre_judge_client.models import Grading, RegradeJob
+from sre_judge_client.scenarios import Scenarios
 
 __all__ = ["Client"]
 
@@ -40,6 +42,10 @@ class Client:
         self._timeout = timeout
         self._retries = retries
         self._max_wait = max_retry_wait
+        #: list, load in bulk, read with versions, update (:mod:`~sre_judge_client.scenarios`)
+        self.scenarios = Scenarios(self._send)
+        #: upload an SREGym archive or JSON lines, follow the job (:mod:`.imports`)
+        self.imports = Imports(self._send)
         self._http = httpx.Client(
             base_url=url, headers=headers, timeout=timeout, transport=transport
         )
@@ -63,6 +69,7 @@ class Client:
                     call.path,
                     params=call.params,
                     json=call.body,
+                    content=call.content,
                     headers=call.headers,
                     timeout=self._timeout + call.server_wait,
                 )

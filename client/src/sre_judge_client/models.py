@@ -1,9 +1,10 @@
-"""Typed views of the server's JSON: the grading object and what it holds.
+"""Typed views of the server's JSON: the grading object and what it holds, scenarios
+with their ground-truth versions, and import jobs.
 
-Field for field these follow the server's OpenAPI document (``GradingPublic`` and the
-schemas it refers to); a test in the server's suite compares them, so the two cannot
-drift. Unknown fields are kept (``extra="allow"``), so a newer server never breaks an
-older client.
+Field for field these follow the server's OpenAPI document (``GradingPublic``,
+``ScenarioPublic``, ``ImportJobPublic`` and the schemas they refer to); a test in the
+server's suite compares them, so the two cannot drift. Unknown fields are kept
+(``extra="allow"``), so a newer server never breaks an older client.
 """
 
 from __future__ import annotations
@@ -17,8 +18,16 @@ __all__ = [
     "Answer",
     "Dimension",
     "Grading",
+    "ImportJob",
+    "ImportRowError",
     "Override",
     "RegradeJob",
+    "Scenario",
+    "ScenarioLoadItem",
+    "ScenarioLoadReport",
+    "ScenarioPage",
+    "ScenarioVersion",
+    "ScenarioVersions",
     "Submission",
     "Tag",
     "Vote",
@@ -168,3 +177,95 @@ class RegradeJob(_Model):
     def finished(self) -> bool:
         """Whether the job stopped for good (done, failed or cancelled)."""
         return self.state in {"done", "failed", "cancelled"}
+
+
+class Scenario(_Model):
+    """A registered scenario; ``ground_truth`` and ``version`` (its ETag) only for
+    adjudicators and admins (``withheld`` names what a submitter does not get)."""
+
+    id: str
+    set: str
+    ground_truth: str | None
+    version: int | None
+    title: str | None
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime | None = None
+    withheld: list[str] = Field(default_factory=list)
+
+
+class ScenarioPage(_Model):
+    """One page of scenarios in id order; ``next_cursor`` is None on the last."""
+
+    items: list[Scenario]
+    next_cursor: str | None
+
+
+class ScenarioVersion(_Model):
+    """One version of a scenario's ground truth."""
+
+    scenario_id: str
+    version: int
+    ground_truth: str
+    note: str
+    created_by: str
+    created_at: datetime
+
+
+class ScenarioVersions(_Model):
+    """Every version of a scenario's ground truth, oldest first."""
+
+    scenario_id: str
+    current_version: int
+    items: list[ScenarioVersion]
+
+
+class ScenarioLoadItem(_Model):
+    """What loading or updating one scenario did, and its version afterwards."""
+
+    id: str
+    outcome: Literal["created", "unchanged", "new_version", "updated"]
+    version: int
+    changed: list[str] = Field(default_factory=list)
+
+
+class ScenarioLoadReport(_Model):
+    """What a bulk load did, item by item in the order given, and the counts."""
+
+    items: list[ScenarioLoadItem]
+    counts: dict[str, int]
+
+
+class ImportRowError(_Model):
+    """A row an import refused: where (``file:line`` or ``line N``) and why."""
+
+    where: str
+    message: str
+
+
+class ImportJob(_Model):
+    """An import job: its state, rows done of the total, rows refused and summary."""
+
+    id: str
+    kind: str
+    archive: str
+    state: str
+    rubric: str | None
+    strict: bool
+    total: int | None
+    done: int
+    report: dict[str, Any]
+    errors: list[ImportRowError]
+    size: int
+    sha256: str
+    attempts: int
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job ended (done or failed)."""
+        return self.state in {"done", "failed"}

@@ -139,3 +139,22 @@ async def test_an_sregym_folder_comes_back_whole_as_a_folder_or_one_file(
     assert one.exit_code == 0 and one.stdout.count("\n") > 45
     wrong = await _export(database_url, tmp_path, "--format", "csv", "--layout", "file")
     assert wrong.exit_code == 2
+
+
+@pytest.mark.parametrize("layout", [[], ["--format", "sregym", "--layout", "file"]])
+def test_an_export_the_server_failed_to_write_exits_1_and_writes_nothing(
+    tmp_path: Path, layout: list[str]
+) -> None:
+    import httpx
+    import respx
+
+    problem = {"status": 500, "title": "Export failed", "detail": "after 3 gradings"}
+    target = tmp_path / "gradings.out"
+    args = ["export", "--format", "jsonl", *layout, "-o", str(target)]
+    with respx.mock(base_url="http://judge.test") as server:
+        route = server.get("/v1/exports/gradings").mock(httpx.Response(500, json=problem))
+        runner = CliRunner(env={"SRE_JUDGE_TOKEN": "srej_x"})
+        done = runner.invoke(main, [*args, "--server", "http://judge.test"])
+    assert route.called and done.exit_code == 1, done.output
+    assert "Export failed: after 3 gradings; nothing was written" in done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -8,6 +8,9 @@ Reports filter by scenario set.
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
+import json
 from typing import Any
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
@@ -69,6 +72,17 @@ async def test_a_typo_fixed_then_regraded_against_the_newest_ground_truth(
         done = await _finished(client, admin, job.json()["id"])
         regraded = await _current(client, admin, "hotel/user-port")
         seen_by_agent = await client.get(f"/v1/gradings/{regraded['id']}", headers=agent)
+        exports = {
+            (fmt, every): (
+                await client.get(
+                    "/v1/exports/gradings",
+                    params={"format": fmt, "include_superseded": every},
+                    headers=admin,
+                )
+            ).text
+            for fmt in ("csv", "jsonl", "sregym")
+            for every in ("true", "false")
+        }
     assert first["passed"] is False and first["status"] == "graded"
     assert as_admin["scenario_version"] == 1 and as_admin["submission"]["scenario_version"] == 1
     assert fixed.json()["outcome"] == "new_version" and fixed.json()["version"] == 2
@@ -78,6 +92,13 @@ async def test_a_typo_fixed_then_regraded_against_the_newest_ground_truth(
     assert done["state"] == "done" and done["ground_truth"] == "latest" and done["done"] == 1
     assert regraded["passed"] is True
     assert regraded["scenario_version"] == 2
+    # every export names the version each grading was graded against (CSV: last column)
+    for fmt in ("csv", "sregym"):
+        rows = list(csv.reader(io.StringIO(exports[(fmt, "true")])))
+        assert rows[0][-1] == "scenario_version" and [r[-1] for r in rows[1:]] == ["1", "2"]
+        assert [r[-1] for r in csv.reader(io.StringIO(exports[(fmt, "false")]))][1:] == ["2"]
+    lines = [json.loads(line) for line in exports[("jsonl", "true")].splitlines()]
+    assert [g["scenario_version"] for g in lines] == [1, 2]
     assert regraded["submission"]["scenario_version"] == 1  # what it was first graded with
     shown = [m.content for r in backend.requests for m in r.messages]
     assert sum(TYPO in text for text in shown) == 1  # the dry run asked no judge

@@ -111,6 +111,28 @@ async def test_a_jsonl_stream_reports_its_bad_lines(api_client: Any, tokens: Any
     assert error["where"] == "line 2" and "not valid JSON" in error["message"]
 
 
+async def test_a_strict_jsonl_job_stores_nothing_and_fails_listing_the_bad_lines(
+    api_client: Any, tokens: Any, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    good = {"diagnosis": "the checkout pod ran out of memory", "ground_truth": "OOM in checkout"}
+    body = f"{json.dumps(good)}\nnot json\n".encode()
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        headers = {**admin, "Content-Type": "application/x-ndjson"}
+        created = await client.post(
+            IMPORTS, content=body, headers=headers, params={"strict": "true"}
+        )
+        assert created.status_code == 202 and created.json()["strict"] is True
+        job = await _finished(client, created.headers["location"], admin)
+        _, archive = _results_archive(tmp_path)
+        refused = await client.post(IMPORTS, content=archive, headers={**admin, **TAR},
+                                    params={"strict": "true"})  # fmt: skip
+    assert (job["state"], job["error"]) == ("failed", "strict: 1 problems; nothing imported")
+    assert [e["where"] for e in job["errors"]] == ["line 2"]
+    assert await _submissions(engine) == 0
+    assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "strict"
+
+
 def _zip(entries: dict[str, bytes], *, mode: int | None = None) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zipped:

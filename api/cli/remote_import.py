@@ -1,0 +1,111 @@
+"""``sre-judge import ... --server URL``: upload to ``POST /v1/imports``, follow the job.
+
+An SREGym results folder goes up as a tar.gz built in memory: its CSV files at their
+paths under the folder (what the import reads, and the paths it remembers, so importing
+the same folder locally and through a server stores nothing twice) and the ``--problems``
+ground truths as ``problems.jsonl`` at the top (any ``problems.*`` of the folder's own
+is left out: the flag wins, as in the database mode). JSON lines go up as they are.
+Progress (rows done of the total) is printed on stderr while the job runs; the finished
+job's summary is read back into an :class:`ImportReport`, so the command prints what
+the database mode prints.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from storage.imports import ImportReport
+
+__all__ = ["FinishedImport", "sregym_archive", "upload_and_follow"]
+
+_POLL_SECONDS = 0.5
+_ENDED = ("done", "failed")
+
+
+def sregym_archive(directory: Path, problems: dict[str, str]) -> bytes:
+    """The folder's CSV files and ``problems.jsonl`` as a tar.gz, in memory."""
+    from api.service.import_archive import PROBLEMS_FILES
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        lines = "".join(
+            json.dumps({"problem_id": k, "root_cause": v}, ensure_ascii=False) + "\n"
+            for k, v in problems.items()
+        )
+        _add(tar, PROBLEMS_FILES[0], lines.encode("utf-8"))
+        for path in sorted(directory.rglob("*.csv")):
+            if path.is_file():
+                _add(tar, path.relative_to(directory).as_posix(), path.read_bytes())
+    return buffer.getvalue()
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+    tar.addfile(info, io.BytesIO(data))
+
+
+@dataclass(frozen=True)
+class FinishedImport:
+    """An import job that ended: its state, why it failed, and its report."""
+
+    job_id: str
+    state: str
+    error: str | None
+    report: ImportReport
+
+
+def _finished(job: dict[str, Any]) -> FinishedImport:
+    from storage.imports import ImportProblem, ImportReport
+
+    summary = job.get("report") or {}
+    problems = [ImportProblem(e["where"], e["message"]) for e in job.get("errors") or []]
+    counted = summary.get("problems")
+    if isinstance(counted, int) and counted > len(problems):
+        problems.append(ImportProblem("...", f"{counted - len(problems)} more, not listed"))
+    report = ImportReport(
+        submissions=summary.get("submissions", 0),
+        already_imported=summary.get("already_imported", 0),
+        sregym_verdicts=summary.get("sregym_verdicts", 0),
+        queued=summary.get("queued", 0),
+        not_graded=dict(summary.get("not_graded") or {}),
+        problems=problems,
+        rows=job.get("done", 0),
+    )
+    return FinishedImport(job["id"], job["state"], job.get("error"), report)
+
+
+def _progress(job: dict[str, Any]) -> str:
+    total = "?" if job.get("total") is None else job["total"]
+    return f"import job {job['id']}: {job['state']}, {job.get('done', 0)}/{total} rows"
+
+
+def upload_and_follow(
+    server: str, body: bytes, media_type: str, params: dict[str, str]
+) -> FinishedImport:
+    """Upload ``body``, then poll ``GET /v1/imports/{id}`` until the job ends."""
+    from api.cli.remote import remote
+
+    with remote(server) as client:
+        headers = {"Content-Type": media_type}
+        job = client.send("POST", "/v1/imports", content=body, params=params, headers=headers)
+        job_json: dict[str, Any] = job.json()
+        said = ""
+        while True:
+            line = _progress(job_json)
+            if line != said:
+                click.echo(line, err=True)
+                said = line
+            if job_json["state"] in _ENDED:
+                return _finished(job_json)
+            time.sleep(_POLL_SECONDS)
+            job_json = client.get_json(f"/v1/imports/{job_json['id']}")

@@ -1,0 +1,127 @@
+"""``client.imports``: upload an SREGym results archive or JSON lines, follow the job.
+
+The same methods on :class:`Imports` (``Client``) and :class:`AsyncImports`
+(``AsyncClient``, awaited). Admin tokens only. An upload is a background job on the
+server: :meth:`Imports.upload` answers at once with the queued job, :meth:`Imports.follow`
+yields it as it progresses and :meth:`Imports.wait` gives it once ended (``done`` or
+``failed``; a failed job's ``error`` says why, ``errors`` lists the rows refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from sre_judge_client import _calls
+from sre_judge_client._core import Call
+from sre_judge_client._uploads import import_body
+from sre_judge_client.models import ImportJob
+
+__all__ = ["AsyncImports", "Imports"]
+
+
+class Imports:
+    """The import calls of a :class:`~sre_judge_client.Client` (``client.imports``)."""
+
+    def __init__(self, send: Callable[[Call], Any]) -> None:
+        """Send through ``send`` (the client's, with its retries)."""
+        self._send = send
+
+    def upload(
+        self,
+        data: Path | bytes,
+        *,
+        media_type: str | None = None,
+        rubric: str | None = None,
+        strict: bool = False,
+    ) -> ImportJob:
+        """Start an import: an SREGym results folder (packed as tar.gz), a ``.tar.gz`` /
+        ``.zip`` archive or a ``.jsonl`` file, or bytes (``media_type``, else the server
+        tells them apart). ``strict`` (JSON lines): a bad line fails the job, nothing stored.
+        """
+        content, kind = import_body(data, media_type)
+        call = _calls.create_import(content, kind, rubric=rubric, strict=strict)
+        return ImportJob.model_validate(self._send(call))
+
+    def get(self, job_id: str) -> ImportJob:
+        """An import job as it stands."""
+        return ImportJob.model_validate(self._send(_calls.get_import(job_id)))
+
+    def follow(
+        self, job_id: str, *, poll: float = 1.0, timeout: float = 3600.0
+    ) -> Iterator[ImportJob]:
+        """The job every ``poll`` seconds until it ends (the last one included);
+        ``TimeoutError`` after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get(job_id)
+            yield job
+            if job.finished:
+                return
+            if time.monotonic() + poll > deadline:
+                raise TimeoutError(f"import job {job_id} still {job.state}")
+            time.sleep(poll)
+
+    def wait(self, job_id: str, *, poll: float = 1.0, timeout: float = 3600.0) -> ImportJob:
+        """The job once it ended (``done`` or ``failed``)."""
+        for job in self.follow(job_id, poll=poll, timeout=timeout):
+            last = job
+        return last
+
+
+class AsyncImports:
+    """The import calls of an :class:`~sre_judge_client.AsyncClient`, awaited."""
+
+    def __init__(self, send: Callable[[Call], Awaitable[Any]]) -> None:
+        """Send through ``send`` (the client's, with its retries)."""
+        self._send = send
+
+    async def upload(
+        self,
+        data: Path | bytes,
+        *,
+        media_type: str | None = None,
+        rubric: str | None = None,
+        strict: bool = False,
+    ) -> ImportJob:
+        """Start an import (see :meth:`Imports.upload`)."""
+        content, kind = await asyncio.to_thread(import_body, data, media_type)
+        call = _calls.create_import(content, kind, rubric=rubric, strict=strict)
+        return ImportJob.model_validate(await self._send(call))
+
+    async def get(self, job_id: str) -> ImportJob:
+        """An import job as it stands."""
+        return ImportJob.model_validate(await self._send(_calls.get_import(job_id)))
+
+    async def follow(
+        self,
+        job_id: str,
+        *,
+        poll: float = 1.0,
+        timeout: float = 3600.0,  # noqa: ASYNC109 - Imports.follow's keywords
+    ) -> AsyncIterator[ImportJob]:
+        """The job every ``poll`` seconds until it ends (see :meth:`Imports.follow`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = await self.get(job_id)
+            yield job
+            if job.finished:
+                return
+            if time.monotonic() + poll > deadline:
+                raise TimeoutError(f"import job {job_id} still {job.state}")
+            await asyncio.sleep(poll)
+
+    async def wait(
+        self,
+        job_id: str,
+        *,
+        poll: float = 1.0,
+        timeout: float = 3600.0,  # noqa: ASYNC109 - Imports.wait's keywords
+    ) -> ImportJob:
+        """The job once it ended (``done`` or ``failed``)."""
+        async for job in self.follow(job_id, poll=poll, timeout=timeout):
+            last = job
+        return last

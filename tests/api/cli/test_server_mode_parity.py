@@ -1,0 +1,134 @@
+"""``--server URL`` gives what the database gives: import, export and regrade options.
+
+Two databases get the same data: ``local`` through the database mode, ``served`` through
+a real ``sre-judge serve`` process with ``--server``. Each command's output must be the
+same in both modes (import reports, export bytes, SREGym folders and archives).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.support.service_process import cli, serving
+from tests.support.sregym_results import write_sregym_results
+
+_ENV = {
+    "SRE_JUDGE_JUDGE": "scripted:pass",
+    "SRE_JUDGE_POLL_SECONDS": "0.05",
+    "SRE_JUDGE_PROVISIONAL_REVIEW_RATE": "0",
+}
+
+
+def _database(tmp_path: Path, name: str) -> dict[str, str]:
+    env = {**_ENV, "SRE_JUDGE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / name}.db"}
+    assert cli("migrate", env=env).returncode == 0
+    return env
+
+
+def _progress_free(stderr: str) -> list[str]:
+    """stderr without the remote mode's progress lines (``import job ID: ...``)."""
+    return [line for line in stderr.splitlines() if not line.startswith("import job ")]
+
+
+def _csv_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.csv")}
+
+
+def _archive_files(data: bytes, kind: str) -> dict[str, bytes]:
+    if kind == "zip":
+        with zipfile.ZipFile(io.BytesIO(data)) as zipped:
+            return {name: zipped.read(name) for name in zipped.namelist()}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+def _graded(env: dict[str, str]) -> None:
+    """Wait until the served database has no pending grading left."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = cli("report", "pass-rates", "--format", "json", env=env)
+        if json.loads(done.stdout)["overall"].get("pending", 0) == 0:
+            return
+        time.sleep(0.5)
+    raise AssertionError("the server's workers did not grade the import")
+
+
+@pytest.mark.slow
+def test_every_import_export_and_regrade_option_works_through_a_server(tmp_path: Path) -> None:
+    fixture = write_sregym_results(tmp_path)
+    local, served = _database(tmp_path, "local"), _database(tmp_path, "served")
+    token = cli("tokens", "create", "--role", "admin", "--name", "ops", env=served).stdout.strip()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"diagnosis": "d", "ground_truth": "g", "agent": "x"}\nnot json\n')
+    with serving(served, tmp_path / "serve.log") as server:
+        remote, via = {**served, "SRE_JUDGE_TOKEN": token}, ["--server", server.url]
+
+        # import sregym: the folder goes up as a tar.gz; same report as the database mode
+        args = ["import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file)]
+        mine = cli(*args, "--format", "json", env=local)
+        theirs = cli(*args, "--format", "json", *via, env=remote)
+        assert (mine.returncode, theirs.returncode) == (0, 0), theirs.stderr
+        assert json.loads(theirs.stdout) == json.loads(mine.stdout)
+        assert json.loads(theirs.stdout)["sregym_verdicts"] == 42
+        assert "import job " in theirs.stderr and "45/45 rows" in theirs.stderr
+        table = cli(*args, "--format", "table", *via, env=remote)
+        assert table.stdout == cli(*args, "--format", "table", env=local).stdout
+        assert "45 already imported" in table.stdout
+
+        # import jsonl --strict: nothing stored, the same lines on stderr, exit 1
+        strict = ["import", "jsonl", str(bad), "--strict"]
+        mine, theirs = cli(*strict, env=local), cli(*strict, *via, env=remote)
+        assert (mine.returncode, theirs.returncode) == (1, 1), theirs.stderr
+        assert _progress_free(theirs.stderr) == _progress_free(mine.stderr)
+        assert "--strict: 1 problems; nothing imported" in theirs.stderr
+        assert ": failed, 0/2 rows" in theirs.stderr
+        lenient = ["import", "jsonl", str(bad), "--format", "json"]
+        mine, theirs = cli(*lenient, env=local), cli(*lenient, *via, env=remote)
+        assert (mine.returncode, theirs.returncode) == (1, 1)
+        assert json.loads(theirs.stdout) == json.loads(mine.stdout)
+        assert json.loads(theirs.stdout)["submissions"] == 1  # the strict run stored nothing
+        assert _progress_free(theirs.stderr) == _progress_free(mine.stderr)
+        _graded(served)
+
+        # export --layout folder | file, --archive: the same files either way
+        for name, env, extra in (("mine", served, []), ("theirs", remote, via)):
+            out = tmp_path / f"folder-{name}"
+            done = cli("export", "--format", "sregym", "--layout", "folder", "-o", str(out),
+                       *extra, env=env)  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert f"45 SREGym attempts exported to {out}" in done.stderr
+            assert _csv_files(out) == _csv_files(fixture.root)
+        one = ["export", "--format", "sregym", "--layout", "file", "-o", "-"]
+        assert cli(*one, *via, env=remote).stdout == cli(*one, env=served).stdout
+        for kind in ("tar.gz", "zip"):
+            packed = ["export", "--format", "sregym", "--archive", kind]
+            target = tmp_path / f"results.{kind}"
+            done = cli(*packed, "-o", str(target), *via, env=remote)
+            assert done.returncode == 0, done.stderr
+            assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
+            cli(*packed, "-o", str(target), env=served)
+            assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
+
+        # a promoting regrade supersedes SREGym's verdicts: --include-superseded finds them
+        regrade = ["regrade", "--judge", "scripted:fail", "--graded-judge", "external:sregym",
+                   "--mode", "promote", "--wait", *via]  # fmt: skip
+        job = cli(*regrade, "--format", "json", env=remote)
+        assert job.returncode == 0, job.stderr
+        assert json.loads(job.stdout)["done"] == 42
+        for flags in ([], ["--include-superseded"]):
+            export = ["export", "--format", "csv", "-o", "-", *flags]
+            mine, theirs = cli(*export, env=served), cli(*export, *via, env=remote)
+            assert theirs.returncode == 0, theirs.stderr
+            assert theirs.stdout == mine.stdout
+        rows = list(csv.DictReader(io.StringIO(theirs.stdout)))
+        assert sum(r["is_current"] == "False" for r in rows) == 42
+        assert list(rows[0])[-1] == "scenario_version"
+        assert {r["scenario_version"] for r in rows if r["scenario_id"]} == {"1"}
