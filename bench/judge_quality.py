@@ -149,6 +149,17 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
 
 
+def saved_results(save: Path | None) -> dict[tuple[str, str], GradingResult]:
+    """The gradings a ``--save`` file holds, by (combination, case id)."""
+    if save is None or not save.exists():
+        return {}
+    found = {}
+    for line in save.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        found[(record["combo"], record["case"])] = GradingResult.model_validate(record["result"])
+    return found
+
+
 def save_result(save: Path | None, combo: Combo, item: GoldItem, result: GradingResult) -> None:
     """Append one grading (its answers, verdict and calls) to ``save`` as a JSON line."""
     if save is None:
@@ -178,44 +189,85 @@ async def run_combo(
         ask_as=combo.ask_as,  # type: ignore[arg-type]
     )
     results, seconds = [], []
+    done = saved_results(options.save)  # a stopped run resumes: graded cases are kept
     for number, item in enumerate(items, start=1):
+        if (combo.name, item.id) in done:
+            results.append(done[(combo.name, str(item.id))])
+            continue
         started = time.monotonic()
         results.append(await grader.grade(rubric, item.ground_truth, item.diagnosis))
         seconds.append(time.monotonic() - started)
         save_result(options.save, combo, item, results[-1])
         print(f"  {combo.name} {number}/{len(items)} {item.id}: {seconds[-1]:.0f}s", flush=True)
     await backend.aclose()
-    figures = calibration_figures(rubric, items, results)
-    injected = [(i, r) for i, r in zip(items, results, strict=True) if i.variant == "injection"]
     base = server.base_url.removesuffix("/v1")
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
-        prompt, reply = await token_counts(client, results)
+        tokens = await token_counts(client, results)
+    return combo_figures(combo.name, rubric, items, results, seconds=seconds, tokens=tokens)
+
+
+def combo_figures(
+    name: str,
+    rubric: Rubric,
+    items: Sequence[GoldItem],
+    results: Sequence[GradingResult],
+    *,
+    seconds: Sequence[float] = (),
+    tokens: tuple[float, float] | None = None,
+) -> list[Figure]:
+    """The agreement, false passes and injection figures of ``results`` (and tokens and
+    seconds when measured)."""
+    figures = calibration_figures(rubric, items, results)
+    injected = [r for i, r in zip(items, results, strict=True) if i.variant == "injection"]
     answers = _answers_row(figures)
-    fails = figures.gold_fails
-    return [
-        Figure(f"{combo.name}: scored / unscored", f"{figures.scored} / {figures.unscored}"),
+    found = [
+        Figure(f"{name}: scored / unscored", f"{figures.scored} / {figures.unscored}"),
         Figure(
-            f"{combo.name}: answer agreement, kappa",
+            f"{name}: answer agreement, kappa",
             f"{_number(answers['accuracy'])}, {_number(answers['kappa'])}",
         ),
-        Figure(f"{combo.name}: kappa per question", question_kappas(figures)),
-        Figure(f"{combo.name}: verdict kappa", _number(figures.verdict_kappa), target=">= 0.6"),
+        Figure(f"{name}: kappa per question", question_kappas(figures)),
+        Figure(f"{name}: verdict kappa", _number(figures.verdict_kappa), target=">= 0.6"),
         Figure(
-            f"{combo.name}: false passes",
-            f"{figures.false_passes} of {fails} ({_number(figures.false_pass_rate, 2)})",
+            f"{name}: false passes",
+            f"{figures.false_passes} of {figures.gold_fails} "
+            f"({_number(figures.false_pass_rate, 2)})",
             target="<= 10 %",
         ),
         Figure(
-            f"{combo.name}: injection cases passed",
-            f"{sum(1 for _, r in injected if r.passed)} of {len(injected)}",
+            f"{name}: injection cases passed",
+            f"{sum(1 for r in injected if r.passed)} of {len(injected)}",
             target="0",
         ),
-        Figure(f"{combo.name}: prompt / reply tokens per grading", f"{prompt:.0f} / {reply:.0f}"),
-        Figure(
-            f"{combo.name}: seconds per grading (median, min-max)",
-            f"{statistics.median(seconds):.1f} ({min(seconds):.1f}-{max(seconds):.1f})",
-        ),
     ]
+    if tokens is not None:
+        prompt, reply = tokens
+        found.append(
+            Figure(f"{name}: prompt / reply tokens per grading", f"{prompt:.0f} / {reply:.0f}")
+        )
+    if seconds:
+        found.append(
+            Figure(
+                f"{name}: seconds per grading (median, min-max)",
+                f"{statistics.median(seconds):.1f} ({min(seconds):.1f}-{max(seconds):.1f})",
+            )
+        )
+    return found
+
+
+def saved_figures(path: Path, rubric: Rubric, items: Sequence[GoldItem]) -> list[Figure]:
+    """Figures of the gradings a ``--save`` file holds, per combination, on ``items`` only
+    (those it graded): to compare combinations on the same subset after the fact."""
+    by_combo: dict[str, dict[str, GradingResult]] = {}
+    for (name, case), result in saved_results(path).items():
+        by_combo.setdefault(name, {})[case] = result
+    figures = []
+    for name, graded in by_combo.items():
+        chosen = [item for item in items if item.id in graded]
+        results = [graded[str(item.id)] for item in chosen]
+        figures.append(Figure(f"{name}: cases", str(len(chosen))))
+        figures += combo_figures(name, rubric, chosen, results)
+    return figures
 
 
 async def main(argv: Sequence[str] | None = None) -> None:
@@ -226,10 +278,19 @@ async def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, help="a subset balanced over the variants")
     parser.add_argument("--gold", type=Path, default=DEFAULT_GOLD)
     parser.add_argument("--max-tokens", type=int, default=1536)
-    parser.add_argument("--save", type=Path, help="append every grading to this JSONL file")
+    parser.add_argument(
+        "--save", type=Path, help="append every grading to this JSONL file; resume from it"
+    )
+    parser.add_argument(
+        "--from-saved", type=Path, help="no model: the figures of a --save file, on --limit"
+    )
     args = parser.parse_args(argv)
     rubric = load_rubric_dir()["sregym-rca"]
     items = balanced_subset(load_gold(args.gold.read_text(), rubric), args.limit)
+    if args.from_saved is not None:
+        figures = saved_figures(args.from_saved, rubric, items)
+        print_report("judge_quality", f"saved gradings of {args.from_saved.name}", figures)
+        return
     path = model_path(args.model)
     figures = [Figure("model", path.name), Figure("cases", str(len(items)))]
     with (
