@@ -12,6 +12,11 @@ ground truth's header (``judge.grounding``):
 - ``origin``: the claimed origin names the ground truth's component;
 - ``no_other_cause``: neither the claimed origin nor any other component blamed is a
   component other than the ground truth's;
+
+A claim that names no component (a kind alone, "Deployment"; the namespace; "the
+container limit") blames none: it counts neither for nor against. Where the claimed
+origin is such a claim, the origin is read from the causes claimed beside it (small
+judges put "the bad tag on deployment/geo" there and "Deployment" as the origin).
 - ``values``: a claimed value is one of the ground truth's (or an equal quantity).
 
 The judge is asked the other questions in short per-question calls. Without a ground
@@ -43,13 +48,16 @@ __all__ = ["CLAIM_KEYS", "ask_extraction", "build_extraction_messages", "parse_c
 
 #: the claims schema: strings and lists of strings
 CLAIM_KEYS = {
-    "origin_component": "the component it names as where the fault originates",
+    "origin_component": "the name of the component it names as where the fault "
+    "originates, e.g. user-service or deployment/user-service (its name, not only a kind "
+    "such as Deployment or Pod)",
     "origin_namespace": "that component's namespace",
     "fault_kind": "the kind of fault it claims, in a few words",
     "values": "concrete values it gives: ports, variables, limits, image tags, selectors",
     "symptoms": "the symptoms it describes",
     "affected": "other components or users it says are affected",
-    "other_causes": "other components it presents as a cause of the fault",
+    "other_causes": "the names of other components, besides that origin, it presents as a "
+    "cause of the fault",
 }
 _LISTS = {"values", "symptoms", "affected", "other_causes"}
 _SYSTEM = """\
@@ -125,13 +133,58 @@ def _shown(claims: dict[str, list[str]], *keys: str) -> str:
     return "[claims] " + "; ".join(f"{k}: {', '.join(claims[k]) or '-'}" for k in keys)
 
 
+#: words that name a kind of thing, not a component: "the Deployment" blames nothing
+_KIND_WORDS = frozenset(
+    {
+        "deployment", "deployments", "pod", "pods", "service", "services", "statefulset",
+        "daemonset", "replicaset", "job", "cronjob", "container", "containers", "configmap",
+        "secret", "node", "nodes", "namespace", "cluster", "app", "application", "workload",
+    }
+)  # fmt: skip
+#: parts of hyphenated English words ("non-existent", "out-of-memory"), not of names
+_PLAIN_PARTS = frozenset(
+    {
+        "non", "existent", "out", "of", "memory", "read", "only", "well", "known", "up",
+        "to", "date", "built", "in", "re", "crash", "loop", "looping", "back", "off",
+        "time", "timed", "high", "low", "long", "short", "self", "signed", "mis", "wrong",
+    }
+)  # fmt: skip
+_NAME_SUFFIX = re.compile(r"[a-z0-9]+(?:service|svc|db|api|server|proxy|gateway)")
+
+
+def _is_component_name(word: str) -> bool:
+    """``user-service``, ``deployment/geo``, ``cartservice``: yes; ``non-existent``: no."""
+    if word in _KIND_WORDS:
+        return False
+    if "/" in word or _NAME_SUFFIX.fullmatch(word):
+        return True
+    parts = word.split("-")
+    return len(parts) > 1 and not all(part in _PLAIN_PARTS for part in parts)
+
+
+def _names_a_component(claim: str, facts: GroundTruthFacts) -> bool:
+    """Does ``claim`` name some component (the ground truth's or another)?"""
+    if check_condition("component", facts, claim) is None:
+        return True
+    text = claim.casefold()
+    if facts.namespace:
+        text = text.replace(facts.namespace.casefold(), " ")
+    return any(_is_component_name(w) for w in re.split(r"[^a-z0-9/-]+", text) if w)
+
+
+def _origin_claims(claims: dict[str, list[str]], facts: GroundTruthFacts) -> list[str]:
+    """The claimed origin, or where it names no component, the causes claimed beside it."""
+    origin = [c for c in claims["origin_component"][:1] if _names_a_component(c, facts)]
+    return origin or [c for c in claims["other_causes"] if _names_a_component(c, facts)]
+
+
 def _answer(
     kind: str, claims: dict[str, list[str]], facts: GroundTruthFacts, diagnosis: str
 ) -> ParsedAnswer:
     """One question's answer from the claims, with the sentence that backs a yes."""
-    origin = claims["origin_component"][:1]
+    origin = _origin_claims(claims, facts)[:1]
     if kind == "no_other_cause":  # every component blamed is the ground truth's
-        blamed = origin + claims["other_causes"]
+        blamed = [c for c in origin + claims["other_causes"] if _names_a_component(c, facts)]
         wrong = [c for c in blamed if check_condition("component", facts, c) is not None]
         reasoning = _shown(claims, "origin_component", "other_causes")
         return ParsedAnswer(not wrong, "", reasoning, None)

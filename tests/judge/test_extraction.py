@@ -156,3 +156,32 @@ async def test_code_answers_are_never_inverted_by_positive_asking(rubric: Rubric
         finally:
             await backend.aclose()
     assert all(a.answer for a in result.answers), result.answers
+
+
+async def test_a_kind_named_as_origin_is_read_from_the_causes_beside_it(rubric: Rubric) -> None:
+    """A 1.5B judge wrote origin_component "Deployment" and put "the bad USER_PORT on
+    deployment/user-service" under other_causes: the origin is read from there."""
+    diagnosis = DIAGNOSIS + " Cause: the bad USER_PORT on deployment/user-service."
+    reply = claims(
+        origin_component="Deployment", other_causes=["the bad USER_PORT on deployment/user-service"]
+    )
+    result, _ = await _grade(rubric, [reply, *_rest(rubric)], diagnosis=diagnosis)
+    answers = {a.question_id: a.answer for a in result.answers}
+    assert answers["D1-Q1"] is True and answers["D1-Q3"] is True
+
+
+async def test_a_cause_that_names_no_component_blames_none(rubric: Rubric) -> None:
+    diagnosis = DIAGNOSIS + " The container limit is too low and the tag is non-existent."
+    reply = claims(other_causes=["container limit is too low", "non-existent"])
+    result, _ = await _grade(rubric, [reply, *_rest(rubric)], diagnosis=diagnosis)
+    assert {a.question_id: a.answer for a in result.answers}["D1-Q3"] is True
+
+
+async def test_a_namespace_as_origin_and_another_service_blamed_answers_no(
+    rubric: Rubric,
+) -> None:
+    diagnosis = "Everything in hotel is slow; cartservice overloads the cluster."
+    reply = claims(origin_component="hotel", other_causes=["cartservice"], values=[])
+    result, _ = await _grade(rubric, [reply, *_rest(rubric)], diagnosis=diagnosis)
+    answers = {a.question_id: a.answer for a in result.answers}
+    assert answers["D1-Q1"] is False and answers["D1-Q3"] is False
