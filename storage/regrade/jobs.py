@@ -9,6 +9,7 @@ workers grade them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ from storage.regrade.flips import FlipItem, read_pairs
 from storage.regrade.lifecycle import (
     end_job,
     finish_if_drained,
-    item_completed,
+    items_completed,
     locked_job,
     mark_jobs_started,
     not_held_back,
@@ -102,17 +103,17 @@ class RegradeRepository:
         """The queue claimed items of these jobs (in ``session``): queued ones now run."""
         await mark_jobs_started(self._db, session, job_ids)
 
-    async def item_completed(
-        self, session: AsyncSession, grading: GradingRecord, actor: str, *, finish: bool = True
+    async def items_completed(
+        self, session: AsyncSession, gradings: Sequence[Mapping[str, Any]], actor: str
     ) -> None:
-        """The queue stored the verdict of ``grading`` (in ``session``).
+        """The queue stored the verdicts of ``gradings`` (their values as written, in
+        ``session``).
 
-        For an item of a regrade job: carry the previous grading's overrides, promote
-        the new grading when the job says so, and end the job once it is drained
-        (``finish`` False: the caller does, ``lifecycle.finish_jobs``). Nothing happens
-        for a live submission's grading.
+        For the items of regrade jobs: carry the previous gradings' overrides, promote
+        the new gradings when their job says so, and end the jobs drained. Nothing
+        happens for the gradings of live submissions.
         """
-        await item_completed(self._db, session, grading, actor, finish=finish)
+        await items_completed(self._db, session, gradings, actor)
 
     async def pairs(self, job_id: str) -> list[FlipItem]:
         """Every item of the job beside its previous grading; NotFound for an unknown job."""
