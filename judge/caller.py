@@ -92,8 +92,10 @@ class JudgeCaller:
         if self.cache is None:
             return
         for call in calls:
+            if call.completion is None or call.cached:  # nothing new to keep: no key needed
+                continue
             key = self._cache_key(call.request)
-            if key is not None and call.completion is not None and not call.cached:
+            if key is not None:
                 await self.cache.put(key, call.completion)
 
     def _cache_key(self, request: JudgeRequest) -> str | None:
