@@ -61,11 +61,11 @@ async def leased_rows(
     query = select(_GRADINGS).where(_GRADINGS.c.id.in_(ids)).order_by(_GRADINGS.c.id)
     if db.postgres:
         query = query.with_for_update()
-    return {row.id: row._mapping for row in await session.execute(query)}
+    return {row.id: dict(row._mapping) for row in await session.execute(query)}
 
 
 def _holds_lease(row: Mapping[str, Any], item: FinishedGrading) -> bool:
-    return row["status"] == "pending" and row["lease_owner"] == item.worker_id
+    return bool(row["status"] == "pending" and row["lease_owner"] == item.worker_id)
 
 
 def _check_rubric(row: Mapping[str, Any], item: FinishedGrading) -> None:

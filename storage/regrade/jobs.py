@@ -107,12 +107,7 @@ class RegradeRepository:
         self, session: AsyncSession, gradings: Sequence[Mapping[str, Any]], actor: str
     ) -> None:
         """The queue stored the verdicts of ``gradings`` (their values as written, in
-        ``session``).
-
-        For the items of regrade jobs: carry the previous gradings' overrides, promote
-        the new gradings when their job says so, and end the jobs drained. Nothing
-        happens for the gradings of live submissions.
-        """
+        ``session``): carry overrides, promote, end drained jobs (``items_completed``)."""
         await items_completed(self._db, session, gradings, actor)
 
     async def pairs(self, job_id: str) -> list[FlipItem]:
@@ -206,8 +201,7 @@ class RegradeRepository:
         latest = t.ground_truth == "latest"
         query = candidates_query(f, await self._scenarios(session, f), latest=latest)
         triples = list(await session.execute(query))
-        # one record for the columns all items share (defaults included), then plain
-        # values per item: a SQLModel object per item cost half a millisecond each
+        # the columns all items share (defaults included), then plain values per item
         shared = GradingRecord(
             id="",
             submission_id="",

@@ -105,7 +105,7 @@ async def enqueue(session: AsyncSession, events: Sequence[dict[str, Any]], *, at
         return 0
     grading_ids = [e["entity_id"] for e, _, _ in subscribed if e["event"].startswith("grading.")]
     gradings = await _grading_data(session, grading_ids) if grading_ids else {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for e, kind, targets in subscribed:
         body = {
             "type": kind,
