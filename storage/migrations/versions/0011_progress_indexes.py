@@ -5,8 +5,8 @@ tokens; with the items' job and status in one index and the calls' grading, orig
 and tokens in another, neither count reads a table row (a judge call row holds the
 whole prompt). Each new index starts with the column of the index it replaces.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-12-02
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0010"
-down_revision: str | None = "0009"
+revision: str = "0011"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
