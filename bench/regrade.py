@@ -3,6 +3,7 @@
     python bench/regrade.py [--gradings 10000] [--db sqlite|postgres]
                             [--asking single|per_question|both]
                             [--latency 0.2] [--slots 8] [--workers 16]
+                            [--unchanged-only]
 
 1. Seeds ``--gradings`` stored gradings the way they are made in service: submissions
    POSTed to a real ``sre-judge serve`` and graded by the simulated judge (at L = 0, so
@@ -15,6 +16,7 @@
    question, cached per question) that is what happens; asking all questions in one
    call (``single``) re-asks every grading's whole call, nine questions.
 
+``--unchanged-only`` stops after step 2 (the cache-hit fast path's figure alone).
 Each asking mode (``--asking``, default both) runs on its own database. Wall times are
 set against the ideal ``calls x L / C`` (the judge's limit).
 """
@@ -119,6 +121,8 @@ async def run(args: argparse.Namespace, asking: str) -> dict[str, Any]:
             same = figures["same"]  # shown at once: the reworded step takes much longer
             print(f"{asking} unchanged: {same['seconds']:.2f} s, {same['cache_hits']} cache hits",
                   file=sys.stderr, flush=True)  # fmt: skip
+        if args.unchanged_only:
+            return figures
         env["SRE_JUDGE_RUBRIC_DIR"] = str(reworded_rubrics(Path(folder)))
         with ServiceProcess(env, log / f"serve-regrade-{asking}-2.log") as service:
             judge.control(reset=True)
@@ -129,17 +133,23 @@ async def run(args: argparse.Namespace, asking: str) -> dict[str, Any]:
 
 def _figures(raw: dict[str, Any], args: argparse.Namespace, asking: str) -> list[Figure]:
     n, limit, m = args.gradings, args.slots / args.latency, asking
-    same, reworded = raw["same"], raw["reworded"]
+    same = raw["same"]
     calls_same = raw["same_judge"]["served"]
+    unchanged = [
+        Figure(f"{m}_seed_gradings_per_s", round(n / raw["seed_seconds"], 1), "/s", "L=0"),
+        Figure(f"{m}_same_judge_calls", calls_same, "", "0", calls_same == 0),
+        Figure(f"{m}_same_cache_hits", same["cache_hits"], "", f">= {n}", same["cache_hits"] >= n),
+        Figure(f"{m}_same_wall_s", round(same["seconds"], 2), "s", "<= 10 s for 10,000"),
+    ]
+    if "reworded" not in raw:
+        return unchanged
+    reworded = raw["reworded"]
     calls = raw["reworded_judge"]["served"]
     asked = raw["reworded_judge"]["questions"] / n
     ideal = calls / limit
     ratio = ideal / reworded["seconds"]
     return [
-        Figure(f"{m}_seed_gradings_per_s", round(n / raw["seed_seconds"], 1), "/s", "L=0"),
-        Figure(f"{m}_same_judge_calls", calls_same, "", "0", calls_same == 0),
-        Figure(f"{m}_same_cache_hits", same["cache_hits"], "", f">= {n}", same["cache_hits"] >= n),
-        Figure(f"{m}_same_wall_s", round(same["seconds"], 2), "s", "ideal 0 s"),
+        *unchanged,
         Figure(f"{m}_reworded_judge_calls", calls, "", f"{n} (one per grading)", calls == n),
         Figure(f"{m}_reworded_questions_per_grading", round(asked, 2), "", "1", asked <= 1),
         Figure(f"{m}_reworded_wall_s", round(reworded["seconds"], 1), "s", f"ideal {ideal:.1f} s"),
@@ -158,6 +168,9 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=8, help="judge calls at once (C)")
     parser.add_argument("--workers", type=int, default=16, help="SRE_JUDGE_WORKERS")
     parser.add_argument("--log-dir", help="keep the server logs here (default: discarded)")
+    parser.add_argument(
+        "--unchanged-only", action="store_true", help="skip the reworded regrade (step 3)"
+    )
     args = parser.parse_args()
     modes = ["single", "per_question"] if args.asking == "both" else [args.asking]
     figures = [f for mode in modes for f in _figures(asyncio.run(run(args, mode)), args, mode)]

@@ -21,6 +21,8 @@ from judge.retry import RetryPolicy, complete_with_retries
 
 __all__ = ["JudgeCaller", "Purpose"]
 
+#: cache keys a caller remembers (a grading asks at most a few dozen requests)
+_KEYS_KEPT = 64
 #: why a call was made: the first question, or the repair of an unusable reply
 Purpose = Literal["grade", "repair"]
 
@@ -37,6 +39,10 @@ class JudgeCaller:
     #: the judge's context window in tokens; None: ``params.num_ctx``, else what the
     #: backend reports (``ContextWindowAware``), else no check (see ``judge.context``)
     context_tokens: int | None = None
+    #: id(request) -> (request, its cache key), for the requests of this caller's grading
+    _keys: dict[int, tuple[JudgeRequest, str | None]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def request(self, messages: Sequence[ChatMessage], schema: dict[str, Any]) -> JudgeRequest:
         """A request of ``messages`` and reply ``schema`` with this judge's settings."""
@@ -92,17 +98,27 @@ class JudgeCaller:
         if self.cache is None:
             return
         for call in calls:
+            if call.completion is None or call.cached:  # nothing new to keep: no key needed
+                continue
             key = self._cache_key(call.request)
-            if key is not None and call.completion is not None and not call.cached:
+            if key is not None:
                 await self.cache.put(key, call.completion)
 
     def _cache_key(self, request: JudgeRequest) -> str | None:
+        """The request's cache key, computed once (``prefetch`` and ``call`` both need it)."""
         if self.cache is None:
             return None
+        known = self._keys.get(id(request))
+        if known is not None and known[0] is request:
+            return known[1]
         backend = self.backend
-        return cache_key(
+        key = cache_key(
             request, backend=backend.name, model=backend.model, base_url=backend.base_url
         )
+        if len(self._keys) >= _KEYS_KEPT:  # a caller kept for long stays small
+            self._keys.clear()
+        self._keys[id(request)] = (request, key)  # the request kept: its id stays its own
+        return key
 
     def _record(self, purpose: Purpose, request: JudgeRequest, **outcome: Any) -> JudgeCall:
         """The audit record of one call: which judge, what was asked, what came back."""

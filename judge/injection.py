@@ -216,7 +216,9 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     spaced = collapse_spaced(normalize_untrusted(text))
     if spaced != normalize_untrusted(text):
         forms.append(fold(spaced))
-    found.extend(_search(forms))
+    # a form equal to an earlier one finds nothing new (plain ASCII text has no
+    # look-alikes to map): searched once, a third less regex work
+    found.extend(_search(list(dict.fromkeys(forms))))
     encoded = [
         m for decoded in base64_texts(normalize_untrusted(text)) for m in _search([fold(decoded)])
     ]

@@ -94,6 +94,11 @@ def load_parsers() -> None:
     _k8s_parse()
 
 
+def parsers_loaded() -> bool:
+    """Whether ``load_parsers`` has run (then it costs nothing and needs no thread)."""
+    return _k8s_parse.cache_info().currsize > 0
+
+
 def _cpu(number: str, unit: str) -> Decimal:
     return _k8s_parse()(number + ("m" if unit.lower().startswith("m") else ""))
 

@@ -144,11 +144,5 @@ class Database:
                 event = {**event, "payload": {**event["payload"], COVERS: dict(covered)}}
             stored.append(event)
         await append_events(session, stored, key=self.chain_key, at=at)
-        for event in events:  # the outbox gets the payload without the digests
-            await enqueue_webhooks(
-                session,
-                audit_event=event["event"],
-                entity_id=event["entity_id"],
-                payload=event["payload"],
-                at=at,
-            )
+        # the outbox gets the payloads without the digests
+        await enqueue_webhooks(session, events, at=at)

@@ -25,6 +25,19 @@ __all__ = ["CacheRepository", "DbJudgeCache", "cache_row", "insert_cache_rows"]
 
 #: keys per ``IN (...)`` query when checking many keys at once
 _CHUNK = 500
+#: the columns a completion is made of, and the key
+_COLUMNS = tuple(
+    col(getattr(JudgeCacheRecord, name))
+    for name in (
+        "key",
+        "completion_text",
+        "response_model",
+        "fingerprint",
+        "prompt_tokens",
+        "completion_tokens",
+        "response_format",
+    )
+)
 
 
 class CacheRepository:
@@ -47,9 +60,10 @@ class CacheRepository:
         async with self._db.read() as session:
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
-                query = select(JudgeCacheRecord).where(col(JudgeCacheRecord.key).in_(chunk))
-                for record in (await session.execute(query)).scalars():
-                    found[record.key] = _completion(record)
+                query = select(*_COLUMNS).where(col(JudgeCacheRecord.key).in_(chunk))
+                # plain rows, not ORM objects: a regrade reads thousands at once
+                for row in await session.execute(query):
+                    found[row.key] = _completion(row)
         return found
 
     async def put(self, key: str, completion: Completion, *, backend: str, model: str) -> None:
@@ -89,7 +103,8 @@ class CacheRepository:
         return float(value) if value is not None else None
 
 
-def _completion(record: JudgeCacheRecord) -> Completion:
+def _completion(record: Any) -> Completion:
+    """The completion of a cache entry (a record, or a row of ``_COLUMNS``)."""
     return Completion(
         text=record.completion_text,
         model=record.response_model,

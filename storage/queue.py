@@ -17,34 +17,21 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
-from storage.audit import values_digest
 from storage.canonical import iso_utc
 from storage.claims import claim_of, claimable_query
 from storage.database import Database
 from storage.judge_cache import insert_cache_rows
 from storage.models import Claim, FinishedGrading
-from storage.quality_tables import JudgeVoteRecord
-from storage.records import answer_rows, apply_result, vote_rows
 from storage.regrade.jobs import RegradeRepository
-from storage.regrade.lifecycle import finish_jobs
-from storage.tables import AnswerRecord, GradingRecord, row_values
-from storage.verdict_rows import (
-    call_events,
-    completion_payload,
-    insert_rows,
-    leased,
-    store_calls,
-)
+from storage.tables import GradingRecord
+from storage.verdict_batch import write_verdicts
+from storage.verdict_rows import call_events, leased, store_calls
 
 __all__ = ["QueueRepository"]
-
-_ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
-_VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
 
 
 class QueueRepository:
@@ -143,57 +130,18 @@ class QueueRepository:
     async def complete_many(self, items: Sequence[FinishedGrading]) -> list[bool]:
         """Store several verdicts in one transaction (a group commit); each as ``complete``.
 
-        Whether each was stored, in order. Raises (and stores none) when one of them
-        fails: the caller stores them one by one then.
+        A fixed number of statements for the whole batch (``storage.verdict_batch``):
+        one lease check, one executemany per table, one INSERT of the audit rows, the
+        regrade jobs' bookkeeping once. Whether each was stored, in order. Raises (and
+        stores none) when one of them fails: the caller stores them one by one then.
         """
-        now = self._db.clock()
-        jobs: set[str] = set()  # regrade jobs with items stored: ended once, if drained
+        if not items:
+            return []
         async with self._db.write() as session:
-            stored = [await self._complete_in(session, item, now, jobs) for item in items]
-            if jobs:
-                await finish_jobs(self._db, session, jobs, items[-1].worker_id)
-            return stored
-
-    async def _complete_in(
-        self, session: AsyncSession, item: FinishedGrading, now: datetime, jobs: set[str]
-    ) -> bool:
-        """Store one verdict in the caller's transaction (see ``complete``); the regrade
-        job of a stored item is added to ``jobs``, for the caller to end once drained."""
-        result, worker_id = item.result, item.worker_id
-        grading = await leased(self._db, session, item.grading_id, worker_id)
-        if grading is None:
-            return False
-        if (result.rubric_id, result.rubric_version) != (grading.rubric_id, grading.rubric_version):
-            raise ValueError(
-                f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
-                f"the grading for {grading.rubric_id}@{grading.rubric_version}"
-            )
-        answers = answer_rows(grading.id, result)
-        await insert_rows(session, _ANSWERS, answers)
-        calls = await store_calls(session, grading, result.calls, now)
-        apply_result(grading, result, at=now)
-        grading.provisional = item.provisional
-        await session.flush()
-        # after the flush: votes point at the judge calls stored above
-        votes = vote_rows(grading.id, result.votes, [c.id for c in calls], at=now)
-        await insert_rows(session, _VOTES, votes)
-        await insert_cache_rows(session, item.cache_rows)
-        completed = {
-            "event": "grading.completed" if result.status == "graded" else "grading.unscored",
-            "entity_type": "grading",
-            "entity_id": grading.id,
-            "actor": worker_id,
-            "payload": completion_payload(grading, result, calls),
-        }
-        events = [*call_events(grading.id, worker_id, calls), completed]
-        # one INSERT for every audit row; the state digest of the values just written
-        digest = values_digest(row_values(grading), answers)
-        await self._db.audit_many(session, events, {len(events) - 1: {grading.id: digest}})
-        # a regrade item: carry overrides, promote, end the drained job
-        await self._regrade.item_completed(session, grading, worker_id, finish=False)
-        if grading.regrade_job_id is not None:
-            jobs.add(grading.regrade_job_id)
-        return True
+            written = await write_verdicts(self._db, session, items, self._db.clock())
+            # a regrade item: carry overrides, promote, end the drained jobs
+            await self._regrade.items_completed(session, written.gradings, items[-1].worker_id)
+            return written.stored
 
     async def defer(
         self,
@@ -233,7 +181,7 @@ class QueueRepository:
                     "reason": reason,
                     "retry_at": iso_utc(retry_at),
                     "claim_count": grading.claim_count,
-                    "judge_calls": [c.id for c in records],
+                    "judge_calls": [c["id"] for c in records],
                     "revision": grading.revision,
                 },
             }

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult, Vote
 from storage.canonical import canonical_json, sha256_hex
-from storage.tables import GradingRecord, JudgeCallRecord, new_id
+from storage.tables import new_id
 
 __all__ = [
     "answer_rows",
-    "apply_result",
     "call_audit_payload",
-    "judge_call_records",
+    "judge_call_rows",
+    "verdict_values",
     "vote_rows",
 ]
 
@@ -66,83 +66,93 @@ def vote_rows(
     ]
 
 
-def judge_call_records(
+def judge_call_rows(
     grading_id: str, calls: Iterable[JudgeCall], *, first_position: int, at: datetime
-) -> list[JudgeCallRecord]:
-    """One row per judge call, verbatim: prompt, schema, parameters, reply, attempts."""
-    records = []
+) -> list[dict[str, Any]]:
+    """One ``judge_call`` row per call, verbatim: prompt, schema, parameters, reply, attempts.
+
+    Plain column values (the id included) for one executemany: nothing reads the rows
+    back in the transaction, and a SQLModel object per call costs more than its INSERT.
+    """
+    rows = []
     for offset, call in enumerate(calls):
         completion = call.completion
-        records.append(
-            JudgeCallRecord(
-                id=new_id(),
-                grading_id=grading_id,
-                position=first_position + offset,
-                purpose=call.purpose,
-                backend=call.backend,
-                model=call.model,
-                base_url=call.base_url,
-                messages=[m.model_dump(mode="json") for m in call.request.messages],
-                reply_schema=call.request.reply_schema,
-                params=call.request.params.model_dump(mode="json"),
-                response_text=completion.text if completion else None,
-                response_model=completion.model if completion else None,
-                fingerprint=completion.fingerprint if completion else None,
-                response_format=completion.response_format if completion else None,
-                prompt_tokens=completion.prompt_tokens if completion else None,
-                completion_tokens=completion.completion_tokens if completion else None,
-                latency_ms=call.latency_ms,
-                attempts=[a.model_dump(mode="json") for a in call.attempts],
-                error_code=call.error_code,
-                error=call.error,
-                created_at=at,
-                cached=call.cached,
-            )
+        rows.append(
+            {
+                "id": new_id(),
+                "grading_id": grading_id,
+                "position": first_position + offset,
+                "purpose": call.purpose,
+                "backend": call.backend,
+                "model": call.model,
+                "base_url": call.base_url,
+                "messages": [m.model_dump(mode="json") for m in call.request.messages],
+                "reply_schema": call.request.reply_schema,
+                "params": call.request.params.model_dump(mode="json"),
+                "response_text": completion.text if completion else None,
+                "response_model": completion.model if completion else None,
+                "fingerprint": completion.fingerprint if completion else None,
+                "response_format": completion.response_format if completion else None,
+                "prompt_tokens": completion.prompt_tokens if completion else None,
+                "completion_tokens": completion.completion_tokens if completion else None,
+                "latency_ms": call.latency_ms,
+                "attempts": [a.model_dump(mode="json") for a in call.attempts],
+                "error_code": call.error_code,
+                "error": call.error,
+                "created_at": at,
+                "cached": call.cached,
+            }
         )
-    return records
+    return rows
 
 
-def call_audit_payload(record: JudgeCallRecord) -> dict[str, Any]:
-    """What the audit log says about a judge call: hashes, not the prompt or reply."""
+def call_audit_payload(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What the audit log says about a judge call (a ``judge_call_rows`` row): hashes,
+    not the prompt or reply."""
+    reply = row["response_text"]
     return {
-        "call_id": record.id,
-        "purpose": record.purpose,
-        "backend": record.backend,
-        "model": record.model,
-        "response_model": record.response_model,
-        "fingerprint": record.fingerprint,
-        "params": record.params,
-        "prompt_sha256": sha256_hex(canonical_json(record.messages)),
-        "reply_sha256": (
-            sha256_hex(record.response_text) if record.response_text is not None else None
-        ),
-        "prompt_tokens": record.prompt_tokens,
-        "completion_tokens": record.completion_tokens,
-        "latency_ms": round(record.latency_ms, 3),
-        "outcome": "ok" if record.error_code is None else record.error_code,
-        "attempts": len(record.attempts),
+        "call_id": row["id"],
+        "purpose": row["purpose"],
+        "backend": row["backend"],
+        "model": row["model"],
+        "response_model": row["response_model"],
+        "fingerprint": row["fingerprint"],
+        "params": row["params"],
+        "prompt_sha256": sha256_hex(canonical_json(row["messages"])),
+        "reply_sha256": sha256_hex(reply) if reply is not None else None,
+        "prompt_tokens": row["prompt_tokens"],
+        "completion_tokens": row["completion_tokens"],
+        "latency_ms": round(row["latency_ms"], 3),
+        "outcome": "ok" if row["error_code"] is None else row["error_code"],
+        "attempts": len(row["attempts"]),
         # where the answer came from: the judge, or the cache of an identical earlier call
-        "origin": "cache" if record.cached else "judge",
+        "origin": "cache" if row["cached"] else "judge",
     }
 
 
-def apply_result(grading: GradingRecord, result: GradingResult, *, at: datetime) -> None:
-    """Write a result's verdict into a grading row and release its lease."""
+def verdict_values(
+    result: GradingResult, *, revision: int, provisional: bool, at: datetime
+) -> dict[str, Any]:
+    """The grading columns a stored verdict sets, the lease released; ``revision``: the
+    grading's before (the verdict bumps it). The same columns whatever the result."""
     outcome, judge_outcome = result.outcome, result.judge_outcome
-    grading.status = result.status
-    grading.unscored_reason = result.unscored_reason
-    grading.detail = result.detail
-    grading.pending_reason = None
-    grading.yes_count = outcome.yes_count if outcome else None
-    grading.composite = outcome.composite if outcome else None
-    grading.passed = result.passed
-    grading.held = result.held
-    grading.decisive = outcome.decisive if outcome else None
-    grading.judge_passed = judge_outcome.passed if judge_outcome else None
-    grading.needs_review = result.needs_review
-    grading.review_reasons = list(result.review_reasons)
-    grading.graded_at = at
-    grading.lease_owner = None
-    grading.lease_expires_at = None
-    grading.not_before = None
-    grading.revision += 1
+    return {
+        "status": result.status,
+        "unscored_reason": result.unscored_reason,
+        "detail": result.detail,
+        "pending_reason": None,
+        "yes_count": outcome.yes_count if outcome else None,
+        "composite": outcome.composite if outcome else None,
+        "passed": result.passed,
+        "held": result.held,
+        "decisive": outcome.decisive if outcome else None,
+        "judge_passed": judge_outcome.passed if judge_outcome else None,
+        "needs_review": result.needs_review,
+        "review_reasons": list(result.review_reasons),
+        "graded_at": at,
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "not_before": None,
+        "provisional": provisional,
+        "revision": revision + 1,
+    }

@@ -156,6 +156,8 @@ class GradingRecord(SQLModel, table=True):
     __table_args__ = (
         Index("ix_grading_status_created_at", "status", "created_at"),
         Index("ix_grading_created_at_id", "created_at", "id"),
+        # a regrade job's items by status, from the index alone (its progress)
+        Index("ix_grading_regrade_job_id_status", "regrade_job_id", "status"),
     )
 
     id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))
@@ -202,7 +204,7 @@ class GradingRecord(SQLModel, table=True):
     #: the regrade job that created this grading (None for gradings of submissions)
     regrade_job_id: str | None = Field(
         default=None,
-        sa_column=Column(String(32), ForeignKey("regrade_job.id"), nullable=True, index=True),
+        sa_column=Column(String(32), ForeignKey("regrade_job.id"), nullable=True),
     )
     #: for a regrade item: the grading that was current when the job started
     previous_grading_id: str | None = Field(
@@ -237,9 +239,20 @@ class JudgeCallRecord(SQLModel, table=True):
     """A judge call verbatim: prompt, schema, parameters, reply or error, attempts."""
 
     __tablename__ = "judge_call"
+    # a grading's calls; and a regrade job's counts of calls and tokens by origin read
+    # from the index alone (a row holds the whole prompt)
+    __table_args__ = (
+        Index(
+            "ix_judge_call_grading_id_cached",
+            "grading_id",
+            "cached",
+            "prompt_tokens",
+            "completion_tokens",
+        ),
+    )
 
     id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))
-    grading_id: str = Field(sa_type=String(32), foreign_key="grading.id", index=True)
+    grading_id: str = Field(sa_type=String(32), foreign_key="grading.id")
     #: order of the calls of one grading
     position: int = 0
     #: grade | repair

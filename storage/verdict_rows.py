@@ -6,7 +6,7 @@ function works in the caller's session and commits nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,12 +17,19 @@ from sqlmodel import col
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
 from storage.database import Database
-from storage.records import call_audit_payload, judge_call_records
-from storage.tables import GradingRecord, JudgeCallRecord, row_values
+from storage.records import call_audit_payload, judge_call_rows
+from storage.tables import GradingRecord, JudgeCallRecord
 
 _CALLS = JudgeCallRecord.__table__  # type: ignore[attr-defined]
 
-__all__ = ["call_events", "completion_payload", "insert_rows", "leased", "store_calls"]
+__all__ = [
+    "call_events",
+    "calls_before",
+    "completion_payload",
+    "insert_rows",
+    "leased",
+    "store_calls",
+]
 
 
 async def leased(
@@ -43,18 +50,29 @@ async def store_calls(
     grading: GradingRecord,
     calls: Sequence[JudgeCall],
     at: datetime,
-) -> list[JudgeCallRecord]:
-    """Add the judge calls after those of earlier claims of the grading."""
+) -> list[dict[str, Any]]:
+    """Add the judge calls after those of earlier claims of the grading; their rows."""
     if not calls:
         return []
     first = 0
     if grading.claim_count > 1:  # only an earlier claim (deferred) can have stored calls
-        count = select(func.count()).where(col(JudgeCallRecord.grading_id) == grading.id)
-        first = (await session.execute(count)).scalar_one()
-    records = judge_call_records(grading.id, calls, first_position=first, at=at)
-    # one executemany of plain values, not ORM objects and a flush per row
-    await session.execute(insert(_CALLS), [row_values(r) for r in records])
-    return records
+        first = (await calls_before(session, [grading.id])).get(grading.id, 0)
+    rows = judge_call_rows(grading.id, calls, first_position=first, at=at)
+    await insert_rows(session, _CALLS, rows)
+    return rows
+
+
+async def calls_before(session: AsyncSession, grading_ids: Sequence[str]) -> dict[str, int]:
+    """How many judge calls each of the gradings has stored (by earlier, deferred claims);
+    one query, none for an empty list; gradings without calls are left out."""
+    if not grading_ids:
+        return {}
+    query = (
+        select(col(JudgeCallRecord.grading_id), func.count())
+        .where(col(JudgeCallRecord.grading_id).in_(grading_ids))
+        .group_by(col(JudgeCallRecord.grading_id))
+    )
+    return {grading_id: count for grading_id, count in await session.execute(query)}
 
 
 async def insert_rows(session: AsyncSession, table: Table, rows: list[dict[str, Any]]) -> None:
@@ -68,7 +86,7 @@ async def insert_rows(session: AsyncSession, table: Table, rows: list[dict[str, 
 
 
 def call_events(
-    grading_id: str, worker_id: str, calls: list[JudgeCallRecord]
+    grading_id: str, worker_id: str, calls: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """One ``judge.call`` audit event per stored call, for ``Database.audit_many``."""
     return [
@@ -77,29 +95,30 @@ def call_events(
             "entity_type": "grading",
             "entity_id": grading_id,
             "actor": worker_id,
-            "payload": call_audit_payload(record),
+            "payload": call_audit_payload(row),
         }
-        for record in calls
+        for row in calls
     ]
 
 
 def completion_payload(
-    grading: GradingRecord, result: GradingResult, calls: list[JudgeCallRecord]
+    grading: Mapping[str, Any], result: GradingResult, calls: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """The audit payload of a stored verdict (graded or unscored)."""
+    """The audit payload of a stored verdict (graded or unscored); ``grading``: the
+    row's values as written."""
     return {
-        "grading_id": grading.id,
-        "submission_id": grading.submission_id,
-        "status": grading.status,
-        "unscored_reason": grading.unscored_reason,
-        "yes_count": grading.yes_count,
-        "composite": grading.composite,
-        "passed": grading.passed,
-        "judge_passed": grading.judge_passed,
-        "needs_review": grading.needs_review,
-        "review_reasons": grading.review_reasons,
-        "rubric": {"id": grading.rubric_id, "version": grading.rubric_version},
+        "grading_id": grading["id"],
+        "submission_id": grading["submission_id"],
+        "status": grading["status"],
+        "unscored_reason": grading["unscored_reason"],
+        "yes_count": grading["yes_count"],
+        "composite": grading["composite"],
+        "passed": grading["passed"],
+        "judge_passed": grading["judge_passed"],
+        "needs_review": grading["needs_review"],
+        "review_reasons": grading["review_reasons"],
+        "rubric": {"id": grading["rubric_id"], "version": grading["rubric_version"]},
         "judge": {"backend": result.judge_backend, "model": result.judge_model},
-        "judge_calls": [c.id for c in calls],
-        "revision": grading.revision,
+        "judge_calls": [c["id"] for c in calls],
+        "revision": grading["revision"],
     }

@@ -5,12 +5,12 @@ the judge cache. Going through the queue one item at a time costs a grader task,
 cache query and a transaction per item; here a batch of claimed items is resolved
 set-wise instead:
 
-1. each item is graded once against a cache that only notes the keys asked for, with a
-   judge that refuses every request (so nothing reaches the judge);
-2. all those keys are read in one query;
-3. the items whose keys are all there are graded again, now answered from memory, by
-   the very grader the slow path uses (so the grading says exactly what it would say);
-4. their verdicts are stored together in one transaction (``complete_many``).
+1. the items are graded together, by the very grader the slow path uses (so the
+   grading says exactly what it would say), with a judge that refuses every request
+   (nothing reaches the judge) and a cache shared by the batch: the keys the gradings
+   ask for in the same turn of the event loop are read in one query (``_SharedLookup``);
+2. the verdicts of the items answered wholly from the cache are stored together in one
+   transaction (``complete_many``: one statement per table); if that fails, one by one.
 
 An item with a missing key, a reply that would need the judge, or anything unusual
 (unknown rubric, a panel, sampling) is a miss: it goes back to the caller, still
@@ -19,10 +19,10 @@ leased, to be graded the usual way.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from api.service.grader_factory import grader_for
 from api.service.judging import RETRY_LATER
@@ -30,7 +30,7 @@ from api.service.services import Services
 from judge.backends.base import ContextWindowAware, JudgeBackend
 from judge.cache import BatchJudgeCache
 from judge.calls import Completion, JudgeRequest
-from judge.errors import InputError, JudgeCallError
+from judge.errors import JudgeCallError
 from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.verdict import GradingResult
@@ -80,50 +80,70 @@ class _NoJudge:
         """Nothing to close."""
 
 
-class _KeyProbe:
-    """A judge cache that answers nothing and notes every key asked for."""
+class _SharedLookup:
+    """A judge cache for the gradings of a batch: reads, never writes.
 
-    def __init__(self) -> None:
-        self.keys: list[str] = []
+    The keys asked for (``get``, ``prefetch``) while the gradings run up to their first
+    look-up are read in one query, at the next turn of the event loop; a key asked for
+    later (a repair, a late grading) starts another such round.
+    """
 
-    async def prefetch(self, keys: Sequence[str]) -> None:
-        """Note ``keys``."""
-        self.keys.extend(keys)
-
-    async def get(self, key: str) -> Completion | None:
-        """Note ``key``; no entry."""
-        self.keys.append(key)
-        return None
-
-    async def put(self, key: str, completion: Completion) -> None:
-        """Keep nothing."""
-
-
-class _Found:
-    """A judge cache answering from entries read beforehand (and nothing else)."""
-
-    def __init__(self, found: dict[str, Completion]) -> None:
-        self._found = found
+    def __init__(self, read: Callable[[list[str]], Awaitable[dict[str, Completion]]]) -> None:
+        """Read entries with ``read`` (keys -> the entries found)."""
+        self._read = read
+        self._found: dict[str, Completion] = {}
+        #: key -> the round that looks it up (done: looked up)
+        self._rounds: dict[str, asyncio.Future[None]] = {}
+        self._next: list[str] = []
+        self._round: asyncio.Future[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: queries made
+        self.reads = 0
 
     async def prefetch(self, keys: Sequence[str]) -> None:
-        """Already read."""
+        """Look ``keys`` up (with the batch's other keys of this turn)."""
+        waits = {self._ask(key) for key in keys}
+        for round_ in waits:
+            await round_
 
     async def get(self, key: str) -> Completion | None:
-        """The entry read beforehand, or None."""
+        """The entry of ``key``, looked up with the batch's other keys of this turn."""
+        await self._ask(key)
         return self._found.get(key)
 
     async def put(self, key: str, completion: Completion) -> None:
         """Nothing new comes from the fast path."""
 
+    def _ask(self, key: str) -> asyncio.Future[None]:
+        round_ = self._rounds.get(key)
+        if round_ is None:
+            if self._round is None:
+                self._round = asyncio.get_running_loop().create_future()
+                asyncio.get_running_loop().call_soon(self._start)
+            round_ = self._rounds[key] = self._round
+            self._next.append(key)
+        return round_
 
-assert isinstance(_KeyProbe(), BatchJudgeCache) and isinstance(_Found({}), BatchJudgeCache)
+    def _start(self) -> None:
+        """Runs after the gradings scheduled so far reached their look-ups."""
+        keys, round_ = self._next, self._round
+        self._next, self._round = [], None
+        assert round_ is not None
+        task = asyncio.ensure_future(self._fill(keys, round_))
+        self._tasks.add(task)  # referenced until done
+        task.add_done_callback(self._tasks.discard)
+
+    async def _fill(self, keys: list[str], round_: asyncio.Future[None]) -> None:
+        try:
+            self.reads += 1
+            self._found.update(await self._read(keys))
+        except Exception as exc:  # the gradings waiting for it fail: their items are misses
+            round_.set_exception(exc)
+        else:
+            round_.set_result(None)
 
 
-@dataclass
-class _Item:
-    claim: Claim
-    rubric: Rubric
-    keys: list[str]
+assert isinstance(_SharedLookup(None), BatchJudgeCache)  # type: ignore[arg-type]
 
 
 class FastRegrade:
@@ -176,18 +196,17 @@ class FastRegrade:
         """Store the claims answered by the cache; the misses."""
         if not claims:
             return []
-        items, misses = await self._probe(claims)
-        keys = [key for item in items for key in item.keys]
-        found = await self.services.store.cache.get_many(keys)
+        lookup = _SharedLookup(self.services.store.cache.get_many)
+        results = await asyncio.gather(*(self._answer(claim, lookup) for claim in claims))
         hits: list[tuple[Claim, FinishedGrading]] = []
-        for item in items:
-            result = await self._answer(item, found)
-            if result is None:
-                misses.append(item.claim)
+        misses: list[Claim] = []
+        for claim, answered in zip(claims, results, strict=True):
+            if answered is None:
+                misses.append(claim)
                 continue
-            result, provisional = await self._marks(item.claim, item.rubric, result)
-            finished = FinishedGrading(item.claim.grading_id, worker_id, result, provisional)
-            hits.append((item.claim, finished))
+            rubric, result = answered
+            result, provisional = await self._marks(claim, rubric, result)
+            hits.append((claim, FinishedGrading(claim.grading_id, worker_id, result, provisional)))
         for grading_id in await self._store(hits, misses):
             self.services.waiters.completed(grading_id)
         return misses
@@ -195,55 +214,48 @@ class FastRegrade:
     async def _store(
         self, hits: list[tuple[Claim, FinishedGrading]], misses: list[Claim]
     ) -> list[str]:
-        """Store the hits in one transaction; if that fails, they become misses."""
+        """Store the hits in one transaction; if that fails, one by one (those that fail
+        alone become misses). The ids of the gradings stored."""
         if not hits:
             return []
+        queue = self.services.store.queue
+        done: list[bool | None] = []
         try:
-            done = await self.services.store.queue.complete_many([f for _, f in hits])
+            done.extend(await queue.complete_many([f for _, f in hits]))
         except Exception:
-            log.exception("storing %d cached regrade verdicts failed; the usual way", len(hits))
-            misses.extend(claim for claim, _ in hits)
-            return []
-        for (_, item), ok in zip(hits, done, strict=True):
-            self._account(item.result, "completed" if ok else "discarded")
-        return [f.grading_id for (_, f), ok in zip(hits, done, strict=True) if ok]
+            log.exception("storing %d cached regrade verdicts failed; one by one", len(hits))
+            done.clear()
+            for claim, finished in hits:
+                try:
+                    done.extend(await queue.complete_many([finished]))
+                except Exception:
+                    log.exception("storing grading %s failed; the usual way", claim.grading_id)
+                    misses.append(claim)
+                    done.append(None)
+        stored = []
+        for (_, finished), ok in zip(hits, done, strict=True):
+            if ok is not None:
+                self._account(finished.result, "completed" if ok else "discarded")
+            if ok:
+                stored.append(finished.grading_id)
+        return stored
 
-    async def _probe(self, claims: Sequence[Claim]) -> tuple[list[_Item], list[Claim]]:
-        """The cache keys each claim's grading asks for; claims that cannot be probed."""
-        items: list[_Item] = []
-        misses: list[Claim] = []
-        for claim in claims:
-            rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
-            if rubric is None or not self.eligible(claim.judge_spec):
-                misses.append(claim)
-                continue
-            probe = _KeyProbe()
-            try:
-                await self._grade(claim, rubric, probe)
-            except Exception:  # a bad spec or input: the slow path says why
-                misses.append(claim)
-                continue
-            items.append(_Item(claim, rubric, probe.keys))
-        return items, misses
-
-    async def _answer(self, item: _Item, found: dict[str, Completion]) -> GradingResult | None:
-        """The grading from cached answers only; None when it needs the judge."""
-        if not item.keys or any(key not in found for key in item.keys):
+    async def _answer(
+        self, claim: Claim, lookup: _SharedLookup
+    ) -> tuple[Rubric, GradingResult] | None:
+        """The claim's rubric and grading from cached answers only; None when it needs the
+        judge or anything unusual (unknown rubric, a panel, sampling, a bad input)."""
+        rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
+        if rubric is None or not self.eligible(claim.judge_spec):
             return None
         try:
-            result = await self._grade(item.claim, item.rubric, _Found(found))
-        except InputError:
+            real = self.services.backends.limited(claim.judge_spec)
+            grader = grader_for(self.services.settings, _NoJudge(real), cache=lookup)
+            result = await grader.grade(rubric, claim.ground_truth, claim.diagnosis)
+        except Exception:  # a bad spec, input or cache read: the slow path says why
             return None
         if not result.calls or not all(call.cached for call in result.calls):
             return None
         if result.status == "unscored" and result.unscored_reason in RETRY_LATER:
             return None
-        return result
-
-    async def _grade(
-        self, claim: Claim, rubric: Rubric, cache: _KeyProbe | _Found
-    ) -> GradingResult:
-        """Grade ``claim`` as the slow path does, with ``cache`` and no judge behind it."""
-        real = self.services.backends.limited(claim.judge_spec)
-        grader = grader_for(self.services.settings, _NoJudge(real), cache=cache)
-        return await grader.grade(rubric, claim.ground_truth, claim.diagnosis)
+        return rubric, result

@@ -9,6 +9,7 @@ workers grade them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ from storage.regrade.flips import FlipItem, read_pairs
 from storage.regrade.lifecycle import (
     end_job,
     finish_if_drained,
-    item_completed,
+    items_completed,
     locked_job,
     mark_jobs_started,
     not_held_back,
@@ -102,17 +103,12 @@ class RegradeRepository:
         """The queue claimed items of these jobs (in ``session``): queued ones now run."""
         await mark_jobs_started(self._db, session, job_ids)
 
-    async def item_completed(
-        self, session: AsyncSession, grading: GradingRecord, actor: str, *, finish: bool = True
+    async def items_completed(
+        self, session: AsyncSession, gradings: Sequence[Mapping[str, Any]], actor: str
     ) -> None:
-        """The queue stored the verdict of ``grading`` (in ``session``).
-
-        For an item of a regrade job: carry the previous grading's overrides, promote
-        the new grading when the job says so, and end the job once it is drained
-        (``finish`` False: the caller does, ``lifecycle.finish_jobs``). Nothing happens
-        for a live submission's grading.
-        """
-        await item_completed(self._db, session, grading, actor, finish=finish)
+        """The queue stored the verdicts of ``gradings`` (their values as written, in
+        ``session``): carry overrides, promote, end drained jobs (``items_completed``)."""
+        await items_completed(self._db, session, gradings, actor)
 
     async def pairs(self, job_id: str) -> list[FlipItem]:
         """Every item of the job beside its previous grading; NotFound for an unknown job."""
@@ -205,23 +201,29 @@ class RegradeRepository:
         latest = t.ground_truth == "latest"
         query = candidates_query(f, await self._scenarios(session, f), latest=latest)
         triples = list(await session.execute(query))
-        now = self._db.clock()
+        # the columns all items share (defaults included), then plain values per item
+        shared = GradingRecord(
+            id="",
+            submission_id="",
+            rubric_id=t.rubric.id,
+            rubric_version=t.rubric.version,
+            judge_spec=t.judge_spec,
+            judge_backend=t.judge_backend,
+            judge_model=t.judge_model,
+            status="pending",
+            is_current=False,
+            created_at=self._db.clock(),
+            regrade_job_id=job.id,
+        ).model_dump()
         rows = [
-            GradingRecord(
-                id=new_id(),
-                submission_id=submission_id,
-                rubric_id=t.rubric.id,
-                rubric_version=t.rubric.version,
-                judge_spec=t.judge_spec,
-                judge_backend=t.judge_backend,
-                judge_model=t.judge_model,
-                status="pending",
-                is_current=False,
-                created_at=now,
-                regrade_job_id=job.id,
-                previous_grading_id=previous_id,
-                scenario_version=version,
-            ).model_dump()
+            {
+                **shared,
+                "id": new_id(),
+                "submission_id": submission_id,
+                "previous_grading_id": previous_id,
+                "scenario_version": version,
+                "review_reasons": [],
+            }
             for previous_id, submission_id, version in triples
         ]
         table = GradingRecord.__table__  # type: ignore[attr-defined]

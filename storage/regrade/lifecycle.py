@@ -1,7 +1,7 @@
 """A regrade job's life in the caller's transaction: held back, started, promoted, ended.
 
-Items of paused or cancelled jobs are not claimed. When an item is completed (inside
-the queue's ``complete`` transaction), the previous grading's human overrides are
+Items of paused or cancelled jobs are not claimed. When items are completed (inside
+the queue's ``complete_many`` transaction), the previous grading's human overrides are
 carried over, a ``promote`` job makes the new grading current (the old one is kept,
 superseded), and the job ends when no item is pending any more. The functions take
 the database handle and the caller's session; :class:`storage.regrade.jobs.RegradeRepository`
@@ -10,6 +10,7 @@ is their public face.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
@@ -20,14 +21,14 @@ from storage.database import Database
 from storage.regrade.carry import Carried, carry_overrides
 from storage.regrade.progress import job_progress
 from storage.regrade.tables import RegradeJobRecord
+from storage.review_tables import OverrideRecord
 from storage.tables import GradingRecord
 
 __all__ = [
     "HELD_BACK_STATES",
     "end_job",
     "finish_if_drained",
-    "finish_jobs",
-    "item_completed",
+    "items_completed",
     "locked_job",
     "mark_jobs_started",
     "not_held_back",
@@ -66,18 +67,54 @@ async def locked_job(db: Database, session: AsyncSession, job_id: str) -> Regrad
     return (await session.execute(query)).scalar_one_or_none()
 
 
-async def item_completed(
-    db: Database, session: AsyncSession, grading: GradingRecord, actor: str, *, finish: bool = True
+async def items_completed(
+    db: Database, session: AsyncSession, gradings: Sequence[Mapping[str, Any]], actor: str
 ) -> None:
-    """Carry overrides, promote, and end the job when it is drained; no-op otherwise.
+    """The queue stored these gradings (their column values as written, in ``session``).
 
-    ``finish`` False: the caller ends drained jobs itself (``finish_jobs``), once for
-    many items of a transaction."""
-    if grading.regrade_job_id is None:
+    For the items of regrade jobs: carry the previous gradings' overrides, promote the
+    new gradings of ``promote`` jobs, and end the jobs drained. Set-wise: the jobs are
+    read (row-locked on PostgreSQL) and the previous gradings' overrides looked up once
+    per batch; only an item with overrides to carry or to promote is then handled on
+    its own. Nothing happens for the gradings of live submissions.
+    """
+    items = [g for g in gradings if g["regrade_job_id"] is not None]
+    if not items:
         return
-    job = await locked_job(db, session, grading.regrade_job_id)
-    if job is None:
-        return
+    query = (
+        select(RegradeJobRecord)
+        .where(col(RegradeJobRecord.id).in_({g["regrade_job_id"] for g in items}))
+        .order_by(col(RegradeJobRecord.id))
+    )
+    if db.postgres:
+        query = query.with_for_update()
+    jobs = {job.id: job for job in (await session.execute(query)).scalars()}
+    overridden = await _with_overrides(session, [g["previous_grading_id"] for g in items])
+    for values in items:
+        job = jobs.get(values["regrade_job_id"])
+        promote = job is not None and job.mode == "promote" and values["status"] == "graded"
+        if job is not None and (promote or values["previous_grading_id"] in overridden):
+            grading = await session.get(GradingRecord, values["id"])
+            if grading is not None:
+                await _item_completed(db, session, grading, job, actor)
+    for job in jobs.values():
+        await finish_if_drained(db, session, job, actor)
+
+
+async def _with_overrides(session: AsyncSession, grading_ids: list[str | None]) -> set[str]:
+    """Those of the gradings that have overrides (in force or not); one query."""
+    ids = {i for i in grading_ids if i is not None}
+    if not ids:
+        return set()
+    query = select(col(OverrideRecord.grading_id)).where(col(OverrideRecord.grading_id).in_(ids))
+    return set((await session.execute(query.distinct())).scalars())
+
+
+async def _item_completed(
+    db: Database, session: AsyncSession, grading: GradingRecord, job: RegradeJobRecord, actor: str
+) -> None:
+    """Carry the previous grading's overrides onto ``grading`` and promote it if the job
+    says so (the job locked by the caller)."""
     previous = (
         await session.get(GradingRecord, grading.previous_grading_id)
         if grading.previous_grading_id
@@ -100,17 +137,6 @@ async def item_completed(
             )
     if job.mode == "promote" and grading.status == "graded" and not carried.verdict_outdated:
         await _promote(db, session, grading, job, actor)
-    if finish:
-        await finish_if_drained(db, session, job, actor)
-
-
-async def finish_jobs(db: Database, session: AsyncSession, job_ids: set[str], actor: str) -> None:
-    """End those of the jobs ``job_ids`` that are drained (items completed with ``finish``
-    False)."""
-    for job_id in sorted(job_ids):
-        job = await locked_job(db, session, job_id)
-        if job is not None:
-            await finish_if_drained(db, session, job, actor)
 
 
 async def _promote(

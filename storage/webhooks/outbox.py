@@ -8,6 +8,7 @@ verdicts only: never a diagnosis, a ground truth, evidence or a judge's reasonin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -45,25 +46,24 @@ def webhook_event(audit_event: str) -> str | None:
     return _FROM_AUDIT.get(audit_event)
 
 
-async def _grading_data(session: AsyncSession, grading_id: str) -> dict[str, Any]:
-    row = (
-        await session.execute(
-            select(GradingRecord, SubmissionRecord)
-            .join(SubmissionRecord, col(SubmissionRecord.id) == col(GradingRecord.submission_id))
-            .where(col(GradingRecord.id) == grading_id)
-        )
-    ).first()
-    if row is None:  # pragma: no cover - audited in the grading's own transaction
-        return {"grading_id": grading_id}
-    grading, submission = row
-    data: dict[str, Any] = {"grading_id": grading.id, "submission_id": submission.id}
-    data.update({name: getattr(grading, name, None) for name in _GRADING_FIELDS})
-    data.update({name: getattr(submission, name) for name in _SUBMISSION_FIELDS})
-    return data
+async def _grading_data(session: AsyncSession, grading_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The payload data of each grading (ids and verdicts), read in one query."""
+    rows = await session.execute(
+        select(GradingRecord, SubmissionRecord)
+        .join(SubmissionRecord, col(SubmissionRecord.id) == col(GradingRecord.submission_id))
+        .where(col(GradingRecord.id).in_(grading_ids))
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for grading, submission in rows:
+        data: dict[str, Any] = {"grading_id": grading.id, "submission_id": submission.id}
+        data.update({name: getattr(grading, name, None) for name in _GRADING_FIELDS})
+        data.update({name: getattr(submission, name) for name in _SUBMISSION_FIELDS})
+        found[grading.id] = data
+    return found
 
 
-async def _data(
-    session: AsyncSession, audit_event: str, entity_id: str, payload: dict[str, Any]
+def _data(
+    audit_event: str, entity_id: str, payload: dict[str, Any], gradings: dict[str, Any]
 ) -> dict[str, Any]:
     if audit_event.startswith("regrade_job."):
         return {
@@ -71,23 +71,23 @@ async def _data(
             "state": payload.get("state"),
             "counts": payload.get("counts", {}),
         }
-    data = await _grading_data(session, entity_id)
+    # audited in the grading's own transaction: the grading is there
+    data = dict(gradings.get(entity_id) or {"grading_id": entity_id})
     if audit_event == "grading.overridden":
         data["override_id"] = payload.get("override_id") or payload.get("id")
     return data
 
 
-async def enqueue(
-    session: AsyncSession,
-    *,
-    audit_event: str,
-    entity_id: str,
-    payload: dict[str, Any],
-    at: datetime,
-) -> int:
-    """Write one delivery per active endpoint subscribed to this event; how many."""
-    event = webhook_event(audit_event)
-    if event is None:
+async def enqueue(session: AsyncSession, events: Sequence[dict[str, Any]], *, at: datetime) -> int:
+    """Write one delivery per active endpoint subscribed to each of the audit ``events``
+    (``event``, ``entity_id``, ``payload`` each); how many.
+
+    At most three statements whatever the number of events: the endpoints, the
+    gradings the payloads describe, the deliveries; none when no event is one an
+    endpoint can subscribe to.
+    """
+    announced = [(e, kind) for e in events if (kind := webhook_event(e["event"])) is not None]
+    if not announced:
         return 0
     endpoints = (
         await session.execute(
@@ -96,26 +96,34 @@ async def enqueue(
             )
         )
     ).all()
-    targets = [endpoint_id for endpoint_id, events in endpoints if event in (events or [])]
-    if not targets:
-        return 0
-    body = {
-        "type": event,
-        "timestamp": iso_utc(at),
-        "data": await _data(session, audit_event, entity_id, payload),
-    }
-    rows = [
-        {
-            "id": f"msg_{new_id()}",
-            "endpoint_id": endpoint_id,
-            "event": event,
-            "payload": body,
-            "state": "pending",
-            "attempts": 0,
-            "next_attempt_at": at,
-            "created_at": at,
-        }
-        for endpoint_id in targets
+    subscribed = [
+        (e, kind, targets)
+        for e, kind in announced
+        if (targets := [i for i, kinds in endpoints if kind in (kinds or [])])
     ]
+    if not subscribed:
+        return 0
+    grading_ids = [e["entity_id"] for e, _, _ in subscribed if e["event"].startswith("grading.")]
+    gradings = await _grading_data(session, grading_ids) if grading_ids else {}
+    rows: list[dict[str, Any]] = []
+    for e, kind, targets in subscribed:
+        body = {
+            "type": kind,
+            "timestamp": iso_utc(at),
+            "data": _data(e["event"], e["entity_id"], e["payload"], gradings),
+        }
+        rows.extend(
+            {
+                "id": f"msg_{new_id()}",
+                "endpoint_id": endpoint_id,
+                "event": kind,
+                "payload": body,
+                "state": "pending",
+                "attempts": 0,
+                "next_attempt_at": at,
+                "created_at": at,
+            }
+            for endpoint_id in targets
+        )
     await session.execute(insert(_DELIVERIES), rows)
     return len(rows)

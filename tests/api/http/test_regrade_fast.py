@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.service.regrade_fast import FastRegrade
+from api.service.regrade_fast import FastRegrade, _SharedLookup
 from api.service.services import Services
 from api.service.workers import GradingWorkers
 from judge.backends.scripted import ScriptedBackend
-from storage import Store, verify_chain
+from storage import Claim, FinishedGrading, Store, verify_chain
 from storage.imports import read_problems, read_sregym_folder
 from storage.keys import ServiceKey
 from tests.api.conftest import ClientFactory
@@ -22,6 +22,7 @@ from tests.api.http.test_regrade_api import NEW_JUDGE, _finished
 from tests.storage.helpers import sregym_rubric
 from tests.support.audit import configured_chain_key
 from tests.support.sregym_results import write_sregym_results
+from tests.support.statements import statements
 
 #: differ between two gradings of the same submission whatever path made them
 _NOT_CONTENT = {
@@ -97,7 +98,11 @@ async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
         await _slow(services, slow_job)
         await client.post(f"/v1/regrade-jobs/{fast_job}/resume", headers=admin)
         fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
-        assert await fast.run("fast") == ([], False)  # 42 items, one batch, all hits
+        with statements(engine) as seen:
+            assert await fast.run("fast") == ([], False)  # 42 items, one batch, all hits
+        # the batch's cache entries in one query, its verdicts in one write
+        assert sum("FROM judge_cache" in s for s in seen) == 1
+        assert sum(s.startswith("INSERT INTO answer") for s in seen) == 1
         assert await fast.run("fast") == ([], False)
         slow_view = await _finished(client, admin, slow_job)
         fast_view = await _finished(client, admin, fast_job)
@@ -113,6 +118,45 @@ async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
         )
         assert len(fast_rows) == 42 and fast_rows == slow_rows, table
     await _assert_completed_once(engine, fast_job)
+    assert (await verify_chain(engine, key=configured_chain_key())).ok
+
+
+async def test_a_batch_that_cannot_be_stored_whole_is_stored_one_by_one(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: AsyncEngine,
+    service_key: ServiceKey,
+    tmp_path: Path,
+) -> None:
+    await _import(engine, service_key, tmp_path)
+    admin = await tokens("admin")
+    judge = ScriptedBackend(model="fail")
+    async with api_client(backends={NEW_JUDGE: judge}) as client:  # fills the judge cache
+        await _finished(client, admin, await _create(client, admin))
+    async with api_client(start_workers=False, backends={NEW_JUDGE: judge}) as client:
+        services: Services = client.app.state.services
+        job = await _create(client, admin)
+        queue = services.store.queue
+        claims = await queue.claim_pending("fast", limit=50, lease_seconds=60, regrade=True)
+        fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
+        lookup = _SharedLookup(services.store.cache.get_many)
+        answered = await asyncio.gather(*(fast._answer(claim, lookup) for claim in claims))
+        assert lookup.reads == 1 and all(answered)
+        hits = [
+            (claim, FinishedGrading(claim.grading_id, "fast", found[1]))
+            for claim, found in zip(claims, answered, strict=True)
+            if found is not None
+        ]
+        wrong = hits[5][1].result.model_copy(update={"rubric_version": "not-this-one"})
+        hits[5] = (claims[5], FinishedGrading(claims[5].grading_id, "fast", wrong))
+        misses: list[Claim] = []
+
+        stored = await fast._store(hits, misses)
+
+        assert misses == [claims[5]]  # left to the usual path, still leased
+        assert set(stored) == {c.grading_id for c in claims} - {claims[5].grading_id}
+        view = (await client.get(f"/v1/regrade-jobs/{job}", headers=admin)).json()
+        assert (view["done"], view["remaining"]) == (41, 1)
     assert (await verify_chain(engine, key=configured_chain_key())).ok
 
 

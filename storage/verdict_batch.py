@@ -1,0 +1,169 @@
+"""Storing a batch of verdicts in the caller's transaction, one statement per table.
+
+:meth:`storage.queue.QueueRepository.complete_many` writes every verdict that workers
+finished together (a group commit, or a batch of regrade items answered from the judge
+cache) with a fixed number of statements, whatever the batch's size:
+
+1. the lease check of the whole batch: one SELECT of the gradings (row-locked on
+   PostgreSQL; SQLite's write lock is held already). A verdict whose grading is no
+   longer pending or leased to its worker is not written;
+2. one executemany per table: the gradings (UPDATE by id), answers, judge calls and
+   votes (INSERT), judge cache entries;
+3. one INSERT of the audit rows, chained in the order of the batch: each verdict's
+   ``judge.call`` events, then its ``grading.completed``, whose state digest is
+   computed from the values written (nothing is read back);
+4. the regrade jobs' bookkeeping once per batch (``storage.regrade.lifecycle``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.audit import values_digest
+from storage.database import Database
+from storage.judge_cache import insert_cache_rows
+from storage.models import FinishedGrading
+from storage.quality_tables import JudgeVoteRecord
+from storage.records import answer_rows, judge_call_rows, verdict_values, vote_rows
+from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord
+from storage.verdict_rows import call_events, calls_before, completion_payload, insert_rows
+
+__all__ = ["StoredVerdicts", "leased_rows", "write_verdicts"]
+
+_GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
+_ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
+_CALLS = JudgeCallRecord.__table__  # type: ignore[attr-defined]
+_VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
+
+
+@dataclass
+class StoredVerdicts:
+    """What one batch wrote: which items, and the grading rows as they now stand."""
+
+    #: per item of the batch, in order: whether it was written
+    stored: list[bool] = field(default_factory=list)
+    #: the written gradings' column values, in the order of the batch
+    gradings: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def leased_rows(
+    db: Database, session: AsyncSession, items: Sequence[FinishedGrading]
+) -> dict[str, Mapping[str, Any]]:
+    """The batch's gradings by id, in one query, row-locked on PostgreSQL (in id order,
+    so two batches that share a grading cannot deadlock)."""
+    ids = sorted({item.grading_id for item in items})
+    query = select(_GRADINGS).where(_GRADINGS.c.id.in_(ids)).order_by(_GRADINGS.c.id)
+    if db.postgres:
+        query = query.with_for_update()
+    return {row.id: dict(row._mapping) for row in await session.execute(query)}
+
+
+def _holds_lease(row: Mapping[str, Any], item: FinishedGrading) -> bool:
+    return bool(row["status"] == "pending" and row["lease_owner"] == item.worker_id)
+
+
+def _check_rubric(row: Mapping[str, Any], item: FinishedGrading) -> None:
+    result = item.result
+    if (result.rubric_id, result.rubric_version) != (row["rubric_id"], row["rubric_version"]):
+        raise ValueError(
+            f"result is for rubric {result.rubric_id}@{result.rubric_version}, "
+            f"the grading for {row['rubric_id']}@{row['rubric_version']}"
+        )
+
+
+@dataclass
+class _Rows:
+    """The rows of every table for the batch, and its audit events, in order."""
+
+    gradings: list[dict[str, Any]] = field(default_factory=list)
+    #: the columns each grading's UPDATE sets (``verdict_values``), and its id
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    votes: list[dict[str, Any]] = field(default_factory=list)
+    cache: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    #: audit event index -> {grading id: state digest}
+    covers: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    def add(
+        self, row: Mapping[str, Any], item: FinishedGrading, first_call: int, at: datetime
+    ) -> None:
+        """Add one verdict whose grading is ``row`` (as read under the lock)."""
+        result, grading_id = item.result, item.grading_id
+        changed = verdict_values(
+            result, revision=row["revision"], provisional=item.provisional, at=at
+        )
+        values = {**row, **changed}
+        answers = answer_rows(grading_id, result)
+        calls = judge_call_rows(grading_id, result.calls, first_position=first_call, at=at)
+        self.gradings.append(values)
+        self.updates.append({"b_id": grading_id, **{f"b_{k}": v for k, v in changed.items()}})
+        self.answers.extend(answers)
+        self.calls.extend(calls)
+        self.votes.extend(vote_rows(grading_id, result.votes, [c["id"] for c in calls], at=at))
+        self.cache.extend(item.cache_rows)
+        self.events.extend(call_events(grading_id, item.worker_id, calls))
+        self.covers[len(self.events)] = {grading_id: values_digest(values, answers)}
+        completed = "grading.completed" if result.status == "graded" else "grading.unscored"
+        self.events.append(
+            {
+                "event": completed,
+                "entity_type": "grading",
+                "entity_id": grading_id,
+                "actor": item.worker_id,
+                "payload": completion_payload(values, result, calls),
+            }
+        )
+
+
+async def write_verdicts(
+    db: Database, session: AsyncSession, items: Sequence[FinishedGrading], at: datetime
+) -> StoredVerdicts:
+    """Store the verdicts whose leases hold, in the caller's transaction (see the module).
+
+    Raises ``ValueError`` (the caller's transaction is then rolled back) when a verdict
+    is for another rubric version than its grading.
+    """
+    rows = await leased_rows(db, session, items)
+    accepted: list[tuple[FinishedGrading, Mapping[str, Any]]] = []
+    outcome = StoredVerdicts()
+    for item in items:
+        row = rows.pop(item.grading_id, None)  # popped: a second verdict of it is refused
+        holds = row is not None and _holds_lease(row, item)
+        outcome.stored.append(holds)
+        if row is not None and holds:
+            _check_rubric(row, item)
+            accepted.append((item, row))
+    if not accepted:
+        return outcome
+    again = [item.grading_id for item, row in accepted if row["claim_count"] > 1]
+    first_calls = await calls_before(session, again)
+    batch = _Rows()
+    for item, row in accepted:
+        batch.add(row, item, first_calls.get(item.grading_id, 0), at)
+    await _write(db, session, batch)
+    outcome.gradings = batch.gradings
+    return outcome
+
+
+async def _write(db: Database, session: AsyncSession, batch: _Rows) -> None:
+    """One statement per table, then the audit rows (after the other writes)."""
+    columns = [key.removeprefix("b_") for key in batch.updates[0] if key != "b_id"]
+    statement = (
+        update(_GRADINGS)
+        .where(_GRADINGS.c.id == bindparam("b_id"))
+        .values({name: bindparam(f"b_{name}") for name in columns})
+    )
+    await session.execute(statement, batch.updates)
+    await insert_rows(session, _ANSWERS, batch.answers)
+    await insert_rows(session, _CALLS, batch.calls)
+    await insert_rows(session, _VOTES, batch.votes)
+    await insert_cache_rows(session, batch.cache)
+    await db.audit_many(session, batch.events, batch.covers)
