@@ -30,7 +30,7 @@ class ClaimCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    minutes: float | None = Field(default=None, gt=0, le=24 * 60)
+    minutes: float | None = Field(default=None, gt=0, le=24 * 60, strict=True)  # "5" is no number
 
 
 class LabelsCreate(BaseModel):
