@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import Figure, print_report
+from bench.saved_gradings import save_result, saved_results
 from bench.token_counts import chatml
 from judge.backends.openai import OpenAIBackend
 from judge.backends.streaming import StreamLimits
@@ -147,27 +147,6 @@ def _answers_row(figures: Any) -> dict[str, Any]:
 
 def _number(value: float | None, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
-
-
-def saved_results(save: Path | None) -> dict[tuple[str, str], GradingResult]:
-    """The gradings a ``--save`` file holds, by (combination, case id)."""
-    if save is None or not save.exists():
-        return {}
-    found = {}
-    for line in save.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        found[(record["combo"], record["case"])] = GradingResult.model_validate(record["result"])
-    return found
-
-
-def save_result(save: Path | None, combo: Combo, item: GoldItem, result: GradingResult) -> None:
-    """Append one grading (its answers, verdict and calls) to ``save`` as a JSON line."""
-    if save is None:
-        return
-    record = {"combo": combo.name, "case": item.id, "variant": item.variant}
-    record["result"] = result.model_dump(mode="json")
-    with save.open("a", encoding="utf-8") as out:
-        out.write(json.dumps(record) + "\n")
 
 
 async def run_combo(

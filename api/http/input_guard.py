@@ -24,7 +24,7 @@ from urllib.parse import quote, unquote_plus
 from litestar import Request
 
 from api.http.problems import ApiProblem
-from api.service.schemas import EARLIEST, LATEST, bounded_date
+from api.service.request_types import EARLIEST, LATEST, bounded_date
 
 __all__ = [
     "MAX_JSON_DEPTH",

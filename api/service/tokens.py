@@ -6,7 +6,7 @@ from datetime import datetime
 
 from api.service.errors import InvalidRequest
 from api.service.principal import Principal
-from api.service.schemas import LATEST
+from api.service.request_types import LATEST
 from api.service.services import Services
 from storage import TokenRecord
 

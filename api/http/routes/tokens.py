@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from api.http.auth import require
 from api.service.principal import Principal, Role
-from api.service.schemas import DatetimeText
+from api.service.request_types import DatetimeText
 from api.service.services import Services
 from api.service.tokens import issue_token
 from storage import TokenRecord

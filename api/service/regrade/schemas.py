@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
-from api.service.schemas import BoundedDatetime
+from api.service.request_types import BoundedDatetime
 from storage.regrade.progress import JobView
 from storage.regrade.select import RegradeFilter
 

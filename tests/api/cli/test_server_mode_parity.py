@@ -14,6 +14,7 @@ import tarfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,6 +62,30 @@ def _graded(env: dict[str, str]) -> None:
     raise AssertionError("the server's workers did not grade the import")
 
 
+def _exports_match(
+    tmp_path: Path, fixture: Any, served: dict[str, str], remote: tuple[dict[str, str], list[str]]
+) -> None:
+    """export --layout folder | file, --archive: the same files through the server."""
+    remote_env, via = remote
+    for name, env, extra in (("mine", served, []), ("theirs", remote_env, via)):
+        out = tmp_path / f"folder-{name}"
+        done = cli("export", "--format", "sregym", "--layout", "folder", "-o", str(out),
+                   *extra, env=env)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"45 SREGym attempts exported to {out}" in done.stderr
+        assert _csv_files(out) == _csv_files(fixture.root)
+    one = ["export", "--format", "sregym", "--layout", "file", "-o", "-"]
+    assert cli(*one, *via, env=remote_env).stdout == cli(*one, env=served).stdout
+    for kind in ("tar.gz", "zip"):
+        packed = ["export", "--format", "sregym", "--archive", kind]
+        target = tmp_path / f"results.{kind}"
+        done = cli(*packed, "-o", str(target), *via, env=remote_env)
+        assert done.returncode == 0, done.stderr
+        assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
+        cli(*packed, "-o", str(target), env=served)
+        assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
+
+
 @pytest.mark.slow
 def test_every_import_export_and_regrade_option_works_through_a_server(tmp_path: Path) -> None:
     fixture = write_sregym_results(tmp_path)
@@ -98,24 +123,7 @@ def test_every_import_export_and_regrade_option_works_through_a_server(tmp_path:
         assert _progress_free(theirs.stderr) == _progress_free(mine.stderr)
         _graded(served)
 
-        # export --layout folder | file, --archive: the same files either way
-        for name, env, extra in (("mine", served, []), ("theirs", remote, via)):
-            out = tmp_path / f"folder-{name}"
-            done = cli("export", "--format", "sregym", "--layout", "folder", "-o", str(out),
-                       *extra, env=env)  # fmt: skip
-            assert done.returncode == 0, done.stderr
-            assert f"45 SREGym attempts exported to {out}" in done.stderr
-            assert _csv_files(out) == _csv_files(fixture.root)
-        one = ["export", "--format", "sregym", "--layout", "file", "-o", "-"]
-        assert cli(*one, *via, env=remote).stdout == cli(*one, env=served).stdout
-        for kind in ("tar.gz", "zip"):
-            packed = ["export", "--format", "sregym", "--archive", kind]
-            target = tmp_path / f"results.{kind}"
-            done = cli(*packed, "-o", str(target), *via, env=remote)
-            assert done.returncode == 0, done.stderr
-            assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
-            cli(*packed, "-o", str(target), env=served)
-            assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
+        _exports_match(tmp_path, fixture, served, (remote, via))
 
         # a promoting regrade supersedes SREGym's verdicts: --include-superseded finds them
         regrade = ["regrade", "--judge", "scripted:fail", "--graded-judge", "external:sregym",

@@ -43,6 +43,27 @@ async def _current(client: Any, headers: dict[str, str], scenario_id: str) -> An
     return only
 
 
+async def _exports(client: Any, admin: dict[str, str]) -> dict[tuple[str, str], str]:
+    """Every export format, with and without superseded gradings."""
+    found = {}
+    for fmt in ("csv", "jsonl", "sregym"):
+        for every in ("true", "false"):
+            params = {"format": fmt, "include_superseded": every}
+            answer = await client.get("/v1/exports/gradings", params=params, headers=admin)
+            found[(fmt, every)] = answer.text
+    return found
+
+
+def _assert_exports_name_versions(exports: dict[tuple[str, str], str]) -> None:
+    """Every export names the version each grading was graded against (CSV: last column)."""
+    for fmt in ("csv", "sregym"):
+        rows = list(csv.reader(io.StringIO(exports[(fmt, "true")])))
+        assert rows[0][-1] == "scenario_version" and [r[-1] for r in rows[1:]] == ["1", "2"]
+        assert [r[-1] for r in csv.reader(io.StringIO(exports[(fmt, "false")]))][1:] == ["2"]
+    lines = [json.loads(line) for line in exports[("jsonl", "true")].splitlines()]
+    assert [g["scenario_version"] for g in lines] == [1, 2]
+
+
 async def test_a_typo_fixed_then_regraded_against_the_newest_ground_truth(
     api_client: Any, tokens: Any
 ) -> None:
@@ -72,17 +93,7 @@ async def test_a_typo_fixed_then_regraded_against_the_newest_ground_truth(
         done = await _finished(client, admin, job.json()["id"])
         regraded = await _current(client, admin, "hotel/user-port")
         seen_by_agent = await client.get(f"/v1/gradings/{regraded['id']}", headers=agent)
-        exports = {
-            (fmt, every): (
-                await client.get(
-                    "/v1/exports/gradings",
-                    params={"format": fmt, "include_superseded": every},
-                    headers=admin,
-                )
-            ).text
-            for fmt in ("csv", "jsonl", "sregym")
-            for every in ("true", "false")
-        }
+        exports = await _exports(client, admin)
     assert first["passed"] is False and first["status"] == "graded"
     assert as_admin["scenario_version"] == 1 and as_admin["submission"]["scenario_version"] == 1
     assert fixed.json()["outcome"] == "new_version" and fixed.json()["version"] == 2
@@ -92,13 +103,7 @@ async def test_a_typo_fixed_then_regraded_against_the_newest_ground_truth(
     assert done["state"] == "done" and done["ground_truth"] == "latest" and done["done"] == 1
     assert regraded["passed"] is True
     assert regraded["scenario_version"] == 2
-    # every export names the version each grading was graded against (CSV: last column)
-    for fmt in ("csv", "sregym"):
-        rows = list(csv.reader(io.StringIO(exports[(fmt, "true")])))
-        assert rows[0][-1] == "scenario_version" and [r[-1] for r in rows[1:]] == ["1", "2"]
-        assert [r[-1] for r in csv.reader(io.StringIO(exports[(fmt, "false")]))][1:] == ["2"]
-    lines = [json.loads(line) for line in exports[("jsonl", "true")].splitlines()]
-    assert [g["scenario_version"] for g in lines] == [1, 2]
+    _assert_exports_name_versions(exports)
     assert regraded["submission"]["scenario_version"] == 1  # what it was first graded with
     shown = [m.content for r in backend.requests for m in r.messages]
     assert sum(TYPO in text for text in shown) == 1  # the dry run asked no judge
