@@ -9,7 +9,7 @@ holds many brackets.
 
 A date bound of a filter (``created_after``, ``a.created_before``, ...) is not refused for
 its year: :func:`bound_query_dates` moves it within the years rows are stored in (see
-:func:`api.service.schemas.bounded_date`), which selects the same rows.
+:func:`api.service.request_types.bounded_date`), which selects the same rows.
 """
 
 from __future__ import annotations

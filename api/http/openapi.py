@@ -188,8 +188,8 @@ def document_api(app: Litestar) -> None:
         return
     components.schemas = {**(components.schemas or {}), "Problem": _PROBLEM}
     components.security_schemes = {**(components.security_schemes or {}), "bearer": BEARER}
-    document_request_bodies(app)
     handlers = _handlers(app)
+    document_request_bodies(app, handlers)
     for path, item in (document.paths or {}).items():
         for method in ("get", "put", "post", "delete", "patch"):
             operation = getattr(item, method, None)

@@ -36,13 +36,9 @@ def _body_model(handler: HTTPRouteHandler) -> type[BaseModel] | None:
     return None
 
 
-def _operations(app: Litestar) -> list[tuple[Any, HTTPRouteHandler]]:
-    handlers = {
-        str(handler.operation_id): handler
-        for route in app.routes
-        for handler in getattr(route, "route_handlers", ())
-        if isinstance(handler, HTTPRouteHandler) and handler.operation_id
-    }
+def _operations(
+    app: Litestar, handlers: dict[str, HTTPRouteHandler]
+) -> list[tuple[Any, HTTPRouteHandler]]:
     found = []
     for item in (app.openapi_schema.paths or {}).values():
         for method in ("get", "put", "post", "delete", "patch"):
@@ -53,14 +49,15 @@ def _operations(app: Litestar) -> list[tuple[Any, HTTPRouteHandler]]:
     return found
 
 
-def document_request_bodies(app: Litestar) -> None:
-    """Give every JSON request body pydantic's validation schema of its model."""
+def document_request_bodies(app: Litestar, handlers: dict[str, HTTPRouteHandler]) -> None:
+    """Give every JSON request body pydantic's validation schema of its model
+    (``handlers``: the app's route handlers by operation id)."""
     components = app.openapi_schema.components
     if not isinstance(components, Components):  # pragma: no cover - Litestar makes one
         return
     bodies = [
         (operation, model)
-        for operation, handler in _operations(app)
+        for operation, handler in _operations(app, handlers)
         if operation.request_body is not None and (model := _body_model(handler)) is not None
     ]
     models = list(dict.fromkeys(model for _, model in bodies))

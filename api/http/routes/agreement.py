@@ -30,8 +30,8 @@ __all__ = ["get_agreement"]
 async def get_agreement(
     services: NamedDependency[Services],
     filters: NamedDependency[ReportFilter],
-    kind: Annotated[str | None, comma_list_param(AGREEMENT_KINDS, "default: every kind")] = None,
-    group_by: Annotated[str | None, comma_list_param(AGREEMENT_GROUPS, "")] = None,
+    kind: Annotated[str | None, comma_list_param(AGREEMENT_KINDS, "comma-separated; default: every kind")] = None,
+    group_by: Annotated[str | None, comma_list_param(AGREEMENT_GROUPS, "comma-separated")] = None,
     source: FromQuery[Literal["blind", "override", "all"]] = "all",
 ) -> AgreementReport:
     """``kind``: comma-separated among judge_human, judge_judge, human_human (default all);
