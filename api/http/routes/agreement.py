@@ -18,6 +18,8 @@ from storage.report_queries import ReportFilter
 
 __all__ = ["get_agreement"]
 
+_KINDS_TEXT = "comma-separated; default: every kind"
+
 
 @get(
     "/v1/stats/agreement",
@@ -30,7 +32,7 @@ __all__ = ["get_agreement"]
 async def get_agreement(
     services: NamedDependency[Services],
     filters: NamedDependency[ReportFilter],
-    kind: Annotated[str | None, comma_list_param(AGREEMENT_KINDS, "comma-separated; default: every kind")] = None,
+    kind: Annotated[str | None, comma_list_param(AGREEMENT_KINDS, _KINDS_TEXT)] = None,
     group_by: Annotated[str | None, comma_list_param(AGREEMENT_GROUPS, "comma-separated")] = None,
     source: FromQuery[Literal["blind", "override", "all"]] = "all",
 ) -> AgreementReport:
