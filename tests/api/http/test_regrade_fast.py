@@ -78,6 +78,17 @@ async def _items(store: Store, job_id: str) -> list[str]:
         return list((await connection.execute(text(sql), {"job": job_id})).scalars())
 
 
+async def _cache_filled(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> tuple[dict[str, str], ScriptedBackend]:
+    """An admin token and the new judge, after one regrade filled the judge cache."""
+    admin = await tokens("admin")
+    judge = ScriptedBackend(model="fail")
+    async with api_client(backends={NEW_JUDGE: judge}) as client:
+        await _finished(client, admin, await _create(client, admin))
+    return admin, judge
+
+
 async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
     api_client: ClientFactory,
     tokens: Callable[..., Any],
@@ -86,10 +97,7 @@ async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
     tmp_path: Path,
 ) -> None:
     await _import(engine, service_key, tmp_path)
-    admin = await tokens("admin")
-    judge = ScriptedBackend(model="fail")
-    async with api_client(backends={NEW_JUDGE: judge}) as client:  # fills the judge cache
-        await _finished(client, admin, await _create(client, admin))
+    admin, judge = await _cache_filled(api_client, tokens)
     assert len(judge.requests) == 42
     async with api_client(start_workers=False, backends={NEW_JUDGE: judge}) as client:
         services: Services = client.app.state.services
@@ -129,10 +137,7 @@ async def test_a_batch_that_cannot_be_stored_whole_is_stored_one_by_one(
     tmp_path: Path,
 ) -> None:
     await _import(engine, service_key, tmp_path)
-    admin = await tokens("admin")
-    judge = ScriptedBackend(model="fail")
-    async with api_client(backends={NEW_JUDGE: judge}) as client:  # fills the judge cache
-        await _finished(client, admin, await _create(client, admin))
+    admin, judge = await _cache_filled(api_client, tokens)
     async with api_client(start_workers=False, backends={NEW_JUDGE: judge}) as client:
         services: Services = client.app.state.services
         job = await _create(client, admin)
