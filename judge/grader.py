@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal
 
 from judge.asking import ask_with_repair
 from judge.backends.base import JudgeBackend
@@ -25,6 +24,7 @@ from judge.context import Fit, OverflowPolicy, fit_diagnosis
 from judge.extraction import ask_extraction
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.per_question import ask_per_question
+from judge.profiles import AskingChoice, AskingMode, JudgeProfile, choose_asking
 from judge.prompt import build_messages, build_repair_message, build_reply_schema
 from judge.quantities import load_parsers, parsers_loaded
 from judge.reply import parse_reply
@@ -53,10 +53,13 @@ class Grader:
     context_tokens: int | None = None
     #: a prompt that would not fit: ``unscored`` (context_overflow) or ``truncate``
     context_overflow: OverflowPolicy = "unscored"
-    #: ``single`` or ``per_question`` (``judge.per_question``); None: the rubric's
-    asking: Literal["single", "per_question", "extraction"] | None = None
-    #: ``full`` or ``compact`` replies (``judge.reply_format``); None: the rubric's
+    #: ``single``, ``per_question`` or ``extraction``; None: the rubric's or the profile's
+    #: (``judge.profiles.choose_asking``)
+    asking: AskingMode | None = None
+    #: ``full`` or ``compact`` replies (``judge.reply_format``); None: as for ``asking``
     reply_format: ReplyFormat | None = None
+    #: the judge model's measured default asking (``judge.profiles``), if it has one
+    profile: JudgeProfile | None = None
     #: ``positive`` or ``as_written`` for every question with a positive wording
     #: (``judge.style``); None: each question's own ``ask_as``
     ask_as: AskAs | None = None
@@ -72,6 +75,12 @@ class Grader:
             context_tokens=self.context_tokens,
         )
 
+    def asking_choice(self, rubric: Rubric) -> AskingChoice:
+        """The asking mode and reply format this grader uses for ``rubric``."""
+        return choose_asking(
+            rubric, asking=self.asking, reply_format=self.reply_format, profile=self.profile
+        )
+
     async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
         """Grade ``diagnosis`` against ``ground_truth``; raises InputError on bad input.
 
@@ -83,7 +92,8 @@ class Grader:
         if not diagnosis.strip():
             return empty_diagnosis_result(rubric, self.backend)
         caller = self.caller
-        style = style_of(rubric, reply_format=self.reply_format, ask_as=self.ask_as)
+        choice = self.asking_choice(rubric)
+        style = style_of(rubric, reply_format=choice.reply_format, ask_as=self.ask_as)
         screening = await _screened(diagnosis)
         if not parsers_loaded():
             await asyncio.to_thread(load_parsers)  # the first import takes a second
@@ -96,11 +106,11 @@ class Grader:
         )
         if fit.overflow is not None:
             result = unscored_result(rubric, self.backend, [], "context_overflow", fit.overflow)
-        elif (self.asking or rubric.asking) == "extraction":
+        elif choice.asking == "extraction":
             result = await ask_extraction(
                 caller, rubric, ground_truth, fit, injected=screening.injected, style=style
             )
-        elif (self.asking or rubric.asking) == "per_question":
+        elif choice.asking == "per_question":
             result = await ask_per_question(
                 caller, rubric, ground_truth, fit, injected=screening.injected, style=style
             )

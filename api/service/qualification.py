@@ -18,8 +18,10 @@ import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
+from api.service.grader_factory import asking_choice
 from api.service.settings import Settings
 from judge.calibration import DEFAULT_GOLD
+from judge.profiles import AskingChoice
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.spec import judge_identity
@@ -40,19 +42,20 @@ __all__ = [
 CACHE_SECONDS = 60.0
 
 
-def judge_settings(settings: Settings) -> dict[str, Any]:
+def judge_settings(settings: Settings, choice: AskingChoice | None = None) -> dict[str, Any]:
     """The sampling settings that are part of a judge's identity.
 
-    The reply format and polarity overrides count only when set, so the identity of a
-    judge qualified before they existed stays the same."""
+    The reply format counts only when a setting or the judge's profile chose it
+    (``choice``), and the polarity override only when set, so the identity of a judge
+    qualified before they existed stays the same."""
     identity: dict[str, Any] = {
         "temperature": settings.judge_temperature,
         "seed": settings.judge_seed,
         "max_tokens": settings.judge_max_tokens,
         "samples": settings.judge_samples,
     }
-    if settings.judge_reply_format is not None:
-        identity["reply_format"] = settings.judge_reply_format
+    if choice is not None and choice.reply_format_chosen:
+        identity["reply_format"] = choice.reply_format
     if settings.judge_ask_as is not None:
         identity["ask_as"] = settings.judge_ask_as
     return identity
@@ -60,11 +63,12 @@ def judge_settings(settings: Settings) -> dict[str, Any]:
 
 def identity_of(settings: Settings, spec_text: str, rubric: Rubric) -> dict[str, Any]:
     """The identity a calibration run is stored under: spec, settings, rubric, asking."""
+    choice = asking_choice(settings, spec_text, rubric)
     return {
         "judge_spec": judge_identity(spec_text),
-        "judge_settings": judge_settings(settings),
+        "judge_settings": judge_settings(settings, choice),
         "rubric_version": rubric.version,
-        "asking_mode": settings.judge_asking or rubric.asking,
+        "asking_mode": choice.asking,
     }
 
 
@@ -87,9 +91,11 @@ async def qualification_on_start(store: Store, settings: Settings, rubric: Rubri
     gold set.
     """
     identity = identity_of(settings, settings.judge, rubric)
+    choice = asking_choice(settings, settings.judge, rubric)
+    profile = f", profile {choice.profile}" if choice.profile else ""
     who = (
         f"judge {identity['judge_spec']} (rubric {rubric.id}@{rubric.version}, "
-        f"asking {identity['asking_mode']})"
+        f"asking {identity['asking_mode']}, replies {choice.reply_format}{profile})"
     )
     gold = DEFAULT_GOLD.name
     sha = hashlib.sha256(DEFAULT_GOLD.read_bytes()).hexdigest()
@@ -116,32 +122,32 @@ class Qualifications:
     def __init__(self, store: Store, settings: Settings) -> None:
         self.store = store
         self.settings = settings
-        self._cache: dict[tuple[str, str, str], tuple[float, bool]] = {}
+        self._cache: dict[tuple[str, str, AskingChoice], tuple[float, bool]] = {}
 
-    async def qualified(self, judge_spec: str, rubric_version: str, asking: str) -> bool:
+    async def qualified(self, judge_spec: str, rubric_version: str, choice: AskingChoice) -> bool:
         """Whether the judge's latest calibration run qualified it (cached)."""
-        key = (judge_identity(judge_spec), rubric_version, asking)
+        key = (judge_identity(judge_spec), rubric_version, choice)
         now = time.monotonic()
         cached = self._cache.get(key)
         if cached is not None and now - cached[0] < CACHE_SECONDS:
             return cached[1]
         found = await self.store.calibration.is_qualified(
             judge_spec=key[0],
-            judge_settings=judge_settings(self.settings),
+            judge_settings=judge_settings(self.settings, choice),
             rubric_version=rubric_version,
-            asking_mode=asking,
+            asking_mode=choice.asking,
         )
         self._cache[key] = (now, found)
         return found
 
     async def mark(
-        self, grading_id: str, judge_spec: str, asking: str, result: GradingResult
+        self, grading_id: str, judge_spec: str, choice: AskingChoice, result: GradingResult
     ) -> tuple[GradingResult, bool]:
         """The result (sampled for review if provisional), and whether it is provisional."""
         if result.status != "graded":
             return result, False
         reasons = list(result.review_reasons)
-        provisional = not await self.qualified(judge_spec, result.rubric_version, asking)
+        provisional = not await self.qualified(judge_spec, result.rubric_version, choice)
         if provisional and in_review_sample(grading_id, self.settings.provisional_review_rate):
             reasons.append(ReviewReason.PROVISIONAL_SAMPLE)
         if len(reasons) != len(result.review_reasons):

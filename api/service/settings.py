@@ -90,14 +90,23 @@ class Settings(BaseSettings):
         default=None,
         description=(
             "single (one call), per_question (a call per question) or extraction (claims "
-            "extracted, compared in code, the rest per question); unset: the rubric's"
+            "extracted, compared in code, the rest per question); unset: the rubric's "
+            "own choice, else the judge's profile, else single"
         ),
     )
     judge_reply_format: Literal["full", "compact"] | None = Field(
         default=None,
         description=(
             "full (reasoning, evidence, answer, confidence) or compact (answer, and the "
-            "quote of [quote] questions) judge replies; unset: the rubric's"
+            "quote of [quote] questions) judge replies; unset: the rubric's own choice, "
+            "else the judge's profile, else full"
+        ),
+    )
+    judge_profile: Literal["auto", "none"] = Field(
+        default="auto",
+        description=(
+            "auto: a judge model with a measured profile (judge/data/judge_profiles.toml) "
+            "is asked its way where neither these settings nor the rubric choose; none: off"
         ),
     )
     judge_ask_as: Literal["as_written", "positive"] | None = Field(

@@ -49,7 +49,8 @@ async def test_the_statement_follows_the_runs_on_the_shipped_set(
     store, rubric = Store(engine), sregym_rubric()
     settings = Settings(judge=f"{SPEC}@http://10.0.0.9:1", database_url=database_url)
     line = await qualification_on_start(store, settings, rubric)
-    assert line.startswith(f"judge {SPEC} (rubric sregym-rca@{rubric.version}, asking single)")
+    who = f"judge {SPEC} (rubric sregym-rca@{rubric.version}, asking single, replies full)"
+    assert line.startswith(who)
     assert "not calibrated on sregym-v1.jsonl" in line and "provisional" in line
     assert "10.0.0.9" not in line  # the base URL is not part of a judge's identity
     await store.calibration.add_run(
@@ -101,3 +102,15 @@ async def test_sre_judge_serve_says_so_in_its_log(
     ]
     said = [r["message"] for r in records if r.get("logger") == "sre_judge.qualification"]
     assert said and "qualified on sregym-v1.jsonl: verdict kappa 0.640" in said[0]
+
+
+async def test_the_statement_names_a_profiled_judges_asking(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    spec = "ollama:qwen2.5-coder:1.5b"
+    settings = Settings(judge=spec, database_url=database_url)
+    line = await qualification_on_start(Store(engine), settings, sregym_rubric())
+    assert "asking extraction, replies compact, profile small-qwen-coder)" in line
+    off = Settings(judge=spec, database_url=database_url, judge_profile="none")
+    line = await qualification_on_start(Store(engine), off, sregym_rubric())
+    assert "asking single, replies full)" in line

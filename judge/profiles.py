@@ -1,0 +1,136 @@
+"""Judge profiles: how a judge model is asked when neither its settings nor the rubric say.
+
+Small local models answer some asking modes far better than others (README, "Judge
+quality": Qwen2.5-Coder-1.5B agrees with the labels at kappa 0.31 in ``extraction``
+asking with ``compact`` replies and at -0.004 in ``single``). The measured choice per
+model lives in ``judge/data/judge_profiles.toml``; :func:`profile_for` finds a model's
+profile and :func:`choose_asking` applies the order every caller shares:
+
+1. the judge settings (``SRE_JUDGE_JUDGE_ASKING``, ``SRE_JUDGE_JUDGE_REPLY_FORMAT``);
+2. a rubric's own choice, when it differs from the rubric default;
+3. the judge's profile;
+4. the rubric defaults (``single``, ``full``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+from judge.rubric import Rubric
+from judge.spec import split_spec
+from judge.style import ReplyFormat
+
+__all__ = [
+    "AskingChoice",
+    "AskingMode",
+    "JudgeProfile",
+    "choose_asking",
+    "load_profiles",
+    "profile_for",
+    "profile_for_spec",
+]
+
+AskingMode = Literal["single", "per_question", "extraction"]
+
+_DEFAULT_ASKING: AskingMode = "single"
+_DEFAULT_REPLY: ReplyFormat = "full"
+_ASKING_MODES = ("single", "per_question", "extraction")
+_REPLY_FORMATS = ("full", "compact")
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeProfile:
+    """The measured default asking of the models matching ``models``."""
+
+    name: str
+    models: tuple[str, ...]
+    asking: AskingMode | None = None
+    reply_format: ReplyFormat | None = None
+    #: the measurement that justifies the profile, for people
+    measured: str = ""
+
+    def matches(self, model: str) -> bool:
+        """Whether ``model`` (a judge spec's model part) matches one of the patterns."""
+        folded = model.casefold()
+        return any(fnmatch.fnmatchcase(folded, p.casefold()) for p in self.models)
+
+
+@dataclass(frozen=True, slots=True)
+class AskingChoice:
+    """The asking mode and reply format a grading uses, and where each came from."""
+
+    asking: AskingMode
+    reply_format: ReplyFormat
+    #: the profile that chose at least one of them, if any
+    profile: str | None = None
+    #: whether the reply format was chosen by a setting or a profile (not the rubric)
+    reply_format_chosen: bool = False
+
+
+def _profile(entry: dict[str, object]) -> JudgeProfile:
+    name = str(entry["name"])
+    asking, reply = entry.get("asking"), entry.get("reply_format")
+    if asking is not None and asking not in _ASKING_MODES:
+        raise ValueError(f"judge profile {name}: unknown asking {asking!r}")
+    if reply is not None and reply not in _REPLY_FORMATS:
+        raise ValueError(f"judge profile {name}: unknown reply_format {reply!r}")
+    models = entry.get("models")
+    if not isinstance(models, list) or not models:
+        raise ValueError(f"judge profile {name}: models must be a non-empty list")
+    return JudgeProfile(
+        name=name,
+        models=tuple(str(m) for m in models),
+        asking=asking,  # type: ignore[arg-type]
+        reply_format=reply,  # type: ignore[arg-type]
+        measured=str(entry.get("measured", "")),
+    )
+
+
+@cache
+def load_profiles() -> tuple[JudgeProfile, ...]:
+    """The profiles that ship with the package, in file order (first match wins)."""
+    text = resources.files("judge").joinpath("data/judge_profiles.toml").read_text("utf-8")
+    return tuple(_profile(entry) for entry in tomllib.loads(text).get("profile", []))
+
+
+def profile_for(model: str) -> JudgeProfile | None:
+    """The first profile whose patterns match ``model``, or None."""
+    return next((p for p in load_profiles() if p.matches(model)), None)
+
+
+def profile_for_spec(spec_text: str) -> JudgeProfile | None:
+    """The profile of a judge spec's model (``ollama:qwen2.5-coder:1.5b@URL``); a panel
+    or scripted judge has none."""
+    backend, model = split_spec(spec_text)[:2]
+    if backend not in ("ollama", "openai"):
+        return None
+    return profile_for(model)
+
+
+def choose_asking(
+    rubric: Rubric,
+    *,
+    asking: AskingMode | None = None,
+    reply_format: ReplyFormat | None = None,
+    profile: JudgeProfile | None = None,
+) -> AskingChoice:
+    """The asking mode and reply format of a grading, in the order of the module doc."""
+    chosen_asking, chosen_reply = asking, reply_format
+    used: str | None = None
+    if profile is not None and chosen_asking is None and rubric.asking == _DEFAULT_ASKING:
+        chosen_asking = profile.asking
+        used = profile.name if chosen_asking is not None else None
+    if profile is not None and chosen_reply is None and rubric.reply_format == _DEFAULT_REPLY:
+        chosen_reply = profile.reply_format
+        used = profile.name if chosen_reply is not None else used
+    return AskingChoice(
+        asking=chosen_asking or rubric.asking,
+        reply_format=chosen_reply or rubric.reply_format,
+        profile=used,
+        reply_format_chosen=chosen_reply is not None,
+    )
