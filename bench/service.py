@@ -8,6 +8,7 @@ database for finished gradings, and reads the process's memory and CPU from ``/p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -31,6 +32,7 @@ __all__ = [
     "create_token",
     "proc_cpu_seconds",
     "proc_memory_kib",
+    "process_tree",
     "submission_body",
     "submit_all",
 ]
@@ -177,19 +179,37 @@ async def count_done(engine: AsyncEngine) -> tuple[int, int]:
     return int(done), int(unscored)
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (``serve --processes N`` runs N children), from /proc."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                pending += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
 def proc_memory_kib(pid: int) -> dict[str, int]:
-    """``VmRSS`` and ``VmHWM`` (peak RSS) of a process, in KiB."""
+    """``VmRSS`` and ``VmHWM`` (peak RSS) of a process and its descendants, in KiB (for
+    several processes the sums: the peak is the sum of each process's peak)."""
     wanted = {"VmRSS", "VmHWM"}
-    found: dict[str, int] = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in wanted:
-            found[key] = int(value.split()[0])
+    found = dict.fromkeys(wanted, 0)
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                key, _, value = line.partition(":")
+                if key in wanted:
+                    found[key] += int(value.split()[0])
     return found
 
 
 def proc_cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds a process (all its threads) has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    """User plus system CPU seconds a process and its descendants (all threads) have used."""
+    ticks = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{member}/stat").read_text().rpartition(")")[2].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
     return ticks / os.sysconf("SC_CLK_TCK")

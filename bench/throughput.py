@@ -2,6 +2,7 @@
 
     python bench/throughput.py [--db sqlite|postgres|all] [--submissions 2000]
                                [--latency 0.2] [--slots 8] [--workers 16]
+                               [--processes N (PostgreSQL)]
 
 Starts the simulated judge (``bench/judge_sim.py``: ``slots`` requests at once, each
 answered after ``latency`` seconds, so nothing grades faster than slots/latency per
@@ -11,6 +12,7 @@ with ``SRE_JUDGE_JUDGE_CONCURRENCY=slots``. It POSTs the submissions over HTTP a
 measures from the first submission to the moment the last grading is done: achieved
 gradings per second and their ratio to the limit (target >= 0.95). Meanwhile it samples
 the server's resident memory: after 500 gradings, at the end, and its peak (VmHWM).
+With ``--processes N`` the CPU and memory are those of the whole process tree.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ async def run_once(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             "SRE_JUDGE_JUDGE": judge.spec(),
             "SRE_JUDGE_JUDGE_CONCURRENCY": str(args.slots),
             "SRE_JUDGE_WORKERS": str(args.workers),
+            "SRE_JUDGE_PROCESSES": str(args.processes),
         }
         token = create_token(env)
         log = Path(args.log_dir or folder) / f"serve-throughput-{kind}.log"
@@ -153,18 +156,29 @@ def main() -> None:
     parser.add_argument(
         "--rate", type=float, help="submissions per second (default: as fast as answered)"
     )
+    parser.add_argument(
+        "--processes", type=int, default=1, help="serve processes (above 1: PostgreSQL only)"
+    )
     parser.add_argument("--log-dir", help="keep the server logs here (default: discarded)")
     args = parser.parse_args()
     kinds = ["sqlite", "postgres"] if args.db == "all" else [args.db]
+    if args.processes > 1 and "sqlite" in kinds:
+        parser.error("--processes above 1 needs --db postgres")
     figures: list[Figure] = []
     for kind in kinds:
         figures += _figures(asyncio.run(run_once(kind, args)), args.submissions)
     title = (
         f"Throughput: {args.submissions} submissions, judge L={args.latency:g} s, "
-        f"C={args.slots} (limit {args.slots / args.latency:g}/s), {args.workers} workers, "
+        f"C={args.slots} (limit {args.slots / args.latency:g}/s), {args.processes} process(es) "
+        f"x {args.workers} workers, "
         + (f"submitted at {args.rate:g}/s" if args.rate else f"{args.clients} clients, full speed")
     )
-    extra = {"submissions": args.submissions, "rate": args.rate, "clients": args.clients}
+    extra = {
+        "submissions": args.submissions,
+        "rate": args.rate,
+        "clients": args.clients,
+        "processes": args.processes,
+    }
     print_report("throughput", title, figures, extra)
 
 
