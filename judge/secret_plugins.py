@@ -20,6 +20,7 @@ symbol in it, or quoted), so "the password is rejected" stays.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from detect_secrets.plugins.artifactory import ArtifactoryDetector
@@ -31,11 +32,14 @@ from detect_secrets.plugins.cloudant import CloudantDetector
 from detect_secrets.plugins.discord import DiscordBotTokenDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
 from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+from detect_secrets.plugins.high_entropy_strings import (
+    Base64HighEntropyString,
+    HighEntropyStringsPlugin,
+)
 from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
 from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import KeywordDetector
+from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.npm import NpmDetector
 from detect_secrets.plugins.openai import OpenAIDetector
@@ -62,6 +66,23 @@ class SecretPlugin:
     keyword: bool = False
     #: the keyword detector's config-file mode (unquoted values)
     config_mode: bool = False
+
+    def values(self, line: str) -> Iterator[str]:
+        """The values a detect-secrets detector reports in ``line`` (high-entropy ones
+        only above the detector's entropy limit); a regex is matched by the caller."""
+        detector = self.detector
+        if isinstance(detector, re.Pattern):
+            raise TypeError(f"{self.kind}: a regex, not a detect-secrets detector")
+        if isinstance(detector, KeywordDetector) and self.config_mode:
+            values = detector.analyze_string(line, CONFIG_DENYLIST_REGEX_TO_GROUP)
+        else:
+            values = detector.analyze_string(line)
+        for value in values:
+            if isinstance(detector, HighEntropyStringsPlugin) and (
+                detector.calculate_shannon_entropy(value) <= detector.entropy_limit
+            ):
+                continue
+            yield value
 
 
 def kind_of(secret_type: str) -> str:

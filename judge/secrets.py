@@ -22,14 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-
-from detect_secrets.plugins.base import BasePlugin
-from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
-from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
+from typing import TYPE_CHECKING, Any
 
 from judge.prompt import normalize_untrusted
-from judge.secret_plugins import PLUGINS, SecretPlugin
+
+if TYPE_CHECKING:  # detect-secrets is imported at the first line that needs its detectors
+    from judge.secret_plugins import SecretPlugin
 
 __all__ = ["REDACTION_MARKER", "Finding", "Redacted", "has_redactions", "redact", "redacted_kinds"]
 
@@ -117,19 +115,6 @@ def redacted_kinds(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(REDACTION_MARKER.findall(text)))
 
 
-def _plugin_values(plugin: SecretPlugin, detector: BasePlugin, line: str) -> Iterator[str]:
-    if isinstance(detector, KeywordDetector) and plugin.config_mode:
-        values = detector.analyze_string(line, CONFIG_DENYLIST_REGEX_TO_GROUP)
-    else:
-        values = detector.analyze_string(line)
-    for value in values:
-        if isinstance(detector, HighEntropyStringsPlugin) and (
-            detector.calculate_shannon_entropy(value) <= detector.entropy_limit
-        ):
-            continue
-        yield value
-
-
 def _value_span(plugin: SecretPlugin, line: str, value: str, offset: int) -> tuple[int, int] | None:
     """Where ``value`` sits in ``line`` (searching from ``offset``), widened to its token."""
     start = line.find(value, offset)
@@ -150,16 +135,14 @@ def _value_span(plugin: SecretPlugin, line: str, value: str, offset: int) -> tup
     return start, end
 
 
-def _detector_spans(
-    plugin: SecretPlugin, detector: BasePlugin, line: str
-) -> Iterator[tuple[int, int]]:
+def _detector_spans(plugin: SecretPlugin, line: str) -> Iterator[tuple[int, int]]:
     """Spans of one detect-secrets plugin; rescans after each hit, since some plugins
     report only the first match of a line."""
     offset = 0
     while offset < len(line):
         spans = [
             span
-            for value in _plugin_values(plugin, detector, line[offset:])
+            for value in plugin.values(line[offset:])
             if (span := _value_span(plugin, line, value, offset)) is not None
         ]
         if not spans:
@@ -169,11 +152,18 @@ def _detector_spans(
 
 
 def _line_spans(line: str) -> Iterator[tuple[str, int, int]]:
-    """(kind, start, end) of every credential in one line."""
+    """(kind, start, end) of every credential in one line.
+
+    The detectors (and detect-secrets, a fifth of a second to import, with requests) are
+    imported here, at the first line with a candidate: a diagnosis without any never
+    loads them, so ``sre-judge grade`` reaches its judge sooner.
+    """
+    from judge.secret_plugins import PLUGINS
+
     for plugin in PLUGINS:
         detector = plugin.detector
-        if isinstance(detector, BasePlugin):
-            for start, end in _detector_spans(plugin, detector, line):
+        if not isinstance(detector, re.Pattern):
+            for start, end in _detector_spans(plugin, line):
                 yield plugin.kind, start, end
             continue
         for match in detector.finditer(line):

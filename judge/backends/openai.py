@@ -32,6 +32,8 @@ from typing import Any
 
 import openai
 from openai import AsyncStream
+from openai.pagination import AsyncPage
+from openai.types import Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from judge.backends.http import MAX_ERROR_TEXT
@@ -251,10 +253,16 @@ class OpenAIBackend:
         )
         return stream
 
+    async def _list_models(self) -> AsyncPage[Model]:
+        """``GET /models`` through the client's own GET, as ``client.models.list()`` sends
+        it: the ``client.models`` resource would import every resource of the client
+        (chat, audio, beta, admin...), half a second before the first request."""
+        return await self._client.get_api_list("/models", page=AsyncPage[Model], model=Model)
+
     async def probe(self) -> None:
         """Check that the server answers (lists its models); raise a JudgeCallError if not."""
         with map_openai_errors():
-            await self._client.models.list()
+            await self._list_models()
 
     async def context_window(self) -> int | None:
         """The model's context window from ``/v1/models`` metadata, or None if not given.
@@ -265,7 +273,7 @@ class OpenAIBackend:
             return self._context_window
         try:
             with map_openai_errors():
-                listing = await self._client.models.list()
+                listing = await self._list_models()
         except JudgeRejected:  # the server has no model listing: it will not tell
             self._context_known = True
             return None

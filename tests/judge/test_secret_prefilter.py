@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -46,3 +49,53 @@ def test_text_redacted_before_is_returned_without_a_new_scan_and_unchanged() -> 
     assert again.text == first.text
     assert again.findings == ()
     assert cases.AWS_KEY not in again.text
+
+
+_FRESH_REDACT = """
+import json, sys
+from judge.secrets import redact
+before = "detect_secrets" in sys.modules
+r = redact(sys.stdin.read())
+print(json.dumps([before, "detect_secrets" in sys.modules, r.text, r.records()]))
+"""
+
+
+def _redact_in_a_fresh_process(text: str) -> list[Any]:
+    """[detect_secrets imported before, after, redacted text, records] in a new interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH_REDACT],
+        input=text, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result: list[Any] = json.loads(done.stdout)
+    return result
+
+
+def test_a_diagnosis_without_candidates_never_imports_detect_secrets() -> None:
+    line = "The geo deployment in hotel listens on GEO_PORT 9999 while its Service targets 8083.\n"
+    before, after, text, records = _redact_in_a_fresh_process(line * 3)
+    assert (before, after, text, records) == (False, False, line * 3, [])
+
+
+def test_a_secret_is_redacted_as_before_when_the_detectors_load_at_its_line() -> None:
+    text = (
+        "The geo pod restarts: its env has AKIAIOSFODNN7EXAMPLE as the access key,\n"
+        "  DB_PASSWORD:  hunter22\n"
+        "and it calls redis://:r3dispass@redis:6379/0 with "
+        "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\n"
+        "after the OOM kill at 10:42.\n"
+    )
+    before, after, redacted, records = _redact_in_a_fresh_process(text)
+    assert (before, after) == (False, True)
+    assert redacted == (
+        "The geo pod restarts: its env has [REDACTED:aws-access-key] as the access key,\n"
+        "  DB_PASSWORD:  [REDACTED:secret-keyword]\n"
+        "and it calls redis://:[REDACTED:connection-string-password]@redis:6379/0 with "
+        "GITHUB_TOKEN=[REDACTED:github-token]\n"
+        "after the OOM kill at 10:42.\n"
+    )
+    assert [(r["kind"], r["start"], r["end"], r["line"]) for r in records] == [
+        ("aws-access-key", 34, 54, 1),
+        ("secret-keyword", 90, 98, 2),
+        ("connection-string-password", 121, 130, 3),
+        ("github-token", 162, 202, 3),
+    ]
