@@ -91,12 +91,31 @@ class Grader:
         check_text(diagnosis, field="diagnosis", max_bytes=self.max_text_bytes)
         if not diagnosis.strip():
             return empty_diagnosis_result(rubric, self.backend)
-        caller = self.caller
         choice = self.asking_choice(rubric)
         style = style_of(rubric, reply_format=choice.reply_format, ask_as=self.ask_as)
         screening = await _screened(diagnosis)
+        # The quantity parsers (a second to import, once) load in a thread while the judge
+        # is asked: quantities are compared in its answers only, so the first request
+        # does not wait for them (an answer back sooner waits on the import's lock).
+        loading = None
         if not parsers_loaded():
-            await asyncio.to_thread(load_parsers)  # the first import takes a second
+            loading = asyncio.ensure_future(asyncio.to_thread(load_parsers))
+        try:
+            return await self._asked(rubric, ground_truth, screening, choice, style)
+        finally:
+            if loading is not None:
+                await loading
+
+    async def _asked(
+        self,
+        rubric: Rubric,
+        ground_truth: str,
+        screening: Screening,
+        choice: AskingChoice,
+        style: AskingStyle,
+    ) -> GradingResult:
+        """The screened diagnosis fitted to the judge's window and graded in ``choice``."""
+        caller = self.caller
         fit = fit_diagnosis(
             lambda text: build_messages(rubric, ground_truth, text, style=style),
             screening.text,

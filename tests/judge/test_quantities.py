@@ -8,6 +8,8 @@ would fail right diagnoses, so most cases below are texts that must NOT contradi
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from decimal import Decimal
 from typing import Any
 
@@ -184,3 +186,33 @@ def test_an_equal_quantity_counts_as_naming_a_value() -> None:
     assert facts is not None
     assert check_condition("values", facts, "cart's memory limit is 0.5Gi") is None
     assert check_condition("values", facts, "cart's memory limit is 1Gi") is not None
+
+
+_GRADE_IN_A_FRESH_PROCESS = """
+import asyncio, sys
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.grader import Grader
+from judge.rubric import load_rubric_dir
+
+loaded = "kubernetes" in sys.modules
+grader = Grader(ScriptedBackend([scripted_reply]))
+result = asyncio.run(grader.grade(load_rubric_dir()["sregym-rca"], sys.argv[1], sys.argv[2]))
+print(loaded)
+print(next(a.grounding for a in result.answers if a.question_id == "D2-Q3"))
+"""
+
+
+def test_a_judge_answering_before_the_parsers_loaded_still_has_its_values_compared() -> None:
+    # the parsers load in a thread while the judge is asked; a scripted judge answers
+    # at once, so its answers reach the comparison before that load is done
+    diagnosis = "The geo deployment in hotel is unschedulable: its cpu request is 200m."
+    done = subprocess.run(
+        [sys.executable, "-c", _GRADE_IN_A_FRESH_PROCESS, HEADER + CPU, diagnosis],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    loaded, grounding = done.stdout.splitlines()
+    assert loaded == "False"
+    assert grounding == (
+        'vetoed: contradicts the ground truth: cpu request: the diagnosis gives "200m" '
+        '(= 0.2 cores), the ground truth "2.00 cores" (= 2 cores)'
+    )
