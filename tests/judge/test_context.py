@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 
 import httpx
@@ -163,3 +165,34 @@ async def test_a_server_without_a_model_listing_is_asked_once(
         assert await openai_backend.context_window() is None
         assert await openai_backend.context_window() is None
     assert route.call_count == 1
+
+
+_WINDOW_IN_A_FRESH_PROCESS = f"""
+import asyncio, sys
+import httpx, respx
+from judge.backends.openai import OpenAIBackend
+
+async def main():
+    backend = OpenAIBackend("m", base_url="{BASE}", api_key="sk-test")
+    entry = {{"id": "m", "object": "model", "max_model_len": 4096}}
+    with respx.mock(base_url="{BASE}", assert_all_called=True) as router:
+        route = router.get("/models").mock(
+            return_value=httpx.Response(200, json={{"object": "list", "data": [entry]}})
+        )
+        window = await backend.context_window()
+    await backend.aclose()
+    auth = route.calls[0].request.headers["authorization"]
+    print(window, auth, "openai.resources" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+def test_the_window_is_asked_without_loading_every_resource_of_the_client() -> None:
+    # client.models would import all of openai.resources (half a second) before a
+    # grading's first request; the listing goes through the client's own GET instead
+    done = subprocess.run(
+        [sys.executable, "-c", _WINDOW_IN_A_FRESH_PROCESS],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.split() == ["4096", "Bearer", "sk-test", "False"]
