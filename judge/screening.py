@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from judge.injected_spans import Span, injected_spans
 from judge.injection import injection_markers
+from judge.quantities import load_parsers
 from judge.review_reasons import ReviewReason
 from judge.secrets import redact, redacted_kinds
 from judge.verdict import GradingResult
@@ -25,6 +26,7 @@ from judge.verdict import GradingResult
 __all__ = [
     "LEAKED_CREDENTIAL_TAG",
     "Screening",
+    "preload",
     "screen",
 ]
 
@@ -71,3 +73,12 @@ def screen(diagnosis: str) -> Screening:
         notes.append(f"prompt injection markers: {found}")
     spans = injected_spans(redacted.text) if markers else ()
     return Screening(redacted.text, tuple(reasons), tuple(notes), spans)
+
+
+def preload() -> None:
+    """Import what screening and grading load on first use: the credential detectors
+    (detect-secrets) and the quantity parsers. A server calls it in a thread at start,
+    so its first submission does not wait for them; a one-shot command does not."""
+    import judge.secret_plugins  # noqa: F401
+
+    load_parsers()

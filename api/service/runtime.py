@@ -15,6 +15,7 @@ The HTTP app enters it in its lifespan; the command line enters it directly.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from types import TracebackType
@@ -33,6 +34,7 @@ from api.service.webhook_delivery import WebhookDelivery
 from api.service.workers import GradingWorkers
 from judge.backends import JudgeBackend
 from judge.rubric import load_rubric_dir
+from judge.screening import preload
 from judge.vocabulary import load_vocabulary
 from storage import Store, make_engine, upgrade
 
@@ -101,6 +103,8 @@ class Runtime:
         )
         self._migrate = migrate
         self._announce = announce
+        #: the detectors and parsers loading in a thread while the workers start
+        self._preloading: asyncio.Future[None] | None = None
 
     @property
     def settings(self) -> Settings:
@@ -122,6 +126,7 @@ class Runtime:
             rubric = self.services.rubrics.current[settings.rubric]
             log.info(await qualification_on_start(self.store, settings, rubric))
         if self._start_workers:
+            self._preloading = asyncio.ensure_future(asyncio.to_thread(preload))
             self.workers.start()
             self.webhooks.start()
         if self._start_imports:
@@ -132,6 +137,8 @@ class Runtime:
     async def stop(self) -> None:
         """Stop the workers, close the judges' clients, dispose of an engine of our own."""
         try:
+            if self._preloading is not None:
+                await self._preloading
             await self.imports.stop()
             await self.webhooks.stop()
             await self.workers.stop()
