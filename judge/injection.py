@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from judge.injection_forms import base64_texts, collapse_spaced, unleet
 from judge.prompt import normalize_untrusted
+from judge.regex_prefilter import Prefilter
 
 __all__ = ["InjectionMarker", "fold", "injection_markers"]
 
@@ -157,13 +158,15 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-_COMPILED = {
-    kind: tuple(re.compile(p, re.IGNORECASE) for p in patterns)
-    for kind, patterns in _PATTERNS.items()
-}
+_COMPILED = [
+    (kind, re.compile(p, re.IGNORECASE)) for kind, patterns in _PATTERNS.items() for p in patterns
+]
+#: which patterns may match a folded text (``judge.regex_prefilter``)
+_PREFILTER = Prefilter([p for patterns in _PATTERNS.values() for p in patterns])
 #: format characters (zero-width, bidirectional controls, tag characters)
 _HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
 _EXCERPT = 60
+_BLANKS = re.compile(r"[ \t]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,16 +180,19 @@ class InjectionMarker:
 
 def fold(text: str, *, lookalikes: bool = True) -> str:
     """The form markers are searched in: normalized, look-alikes mapped, case folded."""
-    folded = normalize_untrusted(text)
-    if lookalikes:
-        folded = folded.translate(_LOOKALIKES)
-    folded = folded.casefold()
-    return re.sub(r"[ \t]+", " ", folded)
+    normal = normalize_untrusted(text)
+    return _folded(normal.translate(_LOOKALIKES) if lookalikes else normal)
+
+
+def _folded(normal: str) -> str:
+    return _BLANKS.sub(" ", normal.casefold())
 
 
 def _disguised_letters(text: str) -> str | None:
     """The first word with a disguised letter: a compatibility form of an ASCII letter
     (full-width, mathematical...), or a Cyrillic or Greek look-alike among Latin letters."""
+    if text.isascii():
+        return None
     for word in re.findall(r"\w+", text):
         if word.isascii():
             continue
@@ -209,29 +215,37 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     disguised = _disguised_letters(text)
     if disguised:
         found.append(InjectionMarker("lookalike_letters", disguised))
-    folded = fold(text)
-    # look-alikes mapped for Latin-script attacks; unmapped for instructions in Cyrillic;
-    # then leetspeak undone and spaced-out letters joined
-    forms = [folded, fold(text, lookalikes=False), unleet(folded)]
-    spaced = collapse_spaced(normalize_untrusted(text))
-    if spaced != normalize_untrusted(text):
+    normal = normalize_untrusted(text)
+    mapped = normal.translate(_LOOKALIKES)
+    folded = _folded(mapped)
+    # look-alikes mapped for Latin-script attacks; unmapped for instructions in Cyrillic
+    # (the same form when there is no look-alike); then leetspeak undone and spaced-out
+    # letters joined
+    forms = [folded, folded if mapped == normal else _folded(normal), unleet(folded)]
+    spaced = collapse_spaced(normal)
+    if spaced != normal:
         forms.append(fold(spaced))
     # a form equal to an earlier one finds nothing new (plain ASCII text has no
     # look-alikes to map): searched once, a third less regex work
     found.extend(_search(list(dict.fromkeys(forms))))
-    encoded = [
-        m for decoded in base64_texts(normalize_untrusted(text)) for m in _search([fold(decoded)])
-    ]
+    encoded = [m for decoded in base64_texts(normal) for m in _search([fold(decoded)])]
     if encoded:
         found.append(InjectionMarker("encoded_instruction", f"base64: {encoded[0].excerpt}"))
     return tuple(found)
 
 
 def _search(forms: list[str]) -> list[InjectionMarker]:
-    """The first match of each kind of pattern in any of ``forms``."""
+    """The first match of each kind of pattern in any of ``forms`` (folded texts); a
+    pattern runs only on the forms that hold the literals it needs."""
     found: list[InjectionMarker] = []
-    for kind, patterns in _COMPILED.items():
-        match = next((m for p in patterns for f in forms if (m := p.search(f))), None)
+    candidates = [(form, _PREFILTER.candidates(form)) for form in forms]
+    kinds: set[str] = set()
+    for n in sorted(set().union(*(may for _, may in candidates))):
+        kind, pattern = _COMPILED[n]
+        if kind in kinds:
+            continue
+        match = next((m for f, may in candidates if n in may and (m := pattern.search(f))), None)
         if match:
+            kinds.add(kind)
             found.append(InjectionMarker(kind, match.group()[:_EXCERPT].strip()))
     return found

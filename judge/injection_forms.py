@@ -25,8 +25,9 @@ _PRINTABLE = 0.95
 _LEET = str.maketrans(
     {"1": "i", "3": "e", "0": "o", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"}
 )
-#: words, to be checked for a mix of letters with the digits or symbols leetspeak uses
-_WORD = re.compile(r"[\w@$]+")
+#: words holding a digit or symbol leetspeak uses, to be checked for letters (a word
+#: without one is left as it is: matched from its start only, so in linear time)
+_LEET_WORD = re.compile(r"(?<![\w@$])[\w@$]*[013457@$][\w@$]*")
 _HAS_LETTER = re.compile(r"[a-z]")
 _HAS_LEET = re.compile(r"[013457@$]")
 #: four or more single letters (or digits) separated by white space
@@ -61,7 +62,7 @@ def unleet(folded: str) -> str:
             return word.translate(_LEET)
         return word
 
-    return _WORD.sub(undo, folded)
+    return _LEET_WORD.sub(undo, folded)
 
 
 def collapse_spaced(text: str) -> str:
