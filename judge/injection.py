@@ -17,6 +17,7 @@ readable base64 runs, decoded, give the kind ``encoded_instruction``.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -161,8 +162,6 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
 _COMPILED = [
     (kind, re.compile(p, re.IGNORECASE)) for kind, patterns in _PATTERNS.items() for p in patterns
 ]
-#: which patterns may match a folded text (``judge.regex_prefilter``)
-_PREFILTER = Prefilter([p for patterns in _PATTERNS.values() for p in patterns])
 #: format characters (zero-width, bidirectional controls, tag characters)
 _HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
 _EXCERPT = 60
@@ -234,11 +233,19 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     return tuple(found)
 
 
+@functools.cache
+def _prefilter() -> Prefilter:
+    """Which patterns may match a folded text (``judge.regex_prefilter``); built on first
+    use (some 20 ms), not when the module is imported."""
+    return Prefilter([compiled.pattern for _kind, compiled in _COMPILED])
+
+
 def _search(forms: list[str]) -> list[InjectionMarker]:
     """The first match of each kind of pattern in any of ``forms`` (folded texts); a
     pattern runs only on the forms that hold the literals it needs."""
     found: list[InjectionMarker] = []
-    candidates = [(form, _PREFILTER.candidates(form)) for form in forms]
+    prefilter = _prefilter()
+    candidates = [(form, prefilter.candidates(form)) for form in forms]
     kinds: set[str] = set()
     for n in sorted(set().union(*(may for _, may in candidates))):
         kind, pattern = _COMPILED[n]

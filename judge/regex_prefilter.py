@@ -6,8 +6,9 @@ each of them (a case-insensitive pattern has no literal prefix to jump to). Most
 patterns need a word that ordinary diagnoses never hold (``disregard``, ``the
 grader``). :func:`required` reads a pattern's parse tree and derives that need, as in
 RE2's ``FilteredRE2``: a condition over literal substrings (``all of``, ``any of``),
-which the text must meet for the pattern to match. Checking it costs a few substring
-tests, and a pattern whose condition fails is not run: the result is the same.
+which the text must meet for the pattern to match. :class:`Prefilter` checks the
+conditions of a list of patterns with one scan of the text, and a pattern whose
+condition fails is not run: the result is the same, at a fraction of the cost.
 
 The condition is sound for text that is case folded (``str.casefold``), the only text
 the screen searches: the literals are lowered, and :func:`prepared` maps the letters
@@ -51,7 +52,6 @@ _ATOM_CHARS = 6
 _STRONG = 3
 #: the largest character class read as a set of literals
 _CLASS_LIMIT = 32
-_GROUPS = (sre.SUBPATTERN, sre.ATOMIC_GROUP)
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
 
@@ -70,7 +70,7 @@ def _any(strings: frozenset[str]) -> Condition:
     """Any of ``strings``; a string holding another adds nothing; "" is always there."""
     if "" in strings:
         return ALWAYS
-    kept = sorted(s for s in strings if not any(o != s and o in s for o in strings))
+    kept = sorted(_subsumed(strings))
     return kept[0] if len(kept) == 1 else ("any", tuple(kept))
 
 
@@ -181,11 +181,12 @@ def clauses(condition: Condition, *, longest: int = _ATOM_CHARS) -> tuple[frozen
     """``condition`` weakened to "each clause has one of its substrings in the text".
 
     Weakening keeps it sound (whatever meets the condition meets the clauses): a
-    substring is cut to its first ``longest`` characters, and "any of" parts that need
-    more than one clause each keep their best clause (the one whose shortest substring
-    is longest, hence rarest).
+    substring longer than ``longest`` characters is replaced by its start and its end
+    (two clauses: both are in a text that holds it), and "any of" parts that need more
+    than one clause each keep their best clause (the one whose shortest substring is
+    longest, hence rarest).
     """
-    if condition is ALWAYS:
+    if condition is None:  # ALWAYS
         return ()
     if isinstance(condition, str):
         return _cut({condition}, longest)
@@ -215,9 +216,13 @@ def _cut(strings: set[str], longest: int) -> tuple[frozenset[str], ...]:
     return (heads, tails) if heads != tails else (heads,)
 
 
-def _subsumed(strings: set[str]) -> frozenset[str]:
+def _subsumed(strings: set[str] | frozenset[str]) -> frozenset[str]:
     """``strings`` without those that hold another (finding it finds the shorter too)."""
-    return frozenset(s for s in strings if not any(o != s and o in s for o in strings))
+    kept: list[str] = []
+    for s in sorted(strings, key=len):
+        if not any(k in s for k in kept):
+            kept.append(s)
+    return frozenset(kept)
 
 
 def _strong(found: tuple[frozenset[str], ...]) -> tuple[frozenset[str], ...]:
