@@ -165,7 +165,8 @@ _COMPILED = [
 #: format characters (zero-width, bidirectional controls, tag characters)
 _HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
 _EXCERPT = 60
-_BLANKS = re.compile(r"[ \t]+")
+#: runs of blanks other than one space (replacing a single space by itself is wasted)
+_BLANKS = re.compile(r"[ \t]{2,}|\t")
 
 
 @dataclass(frozen=True, slots=True)

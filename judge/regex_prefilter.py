@@ -249,7 +249,7 @@ def _branches(node: dict[str, Any]) -> str:
     if not options:
         return ""
     body = options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
-    return f"(?:{body})?" if "" in node else body  # greedy: the longer atom first
+    return f"(?:{body}|)" if "" in node else body  # the longer atom first
 
 
 class Prefilter:
