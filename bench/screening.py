@@ -1,10 +1,12 @@
 """CPU per screening of a diagnosis (``judge.screening.screen``), per corpus of texts.
 
-    python bench/screening.py [--runs 7] [--seconds 0.3] [--callgrind]
+    python bench/screening.py [--runs 7] [--seconds 0.3] [--callgrind] [--record FILE]
 
 The corpora (``texts()``): the diagnoses of the calibration set, the injection cases and
-the benign texts of ``tests/judge/injection_cases*.yaml``, and the diagnosis
-``bench/cpu_per_grading.py`` submits (20 variants). For each, ``screen`` is called on
+the benign texts of ``tests/judge/injection_cases*.yaml``, the diagnosis
+``bench/cpu_per_grading.py`` submits (20 variants), and every case and benign text
+under each disguise of ``DISGUISES`` (mixed case, zero-width characters, look-alikes,
+markers split across lines...). For each, ``screen`` is called on
 every text in turn, for about ``--seconds`` of CPU per run; a figure is the median over
 ``--runs`` runs of CPU microseconds (``time.process_time``) per call, with its min-max.
 
@@ -14,6 +16,8 @@ intake), so redaction returns at once and the injection screen is most of the co
 
 ``--callgrind`` also counts instructions per call under ``valgrind --tool=callgrind``
 (instrumentation on for the measured calls only): stable whatever the machine's load.
+``--record FILE`` writes every text's screening instead, one JSON row per text: the
+results ``tests/judge/test_screening_recorded.py`` holds screening to.
 """
 
 from __future__ import annotations

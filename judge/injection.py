@@ -13,6 +13,9 @@ bidirectional control characters, and letters that only NFKC turns into ASCII.
 Disguised instructions are searched in second forms (``judge.injection_forms``):
 leetspeak undone and spaced-out letters joined are searched with every pattern, and
 readable base64 runs, decoded, give the kind ``encoded_instruction``.
+
+A pattern runs only on the forms that hold the literals it needs
+(``judge.regex_prefilter``): an ordinary diagnosis runs a few of them, not all.
 """
 
 from __future__ import annotations
@@ -237,7 +240,7 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
 @functools.cache
 def _prefilter() -> Prefilter:
     """Which patterns may match a folded text (``judge.regex_prefilter``); built on first
-    use (some 20 ms), not when the module is imported."""
+    use (some tens of milliseconds), not when the module is imported."""
     return Prefilter([compiled.pattern for _kind, compiled in _COMPILED])
 
 
