@@ -95,6 +95,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
         "cpu_per_grading",
         "sregym_roundtrip",
         "slow_judge",
+        "screening",
     ],
 )
 def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:
