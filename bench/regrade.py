@@ -1,4 +1,5 @@
-"""What a batch regrade costs: judge calls saved by the judge cache, and wall time.
+"""What a batch regrade costs: judge calls saved by the judge cache, wall time, and the
+service's CPU per item (less sensitive than wall time to other work on the machine).
 
     python bench/regrade.py [--gradings 10000] [--db sqlite|postgres]
                             [--asking single|per_question|both]
@@ -40,7 +41,13 @@ if __package__ in (None, ""):  # run as `python bench/regrade.py`
 
 from bench.common import Figure, bench_database, print_report
 from bench.judge_sim import SimulatedJudge
-from bench.service import ServiceProcess, count_done, create_token, submit_all
+from bench.service import (
+    ServiceProcess,
+    count_done,
+    create_token,
+    proc_cpu_seconds,
+    submit_all,
+)
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from storage import make_engine
 
@@ -83,7 +90,7 @@ async def regrade(service: ServiceProcess, token: str, body: dict[str, Any]) -> 
     """Start a regrade job and poll it until it ends; the job, with ``seconds``."""
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=60) as client:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), proc_cpu_seconds(service.pid)
         response = await client.post("/v1/regrade-jobs", json=body)
         if response.status_code != 201:
             raise RuntimeError(f"POST /v1/regrade-jobs: {response.status_code} {response.text}")
@@ -92,6 +99,7 @@ async def regrade(service: ServiceProcess, token: str, body: dict[str, Any]) -> 
             await asyncio.sleep(0.1)
             job = (await client.get(f"/v1/regrade-jobs/{job['id']}")).raise_for_status().json()
         job["seconds"] = time.perf_counter() - started
+        job["cpu_seconds"] = proc_cpu_seconds(service.pid) - cpu  # the service's, polls included
     return dict(job)
 
 
@@ -140,6 +148,7 @@ def _figures(raw: dict[str, Any], args: argparse.Namespace, asking: str) -> list
         Figure(f"{m}_same_judge_calls", calls_same, "", "0", calls_same == 0),
         Figure(f"{m}_same_cache_hits", same["cache_hits"], "", f">= {n}", same["cache_hits"] >= n),
         Figure(f"{m}_same_wall_s", round(same["seconds"], 2), "s", "<= 10 s for 10,000"),
+        Figure(f"{m}_same_service_cpu_ms_per_item", round(same["cpu_seconds"] / n * 1e3, 2), "ms"),
     ]
     if "reworded" not in raw:
         return unchanged
