@@ -17,7 +17,7 @@ from __future__ import annotations
 import fnmatch
 import tomllib
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Literal
 
@@ -98,6 +98,7 @@ def load_profiles() -> tuple[JudgeProfile, ...]:
     return tuple(_profile(entry) for entry in tomllib.loads(text).get("profile", []))
 
 
+@lru_cache(maxsize=256)
 def profile_for(model: str) -> JudgeProfile | None:
     """The first profile whose patterns match ``model``, or None."""
     return next((p for p in load_profiles() if p.matches(model)), None)

@@ -141,11 +141,12 @@ class Qualifications:
         return found
 
     async def mark(
-        self, grading_id: str, judge_spec: str, choice: AskingChoice, result: GradingResult
+        self, grading_id: str, judge_spec: str, rubric: Rubric | None, result: GradingResult
     ) -> tuple[GradingResult, bool]:
         """The result (sampled for review if provisional), and whether it is provisional."""
-        if result.status != "graded":
+        if result.status != "graded" or rubric is None:
             return result, False
+        choice = asking_choice(self.settings, judge_spec, rubric)
         reasons = list(result.review_reasons)
         provisional = not await self.qualified(judge_spec, result.rubric_version, choice)
         if provisional and in_review_sample(grading_id, self.settings.provisional_review_rate):

@@ -23,7 +23,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api.service import self_preference
-from api.service.grader_factory import asking_choice
 from api.service.group_commit import GroupCommit
 from api.service.judging import (
     RETRY_LATER,
@@ -253,10 +252,7 @@ class GradingWorkers:
     ) -> tuple[GradingResult, bool]:
         """Self-preference and provisional (judge not qualified) marks, and provisional."""
         result = self_preference.flag(result, claim.judge_spec, claim.agent_model)
-        if rubric is None:
-            return result, False  # unscored: nothing to mark
-        choice = asking_choice(self.services.settings, claim.judge_spec, rubric)
-        return await self._qualifications.mark(claim.grading_id, claim.judge_spec, choice, result)
+        return await self._qualifications.mark(claim.grading_id, claim.judge_spec, rubric, result)
 
     def _account(self, result: GradingResult, stored: str) -> None:
         """Metrics, and a log line per judge call and for the outcome."""
