@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import statistics
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +29,8 @@ __all__ = [
     "POSTGRES_ADMIN_URL",
     "Figure",
     "bench_database",
+    "callgrind_instructions",
+    "callgrind_switch",
     "machine",
     "percentile",
     "print_report",
@@ -121,3 +126,29 @@ def bench_database(kind: str) -> Iterator[str]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def callgrind_switch(*args: str) -> None:
+    """``callgrind_control ARGS`` on this process (``-i on`` / ``-i off``): a script run
+    under callgrind counts only the part between the two."""
+    subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)
+
+
+def callgrind_instructions(script: str, *args: str) -> int:
+    """Instructions counted by one run of ``python SCRIPT ARGS`` under callgrind, with
+    instrumentation off until the script switches it on (:func:`callgrind_switch`)."""
+    with tempfile.TemporaryDirectory() as folder:
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={Path(folder) / 'callgrind.out'}",
+            sys.executable,
+            script,
+            *args,
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind run failed: {done.stderr[-2000:]}")
+    return int(found.group(1))

@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +31,13 @@ from typing import Any
 if __package__ in (None, ""):  # run as `python bench/cpu_per_grading.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Figure, bench_database, print_report
+from bench.common import (
+    Figure,
+    bench_database,
+    callgrind_instructions,
+    callgrind_switch,
+    print_report,
+)
 from bench.service import submission_body
 
 _WARMUP = 20
@@ -73,18 +76,14 @@ async def _measure(url: str, count: int, toggle: bool) -> float:
     async with Runtime(settings, workers=True, migrate=True) as runtime:
         await _grade_all(runtime, principal, 0, _WARMUP)
         if toggle:
-            _callgrind("-i", "on")
+            callgrind_switch("-i", "on")
         started = time.process_time()
         await _grade_all(runtime, principal, _WARMUP, count)
         spent = time.process_time() - started
         if toggle:
-            _callgrind("-i", "off")
+            callgrind_switch("-i", "off")
     shutil.rmtree(folder, ignore_errors=True)
     return spent / count
-
-
-def _callgrind(*args: str) -> None:
-    subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)
 
 
 def _one_run(db: str, count: int, toggle: bool) -> float:
@@ -94,26 +93,8 @@ def _one_run(db: str, count: int, toggle: bool) -> float:
 
 def _instructions(db: str, count: int) -> float:
     """Instructions per grading from one run under callgrind (instrumented part only)."""
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "callgrind.out"
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            __file__,
-            "--inner",
-            "--db",
-            db,
-            "--gradings",
-            str(count),
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        if done.returncode != 0 or found is None:
-            raise RuntimeError(f"callgrind run failed: {done.stderr[-2000:]}")
-        return int(found.group(1)) / count
+    counted = callgrind_instructions(__file__, "--inner", "--db", db, "--gradings", str(count))
+    return counted / count
 
 
 def main() -> None:

@@ -25,12 +25,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +38,7 @@ if __package__ in (None, ""):  # run as `python bench/screening.py`
 
 import yaml
 
-from bench.common import Figure, print_report
+from bench.common import Figure, callgrind_instructions, callgrind_switch, print_report
 from bench.service import DIAGNOSIS
 from judge import secrets
 from judge.screening import screen
@@ -139,43 +136,22 @@ def _figures(corpus: dict[str, list[str]], runs: int, seconds: float) -> list[Fi
     return figures
 
 
-def _callgrind(*args: str) -> None:
-    subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)
-
-
 def _inner(name: str, repeat: int) -> None:
     """Under callgrind: screen ``name``'s texts ``repeat`` times, instrumented (warm)."""
     group = texts()[name]
     for text in group:
         screen(text)
-    _callgrind("-i", "on")
+    callgrind_switch("-i", "on")
     for _ in range(repeat):
         for text in group:
             screen(text)
-    _callgrind("-i", "off")
+    callgrind_switch("-i", "off")
 
 
 def _instructions(name: str, repeat: int) -> float:
     """Instructions per warm ``screen`` of ``name``'s texts, from one callgrind run."""
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "callgrind.out"
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            __file__,
-            "--inner",
-            name,
-            "--repeat",
-            str(repeat),
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        if done.returncode != 0 or found is None:
-            raise RuntimeError(f"callgrind run failed: {done.stderr[-2000:]}")
-        return int(found.group(1)) / (repeat * len(texts()[name]))
+    counted = callgrind_instructions(__file__, "--inner", name, "--repeat", str(repeat))
+    return counted / (repeat * len(texts()[name]))
 
 
 def main(argv: list[str] | None = None) -> None:
