@@ -126,6 +126,7 @@ class Runtime:
             rubric = self.services.rubrics.current[settings.rubric]
             log.info(await qualification_on_start(self.store, settings, rubric))
         if self._start_workers:
+            # a failure here is the first grading's to report, where the import recurs
             self._preloading = asyncio.ensure_future(asyncio.to_thread(preload))
             self.workers.start()
             self.webhooks.start()
@@ -138,7 +139,7 @@ class Runtime:
         """Stop the workers, close the judges' clients, dispose of an engine of our own."""
         try:
             if self._preloading is not None:
-                await self._preloading
+                await asyncio.gather(self._preloading, return_exceptions=True)  # see start
             await self.imports.stop()
             await self.webhooks.stop()
             await self.workers.stop()
