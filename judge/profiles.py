@@ -32,6 +32,7 @@ __all__ = [
     "choose_asking",
     "load_profiles",
     "profile_for",
+    "profile_for_judge",
     "profile_for_spec",
 ]
 
@@ -104,13 +105,15 @@ def profile_for(model: str) -> JudgeProfile | None:
     return next((p for p in load_profiles() if p.matches(model)), None)
 
 
+def profile_for_judge(backend: str, model: str) -> JudgeProfile | None:
+    """The profile of a model behind a real backend; a panel or scripted judge has none."""
+    return profile_for(model) if backend in ("ollama", "openai") else None
+
+
 def profile_for_spec(spec_text: str) -> JudgeProfile | None:
-    """The profile of a judge spec's model (``ollama:qwen2.5-coder:1.5b@URL``); a panel
-    or scripted judge has none."""
+    """:func:`profile_for_judge` of a judge spec (``ollama:qwen2.5-coder:1.5b@URL``)."""
     backend, model = split_spec(spec_text)[:2]
-    if backend not in ("ollama", "openai"):
-        return None
-    return profile_for(model)
+    return profile_for_judge(backend, model)
 
 
 def choose_asking(

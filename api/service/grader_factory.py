@@ -7,9 +7,10 @@ from judge.backends.base import JudgeBackend
 from judge.cache import JudgeCache
 from judge.calls import SamplingParams
 from judge.grader import Grader
-from judge.profiles import AskingChoice, JudgeProfile, choose_asking, profile_for_spec
+from judge.profiles import AskingChoice, JudgeProfile, choose_asking, profile_for_judge
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric
+from judge.spec import split_spec
 
 __all__ = ["asking_choice", "grader_for", "profile_of_spec"]
 
@@ -35,14 +36,18 @@ def grader_for(
         asking=settings.judge_asking,
         reply_format=settings.judge_reply_format,
         ask_as=settings.judge_ask_as,
-        profile=profile_of_spec(settings, f"{backend.name}:{backend.model}"),
+        profile=_profile(settings, backend.name, backend.model),
     )
 
 
 def profile_of_spec(settings: Settings, spec_text: str) -> JudgeProfile | None:
     """The profile of a judge spec's model (``judge.profiles``); None for a panel or a
     scripted judge, or when profiles are off (``SRE_JUDGE_JUDGE_PROFILE=none``)."""
-    return profile_for_spec(spec_text) if settings.judge_profile == "auto" else None
+    return _profile(settings, *split_spec(spec_text)[:2])
+
+
+def _profile(settings: Settings, backend: str, model: str) -> JudgeProfile | None:
+    return profile_for_judge(backend, model) if settings.judge_profile == "auto" else None
 
 
 def asking_choice(settings: Settings, spec_text: str, rubric: Rubric) -> AskingChoice:
