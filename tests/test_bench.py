@@ -96,6 +96,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
         "sregym_roundtrip",
         "slow_judge",
         "screening",
+        "statement_cost",
     ],
 )
 def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:
@@ -128,3 +129,17 @@ def test_judge_quality_asks_every_combination_on_a_subset_of_every_variant() -> 
     assert len(subset) == 8
     assert {i.variant for i in subset} == {"correct", "borderline", "wrong", "injection"}
     assert balanced_subset(items, None) == items
+
+
+@pytest.mark.parametrize("layer", ["sqlite3", "sqlalchemy_sync", "sqlalchemy_async"])
+def test_each_statement_cost_layer_does_the_same_work(layer: str, tmp_path: Path) -> None:
+    """Every layer writes and reads back the same rows, so their costs compare like work."""
+    import sqlite3
+
+    from bench.statement_cost import LAYERS, new_database
+
+    path = new_database(tmp_path / "bench.db")
+    assert LAYERS[layer](path, 20) > 0
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*), min(n), max(n) FROM rows").fetchone() == (10, 0, 18)
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
