@@ -84,8 +84,21 @@ async def accept_submission(
 
     Raises ``InvalidRequest`` naming the field at fault, ``InputError`` for unusable
     text, ``IdempotencyConflict`` when the key was used for another request; nothing is
-    stored then.
+    stored then. A process stores a few submissions at once (``Services.intake``), the
+    others wait their turn.
     """
+    async with services.intake:
+        accepted = await _accept(services, data, principal, idempotency_key)
+    services.waiters.work.set()
+    return accepted
+
+
+async def _accept(
+    services: Services,
+    data: SubmissionCreate,
+    principal: Principal,
+    idempotency_key: str | None,
+) -> Accepted:
     rubric = await _checked(services, data, principal)
     truth, source, version = await _ground_truth(services, data)
     settings = services.settings
@@ -114,7 +127,6 @@ async def accept_submission(
         actor=principal.id,
         idempotency_key=idempotency_key,
     )
-    services.waiters.work.set()
     return Accepted(outcome=outcome, rubric=rubric)
 
 

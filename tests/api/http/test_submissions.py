@@ -8,6 +8,11 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.service.principal import Principal
+from api.service.schemas import SubmissionCreate
+from api.service.services import Services, intake_at_once
+from api.service.submissions import accept_submission
+from storage import is_postgres
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, count_submissions
 
@@ -247,3 +252,34 @@ async def test_real_openai_client_against_a_server_in_sregym_format(
     assert response.status_code == 201
     assert grading["passed"] is False and grading["yes_count"] == 6
     assert grading["judge"] == {"backend": "openai", "model": "m"}
+
+
+async def test_a_flood_of_submissions_is_stored_a_few_at_a_time_and_every_one_is_kept(
+    api_client: Any, engine: AsyncEngine
+) -> None:
+    """Intake yields the event loop to the graders: one submission stored at a time on
+    SQLite (one writer), a few on PostgreSQL; the others wait and none is lost."""
+    storing, most = 0, 0
+    async with api_client(start_workers=False) as client:
+        services: Services = client.app.state.services
+        create = services.store.submissions.create
+
+        async def watched_create(*args: Any, **kwargs: Any) -> Any:
+            nonlocal storing, most
+            storing += 1
+            most = max(most, storing)
+            try:
+                await asyncio.sleep(0.02)  # a slow disk: the next ones arrive meanwhile
+                return await create(*args, **kwargs)
+            finally:
+                storing -= 1
+
+        services.store.submissions.create = watched_create  # type: ignore[method-assign]
+        principal = Principal(id="flood", name="flood", role="submitter")
+        data = SubmissionCreate(diagnosis=DIAGNOSIS, ground_truth=TRUTH)
+        accepted = await asyncio.gather(
+            *(accept_submission(services, data, principal=principal) for _ in range(12))
+        )
+    assert len({a.outcome.grading.id for a in accepted}) == 12
+    assert most == intake_at_once(services.store) == (4 if is_postgres(engine) else 1)
+    assert await count_submissions(engine) == 12
