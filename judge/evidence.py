@@ -7,18 +7,31 @@ ellipsis; each passage must occur. Small copying slips are tolerated through
 rapidfuzz's partial ratio; fabricated text is not. A quote taken from a span that
 screening marked as injected (``judge.injected_spans``) does not count:
 :func:`without_spans` gives the diagnosis that quotes are checked against.
+
+:func:`check_quote` is the one check every answer's quote goes through, whatever the
+question: the same quote, diagnosis and injected spans give the same outcome, and an
+outcome other than ``found`` says why (:data:`QUOTE_PROBLEMS`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 from rapidfuzz import fuzz
 
 from judge.prompt import normalize_untrusted
 
-__all__ = ["INJECTED_MARKER", "MIN_QUOTE_CHARS", "quote_occurs", "without_spans"]
+__all__ = [
+    "INJECTED_MARKER",
+    "MIN_QUOTE_CHARS",
+    "QUOTE_PROBLEMS",
+    "QuoteCheck",
+    "check_quote",
+    "quote_occurs",
+    "without_spans",
+]
 
 #: a passage shorter than this (after normalization) cannot back a yes
 MIN_QUOTE_CHARS = 4
@@ -28,6 +41,17 @@ FUZZY_CUTOFF = 94.0
 #: what an injected span becomes in the text quotes are checked against: a word no
 #: passage of the diagnosis can run across
 INJECTED_MARKER = "\n[injected]\n"
+
+#: the outcome of checking one quote: found, or why it does not back a yes
+QuoteCheck = Literal["found", "empty", "too_short", "not_found", "injected"]
+
+#: why a quote that is not ``found`` does not back a yes, in an adjudicator's words
+QUOTE_PROBLEMS: dict[str, str] = {
+    "empty": "the judge quoted nothing from the diagnosis",
+    "too_short": f"the quote is shorter than {MIN_QUOTE_CHARS} characters",
+    "not_found": "the quote does not occur in the diagnosis",
+    "injected": "the quote occurs only inside a passage screening flagged as injected text",
+}
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 _ELLIPSIS = re.compile(r"\.{3,}|…")
@@ -54,6 +78,23 @@ def quote_occurs(quote: str, diagnosis: str) -> bool:
     if not passages or sum(len(p) for p in passages) < MIN_QUOTE_CHARS:
         return False
     return all(_passage_occurs(f" {p} " if len(p) < 12 else p, haystack) for p in passages)
+
+
+def _too_short(quote: str) -> bool:
+    passages = [p for p in (_plain(p) for p in _ELLIPSIS.split(quote)) if p]
+    return not passages or sum(len(p) for p in passages) < MIN_QUOTE_CHARS
+
+
+def check_quote(quote: str, diagnosis: str, injected: Sequence[tuple[int, int]] = ()) -> QuoteCheck:
+    """Whether ``quote`` backs a yes: it occurs in ``diagnosis`` outside the ``injected``
+    spans (``found``), or why not (``empty``, ``too_short``, ``not_found``, ``injected``)."""
+    if not quote.strip():
+        return "empty"
+    if _too_short(quote):
+        return "too_short"
+    if quote_occurs(quote, without_spans(diagnosis, injected) if injected else diagnosis):
+        return "found"
+    return "injected" if injected and quote_occurs(quote, diagnosis) else "not_found"
 
 
 def without_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:

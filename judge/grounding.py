@@ -21,8 +21,11 @@ values``:
   ground truth says ``2.00 cores``); the failure shows both values.
 
 These are necessary, not sufficient: passing them says nothing about correctness, but a
-judge "yes" that fails one cannot be right. An empty ground truth (control scenario),
-one without a header, or a description without values gives no condition.
+judge "yes" that fails one cannot be right. A failed condition becomes the answer's
+:class:`judge.verdict.Veto`: the check (``grounding.<kind>``) and, in words an
+adjudicator reads at a glance, what it looked for in the diagnosis. An empty ground
+truth (control scenario), one without a header, or a description without values gives
+no condition.
 """
 
 from __future__ import annotations
@@ -35,9 +38,15 @@ from typing import Literal
 from judge.contradictions import contradictions, shares_a_quantity
 from judge.prompt import normalize_untrusted
 from judge.rubric import Rubric
-from judge.verdict import Answer
+from judge.verdict import Answer, Veto
 
-__all__ = ["GroundTruthFacts", "GroundingKind", "check_condition", "facts_of", "ground_answers"]
+__all__ = [
+    "GroundTruthFacts",
+    "GroundingKind",
+    "check_condition",
+    "facts_of",
+    "ground_answers",
+]
 
 GroundingKind = Literal["component", "origin_consistent", "values", "consistent_values"]
 
@@ -76,6 +85,8 @@ class GroundTruthFacts:
     description: str = ""
     #: the components' kinds, lower case, e.g. ``("deployment",)``
     kinds: tuple[str, ...] = ()
+    #: the components as the header gives them, e.g. ``("deployment/user-service",)``
+    references: tuple[str, ...] = ()
 
 
 def _header_fields(header: str) -> dict[str, str]:
@@ -124,7 +135,10 @@ def facts_of(ground_truth: str) -> GroundTruthFacts | None:
         for name in fields.get("component", "").split(",")
         if "/" in name
     )
-    return GroundTruthFacts(components, namespace, values, description, kinds)
+    references = tuple(
+        name.strip() for name in fields.get("component", "").split(",") if name.strip()
+    )
+    return GroundTruthFacts(components, namespace, values, description, kinds, references)
 
 
 def _plain(text: str) -> str:
@@ -181,13 +195,32 @@ def check_condition(kind: GroundingKind, facts: GroundTruthFacts, diagnosis: str
     return f"none of the ground truth's values named ({shown})"
 
 
+def _looked_for(kind: GroundingKind, facts: GroundTruthFacts, failure: str) -> str:
+    """What a failed condition looked for in the diagnosis, in an adjudicator's words."""
+    named = " or ".join(facts.references or facts.components)
+    if kind == "component":
+        return f"the diagnosis does not name {named}"
+    if kind == "origin_consistent":
+        aliases = [a for k in facts.kinds for a in _SPECIFIC_KINDS.get(k, ())[:1]]
+        kinds = f", nor its kind ({', '.join(aliases)})" if aliases else ""
+        return (
+            f"nothing in the diagnosis points at {named}: neither its name, nor every part "
+            f"of its name{kinds}"
+        )
+    if kind == "values":
+        shown = ", ".join(facts.values[:6]) + (", ..." if len(facts.values) > 6 else "")
+        return f"the diagnosis gives none of the ground truth's values ({shown})"
+    return f"the diagnosis {failure}"
+
+
 def ground_answers(
     rubric: Rubric, ground_truth: str, diagnosis: str, answers: Sequence[Answer]
 ) -> tuple[list[Answer], list[str]]:
     """Apply each question's grounding condition to the judge's "yes" answers.
 
     Returns the answers (a failed "yes" vetoed or flagged, by ``rubric.grounding_failure``,
-    with the reason in ``Answer.grounding``) and one note per failed condition.
+    with the reason in ``Answer.grounding`` and ``Answer.veto``) and one note per failed
+    condition. A grounding veto replaces a flag the quote check left on the answer.
     """
     facts = facts_of(ground_truth) if ground_truth.strip() else None
     if facts is None:
@@ -209,5 +242,10 @@ def ground_answers(
         update: dict[str, object] = {"grounding": f"{verb}: {failure}"}
         if veto:
             update["answer"] = False
+        if answer.veto is None or answer.veto.effect == "flagged":
+            reason = _looked_for(kind, facts, failure)
+            update["veto"] = Veto.model_validate(
+                {"check": f"grounding.{kind}", "effect": verb, "reason": reason}
+            )
         grounded.append(answer.model_copy(update=update))
     return grounded, notes

@@ -15,7 +15,7 @@ from typing import Any
 from judge.backends.base import JudgeBackend
 from judge.calls import JudgeCall
 from judge.consistency import reasoning_contradicts
-from judge.evidence import quote_occurs, without_spans
+from judge.evidence import QUOTE_PROBLEMS, QuoteCheck, check_quote, without_spans
 from judge.grounding import ground_answers
 from judge.reply import ParsedAnswer
 from judge.review_reasons import ReviewReason
@@ -23,7 +23,7 @@ from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.spec import JudgeSpec
 from judge.style import AskingStyle, in_rubric_polarity, style_of
-from judge.verdict import Answer, GradingResult, Vote
+from judge.verdict import Answer, GradingResult, Veto, Vote
 
 __all__ = ["empty_diagnosis_result", "graded_result", "unscored_result"]
 
@@ -81,21 +81,41 @@ def empty_diagnosis_result(rubric: Rubric, backend: JudgeBackend) -> GradingResu
     )
 
 
+def _quote_veto(rubric: Rubric, check: QuoteCheck) -> Veto:
+    """The flag (``unverified_yes: review``) or veto (``downgrade``) of an unbacked yes."""
+    effect = "vetoed" if rubric.unverified_yes == "downgrade" else "flagged"
+    reason = f"{QUOTE_PROBLEMS[check]}: a yes to this question needs a quote from it"
+    return Veto.model_validate({"check": f"evidence.{check}", "effect": effect, "reason": reason})
+
+
 def _checked_answers(
-    rubric: Rubric, parsed: Mapping[str, ParsedAnswer], diagnosis: str
+    rubric: Rubric,
+    parsed: Mapping[str, ParsedAnswer],
+    diagnosis: str,
+    injected: Sequence[tuple[int, int]],
 ) -> tuple[list[Answer], list[str]]:
-    """The answers with their quotes checked, and the questions whose quote was not found."""
+    """The answers with their quotes checked, and the questions whose yes lacks its quote.
+
+    Every quote given is checked, whatever the question and answer, once per distinct
+    quote: one quote has one outcome wherever it is cited. Only a yes to a question that
+    requires a quote is flagged or vetoed (``Answer.veto``) for lacking one.
+    """
     answers: list[Answer] = []
     unverified: list[str] = []
+    checks: dict[str, QuoteCheck] = {}
     for q in rubric.questions:
         reply = parsed[q.id]
-        verified: bool | None = None
-        effective = reply.answer
-        if reply.answer and q.requires_quote:
-            verified = quote_occurs(reply.evidence, diagnosis)
-            if not verified:
-                unverified.append(q.id)
-                effective = rubric.unverified_yes != "downgrade"
+        needed = reply.answer and q.requires_quote
+        check: QuoteCheck | None = None
+        if reply.evidence.strip() or needed:
+            if reply.evidence not in checks:
+                checks[reply.evidence] = check_quote(reply.evidence, diagnosis, injected)
+            check = checks[reply.evidence]
+        effective, veto = reply.answer, None
+        if needed and check is not None and check != "found":
+            unverified.append(q.id)
+            veto = _quote_veto(rubric, check)
+            effective = veto.effect != "vetoed"
         answers.append(
             Answer(
                 question_id=q.id,
@@ -104,8 +124,10 @@ def _checked_answers(
                 judge_answer=reply.answer,
                 reasoning=reply.reasoning,
                 evidence=reply.evidence,
-                evidence_verified=verified,
+                evidence_verified=None if check is None else check == "found",
+                evidence_check=check,
                 confidence=reply.confidence,
+                veto=veto,
             )
         )
     return answers, unverified
@@ -141,8 +163,8 @@ def graded_result(
     style = style or style_of(rubric)
     contradicted = _contradicted(rubric, parsed, style)
     parsed = in_rubric_polarity(parsed, rubric, style)
+    answers, unverified = _checked_answers(rubric, parsed, diagnosis, injected)
     checked = without_spans(diagnosis, injected)
-    answers, unverified = _checked_answers(rubric, parsed, checked)
     answers, grounding = ground_answers(rubric, ground_truth, checked, answers)
     reasons: list[str] = [ReviewReason.EVIDENCE_UNVERIFIED] if unverified else []
     if grounding and rubric.grounding_failure == "flag":

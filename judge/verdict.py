@@ -7,10 +7,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from judge.calls import JudgeCall
+from judge.evidence import QuoteCheck
 from judge.review_reasons import holds_pass
 from judge.rule import RuleOutcome
 
-__all__ = ["Answer", "GradingResult", "UnscoredReason", "Vote"]
+__all__ = ["Answer", "GradingResult", "UnscoredReason", "Veto", "VetoCheck", "Vote"]
 
 UnscoredReason = Literal[
     "unparseable_reply",
@@ -22,6 +23,34 @@ UnscoredReason = Literal[
     "judge_error",
     "context_overflow",
 ]
+
+
+#: the check in code that overruled or questioned a judge's yes: a grounding condition
+#: of the question (``judge.grounding``), or its quote (``judge.evidence``: ``evidence.``
+#: and the quote check's outcome)
+VetoCheck = Literal[
+    "grounding.component",
+    "grounding.origin_consistent",
+    "grounding.values",
+    "grounding.consistent_values",
+    "evidence.empty",
+    "evidence.too_short",
+    "evidence.not_found",
+    "evidence.injected",
+]
+
+
+class Veto(BaseModel):
+    """Why code did not take a judge's yes as it stands: which check, what it did, and in
+    words what it looked for and did not find. The words may name the ground truth's
+    component and values: whoever may not see the ground truth may not see them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    check: VetoCheck
+    #: ``vetoed``: the yes counts as no; ``flagged``: the yes stands, a human should look
+    effect: Literal["vetoed", "flagged"]
+    reason: str
 
 
 class Answer(BaseModel):
@@ -37,13 +66,20 @@ class Answer(BaseModel):
     judge_answer: bool
     reasoning: str = ""
     evidence: str = ""
-    #: None where the question needs no quote or the answer is no
+    #: whether the quote occurs in the diagnosis (``judge.evidence.check_quote``), for
+    #: every quote given, whatever the question: the same quote gets the same outcome.
+    #: None where there is no quote and none is needed (a no, or a question without one)
     evidence_verified: bool | None = None
+    #: the quote check's outcome; None where nothing was checked
+    evidence_check: QuoteCheck | None = None
     confidence: float | None = None
     #: the deterministic grounding check of a judge "yes" (``judge.grounding``): None
     #: where the question has no condition or the judge said no, else ``"passed: ..."``,
     #: ``"vetoed: ..."`` (counted as no) or ``"flagged: ..."`` (kept, sent to review)
     grounding: str | None = None
+    #: the check in code that vetoed or flagged the judge's yes (the decisive one: a
+    #: veto before a flag), or None
+    veto: Veto | None = None
 
 
 class Vote(BaseModel):

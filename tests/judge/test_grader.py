@@ -102,8 +102,11 @@ async def test_unverified_yes_is_kept_but_flagged_for_review(rubric: Rubric) -> 
     assert "evidence_unverified" in result.review_reasons
     quoted = [a for a in result.answers if rubric.question(a.question_id).requires_quote]
     assert all(a.evidence_verified is False and a.answer for a in quoted)
+    assert all(a.veto and a.veto.check == "evidence.not_found" for a in quoted)
+    assert all(a.veto and a.veto.effect == "flagged" for a in quoted)
+    # the same quote is checked the same way where no quote is needed, but flags nothing
     unquoted = [a for a in result.answers if not rubric.question(a.question_id).requires_quote]
-    assert all(a.evidence_verified is None for a in unquoted)
+    assert all(a.evidence_check == "not_found" and a.veto is None for a in unquoted)
 
 
 async def test_downgrade_setting_counts_unverified_yes_as_no(rubric: Rubric) -> None:

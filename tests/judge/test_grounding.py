@@ -165,6 +165,36 @@ async def test_a_yes_that_fails_its_condition_is_vetoed(rubric: Rubric) -> None:
     assert result.answers[0].grounding == "vetoed: component user-service not named"
 
 
+async def test_a_veto_names_its_check_and_what_it_looked_for(rubric: Rubric) -> None:
+    result = await _grade(rubric, TRUTH, WRONG)
+    vetoes = {a.question_id: a.veto for a in result.answers if a.veto}
+    assert set(vetoes) == {"D1-Q1", "D1-Q2", "D2-Q2"}
+    assert vetoes["D1-Q1"].model_dump() == {
+        "check": "grounding.component",
+        "effect": "vetoed",
+        "reason": "the diagnosis does not name deployment/user-service",
+    }
+    assert vetoes["D1-Q2"].check == "grounding.origin_consistent"
+    assert vetoes["D1-Q2"].reason.startswith("nothing in the diagnosis points at deployment/")
+    assert vetoes["D2-Q2"].check == "grounding.values"
+    assert "USER_PORT" in vetoes["D2-Q2"].reason and "9999" in vetoes["D2-Q2"].reason
+    passed = await _grade(rubric, TRUTH, RIGHT)
+    assert all(a.veto is None for a in passed.answers)
+
+
+async def test_a_contradicted_value_veto_shows_both_values(rubric: Rubric) -> None:
+    truth = (
+        "[fault_spec] component=deployment/geo; namespace=hotel || "
+        "The CPU request of deployment/geo was set to 2.00 cores, so no node can schedule it."
+    )
+    diagnosis = "The geo deployment in hotel is unschedulable: its cpu request is 200m."
+    result = await _grade(rubric, truth, diagnosis)
+    veto = next(a.veto for a in result.answers if a.question_id == "D2-Q3")
+    assert veto is not None and veto.check == "grounding.consistent_values"
+    assert veto.reason.startswith("the diagnosis contradicts the ground truth")
+    assert '"200m"' in veto.reason and "2.00" in veto.reason
+
+
 async def test_naming_the_component_without_values_vetoes_only_the_details(
     rubric: Rubric,
 ) -> None:
@@ -182,6 +212,8 @@ async def test_flag_mode_keeps_the_yes_and_asks_for_review(rubric: Rubric) -> No
     assert next(a for a in result.answers if a.question_id == "D1-Q1").grounding == (
         "flagged: component user-service not named"
     )
+    flag = next(a.veto for a in result.answers if a.question_id == "D1-Q1")
+    assert flag is not None and (flag.check, flag.effect) == ("grounding.component", "flagged")
 
 
 @pytest.mark.parametrize("truth", ["", "Free text: the user-service port is wrong."])
