@@ -39,6 +39,9 @@ class JudgeCaller:
     #: the judge's context window in tokens; None: ``params.num_ctx``, else what the
     #: backend reports (``ContextWindowAware``), else no check (see ``judge.context``)
     context_tokens: int | None = None
+    #: characters counted beyond a prompt's own when checking that it fits (the ground
+    #: truth counted at its budget: ``judge.context.Fit.padding_chars``)
+    padding_chars: int = 0
     #: id(request) -> (request, its cache key), for the requests of this caller's grading
     _keys: dict[int, tuple[JudgeRequest, str | None]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -61,7 +64,10 @@ class JudgeCaller:
     async def fits(self, messages: Sequence[ChatMessage]) -> bool:
         """Whether ``messages`` and the reply fit the context window (True if unknown)."""
         window = await self.context_window()
-        return window is None or estimate_tokens(messages) + self.params.max_tokens <= window
+        if window is None:
+            return True
+        needed = estimate_tokens(messages, padding_chars=self.padding_chars)
+        return needed + self.params.max_tokens <= window
 
     async def call(self, purpose: Purpose, request: JudgeRequest) -> JudgeCall:
         """Answer ``request`` from the cache or the judge (with retries); never raises."""

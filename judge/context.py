@@ -8,6 +8,11 @@ the backends and ends the same way: ``unscored`` with reason ``context_overflow`
 
 When the grading's policy is ``truncate``, the diagnosis is cut (at a line or word end
 where one is near) so that the prompt fits, and the cut is recorded in the grading.
+
+The fit can be measured on the prompt with a stand-in ground truth of a fixed budget
+(:func:`ground_truth_stand_in`) instead of the real one: then whether a diagnosis fits,
+and where it is cut, depend on the diagnosis alone, so a submitter who may not see the
+ground truth cannot measure its length by sending diagnoses of growing length.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ __all__ = [
     "OverflowPolicy",
     "estimate_tokens",
     "fit_diagnosis",
+    "ground_truth_stand_in",
 ]
 
 OverflowPolicy = Literal["unscored", "truncate"]
@@ -37,10 +43,30 @@ _PER_MESSAGE = 8
 _MIN_KEPT = 200
 
 
-def estimate_tokens(messages: Sequence[ChatMessage]) -> int:
-    """A conservative token count of a prompt: characters / 3 plus the chat template."""
-    chars = sum(len(m.content) for m in messages)
+def estimate_tokens(messages: Sequence[ChatMessage], *, padding_chars: int = 0) -> int:
+    """A conservative token count of a prompt: characters / 3 plus the chat template.
+
+    ``padding_chars``: characters counted beyond the messages' own (``Fit.padding_chars``).
+    """
+    chars = _chars(messages) + padding_chars
     return math.ceil(chars / CHARS_PER_TOKEN) + _PER_MESSAGE * len(messages)
+
+
+def _chars(messages: Sequence[ChatMessage]) -> int:
+    return sum(len(m.content) for m in messages)
+
+
+def ground_truth_stand_in(ground_truth: str, budget: int | None) -> str | None:
+    """The text a prompt's fit is measured with in place of ``ground_truth``: ``budget``
+    characters, or a whole multiple of it for a longer ground truth; None without a
+    budget (the ground truth measures itself).
+
+    Every ground truth up to ``budget`` characters has the same stand-in, so a fit
+    measured with it does not depend on the ground truth.
+    """
+    if budget is None:
+        return None
+    return "x" * (budget * max(1, math.ceil(len(ground_truth) / budget)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +80,10 @@ class Fit:
     overflow: str | None = None
     #: what was cut, or None
     cut: str | None = None
+    #: characters the measured prompt has beyond ``messages`` (a stand-in ground truth
+    #: longer than the real one): later checks of a conversation that starts with
+    #: ``messages`` count them too, so they are decided as the fit was
+    padding_chars: int = 0
 
 
 def _cut_at_boundary(text: str, limit: int) -> str:
@@ -72,17 +102,23 @@ def fit_diagnosis(
     window: int | None,
     max_tokens: int,
     policy: OverflowPolicy,
+    measure: Callable[[str], list[ChatMessage]] | None = None,
 ) -> Fit:
     """The prompt ``build(diagnosis)`` if it fits ``window`` tokens with the reply.
 
     Otherwise, by ``policy``: an overflow explanation, or the diagnosis cut to fit.
+    ``measure``: the prompt whose size decides, when not ``build``'s (the same prompt
+    with a :func:`ground_truth_stand_in`).
     """
+    measured = measure or build
     messages = build(diagnosis)
     if window is None:
         return Fit(messages, diagnosis)
-    needed = estimate_tokens(messages) + max_tokens
+    sized = measured(diagnosis) if measure else messages
+    padding = _chars(sized) - _chars(messages)
+    needed = estimate_tokens(sized) + max_tokens
     if needed <= window:
-        return Fit(messages, diagnosis)
+        return Fit(messages, diagnosis, padding_chars=padding)
     overflow = (
         f"the prompt needs about {needed} tokens (characters / {CHARS_PER_TOKEN} plus "
         f"{max_tokens} for the reply), over the judge's context window of {window}"
@@ -94,10 +130,12 @@ def fit_diagnosis(
     if len(kept) < min(_MIN_KEPT, len(diagnosis)):
         return Fit(messages, diagnosis, overflow=f"{overflow}, even with the diagnosis cut")
     cut_messages = build(kept)
-    if estimate_tokens(cut_messages) + max_tokens > window:  # pragma: no cover - defensive
+    cut_sized = measured(kept) if measure else cut_messages
+    if estimate_tokens(cut_sized) + max_tokens > window:  # pragma: no cover - defensive
         return Fit(messages, diagnosis, overflow=overflow)
     cut = (
         f"diagnosis cut from {len(diagnosis)} to {len(kept)} characters to fit the "
         f"judge's context window of {window} tokens"
     )
-    return Fit(cut_messages, kept, cut=cut)
+    padding = _chars(cut_sized) - _chars(cut_messages)
+    return Fit(cut_messages, kept, cut=cut, padding_chars=padding)

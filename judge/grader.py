@@ -20,7 +20,7 @@ from judge.cache import JudgeCache
 from judge.caller import JudgeCaller
 from judge.calls import SamplingParams
 from judge.confidence import with_logprob_confidence
-from judge.context import Fit, OverflowPolicy, fit_diagnosis
+from judge.context import Fit, OverflowPolicy, fit_diagnosis, ground_truth_stand_in
 from judge.extraction import ask_extraction
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.per_question import ask_per_question
@@ -53,6 +53,10 @@ class Grader:
     context_tokens: int | None = None
     #: a prompt that would not fit: ``unscored`` (context_overflow) or ``truncate``
     context_overflow: OverflowPolicy = "unscored"
+    #: characters the ground truth is counted as when fitting the context window (a
+    #: longer one: whole multiples), so the fit depends on the diagnosis alone; None:
+    #: its own length (``judge.context.ground_truth_stand_in``)
+    ground_truth_budget: int | None = None
     #: ``single``, ``per_question`` or ``extraction``; None: the rubric's or the profile's
     #: (``judge.profiles.choose_asking``)
     asking: AskingMode | None = None
@@ -116,13 +120,20 @@ class Grader:
     ) -> GradingResult:
         """The screened diagnosis fitted to the judge's window and graded in ``choice``."""
         caller = self.caller
+        stand_in = ground_truth_stand_in(ground_truth, self.ground_truth_budget)
         fit = fit_diagnosis(
             lambda text: build_messages(rubric, ground_truth, text, style=style),
             screening.text,
             window=await caller.context_window(),
             max_tokens=self.params.max_tokens,
             policy=self.context_overflow,
+            measure=(
+                None
+                if stand_in is None
+                else lambda text: build_messages(rubric, stand_in, text, style=style)
+            ),
         )
+        caller.padding_chars = fit.padding_chars
         if fit.overflow is not None:
             result = unscored_result(rubric, self.backend, [], "context_overflow", fit.overflow)
         elif choice.asking == "extraction":

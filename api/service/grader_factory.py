@@ -32,6 +32,7 @@ def grader_for(
         max_text_bytes=settings.max_text_bytes,
         context_tokens=settings.judge_context_tokens,
         context_overflow=settings.context_overflow,
+        ground_truth_budget=settings.ground_truth_budget_chars,
         cache=cache,
         asking=settings.judge_asking,
         reply_format=settings.judge_reply_format,

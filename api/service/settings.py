@@ -130,6 +130,15 @@ class Settings(BaseSettings):
         default="unscored",
         description="a prompt over the context window: unscored (context_overflow) or cut",
     )
+    ground_truth_budget_chars: int = Field(
+        default=2000,
+        ge=1,
+        description=(
+            "characters of ground truth every prompt is counted with when fitting the judge's "
+            "context window, whatever the ground truth's length (a longer one counts in "
+            "whole multiples of this), so whether a diagnosis fits depends on the diagnosis"
+        ),
+    )
     max_text_bytes: int = Field(
         default=64 * 1024, ge=1024, description="largest diagnosis or ground truth, in bytes"
     )

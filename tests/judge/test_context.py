@@ -13,7 +13,7 @@ import respx
 from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import SamplingParams
-from judge.context import estimate_tokens
+from judge.context import estimate_tokens, ground_truth_stand_in
 from judge.errors import ContextOverflow
 from judge.grader import Grader
 from judge.prompt import build_messages
@@ -196,3 +196,56 @@ def test_the_window_is_asked_without_loading_every_resource_of_the_client() -> N
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert done.stdout.split() == ["4096", "Bearer", "sk-test", "False"]
+
+
+#: a ground truth of the largest length counted at the same budget as TRUTH
+LONG_TRUTH = TRUTH + " || " + "mongodb-geo lost its replica set; " * 50
+
+
+@pytest.mark.parametrize("policy", ["unscored", "truncate"])
+async def test_with_a_budget_the_fit_depends_on_the_diagnosis_alone(
+    rubric: Rubric, policy: str
+) -> None:
+    """A submitter sending diagnoses of growing length cannot tell a short ground truth
+    from a long one: the overflow decision and any cut are the same for both."""
+    assert len(TRUTH) < len(LONG_TRUTH) <= 2000
+    window = _window_for(rubric, SHORT) + 1200
+    outcomes: dict[str, list[tuple[str, str | None, str | None]]] = {}
+    for truth in (TRUTH, LONG_TRUTH):
+        outcomes[truth] = []
+        for lines in range(0, 400, 20):
+            diagnosis = LONG.split("\n")[0] + "\n" + "\n".join(LONG.split("\n")[1 : lines + 1])
+            backend = ScriptedBackend([scripted_reply])
+            grader = Grader(
+                backend,
+                context_tokens=window,
+                context_overflow=policy,  # type: ignore[arg-type]
+                ground_truth_budget=2000,
+            )
+            result = await grader.grade(rubric, truth, diagnosis)
+            # the detail says how many tokens were needed, or where the diagnosis was cut
+            outcomes[truth].append((result.status, result.unscored_reason, result.detail))
+    assert outcomes[TRUTH] == outcomes[LONG_TRUTH]
+    statuses = {status for status, _, _ in outcomes[TRUTH]}
+    assert statuses == ({"graded", "unscored"} if policy == "unscored" else {"graded"})
+    if policy == "truncate":  # some were cut, each at the same place for both
+        assert any("diagnosis cut from" in (detail or "") for _, _, detail in outcomes[TRUTH])
+
+
+async def test_without_a_budget_the_ground_truths_length_decides(rubric: Rubric) -> None:
+    """The control of the test above: counted at its own length, a long ground truth
+    makes a diagnosis overflow that fits beside a short one."""
+    window = _window_for(rubric, SHORT) + 50
+    short = await Grader(ScriptedBackend([scripted_reply]), context_tokens=window).grade(
+        rubric, TRUTH, SHORT
+    )
+    long = await Grader(ScriptedBackend([scripted_reply]), context_tokens=window).grade(
+        rubric, LONG_TRUTH, SHORT
+    )
+    assert (short.status, long.unscored_reason) == ("graded", "context_overflow")
+
+
+def test_a_ground_truth_is_measured_in_whole_budgets() -> None:
+    assert ground_truth_stand_in("x" * 10, None) is None
+    assert {len(ground_truth_stand_in(t, 100) or "") for t in ("", "x", "y" * 100)} == {100}
+    assert len(ground_truth_stand_in("y" * 101, 100) or "") == 200
