@@ -168,13 +168,21 @@ class Settings(BaseSettings):
         description="webhook hosts (comma-separated) allowed though loopback or private",
     )
     webhook_timeout_seconds: float = Field(
-        default=10.0, gt=0, description="how long one webhook delivery may take"
+        default=10.0,
+        gt=0,
+        description="how long one webhook send may take, resolving its host included",
     )
     webhook_retry_seconds: float = Field(
         default=5.0, gt=0, description="first webhook retry delay; doubles each attempt (max 1 h)"
     )
     webhook_give_up_seconds: float = Field(
         default=86400.0, gt=0, description="a webhook delivery failing this long is dead-lettered"
+    )
+    webhook_circuit_failures: int = Field(
+        default=5,
+        ge=1,
+        description="failed webhook attempts in a row that open an endpoint's circuit: none "
+        "of its deliveries is tried until its backoff has passed",
     )
     judge_retry_seconds: float = Field(
         default=15.0, gt=0, description="wait before retrying a grading whose judge was unreachable"

@@ -1,12 +1,24 @@
-"""The webhook delivery worker inside ``serve`` (and ``worker``).
+"""The webhook delivery worker inside ``serve`` (and ``worker``): one lane per endpoint.
 
-It leases due deliveries from the outbox (each endpoint's oldest pending one, so events
-arrive in order), signs each as Standard Webhooks asks (``webhook-id``,
-``webhook-timestamp``, ``webhook-signature``, with the ``standardwebhooks`` library),
-posts it, and records the attempt: a 2xx delivers it; anything else is retried with
-exponential backoff (``SRE_JUDGE_WEBHOOK_RETRY_SECONDS``, doubling, at most an hour
-apart) until it has failed for ``SRE_JUDGE_WEBHOOK_GIVE_UP_SECONDS`` (a day), then it is
-dead-lettered (state ``dead``; an admin can redeliver it).
+A dispatcher looks for endpoints with a due delivery every ``SRE_JUDGE_POLL_SECONDS``
+and starts a lane for each that has none running in this process. A lane sends its
+endpoint's deliveries one at a time, in event order: each send is leased on its own
+(``SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS`` + 10 s), resolved once and sent to the address
+that was checked (:class:`api.service.webhook_target.PinnedTransport`), signed as
+Standard Webhooks asks (``webhook-id``, ``webhook-timestamp``, ``webhook-signature``,
+with the ``standardwebhooks`` library), and bounded as a whole by the timeout. Its
+outcome is recorded with the lease of the endpoint's next delivery. A lane ends at a
+failure or when nothing is due; lanes never wait for each other, so a slow or failing
+receiver delays only its own deliveries.
+
+A failed send is retried with exponential backoff (``SRE_JUDGE_WEBHOOK_RETRY_SECONDS``,
+doubling, at most an hour apart) until it has failed for
+``SRE_JUDGE_WEBHOOK_GIVE_UP_SECONDS`` (a day), then it is dead-lettered (state
+``dead``; an admin can redeliver it). Each endpoint has a circuit breaker, kept in the
+database for every process: ``SRE_JUDGE_WEBHOOK_CIRCUIT_FAILURES`` failed attempts in a
+row (over all its deliveries) open it, and none of its deliveries is attempted until
+its backoff (doubling with each further failure, at most an hour) has passed; the next
+attempt is the probe, and a 2xx closes it.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ import contextlib
 import json
 import logging
 import random
+import ssl
 import time
 from datetime import datetime, timedelta
 
@@ -24,14 +37,16 @@ from standardwebhooks.webhooks import Webhook
 
 from api.service.errors import InvalidRequest
 from api.service.settings import Settings
-from api.service.webhooks import allowed_hosts, check_target
+from api.service.webhook_target import PinnedTransport, allowed_hosts
 from storage import Store
 from storage.webhooks.repository import Claimed
 
-__all__ = ["WebhookDelivery", "retry_at", "signed_headers"]
+__all__ = ["WebhookDelivery", "circuit_open_until", "retry_at", "signed_headers"]
 
 _log = logging.getLogger(__name__)
 _MAX_DELAY = 3600.0
+#: how much longer than a send's deadline its lease lasts
+_LEASE_MARGIN = 10.0
 
 
 def signed_headers(claimed: Claimed, body: str, now: datetime) -> dict[str, str]:
@@ -44,97 +59,161 @@ def signed_headers(claimed: Claimed, body: str, now: datetime) -> dict[str, str]
     }
 
 
+def _backoff(settings: Settings, failures: int) -> float:
+    """Seconds to wait after the ``failures``-th failure in a row (1-based)."""
+    return float(min(_MAX_DELAY, settings.webhook_retry_seconds * 2 ** (failures - 1)))
+
+
 def retry_at(claimed: Claimed, now: datetime, settings: Settings) -> datetime | None:
     """When to try again after a failed attempt, or None once it is time to give up."""
     if (now - claimed.created_at).total_seconds() >= settings.webhook_give_up_seconds:
         return None
-    delay = min(_MAX_DELAY, settings.webhook_retry_seconds * 2 ** (claimed.attempts - 1))
+    delay = _backoff(settings, claimed.attempts)
     return now + timedelta(seconds=delay * random.uniform(0.8, 1.0))
 
 
-class WebhookDelivery:
-    """Delivers the outbox of one store; start it with the grading workers."""
+def circuit_open_until(failures: int, now: datetime, settings: Settings) -> datetime | None:
+    """Until when an endpoint with ``failures`` failed attempts in a row rests; None while
+    fewer than ``webhook_circuit_failures`` keep its circuit closed."""
+    threshold = settings.webhook_circuit_failures
+    if failures < threshold:
+        return None
+    return now + timedelta(seconds=_backoff(settings, failures - threshold + 1))
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+
+class WebhookDelivery:
+    """Delivers the outbox of one store; start it with the grading workers.
+
+    ``verify`` is what TLS certificates are checked against (default: the system's
+    trust store); a seam for tests with their own certificate authority.
+    """
+
+    def __init__(
+        self, store: Store, settings: Settings, *, verify: ssl.SSLContext | None = None
+    ) -> None:
         self._store = store
         self._settings = settings
         self._allow = allowed_hosts(settings.webhook_allow_hosts)
+        self._verify = verify
         self._task: asyncio.Task[None] | None = None
-        self._http: httpx.AsyncClient | None = None
+        #: endpoint id -> the lane delivering to it in this process
+        self._lanes: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def _lease_seconds(self) -> float:
+        return self._settings.webhook_timeout_seconds + _LEASE_MARGIN
 
     def start(self) -> None:
-        """Start the delivery loop."""
+        """Start the dispatcher."""
         if self._task is None:
-            self._http = httpx.AsyncClient(
-                timeout=self._settings.webhook_timeout_seconds, follow_redirects=False
-            )
             self._task = asyncio.create_task(self._run(), name="webhook-delivery")
 
     async def stop(self) -> None:
-        """Stop the loop (a delivery in flight is abandoned; its lease runs out)."""
-        if self._task is not None:
-            self._task.cancel()
+        """Stop the dispatcher and the lanes (a send in flight is abandoned; its lease
+        runs out and it is sent again)."""
+        tasks = [t for t in (self._task, *self._lanes.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+                await task
+        self._task = None
+        self._lanes.clear()
 
     async def _run(self) -> None:
         while True:
             try:
-                sent = await self.deliver_due()
+                await self._dispatch()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database away for a moment: try again later
-                _log.exception("webhook delivery round failed")
-                sent = 0
-            if not sent:
-                await asyncio.sleep(self._settings.poll_seconds)
+                _log.exception("webhook dispatch failed")
+            await asyncio.sleep(self._settings.poll_seconds)
+
+    async def _dispatch(self) -> list[asyncio.Task[None]]:
+        """Start a lane for each endpoint with a due delivery and no lane here yet."""
+        claimed = await self._store.webhooks.claim_due(
+            lease_seconds=self._lease_seconds, skip=frozenset(self._lanes)
+        )
+        started = []
+        for first in claimed:
+            lane = asyncio.create_task(self._lane(first), name=f"webhook-lane-{first.endpoint_id}")
+            self._lanes[first.endpoint_id] = lane
+            lane.add_done_callback(self._forget_lane)
+            started.append(lane)
+        return started
+
+    def _forget_lane(self, lane: asyncio.Task[None]) -> None:
+        for endpoint_id, running in list(self._lanes.items()):
+            if running is lane:
+                del self._lanes[endpoint_id]
 
     async def deliver_due(self) -> int:
-        """One round: lease what is due, each endpoint's deliveries in order, endpoints
-        concurrently; how many endpoints had something to send."""
-        lease = self._settings.webhook_timeout_seconds + 10
-        batches = await self._store.webhooks.claim_due(lease_seconds=lease)
-        await asyncio.gather(*(self._deliver_in_order(b) for b in batches))
-        return len(batches)
+        """Start the lanes of every endpoint with something due and wait until each has
+        nothing due left; how many lanes ran."""
+        lanes = await self._dispatch()
+        await asyncio.gather(*lanes)
+        return len(lanes)
 
-    async def _deliver_in_order(self, batch: list[Claimed]) -> None:
-        """One endpoint's deliveries one after another; those behind a failure wait."""
-        for index, claimed in enumerate(batch):
-            if not await self._deliver(claimed):
-                await self._store.webhooks.release(batch[index + 1 :])
-                return
+    async def _lane(self, first: Claimed) -> None:
+        """One endpoint's due deliveries, one at a time, until a failure or none is due.
 
-    async def _deliver(self, claimed: Claimed) -> bool:
-        assert self._http is not None
+        Its own client: connections (pooled by address) are never shared with another
+        endpoint, nor is a slow receiver's pool with anyone.
+        """
+        if self._verify is None:  # made once (it reads the CA bundle): every lane shares it
+            self._verify = httpx.create_ssl_context()
+        transport = PinnedTransport(self._allow, verify=self._verify)
+        async with httpx.AsyncClient(
+            transport=transport, follow_redirects=False, trust_env=False,
+            timeout=self._settings.webhook_timeout_seconds,
+        ) as http:  # fmt: skip
+            claimed: Claimed | None = first
+            while claimed is not None:
+                try:
+                    claimed = await self._deliver(http, claimed)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # the record did not commit: the lease runs out
+                    _log.exception("recording a webhook attempt failed")
+                    return
+
+    async def _send(
+        self, http: httpx.AsyncClient, claimed: Claimed
+    ) -> tuple[int | None, str | None]:
+        """Post one delivery within the timeout: (HTTP status, error)."""
         body = json.dumps({**claimed.payload, "id": claimed.id}, separators=(",", ":"))
-        started = time.perf_counter()
-        status: int | None = None
-        error: str | None = None
+        timeout = self._settings.webhook_timeout_seconds
         try:
-            await check_target(claimed.url, self._allow)
-            now = self._store.db.clock()
-            response = await self._http.post(
-                claimed.url, content=body, headers=signed_headers(claimed, body, now)
-            )
-            status = response.status_code
-            if not 200 <= status < 300:
-                error = f"HTTP {status}"
+            async with asyncio.timeout(timeout):
+                headers = signed_headers(claimed, body, self._store.db.clock())
+                response = await http.post(claimed.url, content=body, headers=headers)
         except InvalidRequest as refused:
-            error = f"refused target: {refused.detail}"
+            return None, f"refused target: {refused.detail}"
+        except TimeoutError:
+            return None, f"no answer within {timeout:g} s"
         except httpx.HTTPError as failed:
-            error = f"{type(failed).__name__}: {failed}"
+            return None, f"{type(failed).__name__}: {failed}"
+        status = response.status_code
+        return status, None if 200 <= status < 300 else f"HTTP {status}"
+
+    async def _deliver(self, http: httpx.AsyncClient, claimed: Claimed) -> Claimed | None:
+        """Send, record, and lease the endpoint's next delivery after a success."""
+        started = time.perf_counter()
+        status, error = await self._send(http, claimed)
         duration = (time.perf_counter() - started) * 1000
         now = self._store.db.clock()
-        delivered = error is None
-        await self._store.webhooks.record_attempt(
+        failed = error is not None
+        return await self._store.webhooks.record_attempt(
             claimed,
             status=status,
             error=error,
             duration_ms=duration,
-            retry_at=None if delivered else retry_at(claimed, now, self._settings),
+            retry_at=retry_at(claimed, now, self._settings) if failed else None,
+            circuit_open_until=(
+                circuit_open_until(claimed.endpoint_failures + 1, now, self._settings)
+                if failed
+                else None
+            ),
+            lease_next=None if failed else self._lease_seconds,
         )
-        return delivered

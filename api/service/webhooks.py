@@ -1,26 +1,21 @@
 """Webhook endpoints: registering one (with the target check), listing, redelivering.
 
-A target must be an ``http(s)`` URL whose host resolves to public addresses only:
-loopback, private, link-local (the cloud metadata address among them), multicast and
-reserved addresses are refused unless the host is listed in
-``SRE_JUDGE_WEBHOOK_ALLOW_HOSTS``. The delivery worker checks again before each send,
-so a name that later resolves elsewhere is refused too.
+A target must be an ``http(s)`` URL whose host resolves to public addresses only (see
+:mod:`api.service.webhook_target`), unless the host is listed in
+``SRE_JUDGE_WEBHOOK_ALLOW_HOSTS``. The delivery worker checks again at each send, and
+sends to the address it checked.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import socket
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from api.service.errors import InvalidRequest
 from api.service.principal import Principal
 from api.service.services import Services
+from api.service.webhook_target import allowed_hosts, resolve_target
 from storage.webhooks.outbox import EVENTS
 from storage.webhooks.repository import DeliveryView
 from storage.webhooks.tables import WebhookEndpointRecord
@@ -30,7 +25,6 @@ __all__ = [
     "DeliveryPublic",
     "WebhookCreate",
     "WebhookPublic",
-    "check_target",
     "delivery_public",
     "register_webhook",
     "webhook_public",
@@ -59,6 +53,10 @@ class WebhookPublic(BaseModel):
     description: str
     active: bool
     created_at: datetime
+    #: failed attempts in a row, over all of its deliveries
+    consecutive_failures: int = 0
+    #: while in the future, the circuit is open: none of its deliveries is attempted
+    circuit_open_until: datetime | None = None
     secret: str | None = None
 
 
@@ -93,6 +91,8 @@ def webhook_public(record: WebhookEndpointRecord, *, with_secret: bool = False) 
         description=record.description,
         active=record.active,
         created_at=record.created_at,
+        consecutive_failures=record.consecutive_failures,
+        circuit_open_until=record.circuit_open_until,
         secret=record.secret if with_secret else None,
     )
 
@@ -120,48 +120,11 @@ def delivery_public(view: DeliveryView) -> DeliveryPublic:
     )
 
 
-def allowed_hosts(setting: str) -> frozenset[str]:
-    """The hosts of ``SRE_JUDGE_WEBHOOK_ALLOW_HOSTS``, lower case."""
-    return frozenset(h.strip().lower() for h in setting.split(",") if h.strip())
-
-
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
-async def check_target(url: str, allow: frozenset[str]) -> None:
-    """Refuse a URL that is not http(s) or whose host is not public (unless allowed)."""
-    parts = urlsplit(url)
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise InvalidRequest("an http:// or https:// URL with a host is needed", field="url")
-    host = parts.hostname.lower()
-    if host in allow:
-        return
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            host, parts.port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM
-        )
-    except OSError as error:
-        raise InvalidRequest(
-            f"the host {host!r} does not resolve ({error})", field="url"
-        ) from error
-    refused = sorted({str(info[4][0]) for info in infos if not _public(str(info[4][0]))})
-    if refused:
-        raise InvalidRequest(
-            f"the host {host!r} resolves to a loopback, private, link-local or reserved "
-            f"address ({', '.join(refused)}); list it in SRE_JUDGE_WEBHOOK_ALLOW_HOSTS to allow it",
-            field="url",
-        )
-
-
 async def register_webhook(
     services: Services, principal: Principal, data: WebhookCreate
 ) -> WebhookPublic:
     """Check the target and register the endpoint; the answer carries its secret, once."""
-    await check_target(data.url, allowed_hosts(services.settings.webhook_allow_hosts))
+    await resolve_target(data.url, allowed_hosts(services.settings.webhook_allow_hosts))
     record = await services.store.webhooks.create_endpoint(
         url=data.url, events=list(dict.fromkeys(data.events)), description=data.description,
         actor=principal.id,

@@ -1,11 +1,16 @@
-"""Webhook endpoints and their deliveries: register, claim due deliveries, record attempts.
+"""Webhook endpoints and their deliveries: register, lease one send, record attempts.
 
-Claiming takes each endpoint's oldest pending delivery only, so an endpoint receives
-its events in the order they happened, and leases it (``next_attempt_at`` moved past
-the send's deadline) in a short transaction; on PostgreSQL with ``FOR UPDATE SKIP
-LOCKED``, so several servers on one database never claim the same delivery. A server
-killed mid-send leaves a lease that runs out: the delivery is sent again with the same
-``webhook-id``.
+A lease covers one send. :meth:`WebhookRepository.claim_due` takes, for each endpoint
+whose circuit is closed, its oldest pending delivery if it is due (so an endpoint
+receives its events in the order they happened) and leases it: ``next_attempt_at``
+moves past the send's deadline, in a short transaction; on PostgreSQL with ``FOR UPDATE
+SKIP LOCKED``, so several servers on one database never claim the same delivery.
+:meth:`~WebhookRepository.record_attempt` stores the outcome and, after a success,
+leases the endpoint's next delivery in the same transaction, so the endpoint passes
+from one send to the next without anyone else seeing it free. Whoever holds an
+endpoint's oldest delivery holds the endpoint: nobody claims the deliveries behind it.
+A server killed mid-send leaves a lease that runs out: the delivery is sent again with
+the same ``webhook-id``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.database import Database
@@ -38,11 +44,15 @@ class Claimed:
 
     seq: int
     id: str
+    endpoint_id: str
     url: str
     secret: str
     payload: dict[str, Any]
+    #: attempts of this delivery, this one included
     attempts: int
     created_at: datetime
+    #: the endpoint's failed attempts in a row before this one
+    endpoint_failures: int
 
 
 @dataclass(frozen=True)
@@ -53,11 +63,11 @@ class DeliveryView:
     attempts: list[WebhookAttemptRecord]
 
 
-def _claimed(delivery: WebhookDeliveryRecord, url: str, secret: str) -> Claimed:
+def _claimed(delivery: WebhookDeliveryRecord, endpoint: WebhookEndpointRecord) -> Claimed:
     return Claimed(
-        seq=int(delivery.seq or 0), id=delivery.id, url=url, secret=secret,
-        payload=dict(delivery.payload), attempts=delivery.attempts,
-        created_at=delivery.created_at,
+        seq=int(delivery.seq or 0), id=delivery.id, endpoint_id=endpoint.id, url=endpoint.url,
+        secret=endpoint.secret, payload=dict(delivery.payload), attempts=delivery.attempts,
+        created_at=delivery.created_at, endpoint_failures=endpoint.consecutive_failures,
     )  # fmt: skip
 
 
@@ -123,21 +133,29 @@ class WebhookRepository:
         return [DeliveryView(r, by_seq.get(r.seq or 0, [])) for r in rows]
 
     async def redeliver(self, endpoint_id: str, delivery_id: str, *, actor: str) -> None:
-        """Send a delivery again (also a delivered or dead-lettered one), as soon as due."""
+        """Send a delivery again (also a delivered or dead-lettered one), as soon as due.
+
+        An open circuit lets this one through: the endpoint is due now, and a failure
+        opens it again for longer (its failures in a row are kept).
+        """
         async with self._db.write() as session:
+            now = self._db.clock()
             changed = await session.execute(
                 update(WebhookDeliveryRecord)
                 .where(
                     col(WebhookDeliveryRecord.id) == delivery_id,
                     col(WebhookDeliveryRecord.endpoint_id) == endpoint_id,
                 )
-                .values(
-                    state="pending", next_attempt_at=self._db.clock(), created_at=self._db.clock()
-                )
+                .values(state="pending", next_attempt_at=now, created_at=now)
                 .returning(WebhookDeliveryRecord.seq)
             )
             if changed.first() is None:
                 raise NotFound(f"no delivery {delivery_id!r} of endpoint {endpoint_id!r}")
+            await session.execute(
+                update(WebhookEndpointRecord)
+                .where(col(WebhookEndpointRecord.id) == endpoint_id)
+                .values(circuit_open_until=None)
+            )
             await self._db.audit(
                 session,
                 "webhook.redelivered",
@@ -148,46 +166,35 @@ class WebhookRepository:
             )
 
     async def claim_due(
-        self, *, lease_seconds: float, limit: int = 16, batch: int = 20
-    ) -> list[list[Claimed]]:
-        """Lease, for each endpoint whose oldest pending delivery is due, that delivery
-        and up to ``batch - 1`` of the pending ones after it, in event order.
+        self, *, lease_seconds: float, skip: frozenset[str] = frozenset(), limit: int = 100
+    ) -> list[Claimed]:
+        """Lease, for each endpoint (but those in ``skip``) whose circuit is closed and
+        whose oldest pending delivery is due, that one delivery; oldest first.
 
-        Only the oldest is locked (``SKIP LOCKED`` on PostgreSQL): whoever holds an
-        endpoint's oldest delivery holds the endpoint, since nobody else claims the
-        deliveries behind it until it is delivered or dead.
+        Only the oldest is claimable (``SKIP LOCKED`` on PostgreSQL): whoever holds an
+        endpoint's oldest delivery holds the endpoint.
         """
-        now = self._db.clock()
-        lease = now + timedelta(seconds=lease_seconds)
         async with self._db.write() as session:
-            heads = (await session.execute(self._due_heads(now, limit))).all()
-            batches = []
-            for head, url, secret in heads:
-                followers = await session.execute(
-                    select(WebhookDeliveryRecord)
-                    .where(
-                        col(WebhookDeliveryRecord.endpoint_id) == head.endpoint_id,
-                        col(WebhookDeliveryRecord.state) == "pending",
-                        col(WebhookDeliveryRecord.seq) > head.seq,
-                    )
-                    .order_by(col(WebhookDeliveryRecord.seq))
-                    .limit(batch - 1)
-                )
-                rows = [head, *followers.scalars()]
-                for delivery in rows:
-                    delivery.next_attempt_at = lease
-                    delivery.attempts += 1
-                batches.append([_claimed(d, url, secret) for d in rows])
-        return batches
+            return await self._lease(session, lease_seconds, skip=skip, limit=limit)
 
-    def _due_heads(self, now: datetime, limit: int) -> Any:
-        heads = (
-            select(func.min(WebhookDeliveryRecord.seq))
-            .where(col(WebhookDeliveryRecord.state) == "pending")
-            .group_by(col(WebhookDeliveryRecord.endpoint_id))
+    async def _lease(
+        self,
+        session: AsyncSession,
+        lease_seconds: float,
+        *,
+        skip: frozenset[str] = frozenset(),
+        endpoint_id: str | None = None,
+        limit: int,
+    ) -> list[Claimed]:
+        now = self._db.clock()
+        heads = select(func.min(WebhookDeliveryRecord.seq)).where(
+            col(WebhookDeliveryRecord.state) == "pending"
         )
+        if endpoint_id is not None:
+            heads = heads.where(col(WebhookDeliveryRecord.endpoint_id) == endpoint_id)
+        heads = heads.group_by(col(WebhookDeliveryRecord.endpoint_id))
         query = (
-            select(WebhookDeliveryRecord, WebhookEndpointRecord.url, WebhookEndpointRecord.secret)
+            select(WebhookDeliveryRecord, WebhookEndpointRecord)
             .join(
                 WebhookEndpointRecord,
                 col(WebhookEndpointRecord.id) == col(WebhookDeliveryRecord.endpoint_id),
@@ -195,30 +202,25 @@ class WebhookRepository:
             .where(
                 col(WebhookDeliveryRecord.seq).in_(heads),
                 col(WebhookDeliveryRecord.next_attempt_at) <= now,
+                or_(
+                    col(WebhookEndpointRecord.circuit_open_until).is_(None),
+                    col(WebhookEndpointRecord.circuit_open_until) <= now,
+                ),
             )
             .order_by(col(WebhookDeliveryRecord.seq))
             .limit(limit)
         )
+        if skip:
+            query = query.where(col(WebhookDeliveryRecord.endpoint_id).not_in(sorted(skip)))
         if self._db.postgres:
             query = query.with_for_update(skip_locked=True, of=WebhookDeliveryRecord)
-        return query
-
-    async def release(self, claimed: list[Claimed]) -> None:
-        """Give leased, unsent deliveries back (they wait behind a failed one)."""
-        if not claimed:
-            return
-        async with self._db.write() as session:
-            await session.execute(
-                update(WebhookDeliveryRecord)
-                .where(
-                    col(WebhookDeliveryRecord.seq).in_([c.seq for c in claimed]),
-                    col(WebhookDeliveryRecord.state) == "pending",
-                )
-                .values(
-                    next_attempt_at=self._db.clock(),
-                    attempts=WebhookDeliveryRecord.attempts - 1,
-                )
-            )
+        lease = now + timedelta(seconds=lease_seconds)
+        claimed = []
+        for delivery, endpoint in (await session.execute(query)).all():
+            delivery.next_attempt_at = lease
+            delivery.attempts += 1
+            claimed.append(_claimed(delivery, endpoint))
+        return claimed
 
     async def record_attempt(
         self,
@@ -228,10 +230,18 @@ class WebhookRepository:
         error: str | None,
         duration_ms: float,
         retry_at: datetime | None,
-    ) -> None:
-        """Store one try: delivered on a 2xx, else due again at ``retry_at`` or dead."""
+        circuit_open_until: datetime | None = None,
+        lease_next: float | None = None,
+    ) -> Claimed | None:
+        """Store one send: delivered on a 2xx (the endpoint's circuit closes), else due
+        again at ``retry_at`` or dead, the endpoint's failures in a row counted and its
+        circuit open until ``circuit_open_until``.
+
+        With ``lease_next`` (seconds) after a delivered send, the endpoint's next due
+        delivery is leased in the same transaction and returned.
+        """
         now = self._db.clock()
-        delivered = status is not None and 200 <= status < 300
+        delivered = status is not None and 200 <= status < 300 and error is None
         state = "delivered" if delivered else ("pending" if retry_at is not None else "dead")
         async with self._db.write() as session:
             await session.execute(
@@ -250,3 +260,17 @@ class WebhookRepository:
                     last_error=(error or "")[:500] or None,
                 )
             )
+            await session.execute(
+                update(WebhookEndpointRecord)
+                .where(col(WebhookEndpointRecord.id) == claimed.endpoint_id)
+                .values(
+                    consecutive_failures=0 if delivered else claimed.endpoint_failures + 1,
+                    circuit_open_until=None if delivered else circuit_open_until,
+                )
+            )
+            if not delivered or lease_next is None:
+                return None
+            following = await self._lease(
+                session, lease_next, endpoint_id=claimed.endpoint_id, limit=1
+            )
+        return following[0] if following else None

@@ -1,5 +1,8 @@
 """Tables of webhooks: endpoints, the outbox of deliveries, and each delivery attempt.
 
+An endpoint carries its circuit breaker (failures in a row, open until when), shared by
+every process that delivers.
+
 A delivery row is written in the transaction of the event it announces (see
 :func:`storage.webhooks.outbox.enqueue`), so an event is never lost and never announced
 for a change that rolled back. ``seq`` orders deliveries as their events happened.
@@ -32,6 +35,10 @@ class WebhookEndpointRecord(SQLModel, table=True):
     active: bool = True
     created_by: str = Field(sa_type=String(64))
     created_at: datetime = _created()
+    #: failed attempts in a row, over all its deliveries (a 2xx sets it back to 0)
+    consecutive_failures: int = 0
+    #: the circuit breaker: while in the future, none of its deliveries is attempted
+    circuit_open_until: datetime | None = _when()
 
 
 class WebhookDeliveryRecord(SQLModel, table=True):

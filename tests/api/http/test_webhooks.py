@@ -173,8 +173,9 @@ async def test_an_event_of_a_rolled_back_change_is_never_sent(engine: Any) -> No
             session, "regrade_job.done", entity_type="regrade_job", entity_id="j2",
             actor="t", payload={"state": "done", "counts": {"done": 1}},
         )  # fmt: skip
-    [batch] = await store.webhooks.claim_due(lease_seconds=60)
-    assert [c.payload["data"]["regrade_job_id"] for c in batch] == ["j2"]
+    [claimed] = await store.webhooks.claim_due(lease_seconds=60)
+    assert claimed.payload["data"]["regrade_job_id"] == "j2"
+    assert await store.webhooks.claim_due(lease_seconds=60) == []  # leased, and the only one
 
 
 async def test_a_public_target_is_registered_and_its_secret_shown_once(
