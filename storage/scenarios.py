@@ -57,6 +57,17 @@ def _truth_facts(truth: str) -> dict[str, Any]:
     return {"control": truth == "", "ground_truth_sha256": sha256_hex(truth)}
 
 
+def _taken(existing: ScenarioRecord, spec: ScenarioSpec) -> str:
+    """Why registering ``spec`` conflicts with ``existing``: both ground truths' hashes."""
+    stored, sent = sha256_hex(existing.ground_truth), sha256_hex(spec.ground_truth)
+    same = "the same ground truth" if stored == sent else "another ground truth"
+    return (
+        f"scenario {spec.id!r} already exists with {same} (version {existing.version}): "
+        f"stored sha256 {stored}, sent sha256 {sent}; a new ground truth is a new version "
+        "(PUT /v1/scenarios/{id} with If-Match)"
+    )
+
+
 class ScenarioRepository:
     """Registered scenarios and the versions of their ground truths."""
 
@@ -70,11 +81,13 @@ class ScenarioRepository:
             return await session.get(ScenarioRecord, scenario_id)
 
     async def create(self, spec: ScenarioSpec, *, actor: str) -> ScenarioRecord:
-        """Register a scenario as version 1; raises Conflict when the id is taken."""
+        """Register a scenario as version 1; raises Conflict when the id is taken, naming
+        the stored version's ground-truth SHA-256 and the one sent (the same text, or not)."""
         try:
             async with self._db.write() as session:
-                if await session.get(ScenarioRecord, spec.id) is not None:
-                    raise Conflict(f"scenario {spec.id!r} already exists")
+                existing = await session.get(ScenarioRecord, spec.id)
+                if existing is not None:
+                    raise Conflict(_taken(existing, spec))
                 return await self._insert(session, spec, actor=actor)
         except IntegrityError:
             raise Conflict(f"scenario {spec.id!r} already exists") from None

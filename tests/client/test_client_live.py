@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import Callable
 
@@ -10,7 +11,9 @@ import pytest
 from sre_judge_client import (
     AsyncClient,
     Client,
+    Conflict,
     Forbidden,
+    GroundTruthConflict,
     InvalidRequest,
     NotFound,
     PreconditionFailed,
@@ -30,6 +33,33 @@ def _scenario(served: Served) -> str:
         assert admin.register_scenario(scenario_id, TRUTH) is not None
         assert admin.register_scenario(scenario_id, TRUTH, exist_ok=True) is None
     return scenario_id
+
+
+def test_registering_an_existing_id_with_another_ground_truth_raises_naming_both_hashes(
+    serve: Callable[[str], Served],
+) -> None:
+    served = serve("pass")
+    scenario_id = _scenario(served)  # registered with TRUTH; again with TRUTH is no error
+    other = TRUTH.replace("9999", "8888")
+    with Client(served.url, served.admin) as admin:
+        with pytest.raises(GroundTruthConflict) as conflict:
+            admin.register_scenario(scenario_id, other, exist_ok=True)
+        stored, sent = (hashlib.sha256(t.encode()).hexdigest() for t in (TRUTH, other))
+        assert (conflict.value.stored_sha256, conflict.value.sent_sha256) == (stored, sent)
+        assert stored in str(conflict.value) and sent in str(conflict.value)
+        assert conflict.value.version == 1 and conflict.value.status == 409
+        with pytest.raises(Conflict) as plain:  # without exist_ok the server's 409 says as much
+            admin.register_scenario(scenario_id, other)
+        assert stored in plain.value.detail and sent in plain.value.detail
+        assert admin.scenarios.get(scenario_id).ground_truth == TRUTH  # nothing changed
+
+    async def register_async() -> None:
+        async with AsyncClient(served.url, served.admin) as admin:
+            assert await admin.register_scenario(scenario_id, TRUTH, exist_ok=True) is None
+            with pytest.raises(GroundTruthConflict):
+                await admin.register_scenario(scenario_id, other, exist_ok=True)
+
+    asyncio.run(register_async())
 
 
 def test_a_harness_submits_in_three_lines_and_gets_a_typed_grading(

@@ -5,17 +5,19 @@ The contract is SREGym's ``LLMAsAJudgeOracle.evaluate``: ``judgment`` ("True"/"F
 ``composite_score``, ``dimensions`` ``{id: {name, score}}`` and ``checklist`` of
 ``{id, answer: Yes|No, evidence, confidence: High|Medium|Low}``; on error
 ``judgment: "Error"``, ``success: False``, ``accuracy: 0.0``, ``checklist: []`` and
-``error``.
+``error``. Every result built from a grading also carries ``scenario_version`` and
+``ground_truth_sha256``: the ground truth it was judged against.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sre_judge_client import Client, Grading
+from sre_judge_client import Client, Grading, GroundTruthConflict
 from sre_judge_client.sregym import LLMAsAJudgeOracle, oracle_result
 
 from tests.client.conftest import Served
@@ -30,8 +32,11 @@ KEYS = {
     "composite_score",
     "dimensions",
     "checklist",
+    "scenario_version",
+    "ground_truth_sha256",
 }
 ERROR_KEYS = {"judgment", "reasoning", "success", "accuracy", "checklist", "error"}
+JUDGED_AGAINST = {"scenario_version", "ground_truth_sha256"}
 IDS = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
 
 
@@ -96,7 +101,7 @@ def test_a_held_pass_is_not_a_success_and_says_why() -> None:
 def test_no_score_is_sregyms_error_shape_never_nine_silent_no(status: str) -> None:
     reason = "unparseable_reply" if status == "unscored" else None
     result = oracle_result(_grading(status=status, unscored_reason=reason, composite=None))
-    assert set(result) == ERROR_KEYS
+    assert set(result) == ERROR_KEYS | JUDGED_AGAINST
     assert result["judgment"] == "Error" and result["success"] is False
     assert result["accuracy"] == 0.0 and result["checklist"] == []
     assert status in result["reasoning"] and result["reasoning"].startswith("Error: ")
@@ -145,5 +150,113 @@ def test_an_unscored_grading_becomes_error(serve: Callable[[str], Served]) -> No
     served = serve("garbage")
     oracle = LLMAsAJudgeOracle(Problem("p-garbage"), TRUTH, client=Client(served.url, served.admin))
     result = oracle.evaluate(DIAGNOSIS)
-    assert set(result) == ERROR_KEYS and result["judgment"] == "Error"
+    assert set(result) == ERROR_KEYS | JUDGED_AGAINST and result["judgment"] == "Error"
     assert "unscored" in result["error"]
+
+
+# Two root causes for one problem id: the user-service's port (A), then the geo service's
+# (B). The code's grounding check vetoes a diagnosis that does not name the ground
+# truth's component, so even a yes-saying judge passes the geo diagnosis only against B.
+TRUTH_B = "[fault_spec] component=deployment/geo; namespace=hotel || GEO_PORT=7777"
+DIAGNOSIS_B = "The geo deployment in hotel sets GEO_PORT=7777, so nearby search fails."
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.slow
+def test_an_admin_oracle_with_a_changed_root_cause_grades_against_the_new_version(
+    serve: Callable[[str], Served],
+) -> None:
+    served = serve("pass")
+    problem_id = f"hotel/changed-{uuid.uuid4().hex[:6]}"
+    admin = Client(served.url, served.admin)
+    first = LLMAsAJudgeOracle(Problem(problem_id), TRUTH, client=admin).evaluate(DIAGNOSIS)
+    assert first["success"] is True
+    assert (first["scenario_version"], first["ground_truth_sha256"]) == (1, _sha(TRUTH))
+
+    second = LLMAsAJudgeOracle(Problem(problem_id), TRUTH_B, client=admin).evaluate(DIAGNOSIS_B)
+    assert (second["scenario_version"], second["ground_truth_sha256"]) == (2, _sha(TRUTH_B))
+    assert second["success"] is True, second["reasoning"]  # against A its component is unnamed
+    assert admin.scenarios.get(problem_id).ground_truth == TRUTH_B
+    assert [v.ground_truth for v in admin.scenarios.versions(problem_id).items] == [TRUTH, TRUTH_B]
+    graded = {
+        g.submission.diagnosis: g.submission.ground_truth
+        for g in admin.list(scenario_id=problem_id)
+    }
+    assert graded == {DIAGNOSIS: TRUTH, DIAGNOSIS_B: TRUTH_B}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("who", ["adjudicator token", "admin token, update_scenario=False"])
+def test_an_oracle_that_may_not_make_a_new_version_refuses_naming_both_hashes(
+    serve: Callable[[str], Served], who: str
+) -> None:
+    served = serve("pass")
+    problem_id = f"hotel/refused-{uuid.uuid4().hex[:6]}"
+    admin = Client(served.url, served.admin)
+    admin.register_scenario(problem_id, TRUTH)
+    if who == "adjudicator token":
+        oracle = LLMAsAJudgeOracle(
+            Problem(problem_id), TRUTH_B, client=Client(served.url, served.adjudicator)
+        )
+    else:
+        oracle = LLMAsAJudgeOracle(
+            Problem(problem_id), TRUTH_B, client=admin, update_scenario=False
+        )
+    with pytest.raises(GroundTruthConflict) as refused:
+        oracle.evaluate(DIAGNOSIS_B)
+    assert _sha(TRUTH) in str(refused.value) and _sha(TRUTH_B) in str(refused.value)
+    assert (refused.value.stored_sha256, refused.value.sent_sha256) == (_sha(TRUTH), _sha(TRUTH_B))
+    assert list(admin.list(scenario_id=problem_id)) == []  # nothing graded against A
+    assert admin.scenarios.get(problem_id).version == 1
+
+
+@pytest.mark.slow
+def test_a_token_that_may_read_scenarios_grades_a_matching_one_by_id(
+    serve: Callable[[str], Served],
+) -> None:
+    served = serve("pass")
+    problem_id = f"hotel/same-{uuid.uuid4().hex[:6]}"
+    Client(served.url, served.admin).register_scenario(problem_id, TRUTH)
+    oracle = LLMAsAJudgeOracle(
+        Problem(problem_id), TRUTH, client=Client(served.url, served.adjudicator)
+    )
+    result = oracle.evaluate(DIAGNOSIS)
+    assert result["success"] is True
+    assert (result["scenario_version"], result["ground_truth_sha256"]) == (1, _sha(TRUTH))
+
+
+@pytest.mark.slow
+def test_a_grading_judged_against_another_ground_truth_raises(
+    serve: Callable[[str], Served],
+) -> None:
+    served = serve("pass")
+    problem_id = f"hotel/raced-{uuid.uuid4().hex[:6]}"
+    admin = Client(served.url, served.admin)
+    oracle = LLMAsAJudgeOracle(Problem(problem_id), TRUTH, client=admin, run_id="r1")
+    assert oracle.evaluate(DIAGNOSIS)["ground_truth_sha256"] == _sha(TRUTH)
+    # someone else gives the scenario a new ground truth while the oracle runs
+    admin.scenarios.update(problem_id, ground_truth=TRUTH_B, version=1, note="changed")
+    with pytest.raises(GroundTruthConflict) as mismatch:
+        oracle.evaluate(DIAGNOSIS)
+    assert _sha(TRUTH) in str(mismatch.value) and _sha(TRUTH_B) in str(mismatch.value)
+    assert mismatch.value.version == 2
+    # the next call settles again: the oracle's root cause becomes version 3
+    again = oracle.evaluate(DIAGNOSIS)
+    assert (again["scenario_version"], again["ground_truth_sha256"]) == (3, _sha(TRUTH))
+
+
+@pytest.mark.slow
+def test_an_inline_result_names_the_hash_it_was_judged_against(
+    serve: Callable[[str], Served],
+) -> None:
+    served = serve("pass")
+    oracle = LLMAsAJudgeOracle(
+        Problem(f"p-inline-{uuid.uuid4().hex[:6]}"),
+        TRUTH,
+        client=Client(served.url, served.submitter),
+    )
+    result = oracle.evaluate(DIAGNOSIS)
+    assert (result["scenario_version"], result["ground_truth_sha256"]) == (None, _sha(TRUTH))

@@ -17,12 +17,19 @@ import httpx
 from tenacity import retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_base
 
-from sre_judge_client.errors import ApiError, Unavailable, error_from_response
+from sre_judge_client.errors import (
+    ApiError,
+    GroundTruthConflict,
+    Unavailable,
+    error_from_response,
+)
 
 __all__ = [
     "DEFAULT_URL",
     "Call",
     "decode",
+    "ground_truth_conflict",
+    "ground_truth_sha256",
     "idempotency_key",
     "resolve",
     "retry_policy",
@@ -57,6 +64,26 @@ def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
     return url.rstrip("/"), token or os.environ.get("SRE_JUDGE_TOKEN") or None
 
 
+def ground_truth_sha256(text: str) -> str:
+    """SHA-256 of a ground truth's UTF-8 text in hex, as the server's ``ground_truth_sha256``."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def ground_truth_conflict(
+    scenario_id: str, stored: str, version: int | None, sent: str
+) -> GroundTruthConflict | None:
+    """The conflict between a scenario's ``stored`` ground truth and one ``sent`` for the
+    same id, or None when they are the same text."""
+    if stored == sent:
+        return None
+    return GroundTruthConflict(
+        scenario_id,
+        stored_sha256=ground_truth_sha256(stored),
+        sent_sha256=ground_truth_sha256(sent),
+        version=version,
+    )
+
+
 def idempotency_key(
     *,
     scenario_id: str | None,
@@ -73,7 +100,7 @@ def idempotency_key(
     """
     if run_id is None:
         return f"sjc-{uuid.uuid4().hex}"
-    truth = hashlib.sha256(ground_truth.encode()).hexdigest() if ground_truth is not None else None
+    truth = ground_truth_sha256(ground_truth) if ground_truth is not None else None
     identity = json.dumps([scenario_id, truth, run_id, attempt], separators=(",", ":"))
     return "sjc-" + hashlib.sha256(identity.encode()).hexdigest()[:40]
 

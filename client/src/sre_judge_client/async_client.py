@@ -11,7 +11,14 @@ import httpx
 from tenacity import AsyncRetrying
 
 from sre_judge_client import _calls
-from sre_judge_client._core import Call, decode, resolve, retry_policy, submission_call
+from sre_judge_client._core import (
+    Call,
+    decode,
+    ground_truth_conflict,
+    resolve,
+    retry_policy,
+    submission_call,
+)
 from sre_judge_client.errors import Conflict
 from sre_judge_client.imports import AsyncImports
 from sre_judge_client.models import Grading, RegradeJob
@@ -202,14 +209,26 @@ class AsyncClient:
         tags: list[str] | None = None,
         exist_ok: bool = False,
     ) -> dict[str, Any] | None:
-        """Register a scenario (admin); with ``exist_ok`` an existing id is no error."""
+        """Register a scenario (admin) as version 1 of its ground truth.
+
+        With ``exist_ok`` an id that exists with the same ground truth is no error (None);
+        one that exists with another raises :class:`~sre_judge_client.GroundTruthConflict`
+        naming both SHA-256 hashes (give the scenario a new version with
+        ``scenarios.update``). Without ``exist_ok`` any existing id raises ``Conflict``.
+        """
         call = _calls.register_scenario(scenario_id, ground_truth, title=title, tags=tags)
         try:
             return dict(await self._send(call))
         except Conflict:
-            if exist_ok:
-                return None
-            raise
+            if not exist_ok:
+                raise
+        stored = await self.scenarios.get(scenario_id)
+        conflict = ground_truth_conflict(
+            scenario_id, stored.ground_truth or "", stored.version, ground_truth
+        )
+        if conflict is not None:
+            raise conflict
+        return None
 
     async def start_regrade(self, **job: Any) -> RegradeJob:
         """Start a regrade job (admin): ``filter``, ``rubric``, ``judge``, ``mode``, ..."""

@@ -8,6 +8,7 @@ __all__ = [
     "ApiError",
     "Conflict",
     "Forbidden",
+    "GroundTruthConflict",
     "InvalidRequest",
     "NotFound",
     "PreconditionFailed",
@@ -61,6 +62,39 @@ class NotFound(ApiError):
 
 class Conflict(ApiError):
     """409: a conflicting write, e.g. an idempotency key reused for another request."""
+
+
+class GroundTruthConflict(Conflict):
+    """A scenario id whose stored ground truth is not the one this caller holds.
+
+    Raised by ``register_scenario(..., exist_ok=True)`` when the id exists with another
+    ground truth, and by the SREGym oracle when it may not make the caller's ground truth
+    a new version, or when a grading was judged against another one. ``stored_sha256``
+    (with ``version``, when known) is the server's, ``sent_sha256`` the caller's: SHA-256
+    of the UTF-8 text, as the server's ``ground_truth_sha256``.
+    """
+
+    def __init__(
+        self,
+        scenario_id: str,
+        *,
+        stored_sha256: str | None,
+        sent_sha256: str,
+        version: int | None = None,
+        detail: str = "",
+    ) -> None:
+        self.scenario_id = scenario_id
+        self.stored_sha256 = stored_sha256
+        self.sent_sha256 = sent_sha256
+        self.version = version
+        at = f" (version {version})" if version is not None else ""
+        stored = stored_sha256 or "unknown"
+        detail = detail or (
+            f"scenario {scenario_id!r} is registered with another ground truth{at}: "
+            f"stored sha256 {stored}, sent sha256 {sent_sha256}"
+        )
+        errors = [{"field": "ground_truth", "message": detail}]
+        super().__init__(409, "Ground truth conflict", detail, errors=errors)
 
 
 class PreconditionFailed(ApiError):

@@ -14,6 +14,14 @@ The problem's id becomes a scenario registered on first use with the expected ro
 cause; that needs a token allowed to register scenarios (admin). With a submitter token
 the oracle sends the root cause inline instead, which the server allows unless
 ``SRE_JUDGE_INLINE_GROUND_TRUTH`` says otherwise.
+
+A scenario id means one ground truth at a time. When the id is registered with another
+ground truth than ``expected``, an admin's oracle makes ``expected`` the scenario's new
+version (``PUT`` with ``If-Match``); any other token's (or one built with
+``update_scenario=False``) raises :class:`~sre_judge_client.GroundTruthConflict` naming
+both SHA-256 hashes, and grades nothing. Every result built from a grading carries the
+``scenario_version`` and ``ground_truth_sha256`` it was judged against; a grading judged
+against another ground truth than ``expected`` raises the same error.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ import json
 import logging
 from typing import Any
 
+from sre_judge_client._core import ground_truth_conflict, ground_truth_sha256, idempotency_key
 from sre_judge_client.client import Client
-from sre_judge_client.errors import ApiError, Forbidden
+from sre_judge_client.errors import ApiError, Forbidden, GroundTruthConflict, NotFound
 from sre_judge_client.models import Grading
 
 __all__ = ["LLMAsAJudgeOracle", "oracle_result"]
@@ -62,8 +71,21 @@ def _reasoning(verdict: str, composite: float, grading: Grading, checklist: list
     return " ".join(parts)
 
 
+def _judged_against(grading: Grading) -> dict[str, Any]:
+    """The ground truth a grading was judged against: the scenario's version (None when
+    inline or not visible to the token) and the SHA-256 of its text."""
+    version = grading.scenario_version
+    if version is None:
+        version = grading.submission.scenario_version
+    return {
+        "scenario_version": version,
+        "ground_truth_sha256": grading.submission.ground_truth_sha256,
+    }
+
+
 def oracle_result(grading: Grading) -> dict[str, Any]:
-    """SREGym's result dictionary for a grading.
+    """SREGym's result dictionary for a grading, with ``scenario_version`` and
+    ``ground_truth_sha256``: what it was judged against.
 
     Graded: ``judgment`` "True"/"False" as SREGym's rule would say. Held (a pass of a
     diagnosis flagged for injection, waiting for a human): not a success, ``judgment``
@@ -72,7 +94,8 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
     """
     if grading.status != "graded" or grading.composite is None:
         reason = grading.unscored_reason or grading.pending_reason or grading.status
-        return _error(f"sre-judge grading {grading.id} is {grading.status} ({reason})")
+        error = _error(f"sre-judge grading {grading.id} is {grading.status} ({reason})")
+        return {**error, **_judged_against(grading)}
     composite = round(grading.composite, 2)
     success = grading.passed is True
     checklist = [
@@ -102,6 +125,7 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
             for d in grading.dimensions
         },
         "checklist": checklist,
+        **_judged_against(grading),
     }
 
 
@@ -122,7 +146,9 @@ class LLMAsAJudgeOracle:
     ``max_tokens`` are accepted for compatibility and ignored: the server chooses its
     judge. Keywords beyond SREGym's: ``client`` (else one from ``SRE_JUDGE_URL`` and
     ``SRE_JUDGE_TOKEN``), ``problem_id`` (else the problem's ``problem_id``/``id``),
-    ``agent``, ``model``, ``run_id`` (makes resubmissions idempotent), ``wait``.
+    ``agent``, ``model``, ``run_id`` (makes resubmissions idempotent), ``wait``, and
+    ``update_scenario`` (False: a registered scenario whose ground truth differs from
+    ``expected`` is refused even with an admin token, never given a new version).
     """
 
     def __init__(
@@ -142,37 +168,124 @@ class LLMAsAJudgeOracle:
         model: str | None = None,
         run_id: str | None = None,
         wait: float = 300.0,
+        update_scenario: bool = True,
     ) -> None:
         self.problem = problem
         self.expected = expected if expected else ""
+        #: SHA-256 of ``expected``: every grading must have been judged against it
+        self.expected_sha256 = ground_truth_sha256(self.expected)
         self.client = client or Client()
         self.problem_id = problem_id or _problem_id(problem)
         self.agent, self.model, self.run_id, self.wait = agent, model, run_id, wait
+        self.update_scenario = update_scenario
         self.attempts = 0
-        self._registered: bool | None = None  # None: not tried; False: send inline
+        self._source: dict[str, str] | None = None  # None: not settled yet
 
-    def _scenario(self) -> dict[str, str]:
-        """Where the ground truth comes from: the registered scenario, or inline."""
-        if self.problem_id is not None and self._registered is None:
-            try:
-                self.client.register_scenario(self.problem_id, self.expected, exist_ok=True)
-                self._registered = True
-            except Forbidden:
-                _log.info("token may not register scenarios: sending the root cause inline")
-                self._registered = False
-        if self._registered:
-            return {"scenario_id": str(self.problem_id)}
-        return {"ground_truth": self.expected}
+    def _ground_truth_source(self) -> dict[str, str]:
+        """Where the ground truth comes from: the registered scenario, or inline.
+
+        Settled once: registered (admin), or found with the same ground truth (a token
+        that may read scenarios), else inline. A scenario registered with another ground
+        truth gets ``expected`` as its new version, or raises GroundTruthConflict.
+        """
+        if self._source is None:
+            self._source = self._settle_source()
+        return self._source
+
+    def _settle_source(self) -> dict[str, str]:
+        if self.problem_id is None:
+            return {"ground_truth": self.expected}
+        scenario = {"scenario_id": self.problem_id}
+        try:
+            self.client.register_scenario(self.problem_id, self.expected, exist_ok=True)
+            return scenario
+        except GroundTruthConflict as conflict:
+            self._new_version(conflict)
+            return scenario
+        except Forbidden:
+            pass
+        try:
+            stored = self.client.scenarios.get(self.problem_id)
+        except (Forbidden, NotFound):
+            _log.info("token may not register scenarios: sending the root cause inline")
+            return {"ground_truth": self.expected}
+        found = ground_truth_conflict(
+            self.problem_id, stored.ground_truth or "", stored.version, self.expected
+        )
+        if found is not None:
+            self._new_version(found)
+        return scenario
+
+    def _new_version(self, conflict: GroundTruthConflict) -> None:
+        """Make ``expected`` the scenario's new version, or refuse (raise) naming both hashes."""
+        if not self.update_scenario:
+            raise GroundTruthConflict(
+                conflict.scenario_id,
+                stored_sha256=conflict.stored_sha256,
+                sent_sha256=conflict.sent_sha256,
+                version=conflict.version,
+                detail=f"{conflict.detail}; update_scenario=False, so nothing was graded",
+            )
+        try:
+            done = self.client.scenarios.update(
+                conflict.scenario_id,
+                ground_truth=self.expected,
+                version=conflict.version,
+                note="SREGym oracle: expected root cause changed",
+            )
+        except Forbidden:
+            raise GroundTruthConflict(
+                conflict.scenario_id,
+                stored_sha256=conflict.stored_sha256,
+                sent_sha256=conflict.sent_sha256,
+                version=conflict.version,
+                detail=f"{conflict.detail}; this token may not give the scenario a new "
+                "version (an admin's may), so nothing was graded",
+            ) from None
+        _log.warning(
+            "scenario %r: ground truth sha256 %s replaced by %s as version %s",
+            conflict.scenario_id,
+            conflict.stored_sha256,
+            conflict.sent_sha256,
+            done.version,
+        )
+
+    def _check_judged_against(self, grading: Grading) -> None:
+        """Raise GroundTruthConflict unless ``grading`` was judged against ``expected``."""
+        against = _judged_against(grading)
+        if against["ground_truth_sha256"] == self.expected_sha256:
+            return
+        self._source = None  # settle again on the next call
+        version = against["scenario_version"]
+        at = f" (version {version})" if version is not None else ""
+        raise GroundTruthConflict(
+            self.problem_id or "",
+            stored_sha256=against["ground_truth_sha256"],
+            sent_sha256=self.expected_sha256,
+            version=version,
+            detail=f"grading {grading.id} of {self.problem_id!r} was judged against ground "
+            f"truth sha256 {against['ground_truth_sha256'] or 'unknown'}{at}, not the one "
+            f"sent (sha256 {self.expected_sha256})",
+        )
 
     def evaluate(self, solution: Any, trace: Any = None, duration: Any = None) -> dict[str, Any]:
         """Grade ``solution`` (the agent's diagnosis) and return SREGym's result dict.
 
         ``trace`` and ``duration`` are accepted as SREGym's are; each call is the next
-        attempt (1, 2, ...), carried as metadata with the agent and model.
+        attempt (1, 2, ...), carried as metadata with the agent and model. Raises
+        :class:`~sre_judge_client.GroundTruthConflict` rather than grade against another
+        ground truth than ``expected``; other failures are SREGym's error shape.
         """
         self.attempts += 1
         text = solution if isinstance(solution, str) else str(solution)
         try:
+            source = self._ground_truth_source()
+            key = idempotency_key(
+                scenario_id=source.get("scenario_id"),
+                ground_truth=self.expected,  # another ground truth is another submission
+                run_id=self.run_id,
+                attempt=self.attempts,
+            )
             grading = self.client.submit(
                 text,
                 agent=self.agent,
@@ -181,12 +294,16 @@ class LLMAsAJudgeOracle:
                 attempt=self.attempts,
                 metadata={"source": "sregym", "problem_id": self.problem_id},
                 wait=min(self.wait, 300.0),
-                **self._scenario(),
+                idempotency_key=key,
+                **source,
             )
             if not grading.done and self.wait > 300.0:
                 grading = self.client.wait(grading.id, timeout=self.wait - 300.0)
+        except GroundTruthConflict:
+            raise
         except (ApiError, OSError, TimeoutError) as error:
             return _error(str(error))
         except Exception as error:  # httpx errors and the like: SREGym's oracle catches all
             return _error(f"{type(error).__name__}: {error}")
+        self._check_judged_against(grading)
         return oracle_result(grading)
