@@ -2,7 +2,8 @@
 
 Only regular files are unpacked, and of them only what an import reads (``*.csv`` and a
 problems file); every name must be a relative path inside the archive (no absolute
-path, no drive, no ``..``, no backslash), links and devices are refused, and the archive
+path, no drive, no ``..``, no backslash; a ``./`` prefix and the ``.`` folder that
+``tar -C results .`` writes are fine), links and devices are refused, and the archive
 may hold at most :data:`MAX_MEMBERS` entries and :data:`MAX_UNPACKED_BYTES` once
 unpacked. Sizes are counted as bytes are really written, never taken from the headers,
 so a zip bomb stops at the limit. :func:`check_archive` runs the same checks on the
@@ -56,7 +57,12 @@ def _wanted(path: PurePosixPath) -> bool:
     return path.suffix.lower() == ".csv" or path.name in PROBLEMS_FILES
 
 
-def _safe_name(name: str) -> PurePosixPath:
+def _safe_name(name: str, *, directory: bool = False) -> PurePosixPath:
+    """``name`` as a relative path inside the archive, else UnsafeArchive.
+
+    ``./`` prefixes are dropped, as ``tar czf x.tgz -C results .`` writes every name
+    with one; a directory named ``.`` (the archive's own top) has no parts and is
+    accepted as such, a file without a name is not."""
     if "\\" in name or "\x00" in name:
         raise UnsafeArchive(f"{name!r}: a name with a backslash or NUL")
     path = PurePosixPath(name)
@@ -64,7 +70,7 @@ def _safe_name(name: str) -> PurePosixPath:
         raise UnsafeArchive(f"{name!r}: an absolute path")
     if ".." in path.parts:
         raise UnsafeArchive(f"{name!r}: a path leaving the archive (..)")
-    if not path.parts:
+    if not path.parts and not directory:
         raise UnsafeArchive(f"{name!r}: an empty name")
     return path
 
@@ -93,14 +99,14 @@ def _walk(data: bytes, kind: ArchiveKind) -> Iterator[tuple[_Entry, IO[bytes] | 
             with zipfile.ZipFile(io.BytesIO(data)) as zipped:
                 for entry, info in _zip_entries(zipped):
                     count = _count(count)
-                    path = _safe_name(entry.name)
+                    path = _safe_name(entry.name, directory=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, zipped.open(info) if wanted else None
         else:
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
                 for entry, member in _tar_entries(tar):
                     count = _count(count)
-                    path = _safe_name(entry.name)
+                    path = _safe_name(entry.name, directory=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, tar.extractfile(member) if wanted else None
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
