@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import StrEnum
 
-__all__ = ["HOLDING_REASONS", "ReviewReason", "by_priority", "holds_pass"]
+__all__ = [
+    "HOLDING_REASONS",
+    "INJECTION_SIGNALS",
+    "ReviewReason",
+    "by_priority",
+    "hold_explanation",
+    "holding_reasons",
+    "holds_pass",
+]
 
 
 class ReviewReason(StrEnum):
@@ -41,6 +49,12 @@ class ReviewReason(StrEnum):
     GROUNDING_FAILED = "grounding_failed"
     #: the judge's reasoning says the opposite of its answer (``judge.consistency``)
     REASONING_CONTRADICTS = "reasoning_contradicts"
+    #: a check in code vetoed a "yes" of the judge (its quote is not in the diagnosis,
+    #: the fault's component or values are not named there) and the rule still passes:
+    #: the judge said yes to what the diagnosis does not hold
+    JUDGE_OVERRULED = "judge_overruled"
+    #: the pass policy holds passes of a judge no calibration run qualified
+    JUDGE_NOT_QUALIFIED = "judge_not_qualified"
 
     @property
     def priority(self) -> int:
@@ -48,14 +62,50 @@ class ReviewReason(StrEnum):
         return _PRIORITY[self]
 
 
-#: reasons that hold a pass for a human: the judge may have followed the diagnosis'
-#: instructions instead of grading it, so its pass counts only once an adjudicator agrees
-HOLDING_REASONS = frozenset({ReviewReason.INJECTION_SUSPECTED})
+#: signs that the judge may have followed the diagnosis instead of grading it: markers
+#: found by screening, or a reply the checks in code contradict (a quote that is not in
+#: the diagnosis, a "yes" vetoed or flagged by grounding, reasoning against the answer).
+#: Screening is one signal among these, not the gate: a disguise it misses still leaves
+#: the judge's yes answers to be checked against the diagnosis.
+INJECTION_SIGNALS = frozenset(
+    {
+        ReviewReason.INJECTION_SUSPECTED,
+        ReviewReason.EVIDENCE_UNVERIFIED,
+        ReviewReason.JUDGE_OVERRULED,
+        ReviewReason.GROUNDING_FAILED,
+        ReviewReason.REASONING_CONTRADICTS,
+    }
+)
+
+#: reasons that hold a pass for a human: any injection signal, and a judge the pass
+#: policy does not trust on its own; the pass counts only once an adjudicator agrees
+HOLDING_REASONS = INJECTION_SIGNALS | {ReviewReason.JUDGE_NOT_QUALIFIED}
+
+#: what each holding reason says to a reader of a held pass
+_HOLD_WORDS = {
+    ReviewReason.INJECTION_SUSPECTED: "the diagnosis carries injection markers",
+    ReviewReason.EVIDENCE_UNVERIFIED: "a quote of the judge is not in the diagnosis",
+    ReviewReason.JUDGE_OVERRULED: "a check in code vetoed a yes of the judge",
+    ReviewReason.GROUNDING_FAILED: "a yes of the judge is not grounded in the ground truth",
+    ReviewReason.REASONING_CONTRADICTS: "the judge's reasoning contradicts its answer",
+    ReviewReason.JUDGE_NOT_QUALIFIED: "the judge has not qualified on a calibration run",
+}
+
+
+def holding_reasons(reasons: Iterable[str]) -> tuple[str, ...]:
+    """The reasons among ``reasons`` that hold a pass, most urgent first."""
+    return by_priority(reason for reason in reasons if reason in HOLDING_REASONS)
 
 
 def holds_pass(reasons: Iterable[str]) -> bool:
     """Whether a pass by the rule waits for a human verdict, given the review reasons."""
     return any(reason in HOLDING_REASONS for reason in reasons)
+
+
+def hold_explanation(reasons: Iterable[str]) -> str:
+    """Why a pass is held, in words (``"the diagnosis carries injection markers; ..."``)."""
+    held = holding_reasons(reasons)
+    return "; ".join(_HOLD_WORDS[ReviewReason(reason)] for reason in held) or "held for review"
 
 
 _PRIORITY = {reason: rank for rank, reason in enumerate(ReviewReason)}

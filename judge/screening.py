@@ -7,7 +7,10 @@ Runs in the grader, on every diagnosis, whatever the path it came by:
   ``credential_leaked`` (the failure tag to suggest is ``leaked-credential``);
 - markers of prompt injection (``judge.injection``) give the review reason
   ``injection_suspected``, whatever the verdict, and the spans that carry them
-  (``judge.injected_spans``) are kept: no quoted evidence may come from them.
+  (``judge.injected_spans``) are kept: no quoted evidence may come from them;
+- a passing grading whose judge said yes where code vetoed it gets the review reason
+  ``judge_overruled`` (an injection signal screening may have missed, see
+  :func:`overruled_yes`).
 
 The grading's ``detail`` says what was found: kinds and marker excerpts, never a value.
 """
@@ -26,6 +29,7 @@ from judge.verdict import GradingResult
 __all__ = [
     "LEAKED_CREDENTIAL_TAG",
     "Screening",
+    "overruled_yes",
     "preload",
     "screen",
 ]
@@ -45,13 +49,33 @@ class Screening:
     injected: tuple[Span, ...] = ()
 
     def apply(self, result: GradingResult, *notes: str | None) -> GradingResult:
-        """``result`` with this screening's review reasons and notes (and ``notes``) added."""
+        """``result`` with this screening's review reasons and notes (and ``notes``) added,
+        and ``judge_overruled`` where the rule passes over a yes that code vetoed."""
         extra = [note for note in (*self.notes, *notes) if note]
-        if not self.review_reasons and not extra:
+        own = list(self.review_reasons)
+        overruled = overruled_yes(result)
+        if overruled:
+            own.append(ReviewReason.JUDGE_OVERRULED)
+            extra.append(f"the rule passes over yes answers code vetoed: {', '.join(overruled)}")
+        if not own and not extra:
             return result
-        reasons = tuple(dict.fromkeys((*result.review_reasons, *self.review_reasons)))
+        reasons = tuple(dict.fromkeys((*result.review_reasons, *own)))
         detail = "; ".join(part for part in (result.detail, *extra) if part)
         return result.model_copy(update={"review_reasons": reasons, "detail": detail or None})
+
+
+def overruled_yes(result: GradingResult) -> list[str]:
+    """The questions whose "yes" checks in code overruled, when the rule passes anyway.
+
+    A judge that says yes to what the diagnosis does not hold (a quote that is not in
+    it, a component or value it does not name) may have followed instructions in it
+    that screening did not recognise: an injection signal whatever screening found,
+    which holds the pass (``judge.review_reasons.INJECTION_SIGNALS``). A failing
+    grading needs no such signal: the veto already did its work.
+    """
+    if result.outcome is None or not result.outcome.passed:
+        return []
+    return [a.question_id for a in result.answers if a.judge_answer and not a.answer]
 
 
 def screen(diagnosis: str) -> Screening:

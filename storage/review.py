@@ -11,7 +11,7 @@ from sqlalchemy import String, and_, case, cast, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from judge.review_reasons import ReviewReason, by_priority
+from judge.review_reasons import ReviewReason, by_priority, hold_explanation
 from storage.database import Database
 from storage.errors import Conflict, NotFound
 from storage.review_tables import ReviewClaimRecord
@@ -215,8 +215,9 @@ class ReviewRepository:
             if grading is None:
                 raise NotFound(f"no grading {grading_id}")
             if grading.held:
+                why = hold_explanation(grading.review_reasons or [])
                 raise Conflict(
-                    "this grading's pass is held: the diagnosis carries injection markers. "
+                    f"this grading's pass is held: {why}. "
                     "Decide it with a verdict override (pass or fail, with a reason)"
                 )
             await self.close(session, grading_id, principal_id)

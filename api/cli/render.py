@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from judge.review_reasons import hold_explanation
+
 __all__ = ["render_grading"]
 
 
@@ -52,7 +54,8 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
     console.print(table)
     dims = "  ".join(f"{d['id']} {d['yes']}/{d['total']}" for d in grading["dimensions"])
     if grading.get("held"):
-        verdict = "[bold yellow]HELD[/bold yellow] (a pass waiting for a human: injection markers)"
+        why = hold_explanation(grading.get("review_reasons") or [])
+        verdict = f"[bold yellow]HELD[/bold yellow] (a pass waiting for a human: {why})"
     elif grading["passed"]:
         verdict = "[bold green]PASS[/bold green]"
     else:

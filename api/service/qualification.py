@@ -1,5 +1,10 @@
 """Which judges are qualified, and marking gradings of unqualified judges provisional.
 
+The pass policy (``SRE_JUDGE_PASS_POLICY``) says whose passes stand without a human:
+``qualified`` (the default) holds every pass of a judge no calibration run qualified
+(review reason ``judge_not_qualified``); ``unflagged`` lets them stand. Either way a
+pass with an injection signal is held (``judge.review_reasons.INJECTION_SIGNALS``).
+
 A judge identity is its spec without the base URL, the service's sampling settings, the
 rubric version and the asking mode (see ``storage.calibration``). Until a calibration
 run qualifies it, its gradings are ``provisional``; a deterministic share of them
@@ -143,7 +148,10 @@ class Qualifications:
     async def mark(
         self, grading_id: str, judge_spec: str, rubric: Rubric | None, result: GradingResult
     ) -> tuple[GradingResult, bool]:
-        """The result (sampled for review if provisional), and whether it is provisional."""
+        """The result (sampled for review if provisional), and whether it is provisional.
+
+        Under the pass policy ``qualified`` (the default) a pass by a provisional judge
+        is held for a human: it gets the review reason ``judge_not_qualified``."""
         if result.status != "graded" or rubric is None:
             return result, False
         choice = asking_choice(self.settings, judge_spec, rubric)
@@ -151,6 +159,9 @@ class Qualifications:
         provisional = not await self.qualified(judge_spec, result.rubric_version, choice)
         if provisional and in_review_sample(grading_id, self.settings.provisional_review_rate):
             reasons.append(ReviewReason.PROVISIONAL_SAMPLE)
+        passed = result.outcome is not None and result.outcome.passed
+        if provisional and passed and self.settings.pass_policy == "qualified":
+            reasons.append(ReviewReason.JUDGE_NOT_QUALIFIED)
         if len(reasons) != len(result.review_reasons):
             result = result.model_copy(update={"review_reasons": tuple(reasons)})
         return result, provisional

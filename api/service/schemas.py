@@ -170,8 +170,9 @@ class GradingCore(BaseModel):
     yes_count: int | None
     composite: float | None
     passed: bool | None
-    #: the rule passed but the diagnosis carries injection markers: ``passed`` is null
-    #: until an adjudicator gives a verdict override; reports count it apart
+    #: the rule passed but the pass is held for a human (an injection signal, or a judge
+    #: the pass policy does not trust alone; ``review_reasons`` say which): ``passed`` is
+    #: null until an adjudicator gives a verdict override; reports count it apart
     held: bool = False
     judge_passed: bool | None
     decisive: bool | None

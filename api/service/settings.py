@@ -235,6 +235,14 @@ class Settings(BaseSettings):
     provisional_review_rate: float = Field(
         default=0.1, ge=0, le=1, description="share of provisional gradings sent to review"
     )
+    pass_policy: Literal["qualified", "unflagged"] = Field(
+        default="qualified",
+        description=(
+            "which passes stand without a human: qualified (by a judge a calibration run "
+            "qualified, with no injection signal) or unflagged (any judge, no injection "
+            "signal); every other pass is held for an adjudicator"
+        ),
+    )
     inline_ground_truth: Literal["allow", "per_token", "deny"] = Field(
         default="allow",
         description=(

@@ -53,6 +53,11 @@ def api_client(database_url: str, engine: AsyncEngine) -> ClientFactory:
             # no random share of (uncalibrated, so provisional) gradings in the review
             # queue unless a test asks for it: grading ids are random
             "provisional_review_rate": 0.0,
+            # the scripted judges were never calibrated: under the default pass policy
+            # (``qualified``) every pass of theirs would be held. Tests of the grading
+            # path state the policy that lets an unflagged pass stand; the default's own
+            # tests (test_pass_policy.py) set it back or calibrate the judge
+            "pass_policy": "unflagged",
             **overrides,
         }
         settings = Settings(**values)

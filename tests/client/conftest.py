@@ -40,6 +40,8 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], 
                 "SRE_JUDGE_JUDGE": f"scripted:{mode}",
                 "SRE_JUDGE_POLL_SECONDS": "0.05",
                 "SRE_JUDGE_PROVISIONAL_REVIEW_RATE": "0",
+                # an uncalibrated scripted judge: its unflagged passes stand in these tests
+                "SRE_JUDGE_PASS_POLICY": "unflagged",
             }
             migrated = cli("migrate", env=env)
             assert migrated.returncode == 0, migrated.stderr

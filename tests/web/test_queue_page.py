@@ -84,7 +84,10 @@ async def test_a_held_pass_is_shown_prominently_until_a_verdict_override(
 
 async def test_blind_labels_show_the_judge_only_after_saving(api_client: Any, tokens: Any) -> None:
     agent, adj = await tokens("submitter"), await tokens("adjudicator", "Ada")
-    reply = sregym_reply(set(IDS) - {"D1-Q1"}, evidence="the judge's own quoted words here")
+    # a failing grading (no yes on D1): a pass quoting words the diagnosis lacks would be
+    # held, and a held pass is decided by a verdict override, not a label
+    no = {"D1-Q1", "D1-Q2", "D1-Q3"}
+    reply = sregym_reply(set(IDS) - no, evidence="the judge's own quoted words here")
     async with api_client(**scripted_judge(reply)) as c:
         grading_id = await _submit(c, agent, DIAGNOSIS, "alpha")
         csrf = await sign_in(c, adj)
@@ -94,6 +97,6 @@ async def test_blind_labels_show_the_judge_only_after_saving(api_client: Any, to
         answers = {f"q-{q}": "yes" for q in IDS}
         saved = await c.post(f"/gradings/{grading_id}/label", data={"_csrf": csrf, **answers})
         assert saved.status_code == 200, saved.text
-        assert "<strong>1</strong> disagreement with the judge" in saved.text
+        assert "<strong>3</strong> disagreements with the judge" in saved.text
         again = await c.post(f"/gradings/{grading_id}/label", data={"_csrf": csrf, **answers})
         assert again.status_code == 409  # once per human and grading

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from judge.review_reasons import hold_explanation
 from judge.rubric import Rubric
 from storage.effective import record_answers
 from storage.exports import ExportedGrading
@@ -52,7 +53,7 @@ SREGYM_COLUMNS = (
 #: the problem id prefix of a ground truth its submitter sent (no scenario id has it)
 INLINE_PREFIX = "inline:"
 #: what the reasoning column says of a held pass
-HELD_REASONING = "held for review: the diagnosis carries injection markers; not passed"
+HELD_REASONING = "held for review"
 
 
 def problem_id(submission: SubmissionRecord) -> str:
@@ -96,7 +97,8 @@ def _reasoning(status: str, item: ExportedGrading, dimensions: dict[str, Any]) -
         return f"{status}: {reason}" + (f" ({g.detail})" if g.detail else "")
     scores = ", ".join(f"{d} {v['score']:.2f}" for d, v in dimensions.items())
     if g.held:
-        return f"{g.yes_count} yes; {scores}; {HELD_REASONING}"
+        why = hold_explanation(g.review_reasons or [])
+        return f"{g.yes_count} yes; {scores}; {HELD_REASONING}: {why}; not passed"
     verdict = "pass" if g.passed else "fail"
     overridden = " after human overrides" if g.overridden else ""
     return f"{g.yes_count} yes; {scores}; {verdict}{overridden}"

@@ -16,7 +16,9 @@ async def test_review_queue_orders_unscored_then_unverified_and_claims_hide_item
     alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
     replies = [
         sregym_reply(set(IDS), evidence="sets USER_PORT=9999"),  # clean pass: not in the queue
-        sregym_reply(set(IDS), evidence="the database is down"),  # unverified evidence
+        # unverified evidence: the rule passes on the answers without quotes, but a judge
+        # that quotes what the diagnosis does not say is an injection signal: held, first
+        sregym_reply(set(IDS), evidence="the database is down"),
         "garbage",
         "garbage again",  # unscored
         sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"),  # decisive 7/9
@@ -28,10 +30,11 @@ async def test_review_queue_orders_unscored_then_unverified_and_claims_hide_item
         decisive = await graded(client, agent, DIAGNOSIS + " 4")
         queue = (await client.get("/v1/review-queue", headers=alice)).json()["items"]
         order = [item["grading"]["id"] for item in queue]
-        assert order == [unscored["id"], unverified["id"], decisive["id"]]
+        assert order == [unverified["id"], unscored["id"], decisive["id"]]
         assert clean["id"] not in order
-        assert queue[0]["reasons"] == ["unscored"]
-        assert queue[1]["reasons"] == ["evidence_unverified"]
+        assert (unverified["held"], unverified["passed"]) == (True, None)
+        assert queue[0]["reasons"] == ["evidence_unverified"]
+        assert queue[1]["reasons"] == ["unscored"]
         assert "decisive" in queue[2]["reasons"]
         claim = await client.post(
             f"/v1/review-queue/{unscored['id']}/claim", json={}, headers=alice
