@@ -46,6 +46,7 @@ __all__ = [
     "check_condition",
     "facts_of",
     "ground_answers",
+    "noted_failures",
 ]
 
 GroundingKind = Literal["component", "origin_consistent", "values", "consistent_values"]
@@ -61,6 +62,8 @@ _VALUE_PATTERNS = (
     re.compile(r"\"([^\"\n]{2,60})\"|'([^'\n]{2,60})'|`([^`\n]{2,60})`"),  # quoted strings
 )
 _NUMBER = re.compile(r"\b\d{2,}\b")
+#: the note :func:`ground_answers` leaves in a grading's detail per failed condition
+_NOTE = re.compile(r"grounding (?P<effect>vetoed|flagged) (?P<question>[\w.-]+): (?P<failure>.+)")
 #: kinds specific enough that naming the kind points at the component
 _SPECIFIC_KINDS = {
     "networkpolicy": ("networkpolicy", "network policy"),
@@ -249,3 +252,15 @@ def ground_answers(
             )
         grounded.append(answer.model_copy(update=update))
     return grounded, notes
+
+
+def noted_failures(detail: str | None) -> dict[str, tuple[str, str]]:
+    """Question id -> (``vetoed`` or ``flagged``, why) from the notes :func:`ground_answers`
+    left in a grading's ``detail``: the record of gradings stored before answers carried
+    their veto."""
+    found: dict[str, tuple[str, str]] = {}
+    for note in (detail or "").split("; "):
+        match = _NOTE.fullmatch(note.strip())
+        if match:
+            found.setdefault(match["question"], (match["effect"], match["failure"]))
+    return found

@@ -36,8 +36,10 @@ def answer_rows(grading_id: str, result: GradingResult) -> list[dict[str, Any]]:
             "reasoning": a.reasoning,
             "evidence": a.evidence,
             "evidence_verified": a.evidence_verified,
+            "evidence_check": a.evidence_check,
             "confidence": a.confidence,
             "position": position,
+            "veto": a.veto.model_dump() if a.veto else None,
         }
         for position, a in enumerate(result.answers)
     ]

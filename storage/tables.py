@@ -231,8 +231,14 @@ class AnswerRecord(SQLModel, table=True):
     reasoning: str = Field(default="", sa_type=Text)
     evidence: str = Field(default="", sa_type=Text)
     evidence_verified: bool | None = None
+    #: the quote check's outcome (``judge.evidence.QuoteCheck``); null where nothing was
+    #: checked, and for answers stored before it was recorded
+    evidence_check: str | None = Field(default=None, sa_type=String(16))
     confidence: float | None = Field(default=None, sa_type=Float)
     position: int
+    #: the check in code that vetoed or flagged the judge's yes: ``{"check", "effect",
+    #: "reason"}`` (``judge.verdict.Veto``), or null
+    veto: dict[str, Any] | None = Field(default=None, sa_type=JSON(none_as_null=True))
 
 
 class JudgeCallRecord(SQLModel, table=True):

@@ -16,6 +16,7 @@ from api.service.schemas import (
     TagPublic,
     VotePublic,
 )
+    VetoPublic,
 from api.service.services import Services
 from api.service.visibility import (
     can_see_ground_truth,
@@ -25,6 +26,8 @@ from api.service.visibility import (
 from judge.adjudication import answer_overrides, overrides_in_force
 from judge.rubric import Rubric
 from judge.verdict import Answer, GradingResult, Vote
+from judge.evidence import QUOTE_PROBLEMS
+from judge.grounding import noted_failures
 from storage import FailureTagRecord, GradingView, OverrideRecord
 from storage.overrides import override_events
 from storage.quality_tables import JudgeVoteRecord
@@ -91,6 +94,46 @@ def _votes_public(
 
 def _answer_public(
     a: Answer | AnswerRecord,
+def _quote_problem(a: Answer | AnswerRecord) -> str:
+    """The quote check's outcome of an unverified quote; for an answer stored before the
+    outcome was recorded, ``empty`` or ``not_found``."""
+    return a.evidence_check or ("not_found" if a.evidence.strip() else "empty")
+
+
+def _evidence_reason(a: Answer | AnswerRecord) -> str | None:
+    """Why the quote does not back a yes, where it was checked and not found."""
+    return None if a.evidence_verified is not False else QUOTE_PROBLEMS[_quote_problem(a)]
+
+
+def _veto_public(a: Answer | AnswerRecord) -> VetoPublic | None:
+    veto = a.veto
+    if veto is None:
+        return None
+    return VetoPublic.model_validate(veto if isinstance(veto, dict) else veto.model_dump())
+
+
+def _recorded_veto(
+    a: AnswerRecord, rubric: Rubric | None, noted: dict[str, tuple[str, str]]
+) -> VetoPublic | None:
+    """The veto of an answer stored before answers carried one: from the grounding notes
+    of the grading's ``detail``, else from its unverified quote."""
+    question = (
+        next((q for q in rubric.questions if q.id == a.question_id), None) if rubric else None
+    )
+    if a.question_id in noted:
+        effect, failure = noted[a.question_id]
+        kind = question.grounding if question and question.grounding else None
+        check = f"grounding.{kind}" if kind else "grounding"
+        return VetoPublic(check=check, effect=effect, reason=failure)  # type: ignore[arg-type]
+    needed = question is None or question.requires_quote
+    if a.judge_answer and a.evidence_verified is False and needed:
+        check = _quote_problem(a)
+        reason = f"{QUOTE_PROBLEMS[check]}: a yes to this question needs a quote from it"
+        effect = "flagged" if a.answer else "vetoed"
+        return VetoPublic(check=f"evidence.{check}", effect=effect, reason=reason)
+    return None
+
+
     *,
     answer: bool,
     overridden: bool = False,
@@ -98,6 +141,7 @@ def _answer_public(
     grounding: str | None = None,
 ) -> AnswerPublic:
     return AnswerPublic(
+    veto: VetoPublic | None = None,
         question_id=a.question_id,
         dimension_id=a.dimension_id,
         answer=_yes_no(answer),
@@ -107,10 +151,12 @@ def _answer_public(
         evidence_verified=a.evidence_verified,
         confidence=a.confidence,
         overridden=overridden,
+        evidence_reason=_evidence_reason(a),
         votes=votes,
         grounding=grounding,
     )
 
+        veto=veto or _veto_public(a),
 
 def result_public(result: GradingResult) -> GradingCore:
     """The grading object of a grading made in this process and not stored (no ids)."""
@@ -215,6 +261,7 @@ def _grading_public(
         status=g.status,  # type: ignore[arg-type]
         unscored_reason=g.unscored_reason,
         pending_reason=g.pending_reason,
+    noted = noted_failures(g.detail)
         detail=g.detail,
         rubric={"id": g.rubric_id, "version": g.rubric_version},
         judge={"backend": g.judge_backend, "model": g.judge_model},
@@ -230,6 +277,7 @@ def _grading_public(
         dimensions=_dimensions(view, rubric, effective),
         yes_count=g.yes_count,
         composite=g.composite,
+                veto=None if a.veto else _recorded_veto(a, rubric, noted),
         passed=g.passed,
         held=bool(g.held),
         judge_passed=g.judge_passed,

@@ -30,6 +30,7 @@ _NAME = Field(default=None, max_length=200)
 #: the largest integer both databases store in an ``attempt`` (PostgreSQL's INTEGER)
 MAX_INT32 = 2**31 - 1
 _TEXT_SCHEMA: dict[str, Any] = {"type": "string"}
+    "VetoPublic",
 
 
 class SubmissionCreate(BaseModel):
@@ -77,6 +78,20 @@ class AnswerPublic(BaseModel):
 
     question_id: str
     dimension_id: str
+class VetoPublic(BaseModel):
+    """The check in code that vetoed (the yes counts as no) or flagged (the yes stands, a
+    human should look) a judge's yes, and in words what it looked for. Its words may name
+    the ground truth's component and values: it is withheld with the ground truth."""
+
+    #: ``grounding.component``, ``grounding.origin_consistent``, ``grounding.values``,
+    #: ``grounding.consistent_values``, or ``evidence.`` and the quote check's outcome
+    #: (``evidence.empty``, ``evidence.too_short``, ``evidence.not_found``,
+    #: ``evidence.injected``)
+    check: str
+    effect: Literal["vetoed", "flagged"]
+    reason: str
+
+
     answer: Literal["yes", "no"]
     judge_answer: Literal["yes", "no"]
     reasoning: str
@@ -87,6 +102,9 @@ class AnswerPublic(BaseModel):
     #: every vote of a panel or of samples; one vote for a single judge
     votes: list[VotePublic] = []
     #: the deterministic grounding check of a judge "yes" (``passed: ...``, ``vetoed: ...``,
+    #: why the quote does not back a yes (empty, too short, not in the diagnosis, only in a
+    #: passage flagged as injected), where ``evidence_verified`` is false; else null
+    evidence_reason: str | None = None
     #: ``flagged: ...``) where the grading was made in this process (``sre-judge grade``);
     #: stored gradings carry it in ``detail``
     grounding: str | None = None
@@ -95,6 +113,8 @@ class AnswerPublic(BaseModel):
 class DimensionPublic(BaseModel):
     """Yes answers of one dimension."""
 
+    #: the check in code that vetoed or flagged the judge's yes, or null
+    veto: VetoPublic | None = None
     id: str
     name: str
     yes: int

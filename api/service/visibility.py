@@ -35,6 +35,7 @@ WITHHELD_FIELDS = (
     "answers.reasoning",
     "answers.evidence",
     "answers.grounding",
+    "answers.veto",
     "overrides.reason",
     "tags.note",
     "scenario_version",
@@ -49,7 +50,9 @@ def withhold_ground_truth(public: GradingPublic) -> GradingPublic:
             "detail": None,
             "scenario_version": None,
             "answers": [
-                a.model_copy(update={"reasoning": "", "evidence": "", "grounding": None})
+                a.model_copy(
+                    update={"reasoning": "", "evidence": "", "grounding": None, "veto": None}
+                )
                 for a in public.answers
             ],
             "overrides": [o.model_copy(update={"reason": ""}) for o in public.overrides],
