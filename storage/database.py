@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from storage.audit import COVERS, ChainKey, append_events, grading_digests
+from storage.audit.records import ROWS, RecordRow, rows_payload
 from storage.canonical import utcnow
 from storage.db import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
@@ -108,6 +109,7 @@ class Database:
         actor: str,
         payload: dict[str, Any],
         covers: Collection[str] | Mapping[str, str] = (),
+        rows: Sequence[RecordRow] = (),
     ) -> None:
         """Append an audit event; call after the transaction's other writes.
 
@@ -116,22 +118,28 @@ class Database:
         ``audit verify`` can tell an edit of the tables from the state the log saw.
         Given as ids, the digests are read from the tables; given as ``{id: digest}``
         (``storage.audit.values_digest`` of the values just written), they are not.
-        Webhook deliveries of the event join the same transaction (the outbox).
+        ``rows``: the evidentiary records this transaction wrote (``storage.audit.records``:
+        submissions, scenarios and their versions, overrides, labels, tags, judge calls),
+        as flushed record objects or ``(table, values written)``; the event carries each
+        one's digest. Webhook deliveries of the event join the same transaction (the
+        outbox), without the digests.
         """
         fields = {"event": event, "entity_type": entity_type, "entity_id": entity_id}
         events = [{**fields, "actor": actor, "payload": payload}]
-        await self.audit_many(session, events, {0: covers})
+        await self.audit_many(session, events, {0: covers}, {0: rows})
 
     async def audit_many(
         self,
         session: AsyncSession,
         events: Sequence[dict[str, Any]],
         covers: Mapping[int, Collection[str] | Mapping[str, str]] | None = None,
+        rows: Mapping[int, Sequence[RecordRow]] | None = None,
     ) -> None:
         """Append several events in order with one INSERT (see ``audit``).
 
         Each event holds ``event``, ``entity_type``, ``entity_id``, ``actor`` and
-        ``payload``; ``covers`` maps an event's index to the gradings it covers.
+        ``payload``; ``covers`` maps an event's index to the gradings it covers, ``rows``
+        to the records it covers.
         """
         at = self.clock()
         stored = []
@@ -142,6 +150,9 @@ class Database:
                 covered = await grading_digests(session, list(covered))
             if covered:
                 event = {**event, "payload": {**event["payload"], COVERS: dict(covered)}}
+            records = (rows or {}).get(index)
+            if records:
+                event = {**event, "payload": {**event["payload"], ROWS: rows_payload(records)}}
             stored.append(event)
         await append_events(session, stored, key=self.chain_key, at=at)
         # the outbox gets the payloads without the digests

@@ -73,5 +73,6 @@ class LabelRepository:
                 entity_id=grading_id,
                 actor=author_id,
                 payload={"answers": {q: a for q, a in answers.items()}, "verdict": verdict},
+                rows=labels,
             )
             return labels

@@ -24,6 +24,7 @@ from judge.adjudication import (
 )
 from judge.review_reasons import holds_pass
 from judge.rubric import Rubric
+from storage.audit.records import RecordRow
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
 from storage.review import ReviewRepository
@@ -161,8 +162,11 @@ class OverrideRepository:
             after = overrides_in_force(override_events([*history, record]))
             apply_in_force(grading, rubric, answers, after)
             grading.revision += 1
+            written: list[RecordRow] = [record]
             if kind != "withdraw":
-                session.add(self._label(record))
+                label = self._label(record)
+                session.add(label)
+                written.append(label)
             if not grading.held:  # a held pass stays in the queue until a verdict is given
                 await self._review.close(session, grading_id, author_id)
             await session.flush()
@@ -174,6 +178,7 @@ class OverrideRepository:
                 actor=author_id,
                 payload=self._payload(record, grading),
                 covers=[grading_id],
+                rows=written,
             )
             return record, grading
 

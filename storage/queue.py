@@ -29,7 +29,7 @@ from storage.models import Claim, FinishedGrading
 from storage.regrade.jobs import RegradeRepository
 from storage.tables import GradingRecord
 from storage.verdict_batch import write_verdicts
-from storage.verdict_rows import call_events, leased, store_calls
+from storage.verdict_rows import call_events, call_records, leased, store_calls
 
 __all__ = ["QueueRepository"]
 
@@ -186,7 +186,8 @@ class QueueRepository:
                 },
             }
             events = [*call_events(grading.id, worker_id, records), deferred]
-            await self._db.audit_many(session, events, {len(events) - 1: [grading.id]})
+            covered = call_records(records, first_event=0)
+            await self._db.audit_many(session, events, {len(events) - 1: [grading.id]}, covered)
         return True
 
     async def release_lease(self, grading_id: str, worker_id: str) -> bool:

@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from storage.audit.records import RecordRow
 from storage.canonical import sha256_hex
 from storage.database import Database
 from storage.errors import Conflict, NotFound, PreconditionFailed
@@ -137,15 +138,14 @@ class ScenarioRepository:
     async def _first_version(
         self, session: AsyncSession, record: ScenarioRecord, *, actor: str
     ) -> None:
-        session.add(
-            ScenarioVersionRecord(
-                scenario_id=record.id,
-                version=1,
-                ground_truth=record.ground_truth,
-                created_by=actor,
-                created_at=record.created_at,
-            )
+        first = ScenarioVersionRecord(
+            scenario_id=record.id,
+            version=1,
+            ground_truth=record.ground_truth,
+            created_by=actor,
+            created_at=record.created_at,
         )
+        session.add(first)
         await session.flush()
         await self._db.audit(
             session,
@@ -160,6 +160,7 @@ class ScenarioRepository:
                 "set": record.scenario_set,
                 **_truth_facts(record.ground_truth),
             },
+            rows=[record, first],
         )
 
     async def update(
@@ -220,19 +221,20 @@ class ScenarioRepository:
         now = self._db.clock()
         for name in changed:
             setattr(record, name, wanted[name])
+        written: list[RecordRow] = [record]
         if new_truth:
             record.version += 1
             record.ground_truth = spec.ground_truth
-            session.add(
-                ScenarioVersionRecord(
-                    scenario_id=record.id,
-                    version=record.version,
-                    ground_truth=spec.ground_truth,
-                    note=spec.note,
-                    created_by=actor,
-                    created_at=now,
-                )
+            version = ScenarioVersionRecord(
+                scenario_id=record.id,
+                version=record.version,
+                ground_truth=spec.ground_truth,
+                note=spec.note,
+                created_by=actor,
+                created_at=now,
             )
+            session.add(version)
+            written.append(version)
         record.updated_at = now
         await session.flush()
         payload = {"id": record.id, "version": record.version, "changed": list(changed)}
@@ -246,5 +248,6 @@ class ScenarioRepository:
             entity_id=record.id,
             actor=actor,
             payload=payload,
+            rows=written,
         )
         return ScenarioChange(record, "new_version" if new_truth else "updated", changed)

@@ -178,7 +178,8 @@ class SubmissionRepository:
         # Core INSERTs of the records' values: the ORM's unit of work cost more than the
         # rest of a submission (bench/overhead.py); the records stay transient.
         # A racing duplicate fails here, before anything else.
-        await session.execute(insert(_SUBMISSIONS), [row_values(submission)])
+        submission_values = row_values(submission)
+        await session.execute(insert(_SUBMISSIONS), [submission_values])
         grading = _pending_grading(submission, rubric, judge, data.scenario_version)
         grading_values = row_values(grading)
         await session.execute(insert(_GRADINGS), [grading_values])
@@ -198,6 +199,7 @@ class SubmissionRepository:
             },
             # the digest of the row just written: no read-back
             covers={grading.id: values_digest(grading_values, ())},
+            rows=[(_SUBMISSIONS, submission_values)],
         )
         return SubmissionOutcome(submission=submission, grading=grading, created=True)
 

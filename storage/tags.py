@@ -99,6 +99,7 @@ class TagRepository:
                 entity_id=grading_id,
                 actor=author_id,
                 payload={"tag": tag, "tag_id": record.id, "note": note},
+                rows=[record],
             )
             return record
 
@@ -117,6 +118,7 @@ class TagRepository:
                 entity_id=grading_id,
                 actor=actor,
                 payload={"tag": record.tag, "tag_id": tag_id},
+                rows=[record],
             )
 
     async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[FailureTagRecord]]:

@@ -26,13 +26,20 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.audit import values_digest
+from storage.audit.records import RecordRow
 from storage.database import Database
 from storage.judge_cache import insert_cache_rows
 from storage.models import FinishedGrading
 from storage.quality_tables import JudgeVoteRecord
 from storage.records import answer_rows, judge_call_rows, verdict_values, vote_rows
 from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord
-from storage.verdict_rows import call_events, calls_before, completion_payload, insert_rows
+from storage.verdict_rows import (
+    call_events,
+    call_records,
+    calls_before,
+    completion_payload,
+    insert_rows,
+)
 
 __all__ = ["StoredVerdicts", "leased_rows", "write_verdicts"]
 
@@ -91,6 +98,8 @@ class _Rows:
     events: list[dict[str, Any]] = field(default_factory=list)
     #: audit event index -> {grading id: state digest}
     covers: dict[int, dict[str, str]] = field(default_factory=dict)
+    #: audit event index -> the judge-call rows it covers
+    records: dict[int, list[RecordRow]] = field(default_factory=dict)
 
     def add(
         self, row: Mapping[str, Any], item: FinishedGrading, first_call: int, at: datetime
@@ -109,6 +118,7 @@ class _Rows:
         self.calls.extend(calls)
         self.votes.extend(vote_rows(grading_id, result.votes, [c["id"] for c in calls], at=at))
         self.cache.extend(item.cache_rows)
+        self.records.update(call_records(calls, first_event=len(self.events)))
         self.events.extend(call_events(grading_id, item.worker_id, calls))
         self.covers[len(self.events)] = {grading_id: values_digest(values, answers)}
         completed = "grading.completed" if result.status == "graded" else "grading.unscored"
@@ -166,4 +176,4 @@ async def _write(db: Database, session: AsyncSession, batch: _Rows) -> None:
     await insert_rows(session, _CALLS, batch.calls)
     await insert_rows(session, _VOTES, batch.votes)
     await insert_cache_rows(session, batch.cache)
-    await db.audit_many(session, batch.events, batch.covers)
+    await db.audit_many(session, batch.events, batch.covers, batch.records)

@@ -16,6 +16,7 @@ from sqlmodel import col
 
 from judge.calls import JudgeCall
 from judge.verdict import GradingResult
+from storage.audit.records import RecordRow
 from storage.database import Database
 from storage.records import call_audit_payload, judge_call_rows
 from storage.tables import GradingRecord, JudgeCallRecord
@@ -24,6 +25,7 @@ _CALLS = JudgeCallRecord.__table__  # type: ignore[attr-defined]
 
 __all__ = [
     "call_events",
+    "call_records",
     "calls_before",
     "completion_payload",
     "insert_rows",
@@ -99,6 +101,14 @@ def call_events(
         }
         for row in calls
     ]
+
+
+def call_records(
+    calls: Sequence[Mapping[str, Any]], *, first_event: int
+) -> dict[int, list[RecordRow]]:
+    """The judge-call rows each ``call_events`` event covers (``Database.audit_many``'s
+    ``rows``), the first event at index ``first_event``."""
+    return {first_event + offset: [(_CALLS, row)] for offset, row in enumerate(calls)}
 
 
 def completion_payload(

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.service.checkpoints import default_checkpoint_file
 from storage import Store, make_engine, upgrade
 from storage.canonical import utcnow
 from storage.keys import ServiceKey
@@ -97,7 +98,15 @@ class PostgresDatabases:
         return name
 
     def release(self, name: str) -> None:
-        """Empty every table but ``alembic_version`` and keep the database for reuse."""
+        """Empty every table but ``alembic_version`` and keep the database for reuse.
+
+        Its default audit checkpoint file (beside the service key) goes too: the next
+        test's log starts again from row 1, which that file would call a rollback.
+        """
+        key_file = Path(os.environ["SRE_JUDGE_SECRET_KEY_FILE"])
+        checkpoints = default_checkpoint_file(_postgres_url(name), key_file)
+        if checkpoints is not None:
+            checkpoints.unlink(missing_ok=True)
         url = f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
         try:
             with psycopg.connect(url, autocommit=True) as connection:

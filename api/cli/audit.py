@@ -1,6 +1,6 @@
 """``sre-judge audit``: checks of the append-only audit log and its signed checkpoints.
 
-Both commands need the service key the log was written with and never create one.
+Every command needs the service key the log was written with and never creates one.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from api.cli.database import require_database, require_migrated
 from api.cli.edge import load_settings, run, service_key
 
 if TYPE_CHECKING:
+    from api.service.settings import Settings
     from storage import ChainReport, Checkpoint
 
 __all__ = ["audit_group"]
@@ -38,32 +39,23 @@ def audit_group() -> None:
     "--checkpoint",
     "checkpoint_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="a checkpoint file (JSON Lines): its newest checkpoint must still hold",
+    help="a checkpoint file (JSON Lines): its newest checkpoint must still hold "
+    "(default: the file serve writes them to, when it is a file)",
 )
 def audit_verify(checkpoint_file: Path | None) -> None:
-    """Check the keyed hash chain and the gradings' state it covers; exit 1 naming what is wrong.
+    """Check the keyed hash chain, the gradings and records it covers, and the newest
+    checkpoint; exit 1 naming what is wrong.
 
     \b
     Example:
       sre-judge audit verify --checkpoint checkpoints.jsonl
     """
-    from api.service.checkpoints import read_checkpoints
-    from storage import ChainKey, CheckpointError, check_checkpoint, make_engine, verify_chain
+    from storage import ChainKey, check_checkpoint, make_engine, verify_chain
 
     settings = load_settings()
     require_database(settings.database_url)  # names the database before the key
     key = service_key(settings, create=False)
-    checkpoint: Checkpoint | None = None
-    if checkpoint_file is not None:
-        try:
-            found = read_checkpoints(checkpoint_file)
-        except CheckpointError as exc:
-            raise click.BadParameter(str(exc), param_hint="--checkpoint") from None
-        if not found:
-            raise click.BadParameter(
-                f"{checkpoint_file} holds no checkpoint", param_hint="--checkpoint"
-            )
-        checkpoint = found[-1]
+    checkpoint = _newest_checkpoint(settings, checkpoint_file)
 
     async def verify() -> tuple[ChainReport, str | None]:
         await require_migrated(settings.database_url)
@@ -81,6 +73,38 @@ def audit_verify(checkpoint_file: Path | None) -> None:
         sys.exit(1)
 
 
+def _newest_checkpoint(settings: Settings, given: Path | None) -> Checkpoint | None:
+    """The newest checkpoint of ``--checkpoint``, else of the configured (or default)
+    checkpoint file; None, said on stderr, when there is none to check."""
+    from api.service.checkpoints import checkpoint_target, is_url, read_checkpoints
+    from storage import CheckpointError
+
+    path = given
+    if path is None:
+        target = checkpoint_target(settings)
+        if target is None:
+            click.echo("no checkpoint checked: checkpoints are off", err=True)
+            return None
+        if is_url(target):
+            click.echo(
+                f"no checkpoint checked: they are sent to {target}; "
+                "pass --checkpoint FILE with a copy of the witness's",
+                err=True,
+            )
+            return None
+        path = Path(target)
+        if not path.exists():
+            click.echo(f"no checkpoint checked: {path} does not exist yet", err=True)
+            return None
+    try:
+        found = read_checkpoints(path)
+    except CheckpointError as exc:
+        raise click.BadParameter(str(exc), param_hint="--checkpoint") from None
+    if not found:
+        raise click.BadParameter(f"{path} holds no checkpoint", param_hint="--checkpoint")
+    return found[-1]
+
+
 def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: str | None) -> None:
     if report.first_broken_seq is not None:
         click.echo(f"audit log broken at row {report.first_broken_seq}: {report.reason}", err=True)
@@ -93,6 +117,12 @@ def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: s
             else ""
         )
         click.echo(f"gradings' state: {report.gradings_checked} checked{uncovered}")
+        records = (
+            f"; {report.records_uncovered} older records not covered"
+            if report.records_uncovered
+            else ""
+        )
+        click.echo(f"records' state: {report.records_checked} checked{records}")
     for line in report.state_problems[:_SHOWN]:
         click.echo(f"state broken: {line}", err=True)
     if len(report.state_problems) > _SHOWN:
@@ -111,7 +141,7 @@ def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: s
 @click.option(
     "--out",
     help="a file to append to or an http(s) URL to POST to "
-    "(default SRE_JUDGE_AUDIT_CHECKPOINT; without either, printed)",
+    "(default SRE_JUDGE_AUDIT_CHECKPOINT, else the default file; printed when off)",
 )
 def audit_checkpoint(out: str | None) -> None:
     """Sign the log's head after checking it extends the previous checkpoint; write it.
@@ -120,13 +150,13 @@ def audit_checkpoint(out: str | None) -> None:
     Example:
       sre-judge audit checkpoint --out checkpoints.jsonl
     """
-    from api.service.checkpoints import write_checkpoint
+    from api.service.checkpoints import checkpoint_target, write_checkpoint
     from storage import Store, make_engine
 
     settings = load_settings()
     require_database(settings.database_url)  # names the database before the key
     key = service_key(settings, create=False)
-    target = out or settings.audit_checkpoint
+    target = out or checkpoint_target(settings)
 
     async def checkpoint() -> Checkpoint:
         await require_migrated(settings.database_url)
@@ -141,3 +171,43 @@ def audit_checkpoint(out: str | None) -> None:
         click.echo(written.to_json())
     else:
         click.echo(f"checkpoint of row {written.seq} written to {target}")
+
+
+@audit_group.command("backfill")
+def audit_backfill() -> None:
+    """Adopt what an older version wrote: legacy rows, gradings and records without digests.
+
+    Appends keyed events that state the number of legacy (unkeyed) rows and carry the
+    digests of every grading and record written before the log covered them, as they
+    now stand; rows written since, whose audit rows are missing, are not adopted. Run
+    it once after upgrading, with the service key.
+
+    \b
+    Example:
+      sre-judge audit backfill && sre-judge audit verify
+    """
+    from storage import make_engine
+    from storage.audit.backfill import BackfillError, BackfillReport, backfill
+    from storage.database import Database
+
+    settings = load_settings()
+    require_database(settings.database_url)  # names the database before the key
+    key = service_key(settings, create=False)
+
+    async def adopt() -> BackfillReport:
+        await require_migrated(settings.database_url)
+        engine = make_engine(settings.database_url)
+        try:
+            return await backfill(Database(engine, key=key))
+        finally:
+            await engine.dispose()
+
+    try:
+        done = run(adopt())
+    except BackfillError as exc:
+        click.echo(f"nothing adopted: {exc}", err=True)
+        sys.exit(1)
+    click.echo(
+        f"adopted {done.legacy_rows} legacy rows, {done.gradings} gradings and "
+        f"{done.records} records in {done.events} audit events"
+    )

@@ -5,6 +5,12 @@ file is replaced atomically, so a reader never sees half a line) or an ``http(s)
 that receives each checkpoint as a JSON POST. ``serve`` writes one every
 ``SRE_JUDGE_AUDIT_CHECKPOINT_SECONDS`` when the log has grown (:class:`Checkpointer`);
 ``sre-judge audit checkpoint`` writes one on demand.
+
+Checkpoints are on by default (:func:`checkpoint_target`): without
+``SRE_JUDGE_AUDIT_CHECKPOINT`` they go to a file beside a SQLite database
+(``<database>.checkpoints.jsonl``), or for PostgreSQL beside the service key file
+(``<key folder>/<database name>.checkpoints.jsonl``, outside the database's reach as the
+key must be); ``off`` turns them off.
 """
 
 from __future__ import annotations
@@ -16,14 +22,22 @@ import logging
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
+from sqlalchemy.engine import make_url
 
 from storage import Checkpoint, CheckpointError, Store, make_checkpoint
 
+if TYPE_CHECKING:
+    from api.service.settings import Settings
+
 __all__ = [
+    "CHECKPOINTS_OFF",
     "Checkpointer",
     "append_checkpoint",
+    "checkpoint_target",
+    "default_checkpoint_file",
     "is_url",
     "publish_checkpoint",
     "read_checkpoints",
@@ -31,6 +45,34 @@ __all__ = [
 ]
 
 log = logging.getLogger("sre_judge.audit")
+
+#: the ``SRE_JUDGE_AUDIT_CHECKPOINT`` value that turns checkpoints off
+CHECKPOINTS_OFF = "off"
+_SUFFIX = ".checkpoints.jsonl"
+
+
+def default_checkpoint_file(database_url: str, key_file: Path) -> Path | None:
+    """Where checkpoints go when none is configured: beside a SQLite database file, or
+    beside the service key file for a server database; None for an in-memory database."""
+    url = make_url(database_url)
+    name = url.database or ""
+    if url.get_backend_name() == "sqlite":
+        if name in ("", ":memory:") or name.startswith("file:"):
+            return None
+        return Path(name + _SUFFIX)
+    return key_file.parent / f"{name or 'sre-judge'}{_SUFFIX}"
+
+
+def checkpoint_target(settings: Settings) -> str | None:
+    """The configured checkpoint target (a file or a URL), else the default file; None
+    when checkpoints are turned off (``off``) or the database is in memory."""
+    configured = (settings.audit_checkpoint or "").strip()
+    if configured.lower() == CHECKPOINTS_OFF:
+        return None
+    if configured:
+        return configured
+    found = default_checkpoint_file(settings.database_url, settings.secret_key_file)
+    return None if found is None else str(found)
 
 
 def is_url(target: str) -> bool:

@@ -1,7 +1,9 @@
 """The append-only audit log: a keyed hash chain, the gradings' state it covers, checkpoints.
 
-``chain`` appends rows, ``state`` digests gradings and their answers, ``verify`` checks
-both, ``checkpoint`` signs the chain head for keeping outside the database.
+``chain`` appends rows, ``state`` digests gradings and their answers, ``records`` the
+evidentiary records (submissions, scenarios and their versions, overrides, labels,
+tags, judge calls), ``verify`` checks all of them, ``checkpoint`` signs the chain head
+for keeping outside the database, ``backfill`` adopts what older versions wrote.
 """
 
 from __future__ import annotations
@@ -24,14 +26,18 @@ from storage.audit.checkpoint import (
     make_checkpoint,
     sign_checkpoint,
 )
+from storage.audit.records import COVERED_TABLES, ROWS, record_digest, rows_payload
 from storage.audit.state import COVERS, grading_digests, state_digest, values_digest
-from storage.audit.verify import ChainReport, verify_chain
+from storage.audit.verify import BACKFILL_EVENT, ChainReport, verify_chain
 
 __all__ = [
     "AUDIT_LOCK_KEY",
+    "BACKFILL_EVENT",
+    "COVERED_TABLES",
     "COVERS",
     "GENESIS_HASH",
     "KEYED_PREFIX",
+    "ROWS",
     "AuditEntry",
     "ChainKey",
     "ChainReport",
@@ -43,7 +49,9 @@ __all__ = [
     "grading_digests",
     "hash_key_id",
     "make_checkpoint",
+    "record_digest",
     "row_hash",
+    "rows_payload",
     "sign_checkpoint",
     "state_digest",
     "values_digest",

@@ -26,7 +26,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from storage.canonical import canonical_json, sha256_hex
 from storage.tables import AnswerRecord, GradingRecord
 
-__all__ = ["COVERS", "grading_digests", "state_digest", "values_digest"]
+__all__ = [
+    "COVERS",
+    "answers_by_grading",
+    "grading_digests",
+    "present_values",
+    "state_digest",
+    "values_digest",
+]
 
 #: the payload key of the digests an audit event carries
 COVERS = "covers"
@@ -59,7 +66,8 @@ def _defaults(table: Table) -> dict[str, Any]:
     return found
 
 
-_DEFAULTS = {_GRADINGS.name: _defaults(_GRADINGS), _ANSWERS.name: _defaults(_ANSWERS)}
+#: table name -> its columns' constant defaults (see ``_defaults``), filled on first use
+_DEFAULTS: dict[str, dict[str, Any]] = {}
 _MISSING = object()
 
 
@@ -69,8 +77,17 @@ def _is_default(value: Any, default: Any) -> bool:
     return default is not _MISSING and value == default
 
 
-def _values(row: Mapping[str, Any], table: Table, skip: frozenset[str]) -> dict[str, Any]:
-    defaults = _DEFAULTS[table.name]
+def present_values(
+    row: Mapping[str, Any], table: Table, skip: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The row's columns that a digest covers: all but ``skip``, NULLs and defaults.
+
+    Leaving out NULLs and defaults keeps old rows' digests stable when a migration adds
+    a nullable column or one with a default (see the module).
+    """
+    defaults = _DEFAULTS.get(table.name)
+    if defaults is None:
+        defaults = _DEFAULTS[table.name] = _defaults(table)
     return {
         k: v
         for k, v in row.items()
@@ -92,9 +109,9 @@ def values_digest(grading: Mapping[str, Any], answers: Iterable[Mapping[str, Any
     since a column left out of ``answers`` holds its default, which counts as absent.
     """
     content = {
-        "grading": _values(grading, _GRADINGS, _BOOKKEEPING),
+        "grading": present_values(grading, _GRADINGS, _BOOKKEEPING),
         "answers": sorted(
-            (_values(a, _ANSWERS, _ANSWER_SKIP) for a in answers),
+            (present_values(a, _ANSWERS, _ANSWER_SKIP) for a in answers),
             key=lambda a: a["question_id"],
         ),
     }

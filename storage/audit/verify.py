@@ -8,8 +8,17 @@ are checked as *legacy* rows (plain sha256) and counted; the first keyed row's H
 covers the last legacy hash, so an edit of any legacy row still breaks a link.
 
 With the chain intact it recomputes every grading's state digest from the tables and
-compares it with the newest digest in the chain (``storage.audit.state``). Everything
-is read in one snapshot, so a live server's writes cannot make a false alarm.
+compares it with the newest digest in the chain (``storage.audit.state``), then does
+the same for every evidentiary record (``storage.audit.records``), naming the table,
+the row and the columns that differ. Everything is read in one snapshot, so a live
+server's writes cannot make a false alarm.
+
+A keyed log holds no unexplained legacy rows and no uncovered rows: legacy rows count
+as adopted only when a keyed ``audit.backfilled`` event states exactly their number,
+and gradings or records written before the log covered them count as covered only once
+such an event carries their digests (``storage.audit.backfill``). Otherwise ``verify``
+fails, saying so: a log rewritten wholesale into the unkeyed form, its digests
+stripped, is no longer told apart from an old one only by a checkpoint.
 """
 
 from __future__ import annotations
@@ -24,11 +33,32 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from storage.audit.chain import GENESIS_HASH, ChainKey, hash_key_id, row_hash
+from storage.audit.records import (
+    COVERED_TABLES,
+    ROWS,
+    changed_fields,
+    record_digest,
+    record_key,
+    table_rows,
+)
 from storage.audit.state import COVERS, answers_by_grading, state_digest
 from storage.db import read_only
 from storage.tables import AuditRecord, GradingRecord
 
-__all__ = ["ChainReport", "ChainWalk", "snapshot", "verify_chain", "walk_chain"]
+__all__ = [
+    "BACKFILL_EVENT",
+    "LEGACY_ROWS",
+    "ChainReport",
+    "ChainWalk",
+    "snapshot",
+    "verify_chain",
+    "walk_chain",
+]
+
+#: the event that adopts legacy rows and covers rows written before the log covered them
+BACKFILL_EVENT = "audit.backfilled"
+#: the payload key of the number of legacy rows a backfill event adopts
+LEGACY_ROWS = "legacy_rows"
 
 _BATCH = 500
 _AUDIT = AuditRecord.__table__  # type: ignore[attr-defined]
@@ -56,8 +86,14 @@ class ChainReport:
     gradings_checked: int = 0
     #: gradings written before the log covered state (no digest to compare)
     gradings_uncovered: int = 0
-    #: what is wrong with the gradings' state, one sentence each
+    #: what is wrong with the gradings' and records' state, one sentence each
     state_problems: tuple[str, ...] = ()
+    #: evidentiary records (``storage.audit.records``) whose digest was compared
+    records_checked: int = 0
+    #: records written before the log covered them (no digest to compare)
+    records_uncovered: int = 0
+    #: the legacy rows were adopted by a keyed backfill event
+    legacy_adopted: bool = False
 
 
 @dataclass
@@ -74,6 +110,12 @@ class ChainWalk:
     newest_at: datetime | None = None
     #: grading id -> the newest state digest in the chain (None: deleted)
     covered: dict[str, str | None] = field(default_factory=dict)
+    #: table -> row key -> the newest record digest in the chain
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: when the chain first carried a record digest (rows created before may be uncovered)
+    records_since: datetime | None = None
+    #: the number of legacy rows a keyed backfill event adopted
+    adopted_legacy: int | None = None
 
     def check(self, row: Any) -> Broken | None:
         """Why ``row`` breaks the chain here, or None; advances past an intact row."""
@@ -96,11 +138,12 @@ class ChainWalk:
 
     def _check_hash(self, row: Any) -> str | None:
         key_id = hash_key_id(row.hash)
-        covers = row.payload.get(COVERS) if isinstance(row.payload, dict) else None
+        payload = row.payload if isinstance(row.payload, dict) else {}
+        covers, records = payload.get(COVERS), payload.get(ROWS)
         if key_id is None:
             if self.keyed:
                 return "an unkeyed row after keyed rows: the log was rewritten without the key"
-            if covers is not None:
+            if covers is not None or records is not None or row.event == BACKFILL_EVENT:
                 return "an unkeyed row carries gradings' state: it was rewritten without the key"
             if _recompute(row, None) != row.hash:
                 return "hash does not match the row's content"
@@ -119,7 +162,35 @@ class ChainWalk:
             self.keyed, self.first_keyed_at = True, row.created_at
         if isinstance(covers, dict):
             self.covered.update(covers)
+        if isinstance(records, dict):
+            self._add_records(records, row.created_at)
+        legacy = payload.get(LEGACY_ROWS)
+        if row.event == BACKFILL_EVENT and isinstance(legacy, int):
+            self.adopted_legacy = legacy
         return None
+
+    def predates_grading_state(self, created_at: datetime) -> bool:
+        """A grading created then, with no state in the chain, predates the covering of
+        gradings (so it is uncovered, not stripped of its audit rows)."""
+        newer_than_keys = self.first_keyed_at is not None and created_at >= self.first_keyed_at
+        return not newer_than_keys and not self._newer_than_log(created_at)
+
+    def predates_record_state(self, created_at: datetime | None) -> bool:
+        """The same for a record (``storage.audit.records``) created then."""
+        if created_at is None:
+            return False
+        newer_than_coverage = self.records_since is not None and created_at >= self.records_since
+        return not newer_than_coverage and not self._newer_than_log(created_at)
+
+    def _newer_than_log(self, created_at: datetime) -> bool:
+        return self.newest_at is None or created_at > self.newest_at
+
+    def _add_records(self, records: dict[str, Any], at: datetime) -> None:
+        if self.records_since is None:
+            self.records_since = at
+        for table, digests in records.items():
+            if isinstance(digests, dict):
+                self.records.setdefault(table, {}).update(digests)
 
 
 def _recompute(row: Any, key: ChainKey | None) -> str:
@@ -174,7 +245,11 @@ async def verify_chain(
     walk = ChainWalk(key)
     async with snapshot(engine) as connection:
         broken = await walk_chain(connection, walk, batch_size=batch_size)
-        state = _State() if broken is not None else await _check_state(connection, walk, batch_size)
+        state = _State()
+        if broken is None:
+            await _check_state(connection, walk, batch_size, state)
+            await _check_records(connection, walk, batch_size, state)
+            state.problems.extend(_coverage_problems(walk, state))
     seq, reason = broken if broken is not None else (None, None)
     return ChainReport(
         ok=broken is None and not state.problems,
@@ -187,6 +262,9 @@ async def verify_chain(
         gradings_checked=state.checked,
         gradings_uncovered=state.uncovered,
         state_problems=tuple(state.problems),
+        records_checked=state.records_checked,
+        records_uncovered=state.records_uncovered,
+        legacy_adopted=walk.legacy > 0 and walk.adopted_legacy == walk.legacy,
     )
 
 
@@ -195,11 +273,77 @@ class _State:
     checked: int = 0
     uncovered: int = 0
     problems: list[str] = field(default_factory=list)
+    records_checked: int = 0
+    records_uncovered: int = 0
 
 
-async def _check_state(connection: AsyncConnection, walk: ChainWalk, batch_size: int) -> _State:
+def _coverage_problems(walk: ChainWalk, state: _State) -> list[str]:
+    """Legacy rows nobody adopted and rows the chain does not cover, as problems."""
+    problems = []
+    if walk.legacy and walk.adopted_legacy != walk.legacy:
+        adopted = "none" if walk.adopted_legacy is None else str(walk.adopted_legacy)
+        problems.append(
+            f"{walk.legacy} legacy rows (unkeyed) and no keyed backfill adopting them "
+            f"(adopted: {adopted}): an old log not yet adopted with `sre-judge audit "
+            "backfill`, or a log rewritten without the key"
+        )
+    if state.uncovered or state.records_uncovered:
+        problems.append(
+            f"{state.uncovered} gradings and {state.records_uncovered} records written "
+            "before the audit log covered them carry no digest: cover them with "
+            "`sre-judge audit backfill` (it adopts them as they now stand)"
+        )
+    return problems
+
+
+async def _check_records(
+    connection: AsyncConnection, walk: ChainWalk, batch_size: int, state: _State
+) -> None:
+    """Each evidentiary record against the newest digest the chain holds for it."""
+    for name, table in COVERED_TABLES.items():
+        remaining = dict(walk.records.get(name, {}))
+        async for rows in table_rows(connection, table, batch_size=batch_size):
+            for row in rows:
+                _compare_record(state, walk, name, row, remaining)
+        for key in remaining:
+            state.problems.append(
+                f"{name} {key} is in the audit log but missing from the {name} table "
+                "(the row was deleted)"
+            )
+
+
+def _compare_record(
+    state: _State, walk: ChainWalk, name: str, row: Any, remaining: dict[str, Any]
+) -> None:
+    table = COVERED_TABLES[name]
+    values = row._mapping
+    key = record_key(table, values)
+    stored = remaining.pop(key, None)
+    if stored is not None:
+        state.records_checked += 1
+        current = record_digest(table, values)
+        if not isinstance(stored, dict) or stored.get("sha") != current["sha"]:
+            fields = changed_fields(stored, current)
+            which = f" in {', '.join(fields)}" if fields else ""
+            state.problems.append(
+                f"{name} {key} differs{which} from its newest state in the audit log "
+                "(the row was edited, or the newest audit rows deleted)"
+            )
+        return
+    if not walk.predates_record_state(values.get("created_at")):
+        state.problems.append(
+            f"{name} {key} has no state in the audit log (written around the log, or the "
+            "audit rows that covered it were deleted)"
+        )
+    else:
+        state.records_uncovered += 1
+
+
+async def _check_state(
+    connection: AsyncConnection, walk: ChainWalk, batch_size: int, state: _State
+) -> None:
     """Each grading in the tables against the newest digest the chain holds for it."""
-    state, remaining, last_id = _State(), dict(walk.covered), None
+    remaining, last_id = dict(walk.covered), None
     while True:
         query = select(_GRADINGS).order_by(_GRADINGS.c.id).limit(batch_size)
         if last_id is not None:
@@ -216,7 +360,6 @@ async def _check_state(connection: AsyncConnection, walk: ChainWalk, batch_size:
             state.problems.append(
                 f"grading {grading_id} is in the audit log but missing from the gradings table"
             )
-    return state
 
 
 def _compare(
@@ -230,9 +373,7 @@ def _compare(
                 "(its row or answers were edited, or the newest audit rows deleted)"
             )
         return
-    newer_than_keys = walk.first_keyed_at is not None and row.created_at >= walk.first_keyed_at
-    newer_than_log = walk.newest_at is None or row.created_at > walk.newest_at
-    if newer_than_keys or newer_than_log:
+    if not walk.predates_grading_state(row.created_at):
         state.problems.append(
             f"grading {row.id} has no state in the audit log "
             "(the audit rows that covered it were deleted)"

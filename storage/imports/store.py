@@ -174,6 +174,7 @@ class ImportRepository:
         strict: bool = False,
         progress: ImportProgress | None = None,
     ) -> ImportReport:
+            rows=[s],
         """Store historic submissions, each with a pending grading by ``rubric`` and ``judge``.
 
         ``judge`` is ``(spec, backend, model)``. With ``strict``, any problem raises

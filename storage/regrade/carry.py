@@ -34,6 +34,8 @@ class Carried:
 
     carried: list[str] = field(default_factory=list)
     outdated: list[str] = field(default_factory=list)
+    #: the new override rows (copies), for the audit event that covers them
+    copies: list[OverrideRecord] = field(default_factory=list)
     #: a human verdict could not be carried: the new grading must not replace the old
     verdict_outdated: bool = False
 
@@ -108,6 +110,7 @@ async def carry_overrides(
             copy = _copy(by_id[event.id], grading.id, grading.regrade_job_id or "", at)
             session.add(copy)
             outcome.carried.append(event.id)
+            outcome.copies.append(copy)
         else:
             outcome.outdated.append(event.id)
             outcome.verdict_outdated |= event.kind == "verdict"

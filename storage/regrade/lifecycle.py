@@ -134,6 +134,7 @@ async def _item_completed(
                 actor=actor,
                 payload=carried.payload(previous.id),
                 covers=[grading.id],
+                rows=carried.copies,
             )
     if job.mode == "promote" and grading.status == "graded" and not carried.verdict_outdated:
         await _promote(db, session, grading, job, actor)

@@ -48,9 +48,17 @@ async def test_1_deleting_the_newest_row(store: Store) -> None:
     await execute(store.engine, delete(AUDIT).where(AUDIT.c.seq == newest.seq))
     report = await verify(store)
     assert not report.ok and report.first_broken_seq is None
-    assert report.state_problems == (
+    # the grading it covered, and the override and label it carried
+    assert report.state_problems[0] == (
         f"grading {ids[0]} differs from its newest state in the audit log "
-        "(its row or answers were edited, or the newest audit rows deleted)",
+        "(its row or answers were edited, or the newest audit rows deleted)"
+    )
+    override_id = newest.payload["override_id"]
+    assert sorted(p.split(" has no state")[0] for p in report.state_problems[1:]) == sorted(
+        [
+            f"override {override_id}",
+            *(f"human_label {k}" for k in newest.payload["rows"]["human_label"]),
+        ]
     )
 
 

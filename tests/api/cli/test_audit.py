@@ -11,15 +11,21 @@ from sqlalchemy import delete, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.cli.main import main
+from api.service.checkpoints import checkpoint_target, read_checkpoints
+from api.service.settings import Settings
 from storage import Store
 from tests.storage.audit_helpers import AUDIT, GRADINGS, execute, workload
 
 
-async def audit(database_url: str, *args: str, key_file: str | None = None) -> Result:
+async def audit(
+    database_url: str, *args: str, key_file: str | None = None, checkpoints: str | None = None
+) -> Result:
     """Run ``sre-judge audit ARGS`` in a thread (it runs its own event loop)."""
     env = {"SRE_JUDGE_DATABASE_URL": database_url}
     if key_file is not None:
         env["SRE_JUDGE_SECRET_KEY_FILE"] = key_file
+    if checkpoints is not None:
+        env["SRE_JUDGE_AUDIT_CHECKPOINT"] = checkpoints
     runner = CliRunner()
     return await asyncio.to_thread(runner.invoke, main, ["audit", *args], env=env)
 
@@ -90,11 +96,35 @@ async def test_checkpoints_are_appended_and_checked(
     assert len(file.read_text().splitlines()) == 2
 
 
-async def test_a_checkpoint_without_a_target_is_printed(store: Store, database_url: str) -> None:
+async def test_a_checkpoint_with_checkpoints_off_is_printed(
+    store: Store, database_url: str
+) -> None:
     await workload(store)
-    done = await audit(database_url, "checkpoint")
+    done = await audit(database_url, "checkpoint", checkpoints="off")
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["seq"] == 58
+
+
+async def test_checkpoints_go_to_a_default_file_that_verify_checks(
+    store: Store, database_url: str
+) -> None:
+    """Unconfigured, a checkpoint goes to the default file (beside a SQLite database, or
+    beside the key for PostgreSQL), and verify checks it without --checkpoint: rolling
+    the log back to before it (a restored backup) fails."""
+    await workload(store)
+    target = checkpoint_target(Settings(database_url=database_url))
+    assert target is not None and target.endswith(".checkpoints.jsonl")
+    written = await audit(database_url, "checkpoint")
+    assert written.exit_code == 0, written.output
+    assert f"checkpoint of row 58 written to {target}" in written.output
+    assert len(read_checkpoints(Path(target))) == 1
+    intact = await audit(database_url, "verify")
+    assert intact.exit_code == 0 and "checkpoint holds: row 58" in intact.output
+    await execute(store.engine, delete(AUDIT).where(AUDIT.c.seq > 40))
+    rolled_back = await audit(database_url, "verify")
+    assert rolled_back.exit_code == 1
+    assert "checkpoint of row 58" in rolled_back.output
+    assert "rows were deleted back past the checkpoint" in rolled_back.output
 
 
 async def test_an_unreadable_checkpoint_file_is_bad_usage(
