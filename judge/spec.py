@@ -32,6 +32,7 @@ __all__ = [
     "panel_spec",
     "parse_judge_spec",
     "parse_panel",
+    "recorded_judge",
     "split_spec",
 ]
 
@@ -137,3 +138,18 @@ def judge_identity(spec_text: str) -> str:
     except JudgeSpecError:
         return spec_text
     return f"{spec.backend}:{spec.model}"
+
+
+def recorded_judge(text: str) -> tuple[str, str, str]:
+    """``(spec, backend, model)`` a grading records for a judge spec or a panel spec.
+
+    A panel (``panel:SPEC1,SPEC2``) records backend ``panel`` and its members joined by
+    ``+`` as the model. Raises JudgeSpecError for a spec that does not parse.
+    """
+    if text.startswith(PANEL_PREFIX):
+        members = parse_panel(text[len(PANEL_PREFIX) :])
+        if not members:
+            raise JudgeSpecError(f"panel spec {text!r} names no judge; {SPEC_FORMS}")
+        return panel_spec(members), "panel", panel_model(members)
+    spec = parse_judge_spec(text)
+    return text, spec.backend, spec.model

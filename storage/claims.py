@@ -45,6 +45,7 @@ def claim_of(
         claim_count=claim_count,
         lease_expires_at=expires,
         agent_model=submission.model,
+        regrade_job_id=grading.regrade_job_id,
     )
 
 

@@ -102,6 +102,9 @@ class Claim:
     lease_expires_at: datetime
     #: the model of the agent that wrote the diagnosis (self-preference checks)
     agent_model: str | None = None
+    #: the regrade job whose item this is (None: a live grading, which follows the
+    #: configured judge)
+    regrade_job_id: str | None = None
 
 
 @dataclass(frozen=True)

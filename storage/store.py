@@ -27,6 +27,7 @@ from storage.judge_cache import CacheRepository
 from storage.keys import ServiceKey
 from storage.labels import LabelRepository
 from storage.overrides import OverrideRepository
+from storage.pending_judges import PendingJudgeRepository
 from storage.queue import QueueRepository
 from storage.regrade.jobs import RegradeRepository
 from storage.reports import ReportReads
@@ -76,6 +77,8 @@ class Store:
         self.regrade = RegradeRepository(self.db, self.catalog)
         #: claiming, completing and deferring pending gradings
         self.queue = QueueRepository(self.db, self.regrade)
+        #: pending gradings by judge; moving them to another judge
+        self.pending_judges = PendingJudgeRepository(self.db)
         #: reading gradings, their judge calls and history
         self.gradings = GradingReads(self.db)
         #: the review queue and review claims

@@ -11,6 +11,7 @@ from api.cli.config import config_group
 from api.cli.edge import OneLineGroup
 from api.cli.export import export_command
 from api.cli.grade import grade_command
+from api.cli.gradings import gradings_group
 from api.cli.imports import import_group
 from api.cli.regrade import regrade_group
 from api.cli.report import report_command
@@ -52,5 +53,6 @@ for command in (
     scenarios_group,
     calibrate_command,
     audit_group,
+    gradings_group,
 ):
     main.add_command(command)

@@ -8,7 +8,8 @@ Exit status: 0 pass, 1 fail, 2 bad usage (or a request the server refused: token
 fields), 3 unscored, 4 held (a pass of a diagnosis flagged for injection, waiting for a
 human verdict: not a pass), 5 no verdict yet (still pending after ``--wait``, or the
 server unreachable). With several diagnoses (JSONL) the most serious status wins, in the
-order 2, 3, 5, 4, 1, 0.
+order 2, 3, 5, 4, 1, 0, and every error names its line (``line 3: ...``), whether the
+line could not be read or the server refused it.
 """
 
 from __future__ import annotations
@@ -51,15 +52,21 @@ def worst(outcomes: list[str]) -> int:
 
 
 def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    return Path(path).read_text(encoding="utf-8")
+    """The file's text (``-``: stdin); text that is not UTF-8 is a usage error naming
+    the line of the first bad byte."""
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise click.UsageError(f"{path}: line {line}: not UTF-8 ({error.reason})") from None
 
 
-def _requests(text: str, jsonl: bool, defaults: dict[str, Any]) -> list[dict[str, Any]]:
-    """The submissions to send: one diagnosis, or one JSON object a line."""
+def _requests(text: str, jsonl: bool, defaults: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The submissions to send, each with where it came from (``line N`` of a JSONL
+    file, else empty): one diagnosis, or one JSON object a line."""
     if not jsonl:
-        return [{**defaults, "diagnosis": text}]
+        return [("", {**defaults, "diagnosis": text})]
     items = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -77,7 +84,9 @@ def _requests(text: str, jsonl: bool, defaults: dict[str, Any]) -> list[dict[str
         if "scenario_id" in item or "ground_truth" in item:  # the line says where its truth is
             base.pop("scenario_id", None)
             base.pop("ground_truth", None)
-        items.append({**base, **item})
+        items.append((f"line {number}", {**base, **item}))
+    if not items:
+        raise click.UsageError("no submission: the JSONL input holds no line")
     return items
 
 
@@ -165,16 +174,17 @@ def submit_command(
     requests = _requests(_read(diagnosis_file), jsonl, defaults)
     outcomes: list[str] = []
     with Client(url, token) as client:
-        for request in requests:
+        for where, request in requests:
+            prefix = f"error: {where}: " if where else "error: "
             try:
                 grading = _submit_one(client, request, wait)
             except ApiError as error:
-                click.echo(f"error: {error}", err=True)
+                click.echo(f"{prefix}{error}", err=True)
                 transient = isinstance(error, Unavailable)
                 outcomes.append("pending" if transient else "usage")
                 continue
             except (httpx.HTTPError, OSError, TimeoutError) as error:
-                click.echo(f"error: {type(error).__name__}: {error}", err=True)
+                click.echo(f"{prefix}{type(error).__name__}: {error}", err=True)
                 outcomes.append("pending")
                 continue
             _show(grading, as_json)

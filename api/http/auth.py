@@ -11,7 +11,7 @@ from litestar.handlers.base import BaseRouteHandler
 
 from api.service.principal import ANONYMOUS, Principal, Role
 
-__all__ = ["current_principal", "require"]
+__all__ = ["bearer_principal", "current_principal", "require"]
 
 Guard = Callable[[ASGIConnection[Any, Any, Any, Any], BaseRouteHandler], Awaitable[None]]
 
@@ -56,3 +56,17 @@ def require(role: Role) -> Guard:
 async def current_principal(request: ASGIConnection[Any, Any, Any, Any]) -> Principal:
     """Dependency: the authenticated principal (the route's guard ran first)."""
     return await _authenticate(request)
+
+
+async def bearer_principal(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | None:
+    """The principal of the request's bearer token; None without one or with a bad one.
+
+    For routes open to anyone that show more to some roles: the request is never refused
+    for its token, and anonymous use (``SRE_JUDGE_ALLOW_ANONYMOUS``) shows no more.
+    """
+    if not connection.headers.get("authorization"):
+        return None
+    try:
+        return await _authenticate(connection)
+    except NotAuthorizedException:
+        return None

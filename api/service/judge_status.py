@@ -15,14 +15,22 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from api.service.judging import waiting_code
-from judge.errors import JudgeCallError
-from judge.spec import judge_identity, split_spec
+from judge.errors import JudgeCallError, JudgeSpecError
+from judge.spec import judge_identity, member_specs, split_spec
 
 if TYPE_CHECKING:
     from api.service.services import Services
     from judge.backends import JudgeBackend
 
-__all__ = ["JUDGE_SETTING", "PANEL_SETTING", "judge_address", "judge_status", "startup_message"]
+__all__ = [
+    "JUDGE_SETTING",
+    "PANEL_SETTING",
+    "judge_address",
+    "judge_status",
+    "pending_status",
+    "startup_message",
+    "waiting_reason",
+]
 
 #: the environment variables that choose the judge (a panel wins over the judge)
 JUDGE_SETTING = "SRE_JUDGE_JUDGE"
@@ -57,7 +65,7 @@ def judge_address(spec: str, backend: JudgeBackend | None = None) -> str | None:
     return None
 
 
-async def _probe(services: Services, spec: str) -> dict[str, Any]:
+async def _probe(services: Services, spec: str, *, addresses: bool = True) -> dict[str, Any]:
     pool = services.backends
     health = pool.health.get(spec)
     if health is None or health.at is None or datetime.now(UTC) - health.at > PROBE_TTL:
@@ -68,20 +76,24 @@ async def _probe(services: Services, spec: str) -> dict[str, Any]:
             failure = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
             pool.record(spec, ok=False, reason=waiting_code(failure))
         health = pool.health[spec]
-    return {
-        "ok": bool(health.ok),
-        "judge": judge_identity(spec),
-        "reason": health.reason,
-        "address": judge_address(spec, pool.get(spec)),
-    }
+    status = {"ok": bool(health.ok), "judge": judge_identity(spec), "reason": health.reason}
+    if addresses:
+        status["address"] = judge_address(spec, pool.get(spec))
+    return status
 
 
-async def judge_status(services: Services) -> dict[str, Any]:
-    """The default judge's readiness; for a panel, every member must answer."""
+async def judge_status(services: Services, *, addresses: bool = True) -> dict[str, Any]:
+    """The default judge's readiness; for a panel, every member must answer.
+
+    ``addresses``: say where each judge was asked (for the operator and admins; an
+    internal address is not for anyone who can reach ``/readyz``).
+    """
     specs = services.settings.panel_specs
     if not specs:
-        return {**await _probe(services, services.settings.judge), "setting": JUDGE_SETTING}
-    members = list(await asyncio.gather(*(_probe(services, spec) for spec in specs)))
+        status = await _probe(services, services.settings.judge, addresses=addresses)
+        return {**status, "setting": JUDGE_SETTING}
+    probes = (_probe(services, spec, addresses=addresses) for spec in specs)
+    members = list(await asyncio.gather(*probes))
     failing = [m for m in members if not m["ok"]]
     return {
         "ok": not failing,
@@ -103,3 +115,68 @@ def startup_message(status: dict[str, Any]) -> str:
     judge = "judge panel: " if "members" in status else "judge: "
     advice = "" if status["ok"] else "; submissions wait as pending until it answers"
     return f"{judge}{'; '.join(parts)}{advice} (set {status['setting']} to change it)"
+
+
+async def _answers(services: Services, spec: str) -> dict[str, Any]:
+    """Whether the judge of a recorded spec (one, or a panel's members) answers now."""
+    try:
+        members = await asyncio.gather(
+            *(_probe(services, m, addresses=False) for m in member_specs(spec))
+        )
+    except JudgeSpecError:  # its gradings end unscored (judge_spec_invalid): they progress
+        return {"ok": True, "reason": None}
+    failing = [m for m in members if not m["ok"]]
+    return {"ok": not failing, "reason": failing[0]["reason"] if failing else None}
+
+
+async def pending_status(
+    services: Services, configured: dict[str, Any], *, addresses: bool = False
+) -> list[dict[str, Any]]:
+    """Live pending gradings by the judge they wait for, and whether that judge answers.
+
+    ``configured`` is ``judge_status`` of the configured judge. With
+    ``SRE_JUDGE_PENDING_JUDGE=follow`` every live grading waits for the configured
+    judge (one bound to another moves to it when claimed); with ``pin`` each waits for
+    its own, asked here (results are kept for 15 s). Regrade job items are left out:
+    their job's state tells their progress. ``addresses`` adds the recorded ``spec``
+    (with its base URL), which an admin's move names.
+    """
+    settings = services.settings
+    current = settings.grading_judge()[0]
+    counts: dict[str, int] = {}
+    for row in await services.store.pending_judges.by_judge():
+        if row.live:
+            waits_for = current if settings.pending_judge == "follow" else row.judge_spec
+            counts[waits_for] = counts.get(waits_for, 0) + row.count
+    others = [spec for spec in counts if spec != current]
+    answers = await asyncio.gather(*(_answers(services, s) for s in others))
+    states = dict(zip(others, answers, strict=True))
+    states[current] = {"ok": configured["ok"], "reason": configured["reason"]}
+    entries = []
+    for spec, count in sorted(counts.items(), key=lambda item: -item[1]):
+        entry = {"judge": judge_identity(spec), "pending": count, "configured": spec == current}
+        entries.append({**entry, **states[spec], **({"spec": spec} if addresses else {})})
+    return entries
+
+
+def waiting_reason(entries: list[dict[str, Any]]) -> str | None:
+    """One sentence on the pending gradings that cannot progress, or None when all can."""
+    stuck = []
+    for entry in entries:
+        if entry["ok"]:
+            continue
+        unconfigured = "" if entry["configured"] else "is no longer configured and "
+        count = entry["pending"]
+        gradings = (
+            f"{count} pending grading waits" if count == 1 else f"{count} pending gradings wait"
+        )
+        stuck.append(
+            f"{gradings} for {entry['judge']}, which {unconfigured}does not answer "
+            f"({entry['reason']})"
+        )
+        if not entry["configured"]:
+            stuck[-1] += (
+                ": move them to the configured judge with `sre-judge gradings move-judge` "
+                "or POST /v1/gradings:move-judge"
+            )
+    return "; ".join(stuck) or None

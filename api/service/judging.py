@@ -36,6 +36,13 @@ RETRY_LATER = frozenset({"judge_unavailable", "judge_timeout", "judge_rate_limit
 #: codes that say more than the failure's own: a refused credential is fixed by rotating
 #: the key, and the gradings wait for it
 _WAITING_CODES = {"judge_auth": "judge_auth_failed"}
+#: what each waiting code means, in words (``pending_reason``)
+_WAITING_WORDS = {
+    "judge_unavailable": "judge unreachable",
+    "judge_rate_limited": "judge rate limited",
+    "judge_timeout": "judge timed out",
+    "judge_auth_failed": "judge refused the service's key",
+}
 
 
 class AnyGrader(Protocol):
@@ -98,5 +105,17 @@ def waiting_code(failure: str | None) -> str:
 
 
 def pending_reason(result: GradingResult) -> str:
-    """Why a grading waits for its judge: a code, then what the judge said."""
-    return f"{waiting_code(result.unscored_reason)}: {result.detail or ''}".strip(": ")
+    """Why a grading waits for its judge: a code, in words, and how the call failed.
+
+    ``judge_unavailable: judge unreachable (HTTP 503)``, ``... (connection error)``:
+    the HTTP status of the last failed attempt, or a connection error when none came
+    back. Never what the judge's reply said (it may quote the prompt or echo a
+    credential): that stays with the judge call, for adjudicators and admins.
+    """
+    code = waiting_code(result.unscored_reason)
+    words = f"{code}: {_WAITING_WORDS.get(code, 'judge failed')}"
+    if code == "judge_timeout":
+        return words
+    failed = [a for call in result.calls for a in call.attempts if a.outcome != "ok"]
+    status = failed[-1].status_code if failed else None
+    return f"{words} ({f'HTTP {status}' if status else 'connection error'})"

@@ -21,6 +21,7 @@ from prometheus_client import (
 )
 
 from api.service.services import Services
+from judge.spec import judge_identity
 from judge.verdict import GradingResult
 
 __all__ = ["JUDGE_LATENCY_BUCKETS", "Metrics"]
@@ -121,6 +122,13 @@ class Metrics:
             "Age of the oldest pending grading (0 when none)",
             registry=r,
         )
+        self.pending_by_judge = Gauge(
+            "sre_judge_pending_gradings",
+            "Pending gradings (leased or not, regrade items included) by the judge they are "
+            "bound to (backend:model, without its address)",
+            ["judge"],
+            registry=r,
+        )
         self.in_flight = Gauge(
             "sre_judge_gradings_in_flight", "Gradings this process is working on", registry=r
         )
@@ -192,12 +200,29 @@ class Metrics:
             log.warning("queue depth unavailable for metrics: %s", type(exc).__name__)
             return
         self.queue_pending.set(pending)
+        await self._refresh_judges(services)
         if oldest is None:
             self.queue_oldest_age.set(0)
             return
         if oldest.tzinfo is None:  # SQLite hands back naive UTC
             oldest = oldest.replace(tzinfo=UTC)
         self.queue_oldest_age.set(max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
+
+
+    async def _refresh_judges(self, services: Services) -> None:
+        """Pending gradings by judge, as they stand now (judges with none drop out)."""
+        try:
+            rows = await services.store.pending_judges.by_judge()
+        except Exception as exc:
+            log.warning("pending gradings by judge unavailable: %s", type(exc).__name__)
+            return
+        counts: dict[str, int] = {}
+        for row in rows:
+            judge = judge_identity(row.judge_spec)
+            counts[judge] = counts.get(judge, 0) + row.count
+        self.pending_by_judge.clear()
+        for judge, count in counts.items():
+            self.pending_by_judge.labels(judge).set(count)
 
 
 def _verdict_label(result: GradingResult) -> str:

@@ -157,9 +157,17 @@ def configure_logging(settings: Settings, *, stream: Any = None) -> None:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
 
 
-def log_grading(logger: logging.Logger, result: GradingResult, stored: str) -> None:
+def log_grading(
+    logger: logging.Logger,
+    result: GradingResult,
+    stored: str,
+    *,
+    pending_reason: str | None = None,
+) -> None:
     """Log each judge call of a grading (``grade-1``, ``repair-2``...) and what was stored.
 
+    A deferred grading stays pending: its line says ``status: pending`` with the
+    ``pending_reason`` it waits under, not the unscored result that deferred it.
     Counts, timings and outcomes only: never a prompt, a reply or a diagnosis.
     """
     for number, call in enumerate(result.calls, start=1):
@@ -177,13 +185,12 @@ def log_grading(logger: logging.Logger, result: GradingResult, stored: str) -> N
                     "completion_tokens": completion.completion_tokens if completion else None,
                 },
             )
+    if stored == "deferred":
+        outcome = {"status": "pending", "pending_reason": pending_reason}
+    else:
+        outcome = {"status": result.status, "unscored_reason": result.unscored_reason}
     logger.info(
         "grading %s",
         stored,
-        extra={
-            "status": result.status,
-            "unscored_reason": result.unscored_reason,
-            "passed": result.passed,
-            "held": result.held,
-        },
+        extra={**outcome, "passed": result.passed, "held": result.held},
     )

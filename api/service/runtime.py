@@ -23,8 +23,9 @@ from types import TracebackType
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
-from api.service.checkpoints import Checkpointer, checkpoint_target
+from api.service.checkpoints import Checkpointer
 from api.service.import_runner import ImportRunner
+from api.service.judge_moves import follow_configured_judge
 from api.service.metrics import Metrics
 from api.service.qualification import qualification_on_start
 from api.service.secret_key import load_service_key
@@ -49,8 +50,10 @@ class Runtime:
     ``engine`` and ``backends`` (judge spec -> backend) are seams for tests; without them
     the runtime makes its own from the settings and disposes of what it made. With
     ``migrate`` the database is upgraded to the newest schema on entry. ``workers``
-    starts the grading workers (``settings.worker_count`` of them) on entry;
-    ``checkpoints`` the periodic audit checkpoints (``SRE_JUDGE_AUDIT_CHECKPOINT``);
+    starts the grading workers (``settings.worker_count`` of them) on entry, after
+    moving pending gradings of a judge no longer configured to the configured one
+    (``api.service.judge_moves``); ``checkpoints`` the periodic audit checkpoints
+    (``SRE_JUDGE_AUDIT_CHECKPOINT``);
     ``import_jobs`` (with ``workers``) the runner of queued import jobs.
     With ``announce`` it logs on entry whether the default judge is qualified on the
     shipped calibration set, and with which verdict kappa.
@@ -95,11 +98,10 @@ class Runtime:
         self.imports = ImportRunner(self.services)
         self._start_workers = workers and settings.worker_count > 0
         self._start_imports = workers and import_jobs
-        #: periodic audit checkpoints (``serve`` only; to the default file unless configured)
-        target = checkpoint_target(settings) if checkpoints else None
+        #: periodic audit checkpoints (``serve`` only, when a target is configured)
         self.checkpointer = (
-            Checkpointer(store, target, settings.audit_checkpoint_seconds)
-            if target is not None
+            Checkpointer(store, settings.audit_checkpoint, settings.audit_checkpoint_seconds)
+            if checkpoints and settings.audit_checkpoint
             else None
         )
         self._migrate = migrate
@@ -129,6 +131,8 @@ class Runtime:
         if self._start_workers:
             # a failure here is the first grading's to report, where the import recurs
             self._preloading = asyncio.ensure_future(asyncio.to_thread(preload))
+            # pending gradings of a judge no longer configured follow the configured one
+            await follow_configured_judge(self.services, actor=self.workers.worker_id)
             self.workers.start()
             self.webhooks.start()
         if self._start_imports:

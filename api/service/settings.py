@@ -12,7 +12,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from judge.rubric import DEFAULT_RUBRIC_DIR
-from judge.spec import panel_model, panel_spec, parse_judge_spec, parse_panel
+from judge.spec import panel_spec, parse_judge_spec, parse_panel, recorded_judge
 
 if TYPE_CHECKING:
     from judge.backends.streaming import StreamLimits
@@ -187,6 +187,14 @@ class Settings(BaseSettings):
     judge_retry_seconds: float = Field(
         default=15.0, gt=0, description="wait before retrying a grading whose judge was unreachable"
     )
+    pending_judge: Literal["follow", "pin"] = Field(
+        default="follow",
+        description=(
+            "pending gradings bound to a judge that is no longer configured: follow (move "
+            "to the configured judge on start and when claimed, each move audited) or pin "
+            "(keep their judge until an admin moves them: sre-judge gradings move-judge)"
+        ),
+    )
     database_password_file: Path | None = Field(
         default=None, description="file holding the database password (e.g. a Docker secret)"
     )
@@ -205,8 +213,7 @@ class Settings(BaseSettings):
         description=(
             "where serve writes signed checkpoints of the audit log's head: a file "
             "(JSON Lines, appended) or an http(s) URL that receives a POST; keep it "
-            "outside the database. Unset: <database>.checkpoints.jsonl beside a SQLite "
-            "file, <key folder>/<database name>.checkpoints.jsonl for PostgreSQL; off: none"
+            "outside the database"
         ),
     )
     audit_checkpoint_seconds: float = Field(
@@ -283,10 +290,7 @@ class Settings(BaseSettings):
 
     def grading_judge(self) -> tuple[str, str, str]:
         """(spec, backend, model) recorded with a new grading: the panel or the judge."""
-        if self.panel:
-            return panel_spec(self.panel_specs), "panel", panel_model(self.panel_specs)
-        spec = parse_judge_spec(self.judge)
-        return self.judge, spec.backend, spec.model
+        return recorded_judge(panel_spec(self.panel_specs) if self.panel else self.judge)
 
     @field_validator("log_level", mode="before")
     @classmethod

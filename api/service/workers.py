@@ -24,6 +24,7 @@ from typing import Any
 
 from api.service import self_preference
 from api.service.group_commit import GroupCommit
+from api.service.judge_moves import follow_on_claim
 from api.service.judging import (
     RETRY_LATER,
     build_grader,
@@ -204,6 +205,10 @@ class GradingWorkers:
         # judge cache entries, stored with the outcome (one write transaction, not one per call)
         cache_rows: list[dict[str, Any]] = []
         try:
+            followed = await follow_on_claim(self.services, claim, self.worker_id)
+            if followed is None:  # the lease was lost: another worker has it
+                return
+            claim = followed
             # resolved once per claim: for the grading and for the review marks
             rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
             result = await self._grade(claim, rubric, cache_rows)
@@ -212,15 +217,16 @@ class GradingWorkers:
                 retry_at = datetime.now(UTC) + timedelta(
                     seconds=self.services.settings.judge_retry_seconds
                 )
+                reason = pending_reason(result)
                 stored = await store.queue.defer(
                     claim.grading_id,
                     self.worker_id,
-                    reason=pending_reason(result),
+                    reason=reason,
                     retry_at=retry_at,
                     calls=list(result.calls),
                     cache_rows=cache_rows,
                 )
-                self._account(result, "deferred" if stored else "discarded")
+                self._account(result, "deferred" if stored else "discarded", pending=reason)
             else:
                 result, provisional = await self._review_marks(claim, rubric, result)
                 stored = await self._commits.complete(
@@ -254,10 +260,11 @@ class GradingWorkers:
         result = self_preference.flag(result, claim.judge_spec, claim.agent_model)
         return await self._qualifications.mark(claim.grading_id, claim.judge_spec, rubric, result)
 
-    def _account(self, result: GradingResult, stored: str) -> None:
-        """Metrics, and a log line per judge call and for the outcome."""
+    def _account(self, result: GradingResult, stored: str, *, pending: str | None = None) -> None:
+        """Metrics, and a log line per judge call and for the outcome (``pending``: the
+        reason a deferred grading waits)."""
         self.metrics.record_grading(result, stored=stored)
-        log_grading(log, result, stored)
+        log_grading(log, result, stored, pending_reason=pending)
 
     async def _grade(
         self, claim: Claim, rubric: Rubric | None, cache_rows: list[dict[str, Any]]

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from api.cli.submit import EXIT_CODES, outcome, worst
+from api.cli.submit import EXIT_CODES, outcome, submit_command, worst
 from tests.client.conftest import Served
 from tests.support.service_process import cli
 
@@ -106,6 +107,54 @@ def test_jsonl_of_many_and_usage_errors(serve: Callable[[str], Served], tmp_path
     refused = cli("submit", "--scenario", "nope", "--diagnosis-file", diagnosis,
                   env=_env(served, "not-a-token"))  # fmt: skip
     assert refused.returncode == 2 and "401" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        (b'{"diagnosis": "a", "ground_truth": "t"}\n\n{"diagnosis": "b",\n', "line 3: not JSON"),
+        (b'{"diagnosis": "a", "ground_truth": "t"}\n{"diagnosis": "\xff"}\n', "line 2: not UTF-8"),
+        (b'{"diagnosis": "a"}\n["b"]\n', "line 2: an object with a 'diagnosis'"),
+        (b'{"diagnosis": "a", "scenario": "s"}\n', "line 1: unknown field(s) ['scenario']"),
+        (b"\n\n", "no submission"),
+    ],
+    ids=["json", "utf-8", "shape", "field", "empty"],
+)
+def test_a_jsonl_line_that_cannot_be_read_is_named(
+    tmp_path: Path, content: bytes, where: str
+) -> None:
+    lines = tmp_path / "runs.jsonl"
+    lines.write_bytes(content)
+    env = {"SRE_JUDGE_URL": "http://127.0.0.1:9", "SRE_JUDGE_TOKEN": "t"}
+    done = CliRunner().invoke(submit_command, ["--diagnosis-file", str(lines)], env=env)
+    assert done.exit_code == 2, done.output
+    assert where in done.output
+
+
+@pytest.mark.slow
+def test_every_line_the_server_refuses_is_named(
+    serve: Callable[[str], Served], tmp_path: Path
+) -> None:
+    served = serve("pass")
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text(
+        "\n".join(
+            json.dumps(line)
+            for line in [
+                {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+                {"diagnosis": DIAGNOSIS, "scenario_id": f"nope-{uuid.uuid4().hex[:6]}"},
+                {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "attempt": "first"},
+                {"diagnosis": DIAGNOSIS},
+            ]
+        )
+    )
+    done = cli("submit", "--diagnosis-file", str(lines), "--format", "json", "--wait", "30",
+               env=_env(served))  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert len(done.stdout.splitlines()) == 1  # line 1 was graded
+    errors = done.stderr.splitlines()
+    assert [e.split(":")[1].strip() for e in errors] == ["line 2", "line 3", "line 4"], errors
+    assert "nope-" in errors[0] and "[attempt]" in errors[1] and "ground_truth" in errors[2]
 
 
 @pytest.mark.slow

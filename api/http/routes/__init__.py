@@ -7,7 +7,7 @@ from litestar.handlers import HTTPRouteHandler
 from api.http.metrics import metrics_endpoint
 from api.http.routes.agreement import get_agreement
 from api.http.routes.exports import export_gradings
-from api.http.routes.gradings import get_grading, list_gradings
+from api.http.routes.gradings import get_grading, list_gradings, move_gradings_judge
 from api.http.routes.health import healthz, readyz
 from api.http.routes.imports import create_import, get_import
 from api.http.routes.overrides import create_override, grading_history
@@ -49,6 +49,7 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     create_submission,
     get_grading,
     list_gradings,
+    move_gradings_judge,
     create_scenario,
     list_scenario_page,
     load_scenario_file,

@@ -5,19 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from litestar import Response, get
+from litestar import Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, QueryParameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api.http.auth import require
 from api.service.adjudication import readable_grading
+from api.service.judge_moves import JudgeMoveReport, JudgeMoveRequest, move_pending_gradings
 from api.service.presenters import render_grading, render_gradings
 from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingPublic
 from api.service.services import Services
 from storage import GradingFilter
 
-__all__ = ["get_grading", "list_gradings"]
+__all__ = ["get_grading", "list_gradings", "move_gradings_judge"]
 
 
 @get(
@@ -78,3 +79,23 @@ async def list_gradings(
     )
     items = await render_gradings(services, views, principal)
     return GradingPage(items=items, next_cursor=next_cursor)
+
+
+@post(
+    "/v1/gradings:move-judge",
+    guards=[require("admin")],
+    operation_id="moveGradingsJudge",
+    summary="Move pending gradings from one judge to another",
+    status_code=200,
+)
+async def move_gradings_judge(
+    data: JSONBody[JudgeMoveRequest],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> JudgeMoveReport:
+    """Bind the pending gradings of submissions and imports recorded with ``from_judge``
+    to ``to_judge`` (default: the configured judge), each move in the audit log
+    (``grading.judge_moved``); gradings being graded are taken from their worker.
+    Regrade job items keep their job's judge. With ``SRE_JUDGE_PENDING_JUDGE=follow``
+    only the configured judge is a valid ``to_judge``."""
+    return await move_pending_gradings(services, principal, data)

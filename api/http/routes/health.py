@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from litestar import Response, get
+from litestar import Request, Response, get
 from litestar.di import NamedDependency
 from sqlalchemy import text
 
-from api.service.judge_status import judge_status
+from api.http.auth import bearer_principal
+from api.service.judge_status import judge_status, pending_status, waiting_reason
 from api.service.services import Services
 
 __all__ = ["healthz", "readyz"]
@@ -30,21 +31,44 @@ async def _database(services: NamedDependency[Services]) -> dict[str, Any]:
     return {"ok": True}
 
 
-@get("/readyz", operation_id="readyz", summary="Readiness: database and judge")
-async def readyz(services: NamedDependency[Services]) -> Response[dict[str, Any]]:
-    """200 when the database and the default judge answer, else 503 saying which does not.
+@get("/readyz", operation_id="readyz", summary="Readiness: database, judge and pending work")
+async def readyz(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Response[dict[str, Any]]:
+    """200 when the database and the default judge answer and every pending grading can
+    progress, else 503 saying why (``reason``).
 
-    ``judge`` names the judge, the address it was asked at (no credentials) and the
-    setting that changes it (``SRE_JUDGE_JUDGE``, or ``SRE_JUDGE_PANEL`` for a panel).
-    Submissions are accepted either way: while the judge is away they stay pending.
+    ``judge`` names the judge and the setting that changes it (``SRE_JUDGE_JUDGE``, or
+    ``SRE_JUDGE_PANEL`` for a panel); ``queue.by_judge`` counts live pending gradings by
+    the judge they wait for, whether it is the configured one and whether it answers.
+    Reasons are codes, never a judge's own words. The judges' addresses (and recorded
+    specs) are shown to an admin's bearer token only. Submissions are accepted either
+    way: while the judge is away they stay pending.
     """
-    database, judge = await asyncio.gather(_database(services), judge_status(services))
-    pending, oldest = await services.store.queue.depth()
-    ready = database["ok"] and judge["ok"]
+    principal = await bearer_principal(request)
+    admin = principal is not None and principal.at_least("admin")
+    database, judge = await asyncio.gather(
+        _database(services), judge_status(services, addresses=admin)
+    )
+    pending, oldest, by_judge = None, None, []
+    if database["ok"]:  # the queue is read from the database
+        pending, oldest = await services.store.queue.depth()
+        by_judge = await pending_status(services, judge, addresses=admin)
+    waiting = waiting_reason(by_judge)
+    ready = database["ok"] and judge["ok"] and waiting is None
+    reasons = [f"the database does not answer ({database['reason']})"] if not database["ok"] else []
+    if not judge["ok"] and not any(e["configured"] for e in by_judge):  # else said by waiting
+        reasons.append(f"the judge {judge['judge']} does not answer ({judge['reason']})")
+    reasons += [waiting] if waiting else []
     body = {
         "status": "ready" if ready else "not ready",
+        "reason": "; ".join(reasons) or None,
         "database": database,
         "judge": judge,
-        "queue": {"pending": pending, "oldest_pending_at": oldest.isoformat() if oldest else None},
+        "queue": {
+            "pending": pending,
+            "oldest_pending_at": oldest.isoformat() if oldest else None,
+            "by_judge": by_judge,
+        },
     }
     return Response(body, status_code=200 if ready else 503)

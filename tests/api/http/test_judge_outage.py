@@ -43,7 +43,7 @@ async def test_a_judge_outage_keeps_submissions_pending_and_readyz_says_why(
 async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(
     api_client: Any, tokens: Any
 ) -> None:
-    headers = await tokens("submitter")
+    headers, admin = await tokens("submitter"), await tokens("admin")
     refusing = [JudgeAuthError("openai answered 401: invalid api key", status_code=401)] * 2
     judge = ScriptedBackend([*refusing, sregym_reply(set(IDS), evidence="USER_PORT=9999")])
     spec = "openai:rotated@http://127.0.0.1:9/v1"
@@ -54,14 +54,17 @@ async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(
         )
         waiting = await first_set(client, response.headers["location"], headers, "pending_reason")
         ready = (await client.get("/readyz")).json()
+        as_admin = (await client.get("/readyz", headers=admin)).json()
         graded = await first_set(client, response.headers["location"], headers, "passed")
     assert waiting["status"] == "pending" and waiting["unscored_reason"] is None
-    assert waiting["pending_reason"].startswith("judge_auth_failed: openai answered 401")
+    # a code and the kind of failure; what the judge answered stays with the judge call
+    refused = "judge_auth_failed: judge refused the service's key (HTTP 401)"
+    assert waiting["pending_reason"] == refused
     assert ready["judge"] == {
         "ok": False,
         "judge": "openai:rotated",
         "reason": "judge_auth_failed",
-        "address": "http://127.0.0.1:9/v1",
         "setting": "SRE_JUDGE_JUDGE",
     }
+    assert as_admin["judge"]["address"] == "http://127.0.0.1:9/v1"
     assert graded["status"] == "graded" and graded["passed"] is True  # no regrade needed

@@ -113,6 +113,9 @@ EXPECTED: dict[tuple[str, str], Expect] = {
         headers={"If-Match": '"0"'},
     ),
     ("GET", "/v1/gradings/{grading_id}/history"): Expect(ADJUDICATOR_UP),
+    ("POST", "/v1/gradings:move-judge"): Expect(
+        ADMIN_ONLY, body={"from_judge": "openai:gone@http://127.0.0.1:9/v1"}
+    ),
     ("POST", "/v1/gradings/{grading_id}/labels"): Expect(
         ADJUDICATOR_UP, body={"answers": {"D1-Q1": "yes"}}
     ),
