@@ -23,7 +23,7 @@ from types import TracebackType
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
-from api.service.checkpoints import Checkpointer
+from api.service.checkpoints import Checkpointer, checkpoint_target
 from api.service.import_runner import ImportRunner
 from api.service.judge_moves import follow_configured_judge
 from api.service.metrics import Metrics
@@ -98,10 +98,11 @@ class Runtime:
         self.imports = ImportRunner(self.services)
         self._start_workers = workers and settings.worker_count > 0
         self._start_imports = workers and import_jobs
-        #: periodic audit checkpoints (``serve`` only, when a target is configured)
+        #: periodic audit checkpoints (``serve`` only; to the default file unless configured)
+        target = checkpoint_target(settings) if checkpoints else None
         self.checkpointer = (
-            Checkpointer(store, settings.audit_checkpoint, settings.audit_checkpoint_seconds)
-            if checkpoints and settings.audit_checkpoint
+            Checkpointer(store, target, settings.audit_checkpoint_seconds)
+            if target is not None
             else None
         )
         self._migrate = migrate

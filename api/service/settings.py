@@ -213,7 +213,8 @@ class Settings(BaseSettings):
         description=(
             "where serve writes signed checkpoints of the audit log's head: a file "
             "(JSON Lines, appended) or an http(s) URL that receives a POST; keep it "
-            "outside the database"
+            "outside the database. Unset: <database>.checkpoints.jsonl beside a SQLite "
+            "file, <key folder>/<database name>.checkpoints.jsonl for PostgreSQL; off: none"
         ),
     )
     audit_checkpoint_seconds: float = Field(
