@@ -14,9 +14,9 @@ from api.service.schemas import (
     OverridePublic,
     SubmissionPublic,
     TagPublic,
+    VetoPublic,
     VotePublic,
 )
-    VetoPublic,
 from api.service.services import Services
 from api.service.visibility import (
     can_see_ground_truth,
@@ -24,10 +24,10 @@ from api.service.visibility import (
     withhold_ground_truth,
 )
 from judge.adjudication import answer_overrides, overrides_in_force
-from judge.rubric import Rubric
-from judge.verdict import Answer, GradingResult, Vote
 from judge.evidence import QUOTE_PROBLEMS
 from judge.grounding import noted_failures
+from judge.rubric import Rubric
+from judge.verdict import Answer, GradingResult, Vote
 from storage import FailureTagRecord, GradingView, OverrideRecord
 from storage.overrides import override_events
 from storage.quality_tables import JudgeVoteRecord
@@ -92,8 +92,6 @@ def _votes_public(
     ]
 
 
-def _answer_public(
-    a: Answer | AnswerRecord,
 def _quote_problem(a: Answer | AnswerRecord) -> str:
     """The quote check's outcome of an unverified quote; for an answer stored before the
     outcome was recorded, ``empty`` or ``not_found``."""
@@ -134,14 +132,16 @@ def _recorded_veto(
     return None
 
 
+def _answer_public(
+    a: Answer | AnswerRecord,
     *,
     answer: bool,
     overridden: bool = False,
     votes: list[VotePublic],
     grounding: str | None = None,
+    veto: VetoPublic | None = None,
 ) -> AnswerPublic:
     return AnswerPublic(
-    veto: VetoPublic | None = None,
         question_id=a.question_id,
         dimension_id=a.dimension_id,
         answer=_yes_no(answer),
@@ -149,14 +149,14 @@ def _recorded_veto(
         reasoning=a.reasoning,
         evidence=a.evidence,
         evidence_verified=a.evidence_verified,
+        evidence_reason=_evidence_reason(a),
         confidence=a.confidence,
         overridden=overridden,
-        evidence_reason=_evidence_reason(a),
         votes=votes,
         grounding=grounding,
+        veto=veto or _veto_public(a),
     )
 
-        veto=veto or _veto_public(a),
 
 def result_public(result: GradingResult) -> GradingCore:
     """The grading object of a grading made in this process and not stored (no ids)."""
@@ -255,13 +255,13 @@ def _grading_public(
     overridden = answer_overrides(judged, in_force)
     effective = {**judged, **overridden}
     verdict = in_force.get(("verdict", ""))
+    noted = noted_failures(g.detail)
     return GradingPublic(
         id=g.id,
         submission_id=g.submission_id,
         status=g.status,  # type: ignore[arg-type]
         unscored_reason=g.unscored_reason,
         pending_reason=g.pending_reason,
-    noted = noted_failures(g.detail)
         detail=g.detail,
         rubric={"id": g.rubric_id, "version": g.rubric_version},
         judge={"backend": g.judge_backend, "model": g.judge_model},
@@ -271,13 +271,13 @@ def _grading_public(
                 answer=effective[a.question_id],
                 overridden=a.question_id in overridden,
                 votes=_votes_public(votes, a.question_id),
+                veto=None if a.veto else _recorded_veto(a, rubric, noted),
             )
             for a in view.answers
         ],
         dimensions=_dimensions(view, rubric, effective),
         yes_count=g.yes_count,
         composite=g.composite,
-                veto=None if a.veto else _recorded_veto(a, rubric, noted),
         passed=g.passed,
         held=bool(g.held),
         judge_passed=g.judge_passed,

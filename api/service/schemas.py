@@ -23,6 +23,7 @@ __all__ = [
     "SubmissionCreate",
     "SubmissionPublic",
     "TagPublic",
+    "VetoPublic",
     "VotePublic",
 ]
 
@@ -30,7 +31,6 @@ _NAME = Field(default=None, max_length=200)
 #: the largest integer both databases store in an ``attempt`` (PostgreSQL's INTEGER)
 MAX_INT32 = 2**31 - 1
 _TEXT_SCHEMA: dict[str, Any] = {"type": "string"}
-    "VetoPublic",
 
 
 class SubmissionCreate(BaseModel):
@@ -73,11 +73,6 @@ class VotePublic(BaseModel):
     call_id: str | None
 
 
-class AnswerPublic(BaseModel):
-    """One question's effective answer beside the judge's."""
-
-    question_id: str
-    dimension_id: str
 class VetoPublic(BaseModel):
     """The check in code that vetoed (the yes counts as no) or flagged (the yes stands, a
     human should look) a judge's yes, and in words what it looked for. Its words may name
@@ -92,29 +87,34 @@ class VetoPublic(BaseModel):
     reason: str
 
 
+class AnswerPublic(BaseModel):
+    """One question's effective answer beside the judge's."""
+
+    question_id: str
+    dimension_id: str
     answer: Literal["yes", "no"]
     judge_answer: Literal["yes", "no"]
     reasoning: str
     evidence: str
     evidence_verified: bool | None
+    #: why the quote does not back a yes (empty, too short, not in the diagnosis, only in a
+    #: passage flagged as injected), where ``evidence_verified`` is false; else null
+    evidence_reason: str | None = None
     confidence: float | None
     overridden: bool
     #: every vote of a panel or of samples; one vote for a single judge
     votes: list[VotePublic] = []
     #: the deterministic grounding check of a judge "yes" (``passed: ...``, ``vetoed: ...``,
-    #: why the quote does not back a yes (empty, too short, not in the diagnosis, only in a
-    #: passage flagged as injected), where ``evidence_verified`` is false; else null
-    evidence_reason: str | None = None
     #: ``flagged: ...``) where the grading was made in this process (``sre-judge grade``);
     #: stored gradings carry it in ``detail``
     grounding: str | None = None
+    #: the check in code that vetoed or flagged the judge's yes, or null
+    veto: VetoPublic | None = None
 
 
 class DimensionPublic(BaseModel):
     """Yes answers of one dimension."""
 
-    #: the check in code that vetoed or flagged the judge's yes, or null
-    veto: VetoPublic | None = None
     id: str
     name: str
     yes: int
