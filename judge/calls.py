@@ -73,6 +73,10 @@ class Completion(_Frozen):
     response_format: str | None = None
     #: the content tokens' log-probabilities, where the server returned them
     logprobs: tuple[TokenLogprob, ...] | None = None
+    #: why the server stopped (OpenAI's ``finish_reason``, Ollama's ``done_reason``):
+    #: ``stop``, or ``length`` for a reply cut at the ``max_tokens`` budget, which is
+    #: never parsed (``judge.retry``); None where the server did not say
+    finish_reason: str | None = None
 
 
 class Attempt(_Frozen):
@@ -85,6 +89,9 @@ class Attempt(_Frozen):
     status_code: int | None = None
     error: str | None = None
     retry_after: float | None = None
+    #: the reply budget this attempt asked for, where it differs from the request's
+    #: (a reply cut at the budget is asked again once with a larger one)
+    max_tokens: int | None = None
 
 
 class JudgeCall(_Frozen):

@@ -15,6 +15,8 @@ boundary, so callers never see an ``httpx`` or ``openai`` exception::
         ├── JudgeTimeout         the server did not answer in time (retried)
         ├── JudgeRejected        400/404/422: the request itself is wrong (not retried)
         │   └── ContextOverflow  the prompt does not fit the model's context
+        ├── ReplyTruncated       the reply stopped at the max_tokens budget (asked again
+        │                        once with a larger budget, then unscored)
         └── JudgeAuthError       401/403                            (not retried)
 """
 
@@ -37,6 +39,7 @@ __all__ = [
     "JudgeSpecError",
     "JudgeTimeout",
     "JudgeUnavailable",
+    "ReplyTruncated",
     "RubricError",
 ]
 
@@ -121,6 +124,15 @@ class ContextOverflow(JudgeRejected):
     """The prompt does not fit the judge's context window."""
 
     code = "context_overflow"
+
+
+class ReplyTruncated(JudgeCallError):
+    """The judge stopped at its ``max_tokens`` budget (``finish_reason``/``done_reason``
+    ``length``): the reply is cut, so it is never parsed. The retry loop asks once more
+    with a larger budget (``judge.retry``); a second cut reply leaves the grading
+    unscored with the reason ``reply_truncated``."""
+
+    code = "reply_truncated"
 
 
 class JudgeAuthError(JudgeCallError):

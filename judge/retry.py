@@ -5,6 +5,12 @@ jitter; a 429's or 503's ``Retry-After`` is honoured (it sets the least wait). A
 feature (``json_schema``, ``logprobs``) is retried at once without it. Requests the
 server refused (400, 401, 403, 404) are not retried. Attempts and total time are
 both bounded.
+
+A reply that stopped at the ``max_tokens`` budget (``finish_reason`` or ``done_reason``
+``length``) is cut: it is never parsed. It is asked again once, at once, with a budget
+``TRUNCATED_BUDGET_FACTOR`` times larger (the attempt records the budget it asked
+for); a second cut reply raises :class:`~judge.errors.ReplyTruncated`, and the grading
+is unscored with the reason ``reply_truncated``.
 """
 
 from __future__ import annotations
@@ -24,9 +30,21 @@ from tenacity.stop import stop_base
 
 from judge.backends.base import JudgeBackend
 from judge.calls import Attempt, Completion, JudgeRequest
-from judge.errors import FeatureRefused, JudgeCallError
+from judge.errors import FeatureRefused, JudgeCallError, ReplyTruncated
 
-__all__ = ["RetryPolicy", "complete_with_retries"]
+__all__ = [
+    "TRUNCATED_BUDGET_FACTOR",
+    "TRUNCATED_REASONS",
+    "RetryPolicy",
+    "complete_with_retries",
+    "reply_budget",
+]
+
+#: stop reasons that mean the reply was cut at its token budget (OpenAI-compatible
+#: servers, llama.cpp and Ollama all say ``length``)
+TRUNCATED_REASONS = frozenset({"length"})
+#: how much larger the budget of the one retry of a cut reply is
+TRUNCATED_BUDGET_FACTOR = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +58,29 @@ class RetryPolicy:
     jitter: float = 0.5
 
 
-def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, JudgeCallError) and exc.retryable
+def _truncations(attempts: list[Attempt]) -> int:
+    return sum(a.outcome == ReplyTruncated.code for a in attempts)
+
+
+def _retry_for(attempts: list[Attempt]):  # type: ignore[no-untyped-def]
+    """Retry what is retryable, and a cut reply once (with a larger budget)."""
+
+    def retryable(exc: BaseException) -> bool:
+        if isinstance(exc, ReplyTruncated):
+            return _truncations(attempts) == 1
+        return isinstance(exc, JudgeCallError) and exc.retryable
+
+    return retryable
+
+
+def reply_budget(request: JudgeRequest, attempts: list[Attempt]) -> JudgeRequest:
+    """``request`` as the next attempt sends it: after a cut reply, with a larger budget."""
+    if not _truncations(attempts):
+        return request
+    larger = request.params.max_tokens * TRUNCATED_BUDGET_FACTOR
+    return request.model_copy(
+        update={"params": request.params.model_copy(update={"max_tokens": larger})}
+    )
 
 
 def _wait_for(policy: RetryPolicy):  # type: ignore[no-untyped-def]
@@ -52,7 +91,7 @@ def _wait_for(policy: RetryPolicy):  # type: ignore[no-untyped-def]
     def wait(state: RetryCallState) -> float:
         outcome = state.outcome
         exc = outcome.exception() if outcome is not None else None
-        if isinstance(exc, FeatureRefused):
+        if isinstance(exc, FeatureRefused | ReplyTruncated):
             return 0.0  # the next attempt asks differently: nothing to wait for
         delay = backoff(state)
         if isinstance(exc, JudgeCallError) and exc.retry_after is not None:
@@ -69,12 +108,13 @@ MAX_FEATURE_REFUSALS = 3
 
 def _stop_for(policy: RetryPolicy, attempts: list[Attempt]) -> stop_base:
     """Stop after ``max_attempts`` failures; a refused feature is negotiation, not a
-    failure of the judge, and does not count (at most MAX_FEATURE_REFUSALS of them)."""
+    failure of the judge, and does not count (at most MAX_FEATURE_REFUSALS of them), nor
+    does a cut reply (asked again once, with a larger budget)."""
 
     class _Stop(stop_base):
         def __call__(self, state: RetryCallState) -> bool:
             refused = sum(a.outcome == FeatureRefused.code for a in attempts)
-            failed = len(attempts) - refused
+            failed = len(attempts) - refused - _truncations(attempts)
             return failed >= policy.max_attempts or refused > MAX_FEATURE_REFUSALS
 
     return _Stop()
@@ -96,17 +136,29 @@ async def complete_with_retries(
     retrying = AsyncRetrying(
         stop=_stop_for(policy, attempts) | stop_after_delay(policy.max_total_seconds),
         wait=_wait_for(policy),
-        retry=retry_if_exception(_is_retryable),
+        retry=retry_if_exception(_retry_for(attempts)),
         reraise=True,
     )
     try:
         async for attempt in retrying:
             with attempt:
-                completion = await _one_attempt(backend, request, attempts)
+                completion = await _one_attempt(backend, reply_budget(request, attempts), attempts)
     except JudgeCallError as exc:
         exc.attempts = list(attempts)
         raise
     return completion, attempts
+
+
+def _truncated(request: JudgeRequest, completion: Completion) -> ReplyTruncated | None:
+    """The error of a reply cut at its budget, or None for a whole reply."""
+    if completion.finish_reason not in TRUNCATED_REASONS:
+        return None
+    used = "" if completion.completion_tokens is None else f" after {completion.completion_tokens}"
+    return ReplyTruncated(
+        f"the judge's reply was cut at its max_tokens budget of {request.params.max_tokens}"
+        f"{used} tokens (finish reason {completion.finish_reason!r}, {len(completion.text)} "
+        "characters): a cut reply is never parsed"
+    )
 
 
 async def _one_attempt(
@@ -115,8 +167,13 @@ async def _one_attempt(
     started_at = datetime.now(UTC)
     start = time.perf_counter()
     number = len(attempts) + 1
+    #: the budget, recorded where it is not the request's own (a cut reply's retry)
+    budget = request.params.max_tokens if _truncations(attempts) else None
     try:
         completion = await backend.complete(request)
+        cut = _truncated(request, completion)
+        if cut is not None:
+            raise cut
     except JudgeCallError as exc:
         attempts.append(
             Attempt(
@@ -127,6 +184,7 @@ async def _one_attempt(
                 status_code=exc.status_code,
                 error=str(exc)[:500],
                 retry_after=exc.retry_after,
+                max_tokens=budget,
             )
         )
         raise
@@ -136,6 +194,7 @@ async def _one_attempt(
             started_at=started_at,
             latency_ms=(time.perf_counter() - start) * 1000,
             outcome="ok",
+            max_tokens=budget,
         )
     )
     return completion

@@ -22,6 +22,7 @@ UnscoredReason = Literal[
     "judge_auth",
     "judge_error",
     "context_overflow",
+    "reply_truncated",
 ]
 
 

@@ -114,7 +114,8 @@ class OllamaBackend:
         """Send one chat request with the reply schema as ``format``; one attempt only.
 
         The reply is streamed and read within the backend's limits; a stream that ends
-        before its ``done`` part raises, and its text is not used.
+        before its ``done`` part raises, and its text is not used. The ``done_reason``
+        is kept (``length``: cut at ``num_predict``, never parsed: ``judge.retry``).
         """
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         text: list[str] = []
@@ -139,6 +140,7 @@ class OllamaBackend:
             prompt_tokens=last.prompt_eval_count,
             completion_tokens=last.eval_count,
             response_format="json_schema",
+            finish_reason=getattr(last, "done_reason", None),
         )
 
     async def digest(self) -> str | None:

@@ -3,7 +3,9 @@
 Chunks carry pieces of the reply (``delta.content``), their log-probabilities, and at
 the end a ``finish_reason`` and, with ``stream_options.include_usage``, the token usage.
 A stream that ends without a ``finish_reason`` was cut: it raises, and nothing of it is
-parsed. A server that ignores ``stream`` and answers one JSON body is read as such.
+parsed; the ``finish_reason`` is kept with the completion (``length``: cut at the
+budget, which ``judge.retry`` never lets reach the parser). A server that ignores
+``stream`` and answers one JSON body is read as such.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def completion_of(response: Any, form: str, model: str, logprobs_of: Any) -> Com
         completion_tokens=getattr(usage, "completion_tokens", None),
         response_format=form,
         logprobs=logprobs_of(choices[0]) if choices else None,
+        finish_reason=getattr(choices[0], "finish_reason", None) if choices else None,
     )
 
 
@@ -83,6 +86,8 @@ class _Reply:
         self.has_logprobs = False
         self.model, self.fingerprint, self.usage = model, None, None
         self.finished = False
+        #: the server's ``finish_reason`` (``length``: cut at the budget)
+        self.finish_reason: str | None = None
         self.chunks = 0
 
     def add(self, chunk: ChatCompletionChunk, logprobs_of: Any) -> None:
@@ -98,7 +103,9 @@ class _Reply:
             if tokens:
                 self.has_logprobs = True
                 self.tokens.extend(tokens)
-            self.finished = self.finished or bool(getattr(choice, "finish_reason", None))
+            reason = getattr(choice, "finish_reason", None)
+            if reason:
+                self.finished, self.finish_reason = True, str(reason)
 
 
 async def read_stream(
@@ -144,4 +151,5 @@ async def read_stream(
         completion_tokens=getattr(usage, "completion_tokens", None),
         response_format=form,
         logprobs=tuple(reply.tokens) if reply.has_logprobs else None,
+        finish_reason=reply.finish_reason,
     )
