@@ -42,6 +42,7 @@ __all__ = [
     "allowed_hosts",
     "refusal",
     "resolve_target",
+    "verify_peer",
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -184,9 +185,9 @@ class PeerMismatch(httpx.TransportError):
     """The connection reached another address than the one that was checked."""
 
 
-def _peer_check(pinned: str) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
-    """An httpcore ``trace`` hook that refuses a new connection whose peer is not ``pinned``
-    (before the request is written to it)."""
+def verify_peer(pinned: str) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
+    """An httpcore ``trace`` hook that closes and refuses a new connection whose peer is
+    not ``pinned``, before the request is written to it."""
     expected = ipaddress.ip_address(pinned)
 
     async def trace(event: str, info: dict[str, Any]) -> None:
@@ -223,7 +224,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         request.extensions = {
             **request.extensions,
             "sni_hostname": target.host,
-            "trace": _peer_check(target.pinned),
+            "trace": verify_peer(target.pinned),
         }
         return await self._inner.handle_async_request(request)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +30,8 @@ class Receiver:
     #: seconds to hold the n-th request before answering
     delay: Callable[[int], float] = lambda n: 0.0
     requests: int = 0
+    #: the ``Host`` header of every request, in arrival order
+    hosts: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def delivered(self) -> list[dict[str, Any]]:
@@ -55,6 +58,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             with receiver.lock:
                 n = receiver.requests
                 receiver.requests += 1
+                receiver.hosts.append(self.headers.get("host", ""))
             status = receiver.status(n)
             try:
                 assert receiver.secret is not None
@@ -76,12 +80,16 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def receiving() -> Iterator[Receiver]:
-    """A receiver on a free loopback port for the duration of the block."""
+def receiving(*, tls: ssl.SSLContext | None = None) -> Iterator[Receiver]:
+    """A receiver on a free loopback port for the duration of the block; with ``tls`` (a
+    server context) it speaks HTTPS."""
     receiver = Receiver()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
     server.daemon_threads = True
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    scheme = "https" if tls is not None else "http"
+    receiver.url = f"{scheme}://127.0.0.1:{server.server_address[1]}/hook"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

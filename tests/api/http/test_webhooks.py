@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 
 from storage import Store
+from tests.support.network import hook_network
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
 
@@ -80,6 +82,37 @@ async def test_private_and_metadata_targets_are_refused(
         )
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == "url"
+
+
+#: IPv6 forms that reach IPv4 loopback, private or metadata addresses, and site-local
+IPV6_FORMS = {
+    "http://[::127.0.0.1]/hook": "IPv4-compatible",
+    "http://[::ffff:127.0.0.1]/hook": "loopback",
+    "http://[::ffff:0:127.0.0.1]/hook": "IPv4-translated form of 127.0.0.1, loopback",
+    "http://[64:ff9b::127.0.0.1]/hook": "NAT64 form of 127.0.0.1, loopback",
+    "http://[64:ff9b::169.254.169.254]/hook": "NAT64 form of 169.254.169.254, link-local",
+    "http://[64:ff9b:1::a00:7]/hook": "local-use NAT64",
+    "http://[2002:7f00:1::1]/hook": "6to4 form of 127.0.0.1, loopback",
+    "http://[2002:a9fe:a9fe::1]/hook": "6to4 form of 169.254.169.254, link-local",
+    "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook": "Teredo",
+    "http://[fec0::1]/hook": "site-local",
+    "http://[fd00::1]/hook": "unique local",
+}
+
+
+async def test_ipv6_transition_and_site_local_targets_are_refused(
+    api_client: Any, tokens: Any
+) -> None:
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        for url, why in IPV6_FORMS.items():
+            response = await client.post(
+                "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
+            )
+            assert response.status_code == 422, (url, response.text)
+            [error] = response.json()["errors"]
+            assert error["field"] == "url" and why in response.text, (url, response.text)
+        assert (await client.get("/v1/webhooks", headers=admin)).json()["items"] == []
 
 
 async def test_a_signed_delivery_carries_ids_and_verdicts_only(
@@ -192,3 +225,64 @@ async def test_a_public_target_is_registered_and_its_secret_shown_once(
         assert created.json()["secret"].startswith("whsec_")
         listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
         assert listed[0]["secret"] is None and listed[0]["events"] == ["regrade.finished"]
+
+
+async def _attempts(client: Any, headers: Any, webhook_id: str) -> list[Any]:
+    answer = await client.get(f"/v1/webhooks/{webhook_id}/deliveries", headers=headers)
+    return [a for d in answer.json()["items"] for a in d["attempts"]]
+
+
+async def test_a_name_that_rebinds_to_loopback_never_gets_a_request(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TTL-0 name answering a public address and loopback in turn: each send resolves
+    it once and goes to the address it checked, so the loopback receiver hears nothing."""
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    network = hook_network(monkeypatch)
+    public = "93.184.215.14"
+    network.answers["rebind.test"] = lambda n: public if n % 2 == 0 else "127.0.0.1"
+    with receiving() as receiver:
+        port = int(receiver.url.rsplit(":", 1)[1].split("/")[0])
+        async with api_client(**{**FAST, "webhook_retry_seconds": 0.02}) as client:
+            created = await client.post(
+                "/v1/webhooks",
+                json={"url": f"http://rebind.test:{port}/hook", "events": ["grading.completed"]},
+                headers=admin,
+            )
+            assert created.status_code == 201, created.text  # its lookup answered public
+            webhook_id = created.json()["id"]
+            await _grade(client, agent)
+            for _ in range(400):
+                if len(await _attempts(client, admin, webhook_id)) >= 6:
+                    break
+                await asyncio.sleep(0.05)
+            attempts = await _attempts(client, admin, webhook_id)
+        assert receiver.requests == 0
+        assert len(attempts) >= 6
+        errors = [a["error"] for a in attempts]
+        assert any("127.0.0.1 (loopback)" in e for e in errors)  # refused at its check
+        assert (public, port) in network.refused  # the others went to the public address
+        assert {host for host, _ in network.refused} == {public}
+        sends = network.lookups["rebind.test"] - 1  # the registration's lookup aside
+        assert len(attempts) <= sends <= len(attempts) + 1  # one lookup a send
+
+
+async def test_a_slow_receiver_does_not_delay_another_endpoint(
+    api_client: Any, tokens: Any
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    with receiving() as slow, receiving() as fast:
+        slow.delay = lambda n: 2.0
+        async with api_client(**FAST) as client:
+            await _register(client, admin, slow)
+            await _register(client, admin, fast)
+            delays = []
+            for n in range(4):
+                await _grade(client, agent, n)
+                graded = time.monotonic()
+                await _until(lambda n=n: len(fast.delivered()) > n, seconds=10)
+                delays.append(time.monotonic() - graded)
+            # one lane per endpoint: each fast delivery within a few polls (0.05 s), not
+            # after the slow receiver's 2 s
+            assert max(delays) < 0.8, delays
+            assert slow.requests <= 2  # the slow one is still on its first events

@@ -1,0 +1,61 @@
+"""The webhook delivery worker: each endpoint's circuit breaker, over all its deliveries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.service.settings import Settings
+from api.service.webhook_delivery import WebhookDelivery
+from storage import Store
+from tests.conftest import Clock
+from tests.support.webhook_receiver import receiving
+
+
+async def _deliveries(store: Store, endpoint_id: str) -> dict[str, Any]:
+    views = await store.webhooks.deliveries(endpoint_id)
+    return {v.delivery.payload["data"]["regrade_job_id"]: v for v in views}
+
+
+async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endpoint(
+    store: Store, clock: Clock, database_url: str
+) -> None:
+    """Two failures in a row open it: once the first delivery is dead-lettered, the next
+    one waits for the circuit, not for its own (first) attempt; a 2xx closes it."""
+    settings = Settings(
+        database_url=database_url,
+        webhook_allow_hosts="127.0.0.1",
+        webhook_retry_seconds=1,
+        webhook_circuit_failures=2,
+        webhook_give_up_seconds=2.5,
+    )
+    with receiving() as receiver:
+        receiver.status = lambda n: 500
+        endpoint = await store.webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        for job in ("j1", "j2"):
+            async with store.db.write() as session:
+                await store.db.audit(
+                    session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
+                    actor="t", payload={"state": "done", "counts": {}},
+                )  # fmt: skip
+        delivery = WebhookDelivery(store, settings)
+        assert await delivery.deliver_due() == 1 and receiver.requests == 1  # j1 fails
+        assert await delivery.deliver_due() == 0  # j1 in backoff, j2 behind it
+        clock.advance(1.1)
+        await delivery.deliver_due()  # j1's second failure in a row opens the circuit
+        [state] = [e for e in await store.webhooks.endpoints() if e.id == endpoint.id]
+        assert state.consecutive_failures == 2 and state.circuit_open_until is not None
+        clock.advance(2.1)
+        await delivery.deliver_due()  # j1 fails once more, too old: dead; open for 2 s
+        assert (await _deliveries(store, endpoint.id))["j1"].delivery.state == "dead"
+        assert receiver.requests == 3
+        clock.advance(1.0)  # j2 has been due all along, but the circuit is open
+        assert await delivery.deliver_due() == 0 and receiver.requests == 3
+        receiver.status = lambda n: 200
+        clock.advance(1.1)
+        assert await delivery.deliver_due() == 1  # the probe: delivered, circuit closed
+        j2 = (await _deliveries(store, endpoint.id))["j2"]
+        assert j2.delivery.state == "delivered" and len(j2.attempts) == 1
+        [state] = [e for e in await store.webhooks.endpoints() if e.id == endpoint.id]
+        assert state.consecutive_failures == 0 and state.circuit_open_until is None
