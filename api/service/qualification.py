@@ -150,13 +150,18 @@ class Qualifications:
     ) -> tuple[GradingResult, bool]:
         """The result (sampled for review if provisional), and whether it is provisional.
 
-        Under the pass policy ``qualified`` (the default) a pass by a provisional judge
-        is held for a human: it gets the review reason ``judge_not_qualified``."""
-        if result.status != "graded" or rubric is None:
-            return result, False
+        Every grading of a judge no calibration run qualified is provisional, unscored
+        ones too, so none is ever counted as a qualified judge's; without its rubric the
+        judge's identity cannot be looked up, so it is provisional as well. Under the
+        pass policy ``qualified`` (the default) a pass by a provisional judge is held
+        for a human: it gets the review reason ``judge_not_qualified``."""
+        if rubric is None:
+            return result, True
         choice = asking_choice(self.settings, judge_spec, rubric)
-        reasons = list(result.review_reasons)
         provisional = not await self.qualified(judge_spec, result.rubric_version, choice)
+        if result.status != "graded":
+            return result, provisional
+        reasons = list(result.review_reasons)
         if provisional and in_review_sample(grading_id, self.settings.provisional_review_rate):
             reasons.append(ReviewReason.PROVISIONAL_SAMPLE)
         passed = result.outcome is not None and result.outcome.passed

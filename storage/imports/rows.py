@@ -105,7 +105,10 @@ def _answers(grading_id: str, attempt: SregymAttempt) -> list[AnswerRecord]:
 def sregym_grading(
     attempt: SregymAttempt, submission_id: str, *, rubric: Rubric, at: datetime
 ) -> tuple[GradingRecord, list[AnswerRecord]]:
-    """SREGym's verdict as a current grading of the external judge ``sregym``."""
+    """SREGym's verdict as a current grading of the external judge ``sregym``.
+
+    Provisional: SREGym's judge ran outside this service and no calibration run can
+    qualify it, so its verdicts are never counted as a qualified judge's."""
     grading = GradingRecord(
         id=new_id(),
         submission_id=submission_id,
@@ -114,6 +117,7 @@ def sregym_grading(
         judge_spec=SREGYM_JUDGE_SPEC,
         judge_backend="external",
         judge_model="sregym",
+        provisional=True,
         created_at=at,
         graded_at=at,
     )
