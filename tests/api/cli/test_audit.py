@@ -14,7 +14,8 @@ from api.cli.main import main
 from api.service.checkpoints import checkpoint_target, read_checkpoints
 from api.service.settings import Settings
 from storage import Store
-from tests.storage.audit_helpers import AUDIT, GRADINGS, execute, workload
+from storage.audit import ROWS
+from tests.storage.audit_helpers import AUDIT, GRADINGS, execute, rehash_from, rows, workload
 
 
 async def audit(
@@ -134,3 +135,27 @@ async def test_an_unreadable_checkpoint_file_is_bad_usage(
     file.write_text("not json\n")
     done = await audit(database_url, "verify", "--checkpoint", str(file))
     assert done.exit_code == 2 and "line 1" in done.output
+
+
+async def test_backfill_adopts_what_an_older_version_wrote(store: Store, database_url: str) -> None:
+    """Records written before the log covered them fail verify until `audit backfill`."""
+    await workload(store)
+    await execute(
+        store.engine,
+        *(
+            update(AUDIT)
+            .where(AUDIT.c.seq == row.seq)
+            .values(payload={k: v for k, v in row.payload.items() if k != ROWS})
+            for row in await rows(store.engine)
+        ),
+    )
+    await rehash_from(store.engine, 1, store.db.chain_key)
+    refused = await audit(database_url, "verify")
+    assert refused.exit_code == 1
+    assert "records written before the audit log covered them" in refused.output
+    adopted = await audit(database_url, "backfill")
+    assert adopted.exit_code == 0, adopted.output
+    assert "adopted 0 legacy rows, 0 gradings and" in adopted.output
+    intact = await audit(database_url, "verify")
+    assert intact.exit_code == 0, intact.output
+    assert "older records not covered" not in intact.output

@@ -10,13 +10,17 @@ from typing import Any
 import httpx
 import pytest
 import respx
+from sqlalchemy.engine import make_url
 
 from api.service.checkpoints import (
     Checkpointer,
     append_checkpoint,
+    checkpoint_target,
+    default_checkpoint_file,
     publish_checkpoint,
     read_checkpoints,
 )
+from api.service.settings import Settings
 from storage import CheckpointError, Store, check_checkpoint
 from storage.audit import sign_checkpoint
 from storage.canonical import utcnow
@@ -102,3 +106,29 @@ async def test_serve_writes_checkpoints_to_the_configured_file(
         assert created.status_code == 201
     found = read_checkpoints(path)
     assert found and found[-1].rows >= 2  # the admin token, the rubric versions, the new token
+
+
+async def test_serve_writes_checkpoints_by_default(
+    api_client: Any, tokens: Any, database_url: str
+) -> None:
+    """Without SRE_JUDGE_AUDIT_CHECKPOINT, checkpoints go to the default file: beside a
+    SQLite database, beside the service key for PostgreSQL; ``off`` turns them off."""
+    settings = Settings(database_url=database_url)
+    path = Path(checkpoint_target(settings) or "")
+    expected = default_checkpoint_file(database_url, settings.secret_key_file)
+    assert path == expected and path.name.endswith(".checkpoints.jsonl")
+    if database_url.startswith("sqlite"):
+        assert path == Path(make_url(database_url).database + ".checkpoints.jsonl")
+    else:
+        assert path.parent == settings.secret_key_file.parent
+    admin = await tokens("admin")
+    async with api_client(audit_checkpoint_seconds=3600) as client:
+        created = await client.post(
+            "/v1/tokens", headers=admin, json={"name": "a", "role": "submitter"}
+        )
+        assert created.status_code == 201
+    found = read_checkpoints(path)
+    assert found and found[-1].rows >= 2
+    assert checkpoint_target(Settings(database_url=database_url, audit_checkpoint="off")) is None
+    memory = Settings(database_url="sqlite+aiosqlite:///:memory:")
+    assert checkpoint_target(memory) is None
