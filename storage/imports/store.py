@@ -91,6 +91,7 @@ class ImportRepository:
             actor=s.submitted_by,
             payload=payload,
             covers=[grading_id] if grading_id else (),
+            rows=[s],
         )
 
     async def sregym(
@@ -174,7 +175,6 @@ class ImportRepository:
         strict: bool = False,
         progress: ImportProgress | None = None,
     ) -> ImportReport:
-            rows=[s],
         """Store historic submissions, each with a pending grading by ``rubric`` and ``judge``.
 
         ``judge`` is ``(spec, backend, model)``. With ``strict``, any problem raises
