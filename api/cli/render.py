@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from judge.review_reasons import hold_explanation
@@ -22,10 +23,24 @@ def _answer_cell(answer: dict[str, Any]) -> str:
 
 
 def _verified_cell(answer: dict[str, Any]) -> str:
+    """Whether the quote is in the diagnosis and, where it is not, why it does not count;
+    a found quote is not green beside a yes that code vetoed or flagged."""
     verified = answer.get("evidence_verified")
     if verified is None:
         return "-"
-    return "[green]found[/green]" if verified else "[yellow]not found[/yellow]"
+    if not verified:
+        reason = answer.get("evidence_reason") or "not in the diagnosis"
+        return f"[yellow]not found[/yellow]: {escape(reason)}"
+    return "found" if answer.get("veto") else "[green]found[/green]"
+
+
+def _veto_cell(answer: dict[str, Any]) -> str:
+    """The check in code that vetoed or flagged the judge's yes, and what it looked for."""
+    veto = answer.get("veto")
+    if not veto:
+        return ""
+    style = "red" if veto["effect"] == "vetoed" else "yellow"
+    return f"[{style}]{veto['effect']}[/{style}] {escape(veto['check'])}: {escape(veto['reason'])}"
 
 
 def render_grading(grading: dict[str, Any], console: Console) -> None:
@@ -41,15 +56,16 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
             console.print(grading["detail"], markup=False)
         return
     table = Table(show_lines=False)
-    for column in ("question", "answer", "evidence", "quote"):
+    for column in ("question", "answer", "evidence", "quote", "check in code"):
         table.add_column(column, overflow="fold")
     for answer in grading["answers"]:
         evidence = answer["evidence"] or answer.get("reasoning") or ""
         table.add_row(
             answer["question_id"],
             _answer_cell(answer),
-            evidence[:160],
+            escape(evidence[:160]),
             _verified_cell(answer),
+            _veto_cell(answer),
         )
     console.print(table)
     dims = "  ".join(f"{d['id']} {d['yes']}/{d['total']}" for d in grading["dimensions"])

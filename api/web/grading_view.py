@@ -14,10 +14,23 @@ from judge.rubric import Rubric
 __all__ = [
     "GroundTruthView",
     "QuestionRow",
+    "QuoteState",
     "changed_since",
     "grading_page_context",
+    "quote_state",
     "verdict_label",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteState:
+    """How a question card shows its quote: ``verified`` (found, backs the answer),
+    ``overruled`` (found, but a check in code vetoed or flagged the yes), ``unverified``
+    (not found, or no quote where a yes needs one) or ``quoted`` (not checked), with a
+    sentence saying which and why."""
+
+    kind: str
+    note: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +43,8 @@ class QuestionRow:
     dimension_id: str
     dimension_name: str
     answer: AnswerPublic | None
+    #: how the card shows the answer's quote; None where there is nothing to show
+    quote: QuoteState | None = None
 
 
 @dataclass
@@ -51,18 +66,52 @@ def verdict_label(grading: GradingPublic) -> str:
     return "PASS" if grading.passed else "FAIL"
 
 
+def quote_state(answer: AnswerPublic, *, requires_quote: bool | None) -> QuoteState | None:
+    """How one answer's quote reads on its card: the same quote reads the same on every
+    card citing it (one check per quote); where the answer differs, the card says why."""
+    veto = answer.veto
+    unneeded = " (this question asks for no quote)" if requires_quote is False else ""
+    if answer.evidence_verified is False:
+        reason = answer.evidence_reason or "the quote does not occur in the diagnosis"
+        return QuoteState("unverified", f"NOT verified: {reason}{unneeded}")
+    if not answer.evidence:
+        return None
+    if answer.evidence_verified is None:
+        if requires_quote is False:
+            return QuoteState("quoted", "not checked: this question asks for no quote")
+        return QuoteState("quoted", "not checked")
+    if veto is not None:
+        what = "vetoed the yes" if veto.effect == "vetoed" else "flagged the yes"
+        return QuoteState("overruled", f"found in the diagnosis, but {veto.check} {what}")
+    return QuoteState("verified", f"found in the diagnosis{unneeded}")
+
+
 def _questions(grading: GradingPublic, rubric: Rubric | None) -> list[QuestionRow]:
     answers = {a.question_id: a for a in grading.answers}
     if rubric is None:
         return [
-            QuestionRow(a.question_id, a.question_id, "", a.dimension_id, a.dimension_id, a)
+            QuestionRow(
+                a.question_id,
+                a.question_id,
+                "",
+                a.dimension_id,
+                a.dimension_id,
+                a,
+                quote_state(a, requires_quote=None),
+            )
             for a in grading.answers
         ]
-    return [
-        QuestionRow(q.id, q.text, q.hint, d.id, d.name, answers.get(q.id))
-        for d in rubric.dimensions
-        for q in d.questions
-    ]
+    rows = []
+    for d in rubric.dimensions:
+        for q in d.questions:
+            answer = answers.get(q.id)
+            quote = (  # a submitter's view of an answer has no quote
+                quote_state(answer, requires_quote=q.requires_quote)
+                if isinstance(answer, AnswerPublic)
+                else None
+            )
+            rows.append(QuestionRow(q.id, q.text, q.hint, d.id, d.name, answer, quote))
+    return rows
 
 
 #: how a quote is marked: checked and found, checked and not found, or not checked (the
@@ -74,8 +123,9 @@ def _marks(grading: GradingPublic, truth: GroundTruthView | None) -> list[Mark]:
     marks = []
     for a in grading.answers:
         kind = _EVIDENCE_KIND[a.evidence_verified]
+        label = f"{a.question_id} ({a.veto.check} {a.veto.effect})" if a.veto else a.question_id
         for passage in evidence_passages(a.evidence):
-            marks.append(Mark(passage, kind, a.question_id))
+            marks.append(Mark(passage, kind, label))
     if truth is not None:
         for value in (*truth.components, *truth.values):
             marks.append(Mark(value, "grounding", "ground truth"))

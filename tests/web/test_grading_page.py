@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -45,21 +46,53 @@ async def test_the_page_shows_ground_truth_beside_the_diagnosis_with_evidence_ma
         assert "judge.call" in page
 
 
-async def test_a_quote_the_rubric_does_not_check_is_not_called_missing(
+def _card(page: str, question: str) -> str:
+    """The HTML of one question's card."""
+    return page.split(f'id="q-{question}"', 1)[1].split('<section class="card', 1)[0]
+
+
+async def test_one_quote_reads_the_same_on_every_card_citing_it(
     api_client: Any, tokens: Any
 ) -> None:
-    # D1-Q3 ("avoids naming another component") asks for no quote: its evidence is not
-    # checked, and the page must not say "NOT found" about text that is in the diagnosis
+    # D1-Q3 ("avoids naming another component") asks for no quote; the same quote that
+    # backs D1-Q2 is found for it too, and the card says the question needs none
     agent, adj = await tokens("submitter"), await tokens("adjudicator", "Ada")
     async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
         grading = await graded(c, agent)
         await sign_in(c, adj)
         page = (await c.get(f"/gradings/{grading['id']}")).text
-        section = page.split('id="q-D1-Q3"', 1)[1].split('id="q-D2-Q1"', 1)[0]
-        assert "not checked: this question asks for no quote" in section
-        assert "NOT found in the diagnosis" not in section
-        verified = page.split('id="q-D1-Q2"', 1)[1].split('id="q-D1-Q3"', 1)[0]
+        unneeded = _card(page, "D1-Q3")
+        assert "found in the diagnosis (this question asks for no quote)" in unneeded
+        assert "NOT" not in unneeded and "ev-verified" in unneeded
+        verified = _card(page, "D1-Q2")
         assert "found in the diagnosis" in verified and "ev-verified" in verified
+
+
+async def test_a_vetoed_or_unquoted_yes_says_why_on_its_own_card(
+    api_client: Any, tokens: Any
+) -> None:
+    unnamed = "The frontend fails: the USER_PORT variable is 9999 instead of 8086."
+    quote = "the USER_PORT variable is 9999"
+    reply = json.loads(sregym_reply(set(IDS), evidence=quote).strip("`json\n"))
+    for item in reply:
+        item["evidence"] = "" if item["id"] == "D3-Q2" else quote
+    adj = await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(json.dumps(reply))) as c:
+        grading = await graded(c, adj, unnamed)
+        await sign_in(c, adj)
+        page = (await c.get(f"/gradings/{grading['id']}")).text
+    vetoed = _card(page, "D1-Q1")
+    assert 'data-testid="veto-D1-Q1"' in vetoed
+    assert "Vetoed by <code>grounding.component</code>" in vetoed
+    assert "the diagnosis does not name deployment/user-service" in vetoed
+    assert "The judge&#39;s yes counts as no." in vetoed
+    assert "ev-verified" not in vetoed and "ev-overruled" in vetoed
+    empty = _card(page, "D3-Q2")
+    assert 'data-testid="quote-D3-Q2"' in empty and "ev-unverified" in empty
+    assert "NOT verified: the judge quoted nothing from the diagnosis" in empty
+    assert "Flagged by <code>evidence.empty</code>" in empty
+    assert "veto-" not in _card(page, "D2-Q1")
+    assert 'data-testid="detail"' in page and "grounding vetoed D1-Q1" in page
 
 
 async def test_overriding_one_answer_flips_the_verdict_and_joins_the_history(
