@@ -46,7 +46,9 @@ _GROUP_PARAM = {
 
 @dataclass(frozen=True, slots=True)
 class ChartRow:
-    """One bar: ``successes`` of ``n`` (rate None when n is 0), its interval, its link."""
+    """One bar: ``successes`` of ``n``, its interval, its link. The rate is None when n
+    is 0, or when it is undefined for n > 0 (a kappa where one side gave a single
+    answer); the chart then says ``undefined · n N`` with the same n as the table."""
 
     label: str
     successes: int

@@ -4,6 +4,7 @@ the gradings behind it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.support.judge_server import sregym_reply
@@ -90,6 +91,47 @@ async def test_agreement_shows_kappa_per_question_after_a_blind_label(
         page = (await c.get("/reports/agreement")).text
         assert 'data-testid="kappa-chart"' in page and "judge&#39;s own answers" in page
         assert "<td>question</td><td>D1-Q1</td>" in page and "1.000" in page
+
+
+def _chart_counts(page: str, testid: str) -> dict[str, int]:
+    """Each chart row's label -> the n its figures show."""
+    chart = page.split(f'data-testid="{testid}"', 1)[1].split("</figure>", 1)[0]
+    rows = re.findall(r'<g class="row" data-label="([^"]*)">(.*?)</g>', chart, flags=re.S)
+    counts = {}
+    for label, body in rows:
+        figures = re.search(r'<text class="figures"[^>]*>([^<]*)</text>', body)
+        assert figures is not None, body
+        shown = re.search(r"\bn (?:= )?(\d+)|\d+/(\d+)", figures.group(1))
+        assert shown is not None, f"{label}: no n in {figures.group(1)!r}"
+        counts[label] = int(shown.group(1) or shown.group(2))
+    return counts
+
+
+def _table_counts(page: str, testid: str, levels: tuple[str, ...]) -> dict[str, int]:
+    """Each table row's item -> its n, for the levels the chart draws."""
+    table = page.split(f'data-testid="{testid}"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r'<tr><td>([^<]*)</td><td>([^<]*)</td><td class="num">(\d+)</td>', table)
+    return {item: int(n) for level, item, n in rows if level in levels}
+
+
+async def test_the_agreement_chart_counts_the_same_n_as_its_table(
+    api_client: Any, tokens: Any
+) -> None:
+    # one labelled grading: every kappa is undefined at n = 1, which the chart called n = 0
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(FAIL)) as c:  # a fail: no pass held for a human
+        grading = await _submit(c, agent, "alpha", "s1")
+        csrf = await sign_in(c, ada)
+        labels = {f"q-{q}": "yes" for q in IDS}
+        done = await c.post(f"/gradings/{grading}/label", data={"_csrf": csrf, **labels})
+        assert done.status_code == 200, done.text
+        page = (await c.get("/reports/agreement")).text
+    drawn = _chart_counts(page, "kappa-chart")
+    table = _table_counts(page, "agreement-table", ("question", "verdict", "answers"))
+    assert drawn and set(IDS) <= set(drawn)
+    assert drawn == table
+    assert {drawn[q] for q in IDS} == {1}
+    assert "undefined · n 1" in page
 
 
 async def test_a_submitter_gets_403_on_every_report_page(api_client: Any, tokens: Any) -> None:

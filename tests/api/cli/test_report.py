@@ -76,6 +76,29 @@ async def test_reports_as_table_json_csv_and_charts(
     assert svg.read_text().lstrip().startswith("<?xml")
 
 
+async def test_the_charts_count_the_same_n_as_the_tables(engine: AsyncEngine) -> None:
+    """What ``--chart`` draws beside ``k/n`` is the n of the table's rows, group by group."""
+    from api.service.reports.charts import question_bars, rate_bars
+    from api.service.reports.rates import question_report
+    from api.service.reports.tables import question_table
+
+    store = Store(engine)
+    await add_many(store, {"pass": 1}, agent="one")  # n = 1 as well as larger groups
+    await _seed(engine)
+    rates = await pass_rate_report(store, ReportFilter(), group_by=["agent"])
+    table = pass_rate_table(rates)
+    n = table.columns.index("n")
+    in_table = {row[0]: row[n] for row in table.rows if row[0] != "(all)"}
+    drawn = {bar.label: bar.n for bar in rate_bars(rates.groups)}
+    assert drawn == in_table and drawn["one"] == 1
+    assert {bar.successes for bar in rate_bars(rates.groups) if bar.label == "one"} == {1}
+    questions = await question_report(store, ReportFilter())
+    q_table = question_table(questions)
+    q, qn = q_table.columns.index("question"), q_table.columns.index("n")
+    assert [bar.n for bar in question_bars(questions.questions)] == [r[qn] for r in q_table.rows]
+    assert [bar.label for bar in question_bars(questions.questions)] == [r[q] for r in q_table.rows]
+
+
 async def test_report_csv_has_a_header_and_full_precision(engine: AsyncEngine) -> None:
     await _seed(engine)
     report = await pass_rate_report(Store(engine), ReportFilter(), group_by=["agent"])
