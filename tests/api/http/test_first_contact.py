@@ -1,4 +1,5 @@
-"""First contact: `serve` says which judge it uses and whether it answered; /readyz says where."""
+"""First contact: `serve` says which judge it uses, where, and whether it answered; /readyz
+says whether it answered (and where, to an admin)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import httpx
 import pytest
 
 from tests.support.judge_server import running_judge_server
-from tests.support.service_process import serving
+from tests.support.service_process import cli, serving
 
 pytestmark = pytest.mark.slow  # real `sre-judge serve` processes, about 25 s each
 
@@ -44,7 +45,7 @@ def test_serve_names_an_unreachable_judge_its_address_and_the_setting(
     )
     assert ready.status_code == 503
     body = ready.json()["judge"]
-    assert body["address"] == "http://127.0.0.1:9/v1"
+    assert "address" not in body and "127.0.0.1:9" not in ready.text  # said on stderr only
     assert body["setting"] == "SRE_JUDGE_JUDGE" and body["reason"] == "judge_unavailable"
     assert SECRET not in ready.text and SECRET not in log.read_text(errors="replace")
 
@@ -56,9 +57,13 @@ def test_serve_says_when_the_judge_answered(database_url: str, tmp_path: Path) -
             "SRE_JUDGE_DATABASE_URL": database_url,
             "SRE_JUDGE_JUDGE": f"ollama:m@{judge.ollama_url}",
         }
+        created = cli("tokens", "create", "--role", "admin", "--name", "ops", env=env)
+        admin = {"Authorization": f"Bearer {created.stdout.strip()}"}
         with serving(env, log) as service:
             ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
+            for_admin = httpx.get(f"{service.url}/readyz", headers=admin, timeout=10).json()
     assert _log_line(log, "judge: ") == (
         f"judge: ollama:m at {judge.ollama_url} answered (set SRE_JUDGE_JUDGE to change it)"
     )
-    assert ready["judge"]["ok"] is True and ready["judge"]["address"] == judge.ollama_url
+    assert ready["judge"]["ok"] is True and "address" not in ready["judge"]
+    assert for_admin["judge"]["address"] == judge.ollama_url  # an admin sees where

@@ -27,6 +27,7 @@ from tests.support.submissions import DIAGNOSIS, TRUTH
 OLD = "ollama:qwen2.5:7b-instruct@http://127.0.0.1:9"
 OLD_NAME = "ollama:qwen2.5:7b-instruct"
 NEW = "scripted:pass"
+UNREACHABLE = "judge_unavailable: judge unreachable (connection error)"
 #: the first app: the judge never answers, a failed grading waits a minute
 WITHOUT_JUDGE = {"judge": OLD, "judge_max_attempts": 1, "judge_retry_seconds": 60}
 
@@ -61,7 +62,7 @@ async def _pending_on_old_judge(api_client: ClientFactory, headers: dict[str, st
         assert grading["status"] == "pending"
         assert grading["judge"] == {"backend": "ollama", "model": "qwen2.5:7b-instruct"}
         # a code and the kind of failure, never the judge client's own message
-        assert grading["pending_reason"] == "judge_unavailable: judge unreachable (connection error)"
+        assert grading["pending_reason"] == UNREACHABLE
     return locations
 
 
@@ -70,9 +71,7 @@ async def _moves(engine: AsyncEngine) -> list[dict[str, Any]]:
     sql = "SELECT actor, payload FROM audit_log WHERE event = 'grading.judge_moved' ORDER BY seq"
     async with engine.connect() as connection:
         rows = (await connection.execute(text(sql))).all()
-    return [
-        {"actor": a, **(json.loads(p) if isinstance(p, str) else p)} for a, p in rows
-    ]
+    return [{"actor": a, **(json.loads(p) if isinstance(p, str) else p)} for a, p in rows]
 
 
 async def _new_judge_calls(engine: AsyncEngine) -> dict[str, int]:
