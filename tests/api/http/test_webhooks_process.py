@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -112,3 +113,37 @@ async def test_several_servers_on_one_database_deliver_each_event_once(
         assert sorted(e["data"]["grading_id"] for e in arrived) == sorted(ids)
         assert len(receiver.received) == 12  # no webhook-id twice
         assert await _states(engine) == ["delivered"] * 12
+
+
+async def test_two_processes_and_a_slow_receiver_send_each_event_once(
+    db_backend: str, database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """``serve --processes 2``, three endpoints whose receivers answer in 2.5 s: every
+    event reaches each once, although a dozen sends to one endpoint take 30 s, far longer
+    than one send's lease (the timeout + 10 s)."""
+    if db_backend != "postgres":
+        pytest.skip("several server processes share PostgreSQL")
+    env = {
+        **_env(database_url),
+        "SRE_JUDGE_PROCESSES": "2",
+        "SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS": "4",
+    }
+    assert cli("migrate", env=env).returncode == 0
+    admin, agent = _headers(env, "admin"), _headers(env, "submitter")
+    with ExitStack() as stack:
+        receivers = [stack.enter_context(receiving()) for _ in range(3)]
+        service = stack.enter_context(serving(env, tmp_path / "serve.log"))
+        for receiver in receivers:
+            receiver.delay = lambda n: 2.5
+            _register(service.url, admin, receiver)
+        ids = [_submit(service.url, agent, n) for n in range(12)]
+        for receiver in receivers:
+            await asyncio.to_thread(receiver.wait_for, 12, 120)
+        await asyncio.sleep(3.0)  # time for any second send to show up
+        for receiver in receivers:
+            assert receiver.requests == 12  # no event sent twice
+            assert sorted(e["data"]["grading_id"] for e in receiver.delivered()) == sorted(ids)
+    assert await _states(engine) == ["delivered"] * 36
+    async with engine.connect() as connection:
+        attempts = (await connection.execute(text("SELECT count(*) FROM webhook_attempt"))).scalar()
+    assert attempts == 36  # one attempt each: no send timed out and was retried
