@@ -25,14 +25,23 @@ def gradings_group() -> None:
     """
 
 
+#: the option of each field a refusal names
+_OPTIONS = {"from_judge": "--from", "to_judge": "--to"}
+
+
 def _move_local(data: JudgeMoveRequest) -> JudgeMoveReport:
+    from api.service.errors import InvalidRequest
     from api.service.judge_moves import move_pending_gradings
     from api.service.principal import Principal
 
     async def move() -> JudgeMoveReport:
         async with service_runtime(existing=True) as services:
             cli = Principal(id="cli", name="cli", role="admin")
-            return await move_pending_gradings(services, cli, data)
+            try:
+                return await move_pending_gradings(services, cli, data)
+            except InvalidRequest as exc:
+                hint = _OPTIONS.get(exc.field or "")
+                raise click.BadParameter(exc.detail, param_hint=hint) from None
 
     return run(move())
 
