@@ -30,6 +30,7 @@ __all__ = [
     "ScenarioVersions",
     "Submission",
     "Tag",
+    "Veto",
     "Vote",
 ]
 
@@ -48,6 +49,17 @@ class Vote(_Model):
     call_id: str | None
 
 
+class Veto(_Model):
+    """The check in code that vetoed (the yes counts as no) or flagged (the yes stands, a
+    human should look) a judge's yes, and in words what it looked for."""
+
+    #: ``grounding.component``, ``grounding.origin_consistent``, ``grounding.values``,
+    #: ``grounding.consistent_values``, ``evidence.empty``, ``evidence.not_found``, ...
+    check: str
+    effect: Literal["vetoed", "flagged"]
+    reason: str
+
+
 class Answer(_Model):
     """One question's effective answer beside the judge's."""
 
@@ -58,10 +70,14 @@ class Answer(_Model):
     reasoning: str
     evidence: str
     evidence_verified: bool | None
+    #: why the quote does not back a yes, where ``evidence_verified`` is false
+    evidence_reason: str | None = None
     confidence: float | None
     overridden: bool
     votes: list[Vote] = Field(default_factory=list)
     grounding: str | None = None
+    #: the check in code that vetoed or flagged the judge's yes, or None
+    veto: Veto | None = None
 
 
 class Dimension(_Model):
