@@ -18,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.errors import JudgeUnavailable
-from storage import verify_chain
+from storage import Store, verify_chain
+from storage.keys import ServiceKey
 from tests.api.conftest import ClientFactory
 from tests.support.audit import configured_chain_key
 from tests.support.submissions import DIAGNOSIS, TRUTH
@@ -255,3 +256,25 @@ async def test_a_metric_counts_pending_gradings_by_judge(
     assert f'sre_judge_pending_gradings{{judge="{OLD_NAME}"}} 2.0' in scraped
     assert "127.0.0.1:9" not in scraped
     assert 'sre_judge_pending_gradings{judge="' not in after  # none pending, none listed
+
+
+async def test_a_grading_leased_at_the_restart_moves_when_it_is_claimed(
+    api_client: ClientFactory, tokens: Any, engine: AsyncEngine, service_key: ServiceKey
+) -> None:
+    headers = await tokens("submitter")
+    async with api_client(judge=OLD, start_workers=False) as client:
+        [location] = await _submit(client, headers, 1)
+    # a worker of the old process still holds it (it died, or is still asking the old judge)
+    store = Store(engine, key=service_key)
+    [claim] = await store.queue.claim_pending("old-worker", limit=1, lease_seconds=1)
+
+    new_judge = ScriptedBackend.for_mode("pass")
+    async with api_client(judge=NEW, backends={NEW: new_judge}, lease_seconds=1) as client:
+        [graded] = await _until(client, [location], headers, lambda g: g["status"] != "pending")
+
+    assert graded["status"] == "graded" and graded["judge"]["backend"] == "scripted"
+    [move] = await _moves(engine)
+    assert move["grading_id"] == claim.grading_id and (move["from"], move["to"]) == (OLD, NEW)
+    assert move["actor"] != "old-worker"  # the worker that claimed it after the lease expired
+    assert len(new_judge.requests) == 1
+    assert (await verify_chain(engine, key=configured_chain_key())).ok
