@@ -10,7 +10,7 @@ from rich.table import Table
 
 from judge.review_reasons import hold_explanation
 
-__all__ = ["render_grading"]
+__all__ = ["render_grading", "render_submitter_view"]
 
 
 def _answer_cell(answer: dict[str, Any]) -> str:
@@ -84,3 +84,35 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
         console.print(f"note: {grading['detail']}", markup=False)
     if grading["needs_review"]:
         console.print(f"[yellow]needs review[/yellow]: {', '.join(grading['review_reasons'])}")
+
+
+def render_submitter_view(grading: dict[str, Any], console: Console) -> None:
+    """Print a submitter's view of a grading against a registered scenario: the verdict,
+    and under the ``answers`` view each question's effective answer; nothing else was
+    sent (``SRE_JUDGE_SUBMITTER_VIEW``)."""
+    rubric, judge = grading["rubric"], grading["judge"]
+    console.print(
+        f"rubric [bold]{rubric['id']}[/bold] {rubric['version']}  "
+        f"judge [bold]{judge['backend']}:{judge['model']}[/bold]"
+    )
+    if grading["status"] == "unscored":
+        console.print(f"[bold yellow]UNSCORED[/bold yellow]: {grading['unscored_reason']}")
+        return
+    verdict = "[bold green]PASS[/bold green]" if grading["passed"] else "[bold red]FAIL[/bold red]"
+    if grading.get("held"):
+        verdict = "[bold yellow]HELD[/bold yellow] (a pass waiting for a human)"
+    if grading["view"] != "answers":
+        console.print(f"{verdict}  (the server shows submitters the verdict only)")
+        return
+    table = Table(show_lines=False)
+    for column in ("question", "answer"):
+        table.add_column(column)
+    for answer in grading["answers"]:
+        style = "green" if answer["answer"] == "yes" else "red"
+        table.add_row(answer["question_id"], f"[{style}]{answer['answer']}[/{style}]")
+    console.print(table)
+    dims = "  ".join(f"{d['id']} {d['yes']}/{d['total']}" for d in grading["dimensions"])
+    total = sum(d["total"] for d in grading["dimensions"])
+    console.print(
+        f"{verdict}  {grading['yes_count']}/{total} yes  {dims}  composite {grading['composite']}"
+    )

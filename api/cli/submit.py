@@ -95,7 +95,8 @@ def _submit_one(client: Any, request: dict[str, Any], wait: float) -> dict[str, 
     grading = client.submit(wait=min(wait, _SERVER_WAIT_MAX) or None, **fields)
     if not grading.done and wait > _SERVER_WAIT_MAX:
         grading = client.wait(grading.id, timeout=wait - _SERVER_WAIT_MAX)
-    return dict(grading.model_dump(mode="json"))
+    # what the server sent: a submitter's view leaves fields out, not null
+    return dict(grading.model_dump(mode="json", exclude_unset=True))
 
 
 def _show(grading: dict[str, Any], as_json: bool) -> None:
@@ -104,14 +105,17 @@ def _show(grading: dict[str, Any], as_json: bool) -> None:
         return
     from rich.console import Console
 
-    from api.cli.render import render_grading
+    from api.cli.render import render_grading, render_submitter_view
 
     console = Console()
     if grading["status"] != "graded" and grading["status"] != "unscored":
         console.print(f"grading {grading['id']}: [bold]{grading['status'].upper()}[/bold]")
         return
     console.print(f"grading {grading['id']}")
-    render_grading(grading, console)
+    if grading.get("view", "full") == "full":
+        render_grading(grading, console)
+    else:
+        render_submitter_view(grading, console)
 
 
 @click.command("submit")

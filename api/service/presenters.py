@@ -11,8 +11,10 @@ from api.service.schemas import (
     DimensionPublic,
     GradingCore,
     GradingPublic,
+    GradingRead,
     OverridePublic,
     SubmissionPublic,
+    SubmitterView,
     TagPublic,
     VetoPublic,
     VotePublic,
@@ -21,7 +23,7 @@ from api.service.services import Services
 from api.service.visibility import (
     can_see_ground_truth,
     hide_judge_addresses,
-    withhold_ground_truth,
+    submitter_grading,
 )
 from judge.adjudication import answer_overrides, overrides_in_force
 from judge.evidence import QUOTE_PROBLEMS
@@ -219,11 +221,13 @@ def grading_public(
     overrides: Sequence[OverrideRecord] = (),
     tags: Sequence[FailureTagRecord] = (),
     votes: Sequence[JudgeVoteRecord] = (),
-) -> GradingPublic:
+    submitter_view: SubmitterView = "verdict",
+) -> GradingRead:
     """The grading object as ``principal`` may see it: effective values beside the judge's.
 
-    For a submitter that did not send the ground truth itself, everything a judge or a
-    human wrote with the ground truth in view is withheld (:func:`withhold_ground_truth`).
+    A submitter that did not send the ground truth itself gets ``submitter_view`` of it
+    (``SRE_JUDGE_SUBMITTER_VIEW``: the verdict, or the verdict and the effective
+    answers; :func:`~api.service.visibility.submitter_grading`), nothing else.
     """
     s = view.submission
     public = _grading_public(
@@ -237,7 +241,9 @@ def grading_public(
     if principal.at_least("adjudicator"):
         return public
     public = hide_judge_addresses(public)
-    return public if can_see_ground_truth(principal, s) else withhold_ground_truth(public)
+    if can_see_ground_truth(principal, s):
+        return public
+    return submitter_grading(public, submitter_view)
 
 
 def _grading_public(
@@ -304,7 +310,7 @@ def _grading_public(
 
 async def render_gradings(
     services: Services, views: Sequence[GradingView], principal: Principal
-) -> list[GradingPublic]:
+) -> list[GradingRead]:
     """Grading objects for several stored gradings, with overrides and tags in two queries."""
     ids = [v.grading.id for v in views]
     overrides = await services.store.overrides.for_gradings(ids)
@@ -322,6 +328,7 @@ async def render_gradings(
                 overrides=overrides[g.id],
                 tags=tags[g.id],
                 votes=votes[g.id],
+                submitter_view=services.settings.submitter_view,
             )
         )
     return rendered
@@ -329,6 +336,6 @@ async def render_gradings(
 
 async def render_grading(
     services: Services, view: GradingView, principal: Principal
-) -> GradingPublic:
+) -> GradingRead:
     """The grading object of one stored grading."""
     return (await render_gradings(services, [view], principal))[0]

@@ -19,10 +19,16 @@ __all__ = [
     "GradingPage",
     "GradingPublic",
     "OverrideCreate",
+    "GradingRead",
     "OverridePublic",
     "SubmissionCreate",
     "SubmissionPublic",
     "TagPublic",
+    "SubmitterAnswer",
+    "SubmitterGradingAnswers",
+    "SubmitterGradingVerdict",
+    "SubmitterSubmission",
+    "SubmitterView",
     "VetoPublic",
     "VotePublic",
 ]
@@ -220,15 +226,93 @@ class GradingPublic(GradingCore):
     #: truth and for readers who may not see the ground truth
     scenario_version: int | None = None
     submission: SubmissionPublic
-    #: fields emptied because they were written with a ground truth this reader may not
-    #: see (a submitter that did not send it): ``detail``, ``answers.reasoning``, ...
+    #: fields left out for this reader: empty in the full object (a submitter that may
+    #: not see the ground truth gets a view instead, whose ``withheld`` names them)
+    #: which view of the grading this is: ``full`` here; a submitter reading a grading
+    #: against a registered scenario gets ``verdict`` or ``answers`` (SubmitterGrading*)
+    view: Literal["full"] = "full"
+
+
+#: how much of a grading against a registered scenario its submitter sees
+#: (``SRE_JUDGE_SUBMITTER_VIEW``): the verdict, or the verdict and the effective answers
+SubmitterView = Literal["verdict", "answers"]
+
+
+class SubmitterSubmission(BaseModel):
+    """What a submitter sent, as it reads it back: its own fields, nothing of the
+    scenario's ground truth (neither the text, nor its hash or version)."""
+
+    id: str
+    agent: str | None
+    model: str | None
+    scenario_id: str | None
+    run_id: str | None
+    attempt: int | None
+    metadata: dict[str, Any]
+    diagnosis: str
+    ground_truth_source: Literal["scenario", "inline"]
+    submitted_by: str | None
+    created_at: datetime
+
+
+class SubmitterGradingVerdict(BaseModel):
+    """A grading against a registered scenario as its submitter sees it under
+    ``SRE_JUDGE_SUBMITTER_VIEW=verdict``: the status and the verdict, nothing the judge
+    or a code check said about single questions.
+
+    These fields are all a submitter gets (a whitelist): whatever the full grading
+    object gains later stays out of this view until it is added here.
+    """
+
+    view: Literal["verdict"] = "verdict"
+    id: str
+    submission_id: str
+    status: Literal["pending", "graded", "unscored", "cancelled"]
+    #: why there is no verdict, a code (``context_overflow`` is decided from the
+    #: diagnosis alone); the account in words (``detail``) is withheld
+    unscored_reason: str | None
+    passed: bool | None
+    held: bool
+    rubric: dict[str, str]
+    judge: dict[str, str]
+    revision: int
+    created_at: datetime
+    graded_at: datetime | None
+    submission: SubmitterSubmission
+    #: the fields of the full grading object this view leaves out (``answers.evidence``,
+    #: ``judge_passed``, ``detail``, ...): the same list for every grading of one view
+    withheld: list[str] = Field(default_factory=list)
+
+
+class SubmitterAnswer(BaseModel):
+    """One question's effective answer (after code checks and human overrides), without
+    the judge's own answer, its evidence or which check changed it."""
+
+    question_id: str
+    dimension_id: str
+    answer: Literal["yes", "no"]
+
+
+class SubmitterGradingAnswers(SubmitterGradingVerdict):
+    """The verdict view with the nine effective answers and what they add up to
+    (``SRE_JUDGE_SUBMITTER_VIEW=answers``): what SREGym's results CSV needs."""
+
+    view: Literal["answers"] = "answers"  # type: ignore[assignment]
+    answers: list[SubmitterAnswer]
+    dimensions: list[DimensionPublic]
+    yes_count: int | None
+    composite: float | None
+
+
+#: a grading as one reader may see it: the whole object, or a submitter's view
+GradingRead = GradingPublic | SubmitterGradingAnswers | SubmitterGradingVerdict
     withheld: list[str] = Field(default_factory=list)
 
 
 class GradingPage(BaseModel):
     """One page of gradings; pass ``next_cursor`` as ``cursor`` for the next."""
 
-    items: list[GradingPublic]
+    items: list[GradingRead]
     next_cursor: str | None
 
 

@@ -266,6 +266,23 @@ class Settings(BaseSettings):
             "rubric; * for any. Adjudicators and admins may ask for any"
         ),
     )
+    submitter_view: Literal["verdict", "answers"] = Field(
+        default="verdict",
+        description=(
+            "what a submitter sees of a grading against a registered scenario: verdict "
+            "(status and pass/fail/held) or answers (also the nine effective answers, the "
+            "dimensions and the composite); never the judge's own answers, evidence or checks"
+        ),
+    )
+    submitter_attempts_per_scenario_per_hour: int = Field(
+        default=20,
+        ge=0,
+        description=(
+            "submissions one submitter token may make against one registered scenario "
+            "within an hour, then 429 with Retry-After (0: no limit; an inline ground "
+            "truth is not counted)"
+        ),
+    )
     self_preference: Literal["warn", "refuse"] = Field(
         default="warn",
         description="judge and agent of one model family: warn (review reason) or refuse (422)",

@@ -1,19 +1,30 @@
 """Who may see what of a grading: owners and adjudicators read it; a ground truth, and
-anything written with it in view, only reaches those allowed to see the ground truth."""
+anything derived from it (what a judge or a human wrote with it in view, which answers
+a code check vetoed), only reaches those allowed to see the ground truth."""
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from api.service.principal import Principal
-from api.service.schemas import GradingPublic
+from api.service.schemas import (
+    AnswerPublic,
+    GradingPublic,
+    SubmissionPublic,
+    SubmitterAnswer,
+    SubmitterGradingAnswers,
+    SubmitterGradingVerdict,
+    SubmitterSubmission,
+    SubmitterView,
+)
 from judge.spec import judge_identity, model_identity
 from storage.tables import SubmissionRecord
 
 __all__ = [
-    "WITHHELD_FIELDS",
     "can_read",
     "can_see_ground_truth",
     "hide_judge_addresses",
-    "withhold_ground_truth",
+    "submitter_grading",
 ]
 
 
@@ -29,36 +40,56 @@ def can_see_ground_truth(principal: Principal, submission: SubmissionRecord) -> 
     return submission.ground_truth_source == "inline" and submission.submitted_by == principal.id
 
 
-#: what a judge or a human writes with the ground truth in view
-WITHHELD_FIELDS = (
-    "detail",
-    "answers.reasoning",
-    "answers.evidence",
-    "answers.grounding",
-    "answers.veto",
-    "overrides.reason",
-    "tags.note",
-    "scenario_version",
-)
+def _left_out(view: type[BaseModel]) -> list[str]:
+    """The fields of the full grading object (dotted within answers and the submission)
+    that ``view`` does not declare."""
+    nested = {
+        "answers": (AnswerPublic, SubmitterAnswer),
+        "submission": (SubmissionPublic, SubmitterSubmission),
+    }
+    left = []
+    for name in GradingPublic.model_fields:
+        if name not in view.model_fields:
+            left.append(name)
+        elif name in nested:
+            full, shown = nested[name]
+            left += [f"{name}.{f}" for f in full.model_fields if f not in shown.model_fields]
+    return left
 
 
-def withhold_ground_truth(public: GradingPublic) -> GradingPublic:
-    """The grading object without any text derived from a ground truth the reader may not
-    see: verdicts, answers, counts and reason codes stay; ``withheld`` names what went."""
-    return public.model_copy(
-        update={
-            "detail": None,
-            "scenario_version": None,
-            "answers": [
-                a.model_copy(
-                    update={"reasoning": "", "evidence": "", "grounding": None, "veto": None}
-                )
-                for a in public.answers
-            ],
-            "overrides": [o.model_copy(update={"reason": ""}) for o in public.overrides],
-            "tags": [t.model_copy(update={"note": ""}) for t in public.tags],
-            "withheld": list(WITHHELD_FIELDS),
-        }
+def submitter_grading(public: GradingPublic, view: SubmitterView) -> SubmitterGradingVerdict:
+    """The grading as a submitter sees it that may not see its ground truth.
+
+    A whitelist: exactly the fields the submitter views declare
+    (:class:`SubmitterGradingVerdict`, :class:`SubmitterGradingAnswers`) are copied,
+    so nothing the full object holds or gains later reaches a submitter unless it is
+    added there. Never included: the judge's own answers and verdict, evidence,
+    reasoning, confidence, votes, code vetoes and flags, ``detail``, review reasons,
+    overrides and tags, the ground truth's hash and version.
+    """
+    model = SubmitterGradingVerdict if view == "verdict" else SubmitterGradingAnswers
+    submission = SubmitterSubmission(
+        **{name: getattr(public.submission, name) for name in SubmitterSubmission.model_fields}
+    )
+    verdict = {
+        name: getattr(public, name)
+        for name in SubmitterGradingVerdict.model_fields
+        if name not in ("view", "submission", "withheld")
+    }
+    withheld = _left_out(model)
+    if view == "verdict":
+        return SubmitterGradingVerdict(**verdict, submission=submission, withheld=withheld)
+    return SubmitterGradingAnswers(
+        **verdict,
+        submission=submission,
+        withheld=withheld,
+        answers=[
+            SubmitterAnswer(question_id=a.question_id, dimension_id=a.dimension_id, answer=a.answer)
+            for a in public.answers
+        ],
+        dimensions=public.dimensions,
+        yes_count=public.yes_count,
+        composite=public.composite,
     )
 
 

@@ -87,6 +87,16 @@ def test_a_registered_scenario_from_stdin_as_json(
     assert done.returncode == 1, done.stderr
     grading = json.loads(done.stdout)
     assert grading["passed"] is False and grading["submission"]["run_id"] == "ci-1"
+    # a submitter's view of a registered scenario's grading, printed as the server sent it
+    assert grading["view"] == "verdict" and not {"answers", "judge_passed"} & set(grading)
+    table = subprocess.run(
+        [sys.executable, "-m", "api", "submit", "--scenario", scenario, "--diagnosis-file", "-",
+         "--format", "table"],
+        input=DIAGNOSIS, env={**_env(served)}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert table.returncode == 1, table.stderr
+    assert "FAIL" in table.stdout and "verdict only" in table.stdout
+    assert "D1-Q1" not in table.stdout and "judge:" not in table.stdout
 
 
 @pytest.mark.slow
@@ -163,3 +173,40 @@ def test_an_unreachable_server_is_no_verdict(tmp_path: Path) -> None:
     env = {"SRE_JUDGE_URL": "http://127.0.0.1:9", "SRE_JUDGE_TOKEN": "t"}
     done = cli("submit", "--scenario", "s", "--diagnosis-file", diagnosis, env=env, timeout=300)
     assert done.returncode == 5 and "ConnectError" in done.stderr
+
+
+@pytest.mark.parametrize("view", ["verdict", "answers"])
+def test_a_submitters_view_prints_what_the_server_sent(view: str) -> None:
+    from rich.console import Console
+
+    from api.cli.render import render_submitter_view
+
+    grading = {
+        "view": view,
+        "id": "g1",
+        "status": "graded",
+        "unscored_reason": None,
+        "passed": False,
+        "held": False,
+        "rubric": {"id": "sregym-rca", "version": "v1"},
+        "judge": {"backend": "scripted", "model": "pass"},
+    }
+    if view == "answers":
+        grading["answers"] = [
+            {
+                "question_id": f"D{d}-Q{q}",
+                "dimension_id": f"D{d}",
+                "answer": "no" if d == 2 else "yes",
+            }
+            for d in (1, 2, 3)
+            for q in (1, 2, 3)
+        ]
+        grading["dimensions"] = [
+            {"id": f"D{d}", "name": "", "yes": 0 if d == 2 else 3, "total": 3} for d in (1, 2, 3)
+        ]
+        grading.update(yes_count=6, composite=0.67)
+    console = Console(record=True, width=100)
+    render_submitter_view(grading, console)
+    text = console.export_text()
+    assert "FAIL" in text and "judge:" not in text
+    assert ("D2-Q2" in text and "6/9 yes" in text) if view == "answers" else "verdict only" in text

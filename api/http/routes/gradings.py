@@ -14,7 +14,7 @@ from api.service.adjudication import readable_grading
 from api.service.judge_moves import JudgeMoveReport, JudgeMoveRequest, move_pending_gradings
 from api.service.presenters import render_grading, render_gradings
 from api.service.principal import Principal
-from api.service.schemas import GradingPage, GradingPublic
+from api.service.schemas import GradingPage, GradingRead
 from api.service.services import Services
 from storage import GradingFilter
 
@@ -31,8 +31,9 @@ async def get_grading(
     grading_id: FromPath[str],
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
-) -> Response[GradingPublic]:
-    """The grading object; the ETag is its revision."""
+) -> Response[GradingRead]:
+    """The grading object; the ETag is its revision. A submitter reading a grading
+    against a registered scenario gets its view of it (``SRE_JUDGE_SUBMITTER_VIEW``)."""
     view = await readable_grading(services, principal, grading_id)
     body = await render_grading(services, view, principal)
     return Response(body, headers={"ETag": f'"{body.revision}"'})

@@ -14,7 +14,7 @@ from api.http.problems import ApiProblem
 from api.service.metrics import Metrics
 from api.service.presenters import grading_public, render_grading
 from api.service.principal import Principal
-from api.service.schemas import GradingPublic, SubmissionCreate
+from api.service.schemas import GradingRead, SubmissionCreate
 from api.service.services import Services
 from api.service.submissions import accept_submission, wait_for_grading
 from storage import GradingView
@@ -47,7 +47,7 @@ async def create_submission(
     idempotency_key: Annotated[
         str | None, HeaderParameter(name="Idempotency-Key", max_length=256, required=False)
     ] = None,
-) -> Response[GradingPublic]:
+) -> Response[GradingRead]:
     """Store the submission and a pending grading before answering; optionally wait for it.
 
     201 with the grading when it is done within ``wait`` seconds, else 202 with ``Location``.
@@ -64,7 +64,12 @@ async def create_submission(
     if outcome.created and not wait:
         # just stored and pending: no answers, overrides or tags to read back
         view = GradingView(grading=outcome.grading, answers=(), submission=outcome.submission)
-        body = grading_public(view, rubric=accepted.rubric, principal=principal)
+        body = grading_public(
+            view,
+            rubric=accepted.rubric,
+            principal=principal,
+            submitter_view=services.settings.submitter_view,
+        )
     else:
         waited = await wait_for_grading(
             services,

@@ -20,11 +20,12 @@ from api.service.adjudication import (
     related_gradings,
 )
 from api.service.presenters import render_grading, render_gradings
-from api.service.schemas import OverrideCreate
+from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
 from api.web.grading_view import changed_since, grading_page_context, verdict_label
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
+from api.web.submitter_view import submitter_page_context
 from judge.spec import BACKEND_NAMES
 from storage import GradingFilter
 from storage.errors import Conflict, PreconditionFailed
@@ -47,11 +48,22 @@ async def _render(
     view = await readable_grading(services, principal, grading_id)
     grading = await render_grading(services, view, principal)
     rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
+    siblings = await related_gradings(services, principal, grading_id)
+    related = await render_gradings(services, siblings, principal)
+    related_rows = [
+        (r, verdict_label(r), v.grading) for r, v in zip(related, siblings, strict=True)
+    ]
+    if not isinstance(grading, GradingPublic):  # a submitter's view: what its API answer holds
+        return page(
+            "grading_submitter.html",
+            who,
+            status_code=status_code,
+            **submitter_page_context(grading, rubric),
+            related=related_rows,
+        )
     adjudicator = principal.at_least("adjudicator")
     history = await grading_history(services, principal, grading_id) if adjudicator else []
     vocabulary = await services.store.tags.vocabulary() if adjudicator else []
-    siblings = await related_gradings(services, principal, grading_id)
-    related = await render_gradings(services, siblings, principal)
     return page(
         "grading.html",
         who,
@@ -59,7 +71,7 @@ async def _render(
         **grading_page_context(grading, rubric),
         history=history,
         vocabulary=vocabulary,
-        related=[(r, verdict_label(r), v.grading) for r, v in zip(related, siblings, strict=True)],
+        related=related_rows,
         claim_note=claim_note,
         pending=pending or {},
         error=error,

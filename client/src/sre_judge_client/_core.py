@@ -163,10 +163,13 @@ class _RetryAfterWait(wait_base):
         return float(min(self.maximum, backoff) * random.uniform(0.5, 1.0))
 
 
-def _retryable(call: Call):  # type: ignore[no-untyped-def]
+def _retryable(call: Call, max_wait: float):  # type: ignore[no-untyped-def]
     def check(error: BaseException) -> bool:
         if isinstance(error, Unavailable):
-            return error.status in _BUSY
+            # a server asking for a longer wait than a retry would make (an attempt
+            # limit's hour) would refuse the retry too: give up at once
+            too_long = error.retry_after is not None and error.retry_after > max_wait
+            return error.status in _BUSY and not too_long
         if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
             return True  # never reached the server
         return isinstance(error, httpx.TransportError) and call.idempotent
@@ -177,12 +180,13 @@ def _retryable(call: Call):  # type: ignore[no-untyped-def]
 def retry_policy(call: Call, *, attempts: int, max_wait: float) -> dict[str, Any]:
     """Keyword arguments of tenacity's ``Retrying`` / ``AsyncRetrying`` for ``call``.
 
-    Retries 429 and 503 (nothing was stored), connection failures, and any transport
-    error of an idempotent request; gives up after ``attempts`` and raises the last error.
+    Retries 429 and 503 (nothing was stored) unless their ``Retry-After`` exceeds
+    ``max_wait``, connection failures, and any transport error of an idempotent request;
+    gives up after ``attempts`` and raises the last error.
     """
     return {
         "stop": stop_after_attempt(max(1, attempts)),
         "wait": _RetryAfterWait(initial=0.5, maximum=max_wait),
-        "retry": retry_if_exception(_retryable(call)),
+        "retry": retry_if_exception(_retryable(call, max_wait)),
         "reraise": True,
     }

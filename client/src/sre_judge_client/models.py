@@ -61,19 +61,24 @@ class Veto(_Model):
 
 
 class Answer(_Model):
-    """One question's effective answer beside the judge's."""
+    """One question's effective answer beside the judge's.
+
+    A submitter reading a grading against a registered scenario gets the effective
+    ``answer`` alone (the server's ``answers`` view): the judge's answer, evidence and
+    the rest keep their defaults there.
+    """
 
     question_id: str
     dimension_id: str
     answer: Literal["yes", "no"]
-    judge_answer: Literal["yes", "no"]
-    reasoning: str
-    evidence: str
-    evidence_verified: bool | None
+    judge_answer: Literal["yes", "no"] | None = None
+    reasoning: str = ""
+    evidence: str = ""
+    evidence_verified: bool | None = None
     #: why the quote does not back a yes, where ``evidence_verified`` is false
     evidence_reason: str | None = None
-    confidence: float | None
-    overridden: bool
+    confidence: float | None = None
+    overridden: bool = False
     votes: list[Vote] = Field(default_factory=list)
     grounding: str | None = None
     #: the check in code that vetoed or flagged the judge's yes, or None
@@ -100,7 +105,7 @@ class Submission(_Model):
     attempt: int | None
     metadata: dict[str, Any]
     diagnosis: str
-    ground_truth: str | None
+    ground_truth: str | None = None
     ground_truth_source: Literal["scenario", "inline"] = "scenario"
     ground_truth_sha256: str | None = None
     #: the scenario's ground-truth version (null when inline or not visible)
@@ -141,6 +146,12 @@ class Grading(_Model):
     ``unscored_reason``) or ``cancelled``. ``passed`` is null while pending, when
     unscored, and when ``held`` (a pass of a diagnosis flagged for injection, waiting
     for a human verdict).
+
+    ``view`` says how much of it this token sees: ``full``; or, for a submitter's
+    grading against a registered scenario, ``verdict`` (status and verdict: ``answers``
+    and ``dimensions`` empty, ``composite`` None) or ``answers`` (also the effective
+    answers, dimensions and composite). What a view leaves out keeps its default here
+    and is named in ``withheld``.
     """
 
     id: str
@@ -148,19 +159,19 @@ class Grading(_Model):
     status: Literal["pending", "graded", "unscored", "cancelled"]
     unscored_reason: str | None
     pending_reason: str | None = None
-    detail: str | None
+    detail: str | None = None
     rubric: dict[str, str]
     judge: dict[str, str]
-    answers: list[Answer]
-    dimensions: list[Dimension]
-    yes_count: int | None
-    composite: float | None
+    answers: list[Answer] = Field(default_factory=list)
+    dimensions: list[Dimension] = Field(default_factory=list)
+    yes_count: int | None = None
+    composite: float | None = None
     passed: bool | None
     held: bool = False
-    judge_passed: bool | None
-    decisive: bool | None
-    needs_review: bool
-    review_reasons: list[str]
+    judge_passed: bool | None = None
+    decisive: bool | None = None
+    needs_review: bool = False
+    review_reasons: list[str] = Field(default_factory=list)
     provisional: bool = False
     verdict_override: Literal["pass", "fail"] | None = None
     overridden: bool = False
@@ -173,6 +184,7 @@ class Grading(_Model):
     scenario_version: int | None = None
     submission: Submission
     withheld: list[str] = Field(default_factory=list)
+    view: Literal["full", "answers", "verdict"] = "full"
 
     @property
     def done(self) -> bool:

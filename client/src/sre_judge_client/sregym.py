@@ -83,6 +83,28 @@ def _judged_against(grading: Grading) -> dict[str, Any]:
     }
 
 
+def _verdict_only(grading: Grading) -> dict[str, Any]:
+    """SREGym's dictionary as far as a verdict alone fills it."""
+    success = grading.passed is True
+    judgment = "True" if success else "False"
+    reasoning = (
+        f"Verdict: {judgment}. The server shows this token the verdict only, not the "
+        f"checklist, dimensions or composite. Graded by sre-judge: grading {grading.id}."
+    )
+    if grading.held:
+        reasoning = f"Held for human review: not a success until a human decides. {reasoning}"
+    return {
+        "judgment": judgment,
+        "reasoning": reasoning,
+        "success": success,
+        "accuracy": None,
+        "composite_score": None,
+        "dimensions": {},
+        "checklist": [],
+        **_judged_against(grading),
+    }
+
+
 def oracle_result(grading: Grading) -> dict[str, Any]:
     """SREGym's result dictionary for a grading, with ``scenario_version`` and
     ``ground_truth_sha256``: what it was judged against.
@@ -90,8 +112,12 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
     Graded: ``judgment`` "True"/"False" as SREGym's rule would say. Held (a pass of a
     diagnosis flagged for injection, waiting for a human): not a success, ``judgment``
     "False", the reason first in ``reasoning``. Unscored, pending or cancelled: the
-    error shape.
+    error shape. A verdict without answers (a submitter token under the server's
+    ``SRE_JUDGE_SUBMITTER_VIEW=verdict``): ``judgment`` and ``success`` as above,
+    ``accuracy`` and ``composite_score`` None, ``dimensions`` and ``checklist`` empty.
     """
+    if grading.status == "graded" and grading.view == "verdict":
+        return _verdict_only(grading)
     if grading.status != "graded" or grading.composite is None:
         reason = grading.unscored_reason or grading.pending_reason or grading.status
         error = _error(f"sre-judge grading {grading.id} is {grading.status} ({reason})")

@@ -27,11 +27,12 @@ async def test_the_configured_window_is_enforced(api_client: Any, tokens: Any) -
     headers = await tokens("submitter")
     judge = ScriptedBackend([scripted_reply])
     spec = "openai:small@http://127.0.0.1:9/v1"
-    async with api_client(judge=spec, backends={spec: judge}, judge_context_tokens=3000) as client:
+    # the ground truth counts as SRE_JUDGE_GROUND_TRUTH_BUDGET_CHARS (2000) characters
+    async with api_client(judge=spec, backends={spec: judge}, judge_context_tokens=3700) as client:
         grading = await _submit(client, headers, LONG)
         assert grading["status"] == "unscored"
         assert grading["unscored_reason"] == "context_overflow"
-        assert "context window of 3000" in grading["detail"]
+        assert "context window of 3700" in grading["detail"]
         assert judge.requests == []
         fitting = await _submit(client, headers, SHORT)
         assert fitting["status"] == "graded"

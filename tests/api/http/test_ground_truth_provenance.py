@@ -88,7 +88,7 @@ async def test_a_self_supplied_ground_truth_never_poses_as_a_scenario(
         registered = await _post(client, agent, {"diagnosis": DIAGNOSIS, "scenario_id": SCENARIO})
         assert registered.json()["submission"]["ground_truth_source"] == "scenario"
         # the hash of a hidden ground truth is derived from it: never shown to a submitter
-        assert registered.json()["submission"]["ground_truth_sha256"] is None
+        assert "ground_truth_sha256" not in registered.json()["submission"]
         seen = await client.get(f"/v1/gradings/{registered.json()['id']}", headers=admin)
         assert len(seen.json()["submission"]["ground_truth_sha256"]) == 64
 

@@ -108,8 +108,8 @@ async def test_a_typo_fixed_then_regraded_against_the_newest_ground_truth(
     shown = [m.content for r in backend.requests for m in r.messages]
     assert sum(TYPO in text for text in shown) == 1  # the dry run asked no judge
     agent_view = seen_by_agent.json()
-    assert agent_view["scenario_version"] is None
-    assert agent_view["submission"]["scenario_version"] is None
+    assert "scenario_version" not in agent_view
+    assert "scenario_version" not in agent_view["submission"]
     assert "scenario_version" in agent_view["withheld"]
 
 

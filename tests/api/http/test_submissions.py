@@ -98,7 +98,7 @@ async def test_scenario_ground_truth_is_hidden_from_submitters(
         )
         grading = response.json()
         assert response.status_code == 201
-        assert grading["submission"]["ground_truth"] is None
+        assert "ground_truth" not in grading["submission"]
         assert TRUTH not in response.text
         as_admin = (await client.get(f"/v1/gradings/{grading['id']}", headers=admin)).json()
         assert as_admin["submission"]["ground_truth"] == TRUTH
