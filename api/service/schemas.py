@@ -18,17 +18,17 @@ __all__ = [
     "GradingCore",
     "GradingPage",
     "GradingPublic",
-    "OverrideCreate",
     "GradingRead",
+    "OverrideCreate",
     "OverridePublic",
     "SubmissionCreate",
     "SubmissionPublic",
-    "TagPublic",
     "SubmitterAnswer",
     "SubmitterGradingAnswers",
     "SubmitterGradingVerdict",
     "SubmitterSubmission",
     "SubmitterView",
+    "TagPublic",
     "VetoPublic",
     "VotePublic",
 ]
@@ -228,6 +228,7 @@ class GradingPublic(GradingCore):
     submission: SubmissionPublic
     #: fields left out for this reader: empty in the full object (a submitter that may
     #: not see the ground truth gets a view instead, whose ``withheld`` names them)
+    withheld: list[str] = Field(default_factory=list)
     #: which view of the grading this is: ``full`` here; a submitter reading a grading
     #: against a registered scenario gets ``verdict`` or ``answers`` (SubmitterGrading*)
     view: Literal["full"] = "full"
@@ -306,7 +307,6 @@ class SubmitterGradingAnswers(SubmitterGradingVerdict):
 
 #: a grading as one reader may see it: the whole object, or a submitter's view
 GradingRead = GradingPublic | SubmitterGradingAnswers | SubmitterGradingVerdict
-    withheld: list[str] = Field(default_factory=list)
 
 
 class GradingPage(BaseModel):
