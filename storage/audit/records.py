@@ -11,10 +11,10 @@ with the newest one in the chain, naming the table, the row and the fields that 
 
 A digest is ``{"sha": ..., "fields": {column: hint}}``. ``sha`` (128 bits) is what
 detects a change: the sha256 of the row's columns' own sha256s, each column's over its
-canonical JSON. The hints (the first hex digits of each column's sha256) only name
-which column changed; they decide nothing. Columns are taken as ``state.present_values``
-takes them (NULLs and defaults left out), so a later migration that adds a nullable
-column does not change older rows' digests.
+canonical JSON (text over itself, tagged). The hints (the first hex digits of each
+column's sha256) only name which column changed; they decide nothing. Columns are taken
+as ``state.present_values`` takes them (NULLs and defaults left out), so a later
+migration that adds a nullable column does not change older rows' digests.
 """
 
 from __future__ import annotations
@@ -80,15 +80,28 @@ def record_key(table: Table, row: Mapping[str, Any]) -> str:
 
 def record_digest(table: Table, row: Mapping[str, Any]) -> dict[str, Any]:
     """The digest of one row, from its values as written or as read back."""
-    sums = {
-        name: hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-        for name, value in present_values(row, table).items()
-    }
+    sums = {name: _column_sum(value) for name, value in present_values(row, table).items()}
     whole = hashlib.sha256(canonical_json(sums).encode("utf-8")).hexdigest()
     return {
         "sha": whole[:_SHA_CHARS],
         "fields": {name: value[:_HINT_CHARS] for name, value in sums.items()},
     }
+
+
+def _column_sum(value: Any) -> str:
+    """The sha256 of one column's value: text as itself (tagged, so it never equals the
+    canonical JSON of another value), anything else as its canonical JSON (integers and
+    booleans written directly, as JSON writes them)."""
+    kind = type(value)
+    if kind is str:
+        encoded = "s:" + value
+    elif kind is bool:
+        encoded = "true" if value else "false"
+    elif kind is int or kind is float:
+        encoded = canonical_json(value) if kind is float else str(value)
+    else:
+        encoded = canonical_json(value)
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def changed_fields(stored: Any, current: Mapping[str, Any]) -> list[str]:
