@@ -24,7 +24,7 @@ from api.cli.edge import run, service_runtime
 from api.cli.options import format_option, server_option
 
 if TYPE_CHECKING:  # the commands import storage when they run, keeping --help fast
-    from storage.imports import ImportReport
+    from storage.imports import ImportProblem, ImportReport
 
 __all__ = ["import_group"]
 
@@ -70,6 +70,8 @@ def _local_file(file: Path) -> Iterator[Path]:
 def _report(report: ImportReport, *, fmt: str, prefix: str = "") -> None:
     for problem in report.problems:
         click.echo(f"{prefix}{problem}", err=True)
+    for conflict in report.conflicts:
+        click.echo(f"{prefix}conflict: {conflict}", err=True)
     if fmt == "json":
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
@@ -78,9 +80,10 @@ def _report(report: ImportReport, *, fmt: str, prefix: str = "") -> None:
             f"imported {report.submissions} submissions "
             f"({report.sregym_verdicts} SREGym verdicts kept, {report.queued} queued for grading"
             f"{', not graded: ' + skipped if skipped else ''}); "
-            f"{report.already_imported} already imported; {len(report.problems)} problems"
+            f"{report.already_imported} already imported; {len(report.problems)} problems; "
+            f"{len(report.conflicts)} conflicts"
         )
-    if report.problems:
+    if report.problems or report.conflicts:
         sys.exit(1)
 
 
@@ -180,8 +183,16 @@ def import_jsonl(
         sys.exit(1)
     except _Failed as failed:
         _failed(failed, f"{name} ")
-    report.problems = [ImportProblem(f"{name} {p.where}", p.message) for p in report.problems]
+    report.problems = [_named(name, p) for p in report.problems]
+    report.conflicts = [_named(name, p) for p in report.conflicts]
     _report(report, fmt=fmt)
+
+
+def _named(name: str, problem: ImportProblem) -> ImportProblem:
+    """``problem`` with the file's name before its line."""
+    from storage.imports import ImportProblem
+
+    return ImportProblem(f"{name} {problem.where}", problem.message, problem.field)
 
 
 async def _local_jsonl(path: Path, rubric_id: str | None, strict: bool) -> ImportReport:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from storage.imports import ImportReport
+    from storage.imports import ImportProblem, ImportReport
 
 __all__ = ["FinishedImport", "sregym_archive", "upload_and_follow"]
 
@@ -65,13 +65,11 @@ class FinishedImport:
 
 
 def _finished(job: dict[str, Any]) -> FinishedImport:
-    from storage.imports import ImportProblem, ImportReport
+    from storage.imports import ImportReport
 
     summary = job.get("report") or {}
-    problems = [ImportProblem(e["where"], e["message"]) for e in job.get("errors") or []]
-    counted = summary.get("problems")
-    if isinstance(counted, int) and counted > len(problems):
-        problems.append(ImportProblem("...", f"{counted - len(problems)} more, not listed"))
+    problems = _listed(job.get("errors"), summary.get("problems"))
+    conflicts = _listed(job.get("conflicts"), summary.get("conflicts"))
     report = ImportReport(
         submissions=summary.get("submissions", 0),
         already_imported=summary.get("already_imported", 0),
@@ -79,9 +77,20 @@ def _finished(job: dict[str, Any]) -> FinishedImport:
         queued=summary.get("queued", 0),
         not_graded=dict(summary.get("not_graded") or {}),
         problems=problems,
+        conflicts=conflicts,
         rows=job.get("done", 0),
     )
     return FinishedImport(job["id"], job["state"], job.get("error"), report)
+
+
+def _listed(rows: list[dict[str, Any]] | None, counted: Any) -> list[ImportProblem]:
+    """The rows a job lists, and a line for those it counted but did not list."""
+    from storage.imports import ImportProblem
+
+    listed = [ImportProblem(e["where"], e["message"], e.get("field")) for e in rows or []]
+    if isinstance(counted, int) and counted > len(listed):
+        listed.append(ImportProblem("...", f"{counted - len(listed)} more, not listed"))
+    return listed
 
 
 def _progress(job: dict[str, Any]) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote_plus
@@ -25,6 +24,7 @@ from litestar import Request
 
 from api.http.problems import ApiProblem
 from api.service.request_types import EARLIEST, LATEST, bounded_date
+from storage.storable import MAX_JSON_DEPTH, too_deep, unstorable, unstorable_value
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -35,10 +35,7 @@ __all__ = [
     "unstorable",
 ]
 
-#: deeper JSON documents are refused with 400
-MAX_JSON_DEPTH = 32
 _DATE_PARAM = re.compile(r"(^|\.)created_(after|before)$")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 #: routes whose body is a text document, with the media types they take (the route
 #: checks what it parses itself)
@@ -48,15 +45,6 @@ TEXT_BODIES = {
          "text/yaml", "text/plain"}
     ),
 }  # fmt: skip
-
-
-def unstorable(text: str) -> str | None:
-    """Why ``text`` cannot be stored, or None."""
-    if "\x00" in text:
-        return "contains a NUL character"
-    if any("\ud800" <= ch <= "\udfff" for ch in text):
-        return "contains a lone surrogate, not a character"
-    return None
 
 
 def _refuse(field: str, message: str, status: int = 422) -> ApiProblem:
@@ -107,35 +95,11 @@ def check_params(request: Request[Any, Any, Any]) -> None:
             raise _refuse(name, problem)
 
 
-def _depth(body: bytes) -> int:
-    """The deepest nesting of arrays and objects, strings left out."""
-    depth = deepest = 0
-    for byte in _STRING.sub(b'""', body):
-        if byte in b"[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in b"]}":
-            depth -= 1
-    return deepest
-
-
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    """Every (field path, string) of a decoded JSON value, keys included."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            yield where, str(key)
-            yield from _strings(item, where)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{path}[{index}]")
-
-
 def _check_body(body: bytes) -> None:
-    if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH and _depth(body) > MAX_JSON_DEPTH:
-        raise _refuse("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels", status=400)
+    if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
+        if too_deep(body.decode("utf-8", "replace")) is not None:
+            message = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+            raise _refuse("body", message, status=400)
     lowered = body.lower()
     if b"\\u0000" not in lowered and b"\\ud" not in lowered:
         return
@@ -143,10 +107,9 @@ def _check_body(body: bytes) -> None:
         document = json.loads(body)
     except ValueError:
         return  # malformed: the route's own parsing answers 400
-    for field, text in _strings(document, ""):
-        problem = unstorable(text)
-        if problem:
-            raise _refuse(field or "body", problem)
+    found = unstorable_value(document)
+    if found:
+        raise _refuse(found[0] or "body", found[1])
 
 
 async def refuse_unstorable_input(request: Request[Any, Any, Any]) -> None:

@@ -5,16 +5,23 @@ problems file); every name must be a relative path inside the archive (no absolu
 path, no drive, no ``..``, no backslash; a ``./`` prefix and the ``.`` folder that
 ``tar -C results .`` writes are fine), links and devices are refused, and the archive
 may hold at most :data:`MAX_MEMBERS` entries and :data:`MAX_UNPACKED_BYTES` once
-unpacked. Sizes are counted as bytes are really written, never taken from the headers,
-so a zip bomb stops at the limit. :func:`check_archive` runs the same checks on the
-names and declared sizes alone, so a bad upload is refused before it is stored.
+unpacked. The unpacked size counts every member, whether an import reads it or not: a
+tar.gz is read as one stream whose bytes are counted as they are decompressed, so a
+bomb in any member stops at the limit without the rest being decompressed; a zip's
+members an import does not read are counted by their declared size (they are never
+decompressed), the others as bytes are really written. :func:`check_archive` runs the
+same checks without writing anything, so a bad upload is refused before it is stored.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -91,8 +98,39 @@ def _zip_entries(zipped: zipfile.ZipFile) -> Iterator[tuple[_Entry, zipfile.ZipI
         yield _Entry(info.filename, not info.is_dir(), info.is_dir(), info.file_size), info
 
 
-def _walk(data: bytes, kind: ArchiveKind) -> Iterator[tuple[_Entry, IO[bytes] | None]]:
-    """Every entry, checked, with a reader of its bytes when an import wants them."""
+class _Budgeted(io.RawIOBase):
+    """A decompressed stream that stops as soon as more than ``limit`` bytes came out."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        self._stream, self._limit, self._read = stream, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self._stream.read(len(buffer))
+        self._read += len(data)
+        if self._read > self._limit:
+            raise UnsafeArchive(f"unpacks to more than {self._limit} bytes")
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _decompressed(data: bytes) -> IO[bytes]:
+    """A tar archive's bytes as a stream, decompressed (gzip, bzip2, xz) as they are read."""
+    raw = io.BytesIO(data)
+    if data[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=raw)
+    if data[:3] == b"BZh":
+        return bz2.BZ2File(raw)
+    if data[:6] == b"\xfd7zXZ\x00":
+        return lzma.LZMAFile(raw)
+    return raw
+
+
+def _walk(data: bytes, kind: ArchiveKind, limit: int) -> Iterator[tuple[_Entry, IO[bytes] | None]]:
+    """Every entry, checked, with a reader of its bytes when an import wants them (read
+    it before the next entry). A tar archive stops once ``limit`` bytes were unpacked."""
     count = 0
     try:
         if kind == "zip":
@@ -103,13 +141,21 @@ def _walk(data: bytes, kind: ArchiveKind) -> Iterator[tuple[_Entry, IO[bytes] | 
                     wanted = entry.regular and _wanted(path)
                     yield entry, zipped.open(info) if wanted else None
         else:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            stream = io.BufferedReader(_Budgeted(_decompressed(data), limit), _COPY_CHUNK)
+            with tarfile.open(fileobj=stream, mode="r|") as tar:
                 for entry, member in _tar_entries(tar):
                     count = _count(count)
                     path = _safe_name(entry.name, directory=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, tar.extractfile(member) if wanted else None
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
+    except (
+        tarfile.TarError,
+        zipfile.BadZipFile,
+        EOFError,
+        OSError,
+        zlib.error,
+        lzma.LZMAError,
+    ) as exc:
         raise UnsafeArchive(f"not a readable {kind} archive: {exc}") from None
 
 
@@ -122,10 +168,10 @@ def _count(count: int) -> int:
 def check_archive(data: bytes, kind: ArchiveKind, *, limit: int = MAX_UNPACKED_BYTES) -> int:
     """The CSV files of the archive; ``UnsafeArchive`` if any name or size is refused."""
     declared = files = 0
-    for entry, reader in _walk(data, kind):
+    for entry, reader in _walk(data, kind, limit):
+        declared += entry.size if entry.regular else 0  # every member, read or not
         if reader is not None:
             reader.close()
-            declared += entry.size
             files += entry.name.lower().endswith(".csv")
         if declared > limit:
             raise UnsafeArchive(f"unpacks to more than {limit} bytes")
@@ -140,8 +186,11 @@ def unpack_archive(
     """Unpack the archive's CSV and problems files under ``target`` (an empty folder)."""
     written = 0
     root = target.resolve()
-    for entry, reader in _walk(data, kind):
+    for entry, reader in _walk(data, kind, limit):
         if reader is None:
+            written += entry.size if entry.regular else 0  # counted, never decompressed here
+            if written > limit:
+                raise UnsafeArchive(f"unpacks to more than {limit} bytes")
             continue
         destination = (root / _safe_name(entry.name)).resolve()
         if not destination.is_relative_to(root):

@@ -129,19 +129,27 @@ async def start_import(
     return stored
 
 
-def _errors(report: ImportReport) -> list[dict[str, str]]:
-    return [{"where": p.where, "message": p.message} for p in report.problems[:MAX_ERRORS_KEPT]]
+def _errors(report: ImportReport) -> list[dict[str, str | None]]:
+    """The rows refused and the rows in conflict (the first of each), told apart by kind."""
+    listed = [("refused", p) for p in report.problems[:MAX_ERRORS_KEPT]]
+    listed += [("conflict", p) for p in report.conflicts[:MAX_ERRORS_KEPT]]
+    return [
+        {"kind": kind, "where": p.where, "field": p.field, "message": p.message}
+        for kind, p in listed
+    ]
 
 
 def _summary(report: ImportReport) -> dict[str, Any]:
     summary = report.as_dict()
     summary["problems"] = len(report.problems)
+    summary["conflicts"] = len(report.conflicts)
     return summary
 
 
 async def _scenario_problems(services: Services, folder: Path) -> dict[str, str]:
     """Ground truths of the registered scenarios named by the folder's problem ids."""
-    ids = {a.problem_id for a in read_sregym_folder(folder) if isinstance(a, SregymAttempt)}
+    attempts = read_sregym_folder(folder, max_bytes=services.settings.max_text_bytes)
+    ids = {a.problem_id for a in attempts if isinstance(a, SregymAttempt)}
     found: dict[str, str] = {}
     for problem_id in sorted(ids):
         scenario = await services.store.catalog.get_scenario(problem_id)
@@ -201,9 +209,11 @@ async def run_import_job(services: Services, job: ImportJobRecord, worker: str) 
 
 
 class ImportRowError(BaseModel):
-    """A row that could not be imported: where (``file:line`` or ``line N``) and why."""
+    """A row that was not imported: where (``file:line`` or ``line N``), the field to
+    blame (a CSV column, a JSON field's path) when there is one, and why."""
 
     where: str
+    field: str | None = None
     message: str
 
 
@@ -220,6 +230,11 @@ class ImportJobPublic(BaseModel):
     done: int = Field(description="rows handled so far: stored, already imported or refused")
     report: dict[str, Any] = Field(description="the import's summary, as `sre-judge import`")
     errors: list[ImportRowError] = Field(description=f"rows refused (the first {MAX_ERRORS_KEPT})")
+    conflicts: list[ImportRowError] = Field(
+        default_factory=list,
+        description="rows that repeat an imported attempt's key with other content, left out "
+        f"(the first {MAX_ERRORS_KEPT})"
+    )
     size: int
     sha256: str
     attempts: int = Field(description="times a process started it (more after a restart)")
@@ -232,6 +247,9 @@ class ImportJobPublic(BaseModel):
 
 def import_job_public(job: ImportJobRecord) -> ImportJobPublic:
     """The API view of a job."""
-    return ImportJobPublic.model_validate(
-        {name: getattr(job, name) for name in ImportJobPublic.model_fields}
-    )
+    listed = job.errors or []
+    fields = set(ImportJobPublic.model_fields) - {"conflicts"}
+    values = {name: getattr(job, name) for name in fields}
+    values["errors"] = [e for e in listed if e.get("kind", "refused") == "refused"]
+    values["conflicts"] = [e for e in listed if e.get("kind") == "conflict"]
+    return ImportJobPublic.model_validate(values)

@@ -28,7 +28,7 @@ async def import_sregym_folder(
 ) -> ImportReport:
     """Import every attempt of an SREGym results folder; SREGym's verdicts are kept."""
     target = await services.rubrics.require(rubric, default=services.settings.rubric)
-    attempts = read_sregym_folder(folder)
+    attempts = read_sregym_folder(folder, max_bytes=services.settings.max_text_bytes)
     return await services.store.imports.sregym(attempts, problems, rubric=target, progress=progress)
 
 

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator
 
+from storage.storable import EARLIEST, LATEST
+
 __all__ = [
     "EARLIEST",
     "LATEST",
@@ -16,10 +18,6 @@ __all__ = [
     "bounded_date",
     "exactly_one",
 ]
-
-#: dates a request may name: both databases store them, also once moved to UTC
-EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
-LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def bounded_date(value: datetime) -> datetime:

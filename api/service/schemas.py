@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from api.service.request_types import EARLIEST, LATEST, exactly_one
+from storage.storable import MAX_INT32
 
 __all__ = [
     "EARLIEST",
@@ -34,8 +35,6 @@ __all__ = [
 ]
 
 _NAME = Field(default=None, max_length=200)
-#: the largest integer both databases store in an ``attempt`` (PostgreSQL's INTEGER)
-MAX_INT32 = 2**31 - 1
 _TEXT_SCHEMA: dict[str, Any] = {"type": "string"}
 
 

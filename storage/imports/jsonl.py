@@ -2,7 +2,10 @@
 
 Each line is one object ``{diagnosis, ground_truth | scenario_id, agent, model,
 run_id, attempt, created_at, metadata}``. A ``created_at`` without an offset is taken
-as UTC. Nothing here touches the database.
+as UTC. Each line is checked by the rules the API applies to a submission (what the
+databases store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`): a line
+that breaks one is refused naming its field, and the other lines are read on. A byte
+order mark at the start of the file is skipped. Nothing here touches the database.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +24,22 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from storage.imports.problems import ImportProblem
+from storage.storable import (
+    MAX_INT32,
+    MAX_JSON_DEPTH,
+    TooManyDigits,
+    printable,
+    stored_date,
+    too_deep,
+    unstorable_value,
+)
 
 __all__ = ["JsonlLine", "JsonlSubmission", "read_jsonl"]
 
@@ -42,9 +55,16 @@ class JsonlSubmission(BaseModel):
     agent: StrictStr | None = Field(default=None, max_length=200)
     model: StrictStr | None = Field(default=None, max_length=200)
     run_id: StrictStr | None = Field(default=None, max_length=200)
-    attempt: StrictInt | None = Field(default=None, ge=0)
+    attempt: StrictInt | None = Field(default=None, ge=0, le=MAX_INT32)
     created_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("created_at")
+    @classmethod
+    def _within_stored_years(cls, value: datetime | None) -> datetime | None:
+        if value is not None:
+            stored_date(value)  # kept as written: the line's content hash is its identity
+        return value
 
     @model_validator(mode="after")
     def _exactly_one_truth(self) -> JsonlSubmission:
@@ -54,11 +74,7 @@ class JsonlSubmission(BaseModel):
 
     def created_utc(self) -> datetime | None:
         """``created_at`` as aware UTC (naive values are taken as UTC)."""
-        if self.created_at is None:
-            return None
-        if self.created_at.utcoffset() is None:
-            return self.created_at.replace(tzinfo=UTC)
-        return self.created_at.astimezone(UTC)
+        return None if self.created_at is None else stored_date(self.created_at)
 
 
 @dataclass(frozen=True)
@@ -69,32 +85,48 @@ class JsonlLine:
     submission: JsonlSubmission
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
+class _Refused(ValueError):
+    """A line broke a rule: the field to blame (None: the line as a whole) and why."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _refused(exc: ValidationError) -> _Refused:
+    parts, fields = [], []
     for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "line"
+        where = ".".join(str(p) for p in err["loc"])
         message = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        parts.append(f"{where}: {message}")
-    return "; ".join(parts)
+        parts.append(f"{where or 'line'}: {message}")
+        fields.append(where)
+    return _Refused("; ".join(parts), fields[0] or None if fields else None)
 
 
 def _parse(text: str, *, max_bytes: int) -> JsonlSubmission:
+    deep = too_deep(text)
+    if deep is not None:
+        raise _Refused(f"{deep or 'line'}: JSON nested deeper than {MAX_JSON_DEPTH} levels", deep)
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=TooManyDigits.parse)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+        raise _Refused(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        raise _Refused(f"expected a JSON object, got {type(data).__name__}")
+    found = unstorable_value(data)
+    if found:
+        field = printable(found[0])
+        raise _Refused(f"{field}: {found[1]}", field)
     try:
         item = JsonlSubmission.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(_describe(exc)) from None
+        raise _refused(exc) from None
     try:
         check_text(item.diagnosis, field="diagnosis", max_bytes=max_bytes)
         if item.ground_truth is not None:
             check_text(item.ground_truth, field="ground_truth", max_bytes=max_bytes)
     except InputError as exc:
-        raise ValueError(f"{exc.field}: {exc}") from None
+        raise _Refused(f"{exc.field}: {exc}", exc.field) from None
     return item
 
 
@@ -102,7 +134,8 @@ def read_jsonl(
     path: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
 ) -> Iterator[JsonlLine | ImportProblem]:
     """Every line of ``path``: a valid submission or a problem naming the line."""
-    with path.open(encoding="utf-8", errors="strict") as handle:
+    # utf-8-sig: a byte order mark at the start is no part of the first line
+    with path.open(encoding="utf-8-sig", errors="strict") as handle:
         number = 0
         while True:
             try:
@@ -117,5 +150,7 @@ def read_jsonl(
                 continue
             try:
                 yield JsonlLine(number, _parse(text, max_bytes=max_bytes))
-            except ValueError as exc:
-                yield ImportProblem(f"line {number}", str(exc))
+            except _Refused as refused:
+                yield ImportProblem(f"line {number}", str(refused), field=refused.field)
+            except (ValueError, RecursionError) as exc:  # a case no check above names
+                yield ImportProblem(f"line {number}", f"not readable: {str(exc)[:200]}")

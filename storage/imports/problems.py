@@ -19,10 +19,12 @@ __all__ = ["ImportFileError", "ImportProblem", "read_problems"]
 
 @dataclass(frozen=True)
 class ImportProblem:
-    """Something that could not be imported: where (``file:line``) and why."""
+    """Something that could not be imported: where (``file:line``), why, and the field
+    (a CSV column, a JSON field's path) when one is to blame."""
 
     where: str
     message: str
+    field: str | None = None
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}"
@@ -63,7 +65,7 @@ def _entries(path: Path, text: str) -> list[tuple[str, Any]]:
 def read_problems(path: Path) -> dict[str, str]:
     """``problem_id -> root_cause``; raises ImportFileError naming the file and entry."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is no part of it
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportFileError(f"{path}: cannot read: {exc}") from None
     problems: dict[str, str] = {}

@@ -1,4 +1,5 @@
-"""What an import reports: counts stored, skipped and refused; progress; a strict abort.
+"""What an import reports: counts stored, skipped, refused and in conflict; progress; a
+strict abort.
 
 ``storage.imports.store`` fills an :class:`ImportReport` batch by batch (``batches``)
 and raises :class:`ImportAborted` when a strict import found problems.
@@ -16,6 +17,8 @@ __all__ = ["BATCH", "ImportAborted", "ImportProgress", "ImportReport", "batches"
 
 #: rows per transaction
 BATCH = 200
+#: outcomes of attempts stored but never graded
+_OUTCOMES = ("no_submission", "timed_out", "deploy_failed")
 
 
 @dataclass
@@ -32,8 +35,25 @@ class ImportReport:
     #: attempts without a diagnosis, by outcome: stored, never graded
     not_graded: dict[str, int] = field(default_factory=dict)
     problems: list[ImportProblem] = field(default_factory=list)
-    #: rows handled so far: stored, already imported or refused
+    #: rows that repeat an imported attempt's key with other content: left out, the
+    #: stored one kept
+    conflicts: list[ImportProblem] = field(default_factory=list)
+    #: rows handled so far: stored, already imported, in conflict or refused
     rows: int = 0
+
+    def mark(self) -> tuple[int, ...]:
+        """Where the report stands, for :meth:`rewind` (when a transaction is rolled back)."""
+        graded = tuple(self.not_graded.get(k, 0) for k in _OUTCOMES)
+        counts = (self.submissions, self.already_imported, self.sregym_verdicts, self.queued)
+        return (*counts, len(self.problems), len(self.conflicts), self.rows, *graded)
+
+    def rewind(self, mark: tuple[int, ...]) -> None:
+        """Back to where :meth:`mark` was taken."""
+        self.submissions, self.already_imported, self.sregym_verdicts, self.queued = mark[:4]
+        del self.problems[mark[4] :]
+        del self.conflicts[mark[5] :]
+        self.rows = mark[6]
+        self.not_graded = {k: n for k, n in zip(_OUTCOMES, mark[7:], strict=True) if n}
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
@@ -44,6 +64,7 @@ class ImportReport:
             "queued": self.queued,
             "not_graded": dict(self.not_graded),
             "problems": [str(p) for p in self.problems],
+            "conflicts": [str(p) for p in self.conflicts],
         }
 
 

@@ -9,7 +9,7 @@ rates; their outcome is in the submission's metadata.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from judge.rubric import Rubric
@@ -17,7 +17,7 @@ from judge.rule import apply_rule
 from judge.secrets import redact
 from storage.canonical import canonical_json, sha256_hex
 from storage.imports.jsonl import JsonlLine
-from storage.imports.sregym import SregymAttempt
+from storage.imports.sregym import SregymAttempt, run_started_at
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "jsonl_submission",
     "run_started_at",
     "sregym_grading",
+    "sregym_key",
     "sregym_submission",
 ]
 
@@ -34,17 +35,16 @@ SREGYM_JUDGE_SPEC = "external:sregym"
 #: the rubric version of imported SREGym verdicts: SREGym's own checklist wording
 SREGYM_RUBRIC_VERSION = "sregym"
 
-_RUN_FORMATS = ("%Y-%m-%d_%H-%M-%S", "%Y%m%d_%H%M%S", "%Y-%m-%dT%H-%M-%S", "%Y-%m-%d_%H%M%S")
+#: the longest idempotency key stored
+_MAX_KEY = 256
 
 
-def run_started_at(run: str) -> datetime | None:
-    """The time in a results folder's name (``2025-01-15_10-30-00`` and the like), or None."""
-    for pattern in _RUN_FORMATS:
-        try:
-            return datetime.strptime(run, pattern).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    return None
+def sregym_key(where: str) -> str:
+    """The idempotency key of an SREGym attempt: ``sregym:`` and where it was (its run,
+    agent, problem and attempt, or its file and line), or that place's digest when it is
+    too long to store."""
+    key = f"sregym:{where}"
+    return key if len(key) <= _MAX_KEY else f"sregym:sha256:{sha256_hex(where)}"
 
 
 def sregym_submission(
@@ -64,7 +64,9 @@ def sregym_submission(
     if attempt.checklist_problem:
         metadata["import_problem"] = attempt.checklist_problem
     content = {"diagnosis": attempt.diagnosis, "ground_truth": ground_truth, "meta": metadata}
-    key = f"sregym:{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"
+    where = f"{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"
+    if attempt.attempt is None:
+        where = attempt.source
     # credentials never reach the database or a judge in clear, imported or not
     clean = redact(attempt.diagnosis)
     return SubmissionRecord(
@@ -80,7 +82,7 @@ def sregym_submission(
         attempt=attempt.attempt,
         metadata_=metadata,
         submitted_by=actor,
-        idempotency_key=key if attempt.attempt is not None else f"sregym:{attempt.source}",
+        idempotency_key=sregym_key(where),
         request_hash=sha256_hex(canonical_json(content)),
         created_at=run_started_at(attempt.run) or at,
     )

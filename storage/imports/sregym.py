@@ -5,20 +5,44 @@ SREGym writes ``<datetime>/<agent>/<problem_id>/...*.csv`` with the columns
 ``Diagnosis.*`` and ``Mitigation.*``. ``Diagnosis.dimensions`` and
 ``Diagnosis.checklist`` are Python reprs of a dict and a list: they are read with
 ``ast.literal_eval``, never ``eval``. Nothing here touches the database.
+
+Each row is checked by the rules the API applies to a submission (what the databases
+store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`): a row that breaks
+one is refused, naming its file, line and column, and the other rows are read on. A
+byte order mark at the start of a file is no part of its first column's name.
 """
 
 from __future__ import annotations
 
 import ast
 import csv
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from judge.errors import InputError
+from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from storage.imports.problems import ImportProblem
+from storage.storable import (
+    MAX_INT32,
+    MAX_JSON_DEPTH,
+    printable,
+    stored_date,
+    too_deep,
+    unstorable,
+    unstorable_value,
+)
 
-__all__ = ["AttemptOutcome", "SregymAnswer", "SregymAttempt", "read_sregym_folder"]
+__all__ = [
+    "AttemptOutcome",
+    "SregymAnswer",
+    "SregymAttempt",
+    "read_sregym_folder",
+    "run_started_at",
+]
 
 AttemptOutcome = Literal["diagnosed", "no_submission", "timed_out", "deploy_failed"]
 
@@ -26,6 +50,32 @@ _TRUE = {"true", "1", "yes", "y", "t"}
 _EMPTY = {"", "none", "nan", "null"}
 _CONFIDENCE = {"high": 0.9, "medium": 0.6, "low": 0.3}
 _KEPT = ("Diagnosis.success", "Diagnosis.judgment", "Diagnosis.composite_score")
+#: columns read as numbers
+_NUMBERS = ("TTL", "TTM", "Diagnosis.accuracy", "Diagnosis.composite_score")
+#: columns read as Python literals
+_LITERALS = ("Diagnosis.dimensions", "Diagnosis.checklist")
+#: the longest problem id (a scenario's id) and agent or run name the API takes
+_MAX_PROBLEM_ID = 128
+_MAX_NAME = 200
+_RUN_FORMATS = ("%Y-%m-%d_%H-%M-%S", "%Y%m%d_%H%M%S", "%Y-%m-%dT%H-%M-%S", "%Y-%m-%d_%H%M%S")
+
+
+def run_started_at(run: str) -> datetime | None:
+    """The time in a results folder's name (``2025-01-15_10-30-00`` and the like), or None."""
+    for pattern in _RUN_FORMATS:
+        try:
+            return datetime.strptime(run, pattern).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+class _Refused(ValueError):
+    """A row broke a rule: the column to blame and why."""
+
+    def __init__(self, column: str, message: str) -> None:
+        super().__init__(f"{column}: {message}")
+        self.column = column
 
 
 @dataclass(frozen=True)
@@ -146,14 +196,69 @@ def _locate(relative: Path, problem_id: str) -> tuple[str, str]:
     return (parts[0] if len(parts) > 1 else ""), (parts[-1] if parts else "")
 
 
+def _check_cells(row: dict[str, Any]) -> None:
+    """Every column name and cell can be stored (extra cells, under None, too)."""
+    for column, value in row.items():
+        name = "(extra cells)" if column is None else column
+        if column is not None and (problem := unstorable(column)):
+            raise _Refused(printable(column), f"the column's name {problem}")
+        for cell in value if isinstance(value, list) else [value]:
+            if isinstance(cell, str) and (problem := unstorable(cell)):
+                raise _Refused(printable(name), problem)
+
+
+def _check_figures(row: dict[str, str]) -> None:
+    """The attempt a whole number an INTEGER column stores; SREGym's figures finite; its
+    literals no deeper than JSON may nest."""
+    attempt = _text(row.get("attempt"))
+    if attempt:
+        number = _number(attempt)
+        if number is None or not number.is_integer() or not 0 <= number <= MAX_INT32:
+            raise _Refused("attempt", f"must be a whole number from 0 to {MAX_INT32}")
+    for column in _NUMBERS:
+        number = _number(row.get(column))
+        if number is not None and not math.isfinite(number):
+            raise _Refused(column, f"{_text(row.get(column))[:40]!r} is not a finite number")
+    for column in _LITERALS:
+        if too_deep(_text(row.get(column))) is not None:
+            raise _Refused(column, f"nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def _check_names(problem_id: str, run: str, agent: str) -> None:
+    if len(problem_id) > _MAX_PROBLEM_ID:
+        raise _Refused("problem_id", f"longer than {_MAX_PROBLEM_ID} characters")
+    for name, value in (("run", run), ("agent", agent)):
+        if len(value) > _MAX_NAME:
+            raise _Refused(name, f"the folder's name is longer than {_MAX_NAME} characters")
+    started = run_started_at(run)
+    if started is not None:
+        try:
+            stored_date(started)
+        except ValueError as exc:
+            raise _Refused("run", f"the folder's time {exc}") from None
+
+
 def _attempt(
-    source: str, relative: Path, row: dict[str, str], columns: tuple[str, ...], line: int
+    source: str,
+    relative: Path,
+    row: dict[str, str],
+    columns: tuple[str, ...],
+    line: int,
+    *,
+    max_bytes: int = DEFAULT_MAX_TEXT_BYTES,
 ) -> SregymAttempt:
+    _check_cells(row)
     problem_id = _text(row.get("problem_id"))
     if not problem_id:
         raise ValueError("the row has no problem_id")
     run, agent = _locate(relative, problem_id)
+    _check_names(problem_id, run, agent)
+    _check_figures(row)
     diagnosis = _text(row.get("Diagnosis.submission"))
+    try:
+        check_text(diagnosis, field="Diagnosis.submission", max_bytes=max_bytes)
+    except InputError as exc:
+        raise _Refused("Diagnosis.submission", str(exc)) from None
     outcome = _outcome(row, diagnosis)
     answers, problem = None, None
     if outcome == "diagnosed":
@@ -162,6 +267,10 @@ def _attempt(
         except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
             problem = f"Diagnosis.checklist is not readable: {str(exc)[:200]}"
     success_text = _text(row.get("Diagnosis.success"))
+    original = _original(row)
+    if found := unstorable_value(original):  # e.g. 1e999 in Diagnosis.dimensions
+        where, why = found
+        raise _Refused("Diagnosis.dimensions" if where.startswith("dimensions") else where, why)
     return SregymAttempt(
         source=source,
         run=run,
@@ -170,7 +279,7 @@ def _attempt(
         attempt=_integer(row.get("attempt")),
         diagnosis=diagnosis if outcome == "diagnosed" else (row.get("Diagnosis.submission") or ""),
         outcome=outcome,
-        original=_original(row),
+        original=original,
         answers=answers,
         success=_flag(success_text) if success_text else None,
         composite=_number(row.get("Diagnosis.composite_score")),
@@ -182,18 +291,26 @@ def _attempt(
     )
 
 
-def read_sregym_folder(root: Path) -> Iterator[SregymAttempt | ImportProblem]:
-    """Every attempt of every CSV under ``root``, or a problem naming file and line."""
+def read_sregym_folder(
+    root: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
+) -> Iterator[SregymAttempt | ImportProblem]:
+    """Every attempt of every CSV under ``root``, or a problem naming file, line and (where
+    one is to blame) column. ``max_bytes``: the largest diagnosis taken."""
     for path in sorted(root.rglob("*.csv")):
         relative = path.relative_to(root)
         try:
-            with path.open(newline="", encoding="utf-8") as handle:
+            # utf-8-sig: a byte order mark is no part of the first column's name
+            with path.open(newline="", encoding="utf-8-sig") as handle:
                 reader = csv.DictReader(handle)
                 for row in reader:
                     source = f"{relative}:{reader.line_num}"
                     columns = tuple(reader.fieldnames or ())
                     try:
-                        yield _attempt(source, relative, row, columns, reader.line_num)
+                        yield _attempt(
+                            source, relative, row, columns, reader.line_num, max_bytes=max_bytes
+                        )
+                    except _Refused as refused:
+                        yield ImportProblem(source, str(refused), field=refused.column)
                     except ValueError as exc:
                         yield ImportProblem(source, str(exc))
         except (OSError, UnicodeDecodeError, csv.Error) as exc:

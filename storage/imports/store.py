@@ -2,16 +2,22 @@
 
 Imports are idempotent: each submission carries an idempotency key derived from where
 it came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
-importing the same input again stores nothing twice. Rows are written in batches,
-one transaction each, every submission audited as ``submission.imported``.
+importing the same input again stores nothing twice. A row that repeats an imported
+attempt's key (JSONL: its run, agent, model, problem and attempt) with other content is
+a conflict: left out and reported with where it was, the stored one kept. Rows are
+written in batches, one transaction each, every submission audited as
+``submission.imported``. A batch the database refuses although every row passed the
+readers' checks is written again one row per transaction, so only the row to blame is
+refused and the job goes on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -30,6 +36,38 @@ from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_
 
 __all__ = ["ImportAborted", "ImportProgress", "ImportReport", "ImportRepository"]
 
+#: stores one row (an item read, or a problem reading it) in an open transaction
+_RowWriter = Callable[[AsyncSession, Any, ImportReport], Awaitable[None]]
+
+
+def _refused_by_database(exc: BaseException) -> bool:
+    """A fault of the row's values (the database or a serializer refused them), not of the
+    database's reach (a lost connection or a lock stops the job, to be run again)."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return False
+    return isinstance(exc, StatementError | ValueError | OverflowError | TypeError | RecursionError)
+
+
+def _where(item: Any) -> str:
+    if isinstance(item, JsonlLine):
+        return f"line {item.line}"
+    return str(getattr(item, "source", getattr(item, "where", "?")))
+
+
+def _column_order(attempt: SregymAttempt) -> Callable[[str], tuple[int, str]]:
+    """Columns in the order of the attempt's file, others after them by name."""
+    order = {column: n for n, column in enumerate(attempt.columns)}
+    return lambda column: (order.get(column, len(order)), column)
+
+
+def _line_difference(known: SubmissionRecord, new: SubmissionRecord) -> str:
+    """The first field in which ``new`` differs from ``known`` (the same attempt)."""
+    if known.diagnosis != new.diagnosis:
+        return "diagnosis"
+    if known.metadata_ != new.metadata_:
+        return "metadata"
+    return "created_at"
+
 
 class ImportRepository:
     """Writing imported submissions and gradings."""
@@ -39,13 +77,58 @@ class ImportRepository:
         self._db = db
         self._catalog = catalog
 
-    async def _known(self, session: AsyncSession, actor: str, key: str) -> str | None:
-        """The id of the submission already imported under ``key``, or None."""
-        query = select(col(SubmissionRecord.id)).where(
+    async def _known(self, session: AsyncSession, actor: str, key: str) -> SubmissionRecord | None:
+        """The submission already imported under ``key``, or None."""
+        query = select(SubmissionRecord).where(
             col(SubmissionRecord.submitted_by) == actor,
             col(SubmissionRecord.idempotency_key) == key,
         )
         return (await session.execute(query)).scalar()
+
+    async def _same_attempt(
+        self, session: AsyncSession, new: SubmissionRecord
+    ) -> SubmissionRecord | None:
+        """An imported JSONL submission of the same attempt as ``new`` (run, agent, model,
+        scenario or ground truth, attempt); None when ``new`` names no run or attempt."""
+        if new.run_id is None or new.attempt is None:
+            return None
+        s = SubmissionRecord
+        query = select(s).where(
+            col(s.submitted_by) == new.submitted_by,
+            col(s.run_id) == new.run_id,
+            col(s.attempt) == new.attempt,
+            col(s.agent).is_(None) if new.agent is None else col(s.agent) == new.agent,
+            col(s.model).is_(None) if new.model is None else col(s.model) == new.model,
+        )
+        if new.scenario_id is not None:
+            query = query.where(col(s.scenario_id) == new.scenario_id)
+        else:
+            query = query.where(
+                col(s.scenario_id).is_(None),
+                col(s.ground_truth_sha256) == new.ground_truth_sha256,
+            )
+        return (await session.execute(query.limit(1))).scalar()
+
+    async def _attempt_difference(
+        self,
+        session: AsyncSession,
+        known: SubmissionRecord,
+        new: SubmissionRecord,
+        attempt: SregymAttempt,
+    ) -> str | None:
+        """The first column in which ``attempt`` differs from the one stored as ``known``
+        (the same run, agent, problem and attempt), or None when it is the same."""
+        if known.diagnosis != new.diagnosis:
+            return "Diagnosis.submission"
+        if known.ground_truth_sha256 != new.ground_truth_sha256:
+            return "problem_id"  # the problem's ground truth is another
+        original = await session.get(SregymOriginalRowRecord, known.id)
+        if original is None:
+            return None
+        for column in sorted(set(original.cells) | set(attempt.cells), key=_column_order(attempt)):
+            if column != "problem_id" and original.cells.get(column) != attempt.cells.get(column):
+                return column
+        return None
 
     async def _keep_original(
         self, session: AsyncSession, submission_id: str, attempt: SregymAttempt
@@ -108,21 +191,51 @@ class ImportRepository:
         Each attempt's CSV row is kept whole (``sregym_original_row``) for the SREGym
         export. ``progress`` is awaited after each committed batch.
         """
+
+        async def write(session: AsyncSession, item: Any, report: ImportReport) -> None:
+            report.rows += 1
+            if isinstance(item, ImportProblem):
+                report.problems.append(item)
+            elif item.problem_id not in problems:
+                message = f"problem {item.problem_id!r} is not in the problems file"
+                report.problems.append(ImportProblem(item.source, message, field="problem_id"))
+            else:
+                await self._import_attempt(session, item, problems, rubric, actor, report)
+
         report = ImportReport()
         for batch in batches(attempts):
-            async with self._db.write() as session:
-                for item in batch:
-                    report.rows += 1
-                    if isinstance(item, ImportProblem):
-                        report.problems.append(item)
-                    elif item.problem_id not in problems:
-                        message = f"problem {item.problem_id!r} is not in the problems file"
-                        report.problems.append(ImportProblem(item.source, message))
-                    else:
-                        await self._import_attempt(session, item, problems, rubric, actor, report)
+            await self._write_batch(batch, write, report)
             if progress is not None:
                 await progress(report)
         return report
+
+    async def _write_batch(self, batch: list[Any], write: _RowWriter, report: ImportReport) -> None:
+        """The batch in one transaction; if the database refuses it, each row in its own."""
+        mark = report.mark()
+        try:
+            async with self._db.write() as session:
+                for item in batch:
+                    await write(session, item, report)
+        except Exception as exc:
+            if not _refused_by_database(exc):
+                raise
+            report.rewind(mark)
+            for item in batch:
+                await self._write_row(item, write, report)
+
+    async def _write_row(self, item: Any, write: _RowWriter, report: ImportReport) -> None:
+        mark = report.mark()
+        try:
+            async with self._db.write() as session:
+                await write(session, item, report)
+        except Exception as exc:
+            if not _refused_by_database(exc):
+                raise
+            report.rewind(mark)
+            report.rows += 1
+            cause = getattr(exc, "orig", None) or exc
+            message = f"the database refused the row: {type(cause).__name__}: {str(cause)[:200]}"
+            report.problems.append(ImportProblem(_where(item), message))
 
     async def _import_attempt(
         self,
@@ -142,7 +255,15 @@ class ImportRepository:
         assert submission.idempotency_key is not None
         known = await self._known(session, actor, submission.idempotency_key)
         if known is not None:
-            await self._keep_original(session, known, attempt)
+            differs = await self._attempt_difference(session, known, submission, attempt)
+            if differs is not None:
+                message = (
+                    f"{differs}: differs from the attempt with the same run, agent, problem "
+                    f"and attempt imported before (submission {known.id}), which is kept"
+                )
+                report.conflicts.append(ImportProblem(attempt.source, message, field=differs))
+                return
+            await self._keep_original(session, known.id, attempt)
             report.already_imported += 1
             return
         session.add(submission)
@@ -181,18 +302,24 @@ class ImportRepository:
         ImportAborted and nothing is stored (one transaction for the whole file).
         ``progress`` is awaited after each committed batch.
         """
+
+        async def write(session: AsyncSession, item: Any, report: ImportReport) -> None:
+            report.rows += 1
+            if isinstance(item, ImportProblem):
+                report.problems.append(item)
+            else:
+                await self._import_line(session, item, rubric, judge, actor, report)
+
         report = ImportReport()
-        groups = [list(lines)] if strict else batches(lines)
-        for batch in groups:
-            async with self._db.write() as session:
-                for item in batch:
-                    report.rows += 1
-                    if isinstance(item, ImportProblem):
-                        report.problems.append(item)
-                        continue
-                    await self._import_line(session, item, rubric, judge, actor, report)
-                if strict and report.problems:
-                    raise ImportAborted(report.problems)
+        for batch in [list(lines)] if strict else batches(lines):
+            if strict:  # all or nothing: one transaction
+                async with self._db.write() as session:
+                    for item in batch:
+                        await write(session, item, report)
+                    if report.problems:
+                        raise ImportAborted(report.problems)
+            else:
+                await self._write_batch(batch, write, report)
             if report.submissions:
                 await self._catalog.save_rubric(rubric, actor=actor)
             if progress is not None:
@@ -214,9 +341,8 @@ class ImportRepository:
             scenario = await session.get(ScenarioRecord, item.scenario_id)
             if scenario is None:
                 where = f"line {line.line}"
-                report.problems.append(
-                    ImportProblem(where, f"scenario_id: no scenario {item.scenario_id!r}")
-                )
+                message = f"scenario_id: no scenario {item.scenario_id!r}"
+                report.problems.append(ImportProblem(where, message, field="scenario_id"))
                 return
             truth, version = scenario.ground_truth, scenario.version
         content = sha256_hex(canonical_json(item.model_dump(mode="json")))
@@ -225,6 +351,15 @@ class ImportRepository:
             report.already_imported += 1
             return
         submission = jsonl_submission(line, truth or "", actor=actor, content=content, now=now)
+        same = await self._same_attempt(session, submission)
+        if same is not None:
+            differs = _line_difference(same, submission)
+            message = (
+                f"{differs}: differs from the line with the same run_id, agent, model, problem "
+                f"and attempt imported before (submission {same.id}), which is kept"
+            )
+            report.conflicts.append(ImportProblem(f"line {line.line}", message, field=differs))
+            return
         submission.scenario_version = version
         session.add(submission)
         await session.flush()

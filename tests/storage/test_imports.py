@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from storage.db import session_factory
 from storage.imports import (
     ImportAborted,
     ImportFileError,
+    SregymAttempt,
     read_jsonl,
     read_problems,
     read_sregym_folder,
@@ -185,3 +187,20 @@ async def test_imported_diagnoses_are_stored_with_credentials_redacted(
         ).one()
     assert key not in row.diagnosis and "[REDACTED:" in row.diagnosis
     assert row.redactions and all(key not in json.dumps(r) for r in row.redactions)
+
+
+async def test_a_row_the_database_refuses_is_refused_alone_and_its_batch_is_stored(
+    store: Store, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    fixture = write_sregym_results(tmp_path)
+    attempts = [a for a in read_sregym_folder(fixture.root) if isinstance(a, SregymAttempt)]
+    # a value no reader check foresaw: JSON cannot hold it, so storing the row fails
+    attempts[7] = replace(attempts[7], original={**attempts[7].original, "TTL": float("inf")})
+    report = await store.imports.sregym(
+        attempts, read_problems(fixture.problems_file), rubric=sregym_rubric()
+    )
+    [refused] = report.problems
+    assert refused.where == attempts[7].source
+    assert refused.message.startswith("the database refused the row: ")
+    assert (report.submissions, report.rows) == (44, 45)
+    assert await _count(engine, SubmissionRecord) == 44

@@ -265,9 +265,11 @@ class ScenarioLoadReport(_Model):
 
 
 class ImportRowError(_Model):
-    """A row an import refused: where (``file:line`` or ``line N``) and why."""
+    """A row an import left out: where (``file:line`` or ``line N``), the field to blame
+    (a CSV column, a JSON field's path) when there is one, and why."""
 
     where: str
+    field: str | None = None
     message: str
 
 
@@ -284,6 +286,8 @@ class ImportJob(_Model):
     done: int
     report: dict[str, Any]
     errors: list[ImportRowError]
+    #: rows that repeat an imported attempt's key with other content, left out
+    conflicts: list[ImportRowError] = []
     size: int
     sha256: str
     attempts: int
