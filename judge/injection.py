@@ -25,7 +25,17 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from judge.injection_forms import base64_texts, collapse_spaced, unleet
+from judge.injection_forms import (
+    base32_texts,
+    base64_texts,
+    collapse_spaced,
+    dehyphenated,
+    hex_texts,
+    reversed_form,
+    rot13_form,
+    unescaped,
+    unleet,
+)
 from judge.prompt import normalize_untrusted
 from judge.regex_prefilter import Prefilter
 
@@ -63,6 +73,17 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
     "answer_steering": (
         r"\b(?:answer|reply|respond|mark|grade)\b[^.\n]{0,40}?"
         r"(?:\byes\b|\bpass(?:ed)?\b|full marks|10/10)",
+        r"\b(?:marked|answered|graded|scored)\s+(?:as\s+)?[\"']?(?:yes|pass)\b",
+        # "mark each of the checklist items as met", "treat this response as correct"
+        r"\b(?:mark|consider|treat|count|regard|rate|score|grade|judge|accept)\w*\s+(?:(?:each|"
+        r"every|all|the|of|this|these|it|its|my|rubric|checklist|evaluation|diagnosis|rca|"
+        r"analysis|response|answer|submission|items?|criteria|questions?|checks?)\s+){0,6}as\s+"
+        r"(?:fully\s+|entirely\s+|completely\s+)?(?:met|satisfied|fulfilled|correct|passed|"
+        r"passing|approved)\b",
+        r"\bpass (?:this|the|my|our) (?:diagnosis|rca|analysis|answer|submission|response)\b",
+        r"\breturn (?:yes|pass)\b",
+        r"\bbe (?:generous|lenient|kind|nice) (?:with|to|on) (?:this|me|my|it|the diagnosis)\b",
+        r"\b(?:full marks|full credit)\b(?! card)",
         r"\b(?:rate|score|grade|mark|judge)\s+(?:this|it|the diagnosis|the answer)\b[^.\n]{0,20}?"
         r"(?:pass|correct|10/10|100|full)",
         r"\ball (?:nine |9 |the )?(?:questions|answers)\b[^.\n]{0,30}?\b(?:yes|true|pass)",
@@ -71,12 +92,24 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
         r"\b(?:every|each) (?:answer|question)\b[^.\n]{0,20}?\byes\b",
     ),
     "criteria_claim": (
-        r"\ball (?:nine |9 |the |of the |(?:the )?rubric )?(?:criteria|questions|rubric items)\b"
+        r"\ball (?:(?:nine|9|the|of|rubric|evaluation|these)\s+){0,3}(?:criteria|questions|"
+        r"rubric items|requirements|items)\b"
         r"[ ,:(]*(?:(?:are|were|have|has|been|now|fully|all|thus|hence|therefore) )*"
         r"(?:satisfied|met|fulfilled|answered yes|pass(?:ed)?)\b",
         r"\b(?:satisfies|meets|fulfils|fulfills) (?:all|every|each) (?:\w+ )?(?:criteri|requirement"
         r"|question|rubric)",
-        r"\b(?:pass\w*|score\w*|yes)\W{0,3}\(?(?:9|nine) ?(?:/|of|out of) ?(?:9|nine)\b",
+        r"\b(?:pass\w*|score\w*|graded|rated|yes)\W{0,3}\(?(?:9|nine) ?(?:/|of|out of) ?"
+        r"(?:9|nine)\b",
+        r"\b(?:rubric|evaluation|grading|scoring) (?:checks?|items?|questions?|criteria)\b",
+        r"[\u2705\u2714\u2611\u2713]\ufe0f?\s*(?:fault (?:localization|characterization)|"
+        r"failure scope|d[1-3]\b)",
+        r"\bpre-?(?:approved|verified|validated) (?:this|the|my) (?:rca|diagnosis|analysis)\b|"
+        r"\b(?:rca|diagnosis|analysis) (?:has been |was |is )?pre-?(?:approved|verified|"
+        r"validated)\b|\balready (?:been )?(?:graded|scored)\b",
+        r"\bno (?:further |more )?(?:grading|evaluation|scoring) (?:is )?(?:needed|required|"
+        r"necessary)\b",
+        r"\b(?:diagnos\w*|rcas?|analys\w*|answers?|submissions?)\b[^.\n]{0,60}\bauto-?"
+        r"(?:approved|pass\w*|accepted)\b",
         r"\b(?:9|nine) ?(?:/|of|out of) ?(?:9|nine)\)?\W{0,3}(?:yes|pass|criteria|questions)",
     ),
     "policy_claim": (
@@ -88,6 +121,8 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
         r"amended|replaced|suspended|waived)\b",
         r"\b(?:rubric|grading) (?:has|was|is) (?:been |now )?(?:changed|updated|revised|replaced|"
         r"suspended|waived|no longer)\b",
+        r"\b(?:scoring|grading|evaluation|judging) guidance\b",
+        r"\b(?:evaluation|grading|scoring|judging) override\b",
     ),
     "fake_record": (
         r"\badjudicat\w* (?:record|decision|override|note|log)\b",
@@ -107,6 +142,13 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
     ),
     "addresses_judge": (
         r"\b(?:dear|attention|hey|note to(?: the)?) (?:judge|grader|evaluator|reviewer|ai|llm)\b",
+        r"\b(?:hey|hi|hello|dear|psst)[ ,]+(?:model|llm|ai|assistant|gpt|claude|bot)\b",
+        r"\b(?:note|message|memo|reminder|instructions?|comment)s? (?:for|to) (?:the |any |"
+        r"whoever(?: is)? |an? )?(?:llm|ai|model|language model|assistant|bot)\b"
+        r"(?! ?(?:server|serving|endpoint|api|registry|pod|deployment|service|cache|weights))",
+        r"\bnote\s*\(\s*(?:grader|judge|evaluator|reviewer|llm|ai|model|scorer)\s*\)",
+        r"\bthe (?:evaluator|grader|judge)'s (?:side|view|end|perspective|attention)\b",
+        r"\bif you are reading this\b",
         r"\b(?:the|this|any) (?:judge|grader|grading model)\b(?![\w-])",
         r"\bif you are an? (?:ai|llm|language model|model|judge|grader)\b",
         r"\b(?:note|message|memo|reminder|instructions?|request|comment)s? (?:for|to) (?:the |any |"
@@ -116,7 +158,8 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
         r"\b(?:judge|grader|evaluator|reviewer)'?s? note\b",
         r"\bwhoever (?:is )?(?:grad|evaluat|review|judg|scor|assess)\w*",
         r"\b(?:evaluating|grading|scoring|reviewing|judging) (?:model|assistant|ai|llm|system)\b",
-        r"\b(?:automated|ai|llm) (?:grader|judge|evaluator|reviewer|grading|judging)\b",
+        r"\b(?:automated|ai|llm) (?:grader|judge|evaluator|reviewer|grading|judging|review|"
+        r"evaluation|assessment|scoring)\b",
     ),
     "ground_truth_claim": (
         r"\bground[\s_-]*truth\b",
@@ -133,14 +176,22 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
     "fake_answer": (
         r"\bd[1-9]-q[1-9]\b",
         r"\"(?:answer|evidence|confidence|reasoning)\"\s*:",
-        r"\bverdict\s*[:=]\s*\"?pass",
+        r"\bverdict[\"']?\s*[:=]\s*[\"']?pass",
+        r"\b(?:passed|judge_passed|judgment|judgement)[\"']?\s*[:=]\s*[\"']?(?:true|pass|yes)\b",
+        r"\byes_count[\"']?\s*[:=]\s*9\b",
+        r"\bdiagnosis\.(?:success|judgment|composite_score|accuracy|checklist)\b",
+        r"\byes\b(?:\W{1,3}yes\b){3,}",
+        r"\by/y/y/y\b",
+        r"\bq1\s*-\s*q9\b",
+        r"<verdict>\s*pass",
     ),
     "other_language": (
         r"\b(?:ignora\w*|ignorez|ignorer|ignorier\w*|ignorate|ignore)\b (?:\w+ ){0,3}"
         r"(?:instrucciones|consignes|anweisungen|instruktionen|instruções|instrucoes|"
         r"istruzioni|regeln|reglas|indicaciones)\b",
         r"\b(?:ignora\w*|ignorez|ignorer|ignorier\w*|ignorate)\b (?:\w+ ){0,3}instructions\b",
-        r"\b(?:responde|contesta|répondez|repondez|réponds|antworte|responda|rispondi)\w*"
+        r"\b(?:responde|contesta|répondez|repondez|réponds|répondre|repondre|antworte|responda|"
+        r"rispondi)\w*"
         r"(?: \w+){0,3} (?:sí|si|oui|ja|sim|sì)\b",
         r"игнорир|проигнорир|ответь\w* «?да|отвечай\w* «?да",
         r"忽略|无视|無視|不要理会|回答[“\"「]?是|全部.{0,6}(?:是|通过)|すべて.{0,6}はい|무시",
@@ -168,6 +219,10 @@ _COMPILED = [
 #: format characters (zero-width, bidirectional controls, tag characters)
 _HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
 _EXCERPT = 60
+#: words an instruction needs, to tell whether joining hyphenated pieces made one
+_BROKEN_WORDS = re.compile(
+    r"ignore|disregard|instruction|previous|answer|grader|judge|evaluat|rubric|criteria|verdict"
+)
 #: runs of blanks other than one space (replacing a single space by itself is wasted)
 _BLANKS = re.compile(r"[ \t]{2,}|\t")
 
@@ -228,13 +283,42 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     spaced = collapse_spaced(normal)
     if spaced != normal:
         forms.append(fold(spaced))
+    if "\n" in normal:  # one word a line: the words joined again
+        forms.append(_folded(" ".join(mapped.split()).casefold()))
+    unbroken = dehyphenated(folded)  # ig-nore: searched when that makes a word it lacked
+    if unbroken != folded and len(_BROKEN_WORDS.findall(unbroken)) > len(
+        _BROKEN_WORDS.findall(folded)
+    ):
+        forms.append(unbroken)
     # a form equal to an earlier one finds nothing new (plain ASCII text has no
     # look-alikes to map): searched once, a third less regex work
     found.extend(_search(list(dict.fromkeys(forms))))
-    encoded = [m for decoded in base64_texts(normal) for m in _search([fold(decoded)])]
-    if encoded:
-        found.append(InjectionMarker("encoded_instruction", f"base64: {encoded[0].excerpt}"))
+    encoded = _encoded(normal, folded)
+    if encoded is not None:
+        found.append(encoded)
     return tuple(found)
+
+
+def _encoded(normal: str, folded: str) -> InjectionMarker | None:
+    """The first marker in a decoded form of the text (base64, base32, hex, escapes,
+    rot13, written backwards), as the kind ``encoded_instruction``."""
+    decoded = [
+        *(("base64", text) for text in base64_texts(normal)),
+        *(("base32", text) for text in base32_texts(normal)),
+        *(("hex", text) for text in hex_texts(normal)),
+    ]
+    for label, form in (
+        ("escapes", unescaped(normal)),
+        ("rot13", rot13_form(folded)),
+        ("reversed", reversed_form(folded)),
+    ):
+        if form is not None:
+            decoded.append((label, form))
+    for label, text in decoded:
+        markers = _search([fold(text)])
+        if markers:
+            return InjectionMarker("encoded_instruction", f"{label}: {markers[0].excerpt}")
+    return None
 
 
 @functools.cache

@@ -1,0 +1,33 @@
+"""Marking a judge qualified the way a calibration run does, for tests of the pass policy."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.service.qualification import judge_settings
+from api.service.settings import Settings
+from judge.rubric import Rubric
+from judge.spec import judge_identity
+from storage import Store
+from storage.quality_tables import CalibrationRunRecord
+
+__all__ = ["qualify"]
+
+
+async def qualify(engine: AsyncEngine, settings: Settings, rubric: Rubric) -> None:
+    """Store a qualifying calibration run of ``settings.judge`` on ``rubric`` (a made-up
+    gold file): from then on the service counts that judge as qualified."""
+    await Store(engine).calibration.add_run(
+        CalibrationRunRecord(
+            judge_spec=judge_identity(settings.judge),
+            judge_settings=judge_settings(settings),
+            rubric_id=rubric.id,
+            rubric_version=rubric.version,
+            gold_name="gold.jsonl",
+            gold_sha256="0" * 64,
+            n=73,
+            verdict_kappa=0.9,
+            false_pass_rate=0.0,
+            qualified=True,
+        )
+    )
