@@ -24,7 +24,7 @@ from litestar import Request
 
 from api.http.problems import ApiProblem
 from api.service.request_types import EARLIEST, LATEST, bounded_date
-from storage.storable import MAX_JSON_DEPTH, too_deep, unstorable, unstorable_value
+from storage.storable import MAX_JSON_DEPTH, printable, too_deep, unstorable, unstorable_value
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -49,7 +49,8 @@ TEXT_BODIES = {
 
 def _refuse(field: str, message: str, status: int = 422) -> ApiProblem:
     title = "Invalid request" if status == 422 else "Malformed request"
-    return ApiProblem(status, title, f"{field}: {message}", field=field)
+    shown = printable(field)  # a field named with a lone surrogate is shown escaped
+    return ApiProblem(status, title, f"{shown}: {message}", field=shown)
 
 
 def _check_date(name: str, value: str) -> None:

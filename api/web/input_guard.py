@@ -9,6 +9,7 @@ from litestar import Request
 
 from api.http.input_guard import check_params, unstorable
 from api.http.problems import ApiProblem
+from storage.storable import printable
 
 __all__ = ["refuse_unstorable_form"]
 
@@ -29,4 +30,5 @@ async def refuse_unstorable_form(request: Request[Any, Any, Any]) -> None:
     for name, value in (await request.form()).multi_items():
         problem = unstorable(name) or unstorable(str(value))
         if problem:
-            raise ApiProblem(422, "Invalid request", f"{name}: {problem}", field=name)
+            shown = printable(name)
+            raise ApiProblem(422, "Invalid request", f"{shown}: {problem}", field=shown)

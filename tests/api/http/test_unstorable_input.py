@@ -211,3 +211,25 @@ async def test_a_forged_cursor_is_refused_not_a_500(
     assert answer.status_code == 400, answer.text
     assert answer.json()["title"] == "Invalid cursor"
     assert answer.json()["errors"][0]["field"] == "cursor"
+
+
+@pytest.mark.parametrize(
+    ("raw_key", "field"),
+    [('"\\ud800"', "\\ud800"), ('"\\udc00x"', "\\udc00x")],
+)
+@pytest.mark.parametrize("where", ["top", "metadata"])
+async def test_a_lone_surrogate_in_a_key_is_422_naming_the_field(
+    api_client: Any, tokens: Any, engine: AsyncEngine, raw_key: str, field: str, where: str
+) -> None:
+    agent = await tokens("submitter")
+    pair = f"{raw_key}: 1"
+    tail = f", {pair}}}" if where == "top" else f', "metadata": {{{pair}}}}}'
+    raw = json.dumps(BASE)[:-1] + tail
+    headers = {**agent, "content-type": "application/json"}
+    async with api_client() as client:
+        answer = await client.post("/v1/submissions", content=raw, headers=headers)
+    assert answer.status_code == 422, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    expected = field if where == "top" else f"metadata.{field}"
+    assert answer.json()["errors"][0]["field"] == expected
+    assert await count_submissions(engine) == 0
