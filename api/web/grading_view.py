@@ -9,6 +9,7 @@ from typing import Any
 from api.service.schemas import AnswerPublic, GradingPublic, OverridePublic
 from api.web.highlight import Mark, Segment, evidence_passages, segments
 from judge.grounding import facts_of
+from judge.review_reasons import hold_explanation
 from judge.rubric import Rubric
 
 __all__ = [
@@ -158,6 +159,8 @@ def grading_page_context(grading: GradingPublic, rubric: Rubric | None) -> dict[
     return {
         "g": grading,
         "verdict": verdict_label(grading),
+        # a submitter's view carries no review reasons: its hold is explained generically
+        "hold_reason": hold_explanation(getattr(grading, "review_reasons", None) or []),
         "truth": truth,
         "diagnosis": diagnosis,
         "questions": _questions(grading, rubric),
