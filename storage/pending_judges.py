@@ -175,6 +175,7 @@ class PendingJudgeRepository:
                 grading.lease_expires_at = None
             grading.revision += 1
         await session.flush()
+        # each event covers its grading's new state; the digests read in one go
         digests = await grading_digests(session, [g.id for g in gradings])
-        covers = {i: {g.id: digests[g.id]} for i, g in enumerate(gradings)}
-        await self._db.audit_many(session, events, covers)  # type: ignore[arg-type]
+        covers = {i: {g.id: str(digests[g.id])} for i, g in enumerate(gradings)}
+        await self._db.audit_many(session, events, covers)
