@@ -98,6 +98,8 @@ class WebhookDelivery:
         self._task: asyncio.Task[None] | None = None
         #: endpoint id -> the lane delivering to it in this process
         self._lanes: dict[str, asyncio.Task[None]] = {}
+        #: set while stopping: a lane ends after its send in flight
+        self._stopping = False
 
     @property
     def _lease_seconds(self) -> float:
@@ -109,16 +111,26 @@ class WebhookDelivery:
             self._task = asyncio.create_task(self._run(), name="webhook-delivery")
 
     async def stop(self) -> None:
-        """Stop the dispatcher and the lanes (a send in flight is abandoned; its lease
-        runs out and it is sent again)."""
-        tasks = [t for t in (self._task, *self._lanes.values()) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._task = None
-        self._lanes.clear()
+        """Stop: no new send starts, the sends in flight finish (each within the timeout)
+        and are recorded; a lane that overruns is cancelled (its lease runs out and its
+        delivery is sent again)."""
+        self._stopping = True
+        try:
+            if self._task is not None:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+            lanes = list(self._lanes.values())
+            if lanes:
+                grace = self._settings.webhook_timeout_seconds + 2
+                _, overran = await asyncio.wait(lanes, timeout=grace)
+                for lane in overran:
+                    lane.cancel()
+                await asyncio.gather(*overran, return_exceptions=True)
+        finally:
+            self._task = None
+            self._lanes.clear()
+            self._stopping = False
 
     async def _run(self) -> None:
         while True:
@@ -215,5 +227,5 @@ class WebhookDelivery:
                 if failed
                 else None
             ),
-            lease_next=None if failed else self._lease_seconds,
+            lease_next=None if failed or self._stopping else self._lease_seconds,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from api.service.settings import Settings
@@ -59,3 +60,35 @@ async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endp
         assert j2.delivery.state == "delivered" and len(j2.attempts) == 1
         [state] = [e for e in await store.webhooks.endpoints() if e.id == endpoint.id]
         assert state.consecutive_failures == 0 and state.circuit_open_until is None
+
+
+async def test_a_stop_lets_the_send_in_flight_finish_and_starts_no_other(
+    store: Store, database_url: str
+) -> None:
+    settings = Settings(
+        database_url=database_url, webhook_allow_hosts="127.0.0.1", poll_seconds=0.05
+    )
+    with receiving() as receiver:
+        receiver.delay = lambda n: 0.5
+        endpoint = await store.webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        for job in ("j1", "j2"):
+            async with store.db.write() as session:
+                await store.db.audit(
+                    session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
+                    actor="t", payload={"state": "done", "counts": {}},
+                )  # fmt: skip
+        delivery = WebhookDelivery(store, settings)
+        delivery.start()
+        for _ in range(500):  # the receiver is a thread: poll it
+            if receiver.requests:
+                break
+            await asyncio.sleep(0.01)
+        await delivery.stop()  # j1's receiver is still holding its request
+        assert receiver.requests == 1
+        deliveries = await _deliveries(store, endpoint.id)
+        assert deliveries["j1"].delivery.state == "delivered"  # finished and recorded
+        assert deliveries["j2"].delivery.attempts == 0  # not started, not leased
+        [due] = await store.webhooks.claim_due(lease_seconds=13)
+        assert due.id == deliveries["j2"].delivery.id
