@@ -120,11 +120,11 @@ async def follow_on_claim(services: Services, claim: Claim, worker_id: str) -> C
 async def move_pending_gradings(
     services: Services, principal: Principal, data: JudgeMoveRequest
 ) -> JudgeMoveReport:
-    """An admin moves the live pending gradings bound to ``from`` to ``to``.
+    """An admin moves the live pending gradings bound to ``from_judge`` to ``to_judge``.
 
     Gradings a worker is grading now are taken from it (its result is discarded, never
-    stored) so that none waits for the old judge. With ``follow``, ``to`` can only be
-    the configured judge (they would move back to it when claimed).
+    stored) so that none waits for the old judge. With ``follow``, ``to_judge`` can only
+    be the configured judge (they would move back to it when claimed).
     """
     settings = services.settings
     configured = settings.grading_judge()
