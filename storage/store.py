@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage.agreement import AgreementReads
+from storage.attempts import AttemptReads
 from storage.calibration import CalibrationRepository
 from storage.canonical import utcnow
 from storage.catalog import CatalogRepository
@@ -73,6 +74,8 @@ class Store:
         self.scenario_reads = ScenarioReads(self.db)
         #: accepting submissions with their pending gradings
         self.submissions = SubmissionRepository(self.db, self.catalog)
+        #: submissions per token against each registered scenario (the attempt limit)
+        self.attempts = AttemptReads(self.db)
         #: regrade jobs, their items and pairs
         self.regrade = RegradeRepository(self.db, self.catalog)
         #: claiming, completing and deferring pending gradings

@@ -19,6 +19,7 @@ from litestar.exceptions import (
 )
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from api.service.attempts import TooManyAttempts
 from api.service.errors import NotPermitted, ServiceError
 from judge.errors import InputError, JudgeSpecError, RubricError
 from storage.errors import (
@@ -70,6 +71,7 @@ _TABLE: tuple[tuple[type[Exception], _Mapping], ...] = (
     (NotFound, _Mapping(404, "Not found")),
     (InvalidCursor, _Mapping(400, "Invalid cursor")),
     (NotPermitted, _Mapping(403, "Forbidden")),
+    (TooManyAttempts, _Mapping(429, "Too many attempts")),
     (ServiceError, _Mapping(422, "Invalid request")),
     (InputError, _Mapping(422, "Invalid input")),
     (JudgeSpecError, _Mapping(422, "Invalid judge")),
@@ -133,7 +135,11 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
             errors = [{"field": field, "message": str(exc)}] if field else None
             detail = str(exc.detail) if isinstance(exc, HTTPException) else str(exc)
             title = exc.title if isinstance(exc, ServiceError) else mapping.title
-            return problem_response(mapping.status, title, detail, instance=path, errors=errors)
+            wait = getattr(exc, "retry_after", None)
+            headers = {"Retry-After": str(wait)} if wait is not None else None
+            return problem_response(
+                mapping.status, title, detail, instance=path, errors=errors, headers=headers
+            )
     if isinstance(exc, HTTPException) and isinstance(exc.__cause__, SerializationException):
         detail = f"body: not a JSON document ({exc.detail})"
         errors = [{"field": "body", "message": detail}]

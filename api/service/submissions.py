@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from api.service import self_preference
+from api.service.attempts import check_attempts
 from api.service.errors import InvalidRequest, UnknownReference
 from api.service.ground_truth_policy import check_inline_ground_truth, check_rubric_choice
 from api.service.principal import Principal
@@ -83,9 +84,10 @@ async def accept_submission(
     """Validate and store a submission with its pending grading (or replay an earlier one).
 
     Raises ``InvalidRequest`` naming the field at fault, ``InputError`` for unusable
-    text, ``IdempotencyConflict`` when the key was used for another request; nothing is
-    stored then. A process stores a few submissions at once (``Services.intake``), the
-    others wait their turn.
+    text, ``IdempotencyConflict`` when the key was used for another request,
+    ``TooManyAttempts`` past a submitter's attempts on a scenario
+    (``api.service.attempts``); nothing is stored then. A process stores a few
+    submissions at once (``Services.intake``), the others wait their turn.
     """
     async with services.intake:
         accepted = await _accept(services, data, principal, idempotency_key)
@@ -101,6 +103,8 @@ async def _accept(
 ) -> Accepted:
     rubric = await _checked(services, data, principal)
     truth, source, version = await _ground_truth(services, data)
+    if source == "scenario" and data.scenario_id is not None:
+        await check_attempts(services, principal, data.scenario_id, idempotency_key=idempotency_key)
     settings = services.settings
     judge_spec, judge_backend, judge_model = settings.grading_judge()
     self_preference.refuse(settings, judge_spec, data.model)

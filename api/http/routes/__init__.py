@@ -29,6 +29,7 @@ from api.http.routes.scenarios import (
     put_scenario,
 )
 from api.http.routes.stats import (
+    get_attempts,
     get_comparison,
     get_dimension_failures,
     get_failure_tags,
@@ -62,6 +63,7 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     get_question_rates,
     get_dimension_failures,
     get_failure_tags,
+    get_attempts,
     get_agreement,
     export_gradings,
     create_import,

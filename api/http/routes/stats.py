@@ -5,11 +5,12 @@ Adjudicators and admins only: the figures cover every submitter's gradings.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 from litestar import Request, get
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromQuery
+from litestar.params import FromQuery, QueryParameter
 
 from api.http.auth import require
 from api.http.report_params import (
@@ -19,6 +20,7 @@ from api.http.report_params import (
     parse_group_by,
     report_filter,
 )
+from api.service.attempts import AttemptReport, attempt_report
 from api.service.reports.models import (
     ComparisonReport,
     DimensionReport,
@@ -37,6 +39,7 @@ from api.service.services import Services
 from storage.report_queries import ReportFilter
 
 __all__ = [
+    "get_attempts",
     "get_comparison",
     "get_dimension_failures",
     "get_failure_tags",
@@ -147,3 +150,24 @@ async def get_failure_tags(
 ) -> TagReport:
     """Tags in force (not removed), most frequent first."""
     return await tag_report(services.store, filters, group_by=parse_group_by(group_by))
+
+
+@get(
+    "/v1/stats/attempts",
+    guards=[require("admin")],
+    operation_id="getAttempts",
+    summary="Attempts per token and registered scenario",
+    tags=["stats"],
+)
+async def get_attempts(
+    services: NamedDependency[Services],
+    since: FromQuery[datetime | None] = None,
+    scenario_id: FromQuery[str | None] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=5000)] = 500,
+) -> AttemptReport:
+    """Submissions each token made against each registered scenario since ``since``
+    (default: the last hour, the window of
+    ``SRE_JUDGE_SUBMITTER_ATTEMPTS_PER_SCENARIO_PER_HOUR``), most attempts first;
+    refused attempts are counted in ``/metrics`` (``sre_judge_submissions_rejected``,
+    reason ``attempt_limit``). Admins only: it names tokens."""
+    return await attempt_report(services, since=since, scenario_id=scenario_id, limit=limit)

@@ -11,6 +11,7 @@ from litestar.params import HeaderParameter, JSONBody, QueryParameter
 from api.http.auth import require
 from api.http.limits import SubmissionLimits
 from api.http.problems import ApiProblem
+from api.service.attempts import TooManyAttempts
 from api.service.metrics import Metrics
 from api.service.presenters import grading_public, render_grading
 from api.service.principal import Principal
@@ -51,12 +52,17 @@ async def create_submission(
     """Store the submission and a pending grading before answering; optionally wait for it.
 
     201 with the grading when it is done within ``wait`` seconds, else 202 with ``Location``.
-    429 or 503 with ``Retry-After`` when a limit is reached (nothing is stored then).
+    429 or 503 with ``Retry-After`` when a limit is reached (nothing is stored then): the
+    rate limit, the queue's ceiling, or a submitter's attempts on the scenario this hour.
     """
     await limits.admit(principal.id)
-    accepted = await accept_submission(
-        services, data, principal=principal, idempotency_key=idempotency_key
-    )
+    try:
+        accepted = await accept_submission(
+            services, data, principal=principal, idempotency_key=idempotency_key
+        )
+    except TooManyAttempts:
+        metrics.submissions_rejected.labels("attempt_limit").inc()
+        raise
     outcome = accepted.outcome
     if outcome.created:
         metrics.submissions_accepted.inc()

@@ -147,6 +147,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/v1/stats/questions"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/stats/dimensions"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/stats/failure-tags"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/stats/attempts"): Expect(ADMIN_ONLY),
     ("GET", "/v1/stats/agreement"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/exports/gradings"): Expect(ADMIN_ONLY, query="?format=csv"),
     ("POST", "/v1/tokens"): Expect(ADMIN_ONLY, body={"name": "x", "role": "submitter"}),

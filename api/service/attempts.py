@@ -1,0 +1,133 @@
+"""The attempt limit: how often one submitter token may submit against one registered
+scenario within an hour (``SRE_JUDGE_SUBMITTER_ATTEMPTS_PER_SCENARIO_PER_HOUR``), and
+the admins' report of attempts per token and scenario.
+
+Every answer a submitter gets about a hidden ground truth (the verdict, and with
+``SRE_JUDGE_SUBMITTER_VIEW=answers`` the effective answers) tells it a little of that
+ground truth; the limit bounds how much a token can learn by probing. An inline ground
+truth is the submitter's own: not counted. Replays of a stored submission (the same
+``Idempotency-Key``) are not new attempts. The count is read from the stored
+submissions, so it holds across processes, give or take submissions that race past the
+check at the same moment.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+from pydantic import BaseModel
+
+from api.service.errors import ServiceError
+from api.service.principal import Principal
+from api.service.services import Services
+
+__all__ = [
+    "ATTEMPT_WINDOW",
+    "AttemptReport",
+    "AttemptReportItem",
+    "TooManyAttempts",
+    "attempt_report",
+    "check_attempts",
+]
+
+#: the period the limit counts attempts over
+ATTEMPT_WINDOW = timedelta(hours=1)
+
+
+class TooManyAttempts(ServiceError):
+    """The token used up its attempts on the scenario for now; ``retry_after`` seconds
+    until the first of them leaves the window."""
+
+    title = "Too many attempts"
+
+    def __init__(self, detail: str, *, retry_after: int) -> None:
+        super().__init__(detail, field="scenario_id")
+        self.retry_after = retry_after
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+async def check_attempts(
+    services: Services,
+    principal: Principal,
+    scenario_id: str,
+    *,
+    idempotency_key: str | None,
+) -> None:
+    """Raise :class:`TooManyAttempts` when ``principal`` (a submitter) made the limit's
+    number of attempts on ``scenario_id`` within the last hour and this request is not
+    a replay. Adjudicators and admins, who may read the ground truth, are not limited."""
+    limit = services.settings.submitter_attempts_per_scenario_per_hour
+    if limit <= 0 or principal.at_least("adjudicator"):
+        return
+    store = services.store
+    now = store.db.clock()
+    recent = await store.attempts.recent(principal.id, scenario_id, now - ATTEMPT_WINDOW)
+    if recent.count < limit:
+        return
+    replay = idempotency_key is not None and await store.attempts.is_replay(
+        principal.id, idempotency_key
+    )
+    if replay:
+        return
+    first = _aware(recent.first_at or now)
+    wait = max(1, math.ceil((first + ATTEMPT_WINDOW - _aware(now)).total_seconds()))
+    raise TooManyAttempts(
+        f"this token made {recent.count} attempts on scenario {scenario_id!r} within the "
+        f"last hour, the limit is {limit}; nothing was stored",
+        retry_after=wait,
+    )
+
+
+class AttemptReportItem(BaseModel):
+    """One token's attempts on one scenario within the report's period."""
+
+    token_id: str
+    #: the token's name and role (null for a token no longer stored)
+    token_name: str | None
+    role: str | None
+    scenario_id: str
+    attempts: int
+    first_at: datetime
+    last_at: datetime
+
+
+class AttemptReport(BaseModel):
+    """Attempts per token and scenario since ``since``, most attempts first."""
+
+    since: datetime
+    #: the attempts a submitter token may make on one scenario within an hour (0: none)
+    limit_per_hour: int
+    items: list[AttemptReportItem]
+
+
+async def attempt_report(
+    services: Services,
+    *,
+    since: datetime | None = None,
+    scenario_id: str | None = None,
+    limit: int = 500,
+) -> AttemptReport:
+    """Every token's attempts per registered scenario since ``since`` (default: the last
+    hour, the limit's window)."""
+    start = since or services.store.db.clock() - ATTEMPT_WINDOW
+    counts = await services.store.attempts.per_token(start, scenario_id=scenario_id, limit=limit)
+    return AttemptReport(
+        since=start,
+        limit_per_hour=services.settings.submitter_attempts_per_scenario_per_hour,
+        items=[
+            AttemptReportItem(
+                token_id=c.token_id,
+                token_name=c.token_name,
+                role=c.role,
+                scenario_id=c.scenario_id,
+                attempts=c.attempts,
+                first_at=_aware(c.first_at),
+                last_at=_aware(c.last_at),
+            )
+            for c in counts
+        ],
+    )

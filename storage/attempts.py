@@ -1,0 +1,125 @@
+"""Attempts: how often a token submitted against one registered scenario.
+
+A submitter's attempts on a scenario are its submissions whose ground truth came from
+that scenario (an inline ground truth is the submitter's own, not an attempt at a
+hidden one). The service limits them per hour (``api.service.attempts``) and reports
+them to admins; both count the stored submissions, so every process of a deployment
+counts the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlmodel import col
+
+from storage.database import Database
+from storage.tables import SubmissionRecord, TokenRecord
+
+__all__ = ["AttemptCount", "AttemptReads", "RecentAttempts"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecentAttempts:
+    """A token's attempts on one scenario since a moment, and the first of them."""
+
+    count: int
+    #: when the earliest counted attempt was made (None when there is none)
+    first_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptCount:
+    """One token's attempts on one scenario within a report's period."""
+
+    token_id: str
+    #: the token's name and role (None for a token since deleted)
+    token_name: str | None
+    role: str | None
+    scenario_id: str
+    attempts: int
+    first_at: datetime
+    last_at: datetime
+
+
+def _attempts_of(token_id: str | None, scenario_id: str | None, since: datetime) -> list[object]:
+    """The conditions of a token's (or every token's) attempts since ``since``."""
+    conditions: list[object] = [
+        col(SubmissionRecord.ground_truth_source) == "scenario",
+        col(SubmissionRecord.scenario_id).is_not(None),
+        col(SubmissionRecord.created_at) >= since,
+    ]
+    if token_id is not None:
+        conditions.append(col(SubmissionRecord.submitted_by) == token_id)
+    if scenario_id is not None:
+        conditions.append(col(SubmissionRecord.scenario_id) == scenario_id)
+    return conditions
+
+
+class AttemptReads:
+    """Counts of submissions against registered scenarios, per token and scenario."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def recent(self, token_id: str, scenario_id: str, since: datetime) -> RecentAttempts:
+        """``token_id``'s attempts on ``scenario_id`` made at or after ``since``."""
+        query = select(func.count(), func.min(col(SubmissionRecord.created_at))).where(
+            *_attempts_of(token_id, scenario_id, since)  # type: ignore[arg-type]
+        )
+        async with self._db.read() as session:
+            count, first = (await session.execute(query)).one()
+        return RecentAttempts(count=int(count), first_at=first)
+
+    async def is_replay(self, token_id: str, idempotency_key: str) -> bool:
+        """Whether ``token_id`` already stored a submission under ``idempotency_key``
+        (sending it again replays that submission: no new attempt)."""
+        query = select(col(SubmissionRecord.id)).where(
+            col(SubmissionRecord.submitted_by) == token_id,
+            col(SubmissionRecord.idempotency_key) == idempotency_key,
+        )
+        async with self._db.read() as session:
+            return (await session.execute(query.limit(1))).first() is not None
+
+    async def per_token(
+        self, since: datetime, *, scenario_id: str | None = None, limit: int = 500
+    ) -> list[AttemptCount]:
+        """Every token's attempts per scenario since ``since``, most attempts first."""
+        submission = SubmissionRecord.__table__  # type: ignore[attr-defined]
+        token = TokenRecord.__table__  # type: ignore[attr-defined]
+        attempts = func.count().label("attempts")
+        query = (
+            select(
+                submission.c.submitted_by,
+                token.c.name,
+                token.c.role,
+                submission.c.scenario_id,
+                attempts,
+                func.min(submission.c.created_at),
+                func.max(submission.c.created_at),
+            )
+            .select_from(submission.outerjoin(token, token.c.id == submission.c.submitted_by))
+            .where(*_attempts_of(None, scenario_id, since))  # type: ignore[arg-type]
+            .group_by(
+                submission.c.submitted_by, token.c.name, token.c.role, submission.c.scenario_id
+            )
+            .order_by(attempts.desc(), submission.c.submitted_by, submission.c.scenario_id)
+            .limit(limit)
+        )
+        async with self._db.read() as session:
+            rows = (await session.execute(query)).all()
+        return [
+            AttemptCount(
+                token_id=row[0],
+                token_name=row[1],
+                role=row[2],
+                scenario_id=row[3],
+                attempts=int(row[4]),
+                first_at=row[5],
+                last_at=row[6],
+            )
+            for row in rows
+        ]

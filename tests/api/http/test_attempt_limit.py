@@ -1,0 +1,103 @@
+"""A submitter token's attempts on one registered scenario are limited per hour
+(``SRE_JUDGE_SUBMITTER_ATTEMPTS_PER_SCENARIO_PER_HOUR``): past the limit, 429 with
+``Retry-After`` as problem+json and nothing stored; replays, inline ground truths, other
+scenarios and adjudicators are not limited; admins read the counts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage.tables import SubmissionRecord
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+_SUBMISSIONS = SubmissionRecord.__table__  # type: ignore[attr-defined]
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT={port}; the frontend fails."
+
+
+def _body(port: int, **where: str) -> dict[str, Any]:
+    return {"diagnosis": DIAGNOSIS.format(port=port), **(where or {"scenario_id": "s1"})}
+
+
+async def test_past_the_limit_a_submitter_gets_429_and_nothing_is_stored(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter", "prober")
+    other = await tokens("submitter", "other")
+    async with api_client(submitter_attempts_per_scenario_per_hour=3) as client:
+        for scenario in ("s1", "s2"):
+            made = await client.post(
+                "/v1/scenarios", json={"id": scenario, "ground_truth": TRUTH}, headers=admin
+            )
+            assert made.status_code == 201
+        for port in (1, 2, 3):
+            sent = {**agent, "Idempotency-Key": f"k{port}"}
+            assert (await client.post("/v1/submissions", json=_body(port), headers=sent)).is_success
+        refused = await client.post(
+            "/v1/submissions", json=_body(4), headers={**agent, "Idempotency-Key": "k4"}
+        )
+        # a replay of a stored attempt is no new attempt
+        replay = await client.post(
+            "/v1/submissions", json=_body(1), headers={**agent, "Idempotency-Key": "k1"}
+        )
+        not_limited = [
+            await client.post("/v1/submissions", json=_body(5, scenario_id="s2"), headers=agent),
+            await client.post("/v1/submissions", json=_body(6, ground_truth=TRUTH), headers=agent),
+            await client.post("/v1/submissions", json=_body(7), headers=other),
+            await client.post("/v1/submissions", json=_body(8), headers=admin),
+        ]
+        mine = (await client.get("/v1/gradings", headers=agent)).json()["items"]
+        report = await client.get("/v1/stats/attempts", headers=admin)
+        as_agent = await client.get("/v1/stats/attempts", headers=agent)
+        metrics = (await client.get("/metrics")).text
+        # an hour later the first attempts have left the window
+        async with engine.begin() as connection:
+            rows = (
+                await connection.execute(select(_SUBMISSIONS.c.id, _SUBMISSIONS.c.created_at))
+            ).all()
+            for row_id, created in rows:
+                moved = created - timedelta(hours=1, seconds=1)
+                await connection.execute(
+                    update(_SUBMISSIONS).where(_SUBMISSIONS.c.id == row_id).values(created_at=moved)
+                )
+        later = await client.post("/v1/submissions", json=_body(9), headers=agent)
+
+    assert refused.status_code == 429, refused.text
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    assert 3500 <= int(refused.headers["Retry-After"]) <= 3600
+    problem = refused.json()
+    assert problem["title"] == "Too many attempts" and problem["status"] == 429
+    assert problem["errors"][0]["field"] == "scenario_id"
+    assert TRUTH not in refused.text
+    assert replay.status_code in (200, 201, 202) and replay.headers["Idempotent-Replayed"]
+    assert [r.status_code for r in not_limited] == [202] * 4
+    assert len(mine) == 5  # three attempts on s1, one on s2, one inline: the refused one is not
+    assert 'sre_judge_submissions_rejected_total{reason="attempt_limit"} 1.0' in metrics
+    assert later.status_code == 202, later.text
+
+    assert as_agent.status_code == 403
+    assert report.status_code == 200, report.text
+    counts = {(i["token_name"], i["scenario_id"]): i["attempts"] for i in report.json()["items"]}
+    # inline ground truths are no attempts on a scenario; the admin's are counted too
+    assert counts == {("prober", "s1"): 3, ("prober", "s2"): 1, ("other", "s1"): 1,
+                      ("admin-1", "s1"): 1}  # fmt: skip
+    assert report.json()["limit_per_hour"] == 3
+
+
+async def test_the_limit_is_on_by_default_and_zero_turns_it_off(
+    api_client: Any, tokens: Any
+) -> None:
+    from api.service.settings import Settings
+
+    assert Settings().submitter_attempts_per_scenario_per_hour == 20
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    async with api_client(submitter_attempts_per_scenario_per_hour=0) as client:
+        await client.post("/v1/scenarios", json={"id": "s1", "ground_truth": TRUTH}, headers=admin)
+        codes = [
+            (await client.post("/v1/submissions", json=_body(n), headers=agent)).status_code
+            for n in range(25)
+        ]
+    assert set(codes) == {202}
