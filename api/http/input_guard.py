@@ -3,9 +3,11 @@
 PostgreSQL cannot store a NUL character in text (nor ``\\u0000`` in JSON), and a JSON
 document nested thousands of levels deep exhausts the parsers' recursion. Each is
 answered here, for every route at once, with a problem+json naming the field: 422 for a
-value, 400 for a document. The checks are cheap on ordinary requests: a body is parsed a
-second time only when its bytes hint at a NUL, and its depth is measured only when it
-holds many brackets.
+value, 400 for a document (nested too deep: the top-level field it is nested under). A
+body the routes' parser would refuse as a whole for one value (a number out of range,
+``NaN``, a string that is not UTF-8) is read here leniently to name that value's field.
+The checks are cheap on ordinary requests: a body is parsed a second time only when its
+bytes hint at one of these, and its depth is measured only when it holds many brackets.
 
 A date bound of a filter (``created_after``, ``a.created_before``, ...) is not refused for
 its year: :func:`bound_query_dates` moves it within the years rows are stored in (see
@@ -24,7 +26,14 @@ from litestar import Request
 
 from api.http.problems import ApiProblem
 from api.service.request_types import EARLIEST, LATEST, bounded_date
-from storage.storable import MAX_JSON_DEPTH, printable, too_deep, unstorable, unstorable_value
+from storage.storable import (
+    MAX_JSON_DEPTH,
+    TooManyDigits,
+    printable,
+    too_deep,
+    unstorable,
+    unstorable_value,
+)
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -35,6 +44,8 @@ __all__ = [
     "unstorable",
 ]
 
+#: a number no parser reads as a finite value: NaN, Infinity, a 3-digit exponent, 300 digits
+_NUMBER_HINT = re.compile(rb"NaN|Infinity|[eE][+-]?\d{3}|\d{300}")
 _DATE_PARAM = re.compile(r"(^|\.)created_(after|before)$")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 #: routes whose body is a text document, with the media types they take (the route
@@ -97,20 +108,29 @@ def check_params(request: Request[Any, Any, Any]) -> None:
 
 
 def _check_body(body: bytes) -> None:
+    try:
+        text, utf8 = body.decode("utf-8"), True
+    except UnicodeDecodeError:  # each bad byte read as a lone surrogate, to be found below
+        text, utf8 = body.decode("utf-8", "surrogateescape"), False
     if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
-        if too_deep(body.decode("utf-8", "replace")) is not None:
+        key = too_deep(text)
+        if key is not None:
             message = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
-            raise _refuse("body", message, status=400)
+            raise _refuse(key or "body", message, status=400)
     lowered = body.lower()
-    if b"\\u0000" not in lowered and b"\\ud" not in lowered:
+    hinted = b"\\u0000" in lowered or b"\\ud" in lowered or _NUMBER_HINT.search(body)
+    if utf8 and not hinted:
         return
     try:
-        document = json.loads(body)
-    except ValueError:
+        document = json.loads(text, parse_int=TooManyDigits.parse)
+    except (ValueError, RecursionError):
         return  # malformed: the route's own parsing answers 400
     found = unstorable_value(document)
     if found:
-        raise _refuse(found[0] or "body", found[1])
+        field, problem = found
+        if not utf8 and "surrogate" in problem:
+            raise _refuse(field or "body", "not valid UTF-8 text", status=400)
+        raise _refuse(field or "body", problem)
 
 
 async def refuse_unstorable_input(request: Request[Any, Any, Any]) -> None:

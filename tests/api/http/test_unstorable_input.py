@@ -145,7 +145,7 @@ async def test_json_nested_too_deep_is_400_on_any_route(
     async with api_client() as client:
         answer = await client.post(route, content=raw, headers=headers)
     assert answer.status_code == 400, answer.text
-    assert answer.json()["errors"][0]["field"] == "body"
+    assert answer.json()["errors"][0]["field"] == "metadata"  # the field it is nested under
     assert await count_submissions(engine) == 0
 
 
@@ -232,4 +232,31 @@ async def test_a_lone_surrogate_in_a_key_is_422_naming_the_field(
     assert answer.headers["content-type"].startswith("application/problem+json")
     expected = field if where == "top" else f"metadata.{field}"
     assert answer.json()["errors"][0]["field"] == expected
+    assert await count_submissions(engine) == 0
+
+
+#: a body the routes' parser refuses as a whole for one value -> (status, field named)
+ONE_BAD_VALUE = {
+    "number out of range": (b'"attempt": 1e400', 422, "attempt"),
+    "NaN": (b'"metadata": {"x": [1, NaN]}', 422, "metadata.x[1]"),
+    "-Infinity": (b'"metadata": {"score": -Infinity}', 422, "metadata.score"),
+    "5000 digits": (b'"attempt": ' + b"7" * 5000, 422, "attempt"),
+    "not UTF-8": (b'"agent": "caf\xe9"', 400, "agent"),
+    "not UTF-8 in a key": (b'"metadata": {"\xff": 1}', 400, "metadata.\\udcff"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONE_BAD_VALUE))
+async def test_a_body_refused_for_one_value_names_its_field(
+    api_client: Any, tokens: Any, engine: AsyncEngine, case: str
+) -> None:
+    pair, status, field = ONE_BAD_VALUE[case]
+    agent = await tokens("submitter")
+    raw = json.dumps(BASE).encode()[:-1] + b", " + pair + b"}"
+    headers = {**agent, "content-type": "application/json"}
+    async with api_client() as client:
+        answer = await client.post("/v1/submissions", content=raw, headers=headers)
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert answer.json()["errors"][0]["field"] == field
     assert await count_submissions(engine) == 0
