@@ -56,6 +56,9 @@ async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
         overridden = history["events"][-1]
         assert overridden["payload"]["reason"] == "names user-service as origin"
         assert overridden["payload"]["author"] == "Ada" and overridden["at"]
+        # the records' digests (hashes of each column, the ground truth's among them)
+        # are the audit chain's business, not the history's
+        assert not any("rows" in e["payload"] for e in history["events"])
         call = next(e for e in history["events"] if e["event"] == "judge.call")
         assert call["call"]["messages"][1]["content"].count(TRUTH) == 1
         assert call["call"]["response_text"] == reply
