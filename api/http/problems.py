@@ -102,7 +102,8 @@ def problem_response(
         body["instance"] = instance
     if errors:
         body["errors"] = errors
-    all_headers = dict(headers or {})
+    # a problem is read as JSON only, never sniffed into something a browser would run
+    all_headers = {"X-Content-Type-Options": "nosniff", **(headers or {})}
     if status == 401:
         all_headers.setdefault("WWW-Authenticate", "Bearer")
     return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=all_headers)
