@@ -1,5 +1,7 @@
 """Headers of every HTML answer: a Content-Security-Policy that admits only the app's own
-scripts (none inline), no framing, no sniffing."""
+scripts (none inline), no framing, no sniffing, and no storing in any cache (a page may
+show a ground truth, a diagnosis or a judge's evidence: the browser's history and disk
+cache, and any proxy, keep none of it)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ _EXTRA = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
 )
 
 
@@ -35,10 +38,11 @@ def html_security_headers(app: ASGIApp) -> ASGIApp:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
                 content_type = dict(headers).get(b"content-type", b"")
                 if content_type.startswith(b"text/html"):
                     headers.append((b"content-security-policy", policy.encode()))
-                    headers.extend(_EXTRA)
+                    headers.extend(h for h in _EXTRA if h[0] not in present)
                     message = {**message, "headers": headers}
             await send(message)
 

@@ -232,3 +232,18 @@ async def test_a_submitter_reads_its_own_grading_without_the_hidden_ground_truth
         await sign_in(c, stranger)
         assert (await c.get(f"/gradings/{grading_id}")).status_code == 404
         assert grading_id not in (await c.get("/gradings")).text
+
+
+async def test_pages_showing_a_ground_truth_are_never_stored_by_a_cache(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, adj = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        await sign_in(c, adj)
+        pages = [await c.get(path) for path in (f"/gradings/{grading['id']}", "/", "/queue")]
+        login = await c.get("/login")
+    assert TRUTH.split("||")[0].strip()[:20] in pages[0].text  # the page shows the truth
+    for page in [*pages, login]:
+        assert page.status_code == 200, page.url
+        assert page.headers["cache-control"] == "no-store", page.url
