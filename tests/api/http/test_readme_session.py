@@ -5,7 +5,8 @@ headers and bodies as a reader copies them), sends them to the app with the scri
 judge ``scripted:pass`` (what the README says the sample was captured with) and the
 default pass policy, and renders the answers the way the block after "What that looks
 like" shows them: ids and times replaced by placeholders, the answers after the first
-counted, not shown. The block must equal that rendering, so the sample cannot go stale.
+(when the view has them) counted, not shown. The block must equal that rendering, so
+the sample cannot go stale.
 
 To rewrite the block after a change of the grading object (only that block is
 touched)::
@@ -106,8 +107,8 @@ def _compact(value: Any) -> str:
 
 
 def _grading_lines(grading: dict[str, Any]) -> list[str]:
-    """One top-level field a line; a list of objects one object a line, the answers after
-    the first counted."""
+    """One top-level field a line; a list of objects one object a line, the answers (in
+    the views that have them) after the first counted."""
     lines = ["{"]
     items = list(grading.items())
     for position, (name, value) in enumerate(items):
@@ -129,7 +130,7 @@ def render_sample(answers: list[tuple[str, int, Any]]) -> str:
     for request, status, body in answers:
         lines.append(f"$ curl ... {request}          -> HTTP {status}")
         shown = _placeholders(body)
-        if isinstance(shown, dict) and "answers" in shown:
+        if isinstance(shown, dict) and "submission_id" in shown:  # a grading
             lines += _grading_lines(shown)
         else:
             lines.append(json.dumps(shown, ensure_ascii=False, separators=(",", ":")))
