@@ -12,9 +12,11 @@ config-file mode (``DB_PASSWORD: hunter2``, ``password=hunter2``), because agent
 The regexes cover what detect-secrets misses; each captures the secret in group 1:
 URLs with an empty user, bearer tokens, ``*_TOKEN=`` assignments, bare OpenAI keys
 (``sk-...``, ``sk-proj-...``: detect-secrets knows only the old ``T3BlbkFJ`` form),
-``Authorization: Basic <base64>`` headers, and passwords written in prose ("the
+``Authorization: Basic <base64>`` headers, passwords written in prose ("the
 password is hunter2"), which count only when the value looks like one (a digit or a
-symbol in it, or quoted), so "the password is rejected" stays.
+symbol in it, or quoted), so "the password is rejected" stays, an AWS secret access key
+after the word "secret", passwords on command lines (``mysql -pX``, ``redis-cli -a X``,
+``--password=X``) and cookies (``Cookie:`` headers, ``curl --cookie``).
 """
 
 from __future__ import annotations
@@ -169,6 +171,36 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("secret-keyword", re.compile(_PROSE_PASSWORD + r"[\"'“]([^\s\"'“”]{4,})[\"'”]")),
+    # password 'hunter2' / passwd "x y": a quoted value right after the word
+    (
+        "secret-keyword",
+        re.compile(r"(?i)\b(?:password|passwd|passphrase|pwd)\s+[\"'“]([^\"'“”\n]{4,}?)[\"'”]"),
+    ),
+    # secret <AWS secret access key>: 40 characters of base64 after "secret"
+    (
+        "aws-secret-access-key",
+        re.compile(
+            r"(?i)\bsecret(?:[_ -]?access)?(?:[_ -]?key)?[\"']?\s*(?:[:=]|is)?\s*[\"']?"
+            r"((?=[A-Za-z0-9/+]*[0-9/+])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
+            r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+    ),
+    # mysql -uroot -pS3cret (the password attached to -p; -P is the port)
+    (
+        "command-line-password",
+        re.compile(r"(?i:\bmysql(?:dump|admin|import|sh|slap|check)?)\b[^\n|;&]*?\s-p['\"]?([^\s'\"]+)"),
+    ),
+    # redis-cli -a S3cret / --pass S3cret
+    (
+        "command-line-password",
+        re.compile(r"(?i)\bredis-cli\b[^\n|;&]*?\s(?:-a|--pass)\s+['\"]?([^\s'\"]+)"),
+    ),
+    # --password=S3cret / --password S3cret, for any command
+    ("command-line-password", re.compile(r"(?i)(?<![\w-])--password[=\s]+['\"]?([^\s'\"]+)")),
+    # Cookie: session=...; other=... (every cookie of the header: any may be a session)
+    ("cookie", re.compile(r"(?i)\b(?:set-)?cookie\s*:\s*([^\s\"'][^\n\"']*?)(?=\s*(?:[\"']|$))")),
+    # curl --cookie 'session=...' / -b 'session=...'
+    ("cookie", re.compile(r"(?<![\w-])(?:--cookie|-b)\s+['\"]?([\w.-]+=[^\s'\"]+)")),
 )
 
 #: every detector, in the order they run

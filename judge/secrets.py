@@ -55,7 +55,7 @@ _PEM_SPAN = 16_384
 _CANDIDATE = re.compile(
     r"(?i:key|pass|pwd|secret|contrase|token|bearer|basic|authori|private|putty|aws|xox|"
     r"eyj|sk-|sk_|rk_|://|cloudant|ibm|iam|softlayer|sq0|gl[a-z]+-|gh[a-z]_|sg\.|npm|pypi|"
-    r"akc|ap[0-9a-f]|@)"
+    r"akc|ap[0-9a-f]|mysql|redis|cookie|-b |@)"
     r"|[A-Za-z0-9_\-+/=]{20}"
 )
 #: texts this process's ``redact`` returned: redacting them again finds nothing (see

@@ -227,3 +227,55 @@ def test_ordinary_mentions_of_passwords_keys_and_basic_auth_stay(text: str) -> N
     result = redact(text)
     assert result.text == text
     assert result.findings == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        (
+            "the app reads aws secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY from its env",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws-secret-access-key",
+        ),
+        (
+            "secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws-secret-access-key",
+        ),
+        ("the init job connects with password 'hunter2' and fails", "hunter2", "secret-keyword"),
+        ("the cron runs mysql -uroot -pS3cretPass orders", "S3cretPass", "command-line-password"),
+        ("mysqldump -u app -p'Tr0ub4dor' -P 3306 shop", "Tr0ub4dor", "command-line-password"),
+        (
+            'curl -H "Cookie: session=eyJhbGciOi1234abcd; theme=dark" http://cart/api',
+            "session=eyJhbGciOi1234abcd",
+            "cookie",
+        ),
+        ("Cookie: session=abc123def456ghi", "abc123def456ghi", "cookie"),
+        ("probe: redis-cli -h cache -a S3cr3tPass ping", "S3cr3tPass", "command-line-password"),
+        ("psql-wrapper --password=hunter22 -d app", "hunter22", "command-line-password"),
+    ],
+)
+def test_credentials_on_command_lines_cookies_and_aws_secrets_are_redacted(
+    text: str, secret: str, kind: str
+) -> None:
+    result = redact(text)
+    assert secret not in result.text
+    assert f"[REDACTED:{kind}]" in result.text
+    assert secret not in json.dumps(result.records())
+    assert redact(result.text).findings == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql -p orders prompts for the password, so the job hangs",
+        "mysql -P 3306 -h db.internal is refused",
+        "redis-cli ping returns PONG; the secret mounted in the pod is missing",
+        "the cookie banner covers the checkout button",
+        "the AWS secret is rotated every 90 days by the operator",
+    ],
+)
+def test_commands_and_words_without_a_credential_stay(text: str) -> None:
+    result = redact(text)
+    assert result.text == text
+    assert result.findings == ()
