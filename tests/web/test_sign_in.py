@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
 
+from api.web.routes.auth import LOGIN_CSRF_COOKIE, login_token
+from storage.keys import ServiceKey
 from tests.web.conftest import csrf_of, sign_in
 
 CSP_SCRIPT = re.compile(r"script-src ([^;]*)")
@@ -89,6 +92,40 @@ async def test_a_wrong_token_or_a_forged_form_opens_no_session(
         assert forged.status_code == 403
         assert "srej_session" not in forged.headers.get("set-cookie", "")
         assert (await client.get("/queue", follow_redirects=False)).status_code == 303
+
+
+async def test_the_sign_in_token_is_signed_for_its_own_pre_session(
+    api_client: Any, tokens: Any, service_key: ServiceKey
+) -> None:
+    adj = await tokens("adjudicator")
+    now = int(time.time())
+    async with api_client() as client:
+        form = await client.get("/login")
+        pre_session, token = client.cookies[LOGIN_CSRF_COOKIE], csrf_of(form.text)
+        made = {login_token(service_key, pre_session, now + late) for late in (0, 1, 2)}
+        assert token != pre_session and token in made
+        attempts = {
+            # the unsigned double submit: a cookie planted with the same value as the field
+            "double submit": ("planted-value-0123456789", "planted-value-0123456789"),
+            "another pre-session's token": ("another-pre-session", token),
+            "signed by another key": (
+                pre_session, login_token(ServiceKey.ephemeral(), pre_session, now)
+            ),
+            "stale": (pre_session, login_token(service_key, pre_session, now - 3 * 3600)),
+            "tampered": (pre_session, token[:-2] + ("AA" if token[-2:] != "AA" else "BB")),
+        }
+        for case, (cookie, field) in attempts.items():
+            client.cookies.clear()
+            client.cookies.set(LOGIN_CSRF_COOKIE, cookie, path="/login")
+            refused = await client.post("/login", data={"token": _token(adj), "_csrf": field})
+            assert refused.status_code == 403, case
+            assert "srej_session" not in refused.headers.get("set-cookie", ""), case
+        client.cookies.clear()
+        client.cookies.set(LOGIN_CSRF_COOKIE, pre_session, path="/login")
+        taken = await client.post(
+            "/login", data={"token": _token(adj), "_csrf": token}, follow_redirects=False
+        )
+        assert taken.status_code == 303
 
 
 @pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/", "/\\evil"])

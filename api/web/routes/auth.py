@@ -1,9 +1,20 @@
-"""Signing in and out of the workbench."""
+"""Signing in and out of the workbench.
+
+The sign-in form is protected by a signed token bound to a pre-session: the form's page
+sets a random pre-session id in an HttpOnly cookie and puts in the form a token made of
+its time of issue and an HMAC, keyed with the service key, of that id and time. A
+sign-in is taken only with a token made for the cookie it comes with, and younger than
+:data:`LOGIN_FORM_LIFETIME`: a page of another site (or one that can set cookies for
+this host) cannot make one, as it could the value of an unsigned double submit.
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import secrets
+import time
 from typing import Annotated, Any
 
 from litestar import Request, get, post
@@ -23,11 +34,41 @@ from api.web.sessions import (
     signed_in,
     web_require,
 )
+from storage.keys import ServiceKey
 
-__all__ = ["LOGIN_CSRF_COOKIE", "login_form", "login_submit", "logout", "safe_next"]
+__all__ = [
+    "LOGIN_CSRF_COOKIE",
+    "LOGIN_FORM_LIFETIME",
+    "login_form",
+    "login_submit",
+    "login_token",
+    "logout",
+    "safe_next",
+]
 
-#: the sign-in form's own CSRF token (double submit: this cookie and the form field)
+#: the sign-in form's pre-session id (its form carries a token signed for it)
 LOGIN_CSRF_COOKIE = "srej_login_csrf"
+#: seconds a sign-in form stays good
+LOGIN_FORM_LIFETIME = 2 * 3600
+
+
+def login_token(key: ServiceKey, pre_session: str, issued: int) -> str:
+    """The sign-in form's token for ``pre_session``, issued at ``issued`` (epoch seconds):
+    ``<issued>.<HMAC of both, keyed by the service key>``."""
+    message = f"{pre_session}.{issued}".encode()
+    mac = hmac.new(key.derive("login-csrf"), message, hashlib.sha256).digest()
+    return f"{issued}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
+
+
+def _login_token_holds(key: ServiceKey, pre_session: str, token: str) -> bool:
+    """Whether ``token`` was made for ``pre_session`` by this service, and is not stale."""
+    issued, dot, _ = token.partition(".")
+    if not pre_session or not dot or not issued.isdigit() or len(issued) > 12:
+        return False
+    if not 0 <= time.time() - int(issued) <= LOGIN_FORM_LIFETIME:
+        return False
+    expected = login_token(key, pre_session, int(issued))
+    return hmac.compare_digest(token.encode(), expected.encode())
 
 
 def safe_next(target: str | None) -> str:
@@ -38,16 +79,22 @@ def safe_next(target: str | None) -> str:
 
 
 def _login_page(
-    request: Request[Any, Any, Any], *, next_path: str, error: str = "", status_code: int = 200
+    request: Request[Any, Any, Any],
+    key: ServiceKey,
+    *,
+    next_path: str,
+    error: str = "",
+    status_code: int = 200,
 ) -> Template:
-    token = secrets.token_urlsafe(24)
+    pre_session = secrets.token_urlsafe(24)
+    token = login_token(key, pre_session, int(time.time()))
     response = page(
         "login.html", None, status_code=status_code, login_csrf=token, next=next_path, error=error
     )
     response.cookies.append(
         Cookie(
             key=LOGIN_CSRF_COOKIE,
-            value=token,
+            value=pre_session,
             path="/login",
             httponly=True,
             samesite="strict",
@@ -58,9 +105,11 @@ def _login_page(
 
 
 @get("/login", include_in_schema=False)
-async def login_form(request: Request[Any, Any, Any], next: str | None = None) -> Template:
+async def login_form(
+    request: Request[Any, Any, Any], services: NamedDependency[Services], next: str | None = None
+) -> Template:
     """The sign-in form: one field, an API token."""
-    return _login_page(request, next_path=safe_next(next))
+    return _login_page(request, services.store.db.key, next_path=safe_next(next))
 
 
 @post("/login", include_in_schema=False, status_code=303)
@@ -71,11 +120,12 @@ async def login_submit(
 ) -> Redirect | Template:
     """Exchange the token for a session cookie and go on; the form again when refused."""
     next_path = safe_next(data.get("next"))
-    expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
-    sent = data.get("_csrf", "")
-    if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
+    key = services.store.db.key
+    pre_session = request.cookies.get(LOGIN_CSRF_COOKIE, "")
+    if not _login_token_holds(key, pre_session, data.get("_csrf", "")):
         return _login_page(
             request,
+            key,
             next_path=next_path,
             error="The form expired; please sign in again.",
             status_code=403,
@@ -84,6 +134,7 @@ async def login_submit(
     if opened is None:
         return _login_page(
             request,
+            key,
             next_path=next_path,
             error="That token is unknown, revoked or expired.",
             status_code=401,
