@@ -73,7 +73,8 @@ def test_a_harness_submits_in_three_lines_and_gets_a_typed_grading(
     judge = Client()
     grading = judge.submit(diagnosis=DIAGNOSIS, scenario_id=scenario_id, run_id="r1", wait=30)
     assert grading.status == "graded" and grading.passed is True
-    assert len(grading.answers) == 9 and grading.answers[0].answer == "yes"
+    # a submitter's view of a registered scenario's grading: by default the verdict alone
+    assert grading.view == "verdict" and grading.answers == [] and grading.yes_count is None
     assert grading.submission.ground_truth is None  # hidden from the submitter
     judge.close()
 
