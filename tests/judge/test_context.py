@@ -249,3 +249,19 @@ def test_a_ground_truth_is_measured_in_whole_budgets() -> None:
     assert ground_truth_stand_in("x" * 10, None) is None
     assert {len(ground_truth_stand_in(t, 100) or "") for t in ("", "x", "y" * 100)} == {100}
     assert len(ground_truth_stand_in("y" * 101, 100) or "") == 200
+
+
+async def test_a_repair_is_checked_with_the_ground_truth_at_its_budget(rubric: Rubric) -> None:
+    """The repair call repeats the first prompt with the judge's unusable reply: whether
+    it fits is decided with the same stand-in, so not by the ground truth's length."""
+    window = _window_for(rubric, SHORT) + 1200
+    outcomes: dict[str, list[tuple[str, str | None]]] = {}
+    for truth in (TRUTH, LONG_TRUTH):
+        outcomes[truth] = []
+        for chars in range(0, 6000, 600):
+            backend = ScriptedBackend(["not json " + "x" * chars, scripted_reply])
+            grader = Grader(backend, context_tokens=window, ground_truth_budget=2000)
+            result = await grader.grade(rubric, truth, SHORT)
+            outcomes[truth].append((result.status, result.unscored_reason))
+    assert outcomes[TRUTH] == outcomes[LONG_TRUTH]
+    assert {("graded", None), ("unscored", "context_overflow")} <= set(outcomes[TRUTH])
