@@ -101,7 +101,7 @@ def _zip_entries(zipped: zipfile.ZipFile) -> Iterator[tuple[_Entry, zipfile.ZipI
 class _Budgeted(io.RawIOBase):
     """A decompressed stream that stops as soon as more than ``limit`` bytes came out."""
 
-    def __init__(self, stream: IO[bytes], limit: int) -> None:
+    def __init__(self, stream: io.BufferedIOBase, limit: int) -> None:
         self._stream, self._limit, self._read = stream, limit, 0
 
     def readable(self) -> bool:
@@ -116,7 +116,7 @@ class _Budgeted(io.RawIOBase):
         return len(data)
 
 
-def _decompressed(data: bytes) -> IO[bytes]:
+def _decompressed(data: bytes) -> io.BufferedIOBase:
     """A tar archive's bytes as a stream, decompressed (gzip, bzip2, xz) as they are read."""
     raw = io.BytesIO(data)
     if data[:2] == b"\x1f\x8b":
