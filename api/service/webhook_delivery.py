@@ -84,8 +84,8 @@ def circuit_open_until(failures: int, now: datetime, settings: Settings) -> date
 class WebhookDelivery:
     """Delivers the outbox of one store; start it with the grading workers.
 
-    ``verify`` is what TLS certificates are checked against (default: the system's
-    trust store); a seam for tests with their own certificate authority.
+    ``verify`` is what TLS certificates are checked against (default: httpx's, the
+    certifi bundle or ``SSL_CERT_FILE``); a seam for tests with their own authority.
     """
 
     def __init__(

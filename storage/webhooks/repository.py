@@ -260,14 +260,15 @@ class WebhookRepository:
                     last_error=(error or "")[:500] or None,
                 )
             )
-            await session.execute(
-                update(WebhookEndpointRecord)
-                .where(col(WebhookEndpointRecord.id) == claimed.endpoint_id)
-                .values(
-                    consecutive_failures=0 if delivered else claimed.endpoint_failures + 1,
-                    circuit_open_until=None if delivered else circuit_open_until,
+            if not delivered or claimed.endpoint_failures:  # a closed circuit stays as it is
+                await session.execute(
+                    update(WebhookEndpointRecord)
+                    .where(col(WebhookEndpointRecord.id) == claimed.endpoint_id)
+                    .values(
+                        consecutive_failures=0 if delivered else claimed.endpoint_failures + 1,
+                        circuit_open_until=None if delivered else circuit_open_until,
+                    )
                 )
-            )
             if not delivered or lease_next is None:
                 return None
             following = await self._lease(
