@@ -161,13 +161,13 @@ async def get_failure_tags(
 )
 async def get_attempts(
     services: NamedDependency[Services],
-    since: FromQuery[datetime | None] = None,
+    created_after: FromQuery[datetime | None] = None,
     scenario_id: FromQuery[str | None] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=5000)] = 500,
 ) -> AttemptReport:
-    """Submissions each token made against each registered scenario since ``since``
-    (default: the last hour, the window of
+    """Submissions each token made against each registered scenario since
+    ``created_after`` (default: the last hour, the window of
     ``SRE_JUDGE_SUBMITTER_ATTEMPTS_PER_SCENARIO_PER_HOUR``), most attempts first;
     refused attempts are counted in ``/metrics`` (``sre_judge_submissions_rejected``,
     reason ``attempt_limit``). Admins only: it names tokens."""
-    return await attempt_report(services, since=since, scenario_id=scenario_id, limit=limit)
+    return await attempt_report(services, since=created_after, scenario_id=scenario_id, limit=limit)
