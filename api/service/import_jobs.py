@@ -4,7 +4,9 @@
 name and size) and stores it whole as a queued job, so nothing accepted is lost; the
 :class:`ImportRunner` of a process with workers claims queued jobs one at a time and
 runs the same importers as ``sre-judge import`` (:mod:`api.service.imports`) on the
-unpacked upload, recording rows done, the total and the rows refused after every batch.
+unpacked upload, recording rows done, the total, the rows refused and those in conflict
+after every batch. A bad row is refused alone (its file, line and field); it never fails
+the job.
 A job stopped mid-way (shutdown or crash) is run again from the top by the next
 process: imports are idempotent, so nothing is stored twice.
 
