@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from api.service.principal import Principal
 from api.service.schemas import (
     AnswerPublic,
+    DimensionPublic,
     GradingPublic,
     SubmissionPublic,
     SubmitterAnswer,
@@ -74,8 +75,11 @@ def submitter_grading(public: GradingPublic, view: SubmitterView) -> SubmitterGr
     verdict = {
         name: getattr(public, name)
         for name in SubmitterGradingVerdict.model_fields
-        if name not in ("view", "submission", "withheld")
+        if name not in ("view", "submission", "withheld", "rubric", "judge")
     }
+    # the nested objects key by key too: whatever they gain stays out
+    verdict["rubric"] = {k: public.rubric[k] for k in ("id", "version") if k in public.rubric}
+    verdict["judge"] = {k: public.judge[k] for k in ("backend", "model") if k in public.judge}
     withheld = _left_out(model)
     if view == "verdict":
         return SubmitterGradingVerdict(**verdict, submission=submission, withheld=withheld)
@@ -87,7 +91,10 @@ def submitter_grading(public: GradingPublic, view: SubmitterView) -> SubmitterGr
             SubmitterAnswer(question_id=a.question_id, dimension_id=a.dimension_id, answer=a.answer)
             for a in public.answers
         ],
-        dimensions=public.dimensions,
+        dimensions=[
+            DimensionPublic(id=d.id, name=d.name, yes=d.yes, total=d.total)
+            for d in public.dimensions
+        ],
         yes_count=public.yes_count,
         composite=public.composite,
     )

@@ -206,3 +206,46 @@ async def test_the_sregym_oracle_fills_what_each_view_gives(
             None,
         )
         assert "verdict only" in result["reasoning"]
+
+
+@pytest.mark.parametrize("view", ["verdict", "answers"])
+async def test_what_the_grading_object_gains_later_stays_out(
+    api_client: Any, tokens: Any, view: str
+) -> None:
+    """The view is a whitelist: a field added to the grading object, an answer or a
+    dimension (say, another check's words about the ground truth) never reaches it."""
+    from api.service.schemas import AnswerPublic, DimensionPublic, GradingPublic
+    from api.service.visibility import submitter_grading
+
+    admin = await tokens("admin")
+    async with api_client() as client:
+        await client.post(
+            "/v1/scenarios", json={"id": "short", "ground_truth": SHORT_TRUTH}, headers=admin
+        )
+        body = {"diagnosis": DIAGNOSIS.format(name="user-service", port="8080")}
+        got = await client.post(
+            "/v1/submissions?wait=10", json={**body, "scenario_id": "short"}, headers=admin
+        )
+    full = got.json()
+    assert full["view"] == "full"
+
+    class Later(GradingPublic):
+        leak: str = SHORT_TRUTH
+
+    class LaterAnswer(AnswerPublic):
+        leak: str = SHORT_TRUTH
+
+    class LaterDimension(DimensionPublic):
+        leak: str = SHORT_TRUTH
+
+    later = Later.model_validate(
+        {
+            **full,
+            "judge": {**full["judge"], "leak": SHORT_TRUTH},
+            "answers": [LaterAnswer.model_validate(a) for a in full["answers"]],
+            "dimensions": [LaterDimension.model_validate(d) for d in full["dimensions"]],
+        }
+    )
+    assert SHORT_TRUTH in later.model_dump_json()  # the test can fail
+    shown = submitter_grading(later, view).model_dump_json()  # type: ignore[arg-type]
+    assert "9999" not in shown and "leak" not in shown
