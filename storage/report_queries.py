@@ -21,7 +21,15 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
 from sqlmodel import col
 
-from storage.report_scope import Include, Provisional, covered, provisional_label, provisional_where
+from storage.report_scope import (
+    Include,
+    Inline,
+    Provisional,
+    covered,
+    inline_where,
+    provisional_label,
+    provisional_where,
+)
 from storage.tables import AnswerRecord, GradingRecord, ScenarioRecord, SubmissionRecord
 
 __all__ = [
@@ -91,6 +99,10 @@ class ReportFilter:
     include: Include | None = None
     #: ``exclude`` or ``only`` the gradings of judges not yet qualified; None counts them
     provisional: Provisional | None = None
+    #: gradings against their submitters' own ground truths: counted ``apart`` (the
+    #: reports' default, :func:`storage.report_scope.with_inline_default`) or ``include``d;
+    #: None counts every grading
+    inline: Inline | None = None
     current_only: bool = True
 
 
@@ -131,6 +143,7 @@ def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
     for condition in (
         covered(current_only=filters.current_only, include=filters.include),
         provisional_where(filters.provisional),
+        inline_where(filters.inline),
     ):
         if condition is not None:
             query = query.where(condition)

@@ -10,27 +10,45 @@ Items of a cancelled job (status ``cancelled``) never count.
 A **provisional grading** was made by a judge that had not qualified on a calibration
 run. ``provisional="exclude"`` leaves them out, ``"only"`` keeps only them; the default
 counts them and the reports say how many there were.
+
+An **inline grading** graded a diagnosis against a ground truth its own submitter sent
+(``ground_truth_source`` ``inline``): self-graded, so not comparable with gradings of
+registered scenarios. Reports count them apart by default (``inline="apart"``: an
+``inline`` count beside ``held``, outside ``n``, and left out of the other figures);
+``inline="include"`` mixes them in. Asking for them (``ground_truth_source=inline``, or
+grouping by ``source``) mixes them in too (:func:`with_inline_default`). Without a
+report's default (``inline`` None: exports, regrade filters) every grading counts.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import and_, case, exists, or_, select
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from storage.regrade.tables import RegradeJobRecord
-from storage.tables import GradingRecord
+from storage.tables import GradingRecord, SubmissionRecord
+
+if TYPE_CHECKING:
+    from storage.report_queries import ReportFilter
 
 __all__ = [
     "INCLUDE_CHOICES",
+    "INLINE_CHOICES",
     "PROVISIONAL_CHOICES",
     "Include",
+    "Inline",
     "Provisional",
     "covered",
+    "inline_where",
+    "is_inline",
     "provisional_label",
     "provisional_where",
+    "with_inline_default",
 ]
 
 #: gradings a report may add to the current ones
@@ -39,6 +57,9 @@ INCLUDE_CHOICES: tuple[Include, ...] = ("shadow",)
 #: what a report does with provisional gradings (None: count them, and say so)
 Provisional = Literal["include", "exclude", "only"]
 PROVISIONAL_CHOICES: tuple[Provisional, ...] = ("include", "exclude", "only")
+#: what a report does with gradings against their submitters' own ground truths
+Inline = Literal["apart", "include"]
+INLINE_CHOICES: tuple[Inline, ...] = ("apart", "include")
 
 _G = GradingRecord
 
@@ -94,3 +115,28 @@ def provisional_where(provisional: Provisional | None) -> Any:
 def provisional_label() -> Any:
     """``provisional`` or ``qualified``: the group label of a grading's judge status."""
     return case((col(_G.provisional).is_(True), "provisional"), else_="qualified")
+
+
+def is_inline() -> Any:
+    """The condition: the submission's ground truth came from its submitter."""
+    return col(SubmissionRecord.ground_truth_source) == "inline"
+
+
+def inline_where(inline: Inline | None) -> Any:
+    """The WHERE clause for ``inline``, or None when every grading counts.
+
+    ``apart`` leaves inline gradings out of a query's rows; the pass-rate counts query
+    counts them in a column of their own instead (``storage.reports``)."""
+    if inline == "apart":
+        return ~is_inline()
+    return None
+
+
+def with_inline_default(filters: ReportFilter, group_by: Sequence[str] = ()) -> ReportFilter:
+    """A report's filter with its default for inline gradings: ``apart`` unless the
+    report asks for them (``inline`` set, ``ground_truth_source=inline``, grouped by
+    ``source``)."""
+    if filters.inline is not None:
+        return filters
+    asked = filters.ground_truth_source == "inline" or "source" in group_by
+    return replace(filters, inline="include" if asked else "apart")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sqlalchemy import distinct, false, func
+from sqlalchemy import distinct, false, func, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -36,6 +36,7 @@ from storage.report_queries import (
     scored_answers,
     verdict_column,
 )
+from storage.report_scope import is_inline
 from storage.review_tables import FailureTagRecord
 from storage.tables import AnswerRecord, GradingRecord
 
@@ -58,6 +59,9 @@ class OutcomeCounts:
     held: int = 0
     #: of all the above, gradings by a judge not yet qualified (any outcome)
     provisional: int = 0
+    #: gradings against their submitters' own ground truths, counted apart (in none of
+    #: the above) when the filter says ``inline="apart"``
+    inline: int = 0
 
 
 @dataclass(frozen=True)
@@ -228,18 +232,23 @@ async def _outcomes(
     pending = col(_G.status) == "pending"
     # held passes count apart in effective verdicts; the judge's own verdict is never held
     held = col(_G.held).is_(True) if verdicts == "effective" else false()
+    # inline gradings counted apart: in their own column and in no other
+    apart = filters.inline == "apart"
+    inline = is_inline() if apart else false()
+    counted = ~inline if apart else true()
     groups = group_columns(group_by)
     query = filtered(
         joined(
             *groups,
-            count_where(verdict.is_(True)).label("passed"),
-            count_where(verdict.is_(False)).label("failed"),
-            count_where(verdict.is_(None), ~pending, ~held).label("unscored"),
-            count_where(verdict.is_(None), pending).label("pending"),
-            count_where(held).label("held"),
-            count_where(col(_G.provisional).is_(True)).label("provisional"),
+            count_where(counted, verdict.is_(True)).label("passed"),
+            count_where(counted, verdict.is_(False)).label("failed"),
+            count_where(counted, verdict.is_(None), ~pending, ~held).label("unscored"),
+            count_where(counted, verdict.is_(None), pending).label("pending"),
+            count_where(counted, held).label("held"),
+            count_where(counted, col(_G.provisional).is_(True)).label("provisional"),
+            count_where(inline).label("inline"),
         ),
-        filters,
+        replace(filters, inline="include") if apart else filters,
     ).group_by(*groups)
     counts = [
         OutcomeCounts(
@@ -250,9 +259,10 @@ async def _outcomes(
             pending=int(row.pending),
             held=int(row.held),
             provisional=int(row.provisional),
+            inline=int(row.inline),
         )
         for row in await session.execute(query)
-        if row.passed or row.failed or row.unscored or row.pending or row.held
+        if row.passed or row.failed or row.unscored or row.pending or row.held or row.inline
     ]
     return sorted(counts, key=lambda c: _sortable(c.key))
 

@@ -72,6 +72,12 @@ SCOPE_FLAGS: dict[str, tuple[str, list[str], str]] = {
         ["include", "exclude", "only"],
         "gradings of judges not yet qualified: counted and marked (default), left out, or alone",
     ),
+    "--inline": (
+        "inline",
+        ["apart", "include"],
+        "gradings against their submitters' own ground truths: counted apart (reports' "
+        "default) or mixed in",
+    ),
 }
 
 

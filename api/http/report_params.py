@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from api.http.problems import ApiProblem
 from api.service.reports.models import ARM_FIELDS
 from storage.report_queries import GROUP_KEYS, GroundTruthSource, GroupKey, ReportFilter
-from storage.report_scope import Include, Provisional
+from storage.report_scope import Include, Inline, Provisional
 
 __all__ = [
     "ARM_FIELDS",
@@ -46,6 +46,7 @@ class ArmQuery(BaseModel):
     scenario_set: str | None = Field(default=None, min_length=1, max_length=64)
     include: Include | None = None
     provisional: Provisional | None = None
+    inline: Inline | None = None
 
     def to_filter(self) -> ReportFilter:
         """The store's filter."""
@@ -65,12 +66,15 @@ async def report_filter(
     scenario_set: FromQuery[str | None] = None,
     include: FromQuery[Include | None] = None,
     provisional: FromQuery[Provisional | None] = None,
+    inline: FromQuery[Inline | None] = None,
 ) -> ReportFilter:
     """Dependency: the gradings a report covers (``rubric`` as id or id@version,
     ``judge`` as model or backend:model; ``created_after`` inclusive;
     ``ground_truth_source=scenario`` leaves out ground truths their submitters wrote;
     ``scenario_set`` keeps scenarios of one set, e.g. ``held-out``;
-    ``include=shadow`` adds shadow-regrade gradings; ``provisional=exclude|only``)."""
+    ``include=shadow`` adds shadow-regrade gradings; ``provisional=exclude|only``;
+    ``inline=include`` mixes gradings against their submitters' own ground truths into
+    the figures, which reports count apart by default)."""
     return ReportFilter(
         agent=agent,
         model=model,
@@ -84,6 +88,7 @@ async def report_filter(
         scenario_set=scenario_set,
         include=include,
         provisional=provisional,
+        inline=inline,
     )
 
 

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 #: the filter fields a report page offers (the report filter's, without dates)
-FILTER_FIELDS = ("agent", "model", "scenario_id", "run_id", "rubric", "judge")
+FILTER_FIELDS = ("agent", "model", "scenario_id", "run_id", "rubric", "judge", "inline")
 #: what each choice of verdicts means, as the charts say it
 VERDICTS_TEXT = {
     "effective": "effective verdicts (after human overrides)",
@@ -76,7 +76,12 @@ def page_filter(params: Mapping[str, str | None], prefix: str = "") -> ReportFil
 
 
 def _set(filters: ReportFilter) -> dict[str, str]:
-    return {k: str(v) for k, v in asdict(filters).items() if v is not None and k in FILTER_FIELDS}
+    # ``inline`` says how a report counts, not which gradings a list shows
+    return {
+        k: str(v)
+        for k, v in asdict(filters).items()
+        if v is not None and k in FILTER_FIELDS and k != "inline"
+    }
 
 
 def describe_filter(filters: ReportFilter) -> str:

@@ -34,7 +34,8 @@ async def test_a_regrade_job_shows_progress_and_links_each_flipped_grading(
 ) -> None:
     agent, admin = await tokens("submitter"), await tokens("admin", "Root")
     ada = await tokens("adjudicator", "Ada")
-    settings = scripted_judge(sregym_reply(set(IDS)))
+    # a pass quoting the diagnosis (a yes without its quote would be held for a human)
+    settings = scripted_judge(sregym_reply(set(IDS), evidence="USER_PORT=9999"))
     settings["backends"][OTHER] = ScriptedBackend([sregym_reply(set())], model="other")
     async with api_client(**settings) as c:
         grading = await graded(c, agent)

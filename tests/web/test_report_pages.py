@@ -12,7 +12,8 @@ from tests.support.submissions import IDS, TRUTH, scripted_judge
 from tests.web.conftest import sign_in
 
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
-PASS, FAIL = sregym_reply(set(IDS)), sregym_reply(set())
+# the judge quotes the diagnosis: a yes without its quote would be held for a human
+PASS, FAIL = sregym_reply(set(IDS), evidence="USER_PORT=9999"), sregym_reply(set())
 
 
 async def _submit(client: Any, headers: dict[str, str], agent: str, scenario: str) -> str:
@@ -45,7 +46,7 @@ async def test_pass_rates_by_agent_are_drawn_with_intervals_and_link_their_gradi
     async with api_client(**scripted_judge(PASS, PASS, PASS, FAIL, FAIL)) as c:
         await _five(c, agent)
         await sign_in(c, ada)
-        page = (await c.get("/reports?group_by=agent&verdicts=judge")).text
+        page = (await c.get("/reports?group_by=agent&verdicts=judge&inline=include")).text
         assert 'data-testid="pass-rate-chart"' in page and "<svg" in page
         assert "the judge&#39;s own verdicts" in page and "all current gradings" in page
         assert '<a href="/gradings?agent=alpha">' in page
@@ -53,7 +54,7 @@ async def test_pass_rates_by_agent_are_drawn_with_intervals_and_link_their_gradi
         assert 'data-testid="question-chart"' in page and "D1-Q1" in page
         listed = (await c.get("/gradings?agent=alpha")).text
         assert listed.count('<a href="/gradings/') == 3
-        narrowed = (await c.get("/reports?agent=beta&group_by=")).text
+        narrowed = (await c.get("/reports?agent=beta&group_by=&inline=include")).text
         assert "agent=beta" in narrowed and "0% · 0/2" in narrowed
         bad = await c.get("/reports?group_by=colour")
         assert bad.status_code == 422 and "group_by" in bad.text
@@ -66,7 +67,11 @@ async def test_two_arms_are_compared_with_difference_interval_and_p(
     async with api_client(**scripted_judge(PASS, PASS, PASS, FAIL, FAIL)) as c:
         await _five(c, agent)
         await sign_in(c, ada)
-        page = (await c.get("/reports/compare?a.agent=alpha&b.agent=beta")).text
+        page = (
+            await c.get(
+                "/reports/compare?a.agent=alpha&b.agent=beta&a.inline=include&b.inline=include"
+            )
+        ).text
         assert 'data-testid="difference"' in page and "+100.0 points" in page
         assert "p = 0.1" in page and "newcombe" in page.lower()
         assert 'data-testid="arms-chart"' in page and 'href="/gradings?agent=beta"' in page
@@ -162,7 +167,11 @@ async def test_repeated_scenarios_add_the_per_scenario_view(api_client: Any, tok
             )
             assert response.status_code == 201, response.text
         await sign_in(c, admin)
-        page = (await c.get("/reports/compare?a.agent=alpha&b.agent=beta")).text
+        page = (
+            await c.get(
+                "/reports/compare?a.agent=alpha&b.agent=beta&a.inline=include&b.inline=include"
+            )
+        ).text
         assert 'data-testid="by-scenario"' in page and "each scenario counts once" in page
         view = page.split('data-testid="by-scenario"')[1]
         assert '<td>s1</td>\n      <td class="num">2/2</td>' in view

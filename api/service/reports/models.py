@@ -40,10 +40,13 @@ class GroupRate(BaseModel):
     failed: int
     unscored: int
     pending: int
-    #: passes held for a human because the diagnosis carries injection markers
+    #: passes held for a human (an injection signal, or a judge not yet qualified)
     held: int = 0
     #: of ``total``, gradings by a judge not yet qualified on a calibration run
     provisional: int = 0
+    #: gradings against their submitters' own ground truths, counted apart (outside
+    #: ``n`` and ``total``) unless the report was asked to mix them in (``inline=include``)
+    inline: int = 0
     total: int
     pass_rate: float | None
     interval: Interval

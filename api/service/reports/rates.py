@@ -2,10 +2,12 @@
 figures with their sample sizes and 95% intervals by :mod:`judge.statistics`.
 
 Pass rates count passed and failed gradings only: unscored, pending and held ones
-(passes of diagnoses flagged for injection, waiting for a human verdict) are counted
-apart and never as failures or passes. ``verdicts="effective"`` uses the verdicts after
-human overrides, ``"judge"`` the judge's own. Every report states its scope in words
-(:mod:`api.service.reports.scope`), and a comparison refuses an arm with nothing to count.
+(passes waiting for a human verdict) are counted apart and never as failures or passes,
+and so, unless a report asks for them, are gradings against their submitters' own
+ground truths (``inline``, :func:`storage.report_scope.with_inline_default`).
+``verdicts="effective"`` uses the verdicts after human overrides, ``"judge"`` the judge's
+own. Every report states its scope in words (:mod:`api.service.reports.scope`), and a
+comparison refuses an arm with nothing to count.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from api.service.reports.scope import VERDICTS_MEANING, filter_text, filters_ech
 from judge.statistics import compare_by_scenario, compare_proportions, proportion
 from storage import Store
 from storage.report_queries import GroupKey, ReportFilter, Verdicts
+from storage.report_scope import with_inline_default
 from storage.reports import OutcomeCounts
 
 __all__ = [
@@ -58,6 +61,7 @@ def _group_rate(key: dict[str, str | None], counts: Sequence[OutcomeCounts]) -> 
     pending = sum(c.pending for c in counts)
     held = sum(c.held for c in counts)
     provisional = sum(c.provisional for c in counts)
+    inline = sum(c.inline for c in counts)
     figure = proportion(passed, passed + failed)
     return GroupRate(
         key=key,
@@ -68,6 +72,7 @@ def _group_rate(key: dict[str, str | None], counts: Sequence[OutcomeCounts]) -> 
         pending=pending,
         held=held,
         provisional=provisional,
+        inline=inline,
         total=passed + failed + unscored + pending + held,
         pass_rate=figure.rate,
         interval=figure.interval,
@@ -82,6 +87,7 @@ async def pass_rate_report(
     verdicts: Verdicts = "effective",
 ) -> PassRateReport:
     """Pass rates with Wilson intervals, overall and per group."""
+    filters = with_inline_default(filters, group_by)
     counts = await store.reports.outcome_counts(filters, group_by=group_by, verdicts=verdicts)
     overall = _group_rate({}, counts)
     return PassRateReport(
@@ -96,6 +102,7 @@ async def pass_rate_report(
             provisional=overall.provisional,
             total=overall.total,
             group_by=list(group_by),
+            inline=overall.inline,
         ),
     )
 
@@ -111,6 +118,7 @@ async def _scope(
         provisional=overall.provisional,
         total=overall.total,
         group_by=list(group_by),
+        inline=overall.inline,
     )
     return overall.provisional, lines
 
@@ -123,7 +131,13 @@ def _arm(name: str, filters: ReportFilter, per_scenario: Sequence[OutcomeCounts]
     return Arm(
         filters=filters_echo(filters),
         outcome=outcome,
-        scope=scope_lines(filters, None, provisional=outcome.provisional, total=outcome.total),
+        scope=scope_lines(
+            filters,
+            None,
+            provisional=outcome.provisional,
+            total=outcome.total,
+            inline=outcome.inline,
+        ),
         scenarios=len(named),
         max_attempts_per_scenario=max((c.passed + c.failed for c in named), default=0),
         without_scenario=sum(c.passed + c.failed for c in per_scenario if c.key[0] is None),
@@ -158,6 +172,7 @@ async def comparison_report(
     When a scenario was attempted more than once in either arm, the comparison is
     repeated with scenarios as the unit, and a note says why.
     """
+    a, b = with_inline_default(a), with_inline_default(b)
     counts_a, counts_b = await store.reports.arm_outcomes(a, b, verdicts=verdicts)
     arm_a, arm_b = _arm("a", a, counts_a), _arm("b", b, counts_b)
     repeated = max(arm_a.max_attempts_per_scenario, arm_b.max_attempts_per_scenario) > 1
@@ -189,6 +204,7 @@ async def question_report(
     verdicts: Verdicts = "effective",
 ) -> QuestionReport:
     """Yes rates per question (and group), with Wilson intervals."""
+    filters = with_inline_default(filters, group_by)
     counts = await store.reports.question_counts(filters, group_by=group_by, verdicts=verdicts)
     questions = []
     for c in counts:
@@ -223,6 +239,7 @@ async def dimension_report(
     verdicts: Verdicts = "effective",
 ) -> DimensionReport:
     """For failed diagnoses: how often each dimension had no yes, or the fewest."""
+    filters = with_inline_default(filters, group_by)
     counts = await store.reports.dimension_failures(filters, group_by=group_by, verdicts=verdicts)
     provisional, scope = await _scope(store, filters, verdicts, group_by)
     return DimensionReport(
@@ -248,6 +265,7 @@ async def tag_report(
     store: Store, filters: ReportFilter, *, group_by: Sequence[GroupKey] = ()
 ) -> TagReport:
     """How many scored gradings carry each failure tag, with Wilson intervals."""
+    filters = with_inline_default(filters, group_by)
     counts = await store.reports.failure_tag_counts(filters, group_by=group_by)
     tags = []
     for c in counts:

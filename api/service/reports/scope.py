@@ -2,8 +2,10 @@
 
 Every report, table and chart states these, so that two figures are never compared
 without seeing that they count different things: effective verdicts (after human
-overrides) or the judge's own, current gradings only or shadow regrades too, and how
-many gradings came from a judge that had not yet qualified (provisional).
+overrides) or the judge's own, current gradings only or shadow regrades too, how
+many gradings came from a judge that had not yet qualified (provisional), and how many
+graded a diagnosis against its submitter's own ground truth (inline, counted apart
+unless asked for).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ __all__ = [
     "filter_text",
     "filters_echo",
     "gradings_text",
+    "inline_text",
     "judge_text",
     "provisional_text",
     "scope_lines",
@@ -32,6 +35,8 @@ VERDICTS_MEANING: dict[str, str] = {
 def filters_echo(filters: ReportFilter) -> dict[str, Any]:
     """The filters that are set, as JSON-ready values."""
     echo = {k: v for k, v in asdict(filters).items() if v is not None and k != "current_only"}
+    # how inline gradings count is said in a scope line of its own, not as a filter
+    echo.pop("inline", None)
     if not filters.current_only:
         echo["current_only"] = False
     return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in echo.items()}
@@ -73,6 +78,20 @@ def provisional_text(filters: ReportFilter, provisional: int, total: int) -> str
     )
 
 
+def inline_text(filters: ReportFilter, inline: int) -> str | None:
+    """How gradings against their submitters' own ground truths were counted."""
+    if filters.inline == "include":
+        return "inline ground truths (self-graded) mixed in with registered scenarios"
+    if filters.inline != "apart":
+        return None
+    if not inline:
+        return "no gradings against inline ground truths (self-graded) in the filter"
+    return (
+        f"INLINE: {inline} gradings against inline ground truths (self-graded) counted "
+        "apart, not in n (inline=include mixes them in)"
+    )
+
+
 def scope_lines(
     filters: ReportFilter,
     verdicts: Verdicts | None,
@@ -80,8 +99,10 @@ def scope_lines(
     provisional: int,
     total: int,
     group_by: list[str] | tuple[str, ...] = (),
+    inline: int = 0,
 ) -> list[str]:
-    """The statements every report carries: filter, verdicts, judge, gradings, provisional."""
+    """The statements every report carries: filter, verdicts, judge, gradings,
+    provisional, and inline gradings."""
     lines = [f"filter: {filter_text(filters)}"]
     if verdicts is not None:
         lines.append(f"verdicts: {VERDICTS_MEANING[verdicts]}")
@@ -90,4 +111,7 @@ def scope_lines(
         f"gradings: {gradings_text(filters)}",
         provisional_text(filters, provisional, total),
     ]
+    inline_line = inline_text(filters, inline)
+    if inline_line is not None:
+        lines.append(inline_line)
     return lines

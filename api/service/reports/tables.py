@@ -36,7 +36,7 @@ __all__ = [
     "write_csv",
 ]
 
-_COUNTS = ["n", "passed", "failed", "unscored", "pending", "held", "provisional"]
+_COUNTS = ["n", "passed", "failed", "unscored", "pending", "held", "provisional", "inline"]
 
 
 @dataclass
@@ -62,6 +62,7 @@ def _rate_cells(rate: GroupRate) -> list[Any]:
         rate.pending,
         rate.held,
         rate.provisional,
+        rate.inline,
         rate.pass_rate,
         rate.interval.low,
         rate.interval.high,
@@ -81,8 +82,10 @@ def pass_rate_table(report: PassRateReport) -> Tabular:
         notes=[
             *report.scope,
             "n = passed + failed; unscored, pending and held (a pass waiting for a human "
-            "verdict: injection markers) are counted apart; provisional: of all gradings, "
-            "those by a judge not yet qualified",
+            "verdict: an injection signal, or a judge not yet qualified) are counted apart; "
+            "provisional: of all gradings, those by a judge not yet qualified; inline: "
+            "gradings against their submitters' own ground truths, counted apart unless "
+            "inline=include",
         ],
     )
 

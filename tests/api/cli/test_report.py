@@ -52,7 +52,7 @@ async def test_reports_as_table_json_csv_and_charts(
     png = tmp_path / "rates.png"
     table = run_cli(
         database_url, "report", "pass-rates", "--group-by", "agent", "--chart", str(png),
-        "--format", "table",
+        "--format", "table", "--inline", "include",
     )  # fmt: skip
     assert table.returncode == 0, table.stderr
     plain = next(line for line in table.stdout.splitlines() if "plain" in line)
@@ -65,7 +65,7 @@ async def test_reports_as_table_json_csv_and_charts(
     svg = tmp_path / "compare.svg"
     compare = run_cli(
         database_url, "report", "compare", "-a", "agent=think", "-b", "agent=plain",
-        "--format", "json", "--chart", str(svg),
+        "-a", "inline=include", "-b", "inline=include", "--format", "json", "--chart", str(svg),
     )  # fmt: skip
     assert compare.returncode == 0, compare.stderr
     report = json.loads(compare.stdout)
@@ -85,14 +85,15 @@ async def test_the_charts_count_the_same_n_as_the_tables(engine: AsyncEngine) ->
     store = Store(engine)
     await add_many(store, {"pass": 1}, agent="one")  # n = 1 as well as larger groups
     await _seed(engine)
-    rates = await pass_rate_report(store, ReportFilter(), group_by=["agent"])
+    mixed = ReportFilter(inline="include")  # the seeded ground truths are inline ones
+    rates = await pass_rate_report(store, mixed, group_by=["agent"])
     table = pass_rate_table(rates)
     n = table.columns.index("n")
     in_table = {row[0]: row[n] for row in table.rows if row[0] != "(all)"}
     drawn = {bar.label: bar.n for bar in rate_bars(rates.groups)}
     assert drawn == in_table and drawn["one"] == 1
     assert {bar.successes for bar in rate_bars(rates.groups) if bar.label == "one"} == {1}
-    questions = await question_report(store, ReportFilter())
+    questions = await question_report(store, mixed)
     q_table = question_table(questions)
     q, qn = q_table.columns.index("question"), q_table.columns.index("n")
     assert [bar.n for bar in question_bars(questions.questions)] == [r[qn] for r in q_table.rows]
@@ -101,7 +102,8 @@ async def test_the_charts_count_the_same_n_as_the_tables(engine: AsyncEngine) ->
 
 async def test_report_csv_has_a_header_and_full_precision(engine: AsyncEngine) -> None:
     await _seed(engine)
-    report = await pass_rate_report(Store(engine), ReportFilter(), group_by=["agent"])
+    mixed = ReportFilter(inline="include")  # the seeded ground truths are inline ones
+    report = await pass_rate_report(Store(engine), mixed, group_by=["agent"])
     out = io.StringIO()
     write_csv(pass_rate_table(report), out)
     rows = {row["agent"]: row for row in csv.DictReader(io.StringIO(out.getvalue()))}

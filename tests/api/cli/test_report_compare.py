@@ -14,8 +14,9 @@ from storage.report_queries import ReportFilter
 from tests.api.cli.test_report import run_cli
 from tests.support.gradings import add_many, shadow_regrade
 
-OURS = ("-a", "judge=openai:judge-model")
-THEIRS = ("-b", "judge=openai:new-judge")
+# the seeded gradings carry inline ground truths: each arm mixes them in
+OURS = ("-a", "judge=openai:judge-model", "-a", "inline=include")
+THEIRS = ("-b", "judge=openai:new-judge", "-b", "inline=include")
 
 
 async def test_a_judge_against_a_shadow_judge_is_one_compare(
@@ -68,7 +69,9 @@ async def test_the_compare_chart_shows_the_difference_its_interval_and_p(
     store = Store(engine)
     await add_many(store, {"pass": 8, "fail": 2}, agent="x")
     await add_many(store, {"pass": 2, "fail": 8}, agent="y", provisional=True)
-    report = await comparison_report(store, ReportFilter(agent="x"), ReportFilter(agent="y"))
+    # the seeded ground truths are inline ones: each arm mixes them in
+    a, b = ReportFilter(agent="x", inline="include"), ReportFilter(agent="y", inline="include")
+    report = await comparison_report(store, a, b)
     [difference], scope = comparison_chart(report)
     assert difference.estimate == report.difference.estimate
     assert abs(difference.estimate - 0.6) < 1e-9

@@ -26,10 +26,16 @@ def _seed(env: dict[str, str], tmp_path: Path) -> None:
     assert imported.returncode == 0, imported.stderr
 
 
+#: the imported history carries inline ground truths: reports mix them in
+MIXED = ("--inline", "include")
+
+
 def _graded(env: dict[str, str], n: int) -> dict[str, object]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        done = cli("report", "pass-rates", "--group-by", "agent", "--format", "json", env=env)
+        done = cli(
+            "report", "pass-rates", *MIXED, "--group-by", "agent", "--format", "json", env=env
+        )
         report = json.loads(done.stdout)
         if report["overall"]["n"] == n:
             return dict(report)
@@ -44,6 +50,8 @@ def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
         "SRE_JUDGE_JUDGE": "scripted:pass",
         "SRE_JUDGE_POLL_SECONDS": "0.05",
         "SRE_JUDGE_PROVISIONAL_REVIEW_RATE": "0",
+        # an uncalibrated scripted judge: its unflagged passes stand here
+        "SRE_JUDGE_PASS_POLICY": "unflagged",
     }
     assert cli("migrate", env=env).returncode == 0
     token = cli("tokens", "create", "--role", "admin", "--name", "ops", env=env).stdout.strip()
@@ -52,7 +60,7 @@ def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
         local = _graded(env, 4)
         remote = {**env, "SRE_JUDGE_TOKEN": token}
         via = ["--server", server.url]
-        answered = cli("report", "pass-rates", "--group-by", "agent", *via, env=remote)
+        answered = cli("report", "pass-rates", *MIXED, "--group-by", "agent", *via, env=remote)
         assert answered.returncode == 0, answered.stderr
         assert json.loads(answered.stdout) == local
         table = cli("report", "pass-rates", "--format", "table", *via, env=remote)

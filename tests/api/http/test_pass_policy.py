@@ -51,7 +51,10 @@ async def test_a_pass_of_an_unqualified_judge_is_held_until_a_human_decides(
         assert done.status_code == 409
         assert "the judge has not qualified" in done.json()["detail"]
         rates = (await client.get("/v1/stats/pass-rates", headers=adj)).json()["overall"]
-        assert (rates["n"], rates["passed"], rates["held"]) == (0, 0, 1)
+        # an inline ground truth: counted apart by default, the hold shows once mixed in
+        assert (rates["n"], rates["held"], rates["inline"]) == (0, 0, 1)
+        mixed = await client.get("/v1/stats/pass-rates?inline=include", headers=adj)
+        assert (mixed.json()["overall"]["n"], mixed.json()["overall"]["held"]) == (0, 1)
         released = await _override(client, grading["id"], adj)
         assert released.status_code in (200, 201), released.text
         after = (await client.get(f"/v1/gradings/{grading['id']}", headers=adj)).json()

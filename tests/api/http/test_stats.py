@@ -26,7 +26,10 @@ async def test_pass_rates_with_wilson_intervals_per_group(
     headers = await tokens("adjudicator")
     async with api_client(start_workers=False) as client:
         response = await client.get(
-            "/v1/stats/pass-rates", params={"group_by": "model"}, headers=headers
+            # the seeded gradings carry inline ground truths: counted apart unless asked
+            "/v1/stats/pass-rates",
+            params={"group_by": "model", "inline": "include"},
+            headers=headers,
         )
     assert response.status_code == 200, response.text
     report = response.json()
@@ -59,7 +62,13 @@ async def test_compare_21_of_27_with_19_of_27(
     async with api_client(start_workers=False) as client:
         response = await client.get(
             "/v1/stats/compare",
-            params={"a.model": "m-think", "b.model": "m-plain", "verdicts": "judge"},
+            params={
+                "a.model": "m-think",
+                "b.model": "m-plain",
+                "verdicts": "judge",
+                "a.inline": "include",
+                "b.inline": "include",
+            },
             headers=headers,
         )
     assert response.status_code == 200, response.text
@@ -132,9 +141,12 @@ async def test_questions_dimensions_and_tags(
     await store.tags.add(failing, tag="stopped-early", note="", author_id="x", author_name="X")
     headers = await tokens("adjudicator")
     async with api_client(start_workers=False) as client:
-        questions = (await client.get("/v1/stats/questions", headers=headers)).json()
-        dimensions = (await client.get("/v1/stats/dimensions", headers=headers)).json()
-        tags = (await client.get("/v1/stats/failure-tags?group_by=agent", headers=headers)).json()
+        mixed = "inline=include"  # the seeded gradings carry inline ground truths
+        questions = (await client.get(f"/v1/stats/questions?{mixed}", headers=headers)).json()
+        dimensions = (await client.get(f"/v1/stats/dimensions?{mixed}", headers=headers)).json()
+        tags = (
+            await client.get(f"/v1/stats/failure-tags?group_by=agent&{mixed}", headers=headers)
+        ).json()
     first = questions["questions"][0]
     assert (first["question_id"], first["n"], first["yes"]) == ("D1-Q1", 3, 3)
     d3 = next(q for q in questions["questions"] if q["question_id"] == "D3-Q1")

@@ -9,7 +9,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from storage import Store
 from tests.support.gradings import add_many, shadow_regrade
 
-ARMS = {"a.judge": "openai:judge-model", "b.judge": "openai:new-judge"}
+#: the seeded gradings carry inline ground truths: these reports mix them in
+MIXED = {"inline": "include"}
+ARMS = {
+    "a.judge": "openai:judge-model",
+    "b.judge": "openai:new-judge",
+    "a.inline": "include",
+    "b.inline": "include",
+}
 
 
 async def test_an_empty_arm_is_422_naming_its_filter(
@@ -26,7 +33,7 @@ async def test_an_empty_arm_is_422_naming_its_filter(
         )
         rates = await client.get(
             "/v1/stats/pass-rates",
-            params={"include": "shadow", "group_by": "judge"},
+            params={"include": "shadow", "group_by": "judge", **MIXED},
             headers=headers,
         )
     assert empty.status_code == 422, empty.text
@@ -53,18 +60,22 @@ async def test_provisional_gradings_are_marked_excluded_or_split(
     await add_many(store, {"pass": 1, "fail": 1}, provisional=True)
     headers = await tokens("adjudicator")
     async with api_client(start_workers=False) as client:
-        every = (await client.get("/v1/stats/pass-rates", headers=headers)).json()
+        every = (await client.get("/v1/stats/pass-rates", params=MIXED, headers=headers)).json()
         qualified = (
             await client.get(
-                "/v1/stats/pass-rates", params={"provisional": "exclude"}, headers=headers
+                "/v1/stats/pass-rates",
+                params={"provisional": "exclude", **MIXED},
+                headers=headers,
             )
         ).json()
         split = (
             await client.get(
-                "/v1/stats/pass-rates", params={"group_by": "provisional"}, headers=headers
+                "/v1/stats/pass-rates",
+                params={"group_by": "provisional", **MIXED},
+                headers=headers,
             )
         ).json()
-        questions = (await client.get("/v1/stats/questions", headers=headers)).json()
+        questions = (await client.get("/v1/stats/questions", params=MIXED, headers=headers)).json()
         bad = await client.get(
             "/v1/stats/pass-rates", params={"provisional": "maybe"}, headers=headers
         )
