@@ -153,6 +153,11 @@ def _empty_arm(name: str, filters: ReportFilter, outcome: GroupRate) -> str:
     )
     if filters.include != "shadow" and filters.current_only:
         detail += f"; gradings of a shadow regrade count only with {name}.include=shadow"
+    if outcome.inline:
+        detail += (
+            f"; {outcome.inline} gradings against inline ground truths count only with "
+            f"{name}.inline=include"
+        )
     return detail
 
 
