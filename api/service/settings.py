@@ -252,6 +252,14 @@ class Settings(BaseSettings):
             "signal); every other pass is held for an adjudicator"
         ),
     )
+    confirm_judge: str | None = Field(
+        default=None,
+        description=(
+            "a second judge of a different model, BACKEND:MODEL[@BASE_URL]: a pass held only "
+            "for its judge (not qualified, a reply the checks contradict) is released when "
+            "this judge passes the diagnosis too, with no injection signal"
+        ),
+    )
     inline_ground_truth: Literal["allow", "per_token", "deny"] = Field(
         default="allow",
         description=(
@@ -314,6 +322,25 @@ class Settings(BaseSettings):
     @classmethod
     def _upper_level(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("confirm_judge")
+    @classmethod
+    def _valid_confirm_judge(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_judge_spec(value)
+        return value
+
+    @model_validator(mode="after")
+    def _confirm_judge_differs(self) -> Settings:
+        """A confirming judge of the judge's own model would confirm nothing."""
+        if self.confirm_judge is not None:
+            models = {parse_judge_spec(spec).model for spec in (self.panel_specs or [self.judge])}
+            if parse_judge_spec(self.confirm_judge).model in models:
+                raise ValueError(
+                    "confirm_judge must be a judge of another model than the judge's "
+                    f"({', '.join(sorted(models))})"
+                )
+        return self
 
     @model_validator(mode="after")
     def _database_password(self) -> Settings:

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api.service import self_preference
+from api.service.confirmation import confirmed
 from api.service.group_commit import GroupCommit
 from api.service.judge_moves import follow_on_claim
 from api.service.judging import (
@@ -229,6 +230,9 @@ class GradingWorkers:
                 self._account(result, "deferred" if stored else "discarded", pending=reason)
             else:
                 result, provisional = await self._review_marks(claim, rubric, result)
+                result = await confirmed(
+                    self.services, self._qualifications, claim, rubric, result
+                )
                 stored = await self._commits.complete(
                     FinishedGrading(
                         claim.grading_id, self.worker_id, result, provisional, tuple(cache_rows)

@@ -1,0 +1,85 @@
+"""A held pass confirmed by a second judge of a different model (``SRE_JUDGE_CONFIRM_JUDGE``).
+
+When a pass is held only for reasons that concern the judge that made it (it has not
+qualified, or its reply contradicts the checks in code: ``judge_not_qualified``,
+``evidence_unverified``, ``judge_overruled``, ``grounding_failed``,
+``reasoning_contradicts``), the confirming judge grades the same diagnosis against the
+same ground truth. Its own pass, carrying no injection signal, by a judge the pass
+policy trusts (under ``qualified``, one a calibration run qualified), releases the hold:
+those reasons leave the grading, and ``detail`` says which judge confirmed it and what
+was held. Anything else (a fail, no verdict, its own signal) keeps the pass held for a
+human, and ``detail`` says why. A diagnosis that screening flagged
+(``injection_suspected``) is never confirmed by a judge: only an adjudicator releases it.
+Every call of the confirming judge is kept with the grading's judge calls.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from api.service.grader_factory import asking_choice
+from api.service.judging import build_grader
+from judge.errors import InputError, JudgeSpecError
+from judge.review_reasons import INJECTION_SIGNALS, ReviewReason, holding_reasons
+from judge.rubric import Rubric
+from judge.verdict import GradingResult
+
+if TYPE_CHECKING:
+    from api.service.qualification import Qualifications
+    from api.service.services import Services
+    from storage.models import Claim
+
+__all__ = ["CONFIRMABLE", "confirmed"]
+
+#: holds a second judge's clean pass may release: they concern the first judge
+CONFIRMABLE = frozenset(INJECTION_SIGNALS - {ReviewReason.INJECTION_SUSPECTED}) | {
+    ReviewReason.JUDGE_NOT_QUALIFIED
+}
+
+
+def _note(result: GradingResult, text: str) -> str:
+    return "; ".join(part for part in (result.detail, text) if part)
+
+
+async def confirmed(
+    services: Services,
+    qualifications: Qualifications,
+    claim: Claim,
+    rubric: Rubric | None,
+    result: GradingResult,
+) -> GradingResult:
+    """``result``, its hold released when the confirming judge passes the diagnosis
+    cleanly; unchanged when no confirming judge is set or the hold is not confirmable."""
+    spec = services.settings.confirm_judge
+    held = holding_reasons(result.review_reasons)
+    if spec is None or rubric is None or not result.held or not set(held) <= CONFIRMABLE:
+        return result
+    try:
+        second = await build_grader(services, spec).grade(
+            rubric, claim.ground_truth, claim.diagnosis
+        )
+    except (JudgeSpecError, InputError) as exc:
+        return result.model_copy(update={"detail": _note(result, f"not confirmed: {exc}")})
+    calls = (*result.calls, *second.calls)
+    why_not = None
+    if second.outcome is None:
+        why_not = f"it could not grade it ({second.unscored_reason})"
+    elif not second.outcome.passed:
+        why_not = f"it failed it ({second.outcome.yes_count} yes)"
+    elif holding_reasons(second.review_reasons):
+        why_not = f"its own pass carries {', '.join(holding_reasons(second.review_reasons))}"
+    elif services.settings.pass_policy == "qualified" and not await qualifications.qualified(
+        spec, rubric.version, asking_choice(services.settings, spec, rubric)
+    ):
+        why_not = "it has not qualified on a calibration run either"
+    if why_not is not None:
+        note = f"held pass not confirmed by {spec}: {why_not}"
+        return result.model_copy(update={"calls": calls, "detail": _note(result, note)})
+    kept = tuple(r for r in result.review_reasons if r not in CONFIRMABLE)
+    note = (
+        f"pass confirmed by {spec} ({second.outcome.yes_count} yes, no injection signal); "
+        f"it was held for {', '.join(held)}"
+    )
+    return result.model_copy(
+        update={"calls": calls, "review_reasons": kept, "detail": _note(result, note)}
+    )
