@@ -167,7 +167,7 @@ def import_jsonl(
     Example:
       zcat history.jsonl.gz | sre-judge import jsonl - --strict
     """
-    from storage.imports import ImportAborted, ImportProblem
+    from storage.imports import ImportAborted
 
     name = "<stdin>" if str(file) == "-" else file
     try:
