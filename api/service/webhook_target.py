@@ -156,7 +156,10 @@ async def resolve_target(url: str, allow: frozenset[str]) -> Target:
     that does not resolve, or one that resolves to any address that is not public
     (unless the host is in ``allow``).
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # an unclosed IPv6 bracket
+        raise InvalidRequest(f"not a URL ({error})", field="url") from error
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise InvalidRequest("an http:// or https:// URL with a host is needed", field="url")
     host = parts.hostname.lower()

@@ -13,7 +13,13 @@ import httpx
 import pytest
 
 from api.service.errors import InvalidRequest
-from api.service.webhook_target import PeerMismatch, PinnedTransport, refusal, verify_peer
+from api.service.webhook_target import (
+    PeerMismatch,
+    PinnedTransport,
+    refusal,
+    resolve_target,
+    verify_peer,
+)
 from tests.support.network import hook_network
 from tests.support.webhook_receiver import Receiver, receiving
 
@@ -156,3 +162,12 @@ async def test_a_connection_to_another_peer_than_the_pinned_address_is_closed_un
         with pytest.raises(PeerMismatch, match=r"127\.0\.0\.2"):
             await verify_peer("127.0.0.2")("connection.connect_tcp.complete", connected)
     assert receiver.requests == 0
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/hook", "http://hooks.test:99999/", "ftp://hooks.test/", "http:///hook"]
+)
+async def test_a_malformed_target_is_refused_as_a_bad_url(url: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        await resolve_target(url, frozenset({"hooks.test"}))
+    assert refused.value.field == "url"
