@@ -272,7 +272,7 @@ async def test_a_slow_receiver_does_not_delay_another_endpoint(
 ) -> None:
     admin, agent = await tokens("admin"), await tokens("submitter")
     with receiving() as slow, receiving() as fast:
-        slow.delay = lambda n: 2.0
+        slow.delay = lambda n: 2.5
         async with api_client(**FAST) as client:
             await _register(client, admin, slow)
             await _register(client, admin, fast)
@@ -283,6 +283,6 @@ async def test_a_slow_receiver_does_not_delay_another_endpoint(
                 await _until(lambda n=n: len(fast.delivered()) > n, seconds=10)
                 delays.append(time.monotonic() - graded)
             # one lane per endpoint: each fast delivery within a few polls (0.05 s), not
-            # after the slow receiver's 2 s
-            assert max(delays) < 0.8, delays
+            # after the slow receiver's 2.5 s (half of it leaves room for a loaded machine)
+            assert max(delays) < 1.25, delays
             assert slow.requests <= 2  # the slow one is still on its first events
