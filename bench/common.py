@@ -126,6 +126,10 @@ def bench_database(kind: str) -> Iterator[str]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        # the service's default audit checkpoints of that database (beside the key file,
+        # in the working directory) go with it
+        for leftover in (f"{name}.checkpoints.jsonl", f".{name}.checkpoints.jsonl.lock"):
+            Path(leftover).unlink(missing_ok=True)
 
 
 def callgrind_switch(*args: str) -> None:
