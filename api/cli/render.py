@@ -43,8 +43,9 @@ def _veto_cell(answer: dict[str, Any]) -> str:
     return f"[{style}]{veto['effect']}[/{style}] {escape(veto['check'])}: {escape(veto['reason'])}"
 
 
-def render_grading(grading: dict[str, Any], console: Console) -> None:
-    """Print the nine answers with their evidence, then the verdict."""
+def _print_heading(grading: dict[str, Any], console: Console) -> bool:
+    """Print the rubric and judge line, and the reason of an unscored grading; False when
+    the grading is unscored (nothing more to print but its detail)."""
     rubric, judge = grading["rubric"], grading["judge"]
     console.print(
         f"rubric [bold]{rubric['id']}[/bold] {rubric['version']}  "
@@ -52,6 +53,20 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
     )
     if grading["status"] == "unscored":
         console.print(f"[bold yellow]UNSCORED[/bold yellow]: {grading['unscored_reason']}")
+        return False
+    return True
+
+
+def _score_line(grading: dict[str, Any]) -> str:
+    """``7/9 yes  D1 3/3  D2 2/3  D3 2/3  composite 0.78``."""
+    dims = "  ".join(f"{d['id']} {d['yes']}/{d['total']}" for d in grading["dimensions"])
+    total = sum(d["total"] for d in grading["dimensions"])
+    return f"{grading['yes_count']}/{total} yes  {dims}  composite {grading['composite']}"
+
+
+def render_grading(grading: dict[str, Any], console: Console) -> None:
+    """Print the nine answers with their evidence, then the verdict."""
+    if not _print_heading(grading, console):
         if grading.get("detail"):
             console.print(grading["detail"], markup=False)
         return
@@ -68,7 +83,6 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
             _veto_cell(answer),
         )
     console.print(table)
-    dims = "  ".join(f"{d['id']} {d['yes']}/{d['total']}" for d in grading["dimensions"])
     if grading.get("held"):
         why = hold_explanation(grading.get("review_reasons") or [])
         verdict = f"[bold yellow]HELD[/bold yellow] (a pass waiting for a human: {why})"
@@ -76,10 +90,7 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
         verdict = "[bold green]PASS[/bold green]"
     else:
         verdict = "[bold red]FAIL[/bold red]"
-    total = sum(d["total"] for d in grading["dimensions"])
-    console.print(
-        f"{verdict}  {grading['yes_count']}/{total} yes  {dims}  composite {grading['composite']}"
-    )
+    console.print(f"{verdict}  {_score_line(grading)}")
     if grading.get("detail"):
         console.print(f"note: {grading['detail']}", markup=False)
     if grading["needs_review"]:
@@ -90,13 +101,7 @@ def render_submitter_view(grading: dict[str, Any], console: Console) -> None:
     """Print a submitter's view of a grading against a registered scenario: the verdict,
     and under the ``answers`` view each question's effective answer; nothing else was
     sent (``SRE_JUDGE_SUBMITTER_VIEW``)."""
-    rubric, judge = grading["rubric"], grading["judge"]
-    console.print(
-        f"rubric [bold]{rubric['id']}[/bold] {rubric['version']}  "
-        f"judge [bold]{judge['backend']}:{judge['model']}[/bold]"
-    )
-    if grading["status"] == "unscored":
-        console.print(f"[bold yellow]UNSCORED[/bold yellow]: {grading['unscored_reason']}")
+    if not _print_heading(grading, console):
         return
     verdict = "[bold green]PASS[/bold green]" if grading["passed"] else "[bold red]FAIL[/bold red]"
     if grading.get("held"):
@@ -111,8 +116,4 @@ def render_submitter_view(grading: dict[str, Any], console: Console) -> None:
         style = "green" if answer["answer"] == "yes" else "red"
         table.add_row(answer["question_id"], f"[{style}]{answer['answer']}[/{style}]")
     console.print(table)
-    dims = "  ".join(f"{d['id']} {d['yes']}/{d['total']}" for d in grading["dimensions"])
-    total = sum(d["total"] for d in grading["dimensions"])
-    console.print(
-        f"{verdict}  {grading['yes_count']}/{total} yes  {dims}  composite {grading['composite']}"
-    )
+    console.print(f"{verdict}  {_score_line(grading)}")
