@@ -58,8 +58,13 @@ def bench(database_url: str, tmp_path: Path) -> Iterator[Bench]:
     _browser_or_skip()
     names = (("submitter", "agent"), ("adjudicator", "Ada"), ("admin", "Root"))
     log = tmp_path / "serve.log"
-    one_at_a_time = {"SRE_JUDGE_JUDGE_CONCURRENCY": "1"}
-    with served_workbench(database_url, log, names, **one_at_a_time) as (service, judge, tokens):
+    settings = {
+        "SRE_JUDGE_JUDGE_CONCURRENCY": "1",  # one call at a time: a regrade takes seconds
+        # the scripted judges are uncalibrated: under the default policy every pass is held,
+        # and these pages are about passes and flips, not holds
+        "SRE_JUDGE_PASS_POLICY": "unflagged",
+    }
+    with served_workbench(database_url, log, names, **settings) as (service, judge, tokens):
         made = Bench(service, judge, tokens)
         for i, agent in enumerate(["alpha", "alpha", HOSTILE_AGENT, HOSTILE_AGENT]):
             text = f"{DIAGNOSIS} Attempt {i}."
@@ -127,7 +132,7 @@ def test_adjudicating_and_blind_labelling_by_keyboard_only(
 
 def _walk_reports(page: Any, tmp_path: Path) -> None:
     """Reports, compare, agreement and judges pages: charts drawn, hostile names inert."""
-    page.goto("/reports?group_by=agent&verdicts=effective")
+    page.goto("/reports?group_by=agent&verdicts=effective&inline=include")  # self-graded
     chart = page.locator("[data-testid=pass-rate-chart] svg")
     assert chart.is_visible() and chart.locator("rect.bar").count() >= 1
     assert HOSTILE_AGENT in page.text_content("[data-testid=pass-rate-chart]")
@@ -139,7 +144,10 @@ def _walk_reports(page: Any, tmp_path: Path) -> None:
     assert page.url.endswith("/gradings?agent=alpha")
     assert page.locator("table.list tbody tr").count() == 2
 
-    page.goto("/reports/compare?a.agent=alpha&b.model=&b.agent=" + HOSTILE_AGENT)
+    page.goto(
+        "/reports/compare?a.inline=include&b.inline=include&a.agent=alpha&b.model=&b.agent="
+        + HOSTILE_AGENT
+    )
     assert "points" in page.text_content("[data-testid=difference]")
     page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
     page.goto("/reports/agreement")
