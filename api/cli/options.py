@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # storage, scipy and the like are imported when a command run
 __all__ = [
     "FILTER_FLAGS",
     "FORMATS",
+    "as_utc",
     "build_filter",
     "chart_option",
     "default_format",
@@ -120,7 +121,7 @@ def filter_options(
                 if value is not None:
                     filters[key] = value
             for key in _TIMES:
-                filters[key] = _utc(filters.get(key))
+                filters[key] = as_utc(filters.get(key))
             return command(*args, filters={k: v for k, v in filters.items() if v is not None},
                            **kwargs)  # fmt: skip
 
@@ -194,7 +195,8 @@ def server_option(command: Command) -> Command:
     )(command)
 
 
-def _utc(value: datetime | None) -> datetime | None:
+def as_utc(value: datetime | None) -> datetime | None:
+    """A time given on the command line without a zone is UTC."""
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
@@ -203,7 +205,7 @@ def build_filter(**options: Any) -> ReportFilter:
     from storage.report_queries import ReportFilter
 
     for name in ("created_after", "created_before"):
-        options[name] = _utc(options.get(name))
+        options[name] = as_utc(options.get(name))
     return ReportFilter(**options)
 
 

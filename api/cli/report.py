@@ -7,6 +7,7 @@ Every figure comes with its n and a 95% interval: tables in the terminal,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ import click
 
 from api.cli.edge import with_store
 from api.cli.options import (
+    as_utc,
     build_filter,
     chart_option,
     emit,
@@ -295,3 +297,45 @@ def tags(group_by: str, fmt: str, server: str | None, filters: dict[str, Any]) -
         lambda store: tag_report(store, build_filter(**filters), group_by=keys),
     )
     emit(report, tag_table(report), fmt)
+
+
+@report_command.command("attempts")
+@click.option(
+    "--created-after",
+    type=click.DateTime(),
+    default=None,
+    help="count attempts since then (default: the last hour, the limit's window)",
+)
+@click.option("--scenario", "scenario_id", default=None, help="one registered scenario")
+@format_option()
+@server_option
+def attempts(
+    created_after: datetime | None, scenario_id: str | None, fmt: str, server: str | None
+) -> None:
+    """Submissions of each submitter token per registered scenario, against the attempt
+    limit (SRE_JUDGE_SUBMITTER_ATTEMPTS_PER_SCENARIO_PER_HOUR); most attempts first.
+
+    \b
+    Example:
+      sre-judge report attempts --created-after 2026-01-01 --format csv
+    """
+    from api.cli.edge import run, service_runtime
+    from api.service.attempts import AttemptReport, attempt_report
+    from api.service.reports.tables import attempt_table
+
+    since = as_utc(created_after)
+    if server is None:
+
+        async def local() -> AttemptReport:
+            async with service_runtime(existing=True) as services:
+                return await attempt_report(services, since=since, scenario_id=scenario_id)
+
+        report = run(local())
+    else:
+        from api.cli.remote import query_params, remote
+
+        params = {"created_after": since, "scenario_id": scenario_id}
+        with remote(server) as client:
+            data = client.get_json("/v1/stats/attempts", query_params(params))
+        report = AttemptReport.model_validate(data)
+    emit(report, attempt_table(report), fmt)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich import box
 from rich.console import Console
@@ -25,8 +25,12 @@ from api.service.reports.models import (
 )
 from judge.statistics import ArmDifference, ScenarioDifference
 
+if TYPE_CHECKING:
+    from api.service.attempts import AttemptReport
+
 __all__ = [
     "Tabular",
+    "attempt_table",
     "comparison_table",
     "dimension_table",
     "pass_rate_table",
@@ -207,6 +211,31 @@ def tag_table(report: TagReport) -> Tabular:
         columns=[*group_by, "tag", "tagged", "n", "rate", "ci_low", "ci_high"],
         rows=rows,
         notes=[*report.scope, "n = scored gradings (graded or unscored) in the filter"],
+    )
+
+
+def attempt_table(report: AttemptReport) -> Tabular:
+    """Attempts per submitter token and registered scenario, most first."""
+    rows = [
+        [
+            i.token_name or i.token_id,
+            i.role,
+            i.scenario_id,
+            i.attempts,
+            i.first_at.isoformat(),
+            i.last_at.isoformat(),
+        ]
+        for i in report.items
+    ]
+    limit = report.limit_per_hour
+    return Tabular(
+        title="Attempts per token and scenario",
+        columns=["token", "role", "scenario", "attempts", "first_at", "last_at"],
+        rows=rows,
+        notes=[
+            f"since {report.since.isoformat()}",
+            f"limit: {limit} a scenario per token per hour" if limit else "limit: off",
+        ],
     )
 
 

@@ -5,12 +5,16 @@ scenarios and adjudicators are not limited; admins read the counts."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import asyncio
+import json
+from datetime import datetime, timedelta
 from typing import Any
 
+from click.testing import CliRunner
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.cli.main import main
 from storage.tables import SubmissionRecord
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
@@ -101,3 +105,38 @@ async def test_the_limit_is_on_by_default_and_zero_turns_it_off(
             for n in range(21)
         ]
     assert set(codes) == {202}
+
+
+async def test_the_command_line_reports_the_attempts_the_route_reports(
+    api_client: Any, tokens: Any, database_url: str
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter", "prober")
+    async with api_client() as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "s1", "ground_truth": TRUTH}, headers=admin
+        )
+        assert made.status_code == 201
+        for port in (1, 2):
+            assert (
+                await client.post("/v1/submissions", json=_body(port), headers=agent)
+            ).is_success
+        route = (await client.get("/v1/stats/attempts", headers=admin)).json()
+
+    env = {"SRE_JUDGE_DATABASE_URL": database_url, "SRE_JUDGE_JUDGE": "scripted:pass"}
+    runner = CliRunner(env=env)
+    as_json = await asyncio.to_thread(
+        runner.invoke, main, ["report", "attempts", "--format", "json"]
+    )
+    as_csv = await asyncio.to_thread(
+        runner.invoke, main, ["report", "attempts", "--scenario", "s1", "--format", "csv"]
+    )
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout)["items"] == route["items"]
+    assert as_csv.exit_code == 0, as_csv.output
+    header, row, *rest = as_csv.stdout.splitlines()
+    assert header == "token,role,scenario,attempts,first_at,last_at" and rest == []
+    token, role, scenario, attempts, first_at, last_at = row.split(",")
+    assert (token, role, scenario, attempts) == ("prober", "submitter", "s1", "2")
+    stated = route["items"][0]
+    assert datetime.fromisoformat(first_at) == datetime.fromisoformat(stated["first_at"])
+    assert datetime.fromisoformat(last_at) == datetime.fromisoformat(stated["last_at"])
