@@ -39,7 +39,6 @@ from storage.tags import TagRepository
 from storage.tokens import TokenRepository
 from storage.votes import VoteReads
 from storage.web_sessions import WebSessionRepository
-from storage.webhooks.repository import WebhookRepository
 
 __all__ = ["Store"]
 
@@ -94,8 +93,6 @@ class Store:
         self.tags = TagRepository(self.db)
         #: API tokens
         self.tokens = TokenRepository(self.db)
-        #: webhook endpoints and the outbox of their deliveries
-        self.webhooks = WebhookRepository(self.db)
         #: aggregates behind the reports
         self.reports = ReportReads(self.db)
         #: streaming every grading of a filter

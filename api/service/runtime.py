@@ -31,8 +31,8 @@ from api.service.qualification import qualification_on_start
 from api.service.secret_key import load_service_key
 from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
-from api.service.webhook_delivery import WebhookDelivery
 from api.service.workers import GradingWorkers
+from api.webhooks.delivery import WebhookDelivery
 from judge.backends import JudgeBackend
 from judge.rubric import load_rubric_dir
 from judge.screening import preload

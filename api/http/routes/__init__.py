@@ -1,4 +1,5 @@
-"""The API's routes, one module per resource; ``ROUTE_HANDLERS`` is what the app serves."""
+"""The API's routes, one module per resource (a feature package's ``routes`` module for the
+features that have one, as ``api.webhooks.routes``); ``ROUTE_HANDLERS`` is what the app serves."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from api.http.routes.stats import (
 from api.http.routes.submissions import create_submission
 from api.http.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
 from api.http.routes.tokens import create_token, list_tokens, revoke_token
-from api.http.routes.webhooks import create_webhook, list_deliveries, list_webhooks, redeliver
+from api.webhooks.routes import create_webhook, list_deliveries, list_webhooks, redeliver
 
 __all__ = ["ROUTE_HANDLERS"]
 

@@ -1,4 +1,7 @@
-"""Webhook endpoints (admin): register, list, their deliveries, redeliver."""
+"""The webhooks' HTTP routes (admin): register, list, their deliveries, redeliver.
+
+Thin controllers: path, guards and one use case of :mod:`api.webhooks.use_cases` each.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +14,8 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from api.http.auth import require
 from api.service.principal import Principal
 from api.service.services import Services
-from api.service.webhooks import (
-    DeliveryPublic,
-    WebhookCreate,
-    WebhookPublic,
-    delivery_public,
-    register_webhook,
-    webhook_public,
-)
+from api.webhooks import use_cases
+from api.webhooks.use_cases import DeliveryPublic, WebhookCreate, WebhookPublic
 
 __all__ = ["create_webhook", "list_deliveries", "list_webhooks", "redeliver"]
 
@@ -30,13 +27,13 @@ async def create_webhook(
     principal: NamedDependency[Principal],
 ) -> WebhookPublic:
     """Register an endpoint; the answer carries its signing ``secret``, this once only."""
-    return await register_webhook(services, principal, data)
+    return await use_cases.register_webhook(services, principal, data)
 
 
 @get("/v1/webhooks", guards=[require("admin")], operation_id="listWebhooks")
 async def list_webhooks(services: NamedDependency[Services]) -> dict[str, list[WebhookPublic]]:
     """Every endpoint (without secrets)."""
-    return {"items": [webhook_public(r) for r in await services.store.webhooks.endpoints()]}
+    return {"items": await use_cases.list_webhooks(services)}
 
 
 @get(
@@ -53,8 +50,8 @@ async def list_deliveries(
     limit: Annotated[int, QueryParameter(ge=1, le=500)] = 100,
 ) -> dict[str, list[DeliveryPublic]]:
     """An endpoint's deliveries, newest first, each with its attempts."""
-    views = await services.store.webhooks.deliveries(webhook_id, state=delivery_state, limit=limit)
-    return {"items": [delivery_public(v) for v in views]}
+    views = await use_cases.list_deliveries(services, webhook_id, state=delivery_state, limit=limit)
+    return {"items": views}
 
 
 @post(
@@ -70,5 +67,5 @@ async def redeliver(
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
     """Send a delivery again (a dead-lettered one too), in its place in the event order."""
-    await services.store.webhooks.redeliver(webhook_id, delivery_id, actor=principal.id)
+    await use_cases.redeliver(services, principal, webhook_id, delivery_id)
     return {"id": delivery_id, "state": "pending"}

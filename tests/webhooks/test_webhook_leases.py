@@ -7,12 +7,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.webhooks.queries import WebhookQueries
 from storage import Store
 from tests.conftest import Clock
 
 
 async def _endpoint(store: Store, n: int = 0) -> str:
-    record = await store.webhooks.create_endpoint(
+    record = await WebhookQueries(store.db).create_endpoint(
         url=f"http://127.0.0.1:9/hook{n}", events=["regrade.finished"], description="", actor="t"
     )
     return record.id
@@ -33,27 +34,27 @@ def _job(claimed: Any) -> str:
 
 
 async def test_a_lease_covers_one_send_and_hands_the_endpoint_to_the_next(
-    store: Store, clock: Clock
+    store: Store, clock: Clock, webhooks: WebhookQueries
 ) -> None:
     await _endpoint(store)
     await _events(store, 3)
-    [first] = await store.webhooks.claim_due(lease_seconds=13)
+    [first] = await webhooks.claim_due(lease_seconds=13)
     assert _job(first) == "j0" and first.attempts == 1
-    assert await store.webhooks.claim_due(lease_seconds=13) == []  # another process: nothing
-    second = await store.webhooks.record_attempt(
+    assert await webhooks.claim_due(lease_seconds=13) == []  # another process: nothing
+    second = await webhooks.record_attempt(
         first, status=200, error=None, duration_ms=2500, retry_at=None, lease_next=13
     )
     assert second is not None and _job(second) == "j1"  # leased in the same transaction
-    assert await store.webhooks.claim_due(lease_seconds=13) == []
+    assert await webhooks.claim_due(lease_seconds=13) == []
     clock.advance(12)
-    assert await store.webhooks.claim_due(lease_seconds=13) == []  # 2.5 s sends: still held
+    assert await webhooks.claim_due(lease_seconds=13) == []  # 2.5 s sends: still held
     clock.advance(2)  # the holder died mid-send: its lease runs out, the send is repeated
-    [again] = await store.webhooks.claim_due(lease_seconds=13)
+    [again] = await webhooks.claim_due(lease_seconds=13)
     assert again.id == second.id and again.attempts == 2
 
 
 async def test_two_stores_claiming_at_once_never_lease_one_delivery_twice(
-    store: Store, engine: AsyncEngine, database_url: str, clock: Clock
+    store: Store, engine: AsyncEngine, database_url: str, clock: Clock, webhooks: WebhookQueries
 ) -> None:
     """Two processes' stores (their own engines) claim concurrently, round after round."""
     from storage import make_engine
@@ -67,12 +68,15 @@ async def test_two_stores_claiming_at_once_never_lease_one_delivery_twice(
     try:
         for _ in range(8):
             rounds = await asyncio.gather(
-                *(s.webhooks.claim_due(lease_seconds=60) for s in (store, other, store, other))
+                *(
+                    WebhookQueries(s.db).claim_due(lease_seconds=60)
+                    for s in (store, other, store, other)
+                )
             )
             claimed = [c for round_ in rounds for c in round_]
             sent.extend(c.id for c in claimed)
             for c in claimed:
-                await store.webhooks.record_attempt(
+                await webhooks.record_attempt(
                     c, status=200, error=None, duration_ms=1, retry_at=None
                 )
     finally:

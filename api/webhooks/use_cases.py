@@ -1,7 +1,8 @@
-"""Webhook endpoints: registering one (with the target check), listing, redelivering.
+"""The webhooks' use cases: registering an endpoint (with the target check), listing
+endpoints and deliveries, redelivering.
 
 A target must be an ``http(s)`` URL whose host resolves to public addresses only (see
-:mod:`api.service.webhook_target`), unless the host is listed in
+:mod:`api.webhooks.target`), unless the host is listed in
 ``SRE_JUDGE_WEBHOOK_ALLOW_HOSTS``. The delivery worker checks again at each send, and
 sends to the address it checked.
 """
@@ -15,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from api.service.principal import Principal
 from api.service.services import Services
-from api.service.webhook_target import allowed_hosts, resolve_target
+from api.webhooks.queries import DeliveryView, WebhookQueries
+from api.webhooks.target import allowed_hosts, resolve_target
 from storage.webhooks.outbox import EVENTS
-from storage.webhooks.repository import DeliveryView
 from storage.webhooks.tables import WebhookEndpointRecord
 
 __all__ = [
@@ -26,6 +27,9 @@ __all__ = [
     "WebhookCreate",
     "WebhookPublic",
     "delivery_public",
+    "list_deliveries",
+    "list_webhooks",
+    "redeliver",
     "register_webhook",
     "webhook_public",
 ]
@@ -125,8 +129,28 @@ async def register_webhook(
 ) -> WebhookPublic:
     """Check the target and register the endpoint; the answer carries its secret, once."""
     await resolve_target(data.url, allowed_hosts(services.settings.webhook_allow_hosts))
-    record = await services.store.webhooks.create_endpoint(
+    record = await WebhookQueries(services.store.db).create_endpoint(
         url=data.url, events=list(dict.fromkeys(data.events)), description=data.description,
         actor=principal.id,
     )  # fmt: skip
     return webhook_public(record, with_secret=True)
+
+
+async def list_webhooks(services: Services) -> list[WebhookPublic]:
+    """Every endpoint (without secrets)."""
+    return [webhook_public(r) for r in await WebhookQueries(services.store.db).endpoints()]
+
+
+async def list_deliveries(
+    services: Services, webhook_id: str, *, state: str | None, limit: int
+) -> list[DeliveryPublic]:
+    """An endpoint's deliveries, newest first, each with its attempts."""
+    views = await WebhookQueries(services.store.db).deliveries(webhook_id, state=state, limit=limit)
+    return [delivery_public(v) for v in views]
+
+
+async def redeliver(
+    services: Services, principal: Principal, webhook_id: str, delivery_id: str
+) -> None:
+    """Put a delivery (a dead-lettered one too) back in its place in the event order."""
+    await WebhookQueries(services.store.db).redeliver(webhook_id, delivery_id, actor=principal.id)

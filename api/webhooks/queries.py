@@ -1,11 +1,12 @@
-"""Webhook endpoints and their deliveries: register, lease one send, record attempts.
+"""The webhooks' queries: endpoints and their deliveries; register, lease one send, record
+attempts.
 
-A lease covers one send. :meth:`WebhookRepository.claim_due` takes, for each endpoint
+A lease covers one send. :meth:`WebhookQueries.claim_due` takes, for each endpoint
 whose circuit is closed, its oldest pending delivery if it is due (so an endpoint
 receives its events in the order they happened) and leases it: ``next_attempt_at``
 moves past the send's deadline, in a short transaction; on PostgreSQL with ``FOR UPDATE
 SKIP LOCKED``, so several servers on one database never claim the same delivery.
-:meth:`~WebhookRepository.record_attempt` stores the outcome and, after a success,
+:meth:`~WebhookQueries.record_attempt` stores the outcome and, after a success,
 leases the endpoint's next delivery in the same transaction, so the endpoint passes
 from one send to the next without anyone else seeing it free. Whoever holds an
 endpoint's oldest delivery holds the endpoint: nobody claims the deliveries behind it.
@@ -33,7 +34,7 @@ from storage.webhooks.tables import (
     WebhookEndpointRecord,
 )
 
-__all__ = ["Claimed", "DeliveryView", "WebhookRepository"]
+__all__ = ["Claimed", "DeliveryView", "WebhookQueries"]
 
 _ATTEMPTS = WebhookAttemptRecord.__table__  # type: ignore[attr-defined]
 
@@ -76,8 +77,8 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-class WebhookRepository:
-    """Endpoints, the outbox's deliveries and their attempts."""
+class WebhookQueries:
+    """Endpoints, the outbox's deliveries and their attempts, over the store's database."""
 
     def __init__(self, db: Database) -> None:
         self._db = db

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from api.service.errors import InvalidRequest
-from api.service.webhook_target import (
+from api.webhooks.target import (
     PeerMismatch,
     PinnedTransport,
     refusal,

@@ -6,19 +6,20 @@ import asyncio
 from typing import Any
 
 from api.service.settings import Settings
-from api.service.webhook_delivery import WebhookDelivery
+from api.webhooks.delivery import WebhookDelivery
+from api.webhooks.queries import WebhookQueries
 from storage import Store
 from tests.conftest import Clock
 from tests.support.webhook_receiver import receiving
 
 
 async def _deliveries(store: Store, endpoint_id: str) -> dict[str, Any]:
-    views = await store.webhooks.deliveries(endpoint_id)
+    views = await WebhookQueries(store.db).deliveries(endpoint_id)
     return {v.delivery.payload["data"]["regrade_job_id"]: v for v in views}
 
 
 async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endpoint(
-    store: Store, clock: Clock, database_url: str
+    store: Store, clock: Clock, database_url: str, webhooks: WebhookQueries
 ) -> None:
     """Two failures in a row open it: once the first delivery is dead-lettered, the next
     one waits for the circuit, not for its own (first) attempt; a 2xx closes it."""
@@ -31,7 +32,7 @@ async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endp
     )
     with receiving() as receiver:
         receiver.status = lambda n: 500
-        endpoint = await store.webhooks.create_endpoint(
+        endpoint = await webhooks.create_endpoint(
             url=receiver.url, events=["regrade.finished"], description="", actor="t"
         )
         for job in ("j1", "j2"):
@@ -45,7 +46,7 @@ async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endp
         assert await delivery.deliver_due() == 0  # j1 in backoff, j2 behind it
         clock.advance(1.1)
         await delivery.deliver_due()  # j1's second failure in a row opens the circuit
-        [state] = [e for e in await store.webhooks.endpoints() if e.id == endpoint.id]
+        [state] = [e for e in await webhooks.endpoints() if e.id == endpoint.id]
         assert state.consecutive_failures == 2 and state.circuit_open_until is not None
         clock.advance(2.1)
         await delivery.deliver_due()  # j1 fails once more, too old: dead; open for 2 s
@@ -58,19 +59,19 @@ async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endp
         assert await delivery.deliver_due() == 1  # the probe: delivered, circuit closed
         j2 = (await _deliveries(store, endpoint.id))["j2"]
         assert j2.delivery.state == "delivered" and len(j2.attempts) == 1
-        [state] = [e for e in await store.webhooks.endpoints() if e.id == endpoint.id]
+        [state] = [e for e in await webhooks.endpoints() if e.id == endpoint.id]
         assert state.consecutive_failures == 0 and state.circuit_open_until is None
 
 
 async def test_a_stop_lets_the_send_in_flight_finish_and_starts_no_other(
-    store: Store, database_url: str
+    store: Store, database_url: str, webhooks: WebhookQueries
 ) -> None:
     settings = Settings(
         database_url=database_url, webhook_allow_hosts="127.0.0.1", poll_seconds=0.05
     )
     with receiving() as receiver:
         receiver.delay = lambda n: 0.5
-        endpoint = await store.webhooks.create_endpoint(
+        endpoint = await webhooks.create_endpoint(
             url=receiver.url, events=["regrade.finished"], description="", actor="t"
         )
         for job in ("j1", "j2"):
@@ -90,5 +91,5 @@ async def test_a_stop_lets_the_send_in_flight_finish_and_starts_no_other(
         deliveries = await _deliveries(store, endpoint.id)
         assert deliveries["j1"].delivery.state == "delivered"  # finished and recorded
         assert deliveries["j2"].delivery.attempts == 0  # not started, not leased
-        [due] = await store.webhooks.claim_due(lease_seconds=13)
+        [due] = await webhooks.claim_due(lease_seconds=13)
         assert due.id == deliveries["j2"].delivery.id

@@ -4,7 +4,7 @@ A dispatcher looks for endpoints with a due delivery every ``SRE_JUDGE_POLL_SECO
 and starts a lane for each that has none running in this process. A lane sends its
 endpoint's deliveries one at a time, in event order: each send is leased on its own
 (``SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS`` + 10 s), resolved once and sent to the address
-that was checked (:class:`api.service.webhook_target.PinnedTransport`), signed as
+that was checked (:class:`api.webhooks.target.PinnedTransport`), signed as
 Standard Webhooks asks (``webhook-id``, ``webhook-timestamp``, ``webhook-signature``,
 with the ``standardwebhooks`` library), and bounded as a whole by the timeout. Its
 outcome is recorded with the lease of the endpoint's next delivery. A lane ends at a
@@ -37,9 +37,9 @@ from standardwebhooks.webhooks import Webhook
 
 from api.service.errors import InvalidRequest
 from api.service.settings import Settings
-from api.service.webhook_target import PinnedTransport, allowed_hosts
+from api.webhooks.queries import Claimed, WebhookQueries
+from api.webhooks.target import PinnedTransport, allowed_hosts
 from storage import Store
-from storage.webhooks.repository import Claimed
 
 __all__ = ["WebhookDelivery", "circuit_open_until", "retry_at", "signed_headers"]
 
@@ -92,6 +92,7 @@ class WebhookDelivery:
         self, store: Store, settings: Settings, *, verify: ssl.SSLContext | None = None
     ) -> None:
         self._store = store
+        self._queries = WebhookQueries(store.db)
         self._settings = settings
         self._allow = allowed_hosts(settings.webhook_allow_hosts)
         self._verify = verify
@@ -144,7 +145,7 @@ class WebhookDelivery:
 
     async def _dispatch(self) -> list[asyncio.Task[None]]:
         """Start a lane for each endpoint with a due delivery and no lane here yet."""
-        claimed = await self._store.webhooks.claim_due(
+        claimed = await self._queries.claim_due(
             lease_seconds=self._lease_seconds, skip=frozenset(self._lanes)
         )
         started = []
@@ -216,7 +217,7 @@ class WebhookDelivery:
         duration = (time.perf_counter() - started) * 1000
         now = self._store.db.clock()
         failed = error is not None
-        return await self._store.webhooks.record_attempt(
+        return await self._queries.record_attempt(
             claimed,
             status=status,
             error=error,

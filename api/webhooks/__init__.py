@@ -1,0 +1,10 @@
+"""Webhooks: admins register endpoints that receive signed events, delivered from an outbox.
+
+``use_cases`` registers, lists and redelivers; ``queries`` reads and writes endpoints,
+deliveries and attempts (and leases one send); ``target`` checks where a request may go
+and pins it there; ``delivery`` is the loop that sends, one lane per endpoint, with
+retries and a circuit breaker; ``routes`` are the HTTP controllers. The tables and the
+outbox (deliveries written in the transaction of the audited event they announce) are
+in :mod:`storage.webhooks`. Only the app wiring imports this package: the runtime starts
+the delivery loop, the route list serves the routes.
+"""
