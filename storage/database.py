@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -23,9 +23,12 @@ from storage.audit.records import ROWS, RecordRow, rows_payload
 from storage.canonical import utcnow
 from storage.db import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
-from storage.webhooks.outbox import enqueue as enqueue_webhooks
 
-__all__ = ["Database"]
+__all__ = ["AuditSubscriber", "Database"]
+
+#: hears the events of an audited transaction, inside it: ``(session, events, at=...)``,
+#: each event with ``event``, ``entity_type``, ``entity_id``, ``actor`` and ``payload``
+AuditSubscriber = Callable[..., Awaitable[object]]
 
 
 class Database:
@@ -56,6 +59,13 @@ class Database:
         #: one write transaction at a time in this process (SQLite only; see ``write``)
         self._write_lock = None if self.postgres else asyncio.Lock()
         self._read_sessions = session_factory(read_only(engine))
+        self._subscribers: list[AuditSubscriber] = []
+
+    def subscribe(self, subscriber: AuditSubscriber) -> None:
+        """Let ``subscriber`` hear every audited event from now on, in the event's own
+        transaction (committed with it, or rolled back with it): how a feature that must
+        hear of another's events subscribes, as the webhooks' outbox does."""
+        self._subscribers.append(subscriber)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
@@ -121,8 +131,8 @@ class Database:
         ``rows``: the evidentiary records this transaction wrote (``storage.audit.records``:
         submissions, scenarios and their versions, overrides, labels, tags, judge calls),
         as flushed record objects or ``(table, values written)``; the event carries each
-        one's digest. Webhook deliveries of the event join the same transaction (the
-        outbox), without the digests.
+        one's digest. The subscribers (see :meth:`subscribe`) hear the event in the same
+        transaction, without the digests.
         """
         fields = {"event": event, "entity_type": entity_type, "entity_id": entity_id}
         events = [{**fields, "actor": actor, "payload": payload}]
@@ -155,5 +165,6 @@ class Database:
                 event = {**event, "payload": {**event["payload"], ROWS: rows_payload(records)}}
             stored.append(event)
         await append_events(session, stored, key=self.chain_key, at=at)
-        # the outbox gets the payloads without the digests
-        await enqueue_webhooks(session, events, at=at)
+        # the subscribers get the payloads without the digests
+        for subscriber in self._subscribers:
+            await subscriber(session, events, at=at)

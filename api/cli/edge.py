@@ -127,6 +127,7 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
     For the commands that need the records only, not the judges or the workers. Without
     ``migrate`` the database must exist and be migrated (``api.cli.database``).
     """
+    from api.webhooks.outbox import subscribe as subscribe_outbox
     from storage import Store, make_engine, upgrade
 
     settings = load_settings()
@@ -141,7 +142,9 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
             await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
         try:
-            return await work(Store(engine, key=key))
+            store = Store(engine, key=key)
+            subscribe_outbox(store.db)  # as the runtime's store: no event's webhook is lost
+            return await work(store)
         finally:
             await engine.dispose()
 

@@ -33,6 +33,7 @@ from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
 from api.service.workers import GradingWorkers
 from api.webhooks.delivery import WebhookDelivery
+from api.webhooks.outbox import subscribe as subscribe_outbox
 from judge.backends import JudgeBackend
 from judge.rubric import load_rubric_dir
 from judge.screening import preload
@@ -82,6 +83,7 @@ class Runtime:
         self._own_engine = engine is None
         self.engine = engine if engine is not None else make_engine(settings.database_url)
         store = Store(self.engine, key=load_service_key(settings, create=True))
+        subscribe_outbox(store.db)  # webhook deliveries join their events' transactions
         self.services = Services(
             settings=settings,
             store=store,

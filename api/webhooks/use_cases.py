@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from api.service.principal import Principal
 from api.service.services import Services
+from api.webhooks.outbox import EVENTS
 from api.webhooks.queries import DeliveryView, WebhookQueries
 from api.webhooks.target import allowed_hosts, resolve_target
-from storage.webhooks.outbox import EVENTS
 from storage.webhooks.tables import WebhookEndpointRecord
 
 __all__ = [

@@ -1,1 +1,2 @@
-"""Webhooks: endpoints, an outbox written with the events, deliveries and their attempts."""
+"""Webhooks' tables: endpoints, the outbox of deliveries, their attempts (the feature is
+:mod:`api.webhooks`)."""

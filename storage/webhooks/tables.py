@@ -4,8 +4,9 @@ An endpoint carries its circuit breaker (failures in a row, open until when), sh
 every process that delivers.
 
 A delivery row is written in the transaction of the event it announces (see
-:func:`storage.webhooks.outbox.enqueue`), so an event is never lost and never announced
-for a change that rolled back. ``seq`` orders deliveries as their events happened.
+:func:`api.webhooks.outbox.enqueue`, a subscriber of the audit), so an event is never
+lost and never announced for a change that rolled back. ``seq`` orders deliveries as
+their events happened.
 """
 
 from __future__ import annotations

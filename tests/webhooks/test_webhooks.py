@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from storage import Store
 from tests.support.network import hook_network
@@ -188,6 +189,7 @@ async def test_a_delivery_failing_too_long_is_dead_lettered_then_redelivered(
 
 async def test_an_event_of_a_rolled_back_change_is_never_sent(engine: Any) -> None:
     store = Store(engine)
+    subscribe_outbox(store.db)  # as the app wiring does
     webhooks = WebhookQueries(store.db)
     await webhooks.create_endpoint(
         url="http://127.0.0.1:9/hook", events=["regrade.finished"], description="", actor="t"

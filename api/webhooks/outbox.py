@@ -1,9 +1,12 @@
 """The outbox: deliveries written in the transaction of the event they announce.
 
-:func:`enqueue` runs inside :meth:`storage.database.Database.audit`, so every audited
-change that an endpoint subscribed to leaves one delivery row per endpoint in the same
-transaction: committed together, or rolled back together. Payloads carry ids and
-verdicts only: never a diagnosis, a ground truth, evidence or a judge's reasoning.
+:func:`subscribe` makes :func:`enqueue` a subscriber of a database's audit
+(:meth:`storage.database.Database.subscribe`): it runs inside every audited transaction,
+so every audited change that an endpoint subscribed to leaves one delivery row per
+endpoint in the same transaction: committed together, or rolled back together. The app
+wiring subscribes each store it opens (the runtime's, the command line's). Payloads
+carry ids and verdicts only: never a diagnosis, a ground truth, evidence or a judge's
+reasoning.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.canonical import iso_utc
+from storage.database import Database
 from storage.tables import GradingRecord, SubmissionRecord, new_id
 from storage.webhooks.tables import WebhookDeliveryRecord, WebhookEndpointRecord
 
-__all__ = ["EVENTS", "enqueue", "webhook_event"]
+__all__ = ["EVENTS", "enqueue", "subscribe", "webhook_event"]
 
 #: the events an endpoint may subscribe to
 EVENTS = ("grading.completed", "grading.overridden", "regrade.finished")
@@ -127,3 +131,8 @@ async def enqueue(session: AsyncSession, events: Sequence[dict[str, Any]], *, at
         )
     await session.execute(insert(_DELIVERIES), rows)
     return len(rows)
+
+
+def subscribe(db: Database) -> None:
+    """Write the outbox of every audited event of ``db``, in the event's transaction."""
+    db.subscribe(enqueue)
