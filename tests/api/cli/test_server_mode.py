@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.service_process import cli, serving
+from tests.support.in_process_cli import cli_in_process
+from tests.support.service_process import serving
 
 
 def _seed(env: dict[str, str], tmp_path: Path) -> None:
@@ -22,7 +23,7 @@ def _seed(env: dict[str, str], tmp_path: Path) -> None:
         for i in range(4)
     ]
     history.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    imported = cli("import", "jsonl", str(history), env=env)
+    imported = cli_in_process("import", "jsonl", str(history), env=env)
     assert imported.returncode == 0, imported.stderr
 
 
@@ -33,7 +34,7 @@ MIXED = ("--inline", "include")
 def _graded(env: dict[str, str], n: int) -> dict[str, object]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        done = cli(
+        done = cli_in_process(
             "report", "pass-rates", *MIXED, "--group-by", "agent", "--format", "json", env=env
         )
         report = json.loads(done.stdout)
@@ -53,42 +54,52 @@ def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
         # an uncalibrated scripted judge: its unflagged passes stand here
         "SRE_JUDGE_PASS_POLICY": "unflagged",
     }
-    assert cli("migrate", env=env).returncode == 0
-    token = cli("tokens", "create", "--role", "admin", "--name", "ops", env=env).stdout.strip()
+    assert cli_in_process("migrate", env=env).returncode == 0
+    token = cli_in_process(
+        "tokens", "create", "--role", "admin", "--name", "ops", env=env
+    ).stdout.strip()
     _seed(env, tmp_path)
     with serving(env, tmp_path / "serve.log") as server:
         local = _graded(env, 4)
         remote = {**env, "SRE_JUDGE_TOKEN": token}
         via = ["--server", server.url]
-        answered = cli("report", "pass-rates", *MIXED, "--group-by", "agent", *via, env=remote)
+        answered = cli_in_process(
+            "report", "pass-rates", *MIXED, "--group-by", "agent", *via, env=remote
+        )
         assert answered.returncode == 0, answered.stderr
         assert json.loads(answered.stdout) == local
-        table = cli("report", "pass-rates", "--format", "table", *via, env=remote)
+        table = cli_in_process("report", "pass-rates", "--format", "table", *via, env=remote)
         assert "Pass rate" in table.stdout
 
-        exported = cli("export", "--format", "jsonl", "--agent", "a0", "-o", "-", *via, env=remote)
-        mine = cli("export", "--format", "jsonl", "--agent", "a0", "-o", "-", env=env)
+        exported = cli_in_process(
+            "export", "--format", "jsonl", "--agent", "a0", "-o", "-", *via, env=remote
+        )
+        mine = cli_in_process("export", "--format", "jsonl", "--agent", "a0", "-o", "-", env=env)
         assert exported.returncode == 0, exported.stderr
         assert exported.stdout == mine.stdout and len(mine.stdout.splitlines()) == 2
         assert "2 gradings exported" in exported.stderr
 
         start = ["regrade", "--judge", "scripted:fail", "--agent", "a1", *via]
-        dry = cli(*start, "--dry-run", env=remote)
+        dry = cli_in_process(*start, "--dry-run", env=remote)
         assert dry.returncode == 0, dry.stderr
         assert (json.loads(dry.stdout)["total"], json.loads(dry.stdout)["dry_run"]) == (2, True)
-        job = json.loads(cli(*start, "--wait", env=remote).stdout)
+        job = json.loads(cli_in_process(*start, "--wait", env=remote).stdout)
         assert (job["state"], job["done"], job["judge_calls"]) == ("done", 2, 2)
-        status = cli("regrade", "status", job["id"], "--format", "table", *via, env=remote)
+        status = cli_in_process(
+            "regrade", "status", job["id"], "--format", "table", *via, env=remote
+        )
         assert f"regrade job {job['id']}: done" in status.stdout
-        flips = cli("regrade", "flips", job["id"], "--format", "csv", *via, env=remote)
+        flips = cli_in_process("regrade", "flips", job["id"], "--format", "csv", *via, env=remote)
         assert sum(",pass->fail," in row for row in flips.stdout.splitlines()) == 2
 
-        missing = cli("regrade", "status", "nope", *via, env=remote)
+        missing = cli_in_process("regrade", "status", "nope", *via, env=remote)
         assert missing.returncode == 2 and missing.stderr.count("\n") == 1
         assert "404" in missing.stderr
-        refused = cli("report", "tags", *via, env={**env, "SRE_JUDGE_TOKEN": "srej_wrong"})
+        refused = cli_in_process(
+            "report", "tags", *via, env={**env, "SRE_JUDGE_TOKEN": "srej_wrong"}
+        )
         assert refused.returncode == 2 and "401" in refused.stderr
-        again = cli("import", "jsonl", str(tmp_path / "history.jsonl"), *via, env=remote)
+        again = cli_in_process("import", "jsonl", str(tmp_path / "history.jsonl"), *via, env=remote)
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["already_imported"] == 4
         assert ": done, 4/4 rows" in again.stderr

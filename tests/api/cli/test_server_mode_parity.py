@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.service_process import cli, serving
+from tests.support.in_process_cli import cli_in_process
+from tests.support.service_process import serving
 from tests.support.sregym_results import write_sregym_results
 
 _ENV = {
@@ -30,7 +31,7 @@ _ENV = {
 
 def _database(tmp_path: Path, name: str) -> dict[str, str]:
     env = {**_ENV, "SRE_JUDGE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / name}.db"}
-    assert cli("migrate", env=env).returncode == 0
+    assert cli_in_process("migrate", env=env).returncode == 0
     return env
 
 
@@ -55,7 +56,7 @@ def _graded(env: dict[str, str]) -> None:
     """Wait until the served database has no pending grading left."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        done = cli("report", "pass-rates", "--format", "json", env=env)
+        done = cli_in_process("report", "pass-rates", "--format", "json", env=env)
         if json.loads(done.stdout)["overall"].get("pending", 0) == 0:
             return
         time.sleep(0.5)
@@ -69,20 +70,22 @@ def _exports_match(
     remote_env, via = remote
     for name, env, extra in (("mine", served, []), ("theirs", remote_env, via)):
         out = tmp_path / f"folder-{name}"
-        done = cli("export", "--format", "sregym", "--layout", "folder", "-o", str(out),
+        done = cli_in_process("export", "--format", "sregym", "--layout", "folder", "-o", str(out),
                    *extra, env=env)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert f"45 SREGym attempts exported to {out}" in done.stderr
         assert _csv_files(out) == _csv_files(fixture.root)
     one = ["export", "--format", "sregym", "--layout", "file", "-o", "-"]
-    assert cli(*one, *via, env=remote_env).stdout == cli(*one, env=served).stdout
+    assert (
+        cli_in_process(*one, *via, env=remote_env).stdout == cli_in_process(*one, env=served).stdout
+    )
     for kind in ("tar.gz", "zip"):
         packed = ["export", "--format", "sregym", "--archive", kind]
         target = tmp_path / f"results.{kind}"
-        done = cli(*packed, "-o", str(target), *via, env=remote_env)
+        done = cli_in_process(*packed, "-o", str(target), *via, env=remote_env)
         assert done.returncode == 0, done.stderr
         assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
-        cli(*packed, "-o", str(target), env=served)
+        cli_in_process(*packed, "-o", str(target), env=served)
         assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
 
 
@@ -90,7 +93,9 @@ def _exports_match(
 def test_every_import_export_and_regrade_option_works_through_a_server(tmp_path: Path) -> None:
     fixture = write_sregym_results(tmp_path)
     local, served = _database(tmp_path, "local"), _database(tmp_path, "served")
-    token = cli("tokens", "create", "--role", "admin", "--name", "ops", env=served).stdout.strip()
+    token = cli_in_process(
+        "tokens", "create", "--role", "admin", "--name", "ops", env=served
+    ).stdout.strip()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"diagnosis": "d", "ground_truth": "g", "agent": "x"}\nnot json\n')
     with serving(served, tmp_path / "serve.log") as server:
@@ -98,25 +103,28 @@ def test_every_import_export_and_regrade_option_works_through_a_server(tmp_path:
 
         # import sregym: the folder goes up as a tar.gz; same report as the database mode
         args = ["import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file)]
-        mine = cli(*args, "--format", "json", env=local)
-        theirs = cli(*args, "--format", "json", *via, env=remote)
+        mine = cli_in_process(*args, "--format", "json", env=local)
+        theirs = cli_in_process(*args, "--format", "json", *via, env=remote)
         assert (mine.returncode, theirs.returncode) == (0, 0), theirs.stderr
         assert json.loads(theirs.stdout) == json.loads(mine.stdout)
         assert json.loads(theirs.stdout)["sregym_verdicts"] == 42
         assert "import job " in theirs.stderr and "45/45 rows" in theirs.stderr
-        table = cli(*args, "--format", "table", *via, env=remote)
-        assert table.stdout == cli(*args, "--format", "table", env=local).stdout
+        table = cli_in_process(*args, "--format", "table", *via, env=remote)
+        assert table.stdout == cli_in_process(*args, "--format", "table", env=local).stdout
         assert "45 already imported" in table.stdout
 
         # import jsonl --strict: nothing stored, the same lines on stderr, exit 1
         strict = ["import", "jsonl", str(bad), "--strict"]
-        mine, theirs = cli(*strict, env=local), cli(*strict, *via, env=remote)
+        mine, theirs = cli_in_process(*strict, env=local), cli_in_process(*strict, *via, env=remote)
         assert (mine.returncode, theirs.returncode) == (1, 1), theirs.stderr
         assert _progress_free(theirs.stderr) == _progress_free(mine.stderr)
         assert "--strict: 1 problems; nothing imported" in theirs.stderr
         assert ": failed, 0/2 rows" in theirs.stderr
         lenient = ["import", "jsonl", str(bad), "--format", "json"]
-        mine, theirs = cli(*lenient, env=local), cli(*lenient, *via, env=remote)
+        mine, theirs = (
+            cli_in_process(*lenient, env=local),
+            cli_in_process(*lenient, *via, env=remote),
+        )
         assert (mine.returncode, theirs.returncode) == (1, 1)
         assert json.loads(theirs.stdout) == json.loads(mine.stdout)
         assert json.loads(theirs.stdout)["submissions"] == 1  # the strict run stored nothing
@@ -128,12 +136,15 @@ def test_every_import_export_and_regrade_option_works_through_a_server(tmp_path:
         # a promoting regrade supersedes SREGym's verdicts: --include-superseded finds them
         regrade = ["regrade", "--judge", "scripted:fail", "--graded-judge", "external:sregym",
                    "--mode", "promote", "--wait", *via]  # fmt: skip
-        job = cli(*regrade, "--format", "json", env=remote)
+        job = cli_in_process(*regrade, "--format", "json", env=remote)
         assert job.returncode == 0, job.stderr
         assert json.loads(job.stdout)["done"] == 42
         for flags in ([], ["--include-superseded"]):
             export = ["export", "--format", "csv", "-o", "-", *flags]
-            mine, theirs = cli(*export, env=served), cli(*export, *via, env=remote)
+            mine, theirs = (
+                cli_in_process(*export, env=served),
+                cli_in_process(*export, *via, env=remote),
+            )
             assert theirs.returncode == 0, theirs.stderr
             assert theirs.stdout == mine.stdout
         rows = list(csv.DictReader(io.StringIO(theirs.stdout)))
