@@ -1,7 +1,7 @@
 """Prompt injection: flagged for review, fenced in the prompt, unable to buy a pass.
 
 The regression set is ``injection_cases.yaml``: wrong diagnoses that try to steer the
-judge. The real-model half of this check is in ``tests/api/service/test_real_model.py``;
+judge. The real-model half of this check is in ``tests/api/service/real_model/``;
 it grades the cases :func:`injection_cases` picks: by default the fixed sample
 ``real_model_sample`` of the cases file (one case per family),
 ``SRE_JUDGE_REAL_MODEL_CASES=all`` every case, or a comma-separated list of case ids.

@@ -1,0 +1,42 @@
+"""The compact reply format and positive wording with the real model."""
+
+from __future__ import annotations
+
+from judge.backends.openai import OpenAIBackend
+from judge.grader import Grader
+from judge.rubric import Rubric
+from tests.api.service.real_model.shared import (
+    DIAGNOSIS,
+    ONCE,
+    PARAMS,
+    REAL_MODEL_MARKS,
+    TRUTH,
+    assert_parsed_or_explicitly_unscored,
+)
+from tests.support.llama_server import LlamaServer
+
+pytestmark = REAL_MODEL_MARKS
+
+
+async def test_a_compact_positively_asked_grading_with_the_real_server(
+    real_backend: OpenAIBackend, rubric: Rubric, llama_server: LlamaServer
+) -> None:
+    """Issue 18: the compact format and positive wording reach a real model and come back
+    parsed in the rubric's polarity, or explicitly unscored."""
+    grader = Grader(
+        real_backend,
+        params=PARAMS,
+        retry=ONCE,
+        context_tokens=llama_server.n_ctx,
+        reply_format="compact",
+        ask_as="positive",
+    )
+    result = await grader.grade(rubric, TRUTH, DIAGNOSIS)
+    assert_parsed_or_explicitly_unscored(result, rubric)
+    positive = next(q.positive_text for q in rubric.questions if q.positive_text)
+    assert positive in result.calls[0].request.messages[1].content
+    for answer in result.answers:
+        positive = rubric.question(answer.question_id).ask_as == "positive" or bool(
+            rubric.question(answer.question_id).positive_text
+        )
+        assert answer.reasoning.startswith("[asked: ") is positive
