@@ -11,6 +11,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.webhooks.outbox import subscribe as subscribe_outbox
+from api.webhooks.queries import WebhookQueries
+from storage import Store
 from tests.support.service_process import ServiceProcess, cli, serving
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
@@ -118,32 +121,45 @@ async def test_several_servers_on_one_database_deliver_each_event_once(
 async def test_two_processes_and_a_slow_receiver_send_each_event_once(
     db_backend: str, database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:
-    """``serve --processes 2``, three endpoints whose receivers answer in 2.5 s: every
-    event reaches each once, although a dozen sends to one endpoint take 30 s, far longer
-    than one send's lease (the timeout + 10 s)."""
+    """``serve --processes 2``, three endpoints whose receivers answer in 0.6 s, each with
+    22 events due when the service starts: every event reaches each once, although the
+    22 sends to one endpoint take 13 s, longer than one send's lease (the 1.6 s timeout +
+    10 s = 11.6 s). The lease over a batch of up to 20 sends that one lease per send
+    replaced hands the batch's tail to the other process while it is still being sent:
+    that code sent 24 for 22 to each endpoint here (2 runs, all three endpoints alike)."""
     if db_backend != "postgres":
         pytest.skip("several server processes share PostgreSQL")
+    events, delay = 22, 0.6
     env = {
         **_env(database_url),
         "SRE_JUDGE_PROCESSES": "2",
-        "SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS": "4",
+        "SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS": "1.6",
     }
-    assert cli("migrate", env=env).returncode == 0
-    admin, agent = _headers(env, "admin"), _headers(env, "submitter")
+    store = Store(engine)
+    subscribe_outbox(store.db)  # as the app wiring does
     with ExitStack() as stack:
         receivers = [stack.enter_context(receiving()) for _ in range(3)]
-        service = stack.enter_context(serving(env, tmp_path / "serve.log"))
         for receiver in receivers:
-            receiver.delay = lambda n: 2.5
-            _register(service.url, admin, receiver)
-        ids = [_submit(service.url, agent, n) for n in range(12)]
+            receiver.delay = lambda n: delay
+            endpoint = await WebhookQueries(store.db).create_endpoint(
+                url=receiver.url, events=["regrade.finished"], description="", actor="t"
+            )
+            receiver.secret = endpoint.secret
+        for n in range(events):  # all due at once: one claim could take them all
+            async with store.db.write() as session:
+                await store.db.audit(
+                    session, "regrade_job.done", entity_type="regrade_job", entity_id=f"j{n}",
+                    actor="t", payload={"state": "done", "counts": {}},
+                )  # fmt: skip
+        stack.enter_context(serving(env, tmp_path / "serve.log"))
         for receiver in receivers:
-            await asyncio.to_thread(receiver.wait_for, 12, 120)
-        await asyncio.sleep(3.0)  # time for any second send to show up
+            await asyncio.to_thread(receiver.wait_for, events, 120)
+        await asyncio.sleep(1.0)  # time for any second send to show up
         for receiver in receivers:
-            assert receiver.requests == 12  # no event sent twice
-            assert sorted(e["data"]["grading_id"] for e in receiver.delivered()) == sorted(ids)
-    assert await _states(engine) == ["delivered"] * 36
+            assert receiver.requests == events  # no event sent twice
+            jobs = [e["data"]["regrade_job_id"] for e in receiver.delivered()]
+            assert jobs == [f"j{n}" for n in range(events)]  # in event order
+    assert await _states(engine) == ["delivered"] * (3 * events)
     async with engine.connect() as connection:
         attempts = (await connection.execute(text("SELECT count(*) FROM webhook_attempt"))).scalar()
-    assert attempts == 36  # one attempt each: no send timed out and was retried
+    assert attempts == 3 * events  # one attempt each: no send timed out and was retried
