@@ -8,6 +8,7 @@ time, ``serve`` itself) tests the same behaviour in process.
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 from click.testing import CliRunner
 
@@ -21,10 +22,14 @@ def cli_in_process(
 ) -> subprocess.CompletedProcess[str]:
     """``sre-judge ARGS`` in process, its exit status, stdout and stderr as ``cli`` gives them.
 
-    Call it from synchronous code (the commands run their own event loop) or through
-    ``asyncio.to_thread``.
+    The command runs in a thread of its own, so that its event loop never meets the
+    caller's: it may be called from a synchronous test or an async one, which it blocks
+    until the command ends, as ``cli`` does.
     """
-    result = CliRunner(env=env).invoke(main, list(args), input=input, catch_exceptions=False)
+    runner = CliRunner(env=env)
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        ran = thread.submit(runner.invoke, main, list(args), input=input, catch_exceptions=False)
+        result = ran.result()
     return subprocess.CompletedProcess(
         ["sre-judge", *args], result.exit_code, result.stdout, result.stderr
     )

@@ -62,7 +62,6 @@ def _calibrate(database_url: str, *args: str, **env: str) -> Any:
         return run_cli(database_url, "calibrate", "--gold", str(GOLD), "--format", "table", *args)
 
 
-@pytest.mark.slow
 async def test_calibrate_stores_runs_and_marks_qualification(
     database_url: str, engine: AsyncEngine
 ) -> None:
@@ -111,7 +110,6 @@ def _earlier_run() -> CalibrationRunRecord:
     )
 
 
-@pytest.mark.slow
 async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: AsyncEngine) -> None:
     store = Store(engine)
     await store.calibration.add_run(_earlier_run())
@@ -177,7 +175,6 @@ def test_the_review_sample_is_deterministic_and_near_its_rate() -> None:
     assert not any(in_review_sample(i, 0.0) for i in ids)
 
 
-@pytest.mark.slow
 async def test_calibrate_without_gold_grades_the_shipped_calibration_set(
     database_url: str, engine: AsyncEngine
 ) -> None:

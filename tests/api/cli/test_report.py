@@ -1,4 +1,4 @@
-"""``sre-judge report`` and ``sre-judge export`` as a user runs them: real processes."""
+"""``sre-judge report`` and ``sre-judge export`` as a user runs them (in process)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import ast
 import csv
 import io
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import matplotlib.image
@@ -22,20 +20,15 @@ from api.service.reports.tables import pass_rate_table, write_csv
 from storage import Store
 from storage.report_queries import ReportFilter
 from tests.support.gradings import add_grading, add_many
+from tests.support.in_process_cli import cli_in_process
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "SRE_JUDGE_DATABASE_URL": database_url}
-    return subprocess.run(
-        [sys.executable, "-m", "api", *args],
-        capture_output=True,
-        env=env,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """``sre-judge ARGS`` on ``database_url``, in process, as a user's terminal would run it."""
+    env = {"NO_COLOR": "1", "COLUMNS": "200", "SRE_JUDGE_DATABASE_URL": database_url}
+    return cli_in_process(*args, env=env)
 
 
 async def _seed(engine: AsyncEngine) -> None:
@@ -44,7 +37,6 @@ async def _seed(engine: AsyncEngine) -> None:
     await add_many(store, {"pass": 21, "fail": 6, "pending": 1}, agent="think")
 
 
-@pytest.mark.slow
 async def test_reports_as_table_json_csv_and_charts(
     database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:
@@ -114,7 +106,6 @@ async def test_report_csv_has_a_header_and_full_precision(engine: AsyncEngine) -
     assert rows["(all)"]["n"] == "54" and rows["(all)"]["pending"] == "1"
 
 
-@pytest.mark.slow
 async def test_export_jsonl_csv_and_sregym(
     database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:

@@ -1,11 +1,9 @@
-"""``sre-judge scenarios load FILE|-`` and ``list`` as a user runs them: real processes."""
+"""``sre-judge scenarios load FILE|-`` and ``list`` as a user runs them (in process)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
@@ -13,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage import Store
 from tests.support.gradings import TRUTH, add_many
+from tests.support.in_process_cli import cli_in_process
 
 ITEMS = [
     {"id": "hotel/user-port", "ground_truth": "[fault_spec] component=pod/user", "set": "public"},
@@ -21,17 +20,8 @@ ITEMS = [
 
 
 def _cli(url: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": url}
-    env["SRE_JUDGE_JUDGE"] = "scripted:pass"
-    return subprocess.run(
-        [sys.executable, "-m", "api", *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = {"NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": url, "SRE_JUDGE_JUDGE": "scripted:pass"}
+    return cli_in_process(*args, env=env, input=stdin)
 
 
 def test_loading_a_file_twice_then_a_fix_from_stdin(database_url: str, tmp_path: Path) -> None:

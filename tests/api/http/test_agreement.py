@@ -103,7 +103,6 @@ async def test_route_gives_kappa_with_interval_per_level(
         assert submitter.status_code == 403
 
 
-@pytest.mark.slow
 async def test_report_agreement_prints_kappa_with_ci(
     database_url: str, engine: AsyncEngine
 ) -> None:

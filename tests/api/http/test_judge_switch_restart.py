@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server, sregym_reply
-from tests.support.service_process import cli, serving
+from tests.support.service_process import serving
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH
 
 pytestmark = pytest.mark.slow  # two `sre-judge serve` processes, about 20 s
@@ -26,7 +27,7 @@ OLD = "ollama:qwen2.5:7b-instruct@http://127.0.0.1:9"
 
 
 def _token(env: dict[str, str], role: str) -> dict[str, str]:
-    done = cli("tokens", "create", "--role", role, "--name", f"switch-{role}", env=env)
+    done = cli_in_process("tokens", "create", "--role", role, "--name", f"switch-{role}", env=env)
     assert done.returncode == 0, done.stderr
     return {"Authorization": f"Bearer {done.stdout.strip()}"}
 
@@ -82,5 +83,5 @@ def test_a_restart_with_another_judge_grades_what_the_old_one_left_pending(
             (OLD, restart["SRE_JUDGE_JUDGE"])
         ]
     assert ready.status_code == 200, ready.text
-    verified = cli("audit", "verify", env=env)
+    verified = cli_in_process("audit", "verify", env=env)
     assert verified.returncode == 0, verified.stdout + verified.stderr

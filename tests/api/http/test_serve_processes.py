@@ -16,6 +16,7 @@ from tests.api.http.test_service_process import (
     _token,
     _wait_all_done,
 )
+from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.service_process import cli, serving
 
@@ -48,7 +49,7 @@ async def test_two_processes_on_one_port_grade_every_submission_once(
         assert service.process.returncode == 0  # SIGTERM stopped both processes cleanly
     await _assert_graded_exactly_once(engine, ids)
     assert pids == 2  # both processes graded part of the work
-    assert cli("audit", "verify", env=env).returncode == 0
+    assert cli_in_process("audit", "verify", env=env).returncode == 0
 
 
 def test_several_processes_on_sqlite_are_refused(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server, sregym_reply
-from tests.support.service_process import ServiceProcess, cli, serving
+from tests.support.service_process import ServiceProcess, serving
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +34,7 @@ def _env(database_url: str, judge_url: str, **extra: str) -> dict[str, str]:
 
 
 def _token(env: dict[str, str], role: str = "submitter") -> str:
-    done = cli("tokens", "create", "--role", role, "--name", f"test-{role}", env=env)
+    done = cli_in_process("tokens", "create", "--role", role, "--name", f"test-{role}", env=env)
     assert done.returncode == 0, done.stderr
     token = done.stdout.strip()
     assert token and "\n" not in token
@@ -110,7 +111,7 @@ async def test_sigkill_with_200_pending_loses_nothing_and_grades_once(
         with serving(restart, tmp_path / "second.log"):
             await _wait_all_done(engine, 200)
     await _assert_graded_exactly_once(engine, ids)
-    assert cli("audit", "verify", env=env).returncode == 0
+    assert cli_in_process("audit", "verify", env=env).returncode == 0
 
 
 async def test_two_servers_on_postgres_grade_500_without_doubles(
@@ -143,7 +144,7 @@ async def test_audit_verify_passes_then_fails_after_a_hand_edit(
         with serving(env, tmp_path / "svc.log") as service:
             ids = await _submit([service.url], token, 3)
             await _wait_all_done(engine, 3)
-    ok = cli("audit", "verify", env=env)
+    ok = cli_in_process("audit", "verify", env=env)
     assert ok.returncode == 0, ok.stderr
     assert "intact" in ok.stdout
     async with engine.begin() as connection:
@@ -153,7 +154,7 @@ async def test_audit_verify_passes_then_fails_after_a_hand_edit(
                 "WHERE seq = (SELECT min(seq) + 2 FROM audit_log)"
             )
         )
-    broken = cli("audit", "verify", env=env)
+    broken = cli_in_process("audit", "verify", env=env)
     assert broken.returncode == 1
     assert "broken at row" in broken.stderr
     assert len(ids) == 3
