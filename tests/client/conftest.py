@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.service_process import ServiceProcess, cli
+from tests.support.in_process_cli import cli_in_process
+from tests.support.service_process import ServiceProcess
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class Served:
 
 
 def _token(env: dict[str, str], role: str) -> str:
-    done = cli("tokens", "create", "--role", role, "--name", f"client-{role}", env=env)
+    done = cli_in_process("tokens", "create", "--role", role, "--name", f"client-{role}", env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -43,7 +44,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], 
                 # an uncalibrated scripted judge: its unflagged passes stand in these tests
                 "SRE_JUDGE_PASS_POLICY": "unflagged",
             }
-            migrated = cli("migrate", env=env)
+            migrated = cli_in_process("migrate", env=env)
             assert migrated.returncode == 0, migrated.stderr
             tokens = {role: _token(env, role) for role in ("submitter", "adjudicator", "admin")}
             process = ServiceProcess(env, folder / "serve.log")
