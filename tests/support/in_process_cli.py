@@ -18,7 +18,7 @@ __all__ = ["cli_in_process"]
 
 
 def cli_in_process(
-    *args: str, env: dict[str, str], input: str | None = None
+    *args: str, env: dict[str, str], input: str | bytes | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``sre-judge ARGS`` in process, its exit status, stdout and stderr as ``cli`` gives them.
 

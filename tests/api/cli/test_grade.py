@@ -1,16 +1,15 @@
-"""``sre-judge grade`` as a user runs it: a real process against real judge servers."""
+"""``sre-judge grade`` as a user runs it (in process) against real judge servers."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from api.service.schemas import GradingCore
+from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server, sregym_reply
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
@@ -22,15 +21,12 @@ SIX = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1"}
 def run_cli(
     *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "api", *args],
-        input=stdin,
-        capture_output=True,
-        env=full_env,
-        timeout=60,
-        check=False,
+    """``sre-judge ARGS`` in process on a wide terminal without colour; output as bytes."""
+    done = cli_in_process(
+        *args, env={"NO_COLOR": "1", "COLUMNS": "160", **(env or {})}, input=stdin
     )
+    stdout, stderr = done.stdout.encode(), done.stderr.encode()
+    return subprocess.CompletedProcess(done.args, done.returncode, stdout, stderr)
 
 
 def _grade_json(spec: str, *extra: str) -> tuple[int, dict[str, object]]:
