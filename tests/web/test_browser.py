@@ -14,8 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
-from tests.support.service_process import ServiceProcess, cli, serving
+from tests.support.service_process import ServiceProcess, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -83,7 +84,7 @@ def served_workbench(
         }
         tokens = {}
         for role, name in names:
-            done = cli("tokens", "create", "--role", role, "--name", name, env=env)
+            done = cli_in_process("tokens", "create", "--role", role, "--name", name, env=env)
             assert done.returncode == 0, done.stderr
             tokens[name] = done.stdout.strip()
         with serving(env, log) as service:

@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server
-from tests.support.service_process import cli, serving
+from tests.support.service_process import serving
 
 pytestmark = pytest.mark.slow  # real `sre-judge serve` processes, about 25 s each
 
@@ -57,7 +58,7 @@ def test_serve_says_when_the_judge_answered(database_url: str, tmp_path: Path) -
             "SRE_JUDGE_DATABASE_URL": database_url,
             "SRE_JUDGE_JUDGE": f"ollama:m@{judge.ollama_url}",
         }
-        created = cli("tokens", "create", "--role", "admin", "--name", "ops", env=env)
+        created = cli_in_process("tokens", "create", "--role", "admin", "--name", "ops", env=env)
         admin = {"Authorization": f"Bearer {created.stdout.strip()}"}
         with serving(env, log) as service:
             ready = httpx.get(f"{service.url}/readyz", timeout=10).json()
