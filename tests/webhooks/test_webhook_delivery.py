@@ -18,6 +18,16 @@ async def _deliveries(store: Store, endpoint_id: str) -> dict[str, Any]:
     return {v.delivery.payload["data"]["regrade_job_id"]: v for v in views}
 
 
+async def _two_finished_regrade_jobs(store: Store) -> None:
+    """Two ``regrade_job.done`` events, j1 then j2: two deliveries to every subscriber."""
+    for job in ("j1", "j2"):
+        async with store.db.write() as session:
+            await store.db.audit(
+                session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
+                actor="t", payload={"state": "done", "counts": {}},
+            )  # fmt: skip
+
+
 async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endpoint(
     store: Store, clock: Clock, database_url: str, webhooks: WebhookQueries
 ) -> None:
@@ -35,12 +45,7 @@ async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endp
         endpoint = await webhooks.create_endpoint(
             url=receiver.url, events=["regrade.finished"], description="", actor="t"
         )
-        for job in ("j1", "j2"):
-            async with store.db.write() as session:
-                await store.db.audit(
-                    session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
-                    actor="t", payload={"state": "done", "counts": {}},
-                )  # fmt: skip
+        await _two_finished_regrade_jobs(store)
         delivery = WebhookDelivery(store, settings)
         assert await delivery.deliver_due() == 1 and receiver.requests == 1  # j1 fails
         assert await delivery.deliver_due() == 0  # j1 in backoff, j2 behind it
@@ -74,12 +79,7 @@ async def test_a_stop_lets_the_send_in_flight_finish_and_starts_no_other(
         endpoint = await webhooks.create_endpoint(
             url=receiver.url, events=["regrade.finished"], description="", actor="t"
         )
-        for job in ("j1", "j2"):
-            async with store.db.write() as session:
-                await store.db.audit(
-                    session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
-                    actor="t", payload={"state": "done", "counts": {}},
-                )  # fmt: skip
+        await _two_finished_regrade_jobs(store)
         delivery = WebhookDelivery(store, settings)
         delivery.start()
         for _ in range(500):  # the receiver is a thread: poll it
