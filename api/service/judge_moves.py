@@ -132,6 +132,10 @@ async def move_pending_gradings(
         target = recorded_judge(data.to_judge) if data.to_judge else configured
     except JudgeSpecError as exc:
         raise InvalidRequest(str(exc), field="to_judge", title="Invalid judge") from None
+    try:
+        recorded_judge(data.from_judge)  # a spec that could never be recorded matches nothing
+    except JudgeSpecError as exc:
+        raise InvalidRequest(str(exc), field="from_judge", title="Invalid judge") from None
     if settings.pending_judge == "follow" and target[0] != configured[0]:
         raise InvalidRequest(
             f"pending gradings follow the configured judge {judge_identity(configured[0])} "

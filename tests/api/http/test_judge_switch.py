@@ -187,12 +187,16 @@ async def test_a_bad_move_is_refused_naming_the_field_and_moves_nothing(
             "from_judge": await client.post(
                 "/v1/gradings:move-judge", json={"from_judge": NEW}, headers=admin
             ),
+            "not a spec": await client.post(
+                "/v1/gradings:move-judge", json={"from_judge": "nonsense"}, headers=admin
+            ),
         }
     for field, response in refused.items():
         assert response.status_code == 422, response.text
         assert response.headers["content-type"].startswith("application/problem+json")
         [error] = response.json()["errors"]
-        assert error["field"] == ("to_judge" if field == "follow" else field)
+        expected = {"follow": "to_judge", "not a spec": "from_judge"}.get(field, field)
+        assert error["field"] == expected
     assert await _moves(engine) == []
 
 
