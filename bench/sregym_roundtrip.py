@@ -21,13 +21,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from api.imports.queries import ImportQueries
+
 if __package__ in (None, ""):  # run as `python bench/sregym_roundtrip.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from api.imports import read_problems, read_sregym_folder
 from api.service.reports.sregym_writer import write_sregym_file, write_sregym_folder
 from bench.common import Figure, bench_database, print_report
 from storage import Store, make_engine, upgrade
-from storage.imports import read_problems, read_sregym_folder
 from storage.report_queries import ReportFilter
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
@@ -56,7 +58,7 @@ async def run(url: str, runs: int, repeat: int, base: Path) -> list[Figure]:
     try:
         problems = read_problems(fixture.problems_file)
         started = time.perf_counter()
-        report = await store.imports.sregym(
+        report = await ImportQueries(store.db, store.catalog).sregym(
             read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
         )
         imported = time.perf_counter() - started

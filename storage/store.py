@@ -21,9 +21,7 @@ from storage.catalog import CatalogRepository
 from storage.database import Database
 from storage.exports import ExportReads
 from storage.gradings import GradingReads
-from storage.imports.jobs import ImportJobRepository
 from storage.imports.originals import OriginalRowReads
-from storage.imports.store import ImportRepository
 from storage.judge_cache import CacheRepository
 from storage.keys import ServiceKey
 from storage.labels import LabelRepository
@@ -97,8 +95,6 @@ class Store:
         self.reports = ReportReads(self.db)
         #: streaming every grading of a filter
         self.exports = ExportReads(self.db)
-        #: imports run in the background (``POST /v1/imports``)
-        self.import_jobs = ImportJobRepository(self.db)
         #: imported SREGym rows, for the lossless SREGym export
         self.sregym_rows = OriginalRowReads(self.db)
         #: pairs agreement is measured on
@@ -109,7 +105,5 @@ class Store:
         self.cache = CacheRepository(self.db)
         #: calibration runs and qualification
         self.calibration = CalibrationRepository(self.db)
-        #: SREGym and JSONL imports
-        self.imports = ImportRepository(self.db, self.catalog)
         #: signed-in browsers of the workbench
         self.web_sessions = WebSessionRepository(self.db)

@@ -111,7 +111,7 @@ class RemoteLayout:
 
     def folder(self, target: Path) -> int:
         """The folder as a tar.gz, unpacked under ``target`` refusing unsafe names."""
-        from api.service.import_archive import UnsafeArchive, unpack_archive
+        from api.sregym_archive import UnsafeArchive, unpack_archive
 
         fetched = io.BytesIO()
         rows = self.archive(fetched, "tar.gz")

@@ -22,9 +22,9 @@ from types import TracebackType
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.imports.runner import ImportRunner
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.checkpoints import Checkpointer, checkpoint_target
-from api.service.import_runner import ImportRunner
 from api.service.judge_moves import follow_configured_judge
 from api.service.metrics import Metrics
 from api.service.qualification import qualification_on_start

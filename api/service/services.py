@@ -154,7 +154,7 @@ class Waiters:
     """In-process wake-ups: workers when work arrives, requests when a grading ends."""
 
     work: asyncio.Event = field(default_factory=asyncio.Event)
-    #: set when an import job is queued (``api.service.import_jobs``)
+    #: set when an import job is queued (``api.imports.jobs``)
     imports: asyncio.Event = field(default_factory=asyncio.Event)
     _done: dict[str, asyncio.Event] = field(default_factory=dict)
 

@@ -1,35 +1,30 @@
-"""Importing historic runs: SREGym results folders and JSON lines of submissions.
+"""What every feature shares of imported runs: their tables and SREGym's original rows.
 
-Parsing (``sregym``, ``jsonl``, ``problems``) touches no database; ``store`` writes
-what was parsed. Every problem names its file and line.
+The importing itself (parsing SREGym results folders and JSON lines, storing what was
+parsed, the background jobs) is the imports feature, :mod:`api.imports`; the reports
+read the original rows back for the lossless SREGym export.
 """
 
 from __future__ import annotations
 
-from storage.imports.jsonl import JsonlLine, JsonlSubmission, read_jsonl
-from storage.imports.problems import ImportFileError, ImportProblem, read_problems
-from storage.imports.rows import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
-from storage.imports.sregym import SregymAnswer, SregymAttempt, read_sregym_folder
-from storage.imports.store import ImportAborted, ImportProgress, ImportReport, ImportRepository
-from storage.imports.tables import ImportJobRecord, ImportUploadRecord, SregymOriginalRowRecord
+from storage.imports.originals import OriginalRow, OriginalRowExport, OriginalRowReads
+from storage.imports.tables import (
+    IMPORT_JOB_STATES,
+    SREGYM_JUDGE_SPEC,
+    SREGYM_RUBRIC_VERSION,
+    ImportJobRecord,
+    ImportUploadRecord,
+    SregymOriginalRowRecord,
+)
 
 __all__ = [
+    "IMPORT_JOB_STATES",
     "SREGYM_JUDGE_SPEC",
     "SREGYM_RUBRIC_VERSION",
-    "ImportAborted",
-    "ImportFileError",
     "ImportJobRecord",
-    "ImportProblem",
-    "ImportProgress",
-    "ImportReport",
-    "ImportRepository",
     "ImportUploadRecord",
-    "JsonlLine",
-    "JsonlSubmission",
-    "SregymAnswer",
-    "SregymAttempt",
+    "OriginalRow",
+    "OriginalRowExport",
+    "OriginalRowReads",
     "SregymOriginalRowRecord",
-    "read_jsonl",
-    "read_problems",
-    "read_sregym_folder",
 ]

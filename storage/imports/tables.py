@@ -19,11 +19,17 @@ from storage.tables import _created, _json, _when, new_id
 
 __all__ = [
     "IMPORT_JOB_STATES",
+    "SREGYM_JUDGE_SPEC",
+    "SREGYM_RUBRIC_VERSION",
     "ImportJobRecord",
     "ImportUploadRecord",
     "SregymOriginalRowRecord",
 ]
 
+#: the judge of imported SREGym verdicts
+SREGYM_JUDGE_SPEC = "external:sregym"
+#: the rubric version of imported SREGym verdicts: SREGym's own checklist wording
+SREGYM_RUBRIC_VERSION = "sregym"
 #: every state of an import job
 IMPORT_JOB_STATES = ("queued", "running", "done", "failed")
 

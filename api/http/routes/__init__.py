@@ -10,7 +10,6 @@ from api.http.routes.agreement import get_agreement
 from api.http.routes.exports import export_gradings
 from api.http.routes.gradings import get_grading, list_gradings, move_gradings_judge
 from api.http.routes.health import healthz, readyz
-from api.http.routes.imports import create_import, get_import
 from api.http.routes.overrides import create_override, grading_history
 from api.http.routes.regrade import (
     cancel_regrade_job,
@@ -40,6 +39,7 @@ from api.http.routes.stats import (
 from api.http.routes.submissions import create_submission
 from api.http.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
 from api.http.routes.tokens import create_token, list_tokens, revoke_token
+from api.imports.routes import create_import, get_import
 from api.webhooks.routes import create_webhook, list_deliveries, list_webhooks, redeliver
 
 __all__ = ["ROUTE_HANDLERS"]

@@ -24,8 +24,7 @@ from typing import Any, Literal
 
 from api.service.reports.sregym_rows import sregym_row
 from judge.rubric import Rubric
-from storage.imports.originals import OriginalRow
-from storage.imports.rows import SREGYM_JUDGE_SPEC
+from storage.imports import SREGYM_JUDGE_SPEC, OriginalRow
 
 __all__ = [
     "FILE_COLUMN",

@@ -112,12 +112,14 @@ def test_an_atomic_replace_keeps_the_old_mode_and_removes_its_temporary_on_error
 async def test_an_sregym_folder_comes_back_whole_as_a_folder_or_one_file(
     database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:
-    from storage.imports import read_problems, read_sregym_folder
+    from api.imports import read_problems, read_sregym_folder
+    from api.imports.queries import ImportQueries
     from tests.storage.helpers import sregym_rubric
     from tests.support.sregym_results import write_sregym_results
 
     fixture = write_sregym_results(tmp_path)
-    await Store(engine).imports.sregym(
+    store = Store(engine)
+    await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root),
         read_problems(fixture.problems_file),
         rubric=sregym_rubric(),

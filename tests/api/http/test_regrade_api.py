@@ -11,11 +11,12 @@ import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.imports import read_problems, read_sregym_folder
+from api.imports.queries import ImportQueries
 from judge.backends.scripted import ScriptedBackend
 from judge.rule import apply_rule
 from judge.verdict import Answer, GradingResult
 from storage import Claim, GradingFilter, Store
-from storage.imports import read_problems, read_sregym_folder
 from tests.api.conftest import ClientFactory
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
@@ -26,7 +27,7 @@ NEW_JUDGE = "scripted:fail"
 async def _import(engine: AsyncEngine, tmp_path: Path) -> int:
     fixture = write_sregym_results(tmp_path)
     store = Store(engine)
-    report = await store.imports.sregym(
+    report = await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root),
         read_problems(fixture.problems_file),
         rubric=sregym_rubric(),

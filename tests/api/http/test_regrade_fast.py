@@ -10,12 +10,13 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.imports import read_problems, read_sregym_folder
+from api.imports.queries import ImportQueries
 from api.service.regrade_fast import FastRegrade, _SharedLookup
 from api.service.services import Services
 from api.service.workers import GradingWorkers
 from judge.backends.scripted import ScriptedBackend
 from storage import Claim, FinishedGrading, Store, verify_chain
-from storage.imports import read_problems, read_sregym_folder
 from storage.keys import ServiceKey
 from tests.api.conftest import ClientFactory
 from tests.api.http.test_regrade_api import NEW_JUDGE, _finished
@@ -52,7 +53,8 @@ async def _import(engine: AsyncEngine, key: ServiceKey, tmp_path: Path) -> None:
     """The 42 SREGym runs, audited under the service's key (the chain verifies whole)."""
     fixture = write_sregym_results(tmp_path)
     folder, problems = read_sregym_folder(fixture.root), read_problems(fixture.problems_file)
-    await Store(engine, key=key).imports.sregym(folder, problems, rubric=sregym_rubric())
+    store = Store(engine, key=key)
+    await ImportQueries(store.db, store.catalog).sregym(folder, problems, rubric=sregym_rubric())
 
 
 async def _create(client: Any, admin: dict[str, str]) -> str:

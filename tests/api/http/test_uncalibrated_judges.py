@@ -14,10 +14,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.imports import read_problems, read_sregym_folder
+from api.imports.queries import ImportQueries
 from api.service.reports.rates import pass_rate_report
 from api.service.reports.tables import pass_rate_table, write_csv
 from storage import Store
-from storage.imports import read_problems, read_sregym_folder
 from storage.keys import ServiceKey
 from storage.report_queries import ReportFilter
 from tests.storage.helpers import sregym_rubric
@@ -28,7 +29,7 @@ TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER
 
 async def _import_sregym(store: Store, base: Path) -> None:
     fixture = write_sregym_results(base)
-    report = await store.imports.sregym(
+    report = await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root),
         read_problems(fixture.problems_file),
         rubric=sregym_rubric(),

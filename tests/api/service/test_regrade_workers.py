@@ -13,8 +13,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.imports import read_problems, read_sregym_folder
+from api.imports.queries import ImportQueries
 from storage import Store
-from storage.imports import read_problems, read_sregym_folder
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.select import RegradeFilter
 from tests.storage.helpers import sregym_rubric
@@ -33,7 +34,7 @@ async def _seed(store: Store, tmp_path: Path) -> int:
     total = 0
     for n, run in enumerate(("2025-06-01_12-00-00", "2025-06-08_12-00-00", "2025-06-15_12-00-00")):
         fixture = write_sregym_results(tmp_path / str(n), run=run)
-        report = await store.imports.sregym(
+        report = await ImportQueries(store.db, store.catalog).sregym(
             read_sregym_folder(fixture.root),
             read_problems(fixture.problems_file),
             rubric=sregym_rubric(),

@@ -15,6 +15,8 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
+from api.imports import read_problems, read_sregym_folder
+from api.imports.queries import ImportQueries
 from api.service.reports.export_writer import ExportSummary
 from api.service.reports.sregym_roundtrip import FILE_COLUMN
 from api.service.reports.sregym_writer import (
@@ -23,7 +25,6 @@ from api.service.reports.sregym_writer import (
     write_sregym_folder,
 )
 from storage import Store
-from storage.imports import read_problems, read_sregym_folder
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.select import RegradeFilter
 from storage.report_queries import ReportFilter
@@ -65,7 +66,7 @@ def _diff(before: dict[str, bytes], after: dict[str, bytes]) -> set[tuple[str, i
 
 async def _imported(store: Store, tmp_path: Path) -> Path:
     fixture = write_sregym_results(tmp_path)
-    report = await store.imports.sregym(
+    report = await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root),
         read_problems(fixture.problems_file),
         rubric=sregym_rubric(),

@@ -21,20 +21,20 @@ from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from api.imports.jsonl import JsonlLine
+from api.imports.problems import ImportProblem
+from api.imports.report import ImportAborted, ImportProgress, ImportReport, batches
+from api.imports.rows import jsonl_submission, sregym_grading, sregym_submission
+from api.imports.sregym import SregymAttempt
 from judge.rubric import Rubric
 from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
 from storage.database import Database
-from storage.imports.jsonl import JsonlLine
-from storage.imports.problems import ImportProblem
-from storage.imports.report import ImportAborted, ImportProgress, ImportReport, batches
-from storage.imports.rows import jsonl_submission, sregym_grading, sregym_submission
-from storage.imports.sregym import SregymAttempt
 from storage.imports.tables import SregymOriginalRowRecord
 from storage.scenarios import ScenarioSpec
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
-__all__ = ["ImportAborted", "ImportProgress", "ImportReport", "ImportRepository"]
+__all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport"]
 
 #: stores one row (an item read, or a problem reading it) in an open transaction
 _RowWriter = Callable[[AsyncSession, Any, ImportReport], Awaitable[None]]
@@ -69,7 +69,7 @@ def _line_difference(known: SubmissionRecord, new: SubmissionRecord) -> str:
     return "created_at"
 
 
-class ImportRepository:
+class ImportQueries:
     """Writing imported submissions and gradings."""
 
     def __init__(self, db: Database, catalog: CatalogRepository) -> None:

@@ -27,9 +27,10 @@ from litestar.params import FromPath, FromQuery, QueryParameter
 from api.http.auth import require
 from api.http.input_guard import check_params
 from api.http.problems import ApiProblem
-from api.service.import_jobs import (
+from api.imports.jobs import (
     IMPORT_MEDIA_TYPES,
     ImportJobPublic,
+    import_job,
     import_job_public,
     start_import,
 )
@@ -142,4 +143,4 @@ async def create_import(
 )
 async def get_import(job_id: FromPath[str], services: NamedDependency[Services]) -> ImportJobPublic:
     """The job as it stands; 404 for an unknown id."""
-    return import_job_public(await services.store.import_jobs.get(job_id))
+    return await import_job(services, job_id)

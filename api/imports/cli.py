@@ -4,7 +4,7 @@ Problems are printed on stderr, one a line, naming the file and line. Exit statu
 everything imported, 1 some rows were skipped (or, with ``--strict``, nothing was
 imported, or a server's import job failed), 2 bad usage. With ``--server URL`` the
 input is uploaded to ``POST /v1/imports`` and the job followed to its end
-(:mod:`api.cli.remote_import`); the output is the same as the database mode's.
+(:mod:`api.imports.remote`); the output is the same as the database mode's.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from api.cli.edge import run, service_runtime
 from api.cli.options import format_option, server_option
 
 if TYPE_CHECKING:  # the commands import storage when they run, keeping --help fast
-    from storage.imports import ImportProblem, ImportReport
+    from api.imports import ImportProblem, ImportReport
 
 __all__ = ["import_group"]
 
 
 def _remote(server: str, body: bytes, media_type: str, params: dict[str, str]) -> ImportReport:
     """The report of the import job the upload started; exit 1 if the job failed."""
-    from api.cli.remote_import import upload_and_follow
+    from api.imports.remote import upload_and_follow
 
     finished = upload_and_follow(server, body, media_type, params)
     if finished.state == "failed":
@@ -123,7 +123,7 @@ def import_sregym(
       sre-judge import sregym results/ --problems problems.yaml
       sre-judge import sregym results/ --problems problems.yaml --server https://judge.example.com
     """
-    from storage.imports import ImportFileError, read_problems
+    from api.imports import ImportFileError, read_problems
 
     try:
         problems = read_problems(problems_file)
@@ -131,7 +131,7 @@ def import_sregym(
         raise click.UsageError(str(exc)) from None
     prefix = f"{directory}/"
     if server is not None:
-        from api.cli.remote_import import sregym_archive
+        from api.imports.remote import sregym_archive
 
         body = sregym_archive(directory, problems)
         params = {"rubric": rubric_id} if rubric_id else {}
@@ -141,7 +141,7 @@ def import_sregym(
             _failed(failed, prefix)
         return _report(report, fmt=fmt, prefix=prefix)
 
-    from api.service.imports import import_sregym_folder
+    from api.imports.use_cases import import_sregym_folder
 
     async def action() -> ImportReport:
         async with service_runtime() as services:
@@ -167,7 +167,7 @@ def import_jsonl(
     Example:
       zcat history.jsonl.gz | sre-judge import jsonl - --strict
     """
-    from storage.imports import ImportAborted
+    from api.imports import ImportAborted
 
     name = "<stdin>" if str(file) == "-" else file
     try:
@@ -190,13 +190,13 @@ def import_jsonl(
 
 def _named(name: str, problem: ImportProblem) -> ImportProblem:
     """``problem`` with the file's name before its line."""
-    from storage.imports import ImportProblem
+    from api.imports import ImportProblem
 
     return ImportProblem(f"{name} {problem.where}", problem.message, problem.field)
 
 
 async def _local_jsonl(path: Path, rubric_id: str | None, strict: bool) -> ImportReport:
-    from api.service.imports import import_jsonl_file
+    from api.imports.use_cases import import_jsonl_file
 
     async with service_runtime() as services:
         return await import_jsonl_file(services, path, rubric=rubric_id, strict=strict)
@@ -204,7 +204,7 @@ async def _local_jsonl(path: Path, rubric_id: str | None, strict: bool) -> Impor
 
 def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) -> ImportReport:
     """``POST /v1/imports`` (JSON lines); a strict job that failed on bad lines aborts."""
-    from storage.imports import ImportAborted
+    from api.imports import ImportAborted
 
     body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
     params = {"rubric": rubric_id} if rubric_id else {}

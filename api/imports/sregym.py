@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from api.imports.problems import ImportProblem
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
-from storage.imports.problems import ImportProblem
 from storage.storable import (
     MAX_INT32,
     MAX_JSON_DEPTH,

@@ -28,9 +28,9 @@ from pydantic import (
     model_validator,
 )
 
+from api.imports.problems import ImportProblem
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
-from storage.imports.problems import ImportProblem
 from storage.storable import (
     MAX_INT32,
     MAX_JSON_DEPTH,

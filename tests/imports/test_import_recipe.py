@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from api.service.import_archive import UnsafeArchive, check_archive
+from api.sregym_archive import UnsafeArchive, check_archive
 from tests.support.sregym_results import write_sregym_results
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 CSV = b"problem_id,attempt\np,1\n"
 
 

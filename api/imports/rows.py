@@ -12,28 +12,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from api.imports.jsonl import JsonlLine
+from api.imports.sregym import SregymAttempt, run_started_at
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.secrets import redact
 from storage.canonical import canonical_json, sha256_hex
-from storage.imports.jsonl import JsonlLine
-from storage.imports.sregym import SregymAttempt, run_started_at
+from storage.imports.tables import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
 
 __all__ = [
-    "SREGYM_JUDGE_SPEC",
-    "SREGYM_RUBRIC_VERSION",
     "jsonl_submission",
     "run_started_at",
     "sregym_grading",
     "sregym_key",
     "sregym_submission",
 ]
-
-#: the judge of imported SREGym verdicts
-SREGYM_JUDGE_SPEC = "external:sregym"
-#: the rubric version of imported SREGym verdicts: SREGym's own checklist wording
-SREGYM_RUBRIC_VERSION = "sregym"
 
 #: the longest idempotency key stored
 _MAX_KEY = 256

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from storage.imports import ImportProblem, ImportReport
+    from api.imports import ImportProblem, ImportReport
 
 __all__ = ["FinishedImport", "sregym_archive", "upload_and_follow"]
 
@@ -33,7 +33,7 @@ _ENDED = ("done", "failed")
 
 def sregym_archive(directory: Path, problems: dict[str, str]) -> bytes:
     """The folder's CSV files and ``problems.jsonl`` as a tar.gz, in memory."""
-    from api.service.import_archive import PROBLEMS_FILES
+    from api.sregym_archive import PROBLEMS_FILES
 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -65,7 +65,7 @@ class FinishedImport:
 
 
 def _finished(job: dict[str, Any]) -> FinishedImport:
-    from storage.imports import ImportReport
+    from api.imports import ImportReport
 
     summary = job.get("report") or {}
     problems = _listed(job.get("errors"), summary.get("problems"))
@@ -85,7 +85,7 @@ def _finished(job: dict[str, Any]) -> FinishedImport:
 
 def _listed(rows: list[dict[str, Any]] | None, counted: Any) -> list[ImportProblem]:
     """The rows a job lists, and a line for those it counted but did not list."""
-    from storage.imports import ImportProblem
+    from api.imports import ImportProblem
 
     listed = [ImportProblem(e["where"], e["message"], e.get("field")) for e in rows or []]
     if isinstance(counted, int) and counted > len(listed):

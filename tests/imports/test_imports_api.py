@@ -21,10 +21,13 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.imports import read_problems, read_sregym_folder
+from api.imports.job_queries import ImportJobQueries
+from api.imports.queries import ImportQueries
 from storage import Store, SubmissionRecord
 from storage.canonical import utcnow
 from storage.db import session_factory
-from storage.imports import ImportJobRecord, read_problems, read_sregym_folder
+from storage.imports import ImportJobRecord
 from storage.keys import ServiceKey
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
@@ -216,10 +219,10 @@ async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
     job_id = created.json()["id"]
     # a process claims it, imports 20 attempts and dies (its heartbeat goes stale)
     store = Store(engine, key=service_key)
-    assert (await store.import_jobs.claim("dead", stale_before=utcnow())) is not None
+    assert (await ImportJobQueries(store.db).claim("dead", stale_before=utcnow())) is not None
     problems = read_problems(root.parent / "problems.jsonl")
     attempts = islice(read_sregym_folder(root), 20)
-    await store.imports.sregym(attempts, problems, rubric=sregym_rubric())
+    await ImportQueries(store.db, store.catalog).sregym(attempts, problems, rubric=sregym_rubric())
     async with session_factory(engine)() as session, session.begin():
         old = utcnow() - timedelta(hours=1)
         await session.execute(update(ImportJobRecord).values(heartbeat_at=old))

@@ -14,7 +14,8 @@ import contextlib
 import logging
 from datetime import timedelta
 
-from api.service.import_jobs import ImportSuperseded, run_import_job
+from api.imports.job_queries import ImportJobQueries
+from api.imports.jobs import ImportSuperseded, run_import_job
 from api.service.services import Services
 from api.service.workers import new_worker_id
 
@@ -53,13 +54,13 @@ class ImportRunner:
             await self._task
         self._task = None
         if self._current is not None:
-            await self.services.store.import_jobs.release(self._current, self.worker_id)
+            await ImportJobQueries(self.services.store.db).release(self._current, self.worker_id)
             log.info("import job given back at shutdown", extra={"job_id": self._current})
             self._current = None
 
     async def run_once(self) -> bool:
         """Claim and run one job; False when there was none."""
-        jobs = self.services.store.import_jobs
+        jobs = ImportJobQueries(self.services.store.db)
         stale = self.services.store.db.clock() - timedelta(seconds=STALE_SECONDS)
         job = await jobs.claim(self.worker_id, stale_before=stale)
         if job is None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from api.imports import ImportProgress, ImportReport, read_jsonl, read_sregym_folder
+from api.imports.queries import ImportQueries
 from api.service.services import Services
 from judge.spec import parse_judge_spec
-from storage.imports import ImportProgress, ImportReport, read_jsonl, read_sregym_folder
 
 __all__ = ["import_jsonl_file", "import_sregym_folder"]
 
@@ -29,7 +30,9 @@ async def import_sregym_folder(
     """Import every attempt of an SREGym results folder; SREGym's verdicts are kept."""
     target = await services.rubrics.require(rubric, default=services.settings.rubric)
     attempts = read_sregym_folder(folder, max_bytes=services.settings.max_text_bytes)
-    return await services.store.imports.sregym(attempts, problems, rubric=target, progress=progress)
+    return await ImportQueries(services.store.db, services.store.catalog).sregym(
+        attempts, problems, rubric=target, progress=progress
+    )
 
 
 async def import_jsonl_file(
@@ -48,7 +51,7 @@ async def import_jsonl_file(
     target = await services.rubrics.require(rubric, default=settings.rubric)
     spec = parse_judge_spec(settings.judge)
     lines = read_jsonl(file, max_bytes=settings.max_text_bytes)
-    report = await services.store.imports.jsonl(
+    report = await ImportQueries(services.store.db, services.store.catalog).jsonl(
         lines,
         rubric=target,
         judge=(settings.judge, spec.backend, spec.model),

@@ -10,9 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from storage import GradingRecord, ScenarioRecord, Store, SubmissionRecord
-from storage.db import session_factory
-from storage.imports import (
+from api.imports import (
     ImportAborted,
     ImportFileError,
     SregymAttempt,
@@ -20,6 +18,9 @@ from storage.imports import (
     read_problems,
     read_sregym_folder,
 )
+from api.imports.queries import ImportQueries
+from storage import GradingRecord, ScenarioRecord, Store, SubmissionRecord
+from storage.db import session_factory
 from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
 from tests.support.sregym_results import PROBLEMS, write_sregym_results
 
@@ -35,7 +36,7 @@ async def test_sregym_folder_gives_the_right_counts_and_keeps_sregyms_verdicts(
 ) -> None:
     fixture = write_sregym_results(tmp_path)
     problems = read_problems(fixture.problems_file)
-    report = await store.imports.sregym(
+    report = await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
     )
     assert report.problems == []
@@ -72,8 +73,10 @@ async def test_importing_the_same_folder_twice_stores_nothing_twice(
 ) -> None:
     fixture = write_sregym_results(tmp_path)
     problems = read_problems(fixture.problems_file)
-    await store.imports.sregym(read_sregym_folder(fixture.root), problems, rubric=sregym_rubric())
-    again = await store.imports.sregym(
+    await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
+    )
+    again = await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
     )
     assert (again.submissions, again.already_imported) == (0, 45)
@@ -92,7 +95,7 @@ async def test_unknown_problems_and_unreadable_checklists_are_reported_with_file
         "problem_id,attempt,Diagnosis.submission,Diagnosis.checklist\n"
         "revoke_auth_mongodb-detection-2,1,the rate db lost its role,\"__import__('os')\"\n"
     )
-    report = await store.imports.sregym(
+    report = await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
     )
     assert len(report.problems) == 9  # 3 agents x 3 attempts of the missing problem
@@ -134,7 +137,7 @@ async def test_jsonl_reports_bad_lines_by_number_and_imports_the_rest(
             {"diagnosis": "v", "ground_truth": "g", "colour": "red"},
         ],
     )
-    report = await store.imports.jsonl(
+    report = await ImportQueries(store.db, store.catalog).jsonl(
         read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
     )
     wheres = {p.where: p.message for p in report.problems}
@@ -157,7 +160,7 @@ async def test_strict_jsonl_imports_nothing_when_one_line_is_bad(
         [{"diagnosis": "a", "ground_truth": "g"}, {"diagnosis": 5, "ground_truth": "g"}],
     )
     with pytest.raises(ImportAborted) as aborted:
-        await store.imports.jsonl(
+        await ImportQueries(store.db, store.catalog).jsonl(
             read_jsonl(path),
             rubric=sregym_rubric(),
             judge=(JUDGE_SPEC, "openai", "judge-model"),
@@ -175,7 +178,7 @@ async def test_imported_diagnoses_are_stored_with_credentials_redacted(
         tmp_path / "h.jsonl",
         [{"diagnosis": f"the pod uses aws_access_key_id={key} to reach S3", "ground_truth": "g"}],
     )
-    report = await store.imports.jsonl(
+    report = await ImportQueries(store.db, store.catalog).jsonl(
         read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
     )
     assert report.submissions == 1
@@ -196,7 +199,7 @@ async def test_a_row_the_database_refuses_is_refused_alone_and_its_batch_is_stor
     attempts = [a for a in read_sregym_folder(fixture.root) if isinstance(a, SregymAttempt)]
     # a value no reader check foresaw: JSON cannot hold it, so storing the row fails
     attempts[7] = replace(attempts[7], original={**attempts[7].original, "TTL": float("inf")})
-    report = await store.imports.sregym(
+    report = await ImportQueries(store.db, store.catalog).sregym(
         attempts, read_problems(fixture.problems_file), rubric=sregym_rubric()
     )
     [refused] = report.problems

@@ -3,7 +3,7 @@
 :func:`start_import` checks the upload (its kind, its rubric, every archive entry's
 name and size) and stores it whole as a queued job, so nothing accepted is lost; the
 :class:`ImportRunner` of a process with workers claims queued jobs one at a time and
-runs the same importers as ``sre-judge import`` (:mod:`api.service.imports`) on the
+runs the same importers as ``sre-judge import`` (:mod:`api.imports.use_cases`) on the
 unpacked upload, recording rows done, the total, the rows refused and those in conflict
 after every batch. A bad row is refused alone (its file, line and field); it never fails
 the job.
@@ -26,25 +26,26 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.service.errors import InvalidRequest
-from api.service.import_archive import (
-    UnsafeArchive,
-    check_archive,
-    problems_file,
-    unpack_archive,
-)
-from api.service.imports import import_jsonl_file, import_sregym_folder
-from api.service.services import Services
-from storage.imports import (
+from api.imports import (
     ImportAborted,
     ImportFileError,
-    ImportJobRecord,
     ImportReport,
     SregymAttempt,
     read_jsonl,
     read_problems,
     read_sregym_folder,
 )
+from api.imports.job_queries import ImportJobQueries
+from api.imports.use_cases import import_jsonl_file, import_sregym_folder
+from api.service.errors import InvalidRequest
+from api.service.services import Services
+from api.sregym_archive import (
+    UnsafeArchive,
+    check_archive,
+    problems_file,
+    unpack_archive,
+)
+from storage.imports import ImportJobRecord
 
 __all__ = [
     "IMPORT_MEDIA_TYPES",
@@ -52,6 +53,7 @@ __all__ = [
     "ImportJobPublic",
     "ImportRowError",
     "ImportSuperseded",
+    "import_job",
     "import_job_public",
     "run_import_job",
     "sniff_upload",
@@ -126,7 +128,7 @@ async def start_import(
         sha256=hashlib.sha256(data).hexdigest(),
         created_by=actor,
     )
-    stored = await services.store.import_jobs.create(job, data)
+    stored = await ImportJobQueries(services.store.db).create(job, data)
     services.waiters.imports.set()
     return stored
 
@@ -165,14 +167,14 @@ async def _import(
 ) -> ImportReport:
     async def progress(report: ImportReport) -> None:
         values = {"done": report.rows, "report": _summary(report), "errors": _errors(report)}
-        if not await services.store.import_jobs.progress(job.id, worker, **values):
+        if not await ImportJobQueries(services.store.db).progress(job.id, worker, **values):
             raise ImportSuperseded(job.id)
 
     if job.kind == "jsonl":
         file = folder / "upload.jsonl"
         file.write_bytes(data)
         total = sum(1 for _ in read_jsonl(file))
-        await services.store.import_jobs.progress(job.id, worker, total=total, done=0)
+        await ImportJobQueries(services.store.db).progress(job.id, worker, total=total, done=0)
         return await import_jsonl_file(
             services, file, rubric=job.rubric, strict=job.strict, progress=progress
         )
@@ -181,7 +183,7 @@ async def _import(
     found = problems_file(folder)
     problems = read_problems(found) if found else await _scenario_problems(services, folder)
     total = sum(1 for _ in read_sregym_folder(folder))
-    await services.store.import_jobs.progress(job.id, worker, total=total, done=0)
+    await ImportJobQueries(services.store.db).progress(job.id, worker, total=total, done=0)
     return await import_sregym_folder(
         services, folder, problems, rubric=job.rubric, progress=progress
     )
@@ -189,7 +191,7 @@ async def _import(
 
 async def run_import_job(services: Services, job: ImportJobRecord, worker: str) -> None:
     """Run a claimed job to its end: ``done`` with its report, or ``failed`` with why."""
-    jobs = services.store.import_jobs
+    jobs = ImportJobQueries(services.store.db)
     data = await jobs.upload(job.id)
     with tempfile.TemporaryDirectory(prefix="sre-judge-import-") as tmp:
         try:
@@ -208,6 +210,11 @@ async def run_import_job(services: Services, job: ImportJobRecord, worker: str) 
         "errors": _errors(report),
     }
     await jobs.finish(job.id, worker, state="done", **values)
+
+
+async def import_job(services: Services, job_id: str) -> ImportJobPublic:
+    """An import job as ``GET /v1/imports/{id}`` shows it; NotFound when there is none."""
+    return import_job_public(await ImportJobQueries(services.store.db).get(job_id))
 
 
 class ImportRowError(BaseModel):
@@ -235,7 +242,7 @@ class ImportJobPublic(BaseModel):
     conflicts: list[ImportRowError] = Field(
         default_factory=list,
         description="rows that repeat an imported attempt's key with other content, left out "
-        f"(the first {MAX_ERRORS_KEPT})"
+        f"(the first {MAX_ERRORS_KEPT})",
     )
     size: int
     sha256: str

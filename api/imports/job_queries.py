@@ -19,10 +19,10 @@ from storage.database import Database
 from storage.errors import NotFound
 from storage.imports.tables import ImportJobRecord, ImportUploadRecord
 
-__all__ = ["ImportJobRepository"]
+__all__ = ["ImportJobQueries"]
 
 
-class ImportJobRepository:
+class ImportJobQueries:
     """Creating, claiming and finishing import jobs."""
 
     def __init__(self, db: Database) -> None:

@@ -1,7 +1,7 @@
 """What an import reports: counts stored, skipped, refused and in conflict; progress; a
 strict abort.
 
-``storage.imports.store`` fills an :class:`ImportReport` batch by batch (``batches``)
+``api.imports.queries`` fills an :class:`ImportReport` batch by batch (``batches``)
 and raises :class:`ImportAborted` when a strict import found problems.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.imports.problems import ImportProblem
+from api.imports.problems import ImportProblem
 
 __all__ = ["BATCH", "ImportAborted", "ImportProgress", "ImportReport", "batches"]
 
