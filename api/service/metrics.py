@@ -208,7 +208,6 @@ class Metrics:
             oldest = oldest.replace(tzinfo=UTC)
         self.queue_oldest_age.set(max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
 
-
     async def _refresh_judges(self, services: Services) -> None:
         """Pending gradings by judge, as they stand now (judges with none drop out)."""
         try:

@@ -230,9 +230,7 @@ class GradingWorkers:
                 self._account(result, "deferred" if stored else "discarded", pending=reason)
             else:
                 result, provisional = await self._review_marks(claim, rubric, result)
-                result = await confirmed(
-                    self.services, self._qualifications, claim, rubric, result
-                )
+                result = await confirmed(self.services, self._qualifications, claim, rubric, result)
                 stored = await self._commits.complete(
                     FinishedGrading(
                         claim.grading_id, self.worker_id, result, provisional, tuple(cache_rows)

@@ -109,7 +109,8 @@ async def test_the_sign_in_token_is_signed_for_its_own_pre_session(
             "double submit": ("planted-value-0123456789", "planted-value-0123456789"),
             "another pre-session's token": ("another-pre-session", token),
             "signed by another key": (
-                pre_session, login_token(ServiceKey.ephemeral(), pre_session, now)
+                pre_session,
+                login_token(ServiceKey.ephemeral(), pre_session, now),
             ),
             "stale": (pre_session, login_token(service_key, pre_session, now - 3 * 3600)),
             "tampered": (pre_session, token[:-2] + ("AA" if token[-2:] != "AA" else "BB")),

@@ -60,8 +60,8 @@ def test_the_table_names_the_check_that_vetoed_a_yes_and_what_it_looked_for() ->
     assert "vetoed grounding.component: the diagnosis does not name deployment/user-service" in (
         vetoed
     )
-    assert "vetoed grounding.origin_consistent: nothing in the diagnosis points at" in (
-        rows["D1-Q2"]
+    assert (
+        "vetoed grounding.origin_consistent: nothing in the diagnosis points at" in (rows["D1-Q2"])
     )
     empty = rows["D3-Q2"]
     assert "not found: the judge quoted nothing from the diagnosis" in empty

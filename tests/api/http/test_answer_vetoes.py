@@ -23,9 +23,7 @@ QUOTE = "the USER_PORT variable is 9999"
 def _yes_to_all(request: JudgeRequest) -> str:
     """A judge that says yes to every question, quoting nothing for D3-Q2."""
     entry = {"reasoning": "it says so", "answer": "yes", "confidence": "high"}
-    return json.dumps(
-        {qid: {**entry, "evidence": "" if qid == "D3-Q2" else QUOTE} for qid in IDS}
-    )
+    return json.dumps({qid: {**entry, "evidence": "" if qid == "D3-Q2" else QUOTE} for qid in IDS})
 
 
 def _by_question(grading: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -82,9 +82,7 @@ async def test_no_answer_a_submitter_gets_carries_a_ground_truth_token(
     assert _leaks(seen_by_admin) == _truth_tokens()
     for text in answers:
         assert _leaks(text) == set(), text
-    assert mine["view"] == "verdict" and {"answers", "overrides", "detail"} <= set(
-        mine["withheld"]
-    )
+    assert mine["view"] == "verdict" and {"answers", "overrides", "detail"} <= set(mine["withheld"])
     assert not {"answers", "overrides", "detail"} & set(mine)
 
 
