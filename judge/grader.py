@@ -26,7 +26,6 @@ from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.per_question import ask_per_question
 from judge.profiles import AskingChoice, AskingMode, JudgeProfile, choose_asking
 from judge.prompt import build_messages, build_repair_message, build_reply_schema
-from judge.quantities import load_parsers, parsers_loaded
 from judge.reply import parse_reply
 from judge.results import empty_diagnosis_result, graded_result, unscored_result
 from judge.retry import RetryPolicy
@@ -98,17 +97,7 @@ class Grader:
         choice = self.asking_choice(rubric)
         style = style_of(rubric, reply_format=choice.reply_format, ask_as=self.ask_as)
         screening = await _screened(diagnosis)
-        # The quantity parsers (a second to import, once) load in a thread while the judge
-        # is asked: quantities are compared in its answers only, so the first request
-        # does not wait for them (an answer back sooner waits on the import's lock).
-        loading = None
-        if not parsers_loaded():
-            loading = asyncio.ensure_future(asyncio.to_thread(load_parsers))
-        try:
-            return await self._asked(rubric, ground_truth, screening, choice, style)
-        finally:
-            if loading is not None:
-                await loading
+        return await self._asked(rubric, ground_truth, screening, choice, style)
 
     async def _asked(
         self,

@@ -2,8 +2,9 @@
 
 Kinds: ``cpu`` (cores: ``2`` = ``2000m`` = ``2.00 cores``), ``memory`` (bytes: ``512Mi``
 = ``0.5Gi``), ``duration`` (seconds: ``30s`` = ``30000ms``), ``percent``, ``replicas``
-and ``port``. Kubernetes quantities are read by the Kubernetes client's own parser,
-durations by ``durationpy`` (Go's duration grammar, as Kubernetes writes them); the
+and ``port``. Kubernetes quantities are read by ``parse_quantity`` (Kubernetes' own
+quantity grammar), durations by ``durationpy`` (Go's duration grammar, as Kubernetes
+writes them); the
 words around a number (``cpu``, ``memory``, ``timeout``, ``limit``...) decide its kind
 and what it is about, so a number no word explains is not read at all.
 
@@ -17,12 +18,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from functools import cache, lru_cache
+from decimal import Decimal, DecimalException, InvalidOperation
+from functools import lru_cache
 
-__all__ = ["Quantity", "load_parsers", "quantities_in"]
+__all__ = ["Quantity", "parse_quantity", "quantities_in"]
 
 _NUM = r"(\d+(?:\.\d+)?)"
 #: per kind, the classes of words that say what a value is; one word of each class
@@ -81,26 +81,50 @@ class Quantity:
         return abs(self.value - other.value) <= abs(other.value) * Decimal("0.001")
 
 
-@cache
-def _k8s_parse() -> Callable[[str], Decimal]:
-    # imported on first use: the client package takes about a second to import
-    from kubernetes.utils.quantity import parse_quantity
+#: a Kubernetes resource quantity (k8s.io/apimachinery/pkg/api/resource): a signed
+#: decimal number, an optional decimal exponent (``1e3``, ``12E6``), an optional suffix
+_QUANTITY = re.compile(
+    r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkKMGTPE])?"
+)
+#: per suffix, (base, power): ``Mi`` is 1024 ** 2, ``m`` is 1000 ** -1
+_SUFFIX_POWERS: dict[str, tuple[int, int]] = {
+    "Ki": (1024, 1), "Mi": (1024, 2), "Gi": (1024, 3), "Ti": (1024, 4), "Pi": (1024, 5),
+    "Ei": (1024, 6), "n": (1000, -3), "u": (1000, -2), "m": (1000, -1), "k": (1000, 1),
+    "K": (1000, 1), "M": (1000, 2), "G": (1000, 3), "T": (1000, 4), "P": (1000, 5),
+    "E": (1000, 6),
+}  # fmt: skip
 
-    return parse_quantity
 
+def parse_quantity(text: str) -> Decimal:
+    """The value of a Kubernetes quantity (``2000m`` = 2, ``512Mi`` = 536870912).
 
-def load_parsers() -> None:
-    """Import the parsers now (about a second, once): call it off the event loop."""
-    _k8s_parse()
+    The Decimal is the one the Kubernetes Python client's ``parse_quantity`` returns,
+    digit for digit (``2000m`` is ``Decimal("2.000")``): the same multiplication under
+    the current decimal context. Like that client it also takes ``K`` for ``k``, an
+    exponent before a suffix (``1e3k``) and any Unicode decimal digit (what ``\\d``
+    matches). Unlike it, it refuses what Kubernetes refuses but ``Decimal()`` takes:
+    spaces, ``_`` between digits, ``NaN`` and ``Infinity``.
 
-
-def parsers_loaded() -> bool:
-    """Whether ``load_parsers`` has run (then it costs nothing and needs no thread)."""
-    return _k8s_parse.cache_info().currsize > 0
+    Raises:
+        ValueError: ``text`` is not a quantity, or its exponent or value is out of the
+            decimal context's range.
+    """
+    match = _QUANTITY.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a Kubernetes quantity: {text!r}")
+    try:
+        number = Decimal(match["number"])  # refuses an exponent past what it can hold
+        if match["suffix"] is None:
+            return number
+        base, power = _SUFFIX_POWERS[match["suffix"]]
+        return number * Decimal(base) ** power
+    except DecimalException as exc:
+        raise ValueError(f"Kubernetes quantity out of range: {text!r}") from exc
 
 
 def _cpu(number: str, unit: str) -> Decimal:
-    return _k8s_parse()(number + ("m" if unit.lower().startswith("m") else ""))
+    return parse_quantity(number + ("m" if unit.lower().startswith("m") else ""))
 
 
 def _memory(number: str, unit: str) -> Decimal:
@@ -108,7 +132,7 @@ def _memory(number: str, unit: str) -> Decimal:
     unit = unit.removesuffix("B") if unit.endswith("iB") else unit
     if not unit.endswith("i"):
         unit = "k" if unit[0] in "kK" else unit[0]
-    return _k8s_parse()(number + unit)
+    return parse_quantity(number + unit)
 
 
 def _duration(number: str, unit: str) -> Decimal:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from judge.injected_spans import Span, injected_spans
 from judge.injection import injection_markers
-from judge.quantities import load_parsers
 from judge.review_reasons import ReviewReason
 from judge.secrets import redact, redacted_kinds
 from judge.verdict import GradingResult
@@ -100,9 +99,7 @@ def screen(diagnosis: str) -> Screening:
 
 
 def preload() -> None:
-    """Import what screening and grading load on first use: the credential detectors
-    (detect-secrets) and the quantity parsers. A server calls it in a thread at start,
-    so its first submission does not wait for them; a one-shot command does not."""
+    """Import what screening loads on first use: the credential detectors
+    (detect-secrets). A server calls it in a thread at start, so its first submission
+    does not wait for them; a one-shot command does not."""
     import judge.secret_plugins  # noqa: F401
-
-    load_parsers()
