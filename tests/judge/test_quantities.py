@@ -113,17 +113,6 @@ def test_what_kubernetes_refuses_is_refused(text: str) -> None:
         parse_quantity(text)
 
 
-def test_the_tables_are_what_the_kubernetes_client_answers() -> None:
-    k8s_parse = pytest.importorskip("kubernetes.utils.quantity").parse_quantity
-    assert [str(k8s_parse(text)) for text, _ in KUBERNETES_VALUES] == [
-        value for _, value in KUBERNETES_VALUES
-    ]
-    for text in KUBERNETES_REFUSES:
-        with pytest.raises(ValueError, match=r"Invalid|unknown suffix"):
-            k8s_parse(text)
-    assert [str(k8s_parse(text)) for text, _ in DECIMAL_ONLY] == [v for _, v in DECIMAL_ONLY]
-
-
 CPU = "The CPU request of deployment/geo was set to 2.00 cores, so no node can schedule it."
 MEMORY = "The memory limit of cart was lowered to 64Mi; the pods are OOMKilled."
 PROBE = "The readiness probe of frontend has timeoutSeconds: 1, too short for its 3s start."
