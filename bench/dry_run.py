@@ -23,9 +23,9 @@ if __package__ in (None, ""):  # run as `python bench/dry_run.py`
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.service.regrade.estimate import sampling_params
-from api.service.regrade.jobs import resolve_target, start_regrade
-from api.service.regrade.schemas import RegradeJobCreate
+from api.regrade.estimate import sampling_params
+from api.regrade.schemas import RegradeJobCreate
+from api.regrade.use_cases import resolve_target, start_regrade
 from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
 from bench.common import Figure, print_report

@@ -26,7 +26,8 @@ from api.imports.queries import ImportQueries
 if __package__ in (None, ""):  # run as `python bench/sregym_roundtrip.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from api.imports import read_problems, read_sregym_folder
+from api.imports.problems import read_problems
+from api.imports.sregym import read_sregym_folder
 from api.service.reports.sregym_writer import write_sregym_file, write_sregym_folder
 from bench.common import Figure, bench_database, print_report
 from storage import Store, make_engine, upgrade

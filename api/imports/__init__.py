@@ -9,25 +9,3 @@ background jobs (:mod:`~api.imports.jobs`, run by :mod:`~api.imports.runner`), w
 (:mod:`~api.imports.cli`) imports into the database or, with ``--server``, uploads
 (:mod:`~api.imports.remote`). The tables live in :mod:`storage.imports`.
 """
-
-from __future__ import annotations
-
-from api.imports.jsonl import JsonlLine, JsonlSubmission, read_jsonl
-from api.imports.problems import ImportFileError, ImportProblem, read_problems
-from api.imports.report import ImportAborted, ImportProgress, ImportReport
-from api.imports.sregym import SregymAnswer, SregymAttempt, read_sregym_folder
-
-__all__ = [
-    "ImportAborted",
-    "ImportFileError",
-    "ImportProblem",
-    "ImportProgress",
-    "ImportReport",
-    "JsonlLine",
-    "JsonlSubmission",
-    "SregymAnswer",
-    "SregymAttempt",
-    "read_jsonl",
-    "read_problems",
-    "read_sregym_folder",
-]

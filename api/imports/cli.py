@@ -24,7 +24,8 @@ from api.cli.edge import run, service_runtime
 from api.cli.options import format_option, server_option
 
 if TYPE_CHECKING:  # the commands import storage when they run, keeping --help fast
-    from api.imports import ImportProblem, ImportReport
+    from api.imports.problems import ImportProblem
+    from api.imports.report import ImportReport
 
 __all__ = ["import_group"]
 
@@ -123,7 +124,7 @@ def import_sregym(
       sre-judge import sregym results/ --problems problems.yaml
       sre-judge import sregym results/ --problems problems.yaml --server https://judge.example.com
     """
-    from api.imports import ImportFileError, read_problems
+    from api.imports.problems import ImportFileError, read_problems
 
     try:
         problems = read_problems(problems_file)
@@ -167,7 +168,7 @@ def import_jsonl(
     Example:
       zcat history.jsonl.gz | sre-judge import jsonl - --strict
     """
-    from api.imports import ImportAborted
+    from api.imports.report import ImportAborted
 
     name = "<stdin>" if str(file) == "-" else file
     try:
@@ -190,7 +191,7 @@ def import_jsonl(
 
 def _named(name: str, problem: ImportProblem) -> ImportProblem:
     """``problem`` with the file's name before its line."""
-    from api.imports import ImportProblem
+    from api.imports.problems import ImportProblem
 
     return ImportProblem(f"{name} {problem.where}", problem.message, problem.field)
 
@@ -204,7 +205,7 @@ async def _local_jsonl(path: Path, rubric_id: str | None, strict: bool) -> Impor
 
 def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) -> ImportReport:
     """``POST /v1/imports`` (JSON lines); a strict job that failed on bad lines aborts."""
-    from api.imports import ImportAborted
+    from api.imports.report import ImportAborted
 
     body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
     params = {"rubric": rubric_id} if rubric_id else {}

@@ -26,16 +26,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.imports import (
-    ImportAborted,
-    ImportFileError,
-    ImportReport,
-    SregymAttempt,
-    read_jsonl,
-    read_problems,
-    read_sregym_folder,
-)
 from api.imports.job_queries import ImportJobQueries
+from api.imports.jsonl import read_jsonl
+from api.imports.problems import ImportFileError, read_problems
+from api.imports.report import ImportAborted, ImportReport
+from api.imports.sregym import SregymAttempt, read_sregym_folder
 from api.imports.use_cases import import_jsonl_file, import_sregym_folder
 from api.service.errors import InvalidRequest
 from api.service.services import Services

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from api.imports import ImportProblem, ImportReport
+    from api.imports.problems import ImportProblem
+    from api.imports.report import ImportReport
 
 __all__ = ["FinishedImport", "sregym_archive", "upload_and_follow"]
 
@@ -65,7 +66,7 @@ class FinishedImport:
 
 
 def _finished(job: dict[str, Any]) -> FinishedImport:
-    from api.imports import ImportReport
+    from api.imports.report import ImportReport
 
     summary = job.get("report") or {}
     problems = _listed(job.get("errors"), summary.get("problems"))
@@ -85,7 +86,7 @@ def _finished(job: dict[str, Any]) -> FinishedImport:
 
 def _listed(rows: list[dict[str, Any]] | None, counted: Any) -> list[ImportProblem]:
     """The rows a job lists, and a line for those it counted but did not list."""
-    from api.imports import ImportProblem
+    from api.imports.problems import ImportProblem
 
     listed = [ImportProblem(e["where"], e["message"], e.get("field")) for e in rows or []]
     if isinstance(counted, int) and counted > len(listed):

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from api.imports import ImportProgress, ImportReport, read_jsonl, read_sregym_folder
+from api.imports.jsonl import read_jsonl
 from api.imports.queries import ImportQueries
+from api.imports.report import ImportProgress, ImportReport
+from api.imports.sregym import read_sregym_folder
 from api.service.services import Services
 from judge.spec import parse_judge_spec
 

@@ -18,6 +18,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
 from api.http.problems import exception_handlers as problem_handlers
+from api.regrade.pages import regrade_action, regrade_page, regrade_progress, regrades_page
 from api.web.docs import SWAGGER_ASSETS, SWAGGER_PREFIX, OfflineSwaggerPlugin
 from api.web.input_guard import refuse_unstorable_form
 from api.web.pages import page
@@ -26,7 +27,6 @@ from api.web.routes.gradings import grading_list, grading_page, override_from_pa
 from api.web.routes.judges import judges_page
 from api.web.routes.labels import label_form, label_submit
 from api.web.routes.queue import finish_from_page, home, next_item, queue_page
-from api.web.routes.regrades import regrade_action, regrade_page, regrade_progress, regrades_page
 from api.web.routes.reports import agreement_page, compare_page, reports_page
 from api.web.routes.tags import tag_from_page, untag_from_page
 from api.web.security import html_security_headers

@@ -4,7 +4,7 @@ Each item pairs the previous grading (current when the job started) with the new
 with the answers of both (the judge's own, and the effective ones: after the evidence
 check, with the human overrides in force on that grading) and the human overrides in
 force on the previous grading. The report built from these
-(``api.service.regrade.flips``) holds no database code.
+(``api.regrade.flips``) holds no database code.
 """
 
 from __future__ import annotations

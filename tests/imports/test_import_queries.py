@@ -10,15 +10,11 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.imports import (
-    ImportAborted,
-    ImportFileError,
-    SregymAttempt,
-    read_jsonl,
-    read_problems,
-    read_sregym_folder,
-)
+from api.imports.jsonl import read_jsonl
+from api.imports.problems import ImportFileError, read_problems
 from api.imports.queries import ImportQueries
+from api.imports.report import ImportAborted
+from api.imports.sregym import SregymAttempt, read_sregym_folder
 from storage import GradingRecord, ScenarioRecord, Store, SubmissionRecord
 from storage.db import session_factory
 from tests.storage.helpers import JUDGE_SPEC, sregym_rubric

@@ -21,9 +21,10 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.imports import read_problems, read_sregym_folder
 from api.imports.job_queries import ImportJobQueries
+from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
 from storage import Store, SubmissionRecord
 from storage.canonical import utcnow
 from storage.db import session_factory

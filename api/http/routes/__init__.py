@@ -11,14 +11,6 @@ from api.http.routes.exports import export_gradings
 from api.http.routes.gradings import get_grading, list_gradings, move_gradings_judge
 from api.http.routes.health import healthz, readyz
 from api.http.routes.overrides import create_override, grading_history
-from api.http.routes.regrade import (
-    cancel_regrade_job,
-    create_regrade_job,
-    get_regrade_flips,
-    get_regrade_job,
-    pause_regrade_job,
-    resume_regrade_job,
-)
 from api.http.routes.review import claim_review, finish_review, label_grading, review_queue
 from api.http.routes.rubrics import get_rubric, list_rubrics
 from api.http.routes.scenarios import (
@@ -40,6 +32,14 @@ from api.http.routes.submissions import create_submission
 from api.http.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
 from api.http.routes.tokens import create_token, list_tokens, revoke_token
 from api.imports.routes import create_import, get_import
+from api.regrade.routes import (
+    cancel_regrade_job,
+    create_regrade_job,
+    get_regrade_flips,
+    get_regrade_job,
+    pause_regrade_job,
+    resume_regrade_job,
+)
 from api.webhooks.routes import create_webhook, list_deliveries, list_webhooks, redeliver
 
 __all__ = ["ROUTE_HANDLERS"]

@@ -112,8 +112,9 @@ def test_an_atomic_replace_keeps_the_old_mode_and_removes_its_temporary_on_error
 async def test_an_sregym_folder_comes_back_whole_as_a_folder_or_one_file(
     database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:
-    from api.imports import read_problems, read_sregym_folder
+    from api.imports.problems import read_problems
     from api.imports.queries import ImportQueries
+    from api.imports.sregym import read_sregym_folder
     from tests.storage.helpers import sregym_rubric
     from tests.support.sregym_results import write_sregym_results
 

@@ -10,8 +10,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.imports import read_problems, read_sregym_folder
+from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
 from api.service.regrade_fast import FastRegrade, _SharedLookup
 from api.service.services import Services
 from api.service.workers import GradingWorkers
@@ -19,7 +20,7 @@ from judge.backends.scripted import ScriptedBackend
 from storage import Claim, FinishedGrading, Store, verify_chain
 from storage.keys import ServiceKey
 from tests.api.conftest import ClientFactory
-from tests.api.http.test_regrade_api import NEW_JUDGE, _finished
+from tests.regrade.test_regrade_api import NEW_JUDGE, _finished
 from tests.storage.helpers import sregym_rubric
 from tests.support.audit import configured_chain_key
 from tests.support.sregym_results import write_sregym_results

@@ -14,8 +14,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.imports import read_problems, read_sregym_folder
+from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
 from api.service.reports.rates import pass_rate_report
 from api.service.reports.tables import pass_rate_table, write_csv
 from storage import Store

@@ -15,8 +15,9 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
-from api.imports import read_problems, read_sregym_folder
+from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
 from api.service.reports.export_writer import ExportSummary
 from api.service.reports.sregym_roundtrip import FILE_COLUMN
 from api.service.reports.sregym_writer import (

@@ -10,9 +10,14 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from api.service.regrade.flips import flip_report
-from api.service.regrade.jobs import JobAction, change_regrade
-from api.service.regrade.schemas import job_public
+from api.regrade.flips import flip_report
+from api.regrade.use_cases import (
+    JobAction,
+    change_regrade,
+    recent_regrades,
+    regrade_flips,
+    regrade_job,
+)
 from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
@@ -30,7 +35,7 @@ async def regrades_page(
     services: NamedDependency[Services], who: NamedDependency[SignedIn]
 ) -> Template:
     """The newest regrade jobs with their progress."""
-    jobs = [job_public(v) for v in await services.store.regrade.recent_jobs(limit=100)]
+    jobs = await recent_regrades(services, limit=100)
     return page("regrades.html", who, jobs=jobs, final=FINAL_STATES)
 
 
@@ -39,8 +44,7 @@ async def regrade_page(
     job_id: FromPath[str], services: NamedDependency[Services], who: NamedDependency[SignedIn]
 ) -> Template:
     """One job: progress (kept live by the page's script) and what flipped."""
-    job = job_public(await services.store.regrade.get_job(job_id))
-    items = await services.store.regrade.pairs(job_id)
+    job, items = await regrade_flips(services, job_id)
     report = flip_report(job.model_dump(mode="json"), items)
     return page(
         "regrade.html",
@@ -67,7 +71,7 @@ async def regrade_progress(
     job_id: FromPath[str], services: NamedDependency[Services]
 ) -> dict[str, Any]:
     """The job's counts as JSON, for the page's polling script."""
-    job = job_public(await services.store.regrade.get_job(job_id))
+    job = await regrade_job(services, job_id)
     return {
         "state": job.state,
         "final": job.state in FINAL_STATES,

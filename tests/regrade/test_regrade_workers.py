@@ -13,8 +13,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.imports import read_problems, read_sregym_folder
+from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
 from storage import Store
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.select import RegradeFilter

@@ -9,10 +9,16 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from api.http.auth import require
+from api.regrade.flips import flip_report, flips_csv
+from api.regrade.schemas import RegradeJobCreate, RegradeJobPublic, job_public
+from api.regrade.use_cases import (
+    JobAction,
+    change_regrade,
+    regrade_flips,
+    regrade_job,
+    start_regrade,
+)
 from api.service.principal import Principal
-from api.service.regrade.flips import flip_report, flips_csv
-from api.service.regrade.jobs import JobAction, change_regrade, start_regrade
-from api.service.regrade.schemas import RegradeJobCreate, RegradeJobPublic, job_public
 from api.service.services import Services
 
 __all__ = [
@@ -57,7 +63,7 @@ async def get_regrade_job(
     job_id: FromPath[str], services: NamedDependency[Services]
 ) -> RegradeJobPublic:
     """State, counts (done, failed, remaining), rate and ETA."""
-    return job_public(await services.store.regrade.get_job(job_id))
+    return await regrade_job(services, job_id)
 
 
 @get(
@@ -78,13 +84,11 @@ async def get_regrade_flips(
     agreement report counts judge against judge): flips, answer matrices and kappa all
     use that one definition, named in the report's ``definitions``.
     """
-    view = await services.store.regrade.get_job(job_id)
-    items = await services.store.regrade.pairs(job_id)
+    job, items = await regrade_flips(services, job_id)
     if format == "csv":
         headers = {"Content-Disposition": f'attachment; filename="flips-{job_id}.csv"'}
         return Response(flips_csv(items, verdicts=verdicts), media_type="text/csv", headers=headers)
-    job = job_public(view).model_dump(mode="json")
-    return Response(flip_report(job, items, verdicts=verdicts))
+    return Response(flip_report(job.model_dump(mode="json"), items, verdicts=verdicts))
 
 
 async def _change(

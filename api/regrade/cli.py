@@ -18,7 +18,7 @@ from api.cli.edge import run, service_runtime
 from api.cli.options import deprecated, filter_options, format_option, server_option
 
 if TYPE_CHECKING:  # the commands import the service when they run, keeping --help fast
-    from api.service.regrade.schemas import RegradeJobCreate, RegradeJobPublic
+    from api.regrade.schemas import RegradeJobCreate, RegradeJobPublic
     from api.service.services import Services
 
 __all__ = ["REGRADE_ALIASES", "regrade_group"]
@@ -68,7 +68,7 @@ async def _follow(services: Services, job_id: str) -> RegradeJobPublic:
         TimeRemainingColumn,
     )
 
-    from api.service.regrade.schemas import job_public
+    from api.regrade import use_cases
 
     console = Console(stderr=True)
     columns = (
@@ -79,7 +79,7 @@ async def _follow(services: Services, job_id: str) -> RegradeJobPublic:
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=False) as progress:
-        job = job_public(await services.store.regrade.get_job(job_id))
+        job = await use_cases.regrade_job(services, job_id)
         task = progress.add_task("job", total=job.total, note="")
         while True:
             finished = job.done + job.failed + job.cancelled
@@ -88,14 +88,14 @@ async def _follow(services: Services, job_id: str) -> RegradeJobPublic:
             if job.state in _ENDED:
                 return job
             await asyncio.sleep(_POLL_SECONDS)
-            job = job_public(await services.store.regrade.get_job(job_id))
+            job = await use_cases.regrade_job(services, job_id)
 
 
 def _job_request(options: dict[str, Any]) -> RegradeJobCreate:
     """The job to start from the command's options; bad usage naming what is wrong."""
     from pydantic import ValidationError
 
-    from api.service.regrade.schemas import RegradeFilterIn, RegradeJobCreate
+    from api.regrade.schemas import RegradeFilterIn, RegradeJobCreate
 
     values = dict(options.pop("filters"))
     if "rubric" in values:  # the shared --graded-rubric is the job filter's rubric_version
@@ -127,8 +127,8 @@ def _job_request(options: dict[str, Any]) -> RegradeJobCreate:
 
 
 def _start_local(data: RegradeJobCreate, wait: bool) -> RegradeJobPublic:
-    from api.service.regrade.jobs import start_regrade
-    from api.service.regrade.schemas import job_public
+    from api.regrade.schemas import job_public
+    from api.regrade.use_cases import start_regrade
 
     async def start() -> RegradeJobPublic:
         async with service_runtime(workers=wait and not data.dry_run, existing=True) as services:
@@ -144,7 +144,7 @@ def _start_remote(server: str, data: RegradeJobCreate, wait: bool) -> RegradeJob
     import time
 
     from api.cli.remote import remote
-    from api.service.regrade.schemas import RegradeJobPublic
+    from api.regrade.schemas import RegradeJobPublic
 
     body = data.model_dump(mode="json", exclude_none=True)
     with remote(server) as client:
@@ -206,7 +206,8 @@ def regrade_status(job_id: str, fmt: str, server: str | None) -> None:
     Example:
       sre-judge regrade status 01J9Z3K7Q2 --format json
     """
-    from api.service.regrade.schemas import RegradeJobPublic, job_public
+    from api.regrade import use_cases
+    from api.regrade.schemas import RegradeJobPublic
 
     if server is not None:
         from api.cli.remote import remote
@@ -218,7 +219,7 @@ def regrade_status(job_id: str, fmt: str, server: str | None) -> None:
 
     async def status() -> RegradeJobPublic:
         async with service_runtime(workers=False, existing=True) as services:
-            return job_public(await services.store.regrade.get_job(job_id))
+            return await use_cases.regrade_job(services, job_id)
 
     _show(run(status()), fmt)
 
@@ -243,8 +244,8 @@ def regrade_flips(job_id: str, fmt: str, verdicts: Any, server: str | None) -> N
     """
     import json
 
-    from api.service.regrade.flips import flip_report, flips_csv
-    from api.service.regrade.schemas import job_public
+    from api.regrade import use_cases
+    from api.regrade.flips import flip_report, flips_csv
 
     if server is not None:
         from api.cli.remote import remote
@@ -258,11 +259,10 @@ def regrade_flips(job_id: str, fmt: str, verdicts: Any, server: str | None) -> N
 
     async def flips() -> str:
         async with service_runtime(workers=False, existing=True) as services:
-            view = await services.store.regrade.get_job(job_id)
-            items = await services.store.regrade.pairs(job_id)
+            job, items = await use_cases.regrade_flips(services, job_id)
         if fmt == "csv":
             return flips_csv(items, verdicts=verdicts)
-        report = flip_report(job_public(view).model_dump(mode="json"), items, verdicts=verdicts)
+        report = flip_report(job.model_dump(mode="json"), items, verdicts=verdicts)
         return json.dumps(report, indent=2) + "\n"
 
     click.echo(run(flips()), nl=False)

@@ -11,8 +11,9 @@ import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.imports import read_problems, read_sregym_folder
+from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
 from judge.backends.scripted import ScriptedBackend
 from judge.rule import apply_rule
 from judge.verdict import Answer, GradingResult

@@ -1,6 +1,7 @@
-"""Starting regrade jobs: the target rubric and judge, the estimate, the job.
+"""Regrade jobs: starting one (the target rubric and judge, the estimate), steering it,
+reading it and what flipped.
 
-Shared by the HTTP routes and the command line. An omitted rubric is the service's
+Shared by the HTTP routes, the pages and the command line. An omitted rubric is the service's
 default rubric (its current version), an omitted judge the service's judge.
 """
 
@@ -8,17 +9,26 @@ from __future__ import annotations
 
 from typing import Literal
 
+from api.regrade.estimate import estimate_regrade
+from api.regrade.schemas import RegradeJobCreate, RegradeJobPublic, job_public
 from api.service.errors import InvalidRequest
-from api.service.regrade.estimate import estimate_regrade
-from api.service.regrade.schemas import RegradeJobCreate
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.errors import JudgeSpecError
 from judge.spec import parse_judge_spec
+from storage.regrade.flips import FlipItem
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.progress import JobView
 
-__all__ = ["JobAction", "change_regrade", "resolve_target", "start_regrade"]
+__all__ = [
+    "JobAction",
+    "change_regrade",
+    "recent_regrades",
+    "regrade_flips",
+    "regrade_job",
+    "resolve_target",
+    "start_regrade",
+]
 
 #: what an admin may do to a running job
 JobAction = Literal["pause", "resume", "cancel"]
@@ -77,3 +87,19 @@ async def change_regrade(
     if action == "resume":
         services.waiters.work.set()
     return view
+
+
+async def regrade_job(services: Services, job_id: str) -> RegradeJobPublic:
+    """A job with its progress (state, counts, rate, ETA); NotFound when there is none."""
+    return job_public(await services.store.regrade.get_job(job_id))
+
+
+async def recent_regrades(services: Services, *, limit: int) -> list[RegradeJobPublic]:
+    """The newest ``limit`` jobs, newest first, with their progress."""
+    return [job_public(v) for v in await services.store.regrade.recent_jobs(limit=limit)]
+
+
+async def regrade_flips(services: Services, job_id: str) -> tuple[RegradeJobPublic, list[FlipItem]]:
+    """A job and its items, old grading beside new, for the flip report."""
+    job = await regrade_job(services, job_id)
+    return job, await services.store.regrade.pairs(job_id)

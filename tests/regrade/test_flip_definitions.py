@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.service.regrade.flips import flip_report, flips_csv
+from api.regrade.flips import flip_report, flips_csv
 from api.service.reports.agreement import agreement_table, build_agreement_report
 from storage import Store
 from storage.report_queries import ReportFilter
