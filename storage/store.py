@@ -31,7 +31,6 @@ from storage.queue import QueueRepository
 from storage.regrade.jobs import RegradeRepository
 from storage.reports import ReportReads
 from storage.review import ReviewRepository
-from storage.scenario_reads import ScenarioReads
 from storage.submissions import SubmissionRepository
 from storage.tags import TagRepository
 from storage.tokens import TokenRepository
@@ -67,8 +66,6 @@ class Store:
         self.catalog = CatalogRepository(self.db)
         #: scenarios and their ground-truth versions (the same object as catalog.scenarios)
         self.scenarios = self.catalog.scenarios
-        #: listing scenarios, reading their versions
-        self.scenario_reads = ScenarioReads(self.db)
         #: accepting submissions with their pending gradings
         self.submissions = SubmissionRepository(self.db, self.catalog)
         #: submissions per token against each registered scenario (the attempt limit)

@@ -13,13 +13,6 @@ from api.http.routes.health import healthz, readyz
 from api.http.routes.overrides import create_override, grading_history
 from api.http.routes.review import claim_review, finish_review, label_grading, review_queue
 from api.http.routes.rubrics import get_rubric, list_rubrics
-from api.http.routes.scenarios import (
-    create_scenario,
-    get_scenario,
-    list_scenario_page,
-    load_scenario_file,
-    put_scenario,
-)
 from api.http.routes.stats import (
     get_attempts,
     get_comparison,
@@ -39,6 +32,13 @@ from api.regrade.routes import (
     get_regrade_job,
     pause_regrade_job,
     resume_regrade_job,
+)
+from api.scenarios.routes import (
+    create_scenario,
+    get_scenario,
+    list_scenario_page,
+    load_scenario_file,
+    put_scenario,
 )
 from api.webhooks.routes import create_webhook, list_deliveries, list_webhooks, redeliver
 

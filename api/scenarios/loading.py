@@ -15,8 +15,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import ValidationError
 
+from api.scenarios.schemas import ScenarioCreate
 from api.service.errors import InvalidRequest
-from api.service.scenario_schemas import ScenarioCreate
 from judge.inputs import check_text
 
 __all__ = ["MAX_ITEMS", "LoadFormat", "detect_format", "parse_scenarios"]

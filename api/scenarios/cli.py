@@ -16,7 +16,7 @@ from api.cli.edge import run, service_runtime, with_store
 from api.cli.options import format_option
 
 if TYPE_CHECKING:
-    from api.service.scenario_schemas import ScenarioLoadReport
+    from api.scenarios.schemas import ScenarioLoadReport
 
 __all__ = ["scenarios_group"]
 
@@ -54,8 +54,8 @@ def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
       printf '{"id": "hotel/user-port", "ground_truth": "...", "set": "public"}\\n' \\
         | sre-judge scenarios load -
     """
+    from api.scenarios.use_cases import load_scenarios
     from api.service.principal import Principal
-    from api.service.scenarios import load_scenarios
 
     name = getattr(file, "name", "-")
     fmt = fmt or _SUFFIXES.get(Path(str(name)).suffix.lower())
@@ -88,15 +88,15 @@ def scenarios_list(scenario_set: str | None, id_prefix: str | None, fmt: str) ->
     Example:
       sre-judge scenarios list --set public --id-prefix hotel/
     """
+    from api.scenarios.queries import ScenarioFilter, ScenarioQueries
     from storage import Store
-    from storage.scenario_reads import ScenarioFilter
 
     filters = ScenarioFilter(scenario_set=scenario_set, id_prefix=id_prefix)
 
     async def listing(store: Store) -> list[Any]:
-        rows, cursor = await store.scenario_reads.page(filters, limit=500)
+        rows, cursor = await ScenarioQueries(store.db).page(filters, limit=500)
         while cursor is not None:
-            more, cursor = await store.scenario_reads.page(filters, after=cursor, limit=500)
+            more, cursor = await ScenarioQueries(store.db).page(filters, after=cursor, limit=500)
             rows += more
         return rows
 

@@ -19,9 +19,9 @@ from litestar.params import FromQuery, HeaderParameter, JSONBody, PathParameter,
 from api.http.auth import require
 from api.http.preconditions import expected_revision
 from api.http.problems import ApiProblem
-from api.service.principal import Principal
-from api.service.scenario_loading import LoadFormat
-from api.service.scenario_schemas import (
+from api.scenarios.loading import LoadFormat
+from api.scenarios.queries import ScenarioFilter
+from api.scenarios.schemas import (
     SCENARIO_ID_PATTERN,
     ScenarioCreate,
     ScenarioLoadItem,
@@ -32,7 +32,7 @@ from api.service.scenario_schemas import (
     ScenarioVersionList,
     ScenarioVersionPublic,
 )
-from api.service.scenarios import (
+from api.scenarios.use_cases import (
     list_scenarios,
     load_scenarios,
     register_scenario,
@@ -42,9 +42,9 @@ from api.service.scenarios import (
     scenario_versions,
     update_scenario,
 )
+from api.service.principal import Principal
 from api.service.services import Services
 from storage.errors import NotFound
-from storage.scenario_reads import ScenarioFilter
 
 __all__ = [
     "create_scenario",

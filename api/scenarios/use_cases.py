@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from api.service.principal import Principal
-from api.service.scenario_loading import LoadFormat, parse_scenarios
-from api.service.scenario_schemas import (
+from api.scenarios.loading import LoadFormat, parse_scenarios
+from api.scenarios.queries import ScenarioFilter, ScenarioQueries
+from api.scenarios.schemas import (
     ScenarioCreate,
     ScenarioLoadItem,
     ScenarioLoadReport,
@@ -17,10 +17,10 @@ from api.service.scenario_schemas import (
     ScenarioVersionList,
     ScenarioVersionPublic,
 )
+from api.service.principal import Principal
 from api.service.services import Services
 from judge.inputs import check_text
 from storage import NotFound
-from storage.scenario_reads import ScenarioFilter
 from storage.scenario_tables import ScenarioVersionRecord
 from storage.tables import ScenarioRecord
 
@@ -103,7 +103,9 @@ async def list_scenarios(
     limit: int = 50,
 ) -> ScenarioPage:
     """A page of scenarios in id order, as ``principal`` may see them."""
-    rows, next_cursor = await services.store.scenario_reads.page(filters, after=cursor, limit=limit)
+    rows, next_cursor = await ScenarioQueries(services.store.db).page(
+        filters, after=cursor, limit=limit
+    )
     return ScenarioPage(
         items=[scenario_public(r, principal) for r in rows], next_cursor=next_cursor
     )
@@ -154,7 +156,7 @@ async def load_scenarios(
 
 async def scenario_versions(services: Services, scenario_id: str) -> ScenarioVersionList:
     """Every version of a scenario's ground truth, oldest first."""
-    versions = await services.store.scenario_reads.versions(scenario_id)
+    versions = await ScenarioQueries(services.store.db).versions(scenario_id)
     return ScenarioVersionList(
         scenario_id=scenario_id,
         current_version=versions[-1].version if versions else 0,
@@ -166,4 +168,4 @@ async def scenario_version(
     services: Services, scenario_id: str, version: int
 ) -> ScenarioVersionPublic:
     """One version of a scenario's ground truth; NotFound for an unknown one."""
-    return _version_public(await services.store.scenario_reads.version(scenario_id, version))
+    return _version_public(await ScenarioQueries(services.store.db).version(scenario_id, version))

@@ -19,14 +19,14 @@ from storage.errors import InvalidCursor, NotFound
 from storage.scenario_tables import ScenarioVersionRecord
 from storage.tables import ScenarioRecord
 
-__all__ = ["ScenarioFilter", "ScenarioReads"]
+__all__ = ["ScenarioFilter", "ScenarioQueries"]
 
 MAX_PAGE = 500
 
 
 @dataclass(frozen=True)
 class ScenarioFilter:
-    """Filters of :meth:`ScenarioReads.page`; None means "any".
+    """Filters of :meth:`ScenarioQueries.page`; None means "any".
 
     ``created_after`` is inclusive and ``created_before`` exclusive, on the time the
     scenario was registered; ``id_prefix`` matches ids starting with it, literally.
@@ -42,7 +42,7 @@ def _escaped(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-class ScenarioReads:
+class ScenarioQueries:
     """Read-only views of scenarios and their versions."""
 
     def __init__(self, db: Database) -> None:
