@@ -15,10 +15,10 @@ from api.cli.gradings import gradings_group
 from api.cli.report import report_command
 from api.cli.serve import migrate_command, serve_command, worker_command
 from api.cli.submit import submit_command
-from api.cli.tokens import tokens_group
 from api.imports.cli import import_group
 from api.regrade.cli import regrade_group
 from api.scenarios.cli import scenarios_group
+from api.tokens.cli import tokens_group
 
 __all__ = ["main"]
 

@@ -19,10 +19,10 @@ from litestar.template import TemplateConfig
 
 from api.http.problems import exception_handlers as problem_handlers
 from api.regrade.pages import regrade_action, regrade_page, regrade_progress, regrades_page
+from api.tokens.pages import login_form, login_submit, logout
 from api.web.docs import SWAGGER_ASSETS, SWAGGER_PREFIX, OfflineSwaggerPlugin
 from api.web.input_guard import refuse_unstorable_form
 from api.web.pages import page
-from api.web.routes.auth import login_form, login_submit, logout
 from api.web.routes.gradings import grading_list, grading_page, override_from_page
 from api.web.routes.judges import judges_page
 from api.web.routes.labels import label_form, label_submit

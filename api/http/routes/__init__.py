@@ -23,7 +23,6 @@ from api.http.routes.stats import (
 )
 from api.http.routes.submissions import create_submission
 from api.http.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
-from api.http.routes.tokens import create_token, list_tokens, revoke_token
 from api.imports.routes import create_import, get_import
 from api.regrade.routes import (
     cancel_regrade_job,
@@ -40,6 +39,7 @@ from api.scenarios.routes import (
     load_scenario_file,
     put_scenario,
 )
+from api.tokens.routes import create_token, list_tokens, revoke_token
 from api.webhooks.routes import create_webhook, list_deliveries, list_webhooks, redeliver
 
 __all__ = ["ROUTE_HANDLERS"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from api.web.routes.auth import LOGIN_CSRF_COOKIE, login_token
+from api.tokens.pages import LOGIN_CSRF_COOKIE, login_token
 from storage.keys import ServiceKey
 from tests.web.conftest import csrf_of, sign_in
 

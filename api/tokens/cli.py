@@ -52,8 +52,14 @@ def tokens_create(
     expires_at = datetime.now(UTC) + timedelta(days=expires_in_days) if expires_in_days else None
 
     async def create(store: Store) -> str:
-        plaintext, _ = await store.tokens.create(
-            name=name, role=role, expires_at=expires_at, inline_ground_truth=inline_ground_truth
+        from api.tokens.use_cases import issue_token
+
+        plaintext, _ = await issue_token(
+            store,
+            name=name,
+            role=role,
+            expires_at=expires_at,
+            inline_ground_truth=inline_ground_truth,
         )
         return plaintext
 
@@ -74,9 +80,10 @@ def tokens_list(fmt: str) -> None:
       sre-judge tokens list --format csv
     """
     from api.service.reports.tables import Tabular
+    from api.tokens.use_cases import all_tokens
 
     async def listing(store: Store) -> list[TokenRecord]:
-        return list(await store.tokens.all())
+        return await all_tokens(store)
 
     rows = []
     for r in with_store(listing, migrate=True):
@@ -96,11 +103,12 @@ def tokens_revoke(token_id: str) -> None:
     Example:
       sre-judge tokens revoke 01J9Z3K7Q2
     """
+    from api.tokens.use_cases import revoke_token
     from storage import NotFound
 
     async def revoke(store: Store) -> None:
         try:
-            await store.tokens.revoke(token_id, actor="cli")
+            await revoke_token(store, token_id, actor="cli")
         except NotFound:
             raise CommandError(f"no token with id {token_id!r}") from None
 

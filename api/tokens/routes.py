@@ -13,7 +13,7 @@ from api.http.auth import require
 from api.service.principal import Principal, Role
 from api.service.request_types import DatetimeText
 from api.service.services import Services
-from api.service.tokens import issue_token
+from api.tokens import use_cases
 from storage import TokenRecord
 
 __all__ = ["create_token", "list_tokens", "revoke_token"]
@@ -52,9 +52,9 @@ async def create_token(
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
     """Create a token; its secret is in this answer only."""
-    plaintext, record = await issue_token(
-        services,
-        principal,
+    plaintext, record = await use_cases.issue_token(
+        services.store,
+        actor=principal.id,
         name=data.name,
         role=data.role,
         expires_at=data.expires_at,
@@ -66,7 +66,7 @@ async def create_token(
 @get("/v1/tokens", guards=[require("admin")], operation_id="listTokens")
 async def list_tokens(services: NamedDependency[Services]) -> list[dict[str, Any]]:
     """Every token, without secrets."""
-    return [_public(r) for r in await services.store.tokens.all()]
+    return [_public(r) for r in await use_cases.all_tokens(services.store)]
 
 
 @post(
@@ -81,4 +81,4 @@ async def revoke_token(
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
     """Revoke a token: it gets 401 from now on."""
-    return _public(await services.store.tokens.revoke(token_id, actor=principal.id))
+    return _public(await use_cases.revoke_token(services.store, token_id, actor=principal.id))
