@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from api.service.errors import InvalidRequest
@@ -33,7 +34,7 @@ from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage.quality_tables import CalibrationRunRecord
 
-__all__ = ["Calibration", "calibrate", "drifted", "grade_gold"]
+__all__ = ["Calibration", "JudgeRuns", "calibrate", "drifted", "grade_gold", "judge_runs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,3 +111,33 @@ async def calibrate(
     )  # fmt: skip
     run = await services.store.calibration.add_run(run)
     return Calibration(figures=figures, run=run, previous=earlier[0] if earlier else None)
+
+
+@dataclass
+class JudgeRuns:
+    """One judge identity (spec, settings, rubric version, asking mode) and its runs."""
+
+    judge: str
+    rubric: str
+    asking_mode: str
+    settings: str
+    runs: list[CalibrationRunRecord] = field(default_factory=list)
+
+    @property
+    def qualified(self) -> bool:
+        """The latest run decides, as it does for gradings."""
+        return bool(self.runs) and self.runs[0].qualified
+
+
+def _grouped(runs: list[CalibrationRunRecord]) -> list[JudgeRuns]:
+    groups: dict[tuple[str, ...], JudgeRuns] = {}
+    for run in runs:  # newest first, so each group's first run is its latest
+        settings = json.dumps(run.judge_settings, sort_keys=True)
+        key = (run.judge_spec, f"{run.rubric_id}@{run.rubric_version}", run.asking_mode, settings)
+        groups.setdefault(key, JudgeRuns(*key)).runs.append(run)
+    return list(groups.values())
+
+
+async def judge_runs(services: Services, *, limit: int = 500) -> list[JudgeRuns]:
+    """The newest ``limit`` calibration runs grouped by judge identity, newest first."""
+    return _grouped(await services.store.calibration.recent(limit=limit))

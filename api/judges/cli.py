@@ -1,6 +1,6 @@
 """``sre-judge calibrate``: grade a labelled gold set, store the agreement, qualify the judge.
 
-The use case is ``api.service.calibration.calibrate``; this command reads the gold file
+The use case is ``api.judges.calibration.calibrate``; this command reads the gold file
 (by default the calibration set that ships with the package, ``judge/data/calibration/``),
 prints the agreement table (or JSON) and the comparison with the previous run, and with
 ``--fail-on-drift`` exits 1 when verdict kappa dropped by more than the threshold.
@@ -19,7 +19,7 @@ from api.cli.edge import run, service_runtime
 from api.cli.options import format_option
 
 if TYPE_CHECKING:
-    from api.service.calibration import Calibration
+    from api.judges.calibration import Calibration
     from judge.calibration import CalibrationFigures
 
 __all__ = ["EXIT_DRIFT", "calibrate_command"]
@@ -28,7 +28,7 @@ EXIT_DRIFT = 1
 
 
 def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: float) -> list[str]:
-    from api.service.calibration import drifted
+    from api.judges.calibration import drifted
 
     def number(value: float | None) -> str:
         return "undefined" if value is None else f"{value:.3f}"
@@ -79,7 +79,7 @@ def calibrate_command(
     Example:
       sre-judge calibrate --gold gold.jsonl --judge openai:judge-b --fail-on-drift
     """
-    from api.service.calibration import calibrate, drifted
+    from api.judges.calibration import calibrate, drifted
     from judge.calibration import DEFAULT_GOLD
 
     gold = gold or DEFAULT_GOLD
@@ -104,7 +104,7 @@ def calibrate_command(
 
 
 def _print(outcome: Calibration, threshold: float, fmt: str) -> None:
-    from api.service.calibration import drifted
+    from api.judges.calibration import drifted
 
     figures, run, previous = outcome.figures, outcome.run, outcome.previous
     if fmt == "json":

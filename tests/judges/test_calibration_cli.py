@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.service.calibration import grade_gold
+from api.judges.calibration import grade_gold
 from api.service.qualification import in_review_sample, judge_settings
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
@@ -23,7 +23,7 @@ from storage.quality_tables import CalibrationRunRecord
 from tests.api.cli.test_report import run_cli
 from tests.storage.helpers import sregym_rubric
 
-GOLD = Path(__file__).parents[2] / "fixtures" / "gold-small.jsonl"
+GOLD = Path(__file__).parents[1] / "fixtures" / "gold-small.jsonl"
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 
 
