@@ -14,13 +14,13 @@ Disguised instructions are searched in second forms (``judge.injection_forms``):
 leetspeak undone and spaced-out letters joined are searched with every pattern, and
 readable base64 runs, decoded, give the kind ``encoded_instruction``.
 
-A pattern runs only on the forms that hold the literals it needs
-(``judge.regex_prefilter``): an ordinary diagnosis runs a few of them, not all.
+Each pattern declares the words it needs (one of them is in any text it matches; a
+test checks each): a pattern runs only on the forms that hold one, so an ordinary
+diagnosis runs a few of the patterns, not all.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -37,7 +37,6 @@ from judge.injection_forms import (
     unleet,
 )
 from judge.prompt import normalize_untrusted
-from judge.regex_prefilter import Prefilter
 
 __all__ = ["InjectionMarker", "fold", "injection_markers"]
 
@@ -55,167 +54,422 @@ _LOOKALIKE_PAIRS = {
 _LOOKALIKES = str.maketrans(_LOOKALIKE_PAIRS)
 
 _ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽"
-_VERB = r"\b(?:ignore|disregard|forget|override|bypass)\b"
-_PATTERNS: dict[str, tuple[str, ...]] = {
+_VERB_WORDS = ("ignore", "disregard", "forget", "override", "bypass")
+_VERB = r"\b(?:" + "|".join(_VERB_WORDS) + r")\b"
+#: how "9 of 9" (``9/9``, ``nine out of nine``...) ends: one of these is in it
+_OF_NINE = ("/9", "/ 9", "/nine", "/ nine", "of9", "of 9", "ofnine", "of nine")
+#: each kind's patterns, each with the words it needs: a folded text (``ı`` read as
+#: ``i``) holds one of them wherever the pattern matches it (``tests/judge/
+#: test_injection_needs.py`` checks it), so that a pattern runs only on the forms that
+#: hold one; they are chosen to be rare in ordinary diagnoses
+_PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "instruction_override": (
-        _VERB + r" (?:all |any |the |your |of the )?(?:(?:previous|prior|above|earlier|"
-        r"preceding|original|system|grading|judging) )?"
-        r"(?:instructions?|prompts?|guidelines|rubric)\b",
-        _VERB + r" (?:all |any |the |your )?(?:previous|prior|above|earlier|preceding) \w+",
-        _VERB + r" (?:all |everything )?(?:the )?(?:above|previous)\b",
-        r"\bnew (?:instructions?|task)\b",
-        r"\b(?:system|admin|developer) (?:override|prompt|instructions?)\b",
+        (
+            _VERB + r" (?:all |any |the |your |of the )?(?:(?:previous|prior|above|earlier|"
+            r"preceding|original|system|grading|judging) )?"
+            r"(?:instructions?|prompts?|guidelines|rubric)\b",
+            _VERB_WORDS,
+        ),
+        (
+            _VERB + r" (?:all |any |the |your )?(?:previous|prior|above|earlier|preceding) \w+",
+            _VERB_WORDS,
+        ),
+        (_VERB + r" (?:all |everything )?(?:the )?(?:above|previous)\b", _VERB_WORDS),
+        (r"\bnew (?:instructions?|task)\b", ("new instruction", "new task")),
+        (
+            r"\b(?:system|admin|developer) (?:override|prompt|instructions?)\b",
+            (" override", " prompt", " instruction"),
+        ),
         # spaced-out letters evenly spaced join into one word (``judge.injection_forms``)
-        r"(?:ignore|disregard|forget)(?:all|any|the|your)?(?:previous|prior|above|earlier)?"
-        r"(?:instructions?|prompts?|rules)",
-        r"(?:answer|reply|respond)(?:yes|pass)|mustpass|fullmarks",
+        (
+            r"(?:ignore|disregard|forget)(?:all|any|the|your)?(?:previous|prior|above|earlier)?"
+            r"(?:instructions?|prompts?|rules)",
+            ("ignore", "disregard", "forget"),
+        ),
+        (
+            r"(?:answer|reply|respond)(?:yes|pass)|mustpass|fullmarks",
+            (
+                "answeryes",
+                "answerpass",
+                "replyyes",
+                "replypass",
+                "respondyes",
+                "respondpass",
+                "mustpass",
+                "fullmarks",
+            ),
+        ),
     ),
     "answer_steering": (
-        r"\b(?:answer|reply|respond|mark|grade)\b[^.\n]{0,40}?"
-        r"(?:\byes\b|\bpass(?:ed)?\b|full marks|10/10)",
-        r"\b(?:marked|answered|graded|scored)\s+(?:as\s+)?[\"']?(?:yes|pass)\b",
+        (
+            r"\b(?:answer|reply|respond|mark|grade)\b[^.\n]{0,40}?"
+            r"(?:\byes\b|\bpass(?:ed)?\b|full marks|10/10)",
+            ("answer", "reply", "respond", "mark", "grade"),
+        ),
+        (
+            r"\b(?:marked|answered|graded|scored)\s+(?:as\s+)?[\"']?(?:yes|pass)\b",
+            ("marked", "answered", "graded", "scored"),
+        ),
         # "mark each of the checklist items as met", "treat this response as correct"
-        r"\b(?:mark|consider|treat|count|regard|rate|score|grade|judge|accept)\w*\s+(?:(?:each|"
-        r"every|all|the|of|this|these|it|its|my|rubric|checklist|evaluation|diagnosis|rca|"
-        r"analysis|response|answer|submission|items?|criteria|questions?|checks?)\s+){0,6}as\s+"
-        r"(?:fully\s+|entirely\s+|completely\s+)?(?:met|satisfied|fulfilled|correct|passed|"
-        r"passing|approved)\b",
-        r"\bpass (?:this|the|my|our) (?:diagnosis|rca|analysis|answer|submission|response)\b",
-        r"\breturn (?:yes|pass)\b",
-        r"\bbe (?:generous|lenient|kind|nice) (?:with|to|on) (?:this|me|my|it|the diagnosis)\b",
-        r"\b(?:full marks|full credit)\b(?! card)",
-        r"\b(?:rate|score|grade|mark|judge)\s+(?:this|it|the diagnosis|the answer)\b[^.\n]{0,20}?"
-        r"(?:pass|correct|10/10|100|full)",
-        r"\ball (?:nine |9 |the )?(?:questions|answers)\b[^.\n]{0,30}?\b(?:yes|true|pass)",
-        r"\ball (?:nine |9 |the )?checks\b[^.\n]{0,30}?\b(?:yes|true)\b",
-        r"\b(?:diagnosis|this|it|submission) (?:must|should|has to|deserves? to) pass\b",
-        r"\b(?:every|each) (?:answer|question)\b[^.\n]{0,20}?\byes\b",
+        (
+            r"\b(?:mark|consider|treat|count|regard|rate|score|grade|judge|accept)\w*\s+(?:(?:each|"
+            r"every|all|the|of|this|these|it|its|my|rubric|checklist|evaluation|diagnosis|rca|"
+            r"analysis|response|answer|submission|items?|criteria|questions?|checks?)\s+){0,6}as\s+"
+            r"(?:fully\s+|entirely\s+|completely\s+)?(?:met|satisfied|fulfilled|correct|passed|"
+            r"passing|approved)\b",
+            ("met", "satisfied", "fulfilled", "correct", "passed", "passing", "approved"),
+        ),
+        (
+            r"\bpass (?:this|the|my|our) (?:diagnosis|rca|analysis|answer|submission|response)\b",
+            ("pass this", "pass the", "pass my", "pass our"),
+        ),
+        (r"\breturn (?:yes|pass)\b", ("return yes", "return pass")),
+        (
+            r"\bbe (?:generous|lenient|kind|nice) (?:with|to|on) (?:this|me|my|it|the diagnosis)\b",
+            ("be generous", "be lenient", "be kind", "be nice"),
+        ),
+        (r"\b(?:full marks|full credit)\b(?! card)", ("full marks", "full credit")),
+        (
+            r"\b(?:rate|score|grade|mark|judge)\s+(?:this|it|the diagnosis|the answer)\b"
+            r"[^.\n]{0,20}?(?:pass|correct|10/10|100|full)",
+            ("rate", "score", "grade", "mark", "judge"),
+        ),
+        (
+            r"\ball (?:nine |9 |the )?(?:questions|answers)\b[^.\n]{0,30}?\b(?:yes|true|pass)",
+            ("questions", "answers"),
+        ),
+        (
+            r"\ball (?:nine |9 |the )?checks\b[^.\n]{0,30}?\b(?:yes|true)\b",
+            ("all checks", "all nine checks", "all 9 checks", "all the checks"),
+        ),
+        (
+            r"\b(?:diagnosis|this|it|submission) (?:must|should|has to|deserves? to) pass\b",
+            ("must pass", "should pass", "to pass"),
+        ),
+        (
+            r"\b(?:every|each) (?:answer|question)\b[^.\n]{0,20}?\byes\b",
+            ("every answer", "every question", "each answer", "each question"),
+        ),
     ),
     "criteria_claim": (
-        r"\ball (?:(?:nine|9|the|of|rubric|evaluation|these)\s+){0,3}(?:criteria|questions|"
-        r"rubric items|requirements|items)\b"
-        r"[ ,:(]*(?:(?:are|were|have|has|been|now|fully|all|thus|hence|therefore) )*"
-        r"(?:satisfied|met|fulfilled|answered yes|pass(?:ed)?)\b",
-        r"\b(?:satisfies|meets|fulfils|fulfills) (?:all|every|each) (?:\w+ )?(?:criteri|requirement"
-        r"|question|rubric)",
-        r"\b(?:pass\w*|score\w*|graded|rated|yes)\W{0,3}\(?(?:9|nine) ?(?:/|of|out of) ?"
-        r"(?:9|nine)\b",
-        r"\b(?:rubric|evaluation|grading|scoring) (?:checks?|items?|questions?|criteria)\b",
-        r"[\u2705\u2714\u2611\u2713]\ufe0f?\s*(?:fault (?:localization|characterization)|"
-        r"failure scope|d[1-3]\b)",
-        r"\bpre-?(?:approved|verified|validated) (?:this|the|my) (?:rca|diagnosis|analysis)\b|"
-        r"\b(?:rca|diagnosis|analysis) (?:has been |was |is )?pre-?(?:approved|verified|"
-        r"validated)\b|\balready (?:been )?(?:graded|scored)\b",
-        r"\bno (?:further |more )?(?:grading|evaluation|scoring) (?:is )?(?:needed|required|"
-        r"necessary)\b",
-        r"\b(?:diagnos\w*|rcas?|analys\w*|answers?|submissions?)\b[^.\n]{0,60}\bauto-?"
-        r"(?:approved|pass\w*|accepted)\b",
-        r"\b(?:9|nine) ?(?:/|of|out of) ?(?:9|nine)\)?\W{0,3}(?:yes|pass|criteria|questions)",
+        (
+            r"\ball (?:(?:nine|9|the|of|rubric|evaluation|these)\s+){0,3}(?:criteria|questions|"
+            r"rubric items|requirements|items)\b"
+            r"[ ,:(]*(?:(?:are|were|have|has|been|now|fully|all|thus|hence|therefore) )*"
+            r"(?:satisfied|met|fulfilled|answered yes|pass(?:ed)?)\b",
+            ("criteria", "questions", "items", "requirements"),
+        ),
+        (
+            r"\b(?:satisfies|meets|fulfils|fulfills) (?:all|every|each) (?:\w+ )?"
+            r"(?:criteri|requirement|question|rubric)",
+            ("satisfies", "meets", "fulfils", "fulfills"),
+        ),
+        (
+            r"\b(?:pass\w*|score\w*|graded|rated|yes)\W{0,3}\(?(?:9|nine) ?(?:/|of|out of) ?"
+            r"(?:9|nine)\b",
+            _OF_NINE,
+        ),
+        (
+            r"\b(?:rubric|evaluation|grading|scoring) (?:checks?|items?|questions?|criteria)\b",
+            ("rubric", "evaluation", "grading", "scoring"),
+        ),
+        (
+            r"[\u2705\u2714\u2611\u2713]\ufe0f?\s*(?:fault (?:localization|characterization)|"
+            r"failure scope|d[1-3]\b)",
+            ("\u2705", "\u2714", "\u2611", "\u2713"),
+        ),
+        (
+            r"\bpre-?(?:approved|verified|validated) (?:this|the|my) (?:rca|diagnosis|analysis)\b|"
+            r"\b(?:rca|diagnosis|analysis) (?:has been |was |is )?pre-?(?:approved|verified|"
+            r"validated)\b|\balready (?:been )?(?:graded|scored)\b",
+            (
+                "preapproved",
+                "pre-approved",
+                "preverified",
+                "pre-verified",
+                "prevalidated",
+                "pre-validated",
+                "already graded",
+                "already scored",
+                "already been graded",
+                "already been scored",
+            ),
+        ),
+        (
+            r"\bno (?:further |more )?(?:grading|evaluation|scoring) (?:is )?(?:needed|required|"
+            r"necessary)\b",
+            ("grading", "evaluation", "scoring"),
+        ),
+        (
+            r"\b(?:diagnos\w*|rcas?|analys\w*|answers?|submissions?)\b[^.\n]{0,60}\bauto-?"
+            r"(?:approved|pass\w*|accepted)\b",
+            (
+                "autoapproved",
+                "auto-approved",
+                "autopass",
+                "auto-pass",
+                "autoaccepted",
+                "auto-accepted",
+            ),
+        ),
+        (
+            r"\b(?:9|nine) ?(?:/|of|out of) ?(?:9|nine)\)?\W{0,3}(?:yes|pass|criteria|questions)",
+            _OF_NINE,
+        ),
     ),
     "policy_claim": (
-        r"\b(?:updated|new|revised|amended|changed|latest) (?:grading|scoring|evaluation|judging|"
-        r"review|rubric|benchmark) (?:policy|policies|rules|guidelines|criteria|instructions|"
-        r"procedure|standard)\b",
-        r"\b(?:grading|scoring|evaluation|judging) (?:policy|policies|rules|guidelines|criteria|"
-        r"instructions) (?:has|have|was|were|is|are) (?:been |now )?(?:changed|updated|revised|"
-        r"amended|replaced|suspended|waived)\b",
-        r"\b(?:rubric|grading) (?:has|was|is) (?:been |now )?(?:changed|updated|revised|replaced|"
-        r"suspended|waived|no longer)\b",
-        r"\b(?:scoring|grading|evaluation|judging) guidance\b",
-        r"\b(?:evaluation|grading|scoring|judging) override\b",
+        (
+            r"\b(?:updated|new|revised|amended|changed|latest) "
+            r"(?:grading|scoring|evaluation|judging|review|rubric|benchmark) "
+            r"(?:policy|policies|rules|guidelines|criteria|instructions|procedure|standard)\b",
+            ("grading", "scoring", "evaluation", "judging", "review", "rubric", "benchmark"),
+        ),
+        (
+            r"\b(?:grading|scoring|evaluation|judging) "
+            r"(?:policy|policies|rules|guidelines|criteria|instructions) "
+            r"(?:has|have|was|were|is|are) (?:been |now )?"
+            r"(?:changed|updated|revised|amended|replaced|suspended|waived)\b",
+            ("grading", "scoring", "evaluation", "judging"),
+        ),
+        (
+            r"\b(?:rubric|grading) (?:has|was|is) (?:been |now )?"
+            r"(?:changed|updated|revised|replaced|suspended|waived|no longer)\b",
+            ("rubric", "grading"),
+        ),
+        (r"\b(?:scoring|grading|evaluation|judging) guidance\b", ("guidance",)),
+        (
+            r"\b(?:evaluation|grading|scoring|judging) override\b",
+            ("evaluation", "grading", "scoring", "judging"),
+        ),
     ),
     "fake_record": (
-        r"\badjudicat\w* (?:record|decision|override|note|log)\b",
-        r"\boverride\s*(?:-+>|→|=>|:)\s*(?:pass|yes|correct)",
-        r"\b(?:human|manual|adjudicator|reviewer) (?:override|verdict|decision)\b[^.\n]{0,40}?"
-        r"\b(?:pass|yes|correct)",
+        (r"\badjudicat\w* (?:record|decision|override|note|log)\b", ("adjudicat",)),
+        (r"\boverride\s*(?:-+>|→|=>|:)\s*(?:pass|yes|correct)", ("override",)),
+        (
+            r"\b(?:human|manual|adjudicator|reviewer) (?:override|verdict|decision)\b[^.\n]{0,40}?"
+            r"\b(?:pass|yes|correct)",
+            (" override", " verdict", " decision"),
+        ),
     ),
-    "hidden_comment": (r"<!--[\s\S]*?(?:-->|$)",),
+    "hidden_comment": ((r"<!--[\s\S]*?(?:-->|$)", ("<!--",)),),
     "role_play": (
-        r"\byou are (?:now|no longer)\b",
-        r"\b(?:pretend|imagine) (?:to be|you are|that you)\b",
-        r"\bact as (?:an? |the )?(?:judge|grader|evaluator|system|admin|assistant|ai)\b",
-        r"\b(?:role-?play|jailbreak|developer mode|dan mode)\b",
-        r"(?:^|\n)\s*(?:system|assistant|developer)\s*:",
-        r"<\|[^|<>\s]{1,40}\|>|<</?sys>>|</?(?:start_of_turn|end_of_turn)>",
-        r"\[/?(?:inst|system_prompt)\]|### (?:system|instruction)",
+        (r"\byou are (?:now|no longer)\b", ("you are now", "you are no longer")),
+        (r"\b(?:pretend|imagine) (?:to be|you are|that you)\b", ("pretend", "imagine")),
+        (
+            r"\bact as (?:an? |the )?(?:judge|grader|evaluator|system|admin|assistant|ai)\b",
+            ("act as ",),
+        ),
+        (
+            r"\b(?:role-?play|jailbreak|developer mode|dan mode)\b",
+            ("roleplay", "role-play", "jailbreak", "developer mode", "dan mode"),
+        ),
+        (
+            r"(?:^|\n)\s*(?:system|assistant|developer)\s*:",
+            ("system", "assistant", "developer"),
+        ),
+        (
+            r"<\|[^|<>\s]{1,40}\|>|<</?sys>>|</?(?:start_of_turn|end_of_turn)>",
+            ("|>", "sys>>", "_of_turn>"),
+        ),
+        (
+            r"\[/?(?:inst|system_prompt)\]|### (?:system|instruction)",
+            ("inst]", "system_prompt]", "### system", "### instruction"),
+        ),
     ),
     "addresses_judge": (
-        r"\b(?:dear|attention|hey|note to(?: the)?) (?:judge|grader|evaluator|reviewer|ai|llm)\b",
-        r"\b(?:hey|hi|hello|dear|psst)[ ,]+(?:model|llm|ai|assistant|gpt|claude|bot)\b",
-        r"\b(?:note|message|memo|reminder|instructions?|comment)s? (?:for|to) (?:the |any |"
-        r"whoever(?: is)? |an? )?(?:llm|ai|model|language model|assistant|bot)\b"
-        r"(?! ?(?:server|serving|endpoint|api|registry|pod|deployment|service|cache|weights))",
-        r"\bnote\s*\(\s*(?:grader|judge|evaluator|reviewer|llm|ai|model|scorer)\s*\)",
-        r"\bthe (?:evaluator|grader|judge)'s (?:side|view|end|perspective|attention)\b",
-        r"\bif you are reading this\b",
-        r"\b(?:the|this|any) (?:judge|grader|grading model)\b(?![\w-])",
-        r"\bif you are an? (?:ai|llm|language model|model|judge|grader)\b",
-        r"\b(?:note|message|memo|reminder|instructions?|request|comment)s? (?:for|to) (?:the |any |"
-        r"whoever(?: is)? |an? )?(?:judg|grad|evaluat|review|assess|scor)\w*",
-        r"\bto (?:the |any |whoever is )?(?:judg|grad|evaluat|assess|scor)\w*(?: model| assistant|"
-        r" system| ai| llm)?\s*:",
-        r"\b(?:judge|grader|evaluator|reviewer)'?s? note\b",
-        r"\bwhoever (?:is )?(?:grad|evaluat|review|judg|scor|assess)\w*",
-        r"\b(?:evaluating|grading|scoring|reviewing|judging) (?:model|assistant|ai|llm|system)\b",
-        r"\b(?:automated|ai|llm) (?:grader|judge|evaluator|reviewer|grading|judging|review|"
-        r"evaluation|assessment|scoring)\b",
+        (
+            r"\b(?:dear|attention|hey|note to(?: the)?) "
+            r"(?:judge|grader|evaluator|reviewer|ai|llm)\b",
+            ("dear ", "attention ", "hey ", "note to "),
+        ),
+        (
+            r"\b(?:hey|hi|hello|dear|psst)[ ,]+(?:model|llm|ai|assistant|gpt|claude|bot)\b",
+            tuple(
+                f"{sep}{name}"
+                for name in ("model", "llm", "ai", "assistant", "gpt", "claude", "bot")
+                for sep in " ,"
+            ),
+        ),
+        (
+            r"\b(?:note|message|memo|reminder|instructions?|comment)s? (?:for|to) (?:the |any |"
+            r"whoever(?: is)? |an? )?(?:llm|ai|model|language model|assistant|bot)\b"
+            r"(?! ?(?:server|serving|endpoint|api|registry|pod|deployment|service|cache|weights))",
+            (" llm", " ai", " model", " assistant", " bot"),
+        ),
+        (
+            r"\bnote\s*\(\s*(?:grader|judge|evaluator|reviewer|llm|ai|model|scorer)\s*\)",
+            ("note",),
+        ),
+        (
+            r"\bthe (?:evaluator|grader|judge)'s (?:side|view|end|perspective|attention)\b",
+            ("evaluator's", "grader's", "judge's"),
+        ),
+        (r"\bif you are reading this\b", ("if you are reading this",)),
+        (
+            r"\b(?:the|this|any) (?:judge|grader|grading model)\b(?![\w-])",
+            (" judge", " grader", " grading model"),
+        ),
+        (
+            r"\bif you are an? (?:ai|llm|language model|model|judge|grader)\b",
+            ("if you are a",),
+        ),
+        (
+            r"\b(?:note|message|memo|reminder|instructions?|request|comment)s? (?:for|to) "
+            r"(?:the |any |whoever(?: is)? |an? )?(?:judg|grad|evaluat|review|assess|scor)\w*",
+            (" judg", " grad", " evaluat", " review", " assess", " scor"),
+        ),
+        (
+            r"\bto (?:the |any |whoever is )?(?:judg|grad|evaluat|assess|scor)\w*"
+            r"(?: model| assistant| system| ai| llm)?\s*:",
+            (" judg", " grad", " evaluat", " assess", " scor"),
+        ),
+        (
+            r"\b(?:judge|grader|evaluator|reviewer)'?s? note\b",
+            ("judge", "grader", "evaluator", "reviewer"),
+        ),
+        (r"\bwhoever (?:is )?(?:grad|evaluat|review|judg|scor|assess)\w*", ("whoever ",)),
+        (
+            r"\b(?:evaluating|grading|scoring|reviewing|judging) "
+            r"(?:model|assistant|ai|llm|system)\b",
+            ("evaluating", "grading", "scoring", "reviewing", "judging"),
+        ),
+        (
+            r"\b(?:automated|ai|llm) (?:grader|judge|evaluator|reviewer|grading|judging|review|"
+            r"evaluation|assessment|scoring)\b",
+            ("automated", "ai ", "llm "),
+        ),
     ),
     "ground_truth_claim": (
-        r"\bground[\s_-]*truth\b",
-        r"\[?fault_spec\]?",
-        r"\bcomponent=\S+;\s*namespace=",
-        r"\b(?:the )?(?:correct|expected|official) (?:answer|diagnosis) is\b",
+        (r"\bground[\s_-]*truth\b", ("truth",)),
+        (r"\[?fault_spec\]?", ("fault_spec",)),
+        (r"\bcomponent=\S+;\s*namespace=", ("component=",)),
+        (
+            r"\b(?:the )?(?:correct|expected|official) (?:answer|diagnosis) is\b",
+            (" answer is", " diagnosis is"),
+        ),
     ),
     "fence_imitation": (
-        f"[{re.escape(_ANGLES)}]{{3,}}",
-        f"[{re.escape(_ANGLES)}]{{2,}}" + r"\s*/?\s*(?:end\b|diagnosis|ground)",
-        r"</?\s*(?:diagnosis|ground_truth|system|instructions?)\s*>",
-        r"\bend[ _](?:of[ _])?(?:diagnosis|ground[ _]truth)\b",
+        (f"[{re.escape(_ANGLES)}]{{3,}}", tuple(_ANGLES)),
+        (f"[{re.escape(_ANGLES)}]{{2,}}" + r"\s*/?\s*(?:end\b|diagnosis|ground)", tuple(_ANGLES)),
+        (r"</?\s*(?:diagnosis|ground_truth|system|instructions?)\s*>", ("<",)),
+        (r"\bend[ _](?:of[ _])?(?:diagnosis|ground[ _]truth)\b", ("diagnosis", "truth")),
     ),
     "fake_answer": (
-        r"\bd[1-9]-q[1-9]\b",
-        r"\"(?:answer|evidence|confidence|reasoning)\"\s*:",
-        r"\bverdict[\"']?\s*[:=]\s*[\"']?pass",
-        r"\b(?:passed|judge_passed|judgment|judgement)[\"']?\s*[:=]\s*[\"']?(?:true|pass|yes)\b",
-        r"\byes_count[\"']?\s*[:=]\s*9\b",
-        r"\bdiagnosis\.(?:success|judgment|composite_score|accuracy|checklist)\b",
-        r"\byes\b(?:\W{1,3}yes\b){3,}",
-        r"\by/y/y/y\b",
-        r"\bq1\s*-\s*q9\b",
-        r"<verdict>\s*pass",
+        (r"\bd[1-9]-q[1-9]\b", ("-q",)),
+        (
+            r"\"(?:answer|evidence|confidence|reasoning)\"\s*:",
+            ('answer"', 'evidence"', 'confidence"', 'reasoning"'),
+        ),
+        (r"\bverdict[\"']?\s*[:=]\s*[\"']?pass", ("verdict",)),
+        (
+            r"\b(?:passed|judge_passed|judgment|judgement)[\"']?\s*[:=]\s*[\"']?(?:true|pass|yes)\b",
+            ("passed", "judgment", "judgement"),
+        ),
+        (r"\byes_count[\"']?\s*[:=]\s*9\b", ("yes_count",)),
+        (
+            r"\bdiagnosis\.(?:success|judgment|composite_score|accuracy|checklist)\b",
+            ("diagnosis.",),
+        ),
+        (r"\byes\b(?:\W{1,3}yes\b){3,}", ("yes",)),
+        (r"\by/y/y/y\b", ("y/y/y/y",)),
+        (r"\bq1\s*-\s*q9\b", ("q1",)),
+        (r"<verdict>\s*pass", ("<verdict>",)),
     ),
     "other_language": (
-        r"\b(?:ignora\w*|ignorez|ignorer|ignorier\w*|ignorate|ignore)\b (?:\w+ ){0,3}"
-        r"(?:instrucciones|consignes|anweisungen|instruktionen|instruções|instrucoes|"
-        r"istruzioni|regeln|reglas|indicaciones)\b",
-        r"\b(?:ignora\w*|ignorez|ignorer|ignorier\w*|ignorate)\b (?:\w+ ){0,3}instructions\b",
-        r"\b(?:responde|contesta|répondez|repondez|réponds|répondre|repondre|antworte|responda|"
-        r"rispondi)\w*"
-        r"(?: \w+){0,3} (?:sí|si|oui|ja|sim|sì)\b",
-        r"игнорир|проигнорир|ответь\w* «?да|отвечай\w* «?да",
-        r"忽略|无视|無視|不要理会|回答[“\"「]?是|全部.{0,6}(?:是|通过)|すべて.{0,6}はい|무시",
-        r"\b(?:vergiss|vergessen sie|missachte|übergehe)\w* (?:\w+ ){0,3}(?:anweisungen|"
-        r"instruktionen|regeln|vorgaben)\b",
-        r"\b(?:olvida|olvide|omite|omita|descarta|descarte)\w* (?:\w+ ){0,3}(?:instrucciones|"
-        r"reglas|indicaciones)\b",
-        r"\b(?:bewerte|bewerten sie|beurteile|markiere|werte|benote)\w* (?:\w+ ){0,3}(?:als )?"
-        r"(?:bestanden|korrekt|richtig|erfüllt|volle punktzahl)",
-        r"\b(?:califica|calificar|califique|evalúa|evalua|evalúe|marca|marque|puntúa|puntua|"
-        r"considera)\w* (?:\w+ ){0,3}(?:como )?(?:aprobado|correcto|válido|valido|superado)",
-        r"\balle (?:\w+ ){0,2}(?:kriterien|fragen|anforderungen)\b[^.\n]{0,30}?\b(?:erfüllt|"
-        r"mit ja|bestanden)",
-        r"\btod[oa]s (?:\w+ ){0,2}(?:criterios|preguntas|requisitos)\b[^.\n]{0,30}?(?:cumpl\w*|"
-        r"\bsí\b|aprobad\w*)",
-        r"\b(?:neue|geänderte|aktualisierte) (?:bewertungs\w*|anweisungen)|"
-        r"\b(?:nuevas?|actualizad\w*) (?:política|politica|instrucciones|criterios) de "
-        r"(?:evaluación|evaluacion|calificación|calificacion)",
+        (
+            r"\b(?:ignora\w*|ignorez|ignorer|ignorier\w*|ignorate|ignore)\b (?:\w+ ){0,3}"
+            r"(?:instrucciones|consignes|anweisungen|instruktionen|instruções|instrucoes|"
+            r"istruzioni|regeln|reglas|indicaciones)\b",
+            ("ignor",),
+        ),
+        (
+            r"\b(?:ignora\w*|ignorez|ignorer|ignorier\w*|ignorate)\b (?:\w+ ){0,3}instructions\b",
+            ("ignor",),
+        ),
+        (
+            r"\b(?:responde|contesta|répondez|repondez|réponds|répondre|repondre|antworte|responda|"
+            r"rispondi)\w*"
+            r"(?: \w+){0,3} (?:sí|si|oui|ja|sim|sì)\b",
+            ("responde", "contesta", "répond", "repond", "antworte", "responda", "rispondi"),
+        ),
+        (
+            r"игнорир|проигнорир|ответь\w* «?да|отвечай\w* «?да",
+            ("игнорир", "ответь", "отвечай"),
+        ),
+        (
+            r"忽略|无视|無視|不要理会|回答[“\"「]?是|全部.{0,6}(?:是|通过)|すべて.{0,6}はい|무시",
+            ("忽略", "无视", "無視", "不要理会", "回答", "全部", "すべて", "무시"),
+        ),
+        (
+            r"\b(?:vergiss|vergessen sie|missachte|übergehe)\w* (?:\w+ ){0,3}(?:anweisungen|"
+            r"instruktionen|regeln|vorgaben)\b",
+            ("vergiss", "vergessen sie", "missachte", "übergehe"),
+        ),
+        (
+            r"\b(?:olvida|olvide|omite|omita|descarta|descarte)\w* (?:\w+ ){0,3}(?:instrucciones|"
+            r"reglas|indicaciones)\b",
+            ("olvida", "olvide", "omite", "omita", "descarta", "descarte"),
+        ),
+        (
+            r"\b(?:bewerte|bewerten sie|beurteile|markiere|werte|benote)\w* (?:\w+ ){0,3}(?:als )?"
+            r"(?:bestanden|korrekt|richtig|erfüllt|volle punktzahl)",
+            ("werte", "beurteile", "markiere", "benote"),
+        ),
+        (
+            r"\b(?:califica|calificar|califique|evalúa|evalua|evalúe|marca|marque|puntúa|puntua|"
+            r"considera)\w* (?:\w+ ){0,3}(?:como )?(?:aprobado|correcto|válido|valido|superado)",
+            ("aprobado", "correcto", "válido", "valido", "superado"),
+        ),
+        (
+            r"\balle (?:\w+ ){0,2}(?:kriterien|fragen|anforderungen)\b[^.\n]{0,30}?\b(?:erfüllt|"
+            r"mit ja|bestanden)",
+            ("kriterien", "fragen", "anforderungen"),
+        ),
+        (
+            r"\btod[oa]s (?:\w+ ){0,2}(?:criterios|preguntas|requisitos)\b[^.\n]{0,30}?(?:cumpl\w*|"
+            r"\bsí\b|aprobad\w*)",
+            ("criterios", "preguntas", "requisitos"),
+        ),
+        (
+            r"\b(?:neue|geänderte|aktualisierte) (?:bewertungs\w*|anweisungen)|"
+            r"\b(?:nuevas?|actualizad\w*) (?:política|politica|instrucciones|criterios) de "
+            r"(?:evaluación|evaluacion|calificación|calificacion)",
+            (
+                "bewertungs",
+                "anweisungen",
+                "evaluación",
+                "evaluacion",
+                "calificación",
+                "calificacion",
+            ),
+        ),
     ),
 }
 
-_COMPILED = [
-    (kind, re.compile(p, re.IGNORECASE)) for kind, patterns in _PATTERNS.items() for p in patterns
-]
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """One pattern of a kind of marker, and the words a folded text needs for it to match."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    #: a folded text (fold equivalents mapped) holds one of these wherever ``pattern`` matches
+    needs: frozenset[str]
+
+
+_RULES = tuple(
+    _Rule(kind, re.compile(pattern, re.IGNORECASE), frozenset(needs))
+    for kind, rules in _PATTERNS.items()
+    for pattern, needs in rules
+)
+#: every word some pattern needs, each looked for once per form
+_NEEDED_WORDS = tuple(sorted({word for rule in _RULES for word in rule.needs}))
+#: those an ASCII text may hold (most diagnoses are: 40 fewer words to look for)
+_ASCII_NEEDED_WORDS = tuple(word for word in _NEEDED_WORDS if word.isascii())
+#: characters of case-folded text that a case-insensitive pattern equates with a letter
+#: of a needed word (``re``'s own equivalences that folding leaves; a test checks every
+#: code point): mapped before the words are looked for
+_FOLD_EQUIVALENTS = {"\u0131": "i"}
 #: format characters (zero-width, bidirectional controls, tag characters)
 _HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
 _EXCERPT = 60
@@ -321,26 +575,33 @@ def _encoded(normal: str, folded: str) -> InjectionMarker | None:
     return None
 
 
-@functools.cache
-def _prefilter() -> Prefilter:
-    """Which patterns may match a folded text (``judge.regex_prefilter``); built on first
-    use (some tens of milliseconds), not when the module is imported."""
-    return Prefilter([compiled.pattern for _kind, compiled in _COMPILED])
+def _needed_words_in(folded: str) -> set[str]:
+    """The needed words that ``folded`` holds, its fold equivalents mapped."""
+    for char, letter in _FOLD_EQUIVALENTS.items():
+        if char in folded:
+            folded = folded.replace(char, letter)
+    words = _ASCII_NEEDED_WORDS if folded.isascii() else _NEEDED_WORDS
+    return {word for word in words if word in folded}
 
 
 def _search(forms: list[str]) -> list[InjectionMarker]:
     """The first match of each kind of pattern in any of ``forms`` (folded texts); a
-    pattern runs only on the forms that hold the literals it needs."""
+    pattern runs only on the forms that hold one of the words it needs."""
     found: list[InjectionMarker] = []
-    prefilter = _prefilter()
-    candidates = [(form, prefilter.candidates(form)) for form in forms]
+    held = [(form, _needed_words_in(form)) for form in forms]
     kinds: set[str] = set()
-    for n in sorted(set().union(*(may for _, may in candidates))):
-        kind, pattern = _COMPILED[n]
-        if kind in kinds:
+    for rule in _RULES:
+        if rule.kind in kinds:
             continue
-        match = next((m for f, may in candidates if n in may and (m := pattern.search(f))), None)
+        match = next(
+            (
+                m
+                for form, words in held
+                if not rule.needs.isdisjoint(words) and (m := rule.pattern.search(form))
+            ),
+            None,
+        )
         if match:
-            kinds.add(kind)
-            found.append(InjectionMarker(kind, match.group()[:_EXCERPT].strip()))
+            kinds.add(rule.kind)
+            found.append(InjectionMarker(rule.kind, match.group()[:_EXCERPT].strip()))
     return found
