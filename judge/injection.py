@@ -14,9 +14,9 @@ Disguised instructions are searched in second forms (``judge.injection_forms``):
 leetspeak undone and spaced-out letters joined are searched with every pattern, and
 readable base64 runs, decoded, give the kind ``encoded_instruction``.
 
-Each pattern declares the words it needs (one of them is in any text it matches; a
-test checks each): a pattern runs only on the forms that hold one, so an ordinary
-diagnosis runs a few of the patterns, not all.
+Each pattern declares the words it needs (one of them is in any text it matches;
+``tests/judge/test_injection_needs.py`` checks each): a pattern runs only on the forms
+that hold one, so an ordinary diagnosis runs about one of the 88 patterns, not all.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ _VERB = r"\b(?:" + "|".join(_VERB_WORDS) + r")\b"
 #: how "9 of 9" (``9/9``, ``nine out of nine``...) ends: one of these is in it
 _OF_NINE = ("/9", "/ 9", "/nine", "/ nine", "of9", "of 9", "ofnine", "of nine")
 #: each kind's patterns, each with the words it needs: a folded text (``ı`` read as
-#: ``i``) holds one of them wherever the pattern matches it (``tests/judge/
-#: test_injection_needs.py`` checks it), so that a pattern runs only on the forms that
-#: hold one; they are chosen to be rare in ordinary diagnoses
+#: ``i``) holds one of them wherever the pattern matches it (a test checks it:
+#: ``tests/judge/test_injection_needs.py``), so a pattern runs only on the forms that
+#: hold one; the words are chosen to be rare in ordinary diagnoses
 _PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "instruction_override": (
         (
