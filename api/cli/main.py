@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import click
 
-import api.cli.agreement  # noqa: F401  (registers `report agreement`)
+import api.reports.agreement_cli  # noqa: F401  (registers `report agreement`)
 from api.cli.audit import audit_group
 from api.cli.config import config_group
 from api.cli.edge import OneLineGroup
-from api.cli.export import export_command
 from api.cli.grade import grade_command
 from api.cli.gradings import gradings_group
-from api.cli.report import report_command
 from api.cli.serve import migrate_command, serve_command, worker_command
 from api.cli.submit import submit_command
 from api.imports.cli import import_group
 from api.judges.cli import calibrate_command
 from api.regrade.cli import regrade_group
+from api.reports.cli import report_command
+from api.reports.export_cli import export_command
 from api.scenarios.cli import scenarios_group
 from api.tokens.cli import tokens_group
 

@@ -16,27 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from api.cli.output import chart_option, emit, write_chart
+from api.cli.output import emit
 
 if TYPE_CHECKING:  # storage, scipy and the like are imported when a command runs
-    from storage.report_queries import GroupKey, ReportFilter
+    from storage.report_queries import ReportFilter
 
 __all__ = [
     "FILTER_FLAGS",
     "FORMATS",
     "as_utc",
     "build_filter",
-    "chart_option",
     "default_format",
     "deprecated",
     "emit",
     "filter_options",
     "format_option",
-    "output_options",
-    "parse_arm",
-    "parse_group_by",
     "server_option",
-    "write_chart",
 ]
 
 Command = Callable[..., Any]
@@ -207,58 +202,3 @@ def build_filter(**options: Any) -> ReportFilter:
     for name in ("created_after", "created_before"):
         options[name] = as_utc(options.get(name))
     return ReportFilter(**options)
-
-
-def parse_group_by(value: str) -> list[GroupKey]:
-    """``agent,model`` -> the group keys; a usage error names the bad one."""
-    from storage.report_queries import GROUP_KEYS
-
-    names = [part.strip() for part in value.split(",") if part.strip()]
-    for name in names:
-        if name not in GROUP_KEYS:
-            raise click.BadParameter(
-                f"{name!r} is not one of {', '.join(GROUP_KEYS)}", param_hint="--group-by"
-            )
-    return names  # type: ignore[return-value]
-
-
-def parse_arm(pairs: Sequence[str], name: str) -> ReportFilter:
-    """``-a agent=x -a model=y`` -> the arm's filter."""
-    from api.service.reports.models import ARM_FIELDS
-
-    values: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key = {"scenario": "scenario_id", "run": "run_id"}.get(key.strip(), key.strip())
-        if not sep or key not in ARM_FIELDS or not value:
-            raise click.BadParameter(
-                f"{pair!r}: expected FIELD=VALUE with FIELD among {', '.join(ARM_FIELDS)}",
-                param_hint=f"-{name}",
-            )
-        values[key] = value
-    if not values:
-        raise click.BadParameter("give at least one FIELD=VALUE", param_hint=f"-{name}")
-    return build_filter(**{k: _parse_time(k, v, name) for k, v in values.items()})
-
-
-def _parse_time(key: str, value: str, name: str) -> Any:
-    if not key.startswith("created_"):
-        return value
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(
-            f"{key}: not an ISO time: {value!r}", param_hint=f"-{name}"
-        ) from None
-
-
-def output_options(command: Command) -> Command:
-    """``--format`` and ``--verdicts``."""
-    command = click.option(
-        "--verdicts",
-        type=click.Choice(["effective", "judge"]),
-        default="effective",
-        show_default=True,
-        help="effective (after human overrides) or the judge's own",
-    )(command)
-    return format_option()(command)

@@ -37,7 +37,7 @@ from litestar.routes import HTTPRoute
 
 from api.http.openapi_schemas import document_request_bodies, forbid_nul
 from api.http.problems import PROBLEM_MEDIA_TYPE
-from api.service.reports.exports import MEDIA_TYPES
+from api.reports.exports import MEDIA_TYPES
 
 __all__ = [
     "ERROR_TEXT",

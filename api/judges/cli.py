@@ -121,7 +121,7 @@ def _print(outcome: Calibration, threshold: float, fmt: str) -> None:
         return
     from rich.console import Console
 
-    from api.service.reports.tables import Tabular, print_table
+    from api.tabular import Tabular, print_table
 
     rows = []
     for row in figures.results["rows"]:

@@ -79,7 +79,7 @@ def tokens_list(fmt: str) -> None:
     Example:
       sre-judge tokens list --format csv
     """
-    from api.service.reports.tables import Tabular
+    from api.tabular import Tabular
     from api.tokens.use_cases import all_tokens
 
     async def listing(store: Store) -> list[TokenRecord]:

@@ -20,6 +20,7 @@ from litestar.template import TemplateConfig
 from api.http.problems import exception_handlers as problem_handlers
 from api.judges.pages import judges_page
 from api.regrade.pages import regrade_action, regrade_page, regrade_progress, regrades_page
+from api.reports.pages import agreement_page, compare_page, reports_page
 from api.tokens.pages import login_form, login_submit, logout
 from api.web.docs import SWAGGER_ASSETS, SWAGGER_PREFIX, OfflineSwaggerPlugin
 from api.web.input_guard import refuse_unstorable_form
@@ -27,7 +28,6 @@ from api.web.pages import page
 from api.web.routes.gradings import grading_list, grading_page, override_from_page
 from api.web.routes.labels import label_form, label_submit
 from api.web.routes.queue import finish_from_page, home, next_item, queue_page
-from api.web.routes.reports import agreement_page, compare_page, reports_page
 from api.web.routes.tags import tag_from_page, untag_from_page
 from api.web.security import html_security_headers
 from api.web.sessions import signed_in

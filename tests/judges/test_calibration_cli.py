@@ -20,8 +20,8 @@ from judge.grader import Grader
 from judge.spec import judge_identity
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
-from tests.api.cli.test_report import run_cli
 from tests.storage.helpers import sregym_rubric
+from tests.support.in_process_cli import run_cli
 
 GOLD = Path(__file__).parents[1] / "fixtures" / "gold-small.jsonl"
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"

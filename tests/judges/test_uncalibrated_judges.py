@@ -17,8 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
-from api.service.reports.rates import pass_rate_report
-from api.service.reports.tables import pass_rate_table, write_csv
+from api.reports.rates import pass_rate_report
+from api.reports.tables import pass_rate_table
+from api.tabular import write_csv
 from storage import Store
 from storage.keys import ServiceKey
 from storage.report_queries import ReportFilter

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from api.regrade.flips import flip_report, flips_csv
-from api.service.reports.agreement import agreement_table, build_agreement_report
+from api.reports.agreement import agreement_table, build_agreement_report
 from storage import Store
 from storage.report_queries import ReportFilter
 from tests.storage.helpers import sregym_rubric

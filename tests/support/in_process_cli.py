@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from api.cli.main import main
 
-__all__ = ["cli_in_process"]
+__all__ = ["cli_in_process", "run_cli"]
 
 
 def cli_in_process(
@@ -33,3 +33,9 @@ def cli_in_process(
     return subprocess.CompletedProcess(
         ["sre-judge", *args], result.exit_code, result.stdout, result.stderr
     )
+
+
+def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``sre-judge ARGS`` on ``database_url``, in process, as a user's terminal would run it."""
+    env = {"NO_COLOR": "1", "COLUMNS": "200", "SRE_JUDGE_DATABASE_URL": database_url}
+    return cli_in_process(*args, env=env)

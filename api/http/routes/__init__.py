@@ -6,21 +6,11 @@ from __future__ import annotations
 from litestar.handlers import HTTPRouteHandler
 
 from api.http.metrics import metrics_endpoint
-from api.http.routes.agreement import get_agreement
-from api.http.routes.exports import export_gradings
 from api.http.routes.gradings import get_grading, list_gradings, move_gradings_judge
 from api.http.routes.health import healthz, readyz
 from api.http.routes.overrides import create_override, grading_history
 from api.http.routes.review import claim_review, finish_review, label_grading, review_queue
 from api.http.routes.rubrics import get_rubric, list_rubrics
-from api.http.routes.stats import (
-    get_attempts,
-    get_comparison,
-    get_dimension_failures,
-    get_failure_tags,
-    get_pass_rates,
-    get_question_rates,
-)
 from api.http.routes.submissions import create_submission
 from api.http.routes.tags import add_tag, define_tag, list_vocabulary, remove_tag
 from api.imports.routes import create_import, get_import
@@ -31,6 +21,16 @@ from api.regrade.routes import (
     get_regrade_job,
     pause_regrade_job,
     resume_regrade_job,
+)
+from api.reports.agreement_routes import get_agreement
+from api.reports.export_routes import export_gradings
+from api.reports.routes import (
+    get_attempts,
+    get_comparison,
+    get_dimension_failures,
+    get_failure_tags,
+    get_pass_rates,
+    get_question_rates,
 )
 from api.scenarios.routes import (
     create_scenario,

@@ -18,9 +18,9 @@ from pathlib import Path
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
-from api.service.reports.export_writer import ExportSummary
-from api.service.reports.sregym_roundtrip import FILE_COLUMN
-from api.service.reports.sregym_writer import (
+from api.reports.export_writer import ExportSummary
+from api.reports.sregym_roundtrip import FILE_COLUMN
+from api.reports.sregym_writer import (
     write_sregym_archive,
     write_sregym_file,
     write_sregym_folder,

@@ -11,7 +11,7 @@ from litestar.params import FromQuery, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.http.problems import ApiProblem
-from api.service.reports.models import ARM_FIELDS
+from api.reports.models import ARM_FIELDS
 from storage.report_queries import GROUP_KEYS, GroundTruthSource, GroupKey, ReportFilter
 from storage.report_scope import Include, Inline, Provisional
 

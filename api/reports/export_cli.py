@@ -16,12 +16,12 @@ import click
 
 from api.cli.edge import with_store
 from api.cli.options import build_filter, filter_options, server_option
-from api.cli.report import REPORT_ALIASES
+from api.reports.cli import REPORT_ALIASES
 
 if TYPE_CHECKING:
-    from api.service.reports.export_writer import ExportSummary
-    from api.service.reports.exports import ExportFormat
-    from api.service.reports.sregym_writer import SregymArchive
+    from api.reports.export_writer import ExportSummary
+    from api.reports.exports import ExportFormat
+    from api.reports.sregym_writer import SregymArchive
     from storage import Store
 
 __all__ = ["export_command"]
@@ -30,7 +30,7 @@ __all__ = ["export_command"]
 def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, str]:
     """Gradings exported and the SHA-256 of the bytes, read from the database."""
     from api.cli.atomic import replace_atomically
-    from api.service.reports.export_writer import ExportFailed, spool, write_export
+    from api.reports.export_writer import ExportFailed, spool, write_export
 
     async def work(store: Store) -> ExportSummary:
         if output is not None:
@@ -58,7 +58,7 @@ def _remote(
     """The same export through ``GET /v1/exports/gradings`` (the server writes it whole)."""
     from api.cli.atomic import replace_atomically
     from api.cli.remote import remote
-    from api.cli.sregym_export import failed_on_server
+    from api.reports.sregym_export_cli import failed_on_server
 
     with remote(server) as client, failed_on_server():
         response = client.send("GET", "/v1/exports/gradings", params={**params, "format": fmt})
@@ -81,7 +81,7 @@ def _layout(
     filters: dict[str, Any],
 ) -> None:
     """``--layout file|folder`` and ``--archive``: SREGym's own rows and folders."""
-    from api.cli.sregym_export import (
+    from api.reports.sregym_export_cli import (
         LayoutSource,
         LocalLayout,
         RemoteLayout,

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from api.cli.options import build_filter, emit, filter_options, format_option, server_option
-from api.cli.report import REPORT_ALIASES, fetch_report, report_command
+from api.reports.cli import REPORT_ALIASES, fetch_report, report_command
 
 __all__ = ["agreement"]
 
@@ -39,7 +39,7 @@ def agreement(
     Example:
       sre-judge report agreement --kind judge_human --source blind
     """
-    from api.service.reports.agreement import (
+    from api.reports.agreement import (
         AgreementReport,
         agreement_table,
         build_agreement_report,

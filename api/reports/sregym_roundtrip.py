@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from api.service.reports.sregym_rows import sregym_row
+from api.reports.sregym_rows import sregym_row
 from judge.rubric import Rubric
 from storage.imports import SREGYM_JUDGE_SPEC, OriginalRow
 

@@ -25,7 +25,7 @@ import click
 from api.cli.edge import with_store
 
 if TYPE_CHECKING:
-    from api.service.reports.sregym_writer import SregymArchive
+    from api.reports.sregym_writer import SregymArchive
     from storage import Store
     from storage.report_queries import ReportFilter
 
@@ -59,7 +59,7 @@ class LocalLayout:
 
     def file(self, sink: IO[bytes]) -> int:
         """One CSV into ``sink``."""
-        from api.service.reports.sregym_writer import write_sregym_file
+        from api.reports.sregym_writer import write_sregym_file
 
         async def work(store: Store) -> int:
             return (await write_sregym_file(store, self.report_filter, sink)).rows
@@ -68,7 +68,7 @@ class LocalLayout:
 
     def archive(self, sink: IO[bytes], kind: SregymArchive) -> int:
         """The folder as a ``kind`` archive into ``sink``."""
-        from api.service.reports.sregym_writer import write_sregym_archive
+        from api.reports.sregym_writer import write_sregym_archive
 
         async def work(store: Store) -> int:
             return (await write_sregym_archive(store, self.report_filter, sink, kind)).rows
@@ -77,7 +77,7 @@ class LocalLayout:
 
     def folder(self, target: Path) -> int:
         """The folder's files under ``target``."""
-        from api.service.reports.sregym_writer import write_sregym_folder
+        from api.reports.sregym_writer import write_sregym_folder
 
         async def work(store: Store) -> int:
             return await write_sregym_folder(store, self.report_filter, target)
@@ -153,7 +153,7 @@ def _folder(output: Path, source: LayoutSource) -> int:
 
 def _one_file(output: Path | None, write: Callable[[IO[bytes]], int]) -> int:
     from api.cli.atomic import replace_atomically
-    from api.service.reports.export_writer import spool
+    from api.reports.export_writer import spool
 
     if output is not None:
         with replace_atomically(output) as file:
@@ -169,7 +169,7 @@ def export_sregym_layout(
     layout: str, archive: SregymArchive | None, output: Path | None, source: LayoutSource
 ) -> None:
     """Write the export; stderr says how many attempts, exit 1 if it failed."""
-    from api.service.reports.export_writer import ExportFailed
+    from api.reports.export_writer import ExportFailed
 
     if layout == "folder" and archive is None and output is None:
         raise click.UsageError("--layout folder needs --output DIR (or --archive tar.gz|zip)")

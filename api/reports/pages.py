@@ -10,13 +10,9 @@ from litestar.di import NamedDependency
 from litestar.params import FromQuery
 from litestar.response import Template
 
-from api.http.report_params import parse_group_by
-from api.service.reports.agreement import build_agreement_report
-from api.service.reports.models import GroupRate
-from api.service.reports.rates import comparison_report, pass_rate_report, question_report
-from api.service.services import Services
-from api.web.pages import page
-from api.web.report_view import (
+from api.reports.agreement import build_agreement_report
+from api.reports.models import GroupRate
+from api.reports.page_view import (
     VERDICTS_TEXT,
     ChartRow,
     chart,
@@ -25,6 +21,10 @@ from api.web.report_view import (
     label_of,
     page_filter,
 )
+from api.reports.params import parse_group_by
+from api.reports.rates import comparison_report, pass_rate_report, question_report
+from api.service.services import Services
+from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from judge.agreement import AgreementRow
 from storage.report_queries import GROUP_KEYS, ReportFilter

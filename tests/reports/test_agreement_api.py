@@ -11,9 +11,9 @@ from storage import Store
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.select import RegradeFilter
 from storage.report_queries import ReportFilter
-from tests.api.cli.test_report import run_cli
 from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.gradings import add_many
+from tests.support.in_process_cli import run_cli
 
 QUESTIONS = [q.id for q in sregym_rubric().questions]
 

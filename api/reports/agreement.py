@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from api.service.reports.tables import Tabular
+from api.tabular import Tabular
 from judge.agreement import AgreementRow, agreement_report
 from storage.agreement import AGREEMENT_KINDS, AgreementKind, LabelSource
 from storage.report_queries import ReportFilter

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.service.reports.charts import comparison_chart, write_difference_chart
-from api.service.reports.rates import comparison_report
+from api.reports.charts import comparison_chart, write_difference_chart
+from api.reports.rates import comparison_report
 from storage import Store
 from storage.report_queries import ReportFilter
-from tests.api.cli.test_report import run_cli
 from tests.support.gradings import add_many, shadow_regrade
+from tests.support.in_process_cli import run_cli
 
 # the seeded gradings carry inline ground truths: each arm mixes them in
 OURS = ("-a", "judge=openai:judge-model", "-a", "inline=include")

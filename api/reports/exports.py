@@ -22,9 +22,9 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Literal
 
+from api.reports.sregym_rows import SREGYM_COLUMNS, sregym_row
 from api.service.presenters import grading_public
 from api.service.principal import Principal
-from api.service.reports.sregym_rows import SREGYM_COLUMNS, sregym_row
 from judge.rubric import Rubric
 from storage.effective import record_answers
 from storage.exports import ExportedGrading, GradingExport

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import IO
 
-from api.service.reports.exports import ExportFormat, export_chunks
+from api.reports.exports import ExportFormat, export_chunks
 from storage import Store
 from storage.exports import ExportedGrading
 from storage.report_queries import ReportFilter

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from api.service.reports.models import ComparisonReport, GroupRate, QuestionRate
+    from api.reports.models import ComparisonReport, GroupRate, QuestionRate
 
 __all__ = [
     "CHART_SUFFIXES",

@@ -6,7 +6,7 @@ Pass rates count passed and failed gradings only: unscored, pending and held one
 and so, unless a report asks for them, are gradings against their submitters' own
 ground truths (``inline``, :func:`storage.report_scope.with_inline_default`).
 ``verdicts="effective"`` uses the verdicts after human overrides, ``"judge"`` the judge's
-own. Every report states its scope in words (:mod:`api.service.reports.scope`), and a
+own. Every report states its scope in words (:mod:`api.reports.scope`), and a
 comparison refuses an arm with nothing to count.
 """
 
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from api.service.errors import InvalidRequest
-from api.service.reports.models import (
+from api.reports.models import (
     Arm,
     ComparisonReport,
     DimensionRate,
@@ -27,7 +26,8 @@ from api.service.reports.models import (
     TagRate,
     TagReport,
 )
-from api.service.reports.scope import VERDICTS_MEANING, filter_text, filters_echo, scope_lines
+from api.reports.scope import VERDICTS_MEANING, filter_text, filters_echo, scope_lines
+from api.service.errors import InvalidRequest
 from judge.statistics import compare_by_scenario, compare_proportions, proportion
 from storage import Store
 from storage.report_queries import GroupKey, ReportFilter, Verdicts

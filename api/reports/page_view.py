@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from pydantic import ValidationError
 
-from api.http.report_params import ArmQuery
+from api.reports.params import ArmQuery
 from api.service.errors import InvalidRequest
 from storage.report_queries import ReportFilter
 

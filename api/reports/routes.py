@@ -13,28 +13,28 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery, QueryParameter
 
 from api.http.auth import require
-from api.http.report_params import (
-    ARM_FIELDS,
-    GroupByParam,
-    arm_filters,
-    parse_group_by,
-    report_filter,
-)
-from api.service.attempts import AttemptReport, attempt_report
-from api.service.reports.models import (
+from api.reports.models import (
     ComparisonReport,
     DimensionReport,
     PassRateReport,
     QuestionReport,
     TagReport,
 )
-from api.service.reports.rates import (
+from api.reports.params import (
+    ARM_FIELDS,
+    GroupByParam,
+    arm_filters,
+    parse_group_by,
+    report_filter,
+)
+from api.reports.rates import (
     comparison_report,
     dimension_report,
     pass_rate_report,
     question_report,
     tag_report,
 )
+from api.service.attempts import AttemptReport, attempt_report
 from api.service.services import Services
 from storage.report_queries import ReportFilter
 

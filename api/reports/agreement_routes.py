@@ -10,8 +10,8 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery
 
 from api.http.auth import require
-from api.http.report_params import comma_list_param, parse_comma_list, report_filter
-from api.service.reports.agreement import AgreementReport, build_agreement_report
+from api.reports.agreement import AgreementReport, build_agreement_report
+from api.reports.params import comma_list_param, parse_comma_list, report_filter
 from api.service.services import Services
 from storage.agreement import AGREEMENT_GROUPS, AGREEMENT_KINDS, AgreementKind
 from storage.report_queries import ReportFilter

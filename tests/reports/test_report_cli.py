@@ -6,7 +6,6 @@ import ast
 import csv
 import io
 import json
-import subprocess
 from pathlib import Path
 
 import matplotlib.image
@@ -15,20 +14,15 @@ from click.testing import CliRunner
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.cli.main import main
-from api.service.reports.rates import pass_rate_report
-from api.service.reports.tables import pass_rate_table, write_csv
+from api.reports.rates import pass_rate_report
+from api.reports.tables import pass_rate_table
+from api.tabular import write_csv
 from storage import Store
 from storage.report_queries import ReportFilter
 from tests.support.gradings import add_grading, add_many
-from tests.support.in_process_cli import cli_in_process
+from tests.support.in_process_cli import run_cli
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``sre-judge ARGS`` on ``database_url``, in process, as a user's terminal would run it."""
-    env = {"NO_COLOR": "1", "COLUMNS": "200", "SRE_JUDGE_DATABASE_URL": database_url}
-    return cli_in_process(*args, env=env)
 
 
 async def _seed(engine: AsyncEngine) -> None:
@@ -70,9 +64,9 @@ async def test_reports_as_table_json_csv_and_charts(
 
 async def test_the_charts_count_the_same_n_as_the_tables(engine: AsyncEngine) -> None:
     """What ``--chart`` draws beside ``k/n`` is the n of the table's rows, group by group."""
-    from api.service.reports.charts import question_bars, rate_bars
-    from api.service.reports.rates import question_report
-    from api.service.reports.tables import question_table
+    from api.reports.charts import question_bars, rate_bars
+    from api.reports.rates import question_report
+    from api.reports.tables import question_table
 
     store = Store(engine)
     await add_many(store, {"pass": 1}, agent="one")  # n = 1 as well as larger groups

@@ -14,17 +14,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import with_store
-from api.cli.options import (
-    as_utc,
-    build_filter,
+from api.cli.options import as_utc, build_filter, emit, filter_options, format_option, server_option
+from api.reports.cli_options import (
     chart_option,
-    emit,
-    filter_options,
-    format_option,
     output_options,
     parse_arm,
     parse_group_by,
-    server_option,
     write_chart,
 )
 
@@ -96,10 +91,10 @@ def pass_rates(
     Example:
       sre-judge report pass-rates --group-by model --graded-judge openai:judge-b
     """
-    from api.service.reports.charts import rate_bars
-    from api.service.reports.models import PassRateReport
-    from api.service.reports.rates import pass_rate_report
-    from api.service.reports.tables import pass_rate_table
+    from api.reports.charts import rate_bars
+    from api.reports.models import PassRateReport
+    from api.reports.rates import pass_rate_report
+    from api.reports.tables import pass_rate_table
 
     keys = parse_group_by(group_by)
     params = {**filters, "group_by": ",".join(keys) or None, "verdicts": verdicts}
@@ -155,10 +150,10 @@ def compare(
     """
     from dataclasses import asdict
 
-    from api.service.reports.charts import comparison_chart
-    from api.service.reports.models import ComparisonReport
-    from api.service.reports.rates import comparison_report
-    from api.service.reports.tables import comparison_table
+    from api.reports.charts import comparison_chart
+    from api.reports.models import ComparisonReport
+    from api.reports.rates import comparison_report
+    from api.reports.tables import comparison_table
 
     a, b = (
         parse_arm(arm, name) if include is None else _with_include(parse_arm(arm, name), include)
@@ -212,10 +207,10 @@ def questions(
     Example:
       sre-judge report questions --agent my-agent --format csv
     """
-    from api.service.reports.charts import question_bars
-    from api.service.reports.models import QuestionReport
-    from api.service.reports.rates import question_report
-    from api.service.reports.tables import question_table
+    from api.reports.charts import question_bars
+    from api.reports.models import QuestionReport
+    from api.reports.rates import question_report
+    from api.reports.tables import question_table
 
     keys = parse_group_by(group_by)
     params = {**filters, "group_by": ",".join(keys) or None, "verdicts": verdicts}
@@ -253,9 +248,9 @@ def dimensions(
     Example:
       sre-judge report dimensions --group-by agent
     """
-    from api.service.reports.models import DimensionReport
-    from api.service.reports.rates import dimension_report
-    from api.service.reports.tables import dimension_table
+    from api.reports.models import DimensionReport
+    from api.reports.rates import dimension_report
+    from api.reports.tables import dimension_table
 
     keys = parse_group_by(group_by)
     params = {**filters, "group_by": ",".join(keys) or None, "verdicts": verdicts}
@@ -283,9 +278,9 @@ def tags(group_by: str, fmt: str, server: str | None, filters: dict[str, Any]) -
     Example:
       sre-judge report tags --group-by model --format json
     """
-    from api.service.reports.models import TagReport
-    from api.service.reports.rates import tag_report
-    from api.service.reports.tables import tag_table
+    from api.reports.models import TagReport
+    from api.reports.rates import tag_report
+    from api.reports.tables import tag_table
 
     keys = parse_group_by(group_by)
     params = {**filters, "group_by": ",".join(keys) or None}
@@ -320,8 +315,8 @@ def attempts(
       sre-judge report attempts --created-after 2026-01-01 --format csv
     """
     from api.cli.edge import run, service_runtime
+    from api.reports.tables import attempt_table
     from api.service.attempts import AttemptReport, attempt_report
-    from api.service.reports.tables import attempt_table
 
     since = as_utc(created_after)
     if server is None:

@@ -23,10 +23,10 @@ from litestar.response import Stream
 
 from api.http.auth import require
 from api.http.problems import ApiProblem
-from api.http.report_params import report_filter
-from api.service.reports.export_writer import ExportFailed, read_chunks, spool, write_export
-from api.service.reports.exports import MEDIA_TYPES
-from api.service.reports.sregym_writer import (
+from api.reports.export_writer import ExportFailed, read_chunks, spool, write_export
+from api.reports.exports import MEDIA_TYPES
+from api.reports.params import report_filter
+from api.reports.sregym_writer import (
     ARCHIVE_MEDIA_TYPES,
     SregymArchive,
     write_sregym_archive,

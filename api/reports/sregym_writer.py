@@ -16,8 +16,8 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
-from api.service.reports.export_writer import ExportFailed, ExportSummary
-from api.service.reports.sregym_roundtrip import (
+from api.reports.export_writer import ExportFailed, ExportSummary
+from api.reports.sregym_roundtrip import (
     FILE_COLUMN,
     csv_text,
     row_cells,

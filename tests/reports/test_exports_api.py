@@ -17,7 +17,7 @@ import uvicorn
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.http.app import create_app
-from api.http.routes import exports as exports_route
+from api.reports import export_routes as exports_route
 from api.service.settings import Settings
 from storage import Store
 from tests.support.exports import fail_exports_after

@@ -1,4 +1,4 @@
-"""Reports as tables: one shape for the terminal (rich) and for CSV.
+"""Reports as tables (:class:`api.tabular.Tabular`): one shape for the terminal and for CSV.
 
 Rates and interval ends print with three decimals in the terminal and in full in CSV;
 every rate comes with its ``n`` and its 95% interval.
@@ -6,16 +6,10 @@ every rate comes with its ``n`` and its 95% interval.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-
-from api.service.reports.models import (
+from api.reports.models import (
     ComparisonReport,
     DimensionReport,
     GroupRate,
@@ -23,34 +17,22 @@ from api.service.reports.models import (
     QuestionReport,
     TagReport,
 )
+from api.tabular import Tabular
 from judge.statistics import ArmDifference, ScenarioDifference
 
 if TYPE_CHECKING:
     from api.service.attempts import AttemptReport
 
 __all__ = [
-    "Tabular",
     "attempt_table",
     "comparison_table",
     "dimension_table",
     "pass_rate_table",
-    "print_table",
     "question_table",
     "tag_table",
-    "write_csv",
 ]
 
 _COUNTS = ["n", "passed", "failed", "unscored", "pending", "held", "provisional", "inline"]
-
-
-@dataclass
-class Tabular:
-    """A titled table with notes printed under it."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-    notes: list[str] = field(default_factory=list)
 
 
 def _key_cells(group_by: Sequence[str], key: dict[str, str | None]) -> list[Any]:
@@ -237,55 +219,3 @@ def attempt_table(report: AttemptReport) -> Tabular:
             f"limit: {limit} a scenario per token per hour" if limit else "limit: off",
         ],
     )
-
-
-def _cell(column: str, value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3g}" if column == "p_value" else f"{value:.3f}"
-    return str(value)
-
-
-def _terminal_columns(columns: list[str]) -> list[tuple[str, list[int]]]:
-    """Header and source columns; each ``*ci_low``/``*ci_high`` pair merges into one."""
-    merged: list[tuple[str, list[int]]] = []
-    for i, column in enumerate(columns):
-        if column.endswith("ci_high") and merged and columns[i - 1].endswith("ci_low"):
-            prefix = column.removesuffix("ci_high")
-            merged[-1] = (f"{prefix.replace('_', ' ')}95% CI", [i - 1, i])
-        else:
-            merged.append((column, [i]))
-    return merged
-
-
-def print_table(table: Tabular, console: Console) -> None:
-    """The table in the terminal, intervals as ``low-high``, then its notes."""
-    view = Table(title=table.title, title_justify="left", box=box.SIMPLE_HEAD)
-    layout = _terminal_columns(table.columns)
-    for header, sources in layout:
-        numeric = any(isinstance(row[sources[0]], int | float) for row in table.rows)
-        view.add_column(
-            header,
-            justify="right" if numeric else "left",
-            no_wrap=numeric,
-            min_width=min(len(header), 14),
-        )
-    for row in table.rows:
-        cells = []
-        for _, sources in layout:
-            parts = [_cell(table.columns[i], row[i]) for i in sources]
-            cells.append("-" if set(parts) == {"-"} else "–".join(parts))
-        view.add_row(*cells)
-    console.print(view)
-    if not table.rows:
-        console.print("(no rows: nothing matches the filter)")
-    for note in table.notes:
-        console.print(f"note: {note}", markup=False, style="dim")
-
-
-def write_csv(table: Tabular, stream: TextIO) -> None:
-    """The table as CSV with a header row; empty cells for missing values."""
-    writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(table.columns)
-    writer.writerows(table.rows)

@@ -1,0 +1,120 @@
+"""The report commands' own options: arms, grouping, verdicts and charts.
+
+Checked before any work is done, each as a usage error naming the option at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from api.cli.options import build_filter, format_option
+
+if TYPE_CHECKING:
+    from storage.report_queries import GroupKey, ReportFilter
+
+__all__ = ["chart_option", "output_options", "parse_arm", "parse_group_by", "write_chart"]
+
+Command = Callable[..., Any]
+
+
+def _chart_path(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    if value is not None and value.suffix.lower() not in (".png", ".svg"):
+        raise click.BadParameter(f"{value}: a chart is written as .png or .svg")
+    return value
+
+
+def chart_option(command: Command) -> Command:
+    """``--chart FILE.png|svg``, checked before any work is done."""
+    return click.option(
+        "--chart",
+        type=click.Path(dir_okay=False, path_type=Path),
+        callback=_chart_path,
+        help="also write a chart of the rates with their intervals (.png or .svg)",
+    )(command)
+
+
+def write_chart(
+    path: Path | None, bars: Any, *, title: str, xlabel: str, scope: Sequence[str] = ()
+) -> None:
+    """Write the chart if one was asked for; usage errors for a bad suffix or no matplotlib.
+
+    ``bars`` are rates (``Bar``) or differences (``Difference``); ``scope`` goes under
+    the title (filter, verdicts, judge, gradings, provisional).
+    """
+    if path is None:
+        return
+    from api.reports.charts import (
+        ChartUnavailable,
+        Difference,
+        write_difference_chart,
+        write_interval_chart,
+    )
+
+    try:
+        if bars and isinstance(bars[0], Difference):
+            write_difference_chart(bars, path, title=title, scope=scope)
+        else:
+            write_interval_chart(bars, path, title=title, xlabel=xlabel, scope=scope)
+    except (ValueError, ChartUnavailable) as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"chart written to {path}", err=True)
+
+
+def parse_group_by(value: str) -> list[GroupKey]:
+    """``agent,model`` -> the group keys; a usage error names the bad one."""
+    from storage.report_queries import GROUP_KEYS
+
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    for name in names:
+        if name not in GROUP_KEYS:
+            raise click.BadParameter(
+                f"{name!r} is not one of {', '.join(GROUP_KEYS)}", param_hint="--group-by"
+            )
+    return names  # type: ignore[return-value]
+
+
+def parse_arm(pairs: Sequence[str], name: str) -> ReportFilter:
+    """``-a agent=x -a model=y`` -> the arm's filter."""
+    from api.reports.models import ARM_FIELDS
+
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = {"scenario": "scenario_id", "run": "run_id"}.get(key.strip(), key.strip())
+        if not sep or key not in ARM_FIELDS or not value:
+            raise click.BadParameter(
+                f"{pair!r}: expected FIELD=VALUE with FIELD among {', '.join(ARM_FIELDS)}",
+                param_hint=f"-{name}",
+            )
+        values[key] = value
+    if not values:
+        raise click.BadParameter("give at least one FIELD=VALUE", param_hint=f"-{name}")
+    return build_filter(**{k: _parse_time(k, v, name) for k, v in values.items()})
+
+
+def _parse_time(key: str, value: str, name: str) -> Any:
+    if not key.startswith("created_"):
+        return value
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{key}: not an ISO time: {value!r}", param_hint=f"-{name}"
+        ) from None
+
+
+def output_options(command: Command) -> Command:
+    """``--format`` and ``--verdicts``."""
+    command = click.option(
+        "--verdicts",
+        type=click.Choice(["effective", "judge"]),
+        default="effective",
+        show_default=True,
+        help="effective (after human overrides) or the judge's own",
+    )(command)
+    return format_option()(command)
