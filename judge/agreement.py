@@ -5,9 +5,9 @@ of :class:`RatedPair` (rater a's label, rater b's label, which question, which g
 :func:`agreement_report` turns them into figures per question, per dimension (the
 answers of its questions pooled), over all answers, and on verdicts.
 
-Kappa and its 95% interval come from statsmodels' ``cohens_kappa`` (Cohen 1960, with
-the large-sample standard error of Fleiss, Cohen and Everitt 1969); accuracy carries
-its Wilson interval. Kappa is None when undefined, with the reason in words: no pairs,
+Kappa is Cohen's (1960), with the large-sample standard error of Fleiss, Cohen and
+Everitt (1969) and the normal 95% interval built from it; accuracy carries its Wilson
+interval. Kappa is None when undefined, with the reason in words: no pairs,
 or a rater who gave one label only (then kappa is 0 whatever the other rater says, and
 its standard error 0: a figure that measures nothing, so it is not given as 0).
 No web and no database here.
@@ -19,7 +19,6 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -77,11 +76,6 @@ def _word(value: bool) -> str:
     return "yes" if value else "no"
 
 
-def _finite(value: Any) -> float | None:
-    number = float(value)
-    return None if math.isnan(number) or math.isinf(number) else number
-
-
 @dataclass(frozen=True)
 class Kappa:
     """Cohen's kappa of two raters' yes/no labels and its large-sample standard error.
@@ -126,17 +120,52 @@ def _undefined(table: list[list[int]]) -> str | None:
     return None
 
 
+def _kappa_and_variance(table: Sequence[Sequence[int]]) -> tuple[float, float]:
+    """Cohen's kappa of a square table of counts and its large-sample variance.
+
+    Rows are rater a's categories, columns rater b's, in the same order. With ``p_ij``
+    the share of items in cell ``(i, j)``, ``r_i`` and ``c_i`` the row and column shares,
+    ``p_o`` the diagonal's share and ``p_e = sum_i r_i c_i`` the agreement by chance::
+
+        kappa = (p_o - p_e) / (1 - p_e)
+        var   = (A + B - C) / ((1 - p_e)^2 n)
+        A = sum_i p_ii (1 - (r_i + c_i)(1 - kappa))^2
+        B = (1 - kappa)^2 sum_{i != j} p_ij (c_i + r_j)^2
+        C = (kappa - p_e (1 - kappa))^2
+
+    This is the variance of Fleiss, Cohen and Everitt (1969) around the estimated kappa,
+    which statsmodels' ``cohens_kappa`` reports as ``var_kappa`` and builds its interval
+    from (their variance under kappa = 0 serves only the test of kappa = 0). Needs
+    ``p_e < 1``: each rater used at least two categories.
+    """
+    n = sum(map(sum, table))
+    categories = range(len(table))
+    shares = [[count / n for count in row] for row in table]
+    rows = [sum(row) / n for row in table]
+    columns = [sum(row[j] for row in table) / n for j in categories]
+    observed = sum(table[i][i] for i in categories) / n
+    chance = sum(rows[i] * columns[i] for i in categories)
+    kappa = (observed - chance) / (1 - chance)
+    diagonal = sum(
+        shares[i][i] * (1 - (rows[i] + columns[i]) * (1 - kappa)) ** 2 for i in categories
+    )
+    off_diagonal = (1 - kappa) ** 2 * sum(
+        shares[i][j] * (columns[i] + rows[j]) ** 2 for i in categories for j in categories if i != j
+    )
+    correction = (kappa - chance * (1 - kappa)) ** 2
+    variance = (diagonal + off_diagonal - correction) / (1 - chance) ** 2 / n
+    return kappa, variance
+
+
 def _kappa(table: list[list[int]]) -> Kappa:
     n = sum(map(sum, table))
     undefined = _undefined(table)
     if undefined is not None:
         return Kappa(n=n, kappa=None, se=None, undefined=undefined)
-    import numpy as np
-    from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
-
-    with np.errstate(all="ignore"):
-        fitted = statsmodels_kappa(np.asarray(table, dtype=float))
-    return Kappa(n=n, kappa=_finite(fitted.kappa), se=_finite(fitted.std_kappa))
+    kappa, variance = _kappa_and_variance(table)
+    # a variance that rounding made negative gives no standard error and no interval
+    se = math.sqrt(variance) if variance >= 0 else None
+    return Kappa(n=n, kappa=kappa, se=se)
 
 
 def cohens_kappa(pairs: Iterable[tuple[bool, bool]]) -> Kappa:

@@ -5,8 +5,8 @@ Every figure a user sees comes with its sample size and a confidence interval:
 - one proportion: the Wilson score interval (scipy's ``binomtest(...).proportion_ci``),
   which behaves at small n and near 0 and 1, unlike the normal approximation;
 - the difference of two independent proportions: Newcombe's hybrid score interval
-  (his method 10, statsmodels' ``confint_proportions_2indep``), built from the two
-  Wilson intervals, with Fisher's exact test for the p-value;
+  (his method 10), built from the two Wilson intervals, with Fisher's exact test for
+  the p-value;
 - the same difference with scenarios as the unit, for when one scenario was attempted
   several times: attempts of one scenario are correlated, so counting them as
   independent makes intervals too narrow. Each scenario contributes its pass rate;
@@ -99,26 +99,24 @@ def proportion(successes: int, n: int, *, confidence: float = CONFIDENCE) -> Pro
 def newcombe_difference(a: Proportion, b: Proportion) -> Interval | None:
     """Newcombe's hybrid score interval of ``a.rate - b.rate``; None if an arm is empty.
 
-    Built from the arms' Wilson intervals (Newcombe 1998, method 10), as statsmodels'
-    ``confint_proportions_2indep(..., method="newcombe")`` computes it.
+    Built from the arms' Wilson intervals ``[l, u]`` at ``a``'s confidence (Newcombe
+    1998, method 10; statsmodels' ``confint_proportions_2indep(..., method="newcombe")``
+    gives the same figures)::
+
+        low  = (p_a - p_b) - sqrt((p_a - l_a)^2 + (u_b - p_b)^2)
+        high = (p_a - p_b) + sqrt((u_a - p_a)^2 + (p_b - l_b)^2)
     """
     if a.rate is None or b.rate is None:
         return None
-    from statsmodels.stats.proportion import confint_proportions_2indep
-
     confidence = a.interval.confidence
-    low, high = confint_proportions_2indep(
-        a.successes,
-        a.n,
-        b.successes,
-        b.n,
-        method="newcombe",
-        compare="diff",
-        alpha=1 - confidence,
-    )
+    wilson_a = wilson_interval(a.successes, a.n, confidence=confidence)
+    wilson_b = wilson_interval(b.successes, b.n, confidence=confidence)
+    difference = a.rate - b.rate
+    low = difference - math.hypot(a.rate - wilson_a.low, wilson_b.high - b.rate)
+    high = difference + math.hypot(wilson_a.high - a.rate, b.rate - wilson_b.low)
     return Interval(
-        low=max(-1.0, float(low)),
-        high=min(1.0, float(high)),
+        low=max(-1.0, low),
+        high=min(1.0, high),
         confidence=confidence,
         method="newcombe-wilson",
     )

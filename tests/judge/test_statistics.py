@@ -126,3 +126,67 @@ def test_scenarios_that_do_not_vary_give_no_interval_and_one_scenario_is_too_few
     assert flat.interval is None and flat.p_value is None and "do not vary" in flat.note
     few = compare_by_scenario({"s1": (2, 2)}, {"s1": (1, 2)})
     assert few.design == "insufficient" and few.estimate is None
+
+
+# Figures of statsmodels 0.14 (``confint_proportions_2indep(..., method="newcombe",
+# compare="diff")``, rounded to 1e-12), which computed the interval here before:
+# (successes a, n a, successes b, n b, confidence, low, high).
+STATSMODELS_NEWCOMBE = [
+    (56, 70, 48, 80, 0.95, 0.052431472402, 0.333872654037),
+    (21, 27, 19, 27, 0.95, -0.156865259794, 0.295494496927),
+    (0, 10, 0, 10, 0.95, -0.277532799863, 0.277532799863),
+    (10, 10, 10, 10, 0.95, -0.277532799863, 0.277532799863),
+    (5, 10, 5, 10, 0.95, -0.37251362382, 0.37251362382),
+    (0, 10, 10, 10, 0.95, -1.0, -0.607509350431),
+    (10, 10, 0, 10, 0.95, 0.607509350431, 1.0),
+    (1, 1, 0, 1, 0.95, -0.122108720682, 1.0),
+    (0, 1, 1, 1, 0.95, -1.0, 0.122108720682),
+    (1, 1, 1, 1, 0.95, -0.793450685623, 0.793450685623),
+    (0, 1, 0, 1, 0.95, -0.793450685623, 0.793450685623),
+    (5, 5, 0, 5, 0.95, 0.38554900569, 1.0),
+    (3, 4, 1, 4, 0.95, -0.135488400583, 0.789083268085),
+    (2, 3, 1, 9, 0.95, -0.006219584637, 0.84229388528),
+    (7, 7, 13, 20, 0.95, -0.042487270449, 0.567145723315),
+    (810, 1000, 790, 1000, 0.95, -0.015081958572, 0.055034359754),
+    (9, 10, 3, 10, 0.9, 0.242112400885, 0.789623507372),
+    (9, 10, 3, 10, 0.99, 0.043026966615, 0.837405067895),
+    (0, 25, 1, 3, 0.95, -0.792340399198, -0.030615781359),
+    (1, 30, 0, 2, 0.9, -0.542217372871, 0.136404142152),
+]
+
+
+@pytest.mark.parametrize(
+    ("successes_a", "n_a", "successes_b", "n_b", "confidence", "low", "high"),
+    STATSMODELS_NEWCOMBE,
+)
+def test_newcombe_interval_is_statsmodels_figures(
+    successes_a: int,
+    n_a: int,
+    successes_b: int,
+    n_b: int,
+    confidence: float,
+    low: float,
+    high: float,
+) -> None:
+    """0/n, n/n, n = 1, equal arms, small and large n, three confidences, to 1e-9."""
+    interval = newcombe_difference(
+        proportion(successes_a, n_a, confidence=confidence),
+        proportion(successes_b, n_b, confidence=confidence),
+    )
+    assert interval is not None
+    assert (interval.confidence, interval.method) == (confidence, "newcombe-wilson")
+    assert interval.low == pytest.approx(low, abs=1e-9)
+    assert interval.high == pytest.approx(high, abs=1e-9)
+    assert -1.0 <= interval.low <= interval.high <= 1.0
+
+
+def test_newcombe_interval_takes_the_first_arms_confidence() -> None:
+    """An arm given at another confidence is taken at the first arm's confidence."""
+    interval = newcombe_difference(
+        proportion(9, 10, confidence=0.9), proportion(3, 10, confidence=0.99)
+    )
+    assert interval is not None and interval.confidence == 0.9
+    assert (interval.low, interval.high) == pytest.approx(
+        (0.242112400885, 0.789623507372), abs=1e-9
+    )
+    assert newcombe_difference(proportion(3, 4), proportion(0, 0)) is None
