@@ -5,6 +5,7 @@ question, per dimension, per failure tag and per attempt; judge-human and judge-
 agreement (:mod:`~api.reports.agreement`); exports as JSON lines, CSV and SREGym's own
 files, lossless for imported runs (:mod:`~api.reports.exports`,
 :mod:`~api.reports.sregym_writer`). Presented by the ``/v1/stats`` and ``/v1/exports``
-routes, the reports page, and the ``report`` and ``export`` commands; tables and charts in :mod:`~api.reports.tables` and
-:mod:`~api.reports.charts`. The queries behind them live in :mod:`storage.report_queries`.
+routes, the reports page, and the ``report`` and ``export`` commands; tables and charts
+in :mod:`~api.reports.tables` and :mod:`~api.reports.charts`. The queries behind them
+live in :mod:`storage.report_queries`.
 """

@@ -4,6 +4,8 @@ a code check vetoed), only reaches those allowed to see the ground truth."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel
 
 from api.service.principal import Principal
@@ -19,12 +21,17 @@ from api.service.schemas import (
     SubmitterView,
 )
 from judge.spec import judge_identity, model_identity
+from storage import GradingView, NotFound
 from storage.tables import SubmissionRecord
+
+if TYPE_CHECKING:
+    from api.service.services import Services
 
 __all__ = [
     "can_read",
     "can_see_ground_truth",
     "hide_judge_addresses",
+    "readable_grading",
     "submitter_grading",
 ]
 
@@ -32,6 +39,16 @@ __all__ = [
 def can_read(principal: Principal, submission: SubmissionRecord) -> bool:
     """Owners, adjudicators and admins read a grading."""
     return principal.at_least("adjudicator") or submission.submitted_by == principal.id
+
+
+async def readable_grading(
+    services: Services, principal: Principal, grading_id: str
+) -> GradingView:
+    """The grading if it exists and ``principal`` may read it, else :class:`NotFound`."""
+    view = await services.store.gradings.get(grading_id)
+    if view is None or not can_read(principal, view.submission):
+        raise NotFound(f"no grading with id {grading_id!r}")
+    return view
 
 
 def can_see_ground_truth(principal: Principal, submission: SubmissionRecord) -> bool:

@@ -17,6 +17,10 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
+from api.adjudication.grading_pages import grading_list, grading_page, override_from_page
+from api.adjudication.label_pages import label_form, label_submit
+from api.adjudication.queue_pages import finish_from_page, home, next_item, queue_page
+from api.adjudication.tag_pages import tag_from_page, untag_from_page
 from api.http.problems import exception_handlers as problem_handlers
 from api.judges.pages import judges_page
 from api.regrade.pages import regrade_action, regrade_page, regrade_progress, regrades_page
@@ -25,10 +29,6 @@ from api.tokens.pages import login_form, login_submit, logout
 from api.web.docs import SWAGGER_ASSETS, SWAGGER_PREFIX, OfflineSwaggerPlugin
 from api.web.input_guard import refuse_unstorable_form
 from api.web.pages import page
-from api.web.routes.gradings import grading_list, grading_page, override_from_page
-from api.web.routes.labels import label_form, label_submit
-from api.web.routes.queue import finish_from_page, home, next_item, queue_page
-from api.web.routes.tags import tag_from_page, untag_from_page
 from api.web.security import html_security_headers
 from api.web.sessions import signed_in
 

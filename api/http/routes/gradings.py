@@ -10,12 +10,12 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api.http.auth import require
-from api.service.adjudication import readable_grading
 from api.service.judge_moves import JudgeMoveReport, JudgeMoveRequest, move_pending_gradings
 from api.service.presenters import render_grading, render_gradings
 from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingRead
 from api.service.services import Services
+from api.service.visibility import readable_grading
 from storage import GradingFilter
 
 __all__ = ["get_grading", "list_gradings", "move_gradings_judge"]

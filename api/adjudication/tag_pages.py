@@ -10,7 +10,7 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect
 
-from api.service.adjudication import tag_grading, untag_grading
+from api.adjudication.use_cases import tag_grading, untag_grading
 from api.service.errors import InvalidRequest
 from api.service.services import Services
 from api.web.sessions import SignedIn, web_require

@@ -10,11 +10,11 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
-from api.service.adjudication import finish_review, review_items
+from api.adjudication.grading_view import verdict_label
+from api.adjudication.use_cases import finish_review, review_items
 from api.service.presenters import render_gradings
 from api.service.schemas import GradingPublic
 from api.service.services import Services
-from api.web.grading_view import verdict_label
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from judge.review_reasons import ReviewReason

@@ -9,9 +9,9 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.adjudication import use_cases as adjudication
+from api.adjudication.use_cases import review_items
 from api.http.auth import require
-from api.service import adjudication
-from api.service.adjudication import review_items
 from api.service.presenters import render_gradings
 from api.service.principal import Principal
 from api.service.services import Services

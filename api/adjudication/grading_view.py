@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.adjudication.highlight import Mark, Segment, evidence_passages, segments
 from api.service.schemas import AnswerPublic, GradingPublic, OverridePublic
-from api.web.highlight import Mark, Segment, evidence_passages, segments
 from judge.grounding import facts_of
 from judge.review_reasons import hold_explanation
 from judge.rubric import Rubric

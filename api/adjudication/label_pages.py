@@ -11,10 +11,11 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Template
 
-from api.service.adjudication import claim_review, label_grading, readable_grading
+from api.adjudication.grading_view import grading_page_context, verdict_label
+from api.adjudication.use_cases import claim_review, label_grading
 from api.service.presenters import render_grading
 from api.service.services import Services
-from api.web.grading_view import grading_page_context, verdict_label
+from api.service.visibility import readable_grading
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from storage.errors import Conflict

@@ -13,9 +13,9 @@ from api.service.errors import InvalidRequest
 from api.service.principal import Principal
 from api.service.schemas import OverrideCreate
 from api.service.services import Services
-from api.service.visibility import can_read
+from api.service.visibility import readable_grading
 from judge.review_reasons import ReviewReason
-from storage import GradingView, NotFound, ReviewItem
+from storage import GradingView, ReviewItem
 from storage.audit import ROWS
 from storage.errors import Conflict
 from storage.review_tables import FailureTagRecord, ReviewClaimRecord
@@ -26,22 +26,11 @@ __all__ = [
     "grading_history",
     "label_grading",
     "override_grading",
-    "readable_grading",
     "related_gradings",
     "review_items",
     "tag_grading",
     "untag_grading",
 ]
-
-
-async def readable_grading(
-    services: Services, principal: Principal, grading_id: str
-) -> GradingView:
-    """The grading if it exists and ``principal`` may read it, else :class:`NotFound`."""
-    view = await services.store.gradings.get(grading_id)
-    if view is None or not can_read(principal, view.submission):
-        raise NotFound(f"no grading with id {grading_id!r}")
-    return view
 
 
 async def review_items(

@@ -9,8 +9,8 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
+from api.adjudication.use_cases import tag_grading, untag_grading
 from api.http.auth import require
-from api.service.adjudication import tag_grading, untag_grading
 from api.service.principal import Principal
 from api.service.schemas import TagPublic
 from api.service.services import Services

@@ -12,20 +12,20 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 from pydantic import ValidationError
 
-from api.service.adjudication import (
+from api.adjudication.grading_view import changed_since, grading_page_context, verdict_label
+from api.adjudication.submitter_view import submitter_page_context
+from api.adjudication.use_cases import (
     claim_review,
     grading_history,
     override_grading,
-    readable_grading,
     related_gradings,
 )
 from api.service.presenters import render_grading, render_gradings
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
-from api.web.grading_view import changed_since, grading_page_context, verdict_label
+from api.service.visibility import readable_grading
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
-from api.web.submitter_view import submitter_page_context
 from judge.spec import BACKEND_NAMES
 from storage import GradingFilter
 from storage.errors import Conflict, PreconditionFailed

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from api.adjudication.grading_view import verdict_label
 from api.service.schemas import SubmitterGradingAnswers, SubmitterGradingVerdict
-from api.web.grading_view import verdict_label
 from judge.rubric import Rubric
 
 __all__ = ["SubmitterQuestion", "submitter_page_context"]

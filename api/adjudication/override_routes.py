@@ -8,10 +8,10 @@ from litestar import Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, HeaderParameter, JSONBody
 
+from api.adjudication.use_cases import grading_history as history_of
+from api.adjudication.use_cases import override_grading
 from api.http.auth import require
 from api.http.preconditions import expected_revision
-from api.service.adjudication import grading_history as history_of
-from api.service.adjudication import override_grading
 from api.service.presenters import render_grading
 from api.service.principal import Principal
 from api.service.schemas import GradingPublic, OverrideCreate

@@ -3,7 +3,7 @@ case, white space or punctuation (or a small copying slip in a long quote)."""
 
 from __future__ import annotations
 
-from api.web.highlight import Mark, segments
+from api.adjudication.highlight import Mark, segments
 
 TEXT = "The  user-service Deployment\nsets USER_PORT = 9999; the frontend fails."
 
