@@ -96,6 +96,13 @@ def proportion(successes: int, n: int, *, confidence: float = CONFIDENCE) -> Pro
     )
 
 
+def _wilson_at(arm: Proportion, confidence: float) -> Interval:
+    """The arm's Wilson interval at ``confidence``: its own when it has that one already."""
+    if arm.interval.method == "wilson" and arm.interval.confidence == confidence:
+        return arm.interval
+    return wilson_interval(arm.successes, arm.n, confidence=confidence)
+
+
 def newcombe_difference(a: Proportion, b: Proportion) -> Interval | None:
     """Newcombe's hybrid score interval of ``a.rate - b.rate``; None if an arm is empty.
 
@@ -109,8 +116,7 @@ def newcombe_difference(a: Proportion, b: Proportion) -> Interval | None:
     if a.rate is None or b.rate is None:
         return None
     confidence = a.interval.confidence
-    wilson_a = wilson_interval(a.successes, a.n, confidence=confidence)
-    wilson_b = wilson_interval(b.successes, b.n, confidence=confidence)
+    wilson_a, wilson_b = (_wilson_at(arm, confidence) for arm in (a, b))
     difference = a.rate - b.rate
     low = difference - math.hypot(a.rate - wilson_a.low, wilson_b.high - b.rate)
     high = difference + math.hypot(wilson_a.high - a.rate, b.rate - wilson_b.low)
