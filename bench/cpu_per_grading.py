@@ -45,8 +45,8 @@ _WARMUP = 20
 
 async def _grade_all(runtime: Any, principal: Any, first: int, count: int) -> None:
     """Accept ``count`` submissions, then wait until the workers graded them all."""
+    from api.grading.intake import accept_submission, wait_for_grading
     from api.service.schemas import SubmissionCreate
-    from api.service.submissions import accept_submission, wait_for_grading
 
     ids = []
     for n in range(first, first + count):

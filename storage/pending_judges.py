@@ -2,7 +2,7 @@
 
 A live grading (of a submission or an imported row, not an item of a regrade job)
 records the judge that was configured when it was accepted. When the configured judge
-changes, the pending ones move to the new judge (``api.service.judge_moves`` decides
+changes, the pending ones move to the new judge (``api.grading.judge_moves`` decides
 when), or an admin moves them. Each move is one ``grading.judge_moved`` event per
 grading in the audit log, with the judge it had (``from``) and the one it has now
 (``to``), covering the grading's new state. Items of regrade jobs keep the judge their

@@ -8,10 +8,10 @@ import api.reports.agreement_cli  # noqa: F401  (registers `report agreement`)
 from api.cli.audit import audit_group
 from api.cli.config import config_group
 from api.cli.edge import OneLineGroup
-from api.cli.grade import grade_command
-from api.cli.gradings import gradings_group
 from api.cli.serve import migrate_command, serve_command, worker_command
-from api.cli.submit import submit_command
+from api.grading.grade_cli import grade_command
+from api.grading.gradings_cli import gradings_group
+from api.grading.submit_cli import submit_command
 from api.imports.cli import import_group
 from api.judges.cli import calibrate_command
 from api.regrade.cli import regrade_group

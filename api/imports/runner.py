@@ -16,8 +16,7 @@ from datetime import timedelta
 
 from api.imports.job_queries import ImportJobQueries
 from api.imports.jobs import ImportSuperseded, run_import_job
-from api.service.services import Services
-from api.service.workers import new_worker_id
+from api.service.services import Services, new_worker_id
 
 __all__ = ["POLL_SECONDS", "STALE_SECONDS", "ImportRunner"]
 

@@ -29,7 +29,7 @@ CACHE_CHECK_LIMIT = 50_000
 
 
 def sampling_params(services: Services) -> SamplingParams:
-    """The sampling settings the workers send (as in ``api.service.workers``)."""
+    """The sampling settings the workers send (as in ``api.grading.workers``)."""
     settings = services.settings
     return SamplingParams(
         temperature=settings.judge_temperature,

@@ -22,16 +22,16 @@ from types import TracebackType
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.grading.judge_moves import follow_configured_judge
+from api.grading.workers import GradingWorkers
 from api.imports.runner import ImportRunner
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.checkpoints import Checkpointer, checkpoint_target
-from api.service.judge_moves import follow_configured_judge
 from api.service.metrics import Metrics
 from api.service.qualification import qualification_on_start
 from api.service.secret_key import load_service_key
 from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
-from api.service.workers import GradingWorkers
 from api.webhooks.delivery import WebhookDelivery
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from judge.backends import JudgeBackend
@@ -53,7 +53,7 @@ class Runtime:
     ``migrate`` the database is upgraded to the newest schema on entry. ``workers``
     starts the grading workers (``settings.worker_count`` of them) on entry, after
     moving pending gradings of a judge no longer configured to the configured one
-    (``api.service.judge_moves``); ``checkpoints`` the periodic audit checkpoints
+    (``api.grading.judge_moves``); ``checkpoints`` the periodic audit checkpoints
     (``SRE_JUDGE_AUDIT_CHECKPOINT``);
     ``import_jobs`` (with ``workers``) the runner of queued import jobs.
     With ``announce`` it logs on entry whether the default judge is qualified on the

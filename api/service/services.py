@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,7 +27,13 @@ __all__ = [
     "Services",
     "Waiters",
     "intake_at_once",
+    "new_worker_id",
 ]
+
+
+def new_worker_id() -> str:
+    """host:pid:random, unique per worker (grading, import, delivery) of this process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 class RubricCatalog:

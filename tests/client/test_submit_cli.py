@@ -14,7 +14,7 @@ import pytest
 import tenacity
 from click.testing import CliRunner
 
-from api.cli.submit import EXIT_CODES, outcome, submit_command, worst
+from api.grading.submit_cli import EXIT_CODES, outcome, submit_command, worst
 from tests.client.conftest import Served
 from tests.support.service_process import cli
 
@@ -46,7 +46,7 @@ def test_outcomes_map_to_exit_statuses_and_the_most_serious_wins() -> None:
 
 def test_the_command_loads_neither_httpx_nor_the_server_stack() -> None:
     code = (
-        "import sys, api.cli.submit; "
+        "import sys, api.grading.submit_cli; "
         "print(sorted(m for m in ('httpx', 'sre_judge_client', 'litestar', 'sqlalchemy') "
         "if m in sys.modules))"
     )

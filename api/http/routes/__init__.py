@@ -8,11 +8,11 @@ from litestar.handlers import HTTPRouteHandler
 from api.adjudication.override_routes import create_override, grading_history
 from api.adjudication.review_routes import claim_review, finish_review, label_grading, review_queue
 from api.adjudication.tag_routes import add_tag, define_tag, list_vocabulary, remove_tag
+from api.grading.grading_routes import get_grading, list_gradings, move_gradings_judge
+from api.grading.submission_routes import create_submission
 from api.http.metrics import metrics_endpoint
-from api.http.routes.gradings import get_grading, list_gradings, move_gradings_judge
 from api.http.routes.health import healthz, readyz
 from api.http.routes.rubrics import get_rubric, list_rubrics
-from api.http.routes.submissions import create_submission
 from api.imports.routes import create_import, get_import
 from api.regrade.routes import (
     cancel_regrade_job,

@@ -10,7 +10,7 @@ from api.cli.edge import run, service_runtime
 from api.cli.options import format_option, server_option
 
 if TYPE_CHECKING:
-    from api.service.judge_moves import JudgeMoveReport, JudgeMoveRequest
+    from api.grading.judge_moves import JudgeMoveReport, JudgeMoveRequest
 
 __all__ = ["gradings_group"]
 
@@ -30,8 +30,8 @@ _OPTIONS = {"from_judge": "--from", "to_judge": "--to"}
 
 
 def _move_local(data: JudgeMoveRequest) -> JudgeMoveReport:
+    from api.grading.judge_moves import move_pending_gradings
     from api.service.errors import InvalidRequest
-    from api.service.judge_moves import move_pending_gradings
     from api.service.principal import Principal
 
     async def move() -> JudgeMoveReport:
@@ -48,7 +48,7 @@ def _move_local(data: JudgeMoveRequest) -> JudgeMoveReport:
 
 def _move_remote(server: str, data: JudgeMoveRequest) -> JudgeMoveReport:
     from api.cli.remote import remote
-    from api.service.judge_moves import JudgeMoveReport
+    from api.grading.judge_moves import JudgeMoveReport
 
     body = data.model_dump(mode="json", exclude_none=True)
     with remote(server) as client:
@@ -83,7 +83,7 @@ def gradings_move_judge(
     Example:
       sre-judge gradings move-judge --from ollama:qwen2.5:7b-instruct --to openai:gpt-4o-mini
     """
-    from api.service.judge_moves import JudgeMoveRequest
+    from api.grading.judge_moves import JudgeMoveRequest
 
     data = JudgeMoveRequest(from_judge=from_judge, to_judge=to_judge)
     report = _move_remote(server, data) if server else _move_local(data)

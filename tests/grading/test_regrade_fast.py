@@ -10,12 +10,12 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.grading.regrade_fast import FastRegrade, _SharedLookup
+from api.grading.workers import GradingWorkers
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
-from api.service.regrade_fast import FastRegrade, _SharedLookup
 from api.service.services import Services
-from api.service.workers import GradingWorkers
 from judge.backends.scripted import ScriptedBackend
 from storage import Claim, FinishedGrading, Store, verify_chain
 from storage.keys import ServiceKey

@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from api.service import self_preference
+from api.grading import self_preference
+from api.grading.ground_truth_policy import check_inline_ground_truth, check_rubric_choice
 from api.service.attempts import check_attempts
 from api.service.errors import InvalidRequest, UnknownReference
-from api.service.ground_truth_policy import check_inline_ground_truth, check_rubric_choice
 from api.service.principal import Principal
 from api.service.schemas import SubmissionCreate
 from api.service.services import Services

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.grading.intake import accept_submission
 from api.service.principal import Principal
 from api.service.schemas import SubmissionCreate
 from api.service.services import Services, intake_at_once
-from api.service.submissions import accept_submission
 from storage import is_postgres
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, count_submissions

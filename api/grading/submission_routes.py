@@ -8,6 +8,7 @@ from litestar import Request, Response, post
 from litestar.di import NamedDependency
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
 
+from api.grading.intake import accept_submission, wait_for_grading
 from api.http.auth import require
 from api.http.limits import SubmissionLimits
 from api.http.problems import ApiProblem
@@ -17,7 +18,6 @@ from api.service.presenters import grading_public, render_grading
 from api.service.principal import Principal
 from api.service.schemas import GradingRead, SubmissionCreate
 from api.service.services import Services
-from api.service.submissions import accept_submission, wait_for_grading
 from storage import GradingView
 
 __all__ = ["create_submission"]

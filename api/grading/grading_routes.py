@@ -9,8 +9,8 @@ from litestar import Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
+from api.grading.judge_moves import JudgeMoveReport, JudgeMoveRequest, move_pending_gradings
 from api.http.auth import require
-from api.service.judge_moves import JudgeMoveReport, JudgeMoveRequest, move_pending_gradings
 from api.service.presenters import render_grading, render_gradings
 from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingRead

@@ -15,17 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from api.service import self_preference
-from api.service.confirmation import confirmed
-from api.service.group_commit import GroupCommit
-from api.service.judge_moves import follow_on_claim
+from api.grading import self_preference
+from api.grading.confirmation import confirmed
+from api.grading.group_commit import GroupCommit
+from api.grading.judge_moves import follow_on_claim
+from api.grading.regrade_fast import FastRegrade
 from api.service.judging import (
     RETRY_LATER,
     build_grader,
@@ -36,22 +34,16 @@ from api.service.judging import (
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context, log_grading
 from api.service.qualification import Qualifications
-from api.service.regrade_fast import FastRegrade
-from api.service.services import Services
+from api.service.services import Services, new_worker_id
 from judge.errors import InputError, JudgeSpecError
 from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage import Claim, FinishedGrading
 
-__all__ = ["GradingWorkers", "new_worker_id"]
+__all__ = ["GradingWorkers"]
 
 log = logging.getLogger("sre_judge.workers")
-
-
-def new_worker_id() -> str:
-    """host:pid:random, unique per worker process."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 class GradingWorkers:
