@@ -1,7 +1,7 @@
 """Errors of the use cases: what went wrong in the caller's terms, without HTTP or exit codes.
 
 The HTTP edge maps them to problem+json (``api.http.problems``), the command line to
-exit statuses (``api.cli.errors``), each in one table. ``field`` names the input at fault.
+exit statuses (``api.cli.edge``), each in one table. ``field`` names the input at fault.
 The errors of the layers below (``storage.errors``, ``judge.errors``) are domain errors
 too and are mapped at the same two edges.
 """
