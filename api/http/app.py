@@ -10,6 +10,7 @@ from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.pydantic import PydanticPlugin
 from litestar.routes import HTTPRoute
+from litestar.types import Message, Scope
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.http.auth import current_principal
@@ -25,9 +26,40 @@ from api.service.settings import Settings
 from api.web import WorkbenchPlugin, offline_docs
 from judge.backends import JudgeBackend
 
-__all__ = ["LOCAL_HOSTS", "create_app"]
+__all__ = ["LOCAL_HOSTS", "AllowEveryMethod", "create_app"]
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class AllowEveryMethod:
+    """A before-send hook: an ``OPTIONS`` answer's ``Allow`` lists every method of its path.
+
+    Litestar (2.25) makes a path's ``OPTIONS`` handler with the path's first route
+    handler, and that handler keeps listing the first handler's methods when a second
+    one (``GET`` beside ``POST``) joins the path. The hook rewrites the header from the
+    app's routes by the request's path template (``scope["path_template"]``).
+    """
+
+    def __init__(self) -> None:
+        self._allow: dict[str, bytes] | None = None
+
+    def _table(self, app: Litestar) -> dict[str, bytes]:
+        if self._allow is None:
+            methods: dict[str, set[str]] = {}
+            for route in app.routes:
+                if isinstance(route, HTTPRoute):
+                    methods.setdefault(route.path_format, set()).update(route.methods)
+            self._allow = {p: ", ".join(sorted(m)).encode() for p, m in methods.items()}
+        return self._allow
+
+    async def __call__(self, message: Message, scope: Scope) -> None:
+        """Replace ``Allow`` on the start of an ``OPTIONS`` answer."""
+        if message["type"] != "http.response.start" or scope.get("method") != "OPTIONS":
+            return
+        allow = self._table(scope["app"]).get(scope.get("path_template", ""))
+        if allow is not None:
+            headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"allow"]
+            message["headers"] = [*headers, (b"allow", allow)]
 
 
 def _openapi_config() -> OpenAPIConfig:
@@ -87,29 +119,10 @@ def create_app(
         # then took "3"); None lets each field's strictness hold, dates still parse
         plugins=[PydanticPlugin(validate_strict=None), WorkbenchPlugin()],  # type: ignore[list-item]
         lifespan=[lifespan],
+        before_send=[AllowEveryMethod()],
     )
     document_api(app)
-    allow_every_method(app)
     app.state.services = services
     app.state.metrics = metrics
     app.state.workers = runtime.workers
     return app
-
-
-def allow_every_method(app: Litestar) -> None:
-    """Make ``OPTIONS`` list every method of its path in ``Allow``.
-
-    Litestar (2.25) makes a path's ``OPTIONS`` handler with the path's first route
-    handler; when a second handler for the same path (``GET`` beside ``POST``) joins,
-    the new route keeps that ``OPTIONS`` handler, which still reads the first route's
-    methods. Point each such handler back at the route that serves it."""
-    for route in app.routes:
-        if not isinstance(route, HTTPRoute):
-            continue
-        for handler in route.route_handlers:
-            fn = handler.fn
-            if fn.__name__ != "options_handler" or "self" not in fn.__code__.co_freevars:
-                continue
-            cell = (fn.__closure__ or ())[fn.__code__.co_freevars.index("self")]
-            if isinstance(cell.cell_contents, HTTPRoute):
-                cell.cell_contents = route

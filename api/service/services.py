@@ -9,11 +9,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from api.service.errors import UnknownReference
 from api.service.settings import Settings
 from judge.backends import EndpointQuirks, JudgeBackend, build_backend
+from judge.backends.base import ContextWindowAware
 from judge.calls import Completion, JudgeRequest
 from judge.rubric import Rubric, split_rubric_ref
 from judge.spec import JudgeSpec, parse_judge_spec
@@ -84,7 +84,8 @@ class LimitedBackend:
     Only the request takes a slot: building the prompt, the judge cache, parsing,
     storing and the waits between retries happen outside it, so the endpoint's slots
     are busy with judge calls only and the judge's own limit is what bounds throughput.
-    Other attributes (such as ``context_window``) are the wrapped backend's.
+    The one optional capability a caller asks of a backend, its context window, is
+    passed through explicitly (None when the wrapped backend does not report one).
     """
 
     def __init__(self, backend: JudgeBackend, slots: asyncio.Semaphore) -> None:
@@ -105,8 +106,11 @@ class LimitedBackend:
         """Close the wrapped backend's client."""
         await self.backend.aclose()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.backend, name)
+    async def context_window(self) -> int | None:
+        """The wrapped backend's context window, if it reports one (takes no slot)."""
+        if isinstance(self.backend, ContextWindowAware):
+            return await self.backend.context_window()
+        return None
 
 
 class BackendPool:
