@@ -17,6 +17,9 @@ readable base64 runs, decoded, give the kind ``encoded_instruction``.
 Each pattern declares the words it needs (one of them is in any text it matches;
 ``tests/judge/test_injection_needs.py`` checks each): a pattern runs only on the forms
 that hold one, so an ordinary diagnosis runs about one of the 88 patterns, not all.
+
+Why this module is long (about 600 lines): most of it is the pattern table, each
+pattern beside its kind and the words it needs, which reads best as one list.
 """
 
 from __future__ import annotations
