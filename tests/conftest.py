@@ -1,10 +1,16 @@
 """Shared fixtures: databases on SQLite and PostgreSQL, migrated engines, the store.
 
 ``--db sqlite|postgres|all`` chooses the databases that database tests run on
-(default sqlite; CI runs all). Each test gets a database no other test touches: a
-temporary SQLite file, or a PostgreSQL database ``srejudge_test_<random>`` that the
-tests create and drop (migrated ones are emptied and reused within a session; see
-``database_url``). ``SRE_JUDGE_TEST_POSTGRES`` names the server's admin database.
+(default sqlite; CI runs all). Under ``all``, a test runs on PostgreSQL too where the
+engine matters: every test under ``tests/storage`` (the SQL itself), and every test
+marked ``postgres`` (queries a feature owns, locks and leases, constraints, several
+processes on one database); the rest runs on SQLite only, as the engine plays no part
+in what it checks. ``--db postgres`` runs every database test on PostgreSQL.
+
+Each test gets a database no other test touches: a temporary SQLite file, or a
+PostgreSQL database ``srejudge_test_<random>`` that the tests create and drop (migrated
+ones are emptied and reused within a session; see ``database_url``).
+``SRE_JUDGE_TEST_POSTGRES`` names the server's admin database.
 """
 
 from __future__ import annotations
@@ -47,16 +53,36 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "tampers: the test edits the database behind the store's back"
     )
+    config.addinivalue_line(
+        "markers",
+        "postgres: under --db all, also run on PostgreSQL (the engine matters: SQL a "
+        "feature owns, locks, constraints, several processes on one database)",
+    )
     if "SRE_JUDGE_SECRET_KEY_FILE" not in os.environ:
         folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"sre-judge-test-key-{os.getpid()}"
         os.environ["SRE_JUDGE_SECRET_KEY_FILE"] = str(folder / "sre-judge.key")
 
 
+#: the folder whose every test runs on both databases under ``--db all``
+_BOTH_DATABASES = Path(__file__).parent / "storage"
+
+
+def _engine_matters(metafunc: pytest.Metafunc) -> bool:
+    path = Path(str(metafunc.definition.path))
+    return path.is_relative_to(_BOTH_DATABASES) or bool(
+        metafunc.definition.get_closest_marker("postgres")
+    )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Run every test that needs a database once per chosen backend."""
+    """Run every test that needs a database once per chosen backend (``--db all``: on
+    PostgreSQL too where the engine matters, see the module's docstring)."""
     if "db_backend" in metafunc.fixturenames:
         choice = metafunc.config.getoption("--db")
-        backends = ["sqlite", "postgres"] if choice == "all" else [choice]
+        if choice == "all":
+            backends = ["sqlite", "postgres"] if _engine_matters(metafunc) else ["sqlite"]
+        else:
+            backends = [choice]
         metafunc.parametrize("db_backend", backends)
 
 

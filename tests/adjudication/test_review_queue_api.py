@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def test_review_queue_orders_unscored_then_unverified_and_claims_hide_items(

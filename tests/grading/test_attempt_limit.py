@@ -10,12 +10,16 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.cli.main import main
 from storage.tables import SubmissionRecord
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 _SUBMISSIONS = SubmissionRecord.__table__  # type: ignore[attr-defined]

@@ -24,6 +24,9 @@ from tests.api.conftest import ClientFactory
 from tests.support.audit import configured_chain_key
 from tests.support.submissions import DIAGNOSIS, TRUTH
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 #: the default judge on an address where nothing listens (the real Ollama client)
 OLD = "ollama:qwen2.5:7b-instruct@http://127.0.0.1:9"
 OLD_NAME = "ollama:qwen2.5:7b-instruct"

@@ -21,7 +21,7 @@ from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.service_process import serving
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH
 
-pytestmark = pytest.mark.slow  # two `sre-judge serve` processes, about 20 s
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]  # two `sre-judge serve` processes, about 20 s
 
 OLD = "ollama:qwen2.5:7b-instruct@http://127.0.0.1:9"
 

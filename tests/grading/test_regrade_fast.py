@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -25,6 +26,9 @@ from tests.storage.helpers import sregym_rubric
 from tests.support.audit import configured_chain_key
 from tests.support.sregym_results import write_sregym_results
 from tests.support.statements import statements
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 #: differ between two gradings of the same submission whatever path made them
 _NOT_CONTENT = {

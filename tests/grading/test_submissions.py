@@ -16,6 +16,9 @@ from storage import is_postgres
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, count_submissions
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 
 async def test_submit_and_wait_returns_the_graded_grading_object(
     api_client: Any, tokens: Any

@@ -12,6 +12,9 @@ from storage.errors import NotFound
 from storage.imports import ImportJobRecord
 from tests.conftest import Clock
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 
 def _job() -> ImportJobRecord:
     return ImportJobRecord(kind="jsonl", archive="jsonl", size=3, sha256="0" * 64, created_by="a")

@@ -29,6 +29,9 @@ from storage.db import session_factory
 from storage.storable import MAX_INT32
 from tests.support.sregym_results import COLUMNS, PROBLEMS, write_sregym_results
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 IMPORTS = "/v1/imports"
 TAR = {"Content-Type": "application/gzip"}
 NDJSON = {"Content-Type": "application/x-ndjson"}

@@ -20,6 +20,9 @@ from storage.db import session_factory
 from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
 from tests.support.sregym_results import PROBLEMS, write_sregym_results
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 
 async def _count(engine: AsyncEngine, model: type, *where: object) -> int:
     async with session_factory(engine)() as session:

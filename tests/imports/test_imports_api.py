@@ -33,6 +33,9 @@ from storage.keys import ServiceKey
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 IMPORTS = "/v1/imports"
 TAR = {"Content-Type": "application/gzip"}
 

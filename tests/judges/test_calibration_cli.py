@@ -23,6 +23,9 @@ from storage.quality_tables import CalibrationRunRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.in_process_cli import run_cli
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 GOLD = Path(__file__).parents[1] / "fixtures" / "gold-small.jsonl"
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 

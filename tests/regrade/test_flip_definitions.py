@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from api.regrade.flips import flip_report, flips_csv
 from api.reports.agreement import agreement_table, build_agreement_report
 from storage import Store
 from storage.report_queries import ReportFilter
 from tests.storage.helpers import sregym_rubric
 from tests.support.gradings import add_many, shadow_regrade
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def _seed(store: Store) -> str:

@@ -22,6 +22,9 @@ from tests.api.conftest import ClientFactory
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 NEW_JUDGE = "scripted:fail"
 
 

@@ -23,6 +23,9 @@ from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.sregym_results import write_sregym_results
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 ALL = {f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)}
 
 

@@ -15,6 +15,9 @@ from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.gradings import add_many
 from tests.support.in_process_cli import run_cli
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 QUESTIONS = [q.id for q in sregym_rubric().questions]
 
 

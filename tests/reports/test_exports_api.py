@@ -24,6 +24,9 @@ from tests.support.exports import fail_exports_after
 from tests.support.gradings import add_many
 from tests.support.service_process import free_port
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 EXPORTS = "/v1/exports/gradings"
 
 

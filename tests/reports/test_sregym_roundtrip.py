@@ -15,6 +15,8 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
@@ -31,6 +33,9 @@ from storage.regrade.select import RegradeFilter
 from storage.report_queries import ReportFilter
 from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.sregym_results import NOT_DIAGNOSED, write_sregym_results
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 #: the cells a regrade may change: SREGym's verdict columns the folder has
 REGRADED_COLUMNS = {

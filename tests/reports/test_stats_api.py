@@ -7,10 +7,14 @@ import io
 import json
 from typing import Any
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage import Store
 from tests.support.gradings import add_grading, add_many
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def _seed_arms(store: Store) -> None:

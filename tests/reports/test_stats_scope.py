@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage import Store
 from tests.support.gradings import add_many, shadow_regrade
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 #: the seeded gradings carry inline ground truths: these reports mix them in
 MIXED = {"inline": "include"}

@@ -7,7 +7,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 import yaml
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 

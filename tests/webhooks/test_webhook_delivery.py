@@ -5,12 +5,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from api.service.settings import Settings
 from api.webhooks.delivery import WebhookDelivery
 from api.webhooks.queries import WebhookQueries
 from storage import Store
 from tests.conftest import Clock
 from tests.support.webhook_receiver import receiving
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def _deliveries(store: Store, endpoint_id: str) -> dict[str, Any]:

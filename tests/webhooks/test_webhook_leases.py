@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.webhooks.queries import WebhookQueries
 from storage import Store
 from tests.conftest import Clock
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def _endpoint(store: Store, n: int = 0) -> str:

@@ -15,6 +15,9 @@ from tests.support.network import hook_network
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 FAST = {
     "webhook_allow_hosts": "127.0.0.1",
     "webhook_retry_seconds": 0.1,

@@ -18,7 +18,7 @@ from tests.support.service_process import ServiceProcess, cli, serving
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
 def _env(database_url: str) -> dict[str, str]:

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import delete, update
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -16,6 +17,9 @@ from api.service.settings import Settings
 from storage import Store
 from storage.audit import ROWS
 from tests.storage.audit_helpers import AUDIT, GRADINGS, execute, rehash_from, rows, workload
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def audit(

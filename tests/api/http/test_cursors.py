@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.support.submissions import TRUTH
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 KEY = "k" * 40
 OTHER_KEY = "o" * 40

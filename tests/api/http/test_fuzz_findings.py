@@ -13,6 +13,9 @@ import pytest
 
 from tests.support.submissions import TRUTH
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 
 @pytest.mark.parametrize(("length", "status"), [(256, 201), (257, 422), (300, 422)])
 async def test_a_scenario_title_fits_its_column(

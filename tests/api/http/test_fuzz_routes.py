@@ -37,6 +37,9 @@ from tests.support.fuzz import (
 )
 from tests.support.submissions import DIAGNOSIS, TRUTH
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 SEED = int(os.environ.get("SRE_JUDGE_FUZZ_SEED", DEFAULT_SEED))
 #: most Hypothesis examples per operation in the slow run; raise it for a deeper hunt
 SLOW_EXAMPLES = int(os.environ.get("SRE_JUDGE_FUZZ_EXAMPLES", 8))

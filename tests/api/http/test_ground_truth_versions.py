@@ -13,8 +13,13 @@ import io
 import json
 from typing import Any
 
+import pytest
+
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 SPEC = "scripted:typo-sensitive"
 TYPO = "namespace=hotel-reservaton"

@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from litestar.testing import AsyncTestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.service.metrics import Metrics
 from tests.api.conftest import ClientFactory
 from tests.support.judge_server import running_judge_server, sregym_reply
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q3"}

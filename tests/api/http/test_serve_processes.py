@@ -20,7 +20,7 @@ from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.service_process import cli, serving
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
 async def test_two_processes_on_one_port_grade_every_submission_once(

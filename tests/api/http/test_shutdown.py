@@ -27,6 +27,9 @@ from tests.storage.helpers import graded_result, submit
 from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
 from tests.support.service_process import ServiceProcess
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q3"}
 REPLY = sregym_reply(SEVEN, evidence="USER_PORT=9999")

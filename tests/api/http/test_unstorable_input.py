@@ -12,6 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.submissions import count_submissions
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 BASE = {"diagnosis": "user-service sets USER_PORT=9999", "ground_truth": "USER_PORT=9999"}
 EDGE_DATE = "9999-12-31T23:59:59-14:00"
 

@@ -27,6 +27,9 @@ from storage.canonical import utcnow
 from storage.keys import ServiceKey
 from tests.storage.helpers import submit
 
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
 URL = "https://transparency.example/checkpoints"
 
 
