@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
-from litestar import Litestar
+from litestar import Litestar, Request
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.pydantic import PydanticPlugin
@@ -18,7 +19,7 @@ from api.http.input_guard import refuse_unstorable_input
 from api.http.limits import SubmissionLimits
 from api.http.middleware import RequestContextMiddleware
 from api.http.observability import litestar_logging_config
-from api.http.openapi import document_api
+from api.http.openapi import document_on_first_read
 from api.http.problems import exception_handlers
 from api.http.routes import ROUTE_HANDLERS
 from api.service.runtime import Runtime
@@ -66,8 +67,19 @@ def _openapi_config() -> OpenAPIConfig:
     """The OpenAPI document at /schema, its page served from the swagger-ui-py package's
     files (so /schema works offline)."""
     return OpenAPIConfig(
-        title="sre-judge", version="1", path="/schema", render_plugins=[offline_docs()]
+        title="sre-judge", version="1", path=SCHEMA_PATH, render_plugins=[offline_docs()]
     )
+
+
+#: where the OpenAPI document and its page are served
+SCHEMA_PATH = "/schema"
+
+
+async def _before_request(request: Request[Any, Any, Any]) -> None:
+    """Complete the OpenAPI document on its first read; refuse unstorable input."""
+    if request.url.path.startswith(SCHEMA_PATH):
+        document_on_first_read(request.app)
+    await refuse_unstorable_input(request)
 
 
 def create_app(
@@ -110,7 +122,7 @@ def create_app(
             "metrics": Provide(lambda: metrics, sync_to_thread=False),
         },
         exception_handlers=exception_handlers,
-        before_request=refuse_unstorable_input,
+        before_request=_before_request,
         middleware=[RequestContextMiddleware(metrics)],
         logging_config=litestar_logging_config(),
         openapi_config=_openapi_config(),
@@ -121,7 +133,6 @@ def create_app(
         lifespan=[lifespan],
         before_send=[AllowEveryMethod()],
     )
-    document_api(app)
     app.state.services = services
     app.state.metrics = metrics
     app.state.workers = runtime.workers

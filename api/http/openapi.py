@@ -45,6 +45,7 @@ __all__ = [
     "OTHER_CONTENT",
     "OTHER_SUCCESS",
     "document_api",
+    "document_on_first_read",
     "required_errors",
 ]
 
@@ -178,6 +179,19 @@ def _other_content(operation: Any, media_types: tuple[str, ...]) -> None:
                 media: (schema if media == "application/json" and schema else text)
                 for media in media_types
             }
+
+
+def document_on_first_read(app: Litestar) -> None:
+    """Complete ``app``'s OpenAPI document before it is first served.
+
+    Building the document takes about half of building the app, and most apps (every
+    test's, a worker process's) never serve it: it is built, and completed by
+    :func:`document_api`, on the first request under the document's path.
+    """
+    if app.state.get("openapi_documented"):
+        return
+    app.state.openapi_documented = True
+    document_api(app)
 
 
 def document_api(app: Litestar) -> None:
