@@ -20,7 +20,7 @@ pytestmark = pytest.mark.postgres
 
 FAST = {
     "webhook_allow_hosts": "127.0.0.1",
-    "webhook_retry_seconds": 0.1,
+    "webhook_retry_seconds": 0.02,
     "webhook_timeout_seconds": 5,
 }
 
