@@ -97,6 +97,16 @@ class Database:
                 await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             yield session
 
+    @asynccontextmanager
+    async def reading(self, tx: AsyncSession | None) -> AsyncIterator[AsyncSession]:
+        """``tx`` when a caller reads inside its own transaction (one snapshot for several
+        reads), else a read transaction of its own."""
+        if tx is not None:
+            yield tx
+            return
+        async with self.read() as session:
+            yield session
+
     async def insert_ignore(
         self, session: AsyncSession, table: Table, values: dict[str, Any]
     ) -> bool:

@@ -126,20 +126,22 @@ class GradingReads:
             GradingView(grading=g, answers=tuple(answers[g.id]), submission=s) for g, s in pairs
         ]
 
-    async def get(self, grading_id: str) -> GradingView | None:
-        """A grading with its answers and submission, or None."""
+    async def get(self, grading_id: str, *, tx: AsyncSession | None = None) -> GradingView | None:
+        """A grading with its answers and submission, or None (inside ``tx`` if given)."""
         query = (
             select(GradingRecord, SubmissionRecord)
             .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
             .where(col(GradingRecord.id) == grading_id)
         )
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             row = (await session.execute(query)).one_or_none()
             if row is None:
                 return None
             return (await self._views(session, [(row[0], row[1])]))[0]
 
-    async def of_submission(self, submission_id: str) -> list[GradingView]:
+    async def of_submission(
+        self, submission_id: str, *, tx: AsyncSession | None = None
+    ) -> list[GradingView]:
         """Every grading of one submission (current, superseded, shadow), oldest first."""
         query = (
             select(GradingRecord, SubmissionRecord)
@@ -147,7 +149,7 @@ class GradingReads:
             .where(col(GradingRecord.submission_id) == submission_id)
             .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
         )
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             pairs = [(row[0], row[1]) for row in await session.execute(query)]
             return await self._views(session, pairs)
 
@@ -200,20 +202,24 @@ class GradingReads:
             raise NotFound(f"grading {grading_id!r} does not exist")
         return grading
 
-    async def judge_calls(self, grading_id: str) -> list[JudgeCallRecord]:
+    async def judge_calls(
+        self, grading_id: str, *, tx: AsyncSession | None = None
+    ) -> list[JudgeCallRecord]:
         """Every judge call of a grading, in call order; NotFound for an unknown grading."""
         query = (
             select(JudgeCallRecord)
             .where(col(JudgeCallRecord.grading_id) == grading_id)
             .order_by(col(JudgeCallRecord.created_at), col(JudgeCallRecord.position))
         )
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             await self._require_grading(session, grading_id)
             return list((await session.execute(query)).scalars())
 
-    async def history(self, grading_id: str) -> list[AuditRecord]:
+    async def history(
+        self, grading_id: str, *, tx: AsyncSession | None = None
+    ) -> list[AuditRecord]:
         """Audit events of a grading and of its submission, oldest first."""
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             grading = await self._require_grading(session, grading_id)
             query = (
                 select(AuditRecord)

@@ -95,7 +95,9 @@ class OverrideRepository:
         async with self._db.read() as session:
             return await self._overrides(session, grading_id)
 
-    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[OverrideRecord]]:
+    async def for_gradings(
+        self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
+    ) -> dict[str, list[OverrideRecord]]:
         """Overrides of several gradings at once (for a page of gradings)."""
         found: dict[str, list[OverrideRecord]] = {gid: [] for gid in grading_ids}
         if not grading_ids:
@@ -105,7 +107,7 @@ class OverrideRepository:
             .where(col(OverrideRecord.grading_id).in_(list(grading_ids)))
             .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
         )
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             for record in (await session.execute(query)).scalars():
                 found[record.grading_id].append(record)
         return found

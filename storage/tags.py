@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.database import Database
@@ -67,9 +68,9 @@ class TagRepository:
             )
             return record
 
-    async def vocabulary(self) -> list[TagVocabularyRecord]:
+    async def vocabulary(self, *, tx: AsyncSession | None = None) -> list[TagVocabularyRecord]:
         """The tags adjudicators may use, alphabetically."""
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             query = select(TagVocabularyRecord).order_by(col(TagVocabularyRecord.tag))
             return list((await session.execute(query)).scalars())
 
@@ -121,7 +122,9 @@ class TagRepository:
                 rows=[record],
             )
 
-    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[FailureTagRecord]]:
+    async def for_gradings(
+        self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
+    ) -> dict[str, list[FailureTagRecord]]:
         """Tags in force on several gradings."""
         found: dict[str, list[FailureTagRecord]] = {gid: [] for gid in grading_ids}
         if not grading_ids:
@@ -134,7 +137,7 @@ class TagRepository:
             )
             .order_by(col(FailureTagRecord.id))
         )
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             for record in (await session.execute(query)).scalars():
                 found[record.grading_id].append(record)
         return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.database import Database
@@ -20,7 +21,9 @@ class VoteReads:
         """Work through ``db``."""
         self._db = db
 
-    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[JudgeVoteRecord]]:
+    async def for_gradings(
+        self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
+    ) -> dict[str, list[JudgeVoteRecord]]:
         """Votes of several gradings at once, by judge, sample and question."""
         found: dict[str, list[JudgeVoteRecord]] = {gid: [] for gid in grading_ids}
         if not grading_ids:
@@ -30,7 +33,7 @@ class VoteReads:
             .where(col(JudgeVoteRecord.grading_id).in_(list(grading_ids)))
             .order_by(col(JudgeVoteRecord.id))
         )
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             for record in (await session.execute(query)).scalars():
                 found[record.grading_id].append(record)
         return found

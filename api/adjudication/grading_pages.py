@@ -45,11 +45,17 @@ async def _render(
     conflict: list[Any] | None = None,
 ) -> Template:
     principal = who.principal
-    view = await readable_grading(services, principal, grading_id)
-    grading = await render_grading(services, view, principal)
+    adjudicator = principal.at_least("adjudicator")
+    async with services.store.db.snapshot() as tx:  # one read: every part agrees
+        view = await readable_grading(services, principal, grading_id, tx=tx)
+        grading = await render_grading(services, view, principal, tx=tx)
+        siblings = await related_gradings(services, principal, grading_id, tx=tx)
+        related = await render_gradings(services, siblings, principal, tx=tx)
+        history = (
+            await grading_history(services, principal, grading_id, tx=tx) if adjudicator else []
+        )
+        vocabulary = await services.store.tags.vocabulary(tx=tx) if adjudicator else []
     rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    siblings = await related_gradings(services, principal, grading_id)
-    related = await render_gradings(services, siblings, principal)
     related_rows = [
         (r, verdict_label(r), v.grading) for r, v in zip(related, siblings, strict=True)
     ]
@@ -61,9 +67,6 @@ async def _render(
             **submitter_page_context(grading, rubric),
             related=related_rows,
         )
-    adjudicator = principal.at_least("adjudicator")
-    history = await grading_history(services, principal, grading_id) if adjudicator else []
-    vocabulary = await services.store.tags.vocabulary() if adjudicator else []
     return page(
         "grading.html",
         who,

@@ -7,7 +7,7 @@ exist for it (:class:`storage.NotFound`, never a hint that the id is taken).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from api.service.errors import InvalidRequest
 from api.service.principal import Principal
@@ -19,6 +19,9 @@ from storage import GradingView, ReviewItem
 from storage.audit import ROWS
 from storage.errors import Conflict
 from storage.review_tables import FailureTagRecord, ReviewClaimRecord
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = [
     "claim_review",
@@ -139,13 +142,13 @@ async def override_grading(
 
 
 async def grading_history(
-    services: Services, principal: Principal, grading_id: str
+    services: Services, principal: Principal, grading_id: str, *, tx: AsyncSession | None = None
 ) -> list[dict[str, Any]]:
     """Every audit event of the grading and its submission, oldest first, each judge call
-    in full (prompt, reply, parameters, tokens)."""
-    await readable_grading(services, principal, grading_id)
-    events = await services.store.gradings.history(grading_id)
-    calls = {c.id: c for c in await services.store.gradings.judge_calls(grading_id)}
+    in full (prompt, reply, parameters, tokens); inside ``tx`` when given."""
+    await readable_grading(services, principal, grading_id, tx=tx)
+    events = await services.store.gradings.history(grading_id, tx=tx)
+    calls = {c.id: c for c in await services.store.gradings.judge_calls(grading_id, tx=tx)}
     items = []
     for event in events:
         item: dict[str, Any] = {
@@ -178,12 +181,12 @@ async def grading_history(
 
 
 async def related_gradings(
-    services: Services, principal: Principal, grading_id: str
+    services: Services, principal: Principal, grading_id: str, *, tx: AsyncSession | None = None
 ) -> list[GradingView]:
     """The other gradings of the same submission (earlier or shadow regrades, other judges
-    or rubrics), oldest first."""
-    view = await readable_grading(services, principal, grading_id)
-    siblings = await services.store.gradings.of_submission(view.submission.id)
+    or rubrics), oldest first; inside ``tx`` when given."""
+    view = await readable_grading(services, principal, grading_id, tx=tx)
+    siblings = await services.store.gradings.of_submission(view.submission.id, tx=tx)
     return [v for v in siblings if v.grading.id != grading_id]
 
 

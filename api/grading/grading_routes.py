@@ -33,9 +33,11 @@ async def get_grading(
     principal: NamedDependency[Principal],
 ) -> Response[GradingRead]:
     """The grading object; the ETag is its revision. A submitter reading a grading
-    against a registered scenario gets its view of it (``SRE_JUDGE_SUBMITTER_VIEW``)."""
-    view = await readable_grading(services, principal, grading_id)
-    body = await render_grading(services, view, principal)
+    against a registered scenario gets its view of it (``SRE_JUDGE_SUBMITTER_VIEW``).
+    Read in one snapshot: the grading, its overrides, tags and votes agree."""
+    async with services.store.db.snapshot() as tx:
+        view = await readable_grading(services, principal, grading_id, tx=tx)
+        body = await render_grading(services, view, principal, tx=tx)
     return Response(body, headers={"ETag": f'"{body.revision}"'})
 
 

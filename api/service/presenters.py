@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from api.service.principal import Principal
 from api.service.schemas import (
@@ -34,6 +34,9 @@ from storage import FailureTagRecord, GradingView, OverrideRecord
 from storage.overrides import override_events
 from storage.quality_tables import JudgeVoteRecord
 from storage.tables import AnswerRecord, SubmissionRecord
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = [
     "grading_public",
@@ -309,13 +312,18 @@ def _grading_public(
 
 
 async def render_gradings(
-    services: Services, views: Sequence[GradingView], principal: Principal
+    services: Services,
+    views: Sequence[GradingView],
+    principal: Principal,
+    *,
+    tx: AsyncSession | None = None,
 ) -> list[GradingRead]:
-    """Grading objects for several stored gradings, with overrides and tags in two queries."""
+    """Grading objects for several stored gradings: their overrides, tags and votes in
+    one query each, inside ``tx`` when the caller reads in one snapshot."""
     ids = [v.grading.id for v in views]
-    overrides = await services.store.overrides.for_gradings(ids)
-    tags = await services.store.tags.for_gradings(ids)
-    votes = await services.store.votes.for_gradings(ids)
+    overrides = await services.store.overrides.for_gradings(ids, tx=tx)
+    tags = await services.store.tags.for_gradings(ids, tx=tx)
+    votes = await services.store.votes.for_gradings(ids, tx=tx)
     rendered = []
     for view in views:
         g = view.grading
@@ -335,7 +343,11 @@ async def render_gradings(
 
 
 async def render_grading(
-    services: Services, view: GradingView, principal: Principal
+    services: Services,
+    view: GradingView,
+    principal: Principal,
+    *,
+    tx: AsyncSession | None = None,
 ) -> GradingRead:
     """The grading object of one stored grading."""
-    return (await render_gradings(services, [view], principal))[0]
+    return (await render_gradings(services, [view], principal, tx=tx))[0]

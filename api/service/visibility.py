@@ -25,6 +25,8 @@ from storage import GradingView, NotFound
 from storage.tables import SubmissionRecord
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from api.service.services import Services
 
 __all__ = [
@@ -42,10 +44,11 @@ def can_read(principal: Principal, submission: SubmissionRecord) -> bool:
 
 
 async def readable_grading(
-    services: Services, principal: Principal, grading_id: str
+    services: Services, principal: Principal, grading_id: str, *, tx: AsyncSession | None = None
 ) -> GradingView:
-    """The grading if it exists and ``principal`` may read it, else :class:`NotFound`."""
-    view = await services.store.gradings.get(grading_id)
+    """The grading if it exists and ``principal`` may read it, else :class:`NotFound`
+    (read inside ``tx`` when the caller reads several things in one snapshot)."""
+    view = await services.store.gradings.get(grading_id, tx=tx)
     if view is None or not can_read(principal, view.submission):
         raise NotFound(f"no grading with id {grading_id!r}")
     return view

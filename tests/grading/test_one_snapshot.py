@@ -1,0 +1,69 @@
+"""Reading a grading is one transaction: the grading, its answers, overrides, tags and
+votes come from one snapshot, so they agree with each other, and the read costs one
+BEGIN, not one per part. The grading page (its related gradings, history and the tag
+vocabulary too) is one transaction as well."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.support.submissions import graded
+from tests.web.conftest import sign_in
+
+
+@contextmanager
+def transactions(engine: AsyncEngine) -> Iterator[list[int]]:
+    """Count the transactions begun on ``engine`` inside the block."""
+    counted = [0]
+
+    def begun(_connection: Any) -> None:
+        counted[0] += 1
+
+    event.listen(engine.sync_engine, "begin", begun)
+    try:
+        yield counted
+    finally:
+        event.remove(engine.sync_engine, "begin", begun)
+
+
+#: a server that only answers requests: no workers, deliveries or checkpoints begin
+#: transactions of their own while the reads are counted
+QUIET = {"start_workers": False, "audit_checkpoint": "off"}
+
+
+async def test_reading_a_grading_is_one_transaction(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        grading = await graded(client, agent)
+    async with api_client(**QUIET) as client:
+        location = f"/v1/gradings/{grading['id']}"
+        for headers in (agent, ada):
+            assert (await client.get(location, headers=headers)).status_code == 200  # warm
+            with transactions(engine) as counted:
+                response = await client.get(location, headers=headers)
+            assert response.status_code == 200
+            assert counted[0] == 1, f"{counted[0]} transactions for one read of a grading"
+
+
+async def test_the_grading_page_is_one_transaction(
+    api_client: Any, tokens: Any, engine: AsyncEngine
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        grading = await graded(client, agent)
+    async with api_client(**QUIET) as client:
+        await sign_in(client, ada)
+        page = f"/gradings/{grading['id']}"
+        assert (await client.get(page)).status_code == 200  # warm: session, rubric
+        with transactions(engine) as counted:
+            response = await client.get(page)
+        assert response.status_code == 200 and "Ada" in response.text
+        # the signed-in session is looked up first, then the page is one snapshot
+        assert counted[0] == 2, f"{counted[0]} transactions for one grading page"
