@@ -14,6 +14,7 @@ from litestar.routes import HTTPRoute
 from litestar.types import Message, Scope
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.app import route_handlers
 from api.http.auth import current_principal
 from api.http.input_guard import refuse_unstorable_input
 from api.http.limits import SubmissionLimits
@@ -21,7 +22,6 @@ from api.http.middleware import RequestContextMiddleware
 from api.http.observability import litestar_logging_config
 from api.http.openapi import document_on_first_read
 from api.http.problems import exception_handlers
-from api.http.routes import ROUTE_HANDLERS
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from api.web import WorkbenchPlugin, offline_docs
@@ -114,7 +114,7 @@ def create_app(
             yield
 
     app = Litestar(
-        route_handlers=ROUTE_HANDLERS,
+        route_handlers=route_handlers(),
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False),
             "principal": Provide(current_principal),

@@ -17,15 +17,8 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
-from api.adjudication.grading_pages import grading_list, grading_page, override_from_page
-from api.adjudication.label_pages import label_form, label_submit
-from api.adjudication.queue_pages import finish_from_page, home, next_item, queue_page
-from api.adjudication.tag_pages import tag_from_page, untag_from_page
+from api.app import page_handlers
 from api.http.problems import exception_handlers as problem_handlers
-from api.judges.pages import judges_page
-from api.regrade.pages import regrade_action, regrade_page, regrade_progress, regrades_page
-from api.reports.pages import agreement_page, compare_page, reports_page
-from api.tokens.pages import login_form, login_submit, logout
 from api.web.docs import SWAGGER_ASSETS, SWAGGER_PREFIX, OfflineSwaggerPlugin
 from api.web.input_guard import refuse_unstorable_form
 from api.web.pages import page
@@ -74,30 +67,7 @@ class WorkbenchPlugin(InitPluginProtocol):
         """Register routes, templates, static files and the HTML security headers."""
         pages = Router(
             path="/",
-            route_handlers=[
-                home,
-                login_form,
-                login_submit,
-                logout,
-                queue_page,
-                next_item,
-                finish_from_page,
-                grading_list,
-                grading_page,
-                override_from_page,
-                label_form,
-                label_submit,
-                tag_from_page,
-                untag_from_page,
-                reports_page,
-                compare_page,
-                agreement_page,
-                regrades_page,
-                regrade_page,
-                regrade_progress,
-                regrade_action,
-                judges_page,
-            ],
+            route_handlers=page_handlers(),
             dependencies={"who": Provide(signed_in)},
             exception_handlers={Exception: _web_error},
             before_request=refuse_unstorable_form,

@@ -16,7 +16,7 @@ from typing import Any
 
 from litestar.handlers import HTTPRouteHandler
 
-from api.http.routes import ROUTE_HANDLERS
+from api.app import route_handlers
 
 PROBLEM = {"$ref": "#/components/schemas/Problem"}
 #: statuses a handler writes itself (a 500 "cannot happen" is no answer it promises)
@@ -61,7 +61,7 @@ async def test_every_operation_is_described_and_lists_its_error_answers(
     assert set(problem["required"]) == {"type", "title", "status", "detail"}
     assert "errors" in problem["properties"]
     operations = _operations(document)
-    handlers = [h for h in ROUTE_HANDLERS if isinstance(h, HTTPRouteHandler)]
+    handlers = [h for h in route_handlers() if isinstance(h, HTTPRouteHandler)]
     missing: list[str] = []
     for handler in handlers:
         if handler.operation_id not in operations:
@@ -93,7 +93,7 @@ async def test_the_statuses_a_route_writes_are_found_in_its_source(api_client: A
     path, operation = _operations(document)["createOverride"]
     handler = next(
         h
-        for h in ROUTE_HANDLERS
+        for h in route_handlers()
         if isinstance(h, HTTPRouteHandler) and h.operation_id == "createOverride"
     )
     assert {401, 403, 404, 412, 422, 428} <= _can_answer(handler, path, operation)
