@@ -10,11 +10,9 @@ archive's unpacked size counts every member and stops at the limit.
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
-import tarfile
 import time
 import zipfile
 from pathlib import Path
@@ -27,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from storage import SubmissionRecord
 from storage.db import session_factory
 from storage.storable import MAX_INT32
+from tests.imports.jobs import finished, tar_gz
 from tests.support.sregym_results import COLUMNS, PROBLEMS, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -50,16 +49,6 @@ BAD_ROWS: dict[int, tuple[str, str]] = {
     251: ("TTM", "-Infinity"),
 }
 ROWS = 260
-
-
-def _tar(entries: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in entries.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def _row(number: int, /, **cells: str) -> dict[str, str]:
@@ -94,16 +83,7 @@ def _archive(tmp_path: Path, extra: dict[str, bytes]) -> bytes:
     entries = {
         p.relative_to(fixture.root).as_posix(): p.read_bytes() for p in fixture.root.rglob("*.csv")
     }
-    return _tar({**entries, "problems.jsonl": fixture.problems_file.read_bytes(), **extra})
-
-
-async def _finished(client: Any, location: str, headers: dict[str, str]) -> dict[str, Any]:
-    for _ in range(1200):
-        job = (await client.get(location, headers=headers)).json()
-        if job["state"] in ("done", "failed"):
-            return dict(job)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the job did not finish: {job}")
+    return tar_gz({**entries, "problems.jsonl": fixture.problems_file.read_bytes(), **extra})
 
 
 async def _stored(engine: AsyncEngine, *where: Any) -> list[SubmissionRecord]:
@@ -122,7 +102,7 @@ async def _run(api_client: Any, admin: dict[str, str], body: bytes, headers: dic
     async with api_client(judge="scripted:pass", **settings) as client:
         created = await client.post(IMPORTS, content=body, headers={**admin, **headers})
         assert created.status_code == 202, created.text
-        return await _finished(client, created.headers["location"], admin)
+        return await finished(client, created.headers["location"], admin)
 
 
 async def test_bad_values_in_a_csv_are_refused_row_by_row_and_the_rest_is_stored(
@@ -232,7 +212,7 @@ async def test_a_row_that_repeats_an_attempt_with_other_text_is_a_conflict(
 def _junk_tar() -> bytes:
     """A CSV, then 16 MB of zeros (a few kB compressed), the stream cut off in the middle
     of them: only a reader that stops at the limit reports the size, not the cut."""
-    whole = _tar({"run/a/p/results.csv": _csv([_row(1)]), "junk.bin": b"\0" * 16_000_000})
+    whole = tar_gz({"run/a/p/results.csv": _csv([_row(1)]), "junk.bin": b"\0" * 16_000_000})
     return whole[: len(whole) * 3 // 5]
 
 

@@ -7,7 +7,6 @@ process stopped mid-way being finished by the next one without storing anything 
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import tarfile
@@ -30,6 +29,7 @@ from storage.canonical import utcnow
 from storage.db import session_factory
 from storage.imports import ImportJobRecord
 from storage.keys import ServiceKey
+from tests.imports.jobs import finished, tar_gz
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
 
@@ -44,30 +44,11 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.csv")}
 
 
-def _tar(entries: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in entries.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
 def _results_archive(tmp_path: Path) -> tuple[Path, bytes]:
     fixture = write_sregym_results(tmp_path)
     entries = _files(fixture.root)
     entries["problems.jsonl"] = fixture.problems_file.read_bytes()
-    return fixture.root, _tar(entries)
-
-
-async def _finished(client: Any, location: str, headers: dict[str, str]) -> dict[str, Any]:
-    for _ in range(300):
-        job = (await client.get(location, headers=headers)).json()
-        if job["state"] in ("done", "failed"):
-            return dict(job)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the job did not finish: {job}")
+    return fixture.root, tar_gz(entries)
 
 
 async def _submissions(engine: AsyncEngine) -> int:
@@ -85,7 +66,7 @@ async def test_an_uploaded_archive_is_imported_and_exports_back_file_for_file(
         created = await client.post(IMPORTS, content=archive, headers={**admin, **TAR})
         assert created.status_code == 202, created.text
         assert created.json()["state"] == "queued"
-        job = await _finished(client, created.headers["location"], admin)
+        job = await finished(client, created.headers["location"], admin)
         params = {"format": "sregym", "layout": "folder", "archive": "zip"}
         exported = await client.get("/v1/exports/gradings", params=params, headers=admin)
         params = {"format": "sregym", "layout": "file"}
@@ -111,7 +92,7 @@ async def test_a_jsonl_stream_reports_its_bad_lines(api_client: Any, tokens: Any
     async with api_client(judge="scripted:pass") as client:
         headers = {**admin, "Content-Type": "application/x-ndjson"}
         created = await client.post(IMPORTS, content=body, headers=headers)
-        job = await _finished(client, created.headers["location"], admin)
+        job = await finished(client, created.headers["location"], admin)
     assert job["state"] == "done" and job["total"] == job["done"] == 3
     assert job["report"]["submissions"] == 2 and job["report"]["problems"] == 1
     [error] = job["errors"]
@@ -130,7 +111,7 @@ async def test_a_strict_jsonl_job_stores_nothing_and_fails_listing_the_bad_lines
             IMPORTS, content=body, headers=headers, params={"strict": "true"}
         )
         assert created.status_code == 202 and created.json()["strict"] is True
-        job = await _finished(client, created.headers["location"], admin)
+        job = await finished(client, created.headers["location"], admin)
         _, archive = _results_archive(tmp_path)
         refused = await client.post(IMPORTS, content=archive, headers={**admin, **TAR},
                                     params={"strict": "true"})  # fmt: skip
@@ -151,7 +132,7 @@ def _zip(entries: dict[str, bytes], *, mode: int | None = None) -> bytes:
     return buffer.getvalue()
 
 
-def _symlink_tar() -> bytes:
+def _symlinktar_gz() -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         link = tarfile.TarInfo("run/agent/p/results.csv")
@@ -162,9 +143,9 @@ def _symlink_tar() -> bytes:
 
 CSV = b"problem_id,attempt\np,1\n"
 UNSAFE = {
-    "dot-dot": (_tar({"../evil.csv": CSV}), TAR, ".."),
+    "dot-dot": (tar_gz({"../evil.csv": CSV}), TAR, ".."),
     "absolute": (_zip({"/tmp/evil.csv": CSV}), {"Content-Type": "application/zip"}, "absolute"),
-    "symlink in tar": (_symlink_tar(), TAR, "links"),
+    "symlink in tar": (_symlinktar_gz(), TAR, "links"),
     "symlink in zip": (
         _zip({"a/results.csv": b"/etc/passwd"}, mode=0o120777),
         {"Content-Type": "application/zip"},
@@ -176,7 +157,7 @@ UNSAFE = {
         "unpacks to more than",
     ),
     "not an archive": (b"plain text", TAR, "not a readable"),
-    "no csv": (_tar({"readme.txt": b"hi"}), TAR, "no CSV"),
+    "no csv": (tar_gz({"readme.txt": b"hi"}), TAR, "no CSV"),
 }
 
 
@@ -231,7 +212,7 @@ async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
         old = utcnow() - timedelta(hours=1)
         await session.execute(update(ImportJobRecord).values(heartbeat_at=old))
     async with api_client() as client:
-        job = await _finished(client, f"{IMPORTS}/{job_id}", admin)
+        job = await finished(client, f"{IMPORTS}/{job_id}", admin)
     assert job["state"] == "done" and job["attempts"] == 2
     assert job["report"]["already_imported"] == 20 and job["report"]["submissions"] == 25
     assert await _submissions(engine) == 45
