@@ -245,15 +245,24 @@ def rubric_from_mapping(data: Any, *, source: str) -> Rubric:
 
 
 def load_rubric(path: str | Path) -> Rubric:
-    """Load and validate one rubric file."""
+    """Load and validate one rubric file (a text parsed before is not parsed again)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise RubricError(f"{path}: cannot read: {exc.strerror}") from None
+    return _parsed_rubric(text, str(path))
+
+
+@lru_cache(maxsize=64)
+def _parsed_rubric(text: str, source: str) -> Rubric:
+    """The rubric a file's text gives; cached by text, as a rubric is immutable and every
+    runtime (each test's app, each worker process) loads the same few files."""
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise RubricError(f"{path}: not valid YAML: {exc}") from None
-    return rubric_from_mapping(data, source=str(path))
+        raise RubricError(f"{source}: not valid YAML: {exc}") from None
+    return rubric_from_mapping(data, source=source)
 
 
 def load_rubric_dir(directory: str | Path = DEFAULT_RUBRIC_DIR) -> dict[str, Rubric]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,7 +36,10 @@ def offline_docs() -> OfflineSwaggerPlugin:
     return OfflineSwaggerPlugin()
 
 
+@cache
 def _environment() -> Environment:
+    """The pages' Jinja2 environment, one per process: every app shares its compiled
+    templates (an app per test, or per worker process, compiles none of them again)."""
     # autoescape everything: diagnoses, ground truths and judge replies are untrusted
     return Environment(
         loader=FileSystemLoader(_HERE / "templates"),
