@@ -59,8 +59,28 @@ async def _grade_all(runtime: Any, principal: Any, first: int, count: int) -> No
             raise TimeoutError(f"grading {grading_id} still pending")
 
 
-async def _measure(url: str, count: int, toggle: bool) -> float:
-    """CPU seconds per grading over ``count`` gradings after a warm-up."""
+class _Statements:
+    """Statements and transactions sent to the engine while counting is on."""
+
+    def __init__(self, engine: Any) -> None:
+        from sqlalchemy import event
+
+        self.statements = self.transactions = 0
+        self.on = False
+        event.listen(engine.sync_engine, "before_cursor_execute", self._statement)
+        event.listen(engine.sync_engine, "begin", self._begin)
+
+    def _statement(self, *_args: Any) -> None:
+        self.statements += self.on
+
+    def _begin(self, *_args: Any) -> None:
+        self.transactions += self.on
+
+
+async def _measure(url: str, count: int, toggle: bool) -> tuple[float, float, float]:
+    """CPU seconds, statements and transactions per grading over ``count`` gradings
+    after a warm-up. Statements count what the engine is sent (BEGIN and COMMIT
+    included on SQLite), the bench's one read of each grading included."""
     from api.service.principal import Principal
     from api.service.runtime import Runtime
     from api.service.settings import Settings
@@ -74,19 +94,22 @@ async def _measure(url: str, count: int, toggle: bool) -> float:
     )
     principal = Principal(id="bench", name="bench", role="admin")
     async with Runtime(settings, workers=True, migrate=True) as runtime:
+        counted = _Statements(runtime.engine)
         await _grade_all(runtime, principal, 0, _WARMUP)
         if toggle:
             callgrind_switch("-i", "on")
+        counted.on = True
         started = time.process_time()
         await _grade_all(runtime, principal, _WARMUP, count)
         spent = time.process_time() - started
+        counted.on = False
         if toggle:
             callgrind_switch("-i", "off")
     shutil.rmtree(folder, ignore_errors=True)
-    return spent / count
+    return spent / count, counted.statements / count, counted.transactions / count
 
 
-def _one_run(db: str, count: int, toggle: bool) -> float:
+def _one_run(db: str, count: int, toggle: bool) -> tuple[float, float, float]:
     with bench_database(db) as url:
         return asyncio.run(_measure(url, count, toggle))
 
@@ -110,11 +133,14 @@ def main() -> None:
     if args.inner:  # the measured process under callgrind
         _one_run(args.db, args.gradings, toggle=True)
         return
-    per = [_one_run(args.db, args.gradings, toggle=False) * 1000 for _ in range(args.runs)]
+    runs = [_one_run(args.db, args.gradings, toggle=False) for _ in range(args.runs)]
+    per = [cpu * 1000 for cpu, _, _ in runs]
     spread = f"{min(per):.2f}-{max(per):.2f}"
     figures = [
         Figure(f"CPU per grading, {args.db}, median of {args.runs}", statistics.median(per), "ms"),
         Figure("CPU per grading, min-max over runs", spread, "ms"),
+        Figure("statements per grading (its one read included)", runs[0][1], ""),
+        Figure("transactions per grading (its one read included)", runs[0][2], ""),
     ]
     if args.callgrind:
         instructions = _instructions(args.db, args.callgrind_gradings)
