@@ -107,6 +107,16 @@ class Database:
         async with self.read() as session:
             yield session
 
+    @asynccontextmanager
+    async def writing(self, tx: AsyncSession | None) -> AsyncIterator[AsyncSession]:
+        """``tx`` when a use case writes inside its own transaction (one transaction for
+        its reads and writes), else a write transaction of its own."""
+        if tx is not None:
+            yield tx
+            return
+        async with self.write() as session:
+            yield session
+
     async def insert_ignore(
         self, session: AsyncSession, table: Table, values: dict[str, Any]
     ) -> bool:

@@ -134,14 +134,16 @@ class OverrideRepository:
         answer: bool | None = None,
         verdict: Literal["pass", "fail"] | None = None,
         withdraws: str | None = None,
+        tx: AsyncSession | None = None,
     ) -> tuple[OverrideRecord, GradingRecord]:
-        """Append an override if the grading is still at ``expected_revision``.
+        """Append an override if the grading is still at ``expected_revision`` (inside
+        the caller's write transaction ``tx`` if given).
 
         Raises NotFound, PreconditionFailed (stale revision), Conflict (a pending
         grading) or InvalidReview (an unknown question or override, an answer override
         on an unscored grading).
         """
-        async with self._db.write() as session:
+        async with self._db.writing(tx) as session:
             grading = await self._locked_grading(session, grading_id, expected_revision)
             history = await self._overrides(session, grading_id)
             answers = await self._answers(session, grading_id)

@@ -12,7 +12,6 @@ from api.adjudication.use_cases import grading_history as history_of
 from api.adjudication.use_cases import override_grading
 from api.http.auth import require
 from api.http.preconditions import expected_revision
-from api.service.presenters import render_grading
 from api.service.principal import Principal
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
@@ -35,7 +34,7 @@ async def create_override(
     if_match: Annotated[str | None, HeaderParameter(name="If-Match", required=False)] = None,
 ) -> Response[GradingPublic]:
     """Append an override as the calling principal; 412 when the ETag is stale."""
-    fresh = await override_grading(
+    body = await override_grading(
         services,
         principal,
         grading_id,
@@ -44,7 +43,6 @@ async def create_override(
             if_match, what="overrides need If-Match with the grading's ETag"
         ),
     )
-    body = await render_grading(services, fresh, principal)
     return Response(body, status_code=201, headers={"ETag": f'"{body.revision}"'})
 
 

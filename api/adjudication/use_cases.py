@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from api.service.errors import InvalidRequest
+from api.service.presenters import render_grading
 from api.service.principal import Principal
-from api.service.schemas import OverrideCreate
+from api.service.schemas import GradingRead, OverrideCreate
 from api.service.services import Services
 from api.service.visibility import readable_grading
 from judge.review_reasons import ReviewReason
@@ -114,31 +115,35 @@ async def override_grading(
     request: OverrideCreate,
     *,
     expected_revision: int,
-) -> GradingView:
+) -> GradingRead:
     """Append an override in ``principal``'s name to the grading at ``expected_revision``
-    (:class:`storage.PreconditionFailed` when it moved on) and return the grading."""
+    (:class:`storage.PreconditionFailed` when it moved on) and return the grading object:
+    read, checked, written, audited and read back in one transaction."""
     problem = request.kind_problem()
     if problem:
         raise InvalidRequest(problem[1], field=problem[0])
-    view = await readable_grading(services, principal, grading_id)
-    g = view.grading
-    rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
-    if rubric is None:
-        raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
-    await services.store.overrides.add(
-        grading_id,
-        rubric=rubric,
-        expected_revision=expected_revision,
-        kind=request.kind,
-        reason=request.reason,
-        author_id=principal.id,
-        author_name=principal.name,
-        question_id=request.question_id,
-        answer=None if request.answer is None else request.answer == "yes",
-        verdict=request.verdict,
-        withdraws=request.withdraw,
-    )
-    return await readable_grading(services, principal, grading_id)
+    async with services.store.db.write() as tx:
+        view = await readable_grading(services, principal, grading_id, tx=tx)
+        g = view.grading
+        rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
+        if rubric is None:
+            raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
+        await services.store.overrides.add(
+            grading_id,
+            rubric=rubric,
+            expected_revision=expected_revision,
+            kind=request.kind,
+            reason=request.reason,
+            author_id=principal.id,
+            author_name=principal.name,
+            question_id=request.question_id,
+            answer=None if request.answer is None else request.answer == "yes",
+            verdict=request.verdict,
+            withdraws=request.withdraw,
+            tx=tx,
+        )
+        fresh = await readable_grading(services, principal, grading_id, tx=tx)
+        return await render_grading(services, fresh, principal, tx=tx)
 
 
 async def grading_history(

@@ -5,35 +5,13 @@ vocabulary too) is one transaction as well."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.submissions import graded
+from tests.support.transactions import QUIET, counting
 from tests.web.conftest import sign_in
-
-
-@contextmanager
-def transactions(engine: AsyncEngine) -> Iterator[list[int]]:
-    """Count the transactions begun on ``engine`` inside the block."""
-    counted = [0]
-
-    def begun(_connection: Any) -> None:
-        counted[0] += 1
-
-    event.listen(engine.sync_engine, "begin", begun)
-    try:
-        yield counted
-    finally:
-        event.remove(engine.sync_engine, "begin", begun)
-
-
-#: a server that only answers requests: no workers, deliveries or checkpoints begin
-#: transactions of their own while the reads are counted
-QUIET = {"start_workers": False, "audit_checkpoint": "off"}
 
 
 async def test_reading_a_grading_is_one_transaction(
@@ -46,10 +24,10 @@ async def test_reading_a_grading_is_one_transaction(
         location = f"/v1/gradings/{grading['id']}"
         for headers in (agent, ada):
             assert (await client.get(location, headers=headers)).status_code == 200  # warm
-            with transactions(engine) as counted:
+            with counting(engine) as counted:
                 response = await client.get(location, headers=headers)
             assert response.status_code == 200
-            assert counted[0] == 1, f"{counted[0]} transactions for one read of a grading"
+            assert counted.transactions == 1, f"{counted} for one read of a grading"
 
 
 async def test_the_grading_page_is_one_transaction(
@@ -62,8 +40,8 @@ async def test_the_grading_page_is_one_transaction(
         await sign_in(client, ada)
         page = f"/gradings/{grading['id']}"
         assert (await client.get(page)).status_code == 200  # warm: session, rubric
-        with transactions(engine) as counted:
+        with counting(engine) as counted:
             response = await client.get(page)
         assert response.status_code == 200 and "Ada" in response.text
         # the signed-in session is looked up first, then the page is one snapshot
-        assert counted[0] == 2, f"{counted[0]} transactions for one grading page"
+        assert counted.transactions == 2, f"{counted} for one grading page"
