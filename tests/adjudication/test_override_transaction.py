@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.judge_server import sregym_reply
@@ -16,6 +17,9 @@ from tests.web.conftest import sign_in
 
 SIX_WITHOUT_D1Q1 = {"D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1"}
 OVERRIDE = {"question_id": "D1-Q1", "answer": "yes", "reason": "names user-service"}
+
+#: the engine matters here (its snapshot isolation): run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def test_an_override_is_one_transaction_on_the_api_and_on_the_page(

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.submissions import graded
 from tests.support.transactions import QUIET, counting
 from tests.web.conftest import sign_in
+
+#: the engine matters here (its snapshot isolation): run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def test_reading_a_grading_is_one_transaction(
