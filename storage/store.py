@@ -13,7 +13,6 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from storage.agreement import AgreementReads
 from storage.attempts import AttemptReads
 from storage.calibration import CalibrationRepository
 from storage.canonical import utcnow
@@ -94,8 +93,6 @@ class Store:
         self.exports = ExportReads(self.db)
         #: imported SREGym rows, for the lossless SREGym export
         self.sregym_rows = OriginalRowReads(self.db)
-        #: pairs agreement is measured on
-        self.agreement = AgreementReads(self.db)
         #: the votes of panels and samples
         self.votes = VoteReads(self.db)
         #: the judge cache

@@ -10,9 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from api.reports.agreement_queries import (
+    AGREEMENT_KINDS,
+    AgreementKind,
+    AgreementQueries,
+    LabelSource,
+)
 from api.tabular import Tabular
 from judge.agreement import AgreementRow, agreement_report
-from storage.agreement import AGREEMENT_KINDS, AgreementKind, LabelSource
 from storage.report_queries import ReportFilter
 
 if TYPE_CHECKING:
@@ -88,7 +93,9 @@ async def build_agreement_report(
     """Read the pairs of each kind and compute their agreement."""
     parts = []
     for kind in kinds:
-        pairs = await store.agreement.pairs(filters, kind, group_by=group_by, source=source)
+        pairs = await AgreementQueries(store.db).pairs(
+            filters, kind, group_by=group_by, source=source
+        )
         a, b = RATERS[kind]
         rows = agreement_report(pairs, group_by=group_by)
         parts.append(

@@ -44,7 +44,7 @@ def agreement(
         agreement_table,
         build_agreement_report,
     )
-    from storage.agreement import AGREEMENT_GROUPS, AGREEMENT_KINDS
+    from api.reports.agreement_queries import AGREEMENT_GROUPS, AGREEMENT_KINDS
 
     def names(value: str, known: tuple[str, ...], hint: str) -> list[Any]:
         found = [p.strip() for p in value.split(",") if p.strip()]

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.reports.agreement_queries import AgreementQueries
 from storage import Store
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.select import RegradeFilter
@@ -51,14 +52,14 @@ async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: AsyncEngi
     await _seed(engine)
     store = Store(engine)
     only_a = ReportFilter(agent="a")
-    pairs = await store.agreement.pairs(only_a, "judge_human", group_by=["judge"])
+    pairs = await AgreementQueries(store.db).pairs(only_a, "judge_human", group_by=["judge"])
     verdicts = [(p.a, p.b) for p in pairs if p.question_id == "verdict"]
     assert len(verdicts) == 50
     assert {p.group for p in pairs} == {("openai:judge-model",)}
-    humans = await store.agreement.pairs(ReportFilter(), "human_human")
+    humans = await AgreementQueries(store.db).pairs(ReportFilter(), "human_human")
     assert sorted((p.a, p.b) for p in humans) == [(False, True)] * 2 + [(True, True)] * 8
-    assert await store.agreement.pairs(only_a, "human_human") == []
-    assert await store.agreement.pairs(ReportFilter(), "judge_judge") == []
+    assert await AgreementQueries(store.db).pairs(only_a, "human_human") == []
+    assert await AgreementQueries(store.db).pairs(ReportFilter(), "judge_judge") == []
 
 
 async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
@@ -70,7 +71,9 @@ async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
     await store.regrade.create_job(RegradeFilter(), target, actor="admin")
     for claim in await store.queue.claim_pending("tests", limit=100, lease_seconds=60):
         assert await store.queue.complete(claim.grading_id, "tests", graded_result())
-    pairs = await store.agreement.pairs(ReportFilter(), "judge_judge", group_by=["judge"])
+    pairs = await AgreementQueries(store.db).pairs(
+        ReportFilter(), "judge_judge", group_by=["judge"]
+    )
     verdicts = sorted((p.a, p.b) for p in pairs if p.question_id == "verdict")
     assert verdicts == [(False, True)] * 2 + [(True, True)] * 3
     assert {p.group for p in pairs} == {("openai:judge-model vs openai:new",)}

@@ -30,7 +30,7 @@ from storage.report_queries import ReportFilter, filtered
 from storage.review_tables import HumanLabelRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
 
-__all__ = ["AGREEMENT_GROUPS", "AGREEMENT_KINDS", "AgreementKind", "AgreementReads"]
+__all__ = ["AGREEMENT_GROUPS", "AGREEMENT_KINDS", "AgreementKind", "AgreementQueries"]
 
 AgreementKind = Literal["judge_human", "judge_judge", "human_human"]
 AGREEMENT_KINDS: tuple[AgreementKind, ...] = ("judge_human", "judge_judge", "human_human")
@@ -51,7 +51,7 @@ def _group(grading: GradingRecord, group_by: Sequence[str], judge: str | None = 
     return tuple(labels[name] for name in group_by)
 
 
-class AgreementReads:
+class AgreementQueries:
     """The rated pairs of each kind of agreement."""
 
     def __init__(self, db: Database) -> None:
