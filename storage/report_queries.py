@@ -1,6 +1,6 @@
 """The pieces report queries are built from: filters, group columns, verdict columns.
 
-Nothing here touches the database; :mod:`storage.reports` runs the queries.
+Nothing here touches the database; :mod:`api.reports.queries` runs the queries.
 
 Groups are named ``agent``, ``model``, ``scenario``, ``rubric``, ``judge`` and
 ``source`` (where the ground truth came from: ``scenario`` or ``inline``). A

@@ -126,7 +126,7 @@ def inline_where(inline: Inline | None) -> Any:
     """The WHERE clause for ``inline``, or None when every grading counts.
 
     ``apart`` leaves inline gradings out of a query's rows; the pass-rate counts query
-    counts them in a column of their own instead (``storage.reports``)."""
+    counts them in a column of their own instead (``api.reports.queries``)."""
     if inline == "apart":
         return ~is_inline()
     return None

@@ -28,7 +28,6 @@ from storage.overrides import OverrideRepository
 from storage.pending_judges import PendingJudgeRepository
 from storage.queue import QueueRepository
 from storage.regrade.jobs import RegradeRepository
-from storage.reports import ReportReads
 from storage.review import ReviewRepository
 from storage.submissions import SubmissionRepository
 from storage.tags import TagRepository
@@ -87,8 +86,6 @@ class Store:
         self.tags = TagRepository(self.db)
         #: API tokens
         self.tokens = TokenRepository(self.db)
-        #: aggregates behind the reports
-        self.reports = ReportReads(self.db)
         #: streaming every grading of a filter
         self.exports = ExportReads(self.db)
         #: imported SREGym rows, for the lossless SREGym export

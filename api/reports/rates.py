@@ -26,13 +26,13 @@ from api.reports.models import (
     TagRate,
     TagReport,
 )
+from api.reports.queries import OutcomeCounts, ReportQueries
 from api.reports.scope import VERDICTS_MEANING, filter_text, filters_echo, scope_lines
 from api.service.errors import InvalidRequest
 from judge.statistics import compare_by_scenario, compare_proportions, proportion
 from storage import Store
 from storage.report_queries import GroupKey, ReportFilter, Verdicts
 from storage.report_scope import with_inline_default
-from storage.reports import OutcomeCounts
 
 __all__ = [
     "comparison_report",
@@ -88,7 +88,9 @@ async def pass_rate_report(
 ) -> PassRateReport:
     """Pass rates with Wilson intervals, overall and per group."""
     filters = with_inline_default(filters, group_by)
-    counts = await store.reports.outcome_counts(filters, group_by=group_by, verdicts=verdicts)
+    counts = await ReportQueries(store.db).outcome_counts(
+        filters, group_by=group_by, verdicts=verdicts
+    )
     overall = _group_rate({}, counts)
     return PassRateReport(
         verdicts=verdicts,
@@ -111,7 +113,7 @@ async def _scope(
     store: Store, filters: ReportFilter, verdicts: Verdicts | None, group_by: Sequence[GroupKey]
 ) -> tuple[int, list[str]]:
     """Provisional gradings in the filter, and the report's scope in words."""
-    overall = _group_rate({}, await store.reports.outcome_counts(filters))
+    overall = _group_rate({}, await ReportQueries(store.db).outcome_counts(filters))
     lines = scope_lines(
         filters,
         verdicts,
@@ -178,7 +180,7 @@ async def comparison_report(
     repeated with scenarios as the unit, and a note says why.
     """
     a, b = with_inline_default(a), with_inline_default(b)
-    counts_a, counts_b = await store.reports.arm_outcomes(a, b, verdicts=verdicts)
+    counts_a, counts_b = await ReportQueries(store.db).arm_outcomes(a, b, verdicts=verdicts)
     arm_a, arm_b = _arm("a", a, counts_a), _arm("b", b, counts_b)
     repeated = max(arm_a.max_attempts_per_scenario, arm_b.max_attempts_per_scenario) > 1
     by_scenario = (
@@ -210,7 +212,9 @@ async def question_report(
 ) -> QuestionReport:
     """Yes rates per question (and group), with Wilson intervals."""
     filters = with_inline_default(filters, group_by)
-    counts = await store.reports.question_counts(filters, group_by=group_by, verdicts=verdicts)
+    counts = await ReportQueries(store.db).question_counts(
+        filters, group_by=group_by, verdicts=verdicts
+    )
     questions = []
     for c in counts:
         figure = proportion(c.yes, c.n)
@@ -245,7 +249,9 @@ async def dimension_report(
 ) -> DimensionReport:
     """For failed diagnoses: how often each dimension had no yes, or the fewest."""
     filters = with_inline_default(filters, group_by)
-    counts = await store.reports.dimension_failures(filters, group_by=group_by, verdicts=verdicts)
+    counts = await ReportQueries(store.db).dimension_failures(
+        filters, group_by=group_by, verdicts=verdicts
+    )
     provisional, scope = await _scope(store, filters, verdicts, group_by)
     return DimensionReport(
         provisional=provisional,
@@ -271,7 +277,7 @@ async def tag_report(
 ) -> TagReport:
     """How many scored gradings carry each failure tag, with Wilson intervals."""
     filters = with_inline_default(filters, group_by)
-    counts = await store.reports.failure_tag_counts(filters, group_by=group_by)
+    counts = await ReportQueries(store.db).failure_tag_counts(filters, group_by=group_by)
     tags = []
     for c in counts:
         figure = proportion(c.tagged, c.n)

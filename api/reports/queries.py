@@ -40,7 +40,7 @@ from storage.report_scope import is_inline
 from storage.review_tables import FailureTagRecord
 from storage.tables import AnswerRecord, GradingRecord
 
-__all__ = ["DimensionFailures", "OutcomeCounts", "QuestionCounts", "ReportReads", "TagCounts"]
+__all__ = ["DimensionFailures", "OutcomeCounts", "QuestionCounts", "ReportQueries", "TagCounts"]
 
 Key = tuple[str | None, ...]
 _G, _A = GradingRecord, AnswerRecord
@@ -99,7 +99,7 @@ class TagCounts:
     n: int
 
 
-class ReportReads:
+class ReportQueries:
     """Aggregates over stored gradings for pass rates, comparisons and breakdowns."""
 
     def __init__(self, db: Database) -> None:

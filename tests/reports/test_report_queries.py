@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
+from api.reports.queries import ReportQueries
 from storage import Store
 from storage.report_queries import ReportFilter
 from tests.conftest import Clock
@@ -11,6 +14,9 @@ from tests.storage.helpers import sregym_rubric
 from tests.support.gradings import add_grading, add_many
 
 EVERYTHING = ReportFilter()
+
+#: the engine matters here (the report SQL): run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
 
 
 async def _override(store: Store, grading_id: str, **change: object) -> None:
@@ -30,9 +36,9 @@ async def _override(store: Store, grading_id: str, **change: object) -> None:
 async def test_outcomes_count_unscored_and_pending_apart(store: Store) -> None:
     await add_many(store, {"pass": 3, "fail": 2, "unscored": 1, "pending": 1}, agent="a")
     await add_many(store, {"pass": 1, "fail-few": 1}, agent="b")
-    [overall] = await store.reports.outcome_counts(EVERYTHING)
+    [overall] = await ReportQueries(store.db).outcome_counts(EVERYTHING)
     assert (overall.passed, overall.failed, overall.unscored, overall.pending) == (4, 3, 1, 1)
-    by_agent = await store.reports.outcome_counts(EVERYTHING, group_by=["agent"])
+    by_agent = await ReportQueries(store.db).outcome_counts(EVERYTHING, group_by=["agent"])
     assert [(c.key, c.passed, c.failed, c.unscored, c.pending) for c in by_agent] == [
         (("a",), 3, 2, 1, 1),
         (("b",), 1, 1, 0, 0),
@@ -43,8 +49,8 @@ async def test_effective_and_judge_verdicts_differ_after_an_override(store: Stor
     failing = await add_grading(store, "fail", agent="a")
     await add_grading(store, "pass", agent="a")
     await _override(store, failing, kind="verdict", verdict="pass")
-    [effective] = await store.reports.outcome_counts(EVERYTHING)
-    [judge] = await store.reports.outcome_counts(EVERYTHING, verdicts="judge")
+    [effective] = await ReportQueries(store.db).outcome_counts(EVERYTHING)
+    [judge] = await ReportQueries(store.db).outcome_counts(EVERYTHING, verdicts="judge")
     assert (effective.passed, effective.failed) == (2, 0)
     assert (judge.passed, judge.failed) == (1, 1)
 
@@ -54,7 +60,7 @@ async def test_groups_and_filters(store: Store, clock: Clock) -> None:
     clock.advance(60)
     await add_grading(store, "fail", agent="a", model="m2")
     rubric = sregym_rubric()
-    rows = await store.reports.outcome_counts(
+    rows = await ReportQueries(store.db).outcome_counts(
         EVERYTHING, group_by=["model", "scenario", "rubric", "judge"]
     )
     assert [c.key for c in rows] == [
@@ -67,13 +73,15 @@ async def test_groups_and_filters(store: Store, clock: Clock) -> None:
         {"judge": "judge-model"},
         {"judge": "openai:judge-model"},
     ):
-        [row] = await store.reports.outcome_counts(ReportFilter(**kw))  # type: ignore[arg-type]
+        [row] = await ReportQueries(store.db).outcome_counts(ReportFilter(**kw))  # type: ignore[arg-type]
         assert row.passed + row.failed == 2, kw
-    assert await store.reports.outcome_counts(ReportFilter(rubric="other")) == []
+    assert await ReportQueries(store.db).outcome_counts(ReportFilter(rubric="other")) == []
     later = clock() - timedelta(seconds=30)
-    [row] = await store.reports.outcome_counts(ReportFilter(created_after=later))
+    [row] = await ReportQueries(store.db).outcome_counts(ReportFilter(created_after=later))
     assert (row.passed, row.failed) == (0, 1)
-    [row] = await store.reports.outcome_counts(ReportFilter(created_before=later, scenario_id="s1"))
+    [row] = await ReportQueries(store.db).outcome_counts(
+        ReportFilter(created_before=later, scenario_id="s1")
+    )
     assert (row.passed, row.failed) == (1, 0)
 
 
@@ -82,11 +90,12 @@ async def test_question_counts_use_effective_answers(store: Store) -> None:
     await add_grading(store, "pass")
     await _override(store, failing, kind="answer", question_id="D3-Q1", answer=True)
     effective = {
-        c.question_id: (c.yes, c.n) for c in await store.reports.question_counts(EVERYTHING)
+        c.question_id: (c.yes, c.n)
+        for c in await ReportQueries(store.db).question_counts(EVERYTHING)
     }
     judge = {
         c.question_id: (c.yes, c.n)
-        for c in await store.reports.question_counts(EVERYTHING, verdicts="judge")
+        for c in await ReportQueries(store.db).question_counts(EVERYTHING, verdicts="judge")
     }
     assert list(effective) == [q.id for q in sregym_rubric().questions]
     assert effective["D3-Q1"] == (2, 2) and judge["D3-Q1"] == (1, 2)
@@ -96,7 +105,7 @@ async def test_question_counts_use_effective_answers(store: Store) -> None:
 
 async def test_dimension_failures(store: Store) -> None:
     await add_many(store, {"fail": 2, "fail-few": 1, "pass": 3, "unscored": 1})
-    rows = {d.dimension_id: d for d in await store.reports.dimension_failures(EVERYTHING)}
+    rows = {d.dimension_id: d for d in await ReportQueries(store.db).dimension_failures(EVERYTHING)}
     assert {d: r.failing for d, r in rows.items()} == {"D1": 3, "D2": 3, "D3": 3}
     assert rows["D3"].zero_yes == 2 and rows["D1"].zero_yes == 0
     # fail: D3 weakest; fail-few: one yes everywhere, every dimension ties for weakest
@@ -108,7 +117,9 @@ async def test_dimension_failures_of_an_overridden_grading(store: Store) -> None
     for question, answer in (("D3-Q1", True), ("D1-Q1", False), ("D1-Q2", False)):
         await _override(store, grading, kind="answer", question_id=question, answer=answer)
     # effective: D1 1/3, D2 3/3, D3 1/3 -> 5 yes, fails, no dimension at zero
-    effective = {d.dimension_id: d for d in await store.reports.dimension_failures(EVERYTHING)}
+    effective = {
+        d.dimension_id: d for d in await ReportQueries(store.db).dimension_failures(EVERYTHING)
+    }
     assert {d: (r.failing, r.zero_yes, r.weakest) for d, r in effective.items()} == {
         "D1": (1, 0, 1),
         "D2": (1, 0, 0),
@@ -116,7 +127,7 @@ async def test_dimension_failures_of_an_overridden_grading(store: Store) -> None
     }
     judge = {
         d.dimension_id: d
-        for d in await store.reports.dimension_failures(EVERYTHING, verdicts="judge")
+        for d in await ReportQueries(store.db).dimension_failures(EVERYTHING, verdicts="judge")
     }
     assert {d: (r.failing, r.zero_yes, r.weakest) for d, r in judge.items()} == {
         "D1": (1, 0, 0),
@@ -139,7 +150,7 @@ async def test_failure_tags_in_force_are_counted(store: Store) -> None:
     )
     assert removed.id is not None
     await store.tags.remove(first, removed.id, actor="adj")
-    counts = await store.reports.failure_tag_counts(EVERYTHING, group_by=["agent"])
+    counts = await ReportQueries(store.db).failure_tag_counts(EVERYTHING, group_by=["agent"])
     assert [(c.key, c.tag, c.tagged, c.n) for c in counts] == [(("a",), "skipped-evidence", 2, 2)]
 
 
@@ -147,7 +158,9 @@ async def test_arm_outcomes_per_scenario(store: Store) -> None:
     await add_many(store, {"pass": 2, "fail": 1}, agent="a", scenario_id="s1")
     await add_many(store, {"pass": 1}, agent="a", scenario_id="s2")
     await add_many(store, {"fail": 2}, agent="b", scenario_id="s1")
-    a, b = await store.reports.arm_outcomes(ReportFilter(agent="a"), ReportFilter(agent="b"))
+    a, b = await ReportQueries(store.db).arm_outcomes(
+        ReportFilter(agent="a"), ReportFilter(agent="b")
+    )
     assert [(c.key, c.passed, c.failed) for c in a] == [(("s1",), 2, 1), (("s2",), 1, 0)]
     assert [(c.key, c.passed, c.failed) for c in b] == [(("s1",), 0, 2)]
 
