@@ -23,7 +23,6 @@ from storage.gradings import GradingReads
 from storage.imports.originals import OriginalRowReads
 from storage.judge_cache import CacheRepository
 from storage.keys import ServiceKey
-from storage.labels import LabelRepository
 from storage.overrides import OverrideRepository
 from storage.pending_judges import PendingJudgeRepository
 from storage.queue import QueueRepository
@@ -80,8 +79,6 @@ class Store:
         self.review = ReviewRepository(self.db)
         #: human overrides of answers and verdicts
         self.overrides = OverrideRepository(self.db, self.review)
-        #: blind human labels
-        self.labels = LabelRepository(self.db)
         #: the failure-tag vocabulary and tags on gradings
         self.tags = TagRepository(self.db)
         #: API tokens

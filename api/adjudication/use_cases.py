@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from api.adjudication.label_queries import LabelQueries
 from api.service.errors import InvalidRequest
 from api.service.presenters import render_grading
 from api.service.principal import Principal
@@ -96,7 +97,7 @@ async def label_grading(
     question_ids = (
         [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
     )
-    await services.store.labels.add(
+    await LabelQueries(services.store.db).add(
         grading_id,
         question_ids=question_ids,
         answers=answers,

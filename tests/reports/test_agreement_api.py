@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.adjudication.label_queries import LabelQueries
 from api.reports.agreement_queries import AgreementQueries
 from storage import Store
 from storage.regrade.jobs import RegradeTarget
@@ -23,7 +24,7 @@ QUESTIONS = [q.id for q in sregym_rubric().questions]
 
 
 async def _label(store: Store, grading_id: str, author: str, verdict: str, **answers: bool) -> None:
-    await store.labels.add(
+    await LabelQueries(store.db).add(
         grading_id,
         question_ids=QUESTIONS,
         answers={k.replace("_", "-"): v for k, v in answers.items()},

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, insert, select, update
 
+from api.adjudication.label_queries import LabelQueries
 from storage import Store, check_checkpoint, make_checkpoint
 from storage.audit import COVERED_TABLES
 from storage.audit.backfill import backfill
@@ -96,7 +97,7 @@ async def evidence(store: Store) -> Evidence:
     withdrawal, _ = await store.overrides.add(
         other, expected_revision=3, kind="withdraw", withdraws=answer.id, reason="no", **common
     )
-    labels = await store.labels.add(
+    labels = await LabelQueries(store.db).add(
         graded,
         question_ids=[q.id for q in sregym_rubric().questions],
         answers={"D1-Q1": True},

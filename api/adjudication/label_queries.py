@@ -12,10 +12,10 @@ from storage.errors import Conflict, InvalidReview, NotFound
 from storage.review_tables import HumanLabelRecord
 from storage.tables import GradingRecord
 
-__all__ = ["LabelRepository"]
+__all__ = ["LabelQueries"]
 
 
-class LabelRepository:
+class LabelQueries:
     """Storing blind labels (labels from overrides are written with the override)."""
 
     def __init__(self, db: Database) -> None:
