@@ -7,8 +7,10 @@ is missing, so the embedded defaults work on a fresh machine; checks of what was
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from api.service.settings import Settings
@@ -51,11 +53,18 @@ def _key_from_text(text: str, origin: str) -> ServiceKey:
 
 
 def _create_key_file(path: Path) -> None:
-    """Write a new random key readable by its owner only; never overwrite one."""
+    """Write a new random key readable by its owner only; never overwrite one.
+
+    The key is written to a private temporary file beside ``path`` and linked into place,
+    so the file appears whole or not at all: several processes starting together (``serve
+    --processes``, a test worker and its commands) never read a key still being written.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".sre-judge-key-")
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return  # another process made it first: use theirs
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(secrets.token_hex(32) + "\n")
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:  # mode 0600
+            handle.write(secrets.token_hex(32) + "\n")
+        with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+            os.link(temporary, path)
+    finally:
+        os.unlink(temporary)
