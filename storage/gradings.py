@@ -160,6 +160,7 @@ class GradingReads:
         after: str | None = None,
         limit: int = 50,
         submitted_by: str | None = None,
+        tx: AsyncSession | None = None,
     ) -> tuple[list[GradingView], str | None]:
         """A page of gradings, newest first, and the cursor of the next page (or None).
 
@@ -188,7 +189,7 @@ class GradingReads:
         query = query.order_by(
             col(GradingRecord.created_at).desc(), col(GradingRecord.id).desc()
         ).limit(limit + 1)
-        async with self._db.read() as session:
+        async with self._db.reading(tx) as session:
             pairs = [(row[0], row[1]) for row in await session.execute(query)]
             more = len(pairs) > limit
             views = await self._views(session, pairs[:limit])

@@ -20,7 +20,7 @@ from api.adjudication.use_cases import (
     override_grading,
     related_gradings,
 )
-from api.service.presenters import render_grading, render_gradings
+from api.service.presenters import readable_gradings, render_grading, render_gradings
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
 from api.service.visibility import readable_grading
@@ -196,13 +196,9 @@ async def grading_list(
         rubric_id=rubric_id or None,
         rubric_version=version or None,
     )
-    views, next_cursor = await services.store.gradings.page(
-        filters=filters,
-        after=cursor or None,
-        limit=50,
-        submitted_by=None if principal.at_least("adjudicator") else principal.id,
+    items, next_cursor = await readable_gradings(
+        services, principal, filters, cursor=cursor, limit=50
     )
-    items = await render_gradings(services, views, principal)
     shown = {
         "agent": agent,
         "model": model,

@@ -9,7 +9,8 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from api.adjudication.use_cases import tag_grading, untag_grading
+from api.adjudication import use_cases
+from api.adjudication.use_cases import tag_grading, tag_vocabulary, untag_grading
 from api.http.auth import require
 from api.service.principal import Principal
 from api.service.schemas import TagPublic
@@ -41,7 +42,7 @@ async def list_vocabulary(services: NamedDependency[Services]) -> list[dict[str,
     """The vocabulary adjudicators tag with."""
     return [
         {"tag": v.tag, "description": v.description, "source": v.source}
-        for v in await services.store.tags.vocabulary()
+        for v in await tag_vocabulary(services)
     ]
 
 
@@ -57,9 +58,7 @@ async def define_tag(
     principal: NamedDependency[Principal],
 ) -> dict[str, str]:
     """Extend the vocabulary (admins)."""
-    record = await services.store.tags.add_vocabulary(
-        data.tag, description=data.description, actor=principal.id
-    )
+    record = await use_cases.define_tag(services, principal, data.tag, description=data.description)
     return {"tag": record.tag, "description": record.description, "source": record.source}
 
 

@@ -20,13 +20,14 @@ from judge.review_reasons import ReviewReason
 from storage import GradingView, ReviewItem
 from storage.audit import ROWS
 from storage.errors import Conflict
-from storage.review_tables import FailureTagRecord, ReviewClaimRecord
+from storage.review_tables import FailureTagRecord, ReviewClaimRecord, TagVocabularyRecord
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = [
     "claim_review",
+    "define_tag",
     "finish_review",
     "grading_history",
     "label_grading",
@@ -34,6 +35,7 @@ __all__ = [
     "related_gradings",
     "review_items",
     "tag_grading",
+    "tag_vocabulary",
     "untag_grading",
 ]
 
@@ -213,3 +215,17 @@ async def untag_grading(
     """Remove a tag (kept in the audit log)."""
     await readable_grading(services, principal, grading_id)
     await services.store.tags.remove(grading_id, tag_id, actor=principal.id)
+
+
+async def tag_vocabulary(services: Services) -> list[TagVocabularyRecord]:
+    """The failure-tag vocabulary adjudicators tag with."""
+    return await services.store.tags.vocabulary()
+
+
+async def define_tag(
+    services: Services, principal: Principal, tag: str, *, description: str
+) -> TagVocabularyRecord:
+    """Extend the vocabulary in ``principal``'s name (admins)."""
+    return await services.store.tags.add_vocabulary(
+        tag, description=description, actor=principal.id
+    )

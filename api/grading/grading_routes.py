@@ -11,7 +11,7 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api.grading.judge_moves import JudgeMoveReport, JudgeMoveRequest, move_pending_gradings
 from api.http.auth import require
-from api.service.presenters import render_grading, render_gradings
+from api.service.presenters import readable_gradings, render_grading
 from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingRead
 from api.service.services import Services
@@ -74,13 +74,9 @@ async def list_gradings(
         created_before=created_before,
         tag=tag,
     )
-    views, next_cursor = await services.store.gradings.page(
-        filters=filters,
-        after=cursor or None,  # an empty cursor is the first page
-        limit=limit,
-        submitted_by=None if principal.at_least("adjudicator") else principal.id,
+    items, next_cursor = await readable_gradings(
+        services, principal, filters, cursor=cursor, limit=limit
     )
-    items = await render_gradings(services, views, principal)
     return GradingPage(items=items, next_cursor=next_cursor)
 
 

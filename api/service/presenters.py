@@ -30,7 +30,7 @@ from judge.evidence import QUOTE_PROBLEMS
 from judge.grounding import noted_failures
 from judge.rubric import Rubric
 from judge.verdict import Answer, GradingResult, Vote
-from storage import FailureTagRecord, GradingView, OverrideRecord
+from storage import FailureTagRecord, GradingFilter, GradingView, OverrideRecord
 from storage.overrides import override_events
 from storage.quality_tables import JudgeVoteRecord
 from storage.tables import AnswerRecord, SubmissionRecord
@@ -351,3 +351,24 @@ async def render_grading(
 ) -> GradingRead:
     """The grading object of one stored grading."""
     return (await render_gradings(services, [view], principal, tx=tx))[0]
+
+
+async def readable_gradings(
+    services: Services,
+    principal: Principal,
+    filters: GradingFilter,
+    *,
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[GradingRead], str | None]:
+    """A page of the gradings ``principal`` may read (submitters their own, adjudicators
+    and admins all), newest first, presented, read in one snapshot; and the next cursor."""
+    async with services.store.db.snapshot() as tx:
+        views, next_cursor = await services.store.gradings.page(
+            filters=filters,
+            after=cursor or None,  # an empty cursor is the first page
+            limit=limit,
+            submitted_by=None if principal.at_least("adjudicator") else principal.id,
+            tx=tx,
+        )
+        return await render_gradings(services, views, principal, tx=tx), next_cursor
