@@ -33,8 +33,8 @@ class CalibrationRepository:
             run.created_at = self._db.clock()
             session.add(run)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "calibration.completed",
                 entity_type="calibration_run",
                 entity_id=run.id,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.rubric import Rubric, rubric_from_mapping
@@ -36,14 +36,14 @@ class CatalogRepository:
     async def save_rubric(self, rubric: Rubric, *, actor: str = "system") -> None:
         """Keep this rubric version; saving a known version again does nothing."""
         async with self._db.write() as session:
-            await self.ensure_rubric(session, rubric, actor=actor)
+            await session.run_sync(self.ensure_rubric, rubric, actor=actor)
 
-    async def ensure_rubric(self, session: AsyncSession, rubric: Rubric, *, actor: str) -> bool:
+    def ensure_rubric(self, session: Session, rubric: Rubric, *, actor: str) -> bool:
         """Insert the version if missing (audited) in the caller's transaction; True when new."""
         key = rubric_key(rubric.id, rubric.version)
         if key in self._known_rubrics:  # versions are never changed nor deleted
             return False
-        if await session.get(RubricVersionRecord, key) is not None:
+        if session.get(RubricVersionRecord, key) is not None:
             self._known_rubrics.add(key)
             return False
         values: dict[str, Any] = {
@@ -56,10 +56,10 @@ class CatalogRepository:
             "created_at": self._db.clock(),
         }
         table = RubricVersionRecord.__table__  # type: ignore[attr-defined]
-        inserted = await self._db.insert_ignore(session, table, values)
+        inserted = self._db.insert_ignore(session, table, values)
         if inserted:
             payload = {"rubric_id": rubric.id, "version": rubric.version, "label": rubric.label}
-            await self._db.audit(
+            self._db.audit(
                 session,
                 "rubric.saved",
                 entity_type="rubric",

@@ -1,34 +1,43 @@
 """The one database handle every repository of the store shares.
 
-It holds the engine, the sessions, the clock and the write lock; repositories open
-their transactions through it and pass its sessions to one another when one
-transaction spans several aggregates.
+It holds the engines, the sessions, the clock and the write lock. A use case runs
+whole in one transaction: ``await db.run(fn, ...)`` calls ``fn(session, ...)`` in a
+worker thread over synchronous SQLAlchemy (one thread hop per transaction, the event
+loop never waits for the database), committed when ``fn`` returns and rolled back when
+it raises. Repositories not yet written that way open async transactions
+(``write``/``read``) and reach the synchronous write kernels they share through
+``session.run_sync``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+import contextvars
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.orm import Session, sessionmaker
 
 from storage.audit import COVERS, ChainKey, append_events, grading_digests
 from storage.audit.records import ROWS, RecordRow, rows_payload
 from storage.canonical import utcnow
-from storage.db import is_postgres, read_only, session_factory
+from storage.db import is_postgres, read_only, session_factory, sync_twin
 from storage.keys import ServiceKey
 
 __all__ = ["AuditSubscriber", "Database"]
 
 #: hears the events of an audited transaction, inside it: ``(session, events, at=...)``,
 #: each event with ``event``, ``entity_type``, ``entity_id``, ``actor`` and ``payload``
-AuditSubscriber = Callable[..., Awaitable[object]]
+AuditSubscriber = Callable[..., object]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 class Database:
@@ -59,13 +68,53 @@ class Database:
         #: one write transaction at a time in this process (SQLite only; see ``write``)
         self._write_lock = None if self.postgres else asyncio.Lock()
         self._read_sessions = session_factory(read_only(engine))
+        #: the synchronous engine over the same database (``storage.db.sync_twin``)
+        self.sync_engine = sync_twin(engine)
+        self._sync_writes = sessionmaker(self.sync_engine, expire_on_commit=False)
+        self._sync_reads = sessionmaker(read_only(self.sync_engine), expire_on_commit=False)
         self._subscribers: list[AuditSubscriber] = []
+
+    async def run(
+        self, fn: Callable[Concatenate[Session, _P], _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """``fn(session, *args, **kwargs)`` in one write transaction, in a worker thread.
+
+        Committed when ``fn`` returns, rolled back when it raises (the exception is
+        raised here). On SQLite the writers of this process take turns (see ``write``),
+        and a database busy with another process's writer blocks the worker thread,
+        never the event loop. A caller cancelled meanwhile still waits for the
+        transaction to end, so the turn is never handed on while it runs.
+        """
+        async with self._write_lock or contextlib.nullcontext():
+            return await _in_thread(_transaction, self._sync_writes, False, fn, args, kwargs)
+
+    async def run_read(
+        self, fn: Callable[Concatenate[Session, _P], _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """``fn(session, *args, **kwargs)`` in one read-only snapshot, in a worker thread:
+        every statement of ``fn`` sees the same data (REPEATABLE READ on PostgreSQL, one
+        deferred transaction on SQLite), and it never waits for writers."""
+        snapshot = self.postgres
+        return await _in_thread(_transaction, self._sync_reads, snapshot, fn, args, kwargs)
 
     def subscribe(self, subscriber: AuditSubscriber) -> None:
         """Let ``subscriber`` hear every audited event from now on, in the event's own
         transaction (committed with it, or rolled back with it): how a feature that must
         hear of another's events subscribes, as the webhooks' outbox does."""
         self._subscribers.append(subscriber)
+
+    async def run_read_in(
+        self,
+        tx: AsyncSession | None,
+        fn: Callable[Concatenate[Session, _P], _T],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _T:
+        """``fn(session, ...)`` inside ``tx`` when a caller reads within its own (async)
+        transaction, else in a snapshot of its own (``run_read``)."""
+        if tx is not None:
+            return await tx.run_sync(fn, *args, **kwargs)
+        return await self.run_read(fn, *args, **kwargs)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
@@ -117,9 +166,7 @@ class Database:
         async with self.write() as session:
             yield session
 
-    async def insert_ignore(
-        self, session: AsyncSession, table: Table, values: dict[str, Any]
-    ) -> bool:
+    def insert_ignore(self, session: Session, table: Table, values: dict[str, Any]) -> bool:
         """INSERT ... ON CONFLICT DO NOTHING; True when a row was inserted."""
         dialect = postgresql if self.postgres else sqlite
         primary_key = list(table.primary_key.columns)
@@ -127,11 +174,11 @@ class Database:
             dialect.insert(table).values(**values).on_conflict_do_nothing().returning(*primary_key)
         )
         # RETURNING, not rowcount: drivers report -1 for INSERT rowcounts
-        return (await session.execute(statement)).first() is not None
+        return session.execute(statement).first() is not None
 
-    async def audit(
+    def audit(
         self,
-        session: AsyncSession,
+        session: Session,
         event: str,
         *,
         entity_type: str,
@@ -156,11 +203,11 @@ class Database:
         """
         fields = {"event": event, "entity_type": entity_type, "entity_id": entity_id}
         events = [{**fields, "actor": actor, "payload": payload}]
-        await self.audit_many(session, events, {0: covers}, {0: rows})
+        self.audit_many(session, events, {0: covers}, {0: rows})
 
-    async def audit_many(
+    def audit_many(
         self,
-        session: AsyncSession,
+        session: Session,
         events: Sequence[dict[str, Any]],
         covers: Mapping[int, Collection[str] | Mapping[str, str]] | None = None,
         rows: Mapping[int, Sequence[RecordRow]] | None = None,
@@ -176,15 +223,42 @@ class Database:
         for index, event in enumerate(events):
             covered = (covers or {}).get(index) or ()
             if covered and not isinstance(covered, Mapping):
-                await session.flush()
-                covered = await grading_digests(session, list(covered))
+                session.flush()
+                covered = grading_digests(session, list(covered))
             if covered:
                 event = {**event, "payload": {**event["payload"], COVERS: dict(covered)}}
             records = (rows or {}).get(index)
             if records:
                 event = {**event, "payload": {**event["payload"], ROWS: rows_payload(records)}}
             stored.append(event)
-        await append_events(session, stored, key=self.chain_key, at=at)
+        append_events(session, stored, key=self.chain_key, at=at)
         # the subscribers get the payloads without the digests
         for subscriber in self._subscribers:
-            await subscriber(session, events, at=at)
+            subscriber(session, events, at=at)
+
+
+def _transaction(
+    sessions: sessionmaker[Session],
+    snapshot: bool,
+    fn: Callable[..., _T],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> _T:
+    """``fn(session, *args, **kwargs)`` in one transaction of a session from ``sessions``."""
+    with sessions() as session, session.begin():
+        if snapshot:
+            session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        return fn(session, *args, **kwargs)
+
+
+async def _in_thread(call: Callable[..., _T], *args: Any) -> _T:
+    """``call(*args)`` in a worker thread, in a copy of the caller's context (its log
+    fields); a cancelled caller waits for it to end first."""
+    context = contextvars.copy_context()
+    future = asyncio.get_running_loop().run_in_executor(None, context.run, call, *args)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            await future
+        raise

@@ -11,10 +11,11 @@ which in WAL mode never waits for writers.
 
 from __future__ import annotations
 
-from typing import Any
+import weakref
+from typing import Any, TypeVar
 
-from sqlalchemy import event
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -26,14 +27,19 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "async_url",
     "default_database_url",
+    "engines_of",
     "is_postgres",
     "make_engine",
     "read_only",
     "session_factory",
+    "sync_twin",
+    "sync_url",
 ]
 
 #: a SQLite file in the working directory
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./sre-judge.db"
+
+_E = TypeVar("_E", AsyncEngine, Engine)
 
 #: execution option that makes the SQLite ``begin`` hook emit ``BEGIN DEFERRED``
 _DEFERRED = "sre_judge_deferred"
@@ -73,17 +79,65 @@ def make_engine(url: str | URL, *, foreign_keys: bool = True, **kwargs: Any) -> 
         kwargs.setdefault("pool_pre_ping", True)
     engine = create_async_engine(target, **kwargs)
     if target.get_backend_name() == "sqlite":
-        _configure_sqlite(engine, foreign_keys=foreign_keys)
+        _configure_sqlite(engine.sync_engine, foreign_keys=foreign_keys)
     return engine
 
 
-def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
+def sync_url(url: str | URL) -> URL:
+    """Rewrite a URL to the synchronous driver of its database (pysqlite, psycopg)."""
+    parsed = make_url(url)
+    backend = parsed.drivername.split("+", 1)[0]
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+pysqlite")
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+#: the synchronous twin of each async engine (see ``sync_twin``)
+_TWINS: weakref.WeakKeyDictionary[AsyncEngine, Engine] = weakref.WeakKeyDictionary()
+
+
+def sync_twin(engine: AsyncEngine) -> Engine:
+    """The synchronous engine over the same database as ``engine``, made once per engine.
+
+    Use cases that run whole in a worker thread (``Database.run``) work through it: a
+    statement through synchronous SQLAlchemy costs a fraction of one through the async
+    bridge (``bench/statement_cost.py``). It has the same SQLite set-up (WAL, foreign
+    keys, BEGIN IMMEDIATE for writers) and is disposed of with ``engine``.
+    """
+    twin = _TWINS.get(engine)
+    if twin is not None:
+        return twin
+    target = sync_url(engine.url)
+    kwargs: dict[str, Any] = {}
+    if target.get_backend_name() == "postgresql":
+        kwargs["pool_pre_ping"] = True
+    twin = create_engine(target, **kwargs)
+    if target.get_backend_name() == "sqlite":
+        _configure_sqlite(twin, foreign_keys=True)
+
+    @event.listens_for(engine.sync_engine, "engine_disposed")
+    def _disposed(_engine: Any) -> None:
+        twin.dispose()
+
+    _TWINS[engine] = twin
+    return twin
+
+
+def engines_of(engine: AsyncEngine) -> tuple[Engine, Engine]:
+    """The synchronous engines that carry ``engine``'s statements: the one inside it and
+    its twin (``sync_twin``); where to listen for every statement or transaction."""
+    return engine.sync_engine, sync_twin(engine)
+
+
+def _configure_sqlite(engine: Engine, *, foreign_keys: bool) -> None:
     pragmas = [
         p if foreign_keys or "foreign_keys" not in p else "PRAGMA foreign_keys=OFF"
         for p in _SQLITE_PRAGMAS
     ]
 
-    @event.listens_for(engine.sync_engine, "connect")
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # no implicit BEGIN from the driver: the begin hook below owns transactions
         dbapi_connection.isolation_level = None
@@ -94,7 +148,7 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         finally:
             cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         deferred = connection.get_execution_options().get(_DEFERRED, False)
         connection.exec_driver_sql("BEGIN DEFERRED" if deferred else "BEGIN IMMEDIATE")
@@ -105,7 +159,7 @@ def is_postgres(engine: AsyncEngine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
-def read_only(engine: AsyncEngine) -> AsyncEngine:
+def read_only(engine: _E) -> _E:
     """The same engine (and pool) for read-only transactions: BEGIN DEFERRED on SQLite."""
     return engine.execution_options(**{_DEFERRED: True})
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Select, and_, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.canonical import iso_utc
@@ -108,8 +109,8 @@ class GradingReads:
         self._db = db
         self._cursors = CursorCodec(db.key, "gradings")
 
-    async def _views(
-        self, session: AsyncSession, pairs: Sequence[tuple[GradingRecord, SubmissionRecord]]
+    def _views(
+        self, session: Session, pairs: Sequence[tuple[GradingRecord, SubmissionRecord]]
     ) -> list[GradingView]:
         """Attach answers to gradings with one query for all of them."""
         ids = [grading.id for grading, _ in pairs]
@@ -120,7 +121,7 @@ class GradingReads:
                 .where(col(AnswerRecord.grading_id).in_(ids))
                 .order_by(col(AnswerRecord.grading_id), col(AnswerRecord.position))
             )
-            for answer in (await session.execute(query)).scalars():
+            for answer in session.execute(query).scalars():
                 answers[answer.grading_id].append(answer)
         return [
             GradingView(grading=g, answers=tuple(answers[g.id]), submission=s) for g, s in pairs
@@ -128,16 +129,19 @@ class GradingReads:
 
     async def get(self, grading_id: str, *, tx: AsyncSession | None = None) -> GradingView | None:
         """A grading with its answers and submission, or None (inside ``tx`` if given)."""
+        return await self._db.run_read_in(tx, self.read_one, grading_id)
+
+    def read_one(self, session: Session, grading_id: str) -> GradingView | None:
+        """A grading with its answers and submission, or None, in ``session``."""
         query = (
             select(GradingRecord, SubmissionRecord)
             .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
             .where(col(GradingRecord.id) == grading_id)
         )
-        async with self._db.reading(tx) as session:
-            row = (await session.execute(query)).one_or_none()
-            if row is None:
-                return None
-            return (await self._views(session, [(row[0], row[1])]))[0]
+        row = session.execute(query).one_or_none()
+        if row is None:
+            return None
+        return self._views(session, [(row[0], row[1])])[0]
 
     async def of_submission(
         self, submission_id: str, *, tx: AsyncSession | None = None
@@ -149,9 +153,11 @@ class GradingReads:
             .where(col(GradingRecord.submission_id) == submission_id)
             .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
         )
-        async with self._db.reading(tx) as session:
-            pairs = [(row[0], row[1]) for row in await session.execute(query)]
-            return await self._views(session, pairs)
+        return await self._db.run_read_in(tx, self._pairs_of, query)
+
+    def _pairs_of(self, session: Session, query: Select[Any]) -> list[GradingView]:
+        """The views of the (grading, submission) rows ``query`` selects."""
+        return self._views(session, [(row[0], row[1]) for row in session.execute(query)])
 
     async def page(
         self,
@@ -189,16 +195,16 @@ class GradingReads:
         query = query.order_by(
             col(GradingRecord.created_at).desc(), col(GradingRecord.id).desc()
         ).limit(limit + 1)
-        async with self._db.reading(tx) as session:
-            pairs = [(row[0], row[1]) for row in await session.execute(query)]
-            more = len(pairs) > limit
-            views = await self._views(session, pairs[:limit])
+        views = await self._db.run_read_in(tx, self._pairs_of, query)
+        more = len(views) > limit
+        views = views[:limit]
         last = views[-1].grading if views else None
         cursor = encode_cursor(self._cursors, last.created_at, last.id) if more and last else None
         return views, cursor
 
-    async def _require_grading(self, session: AsyncSession, grading_id: str) -> GradingRecord:
-        grading = await session.get(GradingRecord, grading_id)
+    @staticmethod
+    def _require_grading(session: Session, grading_id: str) -> GradingRecord:
+        grading = session.get(GradingRecord, grading_id)
         if grading is None:
             raise NotFound(f"grading {grading_id!r} does not exist")
         return grading
@@ -207,35 +213,39 @@ class GradingReads:
         self, grading_id: str, *, tx: AsyncSession | None = None
     ) -> list[JudgeCallRecord]:
         """Every judge call of a grading, in call order; NotFound for an unknown grading."""
+        return await self._db.run_read_in(tx, self._judge_calls, grading_id)
+
+    def _judge_calls(self, session: Session, grading_id: str) -> list[JudgeCallRecord]:
+        self._require_grading(session, grading_id)
         query = (
             select(JudgeCallRecord)
             .where(col(JudgeCallRecord.grading_id) == grading_id)
             .order_by(col(JudgeCallRecord.created_at), col(JudgeCallRecord.position))
         )
-        async with self._db.reading(tx) as session:
-            await self._require_grading(session, grading_id)
-            return list((await session.execute(query)).scalars())
+        return list(session.execute(query).scalars())
 
     async def history(
         self, grading_id: str, *, tx: AsyncSession | None = None
     ) -> list[AuditRecord]:
         """Audit events of a grading and of its submission, oldest first."""
-        async with self._db.reading(tx) as session:
-            grading = await self._require_grading(session, grading_id)
-            query = (
-                select(AuditRecord)
-                .where(
-                    or_(
-                        and_(
-                            col(AuditRecord.entity_type) == "grading",
-                            col(AuditRecord.entity_id) == grading.id,
-                        ),
-                        and_(
-                            col(AuditRecord.entity_type) == "submission",
-                            col(AuditRecord.entity_id) == grading.submission_id,
-                        ),
-                    )
+        return await self._db.run_read_in(tx, self._history, grading_id)
+
+    def _history(self, session: Session, grading_id: str) -> list[AuditRecord]:
+        grading = self._require_grading(session, grading_id)
+        query = (
+            select(AuditRecord)
+            .where(
+                or_(
+                    and_(
+                        col(AuditRecord.entity_type) == "grading",
+                        col(AuditRecord.entity_id) == grading.id,
+                    ),
+                    and_(
+                        col(AuditRecord.entity_type) == "submission",
+                        col(AuditRecord.entity_id) == grading.submission_id,
+                    ),
                 )
-                .order_by(col(AuditRecord.seq))
             )
-            return list((await session.execute(query)).scalars())
+            .order_by(col(AuditRecord.seq))
+        )
+        return list(session.execute(query).scalars())

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.calls import Completion
@@ -49,28 +49,20 @@ class CacheRepository:
 
     async def get(self, key: str) -> Completion | None:
         """The cached completion under ``key``, or None."""
-        async with self._db.read() as session:
-            record = await session.get(JudgeCacheRecord, key)
+        record = await self._db.run_read(lambda s: s.get(JudgeCacheRecord, key))
         return None if record is None else _completion(record)
 
     async def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
         """The cached completions of those of ``keys`` that have one (one query per 500)."""
         wanted = list(dict.fromkeys(keys))
-        found: dict[str, Completion] = {}
-        async with self._db.read() as session:
-            for start in range(0, len(wanted), _CHUNK):
-                chunk = wanted[start : start + _CHUNK]
-                query = select(*_COLUMNS).where(col(JudgeCacheRecord.key).in_(chunk))
-                # plain rows, not ORM objects: a regrade reads thousands at once
-                for row in await session.execute(query):
-                    found[row.key] = _completion(row)
-        return found
+        if not wanted:
+            return {}
+        return await self._db.run_read(_completions, wanted)
 
     async def put(self, key: str, completion: Completion, *, backend: str, model: str) -> None:
         """Keep ``completion`` under ``key`` unless an entry is there already."""
         values = self.row(key, completion, backend=backend, model=model)
-        async with self._db.write() as session:
-            await insert_cache_rows(session, [values])
+        await self._db.run(insert_cache_rows, [values])
 
     def row(self, key: str, completion: Completion, *, backend: str, model: str) -> dict[str, Any]:
         """The ``judge_cache`` row keeping ``completion`` under ``key``, stamped now."""
@@ -79,15 +71,7 @@ class CacheRepository:
     async def cached_keys(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` have a cache entry."""
         wanted = list(dict.fromkeys(keys))
-        found: set[str] = set()
-        async with self._db.read() as session:
-            for start in range(0, len(wanted), _CHUNK):
-                chunk = wanted[start : start + _CHUNK]
-                query = select(col(JudgeCacheRecord.key)).where(
-                    col(JudgeCacheRecord.key).in_(chunk)
-                )
-                found.update((await session.execute(query)).scalars())
-        return found
+        return await self._db.run_read(_cached_keys, wanted) if wanted else set()
 
     async def average_completion_tokens(self, backend: str, model: str) -> float | None:
         """Mean completion tokens of this judge's real grade calls so far, or None."""
@@ -98,9 +82,29 @@ class CacheRepository:
             col(JudgeCallRecord.cached).is_(False),
             col(JudgeCallRecord.completion_tokens).is_not(None),
         )
-        async with self._db.read() as session:
-            value = (await session.execute(query)).scalar_one_or_none()
+        value = await self._db.run_read(lambda s: s.execute(query).scalar_one_or_none())
         return float(value) if value is not None else None
+
+
+def _cached_keys(session: Session, keys: Sequence[str]) -> set[str]:
+    """Which of ``keys`` have a cache entry, one query per 500."""
+    found: set[str] = set()
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        query = select(col(JudgeCacheRecord.key)).where(col(JudgeCacheRecord.key).in_(chunk))
+        found.update(session.execute(query).scalars())
+    return found
+
+
+def _completions(session: Session, keys: Sequence[str]) -> dict[str, Completion]:
+    """The cached completions of those of ``keys`` that have one, one query per 500."""
+    found: dict[str, Completion] = {}
+    for start in range(0, len(keys), _CHUNK):
+        query = select(*_COLUMNS).where(col(JudgeCacheRecord.key).in_(keys[start : start + _CHUNK]))
+        # plain rows, not ORM objects: a regrade reads thousands at once
+        for row in session.execute(query):
+            found[row.key] = _completion(row)
+    return found
 
 
 def _completion(record: Any) -> Completion:
@@ -133,14 +137,14 @@ def cache_row(
     }
 
 
-async def insert_cache_rows(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+def insert_cache_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Insert cache rows in the caller's transaction; a key already present is left alone."""
     if not rows:
         return
     table = JudgeCacheRecord.__table__  # type: ignore[attr-defined]
-    postgres = (await session.connection()).dialect.name == "postgresql"
+    postgres = session.connection().dialect.name == "postgresql"
     dialect = postgresql if postgres else sqlite
-    await session.execute(dialect.insert(table).on_conflict_do_nothing(), list(rows))
+    session.execute(dialect.insert(table).on_conflict_do_nothing(), list(rows))
 
 
 class DbJudgeCache:

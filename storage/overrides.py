@@ -174,8 +174,8 @@ class OverrideRepository:
             if not grading.held:  # a held pass stays in the queue until a verdict is given
                 await self._review.close(session, grading_id, author_id)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "grading.overridden",
                 entity_type="grading",
                 entity_id=grading_id,

@@ -104,7 +104,7 @@ class PendingJudgeRepository:
         pending grading.
         """
         async with self._db.write() as session:
-            grading = await leased(self._db, session, grading_id, worker_id)
+            grading = await session.run_sync(lambda s: leased(self._db, s, grading_id, worker_id))
             if grading is None:
                 return False
             await self._write(
@@ -176,6 +176,6 @@ class PendingJudgeRepository:
             grading.revision += 1
         await session.flush()
         # each event covers its grading's new state; the digests read in one go
-        digests = await grading_digests(session, [g.id for g in gradings])
+        digests = await session.run_sync(grading_digests, [g.id for g in gradings])
         covers = {i: {g.id: str(digests[g.id])} for i, g in enumerate(gradings)}
-        await self._db.audit_many(session, events, covers)
+        await session.run_sync(self._db.audit_many, events, covers)

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.calls import JudgeCall
@@ -67,43 +68,36 @@ class QueueRepository:
             # workers polling an empty queue never block submissions
             probe = claimable_query(now, 1, held, regrade=regrade)
             probe = probe.with_only_columns(col(GradingRecord.id))
-            async with self._db.read() as session:
-                if not (await session.execute(probe)).first():
-                    return []
-        async with self._db.write() as session:
-            rows = (await session.execute(pick)).all()
-            if not rows:
+            if not await self._db.run_read(lambda s: s.execute(probe).first()):
                 return []
-            await session.execute(
-                update(GradingRecord)
-                .where(col(GradingRecord.id).in_([g.id for g, _, _ in rows]))
-                .values(
-                    lease_owner=worker_id,
-                    lease_expires_at=expires,
-                    claim_count=GradingRecord.claim_count + 1,
-                )
-                .execution_options(synchronize_session=False)
+        return await self._db.run(self._lease, pick, worker_id, expires)
+
+    def _lease(
+        self, session: Session, pick: Select[Any], worker_id: str, expires: datetime
+    ) -> list[Claim]:
+        """Lease what ``pick`` finds to ``worker_id`` until ``expires``; the claims."""
+        rows = session.execute(pick).all()
+        if not rows:
+            return []
+        session.execute(
+            update(GradingRecord)
+            .where(col(GradingRecord.id).in_([g.id for g, _, _ in rows]))
+            .values(
+                lease_owner=worker_id,
+                lease_expires_at=expires,
+                claim_count=GradingRecord.claim_count + 1,
             )
-            jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
-            await self._regrade.mark_started(session, jobs)
-            # the claim count as the UPDATE left it: one more than read under the lock
-            return [claim_of(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
+            .execution_options(synchronize_session=False)
+        )
+        jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
+        self._regrade.mark_started(session, jobs)
+        # the claim count as the UPDATE left it: one more than read under the lock
+        return [claim_of(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
 
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Push the lease forward; False when ``worker_id`` no longer holds it."""
         expires = self._db.clock() + timedelta(seconds=lease_seconds)
-        async with self._db.write() as session:
-            result = await session.execute(
-                update(GradingRecord)
-                .where(
-                    col(GradingRecord.id) == grading_id,
-                    col(GradingRecord.status) == "pending",
-                    col(GradingRecord.lease_owner) == worker_id,
-                )
-                .values(lease_expires_at=expires)
-                .execution_options(synchronize_session=False)
-            )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return await self._db.run(_move_lease, grading_id, worker_id, expires)
 
     async def complete(
         self,
@@ -137,11 +131,13 @@ class QueueRepository:
         """
         if not items:
             return []
-        async with self._db.write() as session:
-            written = await write_verdicts(self._db, session, items, self._db.clock())
-            # a regrade item: carry overrides, promote, end the drained jobs
-            await self._regrade.items_completed(session, written.gradings, items[-1].worker_id)
-            return written.stored
+        return await self._db.run(self._complete, items)
+
+    def _complete(self, session: Session, items: Sequence[FinishedGrading]) -> list[bool]:
+        written = write_verdicts(self._db, session, items, self._db.clock())
+        # a regrade item: carry overrides, promote, end the drained jobs
+        self._regrade.items_completed(session, written.gradings, items[-1].worker_id)
+        return written.stored
 
     async def defer(
         self,
@@ -159,35 +155,48 @@ class QueueRepository:
         and writes nothing when ``worker_id`` does not hold the lease of a pending grading.
         """
         now = self._db.clock()
-        async with self._db.write() as session:
-            grading = await leased(self._db, session, grading_id, worker_id)
-            if grading is None:
-                return False
-            records = await store_calls(session, grading, calls, now)
-            await insert_cache_rows(session, cache_rows)  # answers that did come back
-            grading.pending_reason = reason
-            grading.not_before = retry_at
-            grading.lease_owner = None
-            grading.lease_expires_at = None
-            grading.revision += 1
-            await session.flush()
-            deferred = {
-                "event": "grading.deferred",
-                "entity_type": "grading",
-                "entity_id": grading.id,
-                "actor": worker_id,
-                "payload": {
-                    "grading_id": grading.id,
-                    "reason": reason,
-                    "retry_at": iso_utc(retry_at),
-                    "claim_count": grading.claim_count,
-                    "judge_calls": [c["id"] for c in records],
-                    "revision": grading.revision,
-                },
-            }
-            events = [*call_events(grading.id, worker_id, records), deferred]
-            covered = call_records(records, first_event=0)
-            await self._db.audit_many(session, events, {len(events) - 1: [grading.id]}, covered)
+        args = (grading_id, worker_id, reason, retry_at, calls, cache_rows, now)
+        return await self._db.run(self._defer, *args)
+
+    def _defer(
+        self,
+        session: Session,
+        grading_id: str,
+        worker_id: str,
+        reason: str,
+        retry_at: datetime,
+        calls: Sequence[JudgeCall],
+        cache_rows: Sequence[dict[str, Any]],
+        now: datetime,
+    ) -> bool:
+        grading = leased(self._db, session, grading_id, worker_id)
+        if grading is None:
+            return False
+        records = store_calls(session, grading, calls, now)
+        insert_cache_rows(session, cache_rows)  # answers that did come back
+        grading.pending_reason = reason
+        grading.not_before = retry_at
+        grading.lease_owner = None
+        grading.lease_expires_at = None
+        grading.revision += 1
+        session.flush()
+        deferred = {
+            "event": "grading.deferred",
+            "entity_type": "grading",
+            "entity_id": grading.id,
+            "actor": worker_id,
+            "payload": {
+                "grading_id": grading.id,
+                "reason": reason,
+                "retry_at": iso_utc(retry_at),
+                "claim_count": grading.claim_count,
+                "judge_calls": [c["id"] for c in records],
+                "revision": grading.revision,
+            },
+        }
+        events = [*call_events(grading.id, worker_id, records), deferred]
+        covered = call_records(records, first_event=0)
+        self._db.audit_many(session, events, {len(events) - 1: [grading.id]}, covered)
         return True
 
     async def release_lease(self, grading_id: str, worker_id: str) -> bool:
@@ -197,24 +206,33 @@ class QueueRepository:
         lease of a still-pending grading; writes nothing else (no revision, no audit
         event: leases are bookkeeping). Returns whether a lease was released.
         """
-        async with self._db.write() as session:
-            result = await session.execute(
-                update(GradingRecord)
-                .where(
-                    col(GradingRecord.id) == grading_id,
-                    col(GradingRecord.status) == "pending",
-                    col(GradingRecord.lease_owner) == worker_id,
-                )
-                .values(lease_owner=None, lease_expires_at=None)
-                .execution_options(synchronize_session=False)
-            )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return await self._db.run(_move_lease, grading_id, worker_id, None)
 
     async def depth(self) -> tuple[int, datetime | None]:
         """Pending gradings (leased or not) and when the oldest of them was created."""
         query = select(func.count(), func.min(GradingRecord.created_at)).where(
             col(GradingRecord.status) == "pending"
         )
-        async with self._db.read() as session:
-            count, oldest = (await session.execute(query)).one()
+        count, oldest = await self._db.run_read(lambda s: s.execute(query).one())
         return int(count), oldest
+
+
+def _move_lease(
+    session: Session, grading_id: str, worker_id: str, expires: datetime | None
+) -> bool:
+    """Move the lease ``worker_id`` holds on a pending grading to ``expires``, or release
+    it (``expires`` None: no owner either); whether it held one."""
+    values: dict[str, Any] = {"lease_expires_at": expires}
+    if expires is None:
+        values["lease_owner"] = None
+    result = session.execute(
+        update(GradingRecord)
+        .where(
+            col(GradingRecord.id) == grading_id,
+            col(GradingRecord.status) == "pending",
+            col(GradingRecord.lease_owner) == worker_id,
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -198,8 +198,8 @@ class ReviewRepository:
             claim.claimed_until = now + timedelta(minutes=minutes)
             claim.done_at = None
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "review.claimed",
                 entity_type="grading",
                 entity_id=grading_id,
@@ -222,8 +222,8 @@ class ReviewRepository:
                 )
             await self.close(session, grading_id, principal_id)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "review.done",
                 entity_type="grading",
                 entity_id=grading_id,

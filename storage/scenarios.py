@@ -98,7 +98,7 @@ class ScenarioRepository:
         newest version whose ground truth is ``spec.ground_truth`` (0 when none is)."""
         values = self._row(spec, actor=actor)
         table = ScenarioRecord.__table__  # type: ignore[attr-defined]
-        if await self._db.insert_ignore(session, table, values):
+        if await session.run_sync(self._db.insert_ignore, table, values):
             await self._first_version(session, ScenarioRecord(**values), actor=actor)
             return 1
         query = (
@@ -147,8 +147,8 @@ class ScenarioRepository:
         )
         session.add(first)
         await session.flush()
-        await self._db.audit(
-            session,
+        await session.run_sync(
+            self._db.audit,
             "scenario.created",
             entity_type="scenario",
             entity_id=record.id,
@@ -241,8 +241,8 @@ class ScenarioRepository:
         if new_truth:
             payload |= {"note": spec.note, **_truth_facts(spec.ground_truth)}
         event = "scenario.versioned" if new_truth else "scenario.updated"
-        await self._db.audit(
-            session,
+        await session.run_sync(
+            self._db.audit,
             event,
             entity_type="scenario",
             entity_id=record.id,

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.rubric import Rubric
@@ -102,39 +102,53 @@ class SubmissionRepository:
         ``idempotency_key`` was used by ``actor`` for a different request.
         """
         request_hash = data.request_hash()
+        judge = (judge_spec, judge_backend, judge_model)
         try:
-            async with self._db.write() as session:
-                if idempotency_key is not None:
-                    replay = await self._replay(session, actor, idempotency_key, request_hash)
-                    if replay is not None:
-                        return replay
-                return await self._insert(
-                    session,
-                    data,
-                    request_hash=request_hash,
-                    rubric=rubric,
-                    judge=(judge_spec, judge_backend, judge_model),
-                    actor=actor,
-                    idempotency_key=idempotency_key,
-                )
+            return await self._db.run(
+                self._create, data, request_hash, rubric, judge, actor, idempotency_key
+            )
         except IntegrityError:
             if idempotency_key is None:
                 raise
             # a racing request with the same key committed first: answer with its rows
-            async with self._db.read() as session:
-                replay = await self._replay(session, actor, idempotency_key, request_hash)
+            replay = await self._db.run_read(self._replay, actor, idempotency_key, request_hash)
             if replay is None:
                 raise
             return replay
 
-    async def _replay(
-        self, session: AsyncSession, actor: str, key: str, request_hash: str
+    def _create(
+        self,
+        session: Session,
+        data: NewSubmission,
+        request_hash: str,
+        rubric: Rubric,
+        judge: tuple[str, str, str],
+        actor: str,
+        idempotency_key: str | None,
+    ) -> SubmissionOutcome:
+        """The replay of an earlier request with this key, else the new rows."""
+        if idempotency_key is not None:
+            replay = self._replay(session, actor, idempotency_key, request_hash)
+            if replay is not None:
+                return replay
+        return self._insert(
+            session,
+            data,
+            request_hash=request_hash,
+            rubric=rubric,
+            judge=judge,
+            actor=actor,
+            idempotency_key=idempotency_key,
+        )
+
+    def _replay(
+        self, session: Session, actor: str, key: str, request_hash: str
     ) -> SubmissionOutcome | None:
         query = select(SubmissionRecord).where(
             col(SubmissionRecord.submitted_by) == actor,
             col(SubmissionRecord.idempotency_key) == key,
         )
-        submission = (await session.execute(query)).scalar_one_or_none()
+        submission = session.execute(query).scalar_one_or_none()
         if submission is None:
             return None
         if submission.request_hash != request_hash:
@@ -142,7 +156,7 @@ class SubmissionRepository:
                 "this Idempotency-Key was already used with a different request"
             )
         grading = (
-            await session.execute(
+            session.execute(
                 select(GradingRecord)
                 .where(col(GradingRecord.submission_id) == submission.id)
                 .order_by(col(GradingRecord.is_current).desc(), col(GradingRecord.created_at))
@@ -151,9 +165,9 @@ class SubmissionRepository:
         ).scalar_one()
         return SubmissionOutcome(submission=submission, grading=grading, created=False)
 
-    async def _insert(
+    def _insert(
         self,
-        session: AsyncSession,
+        session: Session,
         data: NewSubmission,
         *,
         request_hash: str,
@@ -162,9 +176,7 @@ class SubmissionRepository:
         actor: str,
         idempotency_key: str | None,
     ) -> SubmissionOutcome:
-        if data.scenario_id is not None and (
-            await session.get(ScenarioRecord, data.scenario_id) is None
-        ):
+        if data.scenario_id is not None and (session.get(ScenarioRecord, data.scenario_id) is None):
             raise NotFound(f"scenario {data.scenario_id!r} does not exist")
         now = self._db.clock()
         submission = SubmissionRecord(
@@ -179,13 +191,13 @@ class SubmissionRepository:
         # rest of a submission (bench/overhead.py); the records stay transient.
         # A racing duplicate fails here, before anything else.
         submission_values = row_values(submission)
-        await session.execute(insert(_SUBMISSIONS), [submission_values])
+        session.execute(insert(_SUBMISSIONS), [submission_values])
         grading = _pending_grading(submission, rubric, judge, data.scenario_version)
         grading_values = row_values(grading)
-        await session.execute(insert(_GRADINGS), [grading_values])
+        session.execute(insert(_GRADINGS), [grading_values])
         # audit rows last: on PostgreSQL they take the chain lock until commit
-        await self._catalog.ensure_rubric(session, rubric, actor=actor)
-        await self._db.audit(
+        self._catalog.ensure_rubric(session, rubric, actor=actor)
+        self._db.audit(
             session,
             "submission.received",
             entity_type="submission",
@@ -205,5 +217,4 @@ class SubmissionRepository:
 
     async def get(self, submission_id: str) -> SubmissionRecord | None:
         """A submission by id, or None."""
-        async with self._db.read() as session:
-            return await session.get(SubmissionRecord, submission_id)
+        return await self._db.run_read(lambda s: s.get(SubmissionRecord, submission_id))

@@ -28,8 +28,8 @@ class TagRepository:
         added = 0
         async with self._db.write() as session:
             for tag, description in entries.items():
-                inserted = await self._db.insert_ignore(
-                    session,
+                inserted = await session.run_sync(
+                    self._db.insert_ignore,
                     TagVocabularyRecord.__table__,  # type: ignore[attr-defined]
                     {
                         "tag": tag,
@@ -58,8 +58,8 @@ class TagRepository:
             )
             session.add(record)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "tag.defined",
                 entity_type="tag",
                 entity_id=tag,
@@ -93,8 +93,8 @@ class TagRepository:
             )
             session.add(record)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "grading.tagged",
                 entity_type="grading",
                 entity_id=grading_id,
@@ -112,8 +112,8 @@ class TagRepository:
                 raise NotFound(f"no tag {tag_id} on grading {grading_id}")
             record.removed_at, record.removed_by = self._db.clock(), actor
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "grading.untagged",
                 entity_type="grading",
                 entity_id=grading_id,

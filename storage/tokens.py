@@ -72,8 +72,8 @@ class TokenRepository:
         async with self._db.write() as session:
             session.add(record)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "token.created",
                 entity_type="token",
                 entity_id=record.id,
@@ -113,8 +113,8 @@ class TokenRepository:
             )
             session.add(record)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "token.created",
                 entity_type="token",
                 entity_id=record.id,
@@ -161,8 +161,8 @@ class TokenRepository:
             if record.revoked_at is None:
                 record.revoked_at = self._db.clock()
                 await session.flush()
-                await self._db.audit(
-                    session,
+                await session.run_sync(
+                    self._db.audit,
                     "token.revoked",
                     entity_type="token",
                     entity_id=record.id,

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from storage.audit import values_digest
 from storage.audit.records import RecordRow
@@ -59,8 +59,8 @@ class StoredVerdicts:
     gradings: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def leased_rows(
-    db: Database, session: AsyncSession, items: Sequence[FinishedGrading]
+def leased_rows(
+    db: Database, session: Session, items: Sequence[FinishedGrading]
 ) -> dict[str, Mapping[str, Any]]:
     """The batch's gradings by id, in one query, row-locked on PostgreSQL (in id order,
     so two batches that share a grading cannot deadlock)."""
@@ -68,7 +68,7 @@ async def leased_rows(
     query = select(_GRADINGS).where(_GRADINGS.c.id.in_(ids)).order_by(_GRADINGS.c.id)
     if db.postgres:
         query = query.with_for_update()
-    return {row.id: dict(row._mapping) for row in await session.execute(query)}
+    return {row.id: dict(row._mapping) for row in session.execute(query)}
 
 
 def _holds_lease(row: Mapping[str, Any], item: FinishedGrading) -> bool:
@@ -133,15 +133,15 @@ class _Rows:
         )
 
 
-async def write_verdicts(
-    db: Database, session: AsyncSession, items: Sequence[FinishedGrading], at: datetime
+def write_verdicts(
+    db: Database, session: Session, items: Sequence[FinishedGrading], at: datetime
 ) -> StoredVerdicts:
     """Store the verdicts whose leases hold, in the caller's transaction (see the module).
 
     Raises ``ValueError`` (the caller's transaction is then rolled back) when a verdict
     is for another rubric version than its grading.
     """
-    rows = await leased_rows(db, session, items)
+    rows = leased_rows(db, session, items)
     accepted: list[tuple[FinishedGrading, Mapping[str, Any]]] = []
     outcome = StoredVerdicts()
     for item in items:
@@ -154,16 +154,16 @@ async def write_verdicts(
     if not accepted:
         return outcome
     again = [item.grading_id for item, row in accepted if row["claim_count"] > 1]
-    first_calls = await calls_before(session, again)
+    first_calls = calls_before(session, again)
     batch = _Rows()
     for item, row in accepted:
         batch.add(row, item, first_calls.get(item.grading_id, 0), at)
-    await _write(db, session, batch)
+    _write(db, session, batch)
     outcome.gradings = batch.gradings
     return outcome
 
 
-async def _write(db: Database, session: AsyncSession, batch: _Rows) -> None:
+def _write(db: Database, session: Session, batch: _Rows) -> None:
     """One statement per table, then the audit rows (after the other writes)."""
     columns = [key.removeprefix("b_") for key in batch.updates[0] if key != "b_id"]
     statement = (
@@ -171,9 +171,9 @@ async def _write(db: Database, session: AsyncSession, batch: _Rows) -> None:
         .where(_GRADINGS.c.id == bindparam("b_id"))
         .values({name: bindparam(f"b_{name}") for name in columns})
     )
-    await session.execute(statement, batch.updates)
-    await insert_rows(session, _ANSWERS, batch.answers)
-    await insert_rows(session, _CALLS, batch.calls)
-    await insert_rows(session, _VOTES, batch.votes)
-    await insert_cache_rows(session, batch.cache)
-    await db.audit_many(session, batch.events, batch.covers, batch.records)
+    session.execute(statement, batch.updates)
+    insert_rows(session, _ANSWERS, batch.answers)
+    insert_rows(session, _CALLS, batch.calls)
+    insert_rows(session, _VOTES, batch.votes)
+    insert_cache_rows(session, batch.cache)
+    db.audit_many(session, batch.events, batch.covers, batch.records)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table, func, insert, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.calls import JudgeCall
@@ -34,21 +34,19 @@ __all__ = [
 ]
 
 
-async def leased(
-    db: Database, session: AsyncSession, grading_id: str, worker_id: str
-) -> GradingRecord | None:
+def leased(db: Database, session: Session, grading_id: str, worker_id: str) -> GradingRecord | None:
     """The grading, row-locked, if it is pending and leased to ``worker_id``."""
     query = select(GradingRecord).where(col(GradingRecord.id) == grading_id)
     if db.postgres:
         query = query.with_for_update()
-    grading = (await session.execute(query)).scalar_one_or_none()
+    grading = session.execute(query).scalar_one_or_none()
     if grading is None or grading.status != "pending" or grading.lease_owner != worker_id:
         return None
     return grading
 
 
-async def store_calls(
-    session: AsyncSession,
+def store_calls(
+    session: Session,
     grading: GradingRecord,
     calls: Sequence[JudgeCall],
     at: datetime,
@@ -58,13 +56,13 @@ async def store_calls(
         return []
     first = 0
     if grading.claim_count > 1:  # only an earlier claim (deferred) can have stored calls
-        first = (await calls_before(session, [grading.id])).get(grading.id, 0)
+        first = calls_before(session, [grading.id]).get(grading.id, 0)
     rows = judge_call_rows(grading.id, calls, first_position=first, at=at)
-    await insert_rows(session, _CALLS, rows)
+    insert_rows(session, _CALLS, rows)
     return rows
 
 
-async def calls_before(session: AsyncSession, grading_ids: Sequence[str]) -> dict[str, int]:
+def calls_before(session: Session, grading_ids: Sequence[str]) -> dict[str, int]:
     """How many judge calls each of the gradings has stored (by earlier, deferred claims);
     one query, none for an empty list; gradings without calls are left out."""
     if not grading_ids:
@@ -74,17 +72,17 @@ async def calls_before(session: AsyncSession, grading_ids: Sequence[str]) -> dic
         .where(col(JudgeCallRecord.grading_id).in_(grading_ids))
         .group_by(col(JudgeCallRecord.grading_id))
     )
-    return {grading_id: count for grading_id, count in await session.execute(query)}
+    return {grading_id: count for grading_id, count in session.execute(query)}
 
 
-async def insert_rows(session: AsyncSession, table: Table, rows: list[dict[str, Any]]) -> None:
+def insert_rows(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
     """Insert rows of one table with one executemany, not one ORM INSERT per row.
 
     For rows nothing reads back in the transaction (answers, votes); their integer
     ids are the database's.
     """
     if rows:
-        await session.execute(insert(table), rows)
+        session.execute(insert(table), rows)
 
 
 def call_events(

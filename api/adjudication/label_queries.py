@@ -66,8 +66,8 @@ class LabelQueries:
                 labels.append(label(verdict=verdict))
             session.add_all(labels)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "review.labelled",
                 entity_type="grading",
                 entity_id=grading_id,

@@ -38,8 +38,8 @@ class ImportJobQueries:
             session.add(ImportUploadRecord(job_id=job.id, data=data))
             await session.flush()
             payload = {"kind": job.kind, "archive": job.archive, "size": job.size}
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "import_job.created",
                 entity_type="import_job",
                 entity_id=job.id,
@@ -154,8 +154,8 @@ class ImportJobQueries:
             await session.execute(
                 delete(ImportUploadRecord).where(col(ImportUploadRecord.job_id) == job_id)
             )
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 f"import_job.{state}",
                 entity_type="import_job",
                 entity_id=job_id,

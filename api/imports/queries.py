@@ -142,7 +142,7 @@ class ImportQueries:
             "columns": list(attempt.columns),
             "cells": dict(attempt.cells),
         }
-        await self._db.insert_ignore(session, table, values)
+        await session.run_sync(self._db.insert_ignore, table, values)
 
     async def _ensure_scenario(
         self, session: AsyncSession, scenario_id: str, truth: str
@@ -166,8 +166,8 @@ class ImportQueries:
             "idempotency_key": s.idempotency_key,
             **extra,
         }
-        await self._db.audit(
-            session,
+        await session.run_sync(
+            self._db.audit,
             "submission.imported",
             entity_type="submission",
             entity_id=s.id,

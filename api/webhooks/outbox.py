@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.canonical import iso_utc
@@ -50,9 +50,9 @@ def webhook_event(audit_event: str) -> str | None:
     return _FROM_AUDIT.get(audit_event)
 
 
-async def _grading_data(session: AsyncSession, grading_ids: list[str]) -> dict[str, dict[str, Any]]:
+def _grading_data(session: Session, grading_ids: list[str]) -> dict[str, dict[str, Any]]:
     """The payload data of each grading (ids and verdicts), read in one query."""
-    rows = await session.execute(
+    rows = session.execute(
         select(GradingRecord, SubmissionRecord)
         .join(SubmissionRecord, col(SubmissionRecord.id) == col(GradingRecord.submission_id))
         .where(col(GradingRecord.id).in_(grading_ids))
@@ -82,7 +82,7 @@ def _data(
     return data
 
 
-async def enqueue(session: AsyncSession, events: Sequence[dict[str, Any]], *, at: datetime) -> int:
+def enqueue(session: Session, events: Sequence[dict[str, Any]], *, at: datetime) -> int:
     """Write one delivery per active endpoint subscribed to each of the audit ``events``
     (``event``, ``entity_id``, ``payload`` each); how many.
 
@@ -94,7 +94,7 @@ async def enqueue(session: AsyncSession, events: Sequence[dict[str, Any]], *, at
     if not announced:
         return 0
     endpoints = (
-        await session.execute(
+        session.execute(
             select(WebhookEndpointRecord.id, WebhookEndpointRecord.events).where(
                 col(WebhookEndpointRecord.active).is_(True)
             )
@@ -108,7 +108,7 @@ async def enqueue(session: AsyncSession, events: Sequence[dict[str, Any]], *, at
     if not subscribed:
         return 0
     grading_ids = [e["entity_id"] for e, _, _ in subscribed if e["event"].startswith("grading.")]
-    gradings = await _grading_data(session, grading_ids) if grading_ids else {}
+    gradings = _grading_data(session, grading_ids) if grading_ids else {}
     rows: list[dict[str, Any]] = []
     for e, kind, targets in subscribed:
         body = {
@@ -129,7 +129,7 @@ async def enqueue(session: AsyncSession, events: Sequence[dict[str, Any]], *, at
             }
             for endpoint_id in targets
         )
-    await session.execute(insert(_DELIVERIES), rows)
+    session.execute(insert(_DELIVERIES), rows)
     return len(rows)
 
 

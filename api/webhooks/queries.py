@@ -93,8 +93,8 @@ class WebhookQueries:
         async with self._db.write() as session:
             session.add(record)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "webhook.created",
                 entity_type="webhook",
                 entity_id=record.id,
@@ -157,8 +157,8 @@ class WebhookQueries:
                 .where(col(WebhookEndpointRecord.id) == endpoint_id)
                 .values(circuit_open_until=None)
             )
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "webhook.redelivered",
                 entity_type="webhook",
                 entity_id=endpoint_id,

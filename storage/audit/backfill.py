@@ -82,7 +82,7 @@ async def backfill(db: Database, *, actor: str = "cli", batch_size: int = 500) -
             )
             covers[index] = dict(item for kind, item in chunk if kind == "grading")
             rows[index] = [item for kind, item in chunk if kind == "record"]
-        await db.audit_many(session, events, covers, rows)
+        await session.run_sync(db.audit_many, events, covers, rows)
         return BackfillReport(walk.legacy, len(gradings), len(records), len(events))
 
 
@@ -104,7 +104,7 @@ async def _uncovered_gradings(
             for row in batch
             if row.id not in walk.covered and walk.predates_grading_state(row.created_at)
         ]
-        answers = await answers_by_grading(connection, [r.id for r in wanted])
+        answers = await connection.run_sync(answers_by_grading, [r.id for r in wanted])
         for row in wanted:
             found[row.id] = state_digest(row, answers.get(row.id, ()))
         last_id = batch[-1].id

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.canonical import canonical_json, iso_utc, sha256_hex, utcnow
@@ -130,8 +130,8 @@ class AuditEntry:
     hash: str
 
 
-async def append_event(
-    session: AsyncSession,
+def append_event(
+    session: Session,
     *,
     event: str,
     entity_type: str,
@@ -148,11 +148,11 @@ async def append_event(
     """
     fields = {"event": event, "entity_type": entity_type, "entity_id": entity_id}
     events = [{**fields, "actor": actor, "payload": payload}]
-    return (await append_events(session, events, key=key, at=at))[0]
+    return append_events(session, events, key=key, at=at)[0]
 
 
-async def append_events(
-    session: AsyncSession,
+def append_events(
+    session: Session,
     events: Sequence[dict[str, Any]],
     *,
     key: ChainKey | None,
@@ -166,7 +166,7 @@ async def append_events(
     """
     if not events:
         return []
-    seq, prev_hash = await _chain_head(session)
+    seq, prev_hash = _chain_head(session)
     created_at = at or utcnow()
     entries = []
     for offset, event in enumerate(events):
@@ -183,17 +183,17 @@ async def append_events(
         prev_hash = entry.hash
     # Core INSERTs, not ORM objects and a flush: these are on every submission's and
     # grading's path (bench/overhead.py, bench/cpu_per_grading.py)
-    await session.execute(insert(_AUDIT), [vars(e) for e in entries])
+    session.execute(insert(_AUDIT), [vars(e) for e in entries])
     session.info[_HEAD] = (_transaction(session), seq + len(entries), prev_hash)
     return entries
 
 
-def _transaction(session: AsyncSession) -> object:
+def _transaction(session: Session) -> object:
     """The innermost transaction: a head remembered in it is void outside it."""
     return session.get_nested_transaction() or session.get_transaction()
 
 
-async def _chain_head(session: AsyncSession) -> tuple[int, str]:
+def _chain_head(session: Session) -> tuple[int, str]:
     """The next ``seq`` and the hash it chains to; takes the chain lock on PostgreSQL.
 
     Read from the table once per transaction; later appends of the same transaction
@@ -203,11 +203,10 @@ async def _chain_head(session: AsyncSession) -> tuple[int, str]:
     remembered = session.info.get(_HEAD)
     if remembered is not None and remembered[0] is _transaction(session):
         return remembered[1], remembered[2]
-    connection = await session.connection()
-    if connection.dialect.name == "postgresql":
-        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": AUDIT_LOCK_KEY})
+    if session.connection().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": AUDIT_LOCK_KEY})
     last = (
-        await session.execute(
+        session.execute(
             select(col(AuditRecord.seq), col(AuditRecord.hash))
             .order_by(col(AuditRecord.seq).desc())
             .limit(1)

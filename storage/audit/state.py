@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import JSON, Table, select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 
 from storage.canonical import canonical_json, sha256_hex
 from storage.tables import AnswerRecord, GradingRecord
@@ -118,27 +119,23 @@ def values_digest(grading: Mapping[str, Any], answers: Iterable[Mapping[str, Any
     return sha256_hex(canonical_json(content))[:_DIGEST_CHARS]
 
 
-async def grading_digests(
-    executor: AsyncSession | AsyncConnection, ids: Sequence[str]
-) -> dict[str, str | None]:
+def grading_digests(executor: Session | Connection, ids: Sequence[str]) -> dict[str, str | None]:
     """Each grading's current digest, read from the tables; None for a missing grading."""
     digests: dict[str, str | None] = dict.fromkeys(ids)
     unique = list(digests)
     for start in range(0, len(unique), _CHUNK):
         chunk = unique[start : start + _CHUNK]
-        gradings = await executor.execute(select(_GRADINGS).where(_GRADINGS.c.id.in_(chunk)))
-        answers = await answers_by_grading(executor, chunk)
+        gradings = executor.execute(select(_GRADINGS).where(_GRADINGS.c.id.in_(chunk)))
+        answers = answers_by_grading(executor, chunk)
         for row in gradings.all():
             digests[row.id] = state_digest(row, answers.get(row.id, ()))
     return digests
 
 
-async def answers_by_grading(
-    executor: AsyncSession | AsyncConnection, ids: Sequence[str]
-) -> dict[str, list[Any]]:
+def answers_by_grading(executor: Session | Connection, ids: Sequence[str]) -> dict[str, list[Any]]:
     """The answer rows of the gradings ``ids``, by grading id."""
     found: dict[str, list[Any]] = {}
     query = select(_ANSWERS).where(_ANSWERS.c.grading_id.in_(list(ids)))
-    for row in (await executor.execute(query)).all():
+    for row in executor.execute(query).all():
         found.setdefault(row.grading_id, []).append(row)
     return found

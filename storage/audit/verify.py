@@ -351,7 +351,7 @@ async def _check_state(
         rows = (await connection.execute(query)).all()
         if not rows:
             break
-        answers = await answers_by_grading(connection, [r.id for r in rows])
+        answers = await connection.run_sync(answers_by_grading, [r.id for r in rows])
         for row in rows:
             _compare(state, walk, row, answers.get(row.id, ()), remaining)
         last_id = rows[-1].id

@@ -20,7 +20,8 @@ import storage.quality_tables
 import storage.regrade.tables
 import storage.review_tables
 import storage.scenario_tables
-import storage.tables  # noqa: F401
+import storage.tables
+import storage.webhooks.tables  # noqa: F401
 from storage.db import default_database_url, make_engine
 
 config = context.config

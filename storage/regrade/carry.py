@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.adjudication import OverrideEvent, overrides_in_force
@@ -44,10 +44,8 @@ class Carried:
         return {"from_grading": previous_id, "carried": self.carried, "outdated": self.outdated}
 
 
-async def _rubric(session: AsyncSession, grading: GradingRecord) -> Rubric | None:
-    record = await session.get(
-        RubricVersionRecord, rubric_key(grading.rubric_id, grading.rubric_version)
-    )
+def _rubric(session: Session, grading: GradingRecord) -> Rubric | None:
+    record = session.get(RubricVersionRecord, rubric_key(grading.rubric_id, grading.rubric_version))
     if record is None:
         return None
     return rubric_from_mapping(record.content, source=f"stored rubric {record.key}")
@@ -83,28 +81,28 @@ def _copy(record: OverrideRecord, grading_id: str, job_id: str, at: datetime) ->
     )
 
 
-async def _apply(session: AsyncSession, grading: GradingRecord, rubric: Rubric | None) -> None:
+def _apply(session: Session, grading: GradingRecord, rubric: Rubric | None) -> None:
     """Recompute the new grading's effective figures with the carried overrides."""
     query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == grading.id)
-    in_force = overrides_in_force(override_events(list((await session.execute(query)).scalars())))
+    in_force = overrides_in_force(override_events(list(session.execute(query).scalars())))
     query_answers = select(AnswerRecord).where(col(AnswerRecord.grading_id) == grading.id)
-    answers = {a.question_id: a.answer for a in (await session.execute(query_answers)).scalars()}
+    answers = {a.question_id: a.answer for a in session.execute(query_answers).scalars()}
     # something was carried: with no answers (unscored), that is a verdict override
     apply_in_force(grading, rubric, answers, in_force)
 
 
-async def carry_overrides(
-    session: AsyncSession, grading: GradingRecord, previous: GradingRecord, at: datetime
+def carry_overrides(
+    session: Session, grading: GradingRecord, previous: GradingRecord, at: datetime
 ) -> Carried:
     """Carry the previous grading's overrides in force onto ``grading`` (same transaction)."""
     outcome = Carried()
     query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == previous.id)
-    records = list((await session.execute(query)).scalars())
+    records = list(session.execute(query).scalars())
     in_force = overrides_in_force(override_events(records))
     if not in_force:
         return outcome
     by_id = {r.id: r for r in records}
-    old, new = await _rubric(session, previous), await _rubric(session, grading)
+    old, new = _rubric(session, previous), _rubric(session, grading)
     for event in in_force.values():
         if _carries(event, old, new, graded=grading.status == "graded"):
             copy = _copy(by_id[event.id], grading.id, grading.regrade_job_id or "", at)
@@ -114,9 +112,9 @@ async def carry_overrides(
         else:
             outcome.outdated.append(event.id)
             outcome.verdict_outdated |= event.kind == "verdict"
-    await session.flush()
+    session.flush()
     if outcome.carried:
-        await _apply(session, grading, new)
+        _apply(session, grading, new)
     if outcome.outdated:
         grading.needs_review = True
         grading.review_reasons = [*grading.review_reasons, ReviewReason.OVERRIDE_OUTDATED]

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.rubric import Rubric
@@ -99,16 +100,16 @@ class RegradeRepository:
         """A WHERE clause for the queue: no item of a paused or cancelled job."""
         return not_held_back()
 
-    async def mark_started(self, session: AsyncSession, job_ids: set[str]) -> None:
+    def mark_started(self, session: Session, job_ids: set[str]) -> None:
         """The queue claimed items of these jobs (in ``session``): queued ones now run."""
-        await mark_jobs_started(self._db, session, job_ids)
+        mark_jobs_started(self._db, session, job_ids)
 
-    async def items_completed(
-        self, session: AsyncSession, gradings: Sequence[Mapping[str, Any]], actor: str
+    def items_completed(
+        self, session: Session, gradings: Sequence[Mapping[str, Any]], actor: str
     ) -> None:
         """The queue stored the verdicts of ``gradings`` (their values as written, in
         ``session``): carry overrides, promote, end drained jobs (``items_completed``)."""
-        await items_completed(self._db, session, gradings, actor)
+        items_completed(self._db, session, gradings, actor)
 
     async def pairs(self, job_id: str) -> list[FlipItem]:
         """Every item of the job beside its previous grading; NotFound for an unknown job."""
@@ -166,12 +167,12 @@ class RegradeRepository:
         async with self._db.write() as session:
             session.add(job)
             await session.flush()
-            await self._catalog.ensure_rubric(session, target.rubric, actor=actor)
+            await session.run_sync(self._catalog.ensure_rubric, target.rubric, actor=actor)
             items = await self._create_items(session, job, f, target)
             job.total = len(items)
             await session.flush()
-            await self._db.audit(
-                session,
+            await session.run_sync(
+                self._db.audit,
                 "regrade_job.created",
                 entity_type="regrade_job",
                 entity_id=job.id,
@@ -190,8 +191,8 @@ class RegradeRepository:
                 covers=items,
             )
             if job.total == 0:
-                await end_job(self._db, session, job, actor)
-            progress = await job_progress(session, job, now)
+                await session.run_sync(lambda s: end_job(self._db, s, job, actor))
+            progress = await session.run_sync(job_progress, job, now)
         return JobView(job=job, progress=progress)
 
     async def _create_items(
@@ -237,17 +238,19 @@ class RegradeRepository:
             job = await session.get(RegradeJobRecord, job_id)
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
-            return JobView(job=job, progress=await job_progress(session, job, self._db.clock()))
+            return JobView(
+                job=job, progress=await session.run_sync(job_progress, job, self._db.clock())
+            )
 
     async def recent_jobs(self, *, limit: int = 50) -> list[JobView]:
         """The newest jobs with their progress, newest first."""
         async with self._db.read() as session:
-            return await recent_jobs(session, self._db.clock(), limit=limit)
+            return await session.run_sync(recent_jobs, self._db.clock(), limit=limit)
 
     async def change_job(self, job_id: str, action: str, *, actor: str) -> JobView:
         """``pause``, ``resume`` or ``cancel`` a job; Conflict when its state does not allow it."""
         async with self._db.write() as session:
-            job = await locked_job(self._db, session, job_id)
+            job = await session.run_sync(lambda s: locked_job(self._db, s, job_id))
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
             allowed = ACTION_STATES[action]
@@ -255,7 +258,9 @@ class RegradeRepository:
                 raise Conflict(f"a {job.state} regrade job cannot be {action}d")
             if action == "cancel":
                 moved = await self._set_items(session, job.id, "pending", "cancelled")
-                await end_job(self._db, session, job, actor, state="cancelled", covers=moved)
+                await session.run_sync(
+                    lambda s: end_job(self._db, s, job, actor, state="cancelled", covers=moved)
+                )
             else:
                 moved = []
                 if job.state == "cancelled":
@@ -264,8 +269,8 @@ class RegradeRepository:
                 paused = action == "pause"
                 job.state = "paused" if paused else ("running" if job.started_at else "queued")
                 await session.flush()
-                await self._db.audit(
-                    session,
+                await session.run_sync(
+                    self._db.audit,
                     f"regrade_job.{action}d",
                     entity_type="regrade_job",
                     entity_id=job.id,
@@ -274,8 +279,10 @@ class RegradeRepository:
                     covers=moved,
                 )
                 if not paused:
-                    await finish_if_drained(self._db, session, job, actor)
-            return JobView(job=job, progress=await job_progress(session, job, self._db.clock()))
+                    await session.run_sync(lambda s: finish_if_drained(self._db, s, job, actor))
+            return JobView(
+                job=job, progress=await session.run_sync(job_progress, job, self._db.clock())
+            )
 
     async def _set_items(self, session: AsyncSession, job_id: str, old: str, new: str) -> list[str]:
         """Move a job's items from status ``old`` to ``new``, skipping rows being written.

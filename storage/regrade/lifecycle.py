@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
@@ -47,11 +47,11 @@ def not_held_back() -> Any:
     )
 
 
-async def mark_jobs_started(db: Database, session: AsyncSession, job_ids: set[str]) -> None:
+def mark_jobs_started(db: Database, session: Session, job_ids: set[str]) -> None:
     """Queued jobs with a claimed item are running from now on (no-op for none)."""
     if not job_ids:  # live submissions only: no statement at all
         return
-    await session.execute(
+    session.execute(
         update(RegradeJobRecord)
         .where(col(RegradeJobRecord.id).in_(job_ids), col(RegradeJobRecord.state) == "queued")
         .values(state="running", started_at=db.clock())
@@ -59,16 +59,16 @@ async def mark_jobs_started(db: Database, session: AsyncSession, job_ids: set[st
     )
 
 
-async def locked_job(db: Database, session: AsyncSession, job_id: str) -> RegradeJobRecord | None:
+def locked_job(db: Database, session: Session, job_id: str) -> RegradeJobRecord | None:
     """The job, row-locked on PostgreSQL, or None."""
     query = select(RegradeJobRecord).where(col(RegradeJobRecord.id) == job_id)
     if db.postgres:
         query = query.with_for_update()
-    return (await session.execute(query)).scalar_one_or_none()
+    return session.execute(query).scalar_one_or_none()
 
 
-async def items_completed(
-    db: Database, session: AsyncSession, gradings: Sequence[Mapping[str, Any]], actor: str
+def items_completed(
+    db: Database, session: Session, gradings: Sequence[Mapping[str, Any]], actor: str
 ) -> None:
     """The queue stored these gradings (their column values as written, in ``session``).
 
@@ -88,45 +88,45 @@ async def items_completed(
     )
     if db.postgres:
         query = query.with_for_update()
-    jobs = {job.id: job for job in (await session.execute(query)).scalars()}
-    overridden = await _with_overrides(session, [g["previous_grading_id"] for g in items])
+    jobs = {job.id: job for job in session.execute(query).scalars()}
+    overridden = _with_overrides(session, [g["previous_grading_id"] for g in items])
     for values in items:
         job = jobs.get(values["regrade_job_id"])
         promote = job is not None and job.mode == "promote" and values["status"] == "graded"
         if job is not None and (promote or values["previous_grading_id"] in overridden):
-            grading = await session.get(GradingRecord, values["id"])
+            grading = session.get(GradingRecord, values["id"])
             if grading is not None:
-                await _item_completed(db, session, grading, job, actor)
+                _item_completed(db, session, grading, job, actor)
     for job in jobs.values():
-        await finish_if_drained(db, session, job, actor)
+        finish_if_drained(db, session, job, actor)
 
 
-async def _with_overrides(session: AsyncSession, grading_ids: list[str | None]) -> set[str]:
+def _with_overrides(session: Session, grading_ids: list[str | None]) -> set[str]:
     """Those of the gradings that have overrides (in force or not); one query."""
     ids = {i for i in grading_ids if i is not None}
     if not ids:
         return set()
     query = select(col(OverrideRecord.grading_id)).where(col(OverrideRecord.grading_id).in_(ids))
-    return set((await session.execute(query.distinct())).scalars())
+    return set((session.execute(query.distinct())).scalars())
 
 
-async def _item_completed(
-    db: Database, session: AsyncSession, grading: GradingRecord, job: RegradeJobRecord, actor: str
+def _item_completed(
+    db: Database, session: Session, grading: GradingRecord, job: RegradeJobRecord, actor: str
 ) -> None:
     """Carry the previous grading's overrides onto ``grading`` and promote it if the job
     says so (the job locked by the caller)."""
     previous = (
-        await session.get(GradingRecord, grading.previous_grading_id)
+        session.get(GradingRecord, grading.previous_grading_id)
         if grading.previous_grading_id
         else None
     )
     carried = Carried()
     if previous is not None:
-        carried = await carry_overrides(session, grading, previous, db.clock())
+        carried = carry_overrides(session, grading, previous, db.clock())
         if carried.carried or carried.outdated:
             grading.revision += 1
-            await session.flush()
-            await db.audit(
+            session.flush()
+            db.audit(
                 session,
                 "grading.overrides_carried",
                 entity_type="grading",
@@ -137,11 +137,11 @@ async def _item_completed(
                 rows=carried.copies,
             )
     if job.mode == "promote" and grading.status == "graded" and not carried.verdict_outdated:
-        await _promote(db, session, grading, job, actor)
+        _promote(db, session, grading, job, actor)
 
 
-async def _promote(
-    db: Database, session: AsyncSession, grading: GradingRecord, job: RegradeJobRecord, actor: str
+def _promote(
+    db: Database, session: Session, grading: GradingRecord, job: RegradeJobRecord, actor: str
 ) -> None:
     query = select(GradingRecord).where(
         col(GradingRecord.submission_id) == grading.submission_id,
@@ -150,13 +150,13 @@ async def _promote(
     )
     if db.postgres:
         query = query.with_for_update()
-    superseded = list((await session.execute(query)).scalars())
+    superseded = list(session.execute(query).scalars())
     for old in superseded:
         old.is_current, old.superseded_by = False, grading.id
         old.revision += 1
     grading.is_current = True
-    await session.flush()
-    await db.audit(
+    session.flush()
+    db.audit(
         session,
         "grading.promoted",
         entity_type="grading",
@@ -172,23 +172,21 @@ async def _promote(
     )
 
 
-async def finish_if_drained(
-    db: Database, session: AsyncSession, job: RegradeJobRecord, actor: str
-) -> None:
+def finish_if_drained(db: Database, session: Session, job: RegradeJobRecord, actor: str) -> None:
     """End the job when none of its items is pending any more."""
     if job.state not in ("queued", "running", "paused"):
         return
     pending = select(func.count()).where(
         col(GradingRecord.regrade_job_id) == job.id, col(GradingRecord.status) == "pending"
     )
-    if (await session.execute(pending)).scalar_one():
+    if session.execute(pending).scalar_one():
         return
-    await end_job(db, session, job, actor)
+    end_job(db, session, job, actor)
 
 
-async def end_job(
+def end_job(
     db: Database,
-    session: AsyncSession,
+    session: Session,
     job: RegradeJobRecord,
     actor: str,
     *,
@@ -202,14 +200,14 @@ async def end_job(
     now = db.clock()
     job.finished_at = now
     progress = job_progress(session, job, now)
-    counts = (await progress).as_dict()
+    counts = progress.as_dict()
     if state is None:
         state = "failed" if counts["done"] == 0 and counts["failed"] > 0 else "done"
         if state == "failed":
             job.error = "every item is unscored: the judge gave no usable answer"
     job.state, job.counts = state, counts
-    await session.flush()
-    await db.audit(
+    session.flush()
+    db.audit(
         session,
         f"regrade_job.{state}",
         entity_type="regrade_job",

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.regrade.tables import RegradeJobRecord
@@ -56,16 +56,16 @@ class JobView:
     progress: JobProgress
 
 
-async def _item_counts(session: AsyncSession, job_id: str) -> dict[str, int]:
+def _item_counts(session: Session, job_id: str) -> dict[str, int]:
     query = (
         select(col(GradingRecord.status), func.count())
         .where(col(GradingRecord.regrade_job_id) == job_id)
         .group_by(col(GradingRecord.status))
     )
-    return {status: int(count or 0) for status, count in await session.execute(query)}
+    return {status: int(count or 0) for status, count in session.execute(query)}
 
 
-async def _call_counts(session: AsyncSession, job_id: str) -> dict[bool, tuple[int, int, int]]:
+def _call_counts(session: Session, job_id: str) -> dict[bool, tuple[int, int, int]]:
     query = (
         select(
             col(JudgeCallRecord.cached),
@@ -77,7 +77,7 @@ async def _call_counts(session: AsyncSession, job_id: str) -> dict[bool, tuple[i
         .where(col(GradingRecord.regrade_job_id) == job_id)
         .group_by(col(JudgeCallRecord.cached))
     )
-    rows = await session.execute(query)
+    rows = session.execute(query)
     return {bool(cached): (int(n or 0), int(p or 0), int(c or 0)) for cached, n, p, c in rows}
 
 
@@ -88,10 +88,10 @@ def _rate(job: RegradeJobRecord, finished: int, now: datetime) -> float | None:
     return finished / elapsed if elapsed > 0 else None
 
 
-async def job_progress(session: AsyncSession, job: RegradeJobRecord, now: datetime) -> JobProgress:
+def job_progress(session: Session, job: RegradeJobRecord, now: datetime) -> JobProgress:
     """The job's progress as of ``now``."""
-    items = await _item_counts(session, job.id)
-    calls = await _call_counts(session, job.id)
+    items = _item_counts(session, job.id)
+    calls = _call_counts(session, job.id)
     real, hits = calls.get(False, (0, 0, 0)), calls.get(True, (0, 0, 0))
     done, failed = items.get("graded", 0), items.get("unscored", 0)
     remaining = items.get("pending", 0)
@@ -112,12 +112,12 @@ async def job_progress(session: AsyncSession, job: RegradeJobRecord, now: dateti
     )
 
 
-async def recent_jobs(session: AsyncSession, now: datetime, *, limit: int) -> list[JobView]:
+def recent_jobs(session: Session, now: datetime, *, limit: int) -> list[JobView]:
     """The ``limit`` newest jobs with their progress, newest first."""
     query = (
         select(RegradeJobRecord)
         .order_by(col(RegradeJobRecord.created_at).desc(), col(RegradeJobRecord.id).desc())
         .limit(limit)
     )
-    jobs = list((await session.execute(query)).scalars())
-    return [JobView(job=job, progress=await job_progress(session, job, now)) for job in jobs]
+    jobs = list(session.execute(query).scalars())
+    return [JobView(job=job, progress=job_progress(session, job, now)) for job in jobs]

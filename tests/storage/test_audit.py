@@ -133,8 +133,8 @@ async def test_concurrent_appends_never_fork_the_chain(store: Store, engine: Asy
 async def test_append_event_hashes_every_column_with_the_key(engine: AsyncEngine) -> None:
     key = ChainKey.of(ServiceKey.ephemeral())
     async with session_factory(engine)() as session, session.begin():
-        record = await append_event(
-            session,
+        record = await session.run_sync(
+            append_event,
             event="test.event",
             entity_type="thing",
             entity_id="t1",

@@ -7,7 +7,13 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-import storage.tables  # noqa: F401  (registers the tables)
+import storage.imports.tables
+import storage.quality_tables
+import storage.regrade.tables
+import storage.review_tables
+import storage.scenario_tables
+import storage.tables
+import storage.webhooks.tables  # noqa: F401  (the imports register every table)
 from storage import current_revision, head_revision, make_engine, upgrade
 
 

@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from storage.db import engines_of
+
 __all__ = ["statements"]
 
 
@@ -20,8 +22,10 @@ def statements(engine: AsyncEngine) -> Iterator[list[str]]:
     def note(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         seen.append(statement)
 
-    event.listen(engine.sync_engine, "before_cursor_execute", note)
+    for target in engines_of(engine):
+        event.listen(target, "before_cursor_execute", note)
     try:
         yield seen
     finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", note)
+        for target in engines_of(engine):
+            event.remove(target, "before_cursor_execute", note)

@@ -10,6 +10,8 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from storage.db import engines_of
+
 __all__ = ["QUIET", "Counted", "counting"]
 
 #: ``api_client`` settings of a server that only answers requests: no workers, deliveries
@@ -36,10 +38,14 @@ def counting(engine: AsyncEngine) -> Iterator[Counted]:
     def sent(*_args: Any) -> None:
         counted.statements += 1
 
-    event.listen(engine.sync_engine, "begin", begun)
-    event.listen(engine.sync_engine, "before_cursor_execute", sent)
+    for target in engines_of(engine):
+        event.listen(target, "begin", begun)
+    for target in engines_of(engine):
+        event.listen(target, "before_cursor_execute", sent)
     try:
         yield counted
     finally:
-        event.remove(engine.sync_engine, "begin", begun)
-        event.remove(engine.sync_engine, "before_cursor_execute", sent)
+        for target in engines_of(engine):
+            event.remove(target, "begin", begun)
+        for target in engines_of(engine):
+            event.remove(target, "before_cursor_execute", sent)

@@ -27,8 +27,8 @@ async def _two_finished_regrade_jobs(store: Store) -> None:
     """Two ``regrade_job.done`` events, j1 then j2: two deliveries to every subscriber."""
     for job in ("j1", "j2"):
         async with store.db.write() as session:
-            await store.db.audit(
-                session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
+            await session.run_sync(
+                store.db.audit, "regrade_job.done", entity_type="regrade_job", entity_id=job,
                 actor="t", payload={"state": "done", "counts": {}},
             )  # fmt: skip
 

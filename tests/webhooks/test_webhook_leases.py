@@ -27,8 +27,8 @@ async def _events(store: Store, count: int) -> None:
     """``count`` regrade.finished events, one transaction each (a delivery per endpoint)."""
     for n in range(count):
         async with store.db.write() as session:
-            await store.db.audit(
-                session, "regrade_job.done", entity_type="regrade_job", entity_id=f"j{n}",
+            await session.run_sync(
+                store.db.audit, "regrade_job.done", entity_type="regrade_job", entity_id=f"j{n}",
                 actor="t", payload={"state": "done", "counts": {}},
             )  # fmt: skip
 

@@ -147,8 +147,8 @@ async def test_two_processes_and_a_slow_receiver_send_each_event_once(
             receiver.secret = endpoint.secret
         for n in range(events):  # all due at once: one claim could take them all
             async with store.db.write() as session:
-                await store.db.audit(
-                    session, "regrade_job.done", entity_type="regrade_job", entity_id=f"j{n}",
+                await session.run_sync(
+                    store.db.audit, "regrade_job.done", entity_type="regrade_job", entity_id=f"j{n}",
                     actor="t", payload={"state": "done", "counts": {}},
                 )  # fmt: skip
         stack.enter_context(serving(env, tmp_path / "serve.log"))
