@@ -148,8 +148,8 @@ async def test_two_processes_and_a_slow_receiver_send_each_event_once(
         for n in range(events):  # all due at once: one claim could take them all
             async with store.db.write() as session:
                 await session.run_sync(
-                    store.db.audit, "regrade_job.done", entity_type="regrade_job", entity_id=f"j{n}",
-                    actor="t", payload={"state": "done", "counts": {}},
+                    store.db.audit, "regrade_job.done", entity_type="regrade_job",
+                    entity_id=f"j{n}", actor="t", payload={"state": "done", "counts": {}},
                 )  # fmt: skip
         stack.enter_context(serving(env, tmp_path / "serve.log"))
         for receiver in receivers:
