@@ -144,7 +144,7 @@ def insert_cache_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     table = JudgeCacheRecord.__table__  # type: ignore[attr-defined]
     postgres = session.connection().dialect.name == "postgresql"
     dialect = postgresql if postgres else sqlite
-    session.execute(dialect.insert(table).on_conflict_do_nothing(), list(rows))
+    session.connection().execute(dialect.insert(table).on_conflict_do_nothing(), list(rows))
 
 
 class DbJudgeCache:

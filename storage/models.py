@@ -84,6 +84,8 @@ class SubmissionOutcome:
     grading: GradingRecord
     #: False when an identical earlier request was replayed
     created: bool
+    #: the new grading as leased at once to the worker named in ``create(lease=...)``
+    claim: Claim | None = None
 
 
 @dataclass(frozen=True)

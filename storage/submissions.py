@@ -9,6 +9,7 @@ identical requests racing are settled by the unique constraint on
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -20,6 +21,7 @@ from judge.rubric import Rubric
 from storage.audit import values_digest
 from storage.canonical import sha256_hex
 from storage.catalog import CatalogRepository
+from storage.claims import claim_of
 from storage.database import Database
 from storage.errors import IdempotencyConflict, NotFound
 from storage.models import NewSubmission, SubmissionOutcome
@@ -95,8 +97,13 @@ class SubmissionRepository:
         judge_model: str,
         actor: str,
         idempotency_key: str | None = None,
+        lease: tuple[str, float] | None = None,
     ) -> SubmissionOutcome:
         """Store a submission and its pending grading in one transaction.
+
+        ``lease``: ``(worker id, seconds)`` of a worker of this process with a free slot:
+        a new grading is stored leased to it, and the outcome carries its claim, so the
+        worker grades it without a claim of its own (a replay carries none).
 
         Raises NotFound for an unknown scenario and IdempotencyConflict when
         ``idempotency_key`` was used by ``actor`` for a different request.
@@ -105,7 +112,7 @@ class SubmissionRepository:
         judge = (judge_spec, judge_backend, judge_model)
         try:
             return await self._db.run(
-                self._create, data, request_hash, rubric, judge, actor, idempotency_key
+                self._create, data, request_hash, rubric, judge, actor, idempotency_key, lease
             )
         except IntegrityError:
             if idempotency_key is None:
@@ -125,6 +132,7 @@ class SubmissionRepository:
         judge: tuple[str, str, str],
         actor: str,
         idempotency_key: str | None,
+        lease: tuple[str, float] | None = None,
     ) -> SubmissionOutcome:
         """The replay of an earlier request with this key, else the new rows."""
         if idempotency_key is not None:
@@ -139,6 +147,7 @@ class SubmissionRepository:
             judge=judge,
             actor=actor,
             idempotency_key=idempotency_key,
+            lease=lease,
         )
 
     def _replay(
@@ -175,6 +184,7 @@ class SubmissionRepository:
         judge: tuple[str, str, str],
         actor: str,
         idempotency_key: str | None,
+        lease: tuple[str, float] | None,
     ) -> SubmissionOutcome:
         if data.scenario_id is not None and (session.get(ScenarioRecord, data.scenario_id) is None):
             raise NotFound(f"scenario {data.scenario_id!r} does not exist")
@@ -191,10 +201,20 @@ class SubmissionRepository:
         # rest of a submission (bench/overhead.py); the records stay transient.
         # A racing duplicate fails here, before anything else.
         submission_values = row_values(submission)
-        session.execute(insert(_SUBMISSIONS), [submission_values])
+        session.connection().execute(insert(_SUBMISSIONS), [submission_values])
         grading = _pending_grading(submission, rubric, judge, data.scenario_version)
+        claim = None
+        if lease is not None:  # leased as a claim would (storage.queue): no revision bump
+            worker_id, seconds = lease
+            expires = now + timedelta(seconds=seconds)
+            grading.lease_owner, grading.lease_expires_at, grading.claim_count = (
+                worker_id,
+                expires,
+                1,
+            )
+            claim = claim_of(grading, submission, expires, None, 1)
         grading_values = row_values(grading)
-        session.execute(insert(_GRADINGS), [grading_values])
+        session.connection().execute(insert(_GRADINGS), [grading_values])
         # audit rows last: on PostgreSQL they take the chain lock until commit
         self._catalog.ensure_rubric(session, rubric, actor=actor)
         self._db.audit(
@@ -213,7 +233,7 @@ class SubmissionRepository:
             covers={grading.id: values_digest(grading_values, ())},
             rows=[(_SUBMISSIONS, submission_values)],
         )
-        return SubmissionOutcome(submission=submission, grading=grading, created=True)
+        return SubmissionOutcome(submission=submission, grading=grading, created=True, claim=claim)
 
     async def get(self, submission_id: str) -> SubmissionRecord | None:
         """A submission by id, or None."""

@@ -171,7 +171,7 @@ def _write(db: Database, session: Session, batch: _Rows) -> None:
         .where(_GRADINGS.c.id == bindparam("b_id"))
         .values({name: bindparam(f"b_{name}") for name in columns})
     )
-    session.execute(statement, batch.updates)
+    session.connection().execute(statement, batch.updates)
     insert_rows(session, _ANSWERS, batch.answers)
     insert_rows(session, _CALLS, batch.calls)
     insert_rows(session, _VOTES, batch.votes)

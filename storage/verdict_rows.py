@@ -82,7 +82,7 @@ def insert_rows(session: Session, table: Table, rows: list[dict[str, Any]]) -> N
     ids are the database's.
     """
     if rows:
-        session.execute(insert(table), rows)
+        session.connection().execute(insert(table), rows)
 
 
 def call_events(

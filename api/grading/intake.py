@@ -3,7 +3,8 @@
 Acceptance checks the texts, resolves the rubric and the ground truth (inline or a
 registered scenario's), applies the self-preference policy, removes credentials from
 the diagnosis and stores the submission with a pending grading in one transaction,
-before anything is answered. The workers are woken at once.
+before anything is answered. A worker of this process with a free slot takes the new
+grading leased in that same transaction; otherwise the workers are woken to claim it.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ async def accept_submission(
     """
     async with services.intake:
         accepted = await _accept(services, data, principal, idempotency_key)
-    services.waiters.work.set()
+    if accepted.outcome.claim is None:  # a replay, or no worker here took it at once
+        services.waiters.work.set()
     return accepted
 
 
@@ -110,28 +112,54 @@ async def _accept(
     self_preference.refuse(settings, judge_spec, data.model)
     # credentials never reach the database or a judge: only kinds and positions are kept
     redacted = await asyncio.to_thread(redact, data.diagnosis)
-    outcome = await services.store.submissions.create(
-        NewSubmission(
-            diagnosis=redacted.text,
-            ground_truth=truth,
-            ground_truth_source=source,  # type: ignore[arg-type]
-            scenario_id=data.scenario_id,
-            scenario_version=version,
-            agent=data.agent,
-            model=data.model,
-            run_id=data.run_id,
-            attempt=data.attempt,
-            metadata=data.metadata,
-            redactions=redacted.records(),
-        ),
-        rubric=rubric,
-        judge_spec=judge_spec,
-        judge_backend=judge_backend,
-        judge_model=judge_model,
-        actor=principal.id,
-        idempotency_key=idempotency_key,
+    submission = NewSubmission(
+        diagnosis=redacted.text,
+        ground_truth=truth,
+        ground_truth_source=source,  # type: ignore[arg-type]
+        scenario_id=data.scenario_id,
+        scenario_version=version,
+        agent=data.agent,
+        model=data.model,
+        run_id=data.run_id,
+        attempt=data.attempt,
+        metadata=data.metadata,
+        redactions=redacted.records(),
     )
+    judge = (judge_spec, judge_backend, judge_model)
+    outcome = await _store(services, submission, rubric, judge, principal.id, idempotency_key)
     return Accepted(outcome=outcome, rubric=rubric)
+
+
+async def _store(
+    services: Services,
+    submission: NewSubmission,
+    rubric: Rubric,
+    judge: tuple[str, str, str],
+    actor: str,
+    idempotency_key: str | None,
+) -> SubmissionOutcome:
+    """Store ``submission`` with its pending grading; a free worker of this process takes
+    the grading leased in the same transaction, instead of claiming it afterwards."""
+    handoff = services.handoff
+    lease = handoff.reserve() if handoff is not None else None
+    try:
+        outcome = await services.store.submissions.create(
+            submission,
+            rubric=rubric,
+            judge_spec=judge[0],
+            judge_backend=judge[1],
+            judge_model=judge[2],
+            actor=actor,
+            idempotency_key=idempotency_key,
+            lease=lease,
+        )
+    except BaseException:
+        if handoff is not None and lease is not None:
+            handoff.take(None)
+        raise
+    if handoff is not None and lease is not None:
+        handoff.take(outcome.claim)
+    return outcome
 
 
 async def wait_for_grading(

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
+from collections.abc import Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -72,8 +74,13 @@ class GradingWorkers:
         self._storing: set[str] = set()
         self._deadline: float | None = None
         self._qualifications = Qualifications(services.store, services.settings)
-        #: whether the last claim may have left claimable work behind (see ``_finished``)
-        self._backlog = False
+        #: whether the last claim may have left claimable work behind (see ``_finished``);
+        #: until the first claim, work of an earlier run may wait (intake hands none over)
+        self._backlog = True
+        #: slots held for gradings being leased at intake (see ``reserve``)
+        self._reserved = 0
+        #: the context the workers' tasks run in (the one they were started in)
+        self._context = contextvars.copy_context()
         #: verdicts finished together are stored in one transaction
         self._commits = GroupCommit(services.store.queue)
         self._fast = FastRegrade(services, self._review_marks, self._account)
@@ -92,9 +99,41 @@ class GradingWorkers:
         """Start the dispatcher."""
         if self._dispatcher is None and self.count > 0 and not self.stopping:
             self._dispatcher = asyncio.create_task(self._dispatch(), name="grading-dispatcher")
+            # work handed over by a request runs in this context, not the request's
+            self._context = contextvars.copy_context()
+            self.services.handoff = self
+
+    def reserve(self) -> tuple[str, float] | None:
+        """A free slot for a grading that intake leases to this worker in the submission's
+        transaction: ``(worker id, lease seconds)``, or None when every slot is taken, when
+        claimable work may be waiting (older work goes first) or when shutting down."""
+        free = self.count - len(self._in_flight) - self._reserved
+        if self.stopping or self._dispatcher is None or self._backlog or free <= 0:
+            return None
+        self._reserved += 1
+        return self.worker_id, self.services.settings.lease_seconds
+
+    def take(self, claim: Claim | None) -> None:
+        """Grade ``claim``, leased at intake with a slot from ``reserve``; None frees the
+        slot (the submission was a replay or was not stored)."""
+        self._reserved -= 1
+        if claim is None:
+            return
+        if self.stopping:  # shutdown began meanwhile: give the lease back at once
+            self._start(self._release(claim), claim, name=f"release-{claim.grading_id}")
+            return
+        self._start(self.process(claim), claim, name=f"grade-{claim.grading_id}")
+
+    def _start(self, work: Coroutine[Any, Any, None], claim: Claim, *, name: str) -> None:
+        """Run ``work`` on ``claim`` as an in-flight task of this worker."""
+        task = asyncio.create_task(work, name=name, context=self._context.copy())
+        self._in_flight[task] = claim
+        task.add_done_callback(self._finished)
 
     def begin_shutdown(self) -> None:
         """Stop claiming work; what is in flight may finish until ``shutdown_seconds`` from now."""
+        if self.services.handoff is self:
+            self.services.handoff = None
         if self._deadline is None:
             self._deadline = time.monotonic() + self.services.settings.shutdown_seconds
             in_flight = {"in_flight": len(self._in_flight)}
@@ -154,7 +193,7 @@ class GradingWorkers:
         wake = self.services.waiters.work
         while not self.stopping:
             wake.clear()
-            free = self.count - len(self._in_flight)
+            free = self.count - len(self._in_flight) - self._reserved
             claims: list[Claim] = []
             fast, live = False, 0  # the fast path's batch was full; live claims
             if free > 0:
@@ -175,9 +214,7 @@ class GradingWorkers:
                     await self._release(claim)
                 return
             for claim in claims:
-                task = asyncio.create_task(self.process(claim), name=f"grade-{claim.grading_id}")
-                self._in_flight[task] = claim
-                task.add_done_callback(self._finished)
+                self._start(self.process(claim), claim, name=f"grade-{claim.grading_id}")
             if full:
                 continue  # there may be more; slots free up and set the wake event
             with contextlib.suppress(TimeoutError):

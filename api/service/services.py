@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 from api.service.errors import UnknownReference
 from api.service.settings import Settings
@@ -17,7 +18,7 @@ from judge.backends.base import ContextWindowAware
 from judge.calls import Completion, JudgeRequest
 from judge.rubric import Rubric, split_rubric_ref
 from judge.spec import JudgeSpec, parse_judge_spec
-from storage import Store, is_postgres
+from storage import Claim, Store, is_postgres
 
 __all__ = [
     "BackendPool",
@@ -202,6 +203,18 @@ def intake_at_once(store: Store) -> int:
     return 4 if is_postgres(store.engine) else 2
 
 
+class Handoff(Protocol):
+    """Workers that take a new grading straight from intake, leased in the submission's
+    own transaction, instead of claiming it from the queue afterwards."""
+
+    def reserve(self) -> tuple[str, float] | None:
+        """``(worker id, lease seconds)`` holding a free slot, or None (no slot free,
+        claimable work already waiting, or shutting down)."""
+
+    def take(self, claim: Claim | None) -> None:
+        """Grade the grading leased with the reserved slot, or (None) free the slot."""
+
+
 @dataclass
 class Services:
     """Everything the app wires together, kept in ``app.state.services``."""
@@ -211,6 +224,8 @@ class Services:
     rubrics: RubricCatalog
     backends: BackendPool
     waiters: Waiters = field(default_factory=Waiters)
+    #: this process's grading workers while they take work handed over at intake
+    handoff: Handoff | None = None
     #: submissions being stored now, at most ``intake_at_once(store)``
     intake: asyncio.Semaphore = field(init=False)
 
