@@ -71,14 +71,18 @@ class CatalogRepository:
 
     async def get_rubric(self, rubric_id: str, version: str | None = None) -> Rubric | None:
         """A saved rubric version; ``version=None`` gives the one saved last."""
+        return await self._db.run_read(self.read_rubric, rubric_id, version)
+
+    @staticmethod
+    def read_rubric(session: Session, rubric_id: str, version: str | None = None) -> Rubric | None:
+        """``get_rubric`` in the caller's ``session``."""
         query = select(RubricVersionRecord).where(col(RubricVersionRecord.rubric_id) == rubric_id)
         if version is not None:
             query = query.where(col(RubricVersionRecord.version) == version)
         query = query.order_by(
             col(RubricVersionRecord.created_at).desc(), col(RubricVersionRecord.key).desc()
         ).limit(1)
-        async with self._db.read() as session:
-            record = (await session.execute(query)).scalar_one_or_none()
+        record = session.execute(query).scalar_one_or_none()
         if record is None:
             return None
         return rubric_from_mapping(record.content, source=f"stored rubric {record.key}")

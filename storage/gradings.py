@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, and_, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,9 +32,10 @@ from storage.tables import (
     SubmissionRecord,
 )
 
-__all__ = ["GradingReads", "decode_cursor", "encode_cursor"]
+__all__ = ["GradingReads", "decode_cursor", "encode_cursor", "records_by_grading"]
 
 MAX_PAGE = 500
+_R = TypeVar("_R")
 #: what an issued cursor can hold: a grading id and a time both databases store
 _GRADING_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
@@ -63,6 +64,20 @@ def decode_cursor(codec: CursorCodec, cursor: str) -> tuple[datetime, str]:
     if forged:  # signed with our key, so never reached unless the key leaked
         raise InvalidCursor("the cursor is not one this service issued")
     return created_at, grading_id
+
+
+def records_by_grading(
+    session: Session, model: type[_R], grading_ids: Sequence[str], *where: Any, order: Any
+) -> dict[str, list[_R]]:
+    """The rows of ``model`` (a table with a ``grading_id``) of each of the gradings, in
+    one query ordered by ``order``; every grading has a list, empty when it has none."""
+    found: dict[str, list[_R]] = {gid: [] for gid in grading_ids}
+    if grading_ids:
+        column = model.grading_id  # type: ignore[attr-defined]
+        query = select(model).where(column.in_(list(grading_ids)), *where).order_by(*order)
+        for record in session.execute(query).scalars():
+            found[record.grading_id].append(record)
+    return found
 
 
 def _filtered(
@@ -147,13 +162,17 @@ class GradingReads:
         self, submission_id: str, *, tx: AsyncSession | None = None
     ) -> list[GradingView]:
         """Every grading of one submission (current, superseded, shadow), oldest first."""
+        return await self._db.run_read_in(tx, self.read_of_submission, submission_id)
+
+    def read_of_submission(self, session: Session, submission_id: str) -> list[GradingView]:
+        """``of_submission`` inside the caller's ``session``."""
         query = (
             select(GradingRecord, SubmissionRecord)
             .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
             .where(col(GradingRecord.submission_id) == submission_id)
             .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
         )
-        return await self._db.run_read_in(tx, self._pairs_of, query)
+        return self._pairs_of(session, query)
 
     def _pairs_of(self, session: Session, query: Select[Any]) -> list[GradingView]:
         """The views of the (grading, submission) rows ``query`` selects."""
@@ -172,6 +191,20 @@ class GradingReads:
 
         ``submitted_by`` restricts the page to one submitter's submissions.
         """
+        return await self._db.run_read_in(
+            tx, self.read_page, filters=filters, after=after, limit=limit, submitted_by=submitted_by
+        )
+
+    def read_page(
+        self,
+        session: Session,
+        *,
+        filters: GradingFilter | None = None,
+        after: str | None = None,
+        limit: int = 50,
+        submitted_by: str | None = None,
+    ) -> tuple[list[GradingView], str | None]:
+        """``page`` inside the caller's ``session``."""
         limit = max(1, min(limit, MAX_PAGE))
         query = _filtered(
             select(GradingRecord, SubmissionRecord).join(
@@ -195,7 +228,7 @@ class GradingReads:
         query = query.order_by(
             col(GradingRecord.created_at).desc(), col(GradingRecord.id).desc()
         ).limit(limit + 1)
-        views = await self._db.run_read_in(tx, self._pairs_of, query)
+        views = self._pairs_of(session, query)
         more = len(views) > limit
         views = views[:limit]
         last = views[-1].grading if views else None
@@ -213,9 +246,10 @@ class GradingReads:
         self, grading_id: str, *, tx: AsyncSession | None = None
     ) -> list[JudgeCallRecord]:
         """Every judge call of a grading, in call order; NotFound for an unknown grading."""
-        return await self._db.run_read_in(tx, self._judge_calls, grading_id)
+        return await self._db.run_read_in(tx, self.read_judge_calls, grading_id)
 
-    def _judge_calls(self, session: Session, grading_id: str) -> list[JudgeCallRecord]:
+    def read_judge_calls(self, session: Session, grading_id: str) -> list[JudgeCallRecord]:
+        """``judge_calls`` inside the caller's ``session``."""
         self._require_grading(session, grading_id)
         query = (
             select(JudgeCallRecord)
@@ -228,9 +262,10 @@ class GradingReads:
         self, grading_id: str, *, tx: AsyncSession | None = None
     ) -> list[AuditRecord]:
         """Audit events of a grading and of its submission, oldest first."""
-        return await self._db.run_read_in(tx, self._history, grading_id)
+        return await self._db.run_read_in(tx, self.read_history, grading_id)
 
-    def _history(self, session: Session, grading_id: str) -> list[AuditRecord]:
+    def read_history(self, session: Session, grading_id: str) -> list[AuditRecord]:
+        """``history`` inside the caller's ``session``."""
         grading = self._require_grading(session, grading_id)
         query = (
             select(AuditRecord)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.adjudication import (
@@ -27,6 +28,7 @@ from judge.rubric import Rubric
 from storage.audit.records import RecordRow
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
+from storage.gradings import records_by_grading
 from storage.review import ReviewRepository
 from storage.review_tables import HumanLabelRecord, OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord
@@ -92,33 +94,30 @@ class OverrideRepository:
 
     async def history(self, grading_id: str) -> list[OverrideRecord]:
         """Every override of a grading, oldest first."""
-        async with self._db.read() as session:
-            return await self._overrides(session, grading_id)
+        return await self._db.run_read(self._overrides, grading_id)
 
     async def for_gradings(
         self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
     ) -> dict[str, list[OverrideRecord]]:
         """Overrides of several gradings at once (for a page of gradings)."""
-        found: dict[str, list[OverrideRecord]] = {gid: [] for gid in grading_ids}
-        if not grading_ids:
-            return found
-        query = (
-            select(OverrideRecord)
-            .where(col(OverrideRecord.grading_id).in_(list(grading_ids)))
-            .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
-        )
-        async with self._db.reading(tx) as session:
-            for record in (await session.execute(query)).scalars():
-                found[record.grading_id].append(record)
-        return found
+        return await self._db.run_read_in(tx, self.read_for_gradings, grading_ids)
 
-    async def _overrides(self, session: AsyncSession, grading_id: str) -> list[OverrideRecord]:
+    @staticmethod
+    def read_for_gradings(
+        session: Session, grading_ids: Sequence[str]
+    ) -> dict[str, list[OverrideRecord]]:
+        """``for_gradings`` in the caller's ``session``, oldest first."""
+        order = (col(OverrideRecord.created_at), col(OverrideRecord.id))
+        return records_by_grading(session, OverrideRecord, grading_ids, order=order)
+
+    @staticmethod
+    def _overrides(session: Session, grading_id: str) -> list[OverrideRecord]:
         query = (
             select(OverrideRecord)
             .where(OverrideRecord.grading_id == grading_id)
             .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
         )
-        return list((await session.execute(query)).scalars())
+        return list(session.execute(query).scalars())
 
     async def add(
         self,
@@ -134,66 +133,98 @@ class OverrideRepository:
         answer: bool | None = None,
         verdict: Literal["pass", "fail"] | None = None,
         withdraws: str | None = None,
-        tx: AsyncSession | None = None,
     ) -> tuple[OverrideRecord, GradingRecord]:
-        """Append an override if the grading is still at ``expected_revision`` (inside
-        the caller's write transaction ``tx`` if given).
+        """``add_in`` in a write transaction of its own."""
+        return await self._db.run(
+            lambda session: self.add_in(
+                session,
+                grading_id,
+                rubric=rubric,
+                expected_revision=expected_revision,
+                kind=kind,
+                reason=reason,
+                author_id=author_id,
+                author_name=author_name,
+                question_id=question_id,
+                answer=answer,
+                verdict=verdict,
+                withdraws=withdraws,
+            )
+        )
+
+    def add_in(
+        self,
+        session: Session,
+        grading_id: str,
+        *,
+        rubric: Rubric,
+        expected_revision: int,
+        kind: Kind,
+        reason: str,
+        author_id: str,
+        author_name: str,
+        question_id: str | None = None,
+        answer: bool | None = None,
+        verdict: Literal["pass", "fail"] | None = None,
+        withdraws: str | None = None,
+    ) -> tuple[OverrideRecord, GradingRecord]:
+        """Append an override if the grading is still at ``expected_revision``, inside the
+        caller's write transaction.
 
         Raises NotFound, PreconditionFailed (stale revision), Conflict (a pending
         grading) or InvalidReview (an unknown question or override, an answer override
         on an unscored grading).
         """
-        async with self._db.writing(tx) as session:
-            grading = await self._locked_grading(session, grading_id, expected_revision)
-            history = await self._overrides(session, grading_id)
-            answers = await self._answers(session, grading_id)
-            record = OverrideRecord(
-                grading_id=grading_id,
-                kind=kind,
-                question_id=question_id,
-                answer=answer,
-                verdict=verdict,
-                withdraws=withdraws,
-                reason=reason,
-                author_id=author_id,
-                author_name=author_name,
-                created_at=self._db.clock(),
-            )
-            self._check(record, rubric, answers, history)
-            record.supersedes = self._superseded(record, history)
-            session.add(record)
-            await session.flush()
-            after = overrides_in_force(override_events([*history, record]))
-            apply_in_force(grading, rubric, answers, after)
-            grading.revision += 1
-            written: list[RecordRow] = [record]
-            if kind != "withdraw":
-                label = self._label(record)
-                session.add(label)
-                written.append(label)
-            if not grading.held:  # a held pass stays in the queue until a verdict is given
-                await self._review.close(session, grading_id, author_id)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
-                "grading.overridden",
-                entity_type="grading",
-                entity_id=grading_id,
-                actor=author_id,
-                payload=self._payload(record, grading),
-                covers=[grading_id],
-                rows=written,
-            )
-            return record, grading
+        grading = self._locked_grading(session, grading_id, expected_revision)
+        history = self._overrides(session, grading_id)
+        answers = self._answers(session, grading_id)
+        record = OverrideRecord(
+            grading_id=grading_id,
+            kind=kind,
+            question_id=question_id,
+            answer=answer,
+            verdict=verdict,
+            withdraws=withdraws,
+            reason=reason,
+            author_id=author_id,
+            author_name=author_name,
+            created_at=self._db.clock(),
+        )
+        self._check(record, rubric, answers, history)
+        record.supersedes = self._superseded(record, history)
+        session.add(record)
+        session.flush()
+        after = overrides_in_force(override_events([*history, record]))
+        apply_in_force(grading, rubric, answers, after)
+        grading.revision += 1
+        written: list[RecordRow] = [record]
+        if kind != "withdraw":
+            label = self._label(record)
+            session.add(label)
+            written.append(label)
+        if not grading.held:  # a held pass stays in the queue until a verdict is given
+            self._review.close(session, grading_id, author_id)
+        session.flush()
+        self._db.audit(
+            session,
+            "grading.overridden",
+            entity_type="grading",
+            entity_id=grading_id,
+            actor=author_id,
+            payload=self._payload(record, grading),
+            covers=[grading_id],
+            rows=written,
+        )
+        return record, grading
 
-    async def _locked_grading(
-        self, session: AsyncSession, grading_id: str, expected_revision: int
+    def _locked_grading(
+        self, session: Session, grading_id: str, expected_revision: int
     ) -> GradingRecord:
         """The graded grading, row-locked, if it is still at ``expected_revision``."""
         query = select(GradingRecord).where(GradingRecord.id == grading_id)
         if self._db.postgres:
             query = query.with_for_update()
-        grading = (await session.execute(query)).scalar_one_or_none()
+        grading = session.execute(query).scalar_one_or_none()
         if grading is None:
             raise NotFound(f"no grading {grading_id}")
         if grading.revision != expected_revision:
@@ -205,9 +236,10 @@ class OverrideRepository:
             raise Conflict("a pending grading cannot be overridden before it is graded")
         return grading
 
-    async def _answers(self, session: AsyncSession, grading_id: str) -> dict[str, bool]:
+    @staticmethod
+    def _answers(session: Session, grading_id: str) -> dict[str, bool]:
         query = select(AnswerRecord).where(AnswerRecord.grading_id == grading_id)
-        return {a.question_id: a.answer for a in (await session.execute(query)).scalars()}
+        return {a.question_id: a.answer for a in session.execute(query).scalars()}
 
     @staticmethod
     def _check(

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import String, and_, case, cast, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.review_reasons import ReviewReason, by_priority, hold_explanation
@@ -220,7 +221,7 @@ class ReviewRepository:
                     f"this grading's pass is held: {why}. "
                     "Decide it with a verdict override (pass or fail, with a reason)"
                 )
-            await self.close(session, grading_id, principal_id)
+            await session.run_sync(self.close, grading_id, principal_id)
             await session.flush()
             await session.run_sync(
                 self._db.audit,
@@ -231,9 +232,9 @@ class ReviewRepository:
                 payload={},
             )
 
-    async def close(self, session: AsyncSession, grading_id: str, principal_id: str) -> None:
+    def close(self, session: Session, grading_id: str, principal_id: str) -> None:
         """Mark the grading's review done by ``principal_id`` in the caller's transaction."""
-        claim = await session.get(ReviewClaimRecord, grading_id)
+        claim = session.get(ReviewClaimRecord, grading_id)
         if claim is None:
             claim = ReviewClaimRecord(grading_id=grading_id)
             session.add(claim)

@@ -6,10 +6,12 @@ from collections.abc import Mapping, Sequence
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound
+from storage.gradings import records_by_grading
 from storage.review_tables import FailureTagRecord, TagVocabularyRecord
 from storage.tables import GradingRecord
 
@@ -70,9 +72,13 @@ class TagRepository:
 
     async def vocabulary(self, *, tx: AsyncSession | None = None) -> list[TagVocabularyRecord]:
         """The tags adjudicators may use, alphabetically."""
-        async with self._db.reading(tx) as session:
-            query = select(TagVocabularyRecord).order_by(col(TagVocabularyRecord.tag))
-            return list((await session.execute(query)).scalars())
+        return await self._db.run_read_in(tx, self.read_vocabulary)
+
+    @staticmethod
+    def read_vocabulary(session: Session) -> list[TagVocabularyRecord]:
+        """``vocabulary`` in the caller's ``session``."""
+        query = select(TagVocabularyRecord).order_by(col(TagVocabularyRecord.tag))
+        return list(session.execute(query).scalars())
 
     async def add(
         self, grading_id: str, *, tag: str, note: str, author_id: str, author_name: str
@@ -125,19 +131,14 @@ class TagRepository:
     async def for_gradings(
         self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
     ) -> dict[str, list[FailureTagRecord]]:
-        """Tags in force on several gradings."""
-        found: dict[str, list[FailureTagRecord]] = {gid: [] for gid in grading_ids}
-        if not grading_ids:
-            return found
-        query = (
-            select(FailureTagRecord)
-            .where(
-                col(FailureTagRecord.grading_id).in_(list(grading_ids)),
-                col(FailureTagRecord.removed_at).is_(None),
-            )
-            .order_by(col(FailureTagRecord.id))
-        )
-        async with self._db.reading(tx) as session:
-            for record in (await session.execute(query)).scalars():
-                found[record.grading_id].append(record)
-        return found
+        """Tags in force of several gradings at once, oldest first."""
+        return await self._db.run_read_in(tx, self.read_for_gradings, grading_ids)
+
+    @staticmethod
+    def read_for_gradings(
+        session: Session, grading_ids: Sequence[str]
+    ) -> dict[str, list[FailureTagRecord]]:
+        """``for_gradings`` in the caller's ``session``."""
+        in_force = col(FailureTagRecord.removed_at).is_(None)
+        order = (col(FailureTagRecord.id),)
+        return records_by_grading(session, FailureTagRecord, grading_ids, in_force, order=order)

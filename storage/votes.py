@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
+from storage.gradings import records_by_grading
 from storage.quality_tables import JudgeVoteRecord
 
 __all__ = ["VoteReads"]
@@ -25,15 +26,12 @@ class VoteReads:
         self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
     ) -> dict[str, list[JudgeVoteRecord]]:
         """Votes of several gradings at once, by judge, sample and question."""
-        found: dict[str, list[JudgeVoteRecord]] = {gid: [] for gid in grading_ids}
-        if not grading_ids:
-            return found
-        query = (
-            select(JudgeVoteRecord)
-            .where(col(JudgeVoteRecord.grading_id).in_(list(grading_ids)))
-            .order_by(col(JudgeVoteRecord.id))
-        )
-        async with self._db.reading(tx) as session:
-            for record in (await session.execute(query)).scalars():
-                found[record.grading_id].append(record)
-        return found
+        return await self._db.run_read_in(tx, self.read_for_gradings, grading_ids)
+
+    @staticmethod
+    def read_for_gradings(
+        session: Session, grading_ids: Sequence[str]
+    ) -> dict[str, list[JudgeVoteRecord]]:
+        """``for_gradings`` in the caller's ``session``."""
+        order = (col(JudgeVoteRecord.id),)
+        return records_by_grading(session, JudgeVoteRecord, grading_ids, order=order)

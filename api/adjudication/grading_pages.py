@@ -14,16 +14,10 @@ from pydantic import ValidationError
 
 from api.adjudication.grading_view import changed_since, grading_page_context, verdict_label
 from api.adjudication.submitter_view import submitter_page_context
-from api.adjudication.use_cases import (
-    claim_review,
-    grading_history,
-    override_grading,
-    related_gradings,
-)
-from api.service.presenters import readable_gradings, render_grading, render_gradings
+from api.adjudication.use_cases import claim_review, grading_page_parts, override_grading
+from api.service.presenters import read_grading, readable_gradings
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
-from api.service.visibility import readable_grading
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from judge.spec import BACKEND_NAMES
@@ -45,20 +39,9 @@ async def _render(
     conflict: list[Any] | None = None,
 ) -> Template:
     principal = who.principal
-    adjudicator = principal.at_least("adjudicator")
-    async with services.store.db.snapshot() as tx:  # one read: every part agrees
-        view = await readable_grading(services, principal, grading_id, tx=tx)
-        grading = await render_grading(services, view, principal, tx=tx)
-        siblings = await related_gradings(services, principal, grading_id, tx=tx)
-        related = await render_gradings(services, siblings, principal, tx=tx)
-        history = (
-            await grading_history(services, principal, grading_id, tx=tx) if adjudicator else []
-        )
-        vocabulary = await services.store.tags.vocabulary(tx=tx) if adjudicator else []
-    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    related_rows = [
-        (r, verdict_label(r), v.grading) for r, v in zip(related, siblings, strict=True)
-    ]
+    parts = await grading_page_parts(services, principal, grading_id)  # one snapshot
+    grading, rubric = parts.grading, parts.rubric
+    related_rows = [(r, verdict_label(r), v.grading) for r, v in parts.related]
     if not isinstance(grading, GradingPublic):  # a submitter's view: what its API answer holds
         return page(
             "grading_submitter.html",
@@ -72,15 +55,15 @@ async def _render(
         who,
         status_code=status_code,
         **grading_page_context(grading, rubric),
-        history=history,
-        vocabulary=vocabulary,
+        history=parts.history,
+        vocabulary=parts.vocabulary,
         related=related_rows,
         claim_note=claim_note,
         pending=pending or {},
         error=error,
         conflict=conflict or [],
         conflicted=conflict is not None,
-        can_override=adjudicator,
+        can_override=principal.at_least("adjudicator"),
     )
 
 
@@ -145,8 +128,7 @@ async def override_from_page(
             services, who.principal, grading_id, request, expected_revision=revision
         )
     except PreconditionFailed:
-        view = await readable_grading(services, who.principal, grading_id)
-        fresh = await render_grading(services, view, who.principal)
+        fresh = await read_grading(services, who.principal, grading_id)
         seen = {s for s in data.get("seen", "").split(",") if s}
         return await _render(
             services,

@@ -7,16 +7,18 @@ exist for it (:class:`storage.NotFound`, never a hint that the id is taken).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from api.adjudication.label_queries import LabelQueries
 from api.service.errors import InvalidRequest
-from api.service.presenters import render_grading
+from api.service.presenters import present_gradings
 from api.service.principal import Principal
 from api.service.schemas import GradingRead, OverrideCreate
 from api.service.services import Services
-from api.service.visibility import readable_grading
+from api.service.visibility import readable_grading, readable_in
 from judge.review_reasons import ReviewReason
+from judge.rubric import Rubric
 from storage import GradingView, ReviewItem
 from storage.audit import ROWS
 from storage.errors import Conflict
@@ -24,15 +26,20 @@ from storage.review_tables import FailureTagRecord, ReviewClaimRecord, TagVocabu
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
+    from sqlalchemy.orm import Session
 
 __all__ = [
+    "GradingPageParts",
     "claim_review",
     "define_tag",
     "finish_review",
     "grading_history",
+    "grading_page_parts",
+    "history_in",
     "label_grading",
     "override_grading",
     "related_gradings",
+    "related_in",
     "review_items",
     "tag_grading",
     "tag_vocabulary",
@@ -125,28 +132,41 @@ async def override_grading(
     problem = request.kind_problem()
     if problem:
         raise InvalidRequest(problem[1], field=problem[0])
-    async with services.store.db.write() as tx:
-        view = await readable_grading(services, principal, grading_id, tx=tx)
-        g = view.grading
-        rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
-        if rubric is None:
-            raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
-        await services.store.overrides.add(
-            grading_id,
-            rubric=rubric,
-            expected_revision=expected_revision,
-            kind=request.kind,
-            reason=request.reason,
-            author_id=principal.id,
-            author_name=principal.name,
-            question_id=request.question_id,
-            answer=None if request.answer is None else request.answer == "yes",
-            verdict=request.verdict,
-            withdraws=request.withdraw,
-            tx=tx,
-        )
-        fresh = await readable_grading(services, principal, grading_id, tx=tx)
-        return await render_grading(services, fresh, principal, tx=tx)
+    return await services.store.db.run(
+        _override, services, principal, grading_id, request, expected_revision
+    )
+
+
+def _override(
+    session: Session,
+    services: Services,
+    principal: Principal,
+    grading_id: str,
+    request: OverrideCreate,
+    expected_revision: int,
+) -> GradingRead:
+    view = readable_in(session, services, principal, grading_id)
+    g = view.grading
+    rubric = services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version)
+    if rubric is None:
+        raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
+    services.store.overrides.add_in(
+        session,
+        grading_id,
+        rubric=rubric,
+        expected_revision=expected_revision,
+        kind=request.kind,
+        reason=request.reason,
+        author_id=principal.id,
+        author_name=principal.name,
+        question_id=request.question_id,
+        answer=None if request.answer is None else request.answer == "yes",
+        verdict=request.verdict,
+        withdraws=request.withdraw,
+    )
+    session.flush()
+    fresh = readable_in(session, services, principal, grading_id)
+    return present_gradings(session, services, [fresh], principal)[0]
 
 
 async def grading_history(
@@ -154,9 +174,16 @@ async def grading_history(
 ) -> list[dict[str, Any]]:
     """Every audit event of the grading and its submission, oldest first, each judge call
     in full (prompt, reply, parameters, tokens); inside ``tx`` when given."""
-    await readable_grading(services, principal, grading_id, tx=tx)
-    events = await services.store.gradings.history(grading_id, tx=tx)
-    calls = {c.id: c for c in await services.store.gradings.judge_calls(grading_id, tx=tx)}
+    return await services.store.db.run_read_in(tx, history_in, services, principal, grading_id)
+
+
+def history_in(
+    session: Session, services: Services, principal: Principal, grading_id: str
+) -> list[dict[str, Any]]:
+    """``grading_history`` inside a use case's ``session``."""
+    readable_in(session, services, principal, grading_id)
+    events = services.store.gradings.read_history(session, grading_id)
+    calls = {c.id: c for c in services.store.gradings.read_judge_calls(session, grading_id)}
     items = []
     for event in events:
         item: dict[str, Any] = {
@@ -193,9 +220,57 @@ async def related_gradings(
 ) -> list[GradingView]:
     """The other gradings of the same submission (earlier or shadow regrades, other judges
     or rubrics), oldest first; inside ``tx`` when given."""
-    view = await readable_grading(services, principal, grading_id, tx=tx)
-    siblings = await services.store.gradings.of_submission(view.submission.id, tx=tx)
+    return await services.store.db.run_read_in(tx, related_in, services, principal, grading_id)
+
+
+def related_in(
+    session: Session, services: Services, principal: Principal, grading_id: str
+) -> list[GradingView]:
+    """``related_gradings`` inside a use case's ``session``."""
+    view = readable_in(session, services, principal, grading_id)
+    siblings = services.store.gradings.read_of_submission(session, view.submission.id)
     return [v for v in siblings if v.grading.id != grading_id]
+
+
+@dataclass(frozen=True)
+class GradingPageParts:
+    """Everything one grading's page shows, read in one snapshot."""
+
+    view: GradingView
+    #: the grading object as ``principal`` may see it
+    grading: GradingRead
+    rubric: Rubric | None
+    #: the other gradings of the submission, each with its grading object
+    related: list[tuple[GradingRead, GradingView]]
+    #: the audit history (adjudicators only; else empty)
+    history: list[dict[str, Any]]
+    #: the failure-tag vocabulary (adjudicators only; else empty)
+    vocabulary: list[TagVocabularyRecord]
+
+
+async def grading_page_parts(
+    services: Services, principal: Principal, grading_id: str
+) -> GradingPageParts:
+    """What the grading page shows, in one snapshot read in one worker-thread hop."""
+    return await services.store.db.run_read(_page_parts, services, principal, grading_id)
+
+
+def _page_parts(
+    session: Session, services: Services, principal: Principal, grading_id: str
+) -> GradingPageParts:
+    adjudicator = principal.at_least("adjudicator")
+    view = readable_in(session, services, principal, grading_id)
+    siblings = related_in(session, services, principal, grading_id)
+    presented = present_gradings(session, services, [view, *siblings], principal)
+    g = view.grading
+    return GradingPageParts(
+        view=view,
+        grading=presented[0],
+        rubric=services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version),
+        related=list(zip(presented[1:], siblings, strict=True)),
+        history=history_in(session, services, principal, grading_id) if adjudicator else [],
+        vocabulary=services.store.tags.read_vocabulary(session) if adjudicator else [],
+    )
 
 
 async def tag_grading(

@@ -11,11 +11,10 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api.grading.judge_moves import JudgeMoveReport, JudgeMoveRequest, move_pending_gradings
 from api.http.auth import require
-from api.service.presenters import readable_gradings, render_grading
+from api.service.presenters import read_grading, readable_gradings
 from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingRead
 from api.service.services import Services
-from api.service.visibility import readable_grading
 from storage import GradingFilter
 
 __all__ = ["get_grading", "list_gradings", "move_gradings_judge"]
@@ -35,9 +34,7 @@ async def get_grading(
     """The grading object; the ETag is its revision. A submitter reading a grading
     against a registered scenario gets its view of it (``SRE_JUDGE_SUBMITTER_VIEW``).
     Read in one snapshot: the grading, its overrides, tags and votes agree."""
-    async with services.store.db.snapshot() as tx:
-        view = await readable_grading(services, principal, grading_id, tx=tx)
-        body = await render_grading(services, view, principal, tx=tx)
+    body = await read_grading(services, principal, grading_id)
     return Response(body, headers={"ETag": f'"{body.revision}"'})
 
 

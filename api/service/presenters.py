@@ -23,6 +23,7 @@ from api.service.services import Services
 from api.service.visibility import (
     can_see_ground_truth,
     hide_judge_addresses,
+    readable_in,
     submitter_grading,
 )
 from judge.adjudication import answer_overrides, overrides_in_force
@@ -37,9 +38,13 @@ from storage.tables import AnswerRecord, SubmissionRecord
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
+    from sqlalchemy.orm import Session
 
 __all__ = [
     "grading_public",
+    "present_gradings",
+    "read_grading",
+    "readable_gradings",
     "render_grading",
     "render_gradings",
     "result_public",
@@ -311,23 +316,20 @@ def _grading_public(
     )
 
 
-async def render_gradings(
-    services: Services,
-    views: Sequence[GradingView],
-    principal: Principal,
-    *,
-    tx: AsyncSession | None = None,
+def present_gradings(
+    session: Session, services: Services, views: Sequence[GradingView], principal: Principal
 ) -> list[GradingRead]:
-    """Grading objects for several stored gradings: their overrides, tags and votes in
-    one query each, inside ``tx`` when the caller reads in one snapshot."""
+    """Grading objects for several stored gradings, read in ``session``: their overrides,
+    tags and votes in one query each."""
     ids = [v.grading.id for v in views]
-    overrides = await services.store.overrides.for_gradings(ids, tx=tx)
-    tags = await services.store.tags.for_gradings(ids, tx=tx)
-    votes = await services.store.votes.for_gradings(ids, tx=tx)
+    store = services.store
+    overrides = store.overrides.read_for_gradings(session, ids)
+    tags = store.tags.read_for_gradings(session, ids)
+    votes = store.votes.read_for_gradings(session, ids)
     rendered = []
     for view in views:
         g = view.grading
-        rubric = await services.rubrics.resolve(g.rubric_id, g.rubric_version)
+        rubric = services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version)
         rendered.append(
             grading_public(
                 view,
@@ -342,6 +344,18 @@ async def render_gradings(
     return rendered
 
 
+async def render_gradings(
+    services: Services,
+    views: Sequence[GradingView],
+    principal: Principal,
+    *,
+    tx: AsyncSession | None = None,
+) -> list[GradingRead]:
+    """``present_gradings`` inside ``tx`` when the caller reads in one snapshot, else in
+    a snapshot of its own."""
+    return await services.store.db.run_read_in(tx, present_gradings, services, views, principal)
+
+
 async def render_grading(
     services: Services,
     view: GradingView,
@@ -351,6 +365,19 @@ async def render_grading(
 ) -> GradingRead:
     """The grading object of one stored grading."""
     return (await render_gradings(services, [view], principal, tx=tx))[0]
+
+
+async def read_grading(services: Services, principal: Principal, grading_id: str) -> GradingRead:
+    """The grading object of one grading ``principal`` may read (else NotFound), its
+    parts read in one snapshot, in one worker-thread hop."""
+    return await services.store.db.run_read(_grading_object, services, principal, grading_id)
+
+
+def _grading_object(
+    session: Session, services: Services, principal: Principal, grading_id: str
+) -> GradingRead:
+    view = readable_in(session, services, principal, grading_id)
+    return present_gradings(session, services, [view], principal)[0]
 
 
 async def readable_gradings(
@@ -363,12 +390,22 @@ async def readable_gradings(
 ) -> tuple[list[GradingRead], str | None]:
     """A page of the gradings ``principal`` may read (submitters their own, adjudicators
     and admins all), newest first, presented, read in one snapshot; and the next cursor."""
-    async with services.store.db.snapshot() as tx:
-        views, next_cursor = await services.store.gradings.page(
-            filters=filters,
-            after=cursor or None,  # an empty cursor is the first page
-            limit=limit,
-            submitted_by=None if principal.at_least("adjudicator") else principal.id,
-            tx=tx,
-        )
-        return await render_gradings(services, views, principal, tx=tx), next_cursor
+    submitted_by = None if principal.at_least("adjudicator") else principal.id
+    return await services.store.db.run_read(
+        _readable_page, services, principal, filters, cursor or None, limit, submitted_by
+    )  # an empty cursor is the first page
+
+
+def _readable_page(
+    session: Session,
+    services: Services,
+    principal: Principal,
+    filters: GradingFilter,
+    cursor: str | None,
+    limit: int,
+    submitted_by: str | None,
+) -> tuple[list[GradingRead], str | None]:
+    views, next_cursor = services.store.gradings.read_page(
+        session, filters=filters, after=cursor, limit=limit, submitted_by=submitted_by
+    )
+    return present_gradings(session, services, views, principal), next_cursor

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from api.service.errors import UnknownReference
 from api.service.settings import Settings
@@ -19,6 +19,9 @@ from judge.calls import Completion, JudgeRequest
 from judge.rubric import Rubric, split_rubric_ref
 from judge.spec import JudgeSpec, parse_judge_spec
 from storage import Claim, Store, is_postgres
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = [
     "BackendPool",
@@ -47,10 +50,20 @@ class RubricCatalog:
 
     async def resolve(self, rubric_id: str, version: str | None = None) -> Rubric | None:
         """The rubric of that id (current when no version) or None."""
+        if version is None or (rubric_id, version) in self._versions:
+            return self.resolve_in(None, rubric_id, version)
+        return await self._store.db.run_read(self.resolve_in, rubric_id, version)
+
+    def resolve_in(
+        self, session: Session | None, rubric_id: str, version: str | None = None
+    ) -> Rubric | None:
+        """``resolve`` inside a use case's ``session`` (read only when not known yet)."""
         if version is None:
             return self.current.get(rubric_id)
         if (rubric_id, version) not in self._versions:
-            stored = await self._store.catalog.get_rubric(rubric_id, version)
+            if session is None:
+                return None
+            stored = self._store.catalog.read_rubric(session, rubric_id, version)
             if stored is None:
                 return None
             self._versions[(rubric_id, version)] = stored

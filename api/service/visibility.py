@@ -26,6 +26,7 @@ from storage.tables import SubmissionRecord
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
+    from sqlalchemy.orm import Session
 
     from api.service.services import Services
 
@@ -34,6 +35,7 @@ __all__ = [
     "can_see_ground_truth",
     "hide_judge_addresses",
     "readable_grading",
+    "readable_in",
     "submitter_grading",
 ]
 
@@ -48,7 +50,14 @@ async def readable_grading(
 ) -> GradingView:
     """The grading if it exists and ``principal`` may read it, else :class:`NotFound`
     (read inside ``tx`` when the caller reads several things in one snapshot)."""
-    view = await services.store.gradings.get(grading_id, tx=tx)
+    return await services.store.db.run_read_in(tx, readable_in, services, principal, grading_id)
+
+
+def readable_in(
+    session: Session, services: Services, principal: Principal, grading_id: str
+) -> GradingView:
+    """``readable_grading`` inside a use case's ``session``."""
+    view = services.store.gradings.read_one(session, grading_id)
     if view is None or not can_read(principal, view.submission):
         raise NotFound(f"no grading with id {grading_id!r}")
     return view
