@@ -2,7 +2,15 @@
 
 Every command that prints rows builds a :class:`Tabular`; :func:`print_table` shows it
 in the terminal (floats with three decimals, a ``*ci_low``/``*ci_high`` pair as one
-``low-high`` column), :func:`write_csv` writes it in full.
+``low–high`` column), :func:`write_csv` writes it in full.
+
+In the terminal a table keeps to the console's width without losing anything: names
+wrap (a name longer than its column folds onto the next line, never cut to "…"),
+headers wrap at their spaces, numbers and intervals are never cut. A table too wide
+for the terminal even so is printed in blocks, one under the other, each repeating the
+leading name columns (agent, arm, kind, question ...) so that every row stays
+readable; the table's ``headline`` columns (n, the rate and its interval, the p-value)
+come first, in the first block.
 """
 
 from __future__ import annotations
@@ -20,12 +28,24 @@ __all__ = ["Tabular", "print_table", "write_csv"]
 
 @dataclass
 class Tabular:
-    """A titled table with notes printed under it."""
+    """A titled table with notes printed under it.
+
+    ``headline`` names the columns a terminal shows first, right after the leading
+    name columns (a narrow terminal prints a wide table in blocks: these go in the
+    first); CSV keeps ``columns`` in their order.
+    """
 
     title: str
     columns: list[str]
     rows: list[list[Any]]
     notes: list[str] = field(default_factory=list)
+    headline: list[str] = field(default_factory=list)
+
+
+#: the narrowest a name column is made before its names wrap (they wrap, never elide)
+NAME_MIN_WIDTH = 12
+#: spaces between two columns in the terminal
+_GAP = 2
 
 
 def _cell(column: str, value: Any) -> str:
@@ -48,25 +68,115 @@ def _terminal_columns(columns: list[str]) -> list[tuple[str, list[int]]]:
     return merged
 
 
-def print_table(table: Tabular, console: Console) -> None:
-    """The table in the terminal, intervals as ``low-high``, then its notes."""
-    view = Table(title=table.title, title_justify="left", box=box.SIMPLE_HEAD)
-    layout = _terminal_columns(table.columns)
-    for header, sources in layout:
-        numeric = any(isinstance(row[sources[0]], int | float) for row in table.rows)
-        view.add_column(
-            header,
-            justify="right" if numeric else "left",
-            no_wrap=numeric,
-            min_width=min(len(header), 14),
-        )
-    for row in table.rows:
+@dataclass
+class _Column:
+    """One terminal column: its header, cells, and the narrowest and widest it needs."""
+
+    header: str
+    sources: list[int]
+    cells: list[str]
+    numeric: bool
+    narrowest: int = 0
+    widest: int = 0
+
+    def __post_init__(self) -> None:
+        header_words = max((len(w) for w in self.header.split()), default=0)
+        longest_cell = max((len(c) for c in self.cells), default=0)
+        self.widest = max(len(self.header), longest_cell, 1)
+        if self.numeric:  # a number or an interval is never cut: as wide as the widest
+            self.narrowest = max(header_words, longest_cell, 1)
+        else:  # names wrap at spaces, long words fold: never narrower than a header word
+            self.narrowest = max(header_words, min(NAME_MIN_WIDTH, longest_cell), 1)
+
+
+def _columns(table: Tabular) -> list[_Column]:
+    found = []
+    for header, sources in _terminal_columns(table.columns):
         cells = []
-        for _, sources in layout:
+        for row in table.rows:
             parts = [_cell(table.columns[i], row[i]) for i in sources]
             cells.append("-" if set(parts) == {"-"} else "–".join(parts))
-        view.add_row(*cells)
-    console.print(view)
+        numeric = any(isinstance(row[sources[0]], int | float) for row in table.rows)
+        found.append(_Column(header, sources, cells, numeric))
+    return found
+
+
+def _blocks(table: Tabular, columns: list[_Column], width: int) -> list[list[int]]:
+    """The columns of each block, by index: the leading name columns in every block, the
+    headline columns first, and as many others as fit ``width`` at their narrowest."""
+    names = []
+    for i, column in enumerate(columns):
+        if column.numeric:
+            break
+        names.append(i)
+    headline = set(table.headline)
+    rest = [i for i in range(len(names), len(columns))]
+    rest = [i for i in rest if headline & {table.columns[s] for s in columns[i].sources}] + [
+        i for i in rest if not headline & {table.columns[s] for s in columns[i].sources}
+    ]
+
+    def needed(block: list[int]) -> int:
+        return sum(columns[i].narrowest for i in block) + _GAP * (len(block) - 1)
+
+    blocks: list[list[int]] = []
+    current = list(names)
+    for i in rest:
+        if len(current) > len(names) and needed([*current, i]) > width:
+            blocks.append(current)
+            current = list(names)
+        current.append(i)
+    blocks.append(current)
+    return blocks
+
+
+def _widths(columns: list[_Column], block: list[int], width: int) -> list[int]:
+    """Each column of the block at its narrowest, then the room left given to the columns
+    nearest their widest first (a header unwrapped for a character or two), the rest to
+    the widest names."""
+    widths = [columns[i].narrowest for i in block]
+    room = width - sum(widths) - _GAP * (len(block) - 1)
+    by_shortfall = sorted(range(len(block)), key=lambda k: columns[block[k]].widest - widths[k])
+    for k in by_shortfall:
+        shortfall = max(0, columns[block[k]].widest - widths[k])
+        if shortfall > room and columns[block[k]].numeric:
+            continue  # a header wraps all the same: the room is better spent on names
+        grant = min(room, shortfall)
+        widths[k] += grant
+        room -= grant
+    return widths
+
+
+def print_table(table: Tabular, console: Console) -> None:
+    """The table in the terminal, intervals as ``low–high``, then its notes.
+
+    Kept to ``console.width``: names wrap and never become "…"; a table too wide even
+    so is printed in blocks (see the module's docstring), none of its columns dropped.
+    """
+    columns = _columns(table)
+    blocks = _blocks(table, columns, console.width)
+    for number, block in enumerate(blocks):
+        if number:
+            console.print()
+        title = table.title if number == 0 else f"{table.title} (continued)"
+        view = Table(
+            title=title,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        for i, size in zip(block, _widths(columns, block, console.width), strict=True):
+            column = columns[i]
+            view.add_column(
+                column.header,
+                justify="right" if column.numeric else "left",
+                width=size,
+                overflow="fold",
+            )
+        for r in range(len(table.rows)):
+            view.add_row(*(columns[i].cells[r] for i in block))
+        console.print(view)
     if not table.rows:
         console.print("(no rows: nothing matches the filter)")
     for note in table.notes:

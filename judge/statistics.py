@@ -4,9 +4,18 @@ Every figure a user sees comes with its sample size and a confidence interval:
 
 - one proportion: the Wilson score interval (scipy's ``binomtest(...).proportion_ci``),
   which behaves at small n and near 0 and 1, unlike the normal approximation;
-- the difference of two independent proportions: Newcombe's hybrid score interval
-  (his method 10), built from the two Wilson intervals, with Fisher's exact test for
-  the p-value;
+- the difference of two independent proportions (arms that graded different
+  attempts): Newcombe's hybrid score interval (his method 10 for independent
+  proportions), built from the two Wilson intervals, with Fisher's exact test for the
+  p-value;
+- the difference of two paired proportions (both arms graded the same attempts, e.g.
+  two judges or two rubric versions over one set of submissions): Newcombe's
+  square-and-add interval for paired proportions (his method 10 of the paired paper,
+  1998b), built from the Wilson intervals of the two marginal rates with a correction
+  for their correlation, with McNemar's exact test (a binomial test of the discordant
+  pairs at 1/2) for the p-value. Counting such arms as independent ignores that an
+  attempt easy for one judge is easy for the other: the interval comes out too wide
+  and the p-value too large when the arms agree on most attempts, as judges do;
 - the same difference with scenarios as the unit, for when one scenario was attempted
   several times: attempts of one scenario are correlated, so counting them as
   independent makes intervals too narrow. Each scenario contributes its pass rate;
@@ -29,12 +38,17 @@ __all__ = [
     "CONFIDENCE",
     "ArmDifference",
     "Interval",
+    "PairedCounts",
     "Proportion",
     "ScenarioDifference",
     "compare_by_scenario",
+    "compare_paired",
     "compare_proportions",
     "fisher_exact_p",
+    "mcnemar_exact_p",
     "newcombe_difference",
+    "newcombe_paired_difference",
+    "paired_counts",
     "proportion",
     "wilson_interval",
 ]
@@ -138,8 +152,34 @@ def fisher_exact_p(a: Proportion, b: Proportion) -> float | None:
     return float(stats.fisher_exact(table, alternative="two-sided").pvalue)
 
 
+class PairedCounts(BaseModel):
+    """Attempts graded by both arms, by the two verdicts: the paired 2x2 table."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: both arms passed the attempt
+    both: int
+    #: arm a passed it, arm b failed it (a discordant pair)
+    only_a: int
+    #: arm b passed it, arm a failed it (the other discordant pair)
+    only_b: int
+    #: both arms failed it
+    neither: int
+
+    @property
+    def n(self) -> int:
+        """Attempts graded by both arms."""
+        return self.both + self.only_a + self.only_b + self.neither
+
+
 class ArmDifference(BaseModel):
-    """Arm a's pass rate minus arm b's, with an interval and an exact test."""
+    """Arm a's pass rate minus arm b's, with an interval and an exact test.
+
+    ``design`` says whether the arms graded the same attempts (``paired``: McNemar's
+    exact test and Newcombe's paired interval, ``pairs`` holding the 2x2 table) or not
+    (``unpaired``: Fisher's exact test and Newcombe's interval for independent rates);
+    ``test`` and ``interval.method`` name what was computed, ``note`` says why.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -147,15 +187,117 @@ class ArmDifference(BaseModel):
     interval: Interval | None
     p_value: float | None
     test: str = "fisher-exact"
+    design: Literal["paired", "unpaired"] = "unpaired"
+    pairs: PairedCounts | None = None
+    note: str | None = None
 
 
-def compare_proportions(a: Proportion, b: Proportion) -> ArmDifference:
+def compare_proportions(a: Proportion, b: Proportion, *, note: str | None = None) -> ArmDifference:
     """Difference of two independent proportions: Newcombe interval, Fisher p-value."""
     estimate = a.rate - b.rate if a.rate is not None and b.rate is not None else None
     return ArmDifference(
         estimate=estimate,
         interval=newcombe_difference(a, b),
         p_value=fisher_exact_p(a, b),
+        test="fisher-exact",
+        design="unpaired",
+        note=note,
+    )
+
+
+def paired_counts(a: Mapping[str, bool], b: Mapping[str, bool]) -> PairedCounts | None:
+    """The paired table of two arms' verdicts by attempt; None unless both graded the
+    same attempts (the same keys), the only case where a paired test applies."""
+    if not a or set(a) != set(b):
+        return None
+    both = sum(1 for key, passed in a.items() if passed and b[key])
+    only_a = sum(1 for key, passed in a.items() if passed and not b[key])
+    only_b = sum(1 for key, passed in a.items() if not passed and b[key])
+    return PairedCounts(
+        both=both, only_a=only_a, only_b=only_b, neither=len(a) - both - only_a - only_b
+    )
+
+
+def mcnemar_exact_p(pairs: PairedCounts) -> float | None:
+    """Two-sided p-value of McNemar's exact test; None when no attempt was graded twice.
+
+    Under "no difference" each discordant pair is as likely to be an ``only_a`` as an
+    ``only_b``: the p-value is scipy's two-sided ``binomtest(only_a, only_a + only_b,
+    0.5)``. With no discordant pair at all the arms agree on every attempt: p = 1.
+    """
+    if pairs.n == 0:
+        return None
+    discordant = pairs.only_a + pairs.only_b
+    if discordant == 0:
+        return 1.0
+    from scipy import stats
+
+    return float(stats.binomtest(pairs.only_a, discordant, 0.5).pvalue)
+
+
+def _paired_correlation(pairs: PairedCounts) -> float:
+    """Newcombe's (continuity-corrected) estimate of the correlation of the two marginal
+    rates: 0 when a margin is empty or when ``both*neither - only_a*only_b`` lies in
+    ``[0, n/2]``, less ``n/2`` above that, as it is below 0."""
+    a, b, c, d, n = pairs.both, pairs.only_a, pairs.only_b, pairs.neither, pairs.n
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    if margins == 0:
+        return 0.0
+    cross = a * d - b * c
+    if cross > n / 2:
+        return (cross - n / 2) / math.sqrt(margins)
+    return 0.0 if cross >= 0 else cross / math.sqrt(margins)
+
+
+def newcombe_paired_difference(
+    pairs: PairedCounts, *, confidence: float = CONFIDENCE
+) -> Interval | None:
+    """Newcombe's square-and-add interval of ``rate_a - rate_b`` for paired attempts.
+
+    Newcombe (1998), "Improved confidence intervals for the difference between binomial
+    proportions based on paired data", method 10 (as in Fagerland, Lydersen and Laake's
+    ``Newcombe_square_and_add_CI_paired_2x2``): with the Wilson intervals ``[l, u]`` of
+    the marginal rates ``p_a = (both + only_a) / n`` and ``p_b = (both + only_b) / n``
+    and their correlation ``phi`` (:func:`_paired_correlation`)::
+
+        low  = (p_a - p_b) - sqrt((p_a - l_a)^2 - 2 phi (p_a - l_a)(u_b - p_b) + (u_b - p_b)^2)
+        high = (p_a - p_b) + sqrt((p_b - l_b)^2 - 2 phi (p_b - l_b)(u_a - p_a) + (u_a - p_a)^2)
+
+    None when no attempt was graded by both arms.
+    """
+    n = pairs.n
+    if n == 0:
+        return None
+    passed_a, passed_b = pairs.both + pairs.only_a, pairs.both + pairs.only_b
+    p_a, p_b = passed_a / n, passed_b / n
+    wilson_a = wilson_interval(passed_a, n, confidence=confidence)
+    wilson_b = wilson_interval(passed_b, n, confidence=confidence)
+    phi = _paired_correlation(pairs)
+
+    def spread(x: float, y: float) -> float:
+        return math.sqrt(max(0.0, x * x - 2 * phi * x * y + y * y))
+
+    difference = p_a - p_b
+    low = difference - spread(p_a - wilson_a.low, wilson_b.high - p_b)
+    high = difference + spread(p_b - wilson_b.low, wilson_a.high - p_a)
+    return Interval(
+        low=max(-1.0, low), high=min(1.0, high), confidence=confidence, method="newcombe-paired"
+    )
+
+
+def compare_paired(
+    pairs: PairedCounts, *, confidence: float = CONFIDENCE, note: str | None = None
+) -> ArmDifference:
+    """Difference of two paired proportions: Newcombe's paired interval, McNemar's exact p."""
+    n = pairs.n
+    return ArmDifference(
+        estimate=(pairs.only_a - pairs.only_b) / n if n else None,
+        interval=newcombe_paired_difference(pairs, confidence=confidence),
+        p_value=mcnemar_exact_p(pairs),
+        test="mcnemar-exact",
+        design="paired",
+        pairs=pairs,
+        note=note,
     )
 
 

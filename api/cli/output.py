@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -13,16 +13,14 @@ import click
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["emit"]
+__all__ = ["emit", "print_tables"]
 
 Command = Callable[..., Any]
 
 
 def emit(report: BaseModel | Any, table: Any, fmt: str) -> None:
     """Print a report (a model or JSON-ready data) as a rich table, CSV or JSON on stdout."""
-    from rich.console import Console
-
-    from api.tabular import print_table, write_csv
+    from api.tabular import write_csv
 
     if fmt == "json":
         data = report.model_dump(mode="json") if hasattr(report, "model_dump") else report
@@ -30,7 +28,20 @@ def emit(report: BaseModel | Any, table: Any, fmt: str) -> None:
     elif fmt == "csv":
         write_csv(table, sys.stdout)
     else:
-        console = Console()
-        if not console.is_terminal and "COLUMNS" not in os.environ:
-            console = Console(width=160)  # piped: do not squeeze the table to 80 columns
+        print_tables([table])
+
+
+def print_tables(tables: Sequence[Any]) -> None:
+    """Print tables (:class:`api.tabular.Tabular`) on stdout, a blank line between them,
+    kept to the terminal's width (160 columns when piped, unless ``COLUMNS`` says)."""
+    from rich.console import Console
+
+    from api.tabular import print_table
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=160)  # piped: do not squeeze the table to 80 columns
+    for number, table in enumerate(tables):
+        if number:
+            console.print()
         print_table(table, console)

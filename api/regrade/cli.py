@@ -226,7 +226,7 @@ def regrade_status(job_id: str, fmt: str, server: str | None) -> None:
 
 @regrade_group.command("flips")
 @click.argument("job_id")
-@format_option("json", "csv")
+@format_option("table", "json", "csv")
 @click.option(
     "--verdicts",
     type=click.Choice(["effective", "judge"]),
@@ -236,33 +236,46 @@ def regrade_status(job_id: str, fmt: str, server: str | None) -> None:
 )
 @server_option
 def regrade_flips(job_id: str, fmt: str, verdicts: Any, server: str | None) -> None:
-    """What flipped between the old and the new gradings, as JSON or CSV.
+    """What flipped between the old and the new gradings: tables, JSON or CSV.
 
-    
+    The pass rates before and after come with their paired difference (McNemar's exact
+    test, Newcombe's paired 95% interval: both gradings are of the same submissions).
+    CSV has one row per item.
+
+    \b
     Example:
       sre-judge regrade flips 01J9Z3K7Q2 --verdicts judge --format csv > flips.csv
     """
     import json
 
+    from api.cli.output import print_tables
     from api.regrade import use_cases
-    from api.regrade.flips import flip_report, flips_csv
+    from api.regrade.flips import flip_report, flip_tables, flips_csv
 
     if server is not None:
         from api.cli.remote import remote
 
         with remote(server) as client:
-            params = {"format": fmt, "verdicts": verdicts}
+            params = {"format": "csv" if fmt == "csv" else "json", "verdicts": verdicts}
             answer = client.send("GET", f"/v1/regrade-jobs/{job_id}/flips", params=params)
+        if fmt == "table":
+            print_tables(flip_tables(answer.json()))
+            return
         text = answer.text if fmt == "csv" else json.dumps(answer.json(), indent=2) + "\n"
         click.echo(text, nl=False)
         return
 
-    async def flips() -> str:
+    async def flips() -> str | dict[str, Any]:
         async with service_runtime(workers=False, existing=True) as services:
             job, items = await use_cases.regrade_flips(services, job_id)
         if fmt == "csv":
             return flips_csv(items, verdicts=verdicts)
-        report = flip_report(job.model_dump(mode="json"), items, verdicts=verdicts)
-        return json.dumps(report, indent=2) + "\n"
+        return flip_report(job.model_dump(mode="json"), items, verdicts=verdicts)
 
-    click.echo(run(flips()), nl=False)
+    found = run(flips())
+    if isinstance(found, str):
+        click.echo(found, nl=False)
+    elif fmt == "table":
+        print_tables(flip_tables(found))
+    else:
+        click.echo(json.dumps(found, indent=2) + "\n", nl=False)

@@ -9,6 +9,9 @@ as ``sre-judge report agreement`` does for judge against judge.
 - per-question change matrices of the answers (yes->no, no->yes, ...);
 - agreement of the old and the new grading: Cohen's kappa on answers and on verdicts,
   with n and a 95 % confidence interval, or undefined with the reason;
+- the pass rate before and after, and their difference (new - old): both gradings are
+  of the same submissions, so the test is paired: McNemar's exact test on the flips and
+  Newcombe's paired 95 % interval (method 10), never a test for independent rates;
 - disagreement of the new judge's own answers with the human overrides in force on
   the old grading.
 
@@ -23,7 +26,9 @@ import math
 from collections import Counter
 from typing import Any, Literal
 
+from api.tabular import Tabular
 from judge.agreement import cohens_kappa
+from judge.statistics import PairedCounts, compare_paired, proportion
 from storage.regrade.flips import FlipItem, GradingSide
 
 __all__ = [
@@ -31,8 +36,10 @@ __all__ = [
     "DEFINITIONS",
     "FlipVerdicts",
     "flip_report",
+    "flip_tables",
     "flips_csv",
     "kappa_figures",
+    "pass_rate_change",
 ]
 
 FlipVerdicts = Literal["effective", "judge"]
@@ -164,6 +171,28 @@ def _human(items: list[FlipItem]) -> dict[str, Any]:
     }
 
 
+def pass_rate_change(verdict_pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
+    """The pass rate of the old and of the new gradings of the same submissions, and the
+    paired difference new - old: McNemar's exact p on the flips, Newcombe's paired 95 %
+    interval (method 10; :func:`judge.statistics.compare_paired`)."""
+    pairs = PairedCounts(
+        both=sum(1 for old, new in verdict_pairs if old and new),
+        only_a=sum(1 for old, new in verdict_pairs if new and not old),
+        only_b=sum(1 for old, new in verdict_pairs if old and not new),
+        neither=sum(1 for old, new in verdict_pairs if not old and not new),
+    )
+    n = pairs.n
+    note = (
+        f"paired: the same {n} submissions graded old and new; "
+        f"{pairs.only_a} fail->pass, {pairs.only_b} pass->fail"
+    )
+    return {
+        "old": proportion(pairs.both + pairs.only_b, n).model_dump(mode="json"),
+        "new": proportion(pairs.both + pairs.only_a, n).model_dump(mode="json"),
+        "new_minus_old": compare_paired(pairs, note=note).model_dump(mode="json"),
+    }
+
+
 def flip_report(
     job: dict[str, Any], items: list[FlipItem], *, verdicts: FlipVerdicts = "effective"
 ) -> dict[str, Any]:
@@ -202,6 +231,7 @@ def flip_report(
             "answers": kappa_figures(answer_pairs),
             "verdicts": kappa_figures(verdict_pairs),
         },
+        "pass_rates": pass_rate_change(verdict_pairs),
         "human_overrides": _human(items),
     }
 
@@ -221,3 +251,110 @@ def flips_csv(items: list[FlipItem], *, verdicts: FlipVerdicts = "effective") ->
             ";".join(_human_disagreements(i)),
         ])  # fmt: skip
     return out.getvalue()
+
+
+def _rate_row(label: str, rate: dict[str, Any]) -> list[Any]:
+    interval = rate["interval"]
+    return [label, rate["n"], rate["successes"], rate["rate"], interval["low"], interval["high"]]
+
+
+def _pass_rate_table(report: dict[str, Any], title: str) -> Tabular:
+    """Old and new pass rates of the compared submissions, and new - old, paired."""
+    rates = report["pass_rates"]
+    change = rates["new_minus_old"]
+    interval = change["interval"] or {}
+    rows = [
+        [*_rate_row("old", rates["old"]), None, None],
+        [*_rate_row("new", rates["new"]), None, None],
+        [
+            "new - old", report["compared"], None, change["estimate"],
+            interval.get("low"), interval.get("high"), change["p_value"], change["test"],
+        ],
+    ]  # fmt: skip
+    statuses = ", ".join(f"{k} {n}" for k, n in report["not_compared"].items()) or "none"
+    human = report["human_overrides"]
+    return Tabular(
+        title=title,
+        columns=["grading", "n", "passed", "rate", "ci_low", "ci_high", "p_value", "test"],
+        rows=rows,
+        notes=[
+            report["definitions"],
+            "new - old: Newcombe's paired 95% interval (method 10), McNemar's exact p-value "
+            f"({change['note']})",
+            f"items {report['items']}, compared {report['compared']}; not compared "
+            f"(old->new status): {statuses}",
+            f"human overrides on the old gradings: {human['gradings_with_overrides']} "
+            f"gradings; the new judge disagrees with {human['answers_disagreeing']} of "
+            f"{human['answer_overrides']} answers and {human['verdicts_disagreeing']} of "
+            f"{human['verdict_overrides']} verdicts",
+        ],
+        headline=["n", "passed", "rate", "ci_low", "ci_high", "p_value", "test"],
+    )
+
+
+def _changes_in_words(changed: list[str]) -> str:
+    """``["D3-Q1:yes->no", "D3-Q2:yes->no"]`` -> ``"yes->no D3-Q1 D3-Q2"``: short words,
+    which wrap in a narrow column where ``D3-Q1:yes->no`` would be cut in two."""
+    by_change: dict[str, list[str]] = {}
+    for entry in changed:
+        question, _, change = entry.partition(":")
+        by_change.setdefault(change, []).append(question)
+    return "; ".join(f"{change} {' '.join(ids)}" for change, ids in by_change.items())
+
+
+def _flipped_table(report: dict[str, Any]) -> Tabular:
+    """The submissions whose verdict flipped, pass->fail first."""
+    rows = [
+        [
+            flip, item["submission_id"], item["agent"], item["scenario_id"],
+            item["previous_yes_count"], item["yes_count"],
+            _changes_in_words(item["changed_questions"]),
+        ]
+        for flip, key in (("pass->fail", "pass_to_fail"), ("fail->pass", "fail_to_pass"))
+        for item in report[key]["items"]
+    ]  # fmt: skip
+    counts = f"pass->fail {report['pass_to_fail']['count']}, "
+    counts += f"fail->pass {report['fail_to_pass']['count']}"
+    return Tabular(
+        title=f"Flipped verdicts ({counts})",
+        columns=["flip", "submission", "agent", "scenario", "old_yes", "new_yes", "changed"],
+        rows=rows,
+        notes=["changed: the questions whose answer changed, by change (old->new)"],
+    )
+
+
+def _question_table(report: dict[str, Any]) -> Tabular:
+    keys = ("yes->yes", "yes->no", "no->yes", "no->no")
+    rows = [[qid, *(counts[k] for k in keys)] for qid, counts in report["questions"].items()]
+    return Tabular(title="Answers per question, old -> new", columns=["question", *keys], rows=rows)
+
+
+def _agreement_table(report: dict[str, Any]) -> Tabular:
+    rows = [
+        [level, f["n"], f["kappa"], f["ci_low"], f["ci_high"], f["undefined"]]
+        for level, f in report["agreement"].items()
+    ]
+    return Tabular(
+        title="Agreement of old and new gradings",
+        columns=["level", "n", "kappa", "kappa_ci_low", "kappa_ci_high", "kappa_undefined"],
+        rows=rows,
+        notes=["kappa: Cohen's, with its 95% interval; undefined (with the reason) when a "
+               "grading gave one label only"],
+    )  # fmt: skip
+
+
+def flip_tables(report: dict[str, Any]) -> list[Tabular]:
+    """The flip report (:func:`flip_report`, as JSON-ready data) as terminal tables: pass
+    rates old and new with the paired test, the flipped submissions, the answers per
+    question and the agreement of old and new."""
+    job = report.get("job") or {}
+    title = (
+        f"Regrade job {job.get('id', '?')}: pass rate old -> new ({report['verdicts']} verdicts)"
+    )
+    tables = [_pass_rate_table(report, title)]
+    if report["pass_to_fail"]["count"] or report["fail_to_pass"]["count"]:
+        tables.append(_flipped_table(report))
+    if report["questions"]:
+        tables.append(_question_table(report))
+    tables.append(_agreement_table(report))
+    return tables

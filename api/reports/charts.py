@@ -3,7 +3,9 @@
 matplotlib is an optional extra (``pip install 'sre-judge[charts]'``); it is imported
 only when a chart is asked for. No pyplot: a bare ``Figure`` keeps no global state.
 Every chart carries its scope under the title (filter, verdicts, judge, gradings,
-provisional), and a rate from provisional gradings says so beside its bar.
+provisional). A rate that counts verdicts made while its judge was provisional (not yet
+qualified) is drawn apart, orange and hatched, says so beside its bar, and the legend
+names both kinds of bar.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ __all__ = [
 ]
 
 CHART_SUFFIXES = (".png", ".svg")
+#: bars of rates from qualified judges' verdicts only, and of rates counting provisional ones
+QUALIFIED_STYLE = {"color": "#4C72B0", "hatch": ""}
+PROVISIONAL_STYLE = {"color": "#DD8452", "hatch": "//"}
+QUALIFIED_LABEL = "verdicts of qualified judges"
+PROVISIONAL_LABEL = "includes verdicts made while the judge was provisional (not yet qualified)"
 
 
 class ChartUnavailable(RuntimeError):
@@ -58,6 +65,8 @@ class Difference:
     low: float | None
     high: float | None
     p_value: float | None
+    #: the test behind ``p_value``: mcnemar-exact (paired), fisher-exact, paired-t ...
+    test: str | None = None
 
 
 def _figure(rows: int, path: Path, scope: Sequence[str] = ()) -> Any:
@@ -100,8 +109,18 @@ def write_interval_chart(
         [max(0.0, rate - bar.low) for rate, bar in zip(rates, bars, strict=True)],
         [max(0.0, bar.high - rate) for rate, bar in zip(rates, bars, strict=True)],
     ]
-    colours = ["#DD8452" if bar.provisional else "#4C72B0" for bar in bars]
-    axes.barh(positions, rates, xerr=errors, color=colours, ecolor="#333333", capsize=4)
+    styles = [PROVISIONAL_STYLE if bar.provisional else QUALIFIED_STYLE for bar in bars]
+    axes.barh(
+        positions,
+        rates,
+        xerr=errors,
+        color=[style["color"] for style in styles],
+        hatch=[style["hatch"] for style in styles],
+        ecolor="#333333",
+        capsize=4,
+    )
+    if any(bar.provisional for bar in bars):
+        _provisional_legend(figure)
     for y, bar in zip(positions, bars, strict=True):
         marked = f" ({bar.provisional} provisional)" if bar.provisional else ""
         _right_note(axes, y, f"{bar.successes}/{bar.n}{marked}")
@@ -110,6 +129,17 @@ def write_interval_chart(
     axes.set_xlabel(xlabel)
     axes.grid(axis="x", alpha=0.3)
     _finish(figure, axes, path, title, scope)
+
+
+def _provisional_legend(figure: Any) -> None:
+    """A legend naming both kinds of bar, under the axes (it never hides a bar)."""
+    from matplotlib.patches import Patch
+
+    kinds = ((QUALIFIED_STYLE, QUALIFIED_LABEL), (PROVISIONAL_STYLE, PROVISIONAL_LABEL))
+    handles = [
+        Patch(facecolor=style["color"], hatch=style["hatch"], label=label) for style, label in kinds
+    ]
+    figure.legend(handles=handles, loc="outside lower left", fontsize=8, frameon=False)
 
 
 def write_difference_chart(
@@ -128,7 +158,8 @@ def write_difference_chart(
         high = d.estimate if d.high is None else d.high
         xerr = [[d.estimate - low], [high - d.estimate]]
         axes.errorbar([d.estimate], [y], xerr=xerr, fmt="o", color="#4C72B0", capsize=5)
-        p = "p n/a" if d.p_value is None else f"p = {d.p_value:.3g}"
+        test = f" ({d.test})" if d.test else ""
+        p = "p n/a" if d.p_value is None else f"p = {d.p_value:.3g}{test}"
         interval = "" if d.low is None else f" [{d.low:+.3f}, {d.high:+.3f}]"
         _right_note(axes, y, f"{d.estimate:+.3f}{interval}, {p}")
     axes.set_yticks(positions, [d.label for d in differences])
@@ -145,7 +176,7 @@ def comparison_chart(report: ComparisonReport) -> tuple[list[Difference], list[s
     for label, d in (("a - b", report.difference), ("a - b, by scenario", report.by_scenario)):
         if d is not None:
             low, high = (d.interval.low, d.interval.high) if d.interval else (None, None)
-            found.append(Difference(label, d.estimate, low, high, d.p_value))
+            found.append(Difference(label, d.estimate, low, high, d.p_value, d.test))
     scope = [report.definitions]
     scope += [
         f"{name}: {line}" for name, arm in (("a", report.a), ("b", report.b)) for line in arm.scope

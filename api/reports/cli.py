@@ -138,11 +138,14 @@ def compare(
     chart: Path | None,
     server: str | None,
 ) -> None:
-    """Arm a's pass rate minus arm b's: Newcombe 95% interval and Fisher's exact p.
+    """Arm a's pass rate minus arm b's, with a 95% interval and an exact p-value.
 
     Arms are filters (-a model=x -b model=y; any report filter, plus include and
-    provisional). Repeated scenarios are also compared with scenarios as the unit. An
-    arm with no passed or failed grading is an error (exit 2).
+    provisional). Arms that graded the same attempts (two judges, two rubric versions)
+    are compared paired: McNemar's exact test and Newcombe's paired interval; others
+    with Fisher's exact test and Newcombe's interval for independent rates. The table's
+    test column says which. Repeated scenarios are also compared with scenarios as the
+    unit. An arm with no passed or failed grading is an error (exit 2).
 
     \b
     Example: SREGym's judge against a shadow regrade by a new judge

@@ -40,7 +40,14 @@ from storage.report_scope import is_inline
 from storage.review_tables import FailureTagRecord
 from storage.tables import AnswerRecord, GradingRecord
 
-__all__ = ["DimensionFailures", "OutcomeCounts", "QuestionCounts", "ReportQueries", "TagCounts"]
+__all__ = [
+    "ArmReading",
+    "DimensionFailures",
+    "OutcomeCounts",
+    "QuestionCounts",
+    "ReportQueries",
+    "TagCounts",
+]
 
 Key = tuple[str | None, ...]
 _G, _A = GradingRecord, AnswerRecord
@@ -62,6 +69,17 @@ class OutcomeCounts:
     #: gradings against their submitters' own ground truths, counted apart (in none of
     #: the above) when the filter says ``inline="apart"``
     inline: int = 0
+
+
+@dataclass(frozen=True)
+class ArmReading:
+    """One arm of a comparison: its outcomes per scenario, and the verdict of each of its
+    passed or failed gradings by submission (the attempts it graded, to pair arms on)."""
+
+    per_scenario: list[OutcomeCounts]
+    #: submission id -> the verdicts of the arm's gradings of it counted in ``n``
+    #: (one, unless the arm takes several gradings of one submission)
+    verdicts: dict[str, list[bool]]
 
 
 @dataclass(frozen=True)
@@ -117,14 +135,21 @@ class ReportQueries:
         async with self._db.snapshot() as session:
             return await _outcomes(session, filters, group_by, verdicts)
 
-    async def arm_outcomes(
+    async def arm_readings(
         self, a: ReportFilter, b: ReportFilter, *, verdicts: Verdicts = "effective"
-    ) -> tuple[list[OutcomeCounts], list[OutcomeCounts]]:
-        """Outcomes of two arms per scenario, from one snapshot."""
+    ) -> tuple[ArmReading, ArmReading]:
+        """Outcomes of two arms per scenario and their verdicts per attempt, from one
+        snapshot."""
         async with self._db.snapshot() as session:
             return (
-                await _outcomes(session, a, ("scenario",), verdicts),
-                await _outcomes(session, b, ("scenario",), verdicts),
+                ArmReading(
+                    await _outcomes(session, a, ("scenario",), verdicts),
+                    await _verdicts_by_submission(session, a, verdicts),
+                ),
+                ArmReading(
+                    await _outcomes(session, b, ("scenario",), verdicts),
+                    await _verdicts_by_submission(session, b, verdicts),
+                ),
             )
 
     async def question_counts(
@@ -265,6 +290,20 @@ async def _outcomes(
         if row.passed or row.failed or row.unscored or row.pending or row.held or row.inline
     ]
     return sorted(counts, key=lambda c: _sortable(c.key))
+
+
+async def _verdicts_by_submission(
+    session: AsyncSession, filters: ReportFilter, verdicts: Verdicts
+) -> dict[str, list[bool]]:
+    """The verdicts that :func:`_outcomes` counts as passed or failed, by submission."""
+    verdict = verdict_column(verdicts)
+    query = filtered(joined(col(_G.submission_id), verdict.label("passed")), filters).where(
+        verdict.is_not(None)
+    )  # inline gradings counted apart are left out here by the filter itself
+    found: dict[str, list[bool]] = defaultdict(list)
+    for row in await session.execute(query):
+        found[str(row.submission_id)].append(bool(row.passed))
+    return dict(found)
 
 
 def _add_answers(totals: dict[tuple[Key, str, str], list[int]], grading: EffectiveGrading) -> None:

@@ -26,15 +26,23 @@ from api.reports.models import (
     TagRate,
     TagReport,
 )
-from api.reports.queries import OutcomeCounts, ReportQueries
+from api.reports.queries import ArmReading, OutcomeCounts, ReportQueries
 from api.reports.scope import VERDICTS_MEANING, filter_text, filters_echo, scope_lines
 from api.service.errors import InvalidRequest
-from judge.statistics import compare_by_scenario, compare_proportions, proportion
+from judge.statistics import (
+    ArmDifference,
+    compare_by_scenario,
+    compare_paired,
+    compare_proportions,
+    paired_counts,
+    proportion,
+)
 from storage import Store
 from storage.report_queries import GroupKey, ReportFilter, Verdicts
 from storage.report_scope import with_inline_default
 
 __all__ = [
+    "arm_difference",
     "comparison_report",
     "dimension_report",
     "filters_echo",
@@ -171,16 +179,64 @@ def _by_scenario(per_scenario: Sequence[OutcomeCounts]) -> dict[str, tuple[int, 
     }
 
 
+def arm_difference(a: ArmReading, b: ArmReading) -> ArmDifference:
+    """Arm a's pass rate minus arm b's, paired when both arms graded the same attempts.
+
+    Paired (two judges, two rubric versions ... over one set of submissions, each graded
+    once by each arm): McNemar's exact test on the discordant attempts and Newcombe's
+    paired interval (method 10). Otherwise (different attempts, only some in common, or
+    an arm counting one attempt twice): Fisher's exact test and Newcombe's interval for
+    independent rates. ``note`` says which and why.
+    """
+    rate_a, rate_b = (
+        proportion(
+            sum(c.passed for c in arm.per_scenario),
+            sum(c.passed + c.failed for c in arm.per_scenario),
+        )
+        for arm in (a, b)
+    )
+    twice = [
+        name for name, arm in (("a", a), ("b", b)) if any(len(v) > 1 for v in arm.verdicts.values())
+    ]
+    if twice:
+        note = (
+            f"unpaired: arm {' and '.join(twice)} counts some attempts more than once "
+            "(several gradings of one submission)"
+        )
+        return compare_proportions(rate_a, rate_b, note=note)
+    pairs = paired_counts(
+        {k: v[0] for k, v in a.verdicts.items()}, {k: v[0] for k, v in b.verdicts.items()}
+    )
+    if pairs is None:
+        common = len(set(a.verdicts) & set(b.verdicts))
+        note = (
+            "unpaired: the arms graded different attempts"
+            if not common
+            else f"unpaired: the arms share {common} of their attempts, not all "
+            f"(a: {len(a.verdicts)}, b: {len(b.verdicts)}); filter both to the same "
+            "attempts for a paired comparison"
+        )
+        return compare_proportions(rate_a, rate_b, note=note)
+    note = (
+        f"paired: both arms graded the same {pairs.n} attempts; {pairs.only_a} passed by "
+        f"a only, {pairs.only_b} by b only"
+    )
+    return compare_paired(pairs, note=note)
+
+
 async def comparison_report(
     store: Store, a: ReportFilter, b: ReportFilter, *, verdicts: Verdicts = "effective"
 ) -> ComparisonReport:
-    """Arm a's pass rate minus arm b's: Newcombe interval, Fisher's exact p-value.
+    """Arm a's pass rate minus arm b's (:func:`arm_difference`: McNemar's exact test and
+    Newcombe's paired interval when both arms graded the same attempts, else Fisher's
+    exact test and Newcombe's interval for independent rates).
 
     When a scenario was attempted more than once in either arm, the comparison is
     repeated with scenarios as the unit, and a note says why.
     """
     a, b = with_inline_default(a), with_inline_default(b)
-    counts_a, counts_b = await ReportQueries(store.db).arm_outcomes(a, b, verdicts=verdicts)
+    reading_a, reading_b = await ReportQueries(store.db).arm_readings(a, b, verdicts=verdicts)
+    counts_a, counts_b = reading_a.per_scenario, reading_b.per_scenario
     arm_a, arm_b = _arm("a", a, counts_a), _arm("b", b, counts_b)
     repeated = max(arm_a.max_attempts_per_scenario, arm_b.max_attempts_per_scenario) > 1
     by_scenario = (
@@ -193,10 +249,7 @@ async def comparison_report(
         verdicts=verdicts,
         a=arm_a,
         b=arm_b,
-        difference=compare_proportions(
-            proportion(arm_a.outcome.passed, arm_a.outcome.n),
-            proportion(arm_b.outcome.passed, arm_b.outcome.n),
-        ),
+        difference=arm_difference(reading_a, reading_b),
         by_scenario=by_scenario,
         note=note,
         definitions=f"verdicts: {VERDICTS_MEANING[verdicts]}",

@@ -85,9 +85,13 @@ async def get_pass_rates(
     description=(
         "Each arm is a filter given as query parameters prefixed with `a.` or `b.`: "
         f"{', '.join(ARM_FIELDS)} (e.g. `a.model=x&b.model=y`), plus `verdicts`. "
-        "The difference a - b has a Newcombe (Wilson-based) 95% interval and Fisher's "
-        "exact p-value; when a scenario was attempted several times, `by_scenario` "
-        "repeats the comparison with each scenario counted once."
+        "When both arms graded the same attempts (two judges or rubric versions over "
+        "one set of submissions) the difference a - b is paired: McNemar's exact p-value "
+        "and Newcombe's paired 95% interval (method 10); otherwise Fisher's exact p-value "
+        "and Newcombe's (Wilson-based) interval for independent rates. `difference.design`, "
+        "`difference.test` and `difference.note` say which and why. When a scenario was "
+        "attempted several times, `by_scenario` repeats the comparison with each scenario "
+        "counted once."
     ),
     tags=["stats"],
 )

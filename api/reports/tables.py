@@ -65,6 +65,7 @@ def pass_rate_table(report: PassRateReport) -> Tabular:
         title=f"Pass rates ({report.verdicts} verdicts)",
         columns=[*group_by, *_COUNTS, "pass_rate", "ci_low", "ci_high"],
         rows=rows,
+        headline=["n", "pass_rate", "ci_low", "ci_high"],
         notes=[
             *report.scope,
             "n = passed + failed; unscored, pending and held (a pass waiting for a human "
@@ -85,15 +86,30 @@ def _difference_row(label: str, diff: ArmDifference | ScenarioDifference) -> lis
         interval.low if interval else None,
         interval.high if interval else None,
         diff.p_value,
+        diff.test,
     ]
+
+
+#: how each test of a difference of pass rates is described under the table
+TEST_NOTES = {
+    "mcnemar-exact": "Newcombe's paired 95% interval (method 10), McNemar's exact p-value",
+    "fisher-exact": "Newcombe's 95% interval for independent rates, Fisher's exact p-value",
+}
 
 
 def comparison_table(report: ComparisonReport) -> Tabular:
-    """Both arms, the difference with attempts as the unit, and with scenarios if needed."""
+    """Both arms, the difference with attempts as the unit, and with scenarios if needed.
+
+    The ``test`` column and a note name the test of each difference: McNemar's exact
+    test when both arms graded the same attempts, Fisher's otherwise.
+    """
     rows = [
-        [name, *_rate_cells(arm.outcome), None] for name, arm in (("a", report.a), ("b", report.b))
+        [name, *_rate_cells(arm.outcome), None, None]
+        for name, arm in (("a", report.a), ("b", report.b))
     ]
-    rows.append(_difference_row("a - b", report.difference))
+    difference = report.difference
+    rows.append(_difference_row("a - b", difference))
+    method = TEST_NOTES.get(difference.test, difference.test)
     notes = [
         report.definitions,
         *(
@@ -101,7 +117,7 @@ def comparison_table(report: ComparisonReport) -> Tabular:
             for name, arm in (("a", report.a), ("b", report.b))
             for line in arm.scope
         ),
-        "a - b: Newcombe 95% interval, Fisher's exact p-value",
+        f"a - b: {method}" + (f" ({difference.note})" if difference.note else ""),
     ]
     if report.by_scenario is not None:
         rows.append(_difference_row("a - b (by scenario)", report.by_scenario))
@@ -111,9 +127,10 @@ def comparison_table(report: ComparisonReport) -> Tabular:
         notes.append(report.note)
     return Tabular(
         title=f"Comparison ({report.verdicts} verdicts)",
-        columns=["arm", *_COUNTS, "rate", "ci_low", "ci_high", "p_value"],
+        columns=["arm", *_COUNTS, "rate", "ci_low", "ci_high", "p_value", "test"],
         rows=rows,
         notes=notes,
+        headline=["n", "rate", "ci_low", "ci_high", "p_value", "test"],
     )
 
 
@@ -137,6 +154,7 @@ def question_table(report: QuestionReport) -> Tabular:
         title=f"Yes rate per question ({report.verdicts} answers)",
         columns=[*group_by, "question", "dimension", "n", "yes", "yes_rate", "ci_low", "ci_high"],
         rows=rows,
+        headline=["n", "yes_rate", "ci_low", "ci_high"],
         notes=report.scope,
     )
 
@@ -166,6 +184,7 @@ def dimension_table(report: DimensionReport) -> Tabular:
         title=f"Dimensions of failed diagnoses ({report.verdicts} verdicts)",
         columns=[*group_by, *columns],
         rows=rows,
+        headline=["failing", "no_yes_rate", "ci_low", "ci_high"],
         notes=[
             *report.scope,
             "no_yes: the dimension had no yes (the rule fails it); weakest: fewest yes",
@@ -192,6 +211,7 @@ def tag_table(report: TagReport) -> Tabular:
         title="Failure tags",
         columns=[*group_by, "tag", "tagged", "n", "rate", "ci_low", "ci_high"],
         rows=rows,
+        headline=["n", "rate", "ci_low", "ci_high"],
         notes=[*report.scope, "n = scored gradings (graded or unscored) in the filter"],
     )
 

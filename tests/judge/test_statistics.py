@@ -7,10 +7,15 @@ import math
 import pytest
 
 from judge.statistics import (
+    PairedCounts,
     compare_by_scenario,
+    compare_paired,
     compare_proportions,
     fisher_exact_p,
+    mcnemar_exact_p,
     newcombe_difference,
+    newcombe_paired_difference,
+    paired_counts,
     proportion,
     wilson_interval,
 )
@@ -190,3 +195,63 @@ def test_newcombe_interval_takes_the_first_arms_confidence() -> None:
         (0.242112400885, 0.789623507372), abs=1e-9
     )
     assert newcombe_difference(proportion(3, 4), proportion(0, 0)) is None
+
+
+def test_mcnemar_exact_p_by_hand() -> None:
+    # 11 discordant pairs, 9 one way and 2 the other: under no difference each goes
+    # either way with probability 1/2, so p = 2 * P(X <= 2), X ~ Binomial(11, 1/2)
+    # = 2 * (1 + 11 + 55) / 2^11 = 134 / 2048
+    pairs = PairedCounts(both=20, only_a=9, only_b=2, neither=5)
+    assert mcnemar_exact_p(pairs) == pytest.approx(134 / 2048, rel=1e-12)
+    # the concordant pairs do not matter, nor which arm has the 9
+    assert mcnemar_exact_p(PairedCounts(both=0, only_a=2, only_b=9, neither=0)) == (
+        pytest.approx(134 / 2048, rel=1e-12)
+    )
+    # no discordant pair: the arms agree on every attempt
+    assert mcnemar_exact_p(PairedCounts(both=3, only_a=0, only_b=0, neither=3)) == 1.0
+    assert mcnemar_exact_p(PairedCounts(both=0, only_a=0, only_b=0, neither=0)) is None
+
+
+def _wilson_by_hand(successes: int, n: int) -> tuple[float, float]:
+    z = 1.959963984540054
+    p = successes / n
+    centre, spread = 2 * n * p + z * z, z * math.sqrt(z * z + 4 * n * p * (1 - p))
+    return (centre - spread) / (2 * (n + z * z)), (centre + spread) / (2 * (n + z * z))
+
+
+def test_newcombe_paired_interval_by_hand() -> None:
+    # Altman et al., Statistics with Confidence, table 6.2: 14 both, 5 a only, 0 b only,
+    # 22 neither; a*d - b*c = 308 > n/2, so phi = (308 - 20.5) / sqrt(19 * 22 * 14 * 27)
+    pairs = PairedCounts(both=14, only_a=5, only_b=0, neither=22)
+    p_a, p_b = 19 / 41, 14 / 41
+    (l_a, u_a), (l_b, u_b) = _wilson_by_hand(19, 41), _wilson_by_hand(14, 41)
+    phi = (14 * 22 - 5 * 0 - 41 / 2) / math.sqrt(19 * 22 * 14 * 27)
+    low = (p_a - p_b) - math.sqrt(
+        (p_a - l_a) ** 2 - 2 * phi * (p_a - l_a) * (u_b - p_b) + (u_b - p_b) ** 2
+    )
+    high = (p_a - p_b) + math.sqrt(
+        (p_b - l_b) ** 2 - 2 * phi * (p_b - l_b) * (u_a - p_a) + (u_a - p_a) ** 2
+    )
+
+    interval = newcombe_paired_difference(pairs)
+
+    assert interval is not None and interval.method == "newcombe-paired"
+    assert (interval.low, interval.high) == (pytest.approx(low), pytest.approx(high))
+    assert (round(interval.low, 4), round(interval.high, 4)) == (0.0115, 0.2265)
+    # the same rates counted as independent arms: a wider interval, another test
+    unpaired = compare_proportions(proportion(19, 41), proportion(14, 41))
+    assert unpaired.interval is not None
+    assert unpaired.interval.high - unpaired.interval.low > interval.high - interval.low
+
+
+def test_paired_comparison_needs_the_same_attempts_in_both_arms() -> None:
+    a = {"s1": True, "s2": True, "s3": False}
+    assert paired_counts(a, {"s1": False, "s2": True, "s3": False}) == PairedCounts(
+        both=1, only_a=1, only_b=0, neither=1
+    )
+    assert paired_counts(a, {"s1": True, "s2": True}) is None
+    assert paired_counts({}, {}) is None
+    difference = compare_paired(PairedCounts(both=1, only_a=9, only_b=0, neither=0))
+    assert (difference.design, difference.test) == ("paired", "mcnemar-exact")
+    assert difference.estimate == pytest.approx(0.9)
+    assert difference.p_value == pytest.approx(2 / 2**9)

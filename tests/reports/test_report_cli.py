@@ -86,6 +86,35 @@ async def test_the_charts_count_the_same_n_as_the_tables(engine: AsyncEngine) ->
     assert [bar.label for bar in question_bars(questions.questions)] == [r[q] for r in q_table.rows]
 
 
+async def test_the_chart_legend_names_the_bars_of_provisional_verdicts(
+    database_url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """A rate counting verdicts made while its judge was provisional is drawn apart, and
+    the legend says what each kind of bar is; without such a rate, no legend."""
+    from api.reports.charts import PROVISIONAL_LABEL, QUALIFIED_LABEL
+
+    store = Store(engine)
+    await add_many(store, {"pass": 5, "fail": 2}, agent="qualified")
+    await add_many(store, {"pass": 3, "fail": 4}, agent="trial", provisional=True)
+    mixed = tmp_path / "mixed.svg"
+    done = run_cli(
+        database_url, "report", "pass-rates", "--group-by", "agent", "--inline", "include",
+        "--format", "json", "--chart", str(mixed),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    svg = mixed.read_text()
+    assert PROVISIONAL_LABEL in svg and QUALIFIED_LABEL in svg
+    assert "made while the judge was provisional" in PROVISIONAL_LABEL
+
+    plain = tmp_path / "plain.svg"
+    done = run_cli(
+        database_url, "report", "pass-rates", "--agent", "qualified", "--inline", "include",
+        "--format", "json", "--chart", str(plain),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert PROVISIONAL_LABEL not in plain.read_text()
+
+
 async def test_report_csv_has_a_header_and_full_precision(engine: AsyncEngine) -> None:
     await _seed(engine)
     mixed = ReportFilter(inline="include")  # the seeded ground truths are inline ones

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.reports.charts import comparison_chart, write_difference_chart
 from api.reports.rates import comparison_report
+from judge.statistics import fisher_exact_p, proportion
 from storage import Store
 from storage.report_queries import ReportFilter
 from tests.support.gradings import add_many, shadow_regrade
@@ -87,3 +89,66 @@ async def test_the_compare_chart_shows_the_difference_its_interval_and_p(
     write_difference_chart([difference], chart, title="a minus b", scope=scope)
     svg = chart.read_text()
     assert f"p = {difference.p_value:.3g}" in svg and "PROVISIONAL" in svg
+
+
+async def test_two_judges_of_the_same_attempts_are_compared_paired_with_mcnemar(
+    database_url: str, engine: AsyncEngine
+) -> None:
+    """Judge a passed all 10 attempts, judge b (a shadow regrade of the same 10) passed 1:
+    9 discordant pairs, all one way. McNemar's exact p by hand: under no difference each
+    discordant pair goes either way with probability 1/2, so P(9 of 9 one way) = 1/2^9,
+    doubled for two sides: p = 2/512 = 0.00390625 (Fisher's, unpaired, would be 0.00012)."""
+    store = Store(engine)
+    await add_many(store, {"pass": 10})
+    await shadow_regrade(store, passing=1)
+
+    done = run_cli(
+        database_url, "report", "compare", *OURS, *THEIRS, "--include", "shadow",
+        "--format", "json",
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    difference = json.loads(done.stdout)["difference"]
+    assert (difference["design"], difference["test"]) == ("paired", "mcnemar-exact")
+    assert difference["pairs"] == {"both": 1, "only_a": 9, "only_b": 0, "neither": 0}
+    assert difference["p_value"] == pytest.approx(2 / 2**9, rel=1e-12)
+    assert difference["estimate"] == pytest.approx(0.9)
+    assert difference["interval"]["method"] == "newcombe-paired"
+    assert difference["interval"]["low"] < 0.9 < difference["interval"]["high"]
+    assert "same 10 attempts" in difference["note"]
+
+    table = run_cli(
+        database_url, "report", "compare", *OURS, *THEIRS, "--include", "shadow",
+        "--format", "table",
+    )  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    assert "mcnemar-exact" in table.stdout
+    assert "McNemar's exact p-value" in table.stdout and "paired" in table.stdout
+
+
+async def test_arms_of_different_or_partly_shared_attempts_are_compared_unpaired(
+    engine: AsyncEngine,
+) -> None:
+    store = Store(engine)
+    await add_many(store, {"pass": 8, "fail": 2}, agent="x")
+    await add_many(store, {"pass": 2, "fail": 8}, agent="y")
+    x, y = ReportFilter(agent="x", inline="include"), ReportFilter(agent="y", inline="include")
+
+    apart = (await comparison_report(store, x, y)).difference
+
+    assert (apart.design, apart.test, apart.pairs) == ("unpaired", "fisher-exact", None)
+    assert apart.p_value == pytest.approx(fisher_exact_p(proportion(8, 10), proportion(2, 10)))
+    assert apart.interval is not None and apart.interval.method == "newcombe-wilson"
+    assert apart.note == "unpaired: the arms graded different attempts"
+
+    # the new judge regrades agent x's 10 attempts only; 2 more come after the regrade
+    await shadow_regrade(store, passing=5)
+    await add_many(store, {"pass": 2}, agent="x")
+    old = ReportFilter(agent="x", judge="openai:judge-model", inline="include")
+    new = ReportFilter(agent="x", judge="openai:new-judge", include="shadow", inline="include")
+
+    partly = (await comparison_report(store, old, new)).difference
+
+    assert (partly.design, partly.test) == ("unpaired", "fisher-exact")
+    assert partly.note is not None and "share 10 of their attempts" in partly.note
+    assert "(a: 12, b: 10)" in partly.note

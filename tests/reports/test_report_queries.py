@@ -154,15 +154,23 @@ async def test_failure_tags_in_force_are_counted(store: Store) -> None:
     assert [(c.key, c.tag, c.tagged, c.n) for c in counts] == [(("a",), "skipped-evidence", 2, 2)]
 
 
-async def test_arm_outcomes_per_scenario(store: Store) -> None:
-    await add_many(store, {"pass": 2, "fail": 1}, agent="a", scenario_id="s1")
+async def test_arm_outcomes_per_scenario_and_verdicts_per_attempt(store: Store) -> None:
+    passing = await add_many(store, {"pass": 2, "fail": 1}, agent="a", scenario_id="s1")
     await add_many(store, {"pass": 1}, agent="a", scenario_id="s2")
-    await add_many(store, {"fail": 2}, agent="b", scenario_id="s1")
-    a, b = await ReportQueries(store.db).arm_outcomes(
+    await add_many(store, {"fail": 2, "unscored": 1}, agent="b", scenario_id="s1")
+    a, b = await ReportQueries(store.db).arm_readings(
         ReportFilter(agent="a"), ReportFilter(agent="b")
     )
-    assert [(c.key, c.passed, c.failed) for c in a] == [(("s1",), 2, 1), (("s2",), 1, 0)]
-    assert [(c.key, c.passed, c.failed) for c in b] == [(("s1",), 0, 2)]
+    assert [(c.key, c.passed, c.failed) for c in a.per_scenario] == [
+        (("s1",), 2, 1),
+        (("s2",), 1, 0),
+    ]
+    assert [(c.key, c.passed, c.failed) for c in b.per_scenario] == [(("s1",), 0, 2)]
+    # the attempts counted in n, one verdict each; the unscored one is not among them
+    assert len(a.verdicts) == 4 and sorted(v for [v] in a.verdicts.values()) == [0, 1, 1, 1]
+    assert sorted(v for [v] in b.verdicts.values()) == [False, False]
+    first = await store.gradings.get(passing[0])
+    assert first is not None and a.verdicts[first.grading.submission_id] == [True]
 
 
 async def test_export_streams_every_grading_in_batches(store: Store, clock: Clock) -> None:
