@@ -110,10 +110,11 @@ def _blocks(table: Tabular, columns: list[_Column], width: int) -> list[list[int
             break
         names.append(i)
     headline = set(table.headline)
-    rest = [i for i in range(len(names), len(columns))]
-    rest = [i for i in rest if headline & {table.columns[s] for s in columns[i].sources}] + [
-        i for i in rest if not headline & {table.columns[s] for s in columns[i].sources}
-    ]
+
+    def later(i: int) -> bool:  # headline columns first, each group in table order
+        return not headline & {table.columns[source] for source in columns[i].sources}
+
+    rest = sorted(range(len(names), len(columns)), key=later)
 
     def needed(block: list[int]) -> int:
         return sum(columns[i].narrowest for i in block) + _GAP * (len(block) - 1)

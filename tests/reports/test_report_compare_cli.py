@@ -152,3 +152,11 @@ async def test_arms_of_different_or_partly_shared_attempts_are_compared_unpaired
     assert (partly.design, partly.test) == ("unpaired", "fisher-exact")
     assert partly.note is not None and "share 10 of their attempts" in partly.note
     assert "(a: 12, b: 10)" in partly.note
+
+    # an arm holding both judges' gradings counts each regraded attempt twice
+    both_judges = ReportFilter(agent="x", include="shadow", inline="include")
+
+    doubled = (await comparison_report(store, both_judges, new)).difference
+
+    assert (doubled.design, doubled.test) == ("unpaired", "fisher-exact")
+    assert doubled.note is not None and "arm a counts some attempts more than once" in doubled.note
