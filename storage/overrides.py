@@ -25,13 +25,15 @@ from judge.adjudication import (
 )
 from judge.review_reasons import holds_pass
 from judge.rubric import Rubric
+from storage.audit import values_digest
 from storage.audit.records import RecordRow
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
 from storage.gradings import records_by_grading
+from storage.models import GradingView
 from storage.review import ReviewRepository
 from storage.review_tables import HumanLabelRecord, OverrideRecord
-from storage.tables import AnswerRecord, GradingRecord
+from storage.tables import AnswerRecord, GradingRecord, row_values
 
 __all__ = ["OverrideRepository", "apply_in_force", "override_events"]
 
@@ -157,6 +159,7 @@ class OverrideRepository:
         session: Session,
         grading_id: str,
         *,
+        view: GradingView | None = None,
         rubric: Rubric,
         expected_revision: int,
         kind: Kind,
@@ -169,15 +172,24 @@ class OverrideRepository:
         withdraws: str | None = None,
     ) -> tuple[OverrideRecord, GradingRecord]:
         """Append an override if the grading is still at ``expected_revision``, inside the
-        caller's write transaction.
+        caller's write transaction. ``view``: the grading as the caller read it in this
+        transaction (not read again; on PostgreSQL its row is locked and re-read).
 
         Raises NotFound, PreconditionFailed (stale revision), Conflict (a pending
         grading) or InvalidReview (an unknown question or override, an answer override
         on an unscored grading).
         """
-        grading = self._locked_grading(session, grading_id, expected_revision)
+        if view is None or self._db.postgres:
+            grading = self._locked_grading(session, grading_id, expected_revision)
+        else:  # SQLite: the caller's write transaction has held the database since it began
+            grading = self._checked_grading(view.grading, expected_revision)
+        if view is not None:  # answers are never changed by an override
+            records = list(view.answers)
+        else:
+            query = select(AnswerRecord).where(AnswerRecord.grading_id == grading_id)
+            records = list(session.execute(query).scalars())
+        answers = {a.question_id: a.answer for a in records}
         history = self._overrides(session, grading_id)
-        answers = self._answers(session, grading_id)
         record = OverrideRecord(
             grading_id=grading_id,
             kind=kind,
@@ -205,6 +217,8 @@ class OverrideRepository:
         if not grading.held:  # a held pass stays in the queue until a verdict is given
             self._review.close(session, grading_id, author_id)
         session.flush()
+        # the digest of the state just written, from the values in hand: no read-back
+        digest = values_digest(row_values(grading), [row_values(a) for a in records])
         self._db.audit(
             session,
             "grading.overridden",
@@ -212,7 +226,7 @@ class OverrideRepository:
             entity_id=grading_id,
             actor=author_id,
             payload=self._payload(record, grading),
-            covers=[grading_id],
+            covers={grading_id: digest},
             rows=written,
         )
         return record, grading
@@ -224,9 +238,16 @@ class OverrideRepository:
         query = select(GradingRecord).where(GradingRecord.id == grading_id)
         if self._db.postgres:
             query = query.with_for_update()
-        grading = session.execute(query).scalar_one_or_none()
+        grading = session.execute(
+            query.execution_options(populate_existing=True)
+        ).scalar_one_or_none()
         if grading is None:
             raise NotFound(f"no grading {grading_id}")
+        return self._checked_grading(grading, expected_revision)
+
+    @staticmethod
+    def _checked_grading(grading: GradingRecord, expected_revision: int) -> GradingRecord:
+        """``grading`` if it is graded and still at ``expected_revision``."""
         if grading.revision != expected_revision:
             raise PreconditionFailed(
                 f"the grading is at revision {grading.revision}, not {expected_revision}",
@@ -235,11 +256,6 @@ class OverrideRepository:
         if grading.status == "pending":
             raise Conflict("a pending grading cannot be overridden before it is graded")
         return grading
-
-    @staticmethod
-    def _answers(session: Session, grading_id: str) -> dict[str, bool]:
-        query = select(AnswerRecord).where(AnswerRecord.grading_id == grading_id)
-        return {a.question_id: a.answer for a in session.execute(query).scalars()}
 
     @staticmethod
     def _check(

@@ -153,6 +153,7 @@ def _override(
     services.store.overrides.add_in(
         session,
         grading_id,
+        view=view,
         rubric=rubric,
         expected_revision=expected_revision,
         kind=request.kind,
@@ -164,9 +165,8 @@ def _override(
         verdict=request.verdict,
         withdraws=request.withdraw,
     )
-    session.flush()
-    fresh = readable_in(session, services, principal, grading_id)
-    return present_gradings(session, services, [fresh], principal)[0]
+    # ``view`` holds the grading as the override left it (the same objects, written)
+    return present_gradings(session, services, [view], principal)[0]
 
 
 async def grading_history(

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from storage import verify_chain
+from storage.audit import ChainKey
+from storage.keys import ServiceKey
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import graded, scripted_judge
 from tests.support.transactions import QUIET, counting
@@ -23,7 +26,7 @@ pytestmark = pytest.mark.postgres
 
 
 async def test_an_override_is_one_transaction_on_the_api_and_on_the_page(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: AsyncEngine, service_key: ServiceKey
 ) -> None:
     agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
     reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence="sets USER_PORT=9999")
@@ -51,3 +54,6 @@ async def test_an_override_is_one_transaction_on_the_api_and_on_the_page(
         # the signed-in session is looked up, then the override is one transaction
         assert web.transactions == 2, f"{web} for one override from the page"
         print(f"override statements: API {api.statements}, page {web.statements}")
+        # the state each override's event records is the state the tables hold
+        report = await verify_chain(engine, key=ChainKey.of(service_key))
+        assert report.ok, report
