@@ -120,6 +120,7 @@ def page_handlers() -> list[HTTPRouteHandler]:
     from api.adjudication.label_pages import label_form, label_submit
     from api.adjudication.queue_pages import finish_from_page, home, next_item, queue_page
     from api.adjudication.tag_pages import tag_from_page, untag_from_page
+    from api.adjudication.versus_pages import versus_page
     from api.judges.pages import judges_page
     from api.regrade.pages import regrade_action, regrade_page, regrade_progress, regrades_page
     from api.reports.pages import agreement_page, compare_page, reports_page
@@ -135,6 +136,7 @@ def page_handlers() -> list[HTTPRouteHandler]:
         finish_from_page,
         grading_list,
         grading_page,
+        versus_page,
         override_from_page,
         label_form,
         label_submit,

@@ -30,11 +30,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GradingPageParts",
+    "GradingPair",
     "claim_review",
     "define_tag",
     "finish_review",
     "grading_history",
     "grading_page_parts",
+    "grading_pair",
     "history_in",
     "label_grading",
     "override_grading",
@@ -271,6 +273,39 @@ def _page_parts(
         history=history_in(session, services, principal, grading_id) if adjudicator else [],
         vocabulary=services.store.tags.read_vocabulary(session) if adjudicator else [],
     )
+
+
+@dataclass(frozen=True)
+class GradingPair:
+    """Two gradings of one submission as ``principal`` may read them, with their rubrics."""
+
+    first: GradingRead
+    second: GradingRead
+    first_rubric: Rubric | None
+    second_rubric: Rubric | None
+
+
+async def grading_pair(
+    services: Services, principal: Principal, first_id: str, second_id: str
+) -> GradingPair:
+    """Two gradings of one attempt (the same submission: another judge, rubric version or
+    a regrade), read in one snapshot; NotFound for one ``principal`` may not read, Conflict
+    when they grade different submissions."""
+    return await services.store.db.run_read(_pair, services, principal, first_id, second_id)
+
+
+def _pair(
+    session: Session, services: Services, principal: Principal, first_id: str, second_id: str
+) -> GradingPair:
+    views = [readable_in(session, services, principal, i) for i in (first_id, second_id)]
+    if views[0].submission.id != views[1].submission.id:
+        raise Conflict("these gradings are of different submissions; compare gradings of one")
+    first, second = present_gradings(session, services, views, principal)
+    rubrics = [
+        services.rubrics.resolve_in(session, v.grading.rubric_id, v.grading.rubric_version)
+        for v in views
+    ]
+    return GradingPair(first, second, rubrics[0], rubrics[1])
 
 
 async def tag_grading(

@@ -193,6 +193,11 @@ def _walk_regrade(page: Any, bench: Bench, tmp_path: Path) -> str:
     assert "never checked the <b>frontend</b> logs" in page.text_content("[data-testid=tags]")
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(tmp_path / "grading-shadow.png"), full_page=True)
+    with page.expect_navigation():  # the shadow beside the grading it regraded
+        page.locator("[data-testid=versus-link]").first.click()
+    assert "questions answered differently" in page.text_content("[data-testid=differing]")
+    assert page.locator("[data-testid=questions] tr[data-differs=yes]").count() >= 1
+    page.screenshot(path=str(tmp_path / "versus.png"), full_page=True)
     page.goto(f"/regrades/{job_id}")
     page.screenshot(path=str(tmp_path / "regrade.png"), full_page=True)
 

@@ -1,0 +1,92 @@
+"""Two gradings of one attempt side by side: each question's answers with the differences
+marked, the dimensions' yes counts and both verdicts, one click from the grading page."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from litestar.testing import AsyncTestClient
+
+from judge.backends.scripted import ScriptedBackend
+from tests.support.judge_server import sregym_reply
+from tests.support.submissions import IDS, graded, scripted_judge
+from tests.web.conftest import sign_in
+
+#: a second judge for the shadow regrade (the first judge's replies are cached)
+OTHER = "openai:other@http://127.0.0.1:9/v1"
+#: markup in the diagnosis, quoted as evidence: shown as text, never run
+MARKUP = '<img src=x onerror="alert(1)">'
+DIAGNOSIS = f"The user-service deployment in hotel sets USER_PORT=9999; logs show {MARKUP}."
+
+
+def _two_judges(first: str, second: str) -> dict[str, Any]:
+    """``api_client`` settings: the service's judge answers ``first``, OTHER ``second``."""
+    settings = scripted_judge(first)
+    settings["backends"][OTHER] = ScriptedBackend([second], model="other")
+    return settings
+
+
+async def _shadow_of(c: AsyncTestClient[Any], grading_id: str, admin: dict[str, str]) -> str:
+    """Regrade everything in shadow with the scripted judge's next reply; the shadow's id."""
+    job = await c.post("/v1/regrade-jobs", json={"judge": OTHER, "mode": "shadow"}, headers=admin)
+    assert job.status_code == 201, job.text
+    for _ in range(100):
+        state = (await c.get(f"/v1/regrade-jobs/{job.json()['id']}", headers=admin)).json()
+        if state["state"] == "done":
+            break
+        await asyncio.sleep(0.05)
+    page = (await c.get(f"/gradings/{grading_id}")).text
+    found = re.search(rf'href="/gradings/{grading_id}/versus/([^"]+)"', page)
+    assert found, "no side-by-side link on the grading page"
+    return found.group(1)
+
+
+async def test_two_judges_answers_side_by_side_with_the_differences_marked(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    replies = _two_judges(
+        sregym_reply(set(IDS), evidence=MARKUP), sregym_reply(set(IDS[:3]), evidence=MARKUP)
+    )
+    async with api_client(**replies) as c:
+        grading = await graded(c, agent, DIAGNOSIS)
+        await sign_in(c, admin)
+        shadow = await _shadow_of(c, grading["id"], admin)
+        response = await c.get(f"/gradings/{grading['id']}/versus/{shadow}")
+        assert response.status_code == 200, response.text
+        page = response.text
+        assert "6 of 9 questions answered differently" in page
+        rows = dict(re.findall(r'id="q-([^"]+)" class="[^"]*" data-differs="(yes|no)"', page))
+        assert rows == {qid: ("no" if qid in IDS[:3] else "yes") for qid in IDS}
+        assert "verdict-pass" in page and "verdict-fail" in page
+        assert MARKUP not in page and "&lt;img src=x" in page
+
+
+async def test_gradings_of_different_submissions_are_not_compared(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    reply = sregym_reply(set(IDS))
+    async with api_client(**scripted_judge(reply, reply)) as c:
+        first = await graded(c, agent)
+        second = await graded(c, agent, DIAGNOSIS)
+        await sign_in(c, ada)
+        response = await c.get(f"/gradings/{first['id']}/versus/{second['id']}")
+        assert response.status_code == 409
+        assert "different submissions" in response.text
+
+
+async def test_a_submitter_gets_neither_the_page_nor_the_link(api_client: Any, tokens: Any) -> None:
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    replies = _two_judges(sregym_reply(set(IDS)), sregym_reply(set(IDS[:3])))
+    async with api_client(**replies) as c:
+        grading = await graded(c, agent)
+        await sign_in(c, admin)
+        shadow = await _shadow_of(c, grading["id"], admin)
+        await c.get("/logout")
+        await sign_in(c, agent)
+        assert 'data-testid="versus-link"' not in (await c.get(f"/gradings/{grading['id']}")).text
+        refused = await c.get(f"/gradings/{grading['id']}/versus/{shadow}")
+        assert refused.status_code == 403
