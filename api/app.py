@@ -49,6 +49,8 @@ def route_handlers() -> list[HTTPRouteHandler]:
         get_attempts,
         get_comparison,
         get_dimension_failures,
+        get_evaluation_table,
+        get_evaluation_table_csv,
         get_failure_tags,
         get_pass_rates,
         get_question_rates,
@@ -83,6 +85,8 @@ def route_handlers() -> list[HTTPRouteHandler]:
         get_question_rates,
         get_dimension_failures,
         get_failure_tags,
+        get_evaluation_table,
+        get_evaluation_table_csv,
         get_attempts,
         get_agreement,
         export_gradings,
@@ -123,7 +127,13 @@ def page_handlers() -> list[HTTPRouteHandler]:
     from api.adjudication.versus_pages import versus_page
     from api.judges.pages import judges_page
     from api.regrade.pages import regrade_action, regrade_page, regrade_progress, regrades_page
-    from api.reports.pages import agreement_page, compare_page, reports_page
+    from api.reports.pages import (
+        agreement_page,
+        compare_page,
+        evaluation_csv_page,
+        evaluation_page,
+        reports_page,
+    )
     from api.tokens.pages import login_form, login_submit, logout
 
     return [
@@ -144,6 +154,8 @@ def page_handlers() -> list[HTTPRouteHandler]:
         untag_from_page,
         reports_page,
         compare_page,
+        evaluation_page,
+        evaluation_csv_page,
         agreement_page,
         regrades_page,
         regrade_page,

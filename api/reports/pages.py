@@ -4,13 +4,15 @@ agreement; figures from the report services of ``/v1/stats``, drawn as SVG."""
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import urlencode
 
-from litestar import Request, get
+from litestar import Request, Response, get
 from litestar.di import NamedDependency
 from litestar.params import FromQuery
 from litestar.response import Template
 
 from api.reports.agreement import build_agreement_report
+from api.reports.evaluation import COLUMN_KINDS, ColumnKind, evaluation_csv, evaluation_table
 from api.reports.models import GroupRate
 from api.reports.page_view import (
     VERDICTS_TEXT,
@@ -29,7 +31,13 @@ from api.web.sessions import SignedIn, web_require
 from judge.agreement import AgreementRow
 from storage.report_queries import GROUP_KEYS, ReportFilter
 
-__all__ = ["agreement_page", "compare_page", "reports_page"]
+__all__ = [
+    "agreement_page",
+    "compare_page",
+    "evaluation_csv_page",
+    "evaluation_page",
+    "reports_page",
+]
 
 Verdicts = FromQuery[Literal["effective", "judge"]]
 
@@ -169,4 +177,53 @@ async def agreement_page(
         scope=describe_filter(filters),
         source=source,
         values=_params(request),
+    )
+
+
+@get("/reports/table", guards=[web_require("adjudicator")], include_in_schema=False)
+async def evaluation_page(
+    request: Request[Any, Any, Any],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    by: FromQuery[ColumnKind] = "judge",
+    disagreeing_only: FromQuery[bool] = False,
+) -> Template:
+    """The evaluation table: one row per scenario attempt, one column per judge, rubric
+    version, agent, model or run; disagreeing rows marked, and filterable."""
+    params = _params(request)
+    filters = page_filter(params)
+    table = await evaluation_table(
+        services.store, filters, by=by, disagreeing_only=disagreeing_only
+    )
+    query = {**params, "by": by, "disagreeing_only": str(disagreeing_only).lower()}
+    return page(
+        "evaluation.html",
+        who,
+        table=table,
+        values=params,
+        by=by,
+        kinds=COLUMN_KINDS,
+        disagreeing_only=disagreeing_only,
+        scope=describe_filter(filters),
+        csv_link="/reports/table.csv?" + urlencode(query),
+    )
+
+
+@get("/reports/table.csv", guards=[web_require("adjudicator")], include_in_schema=False)
+async def evaluation_csv_page(
+    request: Request[Any, Any, Any],
+    services: NamedDependency[Services],
+    by: FromQuery[ColumnKind] = "judge",
+    disagreeing_only: FromQuery[bool] = False,
+) -> Response[str]:
+    """The evaluation table of the page, as CSV (what ``/v1/stats/evaluation-table``
+    answers with ``format=csv``)."""
+    filters = page_filter(_params(request))
+    table = await evaluation_table(
+        services.store, filters, by=by, disagreeing_only=disagreeing_only
+    )
+    return Response(
+        evaluation_csv(table),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="evaluation-table.csv"'},
     )

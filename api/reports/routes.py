@@ -13,6 +13,12 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery, QueryParameter
 
 from api.http.auth import require
+from api.reports.evaluation import (
+    ColumnKind,
+    EvaluationTable,
+    evaluation_csv,
+    evaluation_table,
+)
 from api.reports.models import (
     ComparisonReport,
     DimensionReport,
@@ -42,6 +48,8 @@ __all__ = [
     "get_attempts",
     "get_comparison",
     "get_dimension_failures",
+    "get_evaluation_table",
+    "get_evaluation_table_csv",
     "get_failure_tags",
     "get_pass_rates",
     "get_question_rates",
@@ -154,6 +162,50 @@ async def get_failure_tags(
 ) -> TagReport:
     """Tags in force (not removed), most frequent first."""
     return await tag_report(services.store, filters, group_by=parse_group_by(group_by))
+
+
+@get(
+    "/v1/stats/evaluation-table",
+    operation_id="getEvaluationTable",
+    summary="One row per scenario attempt, one column per judge, rubric, agent, model or run",
+    **_COMMON,
+)
+async def get_evaluation_table(
+    services: NamedDependency[Services],
+    filters: NamedDependency[ReportFilter],
+    by: FromQuery[ColumnKind] = "judge",
+    disagreeing_only: FromQuery[bool] = False,
+) -> EvaluationTable:
+    """Each cell is the verdict (after human overrides) and yes count of that attempt's
+    grading in that column (a current grading before a shadow or superseded one, then
+    the newest), linked by its ``grading_id``. Columns of judges or rubric versions
+    compare gradings of the same submission (shadow regrades included unless
+    ``include`` says otherwise); columns of agents, models or runs compare the same
+    scenario's attempts. ``disagreeing_only`` keeps the rows with a PASS beside a FAIL.
+    At most 5,000 rows (``truncated``); the same table as CSV at
+    ``/v1/stats/evaluation-table.csv``."""
+    return await evaluation_table(services.store, filters, by=by, disagreeing_only=disagreeing_only)
+
+
+@get(
+    "/v1/stats/evaluation-table.csv",
+    operation_id="getEvaluationTableCsv",
+    summary="The evaluation table as CSV",
+    media_type="text/csv",
+    **_COMMON,
+)
+async def get_evaluation_table_csv(
+    services: NamedDependency[Services],
+    filters: NamedDependency[ReportFilter],
+    by: FromQuery[ColumnKind] = "judge",
+    disagreeing_only: FromQuery[bool] = False,
+) -> str:
+    """``/v1/stats/evaluation-table`` as CSV: the attempt's agent, model, scenario, run
+    and attempt, then each column's verdict and yes count, then ``disagree``."""
+    table = await evaluation_table(
+        services.store, filters, by=by, disagreeing_only=disagreeing_only
+    )
+    return evaluation_csv(table)
 
 
 @get(

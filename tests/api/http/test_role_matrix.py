@@ -83,6 +83,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/queue/next"): Expect(ANYONE),
     ("GET", "/gradings"): Expect(ANYONE),
     ("GET", "/gradings/{grading_id}"): Expect(ANYONE),
+    ("GET", "/gradings/{first}/versus/{second}"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/overrides"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/done"): Expect(ANYONE),
     ("GET", "/gradings/{grading_id}/label"): Expect(ANYONE),
@@ -92,6 +93,8 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/reports"): Expect(ANYONE),
     ("GET", "/reports/compare"): Expect(ANYONE),
     ("GET", "/reports/agreement"): Expect(ANYONE),
+    ("GET", "/reports/table"): Expect(ANYONE),
+    ("GET", "/reports/table.csv"): Expect(ANYONE),
     ("GET", "/regrades"): Expect(ANYONE),
     ("GET", "/regrades/{job_id}"): Expect(ANYONE),
     ("GET", "/regrades/{job_id}/progress"): Expect(ANYONE),
@@ -145,6 +148,8 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     # arms with no gradings: past the guard, an empty arm is a 422 naming it
     ("GET", "/v1/stats/compare"): Expect(roles(403, 422, 422), query="?a.model=x&b.model=y"),
     ("GET", "/v1/stats/questions"): Expect(ADJUDICATOR_UP),
+    ("GET", "/v1/stats/evaluation-table"): Expect(ADJUDICATOR_UP, query="?by=agent"),
+    ("GET", "/v1/stats/evaluation-table.csv"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/stats/dimensions"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/stats/failure-tags"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/stats/attempts"): Expect(ADMIN_ONLY),
@@ -243,6 +248,9 @@ async def _fixtures(client: Any, headers: dict[str, dict[str, str]]) -> dict[str
     job = await client.post("/v1/regrade-jobs", json=EMPTY_JOB, headers=admin)
     return {
         "grading_id": created.json()["id"],
+        # the grading beside itself: one attempt, two (here the same) gradings
+        "first": created.json()["id"],
+        "second": created.json()["id"],
         "scenario_id": "s1",
         "rubric_id": "sregym-rca",
         "tag_id": "999999",

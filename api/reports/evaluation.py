@@ -1,0 +1,203 @@
+"""The evaluation table: one row per scenario attempt, one column per judge, rubric
+version, agent, model or run, each cell the verdict and yes count of that attempt's
+grading in that column; rows whose columns disagree (a pass beside a fail) marked.
+
+Which attempt a row is depends on what the columns compare: two judges or rubric
+versions grade the same submission (its gradings, shadow regrades included), so a row
+is a submission; two agents, models or runs answer the same scenario apart, so a row is
+the scenario's attempt number (and, across runs, the agent's).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from sqlalchemy import desc
+from sqlalchemy.orm import Session
+from sqlmodel import col
+
+from storage import Store
+from storage.report_queries import ReportFilter, filtered, group_columns, group_key, joined
+from storage.tables import GradingRecord, SubmissionRecord
+
+__all__ = [
+    "COLUMN_KINDS",
+    "ColumnKind",
+    "EvaluationCell",
+    "EvaluationRow",
+    "EvaluationTable",
+    "evaluation_csv",
+    "evaluation_table",
+]
+
+ColumnKind = Literal["judge", "rubric", "agent", "model", "run"]
+COLUMN_KINDS: tuple[ColumnKind, ...] = ("judge", "rubric", "agent", "model", "run")
+#: the most rows one table holds; ``truncated`` says when there were more
+MAX_ROWS = 5000
+
+_G, _S = GradingRecord, SubmissionRecord
+
+
+class EvaluationCell(BaseModel):
+    """One attempt's grading in one column."""
+
+    grading_id: str
+    #: PASS, FAIL, HELD, UNSCORED or PENDING (after human overrides)
+    verdict: str
+    yes_count: int | None
+
+
+class EvaluationRow(BaseModel):
+    """One scenario attempt across the columns."""
+
+    key: str
+    agent: str | None
+    model: str | None
+    scenario_id: str | None
+    run_id: str | None
+    attempt: int | None
+    #: column label -> the attempt's grading there (absent: not graded in that column)
+    cells: dict[str, EvaluationCell]
+    #: a PASS and a FAIL among the cells
+    disagree: bool
+
+
+class EvaluationTable(BaseModel):
+    """The table, its columns in order, and how many rows disagree."""
+
+    columns_by: ColumnKind
+    columns: list[str]
+    rows: list[EvaluationRow]
+    disagreeing: int
+    #: only the rows whose columns disagree were kept
+    disagreeing_only: bool
+    #: more rows matched than ``MAX_ROWS``; the newest attempts were kept
+    truncated: bool
+
+
+def _verdict(status: str, passed: bool | None, held: bool) -> str:
+    if held:
+        return "HELD"
+    if status != "graded":
+        return status.upper()
+    return "PASS" if passed else "FAIL"
+
+
+def _column_label(row: Any, by: ColumnKind) -> str:
+    if by == "run":
+        return row.run_id or "(no run)"
+    return group_key(row, [by])[0] or f"({by}?)"
+
+
+def _row_key(row: Any, by: ColumnKind) -> str:
+    """The attempt a grading belongs to, given what the columns compare."""
+    if by in ("judge", "rubric"):
+        return str(row.submission_id)
+    scenario = row.scenario_id or f"inline:{row.submission_id}"
+    attempt = "" if row.attempt is None else str(row.attempt)
+    if by == "run":
+        return f"{row.agent or ''}|{scenario}|{attempt}"
+    return f"{scenario}|{attempt}|{row.run_id or ''}"
+
+
+@dataclass
+class _Building:
+    row: EvaluationRow
+    #: column -> whether its cell came from a current grading, and when it was made
+    rank: dict[str, tuple[bool, Any]]
+
+
+def _read(
+    session: Session, filters: ReportFilter, by: ColumnKind, disagreeing_only: bool
+) -> EvaluationTable:
+    groups = [] if by == "run" else group_columns([by])
+    query = joined(
+        col(_G.id), col(_G.status), col(_G.passed), col(_G.held), col(_G.yes_count),
+        col(_G.is_current), col(_G.created_at), col(_S.id).label("submission_id"),
+        col(_S.agent), col(_S.model), col(_S.scenario_id), col(_S.run_id), col(_S.attempt),
+        *groups,
+    )  # fmt: skip
+    query = filtered(query, filters).order_by(desc(col(_G.created_at)), desc(col(_G.id)))
+    rows: dict[str, _Building] = {}
+    columns: dict[str, None] = {}
+    truncated = False
+    for record in session.execute(query):
+        key = _row_key(record, by)
+        building = rows.get(key)
+        if building is None:
+            if len(rows) >= MAX_ROWS:
+                truncated = True
+                continue
+            building = rows[key] = _Building(
+                EvaluationRow(
+                    key=key, agent=record.agent, model=record.model,
+                    scenario_id=record.scenario_id, run_id=record.run_id,
+                    attempt=record.attempt, cells={}, disagree=False,
+                ),
+                {},
+            )  # fmt: skip
+        column = _column_label(record, by)
+        columns.setdefault(column)
+        rank = (bool(record.is_current), record.created_at)
+        if column in building.rank and building.rank[column] >= rank:
+            continue  # a current grading wins, then the newest
+        building.rank[column] = rank
+        building.row.cells[column] = EvaluationCell(
+            grading_id=record.id,
+            verdict=_verdict(record.status, record.passed, record.held),
+            yes_count=record.yes_count,
+        )
+    table_rows = []
+    for building in rows.values():
+        verdicts = {cell.verdict for cell in building.row.cells.values()}
+        building.row.disagree = {"PASS", "FAIL"} <= verdicts
+        table_rows.append(building.row)
+    disagreeing = sum(row.disagree for row in table_rows)
+    if disagreeing_only:
+        table_rows = [row for row in table_rows if row.disagree]
+    table_rows.sort(key=lambda r: (r.scenario_id or "", r.agent or "", r.attempt or 0, r.key))
+    return EvaluationTable(
+        columns_by=by,
+        columns=sorted(columns),
+        rows=table_rows,
+        disagreeing=disagreeing,
+        disagreeing_only=disagreeing_only,
+        truncated=truncated,
+    )
+
+
+async def evaluation_table(
+    store: Store, filters: ReportFilter, *, by: ColumnKind, disagreeing_only: bool = False
+) -> EvaluationTable:
+    """The table of the gradings ``filters`` covers (shadow regrades included unless the
+    filter says otherwise: comparing a judge's shadow regrade is what the table is for),
+    read in one snapshot."""
+    if filters.include is None:
+        filters = replace(filters, include="shadow")
+    return await store.db.run_read(_read, filters, by, disagreeing_only)
+
+
+def evaluation_csv(table: EvaluationTable) -> str:
+    """The table as CSV: the attempt's fields, then per column its verdict and yes count,
+    then whether the row disagrees."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    head = ["agent", "model", "scenario_id", "run_id", "attempt"]
+    writer.writerow(
+        [*head, *(f"{c} {part}" for c in table.columns for part in ("verdict", "yes")),
+         "disagree"]
+    )  # fmt: skip
+    for row in table.rows:
+        cells = []
+        for column in table.columns:
+            cell = row.cells.get(column)
+            cells += ["", ""] if cell is None else [cell.verdict, cell.yes_count]
+        writer.writerow(
+            [row.agent, row.model, row.scenario_id, row.run_id, row.attempt, *cells,
+             "yes" if row.disagree else "no"]
+        )  # fmt: skip
+    return out.getvalue()

@@ -1,0 +1,111 @@
+"""The evaluation table: one row per attempt, one column per judge (a shadow regrade's
+judge beside the service's), each cell the verdict and yes count linking to its grading;
+rows where a column passes and another fails marked, filterable, and the same as CSV."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+from typing import Any
+
+from litestar.testing import AsyncTestClient
+
+from judge.backends.scripted import ScriptedBackend
+from tests.support.judge_server import sregym_reply
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, scripted_judge
+from tests.web.conftest import sign_in
+
+OTHER = "openai:other@http://127.0.0.1:9/v1"
+HOSTILE = "<img src=x onerror=alert(1)>"
+#: a quote of the diagnosis: the yes answers are backed by evidence
+QUOTE = "sets USER_PORT=9999"
+
+
+def _judges() -> dict[str, Any]:
+    """The service's judge passes three diagnoses; OTHER passes only the first."""
+    settings = scripted_judge(*[sregym_reply(set(IDS), evidence=QUOTE)] * 3)
+    strict = [sregym_reply(set(IDS), evidence=QUOTE)] + [
+        sregym_reply(set(IDS[:n]), evidence=QUOTE) for n in (3, 4)
+    ]
+    settings["backends"][OTHER] = ScriptedBackend(strict, model="other")
+    return settings
+
+
+async def _three_attempts_two_judges(
+    c: AsyncTestClient[Any], agent: dict[str, str], admin: dict[str, str]
+) -> list[str]:
+    ids = []
+    for n in range(3):
+        body = {"diagnosis": f"{DIAGNOSIS} Attempt {n}.", "ground_truth": TRUTH}
+        body["agent"] = HOSTILE if n == 2 else "alpha"
+        response = await c.post("/v1/submissions?wait=10", json=body, headers=agent)
+        assert response.json()["status"] == "graded", response.text
+        ids.append(response.json()["id"])
+    job = await c.post("/v1/regrade-jobs", json={"judge": OTHER, "mode": "shadow"}, headers=admin)
+    assert job.status_code == 201, job.text
+    for _ in range(100):
+        state = (await c.get(f"/v1/regrade-jobs/{job.json()['id']}", headers=admin)).json()
+        if state["state"] == "done":
+            break
+        await asyncio.sleep(0.05)
+    return ids
+
+
+async def test_two_judges_one_row_per_attempt_with_disagreements_marked(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    async with api_client(**_judges()) as c:
+        ids = await _three_attempts_two_judges(c, agent, admin)
+        url = "/v1/stats/evaluation-table?by=judge"
+        table = (await c.get(url, headers=admin)).json()
+        assert table["columns"] == ["openai:other", "openai:scripted"]
+        assert len(table["rows"]) == 3 and table["disagreeing"] == 2
+        rows = {r["cells"]["openai:scripted"]["grading_id"]: r for r in table["rows"]}
+        assert set(rows) == set(ids)  # each attempt's grading by the service's judge
+        cells = [
+            (
+                r["cells"]["openai:scripted"]["verdict"],
+                r["cells"]["openai:other"]["verdict"],
+                r["disagree"],
+            )
+            for r in rows.values()
+        ]
+        assert sorted(cells) == [("PASS", "FAIL", True)] * 2 + [("PASS", "PASS", False)]
+
+        only = (await c.get(f"{url}&disagreeing_only=true", headers=admin)).json()
+        assert len(only["rows"]) == 2 and all(r["disagree"] for r in only["rows"])
+
+        answer = await c.get("/v1/stats/evaluation-table.csv?by=judge", headers=admin)
+        assert answer.headers["content-type"].startswith("text/csv")
+        lines = list(csv.DictReader(io.StringIO(answer.text)))
+        assert len(lines) == 3 and sorted(r["disagree"] for r in lines) == ["no", "yes", "yes"]
+        assert {r["openai:other yes"] for r in lines} == {"9", "3", "4"}
+
+
+async def test_the_page_marks_disagreements_escapes_names_and_offers_csv(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    async with api_client(**_judges()) as c:
+        await _three_attempts_two_judges(c, agent, admin)
+        await sign_in(c, admin)
+        page = (await c.get("/reports/table?by=judge&disagreeing_only=true")).text
+        assert page.count('data-disagree="yes"') == 2 and 'data-disagree="no"' not in page
+        every = (await c.get("/reports/table?by=judge")).text
+        assert every.count('data-disagree="') == 3
+        assert HOSTILE not in every and "&lt;img src=x" in every
+        csv_answer = await c.get("/reports/table.csv?by=judge")
+        assert csv_answer.status_code == 200 and len(csv_answer.text.splitlines()) == 4
+
+
+async def test_submitters_get_no_table_and_a_bad_column_kind_is_named(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        refused = await c.get("/v1/stats/evaluation-table", headers=agent)
+        assert refused.status_code == 403
+        bad = await c.get("/v1/stats/evaluation-table?by=colour", headers=ada)
+        assert bad.status_code == 422 and "by" in bad.text
