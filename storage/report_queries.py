@@ -9,6 +9,8 @@ rubric group is labelled ``id@version`` and a judge group ``backend:model``, and
 ``qwen3:8b``) or the labelled one (``sregym-rca@v1+…``, ``ollama:qwen3:8b``). The
 ``provisional`` group is ``provisional`` or ``qualified`` (the grading's judge had or
 had not qualified); shadow and provisional gradings are scoped in :mod:`storage.report_scope`.
+``day`` and ``week`` group by when the grading was made (UTC; a week is labelled by its
+Monday, ``YYYY-MM-DD``): a pass rate over time.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
+from sqlalchemy import ColumnElement, Select, String, and_, case, func, or_, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 from sqlmodel import col
 
 from storage.report_scope import (
@@ -49,9 +53,11 @@ __all__ = [
     "verdict_column",
 ]
 
-GroupKey = Literal["agent", "model", "scenario", "rubric", "judge", "source", "provisional"]
+GroupKey = Literal[
+    "agent", "model", "scenario", "rubric", "judge", "source", "provisional", "day", "week"
+]  # fmt: skip
 GROUP_KEYS: tuple[GroupKey, ...] = (
-    "agent", "model", "scenario", "rubric", "judge", "source", "provisional",
+    "agent", "model", "scenario", "rubric", "judge", "source", "provisional", "day", "week",
 )  # fmt: skip
 #: where a submission's ground truth came from: a registered scenario, or its sender
 GroundTruthSource = Literal["scenario", "inline"]
@@ -60,6 +66,34 @@ GroundTruthSource = Literal["scenario", "inline"]
 Verdicts = Literal["effective", "judge"]
 
 _G, _S, _A = GradingRecord, SubmissionRecord, AnswerRecord
+
+
+class utc_day(FunctionElement[str]):
+    """The UTC calendar day of a timestamp as ``YYYY-MM-DD``, the same text on SQLite and
+    PostgreSQL; with ``week=True`` the Monday that begins its (ISO) week."""
+
+    type = String()
+    inherit_cache = True
+
+    def __init__(self, column: Any, *, week: bool = False) -> None:
+        self.week = week
+        super().__init__(column)
+
+
+@compiles(utc_day, "sqlite")
+def _utc_day_sqlite(element: utc_day, compiler: Any, **kw: Any) -> str:
+    # stored as UTC text; 'weekday 0' moves to the next Sunday (or stays), -6 days: Monday
+    shift = ", 'weekday 0', '-6 days'" if element.week else ""
+    return f"date({compiler.process(element.clauses, **kw)}{shift})"
+
+
+@compiles(utc_day, "postgresql")
+def _utc_day_postgres(element: utc_day, compiler: Any, **kw: Any) -> str:
+    stamp = f"({compiler.process(element.clauses, **kw)} AT TIME ZONE 'UTC')"
+    if element.week:
+        stamp = f"date_trunc('week', {stamp})"
+    return f"to_char({stamp}, 'YYYY-MM-DD')"
+
 
 #: the columns of each group and how their values join into one label
 _GROUPS: dict[GroupKey, tuple[tuple[Any, ...], str]] = {
@@ -70,6 +104,9 @@ _GROUPS: dict[GroupKey, tuple[tuple[Any, ...], str]] = {
     "judge": ((_G.judge_backend, _G.judge_model), ":"),
     "source": ((_S.ground_truth_source,), ""),
     "provisional": ((provisional_label(),), ""),
+    # when the grading was made: a pass rate over time
+    "day": ((utc_day(_G.created_at),), ""),
+    "week": ((utc_day(_G.created_at, week=True),), ""),
 }
 
 

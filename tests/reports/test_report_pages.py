@@ -5,6 +5,7 @@ the gradings behind it."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.support.judge_server import sregym_reply
@@ -176,3 +177,16 @@ async def test_repeated_scenarios_add_the_per_scenario_view(api_client: Any, tok
         view = page.split('data-testid="by-scenario"')[1]
         assert '<td>s1</td>\n      <td class="num">2/2</td>' in view
         assert '<td class="num">0/2</td></tr>' in view
+
+
+async def test_the_reports_page_draws_a_pass_rate_per_week(api_client: Any, tokens: Any) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(set(IDS)))) as c:
+        body = {"diagnosis": "The user-service sets USER_PORT=9999.", "ground_truth": TRUTH}
+        body["agent"] = "alpha"
+        assert (await c.post("/v1/submissions?wait=10", json=body, headers=agent)).is_success
+        await sign_in(c, ada)
+        page = (await c.get("/reports?group_by=agent,week&inline=include")).text
+        today = datetime.now(UTC).date()
+        monday = (today - timedelta(days=today.weekday())).isoformat()
+        assert f"alpha · {monday}" in page  # the week's bar, labelled by its Monday

@@ -185,3 +185,29 @@ async def test_export_streams_every_grading_in_batches(store: Store, clock: Cloc
     assert [len(item.view.answers) for item in streamed] == [9, 9, 0, 0, 9]
     async with store.exports.open(ReportFilter(agent="nobody")) as export:
         assert export.rubrics == {} and [item async for item in export.gradings] == []
+
+
+async def test_pass_rates_over_time_group_by_utc_day_and_by_week_of_monday(
+    store: Store, clock: Clock
+) -> None:
+    """Both databases label a day ``YYYY-MM-DD`` (UTC) and a week by its Monday."""
+    made = []
+    for outcome, days_later in (("pass", 0), ("fail", 2), ("pass", 1), ("pass", 4)):
+        clock.advance(days_later * 86400)
+        await add_grading(store, outcome, agent="a")
+        made.append((clock().date(), outcome))
+    queries = ReportQueries(store.db)
+    by_day = await queries.outcome_counts(EVERYTHING, group_by=["day"])
+    expected_days: dict[str, list[int]] = {}
+    for day, outcome in made:
+        counts = expected_days.setdefault(day.isoformat(), [0, 0])
+        counts[outcome == "fail"] += 1
+    assert {c.key[0]: [c.passed, c.failed] for c in by_day} == expected_days
+    by_week = await queries.outcome_counts(EVERYTHING, group_by=["agent", "week"])
+    weeks: dict[str, int] = {}
+    for day, _ in made:
+        monday = (day - timedelta(days=day.weekday())).isoformat()
+        weeks[monday] = weeks.get(monday, 0) + 1
+    assert {c.key[1]: c.passed + c.failed for c in by_week} == weeks
+    assert all(c.key[0] == "a" for c in by_week)
+    assert [c.key[1] for c in by_week] == sorted(weeks)  # oldest first
