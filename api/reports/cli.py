@@ -41,7 +41,10 @@ _GROUP_BY = click.option(
     "--group-by",
     default="",
     metavar="KEYS",
-    help="comma-separated among agent, model, scenario, rubric, judge, source, provisional, day, week",
+    help=(
+        "comma-separated among agent, model, scenario, rubric, judge, source, provisional, "
+        "day, week"
+    ),
 )
 
 
