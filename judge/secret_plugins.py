@@ -188,7 +188,9 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # mysql -uroot -pS3cret (the password attached to -p; -P is the port)
     (
         "command-line-password",
-        re.compile(r"(?i:\bmysql(?:dump|admin|import|sh|slap|check)?)\b[^\n|;&]*?\s-p['\"]?([^\s'\"]+)"),
+        re.compile(
+            r"(?i:\bmysql(?:dump|admin|import|sh|slap|check)?)\b[^\n|;&]*?\s-p['\"]?([^\s'\"]+)"
+        ),
     ),
     # redis-cli -a S3cret / --pass S3cret
     (
