@@ -119,9 +119,8 @@ def _print(outcome: Calibration, threshold: float, fmt: str) -> None:
         }  # fmt: skip
         click.echo(json.dumps(out, indent=2))
         return
-    from rich.console import Console
-
-    from api.tabular import Tabular, print_table
+    from api.cli.output import print_tables
+    from api.tabular import Tabular
 
     rows = []
     for row in figures.results["rows"]:
@@ -133,6 +132,6 @@ def _print(outcome: Calibration, threshold: float, fmt: str) -> None:
     columns = ["level", "item", "n", "accuracy", "kappa", "kappa_ci_low", "kappa_ci_high"]
     columns += ["yes->yes", "yes->no", "no->yes", "no->no"]
     notes = ["confusion: judge -> gold label"]
-    print_table(Tabular("Judge vs gold labels", columns, rows, notes), Console(width=160))
+    print_tables([Tabular("Judge vs gold labels", columns, rows, notes)])  # the terminal's width
     for line in _summary(figures, run, previous, threshold):
         click.echo(line)

@@ -21,7 +21,7 @@ from judge.spec import judge_identity
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
 from tests.storage.helpers import sregym_rubric
-from tests.support.in_process_cli import run_cli
+from tests.support.in_process_cli import cli_in_process, run_cli
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -95,6 +95,17 @@ async def test_calibrate_stores_runs_and_marks_qualification(
     assert not await store.calibration.is_qualified(judge_spec="scripted:fail", **identity)
     assert not await store.calibration.is_qualified(judge_spec="scripted:pass", **identity)
     assert len(await store.calibration.recent(limit=10)) == 2  # both runs stored
+
+
+def test_the_calibration_table_keeps_to_an_80_column_terminal(database_url: str) -> None:
+    env = {"NO_COLOR": "1", "COLUMNS": "80", "SRE_JUDGE_DATABASE_URL": database_url}
+    args = ("calibrate", "--gold", str(GOLD), "--format", "table", "--judge", "scripted:pass")
+    narrow = cli_in_process(*args, env=env)
+    assert narrow.returncode == 0, narrow.stderr
+    assert "kappa" in narrow.stdout and "Judge vs gold labels" in narrow.stdout
+    table = narrow.stdout.split("\njudge ", 1)[0]  # the summary's prose wraps by itself
+    too_wide = [line for line in table.splitlines() if len(line) > 80]
+    assert too_wide == [], too_wide
 
 
 def _earlier_run() -> CalibrationRunRecord:
