@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, and_, case, cast, exists, or_, select
+from sqlalchemy import String, and_, case, cast, exists, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlmodel import col
@@ -142,6 +142,12 @@ class ReviewRepository:
             for g, s, c in rows
         ]
 
+    async def reviewed_since(
+        self, since: datetime, *, agent: str | None = None, scenario_id: str | None = None
+    ) -> int:
+        """Reviews finished since ``since`` (of one agent's or one scenario's gradings)."""
+        return await self._db.run_read(_reviewed_since, since, agent, scenario_id)
+
     async def _answers_of(
         self, session: AsyncSession, ids: Sequence[str]
     ) -> dict[str, list[AnswerRecord]]:
@@ -241,3 +247,20 @@ class ReviewRepository:
         claim.done_at, claim.done_by = self._db.clock(), principal_id
         claim.claimed_by = claim.claimed_by_name = None
         claim.claimed_until = None
+
+
+def _reviewed_since(
+    session: Session, since: datetime, agent: str | None, scenario_id: str | None
+) -> int:
+    query = (
+        select(func.count())
+        .select_from(ReviewClaimRecord)
+        .join(GradingRecord, col(GradingRecord.id) == col(ReviewClaimRecord.grading_id))
+        .join(SubmissionRecord, col(SubmissionRecord.id) == col(GradingRecord.submission_id))
+        .where(col(ReviewClaimRecord.done_at) >= since)
+    )
+    if agent is not None:
+        query = query.where(col(SubmissionRecord.agent) == agent)
+    if scenario_id is not None:
+        query = query.where(col(SubmissionRecord.scenario_id) == scenario_id)
+    return int(session.execute(query).scalar_one())

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from litestar import get, post
+from litestar import Request, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from api.adjudication.grading_view import verdict_label
-from api.adjudication.use_cases import finish_review, review_items
+from api.adjudication.use_cases import finish_review, review_items, reviewed_today
 from api.service.presenters import render_gradings
 from api.service.schemas import GradingPublic
 from api.service.services import Services
@@ -20,7 +24,7 @@ from api.web.sessions import SignedIn, web_require
 from judge.review_reasons import ReviewReason
 from storage import GradingView, ReviewItem
 
-__all__ = ["finish_from_page", "home", "next_item", "queue_page"]
+__all__ = ["finish_from_page", "home", "next_item", "queue_page", "walk_query"]
 
 #: the queue page reads this many items at most (the counts are over them)
 QUEUE_WINDOW = 500
@@ -60,50 +64,112 @@ async def _items(
     ]
 
 
+#: the queue's filters, as the queue page takes them and as a walk carries them (``q.``)
+_FILTERS = ("agent", "model", "scenario_id", "reason", "judge", "provisional")
+#: how long the first line of a diagnosis may be on the queue page
+_SNIPPET = 140
+
+
+def _filters(params: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
+    """The queue's filters from query parameters (``prefix``: ``q.`` on a walk)."""
+    values: dict[str, Any] = {name: params.get(prefix + name) or None for name in _FILTERS}
+    provisional = values["provisional"]
+    values["provisional"] = None if provisional is None else provisional == "true"
+    return values
+
+
+def walk_query(filters: Mapping[str, Any], position: int) -> str:
+    """The query string a walk through the queue carries from item to item: the filters
+    (``q.agent``...) and the position of the item in the filtered queue (``q.pos``)."""
+    params = {f"q.{k}": str(v).lower() if isinstance(v, bool) else v for k, v in filters.items()}
+    return urlencode({**{k: v for k, v in params.items() if v is not None}, "q.pos": position})
+
+
+def _snippet(diagnosis: str) -> str:
+    """The first non-empty line of a diagnosis, cut to ``_SNIPPET`` characters."""
+    first = next((line.strip() for line in diagnosis.splitlines() if line.strip()), "")
+    return first if len(first) <= _SNIPPET else first[: _SNIPPET - 1] + "…"
+
+
+def _age(created_at: datetime, now: datetime) -> str:
+    """How long ago, in the largest whole unit: 40 s, 12 min, 3 h, 5 d."""
+    seconds = max(0, int((now - created_at).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
 @get("/queue", guards=[web_require("adjudicator")], include_in_schema=False)
 async def queue_page(
+    request: Request[Any, Any, Any],
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
-    agent: FromQuery[str | None] = None,
-    model: FromQuery[str | None] = None,
-    scenario_id: FromQuery[str | None] = None,
-    reason: FromQuery[str | None] = None,
-    judge: FromQuery[str | None] = None,
-    provisional: FromQuery[bool | None] = None,
+    end: FromQuery[bool] = False,
 ) -> Template:
-    """Gradings that need a human, most urgent first, with counts per reason."""
-    filters = {
-        "agent": agent or None,
-        "model": model or None,
-        "scenario_id": scenario_id or None,
-        "reason": reason or None,
-        "judge": judge or None,
-        "provisional": provisional,
-    }
+    """Gradings that need a human, most urgent first, with counts per reason; each row
+    with its agent, model, scenario, age, the diagnosis' first line, its reasons and who
+    holds it; how many were reviewed today. ``end``: a walk reached the queue's end."""
+    params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
+    filters = _filters(params)
     rows = await _items(services, who, filters)
     counts = Counter(r for _, item in rows for r in item.reasons)
+    now = services.store.db.clock()
+    done = await reviewed_today(
+        services, agent=filters["agent"], scenario_id=filters["scenario_id"]
+    )
     return page(
         "queue.html",
         who,
-        rows=[(g, item, verdict_label(g)) for g, item in rows],
+        rows=[
+            (
+                g,
+                item,
+                verdict_label(g),
+                _snippet(g.submission.diagnosis),
+                _age(item.grading.created_at, now),
+                walk_query(filters, position),
+            )
+            for position, (g, item) in enumerate(rows)
+        ],
         counts=[(r.value, counts.get(r.value, 0)) for r in ReviewReason],
         reasons=[r.value for r in ReviewReason],
         filters=filters,
+        reviewed_today=done,
+        start=walk_query(filters, -1),
+        end=end,
     )
 
 
 @get("/queue/next", guards=[web_require("adjudicator")], include_in_schema=False)
 async def next_item(
+    request: Request[Any, Any, Any],
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
     after: FromQuery[str | None] = None,
 ) -> Redirect:
-    """The most urgent item nobody else holds (other than ``after``), claimed on opening."""
-    items = await review_items(services, who.principal, limit=QUEUE_WINDOW)
-    for item in items:
-        if item.grading.id != after:
-            return Redirect(f"/gradings/{item.grading.id}?claim=true", status_code=303)
-    return Redirect("/queue", status_code=303)
+    """The next item of a walk through the filtered queue (``q.`` parameters), claimed on
+    opening. A walk moves forward from the item it left (``after``, at ``q.pos``): a
+    skipped item is not visited again in the same pass, and when the item has left the
+    queue (finished) the one that took its place comes next. At the end: the queue,
+    saying so."""
+    params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
+    filters = _filters(params, "q.")
+    rows = await _items(services, who, filters)
+    ids = [g.id for g, _ in rows]
+    try:
+        position = int(params.get("q.pos", "-1"))
+    except ValueError:
+        position = -1
+    # still queued (skipped, or the queue moved): the one behind it; gone (finished, or
+    # taken by someone else): it held ``position``, which the one behind it now holds
+    index = max(ids.index(after) + 1 if after in ids else position, 0)
+    if index < len(ids):
+        query = walk_query(filters, index)
+        return Redirect(f"/gradings/{ids[index]}?claim=true&{query}", status_code=303)
+    kept = {k: v for k, v in filters.items() if v is not None}
+    shown = {k: str(v).lower() if isinstance(v, bool) else v for k, v in kept.items()}
+    return Redirect("/queue?" + urlencode({**shown, "end": "true"}), status_code=303)
 
 
 @post(
@@ -116,10 +182,13 @@ async def finish_from_page(
     grading_id: FromPath[str],
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
+    data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect:
-    """The item leaves the queue; on to the next one."""
+    """The item leaves the queue; on to the next one of the walk the form carried."""
     await finish_review(services, who.principal, grading_id)
-    return Redirect(f"/queue/next?after={grading_id}", status_code=303)
+    walk = {k: v for k, v in data.items() if k.startswith("q.")}
+    query = urlencode({"after": grading_id, **walk})
+    return Redirect(f"/queue/next?{query}", status_code=303)
 
 
 @get("/", guards=[web_require("submitter")], include_in_schema=False)

@@ -43,6 +43,7 @@ __all__ = [
     "related_gradings",
     "related_in",
     "review_items",
+    "reviewed_today",
     "tag_grading",
     "tag_vocabulary",
     "untag_grading",
@@ -70,6 +71,17 @@ async def review_items(
             reason=reason,
             limit=limit,
         )
+    )
+
+
+async def reviewed_today(
+    services: Services, *, agent: str | None = None, scenario_id: str | None = None
+) -> int:
+    """Reviews finished since midnight UTC (of one agent's or one scenario's gradings)."""
+    now = services.store.db.clock()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return await services.store.review.reviewed_since(
+        midnight, agent=agent, scenario_id=scenario_id
     )
 
 

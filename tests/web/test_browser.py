@@ -154,7 +154,7 @@ def test_adjudicating_by_keyboard_flips_the_verdict_and_a_stale_page_loses_nothi
     ada.screenshot(path=str(tmp_path / "queue.png"), full_page=True)
 
     first = workbench.gradings[0]
-    ada.click(f"a[href='/gradings/{first}?claim=true']")
+    ada.click(f"[data-grading='{first}'] a[href^='/gradings/{first}?claim=true']")
     assert "You are reviewing this grading (Ada)" in ada.text_content("[data-testid=claim]")
     assert ada.text_content("[data-testid=effective-verdict]") == "FAIL"
     ada.screenshot(path=str(tmp_path / "grading.png"), full_page=True)
