@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlmodel import col
@@ -120,6 +120,18 @@ class OverrideRepository:
             .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
         )
         return list(session.execute(query).scalars())
+
+    @staticmethod
+    def read_recent_reasons(session: Session, author_id: str, *, limit: int = 8) -> list[str]:
+        """The last distinct reasons ``author_id`` gave for overrides, newest first."""
+        query = (
+            select(col(OverrideRecord.reason), func.max(col(OverrideRecord.created_at)))
+            .where(col(OverrideRecord.author_id) == author_id)
+            .group_by(col(OverrideRecord.reason))
+            .order_by(func.max(col(OverrideRecord.created_at)).desc())
+            .limit(limit)
+        )
+        return [reason for reason, _ in session.execute(query)]
 
     async def add(
         self,

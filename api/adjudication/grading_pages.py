@@ -57,6 +57,7 @@ async def _render(
         **grading_page_context(grading, rubric),
         history=parts.history,
         vocabulary=parts.vocabulary,
+        canned_reasons=parts.canned_reasons,
         related=related_rows,
         claim_note=claim_note,
         pending=pending or {},

@@ -260,6 +260,8 @@ class GradingPageParts:
     history: list[dict[str, Any]]
     #: the failure-tag vocabulary (adjudicators only; else empty)
     vocabulary: list[TagVocabularyRecord]
+    #: reasons an override form offers: the principal's last ones, then the vocabulary's
+    canned_reasons: list[str]
 
 
 async def grading_page_parts(
@@ -277,13 +279,22 @@ def _page_parts(
     siblings = related_in(session, services, principal, grading_id)
     presented = present_gradings(session, services, [view, *siblings], principal)
     g = view.grading
+    vocabulary = services.store.tags.read_vocabulary(session) if adjudicator else []
+    recent = (
+        services.store.overrides.read_recent_reasons(session, principal.id) if adjudicator else []
+    )
+    canned = [
+        *recent,
+        *(f"{v.tag}: {v.description}" if v.description else v.tag for v in vocabulary),
+    ]
     return GradingPageParts(
         view=view,
         grading=presented[0],
         rubric=services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version),
         related=list(zip(presented[1:], siblings, strict=True)),
         history=history_in(session, services, principal, grading_id) if adjudicator else [],
-        vocabulary=services.store.tags.read_vocabulary(session) if adjudicator else [],
+        vocabulary=vocabulary,
+        canned_reasons=list(dict.fromkeys(canned)),
     )
 
 

@@ -121,6 +121,30 @@ async def test_overriding_one_answer_flips_the_verdict_and_joins_the_history(
         assert api["passed"] is True and api["overrides"][0]["author"] == "Ada"
 
 
+async def test_the_override_forms_offer_my_last_reasons_then_the_failure_tags(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE)
+    async with api_client(**scripted_judge(reply, reply)) as c:
+        first, second = await graded(c, agent), await graded(c, agent)
+        csrf = await sign_in(c, ada)
+        url = f"/gradings/{first['id']}"
+        reason = "names <b>user-service</b> as origin"
+        form = {"_csrf": csrf, "revision": _revision((await c.get(url)).text)}
+        form |= {"kind": "answer", "question_id": "D1-Q1", "answer": "yes", "reason": reason}
+        assert (await c.post(f"{url}/overrides", data=form)).status_code == 200
+        page = (await c.get(f"/gradings/{second['id']}")).text
+        datalist = page.split('<datalist id="canned-reasons"')[1].split("</datalist>")[0]
+        canned = re.findall(r'<option value="([^"]*)">', datalist)
+        assert canned[0] == "names &lt;b&gt;user-service&lt;/b&gt; as origin"  # mine, escaped
+        assert any(r.startswith("misread-unit") for r in canned)  # the failure tags
+        assert page.count('list="canned-reasons"') >= 10  # the verdict form and each answer's
+        await c.get("/logout")
+        await sign_in(c, agent)
+        assert "canned-reasons" not in (await c.get(url)).text
+
+
 async def test_a_stale_page_shows_what_changed_and_keeps_the_input(
     api_client: Any, tokens: Any
 ) -> None:
