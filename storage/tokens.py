@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.canonical import iso_utc
@@ -150,6 +152,17 @@ class TokenRepository:
         if record.expires_at is not None and record.expires_at <= self._db.clock():
             return None
         return record
+
+    @staticmethod
+    def read_names(session: Session, token_ids: Iterable[str]) -> dict[str, str]:
+        """The names of those of ``token_ids`` that are tokens (revoked ones included)."""
+        wanted = list(set(token_ids))
+        if not wanted:
+            return {}
+        query = select(col(TokenRecord.id), col(TokenRecord.name)).where(
+            col(TokenRecord.id).in_(wanted)
+        )
+        return {token_id: name for token_id, name in session.execute(query)}
 
     async def revoke(self, token_id: str, *, actor: str = "system") -> TokenRecord:
         """Revoke a token (revoking twice keeps the first time); NotFound when unknown."""

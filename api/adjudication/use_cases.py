@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from api.adjudication.label_queries import LabelQueries
 from api.service.errors import InvalidRequest
-from api.service.presenters import present_gradings
+from api.service.presenters import present_gradings, rubric_shown
 from api.service.principal import Principal
 from api.service.schemas import GradingRead, OverrideCreate
 from api.service.services import Services
@@ -161,7 +161,9 @@ def _override(
 ) -> GradingRead:
     view = readable_in(session, services, principal, grading_id)
     g = view.grading
-    rubric = services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version)
+    # an imported SREGym verdict (no stored rubric version) is adjudicated against the
+    # current version that asks the same questions, as its page shows it
+    rubric = rubric_shown(session, services, view)
     if rubric is None:
         raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
     services.store.overrides.add_in(
@@ -198,6 +200,8 @@ def history_in(
     readable_in(session, services, principal, grading_id)
     events = services.store.gradings.read_history(session, grading_id)
     calls = {c.id: c for c in services.store.gradings.read_judge_calls(session, grading_id)}
+    # people by their names: an actor that is a token is shown by the token's name
+    names = services.store.tokens.read_names(session, (e.actor for e in events))
     items = []
     for event in events:
         item: dict[str, Any] = {
@@ -205,6 +209,7 @@ def history_in(
             "at": event.created_at,
             "event": event.event,
             "actor": event.actor,
+            "actor_name": names.get(event.actor, event.actor),
             # the records' digests name their columns' hashes: the chain's business only
             "payload": {k: v for k, v in event.payload.items() if k != ROWS},
             "hash": event.hash,
@@ -278,7 +283,6 @@ def _page_parts(
     view = readable_in(session, services, principal, grading_id)
     siblings = related_in(session, services, principal, grading_id)
     presented = present_gradings(session, services, [view, *siblings], principal)
-    g = view.grading
     vocabulary = services.store.tags.read_vocabulary(session) if adjudicator else []
     recent = (
         services.store.overrides.read_recent_reasons(session, principal.id) if adjudicator else []
@@ -290,7 +294,7 @@ def _page_parts(
     return GradingPageParts(
         view=view,
         grading=presented[0],
-        rubric=services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version),
+        rubric=rubric_shown(session, services, view),
         related=list(zip(presented[1:], siblings, strict=True)),
         history=history_in(session, services, principal, grading_id) if adjudicator else [],
         vocabulary=vocabulary,

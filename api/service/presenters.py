@@ -48,6 +48,7 @@ __all__ = [
     "render_grading",
     "render_gradings",
     "result_public",
+    "rubric_shown",
 ]
 
 
@@ -316,6 +317,21 @@ def _grading_public(
     )
 
 
+def rubric_shown(session: Session, services: Services, view: GradingView) -> Rubric | None:
+    """The rubric a grading is shown with: its own version, or, for one no stored version
+    names (SREGym's imported verdicts), the current version of the same rubric when it
+    asks exactly the grading's questions, so they read with their texts and dimensions."""
+    g = view.grading
+    rubric = services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version)
+    if rubric is not None or not view.answers:
+        return rubric
+    current = services.rubrics.resolve_in(session, g.rubric_id)
+    asked = {a.question_id for a in view.answers}
+    if current is not None and asked == {q.id for q in current.questions}:
+        return current
+    return None
+
+
 def present_gradings(
     session: Session, services: Services, views: Sequence[GradingView], principal: Principal
 ) -> list[GradingRead]:
@@ -329,7 +345,7 @@ def present_gradings(
     rendered = []
     for view in views:
         g = view.grading
-        rubric = services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version)
+        rubric = rubric_shown(session, services, view)
         rendered.append(
             grading_public(
                 view,

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.imports.problems import read_problems
+from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
+from storage import Store
+from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import sregym_reply
+from tests.support.sregym_results import write_sregym_results
 from tests.support.submissions import IDS, TRUTH, graded, scripted_judge
 from tests.web.conftest import sign_in
 
@@ -271,3 +280,32 @@ async def test_pages_showing_a_ground_truth_are_never_stored_by_a_cache(
     for page in [*pages, login]:
         assert page.status_code == 200, page.url
         assert page.headers["cache-control"] == "no-store", page.url
+
+
+async def test_an_imported_sregym_verdict_reads_with_question_texts_and_named_people(
+    api_client: Any, tokens: Any, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """SREGym's own verdicts are stored against no rubric version of this service: the
+    page shows them with the current rubric's question texts and dimension names (it asks
+    the same nine questions); the verdict reads once; the history names people."""
+    fixture = write_sregym_results(tmp_path)
+    store = Store(engine)
+    await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )  # fmt: skip
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        listed = (await c.get("/v1/gradings?limit=1", headers=ada)).json()["items"][0]
+        url = f"/gradings/{listed['id']}"
+        csrf = await sign_in(c, ada)
+        page = (await c.get(url)).text
+        assert "Does the diagnosis name the component where the fault originates?" in page
+        assert "Fault localization: " in page and "D1: " not in page
+        verdict = page.split("Effective:", 1)[1].split("·", 1)[0]  # before "judge said"
+        assert verdict.count("PASS") + verdict.count("FAIL") == 1, verdict
+        form = {"_csrf": csrf, "revision": _revision(page), "kind": "verdict"}
+        form |= {"verdict": "fail", "reason": "checked by hand"}
+        assert (await c.post(f"{url}/overrides", data=form)).status_code == 200
+        history = (await c.get(url)).text.split('data-testid="history"', 1)[-1]
+        assert "grading.overridden</strong> by <span" in history and ">Ada</span>" in history
