@@ -69,16 +69,32 @@ def _carries(reason: str) -> Any:
     return cast(GradingRecord.review_reasons, String).like(f'%"{reason}"%')
 
 
+#: signs that the verdict itself may be wrong: judges disagreeing, a judge unsure, a
+#: "yes" a check in code vetoed, reasoning against the answer, text addressing the judge,
+#: a diagnosis not grounded in the ground truth
+LIKELY_WRONG = (
+    _R.JUDGE_SPLIT,
+    _R.JUDGE_OVERRULED,
+    _R.REASONING_CONTRADICTS,
+    _R.INJECTION_SUSPECTED,
+    _R.GROUNDING_FAILED,
+)
+
+
 def _urgency() -> Any:
-    """The priority of a grading's most urgent reason the queue ranks by (lower first)."""
-    return case(
-        (col(GradingRecord.held).is_(True), -1),  # a verdict is missing: before all else
-        (GradingRecord.status == "unscored", _R.UNSCORED.priority),
-        (_carries(_R.EVIDENCE_UNVERIFIED), _R.EVIDENCE_UNVERIFIED.priority),
-        (col(GradingRecord.needs_review).is_(True), _R.NEEDS_REVIEW.priority),
-        (col(GradingRecord.decisive).is_(True), _R.DECISIVE.priority),
-        else_=len(_R),
+    """The tier the queue ranks a grading by (lower first): a missing verdict (held, then
+    unscored), then signs that the verdict may be wrong (``LIKELY_WRONG``, low confidence),
+    then a verdict one answer decides, then flags that ask for a look (an unverified
+    quote, a flag for review); within a tier failures before passes."""
+    tier = case(
+        (col(GradingRecord.held).is_(True), 0),  # a verdict is missing: before all else
+        (GradingRecord.status == "unscored", 1),
+        (or_(*(_carries(r) for r in LIKELY_WRONG), _low_confidence()), 2),
+        (and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True)), 3),
+        (_carries(_R.EVIDENCE_UNVERIFIED), 4),
+        else_=5,
     )
+    return tier * 2 + case((col(GradingRecord.passed).is_(False), 0), else_=1)
 
 
 class ReviewRepository:

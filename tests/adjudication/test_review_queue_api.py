@@ -89,3 +89,28 @@ async def test_blind_review_hides_the_judge_until_labelled(api_client: Any, toke
         )
         assert again.status_code == 409
         assert (await client.get("/v1/review-queue", headers=adj)).json()["items"] == []
+
+
+def _unsure_reply() -> str:
+    """Nine quoted yes answers, one of them given with low confidence."""
+    items = json.loads(sregym_reply(set(IDS), evidence="sets USER_PORT=9999").strip("`json\n"))
+    items[4]["confidence"] = "Low"
+    return "```json\n" + json.dumps(items) + "\n```"
+
+
+async def test_likely_wrong_verdicts_come_before_decisive_ones_and_failures_before_passes(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    replies = [
+        sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"),  # decisive pass, 7/9
+        sregym_reply(set(IDS[:6]), evidence="sets USER_PORT=9999"),  # decisive fail, 6/9
+        _unsure_reply(),  # a pass the judge was unsure of
+    ]
+    async with api_client(**scripted_judge(*replies)) as client:
+        decisive_pass = await graded(client, agent, DIAGNOSIS + " 1")
+        decisive_fail = await graded(client, agent, DIAGNOSIS + " 2")
+        unsure = await graded(client, agent, DIAGNOSIS + " 3")
+        queue = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
+        order = [item["grading"]["id"] for item in queue]
+        assert order == [unsure["id"], decisive_fail["id"], decisive_pass["id"]], queue
