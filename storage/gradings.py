@@ -24,6 +24,7 @@ from storage.database import Database
 from storage.errors import InvalidCursor, NotFound
 from storage.models import GradingFilter, GradingView
 from storage.review_tables import FailureTagRecord
+from storage.search import TextMatches
 from storage.tables import (
     AnswerRecord,
     AuditRecord,
@@ -113,6 +114,8 @@ def _filtered(
                 col(FailureTagRecord.removed_at).is_(None),
             )
         )
+    if filters.search is not None:
+        query = query.where(TextMatches(filters.search))
     return query
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judge.verdict import GradingResult
 from storage.canonical import canonical_json, sha256_hex
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, empty_dict, empty_list
+
+if TYPE_CHECKING:
+    from storage.search import SearchQuery
 
 __all__ = [
     "Claim",
@@ -156,3 +159,5 @@ class GradingFilter:
     current_only: bool = True
     #: only gradings carrying this failure tag
     tag: str | None = None
+    #: only gradings whose diagnosis, override reasons or tag notes match (``storage.search``)
+    search: SearchQuery | None = None

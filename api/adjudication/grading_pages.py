@@ -23,6 +23,7 @@ from api.web.sessions import SignedIn, web_require
 from judge.spec import BACKEND_NAMES
 from storage import GradingFilter
 from storage.errors import Conflict, PreconditionFailed
+from storage.search import InvalidSearch, parse_search
 
 __all__ = ["grading_list", "grading_page", "override_from_page"]
 
@@ -162,13 +163,38 @@ async def grading_list(
     held: FromQuery[bool | None] = None,
     judge: FromQuery[str | None] = None,
     rubric: FromQuery[str | None] = None,
+    q: FromQuery[str | None] = None,
     cursor: FromQuery[str | None] = None,
 ) -> Template:
     """Gradings, newest first: a submitter's own, everyone's for adjudicators. ``judge``
     (``model`` or ``backend:model``) and ``rubric`` (``id`` or ``id@version``) take the
-    reports' labels, so a chart links to the gradings behind it."""
+    reports' labels, so a chart links to the gradings behind it. ``q`` searches the
+    diagnoses, override reasons and tag notes (the syntax of ``GET /v1/gradings``); a
+    malformed one answers 422 with the form and what is wrong."""
     principal = who.principal
     rubric_id, _, version = (rubric or "").partition("@")
+    shown = {
+        "q": q,
+        "agent": agent,
+        "model": model,
+        "scenario_id": scenario_id,
+        "status": status,
+        "judge": judge,
+        "rubric": rubric,
+    }
+    try:
+        search = parse_search(q)
+    except InvalidSearch as exc:
+        return page(
+            "gradings.html",
+            who,
+            status_code=422,
+            items=[],
+            next_cursor=None,
+            filters=shown,
+            search_error=str(exc),
+            next_query="",
+        )
     filters = GradingFilter(
         agent=agent or None,
         model=model or None,
@@ -178,23 +204,17 @@ async def grading_list(
         judge_model=_judge_model(judge),
         rubric_id=rubric_id or None,
         rubric_version=version or None,
+        search=search,
     )
     items, next_cursor = await readable_gradings(
         services, principal, filters, cursor=cursor, limit=50
     )
-    shown = {
-        "agent": agent,
-        "model": model,
-        "scenario_id": scenario_id,
-        "status": status,
-        "judge": judge,
-        "rubric": rubric,
-    }
     return page(
         "gradings.html",
         who,
         items=[(g, verdict_label(g)) for g in items],
         next_cursor=next_cursor,
         filters=shown,
+        searching=search is not None,
         next_query=urlencode({**{k: v for k, v in shown.items() if v}, "cursor": next_cursor}),
     )

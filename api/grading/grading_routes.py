@@ -16,6 +16,7 @@ from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingRead
 from api.service.services import Services
 from storage import GradingFilter
+from storage.search import parse_search
 
 __all__ = ["get_grading", "list_gradings", "move_gradings_judge"]
 
@@ -56,10 +57,19 @@ async def list_gradings(
     created_after: FromQuery[datetime | None] = None,
     created_before: FromQuery[datetime | None] = None,
     tag: FromQuery[str | None] = None,
+    q: Annotated[
+        str | None,
+        QueryParameter(
+            description="full-text search of diagnoses, override reasons and tag notes: "
+            'words ANDed, "a phrase", prefix*, -excluded'
+        ),
+    ] = None,
     cursor: FromQuery[str | None] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
 ) -> GradingPage:
-    """Submitters see their own gradings; adjudicators and admins see all."""
+    """Submitters see their own gradings; adjudicators and admins see all. ``q``
+    searches the diagnosis, override reasons and tag notes (``storage.search``); 422
+    naming ``q`` when it is malformed."""
     filters = GradingFilter(
         agent=agent,
         model=model,
@@ -70,6 +80,7 @@ async def list_gradings(
         created_after=created_after,
         created_before=created_before,
         tag=tag,
+        search=parse_search(q),
     )
     items, next_cursor = await readable_gradings(
         services, principal, filters, cursor=cursor, limit=limit

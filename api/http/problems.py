@@ -30,6 +30,7 @@ from storage.errors import (
     NotFound,
     PreconditionFailed,
 )
+from storage.search import InvalidSearch
 
 __all__ = ["PROBLEM_MEDIA_TYPE", "ApiProblem", "exception_handlers", "problem_response"]
 
@@ -70,6 +71,7 @@ _TABLE: tuple[tuple[type[Exception], _Mapping], ...] = (
     (Conflict, _Mapping(409, "Conflict")),
     (NotFound, _Mapping(404, "Not found")),
     (InvalidCursor, _Mapping(400, "Invalid cursor")),
+    (InvalidSearch, _Mapping(422, "Invalid search")),
     (NotPermitted, _Mapping(403, "Forbidden")),
     (TooManyAttempts, _Mapping(429, "Too many attempts")),
     (ServiceError, _Mapping(422, "Invalid request")),

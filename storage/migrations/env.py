@@ -23,6 +23,7 @@ import storage.scenario_tables
 import storage.tables
 import storage.webhooks.tables  # noqa: F401
 from storage.db import default_database_url, make_engine
+from storage.search import include_in_autogenerate
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -35,6 +36,7 @@ def do_run_migrations(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_object=include_in_autogenerate,  # the search index is the migration's
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -15,10 +15,13 @@ import storage.scenario_tables
 import storage.tables
 import storage.webhooks.tables  # noqa: F401  (the imports register every table)
 from storage import current_revision, head_revision, make_engine, upgrade
+from storage.search import include_in_autogenerate
 
 
 def _diff(connection: Connection) -> list[object]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    # as storage/migrations/env.py: the search index is made by its migration, not the models
+    opts = {"compare_type": True, "include_object": include_in_autogenerate}
+    context = MigrationContext.configure(connection, opts=opts)
     return list(compare_metadata(context, SQLModel.metadata))
 
 

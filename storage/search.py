@@ -1,0 +1,233 @@
+"""Full-text search of diagnoses, override reasons and failure-tag notes.
+
+One small query syntax, the same on SQLite (FTS5) and PostgreSQL (``tsvector``):
+
+- words are ANDed: ``oom kill`` finds texts holding both words, in any order;
+- ``"disk full"`` is a phrase: the words next to each other, in that order;
+- a trailing ``*`` makes a prefix: ``kube*`` finds ``kubelet`` and ``kubernetes``;
+- a leading ``-`` excludes: ``memory -leak`` finds texts with ``memory`` but not ``leak``.
+
+Case does not matter. Words are runs of letters and digits; every other character
+separates them, so ``user-service`` is the phrase ``"user service"`` and ``diagnosis:``,
+``NEAR``, ``AND``, ``&``, ``|`` or ``!`` are plain words or nothing, never operators. A
+grading matches when its submission's diagnosis, one of its override reasons or one of
+its failure tags' notes (tags in force) matches the whole query.
+
+The query is parsed here (:meth:`SearchQuery.parse`, :class:`InvalidSearch` on malformed
+input) and written out for each engine from the parsed terms only, each word quoted, so
+user text never reaches either engine's query language as operators. The index lives
+beside the tables: on SQLite the FTS5 table ``search_text`` kept in step by triggers, on
+PostgreSQL expression GIN indexes over each text column (migration 0014); both see the
+text with every ASCII punctuation character as a space, so they split words alike.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, bindparam, column, func, literal_column, or_, select, table
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import Boolean
+from sqlmodel import col
+
+from storage.review_tables import FailureTagRecord, OverrideRecord
+from storage.tables import GradingRecord, SubmissionRecord
+
+__all__ = [
+    "FTS_TABLE",
+    "MAX_QUERY_LENGTH",
+    "MAX_TERMS",
+    "InvalidSearch",
+    "SearchQuery",
+    "SearchTerm",
+    "TextMatches",
+    "include_in_autogenerate",
+    "parse_search",
+    "postgres_document",
+]
+
+#: the SQLite FTS5 table (and the prefix of its shadow tables)
+FTS_TABLE = "search_text"
+#: the PostgreSQL expression indexes of migration 0014
+POSTGRES_INDEXES = frozenset(
+    {"ix_submission_diagnosis_search", "ix_override_reason_search", "ix_failure_tag_note_search"}
+)
+MAX_QUERY_LENGTH = 500
+MAX_TERMS = 16
+
+#: a word: a run of letters and digits (what both engines' tokenizers keep)
+_WORD = re.compile(r"[^\W_]+")
+
+
+class InvalidSearch(ValueError):
+    """A search query outside the syntax; ``field`` names the request parameter."""
+
+    field = "q"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTerm:
+    """One term: its words (a phrase when several), whether the last one is a prefix,
+    and whether texts holding it are excluded."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+    excluded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A parsed query: every positive term must match, no excluded one may."""
+
+    terms: tuple[SearchTerm, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> SearchQuery:
+        """Parse ``text`` (see the module's syntax); raise :class:`InvalidSearch` for an
+        unclosed quote, too long a query, too many terms or nothing to find."""
+        if len(text) > MAX_QUERY_LENGTH:
+            raise InvalidSearch(f"at most {MAX_QUERY_LENGTH} characters")
+        terms = [term for term in _terms(text) if term.words]  # ``&``, ``|``: nothing
+        if len(terms) > MAX_TERMS:
+            raise InvalidSearch(f"at most {MAX_TERMS} words or phrases")
+        if all(term.excluded for term in terms):
+            raise InvalidSearch("give at least one word to find (letters or digits)")
+        return cls(tuple(terms))
+
+    def fts5(self) -> str:
+        """The FTS5 MATCH expression: each word a quoted string, joined by AND and NOT."""
+        wanted = " AND ".join(_fts5_term(t) for t in self.terms if not t.excluded)
+        expression = f"({wanted})"
+        for term in self.terms:
+            if term.excluded:
+                expression = f"({expression} NOT {_fts5_term(term)})"
+        return expression
+
+    def tsquery(self) -> str:
+        """The ``to_tsquery`` text: each word single-quoted, phrases with ``<->``,
+        prefixes with ``:*``, joined by ``&`` and ``!``."""
+        return " & ".join(("!" if t.excluded else "") + _tsquery_term(t) for t in self.terms)
+
+
+def parse_search(text: str | None) -> SearchQuery | None:
+    """The query of a ``q`` parameter, or None when it is absent or blank (no search);
+    raises :class:`InvalidSearch`."""
+    if text is None or not text.strip():
+        return None
+    return SearchQuery.parse(text)
+
+
+def _terms(text: str) -> list[SearchTerm]:
+    """The terms of ``text`` as written, before dropping those without a word."""
+    terms: list[SearchTerm] = []
+    at, end = 0, len(text)
+    while at < end:
+        if text[at].isspace():
+            at += 1
+            continue
+        excluded = text[at] == "-"
+        at += excluded
+        if at < end and text[at] == '"':
+            closing = text.find('"', at + 1)
+            if closing < 0:
+                raise InvalidSearch("a quote is not closed")
+            raw, at = text[at + 1 : closing], closing + 1
+        else:
+            start = at
+            while at < end and not text[at].isspace() and text[at] != '"':
+                at += 1
+            raw = text[start:at]
+        prefix = raw.endswith("*") or (at < end and text[at] == "*")
+        at += at < end and text[at] == "*"
+        words = tuple(word.lower() for word in _WORD.findall(raw))
+        terms.append(SearchTerm(words, prefix=prefix, excluded=excluded))
+    return terms
+
+
+def _fts5_term(term: SearchTerm) -> str:
+    # words hold letters and digits only, so no quote can close the string early
+    return '"' + " ".join(term.words) + '"' + ("*" if term.prefix else "")
+
+
+def _tsquery_term(term: SearchTerm) -> str:
+    quoted = [f"'{word}'" for word in term.words]
+    if term.prefix:
+        quoted[-1] += ":*"
+    return "(" + " <-> ".join(quoted) + ")"
+
+
+def postgres_document(column_sql: str) -> str:
+    """The ``tsvector`` expression PostgreSQL indexes for a text column (the exact text
+    of migration 0014's indexes, which queries must repeat to use them)."""
+    return f"to_tsvector('simple', regexp_replace({column_sql}, '[[:punct:][:space:]]+', ' ', 'g'))"
+
+
+class TextMatches(ColumnElement[bool]):
+    """True for a grading (a row of ``grading``) whose diagnosis, override reasons or
+    tag notes match ``query``; compiled for the engine at hand."""
+
+    inherit_cache = False
+    type = Boolean()
+
+    def __init__(self, query: SearchQuery) -> None:
+        """Match ``query``."""
+        self.query = query
+
+
+def _fts_sources(query: SearchQuery) -> ColumnElement[bool]:
+    fts = table(FTS_TABLE, column("submission_id"), column("grading_id"))
+    found = literal_column(FTS_TABLE).op("MATCH", return_type=Boolean)(query.fts5())
+    diagnoses = select(fts.c.submission_id).where(found, fts.c.grading_id.is_(None))
+    reviews = select(fts.c.grading_id).where(found, fts.c.grading_id.is_not(None))
+    return or_(col(GradingRecord.submission_id).in_(diagnoses), col(GradingRecord.id).in_(reviews))
+
+
+def _postgres_sources(query: SearchQuery) -> ColumnElement[bool]:
+    tsquery = func.to_tsquery(literal_column("'simple'"), bindparam("search_q", query.tsquery()))
+
+    def matches(record: Any, name: str) -> ColumnElement[bool]:
+        document: ColumnElement[Any] = literal_column(
+            postgres_document(f"{record.__tablename__}.{name}")
+        )
+        return document.op("@@", return_type=Boolean)(tsquery)
+
+    diagnoses = select(col(SubmissionRecord.id)).where(matches(SubmissionRecord, "diagnosis"))
+    reasons = select(col(OverrideRecord.grading_id)).where(matches(OverrideRecord, "reason"))
+    notes = select(col(FailureTagRecord.grading_id)).where(
+        matches(FailureTagRecord, "note"), col(FailureTagRecord.removed_at).is_(None)
+    )
+    return or_(
+        col(GradingRecord.submission_id).in_(diagnoses),
+        col(GradingRecord.id).in_(reasons),
+        col(GradingRecord.id).in_(notes),
+    )
+
+
+# parenthesised: the OR inside must never bind to the conditions around it (the
+# submitter's restriction above all)
+@compiles(TextMatches, "sqlite")
+def _compile_sqlite(element: TextMatches, compiler: SQLCompiler, **kw: Any) -> str:
+    return "(" + compiler.process(_fts_sources(element.query), **kw) + ")"
+
+
+@compiles(TextMatches, "postgresql")
+def _compile_postgres(element: TextMatches, compiler: SQLCompiler, **kw: Any) -> str:
+    return "(" + compiler.process(_postgres_sources(element.query), **kw) + ")"
+
+
+def include_in_autogenerate(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
+    """Alembic's ``include_object``: leave the search index out of autogenerate's
+    comparison (the FTS5 table, its shadow tables and the PostgreSQL expression indexes
+    are made by migration 0014, not by the models)."""
+    if not reflected or name is None:
+        return True
+    if type_ == "table":
+        return not name.startswith(FTS_TABLE)
+    if type_ == "index":
+        return name not in POSTGRES_INDEXES
+    return True

@@ -1,0 +1,180 @@
+"""Full-text search of the gradings list (``GET /v1/gradings?q=`` and the workbench's
+search box): diagnoses, override reasons and tag notes, one syntax on both databases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from storage import GradingFilter, Store, make_engine, upgrade
+from storage.search import SearchQuery
+from tests.support.submissions import graded
+from tests.web.conftest import sign_in
+
+pytestmark = pytest.mark.postgres
+
+
+async def _ids(client: Any, headers: dict[str, str], q: str, **params: Any) -> set[str]:
+    response = await client.get("/v1/gradings", params={"q": q, **params}, headers=headers)
+    assert response.status_code == 200, response.text
+    return {item["id"] for item in response.json()["items"]}
+
+
+async def _override(client: Any, headers: dict[str, str], grading_id: str, reason: str) -> None:
+    url = f"/v1/gradings/{grading_id}"
+    etag = (await client.get(url, headers=headers)).headers["etag"]
+    response = await client.post(
+        f"{url}/overrides",
+        json={"question_id": "D1-Q1", "answer": "no", "reason": reason},
+        headers={**headers, "If-Match": etag},
+    )
+    assert response.status_code == 201, response.text
+
+
+async def test_finds_gradings_by_diagnosis_override_reason_and_tag_note(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        oom = (await graded(c, agent, "The checkout pods were OOMKilled under load."))["id"]
+        dns = (await graded(c, agent, "CoreDNS answered slowly for the cart service."))["id"]
+        port = (await graded(c, agent, "The frontend calls user-service on a wrong port."))["id"]
+        await _override(c, ada, dns, "Names the resolver but misses the upstream timeout")
+        tagged = await c.post(
+            f"/v1/gradings/{port}/tags",
+            json={"tag": "misread-unit", "note": "read millicores as cores"},
+            headers=ada,
+        )
+        assert tagged.status_code == 201, tagged.text
+
+        assert await _ids(c, ada, "oomkilled") == {oom}  # case does not matter
+        assert await _ids(c, ada, "upstream timeout") == {dns}
+        assert await _ids(c, ada, "millicores") == {port}
+        assert await _ids(c, ada, "checkout load") == {oom}
+        assert await _ids(c, ada, "checkout cart") == set()  # words are ANDed
+        assert await _ids(c, ada, "   ") == {oom, dns, port}  # a blank q searches nothing
+
+        removed = await c.delete(f"/v1/gradings/{port}/tags/{tagged.json()['id']}", headers=ada)
+        assert removed.status_code in (200, 204), removed.text
+        assert await _ids(c, ada, "millicores") == set()  # a removed tag's note is gone
+
+
+async def test_phrases_prefixes_and_exclusions(api_client: Any, tokens: Any) -> None:
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        full = (await graded(c, ada, "Disk full on node-3: the kubelet evicted pods."))["id"]
+        quota = (await graded(c, ada, "A full disk quota stopped the writer."))["id"]
+        leak = (await graded(c, ada, "Kubernetes reports a memory leak in checkout."))["id"]
+        pressure = (await graded(c, ada, "Memory pressure on the kubelet's node."))["id"]
+
+        assert await _ids(c, ada, '"disk full"') == {full}
+        assert await _ids(c, ada, "disk full") == {full, quota}
+        assert await _ids(c, ada, "node-3") == {full}  # punctuation joins words as a phrase
+        assert await _ids(c, ada, "kube*") == {full, leak, pressure}
+        assert await _ids(c, ada, '"memory pres"*') == {pressure}
+        assert await _ids(c, ada, "memory -leak") == {pressure}
+        assert await _ids(c, ada, 'kube* -"disk full" -leak') == {pressure}
+
+        # with the other filters and through the pages of a cursor
+        first = (await c.get("/v1/gradings", params={"q": "kube*", "limit": 2}, headers=ada)).json()
+        assert len(first["items"]) == 2 and first["next_cursor"]
+        rest = await c.get(
+            "/v1/gradings",
+            params={"q": "kube*", "limit": 2, "cursor": first["next_cursor"]},
+            headers=ada,
+        )
+        walked = {item["id"] for item in first["items"] + rest.json()["items"]}
+        assert walked == {full, leak, pressure} and rest.json()["next_cursor"] is None
+        assert await _ids(c, ada, "kube*", status="pending") == set()
+
+
+async def test_a_submitter_finds_only_its_own_submissions(api_client: Any, tokens: Any) -> None:
+    one, two = await tokens("submitter", "one"), await tokens("submitter", "two")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        mine = (await graded(c, one, "Zookeeper lost quorum after a restart."))["id"]
+        theirs = (await graded(c, two, "Zookeeper lost quorum, said another agent."))["id"]
+        await _override(c, ada, theirs, "zookeeper quorum named, but not the restart")
+
+        assert await _ids(c, one, "zookeeper") == {mine}
+        assert await _ids(c, two, "zookeeper") == {theirs}
+        assert await _ids(c, one, "restart") == {mine}  # not the other's override reason
+        assert await _ids(c, ada, "zookeeper") == {mine, theirs}
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        ("disk OR memory", set()),  # OR is a word, not an operator
+        ("NEAR(disk memory)", set()),  # nor NEAR
+        ("diagnosis:memory", set()),  # nor a column filter: the phrase "diagnosis memory"
+        ("disk & memory", {"both"}),  # & is no word: disk and memory
+        ("disk | leak", set()),  # | is no word: disk and leak
+        ("!leak", {"leak"}),  # ! negates nothing: the word leak
+        ("memory:*", {"both", "leak"}),  # the prefix comes from the star, not from :*
+        ("leak')|('disk", set()),  # quotes of tsquery are plain text
+        ("memory) OR (disk", set()),
+        ("memory^disk", set()),  # FTS5's initial token: a phrase here
+    ],
+)
+async def test_operators_of_either_engine_are_plain_words(
+    api_client: Any, tokens: Any, q: str, expected: set[str]
+) -> None:
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        ids = {
+            "both": (await graded(c, ada, "Disk pressure, then memory exhaustion."))["id"],
+            "leak": (await graded(c, ada, "A memory leak in the cart."))["id"],
+        }
+        assert await _ids(c, ada, q) == {ids[name] for name in expected}
+
+
+@pytest.mark.parametrize("q", ['"disk full', "disk\"'", "-leak", "&|!", "*", "x" * 501])
+async def test_a_malformed_query_is_a_problem_naming_q(
+    api_client: Any, tokens: Any, q: str
+) -> None:
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        await graded(c, ada, "Disk full.")
+        response = await c.get("/v1/gradings", params={"q": q}, headers=ada)
+        assert response.status_code == 422, response.text
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert response.json()["errors"][0]["field"] == "q"
+
+
+async def test_the_page_has_a_search_box_and_escapes_what_it_finds(
+    api_client: Any, tokens: Any
+) -> None:
+    one, two = await tokens("submitter", "one"), await tokens("submitter", "two")
+    async with api_client() as c:
+        await graded(c, one, "<script>alert('x')</script> etcd compaction stalled")
+        await graded(c, two, "etcd compaction stalled on another cluster")
+        await sign_in(c, one)
+        page = await c.get("/gradings", params={"q": 'etcd "><b>bold"'})
+        assert page.status_code == 200
+        assert 'data-testid="search"' in page.text and "No grading matches" in page.text
+        assert "&#34;&gt;&lt;b&gt;bold" in page.text and "<b>bold" not in page.text
+        found = (await c.get("/gradings", params={"q": "etcd compaction"})).text
+        assert "&lt;script&gt;alert(" in found and "<script>alert" not in found
+        assert "another cluster" not in found  # a submitter's search covers its own
+        bad = await c.get("/gradings", params={"q": '"etcd'})
+        assert bad.status_code == 422 and 'data-testid="search-error"' in bad.text
+        assert "quote" in bad.text
+
+
+async def test_the_migration_indexes_rows_stored_before_it(database_url: str) -> None:
+    await upgrade(database_url, "0013")
+    engine = make_engine(database_url)
+    try:
+        from tests.storage.helpers import new_submission, submit
+
+        store = Store(engine)
+        before = (await submit(store, new_submission("Istio sidecar rejected mTLS"))).grading.id
+        await upgrade(engine)
+        found, _ = await store.gradings.page(
+            filters=GradingFilter(search=SearchQuery.parse("mtls"))
+        )
+        assert [view.grading.id for view in found] == [before]
+    finally:
+        await engine.dispose()
