@@ -8,13 +8,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import String, and_, case, cast, exists, func, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.review_reasons import ReviewReason, by_priority, hold_explanation
 from storage.database import Database
 from storage.errors import Conflict, NotFound
+from storage.gradings import records_by_grading
 from storage.review_tables import ReviewClaimRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
 
@@ -52,6 +52,11 @@ def _low_confidence() -> object:
         AnswerRecord.grading_id == GradingRecord.id,
         col(AnswerRecord.confidence) < LOW_CONFIDENCE,
     )
+
+
+def _unsure(answers: Sequence[AnswerRecord]) -> bool:
+    """Some answer was given with a confidence below ``LOW_CONFIDENCE``."""
+    return any(a.confidence is not None and a.confidence < LOW_CONFIDENCE for a in answers)
 
 
 def _reason_filter(reason: str) -> object:
@@ -115,6 +120,26 @@ class ReviewRepository:
     ) -> list[ReviewItem]:
         """Gradings that need a human, most urgent first, without done items or
         items another adjudicator holds a valid claim on."""
+        return await self._db.run_read(
+            self.read_queue,
+            principal_id=principal_id,
+            agent=agent,
+            scenario_id=scenario_id,
+            reason=reason,
+            limit=limit,
+        )
+
+    def read_queue(
+        self,
+        session: Session,
+        *,
+        principal_id: str,
+        agent: str | None = None,
+        scenario_id: str | None = None,
+        reason: str | None = None,
+        limit: int = 50,
+    ) -> list[ReviewItem]:
+        """``queue`` inside the caller's ``session``."""
         now = self._db.clock()
         query = (
             select(GradingRecord, SubmissionRecord, ReviewClaimRecord)
@@ -142,17 +167,15 @@ class ReviewRepository:
             query = query.where(SubmissionRecord.scenario_id == scenario_id)
         if reason is not None:
             query = query.where(_reason_filter(reason))
-        async with self._db.read() as session:
-            rows = list((await session.execute(query)).all())
-            ids = [g.id for g, _, _ in rows]
-            low = await self._low_confidence_ids(session, ids)
-            answers = await self._answers_of(session, ids)
+        rows = list(session.execute(query).all())
+        order = (col(AnswerRecord.grading_id), col(AnswerRecord.position))
+        answers = records_by_grading(session, AnswerRecord, [g.id for g, _, _ in rows], order=order)
         return [
             ReviewItem(
                 grading=g,
                 submission=s,
-                answers=tuple(answers.get(g.id, [])),
-                reasons=self._reasons(g, g.id in low),
+                answers=tuple(answers[g.id]),
+                reasons=self._reasons(g, _unsure(answers[g.id])),
                 claim=c,
             )
             for g, s, c in rows
@@ -163,30 +186,6 @@ class ReviewRepository:
     ) -> int:
         """Reviews finished since ``since`` (of one agent's or one scenario's gradings)."""
         return await self._db.run_read(_reviewed_since, since, agent, scenario_id)
-
-    async def _answers_of(
-        self, session: AsyncSession, ids: Sequence[str]
-    ) -> dict[str, list[AnswerRecord]]:
-        found: dict[str, list[AnswerRecord]] = {}
-        if not ids:
-            return found
-        query = (
-            select(AnswerRecord)
-            .where(col(AnswerRecord.grading_id).in_(list(ids)))
-            .order_by(col(AnswerRecord.grading_id), col(AnswerRecord.position))
-        )
-        for answer in (await session.execute(query)).scalars():
-            found.setdefault(answer.grading_id, []).append(answer)
-        return found
-
-    async def _low_confidence_ids(self, session: AsyncSession, ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        query = select(AnswerRecord.grading_id).where(
-            col(AnswerRecord.grading_id).in_(list(ids)),
-            col(AnswerRecord.confidence) < LOW_CONFIDENCE,
-        )
-        return set((await session.execute(query)).scalars())
 
     @staticmethod
     def _reasons(grading: GradingRecord, low_confidence: bool) -> tuple[str, ...]:

@@ -15,14 +15,13 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from api.adjudication.grading_view import verdict_label
-from api.adjudication.use_cases import finish_review, review_items, reviewed_today
-from api.service.presenters import render_gradings
+from api.adjudication.use_cases import finish_review, presented_review_items, reviewed_today
 from api.service.schemas import GradingPublic
 from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from judge.review_reasons import ReviewReason
-from storage import GradingView, ReviewItem
+from storage import ReviewItem
 
 __all__ = ["finish_from_page", "home", "next_item", "queue_page", "walk_query"]
 
@@ -43,7 +42,8 @@ def _keeps(
 async def _items(
     services: Services, who: SignedIn, filters: dict[str, Any]
 ) -> list[tuple[GradingPublic, ReviewItem]]:
-    items = await review_items(
+    """The queue under ``filters``, each item with its grading object, in one snapshot."""
+    items = await presented_review_items(
         services,
         who.principal,
         agent=filters["agent"],
@@ -51,14 +51,11 @@ async def _items(
         reason=filters["reason"],
         limit=QUEUE_WINDOW,
     )
-    views = [
-        GradingView(grading=i.grading, answers=i.answers, submission=i.submission) for i in items
-    ]
-    gradings = await render_gradings(services, views, who.principal)
     return [
         (g, item)
-        for g, item in zip(gradings, items, strict=True)
-        if _keeps(
+        for g, item in items
+        if isinstance(g, GradingPublic)
+        and _keeps(
             g, model=filters["model"], judge=filters["judge"], provisional=filters["provisional"]
         )
     ]

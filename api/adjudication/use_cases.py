@@ -40,6 +40,7 @@ __all__ = [
     "history_in",
     "label_grading",
     "override_grading",
+    "presented_review_items",
     "related_gradings",
     "related_in",
     "review_items",
@@ -60,9 +61,7 @@ async def review_items(
     limit: int = 50,
 ) -> list[ReviewItem]:
     """The review queue as ``principal`` sees it, most urgent first."""
-    known = [r.value for r in ReviewReason]
-    if reason is not None and reason not in known:
-        raise InvalidRequest(f"reason must be one of {', '.join(known)}", field="reason")
+    _check_reason(reason)
     return list(
         await services.store.review.queue(
             principal_id=principal.id,
@@ -72,6 +71,53 @@ async def review_items(
             limit=limit,
         )
     )
+
+
+async def presented_review_items(
+    services: Services,
+    principal: Principal,
+    *,
+    agent: str | None = None,
+    scenario_id: str | None = None,
+    reason: str | None = None,
+    limit: int = 50,
+) -> list[tuple[GradingRead, ReviewItem]]:
+    """The review queue as ``principal`` sees it, each item with its grading object,
+    read in one snapshot (the queue page)."""
+    _check_reason(reason)
+    return await services.store.db.run_read(
+        _presented_items, services, principal, agent, scenario_id, reason, limit
+    )
+
+
+def _presented_items(
+    session: Session,
+    services: Services,
+    principal: Principal,
+    agent: str | None,
+    scenario_id: str | None,
+    reason: str | None,
+    limit: int,
+) -> list[tuple[GradingRead, ReviewItem]]:
+    items = services.store.review.read_queue(
+        session,
+        principal_id=principal.id,
+        agent=agent,
+        scenario_id=scenario_id,
+        reason=reason,
+        limit=limit,
+    )
+    views = [
+        GradingView(grading=i.grading, answers=i.answers, submission=i.submission) for i in items
+    ]
+    return list(zip(present_gradings(session, services, views, principal), items, strict=True))
+
+
+def _check_reason(reason: str | None) -> None:
+    """InvalidRequest naming ``reason`` unless it is a review reason (or None)."""
+    known = [r.value for r in ReviewReason]
+    if reason is not None and reason not in known:
+        raise InvalidRequest(f"reason must be one of {', '.join(known)}", field="reason")
 
 
 async def reviewed_today(
