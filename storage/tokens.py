@@ -140,8 +140,9 @@ class TokenRepository:
             record: TokenRecord | None = remembered[0]
         else:
             query = select(TokenRecord).where(col(TokenRecord.token_hash) == digest)
-            async with self._db.read() as session:
-                record = (await session.execute(query)).scalar_one_or_none()
+            record = await self._db.run_read(
+                lambda session: session.execute(query).scalar_one_or_none()
+            )
             self._recent.pop(digest, None)
             if record is not None and record.revoked_at is None:
                 if len(self._recent) >= _CACHE_SIZE:
@@ -187,5 +188,4 @@ class TokenRepository:
     async def all(self) -> list[TokenRecord]:
         """Every token, oldest first (hashes included; never plaintexts)."""
         query = select(TokenRecord).order_by(col(TokenRecord.created_at), col(TokenRecord.id))
-        async with self._db.read() as session:
-            return list((await session.execute(query)).scalars())
+        return await self._db.run_read(lambda session: list(session.execute(query).scalars()))

@@ -54,8 +54,7 @@ class WebSessionRepository:
             created_at=now,
             expires_at=now + lifetime,
         )
-        async with self._db.write() as session:
-            session.add(record)
+        await self._db.run(lambda session: session.add(record))
         return session_id, record
 
     async def resolve(self, session_id: str) -> tuple[WebSessionRecord, TokenRecord] | None:
@@ -66,8 +65,7 @@ class WebSessionRepository:
             .join(TokenRecord, col(TokenRecord.id) == col(WebSessionRecord.token_id))
             .where(col(WebSessionRecord.id_hash) == _digest(session_id))
         )
-        async with self._db.read() as session:
-            row = (await session.execute(query)).one_or_none()
+        row = await self._db.run_read(lambda session: session.execute(query).one_or_none())
         if row is None:
             return None
         record, token = row
@@ -81,5 +79,4 @@ class WebSessionRepository:
     async def end(self, session_id: str) -> None:
         """End a session (nothing happens when it is unknown)."""
         query = delete(WebSessionRecord).where(col(WebSessionRecord.id_hash) == _digest(session_id))
-        async with self._db.write() as session:
-            await session.execute(query)
+        await self._db.run(lambda session: session.execute(query))
