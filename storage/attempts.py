@@ -70,8 +70,7 @@ class AttemptReads:
         query = select(func.count(), func.min(col(SubmissionRecord.created_at))).where(
             *_attempts_of(token_id, scenario_id, since)  # type: ignore[arg-type]
         )
-        async with self._db.read() as session:
-            count, first = (await session.execute(query)).one()
+        count, first = await self._db.run_read(lambda session: session.execute(query).one())
         return RecentAttempts(count=int(count), first_at=first)
 
     async def is_replay(self, token_id: str, idempotency_key: str) -> bool:
@@ -81,8 +80,8 @@ class AttemptReads:
             col(SubmissionRecord.submitted_by) == token_id,
             col(SubmissionRecord.idempotency_key) == idempotency_key,
         )
-        async with self._db.read() as session:
-            return (await session.execute(query.limit(1))).first() is not None
+        limited = query.limit(1)
+        return await self._db.run_read(lambda session: session.execute(limited).first()) is not None
 
     async def per_token(
         self, since: datetime, *, scenario_id: str | None = None, limit: int = 500
@@ -109,8 +108,7 @@ class AttemptReads:
             .order_by(attempts.desc(), submission.c.submitted_by, submission.c.scenario_id)
             .limit(limit)
         )
-        async with self._db.read() as session:
-            rows = (await session.execute(query)).all()
+        rows = await self._db.run_read(lambda session: session.execute(query).all())
         return [
             AttemptCount(
                 token_id=row[0],

@@ -78,8 +78,7 @@ class ScenarioRepository:
 
     async def get(self, scenario_id: str) -> ScenarioRecord | None:
         """A scenario by id, or None."""
-        async with self._db.read() as session:
-            return await session.get(ScenarioRecord, scenario_id)
+        return await self._db.run_read(lambda session: session.get(ScenarioRecord, scenario_id))
 
     async def create(self, spec: ScenarioSpec, *, actor: str) -> ScenarioRecord:
         """Register a scenario as version 1; raises Conflict when the id is taken, naming
