@@ -17,8 +17,9 @@ The query is parsed here (:meth:`SearchQuery.parse`, :class:`InvalidSearch` on m
 input) and written out for each engine from the parsed terms only, each word quoted, so
 user text never reaches either engine's query language as operators. The index lives
 beside the tables: on SQLite the FTS5 table ``search_text`` kept in step by triggers, on
-PostgreSQL expression GIN indexes over each text column (migration 0014); both see the
-text with every ASCII punctuation character as a space, so they split words alike.
+PostgreSQL a generated ``tsvector`` column ``search_document`` beside each text column,
+GIN-indexed (migration 0014); both see the text with every ASCII punctuation character
+as a space, so they split words alike.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, column, func, literal_column, or_, select, table
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.types import Boolean
+from sqlalchemy.types import Boolean, NullType
 from sqlmodel import col
 
 from storage.review_tables import FailureTagRecord, OverrideRecord
@@ -46,12 +47,12 @@ __all__ = [
     "TextMatches",
     "include_in_autogenerate",
     "parse_search",
-    "postgres_document",
 ]
 
 #: the SQLite FTS5 table (and the prefix of its shadow tables)
 FTS_TABLE = "search_text"
-#: the PostgreSQL expression indexes of migration 0014
+#: the PostgreSQL generated column beside each searched text, and its indexes
+POSTGRES_DOCUMENT = "search_document"
 POSTGRES_INDEXES = frozenset(
     {"ix_submission_diagnosis_search", "ix_override_reason_search", "ix_failure_tag_note_search"}
 )
@@ -159,18 +160,12 @@ def _tsquery_term(term: SearchTerm) -> str:
     return "(" + " <-> ".join(quoted) + ")"
 
 
-def postgres_document(column_sql: str) -> str:
-    """The ``tsvector`` expression PostgreSQL indexes for a text column (the exact text
-    of migration 0014's indexes, which queries must repeat to use them)."""
-    return f"to_tsvector('simple', regexp_replace({column_sql}, '[[:punct:][:space:]]+', ' ', 'g'))"
-
-
 class TextMatches(ColumnElement[bool]):
     """True for a grading (a row of ``grading``) whose diagnosis, override reasons or
     tag notes match ``query``; compiled for the engine at hand."""
 
     inherit_cache = False
-    type = Boolean()
+    type = NullType()  # type: ignore[assignment]  # no "= 1" where booleans are integers
 
     def __init__(self, query: SearchQuery) -> None:
         """Match ``query``."""
@@ -188,17 +183,16 @@ def _fts_sources(query: SearchQuery) -> ColumnElement[bool]:
 def _postgres_sources(query: SearchQuery) -> ColumnElement[bool]:
     tsquery = func.to_tsquery(literal_column("'simple'"), bindparam("search_q", query.tsquery()))
 
-    def matches(record: Any, name: str) -> ColumnElement[bool]:
-        document: ColumnElement[Any] = literal_column(
-            postgres_document(f"{record.__tablename__}.{name}")
-        )
+    def matches(record: Any) -> ColumnElement[bool]:
+        # the innermost ``FROM {table}``: the subquery's own, never the outer query's
+        document: ColumnElement[Any] = literal_column(f"{record.__tablename__}.{POSTGRES_DOCUMENT}")
         return document.op("@@", return_type=Boolean)(tsquery)
 
-    diagnoses = select(col(SubmissionRecord.id)).where(matches(SubmissionRecord, "diagnosis"))
-    reasons = select(col(OverrideRecord.grading_id)).where(matches(OverrideRecord, "reason"))
+    diagnoses = select(col(SubmissionRecord.id)).where(matches(SubmissionRecord)).correlate(None)
+    reasons = select(col(OverrideRecord.grading_id)).where(matches(OverrideRecord))
     notes = select(col(FailureTagRecord.grading_id)).where(
-        matches(FailureTagRecord, "note"), col(FailureTagRecord.removed_at).is_(None)
-    )
+        matches(FailureTagRecord), col(FailureTagRecord.removed_at).is_(None)
+    )  # (uncorrelated: the outer query reads neither table)
     return or_(
         col(GradingRecord.submission_id).in_(diagnoses),
         col(GradingRecord.id).in_(reasons),
@@ -222,12 +216,14 @@ def include_in_autogenerate(
     obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
 ) -> bool:
     """Alembic's ``include_object``: leave the search index out of autogenerate's
-    comparison (the FTS5 table, its shadow tables and the PostgreSQL expression indexes
-    are made by migration 0014, not by the models)."""
+    comparison (the FTS5 table and its shadow tables, the PostgreSQL generated columns
+    and their indexes are made by migration 0014, not by the models)."""
     if not reflected or name is None:
         return True
     if type_ == "table":
         return not name.startswith(FTS_TABLE)
+    if type_ == "column":
+        return name != POSTGRES_DOCUMENT
     if type_ == "index":
         return name not in POSTGRES_INDEXES
     return True
