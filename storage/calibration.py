@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
@@ -29,12 +30,13 @@ class CalibrationRepository:
 
     async def add_run(self, run: CalibrationRunRecord) -> CalibrationRunRecord:
         """Store a run and audit it."""
-        async with self._db.write() as session:
+
+        def work(session: Session) -> CalibrationRunRecord:
             run.created_at = self._db.clock()
             session.add(run)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            session.flush()
+            self._db.audit(
+                session,
                 "calibration.completed",
                 entity_type="calibration_run",
                 entity_id=run.id,
@@ -50,6 +52,8 @@ class CalibrationRepository:
                 },
             )
             return run
+
+        return await self._db.run(work)
 
     async def runs(
         self,
@@ -75,8 +79,11 @@ class CalibrationRepository:
     async def recent(self, *, limit: int = 200) -> list[CalibrationRunRecord]:
         """The newest runs of every judge, newest first."""
         query = select(_C).order_by(col(_C.created_at).desc(), col(_C.id).desc()).limit(limit)
-        async with self._db.read() as session:
-            return list((await session.execute(query)).scalars())
+
+        def work(session: Session) -> list[CalibrationRunRecord]:
+            return list(session.execute(query).scalars())
+
+        return await self._db.run_read(work)
 
     async def is_qualified(
         self,

@@ -35,8 +35,7 @@ class CatalogRepository:
 
     async def save_rubric(self, rubric: Rubric, *, actor: str = "system") -> None:
         """Keep this rubric version; saving a known version again does nothing."""
-        async with self._db.write() as session:
-            await session.run_sync(self.ensure_rubric, rubric, actor=actor)
+        await self._db.run(lambda session: self.ensure_rubric(session, rubric, actor=actor))
 
     def ensure_rubric(self, session: Session, rubric: Rubric, *, actor: str) -> bool:
         """Insert the version if missing (audited) in the caller's transaction; True when new."""
@@ -96,8 +95,7 @@ class CatalogRepository:
         )
         if rubric_id is not None:
             query = query.where(col(RubricVersionRecord.rubric_id) == rubric_id)
-        async with self._db.read() as session:
-            return (await session.execute(query)).scalars().all()
+        return await self._db.run_read(lambda session: session.execute(query).scalars().all())
 
     async def create_scenario(
         self,

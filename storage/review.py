@@ -204,10 +204,11 @@ class ReviewRepository:
     ) -> ReviewClaimRecord:
         """Hold a grading for review; Conflict when another holds a valid claim."""
         now = self._db.clock()
-        async with self._db.write() as session:
-            if await session.get(GradingRecord, grading_id) is None:
+
+        def work(session: Session) -> ReviewClaimRecord:
+            if session.get(GradingRecord, grading_id) is None:
                 raise NotFound(f"no grading {grading_id}")
-            claim = await session.get(ReviewClaimRecord, grading_id)
+            claim = session.get(ReviewClaimRecord, grading_id)
             if claim is None:
                 claim = ReviewClaimRecord(grading_id=grading_id)
                 session.add(claim)
@@ -219,9 +220,9 @@ class ReviewRepository:
             claim.claimed_by, claim.claimed_by_name = principal_id, principal_name
             claim.claimed_until = now + timedelta(minutes=minutes)
             claim.done_at = None
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            session.flush()
+            self._db.audit(
+                session,
                 "review.claimed",
                 entity_type="grading",
                 entity_id=grading_id,
@@ -230,10 +231,13 @@ class ReviewRepository:
             )
             return claim
 
+        return await self._db.run(work)
+
     async def finish(self, grading_id: str, *, principal_id: str) -> None:
         """Mark a review done: the grading leaves the queue."""
-        async with self._db.write() as session:
-            grading = await session.get(GradingRecord, grading_id)
+
+        def work(session: Session) -> None:
+            grading = session.get(GradingRecord, grading_id)
             if grading is None:
                 raise NotFound(f"no grading {grading_id}")
             if grading.held:
@@ -242,16 +246,18 @@ class ReviewRepository:
                     f"this grading's pass is held: {why}. "
                     "Decide it with a verdict override (pass or fail, with a reason)"
                 )
-            await session.run_sync(self.close, grading_id, principal_id)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            self.close(session, grading_id, principal_id)
+            session.flush()
+            self._db.audit(
+                session,
                 "review.done",
                 entity_type="grading",
                 entity_id=grading_id,
                 actor=principal_id,
                 payload={},
             )
+
+        return await self._db.run(work)
 
     def close(self, session: Session, grading_id: str, principal_id: str) -> None:
         """Mark the grading's review done by ``principal_id`` in the caller's transaction."""

@@ -27,29 +27,30 @@ class TagRepository:
 
     async def ensure_vocabulary(self, entries: Mapping[str, str]) -> int:
         """Add the shipped tags that are missing; returns how many were added."""
-        added = 0
-        async with self._db.write() as session:
+        table = TagVocabularyRecord.__table__  # type: ignore[attr-defined]
+
+        def add_missing(session: Session) -> int:
+            added = 0
             for tag, description in entries.items():
-                inserted = await session.run_sync(
-                    self._db.insert_ignore,
-                    TagVocabularyRecord.__table__,  # type: ignore[attr-defined]
-                    {
-                        "tag": tag,
-                        "description": description,
-                        "source": "file",
-                        "created_by": "system",
-                        "created_at": self._db.clock(),
-                    },
-                )
-                added += int(inserted)
-        return added
+                values = {
+                    "tag": tag,
+                    "description": description,
+                    "source": "file",
+                    "created_by": "system",
+                    "created_at": self._db.clock(),
+                }
+                added += int(self._db.insert_ignore(session, table, values))
+            return added
+
+        return await self._db.run(add_missing)
 
     async def add_vocabulary(
         self, tag: str, *, description: str, actor: str
     ) -> TagVocabularyRecord:
         """An admin extends the vocabulary; Conflict when the tag exists."""
-        async with self._db.write() as session:
-            if await session.get(TagVocabularyRecord, tag) is not None:
+
+        def work(session: Session) -> TagVocabularyRecord:
+            if session.get(TagVocabularyRecord, tag) is not None:
                 raise Conflict(f"tag {tag!r} exists")
             record = TagVocabularyRecord(
                 tag=tag,
@@ -59,9 +60,9 @@ class TagRepository:
                 created_at=self._db.clock(),
             )
             session.add(record)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            session.flush()
+            self._db.audit(
+                session,
                 "tag.defined",
                 entity_type="tag",
                 entity_id=tag,
@@ -69,6 +70,8 @@ class TagRepository:
                 payload={"description": description},
             )
             return record
+
+        return await self._db.run(work)
 
     async def vocabulary(self, *, tx: AsyncSession | None = None) -> list[TagVocabularyRecord]:
         """The tags adjudicators may use, alphabetically."""
@@ -84,10 +87,11 @@ class TagRepository:
         self, grading_id: str, *, tag: str, note: str, author_id: str, author_name: str
     ) -> FailureTagRecord:
         """Tag what the agent got wrong; the tag must be in the vocabulary."""
-        async with self._db.write() as session:
-            if await session.get(GradingRecord, grading_id) is None:
+
+        def work(session: Session) -> FailureTagRecord:
+            if session.get(GradingRecord, grading_id) is None:
                 raise NotFound(f"no grading {grading_id}")
-            if await session.get(TagVocabularyRecord, tag) is None:
+            if session.get(TagVocabularyRecord, tag) is None:
                 raise InvalidReview(f"{tag!r} is not in the failure-tag vocabulary", field="tag")
             record = FailureTagRecord(
                 grading_id=grading_id,
@@ -98,9 +102,9 @@ class TagRepository:
                 created_at=self._db.clock(),
             )
             session.add(record)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            session.flush()
+            self._db.audit(
+                session,
                 "grading.tagged",
                 entity_type="grading",
                 entity_id=grading_id,
@@ -110,16 +114,19 @@ class TagRepository:
             )
             return record
 
+        return await self._db.run(work)
+
     async def remove(self, grading_id: str, tag_id: int, *, actor: str) -> None:
         """Mark a tag removed (kept for the record)."""
-        async with self._db.write() as session:
-            record = await session.get(FailureTagRecord, tag_id)
+
+        def work(session: Session) -> None:
+            record = session.get(FailureTagRecord, tag_id)
             if record is None or record.grading_id != grading_id or record.removed_at:
                 raise NotFound(f"no tag {tag_id} on grading {grading_id}")
             record.removed_at, record.removed_by = self._db.clock(), actor
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            session.flush()
+            self._db.audit(
+                session,
                 "grading.untagged",
                 entity_type="grading",
                 entity_id=grading_id,
@@ -127,6 +134,8 @@ class TagRepository:
                 payload={"tag": record.tag, "tag_id": tag_id},
                 rows=[record],
             )
+
+        return await self._db.run(work)
 
     async def for_gradings(
         self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None

@@ -167,23 +167,26 @@ class TokenRepository:
 
     async def revoke(self, token_id: str, *, actor: str = "system") -> TokenRecord:
         """Revoke a token (revoking twice keeps the first time); NotFound when unknown."""
-        async with self._db.write() as session:
-            record = await session.get(TokenRecord, token_id)
+
+        def work(session: Session) -> TokenRecord:
+            record = session.get(TokenRecord, token_id)
             if record is None:
                 raise NotFound(f"token {token_id!r} does not exist")
             self._recent.pop(record.token_hash, None)  # no longer valid in this process
             if record.revoked_at is None:
                 record.revoked_at = self._db.clock()
-                await session.flush()
-                await session.run_sync(
-                    self._db.audit,
+                session.flush()
+                self._db.audit(
+                    session,
                     "token.revoked",
                     entity_type="token",
                     entity_id=record.id,
                     actor=actor,
                     payload={"token_id": record.id, "name": record.name, "role": record.role},
                 )
-        return record
+            return record
+
+        return await self._db.run(work)
 
     async def all(self) -> list[TokenRecord]:
         """Every token, oldest first (hashes included; never plaintexts)."""
