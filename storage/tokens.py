@@ -7,7 +7,7 @@ import secrets
 import time
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -71,23 +71,14 @@ class TokenRepository:
             expires_at=expires_at,
             inline_ground_truth=inline_ground_truth,
         )
-        async with self._db.write() as session:
-            session.add(record)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
-                "token.created",
-                entity_type="token",
-                entity_id=record.id,
-                actor=actor,
-                payload={
-                    "token_id": record.id,
-                    "name": name,
-                    "role": role,
-                    "expires_at": iso_utc(expires_at) if expires_at else None,
-                    "inline_ground_truth": inline_ground_truth,
-                },
-            )
+        payload = {
+            "token_id": record.id,
+            "name": name,
+            "role": role,
+            "expires_at": iso_utc(expires_at) if expires_at else None,
+            "inline_ground_truth": inline_ground_truth,
+        }
+        await self._db.run(self._add, record, payload, actor)
         return plaintext, record
 
     async def ensure(
@@ -102,8 +93,9 @@ class TokenRepository:
             raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
         digest = hash_token(plaintext)
         query = select(TokenRecord).where(col(TokenRecord.token_hash) == digest)
-        async with self._db.write() as session:
-            existing = (await session.execute(query)).scalar_one_or_none()
+
+        def register(session: Session) -> tuple[bool, TokenRecord]:
+            existing = session.execute(query).scalar_one_or_none()
             if existing is not None:
                 return False, existing
             record = TokenRecord(
@@ -113,17 +105,26 @@ class TokenRepository:
                 token_hash=digest,
                 created_at=self._db.clock(),
             )
-            session.add(record)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
-                "token.created",
-                entity_type="token",
-                entity_id=record.id,
-                actor=actor,
-                payload={"token_id": record.id, "name": name, "role": role, "expires_at": None},
-            )
-        return True, record
+            payload = {"token_id": record.id, "name": name, "role": role, "expires_at": None}
+            self._add(session, record, payload, actor)
+            return True, record
+
+        return await self._db.run(register)
+
+    def _add(
+        self, session: Session, record: TokenRecord, payload: dict[str, Any], actor: str
+    ) -> None:
+        """Store a new token's record and audit it (``token.created``, ``payload``)."""
+        session.add(record)
+        session.flush()
+        self._db.audit(
+            session,
+            "token.created",
+            entity_type="token",
+            entity_id=record.id,
+            actor=actor,
+            payload=payload,
+        )
 
     async def authenticate(self, plaintext: str) -> TokenRecord | None:
         """The token's record, or None when it is unknown, revoked or expired.
