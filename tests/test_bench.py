@@ -97,6 +97,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
         "slow_judge",
         "screening",
         "statement_cost",
+        "search",
     ],
 )
 def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:
