@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -115,25 +114,33 @@ class RegradeRepository:
         """Every item of the job beside its previous grading; NotFound for an unknown job."""
         return await read_pairs(self._db, job_id)
 
-    async def _scenarios(self, session: AsyncSession, f: RegradeFilter) -> list[str] | None:
+    @staticmethod
+    def _scenarios(session: Session, f: RegradeFilter) -> list[str] | None:
         if not f.tags:
             return None
-        rows = list((await session.execute(select(ScenarioRecord))).scalars())
+        rows = list(session.execute(select(ScenarioRecord)).scalars())
         return matching_scenarios(rows, f.tags)
 
     async def totals(self, f: RegradeFilter) -> RegradeTotals:
         """How many submissions the filter covers and how much text they hold."""
-        async with self._db.read() as session:
-            query = totals_query(f, await self._scenarios(session, f))
-            count, chars, empty = (await session.execute(query)).one()
-        return RegradeTotals(int(count), int(chars or 0), int(empty or 0))
+
+        def work(session: Session) -> RegradeTotals:
+            count, chars, empty = session.execute(
+                totals_query(f, self._scenarios(session, f))
+            ).one()
+            return RegradeTotals(int(count), int(chars or 0), int(empty or 0))
+
+        return await self._db.run_read(work)
 
     async def candidates(self, f: RegradeFilter, *, latest: bool = False) -> list[Candidate]:
         """The covered submissions with their texts (``latest``: the newest ground truths)."""
-        async with self._db.read() as session:
-            scenarios = await self._scenarios(session, f)
+
+        def work(session: Session) -> list[Candidate]:
+            scenarios = self._scenarios(session, f)
             query = candidates_query(f, scenarios, texts=True, latest=latest)
-            return [Candidate(*row) for row in await session.execute(query)]
+            return [Candidate(*row) for row in session.execute(query)]
+
+        return await self._db.run_read(work)
 
     async def create_job(
         self,
@@ -164,15 +171,16 @@ class RegradeRepository:
         if dry_run:  # stores nothing: the job answered is the estimate only
             job.total = int((estimate or {}).get("submissions", 0))
             return JobView(job=job, progress=JobProgress(total=job.total))
-        async with self._db.write() as session:
+
+        def store(session: Session) -> JobView:
             session.add(job)
-            await session.flush()
-            await session.run_sync(self._catalog.ensure_rubric, target.rubric, actor=actor)
-            items = await self._create_items(session, job, f, target)
+            session.flush()
+            self._catalog.ensure_rubric(session, target.rubric, actor=actor)
+            items = self._create_items(session, job, f, target)
             job.total = len(items)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            session.flush()
+            self._db.audit(
+                session,
                 "regrade_job.created",
                 entity_type="regrade_job",
                 entity_id=job.id,
@@ -191,17 +199,18 @@ class RegradeRepository:
                 covers=items,
             )
             if job.total == 0:
-                await session.run_sync(lambda s: end_job(self._db, s, job, actor))
-            progress = await session.run_sync(job_progress, job, now)
-        return JobView(job=job, progress=progress)
+                end_job(self._db, session, job, actor)
+            return JobView(job=job, progress=job_progress(session, job, now))
 
-    async def _create_items(
-        self, session: AsyncSession, job: RegradeJobRecord, f: RegradeFilter, t: RegradeTarget
+        return await self._db.run(store)
+
+    def _create_items(
+        self, session: Session, job: RegradeJobRecord, f: RegradeFilter, t: RegradeTarget
     ) -> list[str]:
         """Insert the job's pending gradings; their ids."""
         latest = t.ground_truth == "latest"
-        query = candidates_query(f, await self._scenarios(session, f), latest=latest)
-        triples = list(await session.execute(query))
+        query = candidates_query(f, self._scenarios(session, f), latest=latest)
+        triples = list(session.execute(query))
         # the columns all items share (defaults included), then plain values per item
         shared = GradingRecord(
             id="",
@@ -229,48 +238,51 @@ class RegradeRepository:
         ]
         table = GradingRecord.__table__  # type: ignore[attr-defined]
         for start in range(0, len(rows), _INSERT_BATCH):
-            await session.execute(insert(table), rows[start : start + _INSERT_BATCH])
+            session.execute(insert(table), rows[start : start + _INSERT_BATCH])
         return [row["id"] for row in rows]
 
     async def get_job(self, job_id: str) -> JobView:
         """A job with its progress; NotFound for an unknown id."""
-        async with self._db.read() as session:
-            job = await session.get(RegradeJobRecord, job_id)
+
+        def work(session: Session) -> JobView:
+            job = session.get(RegradeJobRecord, job_id)
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
-            return JobView(
-                job=job, progress=await session.run_sync(job_progress, job, self._db.clock())
-            )
+            return JobView(job=job, progress=job_progress(session, job, self._db.clock()))
+
+        return await self._db.run_read(work)
 
     async def recent_jobs(self, *, limit: int = 50) -> list[JobView]:
         """The newest jobs with their progress, newest first."""
-        async with self._db.read() as session:
-            return await session.run_sync(recent_jobs, self._db.clock(), limit=limit)
+
+        def work(session: Session) -> list[JobView]:
+            return recent_jobs(session, self._db.clock(), limit=limit)
+
+        return await self._db.run_read(work)
 
     async def change_job(self, job_id: str, action: str, *, actor: str) -> JobView:
         """``pause``, ``resume`` or ``cancel`` a job; Conflict when its state does not allow it."""
-        async with self._db.write() as session:
-            job = await session.run_sync(lambda s: locked_job(self._db, s, job_id))
+
+        def work(session: Session) -> JobView:
+            job = locked_job(self._db, session, job_id)
             if job is None:
                 raise NotFound(f"no regrade job {job_id!r}")
             allowed = ACTION_STATES[action]
             if job.dry_run or job.state not in allowed:
                 raise Conflict(f"a {job.state} regrade job cannot be {action}d")
             if action == "cancel":
-                moved = await self._set_items(session, job.id, "pending", "cancelled")
-                await session.run_sync(
-                    lambda s: end_job(self._db, s, job, actor, state="cancelled", covers=moved)
-                )
+                moved = self._set_items(session, job.id, "pending", "cancelled")
+                end_job(self._db, session, job, actor, state="cancelled", covers=moved)
             else:
                 moved = []
                 if job.state == "cancelled":
-                    moved = await self._set_items(session, job.id, "cancelled", "pending")
+                    moved = self._set_items(session, job.id, "cancelled", "pending")
                     job.finished_at, job.counts = None, {}
                 paused = action == "pause"
                 job.state = "paused" if paused else ("running" if job.started_at else "queued")
-                await session.flush()
-                await session.run_sync(
-                    self._db.audit,
+                session.flush()
+                self._db.audit(
+                    session,
                     f"regrade_job.{action}d",
                     entity_type="regrade_job",
                     entity_id=job.id,
@@ -279,12 +291,12 @@ class RegradeRepository:
                     covers=moved,
                 )
                 if not paused:
-                    await session.run_sync(lambda s: finish_if_drained(self._db, s, job, actor))
-            return JobView(
-                job=job, progress=await session.run_sync(job_progress, job, self._db.clock())
-            )
+                    finish_if_drained(self._db, session, job, actor)
+            return JobView(job=job, progress=job_progress(session, job, self._db.clock()))
 
-    async def _set_items(self, session: AsyncSession, job_id: str, old: str, new: str) -> list[str]:
+        return await self._db.run(work)
+
+    def _set_items(self, session: Session, job_id: str, old: str, new: str) -> list[str]:
         """Move a job's items from status ``old`` to ``new``, skipping rows being written.
 
         Returns the ids of the items moved (for the audit event that covers them).
@@ -294,7 +306,7 @@ class RegradeRepository:
         )
         if self._db.postgres:
             ids = ids.with_for_update(skip_locked=True)
-        moved = await session.execute(
+        moved = session.execute(
             update(GradingRecord)
             .where(col(GradingRecord.id).in_(ids))
             .values(status=new, lease_owner=None, lease_expires_at=None)
