@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.audit.records import RecordRow
@@ -83,22 +83,25 @@ class ScenarioRepository:
     async def create(self, spec: ScenarioSpec, *, actor: str) -> ScenarioRecord:
         """Register a scenario as version 1; raises Conflict when the id is taken, naming
         the stored version's ground-truth SHA-256 and the one sent (the same text, or not)."""
+
+        def register(session: Session) -> ScenarioRecord:
+            existing = session.get(ScenarioRecord, spec.id)
+            if existing is not None:
+                raise Conflict(_taken(existing, spec))
+            return self._insert(session, spec, actor=actor)
+
         try:
-            async with self._db.write() as session:
-                existing = await session.get(ScenarioRecord, spec.id)
-                if existing is not None:
-                    raise Conflict(_taken(existing, spec))
-                return await self._insert(session, spec, actor=actor)
+            return await self._db.run(register)
         except IntegrityError:
             raise Conflict(f"scenario {spec.id!r} already exists") from None
 
-    async def ensure(self, session: AsyncSession, spec: ScenarioSpec, *, actor: str) -> int:
+    def ensure(self, session: Session, spec: ScenarioSpec, *, actor: str) -> int:
         """Register ``spec`` in the caller's transaction unless its id exists; then the
         newest version whose ground truth is ``spec.ground_truth`` (0 when none is)."""
         values = self._row(spec, actor=actor)
         table = ScenarioRecord.__table__  # type: ignore[attr-defined]
-        if await session.run_sync(self._db.insert_ignore, table, values):
-            await self._first_version(session, ScenarioRecord(**values), actor=actor)
+        if self._db.insert_ignore(session, table, values):
+            self._first_version(session, ScenarioRecord(**values), actor=actor)
             return 1
         query = (
             select(col(ScenarioVersionRecord.version))
@@ -109,7 +112,7 @@ class ScenarioRepository:
             .order_by(col(ScenarioVersionRecord.version).desc())
             .limit(1)
         )
-        return int((await session.execute(query)).scalar_one_or_none() or 0)
+        return int(session.execute(query).scalar_one_or_none() or 0)
 
     def _row(self, spec: ScenarioSpec, *, actor: str) -> dict[str, Any]:
         now = self._db.clock()
@@ -125,18 +128,14 @@ class ScenarioRepository:
             "updated_at": now,
         }
 
-    async def _insert(
-        self, session: AsyncSession, spec: ScenarioSpec, *, actor: str
-    ) -> ScenarioRecord:
+    def _insert(self, session: Session, spec: ScenarioSpec, *, actor: str) -> ScenarioRecord:
         record = ScenarioRecord(**self._row(spec, actor=actor))
         session.add(record)
-        await session.flush()
-        await self._first_version(session, record, actor=actor)
+        session.flush()
+        self._first_version(session, record, actor=actor)
         return record
 
-    async def _first_version(
-        self, session: AsyncSession, record: ScenarioRecord, *, actor: str
-    ) -> None:
+    def _first_version(self, session: Session, record: ScenarioRecord, *, actor: str) -> None:
         first = ScenarioVersionRecord(
             scenario_id=record.id,
             version=1,
@@ -145,9 +144,9 @@ class ScenarioRepository:
             created_at=record.created_at,
         )
         session.add(first)
-        await session.flush()
-        await session.run_sync(
-            self._db.audit,
+        session.flush()
+        self._db.audit(
+            session,
             "scenario.created",
             entity_type="scenario",
             entity_id=record.id,
@@ -169,8 +168,9 @@ class ScenarioRepository:
 
         NotFound for an unknown id; PreconditionFailed when another version came first.
         """
-        async with self._db.write() as session:
-            record = await self._locked(session, spec.id)
+
+        def change(session: Session) -> ScenarioChange:
+            record = self._locked(session, spec.id)
             if record is None:
                 raise NotFound(f"no scenario with id {spec.id!r}")
             if record.version != expected_version:
@@ -178,29 +178,34 @@ class ScenarioRepository:
                     f"scenario {spec.id!r} is at version {record.version}, not {expected_version}",
                     current_revision=record.version,
                 )
-            return await self._apply(session, record, spec, actor=actor)
+            return self._apply(session, record, spec, actor=actor)
+
+        return await self._db.run(change)
 
     async def load(self, specs: Sequence[ScenarioSpec], *, actor: str) -> list[ScenarioChange]:
         """Create or change every scenario of ``specs`` in one transaction, in order."""
-        async with self._db.write() as session:
+
+        def load_all(session: Session) -> list[ScenarioChange]:
             changes = []
             for spec in specs:
-                record = await self._locked(session, spec.id)
+                record = self._locked(session, spec.id)
                 if record is None:
-                    record = await self._insert(session, spec, actor=actor)
+                    record = self._insert(session, spec, actor=actor)
                     changes.append(ScenarioChange(record, "created"))
                 else:
-                    changes.append(await self._apply(session, record, spec, actor=actor))
+                    changes.append(self._apply(session, record, spec, actor=actor))
             return changes
 
-    async def _locked(self, session: AsyncSession, scenario_id: str) -> ScenarioRecord | None:
+        return await self._db.run(load_all)
+
+    def _locked(self, session: Session, scenario_id: str) -> ScenarioRecord | None:
         query = select(ScenarioRecord).where(col(ScenarioRecord.id) == scenario_id)
         if self._db.postgres:
             query = query.with_for_update()
-        return (await session.execute(query)).scalar_one_or_none()
+        return session.execute(query).scalar_one_or_none()
 
-    async def _apply(
-        self, session: AsyncSession, record: ScenarioRecord, spec: ScenarioSpec, *, actor: str
+    def _apply(
+        self, session: Session, record: ScenarioRecord, spec: ScenarioSpec, *, actor: str
     ) -> ScenarioChange:
         """Write what ``spec`` changes of ``record``: a new version, fields in place, or
         nothing."""
@@ -235,13 +240,13 @@ class ScenarioRepository:
             session.add(version)
             written.append(version)
         record.updated_at = now
-        await session.flush()
+        session.flush()
         payload = {"id": record.id, "version": record.version, "changed": list(changed)}
         if new_truth:
             payload |= {"note": spec.note, **_truth_facts(spec.ground_truth)}
         event = "scenario.versioned" if new_truth else "scenario.updated"
-        await session.run_sync(
-            self._db.audit,
+        self._db.audit(
+            session,
             event,
             entity_type="scenario",
             entity_id=record.id,

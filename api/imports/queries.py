@@ -150,7 +150,9 @@ class ImportQueries:
         """Register the problem as a scenario unless it exists; the version whose ground
         truth is ``truth`` (None when the scenario never had it)."""
         spec = ScenarioSpec(scenario_id, truth, tags=("sregym",))
-        version = await self._catalog.scenarios.ensure(session, spec, actor="import:sregym")
+        version = await session.run_sync(
+            self._catalog.scenarios.ensure, spec, actor="import:sregym"
+        )
         return version or None
 
     async def _audit_import(self, session: AsyncSession, s: SubmissionRecord, **extra: Any) -> None:
