@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.audit import grading_digests
@@ -64,8 +64,7 @@ class PendingJudgeRepository:
             .group_by(spec, live)
             .order_by(spec)
         )
-        async with self._db.read() as session:
-            rows = (await session.execute(query)).all()
+        rows = await self._db.run_read(lambda session: session.execute(query).all())
         return [
             PendingJudge(judge_spec=s, live=bool(is_live), count=int(n)) for s, is_live, n in rows
         ]
@@ -87,10 +86,14 @@ class PendingJudgeRepository:
         discarded, never stored). Transactions of up to 500 gradings each.
         """
         moved: list[str] = []
+
+        def move_batch(session: Session) -> list[GradingRecord]:
+            batch = self._pick(session, to[0], from_spec, take_leased)
+            self._write(session, batch, to, actor=actor, reason=reason)
+            return batch
+
         while True:
-            async with self._db.write() as session:
-                batch = await self._pick(session, to[0], from_spec, take_leased)
-                await self._write(session, batch, to, actor=actor, reason=reason)
+            batch = await self._db.run(move_batch)
             moved += [g.id for g in batch]
             if len(batch) < _BATCH:
                 return moved
@@ -103,17 +106,18 @@ class PendingJudgeRepository:
         False, and nothing written, when ``worker_id`` no longer holds the lease of a
         pending grading.
         """
-        async with self._db.write() as session:
-            grading = await session.run_sync(lambda s: leased(self._db, s, grading_id, worker_id))
+
+        def move_one(session: Session) -> bool:
+            grading = leased(self._db, session, grading_id, worker_id)
             if grading is None:
                 return False
-            await self._write(
-                session, [grading], to, actor=worker_id, reason=reason, keep_lease=True
-            )
-        return True
+            self._write(session, [grading], to, actor=worker_id, reason=reason, keep_lease=True)
+            return True
 
-    async def _pick(
-        self, session: AsyncSession, to_spec: str, from_spec: str | None, take_leased: bool
+        return await self._db.run(move_one)
+
+    def _pick(
+        self, session: Session, to_spec: str, from_spec: str | None, take_leased: bool
     ) -> list[GradingRecord]:
         spec = col(GradingRecord.judge_spec)
         where: list[Any] = [
@@ -132,11 +136,11 @@ class PendingJudgeRepository:
         )
         if self._db.postgres:  # a grading being completed now is not waited for
             query = query.with_for_update(skip_locked=True)
-        return list((await session.execute(query)).scalars())
+        return list(session.execute(query).scalars())
 
-    async def _write(
+    def _write(
         self,
-        session: AsyncSession,
+        session: Session,
         gradings: Sequence[GradingRecord],
         to: RecordedJudge,
         *,
@@ -174,8 +178,8 @@ class PendingJudgeRepository:
                 grading.lease_owner = None
                 grading.lease_expires_at = None
             grading.revision += 1
-        await session.flush()
+        session.flush()
         # each event covers its grading's new state; the digests read in one go
-        digests = await session.run_sync(grading_digests, [g.id for g in gradings])
+        digests = grading_digests(session, [g.id for g in gradings])
         covers = {i: {g.id: str(digests[g.id])} for i, g in enumerate(gradings)}
-        await session.run_sync(self._db.audit_many, events, covers)
+        self._db.audit_many(session, events, covers)
