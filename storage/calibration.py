@@ -72,9 +72,9 @@ class CalibrationRepository:
         )
         if gold_sha256 is not None:
             query = query.where(col(_C.gold_sha256) == gold_sha256)
-        async with self._db.read() as session:
-            runs = (await session.execute(query.order_by(col(_C.created_at).desc()))).scalars()
-            return [r for r in runs if r.judge_settings == judge_settings]
+        ordered = query.order_by(col(_C.created_at).desc())
+        runs = await self._db.run_read(lambda session: list(session.execute(ordered).scalars()))
+        return [r for r in runs if r.judge_settings == judge_settings]
 
     async def recent(self, *, limit: int = 200) -> list[CalibrationRunRecord]:
         """The newest runs of every judge, newest first."""

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound
@@ -37,10 +38,11 @@ class LabelQueries:
         unknown = sorted(set(answers) - known)
         if unknown:
             raise InvalidReview(f"unknown question(s) {', '.join(unknown)}", field="answers")
-        async with self._db.write() as session:
-            if await session.get(GradingRecord, grading_id) is None:
+
+        def store(session: Session) -> list[HumanLabelRecord]:
+            if session.get(GradingRecord, grading_id) is None:
                 raise NotFound(f"no grading {grading_id}")
-            earlier = await session.execute(
+            earlier = session.execute(
                 select(HumanLabelRecord.id).where(
                     HumanLabelRecord.grading_id == grading_id,
                     HumanLabelRecord.author_id == author_id,
@@ -65,9 +67,9 @@ class LabelQueries:
             if verdict is not None:
                 labels.append(label(verdict=verdict))
             session.add_all(labels)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            session.flush()
+            self._db.audit(
+                session,
                 "review.labelled",
                 entity_type="grading",
                 entity_id=grading_id,
@@ -76,3 +78,5 @@ class LabelQueries:
                 rows=labels,
             )
             return labels
+
+        return await self._db.run(store)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.cursors import CursorCodec
@@ -73,9 +74,8 @@ class ScenarioQueries:
             query = query.where(col(s.created_at) < filters.created_before)
         if after is not None:
             query = query.where(col(s.id) > self._after(after))
-        async with self._db.read() as session:
-            query = query.order_by(col(s.id)).limit(limit + 1)
-            rows = list((await session.execute(query)).scalars())
+        query = query.order_by(col(s.id)).limit(limit + 1)
+        rows = await self._db.run_read(lambda session: list(session.execute(query).scalars()))
         more = len(rows) > limit
         rows = rows[:limit]
         cursor = self._cursors.encode([rows[-1].id]) if more and rows else None
@@ -88,15 +88,18 @@ class ScenarioQueries:
             .where(col(ScenarioVersionRecord.scenario_id) == scenario_id)
             .order_by(col(ScenarioVersionRecord.version))
         )
-        async with self._db.read() as session:
-            if await session.get(ScenarioRecord, scenario_id) is None:
+
+        def read(session: Session) -> list[ScenarioVersionRecord]:
+            if session.get(ScenarioRecord, scenario_id) is None:
                 raise NotFound(f"no scenario with id {scenario_id!r}")
-            return list((await session.execute(query)).scalars())
+            return list(session.execute(query).scalars())
+
+        return await self._db.run_read(read)
 
     async def version(self, scenario_id: str, version: int) -> ScenarioVersionRecord:
         """One version of a scenario's ground truth; NotFound for an unknown one."""
-        async with self._db.read() as session:
-            record = await session.get(ScenarioVersionRecord, (scenario_id, version))
+        key = (scenario_id, version)
+        record = await self._db.run_read(lambda session: session.get(ScenarioVersionRecord, key))
         if record is None:
             raise NotFound(f"scenario {scenario_id!r} has no version {version}")
         return record
