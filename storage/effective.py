@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.adjudication import effective_answers, overrides_in_force
+from storage.gradings import records_by_grading
 from storage.overrides import override_events
 from storage.report_queries import (
     GroupKey,
@@ -36,10 +36,6 @@ __all__ = [
     "overrides_by_grading",
     "record_answers",
 ]
-
-#: how many ids go into one ``IN (...)``
-_CHUNK = 500
-
 
 @dataclass(frozen=True)
 class EffectiveAnswer:
@@ -69,41 +65,16 @@ def record_answers(
     return effective_answers({a.question_id: a.answer for a in answers}, in_force)
 
 
-async def overrides_by_grading(
-    session: AsyncSession, grading_ids: Sequence[str]
+def overrides_by_grading(
+    session: Session, grading_ids: Sequence[str]
 ) -> dict[str, list[OverrideRecord]]:
     """Every override of these gradings, oldest first, by grading id."""
-    found: dict[str, list[OverrideRecord]] = {gid: [] for gid in grading_ids}
-    for start in range(0, len(grading_ids), _CHUNK):
-        chunk = list(grading_ids[start : start + _CHUNK])
-        query = (
-            select(OverrideRecord)
-            .where(col(OverrideRecord.grading_id).in_(chunk))
-            .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
-        )
-        for record in (await session.execute(query)).scalars():
-            found[record.grading_id].append(record)
-    return found
+    order = (col(OverrideRecord.created_at), col(OverrideRecord.id))
+    return records_by_grading(session, OverrideRecord, grading_ids, order=order)
 
 
-async def _answers_by_grading(
-    session: AsyncSession, grading_ids: Sequence[str]
-) -> dict[str, list[AnswerRecord]]:
-    found: dict[str, list[AnswerRecord]] = {gid: [] for gid in grading_ids}
-    for start in range(0, len(grading_ids), _CHUNK):
-        chunk = list(grading_ids[start : start + _CHUNK])
-        query = (
-            select(AnswerRecord)
-            .where(col(AnswerRecord.grading_id).in_(chunk))
-            .order_by(col(AnswerRecord.grading_id), col(AnswerRecord.position))
-        )
-        for record in (await session.execute(query)).scalars():
-            found[record.grading_id].append(record)
-    return found
-
-
-async def overridden_gradings(
-    session: AsyncSession, filters: ReportFilter, group_by: Sequence[GroupKey]
+def overridden_gradings(
+    session: Session, filters: ReportFilter, group_by: Sequence[GroupKey]
 ) -> list[EffectiveGrading]:
     """Graded gradings in ``filters`` with an override in force, with effective answers."""
     query: Any = filtered(
@@ -114,10 +85,11 @@ async def overridden_gradings(
         ),
         filters,
     ).where(col(GradingRecord.status) == "graded", col(GradingRecord.overridden).is_(True))
-    rows = list(await session.execute(query))
+    rows = list(session.execute(query))
     ids = [row.grading_id for row in rows]
-    answers = await _answers_by_grading(session, ids)
-    overrides = await overrides_by_grading(session, ids)
+    order = (col(AnswerRecord.grading_id), col(AnswerRecord.position))
+    answers = records_by_grading(session, AnswerRecord, ids, order=order)
+    overrides = overrides_by_grading(session, ids)
     gradings = []
     for row in rows:
         stored = answers[row.grading_id]

@@ -129,7 +129,7 @@ async def attach(
     )
     for answer in (await session.execute(query)).scalars():
         answers[answer.grading_id].append(answer)
-    overrides = await overrides_by_grading(session, ids)
+    overrides = await session.run_sync(overrides_by_grading, ids)
     tags: dict[str, list[FailureTagRecord]] = {i: [] for i in ids}
     tag_query = (
         select(FailureTagRecord)

@@ -37,6 +37,8 @@ __all__ = ["GradingReads", "decode_cursor", "encode_cursor", "records_by_grading
 
 MAX_PAGE = 500
 _R = TypeVar("_R")
+#: grading ids per IN list
+_IDS_PER_QUERY = 500
 #: what an issued cursor can hold: a grading id and a time both databases store
 _GRADING_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
@@ -70,12 +72,15 @@ def decode_cursor(codec: CursorCodec, cursor: str) -> tuple[datetime, str]:
 def records_by_grading(
     session: Session, model: type[_R], grading_ids: Sequence[str], *where: Any, order: Any
 ) -> dict[str, list[_R]]:
-    """The rows of ``model`` (a table with a ``grading_id``) of each of the gradings, in
-    one query ordered by ``order``; every grading has a list, empty when it has none."""
+    """The rows of ``model`` (a table with a ``grading_id``) of each of the gradings,
+    ordered by ``order``, in one query per 500 gradings; every grading has a list, empty
+    when it has none."""
     found: dict[str, list[_R]] = {gid: [] for gid in grading_ids}
-    if grading_ids:
-        column = model.grading_id  # type: ignore[attr-defined]
-        query = select(model).where(column.in_(list(grading_ids)), *where).order_by(*order)
+    column = model.grading_id  # type: ignore[attr-defined]
+    ids = list(found)
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        chunk = ids[start : start + _IDS_PER_QUERY]
+        query = select(model).where(column.in_(chunk), *where).order_by(*order)
         for record in session.execute(query).scalars():
             found[record.grading_id].append(record)
     return found

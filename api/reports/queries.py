@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlalchemy import distinct, false, func, true
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
@@ -132,25 +133,26 @@ class ReportQueries:
         verdicts: Verdicts = "effective",
     ) -> list[OutcomeCounts]:
         """Passed, failed, unscored and pending gradings per group."""
-        async with self._db.snapshot() as session:
-            return await _outcomes(session, filters, group_by, verdicts)
+        return await self._db.run_read(_outcomes, filters, group_by, verdicts)
 
     async def arm_readings(
         self, a: ReportFilter, b: ReportFilter, *, verdicts: Verdicts = "effective"
     ) -> tuple[ArmReading, ArmReading]:
         """Outcomes of two arms per scenario and their verdicts per attempt, from one
         snapshot."""
-        async with self._db.snapshot() as session:
-            return (
-                ArmReading(
-                    await _outcomes(session, a, ("scenario",), verdicts),
-                    await _verdicts_by_submission(session, a, verdicts),
-                ),
-                ArmReading(
-                    await _outcomes(session, b, ("scenario",), verdicts),
-                    await _verdicts_by_submission(session, b, verdicts),
-                ),
+
+        def read(session: Session) -> tuple[ArmReading, ArmReading]:
+            a_reading = ArmReading(
+                _outcomes(session, a, ("scenario",), verdicts),
+                _verdicts_by_submission(session, a, verdicts),
             )
+            b_reading = ArmReading(
+                _outcomes(session, b, ("scenario",), verdicts),
+                _verdicts_by_submission(session, b, verdicts),
+            )
+            return a_reading, b_reading
+
+        return await self._db.run_read(read)
 
     async def question_counts(
         self,
@@ -176,13 +178,16 @@ class ReportQueries:
             verdicts,
         ).group_by(*groups, col(_A.question_id), col(_A.dimension_id))
         totals: dict[tuple[Key, str, str], list[int]] = {}
-        async with self._db.snapshot() as session:
-            for row in await session.execute(query):
+
+        def read(session: Session) -> None:
+            for row in session.execute(query):
                 item = (group_key(row, group_by), row.question_id, row.dimension_id)
                 totals[item] = [row.position, int(row.yes), int(row.n)]
             if verdicts == "effective":
-                for grading in await overridden_gradings(session, filters, group_by):
+                for grading in overridden_gradings(session, filters, group_by):
                     _add_answers(totals, grading)
+
+        await self._db.run_read(read)
         counts = [
             QuestionCounts(key=k, question_id=q, dimension_id=d, position=p, yes=y, n=n)
             for (k, q, d), (p, y, n) in totals.items()
@@ -199,17 +204,20 @@ class ReportQueries:
         """For failed diagnoses: per dimension, how often it had no yes or the fewest."""
         query = failing_dimensions_query(filters, group_by, verdicts)
         totals: dict[tuple[Key, str], list[int]] = {}
-        async with self._db.snapshot() as session:
-            for row in await session.execute(query):
+
+        def read(session: Session) -> None:
+            for row in session.execute(query):
                 totals[(group_key(row, group_by), row.dim)] = [
                     int(row.failing),
                     int(row.zero_yes),
                     int(row.weakest),
                 ]
             if verdicts == "effective":
-                for grading in await overridden_gradings(session, filters, group_by):
+                for grading in overridden_gradings(session, filters, group_by):
                     if grading.passed is False and grading.answers:
                         _add_failing(totals, grading)
+
+        await self._db.run_read(read)
         failures = [
             DimensionFailures(key=k, dimension_id=d, failing=f, zero_yes=z, weakest=w)
             for (k, d), (f, z, w) in totals.items()
@@ -236,12 +244,15 @@ class ReportQueries:
             .group_by(*groups, col(tag.tag))
         )
         sizes = filtered(joined(*groups, func.count().label("n")), filters).where(scored)
-        async with self._db.snapshot() as session:
+
+        def read(session: Session) -> tuple[dict[Key, int], list[Any]]:
             n_of = {
                 group_key(row, group_by): int(row.n)
-                for row in await session.execute(sizes.group_by(*groups))
+                for row in session.execute(sizes.group_by(*groups))
             }
-            rows = list(await session.execute(tagged))
+            return n_of, list(session.execute(tagged))
+
+        n_of, rows = await self._db.run_read(read)
         counts = [
             TagCounts(key=k, tag=row.tag, tagged=int(row.tagged), n=n_of.get(k, 0))
             for row in rows
@@ -250,8 +261,8 @@ class ReportQueries:
         return sorted(counts, key=lambda c: (_sortable(c.key), -c.tagged, c.tag))
 
 
-async def _outcomes(
-    session: AsyncSession, filters: ReportFilter, group_by: Sequence[GroupKey], verdicts: Verdicts
+def _outcomes(
+    session: Session, filters: ReportFilter, group_by: Sequence[GroupKey], verdicts: Verdicts
 ) -> list[OutcomeCounts]:
     verdict = verdict_column(verdicts)
     pending = col(_G.status) == "pending"
@@ -286,14 +297,14 @@ async def _outcomes(
             provisional=int(row.provisional),
             inline=int(row.inline),
         )
-        for row in await session.execute(query)
+        for row in session.execute(query)
         if row.passed or row.failed or row.unscored or row.pending or row.held or row.inline
     ]
     return sorted(counts, key=lambda c: _sortable(c.key))
 
 
-async def _verdicts_by_submission(
-    session: AsyncSession, filters: ReportFilter, verdicts: Verdicts
+def _verdicts_by_submission(
+    session: Session, filters: ReportFilter, verdicts: Verdicts
 ) -> dict[str, list[bool]]:
     """The verdicts that :func:`_outcomes` counts as passed or failed, by submission."""
     verdict = verdict_column(verdicts)
@@ -301,7 +312,7 @@ async def _verdicts_by_submission(
         verdict.is_not(None)
     )  # inline gradings counted apart are left out here by the filter itself
     found: dict[str, list[bool]] = defaultdict(list)
-    for row in await session.execute(query):
+    for row in session.execute(query):
         found[str(row.submission_id)].append(bool(row.passed))
     return dict(found)
 
