@@ -26,6 +26,7 @@ from sqlmodel import col
 
 from judge.agreement import VERDICT, RatedPair
 from storage.database import Database
+from storage.gradings import records_by_grading
 from storage.report_queries import ReportFilter, filtered
 from storage.review_tables import HumanLabelRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
@@ -39,7 +40,6 @@ AGREEMENT_GROUPS = ("rubric", "judge", "provisional")
 LabelSource = Literal["blind", "override", "all"]
 
 _G, _S, _L, _A = GradingRecord, SubmissionRecord, HumanLabelRecord, AnswerRecord
-_CHUNK = 500
 
 
 def _group(grading: GradingRecord, group_by: Sequence[str], judge: str | None = None) -> Any:
@@ -100,8 +100,10 @@ class AgreementQueries:
         query = filtered(base, scope).where(col(_G.status) == "graded")
         if source != "all":
             query = query.where(col(_L.source) == source)
-        async with self._db.read() as session:
-            rows = [(r[0], r[1]) for r in await session.execute(query.order_by(col(_L.id)))]
+        ordered = query.order_by(col(_L.id))
+        rows = await self._db.run_read(
+            lambda session: [(r[0], r[1]) for r in session.execute(ordered)]
+        )
         latest: dict[tuple[str, str, str], tuple[GradingRecord, HumanLabelRecord]] = {}
         for grading, label in rows:
             latest[(grading.id, label.author_id, label.question_id or VERDICT)] = (grading, label)
@@ -110,11 +112,11 @@ class AgreementQueries:
     async def _judge_answers(self, ids: list[str]) -> dict[str, dict[str, tuple[str, bool]]]:
         """grading -> question -> (dimension, the judge's own answer)."""
         found: dict[str, dict[str, tuple[str, bool]]] = defaultdict(dict)
-        async with self._db.read() as session:
-            for start in range(0, len(ids), _CHUNK):
-                query = select(_A).where(col(_A.grading_id).in_(ids[start : start + _CHUNK]))
-                for a in (await session.execute(query)).scalars():
-                    found[a.grading_id][a.question_id] = (a.dimension_id, a.judge_answer)
+        order = (col(_A.grading_id), col(_A.position))
+        stored = await self._db.run_read(records_by_grading, _A, ids, order=order)
+        for answers in stored.values():
+            for a in answers:
+                found[a.grading_id][a.question_id] = (a.dimension_id, a.judge_answer)
         return found
 
     async def _judge_pairs(self, scope: ReportFilter, group_by: Sequence[str]) -> list[RatedPair]:
@@ -122,8 +124,7 @@ class AgreementQueries:
         query = filtered(select(_G).join(_S, col(_S.id) == col(_G.submission_id)), scope).where(
             col(_G.status) == "graded"
         )
-        async with self._db.read() as session:
-            gradings = list((await session.execute(query)).scalars())
+        gradings = await self._db.run_read(lambda session: list(session.execute(query).scalars()))
         by_submission: dict[str, list[GradingRecord]] = defaultdict(list)
         for g in gradings:
             by_submission[g.submission_id].append(g)
