@@ -3,10 +3,10 @@ the same submission."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from tests.support.judge_server import sregym_reply
+from tests.support.regrades import shadow_regrade
 from tests.support.submissions import IDS, graded, scripted_judge
 from tests.web.conftest import sign_in
 
@@ -64,15 +64,7 @@ async def test_a_shadow_regrade_is_one_click_away_from_the_grading(
     replies = scripted_judge(sregym_reply(set(IDS)), sregym_reply(set(IDS[:3])))
     async with api_client(**replies) as c:
         grading = await graded(c, agent)
-        job = await c.post(
-            "/v1/regrade-jobs", json={"judge": SPEC, "mode": "shadow"}, headers=admin
-        )
-        assert job.status_code == 201, job.text
-        for _ in range(100):
-            state = (await c.get(f"/v1/regrade-jobs/{job.json()['id']}", headers=admin)).json()
-            if state["state"] == "done":
-                break
-            await asyncio.sleep(0.05)
+        await shadow_regrade(c, admin, SPEC)
         await sign_in(c, admin)
         page = (await c.get(f"/gradings/{grading['id']}")).text
         assert 'data-testid="related"' in page and "shadow regrade" in page

@@ -3,7 +3,6 @@ marked, the dimensions' yes counts and both verdicts, one click from the grading
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
@@ -11,6 +10,7 @@ from litestar.testing import AsyncTestClient
 
 from judge.backends.scripted import ScriptedBackend
 from tests.support.judge_server import sregym_reply
+from tests.support.regrades import shadow_regrade
 from tests.support.submissions import IDS, graded, scripted_judge
 from tests.web.conftest import sign_in
 
@@ -29,14 +29,8 @@ def _two_judges(first: str, second: str) -> dict[str, Any]:
 
 
 async def _shadow_of(c: AsyncTestClient[Any], grading_id: str, admin: dict[str, str]) -> str:
-    """Regrade everything in shadow with the scripted judge's next reply; the shadow's id."""
-    job = await c.post("/v1/regrade-jobs", json={"judge": OTHER, "mode": "shadow"}, headers=admin)
-    assert job.status_code == 201, job.text
-    for _ in range(100):
-        state = (await c.get(f"/v1/regrade-jobs/{job.json()['id']}", headers=admin)).json()
-        if state["state"] == "done":
-            break
-        await asyncio.sleep(0.05)
+    """Regrade everything in shadow with the second judge; the shadow's id."""
+    await shadow_regrade(c, admin, OTHER)
     page = (await c.get(f"/gradings/{grading_id}")).text
     found = re.search(rf'href="/gradings/{grading_id}/versus/([^"]+)"', page)
     assert found, "no side-by-side link on the grading page"

@@ -4,7 +4,6 @@ rows where a column passes and another fails marked, filterable, and the same as
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 from typing import Any
@@ -13,6 +12,7 @@ from litestar.testing import AsyncTestClient
 
 from judge.backends.scripted import ScriptedBackend
 from tests.support.judge_server import sregym_reply
+from tests.support.regrades import shadow_regrade
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, scripted_judge
 from tests.web.conftest import sign_in
 
@@ -42,13 +42,7 @@ async def _three_attempts_two_judges(
         response = await c.post("/v1/submissions?wait=10", json=body, headers=agent)
         assert response.json()["status"] == "graded", response.text
         ids.append(response.json()["id"])
-    job = await c.post("/v1/regrade-jobs", json={"judge": OTHER, "mode": "shadow"}, headers=admin)
-    assert job.status_code == 201, job.text
-    for _ in range(100):
-        state = (await c.get(f"/v1/regrade-jobs/{job.json()['id']}", headers=admin)).json()
-        if state["state"] == "done":
-            break
-        await asyncio.sleep(0.05)
+    await shadow_regrade(c, admin, OTHER)
     return ids
 
 

@@ -1,0 +1,28 @@
+"""Regrading everything over HTTP in the tests, and waiting for the job to end."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from litestar.testing import AsyncTestClient
+
+__all__ = ["shadow_regrade"]
+
+
+async def shadow_regrade(
+    client: AsyncTestClient[Any], admin: dict[str, str], judge: str, *, seconds: float = 5
+) -> dict[str, Any]:
+    """Regrade every current grading in shadow with ``judge``; the job once it is done."""
+    job = await client.post(
+        "/v1/regrade-jobs", json={"judge": judge, "mode": "shadow"}, headers=admin
+    )
+    assert job.status_code == 201, job.text
+    for _ in range(int(seconds / 0.05)):
+        state = dict(
+            (await client.get(f"/v1/regrade-jobs/{job.json()['id']}", headers=admin)).json()
+        )
+        if state["state"] == "done":
+            return state
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the regrade job is still {state['state']}")
