@@ -212,6 +212,11 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     """An async engine on ``database_url``, migrated to the newest schema."""
     engine = make_engine(database_url)
     await upgrade(engine)
+    # the pool's first connection runs SQLAlchemy's once-only connect events under an
+    # asyncio lock of the loop that makes it: make it here, in the test's loop, before an
+    # app under the test client (its own loop, in a portal thread) can race it there
+    async with engine.connect():
+        pass
     try:
         yield engine
     finally:
