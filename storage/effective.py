@@ -37,6 +37,7 @@ __all__ = [
     "record_answers",
 ]
 
+
 @dataclass(frozen=True)
 class EffectiveAnswer:
     """One question's effective answer."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -27,6 +28,11 @@ from storage.search import InvalidSearch, parse_search
 
 __all__ = ["grading_list", "grading_page", "override_from_page"]
 
+#: the verdict labels a page shows (``grading_view.verdict_label``)
+VERDICT_LABELS = frozenset({"PASS", "FAIL", "HELD", "UNSCORED", "PENDING"})
+#: what an override confirmation may name: a question id (as rubrics allow) or the verdict
+_SAVED = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+
 
 async def _render(
     services: Services,
@@ -38,6 +44,8 @@ async def _render(
     pending: dict[str, str] | None = None,
     error: str = "",
     conflict: list[Any] | None = None,
+    saved: str | None = None,
+    was: str | None = None,
 ) -> Template:
     principal = who.principal
     parts = await grading_page_parts(services, principal, grading_id)  # one snapshot
@@ -61,6 +69,8 @@ async def _render(
         canned_reasons=parts.canned_reasons,
         related=related_rows,
         claim_note=claim_note,
+        saved=saved,
+        was=was,
         pending=pending or {},
         error=error,
         conflict=conflict or [],
@@ -75,9 +85,12 @@ async def grading_page(
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
     claim: FromQuery[bool] = False,
+    saved: FromQuery[str | None] = None,
+    was: FromQuery[str | None] = None,
 ) -> Template:
     """The grading side by side with its ground truth; ``claim=true`` (from the queue)
-    holds it for the adjudicator opening it."""
+    holds it for the adjudicator opening it; ``saved`` (a question id, or ``verdict``)
+    and ``was`` (the verdict shown before) confirm an override just saved."""
     note = ""
     if claim and who.principal.at_least("adjudicator"):
         try:
@@ -85,7 +98,9 @@ async def grading_page(
             note = f"You are reviewing this grading ({who.principal.name})."
         except Conflict as exc:
             note = f"Being reviewed by someone else: {exc}"
-    return await _render(services, who, grading_id, claim_note=note)
+    confirmed = saved if saved and _SAVED.fullmatch(saved) else None
+    before = was if was in VERDICT_LABELS else None
+    return await _render(services, who, grading_id, claim_note=note, saved=confirmed, was=before)
 
 
 def _override_request(form: dict[str, str]) -> OverrideCreate:
@@ -140,8 +155,12 @@ async def override_from_page(
             pending=data,
             conflict=changed_since(fresh, seen),
         )
+    # back at the card just overridden, which says it was saved and how the verdict moved
+    params = {"saved": request.question_id or "verdict"}
+    if data.get("shown") in VERDICT_LABELS:
+        params["was"] = data["shown"]
     anchor = f"#q-{request.question_id}" if request.question_id else "#verdict"
-    return Redirect(f"/gradings/{grading_id}{anchor}", status_code=303)
+    return Redirect(f"/gradings/{grading_id}?{urlencode(params)}{anchor}", status_code=303)
 
 
 def _judge_model(judge: str | None) -> str | None:

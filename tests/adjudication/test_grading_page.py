@@ -112,8 +112,11 @@ async def test_overriding_one_answer_flips_the_verdict_and_joins_the_history(
         grading = await graded(c, agent)
         csrf = await sign_in(c, adj)
         url = f"/gradings/{grading['id']}"
-        revision = _revision((await c.get(url)).text)
+        shown = (await c.get(url)).text
+        assert '<input type="hidden" name="shown" value="FAIL">' in shown
+        revision = _revision(shown)
         form = {"_csrf": csrf, "revision": revision, "kind": "answer", "question_id": "D1-Q1"}
+        form["shown"] = "FAIL"  # the verdict the page showed, as its forms send it
         missing = await c.post(f"{url}/overrides", data={**form, "answer": "yes", "reason": ""})
         assert missing.status_code == 422 and 'data-testid="form-error"' in missing.text
         response = await c.post(
@@ -122,7 +125,15 @@ async def test_overriding_one_answer_flips_the_verdict_and_joins_the_history(
             follow_redirects=False,
         )
         assert response.status_code == 303, response.text
+        location = response.headers["location"]
+        assert location.endswith("#q-D1-Q1")  # back at the card, where j moves on
+        # the flip is confirmed, with the verdict's move, in the card just overridden
+        back = (await c.get(location.split("#", 1)[0])).text
+        card = back.split('id="q-D1-Q1"', 1)[1].split("</section>", 1)[0]
+        assert 'data-testid="saved"' in card and "Verdict FAIL → <strong>PASS</strong>" in card
+        assert back.count('data-testid="saved"') == 1
         page = (await c.get(url)).text
+        assert 'data-testid="saved"' not in page  # only right after the save
         assert 'data-testid="effective-verdict">PASS<' in page
         assert "overridden (judge: no)" in page
         assert "grading.overridden" in page and "names user-service as origin" in page
