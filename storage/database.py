@@ -103,19 +103,6 @@ class Database:
         hear of another's events subscribes, as the webhooks' outbox does."""
         self._subscribers.append(subscriber)
 
-    async def run_read_in(
-        self,
-        tx: AsyncSession | None,
-        fn: Callable[Concatenate[Session, _P], _T],
-        *args: _P.args,
-        **kwargs: _P.kwargs,
-    ) -> _T:
-        """``fn(session, ...)`` inside ``tx`` when a caller reads within its own (async)
-        transaction, else in a snapshot of its own (``run_read``)."""
-        if tx is not None:
-            return await tx.run_sync(fn, *args, **kwargs)
-        return await self.run_read(fn, *args, **kwargs)
-
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
         """A session in a write transaction (BEGIN IMMEDIATE on SQLite), committed on exit.
@@ -144,26 +131,6 @@ class Database:
         async with self.read() as session:
             if self.postgres:
                 await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-            yield session
-
-    @asynccontextmanager
-    async def reading(self, tx: AsyncSession | None) -> AsyncIterator[AsyncSession]:
-        """``tx`` when a caller reads inside its own transaction (one snapshot for several
-        reads), else a read transaction of its own."""
-        if tx is not None:
-            yield tx
-            return
-        async with self.read() as session:
-            yield session
-
-    @asynccontextmanager
-    async def writing(self, tx: AsyncSession | None) -> AsyncIterator[AsyncSession]:
-        """``tx`` when a use case writes inside its own transaction (one transaction for
-        its reads and writes), else a write transaction of its own."""
-        if tx is not None:
-            yield tx
-            return
-        async with self.write() as session:
             yield session
 
     def insert_ignore(self, session: Session, table: Table, values: dict[str, Any]) -> bool:

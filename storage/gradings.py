@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Select, and_, exists, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -150,9 +149,9 @@ class GradingReads:
             GradingView(grading=g, answers=tuple(answers[g.id]), submission=s) for g, s in pairs
         ]
 
-    async def get(self, grading_id: str, *, tx: AsyncSession | None = None) -> GradingView | None:
-        """A grading with its answers and submission, or None (inside ``tx`` if given)."""
-        return await self._db.run_read_in(tx, self.read_one, grading_id)
+    async def get(self, grading_id: str) -> GradingView | None:
+        """A grading with its answers and submission, or None."""
+        return await self._db.run_read(self.read_one, grading_id)
 
     def read_one(self, session: Session, grading_id: str) -> GradingView | None:
         """A grading with its answers and submission, or None, in ``session``."""
@@ -166,11 +165,9 @@ class GradingReads:
             return None
         return self._views(session, [(row[0], row[1])])[0]
 
-    async def of_submission(
-        self, submission_id: str, *, tx: AsyncSession | None = None
-    ) -> list[GradingView]:
+    async def of_submission(self, submission_id: str) -> list[GradingView]:
         """Every grading of one submission (current, superseded, shadow), oldest first."""
-        return await self._db.run_read_in(tx, self.read_of_submission, submission_id)
+        return await self._db.run_read(self.read_of_submission, submission_id)
 
     def read_of_submission(self, session: Session, submission_id: str) -> list[GradingView]:
         """``of_submission`` inside the caller's ``session``."""
@@ -193,14 +190,13 @@ class GradingReads:
         after: str | None = None,
         limit: int = 50,
         submitted_by: str | None = None,
-        tx: AsyncSession | None = None,
     ) -> tuple[list[GradingView], str | None]:
         """A page of gradings, newest first, and the cursor of the next page (or None).
 
         ``submitted_by`` restricts the page to one submitter's submissions.
         """
-        return await self._db.run_read_in(
-            tx, self.read_page, filters=filters, after=after, limit=limit, submitted_by=submitted_by
+        return await self._db.run_read(
+            self.read_page, filters=filters, after=after, limit=limit, submitted_by=submitted_by
         )
 
     def read_page(
@@ -250,11 +246,9 @@ class GradingReads:
             raise NotFound(f"grading {grading_id!r} does not exist")
         return grading
 
-    async def judge_calls(
-        self, grading_id: str, *, tx: AsyncSession | None = None
-    ) -> list[JudgeCallRecord]:
+    async def judge_calls(self, grading_id: str) -> list[JudgeCallRecord]:
         """Every judge call of a grading, in call order; NotFound for an unknown grading."""
-        return await self._db.run_read_in(tx, self.read_judge_calls, grading_id)
+        return await self._db.run_read(self.read_judge_calls, grading_id)
 
     def read_judge_calls(self, session: Session, grading_id: str) -> list[JudgeCallRecord]:
         """``judge_calls`` inside the caller's ``session``."""
@@ -266,11 +260,9 @@ class GradingReads:
         )
         return list(session.execute(query).scalars())
 
-    async def history(
-        self, grading_id: str, *, tx: AsyncSession | None = None
-    ) -> list[AuditRecord]:
+    async def history(self, grading_id: str) -> list[AuditRecord]:
         """Audit events of a grading and of its submission, oldest first."""
-        return await self._db.run_read_in(tx, self.read_history, grading_id)
+        return await self._db.run_read(self.read_history, grading_id)
 
     def read_history(self, session: Session, grading_id: str) -> list[AuditRecord]:
         """``history`` inside the caller's ``session``."""

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -98,11 +97,9 @@ class OverrideRepository:
         """Every override of a grading, oldest first."""
         return await self._db.run_read(self._overrides, grading_id)
 
-    async def for_gradings(
-        self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
-    ) -> dict[str, list[OverrideRecord]]:
+    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[OverrideRecord]]:
         """Overrides of several gradings at once (for a page of gradings)."""
-        return await self._db.run_read_in(tx, self.read_for_gradings, grading_ids)
+        return await self._db.run_read(self.read_for_gradings, grading_ids)
 
     @staticmethod
     def read_for_gradings(

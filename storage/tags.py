@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -73,9 +72,9 @@ class TagRepository:
 
         return await self._db.run(work)
 
-    async def vocabulary(self, *, tx: AsyncSession | None = None) -> list[TagVocabularyRecord]:
+    async def vocabulary(self) -> list[TagVocabularyRecord]:
         """The tags adjudicators may use, alphabetically."""
-        return await self._db.run_read_in(tx, self.read_vocabulary)
+        return await self._db.run_read(self.read_vocabulary)
 
     @staticmethod
     def read_vocabulary(session: Session) -> list[TagVocabularyRecord]:
@@ -137,11 +136,9 @@ class TagRepository:
 
         return await self._db.run(work)
 
-    async def for_gradings(
-        self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
-    ) -> dict[str, list[FailureTagRecord]]:
+    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[FailureTagRecord]]:
         """Tags in force of several gradings at once, oldest first."""
-        return await self._db.run_read_in(tx, self.read_for_gradings, grading_ids)
+        return await self._db.run_read(self.read_for_gradings, grading_ids)
 
     @staticmethod
     def read_for_gradings(

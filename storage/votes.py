@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -22,11 +21,9 @@ class VoteReads:
         """Work through ``db``."""
         self._db = db
 
-    async def for_gradings(
-        self, grading_ids: Sequence[str], *, tx: AsyncSession | None = None
-    ) -> dict[str, list[JudgeVoteRecord]]:
+    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[JudgeVoteRecord]]:
         """Votes of several gradings at once, by judge, sample and question."""
-        return await self._db.run_read_in(tx, self.read_for_gradings, grading_ids)
+        return await self._db.run_read(self.read_for_gradings, grading_ids)
 
     @staticmethod
     def read_for_gradings(

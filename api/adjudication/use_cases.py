@@ -25,7 +25,6 @@ from storage.errors import Conflict
 from storage.review_tables import FailureTagRecord, ReviewClaimRecord, TagVocabularyRecord
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
     from sqlalchemy.orm import Session
 
 __all__ = [
@@ -232,11 +231,11 @@ def _override(
 
 
 async def grading_history(
-    services: Services, principal: Principal, grading_id: str, *, tx: AsyncSession | None = None
+    services: Services, principal: Principal, grading_id: str
 ) -> list[dict[str, Any]]:
     """Every audit event of the grading and its submission, oldest first, each judge call
-    in full (prompt, reply, parameters, tokens); inside ``tx`` when given."""
-    return await services.store.db.run_read_in(tx, history_in, services, principal, grading_id)
+    in full (prompt, reply, parameters, tokens)."""
+    return await services.store.db.run_read(history_in, services, principal, grading_id)
 
 
 def history_in(
@@ -281,11 +280,11 @@ def history_in(
 
 
 async def related_gradings(
-    services: Services, principal: Principal, grading_id: str, *, tx: AsyncSession | None = None
+    services: Services, principal: Principal, grading_id: str
 ) -> list[GradingView]:
     """The other gradings of the same submission (earlier or shadow regrades, other judges
-    or rubrics), oldest first; inside ``tx`` when given."""
-    return await services.store.db.run_read_in(tx, related_in, services, principal, grading_id)
+    or rubrics), oldest first."""
+    return await services.store.db.run_read(related_in, services, principal, grading_id)
 
 
 def related_in(

@@ -37,7 +37,6 @@ from storage.quality_tables import JudgeVoteRecord
 from storage.tables import AnswerRecord, SubmissionRecord
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
     from sqlalchemy.orm import Session
 
 __all__ = [
@@ -364,23 +363,18 @@ async def render_gradings(
     services: Services,
     views: Sequence[GradingView],
     principal: Principal,
-    *,
-    tx: AsyncSession | None = None,
 ) -> list[GradingRead]:
-    """``present_gradings`` inside ``tx`` when the caller reads in one snapshot, else in
-    a snapshot of its own."""
-    return await services.store.db.run_read_in(tx, present_gradings, services, views, principal)
+    """``present_gradings`` in a snapshot of its own."""
+    return await services.store.db.run_read(present_gradings, services, views, principal)
 
 
 async def render_grading(
     services: Services,
     view: GradingView,
     principal: Principal,
-    *,
-    tx: AsyncSession | None = None,
 ) -> GradingRead:
     """The grading object of one stored grading."""
-    return (await render_gradings(services, [view], principal, tx=tx))[0]
+    return (await render_gradings(services, [view], principal))[0]
 
 
 async def read_grading(services: Services, principal: Principal, grading_id: str) -> GradingRead:

@@ -25,7 +25,6 @@ from storage import GradingView, NotFound
 from storage.tables import SubmissionRecord
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
     from sqlalchemy.orm import Session
 
     from api.service.services import Services
@@ -46,11 +45,10 @@ def can_read(principal: Principal, submission: SubmissionRecord) -> bool:
 
 
 async def readable_grading(
-    services: Services, principal: Principal, grading_id: str, *, tx: AsyncSession | None = None
+    services: Services, principal: Principal, grading_id: str
 ) -> GradingView:
-    """The grading if it exists and ``principal`` may read it, else :class:`NotFound`
-    (read inside ``tx`` when the caller reads several things in one snapshot)."""
-    return await services.store.db.run_read_in(tx, readable_in, services, principal, grading_id)
+    """The grading if it exists and ``principal`` may read it, else :class:`NotFound`."""
+    return await services.store.db.run_read(readable_in, services, principal, grading_id)
 
 
 def readable_in(
