@@ -34,7 +34,7 @@ from judge.screening import Screening, screen
 from judge.style import AskAs, AskingStyle, ReplyFormat, style_of
 from judge.verdict import GradingResult
 
-__all__ = ["Grader", "ask_single"]
+__all__ = ["Grader", "ask_single", "screened"]
 
 
 @dataclass
@@ -84,19 +84,30 @@ class Grader:
             rubric, asking=self.asking, reply_format=self.reply_format, profile=self.profile
         )
 
-    async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
+    async def grade(
+        self,
+        rubric: Rubric,
+        ground_truth: str,
+        diagnosis: str,
+        *,
+        screening: Screening | None = None,
+    ) -> GradingResult:
         """Grade ``diagnosis`` against ``ground_truth``; raises InputError on bad input.
 
         The diagnosis is screened first (credentials redacted, injection markers flagged:
         ``judge.screening``) and must fit the judge's context window with the reply.
+        ``screening``: the diagnosis' screening made when it was accepted (its texts were
+        checked then); it is used as it is, neither texts checked nor screened again.
         """
-        check_text(ground_truth, field="ground_truth", max_bytes=self.max_text_bytes)
-        check_text(diagnosis, field="diagnosis", max_bytes=self.max_text_bytes)
+        if screening is None:
+            check_text(ground_truth, field="ground_truth", max_bytes=self.max_text_bytes)
+            check_text(diagnosis, field="diagnosis", max_bytes=self.max_text_bytes)
         if not diagnosis.strip():
             return empty_diagnosis_result(rubric, self.backend)
         choice = self.asking_choice(rubric)
         style = style_of(rubric, reply_format=choice.reply_format, ask_as=self.ask_as)
-        screening = await _screened(diagnosis)
+        if screening is None:
+            screening = await screened(diagnosis)
         return await self._asked(rubric, ground_truth, screening, choice, style)
 
     async def _asked(
@@ -146,7 +157,7 @@ class Grader:
 SCREEN_INLINE_CHARS = 4096
 
 
-async def _screened(diagnosis: str) -> Screening:
+async def screened(diagnosis: str) -> Screening:
     """``screen(diagnosis)``; a long text off the event loop."""
     if len(diagnosis) <= SCREEN_INLINE_CHARS:
         return screen(diagnosis)

@@ -22,10 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from judge.calls import JudgeCall
-from judge.grader import Grader
+from judge.grader import Grader, screened
+from judge.inputs import check_text
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.rule import apply_rule
+from judge.screening import Screening
 from judge.spec import panel_model
 from judge.verdict import Answer, GradingResult, Vote
 
@@ -88,11 +90,29 @@ class PanelGrader:
                 runs.append(_Run(member.spec, index, replace(member.grader, params=params)))
         return runs
 
-    async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
-        """Grade with every member and sample concurrently; combine the votes."""
+    async def grade(
+        self,
+        rubric: Rubric,
+        ground_truth: str,
+        diagnosis: str,
+        *,
+        screening: Screening | None = None,
+    ) -> GradingResult:
+        """Grade with every member and sample concurrently; combine the votes.
+
+        The diagnosis is screened once for all of them (``screening``, when given, is
+        the one made at intake: see ``Grader.grade``)."""
         runs = self._runs()
+        if screening is None and runs and diagnosis.strip():
+            grader = runs[0].grader
+            check_text(ground_truth, field="ground_truth", max_bytes=grader.max_text_bytes)
+            check_text(diagnosis, field="diagnosis", max_bytes=grader.max_text_bytes)
+            screening = await screened(diagnosis)
         results = await asyncio.gather(
-            *(run.grader.grade(rubric, ground_truth, diagnosis) for run in runs)
+            *(
+                run.grader.grade(rubric, ground_truth, diagnosis, screening=screening)
+                for run in runs
+            )
         )
         voters = [(run.spec, run.sample) for run in runs]
         combined = combine_votes(rubric, voters, list(results))

@@ -1,6 +1,9 @@
 """Screening a diagnosis before a judge reads it: credentials out, injection flagged.
 
-Runs in the grader, on every diagnosis, whatever the path it came by:
+Runs once per diagnosis: the service screens a submission at intake and stores the
+result with it (:meth:`Screening.record`), so every grading and regrade of it reuses it
+(:meth:`Screening.from_record`); the grader screens whatever arrives without one.
+
 
 - credentials are redacted (``judge.secrets``); a diagnosis that had any, here or
   already at ingestion (it carries ``[REDACTED:...]`` markers), gets the review reason
@@ -17,7 +20,9 @@ The grading's ``detail`` says what was found: kinds and marker excerpts, never a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from judge.injected_spans import Span, injected_spans
 from judge.injection import injection_markers
@@ -46,6 +51,28 @@ class Screening:
     notes: tuple[str, ...] = ()
     #: the spans of ``text`` that carry injection markers (sorted, disjoint)
     injected: tuple[Span, ...] = ()
+    #: the credentials removed from the original text: kinds and positions, never
+    #: values (``judge.secrets.Redacted.records``)
+    redactions: tuple[dict[str, Any], ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """What a store keeps beside the screened text to rebuild this screening."""
+        return {
+            "review_reasons": list(self.review_reasons),
+            "notes": list(self.notes),
+            "injected": [list(span) for span in self.injected],
+        }
+
+    @classmethod
+    def from_record(cls, text: str, record: Mapping[str, Any]) -> Screening:
+        """The screening of ``text`` that :meth:`record` stored (``text`` is the screened
+        text, stored beside it)."""
+        return cls(
+            text,
+            tuple(record.get("review_reasons", ())),
+            tuple(record.get("notes", ())),
+            tuple((int(start), int(end)) for start, end in record.get("injected", ())),
+        )
 
     def apply(self, result: GradingResult, *notes: str | None) -> GradingResult:
         """``result`` with this screening's review reasons and notes (and ``notes``) added,
@@ -95,7 +122,8 @@ def screen(diagnosis: str) -> Screening:
         found = ", ".join(f'{m.kind} ("{m.excerpt}")' for m in markers)
         notes.append(f"prompt injection markers: {found}")
     spans = injected_spans(redacted.text) if markers else ()
-    return Screening(redacted.text, tuple(reasons), tuple(notes), spans)
+    records = tuple(redacted.records())
+    return Screening(redacted.text, tuple(reasons), tuple(notes), spans, records)
 
 
 def preload() -> None:

@@ -46,6 +46,7 @@ def claim_of(
         lease_expires_at=expires,
         agent_model=submission.model,
         regrade_job_id=grading.regrade_job_id,
+        screening=submission.screening,
     )
 
 

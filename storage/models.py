@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from judge.screening import Screening
 from judge.verdict import GradingResult
 from storage.canonical import canonical_json, sha256_hex
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, empty_dict, empty_list
@@ -48,6 +49,9 @@ class NewSubmission(BaseModel):
     #: credentials redacted from the diagnosis before it got here
     #: (``judge.secrets.redact(...).records()``): kinds and positions, never values
     redactions: list[dict[str, Any]] = Field(default_factory=empty_list)
+    #: the diagnosis' screening at intake (``judge.screening.Screening.record``); not
+    #: part of the request (nor of its hash): it follows from the diagnosis
+    screening: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _scenario_named(self) -> NewSubmission:
@@ -58,7 +62,7 @@ class NewSubmission(BaseModel):
     def request_hash(self) -> str:
         """SHA-256 of the canonical JSON of the request: tells a replay from a new one."""
         return sha256_hex(
-            canonical_json(self.model_dump(mode="json", exclude={"scenario_version"}))
+            canonical_json(self.model_dump(mode="json", exclude={"scenario_version", "screening"}))
         )
 
     def record_values(self) -> dict[str, Any]:
@@ -76,6 +80,7 @@ class NewSubmission(BaseModel):
             "attempt": self.attempt,
             "metadata_": dict(self.metadata),
             "redactions": list(self.redactions),
+            "screening": self.screening,
         }
 
 
@@ -110,6 +115,15 @@ class Claim:
     #: the regrade job whose item this is (None: a live grading, which follows the
     #: configured judge)
     regrade_job_id: str | None = None
+    #: the diagnosis' screening stored at intake (``judge.screening.Screening.record``);
+    #: None: screen it when grading
+    screening: dict[str, Any] | None = None
+
+    def screened(self) -> Screening | None:
+        """The diagnosis' screening stored at intake, or None when it has none."""
+        if self.screening is None:
+            return None
+        return Screening.from_record(self.diagnosis, self.screening)
 
 
 @dataclass(frozen=True)

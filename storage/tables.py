@@ -141,6 +141,9 @@ class SubmissionRecord(SQLModel, table=True):
     )
     #: credentials found and redacted at ingestion: kinds and positions, never values
     redactions: list[dict[str, Any]] = _json(list)
+    #: what screening the diagnosis at intake found (``judge.screening.Screening.record``:
+    #: review reasons, notes, injected spans); None: screened when graded
+    screening: dict[str, Any] | None = Field(default=None, sa_type=JSON(none_as_null=True))
     #: the token id, or "anonymous"
     submitted_by: str = Field(sa_type=String(64))
     idempotency_key: str | None = Field(default=None, sa_type=String(256))

@@ -56,7 +56,7 @@ async def confirmed(
         return result
     try:
         second = await build_grader(services, spec).grade(
-            rubric, claim.ground_truth, claim.diagnosis
+            rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()
         )
     except (JudgeSpecError, InputError) as exc:
         return result.model_copy(update={"detail": _note(result, f"not confirmed: {exc}")})

@@ -1,9 +1,10 @@
 """Accepting a submission and waiting for its grading (the use cases of POST /v1/submissions).
 
 Acceptance checks the texts, resolves the rubric and the ground truth (inline or a
-registered scenario's), applies the self-preference policy, removes credentials from
-the diagnosis and stores the submission with a pending grading in one transaction,
-before anything is answered. A worker of this process with a free slot takes the new
+registered scenario's), applies the self-preference policy, screens the diagnosis
+(credentials removed, injection flagged: ``judge.screening``, kept with the submission
+for every grading of it) and stores the submission with a pending grading in one
+transaction, before anything is answered. A worker of this process with a free slot takes the new
 grading leased in that same transaction; otherwise the workers are woken to claim it.
 """
 
@@ -24,7 +25,7 @@ from api.service.schemas import SubmissionCreate
 from api.service.services import Services
 from judge.inputs import check_text
 from judge.rubric import Rubric
-from judge.secrets import redact
+from judge.screening import screen
 from storage import GradingView, NewSubmission, SubmissionOutcome
 
 __all__ = ["Accepted", "accept_submission", "wait_for_grading"]
@@ -110,10 +111,11 @@ async def _accept(
     settings = services.settings
     judge_spec, judge_backend, judge_model = settings.grading_judge()
     self_preference.refuse(settings, judge_spec, data.model)
-    # credentials never reach the database or a judge: only kinds and positions are kept
-    redacted = await asyncio.to_thread(redact, data.diagnosis)
+    # screened once, here: credentials never reach the database or a judge (only kinds
+    # and positions are kept), and what screening found is stored for every grading of it
+    screening = await asyncio.to_thread(screen, data.diagnosis)
     submission = NewSubmission(
-        diagnosis=redacted.text,
+        diagnosis=screening.text,
         ground_truth=truth,
         ground_truth_source=source,  # type: ignore[arg-type]
         scenario_id=data.scenario_id,
@@ -123,7 +125,8 @@ async def _accept(
         run_id=data.run_id,
         attempt=data.attempt,
         metadata=data.metadata,
-        redactions=redacted.records(),
+        redactions=list(screening.redactions),
+        screening=screening.record(),
     )
     judge = (judge_spec, judge_backend, judge_model)
     outcome = await _store(services, submission, rubric, judge, principal.id, idempotency_key)

@@ -251,7 +251,9 @@ class FastRegrade:
         try:
             real = self.services.backends.limited(claim.judge_spec)
             grader = grader_for(self.services.settings, _NoJudge(real), cache=lookup)
-            result = await grader.grade(rubric, claim.ground_truth, claim.diagnosis)
+            result = await grader.grade(
+                rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()
+            )
         except Exception:  # a bad spec, input or cache read: the slow path says why
             return None
         if not result.calls or not all(call.cached for call in result.calls):

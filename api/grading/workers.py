@@ -315,7 +315,9 @@ class GradingWorkers:
         # the judge's concurrency limit bounds its requests only (LimitedBackend)
         heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
         try:
-            result = await grader.grade(rubric, claim.ground_truth, claim.diagnosis)
+            result = await grader.grade(
+                rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()
+            )
         except InputError as exc:
             return unscored_result(claim, "invalid_input", str(exc))
         finally:

@@ -17,6 +17,7 @@ from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
+from judge.screening import Screening
 from judge.spec import member_specs, split_spec
 from judge.verdict import GradingResult
 from storage import Claim
@@ -48,8 +49,15 @@ _WAITING_WORDS = {
 class AnyGrader(Protocol):
     """A Grader or a PanelGrader."""
 
-    async def grade(self, rubric: Rubric, ground_truth: str, diagnosis: str) -> GradingResult:
-        """Grade one diagnosis."""
+    async def grade(
+        self,
+        rubric: Rubric,
+        ground_truth: str,
+        diagnosis: str,
+        *,
+        screening: Screening | None = None,
+    ) -> GradingResult:
+        """Grade one diagnosis (``screening``: the one stored at intake, reused)."""
         ...
 
 
