@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from litestar import Litestar, Request
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.pydantic import PydanticPlugin
@@ -22,7 +24,9 @@ from api.http.middleware import RequestContextMiddleware
 from api.http.observability import litestar_logging_config
 from api.http.openapi import document_on_first_read
 from api.http.problems import exception_handlers
+from api.service.metrics import Metrics
 from api.service.runtime import Runtime
+from api.service.services import Services
 from api.service.settings import Settings
 from api.web import WorkbenchPlugin, offline_docs
 from judge.backends import JudgeBackend
@@ -93,6 +97,11 @@ def create_app(
 
     ``engine`` and ``backends`` (judge spec -> backend) are seams for tests; without
     them the runtime makes its own from the settings.
+
+    The routes do not depend on the settings, only the runtime does (services, metrics,
+    workers: ``app.state``); so the Litestar application, whose making parses every
+    handler's signature, is made once per process and request-size limit and reused by
+    the next ``create_app`` once the runtime it served has stopped (see ``_Shells``).
     """
     if settings.allow_anonymous and settings.host not in LOCAL_HOSTS:
         raise ValueError("allow_anonymous is refused unless the server is bound to 127.0.0.1")
@@ -105,35 +114,84 @@ def create_app(
         import_jobs=True,
         announce=True,
     )
-    services, metrics = runtime.services, runtime.metrics
-    limits = SubmissionLimits(settings, services.store, metrics)
+    app = _SHELLS.take(settings.max_body_bytes)
+    app.state.runtime = runtime
+    app.state.services = runtime.services
+    app.state.metrics = runtime.metrics
+    app.state.limits = SubmissionLimits(settings, runtime.services.store, runtime.metrics)
+    app.state.workers = runtime.workers
+    return app
 
-    @asynccontextmanager
-    async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        async with runtime:
+
+def _services(state: State) -> Services:
+    return state.services  # type: ignore[no-any-return]
+
+
+def _limits(state: State) -> SubmissionLimits:
+    return state.limits  # type: ignore[no-any-return]
+
+
+def _metrics(state: State) -> Metrics:
+    return state.metrics  # type: ignore[no-any-return]
+
+
+@asynccontextmanager
+async def _lifespan(app: Litestar) -> AsyncIterator[None]:
+    """Run the app's runtime; the application is free for another once it stopped."""
+    try:
+        async with app.state.runtime:
             yield
+    finally:
+        _SHELLS.give_back(app)
 
-    app = Litestar(
+
+def _make_shell(max_body_bytes: int) -> Litestar:
+    """The Litestar application: routes, dependencies (read from ``app.state``), hooks."""
+    return Litestar(
         route_handlers=route_handlers(),
         dependencies={
-            "services": Provide(lambda: services, sync_to_thread=False),
+            "services": Provide(_services, sync_to_thread=False),
             "principal": Provide(current_principal),
-            "limits": Provide(lambda: limits, sync_to_thread=False),
-            "metrics": Provide(lambda: metrics, sync_to_thread=False),
+            "limits": Provide(_limits, sync_to_thread=False),
+            "metrics": Provide(_metrics, sync_to_thread=False),
         },
         exception_handlers=exception_handlers,
         before_request=_before_request,
-        middleware=[RequestContextMiddleware(metrics)],
+        middleware=[RequestContextMiddleware()],
         logging_config=litestar_logging_config(),
         openapi_config=_openapi_config(),
-        request_max_body_size=settings.max_body_bytes,
+        request_max_body_size=max_body_bytes,
         # None, not False: False would override the models' own strict fields (StrictInt
         # then took "3"); None lets each field's strictness hold, dates still parse
         plugins=[PydanticPlugin(validate_strict=None), WorkbenchPlugin()],  # type: ignore[list-item]
-        lifespan=[lifespan],
+        lifespan=[_lifespan],
         before_send=[AllowEveryMethod()],
     )
-    app.state.services = services
-    app.state.metrics = metrics
-    app.state.workers = runtime.workers
-    return app
+
+
+class _Shells:
+    """Litestar applications made in this process, by request-size limit, that no
+    runtime uses now. An application is lent from ``create_app`` until its lifespan
+    ends; one created but never started is simply not given back."""
+
+    def __init__(self) -> None:
+        self._free: dict[int, list[Litestar]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, max_body_bytes: int) -> Litestar:
+        """A free application for this limit, or a new one."""
+        with self._lock:
+            free = self._free.get(max_body_bytes)
+            if free:
+                return free.pop()
+        app = _make_shell(max_body_bytes)
+        app.state.max_body_bytes = max_body_bytes
+        return app
+
+    def give_back(self, app: Litestar) -> None:
+        """``app``'s runtime stopped: lend it to the next ``create_app``."""
+        with self._lock:
+            self._free.setdefault(app.state.max_body_bytes, []).append(app)
+
+
+_SHELLS = _Shells()

@@ -45,12 +45,10 @@ def request_id_from(scope: Scope) -> str:
 
 
 class RequestContextMiddleware(ASGIMiddleware):
-    """Binds the request id, adds it to the response, logs and measures the request."""
+    """Binds the request id, adds it to the response, logs and measures the request (in
+    the metrics of the app's runtime, ``app.state.metrics``)."""
 
     scopes = (ScopeType.HTTP,)
-
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         """Run the rest of the stack with the request id bound."""
@@ -77,7 +75,8 @@ class RequestContextMiddleware(ASGIMiddleware):
                 seconds = time.perf_counter() - started
                 route = scope.get("path_template") or "unmatched"
                 method = scope.get("method", "")
-                self.metrics.http_requests.labels(method, route, str(status)).observe(seconds)
+                metrics: Metrics = scope["app"].state.metrics
+                metrics.http_requests.labels(method, route, str(status)).observe(seconds)
                 quiet = route in PROBES and status < 400
                 access_log.log(
                     logging.DEBUG if quiet else logging.INFO,
