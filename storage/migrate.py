@@ -1,27 +1,42 @@
 """Schema migrations without an ``alembic.ini``: the config is built in code.
 
-``upgrade`` runs Alembic inside one transaction (the connection is injected into
-``migrations/env.py``), so it works from inside a running event loop. On a SQLite file
-it migrates through a separate connection with foreign keys off, as batch mode needs
-(the pragma cannot change inside a transaction), and then runs
-``PRAGMA foreign_key_check``.
+Alembic is synchronous: :func:`migrate_to` runs it inside one transaction over a
+synchronous engine (the connection is injected into ``migrations/env.py``), and the
+async :func:`upgrade` runs that in a worker thread, so it works from inside a running
+event loop. On a SQLite file it migrates through a separate connection with foreign
+keys off, as batch mode needs (the pragma cannot change inside a transaction), and then
+runs ``PRAGMA foreign_key_check``.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import URL, Connection
+from sqlalchemy import create_engine
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
-from storage.db import make_engine, read_only
+from storage.db import _configure_sqlite, read_only, sync_twin, sync_url
 
-__all__ = ["MIGRATIONS_DIR", "alembic_config", "current_revision", "head_revision", "upgrade"]
+__all__ = [
+    "MIGRATIONS_DIR",
+    "alembic_config",
+    "current_revision",
+    "head_revision",
+    "migrate_to",
+    "migration_engine",
+    "revision_of",
+    "upgrade",
+]
 
 #: the folder holding ``env.py`` and ``versions/``
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -41,6 +56,21 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
+def migration_engine(url: str | URL, *, foreign_keys: bool = True, **kwargs: Any) -> Engine:
+    """A synchronous engine for ``url`` set up as ``storage.db.make_engine`` sets up its
+    async ones (SQLite: WAL, foreign keys, BEGIN IMMEDIATE; PostgreSQL: pre-ping).
+
+    ``foreign_keys=False`` is for SQLite schema migrations only (see ``make_engine``).
+    """
+    target = sync_url(url)
+    if target.get_backend_name() == "postgresql":
+        kwargs.setdefault("pool_pre_ping", True)
+    engine = create_engine(target, **kwargs)
+    if target.get_backend_name() == "sqlite":
+        _configure_sqlite(engine, foreign_keys=foreign_keys)
+    return engine
+
+
 def _upgrade(connection: Connection, revision: str) -> None:
     config = alembic_config()
     config.attributes["connection"] = connection
@@ -51,44 +81,60 @@ def _current(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-async def upgrade(engine_or_url: AsyncEngine | str | URL, revision: str = "head") -> None:
-    """Upgrade the database to ``revision`` (the newest by default)."""
-    engine, owned = _engine(engine_or_url)
-    try:
-        if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
-            await _upgrade_sqlite(engine.url, revision)
-        else:
-            async with engine.begin() as connection:
-                await connection.run_sync(_upgrade, revision)
-    finally:
-        if owned:
-            await engine.dispose()
+async def upgrade(engine_or_url: AsyncEngine | Engine | str | URL, revision: str = "head") -> None:
+    """Upgrade the database to ``revision`` (the newest by default), in a worker thread."""
+    await asyncio.to_thread(migrate_to, _synchronous(engine_or_url), revision)
 
 
-async def _upgrade_sqlite(url: URL, revision: str) -> None:
-    engine = make_engine(url, foreign_keys=False, poolclass=NullPool)
+def migrate_to(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
+    """Upgrade the database to ``revision`` (the newest by default); it blocks."""
+    url = engine_or_url.url if isinstance(engine_or_url, Engine) else make_url(engine_or_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        _upgrade_sqlite(url, revision)
+        return
+    with _engine(engine_or_url) as engine, engine.begin() as connection:
+        _upgrade(connection, revision)
+
+
+def _upgrade_sqlite(url: URL, revision: str) -> None:
+    engine = migration_engine(url, foreign_keys=False, poolclass=NullPool)
     try:
-        async with engine.begin() as connection:
-            await connection.run_sync(_upgrade, revision)
-            broken = (await connection.exec_driver_sql("PRAGMA foreign_key_check")).all()
+        with engine.begin() as connection:
+            _upgrade(connection, revision)
+            broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
             if broken:
                 raise RuntimeError(f"migration left rows with broken foreign keys: {broken[:5]}")
     finally:
-        await engine.dispose()
+        engine.dispose()
 
 
-async def current_revision(engine_or_url: AsyncEngine | str | URL) -> str | None:
-    """The revision the database is at, or None when it was never migrated."""
-    engine, owned = _engine(engine_or_url)
-    try:
-        async with read_only(engine).connect() as connection:
-            return await connection.run_sync(_current)
-    finally:
-        if owned:
-            await engine.dispose()
+async def current_revision(engine_or_url: AsyncEngine | Engine | str | URL) -> str | None:
+    """The revision the database is at, or None when it was never migrated (read in a
+    worker thread)."""
+    return await asyncio.to_thread(revision_of, _synchronous(engine_or_url))
 
 
-def _engine(engine_or_url: AsyncEngine | str | URL) -> tuple[AsyncEngine, bool]:
+def revision_of(engine_or_url: Engine | str | URL) -> str | None:
+    """The revision the database is at, or None when it was never migrated; it blocks."""
+    with _engine(engine_or_url) as engine, read_only(engine).connect() as connection:
+        return _current(connection)
+
+
+def _synchronous(engine_or_url: AsyncEngine | Engine | str | URL) -> Engine | str | URL:
+    """An async engine's synchronous twin (``storage.db.sync_twin``); anything else as is."""
     if isinstance(engine_or_url, AsyncEngine):
-        return engine_or_url, False
-    return make_engine(engine_or_url), True
+        return sync_twin(engine_or_url)
+    return engine_or_url
+
+
+@contextmanager
+def _engine(engine_or_url: Engine | str | URL) -> Iterator[Engine]:
+    """The engine given, or one made for the URL given and disposed of afterwards."""
+    if isinstance(engine_or_url, Engine):
+        yield engine_or_url
+        return
+    engine = migration_engine(engine_or_url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()

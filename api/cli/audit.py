@@ -51,6 +51,7 @@ def audit_verify(checkpoint_file: Path | None) -> None:
       sre-judge audit verify --checkpoint checkpoints.jsonl
     """
     from storage import ChainKey, check_checkpoint, make_engine, verify_chain
+    from storage.db import sync_twin
 
     settings = load_settings()
     require_database(settings.database_url)  # names the database before the key
@@ -60,9 +61,12 @@ def audit_verify(checkpoint_file: Path | None) -> None:
     async def verify() -> tuple[ChainReport, str | None]:
         await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
+        synchronous = sync_twin(engine)  # disposed of with engine
         try:
-            report = await verify_chain(engine, key=ChainKey.of(key))
-            held = None if checkpoint is None else await check_checkpoint(engine, key, checkpoint)
+            report = await verify_chain(synchronous, key=ChainKey.of(key))
+            held = (
+                None if checkpoint is None else await check_checkpoint(synchronous, key, checkpoint)
+            )
             return report, held
         finally:
             await engine.dispose()

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 
 from storage.audit.records import COVERED_TABLES, RecordRow, record_key, table_rows
 from storage.audit.state import answers_by_grading, state_digest
@@ -55,40 +56,42 @@ async def backfill(db: Database, *, actor: str = "cli", batch_size: int = 500) -
     One transaction; BackfillError when the chain is broken. Writes nothing when there
     is nothing to adopt.
     """
-    async with db.write() as session:
-        connection = await session.connection()
-        walk = ChainWalk(db.chain_key)
-        broken = await walk_chain(connection, walk, batch_size=batch_size)
-        if broken is not None:
-            raise BackfillError(f"the audit log is broken at row {broken[0]}: {broken[1]}")
-        gradings = await _uncovered_gradings(connection, walk, batch_size)
-        records = await _uncovered_records(connection, walk, batch_size)
-        legacy_pending = walk.legacy > 0 and walk.adopted_legacy != walk.legacy
-        if not gradings and not records and not legacy_pending:
-            return BackfillReport(walk.legacy, 0, 0, 0)
-        items: list[tuple[str, Any]] = [("grading", g) for g in gradings.items()]
-        items += [("record", r) for r in records]
-        chunks = [items[i : i + _PER_EVENT] for i in range(0, len(items), _PER_EVENT)] or [[]]
-        events, covers, rows = [], {}, {}
-        for index, chunk in enumerate(chunks):
-            events.append(
-                {
-                    "event": BACKFILL_EVENT,
-                    "entity_type": "audit",
-                    "entity_id": "backfill",
-                    "actor": actor,
-                    "payload": {LEGACY_ROWS: walk.legacy, "part": index + 1, "of": len(chunks)},
-                }
-            )
-            covers[index] = dict(item for kind, item in chunk if kind == "grading")
-            rows[index] = [item for kind, item in chunk if kind == "record"]
-        await session.run_sync(db.audit_many, events, covers, rows)
-        return BackfillReport(walk.legacy, len(gradings), len(records), len(events))
+    return await db.run(_adopt, db, actor, batch_size)
 
 
-async def _uncovered_gradings(
-    connection: AsyncConnection, walk: ChainWalk, batch_size: int
-) -> dict[str, str]:
+def _adopt(session: Session, db: Database, actor: str, batch_size: int) -> BackfillReport:
+    """The backfill, in the write transaction of ``session``."""
+    connection = session.connection()
+    walk = ChainWalk(db.chain_key)
+    broken = walk_chain(connection, walk, batch_size=batch_size)
+    if broken is not None:
+        raise BackfillError(f"the audit log is broken at row {broken[0]}: {broken[1]}")
+    gradings = _uncovered_gradings(connection, walk, batch_size)
+    records = _uncovered_records(connection, walk, batch_size)
+    legacy_pending = walk.legacy > 0 and walk.adopted_legacy != walk.legacy
+    if not gradings and not records and not legacy_pending:
+        return BackfillReport(walk.legacy, 0, 0, 0)
+    items: list[tuple[str, Any]] = [("grading", g) for g in gradings.items()]
+    items += [("record", r) for r in records]
+    chunks = [items[i : i + _PER_EVENT] for i in range(0, len(items), _PER_EVENT)] or [[]]
+    events, covers, rows = [], {}, {}
+    for index, chunk in enumerate(chunks):
+        events.append(
+            {
+                "event": BACKFILL_EVENT,
+                "entity_type": "audit",
+                "entity_id": "backfill",
+                "actor": actor,
+                "payload": {LEGACY_ROWS: walk.legacy, "part": index + 1, "of": len(chunks)},
+            }
+        )
+        covers[index] = dict(item for kind, item in chunk if kind == "grading")
+        rows[index] = [item for kind, item in chunk if kind == "record"]
+    db.audit_many(session, events, covers, rows)
+    return BackfillReport(walk.legacy, len(gradings), len(records), len(events))
+
+
+def _uncovered_gradings(connection: Connection, walk: ChainWalk, batch_size: int) -> dict[str, str]:
     """Digests of the gradings that predate state coverage and have none in the chain."""
     found: dict[str, str] = {}
     last_id = None
@@ -96,7 +99,7 @@ async def _uncovered_gradings(
         query = select(_GRADINGS).order_by(_GRADINGS.c.id).limit(batch_size)
         if last_id is not None:
             query = query.where(_GRADINGS.c.id > last_id)
-        batch = (await connection.execute(query)).all()
+        batch = connection.execute(query).all()
         if not batch:
             return found
         wanted = [
@@ -104,20 +107,18 @@ async def _uncovered_gradings(
             for row in batch
             if row.id not in walk.covered and walk.predates_grading_state(row.created_at)
         ]
-        answers = await connection.run_sync(answers_by_grading, [r.id for r in wanted])
+        answers = answers_by_grading(connection, [r.id for r in wanted])
         for row in wanted:
             found[row.id] = state_digest(row, answers.get(row.id, ()))
         last_id = batch[-1].id
 
 
-async def _uncovered_records(
-    connection: AsyncConnection, walk: ChainWalk, batch_size: int
-) -> list[RecordRow]:
+def _uncovered_records(connection: Connection, walk: ChainWalk, batch_size: int) -> list[RecordRow]:
     """The records that predate record coverage and have no digest in the chain."""
     found: list[RecordRow] = []
     for name, table in COVERED_TABLES.items():
         covered = walk.records.get(name, {})
-        async for batch in table_rows(connection, table, batch_size=batch_size):
+        for batch in table_rows(connection, table, batch_size=batch_size):
             for row in batch:
                 values = row._mapping
                 if record_key(table, values) in covered:

@@ -14,6 +14,7 @@ ever vouches for a rewritten history.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -22,10 +23,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage.audit.chain import ChainKey, hash_key_id
-from storage.audit.verify import ChainWalk, snapshot, walk_chain
+from storage.audit.verify import ChainWalk, _sync_engine, snapshot, walk_chain
 from storage.canonical import canonical_json, iso_utc
 from storage.keys import ServiceKey
 from storage.tables import AuditRecord
@@ -34,8 +36,10 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "check_checkpoint",
+    "checkpoint_problem",
     "make_checkpoint",
     "sign_checkpoint",
+    "sign_head",
 ]
 
 _AUDIT = AuditRecord.__table__  # type: ignore[attr-defined]
@@ -95,37 +99,55 @@ def sign_checkpoint(
 
 
 async def make_checkpoint(
-    engine: AsyncEngine, key: ServiceKey, *, at: datetime, previous: Checkpoint | None = None
+    engine: Engine | AsyncEngine,
+    key: ServiceKey,
+    *,
+    at: datetime,
+    previous: Checkpoint | None = None,
+) -> Checkpoint:
+    """:func:`sign_head` in a worker thread, so the event loop never waits for it."""
+    return await asyncio.to_thread(sign_head, _sync_engine(engine), key, at=at, previous=previous)
+
+
+def sign_head(
+    engine: Engine, key: ServiceKey, *, at: datetime, previous: Checkpoint | None = None
 ) -> Checkpoint:
     """Check that the log extends ``previous`` (or the whole log), then sign its head.
 
-    CheckpointError when ``previous`` does not hold or the rows since are broken.
+    CheckpointError when ``previous`` does not hold or the rows since are broken. It
+    blocks: from async code use :func:`make_checkpoint`.
     """
     if previous is not None:
-        problem = await check_checkpoint(engine, key, previous)
+        problem = checkpoint_problem(engine, key, previous)
         if problem is not None:
             raise CheckpointError(f"the previous checkpoint does not hold: {problem}")
     walk = ChainWalk(ChainKey.of(key))
     if previous is not None:
         walk.expected_seq, walk.prev_hash = previous.seq + 1, previous.head_hash
         walk.keyed = hash_key_id(previous.head_hash) is not None
-    async with snapshot(engine) as connection:
-        broken = await walk_chain(connection, walk)
+    with snapshot(engine) as connection:
+        broken = walk_chain(connection, walk)
         if broken is not None:
             raise CheckpointError(f"the audit log is broken at row {broken[0]}: {broken[1]}")
-        rows = (await connection.execute(select(func.count()).select_from(_AUDIT))).scalar_one()
+        rows = connection.execute(select(func.count()).select_from(_AUDIT)).scalar_one()
     return sign_checkpoint(
         key, seq=walk.expected_seq - 1, head_hash=walk.prev_hash, rows=int(rows), at=at
     )
 
 
 async def check_checkpoint(
-    engine: AsyncEngine, key: ServiceKey, checkpoint: Checkpoint
+    engine: Engine | AsyncEngine, key: ServiceKey, checkpoint: Checkpoint
 ) -> str | None:
+    """:func:`checkpoint_problem` in a worker thread, so the event loop never waits for it."""
+    return await asyncio.to_thread(checkpoint_problem, _sync_engine(engine), key, checkpoint)
+
+
+def checkpoint_problem(engine: Engine, key: ServiceKey, checkpoint: Checkpoint) -> str | None:
     """What is wrong with ``checkpoint`` against the log, or None when it holds.
 
     It holds when its signature is ``key``'s and the log still has the row at its
-    ``seq`` with its ``head_hash`` and exactly its ``rows`` rows up to there.
+    ``seq`` with its ``head_hash`` and exactly its ``rows`` rows up to there. It blocks:
+    from async code use :func:`check_checkpoint`.
     """
     if checkpoint.key_id != key.key_id:
         return f"signed with key {checkpoint.key_id}, not with the configured key {key.key_id}"
@@ -133,12 +155,12 @@ async def check_checkpoint(
         return "its signature does not match: the checkpoint was altered or forged"
     if checkpoint.seq == 0:
         return None
-    async with snapshot(engine) as connection:
-        found = (
-            await connection.execute(select(_AUDIT.c.hash).where(_AUDIT.c.seq == checkpoint.seq))
+    with snapshot(engine) as connection:
+        found = connection.execute(
+            select(_AUDIT.c.hash).where(_AUDIT.c.seq == checkpoint.seq)
         ).scalar_one_or_none()
         count = select(func.count()).select_from(_AUDIT).where(_AUDIT.c.seq <= checkpoint.seq)
-        rows = (await connection.execute(count)).scalar_one()
+        rows = connection.execute(count).scalar_one()
     if found is None:
         return f"the log has no row {checkpoint.seq}: rows were deleted back past the checkpoint"
     if found != checkpoint.head_hash:

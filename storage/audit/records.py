@@ -20,11 +20,12 @@ migration that adds a nullable column does not change older rows' digests.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Table, select, tuple_
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 from sqlmodel import SQLModel
 
 from storage.audit.state import present_values
@@ -136,9 +137,9 @@ def rows_payload(items: Iterable[RecordRow]) -> dict[str, dict[str, Any]]:
     return found
 
 
-async def table_rows(
-    executor: AsyncConnection | AsyncSession, table: Table, *, batch_size: int
-) -> AsyncIterator[Sequence[Any]]:
+def table_rows(
+    executor: Connection | Session, table: Table, *, batch_size: int
+) -> Iterator[Sequence[Any]]:
     """Every row of ``table`` in primary-key order, one batch of rows at a time."""
     columns = list(table.primary_key.columns)
     key = tuple_(*columns) if len(columns) > 1 else columns[0]
@@ -148,7 +149,7 @@ async def table_rows(
         if last is not None:
             bound = tuple_(*last) if len(columns) > 1 else last[0]
             query = query.where(key > bound)
-        rows = (await executor.execute(query)).all()
+        rows = executor.execute(query).all()
         if not rows:
             return
         yield rows

@@ -11,7 +11,8 @@ With the chain intact it recomputes every grading's state digest from the tables
 compares it with the newest digest in the chain (``storage.audit.state``), then does
 the same for every evidentiary record (``storage.audit.records``), naming the table,
 the row and the columns that differ. Everything is read in one snapshot, so a live
-server's writes cannot make a false alarm.
+server's writes cannot make a false alarm. The check is synchronous (:func:`check_chain`);
+:func:`verify_chain` runs it in a worker thread for async callers.
 
 A keyed log holds no unexplained legacy rows and no uncovered rows: legacy rows count
 as adopted only when a keyed ``audit.backfilled`` event states exactly their number,
@@ -23,14 +24,17 @@ stripped, is no longer told apart from an old one only by a checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.orm import Session
 
 from storage.audit.chain import GENESIS_HASH, ChainKey, hash_key_id, row_hash
 from storage.audit.records import (
@@ -42,7 +46,7 @@ from storage.audit.records import (
     table_rows,
 )
 from storage.audit.state import COVERS, answers_by_grading, state_digest
-from storage.db import read_only
+from storage.db import read_only, sync_twin
 from storage.tables import AuditRecord, GradingRecord
 
 __all__ = [
@@ -50,6 +54,7 @@ __all__ = [
     "LEGACY_ROWS",
     "ChainReport",
     "ChainWalk",
+    "check_chain",
     "snapshot",
     "verify_chain",
     "walk_chain",
@@ -207,14 +212,14 @@ def _recompute(row: Any, key: ChainKey | None) -> str:
     )
 
 
-async def walk_chain(
-    connection: AsyncConnection, walk: ChainWalk, *, batch_size: int = _BATCH
+def walk_chain(
+    connection: Connection | Session, walk: ChainWalk, *, batch_size: int = _BATCH
 ) -> Broken | None:
     """Check the rows after ``walk.expected_seq - 1`` to the head; the first break or None."""
     last_seen = walk.expected_seq - 1
     while True:
         query = select(_AUDIT).where(_AUDIT.c.seq > last_seen).order_by(_AUDIT.c.seq)
-        rows = (await connection.execute(query.limit(batch_size))).all()
+        rows = connection.execute(query.limit(batch_size)).all()
         if not rows:
             return None
         for row in rows:
@@ -224,31 +229,48 @@ async def walk_chain(
         last_seen = rows[-1].seq
 
 
-@asynccontextmanager
-async def snapshot(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+@contextmanager
+def snapshot(engine: Engine) -> Iterator[Connection]:
     """A read-only connection whose statements all see the same data."""
-    async with read_only(engine).connect() as connection:
+    with read_only(engine).connect() as connection:
         if connection.dialect.name == "postgresql":
-            await connection.execution_options(isolation_level="REPEATABLE READ")
-        async with connection.begin():
+            connection.execution_options(isolation_level="REPEATABLE READ")
+        with connection.begin():
             yield connection
 
 
+def _sync_engine(engine: Engine | AsyncEngine) -> Engine:
+    """``engine`` itself, or the synchronous twin of an async one (``storage.db.sync_twin``).
+
+    The audit checks run over synchronous SQLAlchemy in a worker thread; callers that
+    still hold an async engine get its twin, until engines are synchronous everywhere.
+    """
+    return sync_twin(engine) if isinstance(engine, AsyncEngine) else engine
+
+
 async def verify_chain(
-    engine: AsyncEngine, *, key: ChainKey | None, batch_size: int = _BATCH
+    engine: Engine | AsyncEngine, *, key: ChainKey | None, batch_size: int = _BATCH
 ) -> ChainReport:
+    """:func:`check_chain` in a worker thread, so the event loop never waits for it."""
+    return await asyncio.to_thread(
+        check_chain, _sync_engine(engine), key=key, batch_size=batch_size
+    )
+
+
+def check_chain(engine: Engine, *, key: ChainKey | None, batch_size: int = _BATCH) -> ChainReport:
     """Walk the whole log, then compare every grading with its newest state in the chain.
 
     ``key`` is the chain key (``ChainKey.of(service_key)``); without one only a log of
-    legacy rows verifies.
+    legacy rows verifies. It reads in one snapshot and blocks: from async code use
+    :func:`verify_chain`.
     """
     walk = ChainWalk(key)
-    async with snapshot(engine) as connection:
-        broken = await walk_chain(connection, walk, batch_size=batch_size)
+    with snapshot(engine) as connection:
+        broken = walk_chain(connection, walk, batch_size=batch_size)
         state = _State()
         if broken is None:
-            await _check_state(connection, walk, batch_size, state)
-            await _check_records(connection, walk, batch_size, state)
+            _check_state(connection, walk, batch_size, state)
+            _check_records(connection, walk, batch_size, state)
             state.problems.extend(_coverage_problems(walk, state))
     seq, reason = broken if broken is not None else (None, None)
     return ChainReport(
@@ -296,13 +318,11 @@ def _coverage_problems(walk: ChainWalk, state: _State) -> list[str]:
     return problems
 
 
-async def _check_records(
-    connection: AsyncConnection, walk: ChainWalk, batch_size: int, state: _State
-) -> None:
+def _check_records(connection: Connection, walk: ChainWalk, batch_size: int, state: _State) -> None:
     """Each evidentiary record against the newest digest the chain holds for it."""
     for name, table in COVERED_TABLES.items():
         remaining = dict(walk.records.get(name, {}))
-        async for rows in table_rows(connection, table, batch_size=batch_size):
+        for rows in table_rows(connection, table, batch_size=batch_size):
             for row in rows:
                 _compare_record(state, walk, name, row, remaining)
         for key in remaining:
@@ -339,19 +359,17 @@ def _compare_record(
         state.records_uncovered += 1
 
 
-async def _check_state(
-    connection: AsyncConnection, walk: ChainWalk, batch_size: int, state: _State
-) -> None:
+def _check_state(connection: Connection, walk: ChainWalk, batch_size: int, state: _State) -> None:
     """Each grading in the tables against the newest digest the chain holds for it."""
     remaining, last_id = dict(walk.covered), None
     while True:
         query = select(_GRADINGS).order_by(_GRADINGS.c.id).limit(batch_size)
         if last_id is not None:
             query = query.where(_GRADINGS.c.id > last_id)
-        rows = (await connection.execute(query)).all()
+        rows = connection.execute(query).all()
         if not rows:
             break
-        answers = await connection.run_sync(answers_by_grading, [r.id for r in rows])
+        answers = answers_by_grading(connection, [r.id for r in rows])
         for row in rows:
             _compare(state, walk, row, answers.get(row.id, ()), remaining)
         last_id = rows[-1].id

@@ -1,14 +1,13 @@
-"""Alembic environment: async, with an injected connection when one is given.
+"""Alembic environment: synchronous, with an injected connection when one is given.
 
-``storage.migrate`` passes a synchronous connection (from ``AsyncConnection.run_sync``)
-in ``config.attributes["connection"]``; the ``alembic`` command line instead gives a
-URL (``sqlalchemy.url`` or ``SRE_JUDGE_DATABASE_URL``), for which an async engine is
-built here. SQLite gets batch mode so later ALTERs work.
+``storage.migrate`` passes a synchronous connection in ``config.attributes["connection"]``;
+the ``alembic`` command line instead gives a URL (``sqlalchemy.url`` or
+``SRE_JUDGE_DATABASE_URL``), for which a synchronous engine is built here
+(``storage.migrate.migration_engine``). SQLite gets batch mode so later ALTERs work.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 
 from alembic import context
@@ -22,7 +21,8 @@ import storage.review_tables
 import storage.scenario_tables
 import storage.tables
 import storage.webhooks.tables  # noqa: F401
-from storage.db import default_database_url, make_engine
+from storage.db import default_database_url
+from storage.migrate import migration_engine
 from storage.search import include_in_autogenerate
 
 config = context.config
@@ -42,14 +42,14 @@ def do_run_migrations(connection: Connection) -> None:
         context.run_migrations()
 
 
-async def run_async_migrations(url: str) -> None:
+def run_url_migrations(url: str) -> None:
     """Build an engine from ``url`` and migrate through it."""
-    engine = make_engine(url)
+    engine = migration_engine(url)
     try:
-        async with engine.begin() as connection:
-            await connection.run_sync(do_run_migrations)
+        with engine.begin() as connection:
+            do_run_migrations(connection)
     finally:
-        await engine.dispose()
+        engine.dispose()
 
 
 def run_migrations_offline() -> None:
@@ -76,7 +76,7 @@ def run_migrations_online() -> None:
         or os.environ.get("SRE_JUDGE_DATABASE_URL")
         or default_database_url()
     )
-    asyncio.run(run_async_migrations(url))
+    run_url_migrations(url)
 
 
 if context.is_offline_mode():
