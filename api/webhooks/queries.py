@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
@@ -90,48 +90,32 @@ class WebhookQueries:
         record = WebhookEndpointRecord(
             url=url, events=events, description=description, secret=new_secret(), created_by=actor
         )
-        async with self._db.write() as session:
+
+        def register(session: Session) -> None:
             session.add(record)
-            await session.flush()
-            await session.run_sync(
-                self._db.audit,
+            session.flush()
+            self._db.audit(
+                session,
                 "webhook.created",
                 entity_type="webhook",
                 entity_id=record.id,
                 actor=actor,
                 payload={"url": url, "events": events},
             )
+
+        await self._db.run(register)
         return record
 
     async def endpoints(self) -> list[WebhookEndpointRecord]:
         """Every endpoint, oldest first."""
-        async with self._db.read() as session:
-            query = select(WebhookEndpointRecord).order_by(col(WebhookEndpointRecord.created_at))
-            return list((await session.execute(query)).scalars())
+        query = select(WebhookEndpointRecord).order_by(col(WebhookEndpointRecord.created_at))
+        return await self._db.run_read(lambda session: list(session.execute(query).scalars()))
 
     async def deliveries(
         self, endpoint_id: str, *, state: str | None = None, limit: int = 100
     ) -> list[DeliveryView]:
         """An endpoint's deliveries, newest first, with their attempts."""
-        async with self._db.read() as session:
-            if await session.get(WebhookEndpointRecord, endpoint_id) is None:
-                raise NotFound(f"no webhook endpoint {endpoint_id!r}")
-            query = select(WebhookDeliveryRecord).where(
-                col(WebhookDeliveryRecord.endpoint_id) == endpoint_id
-            )
-            if state is not None:
-                query = query.where(col(WebhookDeliveryRecord.state) == state)
-            query = query.order_by(col(WebhookDeliveryRecord.seq).desc()).limit(limit)
-            rows = list((await session.execute(query)).scalars())
-            tries = select(WebhookAttemptRecord).where(
-                col(WebhookAttemptRecord.delivery_seq).in_([r.seq for r in rows])
-            )
-            by_seq: dict[int, list[WebhookAttemptRecord]] = {}
-            for attempt in (
-                await session.execute(tries.order_by(col(WebhookAttemptRecord.id)))
-            ).scalars():
-                by_seq.setdefault(attempt.delivery_seq, []).append(attempt)
-        return [DeliveryView(r, by_seq.get(r.seq or 0, [])) for r in rows]
+        return await self._db.run_read(_deliveries, endpoint_id, state, limit)
 
     async def redeliver(self, endpoint_id: str, delivery_id: str, *, actor: str) -> None:
         """Send a delivery again (also a delivered or dead-lettered one), as soon as due.
@@ -139,32 +123,34 @@ class WebhookQueries:
         An open circuit lets this one through: the endpoint is due now, and a failure
         opens it again for longer (its failures in a row are kept).
         """
-        async with self._db.write() as session:
-            now = self._db.clock()
-            changed = await session.execute(
-                update(WebhookDeliveryRecord)
-                .where(
-                    col(WebhookDeliveryRecord.id) == delivery_id,
-                    col(WebhookDeliveryRecord.endpoint_id) == endpoint_id,
-                )
-                .values(state="pending", next_attempt_at=now, created_at=now)
-                .returning(WebhookDeliveryRecord.seq)
+        await self._db.run(self._redeliver, endpoint_id, delivery_id, actor)
+
+    def _redeliver(self, session: Session, endpoint_id: str, delivery_id: str, actor: str) -> None:
+        now = self._db.clock()
+        changed = session.execute(
+            update(WebhookDeliveryRecord)
+            .where(
+                col(WebhookDeliveryRecord.id) == delivery_id,
+                col(WebhookDeliveryRecord.endpoint_id) == endpoint_id,
             )
-            if changed.first() is None:
-                raise NotFound(f"no delivery {delivery_id!r} of endpoint {endpoint_id!r}")
-            await session.execute(
-                update(WebhookEndpointRecord)
-                .where(col(WebhookEndpointRecord.id) == endpoint_id)
-                .values(circuit_open_until=None)
-            )
-            await session.run_sync(
-                self._db.audit,
-                "webhook.redelivered",
-                entity_type="webhook",
-                entity_id=endpoint_id,
-                actor=actor,
-                payload={"delivery_id": delivery_id},
-            )
+            .values(state="pending", next_attempt_at=now, created_at=now)
+            .returning(WebhookDeliveryRecord.seq)
+        )
+        if changed.first() is None:
+            raise NotFound(f"no delivery {delivery_id!r} of endpoint {endpoint_id!r}")
+        session.execute(
+            update(WebhookEndpointRecord)
+            .where(col(WebhookEndpointRecord.id) == endpoint_id)
+            .values(circuit_open_until=None)
+        )
+        self._db.audit(
+            session,
+            "webhook.redelivered",
+            entity_type="webhook",
+            entity_id=endpoint_id,
+            actor=actor,
+            payload={"delivery_id": delivery_id},
+        )
 
     async def claim_due(
         self, *, lease_seconds: float, skip: frozenset[str] = frozenset(), limit: int = 100
@@ -175,12 +161,11 @@ class WebhookQueries:
         Only the oldest is claimable (``SKIP LOCKED`` on PostgreSQL): whoever holds an
         endpoint's oldest delivery holds the endpoint.
         """
-        async with self._db.write() as session:
-            return await self._lease(session, lease_seconds, skip=skip, limit=limit)
+        return await self._db.run(self._lease, lease_seconds, skip=skip, limit=limit)
 
-    async def _lease(
+    def _lease(
         self,
-        session: AsyncSession,
+        session: Session,
         lease_seconds: float,
         *,
         skip: frozenset[str] = frozenset(),
@@ -217,7 +202,7 @@ class WebhookQueries:
             query = query.with_for_update(skip_locked=True, of=WebhookDeliveryRecord)
         lease = now + timedelta(seconds=lease_seconds)
         claimed = []
-        for delivery, endpoint in (await session.execute(query)).all():
+        for delivery, endpoint in session.execute(query).all():
             delivery.next_attempt_at = lease
             delivery.attempts += 1
             claimed.append(_claimed(delivery, endpoint))
@@ -244,13 +229,15 @@ class WebhookQueries:
         now = self._db.clock()
         delivered = status is not None and 200 <= status < 300 and error is None
         state = "delivered" if delivered else ("pending" if retry_at is not None else "dead")
-        async with self._db.write() as session:
-            await session.execute(
+        stored_error = (error or "")[:500] or None
+
+        def record(session: Session) -> Claimed | None:
+            session.execute(
                 insert(_ATTEMPTS),
                 [{"delivery_seq": claimed.seq, "attempted_at": now, "status": status,
-                  "error": (error or "")[:500] or None, "duration_ms": duration_ms}],
+                  "error": stored_error, "duration_ms": duration_ms}],
             )  # fmt: skip
-            await session.execute(
+            session.execute(
                 update(WebhookDeliveryRecord)
                 .where(col(WebhookDeliveryRecord.seq) == claimed.seq)
                 .values(
@@ -258,11 +245,11 @@ class WebhookQueries:
                     next_attempt_at=retry_at if state == "pending" else None,
                     delivered_at=now if delivered else None,
                     last_status=status,
-                    last_error=(error or "")[:500] or None,
+                    last_error=stored_error,
                 )
             )
             if not delivered or claimed.endpoint_failures:  # a closed circuit stays as it is
-                await session.execute(
+                session.execute(
                     update(WebhookEndpointRecord)
                     .where(col(WebhookEndpointRecord.id) == claimed.endpoint_id)
                     .values(
@@ -272,7 +259,29 @@ class WebhookQueries:
                 )
             if not delivered or lease_next is None:
                 return None
-            following = await self._lease(
-                session, lease_next, endpoint_id=claimed.endpoint_id, limit=1
-            )
-        return following[0] if following else None
+            following = self._lease(session, lease_next, endpoint_id=claimed.endpoint_id, limit=1)
+            return following[0] if following else None
+
+        return await self._db.run(record)
+
+
+def _deliveries(
+    session: Session, endpoint_id: str, state: str | None, limit: int
+) -> list[DeliveryView]:
+    """An endpoint's deliveries, newest first, with their attempts (``NotFound``)."""
+    if session.get(WebhookEndpointRecord, endpoint_id) is None:
+        raise NotFound(f"no webhook endpoint {endpoint_id!r}")
+    query = select(WebhookDeliveryRecord).where(
+        col(WebhookDeliveryRecord.endpoint_id) == endpoint_id
+    )
+    if state is not None:
+        query = query.where(col(WebhookDeliveryRecord.state) == state)
+    query = query.order_by(col(WebhookDeliveryRecord.seq).desc()).limit(limit)
+    rows = list(session.execute(query).scalars())
+    tries = select(WebhookAttemptRecord).where(
+        col(WebhookAttemptRecord.delivery_seq).in_([r.seq for r in rows])
+    )
+    by_seq: dict[int, list[WebhookAttemptRecord]] = {}
+    for attempt in session.execute(tries.order_by(col(WebhookAttemptRecord.id))).scalars():
+        by_seq.setdefault(attempt.delivery_seq, []).append(attempt)
+    return [DeliveryView(r, by_seq.get(r.seq or 0, [])) for r in rows]
