@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, or_, select, update
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
@@ -31,74 +32,80 @@ class ImportJobQueries:
 
     async def create(self, job: ImportJobRecord, data: bytes) -> ImportJobRecord:
         """Store ``job`` (queued) with its upload, audited as ``import_job.created``."""
-        async with self._db.write() as session:
+
+        def store(session: Session) -> None:
             job.created_at = self._db.clock()
             session.add(job)
-            await session.flush()
+            session.flush()
             session.add(ImportUploadRecord(job_id=job.id, data=data))
-            await session.flush()
+            session.flush()
             payload = {"kind": job.kind, "archive": job.archive, "size": job.size}
-            await session.run_sync(
-                self._db.audit,
+            self._db.audit(
+                session,
                 "import_job.created",
                 entity_type="import_job",
                 entity_id=job.id,
                 actor=job.created_by,
                 payload={**payload, "sha256": job.sha256, "rubric": job.rubric},
             )
+
+        await self._db.run(store)
         return job
 
     async def get(self, job_id: str) -> ImportJobRecord:
         """The job; ``NotFound`` if there is none."""
-        async with self._db.read() as session:
-            job = await session.get(ImportJobRecord, job_id)
+        job = await self._db.run_read(lambda session: session.get(ImportJobRecord, job_id))
         if job is None:
             raise NotFound(f"no import job {job_id!r}")
         return job
 
     async def claim(self, worker: str, *, stale_before: datetime) -> ImportJobRecord | None:
         """The oldest queued job, or one whose claim went stale, now claimed by ``worker``."""
-        async with self._db.write() as session:
-            query = (
-                select(ImportJobRecord)
-                .where(
-                    or_(
-                        col(ImportJobRecord.state) == "queued",
-                        (col(ImportJobRecord.state) == "running")
-                        & (col(ImportJobRecord.heartbeat_at) < stale_before),
-                    )
+        return await self._db.run(self._claim, worker, stale_before)
+
+    def _claim(
+        self, session: Session, worker: str, stale_before: datetime
+    ) -> ImportJobRecord | None:
+        """Claim in ``session``'s transaction: the job as claimed, or None."""
+        query = (
+            select(ImportJobRecord)
+            .where(
+                or_(
+                    col(ImportJobRecord.state) == "queued",
+                    (col(ImportJobRecord.state) == "running")
+                    & (col(ImportJobRecord.heartbeat_at) < stale_before),
                 )
-                .order_by(col(ImportJobRecord.created_at), col(ImportJobRecord.id))
-                .limit(1)
             )
-            job = (await session.execute(query)).scalar()
-            if job is None:
-                return None
-            now = self._db.clock()
-            taken = await session.execute(
-                update(ImportJobRecord)
-                .where(
-                    col(ImportJobRecord.id) == job.id,
-                    col(ImportJobRecord.state) == job.state,
-                    col(ImportJobRecord.attempts) == job.attempts,
-                )
-                .values(
-                    state="running",
-                    claimed_by=worker,
-                    heartbeat_at=now,
-                    attempts=job.attempts + 1,
-                    started_at=job.started_at or now,
-                )
-                .returning(col(ImportJobRecord.id))
+            .order_by(col(ImportJobRecord.created_at), col(ImportJobRecord.id))
+            .limit(1)
+        )
+        job = session.execute(query).scalar()
+        if job is None:
+            return None
+        now = self._db.clock()
+        taken = session.execute(
+            update(ImportJobRecord)
+            .where(
+                col(ImportJobRecord.id) == job.id,
+                col(ImportJobRecord.state) == job.state,
+                col(ImportJobRecord.attempts) == job.attempts,
             )
-            if taken.first() is None:
-                return None  # another process took it first
-        return await self.get(job.id)
+            .values(
+                state="running",
+                claimed_by=worker,
+                heartbeat_at=now,
+                attempts=job.attempts + 1,
+                started_at=job.started_at or now,
+            )
+            .returning(col(ImportJobRecord.id))
+        )
+        if taken.first() is None:
+            return None  # another process took it first
+        return session.get(ImportJobRecord, job.id, populate_existing=True)
 
     async def upload(self, job_id: str) -> bytes:
         """The bytes uploaded for the job; ``NotFound`` once it is finished."""
-        async with self._db.read() as session:
-            record = await session.get(ImportUploadRecord, job_id)
+        record = await self._db.run_read(lambda session: session.get(ImportUploadRecord, job_id))
         if record is None:
             raise NotFound(f"import job {job_id!r} has no upload")
         return bytes(record.data)
@@ -108,8 +115,9 @@ class ImportJobQueries:
 
         False when the job is no longer this worker's (it was taken over).
         """
-        async with self._db.write() as session:
-            result = await session.execute(
+
+        def record(session: Session) -> bool:
+            statement = (
                 update(ImportJobRecord)
                 .where(
                     col(ImportJobRecord.id) == job_id,
@@ -119,30 +127,32 @@ class ImportJobQueries:
                 .values(heartbeat_at=self._db.clock(), **values)
                 .returning(col(ImportJobRecord.id))
             )
-            return result.first() is not None
+            return session.execute(statement).first() is not None
+
+        return await self._db.run(record)
 
     async def release(self, job_id: str, worker: str) -> bool:
         """Give a running job back (shutdown): queued again, for the next process at once."""
-        async with self._db.write() as session:
-            result = await session.execute(
-                update(ImportJobRecord)
-                .where(
-                    col(ImportJobRecord.id) == job_id,
-                    col(ImportJobRecord.claimed_by) == worker,
-                    col(ImportJobRecord.state) == "running",
-                )
-                .values(state="queued", claimed_by=None)
-                .returning(col(ImportJobRecord.id))
+        statement = (
+            update(ImportJobRecord)
+            .where(
+                col(ImportJobRecord.id) == job_id,
+                col(ImportJobRecord.claimed_by) == worker,
+                col(ImportJobRecord.state) == "running",
             )
-            return result.first() is not None
+            .values(state="queued", claimed_by=None)
+            .returning(col(ImportJobRecord.id))
+        )
+        return await self._db.run(lambda session: session.execute(statement).first() is not None)
 
     async def finish(
         self, job_id: str, worker: str, *, state: str, error: str | None = None, **values: Any
     ) -> None:
         """End the job (``done`` or ``failed``), drop its upload, audit ``import_job.<state>``."""
-        async with self._db.write() as session:
+
+        def end(session: Session) -> None:
             now = self._db.clock()
-            result = await session.execute(
+            result = session.execute(
                 update(ImportJobRecord)
                 .where(col(ImportJobRecord.id) == job_id, col(ImportJobRecord.claimed_by) == worker)
                 .values(state=state, error=error, finished_at=now, heartbeat_at=now, **values)
@@ -151,14 +161,16 @@ class ImportJobQueries:
             owner = result.scalar()
             if owner is None:
                 return
-            await session.execute(
+            session.execute(
                 delete(ImportUploadRecord).where(col(ImportUploadRecord.job_id) == job_id)
             )
-            await session.run_sync(
-                self._db.audit,
+            self._db.audit(
+                session,
                 f"import_job.{state}",
                 entity_type="import_job",
                 entity_id=job_id,
                 actor=worker,
                 payload={"error": error, **{k: v for k, v in values.items() if k == "report"}},
             )
+
+        await self._db.run(end)

@@ -13,12 +13,12 @@ refused and the job goes on.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from api.imports.jsonl import JsonlLine
@@ -37,7 +37,7 @@ from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_
 __all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport"]
 
 #: stores one row (an item read, or a problem reading it) in an open transaction
-_RowWriter = Callable[[AsyncSession, Any, ImportReport], Awaitable[None]]
+_RowWriter = Callable[[Session, Any, ImportReport], None]
 
 
 def _refused_by_database(exc: BaseException) -> bool:
@@ -46,6 +46,22 @@ def _refused_by_database(exc: BaseException) -> bool:
     if isinstance(exc, OperationalError | InterfaceError):
         return False
     return isinstance(exc, StatementError | ValueError | OverflowError | TypeError | RecursionError)
+
+
+def _write_all(
+    session: Session,
+    write: _RowWriter,
+    items: Iterable[Any],
+    report: ImportReport,
+    *,
+    all_or_nothing: bool = False,
+) -> None:
+    """Every item through ``write`` in ``session``'s transaction; ``all_or_nothing``:
+    ImportAborted (the transaction rolled back) when any of them is a problem."""
+    for item in items:
+        write(session, item, report)
+    if all_or_nothing and report.problems:
+        raise ImportAborted(report.problems)
 
 
 def _where(item: Any) -> str:
@@ -77,17 +93,15 @@ class ImportQueries:
         self._db = db
         self._catalog = catalog
 
-    async def _known(self, session: AsyncSession, actor: str, key: str) -> SubmissionRecord | None:
+    def _known(self, session: Session, actor: str, key: str) -> SubmissionRecord | None:
         """The submission already imported under ``key``, or None."""
         query = select(SubmissionRecord).where(
             col(SubmissionRecord.submitted_by) == actor,
             col(SubmissionRecord.idempotency_key) == key,
         )
-        return (await session.execute(query)).scalar()
+        return session.execute(query).scalar()
 
-    async def _same_attempt(
-        self, session: AsyncSession, new: SubmissionRecord
-    ) -> SubmissionRecord | None:
+    def _same_attempt(self, session: Session, new: SubmissionRecord) -> SubmissionRecord | None:
         """An imported JSONL submission of the same attempt as ``new`` (run, agent, model,
         scenario or ground truth, attempt); None when ``new`` names no run or attempt."""
         if new.run_id is None or new.attempt is None:
@@ -107,11 +121,11 @@ class ImportQueries:
                 col(s.scenario_id).is_(None),
                 col(s.ground_truth_sha256) == new.ground_truth_sha256,
             )
-        return (await session.execute(query.limit(1))).scalar()
+        return session.execute(query.limit(1)).scalar()
 
-    async def _attempt_difference(
+    def _attempt_difference(
         self,
-        session: AsyncSession,
+        session: Session,
         known: SubmissionRecord,
         new: SubmissionRecord,
         attempt: SregymAttempt,
@@ -122,7 +136,7 @@ class ImportQueries:
             return "Diagnosis.submission"
         if known.ground_truth_sha256 != new.ground_truth_sha256:
             return "problem_id"  # the problem's ground truth is another
-        original = await session.get(SregymOriginalRowRecord, known.id)
+        original = session.get(SregymOriginalRowRecord, known.id)
         if original is None:
             return None
         for column in sorted(set(original.cells) | set(attempt.cells), key=_column_order(attempt)):
@@ -130,9 +144,7 @@ class ImportQueries:
                 return column
         return None
 
-    async def _keep_original(
-        self, session: AsyncSession, submission_id: str, attempt: SregymAttempt
-    ) -> None:
+    def _keep_original(self, session: Session, submission_id: str, attempt: SregymAttempt) -> None:
         """The attempt's CSV row, every cell (kept once; a re-import fills in a missing one)."""
         table = SregymOriginalRowRecord.__table__  # type: ignore[attr-defined]
         values = {
@@ -142,20 +154,16 @@ class ImportQueries:
             "columns": list(attempt.columns),
             "cells": dict(attempt.cells),
         }
-        await session.run_sync(self._db.insert_ignore, table, values)
+        self._db.insert_ignore(session, table, values)
 
-    async def _ensure_scenario(
-        self, session: AsyncSession, scenario_id: str, truth: str
-    ) -> int | None:
+    def _ensure_scenario(self, session: Session, scenario_id: str, truth: str) -> int | None:
         """Register the problem as a scenario unless it exists; the version whose ground
         truth is ``truth`` (None when the scenario never had it)."""
         spec = ScenarioSpec(scenario_id, truth, tags=("sregym",))
-        version = await session.run_sync(
-            self._catalog.scenarios.ensure, spec, actor="import:sregym"
-        )
+        version = self._catalog.scenarios.ensure(session, spec, actor="import:sregym")
         return version or None
 
-    async def _audit_import(self, session: AsyncSession, s: SubmissionRecord, **extra: Any) -> None:
+    def _audit_import(self, session: Session, s: SubmissionRecord, **extra: Any) -> None:
         grading_id = extra.get("grading_id")
         payload = {
             "submission_id": s.id,
@@ -168,8 +176,8 @@ class ImportQueries:
             "idempotency_key": s.idempotency_key,
             **extra,
         }
-        await session.run_sync(
-            self._db.audit,
+        self._db.audit(
+            session,
             "submission.imported",
             entity_type="submission",
             entity_id=s.id,
@@ -194,7 +202,7 @@ class ImportQueries:
         export. ``progress`` is awaited after each committed batch.
         """
 
-        async def write(session: AsyncSession, item: Any, report: ImportReport) -> None:
+        def write(session: Session, item: Any, report: ImportReport) -> None:
             report.rows += 1
             if isinstance(item, ImportProblem):
                 report.problems.append(item)
@@ -202,7 +210,7 @@ class ImportQueries:
                 message = f"problem {item.problem_id!r} is not in the problems file"
                 report.problems.append(ImportProblem(item.source, message, field="problem_id"))
             else:
-                await self._import_attempt(session, item, problems, rubric, actor, report)
+                self._import_attempt(session, item, problems, rubric, actor, report)
 
         report = ImportReport()
         for batch in batches(attempts):
@@ -215,9 +223,7 @@ class ImportQueries:
         """The batch in one transaction; if the database refuses it, each row in its own."""
         mark = report.mark()
         try:
-            async with self._db.write() as session:
-                for item in batch:
-                    await write(session, item, report)
+            await self._db.run(_write_all, write, batch, report)
         except Exception as exc:
             if not _refused_by_database(exc):
                 raise
@@ -228,8 +234,7 @@ class ImportQueries:
     async def _write_row(self, item: Any, write: _RowWriter, report: ImportReport) -> None:
         mark = report.mark()
         try:
-            async with self._db.write() as session:
-                await write(session, item, report)
+            await self._db.run(write, item, report)
         except Exception as exc:
             if not _refused_by_database(exc):
                 raise
@@ -239,9 +244,9 @@ class ImportQueries:
             message = f"the database refused the row: {type(cause).__name__}: {str(cause)[:200]}"
             report.problems.append(ImportProblem(_where(item), message))
 
-    async def _import_attempt(
+    def _import_attempt(
         self,
-        session: AsyncSession,
+        session: Session,
         attempt: SregymAttempt,
         problems: Mapping[str, str],
         rubric: Rubric,
@@ -249,15 +254,15 @@ class ImportQueries:
         report: ImportReport,
     ) -> None:
         truth, now = problems[attempt.problem_id], self._db.clock()
-        version = await self._ensure_scenario(session, attempt.problem_id, truth)
+        version = self._ensure_scenario(session, attempt.problem_id, truth)
         submission = sregym_submission(
             attempt, truth, scenario_id=attempt.problem_id, actor=actor, at=now
         )
         submission.scenario_version = version
         assert submission.idempotency_key is not None
-        known = await self._known(session, actor, submission.idempotency_key)
+        known = self._known(session, actor, submission.idempotency_key)
         if known is not None:
-            differs = await self._attempt_difference(session, known, submission, attempt)
+            differs = self._attempt_difference(session, known, submission, attempt)
             if differs is not None:
                 message = (
                     f"{differs}: differs from the attempt with the same run, agent, problem "
@@ -265,26 +270,26 @@ class ImportQueries:
                 )
                 report.conflicts.append(ImportProblem(attempt.source, message, field=differs))
                 return
-            await self._keep_original(session, known.id, attempt)
+            self._keep_original(session, known.id, attempt)
             report.already_imported += 1
             return
         session.add(submission)
-        await session.flush()
-        await self._keep_original(session, submission.id, attempt)
+        session.flush()
+        self._keep_original(session, submission.id, attempt)
         grading_id = None
         if attempt.outcome == "diagnosed":
             grading, answers = sregym_grading(attempt, submission.id, rubric=rubric, at=now)
             grading.scenario_version = version
             session.add(grading)
-            await session.flush()
+            session.flush()
             session.add_all(answers)
             grading_id = grading.id
             report.sregym_verdicts += 1
         else:
             report.not_graded[attempt.outcome] = report.not_graded.get(attempt.outcome, 0) + 1
         report.submissions += 1
-        await session.flush()
-        await self._audit_import(
+        session.flush()
+        self._audit_import(
             session, submission, source="sregym", outcome=attempt.outcome, grading_id=grading_id
         )
 
@@ -305,21 +310,17 @@ class ImportQueries:
         ``progress`` is awaited after each committed batch.
         """
 
-        async def write(session: AsyncSession, item: Any, report: ImportReport) -> None:
+        def write(session: Session, item: Any, report: ImportReport) -> None:
             report.rows += 1
             if isinstance(item, ImportProblem):
                 report.problems.append(item)
             else:
-                await self._import_line(session, item, rubric, judge, actor, report)
+                self._import_line(session, item, rubric, judge, actor, report)
 
         report = ImportReport()
         for batch in [list(lines)] if strict else batches(lines):
             if strict:  # all or nothing: one transaction
-                async with self._db.write() as session:
-                    for item in batch:
-                        await write(session, item, report)
-                    if report.problems:
-                        raise ImportAborted(report.problems)
+                await self._db.run(_write_all, write, batch, report, all_or_nothing=True)
             else:
                 await self._write_batch(batch, write, report)
             if report.submissions:
@@ -328,9 +329,9 @@ class ImportQueries:
                 await progress(report)
         return report
 
-    async def _import_line(
+    def _import_line(
         self,
-        session: AsyncSession,
+        session: Session,
         line: JsonlLine,
         rubric: Rubric,
         judge: tuple[str, str, str],
@@ -340,7 +341,7 @@ class ImportQueries:
         item, now = line.submission, self._db.clock()
         truth, version = item.ground_truth, None
         if item.scenario_id is not None:
-            scenario = await session.get(ScenarioRecord, item.scenario_id)
+            scenario = session.get(ScenarioRecord, item.scenario_id)
             if scenario is None:
                 where = f"line {line.line}"
                 message = f"scenario_id: no scenario {item.scenario_id!r}"
@@ -349,11 +350,11 @@ class ImportQueries:
             truth, version = scenario.ground_truth, scenario.version
         content = sha256_hex(canonical_json(item.model_dump(mode="json")))
         key = f"jsonl:{content}"
-        if await self._known(session, actor, key) is not None:
+        if self._known(session, actor, key) is not None:
             report.already_imported += 1
             return
         submission = jsonl_submission(line, truth or "", actor=actor, content=content, now=now)
-        same = await self._same_attempt(session, submission)
+        same = self._same_attempt(session, submission)
         if same is not None:
             differs = _line_difference(same, submission)
             message = (
@@ -364,7 +365,7 @@ class ImportQueries:
             return
         submission.scenario_version = version
         session.add(submission)
-        await session.flush()
+        session.flush()
         spec, backend, model = judge
         grading = GradingRecord(
             id=new_id(),
@@ -379,9 +380,9 @@ class ImportQueries:
             scenario_version=version,
         )
         session.add(grading)
-        await session.flush()
+        session.flush()
         report.submissions += 1
         report.queued += 1
-        await self._audit_import(
+        self._audit_import(
             session, submission, source="jsonl", line=line.line, grading_id=grading.id
         )

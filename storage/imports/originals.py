@@ -6,20 +6,30 @@ run, ground-truth source) select rows; its grading filters (rubric, judge, dates
 current only) select the grading shown: the newest grading of the attempt in the
 filter. An attempt that was graded, but by no grading in the filter, is left out; an
 attempt that was never graded (timed out, failed deploy, nothing submitted) is kept.
+
+The stream holds one synchronous read-only session (REPEATABLE READ on PostgreSQL, one
+deferred transaction on SQLite) for as long as it is open, and uses it from one worker
+thread of its own: each batch is one thread hop, and every batch sees the same data.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+import asyncio
+import contextlib
+import contextvars
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import and_, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, sessionmaker
 from sqlmodel import col
 
 from judge.rubric import Rubric
 from storage.database import Database
+from storage.db import read_only
 from storage.exports import ExportedGrading, attach, rubrics_in_scope
 from storage.imports.tables import SregymOriginalRowRecord
 from storage.report_queries import ReportFilter, filtered, joined, submission_filtered
@@ -29,6 +39,12 @@ __all__ = ["OriginalRow", "OriginalRowExport", "OriginalRowReads"]
 
 #: rows fetched per batch
 BATCH = 500
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+#: where the stream of rows goes on from: the last row's (path, line, submission id)
+_After = tuple[str, int, str]
 
 
 @dataclass(frozen=True)
@@ -62,64 +78,143 @@ class OriginalRowReads:
         self, filters: ReportFilter, *, batch: int = BATCH
     ) -> AsyncIterator[OriginalRowExport]:
         """``async with store.sregym_rows.open(f) as export: async for r in export.rows``."""
-        async with self._db.snapshot() as session:
-            rubrics = await rubrics_in_scope(session, filters)
-            columns = await _columns(session, filters)
-            rows = _stream(session, filters, batch)
+        async with _HeldSnapshot(self._db) as snapshot:
+            rubrics, columns = await snapshot.run(_heading, filters)
+            rows = _stream(snapshot, filters, batch)
             try:
                 yield OriginalRowExport(rubrics=rubrics, columns=columns, rows=rows)
             finally:
                 await rows.aclose()
 
 
-async def _columns(session: AsyncSession, filters: ReportFilter) -> list[str]:
+class _HeldSnapshot:
+    """One read-only snapshot held open across several hops to one worker thread.
+
+    ``Database.run_read`` ends its snapshot with its hop; a stream read batch by batch
+    needs the same snapshot for all of them. The session lives in a thread of its own
+    (a one-thread executor), so it is never used from two threads; a caller cancelled
+    during a hop waits for the hop to end, and the session closes (rolling back) after
+    the last hop.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._sessions = sessionmaker(read_only(db.sync_engine), expire_on_commit=False)
+        self._repeatable_read = db.postgres
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sregym-rows")
+        self._session: Session | None = None
+
+    async def __aenter__(self) -> _HeldSnapshot:
+        try:
+            self._session = await self._hop(self._begin)
+        except BaseException:
+            self._thread.shutdown(wait=False)
+            raise
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        try:
+            if self._session is not None:
+                await self._hop(self._session.close)
+        finally:
+            self._session = None
+            self._thread.shutdown(wait=False)
+
+    async def run(
+        self, fn: Callable[Concatenate[Session, _P], _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """``fn(session, *args, **kwargs)`` in the snapshot, in its thread."""
+        assert self._session is not None, "the snapshot is not open"
+        return await self._hop(fn, self._session, *args, **kwargs)
+
+    def _begin(self) -> Session:
+        session = self._sessions()
+        try:
+            session.begin()
+            if self._repeatable_read:
+                session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    async def _hop(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``call(*args, **kwargs)`` in the snapshot's thread, in a copy of the caller's
+        context (its log fields); a cancelled caller waits for it to end first."""
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._thread, lambda: context.run(call, *args, **kwargs))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            with contextlib.suppress(BaseException):
+                await future
+            raise
+
+
+def _heading(
+    session: Session, filters: ReportFilter
+) -> tuple[dict[tuple[str, str], Rubric], list[str]]:
+    """The rubrics in scope and every column of the rows' files, in the order first seen."""
+    rubrics = rubrics_in_scope(session, filters)
     o = SregymOriginalRowRecord
     query = select(col(o.columns)).join(
         SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
     )
     query = submission_filtered(query, filters).order_by(col(o.path), col(o.line))
     seen: dict[str, None] = {}
-    for columns in (await session.execute(query)).scalars():
+    for columns in session.execute(query).scalars():
         for column in columns:
             seen.setdefault(column)
-    return list(seen)
+    return rubrics, list(seen)
 
 
 async def _stream(
-    session: AsyncSession, filters: ReportFilter, batch: int
+    snapshot: _HeldSnapshot, filters: ReportFilter, batch: int
 ) -> AsyncGenerator[OriginalRow, None]:
-    o = SregymOriginalRowRecord
-    after: tuple[str, int, str] | None = None
+    after: _After | None = None
     while True:
-        query = select(o, SubmissionRecord).join(
-            SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
-        )
-        query = submission_filtered(query, filters)
-        if after is not None:
-            path, line, last = after
-            query = query.where(
-                or_(
-                    col(o.path) > path,
-                    and_(col(o.path) == path, col(o.line) > line),
-                    and_(col(o.path) == path, col(o.line) == line, col(o.submission_id) > last),
-                )
-            )
-        query = query.order_by(col(o.path), col(o.line), col(o.submission_id)).limit(batch)
-        pairs = [(row[0], row[1]) for row in await session.execute(query)]
-        if not pairs:
+        rows, after = await snapshot.run(_batch, filters, after, batch)
+        if after is None:
             return
-        shown, graded = await _gradings(session, filters, [s.id for _, s in pairs])
-        for original, submission in pairs:
-            grading = shown.get(submission.id)
-            if grading is None and submission.id in graded:
-                continue
-            yield OriginalRow(original=original, submission=submission, grading=grading)
-        last = pairs[-1][0]
-        after = (last.path, last.line, last.submission_id)
+        for row in rows:
+            yield row
 
 
-async def _gradings(
-    session: AsyncSession, filters: ReportFilter, ids: list[str]
+def _batch(
+    session: Session, filters: ReportFilter, after: _After | None, batch: int
+) -> tuple[list[OriginalRow], _After | None]:
+    """The rows of the next batch after ``after`` (graded by no grading in the filter:
+    left out), and where the next batch starts; None once there are no more rows."""
+    o = SregymOriginalRowRecord
+    query = select(o, SubmissionRecord).join(
+        SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
+    )
+    query = submission_filtered(query, filters)
+    if after is not None:
+        path, line, last = after
+        query = query.where(
+            or_(
+                col(o.path) > path,
+                and_(col(o.path) == path, col(o.line) > line),
+                and_(col(o.path) == path, col(o.line) == line, col(o.submission_id) > last),
+            )
+        )
+    query = query.order_by(col(o.path), col(o.line), col(o.submission_id)).limit(batch)
+    pairs = [(row[0], row[1]) for row in session.execute(query)]
+    if not pairs:
+        return [], None
+    shown, graded = _gradings(session, filters, [s.id for _, s in pairs])
+    rows = [
+        OriginalRow(original=original, submission=submission, grading=shown.get(submission.id))
+        for original, submission in pairs
+        if submission.id in shown or submission.id not in graded
+    ]
+    last_row = pairs[-1][0]
+    return rows, (last_row.path, last_row.line, last_row.submission_id)
+
+
+def _gradings(
+    session: Session, filters: ReportFilter, ids: list[str]
 ) -> tuple[dict[str, ExportedGrading], set[str]]:
     """The newest grading in the filter per submission, and the submissions ever graded."""
     query = (
@@ -128,9 +223,9 @@ async def _gradings(
         .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
     )
     newest: dict[str, tuple[GradingRecord, SubmissionRecord]] = {}
-    for row in await session.execute(query):
+    for row in session.execute(query):
         newest[row[0].submission_id] = (row[0], row[1])
-    attached = await attach(session, list(newest.values()))
+    attached = attach(session, list(newest.values()))
     ever = select(col(GradingRecord.submission_id)).where(col(GradingRecord.submission_id).in_(ids))
-    graded = set((await session.execute(ever.distinct())).scalars())
+    graded = set(session.execute(ever.distinct()).scalars())
     return {item.view.submission.id: item for item in attached}, graded

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sqlalchemy import delete
 
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -28,6 +29,7 @@ from api.reports.sregym_writer import (
     write_sregym_folder,
 )
 from storage import Store
+from storage.imports.tables import SregymOriginalRowRecord
 from storage.regrade.jobs import RegradeTarget
 from storage.regrade.select import RegradeFilter
 from storage.report_queries import ReportFilter
@@ -176,3 +178,16 @@ async def test_rows_come_in_folder_order_across_batches(store: Store, tmp_path: 
         seen = [(r.original.path, r.original.line) async for r in export.rows]
     assert len(seen) == len(set(seen)) == 45
     assert seen == sorted(seen)
+
+
+async def test_the_rows_come_from_one_snapshot_taken_when_the_export_opens(
+    store: Store, tmp_path: Path
+) -> None:
+    await _imported(store, tmp_path)
+    async with store.sregym_rows.open(ReportFilter(), batch=7) as export:
+        first = await anext(export.rows)
+        await store.db.run(lambda session: session.execute(delete(SregymOriginalRowRecord)))
+        rest = [r async for r in export.rows]
+    assert len([first, *rest]) == 45
+    async with store.sregym_rows.open(ReportFilter()) as export:
+        assert [r async for r in export.rows] == []
