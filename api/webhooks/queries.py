@@ -134,7 +134,7 @@ class WebhookQueries:
                 col(WebhookDeliveryRecord.endpoint_id) == endpoint_id,
             )
             .values(state="pending", next_attempt_at=now, created_at=now)
-            .returning(WebhookDeliveryRecord.seq)
+            .returning(col(WebhookDeliveryRecord.seq))
         )
         if changed.first() is None:
             raise NotFound(f"no delivery {delivery_id!r} of endpoint {endpoint_id!r}")

@@ -187,6 +187,42 @@ async def test_export_streams_every_grading_in_batches(store: Store, clock: Cloc
         assert export.rubrics == {} and [item async for item in export.gradings] == []
 
 
+async def test_an_export_reads_one_snapshot_while_gradings_are_added(
+    store: Store, clock: Clock
+) -> None:
+    before = [await add_grading(store, "pass") for _ in range(3)]
+    async with store.exports.open(EVERYTHING, batch=1) as export:
+        streamed = [await anext(export.gradings)]
+        clock.advance(1)
+        await add_grading(store, "fail")  # a writer meanwhile: not in this export
+        streamed += [item async for item in export.gradings]
+    assert sorted(item.view.grading.id for item in streamed) == sorted(before)
+
+
+async def _fail_after_one(store: Store) -> None:
+    async with store.exports.open(EVERYTHING, batch=1) as export:
+        await anext(export.gradings)
+        raise RuntimeError("the consumer failed")
+
+
+async def test_an_export_left_early_gives_its_connection_back(store: Store) -> None:
+    for _ in range(3):
+        await add_grading(store, "pass")
+    pool = store.db.sync_engine.pool
+    async with store.exports.open(EVERYTHING, batch=1) as export:
+        async for _item in export.gradings:
+            break
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="the consumer failed"):
+        await _fail_after_one(store)
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+    async with store.exports.open(EVERYTHING, batch=1) as export:
+        await anext(export.gradings)
+        await export.gradings.aclose()  # type: ignore[attr-defined]
+        assert pool.checkedout() == 1  # type: ignore[attr-defined]  # held until the block ends
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
 async def test_pass_rates_over_time_group_by_utc_day_and_by_week_of_monday(
     store: Store, clock: Clock
 ) -> None:
