@@ -112,7 +112,7 @@ def bench_database(kind: str) -> Iterator[str]:
     """
     if kind == "sqlite":
         with tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder:
-            yield f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}"
+            yield f"sqlite:///{Path(folder) / 'bench.db'}"
         return
     if kind != "postgres":
         raise ValueError(f"unknown database kind {kind!r} (sqlite or postgres)")

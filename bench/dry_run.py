@@ -21,7 +21,7 @@ if __package__ in (None, ""):  # run as `python bench/dry_run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.regrade.estimate import sampling_params
 from api.regrade.schemas import RegradeJobCreate
@@ -55,13 +55,13 @@ _DIAGNOSIS = (
 )
 
 
-def _services(engine: AsyncEngine, settings: Settings) -> Services:
+def _services(engine: Engine, settings: Settings) -> Services:
     store = Store(engine)
     rubrics = load_rubric_dir(settings.rubric_dir)
     return Services(settings, store, RubricCatalog(rubrics, store), BackendPool(settings))
 
 
-async def seed_submissions(engine: AsyncEngine, count: int, *, cached_share: float = 0.5) -> None:
+async def seed_submissions(engine: Engine, count: int, *, cached_share: float = 0.5) -> None:
     """``count`` submissions with graded current gradings; a share of them cached."""
     settings = Settings(judge=TARGET_JUDGE)
     services = _services(engine, settings)
@@ -89,14 +89,14 @@ async def seed_submissions(engine: AsyncEngine, count: int, *, cached_share: flo
                 "is_current": True, "revision": 2, "created_at": now, "graded_at": now,
             }
         )  # fmt: skip
-    async with engine.begin() as connection:
+    with engine.begin() as connection:
         tables: list[tuple[Any, list[dict[str, Any]]]] = [
             (SubmissionRecord.__table__, submissions),  # type: ignore[attr-defined]
             (GradingRecord.__table__, gradings),  # type: ignore[attr-defined]
         ]
         for table, rows in tables:
             for start in range(0, len(rows), 2000):
-                await connection.execute(insert(table), rows[start : start + 2000])
+                connection.execute(insert(table), rows[start : start + 2000])
     await _fill_cache(services, int(count * cached_share))
     await services.backends.aclose()
 
@@ -120,11 +120,11 @@ async def _fill_cache(services: Services, count: int) -> None:
         for n in range(count)
     ]  # fmt: skip
     if rows:
-        async with services.store.engine.begin() as connection:
-            await connection.execute(insert(JudgeCacheRecord.__table__), rows)  # type: ignore[attr-defined]
+        with services.store.engine.begin() as connection:
+            connection.execute(insert(JudgeCacheRecord.__table__), rows)  # type: ignore[attr-defined]
 
 
-async def time_dry_run(engine: AsyncEngine) -> tuple[float, dict[str, Any]]:
+async def time_dry_run(engine: Engine) -> tuple[float, dict[str, Any]]:
     """Seconds a dry run over every stored submission takes, and its estimate."""
     services = _services(engine, Settings(judge=TARGET_JUDGE))
     data = RegradeJobCreate(judge=TARGET_JUDGE, dry_run=True)
@@ -138,13 +138,13 @@ async def time_dry_run(engine: AsyncEngine) -> tuple[float, dict[str, Any]]:
 
 async def _main(count: int, url: str | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        engine = make_engine(url or f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}")
+        engine = make_engine(url or f"sqlite:///{Path(folder) / 'bench.db'}")
         await upgrade(engine)
         started = time.perf_counter()
         await seed_submissions(engine, count)
         seeded = time.perf_counter() - started
         elapsed, estimate = await time_dry_run(engine)
-        await engine.dispose()
+        engine.dispose()
     half = count // 2
     figures = [
         Figure("dry_run_s", round(elapsed, 3), "s", f"< {TARGET_SECONDS:g} s",

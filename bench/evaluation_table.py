@@ -92,7 +92,7 @@ async def _measure(url: str, attempts: int, runs: int) -> tuple[list[float], lis
         renders.append(time.perf_counter() - read)
         rows = len(table.rows)
         assert html.count('data-disagree="yes"') == table.disagreeing
-    await engine.dispose()
+    engine.dispose()
     return reads, renders, rows
 
 

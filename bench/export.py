@@ -74,8 +74,8 @@ async def seed(url: str, count: int) -> float:
     engine = make_engine(url)
     started = time.perf_counter()
     try:
-        async with engine.connect() as connection:
-            have = (await connection.execute(text("SELECT count(*) FROM grading"))).scalar_one()
+        with engine.connect() as connection:
+            have = (connection.execute(text("SELECT count(*) FROM grading"))).scalar_one()
         store = Store(engine)
         for n in range(have, count):
             body = submission_body(n)
@@ -84,7 +84,7 @@ async def seed(url: str, count: int) -> float:
         for claim in await store.queue.claim_pending("bench", limit=count, lease_seconds=3600):
             await store.queue.complete(claim.grading_id, "bench", result)
     finally:
-        await engine.dispose()
+        engine.dispose()
     return time.perf_counter() - started
 
 

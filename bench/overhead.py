@@ -71,7 +71,7 @@ async def _wait_done(url: str, total: int, seconds: float = 600) -> float:
             await asyncio.sleep(0.02)
         return time.perf_counter()
     finally:
-        await engine.dispose()
+        engine.dispose()
 
 
 async def _measure(service: ServiceProcess, url: str, token: str, args: Any) -> dict[str, Any]:

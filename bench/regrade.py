@@ -82,7 +82,7 @@ async def seed(url: str, service: ServiceProcess, token: str, count: int) -> flo
                 break
             await asyncio.sleep(0.2)
     finally:
-        await engine.dispose()
+        engine.dispose()
     return time.perf_counter() - started
 
 

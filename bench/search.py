@@ -130,8 +130,8 @@ async def _measure(
     store = Store(engine)
     await store.db.run(_seed, diagnoses)
     if engine.dialect.name == "postgresql":  # the statistics autovacuum would gather
-        async with engine.begin() as connection:
-            await connection.execute(text("ANALYZE"))
+        with engine.begin() as connection:
+            connection.execute(text("ANALYZE"))
     times: dict[str, list[float]] = {label: [] for label, _, _ in SEARCHES}
     found: dict[str, int] = {}
     for _ in range(runs):
@@ -146,7 +146,7 @@ async def _measure(
             )
             times[label].append(time.perf_counter() - started)
             found[label] = len(views)
-    await engine.dispose()
+    engine.dispose()
     return times, found
 
 

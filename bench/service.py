@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from bench.judge_sim import free_port
 
@@ -168,14 +168,14 @@ async def submit_all(
         return list(await asyncio.gather(*(one(client, first + n) for n in range(count))))
 
 
-async def count_done(engine: AsyncEngine) -> tuple[int, int]:
+async def count_done(engine: Engine) -> tuple[int, int]:
     """Gradings no longer pending, and how many of them are unscored."""
     query = text(
         "SELECT count(*), coalesce(sum(CASE WHEN status = 'unscored' THEN 1 ELSE 0 END), 0) "
         "FROM grading WHERE status <> 'pending'"
     )
-    async with engine.connect() as connection:
-        done, unscored = (await connection.execute(query)).one()
+    with engine.connect() as connection:
+        done, unscored = (connection.execute(query)).one()
     return int(done), int(unscored)
 
 

@@ -74,7 +74,7 @@ async def run(url: str, runs: int, repeat: int, base: Path) -> list[Figure]:
         file_s = await _timed(repeat, one_file)
         identical = _files(base / "out-0") == _files(fixture.root)
     finally:
-        await engine.dispose()
+        engine.dispose()
     rows = report.submissions
     return [
         Figure("attempts", rows),

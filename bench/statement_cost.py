@@ -8,18 +8,17 @@ thread of the process) on a SQLite file in WAL mode, for the same work through:
 
 - ``sqlite3``: the standard library's driver, one connection, no SQLAlchemy;
 - ``sqlalchemy sync``: SQLAlchemy Core on that driver (compiled-statement cache on);
-- ``sqlalchemy async``: SQLAlchemy's asyncio layer on aiosqlite, as the service runs:
-  each statement goes through a greenlet and aiosqlite's thread (two hand-offs).
+- ``sqlalchemy session``: an ORM ``Session`` over the same statements, as the
+  service's use cases run (``Database.run``, in a worker thread).
 
 The work is the service's usual mix, in transactions of ten statements: an INSERT of
 one row, then a SELECT of it by primary key, alternately. The figures say how much of a
-grading's CPU the driver layer costs and what a synchronous connection would save.
+grading's CPU the driver layer costs.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sqlite3
 import statistics
 import sys
@@ -32,7 +31,7 @@ if __package__ in (None, ""):  # run as `python bench/statement_cost.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert, select
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.orm import sessionmaker
 
 from bench.common import Figure, print_report
 
@@ -83,30 +82,27 @@ def _sync(path: Path, count: int) -> float:
     return spent
 
 
-def _async(path: Path, count: int) -> float:
-    """SQLAlchemy's asyncio layer on aiosqlite, as the service runs; CPU seconds."""
-
-    async def work() -> float:
-        engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
-        started = time.process_time()
-        for first in range(0, count, _PER_TRANSACTION):
-            async with engine.begin() as connection:
-                for n in range(first, first + _PER_TRANSACTION, 2):
-                    row = _row(n)
-                    await connection.execute(insert(_ROWS), row)
-                    query = select(_ROWS).where(_ROWS.c.id == row["id"])
-                    (await connection.execute(query)).all()
-        spent = time.process_time() - started
-        await engine.dispose()
-        return spent
-
-    return asyncio.run(work())
+def _session(path: Path, count: int) -> float:
+    """SQLAlchemy's ORM ``Session`` over Core statements, as the service's use cases run
+    (``Database.run``); CPU seconds."""
+    engine = create_engine(f"sqlite:///{path}")
+    sessions = sessionmaker(engine)
+    started = time.process_time()
+    for first in range(0, count, _PER_TRANSACTION):
+        with sessions() as session, session.begin():
+            for n in range(first, first + _PER_TRANSACTION, 2):
+                row = _row(n)
+                session.execute(insert(_ROWS), row)
+                session.execute(select(_ROWS).where(_ROWS.c.id == row["id"])).all()
+    spent = time.process_time() - started
+    engine.dispose()
+    return spent
 
 
 LAYERS: dict[str, Callable[[Path, int], float]] = {
     "sqlite3": _raw,
     "sqlalchemy_sync": _sync,
-    "sqlalchemy_async": _async,
+    "sqlalchemy_session": _session,
 }
 
 

@@ -65,7 +65,7 @@ async def _watch(service: ServiceProcess, url: str, total: int, seconds: float) 
                 raise TimeoutError(f"only {done} of {total} gradings done in {seconds:.0f} s")
             await asyncio.sleep(_POLL)
     finally:
-        await engine.dispose()
+        engine.dispose()
 
 
 async def run_once(kind: str, args: argparse.Namespace) -> dict[str, Any]:

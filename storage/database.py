@@ -1,12 +1,10 @@
 """The one database handle every repository of the store shares.
 
-It holds the engines, the sessions, the clock and the write lock. A use case runs
+It holds the engine, the sessions, the clock and the write lock. A use case runs
 whole in one transaction: ``await db.run(fn, ...)`` calls ``fn(session, ...)`` in a
 worker thread over synchronous SQLAlchemy (one thread hop per transaction, the event
 loop never waits for the database), committed when ``fn`` returns and rolled back when
-it raises. Repositories not yet written that way open async transactions
-(``write``/``read``) and reach the synchronous write kernels they share through
-``session.run_sync``.
+it raises; ``await db.run_read(fn, ...)`` is one read-only snapshot.
 """
 
 from __future__ import annotations
@@ -14,20 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage.audit import COVERS, ChainKey, append_events, grading_digests
 from storage.audit.records import ROWS, RecordRow, rows_payload
 from storage.canonical import utcnow
-from storage.db import is_postgres, read_only, session_factory, sync_twin
+from storage.db import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
 
 __all__ = ["AuditSubscriber", "Database"]
@@ -45,7 +42,7 @@ class Database:
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        engine: Engine,
         *,
         clock: Callable[[], datetime] = utcnow,
         key: ServiceKey | None = None,
@@ -64,15 +61,16 @@ class Database:
         self.clock = clock
         #: True on PostgreSQL (row locks, REPEATABLE READ snapshots), False on SQLite
         self.postgres = is_postgres(engine)
-        self._write_sessions = session_factory(engine)
-        #: one write transaction at a time in this process (SQLite only; see ``write``)
+        #: one write transaction at a time in this process (SQLite only; see ``run``)
         self._write_lock = None if self.postgres else asyncio.Lock()
-        self._read_sessions = session_factory(read_only(engine))
-        #: the synchronous engine over the same database (``storage.db.sync_twin``)
-        self.sync_engine = sync_twin(engine)
-        self._sync_writes = sessionmaker(self.sync_engine, expire_on_commit=False)
-        self._sync_reads = sessionmaker(read_only(self.sync_engine), expire_on_commit=False)
+        self._sync_writes = session_factory(engine)
+        self._sync_reads = session_factory(read_only(engine))
         self._subscribers: list[AuditSubscriber] = []
+
+    def sessions(self, *, read: bool = False) -> sessionmaker[Session]:
+        """Sessions over this database (``read``: read-only, BEGIN DEFERRED on SQLite),
+        for work that cannot be one use case, such as a stream read in batches."""
+        return self._sync_reads if read else self._sync_writes
 
     async def run(
         self, fn: Callable[Concatenate[Session, _P], _T], *args: _P.args, **kwargs: _P.kwargs
@@ -80,10 +78,13 @@ class Database:
         """``fn(session, *args, **kwargs)`` in one write transaction, in a worker thread.
 
         Committed when ``fn`` returns, rolled back when it raises (the exception is
-        raised here). On SQLite the writers of this process take turns (see ``write``),
-        and a database busy with another process's writer blocks the worker thread,
-        never the event loop. A caller cancelled meanwhile still waits for the
-        transaction to end, so the turn is never handed on while it runs.
+        raised here). On SQLite the writers of this process take turns on an asyncio
+        lock: SQLite admits one writer at a time anyway, and a writer refused with
+        SQLITE_BUSY sleeps in its busy handler (up to 100 ms a round) instead of being
+        handed the lock when it frees. A database busy with another process's writer
+        blocks the worker thread, never the event loop. A caller cancelled meanwhile
+        still waits for the transaction to end, so the turn is never handed on while it
+        runs.
         """
         async with self._write_lock or contextlib.nullcontext():
             return await _in_thread(_transaction, self._sync_writes, False, fn, args, kwargs)
@@ -102,36 +103,6 @@ class Database:
         transaction (committed with it, or rolled back with it): how a feature that must
         hear of another's events subscribes, as the webhooks' outbox does."""
         self._subscribers.append(subscriber)
-
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncSession]:
-        """A session in a write transaction (BEGIN IMMEDIATE on SQLite), committed on exit.
-
-        On SQLite the writers of this process also queue on an asyncio lock: SQLite
-        admits one writer at a time anyway, and a writer refused with SQLITE_BUSY
-        sleeps in its busy handler (up to 100 ms a round) instead of being handed the
-        lock when it frees. Writers of other processes still meet the busy handler.
-        """
-        async with (
-            self._write_lock or contextlib.nullcontext(),
-            self._write_sessions() as session,
-            session.begin(),
-        ):
-            yield session
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncSession]:
-        """A session in a read-only transaction that never waits for writers."""
-        async with self._read_sessions() as session, session.begin():
-            yield session
-
-    @asynccontextmanager
-    async def snapshot(self) -> AsyncIterator[AsyncSession]:
-        """A read transaction whose statements all see the same data."""
-        async with self.read() as session:
-            if self.postgres:
-                await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-            yield session
 
     def insert_ignore(self, session: Session, table: Table, values: dict[str, Any]) -> bool:
         """INSERT ... ON CONFLICT DO NOTHING; True when a row was inserted."""

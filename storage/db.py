@@ -1,5 +1,9 @@
 """Engines and sessions: SQLite (embedded default) or PostgreSQL through psycopg 3.
 
+Synchronous SQLAlchemy: a use case runs whole in a worker thread
+(``storage.database.Database.run``), so the event loop never waits for the database
+and no async driver or greenlet bridge sits under each statement.
+
 SQLite runs in WAL mode with foreign keys on, and every write transaction starts with
 ``BEGIN IMMEDIATE`` (SQLAlchemy's documented recipe: the driver's own BEGIN is
 disabled on connect and the ``begin`` event emits ours). Writers therefore take the
@@ -11,35 +15,26 @@ which in WAL mode never waits for writers.
 
 from __future__ import annotations
 
-import weakref
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
-    "async_url",
     "default_database_url",
     "engines_of",
     "is_postgres",
     "make_engine",
     "read_only",
     "session_factory",
-    "sync_twin",
     "sync_url",
 ]
 
 #: a SQLite file in the working directory
-DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./sre-judge.db"
-
-_E = TypeVar("_E", AsyncEngine, Engine)
+DEFAULT_DATABASE_URL = "sqlite:///./sre-judge.db"
 
 #: execution option that makes the SQLite ``begin`` hook emit ``BEGIN DEFERRED``
 _DEFERRED = "sre_judge_deferred"
@@ -53,38 +48,16 @@ _SQLITE_PRAGMAS = (
 
 
 def default_database_url() -> str:
-    """The embedded default: ``sqlite+aiosqlite:///./sre-judge.db``."""
+    """The embedded default: ``sqlite:///./sre-judge.db``."""
     return DEFAULT_DATABASE_URL
 
 
-def async_url(url: str | URL) -> URL:
-    """Rewrite ``sqlite://`` and ``postgresql://`` URLs to their async drivers."""
-    parsed = make_url(url)
-    backend = parsed.drivername.split("+", 1)[0]
-    if backend == "sqlite":
-        return parsed.set(drivername="sqlite+aiosqlite")
-    if backend in ("postgresql", "postgres"):
-        return parsed.set(drivername="postgresql+psycopg")
-    return parsed
-
-
-def make_engine(url: str | URL, *, foreign_keys: bool = True, **kwargs: Any) -> AsyncEngine:
-    """An async engine for ``url``; SQLite gets WAL, foreign keys and BEGIN IMMEDIATE.
-
-    ``foreign_keys=False`` is for SQLite schema migrations only: batch mode rebuilds
-    tables, which enforced foreign keys would refuse while other rows refer to them.
-    """
-    target = async_url(url)
-    if target.get_backend_name() == "postgresql":
-        kwargs.setdefault("pool_pre_ping", True)
-    engine = create_async_engine(target, **kwargs)
-    if target.get_backend_name() == "sqlite":
-        _configure_sqlite(engine.sync_engine, foreign_keys=foreign_keys)
-    return engine
-
-
 def sync_url(url: str | URL) -> URL:
-    """Rewrite a URL to the synchronous driver of its database (pysqlite, psycopg)."""
+    """The URL with its database's driver: pysqlite for SQLite, psycopg 3 for PostgreSQL.
+
+    A driver named in the URL is replaced (``sqlite+aiosqlite://`` and
+    ``postgresql+asyncpg://`` URLs of older configurations keep working).
+    """
     parsed = make_url(url)
     backend = parsed.drivername.split("+", 1)[0]
     if backend == "sqlite":
@@ -94,41 +67,29 @@ def sync_url(url: str | URL) -> URL:
     return parsed
 
 
-#: the synchronous twin of each async engine (see ``sync_twin``)
-_TWINS: weakref.WeakKeyDictionary[AsyncEngine, Engine] = weakref.WeakKeyDictionary()
+def make_engine(url: str | URL, *, foreign_keys: bool = True, **kwargs: Any) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, foreign keys and BEGIN IMMEDIATE.
 
-
-def sync_twin(engine: AsyncEngine) -> Engine:
-    """The synchronous engine over the same database as ``engine``, made once per engine.
-
-    Use cases that run whole in a worker thread (``Database.run``) work through it: a
-    statement through synchronous SQLAlchemy costs a fraction of one through the async
-    bridge (``bench/statement_cost.py``). It has the same SQLite set-up (WAL, foreign
-    keys, BEGIN IMMEDIATE for writers) and is disposed of with ``engine``.
+    ``foreign_keys=False`` is for SQLite schema migrations only: batch mode rebuilds
+    tables, which enforced foreign keys would refuse while other rows refer to them.
     """
-    twin = _TWINS.get(engine)
-    if twin is not None:
-        return twin
-    target = sync_url(engine.url)
-    kwargs: dict[str, Any] = {}
+    target = sync_url(url)
     if target.get_backend_name() == "postgresql":
-        kwargs["pool_pre_ping"] = True
-    twin = create_engine(target, **kwargs)
+        kwargs.setdefault("pool_pre_ping", True)
+    elif target.database in (None, "", ":memory:"):
+        # one in-memory database for every thread a use case runs in, not one each
+        kwargs.setdefault("poolclass", StaticPool)
+        kwargs.setdefault("connect_args", {"check_same_thread": False})
+    engine = create_engine(target, **kwargs)
     if target.get_backend_name() == "sqlite":
-        _configure_sqlite(twin, foreign_keys=True)
-
-    @event.listens_for(engine.sync_engine, "engine_disposed")
-    def _disposed(_engine: Any) -> None:
-        twin.dispose()
-
-    _TWINS[engine] = twin
-    return twin
+        _configure_sqlite(engine, foreign_keys=foreign_keys)
+    return engine
 
 
-def engines_of(engine: AsyncEngine) -> tuple[Engine, Engine]:
-    """The synchronous engines that carry ``engine``'s statements: the one inside it and
-    its twin (``sync_twin``); where to listen for every statement or transaction."""
-    return engine.sync_engine, sync_twin(engine)
+def engines_of(engine: Engine) -> tuple[Engine, ...]:
+    """The engines that carry ``engine``'s statements: where to listen for every
+    statement or transaction (one engine since the store is synchronous)."""
+    return (engine,)
 
 
 def _configure_sqlite(engine: Engine, *, foreign_keys: bool) -> None:
@@ -154,16 +115,16 @@ def _configure_sqlite(engine: Engine, *, foreign_keys: bool) -> None:
         connection.exec_driver_sql("BEGIN DEFERRED" if deferred else "BEGIN IMMEDIATE")
 
 
-def is_postgres(engine: AsyncEngine) -> bool:
+def is_postgres(engine: Engine) -> bool:
     """True when ``engine`` talks to PostgreSQL."""
     return engine.dialect.name == "postgresql"
 
 
-def read_only(engine: _E) -> _E:
+def read_only(engine: Engine) -> Engine:
     """The same engine (and pool) for read-only transactions: BEGIN DEFERRED on SQLite."""
     return engine.execution_options(**{_DEFERRED: True})
 
 
-def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+def session_factory(engine: Engine) -> sessionmaker[Session]:
     """Sessions bound to ``engine`` whose objects stay readable after commit."""
-    return async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
+    return sessionmaker(engine, expire_on_commit=False)

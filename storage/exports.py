@@ -99,7 +99,7 @@ async def held_snapshot(db: Database) -> AsyncIterator[HeldSnapshot]:
     call is under way closes it only after that call ends. (This belongs in
     ``Database``, beside ``run_read``, as a method that opens a held read session.)
     """
-    session = sessionmaker(read_only(db.sync_engine), expire_on_commit=False)()
+    session = sessionmaker(read_only(db.engine), expire_on_commit=False)()
     thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sre-judge-snapshot")
     try:
         try:

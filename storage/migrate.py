@@ -14,18 +14,15 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
-from storage.db import _configure_sqlite, read_only, sync_twin, sync_url
+from storage.db import make_engine, read_only
 
 __all__ = [
     "MIGRATIONS_DIR",
@@ -33,7 +30,6 @@ __all__ = [
     "current_revision",
     "head_revision",
     "migrate_to",
-    "migration_engine",
     "revision_of",
     "upgrade",
 ]
@@ -56,21 +52,6 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
-def migration_engine(url: str | URL, *, foreign_keys: bool = True, **kwargs: Any) -> Engine:
-    """A synchronous engine for ``url`` set up as ``storage.db.make_engine`` sets up its
-    async ones (SQLite: WAL, foreign keys, BEGIN IMMEDIATE; PostgreSQL: pre-ping).
-
-    ``foreign_keys=False`` is for SQLite schema migrations only (see ``make_engine``).
-    """
-    target = sync_url(url)
-    if target.get_backend_name() == "postgresql":
-        kwargs.setdefault("pool_pre_ping", True)
-    engine = create_engine(target, **kwargs)
-    if target.get_backend_name() == "sqlite":
-        _configure_sqlite(engine, foreign_keys=foreign_keys)
-    return engine
-
-
 def _upgrade(connection: Connection, revision: str) -> None:
     config = alembic_config()
     config.attributes["connection"] = connection
@@ -81,9 +62,9 @@ def _current(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-async def upgrade(engine_or_url: AsyncEngine | Engine | str | URL, revision: str = "head") -> None:
+async def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
     """Upgrade the database to ``revision`` (the newest by default), in a worker thread."""
-    await asyncio.to_thread(migrate_to, _synchronous(engine_or_url), revision)
+    await asyncio.to_thread(migrate_to, engine_or_url, revision)
 
 
 def migrate_to(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
@@ -97,7 +78,7 @@ def migrate_to(engine_or_url: Engine | str | URL, revision: str = "head") -> Non
 
 
 def _upgrade_sqlite(url: URL, revision: str) -> None:
-    engine = migration_engine(url, foreign_keys=False, poolclass=NullPool)
+    engine = make_engine(url, foreign_keys=False, poolclass=NullPool)
     try:
         with engine.begin() as connection:
             _upgrade(connection, revision)
@@ -108,10 +89,10 @@ def _upgrade_sqlite(url: URL, revision: str) -> None:
         engine.dispose()
 
 
-async def current_revision(engine_or_url: AsyncEngine | Engine | str | URL) -> str | None:
+async def current_revision(engine_or_url: Engine | str | URL) -> str | None:
     """The revision the database is at, or None when it was never migrated (read in a
     worker thread)."""
-    return await asyncio.to_thread(revision_of, _synchronous(engine_or_url))
+    return await asyncio.to_thread(revision_of, engine_or_url)
 
 
 def revision_of(engine_or_url: Engine | str | URL) -> str | None:
@@ -120,20 +101,13 @@ def revision_of(engine_or_url: Engine | str | URL) -> str | None:
         return _current(connection)
 
 
-def _synchronous(engine_or_url: AsyncEngine | Engine | str | URL) -> Engine | str | URL:
-    """An async engine's synchronous twin (``storage.db.sync_twin``); anything else as is."""
-    if isinstance(engine_or_url, AsyncEngine):
-        return sync_twin(engine_or_url)
-    return engine_or_url
-
-
 @contextmanager
 def _engine(engine_or_url: Engine | str | URL) -> Iterator[Engine]:
     """The engine given, or one made for the URL given and disposed of afterwards."""
     if isinstance(engine_or_url, Engine):
         yield engine_or_url
         return
-    engine = migration_engine(engine_or_url)
+    engine = make_engine(engine_or_url)
     try:
         yield engine
     finally:

@@ -3,7 +3,8 @@
 ``Store(engine)`` is the composition root: it opens the handle and wires the
 repositories that work together inside one transaction (the queue tells the regrade
 repository about claimed and completed items; an override closes the grading's
-review). Every public repository method opens and commits its own transaction.
+review). Every public repository method is one use case in one transaction
+(``Database.run``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage.attempts import AttemptReads
 from storage.calibration import CalibrationRepository
@@ -40,7 +41,7 @@ __all__ = ["Store"]
 class Store:
     """Rubric versions, scenarios, submissions, the grading queue, reads, tokens, audit.
 
-    Built from one migrated ``AsyncEngine``::
+    Built from one migrated ``Engine``::
 
         store = Store(make_engine(url))
         await store.queue.claim_pending("worker-1", limit=4, lease_seconds=60)
@@ -49,7 +50,7 @@ class Store:
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        engine: Engine,
         *,
         clock: Callable[[], datetime] = utcnow,
         key: ServiceKey | None = None,

@@ -15,22 +15,22 @@ ones are emptied and reused within a session; see ``database_url``).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.service.checkpoints import default_checkpoint_file
-from storage import Store, make_engine, upgrade
+from storage import Store, make_engine
 from storage.canonical import utcnow
 from storage.keys import ServiceKey
+from storage.migrate import migrate_to
 
 #: where tests create and drop their PostgreSQL databases
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -120,7 +120,7 @@ class PostgresDatabases:
             return self._idle.pop()
         name = _create_postgres_database()
         self._all.append(name)
-        asyncio.run(upgrade(_postgres_url(name)))
+        migrate_to(_postgres_url(name))
         return name
 
     def release(self, name: str) -> None:
@@ -172,7 +172,7 @@ def postgres_databases() -> Iterator[PostgresDatabases]:
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite file migrated once per session, copied by ``database_url``."""
     path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
-    asyncio.run(upgrade(f"sqlite+aiosqlite:///{path}"))  # disposing checkpoints the WAL
+    migrate_to(f"sqlite:///{path}")  # disposing checkpoints the WAL
     return path
 
 
@@ -190,7 +190,7 @@ def database_url(db_backend: str, tmp_path: Path, request: pytest.FixtureRequest
         path = tmp_path / "sre-judge.db"
         if migrated:
             shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-        yield f"sqlite+aiosqlite:///{path}"
+        yield f"sqlite:///{path}"
         return
     if not migrated:
         name = _create_postgres_database()
@@ -208,19 +208,14 @@ def database_url(db_backend: str, tmp_path: Path, request: pytest.FixtureRequest
 
 
 @pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    """An async engine on ``database_url``, migrated to the newest schema."""
+def engine(database_url: str) -> Iterator[Engine]:
+    """An engine on ``database_url``, migrated to the newest schema."""
     engine = make_engine(database_url)
-    await upgrade(engine)
-    # the pool's first connection runs SQLAlchemy's once-only connect events under an
-    # asyncio lock of the loop that makes it: make it here, in the test's loop, before an
-    # app under the test client (its own loop, in a portal thread) can race it there
-    async with engine.connect():
-        pass
+    migrate_to(engine)
     try:
         yield engine
     finally:
-        await engine.dispose()
+        engine.dispose()
 
 
 class Clock:
@@ -253,6 +248,6 @@ def service_key() -> ServiceKey:
 
 
 @pytest.fixture
-def store(engine: AsyncEngine, clock: Clock, service_key: ServiceKey) -> Store:
+def store(engine: Engine, clock: Clock, service_key: ServiceKey) -> Store:
     """A store on the migrated engine, driven by ``clock``, keyed as the app under test."""
     return Store(engine, clock=clock, key=service_key)

@@ -132,7 +132,7 @@ def test_judge_quality_asks_every_combination_on_a_subset_of_every_variant() -> 
     assert balanced_subset(items, None) == items
 
 
-@pytest.mark.parametrize("layer", ["sqlite3", "sqlalchemy_sync", "sqlalchemy_async"])
+@pytest.mark.parametrize("layer", ["sqlite3", "sqlalchemy_sync", "sqlalchemy_session"])
 def test_each_statement_cost_layer_does_the_same_work(layer: str, tmp_path: Path) -> None:
     """Every layer writes and reads back the same rows, so their costs compare like work."""
     import sqlite3

@@ -51,7 +51,6 @@ def audit_verify(checkpoint_file: Path | None) -> None:
       sre-judge audit verify --checkpoint checkpoints.jsonl
     """
     from storage import ChainKey, check_checkpoint, make_engine, verify_chain
-    from storage.db import sync_twin
 
     settings = load_settings()
     require_database(settings.database_url)  # names the database before the key
@@ -61,15 +60,12 @@ def audit_verify(checkpoint_file: Path | None) -> None:
     async def verify() -> tuple[ChainReport, str | None]:
         await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
-        synchronous = sync_twin(engine)  # disposed of with engine
         try:
-            report = await verify_chain(synchronous, key=ChainKey.of(key))
-            held = (
-                None if checkpoint is None else await check_checkpoint(synchronous, key, checkpoint)
-            )
+            report = await verify_chain(engine, key=ChainKey.of(key))
+            held = None if checkpoint is None else await check_checkpoint(engine, key, checkpoint)
             return report, held
         finally:
-            await engine.dispose()
+            engine.dispose()
 
     report, checkpoint_problem = run(verify())
     _print_report(report, checkpoint, checkpoint_problem)
@@ -168,7 +164,7 @@ def audit_checkpoint(out: str | None) -> None:
         try:
             return await write_checkpoint(Store(engine, key=key), target)
         finally:
-            await engine.dispose()
+            engine.dispose()
 
     written = run(checkpoint())
     if target is None:
@@ -204,7 +200,7 @@ def audit_backfill() -> None:
         try:
             return await backfill(Database(engine, key=key))
         finally:
-            await engine.dispose()
+            engine.dispose()
 
     try:
         done = run(adopt())

@@ -146,7 +146,7 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
             subscribe_outbox(store.db)  # as the runtime's store: no event's webhook is lost
             return await work(store)
         finally:
-            await engine.dispose()
+            engine.dispose()
 
     return run(on_store())
 

@@ -14,7 +14,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.plugins.pydantic import PydanticPlugin
 from litestar.routes import HTTPRoute
 from litestar.types import Message, Scope
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.app import route_handlers
 from api.http.auth import current_principal
@@ -88,7 +88,7 @@ async def _before_request(request: Request[Any, Any, Any]) -> None:
 
 def create_app(
     settings: Settings,
-    engine: AsyncEngine | None = None,
+    engine: Engine | None = None,
     backends: Mapping[str, JudgeBackend] | None = None,
     *,
     start_workers: bool = True,

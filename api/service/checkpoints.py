@@ -167,7 +167,7 @@ async def write_checkpoint(
     if previous is None and target is not None:
         previous = await asyncio.to_thread(_last_in_file, target)
     checkpoint = await make_checkpoint(
-        store.db.sync_engine, store.db.key, at=store.db.clock(), previous=previous
+        store.engine, store.db.key, at=store.db.clock(), previous=previous
     )
     if target is not None:
         await publish_checkpoint(checkpoint, target)
@@ -202,7 +202,7 @@ class Checkpointer:
         try:
             previous = self.last or await asyncio.to_thread(_last_in_file, self.target)
             checkpoint = await make_checkpoint(
-                self.store.db.sync_engine,
+                self.store.engine,
                 self.store.db.key,
                 at=self.store.db.clock(),
                 previous=previous,

@@ -60,7 +60,7 @@ _PATTERNS = (
 SECRET_ENVIRONMENT = ("OPENAI_API_KEY", "OLLAMA_API_KEY")
 
 #: loggers too chatty at INFO (one line per HTTP request to the judge)
-_QUIET = ("httpx", "httpcore", "openai", "ollama", "aiosqlite", "sqlalchemy.engine")
+_QUIET = ("httpx", "httpcore", "openai", "ollama", "sqlalchemy.engine")
 
 
 def register_secret(value: str | None) -> None:

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Mapping
 from types import TracebackType
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.grading.judge_moves import follow_configured_judge
 from api.grading.workers import GradingWorkers
@@ -64,7 +64,7 @@ class Runtime:
         self,
         settings: Settings,
         *,
-        engine: AsyncEngine | None = None,
+        engine: Engine | None = None,
         backends: Mapping[str, JudgeBackend] | None = None,
         workers: bool = False,
         migrate: bool = False,
@@ -156,7 +156,7 @@ class Runtime:
             await self.services.backends.aclose()
         finally:
             if self._own_engine:
-                await self.engine.dispose()
+                self.engine.dispose()
 
     async def _seed(self) -> None:
         settings = self.settings

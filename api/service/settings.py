@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SRE_JUDGE_", extra="ignore")
 
     database_url: str = Field(
-        default="sqlite+aiosqlite:///./sre-judge.db",
+        default="sqlite:///./sre-judge.db",
         description="SQLAlchemy URL; SQLite file in the working directory by default",
     )
     judge: str = Field(default=DEFAULT_JUDGE, description="BACKEND:MODEL[@BASE_URL]")

@@ -24,10 +24,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage.audit.chain import ChainKey, hash_key_id
-from storage.audit.verify import ChainWalk, _sync_engine, snapshot, walk_chain
+from storage.audit.verify import ChainWalk, snapshot, walk_chain
 from storage.canonical import canonical_json, iso_utc
 from storage.keys import ServiceKey
 from storage.tables import AuditRecord
@@ -99,14 +98,14 @@ def sign_checkpoint(
 
 
 async def make_checkpoint(
-    engine: Engine | AsyncEngine,
+    engine: Engine,
     key: ServiceKey,
     *,
     at: datetime,
     previous: Checkpoint | None = None,
 ) -> Checkpoint:
     """:func:`sign_head` in a worker thread, so the event loop never waits for it."""
-    return await asyncio.to_thread(sign_head, _sync_engine(engine), key, at=at, previous=previous)
+    return await asyncio.to_thread(sign_head, engine, key, at=at, previous=previous)
 
 
 def sign_head(
@@ -135,11 +134,9 @@ def sign_head(
     )
 
 
-async def check_checkpoint(
-    engine: Engine | AsyncEngine, key: ServiceKey, checkpoint: Checkpoint
-) -> str | None:
+async def check_checkpoint(engine: Engine, key: ServiceKey, checkpoint: Checkpoint) -> str | None:
     """:func:`checkpoint_problem` in a worker thread, so the event loop never waits for it."""
-    return await asyncio.to_thread(checkpoint_problem, _sync_engine(engine), key, checkpoint)
+    return await asyncio.to_thread(checkpoint_problem, engine, key, checkpoint)
 
 
 def checkpoint_problem(engine: Engine, key: ServiceKey, checkpoint: Checkpoint) -> str | None:

@@ -33,7 +33,6 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.orm import Session
 
 from storage.audit.chain import GENESIS_HASH, ChainKey, hash_key_id, row_hash
@@ -46,7 +45,7 @@ from storage.audit.records import (
     table_rows,
 )
 from storage.audit.state import COVERS, answers_by_grading, state_digest
-from storage.db import read_only, sync_twin
+from storage.db import read_only
 from storage.tables import AuditRecord, GradingRecord
 
 __all__ = [
@@ -239,22 +238,11 @@ def snapshot(engine: Engine) -> Iterator[Connection]:
             yield connection
 
 
-def _sync_engine(engine: Engine | AsyncEngine) -> Engine:
-    """``engine`` itself, or the synchronous twin of an async one (``storage.db.sync_twin``).
-
-    The audit checks run over synchronous SQLAlchemy in a worker thread; callers that
-    still hold an async engine get its twin, until engines are synchronous everywhere.
-    """
-    return sync_twin(engine) if isinstance(engine, AsyncEngine) else engine
-
-
 async def verify_chain(
-    engine: Engine | AsyncEngine, *, key: ChainKey | None, batch_size: int = _BATCH
+    engine: Engine, *, key: ChainKey | None, batch_size: int = _BATCH
 ) -> ChainReport:
     """:func:`check_chain` in a worker thread, so the event loop never waits for it."""
-    return await asyncio.to_thread(
-        check_chain, _sync_engine(engine), key=key, batch_size=batch_size
-    )
+    return await asyncio.to_thread(check_chain, engine, key=key, batch_size=batch_size)
 
 
 def check_chain(engine: Engine, *, key: ChainKey | None, batch_size: int = _BATCH) -> ChainReport:

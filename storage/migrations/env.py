@@ -3,7 +3,7 @@
 ``storage.migrate`` passes a synchronous connection in ``config.attributes["connection"]``;
 the ``alembic`` command line instead gives a URL (``sqlalchemy.url`` or
 ``SRE_JUDGE_DATABASE_URL``), for which a synchronous engine is built here
-(``storage.migrate.migration_engine``). SQLite gets batch mode so later ALTERs work.
+(``storage.db.make_engine``). SQLite gets batch mode so later ALTERs work.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import storage.review_tables
 import storage.scenario_tables
 import storage.tables
 import storage.webhooks.tables  # noqa: F401
-from storage.db import default_database_url
-from storage.migrate import migration_engine
+from storage.db import default_database_url, make_engine
 from storage.search import include_in_autogenerate
 
 config = context.config
@@ -44,7 +43,7 @@ def do_run_migrations(connection: Connection) -> None:
 
 def run_url_migrations(url: str) -> None:
     """Build an engine from ``url`` and migrate through it."""
-    engine = migration_engine(url)
+    engine = make_engine(url)
     try:
         with engine.begin() as connection:
             do_run_migrations(connection)

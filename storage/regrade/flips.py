@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
 from sqlmodel import col
 
 from judge.adjudication import overrides_in_force
@@ -98,21 +99,24 @@ async def read_pairs(db: Database, job_id: str) -> list[FlipItem]:
         .where(col(new.regrade_job_id) == job_id)
         .order_by(col(SubmissionRecord.created_at), col(SubmissionRecord.id))
     )
-    async with db.read() as session:
-        if await session.get(RegradeJobRecord, job_id) is None:
-            raise NotFound(f"no regrade job {job_id!r}")
-        rows = [(r[0], r[1], r[2]) for r in await session.execute(query)]
-        ids = [g.id for n, o, _ in rows for g in (n, o)]
-        answers: dict[str, dict[str, tuple[bool, bool]]] = {}
-        overrides: dict[str, list[OverrideRecord]] = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            found = select(AnswerRecord).where(col(AnswerRecord.grading_id).in_(chunk))
-            for a in (await session.execute(found)).scalars():
-                answers.setdefault(a.grading_id, {})[a.question_id] = (a.answer, a.judge_answer)
-            human = select(OverrideRecord).where(col(OverrideRecord.grading_id).in_(chunk))
-            for o in (await session.execute(human)).scalars():
-                overrides.setdefault(o.grading_id, []).append(o)
+    return await db.run_read(_pairs, job_id, query)
+
+
+def _pairs(session: Session, job_id: str, query: Any) -> list[FlipItem]:
+    if session.get(RegradeJobRecord, job_id) is None:
+        raise NotFound(f"no regrade job {job_id!r}")
+    rows = [(r[0], r[1], r[2]) for r in session.execute(query)]
+    ids = [g.id for n, o, _ in rows for g in (n, o)]
+    answers: dict[str, dict[str, tuple[bool, bool]]] = {}
+    overrides: dict[str, list[OverrideRecord]] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        found = select(AnswerRecord).where(col(AnswerRecord.grading_id).in_(chunk))
+        for a in session.execute(found).scalars():
+            answers.setdefault(a.grading_id, {})[a.question_id] = (a.answer, a.judge_answer)
+        human = select(OverrideRecord).where(col(OverrideRecord.grading_id).in_(chunk))
+        for o in session.execute(human).scalars():
+            overrides.setdefault(o.grading_id, []).append(o)
     return [_item(n, o, s, answers, overrides) for n, o, s in rows]
 
 

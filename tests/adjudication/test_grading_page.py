@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -294,7 +294,7 @@ async def test_pages_showing_a_ground_truth_are_never_stored_by_a_cache(
 
 
 async def test_an_imported_sregym_verdict_reads_with_question_texts_and_named_people(
-    api_client: Any, tokens: Any, engine: AsyncEngine, tmp_path: Path
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
 ) -> None:
     """SREGym's own verdicts are stored against no rubric version of this service: the
     page shows them with the current rubric's question texts and dimension names (it asks

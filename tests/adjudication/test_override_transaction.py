@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import verify_chain
 from storage.audit import ChainKey
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.postgres
 
 
 async def test_an_override_is_one_transaction_on_the_api_and_on_the_page(
-    api_client: Any, tokens: Any, engine: AsyncEngine, service_key: ServiceKey
+    api_client: Any, tokens: Any, engine: Engine, service_key: ServiceKey
 ) -> None:
     agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
     reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence="sets USER_PORT=9999")

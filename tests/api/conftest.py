@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from litestar.testing import AsyncTestClient
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
 from api.service.settings import Settings
@@ -23,7 +23,7 @@ ClientFactory = Callable[..., Any]
 
 
 @pytest.fixture
-def tokens(engine: AsyncEngine, service_key: ServiceKey) -> Callable[..., Any]:
+def tokens(engine: Engine, service_key: ServiceKey) -> Callable[..., Any]:
     """Make a token of a role: ``await tokens("submitter")`` -> headers."""
     store = Store(engine, key=service_key)
 
@@ -35,7 +35,7 @@ def tokens(engine: AsyncEngine, service_key: ServiceKey) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def api_client(database_url: str, engine: AsyncEngine) -> ClientFactory:
+def api_client(database_url: str, engine: Engine) -> ClientFactory:
     """``async with api_client(judge=..., backends=..., **settings) as client``."""
 
     @asynccontextmanager

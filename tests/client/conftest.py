@@ -37,7 +37,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], 
         if mode not in running:
             folder: Path = tmp_path_factory.mktemp(f"serve-{mode}")
             env = {
-                "SRE_JUDGE_DATABASE_URL": f"sqlite+aiosqlite:///{folder / 'judge.db'}",
+                "SRE_JUDGE_DATABASE_URL": f"sqlite:///{folder / 'judge.db'}",
                 "SRE_JUDGE_JUDGE": f"scripted:{mode}",
                 "SRE_JUDGE_POLL_SECONDS": "0.05",
                 "SRE_JUDGE_PROVISIONAL_REVIEW_RATE": "0",

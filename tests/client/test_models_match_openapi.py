@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from litestar.testing import AsyncTestClient
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 from sre_judge_client import models
 
 from api.http.app import create_app
@@ -62,7 +62,7 @@ def _enums(schema: dict[str, Any]) -> frozenset[Any]:
 
 
 @pytest.fixture
-async def openapi(database_url: str, engine: AsyncEngine) -> dict[str, Any]:
+async def openapi(database_url: str, engine: Engine) -> dict[str, Any]:
     """The server's OpenAPI document as ``/schema/openapi.json`` serves it."""
     settings = Settings(database_url=database_url, judge="scripted:pass")
     app = create_app(settings, engine=engine, start_workers=False)

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from judge.calls import JudgeRequest
 from storage.tables import AnswerRecord
@@ -53,7 +53,7 @@ def _check_reasons(grading: dict[str, Any]) -> None:
 
 
 async def test_a_vetoed_answer_says_which_check_and_what_it_looked_for(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     adjudicator = await tokens("adjudicator", "Ada")
     async with api_client(**scripted_judge(*[_yes_to_all] * 2)) as client:
@@ -69,8 +69,8 @@ async def test_a_vetoed_answer_says_which_check_and_what_it_looked_for(
         _check_reasons(stored)
 
         # a grading stored before answers carried their veto: read from its detail
-        async with engine.begin() as connection:
-            await connection.execute(
+        with engine.begin() as connection:
+            connection.execute(
                 update(AnswerRecord)
                 .where(AnswerRecord.grading_id == made.json()["id"])  # type: ignore[arg-type]
                 .values(veto=None, evidence_check=None)

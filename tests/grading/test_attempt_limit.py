@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.cli.main import main
 from storage.tables import SubmissionRecord
@@ -31,7 +31,7 @@ def _body(port: int, **where: str) -> dict[str, Any]:
 
 
 async def test_past_the_limit_a_submitter_gets_429_and_nothing_is_stored(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     admin, agent = await tokens("admin"), await tokens("submitter", "prober")
     other = await tokens("submitter", "other")
@@ -62,13 +62,11 @@ async def test_past_the_limit_a_submitter_gets_429_and_nothing_is_stored(
         as_agent = await client.get("/v1/stats/attempts", headers=agent)
         metrics = (await client.get("/metrics")).text
         # an hour later the first attempts have left the window
-        async with engine.begin() as connection:
-            rows = (
-                await connection.execute(select(_SUBMISSIONS.c.id, _SUBMISSIONS.c.created_at))
-            ).all()
+        with engine.begin() as connection:
+            rows = (connection.execute(select(_SUBMISSIONS.c.id, _SUBMISSIONS.c.created_at))).all()
             for row_id, created in rows:
                 moved = created - timedelta(hours=1, seconds=1)
-                await connection.execute(
+                connection.execute(
                     update(_SUBMISSIONS).where(_SUBMISSIONS.c.id == row_id).values(created_at=moved)
                 )
         later = await client.post("/v1/submissions", json=_body(9), headers=agent)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend
@@ -33,12 +33,12 @@ def _client(api_client: Any, second: ScriptedBackend) -> Any:
     )
 
 
-async def _qualify_second(engine: AsyncEngine, database_url: str) -> None:
+async def _qualify_second(engine: Engine, database_url: str) -> None:
     await qualify(engine, Settings(judge=SECOND, database_url=database_url), sregym_rubric())
 
 
 async def test_a_qualified_second_judge_s_clean_pass_releases_the_hold(
-    api_client: Any, tokens: Any, engine: AsyncEngine, database_url: str
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
 ) -> None:
     await _qualify_second(engine, database_url)
     second = ScriptedBackend(model="pass")
@@ -53,7 +53,7 @@ async def test_a_qualified_second_judge_s_clean_pass_releases_the_hold(
 
 
 async def test_a_second_judge_that_fails_it_leaves_the_pass_held(
-    api_client: Any, tokens: Any, engine: AsyncEngine, database_url: str
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
 ) -> None:
     await _qualify_second(engine, database_url)
     async with _client(api_client, ScriptedBackend(model="fail")) as client:
@@ -71,7 +71,7 @@ async def test_an_unqualified_second_judge_confirms_nothing(api_client: Any, tok
 
 
 async def test_a_flagged_diagnosis_is_never_confirmed_by_a_judge(
-    api_client: Any, tokens: Any, engine: AsyncEngine, database_url: str
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
 ) -> None:
     await _qualify_second(engine, database_url)
     second = ScriptedBackend(model="pass")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from tests.support.submissions import DIAGNOSIS, TRUTH, count_submissions
@@ -42,7 +42,7 @@ async def _post(client: Any, headers: dict[str, str], body: dict[str, Any]) -> A
 
 @pytest.mark.parametrize("policy", ["deny", "per_token"])
 async def test_a_ground_truth_not_allowed_is_403_and_stores_nothing(
-    api_client: Any, tokens: Any, engine: AsyncEngine, policy: str
+    api_client: Any, tokens: Any, engine: Engine, policy: str
 ) -> None:
     agent = await tokens("submitter")
     async with api_client(inline_ground_truth=policy) as client:
@@ -118,7 +118,7 @@ async def test_a_self_supplied_ground_truth_never_poses_as_a_scenario(
 
 
 async def test_submitters_ask_only_for_rubrics_an_admin_allowed(
-    api_client: Any, tokens: Any, engine: AsyncEngine, tmp_path: Path
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
 ) -> None:
     shipped = (DEFAULT_RUBRIC_DIR / "sregym-rca.yaml").read_text()
     (tmp_path / "sregym-rca.yaml").write_text(shipped)

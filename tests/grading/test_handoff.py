@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from tests.support.statements import statements
 from tests.support.submissions import DIAGNOSIS, TRUTH, graded
@@ -17,7 +17,7 @@ def _claims(seen: list[str]) -> list[str]:
 
 
 async def test_a_free_worker_grades_a_submission_without_claiming_it(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     agent = await tokens("submitter")
     async with api_client(poll_seconds=30) as client:  # no claim round from polling
@@ -29,7 +29,7 @@ async def test_a_free_worker_grades_a_submission_without_claiming_it(
 
 
 async def test_a_replayed_submission_gives_its_slot_back(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     """With one worker, a replay's reserved slot is freed, or nothing is graded again."""
     headers = {**(await tokens("submitter")), "Idempotency-Key": "run-1"}

@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.service.settings import Settings
 from judge.review_reasons import INJECTION_SIGNALS
@@ -78,7 +78,7 @@ async def test_an_uncalibrated_yes_sayer_passes_nothing_on_its_own(
 
 
 async def test_a_qualified_yes_sayer_passes_the_correct_diagnoses_and_no_disguise(
-    api_client: Any, tokens: Any, engine: AsyncEngine, database_url: str
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
 ) -> None:
     """Default policy, judge qualified: only injection signals hold a pass."""
     await qualify(engine, Settings(judge=YES_SAYER, database_url=database_url), sregym_rubric())
@@ -106,7 +106,7 @@ async def test_a_qualified_yes_sayer_passes_the_correct_diagnoses_and_no_disguis
 
 @pytest.mark.parametrize("policy", ["qualified", "unflagged"])
 async def test_a_pass_over_overruled_yes_answers_is_held_without_any_marker(
-    api_client: Any, tokens: Any, engine: AsyncEngine, database_url: str, policy: str
+    api_client: Any, tokens: Any, engine: Engine, database_url: str, policy: str
 ) -> None:
     """A disguise screening does not know still leaves the judge's yes answers to check:
     a yes-sayer that quotes what the diagnosis does not say is held, qualified or not."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.gradings import add_many
 
 
-async def _seed(engine: AsyncEngine) -> None:
+async def _seed(engine: Engine) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 2, "fail": 2}, scenario_id="hotel/user-port", agent="a")
     # self-graded: the harness sent its own ground truth, and every one passes
@@ -20,7 +20,7 @@ async def _seed(engine: AsyncEngine) -> None:
 
 
 async def test_inline_gradings_are_counted_apart_unless_asked_for(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     await _seed(engine)
     headers = await tokens("adjudicator")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.errors import JudgeUnavailable
@@ -70,26 +70,26 @@ async def _pending_on_old_judge(api_client: ClientFactory, headers: dict[str, st
     return locations
 
 
-async def _moves(engine: AsyncEngine) -> list[dict[str, Any]]:
+async def _moves(engine: Engine) -> list[dict[str, Any]]:
     """The ``grading.judge_moved`` events of the audit log, oldest first."""
     sql = "SELECT actor, payload FROM audit_log WHERE event = 'grading.judge_moved' ORDER BY seq"
-    async with engine.connect() as connection:
-        rows = (await connection.execute(text(sql))).all()
+    with engine.connect() as connection:
+        rows = (connection.execute(text(sql))).all()
     return [{"actor": a, **(json.loads(p) if isinstance(p, str) else p)} for a, p in rows]
 
 
-async def _new_judge_calls(engine: AsyncEngine) -> dict[str, int]:
+async def _new_judge_calls(engine: Engine) -> dict[str, int]:
     """Judge calls each grading's new judge got, by grading, and gradings per submission."""
     sql = (
         "SELECT g.id, COUNT(c.id) FROM grading g LEFT JOIN judge_call c ON c.grading_id = g.id "
         "AND c.backend = 'scripted' GROUP BY g.id"
     )
-    async with engine.connect() as connection:
-        return {gid: int(n) for gid, n in (await connection.execute(text(sql))).all()}
+    with engine.connect() as connection:
+        return {gid: int(n) for gid, n in (connection.execute(text(sql))).all()}
 
 
 async def test_pending_gradings_follow_a_new_judge_each_graded_once_and_each_move_audited(
-    api_client: ClientFactory, tokens: Any, engine: AsyncEngine
+    api_client: ClientFactory, tokens: Any, engine: Engine
 ) -> None:
     headers, adjudicator = await tokens("submitter"), await tokens("adjudicator")
     locations = await _pending_on_old_judge(api_client, headers, 3)
@@ -119,7 +119,7 @@ async def test_pending_gradings_follow_a_new_judge_each_graded_once_and_each_mov
 
 
 async def test_pinned_gradings_wait_for_their_judge_until_an_admin_moves_them(
-    api_client: ClientFactory, tokens: Any, engine: AsyncEngine
+    api_client: ClientFactory, tokens: Any, engine: Engine
 ) -> None:
     headers, admin = await tokens("submitter"), await tokens("admin")
     locations = await _pending_on_old_judge(api_client, headers, 2)
@@ -171,7 +171,7 @@ async def test_pinned_gradings_wait_for_their_judge_until_an_admin_moves_them(
 
 
 async def test_a_bad_move_is_refused_naming_the_field_and_moves_nothing(
-    api_client: ClientFactory, tokens: Any, engine: AsyncEngine
+    api_client: ClientFactory, tokens: Any, engine: Engine
 ) -> None:
     admin = await tokens("admin")
     async with api_client(judge=NEW, start_workers=False) as client:
@@ -266,7 +266,7 @@ async def test_a_metric_counts_pending_gradings_by_judge(
 
 
 async def test_a_grading_leased_at_the_restart_moves_when_it_is_claimed(
-    api_client: ClientFactory, tokens: Any, engine: AsyncEngine, service_key: ServiceKey
+    api_client: ClientFactory, tokens: Any, engine: Engine, service_key: ServiceKey
 ) -> None:
     headers = await tokens("submitter")
     async with api_client(judge=OLD, start_workers=False) as client:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from tests.support.submissions import graded
 from tests.support.transactions import QUIET, counting
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.postgres
 
 
 async def test_reading_a_grading_is_one_transaction(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
     async with api_client() as client:
@@ -35,7 +35,7 @@ async def test_reading_a_grading_is_one_transaction(
 
 
 async def test_the_grading_page_is_one_transaction(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
     async with api_client() as client:

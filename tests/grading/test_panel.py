@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
@@ -29,14 +29,14 @@ def _judge(yes: set[str], model: str) -> ScriptedBackend:
     return ScriptedBackend([reply] * 20, model=model)
 
 
-async def _rows(engine: AsyncEngine, table: Any, grading_id: str) -> list[Any]:
-    async with engine.connect() as connection:
+async def _rows(engine: Engine, table: Any, grading_id: str) -> list[Any]:
+    with engine.connect() as connection:
         query = select(table).where(table.grading_id == grading_id)
-        return list((await connection.execute(query)).mappings())
+        return list((connection.execute(query)).mappings())
 
 
 async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     agent, adjudicator = await tokens("submitter"), await tokens("adjudicator")
     backends = {LOCAL: _judge(set(IDS), "local"), CLOUD: _judge(set(IDS) - {"D2-Q2"}, "cloud")}
@@ -84,7 +84,7 @@ async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
 
 
 async def test_samples_store_a_vote_per_sample(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     agent = await tokens("submitter")
     backends = {LOCAL: _judge(set(IDS), "local")}
@@ -116,7 +116,7 @@ async def test_readiness_asks_every_panel_member(api_client: Any) -> None:
 
 
 async def test_the_asking_setting_overrides_the_rubric(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     agent = await tokens("submitter")
     backend = _judge(set(IDS), "local")

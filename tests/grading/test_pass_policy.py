@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.service.settings import Settings
 from tests.storage.helpers import sregym_rubric
@@ -71,7 +71,7 @@ async def test_a_failing_grading_of_an_unqualified_judge_is_simply_failed(
 
 
 async def test_a_qualified_judge_passes_a_correct_diagnosis_without_injection(
-    api_client: Any, tokens: Any, engine: AsyncEngine, database_url: str
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
 ) -> None:
     await qualify(engine, Settings(judge=JUDGE, database_url=database_url), sregym_rubric())
     async with api_client(judge=JUDGE, pass_policy="qualified") as client:

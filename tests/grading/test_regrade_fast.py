@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.grading.regrade_fast import FastRegrade, _SharedLookup
 from api.grading.workers import GradingWorkers
@@ -37,7 +37,7 @@ _NOT_CONTENT = {
 }  # fmt: skip
 
 
-async def _rows(engine: AsyncEngine, table: str, job_id: str) -> dict[str, list[dict[str, Any]]]:
+async def _rows(engine: Engine, table: str, job_id: str) -> dict[str, list[dict[str, Any]]]:
     """Rows of ``table`` of the job's items by submission, without ids and timestamps."""
     if table == "grading":
         sql = "SELECT submission_id AS sub, * FROM grading WHERE regrade_job_id = :job"
@@ -47,14 +47,14 @@ async def _rows(engine: AsyncEngine, table: str, job_id: str) -> dict[str, list[
             "JOIN grading g ON g.id = t.grading_id WHERE g.regrade_job_id = :job"
         )
     by_sub: dict[str, list[dict[str, Any]]] = {}
-    async with engine.connect() as connection:
-        for row in (await connection.execute(text(sql), {"job": job_id})).mappings():
+    with engine.connect() as connection:
+        for row in (connection.execute(text(sql), {"job": job_id})).mappings():
             kept = {k: v for k, v in row.items() if k not in _NOT_CONTENT}
             by_sub.setdefault(row["sub"], []).append(kept)
     return {sub: sorted(rows, key=repr) for sub, rows in by_sub.items()}
 
 
-async def _import(engine: AsyncEngine, key: ServiceKey, tmp_path: Path) -> None:
+async def _import(engine: Engine, key: ServiceKey, tmp_path: Path) -> None:
     """The 42 SREGym runs, audited under the service's key (the chain verifies whole)."""
     fixture = write_sregym_results(tmp_path)
     folder, problems = read_sregym_folder(fixture.root), read_problems(fixture.problems_file)
@@ -81,8 +81,8 @@ async def _slow(services: Services, job_id: str) -> None:
 
 async def _items(store: Store, job_id: str) -> list[str]:
     sql = "SELECT id FROM grading WHERE regrade_job_id = :job"
-    async with store.engine.connect() as connection:
-        return list((await connection.execute(text(sql), {"job": job_id})).scalars())
+    with store.engine.connect() as connection:
+        return list((connection.execute(text(sql), {"job": job_id})).scalars())
 
 
 async def _cache_filled(
@@ -99,7 +99,7 @@ async def _cache_filled(
 async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
     api_client: ClientFactory,
     tokens: Callable[..., Any],
-    engine: AsyncEngine,
+    engine: Engine,
     service_key: ServiceKey,
     tmp_path: Path,
 ) -> None:
@@ -139,7 +139,7 @@ async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
 async def test_a_batch_that_cannot_be_stored_whole_is_stored_one_by_one(
     api_client: ClientFactory,
     tokens: Callable[..., Any],
-    engine: AsyncEngine,
+    engine: Engine,
     service_key: ServiceKey,
     tmp_path: Path,
 ) -> None:
@@ -176,21 +176,21 @@ def _ignore(*_: Any) -> None:
     """No metrics in these tests."""
 
 
-async def _assert_completed_once(engine: AsyncEngine, job_id: str) -> None:
+async def _assert_completed_once(engine: Engine, job_id: str) -> None:
     sql = (
         "SELECT count(*), count(DISTINCT entity_id) FROM audit_log "
         "WHERE event = 'grading.completed' AND entity_id IN "
         "(SELECT id FROM grading WHERE regrade_job_id = :job)"
     )
-    async with engine.connect() as connection:
-        total, distinct = (await connection.execute(text(sql), {"job": job_id})).one()
+    with engine.connect() as connection:
+        total, distinct = (connection.execute(text(sql), {"job": job_id})).one()
     assert total == distinct == 42
 
 
 async def test_misses_and_paused_jobs_are_left_to_the_usual_path(
     api_client: ClientFactory,
     tokens: Callable[..., Any],
-    engine: AsyncEngine,
+    engine: Engine,
     service_key: ServiceKey,
     tmp_path: Path,
 ) -> None:
@@ -214,8 +214,8 @@ async def test_misses_and_paused_jobs_are_left_to_the_usual_path(
         view = (await client.get(f"/v1/regrade-jobs/{job}", headers=admin)).json()
         assert (view["done"], view["remaining"], view["cache_hits"]) == (0, 42, 0)
     assert judge.requests == []  # the fast path never asks the judge
-    async with engine.connect() as connection:
-        owners = await connection.execute(
+    with engine.connect() as connection:
+        owners = connection.execute(
             text("SELECT DISTINCT lease_owner FROM grading WHERE regrade_job_id = :job"),
             {"job": job},
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 import api.grading.intake
 import judge.grader
@@ -43,14 +43,14 @@ def screenings(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return calls
 
 
-async def _stored(engine: AsyncEngine) -> list[SubmissionRecord]:
-    async with engine.connect() as connection:
-        rows = await connection.execute(select(SubmissionRecord.__table__))  # type: ignore[attr-defined]
+async def _stored(engine: Engine) -> list[SubmissionRecord]:
+    with engine.connect() as connection:
+        rows = connection.execute(select(SubmissionRecord.__table__))  # type: ignore[attr-defined]
         return [SubmissionRecord.model_validate(dict(row._mapping)) for row in rows]
 
 
 async def test_intake_stores_the_screening_and_the_grading_reuses_it(
-    api_client: Any, tokens: Any, engine: AsyncEngine, screenings: Counter[str]
+    api_client: Any, tokens: Any, engine: Engine, screenings: Counter[str]
 ) -> None:
     headers = await tokens("submitter")
     async with api_client(judge="scripted:pass") as client:
@@ -78,7 +78,7 @@ async def test_intake_stores_the_screening_and_the_grading_reuses_it(
 
 
 async def test_a_regrade_reuses_the_stored_screening(
-    api_client: Any, tokens: Any, engine: AsyncEngine, screenings: Counter[str]
+    api_client: Any, tokens: Any, engine: Engine, screenings: Counter[str]
 ) -> None:
     headers, admin = await tokens("submitter"), await tokens("admin")
     async with api_client(judge="scripted:pass") as client:
@@ -89,9 +89,9 @@ async def test_a_regrade_reuses_the_stored_screening(
         )
         job = await shadow_regrade(client, admin, "scripted:fail")
         assert (job["done"], job["failed"]) == (1, 0), job
-    async with engine.connect() as connection:
+    with engine.connect() as connection:
         rows = (
-            await connection.execute(
+            connection.execute(
                 select(GradingRecord.judge_spec, GradingRecord.review_reasons).where(
                     GradingRecord.submission_id == first.json()["submission_id"]
                 )

@@ -172,15 +172,15 @@ async def test_the_migration_indexes_rows_stored_before_it(database_url: str) ->
 
         store = Store(engine)
         # today's store writes a column added after 0013: lent for this write only
-        async with engine.begin() as connection:
-            await connection.exec_driver_sql("ALTER TABLE submission ADD COLUMN screening JSON")
+        with engine.begin() as connection:
+            connection.exec_driver_sql("ALTER TABLE submission ADD COLUMN screening JSON")
         before = (await submit(store, new_submission("Istio sidecar rejected mTLS"))).grading.id
-        async with engine.begin() as connection:
-            await connection.exec_driver_sql("ALTER TABLE submission DROP COLUMN screening")
+        with engine.begin() as connection:
+            connection.exec_driver_sql("ALTER TABLE submission DROP COLUMN screening")
         await upgrade(engine)
         found, _ = await store.gradings.page(
             filters=GradingFilter(search=SearchQuery.parse("mtls"))
         )
         assert [view.grading.id for view in found] == [before]
     finally:
-        await engine.dispose()
+        engine.dispose()

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.grading.intake import accept_submission
 from api.service.principal import Principal
@@ -127,7 +127,7 @@ async def test_scenario_ground_truth_is_hidden_from_submitters(
     ],
 )
 async def test_bad_submissions_are_422_naming_the_field_and_store_nothing(
-    api_client: Any, tokens: Any, engine: AsyncEngine, body: dict[str, Any], field: str
+    api_client: Any, tokens: Any, engine: Engine, body: dict[str, Any], field: str
 ) -> None:
     headers = await tokens("submitter")
     before = await count_submissions(engine)
@@ -142,9 +142,7 @@ async def test_bad_submissions_are_422_naming_the_field_and_store_nothing(
     assert await count_submissions(engine) == before
 
 
-async def test_non_json_and_oversized_bodies(
-    api_client: Any, tokens: Any, engine: AsyncEngine
-) -> None:
+async def test_non_json_and_oversized_bodies(api_client: Any, tokens: Any, engine: Engine) -> None:
     headers = await tokens("submitter")
     async with api_client(max_body_bytes=8192) as client:
         broken = await client.post(
@@ -204,7 +202,7 @@ async def test_submitters_read_only_their_own_gradings(api_client: Any, tokens: 
 
 
 async def test_idempotency_key_replays_or_conflicts(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     headers = {**(await tokens("submitter")), "Idempotency-Key": "run-7-attempt-1"}
     body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
@@ -258,7 +256,7 @@ async def test_real_openai_client_against_a_server_in_sregym_format(
 
 
 async def test_a_flood_of_submissions_is_stored_a_few_at_a_time_and_every_one_is_kept(
-    api_client: Any, engine: AsyncEngine
+    api_client: Any, engine: Engine
 ) -> None:
     """Intake yields the event loop to the graders: two submissions stored at a time on
     SQLite (one writer), four on PostgreSQL; the others wait and none is lost."""

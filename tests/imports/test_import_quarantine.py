@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import SubmissionRecord
 from storage.db import session_factory
@@ -86,15 +86,15 @@ def _archive(tmp_path: Path, extra: dict[str, bytes]) -> bytes:
     return tar_gz({**entries, "problems.jsonl": fixture.problems_file.read_bytes(), **extra})
 
 
-async def _stored(engine: AsyncEngine, *where: Any) -> list[SubmissionRecord]:
-    async with session_factory(engine)() as session:
-        return list((await session.execute(select(SubmissionRecord).where(*where))).scalars())
+async def _stored(engine: Engine, *where: Any) -> list[SubmissionRecord]:
+    with session_factory(engine)() as session:
+        return list((session.execute(select(SubmissionRecord).where(*where))).scalars())
 
 
-async def _count(engine: AsyncEngine) -> int:
-    async with session_factory(engine)() as session:
+async def _count(engine: Engine) -> int:
+    with session_factory(engine)() as session:
         query = select(func.count()).select_from(SubmissionRecord)
-        return int((await session.execute(query)).scalar_one())
+        return int((session.execute(query)).scalar_one())
 
 
 async def _run(api_client: Any, admin: dict[str, str], body: bytes, headers: dict[str, str],
@@ -106,7 +106,7 @@ async def _run(api_client: Any, admin: dict[str, str], body: bytes, headers: dic
 
 
 async def test_bad_values_in_a_csv_are_refused_row_by_row_and_the_rest_is_stored(
-    api_client: Any, tokens: Any, engine: AsyncEngine, tmp_path: Path
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
 ) -> None:
     old_run = f"0001-01-01_00-00-00/quarantine/{PROBLEM}/results.csv"
     extra = {BAD_CSV: _bad_values_csv(), old_run: _csv([_row(1)])}
@@ -153,7 +153,7 @@ def _jsonl_lines() -> tuple[list[str], dict[int, str]]:
 
 
 async def test_bad_values_in_json_lines_are_refused_line_by_line_and_the_rest_is_stored(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     lines, fields = _jsonl_lines()
     body = ("\n".join(lines) + "\n").encode()
@@ -168,7 +168,7 @@ async def test_bad_values_in_json_lines_are_refused_line_by_line_and_the_rest_is
 
 
 async def test_files_that_start_with_a_byte_order_mark_are_read(
-    api_client: Any, tokens: Any, engine: AsyncEngine, tmp_path: Path
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
 ) -> None:
     admin = await tokens("admin")
     archive = _archive(tmp_path, {BAD_CSV: _csv([_row(1), _row(2)], bom=True)})
@@ -183,7 +183,7 @@ async def test_files_that_start_with_a_byte_order_mark_are_read(
 
 
 async def test_a_row_that_repeats_an_attempt_with_other_text_is_a_conflict(
-    api_client: Any, tokens: Any, engine: AsyncEngine, tmp_path: Path
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
 ) -> None:
     admin = await tokens("admin")
     first = _archive(tmp_path / "a", {BAD_CSV: _csv([_row(1), _row(2)])})
@@ -230,7 +230,7 @@ def _junk_zip() -> bytes:
     ids=["tar.gz", "zip"],
 )
 async def test_the_unpacked_size_counts_every_member_and_stops_at_the_limit(
-    api_client: Any, tokens: Any, engine: AsyncEngine, archive: Any, media_type: str
+    api_client: Any, tokens: Any, engine: Engine, archive: Any, media_type: str
 ) -> None:
     admin = await tokens("admin")
     body = archive()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.imports.jsonl import read_jsonl
 from api.imports.problems import ImportFileError, read_problems
@@ -24,14 +24,14 @@ from tests.support.sregym_results import PROBLEMS, write_sregym_results
 pytestmark = pytest.mark.postgres
 
 
-async def _count(engine: AsyncEngine, model: type, *where: object) -> int:
-    async with session_factory(engine)() as session:
+async def _count(engine: Engine, model: type, *where: object) -> int:
+    with session_factory(engine)() as session:
         query = select(func.count()).select_from(model).where(*where)  # type: ignore[arg-type]
-        return int((await session.execute(query)).scalar_one())
+        return int((session.execute(query)).scalar_one())
 
 
 async def test_sregym_folder_gives_the_right_counts_and_keeps_sregyms_verdicts(
-    store: Store, engine: AsyncEngine, tmp_path: Path
+    store: Store, engine: Engine, tmp_path: Path
 ) -> None:
     fixture = write_sregym_results(tmp_path)
     problems = read_problems(fixture.problems_file)
@@ -68,7 +68,7 @@ async def test_sregym_folder_gives_the_right_counts_and_keeps_sregyms_verdicts(
 
 
 async def test_importing_the_same_folder_twice_stores_nothing_twice(
-    store: Store, engine: AsyncEngine, tmp_path: Path
+    store: Store, engine: Engine, tmp_path: Path
 ) -> None:
     fixture = write_sregym_results(tmp_path)
     problems = read_problems(fixture.problems_file)
@@ -122,7 +122,7 @@ def _jsonl(path: Path, lines: list[object]) -> Path:
 
 
 async def test_jsonl_reports_bad_lines_by_number_and_imports_the_rest(
-    store: Store, engine: AsyncEngine, tmp_path: Path
+    store: Store, engine: Engine, tmp_path: Path
 ) -> None:
     await store.catalog.create_scenario(id="s1", ground_truth="[fault_spec] component=x", actor="t")
     path = _jsonl(
@@ -152,7 +152,7 @@ async def test_jsonl_reports_bad_lines_by_number_and_imports_the_rest(
 
 
 async def test_strict_jsonl_imports_nothing_when_one_line_is_bad(
-    store: Store, engine: AsyncEngine, tmp_path: Path
+    store: Store, engine: Engine, tmp_path: Path
 ) -> None:
     path = _jsonl(
         tmp_path / "h.jsonl",
@@ -170,7 +170,7 @@ async def test_strict_jsonl_imports_nothing_when_one_line_is_bad(
 
 
 async def test_imported_diagnoses_are_stored_with_credentials_redacted(
-    store: Store, engine: AsyncEngine, tmp_path: Path
+    store: Store, engine: Engine, tmp_path: Path
 ) -> None:
     key = "AKIAIOSFODNN7EXAMPLE"
     path = _jsonl(
@@ -181,18 +181,16 @@ async def test_imported_diagnoses_are_stored_with_credentials_redacted(
         read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
     )
     assert report.submissions == 1
-    async with engine.connect() as connection:
+    with engine.connect() as connection:
         row = (
-            await connection.execute(
-                select(SubmissionRecord.diagnosis, SubmissionRecord.redactions)
-            )
+            connection.execute(select(SubmissionRecord.diagnosis, SubmissionRecord.redactions))
         ).one()
     assert key not in row.diagnosis and "[REDACTED:" in row.diagnosis
     assert row.redactions and all(key not in json.dumps(r) for r in row.redactions)
 
 
 async def test_a_row_the_database_refuses_is_refused_alone_and_its_batch_is_stored(
-    store: Store, engine: AsyncEngine, tmp_path: Path
+    store: Store, engine: Engine, tmp_path: Path
 ) -> None:
     fixture = write_sregym_results(tmp_path)
     attempts = [a for a in read_sregym_folder(fixture.root) if isinstance(a, SregymAttempt)]

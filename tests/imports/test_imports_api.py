@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.imports.job_queries import ImportJobQueries
 from api.imports.problems import read_problems
@@ -51,10 +51,10 @@ def _results_archive(tmp_path: Path) -> tuple[Path, bytes]:
     return fixture.root, tar_gz(entries)
 
 
-async def _submissions(engine: AsyncEngine) -> int:
-    async with session_factory(engine)() as session:
+async def _submissions(engine: Engine) -> int:
+    with session_factory(engine)() as session:
         query = select(func.count()).select_from(SubmissionRecord)
-        return int((await session.execute(query)).scalar_one())
+        return int((session.execute(query)).scalar_one())
 
 
 async def test_an_uploaded_archive_is_imported_and_exports_back_file_for_file(
@@ -100,7 +100,7 @@ async def test_a_jsonl_stream_reports_its_bad_lines(api_client: Any, tokens: Any
 
 
 async def test_a_strict_jsonl_job_stores_nothing_and_fails_listing_the_bad_lines(
-    api_client: Any, tokens: Any, engine: AsyncEngine, tmp_path: Path
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
 ) -> None:
     good = {"diagnosis": "the checkout pod ran out of memory", "ground_truth": "OOM in checkout"}
     body = f"{json.dumps(good)}\nnot json\n".encode()
@@ -163,7 +163,7 @@ UNSAFE = {
 
 @pytest.mark.parametrize("case", sorted(UNSAFE))
 async def test_unsafe_archives_are_refused_and_nothing_is_stored(
-    api_client: Any, tokens: Any, engine: AsyncEngine, case: str
+    api_client: Any, tokens: Any, engine: Engine, case: str
 ) -> None:
     body, headers, reason = UNSAFE[case]
     admin = await tokens("admin")
@@ -173,8 +173,8 @@ async def test_unsafe_archives_are_refused_and_nothing_is_stored(
     assert response.headers["content-type"].startswith("application/problem+json")
     assert reason in response.json()["detail"]
     assert response.json()["errors"][0]["field"] == "body"
-    async with session_factory(engine)() as session:
-        jobs = (await session.execute(select(func.count()).select_from(ImportJobRecord))).scalar()
+    with session_factory(engine)() as session:
+        jobs = (session.execute(select(func.count()).select_from(ImportJobRecord))).scalar()
     assert jobs == 0
 
 
@@ -193,7 +193,7 @@ async def test_size_media_type_and_role_are_checked(api_client: Any, tokens: Any
 
 
 async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
-    api_client: Any, tokens: Any, engine: AsyncEngine, service_key: ServiceKey, tmp_path: Path
+    api_client: Any, tokens: Any, engine: Engine, service_key: ServiceKey, tmp_path: Path
 ) -> None:
     root, archive = _results_archive(tmp_path)
     admin = await tokens("admin")
@@ -208,9 +208,9 @@ async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
     problems = read_problems(root.parent / "problems.jsonl")
     attempts = islice(read_sregym_folder(root), 20)
     await ImportQueries(store.db, store.catalog).sregym(attempts, problems, rubric=sregym_rubric())
-    async with session_factory(engine)() as session, session.begin():
+    with session_factory(engine)() as session, session.begin():
         old = utcnow() - timedelta(hours=1)
-        await session.execute(update(ImportJobRecord).values(heartbeat_at=old))
+        session.execute(update(ImportJobRecord).values(heartbeat_at=old))
     async with api_client() as client:
         job = await finished(client, f"{IMPORTS}/{job_id}", admin)
     assert job["state"] == "done" and job["attempts"] == 2

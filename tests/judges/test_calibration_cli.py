@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.judges.calibration import grade_gold
 from api.service.qualification import in_review_sample, judge_settings
@@ -66,7 +66,7 @@ def _calibrate(database_url: str, *args: str, **env: str) -> Any:
 
 
 async def test_calibrate_stores_runs_and_marks_qualification(
-    database_url: str, engine: AsyncEngine
+    database_url: str, engine: Engine
 ) -> None:
     lenient = _calibrate(database_url, "--judge", "scripted:pass")
     assert lenient.returncode == 0, lenient.stderr
@@ -124,7 +124,7 @@ def _earlier_run() -> CalibrationRunRecord:
     )
 
 
-async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: AsyncEngine) -> None:
+async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: Engine) -> None:
     store = Store(engine)
     await store.calibration.add_run(_earlier_run())
     quiet = _calibrate(database_url, "--judge", "scripted:pass")
@@ -151,7 +151,7 @@ async def _submit(client: Any, headers: dict[str, str]) -> dict[str, Any]:
 
 
 async def test_gradings_of_an_unqualified_judge_are_provisional(
-    api_client: Any, engine: AsyncEngine, tokens: Any
+    api_client: Any, engine: Engine, tokens: Any
 ) -> None:
     async with api_client(provisional_review_rate=1.0) as client:
         headers = await tokens("admin")
@@ -190,7 +190,7 @@ def test_the_review_sample_is_deterministic_and_near_its_rate() -> None:
 
 
 async def test_calibrate_without_gold_grades_the_shipped_calibration_set(
-    database_url: str, engine: AsyncEngine
+    database_url: str, engine: Engine
 ) -> None:
     from judge.calibration import DEFAULT_GOLD
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
@@ -27,7 +27,7 @@ async def test_judges_page_says_provisional_until_a_run_qualifies(
 
 
 async def test_judges_page_lists_runs_per_judge_with_the_latest_deciding(
-    api_client: Any, tokens: Any, engine: AsyncEngine, service_key: Any
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
 ) -> None:
     store = Store(engine, key=service_key)
     common = {"rubric_id": "sregym-rca", "rubric_version": "v1", "gold_name": "gold.jsonl",

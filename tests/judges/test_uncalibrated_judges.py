@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -40,7 +40,7 @@ async def _import_sregym(store: Store, base: Path) -> None:
 
 
 async def test_imported_sregym_verdicts_are_provisional_in_every_report(
-    api_client: Any, tokens: Any, engine: AsyncEngine, service_key: ServiceKey, tmp_path: Path
+    api_client: Any, tokens: Any, engine: Engine, service_key: ServiceKey, tmp_path: Path
 ) -> None:
     store = Store(engine, key=service_key)
     await _import_sregym(store, tmp_path)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from litestar.testing import AsyncTestClient
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.postgres
 NEW_JUDGE = "scripted:fail"
 
 
-async def _import(engine: AsyncEngine, tmp_path: Path) -> int:
+async def _import(engine: Engine, tmp_path: Path) -> int:
     fixture = write_sregym_results(tmp_path)
     store = Store(engine)
     report = await ImportQueries(store.db, store.catalog).sregym(
@@ -84,7 +84,7 @@ async def _assert_flips(
     assert sum(",pass->fail," in line for line in lines) == passes
 
 
-async def _assert_answered_from_cache(engine: AsyncEngine, job_id: str) -> None:
+async def _assert_answered_from_cache(engine: Engine, job_id: str) -> None:
     """A grading of the job came from the cache: no attempt, a ``judge.call`` of origin cache."""
     store = Store(engine)
     views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=500)
@@ -98,7 +98,7 @@ async def _assert_answered_from_cache(engine: AsyncEngine, job_id: str) -> None:
 async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs_nothing(
     api_client: ClientFactory,
     tokens: Callable[..., Any],
-    engine: AsyncEngine,
+    engine: Engine,
     tmp_path: Path,
 ) -> None:
     passes = await _import(engine, tmp_path)
@@ -166,7 +166,7 @@ async def test_invalid_requests_get_422_naming_the_field(
 
 
 async def test_pause_resume_cancel_and_who_may(
-    api_client: ClientFactory, tokens: Callable[..., Any], engine: AsyncEngine, tmp_path: Path
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, tmp_path: Path
 ) -> None:
     await _import(engine, tmp_path)
     admin, submitter = await tokens("admin"), await tokens("submitter")
@@ -198,7 +198,7 @@ async def test_pause_resume_cancel_and_who_may(
 
 
 async def test_a_job_survives_a_restart_and_continues_where_it_stopped(
-    api_client: ClientFactory, tokens: Callable[..., Any], engine: AsyncEngine, tmp_path: Path
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, tmp_path: Path
 ) -> None:
     await _import(engine, tmp_path)
     admin = await tokens("admin")

@@ -10,14 +10,14 @@ import subprocess
 import sys
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.gradings import add_many, shadow_regrade
 from tests.support.in_process_cli import cli_in_process
 
 
-async def _job_failing_nine_of_ten(engine: AsyncEngine) -> str:
+async def _job_failing_nine_of_ten(engine: Engine) -> str:
     """10 attempts passed by the judge; a new judge passes 1 and fails 9 in a shadow
     regrade: 9 pass->fail flips, none the other way."""
     store = Store(engine)
@@ -30,7 +30,7 @@ def _env(database_url: str, columns: int) -> dict[str, str]:
 
 
 async def test_flips_as_a_table_with_the_paired_test_at_80_columns(
-    database_url: str, engine: AsyncEngine
+    database_url: str, engine: Engine
 ) -> None:
     job_id = await _job_failing_nine_of_ten(engine)
 
@@ -51,7 +51,7 @@ async def test_flips_as_a_table_with_the_paired_test_at_80_columns(
 
 
 async def test_flips_off_a_terminal_stay_json_and_carry_the_paired_difference(
-    database_url: str, engine: AsyncEngine
+    database_url: str, engine: Engine
 ) -> None:
     job_id = await _job_failing_nine_of_ten(engine)
 
@@ -95,9 +95,7 @@ def _on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return process.returncode, output.decode().replace("\r\n", "\n")
 
 
-async def test_flips_default_to_a_table_on_a_terminal(
-    database_url: str, engine: AsyncEngine
-) -> None:
+async def test_flips_default_to_a_table_on_a_terminal(database_url: str, engine: Engine) -> None:
     job_id = await _job_failing_nine_of_ten(engine)
 
     status, text = _on_a_terminal(["regrade", "flips", job_id], _env(database_url, 80))

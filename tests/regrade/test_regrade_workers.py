@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -29,9 +29,9 @@ pytestmark = pytest.mark.postgres
 ALL = {f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)}
 
 
-async def _scalar(engine: AsyncEngine, sql: str, **params: Any) -> Any:
-    async with engine.connect() as connection:
-        return (await connection.execute(text(sql), params)).scalar_one()
+async def _scalar(engine: Engine, sql: str, **params: Any) -> Any:
+    with engine.connect() as connection:
+        return (connection.execute(text(sql), params)).scalar_one()
 
 
 async def _seed(store: Store, tmp_path: Path) -> int:
@@ -84,7 +84,7 @@ async def _until_done(store: Store, job_id: Any) -> Any:
     return view
 
 
-async def _assert_each_item_graded_once(engine: AsyncEngine, job_id: Any, total: int) -> None:
+async def _assert_each_item_graded_once(engine: Engine, job_id: Any, total: int) -> None:
     """One completion and nine answers per item, completed by at least two workers."""
     items = "SELECT id FROM grading WHERE regrade_job_id = :job"
     completed = await _scalar(
@@ -113,7 +113,7 @@ async def _assert_each_item_graded_once(engine: AsyncEngine, job_id: Any, total:
 
 
 async def test_three_workers_one_killed_grade_every_item_exactly_once(
-    db_backend: str, database_url: str, engine: AsyncEngine, tmp_path: Path
+    db_backend: str, database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     if db_backend != "postgres":
         pytest.skip("worker processes on several machines share PostgreSQL")

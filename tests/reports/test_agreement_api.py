@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.adjudication.label_queries import LabelQueries
 from api.reports.agreement_queries import AgreementQueries
@@ -34,7 +34,7 @@ async def _label(store: Store, grading_id: str, author: str, verdict: str, **ans
     )
 
 
-async def _seed(engine: AsyncEngine) -> tuple[list[str], list[str]]:
+async def _seed(engine: Engine) -> tuple[list[str], list[str]]:
     """Judge vs alice on verdicts is Wikipedia's table: 20, 5, 10, 15 (kappa 0.4)."""
     store = Store(engine)
     passes = await add_many(store, {"pass": 25}, agent="a")
@@ -49,7 +49,7 @@ async def _seed(engine: AsyncEngine) -> tuple[list[str], list[str]]:
     return passes, fails
 
 
-async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: AsyncEngine) -> None:
+async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: Engine) -> None:
     await _seed(engine)
     store = Store(engine)
     only_a = ReportFilter(agent="a")
@@ -64,7 +64,7 @@ async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: AsyncEngi
 
 
 async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
-    engine: AsyncEngine,
+    engine: Engine,
 ) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 3, "fail": 2}, agent="a")
@@ -82,7 +82,7 @@ async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
 
 
 async def test_route_gives_kappa_with_interval_per_level(
-    api_client: Any, engine: AsyncEngine, tokens: Any
+    api_client: Any, engine: Engine, tokens: Any
 ) -> None:
     await _seed(engine)
     async with api_client(start_workers=False) as client:
@@ -110,9 +110,7 @@ async def test_route_gives_kappa_with_interval_per_level(
         assert submitter.status_code == 403
 
 
-async def test_report_agreement_prints_kappa_with_ci(
-    database_url: str, engine: AsyncEngine
-) -> None:
+async def test_report_agreement_prints_kappa_with_ci(database_url: str, engine: Engine) -> None:
     await _seed(engine)
     table = run_cli(
         database_url, "report", "agreement", "--kind", "judge_human", "--agent", "a",
@@ -136,7 +134,7 @@ async def test_report_agreement_prints_kappa_with_ci(
 
 
 async def test_overrides_count_as_human_labels(
-    api_client: Any, engine: AsyncEngine, tokens: Any
+    api_client: Any, engine: Engine, tokens: Any
 ) -> None:
     [grading_id] = await add_many(Store(engine), {"pass": 1}, agent="o")
     async with api_client(start_workers=False) as client:

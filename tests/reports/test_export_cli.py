@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.cli.atomic import replace_atomically
 from api.cli.main import main
@@ -30,7 +30,7 @@ async def _export(database_url: str, tmp_path: Path, *args: str) -> Result:
 
 
 async def test_a_complete_export_reports_its_rows_and_sha256(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     await add_many(Store(engine), {"pass": 2, "fail": 1})
     out = tmp_path / "out"
@@ -46,7 +46,7 @@ async def test_a_complete_export_reports_its_rows_and_sha256(
 
 
 async def test_a_failed_export_exits_1_and_writes_no_file(
-    database_url: str, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    database_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await add_many(Store(engine), {"pass": 5})
     fail_exports_after(monkeypatch, 3)
@@ -61,7 +61,7 @@ async def test_a_failed_export_exits_1_and_writes_no_file(
 
 
 async def test_a_failed_export_leaves_an_earlier_file_as_it_was(
-    database_url: str, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    database_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await add_many(Store(engine), {"pass": 2})
     target = tmp_path / "gradings.csv"
@@ -76,7 +76,7 @@ async def test_a_failed_export_leaves_an_earlier_file_as_it_was(
 
 
 async def test_a_failed_export_to_stdout_prints_nothing_and_exits_1(
-    database_url: str, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    database_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await add_many(Store(engine), {"pass": 3})
     fail_exports_after(monkeypatch, 2)
@@ -110,7 +110,7 @@ def test_an_atomic_replace_keeps_the_old_mode_and_removes_its_temporary_on_error
 
 
 async def test_an_sregym_folder_comes_back_whole_as_a_folder_or_one_file(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     from api.imports.problems import read_problems
     from api.imports.queries import ImportQueries

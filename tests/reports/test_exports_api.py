@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
 from api.reports import export_routes as exports_route
@@ -39,7 +39,7 @@ def _rows(fmt: str, body: bytes) -> int:
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "sregym"])
 async def test_a_complete_export_states_its_length_rows_and_sha256(
-    api_client: Any, tokens: Any, engine: AsyncEngine, fmt: str
+    api_client: Any, tokens: Any, engine: Engine, fmt: str
 ) -> None:
     await add_many(Store(engine), {"pass": 3, "fail": 2, "unscored": 1}, agent="a")
     admin = await tokens("admin")
@@ -58,7 +58,7 @@ async def test_a_complete_export_states_its_length_rows_and_sha256(
 async def test_an_export_failing_midway_is_a_problem_not_a_short_200(
     api_client: Any,
     tokens: Any,
-    engine: AsyncEngine,
+    engine: Engine,
     monkeypatch: pytest.MonkeyPatch,
     fmt: str,
 ) -> None:
@@ -76,7 +76,7 @@ async def test_an_export_failing_midway_is_a_problem_not_a_short_200(
 
 
 async def test_an_export_failing_before_its_first_row_is_a_problem_too(
-    api_client: Any, tokens: Any, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await add_many(Store(engine), {"pass": 1}, agent="a")
     admin = await tokens("admin")
@@ -87,7 +87,7 @@ async def test_an_export_failing_before_its_first_row_is_a_problem_too(
 
 
 async def test_a_connection_cut_while_sending_is_an_error_for_an_http_client(
-    engine: AsyncEngine, tokens: Any, database_url: str, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, tokens: Any, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The last window, sending the written export, is framed by Content-Length (uvicorn
     keeps it, no chunking): a server that stops short leaves the client an error."""

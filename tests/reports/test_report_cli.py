@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 from click.testing import CliRunner
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.cli.main import main
 from api.reports.rates import pass_rate_report
@@ -25,14 +25,14 @@ from tests.support.in_process_cli import run_cli
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-async def _seed(engine: AsyncEngine) -> None:
+async def _seed(engine: Engine) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 19, "fail": 8, "unscored": 1}, agent="plain")
     await add_many(store, {"pass": 21, "fail": 6, "pending": 1}, agent="think")
 
 
 async def test_reports_as_table_json_csv_and_charts(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     await _seed(engine)
     png = tmp_path / "rates.png"
@@ -62,7 +62,7 @@ async def test_reports_as_table_json_csv_and_charts(
     assert svg.read_text().lstrip().startswith("<?xml")
 
 
-async def test_the_charts_count_the_same_n_as_the_tables(engine: AsyncEngine) -> None:
+async def test_the_charts_count_the_same_n_as_the_tables(engine: Engine) -> None:
     """What ``--chart`` draws beside ``k/n`` is the n of the table's rows, group by group."""
     from api.reports.charts import question_bars, rate_bars
     from api.reports.rates import question_report
@@ -87,7 +87,7 @@ async def test_the_charts_count_the_same_n_as_the_tables(engine: AsyncEngine) ->
 
 
 async def test_the_chart_legend_names_the_bars_of_provisional_verdicts(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     """A rate counting verdicts made while its judge was provisional is drawn apart, and
     the legend says what each kind of bar is; without such a rate, no legend."""
@@ -115,7 +115,7 @@ async def test_the_chart_legend_names_the_bars_of_provisional_verdicts(
     assert PROVISIONAL_LABEL not in plain.read_text()
 
 
-async def test_report_csv_has_a_header_and_full_precision(engine: AsyncEngine) -> None:
+async def test_report_csv_has_a_header_and_full_precision(engine: Engine) -> None:
     await _seed(engine)
     mixed = ReportFilter(inline="include")  # the seeded ground truths are inline ones
     report = await pass_rate_report(Store(engine), mixed, group_by=["agent"])
@@ -130,7 +130,7 @@ async def test_report_csv_has_a_header_and_full_precision(engine: AsyncEngine) -
 
 
 async def test_export_jsonl_csv_and_sregym(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     store = Store(engine)
     await add_grading(store, "pass", agent="a", scenario_id="hotel/port", attempt=1)

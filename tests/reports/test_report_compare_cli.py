@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.reports.charts import comparison_chart, write_difference_chart
 from api.reports.rates import comparison_report
@@ -22,7 +22,7 @@ THEIRS = ("-b", "judge=openai:new-judge", "-b", "inline=include")
 
 
 async def test_a_judge_against_a_shadow_judge_is_one_compare(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 6, "fail": 4})
@@ -66,7 +66,7 @@ async def test_a_judge_against_a_shadow_judge_is_one_compare(
 
 
 async def test_the_compare_chart_shows_the_difference_its_interval_and_p(
-    engine: AsyncEngine, tmp_path: Path
+    engine: Engine, tmp_path: Path
 ) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 8, "fail": 2}, agent="x")
@@ -92,7 +92,7 @@ async def test_the_compare_chart_shows_the_difference_its_interval_and_p(
 
 
 async def test_two_judges_of_the_same_attempts_are_compared_paired_with_mcnemar(
-    database_url: str, engine: AsyncEngine
+    database_url: str, engine: Engine
 ) -> None:
     """Judge a passed all 10 attempts, judge b (a shadow regrade of the same 10) passed 1:
     9 discordant pairs, all one way. McNemar's exact p by hand: under no difference each
@@ -127,7 +127,7 @@ async def test_two_judges_of_the_same_attempts_are_compared_paired_with_mcnemar(
 
 
 async def test_arms_of_different_or_partly_shared_attempts_are_compared_unpaired(
-    engine: AsyncEngine,
+    engine: Engine,
 ) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 8, "fail": 2}, agent="x")

@@ -208,7 +208,7 @@ async def _fail_after_one(store: Store) -> None:
 async def test_an_export_left_early_gives_its_connection_back(store: Store) -> None:
     for _ in range(3):
         await add_grading(store, "pass")
-    pool = store.db.sync_engine.pool
+    pool = store.engine.pool
     async with store.exports.open(EVERYTHING, batch=1) as export:
         async for _item in export.gradings:
             break

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from rich.console import Console
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.tabular import Tabular, print_table
 from storage import Store
@@ -32,7 +32,7 @@ def _first_column(text: str) -> list[str]:
 
 
 async def test_pass_rates_at_80_columns_wrap_names_and_keep_the_interval(
-    database_url: str, engine: AsyncEngine
+    database_url: str, engine: Engine
 ) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 19, "fail": 8, "unscored": 1}, agent=LONG_AGENT)

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.gradings import add_grading, add_many
@@ -24,7 +24,7 @@ async def _seed_arms(store: Store) -> None:
 
 
 async def test_pass_rates_with_wilson_intervals_per_group(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     await _seed_arms(Store(engine))
     headers = await tokens("adjudicator")
@@ -58,9 +58,7 @@ async def test_pass_rates_with_wilson_intervals_per_group(
     assert report["verdicts"] == "effective" and report["group_by"] == ["model"]
 
 
-async def test_compare_21_of_27_with_19_of_27(
-    api_client: Any, tokens: Any, engine: AsyncEngine
-) -> None:
+async def test_compare_21_of_27_with_19_of_27(api_client: Any, tokens: Any, engine: Engine) -> None:
     await _seed_arms(Store(engine))
     headers = await tokens("admin")
     async with api_client(start_workers=False) as client:
@@ -87,7 +85,7 @@ async def test_compare_21_of_27_with_19_of_27(
 
 
 async def test_compare_with_repeated_scenarios_reports_scenarios_as_the_unit(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     store = Store(engine)
     for scenario, (a_pass, b_pass) in {"s1": (3, 1), "s2": (2, 2), "s3": (1, 0)}.items():
@@ -135,9 +133,7 @@ async def test_stats_are_for_adjudicators_and_admins(api_client: Any, tokens: An
             assert (await client.get(f"/v1/stats/{path}")).status_code == 401
 
 
-async def test_questions_dimensions_and_tags(
-    api_client: Any, tokens: Any, engine: AsyncEngine
-) -> None:
+async def test_questions_dimensions_and_tags(api_client: Any, tokens: Any, engine: Engine) -> None:
     store = Store(engine)
     await store.tags.ensure_vocabulary({"stopped-early": "stopped at the first useful answer"})
     failing = await add_grading(store, "fail", agent="a")
@@ -168,7 +164,7 @@ async def test_questions_dimensions_and_tags(
 
 
 async def test_export_route_streams_csv_jsonl_and_sregym_for_admins(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     store = Store(engine)
     await add_grading(store, "pass", agent="a", scenario_id="hotel/port", attempt=2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.gradings import add_many, shadow_regrade
@@ -24,7 +24,7 @@ ARMS = {
 
 
 async def test_an_empty_arm_is_422_naming_its_filter(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 6, "fail": 4})
@@ -57,7 +57,7 @@ async def test_an_empty_arm_is_422_naming_its_filter(
 
 
 async def test_provisional_gradings_are_marked_excluded_or_split(
-    api_client: Any, tokens: Any, engine: AsyncEngine
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     store = Store(engine)
     await add_many(store, {"pass": 3, "fail": 1})

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import yaml
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.gradings import TRUTH, add_many
@@ -46,7 +46,7 @@ def test_loading_a_file_twice_then_a_fix_from_stdin(database_url: str, tmp_path:
 
 
 async def test_report_and_export_take_scenario_set(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     store = Store(engine)
     await store.catalog.create_scenario(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import AnswerRecord, AuditRecord, GradingRecord, Store, verify_chain
 from storage.audit import ChainKey, ChainReport, row_hash
@@ -46,17 +46,17 @@ async def workload(store: Store) -> list[str]:
     return ids
 
 
-async def rows(engine: AsyncEngine) -> list[Any]:
+async def rows(engine: Engine) -> list[Any]:
     """Every audit row in seq order."""
-    async with engine.connect() as connection:
-        return list(await connection.execute(select(AUDIT).order_by(AUDIT.c.seq)))
+    with engine.connect() as connection:
+        return list(connection.execute(select(AUDIT).order_by(AUDIT.c.seq)))
 
 
-async def execute(engine: AsyncEngine, *statements: Any) -> None:
+async def execute(engine: Engine, *statements: Any) -> None:
     """Run statements in one transaction, as someone with write access to the database."""
-    async with engine.begin() as connection:
+    with engine.begin() as connection:
         for statement in statements:
-            await connection.execute(statement)
+            connection.execute(statement)
 
 
 async def verify(store: Store) -> ChainReport:
@@ -65,7 +65,7 @@ async def verify(store: Store) -> ChainReport:
 
 
 async def rehash_from(
-    engine: AsyncEngine, seq: int, key: ChainKey | None, *, until: int | None = None
+    engine: Engine, seq: int, key: ChainKey | None, *, until: int | None = None
 ) -> None:
     """Recompute ``prev_hash`` and ``hash`` of rows ``seq``..``until`` as a forger would."""
     found = await rows(engine)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import ChainKey, Store, verify_chain
 from storage.keys import ServiceKey
@@ -20,7 +20,7 @@ from tests.conftest import Clock
 
 @pytest.fixture
 async def store(
-    request: pytest.FixtureRequest, engine: AsyncEngine, clock: Clock, service_key: ServiceKey
+    request: pytest.FixtureRequest, engine: Engine, clock: Clock, service_key: ServiceKey
 ) -> AsyncIterator[Store]:
     """The store of ``tests/conftest.py``; the audit log must verify once the test is done."""
     yield Store(engine, clock=clock, key=service_key)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import delete, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import GENESIS_HASH, AuditRecord, Store, append_event, verify_chain
 from storage.audit import ChainKey, row_hash
@@ -37,17 +37,17 @@ async def _fill(store: Store) -> None:
     await store.catalog.create_scenario(id="s1", ground_truth="gt", actor="admin")
 
 
-async def _rows(engine: AsyncEngine) -> list[Any]:
-    async with engine.connect() as connection:
-        return list(await connection.execute(select(AUDIT).order_by(AUDIT.c.seq)))
+async def _rows(engine: Engine) -> list[Any]:
+    with engine.connect() as connection:
+        return list(connection.execute(select(AUDIT).order_by(AUDIT.c.seq)))
 
 
-async def test_an_empty_log_verifies(engine: AsyncEngine) -> None:
+async def test_an_empty_log_verifies(engine: Engine) -> None:
     report = await verify_chain(engine, key=ChainKey.of(ServiceKey.ephemeral()))
     assert report.ok and report.checked == 0 and report.head_hash == GENESIS_HASH
 
 
-async def test_the_chain_links_every_row_and_verifies(store: Store, engine: AsyncEngine) -> None:
+async def test_the_chain_links_every_row_and_verifies(store: Store, engine: Engine) -> None:
     await _fill(store)
     rows = await _rows(engine)
     assert [r.seq for r in rows] == list(range(1, ROWS + 1))
@@ -92,13 +92,13 @@ COLUMNS = [
 
 @pytest.mark.parametrize("column", COLUMNS)
 async def test_tampering_any_column_of_any_row_is_detected(
-    store: Store, engine: AsyncEngine, column: str
+    store: Store, engine: Engine, column: str
 ) -> None:
     await _fill(store)
     rows = await _rows(engine)
     for row in rows:
-        async with engine.begin() as connection:
-            await connection.execute(
+        with engine.begin() as connection:
+            connection.execute(
                 update(AUDIT).where(AUDIT.c.seq == row.seq).values({column: _tampered(column, row)})
             )
         report = await verify_chain(engine, key=store.db.chain_key, batch_size=4)
@@ -106,35 +106,35 @@ async def test_tampering_any_column_of_any_row_is_detected(
         assert report.first_broken_seq == row.seq, report.reason
         assert report.checked == row.seq - 1
         # restore the row so the next one is tampered alone
-        async with engine.begin() as connection:
+        with engine.begin() as connection:
             tampered_seq = row.seq + 1000 if column == "seq" else row.seq
-            await connection.execute(
+            connection.execute(
                 update(AUDIT).where(AUDIT.c.seq == tampered_seq).values(dict(row._mapping))
             )
         assert (await verify_chain(engine, key=store.db.chain_key)).ok
 
 
-async def test_a_deleted_row_is_named(store: Store, engine: AsyncEngine) -> None:
+async def test_a_deleted_row_is_named(store: Store, engine: Engine) -> None:
     await _fill(store)
-    async with engine.begin() as connection:
-        await connection.execute(delete(AUDIT).where(AUDIT.c.seq == 3))
+    with engine.begin() as connection:
+        connection.execute(delete(AUDIT).where(AUDIT.c.seq == 3))
     report = await verify_chain(engine, key=store.db.chain_key)
     assert (report.ok, report.first_broken_seq, report.checked) == (False, 3, 2)
     assert "removed" in (report.reason or "")
 
 
-async def test_concurrent_appends_never_fork_the_chain(store: Store, engine: AsyncEngine) -> None:
+async def test_concurrent_appends_never_fork_the_chain(store: Store, engine: Engine) -> None:
     await asyncio.gather(*(submit(store) for _ in range(12)))
     await asyncio.gather(*(store.tokens.create(name=f"t{i}", role="submitter") for i in range(8)))
     report = await verify_chain(engine, key=store.db.chain_key)
     assert report.ok and report.checked == 12 + 1 + 8  # + the rubric version, saved once
 
 
-async def test_append_event_hashes_every_column_with_the_key(engine: AsyncEngine) -> None:
+async def test_append_event_hashes_every_column_with_the_key(engine: Engine) -> None:
     key = ChainKey.of(ServiceKey.ephemeral())
-    async with session_factory(engine)() as session, session.begin():
-        record = await session.run_sync(
-            append_event,
+    with session_factory(engine)() as session, session.begin():
+        record = append_event(
+            session,
             event="test.event",
             entity_type="thing",
             entity_id="t1",

@@ -339,9 +339,9 @@ async def test_the_evidence_verifies_with_every_record_covered(store: Store) -> 
     report = await verify(store)
     assert report.ok, report
     assert report.records_uncovered == 0 and report.gradings_uncovered == 0
-    async with store.engine.connect() as connection:
+    with store.engine.connect() as connection:
         counts = {
-            name: len((await connection.execute(select(table))).all())
+            name: len((connection.execute(select(table))).all())
             for name, table in COVERED_TABLES.items()
         }
     assert all(counts.values()), counts

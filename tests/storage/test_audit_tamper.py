@@ -164,8 +164,8 @@ async def test_9_deleting_a_grading_or_its_answers(store: Store) -> None:
         delete(GRADINGS).where(GRADINGS.c.id == pending),
         delete(ANSWERS).where(ANSWERS.c.grading_id == ids[7]),
     )
-    async with store.engine.connect() as connection:
-        left = await connection.execute(select(func.count()).where(GRADINGS.c.id == pending))
+    with store.engine.connect() as connection:
+        left = connection.execute(select(func.count()).where(GRADINGS.c.id == pending))
         assert left.scalar_one() == 0
     report = await verify(store)
     assert not report.ok

@@ -7,7 +7,7 @@ import base64
 import json
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import InvalidCursor, Store
 from storage.cursors import CursorCodec
@@ -33,7 +33,7 @@ def _flip(text: str, index: int) -> str:
 
 
 async def test_a_cursor_issued_by_one_store_works_on_another_sharing_the_key(
-    engine: AsyncEngine, clock: Clock
+    engine: Engine, clock: Clock
 ) -> None:
     first = Store(engine, clock=clock, key=KEY)
     second = Store(engine, clock=clock, key=ServiceKey(b"k" * 32))
@@ -44,9 +44,7 @@ async def test_a_cursor_issued_by_one_store_works_on_another_sharing_the_key(
     assert len(on_second) == 2
 
 
-async def test_a_cursor_signed_with_another_key_is_refused(
-    engine: AsyncEngine, clock: Clock
-) -> None:
+async def test_a_cursor_signed_with_another_key_is_refused(engine: Engine, clock: Clock) -> None:
     cursor = await _first_cursor(Store(engine, clock=clock, key=KEY), clock)
     other = Store(engine, clock=clock, key=ServiceKey(b"o" * 32))
     with pytest.raises(InvalidCursor) as raised:
@@ -54,7 +52,7 @@ async def test_a_cursor_signed_with_another_key_is_refused(
     assert raised.value.field == "cursor"
 
 
-async def test_an_edited_cursor_is_refused(engine: AsyncEngine, clock: Clock) -> None:
+async def test_an_edited_cursor_is_refused(engine: Engine, clock: Clock) -> None:
     store = Store(engine, clock=clock, key=KEY)
     cursor = await _first_cursor(store, clock)
     payload, tag = cursor.split(".")
@@ -100,7 +98,7 @@ def test_malformed_cursors_are_refused(cursor: str) -> None:
     ],
 )
 async def test_a_signed_position_no_grading_can_have_is_still_refused(
-    engine: AsyncEngine, position: list[object]
+    engine: Engine, position: list[object]
 ) -> None:
     """Should the key leak, a signed cursor still never carries a NUL or an unstorable date
     to the database."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from judge.calls import Completion
 from storage import Store
@@ -10,7 +10,7 @@ from storage.judge_cache import DbJudgeCache
 from tests.support.statements import statements
 
 
-async def test_prefetched_keys_answer_from_one_query(store: Store, engine: AsyncEngine) -> None:
+async def test_prefetched_keys_answer_from_one_query(store: Store, engine: Engine) -> None:
     for n in range(2):
         completion = Completion(text=f"reply {n}", model="m")
         await store.cache.put(f"key-{n}", completion, backend="openai", model="m")

@@ -33,10 +33,10 @@ async def test_empty_database_upgrades_to_head_without_autogenerate_diff(
         assert await current_revision(engine) is None
         await upgrade(engine)
         assert await current_revision(engine) == head_revision()
-        async with engine.connect() as connection:
-            assert await connection.run_sync(_diff) == []
+        with engine.connect() as connection:
+            assert _diff(connection) == []
     finally:
-        await engine.dispose()
+        engine.dispose()
 
 
 async def test_upgrade_twice_is_harmless_and_accepts_a_url(database_url: str) -> None:
@@ -86,24 +86,22 @@ async def test_0005_holds_existing_flagged_passes_and_hashes_ground_truths(
         flagged, "w", result.model_copy(update={"review_reasons": ("injection_suspected",)})
     )
     assert await store.queue.complete(clean, "w", result)
-    await engine.dispose()
+    engine.dispose()
 
     # back to 0004 (no held column), where that pass stood as a pass
     old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
-    async with old.begin() as connection:
-        await connection.run_sync(_downgrade, "0004")
-        await connection.execute(text("UPDATE grading SET passed = :yes"), {"yes": True})
-    await old.dispose()
+    with old.begin() as connection:
+        _downgrade(connection, "0004")
+        connection.execute(text("UPDATE grading SET passed = :yes"), {"yes": True})
+    old.dispose()
     await upgrade(database_url)
 
     engine = make_engine(database_url)
-    async with engine.connect() as connection:
-        rows = {
-            r.id: r for r in await connection.execute(text("SELECT id, passed, held FROM grading"))
-        }
+    with engine.connect() as connection:
+        rows = {r.id: r for r in connection.execute(text("SELECT id, passed, held FROM grading"))}
         query = text("SELECT ground_truth, ground_truth_sha256 FROM submission")
-        hashes = (await connection.execute(query)).all()
-    await engine.dispose()
+        hashes = (connection.execute(query)).all()
+    engine.dispose()
     assert (rows[flagged].passed, bool(rows[flagged].held)) == (None, True)
     assert (bool(rows[clean].passed), bool(rows[clean].held)) == (True, False)
     assert all(digest == sha256_hex(truth) for truth, digest in hashes)
@@ -129,31 +127,27 @@ async def test_0008_makes_existing_scenarios_submissions_and_gradings_version_1(
     )
     registered = await submit(store, by_scenario)
     inline = await submit(store, new_submission("d2"))
-    await engine.dispose()
+    engine.dispose()
 
     old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
-    async with old.begin() as connection:
-        await connection.run_sync(_downgrade, "0007")
-    await old.dispose()
+    with old.begin() as connection:
+        _downgrade(connection, "0007")
+    old.dispose()
     await upgrade(database_url)
 
     engine = make_engine(database_url)
-    async with engine.connect() as connection:
+    with engine.connect() as connection:
         versions = (
-            await connection.execute(
+            connection.execute(
                 text("SELECT scenario_id, version, ground_truth FROM scenario_version")
             )
         ).all()
-        scenario = (
-            await connection.execute(text("SELECT version, scenario_set FROM scenario"))
-        ).one()
-        graded = dict(
-            (await connection.execute(text("SELECT id, scenario_version FROM grading"))).all()
-        )
+        scenario = (connection.execute(text("SELECT version, scenario_set FROM scenario"))).one()
+        graded = dict((connection.execute(text("SELECT id, scenario_version FROM grading"))).all())
         submitted = dict(
-            (await connection.execute(text("SELECT id, scenario_version FROM submission"))).all()
+            (connection.execute(text("SELECT id, scenario_version FROM submission"))).all()
         )
-    await engine.dispose()
+    engine.dispose()
     assert versions == [("hotel/a", 1, "gt-a")]
     assert tuple(scenario) == (1, "default")
     assert graded == {registered.grading.id: 1, inline.grading.id: None}

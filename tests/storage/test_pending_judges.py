@@ -16,8 +16,8 @@ NEW = ("openai:new@http://127.0.0.1:8081/v1", "openai", "new")
 
 async def _moves(store: Store) -> list[dict]:
     query = select(AuditRecord).where(AuditRecord.event == "grading.judge_moved")
-    async with store.db.read() as session:
-        rows = (await session.execute(query.order_by(AuditRecord.seq))).scalars().all()
+    with store.db.sessions(read=True)() as session, session.begin():
+        rows = (session.execute(query.order_by(AuditRecord.seq))).scalars().all()
     return [{"actor": r.actor, **r.payload} for r in rows]
 
 

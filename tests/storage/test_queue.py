@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import (
     AnswerRecord,
@@ -22,12 +22,12 @@ from tests.conftest import Clock
 from tests.storage.helpers import graded_result, judge_call, submit, unscored_result
 
 
-async def _count(engine: AsyncEngine, model: type, **where: str) -> int:
+async def _count(engine: Engine, model: type, **where: str) -> int:
     query = select(func.count()).select_from(model)
     for name, value in where.items():
         query = query.where(getattr(model, name) == value)
-    async with session_factory(engine)() as session:
-        return (await session.execute(query)).scalar_one()
+    with session_factory(engine)() as session:
+        return (session.execute(query)).scalar_one()
 
 
 async def test_concurrent_claimers_never_share_a_grading(store: Store) -> None:
@@ -93,7 +93,7 @@ async def test_extend_lease_only_for_the_holder(store: Store, clock: Clock) -> N
 
 
 async def test_a_worker_whose_lease_was_taken_over_writes_nothing(
-    store: Store, engine: AsyncEngine, clock: Clock
+    store: Store, engine: Engine, clock: Clock
 ) -> None:
     grading_id = (await submit(store)).grading.id
     await store.queue.claim_pending("slow", limit=1, lease_seconds=30)
@@ -116,7 +116,7 @@ async def test_a_worker_whose_lease_was_taken_over_writes_nothing(
 
 
 async def test_complete_grading_writes_answers_calls_and_audit(
-    store: Store, engine: AsyncEngine
+    store: Store, engine: Engine
 ) -> None:
     outcome = await submit(store)
     grading_id = outcome.grading.id
@@ -217,7 +217,7 @@ async def test_queue_depth_counts_pending_gradings(store: Store, clock: Clock) -
 
 
 async def test_verdicts_stored_together_are_each_checked_against_their_lease(
-    store: Store, engine: AsyncEngine, clock: Clock
+    store: Store, engine: Engine, clock: Clock
 ) -> None:
     ids = [(await submit(store)).grading.id for _ in range(3)]
     await store.queue.claim_pending("w1", limit=3, lease_seconds=30)
@@ -240,9 +240,7 @@ async def test_verdicts_stored_together_are_each_checked_against_their_lease(
     assert report.ok, report
 
 
-async def test_a_batch_with_a_bad_verdict_stores_none_of_it(
-    store: Store, engine: AsyncEngine
-) -> None:
+async def test_a_batch_with_a_bad_verdict_stores_none_of_it(store: Store, engine: Engine) -> None:
     ids = [(await submit(store)).grading.id for _ in range(2)]
     await store.queue.claim_pending("w1", limit=2, lease_seconds=60)
     wrong = graded_result().model_copy(update={"rubric_version": "not-this-one"})

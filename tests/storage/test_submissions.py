@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import (
     Conflict,
@@ -21,9 +21,9 @@ from storage.db import session_factory
 from tests.storage.helpers import new_submission, sregym_rubric, submit
 
 
-async def _count(engine: AsyncEngine, model: type) -> int:
-    async with session_factory(engine)() as session:
-        return (await session.execute(select(func.count()).select_from(model))).scalar_one()
+async def _count(engine: Engine, model: type) -> int:
+    with session_factory(engine)() as session:
+        return (session.execute(select(func.count()).select_from(model))).scalar_one()
 
 
 async def test_a_submission_is_stored_with_a_pending_grading(store: Store) -> None:

@@ -63,8 +63,8 @@ async def test_tokens_are_listed_and_their_creation_is_audited_without_the_secre
 
 
 async def _audit_payloads(store: Store) -> list[dict[str, object]]:
-    async with session_factory(store.engine)() as session:
-        return [r.payload for r in (await session.execute(select(AuditRecord))).scalars()]
+    with session_factory(store.engine)() as session:
+        return [r.payload for r in (session.execute(select(AuditRecord))).scalars()]
 
 
 async def test_a_token_revoked_by_another_process_stops_working_within_a_second(
@@ -83,4 +83,4 @@ async def test_a_token_revoked_by_another_process_stops_working_within_a_second(
             assert time.monotonic() - revoked_at < 1.0, "still accepted a second after"
             await asyncio.sleep(0.02)
     finally:
-        await other_engine.dispose()
+        other_engine.dispose()

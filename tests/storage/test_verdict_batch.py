@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import AnswerRecord, FinishedGrading, JudgeCallRecord, Store, verify_chain
 from storage.db import session_factory
@@ -19,14 +19,14 @@ async def _claimed(store: Store, count: int, worker: str = "w1") -> list[str]:
     return ids
 
 
-async def _audit(engine: AsyncEngine) -> list[tuple[str, str]]:
+async def _audit(engine: Engine) -> list[tuple[str, str]]:
     sql = "SELECT event, entity_id FROM audit_log WHERE actor = 'w1' ORDER BY seq"
-    async with engine.connect() as connection:
-        return [tuple(row) for row in await connection.execute(text(sql))]  # type: ignore[misc]
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(text(sql))]  # type: ignore[misc]
 
 
 async def test_a_batch_costs_the_same_statements_whatever_its_size(
-    store: Store, engine: AsyncEngine
+    store: Store, engine: Engine
 ) -> None:
     counts = []
     for size in (2, 30):
@@ -37,14 +37,14 @@ async def test_a_batch_costs_the_same_statements_whatever_its_size(
             assert await store.queue.complete_many(items) == [True] * size
         counts.append(len(seen))
     assert counts[0] == counts[1], counts
-    async with session_factory(engine)() as session:
-        calls = (await session.execute(select(func.count()).select_from(JudgeCallRecord))).one()
-        answers = (await session.execute(select(func.count()).select_from(AnswerRecord))).one()
+    with session_factory(engine)() as session:
+        calls = (session.execute(select(func.count()).select_from(JudgeCallRecord))).one()
+        answers = (session.execute(select(func.count()).select_from(AnswerRecord))).one()
     assert (calls[0], answers[0]) == (32 * 9, 32 * 9)
 
 
 async def test_the_audit_rows_of_a_batch_chain_in_its_order_and_verify(
-    store: Store, engine: AsyncEngine
+    store: Store, engine: Engine
 ) -> None:
     ids = await _claimed(store, 12)
     results = [graded_result(calls=3) if n % 3 else unscored_result() for n in range(12)]
@@ -70,7 +70,7 @@ async def test_the_audit_rows_of_a_batch_chain_in_its_order_and_verify(
 
 
 async def test_a_lease_lost_in_mid_batch_leaves_that_grading_alone(
-    store: Store, engine: AsyncEngine, clock: Clock
+    store: Store, engine: Engine, clock: Clock
 ) -> None:
     ids = [(await submit(store)).grading.id for _ in range(5)]
     for limit, lease in ((2, 60), (1, 10), (2, 60)):  # the middle one with a short lease

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.service.qualification import judge_settings
 from api.service.settings import Settings
@@ -14,7 +14,7 @@ from storage.quality_tables import CalibrationRunRecord
 __all__ = ["qualify"]
 
 
-async def qualify(engine: AsyncEngine, settings: Settings, rubric: Rubric) -> None:
+async def qualify(engine: Engine, settings: Settings, rubric: Rubric) -> None:
     """Store a qualifying calibration run of ``settings.judge`` on ``rubric`` (a made-up
     gold file): from then on the service counts that judge as qualified."""
     await Store(engine).calibration.add_run(

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage.db import engines_of
 
@@ -14,7 +14,7 @@ __all__ = ["statements"]
 
 
 @contextmanager
-def statements(engine: AsyncEngine) -> Iterator[list[str]]:
+def statements(engine: Engine) -> Iterator[list[str]]:
     """The SQL statements run on ``engine`` inside the block, in order (on SQLite, the
     BEGINs the engine issues included)."""
     seen: list[str] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 from litestar.testing import AsyncTestClient
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from judge.backends.scripted import ScriptedBackend
 from storage import SubmissionRecord
@@ -64,8 +64,8 @@ async def first_set(
     raise AssertionError(f"{field} never set: {grading}")
 
 
-async def count_submissions(engine: AsyncEngine) -> int:
+async def count_submissions(engine: Engine) -> int:
     """How many submissions are stored (to prove a refused request stored nothing)."""
-    async with engine.connect() as connection:
+    with engine.connect() as connection:
         query = select(func.count()).select_from(SubmissionRecord)
-        return int((await connection.execute(query)).scalar_one())
+        return int((connection.execute(query)).scalar_one())

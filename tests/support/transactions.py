@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage.db import engines_of
 
@@ -28,7 +28,7 @@ class Counted:
 
 
 @contextmanager
-def counting(engine: AsyncEngine) -> Iterator[Counted]:
+def counting(engine: Engine) -> Iterator[Counted]:
     """Count what ``engine`` is asked inside the block."""
     counted = Counted()
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.in_process_cli import cli_in_process
 
 
-async def test_create_list_revoke(database_url: str, engine: AsyncEngine) -> None:
+async def test_create_list_revoke(database_url: str, engine: Engine) -> None:
     env = {"SRE_JUDGE_DATABASE_URL": database_url}
     created = cli_in_process("tokens", "create", "--role", "adjudicator", "--name", "Ada", env=env)
     assert created.returncode == 0, created.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
@@ -20,7 +20,7 @@ __all__ = ["api_client", "store", "tokens", "webhooks"]
 
 
 @pytest.fixture
-async def store(engine: AsyncEngine, clock: Clock, service_key: ServiceKey) -> AsyncIterator[Store]:
+async def store(engine: Engine, clock: Clock, service_key: ServiceKey) -> AsyncIterator[Store]:
     """A store whose audited events write the webhooks' outbox; the audit log must verify
     once the test is done."""
     store = Store(engine, clock=clock, key=service_key)

@@ -26,9 +26,9 @@ async def _deliveries(store: Store, endpoint_id: str) -> dict[str, Any]:
 async def _two_finished_regrade_jobs(store: Store) -> None:
     """Two ``regrade_job.done`` events, j1 then j2: two deliveries to every subscriber."""
     for job in ("j1", "j2"):
-        async with store.db.write() as session:
-            await session.run_sync(
-                store.db.audit, "regrade_job.done", entity_type="regrade_job", entity_id=job,
+        with store.db.sessions()() as session, session.begin():
+            store.db.audit(
+                session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
                 actor="t", payload={"state": "done", "counts": {}},
             )  # fmt: skip
 

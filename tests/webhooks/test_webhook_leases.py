@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.webhooks.queries import WebhookQueries
 from storage import Store
@@ -26,9 +26,9 @@ async def _endpoint(store: Store, n: int = 0) -> str:
 async def _events(store: Store, count: int) -> None:
     """``count`` regrade.finished events, one transaction each (a delivery per endpoint)."""
     for n in range(count):
-        async with store.db.write() as session:
-            await session.run_sync(
-                store.db.audit, "regrade_job.done", entity_type="regrade_job", entity_id=f"j{n}",
+        with store.db.sessions()() as session, session.begin():
+            store.db.audit(
+                session, "regrade_job.done", entity_type="regrade_job", entity_id=f"j{n}",
                 actor="t", payload={"state": "done", "counts": {}},
             )  # fmt: skip
 
@@ -58,7 +58,7 @@ async def test_a_lease_covers_one_send_and_hands_the_endpoint_to_the_next(
 
 
 async def test_two_stores_claiming_at_once_never_lease_one_delivery_twice(
-    store: Store, engine: AsyncEngine, database_url: str, clock: Clock, webhooks: WebhookQueries
+    store: Store, engine: Engine, database_url: str, clock: Clock, webhooks: WebhookQueries
 ) -> None:
     """Two processes' stores (their own engines) claim concurrently, round after round."""
     from storage import make_engine
@@ -84,5 +84,5 @@ async def test_two_stores_claiming_at_once_never_lease_one_delivery_twice(
                     c, status=200, error=None, duration_ms=1, retry_at=None
                 )
     finally:
-        await other_engine.dispose()
+        other_engine.dispose()
     assert len(sent) == 48 and len(set(sent)) == 48

@@ -199,18 +199,18 @@ async def test_an_event_of_a_rolled_back_change_is_never_sent(engine: Any) -> No
     )
 
     async def failing_change() -> None:
-        async with store.db.write() as session:
-            await session.run_sync(
-                store.db.audit, "regrade_job.done", entity_type="regrade_job", entity_id="j1",
+        with store.db.sessions()() as session, session.begin():
+            store.db.audit(
+                session, "regrade_job.done", entity_type="regrade_job", entity_id="j1",
                 actor="t", payload={"state": "done", "counts": {}},
             )  # fmt: skip
             raise RuntimeError("the change fails after its event was written")
 
     with pytest.raises(RuntimeError):
         await failing_change()
-    async with store.db.write() as session:
-        await session.run_sync(
-            store.db.audit, "regrade_job.done", entity_type="regrade_job", entity_id="j2",
+    with store.db.sessions()() as session, session.begin():
+        store.db.audit(
+            session, "regrade_job.done", entity_type="regrade_job", entity_id="j2",
             actor="t", payload={"state": "done", "counts": {"done": 1}},
         )  # fmt: skip
     [claimed] = await webhooks.claim_due(lease_seconds=60)

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
@@ -59,14 +59,14 @@ def _submit(url: str, agent: dict[str, str], n: int) -> str:
     return str(response.json()["id"])
 
 
-async def _states(engine: AsyncEngine) -> list[str]:
-    async with engine.connect() as connection:
-        rows = await connection.execute(text("SELECT state FROM webhook_delivery ORDER BY seq"))
+async def _states(engine: Engine) -> list[str]:
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT state FROM webhook_delivery ORDER BY seq"))
         return [row[0] for row in rows]
 
 
 async def test_killed_mid_delivery_and_restarted_delivers_exactly_once(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     env = _env(database_url)
     assert cli("migrate", env=env).returncode == 0
@@ -99,7 +99,7 @@ async def test_killed_mid_delivery_and_restarted_delivers_exactly_once(
 
 
 async def test_several_servers_on_one_database_deliver_each_event_once(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     env = _env(database_url)
     assert cli("migrate", env=env).returncode == 0
@@ -119,7 +119,7 @@ async def test_several_servers_on_one_database_deliver_each_event_once(
 
 
 async def test_two_processes_and_a_slow_receiver_send_each_event_once(
-    db_backend: str, database_url: str, engine: AsyncEngine, tmp_path: Path
+    db_backend: str, database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     """``serve --processes 2``, three endpoints whose receivers answer in 0.6 s, each with
     22 events due when the service starts: every event reaches each once, although the
@@ -146,9 +146,9 @@ async def test_two_processes_and_a_slow_receiver_send_each_event_once(
             )
             receiver.secret = endpoint.secret
         for n in range(events):  # all due at once: one claim could take them all
-            async with store.db.write() as session:
-                await session.run_sync(
-                    store.db.audit, "regrade_job.done", entity_type="regrade_job",
+            with store.db.sessions()() as session, session.begin():
+                store.db.audit(
+                    session, "regrade_job.done", entity_type="regrade_job",
                     entity_id=f"j{n}", actor="t", payload={"state": "done", "counts": {}},
                 )  # fmt: skip
         stack.enter_context(serving(env, tmp_path / "serve.log"))
@@ -160,6 +160,6 @@ async def test_two_processes_and_a_slow_receiver_send_each_event_once(
             jobs = [e["data"]["regrade_job_id"] for e in receiver.delivered()]
             assert jobs == [f"j{n}" for n in range(events)]  # in event order
     assert await _states(engine) == ["delivered"] * (3 * events)
-    async with engine.connect() as connection:
-        attempts = (await connection.execute(text("SELECT count(*) FROM webhook_attempt"))).scalar()
+    with engine.connect() as connection:
+        attempts = (connection.execute(text("SELECT count(*) FROM webhook_attempt"))).scalar()
     assert attempts == 3 * events  # one attempt each: no send timed out and was retried

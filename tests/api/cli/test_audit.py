@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import delete, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.cli.main import main
 from api.service.checkpoints import checkpoint_target, read_checkpoints
@@ -75,7 +75,7 @@ async def test_verify_needs_the_key_and_never_creates_one(
 
 
 async def test_checkpoints_are_appended_and_checked(
-    store: Store, engine: AsyncEngine, database_url: str, tmp_path: Path
+    store: Store, engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
     await workload(store)
     file = tmp_path / "checkpoints.jsonl"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.cli.main import main
 from api.http.app import create_app
@@ -64,7 +64,7 @@ def test_the_readme_documents_every_setting() -> None:
 
 
 async def test_the_bootstrap_admin_token_is_registered_once_and_revocation_sticks(
-    engine: AsyncEngine, tmp_path: Path
+    engine: Engine, tmp_path: Path
 ) -> None:
     token = secrets.token_urlsafe(32)
     (tmp_path / "token").write_text(f"{token}\n")

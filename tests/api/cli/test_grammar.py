@@ -57,11 +57,11 @@ def _count(database_url: str, table: type) -> int:
     async def count() -> int:
         engine = make_engine(database_url)
         try:
-            async with engine.connect() as connection:
+            with engine.connect() as connection:
                 query = select(func.count()).select_from(table)
-                return int((await connection.execute(query)).one()[0])
+                return int((connection.execute(query)).one()[0])
         finally:
-            await engine.dispose()
+            engine.dispose()
 
     return asyncio.run(count())
 
@@ -123,7 +123,7 @@ def test_importing_the_command_line_loads_no_backend_database_or_web_stack() -> 
 
 
 def test_errors_are_one_line_with_exit_2(tmp_path: Path) -> None:
-    env = _env(f"sqlite+aiosqlite:///{tmp_path / 'j.db'}")
+    env = _env(f"sqlite:///{tmp_path / 'j.db'}")
     for args in (
         ["report", "pass-rates", "--group-by", "nope"],
         ["regrade", "--mode", "sideways"],
@@ -139,7 +139,7 @@ def test_errors_are_one_line_with_exit_2(tmp_path: Path) -> None:
 def test_format_defaults_to_json_off_a_terminal_and_json_is_a_deprecated_alias(
     tmp_path: Path,
 ) -> None:
-    env = _env(f"sqlite+aiosqlite:///{tmp_path / 'j.db'}")
+    env = _env(f"sqlite:///{tmp_path / 'j.db'}")
     plain = CliRunner(env=env).invoke(main, ["config", "show"])
     assert plain.exit_code == 0 and "SRE_JUDGE_JUDGE" in json.loads(plain.stdout)
     table = CliRunner(env=env).invoke(main, ["config", "show", "--format", "table"])

@@ -44,7 +44,7 @@ def test_a_reading_command_in_another_folder_creates_no_database(
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert "sqlite+aiosqlite:///./sre-judge.db" in lines[0]
+    assert "sqlite:///./sre-judge.db" in lines[0]
     assert "sre-judge migrate" in lines[0] and "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no database, no key file
 

@@ -47,7 +47,7 @@ def _graded(env: dict[str, str], n: int) -> dict[str, object]:
 @pytest.mark.slow
 def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
     env = {
-        "SRE_JUDGE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'judge.db'}",
+        "SRE_JUDGE_DATABASE_URL": f"sqlite:///{tmp_path / 'judge.db'}",
         "SRE_JUDGE_JUDGE": "scripted:pass",
         "SRE_JUDGE_POLL_SECONDS": "0.05",
         "SRE_JUDGE_PROVISIONAL_REVIEW_RATE": "0",

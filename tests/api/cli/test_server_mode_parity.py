@@ -30,7 +30,7 @@ _ENV = {
 
 
 def _database(tmp_path: Path, name: str) -> dict[str, str]:
-    env = {**_ENV, "SRE_JUDGE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / name}.db"}
+    env = {**_ENV, "SRE_JUDGE_DATABASE_URL": f"sqlite:///{tmp_path / name}.db"}
     assert cli_in_process("migrate", env=env).returncode == 0
     return env
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.http.limits import TokenBucket
 from tests.api.conftest import ClientFactory
@@ -17,9 +17,9 @@ from tests.support.judge_server import running_judge_server, sregym_reply
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 
 
-async def _count(engine: AsyncEngine, table: str) -> int:
-    async with engine.connect() as connection:
-        return int((await connection.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one())
+async def _count(engine: Engine, table: str) -> int:
+    with engine.connect() as connection:
+        return int((connection.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one())
 
 
 def _body(n: int) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def test_a_token_bucket_refills_at_its_rate() -> None:
 
 
 async def test_submissions_over_the_rate_get_429_with_retry_after_and_store_nothing(
-    api_client: ClientFactory, tokens: Any, engine: AsyncEngine
+    api_client: ClientFactory, tokens: Any, engine: Engine
 ) -> None:
     async with api_client(rate_limit_per_minute=2, start_workers=False) as client:
         first, second = await tokens("submitter", "a"), await tokens("submitter", "b")
@@ -62,7 +62,7 @@ async def test_submissions_over_the_rate_get_429_with_retry_after_and_store_noth
 
 
 async def test_a_full_queue_answers_503_with_retry_after_and_stores_nothing(
-    api_client: ClientFactory, tokens: Any, engine: AsyncEngine
+    api_client: ClientFactory, tokens: Any, engine: Engine
 ) -> None:
     async with api_client(max_pending=2, start_workers=False) as client:
         headers = await tokens("submitter")
@@ -81,7 +81,7 @@ async def test_a_full_queue_answers_503_with_retry_after_and_stores_nothing(
 
 @pytest.mark.parametrize("backend", ["openai", "ollama"])
 async def test_the_judge_timeout_bounds_every_call(
-    backend: str, api_client: ClientFactory, tokens: Any, engine: AsyncEngine
+    backend: str, api_client: ClientFactory, tokens: Any, engine: Engine
 ) -> None:
     reply = sregym_reply({"D1-Q1"}, evidence="9999")
     with running_judge_server(default=reply, delay=10.0) as judge:
@@ -93,9 +93,9 @@ async def test_the_judge_timeout_bounds_every_call(
             response = await client.post("/v1/submissions", json=_body(1), headers=headers)
             assert response.status_code == 202
             for _ in range(160):
-                async with engine.connect() as connection:
+                with engine.connect() as connection:
                     reason = (
-                        await connection.execute(text("SELECT pending_reason FROM grading"))
+                        connection.execute(text("SELECT pending_reason FROM grading"))
                     ).scalar_one()
                 if reason:
                     break

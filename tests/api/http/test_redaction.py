@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
@@ -28,18 +28,18 @@ DIAGNOSIS = (
 )
 
 
-async def _every_row_as_text(engine: AsyncEngine) -> dict[str, str]:
+async def _every_row_as_text(engine: Engine) -> dict[str, str]:
     """Every table's rows, rendered as text, by table name."""
     dumped: dict[str, str] = {}
-    async with engine.connect() as connection:
+    with engine.connect() as connection:
         for name, table in SQLModel.metadata.tables.items():
-            rows = (await connection.execute(select(table))).mappings().all()
+            rows = (connection.execute(select(table))).mappings().all()
             dumped[name] = json.dumps([dict(r) for r in rows], default=str, ensure_ascii=False)
     return dumped
 
 
 async def test_a_leaked_key_is_never_stored_nor_sent_in_clear(
-    api_client: Any, tokens: Any, engine: AsyncEngine, database_url: str
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
 ) -> None:
     headers = await tokens("submitter")
     reply = sregym_reply(

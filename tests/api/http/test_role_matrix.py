@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from litestar import Litestar
 from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
 from api.service.settings import Settings
@@ -204,7 +204,7 @@ def fill(path: str, values: Mapping[str, str]) -> str:
 
 
 def test_every_route_has_a_stated_expectation(tmp_path: Any) -> None:
-    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/x.db", judge="scripted:pass")
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/x.db", judge="scripted:pass")
     table = route_table(create_app(settings, start_workers=False))
     assert len(table) == len(set(table)), "a (method, path) is served twice"
     unstated = [f"{method} {path}" for method, path in table if (method, path) not in EXPECTED]
@@ -213,7 +213,7 @@ def test_every_route_has_a_stated_expectation(tmp_path: Any) -> None:
     assert not stale, "expectations of routes the app no longer serves: " + ", ".join(stale)
 
 
-async def _principals(engine: AsyncEngine) -> dict[str, dict[str, str]]:
+async def _principals(engine: Engine) -> dict[str, dict[str, str]]:
     store = Store(engine)
     headers: dict[str, dict[str, str]] = {"none": {}}
     for name in PRINCIPALS[1:]:
@@ -223,8 +223,8 @@ async def _principals(engine: AsyncEngine) -> dict[str, dict[str, str]]:
         if name == "revoked":
             await store.tokens.revoke(record.id)
         if name == "expired":
-            async with engine.begin() as connection:
-                await connection.execute(
+            with engine.begin() as connection:
+                connection.execute(
                     update(TokenRecord)
                     .where(TokenRecord.id == record.id)  # type: ignore[arg-type]
                     .values(expires_at=utcnow() - timedelta(minutes=1))
@@ -266,7 +266,7 @@ async def _fixtures(client: Any, headers: dict[str, dict[str, str]]) -> dict[str
 
 @pytest.mark.parametrize("principal", PRINCIPALS)
 async def test_every_route_answers_each_principal_as_expected(
-    api_client: Any, engine: AsyncEngine, principal: str
+    api_client: Any, engine: Engine, principal: str
 ) -> None:
     headers = await _principals(engine)
     async with api_client() as client:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from tests.api.http.test_service_process import (
     SEVEN,
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
 async def test_two_processes_on_one_port_grade_every_submission_once(
-    db_backend: str, database_url: str, engine: AsyncEngine, tmp_path: Path
+    db_backend: str, database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     if db_backend != "postgres":
         pytest.skip("several server processes share PostgreSQL")

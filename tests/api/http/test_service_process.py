@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server, sregym_reply
@@ -59,12 +59,12 @@ async def _submit(urls: list[str], token: str, count: int) -> list[str]:
         return list(await asyncio.gather(*(one(client, n) for n in range(count))))
 
 
-async def _scalar(engine: AsyncEngine, sql: str) -> Any:
-    async with engine.connect() as connection:
-        return (await connection.execute(text(sql))).scalar_one()
+async def _scalar(engine: Engine, sql: str) -> Any:
+    with engine.connect() as connection:
+        return (connection.execute(text(sql))).scalar_one()
 
 
-async def _wait_all_done(engine: AsyncEngine, total: int, stall_seconds: float = 60) -> None:
+async def _wait_all_done(engine: Engine, total: int, stall_seconds: float = 60) -> None:
     """Until every grading is done; fails when none finishes for ``stall_seconds`` (what is
     checked is that nothing is lost or doubled, not how fast a loaded machine grades)."""
     done, last_progress = -1, time.monotonic()
@@ -77,7 +77,7 @@ async def _wait_all_done(engine: AsyncEngine, total: int, stall_seconds: float =
         await asyncio.sleep(0.25)
 
 
-async def _assert_graded_exactly_once(engine: AsyncEngine, ids: list[str]) -> None:
+async def _assert_graded_exactly_once(engine: Engine, ids: list[str]) -> None:
     assert await _scalar(engine, "SELECT count(*) FROM grading") == len(ids)
     assert await _scalar(engine, "SELECT count(*) FROM grading WHERE status = 'graded'") == len(ids)
     assert await _scalar(engine, "SELECT count(*) FROM answer") == 9 * len(ids)
@@ -94,7 +94,7 @@ async def _assert_graded_exactly_once(engine: AsyncEngine, ids: list[str]) -> No
 
 
 async def test_sigkill_with_100_pending_loses_nothing_and_grades_once(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     reply = sregym_reply(SEVEN, evidence="sets USER_PORT=9999")
     with running_judge_server(default=reply, delay=0.3) as judge:
@@ -115,7 +115,7 @@ async def test_sigkill_with_100_pending_loses_nothing_and_grades_once(
 
 
 async def test_two_servers_on_postgres_grade_200_without_doubles(
-    db_backend: str, database_url: str, engine: AsyncEngine, tmp_path: Path
+    db_backend: str, database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     if db_backend != "postgres":
         pytest.skip("several server processes share PostgreSQL")
@@ -136,7 +136,7 @@ async def test_two_servers_on_postgres_grade_200_without_doubles(
 
 
 async def test_audit_verify_passes_then_fails_after_a_hand_edit(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     with running_judge_server(default=sregym_reply(SEVEN, evidence="USER_PORT=9999")) as judge:
         env = _env(database_url, judge.openai_url)
@@ -147,8 +147,8 @@ async def test_audit_verify_passes_then_fails_after_a_hand_edit(
     ok = cli_in_process("audit", "verify", env=env)
     assert ok.returncode == 0, ok.stderr
     assert "intact" in ok.stdout
-    async with engine.begin() as connection:
-        await connection.execute(
+    with engine.begin() as connection:
+        connection.execute(
             text(
                 "UPDATE audit_log SET actor = 'mallory' "
                 "WHERE seq = (SELECT min(seq) + 2 FROM audit_log)"

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.storage.helpers import graded_result, submit
@@ -50,9 +50,9 @@ def _judge(sigterm: threading.Event, done: threading.Event) -> Any:
     return answer
 
 
-async def _rows(engine: AsyncEngine, sql: str) -> list[Any]:
-    async with engine.connect() as connection:
-        return list((await connection.execute(text(sql))).all())
+async def _rows(engine: Engine, sql: str) -> list[Any]:
+    with engine.connect() as connection:
+        return list((connection.execute(text(sql))).all())
 
 
 async def _submit(url: str, token: str, tags: list[str]) -> list[str]:
@@ -77,14 +77,14 @@ async def _wait_for_requests(judge: JudgeServer, count: int) -> None:
     raise AssertionError(f"the judge saw {len(judge.requests)} requests, not {count}")
 
 
-async def _states(engine: AsyncEngine) -> dict[str, tuple[str, str | None, Any]]:
+async def _states(engine: Engine) -> dict[str, tuple[str, str | None, Any]]:
     rows = await _rows(engine, "SELECT id, status, lease_owner, lease_expires_at FROM grading")
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
 @pytest.mark.slow
 async def test_sigterm_finishes_or_releases_in_flight_gradings_and_exits_0(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     sigterm, done = threading.Event(), threading.Event()
     with running_judge_server(default=_judge(sigterm, done)) as judge:
@@ -136,7 +136,7 @@ async def test_sigterm_finishes_or_releases_in_flight_gradings_and_exits_0(
 
 
 async def test_release_lease_clears_only_the_holders_lease_and_writes_nothing_else(
-    store: Store, engine: AsyncEngine
+    store: Store, engine: Engine
 ) -> None:
     grading_id = (await submit(store)).grading.id
     [claim] = await store.queue.claim_pending("w1", limit=1, lease_seconds=300)
@@ -153,9 +153,7 @@ async def test_release_lease_clears_only_the_holders_lease_and_writes_nothing_el
     assert again.grading_id == grading_id
 
 
-async def test_release_lease_leaves_a_stored_verdict_alone(
-    store: Store, engine: AsyncEngine
-) -> None:
+async def test_release_lease_leaves_a_stored_verdict_alone(store: Store, engine: Engine) -> None:
     grading_id = (await submit(store)).grading.id
     await store.queue.claim_pending("w1", limit=1, lease_seconds=300)
     assert await store.queue.complete(grading_id, "w1", graded_result())

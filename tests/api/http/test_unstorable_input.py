@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from tests.support.submissions import count_submissions
 
@@ -35,7 +35,7 @@ EDGE_DATE = "9999-12-31T23:59:59-14:00"
     ],
 )
 async def test_unstorable_submissions_are_422_naming_the_field(
-    api_client: Any, tokens: Any, engine: AsyncEngine, body: dict[str, Any], field: str
+    api_client: Any, tokens: Any, engine: Engine, body: dict[str, Any], field: str
 ) -> None:
     agent = await tokens("submitter")
     async with api_client() as client:
@@ -142,7 +142,7 @@ async def test_a_token_expiring_past_the_storable_range_is_refused(
 
 @pytest.mark.parametrize("route", ["/v1/submissions", "/v1/scenarios", "/v1/tokens"])
 async def test_json_nested_too_deep_is_400_on_any_route(
-    api_client: Any, tokens: Any, engine: AsyncEngine, route: str
+    api_client: Any, tokens: Any, engine: Engine, route: str
 ) -> None:
     admin = await tokens("admin")
     deep = "[" * 2000 + "]" * 2000
@@ -174,7 +174,7 @@ async def test_brackets_inside_strings_do_not_count_as_depth(api_client: Any, to
 async def test_a_body_that_is_not_json_is_refused_naming_it(
     api_client: Any,
     tokens: Any,
-    engine: AsyncEngine,
+    engine: Engine,
     content: str,
     content_type: str,
     status: int,
@@ -225,7 +225,7 @@ async def test_a_forged_cursor_is_refused_not_a_500(
 )
 @pytest.mark.parametrize("where", ["top", "metadata"])
 async def test_a_lone_surrogate_in_a_key_is_422_naming_the_field(
-    api_client: Any, tokens: Any, engine: AsyncEngine, raw_key: str, field: str, where: str
+    api_client: Any, tokens: Any, engine: Engine, raw_key: str, field: str, where: str
 ) -> None:
     agent = await tokens("submitter")
     pair = f"{raw_key}: 1"
@@ -254,7 +254,7 @@ ONE_BAD_VALUE = {
 
 @pytest.mark.parametrize("case", sorted(ONE_BAD_VALUE))
 async def test_a_body_refused_for_one_value_names_its_field(
-    api_client: Any, tokens: Any, engine: AsyncEngine, case: str
+    api_client: Any, tokens: Any, engine: Engine, case: str
 ) -> None:
     pair, status, field = ONE_BAD_VALUE[case]
     agent = await tokens("submitter")

@@ -133,5 +133,5 @@ async def test_serve_writes_checkpoints_by_default(
     found = read_checkpoints(path)
     assert found and found[-1].rows >= 2
     assert checkpoint_target(Settings(database_url=database_url, audit_checkpoint="off")) is None
-    memory = Settings(database_url="sqlite+aiosqlite:///:memory:")
+    memory = Settings(database_url="sqlite:///:memory:")
     assert checkpoint_target(memory) is None

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.service.observability import REDACTED, bind_log_context, redact, register_secret
 from storage import Store
@@ -122,7 +122,7 @@ def _assert_ids_in_records(records: list[dict[str, Any]], grading_id: str) -> No
 
 @pytest.mark.slow
 async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
-    database_url: str, engine: AsyncEngine, tmp_path: Path
+    database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     api_key = f"sk-test-secret-{secrets.token_hex(12)}"
     admin_token = secrets.token_urlsafe(32)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from api.service.qualification import judge_settings, qualification_on_start
 from api.service.settings import Settings
@@ -44,7 +44,7 @@ def _run(settings: Settings, *, qualified: bool, kappa: float, gold: bytes) -> C
 
 
 async def test_the_statement_follows_the_runs_on_the_shipped_set(
-    engine: AsyncEngine, database_url: str
+    engine: Engine, database_url: str
 ) -> None:
     store, rubric = Store(engine), sregym_rubric()
     settings = Settings(judge=f"{SPEC}@http://10.0.0.9:1", database_url=database_url)
@@ -86,7 +86,7 @@ async def test_the_app_logs_the_statement_when_it_starts(
 
 @pytest.mark.slow
 async def test_sre_judge_serve_says_so_in_its_log(
-    engine: AsyncEngine, database_url: str, tmp_path: Path
+    engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
     settings = Settings(judge=SPEC, database_url=database_url)
     await Store(engine).calibration.add_run(
@@ -105,7 +105,7 @@ async def test_sre_judge_serve_says_so_in_its_log(
 
 
 async def test_the_statement_names_a_profiled_judges_asking(
-    engine: AsyncEngine, database_url: str
+    engine: Engine, database_url: str
 ) -> None:
     spec = "ollama:qwen2.5-coder:1.5b"
     settings = Settings(judge=spec, database_url=database_url)

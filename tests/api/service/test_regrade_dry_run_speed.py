@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from bench.dry_run import seed_submissions, time_dry_run
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 
 
 async def test_a_dry_run_of_10000_submissions_takes_under_two_seconds(
-    db_backend: str, engine: AsyncEngine
+    db_backend: str, engine: Engine
 ) -> None:
     if db_backend != "sqlite":
         pytest.skip("the figure is promised for the embedded SQLite database")

@@ -29,7 +29,7 @@ asyncio.run(main(sys.argv[2] == "workers"))
 
 
 def _loaded(tmp_path: Path, mode: str) -> str:
-    url = f"sqlite+aiosqlite:///{tmp_path / mode}.db"
+    url = f"sqlite:///{tmp_path / mode}.db"
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, url, mode], capture_output=True, text=True, timeout=120
     )

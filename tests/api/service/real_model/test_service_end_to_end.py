@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from storage import JudgeCallRecord
 from tests.api.service.real_model.shared import (
@@ -22,7 +22,7 @@ pytestmark = REAL_MODEL_MARKS
 
 
 async def test_the_service_grades_end_to_end_with_the_real_model(
-    api_client: Any, tokens: Any, engine: AsyncEngine, llama_server: LlamaServer, db_backend: str
+    api_client: Any, tokens: Any, engine: Engine, llama_server: LlamaServer, db_backend: str
 ) -> None:
     if db_backend != "sqlite":
         pytest.skip("one database is enough to drive the real model end to end")
@@ -49,9 +49,9 @@ async def test_the_service_grades_end_to_end_with_the_real_model(
         assert len(grading["answers"]) == 9 and grading["passed"] in {True, False}
     else:
         assert grading["unscored_reason"] in EXPLICIT_REASONS
-    async with engine.connect() as connection:
+    with engine.connect() as connection:
         calls = (
-            await connection.execute(
+            connection.execute(
                 select(JudgeCallRecord).where(JudgeCallRecord.grading_id == grading["id"])
             )
         ).all()
