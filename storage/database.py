@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -27,7 +29,7 @@ from storage.canonical import utcnow
 from storage.db import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
 
-__all__ = ["AuditSubscriber", "Database"]
+__all__ = ["AuditSubscriber", "Database", "HeldRead"]
 
 #: hears the events of an audited transaction, inside it: ``(session, events, at=...)``,
 #: each event with ``event``, ``entity_type``, ``entity_id``, ``actor`` and ``payload``
@@ -35,6 +37,24 @@ AuditSubscriber = Callable[..., object]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+
+class HeldRead:
+    """A read-only snapshot held open across awaits (``Database.held_read``): a
+    synchronous session used only from one thread of its own."""
+
+    def __init__(self, session: Session, thread: ThreadPoolExecutor) -> None:
+        """Run calls on ``session`` in ``thread`` (a one-thread executor)."""
+        self._session = session
+        self._thread = thread
+
+    async def run(
+        self, fn: Callable[Concatenate[Session, _P], _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """``fn(session, *args, **kwargs)`` on the snapshot's thread, in a copy of the
+        caller's context (its log fields). Objects ``fn`` returns are detached from the
+        session (``fn`` must load what the caller reads)."""
+        return await _in_thread(_detached, self._session, fn, args, kwargs, executor=self._thread)
 
 
 class Database:
@@ -97,6 +117,28 @@ class Database:
         deferred transaction on SQLite), and it never waits for writers."""
         snapshot = self.postgres
         return await _in_thread(_transaction, self._sync_reads, snapshot, fn, args, kwargs)
+
+    @asynccontextmanager
+    async def held_read(self) -> AsyncIterator[HeldRead]:
+        """One read-only transaction held for as long as the block runs, for a read that
+        cannot be one call, such as a stream read in batches: every
+        :meth:`HeldRead.run` sees the same data (REPEATABLE READ on PostgreSQL, one
+        deferred transaction on SQLite), as one ``run_read`` does.
+
+        The session lives on a thread of its own, so a block cancelled or failing while
+        a call is under way closes it only after that call ends.
+        """
+        session = self._sync_reads()
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sre-judge-read")
+        try:
+            try:
+                await _in_thread(_begin_read, session, self.postgres, executor=thread)
+                yield HeldRead(session, thread)
+            finally:
+                # queued behind any call still under way; runs even if this wait is cancelled
+                await _in_thread(session.close, executor=thread)
+        finally:
+            thread.shutdown(wait=False)
 
     def subscribe(self, subscriber: AuditSubscriber) -> None:
         """Let ``subscriber`` hear every audited event from now on, in the event's own
@@ -189,11 +231,35 @@ def _transaction(
         return fn(session, *args, **kwargs)
 
 
-async def _in_thread(call: Callable[..., _T], *args: Any) -> _T:
-    """``call(*args)`` in a worker thread, in a copy of the caller's context (its log
-    fields); a cancelled caller waits for it to end first."""
+def _begin_read(session: Session, postgres: bool) -> None:
+    """Begin ``session``'s read transaction: REPEATABLE READ on PostgreSQL, BEGIN
+    DEFERRED on SQLite (its sessions are ``read_only``)."""
+    session.begin()
+    if postgres:
+        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+    else:
+        session.connection()
+
+
+def _detached(
+    session: Session, fn: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> _T:
+    """``fn(session, *args, **kwargs)``, then every object it loaded detached: the caller
+    reads them on another thread, and the next call must not change them."""
+    try:
+        return fn(session, *args, **kwargs)
+    finally:
+        session.expunge_all()
+
+
+async def _in_thread(
+    call: Callable[..., _T], *args: Any, executor: ThreadPoolExecutor | None = None
+) -> _T:
+    """``call(*args)`` in a worker thread (of ``executor``, else the loop's default), in a
+    copy of the caller's context (its log fields); a cancelled caller waits for it to end
+    first."""
     context = contextvars.copy_context()
-    future = asyncio.get_running_loop().run_in_executor(None, context.run, call, *args)
+    future = asyncio.get_running_loop().run_in_executor(executor, context.run, call, *args)
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:

@@ -8,7 +8,7 @@ filter. An attempt that was graded, but by no grading in the filter, is left out
 attempt that was never graded (timed out, failed deploy, nothing submitted) is kept.
 
 The stream holds one synchronous read-only session for as long as it is open
-(``storage.exports.held_snapshot``: REPEATABLE READ on PostgreSQL, one deferred
+(``Database.held_read``: REPEATABLE READ on PostgreSQL, one deferred
 transaction on SQLite, used from one thread of its own): each batch is one thread hop,
 and every batch sees the same data.
 """
@@ -24,12 +24,10 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.rubric import Rubric
-from storage.database import Database
+from storage.database import Database, HeldRead
 from storage.exports import (
     ExportedGrading,
-    HeldSnapshot,
     attach,
-    held_snapshot,
     rubrics_in_scope,
 )
 from storage.imports.tables import SregymOriginalRowRecord
@@ -76,7 +74,7 @@ class OriginalRowReads:
         self, filters: ReportFilter, *, batch: int = BATCH
     ) -> AsyncIterator[OriginalRowExport]:
         """``async with store.sregym_rows.open(f) as export: async for r in export.rows``."""
-        async with held_snapshot(self._db) as snapshot:
+        async with self._db.held_read() as snapshot:
             rubrics, columns = await snapshot.run(_heading, filters)
             rows = _stream(snapshot, filters, batch)
             try:
@@ -103,7 +101,7 @@ def _heading(
 
 
 async def _stream(
-    snapshot: HeldSnapshot, filters: ReportFilter, batch: int
+    snapshot: HeldRead, filters: ReportFilter, batch: int
 ) -> AsyncGenerator[OriginalRow, None]:
     after: _After | None = None
     while True:
