@@ -29,7 +29,9 @@ __all__ = [
     "QUOTE_PROBLEMS",
     "QuoteCheck",
     "check_quote",
+    "quote_in",
     "quote_occurs",
+    "searchable",
     "without_spans",
 ]
 
@@ -70,9 +72,19 @@ def _passage_occurs(passage: str, haystack: str) -> bool:
     return fuzz.partial_ratio(passage, haystack, score_cutoff=FUZZY_CUTOFF) > 0
 
 
+def searchable(text: str) -> str:
+    """``text`` prepared once for :func:`quote_in`: normalized, case-folded, punctuation
+    reduced to spaces."""
+    return f" {_plain(text)} "
+
+
 def quote_occurs(quote: str, diagnosis: str) -> bool:
     """Whether ``quote`` (one passage or several joined by an ellipsis) is in ``diagnosis``."""
-    haystack = f" {_plain(diagnosis)} "
+    return quote_in(quote, searchable(diagnosis))
+
+
+def quote_in(quote: str, haystack: str) -> bool:
+    """Whether ``quote`` is in a text prepared by :func:`searchable` (for many quotes)."""
     passages = [_plain(p) for p in _ELLIPSIS.split(quote)]
     passages = [p for p in passages if p]
     if not passages or sum(len(p) for p in passages) < MIN_QUOTE_CHARS:

@@ -52,6 +52,10 @@ class NewSubmission(BaseModel):
     #: the diagnosis' screening at intake (``judge.screening.Screening.record``); not
     #: part of the request (nor of its hash): it follows from the diagnosis
     screening: dict[str, Any] | None = None
+    #: the agent's trace (``judge.trace.Trace``), its credentials redacted: free text or
+    #: a list of steps; part of the request, but left out of its hash when absent, so
+    #: the hashes of requests without one stay what they were
+    trace: str | list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
     def _scenario_named(self) -> NewSubmission:
@@ -61,9 +65,10 @@ class NewSubmission(BaseModel):
 
     def request_hash(self) -> str:
         """SHA-256 of the canonical JSON of the request: tells a replay from a new one."""
-        return sha256_hex(
-            canonical_json(self.model_dump(mode="json", exclude={"scenario_version", "screening"}))
-        )
+        left_out = {"scenario_version", "screening"}
+        if self.trace is None:
+            left_out.add("trace")
+        return sha256_hex(canonical_json(self.model_dump(mode="json", exclude=left_out)))
 
     def record_values(self) -> dict[str, Any]:
         """The submission row's columns this request gives (copies of its collections)."""
@@ -81,6 +86,7 @@ class NewSubmission(BaseModel):
             "metadata_": dict(self.metadata),
             "redactions": list(self.redactions),
             "screening": self.screening,
+            "trace": self.trace,
         }
 
 

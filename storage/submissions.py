@@ -19,7 +19,7 @@ from sqlmodel import col
 
 from judge.rubric import Rubric
 from storage.audit import values_digest
-from storage.canonical import sha256_hex
+from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
 from storage.claims import claim_of
 from storage.database import Database
@@ -37,6 +37,7 @@ def _received_payload(
     data: NewSubmission, submission: SubmissionRecord, grading: GradingRecord
 ) -> dict[str, Any]:
     """The audit payload of a received submission: who and what, texts by size and hash."""
+    traced = {} if data.trace is None else {"trace_sha256": sha256_hex(canonical_json(data.trace))}
     return {
         "submission_id": submission.id,
         "grading_id": grading.id,
@@ -53,6 +54,8 @@ def _received_payload(
         "ground_truth_chars": len(data.ground_truth),
         "ground_truth_sha256": sha256_hex(data.ground_truth),
         "idempotency_key": submission.idempotency_key,
+        # only with a trace: payloads of submissions without one keep their shape
+        **traced,
     }
 
 

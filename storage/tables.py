@@ -144,6 +144,9 @@ class SubmissionRecord(SQLModel, table=True):
     #: what screening the diagnosis at intake found (``judge.screening.Screening.record``:
     #: review reasons, notes, injected spans); None: screened when graded
     screening: dict[str, Any] | None = Field(default=None, sa_type=JSON(none_as_null=True))
+    #: the agent's trace as sent or imported (``judge.trace.Trace``: free text or a list
+    #: of steps), its credentials redacted; None: none was given
+    trace: str | list[dict[str, Any]] | None = Field(default=None, sa_type=JSON(none_as_null=True))
     #: the token id, or "anonymous"
     submitted_by: str = Field(sa_type=String(64))
     idempotency_key: str | None = Field(default=None, sa_type=String(256))

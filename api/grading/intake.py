@@ -3,7 +3,8 @@
 Acceptance checks the texts, resolves the rubric and the ground truth (inline or a
 registered scenario's), applies the self-preference policy, screens the diagnosis
 (credentials removed, injection flagged: ``judge.screening``, kept with the submission
-for every grading of it) and stores the submission with a pending grading in one
+for every grading of it), redacts credentials in the agent's trace if one came
+(``judge.trace``) and stores the submission with a pending grading in one
 transaction, before anything is answered. A worker of this process with a free slot takes the new
 grading leased in that same transaction; otherwise the workers are woken to claim it.
 """
@@ -26,6 +27,7 @@ from api.service.services import Services
 from judge.inputs import check_text
 from judge.rubric import Rubric
 from judge.screening import screen
+from judge.trace import check_trace, redact_trace
 from storage import GradingView, NewSubmission, SubmissionOutcome
 
 __all__ = ["Accepted", "accept_submission", "wait_for_grading"]
@@ -67,6 +69,8 @@ async def _checked(services: Services, data: SubmissionCreate, principal: Princi
     check_text(data.diagnosis, field="diagnosis", max_bytes=settings.max_text_bytes)
     if data.ground_truth is not None:
         check_text(data.ground_truth, field="ground_truth", max_bytes=settings.max_text_bytes)
+    if data.trace is not None:
+        check_trace(data.trace, field="trace", max_bytes=settings.max_text_bytes)
     rubric_id = data.rubric or settings.rubric
     rubric = await services.rubrics.resolve(rubric_id)
     if rubric is None:
@@ -114,6 +118,7 @@ async def _accept(
     # screened once, here: credentials never reach the database or a judge (only kinds
     # and positions are kept), and what screening found is stored for every grading of it
     screening = await asyncio.to_thread(screen, data.diagnosis)
+    trace = None if data.trace is None else await asyncio.to_thread(redact_trace, data.trace)
     submission = NewSubmission(
         diagnosis=screening.text,
         ground_truth=truth,
@@ -127,6 +132,7 @@ async def _accept(
         metadata=data.metadata,
         redactions=list(screening.redactions),
         screening=screening.record(),
+        trace=trace,
     )
     judge = (judge_spec, judge_backend, judge_model)
     outcome = await _store(services, submission, rubric, judge, principal.id, idempotency_key)

@@ -30,6 +30,7 @@ from judge.adjudication import answer_overrides, overrides_in_force
 from judge.evidence import QUOTE_PROBLEMS
 from judge.grounding import noted_failures
 from judge.rubric import Rubric
+from judge.trace import TraceCheck, TraceText, trace_check
 from judge.verdict import Answer, GradingResult, Vote
 from storage import FailureTagRecord, GradingFilter, GradingView, OverrideRecord
 from storage.overrides import override_events
@@ -150,6 +151,7 @@ def _answer_public(
     votes: list[VotePublic],
     grounding: str | None = None,
     veto: VetoPublic | None = None,
+    trace_check: TraceCheck | None = None,
 ) -> AnswerPublic:
     return AnswerPublic(
         question_id=a.question_id,
@@ -165,6 +167,7 @@ def _answer_public(
         votes=votes,
         grounding=grounding,
         veto=veto or _veto_public(a),
+        trace_check=trace_check,
     )
 
 
@@ -218,6 +221,7 @@ def _submission_public(s: SubmissionRecord, principal: Principal) -> SubmissionP
         scenario_version=s.scenario_version if visible else None,
         submitted_by=s.submitted_by,
         created_at=s.created_at,
+        trace=s.trace,
     )
 
 
@@ -270,6 +274,8 @@ def _grading_public(
     effective = {**judged, **overridden}
     verdict = in_force.get(("verdict", ""))
     noted = noted_failures(g.detail)
+    # computed in code from the stored trace on every read: it changes no answer
+    trace = None if view.submission.trace is None else TraceText(view.submission.trace)
     return GradingPublic(
         id=g.id,
         submission_id=g.submission_id,
@@ -286,6 +292,7 @@ def _grading_public(
                 overridden=a.question_id in overridden,
                 votes=_votes_public(votes, a.question_id),
                 veto=None if a.veto else _recorded_veto(a, rubric, noted),
+                trace_check=trace_check(a.evidence, trace),
             )
             for a in view.answers
         ],

@@ -59,6 +59,11 @@ class SubmissionCreate(BaseModel):
     attempt: StrictInt | None = Field(default=None, ge=0, le=MAX_INT32)
     metadata: dict[str, Any] = Field(default_factory=dict)
     rubric: StrictStr | None = Field(default=None, max_length=64, description="rubric id")
+    trace: StrictStr | list[dict[str, Any]] | None = Field(
+        default=None,
+        description="the agent's trace: a list of steps as SREGym records them (objects "
+        "such as {tool, input, output}) or free text; within the diagnosis' size limit",
+    )
 
     def truth_problem(self) -> str | None:
         """Why the ground truth is not given exactly once, if it is not."""
@@ -115,6 +120,10 @@ class AnswerPublic(BaseModel):
     grounding: str | None = None
     #: the check in code that vetoed or flagged the judge's yes, or null
     veto: VetoPublic | None = None
+    #: whether the quoted evidence appears in the agent's trace (``found``,
+    #: ``not_found``), ``no_trace`` when the submission has none, null where nothing is
+    #: quoted; a check in code that changes no answer
+    trace_check: Literal["found", "not_found", "no_trace"] | None = None
 
 
 class DimensionPublic(BaseModel):
@@ -147,6 +156,8 @@ class SubmissionPublic(BaseModel):
     #: the token id that submitted it
     submitted_by: str | None = None
     created_at: datetime
+    #: the agent's trace as sent (credentials redacted): a list of steps or free text
+    trace: str | list[dict[str, Any]] | None = None
 
 
 class OverridePublic(BaseModel):
@@ -253,6 +264,8 @@ class SubmitterSubmission(BaseModel):
     ground_truth_source: Literal["scenario", "inline"]
     submitted_by: str | None
     created_at: datetime
+    #: the agent's trace it sent (credentials redacted), or null
+    trace: str | list[dict[str, Any]] | None = None
 
 
 class SubmitterGradingVerdict(BaseModel):

@@ -1,0 +1,157 @@
+"""The agent's trace sent with a submission: accepted or refused, redacted, stored, shown
+only to who may read the grading, part of an idempotent request, and checked in code
+against the answers' quotes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from judge.trace import TraceText, check_trace, redact_trace, trace_check, trace_text
+from storage import NewSubmission
+from storage.canonical import canonical_json, sha256_hex
+from tests.support.submissions import DIAGNOSIS, TRUTH
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
+#: a trace as SREGym records it: tool calls with their input and what they observed
+STEPS: list[dict[str, Any]] = [
+    {"tool": "kubectl_get", "input": {"args": "pods -n hotel"}, "output": "user-service 0/1"},
+    {
+        "tool": "kubectl_describe",
+        "input": "deployment user-service -n hotel",
+        "output": "Env: USER_PORT=9999\nThe user-service deployment in hotel sets "
+        "USER_PORT=9999; the frontend cannot connect.",
+    },
+]
+SECRET = "AKIAIOSFODNN7EXAMPLE"
+
+
+async def _submit(client: Any, headers: dict[str, str], **body: Any) -> Any:
+    payload = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, **body}
+    return await client.post("/v1/submissions?wait=10", json=payload, headers=headers)
+
+
+async def test_a_trace_of_steps_is_stored_redacted_and_checked(
+    api_client: Any, tokens: Any
+) -> None:
+    headers = await tokens("submitter")
+    steps = [*STEPS, {"tool": "env", "output": f"AWS_ACCESS_KEY_ID={SECRET}"}]
+    async with api_client() as client:
+        response = await _submit(client, headers, trace=steps)
+        assert response.status_code == 201, response.text
+        grading = response.json()
+        again = (await client.get(f"/v1/gradings/{grading['id']}", headers=headers)).json()
+    for seen in (grading, again):
+        trace = seen["submission"]["trace"]
+        assert trace[:2] == STEPS
+        assert SECRET not in str(trace) and "[REDACTED:" in trace[2]["output"]
+        assert {a["trace_check"] for a in seen["answers"]} == {"found"}
+
+
+async def test_free_text_trace_and_no_trace(api_client: Any, tokens: Any) -> None:
+    headers = await tokens("submitter")
+    async with api_client() as client:
+        text = (await _submit(client, headers, trace="$ kubectl get pods\nall fine")).json()
+        none = (await _submit(client, headers, diagnosis=DIAGNOSIS + " ")).json()
+    assert text["submission"]["trace"] == "$ kubectl get pods\nall fine"
+    assert {a["trace_check"] for a in text["answers"]} == {"not_found"}
+    assert none["submission"]["trace"] is None
+    assert {a["trace_check"] for a in none["answers"]} == {"no_trace"}
+    assert none["passed"] is True and text["passed"] is True  # the check changes no verdict
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [42, {"tool": "x"}, ["not an object"], [{"tool": "x"}, 3]],
+    ids=["number", "object", "list-of-strings", "mixed"],
+)
+async def test_a_trace_of_the_wrong_type_is_refused(
+    api_client: Any, tokens: Any, trace: Any
+) -> None:
+    headers = await tokens("submitter")
+    async with api_client() as client:
+        response = await _submit(client, headers, trace=trace)
+    assert response.status_code in (400, 422), response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert "trace" in response.text
+
+
+@pytest.mark.parametrize("as_steps", [False, True], ids=["text", "steps"])
+async def test_a_trace_over_the_text_limit_is_refused(
+    api_client: Any, tokens: Any, as_steps: bool
+) -> None:
+    headers = await tokens("submitter")
+    big = "x" * 5000
+    trace: Any = [{"output": big}] if as_steps else big
+    async with api_client(max_text_bytes=4096) as client:
+        response = await _submit(client, headers, trace=trace)
+        listed = (await client.get("/v1/gradings", headers=headers)).json()
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem = response.json()
+    assert "trace" in str(problem) and "4096" in problem["detail"]
+    assert listed["items"] == []  # nothing stored
+
+
+async def test_the_trace_is_withheld_from_other_submitters(api_client: Any, tokens: Any) -> None:
+    owner, other = await tokens("submitter"), await tokens("submitter")
+    adjudicator = await tokens("adjudicator")
+    async with api_client() as client:
+        grading = (await _submit(client, owner, trace=STEPS)).json()
+        url = f"/v1/gradings/{grading['id']}"
+        refused = await client.get(url, headers=other)
+        listed = (await client.get("/v1/gradings", headers=other)).json()
+        seen = (await client.get(url, headers=adjudicator)).json()
+    assert refused.status_code in (403, 404)
+    assert STEPS[1]["output"] not in refused.text
+    assert listed["items"] == []
+    assert seen["submission"]["trace"] == STEPS
+
+
+async def test_a_replay_with_another_trace_is_a_conflict(api_client: Any, tokens: Any) -> None:
+    headers = {**(await tokens("submitter")), "Idempotency-Key": "k-trace"}
+    async with api_client() as client:
+        first = await _submit(client, headers, trace=STEPS)
+        same = await _submit(client, headers, trace=STEPS)
+        other = await _submit(client, headers, trace="another trace")
+        none = await _submit(client, headers)
+    assert first.status_code == 201 and same.status_code in (200, 201)
+    assert same.json()["id"] == first.json()["id"]
+    assert other.status_code == 409 and none.status_code == 409
+
+
+def test_the_request_hash_without_a_trace_is_unchanged() -> None:
+    """Submissions stored before traces existed keep valid hashes: no ``trace`` key is
+    hashed when there is none (the hash is the one computed before the field existed)."""
+    plain = NewSubmission(diagnosis="d", ground_truth="t", ground_truth_source="inline")
+    traced = NewSubmission(diagnosis="d", ground_truth="t", ground_truth_source="inline", trace="x")
+    before = plain.model_dump(mode="json", exclude={"scenario_version", "screening", "trace"})
+    assert plain.request_hash() == sha256_hex(canonical_json(before))
+    assert traced.request_hash() != plain.request_hash()
+
+
+def test_the_trace_check_in_code() -> None:
+    trace = TraceText(STEPS)
+    assert trace_check("USER_PORT=9999", trace) == "found"
+    assert trace_check("the user service deployment in hotel sets user_port=9999", trace) == (
+        "found"
+    )  # case, punctuation and white space as the evidence check allows
+    assert trace_check("user-service 0/1 ... cannot connect", trace) == "found"
+    assert trace_check("the database ran out of disk", trace) == "not_found"
+    assert trace_check("", trace) is None
+    assert trace_check("USER_PORT=9999", None) == "no_trace"
+    text = trace_text(STEPS)  # every step's values, not its keys
+    assert "kubectl_get" in text and "pods -n hotel" in text and "output" not in text
+
+
+def test_trace_checks_and_redaction() -> None:
+    check_trace(STEPS, max_bytes=4096)
+    with pytest.raises(ValueError, match="trace"):
+        check_trace("y" * 5000, max_bytes=4096)
+    with pytest.raises(ValueError, match="trace"):
+        check_trace([{"output": "a\x00b"}])
+    nested = redact_trace([{"input": {"env": [f"KEY={SECRET}"]}}])
+    assert SECRET not in str(nested)
