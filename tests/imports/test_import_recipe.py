@@ -1,5 +1,6 @@
-"""The README's HTTP import recipe, run as written: ``tar czf results.tgz -C results .``
-on a synthetic SREGym results folder, the archive posted to ``/v1/imports``.
+"""The HTTP import recipe of docs/imports-regrades.md, run as written:
+``tar czf results.tgz -C results .`` on a synthetic SREGym results folder, the archive
+posted to ``/v1/imports``.
 
 GNU tar writes that archive's names as ``./`` plus the path, with a ``./`` entry first
 (the folder itself); both are inside the archive and accepted, while a ``..`` behind the
@@ -23,15 +24,15 @@ import pytest
 from api.sregym_archive import UnsafeArchive, check_archive
 from tests.support.sregym_results import write_sregym_results
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+RECIPE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "imports-regrades.md"
 CSV = b"problem_id,attempt\np,1\n"
 
 
 def readme_tar_recipe() -> list[str]:
-    """The ``tar czf ...`` line of the README's "Imports over HTTP" block, comment cut."""
-    section = README.read_text(encoding="utf-8").split("### Imports over HTTP", 1)[1]
+    """The ``tar czf ...`` line of the docs' "Imports over HTTP" block, comment cut."""
+    section = RECIPE_PAGE.read_text(encoding="utf-8").split("### Imports over HTTP", 1)[1]
     line = re.search(r"^tar czf .*$", section, flags=re.MULTILINE)
-    assert line is not None, "the README's import recipe has no tar line"
+    assert line is not None, "the docs' import recipe has no tar line"
     return shlex.split(line.group(0).split("#", 1)[0])
 
 
@@ -76,9 +77,9 @@ def test_dot_names_that_leave_or_name_nothing_are_still_refused(
 
 
 def _run_the_recipe(base: Path) -> bytes:
-    """The archive the README's tar line makes of a results folder under ``base``."""
+    """The archive the docs' tar line makes of a results folder under ``base``."""
     fixture = write_sregym_results(base)
-    shutil.copy(fixture.problems_file, fixture.root / "problems.jsonl")  # as the README says
+    shutil.copy(fixture.problems_file, fixture.root / "problems.jsonl")  # as the docs say
     recipe = readme_tar_recipe()
     assert recipe == ["tar", "czf", "results.tgz", "-C", "results", "."]
     subprocess.run(recipe, cwd=base, check=True, capture_output=True, timeout=60)

@@ -1,4 +1,4 @@
-"""``sre-judge config show``, the README's configuration reference, the bootstrap admin token."""
+"""``sre-judge config show``, the docs' configuration reference, the bootstrap admin token."""
 
 from __future__ import annotations
 
@@ -55,12 +55,12 @@ def test_config_show_json_is_one_object(tmp_path: Path) -> None:
     assert config["OPENAI_API_KEY"] == "***"
 
 
-def test_the_readme_documents_every_setting() -> None:
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("## Configuration") :]
+def test_the_docs_document_every_setting() -> None:
+    page = (ROOT / "docs" / "running.md").read_text()
+    table = page[page.index("## Configuration") :]
     documented = set(re.findall(r"`(SRE_JUDGE_[A-Z_]+)`", table))
     missing = {f"SRE_JUDGE_{n.upper()}" for n in Settings.model_fields} - documented
-    assert not missing, f"add these to the README's configuration table: {sorted(missing)}"
+    assert not missing, f"add these to the settings table of docs/running.md: {sorted(missing)}"
 
 
 async def test_the_bootstrap_admin_token_is_registered_once_and_revocation_sticks(

@@ -1,15 +1,15 @@
-"""The README's "A session with curl", run as written, and its sample output kept current.
+"""The docs' "A session with curl" (docs/api.md), run as written, its sample output current.
 
-The test takes the ``curl`` commands from the README's ``sh`` block (methods, paths,
+The test takes the ``curl`` commands from that section's ``sh`` block (methods, paths,
 headers and bodies as a reader copies them), sends them to the app with the scripted
-judge ``scripted:pass`` (what the README says the sample was captured with) and the
+judge ``scripted:pass`` (what the page says the sample was captured with) and the
 default pass policy, and renders the answers the way the block after "What that looks
 like" shows them: ids and times replaced by placeholders, the answers after the first
 (when the view has them) counted, not shown. The block must equal that rendering, so
 the sample cannot go stale.
 
 To rewrite the block after a change of the grading object (only that block is
-touched)::
+touched; the variable keeps its old name)::
 
     SRE_JUDGE_UPDATE_README=1 .venv/bin/pytest tests/api/http/test_readme_session.py -n 0
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 from api.service.settings import Settings
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+SESSION_PAGE = Path(__file__).resolve().parents[3] / "docs" / "api.md"
 SERVER = "http://127.0.0.1:8000"
 #: where the sample output starts: the text block after this sentence's paragraph
 SAMPLE_INTRO = "What that looks like"
@@ -39,7 +39,7 @@ _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
 
 @dataclass
 class Curl:
-    """One ``curl`` command of the README: what it sends."""
+    """One ``curl`` command of the docs' session: what it sends."""
 
     method: str = "GET"
     url: str = ""
@@ -138,7 +138,7 @@ def render_sample(answers: list[tuple[str, int, Any]]) -> str:
 
 
 def _sample_span(text: str) -> tuple[int, int]:
-    """Where the sample block's content starts and ends in the README."""
+    """Where the sample block's content starts and ends in the page."""
     intro = text.index(SAMPLE_INTRO, text.index("## A session with curl"))
     start = text.index("```text\n", intro) + len("```text\n")
     return start, text.index("```", start)
@@ -147,7 +147,7 @@ def _sample_span(text: str) -> tuple[int, int]:
 async def test_the_readme_curl_session_runs_and_its_sample_output_is_current(
     api_client: Any, tokens: Any
 ) -> None:
-    text = README.read_text(encoding="utf-8")
+    text = SESSION_PAGE.read_text(encoding="utf-8")
     curls = readme_curls(text)
     assert [(c.method, c.url.split("?")[0]) for c in curls] == [
         ("POST", "/v1/scenarios"),
@@ -182,11 +182,11 @@ async def test_the_readme_curl_session_runs_and_its_sample_output_is_current(
     sample = render_sample(shown)
     start, end = _sample_span(text)
     if os.environ.get("SRE_JUDGE_UPDATE_README") == "1":
-        current = README.read_text(encoding="utf-8")  # re-read: others may edit meanwhile
+        current = SESSION_PAGE.read_text(encoding="utf-8")  # re-read: others may edit meanwhile
         start, end = _sample_span(current)
-        README.write_text(current[:start] + sample + current[end:], encoding="utf-8")
+        SESSION_PAGE.write_text(current[:start] + sample + current[end:], encoding="utf-8")
         return
     assert text[start:end] == sample, (
-        "the README's sample output of the curl session is out of date; rewrite it with "
+        "the sample output of the curl session in docs/api.md is out of date; rewrite it with "
         "SRE_JUDGE_UPDATE_README=1 (see this module's docstring)"
     )
