@@ -23,10 +23,12 @@ def route_handlers() -> list[HTTPRouteHandler]:
     """Every route the API serves, in the OpenAPI document's order."""
     from api.adjudication.override_routes import create_override, grading_history
     from api.adjudication.review_routes import (
+        assign_review,
         claim_review,
         finish_review,
         label_grading,
         review_queue,
+        skip_review,
     )
     from api.adjudication.tag_routes import add_tag, define_tag, list_vocabulary, remove_tag
     from api.grading.grading_routes import get_grading, list_gradings, move_gradings_judge
@@ -97,6 +99,8 @@ def route_handlers() -> list[HTTPRouteHandler]:
         review_queue,
         claim_review,
         finish_review,
+        skip_review,
+        assign_review,
         label_grading,
         list_vocabulary,
         define_tag,
@@ -122,7 +126,14 @@ def page_handlers() -> list[HTTPRouteHandler]:
     """Every page of the workbench."""
     from api.adjudication.grading_pages import grading_list, grading_page, override_from_page
     from api.adjudication.label_pages import label_form, label_submit
-    from api.adjudication.queue_pages import finish_from_page, home, next_item, queue_page
+    from api.adjudication.queue_pages import (
+        assign_from_page,
+        finish_from_page,
+        home,
+        next_item,
+        queue_page,
+        skip_from_page,
+    )
     from api.adjudication.tag_pages import tag_from_page, untag_from_page
     from api.adjudication.versus_pages import versus_page
     from api.judges.pages import judges_page
@@ -144,6 +155,8 @@ def page_handlers() -> list[HTTPRouteHandler]:
         queue_page,
         next_item,
         finish_from_page,
+        skip_from_page,
+        assign_from_page,
         grading_list,
         grading_page,
         versus_page,

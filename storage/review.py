@@ -13,15 +13,17 @@ from sqlmodel import col
 
 from judge.review_reasons import ReviewReason, by_priority, hold_explanation
 from storage.database import Database
-from storage.errors import Conflict, NotFound
+from storage.errors import Conflict, InvalidReview, NotFound
 from storage.gradings import records_by_grading
 from storage.review_tables import ReviewClaimRecord
-from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
+from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, TokenRecord
 
-__all__ = ["LOW_CONFIDENCE", "ReviewItem", "ReviewRepository"]
+__all__ = ["LOW_CONFIDENCE", "REVIEWER_ROLES", "Assignee", "ReviewItem", "ReviewRepository"]
 
 #: a judge answer below this confidence asks for a human
 LOW_CONFIDENCE = 0.5
+#: the roles an item can be assigned to
+REVIEWER_ROLES = ("adjudicator", "admin")
 _R = ReviewReason
 
 
@@ -34,6 +36,14 @@ class ReviewItem:
     answers: tuple[AnswerRecord, ...]
     reasons: tuple[str, ...]
     claim: ReviewClaimRecord | None
+
+
+@dataclass(frozen=True)
+class Assignee:
+    """An adjudicator or admin an item can be assigned to: a usable token and its name."""
+
+    id: str
+    name: str
 
 
 def _needs_a_human() -> Any:
@@ -116,16 +126,19 @@ class ReviewRepository:
         agent: str | None = None,
         scenario_id: str | None = None,
         reason: str | None = None,
+        assigned_to: str | None = None,
         limit: int = 50,
     ) -> list[ReviewItem]:
         """Gradings that need a human, most urgent first, without done items or
-        items another adjudicator holds a valid claim on."""
+        items another adjudicator holds a valid claim on; ``assigned_to`` (a token id)
+        keeps the items assigned to that adjudicator."""
         return await self._db.run_read(
             self.read_queue,
             principal_id=principal_id,
             agent=agent,
             scenario_id=scenario_id,
             reason=reason,
+            assigned_to=assigned_to,
             limit=limit,
         )
 
@@ -137,6 +150,7 @@ class ReviewRepository:
         agent: str | None = None,
         scenario_id: str | None = None,
         reason: str | None = None,
+        assigned_to: str | None = None,
         limit: int = 50,
     ) -> list[ReviewItem]:
         """``queue`` inside the caller's ``session``."""
@@ -167,6 +181,8 @@ class ReviewRepository:
             query = query.where(SubmissionRecord.scenario_id == scenario_id)
         if reason is not None:
             query = query.where(_reason_filter(reason))
+        if assigned_to is not None:
+            query = query.where(col(ReviewClaimRecord.assigned_to) == assigned_to)
         rows = list(session.execute(query).all())
         order = (col(AnswerRecord.grading_id), col(AnswerRecord.position))
         answers = records_by_grading(session, AnswerRecord, [g.id for g, _, _ in rows], order=order)
@@ -258,6 +274,138 @@ class ReviewRepository:
             )
 
         return await self._db.run(work)
+
+    async def skip(
+        self, grading_id: str, *, principal_id: str, principal_name: str, note: str | None
+    ) -> ReviewClaimRecord:
+        """Record that ``principal_id`` skipped the item (with ``note`` for the next
+        adjudicator, if any) and give back the claim it held on it: the item stays in the
+        queue for others. Audited as ``review.skipped``."""
+
+        def work(session: Session) -> ReviewClaimRecord:
+            claim = self._claim_row(session, grading_id)
+            claim.skipped_at = self._db.clock()
+            claim.skipped_by, claim.skipped_by_name = principal_id, principal_name
+            claim.skip_note = note or None
+            if claim.claimed_by == principal_id:
+                claim.claimed_by = claim.claimed_by_name = None
+                claim.claimed_until = None
+            session.flush()
+            self._db.audit(
+                session,
+                "review.skipped",
+                entity_type="grading",
+                entity_id=grading_id,
+                actor=principal_id,
+                payload={"note": claim.skip_note},
+            )
+            return claim
+
+        return await self._db.run(work)
+
+    async def assign(
+        self, grading_id: str, assignee: str | None, *, principal_id: str
+    ) -> ReviewClaimRecord:
+        """Assign the item to ``assignee`` (a token id, or the name of one token) of an
+        adjudicator or admin, or unassign it (None). InvalidReview naming ``assignee``
+        when no usable adjudicator's or admin's token answers to it. Audited as
+        ``review.assigned`` or ``review.unassigned`` (when it changes anything)."""
+
+        def work(session: Session) -> ReviewClaimRecord:
+            claim = self._claim_row(session, grading_id)
+            if assignee is None:
+                if claim.assigned_to is None:
+                    return claim
+                was = {"assignee": claim.assigned_to, "assignee_name": claim.assigned_to_name}
+                claim.assigned_to = claim.assigned_to_name = claim.assigned_by = None
+                claim.assigned_at = None
+                event, payload = "review.unassigned", was
+            else:
+                person = self._reviewer(session, assignee)
+                if claim.assigned_to == person.id:
+                    return claim
+                claim.assigned_to, claim.assigned_to_name = person.id, person.name
+                claim.assigned_by, claim.assigned_at = principal_id, self._db.clock()
+                event = "review.assigned"
+                payload = {"assignee": person.id, "assignee_name": person.name}
+            session.flush()
+            self._db.audit(
+                session,
+                event,
+                entity_type="grading",
+                entity_id=grading_id,
+                actor=principal_id,
+                payload=payload,
+            )
+            return claim
+
+        return await self._db.run(work)
+
+    def _reviewer(self, session: Session, assignee: str) -> Assignee:
+        """The usable adjudicator's or admin's token ``assignee`` names (its id, or the
+        name of exactly one such token); InvalidReview naming ``assignee`` otherwise."""
+        usable = self._usable_tokens(session)
+        by_id = session.get(TokenRecord, assignee)
+        if by_id is not None and by_id.id in usable:
+            found = [by_id]
+        elif by_id is not None:
+            raise InvalidReview(
+                f"token {assignee!r} is revoked or expired: it cannot be assigned",
+                field="assignee",
+            )
+        else:
+            found = [t for t in usable.values() if t.name == assignee]
+        if not found:
+            raise InvalidReview(
+                f"no adjudicator or admin is named {assignee!r} (give a token id or name)",
+                field="assignee",
+            )
+        reviewers = [t for t in found if t.role in REVIEWER_ROLES]
+        if not reviewers:
+            raise InvalidReview(
+                f"{assignee!r} is a {found[0].role}: only adjudicators and admins review",
+                field="assignee",
+            )
+        if len(reviewers) > 1:
+            raise InvalidReview(
+                f"{len(reviewers)} tokens are named {assignee!r}: give the token id",
+                field="assignee",
+            )
+        return Assignee(id=reviewers[0].id, name=reviewers[0].name)
+
+    def _usable_tokens(self, session: Session) -> dict[str, TokenRecord]:
+        """Tokens neither revoked nor expired, by id."""
+        now = self._db.clock()
+        query = select(TokenRecord).where(
+            col(TokenRecord.revoked_at).is_(None),
+            or_(col(TokenRecord.expires_at).is_(None), col(TokenRecord.expires_at) > now),
+        )
+        return {t.id: t for t in session.execute(query).scalars()}
+
+    async def assignees(self) -> list[Assignee]:
+        """Everyone an item can be assigned to (usable adjudicators' and admins' tokens),
+        by name."""
+        return await self._db.run_read(self.read_assignees)
+
+    def read_assignees(self, session: Session) -> list[Assignee]:
+        """``assignees`` inside the caller's ``session``."""
+        people = [
+            Assignee(id=t.id, name=t.name)
+            for t in self._usable_tokens(session).values()
+            if t.role in REVIEWER_ROLES
+        ]
+        return sorted(people, key=lambda a: (a.name.casefold(), a.id))
+
+    @staticmethod
+    def _claim_row(session: Session, grading_id: str) -> ReviewClaimRecord:
+        """The grading's review row, made when it has none; NotFound for no grading."""
+        if session.get(GradingRecord, grading_id) is None:
+            raise NotFound(f"no grading {grading_id}")
+        claim = session.get(ReviewClaimRecord, grading_id)
+        if claim is None:
+            claim = ReviewClaimRecord(grading_id=grading_id)
+            session.add(claim)
+        return claim
 
     def close(self, session: Session, grading_id: str, principal_id: str) -> None:
         """Mark the grading's review done by ``principal_id`` in the caller's transaction."""

@@ -70,7 +70,8 @@ class HumanLabelRecord(SQLModel, table=True):
 
 
 class ReviewClaimRecord(SQLModel, table=True):
-    """Who reviews a grading until when, and whether the review is done."""
+    """Who reviews a grading until when, whether the review is done, who skipped it last
+    (with a note) and who it is assigned to."""
 
     __tablename__ = "review_claim"
 
@@ -82,6 +83,17 @@ class ReviewClaimRecord(SQLModel, table=True):
     claimed_until: datetime | None = _when()
     done_at: datetime | None = _when()
     done_by: str | None = Field(default=None, sa_type=String(64))
+    #: the last skip: when, by whom (token id and name), with an optional note for the
+    #: next adjudicator (None when none was given)
+    skipped_at: datetime | None = _when()
+    skipped_by: str | None = Field(default=None, sa_type=String(64))
+    skipped_by_name: str | None = Field(default=None, sa_type=String(256))
+    skip_note: str | None = Field(default=None, sa_type=Text)
+    #: the adjudicator the item is assigned to (token id and name), by whom and when
+    assigned_to: str | None = Field(default=None, sa_type=String(64), index=True)
+    assigned_to_name: str | None = Field(default=None, sa_type=String(256))
+    assigned_by: str | None = Field(default=None, sa_type=String(64))
+    assigned_at: datetime | None = _when()
 
 
 class FailureTagRecord(SQLModel, table=True):

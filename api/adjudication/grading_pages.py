@@ -67,6 +67,7 @@ async def _render(
         history=parts.history,
         vocabulary=parts.vocabulary,
         canned_reasons=parts.canned_reasons,
+        review=parts.review,
         related=related_rows,
         claim_note=claim_note,
         saved=saved,

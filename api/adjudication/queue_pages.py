@@ -1,4 +1,5 @@
-"""The review queue page, "next", and finishing a review; the home page."""
+"""The review queue page, "next", skipping and finishing a review, assigning items; the
+home page."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from api.adjudication.grading_view import verdict_label
-from api.adjudication.use_cases import finish_review, presented_review_items, reviewed_today
+from api.adjudication.use_cases import (
+    assign_review,
+    assignees,
+    finish_review,
+    presented_review_items,
+    reviewed_today,
+    skip_review,
+)
 from api.service.schemas import GradingPublic
 from api.service.services import Services
 from api.web.pages import page
@@ -23,7 +31,15 @@ from api.web.sessions import SignedIn, web_require
 from judge.review_reasons import ReviewReason
 from storage import ReviewItem
 
-__all__ = ["finish_from_page", "home", "next_item", "queue_page", "walk_query"]
+__all__ = [
+    "assign_from_page",
+    "finish_from_page",
+    "home",
+    "next_item",
+    "queue_page",
+    "skip_from_page",
+    "walk_query",
+]
 
 #: the queue page reads this many items at most (the counts are over them)
 QUEUE_WINDOW = 500
@@ -49,6 +65,7 @@ async def _items(
         agent=filters["agent"],
         scenario_id=filters["scenario_id"],
         reason=filters["reason"],
+        assigned_to_me=filters["assigned"] == "me",
         limit=QUEUE_WINDOW,
     )
     return [
@@ -62,7 +79,7 @@ async def _items(
 
 
 #: the queue's filters, as the queue page takes them and as a walk carries them (``q.``)
-_FILTERS = ("agent", "model", "scenario_id", "reason", "judge", "provisional")
+_FILTERS = ("agent", "model", "scenario_id", "reason", "judge", "provisional", "assigned")
 #: how long the first line of a diagnosis may be on the queue page
 _SNIPPET = 140
 
@@ -72,6 +89,7 @@ def _filters(params: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
     values: dict[str, Any] = {name: params.get(prefix + name) or None for name in _FILTERS}
     provisional = values["provisional"]
     values["provisional"] = None if provisional is None else provisional == "true"
+    values["assigned"] = "me" if values["assigned"] == "me" else None  # the one choice
     return values
 
 
@@ -111,6 +129,7 @@ async def queue_page(
     filters = _filters(params)
     rows = await _items(services, who, filters)
     counts = Counter(r for _, item in rows for r in item.reasons)
+    people = await assignees(services)
     now = services.store.db.clock()
     done = await reviewed_today(
         services, agent=filters["agent"], scenario_id=filters["scenario_id"]
@@ -135,6 +154,8 @@ async def queue_page(
         reviewed_today=done,
         start=walk_query(filters, -1),
         end=end,
+        assignees=people,
+        here=urlencode(_shown(filters)),
     )
 
 
@@ -164,9 +185,20 @@ async def next_item(
     if index < len(ids):
         query = walk_query(filters, index)
         return Redirect(f"/gradings/{ids[index]}?claim=true&{query}", status_code=303)
+    return Redirect("/queue?" + urlencode({**_shown(filters), "end": "true"}), status_code=303)
+
+
+def _shown(filters: Mapping[str, Any]) -> dict[str, str]:
+    """The filters that are set, as the queue page's query parameters."""
     kept = {k: v for k, v in filters.items() if v is not None}
-    shown = {k: str(v).lower() if isinstance(v, bool) else v for k, v in kept.items()}
-    return Redirect("/queue?" + urlencode({**shown, "end": "true"}), status_code=303)
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in kept.items()}
+
+
+def _onward(grading_id: str, form: Mapping[str, str]) -> Redirect:
+    """On to the item after ``grading_id`` in the walk the form carried (``q.``)."""
+    walk = {k: v for k, v in form.items() if k.startswith("q.")}
+    query = urlencode({"after": grading_id, **walk})
+    return Redirect(f"/queue/next?{query}", status_code=303)
 
 
 @post(
@@ -183,9 +215,45 @@ async def finish_from_page(
 ) -> Redirect:
     """The item leaves the queue; on to the next one of the walk the form carried."""
     await finish_review(services, who.principal, grading_id)
-    walk = {k: v for k, v in data.items() if k.startswith("q.")}
-    query = urlencode({"after": grading_id, **walk})
-    return Redirect(f"/queue/next?{query}", status_code=303)
+    return _onward(grading_id, data)
+
+
+@post(
+    "/gradings/{grading_id:str}/skip",
+    guards=[web_require("adjudicator")],
+    include_in_schema=False,
+    status_code=303,
+)
+async def skip_from_page(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
+) -> Redirect:
+    """Skip the item (the form's ``note``, optional, is left for other adjudicators) and
+    go on to the next one of the walk the form carried: the walk moves forward, so the
+    skipped item is not visited again in this pass."""
+    await skip_review(services, who.principal, grading_id, note=data.get("note"))
+    return _onward(grading_id, data)
+
+
+@post(
+    "/gradings/{grading_id:str}/assign",
+    guards=[web_require("adjudicator")],
+    include_in_schema=False,
+    status_code=303,
+)
+async def assign_from_page(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
+) -> Redirect:
+    """Assign the item to the form's ``assignee`` (a token id; empty unassigns), then
+    back to the queue under the filters the form carried (``q.``)."""
+    await assign_review(services, who.principal, grading_id, data.get("assignee") or None)
+    back = _shown(_filters(data, "q."))
+    return Redirect(f"/queue?{urlencode(back)}#row-{grading_id}", status_code=303)
 
 
 @get("/", guards=[web_require("submitter")], include_in_schema=False)

@@ -17,8 +17,16 @@ from api.service.principal import Principal
 from api.service.services import Services
 from judge.review_reasons import ReviewReason
 from storage import GradingView, ReviewItem
+from storage.review_tables import ReviewClaimRecord
 
-__all__ = ["claim_review", "finish_review", "label_grading", "review_queue"]
+__all__ = [
+    "assign_review",
+    "claim_review",
+    "finish_review",
+    "label_grading",
+    "review_queue",
+    "skip_review",
+]
 
 
 #: the reasons an item can be in the queue for (``reason=`` keeps one)
@@ -31,6 +39,34 @@ class ClaimCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     minutes: float | None = Field(default=None, gt=0, le=24 * 60, strict=True)  # "5" is no number
+
+
+class SkipCreate(BaseModel):
+    """Why an item is skipped, for the next adjudicator (optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str | None = Field(default=None, max_length=adjudication.SKIP_NOTE_LIMIT)
+
+
+class AssignmentCreate(BaseModel):
+    """Who reviews an item: an adjudicator's or admin's token id or name; null unassigns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    assignee: str | None = Field(max_length=128)
+
+
+def _review_state(claim: ReviewClaimRecord | None) -> dict[str, Any]:
+    """Who holds, was assigned and last skipped an item, by name (never a token id)."""
+    skipped = None
+    if claim is not None and claim.skipped_at is not None:
+        skipped = {"by": claim.skipped_by_name, "at": claim.skipped_at, "note": claim.skip_note}
+    return {
+        "claimed_by": claim.claimed_by_name if claim else None,
+        "assigned_to": claim.assigned_to_name if claim else None,
+        "skipped": skipped,
+    }
 
 
 class LabelsCreate(BaseModel):
@@ -53,7 +89,7 @@ def _blind_item(item: ReviewItem) -> dict[str, Any]:
         "diagnosis": s.diagnosis,
         "ground_truth": s.ground_truth,
         "created_at": g.created_at,
-        "claimed_by": item.claim.claimed_by_name if item.claim else None,
+        **_review_state(item.claim),
     }
 
 
@@ -65,12 +101,21 @@ async def review_queue(
     scenario_id: FromQuery[str | None] = None,
     reason: Annotated[str | None, QueryParameter(schema_extra={"enum": REASONS})] = None,
     blind: FromQuery[bool] = False,
+    assigned: Annotated[Literal["me"] | None, QueryParameter()] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
 ) -> dict[str, Any]:
     """Most urgent first: unscored, unverified evidence, other review reasons, decisive,
-    low confidence. ``blind=true`` hides the judge's answers until you label the item."""
+    low confidence. ``blind=true`` hides the judge's answers until you label the item;
+    ``assigned=me`` keeps the items assigned to you. Each item says who holds it, who it
+    is assigned to and who skipped it last with their note, by name."""
     items = await review_items(
-        services, principal, agent=agent, scenario_id=scenario_id, reason=reason, limit=limit
+        services,
+        principal,
+        agent=agent,
+        scenario_id=scenario_id,
+        reason=reason,
+        assigned_to_me=assigned == "me",
+        limit=limit,
     )
     if blind:
         return {"blind": True, "items": [_blind_item(i) for i in items]}
@@ -82,7 +127,7 @@ async def review_queue(
             {
                 "grading": grading,
                 "reasons": list(item.reasons),
-                "claimed_by": item.claim.claimed_by_name if item.claim else None,
+                **_review_state(item.claim),
             }
             for grading, item in zip(gradings, items, strict=True)
         ],
@@ -124,6 +169,44 @@ async def finish_review(
     """The item leaves the queue."""
     await adjudication.finish_review(services, principal, grading_id)
     return {"grading_id": grading_id, "state": "done"}
+
+
+@post(
+    "/v1/review-queue/{grading_id:str}/skip",
+    guards=[require("adjudicator")],
+    operation_id="skipReview",
+    status_code=200,
+)
+async def skip_review(
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+    data: JSONBody[SkipCreate] | None = None,
+) -> dict[str, Any]:
+    """Skip an item, with an optional note other adjudicators see on the queue and the
+    grading page; a claim you held on it is given back, and it stays in the queue."""
+    note = data.note if data is not None else None
+    claim = await adjudication.skip_review(services, principal, grading_id, note=note)
+    return {"grading_id": grading_id, **_review_state(claim)}
+
+
+@post(
+    "/v1/review-queue/{grading_id:str}/assign",
+    guards=[require("adjudicator")],
+    operation_id="assignReview",
+    status_code=200,
+)
+async def assign_review(
+    grading_id: FromPath[str],
+    data: JSONBody[AssignmentCreate],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, Any]:
+    """Assign an item to an adjudicator or admin (``assignee``: a token id or name; 422
+    naming ``assignee`` when nobody who may review answers to it), or unassign it with
+    ``{"assignee": null}``."""
+    claim = await adjudication.assign_review(services, principal, grading_id, data.assignee)
+    return {"grading_id": grading_id, **_review_state(claim)}
 
 
 @post(

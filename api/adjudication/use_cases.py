@@ -22,14 +22,18 @@ from judge.rubric import Rubric
 from storage import GradingView, ReviewItem
 from storage.audit import ROWS
 from storage.errors import Conflict
+from storage.review import Assignee
 from storage.review_tables import FailureTagRecord, ReviewClaimRecord, TagVocabularyRecord
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 __all__ = [
+    "SKIP_NOTE_LIMIT",
     "GradingPageParts",
     "GradingPair",
+    "assign_review",
+    "assignees",
     "claim_review",
     "define_tag",
     "finish_review",
@@ -44,10 +48,14 @@ __all__ = [
     "related_in",
     "review_items",
     "reviewed_today",
+    "skip_review",
     "tag_grading",
     "tag_vocabulary",
     "untag_grading",
 ]
+
+#: the longest note a skip may carry, in characters
+SKIP_NOTE_LIMIT = 2000
 
 
 async def review_items(
@@ -57,9 +65,11 @@ async def review_items(
     agent: str | None = None,
     scenario_id: str | None = None,
     reason: str | None = None,
+    assigned_to_me: bool = False,
     limit: int = 50,
 ) -> list[ReviewItem]:
-    """The review queue as ``principal`` sees it, most urgent first."""
+    """The review queue as ``principal`` sees it, most urgent first (``assigned_to_me``:
+    only the items assigned to ``principal``)."""
     _check_reason(reason)
     return list(
         await services.store.review.queue(
@@ -67,6 +77,7 @@ async def review_items(
             agent=agent,
             scenario_id=scenario_id,
             reason=reason,
+            assigned_to=principal.id if assigned_to_me else None,
             limit=limit,
         )
     )
@@ -79,13 +90,15 @@ async def presented_review_items(
     agent: str | None = None,
     scenario_id: str | None = None,
     reason: str | None = None,
+    assigned_to_me: bool = False,
     limit: int = 50,
 ) -> list[tuple[GradingRead, ReviewItem]]:
     """The review queue as ``principal`` sees it, each item with its grading object,
-    read in one snapshot (the queue page)."""
+    read in one snapshot (the queue page); ``assigned_to_me`` as in ``review_items``."""
     _check_reason(reason)
+    assigned_to = principal.id if assigned_to_me else None
     return await services.store.db.run_read(
-        _presented_items, services, principal, agent, scenario_id, reason, limit
+        _presented_items, services, principal, agent, scenario_id, reason, assigned_to, limit
     )
 
 
@@ -96,6 +109,7 @@ def _presented_items(
     agent: str | None,
     scenario_id: str | None,
     reason: str | None,
+    assigned_to: str | None,
     limit: int,
 ) -> list[tuple[GradingRead, ReviewItem]]:
     items = services.store.review.read_queue(
@@ -104,6 +118,7 @@ def _presented_items(
         agent=agent,
         scenario_id=scenario_id,
         reason=reason,
+        assigned_to=assigned_to,
         limit=limit,
     )
     views = [
@@ -148,6 +163,39 @@ async def finish_review(services: Services, principal: Principal, grading_id: st
     """The item leaves the queue."""
     await readable_grading(services, principal, grading_id)
     await services.store.review.finish(grading_id, principal_id=principal.id)
+
+
+async def skip_review(
+    services: Services, principal: Principal, grading_id: str, *, note: str | None = None
+) -> ReviewClaimRecord:
+    """Skip the item in ``principal``'s name with an optional ``note`` for the next
+    adjudicator (InvalidRequest naming ``note`` past ``SKIP_NOTE_LIMIT`` characters);
+    a claim ``principal`` held on it is given back. Returns the item's review row."""
+    text = (note or "").strip()
+    if len(text) > SKIP_NOTE_LIMIT:
+        raise InvalidRequest(f"note: at most {SKIP_NOTE_LIMIT} characters", field="note")
+    await readable_grading(services, principal, grading_id)
+    return await services.store.review.skip(
+        grading_id, principal_id=principal.id, principal_name=principal.name, note=text or None
+    )
+
+
+async def assign_review(
+    services: Services, principal: Principal, grading_id: str, assignee: str | None
+) -> ReviewClaimRecord:
+    """Assign the item to an adjudicator or admin named by token id or name, or unassign
+    it (None), in ``principal``'s name; :class:`storage.errors.InvalidReview` naming
+    ``assignee`` when nobody who may review answers to it. Returns the item's review row."""
+    wanted = assignee.strip() if assignee is not None else None
+    if wanted == "":
+        raise InvalidRequest("assignee: give a token id or name, or null", field="assignee")
+    await readable_grading(services, principal, grading_id)
+    return await services.store.review.assign(grading_id, wanted, principal_id=principal.id)
+
+
+async def assignees(services: Services) -> list[Assignee]:
+    """Everyone an item can be assigned to, by name."""
+    return await services.store.review.assignees()
 
 
 async def label_grading(
@@ -312,6 +360,8 @@ class GradingPageParts:
     vocabulary: list[TagVocabularyRecord]
     #: reasons an override form offers: the principal's last ones, then the vocabulary's
     canned_reasons: list[str]
+    #: the item's review row: claim, last skip and its note, assignee (adjudicators only)
+    review: ReviewClaimRecord | None = None
 
 
 async def grading_page_parts(
@@ -344,6 +394,7 @@ def _page_parts(
         history=history_in(session, services, principal, grading_id) if adjudicator else [],
         vocabulary=vocabulary,
         canned_reasons=list(dict.fromkeys(canned)),
+        review=session.get(ReviewClaimRecord, grading_id) if adjudicator else None,
     )
 
 

@@ -95,6 +95,9 @@
     } else if (event.key === "t") {
       var tag = document.querySelector("[data-testid=tag-select]");
       if (tag) { event.preventDefault(); tag.focus(); }
+    } else if (event.key === "s") {
+      var note = document.querySelector("[data-testid=skip-note-input]");
+      if (note) { event.preventDefault(); note.focus(); }
     } else if (event.key === "n" || event.key === "b") {
       var link = document.querySelector("[data-key=" + event.key + "]");
       if (link) link.click();

@@ -86,6 +86,8 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/gradings/{first}/versus/{second}"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/overrides"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/done"): Expect(ANYONE),
+    ("POST", "/gradings/{grading_id}/skip"): Expect(ANYONE),
+    ("POST", "/gradings/{grading_id}/assign"): Expect(ANYONE),
     ("GET", "/gradings/{grading_id}/label"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/label"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/tags"): Expect(ANYONE),
@@ -129,6 +131,11 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/v1/review-queue"): Expect(ADJUDICATOR_UP),
     ("POST", "/v1/review-queue/{grading_id}/claim"): Expect(ADJUDICATOR_UP, body={}),
     ("POST", "/v1/review-queue/{grading_id}/done"): Expect(ADJUDICATOR_UP),
+    ("POST", "/v1/review-queue/{grading_id}/skip"): Expect(ADJUDICATOR_UP, body={"note": "x"}),
+    # "adjudicator" is the name of the adjudicator's token
+    ("POST", "/v1/review-queue/{grading_id}/assign"): Expect(
+        ADJUDICATOR_UP, body={"assignee": "adjudicator"}
+    ),
     ("GET", "/v1/failure-tags"): Expect(ADJUDICATOR_UP),
     ("POST", "/v1/failure-tags"): Expect(
         ADMIN_ONLY, body={"tag": "new-tag", "description": "a new tag"}
