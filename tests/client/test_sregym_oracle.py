@@ -11,6 +11,8 @@ The contract is SREGym's ``LLMAsAJudgeOracle.evaluate``: ``judgment`` ("True"/"F
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import hashlib
 import uuid
 from collections.abc import Callable
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 from sre_judge_client import Client, Grading, GroundTruthConflict
-from sre_judge_client.sregym import LLMAsAJudgeOracle, oracle_result
+from sre_judge_client.sregym import LLMAsAJudgeOracle, oracle_result, sregym_trace
 
 from tests.client.conftest import Served
 
@@ -134,6 +136,8 @@ def test_the_oracle_registers_the_problem_and_grades_on_the_server(
     assert sorted(g.submission.attempt or 0 for g in stored) == [1, 2]
     assert {(g.submission.agent, g.submission.model) for g in stored} == {("stratus", "gpt-x")}
     assert second["success"] is True
+    traces = {g.submission.attempt: g.submission.trace for g in stored}
+    assert traces == {1: None, 2: "t"}  # the trace SREGym passed, stored with its attempt
 
 
 @pytest.mark.slow
@@ -260,3 +264,47 @@ def test_an_inline_result_names_the_hash_it_was_judged_against(
     )
     result = oracle.evaluate(DIAGNOSIS)
     assert (result["scenario_version"], result["ground_truth_sha256"]) == (None, _sha(TRUTH))
+
+
+class _Recording:
+    """A client that records what the oracle submits and answers with a pass."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def submit(self, diagnosis: str, **fields: Any) -> Grading:
+        self.sent.append({"diagnosis": diagnosis, **fields})
+        submission = {
+            "id": "s1", "agent": None, "model": None, "scenario_id": None, "run_id": None,
+            "attempt": 1, "metadata": {}, "diagnosis": diagnosis, "ground_truth": TRUTH,
+            "ground_truth_source": "inline", "ground_truth_sha256": _sha(TRUTH),
+            "created_at": "2026-12-01T00:00:00Z",
+        }  # fmt: skip
+        return _grading(submission=submission)
+
+
+@dataclasses.dataclass
+class _Step:
+    tool: str
+    output: str
+    at: datetime.datetime
+
+
+def test_the_oracle_passes_the_trace_it_is_given() -> None:
+    """SREGym's trace goes to the server with the diagnosis: steps as JSON objects
+    (dicts, dataclasses, anything else as its text), free text as it is, none as none."""
+    client = _Recording()
+    oracle = LLMAsAJudgeOracle(None, TRUTH, client=client)  # type: ignore[arg-type]
+    when = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)
+    steps = [{"tool": "kubectl", "input": "get pods", "output": "0/1"}, _Step("logs", "x", when)]
+    assert oracle.evaluate(DIAGNOSIS, [*steps, "thinking..."], 3.0)["success"] is True
+    oracle.evaluate(DIAGNOSIS, trace="$ kubectl get pods")
+    oracle.evaluate(DIAGNOSIS)
+    sent = [call["trace"] for call in client.sent]
+    assert sent[0] == [
+        steps[0],
+        {"tool": "logs", "output": "x", "at": "2026-01-02 00:00:00+00:00"},
+        {"content": "thinking..."},
+    ]
+    assert sent[1:] == ["$ kubectl get pods", None]
+    assert sregym_trace([]) is None and sregym_trace(("a",)) == [{"content": "a"}]

@@ -97,10 +97,12 @@ class Client:
         rubric: str | None = None,
         wait: float | None = None,
         idempotency_key: str | None = None,
+        trace: str | list[dict[str, Any]] | None = None,
     ) -> Grading:
         """Submit a diagnosis; with ``wait`` (seconds, up to 300) the server holds the
         answer until the grading is done. A grading still ``pending`` afterwards is a
-        handle: pass its id to :meth:`wait`."""
+        handle: pass its id to :meth:`wait`. ``trace``: the agent's tool calls and
+        observations (a list of JSON objects, one a step) or free text."""
         call = submission_call(
             diagnosis,
             scenario_id=scenario_id,
@@ -113,6 +115,7 @@ class Client:
             attempt=attempt,
             metadata=metadata,
             rubric=rubric,
+            trace=trace,
         )
         return Grading.model_validate(self._send(call))
 

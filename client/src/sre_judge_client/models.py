@@ -83,6 +83,9 @@ class Answer(_Model):
     grounding: str | None = None
     #: the check in code that vetoed or flagged the judge's yes, or None
     veto: Veto | None = None
+    #: whether the quote appears in the agent's trace: found, not_found, no_trace (the
+    #: submission has none), or None where nothing is quoted
+    trace_check: Literal["found", "not_found", "no_trace"] | None = None
 
 
 class Dimension(_Model):
@@ -112,6 +115,8 @@ class Submission(_Model):
     scenario_version: int | None = None
     submitted_by: str | None = None
     created_at: datetime
+    #: the agent's trace as sent (credentials redacted): a list of steps or free text
+    trace: str | list[dict[str, Any]] | None = None
 
 
 class Override(_Model):

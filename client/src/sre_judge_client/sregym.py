@@ -26,6 +26,7 @@ against another ground truth than ``expected`` raises the same error.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -35,7 +36,7 @@ from sre_judge_client.client import Client
 from sre_judge_client.errors import ApiError, Forbidden, GroundTruthConflict, NotFound
 from sre_judge_client.models import Grading
 
-__all__ = ["LLMAsAJudgeOracle", "oracle_result"]
+__all__ = ["LLMAsAJudgeOracle", "oracle_result", "sregym_trace"]
 
 _log = logging.getLogger(__name__)
 
@@ -153,6 +154,34 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
         "checklist": checklist,
         **_judged_against(grading),
     }
+
+
+def _step(item: Any) -> dict[str, Any]:
+    """One step of SREGym's trace as a JSON object: a dict as it is, a pydantic model
+    or dataclass by its fields, anything else as its text under ``content``."""
+    if isinstance(item, dict):
+        fields = item
+    elif callable(getattr(item, "model_dump", None)):
+        fields = item.model_dump()
+    elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+        fields = dataclasses.asdict(item)
+    else:
+        return {"content": str(item)}
+    # what JSON cannot hold (datetimes, enums, objects) as its text
+    return dict(json.loads(json.dumps(fields, default=str)))
+
+
+def sregym_trace(trace: Any) -> str | list[dict[str, Any]] | None:
+    """SREGym's ``trace`` as the service takes it: free text as it is, a sequence of
+    steps (dicts, pydantic models, dataclasses, messages) as a list of JSON objects,
+    anything else as its text; None or an empty trace as none."""
+    if trace is None:
+        return None
+    if isinstance(trace, str):
+        return trace or None
+    if isinstance(trace, list | tuple):
+        return [_step(item) for item in trace] or None
+    return str(trace)
 
 
 def _problem_id(problem: Any) -> str | None:
@@ -297,8 +326,11 @@ class LLMAsAJudgeOracle:
     def evaluate(self, solution: Any, trace: Any = None, duration: Any = None) -> dict[str, Any]:
         """Grade ``solution`` (the agent's diagnosis) and return SREGym's result dict.
 
-        ``trace`` and ``duration`` are accepted as SREGym's are; each call is the next
-        attempt (1, 2, ...), carried as metadata with the agent and model. Raises
+        ``trace`` (the agent's tool calls and observations, as SREGym passes it) is sent
+        with the diagnosis (:func:`sregym_trace`), so an adjudicator can check that the
+        evidence the diagnosis cites was seen by the agent; ``duration`` is accepted as
+        SREGym's is. Each call is the next attempt (1, 2, ...), carried as metadata with
+        the agent and model. Raises
         :class:`~sre_judge_client.GroundTruthConflict` rather than grade against another
         ground truth than ``expected``; other failures are SREGym's error shape.
         """
@@ -321,6 +353,7 @@ class LLMAsAJudgeOracle:
                 metadata={"source": "sregym", "problem_id": self.problem_id},
                 wait=min(self.wait, 300.0),
                 idempotency_key=key,
+                trace=sregym_trace(trace),
                 **source,
             )
             if not grading.done and self.wait > 300.0:
