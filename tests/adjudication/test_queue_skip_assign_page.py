@@ -1,0 +1,168 @@
+"""Skipping from the grading page during a walk, and assigning from the queue page: the
+walk goes on without revisiting, notes and assignees are shown by name to everyone."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.support.judge_server import sregym_reply
+from tests.support.submissions import IDS, scripted_judge
+from tests.web.conftest import csrf_of, sign_in
+
+TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+#: fails whose quotes are not in the diagnosis: queued, and not held
+QUEUED = sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")
+
+
+async def _submit(client: Any, headers: dict[str, str], diagnosis: str, agent: str) -> str:
+    response = await client.post(
+        "/v1/submissions?wait=10",
+        json={"diagnosis": diagnosis, "ground_truth": TRUTH, "agent": agent},
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def _row(page: str, grading_id: str) -> str:
+    """The queue page's row of ``grading_id``."""
+    return page.split(f'data-grading="{grading_id}"', 1)[1].split("</tr>", 1)[0]
+
+
+def _opened(location: str) -> str:
+    """The grading a ``/gradings/{id}?...`` location opens."""
+    return location.split("/gradings/", 1)[1].split("?", 1)[0]
+
+
+async def test_skipping_walks_on_once_and_leaves_the_note_for_others(
+    api_client: Any, tokens: Any
+) -> None:
+    agent = await tokens("submitter")
+    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    async with api_client(**scripted_judge(*[QUEUED] * 5)) as c:
+        made = [await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta") for n in range(4)]
+        await _submit(c, agent, DIAGNOSIS, "alpha")  # outside the filter
+        csrf = await sign_in(c, ada)
+        location = await c.get("/queue/next?q.agent=beta&q.pos=-1", follow_redirects=False)
+        location = location.headers["location"]
+        visited: list[str] = []
+        while location.startswith("/gradings/"):  # skip every item, a note on some
+            grading_id = _opened(location)
+            visited.append(grading_id)
+            page = (await c.get(location)).text
+            assert 'data-testid="skip"' in page and "Skip (s)" in page
+            form = page.split('data-testid="skip"', 1)[1].split("</form>", 1)[0]
+            walk = dict(re.findall(r'<input type="hidden" name="(q\.[^"]+)" value="([^"]*)"', form))
+            assert walk["q.agent"] == "beta"
+            note = f"over to someone else <i>{len(visited)}</i>" if len(visited) % 2 else ""
+            skipped = await c.post(
+                f"/gradings/{grading_id}/skip",
+                data={"_csrf": csrf, "note": note, **walk},
+                follow_redirects=False,
+            )
+            assert skipped.status_code == 303, skipped.text
+            assert skipped.headers["location"].startswith(f"/queue/next?after={grading_id}")
+            onward = await c.get(skipped.headers["location"], follow_redirects=False)
+            location = onward.headers["location"]
+            assert len(visited) <= 4, visited
+        assert location == "/queue?agent=beta&end=true"
+        assert sorted(visited) == sorted(made) and len(set(visited)) == 4  # each once
+
+        c.cookies.clear()
+        await sign_in(c, bob)
+        queue = (await c.get("/queue?agent=beta")).text
+        assert 'data-testid="progress"><strong>4</strong> to review' in queue  # still queued
+        first_row = _row(queue, visited[0])
+        assert "Skipped by Ada" in first_row
+        assert "over to someone else &lt;i&gt;1&lt;/i&gt;" in first_row  # escaped
+        second_row = _row(queue, visited[1])
+        assert "Skipped by Ada" in second_row and "over to someone else" not in second_row
+        page = (await c.get(f"/gradings/{visited[0]}")).text
+        shown = page.split('data-testid="skip-note"', 1)[1].split("</p>", 1)[0]
+        assert "Skipped by Ada" in shown and "over to someone else &lt;i&gt;1&lt;/i&gt;" in shown
+        claimed = await c.get(f"/gradings/{visited[0]}?claim=true")  # Ada gave her claim back
+        assert "You are reviewing this grading (Bob)" in claimed.text
+
+        bob_csrf = csrf_of(page)
+        too_long = await c.post(
+            f"/gradings/{visited[0]}/skip", data={"_csrf": bob_csrf, "note": "x" * 2001}
+        )
+        assert too_long.status_code == 422 and "note" in too_long.text
+
+
+async def test_assigning_from_the_queue_page_and_the_assigned_to_me_filter(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, root = await tokens("submitter", "agent"), await tokens("admin", "Root")
+    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    async with api_client(**scripted_judge(*[QUEUED] * 3)) as c:
+        made = [await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta") for n in range(3)]
+        listed = (await c.get("/v1/tokens", headers=root)).json()
+        ids = {t["name"]: t["id"] for t in listed}
+        csrf = await sign_in(c, root)
+        queue = (await c.get("/queue?agent=beta")).text
+        control = _row(queue, made[0]).split('data-testid="assign-form"', 1)[1]
+        names = re.findall(r'<option value="[^"]*"[^>]*>([^<]*)</option>', control)
+        assert names == ["no one", "Ada", "Bob", "Root"]  # reviewers only, by name
+        assert '<input type="hidden" name="q.agent" value="beta">' in control
+
+        assigned = await c.post(
+            f"/gradings/{made[0]}/assign",
+            data={"_csrf": csrf, "assignee": ids["Ada"], "q.agent": "beta"},
+            follow_redirects=False,
+        )
+        assert assigned.status_code == 303, assigned.text
+        assert assigned.headers["location"] == f"/queue?agent=beta#row-{made[0]}"
+        await c.post(
+            f"/gradings/{made[1]}/assign",
+            data={"_csrf": csrf, "assignee": ids["Bob"]},
+            follow_redirects=False,
+        )
+        queue = (await c.get("/queue?agent=beta")).text
+        cell = _row(queue, made[0]).split('data-testid="assignee"', 1)[1]
+        assert cell.split("</span>", 1)[0].endswith(">Ada")
+        assert f'<option value="{ids["Ada"]}" selected>Ada</option>' in cell
+        assert ids["Ada"] not in _row(queue, made[0]).split("<select", 1)[0]  # ids in values only
+
+        refused = await c.post(
+            f"/gradings/{made[2]}/assign",
+            data={"_csrf": csrf, "assignee": ids["agent"]},
+            follow_redirects=False,
+        )
+        assert refused.status_code == 422 and "only adjudicators and admins review" in refused.text
+
+        c.cookies.clear()
+        ada_csrf = await sign_in(c, ada)
+        mine = (await c.get("/queue?assigned=me")).text
+        assert 'data-testid="progress"><strong>1</strong> to review' in mine
+        assert made[0] in mine and made[1] not in mine
+        assert 'value="me" selected' in mine
+        start = await c.get("/queue/next?q.assigned=me&q.pos=-1", follow_redirects=False)
+        assert start.headers["location"].startswith(f"/gradings/{made[0]}?claim=true")
+        assert "q.assigned=me" in start.headers["location"]
+        page = (await c.get(start.headers["location"])).text
+        assert "Assigned to Ada." in page
+        unassigned = await c.post(
+            f"/gradings/{made[0]}/assign",
+            data={"_csrf": ada_csrf, "assignee": "", "q.assigned": "me"},
+            follow_redirects=False,
+        )
+        assert unassigned.headers["location"] == f"/queue?assigned=me#row-{made[0]}"
+        assert made[0] not in (await c.get("/queue?assigned=me")).text
+        assert "Assigned to" not in (await c.get(f"/gradings/{made[0]}")).text
+
+        c.cookies.clear()
+        agent_csrf = await sign_in(c, agent)
+        forbidden = await c.post(
+            f"/gradings/{made[2]}/assign",
+            data={"_csrf": agent_csrf, "assignee": ids["Ada"]},
+            follow_redirects=False,
+        )
+        assert forbidden.status_code == 403
+        skip = await c.post(
+            f"/gradings/{made[2]}/skip", data={"_csrf": agent_csrf}, follow_redirects=False
+        )
+        assert skip.status_code == 403
+        assert 'data-testid="skip"' not in (await c.get(f"/gradings/{made[2]}")).text
