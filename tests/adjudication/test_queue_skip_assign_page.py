@@ -96,7 +96,8 @@ async def test_assigning_from_the_queue_page_and_the_assigned_to_me_filter(
     api_client: Any, tokens: Any
 ) -> None:
     agent, root = await tokens("submitter", "agent"), await tokens("admin", "Root")
-    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    ada = await tokens("adjudicator", "Ada")
+    await tokens("adjudicator", "Bob")
     async with api_client(**scripted_judge(*[QUEUED] * 3)) as c:
         made = [await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta") for n in range(3)]
         listed = (await c.get("/v1/tokens", headers=root)).json()
