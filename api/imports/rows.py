@@ -58,6 +58,8 @@ def sregym_submission(
     if attempt.checklist_problem:
         metadata["import_problem"] = attempt.checklist_problem
     content = {"diagnosis": attempt.diagnosis, "ground_truth": ground_truth, "meta": metadata}
+    if attempt.trace is not None:  # rows without one keep the keys they had
+        content["trace"] = attempt.trace
     where = f"{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"
     if attempt.attempt is None:
         where = attempt.source
@@ -67,6 +69,7 @@ def sregym_submission(
         id=new_id(),
         diagnosis=clean.text,
         redactions=clean.records(),
+        trace=attempt.trace,  # read with its credentials redacted (api.imports.sregym)
         ground_truth=ground_truth,
         ground_truth_sha256=sha256_hex(ground_truth),
         ground_truth_source="scenario" if scenario_id else "inline",

@@ -4,7 +4,10 @@ SREGym writes ``<datetime>/<agent>/<problem_id>/...*.csv`` with the columns
 ``problem_id``, ``attempt``, ``TTL``, ``TTM``, ``timed_out`` or ``deploy_failed``,
 ``Diagnosis.*`` and ``Mitigation.*``. ``Diagnosis.dimensions`` and
 ``Diagnosis.checklist`` are Python reprs of a dict and a list: they are read with
-``ast.literal_eval``, never ``eval``. Nothing here touches the database.
+``ast.literal_eval``, never ``eval``. A ``trace`` (or ``Diagnosis.trace``) column, where
+a row has one, holds the agent's trace: a list of steps (JSON or such a repr) or text,
+read with its credentials redacted (in the trace and in the cell kept for export).
+Nothing here touches the database.
 
 Each row is checked by the rules the API applies to a submission (what the databases
 store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`): a row that breaks
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +30,8 @@ from typing import Any, Literal
 from api.imports.problems import ImportProblem
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
+from judge.secrets import redact
+from judge.trace import Trace, check_trace, redact_trace
 from storage.storable import (
     MAX_INT32,
     MAX_JSON_DEPTH,
@@ -57,6 +63,8 @@ _LITERALS = ("Diagnosis.dimensions", "Diagnosis.checklist")
 #: the longest problem id (a scenario's id) and agent or run name the API takes
 _MAX_PROBLEM_ID = 128
 _MAX_NAME = 200
+#: the columns a trace is read from, the first one filled
+_TRACE_COLUMNS = ("trace", "Diagnosis.trace")
 _RUN_FORMATS = ("%Y-%m-%d_%H-%M-%S", "%Y%m%d_%H%M%S", "%Y-%m-%dT%H-%M-%S", "%Y-%m-%d_%H%M%S")
 
 
@@ -114,6 +122,9 @@ class SregymAttempt:
     #: the file's header and every cell of the row as written, for a lossless export
     columns: tuple[str, ...] = ()
     cells: dict[str, str | None] = field(default_factory=dict)
+    #: the agent's trace from the ``trace`` (or ``Diagnosis.trace``) column: a list of
+    #: steps (JSON or a Python repr of a list of dicts) or free text; None: no trace
+    trace: Trace | None = None
 
 
 def _flag(value: str | None) -> bool:
@@ -157,6 +168,36 @@ def _answers(raw: Any) -> tuple[SregymAnswer, ...]:
         confidence = _CONFIDENCE.get(str(entry.get("confidence", "")).strip().lower())
         answers.append(SregymAnswer(qid, yes, str(entry.get("evidence") or ""), confidence))
     return tuple(answers)
+
+
+def _trace(row: dict[str, str], *, max_bytes: int) -> tuple[str, Trace] | None:
+    """The row's trace column and trace: a list of steps where the cell holds one (as
+    JSON, or as the Python repr SREGym writes its other lists in), else the cell's text;
+    None if there is none. Its credentials are redacted (``judge.trace.redact_trace``)."""
+    column = next((c for c in _TRACE_COLUMNS if _text(row.get(c))), None)
+    if column is None:
+        return None
+    text = _text(row.get(column))
+    if too_deep(text) is not None:
+        raise _Refused(column, f"nested deeper than {MAX_JSON_DEPTH} levels")
+    trace: Trace = text
+    if text.startswith("["):
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                steps = parse(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(steps, list) and all(isinstance(step, dict) for step in steps):
+                # a repr's tuples, sets or bytes as JSON holds them (or as their text)
+                trace = json.loads(json.dumps(steps, default=str))
+                break
+    try:
+        check_trace(trace, field=column, max_bytes=max_bytes)
+    except InputError as exc:
+        raise _Refused(column, str(exc)) from None
+    if isinstance(trace, list) and (found := unstorable_value(trace)):
+        raise _Refused(column, f"{found[0]}: {found[1]}")
+    return column, redact_trace(trace)
 
 
 def _outcome(row: dict[str, str], diagnosis: str) -> AttemptOutcome:
@@ -259,6 +300,10 @@ def _attempt(
         check_text(diagnosis, field="Diagnosis.submission", max_bytes=max_bytes)
     except InputError as exc:
         raise _Refused("Diagnosis.submission", str(exc)) from None
+    traced = _trace(row, max_bytes=max_bytes)
+    cells = {k: v for k, v in row.items() if k is not None}
+    if traced is not None:  # the row as kept for export holds no credential in clear either
+        cells[traced[0]] = redact(cells[traced[0]] or "").text
     outcome = _outcome(row, diagnosis)
     answers, problem = None, None
     if outcome == "diagnosed":
@@ -287,7 +332,8 @@ def _attempt(
         path=relative.as_posix(),
         line=line,
         columns=columns,
-        cells={k: v for k, v in row.items() if k is not None},
+        cells=cells,
+        trace=None if traced is None else traced[1],
     )
 
 

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["AGENTS", "PROBLEMS", "SregymFixture", "write_sregym_results"]
+__all__ = ["AGENTS", "PROBLEMS", "TRACE_SECRET", "SregymFixture", "write_sregym_results"]
 
 RUN = "2025-06-01_12-00-00"
 AGENTS = ("stratus", "react-baseline", "claude-sre")
@@ -103,21 +103,45 @@ def _row(agent: str, a: int, problem_id: str, p: int, attempt: int) -> dict[str,
     return row
 
 
+#: a credential one trace carries, to be redacted on import
+TRACE_SECRET = "AKIAIOSFODNN7EXAMPLE"
+
+
+def _trace(agent: str, problem_id: str, attempt: int) -> str:
+    """The ``trace`` cell of one attempt: JSON steps (stratus), a Python repr of steps
+    (react-baseline, as SREGym writes its other lists) or free text (claude-sre)."""
+    component = PROBLEMS[problem_id].partition("component=")[2].partition(";")[0] or "nothing"
+    steps = [
+        {"tool": "kubectl_get", "input": {"args": ["pods", "-A"]}, "output": f"{component} 0/1"},
+        {"tool": "env", "input": "", "output": f"AWS_ACCESS_KEY_ID={TRACE_SECRET}"},
+    ]
+    if agent == "stratus":
+        return json.dumps(steps)
+    if agent == "react-baseline":
+        return repr(steps)
+    return f"$ kubectl get pods -A\n{component} 0/1 (attempt {attempt})"
+
+
 def _write(path: Path, rows: list[dict[str, str]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        columns = [*COLUMNS, "trace"] if rows and "trace" in rows[0] else COLUMNS
+        writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
 
 
-def write_sregym_results(base: Path, *, run: str = RUN) -> SregymFixture:
-    """Write the results folder (one run) and a JSONL problems file under ``base``."""
+def write_sregym_results(base: Path, *, run: str = RUN, traces: bool = False) -> SregymFixture:
+    """Write the results folder (one run) and a JSONL problems file under ``base``;
+    ``traces``: with a ``trace`` column holding each attempt's trace."""
     root = base / "results"
     verdicts: dict[tuple[str, str, int], bool] = {}
     for a, agent in enumerate(AGENTS):
         for p, problem_id in enumerate(PROBLEMS):
             rows = [_row(agent, a, problem_id, p, attempt) for attempt in (1, 2, 3)]
+            if traces:
+                for row in rows:
+                    row["trace"] = _trace(agent, problem_id, int(row["attempt"]))
             for row in rows:
                 if row["Diagnosis.success"]:
                     verdicts[(agent, problem_id, int(row["attempt"]))] = (

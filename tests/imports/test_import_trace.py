@@ -1,0 +1,71 @@
+"""SREGym results with the agents' traces: each attempt's trace is imported with it (JSON
+steps, a Python repr of steps, or free text), its credentials redacted, and a trace over
+the size limit refuses its row alone, naming the column."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from api.imports.problems import ImportProblem, read_problems
+from api.imports.queries import ImportQueries
+from api.imports.sregym import SregymAttempt, read_sregym_folder
+from storage import Store, SubmissionRecord
+from storage.imports.tables import SregymOriginalRowRecord
+from tests.storage.helpers import sregym_rubric
+from tests.support.sregym_results import TRACE_SECRET, write_sregym_results
+
+#: the engine matters here: run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
+
+async def test_traces_are_imported_with_their_attempts_redacted(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    fixture = write_sregym_results(tmp_path, traces=True)
+    problems = read_problems(fixture.problems_file)
+    queries, rubric = ImportQueries(store.db, store.catalog), sregym_rubric()
+    report = await queries.sregym(read_sregym_folder(fixture.root), problems, rubric=rubric)
+    assert report.problems == [] and report.submissions == 45
+    again = await queries.sregym(read_sregym_folder(fixture.root), problems, rubric=rubric)
+    assert again.submissions == 0 and again.problems == []  # the same rows: nothing twice
+    with engine.connect() as connection:
+        rows = connection.execute(select(SubmissionRecord.agent, SubmissionRecord.trace)).all()
+        cells = connection.execute(select(SregymOriginalRowRecord.cells)).scalars().all()
+    traces = {agent: trace for agent, trace in rows}
+    assert len(rows) == 45
+    for agent in ("stratus", "react-baseline"):  # JSON steps, and SREGym's Python repr
+        steps = traces[agent]
+        assert isinstance(steps, list) and steps[0]["tool"] == "kubectl_get"
+        assert steps[0]["input"] == {"args": ["pods", "-A"]}
+        assert "[REDACTED:" in steps[1]["output"]
+    assert isinstance(traces["claude-sre"], str) and "kubectl get pods" in traces["claude-sre"]
+    assert all(TRACE_SECRET not in json.dumps(trace) for _, trace in rows)
+    assert cells and all(TRACE_SECRET not in json.dumps(c) for c in cells)  # kept for export
+
+
+def test_a_trace_over_the_limit_refuses_its_row_naming_the_column(tmp_path: Path) -> None:
+    fixture = write_sregym_results(tmp_path, traces=True)
+    [first, *_] = sorted(fixture.root.rglob("*.csv"))
+    with first.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[0]["trace"] = "x" * 5000
+    with first.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    read = list(read_sregym_folder(fixture.root, max_bytes=4096))
+    [refused] = [r for r in read if isinstance(r, ImportProblem)]
+    assert refused.field == "trace" and "4096" in refused.message
+    assert sum(isinstance(r, SregymAttempt) for r in read) == 44
+
+
+def test_rows_without_a_trace_read_as_before(tmp_path: Path) -> None:
+    fixture = write_sregym_results(tmp_path)
+    attempts = [a for a in read_sregym_folder(fixture.root) if isinstance(a, SregymAttempt)]
+    assert len(attempts) == 45 and {a.trace for a in attempts} == {None}
