@@ -4,12 +4,16 @@ stay as CI and users run them."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.service_process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -25,6 +29,45 @@ FIRST_SCREEN_LINES = 60
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 #: markup that would load something from another host when a page is viewed
 _REMOTE_ASSET = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""")
+
+
+#: what the tour's script prints last: the grading after the override, as JSON
+_TOUR_CHECK = 'curl -s "$API/gradings/$ID" -H "$AUTH"'
+
+
+def tour_script(port: int) -> str:
+    """The README tour's ``sh`` blocks as one script, against ``port``, with this venv."""
+    text = README.read_text(encoding="utf-8")
+    tour = text.split("## A five-minute tour", 1)[1].split("\n## ", 1)[0]
+    blocks = [block.split("```", 1)[0] for block in tour.split("```sh\n")[1:]]
+    script = "\n".join(blocks).replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    script = script.replace(".venv/bin/sre-judge", str(Path(sys.executable).parent / "sre-judge"))
+    serve = next(line for line in script.splitlines() if " serve &" in line)
+    started = (
+        f"{serve}\nSERVE=$!; trap 'kill $SERVE; wait $SERVE' EXIT\n"
+        f"for _ in $(seq 120); do curl -sf -o /dev/null http://127.0.0.1:{port}/healthz "
+        "&& break; sleep 0.5; done"
+    )
+    return "set -euo pipefail\n" + script.replace(serve, started) + f"\necho\n{_TOUR_CHECK}\n"
+
+
+@pytest.mark.slow
+def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SRE_JUDGE_")}
+    done = subprocess.run(
+        ["bash", "-c", tour_script(port)],
+        cwd=tmp_path,
+        env={**env, "SRE_JUDGE_PORT": str(port)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    grading = json.loads(done.stdout.strip().splitlines()[-1])
+    assert grading["passed"] is True and grading["held"] is False
+    assert [o["verdict"] for o in grading["overrides"]] == ["pass"]
+    assert "Pass rates" in done.stdout or '"pass_rate": 1.0' in done.stdout
 
 
 @pytest.fixture(scope="module")
