@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.adjudication.highlight import Mark, Segment, evidence_passages, segments
+from api.adjudication.trace_view import trace_view
 from api.service.schemas import AnswerPublic, GradingPublic, OverridePublic
 from judge.grounding import facts_of
 from judge.review_reasons import hold_explanation
@@ -163,6 +164,7 @@ def grading_page_context(grading: GradingPublic, rubric: Rubric | None) -> dict[
         "hold_reason": hold_explanation(getattr(grading, "review_reasons", None) or []),
         "truth": truth,
         "diagnosis": diagnosis,
+        "trace": trace_view(grading),
         "questions": _questions(grading, rubric),
         "rule": _rule(rubric),
         "overrides_by_id": {o.id: o for o in grading.overrides},

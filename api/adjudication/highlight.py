@@ -1,5 +1,6 @@
-"""Marking passages in a diagnosis: the judge's evidence quotes and the ground truth's
-values, as plain segments a template escapes (never markup built from the text)."""
+"""Marking passages in a diagnosis (the judge's evidence quotes and the ground truth's
+values) and in the agent's trace (the same quotes), as plain segments a template
+escapes (never markup built from the text)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from judge.evidence import FUZZY_CUTOFF
 
 __all__ = ["Mark", "Segment", "evidence_passages", "segments"]
 
-#: the stronger kind wins where marks overlap
-_PRIORITY = {"verified": 4, "unverified": 3, "quoted": 2, "grounding": 1}
+#: the stronger kind wins where marks overlap (``traced``: a diagnosis' quote found in
+#: the agent's trace, the only kind marked there)
+_PRIORITY = {"verified": 4, "unverified": 3, "quoted": 2, "traced": 2, "grounding": 1}
 _ELLIPSIS = re.compile(r"\.{3,}|…")
 _MIN_CHARS = 3
 #: kinds that mark a judge's quote (found approximately too); the rest match exactly
-_EVIDENCE = frozenset({"verified", "unverified", "quoted"})
+_EVIDENCE = frozenset({"verified", "unverified", "quoted", "traced"})
 #: shorter quotes must match up to case, space and punctuation: fuzz is too lenient there
 _FUZZY_MIN = 12
 _WORD = re.compile(r"\w+", re.UNICODE)
