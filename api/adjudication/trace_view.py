@@ -63,9 +63,17 @@ class TraceView:
     found: int
 
 
+#: a value whose JSON is longer than this is shown indented, one item a line
+_ONE_LINE = 80
+
+
 def _shown(value: Any) -> str:
-    """A field's value as text: a string as it is, anything else as indented JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+    """A field's value as text: a string as it is, anything else as JSON (on one line
+    where it is short, else indented)."""
+    if isinstance(value, str):
+        return value
+    line = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return line if len(line) <= _ONE_LINE else json.dumps(value, ensure_ascii=False, indent=2)
 
 
 def _marks(grading: GradingPublic) -> list[Mark]:
