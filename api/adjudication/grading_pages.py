@@ -160,6 +160,7 @@ async def override_from_page(
     params = {"saved": request.question_id or "verdict"}
     if data.get("shown") in VERDICT_LABELS:
         params["was"] = data["shown"]
+    params.update({k: v for k, v in data.items() if k.startswith("q.")})  # the queue walk
     anchor = f"#q-{request.question_id}" if request.question_id else "#verdict"
     return Redirect(f"/gradings/{grading_id}?{urlencode(params)}{anchor}", status_code=303)
 

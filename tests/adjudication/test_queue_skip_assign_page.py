@@ -167,3 +167,37 @@ async def test_assigning_from_the_queue_page_and_the_assigned_to_me_filter(
         )
         assert skip.status_code == 403
         assert 'data-testid="skip"' not in (await c.get(f"/gradings/{made[2]}")).text
+
+
+async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens: Any) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(*[QUEUED] * 2)) as c:
+        made = [await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta") for n in range(2)]
+        csrf = await sign_in(c, ada)
+        page = (await c.get(f"/gradings/{made[0]}?claim=true&q.agent=beta&q.pos=0")).text
+        form = page.split('action="/gradings/' + made[0] + '/overrides"', 2)[2].split("</form>")[0]
+        assert '<input type="hidden" name="q.agent" value="beta">' in form
+        revision = form.split('name="revision" value="', 1)[1].split('"', 1)[0]
+        saved = await c.post(
+            f"/gradings/{made[0]}/overrides",
+            data={
+                "_csrf": csrf,
+                "revision": revision,
+                "kind": "answer",
+                "question_id": "D1-Q1",
+                "answer": "yes",
+                "reason": "names the deployment",
+                "shown": "FAIL",
+                "q.agent": "beta",
+                "q.pos": "0",
+            },
+            follow_redirects=False,
+        )
+        location = saved.headers["location"]
+        assert location.startswith(f"/gradings/{made[0]}?saved=D1-Q1&was=FAIL&q.agent=beta&q.pos=0")
+        back = (await c.get(location)).text
+        assert 'data-testid="saved"' in back
+        nxt = back.split('data-testid="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+        onward = await c.get(nxt.replace("&amp;", "&"), follow_redirects=False)
+        assert onward.headers["location"].startswith(f"/gradings/{made[1]}?claim=true")
+        assert "q.agent=beta" in onward.headers["location"]

@@ -82,8 +82,28 @@
   }
   if (progress && progress.dataset.final !== "true") setTimeout(poll, 1000);
 
+  // canned reasons: ↓/↑ in a reason field put the next/previous canned reason in it (of
+  // those holding what was typed before), alike in every browser, headless ones included
+  var canned = document.getElementById("canned-reasons");
+  function cycleReason(input, step) {
+    var all = Array.prototype.map.call(canned.options, function (o) { return o.value; });
+    if (input.dataset.typed === undefined || all.indexOf(input.value) < 0) input.dataset.typed = input.value;
+    var typed = input.dataset.typed.toLowerCase();
+    var choices = all.filter(function (r) { return r.toLowerCase().indexOf(typed) >= 0; });
+    if (!choices.length) return;
+    var at = choices.indexOf(input.value);
+    at = at < 0 ? (step > 0 ? 0 : choices.length - 1) : (at + step + choices.length) % choices.length;
+    input.value = choices[at];
+  }
+
   document.addEventListener("keydown", function (event) {
     var target = event.target;
+    if (canned && target.matches("input[list=canned-reasons]") && !event.altKey &&
+        (event.key === "ArrowDown" || event.key === "ArrowUp")) {
+      event.preventDefault();
+      cycleReason(target, event.key === "ArrowDown" ? 1 : -1);
+      return;
+    }
     if (target.matches("input, textarea, select") || event.ctrlKey || event.metaKey || event.altKey) return;
     if (labels && (event.key === "y" || event.key === "n")) label(event.key === "y" ? "yes" : "no");
     else if (labels && event.key === "Enter") { event.preventDefault(); labels.requestSubmit(); }
