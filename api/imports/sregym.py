@@ -301,7 +301,7 @@ def _attempt(
     except InputError as exc:
         raise _Refused("Diagnosis.submission", str(exc)) from None
     traced = _trace(row, max_bytes=max_bytes)
-    cells = {k: v for k, v in row.items() if k is not None}
+    cells: dict[str, str | None] = {k: v for k, v in row.items() if k is not None}
     if traced is not None:  # the row as kept for export holds no credential in clear either
         cells[traced[0]] = redact(cells[traced[0]] or "").text
     outcome = _outcome(row, diagnosis)
