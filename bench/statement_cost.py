@@ -2,7 +2,7 @@
 
     python bench/statement_cost.py [--statements 3000] [--runs 5]
 
-The storage path of a grading is about 20 statements (README, Benchmarks). This
+The storage path of a grading is about 20 statements (docs/benchmarks.md). This
 measures what one statement costs, in CPU microseconds (``time.process_time``, every
 thread of the process) on a SQLite file in WAL mode, for the same work through:
 

@@ -1,6 +1,6 @@
 """Judge profiles: how a judge model is asked when neither its settings nor the rubric say.
 
-Small local models answer some asking modes far better than others (README, "Judge
+Small local models answer some asking modes far better than others (docs/judges.md, "Judge
 quality": Qwen2.5-Coder-1.5B agrees with the labels at kappa 0.31 in ``extraction``
 asking with ``compact`` replies and at -0.004 in ``single``). The measured choice per
 model lives in ``judge/data/judge_profiles.toml``; :func:`profile_for` finds a model's

@@ -101,7 +101,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
     ],
 )
 def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:
-    """``python bench/<name>.py --help`` works as the README says: no install of bench/."""
+    """``python bench/<name>.py --help`` works as docs/benchmarks.md says: no install of bench/."""
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
         [sys.executable, str(root / "bench" / f"{script}.py"), "--help"],

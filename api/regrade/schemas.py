@@ -1,4 +1,4 @@
-"""API input and output models of regrade jobs (README, "Batch regrading")."""
+"""API input and output models of regrade jobs (docs/imports-regrades.md, "Batch regrading")."""
 
 from __future__ import annotations
 
