@@ -69,7 +69,7 @@ def test_a_harness_submits_in_three_lines_and_gets_a_typed_grading(
     scenario_id = _scenario(served)
     monkeypatch.setenv("SRE_JUDGE_URL", served.url)
     monkeypatch.setenv("SRE_JUDGE_TOKEN", served.submitter)
-    # the README's three lines
+    # the three lines of docs/harness.md
     judge = Client()
     grading = judge.submit(diagnosis=DIAGNOSIS, scenario_id=scenario_id, run_id="r1", wait=30)
     assert grading.status == "graded" and grading.passed is True

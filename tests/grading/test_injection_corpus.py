@@ -11,7 +11,7 @@ scripted ``pass`` judge (yes to every question, quoting the diagnosis' first wor
   markers, or yes answers that code overruled); every case must still end held or
   failed, and the correct diagnoses without injection pass.
 
-The figures (held, failed, flagged by screening) are printed for the README.
+The figures (held, failed, flagged by screening) are printed for docs/safety.md.
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ async def test_probes_differ_only_in_their_verdict(api_client: Any, tokens: Any,
 async def test_with_answers_an_effective_answer_carries_a_veto(
     api_client: Any, tokens: Any
 ) -> None:
-    """What the README says ``answers`` can leak: two probes that differ in one value get
+    """What docs/api.md says ``answers`` can leak: two probes that differ in one value get
     different effective answers when a code check vetoes one of them."""
     admin, agent = await tokens("admin"), await tokens("submitter", "prober")
     async with api_client(submitter_view="answers") as client:

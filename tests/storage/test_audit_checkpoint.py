@@ -42,7 +42,7 @@ async def test_an_empty_log_has_a_checkpoint_of_row_0(store: Store) -> None:
 
 
 async def test_truncating_the_log_back_past_a_checkpoint(store: Store) -> None:
-    """Tamper kind 10 of the README's table (with 2: the newest rows deleted)."""
+    """Tamper kind 10 of the table in docs/audit.md (with 2: the newest rows deleted)."""
     await workload(store)
     made = await checkpoint(store)
     await submit(store)  # rows after the checkpoint
@@ -94,7 +94,7 @@ async def test_no_checkpoint_is_signed_over_a_broken_log(store: Store) -> None:
 async def test_rows_covering_no_grading_deleted_after_the_last_checkpoint_go_unseen(
     store: Store,
 ) -> None:
-    """The limit the README states: nothing pins rows newer than the last checkpoint
+    """The limit docs/audit.md states: nothing pins rows newer than the last checkpoint
     except the gradings' state they cover; a token event covers none."""
     outcome = await submit(store)
     await store.queue.claim_pending("w", limit=1, lease_seconds=60)

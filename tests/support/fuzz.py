@@ -84,7 +84,7 @@ def _config(token: str, *, max_examples: int, phases: set[str], seed: int) -> An
             "phases": {
                 "examples": {"enabled": "examples" in phases},
                 # methods no route serves only ever meet Litestar's 405 (the st run of
-                # the README probes them; test_openapi_rules checks OPTIONS' Allow)
+                # docs/api.md probes them; test_openapi_rules checks OPTIONS' Allow)
                 "coverage": {"enabled": "coverage" in phases, "unexpected-methods": []},
                 "fuzzing": {"enabled": "fuzzing" in phases},
                 "stateful": {"enabled": "stateful" in phases, "max-steps": 6},
