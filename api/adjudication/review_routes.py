@@ -181,12 +181,12 @@ async def skip_review(
     grading_id: FromPath[str],
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
-    data: JSONBody[SkipCreate] | None = None,
+    data: JSONBody[SkipCreate],
 ) -> dict[str, Any]:
-    """Skip an item, with an optional note other adjudicators see on the queue and the
-    grading page; a claim you held on it is given back, and it stays in the queue."""
-    note = data.note if data is not None else None
-    claim = await adjudication.skip_review(services, principal, grading_id, note=note)
+    """Skip an item (``{}``, or ``{"note": ...}`` for other adjudicators, who see it on
+    the queue and the grading page); a claim you held on it is given back, and it stays
+    in the queue."""
+    claim = await adjudication.skip_review(services, principal, grading_id, note=data.note)
     return {"grading_id": grading_id, **_review_state(claim)}
 
 
