@@ -178,21 +178,25 @@ async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens:
         form = page.split('action="/gradings/' + made[0] + '/overrides"', 2)[2].split("</form>")[0]
         assert '<input type="hidden" name="q.agent" value="beta">' in form
         revision = form.split('name="revision" value="', 1)[1].split('"', 1)[0]
-        saved = await c.post(
+        sent = {
+            "_csrf": csrf,
+            "revision": revision,
+            "kind": "answer",
+            "question_id": "D1-Q1",
+            "answer": "yes",
+            "reason": "names the deployment",
+            "shown": "FAIL",
+            "q.agent": "beta",
+            "q.pos": "0",
+        }
+        saved = await c.post(f"/gradings/{made[0]}/overrides", data=sent, follow_redirects=False)
+        stale = await c.post(
             f"/gradings/{made[0]}/overrides",
-            data={
-                "_csrf": csrf,
-                "revision": revision,
-                "kind": "answer",
-                "question_id": "D1-Q1",
-                "answer": "yes",
-                "reason": "names the deployment",
-                "shown": "FAIL",
-                "q.agent": "beta",
-                "q.pos": "0",
-            },
+            data={**sent, "reason": "sent from a stale page"},
             follow_redirects=False,
         )
+        assert stale.status_code == 409  # the page again, the walk still in its forms
+        assert '<input type="hidden" name="q.agent" value="beta">' in stale.text
         location = saved.headers["location"]
         assert location.startswith(f"/gradings/{made[0]}?saved=D1-Q1&was=FAIL&q.agent=beta&q.pos=0")
         back = (await c.get(location)).text
