@@ -136,10 +136,10 @@ def main() -> None:
     for name, values in results.items():
         spread = f"{min(values):,.0f}-{max(values):,.0f} us over {args.runs} runs"
         figures.append(Figure(f"{name}_us_per_statement", statistics.median(values), "us", spread))
-    ratio = statistics.median(results["sqlalchemy_async"]) / statistics.median(
+    ratio = statistics.median(results["sqlalchemy_session"]) / statistics.median(
         results["sqlalchemy_sync"]
     )
-    figures.append(Figure("async_to_sync_ratio", round(ratio, 2), "x"))
+    figures.append(Figure("session_to_core_ratio", round(ratio, 2), "x"))
     title = f"CPU per statement on SQLite, {args.statements} statements per run"
     print_report("statement_cost", title, figures, {"statements": args.statements})
 

@@ -144,3 +144,24 @@ def test_each_statement_cost_layer_does_the_same_work(layer: str, tmp_path: Path
     db = sqlite3.connect(path)
     assert db.execute("SELECT count(*), min(n), max(n) FROM rows").fetchone() == (10, 0, 18)
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_statement_cost_prints_every_layer_and_the_ratio() -> None:
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(root / "bench" / "statement_cost.py"),
+            "--statements",
+            "20",
+            "--runs",
+            "1",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    for figure in ("sqlite3_us", "sqlalchemy_sync_us", "sqlalchemy_session_us", "session_to_core"):
+        assert figure in done.stdout, done.stdout
