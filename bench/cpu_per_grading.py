@@ -65,13 +65,10 @@ class _Statements:
     def __init__(self, engine: Any) -> None:
         from sqlalchemy import event
 
-        from storage.db import engines_of
-
         self.statements = self.transactions = 0
         self.on = False
-        for target in engines_of(engine):
-            event.listen(target, "before_cursor_execute", self._statement)
-            event.listen(target, "begin", self._begin)
+        event.listen(engine, "before_cursor_execute", self._statement)
+        event.listen(engine, "begin", self._begin)
 
     def _statement(self, *_args: Any) -> None:
         self.statements += self.on

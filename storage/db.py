@@ -25,7 +25,6 @@ from sqlalchemy.pool import StaticPool
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "default_database_url",
-    "engines_of",
     "is_postgres",
     "make_engine",
     "read_only",
@@ -84,12 +83,6 @@ def make_engine(url: str | URL, *, foreign_keys: bool = True, **kwargs: Any) -> 
     if target.get_backend_name() == "sqlite":
         _configure_sqlite(engine, foreign_keys=foreign_keys)
     return engine
-
-
-def engines_of(engine: Engine) -> tuple[Engine, ...]:
-    """The engines that carry ``engine``'s statements: where to listen for every
-    statement or transaction (one engine since the store is synchronous)."""
-    return (engine,)
 
 
 def _configure_sqlite(engine: Engine, *, foreign_keys: bool) -> None:

@@ -8,8 +8,6 @@ from contextlib import contextmanager
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from storage.db import engines_of
-
 __all__ = ["statements"]
 
 
@@ -22,10 +20,8 @@ def statements(engine: Engine) -> Iterator[list[str]]:
     def note(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         seen.append(statement)
 
-    for target in engines_of(engine):
-        event.listen(target, "before_cursor_execute", note)
+    event.listen(engine, "before_cursor_execute", note)
     try:
         yield seen
     finally:
-        for target in engines_of(engine):
-            event.remove(target, "before_cursor_execute", note)
+        event.remove(engine, "before_cursor_execute", note)

@@ -10,8 +10,6 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from storage.db import engines_of
-
 __all__ = ["QUIET", "Counted", "counting"]
 
 #: ``api_client`` settings of a server that only answers requests: no workers, deliveries
@@ -38,14 +36,10 @@ def counting(engine: Engine) -> Iterator[Counted]:
     def sent(*_args: Any) -> None:
         counted.statements += 1
 
-    for target in engines_of(engine):
-        event.listen(target, "begin", begun)
-    for target in engines_of(engine):
-        event.listen(target, "before_cursor_execute", sent)
+    event.listen(engine, "begin", begun)
+    event.listen(engine, "before_cursor_execute", sent)
     try:
         yield counted
     finally:
-        for target in engines_of(engine):
-            event.remove(target, "begin", begun)
-        for target in engines_of(engine):
-            event.remove(target, "before_cursor_execute", sent)
+        event.remove(engine, "begin", begun)
+        event.remove(engine, "before_cursor_execute", sent)
