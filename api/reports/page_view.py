@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 from pydantic import ValidationError
 
+from api.reports.models import GroupRate
 from api.reports.params import ArmQuery
 from api.service.errors import InvalidRequest
 from storage.report_queries import ReportFilter
@@ -25,6 +26,7 @@ __all__ = [
     "gradings_link",
     "label_of",
     "page_filter",
+    "time_chart",
 ]
 
 #: the filter fields a report page offers (the report filter's, without dates)
@@ -148,4 +150,75 @@ def chart(rows: Sequence[ChartRow], *, lo: float = 0.0, hi: float = 1.0) -> dict
         "label_w": LABEL_W,
         "figures_x": LABEL_W + PLOT_W + 8,
         "zero": zero,
+    }
+
+
+#: the over-time chart's geometry: plot origin and size, legend row height
+TIME_LEFT, TIME_TOP, TIME_W, TIME_H, LEGEND_ROW = 44, 16, 640, 220, 18
+#: the most series one over-time chart draws (the largest by n); the table lists them all
+TIME_SERIES = 8
+
+
+def time_chart(
+    groups: Sequence[GroupRate], series: str, period: str, filters: ReportFilter
+) -> dict[str, Any]:
+    """Geometry of a pass rate over time: one line per ``series`` value (agent or model)
+    through its ``period`` buckets (day or week), each point with its 95% interval.
+
+    ``groups`` are the groups of a report grouped by ``[series, period]``. Buckets with
+    n = 0 (all unscored or pending) draw no point and break no line: the line joins the
+    points that have a rate. At most ``TIME_SERIES`` series are drawn, the largest by n;
+    ``hidden`` names how many were left out, so the caption can say so. Each series'
+    legend links to its gradings under ``filters``."""
+    periods = sorted({g.key.get(period) or "" for g in groups} - {""})
+    by_series: dict[str | None, list[GroupRate]] = {}
+    for g in groups:
+        if g.key.get(period):
+            by_series.setdefault(g.key.get(series), []).append(g)
+    ranked = sorted(by_series, key=lambda v: (-sum(g.n for g in by_series[v]), v or ""))
+    shown = ranked[:TIME_SERIES]
+    step = TIME_W / max(len(periods) - 1, 1)
+    x_of = {p: round(TIME_LEFT + (i * step if len(periods) > 1 else TIME_W / 2), 1)
+            for i, p in enumerate(periods)}  # fmt: skip
+
+    def y(value: float) -> float:
+        return round(TIME_TOP + (1 - value) * TIME_H, 1)
+
+    lines = []
+    for index, value in enumerate(shown):
+        points = [
+            {
+                "x": x_of[g.key[period] or ""],
+                "y": y(g.pass_rate),
+                "y_low": y(g.interval.low),
+                "y_high": y(g.interval.high),
+                "period": g.key[period],
+                "rate": g.pass_rate,
+                "low": g.interval.low,
+                "high": g.interval.high,
+                "passed": g.passed,
+                "n": g.n,
+                "provisional": g.provisional,
+            }
+            for g in sorted(by_series[value], key=lambda g: g.key[period] or "")
+            if g.pass_rate is not None
+        ]
+        path = " ".join(f"{p['x']},{p['y']}" for p in points)
+        key = {series: value}
+        lines.append({"label": label_of(key), "href": gradings_link(filters, key),
+                      "index": index, "points": points, "path": path})  # fmt: skip
+    bottom = TIME_TOP + TIME_H
+    every = max(1, len(periods) // 8)  # at most about eight period labels under the axis
+    return {
+        "lines": lines,
+        "hidden": len(ranked) - len(shown),
+        "periods": [(x_of[p], p) for i, p in enumerate(periods) if i % every == 0],
+        "ticks": [(y(t), f"{t:g}") for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
+        "left": TIME_LEFT,
+        "right": TIME_LEFT + TIME_W,
+        "bottom": bottom,
+        "legend_y": bottom + 34,
+        "legend_row": LEGEND_ROW,
+        "width": TIME_LEFT + TIME_W + 20,
+        "height": bottom + 34 + LEGEND_ROW * max(len(lines), 1),
     }

@@ -22,6 +22,7 @@ from api.reports.page_view import (
     gradings_link,
     label_of,
     page_filter,
+    time_chart,
 )
 from api.reports.params import parse_group_by
 from api.reports.rates import comparison_report, pass_rate_report, question_report
@@ -65,12 +66,16 @@ async def reports_page(
     who: NamedDependency[SignedIn],
     group_by: FromQuery[str | None] = "agent",
     verdicts: Verdicts = "effective",
+    series: FromQuery[Literal["agent", "model"]] = "agent",
+    over: FromQuery[Literal["week", "day"]] = "week",
 ) -> Template:
-    """Pass rates overall and per group, and each question's yes-rate, with 95% intervals."""
+    """Pass rates overall and per group, each question's yes-rate, with 95% intervals, and
+    the pass rate over time per agent or model (``series``) by week or day (``over``)."""
     filters = page_filter(_params(request))
     groups = parse_group_by(group_by)
     store = services.store
     rates = await pass_rate_report(store, filters, group_by=groups, verdicts=verdicts)
+    trend = await pass_rate_report(store, filters, group_by=[series, over], verdicts=verdicts)
     questions = await question_report(store, filters, verdicts=verdicts)
     rows = [_rate_row(rates.overall, filters, "all")]
     rows += [_rate_row(g, filters) for g in rates.groups]
@@ -85,6 +90,9 @@ async def reports_page(
         rates=rates,
         rates_chart=chart(rows),
         questions_chart=chart(q_rows),
+        time_chart_data=time_chart(trend.groups, series, over, filters),
+        series=series,
+        over=over,
         scope=describe_filter(filters),
         verdicts=verdicts,
         verdicts_text=VERDICTS_TEXT[verdicts],

@@ -8,6 +8,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from api.reports.models import GroupRate
+from api.reports.page_view import time_chart
+from judge.statistics import wilson_interval
+from storage.report_queries import ReportFilter
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import IDS, TRUTH, scripted_judge
 from tests.web.conftest import sign_in
@@ -190,3 +194,70 @@ async def test_the_reports_page_draws_a_pass_rate_per_week(api_client: Any, toke
         today = datetime.now(UTC).date()
         monday = (today - timedelta(days=today.weekday())).isoformat()
         assert f"alpha · {monday}" in page  # the week's bar, labelled by its Monday
+
+
+def _week(agent: str | None, week: str, passed: int, n: int, provisional: int = 0) -> GroupRate:
+    return GroupRate(
+        key={"agent": agent, "week": week}, n=n, passed=passed, failed=n - passed,
+        unscored=0 if n else 2, pending=0, provisional=provisional, total=n or 2,
+        pass_rate=passed / n if n else None, interval=wilson_interval(passed, n),
+    )  # fmt: skip
+
+
+def test_the_over_time_chart_draws_one_line_per_agent_with_intervals_and_gaps() -> None:
+    """Points sit at their week and rate, each with its Wilson interval; a week with no
+    scored grading draws no point; a provisional week is marked; weeks are in order."""
+    groups = [
+        _week("alpha", "2026-11-16", 1, 4),
+        _week("alpha", "2026-11-02", 3, 4, provisional=1),
+        _week("alpha", "2026-11-09", 0, 0),  # only unscored gradings: no point
+        _week("beta", "2026-11-09", 2, 2),
+        _week(None, "2026-11-16", 0, 1),
+    ]
+    drawn = time_chart(groups, "agent", "week", ReportFilter())
+    assert [x for x, _ in drawn["periods"]] == sorted(x for x, _ in drawn["periods"])
+    assert [label for _, label in drawn["periods"]] == ["2026-11-02", "2026-11-09", "2026-11-16"]
+    alpha, beta, none = drawn["lines"]  # the largest series first
+    assert (alpha["label"], beta["label"], none["label"]) == ("alpha", "beta", "(none)")
+    assert [p["period"] for p in alpha["points"]] == ["2026-11-02", "2026-11-16"]
+    first, last = alpha["points"]
+    assert first["provisional"] == 1 and last["provisional"] == 0
+    assert first["y"] < last["y"]  # 3/4 sits higher than 1/4 (SVG y grows downward)
+    assert first["y_high"] <= first["y"] <= first["y_low"]
+    assert alpha["href"] == "/gradings?agent=alpha" and none["href"] is None
+    assert drawn["hidden"] == 0
+
+
+def test_the_over_time_chart_draws_the_eight_largest_series_and_says_how_many_it_left_out() -> None:
+    groups = [_week(f"agent-{i:02d}", "2026-11-02", 1, 1 + i) for i in range(11)]
+    drawn = time_chart(groups, "agent", "week", ReportFilter())
+    assert [line["label"] for line in drawn["lines"]] == [
+        f"agent-{i:02d}" for i in range(10, 2, -1)
+    ]
+    assert drawn["hidden"] == 3
+
+
+async def test_the_reports_page_shows_the_pass_rate_over_time_per_agent_or_model(
+    api_client: Any, tokens: Any
+) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    hostile = "<img src=x onerror=alert(1)>"
+    async with api_client(**scripted_judge(PASS, FAIL, PASS)) as c:
+        for i, name in enumerate(["alpha", "alpha", hostile]):
+            body = {"diagnosis": f"{DIAGNOSIS} ({i})", "ground_truth": TRUTH, "agent": name}
+            body["model"] = "gpt-4o"
+            assert (await c.post("/v1/submissions?wait=10", json=body, headers=agent)).is_success
+        await sign_in(c, ada)
+        page = (await c.get("/reports?inline=include")).text
+        chart = page.split('data-testid="time-chart"')[1].split("</figure>")[0]
+        monday = datetime.now(UTC).date() - timedelta(days=datetime.now(UTC).weekday())
+        assert "Pass rate per agent and week" in chart
+        assert f"alpha · {monday.isoformat()}: 1/2, 0.500" in chart
+        assert chart.count('class="series ') == 2 and "<img" not in chart
+        assert "&lt;img src=x onerror=alert(1)&gt;" in chart  # a name is text, escaped
+        by_model = (await c.get("/reports?inline=include&series=model&over=day")).text
+        chart = by_model.split('data-testid="time-chart"')[1].split("</figure>")[0]
+        assert "Pass rate per model and day" in chart and 'data-series="gpt-4o"' in chart
+        assert f"gpt-4o · {datetime.now(UTC).date().isoformat()}: 2/3" in chart
+        bad = await c.get("/reports?series=colour")
+        assert bad.status_code == 422 and "series" in bad.text
