@@ -77,6 +77,9 @@ class Completion(_Frozen):
     #: ``stop``, or ``length`` for a reply cut at the ``max_tokens`` budget, which is
     #: never parsed (``judge.retry``); None where the server did not say
     finish_reason: str | None = None
+    #: how the reply came when not from a live request: ``batch <id>`` (a batch engine's
+    #: result, ``judge.batch``); None for a live reply
+    via: str | None = None
 
 
 class Attempt(_Frozen):

@@ -7,6 +7,7 @@ never ``api``.
 
 from __future__ import annotations
 
+import storage.regrade.batch_tables  # noqa: F401  (registers the batch engines' tables)
 from storage.audit import (
     GENESIS_HASH,
     ChainKey,

@@ -103,6 +103,7 @@ def judge_call_rows(
                 "error": call.error,
                 "created_at": at,
                 "cached": call.cached,
+                "via": completion.via if completion else None,
             }
         )
     return rows
@@ -112,7 +113,7 @@ def call_audit_payload(row: Mapping[str, Any]) -> dict[str, Any]:
     """What the audit log says about a judge call (a ``judge_call_rows`` row): hashes,
     not the prompt or reply."""
     reply = row["response_text"]
-    return {
+    payload = {
         "call_id": row["id"],
         "purpose": row["purpose"],
         "backend": row["backend"],
@@ -130,6 +131,9 @@ def call_audit_payload(row: Mapping[str, Any]) -> dict[str, Any]:
         # where the answer came from: the judge, or the cache of an identical earlier call
         "origin": "cache" if row["cached"] else "judge",
     }
+    if row.get("via"):  # a batch engine's reply: which batch (absent for live calls)
+        payload["origin"], payload["via"] = "batch", row["via"]
+    return payload
 
 
 def verdict_values(

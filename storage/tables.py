@@ -289,6 +289,8 @@ class JudgeCallRecord(SQLModel, table=True):
     created_at: datetime = _created()
     #: answered from the judge cache (no request reached the judge)
     cached: bool = False
+    #: how the reply came when not from a live request: ``batch <id>`` (a batch engine)
+    via: str | None = Field(default=None, sa_type=String(64))
 
 
 class AuditRecord(SQLModel, table=True):

@@ -60,7 +60,10 @@ from judge.errors import (
 __all__ = [
     "EndpointQuirks",
     "OpenAIBackend",
+    "chat_body",
+    "form_of",
     "map_openai_errors",
+    "reply_of",
 ]
 
 JSON_SCHEMA = "json_schema"
@@ -109,6 +112,42 @@ def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
         "type": JSON_SCHEMA,
         "json_schema": {"name": "judge_reply", "strict": True, "schema": schema},
     }
+
+
+def chat_body(
+    model: str, request: JudgeRequest, *, form: str, logprobs: bool, streamed: bool = False
+) -> dict[str, Any]:
+    """The body of a chat completion request for ``request``: what the backend POSTs, and
+    what a batch engine's JSONL line carries (``judge.batch``)."""
+    params = request.params
+    messages: Any = [{"role": m.role, "content": m.content} for m in request.messages]
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": params.temperature,
+        "max_tokens": params.max_tokens,
+        "response_format": _response_format(form, request.reply_schema),
+    }
+    if streamed:
+        body.update(stream=True, stream_options={"include_usage": True})
+    if params.seed is not None:
+        body["seed"] = params.seed
+    if logprobs:
+        body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+    return body
+
+
+def form_of(body: dict[str, Any]) -> str:
+    """The structured-output form (``json_schema``, ``json_object``) a request body asks for."""
+    response_format = body.get("response_format")
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    return kind if isinstance(kind, str) else JSON_SCHEMA
+
+
+def reply_of(body: dict[str, Any], *, form: str, model: str) -> Completion:
+    """The completion of a whole chat completion reply given as JSON (a batch result's
+    ``response.body``), read as a live unstreamed reply is."""
+    return completion_of(ChatCompletion.construct(**body), form, model, token_logprobs)
 
 
 class OpenAIBackend:
@@ -223,21 +262,7 @@ class OpenAIBackend:
         self, request: JudgeRequest, form: str, *, logprobs: bool, streamed: bool = True
     ) -> Any:
         """Send the request: a stream (once the answer's headers came) or a whole reply."""
-        params = request.params
-        messages: Any = [{"role": m.role, "content": m.content} for m in request.messages]
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": params.temperature,
-            "max_tokens": params.max_tokens,
-            "response_format": _response_format(form, request.reply_schema),
-        }
-        if streamed:
-            body.update(stream=True, stream_options={"include_usage": True})
-        if params.seed is not None:
-            body["seed"] = params.seed
-        if logprobs:
-            body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+        body = chat_body(self.model, request, form=form, logprobs=logprobs, streamed=streamed)
         # The client's own POST (its retries off, its errors, auth and parsing kept), not
         # chat.completions.create: that one walks every node of the body against the
         # typed parameters on each call, which cost more than a grading's storage
@@ -252,6 +277,19 @@ class OpenAIBackend:
             stream_cls=AsyncStream[ChatCompletionChunk],
         )
         return stream
+
+    def batch_body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The unstreamed body of ``request`` for a batch engine, with what the endpoint
+        is known to accept (its structured-output form, log-probabilities or not)."""
+        form = self.quirks.formats.get(self.endpoint, JSON_SCHEMA)
+        logprobs = self.logprobs and self.endpoint not in self.quirks.no_logprobs
+        return chat_body(self.model, request, form=form, logprobs=logprobs)
+
+    def batch_client(self, *, timeout: float = 300.0) -> openai.AsyncOpenAI:
+        """A new client of this endpoint for the Batch API (files and batches), with the
+        client's own retries of transient failures (nothing it does is a judge call)."""
+        options = {**self._client_options, "timeout": timeout, "max_retries": 2}
+        return openai.AsyncOpenAI(**options)
 
     async def _list_models(self) -> AsyncPage[Model]:
         """``GET /models`` through the client's own GET, as ``client.models.list()`` sends

@@ -16,6 +16,7 @@ from sqlmodel import SQLModel
 
 import storage.imports.tables
 import storage.quality_tables
+import storage.regrade.batch_tables
 import storage.regrade.tables
 import storage.review_tables
 import storage.scenario_tables
