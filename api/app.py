@@ -40,9 +40,11 @@ def route_handlers() -> list[HTTPRouteHandler]:
     from api.regrade.routes import (
         cancel_regrade_job,
         create_regrade_job,
+        get_batch_requests,
         get_regrade_flips,
         get_regrade_job,
         pause_regrade_job,
+        post_batch_results,
         resume_regrade_job,
     )
     from api.reports.agreement_routes import get_agreement
@@ -115,6 +117,8 @@ def route_handlers() -> list[HTTPRouteHandler]:
         pause_regrade_job,
         resume_regrade_job,
         cancel_regrade_job,
+        get_batch_requests,
+        post_batch_results,
         create_webhook,
         list_webhooks,
         list_deliveries,

@@ -228,11 +228,11 @@ def check_results(
     expected: Mapping[str, ExpectedRequest],
     *,
     answered: set[str],
-    via: str,
+    via: str | None,
 ) -> CheckedResults:
     """Check each result against its request; ``answered``: custom ids with a reply kept
     already (their results count as duplicates); ``via``: the provenance the replies get
-    (``batch <id>``)."""
+    (``batch <id>``; None: the caller sets it once it has the batch's id)."""
     checked = CheckedResults()
     seen: set[str] = set()
     for result in results:
@@ -265,7 +265,7 @@ def check_results(
         if not completion.text:
             checked.failures[cid] = "empty reply"
             continue
-        checked.answers[cid] = completion.model_copy(update={"via": via})
+        checked.answers[cid] = completion.model_copy(update={"via": via}) if via else completion
     return checked
 
 

@@ -27,6 +27,7 @@ from storage.keys import ServiceKey
 from storage.overrides import OverrideRepository
 from storage.pending_judges import PendingJudgeRepository
 from storage.queue import QueueRepository
+from storage.regrade.batches import BatchRepository
 from storage.regrade.jobs import RegradeRepository
 from storage.review import ReviewRepository
 from storage.submissions import SubmissionRepository
@@ -70,6 +71,8 @@ class Store:
         self.attempts = AttemptReads(self.db)
         #: regrade jobs, their items and pairs
         self.regrade = RegradeRepository(self.db, self.catalog)
+        #: judge requests and replies of regrade jobs graded through a batch engine
+        self.batches = BatchRepository(self.db)
         #: claiming, completing and deferring pending gradings
         self.queue = QueueRepository(self.db, self.regrade)
         #: pending gradings by judge; moving them to another judge

@@ -308,8 +308,14 @@ class GradingWorkers:
                 "rubric_unknown",
                 f"rubric {claim.rubric_id}@{claim.rubric_version} is not known",
             )
+        # an item of a job graded through a batch engine is answered from its replies
+        answers = None
+        if claim.regrade_job_id is not None:
+            answers = await services.store.batches.answers_for(claim.grading_id)
         try:
-            grader = build_grader(services, claim.judge_spec, cache_rows=cache_rows)
+            grader = build_grader(
+                services, claim.judge_spec, cache_rows=cache_rows, answers=answers
+            )
         except JudgeSpecError as exc:
             return unscored_result(claim, "judge_spec_invalid", str(exc))
         # the judge's concurrency limit bounds its requests only (LimitedBackend)

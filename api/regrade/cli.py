@@ -56,6 +56,19 @@ def _show(job: RegradeJobPublic, fmt: str) -> None:
         f"~{estimate.get('prompt_tokens')} prompt and ~{estimate.get('completion_tokens')} "
         f"completion tokens"
     )
+    cost = estimate.get("cost_usd") or {}
+    if cost.get("live") is not None:
+        click.echo(f"  cost: ~${cost['live']} live, ~${cost['batch']} through the Batch API")
+    batch = job.batch
+    if batch is not None:
+        click.echo(
+            f"  engine {batch['engine']} ({batch['state']}, retry {batch['retry']}): requests "
+            f"{batch['requests']} written, {batch['submitted']} submitted, "
+            f"{batch['completed']} completed, {batch['failed']} failed; tokens "
+            f"{batch['prompt_tokens']} prompt, {batch['completion_tokens']} completion"
+        )
+    elif job.engine != "live":
+        click.echo(f"  engine {job.engine}")
 
 
 async def _follow(services: Services, job_id: str) -> RegradeJobPublic:
@@ -119,6 +132,8 @@ def _job_request(options: dict[str, Any]) -> RegradeJobCreate:
             mode=options["mode"],
             ground_truth=options["ground_truth"],
             dry_run=options["dry_run"],
+            engine=options["engine"],
+            engine_retry=options["engine_retry"],
         )
     except ValidationError as exc:
         error = exc.errors()[0]
@@ -132,7 +147,7 @@ def _start_local(data: RegradeJobCreate, wait: bool) -> RegradeJobPublic:
 
     async def start() -> RegradeJobPublic:
         async with service_runtime(workers=wait and not data.dry_run, existing=True) as services:
-            job = job_public(await start_regrade(services, data, actor="cli"))
+            job = job_public(await start_regrade(services, data, actor="cli"), engine=data.engine)
             if wait and not data.dry_run and job.state not in _ENDED:
                 job = await _follow(services, job.id)
             return job
@@ -174,6 +189,21 @@ def _start_remote(server: str, data: RegradeJobCreate, wait: bool) -> RegradeJob
 @click.option("--tag", "tags", multiple=True, help="only scenarios with this tag (repeatable)")
 @click.option("--filter-tag", "alias_tags", multiple=True, hidden=True)
 @click.option("--dry-run", is_flag=True, help="print counts and estimates; store nothing")
+@click.option(
+    "--engine",
+    type=click.Choice(["live", "batch", "offline"]),
+    default="live",
+    show_default=True,
+    help="live judge requests; the OpenAI Batch API; or offline: `regrade requests` writes "
+    "the requests file, `regrade results` imports the engine's results",
+)
+@click.option(
+    "--engine-retry",
+    type=click.Choice(["live", "batch"]),
+    default="live",
+    show_default=True,
+    help="a batch request that failed or is missing: ask it live, or in a new batch",
+)
 @click.option("--wait", is_flag=True, help="grade here and show progress until the job ends")
 @format_option("table", "json", legacy_json=True)
 @server_option
@@ -189,6 +219,11 @@ def regrade_group(ctx: click.Context, **options: Any) -> None:
         return
     fmt, server, wait = options.pop("fmt"), options.pop("server"), options.pop("wait")
     data = _job_request(options)
+    if wait and data.engine == "offline" and not data.dry_run:
+        raise click.UsageError(
+            "an offline job waits for its results file: start it without --wait, then "
+            "`regrade requests JOB_ID -o FILE` and `regrade results JOB_ID FILE --wait`"
+        )
     job = _start_remote(server, data, wait) if server else _start_local(data, wait)
     _show(job, fmt)
     if job.state in ("failed", "cancelled"):
@@ -279,3 +314,113 @@ def regrade_flips(job_id: str, fmt: str, verdicts: Any, server: str | None) -> N
         print_tables(flip_tables(found))
     else:
         click.echo(json.dumps(found, indent=2) + "\n", nl=False)
+
+
+@regrade_group.command("requests")
+@click.argument("job_id")
+@click.option(
+    "-o", "--output", "output", type=click.Path(dir_okay=False), required=True, help="- for stdout"
+)
+@server_option
+def regrade_requests(job_id: str, output: str, server: str | None) -> None:
+    """Write an offline job's judge requests as OpenAI-batch JSON lines.
+
+    One line per request with no reply yet, for `vllm run-batch`, Ray Data's LLM
+    processors or any runner of that format; the requests are rendered first if that is
+    still to do. The file is written as FILE.part and renamed when whole.
+
+    \b
+    Example:
+      sre-judge regrade requests 01J9Z3K7Q2 -o requests.jsonl
+    """
+    if server is not None:
+        from api.cli.remote import remote
+
+        with remote(server) as client:
+            text = client.send("GET", f"/v1/regrade-jobs/{job_id}/batch-requests").text
+    else:
+        from api.regrade.use_cases import batch_requests
+
+        async def render() -> str:
+            async with service_runtime(workers=False, existing=True) as services:
+                lines = await batch_requests(services, job_id, actor="cli")
+            return "".join(f"{line}\n" for line in lines)
+
+        text = run(render())
+    count = text.count("\n")
+    if output == "-":
+        click.echo(text, nl=False)
+    else:
+        from pathlib import Path
+
+        part = Path(f"{output}.part")
+        part.write_text(text, encoding="utf-8")
+        part.replace(output)
+    click.echo(f"{count} requests written", err=True)
+
+
+@regrade_group.command("results")
+@click.argument("job_id")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--wait", is_flag=True, help="grade here and show progress until the job ends")
+@format_option("table", "json", legacy_json=True)
+@server_option
+def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | None) -> None:
+    """Import an offline job's results file (OpenAI-batch output JSON lines).
+
+    Each result is checked against its request (known custom id, given once, the same
+    model) and its reply kept once; importing a file again keeps nothing twice. Exit 2
+    when a line cannot be read (nothing is stored), 1 when results were refused.
+
+    \b
+    Example:
+      sre-judge regrade results 01J9Z3K7Q2 results.jsonl --wait
+    """
+    from pathlib import Path
+
+    from api.regrade.schemas import BatchResultsPublic, RegradeJobPublic
+
+    text = click.get_text_stream("stdin").read() if file == "-" else Path(file).read_text("utf-8")
+    job: RegradeJobPublic | None = None
+    if server is not None:
+        import time
+
+        from api.cli.remote import remote
+
+        with remote(server) as client:
+            answer = client.send(
+                "POST",
+                f"/v1/regrade-jobs/{job_id}/batch-results",
+                content=text.encode("utf-8"),
+                headers={"Content-Type": "application/jsonl"},
+            )
+            report = BatchResultsPublic.model_validate(answer.json())
+            while wait:
+                job = RegradeJobPublic.model_validate(client.get_json(f"/v1/regrade-jobs/{job_id}"))
+                if job.state in _ENDED:
+                    break
+                time.sleep(_POLL_SECONDS)
+    else:
+        from api.regrade import use_cases
+
+        async def load() -> tuple[BatchResultsPublic, RegradeJobPublic | None]:
+            async with service_runtime(workers=wait, existing=True) as services:
+                found = await use_cases.batch_results(services, job_id, text, actor="cli")
+                followed = await _follow(services, job_id) if wait else None
+            return found, followed
+
+        report, job = run(load())
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        click.echo(
+            f"results for job {job_id}: {report.answered} replies kept, {report.failed} failed "
+            f"(retried), {report.duplicates} duplicates (kept already), {report.refused} refused; "
+            f"engine {report.state}"
+        )
+        for refusal in report.refusals[:20]:
+            click.echo(f"  line {refusal.line} {refusal.custom_id}: {refusal.reason}", err=True)
+    if job is not None:
+        _show(job, fmt)
+    if report.refused:
+        sys.exit(1)

@@ -21,9 +21,17 @@ from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric
 from storage.regrade.select import RegradeFilter
 
-__all__ = ["CACHE_CHECK_LIMIT", "CHARS_PER_TOKEN", "estimate_regrade", "sampling_params"]
+__all__ = [
+    "BATCH_PRICE_FACTOR",
+    "CACHE_CHECK_LIMIT",
+    "CHARS_PER_TOKEN",
+    "estimate_regrade",
+    "sampling_params",
+]
 
 CHARS_PER_TOKEN = 4
+#: the OpenAI Batch API's price against the live one
+BATCH_PRICE_FACTOR = 0.5
 #: above this many submissions the cache is not checked key by key
 CACHE_CHECK_LIMIT = 50_000
 
@@ -101,4 +109,21 @@ async def estimate_regrade(
         "prompt_tokens": prompt_tokens,
         "completion_tokens": round(per_call * needed),
         "completion_tokens_basis": "measured" if average is not None else "max_tokens",
+        "cost_usd": _cost(services, prompt_tokens, round(per_call * needed)),
+    }
+
+
+def _cost(services: Services, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    """The judge calls' price live and through the Batch API (half the live price), from
+    ``SRE_JUDGE_JUDGE_PRICE_PROMPT`` / ``_COMPLETION`` (USD per million tokens); None
+    where no price is configured."""
+    settings = services.settings
+    prompt, completion = settings.judge_price_prompt, settings.judge_price_completion
+    if prompt is None and completion is None:
+        return {"live": None, "batch": None, "batch_factor": BATCH_PRICE_FACTOR}
+    live = (prompt_tokens * (prompt or 0.0) + completion_tokens * (completion or 0.0)) / 1e6
+    return {
+        "live": round(live, 4),
+        "batch": round(live * BATCH_PRICE_FACTOR, 4),
+        "batch_factor": BATCH_PRICE_FACTOR,
     }

@@ -1,18 +1,37 @@
-"""Regrade jobs: start one (or a dry run), follow it, pause, resume, cancel, read flips."""
+"""Regrade jobs: start one (or a dry run), follow it, pause, resume, cancel, read flips;
+an offline batch engine's requests file out and results file in."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from litestar import Response, get, post
+from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
+from litestar.openapi.spec import (
+    OpenAPIFormat,
+    OpenAPIMediaType,
+    OpenAPIType,
+    Operation,
+    RequestBody,
+    Schema,
+)
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from api.http.auth import require
+from api.http.input_guard import check_params
+from api.http.problems import ApiProblem
 from api.regrade.flips import flip_report, flips_csv
-from api.regrade.schemas import RegradeJobCreate, RegradeJobPublic, job_public
+from api.regrade.schemas import (
+    BatchResultsPublic,
+    RegradeJobCreate,
+    RegradeJobPublic,
+    job_public,
+)
 from api.regrade.use_cases import (
     JobAction,
+    batch_requests,
+    batch_results,
     change_regrade,
     regrade_flips,
     regrade_job,
@@ -22,13 +41,21 @@ from api.service.principal import Principal
 from api.service.services import Services
 
 __all__ = [
+    "BATCH_MEDIA_TYPES",
     "cancel_regrade_job",
     "create_regrade_job",
+    "get_batch_requests",
     "get_regrade_flips",
     "get_regrade_job",
     "pause_regrade_job",
+    "post_batch_results",
     "resume_regrade_job",
 ]
+
+#: what a results file may be sent as
+BATCH_MEDIA_TYPES = frozenset(
+    {"application/jsonl", "application/x-ndjson", "application/octet-stream", "text/plain"}
+)
 
 
 @post(
@@ -46,7 +73,7 @@ async def create_regrade_job(
     """201 with the job; a dry run answers 200 with the estimate in state ``done``
     and stores nothing (so it has no ``Location``)."""
     view = await start_regrade(services, data, actor=principal.id)
-    body = job_public(view)
+    body = job_public(view, engine=data.engine)
     if data.dry_run:
         return Response(body, status_code=200)
     headers = {"Location": f"/v1/regrade-jobs/{body.id}"}
@@ -143,3 +170,99 @@ async def cancel_regrade_job(
     """Cancel the job's pending items (status ``cancelled``); graded items are kept."""
     result: RegradeJobPublic = await _change(services, principal, job_id, "cancel")
     return result
+
+
+@get(
+    "/v1/regrade-jobs/{job_id:str}/batch-requests",
+    guards=[require("admin")],
+    operation_id="getRegradeBatchRequests",
+    summary="An offline regrade's judge requests with no reply yet, as OpenAI-batch JSON lines",
+    media_type="application/jsonl",
+)
+async def get_batch_requests(
+    job_id: FromPath[str],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> Response[str]:
+    """One ``{"custom_id", "method", "url", "body"}`` line per request (the input of
+    ``vllm run-batch`` or Ray Data's LLM processors); rendered first if still to do.
+    422 naming ``engine`` for a job not graded offline."""
+    lines = await batch_requests(services, job_id, actor=principal.id)
+    headers = {
+        "Content-Disposition": f'attachment; filename="requests-{job_id}.jsonl"',
+        "X-Batch-Requests": str(len(lines)),
+    }
+    text = "".join(f"{line}\n" for line in lines)
+    return Response(text, media_type="application/jsonl", headers=headers)
+
+
+def _results_body() -> RequestBody:
+    text = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
+    return RequestBody(
+        content={"application/jsonl": text},
+        description="the results file itself: one "
+        '{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"} '
+        "line per request",
+        required=True,
+    )
+
+
+@dataclass
+class _ResultsOperation(Operation):
+    """The operation of the results upload, with its raw body documented."""
+
+    def __post_init__(self) -> None:
+        if self.request_body is None:
+            self.request_body = _results_body()
+
+
+async def _params_only(request: Request[Any, Any, Any]) -> None:
+    """The app's input guard without its JSON body check (the body is a file)."""
+    check_params(request)
+
+
+async def _read_text(request: Request[Any, Any, Any], limit: int) -> str:
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type not in BATCH_MEDIA_TYPES:
+        accepted = ", ".join(sorted(BATCH_MEDIA_TYPES))
+        raise ApiProblem(
+            415,
+            "Unsupported media type",
+            f"Content-Type: {media_type or 'unstated'} is not one of {accepted}",
+            field="Content-Type",
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiProblem(
+                413, "Upload too large", f"body: more than {limit} bytes", field="body"
+            )
+        chunks.append(chunk)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiProblem(422, "Invalid results file", "body: not UTF-8", field="body") from None
+
+
+@post(
+    "/v1/regrade-jobs/{job_id:str}/batch-results",
+    guards=[require("admin")],
+    before_request=_params_only,
+    request_max_body_size=None,
+    operation_class=_ResultsOperation,
+    operation_id="postRegradeBatchResults",
+    summary="Import an offline regrade's results file (OpenAI-batch output JSON lines)",
+    status_code=200,
+)
+async def post_batch_results(
+    job_id: FromPath[str],
+    request: Request[Any, Any, Any],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> BatchResultsPublic:
+    """Each result is checked against its request (known custom id, once, same model) and
+    its reply kept once; a line that cannot be read refuses the file (422 naming the
+    field, nothing stored). Importing a file again keeps nothing twice (``duplicates``)."""
+    text = await _read_text(request, services.settings.import_max_bytes)
+    return await batch_results(services, job_id, text, actor=principal.id)

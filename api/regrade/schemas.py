@@ -8,10 +8,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from api.service.request_types import BoundedDatetime
+from storage.regrade.batches import BatchProgress
 from storage.regrade.progress import JobView
 from storage.regrade.select import RegradeFilter
 
-__all__ = ["RegradeFilterIn", "RegradeJobCreate", "RegradeJobPublic", "job_public"]
+__all__ = [
+    "BatchResultsPublic",
+    "RegradeFilterIn",
+    "RegradeJobCreate",
+    "RegradeJobPublic",
+    "job_public",
+]
 
 _NAME = Field(default=None, max_length=256)
 
@@ -75,6 +82,18 @@ class RegradeJobCreate(BaseModel):
         "registered scenario's newest version (inline ground truths stay as sent)",
     )
     dry_run: StrictBool = False
+    engine: Literal["live", "batch", "offline"] = Field(
+        default="live",
+        description="live: one judge request at a time; batch: the OpenAI Batch API (or a "
+        "server with its endpoints); offline: a requests file out "
+        "(GET /v1/regrade-jobs/{id}/batch-requests), a results file in "
+        "(POST /v1/regrade-jobs/{id}/batch-results)",
+    )
+    engine_retry: Literal["live", "batch"] = Field(
+        default="live",
+        description="a batch request that failed, expired or is missing is asked live, or "
+        "goes in a new batch (offline: a new requests file) up to 3 rounds, then live",
+    )
 
 
 class RegradeJobPublic(BaseModel):
@@ -106,12 +125,21 @@ class RegradeJobPublic(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    #: live | batch | offline
+    engine: str = "live"
+    #: a batch engine's progress: its state, requests written / submitted / completed /
+    #: failed, the replies' tokens and each batch (None for a live job)
+    batch: dict[str, Any] | None = None
 
 
-def job_public(view: JobView) -> RegradeJobPublic:
-    """The public job object."""
+def job_public(
+    view: JobView, *, batch: BatchProgress | None = None, engine: str = "live"
+) -> RegradeJobPublic:
+    """The public job object (``batch``: its batch engine's progress, if it has one)."""
     job, p = view.job, view.progress
     return RegradeJobPublic(
+        engine=batch.engine if batch is not None else engine,
+        batch=batch.as_dict() if batch is not None else None,
         id=job.id,
         state=job.state,  # type: ignore[arg-type]
         dry_run=job.dry_run,
@@ -138,3 +166,25 @@ def job_public(view: JobView) -> RegradeJobPublic:
         started_at=job.started_at,
         finished_at=job.finished_at,
     )
+
+
+class BatchRefusal(BaseModel):
+    """A result line not kept, and why."""
+
+    line: int
+    custom_id: str
+    reason: str
+
+
+class BatchResultsPublic(BaseModel):
+    """What a results file gave: replies kept, failures kept (retried), duplicates (a reply
+    kept already: nothing stored), refusals (nothing stored), the engine's state after."""
+
+    batch_id: str | None
+    state: str
+    answered: int
+    failed: int
+    duplicates: int
+    missing: int
+    refused: int
+    refusals: list[BatchRefusal]

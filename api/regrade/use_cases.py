@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+from api.regrade.batch_engine import check_engine_judge, import_results_file, requests_file
 from api.regrade.estimate import estimate_regrade
-from api.regrade.schemas import RegradeJobCreate, RegradeJobPublic, job_public
+from api.regrade.schemas import (
+    BatchResultsPublic,
+    RegradeJobCreate,
+    RegradeJobPublic,
+    job_public,
+)
 from api.service.errors import InvalidRequest
 from api.service.services import Services
 from judge.backends import JudgeBackend
@@ -22,6 +28,8 @@ from storage.regrade.progress import JobView
 
 __all__ = [
     "JobAction",
+    "batch_requests",
+    "batch_results",
     "change_regrade",
     "recent_regrades",
     "regrade_flips",
@@ -54,6 +62,7 @@ async def resolve_target(
     spec_text = data.judge or services.settings.judge
     backend = _backend(services, spec_text)
     spec = parse_judge_spec(spec_text)
+    check_engine_judge(services, spec_text, data.engine)
     target = RegradeTarget(
         rubric=rubric,
         judge_spec=spec_text,
@@ -61,6 +70,8 @@ async def resolve_target(
         judge_model=spec.model,
         mode=data.mode,
         ground_truth=data.ground_truth,
+        engine=data.engine,
+        engine_retry=data.engine_retry,
     )
     return target, backend
 
@@ -76,6 +87,8 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
     )
     if not data.dry_run:
         services.waiters.work.set()
+        if data.engine != "live":
+            services.waiters.batches.set()
     return view
 
 
@@ -90,13 +103,33 @@ async def change_regrade(
 
 
 async def regrade_job(services: Services, job_id: str) -> RegradeJobPublic:
-    """A job with its progress (state, counts, rate, ETA); NotFound when there is none."""
-    return job_public(await services.store.regrade.get_job(job_id))
+    """A job with its progress (state, counts, rate, ETA, a batch engine's requests and
+    batches); NotFound when there is none."""
+    view = await services.store.regrade.get_job(job_id)
+    return job_public(view, batch=await services.store.batches.progress(job_id))
 
 
 async def recent_regrades(services: Services, *, limit: int) -> list[RegradeJobPublic]:
     """The newest ``limit`` jobs, newest first, with their progress."""
     return [job_public(v) for v in await services.store.regrade.recent_jobs(limit=limit)]
+
+
+async def batch_requests(services: Services, job_id: str, *, actor: str) -> list[str]:
+    """An offline job's requests with no reply yet, as OpenAI-batch JSON lines."""
+    return await requests_file(services, job_id, actor=actor)
+
+
+async def batch_results(
+    services: Services, job_id: str, text: str, *, actor: str
+) -> BatchResultsPublic:
+    """Import an offline job's results file: what was kept, refused, already there."""
+    report = await import_results_file(services, job_id, text, actor=actor)
+    return BatchResultsPublic(
+        batch_id=report.batch_id,
+        state=report.state,
+        refusals=report.refused,  # type: ignore[arg-type]
+        **report.counts(),
+    )
 
 
 async def regrade_flips(services: Services, job_id: str) -> tuple[RegradeJobPublic, list[FlipItem]]:

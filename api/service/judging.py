@@ -9,10 +9,14 @@ else the rubric.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from api.service.grader_factory import grader_for
 from api.service.services import Services
+from judge.backends.base import JudgeBackend
+from judge.batch import BatchAnswers
+from judge.calls import Completion
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
 from judge.review_reasons import ReviewReason
@@ -61,11 +65,18 @@ class AnyGrader(Protocol):
         ...
 
 
-def _grader(services: Services, spec_text: str, cache_rows: list[dict[str, Any]] | None) -> Grader:
+def _grader(
+    services: Services,
+    spec_text: str,
+    cache_rows: list[dict[str, Any]] | None,
+    answers: Mapping[str, Sequence[Completion]] | None = None,
+) -> Grader:
     """One judge's grader with the service's settings (raises JudgeSpecError)."""
     settings = services.settings
     # each request waits for a slot of its endpoint's limit, nothing else does
-    backend = services.backends.limited(spec_text)
+    backend: JudgeBackend = services.backends.limited(spec_text)
+    if answers is not None:  # a batch engine's replies first, the live judge for the rest
+        backend = BatchAnswers(backend, answers)
     cache = DbJudgeCache(
         services.store.cache, backend=backend.name, model=backend.model, pending=cache_rows
     )
@@ -73,17 +84,22 @@ def _grader(services: Services, spec_text: str, cache_rows: list[dict[str, Any]]
 
 
 def build_grader(
-    services: Services, judge_spec: str, *, cache_rows: list[dict[str, Any]] | None = None
+    services: Services,
+    judge_spec: str,
+    *,
+    cache_rows: list[dict[str, Any]] | None = None,
+    answers: Mapping[str, Sequence[Completion]] | None = None,
 ) -> AnyGrader:
     """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec.
 
     ``cache_rows``: collect the judge cache entries there instead of writing each at
-    once (the caller stores them with the grading).
+    once (the caller stores them with the grading). ``answers``: a batch engine's
+    replies by request hash (``judge.batch.BatchAnswers``; one judge only).
     """
     specs = member_specs(judge_spec)
     samples = services.settings.judge_samples
     if len(specs) == 1 and samples == 1:
-        return _grader(services, specs[0], cache_rows)
+        return _grader(services, specs[0], cache_rows, answers)
     return PanelGrader(
         [PanelMember(spec, _grader(services, spec, cache_rows)) for spec in specs],
         samples=samples,

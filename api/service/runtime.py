@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from api.grading.judge_moves import follow_configured_judge
 from api.grading.workers import GradingWorkers
 from api.imports.runner import ImportRunner
+from api.regrade.batch_runner import BatchRunner
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.checkpoints import Checkpointer, checkpoint_target
 from api.service.metrics import Metrics
@@ -98,6 +99,8 @@ class Runtime:
         self.webhooks = WebhookDelivery(store, settings)
         #: runs import jobs (``POST /v1/imports``); runs wherever grading workers run
         self.imports = ImportRunner(self.services)
+        #: moves regrade jobs' batch engines on; runs wherever grading workers run
+        self.batches = BatchRunner(self.services)
         self._start_workers = workers and settings.worker_count > 0
         self._start_imports = workers and import_jobs
         #: periodic audit checkpoints (``serve`` only; to the default file unless configured)
@@ -138,6 +141,7 @@ class Runtime:
             await follow_configured_judge(self.services, actor=self.workers.worker_id)
             self.workers.start()
             self.webhooks.start()
+            self.batches.start()
         if self._start_imports:
             self.imports.start()
         if self.checkpointer is not None:
@@ -149,6 +153,7 @@ class Runtime:
             if self._preloading is not None:
                 await asyncio.gather(self._preloading, return_exceptions=True)  # see start
             await self.imports.stop()
+            await self.batches.stop()
             await self.webhooks.stop()
             await self.workers.stop()
             if self.checkpointer is not None:

@@ -183,6 +183,8 @@ class Waiters:
     work: asyncio.Event = field(default_factory=asyncio.Event)
     #: set when an import job is queued (``api.imports.jobs``)
     imports: asyncio.Event = field(default_factory=asyncio.Event)
+    #: set when a regrade job with a batch engine is made (``api.regrade.batch_runner``)
+    batches: asyncio.Event = field(default_factory=asyncio.Event)
     _done: dict[str, asyncio.Event] = field(default_factory=dict)
 
     def event_for(self, grading_id: str) -> asyncio.Event:

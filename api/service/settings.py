@@ -163,6 +163,20 @@ class Settings(BaseSettings):
     )
     lease_seconds: float = Field(default=300.0, gt=0, description="how long a worker owns a claim")
     poll_seconds: float = Field(default=0.5, gt=0, description="worker poll interval when idle")
+    regrade_batch_poll_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="how often the state of regrade batches (OpenAI Batch API) is asked",
+    )
+    judge_price_prompt: float | None = Field(
+        default=None,
+        ge=0,
+        description="USD per million prompt tokens of the judge (live); a regrade estimate "
+        "shows the cost, and the Batch API's at half the price",
+    )
+    judge_price_completion: float | None = Field(
+        default=None, ge=0, description="USD per million completion tokens of the judge (live)"
+    )
     webhook_allow_hosts: str = Field(
         default="",
         description="webhook hosts (comma-separated) allowed though loopback or private",

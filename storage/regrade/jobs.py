@@ -21,6 +21,7 @@ from judge.rubric import Rubric
 from storage.catalog import CatalogRepository
 from storage.database import Database
 from storage.errors import Conflict, NotFound
+from storage.regrade.batches import add_engine
 from storage.regrade.flips import FlipItem, read_pairs
 from storage.regrade.lifecycle import (
     end_job,
@@ -63,6 +64,11 @@ class RegradeTarget:
     mode: str
     #: as_submitted (each submission's own ground truth) | latest (its scenario's newest)
     ground_truth: str = "as_submitted"
+    #: live (one request at a time) | batch (the OpenAI Batch API) | offline (a file out
+    #: and a results file in: ``storage.regrade.batches``)
+    engine: str = "live"
+    #: a batch request that failed or is missing: retried live | in a new batch
+    engine_retry: str = "live"
 
 
 @dataclass(frozen=True)
@@ -178,6 +184,8 @@ class RegradeRepository:
             self._catalog.ensure_rubric(session, target.rubric, actor=actor)
             items = self._create_items(session, job, f, target)
             job.total = len(items)
+            if target.engine != "live" and items:  # held back until its replies are in
+                add_engine(session, job.id, target.engine, target.engine_retry, now)
             session.flush()
             self._db.audit(
                 session,
@@ -193,6 +201,11 @@ class RegradeRepository:
                     "judge": job.judge_spec,
                     "mode": job.mode,
                     "ground_truth": job.ground_truth,
+                    **(
+                        {"engine": target.engine, "engine_retry": target.engine_retry}
+                        if target.engine != "live"
+                        else {}
+                    ),
                     "total": job.total,
                     "estimate": job.estimate,
                 },

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
+from storage.regrade.batch_tables import RegradeEngineRecord
 from storage.regrade.carry import Carried, carry_overrides
 from storage.regrade.progress import job_progress
 from storage.regrade.tables import RegradeJobRecord
@@ -39,8 +40,13 @@ HELD_BACK_STATES = ("paused", "cancelled")
 
 
 def not_held_back() -> Any:
-    """A WHERE clause: the grading is no item of a paused or cancelled job."""
+    """A WHERE clause: the grading is no item of a paused or cancelled job, nor of a job
+    whose batch engine has not got its results yet (``storage.regrade.batch_tables``)."""
     held = select(col(RegradeJobRecord.id)).where(col(RegradeJobRecord.state).in_(HELD_BACK_STATES))
+    waiting = select(col(RegradeEngineRecord.job_id)).where(
+        col(RegradeEngineRecord.state) != "grading"
+    )
+    held = held.union_all(waiting)
     return or_(
         col(GradingRecord.regrade_job_id).is_(None),
         col(GradingRecord.regrade_job_id).not_in(held),

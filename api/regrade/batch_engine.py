@@ -1,0 +1,319 @@
+"""Regrades through a batch engine: render, submit or write, import, then grade.
+
+A job started with ``engine: batch`` (the OpenAI Batch API, or any server with the same
+endpoints) or ``engine: offline`` (a requests file for a GPU fleet's batch runner, a
+results file back) goes through four phases; its engine state
+(``storage.regrade.batch_tables``) says which, so a restarted service goes on:
+
+1. **render** (``rendering``): each item is graded by the very grader the workers use,
+   with a judge that records what it is asked and answers nothing
+   (``judge.batch.RequestRecorder``): exactly the requests a live grading would send
+   (those the judge cache does not answer). Each is stored with its custom id, hash and
+   body (``judge.backends.openai.chat_body``, as the live backend sends it);
+2. **submit** (``submitting`` -> ``running``, Batch API): the open requests go up as a
+   JSONL file and one batch, whose ids are stored before anything else happens; or
+   **write** (``waiting``, offline): ``GET .../batch-requests`` serves them;
+3. **import**: results (the batch's output and error files once it is completed,
+   expired, cancelled or failed; or an uploaded results file) are checked against their
+   requests (``judge.batch.check_results``) and each reply kept once under its custom id;
+   failed and missing requests go in a new batch or are asked live (the job's ``retry``);
+4. **grade** (``grading``): the items are released to the usual workers, whose grader
+   answers from the kept replies (``judge.batch.BatchAnswers``) and asks the live judge
+   anything else (a repair, a reply that was missing or failed). Verdicts, judge calls,
+   audit, cache and flips are the live path's; each call answered from a batch says so
+   (``via: batch <id>``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+from api.service.errors import InvalidRequest
+from api.service.grader_factory import grader_for
+from api.service.services import Services
+from judge.backends.openai import OpenAIBackend
+from judge.batch import (
+    BATCH_URL,
+    BatchLineError,
+    CheckedResults,
+    CustomId,
+    RequestRecorder,
+    check_results,
+    parse_result_lines,
+    request_hash,
+    request_line,
+)
+from judge.errors import InputError
+from judge.spec import member_specs
+from storage.errors import Conflict, NotFound
+from storage.judge_cache import DbJudgeCache
+from storage.regrade.batch_tables import RegradeEngineRecord
+from storage.regrade.batches import ImportReport, RenderedRequest
+
+__all__ = [
+    "ACTIVE_BATCH_STATES",
+    "ENDED_BATCH_STATES",
+    "check_engine_judge",
+    "import_results_file",
+    "poll_job",
+    "render_job",
+    "requests_file",
+    "submit_job",
+]
+
+log = logging.getLogger("sre_judge.regrade.batch")
+
+#: Batch API states of a batch still under way
+ACTIVE_BATCH_STATES = ("created", "validating", "in_progress", "finalizing", "cancelling")
+#: Batch API states whose results (what there is of them) can be read
+ENDED_BATCH_STATES = ("completed", "expired", "cancelled", "failed")
+#: the Batch API's window (the only one it offers)
+COMPLETION_WINDOW = "24h"
+
+
+def check_engine_judge(services: Services, judge_spec: str, engine: str) -> None:
+    """Refuse (naming ``engine``) a judge a batch engine cannot ask: a panel, several
+    samples, or a backend that does not speak OpenAI's chat completions."""
+    if engine == "live":
+        return
+    if len(member_specs(judge_spec)) != 1 or services.settings.judge_samples != 1:
+        raise InvalidRequest(
+            f"engine {engine} grades with one judge asked once (no panel, no samples)",
+            field="engine",
+        )
+    if not isinstance(services.backends.get(judge_spec), OpenAIBackend):
+        raise InvalidRequest(
+            f"engine {engine} needs an OpenAI-compatible judge (openai:MODEL[@URL])",
+            field="engine",
+        )
+
+
+def _live(services: Services, judge_spec: str) -> OpenAIBackend:
+    backend = services.backends.get(judge_spec)
+    if not isinstance(backend, OpenAIBackend):  # refused when the job was made
+        raise TypeError(f"{judge_spec} is no OpenAI-compatible judge")
+    return backend
+
+
+async def render_job(services: Services, job_id: str, *, actor: str) -> str | None:
+    """Phase 1: store every request the grader would send for each item of the job.
+
+    Returns the engine's new state, or None when the job was rendered already.
+    """
+    view = await services.store.regrade.get_job(job_id)
+    job = view.job
+    rubric = await services.rubrics.resolve(job.rubric_id, job.rubric_version)
+    live = _live(services, job.judge_spec)
+    rendered: list[RenderedRequest] = []
+    if rubric is not None:  # else every item is unscored by the workers (rubric_unknown)
+        for claim in await services.store.batches.items_to_render(job_id):
+            rendered.extend(await _render_item(services, live, rubric, claim))
+    return await services.store.batches.store_rendered(job_id, rendered, actor=actor)
+
+
+async def _render_item(
+    services: Services, live: OpenAIBackend, rubric: Any, claim: Any
+) -> list[RenderedRequest]:
+    """The requests one item's grading would send first (the cache read, never written)."""
+    recorder = RequestRecorder(live)
+    cache = DbJudgeCache(services.store.cache, backend=live.name, model=live.model, pending=[])
+    grader = grader_for(services.settings, recorder, cache=cache)
+    try:
+        await grader.grade(rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened())
+    except InputError:  # the worker stores it unscored (invalid_input): nothing to ask
+        return []
+    seen: Counter[str] = Counter()
+    out = []
+    for call, request in enumerate(recorder.requests):
+        digest = request_hash(request)
+        custom_id = CustomId(claim.grading_id, call, seen[digest])
+        seen[digest] += 1
+        out.append(RenderedRequest(custom_id, digest, live.model, live.batch_body(request)))
+    return out
+
+
+async def _engine(services: Services, job_id: str) -> RegradeEngineRecord:
+    await services.store.regrade.get_job(job_id)  # NotFound for an unknown job
+    engine = await services.store.batches.engine(job_id)
+    if engine is None:
+        raise InvalidRequest(
+            "this job is graded live: it has no batch requests or results", field="engine"
+        )
+    return engine
+
+
+async def requests_file(services: Services, job_id: str, *, actor: str) -> list[str]:
+    """Phase 2 (offline): the request lines of the job's requests with no reply yet,
+    rendering them first if that is still to do."""
+    engine = await _engine(services, job_id)
+    if engine.engine != "offline":
+        raise InvalidRequest(
+            "the Batch API sends this job's requests itself (engine batch)", field="engine"
+        )
+    if engine.state == "rendering":
+        await render_job(services, job_id, actor=actor)
+    return [request_line(c, b) for c, b in await services.store.batches.open_requests(job_id)]
+
+
+async def import_results_file(
+    services: Services, job_id: str, text: str, *, actor: str
+) -> ImportReport:
+    """Phase 3 (offline): check a results file against the job's requests and keep each
+    reply once; a line that cannot be read refuses the whole file (nothing stored)."""
+    engine = await _engine(services, job_id)
+    if engine.engine != "offline":
+        raise InvalidRequest(
+            "the Batch API's results are fetched by the service (engine batch)", field="engine"
+        )
+    if engine.state == "rendering":
+        raise Conflict("the job's requests are not written yet: download them first")
+    try:
+        results = parse_result_lines(text)
+    except BatchLineError as exc:
+        raise InvalidRequest(str(exc), field=exc.field) from None
+    expected, answered = await services.store.batches.expectations(job_id)
+    checked = check_results(results, expected, answered=answered, via=None)
+    report = await services.store.batches.import_results(
+        job_id, checked, actor=actor, engine_kind="offline"
+    )
+    if report.state == "grading":
+        services.waiters.work.set()
+    return report
+
+
+async def submit_job(services: Services, job_id: str, *, actor: str) -> str | None:
+    """Phase 2 (Batch API): upload the open requests and create a batch; the remote id.
+
+    The batch row is stored before the upload; a submission cut short by a restart is
+    found again by the batch's metadata (``sre_judge_batch``) rather than sent twice.
+    """
+    store = services.store.batches
+    batch = await store.new_batch(job_id, actor=actor)
+    if batch is None:
+        return None
+    job = (await services.store.regrade.get_job(job_id)).job
+    client = _live(services, job.judge_spec).batch_client()
+    try:
+        remote = await _find_remote(client, batch.id)
+        if remote is None:
+            lines = [request_line(c, b) for c, b in await store.batch_requests(batch.id)]
+            data = ("\n".join(lines) + "\n").encode("utf-8")
+            upload = await client.files.create(
+                file=(f"regrade-{batch.id}.jsonl", data), purpose="batch"
+            )
+            await store.update_batch(batch.id, input_file_id=upload.id)
+            remote = await client.batches.create(
+                input_file_id=upload.id,
+                endpoint=BATCH_URL,
+                completion_window=COMPLETION_WINDOW,
+                metadata={"sre_judge_batch": batch.id, "regrade_job": job_id},
+            )
+        await store.update_batch(
+            batch.id,
+            remote_id=remote.id,
+            input_file_id=remote.input_file_id,
+            state=remote.status,
+        )
+        log.info("regrade batch submitted", extra={"job_id": job_id, "batch": remote.id})
+        return str(remote.id)
+    finally:
+        await client.close()
+
+
+async def _find_remote(client: Any, batch_id: str) -> Any:
+    """The Batch API batch made for our batch ``batch_id`` before a restart, if any."""
+    try:
+        page = await client.batches.list(limit=100)
+    except Exception:  # a server without the listing: submit
+        return None
+    for remote in page.data:
+        if (remote.metadata or {}).get("sre_judge_batch") == batch_id:
+            return remote
+    return None
+
+
+async def poll_job(services: Services, job_id: str, *, actor: str) -> list[ImportReport]:
+    """Phase 3 (Batch API): ask the state of the job's batches under way; import the
+    results of each that ended (completed, or expired, cancelled, failed: what came
+    back is kept, the rest is retried)."""
+    store = services.store.batches
+    job = (await services.store.regrade.get_job(job_id)).job
+    reports = []
+    client = _live(services, job.judge_spec).batch_client()
+    try:
+        for batch in await store.batches(job_id, states=ACTIVE_BATCH_STATES):
+            if batch.remote_id is None:
+                continue  # its submission resumes (submit_job)
+            remote = await client.batches.retrieve(batch.remote_id)
+            if remote.status not in ENDED_BATCH_STATES:
+                if remote.status != batch.state:
+                    await store.update_batch(batch.id, state=remote.status)
+                continue
+            reports.append(await _import_remote(services, client, job_id, batch.id, remote, actor))
+    finally:
+        await client.close()
+    if any(r.state == "grading" for r in reports):
+        services.waiters.work.set()
+    return reports
+
+
+async def _file_text(client: Any, file_id: str | None) -> str:
+    if not file_id:
+        return ""
+    content = await client.files.content(file_id)
+    return str(content.text)
+
+
+async def _import_remote(
+    services: Services, client: Any, job_id: str, batch_id: str, remote: Any, actor: str
+) -> ImportReport:
+    """Read an ended batch's output and error files and keep what they say."""
+    store = services.store.batches
+    sent = [c for c, _ in await store.batch_requests(batch_id)]
+    await store.update_batch(
+        batch_id, output_file_id=remote.output_file_id, error_file_id=remote.error_file_id
+    )
+    error = None
+    errors = getattr(getattr(remote, "errors", None), "data", None) or []
+    if errors:
+        error = "; ".join(f"{e.code}: {e.message}" for e in errors[:5])[:1000]
+    try:
+        results = parse_result_lines(await _file_text(client, remote.output_file_id))
+        results += parse_result_lines(await _file_text(client, remote.error_file_id))
+        expected, answered = await store.expectations(job_id)
+        checked = check_results(results, expected, answered=answered, via=f"batch {remote.id}")
+    except BatchLineError as exc:  # an unreadable file: every request is retried
+        checked, error = CheckedResults(), f"unreadable results: {exc}"
+    report = await store.import_results(
+        job_id,
+        checked,
+        actor=actor,
+        batch_id=batch_id,
+        engine_kind="batch",
+        sent=sent,
+        batch_state=remote.status,
+        error=error,
+    )
+    log.info(
+        "regrade batch imported",
+        extra={"job_id": job_id, "batch": remote.id, "status": remote.status, **report.counts()},
+    )
+    return report
+
+
+async def advance(services: Services, engine: RegradeEngineRecord, *, actor: str) -> None:
+    """Take one job's engine one step on (render, submit, poll), as its state says."""
+    try:
+        if engine.state == "rendering":
+            await render_job(services, engine.job_id, actor=actor)
+        elif engine.state == "submitting":
+            await submit_job(services, engine.job_id, actor=actor)
+        elif engine.state == "running":
+            await poll_job(services, engine.job_id, actor=actor)
+    except NotFound:
+        return
+    except Exception as exc:  # the engine keeps its state: the next round tries again
+        log.exception("regrade batch engine step failed", extra={"job_id": engine.job_id})
+        await services.store.batches.fail_engine(engine.job_id, f"{type(exc).__name__}: {exc}")

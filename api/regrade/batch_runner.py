@@ -1,0 +1,67 @@
+"""The batch runner: one background task per process that moves regrade batch engines on.
+
+It renders the requests of jobs waiting for that, submits batches to the OpenAI Batch
+API and polls those under way every ``SRE_JUDGE_REGRADE_BATCH_POLL_SECONDS``
+(``api.regrade.batch_engine``). Everything it knows is in the database, so a restarted
+service (or another process) resumes each job where it stood: a batch submitted before
+the restart is polled, not sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from api.regrade.batch_engine import advance
+from api.service.services import Services, new_worker_id
+
+__all__ = ["BatchRunner"]
+
+log = logging.getLogger("sre_judge.regrade.batch")
+
+#: engine states the runner acts on (``waiting`` is an offline job's: a person uploads)
+_ACTIVE = ("rendering", "submitting", "running")
+
+
+class BatchRunner:
+    """Moves every regrade job's batch engine on, in the background of a process with workers."""
+
+    def __init__(self, services: Services, *, poll_seconds: float | None = None) -> None:
+        """Work for ``services``; look every ``poll_seconds`` (default: the setting)."""
+        self.services = services
+        self.actor = f"batch-{new_worker_id()}"
+        self._poll = poll_seconds or services.settings.regrade_batch_poll_seconds
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the background task."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop(), name="regrade-batch-runner")
+
+    async def stop(self) -> None:
+        """Cancel the task (a step cut short is taken again by the next process)."""
+        if self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def run_once(self) -> int:
+        """One step for each job whose engine needs one; how many were looked at."""
+        engines = await self.services.store.batches.engines_in(_ACTIVE)
+        for engine in engines:
+            await advance(self.services, engine, actor=self.actor)
+        return len(engines)
+
+    async def _loop(self) -> None:
+        wake = self.services.waiters.batches
+        while True:
+            wake.clear()
+            try:
+                await self.run_once()
+            except Exception:
+                log.exception("the regrade batch runner failed a round; retrying")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=self._poll)

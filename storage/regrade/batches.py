@@ -1,0 +1,554 @@
+"""The judge requests of regrade jobs graded through a batch engine, and their replies.
+
+Phases (``api.regrade.batch_engine`` drives them): the requests of a job's items are
+rendered and stored (``store_rendered``); they go to the engine in batches
+(``new_batch``: the Batch API, or a requests file); the results are imported
+(``import_results``: each reply checked, kept once under its custom id); then the
+job's items are released to the workers, which answer the grader from the kept
+replies (``answers_for``). Each step is one transaction, audited, so a restarted
+service goes on from the engine's stored state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, insert, select, true, update
+from sqlalchemy.orm import Session
+from sqlmodel import col
+
+from judge.batch import CheckedResults, CustomId, ExpectedRequest
+from judge.calls import Completion
+from storage.claims import claim_of, claimable_query
+from storage.database import Database
+from storage.errors import NotFound
+from storage.models import Claim
+from storage.regrade.batch_tables import (
+    RegradeBatchRecord,
+    RegradeBatchRequestRecord,
+    RegradeEngineRecord,
+)
+from storage.tables import GradingRecord
+
+__all__ = [
+    "MAX_ROUNDS",
+    "BatchProgress",
+    "BatchRepository",
+    "ImportReport",
+    "RenderedRequest",
+    "add_engine",
+]
+
+#: batches (or results files) a job's failed requests may go through before the rest is
+#: asked live
+MAX_ROUNDS = 3
+_INSERT_BATCH = 500
+_REQ = RegradeBatchRequestRecord
+
+
+@dataclass(frozen=True)
+class RenderedRequest:
+    """A request a grader would send for one item, as rendered for a batch."""
+
+    custom_id: CustomId
+    prompt_hash: str
+    model: str
+    body: dict[str, Any]
+
+
+@dataclass
+class ImportReport:
+    """What one results file or batch output gave."""
+
+    batch_id: str | None = None
+    answered: int = 0
+    failed: int = 0
+    duplicates: int = 0
+    #: requests sent in the batch with no result in its output (an expired batch's rest)
+    missing: int = 0
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    #: the engine's state afterwards
+    state: str = ""
+
+    def counts(self) -> dict[str, Any]:
+        """The counts, for the batch row and the audit event."""
+        return {
+            "answered": self.answered,
+            "failed": self.failed,
+            "duplicates": self.duplicates,
+            "missing": self.missing,
+            "refused": len(self.refused),
+        }
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """A job's requests by status, tokens of the replies, and its batches."""
+
+    engine: str
+    retry: str
+    state: str
+    round: int
+    error: str | None
+    requests: int
+    submitted: int
+    answered: int
+    failed: int
+    prompt_tokens: int
+    completion_tokens: int
+    batches: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the job object's ``batch`` entry."""
+        return {
+            "engine": self.engine,
+            "retry": self.retry,
+            "state": self.state,
+            "round": self.round,
+            "error": self.error,
+            "requests": self.requests,
+            "submitted": self.submitted,
+            "completed": self.answered,
+            "failed": self.failed,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "batches": self.batches,
+        }
+
+
+def add_engine(session: Session, job_id: str, engine: str, retry: str, now: Any) -> None:
+    """Give a new job (in its creating transaction) its engine row: state ``rendering``."""
+    session.add(
+        RegradeEngineRecord(
+            job_id=job_id, engine=engine, retry=retry, state="rendering", created_at=now
+        )
+    )
+
+
+def _engine(db: Database, session: Session, job_id: str) -> RegradeEngineRecord:
+    query = select(RegradeEngineRecord).where(col(RegradeEngineRecord.job_id) == job_id)
+    if db.postgres:
+        query = query.with_for_update()
+    found = session.execute(query).scalar_one_or_none()
+    if found is None:
+        raise NotFound(f"regrade job {job_id!r} has no batch engine")
+    return found
+
+
+def _batch_row(batch: RegradeBatchRecord) -> dict[str, Any]:
+    return {
+        "id": batch.id,
+        "round": batch.round,
+        "engine": batch.engine,
+        "remote_id": batch.remote_id,
+        "state": batch.state,
+        "requests": batch.requests,
+        "counts": batch.counts,
+        "error": batch.error,
+        "created_at": batch.created_at.isoformat(),
+        "finished_at": batch.finished_at.isoformat() if batch.finished_at else None,
+    }
+
+
+class BatchRepository:
+    """Engines, batches and requests of regrade jobs graded through a batch engine."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
+        self._db = db
+
+    async def engine(self, job_id: str) -> RegradeEngineRecord | None:
+        """The job's engine row, or None for a live job."""
+        return await self._db.run_read(lambda s: s.get(RegradeEngineRecord, job_id))
+
+    async def engines_in(self, states: Sequence[str]) -> list[RegradeEngineRecord]:
+        """The engine rows in ``states``, oldest first (the runner's work)."""
+        query = (
+            select(RegradeEngineRecord)
+            .where(col(RegradeEngineRecord.state).in_(states))
+            .order_by(col(RegradeEngineRecord.created_at))
+        )
+        return await self._db.run_read(lambda s: list(s.execute(query).scalars()))
+
+    async def items_to_render(self, job_id: str) -> list[Claim]:
+        """The job's pending items with what a worker would be given of each (not leased)."""
+        now = self._db.clock()
+        query = claimable_query(now, 10_000_000, true(), regrade=True).where(
+            col(GradingRecord.regrade_job_id) == job_id
+        )
+
+        def work(session: Session) -> list[Claim]:
+            rows = session.execute(query).all()
+            return [claim_of(g, s, now, truth, g.claim_count) for g, s, truth in rows]
+
+        return await self._db.run_read(work)
+
+    async def store_rendered(
+        self, job_id: str, requests: Sequence[RenderedRequest], *, actor: str
+    ) -> str | None:
+        """Store a job's rendered requests and move its engine on; the new state, or None
+        when the job was rendered already (by another process)."""
+
+        def work(session: Session) -> str | None:
+            engine = _engine(self._db, session, job_id)
+            if engine.state != "rendering":
+                return None
+            rows = [
+                {
+                    "custom_id": str(r.custom_id),
+                    "job_id": job_id,
+                    "grading_id": r.custom_id.grading_id,
+                    "call": r.custom_id.call,
+                    "sample": r.custom_id.sample,
+                    "prompt_hash": r.prompt_hash,
+                    "model": r.model,
+                    "body": r.body,
+                    "status": "rendered",
+                }
+                for r in requests
+            ]
+            for start in range(0, len(rows), _INSERT_BATCH):
+                session.execute(insert(_REQ), rows[start : start + _INSERT_BATCH])
+            if not rows:
+                engine.state = "grading"  # everything answered by the cache: nothing to send
+            else:
+                engine.state = "submitting" if engine.engine == "batch" else "waiting"
+            engine.updated_at = self._db.clock()
+            session.flush()
+            self._db.audit(
+                session,
+                "regrade_job.batch_rendered",
+                entity_type="regrade_job",
+                entity_id=job_id,
+                actor=actor,
+                payload={
+                    "job_id": job_id,
+                    "engine": engine.engine,
+                    "requests": len(rows),
+                    "gradings": len({r.custom_id.grading_id for r in requests}),
+                    "state": engine.state,
+                },
+            )
+            return engine.state
+
+        return await self._db.run(work)
+
+    async def fail_engine(self, job_id: str, error: str) -> None:
+        """Note why the engine could not go on (it is tried again at the next round)."""
+
+        def work(session: Session) -> None:
+            engine = _engine(self._db, session, job_id)
+            engine.error, engine.updated_at = error[:1000], self._db.clock()
+
+        await self._db.run(work)
+
+    async def open_requests(self, job_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(custom id, body)`` of the job's requests with no reply yet, in order."""
+        query = (
+            select(col(_REQ.custom_id), col(_REQ.body))
+            .where(col(_REQ.job_id) == job_id, col(_REQ.status) != "answered")
+            .order_by(col(_REQ.grading_id), col(_REQ.call), col(_REQ.sample))
+        )
+        return await self._db.run_read(lambda s: [(c, b) for c, b in s.execute(query)])
+
+    async def new_batch(self, job_id: str, *, actor: str) -> RegradeBatchRecord | None:
+        """Open a batch of the job's requests with no reply (engine ``submitting``): the
+        batch row (state ``created``), its requests marked ``submitted``; None when the
+        engine is not submitting or a created batch is open already."""
+
+        def work(session: Session) -> RegradeBatchRecord | None:
+            engine = _engine(self._db, session, job_id)
+            if engine.state != "submitting":
+                return None
+            open_ = select(RegradeBatchRecord).where(
+                col(RegradeBatchRecord.job_id) == job_id,
+                col(RegradeBatchRecord.state) == "created",
+            )
+            found = session.execute(open_).scalars().first()
+            if found is not None:  # a submission cut short: finish that one
+                return found
+            ids = list(
+                session.execute(
+                    select(col(_REQ.custom_id)).where(
+                        col(_REQ.job_id) == job_id, col(_REQ.status) != "answered"
+                    )
+                ).scalars()
+            )
+            engine.round += 1
+            batch = RegradeBatchRecord(
+                job_id=job_id,
+                round=engine.round,
+                engine=engine.engine,
+                requests=len(ids),
+                created_at=self._db.clock(),
+            )
+            session.add(batch)
+            session.flush()
+            session.execute(
+                update(_REQ)
+                .where(col(_REQ.custom_id).in_(ids))
+                .values(status="submitted", batch_id=batch.id)
+                .execution_options(synchronize_session=False)
+            )
+            engine.updated_at = self._db.clock()
+            self._db.audit(
+                session,
+                "regrade_job.batch_opened",
+                entity_type="regrade_job",
+                entity_id=job_id,
+                actor=actor,
+                payload={"job_id": job_id, "batch_id": batch.id, "requests": len(ids)},
+            )
+            return batch
+
+        return await self._db.run(work)
+
+    async def batch_requests(self, batch_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(custom id, body)`` of the requests a batch carries."""
+        query = (
+            select(col(_REQ.custom_id), col(_REQ.body))
+            .where(col(_REQ.batch_id) == batch_id)
+            .order_by(col(_REQ.grading_id), col(_REQ.call), col(_REQ.sample))
+        )
+        return await self._db.run_read(lambda s: [(c, b) for c, b in s.execute(query)])
+
+    async def update_batch(self, batch_id: str, **values: Any) -> RegradeBatchRecord:
+        """Record what the engine said of a batch (its ids, its state); engine running
+        once it has a remote id."""
+
+        def work(session: Session) -> RegradeBatchRecord:
+            batch = session.get(RegradeBatchRecord, batch_id)
+            if batch is None:
+                raise NotFound(f"no regrade batch {batch_id!r}")
+            for key, value in values.items():
+                setattr(batch, key, value)
+            if values.get("remote_id"):
+                engine = _engine(self._db, session, batch.job_id)
+                if engine.state == "submitting":
+                    engine.state, engine.error = "running", None
+                    engine.updated_at = self._db.clock()
+            session.flush()
+            return batch
+
+        return await self._db.run(work)
+
+    async def batches(
+        self, job_id: str, *, states: Sequence[str] | None = None
+    ) -> list[RegradeBatchRecord]:
+        """The job's batches, oldest first (``states``: only those)."""
+        query = select(RegradeBatchRecord).where(col(RegradeBatchRecord.job_id) == job_id)
+        if states is not None:
+            query = query.where(col(RegradeBatchRecord.state).in_(states))
+        query = query.order_by(col(RegradeBatchRecord.created_at), col(RegradeBatchRecord.round))
+        return await self._db.run_read(lambda s: list(s.execute(query).scalars()))
+
+    async def expectations(self, job_id: str) -> tuple[dict[str, ExpectedRequest], set[str]]:
+        """Every request of the job as results are checked against it, and the custom ids
+        that have a reply already."""
+        query = select(col(_REQ.custom_id), col(_REQ.body), col(_REQ.status)).where(
+            col(_REQ.job_id) == job_id
+        )
+
+        def work(session: Session) -> tuple[dict[str, ExpectedRequest], set[str]]:
+            expected, answered = {}, set()
+            for custom_id, body, status in session.execute(query):
+                expected[custom_id] = ExpectedRequest.of(custom_id, body)
+                if status == "answered":
+                    answered.add(custom_id)
+            return expected, answered
+
+        return await self._db.run_read(work)
+
+    async def import_results(
+        self,
+        job_id: str,
+        checked: CheckedResults,
+        *,
+        actor: str,
+        batch_id: str | None = None,
+        engine_kind: str = "offline",
+        sent: Iterable[str] = (),
+        batch_state: str = "imported",
+        error: str | None = None,
+    ) -> ImportReport:
+        """Keep a batch's checked results in one transaction and move the engine on.
+
+        ``batch_id``: the Batch API batch they came from (None: an offline results file,
+        for which a batch row is made); ``sent``: the custom ids that batch carried (those
+        with no result are ``missing``). A reply is kept only for a request with none yet
+        (checked again under the engine's lock), so none is ever kept twice. Then: every
+        request answered, or ``retry`` live, or the rounds used up -> ``grading``; else the
+        rest goes in a new batch (``submitting``) or waits for another file (``waiting``).
+        """
+
+        def work(session: Session) -> ImportReport:
+            engine = _engine(self._db, session, job_id)
+            report = ImportReport(refused=[r.__dict__ for r in checked.refused])
+            report.duplicates = checked.duplicates
+            if engine.engine != engine_kind or engine.state not in ("running", "waiting"):
+                for cid in [*checked.answers, *checked.failures]:
+                    reason = (
+                        f"the job takes no results now (engine {engine.engine}, {engine.state})"
+                    )
+                    report.refused.append({"line": 0, "custom_id": cid, "reason": reason})
+                report.state = engine.state
+                return report
+            now = self._db.clock()
+            if batch_id is None:
+                engine.round += 1
+                batch = RegradeBatchRecord(
+                    job_id=job_id,
+                    round=engine.round,
+                    engine=engine.engine,
+                    requests=len(checked.answers) + len(checked.failures),
+                    created_at=now,
+                )
+                session.add(batch)
+                session.flush()
+            else:
+                found = session.get(RegradeBatchRecord, batch_id)
+                if found is None:
+                    raise NotFound(f"no regrade batch {batch_id!r}")
+                batch = found
+            for cid, completion in checked.answers.items():
+                if completion.via is None:
+                    completion = completion.model_copy(update={"via": f"batch {batch.id}"})
+                stored = session.execute(
+                    update(_REQ)
+                    .where(col(_REQ.custom_id) == cid, col(_REQ.status) != "answered")
+                    .values(
+                        status="answered",
+                        completion=completion.model_dump(mode="json"),
+                        error=None,
+                        prompt_tokens=completion.prompt_tokens,
+                        completion_tokens=completion.completion_tokens,
+                        answered_at=now,
+                        batch_id=batch.id,
+                    )
+                    .execution_options(synchronize_session=False)
+                ).rowcount
+                if stored:
+                    report.answered += 1
+                else:
+                    report.duplicates += 1
+            for cid, reason in checked.failures.items():
+                failed = session.execute(
+                    update(_REQ)
+                    .where(col(_REQ.custom_id) == cid, col(_REQ.status) != "answered")
+                    .values(status="failed", error=reason[:1000], batch_id=batch.id)
+                    .execution_options(synchronize_session=False)
+                ).rowcount
+                report.failed += failed
+            seen = (
+                set(checked.answers)
+                | set(checked.failures)
+                | {r.custom_id for r in checked.refused}
+            )
+            gone = [cid for cid in sent if cid not in seen]
+            if gone:
+                report.missing = session.execute(
+                    update(_REQ)
+                    .where(col(_REQ.custom_id).in_(gone), col(_REQ.status) == "submitted")
+                    .values(status="failed", error=f"no result in batch {batch.id} ({batch_state})")
+                    .execution_options(synchronize_session=False)
+                ).rowcount
+            open_count = session.execute(
+                select(func.count()).where(
+                    col(_REQ.job_id) == job_id, col(_REQ.status) != "answered"
+                )
+            ).scalar_one()
+            if open_count == 0 or engine.retry == "live" or engine.round >= MAX_ROUNDS:
+                engine.state = "grading"
+            else:
+                engine.state = "submitting" if engine.engine == "batch" else "waiting"
+            engine.updated_at = now
+            batch.state, batch.counts, batch.finished_at = batch_state, report.counts(), now
+            batch.error = error
+            report.batch_id, report.state = batch.id, engine.state
+            session.flush()
+            self._db.audit(
+                session,
+                "regrade_job.batch_imported",
+                entity_type="regrade_job",
+                entity_id=job_id,
+                actor=actor,
+                payload={
+                    "job_id": job_id,
+                    "batch_id": batch.id,
+                    "remote_id": batch.remote_id,
+                    "batch_state": batch_state,
+                    "counts": report.counts(),
+                    "open": open_count,
+                    "state": engine.state,
+                },
+            )
+            return report
+
+        return await self._db.run(work)
+
+    async def answers_for(self, grading_id: str) -> dict[str, list[Completion]] | None:
+        """The kept replies of a grading's batch requests by request hash, in sample order;
+        None when the grading has no batch request (a live item)."""
+        query = (
+            select(col(_REQ.prompt_hash), col(_REQ.status), col(_REQ.completion))
+            .where(col(_REQ.grading_id) == grading_id)
+            .order_by(col(_REQ.call), col(_REQ.sample))
+        )
+
+        def work(session: Session) -> dict[str, list[Completion]] | None:
+            rows = session.execute(query).all()
+            if not rows:
+                return None
+            answers: dict[str, list[Completion]] = {}
+            for prompt_hash, status, completion in rows:
+                if status == "answered" and completion is not None:
+                    answers.setdefault(prompt_hash, []).append(
+                        Completion.model_validate(completion)
+                    )
+            return answers
+
+        return await self._db.run_read(work)
+
+    async def progress(self, job_id: str) -> BatchProgress | None:
+        """The job's requests by status with the replies' tokens, and its batches; None
+        for a live job."""
+
+        def work(session: Session) -> BatchProgress | None:
+            engine = session.get(RegradeEngineRecord, job_id)
+            if engine is None:
+                return None
+            rows = session.execute(
+                select(
+                    col(_REQ.status),
+                    func.count(),
+                    func.coalesce(func.sum(_REQ.prompt_tokens), 0),
+                    func.coalesce(func.sum(_REQ.completion_tokens), 0),
+                )
+                .where(col(_REQ.job_id) == job_id)
+                .group_by(col(_REQ.status))
+            ).all()
+            by = {status: (int(n), int(p), int(c)) for status, n, p, c in rows}
+            batches = session.execute(
+                select(RegradeBatchRecord)
+                .where(col(RegradeBatchRecord.job_id) == job_id)
+                .order_by(col(RegradeBatchRecord.created_at), col(RegradeBatchRecord.round))
+            ).scalars()
+            answered = by.get("answered", (0, 0, 0))
+            return BatchProgress(
+                engine=engine.engine,
+                retry=engine.retry,
+                state=engine.state,
+                round=engine.round,
+                error=engine.error,
+                requests=sum(v[0] for v in by.values()),
+                submitted=sum(v[0] for k, v in by.items() if k != "rendered"),
+                answered=answered[0],
+                failed=by.get("failed", (0, 0, 0))[0],
+                prompt_tokens=answered[1],
+                completion_tokens=answered[2],
+                batches=[_batch_row(b) for b in batches],
+            )
+
+        return await self._db.run_read(work)
