@@ -1,0 +1,358 @@
+"""Regrades through batch engines: the offline exchange and the OpenAI Batch API.
+
+The judge is the real ``openai`` client: its chat completions go to a real local judge
+server (``tests.support.judge_server``: asked only for what a batch did not answer), its
+files and batches to respx routes in the Batch API's recorded shapes
+(``tests.support.batch_api``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import respx
+from litestar.testing import AsyncTestClient
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from judge.backends.openai import OpenAIBackend
+from judge.batch import parse_custom_id
+from storage import JudgeCallRecord, Store
+from storage.regrade.batch_tables import RegradeBatchRequestRecord
+from tests.api.conftest import ClientFactory
+from tests.support.batch_api import FakeBatchAPI, chat_completion
+from tests.support.gradings import add_many
+from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
+
+pytestmark = pytest.mark.postgres
+
+MODEL = "judge-m"
+ITEMS = 6
+REPLY = sregym_reply({"D1-Q1", "D1-Q2", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q2", "D3-Q3"})
+
+
+@pytest.fixture
+def judge_server() -> Iterator[JudgeServer]:
+    """The live judge: asked only for what a batch did not answer."""
+    with running_judge_server(default=REPLY) as server:
+        yield server
+
+
+def _spec(server: JudgeServer) -> str:
+    return f"openai:{MODEL}@{server.openai_url}"
+
+
+def _backends(server: JudgeServer) -> dict[str, Any]:
+    return {_spec(server): OpenAIBackend(MODEL, base_url=server.openai_url, api_key="sk-test")}
+
+
+async def _gradings(engine: Engine, n: int = ITEMS) -> None:
+    store = Store(engine)
+    for i in range(n):  # distinct diagnoses: distinct prompts, no cache hit among them
+        await add_many(store, {"fail": 1}, diagnosis=f"checkout ran out of memory (run {i})")
+
+
+async def _finished(client: AsyncTestClient[Any], admin: dict[str, str], job_id: str) -> Any:
+    for _ in range(600):
+        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=admin)).json()
+        if body["state"] in ("done", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job still {body['state']}: {body}")
+
+
+def _calls(engine: Engine, job_id: str) -> list[Any]:
+    from storage import GradingRecord
+
+    with engine.connect() as connection:
+        return list(
+            connection.execute(
+                select(JudgeCallRecord.grading_id, JudgeCallRecord.via, JudgeCallRecord.cached)
+                .join(GradingRecord, GradingRecord.id == JudgeCallRecord.grading_id)
+                .where(GradingRecord.regrade_job_id == job_id)
+            )
+        )
+
+
+def _result_line(request: dict[str, Any], text: str, *, model: str | None = None) -> str:
+    completion = chat_completion(model or request["body"]["model"], text)
+    return json.dumps(
+        {
+            "id": f"vllm-{request['custom_id']}",
+            "custom_id": request["custom_id"],
+            "response": {"status_code": 200, "request_id": "r", "body": completion},
+            "error": None,
+        }
+    )
+
+
+async def _start(client: AsyncTestClient[Any], admin: dict[str, str], body: dict[str, Any]) -> Any:
+    reply = await client.post("/v1/regrade-jobs", json=body, headers=admin)
+    assert reply.status_code == 201, reply.text
+    return reply.json()
+
+
+async def _requests(client: AsyncTestClient[Any], admin: dict[str, str], job_id: str) -> list[Any]:
+    reply = await client.get(f"/v1/regrade-jobs/{job_id}/batch-requests", headers=admin)
+    assert reply.status_code == 200, reply.text
+    return [json.loads(line) for line in reply.text.splitlines()]
+
+
+async def _post_results(
+    client: AsyncTestClient[Any], admin: dict[str, str], job_id: str, text: str
+) -> Any:
+    return await client.post(
+        f"/v1/regrade-jobs/{job_id}/batch-results",
+        content=text.encode(),
+        headers={**admin, "Content-Type": "application/jsonl"},
+    )
+
+
+async def test_offline_exchange_grades_each_item_once_and_a_second_import_stores_nothing(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    body = {"judge": _spec(judge_server), "engine": "offline"}
+    async with api_client(backends=_backends(judge_server)) as client:
+        job = await _start(client, admin, body)
+        assert job["engine"] == "offline" and job["total"] == ITEMS
+        lines = await _requests(client, admin, job["id"])
+        assert len(lines) == ITEMS
+        for line in lines:
+            assert (line["method"], line["url"]) == ("POST", "/v1/chat/completions")
+            assert line["body"]["model"] == MODEL and "stream" not in line["body"]
+            assert parse_custom_id(line["custom_id"]).call == 0
+        waiting = (await client.get(f"/v1/regrade-jobs/{job['id']}", headers=admin)).json()
+        assert waiting["state"] == "queued" and waiting["batch"]["state"] == "waiting"
+        assert waiting["batch"]["requests"] == ITEMS
+
+        results = "\n".join(_result_line(line, REPLY) for line in lines) + "\n"
+        first = await _post_results(client, admin, job["id"], results)
+        assert first.status_code == 200, first.text
+        assert (first.json()["answered"], first.json()["refused"]) == (ITEMS, 0)
+        done = await _finished(client, admin, job["id"])
+        assert (done["state"], done["done"], done["failed"]) == ("done", ITEMS, 0)
+        assert done["batch"]["completed"] == ITEMS
+        assert done["batch"]["prompt_tokens"] == 500 * ITEMS
+
+        again = await _post_results(client, admin, job["id"], results)
+        assert again.status_code == 200, again.text
+        assert (again.json()["answered"], again.json()["duplicates"]) == (0, ITEMS)
+    assert judge_server.requests == []  # nothing was asked live
+    calls = _calls(engine, job["id"])
+    assert len(calls) == ITEMS and len({c.grading_id for c in calls}) == ITEMS
+    batch_id = first.json()["batch_id"]
+    assert {c.via for c in calls} == {f"batch {batch_id}"} and not any(c.cached for c in calls)
+    store = Store(engine)
+    events = [
+        e for e in await store.gradings.history(calls[0].grading_id) if e.event == "judge.call"
+    ]
+    assert [(e.payload["origin"], e.payload["via"]) for e in events] == [
+        ("batch", f"batch {batch_id}")
+    ]
+
+
+async def test_offline_results_are_checked_and_what_is_refused_or_failed_is_asked_live(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    async with api_client(backends=_backends(judge_server)) as client:
+        job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "offline"})
+        lines = await _requests(client, admin, job["id"])
+        good = [_result_line(line, REPLY) for line in lines[2:]]
+
+        broken = await _post_results(client, admin, job["id"], "\n".join([*good, "{not json"]))
+        assert broken.status_code == 422, broken.text
+        assert broken.headers["content-type"].startswith("application/problem+json")
+        assert broken.json()["errors"][0]["field"] == "line"
+        with engine.connect() as connection:
+            statuses = connection.execute(select(RegradeBatchRequestRecord.status)).scalars()
+            assert set(statuses) == {"rendered"}  # nothing stored
+
+        unknown = dict(lines[0], custom_id=f"rg-{'0' * 32}-c0-s0")
+        failed = {
+            "id": "x",
+            "custom_id": lines[1]["custom_id"],
+            "response": {"status_code": 500, "request_id": "r", "body": {"error": "boom"}},
+            "error": None,
+        }
+        text = "\n".join(
+            [
+                *good,
+                good[0],  # the same custom id twice in one file
+                _result_line(unknown, REPLY),
+                _result_line(lines[0], REPLY, model="someone-else"),
+                json.dumps(failed),
+            ]
+        )
+        report = (await _post_results(client, admin, job["id"], text)).json()
+        assert (report["answered"], report["failed"], report["refused"]) == (ITEMS - 2, 1, 3)
+        reasons = " | ".join(r["reason"] for r in report["refusals"])
+        assert "twice" in reasons and "no request" in reasons and "someone-else" in reasons
+        done = await _finished(client, admin, job["id"])
+        assert (done["done"], done["failed"]) == (ITEMS, 0)
+
+        # the batch's replies went into the judge cache as live ones do: a live regrade
+        # of the same gradings asks nothing
+        live_job = await _start(client, admin, {"judge": _spec(judge_server)})
+        live_done = await _finished(client, admin, live_job["id"])
+        assert (live_done["cache_hits"], live_done["judge_calls"]) == (ITEMS, 0)
+        refused = await client.get(
+            f"/v1/regrade-jobs/{live_job['id']}/batch-requests", headers=admin
+        )
+        assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "engine"
+        assert (
+            await client.get("/v1/regrade-jobs/nope/batch-requests", headers=admin)
+        ).status_code == 404
+    # the refused (model) and the failed request were asked live; the others not
+    assert len(judge_server.requests) == 2
+    vias = [c.via for c in _calls(engine, job["id"])]
+    assert vias.count(None) == 2 and len(vias) == ITEMS
+
+
+def _batch_api(server: JudgeServer) -> tuple[respx.MockRouter, FakeBatchAPI]:
+    api = FakeBatchAPI(server.openai_url)
+    router = respx.mock(assert_all_called=False)
+    api.routes(router)
+    router.route().pass_through()  # chat completions: the real local judge
+    return router, api
+
+
+async def _until(predicate: Callable[[], bool], seconds: float = 30) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("waited in vain")
+
+
+BATCH = {"regrade_batch_poll_seconds": 0.05}
+
+
+@pytest.mark.parametrize(
+    ("status", "fail", "leave_out", "live"),
+    [
+        ("completed", 0, 0, 0),
+        ("completed", 2, 0, 2),  # partially failed: the error file's requests go live
+        ("expired", 0, 3, 3),  # the completed part is used, the rest asked live
+        ("cancelled", 1, 2, 3),
+        ("failed", 0, ITEMS, ITEMS),
+    ],
+)
+async def test_batch_api_ends_completed_partial_expired_cancelled_or_failed(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+    status: str,
+    fail: int,
+    leave_out: int,
+    live: int,
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    router, api = _batch_api(judge_server)
+    with router:
+        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+            await _until(lambda: bool(api.batches))
+            [batch_id] = api.batches
+            assert api.batches[batch_id]["metadata"]["regrade_job"] == job["id"]
+            ids = [r["custom_id"] for r in api.requests_of(batch_id)]
+            running = (await client.get(f"/v1/regrade-jobs/{job['id']}", headers=admin)).json()
+            assert running["batch"]["state"] == "running" and running["batch"]["submitted"] == ITEMS
+            api.finish(
+                batch_id,
+                status,
+                lambda body: REPLY,
+                fail=set(ids[:fail]),
+                leave_out=set(ids[fail : fail + leave_out]),
+            )
+            done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"], done["failed"]) == ("done", ITEMS, 0)
+    assert done["batch"]["batches"][0]["state"] == status
+    assert done["batch"]["completed"] == ITEMS - fail - leave_out
+    assert len(judge_server.requests) == live
+    vias = [c.via for c in _calls(engine, job["id"])]
+    assert len(vias) == ITEMS and vias.count(f"batch {batch_id}") == ITEMS - live
+    assert (api.uploads, api.creates) == (1, 1)
+
+
+async def test_failed_requests_go_in_a_new_batch_with_retry_batch(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    router, api = _batch_api(judge_server)
+    body = {"judge": _spec(judge_server), "engine": "batch", "engine_retry": "batch"}
+    with router:
+        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+            job = await _start(client, admin, body)
+            await _until(lambda: len(api.batches) == 1)
+            ids = [r["custom_id"] for r in api.requests_of("batch_1")]
+            api.finish("batch_1", "expired", lambda b: REPLY, fail={ids[0]}, leave_out={ids[1]})
+            await _until(lambda: len(api.batches) == 2)
+            assert sorted(r["custom_id"] for r in api.requests_of("batch_2")) == sorted(ids[:2])
+            api.finish("batch_2", "completed", lambda b: REPLY)
+            done = await _finished(client, admin, job["id"])
+    assert done["done"] == ITEMS and judge_server.requests == []
+    assert [b["state"] for b in done["batch"]["batches"]] == ["expired", "completed"]
+    vias = sorted(c.via for c in _calls(engine, job["id"]))
+    assert vias.count("batch batch_2") == 2 and vias.count("batch batch_1") == ITEMS - 2
+
+
+async def test_a_restarted_service_resumes_polling_the_stored_batch(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    router, api = _batch_api(judge_server)
+    with router:
+        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+            await _until(lambda: api.retrieves > 0)  # submitted and polled once
+        api.finish("batch_1", "completed", lambda body: REPLY)
+        # a new runtime: its runner finds the stored batch, polls it and imports it
+        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+            done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", ITEMS)
+    assert (api.uploads, api.creates) == (1, 1)  # never submitted twice
+    assert judge_server.requests == []
+    assert {c.via for c in _calls(engine, job["id"])} == {"batch batch_1"}
+
+
+async def test_the_dry_run_puts_the_batch_price_beside_the_live_one_and_bad_engines_are_422(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    prices = {"judge_price_prompt": 2.5, "judge_price_completion": 10.0}
+    async with api_client(
+        backends=_backends(judge_server), start_workers=False, **prices
+    ) as client:
+        body = {"judge": _spec(judge_server), "engine": "batch", "dry_run": True}
+        dry = (await client.post("/v1/regrade-jobs", json=body, headers=admin)).json()
+        cost = dry["estimate"]["cost_usd"]
+        assert cost["live"] > 0 and cost["batch"] == pytest.approx(cost["live"] / 2, abs=1e-4)
+        for bad, field in [
+            ({"engine": "gpu"}, "engine"),
+            ({"engine_retry": "never"}, "engine_retry"),
+            ({"judge": "scripted:pass", "engine": "offline"}, "engine"),
+        ]:
+            reply = await client.post(
+                "/v1/regrade-jobs", json={"judge": _spec(judge_server), **bad}, headers=admin
+            )
+            assert reply.status_code == 422, reply.text
+            assert any(field in e["field"] for e in reply.json()["errors"]), reply.json()
