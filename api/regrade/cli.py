@@ -376,6 +376,7 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
     Example:
       sre-judge regrade results 01J9Z3K7Q2 results.jsonl --wait
     """
+    import json
     from pathlib import Path
 
     from api.regrade.schemas import BatchResultsPublic, RegradeJobPublic
@@ -411,7 +412,10 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
 
         report, job = run(load())
     if fmt == "json":
-        click.echo(report.model_dump_json(indent=2))
+        found = report.model_dump(mode="json")
+        if job is not None:
+            found = {"results": found, "job": job.model_dump(mode="json")}
+        click.echo(json.dumps(found, indent=2))
     else:
         click.echo(
             f"results for job {job_id}: {report.answered} replies kept, {report.failed} failed "
@@ -420,7 +424,7 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
         )
         for refusal in report.refusals[:20]:
             click.echo(f"  line {refusal.line} {refusal.custom_id}: {refusal.reason}", err=True)
-    if job is not None:
+    if job is not None and fmt != "json":
         _show(job, fmt)
     if report.refused:
         sys.exit(1)

@@ -103,3 +103,66 @@ def test_import_jsonl_reports_line_numbers_and_strict_imports_nothing(
     assert (summary["submissions"], summary["queued"]) == (2, 2)
     again = json.loads(cli("import", "jsonl", str(path), "--json", env=env).stdout)
     assert (again["submissions"], again["already_imported"]) == (0, 2)
+
+
+def test_an_offline_regrade_writes_its_requests_and_grades_from_the_results_file(
+    database_url: str, tmp_path: Path
+) -> None:
+    from tests.support.batch_api import chat_completion
+    from tests.support.judge_server import running_judge_server, sregym_reply
+
+    env = _env(database_url)
+    fixture = write_sregym_results(tmp_path)
+    imported = cli(
+        "import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file), env=env
+    )
+    assert imported.returncode == 0, imported.stderr
+    with running_judge_server(default=sregym_reply(set())) as server:
+        judge = f"openai:judge-m@{server.openai_url}"
+        args = ["regrade", "--judge", judge, "--filter-judge", "external:sregym"]
+        refused = cli(*args, "--engine", "offline", "--wait", env=env)
+        assert refused.returncode == 2 and "without --wait" in refused.stderr
+        started = cli(*args, "--engine", "offline", "--json", env=env)
+        assert started.returncode == 0, started.stderr
+        job = json.loads(started.stdout)
+        assert (job["engine"], job["state"], job["total"]) == ("offline", "queued", 42)
+
+        requests_file = tmp_path / "requests.jsonl"
+        written = cli("regrade", "requests", job["id"], "-o", str(requests_file), env=env)
+        assert written.returncode == 0, written.stderr
+        assert "42 requests written" in written.stderr
+        lines = [json.loads(line) for line in requests_file.read_text().splitlines()]
+        results = tmp_path / "results.jsonl"
+        results.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "id": str(n),
+                        "custom_id": line["custom_id"],
+                        "response": {
+                            "status_code": 200,
+                            "request_id": str(n),
+                            "body": chat_completion(line["body"]["model"], sregym_reply(set())),
+                        },
+                        "error": None,
+                    }
+                )
+                + "\n"
+                for n, line in enumerate(lines)
+            )
+        )
+        imported_results = cli(
+            "regrade", "results", job["id"], str(results), "--wait", "--json", env=env
+        )
+        assert imported_results.returncode == 0, imported_results.stderr
+        done = json.loads(imported_results.stdout)
+        assert done["results"]["answered"] == 42
+        assert (done["job"]["state"], done["job"]["done"]) == ("done", 42)
+        assert done["job"]["batch"]["completed"] == 42
+
+        again = cli("regrade", "results", job["id"], str(results), "--format", "table", env=env)
+        assert again.returncode == 0, again.stderr
+        assert "0 replies kept" in again.stdout and "42 duplicates" in again.stdout
+        assert server.requests == []
+        status = cli("regrade", "status", job["id"], "--format", "table", env=env)
+        assert "engine offline (grading, retry live): requests 42 written" in status.stdout
