@@ -30,13 +30,21 @@ __all__ = ["regrade_action", "regrade_page", "regrade_progress", "regrades_page"
 FINAL_STATES = frozenset({"done", "failed", "cancelled"})
 
 
+async def _names(services: Services, token_ids: list[str]) -> dict[str, str]:
+    """Who started each job, by name (a job started from the command line without a
+    token keeps its actor as it was recorded)."""
+    tokens = services.store.tokens
+    return await services.store.db.run_read(lambda s: tokens.read_names(s, token_ids))
+
+
 @get("/regrades", guards=[web_require("adjudicator")], include_in_schema=False)
 async def regrades_page(
     services: NamedDependency[Services], who: NamedDependency[SignedIn]
 ) -> Template:
     """The newest regrade jobs with their progress."""
     jobs = await recent_regrades(services, limit=100)
-    return page("regrades.html", who, jobs=jobs, final=FINAL_STATES)
+    names = await _names(services, [j.created_by for j in jobs])
+    return page("regrades.html", who, jobs=jobs, final=FINAL_STATES, names=names)
 
 
 @get("/regrades/{job_id:str}", guards=[web_require("adjudicator")], include_in_schema=False)
@@ -51,6 +59,7 @@ async def regrade_page(
         who,
         job=job,
         report=report,
+        names=await _names(services, [job.created_by]),
         final=job.state in FINAL_STATES,
         actions=[
             action

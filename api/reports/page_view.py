@@ -155,6 +155,8 @@ def chart(rows: Sequence[ChartRow], *, lo: float = 0.0, hi: float = 1.0) -> dict
 
 #: the over-time chart's geometry: plot origin and size, legend row height
 TIME_LEFT, TIME_TOP, TIME_W, TIME_H, LEGEND_ROW = 44, 16, 640, 220, 18
+#: pixels between the series' points of one period, so their intervals do not overlap
+TIME_DODGE = 7
 #: the most series one over-time chart draws (the largest by n); the table lists them all
 TIME_SERIES = 8
 
@@ -186,9 +188,10 @@ def time_chart(
 
     lines = []
     for index, value in enumerate(shown):
+        dodge = (index - (len(shown) - 1) / 2) * TIME_DODGE  # intervals side by side
         points = [
             {
-                "x": x_of[g.key[period] or ""],
+                "x": round(x_of[g.key[period] or ""] + dodge, 1),
                 "y": y(g.pass_rate),
                 "y_low": y(g.interval.low),
                 "y_high": y(g.interval.high),
@@ -219,6 +222,6 @@ def time_chart(
         "bottom": bottom,
         "legend_y": bottom + 34,
         "legend_row": LEGEND_ROW,
-        "width": TIME_LEFT + TIME_W + 20,
+        "width": TIME_LEFT + TIME_W + 60,
         "height": bottom + 34 + LEGEND_ROW * max(len(lines), 1),
     }

@@ -43,6 +43,7 @@ async def test_a_regrade_job_shows_progress_and_links_each_flipped_grading(
         assert f'href="/regrades/{job_id}"' in listed and "state-done" in listed
         page = (await c.get(f"/regrades/{job_id}")).text
         assert f'data-progress-url="/regrades/{job_id}/progress"' in page
+        assert "started by Root" in page and "<td>Root</td>" in listed  # names, not token ids
         assert "pass → fail: 1" in page and f'href="/gradings/{grading["id"]}"' in page
         assert 'data-testid="job-pause"' not in page  # adjudicators look, admins act
         progress = (await c.get(f"/regrades/{job_id}/progress")).json()

@@ -71,14 +71,19 @@ def _submit(url: str, token: str, diagnosis: str, agent: str) -> str:
 
 @contextmanager
 def served_workbench(
-    database_url: str, log: Path, names: Sequence[tuple[str, str]], **settings: str
+    database_url: str,
+    log: Path,
+    names: Sequence[tuple[str, str]],
+    judge_model: str = "m",
+    **settings: str,
 ) -> Iterator[tuple[ServiceProcess, JudgeServer, dict[str, str]]]:
-    """A real ``serve`` with a scripted judge and a token per (role, name) in ``names``."""
+    """A real ``serve`` with a scripted judge (named ``judge_model``) and a token per
+    (role, name) in ``names``."""
     reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE)
     with running_judge_server(default=reply) as judge:
         env = {
             "SRE_JUDGE_DATABASE_URL": database_url,
-            "SRE_JUDGE_JUDGE": f"openai:m@http://127.0.0.1:{judge.port}/v1",
+            "SRE_JUDGE_JUDGE": f"openai:{judge_model}@http://127.0.0.1:{judge.port}/v1",
             "SRE_JUDGE_POLL_SECONDS": "0.1",
             **settings,
         }
