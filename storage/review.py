@@ -303,6 +303,30 @@ class ReviewRepository:
 
         return await self._db.run(work)
 
+    async def release(self, grading_id: str, *, principal_id: str) -> bool:
+        """Give back the claim ``principal_id`` holds on the item, if any (an adjudicator
+        walked past it): others may take it at once. Audited as ``review.released`` when
+        a claim was given back; returns whether one was."""
+
+        def work(session: Session) -> bool:
+            claim = session.get(ReviewClaimRecord, grading_id)
+            if claim is None or claim.claimed_by != principal_id:
+                return False
+            claim.claimed_by = claim.claimed_by_name = None
+            claim.claimed_until = None
+            session.flush()
+            self._db.audit(
+                session,
+                "review.released",
+                entity_type="grading",
+                entity_id=grading_id,
+                actor=principal_id,
+                payload={},
+            )
+            return True
+
+        return await self._db.run(work)
+
     async def assign(
         self, grading_id: str, assignee: str | None, *, principal_id: str
     ) -> ReviewClaimRecord:

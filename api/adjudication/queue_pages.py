@@ -21,6 +21,7 @@ from api.adjudication.use_cases import (
     assignees,
     finish_review,
     presented_review_items,
+    release_review,
     reviewed_today,
     skip_review,
 )
@@ -93,11 +94,20 @@ def _filters(params: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
     return values
 
 
-def walk_query(filters: Mapping[str, Any], position: int) -> str:
+def walk_query(
+    filters: Mapping[str, Any], position: int, seen: int = 0, left: int | None = None
+) -> str:
     """The query string a walk through the queue carries from item to item: the filters
-    (``q.agent``...) and the position of the item in the filtered queue (``q.pos``)."""
+    (``q.agent``...), the position of the item in the filtered queue (``q.pos``), how many
+    items this pass has opened (``q.seen``) and how many were queued behind this one when
+    it was opened (``q.left``)."""
     params = {f"q.{k}": str(v).lower() if isinstance(v, bool) else v for k, v in filters.items()}
-    return urlencode({**{k: v for k, v in params.items() if v is not None}, "q.pos": position})
+    walk: dict[str, Any] = {"q.pos": position}
+    if seen:
+        walk["q.seen"] = seen
+    if left is not None:
+        walk["q.left"] = left
+    return urlencode({**{k: v for k, v in params.items() if v is not None}, **walk})
 
 
 def _snippet(diagnosis: str) -> str:
@@ -144,7 +154,7 @@ async def queue_page(
                 verdict_label(g),
                 _snippet(g.submission.diagnosis),
                 _age(item.grading.created_at, now),
-                walk_query(filters, position),
+                walk_query(filters, position, 1, len(rows) - position - 1),
             )
             for position, (g, item) in enumerate(rows)
         ],
@@ -169,21 +179,25 @@ async def next_item(
     """The next item of a walk through the filtered queue (``q.`` parameters), claimed on
     opening. A walk moves forward from the item it left (``after``, at ``q.pos``): a
     skipped item is not visited again in the same pass, and when the item has left the
-    queue (finished) the one that took its place comes next. At the end: the queue,
-    saying so."""
+    queue (finished) the one that took its place comes next. An item walked past while
+    still queued is given back (its claim released), so others may take it at once. At
+    the end: the queue, saying so."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params, "q.")
     rows = await _items(services, who, filters)
     ids = [g.id for g, _ in rows]
     try:
         position = int(params.get("q.pos", "-1"))
+        seen = max(int(params.get("q.seen", "0")), 0)
     except ValueError:
-        position = -1
+        position, seen = -1, 0
+    if after is not None and after in ids:  # walked past, not finished: give it back
+        await release_review(services, who.principal, after)
     # still queued (skipped, or the queue moved): the one behind it; gone (finished, or
     # taken by someone else): it held ``position``, which the one behind it now holds
     index = max(ids.index(after) + 1 if after in ids else position, 0)
     if index < len(ids):
-        query = walk_query(filters, index)
+        query = walk_query(filters, index, seen + 1, len(ids) - index - 1)
         return Redirect(f"/gradings/{ids[index]}?claim=true&{query}", status_code=303)
     return Redirect("/queue?" + urlencode({**_shown(filters), "end": "true"}), status_code=303)
 

@@ -180,6 +180,12 @@ async def skip_review(
     )
 
 
+async def release_review(services: Services, principal: Principal, grading_id: str) -> bool:
+    """Give back the claim ``principal`` holds on an item it walked past (nothing when it
+    holds none); returns whether a claim was given back."""
+    return await services.store.review.release(grading_id, principal_id=principal.id)
+
+
 async def assign_review(
     services: Services, principal: Principal, grading_id: str, assignee: str | None
 ) -> ReviewClaimRecord:

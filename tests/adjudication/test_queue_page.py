@@ -46,13 +46,18 @@ async def test_the_queue_counts_reasons_filters_and_claims_on_open(
         assert second in filtered and first not in filtered
         opened = await c.get(f"/gradings/{first}?claim=true")
         assert "You are reviewing this grading (Ada)" in opened.text
-        nxt = await c.get(f"/queue/next?after={first}", follow_redirects=False)
-        assert nxt.headers["location"].startswith(f"/gradings/{second}?claim=true")
         c.cookies.clear()
         await sign_in(c, bob)
         assert first not in (await c.get("/queue")).text  # Ada holds it
         held = await c.get(f"/gradings/{first}?claim=true")
         assert "Being reviewed by someone else" in held.text
+        c.cookies.clear()
+        await sign_in(c, ada)
+        nxt = await c.get(f"/queue/next?after={first}", follow_redirects=False)
+        assert nxt.headers["location"].startswith(f"/gradings/{second}?claim=true")
+        c.cookies.clear()
+        await sign_in(c, bob)
+        assert first in (await c.get("/queue")).text  # walked past: given back
 
 
 async def test_a_held_pass_is_shown_prominently_until_a_verdict_override(
@@ -146,15 +151,49 @@ async def test_next_walks_the_filtered_queue_once_in_order_and_done_moves_on(
         assert 'data-testid="walk-end"' in (await c.get(ended.headers["location"])).text
 
         # "Done, next" on the first item: the second comes next, none is skipped
-        first = await c.get(f"/gradings/{visited[0]}?claim=true&q.agent=beta&q.pos=0")
+        first = await c.get(f"/gradings/{visited[0]}?claim=true&q.agent=beta&q.pos=0&q.seen=1")
         assert "item 1 of this pass" in first.text
         done = await c.post(
             f"/gradings/{visited[0]}/done",
-            data={"_csrf": csrf, "q.agent": "beta", "q.pos": "0"},
+            data={"_csrf": csrf, "q.agent": "beta", "q.pos": "0", "q.seen": "1"},
             follow_redirects=False,
         )
         assert done.status_code == 303, done.status_code
         onward = await c.get(done.headers["location"], follow_redirects=False)
         assert onward.headers["location"].startswith(f"/gradings/{visited[1]}?claim=true")
+        # the pass counts what it opened, though the finished item left the queue
+        second = (await c.get(onward.headers["location"])).text
+        assert "item 2 of this pass · 1 more in the queue after it" in second
         queue = (await c.get("/queue?agent=beta")).text
         assert "<strong>1</strong> reviewed today" in queue
+
+
+async def test_walking_past_an_item_gives_its_claim_back_at_once(
+    api_client: Any, tokens: Any
+) -> None:
+    """Opening an item on a walk claims it; "Next" past it (no skip, no decision) gives
+    the claim back, audited, so another adjudicator can take it without waiting; the
+    pass counts the items it opened."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    bob = await tokens("adjudicator", "Bob")
+    replies = [sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")] * 3
+    async with api_client(**scripted_judge(*replies)) as c:
+        made = [await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta") for n in range(3)]
+        await sign_in(c, ada)
+        opened = await c.get("/queue/next?q.agent=beta&q.pos=-1", follow_redirects=False)
+        first_url = opened.headers["location"]
+        first = first_url.split("/gradings/", 1)[1].split("?", 1)[0]
+        page = (await c.get(first_url)).text  # opening claims it for Ada
+        assert "item 1 of this pass · 2 more in the queue after it" in page
+        held = await c.post(f"/v1/review-queue/{first}/claim", json={}, headers=bob)
+        assert held.status_code == 409 and "Ada" in held.text
+        link = page.split('data-testid="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+        onward = await c.get(link.replace("&amp;", "&"), follow_redirects=False)
+        second_url = onward.headers["location"]
+        assert first not in second_url and "q.seen=2" in second_url
+        taken = await c.post(f"/v1/review-queue/{first}/claim", json={}, headers=bob)
+        assert taken.status_code in (200, 201), taken.text
+        history = (await c.get(f"/v1/gradings/{first}/history", headers=ada)).json()
+        kinds = [e.get("kind") or e.get("event") for e in history["events"]]
+        assert "review.released" in kinds
+        assert first in made
