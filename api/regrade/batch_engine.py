@@ -35,7 +35,6 @@ from api.service.grader_factory import grader_for
 from api.service.services import Services
 from judge.backends.openai import OpenAIBackend
 from judge.batch import (
-    BATCH_URL,
     BatchLineError,
     CheckedResults,
     CustomId,
@@ -69,8 +68,6 @@ log = logging.getLogger("sre_judge.regrade.batch")
 ACTIVE_BATCH_STATES = ("created", "validating", "in_progress", "finalizing", "cancelling")
 #: Batch API states whose results (what there is of them) can be read
 ENDED_BATCH_STATES = ("completed", "expired", "cancelled", "failed")
-#: the Batch API's window (the only one it offers)
-COMPLETION_WINDOW = "24h"
 
 
 def check_engine_judge(services: Services, judge_spec: str, engine: str) -> None:
@@ -206,8 +203,8 @@ async def submit_job(services: Services, job_id: str, *, actor: str) -> str | No
             await store.update_batch(batch.id, input_file_id=upload.id)
             remote = await client.batches.create(
                 input_file_id=upload.id,
-                endpoint=BATCH_URL,
-                completion_window=COMPLETION_WINDOW,
+                endpoint="/v1/chat/completions",
+                completion_window="24h",
                 metadata={"sre_judge_batch": batch.id, "regrade_job": job_id},
             )
         await store.update_batch(

@@ -381,7 +381,8 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
 
     from api.regrade.schemas import BatchResultsPublic, RegradeJobPublic
 
-    text = click.get_text_stream("stdin").read() if file == "-" else Path(file).read_text("utf-8")
+    stdin = click.get_text_stream("stdin")
+    text = stdin.read() if file == "-" else Path(file).read_text("utf-8")
     job: RegradeJobPublic | None = None
     if server is not None:
         import time

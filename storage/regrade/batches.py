@@ -427,9 +427,10 @@ class BatchRepository:
                         answered_at=now,
                         batch_id=batch.id,
                     )
+                    .returning(col(_REQ.custom_id))
                     .execution_options(synchronize_session=False)
-                ).rowcount
-                if stored:
+                ).all()
+                if len(stored):
                     report.answered += 1
                 else:
                     report.duplicates += 1
@@ -438,9 +439,10 @@ class BatchRepository:
                     update(_REQ)
                     .where(col(_REQ.custom_id) == cid, col(_REQ.status) != "answered")
                     .values(status="failed", error=reason[:1000], batch_id=batch.id)
+                    .returning(col(_REQ.custom_id))
                     .execution_options(synchronize_session=False)
-                ).rowcount
-                report.failed += failed
+                ).all()
+                report.failed += len(failed)
             seen = (
                 set(checked.answers)
                 | set(checked.failures)
@@ -448,12 +450,17 @@ class BatchRepository:
             )
             gone = [cid for cid in sent if cid not in seen]
             if gone:
-                report.missing = session.execute(
-                    update(_REQ)
-                    .where(col(_REQ.custom_id).in_(gone), col(_REQ.status) == "submitted")
-                    .values(status="failed", error=f"no result in batch {batch.id} ({batch_state})")
-                    .execution_options(synchronize_session=False)
-                ).rowcount
+                report.missing = len(
+                    session.execute(
+                        update(_REQ)
+                        .where(col(_REQ.custom_id).in_(gone), col(_REQ.status) == "submitted")
+                        .values(
+                            status="failed", error=f"no result in batch {batch.id} ({batch_state})"
+                        )
+                        .returning(col(_REQ.custom_id))
+                        .execution_options(synchronize_session=False)
+                    ).all()
+                )
             open_count = session.execute(
                 select(func.count()).where(
                     col(_REQ.job_id) == job_id, col(_REQ.status) != "answered"
@@ -529,7 +536,7 @@ class BatchRepository:
                 .where(col(_REQ.job_id) == job_id)
                 .group_by(col(_REQ.status))
             ).all()
-            by = {status: (int(n), int(p), int(c)) for status, n, p, c in rows}
+            by = {status: (int(n or 0), int(p or 0), int(c or 0)) for status, n, p, c in rows}
             batches = session.execute(
                 select(RegradeBatchRecord)
                 .where(col(RegradeBatchRecord.job_id) == job_id)
