@@ -20,7 +20,10 @@ __all__ = ["commands", "page_handlers", "route_handlers"]
 
 
 def route_handlers() -> list[HTTPRouteHandler]:
-    """Every route the API serves, in the OpenAPI document's order."""
+    """Every route the API serves, in the OpenAPI document's order.
+
+    Why this function is long: it is the one list of the routes, each feature's imported
+    where it is used, so that the command line does not load the HTTP edge."""
     from api.adjudication.override_routes import create_override, grading_history
     from api.adjudication.review_routes import (
         assign_review,
