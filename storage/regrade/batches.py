@@ -30,6 +30,7 @@ from storage.regrade.batch_tables import (
     RegradeBatchRequestRecord,
     RegradeEngineRecord,
 )
+from storage.regrade.tables import TERMINAL_STATES, RegradeJobRecord
 from storage.tables import GradingRecord
 
 __all__ = [
@@ -164,10 +165,15 @@ class BatchRepository:
         return await self._db.run_read(lambda s: s.get(RegradeEngineRecord, job_id))
 
     async def engines_in(self, states: Sequence[str]) -> list[RegradeEngineRecord]:
-        """The engine rows in ``states``, oldest first (the runner's work)."""
+        """The engine rows in ``states`` of jobs not ended (a cancelled job's engine rests
+        until it is resumed), oldest first: the runner's work."""
         query = (
             select(RegradeEngineRecord)
-            .where(col(RegradeEngineRecord.state).in_(states))
+            .join(RegradeJobRecord, col(RegradeJobRecord.id) == col(RegradeEngineRecord.job_id))
+            .where(
+                col(RegradeEngineRecord.state).in_(states),
+                col(RegradeJobRecord.state).not_in(TERMINAL_STATES),
+            )
             .order_by(col(RegradeEngineRecord.created_at))
         )
         return await self._db.run_read(lambda s: list(s.execute(query).scalars()))

@@ -356,3 +356,28 @@ async def test_the_dry_run_puts_the_batch_price_beside_the_live_one_and_bad_engi
             )
             assert reply.status_code == 422, reply.text
             assert any(field in e["field"] for e in reply.json()["errors"]), reply.json()
+
+
+async def test_a_cancelled_batch_job_rests_and_a_resumed_one_goes_on(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    router, api = _batch_api(judge_server)
+    with router:
+        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+            await _until(lambda: api.retrieves > 0)
+            base = f"/v1/regrade-jobs/{job['id']}"
+            cancelled = (await client.post(f"{base}/cancel", headers=admin)).json()
+            assert (cancelled["state"], cancelled["cancelled"]) == ("cancelled", ITEMS)
+            api.finish("batch_1", "completed", lambda body: REPLY)
+            await asyncio.sleep(0.3)  # a poll begun before the cancel ends
+            polls = api.retrieves
+            await asyncio.sleep(0.5)
+            assert api.retrieves == polls  # a cancelled job's batch is not polled
+            resumed = (await client.post(f"{base}/resume", headers=admin)).json()
+            assert resumed["state"] in ("queued", "running")
+            done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", ITEMS)
+    assert judge_server.requests == [] and (api.uploads, api.creates) == (1, 1)
