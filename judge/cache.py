@@ -6,6 +6,12 @@ backend, the model, the endpoint and the sampling settings. Only requests at
 temperature 0 are cached; a sampled judge's answers are never reused, because asking
 again is the point of sampling.
 
+A judge's name is not enough to say the same model answers: a :class:`DigestKeyedCache`
+adds the judge's digest (``judge.identity``) to every key, so the entries of a model
+are not reused once another answers under its name. A judge that reports no digest
+cannot be told apart from its replacement: its entries are reused only when the caller
+allows it (``unverified``).
+
 The rubric asks every question in one call today, so the cache works per call: a
 reworded question changes the prompt and re-asks the whole call.
 """
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from judge.calls import ChatMessage, Completion, JudgeRequest, SamplingParams
@@ -23,9 +29,12 @@ __all__ = [
     "CACHE_GRANULARITY",
     "BatchJudgeCache",
     "CacheKeys",
+    "DigestKeyedCache",
+    "DigestSource",
     "JudgeCache",
     "MemoryJudgeCache",
     "cache_key",
+    "with_digest",
 ]
 
 #: what one cache entry covers: one judge call asking every question of the rubric
@@ -121,3 +130,63 @@ class MemoryJudgeCache:
     async def put(self, key: str, completion: Completion) -> None:
         """Keep the first completion stored under ``key``."""
         self.entries.setdefault(key, completion)
+
+
+def with_digest(key: str, digest: str) -> str:
+    """The key of the entry under ``key`` made by the model of ``digest``."""
+    return hashlib.sha256(f"{key}\0{digest}".encode()).hexdigest()
+
+
+class DigestSource(Protocol):
+    """What a :class:`DigestKeyedCache` asks of its judge (``judge.identity.BackendDigest``)."""
+
+    def digest(self) -> Awaitable[str | None]:
+        """The judge's current digest, None when it reports none."""
+        ...
+
+    def observe(self, fingerprint: str | None) -> bool:
+        """Note a completion's fingerprint; True when it shows a change of model."""
+        ...
+
+
+class DigestKeyedCache:
+    """A judge cache whose entries are keyed on the judge's digest as well.
+
+    Entries of a judge reporting no digest are read and kept under the plain key only
+    when ``unverified`` allows it. A completion whose fingerprint shows that the model
+    changed while it was asked is not kept.
+    """
+
+    def __init__(self, inner: JudgeCache, judge: DigestSource, *, unverified: bool) -> None:
+        """Key ``inner``'s entries on ``judge``'s digest."""
+        self.inner = inner
+        self.judge = judge
+        self.unverified = unverified
+        #: plain key -> the key it was looked up under (the digest at that moment)
+        self._asked: dict[str, str | None] = {}
+
+    async def _key(self, key: str) -> str | None:
+        digest = await self.judge.digest()
+        if digest is None:
+            return key if self.unverified else None
+        return with_digest(key, digest)
+
+    async def prefetch(self, keys: Sequence[str]) -> None:
+        """Look up the entries of ``keys`` at once, when the inner cache can."""
+        mapped = {key: await self._key(key) for key in keys}
+        self._asked.update(mapped)
+        if isinstance(self.inner, BatchJudgeCache):
+            await self.inner.prefetch([k for k in mapped.values() if k is not None])
+
+    async def get(self, key: str) -> Completion | None:
+        """The entry of ``key`` made by the current model, or None."""
+        keyed = self._asked[key] = await self._key(key)
+        return None if keyed is None else await self.inner.get(keyed)
+
+    async def put(self, key: str, completion: Completion) -> None:
+        """Keep ``completion`` under the digest ``key`` was looked up with."""
+        if self.judge.observe(completion.fingerprint):
+            return  # another model answered than the one looked up: keep nothing
+        keyed = self._asked.pop(key) if key in self._asked else await self._key(key)
+        if keyed is not None:
+            await self.inner.put(keyed, completion)

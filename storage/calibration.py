@@ -2,7 +2,10 @@
 
 A judge is identified by its spec without the base URL (``backend:model``), its sampling
 settings, the rubric version and the asking mode; it is qualified when the latest
-calibration run of that identity reached the bar.
+calibration run of that identity reached the bar and measured the model now behind the
+name: a run records the model digest it measured (``judge.identity``), and once another
+digest is seen behind the name the qualification is provisional until a new run
+measures it (:func:`holds`). Where either digest is unknown the run alone decides.
 """
 
 from __future__ import annotations
@@ -16,9 +19,17 @@ from sqlmodel import col
 from storage.database import Database
 from storage.quality_tables import CalibrationRunRecord
 
-__all__ = ["CalibrationRepository"]
+__all__ = ["CalibrationRepository", "holds"]
 
 _C = CalibrationRunRecord
+
+
+def holds(run: CalibrationRunRecord | None, current_digest: str | None) -> bool:
+    """Whether ``run`` (a judge's latest) qualifies it now: the run qualified, and the
+    digest it measured is the one behind the name now, where both are known."""
+    if run is None or not run.qualified:
+        return False
+    return run.judge_digest is None or current_digest is None or run.judge_digest == current_digest
 
 
 class CalibrationRepository:
@@ -49,6 +60,7 @@ class CalibrationRepository:
                     "verdict_kappa": run.verdict_kappa,
                     "false_pass_rate": run.false_pass_rate,
                     "qualified": run.qualified,
+                    "judge_digest": run.judge_digest,
                 },
             )
             return run
@@ -92,12 +104,14 @@ class CalibrationRepository:
         judge_settings: dict[str, Any],
         rubric_version: str,
         asking_mode: str,
+        current_digest: str | None = None,
     ) -> bool:
-        """Whether the latest calibration run of this judge identity qualified it."""
+        """Whether the latest calibration run of this judge identity qualifies it, with
+        the model digest now behind its name (:func:`holds`)."""
         runs = await self.runs(
             judge_spec=judge_spec,
             judge_settings=judge_settings,
             rubric_version=rubric_version,
             asking_mode=asking_mode,
         )
-        return bool(runs) and runs[0].qualified
+        return holds(runs[0] if runs else None, current_digest)

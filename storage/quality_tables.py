@@ -45,6 +45,8 @@ class CalibrationRunRecord(SQLModel, table=True):
     rubric_id: str = Field(sa_type=String(64))
     rubric_version: str = Field(sa_type=String(64))
     asking_mode: str = Field(default="single", sa_type=String(16))
+    #: the model digest measured (``judge.identity``); None: the judge reported none
+    judge_digest: str | None = Field(default=None, sa_type=String(256))
     gold_name: str = Field(sa_type=String(256))
     gold_sha256: str = Field(sa_type=String(64), index=True)
     n: int = 0

@@ -23,6 +23,7 @@ from storage.exports import ExportReads
 from storage.gradings import GradingReads
 from storage.imports.originals import OriginalRowReads
 from storage.judge_cache import CacheRepository
+from storage.judge_digests import JudgeDigestRepository
 from storage.keys import ServiceKey
 from storage.overrides import OverrideRepository
 from storage.pending_judges import PendingJudgeRepository
@@ -97,5 +98,7 @@ class Store:
         self.cache = CacheRepository(self.db)
         #: calibration runs and qualification
         self.calibration = CalibrationRepository(self.db)
+        #: the model digests seen behind judges' names, and their changes
+        self.judge_digests = JudgeDigestRepository(self.db)
         #: signed-in browsers of the workbench
         self.web_sessions = WebSessionRepository(self.db)

@@ -28,7 +28,7 @@ from api.service.grader_factory import grader_for
 from api.service.judging import RETRY_LATER
 from api.service.services import Services
 from judge.backends.base import ContextWindowAware, JudgeBackend
-from judge.cache import BatchJudgeCache
+from judge.cache import BatchJudgeCache, DigestKeyedCache
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeCallError
 from judge.rubric import Rubric
@@ -250,7 +250,10 @@ class FastRegrade:
             return None
         try:
             real = self.services.backends.limited(claim.judge_spec)
-            grader = grader_for(self.services.settings, _NoJudge(real), cache=lookup)
+            # keyed on the judge's digest as the slow path is (a regrade: unverified too)
+            digest = self.services.backends.digests.of(real)
+            keyed = DigestKeyedCache(lookup, digest, unverified=True)
+            grader = grader_for(self.services.settings, _NoJudge(real), cache=keyed)
             result = await grader.grade(
                 rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()
             )

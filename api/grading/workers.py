@@ -73,7 +73,9 @@ class GradingWorkers:
         #: gradings whose outcome is being written: never cancelled
         self._storing: set[str] = set()
         self._deadline: float | None = None
-        self._qualifications = Qualifications(services.store, services.settings)
+        self._qualifications = Qualifications(
+            services.store, services.settings, digests=services.backends.digests
+        )
         #: whether the last claim may have left claimable work behind (see ``_finished``);
         #: until the first claim, work of an earlier run may wait (intake hands none over)
         self._backlog = True
@@ -314,7 +316,11 @@ class GradingWorkers:
             answers = await services.store.batches.answers_for(claim.grading_id)
         try:
             grader = build_grader(
-                services, claim.judge_spec, cache_rows=cache_rows, answers=answers
+                services,
+                claim.judge_spec,
+                cache_rows=cache_rows,
+                answers=answers,
+                regrade=claim.regrade_job_id is not None,
             )
         except JudgeSpecError as exc:
             return unscored_result(claim, "judge_spec_invalid", str(exc))

@@ -3,7 +3,9 @@
 The judge is graded with the service's sampling settings, at most
 ``SRE_JUDGE_JUDGE_CONCURRENCY`` diagnoses at a time. The run is stored with the judge's
 identity (spec without base URL, settings, rubric version, asking mode), so gradings by
-that judge stop being provisional once it qualifies. The previous run of the same gold
+that judge stop being provisional once it qualifies; it records the model digest it
+measured (``judge.identity``), so a model replaced behind the name is provisional again
+until a new run measures it. The previous run of the same gold
 file and judge is returned beside the new one, so a caller can report drift (a drop of
 verdict kappa, e.g. a silently updated model tag).
 """
@@ -32,6 +34,8 @@ from judge.errors import JudgeSpecError
 from judge.grader import Grader
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
+from storage.calibration import holds
+from storage.judge_digests import JudgeDigestRecord
 from storage.quality_tables import CalibrationRunRecord
 
 __all__ = ["Calibration", "JudgeRuns", "calibrate", "drifted", "grade_gold", "judge_runs"]
@@ -96,12 +100,15 @@ async def calibrate(
     spec_text = judge or settings.judge
     grader = _grader(services, spec_text)
     results = await grade_gold(grader, target, items, concurrency=settings.judge_concurrency)
+    # after the grading, so that a judge known by its completions' fingerprint has one
+    digest = await services.backends.digests.current(services.backends.get(spec_text))
     figures = calibration_figures(target, items, results)
     identity = identity_of(settings, spec_text, target)
     sha = hashlib.sha256(raw_gold).hexdigest()
     earlier = await services.store.calibration.runs(**identity, gold_sha256=sha)
     run = CalibrationRunRecord(
         **identity, rubric_id=target.id, gold_name=gold_name, gold_sha256=sha,
+        judge_digest=digest,
         n=figures.n, verdict_kappa=figures.verdict_kappa,
         false_pass_rate=figures.false_pass_rate, results=figures.model_dump(mode="json"),
         qualified=qualifies(
@@ -122,11 +129,25 @@ class JudgeRuns:
     asking_mode: str
     settings: str
     runs: list[CalibrationRunRecord] = field(default_factory=list)
+    #: the model digest behind the judge's name now, and whether it ever changed
+    digest: JudgeDigestRecord | None = None
 
     @property
     def qualified(self) -> bool:
-        """The latest run decides, as it does for gradings."""
-        return bool(self.runs) and self.runs[0].qualified
+        """The latest run decides, as it does for gradings, if it measured the model
+        behind the name now (``storage.calibration.holds``)."""
+        return holds(self.runs[0] if self.runs else None, self.current_digest)
+
+    @property
+    def current_digest(self) -> str | None:
+        """The digest behind the name now, if known."""
+        return self.digest.digest if self.digest is not None else None
+
+    @property
+    def changed_since_run(self) -> bool:
+        """Whether the latest run qualified another model than the one behind the name."""
+        latest = self.runs[0] if self.runs else None
+        return bool(latest and latest.qualified and not self.qualified)
 
 
 def _grouped(runs: list[CalibrationRunRecord]) -> list[JudgeRuns]:
@@ -139,5 +160,12 @@ def _grouped(runs: list[CalibrationRunRecord]) -> list[JudgeRuns]:
 
 
 async def judge_runs(services: Services, *, limit: int = 500) -> list[JudgeRuns]:
-    """The newest ``limit`` calibration runs grouped by judge identity, newest first."""
-    return _grouped(await services.store.calibration.recent(limit=limit))
+    """The newest ``limit`` calibration runs grouped by judge identity, newest first,
+    each with the digest behind its name now."""
+    groups = _grouped(await services.store.calibration.recent(limit=limit))
+    digests: dict[str, JudgeDigestRecord | None] = {}
+    for group in groups:
+        if group.judge not in digests:
+            digests[group.judge] = await services.store.judge_digests.current(group.judge)
+        group.digest = digests[group.judge]
+    return groups

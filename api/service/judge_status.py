@@ -82,17 +82,51 @@ async def _probe(services: Services, spec: str, *, addresses: bool = True) -> di
     return status
 
 
+async def _identity(services: Services, spec: str) -> dict[str, Any]:
+    """The model digest behind a judge's name (``judge.identity``) and its last change.
+
+    ``digest``: as the judge reports it now (None: it reports none); ``changed``: the
+    latest change stored for the name (``{"previous_digest", "digest", "at"}``) or None.
+    """
+    pool = services.backends
+    try:
+        digest = await asyncio.wait_for(pool.digests.current(pool.get(spec)), timeout=5)
+    except (JudgeSpecError, TimeoutError):
+        digest = None
+    try:
+        row = await services.store.judge_digests.current(judge_identity(spec))
+    except Exception:  # the database's own state is reported apart
+        row = None
+    changed = None
+    if row is not None and row.changed:
+        changed = {
+            "previous_digest": row.previous_digest,
+            "digest": row.digest,
+            "at": row.seen_at.isoformat(),
+        }
+    return {"digest": digest, "changed": changed}
+
+
 async def judge_status(services: Services, *, addresses: bool = True) -> dict[str, Any]:
     """The default judge's readiness; for a panel, every member must answer.
 
     ``addresses``: say where each judge was asked (for the operator and admins; an
-    internal address is not for anyone who can reach ``/readyz``).
+    internal address is not for anyone who can reach ``/readyz``). Each judge also says
+    what model is behind its name (``digest``) and when that last changed (``changed``).
     """
     specs = services.settings.panel_specs
     if not specs:
-        status = await _probe(services, services.settings.judge, addresses=addresses)
+        spec = services.settings.judge
+        status = await _probe(services, spec, addresses=addresses)
+        if status["ok"]:
+            status.update(await _identity(services, spec))
         return {**status, "setting": JUDGE_SETTING}
-    probes = (_probe(services, spec, addresses=addresses) for spec in specs)
+
+    async def member(spec: str) -> dict[str, Any]:
+        status = await _probe(services, spec, addresses=addresses)
+        return {**status, **(await _identity(services, spec))} if status["ok"] else status
+
+    probes = (member(spec) for spec in specs)
     members = list(await asyncio.gather(*probes))
     failing = [m for m in members if not m["ok"]]
     return {

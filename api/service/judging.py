@@ -16,6 +16,7 @@ from api.service.grader_factory import grader_for
 from api.service.services import Services
 from judge.backends.base import JudgeBackend
 from judge.batch import BatchAnswers
+from judge.cache import DigestKeyedCache
 from judge.calls import Completion
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
@@ -70,15 +71,27 @@ def _grader(
     spec_text: str,
     cache_rows: list[dict[str, Any]] | None,
     answers: Mapping[str, Sequence[Completion]] | None = None,
+    *,
+    regrade: bool = False,
 ) -> Grader:
-    """One judge's grader with the service's settings (raises JudgeSpecError)."""
+    """One judge's grader with the service's settings (raises JudgeSpecError).
+
+    Its cache entries are keyed on the judge's model digest (``judge.identity``); a
+    judge reporting none has its entries reused by regrades, and by live gradings only
+    with ``SRE_JUDGE_CACHE_UNVERIFIED_JUDGE``."""
     settings = services.settings
     # each request waits for a slot of its endpoint's limit, nothing else does
-    backend: JudgeBackend = services.backends.limited(spec_text)
+    limited = services.backends.limited(spec_text)
+    backend: JudgeBackend = limited
     if answers is not None:  # a batch engine's replies first, the live judge for the rest
         backend = BatchAnswers(backend, answers)
-    cache = DbJudgeCache(
+    stored = DbJudgeCache(
         services.store.cache, backend=backend.name, model=backend.model, pending=cache_rows
+    )
+    cache = DigestKeyedCache(
+        stored,
+        services.backends.digests.of(limited),
+        unverified=regrade or settings.cache_unverified_judge,
     )
     return grader_for(settings, backend, cache=cache)
 
@@ -89,19 +102,22 @@ def build_grader(
     *,
     cache_rows: list[dict[str, Any]] | None = None,
     answers: Mapping[str, Sequence[Completion]] | None = None,
+    regrade: bool = False,
 ) -> AnyGrader:
     """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec.
 
     ``cache_rows``: collect the judge cache entries there instead of writing each at
     once (the caller stores them with the grading). ``answers``: a batch engine's
     replies by request hash (``judge.batch.BatchAnswers``; one judge only).
+    ``regrade``: an item of a regrade job (reuses the cached replies of a judge that
+    reports no model digest).
     """
     specs = member_specs(judge_spec)
     samples = services.settings.judge_samples
     if len(specs) == 1 and samples == 1:
-        return _grader(services, specs[0], cache_rows, answers)
+        return _grader(services, specs[0], cache_rows, answers, regrade=regrade)
     return PanelGrader(
-        [PanelMember(spec, _grader(services, spec, cache_rows)) for spec in specs],
+        [PanelMember(spec, _grader(services, spec, cache_rows, regrade=regrade)) for spec in specs],
         samples=samples,
         sample_temperature=services.settings.judge_sample_temperature,
     )

@@ -111,6 +111,18 @@ class Metrics:
         self.completion_tokens = Counter(
             "sre_judge_judge_completion_tokens", "Tokens the judge generated", _JUDGE, registry=r
         )
+        self.judge_changes = Counter(
+            "sre_judge_judge_changes",
+            "Another model seen behind a judge's name (a new digest: judge.identity)",
+            ["judge"],
+            registry=r,
+        )
+        self.judge_demotions = Counter(
+            "sre_judge_judge_demotions",
+            "Judges made provisional by a drift canary run, by why (agreement, answers)",
+            ["judge", "reason"],
+            registry=r,
+        )
 
     def _register_queue(self, r: CollectorRegistry) -> None:
         """The queue, the work in flight and the regrade jobs."""

@@ -10,7 +10,9 @@ rubric version and the asking mode (see ``storage.calibration``). Until a calibr
 run qualifies it, its gradings are ``provisional``; a deterministic share of them
 (``SRE_JUDGE_PROVISIONAL_REVIEW_RATE``, by a hash of the grading id) goes to the review
 queue with the reason ``provisional_sample``. Lookups are cached for a minute per
-process, so a new calibration run takes effect within that time.
+process, so a new calibration run takes effect within that time; a new model digest
+behind a judge's name (``judge.identity``) drops them at once, and the judge is
+provisional until a calibration run measures that model (``storage.calibration.holds``).
 
 On start, ``serve`` states whether its judge is qualified on the calibration set that
 ships with the package, with the verdict kappa and false-pass rate of its latest run
@@ -26,11 +28,13 @@ from typing import TYPE_CHECKING, Any
 from api.service.grader_factory import asking_choice
 from api.service.settings import Settings
 from judge.calibration import DEFAULT_GOLD
+from judge.identity import DigestTracker
 from judge.profiles import AskingChoice
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.spec import judge_identity
 from judge.verdict import GradingResult
+from storage.calibration import holds
 
 if TYPE_CHECKING:
     from storage import Store
@@ -106,7 +110,8 @@ async def qualification_on_start(store: Store, settings: Settings, rubric: Rubri
     sha = hashlib.sha256(DEFAULT_GOLD.read_bytes()).hexdigest()
     on_set = await store.calibration.runs(**identity, gold_sha256=sha)
     latest = await store.calibration.runs(**identity)
-    provisional = not (latest and latest[0].qualified)
+    digest = await store.judge_digests.current(identity["judge_spec"])
+    provisional = not holds(latest[0] if latest else None, digest and digest.digest)
     tail = "its gradings are provisional" if provisional else "its gradings are not provisional"
     if not on_set:
         return f"{who}: not calibrated on {gold} (run `sre-judge calibrate`); {tail}"
@@ -124,23 +129,33 @@ def in_review_sample(grading_id: str, rate: float) -> bool:
 class Qualifications:
     """Cached qualification lookups of one process."""
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    def __init__(
+        self, store: Store, settings: Settings, *, digests: DigestTracker | None = None
+    ) -> None:
         self.store = store
         self.settings = settings
+        #: a new digest learned there drops every cached lookup
+        self._digests = digests
+        self._generation = digests.generation if digests is not None else 0
         self._cache: dict[tuple[str, str, AskingChoice], tuple[float, bool]] = {}
 
     async def qualified(self, judge_spec: str, rubric_version: str, choice: AskingChoice) -> bool:
-        """Whether the judge's latest calibration run qualified it (cached)."""
+        """Whether the judge's latest calibration run qualifies it now (cached)."""
+        if self._digests is not None and self._digests.generation != self._generation:
+            self._generation = self._digests.generation
+            self._cache.clear()
         key = (judge_identity(judge_spec), rubric_version, choice)
         now = time.monotonic()
         cached = self._cache.get(key)
         if cached is not None and now - cached[0] < CACHE_SECONDS:
             return cached[1]
+        digest = await self.store.judge_digests.current(key[0])
         found = await self.store.calibration.is_qualified(
             judge_spec=key[0],
             judge_settings=judge_settings(self.settings, choice),
             rubric_version=rubric_version,
             asking_mode=choice.asking,
+            current_digest=digest.digest if digest is not None else None,
         )
         self._cache[key] = (now, found)
         return found

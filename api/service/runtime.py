@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from api.grading.judge_moves import follow_configured_judge
 from api.grading.workers import GradingWorkers
 from api.imports.runner import ImportRunner
+from api.judges.identity import digest_listener
 from api.regrade.batch_runner import BatchRunner
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.checkpoints import Checkpointer, checkpoint_target
@@ -92,6 +93,8 @@ class Runtime:
             backends=BackendPool(settings, backends),
         )
         self.metrics = metrics or Metrics()
+        # a new model digest behind a judge's name is stored, and a change announced
+        self.services.backends.digests.listen(digest_listener(self.services, self.metrics))
         self.workers = GradingWorkers(
             self.services, count=settings.worker_count, metrics=self.metrics
         )

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Protocol
 from api.service.errors import UnknownReference
 from api.service.settings import Settings
 from judge.backends import EndpointQuirks, JudgeBackend, build_backend
-from judge.backends.base import ContextWindowAware
+from judge.backends.base import ContextWindowAware, DigestAware
 from judge.calls import Completion, JudgeRequest
+from judge.identity import DigestTracker
 from judge.rubric import Rubric, split_rubric_ref
 from judge.spec import JudgeSpec, parse_judge_spec
 from storage import Claim, Store, is_postgres
@@ -98,8 +99,9 @@ class LimitedBackend:
     Only the request takes a slot: building the prompt, the judge cache, parsing,
     storing and the waits between retries happen outside it, so the endpoint's slots
     are busy with judge calls only and the judge's own limit is what bounds throughput.
-    The one optional capability a caller asks of a backend, its context window, is
-    passed through explicitly (None when the wrapped backend does not report one).
+    The optional capabilities a caller asks of a backend, its context window and its
+    model digest, are passed through explicitly (None when the wrapped backend does not
+    report one).
     """
 
     def __init__(self, backend: JudgeBackend, slots: asyncio.Semaphore) -> None:
@@ -126,6 +128,12 @@ class LimitedBackend:
             return await self.backend.context_window()
         return None
 
+    async def model_digest(self) -> str | None:
+        """The wrapped backend's model digest, if it reports one (takes no slot)."""
+        if isinstance(self.backend, DigestAware):
+            return await self.backend.model_digest()
+        return None
+
 
 class BackendPool:
     """One backend per judge spec, and a concurrency limit per judge endpoint."""
@@ -142,6 +150,8 @@ class BackendPool:
         self.health: dict[str, JudgeHealth] = {}
         #: what each judge endpoint refused, learned once for all its specs
         self.quirks = EndpointQuirks()
+        #: what model is behind each judge's name (``judge.identity``)
+        self.digests = DigestTracker(refresh_seconds=settings.judge_digest_seconds)
 
     def get(self, spec_text: str) -> JudgeBackend:
         """The backend for a spec, built on first use."""
@@ -169,6 +179,8 @@ class BackendPool:
     def record(self, spec_text: str, *, ok: bool, reason: str | None = None) -> None:
         """Remember how the last call to a judge went (for readiness)."""
         self.health[spec_text] = JudgeHealth(ok=ok, reason=reason, at=datetime.now(UTC))
+        if not ok and spec_text in self._backends:  # the server may have been replaced
+            self.digests.stale(self._backends[spec_text])
 
     async def aclose(self) -> None:
         """Close every backend's client."""

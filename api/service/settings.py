@@ -258,6 +258,22 @@ class Settings(BaseSettings):
     provisional_review_rate: float = Field(
         default=0.1, ge=0, le=1, description="share of provisional gradings sent to review"
     )
+    cache_unverified_judge: bool = Field(
+        default=False,
+        description=(
+            "reuse cached judge replies in live gradings even when the judge reports no "
+            "model digest (nothing then proves the same model answers under its name); "
+            "regrades reuse them either way"
+        ),
+    )
+    judge_digest_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description=(
+            "how long a judge's model digest is trusted before it is asked again (0: "
+            "before every use); also asked again after a failed call or a new fingerprint"
+        ),
+    )
     pass_policy: Literal["qualified", "unflagged"] = Field(
         default="qualified",
         description=(

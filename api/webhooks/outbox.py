@@ -27,7 +27,13 @@ from storage.webhooks.tables import WebhookDeliveryRecord, WebhookEndpointRecord
 __all__ = ["EVENTS", "enqueue", "subscribe", "webhook_event"]
 
 #: the events an endpoint may subscribe to
-EVENTS = ("grading.completed", "grading.overridden", "regrade.finished")
+EVENTS = (
+    "grading.completed",
+    "grading.overridden",
+    "regrade.finished",
+    "judge.changed",
+    "judge.demoted",
+)
 #: audit event -> webhook event
 _FROM_AUDIT = {
     "grading.completed": "grading.completed",
@@ -35,6 +41,8 @@ _FROM_AUDIT = {
     "grading.overridden": "grading.overridden",
     "regrade_job.done": "regrade.finished",
     "regrade_job.failed": "regrade.finished",
+    "judge.changed": "judge.changed",
+    "judge.demoted": "judge.demoted",
 }
 _DELIVERIES = WebhookDeliveryRecord.__table__  # type: ignore[attr-defined]
 #: the grading's columns a payload may carry: ids and verdicts
@@ -69,6 +77,8 @@ def _grading_data(session: Session, grading_ids: list[str]) -> dict[str, dict[st
 def _data(
     audit_event: str, entity_id: str, payload: dict[str, Any], gradings: dict[str, Any]
 ) -> dict[str, Any]:
+    if audit_event.startswith("judge."):  # names, digests and figures only
+        return dict(payload)
     if audit_event.startswith("regrade_job."):
         return {
             "regrade_job_id": entity_id,

@@ -34,7 +34,9 @@ __all__ = [
     "webhook_public",
 ]
 
-EventName = Literal["grading.completed", "grading.overridden", "regrade.finished"]
+EventName = Literal[
+    "grading.completed", "grading.overridden", "regrade.finished", "judge.changed", "judge.demoted"
+]
 assert set(EventName.__args__) == set(EVENTS)  # type: ignore[attr-defined]
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import hashlib
+import json
+from typing import Any, Protocol, runtime_checkable
 
 from judge.calls import Completion, JudgeRequest
 
-__all__ = ["ContextWindowAware", "JudgeBackend"]
+__all__ = ["ContextWindowAware", "DigestAware", "JudgeBackend", "digest_of_fields"]
 
 
 @runtime_checkable
@@ -43,3 +45,26 @@ class ContextWindowAware(Protocol):
     async def context_window(self) -> int | None:
         """The context window in tokens as the server reports it, or None if it does not."""
         ...
+
+
+@runtime_checkable
+class DigestAware(Protocol):
+    """A backend that can tell what model is behind its name (an optional capability).
+
+    A name stays while what it names changes: a cloud model is updated behind the same
+    id, a local model file is replaced behind the same tag. The digest says which one
+    answers (``judge.identity``).
+    """
+
+    async def model_digest(self) -> str | None:
+        """The digest or fingerprint of the model as the server reports it now, or None
+        if it reports none; asked of the server on every call (``judge.identity`` keeps
+        it). Raises nothing: a server that cannot be asked now gives None."""
+        ...
+
+
+def digest_of_fields(source: str, fields: dict[str, Any]) -> str:
+    """``source:sha256:<hex>`` of ``fields`` as canonical JSON (a server's description of
+    its model, e.g. ``{"model_path": ...}``)."""
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+    return f"{source}:sha256:{hashlib.sha256(canonical.encode()).hexdigest()}"

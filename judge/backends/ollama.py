@@ -144,24 +144,30 @@ class OllamaBackend:
         )
 
     async def digest(self) -> str | None:
-        """The model's digest, asked of the server once and cached; ``None`` if unknown.
-
-        ``/api/show`` carries no digest, so it is read from ``/api/tags``. A failure
-        here never fails a call: it is tried again on the next one.
-        """
+        """The model's digest as last asked of the server (asked once if never yet);
+        ``None`` if unknown. A failure here never fails a call: it is tried again on the
+        next one."""
         if self._digest_known:
             return self._digest
         async with self._digest_lock:
             if not self._digest_known:
-                try:
-                    listing = await self._client.list()
-                except (ollama.ResponseError, httpx.HTTPError, ConnectionError, ValueError):
-                    return None
-                self._digest = next(
-                    (m.digest for m in listing.models if _same_model(m.model, self.model)),
-                    None,
-                )
-                self._digest_known = True
+                await self.model_digest()
+        return self._digest
+
+    async def model_digest(self) -> str | None:
+        """The digest of the model behind the tag, asked of the server now (``DigestAware``).
+
+        ``/api/show`` carries no digest, so it is read from ``/api/tags``; None when the
+        server cannot be asked or does not list the model.
+        """
+        try:
+            listing = await self._client.list()
+        except (ollama.ResponseError, httpx.HTTPError, ConnectionError, ValueError):
+            return None
+        self._digest = next(
+            (m.digest for m in listing.models if _same_model(m.model, self.model)), None
+        )
+        self._digest_known = True
         return self._digest
 
     async def probe(self) -> None:

@@ -30,12 +30,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import openai
 from openai import AsyncStream
 from openai.pagination import AsyncPage
 from openai.types import Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from judge.backends.base import digest_of_fields
 from judge.backends.http import MAX_ERROR_TEXT
 from judge.backends.openai_errors import (
     LOGPROBS_REJECTION,
@@ -67,6 +69,8 @@ __all__ = [
 ]
 
 JSON_SCHEMA = "json_schema"
+#: what a ``/v1/models`` entry says of every model, or changes on each listing: no digest
+_LISTING_NOISE = frozenset({"id", "object", "created", "owned_by", "permissions", "permission"})
 JSON_OBJECT = "json_object"
 
 TOP_LOGPROBS = 5
@@ -301,6 +305,51 @@ class OpenAIBackend:
         """Check that the server answers (lists its models); raise a JudgeCallError if not."""
         with map_openai_errors():
             await self._list_models()
+
+    async def model_digest(self) -> str | None:
+        """What model answers behind the name, as the server tells (``DigestAware``).
+
+        A llama.cpp server names its model file in ``GET /props`` (``model_path``):
+        ``props:sha256:<hex>`` of it. Else the model's ``/v1/models`` entry, when it says
+        more than its name: the server's own id for it when the name asked is not listed
+        and one model is (a llama.cpp server answers any name with its model, listed
+        under its file's path), or details such as vLLM's ``root`` or llama.cpp's
+        ``meta``: ``models:sha256:<hex>`` of the entry without its volatile fields.
+        None when the server says nothing more than the name (OpenAI's listing): the
+        completions' ``system_fingerprint`` is all there is then (``judge.identity``).
+        """
+        props = await self._props()
+        if props is not None and props.get("model_path"):
+            return digest_of_fields("props", {"model_path": props["model_path"]})
+        try:
+            with map_openai_errors():
+                listing = await self._list_models()
+        except JudgeCallError:
+            return None
+        entries = [m.model_dump() for m in listing.data]
+        mine = [e for e in entries if e.get("id") == self.model]
+        if not mine and len(entries) == 1:
+            mine = entries
+        if not mine:
+            return None
+        entry = {k: v for k, v in mine[0].items() if v is not None and k != "created"}
+        if entry.get("id") == self.model and set(entry) <= _LISTING_NOISE:
+            return None
+        return digest_of_fields("models", entry)
+
+    async def _props(self) -> dict[str, Any] | None:
+        """A llama.cpp server's ``GET /props`` (at the server's root), or None."""
+        root = str(self._client.base_url).rstrip("/")
+        root = root.removesuffix("/v1")
+        try:
+            reply = await self._client.get(f"{root}/props", cast_to=httpx.Response)
+        except (openai.APIError, httpx.HTTPError):
+            return None
+        try:
+            body = reply.json()
+        except ValueError:
+            return None
+        return body if isinstance(body, dict) else None
 
     async def context_window(self) -> int | None:
         """The model's context window from ``/v1/models`` metadata, or None if not given.

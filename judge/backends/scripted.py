@@ -80,9 +80,15 @@ class ScriptedBackend:
         *,
         model: str = "scripted",
         base_url: str | None = None,
+        digest: str | None = None,
+        fingerprint: str | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url
+        #: what ``model_digest`` reports (None: nothing), and the completions' fingerprint;
+        #: a test changes them to play a model replaced behind the name
+        self.digest = digest
+        self.fingerprint = fingerprint
         self._script = list(script)
         self.requests: list[JudgeRequest] = []
 
@@ -117,10 +123,15 @@ class ScriptedBackend:
         return Completion(
             text=text,
             model=f"scripted:{self.model}",
+            fingerprint=self.fingerprint,
             prompt_tokens=chars // 4,
             completion_tokens=len(text) // 4,
             response_format="json_schema",
         )
+
+    async def model_digest(self) -> str | None:
+        """The digest set on this judge (``DigestAware``), None by default."""
+        return self.digest
 
     async def probe(self) -> None:
         """Always reachable."""

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
 import storage.imports.tables
+import storage.judge_digests
 import storage.quality_tables
 import storage.regrade.batch_tables
 import storage.regrade.tables

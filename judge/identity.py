@@ -1,0 +1,167 @@
+"""What is behind a judge's name: the digest of its model, kept per process, and its changes.
+
+A judge is named ``backend:model``, but the name stays while what it names changes: a
+cloud model is updated behind the same id, a local model file is replaced behind the
+same Ollama tag or server address. The *digest* says which model answers:
+
+- asked of the server by a backend that can tell (``judge.backends.base.DigestAware``):
+  Ollama's digest of the tag, a llama.cpp server's model file (``/props``), an
+  OpenAI-compatible server's own description of the model (``/v1/models``);
+- else the ``system_fingerprint`` of its completions, once one was seen
+  (``fingerprint:<value>``);
+- else None: the judge reports nothing, and nothing proves that two of its replies came
+  from the same model.
+
+A :class:`DigestTracker` keeps each judge's digest for ``refresh_seconds`` and asks
+again after that, after a failed call (:meth:`DigestTracker.stale`) and when a
+completion's fingerprint differs from the last one seen (:meth:`DigestTracker.observe`).
+Every new digest is told to its listeners (a :class:`DigestChange`; ``previous`` is None
+the first time in a process): the service stores it and, when it differs from the one
+stored before, announces the change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from judge.backends.base import DigestAware, JudgeBackend
+
+__all__ = ["BackendDigest", "DigestChange", "DigestTracker"]
+
+#: fingerprints are kept with this prefix, so they never pass for a probed digest
+FINGERPRINT = "fingerprint:"
+
+
+@dataclass(frozen=True, slots=True)
+class DigestChange:
+    """A judge's digest as newly learned; ``previous`` is what this process knew before."""
+
+    backend: str
+    model: str
+    base_url: str | None
+    previous: str | None
+    current: str
+
+
+#: told of every new digest (awaited before the digest is used)
+Listener = Callable[[DigestChange], Awaitable[None]]
+
+
+@dataclass
+class _Known:
+    digest: str | None
+    at: float
+    fingerprint: str | None = None
+    stale: bool = False
+
+
+def _key(backend: JudgeBackend) -> tuple[str, str, str | None]:
+    return (backend.name, backend.model, backend.base_url)
+
+
+class DigestTracker:
+    """Every judge's digest in this process, asked again when it may have changed."""
+
+    def __init__(
+        self, *, refresh_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        """Keep a digest ``refresh_seconds`` (0: ask on every use)."""
+        self.refresh_seconds = refresh_seconds
+        self._clock = clock
+        self._known: dict[tuple[str, str, str | None], _Known] = {}
+        self._locks: dict[tuple[str, str, str | None], asyncio.Lock] = {}
+        self._listeners: list[Listener] = []
+        #: how many new digests were learned: a reader of anything keyed on digests
+        #: (qualifications) drops what it cached when this moves
+        self.generation = 0
+
+    def listen(self, listener: Listener) -> None:
+        """Tell ``listener`` of every new digest."""
+        self._listeners.append(listener)
+
+    def known(self, backend: JudgeBackend) -> str | None:
+        """The digest last learned of ``backend``'s judge, without asking."""
+        entry = self._known.get(_key(backend))
+        return None if entry is None else entry.digest
+
+    def stale(self, backend: JudgeBackend) -> None:
+        """Ask again on next use (a call failed: the server may have been replaced)."""
+        entry = self._known.get(_key(backend))
+        if entry is not None:
+            entry.stale = True
+
+    def observe(self, backend: JudgeBackend, fingerprint: str | None) -> bool:
+        """Note a completion's fingerprint; True when it differs from the last one seen
+        (the digest is asked again on next use)."""
+        if fingerprint is None:
+            return False
+        key = _key(backend)
+        entry = self._known.setdefault(key, _Known(digest=None, at=float("-inf"), stale=True))
+        changed = entry.fingerprint is not None and entry.fingerprint != fingerprint
+        if entry.fingerprint != fingerprint:
+            entry.stale = True
+        entry.fingerprint = fingerprint
+        return changed
+
+    async def current(self, backend: JudgeBackend) -> str | None:
+        """The judge's digest, asked of the server when not known recently; None when the
+        judge reports none."""
+        key = _key(backend)
+        if self._fresh(key):
+            return self._known[key].digest
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if self._fresh(key):
+                return self._known[key].digest
+            digest = await backend.model_digest() if isinstance(backend, DigestAware) else None
+            entry = self._known.get(key)
+            if digest is None and entry is not None and entry.fingerprint is not None:
+                digest = FINGERPRINT + entry.fingerprint
+            await self._learn(backend, digest)
+            return self._known[key].digest
+
+    def _fresh(self, key: tuple[str, str, str | None]) -> bool:
+        entry = self._known.get(key)
+        return (
+            entry is not None
+            and not entry.stale
+            and self._clock() - entry.at < self.refresh_seconds
+        )
+
+    async def _learn(self, backend: JudgeBackend, digest: str | None) -> None:
+        key = _key(backend)
+        entry = self._known.get(key)
+        previous = None if entry is None else entry.digest
+        if entry is None:
+            entry = self._known[key] = _Known(digest=None, at=0.0)
+        entry.at, entry.stale = self._clock(), False
+        if digest is None:  # not reported now (or unreachable): what was known stands
+            return
+        entry.digest = digest
+        if digest != previous:
+            self.generation += 1
+            change = DigestChange(backend.name, backend.model, backend.base_url, previous, digest)
+            for listener in self._listeners:
+                await listener(change)
+
+    def of(self, backend: JudgeBackend) -> BackendDigest:
+        """``backend``'s digest source, as a judge cache asks for it."""
+        return BackendDigest(self, backend)
+
+
+@dataclass(frozen=True, slots=True)
+class BackendDigest:
+    """One judge's digest: what ``judge.cache.DigestKeyedCache`` keys its entries on."""
+
+    tracker: DigestTracker
+    backend: JudgeBackend
+
+    async def digest(self) -> str | None:
+        """The judge's current digest (see :meth:`DigestTracker.current`)."""
+        return await self.tracker.current(self.backend)
+
+    def observe(self, fingerprint: str | None) -> bool:
+        """Note a completion's fingerprint; True when it shows a change."""
+        return self.tracker.observe(self.backend, fingerprint)
