@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, insert, select, true, update
@@ -35,6 +36,7 @@ from storage.tables import GradingRecord
 
 __all__ = [
     "MAX_ROUNDS",
+    "SUBMIT_SECONDS",
     "BatchProgress",
     "BatchRepository",
     "ImportReport",
@@ -45,6 +47,8 @@ __all__ = [
 #: batches (or results files) a job's failed requests may go through before the rest is
 #: asked live
 MAX_ROUNDS = 3
+#: a batch being submitted for this long without a remote id was cut short: take it over
+SUBMIT_SECONDS = 300
 _INSERT_BATCH = 500
 _REQ = RegradeBatchRequestRecord
 
@@ -262,7 +266,8 @@ class BatchRepository:
     async def new_batch(self, job_id: str, *, actor: str) -> RegradeBatchRecord | None:
         """Open a batch of the job's requests with no reply (engine ``submitting``): the
         batch row (state ``created``), its requests marked ``submitted``; None when the
-        engine is not submitting or a created batch is open already."""
+        engine is not submitting or another runner is submitting (a created batch younger
+        than ``SUBMIT_SECONDS``; an older one is returned, to be finished)."""
 
         def work(session: Session) -> RegradeBatchRecord | None:
             engine = _engine(self._db, session, job_id)
@@ -273,8 +278,10 @@ class BatchRepository:
                 col(RegradeBatchRecord.state) == "created",
             )
             found = session.execute(open_).scalars().first()
-            if found is not None:  # a submission cut short: finish that one
-                return found
+            if found is not None:
+                if found.created_at > self._db.clock() - timedelta(seconds=SUBMIT_SECONDS):
+                    return None  # another runner is submitting it
+                return found  # a submission cut short (its runner stopped): finish it
             ids = list(
                 session.execute(
                     select(col(_REQ.custom_id)).where(
