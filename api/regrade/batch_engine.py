@@ -26,12 +26,13 @@ results file back) goes through four phases; its engine state
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from typing import Any
 
 from api.service.errors import InvalidRequest
-from api.service.grader_factory import grader_for
+from api.service.judging import build_grader
 from api.service.services import Services
 from judge.backends.openai import OpenAIBackend
 from judge.batch import (
@@ -45,9 +46,9 @@ from judge.batch import (
     request_line,
 )
 from judge.errors import InputError
+from judge.grader import Grader
 from judge.spec import member_specs
 from storage.errors import Conflict, NotFound
-from storage.judge_cache import DbJudgeCache
 from storage.regrade.batch_tables import RegradeEngineRecord
 from storage.regrade.batches import ImportReport, RenderedRequest
 
@@ -113,10 +114,13 @@ async def render_job(services: Services, job_id: str, *, actor: str) -> str | No
 async def _render_item(
     services: Services, live: OpenAIBackend, rubric: Any, claim: Any
 ) -> list[RenderedRequest]:
-    """The requests one item's grading would send first (the cache read, never written)."""
-    recorder = RequestRecorder(live)
-    cache = DbJudgeCache(services.store.cache, backend=live.name, model=live.model, pending=[])
-    grader = grader_for(services.settings, recorder, cache=cache)
+    """The requests one item's grading would send first: the workers' grader (its cache
+    read as theirs is, never written) with a judge that records and answers nothing."""
+    built = build_grader(services, claim.judge_spec, cache_rows=[])
+    if not isinstance(built, Grader):  # refused when the job was made (one judge, once)
+        raise TypeError(f"{claim.judge_spec} is not one judge asked once")
+    recorder = RequestRecorder(built.backend)
+    grader = dataclasses.replace(built, backend=recorder)
     try:
         await grader.grade(rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened())
     except InputError:  # the worker stores it unscored (invalid_input): nothing to ask
