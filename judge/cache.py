@@ -149,12 +149,20 @@ class DigestSource(Protocol):
         ...
 
 
+#: digests learned from completions' fingerprints start so: they say which model
+#: answered the last call, not which one would answer the next
+FINGERPRINT = "fingerprint:"
+
+
 class DigestKeyedCache:
     """A judge cache whose entries are keyed on the judge's digest as well.
 
-    Entries of a judge reporting no digest are read and kept under the plain key only
-    when ``unverified`` allows it. A completion whose fingerprint shows that the model
-    changed while it was asked is not kept.
+    Entries are kept under the digest the server reported when they were looked up (the
+    plain key when it reported none). They are read back only when the server says which
+    model answers now (a probed digest), or when ``unverified`` allows it: a judge known
+    only by its completions' fingerprints, or not at all, could have been replaced since
+    its last reply. A completion whose fingerprint shows that the model changed while it
+    was asked is not kept.
     """
 
     def __init__(self, inner: JudgeCache, judge: DigestSource, *, unverified: bool) -> None:
@@ -162,31 +170,34 @@ class DigestKeyedCache:
         self.inner = inner
         self.judge = judge
         self.unverified = unverified
-        #: plain key -> the key it was looked up under (the digest at that moment)
-        self._asked: dict[str, str | None] = {}
+        #: plain key -> the key its entry is kept under, and the digest when looked up
+        self._kept: dict[str, tuple[str, str | None]] = {}
 
-    async def _key(self, key: str) -> str | None:
+    async def _keys(self, key: str) -> tuple[str | None, str]:
+        """The key to read (None: do not) and the key to keep an entry under."""
         digest = await self.judge.digest()
-        if digest is None:
-            return key if self.unverified else None
-        return with_digest(key, digest)
+        kept = key if digest is None else with_digest(key, digest)
+        self._kept[key] = (kept, digest)
+        verified = digest is not None and not digest.startswith(FINGERPRINT)
+        return (kept if verified or self.unverified else None), kept
 
     async def prefetch(self, keys: Sequence[str]) -> None:
         """Look up the entries of ``keys`` at once, when the inner cache can."""
-        mapped = {key: await self._key(key) for key in keys}
-        self._asked.update(mapped)
-        if isinstance(self.inner, BatchJudgeCache):
-            await self.inner.prefetch([k for k in mapped.values() if k is not None])
+        read = [r for key in keys if (r := (await self._keys(key))[0]) is not None]
+        if isinstance(self.inner, BatchJudgeCache) and read:
+            await self.inner.prefetch(read)
 
     async def get(self, key: str) -> Completion | None:
-        """The entry of ``key`` made by the current model, or None."""
-        keyed = self._asked[key] = await self._key(key)
-        return None if keyed is None else await self.inner.get(keyed)
+        """The entry of ``key`` made by the model answering now, or None."""
+        read, _ = await self._keys(key)
+        return None if read is None else await self.inner.get(read)
 
     async def put(self, key: str, completion: Completion) -> None:
-        """Keep ``completion`` under the digest ``key`` was looked up with."""
-        if self.judge.observe(completion.fingerprint):
-            return  # another model answered than the one looked up: keep nothing
-        keyed = self._asked.pop(key) if key in self._asked else await self._key(key)
-        if keyed is not None:
-            await self.inner.put(keyed, completion)
+        """Keep ``completion`` under the digest ``key`` was looked up with, unless its
+        fingerprint shows that another model answered."""
+        if key not in self._kept:
+            await self._keys(key)
+        kept, digest = self._kept.pop(key)
+        if self.judge.observe(completion.fingerprint) and await self.judge.digest() != digest:
+            return  # the digest learned at once (and announced); the reply is not kept
+        await self.inner.put(kept, completion)

@@ -28,11 +28,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from judge.backends.base import DigestAware, JudgeBackend
+from judge.cache import FINGERPRINT
 
 __all__ = ["BackendDigest", "DigestChange", "DigestTracker"]
-
-#: fingerprints are kept with this prefix, so they never pass for a probed digest
-FINGERPRINT = "fingerprint:"
 
 
 @dataclass(frozen=True, slots=True)

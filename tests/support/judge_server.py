@@ -56,6 +56,12 @@ class JudgeServer:
     token_seconds: float = 0.0
     #: streamed replies: stop after this many tokens without the final part
     cut_after: int | None = None
+    #: what the server says of its model: OpenAI's ``system_fingerprint`` and Ollama's
+    #: digest of every listed tag (a test changes them to play a model replaced)
+    fingerprint: str = "fp_test"
+    ollama_digest: str = "abc123"
+    #: the tag ``/api/tags`` lists (``m:latest`` is what a client asking for ``m`` means)
+    ollama_tag: str = "m"
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -80,14 +86,14 @@ class JudgeServer:
         return reply(body) if callable(reply) else reply
 
 
-def _openai_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
+def _openai_reply(body: dict[str, Any], text: str, fingerprint: str) -> dict[str, Any]:
     """An OpenAI chat completion carrying ``text``, with fixed token usage."""
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
         "model": body.get("model", "m"),
-        "system_fingerprint": "fp_test",
+        "system_fingerprint": fingerprint,
         "choices": [
             {
                 "index": 0,
@@ -116,10 +122,12 @@ def _ollama_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
 TOKEN_CHARS = 4
 
 
-def _openai_chunks(body: dict[str, Any], text: str) -> Iterator[dict[str, Any]]:
+def _openai_chunks(
+    body: dict[str, Any], text: str, fingerprint: str = "fp_test"
+) -> Iterator[dict[str, Any]]:
     """The SSE payloads of a streamed chat completion: role, tokens, finish, usage."""
     base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0}
-    base |= {"model": body.get("model", "m"), "system_fingerprint": "fp_test"}
+    base |= {"model": body.get("model", "m"), "system_fingerprint": fingerprint}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -191,9 +199,9 @@ def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
             if self.path == "/v1/chat/completions":
                 text = state.next_reply(body)
                 if body.get("stream"):
-                    self._stream(_openai_chunks(body, text), sse=True)
+                    self._stream(_openai_chunks(body, text, state.fingerprint), sse=True)
                 else:
-                    self._send(_openai_reply(body, text))
+                    self._send(_openai_reply(body, text, state.fingerprint))
             elif self.path == "/api/chat":
                 text = state.next_reply(body)
                 if body.get("stream", True):
@@ -209,7 +217,9 @@ def _handler(state: JudgeServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path == "/api/tags":
-                self._send({"models": [{"name": "m", "model": "m", "digest": "abc123"}]})
+                tag = state.ollama_tag
+                listed = {"name": tag, "model": tag, "digest": state.ollama_digest}
+                self._send({"models": [listed]})
             else:
                 self._send({"error": "not found"}, 404)
 

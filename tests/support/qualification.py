@@ -14,9 +14,12 @@ from storage.quality_tables import CalibrationRunRecord
 __all__ = ["qualify"]
 
 
-async def qualify(engine: Engine, settings: Settings, rubric: Rubric) -> None:
+async def qualify(
+    engine: Engine, settings: Settings, rubric: Rubric, *, judge_digest: str | None = None
+) -> None:
     """Store a qualifying calibration run of ``settings.judge`` on ``rubric`` (a made-up
-    gold file): from then on the service counts that judge as qualified."""
+    gold file) that measured ``judge_digest``: from then on the service counts that judge
+    as qualified (while that model is behind its name)."""
     await Store(engine).calibration.add_run(
         CalibrationRunRecord(
             judge_spec=judge_identity(settings.judge),
@@ -29,5 +32,6 @@ async def qualify(engine: Engine, settings: Settings, rubric: Rubric) -> None:
             verdict_kappa=0.9,
             false_pass_rate=0.0,
             qualified=True,
+            judge_digest=judge_digest,
         )
     )

@@ -1,0 +1,165 @@
+"""A judge is its name and the model behind it: a changed digest is seen and acted on.
+
+The real ``ollama`` and ``openai`` clients talk to a test judge server whose model
+digest (Ollama's ``/api/tags``) or ``system_fingerprint`` (OpenAI) the test changes, as
+a model replaced behind the same name: the old model's cached replies no longer reach a
+live grading, the judge's qualification turns provisional, ``judge.changed`` is
+delivered to a webhook, counted in ``/metrics`` and shown by ``/readyz``. A judge that
+reports no digest has its cached replies reused only under
+``SRE_JUDGE_CACHE_UNVERIFIED_JUDGE``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from api.service.settings import Settings
+from judge.backends import OllamaBackend, OpenAIBackend, ScriptedBackend
+from judge.cache import FINGERPRINT, DigestKeyedCache, MemoryJudgeCache
+from judge.calls import Completion
+from judge.identity import DigestTracker
+from storage import Store
+from tests.storage.helpers import sregym_rubric
+from tests.support.judge_server import running_judge_server, sregym_reply
+from tests.support.qualification import qualify
+from tests.support.submissions import DIAGNOSIS, TRUTH
+from tests.support.webhook_receiver import Receiver, receiving
+
+#: every answer no: a well-formed failing verdict, whatever the diagnosis
+REPLY = sregym_reply(set())
+FAST = {
+    "webhook_allow_hosts": "127.0.0.1",
+    "webhook_retry_seconds": 0.02,
+    "judge_digest_seconds": 0,
+}
+
+
+async def _submit(client: Any, headers: dict[str, str]) -> dict[str, Any]:
+    """The same diagnosis each time: byte-identical judge requests."""
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    response = await client.post("/v1/submissions?wait=10", json=body, headers=headers)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def _register(client: Any, admin: dict[str, str], receiver: Receiver) -> None:
+    body = {"url": receiver.url, "events": ["judge.changed"]}
+    response = await client.post("/v1/webhooks", json=body, headers=admin)
+    assert response.status_code == 201, response.text
+    receiver.secret = response.json()["secret"]
+
+
+async def test_an_ollama_model_replaced_behind_its_tag_is_a_new_judge(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    with running_judge_server(default=REPLY) as server, receiving() as receiver:
+        server.ollama_tag = "m:latest"
+        spec = f"ollama:m@{server.ollama_url}"
+        settings = Settings(judge=spec, database_url=database_url)
+        await qualify(engine, settings, sregym_rubric(), judge_digest="abc123")
+        async with api_client(judge=spec, **FAST) as client:
+            agent, admin = await tokens("submitter"), await tokens("admin")
+            await _register(client, admin, receiver)
+            first = await _submit(client, agent)
+            again = await _submit(client, agent)
+            # the digest reported is the one measured: qualified, and the reply reused
+            assert (first["provisional"], again["provisional"]) == (False, False)
+            assert len(server.requests) == 1
+            server.ollama_digest = "def456"  # another model file behind the tag
+            changed = await _submit(client, agent)
+            assert len(server.requests) == 2, "a cached reply of the old model was reused"
+            assert changed["provisional"] is True
+            [event] = await asyncio.to_thread(receiver.wait_for, 1)
+            assert event["type"] == "judge.changed"
+            assert event["data"] == {
+                "judge": "ollama:m",
+                "previous_digest": "abc123",
+                "digest": "def456",
+            }
+            metrics = (await client.get("/metrics")).text
+            assert 'sre_judge_judge_changes_total{judge="ollama:m"} 1.0' in metrics
+            ready = (await client.get("/readyz")).json()["judge"]
+            assert ready["digest"] == "def456"
+            assert ready["changed"]["previous_digest"] == "abc123"
+            # the new model's replies are cached in turn
+            await _submit(client, agent)
+            assert len(server.requests) == 2
+
+
+async def test_a_new_system_fingerprint_is_a_new_judge(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    with running_judge_server(default=REPLY) as server, receiving() as receiver:
+        spec = f"openai:m@{server.openai_url}"
+        settings = Settings(judge=spec, database_url=database_url)
+        await qualify(engine, settings, sregym_rubric(), judge_digest="fingerprint:fp_a")
+        server.fingerprint = "fp_a"
+        async with api_client(judge=spec, **FAST) as client:
+            agent, admin = await tokens("submitter"), await tokens("admin")
+            await _register(client, admin, receiver)
+            first = await _submit(client, agent)
+            assert first["provisional"] is False
+            server.fingerprint = "fp_b"  # the cloud model was updated behind its id
+            changed = await _submit(client, agent)
+            # known by fingerprints only: every live grading asks the judge
+            assert len(server.requests) == 2
+            assert changed["provisional"] is True
+            [event] = await asyncio.to_thread(receiver.wait_for, 1)
+            assert event["data"]["previous_digest"] == "fingerprint:fp_a"
+            assert event["data"]["digest"] == "fingerprint:fp_b"
+    current = await Store(engine).judge_digests.current("openai:m")
+    assert current is not None and current.changed
+
+
+@pytest.mark.parametrize(("allowed", "calls"), [(False, 2), (True, 1)])
+async def test_a_judge_without_digest_is_asked_again_unless_allowed(
+    api_client: Any, tokens: Any, allowed: bool, calls: int
+) -> None:
+    judge = ScriptedBackend(model="fail")  # reports no digest, no fingerprint
+    async with api_client(
+        judge="scripted:fail", backends={"scripted:fail": judge}, cache_unverified_judge=allowed
+    ) as client:
+        agent = await tokens("submitter")
+        await _submit(client, agent)
+        await _submit(client, agent)
+    assert len(judge.requests) == calls
+
+
+async def test_the_ollama_backend_asks_the_digest_anew() -> None:
+    with running_judge_server(default=REPLY) as server:
+        server.ollama_tag = "m:latest"
+        backend = OllamaBackend("m", base_url=server.ollama_url)
+        tracker = DigestTracker(refresh_seconds=0)
+        assert await tracker.current(backend) == "abc123"
+        server.ollama_digest = "def456"
+        assert await tracker.current(backend) == "def456"
+        assert await backend.digest() == "def456"  # the completions' fingerprint follows
+        await backend.aclose()
+
+
+async def test_an_openai_server_naming_its_model_file_has_a_digest() -> None:
+    """llama-cpp-python lists its one model under the file's path and answers any name."""
+    with running_judge_server(default=REPLY) as server:
+        backend = OpenAIBackend("smollm2", base_url=server.openai_url)
+        assert await backend.model_digest() is None  # no /props, no listing: nothing
+        await backend.aclose()
+
+
+async def test_a_stale_tracker_keeps_nothing_of_a_changed_model() -> None:
+    judge = ScriptedBackend(model="fail", fingerprint="fp_a")
+    tracker = DigestTracker(refresh_seconds=3600)
+    inner = MemoryJudgeCache()
+    cache = DigestKeyedCache(inner, tracker.of(judge), unverified=True)
+    assert await cache.get("k") is None
+    await cache.put("k", Completion(text="a", model="m", fingerprint="fp_a"))
+    assert len(inner.entries) == 1  # kept (under the plain key: nothing known yet)
+    assert await tracker.current(judge) == FINGERPRINT + "fp_a"
+    assert await cache.get("k2") is None
+    # the reply came from another model than the one looked up: not kept, and learned
+    await cache.put("k2", Completion(text="b", model="m", fingerprint="fp_b"))
+    assert len(inner.entries) == 1
+    assert tracker.known(judge) == FINGERPRINT + "fp_b"
