@@ -87,14 +87,18 @@ def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> N
 
 @contextmanager
 def running_llama_server(
-    log_dir: Path, *, n_ctx: int = N_CTX, model_path: Path | None = None
+    log_dir: Path,
+    *,
+    n_ctx: int = N_CTX,
+    model_path: Path | None = None,
+    port: int | None = None,
 ) -> Iterator[LlamaServer]:
-    """Start ``python -m llama_cpp.server`` with ``model_path`` (default SmolLM2) and stop
-    it afterwards."""
+    """Start ``python -m llama_cpp.server`` with ``model_path`` (default SmolLM2) on
+    ``port`` (default a free one) and stop it afterwards."""
     model = model_path or smollm2_gguf()
     if model is None:
         raise RuntimeError(f"no SmolLM2 GGUF; {SETUP_HINT}")
-    port = free_port()
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}/v1"
     log_path = log_dir / "llama-server.log"
     # fmt: off
