@@ -1,0 +1,178 @@
+"""The offline exchange end to end with a real model: llama.cpp plays the GPU fleet.
+
+Ten gradings are regraded live by SmolLM2-135M behind llama-cpp-python's OpenAI server,
+then regraded again through the offline exchange: each line of the requests file is
+POSTed to the same server's ``/v1/chat/completions`` (as ``vllm run-batch`` would run it)
+and its reply written as a results line, the file imported. Every grading is graded
+exactly once, each judge call audited, and the flip report is the live regrade's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from litestar.testing import AsyncTestClient
+from sqlalchemy import delete, func, select
+from sqlalchemy.engine import Engine
+
+from storage import GradingRecord, JudgeCallRecord, Store
+from storage.regrade.tables import JudgeCacheRecord
+from tests.api.conftest import ClientFactory
+from tests.support.gradings import add_many
+from tests.support.llama_server import LlamaServer, missing_requirements, running_llama_server
+
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
+
+ITEMS = 10
+DIAGNOSES = [
+    "checkout pods were OOMKilled: the memory limit of deployment/checkout is too low",
+    "the frontend cannot resolve the checkout service; DNS errors in namespace shop",
+    "deployment/checkout in shop ran out of memory after the last rollout",
+    "network policy blocks traffic from frontend to checkout",
+    "the checkout container restarts with exit code 137 (out of memory)",
+    "a bad config map makes checkout crash at start",
+    "nothing is wrong with the cluster",
+    "checkout's memory limit of 64Mi is below its working set; pods OOMKilled in shop",
+    "the database is slow and checkout times out",
+    "checkout (namespace shop) leaks memory until the kernel kills it",
+]
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The real model's server for this module."""
+    reason = missing_requirements()
+    if reason is not None:
+        pytest.skip(reason)
+    with running_llama_server(tmp_path_factory.mktemp("llama")) as server:
+        yield server
+
+
+async def _finished(client: AsyncTestClient[Any], admin: dict[str, str], job_id: str) -> Any:
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline:
+        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=admin)).json()
+        if body["state"] in ("done", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"job still {body['state']}")
+
+
+def _normal(value: Any) -> Any:
+    """A flip report without what names the job or its new gradings."""
+    if isinstance(value, dict):
+        return {
+            k: _normal(v) for k, v in value.items() if k != "job" and "grading" not in k.lower()
+        }
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    return value
+
+
+def _run_batch(server: LlamaServer, lines: list[dict[str, Any]]) -> str:
+    """What an offline batch runner writes: one result line per request line."""
+    out = []
+    with httpx.Client(base_url=server.base_url, timeout=600) as http:
+        for n, line in enumerate(lines):
+            reply = http.post("/chat/completions", json=line["body"])
+            ok = reply.status_code == 200
+            out.append(
+                {
+                    "id": f"batch-req-{n}",
+                    "custom_id": line["custom_id"],
+                    "response": {
+                        "status_code": reply.status_code,
+                        "request_id": f"req-{n}",
+                        "body": reply.json(),
+                    },
+                    "error": None if ok else {"code": "server_error", "message": reply.text[:200]},
+                }
+            )
+    return "".join(json.dumps(o) + "\n" for o in out)
+
+
+async def test_offline_exchange_with_the_real_model_matches_the_live_regrade(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    llama_server: LlamaServer,
+    db_backend: str,
+) -> None:
+    if db_backend != "sqlite":
+        pytest.skip("one database is enough to drive the real model end to end")
+    store = Store(engine)
+    for diagnosis in DIAGNOSES[:ITEMS]:
+        await add_many(store, {"fail": 1}, diagnosis=diagnosis)
+    admin = await tokens("admin")
+    spec = f"openai:{llama_server.model}@{llama_server.base_url}"
+    async with api_client(
+        judge=spec,
+        backends={},
+        judge_max_tokens=1024,
+        judge_max_attempts=2,
+        judge_timeout=600,
+        judge_first_token_seconds=600,
+        judge_idle_seconds=120,
+        judge_concurrency=1,  # the server answers one request at a time
+        judge_context_tokens=llama_server.n_ctx,
+        regrade_batch_poll_seconds=0.2,
+    ) as client:
+        live = (await client.post("/v1/regrade-jobs", json={"judge": spec}, headers=admin)).json()
+        live = await _finished(client, admin, live["id"])
+        assert live["done"] + live["failed"] == ITEMS
+        with engine.begin() as connection:  # the offline regrade must ask the model again
+            connection.execute(delete(JudgeCacheRecord))
+
+        body = {"judge": spec, "engine": "offline"}
+        job = (await client.post("/v1/regrade-jobs", json=body, headers=admin)).json()
+        reply = await client.get(f"/v1/regrade-jobs/{job['id']}/batch-requests", headers=admin)
+        lines = [json.loads(line) for line in reply.text.splitlines()]
+        assert len(lines) == ITEMS  # one call per grading (single asking)
+        results = await asyncio.to_thread(_run_batch, llama_server, lines)
+        imported = await client.post(
+            f"/v1/regrade-jobs/{job['id']}/batch-results",
+            content=results.encode(),
+            headers={**admin, "Content-Type": "application/jsonl"},
+        )
+        assert imported.status_code == 200, imported.text
+        assert imported.json()["answered"] == ITEMS and imported.json()["refused"] == 0
+        done = await _finished(client, admin, job["id"])
+        assert done["done"] + done["failed"] == ITEMS
+        live_flips = (
+            await client.get(f"/v1/regrade-jobs/{live['id']}/flips", headers=admin)
+        ).json()
+        batch_flips = (
+            await client.get(f"/v1/regrade-jobs/{job['id']}/flips", headers=admin)
+        ).json()
+    assert _normal(batch_flips) == _normal(live_flips)
+
+    with engine.connect() as connection:
+        per_submission = connection.execute(
+            select(GradingRecord.submission_id, func.count())
+            .where(GradingRecord.regrade_job_id == job["id"])
+            .group_by(GradingRecord.submission_id)
+        ).all()
+        assert len(per_submission) == ITEMS and {n for _, n in per_submission} == {1}
+        calls = connection.execute(
+            select(JudgeCallRecord.grading_id, JudgeCallRecord.id, JudgeCallRecord.via)
+            .join(GradingRecord, GradingRecord.id == JudgeCallRecord.grading_id)
+            .where(GradingRecord.regrade_job_id == job["id"])
+        ).all()
+    batch_id = imported.json()["batch_id"]
+    # a reply cut at max_tokens is never parsed: it is asked again, live, with a larger
+    # budget (as a live grading would); every other call is answered from the batch
+    cut = sum(
+        json.loads(line)["response"]["body"]["choices"][0]["finish_reason"] == "length"
+        for line in results.splitlines()
+    )
+    assert sum(c.via == f"batch {batch_id}" for c in calls) == ITEMS - cut
+    for grading_id in {c.grading_id for c in calls}:
+        events = [e for e in await store.gradings.history(grading_id) if e.event == "judge.call"]
+        mine = {c.id for c in calls if c.grading_id == grading_id}
+        assert {e.payload["call_id"] for e in events} == mine
