@@ -86,6 +86,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
         "throughput",
         "overhead",
         "regrade",
+        "batch_regrade",
         "prompt_tokens",
         "dry_run",
         "export",
