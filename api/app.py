@@ -40,6 +40,7 @@ def route_handlers() -> list[HTTPRouteHandler]:
     from api.http.routes.health import healthz, readyz
     from api.http.routes.rubrics import get_rubric, list_rubrics
     from api.imports.routes import create_import, get_import
+    from api.judges.routes import list_canary_runs, start_canary_run
     from api.regrade.routes import (
         cancel_regrade_job,
         create_regrade_job,
@@ -73,6 +74,8 @@ def route_handlers() -> list[HTTPRouteHandler]:
     from api.webhooks.routes import create_webhook, list_deliveries, list_webhooks, redeliver
 
     return [
+        start_canary_run,
+        list_canary_runs,
         healthz,
         readyz,
         metrics_endpoint,
@@ -195,7 +198,7 @@ def commands() -> list[click.Command]:
     from api.grading.gradings_cli import gradings_group
     from api.grading.submit_cli import submit_command
     from api.imports.cli import import_group
-    from api.judges.cli import calibrate_command
+    from api.judges.cli import calibrate_command, judges_group
     from api.regrade.cli import regrade_group
     from api.reports.cli import report_command
     from api.reports.export_cli import export_command
@@ -216,6 +219,7 @@ def commands() -> list[click.Command]:
         regrade_group,
         scenarios_group,
         calibrate_command,
+        judges_group,
         audit_group,
         gradings_group,
     ]

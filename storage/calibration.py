@@ -5,7 +5,9 @@ settings, the rubric version and the asking mode; it is qualified when the lates
 calibration run of that identity reached the bar and measured the model now behind the
 name: a run records the model digest it measured (``judge.identity``), and once another
 digest is seen behind the name the qualification is provisional until a new run
-measures it (:func:`holds`). Where either digest is unknown the run alone decides.
+measures it (:func:`holds`). Where either digest is unknown the run alone decides. A
+drift canary run that demoted the judge after its latest calibration run makes it
+provisional too, until a new calibration run (``storage.canary``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from storage.canary import demoted_since
 from storage.database import Database
 from storage.quality_tables import CalibrationRunRecord
 
@@ -114,4 +117,7 @@ class CalibrationRepository:
             rubric_version=rubric_version,
             asking_mode=asking_mode,
         )
-        return holds(runs[0] if runs else None, current_digest)
+        if not holds(runs[0] if runs else None, current_digest):
+            return False
+        latest = runs[0]
+        return not await self._db.run_read(demoted_since, judge_spec, latest.created_at)

@@ -74,7 +74,10 @@ class GradingWorkers:
         self._storing: set[str] = set()
         self._deadline: float | None = None
         self._qualifications = Qualifications(
-            services.store, services.settings, digests=services.backends.digests
+            services.store,
+            services.settings,
+            digests=services.backends.digests,
+            changes=lambda: services.qualification_changes,
         )
         #: whether the last claim may have left claimable work behind (see ``_finished``);
         #: until the first claim, work of an earlier run may wait (intake hands none over)

@@ -131,12 +131,16 @@ class JudgeRuns:
     runs: list[CalibrationRunRecord] = field(default_factory=list)
     #: the model digest behind the judge's name now, and whether it ever changed
     digest: JudgeDigestRecord | None = None
+    #: whether a drift canary run demoted the judge after its latest calibration run
+    demoted: bool = False
 
     @property
     def qualified(self) -> bool:
         """The latest run decides, as it does for gradings, if it measured the model
-        behind the name now (``storage.calibration.holds``)."""
-        return holds(self.runs[0] if self.runs else None, self.current_digest)
+        behind the name now (``storage.calibration.holds``) and no canary run demoted
+        the judge since."""
+        latest = self.runs[0] if self.runs else None
+        return holds(latest, self.current_digest) and not self.demoted
 
     @property
     def current_digest(self) -> str | None:
@@ -147,7 +151,7 @@ class JudgeRuns:
     def changed_since_run(self) -> bool:
         """Whether the latest run qualified another model than the one behind the name."""
         latest = self.runs[0] if self.runs else None
-        return bool(latest and latest.qualified and not self.qualified)
+        return bool(latest and latest.qualified and not holds(latest, self.current_digest))
 
 
 def _grouped(runs: list[CalibrationRunRecord]) -> list[JudgeRuns]:
@@ -168,4 +172,7 @@ async def judge_runs(services: Services, *, limit: int = 500) -> list[JudgeRuns]
         if group.judge not in digests:
             digests[group.judge] = await services.store.judge_digests.current(group.judge)
         group.digest = digests[group.judge]
+        if group.runs:
+            since = group.runs[0].created_at
+            group.demoted = await services.store.canary.demoted_since(group.judge, since)
     return groups

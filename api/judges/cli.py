@@ -1,4 +1,5 @@
-"""``sre-judge calibrate``: grade a labelled gold set, store the agreement, qualify the judge.
+"""``sre-judge calibrate``: grade a labelled gold set, store the agreement, qualify the judge;
+``sre-judge judges canary``: run the drift canary now, or show its runs.
 
 The use case is ``api.judges.calibration.calibrate``; this command reads the gold file
 (by default the calibration set that ships with the package, ``judge/data/calibration/``),
@@ -22,9 +23,11 @@ if TYPE_CHECKING:
     from api.judges.calibration import Calibration
     from judge.calibration import CalibrationFigures
 
-__all__ = ["EXIT_DRIFT", "calibrate_command"]
+__all__ = ["EXIT_DEMOTED", "EXIT_DRIFT", "calibrate_command", "canary_command", "judges_group"]
 
 EXIT_DRIFT = 1
+#: ``judges canary``: the run demoted the judge
+EXIT_DEMOTED = 1
 
 
 def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: float) -> list[str]:
@@ -135,3 +138,53 @@ def _print(outcome: Calibration, threshold: float, fmt: str) -> None:
     print_tables([Tabular("Judge vs gold labels", columns, rows, notes)])  # the terminal's width
     for line in _summary(figures, run, previous, threshold):
         click.echo(line)
+
+
+@click.group("judges")
+def judges_group() -> None:
+    """Judges: the drift canary."""
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+@judges_group.command("canary")
+@click.option("--judge", "judge_spec", help="BACKEND:MODEL[@BASE_URL]; default SRE_JUDGE_JUDGE")
+@click.option("--history", is_flag=True, help="show the stored runs instead of running one")
+@click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True)
+@format_option("table", "json")
+def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) -> None:
+    """Regrade the drift canary set now (within SRE_JUDGE_CANARY_BUDGET judge calls,
+    bypassing the cache) and say whether the judge drifted; exit 1 when it was demoted.
+
+    \b
+    Examples:
+      sre-judge judges canary
+      sre-judge judges canary --history --format json
+    """
+    from api.judges.canary import canary_public, run_canary
+    from judge.spec import judge_identity
+
+    async def work() -> list[dict[str, Any]]:
+        async with service_runtime() as services:
+            if history:
+                name = judge_identity(judge_spec) if judge_spec else None
+                runs = await services.store.canary.runs(judge_spec=name, limit=limit)
+                return [canary_public(r) for r in runs]
+            return [canary_public(await run_canary(services, judge=judge_spec, actor="cli"))]
+
+    runs = run(work())
+    if fmt == "json":
+        click.echo(json.dumps(runs if history else runs[0], indent=2))
+    else:
+        for item in runs:
+            state = "DEMOTED: " + "; ".join(item["reasons"]) if item["demoted"] else "ok"
+            click.echo(
+                f"{item['created_at'][:16]} {item['judge']} n {item['n']} "
+                f"(scored {item['scored']}), {item['judge_calls']} of {item['budget']} calls, "
+                f"verdict accuracy {_number(item['verdict_accuracy'])}, answers changed "
+                f"{_number(item['changed_share'])}: {state}"
+            )
+    if not history and runs[0]["demoted"]:
+        sys.exit(EXIT_DEMOTED)

@@ -1,7 +1,12 @@
 """Judges and their calibration runs: which judge identities are qualified, which are
-provisional (never calibrated, or their latest run did not qualify them)."""
+provisional (never calibrated, their latest run did not qualify them, the model behind
+the name changed since, or the drift canary demoted them), and the canary's history as
+a table and a chart."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 from litestar import get
 from litestar.di import NamedDependency
@@ -12,21 +17,82 @@ from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from judge.spec import judge_identity
+from storage.canary import CanaryRunRecord
 
-__all__ = ["judges_page"]
+__all__ = ["canary_chart", "judges_page"]
+
+#: the canary chart's geometry (the reports' over-time chart macro draws it)
+LEFT, TOP, WIDTH, HEIGHT, LEGEND_ROW = 44, 16, 640, 220, 18
+
+
+def _verdict(run: CanaryRunRecord) -> dict[str, Any] | None:
+    rows = [r for r in run.figures.get("rows", []) if r["level"] == "verdict"]
+    return rows[0]["agreement"] if rows and rows[0]["agreement"]["n"] else None
+
+
+def canary_chart(runs: Sequence[CanaryRunRecord]) -> dict[str, Any]:
+    """Verdict agreement with the labels per canary run, oldest first, one line per judge,
+    each point with its 95% interval; a hollow point is a run that demoted the judge."""
+    ordered = sorted(runs, key=lambda r: r.created_at)
+    periods = sorted({f"{r.created_at:%m-%d %H:%M}" for r in ordered})
+    step = WIDTH / max(len(periods) - 1, 1)
+    x_of = {p: round(LEFT + (i * step if len(periods) > 1 else WIDTH / 2), 1)
+            for i, p in enumerate(periods)}  # fmt: skip
+
+    def y(value: float) -> float:
+        return round(TOP + (1 - value) * HEIGHT, 1)
+
+    lines: list[dict[str, Any]] = []
+    for index, judge in enumerate(dict.fromkeys(r.judge_spec for r in ordered)):
+        points = []
+        for run in (r for r in ordered if r.judge_spec == judge):
+            figures = _verdict(run)
+            if figures is None or figures["accuracy"] is None:
+                continue
+            interval, period = figures["accuracy_interval"], f"{run.created_at:%m-%d %H:%M}"
+            points.append({
+                "x": x_of[period], "y": y(figures["accuracy"]),
+                "y_low": y(interval["low"]), "y_high": y(interval["high"]),
+                "period": period, "rate": figures["accuracy"],
+                "low": interval["low"], "high": interval["high"],
+                "passed": figures["agreed"], "n": figures["n"],
+                "provisional": 1 if run.demoted else 0,
+            })  # fmt: skip
+        path = " ".join(f"{p['x']},{p['y']}" for p in points)
+        lines.append({"label": judge, "href": None, "index": index, "points": points,
+                      "path": path})  # fmt: skip
+    bottom = TOP + HEIGHT
+    every = max(1, len(periods) // 8)
+    return {
+        "lines": [line for line in lines if line["points"]],
+        "hidden": 0,
+        "periods": [(x_of[p], p) for i, p in enumerate(periods) if i % every == 0],
+        "ticks": [(y(t), f"{t:g}") for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
+        "left": LEFT,
+        "right": LEFT + WIDTH,
+        "bottom": bottom,
+        "legend_y": bottom + 34,
+        "legend_row": LEGEND_ROW,
+        "width": LEFT + WIDTH + 60,
+        "height": bottom + 34 + LEGEND_ROW * max(len(lines), 1),
+    }
 
 
 @get("/judges", guards=[web_require("adjudicator")], include_in_schema=False)
 async def judges_page(
     services: NamedDependency[Services], who: NamedDependency[SignedIn]
 ) -> Template:
-    """Calibration runs per judge, each judge qualified or provisional."""
+    """Calibration runs per judge, each judge qualified or provisional, and the canary."""
     judges = await judge_runs(services)
     configured = judge_identity(services.settings.judge)
+    canary = await services.store.canary.runs(limit=100)
     return page(
         "judges.html",
         who,
         judges=judges,
         configured=configured,
         configured_runs=any(j.judge == configured for j in judges),
+        canary=canary,
+        canary_chart=canary_chart(canary),
+        canary_interval=services.settings.canary_interval,
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from api.service.grader_factory import asking_choice
@@ -130,19 +131,30 @@ class Qualifications:
     """Cached qualification lookups of one process."""
 
     def __init__(
-        self, store: Store, settings: Settings, *, digests: DigestTracker | None = None
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        digests: DigestTracker | None = None,
+        changes: Callable[[], int] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
-        #: a new digest learned there drops every cached lookup
+        #: a new digest learned there, or a change of ``changes()`` (a demotion), drops
+        #: every cached lookup
         self._digests = digests
-        self._generation = digests.generation if digests is not None else 0
+        self._changes = changes
+        self._generation = self._now()
         self._cache: dict[tuple[str, str, AskingChoice], tuple[float, bool]] = {}
+
+    def _now(self) -> tuple[int, int]:
+        digests = self._digests.generation if self._digests is not None else 0
+        return digests, self._changes() if self._changes is not None else 0
 
     async def qualified(self, judge_spec: str, rubric_version: str, choice: AskingChoice) -> bool:
         """Whether the judge's latest calibration run qualifies it now (cached)."""
-        if self._digests is not None and self._digests.generation != self._generation:
-            self._generation = self._digests.generation
+        if self._now() != self._generation:
+            self._generation = self._now()
             self._cache.clear()
         key = (judge_identity(judge_spec), rubric_version, choice)
         now = time.monotonic()

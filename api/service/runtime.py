@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from api.grading.judge_moves import follow_configured_judge
 from api.grading.workers import GradingWorkers
 from api.imports.runner import ImportRunner
+from api.judges.canary import CanaryLoop
 from api.judges.identity import digest_listener
 from api.regrade.batch_runner import BatchRunner
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
@@ -104,6 +105,8 @@ class Runtime:
         self.imports = ImportRunner(self.services)
         #: moves regrade jobs' batch engines on; runs wherever grading workers run
         self.batches = BatchRunner(self.services)
+        #: the drift canary on a schedule (``SRE_JUDGE_CANARY_INTERVAL``; off at 0)
+        self.canary = CanaryLoop(self.services, self.metrics)
         self._start_workers = workers and settings.worker_count > 0
         self._start_imports = workers and import_jobs
         #: periodic audit checkpoints (``serve`` only; to the default file unless configured)
@@ -145,6 +148,7 @@ class Runtime:
             self.workers.start()
             self.webhooks.start()
             self.batches.start()
+            self.canary.start()
         if self._start_imports:
             self.imports.start()
         if self.checkpointer is not None:
@@ -156,6 +160,7 @@ class Runtime:
             if self._preloading is not None:
                 await asyncio.gather(self._preloading, return_exceptions=True)  # see start
             await self.imports.stop()
+            await self.canary.stop()
             await self.batches.stop()
             await self.webhooks.stop()
             await self.workers.stop()

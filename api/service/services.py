@@ -253,6 +253,9 @@ class Services:
     waiters: Waiters = field(default_factory=Waiters)
     #: this process's grading workers while they take work handed over at intake
     handoff: Handoff | None = None
+    #: bumped when a judge's qualification changes in this process (a drift canary
+    #: demoted it): qualification lookups cached here are dropped at once
+    qualification_changes: int = 0
     #: submissions being stored now, at most ``intake_at_once(store)``
     intake: asyncio.Semaphore = field(init=False)
 

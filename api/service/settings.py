@@ -274,6 +274,33 @@ class Settings(BaseSettings):
             "before every use); also asked again after a failed call or a new fingerprint"
         ),
     )
+    canary_interval: float = Field(
+        default=0,
+        ge=0,
+        description=(
+            "seconds between drift canary runs of the service's judge (0: off; runs on "
+            "demand still work)"
+        ),
+    )
+    canary_budget: int = Field(
+        default=24, ge=1, le=10_000, description="judge calls one drift canary run may make"
+    )
+    canary_set: Path | None = Field(
+        default=None,
+        description=(
+            "a labelled set (calibration format) for the drift canary; default a stratified "
+            "part of the shipped calibration set"
+        ),
+    )
+    canary_max_changed: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description=(
+            "share of a canary run's answers that may differ from the baseline run's "
+            "(run-to-run noise) before the judge is demoted"
+        ),
+    )
     pass_policy: Literal["qualified", "unflagged"] = Field(
         default="qualified",
         description=(

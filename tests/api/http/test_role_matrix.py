@@ -181,6 +181,8 @@ EXPECTED: dict[tuple[str, str], Expect] = {
         body={"url": "http://127.0.0.1:9/hook", "events": ["grading.completed"]},
     ),
     ("GET", "/v1/webhooks"): Expect(ADMIN_ONLY),
+    ("POST", "/v1/judges/canary"): Expect(ADMIN_ONLY, body={}),
+    ("GET", "/v1/judges/canary"): Expect(ADJUDICATOR_UP),
     ("GET", "/v1/webhooks/{webhook_id}/deliveries"): Expect(roles(403, 403, 404)),
     ("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver"): Expect(
         roles(403, 403, 404)

@@ -1,0 +1,244 @@
+"""The drift canary: regrade a labelled canary set within a call budget, store the run,
+demote a judge that drifted.
+
+A run grades the canary set (``SRE_JUDGE_CANARY_SET``, default a stratified part of the
+shipped calibration set: ``judge.canary.canary_items``) with the service's judge and
+sampling settings, bypassing the judge cache, and never makes more than
+``SRE_JUDGE_CANARY_BUDGET`` judge calls: the set is cut to what the budget can pay for
+and every call past it is refused (the item ends unscored and is not counted). The run
+is compared with the judge's latest calibration run and with the first canary run after
+it (``judge.canary.check``); a drifted judge is demoted: provisional until a new
+calibration run, audited as ``judge.demoted`` (the webhook event), counted in
+``sre_judge_judge_demotions_total`` and logged. Runs come on demand (``POST
+/v1/judges/canary``, ``sre-judge judges canary``) and every
+``SRE_JUDGE_CANARY_INTERVAL`` seconds from :class:`CanaryLoop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.service.errors import InvalidRequest
+from api.service.grader_factory import asking_choice, grader_for
+from api.service.metrics import Metrics
+from api.service.qualification import identity_of
+from api.service.services import Services
+from judge.backends.base import JudgeBackend
+from judge.calibration import DEFAULT_GOLD, GoldError, calibration_figures, load_gold
+from judge.calls import Completion, JudgeRequest
+from judge.canary import answers_of, canary_items, check
+from judge.errors import JudgeCallError, JudgeSpecError
+from judge.rubric import Rubric
+from judge.verdict import GradingResult
+from storage.canary import CanaryRunRecord
+
+__all__ = ["BudgetSpent", "CallBudget", "CanaryLoop", "canary_public", "run_canary"]
+
+log = logging.getLogger("sre_judge.judges")
+
+
+class BudgetSpent(JudgeCallError):
+    """The canary's judge call budget is spent: the call is not made."""
+
+    code = "canary_budget_spent"
+    retryable = False
+
+
+@dataclass
+class CallBudget:
+    """A judge backend that makes at most ``budget`` calls, then refuses."""
+
+    backend: JudgeBackend
+    budget: int
+    calls: int = 0
+    name: str = field(init=False)
+    model: str = field(init=False)
+    base_url: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name, self.model = self.backend.name, self.backend.model
+        self.base_url = self.backend.base_url
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Make the call if the budget allows (counted before it is sent)."""
+        if self.calls >= self.budget:
+            raise BudgetSpent(f"the canary's budget of {self.budget} judge calls is spent")
+        self.calls += 1
+        return await self.backend.complete(request)
+
+    async def probe(self) -> None:
+        """Probe the judge (not a judge call)."""
+        await self.backend.probe()
+
+    async def aclose(self) -> None:
+        """The pool owns the backend: nothing to close."""
+
+
+def _calls_per_item(services: Services, spec: str, rubric: Rubric) -> int:
+    """Judge calls one canary item takes at least (one per question when asked so)."""
+    choice = asking_choice(services.settings, spec, rubric)
+    return len(rubric.questions) if choice.asking == "per_question" else 1
+
+
+def _canary_set(services: Services, rubric: Rubric) -> tuple[str, bytes]:
+    path = services.settings.canary_set or DEFAULT_GOLD
+    try:
+        return path.name, path.read_bytes()
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read the canary set {path}: {exc.strerror}") from None
+
+
+async def _grade(
+    services: Services, backend: CallBudget, rubric: Rubric, items: list[Any]
+) -> list[GradingResult]:
+    """Grade the items in order, a few at a time, without the judge cache."""
+    grader = grader_for(services.settings, backend)  # no cache: the canary asks the judge
+    limit = asyncio.Semaphore(max(1, services.settings.judge_concurrency))
+
+    async def one(item: Any) -> GradingResult:
+        async with limit:
+            return await grader.grade(rubric, item.ground_truth, item.diagnosis)
+
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+async def run_canary(
+    services: Services,
+    *,
+    judge: str | None = None,
+    actor: str = "canary",
+    metrics: Metrics | None = None,
+) -> CanaryRunRecord:
+    """Run the canary for ``judge`` (default the service's) and store the run."""
+    settings = services.settings
+    spec = judge or settings.judge
+    rubric = services.rubrics.current[settings.rubric]
+    set_name, raw = _canary_set(services, rubric)
+    try:
+        gold = load_gold(raw.decode("utf-8"), rubric)
+        backend = CallBudget(services.backends.get(spec), settings.canary_budget)
+    except (GoldError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"{set_name}: {exc}", title="Invalid canary set") from None
+    except JudgeSpecError as exc:
+        raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
+    chosen = canary_items(gold, settings.canary_budget // _calls_per_item(services, spec, rubric))
+    keys, items = [k for k, _ in chosen], [i for _, i in chosen]
+    results = await _grade(services, backend, rubric, items)
+    figures = calibration_figures(rubric, items, results)
+    answers = answers_of(keys, results)
+    identity = identity_of(settings, spec, rubric)
+    digest = await services.backends.digests.current(services.backends.get(spec))
+    sha = hashlib.sha256(raw).hexdigest()
+    runs = await services.store.calibration.runs(**identity)
+    calibration = runs[0] if runs else None
+    since = calibration.created_at if calibration is not None else None
+    baseline = await services.store.canary.baseline(identity["judge_spec"], sha, since=since)
+    found = check(
+        figures,
+        answers,
+        qualified=calibration.results if calibration is not None else None,
+        baseline=baseline.answers if baseline is not None else None,
+        max_changed=settings.canary_max_changed,
+    )
+    verdicts = [r for r in figures.results["rows"] if r["level"] == "verdict"]
+    run = CanaryRunRecord(
+        judge_spec=identity["judge_spec"], judge_digest=digest,
+        rubric_version=rubric.version, asking_mode=identity["asking_mode"],
+        set_name=set_name, set_sha256=sha,
+        calibration_run_id=calibration.id if calibration is not None else None,
+        n=figures.n, scored=figures.scored, judge_calls=backend.calls,
+        budget=settings.canary_budget,
+        verdict_accuracy=verdicts[0]["agreement"]["accuracy"] if verdicts else None,
+        verdict_kappa=figures.verdict_kappa, changed_share=found.changed_share,
+        # only a qualified judge can be demoted; an unqualified one is provisional already
+        demoted=found.demoted and bool(calibration and calibration.qualified),
+        reasons=found.reasons, figures=figures.results, answers=answers, created_by=actor,
+    )  # fmt: skip
+    run = await services.store.canary.add_run(run)
+    if run.demoted:
+        services.qualification_changes += 1  # this process's gradings see it at once
+        if metrics is not None:
+            reason = "agreement" if found.fallen else "answers"
+            metrics.judge_demotions.labels(run.judge_spec, reason).inc()
+        log.warning(
+            "judge %s demoted by the drift canary (run %s): %s; its gradings are provisional "
+            "until a new calibration run",
+            run.judge_spec,
+            run.id,
+            "; ".join(run.reasons),
+        )
+    return run
+
+
+def canary_public(run: CanaryRunRecord) -> dict[str, Any]:
+    """A canary run as the API shows it (figures per question and on the verdict)."""
+    rows = [
+        {
+            "level": r["level"],
+            "item": r["item"],
+            "n": r["agreement"]["n"],
+            "accuracy": r["agreement"]["accuracy"],
+            "accuracy_interval": r["agreement"]["accuracy_interval"],
+            "kappa": r["agreement"]["kappa"],
+        }
+        for r in run.figures.get("rows", [])
+        if r["level"] in ("question", "verdict")
+    ]
+    return {
+        "id": run.id,
+        "judge": run.judge_spec,
+        "judge_digest": run.judge_digest,
+        "rubric_version": run.rubric_version,
+        "asking_mode": run.asking_mode,
+        "set": {"name": run.set_name, "sha256": run.set_sha256},
+        "calibration_run_id": run.calibration_run_id,
+        "n": run.n,
+        "scored": run.scored,
+        "judge_calls": run.judge_calls,
+        "budget": run.budget,
+        "verdict_accuracy": run.verdict_accuracy,
+        "verdict_kappa": run.verdict_kappa,
+        "changed_share": run.changed_share,
+        "demoted": run.demoted,
+        "reasons": list(run.reasons),
+        "agreement": rows,
+        "created_by": run.created_by,
+        "created_at": run.created_at.isoformat(),
+    }
+
+
+class CanaryLoop:
+    """Runs the canary for the service's judge every ``SRE_JUDGE_CANARY_INTERVAL`` seconds."""
+
+    def __init__(self, services: Services, metrics: Metrics | None = None) -> None:
+        """Run with ``services``; count demotions in ``metrics``."""
+        self.services = services
+        self.metrics = metrics
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the loop (nothing when the interval is 0: the canary is off)."""
+        if self.services.settings.canary_interval > 0 and self._task is None:
+            self._task = asyncio.create_task(self._loop(), name="drift-canary")
+
+    async def stop(self) -> None:
+        """Stop the loop (a run under way is cancelled: nothing of it is stored)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _loop(self) -> None:
+        interval = self.services.settings.canary_interval
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await run_canary(self.services, metrics=self.metrics)
+            except Exception:  # the next run tries again
+                log.exception("the drift canary run failed")

@@ -1,0 +1,58 @@
+"""The drift canary's HTTP routes: run it now (admin), read its runs (adjudicator+).
+
+Thin controllers: path, guards and one use case of :mod:`api.judges.canary` each.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Request, get, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, QueryParameter
+from pydantic import BaseModel, ConfigDict
+
+from api.http.auth import require
+from api.judges.canary import canary_public, run_canary
+from api.service.principal import Principal
+from api.service.services import Services
+
+__all__ = ["CanaryRequest", "list_canary_runs", "start_canary_run"]
+
+
+class CanaryRequest(BaseModel):
+    """A canary run on demand of the service's judge (``{}``; another judge's canary
+    runs from the command line, ``sre-judge judges canary --judge``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@post(
+    "/v1/judges/canary",
+    guards=[require("admin")],
+    operation_id="runJudgeCanary",
+    status_code=201,
+)
+async def start_canary_run(
+    request: Request[Any, Any, Any],
+    data: JSONBody[CanaryRequest],
+    services: NamedDependency[Services],
+    principal: NamedDependency[Principal],
+) -> dict[str, Any]:
+    """Regrade the canary set now (within the call budget, bypassing the judge cache) and
+    answer with the stored run; a drifted judge is demoted."""
+    metrics = getattr(request.app.state, "metrics", None)
+    del data  # nothing to choose yet: the body is {}
+    run = await run_canary(services, actor=principal.id, metrics=metrics)
+    return canary_public(run)
+
+
+@get("/v1/judges/canary", guards=[require("adjudicator")], operation_id="listJudgeCanaryRuns")
+async def list_canary_runs(
+    services: NamedDependency[Services],
+    judge: Annotated[str | None, QueryParameter(max_length=512)] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=500)] = 100,
+) -> dict[str, list[dict[str, Any]]]:
+    """Canary runs, newest first (``judge``: of one judge, ``backend:model``)."""
+    runs = await services.store.canary.runs(judge_spec=judge, limit=limit)
+    return {"items": [canary_public(run) for run in runs]}

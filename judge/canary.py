@@ -1,0 +1,165 @@
+"""The drift canary: a labelled set regraded now and then, and whether the judge drifted.
+
+A judge qualified by a calibration run can drift afterwards without its name or digest
+changing (a server setting, a quantisation, a template). The canary regrades a small
+labelled set (by default a stratified part of the shipped calibration set: each fault
+family and each variant in turn, :func:`canary_items`) and compares:
+
+- **agreement with the labels** per question and on the verdict, with the qualifying
+  calibration run's: a figure whose 95% Wilson interval on the canary lies wholly below
+  the calibration run's interval for it has fallen (:func:`fallen_rows`);
+- **the judge's answers** with those of the first canary run after its calibration:
+  when more than ``max_changed`` of them differ, beyond the run-to-run noise allowed,
+  the judge's answers changed (:func:`changed_answers`).
+
+Either demotes the judge (:func:`check`). No web and no database here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from judge.agreement import VERDICT
+from judge.calibration import CalibrationFigures, GoldItem
+from judge.verdict import GradingResult
+
+__all__ = [
+    "CanaryCheck",
+    "answers_of",
+    "canary_items",
+    "changed_answers",
+    "check",
+    "fallen_rows",
+    "item_key",
+]
+
+#: the agreement levels compared with the calibration run's
+_COMPARED = ("question", "verdict")
+
+
+def item_key(item: GoldItem, index: int) -> str:
+    """A canary item's key: its id, else its line number in the set."""
+    return item.id or f"#{index + 1}"
+
+
+def canary_items(items: Sequence[GoldItem], limit: int) -> list[tuple[str, GoldItem]]:
+    """At most ``limit`` items, keyed, taken in turn from each (variant, family) stratum
+    with the variants alternating, so that a small canary still covers every kind of
+    case; the same items every time."""
+    strata: dict[tuple[str, str], list[tuple[str, GoldItem]]] = {}
+    for index, item in enumerate(items):
+        stratum = (item.variant or "", item.family or "")
+        strata.setdefault(stratum, []).append((item_key(item, index), item))
+    rank: dict[tuple[str, str], int] = {}
+    for variant, family in sorted(strata):
+        rank[(variant, family)] = sum(1 for v, _ in rank if v == variant)
+    order = sorted(strata, key=lambda s: (rank[s], s[0], s[1]))
+    chosen: list[tuple[str, GoldItem]] = []
+    for depth in range(max((len(m) for m in strata.values()), default=0)):
+        chosen.extend(strata[s][depth] for s in order if depth < len(strata[s]))
+    return chosen[: max(0, limit)]
+
+
+def answers_of(keys: Sequence[str], results: Sequence[GradingResult]) -> dict[str, dict[str, bool]]:
+    """The judge's own answers (and verdict) per graded item key."""
+    found: dict[str, dict[str, bool]] = {}
+    for key, result in zip(keys, results, strict=True):
+        if result.status != "graded":
+            continue
+        answers = {a.question_id: a.judge_answer for a in result.answers}
+        if result.judge_outcome is not None:
+            answers[VERDICT] = result.judge_outcome.passed
+        found[key] = answers
+    return found
+
+
+def _rows(figures: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Agreement rows of stored figures (``CalibrationFigures.results``) by level and item."""
+    rows = figures.get("rows") or figures.get("results", {}).get("rows") or []
+    return {(r["level"], r["item"]): r for r in rows if not r.get("group")}
+
+
+def fallen_rows(canary: Mapping[str, Any], qualified: Mapping[str, Any]) -> list[str]:
+    """Items (questions, ``verdict``) whose canary accuracy interval lies wholly below the
+    calibration run's."""
+    theirs = _rows(qualified)
+    fallen = []
+    for (level, item), row in sorted(_rows(canary).items()):
+        base = theirs.get((level, item))
+        if level not in _COMPARED or base is None:
+            continue
+        now, then = row["agreement"], base["agreement"]
+        if not now["n"] or not then["n"]:
+            continue
+        if now["accuracy_interval"]["high"] < then["accuracy_interval"]["low"]:
+            fallen.append(item)
+    return fallen
+
+
+def changed_answers(
+    now: Mapping[str, Mapping[str, bool]], baseline: Mapping[str, Mapping[str, Any]]
+) -> tuple[int, int]:
+    """(answers that differ, answers compared) between two runs' answers of the same items."""
+    changed = compared = 0
+    for key, answers in now.items():
+        before = baseline.get(key)
+        if before is None:
+            continue
+        for question, answer in answers.items():
+            if question in before:
+                compared += 1
+                changed += bool(before[question]) != answer
+    return changed, compared
+
+
+class CanaryCheck(BaseModel):
+    """What one canary run found."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: items whose agreement fell below the qualification's
+    fallen: list[str]
+    changed: int
+    compared: int
+    #: changed / compared; None with nothing to compare
+    changed_share: float | None
+    demoted: bool
+    #: why, in words
+    reasons: list[str]
+
+
+def check(
+    figures: CalibrationFigures,
+    answers: Mapping[str, Mapping[str, bool]],
+    *,
+    qualified: Mapping[str, Any] | None,
+    baseline: Mapping[str, Mapping[str, Any]] | None,
+    max_changed: float,
+) -> CanaryCheck:
+    """Compare a canary run with the qualifying calibration run's figures (``qualified``,
+    its stored results) and the baseline run's answers; demote on either drift."""
+    fallen = fallen_rows(figures.results, qualified) if qualified is not None else []
+    changed, compared = changed_answers(answers, baseline) if baseline is not None else (0, 0)
+    share = changed / compared if compared else None
+    reasons = []
+    if fallen:
+        reasons.append(
+            "agreement with the labels fell below the qualification's interval on "
+            + ", ".join(fallen)
+        )
+    if share is not None and share > max_changed:
+        reasons.append(
+            f"{changed} of {compared} answers ({share:.0%}) differ from the baseline run's "
+            f"(at most {max_changed:.0%} allowed as run-to-run noise)"
+        )
+    return CanaryCheck(
+        fallen=fallen,
+        changed=changed,
+        compared=compared,
+        changed_share=share,
+        demoted=bool(reasons),
+        reasons=reasons,
+    )

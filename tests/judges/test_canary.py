@@ -1,0 +1,150 @@
+"""The drift canary: a labelled canary set regraded on a schedule and on demand.
+
+A judge that answers as the labels say is calibrated (on the shipped set) and qualified;
+the canary, run by the service's background loop, leaves it qualified while it answers
+the same and demotes it once it starts answering differently: its gradings turn
+provisional, ``judge.demoted`` is delivered, ``/metrics`` counts it. No run makes more
+judge calls than its budget, whatever the judge answers. The judges page shows the runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from api.judges.calibration import calibrate
+from api.service.runtime import Runtime
+from api.service.settings import Settings
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calibration import DEFAULT_GOLD, load_gold
+from judge.calls import JudgeRequest
+from tests.storage.helpers import sregym_rubric
+from tests.support.submissions import DIAGNOSIS, TRUTH
+from tests.support.webhook_receiver import receiving
+from tests.web.conftest import sign_in
+
+JUDGE = "scripted:pass"
+#: gold diagnosis -> the questions its labels answer yes
+LABELS = {
+    item.diagnosis: {q for q, a in item.answers.items() if a == "yes"}
+    for item in load_gold(DEFAULT_GOLD.read_text(), sregym_rubric())
+}
+
+
+class LabelledJudge(ScriptedBackend):
+    """Answers as the gold labels say (``drifted``: the opposite), and counts its calls."""
+
+    def __init__(self) -> None:
+        super().__init__(model="pass")
+        self.drifted = False
+
+    def _next(self, request: JudgeRequest) -> str:
+        text = "\n".join(m.content for m in request.messages)
+        yes = next((ids for diagnosis, ids in LABELS.items() if diagnosis in text), set())
+        if self.drifted:
+            yes = {q for q in ("D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3",
+                               "D3-Q1", "D3-Q2", "D3-Q3") if q not in yes}  # fmt: skip
+        return scripted_reply(request, yes=yes)
+
+
+async def _runs(client: Any, headers: dict[str, str], count: int) -> list[dict[str, Any]]:
+    """The canary runs once there are ``count`` of them (newest first)."""
+    for _ in range(600):
+        items = (await client.get("/v1/judges/canary", headers=headers)).json()["items"]
+        if len(items) >= count:
+            return list(items)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"fewer than {count} canary runs in 30 s")
+
+
+async def _provisional(client: Any, headers: dict[str, str]) -> bool:
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    response = await client.post("/v1/submissions?wait=10", json=body, headers=headers)
+    assert response.status_code == 201, response.text
+    return bool(response.json()["provisional"])
+
+
+async def _qualified(settings: Settings, engine: Engine, judge: ScriptedBackend) -> None:
+    """Calibrate ``judge`` on the shipped set, as ``sre-judge calibrate`` does."""
+    async with Runtime(settings, engine=engine, backends={settings.judge: judge}) as runtime:
+        gold = DEFAULT_GOLD.read_bytes()
+        outcome = await calibrate(runtime.services, gold, gold_name=DEFAULT_GOLD.name)
+    assert outcome.run.qualified, outcome.figures
+
+
+async def test_a_scheduled_canary_demotes_a_judge_whose_answers_changed(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    judge = LabelledJudge()
+    await _qualified(Settings(judge=JUDGE, database_url=database_url), engine, judge)
+    settings = {"canary_interval": 0.2, "canary_budget": 12, "webhook_allow_hosts": "127.0.0.1"}
+    with receiving() as receiver:
+        async with api_client(judge=JUDGE, backends={JUDGE: judge}, **settings) as client:
+            agent, admin = await tokens("submitter"), await tokens("admin")
+            hook = {"url": receiver.url, "events": ["judge.demoted"]}
+            created = await client.post("/v1/webhooks", json=hook, headers=admin)
+            receiver.secret = created.json()["secret"]
+            assert await _provisional(client, agent) is False
+            before = len(await _runs(client, admin, 0))
+            stable = await _runs(client, admin, before + 2)
+            assert not any(run["demoted"] for run in stable)
+            assert all(run["judge_calls"] <= 12 and run["n"] == 12 for run in stable)
+            judge.drifted = True  # the judge starts answering differently
+            for _ in range(100):
+                latest = (await _runs(client, admin, 1))[0]
+                if latest["demoted"]:
+                    break
+                await asyncio.sleep(0.1)
+            assert latest["demoted"], latest
+            assert latest["judge_calls"] <= 12
+            assert any("agreement" in reason for reason in latest["reasons"])
+            assert await _provisional(client, agent) is True
+            [event] = await asyncio.to_thread(receiver.wait_for, 1)
+            assert event["type"] == "judge.demoted"
+            assert event["data"]["judge"] == JUDGE and event["data"]["demoted"] is True
+            metrics = (await client.get("/metrics")).text
+            assert 'sre_judge_judge_demotions_total{judge="scripted:pass"' in metrics
+
+
+async def test_a_stable_judge_stays_qualified_and_the_page_shows_the_history(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    judge = LabelledJudge()
+    await _qualified(Settings(judge=JUDGE, database_url=database_url), engine, judge)
+    async with api_client(
+        judge=JUDGE, backends={JUDGE: judge}, canary_interval=0.2, canary_budget=8
+    ) as client:
+        agent, admin = await tokens("submitter"), await tokens("admin")
+        runs = await _runs(client, admin, 3)
+        assert not any(run["demoted"] for run in runs)
+        assert runs[0]["changed_share"] == 0.0  # compared with the first run: the same
+        assert await _provisional(client, agent) is False
+        await sign_in(client, await tokens("adjudicator", "Ada"))
+        page = (await client.get("/judges")).text
+        assert 'data-testid="canary-chart"' in page
+        assert page.count('data-testid="canary-run"') >= 3
+        assert "status-qualified" in page
+
+
+async def test_no_run_makes_more_judge_calls_than_its_budget(api_client: Any, tokens: Any) -> None:
+    """Unusable replies make each item ask again (retries, repairs): the budget holds."""
+    judge = ScriptedBackend(model="garbage")
+    async with api_client(
+        judge="scripted:garbage", backends={"scripted:garbage": judge}, canary_budget=5
+    ) as client:
+        admin = await tokens("admin")
+        response = await client.post("/v1/judges/canary", json={}, headers=admin)
+        assert response.status_code == 201, response.text
+        run = response.json()
+        assert len(judge.requests) == run["judge_calls"] == 5
+        assert run["budget"] == 5 and run["demoted"] is False  # never qualified: nothing to demote
+        listed = await client.get("/v1/judges/canary", headers=await tokens("adjudicator"))
+        assert [r["id"] for r in listed.json()["items"]] == [run["id"]]
+        refused = await client.post(
+            "/v1/judges/canary", json={}, headers=await tokens("adjudicator")
+        )
+        assert refused.status_code == 403
+        bad = await client.post("/v1/judges/canary", json={"judge": "x"}, headers=admin)
+        assert bad.status_code in (400, 422)
