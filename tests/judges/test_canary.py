@@ -10,6 +10,7 @@ judge calls than its budget, whatever the judge answers. The judges page shows t
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -21,6 +22,7 @@ from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calibration import DEFAULT_GOLD, load_gold
 from judge.calls import JudgeRequest
 from tests.storage.helpers import sregym_rubric
+from tests.support.in_process_cli import cli_in_process
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import receiving
 from tests.web.conftest import sign_in
@@ -148,3 +150,20 @@ async def test_no_run_makes_more_judge_calls_than_its_budget(api_client: Any, to
         assert refused.status_code == 403
         bad = await client.post("/v1/judges/canary", json={"judge": "x"}, headers=admin)
         assert bad.status_code in (400, 422)
+
+
+def test_the_command_runs_the_canary_and_lists_its_runs(database_url: str, engine: Engine) -> None:
+    del engine  # migrated
+    env = {"NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": database_url,
+           "SRE_JUDGE_JUDGE": "scripted:fail", "SRE_JUDGE_CANARY_BUDGET": "4"}  # fmt: skip
+    ran = cli_in_process("judges", "canary", "--format", "json", env=env)
+    assert ran.returncode == 0, ran.stderr
+    run = json.loads(ran.stdout)
+    assert (run["judge"], run["judge_calls"], run["n"], run["demoted"]) == (
+        "scripted:fail",
+        4,
+        4,
+        False,
+    )
+    listed = cli_in_process("judges", "canary", "--history", "--format", "table", env=env)
+    assert listed.returncode == 0 and "4 of 4 calls" in listed.stdout

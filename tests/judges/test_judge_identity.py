@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
+import respx
 from sqlalchemy.engine import Engine
 
 from api.service.settings import Settings
@@ -28,6 +30,7 @@ from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.qualification import qualify
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
+from tests.web.conftest import sign_in
 
 #: every answer no: a well-formed failing verdict, whatever the diagnosis
 REPLY = sregym_reply(set())
@@ -163,3 +166,49 @@ async def test_a_stale_tracker_keeps_nothing_of_a_changed_model() -> None:
     await cache.put("k2", Completion(text="b", model="m", fingerprint="fp_b"))
     assert len(inner.entries) == 1
     assert tracker.known(judge) == FINGERPRINT + "fp_b"
+
+
+async def test_a_llama_cpp_server_names_its_model_file_in_props() -> None:
+    """``GET /props`` at the server's root: ``model_path`` is the digest's source."""
+    backend = OpenAIBackend("smollm2", base_url="http://llama.test/v1", api_key="k")
+    try:
+        with respx.mock(assert_all_called=True) as router:
+            props = router.get("http://llama.test/props")
+            props.return_value = httpx.Response(200, json={"model_path": "/m/a.gguf"})
+            first = await backend.model_digest()
+            props.return_value = httpx.Response(200, json={"model_path": "/m/b.gguf"})
+            second = await backend.model_digest()
+        with respx.mock(assert_all_called=True) as router:
+            router.get("http://llama.test/props").respond(404)
+            listing = {"object": "list", "data": [{"id": "/m/a.gguf", "object": "model",
+                                                   "created": 1, "owned_by": "me"}]}  # fmt: skip
+            router.get("http://llama.test/v1/models").respond(200, json=listing)
+            listed = await backend.model_digest()
+        with respx.mock(assert_all_called=True) as router:
+            router.get("http://llama.test/props").respond(404)
+            bare = {"object": "list", "data": [{"id": "smollm2", "object": "model",
+                                                "created": 2, "owned_by": "system"}]}  # fmt: skip
+            router.get("http://llama.test/v1/models").respond(200, json=bare)
+            nothing = await backend.model_digest()
+    finally:
+        await backend.aclose()
+    assert first is not None and first.startswith("props:sha256:")
+    assert second is not None and second != first
+    assert listed is not None and listed.startswith("models:sha256:")
+    assert nothing is None  # the name asked, and nothing more: no digest
+
+
+async def test_the_judges_page_says_the_model_changed(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str, service_key: Any
+) -> None:
+    settings = Settings(judge="ollama:m", database_url=database_url)
+    await qualify(engine, settings, sregym_rubric(), judge_digest="abc123")
+    store = Store(engine, key=service_key)
+    await store.judge_digests.learn("ollama:m", "abc123", actor="test")
+    async with api_client() as client:
+        await sign_in(client, await tokens("adjudicator", "Ada"))
+        assert 'data-testid="judge-changed"' not in (await client.get("/judges")).text
+        await store.judge_digests.learn("ollama:m", "def456", actor="test")
+        page = (await client.get("/judges")).text
+    assert 'data-testid="judge-changed"' in page
+    assert "<code>abc123</code>" in page and "<code>def456</code>" in page
