@@ -30,6 +30,7 @@ from judge.calibration import (
     load_gold,
     qualifies,
 )
+from judge.canary import answers_of, item_key
 from judge.errors import JudgeSpecError
 from judge.grader import Grader
 from judge.rubric import Rubric
@@ -110,7 +111,11 @@ async def calibrate(
         **identity, rubric_id=target.id, gold_name=gold_name, gold_sha256=sha,
         judge_digest=digest,
         n=figures.n, verdict_kappa=figures.verdict_kappa,
-        false_pass_rate=figures.false_pass_rate, results=figures.model_dump(mode="json"),
+        false_pass_rate=figures.false_pass_rate,
+        # the judge's answers item by item: the drift canary compares its own with them
+        results={**figures.model_dump(mode="json"), "answers": answers_of(
+            [item_key(item, i) for i, item in enumerate(items)], results
+        )},
         qualified=qualifies(
             figures, min_kappa=settings.qualify_min_kappa,
             max_false_pass=settings.qualify_max_false_pass,

@@ -6,8 +6,9 @@ shipped calibration set: ``judge.canary.canary_items``) with the service's judge
 sampling settings, bypassing the judge cache, and never makes more than
 ``SRE_JUDGE_CANARY_BUDGET`` judge calls: the set is cut to what the budget can pay for
 and every call past it is refused (the item ends unscored and is not counted). The run
-is compared with the judge's latest calibration run and with the first canary run after
-it (``judge.canary.check``); a drifted judge is demoted: provisional until a new
+is compared with the judge's latest calibration run: its figures, and its answers on the
+same items (or, when it graded another set, the first canary run's after it)
+(``judge.canary.check``); a drifted judge is demoted: provisional until a new
 calibration run, audited as ``judge.demoted`` (the webhook event), counted in
 ``sre_judge_judge_demotions_total`` and logged. Runs come on demand (``POST
 /v1/judges/canary``, ``sre-judge judges canary``) and every
@@ -36,6 +37,7 @@ from judge.errors import JudgeCallError, JudgeSpecError
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage.canary import CanaryRunRecord
+from storage.quality_tables import CalibrationRunRecord
 
 __all__ = ["BudgetSpent", "CallBudget", "CanaryLoop", "canary_public", "run_canary"]
 
@@ -107,6 +109,21 @@ async def _grade(
     return list(await asyncio.gather(*(one(i) for i in items)))
 
 
+async def _baseline(
+    services: Services, judge_spec: str, sha: str, calibration: CalibrationRunRecord | None
+) -> dict[str, Any] | None:
+    """The answers a canary run's are compared with: the qualifying calibration run's
+    own, when it graded the same set (the canary's items are a part of it), else the
+    first canary run's after it."""
+    same = calibration is not None and calibration.gold_sha256 == sha
+    kept = calibration.results.get("answers") if same and calibration is not None else None
+    if kept:
+        return dict(kept)
+    since = calibration.created_at if calibration is not None else None
+    first = await services.store.canary.baseline(judge_spec, sha, since=since)
+    return dict(first.answers) if first is not None else None
+
+
 async def run_canary(
     services: Services,
     *,
@@ -136,13 +153,11 @@ async def run_canary(
     sha = hashlib.sha256(raw).hexdigest()
     runs = await services.store.calibration.runs(**identity)
     calibration = runs[0] if runs else None
-    since = calibration.created_at if calibration is not None else None
-    baseline = await services.store.canary.baseline(identity["judge_spec"], sha, since=since)
     found = check(
         figures,
         answers,
         qualified=calibration.results if calibration is not None else None,
-        baseline=baseline.answers if baseline is not None else None,
+        baseline=await _baseline(services, identity["judge_spec"], sha, calibration),
         max_changed=settings.canary_max_changed,
     )
     verdicts = [r for r in figures.results["rows"] if r["level"] == "verdict"]
