@@ -7,6 +7,11 @@ rendered and stored (``store_rendered``); they go to the engine in batches
 job's items are released to the workers, which answer the grader from the kept
 replies (``answers_for``). Each step is one transaction, audited, so a restarted
 service goes on from the engine's stored state.
+
+Why this module is long (about 600 lines): it is the one home of a batch's requests and
+replies in storage, each phase's transaction beside the others, since each moves the
+engine state the next one reads (splitting it would split that state machine); the
+import alone, checked under the engine's lock, is a third of it.
 """
 
 from __future__ import annotations
@@ -409,80 +414,10 @@ class BatchRepository:
                 report.state = engine.state
                 return report
             now = self._db.clock()
-            if batch_id is None:
-                engine.round += 1
-                batch = RegradeBatchRecord(
-                    job_id=job_id,
-                    round=engine.round,
-                    engine=engine.engine,
-                    requests=len(checked.answers) + len(checked.failures),
-                    created_at=now,
-                )
-                session.add(batch)
-                session.flush()
-            else:
-                found = session.get(RegradeBatchRecord, batch_id)
-                if found is None:
-                    raise NotFound(f"no regrade batch {batch_id!r}")
-                batch = found
-            for cid, completion in checked.answers.items():
-                if completion.via is None:
-                    completion = completion.model_copy(update={"via": f"batch {batch.id}"})
-                stored = session.execute(
-                    update(_REQ)
-                    .where(col(_REQ.custom_id) == cid, col(_REQ.status) != "answered")
-                    .values(
-                        status="answered",
-                        completion=completion.model_dump(mode="json"),
-                        error=None,
-                        prompt_tokens=completion.prompt_tokens,
-                        completion_tokens=completion.completion_tokens,
-                        answered_at=now,
-                        batch_id=batch.id,
-                    )
-                    .returning(col(_REQ.custom_id))
-                    .execution_options(synchronize_session=False)
-                ).all()
-                if len(stored):
-                    report.answered += 1
-                else:
-                    report.duplicates += 1
-            for cid, reason in checked.failures.items():
-                failed = session.execute(
-                    update(_REQ)
-                    .where(col(_REQ.custom_id) == cid, col(_REQ.status) != "answered")
-                    .values(status="failed", error=reason[:1000], batch_id=batch.id)
-                    .returning(col(_REQ.custom_id))
-                    .execution_options(synchronize_session=False)
-                ).all()
-                report.failed += len(failed)
-            seen = (
-                set(checked.answers)
-                | set(checked.failures)
-                | {r.custom_id for r in checked.refused}
-            )
-            gone = [cid for cid in sent if cid not in seen]
-            if gone:
-                report.missing = len(
-                    session.execute(
-                        update(_REQ)
-                        .where(col(_REQ.custom_id).in_(gone), col(_REQ.status) == "submitted")
-                        .values(
-                            status="failed", error=f"no result in batch {batch.id} ({batch_state})"
-                        )
-                        .returning(col(_REQ.custom_id))
-                        .execution_options(synchronize_session=False)
-                    ).all()
-                )
-            open_count = session.execute(
-                select(func.count()).where(
-                    col(_REQ.job_id) == job_id, col(_REQ.status) != "answered"
-                )
-            ).scalar_one()
-            if open_count == 0 or engine.retry == "live" or engine.round >= MAX_ROUNDS:
-                engine.state = "grading"
-            else:
-                engine.state = "submitting" if engine.engine == "batch" else "waiting"
+            batch = _import_batch(session, engine, batch_id, checked, now)
+            _keep(session, batch, checked, report, now)
+            _mark_missing(session, batch, checked, sent, batch_state, report)
+            open_count = _move_on(session, engine)
             engine.updated_at = now
             batch.state, batch.counts, batch.finished_at = batch_state, report.counts(), now
             batch.error = error
@@ -572,3 +507,113 @@ class BatchRepository:
             )
 
         return await self._db.run_read(work)
+
+
+def _import_batch(
+    session: Session,
+    engine: RegradeEngineRecord,
+    batch_id: str | None,
+    checked: CheckedResults,
+    now: Any,
+) -> RegradeBatchRecord:
+    """The batch the results came from; a new one (a round) for an offline file."""
+    if batch_id is not None:
+        found = session.get(RegradeBatchRecord, batch_id)
+        if found is None:
+            raise NotFound(f"no regrade batch {batch_id!r}")
+        return found
+    engine.round += 1
+    batch = RegradeBatchRecord(
+        job_id=engine.job_id,
+        round=engine.round,
+        engine=engine.engine,
+        requests=len(checked.answers) + len(checked.failures),
+        created_at=now,
+    )
+    session.add(batch)
+    session.flush()
+    return batch
+
+
+def _keep(
+    session: Session,
+    batch: RegradeBatchRecord,
+    checked: CheckedResults,
+    report: ImportReport,
+    now: Any,
+) -> None:
+    """Keep each reply on a request that has none yet (else it is a duplicate) and each
+    failure on a request with no reply."""
+    for cid, completion in checked.answers.items():
+        if completion.via is None:
+            completion = completion.model_copy(update={"via": f"batch {batch.id}"})
+        stored = session.execute(
+            update(_REQ)
+            .where(col(_REQ.custom_id) == cid, col(_REQ.status) != "answered")
+            .values(
+                status="answered",
+                completion=completion.model_dump(mode="json"),
+                error=None,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                answered_at=now,
+                batch_id=batch.id,
+            )
+            .returning(col(_REQ.custom_id))
+            .execution_options(synchronize_session=False)
+        ).all()
+        if stored:
+            report.answered += 1
+        else:
+            report.duplicates += 1
+    for cid, reason in checked.failures.items():
+        failed = session.execute(
+            update(_REQ)
+            .where(col(_REQ.custom_id) == cid, col(_REQ.status) != "answered")
+            .values(status="failed", error=reason[:1000], batch_id=batch.id)
+            .returning(col(_REQ.custom_id))
+            .execution_options(synchronize_session=False)
+        ).all()
+        report.failed += len(failed)
+
+
+def _mark_missing(
+    session: Session,
+    batch: RegradeBatchRecord,
+    checked: CheckedResults,
+    sent: Iterable[str],
+    batch_state: str,
+    report: ImportReport,
+) -> None:
+    """Requests the batch carried with no result at all: failed (to be retried)."""
+    seen = set(checked.answers) | set(checked.failures) | {r.custom_id for r in checked.refused}
+    gone = [cid for cid in sent if cid not in seen]
+    if not gone:
+        return
+    report.missing = len(
+        session.execute(
+            update(_REQ)
+            .where(col(_REQ.custom_id).in_(gone), col(_REQ.status) == "submitted")
+            .values(status="failed", error=f"no result in batch {batch.id} ({batch_state})")
+            .returning(col(_REQ.custom_id))
+            .execution_options(synchronize_session=False)
+        ).all()
+    )
+
+
+def _move_on(session: Session, engine: RegradeEngineRecord) -> int:
+    """The engine's next state after an import; how many requests have no reply yet.
+
+    Every request answered, ``retry`` live or the rounds used up: ``grading`` (the rest
+    is asked live); else a new batch (``submitting``) or another file (``waiting``).
+    """
+    open_count = session.execute(
+        select(func.count()).where(
+            col(_REQ.job_id) == engine.job_id, col(_REQ.status) != "answered"
+        )
+    ).scalar_one()
+    if open_count == 0 or engine.retry == "live" or engine.round >= MAX_ROUNDS:
+        engine.state = "grading"
+    else:
+        engine.state = "submitting" if engine.engine == "batch" else "waiting"
+    return int(open_count)
