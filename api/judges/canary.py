@@ -35,6 +35,7 @@ from judge.calls import Completion, JudgeRequest
 from judge.canary import answers_of, canary_items, check
 from judge.errors import JudgeCallError, JudgeSpecError
 from judge.rubric import Rubric
+from judge.spec import judge_identity
 from judge.verdict import GradingResult
 from storage.canary import CanaryRunRecord
 from storage.quality_tables import CalibrationRunRecord
@@ -249,11 +250,23 @@ class CanaryLoop:
                 await self._task
             self._task = None
 
+    async def _due(self) -> bool:
+        """Whether no process stored a canary run of the judge within the interval (every
+        process with workers runs this loop; the schedule is one for all of them)."""
+        settings = self.services.settings
+        name = judge_identity(settings.judge)
+        latest = await self.services.store.canary.runs(judge_spec=name, limit=1)
+        if not latest:
+            return True
+        age = (self.services.store.db.clock() - latest[0].created_at).total_seconds()
+        return age >= 0.9 * settings.canary_interval
+
     async def _loop(self) -> None:
         interval = self.services.settings.canary_interval
         while True:
             await asyncio.sleep(interval)
             try:
-                await run_canary(self.services, metrics=self.metrics)
+                if await self._due():
+                    await run_canary(self.services, metrics=self.metrics)
             except Exception:  # the next run tries again
                 log.exception("the drift canary run failed")

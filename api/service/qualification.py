@@ -35,7 +35,6 @@ from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.spec import judge_identity
 from judge.verdict import GradingResult
-from storage.calibration import holds
 
 if TYPE_CHECKING:
     from storage import Store
@@ -110,9 +109,9 @@ async def qualification_on_start(store: Store, settings: Settings, rubric: Rubri
     gold = DEFAULT_GOLD.name
     sha = hashlib.sha256(DEFAULT_GOLD.read_bytes()).hexdigest()
     on_set = await store.calibration.runs(**identity, gold_sha256=sha)
-    latest = await store.calibration.runs(**identity)
     digest = await store.judge_digests.current(identity["judge_spec"])
-    provisional = not holds(latest[0] if latest else None, digest and digest.digest)
+    current = digest.digest if digest is not None else None
+    provisional = not await store.calibration.is_qualified(**identity, current_digest=current)
     tail = "its gradings are provisional" if provisional else "its gradings are not provisional"
     if not on_set:
         return f"{who}: not calibrated on {gold} (run `sre-judge calibrate`); {tail}"
