@@ -337,6 +337,10 @@ class GradingWorkers:
             return unscored_result(claim, "invalid_input", str(exc))
         finally:
             heartbeat.cancel()
+        try:  # before the marks: a model seen replaced makes this grading provisional
+            await services.backends.follow_digests(claim.judge_spec, result.calls)
+        except Exception:  # the identity is checked again with the next grading
+            log.exception("checking the model digest of %s failed", claim.judge_spec)
         if result.calls:
             failed = result.unscored_reason in RETRY_LATER
             reason = waiting_code(result.unscored_reason) if failed else None

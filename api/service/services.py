@@ -6,7 +6,7 @@ import asyncio
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
@@ -15,10 +15,10 @@ from api.service.errors import UnknownReference
 from api.service.settings import Settings
 from judge.backends import EndpointQuirks, JudgeBackend, build_backend
 from judge.backends.base import ContextWindowAware, DigestAware
-from judge.calls import Completion, JudgeRequest
+from judge.calls import Completion, JudgeCall, JudgeRequest
 from judge.identity import DigestTracker
 from judge.rubric import Rubric, split_rubric_ref
-from judge.spec import JudgeSpec, parse_judge_spec
+from judge.spec import JudgeSpec, member_specs, parse_judge_spec
 from storage import Claim, Store, is_postgres
 
 if TYPE_CHECKING:
@@ -175,6 +175,18 @@ class BackendPool:
         if key not in self._limits:
             self._limits[key] = asyncio.Semaphore(self._settings.judge_concurrency)
         return self._limits[key]
+
+    async def follow_digests(self, judge_spec: str, calls: Sequence[JudgeCall]) -> None:
+        """After a grading by ``judge_spec`` (one judge or a panel): note its calls'
+        fingerprints and make sure each judge's digest is known, so that a model
+        replaced behind a name is seen whether or not the judge cache was asked."""
+        for member in member_specs(judge_spec):
+            backend = self.limited(member)
+            for call in calls:
+                mine = (call.backend, call.model) == (backend.name, backend.model)
+                if mine and call.completion is not None and not call.cached:
+                    self.digests.observe(backend, call.completion.fingerprint)
+            await asyncio.wait_for(self.digests.current(backend), timeout=10)
 
     def record(self, spec_text: str, *, ok: bool, reason: str | None = None) -> None:
         """Remember how the last call to a judge went (for readiness)."""

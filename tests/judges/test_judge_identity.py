@@ -212,3 +212,22 @@ async def test_the_judges_page_says_the_model_changed(
         page = (await client.get("/judges")).text
     assert 'data-testid="judge-changed"' in page
     assert "<code>abc123</code>" in page and "<code>def456</code>" in page
+
+
+async def test_a_sampled_judge_replaced_behind_its_tag_is_seen_too(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """At a temperature above 0 nothing is cached, and the change is still seen."""
+    with running_judge_server(default=REPLY) as server:
+        server.ollama_tag = "m:latest"
+        spec = f"ollama:m@{server.ollama_url}"
+        settings = Settings(judge=spec, database_url=database_url, judge_temperature=0.7)
+        await qualify(engine, settings, sregym_rubric(), judge_digest="abc123")
+        async with api_client(judge=spec, judge_temperature=0.7, **FAST) as client:
+            agent = await tokens("submitter")
+            assert (await _submit(client, agent))["provisional"] is False
+            server.ollama_digest = "def456"
+            assert (await _submit(client, agent))["provisional"] is True
+            assert len(server.requests) == 2
+    current = await Store(engine).judge_digests.current("ollama:m")
+    assert current is not None and current.previous_digest == "abc123"
