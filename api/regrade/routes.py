@@ -199,10 +199,10 @@ async def get_batch_requests(
 def _results_body() -> RequestBody:
     text = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
     return RequestBody(
-        content={"application/jsonl": text},
+        content={"application/octet-stream": text},
         description="the results file itself: one "
         '{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"} '
-        "line per request",
+        "line per request; Content-Type " + ", ".join(sorted(BATCH_MEDIA_TYPES)),
         required=True,
     )
 

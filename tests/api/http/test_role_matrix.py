@@ -174,6 +174,11 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/v1/regrade-jobs/{job_id}/pause"): Expect(roles(403, 403, 409)),
     ("POST", "/v1/regrade-jobs/{job_id}/resume"): Expect(roles(403, 403, 409)),
     ("POST", "/v1/regrade-jobs/{job_id}/cancel"): Expect(roles(403, 403, 409)),
+    # the fixture's job is graded live: it has no batch requests or results (422 engine)
+    ("GET", "/v1/regrade-jobs/{job_id}/batch-requests"): Expect(roles(403, 403, 422)),
+    ("POST", "/v1/regrade-jobs/{job_id}/batch-results"): Expect(
+        roles(403, 403, 422), headers={"Content-Type": "application/jsonl"}
+    ),
     # past the guard, an admin meets the target check (a loopback URL): no test reaches
     # the internet, so none registers a public receiver
     ("POST", "/v1/webhooks"): Expect(
