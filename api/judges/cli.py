@@ -142,7 +142,12 @@ def _print(outcome: Calibration, threshold: float, fmt: str) -> None:
 
 @click.group("judges")
 def judges_group() -> None:
-    """Judges: the drift canary."""
+    """Judges: the drift canary.
+
+    \b
+    Example:
+      sre-judge judges canary
+    """
 
 
 def _number(value: float | None) -> str:
@@ -159,7 +164,7 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
     bypassing the cache) and say whether the judge drifted; exit 1 when it was demoted.
 
     \b
-    Examples:
+    Example:
       sre-judge judges canary
       sre-judge judges canary --history --format json
     """
