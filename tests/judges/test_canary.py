@@ -13,6 +13,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from api.judges.calibration import calibrate
@@ -26,6 +27,9 @@ from tests.support.in_process_cli import cli_in_process
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import receiving
 from tests.web.conftest import sign_in
+
+#: the engine matters here (digests and canary runs are stored): PostgreSQL too under --db all
+pytestmark = pytest.mark.postgres
 
 JUDGE = "scripted:pass"
 #: gold diagnosis -> the questions its labels answer yes

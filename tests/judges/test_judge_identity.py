@@ -32,6 +32,9 @@ from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
 from tests.web.conftest import sign_in
 
+#: the engine matters here (digests and canary runs are stored): PostgreSQL too under --db all
+pytestmark = pytest.mark.postgres
+
 #: every answer no: a well-formed failing verdict, whatever the diagnosis
 REPLY = sregym_reply(set())
 FAST = {
