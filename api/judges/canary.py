@@ -29,7 +29,7 @@ from api.service.grader_factory import asking_choice, grader_for
 from api.service.metrics import Metrics
 from api.service.qualification import identity_of
 from api.service.services import Services
-from judge.backends.base import JudgeBackend
+from judge.backends.base import ContextWindowAware, JudgeBackend
 from judge.calibration import DEFAULT_GOLD, GoldError, calibration_figures, load_gold
 from judge.calls import Completion, JudgeRequest
 from judge.canary import answers_of, canary_items, check
@@ -77,6 +77,12 @@ class CallBudget:
     async def probe(self) -> None:
         """Probe the judge (not a judge call)."""
         await self.backend.probe()
+
+    async def context_window(self) -> int | None:
+        """The judge's context window, if it reports one (not a judge call)."""
+        if isinstance(self.backend, ContextWindowAware):
+            return await self.backend.context_window()
+        return None
 
     async def aclose(self) -> None:
         """The pool owns the backend: nothing to close."""
@@ -139,7 +145,8 @@ async def run_canary(
     set_name, raw = _canary_set(services, rubric)
     try:
         gold = load_gold(raw.decode("utf-8"), rubric)
-        backend = CallBudget(services.backends.get(spec), settings.canary_budget)
+        # the endpoint's slots are shared with the grading workers' calls
+        backend = CallBudget(services.backends.limited(spec), settings.canary_budget)
     except (GoldError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"{set_name}: {exc}", title="Invalid canary set") from None
     except JudgeSpecError as exc:
