@@ -30,7 +30,13 @@ from api.service.metrics import Metrics
 from api.service.qualification import identity_of
 from api.service.services import Services
 from judge.backends.base import ContextWindowAware, JudgeBackend
-from judge.calibration import DEFAULT_GOLD, GoldError, calibration_figures, load_gold
+from judge.calibration import (
+    DEFAULT_GOLD,
+    GoldError,
+    GoldItem,
+    calibration_figures,
+    load_gold,
+)
 from judge.calls import Completion, JudgeRequest
 from judge.canary import answers_of, canary_items, check
 from judge.errors import JudgeCallError, JudgeSpecError
@@ -94,7 +100,8 @@ def _calls_per_item(services: Services, spec: str, rubric: Rubric) -> int:
     return len(rubric.questions) if choice.asking == "per_question" else 1
 
 
-def _canary_set(services: Services, rubric: Rubric) -> tuple[str, bytes]:
+def _canary_set(services: Services) -> tuple[str, bytes]:
+    """The canary set's name and bytes (``SRE_JUDGE_CANARY_SET``, else the shipped set)."""
     path = services.settings.canary_set or DEFAULT_GOLD
     try:
         return path.name, path.read_bytes()
@@ -103,13 +110,13 @@ def _canary_set(services: Services, rubric: Rubric) -> tuple[str, bytes]:
 
 
 async def _grade(
-    services: Services, backend: CallBudget, rubric: Rubric, items: list[Any]
+    services: Services, backend: CallBudget, rubric: Rubric, items: list[GoldItem]
 ) -> list[GradingResult]:
     """Grade the items in order, a few at a time, without the judge cache."""
     grader = grader_for(services.settings, backend)  # no cache: the canary asks the judge
     limit = asyncio.Semaphore(max(1, services.settings.judge_concurrency))
 
-    async def one(item: Any) -> GradingResult:
+    async def one(item: GoldItem) -> GradingResult:
         async with limit:
             return await grader.grade(rubric, item.ground_truth, item.diagnosis)
 
@@ -142,7 +149,7 @@ async def run_canary(
     settings = services.settings
     spec = judge or settings.judge
     rubric = services.rubrics.current[settings.rubric]
-    set_name, raw = _canary_set(services, rubric)
+    set_name, raw = _canary_set(services)
     try:
         gold = load_gold(raw.decode("utf-8"), rubric)
         # the endpoint's slots are shared with the grading workers' calls
