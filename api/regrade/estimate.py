@@ -5,7 +5,8 @@ token: the fixed prompt (the rubric's messages and reply schema on empty texts) 
 each submission's diagnosis and ground truth. Completion tokens are the judge's
 measured average so far, or ``max_tokens`` as an upper bound. Cache hits are exact:
 each submission's request is built as the grader would build it and looked up in the
-judge cache, as long as the number of submissions keeps that fast.
+judge cache under the digest of the model behind the judge's name now (as a regrade
+reads it), as long as the number of submissions keeps that fast.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from api.service.services import Services
 from judge.backends import JudgeBackend
-from judge.cache import CACHE_GRANULARITY, CacheKeys
+from judge.cache import CACHE_GRANULARITY, CacheKeys, with_digest
 from judge.calls import SamplingParams
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric
@@ -62,13 +63,16 @@ async def _cache_hits(
         model=backend.model,
         base_url=backend.base_url,
     )
+    # a regrade reads the entries of the model answering now (its digest), or the plain
+    # ones of a judge that reports none: count what it will read
+    digest = await services.backends.digests.of(backend).digest()
     keys = []
     for candidate in await services.store.regrade.candidates(f, latest=latest):
         if candidate.diagnosis.strip():
             messages = build_messages(rubric, candidate.ground_truth, candidate.diagnosis)
             key = keyer.key(messages)
             if key is not None:
-                keys.append(key)
+                keys.append(key if digest is None else with_digest(key, digest))
     found = await services.store.cache.cached_keys(keys)
     return sum(1 for key in keys if key in found)
 

@@ -141,6 +141,29 @@ async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs
     await _assert_answered_from_cache(engine, repeat["id"])
 
 
+async def test_the_dry_run_counts_the_cache_hits_of_the_model_behind_the_name_now(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, tmp_path: Path
+) -> None:
+    """A judge that reports its model's digest: its entries are kept under the digest,
+    so the estimate finds them; once another model answers behind the same name, the
+    estimate promises no hit, as the regrade will find none."""
+    await _import(engine, tmp_path)
+    judge = ScriptedBackend(model="fail", digest="sha256:first")
+    admin = await tokens("admin")
+    request = {"judge": NEW_JUDGE, "filter": {"judge": "external:sregym"}}
+    async with api_client(backends={NEW_JUDGE: judge}, judge_digest_seconds=0) as client:
+        first = await client.post("/v1/regrade-jobs", json=request, headers=admin)
+        done = await _finished(client, admin, first.json()["id"])
+        assert (done["judge_calls"], done["cache_hits"]) == (42, 0)
+        dry = {**request, "dry_run": True}
+        same = await client.post("/v1/regrade-jobs", json=dry, headers=admin)
+        assert same.json()["estimate"]["cache_hits"] == 42
+        judge.digest = "sha256:second"  # the model file replaced behind the name
+        swapped = await client.post("/v1/regrade-jobs", json=dry, headers=admin)
+        assert swapped.json()["estimate"]["cache_hits"] == 0
+        assert swapped.json()["estimate"]["judge_calls"] == 42
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
