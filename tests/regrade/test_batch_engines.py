@@ -28,6 +28,7 @@ from tests.api.conftest import ClientFactory
 from tests.support.batch_api import FakeBatchAPI, chat_completion
 from tests.support.gradings import add_many
 from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
+from tests.web.conftest import sign_in
 
 pytestmark = pytest.mark.postgres
 
@@ -134,6 +135,11 @@ async def test_offline_exchange_grades_each_item_once_and_a_second_import_stores
         waiting = (await client.get(f"/v1/regrade-jobs/{job['id']}", headers=admin)).json()
         assert waiting["state"] == "queued" and waiting["batch"]["state"] == "waiting"
         assert waiting["batch"]["requests"] == ITEMS
+        await sign_in(client, admin)  # the job's page says where the exchange stands
+        page = (await client.get(f"/regrades/{job['id']}")).text
+        shown = page.split('data-testid="batch-engine"', 1)[1].split("</p>", 1)[0]
+        assert "offline exchange" in shown and f"{ITEMS} requests written" in shown
+        assert f"sre-judge regrade results {job['id']} results.jsonl" in shown
 
         results = "\n".join(_result_line(line, REPLY) for line in lines) + "\n"
         first = await _post_results(client, admin, job["id"], results)
@@ -143,6 +149,9 @@ async def test_offline_exchange_grades_each_item_once_and_a_second_import_stores
         assert (done["state"], done["done"], done["failed"]) == ("done", ITEMS, 0)
         assert done["batch"]["completed"] == ITEMS
         assert done["batch"]["prompt_tokens"] == 500 * ITEMS
+        page = (await client.get(f"/regrades/{job['id']}")).text
+        shown = page.split('data-testid="batch-engine"', 1)[1].split("</p>", 1)[0]
+        assert f"{ITEMS} answered · 0 failed" in shown and "regrade results" not in shown
 
         again = await _post_results(client, admin, job["id"], results)
         assert again.status_code == 200, again.text
