@@ -9,24 +9,14 @@ only its query-parameter checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.openapi.spec import (
-    OpenAPIFormat,
-    OpenAPIMediaType,
-    OpenAPIType,
-    Operation,
-    RequestBody,
-    Schema,
-)
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from api.http.auth import require
-from api.http.input_guard import check_params
-from api.http.problems import ApiProblem
+from api.http.uploads import file_operation, media_type_of, params_only, read_upload
 from api.imports.jobs import (
     IMPORT_MEDIA_TYPES,
     ImportJobPublic,
@@ -40,54 +30,19 @@ from api.service.services import Services
 __all__ = ["create_import", "get_import"]
 
 
-def _upload_body() -> RequestBody:
-    binary = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
-    return RequestBody(
-        content={"application/octet-stream": binary},
-        description=(
-            "the SREGym results archive, or the JSON lines, as the body itself; "
-            "Content-Type application/octet-stream (told apart by the first bytes) or "
-            + ", ".join(t for t in sorted(IMPORT_MEDIA_TYPES) if t != "application/octet-stream")
-        ),
-        required=True,
-    )
-
-
-@dataclass
-class _UploadOperation(Operation):
-    """The operation of ``POST /v1/imports``, with its raw upload body documented."""
-
-    def __post_init__(self) -> None:
-        if self.request_body is None:
-            self.request_body = _upload_body()
-
-
-async def _params_only(request: Request[Any, Any, Any]) -> None:
-    """The app's input guard without its JSON body check (the body is a file)."""
-    check_params(request)
-
-
-async def _read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ApiProblem(413, "Upload too large", f"body: more than {limit} bytes", field="body")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiProblem(
-                413, "Upload too large", f"body: more than {limit} bytes", field="body"
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
+_UPLOAD = file_operation(
+    "the SREGym results archive, or the JSON lines, as the body itself; "
+    "Content-Type application/octet-stream (told apart by the first bytes) or "
+    + ", ".join(t for t in sorted(IMPORT_MEDIA_TYPES) if t != "application/octet-stream")
+)
 
 
 @post(
     "/v1/imports",
     guards=[require("admin")],
-    before_request=_params_only,
+    before_request=params_only,
     request_max_body_size=None,
-    operation_class=_UploadOperation,
+    operation_class=_UPLOAD,
     operation_id="createImport",
     summary="Import an SREGym results archive (tar.gz, zip) or JSON lines, in the background",
     description=(
@@ -116,16 +71,8 @@ async def create_import(
     ] = False,
 ) -> Response[ImportJobPublic]:
     """202 with the queued job and its Location."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type not in IMPORT_MEDIA_TYPES:
-        accepted = ", ".join(sorted(IMPORT_MEDIA_TYPES))
-        raise ApiProblem(
-            415,
-            "Unsupported media type",
-            f"Content-Type: {media_type or 'unstated'} is not one of {accepted}",
-            field="Content-Type",
-        )
-    data = await _read_body(request, services.settings.import_max_bytes)
+    media_type = media_type_of(request, IMPORT_MEDIA_TYPES)
+    data = await read_upload(request, services.settings.import_max_bytes)
     job = await start_import(
         services, data, media_type, rubric=rubric, actor=principal.id, strict=strict
     )

@@ -3,24 +3,15 @@ an offline batch engine's requests file out and results file in."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.openapi.spec import (
-    OpenAPIFormat,
-    OpenAPIMediaType,
-    OpenAPIType,
-    Operation,
-    RequestBody,
-    Schema,
-)
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from api.http.auth import require
-from api.http.input_guard import check_params
 from api.http.problems import ApiProblem
+from api.http.uploads import file_operation, media_type_of, params_only, read_upload
 from api.regrade.flips import flip_report, flips_csv
 from api.regrade.schemas import (
     BatchResultsPublic,
@@ -196,51 +187,18 @@ async def get_batch_requests(
     return Response(text, media_type="application/jsonl", headers=headers)
 
 
-def _results_body() -> RequestBody:
-    text = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
-    return RequestBody(
-        content={"application/octet-stream": text},
-        description="the results file itself: one "
-        '{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"} '
-        "line per request; Content-Type " + ", ".join(sorted(BATCH_MEDIA_TYPES)),
-        required=True,
-    )
-
-
-@dataclass
-class _ResultsOperation(Operation):
-    """The operation of the results upload, with its raw body documented."""
-
-    def __post_init__(self) -> None:
-        if self.request_body is None:
-            self.request_body = _results_body()
-
-
-async def _params_only(request: Request[Any, Any, Any]) -> None:
-    """The app's input guard without its JSON body check (the body is a file)."""
-    check_params(request)
+_RESULTS = file_operation(
+    "the results file itself: one "
+    '{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"} '
+    "line per request; Content-Type " + ", ".join(sorted(BATCH_MEDIA_TYPES))
+)
 
 
 async def _read_text(request: Request[Any, Any, Any], limit: int) -> str:
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type not in BATCH_MEDIA_TYPES:
-        accepted = ", ".join(sorted(BATCH_MEDIA_TYPES))
-        raise ApiProblem(
-            415,
-            "Unsupported media type",
-            f"Content-Type: {media_type or 'unstated'} is not one of {accepted}",
-            field="Content-Type",
-        )
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiProblem(
-                413, "Upload too large", f"body: more than {limit} bytes", field="body"
-            )
-        chunks.append(chunk)
+    media_type_of(request, BATCH_MEDIA_TYPES)
+    data = await read_upload(request, limit)
     try:
-        return b"".join(chunks).decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ApiProblem(422, "Invalid results file", "body: not UTF-8", field="body") from None
 
@@ -248,9 +206,9 @@ async def _read_text(request: Request[Any, Any, Any], limit: int) -> str:
 @post(
     "/v1/regrade-jobs/{job_id:str}/batch-results",
     guards=[require("admin")],
-    before_request=_params_only,
+    before_request=params_only,
     request_max_body_size=None,
-    operation_class=_ResultsOperation,
+    operation_class=_RESULTS,
     operation_id="postRegradeBatchResults",
     summary="Import an offline regrade's results file (OpenAI-batch output JSON lines)",
     status_code=200,
