@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.backends.base import ContextWindowAware, JudgeBackend
+from judge.backends.base import JudgeBackend, StandIn
 from judge.backends.openai import form_of, reply_of
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeCallError
@@ -276,28 +276,7 @@ class NotAnswered(JudgeCallError):
     retryable = False
 
 
-class _Identity:
-    """Name, model, URL and context window of a real backend."""
-
-    def __init__(self, real: JudgeBackend) -> None:
-        self.name, self.model, self.base_url = real.name, real.model, real.base_url
-        self._real = real
-
-    async def context_window(self) -> int | None:
-        """The real judge's window, as a live grading sees it (None: unknown)."""
-        if isinstance(self._real, ContextWindowAware):
-            return await self._real.context_window()
-        return None
-
-    async def probe(self) -> None:
-        """Probe the real judge."""
-        await self._real.probe()
-
-    async def aclose(self) -> None:
-        """Nothing of its own to close (the real backend is shared)."""
-
-
-class RequestRecorder(_Identity):
+class RequestRecorder(StandIn):
     """A judge with a real one's identity that records each request and answers none.
 
     A grader run with it sends exactly the requests a live grading would send first
@@ -315,7 +294,7 @@ class RequestRecorder(_Identity):
         raise NotAnswered("rendered for a batch")
 
 
-class BatchAnswers(_Identity):
+class BatchAnswers(StandIn):
     """A judge that answers from a batch's kept replies, and asks the live judge the rest.
 
     ``answers``: request hash -> the replies of that request, in sample order; each is

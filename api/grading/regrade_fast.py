@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from api.service.grader_factory import grader_for
 from api.service.judging import RETRY_LATER
 from api.service.services import Services
-from judge.backends.base import ContextWindowAware, JudgeBackend
+from judge.backends.base import StandIn
 from judge.cache import BatchJudgeCache, DigestKeyedCache
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeCallError
@@ -56,18 +56,8 @@ class _NotAsked(JudgeCallError):
     retryable = False
 
 
-class _NoJudge:
+class _NoJudge(StandIn):
     """A backend with the identity of the real one that answers nothing."""
-
-    def __init__(self, real: JudgeBackend) -> None:
-        self.name, self.model, self.base_url = real.name, real.model, real.base_url
-        self._real = real
-
-    async def context_window(self) -> int | None:
-        """The real judge's window, as the slow path sees it (None: unknown)."""
-        if isinstance(self._real, ContextWindowAware):
-            return await self._real.context_window()
-        return None
 
     async def complete(self, request: JudgeRequest) -> Completion:
         """Refuse: the answer is not in the cache."""
@@ -75,9 +65,6 @@ class _NoJudge:
 
     async def probe(self) -> None:
         """Nothing to probe."""
-
-    async def aclose(self) -> None:
-        """Nothing to close."""
 
 
 class _SharedLookup:

@@ -68,3 +68,30 @@ def digest_of_fields(source: str, fields: dict[str, Any]) -> str:
     its model, e.g. ``{"model_path": ...}``)."""
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
     return f"{source}:sha256:{hashlib.sha256(canonical.encode()).hexdigest()}"
+
+
+class StandIn:
+    """A backend that stands in for a real one: its name, model, URL and context window,
+    answering from somewhere else (a batch's replies, the judge cache) or not at all.
+
+    Subclasses give ``complete``; ``probe`` probes the real judge, and closing closes
+    nothing (the real backend is shared).
+    """
+
+    def __init__(self, real: JudgeBackend) -> None:
+        """Stand in for ``real``."""
+        self.name, self.model, self.base_url = real.name, real.model, real.base_url
+        self._real = real
+
+    async def context_window(self) -> int | None:
+        """The real judge's window, as a live grading sees it (None: unknown)."""
+        if isinstance(self._real, ContextWindowAware):
+            return await self._real.context_window()
+        return None
+
+    async def probe(self) -> None:
+        """Probe the real judge."""
+        await self._real.probe()
+
+    async def aclose(self) -> None:
+        """Nothing of its own to close (the real backend is shared)."""
