@@ -137,10 +137,16 @@ def call_audit_payload(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def verdict_values(
-    result: GradingResult, *, revision: int, provisional: bool, at: datetime
+    result: GradingResult,
+    *,
+    revision: int,
+    provisional: bool,
+    at: datetime,
+    judge_digest: str | None = None,
 ) -> dict[str, Any]:
     """The grading columns a stored verdict sets, the lease released; ``revision``: the
-    grading's before (the verdict bumps it). The same columns whatever the result."""
+    grading's before (the verdict bumps it); ``judge_digest``: the model's behind the
+    judge's name, where known. The same columns whatever the result."""
     outcome, judge_outcome = result.outcome, result.judge_outcome
     return {
         "status": result.status,
@@ -160,5 +166,6 @@ def verdict_values(
         "lease_expires_at": None,
         "not_before": None,
         "provisional": provisional,
+        "judge_digest": judge_digest,
         "revision": revision + 1,
     }

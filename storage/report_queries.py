@@ -54,10 +54,12 @@ __all__ = [
 ]
 
 GroupKey = Literal[
-    "agent", "model", "scenario", "rubric", "judge", "source", "provisional", "day", "week"
+    "agent", "model", "scenario", "rubric", "judge", "judge_digest", "source", "provisional",
+    "day", "week",
 ]  # fmt: skip
 GROUP_KEYS: tuple[GroupKey, ...] = (
-    "agent", "model", "scenario", "rubric", "judge", "source", "provisional", "day", "week",
+    "agent", "model", "scenario", "rubric", "judge", "judge_digest", "source", "provisional",
+    "day", "week",
 )  # fmt: skip
 #: where a submission's ground truth came from: a registered scenario, or its sender
 GroundTruthSource = Literal["scenario", "inline"]
@@ -102,6 +104,8 @@ _GROUPS: dict[GroupKey, tuple[tuple[Any, ...], str]] = {
     "scenario": ((_S.scenario_id,), ""),
     "rubric": ((_G.rubric_id, _G.rubric_version), "@"),
     "judge": ((_G.judge_backend, _G.judge_model), ":"),
+    # the model behind the judge's name when it graded: a replaced model is another group
+    "judge_digest": ((_G.judge_digest,), ""),
     "source": ((_S.ground_truth_source,), ""),
     "provisional": ((provisional_label(),), ""),
     # when the grading was made: a pass rate over time

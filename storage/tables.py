@@ -198,6 +198,9 @@ class GradingRecord(SQLModel, table=True):
     overridden: bool = False
     #: graded by a judge that has not qualified on a calibration run
     provisional: bool = False
+    #: the digest of the model behind the judge's name when it graded (a panel: its
+    #: members', comma-separated), where the server reported one
+    judge_digest: str | None = Field(default=None, sa_type=String(512))
     is_current: bool = Field(default=True, index=True)
     superseded_by: str | None = Field(
         default=None,

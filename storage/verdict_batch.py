@@ -107,7 +107,11 @@ class _Rows:
         """Add one verdict whose grading is ``row`` (as read under the lock)."""
         result, grading_id = item.result, item.grading_id
         changed = verdict_values(
-            result, revision=row["revision"], provisional=item.provisional, at=at
+            result,
+            revision=row["revision"],
+            provisional=item.provisional,
+            at=at,
+            judge_digest=item.judge_digest,
         )
         values = {**row, **changed}
         answers = answer_rows(grading_id, result)

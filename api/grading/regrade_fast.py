@@ -193,7 +193,11 @@ class FastRegrade:
                 continue
             rubric, result = answered
             result, provisional = await self._marks(claim, rubric, result)
-            hits.append((claim, FinishedGrading(claim.grading_id, worker_id, result, provisional)))
+            digest = self.services.backends.digest_of(claim.judge_spec)
+            finished = FinishedGrading(
+                claim.grading_id, worker_id, result, provisional, judge_digest=digest
+            )
+            hits.append((claim, finished))
         for grading_id in await self._store(hits, misses):
             self.services.waiters.completed(grading_id)
         return misses

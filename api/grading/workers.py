@@ -267,7 +267,12 @@ class GradingWorkers:
                 result = await confirmed(self.services, self._qualifications, claim, rubric, result)
                 stored = await self._commits.complete(
                     FinishedGrading(
-                        claim.grading_id, self.worker_id, result, provisional, tuple(cache_rows)
+                        claim.grading_id,
+                        self.worker_id,
+                        result,
+                        provisional,
+                        tuple(cache_rows),
+                        judge_digest=self.services.backends.digest_of(claim.judge_spec),
                     )
                 )
                 self._account(result, "completed" if stored else "discarded")

@@ -16,6 +16,7 @@ from api.service.settings import Settings
 from judge.backends import EndpointQuirks, JudgeBackend, build_backend
 from judge.backends.base import ContextWindowAware, DigestAware
 from judge.calls import Completion, JudgeCall, JudgeRequest
+from judge.errors import JudgeSpecError
 from judge.identity import DigestTracker
 from judge.rubric import Rubric, split_rubric_ref
 from judge.spec import JudgeSpec, member_specs, parse_judge_spec
@@ -187,6 +188,17 @@ class BackendPool:
                 if mine and call.completion is not None and not call.cached:
                     self.digests.observe(backend, call.completion.fingerprint)
             await asyncio.wait_for(self.digests.current(backend), timeout=10)
+
+    def digest_of(self, judge_spec: str) -> str | None:
+        """The digest of the model behind ``judge_spec`` as last seen (a panel: its
+        members', comma-separated, ``?`` for one unknown); None when none is known."""
+        try:
+            digests = [self.digests.known(self.limited(m)) for m in member_specs(judge_spec)]
+        except JudgeSpecError:  # a recorded judge that no longer parses: nothing known
+            return None
+        if not any(digests):
+            return None
+        return ",".join(d or "?" for d in digests)
 
     def record(self, spec_text: str, *, ok: bool, reason: str | None = None) -> None:
         """Remember how the last call to a judge went (for readiness)."""

@@ -172,14 +172,18 @@ async def test_the_migration_indexes_rows_stored_before_it(database_url: str) ->
 
         store = Store(engine)
         # today's store writes columns added after 0013: lent for this write only
-        later = ("screening", "trace")
+        later = (
+            ("submission", "screening", "JSON"),
+            ("submission", "trace", "JSON"),
+            ("grading", "judge_digest", "VARCHAR(512)"),
+        )
         with engine.begin() as connection:
-            for column in later:
-                connection.exec_driver_sql(f"ALTER TABLE submission ADD COLUMN {column} JSON")
+            for table, column, kind in later:
+                connection.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         before = (await submit(store, new_submission("Istio sidecar rejected mTLS"))).grading.id
         with engine.begin() as connection:
-            for column in later:
-                connection.exec_driver_sql(f"ALTER TABLE submission DROP COLUMN {column}")
+            for table, column, _ in later:
+                connection.exec_driver_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
         await upgrade(engine)
         found, _ = await store.gradings.page(
             filters=GradingFilter(search=SearchQuery.parse("mtls"))

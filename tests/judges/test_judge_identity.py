@@ -234,3 +234,26 @@ async def test_a_sampled_judge_replaced_behind_its_tag_is_seen_too(
             assert len(server.requests) == 2
     current = await Store(engine).judge_digests.current("ollama:m")
     assert current is not None and current.previous_digest == "abc123"
+
+
+async def test_reports_tell_apart_the_models_behind_one_name(api_client: Any, tokens: Any) -> None:
+    """Each grading keeps the digest of the model that graded it: grouped by judge and
+    digest, the gradings before a model was replaced behind its tag and after are two
+    groups, while grouped by judge they stay one."""
+    with running_judge_server(default=REPLY) as server:
+        server.ollama_tag, server.ollama_digest = "m:latest", "abc123"
+        spec = f"ollama:m@{server.ollama_url}"
+        async with api_client(judge=spec, **FAST) as client:
+            agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+            await _submit(client, agent)
+            await _submit(client, agent)
+            server.ollama_digest = "def456"
+            await _submit(client, agent)
+            query = "/v1/stats/pass-rates?inline=include&group_by=judge,judge_digest"
+            report = (await client.get(query, headers=ada)).json()
+            by_name = (
+                await client.get("/v1/stats/pass-rates?inline=include&group_by=judge", headers=ada)
+            ).json()
+    found = {(g["key"]["judge"], g["key"]["judge_digest"]): g["n"] for g in report["groups"]}
+    assert found == {("ollama:m", "abc123"): 2, ("ollama:m", "def456"): 1}
+    assert [(g["key"]["judge"], g["n"]) for g in by_name["groups"]] == [("ollama:m", 3)]
