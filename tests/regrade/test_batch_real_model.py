@@ -1,6 +1,6 @@
 """The offline exchange end to end with a real model: llama.cpp plays the GPU fleet.
 
-Three gradings are regraded live by SmolLM2-135M behind llama-cpp-python's OpenAI server,
+Two gradings are regraded live by SmolLM2-135M behind llama-cpp-python's OpenAI server,
 then regraded again through the offline exchange: each line of the requests file is
 POSTed to the same server's ``/v1/chat/completions`` (as ``vllm run-batch`` would run it)
 and its reply written as a results line, the file imported. Every grading is graded
@@ -29,7 +29,7 @@ from tests.support.llama_server import LlamaServer, missing_requirements, runnin
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
-ITEMS = 3  # each call is a real generation (tens of seconds on 2 cores): a small set
+ITEMS = 2  # each call is a real generation (tens of seconds on 2 cores): a small set
 DIAGNOSES = [
     "checkout pods were OOMKilled: the memory limit of deployment/checkout is too low",
     "the frontend cannot resolve the checkout service; DNS errors in namespace shop",
