@@ -135,7 +135,7 @@ def _error_text(value: Any) -> str | None:
 def _result(number: int, raw: str) -> BatchResult:
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past what Python reads
         raise BatchLineError("not JSON", line=number, field="line") from None
     if not isinstance(value, dict):
         raise BatchLineError("not a JSON object", line=number, field="line")
@@ -147,8 +147,12 @@ def _result(number: int, raw: str) -> BatchResult:
         raise BatchLineError("response must be an object or null", line=number, field="response")
     response = response or {}
     status = response.get("status_code")
-    if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
-        raise BatchLineError("status_code must be an integer", line=number, field="status_code")
+    if status is not None and (
+        not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599
+    ):
+        raise BatchLineError(
+            "status_code must be an HTTP status (100-599)", line=number, field="status_code"
+        )
     body = response.get("body")
     if body is not None and not isinstance(body, dict):
         raise BatchLineError("response.body must be an object", line=number, field="body")

@@ -176,6 +176,14 @@ async def import_results_file(
         raise InvalidRequest(str(exc), field=exc.field) from None
     expected, answered = await services.store.batches.expectations(job_id)
     checked = check_results(results, expected, answered=answered, via=None)
+    if not (checked.answers or checked.failures or checked.duplicates):
+        # nothing in it is one of this job's requests: the wrong file, most likely; taken
+        # as is, it would send every request of the round to the live judge
+        why = "; ".join(f"line {r.line}: {r.reason}" for r in checked.refused[:3])
+        raise InvalidRequest(
+            f"no result in this file answers one of this job's requests ({why or 'empty'})",
+            field="file",
+        )
     report = await services.store.batches.import_results(
         job_id, checked, actor=actor, engine_kind="offline"
     )
