@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from api.imports.job_queries import ImportJobQueries
 from api.imports.jobs import ImportSuperseded, run_import_job
+from api.service.background import BackgroundTask
 from api.service.services import Services, new_worker_id
 
 __all__ = ["POLL_SECONDS", "STALE_SECONDS", "ImportRunner"]
@@ -28,30 +29,24 @@ STALE_SECONDS = 300.0
 log = logging.getLogger(__name__)
 
 
-class ImportRunner:
+class ImportRunner(BackgroundTask):
     """Runs import jobs one at a time, in the background of a process with workers."""
+
+    task_name = "import-runner"
 
     def __init__(self, services: Services, *, poll_seconds: float = POLL_SECONDS) -> None:
         """Run the jobs of ``services.store``; look for work every ``poll_seconds``."""
+        super().__init__()
         self.services = services
         self.worker_id = f"import-{new_worker_id()}"
         self._poll = poll_seconds
-        self._task: asyncio.Task[None] | None = None
         self._current: str | None = None
-
-    def start(self) -> None:
-        """Start the background task."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="import-runner")
 
     async def stop(self) -> None:
         """Cancel the task; a job in flight is queued again for the next process."""
         if self._task is None:
             return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        await super().stop()
         if self._current is not None:
             await ImportJobQueries(self.services.store.db).release(self._current, self.worker_id)
             log.info("import job given back at shutdown", extra={"job_id": self._current})

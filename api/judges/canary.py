@@ -18,12 +18,12 @@ calibration run, audited as ``judge.demoted`` (the webhook event), counted in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.service.background import BackgroundTask
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import asking_choice, grader_for
 from api.service.metrics import Metrics
@@ -242,27 +242,22 @@ def canary_public(run: CanaryRunRecord) -> dict[str, Any]:
     }
 
 
-class CanaryLoop:
-    """Runs the canary for the service's judge every ``SRE_JUDGE_CANARY_INTERVAL`` seconds."""
+class CanaryLoop(BackgroundTask):
+    """Runs the canary for the service's judge every ``SRE_JUDGE_CANARY_INTERVAL`` seconds
+    (stopped, a run under way is cancelled: nothing of it is stored)."""
+
+    task_name = "drift-canary"
 
     def __init__(self, services: Services, metrics: Metrics | None = None) -> None:
         """Run with ``services``; count demotions in ``metrics``."""
+        super().__init__()
         self.services = services
         self.metrics = metrics
-        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Start the loop (nothing when the interval is 0: the canary is off)."""
-        if self.services.settings.canary_interval > 0 and self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="drift-canary")
-
-    async def stop(self) -> None:
-        """Stop the loop (a run under way is cancelled: nothing of it is stored)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        if self.services.settings.canary_interval > 0:
+            super().start()
 
     async def _due(self) -> bool:
         """Whether no process stored a canary run of the judge within the interval (every

@@ -14,6 +14,7 @@ import contextlib
 import logging
 
 from api.regrade.batch_engine import advance
+from api.service.background import BackgroundTask
 from api.service.services import Services, new_worker_id
 
 __all__ = ["BatchRunner"]
@@ -24,29 +25,18 @@ log = logging.getLogger("sre_judge.regrade.batch")
 _ACTIVE = ("rendering", "submitting", "running")
 
 
-class BatchRunner:
-    """Moves every regrade job's batch engine on, in the background of a process with workers."""
+class BatchRunner(BackgroundTask):
+    """Moves every regrade job's batch engine on, in the background of a process with
+    workers (stopped, a step cut short is taken again by the next process)."""
+
+    task_name = "regrade-batch-runner"
 
     def __init__(self, services: Services, *, poll_seconds: float | None = None) -> None:
         """Work for ``services``; look every ``poll_seconds`` (default: the setting)."""
+        super().__init__()
         self.services = services
         self.actor = f"batch-{new_worker_id()}"
         self._poll = poll_seconds or services.settings.regrade_batch_poll_seconds
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        """Start the background task."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="regrade-batch-runner")
-
-    async def stop(self) -> None:
-        """Cancel the task (a step cut short is taken again by the next process)."""
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
 
     async def run_once(self) -> int:
         """One step for each job whose engine needs one; how many were looked at."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import httpx
 from sqlalchemy.engine import make_url
 
+from api.service.background import BackgroundTask
 from storage import Checkpoint, CheckpointError, Store, make_checkpoint
 
 if TYPE_CHECKING:
@@ -174,27 +175,23 @@ async def write_checkpoint(
     return checkpoint
 
 
-class Checkpointer:
-    """Writes a checkpoint to ``target`` every ``seconds`` while the log grows."""
+class Checkpointer(BackgroundTask):
+    """Writes a checkpoint to ``target`` every ``seconds`` while the log grows (the first
+    one at once)."""
+
+    task_name = "audit-checkpoints"
 
     def __init__(self, store: Store, target: str, seconds: float) -> None:
+        super().__init__()
         self.store, self.target, self.seconds = store, target, seconds
         #: the newest checkpoint this process wrote
         self.last: Checkpoint | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        """Begin the periodic writes (the first one at once)."""
-        self._task = asyncio.create_task(self._loop(), name="audit-checkpoints")
 
     async def stop(self) -> None:
         """Stop the periodic writes, then write a last checkpoint of the final head."""
         if self._task is None:
             return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        await super().stop()
         await self.write_once()
 
     async def write_once(self) -> Checkpoint | None:
