@@ -17,6 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import JudgeRequest
 from judge.errors import JudgeUnavailable
 from storage import Store, verify_chain
 from storage.keys import ServiceKey
@@ -203,6 +204,24 @@ async def test_a_bad_move_is_refused_naming_the_field_and_moves_nothing(
     assert await _moves(engine) == []
 
 
+class _JudgeDownUntilOpened(ScriptedBackend):
+    """Refuses every call with ``down`` until the test sets ``opened``, then answers yes.
+
+    A judge that failed once and answered on the first retry raced the test's polling:
+    under load the retry could land before the test saw the grading wait.
+    """
+
+    def __init__(self, down: BaseException, *, model: str) -> None:
+        super().__init__(model=model)
+        self.down = down
+        self.opened = False
+
+    def _next(self, request: JudgeRequest) -> str:
+        if not self.opened:
+            raise self.down
+        return scripted_reply(request)
+
+
 async def test_readyz_is_not_ready_while_gradings_wait_for_an_unreachable_judge_then_ready(
     api_client: ClientFactory, tokens: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -210,13 +229,14 @@ async def test_readyz_is_not_ready_while_gradings_wait_for_an_unreachable_judge_
     body_text = "<html>upstream secret-body-7f3a: model not loaded</html>"
     down = JudgeUnavailable(f"openai answered 503: {body_text}", status_code=503)
     spec = "openai:flaky@http://10.1.2.3:8080/v1"
-    judge = ScriptedBackend([down, scripted_reply], model="flaky")
+    judge = _JudgeDownUntilOpened(down, model="flaky")
     settings = {"judge_max_attempts": 1, "judge_retry_seconds": 0.5}
     caplog.set_level(logging.INFO, logger="sre_judge.workers")
     async with api_client(judge=spec, backends={spec: judge}, **settings) as client:
         [location] = await _submit(client, headers, 1)
         [waiting] = await _until(client, [location], headers, lambda g: g["pending_reason"])
         not_ready = await client.get("/readyz")
+        judge.opened = True  # the judge answers again; the deferred grading is retried
         [graded] = await _until(client, [location], headers, lambda g: g["status"] != "pending")
         ready = await client.get("/readyz")
 
@@ -241,7 +261,7 @@ async def test_readyz_is_not_ready_while_gradings_wait_for_an_unreachable_judge_
     assert graded["status"] == "graded"
     assert ready.status_code == 200 and ready.json()["reason"] is None
     # the log line of a deferred grading says what it is: pending, and why
-    [deferred] = [r for r in caplog.records if r.getMessage() == "grading deferred"]
+    deferred = next(r for r in caplog.records if r.getMessage() == "grading deferred")
     assert deferred.status == "pending"  # type: ignore[attr-defined]
     assert deferred.pending_reason.startswith("judge_unavailable")  # type: ignore[attr-defined]
     assert not hasattr(deferred, "unscored_reason")
