@@ -8,9 +8,12 @@ family and each variant in turn, :func:`canary_items`) and compares:
 - **agreement with the labels** per question and on the verdict, with the qualifying
   calibration run's: a figure whose 95% Wilson interval on the canary lies wholly below
   the calibration run's interval for it has fallen (:func:`fallen_rows`);
-- **the judge's answers** with those of the first canary run after its calibration:
-  when more than ``max_changed`` of them differ, beyond the run-to-run noise allowed,
-  the judge's answers changed (:func:`changed_answers`).
+- **the judge's answers** with the calibration run's on the same items (or the first
+  canary run's after it): the share that differ, with its 95% Wilson interval, against
+  the run-to-run noise the calibration measured by grading the canary's part of its set
+  a second time (:func:`measure_noise`). When the changed share's interval lies wholly
+  above the noise's, the judge's answers changed beyond noise. A calibration run that
+  measured no noise leaves a fixed allowance (``max_changed``) in its place.
 
 Either demotes the judge (:func:`check`). No web and no database here.
 """
@@ -24,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from judge.agreement import VERDICT
 from judge.calibration import CalibrationFigures, GoldItem
+from judge.statistics import Proportion, proportion
 from judge.verdict import GradingResult
 
 __all__ = [
@@ -34,6 +38,7 @@ __all__ = [
     "check",
     "fallen_rows",
     "item_key",
+    "measure_noise",
 ]
 
 #: the agreement levels compared with the calibration run's
@@ -115,6 +120,23 @@ def changed_answers(
     return changed, compared
 
 
+def measure_noise(
+    first: Mapping[str, Mapping[str, bool]], second: Mapping[str, Mapping[str, bool]]
+) -> Proportion:
+    """Run-to-run noise: the share of the judge's answers that differ between two gradings
+    of the same items, with its Wilson interval (n is 0 when nothing was compared)."""
+    changed, compared = changed_answers(second, first)
+    return proportion(changed, compared)
+
+
+def _noise(stored: Mapping[str, Any] | Proportion | None) -> Proportion | None:
+    """A measured noise (stored as JSON by a calibration run), None when none was measured."""
+    if stored is None:
+        return None
+    noise = stored if isinstance(stored, Proportion) else Proportion.model_validate(stored)
+    return noise if noise.n else None
+
+
 class CanaryCheck(BaseModel):
     """What one canary run found."""
 
@@ -126,9 +148,16 @@ class CanaryCheck(BaseModel):
     compared: int
     #: changed / compared; None with nothing to compare
     changed_share: float | None
+    #: the run-to-run noise it was held against (None: the fixed allowance was)
+    noise: Proportion | None
     demoted: bool
     #: why, in words
     reasons: list[str]
+
+
+def _beyond_noise(changed: int, compared: int, noise: Proportion) -> bool:
+    """Whether ``changed`` of ``compared`` lies wholly above the measured noise."""
+    return proportion(changed, compared).interval.low > noise.interval.high
 
 
 def check(
@@ -137,29 +166,40 @@ def check(
     *,
     qualified: Mapping[str, Any] | None,
     baseline: Mapping[str, Mapping[str, Any]] | None,
+    noise: Mapping[str, Any] | Proportion | None,
     max_changed: float,
 ) -> CanaryCheck:
     """Compare a canary run with the qualifying calibration run's figures (``qualified``,
-    its stored results) and the baseline run's answers; demote on either drift."""
+    its stored results) and the baseline run's answers, the changed share against the
+    measured run-to-run ``noise`` (else against ``max_changed``); demote on either drift."""
     fallen = fallen_rows(figures.results, qualified) if qualified is not None else []
     changed, compared = changed_answers(answers, baseline) if baseline is not None else (0, 0)
     share = changed / compared if compared else None
+    measured = _noise(noise)
     reasons = []
     if fallen:
         reasons.append(
             "agreement with the labels fell below the qualification's interval on "
             + ", ".join(fallen)
         )
-    if share is not None and share > max_changed:
+    if share is not None and measured is not None and _beyond_noise(changed, compared, measured):
+        reasons.append(
+            f"{changed} of {compared} answers ({share:.0%}) differ from the baseline run's, "
+            f"beyond the run-to-run noise measured at qualification ({measured.successes} of "
+            f"{measured.n}, at most {measured.interval.high:.0%})"
+        )
+    elif share is not None and measured is None and share > max_changed:
         reasons.append(
             f"{changed} of {compared} answers ({share:.0%}) differ from the baseline run's "
-            f"(at most {max_changed:.0%} allowed as run-to-run noise)"
+            f"(at most {max_changed:.0%} allowed: the qualification measured no run-to-run "
+            "noise)"
         )
     return CanaryCheck(
         fallen=fallen,
         changed=changed,
         compared=compared,
         changed_share=share,
+        noise=measured,
         demoted=bool(reasons),
         reasons=reasons,
     )

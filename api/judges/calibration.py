@@ -5,7 +5,10 @@ The judge is graded with the service's sampling settings, at most
 identity (spec without base URL, settings, rubric version, asking mode), so gradings by
 that judge stop being provisional once it qualifies; it records the model digest it
 measured (``judge.identity``), so a model replaced behind the name is provisional again
-until a new run measures it. The previous run of the same gold
+until a new run measures it. The part of the set the drift canary grades is graded a
+second time to measure the judge's run-to-run noise, which the canary holds the answers
+it sees change against (``SRE_JUDGE_CANARY_BUDGET`` more judge calls at most). The
+previous run of the same gold
 file and judge is returned beside the new one, so a caller can report drift (a drop of
 verdict kappa, e.g. a silently updated model tag).
 """
@@ -18,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.judges.canary import calls_per_item
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import grader_for
 from api.service.qualification import identity_of
@@ -30,10 +34,11 @@ from judge.calibration import (
     load_gold,
     qualifies,
 )
-from judge.canary import answers_of, item_key
+from judge.canary import answers_of, canary_items, item_key, measure_noise
 from judge.errors import JudgeSpecError
 from judge.grader import Grader
 from judge.rubric import Rubric
+from judge.statistics import Proportion
 from judge.verdict import GradingResult
 from storage.calibration import holds
 from storage.judge_digests import JudgeDigestRecord
@@ -86,6 +91,26 @@ def _grader(services: Services, spec_text: str) -> Grader:
         raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
 
 
+async def _noise(
+    services: Services,
+    grader: Grader,
+    spec_text: str,
+    rubric: Rubric,
+    items: list[GoldItem],
+    answers: dict[str, dict[str, bool]],
+) -> Proportion:
+    """The judge's run-to-run noise: the part of the set the drift canary grades (as
+    many items as its budget pays for), graded a second time and compared answer by
+    answer with the first grading."""
+    each = calls_per_item(services, spec_text, rubric)
+    chosen = canary_items(items, services.settings.canary_budget // each)
+    keys = [key for key, _ in chosen]
+    concurrency = services.settings.judge_concurrency
+    again = await grade_gold(grader, rubric, [item for _, item in chosen], concurrency=concurrency)
+    first = {key: answers[key] for key in keys if key in answers}
+    return measure_noise(first, answers_of(keys, again))
+
+
 async def calibrate(
     services: Services,
     raw_gold: bytes,
@@ -101,6 +126,8 @@ async def calibrate(
     spec_text = judge or settings.judge
     grader = _grader(services, spec_text)
     results = await grade_gold(grader, target, items, concurrency=settings.judge_concurrency)
+    answers = answers_of([item_key(item, i) for i, item in enumerate(items)], results)
+    noise = await _noise(services, grader, spec_text, target, items, answers)
     # after the grading, so that a judge known by its completions' fingerprint has one
     digest = await services.backends.digests.current(services.backends.get(spec_text))
     figures = calibration_figures(target, items, results)
@@ -112,10 +139,10 @@ async def calibrate(
         judge_digest=digest,
         n=figures.n, verdict_kappa=figures.verdict_kappa,
         false_pass_rate=figures.false_pass_rate,
-        # the judge's answers item by item: the drift canary compares its own with them
-        results={**figures.model_dump(mode="json"), "answers": answers_of(
-            [item_key(item, i) for i, item in enumerate(items)], results
-        )},
+        # the judge's answers item by item and their run-to-run noise: the drift canary
+        # compares its own answers with them and the share that changed with the noise
+        results={**figures.model_dump(mode="json"), "answers": answers,
+                 "noise": noise.model_dump(mode="json")},
         qualified=qualifies(
             figures, min_kappa=settings.qualify_min_kappa,
             max_false_pass=settings.qualify_max_false_pass,

@@ -42,11 +42,19 @@ from judge.canary import answers_of, canary_items, check
 from judge.errors import JudgeCallError, JudgeSpecError
 from judge.rubric import Rubric
 from judge.spec import judge_identity
+from judge.statistics import Proportion
 from judge.verdict import GradingResult
 from storage.canary import CanaryRunRecord
 from storage.quality_tables import CalibrationRunRecord
 
-__all__ = ["BudgetSpent", "CallBudget", "CanaryLoop", "canary_public", "run_canary"]
+__all__ = [
+    "BudgetSpent",
+    "CallBudget",
+    "CanaryLoop",
+    "calls_per_item",
+    "canary_public",
+    "run_canary",
+]
 
 log = logging.getLogger("sre_judge.judges")
 
@@ -94,7 +102,7 @@ class CallBudget:
         """The pool owns the backend: nothing to close."""
 
 
-def _calls_per_item(services: Services, spec: str, rubric: Rubric) -> int:
+def calls_per_item(services: Services, spec: str, rubric: Rubric) -> int:
     """Judge calls one canary item takes at least (one per question when asked so)."""
     choice = asking_choice(services.settings, spec, rubric)
     return len(rubric.questions) if choice.asking == "per_question" else 1
@@ -158,7 +166,7 @@ async def run_canary(
         raise InvalidRequest(f"{set_name}: {exc}", title="Invalid canary set") from None
     except JudgeSpecError as exc:
         raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
-    chosen = canary_items(gold, settings.canary_budget // _calls_per_item(services, spec, rubric))
+    chosen = canary_items(gold, settings.canary_budget // calls_per_item(services, spec, rubric))
     keys, items = [k for k, _ in chosen], [i for _, i in chosen]
     results = await _grade(services, backend, rubric, items)
     figures = calibration_figures(rubric, items, results)
@@ -173,6 +181,7 @@ async def run_canary(
         answers,
         qualified=calibration.results if calibration is not None else None,
         baseline=await _baseline(services, identity["judge_spec"], sha, calibration),
+        noise=calibration.results.get("noise") if calibration is not None else None,
         max_changed=settings.canary_max_changed,
     )
     verdicts = [r for r in figures.results["rows"] if r["level"] == "verdict"]
@@ -187,7 +196,9 @@ async def run_canary(
         verdict_kappa=figures.verdict_kappa, changed_share=found.changed_share,
         # only a qualified judge can be demoted; an unqualified one is provisional already
         demoted=found.demoted and bool(calibration and calibration.qualified),
-        reasons=found.reasons, figures=figures.results, answers=answers, created_by=actor,
+        reasons=found.reasons, answers=answers, created_by=actor,
+        # the run-to-run noise the changed share was held against (None: the allowance)
+        figures={**figures.results, "noise": _json(found.noise)},
     )  # fmt: skip
     run = await services.store.canary.add_run(run)
     if run.demoted:
@@ -203,6 +214,10 @@ async def run_canary(
             "; ".join(run.reasons),
         )
     return run
+
+
+def _json(noise: Proportion | None) -> dict[str, Any] | None:
+    return noise.model_dump(mode="json") if noise is not None else None
 
 
 def canary_public(run: CanaryRunRecord) -> dict[str, Any]:
@@ -234,6 +249,7 @@ def canary_public(run: CanaryRunRecord) -> dict[str, Any]:
         "verdict_accuracy": run.verdict_accuracy,
         "verdict_kappa": run.verdict_kappa,
         "changed_share": run.changed_share,
+        "noise": run.figures.get("noise"),
         "demoted": run.demoted,
         "reasons": list(run.reasons),
         "agreement": rows,

@@ -44,6 +44,14 @@ def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: fl
         f"{figures.gold_fails} gold fails ({number(figures.false_pass_rate)})",
         f"qualified: {'yes' if run.qualified else 'no'}",
     ]
+    noise = run.results.get("noise")
+    if noise and noise["n"]:
+        interval = noise["interval"]
+        lines.append(
+            f"run-to-run noise: {noise['successes']} of {noise['n']} answers changed when "
+            f"the canary's items were graded again (95% interval {interval['low']:.3f}-"
+            f"{interval['high']:.3f})"
+        )
     if previous is not None:
         lines.append(
             f"previous run {previous.created_at:%Y-%m-%d %H:%M} UTC: verdict kappa "
@@ -115,6 +123,7 @@ def _print(outcome: Calibration, threshold: float, fmt: str) -> None:
             "id": run.id, "judge": run.judge_spec, "rubric_version": run.rubric_version,
             "asking_mode": run.asking_mode, "gold_sha256": run.gold_sha256,
             "qualified": run.qualified, **figures.model_dump(mode="json"),
+            "noise": run.results.get("noise"),
             "previous": None if previous is None else {
                 "id": previous.id, "verdict_kappa": previous.verdict_kappa,
             },
@@ -154,6 +163,13 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _noise(noise: dict[str, Any] | None) -> str:
+    """The run-to-run noise a canary run was held against, as a suffix."""
+    if not noise:
+        return " (no noise measured)"
+    return f" (noise at qualification {noise['successes']} of {noise['n']})"
+
+
 @judges_group.command("canary")
 @click.option("--judge", "judge_spec", help="BACKEND:MODEL[@BASE_URL]; default SRE_JUDGE_JUDGE")
 @click.option("--history", is_flag=True, help="show the stored runs instead of running one")
@@ -189,7 +205,7 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
                 f"{item['created_at'][:16]} {item['judge']} n {item['n']} "
                 f"(scored {item['scored']}), {item['judge_calls']} of {item['budget']} calls, "
                 f"verdict accuracy {_number(item['verdict_accuracy'])}, answers changed "
-                f"{_number(item['changed_share'])}: {state}"
+                f"{_number(item['changed_share'])}{_noise(item['noise'])}: {state}"
             )
     if not history and runs[0]["demoted"]:
         sys.exit(EXIT_DEMOTED)

@@ -298,7 +298,8 @@ class Settings(BaseSettings):
         le=1,
         description=(
             "share of a canary run's answers that may differ from the baseline run's "
-            "(run-to-run noise) before the judge is demoted"
+            "before the judge is demoted, used only when its calibration run measured no "
+            "run-to-run noise (calibration grades the canary's items twice to measure it)"
         ),
     )
     pass_policy: Literal["qualified", "unflagged"] = Field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from judge.calibration import DEFAULT_GOLD, CalibrationFigures, load_gold
-from judge.canary import canary_items, changed_answers, check, fallen_rows
+from judge.canary import canary_items, changed_answers, check, fallen_rows, measure_noise
 from tests.storage.helpers import sregym_rubric
 
 
@@ -35,16 +35,70 @@ def test_only_an_interval_wholly_below_the_qualifications_has_fallen() -> None:
     assert fallen_rows(below, qualified) == ["D1-Q1", "verdict"]
 
 
-def test_changed_answers_beyond_the_noise_demote() -> None:
-    baseline = {"a": {"D1-Q1": True, "verdict": True}, "b": {"D1-Q1": False}}
-    now = {"a": {"D1-Q1": False, "verdict": True}, "b": {"D1-Q1": False}, "c": {"D1-Q1": True}}
-    assert changed_answers(now, baseline) == (1, 3)
-    figures = CalibrationFigures(
+def _figures() -> CalibrationFigures:
+    return CalibrationFigures(
         n=3, scored=3, unscored=0, verdict_kappa=None, gold_fails=0, false_passes=0,
         false_pass_rate=None, results={"rows": []},
     )  # fmt: skip
-    loose = check(figures, now, qualified=None, baseline=baseline, max_changed=0.5)
-    strict = check(figures, now, qualified=None, baseline=baseline, max_changed=0.2)
-    assert (loose.demoted, strict.demoted) == (False, True)
-    assert "1 of 3 answers" in strict.reasons[0]
-    assert check(figures, now, qualified=None, baseline=None, max_changed=0).changed_share is None
+
+
+def _answers(count: int, flipped: int) -> dict[str, dict[str, bool]]:
+    """``count`` items of ten answers, the first ``flipped`` answers turned to no."""
+    questions = [f"Q{q}" for q in range(10)]
+    answers = {f"item-{i}": dict.fromkeys(questions, True) for i in range(count)}
+    cells = [(key, q) for key in answers for q in questions][:flipped]
+    for key, question in cells:
+        answers[key][question] = False
+    return answers
+
+
+def test_changed_answers_count_only_what_both_runs_answered() -> None:
+    baseline = {"a": {"D1-Q1": True, "verdict": True}, "b": {"D1-Q1": False}}
+    now = {"a": {"D1-Q1": False, "verdict": True}, "b": {"D1-Q1": False}, "c": {"D1-Q1": True}}
+    assert changed_answers(now, baseline) == (1, 3)
+
+
+def test_the_noise_is_what_changed_between_two_gradings_of_the_same_items() -> None:
+    noise = measure_noise(_answers(10, 0), _answers(10, 7))
+    assert (noise.successes, noise.n, noise.rate) == (7, 100, 0.07)
+    assert noise.interval.low < 0.07 < noise.interval.high
+
+
+def test_changes_within_the_measured_noise_keep_the_judge_and_beyond_it_demote() -> None:
+    baseline = _answers(12, 0)
+    noisy = measure_noise(_answers(12, 0), _answers(12, 15))  # 15 of 120 change by chance
+    steady = measure_noise(_answers(12, 0), _answers(12, 0))  # a deterministic judge
+    now = _answers(12, 15)  # the canary sees as many change as the noise
+    kept = check(_figures(), now, qualified=None, baseline=baseline, noise=noisy, max_changed=0)
+    assert (kept.demoted, kept.changed, kept.compared) == (False, 15, 120)
+    assert kept.noise == noisy
+    # the same changes from a judge that measured none demote it
+    moved = check(_figures(), now, qualified=None, baseline=baseline, noise=steady, max_changed=1)
+    assert moved.demoted
+    assert moved.reasons == [
+        "15 of 120 answers (12%) differ from the baseline run's, beyond the run-to-run noise "
+        "measured at qualification (0 of 120, at most 3%)"
+    ]
+    # three times the noisy judge's noise is beyond it; one more change than it is not
+    assert check(
+        _figures(), _answers(12, 45), qualified=None, baseline=baseline, noise=noisy,
+        max_changed=0,
+    ).demoted  # fmt: skip
+    assert not check(
+        _figures(), _answers(12, 16), qualified=None, baseline=baseline, noise=noisy,
+        max_changed=0,
+    ).demoted  # fmt: skip
+
+
+def test_without_a_measured_noise_a_fixed_allowance_decides() -> None:
+    baseline, now = _answers(1, 0), _answers(1, 3)  # 3 of 10 changed
+    for stored in (None, {"successes": 0, "n": 0, "rate": None,
+                          "interval": {"low": 0, "high": 1, "method": "wilson"}}):  # fmt: skip
+        loose = check(_figures(), now, qualified=None, baseline=baseline, noise=stored,
+                      max_changed=0.5)  # fmt: skip
+        strict = check(_figures(), now, qualified=None, baseline=baseline, noise=stored,
+                       max_changed=0.2)  # fmt: skip
+        assert (loose.demoted, strict.demoted, strict.noise) == (False, True, None)
+        assert "3 of 10 answers" in strict.reasons[0] and "measured no" in strict.reasons[0]
+    nothing = check(_figures(), now, qualified=None, baseline=None, noise=None, max_changed=0)
+    assert (nothing.changed_share, nothing.demoted) == (None, False)

@@ -200,9 +200,12 @@ async def test_calibrate_without_gold_grades_the_shipped_calibration_set(
     assert f"gold sregym-v1.jsonl (sha256 {sha[:12]})" in table.stdout
     # a judge that passes everything passes every gold fail: never qualified
     assert "qualified: no" in table.stdout and "n 73 (0 unscored)" in table.stdout
+    # the canary's 24 items graded again: 24 x (9 answers and the verdict), none changed
+    assert "run-to-run noise: 0 of 240 answers changed" in table.stdout
     strict = run_cli(database_url, "calibrate", "--judge", "scripted:fail", "--format", "json")
     out = json.loads(strict.stdout)
     assert (out["n"], out["gold_sha256"], out["false_passes"]) == (73, sha, 0)
+    assert (out["noise"]["successes"], out["noise"]["n"]) == (0, 240)
     runs = await Store(engine).calibration.runs(
         judge_spec="scripted:pass",
         judge_settings=judge_settings(Settings()),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from typing import Any
 
 import pytest
@@ -125,13 +126,58 @@ async def test_a_stable_judge_stays_qualified_and_the_page_shows_the_history(
         agent, admin = await tokens("submitter"), await tokens("admin")
         runs = await _runs(client, admin, 3)
         assert not any(run["demoted"] for run in runs)
-        assert runs[0]["changed_share"] == 0.0  # compared with the first run: the same
+        assert runs[0]["changed_share"] == 0.0  # compared with the calibration's: the same
+        assert runs[0]["noise"]["successes"] == 0  # calibration measured no noise either
         assert await _provisional(client, agent) is False
         await sign_in(client, await tokens("adjudicator", "Ada"))
         page = (await client.get("/judges")).text
         assert 'data-testid="canary-chart"' in page
         assert page.count('data-testid="canary-run"') >= 3
         assert "status-qualified" in page
+        assert 'data-testid="canary-noise">0 of 240 (' in page  # measured at calibration
+
+
+class NoisyJudge(LabelledJudge):
+    """Answers as the labels say, but D3-Q3 by a coin toss on every call (seeded)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.coin = random.Random(7)
+
+    def _next(self, request: JudgeRequest) -> str:
+        text = "\n".join(m.content for m in request.messages)
+        yes = next((ids for diagnosis, ids in LABELS.items() if diagnosis in text), set())
+        yes = (yes | {"D3-Q3"}) if self.coin.random() < 0.5 else (yes - {"D3-Q3"})
+        return scripted_reply(request, yes=yes)
+
+
+async def test_answers_that_change_only_as_much_as_measured_at_qualification_keep_the_judge(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """Calibration grades the canary's items twice and stores the judge's run-to-run
+    noise; the canary holds what changed against it, not against a fixed allowance."""
+    judge = NoisyJudge()
+    settings = Settings(judge=JUDGE, database_url=database_url, canary_budget=12,
+                        qualify_min_kappa=0.0, qualify_max_false_pass=1.0)  # fmt: skip
+    gold = DEFAULT_GOLD.read_bytes()
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        outcome = await calibrate(runtime.services, gold, gold_name=DEFAULT_GOLD.name)
+    assert outcome.run.qualified
+    items = len(gold.decode().splitlines())
+    assert len(judge.requests) == items + 12  # the set, then the canary's 12 items again
+    noise = outcome.run.results["noise"]
+    assert noise["n"] == 12 * 10 and noise["successes"] > 0  # nine answers and the verdict
+    async with api_client(
+        judge=JUDGE, backends={JUDGE: judge}, canary_budget=12, canary_max_changed=0.0
+    ) as client:
+        admin = await tokens("admin")
+        runs = [
+            (await client.post("/v1/judges/canary", json={}, headers=admin)).json()
+            for _ in range(3)
+        ]
+    assert any(run["changed_share"] for run in runs)  # answers did change ...
+    assert not any(run["demoted"] for run in runs), runs  # ... within the measured noise
+    assert all(run["noise"] == noise for run in runs)
 
 
 async def test_no_run_makes_more_judge_calls_than_its_budget(api_client: Any, tokens: Any) -> None:
