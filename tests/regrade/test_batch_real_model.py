@@ -114,7 +114,9 @@ async def test_offline_exchange_with_the_real_model_matches_the_live_regrade(
     async with api_client(
         judge=spec,
         backends={},
-        judge_max_tokens=1024,
+        # SmolLM2 writes 800-1,300 tokens for these two: a budget it is not cut at (a cut
+        # reply is asked again, the prompt cached, with a larger one: twice the time)
+        judge_max_tokens=2048,
         judge_max_attempts=2,
         judge_timeout=600,
         judge_first_token_seconds=600,
