@@ -63,6 +63,33 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["SRE_JUDGE_SECRET_KEY_FILE"] = str(folder / "sre-judge.key")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the usable cores. A good part of the suite waits
+    rather than computes (real server processes on timers, receivers that answer slowly,
+    the real model's server on one thread of its own), so a third worker on two cores
+    keeps them busy; more than one extra made CPU-bound tests queue behind each other."""
+    del config
+    return len(os.sched_getaffinity(0)) + 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the longest files first: those with real-model tests (minutes of generation),
+    then those with other ``slow`` ones, then the rest, each group in collection order and
+    each file kept whole. Under ``--dist loadfile`` a file is one unit of work, so a long
+    file handed out last kept one worker busy while the others stood idle at the end."""
+    del config
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("real_model") is not None:
+            return 0
+        return 1 if item.get_closest_marker("slow") is not None else 2
+
+    by_file: dict[Path, int] = {}
+    for item in items:
+        by_file[item.path] = min(by_file.get(item.path, 2), rank(item))
+    items.sort(key=lambda item: by_file[item.path])  # stable: collection order within
+
+
 #: the folder whose every test runs on both databases under ``--db all``
 _BOTH_DATABASES = Path(__file__).parent / "storage"
 
