@@ -74,9 +74,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the longest files first: those with real-model tests (minutes of generation),
-    then those with other ``slow`` ones, then the rest, each group in collection order and
-    each file kept whole. Under ``--dist loadfile`` a file is one unit of work, so a long
-    file handed out last kept one worker busy while the others stood idle at the end."""
+    then those with other ``slow`` ones, then the rest; within each group the files with
+    more tests first, each file kept whole. Under ``--dist loadfile`` a file is one unit
+    of work and xdist hands them out in this order (``--no-loadscope-reorder`` in the
+    pytest options: its own order, by test count alone, put the one-test real-model files
+    last, and one worker generated for minutes while the other stood idle)."""
     del config
 
     def rank(item: pytest.Item) -> int:
@@ -84,10 +86,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             return 0
         return 1 if item.get_closest_marker("slow") is not None else 2
 
-    by_file: dict[Path, int] = {}
+    ranks: dict[Path, int] = {}
+    counts: dict[Path, int] = {}
     for item in items:
-        by_file[item.path] = min(by_file.get(item.path, 2), rank(item))
-    items.sort(key=lambda item: by_file[item.path])  # stable: collection order within
+        ranks[item.path] = min(ranks.get(item.path, 2), rank(item))
+        counts[item.path] = counts.get(item.path, 0) + 1
+    items.sort(key=lambda item: (ranks[item.path], -counts[item.path]))  # stable
 
 
 #: the folder whose every test runs on both databases under ``--db all``
