@@ -156,6 +156,16 @@ class Database:
         # RETURNING, not rowcount: drivers report -1 for INSERT rowcounts
         return session.execute(statement).first() is not None
 
+    def upsert(self, session: Session, table: Table, values: dict[str, Any]) -> None:
+        """INSERT the row, or UPDATE the row of the same primary key with ``values``: one
+        statement where a read and a write were two. The session's identity map is not
+        told: use it for rows the transaction has not loaded."""
+        dialect = postgresql if self.postgres else sqlite
+        primary_key = [column.name for column in table.primary_key.columns]
+        statement = dialect.insert(table).values(**values)
+        changed = {name: statement.excluded[name] for name in values if name not in primary_key}
+        session.execute(statement.on_conflict_do_update(index_elements=primary_key, set_=changed))
+
     def audit(
         self,
         session: Session,

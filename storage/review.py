@@ -432,14 +432,12 @@ class ReviewRepository:
         return claim
 
     def close(self, session: Session, grading_id: str, principal_id: str) -> None:
-        """Mark the grading's review done by ``principal_id`` in the caller's transaction."""
-        claim = session.get(ReviewClaimRecord, grading_id)
-        if claim is None:
-            claim = ReviewClaimRecord(grading_id=grading_id)
-            session.add(claim)
-        claim.done_at, claim.done_by = self._db.clock(), principal_id
-        claim.claimed_by = claim.claimed_by_name = None
-        claim.claimed_until = None
+        """Mark the grading's review done by ``principal_id`` in the caller's transaction
+        (one statement, whether the grading had a review row or not; a claim on it ends)."""
+        table = ReviewClaimRecord.__table__  # type: ignore[attr-defined]
+        done = {"grading_id": grading_id, "done_at": self._db.clock(), "done_by": principal_id}
+        claim_ended = {"claimed_by": None, "claimed_by_name": None, "claimed_until": None}
+        self._db.upsert(session, table, {**done, **claim_ended})
 
 
 def _reviewed_since(

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from api.adjudication.grading_view import changed_since, grading_page_context, verdict_label
 from api.adjudication.submitter_view import submitter_page_context
-from api.adjudication.use_cases import claim_review, grading_page_parts, override_grading
+from api.adjudication.use_cases import append_override, claim_review, grading_page_parts
 from api.service.presenters import read_grading, readable_gradings
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
@@ -142,7 +142,7 @@ async def override_from_page(
         error = _problem(exc) if isinstance(exc, ValidationError) else "revision: not a number"
         return await _render(services, who, grading_id, status_code=422, pending=data, error=error)
     try:
-        await override_grading(
+        await append_override(
             services, who.principal, grading_id, request, expected_revision=revision
         )
     except PreconditionFailed:

@@ -32,6 +32,7 @@ __all__ = [
     "SKIP_NOTE_LIMIT",
     "GradingPageParts",
     "GradingPair",
+    "append_override",
     "assign_review",
     "assignees",
     "claim_review",
@@ -242,12 +243,33 @@ async def override_grading(
     """Append an override in ``principal``'s name to the grading at ``expected_revision``
     (:class:`storage.PreconditionFailed` when it moved on) and return the grading object:
     read, checked, written, audited and read back in one transaction."""
-    problem = request.kind_problem()
-    if problem:
-        raise InvalidRequest(problem[1], field=problem[0])
+    _check_override(request)
     return await services.store.db.run(
         _override, services, principal, grading_id, request, expected_revision
     )
+
+
+async def append_override(
+    services: Services,
+    principal: Principal,
+    grading_id: str,
+    request: OverrideCreate,
+    *,
+    expected_revision: int,
+) -> None:
+    """``override_grading`` for a caller that shows the grading afresh (the page's form,
+    which redirects to the page): the same transaction without the grading object read
+    back."""
+    _check_override(request)
+    await services.store.db.run(
+        _append_override, services, principal, grading_id, request, expected_revision
+    )
+
+
+def _check_override(request: OverrideCreate) -> None:
+    problem = request.kind_problem()
+    if problem:
+        raise InvalidRequest(problem[1], field=problem[0])
 
 
 def _override(
@@ -258,6 +280,20 @@ def _override(
     request: OverrideCreate,
     expected_revision: int,
 ) -> GradingRead:
+    view = _append_override(session, services, principal, grading_id, request, expected_revision)
+    # ``view`` holds the grading as the override left it (the same objects, written)
+    return present_gradings(session, services, [view], principal)[0]
+
+
+def _append_override(
+    session: Session,
+    services: Services,
+    principal: Principal,
+    grading_id: str,
+    request: OverrideCreate,
+    expected_revision: int,
+) -> GradingView:
+    """Check and append the override; the grading as it left it."""
     view = readable_in(session, services, principal, grading_id)
     g = view.grading
     # an imported SREGym verdict (no stored rubric version) is adjudicated against the
@@ -280,8 +316,7 @@ def _override(
         verdict=request.verdict,
         withdraws=request.withdraw,
     )
-    # ``view`` holds the grading as the override left it (the same objects, written)
-    return present_gradings(session, services, [view], principal)[0]
+    return view
 
 
 async def grading_history(
