@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.judges.canary import calls_per_item
+from api.judges.canary import CallBudget, calls_per_item
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import grader_for
 from api.service.qualification import identity_of
@@ -93,18 +93,19 @@ def _grader(services: Services, spec_text: str) -> Grader:
 
 async def _noise(
     services: Services,
-    grader: Grader,
     spec_text: str,
     rubric: Rubric,
     items: list[GoldItem],
     answers: dict[str, dict[str, bool]],
 ) -> Proportion:
     """The judge's run-to-run noise: the part of the set the drift canary grades (as
-    many items as its budget pays for), graded a second time and compared answer by
-    answer with the first grading."""
+    many items as its budget pays for), graded a second time within that budget, as
+    the canary grades it, and compared answer by answer with the first grading."""
     each = calls_per_item(services, spec_text, rubric)
-    chosen = canary_items(items, services.settings.canary_budget // each)
+    budget = services.settings.canary_budget
+    chosen = canary_items(items, budget // each)
     keys = [key for key, _ in chosen]
+    grader = grader_for(services.settings, CallBudget(services.backends.get(spec_text), budget))
     concurrency = services.settings.judge_concurrency
     again = await grade_gold(grader, rubric, [item for _, item in chosen], concurrency=concurrency)
     first = {key: answers[key] for key in keys if key in answers}
@@ -127,7 +128,7 @@ async def calibrate(
     grader = _grader(services, spec_text)
     results = await grade_gold(grader, target, items, concurrency=settings.judge_concurrency)
     answers = answers_of([item_key(item, i) for i, item in enumerate(items)], results)
-    noise = await _noise(services, grader, spec_text, target, items, answers)
+    noise = await _noise(services, spec_text, target, items, answers)
     # after the grading, so that a judge known by its completions' fingerprint has one
     digest = await services.backends.digests.current(services.backends.get(spec_text))
     figures = calibration_figures(target, items, results)

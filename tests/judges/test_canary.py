@@ -180,6 +180,35 @@ async def test_answers_that_change_only_as_much_as_measured_at_qualification_kee
     assert all(run["noise"] == noise for run in runs)
 
 
+class UnusableAfter(LabelledJudge):
+    """Answers as the labels say for its first ``calls`` calls, then unusable text."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__()
+        self.calls = calls
+
+    def _next(self, request: JudgeRequest) -> str:
+        if len(self.requests) > self.calls:
+            return "I think the diagnosis is pretty good!"
+        return super()._next(request)
+
+
+async def test_measuring_the_noise_makes_no_more_judge_calls_than_the_canary_budget(
+    engine: Engine, database_url: str
+) -> None:
+    """Unusable replies in the second grading make each item ask again (retries,
+    repairs): it stops at the budget, as a canary run does, and what it could not score
+    is not counted: a noise of nothing compared, so the fixed allowance stands in."""
+    items = len(DEFAULT_GOLD.read_text().splitlines())
+    judge = UnusableAfter(items)
+    settings = Settings(judge=JUDGE, database_url=database_url, canary_budget=7)
+    gold = DEFAULT_GOLD.read_bytes()
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        outcome = await calibrate(runtime.services, gold, gold_name=DEFAULT_GOLD.name)
+    assert len(judge.requests) == items + 7
+    assert outcome.run.results["noise"]["n"] == 0
+
+
 async def test_no_run_makes_more_judge_calls_than_its_budget(api_client: Any, tokens: Any) -> None:
     """Unusable replies make each item ask again (retries, repairs): the budget holds."""
     judge = ScriptedBackend(model="garbage")
