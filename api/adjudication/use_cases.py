@@ -3,6 +3,10 @@
 The HTTP routes and the workbench pages call these; the principal is always the caller,
 so nobody can act in another's name. A grading the principal may not read does not
 exist for it (:class:`storage.NotFound`, never a hint that the id is taken).
+
+Why this module is long: it is the one home of what an adjudicator does to a grading
+(the review queue, claims, skips and assignments, labels, overrides, history); split,
+each part would import the same visibility and presentation rules from the others.
 """
 
 from __future__ import annotations
