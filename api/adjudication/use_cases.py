@@ -248,9 +248,15 @@ async def override_grading(
     (:class:`storage.PreconditionFailed` when it moved on) and return the grading object:
     read, checked, written, audited and read back in one transaction."""
     _check_override(request)
-    return await services.store.db.run(
-        _override, services, principal, grading_id, request, expected_revision
-    )
+
+    def override(session: Session) -> GradingRead:
+        view = _append_override(
+            session, services, principal, grading_id, request, expected_revision
+        )
+        # ``view`` holds the grading as the override left it (the same objects, written)
+        return present_gradings(session, services, [view], principal)[0]
+
+    return await services.store.db.run(override)
 
 
 async def append_override(
@@ -274,19 +280,6 @@ def _check_override(request: OverrideCreate) -> None:
     problem = request.kind_problem()
     if problem:
         raise InvalidRequest(problem[1], field=problem[0])
-
-
-def _override(
-    session: Session,
-    services: Services,
-    principal: Principal,
-    grading_id: str,
-    request: OverrideCreate,
-    expected_revision: int,
-) -> GradingRead:
-    view = _append_override(session, services, principal, grading_id, request, expected_revision)
-    # ``view`` holds the grading as the override left it (the same objects, written)
-    return present_gradings(session, services, [view], principal)[0]
 
 
 def _append_override(
