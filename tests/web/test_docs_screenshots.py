@@ -302,7 +302,13 @@ def test_the_docs_screenshots_show_a_realistic_day_of_work(
     page.goto("/queue")
     queue = page.text_content("main") or ""
     assert "Grace Hopper" in queue and "needs the pod logs" in queue
-    assert "stratus" in queue and "claude-sonnet-4" in queue
+    # each row names its agent and model (which gradings the provisional review sample
+    # takes depends on their random ids, so the rows are read from the API, not assumed)
+    listed = _call(ev.service, ev.tokens["Ada Lovelace"], "GET", "/v1/review-queue").json()
+    assert listed["items"]
+    for item in listed["items"]:
+        submission = item["grading"]["submission"]
+        assert submission["agent"] in queue and submission["model"] in queue, submission
     _shoot(page, shots, "workbench-queue.png")
 
     right = next(
