@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from api.service.background import BackgroundTask
@@ -29,7 +28,7 @@ from api.service.grader_factory import asking_choice, grader_for
 from api.service.metrics import Metrics
 from api.service.qualification import identity_of
 from api.service.services import Services
-from judge.backends.base import ContextWindowAware, JudgeBackend
+from judge.backends.base import JudgeBackend, StandIn
 from judge.calibration import (
     DEFAULT_GOLD,
     GoldError,
@@ -66,40 +65,22 @@ class BudgetSpent(JudgeCallError):
     retryable = False
 
 
-@dataclass
-class CallBudget:
-    """A judge backend that makes at most ``budget`` calls, then refuses."""
+class CallBudget(StandIn):
+    """The real judge, asked at most ``budget`` times; every call past it is refused
+    (probing and the context window are not calls)."""
 
-    backend: JudgeBackend
-    budget: int
-    calls: int = 0
-    name: str = field(init=False)
-    model: str = field(init=False)
-    base_url: str | None = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.name, self.model = self.backend.name, self.backend.model
-        self.base_url = self.backend.base_url
+    def __init__(self, backend: JudgeBackend, budget: int) -> None:
+        """Ask ``backend`` at most ``budget`` times."""
+        super().__init__(backend)
+        self.budget = budget
+        self.calls = 0
 
     async def complete(self, request: JudgeRequest) -> Completion:
         """Make the call if the budget allows (counted before it is sent)."""
         if self.calls >= self.budget:
             raise BudgetSpent(f"the canary's budget of {self.budget} judge calls is spent")
         self.calls += 1
-        return await self.backend.complete(request)
-
-    async def probe(self) -> None:
-        """Probe the judge (not a judge call)."""
-        await self.backend.probe()
-
-    async def context_window(self) -> int | None:
-        """The judge's context window, if it reports one (not a judge call)."""
-        if isinstance(self.backend, ContextWindowAware):
-            return await self.backend.context_window()
-        return None
-
-    async def aclose(self) -> None:
-        """The pool owns the backend: nothing to close."""
+        return await self._real.complete(request)
 
 
 def calls_per_item(services: Services, spec: str, rubric: Rubric) -> int:

@@ -171,6 +171,17 @@ async def test_a_stale_tracker_keeps_nothing_of_a_changed_model() -> None:
     assert tracker.known(judge) == FINGERPRINT + "fp_b"
 
 
+async def _digest_from_models_listing(backend: OpenAIBackend, model_id: str) -> str | None:
+    """The digest of a server without ``/props`` whose ``/v1/models`` lists ``model_id``."""
+    with respx.mock(assert_all_called=True) as router:
+        router.get("http://llama.test/props").respond(404)
+        entry = {"id": model_id, "object": "model", "created": 1, "owned_by": "me"}
+        router.get("http://llama.test/v1/models").respond(
+            200, json={"object": "list", "data": [entry]}
+        )
+        return await backend.model_digest()
+
+
 async def test_a_llama_cpp_server_names_its_model_file_in_props() -> None:
     """``GET /props`` at the server's root: ``model_path`` is the digest's source."""
     backend = OpenAIBackend("smollm2", base_url="http://llama.test/v1", api_key="k")
@@ -181,18 +192,8 @@ async def test_a_llama_cpp_server_names_its_model_file_in_props() -> None:
             first = await backend.model_digest()
             props.return_value = httpx.Response(200, json={"model_path": "/m/b.gguf"})
             second = await backend.model_digest()
-        with respx.mock(assert_all_called=True) as router:
-            router.get("http://llama.test/props").respond(404)
-            listing = {"object": "list", "data": [{"id": "/m/a.gguf", "object": "model",
-                                                   "created": 1, "owned_by": "me"}]}  # fmt: skip
-            router.get("http://llama.test/v1/models").respond(200, json=listing)
-            listed = await backend.model_digest()
-        with respx.mock(assert_all_called=True) as router:
-            router.get("http://llama.test/props").respond(404)
-            bare = {"object": "list", "data": [{"id": "smollm2", "object": "model",
-                                                "created": 2, "owned_by": "system"}]}  # fmt: skip
-            router.get("http://llama.test/v1/models").respond(200, json=bare)
-            nothing = await backend.model_digest()
+        listed = await _digest_from_models_listing(backend, "/m/a.gguf")
+        nothing = await _digest_from_models_listing(backend, "smollm2")
     finally:
         await backend.aclose()
     assert first is not None and first.startswith("props:sha256:")
