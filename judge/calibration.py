@@ -13,10 +13,11 @@ were passed. No web and no database here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -25,6 +26,9 @@ from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.verdict import GradingResult
 
+if TYPE_CHECKING:
+    from judge.grader import Grader
+
 __all__ = [
     "DEFAULT_GOLD",
     "CalibrationFigures",
@@ -32,6 +36,7 @@ __all__ = [
     "GoldItem",
     "calibration_figures",
     "gold_verdict",
+    "grade_gold",
     "load_gold",
     "qualifies",
 ]
@@ -167,3 +172,16 @@ def qualifies(figures: CalibrationFigures, *, min_kappa: float, max_false_pass: 
     if figures.verdict_kappa is None or figures.false_pass_rate is None:
         return False
     return figures.verdict_kappa >= min_kappa and figures.false_pass_rate <= max_false_pass
+
+
+async def grade_gold(
+    grader: Grader, rubric: Rubric, items: list[GoldItem], *, concurrency: int
+) -> list[GradingResult]:
+    """Grade every gold item, at most ``concurrency`` at a time, in order."""
+    limit = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(item: GoldItem) -> GradingResult:
+        async with limit:
+            return await grader.grade(rubric, item.ground_truth, item.diagnosis)
+
+    return list(await asyncio.gather(*(one(i) for i in items)))

@@ -15,7 +15,6 @@ verdict kappa, e.g. a silently updated model tag).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from judge.calibration import (
     GoldError,
     GoldItem,
     calibration_figures,
+    grade_gold,
     load_gold,
     qualifies,
 )
@@ -39,12 +39,11 @@ from judge.errors import JudgeSpecError
 from judge.grader import Grader
 from judge.rubric import Rubric
 from judge.statistics import Proportion
-from judge.verdict import GradingResult
 from storage.calibration import holds
 from storage.judge_digests import JudgeDigestRecord
 from storage.quality_tables import CalibrationRunRecord
 
-__all__ = ["Calibration", "JudgeRuns", "calibrate", "drifted", "grade_gold", "judge_runs"]
+__all__ = ["Calibration", "JudgeRuns", "calibrate", "drifted", "judge_runs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,19 +61,6 @@ def drifted(previous: Any, run: Any, threshold: float) -> bool:
         return False
     now = -1.0 if run.verdict_kappa is None else run.verdict_kappa
     return bool(previous.verdict_kappa - now > threshold)
-
-
-async def grade_gold(
-    grader: Grader, rubric: Rubric, items: list[GoldItem], *, concurrency: int
-) -> list[GradingResult]:
-    """Grade every gold item, at most ``concurrency`` at a time, in order."""
-    limit = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(item: GoldItem) -> GradingResult:
-        async with limit:
-            return await grader.grade(rubric, item.ground_truth, item.diagnosis)
-
-    return list(await asyncio.gather(*(one(i) for i in items)))
 
 
 def _gold_items(raw: bytes, gold_name: str, rubric: Rubric) -> list[GoldItem]:

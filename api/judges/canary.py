@@ -32,8 +32,8 @@ from judge.backends.base import JudgeBackend, StandIn
 from judge.calibration import (
     DEFAULT_GOLD,
     GoldError,
-    GoldItem,
     calibration_figures,
+    grade_gold,
     load_gold,
 )
 from judge.calls import Completion, JudgeRequest
@@ -42,7 +42,6 @@ from judge.errors import JudgeCallError, JudgeSpecError
 from judge.rubric import Rubric
 from judge.spec import judge_identity
 from judge.statistics import Proportion
-from judge.verdict import GradingResult
 from storage.canary import CanaryRunRecord
 from storage.quality_tables import CalibrationRunRecord
 
@@ -98,20 +97,6 @@ def _canary_set(services: Services) -> tuple[str, bytes]:
         raise InvalidRequest(f"cannot read the canary set {path}: {exc.strerror}") from None
 
 
-async def _grade(
-    services: Services, backend: CallBudget, rubric: Rubric, items: list[GoldItem]
-) -> list[GradingResult]:
-    """Grade the items in order, a few at a time, without the judge cache."""
-    grader = grader_for(services.settings, backend)  # no cache: the canary asks the judge
-    limit = asyncio.Semaphore(max(1, services.settings.judge_concurrency))
-
-    async def one(item: GoldItem) -> GradingResult:
-        async with limit:
-            return await grader.grade(rubric, item.ground_truth, item.diagnosis)
-
-    return list(await asyncio.gather(*(one(i) for i in items)))
-
-
 async def _baseline(
     services: Services, judge_spec: str, sha: str, calibration: CalibrationRunRecord | None
 ) -> dict[str, Any] | None:
@@ -149,7 +134,8 @@ async def run_canary(
         raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
     chosen = canary_items(gold, settings.canary_budget // calls_per_item(services, spec, rubric))
     keys, items = [k for k, _ in chosen], [i for _, i in chosen]
-    results = await _grade(services, backend, rubric, items)
+    grader = grader_for(settings, backend)  # no cache: the canary asks the judge
+    results = await grade_gold(grader, rubric, items, concurrency=settings.judge_concurrency)
     figures = calibration_figures(rubric, items, results)
     answers = answers_of(keys, results)
     identity = identity_of(settings, spec, rubric)

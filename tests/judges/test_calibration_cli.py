@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from api.judges.calibration import grade_gold
 from api.service.qualification import in_review_sample, judge_settings
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
-from judge.calibration import calibration_figures, load_gold, qualifies
+from judge.calibration import calibration_figures, grade_gold, load_gold, qualifies
 from judge.calls import JudgeRequest
 from judge.grader import Grader
 from judge.spec import judge_identity
