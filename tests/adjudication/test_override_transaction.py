@@ -54,9 +54,11 @@ async def test_an_override_is_one_transaction_on_the_api_and_on_the_page(
         # the signed-in session is looked up, then the override is one transaction
         assert web.transactions == 2, f"{web} for one override from the page"
         print(f"override statements: API {api.statements}, page {web.statements}")
-        # the page redirects: its override reads nothing back (13 on both databases; 17
-        # when it read the grading object back and read the review row before writing it)
-        assert web.statements <= 13, f"{web} for one override from the page"
+        # the page redirects: its override reads nothing back (17 when it read the grading
+        # object back and read the review row before writing it); on SQLite the audit
+        # chain's head is not read either (PostgreSQL reads it under its lock: 13)
+        limit = 12 if engine.dialect.name == "sqlite" else 13
+        assert web.statements <= limit, f"{web} for one override from the page"
         # the state each override's event records is the state the tables hold
         report = await verify_chain(engine, key=ChainKey.of(service_key))
         assert report.ok, report

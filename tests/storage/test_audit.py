@@ -12,13 +12,13 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, event, select, update
 from sqlalchemy.engine import Engine
 
 from storage import GENESIS_HASH, AuditRecord, Store, append_event, verify_chain
 from storage.audit import ChainKey, row_hash
 from storage.canonical import canonical_json
-from storage.db import session_factory
+from storage.db import make_engine, session_factory
 from storage.keys import ServiceKey
 from tests.storage.helpers import graded_result, submit
 
@@ -128,6 +128,75 @@ async def test_concurrent_appends_never_fork_the_chain(store: Store, engine: Eng
     await asyncio.gather(*(store.tokens.create(name=f"t{i}", role="submitter") for i in range(8)))
     report = await verify_chain(engine, key=store.db.chain_key)
     assert report.ok and report.checked == 12 + 1 + 8  # + the rubric version, saved once
+
+
+def _append(engine: Engine, key: ChainKey, what: str, *, commit: bool = True) -> Any:
+    """Append one event through ``engine`` in a transaction of its own."""
+    with session_factory(engine)() as session:
+        with session.begin():
+            record = append_event(
+                session,
+                event="test.event",
+                entity_type="thing",
+                entity_id=what,
+                actor="me",
+                payload={"what": what},
+                key=key,
+            )
+            if not commit:
+                session.rollback()
+        return record
+
+
+def test_appends_of_two_engines_on_one_database_interleave_without_a_fork(
+    engine: Engine, database_url: str
+) -> None:
+    # each engine remembers the head it last wrote (on SQLite, to skip reading it); the
+    # other engine's appends make that memory stale, and a stale head must never be used
+    key = ChainKey.of(ServiceKey.ephemeral())
+    other = make_engine(database_url)
+    try:
+        order = [engine, engine, other, engine, other, other, engine]
+        written = [_append(e, key, f"e{n}") for n, e in enumerate(order)]
+    finally:
+        other.dispose()
+    assert [r.seq for r in written] == list(range(1, len(order) + 1))
+    rows = asyncio.run(_rows(engine))
+    assert [r.entity_id for r in rows] == [f"e{n}" for n in range(len(order))]
+    assert all(b.prev_hash == a.hash for a, b in pairwise(rows))
+    assert asyncio.run(verify_chain(engine, key=key)).ok
+
+
+def test_a_rolled_back_append_is_not_linked_to(engine: Engine) -> None:
+    key = ChainKey.of(ServiceKey.ephemeral())
+    kept = _append(engine, key, "kept")
+    _append(engine, key, "rolled back", commit=False)
+    after = _append(engine, key, "after")
+    assert (after.seq, after.prev_hash) == (kept.seq + 1, kept.hash)
+    assert asyncio.run(verify_chain(engine, key=key)).ok
+
+
+def test_an_sqlite_append_after_the_engines_own_does_not_read_the_head(
+    engine: Engine,
+) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL reads the head under its advisory lock")
+    key = ChainKey.of(ServiceKey.ephemeral())
+    _append(engine, key, "first")  # reads the head: the engine has written nothing yet
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        sent.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        _append(engine, key, "second")
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    # one statement touches the log, the guarded INSERT, after SQLite's BEGIN
+    touching = [statement for statement in sent if "audit_log" in statement]
+    assert len(touching) == 1 and touching[0].startswith("INSERT INTO audit_log"), sent
+    assert len(sent) == 2, sent
 
 
 async def test_append_event_hashes_every_column_with_the_key(engine: Engine) -> None:
