@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -140,9 +140,9 @@ class Rubric(_Strict):
         """SHA-256 of the canonical JSON of everything but the label."""
         return _content_hash(self)
 
-    @property
+    @cached_property
     def questions(self) -> tuple[Question, ...]:
-        """All questions in order."""
+        """All questions in order (computed once: the rule and the grader ask often)."""
         return tuple(q for d in self.dimensions for q in d.questions)
 
     def dimension_of(self, question_id: str) -> Dimension:
