@@ -10,15 +10,24 @@ profile and :func:`choose_asking` applies the order every caller shares:
 2. a rubric's own choice, when it differs from the rubric default;
 3. the judge's profile;
 4. the rubric defaults (``single``, ``full``).
+
+A profile may also set what a model needs sampled differently from the service's
+defaults: ``temperature``, ``max_tokens`` (a model that writes long replies) and
+``context_tokens`` (its window). A setting given explicitly wins over them, a profile
+over the settings' defaults (``api.service.grader_factory``). Operators add profiles of
+their own models in a TOML file of the same shape (:func:`read_profiles`), matched
+before the shipped ones; each member of a panel gets its own model's profile.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Literal
 
 from judge.rubric import Rubric
@@ -34,6 +43,7 @@ __all__ = [
     "profile_for",
     "profile_for_judge",
     "profile_for_spec",
+    "read_profiles",
 ]
 
 AskingMode = Literal["single", "per_question", "extraction"]
@@ -42,6 +52,10 @@ _DEFAULT_ASKING: AskingMode = "single"
 _DEFAULT_REPLY: ReplyFormat = "full"
 _ASKING_MODES = ("single", "per_question", "extraction")
 _REPLY_FORMATS = ("full", "compact")
+_KEYS = frozenset(
+    {"name", "models", "asking", "reply_format", "temperature", "max_tokens", "context_tokens",
+     "measured"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +66,12 @@ class JudgeProfile:
     models: tuple[str, ...]
     asking: AskingMode | None = None
     reply_format: ReplyFormat | None = None
+    #: sampling temperature (0-2), where ``SRE_JUDGE_JUDGE_TEMPERATURE`` is not set
+    temperature: float | None = None
+    #: the reply's token budget, where ``SRE_JUDGE_JUDGE_MAX_TOKENS`` is not set
+    max_tokens: int | None = None
+    #: the model's context window, where ``SRE_JUDGE_JUDGE_CONTEXT_TOKENS`` is not set
+    context_tokens: int | None = None
     #: the measurement that justifies the profile, for people
     measured: str = ""
 
@@ -73,8 +93,33 @@ class AskingChoice:
     reply_format_chosen: bool = False
 
 
-def _profile(entry: dict[str, object]) -> JudgeProfile:
-    name = str(entry["name"])
+def _number(
+    name: str, entry: Mapping[str, object], key: str, low: float, high: float
+) -> float | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ValueError(f"judge profile {name}: {key} must be a number from {low:g} to {high:g}")
+    return value
+
+
+def _whole(name: str, entry: Mapping[str, object], key: str, low: int) -> int | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"judge profile {name}: {key} must be a whole number of at least {low}")
+    return value
+
+
+def _profile(entry: Mapping[str, object]) -> JudgeProfile:
+    name = str(entry.get("name") or "")
+    if not name:
+        raise ValueError("a judge profile needs a name")
+    unknown = sorted(set(entry) - _KEYS)
+    if unknown:
+        raise ValueError(f"judge profile {name}: unknown keys {', '.join(unknown)}")
     asking, reply = entry.get("asking"), entry.get("reply_format")
     if asking is not None and asking not in _ASKING_MODES:
         raise ValueError(f"judge profile {name}: unknown asking {asking!r}")
@@ -88,32 +133,56 @@ def _profile(entry: dict[str, object]) -> JudgeProfile:
         models=tuple(str(m) for m in models),
         asking=asking,  # type: ignore[arg-type]
         reply_format=reply,  # type: ignore[arg-type]
+        temperature=_number(name, entry, "temperature", 0, 2),
+        max_tokens=_whole(name, entry, "max_tokens", 16),
+        context_tokens=_whole(name, entry, "context_tokens", 256),
         measured=str(entry.get("measured", "")),
     )
+
+
+def _parse(text: str) -> tuple[JudgeProfile, ...]:
+    entries = tomllib.loads(text).get("profile", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError("judge profiles are [[profile]] tables")
+    return tuple(_profile(entry) for entry in entries)
 
 
 @cache
 def load_profiles() -> tuple[JudgeProfile, ...]:
     """The profiles that ship with the package, in file order (first match wins)."""
-    text = resources.files("judge").joinpath("data/judge_profiles.toml").read_text("utf-8")
-    return tuple(_profile(entry) for entry in tomllib.loads(text).get("profile", []))
+    return _parse(resources.files("judge").joinpath("data/judge_profiles.toml").read_text("utf-8"))
+
+
+@cache
+def read_profiles(path: Path) -> tuple[JudgeProfile, ...]:
+    """An operator's profiles file (the shipped file's shape), read once per process.
+
+    Raises ``ValueError`` naming the file for one that cannot be read or is not valid.
+    """
+    try:
+        return _parse(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ValueError(f"judge profiles file {path}: {exc}") from exc
 
 
 @lru_cache(maxsize=256)
-def profile_for(model: str) -> JudgeProfile | None:
-    """The first profile whose patterns match ``model``, or None."""
-    return next((p for p in load_profiles() if p.matches(model)), None)
+def profile_for(model: str, first: tuple[JudgeProfile, ...] = ()) -> JudgeProfile | None:
+    """The first profile whose patterns match ``model``: among ``first`` (an operator's),
+    then the shipped ones; or None."""
+    return next((p for p in (*first, *load_profiles()) if p.matches(model)), None)
 
 
-def profile_for_judge(backend: str, model: str) -> JudgeProfile | None:
+def profile_for_judge(
+    backend: str, model: str, first: tuple[JudgeProfile, ...] = ()
+) -> JudgeProfile | None:
     """The profile of a model behind a real backend; a panel or scripted judge has none."""
-    return profile_for(model) if backend in ("ollama", "openai") else None
+    return profile_for(model, first) if backend in ("ollama", "openai") else None
 
 
-def profile_for_spec(spec_text: str) -> JudgeProfile | None:
+def profile_for_spec(spec_text: str, first: tuple[JudgeProfile, ...] = ()) -> JudgeProfile | None:
     """:func:`profile_for_judge` of a judge spec (``ollama:qwen2.5-coder:1.5b@URL``)."""
     backend, model = split_spec(spec_text)[:2]
-    return profile_for_judge(backend, model)
+    return profile_for_judge(backend, model, first)
 
 
 def choose_asking(

@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from api.service.grader_factory import grader_for
+from api.service.grader_factory import grader_for, profile_of_spec, sampling_for
 from api.service.judging import RETRY_LATER
 from api.service.services import Services
 from judge.backends.base import StandIn
@@ -150,7 +150,7 @@ class FastRegrade:
         """Whether items graded by ``spec`` can be answered from the cache at all."""
         settings = self.services.settings
         single = len(member_specs(spec)) == 1 and settings.judge_samples == 1
-        return single and settings.judge_temperature == 0
+        return single and sampling_for(settings, profile_of_spec(settings, spec)).temperature == 0
 
     async def run(self, worker_id: str, free: int = FAST_BATCH) -> tuple[list[Claim], bool]:
         """Claim a batch of regrade items and store those answered by the cache.

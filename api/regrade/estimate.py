@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from api.service.grader_factory import profile_of_spec, sampling_for
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.cache import CACHE_GRANULARITY, CacheKeys, with_digest
@@ -37,14 +38,11 @@ BATCH_PRICE_FACTOR = 0.5
 CACHE_CHECK_LIMIT = 50_000
 
 
-def sampling_params(services: Services) -> SamplingParams:
-    """The sampling settings the workers send (as in ``api.grading.workers``)."""
+def sampling_params(services: Services, backend: JudgeBackend) -> SamplingParams:
+    """The sampling the workers send ``backend``'s model (``grader_for``'s)."""
     settings = services.settings
-    return SamplingParams(
-        temperature=settings.judge_temperature,
-        seed=settings.judge_seed,
-        max_tokens=settings.judge_max_tokens,
-    )
+    profile = profile_of_spec(settings, f"{backend.name}:{backend.model}")
+    return sampling_for(settings, profile, backend=backend.name)
 
 
 def _fixed_chars(rubric: Rubric) -> int:
@@ -58,7 +56,7 @@ async def _cache_hits(
 ) -> int:
     keyer = CacheKeys(
         build_reply_schema(rubric),
-        sampling_params(services),
+        sampling_params(services, backend),
         backend=backend.name,
         model=backend.model,
         base_url=backend.base_url,
@@ -88,7 +86,7 @@ async def estimate_regrade(
     """Submissions, judge calls after the cache, and prompt and completion tokens
     (``latest``: graded against each scenario's newest ground truth)."""
     totals = await services.store.regrade.totals(f)
-    params = sampling_params(services)
+    params = sampling_params(services, backend)
     calls = totals.submissions - totals.empty_diagnoses
     cacheable = params.temperature == 0
     checked = cacheable and totals.submissions <= CACHE_CHECK_LIMIT

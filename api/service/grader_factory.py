@@ -1,44 +1,81 @@
-"""One place that turns the settings into a Grader, for the service and the commands."""
+"""One place that turns the settings into a Grader, for the service and the commands.
+
+What a judge model is sent comes from three places, in this order: a setting given
+explicitly (``SRE_JUDGE_JUDGE_TEMPERATURE``, ``_MAX_TOKENS``, ``_CONTEXT_TOKENS``), the
+model's judge profile (``judge.profiles``: an operator's file, then the shipped one),
+the settings' defaults. Calibration identities, regrade estimates and cache keys use the
+same :func:`sampling_for`, so a judge is identified by what it is really sent.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from api.service.settings import Settings
 from judge.backends.base import JudgeBackend
 from judge.cache import JudgeCache
 from judge.calls import SamplingParams
 from judge.grader import Grader
-from judge.profiles import AskingChoice, JudgeProfile, choose_asking, profile_for_judge
+from judge.profiles import (
+    AskingChoice,
+    JudgeProfile,
+    choose_asking,
+    profile_for_judge,
+    read_profiles,
+)
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric
 from judge.spec import split_spec
 
-__all__ = ["asking_choice", "grader_for", "profile_of_spec"]
+__all__ = ["asking_choice", "context_tokens_for", "grader_for", "profile_of_spec", "sampling_for"]
 
 
 def grader_for(
     settings: Settings, backend: JudgeBackend, *, cache: JudgeCache | None = None
 ) -> Grader:
     """A grader with the configured sampling, retries, limits and asking mode."""
+    profile = _profile(settings, backend.name, backend.model)
     return Grader(
         backend,
-        params=SamplingParams(
-            temperature=settings.judge_temperature,
-            seed=settings.judge_seed,
-            max_tokens=settings.judge_max_tokens,
-            # Ollama gets the configured window as num_ctx; other servers know their own
-            num_ctx=settings.judge_context_tokens if backend.name == "ollama" else None,
-        ),
+        params=sampling_for(settings, profile, backend=backend.name),
         retry=RetryPolicy(max_attempts=settings.judge_max_attempts),
         max_text_bytes=settings.max_text_bytes,
-        context_tokens=settings.judge_context_tokens,
+        context_tokens=context_tokens_for(settings, profile),
         context_overflow=settings.context_overflow,
         ground_truth_budget=settings.ground_truth_budget_chars,
         cache=cache,
         asking=settings.judge_asking,
         reply_format=settings.judge_reply_format,
         ask_as=settings.judge_ask_as,
-        profile=_profile(settings, backend.name, backend.model),
+        profile=profile,
     )
+
+
+def sampling_for(
+    settings: Settings, profile: JudgeProfile | None, *, backend: str = ""
+) -> SamplingParams:
+    """The sampling a judge model is sent (see the module); Ollama also gets the context
+    window as ``num_ctx`` (other servers know their own)."""
+    window = context_tokens_for(settings, profile)
+    return SamplingParams(
+        temperature=_knob(settings, "judge_temperature", profile and profile.temperature),
+        seed=settings.judge_seed,
+        max_tokens=_knob(settings, "judge_max_tokens", profile and profile.max_tokens),
+        num_ctx=window if backend == "ollama" else None,
+    )
+
+
+def context_tokens_for(settings: Settings, profile: JudgeProfile | None) -> int | None:
+    """The judge model's context window: the setting, its profile's, or unknown (None)."""
+    window: int | None = _knob(settings, "judge_context_tokens", profile and profile.context_tokens)
+    return window
+
+
+def _knob(settings: Settings, name: str, profiled: Any) -> Any:
+    """A setting given explicitly, else the profile's value, else the setting's default."""
+    if name in settings.model_fields_set or profiled is None:
+        return getattr(settings, name)
+    return profiled
 
 
 def profile_of_spec(settings: Settings, spec_text: str) -> JudgeProfile | None:
@@ -48,7 +85,10 @@ def profile_of_spec(settings: Settings, spec_text: str) -> JudgeProfile | None:
 
 
 def _profile(settings: Settings, backend: str, model: str) -> JudgeProfile | None:
-    return profile_for_judge(backend, model) if settings.judge_profile == "auto" else None
+    if settings.judge_profile != "auto":
+        return None
+    first = read_profiles(settings.judge_profiles_file) if settings.judge_profiles_file else ()
+    return profile_for_judge(backend, model, first)
 
 
 def asking_choice(settings: Settings, spec_text: str, rubric: Rubric) -> AskingChoice:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from api.service.grader_factory import asking_choice
+from api.service.grader_factory import asking_choice, profile_of_spec, sampling_for
 from api.service.settings import Settings
 from judge.calibration import DEFAULT_GOLD
 from judge.identity import DigestTracker
@@ -51,16 +51,21 @@ __all__ = [
 CACHE_SECONDS = 60.0
 
 
-def judge_settings(settings: Settings, choice: AskingChoice | None = None) -> dict[str, Any]:
-    """The sampling settings that are part of a judge's identity.
+def judge_settings(
+    settings: Settings, choice: AskingChoice | None = None, *, judge_spec: str | None = None
+) -> dict[str, Any]:
+    """The sampling settings that are part of a judge's identity: what ``judge_spec``'s
+    model is sent (its profile's sampling where no setting is given).
 
     The reply format counts only when a setting or the judge's profile chose it
     (``choice``), and the polarity override only when set, so the identity of a judge
     qualified before they existed stays the same."""
+    profile = profile_of_spec(settings, judge_spec) if judge_spec is not None else None
+    params = sampling_for(settings, profile)
     identity: dict[str, Any] = {
-        "temperature": settings.judge_temperature,
-        "seed": settings.judge_seed,
-        "max_tokens": settings.judge_max_tokens,
+        "temperature": params.temperature,
+        "seed": params.seed,
+        "max_tokens": params.max_tokens,
         "samples": settings.judge_samples,
     }
     if choice is not None and choice.reply_format_chosen:
@@ -75,7 +80,7 @@ def identity_of(settings: Settings, spec_text: str, rubric: Rubric) -> dict[str,
     choice = asking_choice(settings, spec_text, rubric)
     return {
         "judge_spec": judge_identity(spec_text),
-        "judge_settings": judge_settings(settings, choice),
+        "judge_settings": judge_settings(settings, choice, judge_spec=spec_text),
         "rubric_version": rubric.version,
         "asking_mode": choice.asking,
     }
@@ -163,7 +168,7 @@ class Qualifications:
         digest = await self.store.judge_digests.current(key[0])
         found = await self.store.calibration.is_qualified(
             judge_spec=key[0],
-            judge_settings=judge_settings(self.settings, choice),
+            judge_settings=judge_settings(self.settings, choice, judge_spec=judge_spec),
             rubric_version=rubric_version,
             asking_mode=choice.asking,
             current_digest=digest.digest if digest is not None else None,

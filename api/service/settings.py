@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from judge.profiles import read_profiles
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from judge.spec import panel_spec, parse_judge_spec, parse_panel, recorded_judge
 
@@ -107,6 +108,14 @@ class Settings(BaseSettings):
         description=(
             "auto: a judge model with a measured profile (judge/data/judge_profiles.toml) "
             "is asked its way where neither these settings nor the rubric choose; none: off"
+        ),
+    )
+    judge_profiles_file: Path | None = Field(
+        default=None,
+        description=(
+            "a TOML file of judge profiles (the shape of judge/data/judge_profiles.toml), "
+            "matched before the shipped ones: per model, its asking, reply format, "
+            "temperature, max_tokens and context_tokens where no setting is given"
         ),
     )
     judge_ask_as: Literal["as_written", "positive"] | None = Field(
@@ -358,6 +367,13 @@ class Settings(BaseSettings):
     @classmethod
     def _valid_judge(cls, value: str) -> str:
         parse_judge_spec(value)
+        return value
+
+    @field_validator("judge_profiles_file")
+    @classmethod
+    def _readable_profiles(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            read_profiles(value)  # a file that cannot be used stops the start, saying why
         return value
 
     @field_validator("panel")
