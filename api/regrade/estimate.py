@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from api.service.grader_factory import profile_of_spec, sampling_for
+from api.service.grader_factory import profile_of_judge, sampling_for
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.cache import CACHE_GRANULARITY, CacheKeys, with_digest
@@ -41,7 +41,7 @@ CACHE_CHECK_LIMIT = 50_000
 def sampling_params(services: Services, backend: JudgeBackend) -> SamplingParams:
     """The sampling the workers send ``backend``'s model (``grader_for``'s)."""
     settings = services.settings
-    profile = profile_of_spec(settings, f"{backend.name}:{backend.model}")
+    profile = profile_of_judge(settings, backend.name, backend.model)
     return sampling_for(settings, profile, backend=backend.name)
 
 

@@ -27,14 +27,21 @@ from judge.retry import RetryPolicy
 from judge.rubric import Rubric
 from judge.spec import split_spec
 
-__all__ = ["asking_choice", "context_tokens_for", "grader_for", "profile_of_spec", "sampling_for"]
+__all__ = [
+    "asking_choice",
+    "context_tokens_for",
+    "grader_for",
+    "profile_of_judge",
+    "profile_of_spec",
+    "sampling_for",
+]
 
 
 def grader_for(
     settings: Settings, backend: JudgeBackend, *, cache: JudgeCache | None = None
 ) -> Grader:
     """A grader with the configured sampling, retries, limits and asking mode."""
-    profile = _profile(settings, backend.name, backend.model)
+    profile = profile_of_judge(settings, backend.name, backend.model)
     return Grader(
         backend,
         params=sampling_for(settings, profile, backend=backend.name),
@@ -81,10 +88,11 @@ def _knob(settings: Settings, name: str, profiled: Any) -> Any:
 def profile_of_spec(settings: Settings, spec_text: str) -> JudgeProfile | None:
     """The profile of a judge spec's model (``judge.profiles``); None for a panel or a
     scripted judge, or when profiles are off (``SRE_JUDGE_JUDGE_PROFILE=none``)."""
-    return _profile(settings, *split_spec(spec_text)[:2])
+    return profile_of_judge(settings, *split_spec(spec_text)[:2])
 
 
-def _profile(settings: Settings, backend: str, model: str) -> JudgeProfile | None:
+def profile_of_judge(settings: Settings, backend: str, model: str) -> JudgeProfile | None:
+    """The profile of ``model`` behind ``backend``, as :func:`profile_of_spec`."""
     if settings.judge_profile != "auto":
         return None
     first = read_profiles(settings.judge_profiles_file) if settings.judge_profiles_file else ()

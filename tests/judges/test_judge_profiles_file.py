@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import respx
 from pydantic import ValidationError
 
+from api.regrade.estimate import sampling_params
 from api.service.grader_factory import asking_choice, grader_for, sampling_for
 from api.service.qualification import judge_settings
 from api.service.settings import Settings
@@ -131,6 +133,22 @@ def test_a_profiled_judge_is_qualified_under_what_it_is_sent(profiles_file: Path
     assert (identity["temperature"], identity["max_tokens"]) == (0.2, 3000)
     plain = judge_settings(settings, judge_spec="ollama:llama3.1:8b")
     assert plain == judge_settings(Settings())  # unchanged for every other judge
+
+
+async def test_the_regrade_estimate_keys_the_cache_as_the_grader_sends(
+    profiles_file: Path,
+) -> None:
+    # the dry run counts cache hits under the sampling the regrade will send: a profile's
+    # budget left out of one of them would promise hits the regrade never finds
+    settings = Settings(judge_profiles_file=profiles_file)
+    backend = OllamaBackend(MODEL, base_url=OLLAMA_BASE)
+    try:
+        services = SimpleNamespace(settings=settings)  # the estimate reads its settings
+        estimated = sampling_params(services, backend)  # type: ignore[arg-type]
+        assert estimated == grader_for(settings, backend).params
+        assert estimated.max_tokens == 3000
+    finally:
+        await backend.aclose()
 
 
 @pytest.mark.parametrize(
