@@ -23,6 +23,8 @@ import functools
 import re
 from collections.abc import Iterator
 
+import pytest
+
 from bench.screening import texts
 from judge.injection import _FOLD_EQUIVALENTS, _NEEDED_WORDS, _RULES, _needed_words_in, fold
 from judge.injection_forms import (
@@ -38,6 +40,10 @@ from judge.injection_forms import (
 )
 from judge.prompt import normalize_untrusted
 from tests.support.screening_texts import screening_texts
+
+#: every pattern over every form of every text, each needed word broken at each position:
+#: 5-6 s of CPU each, so in the full suite (CI) and not in the fast loop
+EXHAUSTIVE = pytest.mark.slow
 
 #: what a character of a needed word is replaced by to break it
 _REPLACEMENTS = ("x", "9", " ", "-", "_", "\x00")
@@ -151,6 +157,7 @@ def _read(folded: str) -> str:
     return "".join(_FOLD_EQUIVALENTS.get(char, char) for char in folded)
 
 
+@EXHAUSTIVE
 def test_every_pattern_matches_some_form() -> None:
     matched = {n for n, _form in _matches()}
     assert [rule.pattern.pattern for n, rule in enumerate(_RULES) if n not in matched] == []
@@ -178,6 +185,7 @@ def test_wherever_a_pattern_matches_a_word_it_needs_is_there() -> None:
     assert not missed, missed[:5]
 
 
+@EXHAUSTIVE
 def test_no_pattern_matches_once_the_words_it_needs_are_broken() -> None:
     still = []
     for n, form in _matches():

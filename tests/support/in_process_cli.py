@@ -18,9 +18,10 @@ __all__ = ["cli_in_process", "run_cli"]
 
 
 def cli_in_process(
-    *args: str, env: dict[str, str], input: str | bytes | None = None
+    *args: str, env: dict[str, str | None], input: str | bytes | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``sre-judge ARGS`` in process, its exit status, stdout and stderr as ``cli`` gives them.
+    """``sre-judge ARGS`` in process, its exit status, stdout and stderr as ``cli`` gives them
+    (``env``: variables set for the command, or removed where None).
 
     The command runs in a thread of its own, so that its event loop never meets the
     caller's: it may be called from a synchronous test or an async one, which it blocks

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.support.in_process_cli import cli_in_process
 
 READERS = [
     ("report", "pass-rates"),
@@ -20,27 +22,27 @@ READERS = [
 ]
 
 
-def _run(cwd: Path, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SRE_JUDGE_")}
-    env |= {"NO_COLOR": "1", "SRE_JUDGE_JUDGE": "scripted:pass"}
-    if url is not None:
-        env["SRE_JUDGE_DATABASE_URL"] = url
-    return subprocess.run(
-        [sys.executable, "-m", "api", *args],
-        capture_output=True,
-        cwd=cwd,
-        env=env,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+@pytest.fixture
+def run_in(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``sre-judge ARGS`` run in a folder, on the embedded default database unless a URL
+    is given (in process: the working folder is what the default is relative to)."""
+
+    def run(cwd: Path, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+        monkeypatch.chdir(cwd)
+        env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("SRE_JUDGE_")}
+        env |= {"NO_COLOR": "1", "SRE_JUDGE_JUDGE": "scripted:pass"}
+        if url is not None:
+            env["SRE_JUDGE_DATABASE_URL"] = url
+        return cli_in_process(*args, env=env)
+
+    return run
 
 
 @pytest.mark.parametrize("args", READERS, ids=lambda a: " ".join(a[:2]))
 def test_a_reading_command_in_another_folder_creates_no_database(
-    tmp_path: Path, args: tuple[str, ...]
+    tmp_path: Path, args: tuple[str, ...], run_in: Any
 ) -> None:
-    done = _run(tmp_path, *args)
+    done = run_in(tmp_path, *args)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -49,8 +51,10 @@ def test_a_reading_command_in_another_folder_creates_no_database(
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no database, no key file
 
 
-def test_a_database_never_migrated_is_refused_too(database_url: str, tmp_path: Path) -> None:
-    done = _run(tmp_path, "report", "pass-rates", url=database_url)
+def test_a_database_never_migrated_is_refused_too(
+    database_url: str, tmp_path: Path, run_in: Any
+) -> None:
+    done = run_in(tmp_path, "report", "pass-rates", url=database_url)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "sre-judge migrate" in line
