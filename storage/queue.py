@@ -46,6 +46,9 @@ class QueueRepository:
         """Work through ``db``; report claimed and completed job items to ``regrade``."""
         self._db = db
         self._regrade = regrade
+        #: per kind of claim (``regrade``): whether the last one filled its limit, so the
+        #: queue likely holds more and the next claim need not look before it leases
+        self._backlog: dict[bool | None, bool] = {}
 
     async def claim_pending(
         self, worker_id: str, *, limit: int, lease_seconds: float, regrade: bool | None = None
@@ -63,14 +66,17 @@ class QueueRepository:
         pick = claimable_query(now, limit, held, regrade=regrade)
         if self._db.postgres:
             pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
-        else:
+        elif not self._backlog.get(regrade):
             # SQLite writes take the database lock: look without it first, so that idle
-            # workers polling an empty queue never block submissions
+            # workers polling an empty queue never block submissions (while a backlog
+            # lasts, each claim finds work: it leases at once)
             probe = claimable_query(now, 1, held, regrade=regrade)
             probe = probe.with_only_columns(col(GradingRecord.id))
             if not await self._db.run_read(lambda s: s.execute(probe).first()):
                 return []
-        return await self._db.run(self._lease, pick, worker_id, expires)
+        claims = await self._db.run(self._lease, pick, worker_id, expires)
+        self._backlog[regrade] = len(claims) >= limit
+        return claims
 
     def _lease(
         self, session: Session, pick: Select[Any], worker_id: str, expires: datetime

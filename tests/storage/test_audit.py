@@ -12,7 +12,7 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, event, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 
 from storage import GENESIS_HASH, AuditRecord, Store, append_event, verify_chain
@@ -21,6 +21,7 @@ from storage.canonical import canonical_json
 from storage.db import make_engine, session_factory
 from storage.keys import ServiceKey
 from tests.storage.helpers import graded_result, submit
+from tests.support.statements import statements
 
 pytestmark = pytest.mark.tampers
 
@@ -183,16 +184,8 @@ def test_an_sqlite_append_after_the_engines_own_does_not_read_the_head(
         pytest.skip("PostgreSQL reads the head under its advisory lock")
     key = ChainKey.of(ServiceKey.ephemeral())
     _append(engine, key, "first")  # reads the head: the engine has written nothing yet
-    sent: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        sent.append(" ".join(statement.split()))
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with statements(engine) as sent:
         _append(engine, key, "second")
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
     # one statement touches the log, the guarded INSERT, after SQLite's BEGIN
     touching = [statement for statement in sent if "audit_log" in statement]
     assert len(touching) == 1 and touching[0].startswith("INSERT INTO audit_log"), sent

@@ -20,6 +20,7 @@ from storage import (
 from storage.db import session_factory
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, judge_call, submit, unscored_result
+from tests.support.statements import statements
 
 
 async def _count(engine: Engine, model: type, **where: str) -> int:
@@ -251,3 +252,33 @@ async def test_a_batch_with_a_bad_verdict_stores_none_of_it(store: Store, engine
 
     assert await _count(engine, AnswerRecord) == 0
     assert (await store.gradings.get(ids[0])).grading.status == "pending"  # type: ignore[union-attr]
+
+
+async def test_while_a_backlog_lasts_sqlite_claims_lease_without_looking_first(
+    store: Store, engine: Engine
+) -> None:
+    # an idle worker looks at the queue in a read transaction before it takes SQLite's
+    # write lock; a worker whose last claim filled its limit leases at once
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL claims with SKIP LOCKED, never looking first")
+    for _ in range(3):
+        await submit(store)
+
+    async def claim(limit: int) -> tuple[int, list[str]]:
+        """How many it claimed, and the kind of each statement (``BEGIN DEFERRED``,
+        ``SELECT``...)."""
+        with statements(engine) as sent:
+            claims = await store.queue.claim_pending("w", limit=limit, lease_seconds=60)
+        words = [statement.split() for statement in sent]
+        return len(claims), [" ".join(w[:2]) if w[0] == "BEGIN" else w[0] for w in words]
+
+    found, first = await claim(1)
+    assert found == 1 and first[:2] == ["BEGIN DEFERRED", "SELECT"]  # looked first
+    found, second = await claim(1)
+    assert found == 1 and "BEGIN DEFERRED" not in second  # the backlog: leased at once
+    assert second[0] == "BEGIN IMMEDIATE"
+    found, _ = await claim(5)
+    assert found == 1  # fewer than asked for: the queue is drained
+    found, idle = await claim(1)
+    # an empty queue is only looked at: the write lock is never taken
+    assert found == 0 and idle == ["BEGIN DEFERRED", "SELECT"]
