@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Float, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Float, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from storage.canonical import utcnow
@@ -164,6 +164,14 @@ class GradingRecord(SQLModel, table=True):
         Index("ix_grading_created_at_id", "created_at", "id"),
         # a regrade job's items by status, from the index alone (its progress)
         Index("ix_grading_regrade_job_id_status", "regrade_job_id", "status"),
+        # the queue's claim order (storage.claims): live first, then oldest first
+        Index(
+            "ix_grading_claim_order",
+            "status",
+            text("(regrade_job_id IS NOT NULL)"),
+            "created_at",
+            "id",
+        ),
     )
 
     id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))

@@ -94,6 +94,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
         "cli_start",
         "judge_quality",
         "cpu_per_grading",
+        "claims",
         "sregym_roundtrip",
         "slow_judge",
         "screening",

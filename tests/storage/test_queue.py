@@ -17,7 +17,10 @@ from storage import (
     Store,
     verify_chain,
 )
+from storage.canonical import utcnow
+from storage.claims import claimable_query
 from storage.db import session_factory
+from storage.regrade.lifecycle import not_held_back
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, judge_call, submit, unscored_result
 from tests.support.statements import statements
@@ -282,3 +285,16 @@ async def test_while_a_backlog_lasts_sqlite_claims_lease_without_looking_first(
     found, idle = await claim(1)
     # an empty queue is only looked at: the write lock is never taken
     assert found == 0 and idle == ["BEGIN DEFERRED", "SELECT"]
+
+
+def test_a_claim_walks_the_claim_order_and_sorts_no_backlog(engine: Engine) -> None:
+    # without an index in claim order, each claim read and sorted every pending grading
+    # with its submission: a backlog of N made a claim O(N) (bench/claims.py)
+    if engine.dialect.name != "sqlite":
+        pytest.skip("the plan is checked on SQLite; bench/claims.py measures both")
+    pick = claimable_query(utcnow(), 4, not_held_back())
+    sql = str(pick.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+    with engine.connect() as connection:
+        plan = [row[3] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")]
+    assert any("ix_grading_claim_order" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
