@@ -106,7 +106,7 @@ async def _fill_cache(services: Services, count: int) -> None:
     backend = services.backends.get(TARGET_JUDGE)
     keyer = CacheKeys(
         build_reply_schema(rubric),
-        sampling_params(services),
+        sampling_params(services, backend),
         backend=backend.name,
         model=backend.model,
         base_url=backend.base_url,
