@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import BindParameter, Select, and_, or_, select
 from sqlmodel import col
 
 from storage.models import Claim
@@ -51,10 +51,17 @@ def claim_of(
 
 
 def claimable_query(
-    now: datetime, limit: int, held_back: Any, *, regrade: bool | None = None
+    now: datetime | BindParameter[Any],
+    limit: int | BindParameter[Any],
+    held_back: Any,
+    *,
+    regrade: bool | None = None,
 ) -> Select[Any]:
     """Up to ``limit`` claimable gradings with their submissions and the ground truth
     of the scenario version they target: live ones first, then oldest first.
+
+    ``now`` and ``limit`` may be bind parameters, for a statement built once and run
+    with their values (the queue's claims: ``storage.queue``).
 
     ``held_back``: the WHERE clause excluding items of paused or cancelled jobs;
     ``regrade``: True for regrade job items only, False for live gradings only.

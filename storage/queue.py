@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, bindparam, func, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -49,6 +49,8 @@ class QueueRepository:
         #: per kind of claim (``regrade``): whether the last one filled its limit, so the
         #: queue likely holds more and the next claim need not look before it leases
         self._backlog: dict[bool | None, bool] = {}
+        #: per kind of claim: its statements (``_statements``)
+        self._built: dict[bool | None, tuple[Select[Any], Select[Any]]] = {}
 
     async def claim_pending(
         self, worker_id: str, *, limit: int, lease_seconds: float, regrade: bool | None = None
@@ -62,27 +64,41 @@ class QueueRepository:
         """
         now = self._db.clock()
         expires = now + timedelta(seconds=lease_seconds)
-        held = self._regrade.not_held_back()
-        pick = claimable_query(now, limit, held, regrade=regrade)
-        if self._db.postgres:
-            pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
-        elif not self._backlog.get(regrade):
-            # SQLite writes take the database lock: look without it first, so that idle
-            # workers polling an empty queue never block submissions (while a backlog
-            # lasts, each claim finds work: it leases at once)
-            probe = claimable_query(now, 1, held, regrade=regrade)
-            probe = probe.with_only_columns(col(GradingRecord.id))
-            if not await self._db.run_read(lambda s: s.execute(probe).first()):
-                return []
-        claims = await self._db.run(self._lease, pick, worker_id, expires)
+        pick, probe = self._statements(regrade)
+        values = {"now": now, "limit": limit}
+        # SQLite writes take the database lock: look without it first, so that idle
+        # workers polling an empty queue never block submissions (while a backlog lasts,
+        # each claim finds work: it leases at once)
+        look = not self._db.postgres and not self._backlog.get(regrade)
+        if look and not await self._db.run_read(lambda s: s.execute(probe, values).first()):
+            return []
+        claims = await self._db.run(self._lease, pick, values, worker_id, expires)
         self._backlog[regrade] = len(claims) >= limit
         return claims
 
+    def _statements(self, regrade: bool | None) -> tuple[Select[Any], Select[Any]]:
+        """The pick and the look-first probe of a kind of claim, built once: ``now`` and
+        ``limit`` are bound on each run (building them cost more than running them)."""
+        built = self._built.get(regrade)
+        if built is None:
+            now, limit = bindparam("now"), bindparam("limit")
+            pick = claimable_query(now, limit, self._regrade.not_held_back(), regrade=regrade)
+            if self._db.postgres:
+                pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
+            probe = pick.with_only_columns(col(GradingRecord.id)).limit(1)
+            built = self._built[regrade] = (pick, probe)
+        return built
+
     def _lease(
-        self, session: Session, pick: Select[Any], worker_id: str, expires: datetime
+        self,
+        session: Session,
+        pick: Select[Any],
+        values: dict[str, Any],
+        worker_id: str,
+        expires: datetime,
     ) -> list[Claim]:
         """Lease what ``pick`` finds to ``worker_id`` until ``expires``; the claims."""
-        rows = session.execute(pick).all()
+        rows = session.execute(pick, values).all()
         if not rows:
             return []
         session.execute(
