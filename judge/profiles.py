@@ -30,6 +30,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from judge.rubric import Rubric
 from judge.spec import split_spec
 from judge.style import ReplyFormat
@@ -50,12 +52,6 @@ AskingMode = Literal["single", "per_question", "extraction"]
 
 _DEFAULT_ASKING: AskingMode = "single"
 _DEFAULT_REPLY: ReplyFormat = "full"
-_ASKING_MODES = ("single", "per_question", "extraction")
-_REPLY_FORMATS = ("full", "compact")
-_KEYS = frozenset(
-    {"name", "models", "asking", "reply_format", "temperature", "max_tokens", "context_tokens",
-     "measured"}
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,50 +89,51 @@ class AskingChoice:
     reply_format_chosen: bool = False
 
 
-def _number(
-    name: str, entry: Mapping[str, object], key: str, low: float, high: float
-) -> float | None:
-    value = entry.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise ValueError(f"judge profile {name}: {key} must be a number from {low:g} to {high:g}")
-    return value
+class _Entry(BaseModel):
+    """One ``[[profile]]`` table as a file may write it (strict: no key or type guessed)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: str
+    models: list[str] = Field(min_length=1)
+    asking: AskingMode | None = None
+    reply_format: ReplyFormat | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=16)
+    context_tokens: int | None = Field(default=None, ge=256)
+    measured: str = ""
 
 
-def _whole(name: str, entry: Mapping[str, object], key: str, low: int) -> int | None:
-    value = entry.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"judge profile {name}: {key} must be a whole number of at least {low}")
-    return value
+def _problems(exc: ValidationError) -> str:
+    """The entry's problems in one line: its unknown keys, then each bad value."""
+    errors = exc.errors()
+    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]
+    told = [f"unknown keys {', '.join(unknown)}"] if unknown else []
+    told += [
+        f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}"
+        for e in errors
+        if e["type"] != "extra_forbidden"
+    ]
+    return "; ".join(told)
 
 
 def _profile(entry: Mapping[str, object]) -> JudgeProfile:
-    name = str(entry.get("name") or "")
-    if not name:
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
         raise ValueError("a judge profile needs a name")
-    unknown = sorted(set(entry) - _KEYS)
-    if unknown:
-        raise ValueError(f"judge profile {name}: unknown keys {', '.join(unknown)}")
-    asking, reply = entry.get("asking"), entry.get("reply_format")
-    if asking is not None and asking not in _ASKING_MODES:
-        raise ValueError(f"judge profile {name}: unknown asking {asking!r}")
-    if reply is not None and reply not in _REPLY_FORMATS:
-        raise ValueError(f"judge profile {name}: unknown reply_format {reply!r}")
-    models = entry.get("models")
-    if not isinstance(models, list) or not models:
-        raise ValueError(f"judge profile {name}: models must be a non-empty list")
+    try:
+        valid = _Entry.model_validate(dict(entry))
+    except ValidationError as exc:
+        raise ValueError(f"judge profile {name}: {_problems(exc)}") from None
     return JudgeProfile(
-        name=name,
-        models=tuple(str(m) for m in models),
-        asking=asking,  # type: ignore[arg-type]
-        reply_format=reply,  # type: ignore[arg-type]
-        temperature=_number(name, entry, "temperature", 0, 2),
-        max_tokens=_whole(name, entry, "max_tokens", 16),
-        context_tokens=_whole(name, entry, "context_tokens", 256),
-        measured=str(entry.get("measured", "")),
+        name=valid.name,
+        models=tuple(valid.models),
+        asking=valid.asking,
+        reply_format=valid.reply_format,
+        temperature=valid.temperature,
+        max_tokens=valid.max_tokens,
+        context_tokens=valid.context_tokens,
+        measured=valid.measured,
     )
 
 
