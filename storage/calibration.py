@@ -7,24 +7,34 @@ name: a run records the model digest it measured (``judge.identity``), and once 
 digest is seen behind the name the qualification is provisional until a new run
 measures it (:func:`holds`). Where either digest is unknown the run alone decides. A
 drift canary run that demoted the judge after its latest calibration run makes it
-provisional too, until a new calibration run (``storage.canary``).
+provisional too, until a new calibration run (:func:`demoted_since`; the canary's
+runs are the judges feature's).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from storage.canary import demoted_since
 from storage.database import Database
-from storage.quality_tables import CalibrationRunRecord
+from storage.quality_tables import CalibrationRunRecord, CanaryRunRecord
 
-__all__ = ["CalibrationRepository", "holds"]
+__all__ = ["CalibrationRepository", "demoted_since", "holds"]
 
 _C = CalibrationRunRecord
+_K = CanaryRunRecord
+
+
+def demoted_since(session: Session, judge_spec: str, since: datetime) -> bool:
+    """Whether a canary run after ``since`` demoted the judge named ``judge_spec``."""
+    query = select(col(_K.id)).where(
+        col(_K.judge_spec) == judge_spec, col(_K.created_at) > since, col(_K.demoted).is_(True)
+    )
+    return session.execute(query.limit(1)).first() is not None
 
 
 def holds(run: CalibrationRunRecord | None, current_digest: str | None) -> bool:

@@ -16,7 +16,6 @@ from sqlalchemy.engine import Engine
 
 from storage.attempts import AttemptReads
 from storage.calibration import CalibrationRepository
-from storage.canary import CanaryRepository
 from storage.canonical import utcnow
 from storage.catalog import CatalogRepository
 from storage.database import Database
@@ -101,7 +100,5 @@ class Store:
         self.calibration = CalibrationRepository(self.db)
         #: the model digests seen behind judges' names, and their changes
         self.judge_digests = JudgeDigestRepository(self.db)
-        #: drift canary runs and demotions
-        self.canary = CanaryRepository(self.db)
         #: signed-in browsers of the workbench
         self.web_sessions = WebSessionRepository(self.db)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.judges.canary import CallBudget, calls_per_item
+from api.judges.canary_queries import CanaryQueries
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import grader_for
 from api.service.qualification import identity_of
@@ -193,5 +194,5 @@ async def judge_runs(services: Services, *, limit: int = 500) -> list[JudgeRuns]
         group.digest = digests[group.judge]
         if group.runs:
             since = group.runs[0].created_at
-            group.demoted = await services.store.canary.demoted_since(group.judge, since)
+            group.demoted = await CanaryQueries(services.store.db).demoted_since(group.judge, since)
     return groups

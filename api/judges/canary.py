@@ -22,6 +22,7 @@ import hashlib
 import logging
 from typing import Any
 
+from api.judges.canary_queries import CanaryQueries
 from api.service.background import BackgroundTask
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import asking_choice, grader_for
@@ -42,8 +43,7 @@ from judge.errors import JudgeCallError, JudgeSpecError
 from judge.rubric import Rubric
 from judge.spec import judge_identity
 from judge.statistics import Proportion
-from storage.canary import CanaryRunRecord
-from storage.quality_tables import CalibrationRunRecord
+from storage.quality_tables import CalibrationRunRecord, CanaryRunRecord
 
 __all__ = [
     "BudgetSpent",
@@ -108,7 +108,7 @@ async def _baseline(
     if kept:
         return dict(kept)
     since = calibration.created_at if calibration is not None else None
-    first = await services.store.canary.baseline(judge_spec, sha, since=since)
+    first = await CanaryQueries(services.store.db).baseline(judge_spec, sha, since=since)
     return dict(first.answers) if first is not None else None
 
 
@@ -167,7 +167,7 @@ async def run_canary(
         # the run-to-run noise the changed share was held against (None: the allowance)
         figures={**figures.results, "noise": _json(found.noise)},
     )  # fmt: skip
-    run = await services.store.canary.add_run(run)
+    run = await CanaryQueries(services.store.db).add_run(run)
     if run.demoted:
         services.qualification_changes += 1  # this process's gradings see it at once
         if metrics is not None:
@@ -247,7 +247,7 @@ class CanaryLoop(BackgroundTask):
         process with workers runs this loop; the schedule is one for all of them)."""
         settings = self.services.settings
         name = judge_identity(settings.judge)
-        latest = await self.services.store.canary.runs(judge_spec=name, limit=1)
+        latest = await CanaryQueries(self.services.store.db).runs(judge_spec=name, limit=1)
         if not latest:
             return True
         age = (self.services.store.db.clock() - latest[0].created_at).total_seconds()

@@ -185,13 +185,14 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
       sre-judge judges canary --history --format json
     """
     from api.judges.canary import canary_public, run_canary
+    from api.judges.canary_queries import CanaryQueries
     from judge.spec import judge_identity
 
     async def work() -> list[dict[str, Any]]:
         async with service_runtime() as services:
             if history:
                 name = judge_identity(judge_spec) if judge_spec else None
-                runs = await services.store.canary.runs(judge_spec=name, limit=limit)
+                runs = await CanaryQueries(services.store.db).runs(judge_spec=name, limit=limit)
                 return [canary_public(r) for r in runs]
             return [canary_public(await run_canary(services, judge=judge_spec, actor="cli"))]
 

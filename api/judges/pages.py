@@ -13,11 +13,12 @@ from litestar.di import NamedDependency
 from litestar.response import Template
 
 from api.judges.calibration import judge_runs
+from api.judges.canary_queries import CanaryQueries
 from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from judge.spec import judge_identity
-from storage.canary import CanaryRunRecord
+from storage.quality_tables import CanaryRunRecord
 
 __all__ = ["canary_chart", "judges_page"]
 
@@ -85,7 +86,7 @@ async def judges_page(
     """Calibration runs per judge, each judge qualified or provisional, and the canary."""
     judges = await judge_runs(services)
     configured = judge_identity(services.settings.judge)
-    canary = await services.store.canary.runs(limit=100)
+    canary = await CanaryQueries(services.store.db).runs(limit=100)
     return page(
         "judges.html",
         who,

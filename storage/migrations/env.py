@@ -14,7 +14,6 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-import storage.canary
 import storage.imports.tables
 import storage.judge_digests
 import storage.quality_tables
