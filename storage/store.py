@@ -19,9 +19,7 @@ from storage.calibration import CalibrationRepository
 from storage.canonical import utcnow
 from storage.catalog import CatalogRepository
 from storage.database import Database
-from storage.exports import ExportReads
 from storage.gradings import GradingReads
-from storage.imports.originals import OriginalRowReads
 from storage.judge_cache import CacheRepository
 from storage.judge_digests import JudgeDigestRepository
 from storage.keys import ServiceKey
@@ -88,10 +86,6 @@ class Store:
         self.tags = TagRepository(self.db)
         #: API tokens
         self.tokens = TokenRepository(self.db)
-        #: streaming every grading of a filter
-        self.exports = ExportReads(self.db)
-        #: imported SREGym rows, for the lossless SREGym export
-        self.sregym_rows = OriginalRowReads(self.db)
         #: the votes of panels and samples
         self.votes = VoteReads(self.db)
         #: the judge cache

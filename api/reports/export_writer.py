@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import IO
 
+from api.reports.export_reads import ExportedGrading, ExportReads
 from api.reports.exports import ExportFormat, export_chunks
 from storage import Store
-from storage.exports import ExportedGrading
 from storage.report_queries import ReportFilter
 
 __all__ = [
@@ -102,7 +102,7 @@ async def write_export(
     digest = hashlib.sha256()
     size = 0
     try:
-        async with store.exports.open(filters) as export:
+        async with ExportReads(store.db).open(filters) as export:
             counted = replace(export, gradings=counter.count(export.gradings))
             async for chunk in export_chunks(counted, fmt):
                 data = chunk.encode("utf-8")

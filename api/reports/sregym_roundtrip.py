@@ -22,9 +22,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from api.reports.sregym_row_reads import OriginalRow
 from api.reports.sregym_rows import sregym_row
 from judge.rubric import Rubric
-from storage.imports import SREGYM_JUDGE_SPEC, OriginalRow
+from storage.imports import SREGYM_JUDGE_SPEC
 
 __all__ = [
     "FILE_COLUMN",

@@ -23,6 +23,7 @@ from api.reports.sregym_roundtrip import (
     row_cells,
     sregym_files,
 )
+from api.reports.sregym_row_reads import OriginalRowReads
 from storage import Store
 from storage.report_queries import ReportFilter
 
@@ -76,7 +77,7 @@ async def write_sregym_file(store: Store, filters: ReportFilter, sink: IO[bytes]
     """Every imported row of ``filters`` in one CSV, the file each came from last."""
     out, rows = _Hashing(sink), 0
     try:
-        async with store.sregym_rows.open(filters) as export:
+        async with OriginalRowReads(store.db).open(filters) as export:
             columns = [*export.columns, FILE_COLUMN]
             out.write(csv_text(columns, []).encode("utf-8"))
             async for row in export.rows:
@@ -95,7 +96,7 @@ async def write_sregym_archive(
     """Every imported row of ``filters`` in SREGym's folder layout, as tar.gz or zip."""
     out, rows, now = _Hashing(sink), 0, time.time()
     try:
-        async with store.sregym_rows.open(filters) as export:
+        async with OriginalRowReads(store.db).open(filters) as export:
             if archive == "zip":
                 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zipped:  # type: ignore[call-overload]
                     async for f in sregym_files(export.rows, export.rubrics):
@@ -119,7 +120,7 @@ async def write_sregym_folder(store: Store, filters: ReportFilter, folder: Path)
     """Every imported row of ``filters`` as SREGym's files under ``folder``; the rows written."""
     rows = 0
     try:
-        async with store.sregym_rows.open(filters) as export:
+        async with OriginalRowReads(store.db).open(filters) as export:
             async for f in sregym_files(export.rows, export.rubrics):
                 target = folder.joinpath(*safe_relative(f.path).parts)
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,13 @@
-"""What every feature shares of imported runs: their tables and SREGym's original rows.
+"""What every feature shares of imported runs: their tables.
 
 The importing itself (parsing SREGym results folders and JSON lines, storing what was
 parsed, the background jobs) is the imports feature, :mod:`api.imports`; the reports
-read the original rows back for the lossless SREGym export.
+read the original rows back for the lossless SREGym export
+(:mod:`api.reports.sregym_row_reads`).
 """
 
 from __future__ import annotations
 
-from storage.imports.originals import OriginalRow, OriginalRowExport, OriginalRowReads
 from storage.imports.tables import (
     IMPORT_JOB_STATES,
     SREGYM_JUDGE_SPEC,
@@ -23,8 +23,5 @@ __all__ = [
     "SREGYM_RUBRIC_VERSION",
     "ImportJobRecord",
     "ImportUploadRecord",
-    "OriginalRow",
-    "OriginalRowExport",
-    "OriginalRowReads",
     "SregymOriginalRowRecord",
 ]

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from api.reports.export_reads import ExportReads
 from api.reports.queries import ReportQueries
 from storage import Store
 from storage.report_queries import ReportFilter
@@ -178,12 +179,12 @@ async def test_export_streams_every_grading_in_batches(store: Store, clock: Cloc
     for outcome in ("pass", "fail", "unscored", "pending", "pass"):
         ids.append(await add_grading(store, outcome))  # type: ignore[arg-type]
         clock.advance(1)
-    async with store.exports.open(EVERYTHING, batch=2) as export:
+    async with ExportReads(store.db).open(EVERYTHING, batch=2) as export:
         assert list(export.rubrics) == [("sregym-rca", sregym_rubric().version)]
         streamed = [item async for item in export.gradings]
     assert [item.view.grading.id for item in streamed] == ids
     assert [len(item.view.answers) for item in streamed] == [9, 9, 0, 0, 9]
-    async with store.exports.open(ReportFilter(agent="nobody")) as export:
+    async with ExportReads(store.db).open(ReportFilter(agent="nobody")) as export:
         assert export.rubrics == {} and [item async for item in export.gradings] == []
 
 
@@ -191,7 +192,7 @@ async def test_an_export_reads_one_snapshot_while_gradings_are_added(
     store: Store, clock: Clock
 ) -> None:
     before = [await add_grading(store, "pass") for _ in range(3)]
-    async with store.exports.open(EVERYTHING, batch=1) as export:
+    async with ExportReads(store.db).open(EVERYTHING, batch=1) as export:
         streamed = [await anext(export.gradings)]
         clock.advance(1)
         await add_grading(store, "fail")  # a writer meanwhile: not in this export
@@ -200,7 +201,7 @@ async def test_an_export_reads_one_snapshot_while_gradings_are_added(
 
 
 async def _fail_after_one(store: Store) -> None:
-    async with store.exports.open(EVERYTHING, batch=1) as export:
+    async with ExportReads(store.db).open(EVERYTHING, batch=1) as export:
         await anext(export.gradings)
         raise RuntimeError("the consumer failed")
 
@@ -209,14 +210,14 @@ async def test_an_export_left_early_gives_its_connection_back(store: Store) -> N
     for _ in range(3):
         await add_grading(store, "pass")
     pool = store.engine.pool
-    async with store.exports.open(EVERYTHING, batch=1) as export:
+    async with ExportReads(store.db).open(EVERYTHING, batch=1) as export:
         async for _item in export.gradings:
             break
     assert pool.checkedout() == 0  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError, match="the consumer failed"):
         await _fail_after_one(store)
     assert pool.checkedout() == 0  # type: ignore[attr-defined]
-    async with store.exports.open(EVERYTHING, batch=1) as export:
+    async with ExportReads(store.db).open(EVERYTHING, batch=1) as export:
         await anext(export.gradings)
         await export.gradings.aclose()  # type: ignore[attr-defined]
         assert pool.checkedout() == 1  # type: ignore[attr-defined]  # held until the block ends

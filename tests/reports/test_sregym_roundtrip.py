@@ -23,6 +23,7 @@ from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
 from api.reports.export_writer import ExportSummary
 from api.reports.sregym_roundtrip import FILE_COLUMN
+from api.reports.sregym_row_reads import OriginalRowReads
 from api.reports.sregym_writer import (
     write_sregym_archive,
     write_sregym_file,
@@ -174,7 +175,7 @@ async def test_a_human_override_rewrites_only_that_attempts_verdict_columns(
 
 async def test_rows_come_in_folder_order_across_batches(store: Store, tmp_path: Path) -> None:
     await _imported(store, tmp_path)
-    async with store.sregym_rows.open(ReportFilter(), batch=7) as export:
+    async with OriginalRowReads(store.db).open(ReportFilter(), batch=7) as export:
         seen = [(r.original.path, r.original.line) async for r in export.rows]
     assert len(seen) == len(set(seen)) == 45
     assert seen == sorted(seen)
@@ -184,10 +185,10 @@ async def test_the_rows_come_from_one_snapshot_taken_when_the_export_opens(
     store: Store, tmp_path: Path
 ) -> None:
     await _imported(store, tmp_path)
-    async with store.sregym_rows.open(ReportFilter(), batch=7) as export:
+    async with OriginalRowReads(store.db).open(ReportFilter(), batch=7) as export:
         first = await anext(export.rows)
         await store.db.run(lambda session: session.execute(delete(SregymOriginalRowRecord)))
         rest = [r async for r in export.rows]
     assert len([first, *rest]) == 45
-    async with store.sregym_rows.open(ReportFilter()) as export:
+    async with OriginalRowReads(store.db).open(ReportFilter()) as export:
         assert [r async for r in export.rows] == []

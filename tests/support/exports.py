@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from storage.exports import ExportedGrading, ExportReads, GradingExport
+from api.reports.export_reads import ExportedGrading, ExportReads, GradingExport
 
 __all__ = ["LOST_CONNECTION", "fail_exports_after"]
 

@@ -71,7 +71,7 @@ class ExportReads:
     async def open(
         self, filters: ReportFilter, *, batch: int = BATCH
     ) -> AsyncIterator[GradingExport]:
-        """``async with store.exports.open(f) as export: async for g in export.gradings``."""
+        """The rubrics in scope and the gradings of ``filters``, streamed from one snapshot."""
         async with self._db.held_read() as snapshot:
             rubrics = await snapshot.run(rubrics_in_scope, filters)
             gradings = _stream(snapshot, filters, batch)

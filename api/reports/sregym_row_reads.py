@@ -23,13 +23,13 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from judge.rubric import Rubric
-from storage.database import Database, HeldRead
-from storage.exports import (
+from api.reports.export_reads import (
     ExportedGrading,
     attach,
     rubrics_in_scope,
 )
+from judge.rubric import Rubric
+from storage.database import Database, HeldRead
 from storage.imports.tables import SregymOriginalRowRecord
 from storage.report_queries import ReportFilter, filtered, joined, submission_filtered
 from storage.tables import GradingRecord, SubmissionRecord
@@ -73,7 +73,7 @@ class OriginalRowReads:
     async def open(
         self, filters: ReportFilter, *, batch: int = BATCH
     ) -> AsyncIterator[OriginalRowExport]:
-        """``async with store.sregym_rows.open(f) as export: async for r in export.rows``."""
+        """The rows of ``filters`` with the grading shown for each, from one snapshot."""
         async with self._db.held_read() as snapshot:
             rubrics, columns = await snapshot.run(_heading, filters)
             rows = _stream(snapshot, filters, batch)
