@@ -40,7 +40,6 @@ from storage.models import (
 )
 from storage.quality_tables import CalibrationRunRecord, JudgeVoteRecord
 from storage.regrade.tables import JudgeCacheRecord, RegradeJobRecord
-from storage.review import ReviewItem
 from storage.review_tables import (
     FailureTagRecord,
     HumanLabelRecord,
@@ -92,7 +91,6 @@ __all__ = [
     "PreconditionFailed",
     "RegradeJobRecord",
     "ReviewClaimRecord",
-    "ReviewItem",
     "RubricVersionRecord",
     "ScenarioRecord",
     "ScenarioVersionRecord",

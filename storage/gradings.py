@@ -22,7 +22,8 @@ from storage.cursors import CursorCodec
 from storage.database import Database
 from storage.errors import InvalidCursor, NotFound
 from storage.models import GradingFilter, GradingView
-from storage.review_tables import FailureTagRecord
+from storage.quality_tables import JudgeVoteRecord
+from storage.review_tables import FailureTagRecord, OverrideRecord
 from storage.search import TextMatches
 from storage.tables import (
     AnswerRecord,
@@ -32,7 +33,15 @@ from storage.tables import (
     SubmissionRecord,
 )
 
-__all__ = ["GradingReads", "decode_cursor", "encode_cursor", "records_by_grading"]
+__all__ = [
+    "GradingReads",
+    "decode_cursor",
+    "encode_cursor",
+    "overrides_of",
+    "records_by_grading",
+    "tags_of",
+    "votes_of",
+]
 
 MAX_PAGE = 500
 _R = TypeVar("_R")
@@ -83,6 +92,25 @@ def records_by_grading(
         for record in session.execute(query).scalars():
             found[record.grading_id].append(record)
     return found
+
+
+def overrides_of(session: Session, grading_ids: Sequence[str]) -> dict[str, list[OverrideRecord]]:
+    """Every override of each grading, oldest first."""
+    order = (col(OverrideRecord.created_at), col(OverrideRecord.id))
+    return records_by_grading(session, OverrideRecord, grading_ids, order=order)
+
+
+def tags_of(session: Session, grading_ids: Sequence[str]) -> dict[str, list[FailureTagRecord]]:
+    """The failure tags in force on each grading, oldest first."""
+    in_force = col(FailureTagRecord.removed_at).is_(None)
+    order = (col(FailureTagRecord.id),)
+    return records_by_grading(session, FailureTagRecord, grading_ids, in_force, order=order)
+
+
+def votes_of(session: Session, grading_ids: Sequence[str]) -> dict[str, list[JudgeVoteRecord]]:
+    """The votes of each grading's panel members and samples, in the order stored."""
+    order = (col(JudgeVoteRecord.id),)
+    return records_by_grading(session, JudgeVoteRecord, grading_ids, order=order)
 
 
 def _filtered(

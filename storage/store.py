@@ -2,9 +2,9 @@
 
 ``Store(engine)`` is the composition root: it opens the handle and wires the
 repositories that work together inside one transaction (the queue tells the regrade
-repository about claimed and completed items; an override closes the grading's
-review). Every public repository method is one use case in one transaction
-(``Database.run``).
+repository about claimed and completed items). A feature's own queries live in its
+folder under ``api`` and work through ``store.db``. Every public repository method is
+one use case in one transaction (``Database.run``).
 """
 
 from __future__ import annotations
@@ -23,16 +23,12 @@ from storage.gradings import GradingReads
 from storage.judge_cache import CacheRepository
 from storage.judge_digests import JudgeDigestRepository
 from storage.keys import ServiceKey
-from storage.overrides import OverrideRepository
 from storage.pending_judges import PendingJudgeRepository
 from storage.queue import QueueRepository
 from storage.regrade.batches import BatchRepository
 from storage.regrade.jobs import RegradeRepository
-from storage.review import ReviewRepository
 from storage.submissions import SubmissionRepository
-from storage.tags import TagRepository
 from storage.tokens import TokenRepository
-from storage.votes import VoteReads
 from storage.web_sessions import WebSessionRepository
 
 __all__ = ["Store"]
@@ -78,16 +74,8 @@ class Store:
         self.pending_judges = PendingJudgeRepository(self.db)
         #: reading gradings, their judge calls and history
         self.gradings = GradingReads(self.db)
-        #: the review queue and review claims
-        self.review = ReviewRepository(self.db)
-        #: human overrides of answers and verdicts
-        self.overrides = OverrideRepository(self.db, self.review)
-        #: the failure-tag vocabulary and tags on gradings
-        self.tags = TagRepository(self.db)
         #: API tokens
         self.tokens = TokenRepository(self.db)
-        #: the votes of panels and samples
-        self.votes = VoteReads(self.db)
         #: the judge cache
         self.cache = CacheRepository(self.db)
         #: calibration runs and qualification

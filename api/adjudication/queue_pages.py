@@ -16,6 +16,7 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from api.adjudication.grading_view import verdict_label
+from api.adjudication.review_queries import ReviewItem
 from api.adjudication.use_cases import (
     assign_review,
     assignees,
@@ -30,7 +31,6 @@ from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from judge.review_reasons import ReviewReason
-from storage import ReviewItem
 
 __all__ = [
     "assign_from_page",

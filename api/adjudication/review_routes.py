@@ -10,13 +10,14 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.adjudication import use_cases as adjudication
+from api.adjudication.review_queries import ReviewItem
 from api.adjudication.use_cases import review_items
 from api.http.auth import require
 from api.service.presenters import render_gradings
 from api.service.principal import Principal
 from api.service.services import Services
 from judge.review_reasons import ReviewReason
-from storage import GradingView, ReviewItem
+from storage import GradingView
 from storage.review_tables import ReviewClaimRecord
 
 __all__ = [

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from api.adjudication.label_queries import LabelQueries
+from api.adjudication.override_queries import OverrideQueries
+from api.adjudication.review_queries import Assignee, ReviewItem, ReviewQueries
+from api.adjudication.tag_queries import TagQueries
 from api.service.errors import InvalidRequest
 from api.service.presenters import present_gradings, rubric_shown
 from api.service.principal import Principal
@@ -23,10 +26,9 @@ from api.service.services import Services
 from api.service.visibility import readable_grading, readable_in
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
-from storage import GradingView, ReviewItem
+from storage import GradingView
 from storage.audit import ROWS
 from storage.errors import Conflict
-from storage.review import Assignee
 from storage.review_tables import FailureTagRecord, ReviewClaimRecord, TagVocabularyRecord
 
 if TYPE_CHECKING:
@@ -77,7 +79,7 @@ async def review_items(
     only the items assigned to ``principal``)."""
     _check_reason(reason)
     return list(
-        await services.store.review.queue(
+        await ReviewQueries(services.store.db).queue(
             principal_id=principal.id,
             agent=agent,
             scenario_id=scenario_id,
@@ -117,7 +119,7 @@ def _presented_items(
     assigned_to: str | None,
     limit: int,
 ) -> list[tuple[GradingRead, ReviewItem]]:
-    items = services.store.review.read_queue(
+    items = ReviewQueries(services.store.db).read_queue(
         session,
         principal_id=principal.id,
         agent=agent,
@@ -145,7 +147,7 @@ async def reviewed_today(
     """Reviews finished since midnight UTC (of one agent's or one scenario's gradings)."""
     now = services.store.db.clock()
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    return await services.store.review.reviewed_since(
+    return await ReviewQueries(services.store.db).reviewed_since(
         midnight, agent=agent, scenario_id=scenario_id
     )
 
@@ -156,7 +158,7 @@ async def claim_review(
     """Hold an item for ``minutes`` (the configured default when None); Conflict while
     another adjudicator holds it. Returns the claim."""
     await readable_grading(services, principal, grading_id)
-    return await services.store.review.claim(
+    return await ReviewQueries(services.store.db).claim(
         grading_id,
         principal_id=principal.id,
         principal_name=principal.name,
@@ -167,7 +169,7 @@ async def claim_review(
 async def finish_review(services: Services, principal: Principal, grading_id: str) -> None:
     """The item leaves the queue."""
     await readable_grading(services, principal, grading_id)
-    await services.store.review.finish(grading_id, principal_id=principal.id)
+    await ReviewQueries(services.store.db).finish(grading_id, principal_id=principal.id)
 
 
 async def skip_review(
@@ -180,7 +182,7 @@ async def skip_review(
     if len(text) > SKIP_NOTE_LIMIT:
         raise InvalidRequest(f"note: at most {SKIP_NOTE_LIMIT} characters", field="note")
     await readable_grading(services, principal, grading_id)
-    return await services.store.review.skip(
+    return await ReviewQueries(services.store.db).skip(
         grading_id, principal_id=principal.id, principal_name=principal.name, note=text or None
     )
 
@@ -188,7 +190,7 @@ async def skip_review(
 async def release_review(services: Services, principal: Principal, grading_id: str) -> bool:
     """Give back the claim ``principal`` holds on an item it walked past (nothing when it
     holds none); returns whether a claim was given back."""
-    return await services.store.review.release(grading_id, principal_id=principal.id)
+    return await ReviewQueries(services.store.db).release(grading_id, principal_id=principal.id)
 
 
 async def assign_review(
@@ -201,12 +203,14 @@ async def assign_review(
     if wanted == "":
         raise InvalidRequest("assignee: give a token id or name, or null", field="assignee")
     await readable_grading(services, principal, grading_id)
-    return await services.store.review.assign(grading_id, wanted, principal_id=principal.id)
+    return await ReviewQueries(services.store.db).assign(
+        grading_id, wanted, principal_id=principal.id
+    )
 
 
 async def assignees(services: Services) -> list[Assignee]:
     """Everyone an item can be assigned to, by name."""
-    return await services.store.review.assignees()
+    return await ReviewQueries(services.store.db).assignees()
 
 
 async def label_grading(
@@ -232,7 +236,7 @@ async def label_grading(
         author_id=principal.id,
         author_name=principal.name,
     )
-    await services.store.review.finish(grading_id, principal_id=principal.id)
+    await ReviewQueries(services.store.db).finish(grading_id, principal_id=principal.id)
     return await readable_grading(services, principal, grading_id)
 
 
@@ -298,7 +302,7 @@ def _append_override(
     rubric = rubric_shown(session, services, view)
     if rubric is None:
         raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")
-    services.store.overrides.add_in(
+    OverrideQueries(services.store.db).add_in(
         session,
         grading_id,
         view=view,
@@ -416,10 +420,8 @@ def _page_parts(
     view = readable_in(session, services, principal, grading_id)
     siblings = related_in(session, services, principal, grading_id)
     presented = present_gradings(session, services, [view, *siblings], principal)
-    vocabulary = services.store.tags.read_vocabulary(session) if adjudicator else []
-    recent = (
-        services.store.overrides.read_recent_reasons(session, principal.id) if adjudicator else []
-    )
+    vocabulary = TagQueries.read_vocabulary(session) if adjudicator else []
+    recent = OverrideQueries.read_recent_reasons(session, principal.id) if adjudicator else []
     canned = [
         *recent,
         *(f"{v.tag}: {v.description}" if v.description else v.tag for v in vocabulary),
@@ -475,7 +477,7 @@ async def tag_grading(
     """Tag what the agent got wrong, in ``principal``'s name; the tag must be in the
     vocabulary (:class:`storage.errors.InvalidReview` naming ``tag`` otherwise)."""
     await readable_grading(services, principal, grading_id)
-    return await services.store.tags.add(
+    return await TagQueries(services.store.db).add(
         grading_id, tag=tag, note=note, author_id=principal.id, author_name=principal.name
     )
 
@@ -485,18 +487,18 @@ async def untag_grading(
 ) -> None:
     """Remove a tag (kept in the audit log)."""
     await readable_grading(services, principal, grading_id)
-    await services.store.tags.remove(grading_id, tag_id, actor=principal.id)
+    await TagQueries(services.store.db).remove(grading_id, tag_id, actor=principal.id)
 
 
 async def tag_vocabulary(services: Services) -> list[TagVocabularyRecord]:
     """The failure-tag vocabulary adjudicators tag with."""
-    return await services.store.tags.vocabulary()
+    return await TagQueries(services.store.db).vocabulary()
 
 
 async def define_tag(
     services: Services, principal: Principal, tag: str, *, description: str
 ) -> TagVocabularyRecord:
     """Extend the vocabulary in ``principal``'s name (admins)."""
-    return await services.store.tags.add_vocabulary(
+    return await TagQueries(services.store.db).add_vocabulary(
         tag, description=description, actor=principal.id
     )

@@ -33,6 +33,7 @@ from judge.rubric import Rubric
 from judge.trace import TraceCheck, TraceText, trace_check
 from judge.verdict import Answer, GradingResult, Vote
 from storage import FailureTagRecord, GradingFilter, GradingView, OverrideRecord
+from storage.gradings import overrides_of, tags_of, votes_of
 from storage.overrides import override_events
 from storage.quality_tables import JudgeVoteRecord
 from storage.tables import AnswerRecord, SubmissionRecord
@@ -344,10 +345,9 @@ def present_gradings(
     """Grading objects for several stored gradings, read in ``session``: their overrides,
     tags and votes in one query each."""
     ids = [v.grading.id for v in views]
-    store = services.store
-    overrides = store.overrides.read_for_gradings(session, ids)
-    tags = store.tags.read_for_gradings(session, ids)
-    votes = store.votes.read_for_gradings(session, ids)
+    overrides = overrides_of(session, ids)
+    tags = tags_of(session, ids)
+    votes = votes_of(session, ids)
     rendered = []
     for view in views:
         g = view.grading

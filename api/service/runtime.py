@@ -22,6 +22,7 @@ from types import TracebackType
 
 from sqlalchemy.engine import Engine
 
+from api.adjudication.tag_queries import TagQueries
 from api.grading.judge_moves import follow_configured_judge
 from api.grading.workers import GradingWorkers
 from api.imports.runner import ImportRunner
@@ -177,7 +178,9 @@ class Runtime:
             await ensure_bootstrap_admin(self.store, settings.bootstrap_admin_token_file)
         for rubric in self.services.rubrics.current.values():
             await self.store.catalog.save_rubric(rubric)
-        await self.store.tags.ensure_vocabulary(load_vocabulary(settings.failure_tags_file))
+        await TagQueries(self.store.db).ensure_vocabulary(
+            load_vocabulary(settings.failure_tags_file)
+        )
 
     async def __aenter__(self) -> Runtime:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from api.adjudication.override_queries import OverrideQueries
 from api.regrade.flips import flip_report, flips_csv
 from api.reports.agreement import agreement_table, build_agreement_report
 from storage import Store
@@ -22,7 +23,7 @@ async def _seed(store: Store) -> str:
     failing = await add_many(store, {"fail": 2})
     view = await store.gradings.get(failing[0])
     assert view is not None
-    await store.overrides.add(
+    await OverrideQueries(store.db).add(
         failing[0],
         rubric=sregym_rubric(),
         expected_revision=view.grading.revision,

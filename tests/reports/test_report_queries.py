@@ -6,6 +6,8 @@ from datetime import timedelta
 
 import pytest
 
+from api.adjudication.override_queries import OverrideQueries
+from api.adjudication.tag_queries import TagQueries
 from api.reports.export_reads import ExportReads
 from api.reports.queries import ReportQueries
 from storage import Store
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.postgres
 async def _override(store: Store, grading_id: str, **change: object) -> None:
     view = await store.gradings.get(grading_id)
     assert view is not None
-    await store.overrides.add(
+    await OverrideQueries(store.db).add(
         grading_id,
         rubric=sregym_rubric(),
         expected_revision=view.grading.revision,
@@ -138,19 +140,19 @@ async def test_dimension_failures_of_an_overridden_grading(store: Store) -> None
 
 
 async def test_failure_tags_in_force_are_counted(store: Store) -> None:
-    await store.tags.ensure_vocabulary({"skipped-evidence": "x", "misread-unit": "y"})
+    await TagQueries(store.db).ensure_vocabulary({"skipped-evidence": "x", "misread-unit": "y"})
     first = await add_grading(store, "fail", agent="a")
     second = await add_grading(store, "fail", agent="a")
     await add_grading(store, "pending", agent="a")
     for grading in (first, second):
-        await store.tags.add(
+        await TagQueries(store.db).add(
             grading, tag="skipped-evidence", note="", author_id="adj", author_name="Ada"
         )
-    removed = await store.tags.add(
+    removed = await TagQueries(store.db).add(
         first, tag="misread-unit", note="", author_id="adj", author_name="Ada"
     )
     assert removed.id is not None
-    await store.tags.remove(first, removed.id, actor="adj")
+    await TagQueries(store.db).remove(first, removed.id, actor="adj")
     counts = await ReportQueries(store.db).failure_tag_counts(EVERYTHING, group_by=["agent"])
     assert [(c.key, c.tag, c.tagged, c.n) for c in counts] == [(("a",), "skipped-evidence", 2, 2)]
 

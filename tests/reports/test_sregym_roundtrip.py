@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete
 
+from api.adjudication.override_queries import OverrideQueries
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
@@ -155,7 +156,7 @@ async def test_a_human_override_rewrites_only_that_attempts_verdict_columns(
     root = await _imported(store, tmp_path)
     views, _ = await store.gradings.page(limit=100)
     failed = next(v for v in views if v.grading.passed is False)
-    await store.overrides.add(
+    await OverrideQueries(store.db).add(
         failed.grading.id, rubric=sregym_rubric(), expected_revision=failed.grading.revision,
         kind="verdict", reason="the diagnosis names the fault", author_id="h1",
         author_name="Hana", verdict="pass",

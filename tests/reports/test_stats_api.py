@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
+from api.adjudication.tag_queries import TagQueries
 from storage import Store
 from tests.support.gradings import add_grading, add_many
 
@@ -135,10 +136,14 @@ async def test_stats_are_for_adjudicators_and_admins(api_client: Any, tokens: An
 
 async def test_questions_dimensions_and_tags(api_client: Any, tokens: Any, engine: Engine) -> None:
     store = Store(engine)
-    await store.tags.ensure_vocabulary({"stopped-early": "stopped at the first useful answer"})
+    await TagQueries(store.db).ensure_vocabulary(
+        {"stopped-early": "stopped at the first useful answer"}
+    )
     failing = await add_grading(store, "fail", agent="a")
     await add_many(store, {"pass": 2, "unscored": 1}, agent="a")
-    await store.tags.add(failing, tag="stopped-early", note="", author_id="x", author_name="X")
+    await TagQueries(store.db).add(
+        failing, tag="stopped-early", note="", author_id="x", author_name="X"
+    )
     headers = await tokens("adjudicator")
     async with api_client(start_workers=False) as client:
         mixed = "inline=include"  # the seeded gradings carry inline ground truths

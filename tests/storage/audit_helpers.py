@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 
+from api.adjudication.override_queries import OverrideQueries
 from storage import AnswerRecord, AuditRecord, GradingRecord, Store, verify_chain
 from storage.audit import ChainKey, ChainReport, row_hash
 from tests.storage.helpers import graded_result, sregym_rubric, submit
@@ -33,7 +34,7 @@ async def workload(store: Store) -> list[str]:
         await store.queue.complete(grading_id, "w", graded_result(["D1-Q1"]))
     await store.tokens.create(name="ci", role="submitter")
     ids.append((await submit(store)).grading.id)
-    await store.overrides.add(
+    await OverrideQueries(store.db).add(
         ids[0],
         rubric=sregym_rubric(),
         expected_revision=2,

@@ -19,6 +19,8 @@ import pytest
 from sqlalchemy import delete, insert, select, update
 
 from api.adjudication.label_queries import LabelQueries
+from api.adjudication.override_queries import OverrideQueries
+from api.adjudication.tag_queries import TagQueries
 from storage import Store, check_checkpoint, make_checkpoint
 from storage.audit import COVERED_TABLES
 from storage.audit.backfill import backfill
@@ -82,10 +84,10 @@ async def evidence(store: Store) -> Evidence:
     for grading_id in (graded, other):
         await store.queue.complete(grading_id, "w", graded_result(["D1-Q1"]))
     common: dict[str, Any] = {"rubric": sregym_rubric(), "author_id": "adj", "author_name": "Ada"}
-    verdict, _ = await store.overrides.add(
+    verdict, _ = await OverrideQueries(store.db).add(
         graded, expected_revision=2, kind="verdict", verdict="pass", reason="read it", **common
     )
-    answer, _ = await store.overrides.add(
+    answer, _ = await OverrideQueries(store.db).add(
         other,
         expected_revision=2,
         kind="answer",
@@ -94,7 +96,7 @@ async def evidence(store: Store) -> Evidence:
         reason="it says so",
         **common,
     )
-    withdrawal, _ = await store.overrides.add(
+    withdrawal, _ = await OverrideQueries(store.db).add(
         other, expected_revision=3, kind="withdraw", withdraws=answer.id, reason="no", **common
     )
     labels = await LabelQueries(store.db).add(
@@ -105,14 +107,16 @@ async def evidence(store: Store) -> Evidence:
         author_id="bob",
         author_name="Bob",
     )
-    await store.tags.add_vocabulary("wrong-pod", description="named another pod", actor="admin")
-    tag = await store.tags.add(
+    await TagQueries(store.db).add_vocabulary(
+        "wrong-pod", description="named another pod", actor="admin"
+    )
+    tag = await TagQueries(store.db).add(
         graded, tag="wrong-pod", note="it blamed cart", author_id="adj", author_name="Ada"
     )
-    removed = await store.tags.add(
+    removed = await TagQueries(store.db).add(
         other, tag="wrong-pod", note="", author_id="adj", author_name="Ada"
     )
-    await store.tags.remove(other, removed.id or 0, actor="adj")
+    await TagQueries(store.db).remove(other, removed.id or 0, actor="adj")
     calls = await store.gradings.judge_calls(graded)
     assert labels[0].id is not None and tag.id is not None and removed.id is not None
     return Evidence(

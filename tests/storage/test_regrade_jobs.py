@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from api.adjudication.override_queries import OverrideQueries
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage import GradingFilter, GradingView, Store
@@ -121,7 +122,7 @@ async def test_an_answer_override_is_carried_when_the_question_text_is_unchanged
     store: Store,
 ) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL[:6])  # 6 yes: fails
-    await store.overrides.add(
+    await OverrideQueries(store.db).add(
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="answer", reason="quoted",
         author_id="h1", author_name="Hana", question_id="D3-Q1", answer=True,
     )  # fmt: skip
@@ -131,7 +132,7 @@ async def test_an_answer_override_is_carried_when_the_question_text_is_unchanged
     assert view.grading.previous_grading_id == old_id
     assert view.grading.passed is True and view.grading.judge_passed is False
     assert view.grading.overridden and "override_outdated" not in view.grading.review_reasons
-    [carried] = await store.overrides.history(view.grading.id)
+    [carried] = await OverrideQueries(store.db).history(view.grading.id)
     assert (carried.question_id, carried.answer, carried.author_name) == ("D3-Q1", True, "Hana")
     assert "carried by regrade job" in carried.reason
 
@@ -144,7 +145,7 @@ async def _item_of(store: Store, job_id: str) -> GradingView:
 
 async def test_a_reworded_question_sends_the_new_grading_to_review(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL[:6])
-    await store.overrides.add(
+    await OverrideQueries(store.db).add(
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="answer", reason="r",
         author_id="h1", author_name="Hana", question_id="D1-Q1", answer=False,
     )  # fmt: skip
@@ -153,7 +154,7 @@ async def test_a_reworded_question_sends_the_new_grading_to_review(store: Store)
     await _grade_all(store, _for(graded_result(ALL[:6]), reworded))
     item = await _item_of(store, job.id)
     assert item.grading.needs_review and "override_outdated" in item.grading.review_reasons
-    assert await store.overrides.history(item.grading.id) == []
+    assert await OverrideQueries(store.db).history(item.grading.id) == []
     assert item.grading.overridden is False
     [current], _ = await store.gradings.page(limit=10)
     assert current.grading.id == old_id  # shadow: the old grading stays current
@@ -161,7 +162,7 @@ async def test_a_reworded_question_sends_the_new_grading_to_review(store: Store)
 
 async def test_a_human_verdict_is_never_silently_replaced(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL)
-    await store.overrides.add(
+    await OverrideQueries(store.db).add(
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="verdict", reason="wrong",
         author_id="h1", author_name="Hana", verdict="fail",
     )  # fmt: skip
@@ -177,7 +178,7 @@ async def test_a_human_verdict_is_never_silently_replaced(store: Store) -> None:
 
 async def test_a_verdict_override_is_carried_when_the_rule_is_unchanged(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL)
-    await store.overrides.add(
+    await OverrideQueries(store.db).add(
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="verdict", reason="wrong",
         author_id="h1", author_name="Hana", verdict="fail",
     )  # fmt: skip
@@ -189,7 +190,9 @@ async def test_a_verdict_override_is_carried_when_the_rule_is_unchanged(store: S
     [current], _ = await store.gradings.page(limit=10)
     assert current.grading.regrade_job_id == job.id
     assert current.grading.passed is False and current.grading.judge_passed is True
-    assert [o.kind for o in await store.overrides.history(current.grading.id)] == ["verdict"]
+    assert [o.kind for o in await OverrideQueries(store.db).history(current.grading.id)] == [
+        "verdict"
+    ]
 
 
 async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(

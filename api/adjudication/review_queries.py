@@ -18,7 +18,7 @@ from storage.gradings import records_by_grading
 from storage.review_tables import ReviewClaimRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, TokenRecord
 
-__all__ = ["LOW_CONFIDENCE", "REVIEWER_ROLES", "Assignee", "ReviewItem", "ReviewRepository"]
+__all__ = ["LOW_CONFIDENCE", "REVIEWER_ROLES", "Assignee", "ReviewItem", "ReviewQueries"]
 
 #: a judge answer below this confidence asks for a human
 LOW_CONFIDENCE = 0.5
@@ -112,7 +112,7 @@ def _urgency() -> Any:
     return tier * 2 + case((col(GradingRecord.passed).is_(False), 0), else_=1)
 
 
-class ReviewRepository:
+class ReviewQueries:
     """The queue of gradings that need a human, and claims on them."""
 
     def __init__(self, db: Database) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -10,14 +10,13 @@ from sqlmodel import col
 
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound
-from storage.gradings import records_by_grading
 from storage.review_tables import FailureTagRecord, TagVocabularyRecord
 from storage.tables import GradingRecord
 
-__all__ = ["TagRepository"]
+__all__ = ["TagQueries"]
 
 
-class TagRepository:
+class TagQueries:
     """Vocabulary and tags."""
 
     def __init__(self, db: Database) -> None:
@@ -135,16 +134,3 @@ class TagRepository:
             )
 
         return await self._db.run(work)
-
-    async def for_gradings(self, grading_ids: Sequence[str]) -> dict[str, list[FailureTagRecord]]:
-        """Tags in force of several gradings at once, oldest first."""
-        return await self._db.run_read(self.read_for_gradings, grading_ids)
-
-    @staticmethod
-    def read_for_gradings(
-        session: Session, grading_ids: Sequence[str]
-    ) -> dict[str, list[FailureTagRecord]]:
-        """``for_gradings`` in the caller's ``session``."""
-        in_force = col(FailureTagRecord.removed_at).is_(None)
-        order = (col(FailureTagRecord.id),)
-        return records_by_grading(session, FailureTagRecord, grading_ids, in_force, order=order)

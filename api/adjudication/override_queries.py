@@ -1,0 +1,265 @@
+"""Appending human overrides of answers and verdicts under an expected revision.
+
+An override is a new row pointing at the override it supersedes; nothing of the
+judge's is updated. The grading's effective figures are recomputed from the judge's
+answers and the overrides in force (``storage.overrides.apply_in_force``), its revision
+(the ETag) goes up, an answer or verdict becomes a human label, the grading's review is
+closed (unless a pass stays held), and the append is audited as ``grading.overridden``,
+all in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+from sqlmodel import col
+
+from api.adjudication.review_queries import ReviewQueries
+from judge.adjudication import overrides_in_force, target_of
+from judge.rubric import Rubric
+from storage.audit import values_digest
+from storage.audit.records import RecordRow
+from storage.database import Database
+from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
+from storage.models import GradingView
+from storage.overrides import apply_in_force, override_events
+from storage.review_tables import HumanLabelRecord, OverrideRecord
+from storage.tables import AnswerRecord, GradingRecord, row_values
+
+__all__ = ["Kind", "OverrideQueries"]
+
+Kind = Literal["answer", "verdict", "withdraw"]
+
+
+class OverrideQueries:
+    """Appending overrides and reading them."""
+
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``; an override closes the grading's review."""
+        self._db = db
+        self._review = ReviewQueries(db)
+
+    async def history(self, grading_id: str) -> list[OverrideRecord]:
+        """Every override of a grading, oldest first."""
+        return await self._db.run_read(self._overrides, grading_id)
+
+    @staticmethod
+    def _overrides(session: Session, grading_id: str) -> list[OverrideRecord]:
+        query = (
+            select(OverrideRecord)
+            .where(OverrideRecord.grading_id == grading_id)
+            .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
+        )
+        return list(session.execute(query).scalars())
+
+    @staticmethod
+    def read_recent_reasons(session: Session, author_id: str, *, limit: int = 8) -> list[str]:
+        """The last distinct reasons ``author_id`` gave for overrides, newest first."""
+        query = (
+            select(col(OverrideRecord.reason), func.max(col(OverrideRecord.created_at)))
+            .where(col(OverrideRecord.author_id) == author_id)
+            .group_by(col(OverrideRecord.reason))
+            .order_by(func.max(col(OverrideRecord.created_at)).desc())
+            .limit(limit)
+        )
+        return [reason for reason, _ in session.execute(query)]
+
+    async def add(
+        self,
+        grading_id: str,
+        *,
+        rubric: Rubric,
+        expected_revision: int,
+        kind: Kind,
+        reason: str,
+        author_id: str,
+        author_name: str,
+        question_id: str | None = None,
+        answer: bool | None = None,
+        verdict: Literal["pass", "fail"] | None = None,
+        withdraws: str | None = None,
+    ) -> tuple[OverrideRecord, GradingRecord]:
+        """``add_in`` in a write transaction of its own."""
+        return await self._db.run(
+            lambda session: self.add_in(
+                session,
+                grading_id,
+                rubric=rubric,
+                expected_revision=expected_revision,
+                kind=kind,
+                reason=reason,
+                author_id=author_id,
+                author_name=author_name,
+                question_id=question_id,
+                answer=answer,
+                verdict=verdict,
+                withdraws=withdraws,
+            )
+        )
+
+    def add_in(
+        self,
+        session: Session,
+        grading_id: str,
+        *,
+        view: GradingView | None = None,
+        rubric: Rubric,
+        expected_revision: int,
+        kind: Kind,
+        reason: str,
+        author_id: str,
+        author_name: str,
+        question_id: str | None = None,
+        answer: bool | None = None,
+        verdict: Literal["pass", "fail"] | None = None,
+        withdraws: str | None = None,
+    ) -> tuple[OverrideRecord, GradingRecord]:
+        """Append an override if the grading is still at ``expected_revision``, inside the
+        caller's write transaction. ``view``: the grading as the caller read it in this
+        transaction (not read again; on PostgreSQL its row is locked and re-read).
+
+        Raises NotFound, PreconditionFailed (stale revision), Conflict (a pending
+        grading) or InvalidReview (an unknown question or override, an answer override
+        on an unscored grading).
+        """
+        if view is None or self._db.postgres:
+            grading = self._locked_grading(session, grading_id, expected_revision)
+        else:  # SQLite: the caller's write transaction has held the database since it began
+            grading = self._checked_grading(view.grading, expected_revision)
+        if view is not None:  # answers are never changed by an override
+            records = list(view.answers)
+        else:
+            query = select(AnswerRecord).where(AnswerRecord.grading_id == grading_id)
+            records = list(session.execute(query).scalars())
+        answers = {a.question_id: a.answer for a in records}
+        history = self._overrides(session, grading_id)
+        record = OverrideRecord(
+            grading_id=grading_id,
+            kind=kind,
+            question_id=question_id,
+            answer=answer,
+            verdict=verdict,
+            withdraws=withdraws,
+            reason=reason,
+            author_id=author_id,
+            author_name=author_name,
+            created_at=self._db.clock(),
+        )
+        self._check(record, rubric, answers, history)
+        record.supersedes = self._superseded(record, history)
+        session.add(record)
+        session.flush()
+        after = overrides_in_force(override_events([*history, record]))
+        apply_in_force(grading, rubric, answers, after)
+        grading.revision += 1
+        written: list[RecordRow] = [record]
+        if kind != "withdraw":
+            label = self._label(record)
+            session.add(label)
+            written.append(label)
+        if not grading.held:  # a held pass stays in the queue until a verdict is given
+            self._review.close(session, grading_id, author_id)
+        session.flush()
+        # the digest of the state just written, from the values in hand: no read-back
+        digest = values_digest(row_values(grading), [row_values(a) for a in records])
+        self._db.audit(
+            session,
+            "grading.overridden",
+            entity_type="grading",
+            entity_id=grading_id,
+            actor=author_id,
+            payload=self._payload(record, grading),
+            covers={grading_id: digest},
+            rows=written,
+        )
+        return record, grading
+
+    def _locked_grading(
+        self, session: Session, grading_id: str, expected_revision: int
+    ) -> GradingRecord:
+        """The graded grading, row-locked, if it is still at ``expected_revision``."""
+        query = select(GradingRecord).where(GradingRecord.id == grading_id)
+        if self._db.postgres:
+            query = query.with_for_update()
+        grading = session.execute(
+            query.execution_options(populate_existing=True)
+        ).scalar_one_or_none()
+        if grading is None:
+            raise NotFound(f"no grading {grading_id}")
+        return self._checked_grading(grading, expected_revision)
+
+    @staticmethod
+    def _checked_grading(grading: GradingRecord, expected_revision: int) -> GradingRecord:
+        """``grading`` if it is graded and still at ``expected_revision``."""
+        if grading.revision != expected_revision:
+            raise PreconditionFailed(
+                f"the grading is at revision {grading.revision}, not {expected_revision}",
+                current_revision=grading.revision,
+            )
+        if grading.status == "pending":
+            raise Conflict("a pending grading cannot be overridden before it is graded")
+        return grading
+
+    @staticmethod
+    def _check(
+        record: OverrideRecord,
+        rubric: Rubric,
+        answers: dict[str, bool],
+        history: list[OverrideRecord],
+    ) -> None:
+        if record.kind == "answer":
+            if record.question_id not in {q.id for q in rubric.questions}:
+                raise InvalidReview(f"unknown question {record.question_id!r}", field="question_id")
+            if not answers:
+                raise InvalidReview(
+                    "an unscored grading has no answers to override; override the verdict",
+                    field="question_id",
+                )
+        if record.kind == "withdraw":
+            in_force = overrides_in_force(override_events(history))
+            if record.withdraws not in {e.id for e in in_force.values()}:
+                raise InvalidReview(
+                    f"no override {record.withdraws!r} in force on this grading", field="withdraws"
+                )
+
+    @staticmethod
+    def _superseded(record: OverrideRecord, history: list[OverrideRecord]) -> str | None:
+        """The override in force on the same target that ``record`` replaces, if any."""
+        if record.kind == "withdraw":
+            return None
+        in_force = overrides_in_force(override_events(history))
+        previous = in_force.get(target_of(override_events([record])[0]))
+        return previous.id if previous else None
+
+    @staticmethod
+    def _label(record: OverrideRecord) -> HumanLabelRecord:
+        return HumanLabelRecord(
+            grading_id=record.grading_id,
+            question_id=record.question_id if record.kind == "answer" else None,
+            answer=record.answer,
+            verdict=record.verdict,
+            source="override",
+            author_id=record.author_id,
+            author_name=record.author_name,
+            created_at=record.created_at,
+        )
+
+    @staticmethod
+    def _payload(record: OverrideRecord, grading: GradingRecord) -> dict[str, Any]:
+        return {
+            "override_id": record.id,
+            "kind": record.kind,
+            "question_id": record.question_id,
+            "answer": record.answer,
+            "verdict": record.verdict,
+            "withdraws": record.withdraws,
+            "supersedes": record.supersedes,
+            "reason": record.reason,
+            "author": record.author_name,
+            "passed": grading.passed,
+            "held": grading.held,
+            "yes_count": grading.yes_count,
+            "revision": grading.revision,
+        }
