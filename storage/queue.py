@@ -27,7 +27,7 @@ from storage.claims import claim_of, claimable_query
 from storage.database import Database
 from storage.judge_cache import insert_cache_rows
 from storage.models import Claim, FinishedGrading
-from storage.regrade.jobs import RegradeRepository
+from storage.regrade.lifecycle import items_completed, mark_jobs_started, not_held_back
 from storage.tables import GradingRecord
 from storage.verdict_batch import write_verdicts
 from storage.verdict_rows import call_events, call_records, leased, store_calls
@@ -38,14 +38,14 @@ __all__ = ["QueueRepository"]
 class QueueRepository:
     """Claiming, completing and deferring pending gradings.
 
-    Items of regrade jobs are gradings too: the queue asks ``regrade`` which of them
-    are held back, and tells it when it claimed or completed one.
+    Items of regrade jobs are gradings too: items of paused or cancelled jobs are held
+    back, and claiming or completing items moves their jobs on
+    (``storage.regrade.lifecycle``) in the queue's transaction.
     """
 
-    def __init__(self, db: Database, regrade: RegradeRepository) -> None:
-        """Work through ``db``; report claimed and completed job items to ``regrade``."""
+    def __init__(self, db: Database) -> None:
+        """Work through ``db``."""
         self._db = db
-        self._regrade = regrade
         #: per kind of claim (``regrade``): whether the last one filled its limit, so the
         #: queue likely holds more and the next claim need not look before it leases
         self._backlog: dict[bool | None, bool] = {}
@@ -82,7 +82,7 @@ class QueueRepository:
         built = self._built.get(regrade)
         if built is None:
             now, limit = bindparam("now"), bindparam("limit")
-            pick = claimable_query(now, limit, self._regrade.not_held_back(), regrade=regrade)
+            pick = claimable_query(now, limit, not_held_back(), regrade=regrade)
             if self._db.postgres:
                 pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
             probe = pick.with_only_columns(col(GradingRecord.id)).limit(1)
@@ -112,7 +112,7 @@ class QueueRepository:
             .execution_options(synchronize_session=False)
         )
         jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
-        self._regrade.mark_started(session, jobs)
+        mark_jobs_started(self._db, session, jobs)
         # the claim count as the UPDATE left it: one more than read under the lock
         return [claim_of(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
 
@@ -158,7 +158,7 @@ class QueueRepository:
     def _complete(self, session: Session, items: Sequence[FinishedGrading]) -> list[bool]:
         written = write_verdicts(self._db, session, items, self._db.clock())
         # a regrade item: carry overrides, promote, end the drained jobs
-        self._regrade.items_completed(session, written.gradings, items[-1].worker_id)
+        items_completed(self._db, session, written.gradings, items[-1].worker_id)
         return written.stored
 
     async def defer(

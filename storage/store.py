@@ -1,8 +1,8 @@
 """The store: one repository per aggregate over one shared database handle.
 
 ``Store(engine)`` is the composition root: it opens the handle and wires the
-repositories that work together inside one transaction (the queue tells the regrade
-repository about claimed and completed items). A feature's own queries live in its
+repositories that every feature shares (the catalog, submissions, the queue, reads of
+gradings, the judge cache). A feature's own queries live in its
 folder under ``api`` and work through ``store.db``. Every public repository method is
 one use case in one transaction (``Database.run``).
 """
@@ -25,8 +25,6 @@ from storage.judge_digests import JudgeDigestRepository
 from storage.keys import ServiceKey
 from storage.pending_judges import PendingJudgeRepository
 from storage.queue import QueueRepository
-from storage.regrade.batches import BatchRepository
-from storage.regrade.jobs import RegradeRepository
 from storage.submissions import SubmissionRepository
 from storage.tokens import TokenRepository
 from storage.web_sessions import WebSessionRepository
@@ -64,12 +62,8 @@ class Store:
         self.submissions = SubmissionRepository(self.db, self.catalog)
         #: submissions per token against each registered scenario (the attempt limit)
         self.attempts = AttemptReads(self.db)
-        #: regrade jobs, their items and pairs
-        self.regrade = RegradeRepository(self.db, self.catalog)
-        #: judge requests and replies of regrade jobs graded through a batch engine
-        self.batches = BatchRepository(self.db)
         #: claiming, completing and deferring pending gradings
-        self.queue = QueueRepository(self.db, self.regrade)
+        self.queue = QueueRepository(self.db)
         #: pending gradings by judge; moving them to another judge
         self.pending_judges = PendingJudgeRepository(self.db)
         #: reading gradings, their judge calls and history

@@ -42,6 +42,7 @@ from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage import Claim, FinishedGrading
+from storage.regrade.batch_answers import batch_answers
 
 __all__ = ["GradingWorkers"]
 
@@ -321,7 +322,7 @@ class GradingWorkers:
         # an item of a job graded through a batch engine is answered from its replies
         answers = None
         if claim.regrade_job_id is not None:
-            answers = await services.store.batches.answers_for(claim.grading_id)
+            answers = await services.store.db.run_read(batch_answers, claim.grading_id)
         try:
             grader = build_grader(
                 services,

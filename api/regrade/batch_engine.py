@@ -31,6 +31,8 @@ import logging
 from collections import Counter
 from typing import Any
 
+from api.regrade.batch_queries import BatchQueries, ImportReport, RenderedRequest
+from api.regrade.job_queries import RegradeJobQueries
 from api.service.errors import InvalidRequest
 from api.service.judging import build_grader
 from api.service.services import Services
@@ -50,7 +52,6 @@ from judge.grader import Grader
 from judge.spec import member_specs
 from storage.errors import Conflict, NotFound
 from storage.regrade.batch_tables import RegradeEngineRecord
-from storage.regrade.batches import ImportReport, RenderedRequest
 
 __all__ = [
     "ACTIVE_BATCH_STATES",
@@ -100,15 +101,15 @@ async def render_job(services: Services, job_id: str, *, actor: str) -> str | No
 
     Returns the engine's new state, or None when the job was rendered already.
     """
-    view = await services.store.regrade.get_job(job_id)
+    view = await RegradeJobQueries(services.store.db).get_job(job_id)
     job = view.job
     rubric = await services.rubrics.resolve(job.rubric_id, job.rubric_version)
     live = _live(services, job.judge_spec)
     rendered: list[RenderedRequest] = []
     if rubric is not None:  # else every item is unscored by the workers (rubric_unknown)
-        for claim in await services.store.batches.items_to_render(job_id):
+        for claim in await BatchQueries(services.store.db).items_to_render(job_id):
             rendered.extend(await _render_item(services, live, rubric, claim))
-    return await services.store.batches.store_rendered(job_id, rendered, actor=actor)
+    return await BatchQueries(services.store.db).store_rendered(job_id, rendered, actor=actor)
 
 
 async def _render_item(
@@ -136,8 +137,8 @@ async def _render_item(
 
 
 async def _engine(services: Services, job_id: str) -> RegradeEngineRecord:
-    await services.store.regrade.get_job(job_id)  # NotFound for an unknown job
-    engine = await services.store.batches.engine(job_id)
+    await RegradeJobQueries(services.store.db).get_job(job_id)  # NotFound for an unknown job
+    engine = await BatchQueries(services.store.db).engine(job_id)
     if engine is None:
         raise InvalidRequest(
             "this job is graded live: it has no batch requests or results", field="engine"
@@ -155,7 +156,9 @@ async def requests_file(services: Services, job_id: str, *, actor: str) -> list[
         )
     if engine.state == "rendering":
         await render_job(services, job_id, actor=actor)
-    return [request_line(c, b) for c, b in await services.store.batches.open_requests(job_id)]
+    return [
+        request_line(c, b) for c, b in await BatchQueries(services.store.db).open_requests(job_id)
+    ]
 
 
 async def import_results_file(
@@ -174,7 +177,7 @@ async def import_results_file(
         results = parse_result_lines(text)
     except BatchLineError as exc:
         raise InvalidRequest(str(exc), field=exc.field) from None
-    expected, answered = await services.store.batches.expectations(job_id)
+    expected, answered = await BatchQueries(services.store.db).expectations(job_id)
     checked = check_results(results, expected, answered=answered, via=None)
     if not (checked.answers or checked.failures or checked.duplicates):
         # nothing in it is one of this job's requests: the wrong file, most likely; taken
@@ -184,7 +187,7 @@ async def import_results_file(
             f"no result in this file answers one of this job's requests ({why or 'empty'})",
             field="file",
         )
-    report = await services.store.batches.import_results(
+    report = await BatchQueries(services.store.db).import_results(
         job_id, checked, actor=actor, engine_kind="offline"
     )
     if report.state == "grading":
@@ -198,11 +201,11 @@ async def submit_job(services: Services, job_id: str, *, actor: str) -> str | No
     The batch row is stored before the upload; a submission cut short by a restart is
     found again by the batch's metadata (``sre_judge_batch``) rather than sent twice.
     """
-    store = services.store.batches
+    store = BatchQueries(services.store.db)
     batch = await store.new_batch(job_id, actor=actor)
     if batch is None:
         return None
-    job = (await services.store.regrade.get_job(job_id)).job
+    job = (await RegradeJobQueries(services.store.db).get_job(job_id)).job
     client = _live(services, job.judge_spec).batch_client()
     try:
         remote = await _find_remote(client, batch.id)
@@ -247,8 +250,8 @@ async def poll_job(services: Services, job_id: str, *, actor: str) -> list[Impor
     """Phase 3 (Batch API): ask the state of the job's batches under way; import the
     results of each that ended (completed, or expired, cancelled, failed: what came
     back is kept, the rest is retried)."""
-    store = services.store.batches
-    job = (await services.store.regrade.get_job(job_id)).job
+    store = BatchQueries(services.store.db)
+    job = (await RegradeJobQueries(services.store.db).get_job(job_id)).job
     reports = []
     client = _live(services, job.judge_spec).batch_client()
     try:
@@ -279,7 +282,7 @@ async def _import_remote(
     services: Services, client: Any, job_id: str, batch_id: str, remote: Any, actor: str
 ) -> ImportReport:
     """Read an ended batch's output and error files and keep what they say."""
-    store = services.store.batches
+    store = BatchQueries(services.store.db)
     sent = [c for c, _ in await store.batch_requests(batch_id)]
     await store.update_batch(
         batch_id, output_file_id=remote.output_file_id, error_file_id=remote.error_file_id
@@ -325,4 +328,6 @@ async def advance(services: Services, engine: RegradeEngineRecord, *, actor: str
         return
     except Exception as exc:  # the engine keeps its state: the next round tries again
         log.exception("regrade batch engine step failed", extra={"job_id": engine.job_id})
-        await services.store.batches.fail_engine(engine.job_id, f"{type(exc).__name__}: {exc}")
+        await BatchQueries(services.store.db).fail_engine(
+            engine.job_id, f"{type(exc).__name__}: {exc}"
+        )

@@ -14,6 +14,7 @@ import contextlib
 import logging
 
 from api.regrade.batch_engine import advance
+from api.regrade.batch_queries import BatchQueries
 from api.service.background import BackgroundTask
 from api.service.services import Services, new_worker_id
 
@@ -40,7 +41,7 @@ class BatchRunner(BackgroundTask):
 
     async def run_once(self) -> int:
         """One step for each job whose engine needs one; how many were looked at."""
-        engines = await self.services.store.batches.engines_in(_ACTIVE)
+        engines = await BatchQueries(self.services.store.db).engines_in(_ACTIVE)
         for engine in engines:
             await advance(self.services, engine, actor=self.actor)
         return len(engines)

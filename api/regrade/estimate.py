@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from api.regrade.job_queries import RegradeJobQueries
+from api.regrade.selection import RegradeFilter
 from api.service.grader_factory import profile_of_judge, sampling_for
 from api.service.services import Services
 from judge.backends import JudgeBackend
@@ -21,7 +23,6 @@ from judge.cache import CACHE_GRANULARITY, CacheKeys, with_digest
 from judge.calls import SamplingParams
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric
-from storage.regrade.select import RegradeFilter
 
 __all__ = [
     "BATCH_PRICE_FACTOR",
@@ -65,7 +66,7 @@ async def _cache_hits(
     # ones of a judge that reports none: count what it will read
     digest = await services.backends.digests.of(backend).digest()
     keys = []
-    for candidate in await services.store.regrade.candidates(f, latest=latest):
+    for candidate in await RegradeJobQueries(services.store.db).candidates(f, latest=latest):
         if candidate.diagnosis.strip():
             messages = build_messages(rubric, candidate.ground_truth, candidate.diagnosis)
             key = keyer.key(messages)
@@ -85,7 +86,7 @@ async def estimate_regrade(
 ) -> dict[str, Any]:
     """Submissions, judge calls after the cache, and prompt and completion tokens
     (``latest``: graded against each scenario's newest ground truth)."""
-    totals = await services.store.regrade.totals(f)
+    totals = await RegradeJobQueries(services.store.db).totals(f)
     params = sampling_params(services, backend)
     calls = totals.submissions - totals.empty_diagnoses
     cacheable = params.temperature == 0

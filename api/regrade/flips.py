@@ -26,10 +26,10 @@ import math
 from collections import Counter
 from typing import Any, Literal
 
+from api.regrade.flip_reads import FlipItem, GradingSide
 from api.tabular import Tabular
 from judge.agreement import cohens_kappa
 from judge.statistics import PairedCounts, compare_paired, proportion
-from storage.regrade.flips import FlipItem, GradingSide
 
 __all__ = [
     "CSV_COLUMNS",

@@ -11,6 +11,7 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
 from api.regrade.flips import flip_report
+from api.regrade.job_queries import ACTION_STATES
 from api.regrade.use_cases import (
     JobAction,
     change_regrade,
@@ -22,7 +23,6 @@ from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from storage import NotFound
-from storage.regrade.jobs import ACTION_STATES
 
 __all__ = ["regrade_action", "regrade_page", "regrade_progress", "regrades_page"]
 

@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
+from api.regrade.batch_queries import BatchProgress
+from api.regrade.selection import RegradeFilter
 from api.service.request_types import BoundedDatetime
-from storage.regrade.batches import BatchProgress
 from storage.regrade.progress import JobView
-from storage.regrade.select import RegradeFilter
 
 __all__ = [
     "BatchResultsPublic",

@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import Literal
 
 from api.regrade.batch_engine import check_engine_judge, import_results_file, requests_file
+from api.regrade.batch_queries import BatchQueries
 from api.regrade.estimate import estimate_regrade
+from api.regrade.flip_reads import FlipItem
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.schemas import (
     BatchResultsPublic,
     RegradeJobCreate,
@@ -22,8 +25,6 @@ from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.errors import JudgeSpecError
 from judge.spec import parse_judge_spec
-from storage.regrade.flips import FlipItem
-from storage.regrade.jobs import RegradeTarget
 from storage.regrade.progress import JobView
 
 __all__ = [
@@ -82,7 +83,7 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
     f = data.filter.to_filter()
     latest = target.ground_truth == "latest"
     estimate = await estimate_regrade(services, f, target.rubric, backend, latest=latest)
-    view = await services.store.regrade.create_job(
+    view = await RegradeJobQueries(services.store.db).create_job(
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )
     if not data.dry_run:
@@ -96,7 +97,7 @@ async def change_regrade(
     services: Services, job_id: str, action: JobAction, *, actor: str
 ) -> JobView:
     """Pause, resume or cancel a job; a resumed job's items go back to the workers at once."""
-    view = await services.store.regrade.change_job(job_id, action, actor=actor)
+    view = await RegradeJobQueries(services.store.db).change_job(job_id, action, actor=actor)
     if action == "resume":
         services.waiters.work.set()
     return view
@@ -105,13 +106,15 @@ async def change_regrade(
 async def regrade_job(services: Services, job_id: str) -> RegradeJobPublic:
     """A job with its progress (state, counts, rate, ETA, a batch engine's requests and
     batches); NotFound when there is none."""
-    view = await services.store.regrade.get_job(job_id)
-    return job_public(view, batch=await services.store.batches.progress(job_id))
+    view = await RegradeJobQueries(services.store.db).get_job(job_id)
+    return job_public(view, batch=await BatchQueries(services.store.db).progress(job_id))
 
 
 async def recent_regrades(services: Services, *, limit: int) -> list[RegradeJobPublic]:
     """The newest ``limit`` jobs, newest first, with their progress."""
-    return [job_public(v) for v in await services.store.regrade.recent_jobs(limit=limit)]
+    return [
+        job_public(v) for v in await RegradeJobQueries(services.store.db).recent_jobs(limit=limit)
+    ]
 
 
 async def batch_requests(services: Services, job_id: str, *, actor: str) -> list[str]:
@@ -135,4 +138,4 @@ async def batch_results(
 async def regrade_flips(services: Services, job_id: str) -> tuple[RegradeJobPublic, list[FlipItem]]:
     """A job and its items, old grading beside new, for the flip report."""
     job = await regrade_job(services, job_id)
-    return job, await services.store.regrade.pairs(job_id)
+    return job, await RegradeJobQueries(services.store.db).pairs(job_id)

@@ -4,8 +4,8 @@ Items of paused or cancelled jobs are not claimed. When items are completed (ins
 the queue's ``complete_many`` transaction), the previous grading's human overrides are
 carried over, a ``promote`` job makes the new grading current (the old one is kept,
 superseded), and the job ends when no item is pending any more. The functions take
-the database handle and the caller's session; :class:`storage.regrade.jobs.RegradeRepository`
-is their public face.
+the database handle and the caller's session: the queue calls them in its own
+transactions, the regrade feature's job queries when a job is changed.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import pytest
 
 from api.adjudication.override_queries import OverrideQueries
 from api.regrade.flips import flip_report, flips_csv
+from api.regrade.job_queries import RegradeJobQueries
 from api.reports.agreement import agreement_table, build_agreement_report
 from storage import Store
 from storage.report_queries import ReportFilter
@@ -38,7 +39,7 @@ async def _seed(store: Store) -> str:
 
 async def test_flips_and_agreement_use_one_stated_definition(store: Store) -> None:
     job_id = await _seed(store)
-    items = await store.regrade.pairs(job_id)
+    items = await RegradeJobQueries(store.db).pairs(job_id)
 
     effective = flip_report({}, items)
     assert effective["verdicts"] == "effective"
@@ -63,7 +64,7 @@ async def test_flips_and_agreement_use_one_stated_definition(store: Store) -> No
 
 async def test_an_undefined_kappa_says_why_and_is_never_zero(store: Store) -> None:
     job_id = await _seed(store)
-    report = flip_report({}, await store.regrade.pairs(job_id), verdicts="judge")
+    report = flip_report({}, await RegradeJobQueries(store.db).pairs(job_id), verdicts="judge")
     verdicts = report["agreement"]["verdicts"]
     assert verdicts["n"] == 4 and verdicts["kappa"] is None
     assert (verdicts["ci_low"], verdicts["ci_high"]) == (None, None)

@@ -16,9 +16,9 @@ from sqlalchemy.engine import Engine
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from storage import Store
-from storage.regrade.jobs import RegradeTarget
-from storage.regrade.select import RegradeFilter
 from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.sregym_results import write_sregym_results
@@ -61,7 +61,7 @@ async def _kill_after_a_quarter(
 ) -> Any:
     """Kill ``victim`` once a quarter is graded; the items it held leased at that moment."""
     for _ in range(1200):  # until a quarter is graded
-        if (await store.regrade.get_job(job_id)).progress.done >= total // 4:
+        if (await RegradeJobQueries(store.db).get_job(job_id)).progress.done >= total // 4:
             break
         await asyncio.sleep(0.1)
     held = await _scalar(
@@ -77,7 +77,7 @@ async def _kill_after_a_quarter(
 async def _until_done(store: Store, job_id: Any) -> Any:
     """The job's view once it is done, or the last one seen after a minute."""
     for _ in range(600):
-        view = await store.regrade.get_job(job_id)
+        view = await RegradeJobQueries(store.db).get_job(job_id)
         if view.job.state == "done":
             break
         await asyncio.sleep(0.1)
@@ -122,7 +122,9 @@ async def test_three_workers_one_killed_grade_every_item_exactly_once(
     with running_judge_server(default=sregym_reply(ALL), delay=0.25) as judge:
         spec = f"openai:m@{judge.openai_url}"
         target = RegradeTarget(sregym_rubric(), spec, "openai", "m", "shadow")
-        job = (await store.regrade.create_job(RegradeFilter(), target, actor="test")).job
+        job = (
+            await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="test")
+        ).job
         env = {
             "SRE_JUDGE_DATABASE_URL": database_url,
             "SRE_JUDGE_JUDGE": spec,

@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from api.adjudication.label_queries import LabelQueries
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from api.reports.agreement_queries import AgreementQueries
 from storage import Store
-from storage.regrade.jobs import RegradeTarget
-from storage.regrade.select import RegradeFilter
 from storage.report_queries import ReportFilter
 from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.gradings import add_many
@@ -69,7 +69,7 @@ async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
     store = Store(engine)
     await add_many(store, {"pass": 3, "fail": 2}, agent="a")
     target = RegradeTarget(sregym_rubric(), "openai:new@http://x/v1", "openai", "new", "shadow")
-    await store.regrade.create_job(RegradeFilter(), target, actor="admin")
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
     for claim in await store.queue.claim_pending("tests", limit=100, lease_seconds=60):
         assert await store.queue.complete(claim.grading_id, "tests", graded_result())
     pairs = await AgreementQueries(store.db).pairs(

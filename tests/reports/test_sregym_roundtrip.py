@@ -22,6 +22,8 @@ from api.adjudication.override_queries import OverrideQueries
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from api.reports.export_writer import ExportSummary
 from api.reports.sregym_roundtrip import FILE_COLUMN
 from api.reports.sregym_row_reads import OriginalRowReads
@@ -32,8 +34,6 @@ from api.reports.sregym_writer import (
 )
 from storage import Store
 from storage.imports.tables import SregymOriginalRowRecord
-from storage.regrade.jobs import RegradeTarget
-from storage.regrade.select import RegradeFilter
 from storage.report_queries import ReportFilter
 from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.sregym_results import NOT_DIAGNOSED, write_sregym_results
@@ -130,7 +130,9 @@ async def test_after_a_regrade_only_the_regraded_verdict_columns_differ(
         judge_model="new-judge",
         mode="promote",
     )
-    await store.regrade.create_job(RegradeFilter(agent="claude-sre"), target, actor="admin")
+    await RegradeJobQueries(store.db).create_job(
+        RegradeFilter(agent="claude-sre"), target, actor="admin"
+    )
     while claims := await store.queue.claim_pending("w", limit=50, lease_seconds=60):
         for claim in claims:
             assert await store.queue.complete(claim.grading_id, "w", graded_result())

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from storage import AuditRecord, FinishedGrading, Store, verify_chain
-from storage.regrade.jobs import RegradeTarget
-from storage.regrade.select import RegradeFilter
 from tests.conftest import Clock
 from tests.storage.helpers import JUDGE_SPEC, graded_result, new_submission, sregym_rubric, submit
 
@@ -89,7 +89,7 @@ async def test_items_of_a_regrade_job_keep_their_jobs_judge(store: Store, clock:
         judge_model="job-judge",
         mode="shadow",
     )
-    await store.regrade.create_job(RegradeFilter(), target, actor="admin")
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
 
     assert await store.pending_judges.move(NEW, actor="w", reason="r") == []
     by_judge = await store.pending_judges.by_judge()

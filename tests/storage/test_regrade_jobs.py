@@ -7,12 +7,12 @@ from datetime import timedelta
 import pytest
 
 from api.adjudication.override_queries import OverrideQueries
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage import GradingFilter, GradingView, Store
 from storage.errors import Conflict
-from storage.regrade.jobs import RegradeTarget
-from storage.regrade.select import RegradeFilter
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, new_submission, sregym_rubric, submit
 
@@ -65,14 +65,14 @@ async def _grade_all(store: Store, result: GradingResult) -> int:
 
 async def test_a_job_creates_one_pending_item_per_current_grading(store: Store) -> None:
     old = await _graded_submissions(store, 3)
-    view = await store.regrade.create_job(RegradeFilter(), _target(), actor="admin")
+    view = await RegradeJobQueries(store.db).create_job(RegradeFilter(), _target(), actor="admin")
     assert (view.job.state, view.job.total, view.progress.remaining) == ("queued", 3, 3)
     claims = await store.queue.claim_pending("w", limit=10, lease_seconds=60)
     assert {c.judge_spec for c in claims} == {NEW_JUDGE}
-    assert (await store.regrade.get_job(view.job.id)).job.state == "running"
+    assert (await RegradeJobQueries(store.db).get_job(view.job.id)).job.state == "running"
     for claim in claims:
         await store.queue.complete(claim.grading_id, "w", graded_result([]))
-    done = await store.regrade.get_job(view.job.id)
+    done = await RegradeJobQueries(store.db).get_job(view.job.id)
     assert done.job.state == "done" and done.job.finished_at is not None
     assert (done.progress.done, done.progress.failed, done.progress.remaining) == (3, 0, 0)
     # shadow: the old gradings stay current
@@ -84,22 +84,22 @@ async def test_paused_items_are_not_claimed_and_cancel_then_resume_continues(
     store: Store,
 ) -> None:
     await _graded_submissions(store, 4)
-    job = (await store.regrade.create_job(RegradeFilter(), _target(), actor="a")).job
-    await store.regrade.change_job(job.id, "pause", actor="a")
+    job = (await RegradeJobQueries(store.db).create_job(RegradeFilter(), _target(), actor="a")).job
+    await RegradeJobQueries(store.db).change_job(job.id, "pause", actor="a")
     assert await store.queue.claim_pending("w", limit=10, lease_seconds=60) == []
-    await store.regrade.change_job(job.id, "resume", actor="a")
+    await RegradeJobQueries(store.db).change_job(job.id, "resume", actor="a")
     [first] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
     await store.queue.complete(first.grading_id, "w", graded_result())
-    cancelled = await store.regrade.change_job(job.id, "cancel", actor="a")
+    cancelled = await RegradeJobQueries(store.db).change_job(job.id, "cancel", actor="a")
     assert cancelled.job.state == "cancelled"
     assert (cancelled.progress.done, cancelled.progress.cancelled) == (1, 3)
     assert await store.queue.claim_pending("w", limit=10, lease_seconds=60) == []
     with pytest.raises(Conflict):
-        await store.regrade.change_job(job.id, "pause", actor="a")
-    resumed = await store.regrade.change_job(job.id, "resume", actor="a")
+        await RegradeJobQueries(store.db).change_job(job.id, "pause", actor="a")
+    resumed = await RegradeJobQueries(store.db).change_job(job.id, "resume", actor="a")
     assert (resumed.job.state, resumed.progress.remaining) == ("running", 3)
     assert await _grade_all(store, graded_result()) == 3
-    final = await store.regrade.get_job(job.id)
+    final = await RegradeJobQueries(store.db).get_job(job.id)
     assert final.job.state == "done" and final.progress.done == 4
 
 
@@ -107,7 +107,11 @@ async def test_promote_makes_the_new_grading_current_and_supersedes_the_old(
     store: Store,
 ) -> None:
     [old_id] = await _graded_submissions(store, 1)
-    job = (await store.regrade.create_job(RegradeFilter(), _target(mode="promote"), actor="a")).job
+    job = (
+        await RegradeJobQueries(store.db).create_job(
+            RegradeFilter(), _target(mode="promote"), actor="a"
+        )
+    ).job
     await _grade_all(store, graded_result([]))
     [view], _ = await store.gradings.page(limit=10)
     assert view.grading.regrade_job_id == job.id and view.grading.passed is False
@@ -126,7 +130,9 @@ async def test_an_answer_override_is_carried_when_the_question_text_is_unchanged
         old_id, rubric=sregym_rubric(), expected_revision=2, kind="answer", reason="quoted",
         author_id="h1", author_name="Hana", question_id="D3-Q1", answer=True,
     )  # fmt: skip
-    await store.regrade.create_job(RegradeFilter(), _target(mode="promote"), actor="a")
+    await RegradeJobQueries(store.db).create_job(
+        RegradeFilter(), _target(mode="promote"), actor="a"
+    )
     await _grade_all(store, graded_result(ALL[:6]))
     [view], _ = await store.gradings.page(limit=10)
     assert view.grading.previous_grading_id == old_id
@@ -150,7 +156,9 @@ async def test_a_reworded_question_sends_the_new_grading_to_review(store: Store)
         author_id="h1", author_name="Hana", question_id="D1-Q1", answer=False,
     )  # fmt: skip
     reworded = _reworded("D1-Q1")
-    job = (await store.regrade.create_job(RegradeFilter(), _target(reworded), actor="a")).job
+    job = (
+        await RegradeJobQueries(store.db).create_job(RegradeFilter(), _target(reworded), actor="a")
+    ).job
     await _grade_all(store, _for(graded_result(ALL[:6]), reworded))
     item = await _item_of(store, job.id)
     assert item.grading.needs_review and "override_outdated" in item.grading.review_reasons
@@ -168,7 +176,7 @@ async def test_a_human_verdict_is_never_silently_replaced(store: Store) -> None:
     )  # fmt: skip
     stricter = _reworded("none", rule_min_yes=8)
     target = _target(stricter, mode="promote")
-    job = (await store.regrade.create_job(RegradeFilter(), target, actor="a")).job
+    job = (await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="a")).job
     await _grade_all(store, _for(graded_result(ALL), stricter))
     item = await _item_of(store, job.id)
     assert item.grading.passed is True and "override_outdated" in item.grading.review_reasons
@@ -184,7 +192,9 @@ async def test_a_verdict_override_is_carried_when_the_rule_is_unchanged(store: S
     )  # fmt: skip
     reworded = _reworded("D2-Q1")
     job = (
-        await store.regrade.create_job(RegradeFilter(), _target(reworded, "promote"), actor="a")
+        await RegradeJobQueries(store.db).create_job(
+            RegradeFilter(), _target(reworded, "promote"), actor="a"
+        )
     ).job
     await _grade_all(store, _for(graded_result(ALL), reworded))
     [current], _ = await store.gradings.page(limit=10)
@@ -233,4 +243,4 @@ async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
         RegradeFilter(created_before=clock() - timedelta(seconds=3 * 3600)): 1,
     }
     for f, expected in cases.items():
-        assert (await store.regrade.totals(f)).submissions == expected, f
+        assert (await RegradeJobQueries(store.db).totals(f)).submissions == expected, f

@@ -5,9 +5,9 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Literal
 
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from storage import Conflict, Store
-from storage.regrade.jobs import RegradeTarget
-from storage.regrade.select import RegradeFilter
 from tests.storage.helpers import (
     graded_result,
     new_submission,
@@ -102,7 +102,7 @@ async def shadow_regrade(store: Store, *, passing: int, judge_model: str = "new-
         judge_model=judge_model,
         mode="shadow",
     )
-    view = await store.regrade.create_job(RegradeFilter(), target, actor="admin")
+    view = await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
     done = 0
     while claims := await store.queue.claim_pending("w", limit=50, lease_seconds=60):
         for claim in claims:

@@ -9,7 +9,6 @@ workers grade them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,31 +16,28 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from judge.rubric import Rubric
-from storage.catalog import CatalogRepository
-from storage.database import Database
-from storage.errors import Conflict, NotFound
-from storage.regrade.batches import add_engine
-from storage.regrade.flips import FlipItem, read_pairs
-from storage.regrade.lifecycle import (
-    end_job,
-    finish_if_drained,
-    items_completed,
-    locked_job,
-    mark_jobs_started,
-    not_held_back,
-)
-from storage.regrade.progress import JobProgress, JobView, job_progress, recent_jobs
-from storage.regrade.select import (
+from api.regrade.batch_queries import add_engine
+from api.regrade.flip_reads import FlipItem, read_pairs
+from api.regrade.selection import (
     RegradeFilter,
     candidates_query,
     matching_scenarios,
     totals_query,
 )
+from judge.rubric import Rubric
+from storage.catalog import CatalogRepository
+from storage.database import Database
+from storage.errors import Conflict, NotFound
+from storage.regrade.lifecycle import (
+    end_job,
+    finish_if_drained,
+    locked_job,
+)
+from storage.regrade.progress import JobProgress, JobView, job_progress, recent_jobs
 from storage.regrade.tables import RegradeJobRecord
 from storage.tables import GradingRecord, ScenarioRecord, new_id
 
-__all__ = ["ACTION_STATES", "Candidate", "RegradeRepository", "RegradeTarget", "RegradeTotals"]
+__all__ = ["ACTION_STATES", "Candidate", "RegradeJobQueries", "RegradeTarget", "RegradeTotals"]
 
 #: the states a job may be in for each action (a dry run allows none)
 ACTION_STATES: dict[str, tuple[str, ...]] = {
@@ -65,7 +61,7 @@ class RegradeTarget:
     #: as_submitted (each submission's own ground truth) | latest (its scenario's newest)
     ground_truth: str = "as_submitted"
     #: live (one request at a time) | batch (the OpenAI Batch API) | offline (a file out
-    #: and a results file in: ``storage.regrade.batches``)
+    #: and a results file in: ``api.regrade.batch_queries``)
     engine: str = "live"
     #: a batch request that failed or is missing: retried live | in a new batch
     engine_retry: str = "live"
@@ -92,29 +88,13 @@ class Candidate:
     ground_truth: str
 
 
-class RegradeRepository:
-    """Regrade jobs and their items; the queue tells it about claimed and finished items."""
+class RegradeJobQueries:
+    """Creating regrade jobs with their items, reading and changing them."""
 
-    def __init__(self, db: Database, catalog: CatalogRepository) -> None:
-        """Work through ``db``; ``catalog`` keeps the rubric versions jobs grade with."""
+    def __init__(self, db: Database) -> None:
+        """Work through ``db`` (a job's rubric version is stored with the job)."""
         self._db = db
-        self._catalog = catalog
-
-    @staticmethod
-    def not_held_back() -> Any:
-        """A WHERE clause for the queue: no item of a paused or cancelled job."""
-        return not_held_back()
-
-    def mark_started(self, session: Session, job_ids: set[str]) -> None:
-        """The queue claimed items of these jobs (in ``session``): queued ones now run."""
-        mark_jobs_started(self._db, session, job_ids)
-
-    def items_completed(
-        self, session: Session, gradings: Sequence[Mapping[str, Any]], actor: str
-    ) -> None:
-        """The queue stored the verdicts of ``gradings`` (their values as written, in
-        ``session``): carry overrides, promote, end drained jobs (``items_completed``)."""
-        items_completed(self._db, session, gradings, actor)
+        self._catalog = CatalogRepository(db)
 
     async def pairs(self, job_id: str) -> list[FlipItem]:
         """Every item of the job beside its previous grading; NotFound for an unknown job."""

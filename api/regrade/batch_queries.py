@@ -5,7 +5,7 @@ rendered and stored (``store_rendered``); they go to the engine in batches
 (``new_batch``: the Batch API, or a requests file); the results are imported
 (``import_results``: each reply checked, kept once under its custom id); then the
 job's items are released to the workers, which answer the grader from the kept
-replies (``answers_for``). Each step is one transaction, audited, so a restarted
+replies (``storage.regrade.batch_answers``). Each step is one transaction, audited, so a restarted
 service goes on from the engine's stored state.
 
 Why this module is long (about 600 lines): it is the one home of a batch's requests and
@@ -26,7 +26,6 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.batch import CheckedResults, CustomId, ExpectedRequest
-from judge.calls import Completion
 from storage.claims import claim_of, claimable_query
 from storage.database import Database
 from storage.errors import NotFound
@@ -43,7 +42,7 @@ __all__ = [
     "MAX_ROUNDS",
     "SUBMIT_SECONDS",
     "BatchProgress",
-    "BatchRepository",
+    "BatchQueries",
     "ImportReport",
     "RenderedRequest",
     "add_engine",
@@ -162,7 +161,7 @@ def _batch_row(batch: RegradeBatchRecord) -> dict[str, Any]:
     }
 
 
-class BatchRepository:
+class BatchQueries:
     """Engines, batches and requests of regrade jobs graded through a batch engine."""
 
     def __init__(self, db: Database) -> None:
@@ -442,29 +441,6 @@ class BatchRepository:
             return report
 
         return await self._db.run(work)
-
-    async def answers_for(self, grading_id: str) -> dict[str, list[Completion]] | None:
-        """The kept replies of a grading's batch requests by request hash, in sample order;
-        None when the grading has no batch request (a live item)."""
-        query = (
-            select(col(_REQ.prompt_hash), col(_REQ.status), col(_REQ.completion))
-            .where(col(_REQ.grading_id) == grading_id)
-            .order_by(col(_REQ.call), col(_REQ.sample))
-        )
-
-        def work(session: Session) -> dict[str, list[Completion]] | None:
-            rows = session.execute(query).all()
-            if not rows:
-                return None
-            answers: dict[str, list[Completion]] = {}
-            for prompt_hash, status, completion in rows:
-                if status == "answered" and completion is not None:
-                    answers.setdefault(prompt_hash, []).append(
-                        Completion.model_validate(completion)
-                    )
-            return answers
-
-        return await self._db.run_read(work)
 
     async def progress(self, job_id: str) -> BatchProgress | None:
         """The job's requests by status with the replies' tokens, and its batches; None
