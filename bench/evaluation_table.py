@@ -70,9 +70,9 @@ def _seed(session: Any, attempts: int) -> None:
 
 async def _measure(url: str, attempts: int, runs: int) -> tuple[list[float], list[float], int]:
     from api.reports.evaluation import evaluation_table
+    from api.reports.filters import ReportFilter
     from api.web.plugin import _environment
     from storage import Store, make_engine, upgrade
-    from storage.report_queries import ReportFilter
 
     engine = make_engine(url)
     await upgrade(engine)

@@ -28,10 +28,10 @@ if __package__ in (None, ""):  # run as `python bench/sregym_roundtrip.py`
 
 from api.imports.problems import read_problems
 from api.imports.sregym import read_sregym_folder
+from api.reports.filters import ReportFilter
 from api.reports.sregym_writer import write_sregym_file, write_sregym_folder
 from bench.common import Figure, bench_database, print_report
 from storage import Store, make_engine, upgrade
-from storage.report_queries import ReportFilter
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
 

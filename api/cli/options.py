@@ -12,20 +12,16 @@ import functools
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from api.cli.output import emit
 
-if TYPE_CHECKING:  # storage, scipy and the like are imported when a command runs
-    from storage.report_queries import ReportFilter
-
 __all__ = [
     "FILTER_FLAGS",
     "FORMATS",
     "as_utc",
-    "build_filter",
     "default_format",
     "deprecated",
     "emit",
@@ -193,12 +189,3 @@ def server_option(command: Command) -> Command:
 def as_utc(value: datetime | None) -> datetime | None:
     """A time given on the command line without a zone is UTC."""
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
-
-
-def build_filter(**options: Any) -> ReportFilter:
-    """A report filter from the filter options (naive times are UTC)."""
-    from storage.report_queries import ReportFilter
-
-    for name in ("created_after", "created_before"):
-        options[name] = as_utc(options.get(name))
-    return ReportFilter(**options)

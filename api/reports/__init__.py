@@ -7,5 +7,6 @@ files, lossless for imported runs (:mod:`~api.reports.exports`,
 :mod:`~api.reports.sregym_writer`). Presented by the ``/v1/stats`` and ``/v1/exports``
 routes, the reports page, and the ``report`` and ``export`` commands; tables and charts
 in :mod:`~api.reports.tables` and :mod:`~api.reports.charts`. The queries behind them
-live in :mod:`storage.report_queries`.
+are built from :mod:`~api.reports.filters` (with :mod:`~api.reports.filter_scope`) and run
+in :mod:`~api.reports.queries`.
 """

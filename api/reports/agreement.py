@@ -16,9 +16,9 @@ from api.reports.agreement_queries import (
     AgreementQueries,
     LabelSource,
 )
+from api.reports.filters import ReportFilter
 from api.tabular import Tabular
 from judge.agreement import AgreementRow, agreement_report
-from storage.report_queries import ReportFilter
 
 if TYPE_CHECKING:
     from storage import Store

@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
-from api.cli.options import build_filter, emit, filter_options, format_option, server_option
+from api.cli.options import emit, filter_options, format_option, server_option
 from api.reports.cli import REPORT_ALIASES, fetch_report, report_command
+from api.reports.cli_options import build_filter
 
 __all__ = ["agreement"]
 

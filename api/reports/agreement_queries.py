@@ -24,10 +24,10 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlmodel import col
 
+from api.reports.filters import ReportFilter, filtered
 from judge.agreement import VERDICT, RatedPair
 from storage.database import Database
 from storage.gradings import records_by_grading
-from storage.report_queries import ReportFilter, filtered
 from storage.review_tables import HumanLabelRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord
 

@@ -12,9 +12,9 @@ from litestar.params import FromQuery
 from api.http.auth import require
 from api.reports.agreement import AgreementReport, build_agreement_report
 from api.reports.agreement_queries import AGREEMENT_GROUPS, AGREEMENT_KINDS, AgreementKind
+from api.reports.filters import ReportFilter
 from api.reports.params import comma_list_param, parse_comma_list, report_filter
 from api.service.services import Services
-from storage.report_queries import ReportFilter
 
 __all__ = ["get_agreement"]
 

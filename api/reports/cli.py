@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import with_store
-from api.cli.options import as_utc, build_filter, emit, filter_options, format_option, server_option
+from api.cli.options import as_utc, emit, filter_options, format_option, server_option
 from api.reports.cli_options import (
+    build_filter,
     chart_option,
     output_options,
     parse_arm,
@@ -26,8 +27,8 @@ from api.reports.cli_options import (
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from api.reports.filters import ReportFilter, Verdicts
     from storage import Store
-    from storage.report_queries import ReportFilter, Verdicts
 
 __all__ = ["REPORT_ALIASES", "fetch_report", "report_command"]
 

@@ -12,14 +12,30 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from api.cli.options import build_filter, format_option
+from api.cli.options import as_utc, format_option
 
 if TYPE_CHECKING:
-    from storage.report_queries import GroupKey, ReportFilter
+    from api.reports.filters import GroupKey, ReportFilter
 
-__all__ = ["chart_option", "output_options", "parse_arm", "parse_group_by", "write_chart"]
+__all__ = [
+    "build_filter",
+    "chart_option",
+    "output_options",
+    "parse_arm",
+    "parse_group_by",
+    "write_chart",
+]
 
 Command = Callable[..., Any]
+
+
+def build_filter(**options: Any) -> ReportFilter:
+    """A report filter from the filter options (naive times are UTC)."""
+    from api.reports.filters import ReportFilter
+
+    for name in ("created_after", "created_before"):
+        options[name] = as_utc(options.get(name))
+    return ReportFilter(**options)
 
 
 def _chart_path(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
@@ -67,7 +83,7 @@ def write_chart(
 
 def parse_group_by(value: str) -> list[GroupKey]:
     """``agent,model`` -> the group keys; a usage error names the bad one."""
-    from storage.report_queries import GROUP_KEYS
+    from api.reports.filters import GROUP_KEYS
 
     names = [part.strip() for part in value.split(",") if part.strip()]
     for name in names:

@@ -20,8 +20,8 @@ from sqlalchemy import desc
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from api.reports.filters import ReportFilter, filtered, group_columns, group_key, joined
 from storage import Store
-from storage.report_queries import ReportFilter, filtered, group_columns, group_key, joined
 from storage.tables import GradingRecord, SubmissionRecord
 
 __all__ = [

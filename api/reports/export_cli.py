@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import with_store
-from api.cli.options import build_filter, filter_options, server_option
+from api.cli.options import filter_options, server_option
 from api.reports.cli import REPORT_ALIASES
+from api.reports.cli_options import build_filter
 
 if TYPE_CHECKING:
     from api.reports.export_writer import ExportSummary

@@ -22,12 +22,12 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from api.reports.effective import overrides_by_grading
+from api.reports.filters import ReportFilter, filtered, joined
 from judge.rubric import Rubric, rubric_from_mapping
 from storage.catalog import rubric_key
 from storage.database import Database, HeldRead
-from storage.effective import overrides_by_grading
 from storage.models import GradingView
-from storage.report_queries import ReportFilter, filtered, joined
 from storage.review_tables import FailureTagRecord, OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, RubricVersionRecord, SubmissionRecord
 

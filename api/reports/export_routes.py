@@ -25,6 +25,7 @@ from api.http.auth import require
 from api.http.problems import ApiProblem
 from api.reports.export_writer import ExportFailed, read_chunks, spool, write_export
 from api.reports.exports import MEDIA_TYPES
+from api.reports.filters import ReportFilter
 from api.reports.params import report_filter
 from api.reports.sregym_writer import (
     ARCHIVE_MEDIA_TYPES,
@@ -33,7 +34,6 @@ from api.reports.sregym_writer import (
     write_sregym_file,
 )
 from api.service.services import Services
-from storage.report_queries import ReportFilter
 
 __all__ = ["export_gradings"]
 

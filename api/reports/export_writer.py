@@ -22,8 +22,8 @@ from typing import IO
 
 from api.reports.export_reads import ExportedGrading, ExportReads
 from api.reports.exports import ExportFormat, export_chunks
+from api.reports.filters import ReportFilter
 from storage import Store
-from storage.report_queries import ReportFilter
 
 __all__ = [
     "SPOOL_MEMORY_BYTES",

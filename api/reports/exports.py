@@ -22,12 +22,12 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Literal
 
+from api.reports.effective import record_answers
 from api.reports.export_reads import ExportedGrading, GradingExport
 from api.reports.sregym_rows import SREGYM_COLUMNS, sregym_row
 from api.service.presenters import grading_public
 from api.service.principal import Principal
 from judge.rubric import Rubric
-from storage.effective import record_answers
 
 __all__ = ["EXPORT_FORMATS", "MEDIA_TYPES", "ExportFormat", "export_chunks"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from api.reports.filters import GroupKey, ReportFilter, Verdicts
 from judge.statistics import ArmDifference, Interval, Proportion, ScenarioDifference
-from storage.report_queries import GroupKey, ReportFilter, Verdicts
 
 __all__ = [
     "ARM_FIELDS",

@@ -13,10 +13,10 @@ from urllib.parse import urlencode
 
 from pydantic import ValidationError
 
+from api.reports.filters import ReportFilter
 from api.reports.models import GroupRate
 from api.reports.params import ArmQuery
 from api.service.errors import InvalidRequest
-from storage.report_queries import ReportFilter
 
 __all__ = [
     "FILTER_FIELDS",

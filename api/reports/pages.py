@@ -13,6 +13,7 @@ from litestar.response import Template
 
 from api.reports.agreement import build_agreement_report
 from api.reports.evaluation import COLUMN_KINDS, ColumnKind, evaluation_csv, evaluation_table
+from api.reports.filters import GROUP_KEYS, ReportFilter
 from api.reports.models import GroupRate
 from api.reports.page_view import (
     VERDICTS_TEXT,
@@ -30,7 +31,6 @@ from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from judge.agreement import AgreementRow
-from storage.report_queries import GROUP_KEYS, ReportFilter
 
 __all__ = [
     "agreement_page",

@@ -11,9 +11,9 @@ from litestar.params import FromQuery, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.http.problems import ApiProblem
+from api.reports.filter_scope import Include, Inline, Provisional
+from api.reports.filters import GROUP_KEYS, GroundTruthSource, GroupKey, ReportFilter
 from api.reports.models import ARM_FIELDS
-from storage.report_queries import GROUP_KEYS, GroundTruthSource, GroupKey, ReportFilter
-from storage.report_scope import Include, Inline, Provisional
 
 __all__ = [
     "ARM_FIELDS",

@@ -21,9 +21,9 @@ from sqlalchemy import distinct, false, func, true
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from storage.database import Database
-from storage.effective import EffectiveGrading, overridden_gradings
-from storage.report_queries import (
+from api.reports.effective import EffectiveGrading, overridden_gradings
+from api.reports.filter_scope import is_inline
+from api.reports.filters import (
     GroupKey,
     ReportFilter,
     Verdicts,
@@ -37,7 +37,7 @@ from storage.report_queries import (
     scored_answers,
     verdict_column,
 )
-from storage.report_scope import is_inline
+from storage.database import Database
 from storage.review_tables import FailureTagRecord
 from storage.tables import AnswerRecord, GradingRecord
 

@@ -4,7 +4,7 @@ figures with their sample sizes and 95% intervals by :mod:`judge.statistics`.
 Pass rates count passed and failed gradings only: unscored, pending and held ones
 (passes waiting for a human verdict) are counted apart and never as failures or passes,
 and so, unless a report asks for them, are gradings against their submitters' own
-ground truths (``inline``, :func:`storage.report_scope.with_inline_default`).
+ground truths (``inline``, :func:`api.reports.filter_scope.with_inline_default`).
 ``verdicts="effective"`` uses the verdicts after human overrides, ``"judge"`` the judge's
 own. Every report states its scope in words (:mod:`api.reports.scope`), and a
 comparison refuses an arm with nothing to count.
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from api.reports.filter_scope import with_inline_default
+from api.reports.filters import GroupKey, ReportFilter, Verdicts
 from api.reports.models import (
     Arm,
     ComparisonReport,
@@ -38,8 +40,6 @@ from judge.statistics import (
     proportion,
 )
 from storage import Store
-from storage.report_queries import GroupKey, ReportFilter, Verdicts
-from storage.report_scope import with_inline_default
 
 __all__ = [
     "arm_difference",

@@ -19,6 +19,7 @@ from api.reports.evaluation import (
     evaluation_csv,
     evaluation_table,
 )
+from api.reports.filters import ReportFilter
 from api.reports.models import (
     ComparisonReport,
     DimensionReport,
@@ -42,7 +43,6 @@ from api.reports.rates import (
 )
 from api.service.attempts import AttemptReport, attempt_report
 from api.service.services import Services
-from storage.report_queries import ReportFilter
 
 __all__ = [
     "get_attempts",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from storage.report_queries import ReportFilter, Verdicts
+from api.reports.filters import ReportFilter, Verdicts
 
 __all__ = [
     "VERDICTS_MEANING",

@@ -25,9 +25,9 @@ import click
 from api.cli.edge import with_store
 
 if TYPE_CHECKING:
+    from api.reports.filters import ReportFilter
     from api.reports.sregym_writer import SregymArchive
     from storage import Store
-    from storage.report_queries import ReportFilter
 
 __all__ = [
     "LayoutSource",

@@ -28,10 +28,10 @@ from api.reports.export_reads import (
     attach,
     rubrics_in_scope,
 )
+from api.reports.filters import ReportFilter, filtered, joined, submission_filtered
 from judge.rubric import Rubric
 from storage.database import Database, HeldRead
 from storage.imports.tables import SregymOriginalRowRecord
-from storage.report_queries import ReportFilter, filtered, joined, submission_filtered
 from storage.tables import GradingRecord, SubmissionRecord
 
 __all__ = ["OriginalRow", "OriginalRowExport", "OriginalRowReads"]

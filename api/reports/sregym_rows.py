@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.reports.effective import record_answers
 from api.reports.export_reads import ExportedGrading
 from judge.review_reasons import hold_explanation
 from judge.rubric import Rubric
-from storage.effective import record_answers
 from storage.tables import SubmissionRecord
 
 __all__ = ["HELD_REASONING", "SREGYM_COLUMNS", "confidence_label", "problem_id", "sregym_row"]

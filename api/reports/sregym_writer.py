@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
 from api.reports.export_writer import ExportFailed, ExportSummary
+from api.reports.filters import ReportFilter
 from api.reports.sregym_roundtrip import (
     FILE_COLUMN,
     csv_text,
@@ -25,7 +26,6 @@ from api.reports.sregym_roundtrip import (
 )
 from api.reports.sregym_row_reads import OriginalRowReads
 from storage import Store
-from storage.report_queries import ReportFilter
 
 __all__ = [
     "ARCHIVE_MEDIA_TYPES",

@@ -17,12 +17,12 @@ from sqlalchemy.engine import Engine
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
+from api.reports.filters import ReportFilter
 from api.reports.rates import pass_rate_report
 from api.reports.tables import pass_rate_table
 from api.tabular import write_csv
 from storage import Store
 from storage.keys import ServiceKey
-from storage.report_queries import ReportFilter
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
 

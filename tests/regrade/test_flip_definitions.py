@@ -8,8 +8,8 @@ from api.adjudication.override_queries import OverrideQueries
 from api.regrade.flips import flip_report, flips_csv
 from api.regrade.job_queries import RegradeJobQueries
 from api.reports.agreement import agreement_table, build_agreement_report
+from api.reports.filters import ReportFilter
 from storage import Store
-from storage.report_queries import ReportFilter
 from tests.storage.helpers import sregym_rubric
 from tests.support.gradings import add_many, shadow_regrade
 

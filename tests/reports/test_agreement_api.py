@@ -11,8 +11,8 @@ from api.adjudication.label_queries import LabelQueries
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
 from api.reports.agreement_queries import AgreementQueries
+from api.reports.filters import ReportFilter
 from storage import Store
-from storage.report_queries import ReportFilter
 from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.gradings import add_many
 from tests.support.in_process_cli import run_cli

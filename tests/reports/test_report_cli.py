@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
 from api.cli.main import main
+from api.reports.filters import ReportFilter
 from api.reports.rates import pass_rate_report
 from api.reports.tables import pass_rate_table
 from api.tabular import write_csv
 from storage import Store
-from storage.report_queries import ReportFilter
 from tests.support.gradings import add_grading, add_many
 from tests.support.in_process_cli import run_cli
 

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from api.reports.charts import comparison_chart, write_difference_chart
+from api.reports.filters import ReportFilter
 from api.reports.rates import comparison_report
 from judge.statistics import fisher_exact_p, proportion
 from storage import Store
-from storage.report_queries import ReportFilter
 from tests.support.gradings import add_many, shadow_regrade
 from tests.support.in_process_cli import run_cli
 

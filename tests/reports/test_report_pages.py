@@ -8,10 +8,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from api.reports.filters import ReportFilter
 from api.reports.models import GroupRate
 from api.reports.page_view import time_chart
 from judge.statistics import wilson_interval
-from storage.report_queries import ReportFilter
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import IDS, TRUTH, scripted_judge
 from tests.web.conftest import sign_in

@@ -9,9 +9,9 @@ import pytest
 from api.adjudication.override_queries import OverrideQueries
 from api.adjudication.tag_queries import TagQueries
 from api.reports.export_reads import ExportReads
+from api.reports.filters import ReportFilter
 from api.reports.queries import ReportQueries
 from storage import Store
-from storage.report_queries import ReportFilter
 from tests.conftest import Clock
 from tests.storage.helpers import sregym_rubric
 from tests.support.gradings import add_grading, add_many

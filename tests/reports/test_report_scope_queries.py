@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from api.reports.filters import ReportFilter
 from api.reports.queries import ReportQueries
 from storage import Store
-from storage.report_queries import ReportFilter
 from tests.support.gradings import add_many, shadow_regrade
 
 NEW = ReportFilter(judge="openai:new-judge")

@@ -25,6 +25,7 @@ from api.imports.sregym import read_sregym_folder
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
 from api.reports.export_writer import ExportSummary
+from api.reports.filters import ReportFilter
 from api.reports.sregym_roundtrip import FILE_COLUMN
 from api.reports.sregym_row_reads import OriginalRowReads
 from api.reports.sregym_writer import (
@@ -34,7 +35,6 @@ from api.reports.sregym_writer import (
 )
 from storage import Store
 from storage.imports.tables import SregymOriginalRowRecord
-from storage.report_queries import ReportFilter
 from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.sregym_results import NOT_DIAGNOSED, write_sregym_results
 

@@ -15,10 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from judge.adjudication import effective_answers, overrides_in_force
-from storage.gradings import records_by_grading
-from storage.overrides import override_events
-from storage.report_queries import (
+from api.reports.filters import (
     GroupKey,
     ReportFilter,
     filtered,
@@ -26,6 +23,9 @@ from storage.report_queries import (
     group_key,
     joined,
 )
+from judge.adjudication import effective_answers, overrides_in_force
+from storage.gradings import records_by_grading
+from storage.overrides import override_events
 from storage.review_tables import OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord
 

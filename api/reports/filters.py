@@ -8,7 +8,7 @@ rubric group is labelled ``id@version`` and a judge group ``backend:model``, and
 ``rubric`` and ``judge`` filters accept either the short form (``sregym-rca``,
 ``qwen3:8b``) or the labelled one (``sregym-rca@v1+…``, ``ollama:qwen3:8b``). The
 ``provisional`` group is ``provisional`` or ``qualified`` (the grading's judge had or
-had not qualified); shadow and provisional gradings are scoped in :mod:`storage.report_scope`.
+had not qualified); shadow and provisional gradings are scoped in :mod:`api.reports.filter_scope`.
 ``day`` and ``week`` group by when the grading was made (UTC; a week is labelled by its
 Monday, ``YYYY-MM-DD``): a pass rate over time.
 """
@@ -25,7 +25,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 from sqlmodel import col
 
-from storage.report_scope import (
+from api.reports.filter_scope import (
     Include,
     Inline,
     Provisional,
@@ -136,12 +136,12 @@ class ReportFilter:
     ground_truth_source: GroundTruthSource | None = None
     #: only submissions of scenarios in this set (``public``, ``held-out``, ...)
     scenario_set: str | None = None
-    #: ``shadow``: also the gradings of shadow regrades (see :mod:`storage.report_scope`)
+    #: ``shadow``: also the gradings of shadow regrades (see :mod:`api.reports.filter_scope`)
     include: Include | None = None
     #: ``exclude`` or ``only`` the gradings of judges not yet qualified; None counts them
     provisional: Provisional | None = None
     #: gradings against their submitters' own ground truths: counted ``apart`` (the
-    #: reports' default, :func:`storage.report_scope.with_inline_default`) or ``include``d;
+    #: reports' default, :func:`api.reports.filter_scope.with_inline_default`) or ``include``d;
     #: None counts every grading
     inline: Inline | None = None
     current_only: bool = True

@@ -34,7 +34,7 @@ from storage.regrade.tables import RegradeJobRecord
 from storage.tables import GradingRecord, SubmissionRecord
 
 if TYPE_CHECKING:
-    from storage.report_queries import ReportFilter
+    from api.reports.filters import ReportFilter
 
 __all__ = [
     "INCLUDE_CHOICES",
