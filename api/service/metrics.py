@@ -2,10 +2,8 @@
 
 Counters are recorded where things happen (submissions in the route, judge calls and
 outcomes in the workers); the queue gauges are computed at scrape time from the
-store's ``queue.depth()``. Every name starts with ``sre_judge_``.
-
-Regrade jobs report their progress through :meth:`Metrics.regrade_progress` and
-:meth:`Metrics.regrade_finished`; until they do, that family has no samples.
+store's ``queue.depth()``, and so is the progress of every regrade job that has not
+ended (an ended job drops out). Every name starts with ``sre_judge_``.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from prometheus_client import (
 from api.service.services import Services
 from judge.spec import judge_identity
 from judge.verdict import GradingResult
+from storage.regrade.progress import active_jobs
 
 __all__ = ["JUDGE_LATENCY_BUCKETS", "Metrics"]
 
@@ -183,26 +182,6 @@ class Metrics:
                 self.prompt_tokens.labels(*judge).inc(completion.prompt_tokens or 0)
                 self.completion_tokens.labels(*judge).inc(completion.completion_tokens or 0)
 
-    def regrade_progress(
-        self, job_id: str, *, total: int, done: int, failed: int, cache_hits: int = 0
-    ) -> None:
-        """Hook for regrade jobs: their progress, as gauges labelled with the job id."""
-        for kind, value in (
-            ("total", total),
-            ("done", done),
-            ("failed", failed),
-            ("cache_hits", cache_hits),
-        ):
-            self.regrade_items.labels(job_id, kind).set(value)
-
-    def regrade_finished(self, job_id: str) -> None:
-        """Hook for regrade jobs: drop a finished job's samples."""
-        for kind in ("total", "done", "failed", "cache_hits"):
-            try:
-                self.regrade_items.remove(job_id, kind)
-            except KeyError:
-                continue
-
     async def refresh(self, services: Services, in_flight: int) -> None:
         """Scrape-time gauges: queue depth and age from the store, work in flight."""
         self.in_flight.set(in_flight)
@@ -213,6 +192,7 @@ class Metrics:
             return
         self.queue_pending.set(pending)
         await self._refresh_judges(services)
+        await self._refresh_regrades(services)
         if oldest is None:
             self.queue_oldest_age.set(0)
             return
@@ -234,6 +214,24 @@ class Metrics:
         self.pending_by_judge.clear()
         for judge, count in counts.items():
             self.pending_by_judge.labels(judge).set(count)
+
+    async def _refresh_regrades(self, services: Services) -> None:
+        """Items of every regrade job that has not ended, by kind; ended jobs drop out."""
+        try:
+            jobs = await services.store.db.run_read(active_jobs, datetime.now(UTC))
+        except Exception as exc:
+            log.warning("regrade job progress unavailable: %s", type(exc).__name__)
+            return
+        self.regrade_items.clear()
+        for view in jobs:
+            progress = view.progress
+            for kind, value in (
+                ("total", progress.total),
+                ("done", progress.done),
+                ("failed", progress.failed),
+                ("cache_hits", progress.cache_hits),
+            ):
+                self.regrade_items.labels(view.job.id, kind).set(value)
 
 
 def _verdict_label(result: GradingResult) -> str:

@@ -15,10 +15,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from storage.regrade.tables import RegradeJobRecord
+from storage.regrade.tables import TERMINAL_STATES, RegradeJobRecord
 from storage.tables import GradingRecord, JudgeCallRecord
 
-__all__ = ["JobProgress", "JobView", "job_progress", "recent_jobs"]
+__all__ = ["JobProgress", "JobView", "active_jobs", "job_progress", "recent_jobs"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,19 @@ def recent_jobs(session: Session, now: datetime, *, limit: int) -> list[JobView]
     query = (
         select(RegradeJobRecord)
         .order_by(col(RegradeJobRecord.created_at).desc(), col(RegradeJobRecord.id).desc())
+        .limit(limit)
+    )
+    jobs = list(session.execute(query).scalars())
+    return [JobView(job=job, progress=job_progress(session, job, now)) for job in jobs]
+
+
+def active_jobs(session: Session, now: datetime, *, limit: int = 200) -> list[JobView]:
+    """Up to ``limit`` jobs that have not ended (queued, running or paused), oldest
+    first, with their progress."""
+    query = (
+        select(RegradeJobRecord)
+        .where(col(RegradeJobRecord.state).not_in(TERMINAL_STATES))
+        .order_by(col(RegradeJobRecord.created_at), col(RegradeJobRecord.id))
         .limit(limit)
     )
     jobs = list(session.execute(query).scalars())

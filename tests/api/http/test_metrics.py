@@ -8,9 +8,15 @@ from typing import Any
 import pytest
 from litestar.testing import AsyncTestClient
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy.engine import Engine
 
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from api.service.metrics import Metrics
+from storage import Store
 from tests.api.conftest import ClientFactory
+from tests.storage.helpers import graded_result, sregym_rubric, unscored_result
+from tests.support.gradings import add_many
 from tests.support.judge_server import running_judge_server, sregym_reply
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -115,7 +121,7 @@ async def test_metrics_count_submissions_gradings_judge_calls_and_tokens(
     assert _value(samples, "sre_judge_gradings_total", status="unscored", verdict="none") == 1
     _assert_judge_calls_and_tokens(samples)
     assert "sre_judge_queue_pending" in families
-    assert "sre_judge_regrade_job_items" in families  # a family, no samples until jobs report
+    assert "sre_judge_regrade_job_items" in families  # a family, no samples without a job
     assert not any(name == "sre_judge_regrade_job_items" for name, _ in samples)
     assert (
         _value(
@@ -150,13 +156,36 @@ async def test_queue_depth_and_age_are_read_at_scrape_time(
     assert _value(full, "sre_judge_gradings_in_flight") == 0
 
 
-def test_each_app_has_its_own_registry_and_regrade_jobs_have_a_hook() -> None:
+def test_each_app_has_its_own_registry() -> None:
     first, second = Metrics(), Metrics()
     first.submissions_accepted.inc()
-    first.regrade_progress("job-1", total=10, done=4, failed=1, cache_hits=2)
     assert first.registry.get_sample_value("sre_judge_submissions_accepted_total") == 1
     assert second.registry.get_sample_value("sre_judge_submissions_accepted_total") == 0
-    done = {"job_id": "job-1", "kind": "done"}
-    assert first.registry.get_sample_value("sre_judge_regrade_job_items", done) == 4
-    first.regrade_finished("job-1")
-    assert first.registry.get_sample_value("sre_judge_regrade_job_items", done) is None
+
+
+async def test_regrade_jobs_progress_is_read_at_scrape_time_until_they_end(
+    api_client: ClientFactory, engine: Engine
+) -> None:
+    store = Store(engine)
+    await add_many(store, {"pass": 3, "fail": 1}, agent="a")
+    target = RegradeTarget(sregym_rubric(), "openai:new@http://x/v1", "openai", "new", "shadow")
+    job = (await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="a")).job
+    kinds = ("total", "done", "failed", "cache_hits")
+    async with api_client(start_workers=False) as client:
+        queued, _ = _scrape((await client.get("/metrics")).text)
+        claims = await store.queue.claim_pending("tests", limit=3, lease_seconds=60)
+        await store.queue.complete(claims[0].grading_id, "tests", graded_result())
+        await store.queue.complete(claims[1].grading_id, "tests", unscored_result())
+        running, _ = _scrape((await client.get("/metrics")).text)
+        await store.queue.complete(claims[2].grading_id, "tests", graded_result())
+        for claim in await store.queue.claim_pending("tests", limit=3, lease_seconds=60):
+            await store.queue.complete(claim.grading_id, "tests", graded_result())
+        ended, _ = _scrape((await client.get("/metrics")).text)
+
+    def items(samples: Samples) -> tuple[float, ...]:
+        name = "sre_judge_regrade_job_items"
+        return tuple(_value(samples, name, job_id=job.id, kind=kind) for kind in kinds)
+
+    assert items(queued) == (4, 0, 0, 0)
+    assert items(running) == (4, 1, 1, 0)
+    assert not any(name == "sre_judge_regrade_job_items" for name, _ in ended)  # done: gone
