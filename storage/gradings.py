@@ -193,12 +193,8 @@ class GradingReads:
             return None
         return self._views(session, [(row[0], row[1])])[0]
 
-    async def of_submission(self, submission_id: str) -> list[GradingView]:
-        """Every grading of one submission (current, superseded, shadow), oldest first."""
-        return await self._db.run_read(self.read_of_submission, submission_id)
-
     def read_of_submission(self, session: Session, submission_id: str) -> list[GradingView]:
-        """``of_submission`` inside the caller's ``session``."""
+        """Every grading of one submission (current, superseded, shadow), oldest first."""
         query = (
             select(GradingRecord, SubmissionRecord)
             .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
