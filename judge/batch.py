@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.backends.base import JudgeBackend, StandIn
-from judge.backends.openai import form_of, reply_of
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeCallError
 
@@ -196,6 +195,8 @@ class ExpectedRequest:
     @classmethod
     def of(cls, custom_id: str, body: Mapping[str, Any]) -> ExpectedRequest:
         """The expectation of a stored request body."""
+        from judge.backends.openai import form_of  # the openai client, on first use only
+
         return cls(custom_id, str(body.get("model", "")), form_of(dict(body)))
 
 
@@ -237,6 +238,8 @@ def check_results(
     """Check each result against its request; ``answered``: custom ids with a reply kept
     already (their results count as duplicates); ``via``: the provenance the replies get
     (``batch <id>``; None: the caller sets it once it has the batch's id)."""
+    from judge.backends.openai import reply_of  # the openai client, on first use only
+
     checked = CheckedResults()
     seen: set[str] = set()
     for result in results:

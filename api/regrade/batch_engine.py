@@ -29,14 +29,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from api.regrade.batch_queries import BatchQueries, ImportReport, RenderedRequest
 from api.regrade.job_queries import RegradeJobQueries
 from api.service.errors import InvalidRequest
 from api.service.judging import build_grader
 from api.service.services import Services
-from judge.backends.openai import OpenAIBackend
 from judge.batch import (
     BatchLineError,
     CheckedResults,
@@ -52,6 +51,9 @@ from judge.grader import Grader
 from judge.spec import member_specs
 from storage.errors import Conflict, NotFound
 from storage.regrade.batch_tables import RegradeEngineRecord
+
+if TYPE_CHECKING:  # the openai client is loaded once a batch engine is used
+    from judge.backends.openai import OpenAIBackend
 
 __all__ = [
     "ACTIVE_BATCH_STATES",
@@ -82,7 +84,7 @@ def check_engine_judge(services: Services, judge_spec: str, engine: str) -> None
             f"engine {engine} grades with one judge asked once (no panel, no samples)",
             field="engine",
         )
-    if not isinstance(services.backends.get(judge_spec), OpenAIBackend):
+    if services.backends.get(judge_spec).name != "openai":
         raise InvalidRequest(
             f"engine {engine} needs an OpenAI-compatible judge (openai:MODEL[@URL])",
             field="engine",
@@ -90,6 +92,8 @@ def check_engine_judge(services: Services, judge_spec: str, engine: str) -> None
 
 
 def _live(services: Services, judge_spec: str) -> OpenAIBackend:
+    from judge.backends.openai import OpenAIBackend
+
     backend = services.backends.get(judge_spec)
     if not isinstance(backend, OpenAIBackend):  # refused when the job was made
         raise TypeError(f"{judge_spec} is no OpenAI-compatible judge")

@@ -11,25 +11,24 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from judge.backends.base import JudgeBackend
+from judge.backends.base import EndpointQuirks, JudgeBackend
 from judge.backends.scripted import ScriptedBackend
 from judge.backends.streaming import StreamLimits
 from judge.spec import JudgeSpec
 
 if TYPE_CHECKING:
     from judge.backends.ollama import OllamaBackend
-    from judge.backends.openai import EndpointQuirks, OpenAIBackend
+    from judge.backends.openai import OpenAIBackend
 
 #: names this package exports from the client modules, imported on first use
 _LAZY = {
     "OllamaBackend": "judge.backends.ollama",
     "OpenAIBackend": "judge.backends.openai",
-    "EndpointQuirks": "judge.backends.openai",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """``OllamaBackend``, ``OpenAIBackend`` and ``EndpointQuirks``, imported when asked for."""
+    """``OllamaBackend`` and ``OpenAIBackend``, imported when asked for."""
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -54,7 +53,7 @@ def _ollama(spec: JudgeSpec, limits: StreamLimits, quirks: EndpointQuirks | None
 
 
 def _openai(spec: JudgeSpec, limits: StreamLimits, quirks: EndpointQuirks | None) -> JudgeBackend:
-    from judge.backends.openai import EndpointQuirks, OpenAIBackend
+    from judge.backends.openai import OpenAIBackend
 
     quirks = quirks or EndpointQuirks()
     return OpenAIBackend(spec.model, base_url=spec.base_url, limits=limits, quirks=quirks)

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from judge.calls import Completion, JudgeRequest
 
-__all__ = ["ContextWindowAware", "DigestAware", "JudgeBackend", "digest_of_fields"]
+__all__ = [
+    "ContextWindowAware",
+    "DigestAware",
+    "EndpointQuirks",
+    "JudgeBackend",
+    "digest_of_fields",
+]
 
 
 @runtime_checkable
@@ -95,3 +102,20 @@ class StandIn:
 
     async def aclose(self) -> None:
         """Nothing of its own to close (the real backend is shared)."""
+
+
+@dataclass
+class EndpointQuirks:
+    """What OpenAI-compatible endpoints were found to refuse, by endpoint URL.
+
+    A backend keeps its own unless given one; a backend pool gives all its backends
+    the same, so that each endpoint's refusals are learned once.
+    """
+
+    #: endpoint -> the response_format type it accepts, for those that refused json_schema
+    formats: dict[str, str] = field(default_factory=dict)
+    #: endpoints that rejected ``logprobs``
+    no_logprobs: set[str] = field(default_factory=set)
+    #: endpoints whose next call goes without streaming, once: their last stream came
+    #: back empty (an error after the headers), and only a plain answer says which
+    unstreamed_once: set[str] = field(default_factory=set)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -37,7 +36,7 @@ from openai.pagination import AsyncPage
 from openai.types import Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from judge.backends.base import digest_of_fields
+from judge.backends.base import EndpointQuirks, digest_of_fields
 from judge.backends.http import MAX_ERROR_TEXT
 from judge.backends.openai_errors import (
     LOGPROBS_REJECTION,
@@ -79,23 +78,6 @@ TOP_LOGPROBS = 5
 #: (vLLM ``max_model_len``; LM Studio, OpenRouter and others), then llama.cpp's
 #: ``meta.n_ctx_train``, the trained window: an upper bound of what the server runs with
 _CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length", "n_ctx", "context_window")
-
-
-@dataclass
-class EndpointQuirks:
-    """What OpenAI-compatible endpoints were found to refuse, by endpoint URL.
-
-    A backend keeps its own unless given one; a backend pool gives all its backends
-    the same, so that each endpoint's refusals are learned once.
-    """
-
-    #: endpoint -> the response_format type it accepts, for those that refused json_schema
-    formats: dict[str, str] = field(default_factory=dict)
-    #: endpoints that rejected ``logprobs``
-    no_logprobs: set[str] = field(default_factory=set)
-    #: endpoints whose next call goes without streaming, once: their last stream came
-    #: back empty (an error after the headers), and only a plain answer says which
-    unstreamed_once: set[str] = field(default_factory=set)
 
 
 def _window_of(entry: dict[str, Any]) -> int | None:

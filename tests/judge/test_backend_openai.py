@@ -13,7 +13,8 @@ import httpx
 import pytest
 import respx
 
-from judge.backends.openai import EndpointQuirks, OpenAIBackend
+from judge.backends.base import EndpointQuirks
+from judge.backends.openai import OpenAIBackend
 from judge.errors import FeatureRefused, JudgeRejected, JudgeUnavailable
 from tests.judge.backend_servers import (
     FAST,
