@@ -1,12 +1,14 @@
 """How fast the command line starts (issue 17, "A CLI that starts at once").
 
-Three figures, each the median over ``--runs`` runs with its spread (min-max):
+Four figures, each the median over ``--runs`` runs with its spread (min-max):
 
 - ``import_ms``: ``python -X importtime -c "import api.cli.main"``, the cumulative
   import time of ``api.cli.main`` as Python reports it;
 - ``help_s``: wall time of ``sre-judge --help`` (the console script), target <= 0.3 s;
 - ``grade_first_request_s``: from starting ``sre-judge grade`` to the first request
-  reaching a local OpenAI-compatible judge (the test judge server), target <= 0.6 s.
+  reaching a local OpenAI-compatible judge (the test judge server), target <= 0.6 s;
+  ``grade_first_request_ollama_s`` the same through the Ollama API (the default judge's
+  backend, which does not load the openai client).
 
 Usage: ``python bench/cli_start.py [--runs 10]``. The machine's load is printed with the
 figures: on a shared 2-core machine they move with it.
@@ -60,8 +62,9 @@ def help_s() -> float:
     return time.perf_counter() - start
 
 
-def grade_first_request_s() -> float:
-    """Seconds from starting ``sre-judge grade`` to its first request at the judge."""
+def grade_first_request_s(backend: str = "openai") -> float:
+    """Seconds from starting ``sre-judge grade`` to its first request at the judge,
+    asked through ``backend`` (``openai`` or ``ollama``)."""
     arrivals: list[float] = []
 
     def reply(_body: dict[str, Any]) -> str:
@@ -69,7 +72,8 @@ def grade_first_request_s() -> float:
         return sregym_reply(ALL_IDS, evidence="GEO_PORT 9999")
 
     with running_judge_server(default=reply) as judge:
-        args = ["grade", "--judge", f"openai:m@{judge.openai_url}", "--format", "json"]
+        url = judge.openai_url if backend == "openai" else judge.ollama_url
+        args = ["grade", "--judge", f"{backend}:m@{url}", "--format", "json"]
         args += ["--ground-truth", TRUTH, "--diagnosis", DIAGNOSIS]
         env = {**os.environ, "OPENAI_API_KEY": "bench"}
         start = time.perf_counter()
@@ -91,17 +95,19 @@ def _figure(name: str, values: list[float], unit: str, target: float | None) -> 
 
 
 def main() -> None:
-    """Measure and print the three figures."""
+    """Measure and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="runs per figure (default 10)")
     runs = parser.parse_args().runs
     imports = [import_ms() for _ in range(runs)]
     helps = [help_s() for _ in range(runs)]
     grades = [grade_first_request_s() for _ in range(runs)]
+    ollama_grades = [grade_first_request_s("ollama") for _ in range(runs)]
     figures = [
         *_figure("import_ms", imports, "ms", None),
         *_figure("help_s", helps, "s", HELP_TARGET_S),
         *_figure("grade_first_request_s", grades, "s", GRADE_TARGET_S),
+        *_figure("grade_first_request_ollama_s", ollama_grades, "s", GRADE_TARGET_S),
     ]
     print_report("cli_start", f"CLI start, median of {runs} runs (min, max)", figures)
 
