@@ -50,6 +50,7 @@ __all__ = [
     "CallBudget",
     "CanaryLoop",
     "calls_per_item",
+    "canary_history",
     "canary_public",
     "run_canary",
 ]
@@ -185,6 +186,16 @@ async def run_canary(
 
 def _json(noise: Proportion | None) -> dict[str, Any] | None:
     return noise.model_dump(mode="json") if noise is not None else None
+
+
+async def canary_history(
+    services: Services, *, judge: str | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """The newest canary runs, newest first, as the API shows them; ``judge``: of one
+    judge only, named as calibration runs name it (an address given is left out)."""
+    name = judge_identity(judge) if judge else None
+    runs = await CanaryQueries(services.store.db).runs(judge_spec=name, limit=limit)
+    return [canary_public(run) for run in runs]
 
 
 def canary_public(run: CanaryRunRecord) -> dict[str, Any]:

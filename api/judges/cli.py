@@ -184,16 +184,12 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
       sre-judge judges canary
       sre-judge judges canary --history --format json
     """
-    from api.judges.canary import canary_public, run_canary
-    from api.judges.canary_queries import CanaryQueries
-    from judge.spec import judge_identity
+    from api.judges.canary import canary_history, canary_public, run_canary
 
     async def work() -> list[dict[str, Any]]:
         async with service_runtime() as services:
             if history:
-                name = judge_identity(judge_spec) if judge_spec else None
-                runs = await CanaryQueries(services.store.db).runs(judge_spec=name, limit=limit)
-                return [canary_public(r) for r in runs]
+                return await canary_history(services, judge=judge_spec, limit=limit)
             return [canary_public(await run_canary(services, judge=judge_spec, actor="cli"))]
 
     runs = run(work())

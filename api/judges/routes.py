@@ -13,8 +13,7 @@ from litestar.params import JSONBody, QueryParameter
 from pydantic import BaseModel, ConfigDict
 
 from api.http.auth import require
-from api.judges.canary import canary_public, run_canary
-from api.judges.canary_queries import CanaryQueries
+from api.judges.canary import canary_history, canary_public, run_canary
 from api.service.principal import Principal
 from api.service.services import Services
 
@@ -55,5 +54,4 @@ async def list_canary_runs(
     limit: Annotated[int, QueryParameter(ge=1, le=500)] = 100,
 ) -> dict[str, list[dict[str, Any]]]:
     """Canary runs, newest first (``judge``: of one judge, ``backend:model``)."""
-    runs = await CanaryQueries(services.store.db).runs(judge_spec=judge, limit=limit)
-    return {"items": [canary_public(run) for run in runs]}
+    return {"items": await canary_history(services, judge=judge, limit=limit)}

@@ -221,8 +221,12 @@ async def test_no_run_makes_more_judge_calls_than_its_budget(api_client: Any, to
         run = response.json()
         assert len(judge.requests) == run["judge_calls"] == 5
         assert run["budget"] == 5 and run["demoted"] is False  # never qualified: nothing to demote
-        listed = await client.get("/v1/judges/canary", headers=await tokens("adjudicator"))
+        adjudicator = await tokens("adjudicator")
+        listed = await client.get("/v1/judges/canary", headers=adjudicator)
         assert [r["id"] for r in listed.json()["items"]] == [run["id"]]
+        for name, found in (("scripted:garbage@http://x", [run["id"]]), ("scripted:x", [])):
+            one = await client.get("/v1/judges/canary", params={"judge": name}, headers=adjudicator)
+            assert [r["id"] for r in one.json()["items"]] == found, name  # address left out
         refused = await client.post(
             "/v1/judges/canary", json={}, headers=await tokens("adjudicator")
         )
