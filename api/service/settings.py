@@ -425,7 +425,7 @@ class Settings(BaseSettings):
 
     def stream_limits(self) -> StreamLimits:
         """How long a judge's streamed reply may take, from these settings."""
-        # imported here: the judge's backends package loads both HTTP clients
+        # imported here: it loads httpx, which reading the settings alone does not need
         from judge.backends.streaming import StreamLimits
 
         return StreamLimits(
