@@ -66,39 +66,6 @@ class OverrideQueries:
         )
         return [reason for reason, _ in session.execute(query)]
 
-    async def add(
-        self,
-        grading_id: str,
-        *,
-        rubric: Rubric,
-        expected_revision: int,
-        kind: Kind,
-        reason: str,
-        author_id: str,
-        author_name: str,
-        question_id: str | None = None,
-        answer: bool | None = None,
-        verdict: Literal["pass", "fail"] | None = None,
-        withdraws: str | None = None,
-    ) -> tuple[OverrideRecord, GradingRecord]:
-        """``add_in`` in a write transaction of its own."""
-        return await self._db.run(
-            lambda session: self.add_in(
-                session,
-                grading_id,
-                rubric=rubric,
-                expected_revision=expected_revision,
-                kind=kind,
-                reason=reason,
-                author_id=author_id,
-                author_name=author_name,
-                question_id=question_id,
-                answer=answer,
-                verdict=verdict,
-                withdraws=withdraws,
-            )
-        )
-
     def add_in(
         self,
         session: Session,

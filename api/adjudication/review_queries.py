@@ -119,29 +119,6 @@ class ReviewQueries:
         """Work through ``db``."""
         self._db = db
 
-    async def queue(
-        self,
-        *,
-        principal_id: str,
-        agent: str | None = None,
-        scenario_id: str | None = None,
-        reason: str | None = None,
-        assigned_to: str | None = None,
-        limit: int = 50,
-    ) -> list[ReviewItem]:
-        """Gradings that need a human, most urgent first, without done items or
-        items another adjudicator holds a valid claim on; ``assigned_to`` (a token id)
-        keeps the items assigned to that adjudicator."""
-        return await self._db.run_read(
-            self.read_queue,
-            principal_id=principal_id,
-            agent=agent,
-            scenario_id=scenario_id,
-            reason=reason,
-            assigned_to=assigned_to,
-            limit=limit,
-        )
-
     def read_queue(
         self,
         session: Session,
@@ -153,7 +130,9 @@ class ReviewQueries:
         assigned_to: str | None = None,
         limit: int = 50,
     ) -> list[ReviewItem]:
-        """``queue`` inside the caller's ``session``."""
+        """Gradings that need a human, most urgent first, without done items or
+        items another adjudicator holds a valid claim on; ``assigned_to`` (a token id)
+        keeps the items assigned to that adjudicator."""
         now = self._db.clock()
         query = (
             select(GradingRecord, SubmissionRecord, ReviewClaimRecord)

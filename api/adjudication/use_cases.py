@@ -78,8 +78,10 @@ async def review_items(
     """The review queue as ``principal`` sees it, most urgent first (``assigned_to_me``:
     only the items assigned to ``principal``)."""
     _check_reason(reason)
+    db = services.store.db
     return list(
-        await ReviewQueries(services.store.db).queue(
+        await db.run_read(
+            ReviewQueries(db).read_queue,
             principal_id=principal.id,
             agent=agent,
             scenario_id=scenario_id,

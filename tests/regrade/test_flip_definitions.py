@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from api.adjudication.override_queries import OverrideQueries
 from api.regrade.flips import flip_report, flips_csv
 from api.regrade.job_queries import RegradeJobQueries
 from api.reports.agreement import agreement_table, build_agreement_report
 from api.reports.filters import ReportFilter
 from storage import Store
-from tests.storage.helpers import sregym_rubric
+from tests.storage.helpers import override, sregym_rubric
 from tests.support.gradings import add_many, shadow_regrade
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -24,7 +23,8 @@ async def _seed(store: Store) -> str:
     failing = await add_many(store, {"fail": 2})
     view = await store.gradings.get(failing[0])
     assert view is not None
-    await OverrideQueries(store.db).add(
+    await override(
+        store,
         failing[0],
         rubric=sregym_rubric(),
         expected_revision=view.grading.revision,

@@ -6,14 +6,13 @@ from datetime import timedelta
 
 import pytest
 
-from api.adjudication.override_queries import OverrideQueries
 from api.adjudication.tag_queries import TagQueries
 from api.reports.export_reads import ExportReads
 from api.reports.filters import ReportFilter
 from api.reports.queries import ReportQueries
 from storage import Store
 from tests.conftest import Clock
-from tests.storage.helpers import sregym_rubric
+from tests.storage.helpers import override, sregym_rubric
 from tests.support.gradings import add_grading, add_many
 
 EVERYTHING = ReportFilter()
@@ -25,7 +24,8 @@ pytestmark = pytest.mark.postgres
 async def _override(store: Store, grading_id: str, **change: object) -> None:
     view = await store.gradings.get(grading_id)
     assert view is not None
-    await OverrideQueries(store.db).add(
+    await override(
+        store,
         grading_id,
         rubric=sregym_rubric(),
         expected_revision=view.grading.revision,

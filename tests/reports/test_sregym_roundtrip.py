@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete
 
-from api.adjudication.override_queries import OverrideQueries
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
@@ -35,7 +34,7 @@ from api.reports.sregym_writer import (
 )
 from storage import Store
 from storage.imports.tables import SregymOriginalRowRecord
-from tests.storage.helpers import graded_result, sregym_rubric
+from tests.storage.helpers import graded_result, override, sregym_rubric
 from tests.support.sregym_results import NOT_DIAGNOSED, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -158,8 +157,8 @@ async def test_a_human_override_rewrites_only_that_attempts_verdict_columns(
     root = await _imported(store, tmp_path)
     views, _ = await store.gradings.page(limit=100)
     failed = next(v for v in views if v.grading.passed is False)
-    await OverrideQueries(store.db).add(
-        failed.grading.id, rubric=sregym_rubric(), expected_revision=failed.grading.revision,
+    await override(store, failed.grading.id, rubric=sregym_rubric(),
+        expected_revision=failed.grading.revision,
         kind="verdict", reason="the diagnosis names the fault", author_id="h1",
         author_name="Hana", verdict="pass",
     )  # fmt: skip

@@ -7,10 +7,9 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 
-from api.adjudication.override_queries import OverrideQueries
 from storage import AnswerRecord, AuditRecord, GradingRecord, Store, verify_chain
 from storage.audit import ChainKey, ChainReport, row_hash
-from tests.storage.helpers import graded_result, sregym_rubric, submit
+from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 
 __all__ = ["ANSWERS", "AUDIT", "GRADINGS", "execute", "rehash_from", "rows", "verify", "workload"]
 
@@ -34,7 +33,8 @@ async def workload(store: Store) -> list[str]:
         await store.queue.complete(grading_id, "w", graded_result(["D1-Q1"]))
     await store.tokens.create(name="ci", role="submitter")
     ids.append((await submit(store)).grading.id)
-    await OverrideQueries(store.db).add(
+    await override(
+        store,
         ids[0],
         rubric=sregym_rubric(),
         expected_revision=2,

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any
 
+from api.adjudication.override_queries import OverrideQueries
 from judge.calls import Attempt, ChatMessage, Completion, JudgeCall, JudgeRequest, SamplingParams
 from judge.rubric import Rubric, load_rubric_dir
 from judge.rule import apply_rule
 from judge.verdict import Answer, GradingResult
-from storage import NewSubmission, Store, SubmissionOutcome
+from storage import GradingRecord, NewSubmission, OverrideRecord, Store, SubmissionOutcome
 
 JUDGE_SPEC = "openai:judge-model@http://127.0.0.1:8080/v1"
 
@@ -152,3 +154,11 @@ def unscored_result() -> GradingResult:
         review_reasons=("unscored",),
         calls=(judge_call(), judge_call(purpose="repair")),
     )
+
+
+async def override(
+    store: Store, grading_id: str, **values: Any
+) -> tuple[OverrideRecord, GradingRecord]:
+    """Append an override in a write transaction of its own, as the adjudication use case
+    does in its (``values``: ``OverrideQueries.add_in``'s keywords)."""
+    return await store.db.run(OverrideQueries(store.db).add_in, grading_id, **values)

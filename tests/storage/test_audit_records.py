@@ -19,14 +19,13 @@ import pytest
 from sqlalchemy import delete, insert, select, update
 
 from api.adjudication.label_queries import LabelQueries
-from api.adjudication.override_queries import OverrideQueries
 from api.adjudication.tag_queries import TagQueries
 from storage import Store, check_checkpoint, make_checkpoint
 from storage.audit import COVERED_TABLES
 from storage.audit.backfill import backfill
 from storage.scenarios import ScenarioSpec
 from tests.storage.audit_helpers import AUDIT, GRADINGS, execute, rehash_from, rows, verify
-from tests.storage.helpers import graded_result, new_submission, sregym_rubric, submit
+from tests.storage.helpers import graded_result, new_submission, override, sregym_rubric, submit
 
 pytestmark = pytest.mark.tampers
 
@@ -84,10 +83,17 @@ async def evidence(store: Store) -> Evidence:
     for grading_id in (graded, other):
         await store.queue.complete(grading_id, "w", graded_result(["D1-Q1"]))
     common: dict[str, Any] = {"rubric": sregym_rubric(), "author_id": "adj", "author_name": "Ada"}
-    verdict, _ = await OverrideQueries(store.db).add(
-        graded, expected_revision=2, kind="verdict", verdict="pass", reason="read it", **common
+    verdict, _ = await override(
+        store,
+        graded,
+        expected_revision=2,
+        kind="verdict",
+        verdict="pass",
+        reason="read it",
+        **common,
     )
-    answer, _ = await OverrideQueries(store.db).add(
+    answer, _ = await override(
+        store,
         other,
         expected_revision=2,
         kind="answer",
@@ -96,8 +102,14 @@ async def evidence(store: Store) -> Evidence:
         reason="it says so",
         **common,
     )
-    withdrawal, _ = await OverrideQueries(store.db).add(
-        other, expected_revision=3, kind="withdraw", withdraws=answer.id, reason="no", **common
+    withdrawal, _ = await override(
+        store,
+        other,
+        expected_revision=3,
+        kind="withdraw",
+        withdraws=answer.id,
+        reason="no",
+        **common,
     )
     labels = await LabelQueries(store.db).add(
         graded,

@@ -14,7 +14,7 @@ from judge.verdict import GradingResult
 from storage import GradingFilter, GradingView, Store
 from storage.errors import Conflict
 from tests.conftest import Clock
-from tests.storage.helpers import graded_result, new_submission, sregym_rubric, submit
+from tests.storage.helpers import graded_result, new_submission, override, sregym_rubric, submit
 
 ALL = ["D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1", "D3-Q2", "D3-Q3"]
 NEW_JUDGE = "openai:new-judge@http://127.0.0.1:9/v1"
@@ -126,8 +126,8 @@ async def test_an_answer_override_is_carried_when_the_question_text_is_unchanged
     store: Store,
 ) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL[:6])  # 6 yes: fails
-    await OverrideQueries(store.db).add(
-        old_id, rubric=sregym_rubric(), expected_revision=2, kind="answer", reason="quoted",
+    await override(store, old_id, rubric=sregym_rubric(),
+        expected_revision=2, kind="answer", reason="quoted",
         author_id="h1", author_name="Hana", question_id="D3-Q1", answer=True,
     )  # fmt: skip
     await RegradeJobQueries(store.db).create_job(
@@ -151,8 +151,8 @@ async def _item_of(store: Store, job_id: str) -> GradingView:
 
 async def test_a_reworded_question_sends_the_new_grading_to_review(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL[:6])
-    await OverrideQueries(store.db).add(
-        old_id, rubric=sregym_rubric(), expected_revision=2, kind="answer", reason="r",
+    await override(store, old_id, rubric=sregym_rubric(),
+        expected_revision=2, kind="answer", reason="r",
         author_id="h1", author_name="Hana", question_id="D1-Q1", answer=False,
     )  # fmt: skip
     reworded = _reworded("D1-Q1")
@@ -170,8 +170,8 @@ async def test_a_reworded_question_sends_the_new_grading_to_review(store: Store)
 
 async def test_a_human_verdict_is_never_silently_replaced(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL)
-    await OverrideQueries(store.db).add(
-        old_id, rubric=sregym_rubric(), expected_revision=2, kind="verdict", reason="wrong",
+    await override(store, old_id, rubric=sregym_rubric(),
+        expected_revision=2, kind="verdict", reason="wrong",
         author_id="h1", author_name="Hana", verdict="fail",
     )  # fmt: skip
     stricter = _reworded("none", rule_min_yes=8)
@@ -186,8 +186,8 @@ async def test_a_human_verdict_is_never_silently_replaced(store: Store) -> None:
 
 async def test_a_verdict_override_is_carried_when_the_rule_is_unchanged(store: Store) -> None:
     [old_id] = await _graded_submissions(store, 1, yes=ALL)
-    await OverrideQueries(store.db).add(
-        old_id, rubric=sregym_rubric(), expected_revision=2, kind="verdict", reason="wrong",
+    await override(store, old_id, rubric=sregym_rubric(),
+        expected_revision=2, kind="verdict", reason="wrong",
         author_id="h1", author_name="Hana", verdict="fail",
     )  # fmt: skip
     reworded = _reworded("D2-Q1")
