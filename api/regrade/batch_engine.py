@@ -205,8 +205,8 @@ async def submit_job(services: Services, job_id: str, *, actor: str) -> str | No
     The batch row is stored before the upload; a submission cut short by a restart is
     found again by the batch's metadata (``sre_judge_batch``) rather than sent twice.
     """
-    store = BatchQueries(services.store.db)
-    batch = await store.new_batch(job_id, actor=actor)
+    batches = BatchQueries(services.store.db)
+    batch = await batches.new_batch(job_id, actor=actor)
     if batch is None:
         return None
     job = (await RegradeJobQueries(services.store.db).get_job(job_id)).job
@@ -214,19 +214,19 @@ async def submit_job(services: Services, job_id: str, *, actor: str) -> str | No
     try:
         remote = await _find_remote(client, batch.id)
         if remote is None:
-            lines = [request_line(c, b) for c, b in await store.batch_requests(batch.id)]
+            lines = [request_line(c, b) for c, b in await batches.batch_requests(batch.id)]
             data = ("\n".join(lines) + "\n").encode("utf-8")
             upload = await client.files.create(
                 file=(f"regrade-{batch.id}.jsonl", data), purpose="batch"
             )
-            await store.update_batch(batch.id, input_file_id=upload.id)
+            await batches.update_batch(batch.id, input_file_id=upload.id)
             remote = await client.batches.create(
                 input_file_id=upload.id,
                 endpoint="/v1/chat/completions",
                 completion_window="24h",
                 metadata={"sre_judge_batch": batch.id, "regrade_job": job_id},
             )
-        await store.update_batch(
+        await batches.update_batch(
             batch.id,
             remote_id=remote.id,
             input_file_id=remote.input_file_id,
@@ -254,18 +254,18 @@ async def poll_job(services: Services, job_id: str, *, actor: str) -> list[Impor
     """Phase 3 (Batch API): ask the state of the job's batches under way; import the
     results of each that ended (completed, or expired, cancelled, failed: what came
     back is kept, the rest is retried)."""
-    store = BatchQueries(services.store.db)
+    batches = BatchQueries(services.store.db)
     job = (await RegradeJobQueries(services.store.db).get_job(job_id)).job
     reports = []
     client = _live(services, job.judge_spec).batch_client()
     try:
-        for batch in await store.batches(job_id, states=ACTIVE_BATCH_STATES):
+        for batch in await batches.batches(job_id, states=ACTIVE_BATCH_STATES):
             if batch.remote_id is None:
                 continue  # its submission resumes (submit_job)
             remote = await client.batches.retrieve(batch.remote_id)
             if remote.status not in ENDED_BATCH_STATES:
                 if remote.status != batch.state:
-                    await store.update_batch(batch.id, state=remote.status)
+                    await batches.update_batch(batch.id, state=remote.status)
                 continue
             reports.append(await _import_remote(services, client, job_id, batch.id, remote, actor))
     finally:
@@ -286,9 +286,9 @@ async def _import_remote(
     services: Services, client: Any, job_id: str, batch_id: str, remote: Any, actor: str
 ) -> ImportReport:
     """Read an ended batch's output and error files and keep what they say."""
-    store = BatchQueries(services.store.db)
-    sent = [c for c, _ in await store.batch_requests(batch_id)]
-    await store.update_batch(
+    batches = BatchQueries(services.store.db)
+    sent = [c for c, _ in await batches.batch_requests(batch_id)]
+    await batches.update_batch(
         batch_id, output_file_id=remote.output_file_id, error_file_id=remote.error_file_id
     )
     error = None
@@ -298,11 +298,11 @@ async def _import_remote(
     try:
         results = parse_result_lines(await _file_text(client, remote.output_file_id))
         results += parse_result_lines(await _file_text(client, remote.error_file_id))
-        expected, answered = await store.expectations(job_id)
+        expected, answered = await batches.expectations(job_id)
         checked = check_results(results, expected, answered=answered, via=f"batch {remote.id}")
     except BatchLineError as exc:  # an unreadable file: every request is retried
         checked, error = CheckedResults(), f"unreadable results: {exc}"
-    report = await store.import_results(
+    report = await batches.import_results(
         job_id,
         checked,
         actor=actor,
