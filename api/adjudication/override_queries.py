@@ -49,7 +49,7 @@ class OverrideQueries:
     def _overrides(session: Session, grading_id: str) -> list[OverrideRecord]:
         query = (
             select(OverrideRecord)
-            .where(OverrideRecord.grading_id == grading_id)
+            .where(col(OverrideRecord.grading_id) == grading_id)
             .order_by(col(OverrideRecord.created_at), col(OverrideRecord.id))
         )
         return list(session.execute(query).scalars())
@@ -98,7 +98,7 @@ class OverrideQueries:
         if view is not None:  # answers are never changed by an override
             records = list(view.answers)
         else:
-            query = select(AnswerRecord).where(AnswerRecord.grading_id == grading_id)
+            query = select(AnswerRecord).where(col(AnswerRecord.grading_id) == grading_id)
             records = list(session.execute(query).scalars())
         answers = {a.question_id: a.answer for a in records}
         history = self._overrides(session, grading_id)
@@ -147,7 +147,7 @@ class OverrideQueries:
         self, session: Session, grading_id: str, expected_revision: int
     ) -> GradingRecord:
         """The graded grading, row-locked, if it is still at ``expected_revision``."""
-        query = select(GradingRecord).where(GradingRecord.id == grading_id)
+        query = select(GradingRecord).where(col(GradingRecord.id) == grading_id)
         if self._db.postgres:
             query = query.with_for_update()
         grading = session.execute(

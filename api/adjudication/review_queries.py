@@ -49,17 +49,17 @@ class Assignee:
 def _needs_a_human() -> Any:
     """Unscored, flagged for review, held, decisive or of low confidence."""
     return or_(
-        GradingRecord.status == "unscored",
+        col(GradingRecord.status) == "unscored",
         col(GradingRecord.needs_review).is_(True),
         col(GradingRecord.held).is_(True),
-        and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True)),
+        and_(col(GradingRecord.status) == "graded", col(GradingRecord.decisive).is_(True)),
         _low_confidence(),
     )
 
 
-def _low_confidence() -> object:
+def _low_confidence() -> Any:
     return exists().where(
-        AnswerRecord.grading_id == GradingRecord.id,
+        col(AnswerRecord.grading_id) == GradingRecord.id,
         col(AnswerRecord.confidence) < LOW_CONFIDENCE,
     )
 
@@ -69,11 +69,11 @@ def _unsure(answers: Sequence[AnswerRecord]) -> bool:
     return any(a.confidence is not None and a.confidence < LOW_CONFIDENCE for a in answers)
 
 
-def _reason_filter(reason: str) -> object:
+def _reason_filter(reason: str) -> Any:
     if reason == _R.UNSCORED:
-        return GradingRecord.status == "unscored"
+        return col(GradingRecord.status) == "unscored"
     if reason == _R.DECISIVE:
-        return and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True))
+        return and_(col(GradingRecord.status) == "graded", col(GradingRecord.decisive).is_(True))
     if reason == _R.LOW_CONFIDENCE:
         return _low_confidence()
     return _carries(reason)
@@ -103,9 +103,9 @@ def _urgency() -> Any:
     quote, a flag for review); within a tier failures before passes."""
     tier = case(
         (col(GradingRecord.held).is_(True), 0),  # a verdict is missing: before all else
-        (GradingRecord.status == "unscored", 1),
+        (col(GradingRecord.status) == "unscored", 1),
         (or_(*(_carries(r) for r in LIKELY_WRONG), _low_confidence()), 2),
-        (and_(GradingRecord.status == "graded", col(GradingRecord.decisive).is_(True)), 3),
+        (and_(col(GradingRecord.status) == "graded", col(GradingRecord.decisive).is_(True)), 3),
         (_carries(_R.EVIDENCE_UNVERIFIED), 4),
         else_=5,
     )
@@ -148,16 +148,16 @@ class ReviewQueries:
                 or_(
                     col(ReviewClaimRecord.claimed_until).is_(None),
                     col(ReviewClaimRecord.claimed_until) < now,
-                    ReviewClaimRecord.claimed_by == principal_id,
+                    col(ReviewClaimRecord.claimed_by) == principal_id,
                 ),
             )
             .order_by(_urgency(), col(GradingRecord.created_at), col(GradingRecord.id))
             .limit(min(limit, 500))
         )
         if agent is not None:
-            query = query.where(SubmissionRecord.agent == agent)
+            query = query.where(col(SubmissionRecord.agent) == agent)
         if scenario_id is not None:
-            query = query.where(SubmissionRecord.scenario_id == scenario_id)
+            query = query.where(col(SubmissionRecord.scenario_id) == scenario_id)
         if reason is not None:
             query = query.where(_reason_filter(reason))
         if assigned_to is not None:
