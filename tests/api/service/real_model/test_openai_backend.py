@@ -1,5 +1,6 @@
-"""The ``openai`` backend against the real model's server: a grading, and the server's own
-refusal of an oversized prompt."""
+"""The ``openai`` backend against the real model's server: the server's own refusal of an
+oversized prompt (a grading through the backend is the end-to-end test's,
+``test_service_end_to_end.py``)."""
 
 from __future__ import annotations
 
@@ -12,30 +13,10 @@ from tests.api.service.real_model.shared import (
     PARAMS,
     REAL_MODEL_MARKS,
     TRUTH,
-    assert_parsed_or_explicitly_unscored,
 )
 from tests.support.llama_server import LlamaServer
 
 pytestmark = REAL_MODEL_MARKS
-
-
-async def test_the_openai_backend_grades_with_the_real_server(
-    real_backend: OpenAIBackend, rubric: Rubric, llama_server: LlamaServer
-) -> None:
-    grader = Grader(real_backend, params=PARAMS, retry=ONCE, context_tokens=llama_server.n_ctx)
-    result = await grader.grade(rubric, TRUTH, DIAGNOSIS)
-    assert_parsed_or_explicitly_unscored(result, rubric)
-    for call in result.calls:
-        assert call.error_code is None, call.error
-        completion = call.completion
-        assert completion is not None and completion.text
-        # llama.cpp refuses json_schema with a 500; the backend fell back to json_object
-        assert completion.response_format == "json_object"
-        # replies are streamed; llama-cpp-python's streams carry no usage (it ignores
-        # stream_options.include_usage), so its token counts are unknown, never made up
-        assert completion.prompt_tokens is None or completion.prompt_tokens > 200
-        assert completion.completion_tokens is None or completion.completion_tokens > 0
-        assert call.attempts and call.attempts[-1].outcome == "ok"
 
 
 async def test_the_servers_refusal_of_an_oversized_prompt_ends_unscored(
