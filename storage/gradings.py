@@ -9,9 +9,9 @@ one, so inserts between pages never shift, duplicate or skip rows of later pages
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from sqlalchemy import Select, and_, exists, or_, select
 from sqlalchemy.orm import Session
@@ -41,10 +41,20 @@ __all__ = [
     "records_by_grading",
     "tags_of",
     "votes_of",
+    "where_equal",
 ]
 
 MAX_PAGE = 500
 _R = TypeVar("_R")
+
+
+class _Filterable(Protocol):
+    """A query that takes WHERE clauses (a ``Select`` of any columns)."""
+
+    def where(self, *clauses: Any) -> Self: ...
+
+
+_Q = TypeVar("_Q", bound=_Filterable)
 #: grading ids per IN list
 _IDS_PER_QUERY = 500
 #: what an issued cursor can hold: a grading id and a time both databases store
@@ -113,6 +123,15 @@ def votes_of(session: Session, grading_ids: Sequence[str]) -> dict[str, list[Jud
     return records_by_grading(session, JudgeVoteRecord, grading_ids, order=order)
 
 
+def where_equal(query: _Q, pairs: Iterable[tuple[Any, Any]]) -> _Q:
+    """``query`` restricted to each column equal to its value, for the values given (a
+    None value does not filter)."""
+    for column, value in pairs:
+        if value is not None:
+            query = query.where(col(column) == value)
+    return query
+
+
 def _filtered(
     query: Select[GradingRecord, SubmissionRecord], filters: GradingFilter
 ) -> Select[GradingRecord, SubmissionRecord]:
@@ -129,9 +148,7 @@ def _filtered(
         (g.rubric_version, filters.rubric_version),
         (g.judge_model, filters.judge_model),
     ]
-    for column, value in equal:
-        if value is not None:
-            query = query.where(column == value)
+    query = where_equal(query, equal)
     if filters.created_after is not None:
         query = query.where(col(g.created_at) >= filters.created_after)
     if filters.created_before is not None:

@@ -18,6 +18,7 @@ from sqlmodel import col
 from judge.rubric import split_rubric_ref
 from judge.spec import split_spec
 from storage.canonical import iso_utc
+from storage.gradings import where_equal
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
 
 __all__ = ["RegradeFilter", "candidates_query", "matching_scenarios", "totals_query"]
@@ -83,9 +84,7 @@ def _filtered(query: Select[Any], f: RegradeFilter, scenarios: list[str] | None)
         (s.run_id, f.run_id),
         (s.ground_truth_source, f.ground_truth_source),
     ]
-    for column, value in equal:
-        if value is not None:
-            query = query.where(col(column) == value)
+    query = where_equal(query, equal)
     if f.created_after is not None:
         query = query.where(col(s.created_at) >= f.created_after)
     if f.created_before is not None:

@@ -34,6 +34,7 @@ from api.reports.filter_scope import (
     provisional_label,
     provisional_where,
 )
+from storage.gradings import where_equal
 from storage.tables import AnswerRecord, GradingRecord, ScenarioRecord, SubmissionRecord
 
 __all__ = [
@@ -157,10 +158,7 @@ def submission_filtered(query: Any, filters: ReportFilter) -> Any:
         (_S.run_id, filters.run_id),
         (_S.ground_truth_source, filters.ground_truth_source),
     ]
-    for column, value in equal:
-        if value is not None:
-            query = query.where(col(column) == value)
-    return query
+    return where_equal(query, equal)
 
 
 def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
