@@ -6,7 +6,9 @@ cache) with a fixed number of statements, whatever the batch's size:
 
 1. the lease check of the whole batch: one SELECT of the gradings (row-locked on
    PostgreSQL; SQLite's write lock is held already). A verdict whose grading is no
-   longer pending or leased to its worker is not written;
+   longer pending or leased to its worker is not written. A batch of one verdict, the
+   common case, folds the check into its grading's UPDATE (``WHERE`` the lease holds,
+   ``RETURNING`` the row as written): one statement where two were;
 2. one executemany per table: the gradings (UPDATE by id), answers, judge calls and
    votes (INSERT), judge cache entries;
 3. one INSERT of the audit rows, chained in the order of the batch: each verdict's
@@ -20,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from storage.audit import values_digest
@@ -54,6 +57,16 @@ _LEASED = (
     .order_by(_GRADINGS.c.id)
 )
 _LEASED_LOCKED = _LEASED.with_for_update()
+#: one verdict's UPDATE where its lease holds, returning the row as written
+_LEASED_UPDATE = (
+    update(_GRADINGS)
+    .where(
+        _GRADINGS.c.id == bindparam("b_id"),
+        _GRADINGS.c.status == "pending",
+        _GRADINGS.c.lease_owner == bindparam("b_worker"),
+    )
+    .returning(*_GRADINGS.c)
+)
 
 
 @dataclass
@@ -107,22 +120,28 @@ class _Rows:
     records: dict[int, list[RecordRow]] = field(default_factory=dict)
 
     def add(
-        self, row: Mapping[str, Any], item: FinishedGrading, first_call: int, at: datetime
+        self,
+        row: Mapping[str, Any],
+        item: FinishedGrading,
+        first_call: int,
+        at: datetime,
+        *,
+        written: Mapping[str, Any] | None = None,
     ) -> None:
-        """Add one verdict whose grading is ``row`` (as read under the lock)."""
+        """Add one verdict whose grading is ``row`` as read under the lock; or, where its
+        UPDATE ran already with the values ``written``, as that UPDATE returned it."""
         result, grading_id = item.result, item.grading_id
-        changed = verdict_values(
-            result,
-            revision=row["revision"],
-            provisional=item.provisional,
-            at=at,
-            judge_digest=item.judge_digest,
-        )
+        if written is None:
+            changed = _verdict_columns(item, at, revision=row["revision"])
+            self.updates.append({"b_id": grading_id, **_bound(changed)})
+        else:
+            changed = {**written, "revision": row["revision"]}
+        # the values as bound, over the row: SQLite's RETURNING gives a REAL column's
+        # whole number as an integer, where a read gives a float
         values = {**row, **changed}
         answers = answer_rows(grading_id, result)
         calls = judge_call_rows(grading_id, result.calls, first_position=first_call, at=at)
         self.gradings.append(values)
-        self.updates.append({"b_id": grading_id, **{f"b_{k}": v for k, v in changed.items()}})
         self.answers.extend(answers)
         self.calls.extend(calls)
         self.votes.extend(vote_rows(grading_id, result.votes, [c["id"] for c in calls], at=at))
@@ -142,6 +161,50 @@ class _Rows:
         )
 
 
+def _verdict_columns(item: FinishedGrading, at: datetime, *, revision: int) -> dict[str, Any]:
+    return verdict_values(
+        item.result,
+        revision=revision,
+        provisional=item.provisional,
+        at=at,
+        judge_digest=item.judge_digest,
+    )
+
+
+def _bound(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Column values under their bind names (``b_`` + column: a bind may not share a
+    column's name in an UPDATE)."""
+    return {f"b_{name}": value for name, value in values.items()}
+
+
+@cache
+def _update_where_leased(columns: tuple[str, ...]) -> Update:
+    """One verdict's UPDATE of ``columns`` where its lease holds, revision bumped in
+    SQL, the row returned as written (built once: the columns are always the same)."""
+    values: dict[str, Any] = {name: bindparam(f"b_{name}") for name in columns}
+    return _LEASED_UPDATE.values({**values, "revision": _GRADINGS.c.revision + 1})
+
+
+def _write_one(
+    db: Database, session: Session, item: FinishedGrading, at: datetime
+) -> StoredVerdicts:
+    """A batch of one verdict: its UPDATE is the lease check (see the module)."""
+    changed = _verdict_columns(item, at, revision=0)
+    del changed["revision"]
+    statement = _update_where_leased(tuple(changed))
+    params = {"b_id": item.grading_id, "b_worker": item.worker_id, **_bound(changed)}
+    row = session.connection().execute(statement, params).mappings().first()
+    if row is None:
+        return StoredVerdicts(stored=[False])
+    _check_rubric(row, item)
+    again = [item.grading_id] if row["claim_count"] > 1 else []
+    first_call = calls_before(session, again).get(item.grading_id, 0)
+    batch = _Rows()
+    batch.add(row, item, first_call, at, written=changed)
+    _write(db, session, batch)
+    return StoredVerdicts(stored=[True], gradings=batch.gradings)
+
+
 def write_verdicts(
     db: Database, session: Session, items: Sequence[FinishedGrading], at: datetime
 ) -> StoredVerdicts:
@@ -150,6 +213,8 @@ def write_verdicts(
     Raises ``ValueError`` (the caller's transaction is then rolled back) when a verdict
     is for another rubric version than its grading.
     """
+    if len(items) == 1:
+        return _write_one(db, session, items[0], at)
     rows = leased_rows(db, session, items)
     accepted: list[tuple[FinishedGrading, Mapping[str, Any]]] = []
     outcome = StoredVerdicts()
@@ -173,14 +238,16 @@ def write_verdicts(
 
 
 def _write(db: Database, session: Session, batch: _Rows) -> None:
-    """One statement per table, then the audit rows (after the other writes)."""
-    columns = [key.removeprefix("b_") for key in batch.updates[0] if key != "b_id"]
-    statement = (
-        update(_GRADINGS)
-        .where(_GRADINGS.c.id == bindparam("b_id"))
-        .values({name: bindparam(f"b_{name}") for name in columns})
-    )
-    session.connection().execute(statement, batch.updates)
+    """One statement per table, then the audit rows (after the other writes); the
+    gradings' UPDATE unless their rows were written already."""
+    if batch.updates:
+        columns = [key.removeprefix("b_") for key in batch.updates[0] if key != "b_id"]
+        statement = (
+            update(_GRADINGS)
+            .where(_GRADINGS.c.id == bindparam("b_id"))
+            .values({name: bindparam(f"b_{name}") for name in columns})
+        )
+        session.connection().execute(statement, batch.updates)
     insert_rows(session, _ANSWERS, batch.answers)
     insert_rows(session, _CALLS, batch.calls)
     insert_rows(session, _VOTES, batch.votes)
