@@ -38,7 +38,7 @@ from storage.models import (
     NewSubmission,
     SubmissionOutcome,
 )
-from storage.quality_tables import CalibrationRunRecord, JudgeVoteRecord
+from storage.quality_tables import CalibrationRunRecord
 from storage.regrade.tables import JudgeCacheRecord, RegradeJobRecord
 from storage.review_tables import (
     FailureTagRecord,
@@ -84,7 +84,6 @@ __all__ = [
     "InvalidReview",
     "JudgeCacheRecord",
     "JudgeCallRecord",
-    "JudgeVoteRecord",
     "NewSubmission",
     "NotFound",
     "OverrideRecord",

@@ -22,7 +22,6 @@ from storage.cursors import CursorCodec
 from storage.database import Database
 from storage.errors import InvalidCursor, NotFound
 from storage.models import GradingFilter, GradingView
-from storage.quality_tables import JudgeVoteRecord
 from storage.review_tables import FailureTagRecord, OverrideRecord
 from storage.search import TextMatches
 from storage.tables import (
@@ -40,7 +39,6 @@ __all__ = [
     "overrides_of",
     "records_by_grading",
     "tags_of",
-    "votes_of",
     "where_equal",
 ]
 
@@ -115,12 +113,6 @@ def tags_of(session: Session, grading_ids: Sequence[str]) -> dict[str, list[Fail
     in_force = col(FailureTagRecord.removed_at).is_(None)
     order = (col(FailureTagRecord.id),)
     return records_by_grading(session, FailureTagRecord, grading_ids, in_force, order=order)
-
-
-def votes_of(session: Session, grading_ids: Sequence[str]) -> dict[str, list[JudgeVoteRecord]]:
-    """The votes of each grading's panel members and samples, in the order stored."""
-    order = (col(JudgeVoteRecord.id),)
-    return records_by_grading(session, JudgeVoteRecord, grading_ids, order=order)
 
 
 def where_equal(query: _Q, pairs: Iterable[tuple[Any, Any]]) -> _Q:

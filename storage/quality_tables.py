@@ -1,5 +1,5 @@
-"""Tables of judge quality: individual votes of samples and panels, calibration runs,
-drift canary runs."""
+"""Tables of judge quality: calibration runs, drift canary runs (the votes of samples and
+panels are on their answers: ``storage.tables.AnswerRecord.votes``)."""
 
 from __future__ import annotations
 
@@ -11,27 +11,7 @@ from sqlmodel import Field, SQLModel
 
 from storage.tables import _created, empty_dict, empty_list, new_id
 
-__all__ = ["CalibrationRunRecord", "CanaryRunRecord", "JudgeVoteRecord"]
-
-
-class JudgeVoteRecord(SQLModel, table=True):
-    """One judge's (or one sample's) answer to one question of a grading."""
-
-    __tablename__ = "judge_vote"
-    __table_args__ = (Index("ix_judge_vote_grading_id_question_id", "grading_id", "question_id"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    grading_id: str = Field(sa_type=String(32), foreign_key="grading.id")
-    #: the judge that voted, e.g. ``ollama:qwen3:8b``
-    judge_spec: str = Field(sa_type=String(512))
-    #: 0 for a single sample; n for the n-th sample of a self-consistent judge
-    sample_index: int = 0
-    question_id: str = Field(sa_type=String(32))
-    answer: bool
-    confidence: float | None = Field(default=None, sa_type=Float)
-    #: the judge call the vote came from
-    call_id: str | None = Field(default=None, sa_type=String(32))
-    created_at: datetime = _created()
+__all__ = ["CalibrationRunRecord", "CanaryRunRecord"]
 
 
 class CalibrationRunRecord(SQLModel, table=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,16 +16,22 @@ __all__ = [
     "call_audit_payload",
     "judge_call_rows",
     "verdict_values",
-    "vote_rows",
 ]
 
 
-def answer_rows(grading_id: str, result: GradingResult) -> list[dict[str, Any]]:
-    """One ``answer`` row per answer, in the order the result gives them (rubric order).
+def answer_rows(
+    grading_id: str, result: GradingResult, call_ids: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """One ``answer`` row per answer, in the order the result gives them (rubric order),
+    each with the votes cast on its question (``call_ids``: the ids of the result's calls
+    as stored, so that a vote names the judge call it came from).
 
     Plain column values for one executemany, not records: nothing reads them back in
     the transaction, and nine ORM objects per grading cost more than the INSERT.
     """
+    cast: dict[str, list[dict[str, Any]]] = {}
+    for vote in result.votes:
+        cast.setdefault(vote.question_id, []).append(_vote_value(vote, call_ids))
     return [
         {
             "grading_id": grading_id,
@@ -40,32 +46,22 @@ def answer_rows(grading_id: str, result: GradingResult) -> list[dict[str, Any]]:
             "confidence": a.confidence,
             "position": position,
             "veto": a.veto.model_dump() if a.veto else None,
+            "votes": cast.get(a.question_id),
         }
         for position, a in enumerate(result.answers)
     ]
 
 
-def vote_rows(
-    grading_id: str, votes: Iterable[Vote], call_ids: list[str], *, at: datetime
-) -> list[dict[str, Any]]:
-    """One ``judge_vote`` row per vote, pointing at the stored judge call it came from."""
-    return [
-        {
-            "grading_id": grading_id,
-            "judge_spec": v.judge_spec,
-            "sample_index": v.sample_index,
-            "question_id": v.question_id,
-            "answer": v.answer,
-            "confidence": v.confidence,
-            "call_id": (
-                call_ids[v.call_index]
-                if v.call_index is not None and 0 <= v.call_index < len(call_ids)
-                else None
-            ),
-            "created_at": at,
-        }
-        for v in votes
-    ]
+def _vote_value(vote: Vote, call_ids: Sequence[str]) -> dict[str, Any]:
+    """One vote as an answer's ``votes`` holds it (``storage.tables.AnswerVote``)."""
+    index = vote.call_index
+    return {
+        "judge_spec": vote.judge_spec,
+        "sample_index": vote.sample_index,
+        "answer": vote.answer,
+        "confidence": vote.confidence,
+        "call_id": call_ids[index] if index is not None and 0 <= index < len(call_ids) else None,
+    }
 
 
 def judge_call_rows(

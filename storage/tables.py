@@ -256,6 +256,10 @@ class AnswerRecord(SQLModel, table=True):
     #: the check in code that vetoed or flagged the judge's yes: ``{"check", "effect",
     #: "reason"}`` (``judge.verdict.Veto``), or null
     veto: dict[str, Any] | None = Field(default=None, sa_type=JSON(none_as_null=True))
+    #: the votes cast on the question, in the order cast: each a judge's (or one
+    #: sample's) ``{"judge_spec", "sample_index", "answer", "confidence", "call_id"}``
+    #: (``call_id``: the judge call it came from); null where none was recorded
+    votes: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON(none_as_null=True))
 
 
 class JudgeCallRecord(SQLModel, table=True):

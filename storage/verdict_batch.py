@@ -9,8 +9,8 @@ cache) with a fixed number of statements, whatever the batch's size:
    longer pending or leased to its worker is not written. A batch of one verdict, the
    common case, folds the check into its grading's UPDATE (``WHERE`` the lease holds,
    ``RETURNING`` the row as written): one statement where two were;
-2. one executemany per table: the gradings (UPDATE by id), answers, judge calls and
-   votes (INSERT), judge cache entries;
+2. one executemany per table: the gradings (UPDATE by id), answers with their votes,
+   judge calls (INSERT), judge cache entries;
 3. one INSERT of the audit rows, chained in the order of the batch: each verdict's
    ``judge.call`` events, then its ``grading.completed``, whose state digest is
    computed from the values written (nothing is read back);
@@ -33,8 +33,7 @@ from storage.audit.records import RecordRow
 from storage.database import Database
 from storage.judge_cache import insert_cache_rows
 from storage.models import FinishedGrading
-from storage.quality_tables import JudgeVoteRecord
-from storage.records import answer_rows, judge_call_rows, verdict_values, vote_rows
+from storage.records import answer_rows, judge_call_rows, verdict_values
 from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord
 from storage.verdict_rows import (
     call_events,
@@ -49,7 +48,6 @@ __all__ = ["StoredVerdicts", "leased_rows", "write_verdicts"]
 _GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
 _ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
 _CALLS = JudgeCallRecord.__table__  # type: ignore[attr-defined]
-_VOTES = JudgeVoteRecord.__table__  # type: ignore[attr-defined]
 #: the batch's gradings by id (built once: an IN over a list cost more to build than run)
 _LEASED = (
     select(_GRADINGS)
@@ -111,7 +109,6 @@ class _Rows:
     updates: list[dict[str, Any]] = field(default_factory=list)
     answers: list[dict[str, Any]] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
-    votes: list[dict[str, Any]] = field(default_factory=list)
     cache: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     #: audit event index -> {grading id: state digest}
@@ -139,12 +136,11 @@ class _Rows:
         # the values as bound, over the row: SQLite's RETURNING gives a REAL column's
         # whole number as an integer, where a read gives a float
         values = {**row, **changed}
-        answers = answer_rows(grading_id, result)
         calls = judge_call_rows(grading_id, result.calls, first_position=first_call, at=at)
+        answers = answer_rows(grading_id, result, [c["id"] for c in calls])
         self.gradings.append(values)
         self.answers.extend(answers)
         self.calls.extend(calls)
-        self.votes.extend(vote_rows(grading_id, result.votes, [c["id"] for c in calls], at=at))
         self.cache.extend(item.cache_rows)
         self.records.update(call_records(calls, first_event=len(self.events)))
         self.events.extend(call_events(grading_id, item.worker_id, calls))
@@ -250,6 +246,5 @@ def _write(db: Database, session: Session, batch: _Rows) -> None:
         session.connection().execute(statement, batch.updates)
     insert_rows(session, _ANSWERS, batch.answers)
     insert_rows(session, _CALLS, batch.calls)
-    insert_rows(session, _VOTES, batch.votes)
     insert_cache_rows(session, batch.cache)
     db.audit_many(session, batch.events, batch.covers, batch.records)

@@ -33,9 +33,8 @@ from judge.rubric import Rubric
 from judge.trace import TraceCheck, TraceText, trace_check
 from judge.verdict import Answer, GradingResult, Vote
 from storage import FailureTagRecord, GradingFilter, GradingView, OverrideRecord
-from storage.gradings import overrides_of, tags_of, votes_of
+from storage.gradings import overrides_of, tags_of
 from storage.overrides import override_events
-from storage.quality_tables import JudgeVoteRecord
 from storage.tables import AnswerRecord, SubmissionRecord
 
 if TYPE_CHECKING:
@@ -87,20 +86,32 @@ def _yes_no(value: bool) -> Literal["yes", "no"]:
     return "yes" if value else "no"
 
 
-def _votes_public(
-    votes: Sequence[Vote] | Sequence[JudgeVoteRecord], question_id: str
-) -> list[VotePublic]:
-    """The votes on one question; a stored vote names its judge call, a fresh one has none."""
+def _votes_public(votes: Sequence[Vote], question_id: str) -> list[VotePublic]:
+    """The votes of a grading made in this process on one question (no call ids yet)."""
     return [
         VotePublic(
             judge=vote.judge_spec,
             sample=vote.sample_index,
             answer=_yes_no(vote.answer),
             confidence=vote.confidence,
-            call_id=vote.call_id if isinstance(vote, JudgeVoteRecord) else None,
+            call_id=None,
         )
         for vote in votes
         if vote.question_id == question_id
+    ]
+
+
+def _stored_votes_public(a: AnswerRecord) -> list[VotePublic]:
+    """The votes stored on an answer, each naming the judge call it came from."""
+    return [
+        VotePublic(
+            judge=vote["judge_spec"],
+            sample=vote["sample_index"],
+            answer=_yes_no(vote["answer"]),
+            confidence=vote["confidence"],
+            call_id=vote["call_id"],
+        )
+        for vote in a.votes or ()
     ]
 
 
@@ -233,7 +244,6 @@ def grading_public(
     principal: Principal,
     overrides: Sequence[OverrideRecord] = (),
     tags: Sequence[FailureTagRecord] = (),
-    votes: Sequence[JudgeVoteRecord] = (),
     submitter_view: SubmitterView = "verdict",
 ) -> GradingRead:
     """The grading object as ``principal`` may see it: effective values beside the judge's.
@@ -249,7 +259,6 @@ def grading_public(
         rubric=rubric,
         overrides=overrides,
         tags=tags,
-        votes=votes,
     )
     if principal.at_least("adjudicator"):
         return public
@@ -266,7 +275,6 @@ def _grading_public(
     rubric: Rubric | None,
     overrides: Sequence[OverrideRecord],
     tags: Sequence[FailureTagRecord],
-    votes: Sequence[JudgeVoteRecord],
 ) -> GradingPublic:
     g = view.grading
     in_force = overrides_in_force(override_events(overrides))
@@ -291,7 +299,7 @@ def _grading_public(
                 a,
                 answer=effective[a.question_id],
                 overridden=a.question_id in overridden,
-                votes=_votes_public(votes, a.question_id),
+                votes=_stored_votes_public(a),
                 veto=None if a.veto else _recorded_veto(a, rubric, noted),
                 trace_check=trace_check(a.evidence, trace),
             )
@@ -342,12 +350,11 @@ def rubric_shown(session: Session, services: Services, view: GradingView) -> Rub
 def present_gradings(
     session: Session, services: Services, views: Sequence[GradingView], principal: Principal
 ) -> list[GradingRead]:
-    """Grading objects for several stored gradings, read in ``session``: their overrides,
-    tags and votes in one query each."""
+    """Grading objects for several stored gradings, read in ``session``: their overrides
+    and tags in one query each (votes are on the answers)."""
     ids = [v.grading.id for v in views]
     overrides = overrides_of(session, ids)
     tags = tags_of(session, ids)
-    votes = votes_of(session, ids)
     rendered = []
     for view in views:
         g = view.grading
@@ -359,7 +366,6 @@ def present_gradings(
                 principal=principal,
                 overrides=overrides[g.id],
                 tags=tags[g.id],
-                votes=votes[g.id],
                 submitter_view=services.settings.submitter_view,
             )
         )

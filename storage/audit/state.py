@@ -40,8 +40,10 @@ __all__ = [
 COVERS = "covers"
 #: columns a worker changes without an audit event: claims, lease extensions, releases
 _BOOKKEEPING = frozenset({"lease_owner", "lease_expires_at", "claim_count"})
-#: answer columns that are not the answer's content
-_ANSWER_SKIP = frozenset({"id", "grading_id"})
+#: answer columns that are not the answer's content; its votes, outside the digest as
+#: they were when they had a table of their own (the judge calls they came from are
+#: audited records)
+_ANSWER_SKIP = frozenset({"id", "grading_id", "votes"})
 _GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
 _ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
 _DIGEST_CHARS = 32

@@ -12,8 +12,7 @@ from sqlalchemy.engine import Engine
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
-from storage.quality_tables import JudgeVoteRecord
-from storage.tables import JudgeCallRecord
+from storage.tables import AnswerRecord, JudgeCallRecord
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
@@ -33,6 +32,12 @@ async def _rows(engine: Engine, table: Any, grading_id: str) -> list[Any]:
     with engine.connect() as connection:
         query = select(table).where(table.grading_id == grading_id)
         return list((connection.execute(query)).mappings())
+
+
+async def _votes(engine: Engine, grading_id: str) -> list[dict[str, Any]]:
+    """The votes stored on the grading's answers, each with its question."""
+    answers = await _rows(engine, AnswerRecord, grading_id)
+    return [{**vote, "question_id": a["question_id"]} for a in answers for vote in a["votes"]]
 
 
 async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
@@ -71,7 +76,7 @@ async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
         seen = {(v["judge"], v["answer"]) for a in adjudicated["answers"] for v in a["votes"]}
         assert (LOCAL, "yes") in seen and (CLOUD, "no") in seen
 
-    votes = await _rows(engine, JudgeVoteRecord, grading["id"])
+    votes = await _votes(engine, grading["id"])
     assert len(votes) == 18
     assert {v["judge_spec"] for v in votes} == {LOCAL, CLOUD}
     on_split = {v["judge_spec"]: v["answer"] for v in votes if v["question_id"] == "D2-Q2"}
@@ -97,7 +102,7 @@ async def test_samples_store_a_vote_per_sample(
         assert response.status_code == 201, response.text
         grading = response.json()
     assert "judge_split" not in grading["review_reasons"]
-    votes = await _rows(engine, JudgeVoteRecord, grading["id"])
+    votes = await _votes(engine, grading["id"])
     assert sorted({v["sample_index"] for v in votes}) == [0, 1, 2] and len(votes) == 27
     calls = await _rows(engine, JudgeCallRecord, grading["id"])
     assert sorted(c["params"]["seed"] for c in calls) == [0, 1, 2]
@@ -133,7 +138,7 @@ async def test_the_asking_setting_overrides_the_rubric(
     assert grading["status"] == "graded" and grading["passed"] is True
     calls = await _rows(engine, JudgeCallRecord, grading["id"])
     assert len(calls) == 9 == len(backend.requests)
-    votes = await _rows(engine, JudgeVoteRecord, grading["id"])
+    votes = await _votes(engine, grading["id"])
     assert len({v["call_id"] for v in votes}) == 9  # each answer from its own call
 
 

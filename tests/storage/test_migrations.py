@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
@@ -152,3 +154,64 @@ async def test_0008_makes_existing_scenarios_submissions_and_gradings_version_1(
     assert tuple(scenario) == (1, "default")
     assert graded == {registered.grading.id: 1, inline.grading.id: None}
     assert submitted == {registered.submission.id: 1, inline.submission.id: None}
+
+
+async def test_0023_moves_each_vote_onto_its_answer_and_back(database_url: str) -> None:
+    """Votes stored in their own table before 0023 are on their answers after it, in the
+    order cast and naming their calls; a downgrade puts the same rows back."""
+    from sqlalchemy import text
+    from sqlalchemy.pool import NullPool
+
+    from judge.verdict import Vote
+    from storage import Store
+    from tests.storage.helpers import graded_result, new_submission, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine)
+    voted = (await submit(store, new_submission("d1"))).grading.id
+    bare = (await submit(store, new_submission("d2"))).grading.id
+    await store.queue.claim_pending("w", limit=2, lease_seconds=60)
+    result = graded_result(calls=2)
+    votes = tuple(
+        Vote(judge_spec=judge, question_id=a.question_id, answer=a.answer, call_index=index)
+        for index, judge in enumerate(("openai:a", "openai:b"))
+        for a in result.answers
+    )
+    assert await store.queue.complete(voted, "w", result.model_copy(update={"votes": votes}))
+    assert await store.queue.complete(bare, "w", result)
+    query = text("SELECT grading_id, question_id, votes FROM answer ORDER BY grading_id, position")
+
+    def answers_votes() -> dict[tuple[str, str], object]:
+        with engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return {(g, q): (json.loads(v) if isinstance(v, str) else v) for g, q, v in rows}
+
+    before = answers_votes()
+    engine.dispose()
+    assert all(before[(bare, q)] is None for g, q in before if g == bare)
+    on_first = before[(voted, "D1-Q1")]
+    assert isinstance(on_first, list) and [v["judge_spec"] for v in on_first] == [
+        "openai:a",
+        "openai:b",
+    ]
+    assert on_first[0]["call_id"] != on_first[1]["call_id"] and on_first[0]["call_id"]
+
+    old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
+    with old.begin() as connection:
+        _downgrade(connection, "0022")
+        rows = connection.execute(
+            text("SELECT grading_id, question_id, judge_spec, call_id, answer FROM judge_vote")
+        ).all()
+    old.dispose()
+    assert len(rows) == 18 and {r.grading_id for r in rows} == {voted}
+    assert {(r.question_id, r.judge_spec, r.call_id) for r in rows} == {
+        (q, v["judge_spec"], v["call_id"])
+        for (_, q), cast in before.items()
+        for v in cast or ()  # type: ignore[attr-defined]
+    }
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    assert answers_votes() == before
+    engine.dispose()
