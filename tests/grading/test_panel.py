@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -75,6 +76,14 @@ async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
         assert adjudicated["judge"] == {"backend": "panel", "model": f"{LOCAL}+{CLOUD}"}
         seen = {(v["judge"], v["answer"]) for a in adjudicated["answers"] for v in a["votes"]}
         assert (LOCAL, "yes") in seen and (CLOUD, "no") in seen
+        # the export's grading objects carry the same votes, each naming its judge call
+        admin = await tokens("admin")
+        exported = await client.get("/v1/exports/gradings?format=jsonl", headers=admin)
+        assert exported.status_code == 200, exported.text
+        [line] = [json.loads(text) for text in exported.text.splitlines()]
+        votes = [a["votes"] for a in adjudicated["answers"]]
+        assert [a["votes"] for a in line["answers"]] == votes
+        assert all(v["call_id"] for cast in votes for v in cast)
 
     votes = await _votes(engine, grading["id"])
     assert len(votes) == 18
