@@ -257,6 +257,28 @@ async def test_a_batch_with_a_bad_verdict_stores_none_of_it(store: Store, engine
     assert (await store.gradings.get(ids[0])).grading.status == "pending"  # type: ignore[union-attr]
 
 
+async def test_a_lone_verdict_for_another_rubric_changes_nothing(
+    store: Store, engine: Engine
+) -> None:
+    """A lone verdict's UPDATE runs before its rubric is compared with the grading's: the
+    refusal rolls it back, lease and revision included."""
+    grading_id = (await submit(store)).grading.id
+    await store.queue.claim_pending("w1", limit=1, lease_seconds=60)
+    before = await store.gradings.get(grading_id)
+    audit_rows = await _count(engine, AuditRecord)
+    wrong = graded_result().model_copy(update={"rubric_version": "not-this-one"})
+
+    with pytest.raises(ValueError, match="rubric"):
+        await store.queue.complete(grading_id, "w1", wrong)
+
+    after = await store.gradings.get(grading_id)
+    assert before is not None and after is not None
+    assert after.grading.model_dump() == before.grading.model_dump()
+    assert after.grading.lease_owner == "w1" and after.answers == ()
+    assert await _count(engine, AuditRecord) == audit_rows
+    assert await store.queue.complete(grading_id, "w1", graded_result())  # its holder still can
+
+
 async def test_while_a_backlog_lasts_sqlite_claims_lease_without_looking_first(
     store: Store, engine: Engine
 ) -> None:
