@@ -1,5 +1,5 @@
 """Tables of judge quality: calibration runs, drift canary runs (the votes of samples and
-panels are on their answers: ``storage.tables.AnswerRecord.votes``)."""
+panels are on their gradings: ``storage.tables.GradingRecord.votes``)."""
 
 from __future__ import annotations
 

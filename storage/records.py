@@ -16,22 +16,16 @@ __all__ = [
     "call_audit_payload",
     "judge_call_rows",
     "verdict_values",
+    "vote_values",
 ]
 
 
-def answer_rows(
-    grading_id: str, result: GradingResult, call_ids: Sequence[str] = ()
-) -> list[dict[str, Any]]:
-    """One ``answer`` row per answer, in the order the result gives them (rubric order),
-    each with the votes cast on its question (``call_ids``: the ids of the result's calls
-    as stored, so that a vote names the judge call it came from).
+def answer_rows(grading_id: str, result: GradingResult) -> list[dict[str, Any]]:
+    """One ``answer`` row per answer, in the order the result gives them (rubric order).
 
     Plain column values for one executemany, not records: nothing reads them back in
     the transaction, and nine ORM objects per grading cost more than the INSERT.
     """
-    cast: dict[str, list[dict[str, Any]]] = {}
-    for vote in result.votes:
-        cast.setdefault(vote.question_id, []).append(_vote_value(vote, call_ids))
     return [
         {
             "grading_id": grading_id,
@@ -46,22 +40,30 @@ def answer_rows(
             "confidence": a.confidence,
             "position": position,
             "veto": a.veto.model_dump() if a.veto else None,
-            "votes": cast.get(a.question_id),
         }
         for position, a in enumerate(result.answers)
     ]
 
 
-def _vote_value(vote: Vote, call_ids: Sequence[str]) -> dict[str, Any]:
-    """One vote as an answer's ``votes`` holds it (``storage.tables.AnswerVote``)."""
-    index = vote.call_index
-    return {
-        "judge_spec": vote.judge_spec,
-        "sample_index": vote.sample_index,
-        "answer": vote.answer,
-        "confidence": vote.confidence,
-        "call_id": call_ids[index] if index is not None and 0 <= index < len(call_ids) else None,
-    }
+def vote_values(votes: Iterable[Vote], call_ids: Sequence[str]) -> list[dict[str, Any]] | None:
+    """The grading's ``votes`` column: each vote naming the judge call it came from
+    (``call_ids``: the ids of the result's calls as stored); None for no votes."""
+    values = [
+        {
+            "judge_spec": vote.judge_spec,
+            "sample_index": vote.sample_index,
+            "question_id": vote.question_id,
+            "answer": vote.answer,
+            "confidence": vote.confidence,
+            "call_id": (
+                call_ids[vote.call_index]
+                if vote.call_index is not None and 0 <= vote.call_index < len(call_ids)
+                else None
+            ),
+        }
+        for vote in votes
+    ]
+    return values or None
 
 
 def judge_call_rows(
@@ -139,10 +141,12 @@ def verdict_values(
     provisional: bool,
     at: datetime,
     judge_digest: str | None = None,
+    call_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The grading columns a stored verdict sets, the lease released; ``revision``: the
     grading's before (the verdict bumps it); ``judge_digest``: the model's behind the
-    judge's name, where known. The same columns whatever the result."""
+    judge's name, where known; ``call_ids``: the ids of the result's calls as stored,
+    which its votes name. The same columns whatever the result."""
     outcome, judge_outcome = result.outcome, result.judge_outcome
     return {
         "status": result.status,
@@ -163,5 +167,6 @@ def verdict_values(
         "not_before": None,
         "provisional": provisional,
         "judge_digest": judge_digest,
+        "votes": vote_values(result.votes, call_ids),
         "revision": revision + 1,
     }

@@ -230,6 +230,12 @@ class GradingRecord(SQLModel, table=True):
     )
     #: the scenario's ground-truth version graded against (None for an inline one)
     scenario_version: int | None = None
+    #: every vote cast, in the order cast: a judge's (or one sample's) answer to one
+    #: question, ``{"judge_spec", "sample_index", "question_id", "answer", "confidence",
+    #: "call_id"}`` (``call_id``: the judge call it came from); kept whether or not the
+    #: grading has answers (a panel unscored by one member keeps the others' votes);
+    #: null where none was recorded
+    votes: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON(none_as_null=True))
 
 
 class AnswerRecord(SQLModel, table=True):
@@ -256,10 +262,6 @@ class AnswerRecord(SQLModel, table=True):
     #: the check in code that vetoed or flagged the judge's yes: ``{"check", "effect",
     #: "reason"}`` (``judge.verdict.Veto``), or null
     veto: dict[str, Any] | None = Field(default=None, sa_type=JSON(none_as_null=True))
-    #: the votes cast on the question, in the order cast: each a judge's (or one
-    #: sample's) ``{"judge_spec", "sample_index", "answer", "confidence", "call_id"}``
-    #: (``call_id``: the judge call it came from); null where none was recorded
-    votes: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON(none_as_null=True))
 
 
 class JudgeCallRecord(SQLModel, table=True):

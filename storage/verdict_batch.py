@@ -9,8 +9,8 @@ cache) with a fixed number of statements, whatever the batch's size:
    longer pending or leased to its worker is not written. A batch of one verdict, the
    common case, folds the check into its grading's UPDATE (``WHERE`` the lease holds,
    ``RETURNING`` the row as written): one statement where two were;
-2. one executemany per table: the gradings (UPDATE by id), answers with their votes,
-   judge calls (INSERT), judge cache entries;
+2. one executemany per table: the gradings (UPDATE by id, their votes included),
+   answers and judge calls (INSERT), judge cache entries;
 3. one INSERT of the audit rows, chained in the order of the batch: each verdict's
    ``judge.call`` events, then its ``grading.completed``, whose state digest is
    computed from the values written (nothing is read back);
@@ -120,24 +120,24 @@ class _Rows:
         self,
         row: Mapping[str, Any],
         item: FinishedGrading,
-        first_call: int,
+        calls: list[dict[str, Any]],
         at: datetime,
         *,
         written: Mapping[str, Any] | None = None,
     ) -> None:
-        """Add one verdict whose grading is ``row`` as read under the lock; or, where its
-        UPDATE ran already with the values ``written``, as that UPDATE returned it."""
+        """Add one verdict whose grading is ``row`` as read under the lock, with its judge
+        calls' rows; or, where its UPDATE ran already with the values ``written``, as
+        that UPDATE returned it."""
         result, grading_id = item.result, item.grading_id
         if written is None:
-            changed = _verdict_columns(item, at, revision=row["revision"])
+            changed = _verdict_columns(item, at, row["revision"], calls)
             self.updates.append({"b_id": grading_id, **_bound(changed)})
         else:
             changed = {**written, "revision": row["revision"]}
         # the values as bound, over the row: SQLite's RETURNING gives a REAL column's
         # whole number as an integer, where a read gives a float
         values = {**row, **changed}
-        calls = judge_call_rows(grading_id, result.calls, first_position=first_call, at=at)
-        answers = answer_rows(grading_id, result, [c["id"] for c in calls])
+        answers = answer_rows(grading_id, result)
         self.gradings.append(values)
         self.answers.extend(answers)
         self.calls.extend(calls)
@@ -157,14 +157,21 @@ class _Rows:
         )
 
 
-def _verdict_columns(item: FinishedGrading, at: datetime, *, revision: int) -> dict[str, Any]:
+def _verdict_columns(
+    item: FinishedGrading, at: datetime, revision: int, calls: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     return verdict_values(
         item.result,
         revision=revision,
         provisional=item.provisional,
         at=at,
         judge_digest=item.judge_digest,
+        call_ids=[call["id"] for call in calls],
     )
+
+
+def _call_rows(item: FinishedGrading, first_call: int, at: datetime) -> list[dict[str, Any]]:
+    return judge_call_rows(item.grading_id, item.result.calls, first_position=first_call, at=at)
 
 
 def _bound(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -185,7 +192,8 @@ def _write_one(
     db: Database, session: Session, item: FinishedGrading, at: datetime
 ) -> StoredVerdicts:
     """A batch of one verdict: its UPDATE is the lease check (see the module)."""
-    changed = _verdict_columns(item, at, revision=0)
+    calls = _call_rows(item, 0, at)  # their ids first: the votes name them
+    changed = _verdict_columns(item, at, 0, calls)
     del changed["revision"]
     statement = _update_where_leased(tuple(changed))
     params = {"b_id": item.grading_id, "b_worker": item.worker_id, **_bound(changed)}
@@ -193,10 +201,12 @@ def _write_one(
     if row is None:
         return StoredVerdicts(stored=[False])
     _check_rubric(row, item)
-    again = [item.grading_id] if row["claim_count"] > 1 else []
-    first_call = calls_before(session, again).get(item.grading_id, 0)
+    if row["claim_count"] > 1:  # calls of earlier, deferred claims come first
+        first_call = calls_before(session, [item.grading_id]).get(item.grading_id, 0)
+        for call in calls:
+            call["position"] += first_call
     batch = _Rows()
-    batch.add(row, item, first_call, at, written=changed)
+    batch.add(row, item, calls, at, written=changed)
     _write(db, session, batch)
     return StoredVerdicts(stored=[True], gradings=batch.gradings)
 
@@ -227,7 +237,8 @@ def write_verdicts(
     first_calls = calls_before(session, again)
     batch = _Rows()
     for item, row in accepted:
-        batch.add(row, item, first_calls.get(item.grading_id, 0), at)
+        calls = _call_rows(item, first_calls.get(item.grading_id, 0), at)
+        batch.add(row, item, calls, at)
     _write(db, session, batch)
     outcome.gradings = batch.gradings
     return outcome

@@ -34,7 +34,7 @@ async def get_grading(
 ) -> Response[GradingRead]:
     """The grading object; the ETag is its revision. A submitter reading a grading
     against a registered scenario gets its view of it (``SRE_JUDGE_SUBMITTER_VIEW``).
-    Read in one snapshot: the grading, its answers (with their votes), overrides and tags
+    Read in one snapshot: the grading (with its votes), its answers, overrides and tags
     agree."""
     body = await read_grading(services, principal, grading_id)
     return Response(body, headers={"ETag": f'"{body.revision}"'})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from api.service.principal import Principal
 from api.service.schemas import (
@@ -101,8 +101,8 @@ def _votes_public(votes: Sequence[Vote], question_id: str) -> list[VotePublic]:
     ]
 
 
-def _stored_votes_public(a: AnswerRecord) -> list[VotePublic]:
-    """The votes stored on an answer, each naming the judge call it came from."""
+def _stored_votes_public(votes: Sequence[dict[str, Any]], question_id: str) -> list[VotePublic]:
+    """The stored votes on one question (a grading's ``votes``), each naming its judge call."""
     return [
         VotePublic(
             judge=vote["judge_spec"],
@@ -111,7 +111,8 @@ def _stored_votes_public(a: AnswerRecord) -> list[VotePublic]:
             confidence=vote["confidence"],
             call_id=vote["call_id"],
         )
-        for vote in a.votes or ()
+        for vote in votes
+        if vote["question_id"] == question_id
     ]
 
 
@@ -299,7 +300,7 @@ def _grading_public(
                 a,
                 answer=effective[a.question_id],
                 overridden=a.question_id in overridden,
-                votes=_stored_votes_public(a),
+                votes=_stored_votes_public(g.votes or (), a.question_id),
                 veto=None if a.veto else _recorded_veto(a, rubric, noted),
                 trace_check=trace_check(a.evidence, trace),
             )
@@ -351,7 +352,7 @@ def present_gradings(
     session: Session, services: Services, views: Sequence[GradingView], principal: Principal
 ) -> list[GradingRead]:
     """Grading objects for several stored gradings, read in ``session``: their overrides
-    and tags in one query each (votes are on the answers)."""
+    and tags in one query each (the votes are on the grading rows)."""
     ids = [v.grading.id for v in views]
     overrides = overrides_of(session, ids)
     tags = tags_of(session, ids)

@@ -38,12 +38,12 @@ __all__ = [
 
 #: the payload key of the digests an audit event carries
 COVERS = "covers"
-#: columns a worker changes without an audit event: claims, lease extensions, releases
-_BOOKKEEPING = frozenset({"lease_owner", "lease_expires_at", "claim_count"})
-#: answer columns that are not the answer's content; its votes, outside the digest as
-#: they were when they had a table of their own (the judge calls they came from are
-#: audited records)
-_ANSWER_SKIP = frozenset({"id", "grading_id", "votes"})
+#: grading columns outside its digest: what a worker changes without an audit event
+#: (claims, lease extensions, releases), and the votes, outside it as they were when
+#: they had a table of their own (the judge calls they came from are audited records)
+_GRADING_SKIP = frozenset({"lease_owner", "lease_expires_at", "claim_count", "votes"})
+#: answer columns that are not the answer's content
+_ANSWER_SKIP = frozenset({"id", "grading_id"})
 _GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
 _ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
 _DIGEST_CHARS = 32
@@ -112,7 +112,7 @@ def values_digest(grading: Mapping[str, Any], answers: Iterable[Mapping[str, Any
     since a column left out of ``answers`` holds its default, which counts as absent.
     """
     content = {
-        "grading": present_values(grading, _GRADINGS, _BOOKKEEPING),
+        "grading": present_values(grading, _GRADINGS, _GRADING_SKIP),
         "answers": sorted(
             (present_values(a, _ANSWERS, _ANSWER_SKIP) for a in answers),
             key=lambda a: a["question_id"],

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
-from storage.tables import AnswerRecord, JudgeCallRecord
+from storage.tables import GradingRecord, JudgeCallRecord
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
@@ -36,9 +36,10 @@ async def _rows(engine: Engine, table: Any, grading_id: str) -> list[Any]:
 
 
 async def _votes(engine: Engine, grading_id: str) -> list[dict[str, Any]]:
-    """The votes stored on the grading's answers, each with its question."""
-    answers = await _rows(engine, AnswerRecord, grading_id)
-    return [{**vote, "question_id": a["question_id"]} for a in answers for vote in a["votes"]]
+    """The votes stored with the grading."""
+    with engine.connect() as connection:
+        query = select(GradingRecord.votes).where(GradingRecord.id == grading_id)
+        return list(connection.execute(query).scalar_one())
 
 
 async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(

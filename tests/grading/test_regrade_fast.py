@@ -51,7 +51,7 @@ async def _rows(engine: Engine, table: str, job_id: str) -> dict[str, list[dict[
     with engine.connect() as connection:
         for row in (connection.execute(text(sql), {"job": job_id})).mappings():
             kept = {k: v for k, v in row.items() if k not in _NOT_CONTENT}
-            if kept.get("votes") is not None:  # an answer's votes name calls by id
+            if kept.get("votes") is not None:  # a grading's votes name calls by id
                 votes = kept["votes"]
                 votes = json.loads(votes) if isinstance(votes, str) else votes
                 kept["votes"] = [{**v, "call_id": v["call_id"] is not None} for v in votes]

@@ -176,6 +176,7 @@ async def test_the_migration_indexes_rows_stored_before_it(database_url: str) ->
             ("submission", "screening", "JSON"),
             ("submission", "trace", "JSON"),
             ("grading", "judge_digest", "VARCHAR(512)"),
+            ("grading", "votes", "JSON"),
         )
         with engine.begin() as connection:
             for table, column, kind in later:

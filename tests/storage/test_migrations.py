@@ -156,9 +156,10 @@ async def test_0008_makes_existing_scenarios_submissions_and_gradings_version_1(
     assert submitted == {registered.submission.id: 1, inline.submission.id: None}
 
 
-async def test_0023_moves_each_vote_onto_its_answer_and_back(database_url: str) -> None:
-    """Votes stored in their own table before 0023 are on their answers after it, in the
-    order cast and naming their calls; a downgrade puts the same rows back."""
+async def test_0023_moves_every_vote_onto_its_grading_and_back(database_url: str) -> None:
+    """Votes stored in their own table before 0023 are on their gradings after it, in the
+    order cast and naming their calls, those of an unscored panel (no answers) included;
+    a downgrade puts the same rows back."""
     from sqlalchemy import text
     from sqlalchemy.pool import NullPool
 
@@ -169,9 +170,10 @@ async def test_0023_moves_each_vote_onto_its_answer_and_back(database_url: str) 
     await upgrade(database_url)
     engine = make_engine(database_url)
     store = Store(engine)
-    voted = (await submit(store, new_submission("d1"))).grading.id
-    bare = (await submit(store, new_submission("d2"))).grading.id
-    await store.queue.claim_pending("w", limit=2, lease_seconds=60)
+    voted, unscored, bare = [
+        (await submit(store, new_submission(name))).grading.id for name in ("d1", "d2", "d3")
+    ]
+    await store.queue.claim_pending("w", limit=3, lease_seconds=60)
     result = graded_result(calls=2)
     votes = tuple(
         Vote(judge_spec=judge, question_id=a.question_id, answer=a.answer, call_index=index)
@@ -179,23 +181,36 @@ async def test_0023_moves_each_vote_onto_its_answer_and_back(database_url: str) 
         for a in result.answers
     )
     assert await store.queue.complete(voted, "w", result.model_copy(update={"votes": votes}))
+    one_member = result.model_copy(
+        update={
+            "status": "unscored",
+            "unscored_reason": "judge_error",
+            "answers": (),
+            "outcome": None,
+            "judge_outcome": None,
+            "votes": votes[:9],
+        }
+    )
+    assert await store.queue.complete(unscored, "w", one_member)
     assert await store.queue.complete(bare, "w", result)
-    query = text("SELECT grading_id, question_id, votes FROM answer ORDER BY grading_id, position")
+    query = text("SELECT id, votes FROM grading")
 
-    def answers_votes() -> dict[tuple[str, str], object]:
+    def gradings_votes() -> dict[str, object]:
         with engine.connect() as connection:
             rows = connection.execute(query).all()
-        return {(g, q): (json.loads(v) if isinstance(v, str) else v) for g, q, v in rows}
+        return {g: (json.loads(v) if isinstance(v, str) else v) for g, v in rows}
 
-    before = answers_votes()
+    before = gradings_votes()
     engine.dispose()
-    assert all(before[(bare, q)] is None for g, q in before if g == bare)
-    on_first = before[(voted, "D1-Q1")]
-    assert isinstance(on_first, list) and [v["judge_spec"] for v in on_first] == [
+    assert before[bare] is None
+    cast = before[voted]
+    assert isinstance(cast, list) and len(cast) == 18
+    assert [v["judge_spec"] for v in cast if v["question_id"] == "D1-Q1"] == [
         "openai:a",
         "openai:b",
     ]
-    assert on_first[0]["call_id"] != on_first[1]["call_id"] and on_first[0]["call_id"]
+    assert all(v["call_id"] for v in cast) and len({v["call_id"] for v in cast}) == 2
+    assert isinstance(before[unscored], list) and len(before[unscored]) == 9
 
     old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
     with old.begin() as connection:
@@ -204,14 +219,14 @@ async def test_0023_moves_each_vote_onto_its_answer_and_back(database_url: str) 
             text("SELECT grading_id, question_id, judge_spec, call_id, answer FROM judge_vote")
         ).all()
     old.dispose()
-    assert len(rows) == 18 and {r.grading_id for r in rows} == {voted}
-    assert {(r.question_id, r.judge_spec, r.call_id) for r in rows} == {
-        (q, v["judge_spec"], v["call_id"])
-        for (_, q), cast in before.items()
-        for v in cast or ()  # type: ignore[attr-defined]
-    }
+    assert len(rows) == 27 and {r.grading_id for r in rows} == {voted, unscored}
+    assert sorted((r.grading_id, r.question_id, r.judge_spec, r.call_id) for r in rows) == sorted(
+        (g, v["question_id"], v["judge_spec"], v["call_id"])
+        for g, listed in before.items()
+        for v in listed or ()  # type: ignore[attr-defined]
+    )
 
     await upgrade(database_url)
     engine = make_engine(database_url)
-    assert answers_votes() == before
+    assert gradings_votes() == before
     engine.dispose()
