@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from storage.tables import GradingRecord, JudgeCallRecord
+from tests.web.conftest import sign_in
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
@@ -96,6 +98,25 @@ async def test_a_panel_of_two_stores_both_votes_and_routes_a_split_to_review(
     for vote in votes:  # every vote points at the stored call of its own judge
         call = calls[vote["call_id"]]
         assert vote["judge_spec"].startswith(f"openai:{call['model']}@")
+
+
+async def test_the_grading_page_shows_each_members_vote(api_client: Any, tokens: Any) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    backends = {LOCAL: _judge(set(IDS), "local"), CLOUD: _judge(set(IDS) - {"D2-Q2"}, "cloud")}
+    async with api_client(judge=LOCAL, panel=f"{LOCAL},{CLOUD}", backends=backends) as client:
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=agent,
+        )
+        assert response.status_code == 201, response.text
+        await sign_in(client, ada)
+        page = await client.get(f"/gradings/{response.json()['id']}")
+    assert page.status_code == 200, page.text
+    tables = re.findall(r'<table class="votes">(.*?)</table>', page.text, re.S)
+    assert len(tables) == 9  # one per answer, each with both members' votes
+    split = next(t for t in tables if "<td>no</td>" in t)
+    assert f"<td>{LOCAL}</td>" in split and f"<td>{CLOUD}</td>" in split
 
 
 async def test_samples_store_a_vote_per_sample(
