@@ -160,6 +160,8 @@ class _Rows:
 def _verdict_columns(
     item: FinishedGrading, at: datetime, revision: int, calls: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
+    """The grading columns the verdict sets (``calls``: its judge calls' rows, whose
+    ids its votes name)."""
     return verdict_values(
         item.result,
         revision=revision,
@@ -171,6 +173,7 @@ def _verdict_columns(
 
 
 def _call_rows(item: FinishedGrading, first_call: int, at: datetime) -> list[dict[str, Any]]:
+    """The verdict's judge calls' rows, numbered on from ``first_call``."""
     return judge_call_rows(item.grading_id, item.result.calls, first_position=first_call, at=at)
 
 
