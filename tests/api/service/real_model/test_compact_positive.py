@@ -1,4 +1,10 @@
-"""The compact reply format and positive wording with the real model."""
+"""The compact reply format and positive wording with the real model.
+
+The case is the one-line user-service port case of ``tests.support.submissions``: SmolLM2
+answers it positively asked in about 290 compact tokens, which parse, so the polarity of
+every answer is checked. (Asked positively about the longer case of the other real-model
+tests it rambled past 320 and then 640 tokens in every run, greedy decoding being
+deterministic, and the grading always ended ``reply_truncated``.)"""
 
 from __future__ import annotations
 
@@ -7,13 +13,12 @@ from judge.calls import SamplingParams
 from judge.grader import Grader
 from judge.rubric import Rubric
 from tests.api.service.real_model.shared import (
-    DIAGNOSIS,
     ONCE,
     REAL_MODEL_MARKS,
-    TRUTH,
     assert_parsed_or_explicitly_unscored,
 )
 from tests.support.llama_server import LlamaServer
+from tests.support.submissions import DIAGNOSIS, TRUTH
 
 pytestmark = REAL_MODEL_MARKS
 
