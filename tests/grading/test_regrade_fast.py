@@ -202,7 +202,8 @@ async def test_misses_and_paused_jobs_are_left_to_the_usual_path(
     await _import(engine, service_key, tmp_path)
     admin = await tokens("admin")
     judge = ScriptedBackend(model="fail")
-    async with api_client(start_workers=False, backends={NEW_JUDGE: judge}) as client:
+    backends = {NEW_JUDGE: judge}
+    async with api_client(start_workers=False, backends=backends, poll_seconds=0.05) as client:
         services: Services = client.app.state.services
         job = await _create(client, admin)  # nothing cached yet: every item is a miss
         await client.post(f"/v1/regrade-jobs/{job}/pause", headers=admin)
