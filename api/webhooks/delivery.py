@@ -1,7 +1,8 @@
 """The webhook delivery worker inside ``serve`` (and ``worker``): one lane per endpoint.
 
-A dispatcher looks for endpoints with a due delivery every ``SRE_JUDGE_POLL_SECONDS``
-and starts a lane for each that has none running in this process. A lane sends its
+A dispatcher looks for endpoints with a due delivery every ``SRE_JUDGE_POLL_SECONDS``,
+and at once when a transaction of this process has written deliveries, and starts a
+lane for each that has none running in this process. A lane sends its
 endpoint's deliveries one at a time, in event order: each send is leased on its own
 (``SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS`` + 10 s), resolved once and sent to the address
 that was checked (:class:`api.webhooks.target.PinnedTransport`), signed as
@@ -30,6 +31,7 @@ import logging
 import random
 import ssl
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import httpx
@@ -37,6 +39,7 @@ from standardwebhooks.webhooks import Webhook
 
 from api.service.errors import InvalidRequest
 from api.service.settings import Settings
+from api.webhooks.outbox import on_committed
 from api.webhooks.queries import Claimed, WebhookQueries
 from api.webhooks.target import PinnedTransport, allowed_hosts
 from storage import Store
@@ -101,6 +104,9 @@ class WebhookDelivery:
         self._lanes: dict[str, asyncio.Task[None]] = {}
         #: set while stopping: a lane ends after its send in flight
         self._stopping = False
+        #: set when this process committed deliveries: look before the next poll
+        self._wake = asyncio.Event()
+        self._stop_listening: Callable[[], None] | None = None
 
     @property
     def _lease_seconds(self) -> float:
@@ -109,6 +115,11 @@ class WebhookDelivery:
     def start(self) -> None:
         """Start the dispatcher."""
         if self._task is None:
+            loop = asyncio.get_running_loop()
+            wake = self._wake
+            self._stop_listening = on_committed(
+                self._store.db.engine, lambda: loop.call_soon_threadsafe(wake.set)
+            )
             self._task = asyncio.create_task(self._run(), name="webhook-delivery")
 
     async def stop(self) -> None:
@@ -116,6 +127,9 @@ class WebhookDelivery:
         and are recorded; a lane that overruns is cancelled (its lease runs out and its
         delivery is sent again)."""
         self._stopping = True
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
         try:
             if self._task is not None:
                 self._task.cancel()
@@ -141,7 +155,9 @@ class WebhookDelivery:
                 raise
             except Exception:  # the database away for a moment: try again later
                 _log.exception("webhook dispatch failed")
-            await asyncio.sleep(self._settings.poll_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._settings.poll_seconds)
+            self._wake.clear()
 
     async def _dispatch(self) -> list[asyncio.Task[None]]:
         """Start a lane for each endpoint with a due delivery and no lane here yet."""

@@ -145,6 +145,21 @@ async def test_a_signed_delivery_carries_ids_and_verdicts_only(
             assert delivery["attempts"][0]["status"] == 200
 
 
+async def test_an_event_of_this_process_is_sent_at_once_not_at_the_next_poll(
+    api_client: Any, tokens: Any
+) -> None:
+    """The delivery worker hears of deliveries this process committed: with a poll every
+    60 s, the grading's event still reaches the receiver within seconds."""
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    with receiving() as receiver:
+        async with api_client(**FAST, poll_seconds=60) as client:
+            await _register(client, admin, receiver)
+            await asyncio.sleep(0.2)  # the dispatcher's first look has found nothing
+            grading = await _grade(client, agent)
+            [event] = await asyncio.to_thread(receiver.wait_for, 1, 10)
+            assert event["data"]["grading_id"] == grading["id"]
+
+
 async def test_a_receiver_down_for_a_while_gets_every_event_in_order(
     api_client: Any, tokens: Any
 ) -> None:
