@@ -22,6 +22,8 @@ FAST = {
     "webhook_allow_hosts": "127.0.0.1",
     "webhook_retry_seconds": 0.02,
     "webhook_timeout_seconds": 5,
+    # a retry is found by the next poll: retries here are 0.02 s apart
+    "poll_seconds": 0.1,
 }
 
 
@@ -152,7 +154,7 @@ async def test_an_event_of_this_process_is_sent_at_once_not_at_the_next_poll(
     60 s, the grading's event still reaches the receiver within seconds."""
     admin, agent = await tokens("admin"), await tokens("submitter")
     with receiving() as receiver:
-        async with api_client(**FAST, poll_seconds=60) as client:
+        async with api_client(**{**FAST, "poll_seconds": 60}) as client:
             await _register(client, admin, receiver)
             await asyncio.sleep(0.2)  # the dispatcher's first look has found nothing
             grading = await _grade(client, agent)
