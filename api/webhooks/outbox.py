@@ -15,6 +15,7 @@ instead of at its next poll (which still finds what other processes wrote).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -57,6 +58,7 @@ _GRADING_FIELDS = (
     "needs_review", "overridden", "rubric_id", "rubric_version", "regrade_job_id",
 )  # fmt: skip
 _SUBMISSION_FIELDS = ("scenario_id", "agent", "model", "run_id", "attempt")
+_log = logging.getLogger(__name__)
 #: engine -> what to call after a transaction of it that wrote deliveries commits
 _LISTENERS: WeakKeyDictionary[Engine, list[Callable[[], None]]] = WeakKeyDictionary()
 
@@ -74,7 +76,16 @@ def _after_commit(session: Session) -> None:
     listeners = _LISTENERS.get(session.get_bind())  # type: ignore[arg-type]
     if listeners:
         for listener in list(listeners):
-            event.listen(session, "after_commit", lambda _session, call=listener: call())
+            event.listen(session, "after_commit", lambda _session, call=listener: _tell(call))
+
+
+def _tell(listener: Callable[[], None]) -> None:
+    """Call ``listener``; what it raises is logged, never raised from a commit that
+    succeeded (a worker stopping meanwhile finds its loop closed)."""
+    try:
+        listener()
+    except Exception:
+        _log.warning("a webhook delivery worker could not be told of new deliveries", exc_info=True)
 
 
 def webhook_event(audit_event: str) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from api.webhooks.outbox import on_committed
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from storage import Store
@@ -207,13 +208,24 @@ async def test_a_delivery_failing_too_long_is_dead_lettered_then_redelivered(
             await asyncio.to_thread(receiver.wait_for, 1)
 
 
-async def test_an_event_of_a_rolled_back_change_is_never_sent(engine: Any) -> None:
+async def test_an_event_of_a_rolled_back_change_is_never_sent_nor_announced(
+    engine: Any,
+) -> None:
+    """Nothing of a rolled-back change is sent, and the delivery worker is not told of
+    it; a committed one is told, and a listener that fails never fails the commit."""
     store = Store(engine)
     subscribe_outbox(store.db)  # as the app wiring does
     webhooks = WebhookQueries(store.db)
     await webhooks.create_endpoint(
         url="http://127.0.0.1:9/hook", events=["regrade.finished"], description="", actor="t"
     )
+    told: list[str] = []
+
+    def closed_loop() -> None:
+        raise RuntimeError("Event loop is closed")
+
+    stop_failing = on_committed(engine, closed_loop)
+    stop_telling = on_committed(engine, lambda: told.append("told"))
 
     async def failing_change() -> None:
         with store.db.sessions()() as session, session.begin():
@@ -225,11 +237,15 @@ async def test_an_event_of_a_rolled_back_change_is_never_sent(engine: Any) -> No
 
     with pytest.raises(RuntimeError):
         await failing_change()
+    assert told == []
     with store.db.sessions()() as session, session.begin():
         store.db.audit(
             session, "regrade_job.done", entity_type="regrade_job", entity_id="j2",
             actor="t", payload={"state": "done", "counts": {"done": 1}},
         )  # fmt: skip
+    assert told == ["told"]
+    stop_failing()
+    stop_telling()
     [claimed] = await webhooks.claim_due(lease_seconds=60)
     assert claimed.payload["data"]["regrade_job_id"] == "j2"
     assert await webhooks.claim_due(lease_seconds=60) == []  # leased, and the only one
