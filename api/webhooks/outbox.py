@@ -72,20 +72,19 @@ def on_committed(engine: Engine, listener: Callable[[], None]) -> Callable[[], N
 
 
 def _after_commit(session: Session) -> None:
-    """Tell this engine's listeners, once ``session``'s transaction has committed."""
-    listeners = _LISTENERS.get(session.get_bind())  # type: ignore[arg-type]
-    if listeners:
-        for listener in list(listeners):
-            event.listen(session, "after_commit", lambda _session, call=listener: _tell(call))
+    """Tell this engine's listeners once ``session``'s transaction has committed."""
+    if _LISTENERS.get(session.get_bind()):  # type: ignore[arg-type]
+        event.listen(session, "after_commit", _tell, once=True)
 
 
-def _tell(listener: Callable[[], None]) -> None:
-    """Call ``listener``; what it raises is logged, never raised from a commit that
-    succeeded (a worker stopping meanwhile finds its loop closed)."""
-    try:
-        listener()
-    except Exception:
-        _log.warning("a webhook delivery worker could not be told of new deliveries", exc_info=True)
+def _tell(session: Session) -> None:
+    """Call each listener of ``session``'s engine; what one raises is logged, never raised
+    from a commit that succeeded (a worker stopping meanwhile finds its loop closed)."""
+    for listener in list(_LISTENERS.get(session.get_bind(), ())):  # type: ignore[arg-type]
+        try:
+            listener()
+        except Exception:
+            _log.warning("a webhook worker could not be told of new deliveries", exc_info=True)
 
 
 def webhook_event(audit_event: str) -> str | None:
