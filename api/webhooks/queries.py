@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy import Select, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -159,20 +159,26 @@ class WebhookQueries:
         whose oldest pending delivery is due, that one delivery; oldest first.
 
         Only the oldest is claimable (``SKIP LOCKED`` on PostgreSQL): whoever holds an
-        endpoint's oldest delivery holds the endpoint.
+        endpoint's oldest delivery holds the endpoint. On SQLite, where a write
+        transaction takes the database's one write lock, it looks in a read first, so
+        that the idle polls of every process never hold up a writer.
         """
+        if not self._db.postgres:
+            probe = self._due(self._db.clock(), skip=skip, limit=1)
+            probe = probe.with_only_columns(col(WebhookDeliveryRecord.seq))
+            if not await self._db.run_read(lambda s: s.execute(probe).first()):
+                return []
         return await self._db.run(self._lease, lease_seconds, skip=skip, limit=limit)
 
-    def _lease(
+    def _due(
         self,
-        session: Session,
-        lease_seconds: float,
+        now: datetime,
         *,
         skip: frozenset[str] = frozenset(),
         endpoint_id: str | None = None,
         limit: int,
-    ) -> list[Claimed]:
-        now = self._db.clock()
+    ) -> Select[Any]:
+        """The due head deliveries (with their endpoints) of closed circuits, oldest first."""
         heads = select(func.min(WebhookDeliveryRecord.seq)).where(
             col(WebhookDeliveryRecord.state) == "pending"
         )
@@ -198,6 +204,19 @@ class WebhookQueries:
         )
         if skip:
             query = query.where(col(WebhookDeliveryRecord.endpoint_id).not_in(sorted(skip)))
+        return query
+
+    def _lease(
+        self,
+        session: Session,
+        lease_seconds: float,
+        *,
+        skip: frozenset[str] = frozenset(),
+        endpoint_id: str | None = None,
+        limit: int,
+    ) -> list[Claimed]:
+        now = self._db.clock()
+        query = self._due(now, skip=skip, endpoint_id=endpoint_id, limit=limit)
         if self._db.postgres:
             query = query.with_for_update(skip_locked=True, of=WebhookDeliveryRecord)
         lease = now + timedelta(seconds=lease_seconds)

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from api.webhooks.queries import WebhookQueries
 from storage import Store
 from tests.conftest import Clock
+from tests.support.statements import statements
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -86,3 +87,28 @@ async def test_two_stores_claiming_at_once_never_lease_one_delivery_twice(
     finally:
         other_engine.dispose()
     assert len(sent) == 48 and len(set(sent)) == 48
+
+
+async def test_on_sqlite_an_idle_claim_only_reads_and_never_takes_the_write_lock(
+    store: Store, engine: Engine, clock: Clock, webhooks: WebhookQueries
+) -> None:
+    # every process polls for deliveries; on SQLite a write transaction holds the one
+    # write lock, so a poll that finds nothing due must never take it
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL leases with SKIP LOCKED; its writers wait on row locks only")
+    await _endpoint(store)
+
+    async def claim() -> tuple[int, list[str]]:
+        """How many it claimed, and how each statement begins (``BEGIN DEFERRED``...)."""
+        with statements(engine) as sent:
+            claimed = await webhooks.claim_due(lease_seconds=13)
+        words = [statement.split() for statement in sent]
+        return len(claimed), [" ".join(w[:2]) if w[0] == "BEGIN" else w[0] for w in words]
+
+    assert await claim() == (0, ["BEGIN DEFERRED", "SELECT"])  # nothing at all
+    await _events(store, 1)
+    found, kinds = await claim()
+    assert found == 1 and "BEGIN IMMEDIATE" in kinds and "UPDATE" in kinds
+    assert await claim() == (0, ["BEGIN DEFERRED", "SELECT"])  # leased: not due
+    clock.advance(14)  # the lease ran out: due again, and claimed
+    assert (await claim())[0] == 1
