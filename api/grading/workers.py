@@ -240,6 +240,9 @@ class GradingWorkers:
         store = self.services.store
         # judge cache entries, stored with the outcome (one write transaction, not one per call)
         cache_rows: list[dict[str, Any]] = []
+        # the lease is kept for as long as this worker holds the claim: asking the judge,
+        # a confirming judge and the store (the group commit may wait its turn)
+        heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
         try:
             followed = await follow_on_claim(self.services, claim, self.worker_id)
             if followed is None:  # the lease was lost: another worker has it
@@ -292,6 +295,7 @@ class GradingWorkers:
                     calls=[],
                 )
         finally:
+            heartbeat.cancel()
             self._storing.discard(claim.grading_id)
             self.services.waiters.completed(claim.grading_id)
 
@@ -334,15 +338,12 @@ class GradingWorkers:
         except JudgeSpecError as exc:
             return unscored_result(claim, "judge_spec_invalid", str(exc))
         # the judge's concurrency limit bounds its requests only (LimitedBackend)
-        heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
         try:
             result = await grader.grade(
                 rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()
             )
         except InputError as exc:
             return unscored_result(claim, "invalid_input", str(exc))
-        finally:
-            heartbeat.cancel()
         try:  # before the marks: a model seen replaced makes this grading provisional
             await services.backends.follow_digests(claim.judge_spec, result.calls)
         except Exception:  # the identity is checked again with the next grading
@@ -355,9 +356,14 @@ class GradingWorkers:
         return result
 
     async def _heartbeat(self, grading_id: str) -> None:
+        """Extend this worker's lease on ``grading_id`` every third of a lease until
+        cancelled; a failed extension is logged and tried again at the next beat."""
         lease = self.services.settings.lease_seconds
         while True:
             await asyncio.sleep(lease / 3)
-            await self.services.store.queue.extend_lease(
-                grading_id, self.worker_id, lease_seconds=lease
-            )
+            try:
+                await self.services.store.queue.extend_lease(
+                    grading_id, self.worker_id, lease_seconds=lease
+                )
+            except Exception:
+                log.exception("extending the lease of %s failed", grading_id)

@@ -8,6 +8,7 @@ qualified, or a diagnosis screening flagged, leaves the pass held for a human.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -88,3 +89,36 @@ def test_the_second_judge_must_be_of_another_model() -> None:
         Settings(database_url="sqlite://", judge="ollama:qwen3:8b", confirm_judge="openai:qwen3:8b")
     with pytest.raises(ValidationError, match="confirm_judge"):
         Settings(database_url="sqlite://", confirm_judge="nonsense")
+
+
+class _SlowConfirmer(ScriptedBackend):
+    """A confirming judge that takes ``seconds`` to answer."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(model="pass")
+        self.seconds = seconds
+
+    async def complete(self, request: Any) -> Any:
+        await asyncio.sleep(self.seconds)
+        return await super().complete(request)
+
+
+async def test_a_slow_second_judge_never_lets_the_lease_lapse_and_the_first_ask_again(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    # the worker keeps its lease while it holds the claim, not only while the first judge
+    # answers: a confirmation slower than the lease would otherwise hand the grading to
+    # the next claim, which asks both judges again (and again)
+    await _qualify_second(engine, database_url)
+    first, second = ScriptedBackend.for_mode("pass"), _SlowConfirmer(2.0)
+    client = api_client(
+        judge=FIRST,
+        confirm_judge=SECOND,
+        pass_policy="qualified",
+        lease_seconds=0.6,
+        backends={FIRST: first, SECOND: second},
+    )
+    async with client as client:
+        grading = await graded(client, await tokens("admin"))
+    assert (grading["held"], grading["passed"]) == (False, True)
+    assert (len(first.requests), len(second.requests)) == (1, 1)
