@@ -381,8 +381,8 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
 
     from api.regrade.schemas import BatchResultsPublic, RegradeJobPublic
 
-    stdin = click.get_text_stream("stdin")
-    text = stdin.read() if file == "-" else Path(file).read_text("utf-8")
+    raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    text = raw.decode("utf-8")
     job: RegradeJobPublic | None = None
     if server is not None:
         import time

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, s
         with spool() as spooled:
             summary = await write_export(store, filters, fmt, spooled)
             spooled.seek(0)
-            shutil.copyfileobj(spooled, click.get_binary_stream("stdout"))
+            shutil.copyfileobj(spooled, sys.stdout.buffer)
         return summary
 
     try:
@@ -68,7 +69,7 @@ def _remote(
         with replace_atomically(output) as file:
             file.write(body)
     else:
-        click.get_binary_stream("stdout").write(body)
+        sys.stdout.buffer.write(body)
     return int(response.headers.get("X-Export-Rows", "0")), hashlib.sha256(body).hexdigest()
 
 

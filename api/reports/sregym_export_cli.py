@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -161,7 +162,7 @@ def _one_file(output: Path | None, write: Callable[[IO[bytes]], int]) -> int:
     with spool() as spooled:
         rows = write(spooled)
         spooled.seek(0)
-        shutil.copyfileobj(spooled, click.get_binary_stream("stdout"))
+        shutil.copyfileobj(spooled, sys.stdout.buffer)
     return rows
 
 

@@ -22,9 +22,9 @@ class _Done:
         self.exception: Any = result.exception
 
 
-def cli(*args: str, env: dict[str, str]) -> _Done:
-    """Run ``sre-judge ARGS`` in this process with ``env`` set."""
-    return _Done(CliRunner(env=env).invoke(main, list(args)))
+def cli(*args: str, env: dict[str, str], input: str | None = None) -> _Done:
+    """Run ``sre-judge ARGS`` in this process with ``env`` set (``input`` on stdin)."""
+    return _Done(CliRunner(env=env).invoke(main, list(args), input=input))
 
 
 def _env(database_url: str) -> dict[str, str]:
@@ -160,7 +160,11 @@ def test_an_offline_regrade_writes_its_requests_and_grades_from_the_results_file
         assert (done["job"]["state"], done["job"]["done"]) == ("done", 42)
         assert done["job"]["batch"]["completed"] == 42
 
-        again = cli("regrade", "results", job["id"], str(results), "--format", "table", env=env)
+        # the same file again, read from stdin: every reply a duplicate, nothing re-kept
+        again = cli(
+            "regrade", "results", job["id"], "-", "--format", "table",
+            env=env, input=results.read_text(),
+        )  # fmt: skip
         assert again.returncode == 0, again.stderr
         assert "0 replies kept" in again.stdout and "42 duplicates" in again.stdout
         assert server.requests == []
