@@ -21,7 +21,7 @@ from litestar import Request, get, post
 from litestar.datastructures import Cookie
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import Body, FromQuery
 from litestar.response import Redirect, Template
 
 from api.service.services import Services
@@ -106,7 +106,9 @@ def _login_page(
 
 @get("/login", include_in_schema=False)
 async def login_form(
-    request: Request[Any, Any, Any], services: NamedDependency[Services], next: str | None = None
+    request: Request[Any, Any, Any],
+    services: NamedDependency[Services],
+    next: FromQuery[str | None] = None,
 ) -> Template:
     """The sign-in form: one field, an API token."""
     return _login_page(request, services.store.db.key, next_path=safe_next(next))
