@@ -382,7 +382,11 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
     from api.regrade.schemas import BatchResultsPublic, RegradeJobPublic
 
     raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
-    text = raw.decode("utf-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        reason = f"is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise click.BadParameter(reason, param_hint="FILE") from exc
     job: RegradeJobPublic | None = None
     if server is not None:
         import time

@@ -167,6 +167,11 @@ def test_an_offline_regrade_writes_its_requests_and_grades_from_the_results_file
         )  # fmt: skip
         assert again.returncode == 0, again.stderr
         assert "0 replies kept" in again.stdout and "42 duplicates" in again.stdout
+        binary = tmp_path / "binary.jsonl"
+        binary.write_bytes(b"\xff\xfe" + results.read_bytes())
+        refused = cli("regrade", "results", job["id"], str(binary), env=env)
+        assert refused.returncode == 2
+        assert "Invalid value for FILE: is not UTF-8 text" in refused.stderr
         assert server.requests == []
         status = cli("regrade", "status", job["id"], "--format", "table", env=env)
         assert "engine offline (grading, retry live): requests 42 written" in status.stdout
