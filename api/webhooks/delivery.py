@@ -148,21 +148,26 @@ class WebhookDelivery:
             self._stopping = False
 
     async def _run(self) -> None:
+        told = False  # told of this process's new deliveries: lease without looking first
         while True:
             try:
-                await self._dispatch()
+                await self._dispatch(look=not told)
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database away for a moment: try again later
                 _log.exception("webhook dispatch failed")
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._wake.wait(), self._settings.poll_seconds)
+                told = True
+            except TimeoutError:
+                told = False
             self._wake.clear()
 
-    async def _dispatch(self) -> list[asyncio.Task[None]]:
-        """Start a lane for each endpoint with a due delivery and no lane here yet."""
+    async def _dispatch(self, *, look: bool = True) -> list[asyncio.Task[None]]:
+        """Start a lane for each endpoint with a due delivery and no lane here yet
+        (``look``: see :meth:`WebhookQueries.claim_due`)."""
         claimed = await self._queries.claim_due(
-            lease_seconds=self._lease_seconds, skip=frozenset(self._lanes)
+            lease_seconds=self._lease_seconds, skip=frozenset(self._lanes), look=look
         )
         started = []
         for first in claimed:

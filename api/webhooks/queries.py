@@ -153,7 +153,12 @@ class WebhookQueries:
         )
 
     async def claim_due(
-        self, *, lease_seconds: float, skip: frozenset[str] = frozenset(), limit: int = 100
+        self,
+        *,
+        lease_seconds: float,
+        skip: frozenset[str] = frozenset(),
+        limit: int = 100,
+        look: bool = True,
     ) -> list[Claimed]:
         """Lease, for each endpoint (but those in ``skip``) whose circuit is closed and
         whose oldest pending delivery is due, that one delivery; oldest first.
@@ -161,9 +166,10 @@ class WebhookQueries:
         Only the oldest is claimable (``SKIP LOCKED`` on PostgreSQL): whoever holds an
         endpoint's oldest delivery holds the endpoint. On SQLite, where a write
         transaction takes the database's one write lock, it looks in a read first, so
-        that the idle polls of every process never hold up a writer.
+        that the idle polls of every process never hold up a writer; ``look=False``
+        leases at once, for a caller just told that deliveries were committed.
         """
-        if not self._db.postgres:
+        if look and not self._db.postgres:
             probe = self._due(self._db.clock(), skip=skip, limit=1)
             probe = probe.with_only_columns(col(WebhookDeliveryRecord.seq))
             if not await self._db.run_read(lambda s: s.execute(probe).first()):

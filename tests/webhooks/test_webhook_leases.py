@@ -98,10 +98,10 @@ async def test_on_sqlite_an_idle_claim_only_reads_and_never_takes_the_write_lock
         pytest.skip("PostgreSQL leases with SKIP LOCKED; its writers wait on row locks only")
     await _endpoint(store)
 
-    async def claim() -> tuple[int, list[str]]:
+    async def claim(look: bool = True) -> tuple[int, list[str]]:
         """How many it claimed, and how each statement begins (``BEGIN DEFERRED``...)."""
         with statements(engine) as sent:
-            claimed = await webhooks.claim_due(lease_seconds=13)
+            claimed = await webhooks.claim_due(lease_seconds=13, look=look)
         words = [statement.split() for statement in sent]
         return len(claimed), [" ".join(w[:2]) if w[0] == "BEGIN" else w[0] for w in words]
 
@@ -109,6 +109,9 @@ async def test_on_sqlite_an_idle_claim_only_reads_and_never_takes_the_write_lock
     await _events(store, 1)
     found, kinds = await claim()
     assert found == 1 and "BEGIN IMMEDIATE" in kinds and "UPDATE" in kinds
+    # a worker just told of its own process's new deliveries leases without looking
+    found, kinds = await claim(look=False)
+    assert found == 0 and kinds[0] == "BEGIN IMMEDIATE"
     assert await claim() == (0, ["BEGIN DEFERRED", "SELECT"])  # leased: not due
     clock.advance(14)  # the lease ran out: due again, and claimed
     assert (await claim())[0] == 1
