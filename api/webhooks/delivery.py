@@ -104,7 +104,7 @@ class WebhookDelivery:
         self._lanes: dict[str, asyncio.Task[None]] = {}
         #: set while stopping: a lane ends after its send in flight
         self._stopping = False
-        #: set when this process committed deliveries: look before the next poll
+        #: set when this process committed deliveries: dispatch before the next poll
         self._wake = asyncio.Event()
         self._stop_listening: Callable[[], None] | None = None
 
