@@ -8,6 +8,16 @@ wiring subscribes each store it opens (the runtime's, the command line's). Paylo
 carry ids and verdicts only: never a diagnosis, a ground truth, evidence or a judge's
 reasoning.
 
+The active endpoints are read once and then kept per engine for as long as the audit
+chain proves them unchanged (:func:`storage.audit.last_append`): an endpoint changes only
+in a transaction that audits a ``webhook.*`` event, so while each append of this engine
+links to the head its previous append ended at, no other process, engine or rolled-back
+transaction wrote in between, and the list kept is still the table's. Any other append
+between them (another process's, on SQLite or PostgreSQL alike), a ``webhook.*`` event,
+or a transaction that rolled back, and the list is read again. On a quiet service a
+grading's verdict reads no endpoint at all. (A row of ``webhook_endpoint`` edited by
+hand, outside the service, is seen after the next restart or append of another process.)
+
 :func:`on_committed` lets this process's delivery worker hear, once a transaction that
 wrote deliveries has committed, that there is something to send: it starts at once
 instead of at its next poll (which still finds what other processes wrote).
@@ -26,6 +36,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from storage.audit import last_append
 from storage.canonical import iso_utc
 from storage.database import Database
 from storage.tables import GradingRecord, SubmissionRecord, new_id
@@ -59,6 +70,10 @@ _GRADING_FIELDS = (
 )  # fmt: skip
 _SUBMISSION_FIELDS = ("scenario_id", "agent", "model", "run_id", "attempt")
 _log = logging.getLogger(__name__)
+#: an active endpoint as the outbox needs it: its id and the events it subscribed to
+Endpoint = tuple[str, list[str]]
+#: engine -> (the audit chain head the list is known to hold at, the active endpoints)
+_KNOWN: WeakKeyDictionary[Engine, tuple[str, list[Endpoint]]] = WeakKeyDictionary()
 #: engine -> what to call after a transaction of it that wrote deliveries commits
 _LISTENERS: WeakKeyDictionary[Engine, list[Callable[[], None]]] = WeakKeyDictionary()
 
@@ -130,20 +145,14 @@ def enqueue(session: Session, events: Sequence[dict[str, Any]], *, at: datetime)
     """Write one delivery per active endpoint subscribed to each of the audit ``events``
     (``event``, ``entity_id``, ``payload`` each); how many.
 
-    At most three statements whatever the number of events: the endpoints, the
-    gradings the payloads describe, the deliveries; none when no event is one an
-    endpoint can subscribe to.
+    At most three statements whatever the number of events: the endpoints (none while
+    the list kept is proven current), the gradings the payloads describe, the
+    deliveries; none when no event is one an endpoint can subscribe to.
     """
     announced = [(e, kind) for e in events if (kind := webhook_event(e["event"])) is not None]
-    if not announced:
+    endpoints = _active_endpoints(session, events, needed=bool(announced))
+    if not announced or not endpoints:
         return 0
-    endpoints = (
-        session.execute(
-            select(WebhookEndpointRecord.id, WebhookEndpointRecord.events).where(
-                col(WebhookEndpointRecord.active).is_(True)
-            )
-        )
-    ).all()
     subscribed = [
         (e, kind, targets)
         for e, kind in announced
@@ -176,6 +185,32 @@ def enqueue(session: Session, events: Sequence[dict[str, Any]], *, at: datetime)
     session.execute(insert(_DELIVERIES), rows)
     _after_commit(session)
     return len(rows)
+
+
+def _active_endpoints(
+    session: Session, events: Sequence[dict[str, Any]], *, needed: bool
+) -> list[Endpoint] | None:
+    """The active endpoints, from the list kept for this engine when the audit chain
+    proves it current, else read (only when ``needed``); what is kept moves to the head
+    the transaction's append of ``events`` ended at."""
+    engine = session.get_bind()
+    link = last_append(session)
+    known = _KNOWN.get(engine)  # type: ignore[call-overload]
+    changes = any(e["event"].startswith("webhook.") for e in events)
+    if known is not None and link is not None and known[0] == link.linked_to and not changes:
+        endpoints: list[Endpoint] | None = known[1]
+    elif needed:
+        query = select(WebhookEndpointRecord.id, WebhookEndpointRecord.events).where(
+            col(WebhookEndpointRecord.active).is_(True)
+        )
+        endpoints = [(row.id, list(row.events or [])) for row in session.execute(query)]
+    else:
+        endpoints = None
+    if endpoints is None or link is None:
+        _KNOWN.pop(engine, None)  # type: ignore[call-overload]
+    else:
+        _KNOWN[engine] = (link.head, endpoints)  # type: ignore[index]
+    return endpoints
 
 
 def subscribe(db: Database) -> None:

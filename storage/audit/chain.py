@@ -25,6 +25,10 @@ the head under its lock (psycopg reports no reliable row count for an executeman
 the guard's outcome is read from).
 
 No code path updates or deletes audit rows.
+
+:func:`last_append` tells what a transaction's latest append linked to and ended at: a
+row that links to the head this engine last saw proves that nobody appended between, so
+state that only changes with an audited event (the webhook endpoints) is unchanged too.
 """
 
 from __future__ import annotations
@@ -53,9 +57,11 @@ __all__ = [
     "KEYED_PREFIX",
     "AuditEntry",
     "ChainKey",
+    "Link",
     "append_event",
     "append_events",
     "hash_key_id",
+    "last_append",
     "row_hash",
 ]
 
@@ -69,6 +75,8 @@ _KID_CHARS = 8
 _MAC_CHARS = 64 - len(KEYED_PREFIX) - _KID_CHARS - 1
 #: ``session.info`` key of the chain head this transaction last wrote
 _HEAD = "sre_judge_audit_head"
+#: ``session.info`` key of the :class:`Link` of this transaction's latest append
+_LINK = "sre_judge_audit_link"
 _AUDIT = AuditRecord.__table__  # type: ignore[attr-defined]
 #: SQLite engine -> (next seq, hash of the last row) it appended: a hint, checked on use
 _HINTS: weakref.WeakKeyDictionary[Engine, tuple[int, str]] = weakref.WeakKeyDictionary()
@@ -140,6 +148,25 @@ class AuditEntry:
     payload: dict[str, Any]
     prev_hash: str
     hash: str
+
+
+@dataclass(frozen=True)
+class Link:
+    """One append's place in the chain: the hash its first row links to and its last
+    row's hash. Consecutive appends with no other writer between them link up."""
+
+    linked_to: str
+    head: str
+
+
+def last_append(session: Session) -> Link | None:
+    """Where the latest append of ``session``'s current transaction sits in the chain;
+    None before its first append."""
+    remembered = session.info.get(_LINK)
+    if remembered is None or remembered[0] is not _transaction(session):
+        return None
+    link: Link = remembered[1]
+    return link
 
 
 def append_event(
@@ -233,7 +260,9 @@ def _written(session: Session, entries: list[AuditEntry]) -> list[AuditEntry]:
     """Remember the new head for the rest of the transaction and, on SQLite, as the
     engine's hint (a rolled-back append leaves a stale hint, which the guard refuses)."""
     head = (entries[-1].seq + 1, entries[-1].hash)
-    session.info[_HEAD] = (_transaction(session), *head)
+    transaction = _transaction(session)
+    session.info[_HEAD] = (transaction, *head)
+    session.info[_LINK] = (transaction, Link(entries[0].prev_hash, entries[-1].hash))
     connection = session.connection()
     if connection.dialect.name == "sqlite":
         _HINTS[connection.engine] = head
