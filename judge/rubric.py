@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from judge.errors import RubricError
+from judge.yaml_text import load_yaml
 
 __all__ = [
     "DEFAULT_RUBRIC_DIR",
@@ -259,7 +260,7 @@ def _parsed_rubric(text: str, source: str) -> Rubric:
     """The rubric a file's text gives; cached by text, as a rubric is immutable and every
     runtime (each test's app, each worker process) loads the same few files."""
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise RubricError(f"{source}: not valid YAML: {exc}") from None
     return rubric_from_mapping(data, source=source)

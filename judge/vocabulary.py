@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from judge.errors import JudgeError
+from judge.yaml_text import load_yaml
 
 __all__ = ["VocabularyError", "load_vocabulary"]
 
@@ -22,7 +23,7 @@ def load_vocabulary(path: str | Path) -> dict[str, str]:
     """Tags and their descriptions; raise VocabularyError on a bad file."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise VocabularyError(f"{path}: {exc}") from None
     if not isinstance(data, dict) or not data:

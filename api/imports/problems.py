@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from judge.yaml_text import load_yaml
+
 __all__ = ["ImportFileError", "ImportProblem", "read_problems"]
 
 
@@ -47,7 +49,7 @@ def _entries_from_yaml(data: Any, source: str) -> list[tuple[str, Any]]:
 def _entries(path: Path, text: str) -> list[tuple[str, Any]]:
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
-            return _entries_from_yaml(yaml.safe_load(text), path.name)
+            return _entries_from_yaml(load_yaml(text), path.name)
         except yaml.YAMLError as exc:
             raise ImportFileError(f"{path}: not valid YAML: {exc}") from None
     entries = []

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from api.scenarios.schemas import ScenarioCreate
 from api.service.errors import InvalidRequest
 from judge.inputs import check_text
+from judge.yaml_text import load_yaml
 
 __all__ = ["MAX_ITEMS", "LoadFormat", "detect_format", "parse_scenarios"]
 
@@ -44,7 +45,7 @@ def _document(text: str, fmt: LoadFormat) -> list[tuple[str, Any]]:
     """The items of a YAML or JSON document: a list, ``{"scenarios": [...]}`` or, in
     JSON, one scenario object."""
     try:
-        loaded = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+        loaded = json.loads(text) if fmt == "json" else load_yaml(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise InvalidRequest(f"not {fmt.upper()}: {exc}", field="body") from None
     if isinstance(loaded, dict) and set(loaded) == {"scenarios"}:

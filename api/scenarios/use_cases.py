@@ -3,6 +3,7 @@ versioned. Ground truths and their versions reach adjudicators and admins only."
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 from api.scenarios.loading import LoadFormat, parse_scenarios
@@ -140,8 +141,11 @@ async def load_scenarios(
     """Create or change every scenario of a JSONL or YAML load, in one transaction.
 
     Loading the same content again changes nothing: every item says ``unchanged``.
+    The text is parsed and checked in a worker thread: a load of thousands of scenarios
+    never holds up the gradings and requests that share the event loop.
     """
-    items = parse_scenarios(text, fmt=fmt, max_bytes=services.settings.max_text_bytes)
+    max_bytes = services.settings.max_text_bytes
+    items = await asyncio.to_thread(parse_scenarios, text, fmt=fmt, max_bytes=max_bytes)
     changes = await services.store.scenarios.load(
         [item.create_spec() for item in items], actor=principal.id
     )

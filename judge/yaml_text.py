@@ -1,0 +1,27 @@
+"""Reading YAML text: the safe loader, through libyaml when PyYAML has it.
+
+Every YAML the service reads goes through :func:`load_yaml`: rubrics, the failure-tag
+vocabulary, scenario loads and the problems file of an import. PyYAML's wheels carry
+libyaml, whose safe loader builds the same values about ten times faster than the pure
+Python one (``bench/yaml_loads.py``: a 2.2 MB scenario load in 0.2 s instead of 2.3 s);
+where a build of PyYAML lacks it, the pure Python safe loader reads the same documents.
+Both raise ``yaml.YAMLError`` naming the line and column at fault.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+__all__ = ["LOADER", "load_yaml"]
+
+#: the safe loader: libyaml's when PyYAML was built with it
+LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """The value of the one YAML document in ``text`` (None when empty); plain data
+    only: mappings, lists, strings, numbers, booleans, null, dates. Raises
+    ``yaml.YAMLError``."""
+    return yaml.load(text, Loader=LOADER)
