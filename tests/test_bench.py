@@ -101,6 +101,7 @@ def test_the_report_ends_with_one_json_line(capsys: pytest.CaptureFixture[str]) 
         "statement_cost",
         "search",
         "yaml_loads",
+        "import_job",
     ],
 )
 def test_every_benchmark_script_runs_from_the_checkout(script: str) -> None:

@@ -27,10 +27,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from api.imports.job_queries import ImportJobQueries
-from api.imports.jsonl import read_jsonl
+from api.imports.jsonl import count_jsonl_items
 from api.imports.problems import ImportFileError, read_problems
 from api.imports.report import ImportAborted, ImportReport
-from api.imports.sregym import SregymAttempt, read_sregym_folder
+from api.imports.sregym import count_sregym_items, sregym_problem_ids
 from api.imports.use_cases import import_jsonl_file, import_sregym_folder
 from api.service.errors import InvalidRequest
 from api.service.services import Services
@@ -147,8 +147,7 @@ def _summary(report: ImportReport) -> dict[str, Any]:
 
 async def _scenario_problems(services: Services, folder: Path) -> dict[str, str]:
     """Ground truths of the registered scenarios named by the folder's problem ids."""
-    attempts = read_sregym_folder(folder, max_bytes=services.settings.max_text_bytes)
-    ids = {a.problem_id for a in attempts if isinstance(a, SregymAttempt)}
+    ids = await asyncio.to_thread(sregym_problem_ids, folder)
     found: dict[str, str] = {}
     for problem_id in sorted(ids):
         scenario = await services.store.catalog.get_scenario(problem_id)
@@ -168,7 +167,7 @@ async def _import(
     if job.kind == "jsonl":
         file = folder / "upload.jsonl"
         file.write_bytes(data)
-        total = sum(1 for _ in read_jsonl(file))
+        total = await asyncio.to_thread(count_jsonl_items, file)
         await ImportJobQueries(services.store.db).progress(job.id, worker, total=total, done=0)
         return await import_jsonl_file(
             services, file, rubric=job.rubric, strict=job.strict, progress=progress
@@ -176,8 +175,11 @@ async def _import(
     limit = services.settings.import_max_unpacked_bytes
     await asyncio.to_thread(unpack_archive, data, job.archive, folder, limit=limit)  # type: ignore[arg-type]
     found = problems_file(folder)
-    problems = read_problems(found) if found else await _scenario_problems(services, folder)
-    total = sum(1 for _ in read_sregym_folder(folder))
+    if found:
+        problems = await asyncio.to_thread(read_problems, found)
+    else:
+        problems = await _scenario_problems(services, folder)
+    total = await asyncio.to_thread(count_sregym_items, folder)
     await ImportJobQueries(services.store.db).progress(job.id, worker, total=total, done=0)
     return await import_sregym_folder(
         services, folder, problems, rubric=job.rubric, progress=progress

@@ -41,7 +41,7 @@ from storage.storable import (
     unstorable_value,
 )
 
-__all__ = ["JsonlLine", "JsonlSubmission", "read_jsonl"]
+__all__ = ["JsonlLine", "JsonlSubmission", "count_jsonl_items", "read_jsonl"]
 
 
 class JsonlSubmission(BaseModel):
@@ -130,10 +130,9 @@ def _parse(text: str, *, max_bytes: int) -> JsonlSubmission:
     return item
 
 
-def read_jsonl(
-    path: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
-) -> Iterator[JsonlLine | ImportProblem]:
-    """Every line of ``path``: a valid submission or a problem naming the line."""
+def _lines(path: Path) -> Iterator[tuple[int, str] | ImportProblem]:
+    """Every line of ``path`` that is not blank, with its number, or a problem where the
+    file stops being UTF-8 (and nothing after it)."""
     # utf-8-sig: a byte order mark at the start is no part of the first line
     with path.open(encoding="utf-8-sig", errors="strict") as handle:
         number = 0
@@ -146,11 +145,29 @@ def read_jsonl(
             if not text:
                 return
             number += 1
-            if not text.strip():
-                continue
-            try:
-                yield JsonlLine(number, _parse(text, max_bytes=max_bytes))
-            except _Refused as refused:
-                yield ImportProblem(f"line {number}", str(refused), field=refused.field)
-            except (ValueError, RecursionError) as exc:  # a case no check above names
-                yield ImportProblem(f"line {number}", f"not readable: {str(exc)[:200]}")
+            if text.strip():
+                yield number, text
+
+
+def read_jsonl(
+    path: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
+) -> Iterator[JsonlLine | ImportProblem]:
+    """Every line of ``path``: a valid submission or a problem naming the line. A caller on
+    the event loop reads it in a worker thread (each line is parsed and checked)."""
+    for found in _lines(path):
+        if isinstance(found, ImportProblem):
+            yield found
+            continue
+        number, text = found
+        try:
+            yield JsonlLine(number, _parse(text, max_bytes=max_bytes))
+        except _Refused as refused:
+            yield ImportProblem(f"line {number}", str(refused), field=refused.field)
+        except (ValueError, RecursionError) as exc:  # a case no check above names
+            yield ImportProblem(f"line {number}", f"not readable: {str(exc)[:200]}")
+
+
+def count_jsonl_items(path: Path) -> int:
+    """How many items :func:`read_jsonl` yields for ``path`` (a job's total), counted
+    without parsing a line."""
+    return sum(1 for _ in _lines(path))

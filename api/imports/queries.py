@@ -13,6 +13,7 @@ refused and the job goes on.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ from sqlmodel import col
 
 from api.imports.jsonl import JsonlLine
 from api.imports.problems import ImportProblem
-from api.imports.report import ImportAborted, ImportProgress, ImportReport, batches
+from api.imports.report import BATCH, ImportAborted, ImportProgress, ImportReport, read_batches
 from api.imports.rows import jsonl_submission, sregym_grading, sregym_submission
 from api.imports.sregym import SregymAttempt
 from judge.rubric import Rubric
@@ -213,7 +214,7 @@ class ImportQueries:
                 self._import_attempt(session, item, problems, rubric, actor, report)
 
         report = ImportReport()
-        for batch in batches(attempts):
+        async for batch in read_batches(attempts):
             await self._write_batch(batch, write, report)
             if progress is not None:
                 await progress(report)
@@ -318,8 +319,9 @@ class ImportQueries:
                 self._import_line(session, item, rubric, judge, actor, report)
 
         report = ImportReport()
-        for batch in [list(lines)] if strict else batches(lines):
-            if strict:  # all or nothing: one transaction
+        # all or nothing: one batch of every line, then one transaction
+        async for batch in read_batches(lines, size=sys.maxsize if strict else BATCH):
+            if strict:
                 await self._db.run(_write_all, write, batch, report, all_or_nothing=True)
             else:
                 await self._write_batch(batch, write, report)

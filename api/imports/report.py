@@ -1,19 +1,27 @@
 """What an import reports: counts stored, skipped, refused and in conflict; progress; a
 strict abort.
 
-``api.imports.queries`` fills an :class:`ImportReport` batch by batch (``batches``)
-and raises :class:`ImportAborted` when a strict import found problems.
+``api.imports.queries`` fills an :class:`ImportReport` batch by batch (``read_batches``:
+each batch read in a worker thread) and raises :class:`ImportAborted` when a strict
+import found problems.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from api.imports.problems import ImportProblem
 
-__all__ = ["BATCH", "ImportAborted", "ImportProgress", "ImportReport", "batches"]
+__all__ = [
+    "BATCH",
+    "ImportAborted",
+    "ImportProgress",
+    "ImportReport",
+    "read_batches",
+]
 
 #: rows per transaction
 BATCH = 200
@@ -80,13 +88,22 @@ class ImportAborted(Exception):
         self.problems = problems
 
 
-def batches(items: Iterable[Any]) -> Iterable[list[Any]]:
-    """``items`` in lists of ``BATCH``."""
+def _batches(items: Iterable[Any], *, size: int) -> Iterable[list[Any]]:
+    """``items`` in lists of ``size``."""
     batch: list[Any] = []
     for item in items:
         batch.append(item)
-        if len(batch) >= BATCH:
+        if len(batch) >= size:
             yield batch
             batch = []
     if batch:
+        yield batch
+
+
+async def read_batches(items: Iterable[Any], *, size: int = BATCH) -> AsyncIterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last shorter), each list read in a worker
+    thread: reading rows (parsing, checking, redacting: about 1.5 ms an SREGym row with a
+    trace) never holds up the event loop that the graders share."""
+    lists = iter(_batches(items, size=size))
+    while (batch := await asyncio.to_thread(next, lists, None)) is not None:
         yield batch
