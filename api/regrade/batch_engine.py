@@ -26,6 +26,7 @@ results file back) goes through four phases; its engine state
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections import Counter
@@ -40,6 +41,7 @@ from judge.batch import (
     BatchLineError,
     CheckedResults,
     CustomId,
+    ExpectedRequest,
     RequestRecorder,
     check_results,
     parse_result_lines,
@@ -177,12 +179,11 @@ async def import_results_file(
         )
     if engine.state == "rendering":
         raise Conflict("the job's requests are not written yet: download them first")
+    expected, answered = await BatchQueries(services.store.db).expectations(job_id)
     try:
-        results = parse_result_lines(text)
+        checked = await asyncio.to_thread(_checked, [text], expected, answered, None)
     except BatchLineError as exc:
         raise InvalidRequest(str(exc), field=exc.field) from None
-    expected, answered = await BatchQueries(services.store.db).expectations(job_id)
-    checked = check_results(results, expected, answered=answered, via=None)
     if not (checked.answers or checked.failures or checked.duplicates):
         # nothing in it is one of this job's requests: the wrong file, most likely; taken
         # as is, it would send every request of the round to the live judge
@@ -282,6 +283,16 @@ async def _file_text(client: Any, file_id: str | None) -> str:
     return str(content.text)
 
 
+def _checked(
+    texts: list[str], expected: dict[str, ExpectedRequest], answered: set[str], via: str | None
+) -> CheckedResults:
+    """The results of ``texts`` (results files), read and checked against the job's
+    requests: run in a worker thread, as a file of 10,000 replies takes about a second
+    (BatchLineError for a line that cannot be read)."""
+    results = [result for text in texts for result in parse_result_lines(text)]
+    return check_results(results, expected, answered=answered, via=via)
+
+
 async def _import_remote(
     services: Services, client: Any, job_id: str, batch_id: str, remote: Any, actor: str
 ) -> ImportReport:
@@ -295,11 +306,12 @@ async def _import_remote(
     errors = getattr(getattr(remote, "errors", None), "data", None) or []
     if errors:
         error = "; ".join(f"{e.code}: {e.message}" for e in errors[:5])[:1000]
+    texts = [await _file_text(client, remote.output_file_id)]
+    texts.append(await _file_text(client, remote.error_file_id))
+    expected, answered = await batches.expectations(job_id)
     try:
-        results = parse_result_lines(await _file_text(client, remote.output_file_id))
-        results += parse_result_lines(await _file_text(client, remote.error_file_id))
-        expected, answered = await batches.expectations(job_id)
-        checked = check_results(results, expected, answered=answered, via=f"batch {remote.id}")
+        via = f"batch {remote.id}"
+        checked = await asyncio.to_thread(_checked, texts, expected, answered, via)
     except BatchLineError as exc:  # an unreadable file: every request is retried
         checked, error = CheckedResults(), f"unreadable results: {exc}"
     report = await batches.import_results(

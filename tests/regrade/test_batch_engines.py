@@ -19,6 +19,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from api.regrade import batch_engine
 from judge.backends.openai import OpenAIBackend
 from judge.batch import parse_custom_id
 from storage import JudgeCallRecord, Store
@@ -35,6 +36,25 @@ pytestmark = pytest.mark.postgres
 MODEL = "judge-m"
 ITEMS = 6
 REPLY = sregym_reply({"D1-Q1", "D1-Q2", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q2", "D3-Q3"})
+
+
+@pytest.fixture
+def results_read_on_loop(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """For each results file read: whether it was read and checked on an event loop (a
+    file of 10,000 replies takes about a second: it must not hold up the graders)."""
+    noted: list[bool] = []
+    real = batch_engine.check_results
+
+    def check(*args: Any, **kwargs: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            noted.append(True)
+        except RuntimeError:
+            noted.append(False)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch_engine, "check_results", check)
+    return noted
 
 
 @pytest.fixture
@@ -119,6 +139,7 @@ async def test_offline_exchange_grades_each_item_once_and_a_second_import_stores
     tokens: Callable[..., Any],
     engine: Engine,
     judge_server: JudgeServer,
+    results_read_on_loop: list[bool],
 ) -> None:
     await _gradings(engine)
     admin = await tokens("admin")
@@ -156,6 +177,7 @@ async def test_offline_exchange_grades_each_item_once_and_a_second_import_stores
         again = await _post_results(client, admin, job["id"], results)
         assert again.status_code == 200, again.text
         assert (again.json()["answered"], again.json()["duplicates"]) == (0, ITEMS)
+    assert results_read_on_loop == [False, False]  # both files read in a worker thread
     assert judge_server.requests == []  # nothing was asked live
     calls = _calls(engine, job["id"])
     assert len(calls) == ITEMS and len({c.grading_id for c in calls}) == ITEMS
@@ -269,6 +291,7 @@ async def test_batch_api_ends_completed_partial_expired_cancelled_or_failed(
     tokens: Callable[..., Any],
     engine: Engine,
     judge_server: JudgeServer,
+    results_read_on_loop: list[bool],
     status: str,
     fail: int,
     leave_out: int,
@@ -305,6 +328,7 @@ async def test_batch_api_ends_completed_partial_expired_cancelled_or_failed(
     vias = [c.via for c in _calls(engine, job["id"])]
     assert len(vias) == ITEMS and vias.count(f"batch {batch_id}") == ITEMS - live
     assert (api.uploads, api.creates) == (1, 1)
+    assert results_read_on_loop == [False]  # the batch's files read in a worker thread
 
 
 async def test_failed_requests_go_in_a_new_batch_with_retry_batch(
