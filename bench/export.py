@@ -10,6 +10,9 @@ response's headers and to its last byte, its size, and the server's peak RSS (``
 before and after. The export is written whole before the answer starts (memory up to
 8 MiB, then a temporary file), so the first byte comes late and the memory stays flat;
 the answer's ``X-Export-Rows`` and ``Repr-Digest`` are checked against what arrived.
+Meanwhile a second client asks ``GET /healthz`` every 20 ms: its slowest answer (and
+99th percentile) is how long any request or grading of the server waited behind the
+export.
 ``--baseline DIR`` also downloads each format from a server running the code in ``DIR``
 (another checkout, e.g. ``git archive`` of an older commit; run the script from outside
 the checkout, so that ``DIR`` comes first on the server's path), on the same data.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import hashlib
 import sys
 import tempfile
@@ -34,18 +38,34 @@ from sqlalchemy import text
 if __package__ in (None, ""):  # run as `python bench/export.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Figure, bench_database, print_report
+from bench.common import Figure, bench_database, percentile, print_report
 from bench.service import ServiceProcess, create_token, proc_memory_kib, submission_body
 from storage import Store, make_engine
 from tests.storage.helpers import graded_result, new_submission, submit
 
 
+async def _health_waits(url: str, done: asyncio.Event) -> list[float]:
+    """Seconds each ``GET /healthz`` took, asked every 20 ms until ``done``."""
+    waits: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        while not done.is_set():
+            started = time.perf_counter()
+            await client.get("/healthz")
+            waits.append(time.perf_counter() - started)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), timeout=0.02)
+    return waits
+
+
 async def download(service: ServiceProcess, token: str, fmt: str) -> dict[str, Any]:
-    """One export streamed to nowhere: timings, size, digest check, the server's memory."""
+    """One export streamed to nowhere: timings, size, digest check, the server's memory,
+    and how long ``/healthz`` waited meanwhile."""
     headers = {"Authorization": f"Bearer {token}"}
     before = proc_memory_kib(service.pid)
     digest = hashlib.sha256()
     size = 0
+    done = asyncio.Event()
+    probing = asyncio.ensure_future(_health_waits(service.url, done))
     async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=600) as client:
         started = time.perf_counter()
         async with client.stream("GET", "/v1/exports/gradings", params={"format": fmt}) as answer:
@@ -56,6 +76,8 @@ async def download(service: ServiceProcess, token: str, fmt: str) -> dict[str, A
                 digest.update(chunk)
                 size += len(chunk)
         seconds = time.perf_counter() - started
+    done.set()
+    waits = [wait * 1000 for wait in await probing] or [float("nan")]
     stated = answer.headers.get("repr-digest")
     shown = f"sha-256=:{base64.b64encode(digest.digest()).decode()}:"
     return {
@@ -66,6 +88,10 @@ async def download(service: ServiceProcess, token: str, fmt: str) -> dict[str, A
         "digest_ok": None if stated is None else stated == shown,
         "rss_before_mib": before["VmRSS"] / 1024,
         "peak_rss_mib": proc_memory_kib(service.pid)["VmHWM"] / 1024,
+        "healthz_max_ms": max(waits),
+        "healthz_p99_ms": percentile(waits, 0.99),
+        "healthz_median_ms": percentile(waits, 0.5),
+        "healthz_asked": len(waits),
     }
 
 
@@ -121,6 +147,8 @@ def _figures(results: dict[str, dict[str, Any]], gradings: int) -> list[Figure]:
             Figure(f"{fmt}_mib", round(r["mib"], 1), "MiB"),
             Figure(f"{fmt}_rss_before_mib", round(r["rss_before_mib"], 1), "MiB"),
             Figure(f"{fmt}_peak_rss_mib", round(r["peak_rss_mib"], 1), "MiB"),
+            Figure(f"{fmt}_healthz_max_ms", round(r["healthz_max_ms"], 1), "ms"),
+            Figure(f"{fmt}_healthz_p99_ms", round(r["healthz_p99_ms"], 1), "ms"),
             Figure(f"{fmt}_rows_stated", r["rows"], "", str(gradings), rows_ok),
             Figure(f"{fmt}_digest_ok", r["digest_ok"], "", "True", r["digest_ok"]),
         ]

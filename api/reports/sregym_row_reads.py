@@ -15,6 +15,7 @@ and every batch sees the same data.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from api.reports.export_reads import (
+    TURN_EVERY,
     ExportedGrading,
     attach,
     rubrics_in_scope,
@@ -108,7 +110,9 @@ async def _stream(
         rows, after = await snapshot.run(_batch, filters, after, batch)
         if after is None:
             return
-        for row in rows:
+        for n, row in enumerate(rows):
+            if n % TURN_EVERY == 0:
+                await asyncio.sleep(0)
             yield row
 
 
