@@ -61,3 +61,13 @@ def test_an_error_names_its_line_and_column() -> None:
     with pytest.raises(yaml.YAMLError) as raised:
         load_yaml("scenarios:\n  - id: a\n    ground_truth: b: c\n")
     assert "line 3" in str(raised.value) and "column" in str(raised.value)
+
+
+@pytest.mark.parametrize("loader", [LOADER, yaml.SafeLoader], ids=["libyaml", "pure"])
+def test_a_document_nested_past_the_loader_is_a_yaml_error(
+    loader: type[yaml.SafeLoader], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("judge.yaml_text.LOADER", loader)
+    for depth in (1_200, 50_000):
+        with pytest.raises(yaml.YAMLError, match="nest"):
+            load_yaml("[" * depth + "]" * depth)

@@ -78,6 +78,7 @@ async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
         twice = await _load(client, admin, yaml.safe_dump(duplicate), format="yaml")
         broken = await _load(client, admin, _jsonl(SCENARIOS[0]) + "{not json\n")
         reserved = await _load(client, admin, _jsonl({"id": "a/versions/2", "ground_truth": ""}))
+        deep = await _load(client, admin, "[" * 5000 + "]" * 5000, format="yaml")
         after = await client.get("/v1/scenarios", headers=admin)
     assert missing.status_code == 422
     assert missing.headers["content-type"].startswith("application/problem+json")
@@ -85,6 +86,8 @@ async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
     assert _field(twice) == "items[1].id"
     assert _field(broken) == "items[1]"
     assert _field(reserved) == "items[0].id"
+    assert deep.status_code == 422 and _field(deep) == "body", deep.text
+    assert "nest" in deep.json()["detail"]
     assert after.json()["items"] == []
 
 
