@@ -91,6 +91,8 @@ def load_gold(text: str, rubric: Rubric) -> list[GoldItem]:
             item = GoldItem.model_validate(json.loads(line))
         except (json.JSONDecodeError, ValidationError) as exc:
             raise GoldError(f"line {number}: {exc}") from None
+        except RecursionError:
+            raise GoldError(f"line {number}: nested too deeply") from None
         if set(item.answers) != expected:
             missing = sorted(expected - set(item.answers))
             unknown = sorted(set(item.answers) - expected)

@@ -75,6 +75,8 @@ def _requests(text: str, jsonl: bool, defaults: dict[str, Any]) -> list[tuple[st
             item = json.loads(line)
         except ValueError as error:
             raise click.UsageError(f"line {number}: not JSON ({error})") from error
+        except RecursionError:
+            raise click.UsageError(f"line {number}: not JSON (nested too deeply)") from None
         if not isinstance(item, dict) or not isinstance(item.get("diagnosis"), str):
             raise click.UsageError(f"line {number}: an object with a 'diagnosis' string expected")
         unknown = set(item) - {*_FIELDS, "metadata"}

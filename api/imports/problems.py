@@ -61,6 +61,8 @@ def _entries(path: Path, text: str) -> list[tuple[str, Any]]:
             entries.append((where, json.loads(line)))
         except json.JSONDecodeError as exc:
             raise ImportFileError(f"{where}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ImportFileError(f"{where}: not valid JSON: nested too deeply") from None
     return entries
 
 

@@ -27,6 +27,11 @@ MAX_ITEMS = 10_000
 LoadFormat = Literal["jsonl", "yaml", "json"]
 
 
+def _why(exc: Exception) -> str:
+    """What is wrong with a document that could not be parsed."""
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+
+
 def _jsonl(text: str) -> list[tuple[str, Any]]:
     items = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -34,9 +39,9 @@ def _jsonl(text: str) -> list[tuple[str, Any]]:
             continue
         try:
             items.append((f"line {number}", json.loads(line)))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InvalidRequest(
-                f"line {number} is not JSON: {exc}", field=f"items[{len(items)}]"
+                f"line {number} is not JSON: {_why(exc)}", field=f"items[{len(items)}]"
             ) from None
     return items
 
@@ -46,8 +51,8 @@ def _document(text: str, fmt: LoadFormat) -> list[tuple[str, Any]]:
     JSON, one scenario object."""
     try:
         loaded = json.loads(text) if fmt == "json" else load_yaml(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise InvalidRequest(f"not {fmt.upper()}: {exc}", field="body") from None
+    except (ValueError, RecursionError, yaml.YAMLError) as exc:
+        raise InvalidRequest(f"not {fmt.upper()}: {_why(exc)}", field="body") from None
     if isinstance(loaded, dict) and set(loaded) == {"scenarios"}:
         loaded = loaded["scenarios"]
     elif isinstance(loaded, dict) and fmt == "json":

@@ -73,6 +73,8 @@ class Checkpoint:
             checkpoint = cls(**data)
         except (ValueError, TypeError) as exc:
             raise CheckpointError(f"not a checkpoint: {exc}") from None
+        except RecursionError:
+            raise CheckpointError("not a checkpoint: nested too deeply") from None
         if not isinstance(checkpoint.seq, int) or not isinstance(checkpoint.rows, int):
             raise CheckpointError("not a checkpoint: seq and rows must be integers")
         return checkpoint

@@ -128,8 +128,9 @@ def test_jsonl_of_many_and_usage_errors(serve: Callable[[str], Served], tmp_path
         (b'{"diagnosis": "a"}\n["b"]\n', "line 2: an object with a 'diagnosis'"),
         (b'{"diagnosis": "a", "scenario": "s"}\n', "line 1: unknown field(s) ['scenario']"),
         (b"\n\n", "no submission"),
+        (b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 1: not JSON (nested too deeply)"),
     ],
-    ids=["json", "utf-8", "shape", "field", "empty"],
+    ids=["json", "utf-8", "shape", "field", "empty", "nested"],
 )
 def test_a_jsonl_line_that_cannot_be_read_is_named(
     tmp_path: Path, content: bytes, where: str

@@ -178,6 +178,12 @@ def test_grounding_checks_do_not_deny_a_human_yes_beyond_the_known_gaps(
     assert contradictions <= set(KNOWN_CONTRADICTIONS), contradictions - set(KNOWN_CONTRADICTIONS)
 
 
+def test_a_gold_line_nested_past_what_python_reads_is_refused_naming_it(rubric: Rubric) -> None:
+    first = DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[0]
+    with pytest.raises(GoldError, match="line 2: nested too deeply"):
+        load_gold(first + "\n" + "[" * 100_000 + "]" * 100_000, rubric)
+
+
 def test_a_gold_line_with_incomplete_justifications_is_refused(rubric: Rubric) -> None:
     line = json.loads(DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[0])
     del line["justifications"]["D2-Q2"]

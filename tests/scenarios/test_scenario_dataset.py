@@ -79,6 +79,9 @@ async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
         broken = await _load(client, admin, _jsonl(SCENARIOS[0]) + "{not json\n")
         reserved = await _load(client, admin, _jsonl({"id": "a/versions/2", "ground_truth": ""}))
         deep = await _load(client, admin, "[" * 5000 + "]" * 5000, format="yaml")
+        nested = "[" * 100_000 + "]" * 100_000
+        deep_line = await _load(client, admin, _jsonl(SCENARIOS[0]) + nested + "\n")
+        deep_json = await _load(client, admin, nested, format="json")
         after = await client.get("/v1/scenarios", headers=admin)
     assert missing.status_code == 422
     assert missing.headers["content-type"].startswith("application/problem+json")
@@ -88,6 +91,9 @@ async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
     assert _field(reserved) == "items[0].id"
     assert deep.status_code == 422 and _field(deep) == "body", deep.text
     assert "nest" in deep.json()["detail"]
+    assert deep_line.status_code == 422 and _field(deep_line) == "items[1]", deep_line.text
+    assert deep_json.status_code == 422 and _field(deep_json) == "body", deep_json.text
+    assert "nested too deeply" in deep_line.json()["detail"] + deep_json.json()["detail"]
     assert after.json()["items"] == []
 
 

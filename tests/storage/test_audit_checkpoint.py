@@ -27,6 +27,8 @@ async def test_a_checkpoint_of_the_head_holds_and_survives_a_round_trip(store: S
     assert (made.seq, made.head_hash, made.rows) == (head.seq, head.hash, head.seq)
     assert made.key_id == store.db.key.key_id and made.signature.startswith("hmac-sha256:")
     assert Checkpoint.from_json(made.to_json()) == made
+    with pytest.raises(CheckpointError, match="nested too deeply"):
+        Checkpoint.from_json("[" * 100_000 + "]" * 100_000)
     assert await check_checkpoint(store.engine, store.db.key, made) is None
     # the log grows: the old checkpoint still holds, and the next one extends it
     await submit(store)
