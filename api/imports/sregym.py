@@ -21,6 +21,7 @@ import ast
 import csv
 import json
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,6 +55,10 @@ __all__ = [
 
 AttemptOutcome = Literal["diagnosed", "no_submission", "timed_out", "deploy_failed"]
 
+#: the longest CSV cell read: any (Python's csv module stops at 128 KiB by default, which
+#: refused the rest of a file from a long trace on; a cell too long to keep is refused
+#: with its row by the text limits, and a file's size is bounded by the import's limits)
+_CELL_LIMIT = min(sys.maxsize, 2**31 - 1)
 _TRUE = {"true", "1", "yes", "y", "t"}
 _EMPTY = {"", "none", "nan", "null"}
 _CONFIDENCE = {"high": 0.9, "medium": 0.6, "low": 0.3}
@@ -350,6 +355,8 @@ def _csv_rows(
         try:
             # utf-8-sig: a byte order mark is no part of the first column's name
             with path.open(newline="", encoding="utf-8-sig") as handle:
+                if csv.field_size_limit() < _CELL_LIMIT:  # the module's, for the process
+                    csv.field_size_limit(_CELL_LIMIT)
                 reader = csv.DictReader(handle)
                 for row in reader:
                     yield relative, reader, row

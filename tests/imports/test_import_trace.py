@@ -65,6 +65,35 @@ def test_a_trace_over_the_limit_refuses_its_row_naming_the_column(tmp_path: Path
     assert sum(isinstance(r, SregymAttempt) for r in read) == 44
 
 
+@pytest.mark.parametrize(("size", "max_bytes"), [(200_000, 65_536), (200_000, 1_048_576)])
+def test_a_trace_past_the_csv_module_s_cell_limit_is_judged_by_the_service_s_limit(
+    tmp_path: Path, size: int, max_bytes: int
+) -> None:
+    """Python's csv module stops at 128 KiB a cell: such a trace refused the rest of its
+    file. It is refused alone when over the text limit, and imported when within it."""
+    fixture = write_sregym_results(tmp_path, traces=True)
+    [three] = [p for p in sorted(fixture.root.rglob("*.csv")) if "react-baseline" in str(p)][:1]
+    with three.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 3
+    rows[1]["trace"] = "kubectl get pods -n hotel " * (size // 26)
+    with three.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    read = list(read_sregym_folder(fixture.root, max_bytes=max_bytes))
+    refused = [r for r in read if isinstance(r, ImportProblem)]
+    attempts = [r for r in read if isinstance(r, SregymAttempt)]
+    if size > max_bytes:
+        [problem] = refused
+        assert problem.field == "trace" and str(max_bytes) in problem.message, problem
+        assert len(attempts) == 44
+    else:
+        assert refused == [] and len(attempts) == 45
+        [long] = [a for a in attempts if isinstance(a.trace, str) and len(a.trace) > 131_072]
+        assert long.trace.startswith("kubectl get pods")
+
+
 def test_rows_without_a_trace_read_as_before(tmp_path: Path) -> None:
     fixture = write_sregym_results(tmp_path)
     attempts = [a for a in read_sregym_folder(fixture.root) if isinstance(a, SregymAttempt)]
