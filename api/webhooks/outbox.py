@@ -192,7 +192,8 @@ def _active_endpoints(
 ) -> list[Endpoint] | None:
     """The active endpoints, from the list kept for this engine when the audit chain
     proves it current, else read (only when ``needed``); what is kept moves to the head
-    the transaction's append of ``events`` ended at."""
+    the transaction's append of ``events`` ended at. A list read in a transaction that
+    changes an endpoint is not kept: it would hold the change before its commit."""
     engine = session.get_bind()
     link = last_append(session)
     known = _KNOWN.get(engine)  # type: ignore[call-overload]
@@ -206,7 +207,7 @@ def _active_endpoints(
         endpoints = [(row.id, list(row.events or [])) for row in session.execute(query)]
     else:
         endpoints = None
-    if endpoints is None or link is None:
+    if endpoints is None or link is None or changes:  # a list read with a change unsure
         _KNOWN.pop(engine, None)  # type: ignore[call-overload]
     else:
         _KNOWN[engine] = (link.head, endpoints)  # type: ignore[index]
