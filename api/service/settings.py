@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from judge.profiles import read_profiles
 from judge.rubric import DEFAULT_RUBRIC_DIR
@@ -42,6 +42,19 @@ class Settings(BaseSettings):
     """Every setting of the service, with its default."""
 
     model_config = SettingsConfigDict(env_prefix="SRE_JUDGE_", extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The arguments, then the environment. No ``.env`` file is read (none ever was);
+        its source still walked every field: 2.9 ms a construction with it, 1.6 without."""
+        return init_settings, env_settings
 
     database_url: str = Field(
         default="sqlite:///./sre-judge.db",
