@@ -85,6 +85,8 @@ def extract_json(text: str) -> Any:
         raise ReplyInvalid(
             [f"the reply is not complete JSON ({exc.msg} at character {exc.pos})"]
         ) from None
+    except RecursionError:  # nested past what Python reads: no reply of a rubric is
+        raise ReplyInvalid(["the reply's JSON is nested too deeply"]) from None
     if body[end:].strip():
         raise ReplyInvalid(["the reply has text after the JSON value"])
     return value

@@ -67,7 +67,7 @@ def map_ollama_errors() -> Iterator[None]:
         raise JudgeTimeout(f"ollama did not answer in time ({type(exc).__name__})") from exc
     except (httpx.TransportError, ConnectionError) as exc:
         raise JudgeUnavailable(f"cannot reach ollama ({type(exc).__name__})") from exc
-    except (json.JSONDecodeError, pydantic.ValidationError) as exc:
+    except (json.JSONDecodeError, pydantic.ValidationError, RecursionError) as exc:
         raise JudgeUnavailable(f"ollama sent an unreadable reply ({type(exc).__name__})") from exc
 
 

@@ -134,7 +134,7 @@ async def read_stream(
         raise JudgeTimeout(f"{SERVER} did not answer in time ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:
         raise JudgeUnavailable(f"{SERVER}'s reply broke off ({type(exc).__name__})") from exc
-    except ValueError as exc:  # a body that is not JSON
+    except (ValueError, RecursionError) as exc:  # a body that is not JSON (or too deep)
         raise JudgeUnavailable(f"unreadable reply from {SERVER} ({type(exc).__name__})") from exc
     finally:
         await stream.close()

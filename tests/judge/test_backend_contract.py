@@ -242,6 +242,18 @@ async def test_a_503_with_retry_after_is_waited_for(
     assert time.monotonic() - started >= 0.1  # FAST alone waits at most 0.05 s
 
 
+async def test_a_reply_nested_past_what_python_reads_is_unavailable_not_a_crash(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend
+) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    media = "application/json" if server.name == "openai" else "application/x-ndjson"
+    answer = httpx.Response(200, content=deep, headers={"Content-Type": media})
+    api.post(server.chat_path).mock(return_value=answer)
+
+    with pytest.raises(JudgeUnavailable, match="unreadable"):
+        await backend.complete(make_request())
+
+
 async def test_auth_error_is_not_retried(
     api: respx.MockRouter, server: Server, backend: JudgeBackend
 ) -> None:

@@ -77,6 +77,7 @@ def test_answer_spellings(rubric: Rubric, raw: object, expected: bool) -> None:
         (json.dumps(_own("true")), "answer 'true' is not yes or no"),
         (json.dumps(_own("y")), "answer 'y' is not yes or no"),
         (json.dumps(_own()) + " and more", "text after the JSON"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
         ('{"D1-Q1": {"answer": "yes"}, "D1-Q1": {"answer": "no"}}', "D1-Q1 appears more than once"),
         (
             json.dumps([{"id": q, "answer": "Yes"} for q in [*IDS, "D1-Q1"]]),
