@@ -28,11 +28,15 @@ from storage.database import Database
 from storage.judge_cache import insert_cache_rows
 from storage.models import Claim, FinishedGrading
 from storage.regrade.lifecycle import items_completed, mark_jobs_started, not_held_back
-from storage.tables import GradingRecord
+from storage.tables import AuditRecord, GradingRecord
 from storage.verdict_batch import write_verdicts
 from storage.verdict_rows import call_events, call_records, leased, store_calls
 
-__all__ = ["QueueRepository"]
+__all__ = ["INTERNAL_ERROR", "QueueRepository"]
+
+#: the code a grading is deferred or unscored under when the service itself failed to
+#: grade it (an error of its own, not the judge's)
+INTERNAL_ERROR = "internal_error"
 
 
 class QueueRepository:
@@ -220,6 +224,17 @@ class QueueRepository:
         covered = call_records(records, first_event=0)
         self._db.audit_many(session, events, {len(events) - 1: [grading.id]}, covered)
         return True
+
+    async def internal_errors(self, grading_id: str) -> int:
+        """How many times the service has failed to grade ``grading_id`` (its deferrals
+        for an ``internal_error``, counted in the audit log, which keeps every one)."""
+        query = select(AuditRecord.payload).where(
+            col(AuditRecord.entity_id) == grading_id,
+            col(AuditRecord.entity_type) == "grading",
+            col(AuditRecord.event) == "grading.deferred",
+        )
+        payloads = await self._db.run_read(lambda s: s.scalars(query).all())
+        return sum(str(p.get("reason", "")).startswith(INTERNAL_ERROR) for p in payloads)
 
     async def release_lease(self, grading_id: str, worker_id: str) -> bool:
         """Give a claimed grading back at once (e.g. on shutdown) so another worker takes it.

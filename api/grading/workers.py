@@ -2,7 +2,9 @@
 
 A grading whose judge could not be reached stays pending with the reason and is tried
 again later; every other outcome (graded, or unscored for a reason retrying cannot
-fix) is stored once, by the worker that still holds the lease.
+fix) is stored once, by the worker that still holds the lease. An error of the
+service's own is tried ``INTERNAL_ERROR_TRIES`` times in all, then the grading is
+unscored (``internal_error``): a fault that repeats must not ask the judge for ever.
 
 Shutdown (SIGTERM) is graceful: ``begin_shutdown`` stops claiming at once; ``stop``
 lets in-flight gradings finish until ``shutdown_seconds`` after that, then cancels
@@ -42,11 +44,16 @@ from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage import Claim, FinishedGrading
+from storage.queue import INTERNAL_ERROR
 from storage.regrade.batch_answers import batch_answers
 
 __all__ = ["GradingWorkers"]
 
 log = logging.getLogger("sre_judge.workers")
+
+#: how many times a grading is tried when the service itself fails to grade it (an
+#: unexpected error, not the judge's): deferred until the last, then unscored
+INTERNAL_ERROR_TRIES = 3
 
 
 class GradingWorkers:
@@ -243,6 +250,7 @@ class GradingWorkers:
         # the lease is kept for as long as this worker holds the claim: asking the judge,
         # a confirming judge and the store (the group commit may wait its turn)
         heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
+        result: GradingResult | None = None  # once the judge has been asked
         try:
             followed = await follow_on_claim(self.services, claim, self.worker_id)
             if followed is None:  # the lease was lost: another worker has it
@@ -280,24 +288,69 @@ class GradingWorkers:
                     )
                 )
                 self._account(result, "completed" if stored else "discarded")
-        except Exception:
-            log.exception("grading %s failed; it will be retried", claim.grading_id)
-            self.metrics.gradings_deferred.labels("internal_error").inc()
-            retry_at = datetime.now(UTC) + timedelta(
-                seconds=self.services.settings.judge_retry_seconds
-            )
-            with contextlib.suppress(Exception):
-                await store.queue.defer(
-                    claim.grading_id,
-                    self.worker_id,
-                    reason="internal_error",
-                    retry_at=retry_at,
-                    calls=[],
-                )
+        except Exception as exc:
+            await self._failed(claim, result, cache_rows, exc)
         finally:
             heartbeat.cancel()
             self._storing.discard(claim.grading_id)
             self.services.waiters.completed(claim.grading_id)
+
+    async def _failed(
+        self,
+        claim: Claim,
+        result: GradingResult | None,
+        cache_rows: list[dict[str, Any]],
+        error: Exception,
+    ) -> None:
+        """An unexpected error while grading ``claim``: deferred for another try or, at the
+        last of ``INTERNAL_ERROR_TRIES``, unscored with reason ``internal_error``.
+
+        Either way the judge calls of ``result`` (when the judge was asked) and the replies
+        that came back are stored, so a deterministic fault neither asks a paid judge for
+        ever nor loses the prompts it sent. Only the error's type reaches the grading's
+        detail; its message (which may quote a hidden ground truth) stays in the log.
+        """
+        store = self.services.store
+        calls = list(result.calls) if result is not None else []
+        try:
+            tries = await store.queue.internal_errors(claim.grading_id) + 1
+            if tries >= INTERNAL_ERROR_TRIES:
+                log.error(
+                    "grading %s failed %d times; it is unscored", claim.grading_id, tries,
+                    exc_info=error,
+                )  # fmt: skip
+                detail = (
+                    f"the service failed to grade this {tries} times "
+                    f"({type(error).__name__}); the server's log has the error"
+                )
+                unscored = unscored_result(claim, INTERNAL_ERROR, detail)
+                unscored = unscored.model_copy(update={"calls": tuple(calls)})
+                finished = FinishedGrading(
+                    claim.grading_id, self.worker_id, unscored, False, tuple(cache_rows)
+                )
+                stored = await self._commits.complete(finished)
+                self._account(unscored, "completed" if stored else "discarded")
+                return
+            log.error(
+                "grading %s failed (try %d of %d); it will be retried",
+                claim.grading_id, tries, INTERNAL_ERROR_TRIES, exc_info=error,
+            )  # fmt: skip
+            self.metrics.gradings_deferred.labels(INTERNAL_ERROR).inc()
+            retry_at = datetime.now(UTC) + timedelta(
+                seconds=self.services.settings.judge_retry_seconds
+            )
+            reason = f"{INTERNAL_ERROR}: service error (try {tries} of {INTERNAL_ERROR_TRIES})"
+            await store.queue.defer(
+                claim.grading_id,
+                self.worker_id,
+                reason=reason,
+                retry_at=retry_at,
+                calls=calls,
+                cache_rows=cache_rows,
+            )
+        except Exception:  # the database itself may be what failed: the lease expires
+            log.exception("recording the failure of %s failed; it will be claimed again",
+                          claim.grading_id)  # fmt: skip
 
     async def _review_marks(
         self, claim: Claim, rubric: Rubric | None, result: GradingResult
