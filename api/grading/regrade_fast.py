@@ -141,8 +141,10 @@ class FastRegrade:
         self.services = services
         self._marks = marks
         self._account = account
-        #: after finding no item, look again only from then on (one probe per poll)
+        #: after finding no item, look again only from then on (one probe per poll), or
+        #: once regrade items are queued in this process (``Waiters.regrades`` moved on)
         self._idle_until = 0.0
+        self._idle_at = -1
         #: the next batch at least (grows while batches are all hits)
         self._batch = 0
 
@@ -161,15 +163,16 @@ class FastRegrade:
         workers as before. Returns the claims still to grade the usual way (the misses,
         leased to ``worker_id``) and whether the batch was full (more may wait).
         """
-        if time.monotonic() < self._idle_until:  # live gradings pay no extra query
-            return [], False
+        queued = self.services.waiters.regrades
+        if time.monotonic() < self._idle_until and queued == self._idle_at:
+            return [], False  # live gradings pay no extra query
         settings = self.services.settings
         limit = max(free, self._batch)
         claims = await self.services.store.queue.claim_pending(
             worker_id, limit=limit, lease_seconds=settings.lease_seconds, regrade=True
         )
         if not claims:
-            self._idle_until = time.monotonic() + settings.poll_seconds
+            self._idle_until, self._idle_at = time.monotonic() + settings.poll_seconds, queued
         try:
             misses = await self._resolve(worker_id, claims)
         except Exception:  # nothing stored: every item goes the usual way

@@ -102,6 +102,17 @@ def _live(services: Services, judge_spec: str) -> OpenAIBackend:
     return backend
 
 
+async def _batch_client(services: Services, judge_spec: str) -> Any:
+    """A Batch API client of the job's judge, its files and batches resources loaded.
+
+    The client imports a resource's modules on first use (about half a second for the
+    first batch a process sends): loaded in a worker thread, the event loop every grading
+    shares never waits for it."""
+    client = _live(services, judge_spec).batch_client()
+    await asyncio.to_thread(lambda: (client.files, client.batches))
+    return client
+
+
 async def render_job(services: Services, job_id: str, *, actor: str) -> str | None:
     """Phase 1: store every request the grader would send for each item of the job.
 
@@ -196,7 +207,7 @@ async def import_results_file(
         job_id, checked, actor=actor, engine_kind="offline"
     )
     if report.state == "grading":
-        services.waiters.work.set()
+        services.waiters.regrade_queued()
     return report
 
 
@@ -211,7 +222,7 @@ async def submit_job(services: Services, job_id: str, *, actor: str) -> str | No
     if batch is None:
         return None
     job = (await RegradeJobQueries(services.store.db).get_job(job_id)).job
-    client = _live(services, job.judge_spec).batch_client()
+    client = await _batch_client(services, job.judge_spec)
     try:
         remote = await _find_remote(client, batch.id)
         if remote is None:
@@ -258,7 +269,7 @@ async def poll_job(services: Services, job_id: str, *, actor: str) -> list[Impor
     batches = BatchQueries(services.store.db)
     job = (await RegradeJobQueries(services.store.db).get_job(job_id)).job
     reports = []
-    client = _live(services, job.judge_spec).batch_client()
+    client = await _batch_client(services, job.judge_spec)
     try:
         for batch in await batches.batches(job_id, states=ACTIVE_BATCH_STATES):
             if batch.remote_id is None:
@@ -272,7 +283,7 @@ async def poll_job(services: Services, job_id: str, *, actor: str) -> list[Impor
     finally:
         await client.close()
     if any(r.state == "grading" for r in reports):
-        services.waiters.work.set()
+        services.waiters.regrade_queued()
     return reports
 
 

@@ -87,7 +87,7 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )
     if not data.dry_run:
-        services.waiters.work.set()
+        services.waiters.regrade_queued()
         if data.engine != "live":
             services.waiters.batches.set()
     return view
@@ -99,7 +99,7 @@ async def change_regrade(
     """Pause, resume or cancel a job; a resumed job's items go back to the workers at once."""
     view = await RegradeJobQueries(services.store.db).change_job(job_id, action, actor=actor)
     if action == "resume":
-        services.waiters.work.set()
+        services.waiters.regrade_queued()
     return view
 
 

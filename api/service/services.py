@@ -221,7 +221,16 @@ class Waiters:
     imports: asyncio.Event = field(default_factory=asyncio.Event)
     #: set when a regrade job with a batch engine is made (``api.regrade.batch_runner``)
     batches: asyncio.Event = field(default_factory=asyncio.Event)
+    #: bumped whenever regrade items become claimable in this process (``regrade_queued``)
+    regrades: int = 0
     _done: dict[str, asyncio.Event] = field(default_factory=dict)
+
+    def regrade_queued(self) -> None:
+        """Regrade items became claimable (a job made or resumed, a batch's results
+        imported): wake the workers, and have them look for regrade items at once even
+        if they found none a moment ago (``api.grading.regrade_fast``)."""
+        self.regrades += 1
+        self.work.set()
 
     def event_for(self, grading_id: str) -> asyncio.Event:
         """The event set when that grading is completed in this process."""

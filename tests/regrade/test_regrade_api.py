@@ -141,6 +141,22 @@ async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs
     await _assert_answered_from_cache(engine, repeat["id"])
 
 
+async def test_a_new_job_is_graded_at_once_not_at_the_workers_next_poll(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, tmp_path: Path
+) -> None:
+    """Workers that found no regrade item a moment ago look again as soon as a job is
+    made in their process, not after ``SRE_JUDGE_POLL_SECONDS``."""
+    await _import(engine, tmp_path)
+    admin = await tokens("admin")
+    request = {"judge": NEW_JUDGE, "filter": {"judge": "external:sregym"}}
+    backends = {NEW_JUDGE: ScriptedBackend(model="fail")}
+    async with api_client(backends=backends, poll_seconds=60) as client:
+        await asyncio.sleep(0.2)  # the workers have looked for work and found none
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await asyncio.wait_for(_finished(client, admin, job["id"]), timeout=20)
+    assert (done["state"], done["done"]) == ("done", 42)
+
+
 async def test_the_dry_run_counts_the_cache_hits_of_the_model_behind_the_name_now(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, tmp_path: Path
 ) -> None:
