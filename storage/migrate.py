@@ -11,6 +11,7 @@ runs ``PRAGMA foreign_key_check``.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,9 +48,16 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
+@functools.cache
 def head_revision() -> str | None:
-    """The newest revision the code knows."""
+    """The newest revision the code knows (the migration files are read once)."""
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def _at(connection: Connection, revision: str) -> bool:
+    """Whether the database is at ``revision`` already (only ``head`` is looked up: a
+    database at the newest schema starts without Alembic reading every migration)."""
+    return revision == "head" and _current(connection) == head_revision()
 
 
 def _upgrade(connection: Connection, revision: str) -> None:
@@ -74,13 +82,16 @@ def migrate_to(engine_or_url: Engine | str | URL, revision: str = "head") -> Non
         _upgrade_sqlite(url, revision)
         return
     with _engine(engine_or_url) as engine, engine.begin() as connection:
-        _upgrade(connection, revision)
+        if not _at(connection, revision):
+            _upgrade(connection, revision)
 
 
 def _upgrade_sqlite(url: URL, revision: str) -> None:
     engine = make_engine(url, foreign_keys=False, poolclass=NullPool)
     try:
         with engine.begin() as connection:
+            if _at(connection, revision):
+                return
             _upgrade(connection, revision)
             broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
             if broken:
