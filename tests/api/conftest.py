@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,9 +12,11 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
+from api.service import grader_factory
 from api.service.settings import Settings
 from judge.backends import JudgeBackend
 from judge.backends.scripted import ScriptedBackend
+from judge.retry import RetryPolicy
 from storage import Store
 from storage.keys import ServiceKey
 
@@ -35,8 +38,14 @@ def tokens(engine: Engine, service_key: ServiceKey) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def api_client(database_url: str, engine: Engine) -> ClientFactory:
-    """``async with api_client(judge=..., backends=..., **settings) as client``."""
+def api_client(database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> ClientFactory:
+    """``async with api_client(judge=..., backends=..., **settings) as client``.
+
+    Its graders wait 10-20 ms before retrying a failed judge call, not the service's
+    0.5-1 s: the tests count retries, not seconds (a ``Retry-After`` still sets the
+    least wait, up to a minute, as in the service)."""
+    quick = functools.partial(RetryPolicy, initial_wait=0.01, jitter=0.01)
+    monkeypatch.setattr(grader_factory, "RetryPolicy", quick)
 
     @asynccontextmanager
     async def make(
