@@ -31,6 +31,7 @@ from storage import Store, make_engine
 from storage.canonical import utcnow
 from storage.keys import ServiceKey
 from storage.migrate import migrate_to
+from tests.support import statement_cache
 
 #: where tests create and drop their PostgreSQL databases
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -49,7 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the service key that runtimes create out of the work tree; register markers."""
+    """Keep the service key that runtimes create out of the work tree; register markers;
+    share compiled statements between the tests' engines (``statement_cache``)."""
+    statement_cache.install()
     config.addinivalue_line(
         "markers", "tampers: the test edits the database behind the store's back"
     )
