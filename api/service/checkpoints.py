@@ -28,6 +28,7 @@ import httpx
 from sqlalchemy.engine import make_url
 
 from api.service.background import BackgroundTask
+from judge.backends.http import tls_context
 from storage import Checkpoint, CheckpointError, Store, make_checkpoint
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ async def publish_checkpoint(
         await asyncio.to_thread(append_checkpoint, Path(target), checkpoint)
         return
     owned = client is None
-    http = client or httpx.AsyncClient(timeout=10.0)
+    http = client or httpx.AsyncClient(timeout=10.0, verify=tls_context())
     try:
         response = await http.post(
             target,

@@ -42,6 +42,7 @@ from api.service.settings import Settings
 from api.webhooks.outbox import on_committed
 from api.webhooks.queries import Claimed, WebhookQueries
 from api.webhooks.target import PinnedTransport, allowed_hosts
+from judge.backends.http import tls_context
 from storage import Store
 
 __all__ = ["WebhookDelivery", "circuit_open_until", "retry_at", "signed_headers"]
@@ -195,9 +196,7 @@ class WebhookDelivery:
         Its own client: connections (pooled by address) are never shared with another
         endpoint, nor is a slow receiver's pool with anyone.
         """
-        if self._verify is None:  # made once (it reads the CA bundle): every lane shares it
-            self._verify = httpx.create_ssl_context()
-        transport = PinnedTransport(self._allow, verify=self._verify)
+        transport = PinnedTransport(self._allow, verify=self._verify or tls_context())
         async with httpx.AsyncClient(
             transport=transport, follow_redirects=False, trust_env=False,
             timeout=self._settings.webhook_timeout_seconds,

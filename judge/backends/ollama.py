@@ -25,7 +25,7 @@ import httpx
 import ollama
 import pydantic
 
-from judge.backends.http import status_error
+from judge.backends.http import status_error, tls_context
 from judge.backends.streaming import StreamLimits, cut_short, paced
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeCallError, JudgeTimeout, JudgeUnavailable
@@ -95,7 +95,9 @@ class OllamaBackend:
         self.base_url = base_url
         #: how long a streamed reply may take (first token, between tokens, overall)
         self.limits = limits or StreamLimits()
-        self._client = ollama.AsyncClient(host=base_url, timeout=self.limits.http_timeout())
+        self._client = ollama.AsyncClient(
+            host=base_url, timeout=self.limits.http_timeout(), verify=tls_context()
+        )
         self._digest: str | None = None
         self._digest_known = False
         self._digest_lock = asyncio.Lock()

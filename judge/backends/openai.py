@@ -37,7 +37,7 @@ from openai.types import Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from judge.backends.base import EndpointQuirks, digest_of_fields
-from judge.backends.http import MAX_ERROR_TEXT
+from judge.backends.http import MAX_ERROR_TEXT, tls_context
 from judge.backends.openai_errors import (
     LOGPROBS_REJECTION,
     map_openai_errors,
@@ -163,7 +163,7 @@ class OpenAIBackend:
             "timeout": self.limits.http_timeout(),
             "max_retries": 0,
         }
-        self._client = openai.AsyncOpenAI(**self._client_options)
+        self._client = self._new_client()
         #: the endpoint really used (``OPENAI_BASE_URL`` applies when base_url is None)
         self.endpoint = str(self._client.base_url)
         #: what this endpoint refused so far (``json_schema``, ``logprobs``)
@@ -274,8 +274,13 @@ class OpenAIBackend:
     def batch_client(self, *, timeout: float = 300.0) -> openai.AsyncOpenAI:
         """A new client of this endpoint for the Batch API (files and batches), with the
         client's own retries of transient failures (nothing it does is a judge call)."""
-        options = {**self._client_options, "timeout": timeout, "max_retries": 2}
-        return openai.AsyncOpenAI(**options)
+        return self._new_client(timeout=timeout, max_retries=2)
+
+    def _new_client(self, **overrides: Any) -> openai.AsyncOpenAI:
+        """A client of this endpoint with the options given, its own connection pool and
+        the process's TLS context (``tls_context``)."""
+        http = openai.DefaultAsyncHttpxClient(verify=tls_context())
+        return openai.AsyncOpenAI(**{**self._client_options, **overrides}, http_client=http)
 
     async def _list_models(self) -> AsyncPage[Model]:
         """``GET /models`` through the client's own GET, as ``client.models.list()`` sends
@@ -356,7 +361,7 @@ class OpenAIBackend:
 
     async def _renew_client(self) -> None:
         """Replace the client (and its pooled connections) with a fresh one."""
-        old, self._client = self._client, openai.AsyncOpenAI(**self._client_options)
+        old, self._client = self._client, self._new_client()
         await old.close()
 
     async def aclose(self) -> None:
