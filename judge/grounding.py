@@ -30,6 +30,7 @@ no condition.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -149,11 +150,19 @@ def _plain(text: str) -> str:
 
 
 def _names(name: str, text: str) -> bool:
+    pattern = _name_pattern(name)
+    return pattern is not None and pattern.search(text) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern[str] | None:
+    """How a text names ``name``: its parts in order, joined by nothing or one of
+    ``-_. `` (compiled once per name, not once per grading: ``re``'s own cache is shared
+    with every other pattern of the process and holds 512)."""
     parts = [re.escape(p) for p in re.split(r"[-_.\s]+", name.casefold()) if p]
     if not parts:
-        return False
-    pattern = r"(?<![a-z0-9])" + r"[-_. ]?".join(parts) + r"(?![a-z0-9])"
-    return re.search(pattern, text) is not None
+        return None
+    return re.compile(r"(?<![a-z0-9])" + r"[-_. ]?".join(parts) + r"(?![a-z0-9])")
 
 
 def _points_at(facts: GroundTruthFacts, text: str) -> bool:
