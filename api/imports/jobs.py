@@ -30,7 +30,7 @@ from api.imports.job_queries import ImportJobQueries
 from api.imports.jsonl import count_jsonl_items
 from api.imports.problems import ImportFileError, read_problems
 from api.imports.report import ImportAborted, ImportReport
-from api.imports.sregym import count_sregym_items, sregym_problem_ids
+from api.imports.sregym import sregym_outline
 from api.imports.use_cases import import_jsonl_file, import_sregym_folder
 from api.service.errors import InvalidRequest
 from api.service.services import Services
@@ -145,9 +145,8 @@ def _summary(report: ImportReport) -> dict[str, Any]:
     return summary
 
 
-async def _scenario_problems(services: Services, folder: Path) -> dict[str, str]:
-    """Ground truths of the registered scenarios named by the folder's problem ids."""
-    ids = await asyncio.to_thread(sregym_problem_ids, folder)
+async def _scenario_problems(services: Services, ids: set[str]) -> dict[str, str]:
+    """Ground truths of the registered scenarios named by the problem ids ``ids``."""
     found: dict[str, str] = {}
     for problem_id in sorted(ids):
         scenario = await services.store.catalog.get_scenario(problem_id)
@@ -174,12 +173,13 @@ async def _import(
         )
     limit = services.settings.import_max_unpacked_bytes
     await asyncio.to_thread(unpack_archive, data, job.archive, folder, limit=limit)  # type: ignore[arg-type]
+    outline = await asyncio.to_thread(sregym_outline, folder)  # one walk: total and ids
     found = problems_file(folder)
     if found:
         problems = await asyncio.to_thread(read_problems, found)
     else:
-        problems = await _scenario_problems(services, folder)
-    total = await asyncio.to_thread(count_sregym_items, folder)
+        problems = await _scenario_problems(services, outline.problem_ids)
+    total = outline.items
     await ImportJobQueries(services.store.db).progress(job.id, worker, total=total, done=0)
     return await import_sregym_folder(
         services, folder, problems, rubric=job.rubric, progress=progress

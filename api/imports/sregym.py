@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from api.imports.problems import ImportProblem
 from judge.errors import InputError
@@ -47,10 +47,10 @@ __all__ = [
     "AttemptOutcome",
     "SregymAnswer",
     "SregymAttempt",
-    "count_sregym_items",
+    "SregymOutline",
     "read_sregym_folder",
     "run_started_at",
-    "sregym_problem_ids",
+    "sregym_outline",
 ]
 
 AttemptOutcome = Literal["diagnosed", "no_submission", "timed_out", "deploy_failed"]
@@ -387,19 +387,23 @@ def read_sregym_folder(
             yield ImportProblem(source, str(exc))
 
 
-def count_sregym_items(root: Path) -> int:
-    """How many items :func:`read_sregym_folder` yields for ``root`` (a job's total),
-    counted without checking or redacting a row."""
-    return sum(1 for _ in _csv_rows(root))
+class SregymOutline(NamedTuple):
+    """What an import job knows of a folder before it reads a row for real."""
+
+    #: how many items :func:`read_sregym_folder` yields for it (the job's total)
+    items: int
+    #: the problem ids its rows name (rows that will be refused included)
+    problem_ids: set[str]
 
 
-def sregym_problem_ids(root: Path) -> set[str]:
-    """The problem ids the rows under ``root`` name (rows that will be refused included),
-    read without checking or redacting a row."""
-    ids: set[str] = set()
+def sregym_outline(root: Path) -> SregymOutline:
+    """The item count and problem ids of the rows under ``root``, in one walk that
+    neither checks nor redacts a row."""
+    items, ids = 0, set()
     for found in _csv_rows(root):
-        if isinstance(found, ImportProblem):
-            continue
-        if problem_id := _text(found[2].get("problem_id")):
+        items += 1
+        if not isinstance(found, ImportProblem) and (
+            problem_id := _text(found[2].get("problem_id"))
+        ):
             ids.add(problem_id)
-    return ids
+    return SregymOutline(items, ids)

@@ -14,7 +14,7 @@ import pytest
 
 from api.imports import jobs, use_cases
 from api.imports.jsonl import count_jsonl_items, read_jsonl
-from api.imports.sregym import count_sregym_items, read_sregym_folder, sregym_problem_ids
+from api.imports.sregym import read_sregym_folder, sregym_outline
 from tests.imports.jobs import finished, tar_gz
 from tests.support.sregym_results import PROBLEMS, write_sregym_results
 
@@ -52,7 +52,7 @@ def on_loop(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     monkeypatch.setattr(use_cases, "read_sregym_folder", rows(read_sregym_folder))
     monkeypatch.setattr(use_cases, "read_jsonl", rows(read_jsonl))
-    for name in ("count_sregym_items", "count_jsonl_items", "sregym_problem_ids", "read_problems"):
+    for name in ("sregym_outline", "count_jsonl_items", "read_problems"):
         monkeypatch.setattr(jobs, name, whole(getattr(jobs, name)))
     return noted
 
@@ -94,8 +94,8 @@ async def test_archives_and_json_lines_are_read_off_the_event_loop(
             done.append(await finished(client, created.headers["location"], admin))
     assert [job["state"] for job in done] == ["done", "done", "failed", "done"], done
     assert [job["total"] for job in done] == [45, 3, 3, 45]
-    # 45 + 3 + 3 + 45 rows, and the passes: a count each, the problems file, the ids
-    assert len(on_loop) >= 96 + 4 + 2, len(on_loop)
+    # 45 + 3 + 3 + 45 rows, and the passes: an outline or a count each, the problems file
+    assert len(on_loop) >= 96 + 4 + 1, len(on_loop)
     assert not any(on_loop), f"{sum(on_loop)} of {len(on_loop)} reads ran on an event loop"
 
 
@@ -113,10 +113,11 @@ def test_a_folder_s_count_and_problem_ids_match_what_its_read_yields(tmp_path: P
         b"problem_id,attempt\nlate_problem-1,1\nlate_problem-1,2\xff\xfe\n"
     )
     items = list(read_sregym_folder(fixture.root))
-    assert count_sregym_items(fixture.root) == len(items) > 45
+    outline = sregym_outline(fixture.root)
+    assert outline.items == len(items) > 45
     named = {item.problem_id for item in items if hasattr(item, "problem_id")}
-    assert named <= sregym_problem_ids(fixture.root)
-    assert set(PROBLEMS) | {"broken_problem-1"} <= sregym_problem_ids(fixture.root)
+    assert named <= outline.problem_ids
+    assert set(PROBLEMS) | {"broken_problem-1"} <= outline.problem_ids
 
 
 def test_a_json_lines_count_matches_what_its_read_yields(tmp_path: Path) -> None:
