@@ -95,6 +95,7 @@ def _on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return process.returncode, output.decode().replace("\r\n", "\n")
 
 
+@pytest.mark.slow  # a real process on a pseudo-terminal; the table itself is tested in process
 async def test_flips_default_to_a_table_on_a_terminal(database_url: str, engine: Engine) -> None:
     job_id = await _job_failing_nine_of_ten(engine)
 
