@@ -228,7 +228,7 @@ class QueueRepository:
     async def internal_errors(self, grading_id: str) -> int:
         """How many times the service has failed to grade ``grading_id`` (its deferrals
         for an ``internal_error``, counted in the audit log, which keeps every one)."""
-        query = select(AuditRecord.payload).where(
+        query = select(col(AuditRecord.payload)).where(
             col(AuditRecord.entity_id) == grading_id,
             col(AuditRecord.entity_type) == "grading",
             col(AuditRecord.event) == "grading.deferred",

@@ -55,6 +55,8 @@ from storage.errors import Conflict, NotFound
 from storage.regrade.batch_tables import RegradeEngineRecord
 
 if TYPE_CHECKING:  # the openai client is loaded once a batch engine is used
+    import openai
+
     from judge.backends.openai import OpenAIBackend
 
 __all__ = [
@@ -102,10 +104,10 @@ def _live(services: Services, judge_spec: str) -> OpenAIBackend:
     return backend
 
 
-async def _batch_client(services: Services, judge_spec: str) -> Any:
+async def _batch_client(services: Services, judge_spec: str) -> openai.AsyncOpenAI:
     """A Batch API client of the job's judge, its files and batches resources loaded.
 
-    The client imports a resource's modules on first use (about half a second for the
+    The client imports a resource's modules on first use (0.27 s of CPU here for the
     first batch a process sends): loaded in a worker thread, the event loop every grading
     shares never waits for it."""
     client = _live(services, judge_spec).batch_client()
