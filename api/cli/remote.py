@@ -8,6 +8,7 @@ httpx is imported when a command runs, not with the command line.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -21,9 +22,20 @@ from api.cli.edge import CommandError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["Refused", "query_params", "remote"]
+__all__ = ["Refused", "poll_waits", "query_params", "remote"]
 
 _TIMEOUT = 60.0
+#: the waits between a followed job's first looks: short, so a job over in a moment is
+#: reported at once; then ``POLL_SECONDS`` between looks
+_FIRST_WAITS = (0.05, 0.1, 0.2, 0.4)
+POLL_SECONDS = 0.5
+
+
+def poll_waits() -> Iterator[float]:
+    """How long a command following a job (an import, a regrade; through a server or in
+    process) waits before each next look: 50, 100, 200, 400 ms, then every half second."""
+    yield from _FIRST_WAITS
+    yield from itertools.repeat(POLL_SECONDS)
 
 
 def query_params(values: Mapping[str, Any], *, prefix: str = "") -> dict[str, str]:

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FinishedImport", "sregym_archive", "upload_and_follow"]
 
-_POLL_SECONDS = 0.5
 _ENDED = ("done", "failed")
 
 
@@ -103,8 +102,9 @@ def upload_and_follow(
     server: str, body: bytes, media_type: str, params: dict[str, str]
 ) -> FinishedImport:
     """Upload ``body``, then poll ``GET /v1/imports/{id}`` until the job ends."""
-    from api.cli.remote import remote
+    from api.cli.remote import poll_waits, remote
 
+    waits = poll_waits()
     with remote(server) as client:
         headers = {"Content-Type": media_type}
         job = client.send("POST", "/v1/imports", content=body, params=params, headers=headers)
@@ -117,5 +117,5 @@ def upload_and_follow(
                 said = line
             if job_json["state"] in _ENDED:
                 return _finished(job_json)
-            time.sleep(_POLL_SECONDS)
+            time.sleep(next(waits))
             job_json = client.get_json(f"/v1/imports/{job_json['id']}")

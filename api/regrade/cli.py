@@ -9,32 +9,20 @@ Exit status: 0 done, 1 failed or cancelled, 2 bad usage (an unknown job id inclu
 from __future__ import annotations
 
 import asyncio
-import itertools
 import sys
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from api.cli.edge import run, service_runtime
 from api.cli.options import deprecated, filter_options, format_option, server_option
+from api.cli.remote import poll_waits
 
 if TYPE_CHECKING:  # the commands import the service when they run, keeping --help fast
     from api.regrade.schemas import RegradeJobCreate, RegradeJobPublic
     from api.service.services import Services
 
 __all__ = ["REGRADE_ALIASES", "regrade_group"]
-
-#: how long the command waits between looks at a job it follows: short at first, so a
-#: job over in a moment is reported at once, then every half second
-_POLL_WAITS = (0.05, 0.1, 0.2, 0.4)
-_POLL_SECONDS = 0.5
-
-
-def _poll_waits() -> Iterator[float]:
-    """The waits between a followed job's looks (``_POLL_WAITS``, then ``_POLL_SECONDS``)."""
-    yield from _POLL_WAITS
-    yield from itertools.repeat(_POLL_SECONDS)
 
 
 #: states a job does not leave by itself (as ``storage.regrade.tables._ENDED``)
@@ -107,7 +95,7 @@ async def _follow(services: Services, job_id: str) -> RegradeJobPublic:
     with Progress(*columns, console=console, transient=False) as progress:
         job = await use_cases.regrade_job(services, job_id)
         task = progress.add_task("job", total=job.total, note="")
-        waits = _poll_waits()
+        waits = poll_waits()
         while True:
             finished = job.done + job.failed + job.cancelled
             note = f"failed {job.failed}, cache hits {job.cache_hits}, {job.state}"
@@ -178,7 +166,7 @@ def _start_remote(server: str, data: RegradeJobCreate, wait: bool) -> RegradeJob
     body = data.model_dump(mode="json", exclude_none=True)
     with remote(server) as client:
         job = RegradeJobPublic.model_validate(client.post_json("/v1/regrade-jobs", body))
-        waits = _poll_waits()
+        waits = poll_waits()
         while wait and not data.dry_run and job.state not in _ENDED:
             time.sleep(next(waits))
             job = RegradeJobPublic.model_validate(client.get_json(f"/v1/regrade-jobs/{job.id}"))
@@ -416,7 +404,7 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
                 headers={"Content-Type": "application/jsonl"},
             )
             report = BatchResultsPublic.model_validate(answer.json())
-            waits = _poll_waits()
+            waits = poll_waits()
             while wait:
                 job = RegradeJobPublic.model_validate(client.get_json(f"/v1/regrade-jobs/{job_id}"))
                 if job.state in _ENDED:
