@@ -10,7 +10,8 @@ is compared with the judge's latest calibration run: its figures, and its answer
 same items (or, when it graded another set, the first canary run's after it)
 (``judge.canary.check``); a drifted judge is demoted: provisional until a new
 calibration run, audited as ``judge.demoted`` (the webhook event), counted in
-``sre_judge_judge_demotions_total`` and logged. Runs come on demand (``POST
+``sre_judge_judge_demotions_total`` and logged, once: later runs that find the drift
+still are stored as demoting runs without another event. Runs come on demand (``POST
 /v1/judges/canary``, ``sre-judge judges canary``) and every
 ``SRE_JUDGE_CANARY_INTERVAL`` seconds from :class:`CanaryLoop`.
 """
@@ -168,8 +169,9 @@ async def run_canary(
         # the run-to-run noise the changed share was held against (None: the allowance)
         figures={**figures.results, "noise": _json(found.noise)},
     )  # fmt: skip
-    run = await CanaryQueries(services.store.db).add_run(run)
-    if run.demoted:
+    calibrated_at = calibration.created_at if calibration is not None else None
+    newly = await CanaryQueries(services.store.db).add_run(run, calibrated_at=calibrated_at)
+    if newly:
         services.qualification_changes += 1  # this process's gradings see it at once
         if metrics is not None:
             reason = "agreement" if found.fallen else "answers"
@@ -180,6 +182,12 @@ async def run_canary(
             run.judge_spec,
             run.id,
             "; ".join(run.reasons),
+        )
+    elif run.demoted:
+        log.info(
+            "judge %s still drifts (canary run %s); it stays demoted until a new calibration run",
+            run.judge_spec,
+            run.id,
         )
     return run
 

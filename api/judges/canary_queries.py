@@ -34,16 +34,25 @@ class CanaryQueries:
         """Work through ``db``."""
         self._db = db
 
-    async def add_run(self, run: CanaryRunRecord) -> CanaryRunRecord:
-        """Store a run; a demoting one is audited as ``judge.demoted``."""
+    async def add_run(self, run: CanaryRunRecord, *, calibrated_at: datetime | None) -> bool:
+        """Store a run; the first demoting run after the judge's calibration run of
+        ``calibrated_at`` is audited as ``judge.demoted`` (and answers True), every other
+        run as ``canary.completed``: a judge demoted already is not demoted again, so a
+        drift that lasts is one event, not one per run."""
 
-        def work(session: Session) -> CanaryRunRecord:
+        def work(session: Session) -> bool:
+            already = (
+                run.demoted
+                and calibrated_at is not None
+                and demoted_since(session, run.judge_spec, calibrated_at)
+            )
+            newly = run.demoted and not already
             run.created_at = self._db.clock()
             session.add(run)
             session.flush()
             self._db.audit(
                 session,
-                "judge.demoted" if run.demoted else "canary.completed",
+                "judge.demoted" if newly else "canary.completed",
                 entity_type="judge",
                 entity_id=run.judge_spec,
                 actor=run.created_by,
@@ -60,7 +69,7 @@ class CanaryQueries:
                     "reasons": list(run.reasons),
                 },
             )
-            return run
+            return newly
 
         return await self._db.run(work)
 

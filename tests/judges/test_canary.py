@@ -15,7 +15,10 @@ import random
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from api.judges.calibration import calibrate
 from api.service.runtime import Runtime
@@ -23,6 +26,7 @@ from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calibration import DEFAULT_GOLD, load_gold
 from judge.calls import JudgeRequest
+from storage.tables import AuditRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.in_process_cli import cli_in_process
 from tests.support.submissions import DIAGNOSIS, TRUTH
@@ -73,6 +77,13 @@ async def _provisional(client: Any, headers: dict[str, str]) -> bool:
     return bool(response.json()["provisional"])
 
 
+def _audited(engine: Engine, event: str) -> int:
+    """How many audit events of type ``event`` the log holds."""
+    with Session(engine) as session:
+        query = select(func.count()).where(col(AuditRecord.event) == event)
+        return int(session.execute(query).scalar_one())
+
+
 async def _qualified(settings: Settings, engine: Engine, judge: ScriptedBackend) -> None:
     """Calibrate ``judge`` on the shipped set, as ``sre-judge calibrate`` does."""
     async with Runtime(settings, engine=engine, backends={settings.judge: judge}) as runtime:
@@ -108,11 +119,21 @@ async def test_a_scheduled_canary_demotes_a_judge_whose_answers_changed(
             assert latest["judge_calls"] <= 12
             assert any("agreement" in reason for reason in latest["reasons"])
             assert await _provisional(client, agent) is True
+            # the drift lasts: later runs find it too, and the judge stays demoted
+            later = await _runs(client, admin, len(await _runs(client, admin, 1)) + 2)
+            assert all(run["demoted"] for run in later[:2])
             [event] = await asyncio.to_thread(receiver.wait_for, 1)
             assert event["type"] == "judge.demoted"
             assert event["data"]["judge"] == JUDGE and event["data"]["demoted"] is True
+            history = await _runs(client, admin, 0)
+            first = [run for run in history if run["demoted"]][-1]  # newest first
+            assert event["data"]["canary_run_id"] == first["id"]
+            # one demotion, one event: a judge demoted already is not demoted again
+            assert _audited(engine, "judge.demoted") == 1
             metrics = (await client.get("/metrics")).text
-            assert 'sre_judge_judge_demotions_total{judge="scripted:pass"' in metrics
+            counted = 'demotions_total{judge="scripted:pass",reason="agreement"} 1.0'
+            assert counted in metrics
+            assert receiver.delivered() == [event]
 
 
 async def test_a_stable_judge_stays_qualified_and_the_page_shows_the_history(
