@@ -32,8 +32,7 @@ def _seed(session: Any, attempts: int) -> None:
 
     from storage.canonical import utcnow
     from storage.regrade.tables import RegradeJobRecord
-    from storage.table_values import row_values
-    from storage.tables import GradingRecord, SubmissionRecord, new_id
+    from storage.tables import GradingRecord, SubmissionRecord, new_id, row_values
 
     now = utcnow()
     job = RegradeJobRecord(

@@ -66,8 +66,7 @@ def _seed(session: Any, diagnoses: int) -> None:
 
     from storage.canonical import utcnow
     from storage.review_tables import FailureTagRecord, OverrideRecord
-    from storage.table_values import row_values
-    from storage.tables import GradingRecord, SubmissionRecord, new_id
+    from storage.tables import GradingRecord, SubmissionRecord, new_id, row_values
 
     rng = random.Random(7)
     now = utcnow()

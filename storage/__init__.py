@@ -19,7 +19,7 @@ from storage.audit import (
     make_checkpoint,
     verify_chain,
 )
-from storage.db import default_database_url, is_postgres, make_engine, session_factory
+from storage.engine import default_database_url, is_postgres, make_engine, session_factory
 from storage.errors import (
     Conflict,
     IdempotencyConflict,

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from storage.audit import COVERS, ChainKey, append_events, grading_digests
 from storage.audit.records import ROWS, RecordRow, rows_payload
 from storage.canonical import utcnow
-from storage.db import is_postgres, read_only, session_factory
+from storage.engine import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
 
 __all__ = ["AuditSubscriber", "Database", "HeldRead"]

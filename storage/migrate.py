@@ -23,7 +23,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
-from storage.db import make_engine, read_only
+from storage.engine import make_engine, read_only
 
 __all__ = [
     "MIGRATIONS_DIR",

@@ -25,7 +25,7 @@ from sqlmodel import col
 from storage.audit import grading_digests
 from storage.database import Database
 from storage.tables import GradingRecord
-from storage.verdict_rows import leased
+from storage.verdicts import leased
 
 __all__ = ["JUDGE_MOVED", "PendingJudge", "PendingJudgeRepository", "RecordedJudge"]
 

@@ -29,8 +29,7 @@ from storage.judge_cache import insert_cache_rows
 from storage.models import Claim, FinishedGrading
 from storage.regrade.lifecycle import items_completed, mark_jobs_started, not_held_back
 from storage.tables import AuditRecord, GradingRecord
-from storage.verdict_batch import write_verdicts
-from storage.verdict_rows import call_events, call_records, leased, store_calls
+from storage.verdicts import call_events, call_records, leased, store_calls, write_verdicts
 
 __all__ = ["INTERNAL_ERROR", "QueueRepository"]
 
@@ -150,7 +149,7 @@ class QueueRepository:
     async def complete_many(self, items: Sequence[FinishedGrading]) -> list[bool]:
         """Store several verdicts in one transaction (a group commit); each as ``complete``.
 
-        A fixed number of statements for the whole batch (``storage.verdict_batch``):
+        A fixed number of statements for the whole batch (``storage.verdicts``):
         one lease check, one executemany per table, one INSERT of the audit rows, the
         regrade jobs' bookkeeping once. Whether each was stored, in order. Raises (and
         stores none) when one of them fails: the caller stores them one by one then.

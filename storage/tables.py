@@ -9,15 +9,27 @@ SQLite) can address them.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+from uuid import uuid4
 
-from sqlalchemy import JSON, Column, Float, ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+    types,
+)
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.engine.interfaces import Dialect
 from sqlmodel import Field, SQLModel
 
 from storage.canonical import utcnow
-from storage.sqltypes import UTCDateTime
-from storage.table_values import empty_dict, empty_list, new_id, row_values
 
 __all__ = [
     "NAMING_CONVENTION",
@@ -29,11 +41,67 @@ __all__ = [
     "ScenarioRecord",
     "SubmissionRecord",
     "TokenRecord",
+    "UTCDateTime",
     "empty_dict",
     "empty_list",
     "new_id",
     "row_values",
 ]
+
+
+class UTCDateTime(types.TypeDecorator[datetime]):
+    """``DateTime(timezone=True)`` that only accepts aware values and returns them in UTC.
+
+    SQLite keeps no offset, so values are converted to UTC before they are bound; that
+    also keeps SQLite's text timestamps ordered correctly.
+    """
+
+    impl = types.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Convert to UTC; refuse naive datetimes."""
+        if value is None:
+            return None
+        if value.utcoffset() is None:
+            raise ValueError("naive datetime; storage only handles timezone-aware values")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Attach UTC to SQLite's naive values; normalize others to UTC."""
+        if value is None:
+            return None
+        if value.utcoffset() is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def new_id() -> str:
+    """A fresh 32-hex-digit id (uuid4)."""
+    return uuid4().hex
+
+
+def row_values(record: SQLModel) -> dict[str, Any]:
+    """A record's column values keyed by column name, for a Core INSERT of the record."""
+    mapper = sa_inspect(type(record))
+    return {attr.columns[0].key: getattr(record, attr.key) for attr in mapper.column_attrs}
+
+
+def empty_dict() -> dict[str, Any]:
+    """A new empty dict: the default factory of JSON object columns.
+
+    A Python function, not the ``dict`` type: pydantic inspects a default factory's
+    signature on every model construction, and for builtins that means parsing their
+    text signature (a tenth of a submission's CPU in bench/overhead.py).
+    """
+    return {}
+
+
+def empty_list() -> list[Any]:
+    """A new empty list: the default factory of JSON array columns (see ``empty_dict``)."""
+    return []
+
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

@@ -13,7 +13,7 @@ digits) and are verified as *legacy* rows (see ``storage.audit.verify``).
 
 ``seq`` is assigned as last + 1 while the chain is locked: on PostgreSQL by a
 transaction-scoped advisory lock, on SQLite by the write lock that ``BEGIN IMMEDIATE``
-takes (see ``storage.db``). ``seq`` is the primary key, so even a writer that bypassed
+takes (see ``storage.engine``). ``seq`` is the primary key, so even a writer that bypassed
 the lock could not fork the chain, only fail.
 
 On SQLite the head an engine last wrote is remembered as a hint, so an append need not

@@ -32,8 +32,7 @@ from storage.audit.state import present_values
 from storage.canonical import canonical_json
 from storage.review_tables import FailureTagRecord, HumanLabelRecord, OverrideRecord
 from storage.scenario_tables import ScenarioVersionRecord
-from storage.table_values import row_values
-from storage.tables import JudgeCallRecord, ScenarioRecord, SubmissionRecord
+from storage.tables import JudgeCallRecord, ScenarioRecord, SubmissionRecord, row_values
 
 __all__ = [
     "COVERED_TABLES",

@@ -45,7 +45,7 @@ from storage.audit.records import (
     table_rows,
 )
 from storage.audit.state import COVERS, answers_by_grading, state_digest
-from storage.db import read_only
+from storage.engine import read_only
 from storage.tables import AuditRecord, GradingRecord
 
 __all__ = [

@@ -3,7 +3,7 @@
 ``storage.migrate`` passes a synchronous connection in ``config.attributes["connection"]``;
 the ``alembic`` command line instead gives a URL (``sqlalchemy.url`` or
 ``SRE_JUDGE_DATABASE_URL``), for which a synchronous engine is built here
-(``storage.db.make_engine``). SQLite gets batch mode so later ALTERs work.
+(``storage.engine.make_engine``). SQLite gets batch mode so later ALTERs work.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import storage.review_tables
 import storage.scenario_tables
 import storage.tables
 import storage.webhooks.tables  # noqa: F401
-from storage.db import default_database_url, make_engine
+from storage.engine import default_database_url, make_engine
 from storage.search import include_in_autogenerate
 
 config = context.config

@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from storage import SubmissionRecord
-from storage.db import session_factory
+from storage.engine import session_factory
 from storage.storable import MAX_INT32
 from tests.imports.jobs import finished, tar_gz
 from tests.support.sregym_results import COLUMNS, PROBLEMS, write_sregym_results

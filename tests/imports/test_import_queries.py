@@ -16,7 +16,7 @@ from api.imports.queries import ImportQueries
 from api.imports.report import ImportAborted
 from api.imports.sregym import SregymAttempt, read_sregym_folder
 from storage import GradingRecord, ScenarioRecord, Store, SubmissionRecord
-from storage.db import session_factory
+from storage.engine import session_factory
 from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
 from tests.support.sregym_results import PROBLEMS, write_sregym_results
 

@@ -26,7 +26,7 @@ from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
 from storage import Store, SubmissionRecord
 from storage.canonical import utcnow
-from storage.db import session_factory
+from storage.engine import session_factory
 from storage.imports import ImportJobRecord
 from storage.keys import ServiceKey
 from tests.imports.jobs import finished, tar_gz

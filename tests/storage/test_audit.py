@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from storage import GENESIS_HASH, AuditRecord, Store, append_event, verify_chain
 from storage.audit import ChainKey, row_hash
 from storage.canonical import canonical_json
-from storage.db import make_engine, session_factory
+from storage.engine import make_engine, session_factory
 from storage.keys import ServiceKey
 from tests.storage.helpers import graded_result, submit
 from tests.support.statements import statements

@@ -19,7 +19,7 @@ from storage import (
 )
 from storage.canonical import utcnow
 from storage.claims import claimable_query
-from storage.db import session_factory
+from storage.engine import session_factory
 from storage.regrade.lifecycle import not_held_back
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, judge_call, submit, unscored_result

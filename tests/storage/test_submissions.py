@@ -17,7 +17,7 @@ from storage import (
     Store,
     SubmissionRecord,
 )
-from storage.db import session_factory
+from storage.engine import session_factory
 from tests.storage.helpers import new_submission, sregym_rubric, submit
 
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from storage import AuditRecord, NotFound, Store, make_engine
-from storage.db import session_factory
+from storage.engine import session_factory
 from storage.keys import ServiceKey
 from tests.conftest import Clock
 

@@ -51,7 +51,7 @@ def _create_engine(url: Any, **kwargs: Any) -> Engine:
 
 
 def install() -> None:
-    """Make ``storage.db.make_engine`` share dialects and compiled statements."""
-    import storage.db
+    """Make ``storage.engine.make_engine`` share dialects and compiled statements."""
+    import storage.engine
 
-    storage.db.create_engine = _create_engine  # type: ignore[attr-defined]
+    storage.engine.create_engine = _create_engine  # type: ignore[attr-defined]

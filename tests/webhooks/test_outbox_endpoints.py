@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from storage import ChainKey, Store, verify_chain
-from storage.db import make_engine
+from storage.engine import make_engine
 from storage.keys import ServiceKey
 from storage.webhooks.tables import WebhookEndpointRecord
 from tests.support.statements import statements

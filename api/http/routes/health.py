@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from api.http.auth import bearer_principal
 from api.service.judge_status import judge_status, pending_status, waiting_reason
 from api.service.services import Services
-from storage.db import read_only
+from storage.engine import read_only
 
 __all__ = ["healthz", "readyz"]
 

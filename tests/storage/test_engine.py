@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from storage import default_database_url, is_postgres, make_engine
-from storage.db import sync_url
+from storage.engine import sync_url
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import Engine
 
 from storage import AnswerRecord, FinishedGrading, JudgeCallRecord, Store, verify_chain
-from storage.db import session_factory
+from storage.engine import session_factory
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, submit, unscored_result
 from tests.support.statements import statements
