@@ -345,18 +345,26 @@ async def _import_remote(
 
 
 async def advance(services: Services, engine: RegradeEngineRecord, *, actor: str) -> None:
-    """Take one job's engine one step on (render, submit, poll), as its state says."""
+    """Take one job's engine one step on (render, submit, poll), as its state says; a
+    failed step is noted on the engine and tried again after a wait that doubles while
+    it keeps failing (``BatchQueries.fail_engine``)."""
     try:
         if engine.state == "rendering":
             await render_job(services, engine.job_id, actor=actor)
         elif engine.state == "submitting":
-            await submit_job(services, engine.job_id, actor=actor)
+            if await submit_job(services, engine.job_id, actor=actor) is None:
+                return  # another runner is submitting: nothing was tried here
         elif engine.state == "running":
             await poll_job(services, engine.job_id, actor=actor)
     except NotFound:
         return
-    except Exception as exc:  # the engine keeps its state: the next round tries again
+    except Exception as exc:  # the engine keeps its state: a later round tries again
         log.exception("regrade batch engine step failed", extra={"job_id": engine.job_id})
         await BatchQueries(services.store.db).fail_engine(
-            engine.job_id, f"{type(exc).__name__}: {exc}"
+            engine.job_id,
+            f"{type(exc).__name__}: {exc}",
+            poll_seconds=services.settings.regrade_batch_poll_seconds,
         )
+    else:
+        if engine.failures:
+            await BatchQueries(services.store.db).recovered(engine.job_id)

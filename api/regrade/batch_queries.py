@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, insert, select, true, update
@@ -39,6 +39,7 @@ from storage.regrade.tables import TERMINAL_STATES, RegradeJobRecord
 from storage.tables import GradingRecord
 
 __all__ = [
+    "MAX_RETRY_SECONDS",
     "MAX_ROUNDS",
     "SUBMIT_SECONDS",
     "BatchProgress",
@@ -53,6 +54,8 @@ __all__ = [
 MAX_ROUNDS = 3
 #: a batch being submitted for this long without a remote id was cut short: take it over
 SUBMIT_SECONDS = 300
+#: the longest wait between tries of an engine's step that keeps failing (an hour)
+MAX_RETRY_SECONDS = 3600.0
 _INSERT_BATCH = 500
 _REQ = RegradeBatchRequestRecord
 
@@ -101,6 +104,9 @@ class BatchProgress:
     state: str
     round: int
     error: str | None
+    #: steps that failed in a row, and when the failed one is tried again
+    failures: int
+    retry_at: datetime | None
     requests: int
     submitted: int
     answered: int
@@ -117,6 +123,8 @@ class BatchProgress:
             "state": self.state,
             "round": self.round,
             "error": self.error,
+            "failures": self.failures,
+            "retry_at": self.retry_at.isoformat() if self.retry_at else None,
             "requests": self.requests,
             "submitted": self.submitted,
             "completed": self.answered,
@@ -172,9 +180,12 @@ class BatchQueries:
         """The job's engine row, or None for a live job."""
         return await self._db.run_read(lambda s: s.get(RegradeEngineRecord, job_id))
 
-    async def engines_in(self, states: Sequence[str]) -> list[RegradeEngineRecord]:
+    async def engines_in(
+        self, states: Sequence[str], *, due: bool = True
+    ) -> list[RegradeEngineRecord]:
         """The engine rows in ``states`` of jobs not ended (a cancelled job's engine rests
-        until it is resumed), oldest first: the runner's work."""
+        until it is resumed), oldest first: the runner's work. ``due``: only those whose
+        failed step's wait is over (see :meth:`fail_engine`); False: all of them."""
         query = (
             select(RegradeEngineRecord)
             .join(RegradeJobRecord, col(RegradeJobRecord.id) == col(RegradeEngineRecord.job_id))
@@ -184,6 +195,9 @@ class BatchQueries:
             )
             .order_by(col(RegradeEngineRecord.created_at))
         )
+        if due:
+            retry_at = col(RegradeEngineRecord.retry_at)
+            query = query.where(retry_at.is_(None) | (retry_at <= self._db.clock()))
         return await self._db.run_read(lambda s: list(s.execute(query).scalars()))
 
     async def items_to_render(self, job_id: str) -> list[Claim]:
@@ -249,14 +263,30 @@ class BatchQueries:
 
         return await self._db.run(work)
 
-    async def fail_engine(self, job_id: str, error: str) -> None:
-        """Note why the engine could not go on (it is tried again at the next round)."""
+    async def fail_engine(self, job_id: str, error: str, *, poll_seconds: float) -> None:
+        """Note why the engine could not go on and when to try again: ``poll_seconds``
+        after its first failed step, twice as long after each further one in a row, at
+        most :data:`MAX_RETRY_SECONDS` (a step that fails every time, such as a file the
+        Batch API refuses, costs a few calls an hour, not one every round)."""
 
         def work(session: Session) -> None:
             engine = _engine(self._db, session, job_id)
-            engine.error, engine.updated_at = error[:1000], self._db.clock()
+            now = self._db.clock()
+            engine.failures += 1
+            wait = min(poll_seconds * 2 ** (engine.failures - 1), MAX_RETRY_SECONDS)
+            engine.error, engine.updated_at = error[:1000], now
+            engine.retry_at = now + timedelta(seconds=wait)
 
         await self._db.run(work)
+
+    async def recovered(self, job_id: str) -> None:
+        """A step succeeded after failed ones: the error and the wait are cleared."""
+        statement = (
+            update(RegradeEngineRecord)
+            .where(col(RegradeEngineRecord.job_id) == job_id)
+            .values(failures=0, retry_at=None, error=None, updated_at=self._db.clock())
+        )
+        await self._db.run(lambda s: s.execute(statement))
 
     async def open_requests(self, job_id: str) -> list[tuple[str, dict[str, Any]]]:
         """``(custom id, body)`` of the job's requests with no reply yet, in order."""
@@ -270,8 +300,10 @@ class BatchQueries:
     async def new_batch(self, job_id: str, *, actor: str) -> RegradeBatchRecord | None:
         """Open a batch of the job's requests with no reply (engine ``submitting``): the
         batch row (state ``created``), its requests marked ``submitted``; None when the
-        engine is not submitting or another runner is submitting (a created batch younger
-        than ``SUBMIT_SECONDS``; an older one is returned, to be finished)."""
+        engine is not submitting or another runner is submitting (a created batch whose
+        submission began less than ``SUBMIT_SECONDS`` ago and has not failed since). A
+        created batch whose submission failed or was cut short is returned, to be
+        finished, its submission stamped as begun now (``created_at``)."""
 
         def work(session: Session) -> RegradeBatchRecord | None:
             engine = _engine(self._db, session, job_id)
@@ -283,9 +315,12 @@ class BatchQueries:
             )
             found = session.execute(open_).scalars().first()
             if found is not None:
-                if found.created_at > self._db.clock() - timedelta(seconds=SUBMIT_SECONDS):
+                now = self._db.clock()
+                failed = bool(engine.failures) and (engine.updated_at or now) >= found.created_at
+                if not failed and found.created_at > now - timedelta(seconds=SUBMIT_SECONDS):
                     return None  # another runner is submitting it
-                return found  # a submission cut short (its runner stopped): finish it
+                found.created_at = now  # this runner finishes it; others leave it alone
+                return found
             ids = list(
                 session.execute(
                     select(col(_REQ.custom_id)).where(
@@ -473,6 +508,8 @@ class BatchQueries:
                 state=engine.state,
                 round=engine.round,
                 error=engine.error,
+                failures=engine.failures,
+                retry_at=engine.retry_at,
                 requests=sum(v[0] for v in by.values()),
                 submitted=sum(v[0] for k, v in by.items() if k != "rendered"),
                 answered=answered[0],

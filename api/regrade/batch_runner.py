@@ -39,19 +39,24 @@ class BatchRunner(BackgroundTask):
         self.actor = f"batch-{new_worker_id()}"
         self._poll = poll_seconds or services.settings.regrade_batch_poll_seconds
 
-    async def run_once(self) -> int:
-        """One step for each job whose engine needs one; how many were looked at."""
-        engines = await BatchQueries(self.services.store.db).engines_in(_ACTIVE)
+    async def run_once(self, *, due: bool = True) -> int:
+        """One step for each job whose engine needs one; how many were looked at.
+        ``due``: skip an engine whose failed step's wait is not over (False: try it)."""
+        engines = await BatchQueries(self.services.store.db).engines_in(_ACTIVE, due=due)
         for engine in engines:
             await advance(self.services, engine, actor=self.actor)
         return len(engines)
 
     async def _loop(self) -> None:
         wake = self.services.waiters.batches
+        # a (re)started service tries every engine at once, its failed steps too: a
+        # failure may have been this process's settings, fixed by the restart
+        due = False
         while True:
             wake.clear()
             try:
-                await self.run_once()
+                await self.run_once(due=due)
+                due = True
             except Exception:
                 log.exception("the regrade batch runner failed a round; retrying")
             with contextlib.suppress(TimeoutError):

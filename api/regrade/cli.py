@@ -68,6 +68,12 @@ def _show(job: RegradeJobPublic, fmt: str) -> None:
             f"{batch['completed']} completed, {batch['failed']} failed; tokens "
             f"{batch['prompt_tokens']} prompt, {batch['completion_tokens']} completion"
         )
+        if batch.get("error"):
+            tries = batch.get("failures") or 0
+            click.echo(
+                f"  last step failed ({tries} in a row; next try "
+                f"{batch.get('retry_at') or 'at the next round'}): {batch['error']}"
+            )
     elif job.engine != "live":
         click.echo(f"  engine {job.engine}")
 

@@ -128,7 +128,8 @@ class RegradeJobPublic(BaseModel):
     #: live | batch | offline
     engine: str = "live"
     #: a batch engine's progress: its state, requests written / submitted / completed /
-    #: failed, the replies' tokens and each batch (None for a live job)
+    #: failed, the replies' tokens, each batch, and a failing step's error, failures in a
+    #: row and next try (None for a live job)
     batch: dict[str, Any] | None = None
 
 

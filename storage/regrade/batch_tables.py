@@ -50,7 +50,12 @@ class RegradeEngineRecord(SQLModel, table=True):
     state: str = Field(default="rendering", sa_type=String(16), index=True)
     #: batches submitted (or results files awaited) so far
     round: int = 0
+    #: why the last step failed (None once a step succeeds)
     error: str | None = Field(default=None, sa_type=Text)
+    #: steps that failed in a row; each doubles the wait before the next try
+    failures: int = 0
+    #: when the runner tries a failed step again (None: at its next round)
+    retry_at: datetime | None = _when()
     created_at: datetime = _created()
     updated_at: datetime | None = _when()
 

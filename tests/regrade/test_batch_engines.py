@@ -11,23 +11,25 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import respx
 from litestar.testing import AsyncTestClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 
 from api.regrade import batch_engine
 from judge.backends.openai import OpenAIBackend
 from judge.batch import parse_custom_id
 from storage import JudgeCallRecord, Store
-from storage.regrade.batch_tables import RegradeBatchRequestRecord
+from storage.regrade.batch_tables import RegradeBatchRequestRecord, RegradeEngineRecord
 from storage.regrade.tables import JudgeCacheRecord
 from tests.api.conftest import ClientFactory
 from tests.support.batch_api import FakeBatchAPI, chat_completion
 from tests.support.gradings import add_many
+from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
 from tests.web.conftest import sign_in
 
@@ -422,3 +424,67 @@ async def test_a_cancelled_batch_job_rests_and_a_resumed_one_goes_on(
             done = await _finished(client, admin, job["id"])
     assert (done["state"], done["done"]) == ("done", ITEMS)
     assert judge_server.requests == [] and (api.uploads, api.creates) == (1, 1)
+
+
+async def test_a_step_that_keeps_failing_is_tried_after_longer_and_longer_waits(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    database_url: str,
+    judge_server: JudgeServer,
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    router, api = _batch_api(judge_server)
+    api.refusing = True  # the Batch API refuses the file, every time
+    with router:
+        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+            url = f"/v1/regrade-jobs/{job['id']}"
+            await asyncio.sleep(2)
+            # waits of 0.05, 0.1, 0.2, 0.4, 0.8 s...: about 6 tries in 2 s, not 40
+            assert 3 <= api.uploads <= 8, api.uploads
+            batch = (await client.get(url, headers=admin)).json()["batch"]
+            assert batch["failures"] >= 3 and batch["retry_at"] is not None, batch
+            assert "file refused" in batch["error"] and batch["state"] == "submitting"
+            await sign_in(client, admin)
+            page = (await client.get(f"/regrades/{job['id']}")).text
+            assert 'data-testid="batch-error"' in page and "times in a row; next try" in page
+            env = {"SRE_JUDGE_DATABASE_URL": database_url, "SRE_JUDGE_JUDGE": "scripted:pass"}
+            status = cli_in_process("regrade", "status", job["id"], "--format", "table", env=env)
+            assert "last step failed (" in status.stdout and "file refused" in status.stdout
+            api.refusing = False  # the Batch API takes the file again: the job goes on
+            await _until(lambda: bool(api.batches))
+            api.finish("batch_1", "completed", lambda body: REPLY)
+            done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", ITEMS)
+    assert (done["batch"]["failures"], done["batch"]["retry_at"], done["batch"]["error"]) == (
+        0,
+        None,
+        None,
+    )
+
+
+async def test_a_restarted_service_tries_a_failed_step_at_once(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    router, api = _batch_api(judge_server)
+    api.refusing = True
+    with router:
+        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+            await _until(lambda: api.uploads >= 2)
+        with engine.begin() as connection:  # the next try an hour away
+            connection.execute(
+                update(RegradeEngineRecord)
+                .where(RegradeEngineRecord.job_id == job["id"])
+                .values(retry_at=datetime.now(UTC) + timedelta(hours=1))
+            )
+        api.refusing = False  # fixed (a new key, say) and restarted
+        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+            await _until(lambda: bool(api.batches), seconds=10)
+            api.finish("batch_1", "completed", lambda body: REPLY)
+            done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", ITEMS)

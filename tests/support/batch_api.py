@@ -53,6 +53,8 @@ class FakeBatchAPI:
     uploads: int = 0
     creates: int = 0
     retrieves: int = 0
+    #: answer every upload 400, as OpenAI refuses a file it cannot take
+    refusing: bool = False
 
     def routes(self, router: respx.MockRouter) -> None:
         """Add the endpoints to ``router`` (other requests go where the router says)."""
@@ -132,6 +134,9 @@ class FakeBatchAPI:
 
     def _upload(self, request: httpx.Request) -> httpx.Response:
         self.uploads += 1
+        if self.refusing:
+            error = {"message": "file refused", "type": "invalid_request_error", "code": None}
+            return httpx.Response(400, json={"error": {**error, "param": "file"}})
         content = request.content
         assert b'name="purpose"' in content and b"batch" in content
         # the JSON lines between the file part's headers and the closing boundary
