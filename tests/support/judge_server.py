@@ -243,7 +243,8 @@ def running_judge_server(
     server.daemon_threads = True  # a slow scripted reply must not hold up the test's end
     server.block_on_close = False
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # looks for shutdown every 50 ms: the default 0.5 s was the wait of every test's end
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield state

@@ -90,7 +90,8 @@ def receiving(*, tls: ssl.SSLContext | None = None) -> Iterator[Receiver]:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
     scheme = "https" if tls is not None else "http"
     receiver.url = f"{scheme}://127.0.0.1:{server.server_address[1]}/hook"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # looks for shutdown every 50 ms: the default 0.5 s was the wait of every test's end
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield receiver
