@@ -47,6 +47,7 @@ __all__ = [
     "ImportReport",
     "RenderedRequest",
     "add_engine",
+    "retry_wait",
 ]
 
 #: batches (or results files) a job's failed requests may go through before the rest is
@@ -58,6 +59,14 @@ SUBMIT_SECONDS = 300
 MAX_RETRY_SECONDS = 3600.0
 _INSERT_BATCH = 500
 _REQ = RegradeBatchRequestRecord
+
+
+def retry_wait(failures: int, poll_seconds: float) -> float:
+    """Seconds before the next try of a step that failed ``failures`` times in a row:
+    ``poll_seconds``, doubled for each failure after the first, at most
+    :data:`MAX_RETRY_SECONDS` (whatever the count: a step failing for months included)."""
+    doublings = min(max(failures - 1, 0), 64)
+    return float(min(poll_seconds * 2.0**doublings, MAX_RETRY_SECONDS))
 
 
 @dataclass(frozen=True)
@@ -273,9 +282,8 @@ class BatchQueries:
             engine = _engine(self._db, session, job_id)
             now = self._db.clock()
             engine.failures += 1
-            wait = min(poll_seconds * 2 ** (engine.failures - 1), MAX_RETRY_SECONDS)
             engine.error, engine.updated_at = error[:1000], now
-            engine.retry_at = now + timedelta(seconds=wait)
+            engine.retry_at = now + timedelta(seconds=retry_wait(engine.failures, poll_seconds))
 
         await self._db.run(work)
 

@@ -21,6 +21,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 
 from api.regrade import batch_engine
+from api.regrade.batch_queries import MAX_RETRY_SECONDS, retry_wait
 from judge.backends.openai import OpenAIBackend
 from judge.batch import parse_custom_id
 from storage import JudgeCallRecord, Store
@@ -494,3 +495,11 @@ async def test_a_restarted_service_tries_a_failed_step_at_once(
             api.finish("batch_1", "completed", lambda body: REPLY)
             done = await _finished(client, admin, job["id"])
     assert (done["state"], done["done"]) == ("done", ITEMS)
+
+
+def test_the_wait_doubles_up_to_an_hour_whatever_the_count_of_failures() -> None:
+    assert [retry_wait(n, 30) for n in (1, 2, 3, 4)] == [30, 60, 120, 240]
+    assert retry_wait(7, 30) == 1920
+    assert retry_wait(8, 30) == MAX_RETRY_SECONDS == 3600  # 30 s x 128 is past the hour
+    # a step failing every hour for months: still an hour, never an overflow
+    assert retry_wait(5_000, 30) == retry_wait(10**9, 0.05) == MAX_RETRY_SECONDS
