@@ -345,16 +345,18 @@ async def _import_remote(
 
 
 async def advance(services: Services, engine: RegradeEngineRecord, *, actor: str) -> None:
-    """Take one job's engine one step on (render, submit, poll), as its state says; a
-    failed step is noted on the engine and tried again after a wait that doubles while
-    it keeps failing (``BatchQueries.fail_engine``)."""
+    """Take one job's engine on (render, submit, poll), as its state says: rendered
+    requests are submitted at once, not a poll interval later. A failed step is noted on
+    the engine and tried again after a wait that doubles while it keeps failing
+    (``BatchQueries.fail_engine``)."""
     try:
-        if engine.state == "rendering":
-            await render_job(services, engine.job_id, actor=actor)
-        elif engine.state == "submitting":
+        state: str | None = engine.state
+        if state == "rendering":  # None: rendered by another runner already
+            state = await render_job(services, engine.job_id, actor=actor)
+        if state == "submitting":
             if await submit_job(services, engine.job_id, actor=actor) is None:
                 return  # another runner is submitting: nothing was tried here
-        elif engine.state == "running":
+        elif state == "running":
             await poll_job(services, engine.job_id, actor=actor)
     except NotFound:
         return

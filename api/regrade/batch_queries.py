@@ -287,6 +287,16 @@ class BatchQueries:
 
         await self._db.run(work)
 
+    async def try_now(self, job_id: str) -> bool:
+        """End the wait of the job's engine, if it has one (the job was resumed): its next
+        step is taken at the runner's next round. Whether the job has an engine."""
+        statement = (
+            update(RegradeEngineRecord)
+            .where(col(RegradeEngineRecord.job_id) == job_id)
+            .values(retry_at=None)
+        )
+        return bool(await self._db.run(lambda s: s.execute(statement).rowcount))
+
     async def recovered(self, job_id: str) -> None:
         """A step succeeded after failed ones: the error and the wait are cleared."""
         statement = (

@@ -96,10 +96,13 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
 async def change_regrade(
     services: Services, job_id: str, action: JobAction, *, actor: str
 ) -> JobView:
-    """Pause, resume or cancel a job; a resumed job's items go back to the workers at once."""
+    """Pause, resume or cancel a job; a resumed job's items go back to the workers at once,
+    and its batch engine's next step is taken at once (a failed step's wait is over)."""
     view = await RegradeJobQueries(services.store.db).change_job(job_id, action, actor=actor)
     if action == "resume":
         services.waiters.regrade_queued()
+        if await BatchQueries(services.store.db).try_now(job_id):
+            services.waiters.batches.set()
     return view
 
 

@@ -503,3 +503,31 @@ def test_the_wait_doubles_up_to_an_hour_whatever_the_count_of_failures() -> None
     assert retry_wait(8, 30) == MAX_RETRY_SECONDS == 3600  # 30 s x 128 is past the hour
     # a step failing every hour for months: still an hour, never an overflow
     assert retry_wait(5_000, 30) == retry_wait(10**9, 0.05) == MAX_RETRY_SECONDS
+
+
+async def test_resuming_a_job_tries_its_failed_step_at_once(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
+) -> None:
+    await _gradings(engine)
+    admin = await tokens("admin")
+    router, api = _batch_api(judge_server)
+    api.refusing = True
+    slow = {"regrade_batch_poll_seconds": 60}  # a failed step waits a minute
+    with router:
+        async with api_client(backends=_backends(judge_server), **slow) as client:
+            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+            await _until(lambda: api.uploads == 1)
+            base = f"/v1/regrade-jobs/{job['id']}"
+            await _until(lambda: bool(_engine_row(engine, job["id"]).retry_at))
+            api.refusing = False  # mended; the admin cancels and resumes the job
+            assert (await client.post(f"{base}/cancel", headers=admin)).status_code == 200
+            assert (await client.post(f"{base}/resume", headers=admin)).status_code == 200
+            await _until(lambda: bool(api.batches), seconds=10)  # not a minute later
+    assert (api.uploads, api.creates) == (2, 1)
+
+
+def _engine_row(engine: Engine, job_id: str) -> Any:
+    with engine.connect() as connection:
+        return connection.execute(
+            select(RegradeEngineRecord).where(RegradeEngineRecord.job_id == job_id)
+        ).one()
