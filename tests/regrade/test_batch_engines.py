@@ -447,10 +447,7 @@ async def test_a_step_that_keeps_failing_is_tried_after_longer_and_longer_waits(
             assert 3 <= api.uploads <= 7, api.uploads
             batch = (await client.get(url, headers=admin)).json()["batch"]
             assert batch["failures"] >= 3 and batch["retry_at"] is not None, batch
-            with engine.connect() as connection:
-                row = connection.execute(
-                    select(RegradeEngineRecord).where(RegradeEngineRecord.job_id == job["id"])
-                ).one()
+            row = _engine_row(engine, job["id"])
             wait = (row.retry_at - row.updated_at).total_seconds()
             assert wait == pytest.approx(0.05 * 2 ** (row.failures - 1)), (wait, row.failures)
             assert "file refused" in batch["error"] and batch["state"] == "submitting"
