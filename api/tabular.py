@@ -11,6 +11,11 @@ for the terminal even so is printed in blocks, one under the other, each repeati
 leading name columns (agent, arm, kind, question ...) so that every row stays
 readable; the table's ``headline`` columns (n, the rate and its interval, the p-value)
 come first, in the first block.
+
+What a table shows comes from submitters, imported files and judges (agent names,
+scenario ids, tags, a judge's evidence): ``api.terminal.terminal_text`` makes it inert
+before it reaches a terminal, and cells, headers, titles and notes are printed as plain
+text, never read as rich markup (``[link=...]``, ``[bold]``) or emoji codes.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from typing import Any, TextIO
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from api.terminal import terminal_text
 
 __all__ = ["Tabular", "print_table", "write_csv"]
 
@@ -53,7 +61,7 @@ def _cell(column: str, value: Any) -> str:
         return "-"
     if isinstance(value, float):
         return f"{value:.3g}" if column == "p_value" else f"{value:.3f}"
-    return str(value)
+    return terminal_text(str(value))
 
 
 def _terminal_columns(columns: list[str]) -> list[tuple[str, list[int]]]:
@@ -64,7 +72,7 @@ def _terminal_columns(columns: list[str]) -> list[tuple[str, list[int]]]:
             prefix = column.removesuffix("ci_high")
             merged[-1] = (f"{prefix.replace('_', ' ')}95% CI", [i - 1, i])
         else:
-            merged.append((column, [i]))
+            merged.append((terminal_text(column), [i]))
     return merged
 
 
@@ -158,9 +166,9 @@ def print_table(table: Tabular, console: Console) -> None:
     for number, block in enumerate(blocks):
         if number:
             console.print()
-        title = table.title if number == 0 else f"{table.title} (continued)"
+        title = terminal_text(table.title if number == 0 else f"{table.title} (continued)")
         view = Table(
-            title=title,
+            title=Text(title),
             title_justify="left",
             box=box.SIMPLE_HEAD,
             show_edge=False,
@@ -170,18 +178,18 @@ def print_table(table: Tabular, console: Console) -> None:
         for i, size in zip(block, _widths(columns, block, console.width), strict=True):
             column = columns[i]
             view.add_column(
-                column.header,
+                Text(column.header),
                 justify="right" if column.numeric else "left",
                 width=size,
                 overflow="fold",
             )
         for r in range(len(table.rows)):
-            view.add_row(*(columns[i].cells[r] for i in block))
+            view.add_row(*(Text(columns[i].cells[r]) for i in block))
         console.print(view)
     if not table.rows:
         console.print("(no rows: nothing matches the filter)")
     for note in table.notes:
-        console.print(f"note: {note}", markup=False, style="dim")
+        console.print(Text(f"note: {terminal_text(note)}", style="dim"))
 
 
 def write_csv(table: Tabular, stream: TextIO) -> None:

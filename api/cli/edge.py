@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from api.cli.database import require_database, require_migrated
+from api.terminal import terminal_text
 
 if TYPE_CHECKING:
     from api.service.services import Services
@@ -46,7 +47,7 @@ class CommandError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         """One line on stderr."""
-        click.echo(f"error: {self.format_message()}", err=True)
+        click.echo(f"error: {terminal_text(self.format_message())}", err=True)
 
 
 class OneLineGroup(click.Group):
@@ -186,7 +187,8 @@ def as_click_error(exc: Exception) -> click.ClickException | None:
         if isinstance(exc, kind):
             field = getattr(exc, "field", None)
             message = getattr(exc, "detail", None) or str(exc)
-            return click_error(f"{field}: {message}" if field else message)
+            # a domain error may quote what a user, a file or a server sent: inert text
+            return click_error(terminal_text(f"{field}: {message}" if field else message))
     return None
 
 

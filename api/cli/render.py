@@ -1,4 +1,8 @@
-"""Rich rendering of grading objects for the terminal."""
+"""Rich rendering of grading objects for the terminal.
+
+Every text that came from the server (evidence, reasons, a judge's name, the detail) is
+made inert (``api.terminal.terminal_text``) and escaped from rich markup before it is
+printed: a diagnosis, or a judge that copied one, never acts on the terminal."""
 
 from __future__ import annotations
 
@@ -8,9 +12,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from api.terminal import terminal_text
 from judge.review_reasons import hold_explanation
 
 __all__ = ["render_grading", "render_submitter_view"]
+
+
+def _shown(text: str) -> str:
+    """Text from the server as rich markup that prints it as it is, inert."""
+    return escape(terminal_text(text))
 
 
 def _answer_cell(answer: dict[str, Any]) -> str:
@@ -30,7 +40,7 @@ def _verified_cell(answer: dict[str, Any]) -> str:
         return "-"
     if not verified:
         reason = answer.get("evidence_reason") or "not in the diagnosis"
-        return f"[yellow]not found[/yellow]: {escape(reason)}"
+        return f"[yellow]not found[/yellow]: {_shown(reason)}"
     return "found" if answer.get("veto") else "[green]found[/green]"
 
 
@@ -40,7 +50,8 @@ def _veto_cell(answer: dict[str, Any]) -> str:
     if not veto:
         return ""
     style = "red" if veto["effect"] == "vetoed" else "yellow"
-    return f"[{style}]{veto['effect']}[/{style}] {escape(veto['check'])}: {escape(veto['reason'])}"
+    effect, check, reason = (_shown(veto[k]) for k in ("effect", "check", "reason"))
+    return f"[{style}]{effect}[/{style}] {check}: {reason}"
 
 
 def _print_heading(grading: dict[str, Any], console: Console) -> bool:
@@ -48,11 +59,11 @@ def _print_heading(grading: dict[str, Any], console: Console) -> bool:
     the grading is unscored (nothing more to print but its detail)."""
     rubric, judge = grading["rubric"], grading["judge"]
     console.print(
-        f"rubric [bold]{rubric['id']}[/bold] {rubric['version']}  "
-        f"judge [bold]{judge['backend']}:{judge['model']}[/bold]"
+        f"rubric [bold]{_shown(rubric['id'])}[/bold] {_shown(str(rubric['version']))}  "
+        f"judge [bold]{_shown(judge['backend'])}:{_shown(judge['model'])}[/bold]"
     )
     if grading["status"] == "unscored":
-        console.print(f"[bold yellow]UNSCORED[/bold yellow]: {grading['unscored_reason']}")
+        console.print(f"[bold yellow]UNSCORED[/bold yellow]: {_shown(grading['unscored_reason'])}")
         return False
     return True
 
@@ -68,7 +79,7 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
     """Print the nine answers with their evidence, then the verdict."""
     if not _print_heading(grading, console):
         if grading.get("detail"):
-            console.print(grading["detail"], markup=False)
+            console.print(terminal_text(grading["detail"]), markup=False)
         return
     table = Table(show_lines=False)
     for column in ("question", "answer", "evidence", "quote", "check in code"):
@@ -76,9 +87,9 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
     for answer in grading["answers"]:
         evidence = answer["evidence"] or answer.get("reasoning") or ""
         table.add_row(
-            answer["question_id"],
+            _shown(answer["question_id"]),
             _answer_cell(answer),
-            escape(evidence[:160]),
+            _shown(evidence[:160]),
             _verified_cell(answer),
             _veto_cell(answer),
         )
@@ -92,9 +103,10 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
         verdict = "[bold red]FAIL[/bold red]"
     console.print(f"{verdict}  {_score_line(grading)}")
     if grading.get("detail"):
-        console.print(f"note: {grading['detail']}", markup=False)
+        console.print(f"note: {terminal_text(grading['detail'])}", markup=False)
     if grading["needs_review"]:
-        console.print(f"[yellow]needs review[/yellow]: {', '.join(grading['review_reasons'])}")
+        reasons = ", ".join(grading["review_reasons"])
+        console.print(f"[yellow]needs review[/yellow]: {_shown(reasons)}")
 
 
 def render_submitter_view(grading: dict[str, Any], console: Console) -> None:
@@ -114,6 +126,6 @@ def render_submitter_view(grading: dict[str, Any], console: Console) -> None:
         table.add_column(column)
     for answer in grading["answers"]:
         style = "green" if answer["answer"] == "yes" else "red"
-        table.add_row(answer["question_id"], f"[{style}]{answer['answer']}[/{style}]")
+        table.add_row(_shown(answer["question_id"]), f"[{style}]{answer['answer']}[/{style}]")
     console.print(table)
     console.print(f"{verdict}  {_score_line(grading)}")

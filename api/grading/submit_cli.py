@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from api.cli.options import format_option
+from api.terminal import terminal_text
 
 __all__ = ["EXIT_CODES", "submit_command"]
 
@@ -185,12 +186,12 @@ def submit_command(
             try:
                 grading = _submit_one(client, request, wait)
             except ApiError as error:
-                click.echo(f"{prefix}{error}", err=True)
+                click.echo(terminal_text(f"{prefix}{error}"), err=True)
                 transient = isinstance(error, Unavailable)
                 outcomes.append("pending" if transient else "usage")
                 continue
             except (httpx.HTTPError, OSError, TimeoutError) as error:
-                click.echo(f"{prefix}{type(error).__name__}: {error}", err=True)
+                click.echo(terminal_text(f"{prefix}{type(error).__name__}: {error}"), err=True)
                 outcomes.append("pending")
                 continue
             _show(grading, as_json)

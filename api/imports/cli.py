@@ -22,6 +22,7 @@ import click
 
 from api.cli.edge import run, service_runtime
 from api.cli.options import format_option, server_option
+from api.terminal import terminal_text
 
 if TYPE_CHECKING:  # the commands import storage when they run, keeping --help fast
     from api.imports.problems import ImportProblem
@@ -51,8 +52,8 @@ class _Failed(Exception):
 def _failed(failed: _Failed, prefix: str) -> NoReturn:
     """Exit 1 naming why the server's import job failed (and the rows it refused)."""
     for problem in failed.report.problems:
-        click.echo(f"{prefix}{problem}", err=True)
-    click.echo(f"the import job failed: {failed}", err=True)
+        click.echo(terminal_text(f"{prefix}{problem}"), err=True)
+    click.echo(terminal_text(f"the import job failed: {failed}"), err=True)
     sys.exit(1)
 
 
@@ -70,9 +71,9 @@ def _local_file(file: Path) -> Iterator[Path]:
 
 def _report(report: ImportReport, *, fmt: str, prefix: str = "") -> None:
     for problem in report.problems:
-        click.echo(f"{prefix}{problem}", err=True)
+        click.echo(terminal_text(f"{prefix}{problem}"), err=True)
     for conflict in report.conflicts:
-        click.echo(f"{prefix}conflict: {conflict}", err=True)
+        click.echo(terminal_text(f"{prefix}conflict: {conflict}"), err=True)
     if fmt == "json":
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
@@ -179,7 +180,7 @@ def import_jsonl(
                 report = run(_local_jsonl(path, rubric_id, strict))
     except ImportAborted as aborted:
         for problem in aborted.problems:
-            click.echo(f"{name} {problem}", err=True)
+            click.echo(terminal_text(f"{name} {problem}"), err=True)
         click.echo(f"--strict: {len(aborted.problems)} problems; nothing imported", err=True)
         sys.exit(1)
     except _Failed as failed:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from api.terminal import terminal_text
+
 if TYPE_CHECKING:
     from api.imports.problems import ImportProblem
     from api.imports.report import ImportReport
@@ -113,7 +115,7 @@ def upload_and_follow(
         while True:
             line = _progress(job_json)
             if line != said:
-                click.echo(line, err=True)
+                click.echo(terminal_text(line), err=True)
                 said = line
             if job_json["state"] in _ENDED:
                 return _finished(job_json)

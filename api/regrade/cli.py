@@ -17,6 +17,7 @@ import click
 from api.cli.edge import run, service_runtime
 from api.cli.options import deprecated, filter_options, format_option, server_option
 from api.cli.remote import poll_waits
+from api.terminal import terminal_text
 
 if TYPE_CHECKING:  # the commands import the service when they run, keeping --help fast
     from api.regrade.schemas import RegradeJobCreate, RegradeJobPublic
@@ -72,7 +73,7 @@ def _show(job: RegradeJobPublic, fmt: str) -> None:
             tries = batch.get("failures") or 0
             click.echo(
                 f"  last step failed ({tries} in a row; next try "
-                f"{batch.get('retry_at') or 'at the next round'}): {batch['error']}"
+                f"{batch.get('retry_at') or 'at the next round'}): {terminal_text(batch['error'])}"
             )
     elif job.engine != "live":
         click.echo(f"  engine {job.engine}")
@@ -438,7 +439,8 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
             f"engine {report.state}"
         )
         for refusal in report.refusals[:20]:
-            click.echo(f"  line {refusal.line} {refusal.custom_id}: {refusal.reason}", err=True)
+            shown = terminal_text(f"  line {refusal.line} {refusal.custom_id}: {refusal.reason}")
+            click.echo(shown, err=True)
     if job is not None and fmt != "json":
         _show(job, fmt)
     if report.refused:

@@ -14,6 +14,7 @@ import click
 
 from api.cli.edge import run, service_runtime, with_store
 from api.cli.options import format_option
+from api.terminal import terminal_text
 
 if TYPE_CHECKING:
     from api.scenarios.schemas import ScenarioLoadReport
@@ -72,7 +73,7 @@ def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
         return
     for item in report.items:
         changed = f" ({', '.join(item.changed)})" if item.changed else ""
-        click.echo(f"{item.outcome:<12} {item.id}  version {item.version}{changed}")
+        click.echo(terminal_text(f"{item.outcome:<12} {item.id}  version {item.version}{changed}"))
     counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(report.counts.items()))
     click.echo(f"{len(report.items)} scenarios: {counts}", err=True)
 
@@ -108,6 +109,6 @@ def scenarios_list(scenario_set: str | None, id_prefix: str | None, fmt: str) ->
         return
     click.echo(f"{'id':<40} {'set':<12} {'version':>7}  title")
     for r in rows:
-        click.echo(f"{r.id:<40} {r.scenario_set:<12} {r.version:>7}  {r.title}")
+        click.echo(terminal_text(f"{r.id:<40} {r.scenario_set:<12} {r.version:>7}  {r.title}"))
     if not rows:
         click.echo("no scenarios", err=True)
