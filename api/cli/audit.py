@@ -13,6 +13,7 @@ import click
 
 from api.cli.database import require_database, require_migrated
 from api.cli.edge import load_settings, run, service_key
+from api.terminal import terminal_text
 
 if TYPE_CHECKING:
     from api.service.settings import Settings
@@ -107,7 +108,8 @@ def _newest_checkpoint(settings: Settings, given: Path | None) -> Checkpoint | N
 
 def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: str | None) -> None:
     if report.first_broken_seq is not None:
-        click.echo(f"audit log broken at row {report.first_broken_seq}: {report.reason}", err=True)
+        broken = f"audit log broken at row {report.first_broken_seq}: {report.reason}"
+        click.echo(terminal_text(broken), err=True)
     else:
         legacy = f" ({report.legacy_rows} legacy rows, unkeyed)" if report.legacy_rows else ""
         click.echo(f"audit chain intact: {report.checked} rows checked{legacy}")
@@ -124,7 +126,7 @@ def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: s
         )
         click.echo(f"records' state: {report.records_checked} checked{records}")
     for line in report.state_problems[:_SHOWN]:
-        click.echo(f"state broken: {line}", err=True)
+        click.echo(terminal_text(f"state broken: {line}"), err=True)  # names stored ids
     if len(report.state_problems) > _SHOWN:
         click.echo(f"state broken: ... and {len(report.state_problems) - _SHOWN} more", err=True)
     if checkpoint is None:
