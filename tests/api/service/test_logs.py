@@ -148,3 +148,35 @@ async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
         assert secret not in raw
     records = _lines(tmp_path / "serve.log")
     _assert_ids_in_records(records, grading_id)
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_line_quoting_another_server_never_acts_on_a_terminal(log_format: str) -> None:
+    """A judge's or a Batch API's error text may hold escape sequences (a title, a link,
+    the clipboard), C1 controls or a bidirectional override: the log shows them inert,
+    and a JSON line still parses to what was said."""
+    import io
+
+    from api.service.observability import configure_logging
+    from api.service.settings import Settings
+
+    said = "refused: \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \x9b2J \u202etxt.exe"
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    stream = io.StringIO()
+    try:
+        configure_logging(Settings(log_format=log_format), stream=stream)
+        logging.getLogger("sre_judge.test").warning("the judge said %s", said)
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    line = stream.getvalue()
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert raw not in line, (log_format, line)
+    if log_format == "json":
+        assert json.loads(line)["message"] == f"the judge said {said}"
+    else:
+        assert "\\x1b]0;pwned\\x07" in line and "\\u202etxt.exe" in line
