@@ -228,3 +228,52 @@ def test_reports_regrades_and_judges_pages_and_their_roles(
     job_id = _walk_regrade(page, bench, tmp_path)
     _wrong_roles_are_refused(browser, bench, outside, job_id)
     assert dialogs == [] and outside == []
+
+
+#: what a Batch API (or anything at its address) may answer, quoted in the job's error
+HOSTILE_ERROR = '<img src=x onerror=alert(1)><a href="javascript:alert(2)">retry now</a>'
+
+
+def test_a_failing_batch_engine_shows_its_error_inert_with_its_next_try(
+    bench: Bench, browser: Any, database_url: str, tmp_path: Path
+) -> None:
+    from sqlalchemy import update
+
+    from storage import make_engine
+    from storage.regrade.batch_tables import RegradeEngineRecord
+
+    admin = {"Authorization": f"Bearer {bench.tokens['Root']}"}
+    # the judge's server has no Batch API: every submission of the batch fails
+    judge = f"openai:m@http://127.0.0.1:{bench.judge.port}/v1"
+    body = {"judge": judge, "engine": "batch"}
+    created = httpx.post(f"{bench.service.url}/v1/regrade-jobs", json=body, headers=admin)
+    assert created.status_code == 201, created.text
+    job_url = f"{bench.service.url}/v1/regrade-jobs/{created.json()['id']}"
+    for _ in range(200):
+        batch = httpx.get(job_url, headers=admin).json()["batch"]
+        if batch["failures"]:
+            break
+        time.sleep(0.05)
+    assert batch["failures"] == 1 and batch["retry_at"] and batch["error"], batch
+    engine = make_engine(database_url)
+    with engine.begin() as connection:  # as a hostile Batch API's message would be quoted
+        connection.execute(
+            update(RegradeEngineRecord)
+            .where(RegradeEngineRecord.job_id == created.json()["id"])
+            .values(error=f"APIStatusError: {HOSTILE_ERROR}")
+        )
+    engine.dispose()
+    outside: list[str] = []
+    dialogs: list[str] = []
+    page = _page(browser, bench.service.url, outside)
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    _sign_in(page, bench.tokens["Root"])
+    page.goto(f"/regrades/{created.json()['id']}")
+    shown = page.locator("[data-testid=batch-error]")
+    assert shown.inner_text() == f"APIStatusError: {HOSTILE_ERROR}"  # the text, as text
+    assert shown.locator("img, a").count() == 0
+    engine_line = page.locator("[data-testid=batch-engine]").inner_text()
+    next_try = batch["retry_at"][:19].replace("T", " ")  # shown to the second, in UTC
+    assert f"(failed 1 time in a row; next try {next_try} UTC)" in engine_line, engine_line
+    page.screenshot(path=str(tmp_path / "regrade-batch-failing.png"), full_page=True)
+    assert dialogs == [] and outside == []
