@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["terminal_text"]
+__all__ = ["UNSAFE_CHARACTERS", "terminal_text"]
 
 #: what a terminal would act on, or what reorders the characters shown: the C0 controls
 #: but newline and tab (ESC starts the sequences that set a title, a hyperlink, the
 #: clipboard...), DEL, the C1 controls and Unicode's bidirectional overrides and isolates
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+UNSAFE_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_text(text: str) -> str:
     """``text`` inert for a terminal: each control character and bidirectional override
     shown as its escape (``\\x1b``, ``\\u202e``) instead of acting; newlines and tabs
     kept. For any text that did not come from this program (print it without markup)."""
-    return _UNSAFE.sub(lambda found: found.group().encode("unicode_escape").decode(), text)
+    return UNSAFE_CHARACTERS.sub(lambda one: one.group().encode("unicode_escape").decode(), text)

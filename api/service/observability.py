@@ -27,7 +27,7 @@ from typing import Any
 from pythonjsonlogger.json import JsonFormatter
 
 from api.service.settings import Settings
-from api.terminal import terminal_text
+from api.terminal import UNSAFE_CHARACTERS, terminal_text
 from judge.verdict import GradingResult
 
 __all__ = [
@@ -112,22 +112,18 @@ class ContextFilter(logging.Filter):
         return True
 
 
-#: what JSON leaves raw with ``ensure_ascii=False`` that a terminal acts on or that
-#: reorders what is shown: DEL, the C1 controls and bidirectional overrides and isolates
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
 class RedactingJsonFormatter(JsonFormatter):
     """python-json-logger's formatter, its whole output scrubbed by :func:`redact`.
 
-    JSON escapes the C0 controls (ESC included); the few characters it leaves raw that a
-    terminal would act on (a log read with ``docker logs`` or ``tail``) are written as
-    ``\\u`` escapes too: the line still parses to the same values."""
+    JSON escapes the C0 controls (ESC included); what it leaves raw that a terminal would
+    act on (a log read with ``docker logs`` or ``tail``: DEL, the C1 controls, the
+    bidirectional overrides; ``api.terminal.UNSAFE_CHARACTERS``) is written as ``\\u``
+    escapes too: the line still parses to the same values."""
 
     def format(self, record: logging.LogRecord) -> str:
         """One JSON line, secrets removed, nothing in it that acts on a terminal."""
         line = redact(super().format(record))
-        return _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", line)
+        return UNSAFE_CHARACTERS.sub(lambda found: f"\\u{ord(found.group()):04x}", line)
 
 
 class _RedactingTextFormatter(logging.Formatter):
