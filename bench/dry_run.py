@@ -3,8 +3,9 @@
     python bench/dry_run.py [--submissions 10000] [--database-url URL]
 
 Seeds the submissions with current graded gradings (bulk inserts, not the API), half of
-them already in the judge cache, then times the dry run as ``POST /v1/regrade-jobs``
-with ``dry_run: true`` runs it, and prints the figures.
+them already in the judge cache (a stored judge call of theirs carries its key), then
+times the dry run as ``POST /v1/regrade-jobs`` with ``dry_run: true`` runs it, and prints
+the figures.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
 from bench.common import Figure, print_report
 from judge.cache import CacheKeys
+from judge.calls import ChatMessage
 from judge.prompt import build_messages, build_reply_schema
-from judge.rubric import load_rubric_dir
+from judge.rubric import Rubric, load_rubric_dir
 from storage import (
     GradingRecord,
-    JudgeCacheRecord,
+    JudgeCallRecord,
     Store,
     SubmissionRecord,
     make_engine,
@@ -97,11 +99,13 @@ async def seed_submissions(engine: Engine, count: int, *, cached_share: float = 
         for table, rows in tables:
             for start in range(0, len(rows), 2000):
                 connection.execute(insert(table), rows[start : start + 2000])
-    await _fill_cache(services, int(count * cached_share))
+    cached = [g["id"] for g in gradings[: int(count * cached_share)]]
+    await _fill_cache(services, cached)
     await services.backends.aclose()
 
 
-async def _fill_cache(services: Services, count: int) -> None:
+async def _fill_cache(services: Services, grading_ids: list[str]) -> None:
+    """Judge cache entries for the first gradings: a stored call of each, with its key."""
     rubric = services.rubrics.current[services.settings.rubric]
     backend = services.backends.get(TARGET_JUDGE)
     keyer = CacheKeys(
@@ -112,16 +116,23 @@ async def _fill_cache(services: Services, count: int) -> None:
         base_url=backend.base_url,
     )
     rows = [
-        JudgeCacheRecord(
-            key=keyer.key(build_messages(rubric, _TRUTH.format(n=n), _DIAGNOSIS.format(n=n))) or "",
-            backend=backend.name, model=backend.model, completion_text="{}",
-            response_model="bench", completion_tokens=400, created_at=utcnow(),
-        ).model_dump()
-        for n in range(count)
+        {
+            "id": new_id(), "grading_id": grading_id, "position": 0, "purpose": "grade",
+            "backend": backend.name, "model": backend.model, "messages": [],
+            "reply_schema": {}, "params": {}, "response_text": "{}", "response_model": "bench",
+            "completion_tokens": 400, "latency_ms": 0.0, "attempts": [], "cached": False,
+            "created_at": utcnow(), "cache_key": keyer.key(_messages(rubric, n)),
+        }
+        for n, grading_id in enumerate(grading_ids)
     ]  # fmt: skip
-    if rows:
-        with services.store.engine.begin() as connection:
-            connection.execute(insert(JudgeCacheRecord.__table__), rows)  # type: ignore[attr-defined]
+    with services.store.engine.begin() as connection:
+        for start in range(0, len(rows), 2000):
+            connection.execute(insert(JudgeCallRecord.__table__), rows[start : start + 2000])  # type: ignore[attr-defined]
+
+
+def _messages(rubric: Rubric, n: int) -> list[ChatMessage]:
+    """The messages the judge is asked for the ``n``-th seeded submission."""
+    return build_messages(rubric, _TRUTH.format(n=n), _DIAGNOSIS.format(n=n))
 
 
 async def time_dry_run(engine: Engine) -> tuple[float, dict[str, Any]]:

@@ -84,5 +84,5 @@ async def ask_with_repair(
 
 
 async def _usable(caller: JudgeCaller, calls: list[JudgeCall], parsed: T) -> Conversation[T]:
-    await caller.remember(calls)
-    return Conversation(tuple(calls), parsed=parsed, completion=calls[-1].completion)
+    kept = await caller.remember(calls)
+    return Conversation(kept, parsed=parsed, completion=kept[-1].completion)

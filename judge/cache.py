@@ -49,8 +49,13 @@ class JudgeCache(Protocol):
         """The completion stored under ``key``, or None."""
         ...
 
-    async def put(self, key: str, completion: Completion) -> None:
-        """Keep ``completion`` under ``key`` (a key already present is left alone)."""
+    async def put(self, key: str, completion: Completion) -> str | None:
+        """Keep ``completion`` under ``key`` (a key already present is left alone).
+
+        Returns the key it is kept under, None when it is not kept. A cache may keep an
+        entry with the call that brought it: the entry then exists once that call is
+        stored with its ``JudgeCall.cache_key`` (``storage.judge_cache``).
+        """
         ...
 
 
@@ -127,9 +132,10 @@ class MemoryJudgeCache:
         """The completion stored under ``key``, or None."""
         return self.entries.get(key)
 
-    async def put(self, key: str, completion: Completion) -> None:
-        """Keep the first completion stored under ``key``."""
+    async def put(self, key: str, completion: Completion) -> str | None:
+        """Keep the first completion stored under ``key``; the key."""
         self.entries.setdefault(key, completion)
+        return key
 
 
 def with_digest(key: str, digest: str) -> str:
@@ -192,12 +198,12 @@ class DigestKeyedCache:
         read, _ = await self._keys(key)
         return None if read is None else await self.inner.get(read)
 
-    async def put(self, key: str, completion: Completion) -> None:
+    async def put(self, key: str, completion: Completion) -> str | None:
         """Keep ``completion`` under the digest ``key`` was looked up with, unless its
-        fingerprint shows that another model answered."""
+        fingerprint shows that another model answered; the key it is kept under."""
         if key not in self._kept:
             await self._keys(key)
         kept, digest = self._kept.pop(key)
         if self.judge.observe(completion.fingerprint) and await self.judge.digest() != digest:
-            return  # the digest learned at once (and announced); the reply is not kept
-        await self.inner.put(kept, completion)
+            return None  # the digest learned at once (and announced); the reply is not kept
+        return await self.inner.put(kept, completion)

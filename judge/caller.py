@@ -99,16 +99,20 @@ class JudgeCaller:
         if keys:
             await self.cache.prefetch(keys)
 
-    async def remember(self, calls: Sequence[JudgeCall]) -> None:
-        """Cache the completions of a conversation whose final reply was usable."""
+    async def remember(self, calls: Sequence[JudgeCall]) -> tuple[JudgeCall, ...]:
+        """Cache the completions of a conversation whose final reply was usable: the
+        calls, each new completion's call carrying the key it is kept under."""
         if self.cache is None:
-            return
+            return tuple(calls)
+        kept = []
         for call in calls:
-            if call.completion is None or call.cached:  # nothing new to keep: no key needed
-                continue
-            key = self._cache_key(call.request)
-            if key is not None:
-                await self.cache.put(key, call.completion)
+            key, completion = None, call.completion
+            if completion is not None and not call.cached:  # else nothing new to keep
+                key = self._cache_key(call.request)
+                if key is not None:
+                    key = await self.cache.put(key, completion)
+            kept.append(call if key is None else call.model_copy(update={"cache_key": key}))
+        return tuple(kept)
 
     def _cache_key(self, request: JudgeRequest) -> str | None:
         """The request's cache key, computed once (``prefetch`` and ``call`` both need it)."""

@@ -111,6 +111,9 @@ class JudgeCall(_Frozen):
     attempts: tuple[Attempt, ...] = ()
     #: answered from the judge cache: no request reached the judge (``attempts`` is empty)
     cached: bool = False
+    #: the judge cache key its completion is kept under (``JudgeCaller.remember``); None
+    #: when it is not kept (a sampled judge, an unusable conversation, a cache hit)
+    cache_key: str | None = None
 
     @property
     def latency_ms(self) -> float:

@@ -1,18 +1,22 @@
 """The judge cache in the database: completions of deterministic requests by key.
 
-:class:`CacheRepository` reads and writes the ``judge_cache`` table; :class:`DbJudgeCache`
-adapts it to the ``judge.cache.JudgeCache`` protocol that the grader consults. Entries
-are written once (insert-or-ignore) and never changed.
+An entry is the judge call that brought the completion: a ``judge_call`` row whose
+``cache_key`` is set (``judge.caller.JudgeCaller.remember`` sets it on the calls of a
+usable conversation, and they are stored with their grading, in its transaction). The
+``judge_cache`` table holds the entries made before calls carried their key: read, never
+written. Where several rows hold one key, the oldest wins, as the first entry under a key
+did when entries were inserted once and never changed.
+
+:class:`CacheRepository` reads entries; :class:`DbJudgeCache` adapts it to the
+``judge.cache.JudgeCache`` protocol that the grader consults.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import func, literal, select, union_all
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -21,27 +25,31 @@ from storage.database import Database
 from storage.regrade.tables import JudgeCacheRecord
 from storage.tables import JudgeCallRecord
 
-__all__ = ["CacheRepository", "DbJudgeCache", "cache_row", "insert_cache_rows"]
+__all__ = ["CacheRepository", "DbJudgeCache"]
 
 #: keys per ``IN (...)`` query when checking many keys at once
 _CHUNK = 500
-#: the columns a completion is made of, and the key
-_COLUMNS = tuple(
+#: a completion's fields, and the columns holding them: in the calls, in the old table
+_FIELDS = (
+    "text",
+    "model",
+    "fingerprint",
+    "prompt_tokens",
+    "completion_tokens",
+    "response_format",
+)
+_CALL_COLUMNS = tuple(
+    col(getattr(JudgeCallRecord, name))
+    for name in ("cache_key", "response_text", "response_model", *_FIELDS[2:])
+)
+_OLD_COLUMNS = tuple(
     col(getattr(JudgeCacheRecord, name))
-    for name in (
-        "key",
-        "completion_text",
-        "response_model",
-        "fingerprint",
-        "prompt_tokens",
-        "completion_tokens",
-        "response_format",
-    )
+    for name in ("key", "completion_text", "response_model", *_FIELDS[2:])
 )
 
 
 class CacheRepository:
-    """Reading and writing judge cache entries."""
+    """Reading judge cache entries (the calls keep them: see the module)."""
 
     def __init__(self, db: Database) -> None:
         """Work through ``db``."""
@@ -49,8 +57,7 @@ class CacheRepository:
 
     async def get(self, key: str) -> Completion | None:
         """The cached completion under ``key``, or None."""
-        record = await self._db.run_read(lambda s: s.get(JudgeCacheRecord, key))
-        return None if record is None else _completion(record)
+        return (await self.get_many([key])).get(key)
 
     async def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
         """The cached completions of those of ``keys`` that have one (one query per 500)."""
@@ -58,15 +65,6 @@ class CacheRepository:
         if not wanted:
             return {}
         return await self._db.run_read(_completions, wanted)
-
-    async def put(self, key: str, completion: Completion, *, backend: str, model: str) -> None:
-        """Keep ``completion`` under ``key`` unless an entry is there already."""
-        values = self.row(key, completion, backend=backend, model=model)
-        await self._db.run(insert_cache_rows, [values])
-
-    def row(self, key: str, completion: Completion, *, backend: str, model: str) -> dict[str, Any]:
-        """The ``judge_cache`` row keeping ``completion`` under ``key``, stamped now."""
-        return cache_row(key, completion, backend=backend, model=model, at=self._db.clock())
 
     async def cached_keys(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` have a cache entry."""
@@ -86,86 +84,56 @@ class CacheRepository:
         return float(value) if value is not None else None
 
 
+def _entries(keys: Sequence[str], width: int) -> Any:
+    """The entries under ``keys``, oldest first (the old table's before any call's), as
+    rows of the first ``width`` columns of ``_CALL_COLUMNS`` (or ``_OLD_COLUMNS``), then
+    the columns they are ordered by."""
+    calls = select(
+        *_CALL_COLUMNS[:width],
+        literal(1).label("origin"),
+        col(JudgeCallRecord.created_at),
+        col(JudgeCallRecord.position),
+    ).where(col(JudgeCallRecord.cache_key).in_(keys))
+    old = select(
+        *_OLD_COLUMNS[:width],
+        literal(0).label("origin"),
+        col(JudgeCacheRecord.created_at),
+        literal(0).label("position"),
+    ).where(col(JudgeCacheRecord.key).in_(keys))
+    return union_all(old, calls).order_by("origin", "created_at", "position")
+
+
 def _cached_keys(session: Session, keys: Sequence[str]) -> set[str]:
     """Which of ``keys`` have a cache entry, one query per 500."""
     found: set[str] = set()
     for start in range(0, len(keys), _CHUNK):
-        chunk = keys[start : start + _CHUNK]
-        query = select(col(JudgeCacheRecord.key)).where(col(JudgeCacheRecord.key).in_(chunk))
-        found.update(session.execute(query).scalars())
+        found.update(row[0] for row in session.execute(_entries(keys[start : start + _CHUNK], 1)))
     return found
 
 
 def _completions(session: Session, keys: Sequence[str]) -> dict[str, Completion]:
     """The cached completions of those of ``keys`` that have one, one query per 500."""
     found: dict[str, Completion] = {}
+    width = len(_CALL_COLUMNS)
     for start in range(0, len(keys), _CHUNK):
-        query = select(*_COLUMNS).where(col(JudgeCacheRecord.key).in_(keys[start : start + _CHUNK]))
         # plain rows, not ORM objects: a regrade reads thousands at once
-        for row in session.execute(query):
-            found[row.key] = _completion(row)
+        for row in session.execute(_entries(keys[start : start + _CHUNK], width)):
+            if row[0] not in found:  # the oldest entry under a key wins
+                found[row[0]] = Completion(**dict(zip(_FIELDS, row[1:width], strict=True)))
     return found
 
 
-def _completion(record: Any) -> Completion:
-    """The completion of a cache entry (a record, or a row of ``_COLUMNS``)."""
-    return Completion(
-        text=record.completion_text,
-        model=record.response_model,
-        fingerprint=record.fingerprint,
-        prompt_tokens=record.prompt_tokens,
-        completion_tokens=record.completion_tokens,
-        response_format=record.response_format,
-    )
-
-
-def cache_row(
-    key: str, completion: Completion, *, backend: str, model: str, at: datetime
-) -> dict[str, Any]:
-    """The ``judge_cache`` row keeping ``completion`` under ``key``."""
-    return {
-        "key": key,
-        "backend": backend,
-        "model": model,
-        "completion_text": completion.text,
-        "response_model": completion.model,
-        "fingerprint": completion.fingerprint,
-        "response_format": completion.response_format,
-        "prompt_tokens": completion.prompt_tokens,
-        "completion_tokens": completion.completion_tokens,
-        "created_at": at,
-    }
-
-
-def insert_cache_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert cache rows in the caller's transaction; a key already present is left alone."""
-    if not rows:
-        return
-    table = JudgeCacheRecord.__table__  # type: ignore[attr-defined]
-    postgres = session.connection().dialect.name == "postgresql"
-    dialect = postgresql if postgres else sqlite
-    session.connection().execute(dialect.insert(table).on_conflict_do_nothing(), list(rows))
-
-
 class DbJudgeCache:
-    """``judge.cache.JudgeCache`` backed by the store, for one judge backend.
+    """``judge.cache.JudgeCache`` backed by the store.
 
-    With ``pending``, ``put`` only appends the row there: the worker stores those rows
-    in the transaction that stores the grading, saving a write transaction per call.
+    ``put`` writes nothing: the completion's call carries the key it returns
+    (``JudgeCall.cache_key``) and is stored with its grading, in the grading's
+    transaction. A call that is never stored (a batch engine rendering requests) leaves
+    no entry.
     """
 
-    def __init__(
-        self,
-        cache: CacheRepository,
-        *,
-        backend: str,
-        model: str,
-        pending: list[dict[str, Any]] | None = None,
-    ) -> None:
+    def __init__(self, cache: CacheRepository) -> None:
         self._cache = cache
-        self._backend = backend
-        self._model = model
-        self._pending = pending
         #: keys looked up by ``prefetch``: their completion, or None for a miss
         self._fetched: dict[str, Completion | None] = {}
 
@@ -180,10 +148,6 @@ class DbJudgeCache:
             return self._fetched[key]
         return await self._cache.get(key)
 
-    async def put(self, key: str, completion: Completion) -> None:
-        """Keep the completion (the first one stored under a key wins)."""
-        if self._pending is not None:
-            row = self._cache.row(key, completion, backend=self._backend, model=self._model)
-            self._pending.append(row)
-            return
-        await self._cache.put(key, completion, backend=self._backend, model=self._model)
+    async def put(self, key: str, completion: Completion) -> str | None:
+        """The key: the completion is kept once its call is stored."""
+        return key

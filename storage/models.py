@@ -141,8 +141,6 @@ class FinishedGrading:
     result: GradingResult
     #: graded by a judge not qualified by a calibration run
     provisional: bool = False
-    #: judge cache entries of its calls, kept in the same transaction
-    cache_rows: tuple[dict[str, Any], ...] = ()
     #: the digest of the model behind the judge's name when it graded, where known
     judge_digest: str | None = None
 

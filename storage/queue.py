@@ -25,7 +25,6 @@ from judge.verdict import GradingResult
 from storage.canonical import iso_utc
 from storage.claims import claim_of, claimable_query
 from storage.database import Database
-from storage.judge_cache import insert_cache_rows
 from storage.models import Claim, FinishedGrading
 from storage.regrade.lifecycle import items_completed, mark_jobs_started, not_held_back
 from storage.tables import AuditRecord, GradingRecord
@@ -131,19 +130,15 @@ class QueueRepository:
         result: GradingResult,
         *,
         provisional: bool = False,
-        cache_rows: Sequence[dict[str, Any]] = (),
     ) -> bool:
         """Store a verdict (graded or unscored) with its answers and judge calls.
-
-        ``cache_rows``: judge cache entries of this grading's calls, kept in the same
-        transaction (``storage.judge_cache.DbJudgeCache`` with ``pending``).
 
         ``provisional``: graded by a judge not qualified by a calibration run.
 
         Returns False and writes nothing when the grading is no longer pending or its
         lease is held by another worker (taken over after this one's expired).
         """
-        item = FinishedGrading(grading_id, worker_id, result, provisional, tuple(cache_rows))
+        item = FinishedGrading(grading_id, worker_id, result, provisional)
         return (await self.complete_many([item]))[0]
 
     async def complete_many(self, items: Sequence[FinishedGrading]) -> list[bool]:
@@ -172,7 +167,6 @@ class QueueRepository:
         reason: str,
         retry_at: datetime,
         calls: Sequence[JudgeCall] = (),
-        cache_rows: Sequence[dict[str, Any]] = (),
     ) -> bool:
         """Keep a grading pending (e.g. the judge is unreachable) until ``retry_at``.
 
@@ -180,7 +174,7 @@ class QueueRepository:
         and writes nothing when ``worker_id`` does not hold the lease of a pending grading.
         """
         now = self._db.clock()
-        args = (grading_id, worker_id, reason, retry_at, calls, cache_rows, now)
+        args = (grading_id, worker_id, reason, retry_at, calls, now)
         return await self._db.run(self._defer, *args)
 
     def _defer(
@@ -191,14 +185,12 @@ class QueueRepository:
         reason: str,
         retry_at: datetime,
         calls: Sequence[JudgeCall],
-        cache_rows: Sequence[dict[str, Any]],
         now: datetime,
     ) -> bool:
         grading = leased(self._db, session, grading_id, worker_id)
         if grading is None:
             return False
         records = store_calls(session, grading, calls, now)
-        insert_cache_rows(session, cache_rows)  # answers that did come back
         grading.pending_reason = reason
         grading.not_before = retry_at
         grading.lease_owner = None

@@ -346,6 +346,8 @@ class JudgeCallRecord(SQLModel, table=True):
             "prompt_tokens",
             "completion_tokens",
         ),
+        # the judge cache's look-ups (``storage.judge_cache``)
+        Index("ix_judge_call_cache_key", "cache_key"),
     )
 
     id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))
@@ -376,6 +378,9 @@ class JudgeCallRecord(SQLModel, table=True):
     cached: bool = False
     #: how the reply came when not from a live request: ``batch <id>`` (a batch engine)
     via: str | None = Field(default=None, sa_type=String(64))
+    #: the judge cache key its reply is kept under (``storage.judge_cache``): set on the
+    #: calls of a usable conversation of a deterministic judge; null otherwise
+    cache_key: str | None = Field(default=None, sa_type=String(64))
 
 
 class AuditRecord(SQLModel, table=True):

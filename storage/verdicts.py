@@ -18,7 +18,8 @@ cache) with a fixed number of statements, whatever the batch's size:
    common case, folds the check into its grading's UPDATE (``WHERE`` the lease holds,
    ``RETURNING`` the row as written): one statement where two were;
 2. one executemany per table: the gradings (UPDATE by id, their votes included),
-   answers and judge calls (INSERT), judge cache entries;
+   answers and judge calls (INSERT; a call carries its judge cache key, the cache's
+   entry, ``storage.judge_cache``);
 3. one INSERT of the audit rows, chained in the order of the batch: each verdict's
    ``judge.call`` events, then its ``grading.completed``, whose state digest is
    computed from the values written (nothing is read back);
@@ -45,7 +46,6 @@ from storage.audit import values_digest
 from storage.audit.records import RecordRow
 from storage.canonical import canonical_json, sha256_hex
 from storage.database import Database
-from storage.judge_cache import insert_cache_rows
 from storage.models import FinishedGrading
 from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, new_id
 
@@ -171,6 +171,7 @@ def judge_call_rows(
                 "created_at": at,
                 "cached": call.cached,
                 "via": completion.via if completion else None,
+                "cache_key": call.cache_key,
             }
         )
     return rows
@@ -381,7 +382,6 @@ class _Rows:
     updates: list[dict[str, Any]] = field(default_factory=list)
     answers: list[dict[str, Any]] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
-    cache: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     #: audit event index -> {grading id: state digest}
     covers: dict[int, dict[str, str]] = field(default_factory=dict)
@@ -413,7 +413,6 @@ class _Rows:
         self.gradings.append(values)
         self.answers.extend(answers)
         self.calls.extend(calls)
-        self.cache.extend(item.cache_rows)
         self.records.update(call_records(calls, first_event=len(self.events)))
         self.events.extend(call_events(grading_id, item.worker_id, calls))
         self.covers[len(self.events)] = {grading_id: values_digest(values, answers)}
@@ -532,5 +531,4 @@ def _write(db: Database, session: Session, batch: _Rows) -> None:
         session.connection().execute(statement, batch.updates)
     insert_rows(session, _ANSWERS, batch.answers)
     insert_rows(session, _CALLS, batch.calls)
-    insert_cache_rows(session, batch.cache)
     db.audit_many(session, batch.events, batch.covers, batch.records)

@@ -98,8 +98,9 @@ class _SharedLookup:
         await self._ask(key)
         return self._found.get(key)
 
-    async def put(self, key: str, completion: Completion) -> None:
-        """Nothing new comes from the fast path."""
+    async def put(self, key: str, completion: Completion) -> str | None:
+        """Nothing new comes from the fast path: nothing is kept."""
+        return None
 
     def _ask(self, key: str) -> asyncio.Future[None]:
         round_ = self._rounds.get(key)

@@ -245,8 +245,6 @@ class GradingWorkers:
 
     async def _process(self, claim: Claim) -> None:
         store = self.services.store
-        # judge cache entries, stored with the outcome (one write transaction, not one per call)
-        cache_rows: list[dict[str, Any]] = []
         # the lease is kept for as long as this worker holds the claim: asking the judge,
         # a confirming judge and the store (the group commit may wait its turn)
         heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
@@ -258,7 +256,7 @@ class GradingWorkers:
             claim = followed
             # resolved once per claim: for the grading and for the review marks
             rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
-            result = await self._grade(claim, rubric, cache_rows)
+            result = await self._grade(claim, rubric)
             self._storing.add(claim.grading_id)
             if result.status == "unscored" and result.unscored_reason in RETRY_LATER:
                 retry_at = datetime.now(UTC) + timedelta(
@@ -271,7 +269,6 @@ class GradingWorkers:
                     reason=reason,
                     retry_at=retry_at,
                     calls=list(result.calls),
-                    cache_rows=cache_rows,
                 )
                 self._account(result, "deferred" if stored else "discarded", pending=reason)
             else:
@@ -283,13 +280,12 @@ class GradingWorkers:
                         self.worker_id,
                         result,
                         provisional,
-                        tuple(cache_rows),
                         judge_digest=self.services.backends.digest_of(claim.judge_spec),
                     )
                 )
                 self._account(result, "completed" if stored else "discarded")
         except Exception as exc:
-            await self._failed(claim, result, cache_rows, exc)
+            await self._failed(claim, result, exc)
         finally:
             heartbeat.cancel()
             self._storing.discard(claim.grading_id)
@@ -299,7 +295,6 @@ class GradingWorkers:
         self,
         claim: Claim,
         result: GradingResult | None,
-        cache_rows: list[dict[str, Any]],
         error: Exception,
     ) -> None:
         """An unexpected error while grading ``claim``: deferred for another try or, at the
@@ -325,9 +320,7 @@ class GradingWorkers:
                 )
                 unscored = unscored_result(claim, INTERNAL_ERROR, detail)
                 unscored = unscored.model_copy(update={"calls": tuple(calls)})
-                finished = FinishedGrading(
-                    claim.grading_id, self.worker_id, unscored, False, tuple(cache_rows)
-                )
+                finished = FinishedGrading(claim.grading_id, self.worker_id, unscored, False)
                 stored = await self._commits.complete(finished)
                 self._account(unscored, "completed" if stored else "discarded")
                 return
@@ -346,7 +339,6 @@ class GradingWorkers:
                 reason=reason,
                 retry_at=retry_at,
                 calls=calls,
-                cache_rows=cache_rows,
             )
         except Exception:  # the database itself may be what failed: the lease expires
             log.exception("recording the failure of %s failed; it will be claimed again",
@@ -365,10 +357,8 @@ class GradingWorkers:
         self.metrics.record_grading(result, stored=stored)
         log_grading(log, result, stored, pending_reason=pending)
 
-    async def _grade(
-        self, claim: Claim, rubric: Rubric | None, cache_rows: list[dict[str, Any]]
-    ) -> GradingResult:
-        """Grade; the judge cache entries of its calls are collected in ``cache_rows``."""
+    async def _grade(self, claim: Claim, rubric: Rubric | None) -> GradingResult:
+        """Grade (the calls whose replies the judge cache keeps carry their key)."""
         services = self.services
         if rubric is None:
             return unscored_result(
@@ -384,7 +374,6 @@ class GradingWorkers:
             grader = build_grader(
                 services,
                 claim.judge_spec,
-                cache_rows=cache_rows,
                 answers=answers,
                 regrade=claim.regrade_job_id is not None,
             )

@@ -10,7 +10,7 @@ else the rubric.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from api.service.grader_factory import grader_for
 from api.service.services import Services
@@ -69,7 +69,6 @@ class AnyGrader(Protocol):
 def _grader(
     services: Services,
     spec_text: str,
-    cache_rows: list[dict[str, Any]] | None,
     answers: Mapping[str, Sequence[Completion]] | None = None,
     *,
     regrade: bool = False,
@@ -85,11 +84,8 @@ def _grader(
     backend: JudgeBackend = limited
     if answers is not None:  # a batch engine's replies first, the live judge for the rest
         backend = BatchAnswers(backend, answers)
-    stored = DbJudgeCache(
-        services.store.cache, backend=backend.name, model=backend.model, pending=cache_rows
-    )
     cache = DigestKeyedCache(
-        stored,
+        DbJudgeCache(services.store.cache),
         services.backends.digests.of(limited),
         unverified=regrade or settings.cache_unverified_judge,
     )
@@ -100,14 +96,14 @@ def build_grader(
     services: Services,
     judge_spec: str,
     *,
-    cache_rows: list[dict[str, Any]] | None = None,
     answers: Mapping[str, Sequence[Completion]] | None = None,
     regrade: bool = False,
 ) -> AnyGrader:
     """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec.
 
-    ``cache_rows``: collect the judge cache entries there instead of writing each at
-    once (the caller stores them with the grading). ``answers``: a batch engine's
+    The calls whose replies the judge cache keeps carry their key
+    (``JudgeCall.cache_key``): storing them with the grading keeps the entries.
+    ``answers``: a batch engine's
     replies by request hash (``judge.batch.BatchAnswers``; one judge only).
     ``regrade``: an item of a regrade job (reuses the cached replies of a judge that
     reports no model digest).
@@ -115,9 +111,9 @@ def build_grader(
     specs = member_specs(judge_spec)
     samples = services.settings.judge_samples
     if len(specs) == 1 and samples == 1:
-        return _grader(services, specs[0], cache_rows, answers, regrade=regrade)
+        return _grader(services, specs[0], answers, regrade=regrade)
     return PanelGrader(
-        [PanelMember(spec, _grader(services, spec, cache_rows, regrade=regrade)) for spec in specs],
+        [PanelMember(spec, _grader(services, spec, regrade=regrade)) for spec in specs],
         samples=samples,
         sample_temperature=services.settings.judge_sample_temperature,
     )

@@ -59,7 +59,10 @@ class RegradeJobRecord(SQLModel, table=True):
 
 
 class JudgeCacheRecord(SQLModel, table=True):
-    """A completion of a deterministic judge request, reused for identical requests."""
+    """A completion of a deterministic judge request, reused for identical requests.
+
+    Entries made before judge calls carried their cache key (migration ``0025``): read,
+    no longer written (``storage.judge_cache``)."""
 
     __tablename__ = "judge_cache"
 

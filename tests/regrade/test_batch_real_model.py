@@ -21,11 +21,10 @@ from typing import Any
 import httpx
 import pytest
 from litestar.testing import AsyncTestClient
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 
 from storage import GradingRecord, JudgeCallRecord, Store
-from storage.regrade.tables import JudgeCacheRecord
 from tests.api.conftest import ClientFactory
 from tests.api.service.real_model.shared import DIAGNOSIS, TRUTH
 from tests.support.gradings import add_many
@@ -123,7 +122,7 @@ async def test_offline_exchange_with_the_real_model_matches_the_live_regrade(
         live = await _finished(client, admin, live["id"])
         assert live["done"] + live["failed"] == ITEMS
         with engine.begin() as connection:  # the offline regrade must ask the model again
-            connection.execute(delete(JudgeCacheRecord))
+            connection.execute(update(JudgeCallRecord).values(cache_key=None))
 
         body = {"judge": spec, "engine": "offline"}
         job = (await client.post("/v1/regrade-jobs", json=body, headers=admin)).json()

@@ -230,3 +230,43 @@ async def test_0023_moves_every_vote_onto_its_grading_and_back(database_url: str
     engine = make_engine(database_url)
     assert gradings_votes() == before
     engine.dispose()
+
+
+async def test_0025_a_downgrade_keeps_the_cache_entries_the_calls_held(database_url: str) -> None:
+    """Judge cache entries kept on judge calls (0025) are copied into ``judge_cache`` by a
+    downgrade, the oldest call's reply under a key; the older version reuses them."""
+    from sqlalchemy import text
+    from sqlalchemy.pool import NullPool
+
+    from storage import Store
+    from tests.storage.helpers import graded_result, judge_call, new_submission, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine)
+    ids = [(await submit(store, new_submission(name))).grading.id for name in ("d1", "d2", "d3")]
+    await store.queue.claim_pending("w", limit=3, lease_seconds=60)
+    for grading_id, key, reply in zip(
+        ids, ("k1", "k1", None), ("first", "second", "unkept"), strict=True
+    ):
+        call = judge_call()
+        assert call.completion is not None
+        kept = call.model_copy(
+            update={
+                "cache_key": key,
+                "completion": call.completion.model_copy(update={"text": reply}),
+            }
+        )
+        result = graded_result().model_copy(update={"calls": (kept,)})
+        assert await store.queue.complete(grading_id, "w", result)
+    engine.dispose()
+
+    old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
+    with old.begin() as connection:
+        _downgrade(connection, "0024")
+        rows = connection.execute(
+            text("SELECT key, completion_text, response_model FROM judge_cache")
+        ).all()
+    old.dispose()
+    assert [tuple(r) for r in rows] == [("k1", "first", "judge-model-2025")]
+    await upgrade(database_url)
