@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["UNSAFE_CHARACTERS", "terminal_text"]
+__all__ = ["LINE_BREAKS", "UNSAFE_CHARACTERS", "terminal_text"]
 
 #: what a terminal would act on, or what reorders the characters shown: the C0 controls
 #: but newline and tab (ESC starts the sequences that set a title, a hyperlink, the
@@ -19,8 +19,20 @@ __all__ = ["UNSAFE_CHARACTERS", "terminal_text"]
 UNSAFE_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def terminal_text(text: str) -> str:
+#: what ends or splits a line besides: newline, tab and Unicode's line and paragraph
+#: separators (a record printed one a line must not look like two)
+LINE_BREAKS = re.compile("[\n\t\u2028\u2029]")
+
+
+def _escaped(one: re.Match[str]) -> str:
+    return one.group().encode("unicode_escape").decode()
+
+
+def terminal_text(text: str, *, one_line: bool = False) -> str:
     """``text`` inert for a terminal: each control character and bidirectional override
     shown as its escape (``\\x1b``, ``\\u202e``) instead of acting; newlines and tabs
-    kept. For any text that did not come from this program (print it without markup)."""
-    return UNSAFE_CHARACTERS.sub(lambda one: one.group().encode("unicode_escape").decode(), text)
+    kept, unless ``one_line`` (a listing of one record a line, a log line: a newline in
+    an agent's or a server's text must not forge another record). For any text that did
+    not come from this program (print it without markup)."""
+    text = UNSAFE_CHARACTERS.sub(_escaped, text)
+    return LINE_BREAKS.sub(_escaped, text) if one_line else text

@@ -109,7 +109,7 @@ def _newest_checkpoint(settings: Settings, given: Path | None) -> Checkpoint | N
 def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: str | None) -> None:
     if report.first_broken_seq is not None:
         broken = f"audit log broken at row {report.first_broken_seq}: {report.reason}"
-        click.echo(terminal_text(broken), err=True)
+        click.echo(terminal_text(broken, one_line=True), err=True)
     else:
         legacy = f" ({report.legacy_rows} legacy rows, unkeyed)" if report.legacy_rows else ""
         click.echo(f"audit chain intact: {report.checked} rows checked{legacy}")
@@ -126,7 +126,8 @@ def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: s
         )
         click.echo(f"records' state: {report.records_checked} checked{records}")
     for line in report.state_problems[:_SHOWN]:
-        click.echo(terminal_text(f"state broken: {line}"), err=True)  # names stored ids
+        shown = terminal_text(f"state broken: {line}", one_line=True)  # names stored ids
+        click.echo(shown, err=True)
     if len(report.state_problems) > _SHOWN:
         click.echo(f"state broken: ... and {len(report.state_problems) - _SHOWN} more", err=True)
     if checkpoint is None:

@@ -186,12 +186,15 @@ def submit_command(
             try:
                 grading = _submit_one(client, request, wait)
             except ApiError as error:
-                click.echo(terminal_text(f"{prefix}{error}"), err=True)
+                click.echo(terminal_text(f"{prefix}{error}", one_line=True), err=True)
                 transient = isinstance(error, Unavailable)
                 outcomes.append("pending" if transient else "usage")
                 continue
             except (httpx.HTTPError, OSError, TimeoutError) as error:
-                click.echo(terminal_text(f"{prefix}{type(error).__name__}: {error}"), err=True)
+                click.echo(
+                    terminal_text(f"{prefix}{type(error).__name__}: {error}", one_line=True),
+                    err=True,
+                )
                 outcomes.append("pending")
                 continue
             _show(grading, as_json)

@@ -52,8 +52,8 @@ class _Failed(Exception):
 def _failed(failed: _Failed, prefix: str) -> NoReturn:
     """Exit 1 naming why the server's import job failed (and the rows it refused)."""
     for problem in failed.report.problems:
-        click.echo(terminal_text(f"{prefix}{problem}"), err=True)
-    click.echo(terminal_text(f"the import job failed: {failed}"), err=True)
+        click.echo(terminal_text(f"{prefix}{problem}", one_line=True), err=True)
+    click.echo(terminal_text(f"the import job failed: {failed}", one_line=True), err=True)
     sys.exit(1)
 
 
@@ -71,9 +71,9 @@ def _local_file(file: Path) -> Iterator[Path]:
 
 def _report(report: ImportReport, *, fmt: str, prefix: str = "") -> None:
     for problem in report.problems:
-        click.echo(terminal_text(f"{prefix}{problem}"), err=True)
+        click.echo(terminal_text(f"{prefix}{problem}", one_line=True), err=True)
     for conflict in report.conflicts:
-        click.echo(terminal_text(f"{prefix}conflict: {conflict}"), err=True)
+        click.echo(terminal_text(f"{prefix}conflict: {conflict}", one_line=True), err=True)
     if fmt == "json":
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
@@ -180,7 +180,7 @@ def import_jsonl(
                 report = run(_local_jsonl(path, rubric_id, strict))
     except ImportAborted as aborted:
         for problem in aborted.problems:
-            click.echo(terminal_text(f"{name} {problem}"), err=True)
+            click.echo(terminal_text(f"{name} {problem}", one_line=True), err=True)
         click.echo(f"--strict: {len(aborted.problems)} problems; nothing imported", err=True)
         sys.exit(1)
     except _Failed as failed:

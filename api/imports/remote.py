@@ -115,7 +115,7 @@ def upload_and_follow(
         while True:
             line = _progress(job_json)
             if line != said:
-                click.echo(terminal_text(line), err=True)
+                click.echo(terminal_text(line, one_line=True), err=True)
                 said = line
             if job_json["state"] in _ENDED:
                 return _finished(job_json)

@@ -71,9 +71,10 @@ def _show(job: RegradeJobPublic, fmt: str) -> None:
         )
         if batch.get("error"):
             tries = batch.get("failures") or 0
+            error = terminal_text(batch["error"], one_line=True)
             click.echo(
                 f"  last step failed ({tries} in a row; next try "
-                f"{batch.get('retry_at') or 'at the next round'}): {terminal_text(batch['error'])}"
+                f"{batch.get('retry_at') or 'at the next round'}): {error}"
             )
     elif job.engine != "live":
         click.echo(f"  engine {job.engine}")
@@ -439,7 +440,9 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
             f"engine {report.state}"
         )
         for refusal in report.refusals[:20]:
-            shown = terminal_text(f"  line {refusal.line} {refusal.custom_id}: {refusal.reason}")
+            shown = terminal_text(
+                f"  line {refusal.line} {refusal.custom_id}: {refusal.reason}", one_line=True
+            )
             click.echo(shown, err=True)
     if job is not None and fmt != "json":
         _show(job, fmt)

@@ -73,7 +73,8 @@ def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
         return
     for item in report.items:
         changed = f" ({', '.join(item.changed)})" if item.changed else ""
-        click.echo(terminal_text(f"{item.outcome:<12} {item.id}  version {item.version}{changed}"))
+        row = f"{item.outcome:<12} {item.id}  version {item.version}{changed}"
+        click.echo(terminal_text(row, one_line=True))
     counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(report.counts.items()))
     click.echo(f"{len(report.items)} scenarios: {counts}", err=True)
 
@@ -109,6 +110,7 @@ def scenarios_list(scenario_set: str | None, id_prefix: str | None, fmt: str) ->
         return
     click.echo(f"{'id':<40} {'set':<12} {'version':>7}  title")
     for r in rows:
-        click.echo(terminal_text(f"{r.id:<40} {r.scenario_set:<12} {r.version:>7}  {r.title}"))
+        row = f"{r.id:<40} {r.scenario_set:<12} {r.version:>7}  {r.title}"
+        click.echo(terminal_text(row, one_line=True))
     if not rows:
         click.echo("no scenarios", err=True)

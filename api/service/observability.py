@@ -27,7 +27,7 @@ from typing import Any
 from pythonjsonlogger.json import JsonFormatter
 
 from api.service.settings import Settings
-from api.terminal import UNSAFE_CHARACTERS, terminal_text
+from api.terminal import LINE_BREAKS, UNSAFE_CHARACTERS, terminal_text
 from judge.verdict import GradingResult
 
 __all__ = [
@@ -112,24 +112,34 @@ class ContextFilter(logging.Filter):
         return True
 
 
+def _json_escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
 class RedactingJsonFormatter(JsonFormatter):
     """python-json-logger's formatter, its whole output scrubbed by :func:`redact`.
 
     JSON escapes the C0 controls (ESC included); what it leaves raw that a terminal would
     act on (a log read with ``docker logs`` or ``tail``: DEL, the C1 controls, the
-    bidirectional overrides; ``api.terminal.UNSAFE_CHARACTERS``) is written as ``\\u``
-    escapes too: the line still parses to the same values."""
+    bidirectional overrides; ``api.terminal.UNSAFE_CHARACTERS``) or that a reader would
+    take for the end of a line (U+2028, U+2029: ``api.terminal.LINE_BREAKS``) is written
+    as ``\\u`` escapes too: the line still parses to the same values."""
 
     def format(self, record: logging.LogRecord) -> str:
         """One JSON line, secrets removed, nothing in it that acts on a terminal."""
-        line = redact(super().format(record))
-        return UNSAFE_CHARACTERS.sub(lambda found: f"\\u{ord(found.group()):04x}", line)
+        line = UNSAFE_CHARACTERS.sub(_json_escape, redact(super().format(record)))
+        return LINE_BREAKS.sub(_json_escape, line)  # JSON escapes newline and tab: U+2028/9
 
 
 class _RedactingTextFormatter(logging.Formatter):
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """The line before a traceback: one line whatever the message holds (a newline in
+        what a judge or another server said would forge a log line), secrets removed."""
+        return terminal_text(redact(super().formatMessage(record)), one_line=True)
+
     def format(self, record: logging.LogRecord) -> str:
         context = " ".join(f"{k}={v}" for k, v in (_CONTEXT.get() or {}).items())
-        line = super().format(record)
+        line = super().format(record)  # the message line, then any traceback's lines
         # a message may quote what a judge or another server said: shown inert
         return terminal_text(redact(f"{line} {context}" if context else line))
 

@@ -72,3 +72,25 @@ async def test_report_and_export_take_scenario_set(
     assert (overall["n"], overall["passed"]) == (3, 2)
     assert export.returncode == 0, export.stderr
     assert len((tmp_path / "e.jsonl").read_text().splitlines()) == 3
+
+
+def test_a_title_with_line_breaks_lists_on_its_own_line(database_url: str, tmp_path: Path) -> None:
+    """A listing is one scenario a line: a title's newline, tab or line separator is shown
+    as its escape, never as a line that looks like another scenario."""
+    forged = {
+        "id": "hotel/a",
+        "ground_truth": "[fault_spec] component=pod/a",
+        "title": "a\nhotel/forged                             public             1  fake\u2028x\ty",
+    }
+    dataset = tmp_path / "scenarios.yaml"
+    dataset.write_text(yaml.safe_dump([forged]))
+    assert _cli(database_url, "scenarios", "load", str(dataset)).returncode == 0
+    listed = _cli(database_url, "scenarios", "list", "--format", "table")
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.split("\n")[:-1]  # str.split: only newlines end a line
+    assert header.startswith("id") and row.startswith("hotel/a")
+    assert row.endswith(
+        "a\\nhotel/forged                             public             1  fake\\u2028x\\ty"
+    )
+    as_json = _cli(database_url, "scenarios", "list", "--json")  # JSON: the title as it is
+    assert json.loads(as_json.stdout)["title"] == forged["title"]

@@ -180,3 +180,39 @@ def test_a_line_quoting_another_server_never_acts_on_a_terminal(log_format: str)
         assert json.loads(line)["message"] == f"the judge said {said}"
     else:
         assert "\\x1b]0;pwned\\x07" in line and "\\u202etxt.exe" in line
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_newline_in_what_a_server_said_never_forges_a_log_line(log_format: str) -> None:
+    """One record, one line, whatever its message holds; a traceback stays readable."""
+    import io
+
+    from api.service.observability import configure_logging
+    from api.service.settings import Settings
+
+    said = "refused\n2026-12-05 00:00:00,000 INFO sre_judge.auth: admin signed in\u2028again"
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    stream = io.StringIO()
+    try:
+        configure_logging(Settings(log_format=log_format), stream=stream)
+        logging.getLogger("sre_judge.test").warning("the judge said %s", said)
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logging.getLogger("sre_judge.test").exception("grading failed")
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    first, *rest = stream.getvalue().splitlines()
+    assert "admin signed in" in first and "\u2028" not in first
+    assert not any("admin signed in" in line for line in rest)
+    if log_format == "json":
+        assert json.loads(first)["message"] == f"the judge said {said}"
+        assert len(rest) == 1 and "ValueError: boom" in json.loads(rest[0])["exc_info"]
+    else:
+        assert "refused\\n2026-12-05" in first
+        assert rest[0].endswith("grading failed") and rest[-1] == "ValueError: boom"
