@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -64,6 +65,20 @@ def _downgrade(connection: Connection, revision: str) -> None:
     config = alembic_config()
     config.attributes["connection"] = connection
     command.downgrade(config, revision)
+
+
+def _rows_after_downgrade(database_url: str, revision: str, query: str) -> list[Any]:
+    """The rows of ``query`` once the database is downgraded to ``revision``."""
+    from sqlalchemy import text
+    from sqlalchemy.pool import NullPool
+
+    old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
+    try:
+        with old.begin() as connection:
+            _downgrade(connection, revision)
+            return list(connection.execute(text(query)).all())
+    finally:
+        old.dispose()
 
 
 async def test_0005_holds_existing_flagged_passes_and_hashes_ground_truths(
@@ -161,7 +176,6 @@ async def test_0023_moves_every_vote_onto_its_grading_and_back(database_url: str
     order cast and naming their calls, those of an unscored panel (no answers) included;
     a downgrade puts the same rows back."""
     from sqlalchemy import text
-    from sqlalchemy.pool import NullPool
 
     from judge.verdict import Vote
     from storage import Store
@@ -212,13 +226,11 @@ async def test_0023_moves_every_vote_onto_its_grading_and_back(database_url: str
     assert all(v["call_id"] for v in cast) and len({v["call_id"] for v in cast}) == 2
     assert isinstance(before[unscored], list) and len(before[unscored]) == 9
 
-    old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
-    with old.begin() as connection:
-        _downgrade(connection, "0022")
-        rows = connection.execute(
-            text("SELECT grading_id, question_id, judge_spec, call_id, answer FROM judge_vote")
-        ).all()
-    old.dispose()
+    rows = _rows_after_downgrade(
+        database_url,
+        "0022",
+        "SELECT grading_id, question_id, judge_spec, call_id, answer FROM judge_vote",
+    )
     assert len(rows) == 27 and {r.grading_id for r in rows} == {voted, unscored}
     assert sorted((r.grading_id, r.question_id, r.judge_spec, r.call_id) for r in rows) == sorted(
         (g, v["question_id"], v["judge_spec"], v["call_id"])
@@ -235,8 +247,6 @@ async def test_0023_moves_every_vote_onto_its_grading_and_back(database_url: str
 async def test_0025_a_downgrade_keeps_the_cache_entries_the_calls_held(database_url: str) -> None:
     """Judge cache entries kept on judge calls (0025) are copied into ``judge_cache`` by a
     downgrade, the oldest call's reply under a key; the older version reuses them."""
-    from sqlalchemy import text
-    from sqlalchemy.pool import NullPool
 
     from storage import Store
     from tests.storage.helpers import graded_result, judge_call, new_submission, submit
@@ -261,12 +271,7 @@ async def test_0025_a_downgrade_keeps_the_cache_entries_the_calls_held(database_
         assert await store.queue.complete(grading_id, "w", result)
     engine.dispose()
 
-    old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
-    with old.begin() as connection:
-        _downgrade(connection, "0024")
-        rows = connection.execute(
-            text("SELECT key, completion_text, response_model FROM judge_cache")
-        ).all()
-    old.dispose()
+    query = "SELECT key, completion_text, response_model FROM judge_cache"
+    rows = _rows_after_downgrade(database_url, "0024", query)
     assert [tuple(r) for r in rows] == [("k1", "first", "judge-model-2025")]
     await upgrade(database_url)

@@ -150,30 +150,42 @@ async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
     _assert_ids_in_records(records, grading_id)
 
 
-@pytest.mark.parametrize("log_format", ["json", "text"])
-def test_a_line_quoting_another_server_never_acts_on_a_terminal(log_format: str) -> None:
-    """A judge's or a Batch API's error text may hold escape sequences (a title, a link,
-    the clipboard), C1 controls or a bidirectional override: the log shows them inert,
-    and a JSON line still parses to what was said."""
+def _logged(log_format: str, said: str, *, with_traceback: bool = False) -> str:
+    """What the service's log configuration writes for a warning quoting ``said`` (and,
+    ``with_traceback``, an error logged with its exception); logging restored after."""
     import io
 
     from api.service.observability import configure_logging
     from api.service.settings import Settings
 
-    said = "refused: \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \x9b2J \u202etxt.exe"
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     stream = io.StringIO()
+    log = logging.getLogger("sre_judge.test")
     try:
         configure_logging(Settings(log_format=log_format), stream=stream)
-        logging.getLogger("sre_judge.test").warning("the judge said %s", said)
+        log.warning("the judge said %s", said)
+        if with_traceback:
+            try:
+                raise ValueError("boom")
+            except ValueError:
+                log.exception("grading failed")
     finally:
         for handler in list(root.handlers):
             root.removeHandler(handler)
         for handler in handlers:
             root.addHandler(handler)
         root.setLevel(level)
-    line = stream.getvalue()
+    return stream.getvalue()
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_line_quoting_another_server_never_acts_on_a_terminal(log_format: str) -> None:
+    """A judge's or a Batch API's error text may hold escape sequences (a title, a link,
+    the clipboard), C1 controls or a bidirectional override: the log shows them inert,
+    and a JSON line still parses to what was said."""
+    said = "refused: \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \x9b2J \u202etxt.exe"
+    line = _logged(log_format, said)
     for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
         assert raw not in line, (log_format, line)
     if log_format == "json":
@@ -185,29 +197,8 @@ def test_a_line_quoting_another_server_never_acts_on_a_terminal(log_format: str)
 @pytest.mark.parametrize("log_format", ["json", "text"])
 def test_a_newline_in_what_a_server_said_never_forges_a_log_line(log_format: str) -> None:
     """One record, one line, whatever its message holds; a traceback stays readable."""
-    import io
-
-    from api.service.observability import configure_logging
-    from api.service.settings import Settings
-
     said = "refused\n2026-12-05 00:00:00,000 INFO sre_judge.auth: admin signed in\u2028again"
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    stream = io.StringIO()
-    try:
-        configure_logging(Settings(log_format=log_format), stream=stream)
-        logging.getLogger("sre_judge.test").warning("the judge said %s", said)
-        try:
-            raise ValueError("boom")
-        except ValueError:
-            logging.getLogger("sre_judge.test").exception("grading failed")
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(level)
-    first, *rest = stream.getvalue().splitlines()
+    first, *rest = _logged(log_format, said, with_traceback=True).splitlines()
     assert "admin signed in" in first and "\u2028" not in first
     assert not any("admin signed in" in line for line in rest)
     if log_format == "json":
