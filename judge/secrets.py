@@ -52,12 +52,17 @@ _PEM_SPAN = 16_384
 #: token characters (each other format is at least that long: AKIA + 16, ghp_ + 36,
 #: a high-entropy string above 4.5 bits has more than 22 distinct characters). A line
 #: without any is skipped: the detectors cost about 1 ms per 450 characters.
-_CANDIDATE = re.compile(
-    r"(?i:key|pass|pwd|secret|contrase|token|bearer|basic|authori|private|putty|aws|xox|"
+#: The words are looked for in the case-folded line (:func:`fold_for_words`), which is
+#: several times faster than a case-insensitive pattern over the line.
+CANDIDATE_WORDS = re.compile(
+    r"key|pass|pwd|secret|contrase|token|bearer|basic|authori|private|putty|aws|xox|"
     r"eyj|sk-|sk_|rk_|://|cloudant|ibm|iam|softlayer|sq0|gl[a-z]+-|gh[a-z]_|sg\.|npm|pypi|"
-    r"akc|ap[0-9a-f]|mysql|redis|cookie|-b |@)"
-    r"|[A-Za-z0-9_\-+/=]{20}"
+    r"akc|ap[0-9a-f]|mysql|redis|cookie|-b |@"
 )
+_CANDIDATE_RUN = re.compile(r"[A-Za-z0-9_\-+/=]{20}")
+#: letters that a case-insensitive pattern equates with ``i`` and that case folding does
+#: not make one (dotless i; dotted capital I folds to two characters): mapped first
+_I_FORMS = str.maketrans({"\u0130": "i", "\u0131": "i"})
 #: texts this process's ``redact`` returned: redacting them again finds nothing (see
 #: ``redact``), so a diagnosis redacted at intake is not scanned again by the grader
 _CLEAN: dict[str, None] = {}
@@ -188,11 +193,25 @@ def _windows(line: str) -> Iterator[tuple[int, str]]:
         start = back + 1 if back > start else end
 
 
+def fold_for_words(text: str) -> str:
+    """``text`` as :data:`CANDIDATE_WORDS` is looked for in: case-folded, so that it
+    holds a word wherever a case-insensitive search would find it (``re`` equates with
+    a letter exactly the characters this maps to it: a test checks every code point)."""
+    return text.translate(_I_FORMS).casefold()
+
+
+def is_candidate(text: str) -> bool:
+    """Whether a detector could find anything in ``text`` (see :data:`CANDIDATE_WORDS`)."""
+    return bool(_CANDIDATE_RUN.search(text) or CANDIDATE_WORDS.search(fold_for_words(text)))
+
+
 def _scan(text: str) -> list[Finding]:
     spans: list[tuple[int, int, str]] = []
+    if not is_candidate(text):  # most diagnoses: no line is one
+        return []
     offset = 0
     for line in text.splitlines(keepends=True):
-        if _CANDIDATE.search(line) is None:
+        if not is_candidate(line):
             offset += len(line)
             continue
         for shift, piece in _windows(line):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import string
 import subprocess
 import sys
 from typing import Any
@@ -31,7 +33,24 @@ def _texts() -> list[str]:
 def test_every_line_a_detector_flags_passes_the_prefilter(text: str) -> None:
     for line in text.splitlines(keepends=True):
         if any(True for _ in secrets._line_spans(line)):
-            assert secrets._CANDIDATE.search(line), line
+            assert secrets.is_candidate(line), line
+
+
+def test_folding_finds_each_word_wherever_a_case_insensitive_search_would() -> None:
+    """Every code point ``re`` equates with a letter when ignoring case folds to that
+    letter, so the words are found in the folded line wherever ``(?i)`` finds them in
+    the line (the other characters of the words match only themselves either way)."""
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    missed = [
+        f"U+{ord(found.group()):04X}"
+        for found in re.finditer("(?i)[a-z]", every)  # a character equated with a letter
+        if (folded := secrets.fold_for_words(found.group())) not in set(string.ascii_lowercase)
+        or not re.fullmatch(f"(?i){folded}", found.group())
+    ]
+    assert missed == []
+    spelled = "Kelvin-\u212aey, paſſword, İbm, ıam, PRIVATE, Sk-, GLPAT-"
+    words = [m.group() for m in secrets.CANDIDATE_WORDS.finditer(secrets.fold_for_words(spelled))]
+    assert words == ["key", "pass", "ibm", "iam", "private", "sk-", "glpat-"]
 
 
 def test_an_ordinary_diagnosis_skips_the_detectors() -> None:
@@ -39,7 +58,7 @@ def test_an_ordinary_diagnosis_skips_the_detectors() -> None:
         "The geo deployment in hotel-reservation listens on port 9001 while its Service "
         "targets 8083, so every search from the frontend fails with HTTP 500."
     )
-    assert secrets._CANDIDATE.search(line) is None
+    assert not secrets.is_candidate(line)
     assert secrets.redact(line).text == line
 
 
