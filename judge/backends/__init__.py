@@ -60,7 +60,8 @@ def _openai(spec: JudgeSpec, limits: StreamLimits, quirks: EndpointQuirks | None
 
 
 def _scripted(spec: JudgeSpec, limits: StreamLimits, quirks: EndpointQuirks | None) -> JudgeBackend:
-    return ScriptedBackend.for_mode(spec.model, base_url=spec.base_url)
+    # a judge the service runs: it keeps none of the prompts it answered
+    return ScriptedBackend.for_mode(spec.model, base_url=spec.base_url, record=False)
 
 
 #: backend name -> factory(spec, limits, quirks)

@@ -82,8 +82,12 @@ class ScriptedBackend:
         base_url: str | None = None,
         digest: str | None = None,
         fingerprint: str | None = None,
+        record: bool = True,
     ) -> None:
+        """``record``: keep every request in ``requests`` (for tests); a judge a service
+        runs for as long as it is up keeps none."""
         self.model = model
+        self._record = record
         self.base_url = base_url
         #: what ``model_digest`` reports (None: nothing), and the completions' fingerprint;
         #: a test changes them to play a model replaced behind the name
@@ -107,17 +111,20 @@ class ScriptedBackend:
         return item(request) if callable(item) else item
 
     @classmethod
-    def for_mode(cls, mode: str, *, base_url: str | None = None) -> ScriptedBackend:
+    def for_mode(
+        cls, mode: str, *, base_url: str | None = None, record: bool = True
+    ) -> ScriptedBackend:
         """The demo judge of a ``scripted:MODE`` spec."""
         if mode not in SCRIPTED_MODES:
             raise JudgeSpecError(
                 f"scripted judge mode {mode!r} is unknown; use one of {', '.join(SCRIPTED_MODES)}"
             )
-        return cls(model=mode, base_url=base_url)
+        return cls(model=mode, base_url=base_url, record=record)
 
     async def complete(self, request: JudgeRequest) -> Completion:
         """Answer with the next scripted reply."""
-        self.requests.append(request)
+        if self._record:
+            self.requests.append(request)
         text = self._next(request)
         chars = sum(len(m.content) for m in request.messages)
         return Completion(

@@ -73,3 +73,22 @@ def test_member_specs_and_identity_of_one_judge_and_of_a_panel() -> None:
     assert judge_identity(panel) == "panel:ollama:a,openai:b"
     assert judge_identity("OLLAMA:a@http://h:1") == "ollama:a"
     assert judge_identity("not a spec") == "not a spec"
+
+
+async def test_a_demo_judge_built_from_its_spec_keeps_no_prompt_it_answered() -> None:
+    """A service's ``scripted:MODE`` judge answers for as long as the service runs: it
+    must not hold every prompt it was sent (tests build their own, which do)."""
+    from judge.backends import build_backend
+    from judge.backends.scripted import ScriptedBackend
+    from judge.calls import ChatMessage, JudgeRequest
+    from judge.spec import parse_judge_spec
+
+    judge = build_backend(parse_judge_spec("scripted:pass"))
+    assert isinstance(judge, ScriptedBackend)
+    request = JudgeRequest(
+        messages=(ChatMessage(role="user", content="a long prompt " * 500),),
+        reply_schema={"type": "object", "properties": {}},
+    )
+    for _ in range(3):
+        assert (await judge.complete(request)).text == "{}"
+    assert judge.requests == []
