@@ -56,7 +56,7 @@ def claimable_query(
     held_back: Any,
     *,
     regrade: bool | None = None,
-) -> Select[Any]:
+) -> Select[GradingRecord, SubmissionRecord, str]:
     """Up to ``limit`` claimable gradings with their submissions and the ground truth
     of the scenario version they target: live ones first, then oldest first.
 

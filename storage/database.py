@@ -212,11 +212,13 @@ class Database:
         stored = []
         for index, event in enumerate(events):
             covered = (covers or {}).get(index) or ()
-            if covered and not isinstance(covered, Mapping):
+            if isinstance(covered, Mapping):
+                digests: Mapping[str, str | None] = covered
+            else:  # grading ids: their state as the session holds it
                 session.flush()
-                covered = grading_digests(session, list(covered))
-            if covered:
-                event = {**event, "payload": {**event["payload"], COVERS: dict(covered)}}
+                digests = grading_digests(session, list(covered)) if covered else {}
+            if digests:
+                event = {**event, "payload": {**event["payload"], COVERS: dict(digests)}}
             records = (rows or {}).get(index)
             if records:
                 event = {**event, "payload": {**event["payload"], ROWS: rows_payload(records)}}

@@ -96,9 +96,9 @@ def records_by_grading(
     ids = list(found)
     for start in range(0, len(ids), _IDS_PER_QUERY):
         chunk = ids[start : start + _IDS_PER_QUERY]
-        query = select(model).where(column.in_(chunk), *where).order_by(*order)
-        for record in session.execute(query).scalars():
-            found[record.grading_id].append(record)
+        query = select(column, model).where(column.in_(chunk), *where).order_by(*order)
+        for grading_id, record in session.execute(query):
+            found[grading_id].append(record)
     return found
 
 
@@ -212,7 +212,9 @@ class GradingReads:
         )
         return self._pairs_of(session, query)
 
-    def _pairs_of(self, session: Session, query: Select[Any]) -> list[GradingView]:
+    def _pairs_of(
+        self, session: Session, query: Select[GradingRecord, SubmissionRecord]
+    ) -> list[GradingView]:
         """The views of the (grading, submission) rows ``query`` selects."""
         return self._views(session, [(row[0], row[1]) for row in session.execute(query)])
 

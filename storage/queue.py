@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy import BindParameter, Select, bindparam, func, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -27,7 +27,7 @@ from storage.claims import claim_of, claimable_query
 from storage.database import Database
 from storage.models import Claim, FinishedGrading
 from storage.regrade.lifecycle import items_completed, mark_jobs_started, not_held_back
-from storage.tables import AuditRecord, GradingRecord
+from storage.tables import AuditRecord, GradingRecord, SubmissionRecord
 from storage.verdicts import call_events, call_records, leased, store_calls, write_verdicts
 
 __all__ = ["INTERNAL_ERROR", "QueueRepository"]
@@ -35,6 +35,8 @@ __all__ = ["INTERNAL_ERROR", "QueueRepository"]
 #: the code a grading is deferred or unscored under when the service itself failed to
 #: grade it (an error of its own, not the judge's)
 INTERNAL_ERROR = "internal_error"
+#: a claim's pick: claimable gradings with their submissions and ground truths
+_Pick = Select[GradingRecord, SubmissionRecord, str]
 
 
 class QueueRepository:
@@ -52,7 +54,7 @@ class QueueRepository:
         #: queue likely holds more and the next claim need not look before it leases
         self._backlog: dict[bool | None, bool] = {}
         #: per kind of claim: its statements (``_statements``)
-        self._built: dict[bool | None, tuple[Select[Any], Select[Any]]] = {}
+        self._built: dict[bool | None, tuple[_Pick, Select[str]]] = {}
 
     async def claim_pending(
         self, worker_id: str, *, limit: int, lease_seconds: float, regrade: bool | None = None
@@ -78,12 +80,13 @@ class QueueRepository:
         self._backlog[regrade] = len(claims) >= limit
         return claims
 
-    def _statements(self, regrade: bool | None) -> tuple[Select[Any], Select[Any]]:
+    def _statements(self, regrade: bool | None) -> tuple[_Pick, Select[str]]:
         """The pick and the look-first probe of a kind of claim, built once: ``now`` and
         ``limit`` are bound on each run (building them cost more than running them)."""
         built = self._built.get(regrade)
         if built is None:
-            now, limit = bindparam("now"), bindparam("limit")
+            now: BindParameter[datetime] = bindparam("now")
+            limit: BindParameter[int] = bindparam("limit")
             pick = claimable_query(now, limit, not_held_back(), regrade=regrade)
             if self._db.postgres:
                 pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
@@ -94,7 +97,7 @@ class QueueRepository:
     def _lease(
         self,
         session: Session,
-        pick: Select[Any],
+        pick: _Pick,
         values: dict[str, Any],
         worker_id: str,
         expires: datetime,
@@ -253,7 +256,7 @@ def _move_lease(
     values: dict[str, Any] = {"lease_expires_at": expires}
     if expires is None:
         values["lease_owner"] = None
-    result = session.execute(
+    result = session.connection().execute(
         update(GradingRecord)
         .where(
             col(GradingRecord.id) == grading_id,
@@ -261,6 +264,5 @@ def _move_lease(
             col(GradingRecord.lease_owner) == worker_id,
         )
         .values(**values)
-        .execution_options(synchronize_session=False)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(result.rowcount)

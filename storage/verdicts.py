@@ -364,7 +364,7 @@ def _holds_lease(row: Mapping[str, Any], item: FinishedGrading) -> bool:
     return bool(row["status"] == "pending" and row["lease_owner"] == item.worker_id)
 
 
-def _check_rubric(row: Mapping[str, Any], item: FinishedGrading) -> None:
+def _check_rubric(row: Mapping[Any, Any], item: FinishedGrading) -> None:
     result = item.result
     if (result.rubric_id, result.rubric_version) != (row["rubric_id"], row["rubric_version"]):
         raise ValueError(
@@ -390,7 +390,7 @@ class _Rows:
 
     def add(
         self,
-        row: Mapping[str, Any],
+        row: Mapping[Any, Any],
         item: FinishedGrading,
         calls: list[dict[str, Any]],
         at: datetime,

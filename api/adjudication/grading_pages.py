@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from api.adjudication.grading_view import changed_since, grading_page_context, verdict_label
 from api.adjudication.submitter_view import submitter_page_context
 from api.adjudication.use_cases import append_override, claim_review, grading_page_parts
-from api.service.presenters import read_grading, readable_gradings
+from api.service.presenters import full_grading, read_grading, readable_gradings
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
 from api.web.pages import page
@@ -146,7 +146,7 @@ async def override_from_page(
             services, who.principal, grading_id, request, expected_revision=revision
         )
     except PreconditionFailed:
-        fresh = await read_grading(services, who.principal, grading_id)
+        fresh = full_grading(await read_grading(services, who.principal, grading_id))
         seen = {s for s in data.get("seen", "").split(",") if s}
         return await _render(
             services,

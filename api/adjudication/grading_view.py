@@ -8,7 +8,7 @@ from typing import Any
 
 from api.adjudication.highlight import Mark, Segment, evidence_passages, segments
 from api.adjudication.trace_view import trace_view
-from api.service.schemas import AnswerPublic, GradingPublic, OverridePublic
+from api.service.schemas import AnswerPublic, GradingPublic, GradingRead, OverridePublic
 from judge.grounding import facts_of
 from judge.review_reasons import hold_explanation
 from judge.rubric import Rubric
@@ -59,7 +59,7 @@ class GroundTruthView:
     values: tuple[str, ...] = field(default_factory=tuple)
 
 
-def verdict_label(grading: GradingPublic) -> str:
+def verdict_label(grading: GradingRead) -> str:
     """PASS, FAIL, HELD (a flagged pass waiting for a human), UNSCORED or PENDING."""
     if grading.held:
         return "HELD"

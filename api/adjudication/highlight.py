@@ -120,8 +120,10 @@ def segments(text: str, marks: Iterable[Mark]) -> list[Segment]:
     start = 0
     for i in range(1, len(text) + 1):
         if i == len(text) or owner[i] is not owner[start]:
-            mark = owner[start]
+            strongest = owner[start]
             piece = text[start:i]
-            result.append(Segment(piece, mark.kind, mark.label) if mark else Segment(piece))
+            result.append(
+                Segment(piece, strongest.kind, strongest.label) if strongest else Segment(piece)
+            )
             start = i
     return result

@@ -13,7 +13,7 @@ from litestar.response import Template
 
 from api.adjudication.grading_view import grading_page_context, verdict_label
 from api.adjudication.use_cases import claim_review, label_grading
-from api.service.presenters import render_grading
+from api.service.presenters import full_grading, render_grading
 from api.service.services import Services
 from api.service.visibility import readable_grading
 from api.web.pages import page
@@ -25,7 +25,7 @@ __all__ = ["label_form", "label_submit"]
 
 async def _blind_context(services: Services, who: SignedIn, grading_id: str) -> dict[str, Any]:
     view = await readable_grading(services, who.principal, grading_id)
-    grading = await render_grading(services, view, who.principal)
+    grading = full_grading(await render_grading(services, view, who.principal))
     rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
     context = grading_page_context(grading, rubric)
     # blind: nothing the judge said, so the diagnosis is shown without its evidence marks
@@ -81,7 +81,7 @@ async def label_submit(
         answers=answers,
         verdict=cast(Literal["pass", "fail"] | None, verdict),
     )
-    grading = await render_grading(services, fresh, who.principal)
+    grading = full_grading(await render_grading(services, fresh, who.principal))
     judged = {a.question_id: a.judge_answer == "yes" for a in grading.answers}
     rows = [
         (qid, mine, judged.get(qid), judged.get(qid) is not None and judged[qid] != mine)

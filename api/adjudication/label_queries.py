@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound
@@ -43,10 +44,10 @@ class LabelQueries:
             if session.get(GradingRecord, grading_id) is None:
                 raise NotFound(f"no grading {grading_id}")
             earlier = session.execute(
-                select(HumanLabelRecord.id).where(
-                    HumanLabelRecord.grading_id == grading_id,
-                    HumanLabelRecord.author_id == author_id,
-                    HumanLabelRecord.source == "blind",
+                select(col(HumanLabelRecord.id)).where(
+                    col(HumanLabelRecord.grading_id) == grading_id,
+                    col(HumanLabelRecord.author_id) == author_id,
+                    col(HumanLabelRecord.source) == "blind",
                 )
             )
             if earlier.first() is not None:

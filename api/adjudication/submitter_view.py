@@ -44,6 +44,6 @@ def submitter_page_context(
     """The template context of a submitter's grading page (without who is looking)."""
     return {
         "g": grading,
-        "verdict": verdict_label(grading),  # type: ignore[arg-type]
+        "verdict": verdict_label(grading),
         "questions": _questions(grading, rubric),
     }

@@ -19,9 +19,9 @@ from api.adjudication.override_queries import OverrideQueries
 from api.adjudication.review_queries import Assignee, ReviewItem, ReviewQueries
 from api.adjudication.tag_queries import TagQueries
 from api.service.errors import InvalidRequest
-from api.service.presenters import present_gradings, rubric_shown
+from api.service.presenters import full_grading, present_gradings, rubric_shown
 from api.service.principal import Principal
-from api.service.schemas import GradingRead, OverrideCreate
+from api.service.schemas import GradingPublic, GradingRead, OverrideCreate
 from api.service.services import Services
 from api.service.visibility import readable_grading, readable_in
 from judge.review_reasons import ReviewReason
@@ -249,18 +249,18 @@ async def override_grading(
     request: OverrideCreate,
     *,
     expected_revision: int,
-) -> GradingRead:
+) -> GradingPublic:
     """Append an override in ``principal``'s name to the grading at ``expected_revision``
     (:class:`storage.PreconditionFailed` when it moved on) and return the grading object:
     read, checked, written, audited and read back in one transaction."""
     _check_override(request)
 
-    def override(session: Session) -> GradingRead:
+    def override(session: Session) -> GradingPublic:
         view = _append_override(
             session, services, principal, grading_id, request, expected_revision
         )
         # ``view`` holds the grading as the override left it (the same objects, written)
-        return present_gradings(session, services, [view], principal)[0]
+        return full_grading(present_gradings(session, services, [view], principal)[0])
 
     return await services.store.db.run(override)
 

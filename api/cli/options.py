@@ -73,7 +73,7 @@ SCOPE_FLAGS: dict[str, tuple[str, list[str], str]] = {
 }
 
 
-def _filter_type(key: str) -> click.ParamType | None:
+def _filter_type(key: str) -> click.ParamType[Any, Any] | None:
     if key in _TIMES:
         return click.DateTime()
     if key == "ground_truth_source":

@@ -62,22 +62,23 @@ async def confirmed(
         return result.model_copy(update={"detail": _note(result, f"not confirmed: {exc}")})
     calls = (*result.calls, *second.calls)
     why_not = None
-    if second.outcome is None:
+    outcome = second.outcome
+    if outcome is None:
         why_not = f"it could not grade it ({second.unscored_reason})"
-    elif not second.outcome.passed:
-        why_not = f"it failed it ({second.outcome.yes_count} yes)"
+    elif not outcome.passed:
+        why_not = f"it failed it ({outcome.yes_count} yes)"
     elif holding_reasons(second.review_reasons):
         why_not = f"its own pass carries {', '.join(holding_reasons(second.review_reasons))}"
     elif services.settings.pass_policy == "qualified" and not await qualifications.qualified(
         spec, rubric.version, asking_choice(services.settings, spec, rubric)
     ):
         why_not = "it has not qualified on a calibration run either"
-    if why_not is not None:
+    if why_not is not None or outcome is None:  # (no outcome has its why_not)
         note = f"held pass not confirmed by {spec}: {why_not}"
         return result.model_copy(update={"calls": calls, "detail": _note(result, note)})
     kept = tuple(r for r in result.review_reasons if r not in CONFIRMABLE)
     note = (
-        f"pass confirmed by {spec} ({second.outcome.yes_count} yes, no injection signal); "
+        f"pass confirmed by {spec} ({outcome.yes_count} yes, no injection signal); "
         f"it was held for {', '.join(held)}"
     )
     return result.model_copy(

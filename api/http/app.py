@@ -163,7 +163,7 @@ def _make_shell(max_body_bytes: int) -> Litestar:
         request_max_body_size=max_body_bytes,
         # None, not False: False would override the models' own strict fields (StrictInt
         # then took "3"); None lets each field's strictness hold, dates still parse
-        plugins=[PydanticPlugin(validate_strict=None), WorkbenchPlugin()],  # type: ignore[list-item]
+        plugins=[PydanticPlugin(validate_strict=None), WorkbenchPlugin()],  # type: ignore[arg-type]
         lifespan=[_lifespan],
         before_send=[AllowEveryMethod()],
     )

@@ -34,7 +34,7 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Princ
         principal = Principal(
             id=record.id,
             name=record.name,
-            role=record.role,  # type: ignore[arg-type]
+            role=record.role,
             inline_ground_truth=record.inline_ground_truth,
         )
     connection.scope.setdefault("state", {})["principal"] = principal

@@ -82,11 +82,14 @@ def forbid_nul(schema: Any) -> Any:
             schema.pattern = NO_NUL
         if isinstance(schema.additional_properties, Schema) and schema.property_names is None:
             schema.property_names = Schema(pattern=NO_NUL)
-        for child in (*(schema.one_of or ()), *(schema.any_of or ()), *(schema.all_of or ())):
-            forbid_nul(child)
-        for child in (schema.properties or {}).values():
-            forbid_nul(child)
-        for child in (schema.items, schema.additional_properties):
+        for child in (
+            *(schema.one_of or ()),
+            *(schema.any_of or ()),
+            *(schema.all_of or ()),
+            *(schema.properties or {}).values(),
+            schema.items,
+            schema.additional_properties,
+        ):
             forbid_nul(child)
         return schema
     if isinstance(schema, dict):

@@ -171,7 +171,7 @@ def import_jsonl(
     """
     from api.imports.report import ImportAborted
 
-    name = "<stdin>" if str(file) == "-" else file
+    name = "<stdin>" if str(file) == "-" else str(file)
     try:
         if server is not None:
             report = _remote_jsonl(server, file, rubric_id, strict)

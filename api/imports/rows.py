@@ -57,7 +57,11 @@ def sregym_submission(
     }
     if attempt.checklist_problem:
         metadata["import_problem"] = attempt.checklist_problem
-    content = {"diagnosis": attempt.diagnosis, "ground_truth": ground_truth, "meta": metadata}
+    content: dict[str, Any] = {
+        "diagnosis": attempt.diagnosis,
+        "ground_truth": ground_truth,
+        "meta": metadata,
+    }
     if attempt.trace is not None:  # rows without one keep the keys they had
         content["trace"] = attempt.trace
     where = f"{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"

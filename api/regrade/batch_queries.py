@@ -295,7 +295,7 @@ class BatchQueries:
             .where(col(RegradeEngineRecord.job_id) == job_id)
             .values(retry_at=None)
         )
-        return bool(await self._db.run(lambda s: s.execute(statement).rowcount))
+        return bool(await self._db.run(lambda s: s.connection().execute(statement).rowcount))
 
     async def recovered(self, job_id: str) -> None:
         """A step succeeded after failed ones: the error and the wait are cleared."""

@@ -219,7 +219,7 @@ def _start_remote(server: str, data: RegradeJobCreate, wait: bool) -> RegradeJob
 @format_option("table", "json", legacy_json=True)
 @server_option
 @click.pass_context
-def regrade_group(ctx: click.Context, **options: Any) -> None:
+def regrade_group(ctx: click.Context, /, **options: Any) -> None:
     """Start a regrade job of the gradings in the filter (subcommands: status, flips).
 
     \b

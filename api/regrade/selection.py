@@ -132,7 +132,8 @@ def candidates_query(
     covered submissions: the submission's own version and ground truth, or with
     ``latest`` its scenario's newest (an inline ground truth stays as it was)."""
     s, sc = SubmissionRecord, ScenarioRecord
-    version, truth = col(s.scenario_version), col(s.ground_truth)
+    version: Any = col(s.scenario_version)  # a column, or a CASE of two
+    truth: Any = col(s.ground_truth)
     if latest:
         version = case((col(s.scenario_id).is_(None), version), else_=col(sc.version))
         truth = case((col(s.scenario_id).is_(None), truth), else_=col(sc.ground_truth))

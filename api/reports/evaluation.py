@@ -192,7 +192,7 @@ def evaluation_csv(table: EvaluationTable) -> str:
          "disagree"]
     )  # fmt: skip
     for row in table.rows:
-        cells = []
+        cells: list[object] = []
         for column in table.columns:
             cell = row.cells.get(column)
             cells += ["", ""] if cell is None else [cell.verdict, cell.yes_count]

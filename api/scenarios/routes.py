@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from litestar import Request, Response, get, post, put
 from litestar.di import NamedDependency
@@ -118,7 +118,7 @@ async def list_scenario_page(
     status_code=200,
 )
 async def load_scenario_file(
-    request: Request,
+    request: Request[Any, Any, Any],
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
     fmt: Annotated[LoadFormat | None, QueryParameter(name="format", required=False)] = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from api.service.errors import NotPermitted
 from api.service.principal import Principal
 from api.service.schemas import (
     AnswerPublic,
@@ -151,8 +152,9 @@ def _recorded_veto(
     if a.judge_answer and a.evidence_verified is False and needed:
         check = _quote_problem(a)
         reason = f"{QUOTE_PROBLEMS[check]}: a yes to this question needs a quote from it"
-        effect = "flagged" if a.answer else "vetoed"
-        return VetoPublic(check=f"evidence.{check}", effect=effect, reason=reason)
+        return VetoPublic(
+            check=f"evidence.{check}", effect="flagged" if a.answer else "vetoed", reason=reason
+        )
     return None
 
 
@@ -316,7 +318,7 @@ def _grading_public(
         needs_review=g.needs_review,
         review_reasons=list(g.review_reasons or []),
         provisional=bool(g.provisional),
-        verdict_override=verdict.verdict if verdict else None,  # type: ignore[arg-type]
+        verdict_override=verdict.verdict if verdict else None,
         overridden=bool(g.overridden),
         scenario_version=g.scenario_version,
         overrides=[_override_public(o) for o in overrides],
@@ -371,6 +373,15 @@ def present_gradings(
             )
         )
     return rendered
+
+
+def full_grading(grading: GradingRead) -> GradingPublic:
+    """``grading`` as the full object: what only adjudicators reach (overrides, labels,
+    the grading's page in the workbench) is shown the full object, never a submitter's
+    view; anything else is refused (``NotPermitted``), never shown in part."""
+    if not isinstance(grading, GradingPublic):
+        raise NotPermitted("only adjudicators see the whole grading")
+    return grading
 
 
 async def render_gradings(

@@ -71,7 +71,7 @@ def can_see_ground_truth(principal: Principal, submission: SubmissionRecord) -> 
 def _left_out(view: type[BaseModel]) -> list[str]:
     """The fields of the full grading object (dotted within answers and the submission)
     that ``view`` does not declare."""
-    nested = {
+    nested: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
         "answers": (AnswerPublic, SubmitterAnswer),
         "submission": (SubmissionPublic, SubmitterSubmission),
     }

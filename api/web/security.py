@@ -5,6 +5,7 @@ cache, and any proxy, keep none of it)."""
 
 from __future__ import annotations
 
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["CSP", "DOCS_CSP", "html_security_headers"]
@@ -30,7 +31,7 @@ def html_security_headers(app: ASGIApp) -> ASGIApp:
     """ASGI middleware: add the policy and the other headers to every ``text/html`` answer."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         policy = DOCS_CSP if scope["path"].startswith("/schema") else CSP

@@ -111,9 +111,9 @@ def web_require(role: Role) -> Guard:
         who = await _resolve(connection)
         if not who.principal.at_least(role):
             raise PermissionDeniedException(f"this page needs the {role} role or higher")
-        if connection.scope["method"] not in _SAFE:
-            if not isinstance(connection, Request):
-                raise PermissionDeniedException("not a request")
+        if not isinstance(connection, Request):  # a page's guard: no websocket gets by
+            raise PermissionDeniedException("not a request")
+        if connection.method not in _SAFE:
             await check_csrf(connection, who.csrf)
 
     return guard

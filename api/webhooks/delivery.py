@@ -118,9 +118,11 @@ class WebhookDelivery:
         if self._task is None:
             loop = asyncio.get_running_loop()
             wake = self._wake
-            self._stop_listening = on_committed(
-                self._store.db.engine, lambda: loop.call_soon_threadsafe(wake.set)
-            )
+
+            def wake_up() -> None:  # from the committing thread
+                loop.call_soon_threadsafe(wake.set)
+
+            self._stop_listening = on_committed(self._store.db.engine, wake_up)
             self._task = asyncio.create_task(self._run(), name="webhook-delivery")
 
     async def stop(self) -> None:

@@ -194,23 +194,23 @@ def _active_endpoints(
     proves it current, else read (only when ``needed``); what is kept moves to the head
     the transaction's append of ``events`` ended at. A list read in a transaction that
     changes an endpoint is not kept: it would hold the change before its commit."""
-    engine = session.get_bind()
+    engine = session.get_bind().engine  # a Connection's engine, or the Engine itself
     link = last_append(session)
-    known = _KNOWN.get(engine)  # type: ignore[call-overload]
+    known = _KNOWN.get(engine)
     changes = any(e["event"].startswith("webhook.") for e in events)
     if known is not None and link is not None and known[0] == link.linked_to and not changes:
         endpoints: list[Endpoint] | None = known[1]
     elif needed:
-        query = select(WebhookEndpointRecord.id, WebhookEndpointRecord.events).where(
+        query = select(col(WebhookEndpointRecord.id), col(WebhookEndpointRecord.events)).where(
             col(WebhookEndpointRecord.active).is_(True)
         )
         endpoints = [(row.id, list(row.events or [])) for row in session.execute(query)]
     else:
         endpoints = None
     if endpoints is None or link is None or changes:  # a list read with a change unsure
-        _KNOWN.pop(engine, None)  # type: ignore[call-overload]
+        _KNOWN.pop(engine, None)
     else:
-        _KNOWN[engine] = (link.head, endpoints)  # type: ignore[index]
+        _KNOWN[engine] = (link.head, endpoints)
     return endpoints
 
 

@@ -170,8 +170,8 @@ class WebhookQueries:
         leases at once, for a caller just told that deliveries were committed.
         """
         if look and not self._db.postgres:
-            probe = self._due(self._db.clock(), skip=skip, limit=1)
-            probe = probe.with_only_columns(col(WebhookDeliveryRecord.seq))
+            due = self._due(self._db.clock(), skip=skip, limit=1)
+            probe = due.with_only_columns(col(WebhookDeliveryRecord.seq))
             if not await self._db.run_read(lambda s: s.execute(probe).first()):
                 return []
         return await self._db.run(self._lease, lease_seconds, skip=skip, limit=limit)
@@ -183,7 +183,7 @@ class WebhookQueries:
         skip: frozenset[str] = frozenset(),
         endpoint_id: str | None = None,
         limit: int,
-    ) -> Select[Any]:
+    ) -> Select[WebhookDeliveryRecord, WebhookEndpointRecord]:
         """The due head deliveries (with their endpoints) of closed circuits, oldest first."""
         heads = select(func.min(WebhookDeliveryRecord.seq)).where(
             col(WebhookDeliveryRecord.state) == "pending"

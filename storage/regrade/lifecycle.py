@@ -46,10 +46,9 @@ def not_held_back() -> Any:
     waiting = select(col(RegradeEngineRecord.job_id)).where(
         col(RegradeEngineRecord.state) != "grading"
     )
-    held = held.union_all(waiting)
     return or_(
         col(GradingRecord.regrade_job_id).is_(None),
-        col(GradingRecord.regrade_job_id).not_in(held),
+        col(GradingRecord.regrade_job_id).not_in(held.union_all(waiting)),
     )
 
 

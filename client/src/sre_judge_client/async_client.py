@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins  # annotations below the `list` method name the builtin through it
 import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -153,7 +154,7 @@ class AsyncClient:
         *,
         timeout: float = 300.0,  # noqa: ASYNC109 - Client.wait_many's keywords
         poll: float = 1.0,
-    ) -> list[Grading]:
+    ) -> builtins.list[Grading]:
         """Every grading once done, in the order of the ids given."""
         ids = list(grading_ids)
         done: dict[str, Grading] = {}
@@ -209,7 +210,7 @@ class AsyncClient:
         ground_truth: str,
         *,
         title: str | None = None,
-        tags: list[str] | None = None,
+        tags: builtins.list[str] | None = None,
         exist_ok: bool = False,
     ) -> dict[str, Any] | None:
         """Register a scenario (admin) as version 1 of its ground truth.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins  # annotations below the `list` method name the builtin through it
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -142,7 +143,7 @@ class Client:
 
     def wait_many(
         self, grading_ids: Iterable[str], *, timeout: float = 300.0, poll: float = 1.0
-    ) -> list[Grading]:
+    ) -> builtins.list[Grading]:
         """Every grading once done, in the order of the ids given."""
         ids = list(grading_ids)
         done: dict[str, Grading] = {}
@@ -198,7 +199,7 @@ class Client:
         ground_truth: str,
         *,
         title: str | None = None,
-        tags: list[str] | None = None,
+        tags: builtins.list[str] | None = None,
         exist_ok: bool = False,
     ) -> dict[str, Any] | None:
         """Register a scenario (admin) as version 1 of its ground truth.

@@ -8,6 +8,7 @@ Create Date: 2026-12-02
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import sqlalchemy as sa
 from alembic import op
@@ -20,7 +21,7 @@ depends_on: str | Sequence[str] | None = None
 _BIG = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
-def _at(name: str, *, nullable: bool = False) -> sa.Column:
+def _at(name: str, *, nullable: bool = False) -> sa.Column[datetime]:
     return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
 
 

@@ -43,7 +43,7 @@ _grading = sa.table(
 )
 
 
-def _vote_columns() -> list[sa.SchemaItem]:
+def _vote_columns() -> list[sa.schema.SchemaItem]:
     """The columns and constraints ``judge_vote`` had (migration 0004)."""
     return [
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
