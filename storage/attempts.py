@@ -9,16 +9,25 @@ counts the same.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.database import Database
 from storage.tables import SubmissionRecord, TokenRecord
 
-__all__ = ["AttemptCount", "AttemptReads", "RecentAttempts"]
+__all__ = [
+    "AttemptCount",
+    "AttemptReads",
+    "RecentAttempts",
+    "is_replay_in",
+    "lock_attempts",
+    "recent_in",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,30 +67,46 @@ def _attempts_of(token_id: str | None, scenario_id: str | None, since: datetime)
     return conditions
 
 
+def recent_in(session: Session, token_id: str, scenario_id: str, since: datetime) -> RecentAttempts:
+    """``token_id``'s attempts on ``scenario_id`` made at or after ``since``, in the
+    caller's transaction."""
+    query = select(func.count(), func.min(col(SubmissionRecord.created_at))).where(
+        *_attempts_of(token_id, scenario_id, since)  # type: ignore[arg-type]
+    )
+    count, first = session.execute(query).one()
+    return RecentAttempts(count=int(count), first_at=first)
+
+
+def is_replay_in(session: Session, token_id: str, idempotency_key: str) -> bool:
+    """Whether ``token_id`` already stored a submission under ``idempotency_key``
+    (sending it again replays that submission: no new attempt), in the caller's
+    transaction."""
+    query = select(col(SubmissionRecord.id)).where(
+        col(SubmissionRecord.submitted_by) == token_id,
+        col(SubmissionRecord.idempotency_key) == idempotency_key,
+    )
+    return session.execute(query.limit(1)).first() is not None
+
+
+def lock_attempts(session: Session, token_id: str, scenario_id: str) -> None:
+    """Hold the lock of ``token_id``'s attempts on ``scenario_id`` until the caller's
+    transaction ends, so that the token's submissions to the scenario count its attempts
+    one after another: a transaction-scoped advisory lock on PostgreSQL (no row needed:
+    a principal may have no token row); on SQLite the write transaction holds the
+    database's one write lock already."""
+    if session.connection().dialect.name != "postgresql":
+        return
+    digest = hashlib.sha256(f"attempts\0{token_id}\0{scenario_id}".encode()).digest()
+    key = int.from_bytes(digest[:8], "big", signed=True)
+    session.execute(select(func.pg_advisory_xact_lock(key)))
+
+
 class AttemptReads:
     """Counts of submissions against registered scenarios, per token and scenario."""
 
     def __init__(self, db: Database) -> None:
         """Work through ``db``."""
         self._db = db
-
-    async def recent(self, token_id: str, scenario_id: str, since: datetime) -> RecentAttempts:
-        """``token_id``'s attempts on ``scenario_id`` made at or after ``since``."""
-        query = select(func.count(), func.min(col(SubmissionRecord.created_at))).where(
-            *_attempts_of(token_id, scenario_id, since)  # type: ignore[arg-type]
-        )
-        count, first = await self._db.run_read(lambda session: session.execute(query).one())
-        return RecentAttempts(count=int(count), first_at=first)
-
-    async def is_replay(self, token_id: str, idempotency_key: str) -> bool:
-        """Whether ``token_id`` already stored a submission under ``idempotency_key``
-        (sending it again replays that submission: no new attempt)."""
-        query = select(col(SubmissionRecord.id)).where(
-            col(SubmissionRecord.submitted_by) == token_id,
-            col(SubmissionRecord.idempotency_key) == idempotency_key,
-        )
-        limited = query.limit(1)
-        return await self._db.run_read(lambda session: session.execute(limited).first()) is not None
 
     async def per_token(
         self, since: datetime, *, scenario_id: str | None = None, limit: int = 500

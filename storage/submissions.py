@@ -9,6 +9,7 @@ identical requests racing are settled by the unique constraint on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -27,7 +28,7 @@ from storage.errors import IdempotencyConflict, NotFound
 from storage.models import NewSubmission, SubmissionOutcome
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id, row_values
 
-__all__ = ["SubmissionRepository"]
+__all__ = ["SubmissionBuilder", "SubmissionRepository"]
 
 _SUBMISSIONS = SubmissionRecord.__table__  # type: ignore[attr-defined]
 _GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
@@ -82,6 +83,10 @@ def _pending_grading(
     )
 
 
+#: what builds a submission inside the transaction that stores it (``create``)
+SubmissionBuilder = Callable[[Session], NewSubmission]
+
+
 class SubmissionRepository:
     """Submissions and the pending gradings created with them."""
 
@@ -92,7 +97,7 @@ class SubmissionRepository:
 
     async def create(
         self,
-        data: NewSubmission,
+        data: NewSubmission | SubmissionBuilder,
         *,
         rubric: Rubric,
         judge_spec: str,
@@ -104,6 +109,10 @@ class SubmissionRepository:
     ) -> SubmissionOutcome:
         """Store a submission and its pending grading in one transaction.
 
+        ``data``: the submission, or what builds it in that transaction (it reads what
+        the submission takes from the database there: a registered scenario's ground
+        truth, the checks that count what is stored), before a replay is looked for.
+
         ``lease``: ``(worker id, seconds)`` of a worker of this process with a free slot:
         a new grading is stored leased to it, and the outcome carries its claim, so the
         worker grades it without a claim of its own (a replay carries none).
@@ -111,47 +120,25 @@ class SubmissionRepository:
         Raises NotFound for an unknown scenario and IdempotencyConflict when
         ``idempotency_key`` was used by ``actor`` for a different request.
         """
-        request_hash = data.request_hash()
         judge = (judge_spec, judge_backend, judge_model)
         try:
             return await self._db.run(
-                self._create, data, request_hash, rubric, judge, actor, idempotency_key, lease
+                self._create, data, rubric, judge, actor, idempotency_key, lease
             )
         except IntegrityError:
             if idempotency_key is None:
                 raise
             # a racing request with the same key committed first: answer with its rows
-            replay = await self._db.run_read(self._replay, actor, idempotency_key, request_hash)
+            replay = await self._db.run(self._replay_of, data, actor, idempotency_key)
             if replay is None:
                 raise
             return replay
 
-    def _create(
-        self,
-        session: Session,
-        data: NewSubmission,
-        request_hash: str,
-        rubric: Rubric,
-        judge: tuple[str, str, str],
-        actor: str,
-        idempotency_key: str | None,
-        lease: tuple[str, float] | None = None,
-    ) -> SubmissionOutcome:
-        """The replay of an earlier request with this key, else the new rows."""
-        if idempotency_key is not None:
-            replay = self._replay(session, actor, idempotency_key, request_hash)
-            if replay is not None:
-                return replay
-        return self._insert(
-            session,
-            data,
-            request_hash=request_hash,
-            rubric=rubric,
-            judge=judge,
-            actor=actor,
-            idempotency_key=idempotency_key,
-            lease=lease,
-        )
+    def _replay_of(
+        self, session: Session, data: NewSubmission | SubmissionBuilder, actor: str, key: str
+    ) -> SubmissionOutcome | None:
+        built = data(session) if callable(data) else data
+        return self._replay(session, actor, key, built.request_hash())
 
     def _replay(
         self, session: Session, actor: str, key: str, request_hash: str
@@ -176,6 +163,34 @@ class SubmissionRepository:
             )
         ).scalar_one()
         return SubmissionOutcome(submission=submission, grading=grading, created=False)
+
+    def _create(
+        self,
+        session: Session,
+        data: NewSubmission | SubmissionBuilder,
+        rubric: Rubric,
+        judge: tuple[str, str, str],
+        actor: str,
+        idempotency_key: str | None,
+        lease: tuple[str, float] | None = None,
+    ) -> SubmissionOutcome:
+        """The replay of an earlier request with this key, else the new rows."""
+        built = data(session) if callable(data) else data
+        request_hash = built.request_hash()
+        if idempotency_key is not None:
+            replay = self._replay(session, actor, idempotency_key, request_hash)
+            if replay is not None:
+                return replay
+        return self._insert(
+            session,
+            built,
+            request_hash=request_hash,
+            rubric=rubric,
+            judge=judge,
+            actor=actor,
+            idempotency_key=idempotency_key,
+            lease=lease,
+        )
 
     def _insert(
         self,

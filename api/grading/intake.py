@@ -1,25 +1,30 @@
 """Accepting a submission and waiting for its grading (the use cases of POST /v1/submissions).
 
-Acceptance checks the texts, resolves the rubric and the ground truth (inline or a
-registered scenario's), applies the self-preference policy, screens the diagnosis
-(credentials removed, injection flagged: ``judge.screening``, kept with the submission
-for every grading of it), redacts credentials in the agent's trace if one came
-(``judge.trace``) and stores the submission with a pending grading in one
-transaction, before anything is answered. A worker of this process with a free slot takes the new
-grading leased in that same transaction; otherwise the workers are woken to claim it.
+Acceptance checks the texts, resolves the rubric, applies the self-preference policy,
+screens the diagnosis (credentials removed, injection flagged: ``judge.screening``, kept
+with the submission for every grading of it), redacts credentials in the agent's trace
+if one came (``judge.trace``) and stores the submission with a pending grading in one
+transaction, before anything is answered; a registered scenario's ground truth is read,
+and the caller's attempts on it counted, in that same transaction. A worker of this
+process with a free slot takes the new grading leased in that same transaction;
+otherwise the workers are woken to claim it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
 
 from api.grading import self_preference
 from api.grading.ground_truth_policy import check_inline_ground_truth, check_rubric_choice
-from api.service.attempts import check_attempts
+from api.service.attempts import check_attempts_in
 from api.service.errors import InvalidRequest, UnknownReference
 from api.service.principal import Principal
 from api.service.schemas import SubmissionCreate
@@ -28,7 +33,8 @@ from judge.inputs import check_text
 from judge.rubric import Rubric
 from judge.screening import screen
 from judge.trace import check_trace, redact_trace
-from storage import GradingView, NewSubmission, SubmissionOutcome
+from storage import GradingView, NewSubmission, ScenarioRecord, SubmissionOutcome
+from storage.submissions import SubmissionBuilder
 
 __all__ = ["Accepted", "accept_submission", "wait_for_grading"]
 
@@ -44,17 +50,28 @@ class Accepted:
     rubric: Rubric
 
 
-async def _ground_truth(services: Services, data: SubmissionCreate) -> tuple[str, str, int | None]:
-    """The ground truth, where it came from (``inline`` or ``scenario``) and the
-    scenario's version of it (None for an inline one)."""
-    if data.ground_truth is not None:
-        return data.ground_truth, "inline", None
-    assert data.scenario_id is not None
-    scenario = await services.store.catalog.get_scenario(data.scenario_id)
+def _from_scenario(
+    session: Session,
+    services: Services,
+    principal: Principal,
+    fields: dict[str, Any],
+    idempotency_key: str | None,
+) -> NewSubmission:
+    """The submission of ``fields`` with its scenario's newest ground truth and version,
+    read in the transaction that stores it, once the caller's attempts on the scenario
+    allow another (``api.service.attempts``)."""
+    scenario_id = fields["scenario_id"]
+    scenario = session.get(ScenarioRecord, scenario_id)
     if scenario is None:
-        detail = f"no scenario with id {data.scenario_id!r}"
+        detail = f"no scenario with id {scenario_id!r}"
         raise UnknownReference(detail, field="scenario_id", title="Unknown scenario")
-    return scenario.ground_truth, "scenario", scenario.version
+    check_attempts_in(session, services, principal, scenario_id, idempotency_key=idempotency_key)
+    return NewSubmission(
+        **fields,
+        ground_truth=scenario.ground_truth,
+        ground_truth_source="scenario",
+        scenario_version=scenario.version,
+    )
 
 
 async def _checked(services: Services, data: SubmissionCreate, principal: Principal) -> Rubric:
@@ -109,9 +126,6 @@ async def _accept(
     idempotency_key: str | None,
 ) -> Accepted:
     rubric = await _checked(services, data, principal)
-    truth, source, version = await _ground_truth(services, data)
-    if source == "scenario" and data.scenario_id is not None:
-        await check_attempts(services, principal, data.scenario_id, idempotency_key=idempotency_key)
     settings = services.settings
     judge_spec, judge_backend, judge_model = settings.grading_judge()
     self_preference.refuse(settings, judge_spec, data.model)
@@ -119,21 +133,31 @@ async def _accept(
     # and positions are kept), and what screening found is stored for every grading of it
     screening = await asyncio.to_thread(screen, data.diagnosis)
     trace = None if data.trace is None else await asyncio.to_thread(redact_trace, data.trace)
-    submission = NewSubmission(
-        diagnosis=screening.text,
-        ground_truth=truth,
-        ground_truth_source=source,  # type: ignore[arg-type]
-        scenario_id=data.scenario_id,
-        scenario_version=version,
-        agent=data.agent,
-        model=data.model,
-        run_id=data.run_id,
-        attempt=data.attempt,
-        metadata=data.metadata,
-        redactions=list(screening.redactions),
-        screening=screening.record(),
-        trace=trace,
-    )
+    fields: dict[str, Any] = {
+        "diagnosis": screening.text,
+        "scenario_id": data.scenario_id,
+        "agent": data.agent,
+        "model": data.model,
+        "run_id": data.run_id,
+        "attempt": data.attempt,
+        "metadata": data.metadata,
+        "redactions": list(screening.redactions),
+        "screening": screening.record(),
+        "trace": trace,
+    }
+    submission: NewSubmission | SubmissionBuilder
+    if data.ground_truth is not None:
+        submission = NewSubmission(
+            **fields, ground_truth=data.ground_truth, ground_truth_source="inline"
+        )
+    else:  # the scenario's, read where the submission is stored: one transaction
+        submission = functools.partial(
+            _from_scenario,
+            services=services,
+            principal=principal,
+            fields=fields,
+            idempotency_key=idempotency_key,
+        )
     judge = (judge_spec, judge_backend, judge_model)
     outcome = await _store(services, submission, rubric, judge, principal.id, idempotency_key)
     return Accepted(outcome=outcome, rubric=rubric)
@@ -141,7 +165,7 @@ async def _accept(
 
 async def _store(
     services: Services,
-    submission: NewSubmission,
+    submission: NewSubmission | SubmissionBuilder,
     rubric: Rubric,
     judge: tuple[str, str, str],
     actor: str,

@@ -7,8 +7,10 @@ Every answer a submitter gets about a hidden ground truth (the verdict, and with
 ground truth; the limit bounds how much a token can learn by probing. An inline ground
 truth is the submitter's own: not counted. Replays of a stored submission (the same
 ``Idempotency-Key``) are not new attempts. The count is read from the stored
-submissions, so it holds across processes, give or take submissions that race past the
-check at the same moment.
+submissions in the transaction that stores the new one, after taking the lock of the
+token's attempts on the scenario (an advisory lock on PostgreSQL; SQLite's write
+transaction holds the database's write lock), so it holds across processes and for
+submissions sent at the same moment.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel
+from sqlalchemy.orm import Session
 
 from api.service.errors import ServiceError
 from api.service.principal import Principal
 from api.service.services import Services
+from storage.attempts import is_replay_in, lock_attempts, recent_in
 
 __all__ = [
     "ATTEMPT_WINDOW",
@@ -28,7 +32,7 @@ __all__ = [
     "AttemptReportItem",
     "TooManyAttempts",
     "attempt_report",
-    "check_attempts",
+    "check_attempts_in",
 ]
 
 #: the period the limit counts attempts over
@@ -50,7 +54,8 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-async def check_attempts(
+def check_attempts_in(
+    session: Session,
     services: Services,
     principal: Principal,
     scenario_id: str,
@@ -59,19 +64,17 @@ async def check_attempts(
 ) -> None:
     """Raise :class:`TooManyAttempts` when ``principal`` (a submitter) made the limit's
     number of attempts on ``scenario_id`` within the last hour and this request is not
-    a replay. Adjudicators and admins, who may read the ground truth, are not limited."""
+    a replay; in the transaction that stores the attempt (see the module). Adjudicators
+    and admins, who may read the ground truth, are not limited."""
     limit = services.settings.submitter_attempts_per_scenario_per_hour
     if limit <= 0 or principal.at_least("adjudicator"):
         return
-    store = services.store
-    now = store.db.clock()
-    recent = await store.attempts.recent(principal.id, scenario_id, now - ATTEMPT_WINDOW)
+    lock_attempts(session, principal.id, scenario_id)
+    now = services.store.db.clock()
+    recent = recent_in(session, principal.id, scenario_id, now - ATTEMPT_WINDOW)
     if recent.count < limit:
         return
-    replay = idempotency_key is not None and await store.attempts.is_replay(
-        principal.id, idempotency_key
-    )
-    if replay:
+    if idempotency_key is not None and is_replay_in(session, principal.id, idempotency_key):
         return
     first = _aware(recent.first_at or now)
     wait = max(1, math.ceil((first + ATTEMPT_WINDOW - _aware(now)).total_seconds()))

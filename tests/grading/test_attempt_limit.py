@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 
 from api.cli.main import main
+from api.service.attempts import TooManyAttempts
 from storage.tables import SubmissionRecord
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -91,6 +93,48 @@ async def test_past_the_limit_a_submitter_gets_429_and_nothing_is_stored(
     assert counts == {("prober", "s1"): 3, ("prober", "s2"): 1, ("other", "s1"): 1,
                       ("admin-1", "s1"): 1}  # fmt: skip
     assert report.json()["limit_per_hour"] == 3
+
+
+async def test_submissions_sent_at_once_never_pass_the_limit_together(
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count and the new submission are one transaction (the token's attempts on the
+    scenario locked on PostgreSQL): attempts racing each other are counted as if sent one
+    by one, however long each takes between its arrival and its store (a slow screening,
+    here)."""
+    from api.grading import intake
+    from api.service.principal import Principal
+    from api.service.schemas import SubmissionCreate
+
+    screen = intake.screen
+
+    def slow_screen(diagnosis: str) -> Any:
+        time.sleep(0.1)  # the others arrive meanwhile
+        return screen(diagnosis)
+
+    monkeypatch.setattr(intake, "screen", slow_screen)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False, submitter_attempts_per_scenario_per_hour=3) as c:
+        made = await c.post(
+            "/v1/scenarios", json={"id": "s1", "ground_truth": TRUTH}, headers=admin
+        )
+        assert made.status_code == 201
+        services = c.app.state.services
+        racer = Principal(id="racer", name="racer", role="submitter")
+        sent = await asyncio.gather(
+            *(
+                intake.accept_submission(
+                    services, SubmissionCreate.model_validate(_body(port)), principal=racer
+                )
+                for port in range(12)
+            ),
+            return_exceptions=True,
+        )
+    refused = [r for r in sent if isinstance(r, TooManyAttempts)]
+    assert (len(refused), len(sent) - len(refused)) == (9, 3), sent
+    with engine.connect() as connection:
+        stored = connection.execute(select(_SUBMISSIONS.c.id)).all()
+    assert len(stored) == 3
 
 
 async def test_the_limit_is_on_by_default_and_zero_turns_it_off(
