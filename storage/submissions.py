@@ -190,6 +190,7 @@ class SubmissionRepository:
             actor=actor,
             idempotency_key=idempotency_key,
             lease=lease,
+            scenario_read=callable(data),  # a builder read the scenario it names
         )
 
     def _insert(
@@ -203,8 +204,10 @@ class SubmissionRepository:
         actor: str,
         idempotency_key: str | None,
         lease: tuple[str, float] | None,
+        scenario_read: bool = False,
     ) -> SubmissionOutcome:
-        if data.scenario_id is not None and (session.get(ScenarioRecord, data.scenario_id) is None):
+        unread = data.scenario_id is not None and not scenario_read
+        if unread and session.get(ScenarioRecord, data.scenario_id) is None:
             raise NotFound(f"scenario {data.scenario_id!r} does not exist")
         now = self._db.clock()
         submission = SubmissionRecord(

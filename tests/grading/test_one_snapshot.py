@@ -1,7 +1,8 @@
 """Reading a grading is one transaction: the grading, its answers, overrides, tags and
 votes come from one snapshot, so they agree with each other, and the read costs one
 BEGIN, not one per part. The grading page (its related gradings, history and the tag
-vocabulary too) is one transaction as well."""
+vocabulary too) is one transaction as well, and so is accepting a submission against a
+registered scenario (its ground truth read, the submitter's attempts counted)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,24 @@ async def test_the_grading_page_is_one_transaction(
         assert response.status_code == 200 and "Ada" in response.text
         # the signed-in session is looked up first, then the page is one snapshot
         assert counted.transactions == 2, f"{counted} for one grading page"
+
+
+async def test_a_submission_to_a_registered_scenario_is_one_transaction(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    truth = "[fault_spec] component=deployment/geo; namespace=hotel || GEO_PORT is 9999"
+    async with api_client(**QUIET) as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "s1", "ground_truth": truth}, headers=admin
+        )
+        assert made.status_code == 201
+        for n in range(2):  # the first one warms the token's cache and the rubric
+            body = {"scenario_id": "s1", "diagnosis": f"geo listens on 9999, attempt {n}"}
+            with counting(engine) as counted:
+                sent = await client.post("/v1/submissions", json=body, headers=agent)
+            assert sent.status_code == 202, sent.text
+        assert counted.transactions == 1, f"{counted} for one submission"
+        stored = (await client.get(f"/v1/gradings/{sent.json()['id']}", headers=admin)).json()
+    assert stored["submission"]["ground_truth"] == truth
+    assert stored["submission"]["scenario_version"] == 1
