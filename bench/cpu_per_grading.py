@@ -1,6 +1,7 @@
 """The service's own CPU per grading, without HTTP: in milliseconds and in instructions.
 
     python bench/cpu_per_grading.py [--db sqlite|postgres] [--gradings 300] [--runs 3]
+                                    [--truth inline|scenario]
                                     [--callgrind] [--callgrind-gradings 60]
 
 One process accepts ``--gradings`` submissions through the application layer (checks,
@@ -12,6 +13,10 @@ path hold nothing else. Then it reads each grading once as ``GET /v1/gradings/{i
 does, measured apart. CPU time is ``time.process_time`` of each phase (so other work on
 a shared machine changes it less than wall time), reported as median and spread over
 ``--runs`` runs.
+
+``--truth``: ``inline`` (the default) sends each ground truth with its submission, as
+an admin; ``scenario`` submits as a submitter token against 20 registered scenarios, the
+harness's usual path (the scenario read and the attempts counted at intake).
 
 ``--callgrind`` also runs one measurement under ``valgrind --tool=callgrind`` with
 instrumentation off during start-up and warm-up and switched on (``callgrind_control
@@ -41,12 +46,32 @@ from bench.common import (
     callgrind_switch,
     print_report,
 )
-from bench.service import submission_body
+from bench.service import TRUTH, submission_body
 
 _WARMUP = 20
+#: the ground truths ``submission_body`` sends: with ``--truth scenario``, a scenario each
+_TRUTHS = [TRUTH.format(k=k) for k in range(20)]
 
 
-async def _grade_all(runtime: Any, principal: Any, first: int, count: int) -> list[str]:
+def _body(n: int, truth: str) -> dict[str, Any]:
+    """The ``n``-th submission, its ground truth inline or its scenario's id."""
+    body = submission_body(n)
+    if truth == "scenario":
+        body["scenario_id"] = f"bench/geo-{n % len(_TRUTHS)}"
+        del body["ground_truth"]
+    return body
+
+
+async def _register_scenarios(runtime: Any) -> None:
+    for k, text in enumerate(_TRUTHS):
+        await runtime.services.store.catalog.create_scenario(
+            id=f"bench/geo-{k}", ground_truth=text, scenario_set="public", actor="bench"
+        )
+
+
+async def _grade_all(
+    runtime: Any, principal: Any, first: int, count: int, truth: str = "inline"
+) -> list[str]:
     """Accept ``count`` submissions, then wait until the workers graded them all (a count
     of the pending ones, on a connection that is not the service's); their ids."""
     from sqlalchemy import func, select
@@ -57,7 +82,7 @@ async def _grade_all(runtime: Any, principal: Any, first: int, count: int) -> li
 
     ids = []
     for n in range(first, first + count):
-        data = SubmissionCreate.model_validate(submission_body(n))
+        data = SubmissionCreate.model_validate(_body(n, truth))
         accepted = await accept_submission(runtime.services, data, principal=principal)
         ids.append(accepted.outcome.grading.id)
     pending = select(func.count()).where(GradingRecord.status == "pending")
@@ -105,7 +130,7 @@ class _Statements:
 Measured = tuple[float, float, float, float, float, float]
 
 
-async def _measure(url: str, count: int, toggle: bool) -> Measured:
+async def _measure(url: str, count: int, toggle: bool, truth: str) -> Measured:
     """CPU seconds, statements and transactions per grading over ``count`` gradings after
     a warm-up (intake, claim, grade, store), then per read of one of them. Statements
     count what the engine is sent (BEGIN and COMMIT included on SQLite)."""
@@ -119,16 +144,21 @@ async def _measure(url: str, count: int, toggle: bool) -> Measured:
         judge="scripted:pass",
         secret_key_file=Path(folder) / "key",
         judge_concurrency=8,
+        # counted at every submission, never reached
+        submitter_attempts_per_scenario_per_hour=1_000_000,
     )
-    principal = Principal(id="bench", name="bench", role="admin")
+    role = "submitter" if truth == "scenario" else "admin"
+    principal = Principal(id="bench", name="bench", role=role)
     async with Runtime(settings, workers=True, migrate=True) as runtime:
+        if truth == "scenario":
+            await _register_scenarios(runtime)
         counted = _Statements(runtime.engine)
-        await _read_all(runtime, await _grade_all(runtime, principal, 0, _WARMUP))
+        await _read_all(runtime, await _grade_all(runtime, principal, 0, _WARMUP, truth))
         if toggle:
             callgrind_switch("-i", "on")
         counted.on = True
         started = time.process_time()
-        ids = await _grade_all(runtime, principal, _WARMUP, count)
+        ids = await _grade_all(runtime, principal, _WARMUP, count, truth)
         spent = time.process_time() - started
         counted.on = False
         if toggle:
@@ -144,14 +174,16 @@ async def _measure(url: str, count: int, toggle: bool) -> Measured:
     return (*graded, spent / count, counted.statements / count, counted.transactions / count)
 
 
-def _one_run(db: str, count: int, toggle: bool) -> Measured:
+def _one_run(db: str, count: int, toggle: bool, truth: str) -> Measured:
     with bench_database(db) as url:
-        return asyncio.run(_measure(url, count, toggle))
+        return asyncio.run(_measure(url, count, toggle, truth))
 
 
-def _instructions(db: str, count: int) -> float:
+def _instructions(db: str, count: int, truth: str) -> float:
     """Instructions per grading from one run under callgrind (instrumented part only)."""
-    counted = callgrind_instructions(__file__, "--inner", "--db", db, "--gradings", str(count))
+    counted = callgrind_instructions(
+        __file__, "--inner", "--db", db, "--gradings", str(count), "--truth", truth
+    )
     return counted / count
 
 
@@ -161,14 +193,15 @@ def main() -> None:
     parser.add_argument("--db", default="sqlite", choices=["sqlite", "postgres"])
     parser.add_argument("--gradings", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--truth", default="inline", choices=["inline", "scenario"])
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--callgrind-gradings", type=int, default=60)
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inner:  # the measured process under callgrind
-        _one_run(args.db, args.gradings, toggle=True)
+        _one_run(args.db, args.gradings, toggle=True, truth=args.truth)
         return
-    runs = [_one_run(args.db, args.gradings, toggle=False) for _ in range(args.runs)]
+    runs = [_one_run(args.db, args.gradings, False, args.truth) for _ in range(args.runs)]
     per = [run[0] * 1000 for run in runs]
     reads = [run[3] * 1000 for run in runs]
     cpu, statements = statistics.median(per), runs[0][1]
@@ -196,10 +229,11 @@ def main() -> None:
         Figure("transactions per read of a grading", runs[0][5], ""),
     ]
     if args.callgrind:
-        instructions = _instructions(args.db, args.callgrind_gradings)
+        instructions = _instructions(args.db, args.callgrind_gradings, args.truth)
         figures.append(Figure("instructions per grading (callgrind)", instructions / 1e6, "M"))
     title = "CPU per grading without HTTP (application layer, scripted judge)"
-    print_report("cpu_per_grading", title, figures, {"gradings": args.gradings, "db": args.db})
+    shown = {"gradings": args.gradings, "db": args.db, "truth": args.truth}
+    print_report("cpu_per_grading", title, figures, shown)
 
 
 if __name__ == "__main__":
