@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select, true, update
+from sqlalchemy import and_, case, func, insert, select, true, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -503,15 +503,24 @@ class BatchQueries:
             engine = session.get(RegradeEngineRecord, job_id)
             if engine is None:
                 return None
+            # a request is in a batch from the moment the batch row is opened, but the
+            # Batch API has it only once it took the file (the batch has its remote id)
+            unsent = and_(
+                col(_REQ.status) == "submitted",
+                col(RegradeBatchRecord.engine) == "batch",
+                col(RegradeBatchRecord.remote_id).is_(None),
+            )
+            status = case((unsent, "sending"), else_=col(_REQ.status))
             rows = session.execute(
                 select(
-                    col(_REQ.status),
+                    status,
                     func.count(),
                     func.coalesce(func.sum(_REQ.prompt_tokens), 0),
                     func.coalesce(func.sum(_REQ.completion_tokens), 0),
                 )
+                .outerjoin(RegradeBatchRecord, col(RegradeBatchRecord.id) == col(_REQ.batch_id))
                 .where(col(_REQ.job_id) == job_id)
-                .group_by(col(_REQ.status))
+                .group_by(status)
             ).all()
             by = {status: (int(n or 0), int(p or 0), int(c or 0)) for status, n, p, c in rows}
             batches = session.execute(
@@ -529,7 +538,7 @@ class BatchQueries:
                 failures=engine.failures,
                 retry_at=engine.retry_at,
                 requests=sum(v[0] for v in by.values()),
-                submitted=sum(v[0] for k, v in by.items() if k != "rendered"),
+                submitted=sum(v[0] for k, v in by.items() if k not in ("rendered", "sending")),
                 answered=answered[0],
                 failed=by.get("failed", (0, 0, 0))[0],
                 prompt_tokens=answered[1],
