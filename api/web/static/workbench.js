@@ -72,7 +72,8 @@
         if (!job) return;
         progress.querySelectorAll("[data-field]").forEach(function (el) {
           var value = job[el.dataset.field];
-          el.textContent = value === null || value === undefined ? "—" : String(value);
+          // a number's unit (data-unit) goes with it; an unknown one is a dash alone
+          el.textContent = value === null || value === undefined ? "—" : String(value) + (el.dataset.unit || "");
         });
         var bar = progress.querySelector("progress");
         if (bar) { bar.max = job.total || 1; bar.value = job.done + job.failed + job.cancelled; }
