@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -27,6 +27,7 @@ __all__ = [
     "is_replay_in",
     "lock_attempts",
     "recent_in",
+    "recent_query",
 ]
 
 
@@ -67,13 +68,18 @@ def _attempts_of(token_id: str | None, scenario_id: str | None, since: datetime)
     return conditions
 
 
+def recent_query(token_id: str, scenario_id: str, since: datetime) -> Select[int, datetime]:
+    """The count and the first time of ``token_id``'s attempts on ``scenario_id`` made at
+    or after ``since`` (a range of ``ix_submission_attempts``)."""
+    return select(func.count(), func.min(col(SubmissionRecord.created_at))).where(
+        *_attempts_of(token_id, scenario_id, since)  # type: ignore[arg-type]
+    )
+
+
 def recent_in(session: Session, token_id: str, scenario_id: str, since: datetime) -> RecentAttempts:
     """``token_id``'s attempts on ``scenario_id`` made at or after ``since``, in the
     caller's transaction."""
-    query = select(func.count(), func.min(col(SubmissionRecord.created_at))).where(
-        *_attempts_of(token_id, scenario_id, since)  # type: ignore[arg-type]
-    )
-    count, first = session.execute(query).one()
+    count, first = session.execute(recent_query(token_id, scenario_id, since)).one()
     return RecentAttempts(count=int(count), first_at=first)
 
 

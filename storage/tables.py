@@ -185,6 +185,9 @@ class SubmissionRecord(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("submitted_by", "idempotency_key"),
         Index("ix_submission_created_at", "created_at"),
+        # a token's attempts on a scenario within the hour, counted in the transaction
+        # that stores the next one (``storage.attempts``): a range of a few rows
+        Index("ix_submission_attempts", "submitted_by", "scenario_id", "created_at"),
     )
 
     id: str = Field(default_factory=new_id, primary_key=True, sa_type=String(32))

@@ -133,3 +133,21 @@ async def test_rubric_versions_round_trip(store: Store) -> None:
 async def test_a_submission_saves_its_rubric_version(store: Store) -> None:
     await submit(store)
     assert await store.catalog.get_rubric("sregym-rca") == sregym_rubric()
+
+
+def test_counting_a_tokens_attempts_reads_a_range_of_its_index(engine: Engine) -> None:
+    # the count runs in the transaction that stores the next attempt (under SQLite's
+    # write lock): it must not read every submission of the scenario or of the token
+    if engine.dialect.name != "sqlite":
+        pytest.skip("the plan is checked on SQLite")
+    from storage.attempts import recent_query
+    from storage.canonical import utcnow
+
+    query = recent_query("tok-1", "hotel/user-port", utcnow())
+    sql = str(query.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+    with engine.connect() as connection:
+        plan = [row[3] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")]
+    assert any(
+        "ix_submission_attempts (submitted_by=? AND scenario_id=? AND created_at>?)" in step
+        for step in plan
+    ), plan
