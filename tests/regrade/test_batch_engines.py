@@ -280,6 +280,26 @@ async def _until(predicate: Callable[[], bool], seconds: float = 30) -> None:
 BATCH = {"regrade_batch_poll_seconds": 0.05}
 
 
+async def _batch_setup(
+    engine: Engine, tokens: Callable[..., Any], judge_server: JudgeServer
+) -> tuple[dict[str, str], respx.MockRouter, FakeBatchAPI]:
+    """Gradings to regrade, an admin's token, and a fake Batch API before the judge."""
+    await _gradings(engine)
+    return await tokens("admin"), *_batch_api(judge_server)
+
+
+def _batch_service(api_client: ClientFactory, judge_server: JudgeServer) -> Any:
+    """The service with the judge's backend, polling batches every 50 ms."""
+    return api_client(backends=_backends(judge_server), **BATCH)
+
+
+async def _start_batch(
+    client: AsyncTestClient[Any], admin: dict[str, str], judge_server: JudgeServer
+) -> Any:
+    """A regrade job of every grading through the Batch API."""
+    return await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+
+
 @pytest.mark.parametrize(
     ("status", "fail", "leave_out", "live"),
     [
@@ -301,12 +321,10 @@ async def test_batch_api_ends_completed_partial_expired_cancelled_or_failed(
     leave_out: int,
     live: int,
 ) -> None:
-    await _gradings(engine)
-    admin = await tokens("admin")
-    router, api = _batch_api(judge_server)
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
     with router:
-        async with api_client(backends=_backends(judge_server), **BATCH) as client:
-            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+        async with _batch_service(api_client, judge_server) as client:
+            job = await _start_batch(client, admin, judge_server)
             await _until(lambda: bool(api.batches))
             [batch_id] = api.batches
             assert api.batches[batch_id]["metadata"]["regrade_job"] == job["id"]
@@ -338,12 +356,10 @@ async def test_batch_api_ends_completed_partial_expired_cancelled_or_failed(
 async def test_failed_requests_go_in_a_new_batch_with_retry_batch(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
 ) -> None:
-    await _gradings(engine)
-    admin = await tokens("admin")
-    router, api = _batch_api(judge_server)
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
     body = {"judge": _spec(judge_server), "engine": "batch", "engine_retry": "batch"}
     with router:
-        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+        async with _batch_service(api_client, judge_server) as client:
             job = await _start(client, admin, body)
             await _until(lambda: len(api.batches) == 1)
             ids = [r["custom_id"] for r in api.requests_of("batch_1")]
@@ -361,16 +377,14 @@ async def test_failed_requests_go_in_a_new_batch_with_retry_batch(
 async def test_a_restarted_service_resumes_polling_the_stored_batch(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
 ) -> None:
-    await _gradings(engine)
-    admin = await tokens("admin")
-    router, api = _batch_api(judge_server)
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
     with router:
-        async with api_client(backends=_backends(judge_server), **BATCH) as client:
-            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+        async with _batch_service(api_client, judge_server) as client:
+            job = await _start_batch(client, admin, judge_server)
             await _until(lambda: api.retrieves > 0)  # submitted and polled once
         api.finish("batch_1", "completed", lambda body: REPLY)
         # a new runtime: its runner finds the stored batch, polls it and imports it
-        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+        async with _batch_service(api_client, judge_server) as client:
             done = await _finished(client, admin, job["id"])
     assert (done["state"], done["done"]) == ("done", ITEMS)
     assert (api.uploads, api.creates) == (1, 1)  # never submitted twice
@@ -406,12 +420,10 @@ async def test_the_dry_run_puts_the_batch_price_beside_the_live_one_and_bad_engi
 async def test_a_cancelled_batch_job_rests_and_a_resumed_one_goes_on(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
 ) -> None:
-    await _gradings(engine)
-    admin = await tokens("admin")
-    router, api = _batch_api(judge_server)
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
     with router:
-        async with api_client(backends=_backends(judge_server), **BATCH) as client:
-            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+        async with _batch_service(api_client, judge_server) as client:
+            job = await _start_batch(client, admin, judge_server)
             await _until(lambda: api.retrieves > 0)
             base = f"/v1/regrade-jobs/{job['id']}"
             cancelled = (await client.post(f"{base}/cancel", headers=admin)).json()
@@ -435,13 +447,11 @@ async def test_a_step_that_keeps_failing_is_tried_after_longer_and_longer_waits(
     database_url: str,
     judge_server: JudgeServer,
 ) -> None:
-    await _gradings(engine)
-    admin = await tokens("admin")
-    router, api = _batch_api(judge_server)
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
     api.refusing = True  # the Batch API refuses the file, every time
     with router:
-        async with api_client(backends=_backends(judge_server), **BATCH) as client:
-            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+        async with _batch_service(api_client, judge_server) as client:
+            job = await _start_batch(client, admin, judge_server)
             url = f"/v1/regrade-jobs/{job['id']}"
             await asyncio.sleep(1)
             # waits of 0.05, 0.1, 0.2, 0.4 s...: about 5 tries in a second, not 20
@@ -475,13 +485,11 @@ async def test_a_step_that_keeps_failing_is_tried_after_longer_and_longer_waits(
 async def test_a_restarted_service_tries_a_failed_step_at_once(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
 ) -> None:
-    await _gradings(engine)
-    admin = await tokens("admin")
-    router, api = _batch_api(judge_server)
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
     api.refusing = True
     with router:
-        async with api_client(backends=_backends(judge_server), **BATCH) as client:
-            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+        async with _batch_service(api_client, judge_server) as client:
+            job = await _start_batch(client, admin, judge_server)
             await _until(lambda: api.uploads >= 2)
         with engine.begin() as connection:  # the next try an hour away
             connection.execute(
@@ -490,7 +498,7 @@ async def test_a_restarted_service_tries_a_failed_step_at_once(
                 .values(retry_at=datetime.now(UTC) + timedelta(hours=1))
             )
         api.refusing = False  # fixed (a new key, say) and restarted
-        async with api_client(backends=_backends(judge_server), **BATCH) as client:
+        async with _batch_service(api_client, judge_server) as client:
             await _until(lambda: bool(api.batches), seconds=10)
             api.finish("batch_1", "completed", lambda body: REPLY)
             done = await _finished(client, admin, job["id"])
@@ -508,14 +516,12 @@ def test_the_wait_doubles_up_to_an_hour_whatever_the_count_of_failures() -> None
 async def test_resuming_a_job_tries_its_failed_step_at_once(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
 ) -> None:
-    await _gradings(engine)
-    admin = await tokens("admin")
-    router, api = _batch_api(judge_server)
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
     api.refusing = True
     slow = {"regrade_batch_poll_seconds": 60}  # a failed step waits a minute
     with router:
         async with api_client(backends=_backends(judge_server), **slow) as client:
-            job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
+            job = await _start_batch(client, admin, judge_server)
             await _until(lambda: api.uploads == 1)
             base = f"/v1/regrade-jobs/{job['id']}"
             await _until(lambda: bool(_engine_row(engine, job["id"]).retry_at))
