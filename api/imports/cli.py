@@ -125,10 +125,11 @@ def import_sregym(
       sre-judge import sregym results/ --problems problems.yaml
       sre-judge import sregym results/ --problems problems.yaml --server https://judge.example.com
     """
+    from api.cli.edge import load_settings
     from api.imports.problems import ImportFileError, read_problems
 
     try:
-        problems = read_problems(problems_file)
+        problems = read_problems(problems_file, max_bytes=load_settings().max_text_bytes)
     except ImportFileError as exc:
         raise click.UsageError(str(exc)) from None
     prefix = f"{directory}/"

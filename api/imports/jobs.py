@@ -176,7 +176,9 @@ async def _import(
     outline = await asyncio.to_thread(sregym_outline, folder)  # one walk: total and ids
     found = problems_file(folder)
     if found:
-        problems = await asyncio.to_thread(read_problems, found)
+        problems = await asyncio.to_thread(
+            read_problems, found, max_bytes=services.settings.max_text_bytes
+        )
     else:
         problems = await _scenario_problems(services, outline.problem_ids)
     total = outline.items

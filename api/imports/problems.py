@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from judge.errors import InputError
+from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.yaml_text import load_yaml
 
 __all__ = ["ImportFileError", "ImportProblem", "read_problems"]
@@ -66,8 +68,13 @@ def _entries(path: Path, text: str) -> list[tuple[str, Any]]:
     return entries
 
 
-def read_problems(path: Path) -> dict[str, str]:
-    """``problem_id -> root_cause``; raises ImportFileError naming the file and entry."""
+def read_problems(path: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> dict[str, str]:
+    """``problem_id -> root_cause``; raises ImportFileError naming the file and entry.
+
+    A problem id is taken without surrounding spaces (so ``" p1 "`` is ``p1``); a root
+    cause must be a ground truth a submission could send (``check_text``: no NUL, valid
+    UTF-8, at most ``max_bytes``), since it becomes one for every attempt of its problem.
+    """
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte order mark is no part of it
     except (OSError, UnicodeDecodeError) as exc:
@@ -83,7 +90,13 @@ def read_problems(path: Path) -> dict[str, str]:
             root_cause = ""
         if not isinstance(root_cause, str):
             raise ImportFileError(f"{where}: root_cause must be a string")
+        try:
+            check_text(problem_id, field="problem_id", max_bytes=max_bytes)
+            check_text(root_cause, field="root_cause", max_bytes=max_bytes)
+        except InputError as exc:
+            raise ImportFileError(f"{where}: {exc}") from None
+        problem_id = problem_id.strip()
         if problem_id in problems and problems[problem_id] != root_cause:
             raise ImportFileError(f"{where}: problem {problem_id!r} is given twice, differently")
-        problems[problem_id.strip()] = root_cause
+        problems[problem_id] = root_cause
     return problems

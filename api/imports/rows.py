@@ -164,7 +164,9 @@ def jsonl_submission(
         model=item.model,
         run_id=item.run_id,
         attempt=item.attempt,
-        metadata_={**item.metadata, "source": "jsonl"},
+        # the line's own metadata is kept whole: its ``source`` (the harness's) wins over
+        # the import's mark (the audit event records the import either way)
+        metadata_={"source": "jsonl", **item.metadata},
         submitted_by=actor,
         idempotency_key=f"jsonl:{content}",
         request_hash=content,

@@ -234,24 +234,36 @@ def _original(row: dict[str, str]) -> dict[str, Any]:
 
 
 def _locate(relative: Path, problem_id: str) -> tuple[str, str]:
-    """``(run, agent)`` from ``<datetime>/<agent>/<problem_id>/...``."""
+    """``(run, agent)`` from ``<datetime>/<agent>/<problem_id>/...``; a problem id with
+    ``/`` in it spans as many folders as it has parts."""
     parts = relative.parts[:-1]
-    if problem_id in parts:
-        at = parts.index(problem_id)
-        agent = parts[at - 1] if at >= 1 else ""
-        run = parts[at - 2] if at >= 2 else ""
-        return run, agent
+    named = tuple(problem_id.split("/"))
+    for at in range(len(parts) - len(named) + 1):
+        if parts[at : at + len(named)] == named:
+            agent = parts[at - 1] if at >= 1 else ""
+            run = parts[at - 2] if at >= 2 else ""
+            return run, agent
     return (parts[0] if len(parts) > 1 else ""), (parts[-1] if parts else "")
+
+
+def _unstorable_cell(text: str) -> str | None:
+    """Why a cell (or a column's name) cannot be stored. Files are read with bytes that
+    are not UTF-8 kept as lone surrogates (``surrogateescape``), so that such a byte
+    refuses its row alone: those are the only surrogates a decoded file holds."""
+    problem = unstorable(text)
+    if problem is not None and "\x00" not in text:
+        return "is not UTF-8 text (a byte that starts no character)"
+    return problem
 
 
 def _check_cells(row: dict[str, Any]) -> None:
     """Every column name and cell can be stored (extra cells, under None, too)."""
     for column, value in row.items():
         name = "(extra cells)" if column is None else column
-        if column is not None and (problem := unstorable(column)):
+        if column is not None and (problem := _unstorable_cell(column)):
             raise _Refused(printable(column), f"the column's name {problem}")
         for cell in value if isinstance(value, list) else [value]:
-            if isinstance(cell, str) and (problem := unstorable(cell)):
+            if isinstance(cell, str) and (problem := _unstorable_cell(cell)):
                 raise _Refused(printable(name), problem)
 
 
@@ -318,6 +330,10 @@ def _attempt(
             answers = _answers(_literal(row.get("Diagnosis.checklist")))
         except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
             problem = f"Diagnosis.checklist is not readable: {str(exc)[:200]}"
+    for answer in answers or ():  # a literal's escapes decode to what no cell holds
+        for text in (answer.question_id, answer.evidence):
+            if problem_text := unstorable(text):
+                raise _Refused("Diagnosis.checklist", f"an entry {problem_text}")
     success_text = _text(row.get("Diagnosis.success"))
     original = _original(row)
     if found := unstorable_value(original):  # e.g. 1e999 in Diagnosis.dimensions
@@ -353,8 +369,9 @@ def _csv_rows(
     for path in sorted(root.rglob("*.csv")):
         relative = path.relative_to(root)
         try:
-            # utf-8-sig: a byte order mark is no part of the first column's name
-            with path.open(newline="", encoding="utf-8-sig") as handle:
+            # utf-8-sig: a byte order mark is no part of the first column's name; a byte
+            # that is not UTF-8 refuses its row alone (``_unstorable_cell``)
+            with path.open(newline="", encoding="utf-8-sig", errors="surrogateescape") as handle:
                 if csv.field_size_limit() < _CELL_LIMIT:  # the module's, for the process
                     csv.field_size_limit(_CELL_LIMIT)
                 reader = csv.DictReader(handle)

@@ -1,10 +1,12 @@
 """Imports quarantine a bad row and never abort the job.
 
 Every value the API refuses in a submission (a number that is not finite or too long,
-an attempt beyond PostgreSQL's INTEGER, a NUL, a date outside the stored years, JSON
-nested thousands deep) is refused in an uploaded CSV or JSON lines row with its file,
+an attempt beyond PostgreSQL's INTEGER, a NUL, even one a checklist literal's escape
+decodes to, a date outside the stored years, JSON nested thousands deep, a byte that
+is not UTF-8) is refused in an uploaded CSV or JSON lines row with its file,
 line and field, and every other row is stored; on both databases. A byte order mark is
-read past; a row that repeats an imported attempt with other text is a conflict; an
+read past; a problems file whose ground truth no submission could send fails the job
+before anything is stored; a row that repeats an imported attempt with other text is a conflict; an
 archive's unpacked size counts every member and stops at the limit.
 """
 
@@ -47,6 +49,10 @@ BAD_ROWS: dict[int, tuple[str, str]] = {
     211: ("TTL", "inf"),
     231: ("Diagnosis.dimensions", DEEP),
     251: ("TTM", "-Infinity"),
+    # a checklist literal's escape decodes to a NUL that no cell holds
+    171: ("Diagnosis.checklist", repr([{"id": "D1-Q1", "answer": "Yes", "evidence": "\x00"}])),
+    # one byte that is not UTF-8 (the cell is written in Latin-1; see _bad_values_csv)
+    191: ("Diagnosis.submission", "LATIN-1 caf\u00e9"),
 }
 ROWS = 260
 
@@ -75,7 +81,7 @@ def _bad_values_csv() -> bytes:
     for line in range(2, ROWS + 2):
         column, value = BAD_ROWS.get(line, ("", ""))
         rows.append(_row(line - 1, **({column: value} if column else {})))
-    return _csv(rows)
+    return _csv(rows).replace("LATIN-1 caf\u00e9".encode(), b"caf\xe9")
 
 
 def _archive(tmp_path: Path, extra: dict[str, bytes]) -> bytes:
@@ -120,8 +126,11 @@ async def test_bad_values_in_a_csv_are_refused_row_by_row_and_the_rest_is_stored
     assert "2147483647" in refused[f"{BAD_CSV}:81"]["message"]
     assert "NUL" in refused[f"{BAD_CSV}:151"]["message"]
     assert "nested deeper than 32" in refused[f"{BAD_CSV}:231"]["message"]
+    assert "NUL" in refused[f"{BAD_CSV}:171"]["message"]
+    assert "not UTF-8" in refused[f"{BAD_CSV}:191"]["message"]
     good = ROWS - len(BAD_ROWS)
-    assert job["report"]["submissions"] == 45 + good and job["report"]["problems"] == 7
+    assert job["report"]["submissions"] == 45 + good
+    assert job["report"]["problems"] == len(BAD_ROWS) + 1
     assert job["done"] == job["total"] == 45 + ROWS + 1
     stored = await _stored(engine, SubmissionRecord.agent == "quarantine")
     bad_attempts = {line - 1 for line in BAD_ROWS}
@@ -207,6 +216,17 @@ async def test_a_row_that_repeats_an_attempt_with_other_text_is_a_conflict(
     report = job["report"]
     assert (report["submissions"], report["already_imported"], report["conflicts"]) == (1, 1, 1)
     assert [(c["where"], c["field"]) for c in job["conflicts"]] == [("line 3", "diagnosis")]
+
+
+async def test_a_problems_file_with_a_ground_truth_no_submission_could_send_stores_nothing(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    problems = json.dumps({"problem_id": PROBLEM, "root_cause": "wrong \x00 port"}).encode()
+    body = tar_gz({BAD_CSV: _csv([_row(1)]), "problems.jsonl": problems})
+    job = await _run(api_client, await tokens("admin"), body, TAR)
+    assert job["state"] == "failed", job
+    assert "problems.jsonl:1: root_cause contains NUL bytes" in job["error"]
+    assert await _count(engine) == 0
 
 
 def _junk_tar() -> bytes:

@@ -116,6 +116,25 @@ def test_a_problems_file_in_yaml_and_bad_ones(tmp_path: Path) -> None:
         read_problems(bad)
 
 
+def test_a_problem_id_with_a_slash_spans_folders_and_keeps_its_agent_and_run(
+    tmp_path: Path,
+) -> None:
+    """SREGym writes ``<datetime>/<agent>/<problem_id>/...``: an id with ``/`` in it (as
+    scenario ids may have) spans two folders, and the agent is the folder before them."""
+    fixture = write_sregym_results(tmp_path / "one")
+    [first, *_] = sorted(fixture.root.rglob("*.csv"))
+    run, agent, problem = first.relative_to(fixture.root).parts[:3]
+    text = first.read_text().replace(problem, f"hotel/{problem}")
+    nested = tmp_path / "two" / run / agent / "hotel" / problem / first.name
+    nested.parent.mkdir(parents=True)
+    nested.write_text(text)
+    attempts = list(read_sregym_folder(tmp_path / "two"))
+    assert attempts and all(isinstance(a, SregymAttempt) for a in attempts)
+    assert {(a.run, a.agent, a.problem_id) for a in attempts} == {  # type: ignore[union-attr]
+        (run, agent, f"hotel/{problem}")
+    }
+
+
 def _jsonl(path: Path, lines: list[object]) -> Path:
     path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
     return path
@@ -187,6 +206,28 @@ async def test_imported_diagnoses_are_stored_with_credentials_redacted(
         ).one()
     assert key not in row.diagnosis and "[REDACTED:" in row.diagnosis
     assert row.redactions and all(key not in json.dumps(r) for r in row.redactions)
+
+
+async def test_a_json_line_keeps_its_own_metadata_whole(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A line's ``metadata`` is its submission's, its own ``source`` (the harness that
+    made the run) included; a line without one is marked as imported from JSON lines."""
+    path = _jsonl(
+        tmp_path / "h.jsonl",
+        [
+            {"diagnosis": "a", "ground_truth": "g", "metadata": {"source": "harness-7", "n": 1}},
+            {"diagnosis": "b", "ground_truth": "g", "metadata": {"n": 2}},
+        ],
+    )
+    report = await ImportQueries(store.db, store.catalog).jsonl(
+        read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+    )
+    assert report.submissions == 2
+    with session_factory(engine)() as session:
+        stored = session.execute(select(SubmissionRecord).order_by(SubmissionRecord.diagnosis))
+        kept = [s.metadata_ for s in stored.scalars()]
+    assert kept == [{"source": "harness-7", "n": 1}, {"source": "jsonl", "n": 2}]
 
 
 async def test_a_row_the_database_refuses_is_refused_alone_and_its_batch_is_stored(

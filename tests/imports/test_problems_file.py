@@ -1,7 +1,10 @@
-"""The problems file of an import names the line it cannot read, however it is broken."""
+"""The problems file of an import names the line it cannot read, however it is broken,
+and the entry whose ground truth no submission could send."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -28,3 +31,38 @@ def test_an_unreadable_problems_file_names_its_fault(
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ImportFileError, match=message):
         read_problems(path)
+
+
+@pytest.mark.parametrize(
+    ("root_cause", "message"),
+    [
+        ("wrong \x00 port", "root_cause contains NUL bytes"),
+        ("\ud800 lone", "root_cause is not valid UTF-8"),
+        ("x" * 70_000, "root_cause is 70000 bytes, over the limit of 65536"),
+    ],
+    ids=["nul", "lone-surrogate", "too-long"],
+)
+def test_a_root_cause_no_submission_could_send_refuses_the_file(
+    tmp_path: Path, root_cause: str, message: str
+) -> None:
+    """A root cause becomes the ground truth of every attempt of its problem: one a
+    submission could not send is refused, naming its entry, before anything is stored."""
+    path = tmp_path / "problems.jsonl"
+    good = json.dumps({"problem_id": "a", "root_cause": "x"})
+    path.write_text(f"{good}\n{json.dumps({'problem_id': 'b', 'root_cause': root_cause})}\n")
+    with pytest.raises(ImportFileError, match=re.escape(f"problems.jsonl:2: {message}")):
+        read_problems(path)
+
+
+def test_a_problem_given_twice_differently_is_refused_however_its_id_is_spaced(
+    tmp_path: Path,
+) -> None:
+    """An id is taken without its surrounding spaces: ``" p1 "`` is ``p1`` again."""
+    path = tmp_path / "problems.jsonl"
+    first = {"problem_id": "p1", "root_cause": "A"}
+    again = {"problem_id": " p1 ", "root_cause": "B"}
+    path.write_text(f"{json.dumps(first)}\n{json.dumps(again)}\n")
+    with pytest.raises(ImportFileError, match=r"problems\.jsonl:2: problem 'p1' is given twice"):
+        read_problems(path)
+    path.write_text(f"{json.dumps(first)}\n{json.dumps({**again, 'root_cause': 'A'})}\n")
+    assert read_problems(path) == {"p1": "A"}
