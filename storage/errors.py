@@ -40,7 +40,10 @@ class Conflict(StorageError):
 
 
 class IdempotencyConflict(Conflict):
-    """An idempotency key was reused with a different request body."""
+    """An idempotency key was reused with a different request body; ``field`` names the
+    header that carried the key."""
+
+    field = "Idempotency-Key"
 
 
 class InvalidCursor(StorageError, ValueError):

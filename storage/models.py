@@ -56,6 +56,9 @@ class NewSubmission(BaseModel):
     #: a list of steps; part of the request, but left out of its hash when absent, so
     #: the hashes of requests without one stay what they were
     trace: str | list[dict[str, Any]] | None = None
+    #: the rubric the request named (None: the service's default); part of the request,
+    #: but left out of its hash when none was named, as ``trace``
+    rubric: str | None = None
 
     @model_validator(mode="after")
     def _scenario_named(self) -> NewSubmission:
@@ -68,7 +71,23 @@ class NewSubmission(BaseModel):
         left_out = {"scenario_version", "screening"}
         if self.trace is None:
             left_out.add("trace")
+        if self.rubric is None:
+            left_out.add("rubric")
         return sha256_hex(canonical_json(self.model_dump(mode="json", exclude=left_out)))
+
+    def replays(self, stored: SubmissionRecord) -> bool:
+        """Whether this request is the one ``stored`` was made from (its key used again).
+
+        A registered scenario's ground truth is not part of what was sent: the hash
+        holds the one in force when the request was first stored, so a scenario given a
+        new ground truth since is compared with the stored one (a replay stays a replay,
+        and a conflict tells the submitter nothing of the hidden change)."""
+        if stored.request_hash == self.request_hash():
+            return True
+        if self.ground_truth_source != "scenario" or stored.scenario_id != self.scenario_id:
+            return False
+        as_first = self.model_copy(update={"ground_truth": stored.ground_truth})
+        return stored.request_hash == as_first.request_hash()
 
     def record_values(self) -> dict[str, Any]:
         """The submission row's columns this request gives (copies of its collections)."""

@@ -138,10 +138,10 @@ class SubmissionRepository:
         self, session: Session, data: NewSubmission | SubmissionBuilder, actor: str, key: str
     ) -> SubmissionOutcome | None:
         built = data(session) if callable(data) else data
-        return self._replay(session, actor, key, built.request_hash())
+        return self._replay(session, actor, key, built)
 
     def _replay(
-        self, session: Session, actor: str, key: str, request_hash: str
+        self, session: Session, actor: str, key: str, built: NewSubmission
     ) -> SubmissionOutcome | None:
         query = select(SubmissionRecord).where(
             col(SubmissionRecord.submitted_by) == actor,
@@ -150,7 +150,7 @@ class SubmissionRepository:
         submission = session.execute(query).scalar_one_or_none()
         if submission is None:
             return None
-        if submission.request_hash != request_hash:
+        if not built.replays(submission):
             raise IdempotencyConflict(
                 "this Idempotency-Key was already used with a different request"
             )
@@ -176,11 +176,11 @@ class SubmissionRepository:
     ) -> SubmissionOutcome:
         """The replay of an earlier request with this key, else the new rows."""
         built = data(session) if callable(data) else data
-        request_hash = built.request_hash()
         if idempotency_key is not None:
-            replay = self._replay(session, actor, idempotency_key, request_hash)
+            replay = self._replay(session, actor, idempotency_key, built)
             if replay is not None:
                 return replay
+        request_hash = built.request_hash()
         return self._insert(
             session,
             built,

@@ -144,6 +144,7 @@ async def _accept(
         "redactions": list(screening.redactions),
         "screening": screening.record(),
         "trace": trace,
+        "rubric": data.rubric,
     }
     submission: NewSubmission | SubmissionBuilder
     if data.ground_truth is not None:

@@ -55,7 +55,7 @@ async def create_submission(
     429 or 503 with ``Retry-After`` when a limit is reached (nothing is stored then): the
     rate limit, the queue's ceiling, or a submitter's attempts on the scenario this hour.
     """
-    await limits.admit(principal.id)
+    await limits.admit(principal.id, idempotency_key)
     try:
         accepted = await accept_submission(
             services, data, principal=principal, idempotency_key=idempotency_key

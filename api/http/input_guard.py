@@ -93,8 +93,17 @@ def bound_query_dates(query: bytes) -> bytes:
     return b"&".join(_bounded_part(part) for part in query.split(b"&"))
 
 
+#: request headers whose values are stored (or compared with stored values)
+_STORED_HEADERS = ("Idempotency-Key", "If-Match")
+
+
 def check_params(request: Request[Any, Any, Any]) -> None:
-    """422 naming the query or path parameter that cannot be stored (or a bad date)."""
+    """422 naming the query or path parameter, or the stored header, that cannot be
+    stored (or a bad date)."""
+    for header in _STORED_HEADERS:
+        problem = unstorable(request.headers.get(header, ""))
+        if problem:
+            raise _refuse(header, problem)
     for name, value in request.query_params.multi_items():
         problem = unstorable(name) or unstorable(str(value))
         if problem:

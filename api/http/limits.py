@@ -17,6 +17,7 @@ from api.http.problems import ApiProblem
 from api.service.metrics import Metrics
 from api.service.settings import Settings
 from storage import Store
+from storage.attempts import is_replay_in
 
 __all__ = ["QUEUE_FULL_RETRY_SECONDS", "SubmissionLimits", "TokenBucket"]
 
@@ -63,8 +64,10 @@ class SubmissionLimits:
         per_minute = settings.rate_limit_per_minute
         self._bucket = TokenBucket(per_minute) if per_minute > 0 else None
 
-    async def admit(self, principal_id: str) -> None:
-        """Raise a 429 or 503 problem (with ``Retry-After``) when a limit is reached."""
+    async def admit(self, principal_id: str, idempotency_key: str | None = None) -> None:
+        """Raise a 429 or 503 problem (with ``Retry-After``) when a limit is reached; the
+        queue's ceiling lets through the replay of a submission already stored (the
+        token's ``idempotency_key`` used before), which stores nothing."""
         if self._bucket is not None:
             wait = self._bucket.take(principal_id)
             if wait is not None:
@@ -77,7 +80,9 @@ class SubmissionLimits:
                 )
         if self._max_pending > 0:
             pending, _ = await self._store.queue.depth()
-            if pending >= self._max_pending:
+            if pending >= self._max_pending and not await self._stored(
+                principal_id, idempotency_key
+            ):
                 self._metrics.submissions_rejected.labels("queue_full").inc()
                 raise ApiProblem(
                     503,
@@ -86,3 +91,9 @@ class SubmissionLimits:
                     "nothing was stored",
                     headers={"Retry-After": str(QUEUE_FULL_RETRY_SECONDS)},
                 )
+
+    async def _stored(self, principal_id: str, idempotency_key: str | None) -> bool:
+        """Whether the token stored a submission under ``idempotency_key`` already."""
+        if idempotency_key is None:
+            return False
+        return await self._store.db.run_read(is_replay_in, principal_id, idempotency_key)

@@ -16,7 +16,8 @@ def expected_revision(if_match: str | None, *, what: str) -> int:
         raise ApiProblem(428, "Precondition required", what, field="If-Match")
     # If-Match compares strongly (RFC 9110 13.1.1): a weak ETag never matches
     value = if_match.strip().strip('"')
-    if not value.isdigit() or len(value) > 18:
+    # ASCII digits only: str.isdigit also takes "²" (a header's byte 0xB2), which int refuses
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise ApiProblem(
             412,
             "Precondition failed",

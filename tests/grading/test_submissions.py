@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from api.grading.intake import accept_submission
 from api.service.principal import Principal
 from api.service.schemas import SubmissionCreate
 from api.service.services import Services, intake_at_once
+from api.service.settings import DEFAULT_RUBRIC_DIR
 from storage import is_postgres
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, count_submissions
@@ -216,7 +218,67 @@ async def test_idempotency_key_replays_or_conflicts(
         )
         assert conflict.status_code == 409
         assert conflict.headers["content-type"].startswith("application/problem+json")
+        assert conflict.json()["errors"][0]["field"] == "Idempotency-Key"
     assert await count_submissions(engine) == 1
+
+
+async def test_the_same_key_with_another_rubric_named_is_a_conflict(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """The rubric named is part of the request: the first grading (by another rubric) is
+    not an answer to it."""
+    shipped = (DEFAULT_RUBRIC_DIR / "sregym-rca.yaml").read_text()
+    (tmp_path / "sregym-rca.yaml").write_text(shipped)
+    (tmp_path / "lenient.yaml").write_text(shipped.replace("id: sregym-rca", "id: lenient", 1))
+    headers = {**(await tokens("adjudicator")), "Idempotency-Key": "k-1"}
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    async with api_client(rubric_dir=tmp_path) as client:
+        first = await client.post("/v1/submissions", json=body, headers=headers)
+        other = await client.post(
+            "/v1/submissions", json={**body, "rubric": "lenient"}, headers=headers
+        )
+        named = {**body, "rubric": "lenient"}
+        again = await client.post(
+            "/v1/submissions", json=named, headers={**headers, "Idempotency-Key": "k-2"}
+        )
+        replayed = await client.post(
+            "/v1/submissions", json=named, headers={**headers, "Idempotency-Key": "k-2"}
+        )
+    assert first.status_code == 202 and other.status_code == 409, other.text
+    assert (
+        replayed.json()["id"] == again.json()["id"] and replayed.json()["rubric"]["id"] == "lenient"
+    )
+    assert await count_submissions(engine) == 2
+
+
+async def test_a_replay_stays_a_replay_after_its_scenario_got_a_new_ground_truth(
+    api_client: Any, tokens: Any
+) -> None:
+    """The scenario's ground truth is not part of what the submitter sent: a 409 would
+    also tell it that the hidden ground truth changed."""
+    admin = await tokens("admin")
+    agent = {**(await tokens("submitter")), "Idempotency-Key": "run-1"}
+    body = {"diagnosis": DIAGNOSIS, "scenario_id": "hotel/user-port"}
+    async with api_client() as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "hotel/user-port", "ground_truth": TRUTH}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        first = await client.post("/v1/submissions", json=body, headers=agent)
+        put = await client.put(
+            "/v1/scenarios/hotel/user-port",
+            json={"ground_truth": TRUTH.replace("9999", "9998")},
+            headers={**admin, "If-Match": '"1"'},
+        )
+        assert put.status_code == 200, put.text
+        replay = await client.post("/v1/submissions", json=body, headers=agent)
+        other = await client.post(
+            "/v1/submissions", json={**body, "agent": "another"}, headers=agent
+        )
+    assert replay.status_code in (201, 202), replay.text
+    assert replay.json()["id"] == first.json()["id"]
+    assert replay.headers["idempotent-replayed"] == "true"
+    assert other.status_code == 409  # what was sent differs: still a conflict
 
 
 async def test_an_unparseable_judge_gives_an_unscored_grading(api_client: Any, tokens: Any) -> None:

@@ -66,10 +66,17 @@ async def test_a_full_queue_answers_503_with_retry_after_and_stores_nothing(
 ) -> None:
     async with api_client(max_pending=2, start_workers=False) as client:
         headers = await tokens("submitter")
+        keyed = {**headers, "Idempotency-Key": "run-1"}
         for n in range(2):
-            accepted = await client.post("/v1/submissions", json=_body(n), headers=headers)
+            accepted = await client.post(
+                "/v1/submissions", json=_body(n), headers=keyed if n == 0 else headers
+            )
             assert accepted.status_code == 202
         refused = await client.post("/v1/submissions", json=_body(9), headers=headers)
+        # the replay of a stored submission stores nothing: the ceiling lets it through
+        replayed = await client.post("/v1/submissions", json=_body(0), headers=keyed)
+    assert replayed.status_code == 202, replayed.text
+    assert replayed.headers["idempotent-replayed"] == "true"
     assert refused.status_code == 503
     assert refused.headers["content-type"].startswith("application/problem+json")
     assert int(refused.headers["retry-after"]) > 0

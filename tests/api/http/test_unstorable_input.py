@@ -46,6 +46,22 @@ async def test_unstorable_submissions_are_422_naming_the_field(
     assert await count_submissions(engine) == 0
 
 
+@pytest.mark.parametrize("header", ["Idempotency-Key", "If-Match"])
+async def test_a_stored_header_with_a_nul_is_422_naming_it(
+    api_client: Any, tokens: Any, engine: Engine, header: str
+) -> None:
+    """An idempotency key is stored with its submission (PostgreSQL refuses a NUL in
+    text: it was a 500 there, stored as sent on SQLite)."""
+    agent = await tokens("submitter")
+    async with api_client() as client:
+        answer = await client.post(
+            "/v1/submissions", json=BASE, headers={**agent, header: b"a\x00b"}
+        )
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["errors"][0]["field"] == header
+    assert await count_submissions(engine) == 0
+
+
 async def test_a_lone_surrogate_is_refused(api_client: Any, tokens: Any) -> None:
     agent = await tokens("submitter")
     raw = json.dumps(BASE)[:-1] + ', "agent": "\\ud800x"}'
