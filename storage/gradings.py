@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self, TypeVar
 
-from sqlalchemy import Select, and_, exists, or_, select
+from sqlalchemy import ColumnElement, Select, and_, exists, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -125,8 +125,12 @@ def where_equal(query: _Q, pairs: Iterable[tuple[Any, Any]]) -> _Q:
 
 
 def _filtered(
-    query: Select[GradingRecord, SubmissionRecord], filters: GradingFilter
+    query: Select[GradingRecord, SubmissionRecord],
+    filters: GradingFilter,
+    reviews_where: ColumnElement[bool] | None = None,
 ) -> Select[GradingRecord, SubmissionRecord]:
+    """``query`` filtered; ``reviews_where``: where a grading's tags, override reasons
+    and tag notes may select it at all (None: everywhere)."""
     g, s = GradingRecord, SubmissionRecord
     equal: list[tuple[Any, Any]] = [
         (s.agent, filters.agent),
@@ -155,8 +159,10 @@ def _filtered(
                 col(FailureTagRecord.removed_at).is_(None),
             )
         )
+        if reviews_where is not None:
+            query = query.where(reviews_where)
     if filters.search is not None:
-        query = query.where(TextMatches(filters.search))
+        query = query.where(TextMatches(filters.search, reviews_where))
     return query
 
 
@@ -243,13 +249,22 @@ class GradingReads:
         limit: int = 50,
         submitted_by: str | None = None,
     ) -> tuple[list[GradingView], str | None]:
-        """``page`` inside the caller's ``session``."""
+        """``page`` inside the caller's ``session``.
+
+        With ``submitted_by`` (a submitter's own gradings), tags, override reasons and tag
+        notes select only gradings against a ground truth the submitter sent, the only
+        ones whose reviews it may read: a filter must not reveal what the grading it
+        lists withholds."""
         limit = max(1, min(limit, MAX_PAGE))
+        own_truth = (
+            None if submitted_by is None else col(SubmissionRecord.ground_truth_source) == "inline"
+        )
         query = _filtered(
             select(GradingRecord, SubmissionRecord).join(
                 SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id)
             ),
             filters or GradingFilter(),
+            own_truth,
         )
         if submitted_by is not None:
             query = query.where(col(SubmissionRecord.submitted_by) == submitted_by)

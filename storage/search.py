@@ -28,7 +28,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, column, func, literal_column, or_, select, table
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    column,
+    func,
+    literal_column,
+    or_,
+    select,
+    table,
+)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import Boolean, NullType
@@ -162,25 +172,43 @@ def _tsquery_term(term: SearchTerm) -> str:
 
 class TextMatches(ColumnElement[bool]):
     """True for a grading (a row of ``grading``) whose diagnosis, override reasons or
-    tag notes match ``query``; compiled for the engine at hand."""
+    tag notes match ``query``; compiled for the engine at hand.
+
+    ``reviews_where``: the condition under which a grading's override reasons and tag
+    notes are searched at all (None: always), e.g. only where the caller may read them:
+    a search must not tell anyone what a text it may not read holds."""
 
     inherit_cache = False
     type = NullType()  # type: ignore[assignment]  # no "= 1" where booleans are integers
 
-    def __init__(self, query: SearchQuery) -> None:
+    def __init__(
+        self, query: SearchQuery, reviews_where: ColumnElement[bool] | None = None
+    ) -> None:
         """Match ``query``."""
         self.query = query
+        self.reviews_where = reviews_where
 
 
-def _fts_sources(query: SearchQuery) -> ColumnElement[bool]:
+def _limited(
+    diagnoses: ColumnElement[bool], reviews: ColumnElement[bool], element: TextMatches
+) -> ColumnElement[bool]:
+    if element.reviews_where is not None:
+        reviews = and_(reviews, element.reviews_where)
+    return or_(diagnoses, reviews)
+
+
+def _fts_sources(element: TextMatches) -> ColumnElement[bool]:
     fts = table(FTS_TABLE, column("submission_id"), column("grading_id"))
-    found = literal_column(FTS_TABLE).op("MATCH", return_type=Boolean)(query.fts5())
+    found = literal_column(FTS_TABLE).op("MATCH", return_type=Boolean)(element.query.fts5())
     diagnoses = select(fts.c.submission_id).where(found, fts.c.grading_id.is_(None))
     reviews = select(fts.c.grading_id).where(found, fts.c.grading_id.is_not(None))
-    return or_(col(GradingRecord.submission_id).in_(diagnoses), col(GradingRecord.id).in_(reviews))
+    return _limited(
+        col(GradingRecord.submission_id).in_(diagnoses), col(GradingRecord.id).in_(reviews), element
+    )
 
 
-def _postgres_sources(query: SearchQuery) -> ColumnElement[bool]:
+def _postgres_sources(element: TextMatches) -> ColumnElement[bool]:
+    query = element.query
     tsquery = func.to_tsquery(literal_column("'simple'"), bindparam("search_q", query.tsquery()))
 
     def matches(record: Any) -> ColumnElement[bool]:
@@ -193,10 +221,10 @@ def _postgres_sources(query: SearchQuery) -> ColumnElement[bool]:
     notes = select(col(FailureTagRecord.grading_id)).where(
         matches(FailureTagRecord), col(FailureTagRecord.removed_at).is_(None)
     )  # (uncorrelated: the outer query reads neither table)
-    return or_(
+    return _limited(
         col(GradingRecord.submission_id).in_(diagnoses),
-        col(GradingRecord.id).in_(reasons),
-        col(GradingRecord.id).in_(notes),
+        or_(col(GradingRecord.id).in_(reasons), col(GradingRecord.id).in_(notes)),
+        element,
     )
 
 
@@ -204,12 +232,12 @@ def _postgres_sources(query: SearchQuery) -> ColumnElement[bool]:
 # submitter's restriction above all)
 @compiles(TextMatches, "sqlite")
 def _compile_sqlite(element: TextMatches, compiler: SQLCompiler, **kw: Any) -> str:
-    return "(" + compiler.process(_fts_sources(element.query), **kw) + ")"
+    return "(" + compiler.process(_fts_sources(element), **kw) + ")"
 
 
 @compiles(TextMatches, "postgresql")
 def _compile_postgres(element: TextMatches, compiler: SQLCompiler, **kw: Any) -> str:
-    return "(" + compiler.process(_postgres_sources(element.query), **kw) + ")"
+    return "(" + compiler.process(_postgres_sources(element), **kw) + ")"
 
 
 def include_in_autogenerate(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from storage import GradingFilter, Store, make_engine, upgrade
-from tests.support.submissions import graded
+from tests.support.submissions import TRUTH, graded
 from tests.web.conftest import sign_in
 
 pytestmark = pytest.mark.postgres
@@ -101,6 +101,44 @@ async def test_a_submitter_finds_only_its_own_submissions(api_client: Any, token
         assert await _ids(c, two, "zookeeper") == {theirs}
         assert await _ids(c, one, "restart") == {mine}  # not the other's override reason
         assert await _ids(c, ada, "zookeeper") == {mine, theirs}
+
+
+async def test_a_submitter_searches_and_filters_only_reviews_it_may_read(
+    api_client: Any, tokens: Any
+) -> None:
+    """Against a registered scenario a submitter never sees overrides or tags: neither
+    ``q`` nor ``tag`` may select by them (a probe for the true value in an override reason
+    would read the hidden ground truth). Against its own ground truth it sees them, and
+    both select by them; adjudicators search everything."""
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
+    async with api_client() as c:
+        made = await c.post(
+            "/v1/scenarios", json={"id": "hotel/user-port", "ground_truth": TRUTH}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        hidden = await c.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": "Something is broken.", "scenario_id": "hotel/user-port"},
+            headers=agent,
+        )
+        hidden_id = hidden.json()["id"]
+        own_id = (await graded(c, agent, "The cart pods restarted."))["id"]
+        for grading_id in (hidden_id, own_id):
+            await _override(c, admin, grading_id, "the truth's port is 9999")
+            tagged = await c.post(
+                f"/v1/gradings/{grading_id}/tags",
+                json={"tag": "misread-unit", "note": "port 9999 missed"},
+                headers=admin,
+            )
+            assert tagged.status_code == 201, tagged.text
+        view = (await c.get(f"/v1/gradings/{hidden_id}", headers=agent)).json()
+        assert {"overrides", "tags"} <= set(view["withheld"])
+
+        assert await _ids(c, agent, "9999") == {own_id}
+        assert await _ids(c, agent, "broken") == {hidden_id}  # its own diagnosis
+        listed = await c.get("/v1/gradings", params={"tag": "misread-unit"}, headers=agent)
+        assert {item["id"] for item in listed.json()["items"]} == {own_id}
+        assert await _ids(c, admin, "9999") == {hidden_id, own_id}
 
 
 @pytest.mark.parametrize(
