@@ -22,6 +22,7 @@ from api.service.judging import build_grader
 from judge.errors import InputError, JudgeSpecError
 from judge.review_reasons import INJECTION_SIGNALS, ReviewReason, holding_reasons
 from judge.rubric import Rubric
+from judge.spec import judge_identity
 from judge.verdict import GradingResult
 
 if TYPE_CHECKING:
@@ -74,11 +75,12 @@ async def confirmed(
     ):
         why_not = "it has not qualified on a calibration run either"
     if why_not is not None or outcome is None:  # (no outcome has its why_not)
-        note = f"held pass not confirmed by {spec}: {why_not}"
+        note = f"held pass not confirmed by {judge_identity(spec)}: {why_not}"
         return result.model_copy(update={"calls": calls, "detail": _note(result, note)})
     kept = tuple(r for r in result.review_reasons if r not in CONFIRMABLE)
     note = (
-        f"pass confirmed by {spec} ({outcome.yes_count} yes, no injection signal); "
+        f"pass confirmed by {judge_identity(spec)} ({outcome.yes_count} yes, "
+        "no injection signal); "
         f"it was held for {', '.join(held)}"
     )
     return result.model_copy(

@@ -4,6 +4,7 @@ a code check vetoed), only reaches those allowed to see the ground truth."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -127,13 +128,28 @@ def submitter_grading(public: GradingPublic, view: SubmitterView) -> SubmitterGr
     )
 
 
+#: a URL in a text the service wrote (a judge spec's ``@BASE_URL``, an HTTP error's),
+#: without the punctuation that follows it in a sentence
+_ADDRESS = re.compile(r"(@?)https?://[^\s'\"<>]*[^\s'\"<>:;,.)\]]")
+
+
+def _without_addresses(text: str | None) -> str | None:
+    """``text`` with every URL left out (``spec@URL`` as ``spec``, a bare URL as
+    ``<judge address>``)."""
+    if text is None or "://" not in text:
+        return text
+    return _ADDRESS.sub(lambda m: "" if m.group(1) else "<judge address>", text)
+
+
 def hide_judge_addresses(public: GradingPublic) -> GradingPublic:
-    """The grading object with its votes' judges as ``backend:model``: where a judge runs
-    (an internal URL) is for adjudicators and admins."""
+    """The grading object with its votes' judges as ``backend:model`` and no URL in its
+    ``detail`` (a confirming judge's spec, a judge's connection error): where a judge
+    runs (an internal URL) is for adjudicators and admins."""
     judge = public.judge
     return public.model_copy(
         update={
             "judge": {**judge, "model": model_identity(judge["backend"], judge["model"])},
+            "detail": _without_addresses(public.detail),
             "answers": [
                 a.model_copy(
                     update={

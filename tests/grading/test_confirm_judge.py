@@ -23,6 +23,8 @@ from tests.support.submissions import DIAGNOSIS, graded
 
 FIRST = "scripted:pass"
 SECOND = "openai:confirmer@http://127.0.0.1:9/v1"
+#: where the confirming judge runs: for adjudicators and admins, never in a grading's text
+ADDRESS = "127.0.0.1:9"
 
 
 def _client(api_client: Any, second: ScriptedBackend) -> Any:
@@ -47,10 +49,24 @@ async def test_a_qualified_second_judge_s_clean_pass_releases_the_hold(
         grading = await graded(client, await tokens("admin"))
     assert (grading["held"], grading["passed"], grading["provisional"]) == (False, True, True)
     assert "judge_not_qualified" not in grading["review_reasons"]
-    assert f"pass confirmed by {SECOND}" in grading["detail"]
+    assert "pass confirmed by openai:confirmer (9 yes" in grading["detail"]
     assert "it was held for judge_not_qualified" in grading["detail"]
     assert len(second.requests) == 1  # the second judge read the same diagnosis
     assert DIAGNOSIS in second.requests[0].messages[-1].content
+
+
+async def test_a_submitter_reads_which_judge_confirmed_never_where_it_runs(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """An inline ground truth's submitter reads the whole grading object, ``detail``
+    included: the confirming judge is named as ``backend:model`` there, as elsewhere."""
+    await _qualify_second(engine, database_url)
+    agent = await tokens("submitter")
+    async with _client(api_client, ScriptedBackend(model="pass")) as client:
+        grading = await graded(client, agent)
+        listed = await client.get("/v1/gradings", headers=agent)
+    assert grading["view"] == "full" and "openai:confirmer" in grading["detail"]
+    assert ADDRESS not in str(grading) and ADDRESS not in listed.text
 
 
 async def test_a_second_judge_that_fails_it_leaves_the_pass_held(
@@ -61,7 +77,7 @@ async def test_a_second_judge_that_fails_it_leaves_the_pass_held(
         grading = await graded(client, await tokens("admin"))
     assert (grading["held"], grading["passed"]) == (True, None)
     assert "judge_not_qualified" in grading["review_reasons"]
-    assert f"held pass not confirmed by {SECOND}: it failed it (0 yes)" in grading["detail"]
+    assert "held pass not confirmed by openai:confirmer: it failed it (0 yes)" in grading["detail"]
 
 
 async def test_an_unqualified_second_judge_confirms_nothing(api_client: Any, tokens: Any) -> None:
