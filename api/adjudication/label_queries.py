@@ -35,49 +35,69 @@ class LabelQueries:
         author_name: str,
     ) -> list[HumanLabelRecord]:
         """Store a human's own (blind) answers; once per human and grading."""
-        known = set(question_ids)
-        unknown = sorted(set(answers) - known)
+        return await self._db.run(
+            self.add_in,
+            grading_id,
+            question_ids=question_ids,
+            answers=answers,
+            verdict=verdict,
+            author_id=author_id,
+            author_name=author_name,
+        )
+
+    def add_in(
+        self,
+        session: Session,
+        grading_id: str,
+        *,
+        question_ids: Iterable[str],
+        answers: dict[str, bool],
+        verdict: Literal["pass", "fail"] | None,
+        author_id: str,
+        author_name: str,
+    ) -> list[HumanLabelRecord]:
+        """``add`` in the caller's transaction: :class:`InvalidReview` naming ``answers``
+        when none is given or one names no question of the rubric."""
+        if not answers:
+            raise InvalidReview("answer at least one question", field="answers")
+        unknown = sorted(set(answers) - set(question_ids))
         if unknown:
             raise InvalidReview(f"unknown question(s) {', '.join(unknown)}", field="answers")
-
-        def store(session: Session) -> list[HumanLabelRecord]:
-            if session.get(GradingRecord, grading_id) is None:
-                raise NotFound(f"no grading {grading_id}")
-            earlier = session.execute(
-                select(col(HumanLabelRecord.id)).where(
-                    col(HumanLabelRecord.grading_id) == grading_id,
-                    col(HumanLabelRecord.author_id) == author_id,
-                    col(HumanLabelRecord.source) == "blind",
-                )
+        if session.get(GradingRecord, grading_id) is None:
+            raise NotFound(f"no grading {grading_id}")
+        earlier = session.execute(
+            select(col(HumanLabelRecord.id)).where(
+                col(HumanLabelRecord.grading_id) == grading_id,
+                col(HumanLabelRecord.author_id) == author_id,
+                col(HumanLabelRecord.source) == "blind",
             )
-            if earlier.first() is not None:
-                raise Conflict("you have already labelled this grading")
-            now = self._db.clock()
+        )
+        if earlier.first() is not None:
+            raise Conflict("you have already labelled this grading")
+        now = self._db.clock()
 
-            def label(**item: Any) -> HumanLabelRecord:
-                return HumanLabelRecord(
-                    grading_id=grading_id,
-                    source="blind",
-                    author_id=author_id,
-                    author_name=author_name,
-                    created_at=now,
-                    **item,
-                )
-
-            labels = [label(question_id=qid, answer=value) for qid, value in answers.items()]
-            if verdict is not None:
-                labels.append(label(verdict=verdict))
-            session.add_all(labels)
-            session.flush()
-            self._db.audit(
-                session,
-                "review.labelled",
-                entity_type="grading",
-                entity_id=grading_id,
-                actor=author_id,
-                payload={"answers": {q: a for q, a in answers.items()}, "verdict": verdict},
-                rows=labels,
+        def label(**item: Any) -> HumanLabelRecord:
+            return HumanLabelRecord(
+                grading_id=grading_id,
+                source="blind",
+                author_id=author_id,
+                author_name=author_name,
+                created_at=now,
+                **item,
             )
-            return labels
 
-        return await self._db.run(store)
+        labels = [label(question_id=qid, answer=value) for qid, value in answers.items()]
+        if verdict is not None:
+            labels.append(label(verdict=verdict))
+        session.add_all(labels)
+        session.flush()
+        self._db.audit(
+            session,
+            "review.labelled",
+            entity_type="grading",
+            entity_id=grading_id,
+            actor=author_id,
+            payload={"answers": {q: a for q, a in answers.items()}, "verdict": verdict},
+            rows=labels,
+        )
+        return labels

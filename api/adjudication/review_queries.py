@@ -230,29 +230,30 @@ class ReviewQueries:
 
     async def finish(self, grading_id: str, *, principal_id: str) -> None:
         """Mark a review done: the grading leaves the queue."""
+        await self._db.run(self.finish_in, grading_id, principal_id=principal_id)
 
-        def work(session: Session) -> None:
-            grading = session.get(GradingRecord, grading_id)
-            if grading is None:
-                raise NotFound(f"no grading {grading_id}")
-            if grading.held:
-                why = hold_explanation(grading.review_reasons or [])
-                raise Conflict(
-                    f"this grading's pass is held: {why}. "
-                    "Decide it with a verdict override (pass or fail, with a reason)"
-                )
-            self.close(session, grading_id, principal_id)
-            session.flush()
-            self._db.audit(
-                session,
-                "review.done",
-                entity_type="grading",
-                entity_id=grading_id,
-                actor=principal_id,
-                payload={},
+    def finish_in(self, session: Session, grading_id: str, *, principal_id: str) -> None:
+        """``finish`` in the caller's transaction: :class:`Conflict` for a held pass,
+        which only a verdict override decides."""
+        grading = session.get(GradingRecord, grading_id)
+        if grading is None:
+            raise NotFound(f"no grading {grading_id}")
+        if grading.held:
+            why = hold_explanation(grading.review_reasons or [])
+            raise Conflict(
+                f"this grading's pass is held: {why}. "
+                "Decide it with a verdict override (pass or fail, with a reason)"
             )
-
-        return await self._db.run(work)
+        self.close(session, grading_id, principal_id)
+        session.flush()
+        self._db.audit(
+            session,
+            "review.done",
+            entity_type="grading",
+            entity_id=grading_id,
+            actor=principal_id,
+            payload={},
+        )
 
     async def skip(
         self, grading_id: str, *, principal_id: str, principal_name: str, note: str | None

@@ -224,22 +224,29 @@ async def label_grading(
     verdict: Literal["pass", "fail"] | None = None,
 ) -> GradingView:
     """Store the principal's own answers as human labels, finish its review, and return
-    the grading as it stands now."""
+    the grading as it stands now: one transaction, so a review that cannot finish (a
+    held pass, which only a verdict override decides) stores no label either."""
     view = await readable_grading(services, principal, grading_id)
     rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
     question_ids = (
         [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
     )
-    await LabelQueries(services.store.db).add(
-        grading_id,
-        question_ids=question_ids,
-        answers=answers,
-        verdict=verdict,
-        author_id=principal.id,
-        author_name=principal.name,
-    )
-    await ReviewQueries(services.store.db).finish(grading_id, principal_id=principal.id)
-    return await readable_grading(services, principal, grading_id)
+    db = services.store.db
+
+    def label(session: Session) -> GradingView:
+        LabelQueries(db).add_in(
+            session,
+            grading_id,
+            question_ids=question_ids,
+            answers=answers,
+            verdict=verdict,
+            author_id=principal.id,
+            author_name=principal.name,
+        )
+        ReviewQueries(db).finish_in(session, grading_id, principal_id=principal.id)
+        return readable_in(session, services, principal, grading_id)
+
+    return await db.run(label)
 
 
 async def override_grading(

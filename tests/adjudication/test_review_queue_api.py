@@ -6,9 +6,13 @@ import json
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
 
+from storage.review_tables import HumanLabelRecord
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
+from tests.web.conftest import sign_in
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -89,6 +93,39 @@ async def test_blind_review_hides_the_judge_until_labelled(api_client: Any, toke
         )
         assert again.status_code == 409
         assert (await client.get("/v1/review-queue", headers=adj)).json()["items"] == []
+
+
+async def test_labels_that_cannot_finish_the_review_are_not_stored(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """Labels and the review's end are one transaction: a held pass (which only a verdict
+    override decides) refuses the labels with 409 and stores none, so the labeller may
+    label it once the hold is decided; an empty set of answers is a 422, by the API or
+    the page's form, and the item stays queued."""
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    replies = [
+        sregym_reply(set(IDS), evidence="the database is down"),  # held: unverified quotes
+        sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999"),  # decisive: queued
+    ]
+    async with api_client(**scripted_judge(*replies)) as client:
+        held = await graded(client, agent, DIAGNOSIS + " 1")
+        decisive = await graded(client, agent, DIAGNOSIS + " 2")
+        assert held["held"] is True
+        labels = {"answers": {qid: "yes" for qid in IDS}, "verdict": "pass"}
+        refused = await client.post(f"/v1/gradings/{held['id']}/labels", json=labels, headers=adj)
+        empty = await client.post(
+            f"/v1/gradings/{decisive['id']}/labels", json={"answers": {}}, headers=adj
+        )
+        csrf = await sign_in(client, adj)
+        form = await client.post(f"/gradings/{decisive['id']}/label", data={"_csrf": csrf})
+        client.cookies.clear()
+        queued = (await client.get("/v1/review-queue", headers=adj)).json()["items"]
+    assert refused.status_code == 409 and "held" in refused.json()["detail"]
+    assert (empty.status_code, form.status_code) == (422, 422)
+    with engine.connect() as connection:
+        stored = connection.execute(select(func.count()).select_from(HumanLabelRecord))
+        assert stored.scalar_one() == 0
+    assert {held["id"], decisive["id"]} <= {i["grading"]["id"] for i in queued}
 
 
 def _unsure_reply() -> str:
