@@ -95,6 +95,13 @@ class ReviewClaimRecord(SQLModel, table=True):
     assigned_by: str | None = Field(default=None, sa_type=String(64))
     assigned_at: datetime | None = _when()
 
+    def holder(self, now: datetime) -> str | None:
+        """The name of who holds the item at ``now``; None when nobody does (no claim,
+        or one that has run out: the item is back for everyone)."""
+        if self.claimed_until is None or self.claimed_until <= now:
+            return None
+        return self.claimed_by_name
+
 
 class FailureTagRecord(SQLModel, table=True):
     """What the agent got wrong, tagged by an adjudicator."""

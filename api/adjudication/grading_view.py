@@ -60,12 +60,14 @@ class GroundTruthView:
 
 
 def verdict_label(grading: GradingRead) -> str:
-    """PASS, FAIL, HELD (a flagged pass waiting for a human), UNSCORED or PENDING."""
+    """The effective verdict: PASS, FAIL, HELD (a flagged pass waiting for a human),
+    UNSCORED or PENDING. A verdict override decides an unscored grading too, so a
+    verdict in force reads as one whatever the judge's status."""
     if grading.held:
         return "HELD"
-    if grading.status != "graded":
-        return grading.status.upper()
-    return "PASS" if grading.passed else "FAIL"
+    if grading.passed is not None:
+        return "PASS" if grading.passed else "FAIL"
+    return grading.status.upper()
 
 
 def quote_state(answer: AnswerPublic, *, requires_quote: bool | None) -> QuoteState | None:

@@ -166,6 +166,7 @@ async def queue_page(
         end=end,
         assignees=people,
         here=urlencode(_shown(filters)),
+        now=now,
     )
 
 

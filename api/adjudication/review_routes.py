@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from litestar import get, post
@@ -58,13 +59,14 @@ class AssignmentCreate(BaseModel):
     assignee: str | None = Field(max_length=128)
 
 
-def _review_state(claim: ReviewClaimRecord | None) -> dict[str, Any]:
-    """Who holds, was assigned and last skipped an item, by name (never a token id)."""
+def _review_state(claim: ReviewClaimRecord | None, now: datetime) -> dict[str, Any]:
+    """Who holds (at ``now``), was assigned and last skipped an item, by name (never a
+    token id)."""
     skipped = None
     if claim is not None and claim.skipped_at is not None:
         skipped = {"by": claim.skipped_by_name, "at": claim.skipped_at, "note": claim.skip_note}
     return {
-        "claimed_by": claim.claimed_by_name if claim else None,
+        "claimed_by": claim.holder(now) if claim else None,
         "assigned_to": claim.assigned_to_name if claim else None,
         "skipped": skipped,
     }
@@ -79,7 +81,7 @@ class LabelsCreate(BaseModel):
     verdict: Literal["pass", "fail"] | None = None
 
 
-def _blind_item(item: ReviewItem) -> dict[str, Any]:
+def _blind_item(item: ReviewItem, now: datetime) -> dict[str, Any]:
     g, s = item.grading, item.submission
     return {
         "grading_id": g.id,
@@ -90,7 +92,7 @@ def _blind_item(item: ReviewItem) -> dict[str, Any]:
         "diagnosis": s.diagnosis,
         "ground_truth": s.ground_truth,
         "created_at": g.created_at,
-        **_review_state(item.claim),
+        **_review_state(item.claim, now),
     }
 
 
@@ -118,8 +120,9 @@ async def review_queue(
         assigned_to_me=assigned == "me",
         limit=limit,
     )
+    now = services.store.db.clock()
     if blind:
-        return {"blind": True, "items": [_blind_item(i) for i in items]}
+        return {"blind": True, "items": [_blind_item(i, now) for i in items]}
     views = [_view(i) for i in items]
     gradings = await render_gradings(services, views, principal)
     return {
@@ -128,7 +131,7 @@ async def review_queue(
             {
                 "grading": grading,
                 "reasons": list(item.reasons),
-                **_review_state(item.claim),
+                **_review_state(item.claim, now),
             }
             for grading, item in zip(gradings, items, strict=True)
         ],
@@ -188,7 +191,7 @@ async def skip_review(
     the queue and the grading page); a claim you held on it is given back, and it stays
     in the queue."""
     claim = await adjudication.skip_review(services, principal, grading_id, note=data.note)
-    return {"grading_id": grading_id, **_review_state(claim)}
+    return {"grading_id": grading_id, **_review_state(claim, services.store.db.clock())}
 
 
 @post(
@@ -207,7 +210,7 @@ async def assign_review(
     naming ``assignee`` when nobody who may review answers to it), or unassign it with
     ``{"assignee": null}``."""
     claim = await adjudication.assign_review(services, principal, grading_id, data.assignee)
-    return {"grading_id": grading_id, **_review_state(claim)}
+    return {"grading_id": grading_id, **_review_state(claim, services.store.db.clock())}
 
 
 @post(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from api.service.request_types import EARLIEST, LATEST, exactly_one
 from storage.storable import MAX_INT32
@@ -346,6 +346,14 @@ class OverrideCreate(BaseModel):
     answer: Literal["yes", "no"] | None = None
     verdict: Literal["pass", "fail"] | None = None
     withdraw: StrictStr | None = Field(default=None, max_length=32, description="override id")
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_written(cls, reason: str) -> str:
+        """A reason is words: three characters at least besides spaces and line breaks."""
+        if len(reason.strip()) < 3:
+            raise ValueError("give a reason of at least 3 characters besides blanks")
+        return reason
 
     def kind_problem(self) -> tuple[str, str] | None:
         """(field, message) when the body is not exactly one kind of override."""

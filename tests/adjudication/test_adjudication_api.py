@@ -164,6 +164,14 @@ async def test_verdict_override_wins_and_withdrawal_restores_the_rule(
             headers={**adj, "If-Match": withdraw.headers["etag"]},
         )
         assert both.status_code == 422
+        blank = await client.post(
+            url,
+            json={"verdict": "fail", "reason": "   \n\t "},
+            headers={**adj, "If-Match": withdraw.headers["etag"]},
+        )
+        assert blank.status_code == 422 and blank.json()["errors"][0]["field"] == "reason"
+        after = await client.get(f"/v1/gradings/{grading['id']}", headers=adj)
+        assert len(after.json()["overrides"]) == 2  # the refused ones stored nothing
 
 
 async def test_failure_tags_come_from_the_vocabulary(api_client: Any, tokens: Any) -> None:

@@ -141,6 +141,29 @@ async def test_overriding_one_answer_flips_the_verdict_and_joins_the_history(
         assert api["passed"] is True and api["overrides"][0]["author"] == "Ada"
 
 
+async def test_a_verdict_override_of_an_unscored_grading_reads_as_that_verdict(
+    api_client: Any, tokens: Any
+) -> None:
+    """A verdict override decides an unscored grading: its page, the list and the queue
+    show that verdict (as ``passed`` on the API), not UNSCORED."""
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(**scripted_judge("garbage", "garbage again")) as client:
+        grading = await graded(client, agent)
+        assert grading["status"] == "unscored"
+        response = await client.post(
+            f"/v1/gradings/{grading['id']}/overrides",
+            json={"verdict": "pass", "reason": "read it myself: names the port"},
+            headers={**adj, "If-Match": f'"{grading["revision"]}"'},
+        )
+        assert response.status_code == 201 and response.json()["passed"] is True
+        await sign_in(client, adj)
+        page = (await client.get(f"/gradings/{grading['id']}")).text
+        listed = (await client.get("/gradings")).text
+    effective = page.split('data-testid="effective-verdict">', 1)[1].split("<", 1)[0]
+    assert effective == "PASS"
+    assert "UNSCORED" not in listed
+
+
 async def test_the_override_forms_offer_my_last_reasons_then_the_failure_tags(
     api_client: Any, tokens: Any
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -126,6 +127,28 @@ async def test_labels_that_cannot_finish_the_review_are_not_stored(
         stored = connection.execute(select(func.count()).select_from(HumanLabelRecord))
         assert stored.scalar_one() == 0
     assert {held["id"], decisive["id"]} <= {i["grading"]["id"] for i in queued}
+
+
+async def test_a_claim_that_ran_out_names_nobody_as_holding_the_item(
+    api_client: Any, tokens: Any
+) -> None:
+    agent = await tokens("submitter")
+    alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
+    async with api_client(**scripted_judge("garbage", "garbage again")) as client:
+        grading = await graded(client, agent)  # unscored: queued
+        url = f"/v1/review-queue/{grading['id']}/claim"
+        assert (await client.post(url, json={"minutes": 5}, headers=alice)).status_code == 200
+        held = (await client.get("/v1/review-queue", headers=alice)).json()["items"]
+        db = client.app.state.services.store.db
+        real = db.clock
+        db.clock = lambda: real() + timedelta(minutes=30)
+        [item] = (await client.get("/v1/review-queue", headers=bob)).json()["items"]
+        await sign_in(client, bob)
+        queue_page = (await client.get("/queue")).text
+        client.cookies.clear()
+    assert held[0]["claimed_by"] == "alice"
+    assert item["grading"]["id"] == grading["id"] and item["claimed_by"] is None
+    assert "being reviewed by" not in queue_page
 
 
 def _unsure_reply() -> str:
