@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import Select, func, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -118,9 +118,16 @@ def _with_overrides(session: Session, grading_ids: list[str | None]) -> set[str]
 def _item_completed(
     db: Database, session: Session, grading: GradingRecord, job: RegradeJobRecord, actor: str
 ) -> None:
-    """Carry the previous grading's overrides onto ``grading`` and promote it if the job
-    says so (the job locked by the caller)."""
-    previous = (
+    """Carry the overrides of the grading ``grading`` follows onto it and promote it if
+    the job says so (the job locked by the caller).
+
+    The grading a promotion replaces is the submission's current one when the item is
+    done, which is not always the one the job was made from (another job may have
+    promoted its own since, and a human overridden that): its overrides are the ones
+    carried, so that no human decision in force is dropped by the promotion."""
+    promote = job.mode == "promote" and grading.status == "graded"
+    replaced = _current_besides(db, session, grading) if promote else None
+    previous = replaced or (
         session.get(GradingRecord, grading.previous_grading_id)
         if grading.previous_grading_id
         else None
@@ -141,20 +148,33 @@ def _item_completed(
                 covers=[grading.id],
                 rows=carried.copies,
             )
-    if job.mode == "promote" and grading.status == "graded" and not carried.verdict_outdated:
+    if promote and not carried.verdict_outdated:
         _promote(db, session, grading, job, actor)
 
 
-def _promote(
-    db: Database, session: Session, grading: GradingRecord, job: RegradeJobRecord, actor: str
-) -> None:
+def _current_query(db: Database, grading: GradingRecord) -> Select[GradingRecord]:
+    """The submission's current gradings other than ``grading``, locked on PostgreSQL
+    until the caller's transaction ends."""
     query = select(GradingRecord).where(
         col(GradingRecord.submission_id) == grading.submission_id,
         col(GradingRecord.is_current).is_(True),
         col(GradingRecord.id) != grading.id,
     )
-    if db.postgres:
-        query = query.with_for_update()
+    return query.with_for_update() if db.postgres else query
+
+
+def _current_besides(
+    db: Database, session: Session, grading: GradingRecord
+) -> GradingRecord | None:
+    """The submission's current grading other than ``grading``, or None."""
+    query = _current_query(db, grading).order_by(col(GradingRecord.created_at))
+    return session.execute(query).scalars().first()
+
+
+def _promote(
+    db: Database, session: Session, grading: GradingRecord, job: RegradeJobRecord, actor: str
+) -> None:
+    query = _current_query(db, grading)
     superseded = list(session.execute(query).scalars())
     for old in superseded:
         old.is_current, old.superseded_by = False, grading.id

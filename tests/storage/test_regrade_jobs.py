@@ -205,6 +205,34 @@ async def test_a_verdict_override_is_carried_when_the_rule_is_unchanged(store: S
     ]
 
 
+async def test_a_promotion_carries_what_a_human_decided_on_the_grading_it_replaces(
+    store: Store,
+) -> None:
+    """Two promote jobs over one submission: the first one's grading becomes current and
+    a human fails it; the second one's item, done later, replaces that grading (not the
+    one both jobs were made from), so that human verdict is carried onto it and stays in
+    force."""
+    await _graded_submissions(store, 1, yes=ALL)
+    jobs = RegradeJobQueries(store.db)
+    first = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="a")).job
+    second = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="a")).job
+    items = await store.queue.claim_pending("w", limit=10, lease_seconds=60)
+    by_job = {claim.regrade_job_id: claim.grading_id for claim in items}
+    assert await store.queue.complete(by_job[first.id], "w", graded_result(ALL))
+    view = await store.gradings.get(by_job[first.id])
+    assert view is not None and view.grading.is_current
+    await override(store, view.grading.id, rubric=sregym_rubric(),
+        expected_revision=view.grading.revision, kind="verdict", reason="a human says fail",
+        author_id="h1", author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    assert await store.queue.complete(by_job[second.id], "w", graded_result(ALL))
+    [current], _ = await store.gradings.page(limit=10)
+    assert current.grading.id == by_job[second.id]
+    assert current.grading.passed is False and current.grading.judge_passed is True
+    carried = await OverrideQueries(store.db).history(current.grading.id)
+    assert [(o.kind, o.author_name) for o in carried] == [("verdict", "Hana")]
+
+
 async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
     store: Store, clock: Clock
 ) -> None:
