@@ -15,7 +15,8 @@ as ``sre-judge report agreement`` does for judge against judge.
 - disagreement of the new judge's own answers with the human overrides in force on
   the old grading.
 
-Only items where both gradings are graded are compared; the others are counted.
+Only items where both gradings are graded, each with a verdict in force, are compared;
+those with a held pass on either side are listed apart (``held``), the others counted.
 """
 
 from __future__ import annotations
@@ -93,9 +94,14 @@ def _answers(side: GradingSide, verdicts: FlipVerdicts) -> dict[str, bool]:
 
 
 def _flip(item: FlipItem, verdicts: FlipVerdicts = "effective") -> str:
+    """pass->fail, fail->pass, same; ``held`` when both are graded but one has no
+    verdict in force yet (a held pass, waiting for a human), ``not_compared`` when one
+    is not graded."""
     if item.old.status != "graded" or item.new.status != "graded":
         return "not_compared"
     old, new = _verdict(item.old, verdicts), _verdict(item.new, verdicts)
+    if old is None or new is None:
+        return "held"
     if old and new is False:
         return "pass->fail"
     if old is False and new:
@@ -197,11 +203,17 @@ def flip_report(
     job: dict[str, Any], items: list[FlipItem], *, verdicts: FlipVerdicts = "effective"
 ) -> dict[str, Any]:
     """The whole report as JSON-ready data, every count on the one definition ``verdicts``."""
-    compared = [i for i in items if _flip(i, verdicts) != "not_compared"]
+    compared = [i for i in items if _flip(i, verdicts) not in ("not_compared", "held")]
     flips = {
         kind: [_listed(i, verdicts) for i in items if _flip(i, verdicts) == kind]
         for kind in ("pass->fail", "fail->pass")
     }
+    held = [
+        {**_listed(i, verdicts), "previous_passed": _verdict(i.old, verdicts),
+         "passed": _verdict(i.new, verdicts)}
+        for i in items
+        if _flip(i, verdicts) == "held"
+    ]  # fmt: skip
     answer_pairs = [
         (old[q], new[q])
         for i in compared
@@ -226,6 +238,8 @@ def flip_report(
         "not_compared": {f"{old}->{new}": n for (old, new), n in sorted(statuses.items())},
         "pass_to_fail": {"count": len(flips["pass->fail"]), "items": flips["pass->fail"]},
         "fail_to_pass": {"count": len(flips["fail->pass"]), "items": flips["fail->pass"]},
+        # graded on both sides, one verdict held for a human: neither a flip nor the same
+        "held": {"count": len(held), "items": held},
         "questions": _matrices(compared, verdicts),
         "agreement": {
             "answers": kappa_figures(answer_pairs),
@@ -302,19 +316,30 @@ def _changes_in_words(changed: list[str]) -> str:
     return "; ".join(f"{change} {' '.join(ids)}" for change, ids in by_change.items())
 
 
+def _held_flip(item: dict[str, Any]) -> str:
+    """``fail->held``, ``held->pass``...: a held item's verdicts, old and new."""
+    words = {True: "pass", False: "fail", None: "held"}
+    return f"{words[item['previous_passed']]}->{words[item['passed']]}"
+
+
 def _flipped_table(report: dict[str, Any]) -> Tabular:
-    """The submissions whose verdict flipped, pass->fail first."""
+    """The submissions whose verdict flipped, pass->fail first, then those with a verdict
+    held for a human on either side."""
+    listed = [
+        (flip, item)
+        for flip, key in (("pass->fail", "pass_to_fail"), ("fail->pass", "fail_to_pass"))
+        for item in report[key]["items"]
+    ] + [(_held_flip(item), item) for item in report["held"]["items"]]
     rows = [
         [
             flip, item["submission_id"], item["agent"], item["scenario_id"],
             item["previous_yes_count"], item["yes_count"],
             _changes_in_words(item["changed_questions"]),
         ]
-        for flip, key in (("pass->fail", "pass_to_fail"), ("fail->pass", "fail_to_pass"))
-        for item in report[key]["items"]
+        for flip, item in listed
     ]  # fmt: skip
     counts = f"pass->fail {report['pass_to_fail']['count']}, "
-    counts += f"fail->pass {report['fail_to_pass']['count']}"
+    counts += f"fail->pass {report['fail_to_pass']['count']}, held {report['held']['count']}"
     return Tabular(
         title=f"Flipped verdicts ({counts})",
         columns=["flip", "submission", "agent", "scenario", "old_yes", "new_yes", "changed"],
@@ -352,7 +377,11 @@ def flip_tables(report: dict[str, Any]) -> list[Tabular]:
         f"Regrade job {job.get('id', '?')}: pass rate old -> new ({report['verdicts']} verdicts)"
     )
     tables = [_pass_rate_table(report, title)]
-    if report["pass_to_fail"]["count"] or report["fail_to_pass"]["count"]:
+    if (
+        report["pass_to_fail"]["count"]
+        or report["fail_to_pass"]["count"]
+        or report["held"]["count"]
+    ):
         tables.append(_flipped_table(report))
     if report["questions"]:
         tables.append(_question_table(report))

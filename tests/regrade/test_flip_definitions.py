@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from api.regrade.flips import flip_report, flips_csv
+from api.regrade.flip_reads import FlipItem, GradingSide
+from api.regrade.flips import flip_report, flip_tables, flips_csv
 from api.regrade.job_queries import RegradeJobQueries
 from api.reports.agreement import agreement_table, build_agreement_report
 from api.reports.filters import ReportFilter
 from storage import Store
 from tests.storage.helpers import override, sregym_rubric
 from tests.support.gradings import add_many, shadow_regrade
+from tests.support.submissions import IDS
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -93,3 +95,36 @@ async def test_agreement_splits_provisional_gradings(store: Store) -> None:
         store, ReportFilter(provisional="exclude"), kinds=["judge_judge"]
     )
     assert excluded.kinds[0].rows == []  # the provisional side is left out: no pairs
+
+
+def _side(grading_id: str, passed: bool | None, judge_passed: bool) -> GradingSide:
+    answers = dict.fromkeys(IDS, judge_passed)
+    return GradingSide(grading_id, "graded", passed, judge_passed, 9 * judge_passed,
+                       answers, answers)  # fmt: skip
+
+
+def test_a_held_verdict_on_either_side_is_listed_apart_never_as_the_same() -> None:
+    """Effective verdicts: a held pass has none in force yet (``passed`` null). Under the
+    qualified pass policy every pass of an uncalibrated new judge is held, so calling a
+    fail -> held pass "same" hid every fail->pass of a first regrade; such items are
+    listed as ``held`` and left out of ``compared``, the pass rates and kappa alike."""
+    items = [
+        FlipItem("s1", "a", None, "sc", _side("o1", False, False), _side("n1", None, True)),
+        FlipItem("s2", "a", None, "sc", _side("o2", None, True), _side("n2", False, False)),
+        FlipItem("s3", "a", None, "sc", _side("o3", True, True), _side("n3", False, False)),
+    ]
+    report = flip_report({}, items)
+    assert report["compared"] == report["agreement"]["verdicts"]["n"] == 1
+    assert report["pass_to_fail"]["count"] == 1 and report["fail_to_pass"]["count"] == 0
+    held = report["held"]
+    assert held["count"] == 2
+    assert [(i["previous_passed"], i["passed"]) for i in held["items"]] == [
+        (False, None),
+        (None, False),
+    ]
+    flips = [row.split(",")[10] for row in flips_csv(items).splitlines()[1:]]
+    assert flips == ["held", "held", "pass->fail"]
+    [_, flipped, *_] = flip_tables({**report, "job": {"id": "j"}})
+    assert [row[0] for row in flipped.rows] == ["pass->fail", "fail->held", "held->fail"]
+    judge = flip_report({}, items, verdicts="judge")  # the judges' own: never held
+    assert judge["held"]["count"] == 0 and judge["fail_to_pass"]["count"] == 1
