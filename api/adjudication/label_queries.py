@@ -63,7 +63,9 @@ class LabelQueries:
         unknown = sorted(set(answers) - set(question_ids))
         if unknown:
             raise InvalidReview(f"unknown question(s) {', '.join(unknown)}", field="answers")
-        if session.get(GradingRecord, grading_id) is None:
+        # the grading's row locked (PostgreSQL; SQLite has one writer): two labellings
+        # by one human at once store one, the other finds it
+        if session.get(GradingRecord, grading_id, with_for_update=self._db.postgres) is None:
             raise NotFound(f"no grading {grading_id}")
         earlier = session.execute(
             select(col(HumanLabelRecord.id)).where(

@@ -201,12 +201,7 @@ class ReviewQueries:
         now = self._db.clock()
 
         def work(session: Session) -> ReviewClaimRecord:
-            if session.get(GradingRecord, grading_id) is None:
-                raise NotFound(f"no grading {grading_id}")
-            claim = session.get(ReviewClaimRecord, grading_id)
-            if claim is None:
-                claim = ReviewClaimRecord(grading_id=grading_id)
-                session.add(claim)
+            claim = self._claim_row(session, grading_id)
             held = claim.claimed_until is not None and claim.claimed_until > now
             if held and claim.claimed_by != principal_id:
                 raise Conflict(
@@ -400,10 +395,14 @@ class ReviewQueries:
         ]
         return sorted(people, key=lambda a: (a.name.casefold(), a.id))
 
-    @staticmethod
-    def _claim_row(session: Session, grading_id: str) -> ReviewClaimRecord:
-        """The grading's review row, made when it has none; NotFound for no grading."""
-        if session.get(GradingRecord, grading_id) is None:
+    def _claim_row(self, session: Session, grading_id: str) -> ReviewClaimRecord:
+        """The grading's review row, made when it has none; NotFound for no grading.
+
+        The grading's row is locked first (PostgreSQL; SQLite has one writer), so that
+        the review rows of one grading change one transaction after another: of two
+        claims at once one holds the item and the other sees it held, and the row is
+        made once."""
+        if session.get(GradingRecord, grading_id, with_for_update=self._db.postgres) is None:
             raise NotFound(f"no grading {grading_id}")
         claim = session.get(ReviewClaimRecord, grading_id)
         if claim is None:
