@@ -57,9 +57,10 @@ class LabelQueries:
         author_name: str,
     ) -> list[HumanLabelRecord]:
         """``add`` in the caller's transaction: :class:`InvalidReview` naming ``answers``
-        when none is given or one names no question of the rubric."""
-        if not answers:
-            raise InvalidReview("answer at least one question", field="answers")
+        when neither an answer nor a verdict is given, or an answer names no question of
+        the rubric."""
+        if not answers and verdict is None:
+            raise InvalidReview("label at least one question or the verdict", field="answers")
         unknown = sorted(set(answers) - set(question_ids))
         if unknown:
             raise InvalidReview(f"unknown question(s) {', '.join(unknown)}", field="answers")

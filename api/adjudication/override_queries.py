@@ -10,6 +10,7 @@ all in the caller's transaction.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import func, select
@@ -112,7 +113,7 @@ class OverrideQueries:
             reason=reason,
             author_id=author_id,
             author_name=author_name,
-            created_at=self._db.clock(),
+            created_at=_after(history, self._db.clock()),
         )
         self._check(record, rubric, answers, history)
         record.supersedes = self._superseded(record, history)
@@ -122,8 +123,8 @@ class OverrideQueries:
         apply_in_force(grading, rubric, answers, after)
         grading.revision += 1
         written: list[RecordRow] = [record]
-        if kind != "withdraw":
-            label = self._label(record)
+        label = self._label(record, history)
+        if label is not None:
             session.add(label)
             written.append(label)
         if not grading.held:  # a held pass stays in the queue until a verdict is given
@@ -201,7 +202,23 @@ class OverrideQueries:
         return previous.id if previous else None
 
     @staticmethod
-    def _label(record: OverrideRecord) -> HumanLabelRecord:
+    def _label(record: OverrideRecord, history: list[OverrideRecord]) -> HumanLabelRecord | None:
+        """The human label an override records: its author's answer or verdict; for a
+        withdrawal, the retraction of the withdrawn override's label (its author and
+        target, no answer nor verdict), so judge-human agreement no longer counts a
+        judgement taken back."""
+        if record.kind == "withdraw":
+            withdrawn = next((h for h in history if h.id == record.withdraws), None)
+            if withdrawn is None or withdrawn.kind == "withdraw":
+                return None
+            return HumanLabelRecord(
+                grading_id=record.grading_id,
+                question_id=withdrawn.question_id if withdrawn.kind == "answer" else None,
+                source="override",
+                author_id=withdrawn.author_id,
+                author_name=withdrawn.author_name,
+                created_at=record.created_at,
+            )
         return HumanLabelRecord(
             grading_id=record.grading_id,
             question_id=record.question_id if record.kind == "answer" else None,
@@ -230,3 +247,13 @@ class OverrideQueries:
             "yes_count": grading.yes_count,
             "revision": grading.revision,
         }
+
+
+def _after(history: list[OverrideRecord], now: datetime) -> datetime:
+    """When a new override is made: ``now``, or just after the grading's latest override
+    when that one is stamped later (a clock stepped back, or another server's ahead), so
+    that the grading's overrides apply in the order they were made."""
+    latest = max((h.created_at for h in history), default=None)
+    if latest is None or now > latest:
+        return now
+    return latest + timedelta(microseconds=1)

@@ -104,9 +104,18 @@ class AgreementQueries:
         rows = await self._db.run_read(
             lambda session: [(r[0], r[1]) for r in session.execute(ordered)]
         )
-        latest: dict[tuple[str, str, str], tuple[GradingRecord, HumanLabelRecord]] = {}
+        # the latest of each source first: a retraction (a withdrawn override's, neither
+        # answer nor verdict) ends its source's label, not the human's blind one
+        by_source: dict[tuple[str, str, str, str], tuple[GradingRecord, HumanLabelRecord]] = {}
         for grading, label in rows:
-            latest[(grading.id, label.author_id, label.question_id or VERDICT)] = (grading, label)
+            item = label.question_id or VERDICT
+            by_source[(grading.id, label.author_id, item, label.source)] = (grading, label)
+        latest: dict[tuple[str, str, str], tuple[GradingRecord, HumanLabelRecord]] = {}
+        for (grading_id, author, item, _), pair in sorted(
+            by_source.items(), key=lambda entry: entry[1][1].id or 0
+        ):
+            if not _retracted(pair[1]):
+                latest[(grading_id, author, item)] = pair
         return list(latest.values())
 
     async def _judge_answers(self, ids: list[str]) -> dict[str, dict[str, tuple[str, bool]]]:
@@ -173,3 +182,8 @@ def _human_pairs(
             dim = answers.get(grading_id, {}).get(item, (None, False))[0]
             pairs.append(RatedPair(first.answer, second.answer, item, dim, group))
     return pairs
+
+
+def _retracted(label: HumanLabelRecord) -> bool:
+    """Whether a label takes back the one before it (a withdrawn override)."""
+    return label.answer is None and label.verdict is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -172,6 +173,41 @@ async def test_verdict_override_wins_and_withdrawal_restores_the_rule(
         assert blank.status_code == 422 and blank.json()["errors"][0]["field"] == "reason"
         after = await client.get(f"/v1/gradings/{grading['id']}", headers=adj)
         assert len(after.json()["overrides"]) == 2  # the refused ones stored nothing
+
+
+async def test_overrides_apply_in_the_order_they_were_made_whatever_the_clocks_say(
+    api_client: Any, tokens: Any
+) -> None:
+    """The second override of an answer supersedes the first even when the server that
+    writes it has a clock a few seconds behind (another ``serve`` on the same database,
+    or a clock stepped back): it is stamped just after the one it supersedes."""
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(
+        **scripted_judge(sregym_reply(set(IDS), evidence="sets USER_PORT=9999"))
+    ) as client:
+        grading = await graded(client, agent)
+        url = f"/v1/gradings/{grading['id']}/overrides"
+        first = await client.post(
+            url,
+            json={"question_id": "D1-Q1", "answer": "no", "reason": "names the wrong kind"},
+            headers={**adj, "If-Match": f'"{grading["revision"]}"'},
+        )
+        db = client.app.state.services.store.db
+        real = db.clock
+        db.clock = lambda: real() - timedelta(seconds=5)
+        second = await client.post(
+            url,
+            json={"question_id": "D1-Q1", "answer": "yes", "reason": "on reflection, right"},
+            headers={**adj, "If-Match": first.headers["etag"]},
+        )
+        db.clock = real
+        fresh = (await client.get(f"/v1/gradings/{grading['id']}", headers=adj)).json()
+    assert second.status_code == 201, second.text
+    for body in (second.json(), fresh):
+        d1q1 = next(a for a in body["answers"] if a["question_id"] == "D1-Q1")
+        assert (d1q1["answer"], body["passed"], body["yes_count"]) == ("yes", True, 9)
+        made = [o["created_at"] for o in body["overrides"]]
+        assert made == sorted(made) and len(made) == 2
 
 
 async def test_failure_tags_come_from_the_vocabulary(api_client: Any, tokens: Any) -> None:

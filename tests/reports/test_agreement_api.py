@@ -158,3 +158,41 @@ async def test_overrides_count_as_human_labels(
             "/v1/stats/agreement?kind=judge_human&source=blind&agent=o", headers=headers
         )
         assert blind.json()["kinds"][0]["rows"] == []
+
+
+async def test_a_withdrawn_override_no_longer_counts_and_a_blind_label_still_does(
+    api_client: Any, engine: Engine, service_key: Any
+) -> None:
+    """Withdrawing an override takes the judgement back ("I misread it"): it no longer
+    counts as a human label, while the same human's blind label of that grading does."""
+    store = Store(engine, key=service_key)
+    [grading_id] = await add_many(store, {"pass": 1}, agent="w")
+    plaintext, token = await store.tokens.create(name="Ada", role="adjudicator")
+    await _label(store, grading_id, token.id, "pass", D1_Q1=True)
+    headers = {"Authorization": f"Bearer {plaintext}"}
+    async with api_client(start_workers=False) as client:
+        url = f"/v1/gradings/{grading_id}"
+        etag = (await client.get(url, headers=headers)).headers["ETag"]
+        overridden = await client.post(
+            f"{url}/overrides",
+            json={"verdict": "fail", "reason": "misread the port"},
+            headers={**headers, "If-Match": etag},
+        )
+        assert overridden.status_code == 201, overridden.text
+        query = "/v1/stats/agreement?kind=judge_human&agent=w&source="
+        counted = (await client.get(query + "override", headers=headers)).json()
+        withdrawn = await client.post(
+            f"{url}/overrides",
+            json={"withdraw": overridden.json()["overrides"][0]["id"], "reason": "I misread it"},
+            headers={**headers, "If-Match": overridden.headers["ETag"]},
+        )
+        assert withdrawn.status_code == 201, withdrawn.text
+        after = (await client.get(query + "override", headers=headers)).json()
+        both = (await client.get(query + "all", headers=headers)).json()
+
+    def verdict_n(report: dict[str, Any]) -> int:
+        rows = report["kinds"][0]["rows"]
+        return sum(r["agreement"]["n"] for r in rows if r["level"] == "verdict")
+
+    assert (verdict_n(counted), verdict_n(after)) == (1, 0)
+    assert verdict_n(both) == 1  # the blind label stands: the override's was later, gone
