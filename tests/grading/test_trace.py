@@ -124,14 +124,17 @@ async def test_a_replay_with_another_trace_is_a_conflict(api_client: Any, tokens
     assert other.status_code == 409 and none.status_code == 409
 
 
-def test_the_request_hash_without_a_trace_is_unchanged() -> None:
-    """Submissions stored before traces existed keep valid hashes: no ``trace`` key is
-    hashed when there is none (the hash is the one computed before the field existed)."""
+def test_the_request_hash_without_a_trace_or_a_rubric_is_unchanged() -> None:
+    """Submissions stored before traces (and rubrics in the hash) existed keep valid
+    hashes: no ``trace`` or ``rubric`` key is hashed when there is none (the hash is the
+    one computed before the fields existed)."""
     plain = NewSubmission(diagnosis="d", ground_truth="t", ground_truth_source="inline")
     traced = NewSubmission(diagnosis="d", ground_truth="t", ground_truth_source="inline", trace="x")
-    before = plain.model_dump(mode="json", exclude={"scenario_version", "screening", "trace"})
+    named = NewSubmission(diagnosis="d", ground_truth="t", ground_truth_source="inline", rubric="r")
+    left_out = {"scenario_version", "screening", "trace", "rubric"}
+    before = plain.model_dump(mode="json", exclude=left_out)
     assert plain.request_hash() == sha256_hex(canonical_json(before))
-    assert traced.request_hash() != plain.request_hash()
+    assert traced.request_hash() != plain.request_hash() != named.request_hash()
 
 
 def test_the_trace_check_in_code() -> None:
