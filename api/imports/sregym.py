@@ -171,6 +171,8 @@ def _answers(raw: Any) -> tuple[SregymAnswer, ...]:
         said = entry.get("answer")
         if not isinstance(qid, str) or said is None:
             raise ValueError(f"checklist entry {entry!r} has no id or answer")
+        if any(a.question_id == qid for a in answers):
+            raise ValueError(f"checklist answers {qid!r} twice")
         yes = said if isinstance(said, bool) else str(said).strip().lower() in _TRUE
         confidence = _CONFIDENCE.get(str(entry.get("confidence", "")).strip().lower())
         answers.append(SregymAnswer(qid, yes, str(entry.get("evidence") or ""), confidence))

@@ -90,9 +90,11 @@ async def test_unknown_problems_and_unreadable_checklists_are_reported_with_file
     del problems["auth_miss_mongodb-mitigation-1"]
     broken = fixture.root / "2025-06-02_08-00-00" / "stratus" / "revoke_auth_mongodb-detection-2"
     broken.mkdir(parents=True)
+    twice = repr([{"id": "D1-Q1", "answer": "Yes"}, {"id": "D1-Q1", "answer": "No"}])
     (broken / "r.csv").write_text(
         "problem_id,attempt,Diagnosis.submission,Diagnosis.checklist\n"
         "revoke_auth_mongodb-detection-2,1,the rate db lost its role,\"__import__('os')\"\n"
+        f'revoke_auth_mongodb-detection-2,2,the rate db lost its role,"{twice}"\n'
     )
     report = await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
@@ -102,8 +104,11 @@ async def test_unknown_problems_and_unreadable_checklists_are_reported_with_file
     assert "not in the problems file" in report.problems[0].message
     views, _ = await store.gradings.page(limit=100)
     unreadable = [v for v in views if v.grading.status == "unscored"]
-    assert len(unreadable) == 1  # kept as an unscored SREGym grading, never eval'ed
-    assert unreadable[0].grading.unscored_reason == "sregym_checklist_unreadable"
+    # kept as unscored SREGym gradings: never eval'ed; a question answered twice is no
+    # answer (the database would refuse a second one, the row with it)
+    assert len(unreadable) == 2
+    assert {v.grading.unscored_reason for v in unreadable} == {"sregym_checklist_unreadable"}
+    assert any("'D1-Q1' twice" in (v.grading.detail or "") for v in unreadable)
 
 
 def test_a_problems_file_in_yaml_and_bad_ones(tmp_path: Path) -> None:
