@@ -46,7 +46,8 @@ async def create_submission(
     request: Request[Any, Any, Any],
     wait: Annotated[float, QueryParameter(ge=0, le=300)] = 0,
     idempotency_key: Annotated[
-        str | None, HeaderParameter(name="Idempotency-Key", max_length=256, required=False)
+        str | None,
+        HeaderParameter(name="Idempotency-Key", min_length=1, max_length=256, required=False),
     ] = None,
 ) -> Response[GradingRead]:
     """Store the submission and a pending grading before answering; optionally wait for it.

@@ -111,11 +111,17 @@ def problem_response(
     return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=all_headers)
 
 
+#: request headers by the handler parameters that take them: a problem names the header
+_HEADERS = {"idempotency_key": "Idempotency-Key", "if_match": "If-Match"}
+
+
 def _validation_errors(exc: ValidationException) -> list[dict[str, str]]:
     errors = []
     for item in exc.extra if isinstance(exc.extra, list) else []:
         if isinstance(item, dict):
             field = str(item.get("key") or item.get("source") or "body")
+            if item.get("source") == "header":
+                field = _HEADERS.get(field, field)
             errors.append({"field": field, "message": str(item.get("message", "invalid"))})
     return errors or [{"field": "body", "message": str(exc.detail)}]
 

@@ -219,6 +219,12 @@ async def test_idempotency_key_replays_or_conflicts(
         assert conflict.status_code == 409
         assert conflict.headers["content-type"].startswith("application/problem+json")
         assert conflict.json()["errors"][0]["field"] == "Idempotency-Key"
+        for bad in ("", "k" * 257):  # no key, or one longer than is stored
+            refused = await client.post(
+                "/v1/submissions", json=body, headers={**headers, "Idempotency-Key": bad}
+            )
+            assert refused.status_code == 422
+            assert refused.json()["errors"][0]["field"] == "Idempotency-Key"
     assert await count_submissions(engine) == 1
 
 
