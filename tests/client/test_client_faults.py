@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -125,6 +126,10 @@ def test_the_idempotency_key_is_derived_from_run_attempt_and_scenario() -> None:
     assert key() == key()
     assert len({key(), key(attempt=2), key(run_id="r2"), key(scenario_id="other")}) == 4
     assert key(scenario_id=None, ground_truth="a") != key(scenario_id=None, ground_truth="b")
+    # a rubric named is another request (the service answers its key reused with 409);
+    # the keys of calls naming none are what they were
+    assert len({key(), key(rubric="lenient"), key(rubric="strict")}) == 3
+    assert key() == "sjc-" + hashlib.sha256(b'["sc",null,"r",1]').hexdigest()[:40]
     # without a run there is nothing to recognise a resubmission by: one key per call
     assert key(run_id=None) != key(run_id=None)
 

@@ -90,18 +90,24 @@ def idempotency_key(
     ground_truth: str | None,
     run_id: str | None,
     attempt: int | None,
+    rubric: str | None = None,
 ) -> str:
     """The ``Idempotency-Key`` of a submission.
 
     With a ``run_id`` it is derived from run, attempt and scenario (or the inline ground
-    truth's hash), so a harness that crashes and submits the same attempt again gets the
-    first grading back instead of a second one. Without a run id it is random per call
+    truth's hash), and the rubric when one is named, so a harness that crashes and
+    submits the same attempt again gets the first grading back instead of a second one,
+    and grading one attempt by two rubrics is two submissions (the service answers a key
+    used again with another rubric with 409). Without a run id it is random per call
     (retries of that call still share it).
     """
     if run_id is None:
         return f"sjc-{uuid.uuid4().hex}"
     truth = ground_truth_sha256(ground_truth) if ground_truth is not None else None
-    identity = json.dumps([scenario_id, truth, run_id, attempt], separators=(",", ":"))
+    parts: list[Any] = [scenario_id, truth, run_id, attempt]
+    if rubric is not None:  # keys of calls naming none stay what they were
+        parts.append(rubric)
+    identity = json.dumps(parts, separators=(",", ":"))
     return "sjc-" + hashlib.sha256(identity.encode()).hexdigest()[:40]
 
 
@@ -123,6 +129,7 @@ def submission_call(
         ground_truth=ground_truth,
         run_id=fields.get("run_id"),
         attempt=fields.get("attempt"),
+        rubric=fields.get("rubric"),
     )
     params = {"wait": wait} if wait else {}
     return Call(
