@@ -133,6 +133,15 @@ _PROSE_PASSWORD = (
 _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a URL whose user is empty: redis://:password@host (BasicAuthDetector needs a user)
     ("connection-string-password", re.compile(r"://:([^\s/@]+)@")),
+    # a URL's password with characters BasicAuthDetector's leaves out (! $ * + = ...):
+    # postgres://admin:S3cr3t!@db:5432/app
+    ("basic-auth-credentials", re.compile(r"://[^\s:/@]+:([^\s/@]+)@")),
+    # a GitHub fine-grained token (GitHubTokenDetector knows the gh?_ prefixes only)
+    ("github-token", re.compile(r"(?<![\w-])(github_pat_[A-Za-z0-9_]{40,})")),
+    # any PEM private key's BEGIN line (PrivateKeyDetector lists some kinds; ENCRYPTED
+    # PRIVATE KEY, PKCS#8's encrypted form, is not among them): the block is redacted
+    # from its BEGIN line to its END line
+    ("private-key", re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----)")),
     # Authorization: Bearer <token>
     ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)")),
     # GITHUB_TOKEN=..., access_token: ... (detect-secrets' keywords lack "token")

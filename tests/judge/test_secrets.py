@@ -71,6 +71,21 @@ def _assert_redacted(text: str, secret: str, kind: str) -> None:
         ),
         ("SESSION_TOKEN=a81bc0d9e7f64c2b9a3d expired", "a81bc0d9e7f64c2b9a3d", "token"),
         (f"the mounted key is\n{PEM}\nand nginx fails", "MIIEowIBAAKCAQEA", "private-key"),
+        (
+            f"the secret holds\n{PEM.replace('RSA', 'ENCRYPTED')}\nand the pod fails",
+            "MIIEowIBAAKCAQEA",
+            "private-key",
+        ),
+        *(
+            (f"DSN postgres://admin:{pw}@db:5432/app refuses logins", pw, "basic-auth-credentials")
+            for pw in ("S3cr3t!x", "pa$$w0rd", "Hunter2*", "p+ss=w0rd")
+        ),
+        (
+            "CI used github_pat_11ABCDEFG0kZ9xQ2rT7uVw_8Lm3Np5Qr7St9Uv1Wx3Yz5Ab7Cd9Ef1Gh3Ij5Kl7"
+            "Mn9Op1Qr3St5Uv7Wx9Yz1Ab3C, since revoked",
+            "github_pat_11ABCDEFG0kZ9xQ2rT7uVw",
+            "github-token",
+        ),
     ],
 )
 def test_credentials_are_replaced_by_their_kind(text: str, secret: str, kind: str) -> None:
