@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import click
+from pydantic import SecretStr
 
 from api.cli.edge import load_settings
 from api.cli.options import format_option
@@ -44,13 +45,25 @@ def mask_url(url: str) -> str:
     return parsed.render_as_string(hide_password=True)
 
 
+def _without_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it masked (a judge spec's base URL, a
+    witness URL...)."""
+    return _USERINFO_PASSWORD.sub(rf"\g<1>{MASK}@", text)
+
+
 def _shown(name: str, value: Any) -> Any:
     if value is None:
         return None
+    if isinstance(value, SecretStr):
+        return MASK
     if name == "database_url":
         return mask_url(str(value))
     if isinstance(value, os.PathLike):
         return os.fspath(value)
+    if isinstance(value, str):
+        return _without_passwords(value)
+    if isinstance(value, list | tuple):
+        return [_shown(name, item) for item in value]
     return value
 
 
@@ -72,7 +85,7 @@ def effective_config(settings: Settings) -> list[dict[str, Any]]:
             {
                 "setting": None,
                 "variable": variable,
-                "value": (MASK if secret else value) if value else None,
+                "value": (MASK if secret else _without_passwords(value)) if value else None,
                 "source": "set" if value else "unset",
             }
         )

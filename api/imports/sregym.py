@@ -163,7 +163,7 @@ def _literal(value: str | None) -> Any:
 def _answers(raw: Any) -> tuple[SregymAnswer, ...]:
     if not isinstance(raw, list | tuple) or not raw:
         raise ValueError("expected a non-empty list of checklist entries")
-    answers = []
+    answers: list[SregymAnswer] = []
     for entry in raw:
         if not isinstance(entry, dict):
             raise ValueError(f"checklist entry {entry!r} is not a dict")

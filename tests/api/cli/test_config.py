@@ -20,6 +20,13 @@ from storage import Store
 ROOT = Path(__file__).resolve().parents[3]
 
 
+#: every secret ``_env`` sets: none may be shown
+SECRETS = (
+    "pa55-word", "sk-config-show-secret", "t" * 40, "k" * 48, "w1tness-pw", "openai-pw",
+    "ollama-pw",
+)  # fmt: skip
+
+
 def _env(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "admin_token").write_text("t" * 40)
     return {
@@ -27,14 +34,18 @@ def _env(tmp_path: Path) -> dict[str, str]:
         "SRE_JUDGE_BOOTSTRAP_ADMIN_TOKEN_FILE": str(tmp_path / "admin_token"),
         "SRE_JUDGE_JUDGE": "openai:m@http://judge:8080/v1",
         "SRE_JUDGE_MAX_PENDING": "500",
+        "SRE_JUDGE_SECRET_KEY": "k" * 48,
+        "SRE_JUDGE_AUDIT_CHECKPOINT": "https://witness:w1tness-pw@witness.example/cp",
         "OPENAI_API_KEY": "sk-config-show-secret",
+        "OPENAI_BASE_URL": "http://user:openai-pw@llm.example/v1",
+        "OLLAMA_HOST": "http://user:ollama-pw@ollama.example:11434",
     }
 
 
 def test_config_show_lists_every_setting_with_secrets_masked(tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["config", "show", "--format", "table"], env=_env(tmp_path))
     assert done.exit_code == 0, done.output
-    for secret in ("pa55-word", "sk-config-show-secret", "t" * 40):
+    for secret in SECRETS:
         assert secret not in done.output
     lines = {line.split()[0]: line for line in done.output.splitlines()}
     for name in Settings.model_fields:
@@ -52,7 +63,10 @@ def test_config_show_json_is_one_object(tmp_path: Path) -> None:
     config = json.loads(done.stdout)
     assert config["SRE_JUDGE_DATABASE_URL"] == "postgresql+psycopg://judge:***@db:5432/sre"
     assert config["SRE_JUDGE_RATE_LIMIT_PER_MINUTE"] == 0
-    assert config["OPENAI_API_KEY"] == "***"
+    assert config["OPENAI_API_KEY"] == config["SRE_JUDGE_SECRET_KEY"] == "***"
+    assert config["SRE_JUDGE_AUDIT_CHECKPOINT"] == "https://witness:***@witness.example/cp"
+    assert config["OLLAMA_HOST"] == "http://user:***@ollama.example:11434"
+    assert not any(secret in done.stdout for secret in SECRETS)
 
 
 def test_the_docs_document_every_setting() -> None:
