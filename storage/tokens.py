@@ -44,6 +44,9 @@ class TokenRepository:
         self._db = db
         #: token hash -> (record, monotonic time it was read): see ``authenticate``
         self._recent: dict[str, tuple[TokenRecord, float]] = {}
+        #: revocations committed through this repository: a read that a revocation's
+        #: commit overtook is not remembered (it may hold the token as still valid)
+        self._revocations = 0
 
     async def create(
         self,
@@ -141,11 +144,13 @@ class TokenRepository:
             record: TokenRecord | None = remembered[0]
         else:
             query = select(TokenRecord).where(col(TokenRecord.token_hash) == digest)
+            revocations = self._revocations
             record = await self._db.run_read(
                 lambda session: session.execute(query).scalar_one_or_none()
             )
             self._recent.pop(digest, None)
-            if record is not None and record.revoked_at is None:
+            current = revocations == self._revocations
+            if current and record is not None and record.revoked_at is None:
                 if len(self._recent) >= _CACHE_SIZE:
                     self._recent.clear()
                 self._recent[digest] = (record, now)
@@ -187,7 +192,12 @@ class TokenRepository:
                 )
             return record
 
-        return await self._db.run(work)
+        revoked = await self._db.run(work)
+        # again once committed: a request read the token while the revocation was being
+        # written (and, before it, remembered it as valid)
+        self._recent.pop(revoked.token_hash, None)
+        self._revocations += 1
+        return revoked
 
     async def all(self) -> list[TokenRecord]:
         """Every token, oldest first (hashes included; never plaintexts)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -36,6 +37,28 @@ async def test_revoked_tokens_do_not_authenticate(store: Store) -> None:
     assert again.revoked_at == revoked.revoked_at
     with pytest.raises(NotFound):
         await store.tokens.revoke("missing")
+
+
+async def test_a_request_read_while_the_revocation_commits_is_not_remembered(
+    store: Store,
+) -> None:
+    """A request of the token arrives while its revocation is being written: it still gets
+    in (it came first), but once the revocation has returned the token is refused: the
+    record that request read is not remembered as valid."""
+    plaintext, record = await store.tokens.create(name="ci", role="admin")
+    loop = asyncio.get_running_loop()
+    audit, seen = store.db.audit, []
+
+    def audit_and_meanwhile_authenticate(session: Any, event: str, **kwargs: Any) -> None:
+        audit(session, event, **kwargs)
+        if event == "token.revoked":
+            pending = asyncio.run_coroutine_threadsafe(store.tokens.authenticate(plaintext), loop)
+            seen.append(pending.result(timeout=10))
+
+    store.db.audit = audit_and_meanwhile_authenticate  # type: ignore[method-assign]
+    await store.tokens.revoke(record.id, actor="admin")
+    assert seen and seen[0] is not None
+    assert await store.tokens.authenticate(plaintext) is None
 
 
 async def test_expired_tokens_do_not_authenticate(store: Store, clock: Clock) -> None:
