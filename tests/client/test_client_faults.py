@@ -143,3 +143,32 @@ def test_url_and_token_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
         )
         Client().get("g1")
     assert route.calls[0].request.headers["Authorization"] == "Bearer s3cret"
+
+
+def _done_after(seconds: float) -> Any:
+    """A server whose grading is pending until ``seconds`` after the first request."""
+    start = time.monotonic()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        done = time.monotonic() - start > seconds
+        return httpx.Response(200, json=_grading("graded" if done else "pending"))
+
+    return handler
+
+
+def test_waiting_polls_until_its_timeout_not_short_of_it() -> None:
+    """The back-off's next step would pass the deadline at about 0.6 s: the wait sleeps
+    to the deadline and looks once more there instead of giving up early."""
+    with Client(URL, "t0ken", transport=httpx.MockTransport(_done_after(0.9))) as judge:
+        assert judge.wait("g1", timeout=1.2, poll=5.0).status == "graded"
+    with (
+        Client(URL, "t0ken", transport=httpx.MockTransport(_done_after(60))) as judge,
+        pytest.raises(TimeoutError),
+    ):
+        judge.wait("g1", timeout=0.3, poll=5.0)
+
+
+async def test_the_async_client_waits_until_its_timeout_too() -> None:
+    transport = httpx.MockTransport(_done_after(0.9))
+    async with AsyncClient(URL, "t0ken", transport=transport) as judge:
+        assert (await judge.wait("g1", timeout=1.2, poll=5.0)).status == "graded"

@@ -168,9 +168,10 @@ class AsyncClient:
                         done[grading_id] = grading
             if len(done) == len(ids):
                 return [done[i] for i in ids]
-            if time.monotonic() + delay > deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:  # polled once more at the deadline
                 raise TimeoutError(f"{len(ids) - len(done)} gradings still pending")
-            await asyncio.sleep(delay)
+            await asyncio.sleep(min(delay, remaining))
             delay = min(poll, delay * 2)
 
     async def override(

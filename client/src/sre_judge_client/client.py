@@ -157,9 +157,10 @@ class Client:
                         done[grading_id] = grading
             if len(done) == len(ids):
                 return [done[i] for i in ids]
-            if time.monotonic() + delay > deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:  # polled once more at the deadline
                 raise TimeoutError(f"{len(ids) - len(done)} gradings still pending")
-            time.sleep(delay)
+            time.sleep(min(delay, remaining))
             delay = min(poll, delay * 2)
 
     def override(
