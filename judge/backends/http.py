@@ -39,10 +39,14 @@ __all__ = [
 #: length", "the prompt is too long"), OpenAI ("maximum context length is 4096 tokens"),
 #: llama.cpp ("the request exceeds the available context size"), vLLM ("too many tokens")
 _CONTEXT_OVERFLOW = re.compile(
-    r"context.length|maximum context|context (window|size)|too long|too many tokens"
+    r"context.length|maximum context|context (window|size)"
+    r"|(?:prompt|input|request|message)s? (?:is |was |are )?too long|too many tokens"
     r"|exceeds? .*context",
     re.IGNORECASE,
 )
+#: statuses of a server (or a gateway before it) that is busy or down: retried as such
+#: whatever their message says ("upstream took too long")
+_UNAVAILABLE = frozenset({502, 503, 504})
 #: the longest piece of a server's error message kept in an error
 MAX_ERROR_TEXT = 300
 
@@ -74,7 +78,7 @@ def status_error(
         return JudgeRateLimited(message, status_code=status, retry_after=retry_after)
     if status in (401, 403):
         return JudgeAuthError(message, status_code=status)
-    if is_context_overflow(text):
+    if status not in _UNAVAILABLE and is_context_overflow(text):
         return ContextOverflow(message, status_code=status)
     if status is not None and 400 <= status < 500:
         return JudgeRejected(message, status_code=status)

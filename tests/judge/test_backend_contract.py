@@ -114,6 +114,11 @@ async def test_reply_becomes_completion(
         (500, "llama runner process has terminated", JudgeUnavailable),
         (500, "Internal Server Error", JudgeUnavailable),
         (503, "server busy", JudgeUnavailable),
+        # a gateway's "took too long" is the judge being slow, not the prompt not fitting
+        (503, "upstream request took too long", JudgeUnavailable),
+        (504, "the model took too long to answer", JudgeUnavailable),
+        (500, "processing took too long, try later", JudgeUnavailable),
+        (500, "the prompt is too long", ContextOverflow),
         (401, "unauthorized", JudgeAuthError),
         (401, "Incorrect API key provided", JudgeAuthError),
         (403, "forbidden", JudgeAuthError),
