@@ -68,6 +68,8 @@ def extract_json(text: str) -> Any:
     # a reply that is bare JSON is taken whole: its strings may quote a diagnosis that
     # contains a code fence, which must not be mistaken for the reply's own
     fenced = None if text.lstrip()[:1] in ("{", "[") else _FENCE.search(text)
+    if fenced and _FENCE.search(text, fenced.end()):  # a draft and a correction?
+        raise ReplyInvalid(["the reply has more than one code block"])
     body = fenced.group(1) if fenced else text
     body = body.strip()
     if not body:

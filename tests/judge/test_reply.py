@@ -77,6 +77,11 @@ def test_answer_spellings(rubric: Rubric, raw: object, expected: bool) -> None:
         (json.dumps(_own("true")), "answer 'true' is not yes or no"),
         (json.dumps(_own("y")), "answer 'y' is not yes or no"),
         (json.dumps(_own()) + " and more", "text after the JSON"),
+        # a draft and a correction: which one is the reply? Asked again, never guessed
+        (
+            "Draft:\n" + sregym_reply(set(IDS)) + "\nCorrected:\n" + sregym_reply(set()),
+            "more than one code block",
+        ),
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
         ('{"D1-Q1": {"answer": "yes"}, "D1-Q1": {"answer": "no"}}', "D1-Q1 appears more than once"),
         (
