@@ -24,7 +24,10 @@ from functools import lru_cache
 
 __all__ = ["Quantity", "parse_quantity", "quantities_in"]
 
-_NUM = r"(\d+(?:\.\d+)?)"
+#: a number as people write one: 1,024 (thousands separated), 1.5, .5 (Kubernetes' grammar
+#: takes a leading point); never the tail of another number (the 024 of 1,024, the 5 of
+#: 1.5 or of 1,5: a decimal comma is not read at all)
+_NUM = r"(?<![\d.])(?<!\d,)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|(?<!\w)\.\d+)"
 #: per kind, the classes of words that say what a value is; one word of each class
 #: (the nearest before the number, else just after it) makes up the subject
 _SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
@@ -150,6 +153,7 @@ _REPLICAS = r"\b(?:replicas?(?:\scount)?|scaled(?:\sdown|\sup)?)"
 _CPU_UNIT = r"((?-i:m)|millicores?|cores?|v?cpus?)(?![\w%])"
 _TIME_UNIT = r"(milliseconds?|secs?|seconds?|mins?|minutes?|hrs?|hours?|(?-i:ms|s|m|h))(?![\w%])"
 _BYTES_UNIT = r"((?:[KMGT]i)B?|[KMGT]B|[kKMGT])(?![\w%])"
+_GO_UNIT = r"(?:ns|us|\u00b5s|ms|s|m|h)"
 _I = re.I
 #: (name, pattern, the group of the number): the kind follows from the name
 _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
@@ -159,6 +163,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "cpu_bare",
         re.compile(rf"\bcpu\s?(?:limits?|requests?)?{_LINK}{_NUM}((?-i:m)?)(?![\w.%])", _I),
+        1,
+    ),
+    # Go's compound durations, as Kubernetes writes them: 1m30s, 1h30m, 2h45m10.5s
+    (
+        "duration_compound",
+        re.compile(rf"(?<![\w.])((?:\d+(?:\.\d+)?{_GO_UNIT}){{2,}})(?![\w%])"),
         1,
     ),
     ("duration", re.compile(rf"{_NUM}\s?{_TIME_UNIT}", _I), 1),
@@ -201,6 +211,11 @@ def _subject(kind: str, text: str, start: int, end: int) -> tuple[str, ...]:
     return tuple(words)
 
 
+def _digits(number: str) -> str:
+    """A number as ``_NUM`` reads it, without its thousands separators."""
+    return number.replace(",", "")
+
+
 def _canonical(word: str) -> str:
     word = word.lower()
     for stem in ("limit", "request", "timeout", "delay", "period", "initialdelay", "oom"):
@@ -218,26 +233,30 @@ def _read(kind: str, match: re.Match[str], text: str) -> tuple[str, Decimal] | N
     """(kind, value) of one match, or None when its words do not say what it is."""
     context = _context(text, match.start(), match.end())
     if kind == "percent":
-        return kind, Decimal(match.group(1))
+        return kind, Decimal(_digits(match.group(1)))
     if kind == "memory":
         unit = match.group(2)
         if len(unit) == 1 and not _MEMORY_CONTEXT.search(context):
             return None  # a bare 5M or 2G may be requests or anything else
-        return kind, _memory(match.group(1), unit)
+        return kind, _memory(_digits(match.group(1)), unit)
     if kind == "cpu":
         unit = match.group(2)
         if unit == "m" and (not _CPU_CONTEXT.search(context) or _DURATION_CONTEXT.search(context)):
             return None  # 500m of what?
-        return kind, _cpu(match.group(1), unit)
+        return kind, _cpu(_digits(match.group(1)), unit)
     if kind == "cpu_bare":
-        return "cpu", _cpu(match.group(1), match.group(2))
+        return "cpu", _cpu(_digits(match.group(1)), match.group(2))
     if kind == "duration":
         unit = match.group(2)
         if unit == "m" and (_CPU_CONTEXT.search(context) or not _DURATION_CONTEXT.search(context)):
             return None  # millicores, or minutes of nothing said
-        return kind, _duration(match.group(1), unit)
+        return kind, _duration(_digits(match.group(1)), unit)
     if kind == "duration_field":
         return "duration", Decimal(match.group(2))
+    if kind == "duration_compound":
+        import durationpy
+
+        return "duration", Decimal(str(durationpy.from_str(match.group(1)).total_seconds()))
     if kind.startswith("replicas"):
         raw = match.group(1).lower()
         return "replicas", Decimal(_WORD_NUMBERS.get(raw, raw))

@@ -39,6 +39,12 @@ from judge.rubric import Rubric, load_rubric_dir
         ("the deployment was scaled to zero", "replicas", "0"),
         ("replicas: 3", "replicas", "3"),
         ("targetPort 9999", "port", "9999"),
+        # Go's compound durations are read whole (not as their last part)
+        ("the probe timeout is 1m30s", "duration", "90"),
+        ("a timeout of 1h30m", "duration", "5400"),
+        # thousands separated, and a leading point (Kubernetes' grammar takes .5)
+        ("memory limit is 1,024Mi", "memory", "1073741824"),
+        ("cpu limit .5 cores", "cpu", "0.5"),
     ],
 )
 def test_quantities_are_normalized(text: str, kind: str, value: str) -> None:
@@ -56,6 +62,7 @@ def test_quantities_are_normalized(text: str, kind: str, value: str) -> None:
         "it took 500m",  # 500m of what?
         "upgrade to v2",
         "HTTP 503 errors",
+        "memory limit 1,5Gi",  # a decimal comma: not read as 5Gi
     ],
 )
 def test_numbers_no_word_explains_are_not_read(text: str) -> None:
@@ -182,6 +189,9 @@ def test_a_contradicting_value_is_found_with_both_values(
         (LOSS, "Ratings lost 50% of its packets; 50 % loss."),
         ("Env var USER_PORT is set to 9999.", "USER_PORT is 9999, timeout 30s."),  # no quantity
         ("", "The cpu request is 200m."),
+        ("readiness probe timeout set to 90s", "The readiness probe timeout is 1m30s, too short."),
+        ("memory limit 1Gi", "The memory limit is 1,024Mi."),
+        ("cpu limit 500m", "The cpu limit is .5 cores."),
     ],
 )
 def test_no_false_contradictions(truth: str, diagnosis: str) -> None:
