@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -37,6 +37,7 @@ __all__ = [
     "ExportReads",
     "ExportedGrading",
     "GradingExport",
+    "answered_in_scope",
     "attach",
     "rubrics_in_scope",
 ]
@@ -60,10 +61,12 @@ class ExportedGrading:
 
 @dataclass(frozen=True)
 class GradingExport:
-    """The rubrics in scope, by ``(id, version)``, and the gradings to stream."""
+    """The rubrics in scope, by ``(id, version)``, the question ids the gradings' answers
+    hold (``answered_questions``), and the gradings to stream."""
 
     rubrics: dict[tuple[str, str], Rubric]
     gradings: AsyncIterator[ExportedGrading]
+    answered_questions: tuple[str, ...] = ()
 
 
 class ExportReads:
@@ -80,9 +83,10 @@ class ExportReads:
         """The rubrics in scope and the gradings of ``filters``, streamed from one snapshot."""
         async with self._db.held_read() as snapshot:
             rubrics = await snapshot.run(rubrics_in_scope, filters)
+            answered = await snapshot.run(answered_in_scope, filters)
             gradings = _stream(snapshot, filters, batch)
             try:
-                yield GradingExport(rubrics=rubrics, gradings=gradings)
+                yield GradingExport(rubrics=rubrics, gradings=gradings, answered_questions=answered)
             finally:
                 await gradings.aclose()
 
@@ -102,6 +106,18 @@ def rubrics_in_scope(session: Session, filters: ReportFilter) -> dict[tuple[str,
         )
         for record in session.execute(query).scalars()
     }
+
+
+def answered_in_scope(session: Session, filters: ReportFilter) -> tuple[str, ...]:
+    """The question ids of the answers of the gradings in ``filters``, in answer order:
+    also those of gradings whose rubric version is not stored (SREGym's verdicts,
+    imported under the version ``sregym``)."""
+    a = AnswerRecord
+    query = filtered(
+        joined(col(a.question_id), func.min(col(a.position)), from_answers=True), filters
+    ).group_by(col(a.question_id))
+    found = sorted(session.execute(query).all(), key=lambda row: (row[1], row[0]))
+    return tuple(question_id for question_id, _ in found)
 
 
 async def _stream(

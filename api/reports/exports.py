@@ -80,12 +80,16 @@ def _csv_line(values: Iterable[Any]) -> str:
     return buffer.getvalue()
 
 
-def question_ids(rubrics: dict[tuple[str, str], Rubric]) -> list[str]:
-    """Every question id of the rubrics, in rubric order, each once."""
+def question_ids(rubrics: dict[tuple[str, str], Rubric], answered: Iterable[str] = ()) -> list[str]:
+    """Every question id of the rubrics, in rubric order, each once; then those of
+    ``answered`` (the answers' question ids) no rubric in hand names, so that no answer
+    of a grading is left out."""
     seen: dict[str, None] = {}
     for key in sorted(rubrics):
         for question in rubrics[key].questions:
             seen.setdefault(question.id)
+    for question_id in answered:
+        seen.setdefault(question_id)
     return list(seen)
 
 
@@ -130,7 +134,7 @@ async def export_chunks(export: GradingExport, fmt: ExportFormat) -> AsyncIterat
             )
             yield json.dumps(body.model_dump(mode="json"), ensure_ascii=False) + "\n"
     elif fmt == "csv":
-        questions = question_ids(rubrics)
+        questions = question_ids(rubrics, export.answered_questions)
         answers = [f"{q}{s}" for q in questions for s in ("", ".judge")]
         header = [*_GRADING_COLUMNS, *answers, _LAST_COLUMN]
         yield _csv_line(header)

@@ -24,8 +24,10 @@ from typing import Any, Literal
 
 from api.reports.sregym_row_reads import OriginalRow
 from api.reports.sregym_rows import sregym_row
+from judge.adjudication import overrides_in_force
 from judge.rubric import Rubric
 from storage.imports import SREGYM_JUDGE_SPEC
+from storage.overrides import override_events
 
 __all__ = [
     "FILE_COLUMN",
@@ -85,11 +87,13 @@ def _keep_names(original: str | None, dimensions: Any) -> Any:
 
 
 def _is_original(row: OriginalRow) -> bool:
-    """Is the shown grading SREGym's own verdict as imported (or is there none)?"""
+    """Is the shown grading SREGym's own verdict as imported (or is there none)? Human
+    overrides change it only while one is in force: withdrawn, the row is SREGym's again."""
     if row.grading is None:
         return True
     g = row.grading.view.grading
-    return g.judge_spec == SREGYM_JUDGE_SPEC and not row.grading.overrides and not g.overridden
+    in_force = overrides_in_force(override_events(row.grading.overrides))
+    return g.judge_spec == SREGYM_JUDGE_SPEC and not in_force and not g.overridden
 
 
 def row_cells(row: OriginalRow, rubrics: dict[tuple[str, str], Rubric]) -> dict[str, str]:

@@ -23,7 +23,7 @@ from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
-from api.reports.export_writer import ExportSummary
+from api.reports.export_writer import ExportSummary, write_export
 from api.reports.filters import ReportFilter
 from api.reports.sregym_roundtrip import FILE_COLUMN
 from api.reports.sregym_row_reads import OriginalRowReads
@@ -173,6 +173,42 @@ async def test_a_human_override_rewrites_only_that_attempts_verdict_columns(
     assert "Diagnosis.success" in columns and columns <= REGRADED_COLUMNS
     [(path, row, _)] = [c for c in changed if c[2] == "Diagnosis.success"]
     assert _cells(_files(out)[path])[row]["Diagnosis.success"] == "True"
+
+
+async def test_an_override_withdrawn_leaves_its_attempt_byte_for_byte(
+    store: Store, tmp_path: Path
+) -> None:
+    """Only an override in force changes SREGym's verdict columns: withdrawn, the attempt
+    is SREGym's again, and the whole folder comes back as it was imported."""
+    root = await _imported(store, tmp_path)
+    views, _ = await store.gradings.page(limit=100)
+    failed = next(v for v in views if v.grading.passed is False)
+    human = {"author_id": "h1", "author_name": "Hana"}
+    verdict, grading = await override(store, failed.grading.id, rubric=sregym_rubric(),
+        expected_revision=failed.grading.revision, kind="verdict", verdict="pass",
+        reason="the diagnosis names the fault", **human,
+    )  # fmt: skip
+    await override(store, failed.grading.id, rubric=sregym_rubric(),
+        expected_revision=grading.revision, kind="withdraw", withdraws=verdict.id,
+        reason="I misread it", **human,
+    )  # fmt: skip
+    out = tmp_path / "exported"
+    await write_sregym_folder(store, ReportFilter(), out)
+    assert _files(out) == _files(root)
+
+
+async def test_the_csv_export_of_imported_verdicts_keeps_every_answer(
+    store: Store, tmp_path: Path
+) -> None:
+    """SREGym's verdicts are stored under a rubric version no rubric file has
+    (``sregym``): their answers still get their question columns."""
+    await _imported(store, tmp_path)
+    sink = io.BytesIO()
+    await write_export(store, ReportFilter(), "csv", sink)
+    rows = _cells(sink.getvalue())
+    graded = [r for r in rows if r["status"] == "graded"]
+    assert graded and all(f"{q}.judge" in rows[0] for q in ("D1-Q1", "D3-Q3"))
+    assert all(r["D1-Q1"] in ("yes", "no") and r["D3-Q3.judge"] in ("yes", "no") for r in graded)
 
 
 async def test_rows_come_in_folder_order_across_batches(store: Store, tmp_path: Path) -> None:
