@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -109,6 +109,23 @@ class _Building:
     row: EvaluationRow
     #: column -> whether its cell came from a current grading, and when it was made
     rank: dict[str, tuple[bool, Any]]
+    #: column -> the submission its cell grades
+    submissions: dict[str, str] = field(default_factory=dict)
+
+
+def _row_for(rows: dict[str, _Building], key: str, column: str, submission_id: str) -> str:
+    """The key of the row a grading of ``submission_id`` goes in: the attempt's row, or,
+    when another submission already holds that row's cell of ``column`` (attempts with no
+    number, two agents' attempts on one model), the next row of the same attempt
+    (``key#2``, ``key#3``...): a cell never hides another submission's grading."""
+    n = 1
+    while True:
+        candidate = key if n == 1 else f"{key}#{n}"
+        building = rows.get(candidate)
+        held = None if building is None else building.submissions.get(column)
+        if held is None or held == submission_id:
+            return candidate
+        n += 1
 
 
 def _read(
@@ -126,7 +143,8 @@ def _read(
     columns: dict[str, None] = {}
     truncated = False
     for record in session.execute(query):
-        key = _row_key(record, by)
+        column = _column_label(record, by)
+        key = _row_for(rows, _row_key(record, by), column, str(record.submission_id))
         building = rows.get(key)
         if building is None:
             if len(rows) >= MAX_ROWS:
@@ -140,8 +158,8 @@ def _read(
                 ),
                 {},
             )  # fmt: skip
-        column = _column_label(record, by)
         columns.setdefault(column)
+        building.submissions[column] = str(record.submission_id)
         rank = (bool(record.is_current), record.created_at)
         if column in building.rank and building.rank[column] >= rank:
             continue  # a current grading wins, then the newest

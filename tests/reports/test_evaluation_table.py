@@ -10,7 +10,11 @@ from typing import Any
 
 from litestar.testing import AsyncTestClient
 
+from api.reports.evaluation import evaluation_table
+from api.reports.filters import ReportFilter
 from judge.backends.scripted import ScriptedBackend
+from storage import Store
+from tests.support.gradings import add_grading
 from tests.support.judge_server import sregym_reply
 from tests.support.regrades import shadow_regrade
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, scripted_judge
@@ -103,3 +107,27 @@ async def test_submitters_get_no_table_and_a_bad_column_kind_is_named(
         assert refused.status_code == 403
         bad = await c.get("/v1/stats/evaluation-table?by=colour", headers=ada)
         assert bad.status_code == 422 and "by" in bad.text
+
+
+async def test_a_cell_never_hides_another_submissions_grading(store: Store) -> None:
+    """Rows are scenario attempts and each column one agent's or model's: attempts with no
+    number, or two agents' attempts on one model, would share a cell, and all but the
+    newest vanished from the table. Each gets a row of its own (``key#2``) instead;
+    attempts that do align still share their row."""
+    first = await add_grading(store, "pass", agent="a", scenario_id="s1")
+    second = await add_grading(store, "fail", agent="a", scenario_id="s1")
+    other = await add_grading(store, "pass", agent="b", scenario_id="s1")
+    by_agent = await evaluation_table(store, ReportFilter(), by="agent")
+    assert sorted(_cell_ids(by_agent, "a")) == sorted([first, second])
+    assert _cell_ids(by_agent, "b") == [other] and len(by_agent.rows) == 2
+
+    ga = await add_grading(store, "pass", agent="a", model="m1", scenario_id="s2", attempt=1)
+    gb = await add_grading(store, "fail", agent="b", model="m1", scenario_id="s2", attempt=1)
+    m2 = await add_grading(store, "pass", agent="a", model="m2", scenario_id="s2", attempt=1)
+    by_model = await evaluation_table(store, ReportFilter(scenario_id="s2"), by="model")
+    assert sorted(_cell_ids(by_model, "m1")) == sorted([ga, gb])
+    assert _cell_ids(by_model, "m2") == [m2]
+
+
+def _cell_ids(table: Any, column: str) -> list[str]:
+    return [row.cells[column].grading_id for row in table.rows if column in row.cells]
