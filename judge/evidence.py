@@ -4,7 +4,8 @@ Both texts are normalized the way the prompt normalizes untrusted text, then
 case-folded with punctuation reduced to spaces, so quotes that differ only in case,
 white space or trivial punctuation still match. A quote may join passages with an
 ellipsis; each passage must occur. Small copying slips are tolerated through
-rapidfuzz's partial ratio; fabricated text is not. A quote taken from a span that
+rapidfuzz's partial ratio; fabricated text is not, nor a slip that changes what the
+passage states (a number, a negation). A quote taken from a span that
 screening marked as injected (``judge.injected_spans``) does not count:
 :func:`without_spans` gives the diagnosis that quotes are checked against.
 
@@ -16,6 +17,7 @@ outcome other than ``found`` says why (:data:`QUOTE_PROBLEMS`).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -56,6 +58,13 @@ QUOTE_PROBLEMS: dict[str, str] = {
 }
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+#: a number of a normalized text (a run of digits: 8080, the 512 of 512mi)
+_NUMBER = re.compile(r"\d+")
+#: words that turn a statement around, as a normalized text has them ("isn't" is
+#: "isn t": the lone t)
+_NEGATIONS = frozenset(
+    {"not", "no", "never", "none", "nothing", "neither", "nor", "without", "cannot", "t"}
+)
 _ELLIPSIS = re.compile(r"\.{3,}|…")
 
 
@@ -69,7 +78,27 @@ def _passage_occurs(passage: str, haystack: str) -> bool:
     if len(passage) < 12:
         # short passages must match exactly on word boundaries: fuzz is too lenient there
         return False
-    return fuzz.partial_ratio(passage, haystack, score_cutoff=FUZZY_CUTOFF) > 0
+    found = fuzz.partial_ratio_alignment(passage, haystack, score_cutoff=FUZZY_CUTOFF)
+    if found is None:
+        return False
+    # the passage of the diagnosis it matched, widened to whole words
+    start = haystack.rfind(" ", 0, found.dest_start) + 1
+    end = haystack.find(" ", found.dest_end)
+    return _same_facts(passage, haystack[start : end if end >= 0 else len(haystack)])
+
+
+def _same_facts(passage: str, matched: str) -> bool:
+    """Whether a copying slip (``passage`` close to ``matched``) keeps what it states:
+    every number of the quote is a number there, and as many negations (not, never,
+    n't...): "512Mi" for "256Mi", "port 8081" for "8080" or "is the root cause" for "is
+    not the root cause" are another claim, not a slip."""
+    if Counter(_NUMBER.findall(passage)) - Counter(_NUMBER.findall(matched)):
+        return False
+    return _negations(passage) == _negations(matched)
+
+
+def _negations(text: str) -> int:
+    return sum(word in _NEGATIONS for word in text.split())
 
 
 def searchable(text: str) -> str:

@@ -34,6 +34,7 @@ TRUTH = (
         "the `user-service` Deployment ... while the Service targets port 8086",
         "Root cause:   the user-service\n deployment",
         "the Service targts port 8086. Frontend calls fail",  # one copying slip
+        "pods are Runing but not Ready",  # a slip that keeps the not
     ],
 )
 def test_real_quotes_are_verified(quote: str) -> None:
@@ -52,6 +53,10 @@ def test_real_quotes_are_verified(quote: str) -> None:
         "the `user-service` Deployment ... the database is down",
         "port 99",  # a short passage must match whole words
         "OOMKilled",
+        # one copying slip away, but another claim: a value changed, a negation dropped
+        "sets USER_PORT=9999, while the Service targets port 8087",
+        "sets USER_PORT=9998, while the Service targets port 8086",
+        "pods are Running but now Ready",  # "not" slipped into "now"
     ],
 )
 def test_fabricated_or_trivial_quotes_are_not_verified(quote: str) -> None:
