@@ -162,12 +162,18 @@ def _unscored(
 
 
 def _combined_answer(question_id: str, results: Sequence[GradingResult]) -> tuple[Answer, bool]:
-    """The majority answer of one question (a tie is no) and whether the votes split."""
+    """The majority answer of one question (a tie is no) and whether the votes split; its
+    evidence a majority voter's whose answer its checks kept, if any."""
     given = [next(a for a in r.answers if a.question_id == question_id) for r in results]
     yes = sum(a.judge_answer for a in given)
     majority = yes * 2 > len(given)
     agreeing = yes if majority else len(given) - yes
-    chosen = next(a for a in given if a.judge_answer == majority)
+    # the answer of a majority voter whose own check kept it (a verified quote), so the
+    # effective answer does not depend on the order the panel lists its judges in
+    chosen = next(
+        (a for a in given if a.judge_answer == majority and a.answer == majority),
+        next(a for a in given if a.judge_answer == majority),
+    )
     if len(given) > 1:
         chosen = chosen.model_copy(update={"confidence": round(agreeing / len(given), 4)})
     return chosen, 0 < yes < len(given)

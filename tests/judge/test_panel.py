@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from judge.grader import Grader
-from judge.panel import PanelGrader, PanelMember
+from judge.panel import PanelGrader, PanelMember, combine_votes
 from judge.retry import RetryPolicy
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric, load_rubric_dir
@@ -104,3 +106,34 @@ async def test_an_unscored_voter_makes_the_grading_unscored_with_every_call(
     assert result.detail is not None and result.detail.startswith("scripted:bad")
     assert len(result.calls) == 3
     assert result.judge_backend == "panel"
+
+
+def _reply_for_d1q2(answer: str, quote: str) -> str:
+    items = [
+        {"id": q, "answer": answer if q == "D1-Q2" else "Yes",
+         "evidence": quote if q == "D1-Q2" else "sets USER_PORT=9999", "confidence": "High"}
+        for q in IDS
+    ]  # fmt: skip
+    return json.dumps(items)
+
+
+async def test_the_majority_answer_does_not_depend_on_the_order_of_the_members(
+    rubric: Rubric,
+) -> None:
+    """Two yes (one quoting what the diagnosis does not say, downgraded to no) and a no:
+    the majority is yes, and its answer is the verified yes whichever voter is listed
+    first (the first majority voter's was taken, so the order decided)."""
+    strict = rubric.model_copy(update={"unverified_yes": "downgrade"})
+    replies = {
+        "fabricated": _reply_for_d1q2("Yes", "the database connection pool was exhausted"),
+        "verified": _reply_for_d1q2("Yes", "sets USER_PORT=9999"),
+        "no": _reply_for_d1q2("No", ""),
+    }
+    results = {
+        name: await Grader(ScriptedBackend([reply])).grade(strict, TRUTH, DIAGNOSIS)
+        for name, reply in replies.items()
+    }
+    for order in (("fabricated", "verified", "no"), ("verified", "fabricated", "no")):
+        combined = combine_votes(strict, [(n, 0) for n in order], [results[n] for n in order])
+        d1q2 = next(a for a in combined.answers if a.question_id == "D1-Q2")
+        assert (d1q2.answer, d1q2.evidence) == (True, "sets USER_PORT=9999"), order
