@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -172,3 +173,16 @@ async def test_the_async_client_waits_until_its_timeout_too() -> None:
     transport = httpx.MockTransport(_done_after(0.9))
     async with AsyncClient(URL, "t0ken", transport=transport) as judge:
         assert (await judge.wait("g1", timeout=1.2, poll=5.0)).status == "graded"
+
+
+@respx.mock
+def test_list_filters_by_time_and_flags_as_the_server_spells_them() -> None:
+    route = respx.get(f"{URL}/v1/gradings").mock(
+        return_value=httpx.Response(200, json={"items": [], "next_cursor": None})
+    )
+    since = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    with _client() as judge:
+        assert list(judge.list(created_after=since, held=True, agent=None)) == []
+    params = route.calls[0].request.url.params
+    assert params["created_after"] == "2026-12-01T09:30:00+00:00"  # ISO 8601, with the T
+    assert params["held"] == "true" and "agent" not in params

@@ -61,12 +61,8 @@ def get_grading(grading_id: str) -> Call:
 
 
 def list_gradings(filters: dict[str, Any], cursor: str | None, page_size: int) -> Call:
-    """One page of ``GET /v1/gradings``; booleans as the server spells them."""
-    params: dict[str, Any] = {"limit": page_size}
-    for name, value in filters.items():
-        if value is None:
-            continue
-        params[name] = str(value).lower() if isinstance(value, bool) else value
+    """One page of ``GET /v1/gradings``; booleans and times as the server spells them."""
+    params: dict[str, Any] = {"limit": page_size, **_given(filters)}
     if cursor:
         params["cursor"] = cursor
     return Call("GET", "/v1/gradings", params=params, idempotent=True)
