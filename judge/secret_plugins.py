@@ -136,6 +136,9 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a URL's password with characters BasicAuthDetector's leaves out (! $ * + = ...):
     # postgres://admin:S3cr3t!@db:5432/app
     ("basic-auth-credentials", re.compile(r"://[^\s:/@]+:([^\s/@]+)@")),
+    # a Google API key; a Slack app-level token (SlackDetector knows the xox? ones)
+    ("google-api-key", re.compile(r"(?<![\w-])(AIza[0-9A-Za-z_-]{35})(?![\w-])")),
+    ("slack-token", re.compile(r"(?<![\w-])(xapp-\d-[A-Za-z0-9-]{20,})")),
     # a GitHub fine-grained token (GitHubTokenDetector knows the gh?_ prefixes only)
     ("github-token", re.compile(r"(?<![\w-])(github_pat_[A-Za-z0-9_]{40,})")),
     # any PEM private key's BEGIN line (PrivateKeyDetector lists some kinds; ENCRYPTED

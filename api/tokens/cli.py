@@ -32,7 +32,11 @@ def tokens_group() -> None:
 @tokens_group.command("create")
 @click.option("--role", type=click.Choice(["submitter", "adjudicator", "admin"]), required=True)
 @click.option("--name", required=True, help="the principal: who or what uses the token")
-@click.option("--expires-in-days", type=click.IntRange(min=1), help="expiry (default: never)")
+@click.option(
+    "--expires-in-days",
+    type=click.IntRange(min=1, max=36_500),
+    help="expiry, at most 100 years (default: never)",
+)
 @click.option(
     "--inline-ground-truth",
     is_flag=True,

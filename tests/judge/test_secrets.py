@@ -86,6 +86,16 @@ def _assert_redacted(text: str, secret: str, kind: str) -> None:
             "github_pat_11ABCDEFG0kZ9xQ2rT7uVw",
             "github-token",
         ),
+        (
+            "maps calls fail with key AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY now",
+            "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+            "google-api-key",
+        ),
+        (
+            "the bot runs with xapp-1-A0123BCDEFG-1234567890123-0123456789abcdef0123 set",
+            "xapp-1-A0123BCDEFG-1234567890123",
+            "slack-token",
+        ),
     ],
 )
 def test_credentials_are_replaced_by_their_kind(text: str, secret: str, kind: str) -> None:

@@ -34,6 +34,11 @@ async def test_create_list_revoke(database_url: str, engine: Engine) -> None:
         "tokens", "create", "--role", "submitter", "--name", "x" * 129, env=env
     )
     assert too_long.returncode == 2 and "--name" in too_long.stderr
+    forever = cli_in_process(
+        "tokens", "create", "--role", "submitter", "--name", "x", "--expires-in-days",
+        "3000000", env=env,
+    )  # fmt: skip
+    assert forever.returncode == 2 and "--expires-in-days" in forever.stderr
     args = ("--role", "submitter", "--name", "conductor", "--inline-ground-truth")
     granted = cli_in_process("tokens", "create", *args, env=env)
     record = await store.tokens.authenticate(granted.stdout.strip())
