@@ -183,7 +183,11 @@ class ScenarioRepository:
         return await self._db.run(change)
 
     async def load(self, specs: Sequence[ScenarioSpec], *, actor: str) -> list[ScenarioChange]:
-        """Create or change every scenario of ``specs`` in one transaction, in order."""
+        """Create or change every scenario of ``specs`` in one transaction, in order.
+
+        A load that creates a scenario another load created at the same moment (the row
+        lock of ``_locked`` holds no row that does not exist yet: PostgreSQL) fails on its
+        key and is run once more, finding the row then."""
 
         def load_all(session: Session) -> list[ScenarioChange]:
             changes = []
@@ -196,7 +200,10 @@ class ScenarioRepository:
                     changes.append(self._apply(session, record, spec, actor=actor))
             return changes
 
-        return await self._db.run(load_all)
+        try:
+            return await self._db.run(load_all)
+        except IntegrityError:
+            return await self._db.run(load_all)
 
     def _locked(self, session: Session, scenario_id: str) -> ScenarioRecord | None:
         query = select(ScenarioRecord).where(col(ScenarioRecord.id) == scenario_id)

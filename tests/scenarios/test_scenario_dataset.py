@@ -3,12 +3,16 @@ bulk (JSON Lines or YAML) idempotently, their ground truth versioned with If-Mat
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import yaml
+
+from storage import Store
+from storage.scenarios import ScenarioSpec
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -192,3 +196,17 @@ async def test_only_admins_write_and_only_adjudicators_read_ground_truths(
         assert "ground_truth" in item["withheld"]
     assert {i["ground_truth"] for i in as_adjudicator.json()["items"]} >= {TRUTH}
     assert load.status_code == 403 and put.status_code == 403
+
+
+async def test_loads_creating_one_new_scenario_at_once_both_succeed(store: Store) -> None:
+    """Two loads of the same new scenarios at the same moment: the row lock of a load
+    holds no row that does not exist yet, so one of them failed on the scenario's key (a
+    500 on PostgreSQL); it is run once more and finds them."""
+    for round_ in range(3):
+        specs = [
+            ScenarioSpec(id=f"race/{round_}/{n}", ground_truth=f"truth {n}") for n in range(30)
+        ]
+        loads = [store.catalog.scenarios.load(specs, actor="admin") for _ in "ab"]
+        first, second = await asyncio.gather(*loads)
+        kinds = {change.outcome for change in (*first, *second)}
+        assert kinds <= {"created", "unchanged"} and len(first) == len(second) == 30
