@@ -28,6 +28,7 @@ from judge.verdict import GradingResult
 
 if TYPE_CHECKING:
     from judge.grader import Grader
+    from judge.panel import PanelGrader
 
 __all__ = [
     "DEFAULT_GOLD",
@@ -177,9 +178,14 @@ def qualifies(figures: CalibrationFigures, *, min_kappa: float, max_false_pass: 
 
 
 async def grade_gold(
-    grader: Grader, rubric: Rubric, items: list[GoldItem], *, concurrency: int
+    grader: Grader | PanelGrader,
+    rubric: Rubric,
+    items: list[GoldItem],
+    *,
+    concurrency: int,
 ) -> list[GradingResult]:
-    """Grade every gold item, at most ``concurrency`` at a time, in order."""
+    """Grade every gold item, at most ``concurrency`` at a time, in order (``grader``: one
+    judge, or its samples)."""
     limit = asyncio.Semaphore(max(1, concurrency))
 
     async def one(item: GoldItem) -> GradingResult:

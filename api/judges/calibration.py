@@ -23,7 +23,7 @@ from typing import Any
 from api.judges.canary import CallBudget, calls_per_item
 from api.judges.canary_queries import CanaryQueries
 from api.service.errors import InvalidRequest
-from api.service.grader_factory import grader_for
+from api.service.grader_factory import grader_for, sampled
 from api.service.qualification import identity_of
 from api.service.services import Services
 from judge.calibration import (
@@ -38,6 +38,7 @@ from judge.calibration import (
 from judge.canary import answers_of, canary_items, item_key, measure_noise
 from judge.errors import JudgeSpecError
 from judge.grader import Grader
+from judge.panel import PanelGrader
 from judge.rubric import Rubric
 from judge.statistics import Proportion
 from storage.calibration import holds
@@ -71,9 +72,10 @@ def _gold_items(raw: bytes, gold_name: str, rubric: Rubric) -> list[GoldItem]:
         raise InvalidRequest(f"{gold_name}: {exc}", title="Invalid gold set") from None
 
 
-def _grader(services: Services, spec_text: str) -> Grader:
+def _grader(services: Services, spec_text: str) -> Grader | PanelGrader:
     try:
-        return grader_for(services.settings, services.backends.get(spec_text))
+        grader = grader_for(services.settings, services.backends.get(spec_text))
+        return sampled(services.settings, grader, spec_text)
     except JudgeSpecError as exc:
         raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
 
@@ -92,7 +94,8 @@ async def _noise(
     budget = services.settings.canary_budget
     chosen = canary_items(items, budget // each)
     keys = [key for key, _ in chosen]
-    grader = grader_for(services.settings, CallBudget(services.backends.get(spec_text), budget))
+    backend = CallBudget(services.backends.get(spec_text), budget)
+    grader = sampled(services.settings, grader_for(services.settings, backend), spec_text)
     concurrency = services.settings.judge_concurrency
     again = await grade_gold(grader, rubric, [item for _, item in chosen], concurrency=concurrency)
     first = {key: answers[key] for key in keys if key in answers}

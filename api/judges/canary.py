@@ -26,7 +26,7 @@ from typing import Any
 from api.judges.canary_queries import CanaryQueries
 from api.service.background import BackgroundTask
 from api.service.errors import InvalidRequest
-from api.service.grader_factory import asking_choice, grader_for
+from api.service.grader_factory import asking_choice, grader_for, sampled
 from api.service.metrics import Metrics
 from api.service.qualification import identity_of
 from api.service.services import Services
@@ -85,9 +85,19 @@ class CallBudget(StandIn):
 
 
 def calls_per_item(services: Services, spec: str, rubric: Rubric) -> int:
-    """Judge calls one canary item takes at least (one per question when asked so)."""
+    """Judge calls one canary item takes when every reply is usable: one per question
+    when asked so; with extraction, one for the claims and one per question the claims
+    do not answer; times the judge's samples."""
     choice = asking_choice(services.settings, spec, rubric)
-    return len(rubric.questions) if choice.asking == "per_question" else 1
+    questions = len(rubric.questions)
+    if choice.asking == "per_question":
+        calls = questions
+    elif choice.asking == "extraction":
+        asked = sum(1 for question in rubric.questions if not question.claims)
+        calls = asked + (1 if asked < questions else 0)
+    else:
+        calls = 1
+    return calls * services.settings.judge_samples
 
 
 def _canary_set(services: Services) -> tuple[str, bytes]:
@@ -136,7 +146,7 @@ async def run_canary(
         raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
     chosen = canary_items(gold, settings.canary_budget // calls_per_item(services, spec, rubric))
     keys, items = [k for k, _ in chosen], [i for _, i in chosen]
-    grader = grader_for(settings, backend)  # no cache: the canary asks the judge
+    grader = sampled(settings, grader_for(settings, backend), spec)  # no cache: asked anew
     results = await grade_gold(grader, rubric, items, concurrency=settings.judge_concurrency)
     figures = calibration_figures(rubric, items, results)
     answers = answers_of(keys, results)

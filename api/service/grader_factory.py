@@ -16,6 +16,7 @@ from judge.backends.base import JudgeBackend
 from judge.cache import JudgeCache
 from judge.calls import SamplingParams
 from judge.grader import Grader
+from judge.panel import PanelGrader, PanelMember
 from judge.profiles import (
     AskingChoice,
     JudgeProfile,
@@ -33,6 +34,7 @@ __all__ = [
     "grader_for",
     "profile_of_judge",
     "profile_of_spec",
+    "sampled",
     "sampling_for",
 ]
 
@@ -55,6 +57,20 @@ def grader_for(
         reply_format=settings.judge_reply_format,
         ask_as=settings.judge_ask_as,
         profile=profile,
+    )
+
+
+def sampled(settings: Settings, grader: Grader, spec: str) -> Grader | PanelGrader:
+    """``grader`` asking as live grading asks one judge: ``SRE_JUDGE_JUDGE_SAMPLES``
+    samples at the sample temperature and their majority when more than one (as
+    ``api.service.judging.build_grader``), so that calibration and the canary measure the
+    judge they name, samples included."""
+    if settings.judge_samples == 1:
+        return grader
+    return PanelGrader(
+        [PanelMember(spec, grader)],
+        samples=settings.judge_samples,
+        sample_temperature=settings.judge_sample_temperature,
     )
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from api.judges.calibration import calibrate
+from api.judges.canary import run_canary
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
@@ -271,3 +272,58 @@ def test_the_command_runs_the_canary_and_lists_its_runs(database_url: str, engin
     )
     listed = cli_in_process("judges", "canary", "--history", "--format", "table", env=env)
     assert listed.returncode == 0 and "4 of 4 calls" in listed.stdout
+
+
+class _HotJudge(LabelledJudge):
+    """Answers as the labels say at temperature 0, the opposite when sampled hotter."""
+
+    def _next(self, request: JudgeRequest) -> str:
+        text = "\n".join(m.content for m in request.messages)
+        yes = next((ids for diagnosis, ids in LABELS.items() if diagnosis in text), set())
+        if (request.params.temperature or 0) > 0:
+            yes = {q.id for q in sregym_rubric().questions if q.id not in yes}
+        return scripted_reply(request, yes=yes)
+
+
+async def test_calibration_measures_the_judge_as_it_grades_samples_included(
+    engine: Engine, database_url: str
+) -> None:
+    """With SRE_JUDGE_JUDGE_SAMPLES=3 the service grades by three samples at the sample
+    temperature, and the run is stored under that identity: it must measure that judge
+    (it asked one call at temperature 0 and qualified one wrong whenever sampled)."""
+    judge = _HotJudge()
+    settings = Settings(judge=JUDGE, database_url=database_url, judge_samples=3, canary_budget=6)
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        outcome = await calibrate(
+            runtime.services, DEFAULT_GOLD.read_bytes(), gold_name=DEFAULT_GOLD.name
+        )
+    assert outcome.run.judge_settings["samples"] == 3
+    assert any((r.params.temperature or 0) > 0 for r in judge.requests)
+    assert outcome.run.qualified is False
+
+
+class _ExtractingJudge(LabelledJudge):
+    """Answers the claims of an extraction and every other request cleanly."""
+
+    def _next(self, request: JudgeRequest) -> str:
+        if "origin_component" in request.reply_schema.get("properties", {}):
+            claims = {"origin_component": "user-service", "origin_namespace": "hotel"}
+            lists = ("values", "symptoms", "affected", "other_causes")
+            empty = {key: [] for key in lists}
+            return json.dumps({**claims, "fault_kind": "wrong env var", **empty})
+        return scripted_reply(request)
+
+
+async def test_the_canary_grades_every_item_its_budget_pays_for_whatever_the_asking(
+    engine: Engine, database_url: str
+) -> None:
+    """An item asked by extraction takes a call for the claims and one per question the
+    claims do not answer: the set is cut by that, so a judge that answers every call
+    cleanly has every chosen item scored (with one call per item counted, most of them
+    ran out of budget)."""
+    settings = Settings(
+        judge=JUDGE, database_url=database_url, canary_budget=24, judge_asking="extraction"
+    )
+    async with Runtime(settings, engine=engine, backends={JUDGE: _ExtractingJudge()}) as runtime:
+        run = await run_canary(runtime.services)
+    assert 0 < run.n == run.scored and run.judge_calls <= 24
