@@ -257,12 +257,13 @@ class GradingWorkers:
             # resolved once per claim: for the grading and for the review marks
             rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
             result = await self._grade(claim, rubric)
-            self._storing.add(claim.grading_id)
             if result.status == "unscored" and result.unscored_reason in RETRY_LATER:
                 retry_at = datetime.now(UTC) + timedelta(
                     seconds=self.services.settings.judge_retry_seconds
                 )
                 reason = pending_reason(result)
+                # being stored from here: a shutdown waits for it instead of cutting it
+                self._storing.add(claim.grading_id)
                 stored = await store.queue.defer(
                     claim.grading_id,
                     self.worker_id,
@@ -273,7 +274,9 @@ class GradingWorkers:
                 self._account(result, "deferred" if stored else "discarded", pending=reason)
             else:
                 result, provisional = await self._review_marks(claim, rubric, result)
+                # (a confirming judge may be asked: a shutdown cuts that off as any judge)
                 result = await confirmed(self.services, self._qualifications, claim, rubric, result)
+                self._storing.add(claim.grading_id)
                 stored = await self._commits.complete(
                     FinishedGrading(
                         claim.grading_id,

@@ -156,8 +156,13 @@ class Runtime:
             self.checkpointer.start()
 
     async def stop(self) -> None:
-        """Stop the workers, close the judges' clients, dispose of an engine of our own."""
+        """Stop the workers, close the judges' clients, dispose of an engine of our own.
+
+        The grading workers stop claiming work first (the other parts may take a while
+        to stop: a webhook send in flight), then finish what they hold last."""
         try:
+            if self._start_workers:
+                self.workers.begin_shutdown()
             if self._preloading is not None:
                 await asyncio.gather(self._preloading, return_exceptions=True)  # see start
             await self.imports.stop()
