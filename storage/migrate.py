@@ -20,6 +20,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
@@ -46,6 +47,10 @@ def alembic_config(url: str | None = None) -> Config:
     if url is not None:
         config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
+
+
+#: the PostgreSQL advisory lock a migration holds (any constant no other lock uses)
+_MIGRATION_LOCK = 0x5E_7E_1D_6E_00_00_00_01
 
 
 @functools.cache
@@ -82,6 +87,12 @@ def migrate_to(engine_or_url: Engine | str | URL, revision: str = "head") -> Non
         _upgrade_sqlite(url, revision)
         return
     with _engine(engine_or_url) as engine, engine.begin() as connection:
+        # one migration at a time (replicas started together): the others wait for the
+        # first one's commit, then find the database at the revision (the DDL is in the
+        # transaction, as the lock is)
+        if url.get_backend_name() == "postgresql":
+            lock = text("SELECT pg_advisory_xact_lock(:key)")
+            connection.execute(lock, {"key": _MIGRATION_LOCK})
         if not _at(connection, revision):
             _upgrade(connection, revision)
 

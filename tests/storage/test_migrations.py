@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
@@ -19,6 +26,8 @@ import storage.tables
 import storage.webhooks.tables  # noqa: F401  (the imports register every table)
 from storage import current_revision, head_revision, make_engine, upgrade
 from storage.search import include_in_autogenerate
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _diff(connection: Connection) -> list[object]:
@@ -275,3 +284,36 @@ async def test_0025_a_downgrade_keeps_the_cache_entries_the_calls_held(database_
     rows = _rows_after_downgrade(database_url, "0024", query)
     assert [tuple(r) for r in rows] == [("k1", "first", "judge-model-2025")]
     await upgrade(database_url)
+
+
+#: a process that migrates ``argv[1]`` at the instant ``argv[2]`` (epoch seconds)
+_MIGRATE_AT = """
+import sys, time
+from storage.migrate import migrate_to
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+migrate_to(sys.argv[1])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_two_processes_migrating_one_new_database_at_once_both_succeed(database_url: str) -> None:
+    """Replicas started together each migrate on start: one of them failed on the other's
+    half-made schema (PostgreSQL's catalogue refused a type made twice) and did not start.
+    A migration now waits for another one in progress, then finds the schema made.
+    (SQLite is one machine's file: two processes creating it at the same instant can
+    still collide on switching the new file to WAL.)"""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("replicas share PostgreSQL")
+    start = time.time() + 3  # both have imported the project by then
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-c", _MIGRATE_AT, database_url, str(start)]
+    processes = [
+        subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    errors = [process.communicate(timeout=120)[1] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], errors
+    assert asyncio.run(current_revision(database_url)) == head_revision()
