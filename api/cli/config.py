@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -17,18 +16,15 @@ from pydantic import SecretStr
 
 from api.cli.edge import load_settings
 from api.cli.options import format_option
+from api.service.settings import MASK, mask_passwords
 
 if TYPE_CHECKING:
     from api.service.settings import Settings
 
 __all__ = ["MASK", "config_group", "effective_config", "mask_url"]
 
-MASK = "***"
-
 #: the judge clients' own variables: name -> whether the value is a secret
 CLIENT_ENVIRONMENT = {"OPENAI_API_KEY": True, "OPENAI_BASE_URL": False, "OLLAMA_HOST": False}
-
-_USERINFO_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
 
 
 def mask_url(url: str) -> str:
@@ -39,16 +35,10 @@ def mask_url(url: str) -> str:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        return _USERINFO_PASSWORD.sub(rf"\g<1>{MASK}@", url)
+        return mask_passwords(url)
     if parsed.password is None:
         return url
     return parsed.render_as_string(hide_password=True)
-
-
-def _without_passwords(text: str) -> str:
-    """``text`` with the password of every URL in it masked (a judge spec's base URL, a
-    witness URL...)."""
-    return _USERINFO_PASSWORD.sub(rf"\g<1>{MASK}@", text)
 
 
 def _shown(name: str, value: Any) -> Any:
@@ -61,7 +51,7 @@ def _shown(name: str, value: Any) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, str):
-        return _without_passwords(value)
+        return mask_passwords(value)
     if isinstance(value, list | tuple):
         return [_shown(name, item) for item in value]
     return value
@@ -85,7 +75,7 @@ def effective_config(settings: Settings) -> list[dict[str, Any]]:
             {
                 "setting": None,
                 "variable": variable,
-                "value": (MASK if secret else _without_passwords(value)) if value else None,
+                "value": (MASK if secret else mask_passwords(value)) if value else None,
                 "source": "set" if value else "unset",
             }
         )

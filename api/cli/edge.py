@@ -164,12 +164,12 @@ def service_key(settings: Settings, *, create: bool) -> ServiceKey:
 
 def load_settings(**overrides: object) -> Settings:
     """The settings from the environment, with the options given; bad usage when invalid."""
-    from api.service.settings import Settings
+    from api.service.settings import Settings, mask_passwords
 
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise click.UsageError(f"invalid configuration: {exc}") from None
+    except ValueError as exc:  # the error quotes the value: a URL's password masked
+        raise click.UsageError(f"invalid configuration: {mask_passwords(str(exc))}") from None
 
 
 def as_click_error(exc: Exception) -> click.ClickException | None:

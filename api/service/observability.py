@@ -155,10 +155,22 @@ def _formatter(settings: Settings) -> logging.Formatter:
     )
 
 
+def _database_password(url: str) -> str | None:
+    """The password of the database URL (``database_password_file``'s, once read)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).password
+    except (ArgumentError, ValueError):
+        return None
+
+
 def configure_logging(settings: Settings, *, stream: Any = None) -> None:
     """Send every log record to ``stream`` (stderr) as JSON lines, secrets scrubbed."""
     for name in SECRET_ENVIRONMENT:
         register_secret(os.environ.get(name))
+    register_secret(_database_password(settings.database_url))
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(_formatter(settings))
     handler.addFilter(ContextFilter())

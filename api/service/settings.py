@@ -5,8 +5,10 @@ Nothing is read at import: call ``Settings()`` where the settings are needed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -22,6 +24,18 @@ __all__ = ["DEFAULT_JUDGE", "Settings", "with_password"]
 
 #: the judge used when none is configured: a small local model served by Ollama
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
+
+
+#: a URL's password: ``scheme://user:PASSWORD@host``
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
+#: what a masked secret reads as
+MASK = "***"
+
+
+def mask_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***`` (a settings
+    error quotes the value it refuses; ``config show`` prints every setting)."""
+    return _URL_PASSWORD.sub(rf"\g<1>{MASK}@", text)
 
 
 def with_password(url: str, password_file: Path) -> str:
@@ -375,6 +389,23 @@ class Settings(BaseSettings):
         default="warn",
         description="judge and agent of one model family: warn (review reason) or refuse (422)",
     )
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, url: str) -> str:
+        """A URL SQLAlchemy can connect with: a scheme, and a port that is a number."""
+        parts = urlsplit(url)
+        shown = mask_passwords(url)
+        if not re.fullmatch(r"[a-z][a-z0-9+.-]*", parts.scheme) or "://" not in url:
+            raise ValueError(
+                f"{shown!r} is not a database URL (e.g. sqlite:///./sre-judge.db or "
+                "postgresql+psycopg://user@host:5432/sre_judge)"
+            )
+        try:
+            parts.port  # noqa: B018 - parsing the port is the check
+        except ValueError:
+            raise ValueError(f"{shown!r} has a port that is not a number") from None
+        return url
 
     @field_validator("judge")
     @classmethod

@@ -16,6 +16,7 @@ from api.http.app import create_app
 from api.service.bootstrap import BOOTSTRAP_PRINCIPAL, ensure_bootstrap_admin
 from api.service.settings import Settings
 from storage import Store
+from tests.support.in_process_cli import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -116,3 +117,24 @@ def test_the_database_password_can_come_from_a_file(tmp_path: Path) -> None:
     assert settings.database_url == "postgresql+psycopg://judge:p%40ss%3Aw%2Frd@db:5432/sre"
     with pytest.raises(ValueError, match="cannot read database_password_file"):
         Settings(database_password_file=tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("postgresql+psycopg://judge:s3cret-pw@127.0.0.1:notaport/judge", "port"),
+        ("not a database url", "not a database URL"),
+    ],
+)
+def test_a_setting_refused_is_named_and_its_password_masked(url: str, why: str) -> None:
+    """A database URL that cannot work is refused on reading the settings, naming the
+    setting (it surfaced as an 'unexpected ValueError' from the driver); a judge spec
+    refused is quoted with its URL's password masked."""
+    refused = cli_in_process("migrate", env={"SRE_JUDGE_DATABASE_URL": url})
+    assert refused.returncode == 2, refused.stderr
+    assert "database_url" in refused.stderr and why in refused.stderr
+    assert "s3cret-pw" not in refused.stderr
+    spec = "openai:gpt-4o@https://svc:hunter2secret@judge.example/v1"
+    refused = cli_in_process("migrate", env={"SRE_JUDGE_JUDGE": spec})
+    assert refused.returncode == 2 and "judge" in refused.stderr
+    assert "hunter2secret" not in refused.stderr and "svc:***@" in refused.stderr

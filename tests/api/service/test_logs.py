@@ -150,7 +150,7 @@ async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
     _assert_ids_in_records(records, grading_id)
 
 
-def _logged(log_format: str, said: str, *, with_traceback: bool = False) -> str:
+def _logged(log_format: str, said: str, *, with_traceback: bool = False, **settings: Any) -> str:
     """What the service's log configuration writes for a warning quoting ``said`` (and,
     ``with_traceback``, an error logged with its exception); logging restored after."""
     import io
@@ -163,7 +163,7 @@ def _logged(log_format: str, said: str, *, with_traceback: bool = False) -> str:
     stream = io.StringIO()
     log = logging.getLogger("sre_judge.test")
     try:
-        configure_logging(Settings(log_format=log_format), stream=stream)
+        configure_logging(Settings(log_format=log_format, **settings), stream=stream)
         log.warning("the judge said %s", said)
         if with_traceback:
             try:
@@ -207,3 +207,16 @@ def test_a_newline_in_what_a_server_said_never_forges_a_log_line(log_format: str
     else:
         assert "refused\\n2026-12-05" in first
         assert rest[0].endswith("grading failed") and rest[-1] == "ValueError: boom"
+
+
+def test_the_database_password_is_scrubbed_from_every_line(tmp_path: Path) -> None:
+    """Read from ``database_password_file`` (or given in the URL), it is a secret as the
+    API keys are, wherever a line quotes it (a driver's error, say)."""
+    (tmp_path / "pw").write_text("Zq8-db-Pass-77\n")
+    line = _logged(
+        "json",
+        "credentials Zq8-db-Pass-77 rejected",
+        database_url="postgresql+psycopg://judge@127.0.0.1:5432/judge",
+        database_password_file=tmp_path / "pw",
+    )
+    assert "Zq8-db-Pass-77" not in line and REDACTED in line
