@@ -7,13 +7,12 @@ name: a run records the model digest it measured (``judge.identity``), and once 
 digest is seen behind the name the qualification is provisional until a new run
 measures it (:func:`holds`). Where either digest is unknown the run alone decides. A
 drift canary run that demoted the judge after its latest calibration run makes it
-provisional too, until a new calibration run (:func:`demoted_since`; the canary's
+provisional too, until a new calibration run (:func:`demoted`; the canary's
 runs are the judges feature's).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -23,16 +22,18 @@ from sqlmodel import col
 from storage.database import Database
 from storage.quality_tables import CalibrationRunRecord, CanaryRunRecord
 
-__all__ = ["CalibrationRepository", "demoted_since", "holds"]
+__all__ = ["CalibrationRepository", "demoted", "holds"]
 
 _C = CalibrationRunRecord
 _K = CanaryRunRecord
 
 
-def demoted_since(session: Session, judge_spec: str, since: datetime) -> bool:
-    """Whether a canary run after ``since`` demoted the judge named ``judge_spec``."""
+def demoted(session: Session, calibration_run_id: str) -> bool:
+    """Whether a canary run compared with this calibration run demoted its judge: the
+    identity that run measured (spec, sampling settings, rubric version, asking), not
+    the same model asked otherwise; a new calibration run starts afresh."""
     query = select(col(_K.id)).where(
-        col(_K.judge_spec) == judge_spec, col(_K.created_at) > since, col(_K.demoted).is_(True)
+        col(_K.calibration_run_id) == calibration_run_id, col(_K.demoted).is_(True)
     )
     return session.execute(query.limit(1)).first() is not None
 
@@ -130,4 +131,4 @@ class CalibrationRepository:
         if not holds(runs[0] if runs else None, current_digest):
             return False
         latest = runs[0]
-        return not await self._db.run_read(demoted_since, judge_spec, latest.created_at)
+        return not await self._db.run_read(demoted, latest.id)

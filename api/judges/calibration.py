@@ -196,6 +196,5 @@ async def judge_runs(services: Services, *, limit: int = 500) -> list[JudgeRuns]
             digests[group.judge] = await services.store.judge_digests.current(group.judge)
         group.digest = digests[group.judge]
         if group.runs:
-            since = group.runs[0].created_at
-            group.demoted = await CanaryQueries(services.store.db).demoted_since(group.judge, since)
+            group.demoted = await CanaryQueries(services.store.db).demoted(group.runs[0].id)
     return groups

@@ -119,8 +119,10 @@ async def _baseline(
     kept = calibration.results.get("answers") if same and calibration is not None else None
     if kept:
         return dict(kept)
-    since = calibration.created_at if calibration is not None else None
-    first = await CanaryQueries(services.store.db).baseline(judge_spec, sha, since=since)
+    calibrated = calibration.id if calibration is not None else None
+    first = await CanaryQueries(services.store.db).baseline(
+        judge_spec, sha, calibration_run_id=calibrated
+    )
     return dict(first.answers) if first is not None else None
 
 
@@ -179,8 +181,7 @@ async def run_canary(
         # the run-to-run noise the changed share was held against (None: the allowance)
         figures={**figures.results, "noise": _json(found.noise)},
     )  # fmt: skip
-    calibrated_at = calibration.created_at if calibration is not None else None
-    newly = await CanaryQueries(services.store.db).add_run(run, calibrated_at=calibrated_at)
+    newly = await CanaryQueries(services.store.db).add_run(run)
     if newly:
         services.qualification_changes += 1  # this process's gradings see it at once
         if metrics is not None:

@@ -6,19 +6,17 @@ budget, the agreement figures, the judge's answers item by item (the next runs c
 theirs with the first run after the judge's latest calibration run) and whether it
 demoted the judge. A demotion is audited as ``judge.demoted`` (a webhook event) in the
 run's transaction; a judge with a demoting run after its latest calibration run is
-provisional (``storage.calibration.demoted_since``, read by qualification) until a new
+provisional (``storage.calibration.demoted``, read by qualification) until a new
 calibration run re-qualifies it.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from storage.calibration import demoted_since
+from storage.calibration import demoted
 from storage.database import Database
 from storage.quality_tables import CanaryRunRecord
 
@@ -34,17 +32,17 @@ class CanaryQueries:
         """Work through ``db``."""
         self._db = db
 
-    async def add_run(self, run: CanaryRunRecord, *, calibrated_at: datetime | None) -> bool:
-        """Store a run; the first demoting run after the judge's calibration run of
-        ``calibrated_at`` is audited as ``judge.demoted`` (and answers True), every other
-        run as ``canary.completed``: a judge demoted already is not demoted again, so a
-        drift that lasts is one event, not one per run."""
+    async def add_run(self, run: CanaryRunRecord) -> bool:
+        """Store a run; the first demoting run compared with the judge's calibration run
+        (``run.calibration_run_id``) is audited as ``judge.demoted`` (and answers True),
+        every other run as ``canary.completed``: a judge demoted already is not demoted
+        again, so a drift that lasts is one event, not one per run."""
 
         def work(session: Session) -> bool:
             already = (
                 run.demoted
-                and calibrated_at is not None
-                and demoted_since(session, run.judge_spec, calibrated_at)
+                and run.calibration_run_id is not None
+                and demoted(session, run.calibration_run_id)
             )
             newly = run.demoted and not already
             run.created_at = self._db.clock()
@@ -74,13 +72,16 @@ class CanaryQueries:
         return await self._db.run(work)
 
     async def baseline(
-        self, judge_spec: str, set_sha256: str, *, since: datetime | None
+        self, judge_spec: str, set_sha256: str, *, calibration_run_id: str | None
     ) -> CanaryRunRecord | None:
-        """The first run of this judge on this set after ``since`` (its latest
-        calibration run), whose answers later runs are compared with."""
-        query = select(_R).where(col(_R.judge_spec) == judge_spec, col(_R.set_sha256) == set_sha256)
-        if since is not None:
-            query = query.where(col(_R.created_at) > since)
+        """The first run of this judge on this set compared with its calibration run
+        ``calibration_run_id`` (None: never calibrated), whose answers later runs are
+        compared with."""
+        run_id = col(_R.calibration_run_id)
+        compared = run_id.is_(None) if calibration_run_id is None else run_id == calibration_run_id
+        query = select(_R).where(
+            col(_R.judge_spec) == judge_spec, col(_R.set_sha256) == set_sha256, compared
+        )
         first = query.order_by(col(_R.created_at), col(_R.id)).limit(1)
         return await self._db.run_read(lambda s: s.execute(first).scalars().first())
 
@@ -94,6 +95,6 @@ class CanaryQueries:
         ordered = query.order_by(col(_R.created_at).desc(), col(_R.id).desc()).limit(limit)
         return await self._db.run_read(lambda s: list(s.execute(ordered).scalars()))
 
-    async def demoted_since(self, judge_spec: str, since: datetime) -> bool:
-        """Whether a run after ``since`` demoted the judge."""
-        return await self._db.run_read(demoted_since, judge_spec, since)
+    async def demoted(self, calibration_run_id: str) -> bool:
+        """Whether a canary run compared with this calibration run demoted its judge."""
+        return await self._db.run_read(demoted, calibration_run_id)

@@ -22,6 +22,7 @@ from sqlmodel import col
 
 from api.judges.calibration import calibrate
 from api.judges.canary import run_canary
+from api.service.qualification import identity_of
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
@@ -327,3 +328,31 @@ async def test_the_canary_grades_every_item_its_budget_pays_for_whatever_the_ask
     async with Runtime(settings, engine=engine, backends={JUDGE: _ExtractingJudge()}) as runtime:
         run = await run_canary(runtime.services)
     assert 0 < run.n == run.scored and run.judge_calls <= 24
+
+
+async def test_a_demotion_holds_for_the_identity_measured_not_the_model_asked_otherwise(
+    engine: Engine, database_url: str
+) -> None:
+    """Qualification is per identity: the same model at temperature 0 and at 0.3 is
+    calibrated twice; a canary run of the second demotes the second only (it demoted
+    every identity of the model, including one it never measured)."""
+
+    async def calibrated(settings: Settings) -> None:
+        async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+            outcome = await calibrate(
+                runtime.services, DEFAULT_GOLD.read_bytes(), gold_name=DEFAULT_GOLD.name
+            )
+        assert outcome.run.qualified
+
+    judge = LabelledJudge()
+    cold = Settings(judge=JUDGE, database_url=database_url, canary_budget=12)
+    warm = cold.model_copy(update={"judge_temperature": 0.3})
+    await calibrated(cold)
+    await calibrated(warm)
+    judge.drifted = True
+    async with Runtime(warm, engine=engine, backends={JUDGE: judge}) as runtime:
+        assert (await run_canary(runtime.services)).demoted
+        rubric = runtime.services.rubrics.current[warm.rubric]
+        calibration = runtime.services.store.calibration
+        assert not await calibration.is_qualified(**identity_of(warm, JUDGE, rubric))
+        assert await calibration.is_qualified(**identity_of(cold, JUDGE, rubric))
