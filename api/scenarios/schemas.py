@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
@@ -37,6 +37,10 @@ _SET = Field(
 SCENARIO_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"
 
 
+#: one tag of a scenario: a short label (a tag a page shows, a filter matches whole)
+Tag = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+
+
 class ScenarioUpdate(BaseModel):
     """A new ground truth (a new version when it differs) and, optionally, new metadata."""
 
@@ -44,7 +48,7 @@ class ScenarioUpdate(BaseModel):
 
     ground_truth: StrictStr = Field(description="empty for a healthy-cluster control scenario")
     title: StrictStr | None = Field(default=None, max_length=256)  # the column's length
-    tags: list[StrictStr] | None = Field(default=None, max_length=50)
+    tags: list[Tag] | None = Field(default=None, max_length=50)
     set: StrictStr | None = _SET
     note: StrictStr = Field(default="", max_length=500, description="why the ground truth changed")
 

@@ -82,6 +82,7 @@ async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
         twice = await _load(client, admin, yaml.safe_dump(duplicate), format="yaml")
         broken = await _load(client, admin, _jsonl(SCENARIOS[0]) + "{not json\n")
         reserved = await _load(client, admin, _jsonl({"id": "a/versions/2", "ground_truth": ""}))
+        long_tag = await _load(client, admin, _jsonl({**SCENARIOS[0], "tags": ["x" * 65]}))
         deep = await _load(client, admin, "[" * 5000 + "]" * 5000, format="yaml")
         nested = "[" * 100_000 + "]" * 100_000
         deep_line = await _load(client, admin, _jsonl(SCENARIOS[0]) + nested + "\n")
@@ -93,6 +94,7 @@ async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
     assert _field(twice) == "items[1].id"
     assert _field(broken) == "items[1]"
     assert _field(reserved) == "items[0].id"
+    assert long_tag.status_code == 422 and _field(long_tag) == "items[0].tags.0", long_tag.text
     assert deep.status_code == 422 and _field(deep) == "body", deep.text
     assert "nest" in deep.json()["detail"]
     assert deep_line.status_code == 422 and _field(deep_line) == "items[1]", deep_line.text
