@@ -181,7 +181,7 @@ def as_click_error(exc: Exception) -> click.ClickException | None:
     if isinstance(exc, DBAPIError):
         return click.ClickException(
             f"cannot read the database ({type(exc.orig).__name__}: {exc.orig}); "
-            "is it migrated? run `sre-judge migrate`"
+            "is it reachable at SRE_JUDGE_DATABASE_URL, and migrated (`sre-judge migrate`)?"
         )
     for kind, click_error in _exit_table():
         if isinstance(exc, kind):

@@ -138,3 +138,12 @@ def test_a_setting_refused_is_named_and_its_password_masked(url: str, why: str) 
     refused = cli_in_process("migrate", env={"SRE_JUDGE_JUDGE": spec})
     assert refused.returncode == 2 and "judge" in refused.stderr
     assert "hunter2secret" not in refused.stderr and "svc:***@" in refused.stderr
+
+
+def test_a_database_that_does_not_answer_is_named_not_blamed_on_a_migration() -> None:
+    """``migrate`` against a database that refuses connections: the error says where it
+    looked (the setting) and that it may be unreachable, not only "run migrate"."""
+    down = "postgresql+psycopg://judge@127.0.0.1:1/judge"
+    refused = cli_in_process("migrate", env={"SRE_JUDGE_DATABASE_URL": down})
+    assert refused.returncode == 1, refused.stderr
+    assert "reachable at SRE_JUDGE_DATABASE_URL" in refused.stderr
