@@ -141,6 +141,10 @@ def _result(number: int, raw: str) -> BatchResult:
     custom_id = value.get("custom_id")
     if not isinstance(custom_id, str) or not custom_id:
         raise BatchLineError("custom_id must be a non-empty string", line=number, field="custom_id")
+    if "response" not in value and "error" not in value:  # e.g. a line of the requests file
+        raise BatchLineError(
+            "not a result: no response and no error", line=number, field="response"
+        )
     response = value.get("response")
     if response is not None and not isinstance(response, dict):
         raise BatchLineError("response must be an object or null", line=number, field="response")
@@ -224,8 +228,12 @@ class CheckedResults:
 
 def _same_model(replied: str, asked: str) -> bool:
     """Whether a reply's model is the one asked (OpenAI answers with a dated snapshot
-    of an alias: ``gpt-4o-mini`` -> ``gpt-4o-mini-2024-07-18``)."""
-    return replied == asked or replied.startswith(f"{asked}-")
+    of an alias: ``gpt-4o-mini`` -> ``gpt-4o-mini-2024-07-18``; ``gpt-4o-mini`` is not
+    ``gpt-4o``)."""
+    return (
+        replied == asked
+        or re.fullmatch(rf"{re.escape(asked)}-\d{{4}}-\d{{2}}-\d{{2}}", replied) is not None
+    )
 
 
 def check_results(

@@ -84,7 +84,10 @@ def parse_judge_spec(text: str) -> JudgeSpec:
     if not model:
         raise JudgeSpecError(f"judge spec {text!r} names no model; {SPEC_FORMS}")
     if base_url is not None:
-        parsed = urlparse(base_url)
+        try:
+            parsed = urlparse(base_url)
+        except ValueError:  # e.g. an unclosed [ of an IPv6 address
+            parsed = urlparse("")
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise JudgeSpecError(
                 f"judge spec {text!r} has base URL {base_url!r}, not an http(s) URL; {SPEC_FORMS}"

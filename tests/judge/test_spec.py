@@ -42,6 +42,7 @@ def test_specs_parse_and_print_back(text: str, expected: JudgeSpec) -> None:
         ("ollama:@http://h", "names no model"),
         ("ollama: @http://h", "names no model"),
         ("openai:m@ftp://h", r"not an http\(s\) URL"),
+        ("openai:m@http://[::1", r"not an http\(s\) URL"),  # urlparse raised: a 500
         ("openai:m@", r"not an http\(s\) URL"),
     ],
 )

@@ -212,6 +212,11 @@ async def test_offline_results_are_checked_and_what_is_refused_or_failed_is_aske
         assert broken.status_code == 422, broken.text
         assert broken.headers["content-type"].startswith("application/problem+json")
         assert broken.json()["errors"][0]["field"] == "line"
+        # the requests file itself, sent back as results: no line of it is a result
+        requests = await client.get(f"/v1/regrade-jobs/{job['id']}/batch-requests", headers=admin)
+        mixed_up = await _post_results(client, admin, job["id"], requests.text)
+        assert mixed_up.status_code == 422, mixed_up.text
+        assert mixed_up.json()["errors"][0]["field"] == "response"
         with engine.connect() as connection:
             statuses = connection.execute(select(RegradeBatchRequestRecord.status)).scalars()
             assert set(statuses) == {"rendered"}  # nothing stored
@@ -228,14 +233,15 @@ async def test_offline_results_are_checked_and_what_is_refused_or_failed_is_aske
                 *good,
                 good[0],  # the same custom id twice in one file
                 _result_line(unknown, REPLY),
-                _result_line(lines[0], REPLY, model="someone-else"),
+                # another model whose name starts with the one asked: not a dated snapshot
+                _result_line(lines[0], REPLY, model=f"{MODEL}-large"),
                 json.dumps(failed),
             ]
         )
         report = (await _post_results(client, admin, job["id"], text)).json()
         assert (report["answered"], report["failed"], report["refused"]) == (ITEMS - 2, 1, 3)
         reasons = " | ".join(r["reason"] for r in report["refusals"])
-        assert "twice" in reasons and "no request" in reasons and "someone-else" in reasons
+        assert "twice" in reasons and "no request" in reasons and f"{MODEL}-large" in reasons
         done = await _finished(client, admin, job["id"])
         assert (done["done"], done["failed"]) == (ITEMS, 0)
 
