@@ -112,7 +112,8 @@ async def get_regrade_flips(
 async def _change(
     services: Services, principal: Principal, job_id: str, action: JobAction
 ) -> RegradeJobPublic:
-    return job_public(await change_regrade(services, job_id, action, actor=principal.id))
+    await change_regrade(services, job_id, action, actor=principal.id)
+    return await regrade_job(services, job_id)  # the job object GET answers, engine and all
 
 
 @post(

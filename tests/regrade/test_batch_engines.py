@@ -434,13 +434,15 @@ async def test_a_cancelled_batch_job_rests_and_a_resumed_one_goes_on(
             base = f"/v1/regrade-jobs/{job['id']}"
             cancelled = (await client.post(f"{base}/cancel", headers=admin)).json()
             assert (cancelled["state"], cancelled["cancelled"]) == ("cancelled", ITEMS)
+            # the job object GET gives, its engine with it (it read as a live job's)
+            assert cancelled["engine"] == "batch" and cancelled["batch"] is not None
             api.finish("batch_1", "completed", lambda body: REPLY)
             await asyncio.sleep(0.3)  # a poll begun before the cancel ends
             polls = api.retrieves
             await asyncio.sleep(0.5)
             assert api.retrieves == polls  # a cancelled job's batch is not polled
             resumed = (await client.post(f"{base}/resume", headers=admin)).json()
-            assert resumed["state"] in ("queued", "running")
+            assert resumed["state"] in ("queued", "running") and resumed["engine"] == "batch"
             done = await _finished(client, admin, job["id"])
     assert (done["state"], done["done"]) == ("done", ITEMS)
     assert judge_server.requests == [] and (api.uploads, api.creates) == (1, 1)
