@@ -226,14 +226,14 @@ async def label_grading(
     """Store the principal's own answers as human labels, finish its review, and return
     the grading as it stands now: one transaction, so a review that cannot finish (a
     held pass, which only a verdict override decides) stores no label either."""
-    view = await readable_grading(services, principal, grading_id)
-    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    question_ids = (
-        [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
-    )
     db = services.store.db
 
     def label(session: Session) -> GradingView:
+        view = readable_in(session, services, principal, grading_id)
+        rubric = rubric_shown(session, services, view)
+        question_ids = (
+            [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
+        )
         LabelQueries(db).add_in(
             session,
             grading_id,
