@@ -468,6 +468,10 @@ class BatchQueries:
             now = self._db.clock()
             batch = _import_batch(session, engine, batch_id, checked, now)
             _keep(session, batch, checked, report, now)
+            if batch_id is None and (report.answered or report.failed):
+                engine.round = batch.round  # an offline file that kept something: a round
+            elif batch_id is None:
+                batch.round = engine.round  # nothing new: a repeat within its round
             _mark_missing(session, batch, checked, sent, batch_state, report)
             open_count = _move_on(session, engine)
             engine.updated_at = now
@@ -556,16 +560,17 @@ def _import_batch(
     checked: CheckedResults,
     now: Any,
 ) -> RegradeBatchRecord:
-    """The batch the results came from; a new one (a round) for an offline file."""
+    """The batch the results came from; a new one for an offline file, numbered as the
+    next round (the file uses that round only if it keeps an answer or a failure: the
+    same file imported again, all duplicates, leaves the rounds where they were)."""
     if batch_id is not None:
         found = session.get(RegradeBatchRecord, batch_id)
         if found is None:
             raise NotFound(f"no regrade batch {batch_id!r}")
         return found
-    engine.round += 1
     batch = RegradeBatchRecord(
         job_id=engine.job_id,
-        round=engine.round,
+        round=engine.round + 1,
         engine=engine.engine,
         requests=len(checked.answers) + len(checked.failures),
         created_at=now,

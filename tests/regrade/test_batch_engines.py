@@ -267,6 +267,38 @@ async def test_offline_results_are_checked_and_what_is_refused_or_failed_is_aske
     assert vias.count(None) == 2 and len(vias) == ITEMS
 
 
+async def test_importing_the_same_offline_file_again_uses_no_retry_round(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    """A results file imported again keeps nothing: the job keeps waiting for a file
+    with the open requests, it does not use up its rounds and go to the live judge."""
+    await _gradings(engine)
+    admin = await tokens("admin")
+    body = {"judge": _spec(judge_server), "engine": "offline", "engine_retry": "batch"}
+    async with api_client(backends=_backends(judge_server)) as client:
+        job = await _start(client, admin, body)
+        lines = await _requests(client, admin, job["id"])
+        partial = "\n".join(_result_line(line, REPLY) for line in lines[2:]) + "\n"
+        first = (await _post_results(client, admin, job["id"], partial)).json()
+        assert (first["answered"], first["state"]) == (ITEMS - 2, "waiting")
+        for _ in range(3):  # one past the three rounds a job has
+            again = (await _post_results(client, admin, job["id"], partial)).json()
+            assert (again["answered"], again["duplicates"]) == (0, ITEMS - 2)
+            assert again["state"] == "waiting"
+        shown = (await client.get(f"/v1/regrade-jobs/{job['id']}", headers=admin)).json()
+        assert shown["batch"]["state"] == "waiting" and shown["batch"]["round"] == 1
+        rest = await _requests(client, admin, job["id"])
+        assert [line["custom_id"] for line in rest] == [line["custom_id"] for line in lines[:2]]
+        last = "\n".join(_result_line(line, REPLY) for line in rest) + "\n"
+        assert (await _post_results(client, admin, job["id"], last)).json()["answered"] == 2
+        done = await _finished(client, admin, job["id"])
+        assert (done["state"], done["done"]) == ("done", ITEMS)
+    assert judge_server.requests == []  # every reply came from a file
+
+
 def _batch_api(server: JudgeServer) -> tuple[respx.MockRouter, FakeBatchAPI]:
     api = FakeBatchAPI(server.openai_url)
     router = respx.mock(assert_all_called=False)
