@@ -205,6 +205,13 @@ async def import_results_file(
             f"no result in this file answers one of this job's requests ({why or 'empty'})",
             field="file",
         )
+    if engine.state not in ("running", "waiting") and (checked.answers or checked.failures):
+        # its open requests went to the live judge (or the job ended): a reply now would
+        # be dropped, so the file is refused whole rather than taken with a 200
+        raise Conflict(
+            f"the job takes no more results (its engine is {engine.state}): what was "
+            "still open is asked live"
+        )
     report = await BatchQueries(services.store.db).import_results(
         job_id, checked, actor=actor, engine_kind="offline"
     )

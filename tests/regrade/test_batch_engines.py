@@ -244,6 +244,15 @@ async def test_offline_results_are_checked_and_what_is_refused_or_failed_is_aske
         assert "twice" in reasons and "no request" in reasons and f"{MODEL}-large" in reasons
         done = await _finished(client, admin, job["id"])
         assert (done["done"], done["failed"]) == (ITEMS, 0)
+        # a reply for a request already asked live comes too late: 409, nothing kept
+        late = await _post_results(client, admin, job["id"], _result_line(lines[1], REPLY))
+        assert late.status_code == 409, late.text
+        assert "no more results" in late.json()["detail"]
+        with engine.connect() as connection:
+            kept = select(RegradeBatchRequestRecord.status).where(
+                RegradeBatchRequestRecord.custom_id == lines[1]["custom_id"]
+            )
+            assert connection.execute(kept).scalar_one() == "failed"
 
         asked_live = len(judge_server.requests)
         live_job = await _start(client, admin, {"judge": _spec(judge_server)})
