@@ -214,10 +214,16 @@ def _recompute(row: Any, key: ChainKey | None) -> str:
 def walk_chain(
     connection: Connection | Session, walk: ChainWalk, *, batch_size: int = _BATCH
 ) -> Broken | None:
-    """Check the rows after ``walk.expected_seq - 1`` to the head; the first break or None."""
+    """Check the rows after ``walk.expected_seq - 1`` to the head; the first break or None.
+
+    From the start (``expected_seq`` 1) every row is read, a seq of 0 or below included:
+    a row slipped in before the first would otherwise be in the log and never checked.
+    """
     last_seen = walk.expected_seq - 1
     while True:
-        query = select(_AUDIT).where(_AUDIT.c.seq > last_seen).order_by(_AUDIT.c.seq)
+        query = select(_AUDIT).order_by(_AUDIT.c.seq)
+        if last_seen > 0:
+            query = query.where(_AUDIT.c.seq > last_seen)
         rows = connection.execute(query.limit(batch_size)).all()
         if not rows:
             return None

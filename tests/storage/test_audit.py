@@ -124,6 +124,20 @@ async def test_a_deleted_row_is_named(store: Store, engine: Engine) -> None:
     assert "removed" in (report.reason or "")
 
 
+@pytest.mark.parametrize("seq", [0, -5])
+async def test_a_row_slipped_in_before_the_first_is_named(
+    store: Store, engine: Engine, seq: int
+) -> None:
+    """A forged row numbered below the first is in the log (a grading's history shows
+    it): verify reads it and fails there."""
+    await _fill(store)
+    first = (await _rows(engine))[0]
+    with engine.begin() as connection:
+        connection.execute(AUDIT.insert().values({**dict(first._mapping), "seq": seq}))
+    report = await verify_chain(engine, key=store.db.chain_key)
+    assert (report.ok, report.first_broken_seq, report.checked) == (False, seq, 0)
+
+
 async def test_concurrent_appends_never_fork_the_chain(store: Store, engine: Engine) -> None:
     await asyncio.gather(*(submit(store) for _ in range(12)))
     await asyncio.gather(*(store.tokens.create(name=f"t{i}", role="submitter") for i in range(8)))
