@@ -155,6 +155,11 @@ def _integer(value: str | None) -> int | None:
     return int(number) if number is not None and number.is_integer() else None
 
 
+#: what ``ast.literal_eval`` of a cell may raise (TypeError: an unhashable key or member,
+#: ``{[1]: 2}``): the cell is unreadable, the row is not the whole file's failure
+_UNREADABLE = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
+
+
 def _literal(value: str | None) -> Any:
     text = _text(value)
     return ast.literal_eval(text) if text else None
@@ -194,7 +199,7 @@ def _trace(row: dict[str, str], *, max_bytes: int) -> tuple[str, Trace] | None:
         for parse in (json.loads, ast.literal_eval):
             try:
                 steps = parse(text)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
+            except _UNREADABLE:
                 continue
             if isinstance(steps, list) and all(isinstance(step, dict) for step in steps):
                 # a repr's tuples, sets or bytes as JSON holds them (or as their text)
@@ -230,7 +235,7 @@ def _original(row: dict[str, str]) -> dict[str, Any]:
         kept[column.split(".", 1)[1]] = row.get(column) or None
     try:
         kept["dimensions"] = _literal(row.get("Diagnosis.dimensions"))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except _UNREADABLE:
         kept["dimensions"] = None
     return kept
 
@@ -330,7 +335,7 @@ def _attempt(
     if outcome == "diagnosed":
         try:
             answers = _answers(_literal(row.get("Diagnosis.checklist")))
-        except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+        except _UNREADABLE as exc:
             problem = f"Diagnosis.checklist is not readable: {str(exc)[:200]}"
     for answer in answers or ():  # a literal's escapes decode to what no cell holds
         for text in (answer.question_id, answer.evidence):

@@ -139,6 +139,30 @@ async def test_bad_values_in_a_csv_are_refused_row_by_row_and_the_rest_is_stored
     ]
 
 
+async def test_cells_whose_literal_has_an_unhashable_key_are_unreadable_not_fatal(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """``{[1]: 2}`` is a Python literal ``ast.literal_eval`` cannot build: the cell is
+    unreadable (as any cell that is no literal), its row imported, the job done."""
+    unhashable = "[{[1]: 2}]"
+    rows = [
+        _row(1),
+        _row(2, **{"Diagnosis.dimensions": "{[1]: 2}"}),
+        _row(3, **{"Diagnosis.checklist": unhashable}),
+        _row(4, trace=unhashable),
+    ]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=[*COLUMNS, "trace"], restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    archive = _archive(tmp_path, {BAD_CSV: buffer.getvalue().encode()})
+    job = await _run(api_client, await tokens("admin"), archive, TAR)
+    assert job["state"] == "done", job
+    assert (job["report"]["submissions"], job["errors"]) == (45 + 4, []), job
+    stored = await _stored(engine, SubmissionRecord.agent == "quarantine")
+    assert sorted(s.attempt or 0 for s in stored) == [1, 2, 3, 4]
+
+
 def _jsonl_lines() -> tuple[list[str], dict[int, str]]:
     good = {"diagnosis": "the checkout pod ran out of memory", "ground_truth": "OOM in checkout"}
     bad: list[tuple[str, str]] = [
