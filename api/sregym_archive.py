@@ -166,13 +166,24 @@ def _count(count: int) -> int:
 
 
 def check_archive(data: bytes, kind: ArchiveKind, *, limit: int = MAX_UNPACKED_BYTES) -> int:
-    """The CSV files of the archive; ``UnsafeArchive`` if any name or size is refused."""
+    """The CSV files of the archive; ``UnsafeArchive`` if any name or size is refused, or
+    if two files it would unpack have one path (or one is the other's folder): so an
+    archive :func:`unpack_archive` refuses is refused before its import is accepted."""
     declared = files = 0
+    unpacked: set[PurePosixPath] = set()
+    folders: set[PurePosixPath] = set()
     for entry, reader in _walk(data, kind, limit):
         declared += entry.size if entry.regular else 0  # every member, read or not
         if reader is not None:
             reader.close()
             files += entry.name.lower().endswith(".csv")
+            path = _safe_name(entry.name)
+            if path in unpacked:
+                raise UnsafeArchive(f"{entry.name!r}: given twice")
+            if path in folders or any(parent in unpacked for parent in path.parents):
+                raise UnsafeArchive(f"{entry.name!r}: a file and a folder of one name")
+            unpacked.add(path)
+            folders.update(path.parents)
         if declared > limit:
             raise UnsafeArchive(f"unpacks to more than {limit} bytes")
     if files == 0:

@@ -11,11 +11,12 @@ from typing import Any
 __all__ = ["finished", "tar_gz"]
 
 
-def tar_gz(entries: dict[str, bytes]) -> bytes:
-    """A tar.gz holding ``entries`` (name -> content) as regular files."""
+def tar_gz(entries: dict[str, bytes] | list[tuple[str, bytes]]) -> bytes:
+    """A tar.gz holding ``entries`` (name -> content, or pairs: a name may repeat) as
+    regular files."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in entries.items():
+        for name, data in entries.items() if isinstance(entries, dict) else entries:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))

@@ -158,6 +158,17 @@ UNSAFE = {
     ),
     "not an archive": (b"plain text", TAR, "not a readable"),
     "no csv": (tar_gz({"readme.txt": b"hi"}), TAR, "no CSV"),
+    # the job could not unpack them: refused before it is accepted
+    "a file twice": (
+        tar_gz([("r/a/p/results.csv", CSV), ("./r/a//p/results.csv", CSV)]),
+        TAR,
+        "given twice",
+    ),
+    "a file and a folder of one name": (
+        tar_gz([("r/a/p.csv", CSV), ("r/a/p.csv/results.csv", CSV)]),
+        TAR,
+        "a file and a folder of one name",
+    ),
 }
 
 
