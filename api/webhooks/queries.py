@@ -23,11 +23,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, func, insert, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 from sqlmodel import col
 
 from storage.database import Database
-from storage.errors import NotFound
+from storage.errors import Conflict, NotFound
 from storage.webhooks.tables import (
     WebhookAttemptRecord,
     WebhookDeliveryRecord,
@@ -127,17 +127,22 @@ class WebhookQueries:
 
     def _redeliver(self, session: Session, endpoint_id: str, delivery_id: str, actor: str) -> None:
         now = self._db.clock()
-        changed = session.execute(
-            update(WebhookDeliveryRecord)
+        found = session.execute(
+            select(WebhookDeliveryRecord)
             .where(
                 col(WebhookDeliveryRecord.id) == delivery_id,
                 col(WebhookDeliveryRecord.endpoint_id) == endpoint_id,
             )
-            .values(state="pending", next_attempt_at=now, created_at=now)
-            .returning(col(WebhookDeliveryRecord.seq))
-        )
-        if changed.first() is None:
+            .with_for_update()
+        ).scalar_one_or_none()
+        if found is None:
             raise NotFound(f"no delivery {delivery_id!r} of endpoint {endpoint_id!r}")
+        if found.leased_until is not None and found.leased_until > now:
+            raise Conflict(
+                f"delivery {delivery_id!r} is being sent now: redeliver it once that "
+                "attempt is recorded (its attempts list shows it)"
+            )
+        found.state, found.next_attempt_at, found.created_at = "pending", now, now
         session.execute(
             update(WebhookEndpointRecord)
             .where(col(WebhookEndpointRecord.id) == endpoint_id)
@@ -191,6 +196,15 @@ class WebhookQueries:
         if endpoint_id is not None:
             heads = heads.where(col(WebhookDeliveryRecord.endpoint_id) == endpoint_id)
         heads = heads.group_by(col(WebhookDeliveryRecord.endpoint_id))
+        in_flight = aliased(WebhookDeliveryRecord)
+        sending = (
+            select(col(in_flight.seq))
+            .where(
+                col(in_flight.endpoint_id) == col(WebhookDeliveryRecord.endpoint_id),
+                col(in_flight.leased_until) > now,
+            )
+            .exists()
+        )
         query = (
             select(WebhookDeliveryRecord, WebhookEndpointRecord)
             .join(
@@ -200,6 +214,7 @@ class WebhookQueries:
             .where(
                 col(WebhookDeliveryRecord.seq).in_(heads),
                 col(WebhookDeliveryRecord.next_attempt_at) <= now,
+                ~sending,  # one send at a time per endpoint
                 or_(
                     col(WebhookEndpointRecord.circuit_open_until).is_(None),
                     col(WebhookEndpointRecord.circuit_open_until) <= now,
@@ -228,7 +243,7 @@ class WebhookQueries:
         lease = now + timedelta(seconds=lease_seconds)
         claimed = []
         for delivery, endpoint in session.execute(query).all():
-            delivery.next_attempt_at = lease
+            delivery.next_attempt_at = delivery.leased_until = lease
             delivery.attempts += 1
             claimed.append(_claimed(delivery, endpoint))
         return claimed
@@ -268,6 +283,7 @@ class WebhookQueries:
                 .values(
                     state=state,
                     next_attempt_at=retry_at if state == "pending" else None,
+                    leased_until=None,
                     delivered_at=now if delivered else None,
                     last_status=status,
                     last_error=stored_error,

@@ -63,6 +63,9 @@ class WebhookDeliveryRecord(SQLModel, table=True):
     state: str = Field(default="pending", sa_type=String(16))
     attempts: int = 0
     next_attempt_at: datetime | None = _when()
+    #: while a server sends it: the end of its lease (None once the attempt is recorded);
+    #: an endpoint with a delivery under a lease is not due, so it gets one send at a time
+    leased_until: datetime | None = _when()
     delivered_at: datetime | None = _when()
     last_status: int | None = None
     last_error: str | None = Field(default=None, sa_type=String(500))

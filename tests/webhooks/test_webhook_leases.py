@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from api.webhooks.queries import WebhookQueries
 from storage import Store
+from storage.errors import Conflict
 from tests.conftest import Clock
 from tests.support.statements import statements
 
@@ -115,3 +116,40 @@ async def test_on_sqlite_an_idle_claim_only_reads_and_never_takes_the_write_lock
     assert await claim() == (0, ["BEGIN DEFERRED", "SELECT"])  # leased: not due
     clock.advance(14)  # the lease ran out: due again, and claimed
     assert (await claim())[0] == 1
+
+
+async def test_a_delivery_being_sent_cannot_be_redelivered_until_its_attempt_is_in(
+    store: Store, webhooks: WebhookQueries
+) -> None:
+    """Redelivering made a leased delivery due at once: a second server sent it while
+    the first send was in flight, and that send's result then undid the redelivery."""
+    endpoint = await _endpoint(store)
+    await _events(store, 1)
+    [first] = await webhooks.claim_due(lease_seconds=60)
+    with pytest.raises(Conflict, match="being sent now"):
+        await webhooks.redeliver(endpoint, first.id, actor="admin")
+    assert await webhooks.claim_due(lease_seconds=60) == []  # the lease holds
+    await webhooks.record_attempt(first, status=200, error=None, duration_ms=1, retry_at=None)
+    await webhooks.redeliver(endpoint, first.id, actor="admin")
+    [again] = await webhooks.claim_due(lease_seconds=60)
+    assert again.id == first.id and again.attempts == 2
+
+
+async def test_redelivering_an_older_delivery_waits_for_the_send_in_flight(
+    store: Store, webhooks: WebhookQueries
+) -> None:
+    """An older delivery redelivered becomes the endpoint's head, but the endpoint still
+    gets one send at a time: it goes once the send in flight is recorded."""
+    endpoint = await _endpoint(store)
+    await _events(store, 2)
+    [first] = await webhooks.claim_due(lease_seconds=60)
+    second = await webhooks.record_attempt(
+        first, status=200, error=None, duration_ms=1, retry_at=None, lease_next=60
+    )
+    assert second is not None and _job(second) == "j1"
+    await webhooks.redeliver(endpoint, first.id, actor="admin")
+    assert await webhooks.claim_due(lease_seconds=60) == []  # j1 is being sent
+    following = await webhooks.record_attempt(
+        second, status=200, error=None, duration_ms=1, retry_at=None, lease_next=60
+    )
+    assert following is not None and following.id == first.id
