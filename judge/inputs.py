@@ -1,14 +1,15 @@
 """Checking the texts handed in for grading: valid UTF-8, no NUL bytes, within a size.
 
 Every way in (the HTTP API, the importers, the grader itself) checks the ground truth
-and the diagnosis with :func:`check_text`, so one limit and one wording apply.
+and the diagnosis with :func:`check_text`, so one limit and one wording apply; files of
+JSON Lines handed in are cut into lines by :func:`json_lines`.
 """
 
 from __future__ import annotations
 
 from judge.errors import InputError
 
-__all__ = ["DEFAULT_MAX_TEXT_BYTES", "check_text"]
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "check_text", "json_lines"]
 
 #: the largest ground truth or diagnosis accepted, in bytes of UTF-8
 DEFAULT_MAX_TEXT_BYTES = 64 * 1024
@@ -25,3 +26,11 @@ def check_text(text: str, *, field: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InputError(f"{field} is not valid UTF-8 text", field=field) from None
+
+
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text, numbered as an editor numbers them: cut at
+    ``\n`` only (a ``\r`` before it dropped). Not ``str.splitlines``, which also cuts at
+    U+2028, U+0085 and the like, which JSON strings may hold unescaped: one record would
+    be read as two broken ones."""
+    return [line.removesuffix("\r") for line in text.split("\n")]

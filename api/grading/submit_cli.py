@@ -23,6 +23,7 @@ import click
 
 from api.cli.options import format_option
 from api.terminal import terminal_text
+from judge.inputs import json_lines
 
 __all__ = ["EXIT_CODES", "submit_command"]
 
@@ -53,11 +54,12 @@ def worst(outcomes: list[str]) -> int:
 
 
 def _read(path: str) -> str:
-    """The file's text (``-``: stdin); text that is not UTF-8 is a usage error naming
-    the line of the first bad byte."""
+    """The file's text (``-``: stdin), a byte order mark dropped as ``import jsonl``
+    drops it; text that is not UTF-8 is a usage error naming the line of the first bad
+    byte."""
     data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise click.UsageError(f"{path}: line {line}: not UTF-8 ({error.reason})") from None
@@ -69,7 +71,7 @@ def _requests(text: str, jsonl: bool, defaults: dict[str, Any]) -> list[tuple[st
     if not jsonl:
         return [("", {**defaults, "diagnosis": text})]
     items = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -180,7 +182,11 @@ def submit_command(
     defaults = {"scenario_id": scenario_id, "ground_truth": truth, **metadata}
     requests = _requests(_read(diagnosis_file), jsonl, defaults)
     outcomes: list[str] = []
-    with Client(url, token) as client:
+    try:
+        client = Client(url, token)
+    except ValueError as error:  # a token no header can carry: said without quoting it
+        raise click.UsageError(f"--token: {error}") from None
+    with client:
         for where, request in requests:
             prefix = f"error: {where}: " if where else "error: "
             try:

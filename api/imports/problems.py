@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from judge.errors import InputError
-from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
+from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text, json_lines
 from judge.yaml_text import load_yaml
 
 __all__ = ["ImportFileError", "ImportProblem", "read_problems"]
@@ -55,7 +55,7 @@ def _entries(path: Path, text: str) -> list[tuple[str, Any]]:
         except yaml.YAMLError as exc:
             raise ImportFileError(f"{path}: not valid YAML: {exc}") from None
     entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         if not line.strip():
             continue
         where = f"{path.name}:{number}"

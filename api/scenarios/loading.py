@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from api.scenarios.schemas import ScenarioCreate
 from api.service.errors import InvalidRequest
-from judge.inputs import check_text
+from judge.inputs import check_text, json_lines
 from judge.yaml_text import load_yaml
 
 __all__ = ["MAX_ITEMS", "LoadFormat", "detect_format", "parse_scenarios"]
@@ -34,7 +34,7 @@ def _why(exc: Exception) -> str:
 
 def _jsonl(text: str) -> list[tuple[str, Any]]:
     items = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
@@ -67,7 +67,7 @@ def _document(text: str, fmt: LoadFormat) -> list[tuple[str, Any]]:
 
 def detect_format(text: str) -> LoadFormat:
     """JSON Lines when the first line that is not blank or a comment is an object."""
-    for line in text.splitlines():
+    for line in json_lines(text):
         if line.strip() and not line.lstrip().startswith("#"):
             return "jsonl" if line.lstrip().startswith("{") else "yaml"
     return "jsonl"

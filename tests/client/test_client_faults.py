@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import pickle
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,10 +15,12 @@ import respx
 from sre_judge_client import (
     AsyncClient,
     Client,
+    GroundTruthConflict,
     InvalidRequest,
     Unavailable,
     idempotency_key,
 )
+from sre_judge_client.errors import error_from_response
 
 URL = "http://judge.test"
 
@@ -146,6 +150,24 @@ def test_url_and_token_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     assert route.calls[0].request.headers["Authorization"] == "Bearer s3cret"
 
 
+@respx.mock
+def test_a_token_read_with_its_newline_is_sent_without_it() -> None:
+    """A token read from a file or a mounted secret often ends with a newline: sent as
+    is, the HTTP library refuses the header and its error quotes the token."""
+    route = respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(200, json=_grading())
+    )
+    Client(URL, " s3cret\n").get("g1")
+    assert route.calls[0].request.headers["Authorization"] == "Bearer s3cret"
+
+
+@pytest.mark.parametrize("token", ["s3cr et", "s3cr\u00e9t", "s3cr\x00t"])
+def test_a_token_no_header_can_carry_is_refused_without_quoting_it(token: str) -> None:
+    with pytest.raises(ValueError, match="HTTP header") as refused:
+        Client(URL, token)
+    assert "s3cr" not in str(refused.value)
+
+
 def _done_after(seconds: float) -> Any:
     """A server whose grading is pending until ``seconds`` after the first request."""
     start = time.monotonic()
@@ -173,6 +195,73 @@ async def test_the_async_client_waits_until_its_timeout_too() -> None:
     transport = httpx.MockTransport(_done_after(0.9))
     async with AsyncClient(URL, "t0ken", transport=transport) as judge:
         assert (await judge.wait("g1", timeout=1.2, poll=5.0)).status == "graded"
+
+
+def _job_done_after(seconds: float, body: Callable[[bool], dict[str, Any]]) -> Any:
+    """A server whose job runs until ``seconds`` after the first request."""
+    start = time.monotonic()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=body(time.monotonic() - start > seconds))
+
+    return handler
+
+
+def _regrade(done: bool) -> dict[str, Any]:
+    return {"id": "j1", "state": "done" if done else "running", "total": 1, "done": int(done)}
+
+
+def _import(done: bool) -> dict[str, Any]:
+    return {
+        "id": "i1", "kind": "jsonl", "archive": "x", "state": "done" if done else "running",
+        "rubric": None, "strict": False, "total": 1, "done": 0, "report": {}, "errors": [],
+        "size": 1, "sha256": "0" * 64, "attempts": 1, "created_by": "t",
+        "created_at": "2026-12-01T00:00:00Z", "started_at": None, "finished_at": None,
+        "error": None,
+    }  # fmt: skip
+
+
+def test_following_a_job_polls_until_its_timeout_not_short_of_it() -> None:
+    """A poll that would pass the deadline: the follow sleeps to the deadline and looks
+    once more there (it gave up at once, a poll short of its timeout)."""
+    regrade = httpx.MockTransport(_job_done_after(0.9, _regrade))
+    with Client(URL, "t0ken", transport=regrade) as judge:
+        states = [j.state for j in judge.follow_regrade("j1", poll=5.0, timeout=1.2)]
+    assert states[-1] == "done"
+    imports = httpx.MockTransport(_job_done_after(0.9, _import))
+    with Client(URL, "t0ken", transport=imports) as judge:
+        assert judge.imports.wait("i1", poll=5.0, timeout=1.2).state == "done"
+    never = httpx.MockTransport(_job_done_after(60, _regrade))
+    with Client(URL, "t0ken", transport=never) as judge, pytest.raises(TimeoutError):
+        list(judge.follow_regrade("j1", poll=5.0, timeout=0.3))
+
+
+async def test_the_async_client_follows_a_job_until_its_timeout_too() -> None:
+    regrade = httpx.MockTransport(_job_done_after(0.9, _regrade))
+    async with AsyncClient(URL, "t0ken", transport=regrade) as judge:
+        states = [j.state async for j in judge.follow_regrade("j1", poll=5.0, timeout=1.2)]
+    assert states[-1] == "done"
+    imports = httpx.MockTransport(_job_done_after(0.9, _import))
+    async with AsyncClient(URL, "t0ken", transport=imports) as judge:
+        assert (await judge.imports.wait("i1", poll=5.0, timeout=1.2)).state == "done"
+
+
+@pytest.mark.parametrize("status", [404, 409, 422, 503])
+def test_errors_cross_a_process_boundary_as_themselves(status: int) -> None:
+    """A harness running attempts in worker processes gets the worker's error pickled."""
+    problem = {"title": "T", "detail": "d", "errors": [{"field": "f", "message": "m"}]}
+    error = error_from_response(status, problem, {"Retry-After": "3"})
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error) and str(copy) == str(error)
+    assert (copy.status, copy.field, copy.errors, copy.retry_after) == (
+        status, "f", error.errors, error.retry_after,
+    )  # fmt: skip
+    conflict = GroundTruthConflict("p", stored_sha256="a" * 64, sent_sha256="b" * 64, version=2)
+    again = pickle.loads(pickle.dumps(conflict))
+    assert (again.scenario_id, again.stored_sha256, again.sent_sha256, again.version) == (
+        "p", "a" * 64, "b" * 64, 2,
+    )  # fmt: skip
+    assert str(again) == str(conflict)
 
 
 @respx.mock

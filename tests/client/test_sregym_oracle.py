@@ -14,11 +14,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
+import respx
 from sre_judge_client import Client, Grading, GroundTruthConflict
 from sre_judge_client.sregym import LLMAsAJudgeOracle, oracle_result, sregym_trace
 
@@ -92,11 +95,51 @@ def test_a_fail_is_false_and_an_override_wins() -> None:
     assert result["accuracy"] == 89.0  # the judge's score stays what it was
 
 
-def test_a_held_pass_is_not_a_success_and_says_why() -> None:
-    result = oracle_result(_grading(passed=None, held=True))
+@pytest.mark.parametrize(
+    ("reasons", "why"),
+    [
+        (["judge_not_qualified"], "no calibration run has qualified the judge"),
+        (["injection_suspected", "judge_not_qualified"], "carries injection markers"),
+        (["evidence_unverified"], "quoted evidence the diagnosis does not hold"),
+        ([], "the service holds it for a human"),  # reasons withheld from this token
+    ],
+)
+def test_a_held_pass_is_not_a_success_and_says_why(reasons: list[str], why: str) -> None:
+    """The reason is the grading's own: an uncalibrated judge's passes are held too, and
+    they are not blamed on injection."""
+    result = oracle_result(_grading(passed=None, held=True, review_reasons=reasons))
     assert set(result) == KEYS
     assert result["success"] is False and result["judgment"] == "False"
     assert result["reasoning"].startswith("Held for human review")
+    assert why in result["reasoning"].split(".")[0]
+    if "injection_suspected" not in reasons:
+        assert "injection" not in result["reasoning"]
+
+
+@respx.mock
+def test_inline_attempts_of_two_problems_with_one_root_cause_have_two_keys() -> None:
+    """SREGym's healthy-cluster controls all expect "": with a token that may not
+    register scenarios the root cause goes inline, and two problems' attempt 1 in one
+    run shared an Idempotency-Key (the server's 409 made the second an Error)."""
+    url = "http://judge.test"
+    respx.post(f"{url}/v1/scenarios").mock(
+        return_value=httpx.Response(403, json={"title": "Forbidden", "detail": "admin only"})
+    )
+    respx.get(url__regex=rf"{url}/v1/scenarios/.*").mock(
+        return_value=httpx.Response(403, json={"title": "Forbidden", "detail": "no"})
+    )
+    submission = {**_grading().submission.model_dump(mode="json"), "ground_truth_sha256": _sha("")}
+    body = _grading(submission=submission).model_dump(mode="json")
+    route = respx.post(f"{url}/v1/submissions").mock(return_value=httpx.Response(201, json=body))
+    client = Client(url, "t0ken", max_retry_wait=1)
+    for problem in ("healthy_a", "healthy_b"):
+        oracle = LLMAsAJudgeOracle(Problem(problem), "", client=client, run_id="run-1")
+        assert oracle.evaluate(f"nothing is wrong in {problem}")["judgment"] == "True"
+    sent = [json.loads(call.request.content) for call in route.calls]
+    assert [b["metadata"]["problem_id"] for b in sent] == ["healthy_a", "healthy_b"]
+    assert all("scenario_id" not in b and b["ground_truth"] == "" for b in sent)
+    keys = {call.request.headers["Idempotency-Key"] for call in route.calls}
+    assert len(keys) == 2
 
 
 @pytest.mark.parametrize("status", ["unscored", "pending", "cancelled"])

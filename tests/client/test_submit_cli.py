@@ -186,6 +186,36 @@ def test_an_unreachable_server_is_no_verdict(
     assert len(waits) == 5 and all(wait > 0 for wait in waits)  # six attempts, then no verdict
 
 
+def test_jsonl_lines_are_read_as_import_jsonl_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte order mark is no part of line 1, and a line is cut at a newline only: a
+    diagnosis may hold U+2028 or U+0085 unescaped (``ensure_ascii=False``). Against an
+    unreachable server each line is sent (no verdict, 5), none refused as unreadable."""
+    monkeypatch.setattr(tenacity.nap.time, "sleep", lambda _: None)
+    diagnoses = ["pod crashed\u2028then restarted", "second\x85line", "third"]
+    text = "\r\n".join(json.dumps({"diagnosis": d, "scenario_id": "s"}, ensure_ascii=False)
+                       for d in diagnoses)  # fmt: skip
+    lines = tmp_path / "runs.jsonl"
+    lines.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    env = {"SRE_JUDGE_URL": "http://127.0.0.1:9", "SRE_JUDGE_TOKEN": "t"}
+    done = CliRunner().invoke(submit_command, ["--diagnosis-file", str(lines)], env=env)
+    assert done.exit_code == 5, done.output
+    assert "not JSON" not in done.output and "line 4" not in done.output
+    assert all(f"line {n}" in done.output for n in (1, 2, 3)), done.output
+
+
+def test_a_token_is_never_printed(tmp_path: Path) -> None:
+    """A token no HTTP header can carry is a usage error that does not quote it (the
+    HTTP library's own error did, into CI logs)."""
+    _, diagnosis = _files(tmp_path)
+    env = {"SRE_JUDGE_URL": "http://127.0.0.1:9", "SRE_JUDGE_TOKEN": "sjt-SECRET 42"}
+    done = CliRunner().invoke(
+        submit_command, ["--scenario", "s", "--diagnosis-file", diagnosis], env=env
+    )
+    assert done.exit_code == 2 and "SECRET" not in done.output, done.output
+
+
 @pytest.mark.parametrize("view", ["verdict", "answers"])
 def test_a_submitters_view_prints_what_the_server_sent(view: str) -> None:
     from rich.console import Console

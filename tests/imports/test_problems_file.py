@@ -66,3 +66,16 @@ def test_a_problem_given_twice_differently_is_refused_however_its_id_is_spaced(
         read_problems(path)
     path.write_text(f"{json.dumps(first)}\n{json.dumps({**again, 'root_cause': 'A'})}\n")
     assert read_problems(path) == {"p1": "A"}
+
+
+def test_a_root_cause_holding_unicode_line_breaks_is_one_line(tmp_path: Path) -> None:
+    """JSON strings may hold U+2028 or U+0085 unescaped: a line is cut at a newline
+    only, so such a root cause is read whole and the next line keeps its number."""
+    lines = [
+        {"problem_id": "a", "root_cause": "the port\u2028moved"},
+        {"problem_id": "b", "root_cause": "the pod\x85restarted"},
+    ]
+    path = tmp_path / "problems.jsonl"
+    path.write_text("\r\n".join(json.dumps(x, ensure_ascii=False) for x in lines), "utf-8")
+    problems = read_problems(path)
+    assert [problems[k] for k in ("a", "b")] == ["the port\u2028moved", "the pod\x85restarted"]

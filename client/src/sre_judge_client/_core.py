@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import random
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "ground_truth_conflict",
     "ground_truth_sha256",
     "idempotency_key",
+    "poll_delay",
     "resolve",
     "retry_policy",
     "submission_call",
@@ -59,9 +61,25 @@ class Call:
 
 
 def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
-    """The server URL and token: the arguments, else ``SRE_JUDGE_URL`` / ``SRE_JUDGE_TOKEN``."""
+    """The server URL and token: the arguments, else ``SRE_JUDGE_URL`` / ``SRE_JUDGE_TOKEN``.
+
+    The token is taken without surrounding whitespace (one read from a file or a mounted
+    secret often ends with a newline); one holding anything else than visible ASCII is a
+    ``ValueError`` that does not quote it (an HTTP library's error would).
+    """
     url = base_url or os.environ.get("SRE_JUDGE_URL") or DEFAULT_URL
-    return url.rstrip("/"), token or os.environ.get("SRE_JUDGE_TOKEN") or None
+    given = (token or os.environ.get("SRE_JUDGE_TOKEN") or "").strip()
+    if not all("!" <= c <= "~" for c in given):
+        raise ValueError("the token holds a character an HTTP header cannot carry")
+    return url.rstrip("/"), given or None
+
+
+def poll_delay(deadline: float, poll: float) -> float | None:
+    """Seconds to sleep before the next look at a job, at most ``poll`` and never past
+    ``deadline`` (a ``time.monotonic()`` value); None once the deadline has passed, so
+    the last look is made at the deadline rather than one poll short of it."""
+    remaining = deadline - time.monotonic()
+    return None if remaining <= 0 else min(poll, remaining)
 
 
 def ground_truth_sha256(text: str) -> str:

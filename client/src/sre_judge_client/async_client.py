@@ -16,6 +16,7 @@ from sre_judge_client._core import (
     Call,
     decode,
     ground_truth_conflict,
+    poll_delay,
     resolve,
     retry_policy,
     submission_call,
@@ -257,6 +258,7 @@ class AsyncClient:
             yield job
             if job.finished:
                 return
-            if time.monotonic() + poll > deadline:
+            delay = poll_delay(deadline, poll)
+            if delay is None:
                 raise TimeoutError(f"regrade job {job_id} still {job.state}")
-            await asyncio.sleep(poll)
+            await asyncio.sleep(delay)

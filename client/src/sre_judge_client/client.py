@@ -15,6 +15,7 @@ from sre_judge_client._core import (
     Call,
     decode,
     ground_truth_conflict,
+    poll_delay,
     resolve,
     retry_policy,
     submission_call,
@@ -242,6 +243,7 @@ class Client:
             yield job
             if job.finished:
                 return
-            if time.monotonic() + poll > deadline:
+            delay = poll_delay(deadline, poll)
+            if delay is None:
                 raise TimeoutError(f"regrade job {job_id} still {job.state}")
-            time.sleep(poll)
+            time.sleep(delay)

@@ -43,6 +43,12 @@ class ApiError(Exception):
         where = f" [{self.field}]" if self.field else ""
         super().__init__(f"{status} {title}{where}: {detail}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its constructor's arguments, so the error crosses a process
+        boundary (a harness's worker pool) as itself, its fields kept."""
+        keywords = {"errors": self.errors, "retry_after": self.retry_after}
+        return _rebuild, (type(self), (self.status, self.title, self.detail), keywords)
+
 
 class InvalidRequest(ApiError):
     """400 or 422: the request was refused; ``field`` says which part."""
@@ -96,6 +102,16 @@ class GroundTruthConflict(Conflict):
         errors = [{"field": "ground_truth", "message": detail}]
         super().__init__(409, "Ground truth conflict", detail, errors=errors)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its constructor's arguments (see :meth:`ApiError.__reduce__`)."""
+        keywords = {
+            "stored_sha256": self.stored_sha256,
+            "sent_sha256": self.sent_sha256,
+            "version": self.version,
+            "detail": self.detail,
+        }
+        return _rebuild, (type(self), (self.scenario_id,), keywords)
+
 
 class PreconditionFailed(ApiError):
     """412: the grading changed since the revision given in ``If-Match``."""
@@ -103,6 +119,11 @@ class PreconditionFailed(ApiError):
 
 class Unavailable(ApiError):
     """429, 503 or 504 after the retries: the server is busy or the judge is away."""
+
+
+def _rebuild(kind: type[ApiError], args: tuple[Any, ...], keywords: dict[str, Any]) -> ApiError:
+    """An error made again from its constructor's arguments (unpickling)."""
+    return kind(*args, **keywords)
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {

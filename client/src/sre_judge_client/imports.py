@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sre_judge_client import _calls
-from sre_judge_client._core import Call
+from sre_judge_client._core import Call, poll_delay
 from sre_judge_client._uploads import import_body
 from sre_judge_client.models import ImportJob
 
@@ -61,9 +61,10 @@ class Imports:
             yield job
             if job.finished:
                 return
-            if time.monotonic() + poll > deadline:
+            delay = poll_delay(deadline, poll)
+            if delay is None:
                 raise TimeoutError(f"import job {job_id} still {job.state}")
-            time.sleep(poll)
+            time.sleep(delay)
 
     def wait(self, job_id: str, *, poll: float = 1.0, timeout: float = 3600.0) -> ImportJob:
         """The job once it ended (``done`` or ``failed``)."""
@@ -110,9 +111,10 @@ class AsyncImports:
             yield job
             if job.finished:
                 return
-            if time.monotonic() + poll > deadline:
+            delay = poll_delay(deadline, poll)
+            if delay is None:
                 raise TimeoutError(f"import job {job_id} still {job.state}")
-            await asyncio.sleep(poll)
+            await asyncio.sleep(delay)
 
     async def wait(
         self,

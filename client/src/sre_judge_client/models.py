@@ -149,8 +149,8 @@ class Grading(_Model):
 
     ``status`` is ``pending``, ``graded``, ``unscored`` (the judge could not answer; see
     ``unscored_reason``) or ``cancelled``. ``passed`` is null while pending, when
-    unscored, and when ``held`` (a pass of a diagnosis flagged for injection, waiting
-    for a human verdict).
+    unscored, and when ``held`` (a pass the service holds for a human verdict:
+    ``review_reasons`` says why, e.g. ``injection_suspected`` or ``judge_not_qualified``).
 
     ``view`` says how much of it this token sees: ``full``; or, for a submitter's
     grading against a registered scenario, ``verdict`` (status and verdict: ``answers``

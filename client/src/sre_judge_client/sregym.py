@@ -72,6 +72,25 @@ def _reasoning(verdict: str, composite: float, grading: Grading, checklist: list
     return " ".join(parts)
 
 
+#: why the service holds a pass for a human, by review reason, most telling first
+_HELD_BECAUSE = {
+    "injection_suspected": "the diagnosis carries injection markers",
+    "evidence_unverified": "the judge quoted evidence the diagnosis does not hold",
+    "judge_overruled": "a check in code overruled a yes of the judge",
+    "grounding_failed": "the diagnosis is not grounded in the ground truth's facts",
+    "reasoning_contradicts": "the judge's reasoning contradicts its answers",
+    "judge_not_qualified": "no calibration run has qualified the judge",
+}
+
+
+def _held_because(grading: Grading) -> str:
+    """Why a pass is held, from its review reasons (when the token sees them)."""
+    for reason, why in _HELD_BECAUSE.items():
+        if reason in grading.review_reasons:
+            return why
+    return "the service holds it for a human"
+
+
 def _judged_against(grading: Grading) -> dict[str, Any]:
     """The ground truth a grading was judged against: the scenario's version (None when
     inline or not visible to the token) and the SHA-256 of its text."""
@@ -137,9 +156,8 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
     reasoning = _reasoning("True" if success else "False", composite, grading, checklist)
     if grading.held:
         reasoning = (
-            "Held for human review: the checklist passed but the diagnosis carries "
-            "injection markers, so it is not a success until an adjudicator's verdict "
-            f"override. {reasoning}"
+            f"Held for human review: the checklist passed but {_held_because(grading)}, "
+            f"so it is not a success until an adjudicator's verdict override. {reasoning}"
         )
     return {
         "judgment": "True" if success else "False",
@@ -339,7 +357,9 @@ class LLMAsAJudgeOracle:
         try:
             source = self._ground_truth_source()
             key = idempotency_key(
-                scenario_id=source.get("scenario_id"),
+                # the problem, even when its ground truth goes inline: two problems with
+                # one expected text (SREGym's healthy-cluster controls: "") are two
+                scenario_id=self.problem_id,
                 ground_truth=self.expected,  # another ground truth is another submission
                 run_id=self.run_id,
                 attempt=self.attempts,
