@@ -71,7 +71,7 @@ async def read_upload(request: Request[Any, Any, Any], limit: int) -> bytes:
     """The body, read in chunks; a 413 naming ``body`` once it passes ``limit`` bytes (at
     once when Content-Length says so)."""
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
+    if declared and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise ApiProblem(413, "Upload too large", f"body: more than {limit} bytes", field="body")
     chunks, size = [], 0
     async for chunk in request.stream():

@@ -63,7 +63,8 @@ def login_token(key: ServiceKey, pre_session: str, issued: int) -> str:
 def _login_token_holds(key: ServiceKey, pre_session: str, token: str) -> bool:
     """Whether ``token`` was made for ``pre_session`` by this service, and is not stale."""
     issued, dot, _ = token.partition(".")
-    if not pre_session or not dot or not issued.isdigit() or len(issued) > 12:
+    readable = issued.isascii() and issued.isdigit() and len(issued) <= 12
+    if not pre_session or not dot or not readable:
         return False
     if not 0 <= time.time() - int(issued) <= LOGIN_FORM_LIFETIME:
         return False

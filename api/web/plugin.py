@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from litestar import Request, Response, Router
@@ -47,11 +47,24 @@ def _environment() -> Environment:
     )
 
 
+def _back_to(request: Request[Any, Any, Any]) -> str:
+    """Where to go once signed in: the page asked for, its query kept; for a form sent
+    after the session ended (no page to GET at its action), the page it was sent from
+    (its ``Referer``, sent on this origin only), else the home page."""
+    if request.method in ("GET", "HEAD"):
+        query = request.url.query
+        return request.url.path + (f"?{query}" if query else "")
+    sent_from = urlsplit(request.headers.get("referer", ""))
+    if sent_from.netloc != request.url.netloc or not sent_from.path.startswith("/"):
+        return "/"
+    return sent_from.path + (f"?{sent_from.query}" if sent_from.query else "")
+
+
 def _web_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """Errors of the pages as pages: sign-in for the signed-out, else the problem's
     status, title and detail from the API's one mapping table."""
     if isinstance(exc, NotAuthorizedException):
-        return Redirect(f"/login?next={quote(request.url.path)}", status_code=303)
+        return Redirect(f"/login?next={quote(_back_to(request))}", status_code=303)
     problem = problem_handlers[Exception](request, exc)
     body = problem.content
     who = request.scope.get("state", {}).get("signed_in")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from html import unescape
 from typing import Any
 
 import pytest
@@ -37,6 +38,48 @@ async def test_without_a_session_every_page_sends_the_browser_to_sign_in(
             response = await client.get(path, follow_redirects=False)
             assert response.status_code == 303, path
             assert response.headers["location"].startswith("/login?next=")
+
+
+async def _sign_in_at(client: Any, headers: dict[str, str], login_url: str) -> str:
+    """Send the sign-in form ``login_url`` shows, as a browser would; where it leads."""
+    form = (await client.get(login_url)).text
+    found = re.search(r'name="next" value="([^"]*)"', form)
+    assert found is not None
+    sent = await client.post(
+        "/login",
+        data={"token": _token(headers), "_csrf": csrf_of(form), "next": unescape(found[1])},
+        follow_redirects=False,
+    )
+    assert sent.status_code == 303
+    return str(sent.headers["location"])
+
+
+async def test_signing_in_leads_back_to_the_page_asked_for_its_query_kept(
+    api_client: Any, tokens: Any
+) -> None:
+    """A link to a filtered list opened signed out; a form sent after the session ended
+    leads back to the page it was sent from (its Referer), not to its POST-only action."""
+    adj = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as client:
+        asked = "/gradings?agent=a&status=graded"
+        refused = await client.get(asked, follow_redirects=False)
+        assert await _sign_in_at(client, adj, refused.headers["location"]) == asked
+        client.cookies.clear()
+        form = {"_csrf": "x", "revision": "1", "kind": "verdict", "verdict": "fail"}
+        for referer, back in [
+            ("http://testserver.local/gradings/g1?q.agent=a", "/gradings/g1?q.agent=a"),
+            ("https://evil.example/gradings/g1", "/"),  # another origin's page: home
+            (None, "/"),
+        ]:
+            client.cookies.clear()
+            sent = await client.post(
+                "/gradings/g1/overrides",
+                data=form,
+                headers={"Referer": referer} if referer else {},
+                follow_redirects=False,
+            )
+            assert sent.status_code == 303
+            assert await _sign_in_at(client, adj, sent.headers["location"]) == back
 
 
 async def test_signing_in_sets_a_strict_httponly_session_cookie_and_shows_who(
@@ -114,6 +157,8 @@ async def test_the_sign_in_token_is_signed_for_its_own_pre_session(
             ),
             "stale": (pre_session, login_token(service_key, pre_session, now - 3 * 3600)),
             "tampered": (pre_session, token[:-2] + ("AA" if token[-2:] != "AA" else "BB")),
+            # "\u00b2".isdigit() holds, yet int() cannot read it: a 500 it was
+            "not ASCII digits": (pre_session, "\u00b2." + token.partition(".")[2]),
         }
         for case, (cookie, field) in attempts.items():
             client.cookies.clear()
