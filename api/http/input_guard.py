@@ -27,6 +27,7 @@ from litestar import Request
 from api.http.problems import ApiProblem
 from api.service.request_types import EARLIEST, LATEST, bounded_date
 from storage.storable import (
+    MAX_INT32,
     MAX_JSON_DEPTH,
     TooManyDigits,
     printable,
@@ -114,6 +115,8 @@ def check_params(request: Request[Any, Any, Any]) -> None:
         problem = unstorable(str(value))
         if problem:
             raise _refuse(name, problem)
+        if isinstance(value, int) and not -MAX_INT32 - 1 <= value <= MAX_INT32:
+            raise _refuse(name, "is a number out of range (no id is that large)")
 
 
 def _check_body(body: bytes) -> None:

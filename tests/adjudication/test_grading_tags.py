@@ -39,6 +39,11 @@ async def test_tags_from_the_vocabulary_with_a_note_are_added_and_removed(
         api = (await c.get(f"/v1/gradings/{grading['id']}", headers=ada)).json()
         assert api["tags"][0]["author"] == "Ada"
         tag_id = api["tags"][0]["id"]
+        for beyond in (2**31, 10**25):  # no tag has such an id: 422 naming it, not a 500
+            refused = await c.post(f"{url}/tags/{beyond}/remove", data={"_csrf": csrf})
+            deleted = await c.delete(f"/v1/gradings/{grading['id']}/tags/{beyond}", headers=ada)
+            for answer in (refused, deleted):
+                assert answer.status_code == 422 and "tag_id" in answer.text, answer.text
         await c.post(f"{url}/tags/{tag_id}/remove", data={"_csrf": csrf})
         assert (await c.get(f"/v1/gradings/{grading['id']}", headers=ada)).json()["tags"] == []
         assert "grading.untagged" in (await c.get(url)).text
