@@ -36,6 +36,7 @@ __all__ = [
     "GradingReads",
     "decode_cursor",
     "encode_cursor",
+    "judge_labelled",
     "overrides_of",
     "records_by_grading",
     "tags_of",
@@ -44,6 +45,14 @@ __all__ = [
 
 MAX_PAGE = 500
 _R = TypeVar("_R")
+
+
+def judge_labelled(label: str) -> ColumnElement[bool]:
+    """Gradings whose judge is ``label`` as the reports label judges: its model alone, or
+    ``backend:model`` (a panel's backend is ``panel``)."""
+    g = GradingRecord
+    labelled = col(g.judge_backend) + ":" + col(g.judge_model)
+    return or_(col(g.judge_model) == label, labelled == label)
 
 
 class _Filterable(Protocol):
@@ -142,9 +151,10 @@ def _filtered(
         (g.needs_review, filters.needs_review),
         (g.rubric_id, filters.rubric_id),
         (g.rubric_version, filters.rubric_version),
-        (g.judge_model, filters.judge_model),
     ]
     query = where_equal(query, equal)
+    if filters.judge is not None:
+        query = query.where(judge_labelled(filters.judge))
     if filters.created_after is not None:
         query = query.where(col(g.created_at) >= filters.created_after)
     if filters.created_before is not None:

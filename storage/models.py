@@ -192,7 +192,8 @@ class GradingFilter:
     needs_review: bool | None = None
     rubric_id: str | None = None
     rubric_version: str | None = None
-    judge_model: str | None = None
+    #: a judge as the reports label it: its model, or ``backend:model`` (``panel:...``)
+    judge: str | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
     current_only: bool = True

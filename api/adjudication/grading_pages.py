@@ -21,7 +21,6 @@ from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
-from judge.spec import BACKEND_NAMES
 from storage import GradingFilter
 from storage.errors import Conflict, PreconditionFailed
 from storage.search import InvalidSearch, parse_search
@@ -165,14 +164,6 @@ async def override_from_page(
     return Redirect(f"/gradings/{grading_id}?{urlencode(params)}{anchor}", status_code=303)
 
 
-def _judge_model(judge: str | None) -> str | None:
-    """The model of a judge label (``backend:model`` or a bare ``model``)."""
-    if not judge:
-        return None
-    backend, _, model = judge.partition(":")
-    return model if model and backend in BACKEND_NAMES else judge
-
-
 @get("/gradings", guards=[web_require("submitter")], include_in_schema=False)
 async def grading_list(
     services: NamedDependency[Services],
@@ -180,8 +171,8 @@ async def grading_list(
     agent: FromQuery[str | None] = None,
     model: FromQuery[str | None] = None,
     scenario_id: FromQuery[str | None] = None,
-    status: FromQuery[Literal["pending", "graded", "unscored"] | None] = None,
-    held: FromQuery[bool | None] = None,
+    status: FromQuery[Literal["pending", "graded", "unscored", ""] | None] = None,
+    held: FromQuery[Literal["true", "false", ""] | None] = None,
     judge: FromQuery[str | None] = None,
     rubric: FromQuery[str | None] = None,
     q: FromQuery[str | None] = None,
@@ -200,6 +191,7 @@ async def grading_list(
         "model": model,
         "scenario_id": scenario_id,
         "status": status,
+        "held": held or None,
         "judge": judge,
         "rubric": rubric,
     }
@@ -220,9 +212,9 @@ async def grading_list(
         agent=agent or None,
         model=model or None,
         scenario_id=scenario_id or None,
-        status=status,
-        held=held,
-        judge_model=_judge_model(judge),
+        status=status or None,
+        held={"true": True, "false": False}.get(held or ""),
+        judge=judge or None,
         rubric_id=rubric_id or None,
         rubric_version=version or None,
         search=search,

@@ -34,7 +34,7 @@ from api.reports.filter_scope import (
     provisional_label,
     provisional_where,
 )
-from storage.gradings import where_equal
+from storage.gradings import judge_labelled, where_equal
 from storage.tables import AnswerRecord, GradingRecord, ScenarioRecord, SubmissionRecord
 
 __all__ = [
@@ -168,8 +168,7 @@ def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
         labelled = col(_G.rubric_id) + "@" + col(_G.rubric_version)
         query = query.where(or_(col(_G.rubric_id) == filters.rubric, labelled == filters.rubric))
     if filters.judge is not None:
-        labelled = col(_G.judge_backend) + ":" + col(_G.judge_model)
-        query = query.where(or_(col(_G.judge_model) == filters.judge, labelled == filters.judge))
+        query = query.where(judge_labelled(filters.judge))
     if filters.created_after is not None:
         query = query.where(col(_G.created_at) >= filters.created_after)
     if filters.created_before is not None:
