@@ -197,6 +197,10 @@ async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens:
         )
         assert stale.status_code == 409  # the page again, the walk still in its forms
         assert '<input type="hidden" name="q.agent" value="beta">' in stale.text
+        for action in ("next", "done", "skip"):  # and in its Next, Done and Skip
+            shown = stale.text.split(f'data-testid="{action}"', 1)[0 if action == "next" else 1]
+            part = shown.rsplit("<a ", 1)[1] if action == "next" else shown.split("</form>")[0]
+            assert "q.agent=beta" in part or 'name="q.agent" value="beta"' in part, action
         location = saved.headers["location"]
         assert location.startswith(f"/gradings/{made[0]}?saved=D1-Q1&was=FAIL&q.agent=beta&q.pos=0")
         back = (await c.get(location)).text
