@@ -4,7 +4,7 @@ home page."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -95,14 +95,20 @@ def _filters(params: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
 
 
 def walk_query(
-    filters: Mapping[str, Any], position: int, seen: int = 0, left: int | None = None
+    filters: Mapping[str, Any],
+    position: int,
+    seen: int = 0,
+    left: int | None = None,
+    behind: str | None = None,
 ) -> str:
     """The query string a walk through the queue carries from item to item: the filters
     (``q.agent``...), the position of the item in the filtered queue (``q.pos``), how many
-    items this pass has opened (``q.seen``) and how many were queued behind this one when
-    it was opened (``q.left``)."""
+    items this pass has opened (``q.seen``), how many were queued behind this one when
+    it was opened (``q.left``) and the id of the one right behind it (``q.next``)."""
     params = {f"q.{k}": str(v).lower() if isinstance(v, bool) else v for k, v in filters.items()}
     walk: dict[str, Any] = {"q.pos": position}
+    if behind is not None:
+        walk["q.next"] = behind
     if seen:
         walk["q.seen"] = seen
     if left is not None:
@@ -154,7 +160,7 @@ async def queue_page(
                 verdict_label(g),
                 _snippet(g.submission.diagnosis),
                 _age(item.grading.created_at, now),
-                walk_query(filters, position, 1, len(rows) - position - 1),
+                walk_query(filters, position, 1, len(rows) - position - 1, _behind(rows, position)),
             )
             for position, (g, item) in enumerate(rows)
         ],
@@ -180,9 +186,11 @@ async def next_item(
     """The next item of a walk through the filtered queue (``q.`` parameters), claimed on
     opening. A walk moves forward from the item it left (``after``, at ``q.pos``): a
     skipped item is not visited again in the same pass, and when the item has left the
-    queue (finished) the one that took its place comes next. An item walked past while
-    still queued is given back (its claim released), so others may take it at once. At
-    the end: the queue, saying so."""
+    queue (finished) the one that was behind it when it was opened comes next
+    (``q.next``; if that one left too, the one that now holds its position), however
+    the items before it moved meanwhile. An item walked past while still queued is given
+    back (its claim released), so others may take it at once. At the end: the queue,
+    saying so."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params, "q.")
     rows = await _items(services, who, filters)
@@ -195,12 +203,23 @@ async def next_item(
     if after is not None and after in ids:  # walked past, not finished: give it back
         await release_review(services, who.principal, after)
     # still queued (skipped, or the queue moved): the one behind it; gone (finished, or
-    # taken by someone else): it held ``position``, which the one behind it now holds
-    index = max(ids.index(after) + 1 if after in ids else position, 0)
+    # taken by someone else): the one that was behind it, else whichever holds its place
+    behind = params.get("q.next")
+    if after is not None and after in ids:
+        index = ids.index(after) + 1
+    elif behind is not None and behind in ids:
+        index = ids.index(behind)
+    else:
+        index = max(position, 0)
     if index < len(ids):
-        query = walk_query(filters, index, seen + 1, len(ids) - index - 1)
+        query = walk_query(filters, index, seen + 1, len(ids) - index - 1, _behind(rows, index))
         return Redirect(f"/gradings/{ids[index]}?claim=true&{query}", status_code=303)
     return Redirect("/queue?" + urlencode({**_shown(filters), "end": "true"}), status_code=303)
+
+
+def _behind(rows: Sequence[tuple[Any, Any]], position: int) -> str | None:
+    """The id of the item queued right behind ``position``, if any."""
+    return rows[position + 1][0].id if position + 1 < len(rows) else None
 
 
 def _shown(filters: Mapping[str, Any]) -> dict[str, str]:

@@ -197,3 +197,34 @@ async def test_walking_past_an_item_gives_its_claim_back_at_once(
         kinds = [e.get("kind") or e.get("event") for e in history["events"]]
         assert "review.released" in kinds
         assert first in made
+
+
+async def test_done_next_opens_the_item_behind_though_one_before_it_left_the_queue(
+    api_client: Any, tokens: Any
+) -> None:
+    """Ada walks A, B, C and is at B when Bob takes A (the queue hides it from her now):
+    "Done, next" on B opens C, the item that was behind B, not what holds B's old place."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    bob = await tokens("adjudicator", "Bob")
+    replies = [sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")] * 3
+    async with api_client(**scripted_judge(*replies)) as c:
+        for n in range(3):
+            await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta")
+        queued = (await c.get("/v1/review-queue?agent=beta", headers=ada)).json()["items"]
+        a, b, after_b = (i["grading"]["id"] for i in queued)
+        csrf = await sign_in(c, ada)
+        first = await c.get("/queue/next?q.agent=beta&q.pos=-1", follow_redirects=False)
+        assert first.headers["location"].startswith(f"/gradings/{a}?claim=true")
+        second = await c.get(
+            f"/queue/next?after={a}&q.agent=beta&q.pos=0&q.seen=1", follow_redirects=False
+        )
+        at_b = second.headers["location"]
+        assert at_b.startswith(f"/gradings/{b}?claim=true") and f"q.next={after_b}" in at_b
+        await c.get(at_b)  # Ada opens B
+        taken = await c.post(f"/v1/review-queue/{a}/claim", json={}, headers=bob)
+        assert taken.status_code in (200, 201), taken.text
+        walk = dict(p.split("=", 1) for p in at_b.split("?", 1)[1].split("&"))
+        form = {"_csrf": csrf, **{k: v for k, v in walk.items() if k.startswith("q.")}}
+        done = await c.post(f"/gradings/{b}/done", data=form, follow_redirects=False)
+        onward = await c.get(done.headers["location"], follow_redirects=False)
+        assert onward.headers["location"].startswith(f"/gradings/{after_b}?claim=true")
