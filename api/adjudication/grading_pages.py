@@ -94,8 +94,12 @@ async def grading_page(
     note = ""
     if claim and who.principal.at_least("adjudicator"):
         try:
-            await claim_review(services, who.principal, grading_id)
-            note = f"You are reviewing this grading ({who.principal.name})."
+            claimed = await claim_review(services, who.principal, grading_id, reopen=False)
+            note = (
+                "This grading's review is finished: it is not in the queue."
+                if claimed.done_at is not None
+                else f"You are reviewing this grading ({who.principal.name})."
+            )
         except Conflict as exc:
             note = f"Being reviewed by someone else: {exc}"
     confirmed = saved if saved and _SAVED.fullmatch(saved) else None

@@ -45,10 +45,10 @@ async def label_form(
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
 ) -> Template:
-    """The blind form; opening it claims the item."""
+    """The blind form; opening it claims the item (a finished one stays finished)."""
     note = ""
     try:
-        await claim_review(services, who.principal, grading_id)
+        await claim_review(services, who.principal, grading_id, reopen=False)
     except Conflict as exc:
         note = f"Being reviewed by someone else: {exc}"
     context = await _blind_context(services, who, grading_id)

@@ -195,13 +195,23 @@ class ReviewQueries:
         return by_priority(found)
 
     async def claim(
-        self, grading_id: str, *, principal_id: str, principal_name: str, minutes: float
+        self,
+        grading_id: str,
+        *,
+        principal_id: str,
+        principal_name: str,
+        minutes: float,
+        reopen: bool = True,
     ) -> ReviewClaimRecord:
-        """Hold a grading for review; Conflict when another holds a valid claim."""
+        """Hold a grading for review; Conflict when another holds a valid claim. A claim
+        puts a finished item back in the queue, unless ``reopen`` is False (a page
+        merely opened): then a finished item's claim is returned as it is."""
         now = self._db.clock()
 
         def work(session: Session) -> ReviewClaimRecord:
             claim = self._claim_row(session, grading_id)
+            if claim.done_at is not None and not reopen:
+                return claim
             held = claim.claimed_until is not None and claim.claimed_until > now
             if held and claim.claimed_by != principal_id:
                 raise Conflict(

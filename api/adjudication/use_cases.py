@@ -155,16 +155,23 @@ async def reviewed_today(
 
 
 async def claim_review(
-    services: Services, principal: Principal, grading_id: str, *, minutes: float | None = None
+    services: Services,
+    principal: Principal,
+    grading_id: str,
+    *,
+    minutes: float | None = None,
+    reopen: bool = True,
 ) -> ReviewClaimRecord:
     """Hold an item for ``minutes`` (the configured default when None); Conflict while
-    another adjudicator holds it. Returns the claim."""
+    another adjudicator holds it. Returns the claim. ``reopen`` False (a page opened):
+    a finished item stays out of the queue, unclaimed (its ``done_at`` says so)."""
     await readable_grading(services, principal, grading_id)
     return await ReviewQueries(services.store.db).claim(
         grading_id,
         principal_id=principal.id,
         principal_name=principal.name,
         minutes=minutes or services.settings.review_claim_minutes,
+        reopen=reopen,
     )
 
 

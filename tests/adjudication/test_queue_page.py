@@ -228,3 +228,28 @@ async def test_done_next_opens_the_item_behind_though_one_before_it_left_the_que
         done = await c.post(f"/gradings/{b}/done", data=form, follow_redirects=False)
         onward = await c.get(done.headers["location"], follow_redirects=False)
         assert onward.headers["location"].startswith(f"/gradings/{after_b}?claim=true")
+
+
+async def test_opening_a_finished_items_pages_leaves_it_out_of_the_queue(
+    api_client: Any, tokens: Any
+) -> None:
+    """Looking is no review: Bob opening a finished item from a stale queue tab
+    (``?claim=true``) or its blind-label page does not queue it again."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    bob = await tokens("adjudicator", "Bob")
+    replies = [sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")]
+    async with api_client(**scripted_judge(*replies)) as c:
+        made = await _submit(c, agent, f"{DIAGNOSIS} Attempt 0.", "beta")
+        done = await c.post(f"/v1/review-queue/{made}/done", json={}, headers=ada)
+        assert done.status_code in (200, 204), done.text
+        await sign_in(c, bob)
+        page = await c.get(f"/gradings/{made}?claim=true")
+        assert "review is finished" in page.text
+        assert (await c.get(f"/gradings/{made}/label")).status_code == 200
+        queue = (await c.get("/v1/review-queue", headers=bob)).json()["items"]
+        assert queue == []
+        assert "<strong>1</strong> reviewed today" in (await c.get("/queue")).text
+        claimed = await c.post(f"/v1/review-queue/{made}/claim", json={}, headers=bob)
+        assert claimed.status_code in (200, 201)  # a claim asked for reopens it
+        queue = (await c.get("/v1/review-queue", headers=bob)).json()["items"]
+        assert [i["grading"]["id"] for i in queue] == [made]
