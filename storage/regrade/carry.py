@@ -51,6 +51,19 @@ def _rubric(session: Session, grading: GradingRecord) -> Rubric | None:
     return rubric_from_mapping(record.content, source=f"stored rubric {record.key}")
 
 
+def _rubric_read(session: Session, grading: GradingRecord, newer: Rubric | None) -> Rubric | None:
+    """The rubric the previous grading reads with: its stored version; for one no stored
+    version names (SREGym's imported verdicts, version ``sregym``), the regrade's version
+    of the same rubric when it asks exactly the questions the grading answered, as the
+    grading's page shows it (``api.service.presenters.rubric_shown``)."""
+    stored = _rubric(session, grading)
+    if stored is not None or newer is None or newer.id != grading.rubric_id:
+        return stored
+    query = select(col(AnswerRecord.question_id)).where(col(AnswerRecord.grading_id) == grading.id)
+    asked = set(session.execute(query).scalars())
+    return newer if asked and asked == {q.id for q in newer.questions} else None
+
+
 def _same_question(old: Rubric | None, new: Rubric | None, question_id: str) -> bool:
     if old is None or new is None:
         return False
@@ -102,7 +115,8 @@ def carry_overrides(
     if not in_force:
         return outcome
     by_id = {r.id: r for r in records}
-    old, new = _rubric(session, previous), _rubric(session, grading)
+    new = _rubric(session, grading)
+    old = _rubric_read(session, previous, new)
     for event in in_force.values():
         if _carries(event, old, new, graded=grading.status == "graded"):
             copy = _copy(by_id[event.id], grading.id, grading.regrade_job_id or "", at)

@@ -22,7 +22,7 @@ from storage.regrade.batch_tables import RegradeEngineRecord
 from storage.regrade.carry import Carried, carry_overrides
 from storage.regrade.progress import job_progress
 from storage.regrade.tables import RegradeJobRecord
-from storage.review_tables import OverrideRecord
+from storage.review_tables import OverrideRecord, ReviewClaimRecord
 from storage.tables import GradingRecord
 
 __all__ = [
@@ -148,8 +148,23 @@ def _item_completed(
                 covers=[grading.id],
                 rows=carried.copies,
             )
+        if carried.carried and not carried.outdated:
+            _review_carried(db, session, grading, previous)
     if promote and not carried.verdict_outdated:
         _promote(db, session, grading, job, actor)
+
+
+def _review_carried(
+    db: Database, session: Session, grading: GradingRecord, previous: GradingRecord
+) -> None:
+    """Every override in force carried: the human review that made them, finished on the
+    previous grading, holds for this one too (it stays out of the review queue)."""
+    review = session.get(ReviewClaimRecord, previous.id)
+    if review is None or review.done_at is None:
+        return
+    table = ReviewClaimRecord.__table__  # type: ignore[attr-defined]
+    values = {"grading_id": grading.id, "done_at": review.done_at, "done_by": review.done_by}
+    db.upsert(session, table, values)
 
 
 def _current_query(db: Database, grading: GradingRecord) -> Select[GradingRecord]:

@@ -1,0 +1,125 @@
+"""Human decisions carried by regrades: onto imported SREGym verdicts, and with the
+review that made them, so a regrade neither drops a human's decision nor asks again."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from api.imports.problems import read_problems
+from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
+from judge.backends.scripted import ScriptedBackend
+from storage import GradingFilter, Store
+from tests.storage.helpers import graded_result, sregym_rubric, submit
+from tests.support.sregym_results import write_sregym_results
+
+#: the engine matters here (the review's upsert): run on PostgreSQL too under ``--db all``
+pytestmark = pytest.mark.postgres
+
+ALL = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
+
+
+async def _import(engine: Engine, tmp_path: Path) -> Any:
+    """The synthetic SREGym folder imported; its first passing verdict."""
+    fixture = write_sregym_results(tmp_path)
+    store = Store(engine)
+    await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )  # fmt: skip
+    views, _ = await store.gradings.page(limit=500)
+    return next(v.grading for v in views if v.grading.passed is True)
+
+
+async def _finished(client: Any, headers: dict[str, str], job_id: str) -> Any:
+    for _ in range(600):
+        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=headers)).json()
+        if body["state"] in ("done", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job still {body['state']}: {body}")
+
+
+async def _override(client: Any, grading_id: str, headers: dict[str, str], body: Any) -> None:
+    etag = (await client.get(f"/v1/gradings/{grading_id}", headers=headers)).headers["etag"]
+    reply = await client.post(
+        f"/v1/gradings/{grading_id}/overrides", json=body, headers={**headers, "If-Match": etag}
+    )
+    assert reply.status_code in (200, 201), reply.text
+
+
+async def _item(store: Store, job_id: str, submission_id: str) -> Any:
+    views, _ = await store.gradings.page(limit=500, filters=GradingFilter(current_only=False))
+    return next(
+        v.grading
+        for v in views
+        if v.grading.regrade_job_id == job_id and v.grading.submission_id == submission_id
+    )
+
+
+async def test_a_human_verdict_on_an_imported_sregym_verdict_is_carried_by_a_promote(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """SREGym's verdicts are stored under rubric version ``sregym``, which no stored
+    rubric has: their overrides were never carried (the old rubric unknown), and a promote
+    of an overridden one was held back for good."""
+    old = await _import(engine, tmp_path)
+    admin, adjudicator = await tokens("admin"), await tokens("adjudicator")
+    async with api_client(backends={"scripted:pass": ScriptedBackend.for_mode("pass")}) as c:
+        await _override(c, old.id, adjudicator, {"verdict": "fail", "reason": "wrong fault"})
+        request = {"judge": "scripted:pass", "rubric": "sregym-rca", "mode": "promote",
+                   "filter": {"judge": "external:sregym"}}  # fmt: skip
+        job = (await c.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        assert (await _finished(c, admin, job["id"]))["state"] == "done"
+    item = await _item(Store(engine), job["id"], old.submission_id)
+    assert "override_outdated" not in item.review_reasons, item.review_reasons
+    assert item.is_current and item.passed is False  # promoted, the human's fail in force
+
+
+async def test_an_answer_override_on_an_imported_sregym_verdict_is_carried(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    old = await _import(engine, tmp_path)
+    admin, adjudicator = await tokens("admin"), await tokens("adjudicator")
+    async with api_client(backends={"scripted:fail": ScriptedBackend(model="fail")}) as c:
+        body = {"question_id": "D1-Q1", "answer": "yes", "reason": "it names the service"}
+        await _override(c, old.id, adjudicator, body)
+        request = {"judge": "scripted:fail", "filter": {"judge": "external:sregym"}}
+        job = (await c.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        await _finished(c, admin, job["id"])
+    item = await _item(Store(engine), job["id"], old.submission_id)
+    assert "override_outdated" not in item.review_reasons and item.overridden
+
+
+async def test_a_human_verdict_carried_by_a_promote_is_not_asked_for_again(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A decisive pass confirmed by an adjudicator left the queue; the promote that
+    carries that verdict onto the new current grading carries the finished review too."""
+    store = Store(engine)
+    await submit(store)
+    [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
+    assert await store.queue.complete(claim.grading_id, "seed", graded_result(ALL[:7]))
+    adjudicator = await tokens("adjudicator")
+    async with api_client(start_workers=False) as c:
+        queue = (await c.get("/v1/review-queue", headers=adjudicator)).json()["items"]
+        assert [i["grading"]["id"] for i in queue] == [claim.grading_id]
+        await _override(c, claim.grading_id, adjudicator, {"verdict": "pass", "reason": "checked it"})
+    target = RegradeTarget(
+        sregym_rubric(), "openai:new@http://127.0.0.1:9/v1", "openai", "new", "promote"
+    )
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="a")
+    [item] = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
+    assert await store.queue.complete(item.grading_id, "w", graded_result(ALL[:7]))
+    [current], _ = await store.gradings.page(limit=5)
+    assert current.grading.id == item.grading_id and current.grading.overridden
+    async with api_client(start_workers=False) as c:
+        queue = (await c.get("/v1/review-queue", headers=adjudicator)).json()["items"]
+    assert queue == [], [i["reasons"] for i in queue]
