@@ -20,10 +20,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.judges.canary import CallBudget, calls_per_item
+from api.judges.canary import CallBudget
 from api.judges.canary_queries import CanaryQueries
 from api.service.errors import InvalidRequest
-from api.service.grader_factory import grader_for, sampled
+from api.service.grader_factory import calls_per_item, grader_for, sampled
 from api.service.qualification import identity_of
 from api.service.services import Services
 from judge.calibration import (
@@ -90,7 +90,7 @@ async def _noise(
     """The judge's run-to-run noise: the part of the set the drift canary grades (as
     many items as its budget pays for), graded a second time within that budget, as
     the canary grades it, and compared answer by answer with the first grading."""
-    each = calls_per_item(services, spec_text, rubric)
+    each = calls_per_item(services.settings, spec_text, rubric)
     budget = services.settings.canary_budget
     chosen = canary_items(items, budget // each)
     keys = [key for key, _ in chosen]

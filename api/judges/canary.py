@@ -26,7 +26,7 @@ from typing import Any
 from api.judges.canary_queries import CanaryQueries
 from api.service.background import BackgroundTask
 from api.service.errors import InvalidRequest
-from api.service.grader_factory import asking_choice, grader_for, sampled
+from api.service.grader_factory import calls_per_item, grader_for, sampled
 from api.service.metrics import Metrics
 from api.service.qualification import identity_of
 from api.service.services import Services
@@ -41,7 +41,6 @@ from judge.calibration import (
 from judge.calls import Completion, JudgeRequest
 from judge.canary import answers_of, canary_items, check
 from judge.errors import JudgeCallError, JudgeSpecError
-from judge.rubric import Rubric
 from judge.spec import judge_identity
 from judge.statistics import Proportion
 from storage.quality_tables import CalibrationRunRecord, CanaryRunRecord
@@ -50,7 +49,6 @@ __all__ = [
     "BudgetSpent",
     "CallBudget",
     "CanaryLoop",
-    "calls_per_item",
     "canary_history",
     "canary_public",
     "run_canary",
@@ -82,22 +80,6 @@ class CallBudget(StandIn):
             raise BudgetSpent(f"the canary's budget of {self.budget} judge calls is spent")
         self.calls += 1
         return await self._real.complete(request)
-
-
-def calls_per_item(services: Services, spec: str, rubric: Rubric) -> int:
-    """Judge calls one canary item takes when every reply is usable: one per question
-    when asked so; with extraction, one for the claims and one per question the claims
-    do not answer; times the judge's samples."""
-    choice = asking_choice(services.settings, spec, rubric)
-    questions = len(rubric.questions)
-    if choice.asking == "per_question":
-        calls = questions
-    elif choice.asking == "extraction":
-        asked = sum(1 for question in rubric.questions if not question.claims)
-        calls = asked + (1 if asked < questions else 0)
-    else:
-        calls = 1
-    return calls * services.settings.judge_samples
 
 
 def _canary_set(services: Services) -> tuple[str, bytes]:
@@ -146,7 +128,7 @@ async def run_canary(
         raise InvalidRequest(f"{set_name}: {exc}", title="Invalid canary set") from None
     except JudgeSpecError as exc:
         raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
-    chosen = canary_items(gold, settings.canary_budget // calls_per_item(services, spec, rubric))
+    chosen = canary_items(gold, settings.canary_budget // calls_per_item(settings, spec, rubric))
     keys, items = [k for k, _ in chosen], [i for _, i in chosen]
     grader = sampled(settings, grader_for(settings, backend), spec)  # no cache: asked anew
     results = await grade_gold(grader, rubric, items, concurrency=settings.judge_concurrency)

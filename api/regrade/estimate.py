@@ -16,7 +16,7 @@ from typing import Any
 
 from api.regrade.job_queries import RegradeJobQueries
 from api.regrade.selection import RegradeFilter
-from api.service.grader_factory import profile_of_judge, sampling_for
+from api.service.grader_factory import calls_per_item, profile_of_judge, sampling_for
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.cache import CACHE_GRANULARITY, CacheKeys, with_digest
@@ -82,18 +82,23 @@ async def estimate_regrade(
     rubric: Rubric,
     backend: JudgeBackend,
     *,
+    spec: str,
     latest: bool = False,
 ) -> dict[str, Any]:
     """Submissions, judge calls after the cache, and prompt and completion tokens
-    (``latest``: graded against each scenario's newest ground truth)."""
+    (``latest``: graded against each scenario's newest ground truth). ``spec``: the
+    judge as given, whose asking mode and samples say how many calls a grading takes;
+    the cache is checked key by key when that is one call."""
     totals = await RegradeJobQueries(services.store.db).totals(f)
     params = sampling_params(services, backend)
-    calls = totals.submissions - totals.empty_diagnoses
+    per_grading = calls_per_item(services.settings, spec, rubric)
+    asked = totals.submissions - totals.empty_diagnoses
+    calls = asked * per_grading
     cacheable = params.temperature == 0
-    checked = cacheable and totals.submissions <= CACHE_CHECK_LIMIT
+    checked = cacheable and per_grading == 1 and totals.submissions <= CACHE_CHECK_LIMIT
     hits = await _cache_hits(services, f, rubric, backend, latest) if checked and calls else 0
     needed = calls - hits
-    prompt_chars = _fixed_chars(rubric) * calls + totals.text_chars
+    prompt_chars = (_fixed_chars(rubric) * asked + totals.text_chars) * per_grading
     prompt_tokens = prompt_chars // CHARS_PER_TOKEN * needed // calls if calls else 0
     average = await services.store.cache.average_completion_tokens(backend.name, backend.model)
     per_call = average if average is not None else params.max_tokens
@@ -104,16 +109,24 @@ async def estimate_regrade(
         "cache_hits": hits,
         "cache_checked": checked,
         "cache_granularity": CACHE_GRANULARITY,
-        "cache_note": (
-            "the rubric asks every question in one call: a changed question re-asks the whole call"
-            if cacheable
-            else "the judge samples (temperature > 0): nothing is reused"
-        ),
+        "cache_note": _cache_note(cacheable, per_grading),
         "prompt_tokens": prompt_tokens,
         "completion_tokens": round(per_call * needed),
         "completion_tokens_basis": "measured" if average is not None else "max_tokens",
         "cost_usd": _cost(services, prompt_tokens, round(per_call * needed)),
     }
+
+
+def _cache_note(cacheable: bool, per_grading: int) -> str:
+    """What the cache figures mean for this judge."""
+    if not cacheable:
+        return "the judge samples (temperature > 0): nothing is reused"
+    if per_grading > 1:
+        return (
+            f"a grading takes {per_grading} judge calls (asking mode, samples): the cache "
+            "is not checked, the calls are counted before it"
+        )
+    return "the rubric asks every question in one call: a changed question re-asks the whole call"
 
 
 def _cost(services: Services, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:

@@ -147,11 +147,20 @@ def candidates_query(
     return query.order_by(col(s.created_at), col(s.id))
 
 
+def _blank(text: Any) -> Any:
+    """Whether ``text`` is blank as the grader reads it (``str.strip``: no judge call),
+    for ASCII white space: SQL's ``trim`` strips spaces only, so line breaks and tabs
+    become spaces first."""
+    for blank in ("\n", "\r", "\t", "\v", "\f"):
+        text = func.replace(text, blank, " ")
+    return func.length(func.trim(text)) == 0
+
+
 def totals_query(f: RegradeFilter, scenarios: list[str] | None) -> Select[Any]:
     """Covered submissions, their text lengths, and how many have an empty diagnosis."""
     text_chars = func.length(SubmissionRecord.diagnosis) + func.length(
         SubmissionRecord.ground_truth
     )
-    empty = func.sum(case((func.length(func.trim(SubmissionRecord.diagnosis)) == 0, 1), else_=0))
+    empty = func.sum(case((_blank(SubmissionRecord.diagnosis), 1), else_=0))
     columns = (func.count(), func.coalesce(func.sum(text_chars), 0), func.coalesce(empty, 0))
     return _filtered(_joined(*columns), f, scenarios)

@@ -82,7 +82,9 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
     target, backend = await resolve_target(services, data)
     f = data.filter.to_filter()
     latest = target.ground_truth == "latest"
-    estimate = await estimate_regrade(services, f, target.rubric, backend, latest=latest)
+    estimate = await estimate_regrade(
+        services, f, target.rubric, backend, spec=target.judge_spec, latest=latest
+    )
     view = await RegradeJobQueries(services.store.db).create_job(
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )

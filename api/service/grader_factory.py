@@ -30,6 +30,7 @@ from judge.spec import split_spec
 
 __all__ = [
     "asking_choice",
+    "calls_per_item",
     "context_tokens_for",
     "grader_for",
     "profile_of_judge",
@@ -123,3 +124,19 @@ def asking_choice(settings: Settings, spec_text: str, rubric: Rubric) -> AskingC
         reply_format=settings.judge_reply_format,
         profile=profile_of_spec(settings, spec_text),
     )
+
+
+def calls_per_item(settings: Settings, spec_text: str, rubric: Rubric) -> int:
+    """Judge calls one grading takes when every reply is usable: one per question when
+    asked so; with extraction, one for the claims and one per question the claims do
+    not answer; else one; times the judge's samples."""
+    choice = asking_choice(settings, spec_text, rubric)
+    questions = len(rubric.questions)
+    if choice.asking == "per_question":
+        calls = questions
+    elif choice.asking == "extraction":
+        asked = sum(1 for question in rubric.questions if not question.claims)
+        calls = asked + (1 if asked < questions else 0)
+    else:
+        calls = 1
+    return calls * settings.judge_samples

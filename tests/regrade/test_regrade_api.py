@@ -253,3 +253,35 @@ async def test_a_job_survives_a_restart_and_continues_where_it_stopped(
         done = await _finished(client, admin, job["id"])
     assert (done["state"], done["done"]) == ("done", 42)
     assert len(judge.requests) == 41  # the item graded before the restart was not redone
+
+
+@pytest.mark.parametrize("settings", [{"judge_asking": "per_question"}, {"judge_samples": 3}])
+async def test_the_dry_run_counts_every_call_a_grading_takes(
+    api_client: ClientFactory, tokens: Callable[..., Any], settings: dict[str, Any]
+) -> None:
+    """Per-question asking (9 calls a grading) or several samples: the estimate counted
+    one call per submission. A diagnosis of line breaks is blank to the grader (no call),
+    though SQL's trim() strips only spaces."""
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    truth = "[fault_spec] component=deployment/checkout; namespace=shop || OOM"
+    backends = {"scripted:pass": ScriptedBackend.for_mode("pass")}
+    async with api_client(backends=backends, **settings) as client:
+        for diagnosis in ("\n\t\r\n", *(f"checkout ran out of memory ({n})" for n in range(3))):
+            body = {"diagnosis": diagnosis, "ground_truth": truth}
+            sent = await client.post(
+                "/v1/submissions", params={"wait": 10}, json=body, headers=submitter
+            )
+            assert sent.status_code == 201, sent.text
+        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        estimate = dry.json()["estimate"]
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", 4), done
+    assert estimate["empty_diagnoses"] == 1
+    made = done["judge_calls"] + done["cache_hits"]
+    assert made > 3  # the setting asks more than once a grading
+    assert estimate["judge_calls"] == made, (estimate, done)
+    assert not estimate["cache_checked"] and "calls" in estimate["cache_note"]

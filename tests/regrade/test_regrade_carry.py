@@ -111,7 +111,9 @@ async def test_a_human_verdict_carried_by_a_promote_is_not_asked_for_again(
     async with api_client(start_workers=False) as c:
         queue = (await c.get("/v1/review-queue", headers=adjudicator)).json()["items"]
         assert [i["grading"]["id"] for i in queue] == [claim.grading_id]
-        await _override(c, claim.grading_id, adjudicator, {"verdict": "pass", "reason": "checked it"})
+        await _override(
+            c, claim.grading_id, adjudicator, {"verdict": "pass", "reason": "checked it"}
+        )
     target = RegradeTarget(
         sregym_rubric(), "openai:new@http://127.0.0.1:9/v1", "openai", "new", "promote"
     )
