@@ -10,6 +10,7 @@ workers grade them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -263,7 +264,9 @@ class RegradeJobQueries:
             allowed = ACTION_STATES[action]
             if job.dry_run or job.state not in allowed:
                 raise Conflict(f"a {job.state} regrade job cannot be {action}d")
+            now = self._db.clock()
             if action == "cancel":
+                job.rested_since = job.rested_since or now
                 moved = self._set_items(session, job.id, "pending", "cancelled")
                 end_job(self._db, session, job, actor, state="cancelled", covers=moved)
             else:
@@ -272,6 +275,10 @@ class RegradeJobQueries:
                     moved = self._set_items(session, job.id, "cancelled", "pending")
                     job.finished_at, job.counts = None, {}
                 paused = action == "pause"
+                if paused:
+                    job.rested_since = now
+                else:
+                    _end_rest(job, now)
                 job.state = "paused" if paused else ("running" if job.started_at else "queued")
                 session.flush()
                 self._db.audit(
@@ -307,3 +314,11 @@ class RegradeJobQueries:
             .execution_options(synchronize_session=False)
         )
         return list(moved.scalars())
+
+
+def _end_rest(job: RegradeJobRecord, now: datetime) -> None:
+    """A resumed job: the rest that ends now counts as rest (from its start at the
+    earliest: resting before the first item was claimed takes nothing off its rate)."""
+    if job.rested_since is not None and job.started_at is not None:
+        job.rested_seconds += (now - max(job.rested_since, job.started_at)).total_seconds()
+    job.rested_since = None

@@ -82,9 +82,12 @@ def _call_counts(session: Session, job_id: str) -> dict[bool, tuple[int, int, in
 
 
 def _rate(job: RegradeJobRecord, finished: int, now: datetime) -> float | None:
+    """Items finished a second of the time the job ran: its rests (paused, cancelled)
+    left out."""
     if job.started_at is None or finished == 0:
         return None
-    elapsed = ((job.finished_at or now) - job.started_at).total_seconds()
+    end = job.rested_since or job.finished_at or now
+    elapsed = (end - job.started_at).total_seconds() - job.rested_seconds
     return finished / elapsed if elapsed > 0 else None
 
 

@@ -56,6 +56,10 @@ class RegradeJobRecord(SQLModel, table=True):
     started_at: datetime | None = _when()
     finished_at: datetime | None = _when()
     error: str | None = Field(default=None, sa_type=Text)
+    #: seconds spent paused or cancelled since it started (left out of its rate)
+    rested_seconds: float = 0.0
+    #: when its current pause or cancellation began (None while it runs)
+    rested_since: datetime | None = _when()
 
 
 class JudgeCacheRecord(SQLModel, table=True):

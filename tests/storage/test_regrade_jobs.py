@@ -103,6 +103,33 @@ async def test_paused_items_are_not_claimed_and_cancel_then_resume_continues(
     assert final.job.state == "done" and final.progress.done == 4
 
 
+async def test_the_rate_and_eta_leave_out_the_time_the_job_rested(
+    store: Store, clock: Clock
+) -> None:
+    """An item a second, then an hour paused and an hour cancelled: the rate stays an
+    item a second and the ETA of the three left is seconds, not hours."""
+    await _graded_submissions(store, 5)
+    jobs = RegradeJobQueries(store.db)
+    job = (await jobs.create_job(RegradeFilter(), _target(), actor="a")).job
+    [first] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    clock.advance(1)
+    await store.queue.complete(first.grading_id, "w", graded_result())
+    paused = await jobs.change_job(job.id, "pause", actor="a")
+    clock.advance(3600)
+    one_a_second = pytest.approx(1.0, rel=0.1)  # the test clock also moves with real time
+    assert paused.progress.rate == one_a_second
+    assert (await jobs.get_job(job.id)).progress.rate == one_a_second
+    await jobs.change_job(job.id, "resume", actor="a")
+    [second] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    clock.advance(1)
+    await store.queue.complete(second.grading_id, "w", graded_result())
+    await jobs.change_job(job.id, "cancel", actor="a")
+    clock.advance(3600)
+    resumed = await jobs.change_job(job.id, "resume", actor="a")
+    assert (resumed.progress.rate, resumed.progress.remaining) == (one_a_second, 3)
+    assert resumed.progress.eta_seconds == pytest.approx(3.0, rel=0.1)
+
+
 async def test_promote_makes_the_new_grading_current_and_supersedes_the_old(
     store: Store,
 ) -> None:
