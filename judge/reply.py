@@ -24,7 +24,9 @@ from judge.rubric import Rubric
 
 __all__ = ["ParsedAnswer", "ReplyInvalid", "extract_json", "parse_answer_reply", "parse_reply"]
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+_FENCE_MARK = "```"
+#: a code fence's opening line (its language tag, if any)
+_OPEN_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?")
 #: the only answers (any case): a boolean or "true" is a reply that did not follow the
 #: schema, and gets the repair call like any other
 _YES = {"yes"}
@@ -64,23 +66,39 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def extract_json(text: str) -> Any:
-    """The one JSON value of a reply (bare or in a code fence), or ReplyInvalid."""
+    """The one JSON value of a reply (bare or in a code fence), or ReplyInvalid.
+
+    A fenced value is read from its opening fence with the JSON decoder, so its strings
+    may hold backticks (evidence quoting a diagnosis' own code); after the value only
+    the closing fence may follow, and no second code block."""
     # a reply that is bare JSON is taken whole: its strings may quote a diagnosis that
     # contains a code fence, which must not be mistaken for the reply's own
-    fenced = None if text.lstrip()[:1] in ("{", "[") else _FENCE.search(text)
-    if fenced and _FENCE.search(text, fenced.end()):  # a draft and a correction?
-        raise ReplyInvalid(["the reply has more than one code block"])
-    body = fenced.group(1) if fenced else text
-    body = body.strip()
-    if not body:
+    opening = None if text.lstrip()[:1] in ("{", "[") else _OPEN_FENCE.search(text)
+    body = text[opening.end() :] if opening else text
+    if not body.strip():
         raise ReplyInvalid(["the reply is empty"])
     starts = [i for i in (body.find("{"), body.find("[")) if i >= 0]
     if not starts:
         raise ReplyInvalid(["the reply contains no JSON object or array"])
     start = min(starts)
+    if opening and _FENCE_MARK in body[:start]:  # the first block held no JSON: a second one
+        raise ReplyInvalid(["the reply has more than one code block"])
+    value, end = _decode(body, start)
+    rest = body[end:].strip()
+    if opening and rest.startswith(_FENCE_MARK):
+        rest = "" if _FENCE_MARK not in rest[len(_FENCE_MARK) :] else rest
+        if rest:  # a draft and a correction?
+            raise ReplyInvalid(["the reply has more than one code block"])
+    if rest:
+        raise ReplyInvalid(["the reply has text after the JSON value"])
+    return value
+
+
+def _decode(body: str, start: int) -> tuple[Any, int]:
+    """The JSON value at ``start`` of ``body`` and where it ends, or ReplyInvalid."""
     decoder = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
     try:
-        value, end = decoder.raw_decode(body, start)
+        return decoder.raw_decode(body, start)
     except _DuplicateKey as exc:
         raise ReplyInvalid([f"question id {exc.args[0]} appears more than once"]) from None
     except json.JSONDecodeError as exc:
@@ -89,9 +107,8 @@ def extract_json(text: str) -> Any:
         ) from None
     except RecursionError:  # nested past what Python reads: no reply of a rubric is
         raise ReplyInvalid(["the reply's JSON is nested too deeply"]) from None
-    if body[end:].strip():
-        raise ReplyInvalid(["the reply has text after the JSON value"])
-    return value
+    except ValueError as exc:  # e.g. an integer past Python's 4,300 digits
+        raise ReplyInvalid([f"the reply's JSON cannot be read ({str(exc)[:120]})"]) from None
 
 
 def _entries(value: Any) -> list[tuple[str, Any]]:

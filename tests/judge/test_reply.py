@@ -63,6 +63,19 @@ def test_answer_spellings(rubric: Rubric, raw: object, expected: bool) -> None:
     assert all(a.answer is expected for a in parsed.values())
 
 
+def test_a_fenced_reply_may_quote_backticks_in_its_strings(rubric: Rubric) -> None:
+    """Evidence quoting a diagnosis' own inline code (```kubectl get pods```) is inside
+    a JSON string: the reply is one code block, not three."""
+    items = [{"id": q, "answer": "No", "evidence": "ran ```kubectl get pods``` first"}
+             for q in IDS]  # fmt: skip
+    for reply in (
+        "```json\n" + json.dumps(items) + "\n```",
+        "Here it is:\n```json\n" + json.dumps(items) + "\n```\nThat is all.",
+    ):
+        parsed = parse_reply(reply, rubric)
+        assert set(parsed) == set(IDS) and "```kubectl" in parsed["D1-Q1"].evidence
+
+
 @pytest.mark.parametrize(
     ("reply", "problem"),
     [
@@ -83,6 +96,9 @@ def test_answer_spellings(rubric: Rubric, raw: object, expected: bool) -> None:
             "more than one code block",
         ),
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        # an integer past Python's 4,300 digits: a ValueError that no caller expected
+        (json.dumps(_own())[:-1] + ', "note": 1' + "0" * 5000 + "}", "cannot be read"),
+        ("```\nls -l\n```\n" + sregym_reply(set(IDS)), "more than one code block"),
         ('{"D1-Q1": {"answer": "yes"}, "D1-Q1": {"answer": "no"}}', "D1-Q1 appears more than once"),
         (
             json.dumps([{"id": q, "answer": "Yes"} for q in [*IDS, "D1-Q1"]]),
