@@ -64,10 +64,10 @@ def contradictions(ground_truth: str, diagnosis: str) -> list[Contradiction]:
     for key in dict.fromkeys((q.kind, q.subject) for q in reported):
         expected = [t for t in truth if (t.kind, t.subject) == key]
         given = [q for q in reported if (q.kind, q.subject) == key]
-        if not expected or any(q.same_value(t) for q in given for t in expected):
+        if not expected or any(q.near_value(t) for q in given for t in expected):
             continue
         for quantity in given:
-            if not any(quantity.same_value(t) for t in truth):
+            if not any(quantity.near_value(t) for t in truth):
                 found.append(Contradiction(quantity, tuple(expected)))
                 break
     return found

@@ -72,16 +72,23 @@ class Quantity:
     advice: bool = False
 
     def same_value(self, other: Quantity) -> bool:
-        """Equal: exactly for counts, ports and percentages; within 0.1 % for CPU and
-        durations; within 10 % for memory (a diagnosis' MB for the ground truth's Mi)."""
+        """Equal: exactly for counts, ports and percentages; within 0.1 % (rounding)
+        for CPU, memory and durations. Units are read, but a close value is another
+        value: ``1G`` is not ``1Gi`` (7 % apart), nor ``950Mi`` (the labelling guide)."""
         if self.kind != other.kind:
             return False
         if self.kind in ("port", "replicas", "percent"):
             return self.value == other.value
-        if self.kind == "memory":
+        return abs(self.value - other.value) <= abs(other.value) * Decimal("0.001")
+
+    def near_value(self, other: Quantity) -> bool:
+        """Equal, or for memory within 10 %: a diagnosis' ``64MB`` for the ground
+        truth's ``64Mi`` is a loose unit, not another value, so it contradicts nothing
+        (though it does not state the ground truth's value: :meth:`same_value`)."""
+        if self.kind == other.kind == "memory":
             high = max(self.value, other.value)
             return high == 0 or abs(self.value - other.value) / high <= Decimal("0.1")
-        return abs(self.value - other.value) <= abs(other.value) * Decimal("0.001")
+        return self.same_value(other)
 
 
 #: a Kubernetes resource quantity (k8s.io/apimachinery/pkg/api/resource): a signed

@@ -245,3 +245,13 @@ def test_an_equal_quantity_counts_as_naming_a_value() -> None:
     assert facts is not None
     assert check_condition("values", facts, "cart's memory limit is 0.5Gi") is None
     assert check_condition("values", facts, "cart's memory limit is 1Gi") is not None
+
+
+@pytest.mark.parametrize("given", ["950Mi", "1100Mi", "1G", "1.07Gi"])
+def test_a_close_memory_value_does_not_name_the_ground_truths(given: str) -> None:
+    """The labelling guide: a value counts only if it matches after reading units, and
+    1G is not 1Gi. Close is another value (the contradiction check stays lenient)."""
+    facts = facts_of(HEADER + "The memory limit was lowered to 1Gi.")
+    assert facts is not None
+    assert check_condition("values", facts, f"cart's memory limit is {given}") is not None
+    assert check_condition("values", facts, "cart's memory limit is 1024Mi") is None
