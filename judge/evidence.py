@@ -6,8 +6,8 @@ white space or trivial punctuation still match. A quote may join passages with a
 ellipsis; each passage must occur. Small copying slips are tolerated through
 rapidfuzz's partial ratio; fabricated text is not, nor a slip that changes what the
 passage states (a number, a negation). A quote taken from a span that
-screening marked as injected (``judge.injected_spans``) does not count:
-:func:`without_spans` gives the diagnosis that quotes are checked against.
+screening marked as injected (``judge.injected_spans``) does not count, nor one
+running across such a span: quotes are checked in each stretch between spans.
 
 :func:`check_quote` is the one check every answer's quote goes through, whatever the
 question: the same quote, diagnosis and injected spans give the same outcome, and an
@@ -42,8 +42,8 @@ MIN_QUOTE_CHARS = 4
 #: partial-ratio score (0-100) above which a passage counts as found
 FUZZY_CUTOFF = 94.0
 
-#: what an injected span becomes in the text quotes are checked against: a word no
-#: passage of the diagnosis can run across
+#: what an injected span becomes in the text grounding reads (quotes are checked in
+#: each stretch between spans on its own, so none runs across one)
 INJECTED_MARKER = "\n[injected]\n"
 
 #: the outcome of checking one quote: found, or why it does not back a yes
@@ -72,19 +72,28 @@ def _plain(text: str) -> str:
     return _NON_WORD.sub(" ", normalize_untrusted(text).casefold()).strip()
 
 
-def _passage_occurs(passage: str, haystack: str) -> bool:
-    if passage in haystack:
-        return True
+def _passage_at(passage: str, haystack: str, start: int) -> tuple[int, int] | None:
+    """Where ``passage`` first occurs in ``haystack`` from ``start`` on (exactly, or as a
+    copying slip that keeps its facts), or None."""
+    found = haystack.find(passage, start)
+    if found >= 0:
+        return found, found + len(passage)
     if len(passage) < 12:
         # short passages must match exactly on word boundaries: fuzz is too lenient there
-        return False
-    found = fuzz.partial_ratio_alignment(passage, haystack, score_cutoff=FUZZY_CUTOFF)
-    if found is None:
-        return False
+        return None
+    rest = haystack[start:]
+    aligned = fuzz.partial_ratio_alignment(passage, rest, score_cutoff=FUZZY_CUTOFF)
+    # the whole passage must be aligned: against a shorter text the partial ratio
+    # aligns that text inside the passage, and a quote holding it would pass
+    if aligned is None or aligned.src_end - aligned.src_start < len(passage):
+        return None
     # the passage of the diagnosis it matched, widened to whole words
-    start = haystack.rfind(" ", 0, found.dest_start) + 1
-    end = haystack.find(" ", found.dest_end)
-    return _same_facts(passage, haystack[start : end if end >= 0 else len(haystack)])
+    begin = rest.rfind(" ", 0, aligned.dest_start) + 1
+    end = rest.find(" ", aligned.dest_end)
+    end = end if end >= 0 else len(rest)
+    if not _same_facts(passage, rest[begin:end]):
+        return None
+    return start + begin, start + end
 
 
 def _same_facts(passage: str, matched: str) -> bool:
@@ -113,12 +122,25 @@ def quote_occurs(quote: str, diagnosis: str) -> bool:
 
 
 def quote_in(quote: str, haystack: str) -> bool:
-    """Whether ``quote`` is in a text prepared by :func:`searchable` (for many quotes)."""
+    """Whether ``quote`` is in a text prepared by :func:`searchable` (for many quotes).
+
+    Passages joined by an ellipsis must occur in their order, and what the ellipsis
+    skips must hold no negation: "is ... the root cause" does not quote "is not the
+    root cause"."""
     passages = [_plain(p) for p in _ELLIPSIS.split(quote)]
     passages = [p for p in passages if p]
     if not passages or sum(len(p) for p in passages) < MIN_QUOTE_CHARS:
         return False
-    return all(_passage_occurs(f" {p} " if len(p) < 12 else p, haystack) for p in passages)
+    position, previous_end = 0, None
+    for passage in passages:
+        found = _passage_at(f" {passage} " if len(passage) < 12 else passage, haystack, position)
+        if found is None:
+            return False
+        if previous_end is not None and _negations(haystack[previous_end : found[0]]):
+            return False
+        # a short passage's match takes its spaces: the next one may share the first
+        position = previous_end = found[1] - 1 if len(passage) < 12 else found[1]
+    return True
 
 
 def _too_short(quote: str) -> bool:
@@ -133,9 +155,17 @@ def check_quote(quote: str, diagnosis: str, injected: Sequence[tuple[int, int]] 
         return "empty"
     if _too_short(quote):
         return "too_short"
-    if quote_occurs(quote, without_spans(diagnosis, injected) if injected else diagnosis):
+    if not injected:
+        return "found" if quote_occurs(quote, diagnosis) else "not_found"
+    # each stretch between injected spans on its own: no quote runs across one
+    if any(quote_occurs(quote, stretch) for stretch in _outside(diagnosis, injected)):
         return "found"
-    return "injected" if injected and quote_occurs(quote, diagnosis) else "not_found"
+    return "injected" if quote_occurs(quote, diagnosis) else "not_found"
+
+
+def _outside(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
+    """The stretches of ``text`` between the ``(start, end)`` spans."""
+    return without_spans(text, spans).split(INJECTED_MARKER)
 
 
 def without_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:

@@ -57,6 +57,9 @@ def test_real_quotes_are_verified(quote: str) -> None:
         "sets USER_PORT=9999, while the Service targets port 8087",
         "sets USER_PORT=9998, while the Service targets port 8086",
         "pods are Running but now Ready",  # "not" slipped into "now"
+        # an ellipsis may skip words, never a negation, and keeps the passages' order
+        "pods are Running but ... Ready",
+        "port 8086 ... sets USER_PORT=9999",
     ],
 )
 def test_fabricated_or_trivial_quotes_are_not_verified(quote: str) -> None:
@@ -117,3 +120,14 @@ async def test_one_quote_is_judged_the_same_way_for_every_question_citing_it() -
             needed = [a for a in cited if a.question_id == "D1-Q1"]
             assert needed[0].veto is not None
             assert needed[0].veto.check in ("evidence.injected", "grounding.component")
+
+
+def test_a_quote_longer_than_the_diagnosis_is_not_found_for_holding_it() -> None:
+    """Against a shorter text the fuzzy match aligned that text inside the quote: a
+    made-up quote that merely contains a short diagnosis was "found"."""
+    for diagnosis, quote in [
+        ("user service crashed", "the user service crashed because of the OOM killer"),
+        ("database ran out", "the database ran out of memory and then crashed"),
+    ]:
+        assert check_quote(quote, diagnosis) == "not_found"
+        assert check_quote(diagnosis, diagnosis) == "found"
