@@ -41,7 +41,7 @@ from judge.injection_forms import (
 )
 from judge.prompt import normalize_untrusted
 
-__all__ = ["InjectionMarker", "fold", "injection_markers"]
+__all__ = ["InjectionMarker", "character_markers", "fold", "injection_markers"]
 
 #: Cyrillic and Greek letters that look like Latin ones
 _LOOKALIKE_PAIRS = {
@@ -53,6 +53,13 @@ _LOOKALIKE_PAIRS = {
     "ν": "v", "ι": "i", "κ": "k", "χ": "x", "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z",
     "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T",
     "Υ": "Y", "Χ": "X",
+    # Latin small capitals, Armenian letters and the dotted capital I (whose case fold
+    # is "i" and a combining dot, which no pattern reads as "i")
+    "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ɢ": "g", "ʜ": "h",
+    "ɪ": "i", "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p",
+    "ʀ": "r", "ꜱ": "s", "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
+    "օ": "o", "ս": "u", "ո": "n", "հ": "h", "ց": "g", "զ": "q", "Օ": "O", "Ս": "U",
+    "İ": "I",
 }  # fmt: skip
 _LOOKALIKES = str.maketrans(_LOOKALIKE_PAIRS)
 
@@ -473,8 +480,12 @@ _ASCII_NEEDED_WORDS = tuple(word for word in _NEEDED_WORDS if word.isascii())
 #: of a needed word (``re``'s own equivalences that folding leaves; a test checks every
 #: code point): mapped before the words are looked for
 _FOLD_EQUIVALENTS = {"\u0131": "i"}
-#: format characters (zero-width, bidirectional controls, tag characters)
-_HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
+#: format characters (zero-width, bidirectional controls, tag characters) and the
+#: fillers that render as nothing or as a blank (``judge.prompt`` removes or blanks them)
+_HIDDEN = re.compile(
+    "[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f"
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u2800\u3164\uffa0\U0001bca0-\U0001bca3]"
+)
 _EXCERPT = 60
 #: words an instruction needs, to tell whether joining hyphenated pieces made one
 _BROKEN_WORDS = re.compile(
@@ -482,6 +493,12 @@ _BROKEN_WORDS = re.compile(
 )
 #: runs of blanks other than one space (replacing a single space by itself is wasted)
 _BLANKS = re.compile(r"[ \t]{2,}|\t")
+#: Markdown emphasis and code marks, and HTML tags, which wrap words of an instruction
+#: (a mark inside a word, as in USER_PORT, is no wrapper)
+_WRAPPERS = re.compile(r"(?<!\w)[*_`~]+(?=\w)|(?<=\w)[*_`~]+(?!\w)|</?[a-z][a-z0-9]{0,10}\b")
+_UNWRAP = re.compile(
+    r"(?<!\w)[*_`~]+(?=\w)|(?<=\w)[*_`~]+(?!\w)|</?[a-z][a-z0-9]{0,10}\b[^<>]{0,80}>"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -521,8 +538,9 @@ def _disguised_letters(text: str) -> str | None:
     return None
 
 
-def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
-    """Every kind of marker found in ``text``, once each, with its first excerpt."""
+def character_markers(text: str) -> list[InjectionMarker]:
+    """The markers only the raw text shows (normalizing removes them): hidden
+    characters, and letters disguised as others."""
     found: list[InjectionMarker] = []
     hidden = _HIDDEN.search(text.lstrip("\ufeff"))  # a leading byte-order mark is innocent
     if hidden:
@@ -530,6 +548,12 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     disguised = _disguised_letters(text)
     if disguised:
         found.append(InjectionMarker("lookalike_letters", disguised))
+    return found
+
+
+def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
+    """Every kind of marker found in ``text``, once each, with its first excerpt."""
+    found = character_markers(text)
     normal = normalize_untrusted(text)
     mapped = normal.translate(_LOOKALIKES)
     folded = _folded(mapped)
@@ -540,8 +564,12 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     spaced = collapse_spaced(normal)
     if spaced != normal:
         forms.append(fold(spaced))
-    if "\n" in normal:  # one word a line: the words joined again
-        forms.append(_folded(" ".join(mapped.split()).casefold()))
+    joined = " ".join(mapped.split())
+    if joined != mapped:  # one word a line, or words apart by other blanks: joined again
+        forms.append(_folded(joined))
+    unwrapped = _UNWRAP.sub("", folded) if _WRAPPERS.search(folded) else folded
+    if unwrapped != folded:  # **ignore** all <i>previous</i> instructions
+        forms.append(_BLANKS.sub(" ", unwrapped))
     unbroken = dehyphenated(folded)  # ig-nore: searched when that makes a word it lacked
     if unbroken != folded and len(_BROKEN_WORDS.findall(unbroken)) > len(
         _BROKEN_WORDS.findall(folded)

@@ -55,8 +55,11 @@ _CHAT_TOKEN = re.compile(
 )
 #: zero-width and bidirectional controls, and the tag characters that can smuggle text
 _INVISIBLE = re.compile(
-    "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+    "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f"
+    "\u034f\u17b4\u17b5\u180b-\u180d\U0001bca0-\U0001bca3]"
 )
+#: characters that render as a blank without being white space
+_BLANK_FILLERS = re.compile("[\u115f\u1160\u2800\u3164\uffa0]")
 #: Unicode category Cc (U+0000-U+001F, U+007F-U+009F) except tab and line feed
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -85,9 +88,11 @@ def _system(tag: str, reply_format: str, *, one: bool) -> str:
 
 
 def normalize_untrusted(text: str) -> str:
-    """NFKC, unified line ends, invisible and control characters removed."""
+    """NFKC, unified line ends, invisible and control characters removed, fillers that
+    render as a blank (Hangul fillers, the blank Braille pattern) made spaces."""
     text = unicodedata.normalize("NFKC", text).replace("\r\n", "\n").replace("\r", "\n")
     text = _INVISIBLE.sub("", text)
+    text = _BLANK_FILLERS.sub(" ", text)
     return _CONTROL.sub("", text)
 
 

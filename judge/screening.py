@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge.injected_spans import Span, injected_spans
-from judge.injection import injection_markers
+from judge.injection import character_markers, injection_markers
 from judge.review_reasons import ReviewReason
 from judge.secrets import redact, redacted_kinds
 from judge.verdict import GradingResult
@@ -117,6 +117,10 @@ def screen(diagnosis: str) -> Screening:
             f"suggested failure tag {LEAKED_CREDENTIAL_TAG}"
         )
     markers = injection_markers(redacted.text)
+    if redacted.text != diagnosis:  # redaction normalizes: what only the raw text shows
+        seen = {m.kind for m in markers}
+        raw = [m for m in character_markers(diagnosis) if m.kind not in seen]
+        markers = (*raw, *markers)
     if markers:
         reasons.append(ReviewReason.INJECTION_SUSPECTED)
         found = ", ".join(f'{m.kind} ("{m.excerpt}")' for m in markers)
