@@ -127,15 +127,30 @@ _DETECT_SECRETS: tuple[BasePlugin, ...] = (
 _PROSE_PASSWORD = (
     r"(?i)\b(?:password|passwd|passphrase|pwd)\b(?:\s+(?:for|of)\s+[\w.@-]+)?\s*"
     r"(?:(?:is|was|has been|were)(?:\s+(?:set|changed|reset)\s+to)?|set to|changed to|to|reads|"
-    r"[:=])\s*"
+    r"[:=])(?:\s*:)?\s*"
 )
+#: a quoted value, whole (spaces and all): group 1 between the quotes
+_QUOTED = r"[\"']((?<=\")[^\"\n]{4,200}(?=\")|(?<=')[^'\n]{4,200}(?='))"
 #: what detect-secrets misses; group 1 is the secret
 _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a URL whose user is empty: redis://:password@host (BasicAuthDetector needs a user)
     ("connection-string-password", re.compile(r"://:([^\s/@]+)@")),
-    # a URL's password with characters BasicAuthDetector's leaves out (! $ * + = ...):
-    # postgres://admin:S3cr3t!@db:5432/app
-    ("basic-auth-credentials", re.compile(r"://[^\s:/@]+:([^\s/@]+)@")),
+    # a URL's password with characters BasicAuthDetector's leaves out (! $ * + = @...):
+    # postgres://admin:S3cr3t!@db:5432/app, mongodb://admin:P@ssw0rd@mongo (to the last @)
+    ("basic-auth-credentials", re.compile(r"://[^\s:/@]+:([^\s/]+)@[^\s@/]*")),
+    # DB_PASSWORD="correct horse battery staple": a quoted value with spaces, whole
+    (
+        "secret-keyword",
+        re.compile(r"(?i)\b[\w.-]*(?:password|passwd|passphrase|pwd)[\w.-]*\s*[:=]\s*" + _QUOTED),
+    ),
+    # **DB_PASSWORD**: hunter22, | DB_PASSWORD | hunter22 |: a key in Markdown
+    (
+        "secret-keyword",
+        re.compile(
+            r"(?i)\b[\w.-]*(?:password|passwd|passphrase|pwd)[\w.-]*[*_`]*\s*[:=|]\s*[*_`]*"
+            r"((?=[^\s|*`\"']*[\d!@#$%^&+=?~])[^\s|*`\"']{4,})"
+        ),
+    ),
     # a Google API key; a Slack app-level token (SlackDetector knows the xox? ones)
     ("google-api-key", re.compile(r"(?<![\w-])(AIza[0-9A-Za-z_-]{35})(?![\w-])")),
     ("slack-token", re.compile(r"(?<![\w-])(xapp-\d-[A-Za-z0-9-]{20,})")),
@@ -210,7 +225,10 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"(?i)\bredis-cli\b[^\n|;&]*?\s(?:-a|--pass)\s+['\"]?([^\s'\"]+)"),
     ),
     # --password=S3cret / --password S3cret, for any command
-    ("command-line-password", re.compile(r"(?i)(?<![\w-])--password[=\s]+['\"]?([^\s'\"]+)")),
+    (
+        "command-line-password",
+        re.compile(r"(?i)(?<![\w-])--password[=\s]+(?:" + _QUOTED + r"|([^\s'\"]+))"),
+    ),
     # Cookie: session=...; other=... (every cookie of the header: any may be a session)
     ("cookie", re.compile(r"(?i)\b(?:set-)?cookie\s*:\s*([^\s\"'][^\n\"']*?)(?=\s*(?:[\"']|$))")),
     # curl --cookie 'session=...' / -b 'session=...'

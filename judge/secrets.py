@@ -38,6 +38,11 @@ _MIN_VALUE = 4
 #: values at least this long are redacted wherever else they occur in the text
 _SWEEP_VALUE = 6
 _PLACEHOLDER = re.compile(r"^(?:[<$%{\[(*]|x{4,}$|\*+$)|:$", re.IGNORECASE)
+#: a value that names where the secret is rather than being it: ${DB_PASSWORD}, $PW,
+#: <password>, {{ .Values.pw }}, %PW%, xxxx, ****
+_REFERENCE = re.compile(
+    r"(?:\$\{?[A-Za-z_]\w*\}?|<[^<>]*>|\{\{[^{}]*\}\}|%\w+%|x{4,}|\*+)[.,;:)]*$", re.IGNORECASE
+)
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 _KEY_BEFORE = re.compile(r"([\w.-]+)\W*$")
 #: long lines are scanned in overlapping windows cut at white space: some detectors
@@ -121,8 +126,17 @@ def redacted_kinds(text: str) -> tuple[str, ...]:
 
 
 def _value_span(plugin: SecretPlugin, line: str, value: str, offset: int) -> tuple[int, int] | None:
-    """Where ``value`` sits in ``line`` (searching from ``offset``), widened to its token."""
-    start = line.find(value, offset)
+    """Where ``value`` sits in ``line`` (searching from ``offset``), widened to its token.
+
+    A value too short to be a credential counts only as a token's prefix (GitHub's
+    detector reports the ``ghp`` of ``ghp_...``): found at its first occurrence and
+    widened, the password ``p`` of ``postgres://admin:p@ss@db`` redacted ``postgres``.
+    """
+    if len(value) < _MIN_VALUE:
+        prefix = re.compile(re.escape(value) + r"(?=[_-])").search(line, offset)
+        start = prefix.start() if prefix else -1
+    else:
+        start = line.find(value, offset)
     if start < 0:
         return None
     if plugin.keyword:
@@ -172,8 +186,14 @@ def _line_spans(line: str) -> Iterator[tuple[str, int, int]]:
                 yield plugin.kind, start, end
             continue
         for match in detector.finditer(line):
-            if len(match.group(1)) >= _MIN_VALUE and not has_redactions(match.group(1)):
-                yield plugin.kind, match.start(1), match.end(1)
+            group = match.lastindex or 1  # the one alternative's group that matched
+            value = match.group(group)
+            if (
+                len(value) >= _MIN_VALUE
+                and not has_redactions(value)
+                and not _REFERENCE.match(value)
+            ):
+                yield plugin.kind, match.start(group), match.end(group)
 
 
 def _windows(line: str) -> Iterator[tuple[int, str]]:

@@ -284,6 +284,20 @@ def test_ordinary_mentions_of_passwords_keys_and_basic_auth_stay(text: str) -> N
         ("Cookie: session=abc123def456ghi", "abc123def456ghi", "cookie"),
         ("probe: redis-cli -h cache -a S3cr3tPass ping", "S3cr3tPass", "command-line-password"),
         ("psql-wrapper --password=hunter22 -d app", "hunter22", "command-line-password"),
+        # quoted values with spaces, whole; prose with "is:"; keys in Markdown
+        ('DB_PASSWORD="correct horse battery staple"', "horse battery staple", "secret-keyword"),
+        ("password: 'correct horse battery staple'", "horse battery staple", "secret-keyword"),
+        ('mysql -uroot --password="orange lemon" shop', "orange lemon", "secret-keyword"),
+        ("the password is: hunter22", "hunter22", "secret-keyword"),
+        ("**DB_PASSWORD**: hunter22", "hunter22", "secret-keyword"),
+        ("| DB_PASSWORD | hunter22 |", "hunter22", "secret-keyword"),
+        # a URL password holding @, read to the last @ (not the scheme)
+        (
+            "the DSN is mongodb://admin:P@ssw0rd@mongo:27017/app",
+            "P@ssw0rd",
+            "basic-auth-credentials",
+        ),
+        ("postgres://admin:p@ss!word1@db:5432/app", "p@ss!word1", "basic-auth-credentials"),
     ],
 )
 def test_credentials_on_command_lines_cookies_and_aws_secrets_are_redacted(
@@ -300,6 +314,11 @@ def test_credentials_on_command_lines_cookies_and_aws_secrets_are_redacted(
         "redis-cli ping returns PONG; the secret mounted in the pod is missing",
         "the cookie banner covers the checkout button",
         "the AWS secret is rotated every 90 days by the operator",
+        # where the password is, not the password: a variable, a template, a placeholder
+        "The manifest sets password: ${DB_PASSWORD}, which is never substituted.",
+        "the password is $PGPASSWORD from the Secret",
+        "| password | required |",
+        "connect with --password=<password> as the docs say",
     ],
 )
 def test_commands_and_words_without_a_credential_stay(text: str) -> None:
