@@ -227,7 +227,9 @@ class ReportQueries:
     async def failure_tag_counts(
         self, filters: ReportFilter, *, group_by: Sequence[GroupKey] = ()
     ) -> list[TagCounts]:
-        """Scored gradings carrying each failure tag in force, per group, most frequent first."""
+        """Gradings carrying each failure tag in force, per group, most frequent first, of
+        the gradings that are not pending (``n``): unscored ones count, as a human may tag
+        a grading the judge could not score."""
         groups = group_columns(group_by)
         scored = col(_G.status) != "pending"
         tag = FailureTagRecord
