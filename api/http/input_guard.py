@@ -25,7 +25,7 @@ from urllib.parse import quote, unquote_plus
 from litestar import Request
 
 from api.http.problems import ApiProblem
-from api.service.request_types import EARLIEST, LATEST, bounded_date
+from api.service.request_types import bounded_date
 from storage.storable import (
     MAX_INT32,
     MAX_JSON_DEPTH,
@@ -80,15 +80,15 @@ def _bounded_part(part: bytes) -> bytes:
         when = datetime.fromisoformat(unquote_plus(value.decode("utf-8")))
     except ValueError:
         return part  # the guard answers 422 naming it
-    bounded = bounded_date(when)
-    if EARLIEST < bounded < LATEST:
-        return part  # within the stored years: as sent
-    return name + b"=" + quote(bounded.isoformat()).encode()
+    # always written again, in full: a date without offset is UTC (the routes' parser
+    # refuses to compare it with stored times), and a compact ISO date (20240101),
+    # which the routes' parser would read as seconds since 1970, is the date it writes
+    return name + b"=" + quote(bounded_date(when).isoformat()).encode()
 
 
 def bound_query_dates(query: bytes) -> bytes:
-    """``query`` with each date bound of a filter within the stored years (other
-    parameters byte for byte as sent)."""
+    """``query`` with each date bound of a filter written in full as UTC, within the
+    stored years (other parameters byte for byte as sent)."""
     if b"created_" not in query:
         return query
     return b"&".join(_bounded_part(part) for part in query.split(b"&"))

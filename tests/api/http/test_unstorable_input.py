@@ -128,6 +128,35 @@ async def test_a_date_bound_beyond_the_stored_years_reads_as_their_end(
         assert await count(f"created_before={FIRST_DATE}") == 0
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/gradings",
+        "/v1/scenarios",
+        "/v1/stats/pass-rates",
+        "/v1/stats/questions",
+        "/v1/stats/attempts",
+        "/v1/exports/gradings",
+    ],
+)
+async def test_a_date_without_offset_is_utc_and_a_compact_one_is_no_epoch(
+    api_client: Any, tokens: Any, path: str
+) -> None:
+    """``created_after=2024-01-01T00:00:00`` (no offset) was a 500 on every filtered
+    read, and ``20240101`` (ISO's basic format) was read as seconds since 1970."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        graded = await client.post("/v1/submissions?wait=10", json=BASE, headers=admin)
+        assert graded.status_code == 201, graded.text
+        for value in ("2024-01-01T00:00:00", "20240101", "29990101"):
+            answer = await client.get(path, params={"created_after": value}, headers=admin)
+            assert answer.status_code == 200, (value, answer.text)
+        listed = await client.get("/v1/gradings?created_after=29990101", headers=admin)
+        assert listed.json()["items"] == []  # the year 2999, not 1970
+        since = await client.get("/v1/stats/attempts?created_after=20240101", headers=admin)
+        assert since.json()["since"].startswith("2024-01-01")
+
+
 async def test_a_comparison_takes_edge_dates_in_either_arm(api_client: Any, tokens: Any) -> None:
     admin = await tokens("admin")
     async with api_client() as client:
