@@ -54,7 +54,10 @@ class InvalidCursor(StorageError, ValueError):
 
 
 class PreconditionFailed(StorageError):
-    """The entity changed since the revision the caller expected (a stale If-Match)."""
+    """The entity changed since the revision the caller expected (a stale If-Match);
+    ``field`` names the header that carried it."""
+
+    field = "If-Match"
 
     def __init__(self, message: str, *, current_revision: int) -> None:
         super().__init__(message)

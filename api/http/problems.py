@@ -154,11 +154,14 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
         errors = [{"field": "body", "message": detail}]
         return problem_response(400, "Malformed JSON", detail, instance=path, errors=errors)
     if isinstance(exc, HTTPException):
+        # the framework's own body limit (413) is the body's fault, as the upload's is
+        body = [{"field": "body", "message": str(exc.detail)}] if exc.status_code == 413 else None
         return problem_response(
             exc.status_code,
             exc.detail or "Error",
             str(exc.detail),
             instance=path,
+            errors=body,
             headers=dict(exc.headers or {}),
         )
     request.logger.exception("unhandled error on %s", path)

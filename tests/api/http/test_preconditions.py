@@ -3,6 +3,8 @@ naming the header (428 without one): never a 500, whatever the header holds."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from api.http.preconditions import expected_revision
@@ -32,3 +34,28 @@ def test_if_match_names_the_revision_and_is_required() -> None:
     with pytest.raises(ApiProblem) as missing:
         expected_revision(None, what="overrides need If-Match")
     assert (missing.value.status, missing.value.field) == (428, "If-Match")
+
+
+async def test_a_stale_if_match_and_a_body_too_large_name_their_field(
+    api_client: Any, tokens: Any
+) -> None:
+    """Every problem names the field at fault: the usual stale If-Match (raised by the
+    write, not by reading the header) named nothing, nor did the framework's own 413."""
+    admin = await tokens("admin")
+    truth = "[fault_spec] component=deployment/geo; namespace=hotel || GEO_PORT=7777"
+    async with api_client(max_body_bytes=4096) as client:
+        made = await client.post("/v1/scenarios", json={"id": "s/3", "ground_truth": truth},
+                                 headers=admin)  # fmt: skip
+        assert made.status_code == 201, made.text
+        stale = await client.put(
+            "/v1/scenarios/s/3",
+            json={"ground_truth": truth + " (fixed)"},
+            headers={**admin, "If-Match": '"2"'},
+        )
+        assert stale.status_code == 412
+        assert stale.json()["errors"][0]["field"] == "If-Match"
+        body = {"diagnosis": "d", "scenario_id": "s/3", "metadata": {"x": "y" * 8000}}
+        large = await client.post("/v1/submissions", json=body, headers=admin)
+        assert large.status_code == 413
+        assert large.headers["content-type"].startswith("application/problem+json")
+        assert large.json()["errors"][0]["field"] == "body"
