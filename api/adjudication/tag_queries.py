@@ -87,7 +87,8 @@ class TagQueries:
         """Tag what the agent got wrong; the tag must be in the vocabulary."""
 
         def work(session: Session) -> FailureTagRecord:
-            if session.get(GradingRecord, grading_id) is None:
+            grading = _locked(self._db, session, grading_id)
+            if grading is None:
                 raise NotFound(f"no grading {grading_id}")
             if session.get(TagVocabularyRecord, tag) is None:
                 raise InvalidReview(f"{tag!r} is not in the failure-tag vocabulary", field="tag")
@@ -100,6 +101,7 @@ class TagQueries:
                 created_at=self._db.clock(),
             )
             session.add(record)
+            grading.revision += 1  # the grading object shows its tags: a new ETag
             session.flush()
             self._db.audit(
                 session,
@@ -107,7 +109,13 @@ class TagQueries:
                 entity_type="grading",
                 entity_id=grading_id,
                 actor=author_id,
-                payload={"tag": tag, "tag_id": record.id, "note": note},
+                payload={
+                    "tag": tag,
+                    "tag_id": record.id,
+                    "note": note,
+                    "revision": grading.revision,
+                },
+                covers=[grading_id],
                 rows=[record],
             )
             return record
@@ -118,10 +126,13 @@ class TagQueries:
         """Mark a tag removed (kept for the record)."""
 
         def work(session: Session) -> None:
+            grading = _locked(self._db, session, grading_id)
             record = session.get(FailureTagRecord, tag_id)
-            if record is None or record.grading_id != grading_id or record.removed_at:
+            missing = record is None or record.grading_id != grading_id or record.removed_at
+            if grading is None or record is None or missing:
                 raise NotFound(f"no tag {tag_id} on grading {grading_id}")
             record.removed_at, record.removed_by = self._db.clock(), actor
+            grading.revision += 1
             session.flush()
             self._db.audit(
                 session,
@@ -129,8 +140,15 @@ class TagQueries:
                 entity_type="grading",
                 entity_id=grading_id,
                 actor=actor,
-                payload={"tag": record.tag, "tag_id": tag_id},
+                payload={"tag": record.tag, "tag_id": tag_id, "revision": grading.revision},
+                covers=[grading_id],
                 rows=[record],
             )
 
         return await self._db.run(work)
+
+
+def _locked(db: Database, session: Session, grading_id: str) -> GradingRecord | None:
+    """The grading, its row locked on PostgreSQL until the transaction ends: its revision
+    moves with each tag, never lost to a write beside it."""
+    return session.get(GradingRecord, grading_id, with_for_update=db.postgres)

@@ -264,3 +264,28 @@ async def test_gradings_filter_by_failure_tag(api_client: Any, tokens: Any) -> N
         )
         page = (await client.get("/v1/gradings?tag=over-explored", headers=adj)).json()
         assert [g["id"] for g in page["items"]] == [first["id"]]
+
+
+async def test_a_tag_changes_the_gradings_etag_and_an_older_if_match_is_stale(
+    api_client: Any, tokens: Any
+) -> None:
+    """The grading object shows its tags: adding or removing one is a new revision (a
+    strong ETag names one representation), so a write from before it is a 412."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(set(IDS)))) as c:
+        grading = await graded(c, agent)
+        url = f"/v1/gradings/{grading['id']}"
+        before = (await c.get(url, headers=ada)).headers["etag"]
+        added = await c.post(f"{url}/tags", json={"tag": "misread-unit"}, headers=ada)
+        assert added.status_code == 201, added.text
+        tagged = await c.get(url, headers=ada)
+        assert tagged.headers["etag"] != before and tagged.json()["tags"]
+        override = {"verdict": "fail", "reason": "a stale page"}
+        stale = await c.post(f"{url}/overrides", json=override, headers={**ada, "If-Match": before})
+        assert stale.status_code == 412
+        removed = await c.delete(f"{url}/tags/{tagged.json()['tags'][0]['id']}", headers=ada)
+        assert removed.status_code in (200, 204), removed.text
+        assert (await c.get(url, headers=ada)).headers["etag"] != tagged.headers["etag"]
+        history = (await c.get(f"{url}/history", headers=ada)).json()["events"]
+        revisions = [e["payload"].get("revision") for e in history if "tag" in e["event"]]
+        assert len(revisions) == 2 and revisions[0] < revisions[1], revisions
