@@ -90,7 +90,7 @@ def tokens_list(fmt: str) -> None:
         return await all_tokens(store)
 
     rows = []
-    for r in with_store(listing, migrate=True):
+    for r in with_store(listing):
         grant = "inline-ground-truth" if r.inline_ground_truth else None
         times = [t.isoformat() if t is not None else None for t in (r.expires_at, r.revoked_at)]
         rows.append([r.id, r.name, r.role, *times, grant])
@@ -116,5 +116,5 @@ def tokens_revoke(token_id: str) -> None:
         except NotFound:
             raise CommandError(f"no token with id {token_id!r}") from None
 
-    with_store(revoke, migrate=True)
+    with_store(revoke)
     click.echo(f"revoked {token_id}", err=True)

@@ -19,6 +19,8 @@ READERS = [
     ("regrade", "--judge", "scripted:fail", "--dry-run"),
     ("regrade", "status", "0" * 32),
     ("audit", "verify"),
+    ("tokens", "list"),
+    ("tokens", "revoke", "0" * 32),
 ]
 
 
