@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import CommandError
+from api.service.settings import mask_passwords
 
 if TYPE_CHECKING:
     import httpx
@@ -73,7 +74,8 @@ class Remote:
 
     def __init__(self, http: httpx.Client, url: str) -> None:
         self._http = http
-        self.url = url
+        #: the server as messages name it: a password in its URL masked
+        self.url = mask_passwords(url)
 
     def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """The answer of a 2xx request; a usage error naming the status otherwise."""

@@ -176,6 +176,8 @@ def submit_command(
     from sre_judge_client import ApiError, Client, Unavailable
 
     jsonl = jsonl or diagnosis_file.endswith(".jsonl")
+    if ground_truth_file == "-" and diagnosis_file == "-":
+        raise click.UsageError("only one of the files can be read from stdin")
     truth = _read(ground_truth_file) if ground_truth_file else None
     if not jsonl and (scenario_id is None) == (truth is None):
         raise click.UsageError("give exactly one of --scenario and --ground-truth-file")
@@ -184,8 +186,8 @@ def submit_command(
     outcomes: list[str] = []
     try:
         client = Client(url, token)
-    except ValueError as error:  # a token no header can carry: said without quoting it
-        raise click.UsageError(f"--token: {error}") from None
+    except ValueError as error:  # a URL no request goes to, a token no header carries
+        raise click.UsageError(f"--url/--token: {error}") from None
     with client:
         for where, request in requests:
             prefix = f"error: {where}: " if where else "error: "

@@ -161,6 +161,11 @@ def test_a_token_read_with_its_newline_is_sent_without_it() -> None:
     assert route.calls[0].request.headers["Authorization"] == "Bearer s3cret"
 
 
+def test_a_server_url_without_its_scheme_is_refused_at_once() -> None:
+    with pytest.raises(ValueError, match="http://"):
+        Client("127.0.0.1:8000", "t0ken")
+
+
 @pytest.mark.parametrize("token", ["s3cr et", "s3cr\u00e9t", "s3cr\x00t"])
 def test_a_token_no_header_can_carry_is_refused_without_quoting_it(token: str) -> None:
     with pytest.raises(ValueError, match="HTTP header") as refused:

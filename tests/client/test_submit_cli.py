@@ -205,6 +205,28 @@ def test_jsonl_lines_are_read_as_import_jsonl_reads_them(
     assert all(f"line {n}" in done.output for n in (1, 2, 3)), done.output
 
 
+@pytest.mark.parametrize(
+    ("args", "env", "said"),
+    [
+        (["--ground-truth-file", "-", "--diagnosis-file", "-"], {}, "only one of the files"),
+        (["--scenario", "s", "--diagnosis-file", "d.txt"], {"SRE_JUDGE_URL": "127.0.0.1:8000"},
+         "http://"),
+    ],
+    ids=["stdin twice", "url without scheme"],
+)  # fmt: skip
+def test_what_no_request_could_carry_is_bad_usage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str],
+    said: str,
+) -> None:  # fmt: skip
+    """Both files from stdin sent an empty diagnosis (a wrong fail); a URL without its
+    scheme was 'no verdict yet' (5), which a CI gate retries for ever."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.txt").write_text("a diagnosis")
+    base = {"SRE_JUDGE_URL": "http://127.0.0.1:9", "SRE_JUDGE_TOKEN": "t"}
+    done = CliRunner().invoke(submit_command, args, env={**base, **env}, input="x")
+    assert done.exit_code == 2 and said in done.output, done.output
+
+
 def test_a_token_is_never_printed(tmp_path: Path) -> None:
     """A token no HTTP header can carry is a usage error that does not quote it (the
     HTTP library's own error did, into CI logs)."""

@@ -65,9 +65,12 @@ def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
 
     The token is taken without surrounding whitespace (one read from a file or a mounted
     secret often ends with a newline); one holding anything else than visible ASCII is a
-    ``ValueError`` that does not quote it (an HTTP library's error would).
+    ``ValueError`` that does not quote it (an HTTP library's error would), and so is a
+    URL without its ``http://`` or ``https://`` (which no request could be sent to).
     """
     url = base_url or os.environ.get("SRE_JUDGE_URL") or DEFAULT_URL
+    if not url.lower().startswith(("http://", "https://")):  # 127.0.0.1:8000: no request
+        raise ValueError("the server URL must start with http:// or https://")
     given = (token or os.environ.get("SRE_JUDGE_TOKEN") or "").strip()
     if not all("!" <= c <= "~" for c in given):
         raise ValueError("the token holds a character an HTTP header cannot carry")

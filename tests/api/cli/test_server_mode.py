@@ -103,3 +103,13 @@ def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["already_imported"] == 4
         assert ": done, 4/4 rows" in again.stderr
+
+
+def test_a_password_in_the_server_url_is_not_printed() -> None:
+    """The messages name the server: with its URL's password masked (CI logs)."""
+    done = cli_in_process(
+        "report", "pass-rates", "--server", "http://ops:hunter2@127.0.0.1:1",
+        env={"SRE_JUDGE_TOKEN": "t", "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 2 and "cannot reach http://ops:***@127.0.0.1:1" in done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
