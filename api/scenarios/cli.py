@@ -60,7 +60,11 @@ def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
 
     name = getattr(file, "name", "-")
     fmt = fmt or _SUFFIXES.get(Path(str(name)).suffix.lower())
-    text = file.read()
+    try:
+        text = file.read()
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise click.BadParameter(f"{name}: line {line}: not UTF-8", param_hint="FILE") from None
 
     async def action() -> ScenarioLoadReport:
         async with service_runtime() as services:

@@ -88,6 +88,9 @@ def read_checkpoints(path: Path) -> list[Checkpoint]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise CheckpointError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise CheckpointError(f"{path} line {line}: not UTF-8") from None
     found = []
     for number, line in enumerate(lines, start=1):
         if line.strip():

@@ -94,3 +94,11 @@ def test_a_title_with_line_breaks_lists_on_its_own_line(database_url: str, tmp_p
     )
     as_json = _cli(database_url, "scenarios", "list", "--json")  # JSON: the title as it is
     assert json.loads(as_json.stdout)["title"] == forged["title"]
+
+
+def test_a_file_that_is_not_utf8_is_named_with_its_line(database_url: str, tmp_path: Path) -> None:
+    bad = tmp_path / "scenarios.jsonl"
+    bad.write_bytes(b'{"id": "a", "ground_truth": "x"}\n{"id": "b", "ground_truth": "\xff"}\n')
+    done = _cli(database_url, "scenarios", "load", str(bad))
+    assert done.returncode == 2 and "unexpected" not in done.stderr, done.stderr
+    assert "FILE" in done.stderr and "scenarios.jsonl: line 2: not UTF-8" in done.stderr

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from api.cli.main import main
 from api.service.checkpoints import checkpoint_target, read_checkpoints
 from api.service.settings import Settings
-from storage import Store
+from storage import CheckpointError, Store
 from storage.audit import ROWS
 from tests.storage.audit_helpers import AUDIT, GRADINGS, execute, rehash_from, rows, workload
 
@@ -163,3 +163,11 @@ async def test_backfill_adopts_what_an_older_version_wrote(store: Store, databas
     intact = await audit(database_url, "verify")
     assert intact.exit_code == 0, intact.output
     assert "older records not covered" not in intact.output
+
+
+def test_a_checkpoint_file_that_is_not_utf8_names_its_line(tmp_path: Path) -> None:
+    """Not 'unexpected UnicodeDecodeError' from the fallback handler: the file and line."""
+    path = tmp_path / "checkpoints.jsonl"
+    path.write_bytes(b"\n\xff\xfe not a checkpoint\n")
+    with pytest.raises(CheckpointError, match="line 2: not UTF-8"):
+        read_checkpoints(path)
