@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -164,12 +164,24 @@ def service_key(settings: Settings, *, create: bool) -> ServiceKey:
 
 def load_settings(**overrides: object) -> Settings:
     """The settings from the environment, with the options given; bad usage when invalid."""
+    from pydantic import ValidationError
+
     from api.service.settings import Settings, mask_passwords
 
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+    except ValidationError as exc:  # one line, each fault named by its variable
+        faults = "; ".join(_setting_fault(error) for error in exc.errors(include_url=False))
+        raise click.UsageError(f"invalid configuration: {mask_passwords(faults)}") from None
     except ValueError as exc:  # the error quotes the value: a URL's password masked
         raise click.UsageError(f"invalid configuration: {mask_passwords(str(exc))}") from None
+
+
+def _setting_fault(error: Mapping[str, Any]) -> str:
+    """One fault of the settings as a line's part: ``SRE_JUDGE_<FIELD>: what is wrong``."""
+    message = " ".join(str(error.get("msg", "invalid")).split())
+    location = "_".join(str(part) for part in error.get("loc", ()))
+    return f"SRE_JUDGE_{location.upper()}: {message}" if location else message
 
 
 def as_click_error(exc: Exception) -> click.ClickException | None:

@@ -132,12 +132,22 @@ def test_a_setting_refused_is_named_and_its_password_masked(url: str, why: str) 
     refused is quoted with its URL's password masked."""
     refused = cli_in_process("migrate", env={"SRE_JUDGE_DATABASE_URL": url})
     assert refused.returncode == 2, refused.stderr
-    assert "database_url" in refused.stderr and why in refused.stderr
+    (line,) = refused.stderr.strip().splitlines()  # one line, naming the variable
+    assert "SRE_JUDGE_DATABASE_URL" in line and why in line
     assert "s3cret-pw" not in refused.stderr
     spec = "openai:gpt-4o@https://svc:hunter2secret@judge.example/v1"
     refused = cli_in_process("migrate", env={"SRE_JUDGE_JUDGE": spec})
     assert refused.returncode == 2 and "judge" in refused.stderr
     assert "hunter2secret" not in refused.stderr and "svc:***@" in refused.stderr
+
+
+def test_a_setting_that_is_no_number_is_one_line_naming_the_variable() -> None:
+    """Not pydantic's four lines naming the field and a link: the variable to fix."""
+    refused = cli_in_process("config", "show", env={"SRE_JUDGE_JUDGE_CONCURRENCY": "abc"})
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("error: invalid configuration: SRE_JUDGE_JUDGE_CONCURRENCY: ")
+    assert "pydantic" not in line
 
 
 def test_a_database_that_does_not_answer_is_named_not_blamed_on_a_migration() -> None:
