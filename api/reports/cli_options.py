@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 import click
 
@@ -107,10 +107,25 @@ def parse_arm(pairs: Sequence[str], name: str) -> ReportFilter:
                 f"{pair!r}: expected FIELD=VALUE with FIELD among {', '.join(ARM_FIELDS)}",
                 param_hint=f"-{name}",
             )
+        choices = _choices(key)
+        if choices and value not in choices:  # as the server refuses it
+            raise click.BadParameter(
+                f"{key}={value!r}: one of {', '.join(choices)}", param_hint=f"-{name}"
+            )
         values[key] = value
     if not values:
         raise click.BadParameter("give at least one FIELD=VALUE", param_hint=f"-{name}")
     return build_filter(**{k: _parse_time(k, v, name) for k, v in values.items()})
+
+
+def _choices(field: str) -> tuple[str, ...]:
+    """The values a filter field takes when it is a choice (``include``, ``inline``...)."""
+    from api.reports.filters import ReportFilter
+
+    for kind in get_args(get_type_hints(ReportFilter)[field]) or ():
+        if get_origin(kind) is Literal:
+            return tuple(str(choice) for choice in get_args(kind))
+    return ()
 
 
 def _parse_time(key: str, value: str, name: str) -> Any:

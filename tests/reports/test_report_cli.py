@@ -185,6 +185,10 @@ async def test_export_jsonl_csv_and_sregym(
     [
         (["report", "compare", "-a", "colour=red", "-b", "agent=x"], "colour=red"),
         (["report", "compare", "-a", "agent=x"], "give at least one FIELD=VALUE"),
+        # a choice the server refuses (422) is refused here too, not ignored
+        (["report", "compare", "-a", "include=bogus", "-b", "agent=x"], "one of shadow"),
+        (["report", "compare", "-a", "inline=zzz", "-b", "agent=x"], "one of apart, include"),
+        (["report", "compare", "-a", "agent=x", "-b", "provisional=zzz"], "include, exclude"),
         (["report", "pass-rates", "--group-by", "agent,colour"], "'colour' is not one of"),
         (["report", "pass-rates", "--chart", "rates.gif"], ".png or .svg"),
         (["export", "--format", "xml"], "'xml' is not one of"),
