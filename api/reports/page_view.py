@@ -29,8 +29,14 @@ __all__ = [
     "time_chart",
 ]
 
-#: the filter fields a report page offers (the report filter's, without dates)
-FILTER_FIELDS = ("agent", "model", "scenario_id", "run_id", "rubric", "judge", "inline")
+#: the filter fields a report page takes: the API's, every one (a page counts the
+#: gradings the API counts for the same query)
+FILTER_FIELDS = (
+    "agent", "model", "scenario_id", "run_id", "rubric", "judge", "created_after",
+    "created_before", "ground_truth_source", "scenario_set", "include", "provisional", "inline",
+)  # fmt: skip
+#: the fields the gradings list filters on too (the others leave a figure unlinked)
+_LIST_FIELDS = frozenset({"agent", "model", "scenario_id", "rubric", "judge"})
 #: what each choice of verdicts means, as the charts say it
 VERDICTS_TEXT = {
     "effective": "effective verdicts (after human overrides)",
@@ -98,9 +104,10 @@ def gradings_link(filters: ReportFilter, key: Mapping[str, str | None] | None = 
     """The gradings list behind a figure: the filter, narrowed to the group ``key``.
 
     None when the list cannot show exactly those gradings (a group without a value, a
-    ground-truth source, a run id)."""
+    filter the list does not take: a run id, dates, a ground-truth source, a set,
+    shadow gradings, provisional ones)."""
     params = _set(filters)
-    if "run_id" in params:
+    if not params.keys() <= _LIST_FIELDS:
         return None
     for name, value in (key or {}).items():
         if value is None or name not in _GROUP_PARAM:

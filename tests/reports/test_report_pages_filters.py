@@ -1,0 +1,126 @@
+"""The report pages count what the /v1/stats routes count for the same query, every
+filter included, and their forms keep the filters they show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judge.backends.scripted import ScriptedBackend
+from tests.support.judge_server import sregym_reply
+from tests.support.regrades import shadow_regrade
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, scripted_judge
+from tests.web.conftest import sign_in
+
+OTHER = "openai:other@http://127.0.0.1:9/v1"
+QUOTE = "sets USER_PORT=9999"
+
+
+def _judges() -> dict[str, Any]:
+    """The service's judge passes three diagnoses; OTHER fails all three."""
+    settings = scripted_judge(*[sregym_reply(set(IDS), evidence=QUOTE)] * 3)
+    settings["backends"][OTHER] = ScriptedBackend([sregym_reply(set())] * 3, model="other")
+    return settings
+
+
+async def _three(c: Any, agent: dict[str, str]) -> None:
+    for n in range(3):
+        body = {"diagnosis": f"{DIAGNOSIS} Attempt {n}.", "ground_truth": TRUTH, "agent": "alpha"}
+        response = await c.post("/v1/submissions?wait=10", json=body, headers=agent)
+        assert response.json()["status"] == "graded", response.text
+
+
+async def test_compare_page_keeps_an_arms_include_shadow_like_the_api(
+    api_client: Any, tokens: Any
+) -> None:
+    """docs/reports.md: compare SREGym's judge against a shadow regrade with
+    ``b.include=shadow``; the page must count the same arms as /v1/stats/compare."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)
+        await shadow_regrade(c, admin, OTHER)
+        query = (
+            "a.judge=openai:scripted&a.inline=include"
+            "&b.judge=openai:other&b.inline=include&b.include=shadow"
+        )
+        api = await c.get(f"/v1/stats/compare?{query}", headers=admin)
+        assert api.status_code == 200, api.text
+        assert api.json()["b"]["outcome"]["n"] == 3  # the shadow gradings count in the API
+        await sign_in(c, ada)
+        page = await c.get(f"/reports/compare?{query}")
+        assert page.status_code == 200, (page.status_code, page.text[-600:])
+        assert "+100.0 points" in page.text  # 3/3 against 0/3, as the API says
+
+
+async def test_reports_page_honours_provisional_exclude_like_the_api(
+    api_client: Any, tokens: Any
+) -> None:
+    """/reports?provisional=exclude: the API leaves the provisional gradings out (n=0
+    here: the scripted judge never qualified); the page silently counts them all."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)
+        query = "inline=include&provisional=exclude&group_by="
+        api = (await c.get(f"/v1/stats/pass-rates?{query}", headers=admin)).json()
+        await sign_in(c, ada)
+        page = (await c.get(f"/reports?{query}")).text
+        n = api["overall"]["n"]
+        shown = f"{api['overall']['passed']}/{n}" if n else "n = 0"
+        assert shown in page, (shown, api["overall"])
+
+
+def _form(html: str, testid: str) -> str:
+    start = html.index(f'data-testid="{testid}"')
+    return html[start : html.index("</form>", start)]
+
+
+async def test_reports_form_keeps_inline_include_it_is_showing(
+    api_client: Any, tokens: Any
+) -> None:
+    """/reports?inline=include says "inline ground truths mixed in", but its form has
+    no ``inline`` field: pressing Show (e.g. to group by model) silently drops it and
+    the figures change (the inline gradings are counted apart again)."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)
+        await sign_in(c, ada)
+        page = (await c.get("/reports?inline=include&group_by=agent")).text
+        assert "inline ground truths mixed in" in page
+        form = _form(page, "report-filters")
+        assert 'name="inline"' in form, "the form drops inline=include on submit"
+
+
+async def test_compare_form_keeps_each_arms_inline_include(api_client: Any, tokens: Any) -> None:
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)
+        await sign_in(c, ada)
+        page = (
+            await c.get(
+                "/reports/compare?a.agent=alpha&a.inline=include"
+                "&b.judge=openai:scripted&b.inline=include"
+            )
+        ).text
+        assert "points" in page  # a report is shown
+        form = _form(page, "arm-form")
+        assert 'name="a.inline"' in form and 'name="b.inline"' in form
+
+
+async def test_a_dated_report_page_counts_as_the_api_and_links_no_list(
+    api_client: Any, tokens: Any
+) -> None:
+    """Dates (without an offset: UTC) narrow a page as they narrow the API; a bar then
+    links to no gradings list, which cannot filter by date."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)
+        await sign_in(c, ada)
+        future = "inline=include&group_by=agent&created_after=2999-01-01T00:00:00"
+        api = (await c.get(f"/v1/stats/pass-rates?{future}", headers=admin)).json()
+        assert api["overall"]["n"] == 0
+        page = await c.get(f"/reports?{future}")
+        assert page.status_code == 200 and "3/3" not in page.text
+        past = (await c.get("/reports?inline=include&group_by=agent&created_after=2000-01-01")).text
+        assert "3/3" in past and 'href="/gradings?' not in past.split("report-filters")[1]
