@@ -95,10 +95,16 @@ def _wait_for(policy: RetryPolicy):  # type: ignore[no-untyped-def]
             return 0.0  # the next attempt asks differently: nothing to wait for
         delay = backoff(state)
         if isinstance(exc, JudgeCallError) and exc.retry_after is not None:
-            delay = max(delay, min(exc.retry_after, policy.max_wait * 3))
+            delay = max(delay, min(exc.retry_after, _longest_wait(policy)))
         return delay
 
     return wait
+
+
+def _longest_wait(policy: RetryPolicy) -> float:
+    """The longest this loop waits between two attempts (a judge's ``Retry-After``
+    beyond it ends the loop instead)."""
+    return policy.max_wait * 3
 
 
 #: refused features a call may learn of (``json_schema``, ``logprobs``, and the empty
@@ -115,7 +121,10 @@ def _stop_for(policy: RetryPolicy, attempts: list[Attempt]) -> stop_base:
         def __call__(self, state: RetryCallState) -> bool:
             refused = sum(a.outcome == FeatureRefused.code for a in attempts)
             failed = len(attempts) - refused - _truncations(attempts)
-            return failed >= policy.max_attempts or refused > MAX_FEATURE_REFUSALS
+            # a Retry-After longer than this loop waits: asked again only once it passed
+            # (the grading is deferred at least that long), never sooner
+            later = bool(attempts) and (attempts[-1].retry_after or 0) > _longest_wait(policy)
+            return failed >= policy.max_attempts or refused > MAX_FEATURE_REFUSALS or later
 
     return _Stop()
 

@@ -259,7 +259,7 @@ class GradingWorkers:
             result = await self._grade(claim, rubric)
             if result.status == "unscored" and result.unscored_reason in RETRY_LATER:
                 retry_at = datetime.now(UTC) + timedelta(
-                    seconds=self.services.settings.judge_retry_seconds
+                    seconds=_retry_wait(result, self.services.settings.judge_retry_seconds)
                 )
                 reason = pending_reason(result)
                 # being stored from here: a shutdown waits for it instead of cutting it
@@ -412,3 +412,10 @@ class GradingWorkers:
                 )
             except Exception:
                 log.exception("extending the lease of %s failed", grading_id)
+
+
+def _retry_wait(result: GradingResult, seconds: float) -> float:
+    """How long a deferred grading waits: ``seconds``, or longer where the judge asked
+    for it (``Retry-After`` of its last failed attempts): never back before it said."""
+    asked = [a.retry_after for c in result.calls for a in c.attempts if a.retry_after]
+    return max([seconds, *asked])

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
 from judge.backends.scripted import ScriptedBackend
-from judge.errors import JudgeAuthError, JudgeUnavailable
+from judge.calls import ChatMessage, JudgeRequest
+from judge.errors import JudgeAuthError, JudgeRateLimited, JudgeUnavailable
+from judge.retry import complete_with_retries
+from storage import GradingRecord
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, first_set
 
@@ -63,3 +72,43 @@ async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(
     }
     assert as_admin["judge"]["address"] == "http://127.0.0.1:9/v1"
     assert graded["status"] == "graded" and graded["passed"] is True  # no regrade needed
+
+
+async def test_a_judge_asking_to_wait_is_asked_again_only_once_its_wait_is_over(
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retry-After is honoured: within the retry loop up to the loop's longest wait; a
+    longer one ends the loop, and the grading, deferred, waits at least as long (it was
+    deferred by SRE_JUDGE_JUDGE_RETRY_SECONDS, and the loop asked again after 60 s)."""
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def no_sleep(seconds: float, *args: Any, **kwargs: Any) -> None:
+        waits.append(seconds)
+        await real_sleep(0)
+
+    request = JudgeRequest(messages=(ChatMessage(role="user", content="hi"),), reply_schema={})
+    with monkeypatch.context() as patched:
+        patched.setattr(asyncio, "sleep", no_sleep)
+        soon = JudgeRateLimited("429: slow down", status_code=429, retry_after=30)
+        _, attempts = await complete_with_retries(ScriptedBackend([soon, "{}"]), request)
+        assert [a.outcome for a in attempts] == ["judge_rate_limited", "ok"] and waits[0] >= 30
+        later = JudgeRateLimited("429: slow down", status_code=429, retry_after=120)
+        with pytest.raises(JudgeRateLimited) as stopped:
+            await complete_with_retries(ScriptedBackend([later, "{}"]), request)
+        assert len(stopped.value.attempts) == 1  # not asked again before 120 s
+
+    headers = await tokens("submitter")
+    quota = [JudgeRateLimited("429: quota", status_code=429, retry_after=3600)] * 20
+    spec = "openai:limited@http://127.0.0.1:9/v1"
+    judge = ScriptedBackend(quota, model="limited")
+    settings = {"judge_max_attempts": 1, "judge_retry_seconds": 1}
+    async with api_client(judge=spec, backends={spec: judge}, **settings) as client:
+        body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+        sent = await client.post("/v1/submissions", json=body, headers=headers)
+        grading = await first_set(client, sent.headers["location"], headers, "pending_reason")
+        assert grading["pending_reason"].startswith("judge_rate_limited")
+    with engine.connect() as connection:
+        query = select(GradingRecord.not_before).where(GradingRecord.id == grading["id"])
+        not_before = connection.execute(query).scalar_one()
+    assert (not_before - datetime.now(UTC)).total_seconds() > 3500
