@@ -142,6 +142,7 @@ async def complete_with_retries(
     """
     policy = policy or RetryPolicy()
     attempts: list[Attempt] = []
+    errors: list[JudgeCallError] = []
     retrying = AsyncRetrying(
         stop=_stop_for(policy, attempts) | stop_after_delay(policy.max_total_seconds),
         wait=_wait_for(policy),
@@ -151,9 +152,21 @@ async def complete_with_retries(
     try:
         async for attempt in retrying:
             with attempt:
-                completion = await _one_attempt(backend, reply_budget(request, attempts), attempts)
+                try:
+                    completion = await _one_attempt(
+                        backend, reply_budget(request, attempts), attempts
+                    )
+                except JudgeCallError as exc:
+                    errors.append(exc)
+                    raise
     except JudgeCallError as exc:
-        exc.attempts = list(attempts)
+        # refusals used up between real failures (a 200 with an empty stream, then a 503
+        # asked plainly: an overloaded judge): the judge is away, no feature was refused
+        failed = [e for e in errors if not isinstance(e, FeatureRefused | ReplyTruncated)]
+        final = failed[-1] if isinstance(exc, FeatureRefused) and failed else exc
+        final.attempts = list(attempts)
+        if final is not exc:
+            raise final from exc
         raise
     return completion, attempts
 

@@ -16,6 +16,9 @@ import respx
 from judge.backends.base import EndpointQuirks
 from judge.backends.openai import OpenAIBackend
 from judge.errors import FeatureRefused, JudgeRejected, JudgeUnavailable
+from judge.grader import Grader
+from judge.retry import complete_with_retries
+from judge.rubric import load_rubric_dir
 from tests.judge.backend_servers import (
     FAST,
     OPENAI_BASE,
@@ -277,3 +280,29 @@ async def test_per_question_calls_share_a_byte_identical_prefix_and_ask_one_ques
     schema = bodies[0]["response_format"]["json_schema"]["schema"]
     assert set(schema["properties"]) == {"reasoning", "evidence", "answer", "confidence"}
     assert {a.question_id: a.confidence for a in result.answers}["D1-Q1"] == 0.3
+
+
+async def test_an_overloaded_judge_is_away_not_refusing_a_feature() -> None:
+    """Streamed, a 200 with no chunk (a refused feature, asked again plainly); plainly,
+    a 503. The refusals used up between the 503s made the call a refused feature, and
+    the grading unscored for good: it is the judge being away, so it waits, pending."""
+
+    def overloaded(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content).get("stream"):
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=b"")
+        return error_reply(503, "server overloaded")
+
+    with respx.mock(base_url=BASE) as api:
+        api.post("/chat/completions").mock(side_effect=overloaded)
+        backend = OpenAIBackend(MODEL, base_url=BASE, logprobs=False)
+        try:
+            with pytest.raises(JudgeUnavailable) as caught:
+                await complete_with_retries(backend, make_request(), policy=FAST)
+            rubric = load_rubric_dir()["sregym-rca"]
+            truth = "[fault_spec] component=deployment/geo; namespace=hotel || GEO_PORT=7777"
+            result = await Grader(backend, retry=FAST).grade(rubric, truth, "geo listens on 7777")
+        finally:
+            await backend.aclose()
+    outcomes = [a.outcome for a in caught.value.attempts]
+    assert "feature_refused" in outcomes and "judge_unavailable" in outcomes
+    assert (result.status, result.unscored_reason) == ("unscored", "judge_unavailable")
