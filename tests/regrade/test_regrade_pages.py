@@ -45,6 +45,9 @@ async def test_a_regrade_job_shows_progress_and_links_each_flipped_grading(
         assert f'data-progress-url="/regrades/{job_id}/progress"' in page
         assert "started by Root" in page and "<td>Root</td>" in listed  # names, not token ids
         assert "pass → fail: 1" in page and f'href="/gradings/{grading["id"]}"' in page
+        # the kappas are counted as the flips are: on effective answers, which it says
+        flips = page.split('data-testid="flip-report"', 1)[1]
+        assert "effective answers and verdicts" in flips and "judges' own" not in flips
         assert 'data-testid="job-pause"' not in page  # adjudicators look, admins act
         progress = (await c.get(f"/regrades/{job_id}/progress")).json()
         assert progress["done"] == 1 and progress["total"] == 1 and progress["final"] is True
