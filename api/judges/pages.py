@@ -34,11 +34,14 @@ def _verdict(run: CanaryRunRecord) -> dict[str, Any] | None:
 def canary_chart(runs: Sequence[CanaryRunRecord]) -> dict[str, Any]:
     """Verdict agreement with the labels per canary run, oldest first, one line per judge,
     each point with its 95% interval; a hollow point is a run that demoted the judge."""
-    ordered = sorted(runs, key=lambda r: r.created_at)
-    periods = sorted({f"{r.created_at:%m-%d %H:%M}" for r in ordered})
-    step = WIDTH / max(len(periods) - 1, 1)
-    x_of = {p: round(LEFT + (i * step if len(periods) > 1 else WIDTH / 2), 1)
-            for i, p in enumerate(periods)}  # fmt: skip
+    ordered = sorted(runs, key=lambda r: (r.created_at, r.id))
+    # one position per run, in time order (its short date is only the label: two runs in
+    # one minute, or a year apart on the same day, are two points, and December comes
+    # before the January after it)
+    step = WIDTH / max(len(ordered) - 1, 1)
+    x_of = {run.id: round(LEFT + (i * step if len(ordered) > 1 else WIDTH / 2), 1)
+            for i, run in enumerate(ordered)}  # fmt: skip
+    periods = [(x_of[run.id], f"{run.created_at:%m-%d %H:%M}") for run in ordered]
 
     def y(value: float) -> float:
         return round(TOP + (1 - value) * HEIGHT, 1)
@@ -52,7 +55,7 @@ def canary_chart(runs: Sequence[CanaryRunRecord]) -> dict[str, Any]:
                 continue
             interval, period = figures["accuracy_interval"], f"{run.created_at:%m-%d %H:%M}"
             points.append({
-                "x": x_of[period], "y": y(figures["accuracy"]),
+                "x": x_of[run.id], "y": y(figures["accuracy"]),
                 "y_low": y(interval["low"]), "y_high": y(interval["high"]),
                 "period": period, "rate": figures["accuracy"],
                 "low": interval["low"], "high": interval["high"],
@@ -67,7 +70,7 @@ def canary_chart(runs: Sequence[CanaryRunRecord]) -> dict[str, Any]:
     return {
         "lines": [line for line in lines if line["points"]],
         "hidden": 0,
-        "periods": [(x_of[p], p) for i, p in enumerate(periods) if i % every == 0],
+        "periods": [label for i, label in enumerate(periods) if i % every == 0],
         "ticks": [(y(t), f"{t:g}") for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
         "left": LEFT,
         "right": LEFT + WIDTH,

@@ -3,12 +3,14 @@ provisional (the latest run decides); adjudicators only."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from api.judges.pages import canary_chart
 from storage import Store
-from storage.quality_tables import CalibrationRunRecord
+from storage.quality_tables import CalibrationRunRecord, CanaryRunRecord
 from tests.web.conftest import sign_in
 
 
@@ -52,3 +54,38 @@ async def test_judges_page_lists_runs_per_judge_with_the_latest_deciding(
         assert big.split("</h2>")[0].count("status-qualified") == 1
         assert small.split("</h2>")[0].count("status-provisional") == 1
         assert "0.800" in big and "0.400" in big
+
+
+def _canary_run(when: datetime, accuracy: float) -> CanaryRunRecord:
+    agreement = {
+        "n": 10,
+        "agreed": int(accuracy * 10),
+        "accuracy": accuracy,
+        "accuracy_interval": {"low": accuracy - 0.1, "high": min(accuracy + 0.1, 1)},
+    }
+    return CanaryRunRecord(
+        judge_spec="openai:j",
+        rubric_version="v",
+        set_name="s",
+        set_sha256="x",
+        figures={"rows": [{"level": "verdict", "agreement": agreement}]},
+        created_at=when,
+    )
+
+
+def test_canary_runs_are_drawn_oldest_left_across_a_new_year() -> None:
+    """Runs were placed by their "MM-DD HH:MM" text: December after January."""
+    older = _canary_run(datetime(2025, 12, 31, 23, 0, tzinfo=UTC), 0.9)
+    newer = _canary_run(datetime(2026, 1, 1, 1, 0, tzinfo=UTC), 0.5)
+    chart = canary_chart([newer, older])
+    points = chart["lines"][0]["points"]
+    assert [p["rate"] for p in points] == [0.9, 0.5]  # oldest first
+    assert points[0]["x"] < points[1]["x"], points  # run after run, left to right
+
+
+def test_two_canary_runs_in_one_minute_are_two_points_apart() -> None:
+    """Runs sharing their minute shared one position."""
+    first = _canary_run(datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC), 0.9)
+    second = _canary_run(datetime(2026, 3, 1, 12, 0, 40, tzinfo=UTC), 0.5)
+    points = canary_chart([first, second])["lines"][0]["points"]
+    assert points[0]["x"] != points[1]["x"], points
