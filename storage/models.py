@@ -162,6 +162,10 @@ class FinishedGrading:
     provisional: bool = False
     #: the digest of the model behind the judge's name when it graded, where known
     judge_digest: str | None = None
+    #: the claim the outcome is of (``Claim.claim_count``): stored only while that claim
+    #: holds the lease, not a later claim of the same process (a grading taken from its
+    #: worker and claimed again); None checks the owner alone
+    claim_count: int | None = None
 
 
 @dataclass(frozen=True)

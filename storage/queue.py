@@ -170,14 +170,16 @@ class QueueRepository:
         reason: str,
         retry_at: datetime,
         calls: Sequence[JudgeCall] = (),
+        claim_count: int | None = None,
     ) -> bool:
         """Keep a grading pending (e.g. the judge is unreachable) until ``retry_at``.
 
         The failed calls are stored and audited; the lease is released. Returns False
-        and writes nothing when ``worker_id`` does not hold the lease of a pending grading.
+        and writes nothing when ``worker_id`` does not hold the lease of a pending grading
+        (by its claim ``claim_count``, when given).
         """
         now = self._db.clock()
-        args = (grading_id, worker_id, reason, retry_at, calls, now)
+        args = (grading_id, worker_id, reason, retry_at, calls, now, claim_count)
         return await self._db.run(self._defer, *args)
 
     def _defer(
@@ -189,8 +191,9 @@ class QueueRepository:
         retry_at: datetime,
         calls: Sequence[JudgeCall],
         now: datetime,
+        claim_count: int | None = None,
     ) -> bool:
-        grading = leased(self._db, session, grading_id, worker_id)
+        grading = leased(self._db, session, grading_id, worker_id, claim_count)
         if grading is None:
             return False
         records = store_calls(session, grading, calls, now)

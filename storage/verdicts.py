@@ -242,13 +242,22 @@ def verdict_values(
     }
 
 
-def leased(db: Database, session: Session, grading_id: str, worker_id: str) -> GradingRecord | None:
-    """The grading, row-locked, if it is pending and leased to ``worker_id``."""
+def leased(
+    db: Database,
+    session: Session,
+    grading_id: str,
+    worker_id: str,
+    claim_count: int | None = None,
+) -> GradingRecord | None:
+    """The grading, row-locked, if it is pending and leased to ``worker_id`` (and, when
+    given, by its claim ``claim_count``, not a later one of the same process)."""
     query = select(GradingRecord).where(col(GradingRecord.id) == grading_id)
     if db.postgres:
         query = query.with_for_update()
     grading = session.execute(query).scalar_one_or_none()
     if grading is None or grading.status != "pending" or grading.lease_owner != worker_id:
+        return None
+    if claim_count is not None and grading.claim_count != claim_count:
         return None
     return grading
 
@@ -361,7 +370,8 @@ def leased_rows(
 
 
 def _holds_lease(row: Mapping[str, Any], item: FinishedGrading) -> bool:
-    return bool(row["status"] == "pending" and row["lease_owner"] == item.worker_id)
+    same_claim = item.claim_count is None or row["claim_count"] == item.claim_count
+    return bool(row["status"] == "pending" and row["lease_owner"] == item.worker_id) and same_claim
 
 
 def _check_rubric(row: Mapping[Any, Any], item: FinishedGrading) -> None:
@@ -455,11 +465,15 @@ def _bound(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @cache
-def _update_where_leased(columns: tuple[str, ...]) -> Update:
-    """One verdict's UPDATE of ``columns`` where its lease holds, revision bumped in
-    SQL, the row returned as written (built once: the columns are always the same)."""
+def _update_where_leased(columns: tuple[str, ...], by_claim: bool = False) -> Update:
+    """One verdict's UPDATE of ``columns`` where its lease holds (``by_claim``: for
+    the claim ``b_claim``), revision bumped in SQL, the row returned as written (built
+    once: the columns are always the same)."""
     values: dict[str, Any] = {name: bindparam(f"b_{name}") for name in columns}
-    return _LEASED_UPDATE.values({**values, "revision": _GRADINGS.c.revision + 1})
+    statement = _LEASED_UPDATE.values({**values, "revision": _GRADINGS.c.revision + 1})
+    if by_claim:
+        statement = statement.where(_GRADINGS.c.claim_count == bindparam("b_claim"))
+    return statement
 
 
 def _write_one(
@@ -469,8 +483,11 @@ def _write_one(
     calls = _call_rows(item, 0, at)  # their ids first: the votes name them
     changed = _verdict_columns(item, at, 0, calls)
     del changed["revision"]
-    statement = _update_where_leased(tuple(changed))
+    by_claim = item.claim_count is not None
+    statement = _update_where_leased(tuple(changed), by_claim)
     params = {"b_id": item.grading_id, "b_worker": item.worker_id, **_bound(changed)}
+    if by_claim:
+        params["b_claim"] = item.claim_count
     row = session.connection().execute(statement, params).mappings().first()
     if row is None:
         return StoredVerdicts(stored=[False])

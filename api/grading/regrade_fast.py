@@ -199,7 +199,12 @@ class FastRegrade:
             result, provisional = await self._marks(claim, rubric, result)
             digest = self.services.backends.digest_of(claim.judge_spec)
             finished = FinishedGrading(
-                claim.grading_id, worker_id, result, provisional, judge_digest=digest
+                claim.grading_id,
+                worker_id,
+                result,
+                provisional,
+                judge_digest=digest,
+                claim_count=claim.claim_count,
             )
             hits.append((claim, finished))
         for grading_id in await self._store(hits, misses):

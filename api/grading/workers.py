@@ -270,6 +270,7 @@ class GradingWorkers:
                     reason=reason,
                     retry_at=retry_at,
                     calls=list(result.calls),
+                    claim_count=claim.claim_count,
                 )
                 self._account(result, "deferred" if stored else "discarded", pending=reason)
             else:
@@ -284,6 +285,7 @@ class GradingWorkers:
                         result,
                         provisional,
                         judge_digest=self.services.backends.digest_of(claim.judge_spec),
+                        claim_count=claim.claim_count,
                     )
                 )
                 self._account(result, "completed" if stored else "discarded")
@@ -323,7 +325,9 @@ class GradingWorkers:
                 )
                 unscored = unscored_result(claim, INTERNAL_ERROR, detail)
                 unscored = unscored.model_copy(update={"calls": tuple(calls)})
-                finished = FinishedGrading(claim.grading_id, self.worker_id, unscored, False)
+                finished = FinishedGrading(
+                    claim.grading_id, self.worker_id, unscored, False, claim_count=claim.claim_count
+                )
                 stored = await self._commits.complete(finished)
                 self._account(unscored, "completed" if stored else "discarded")
                 return

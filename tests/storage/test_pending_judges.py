@@ -77,6 +77,31 @@ async def test_an_admin_move_takes_the_lease_and_the_old_result_is_discarded(
     assert claim.judge_spec == NEW[0]
 
 
+async def test_the_old_result_is_discarded_when_the_same_process_claims_it_again(
+    store: Store,
+) -> None:
+    """Every task of a process shares its worker id: once the process claimed the moved
+    grading again, the task still asking the old judge held "the lease" too, and its
+    verdict was stored under the new judge. An outcome is of its claim."""
+    grading_id = (await submit(store)).grading.id
+    [old] = await store.queue.claim_pending("w1", limit=1, lease_seconds=300)
+    moved = await store.pending_judges.move(
+        NEW, actor="admin-1", reason="moved by an admin", from_spec=JUDGE_SPEC, take_leased=True
+    )
+    assert moved == [grading_id]
+    [new] = await store.queue.claim_pending("w1", limit=1, lease_seconds=300)
+    assert new.claim_count == old.claim_count + 1 and new.judge_spec == NEW[0]
+    late = FinishedGrading(grading_id, "w1", graded_result(), claim_count=old.claim_count)
+    assert await store.queue.complete_many([late]) == [False]
+    deferred = await store.queue.defer(
+        grading_id, "w1", reason="judge_unavailable", retry_at=store.db.clock(),
+        claim_count=old.claim_count,
+    )  # fmt: skip
+    assert deferred is False
+    current = FinishedGrading(grading_id, "w1", graded_result(), claim_count=new.claim_count)
+    assert await store.queue.complete_many([current]) == [True]
+
+
 async def test_items_of_a_regrade_job_keep_their_jobs_judge(store: Store, clock: Clock) -> None:
     grading_id = (await submit(store)).grading.id
     await store.queue.claim_pending("w1", limit=1, lease_seconds=60)
