@@ -89,8 +89,8 @@ def read_checkpoints(path: Path) -> list[Checkpoint]:
     except OSError as exc:
         raise CheckpointError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        line = exc.object[: exc.start].count(b"\n") + 1
-        raise CheckpointError(f"{path} line {line}: not UTF-8") from None
+        at = exc.object[: exc.start].count(b"\n") + 1
+        raise CheckpointError(f"{path} line {at}: not UTF-8") from None
     found = []
     for number, line in enumerate(lines, start=1):
         if line.strip():
