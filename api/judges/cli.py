@@ -187,7 +187,8 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
     from api.judges.canary import canary_history, canary_public, run_canary
 
     async def work() -> list[dict[str, Any]]:
-        async with service_runtime() as services:
+        # the history reads what is stored: never an empty database made for it
+        async with service_runtime(existing=history) as services:
             if history:
                 return await canary_history(services, judge=judge_spec, limit=limit)
             return [canary_public(await run_canary(services, judge=judge_spec, actor="cli"))]

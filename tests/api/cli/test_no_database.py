@@ -21,6 +21,7 @@ READERS = [
     ("audit", "verify"),
     ("tokens", "list"),
     ("tokens", "revoke", "0" * 32),
+    ("judges", "canary", "--history"),
 ]
 
 
