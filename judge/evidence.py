@@ -158,25 +158,25 @@ def check_quote(quote: str, diagnosis: str, injected: Sequence[tuple[int, int]] 
     if not injected:
         return "found" if quote_occurs(quote, diagnosis) else "not_found"
     # each stretch between injected spans on its own: no quote runs across one
-    if any(quote_occurs(quote, stretch) for stretch in _outside(diagnosis, injected)):
+    if any(quote_occurs(quote, stretch) for stretch in _stretches(diagnosis, injected)):
         return "found"
     return "injected" if quote_occurs(quote, diagnosis) else "not_found"
 
 
-def _outside(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
-    """The stretches of ``text`` between the ``(start, end)`` spans."""
-    return without_spans(text, spans).split(INJECTED_MARKER)
-
-
-def without_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """``text`` with each ``(start, end)`` span (clipped to it) replaced by a separator."""
-    parts: list[str] = []
+def _stretches(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
+    """The stretches of ``text`` between the ``(start, end)`` spans (clipped to it)."""
+    stretches: list[str] = []
     last = 0
     for start, end in sorted(spans):
         start, end = max(start, last), min(end, len(text))
         if start >= end:
             continue
-        parts.extend((text[last:start], INJECTED_MARKER))
+        stretches.append(text[last:start])
         last = end
-    parts.append(text[last:])
-    return "".join(parts)
+    stretches.append(text[last:])
+    return stretches
+
+
+def without_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with each ``(start, end)`` span (clipped to it) replaced by a separator."""
+    return INJECTED_MARKER.join(_stretches(text, spans))

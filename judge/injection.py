@@ -495,8 +495,7 @@ _BROKEN_WORDS = re.compile(
 _BLANKS = re.compile(r"[ \t]{2,}|\t")
 #: Markdown emphasis and code marks, and HTML tags, which wrap words of an instruction
 #: (a mark inside a word, as in USER_PORT, is no wrapper)
-_WRAPPERS = re.compile(r"(?<!\w)[*_`~]+(?=\w)|(?<=\w)[*_`~]+(?!\w)|</?[a-z][a-z0-9]{0,10}\b")
-_UNWRAP = re.compile(
+_WRAPPERS = re.compile(
     r"(?<!\w)[*_`~]+(?=\w)|(?<=\w)[*_`~]+(?!\w)|</?[a-z][a-z0-9]{0,10}\b[^<>]{0,80}>"
 )
 
@@ -567,7 +566,7 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     joined = " ".join(mapped.split())
     if joined != mapped:  # one word a line, or words apart by other blanks: joined again
         forms.append(_folded(joined))
-    unwrapped = _UNWRAP.sub("", folded) if _WRAPPERS.search(folded) else folded
+    unwrapped = _WRAPPERS.sub("", folded)
     if unwrapped != folded:  # **ignore** all <i>previous</i> instructions
         forms.append(_BLANKS.sub(" ", unwrapped))
     unbroken = dehyphenated(folded)  # ig-nore: searched when that makes a word it lacked
