@@ -99,16 +99,17 @@ class PendingJudgeRepository:
                 return moved
 
     async def move_claimed(
-        self, grading_id: str, worker_id: str, to: RecordedJudge, *, reason: str
+        self, grading_id: str, worker_id: str, to: RecordedJudge, *, reason: str, claim_count: int
     ) -> bool:
-        """Move one grading leased to ``worker_id`` to ``to``, keeping the lease.
+        """Move one grading leased to ``worker_id`` by its claim ``claim_count`` to ``to``,
+        keeping the lease.
 
-        False, and nothing written, when ``worker_id`` no longer holds the lease of a
-        pending grading.
+        False, and nothing written, when ``worker_id`` no longer holds that claim's lease
+        of a pending grading.
         """
 
         def move_one(session: Session) -> bool:
-            grading = leased(self._db, session, grading_id, worker_id)
+            grading = leased(self._db, session, grading_id, worker_id, claim_count)
             if grading is None:
                 return False
             self._write(session, [grading], to, actor=worker_id, reason=reason, keep_lease=True)

@@ -170,13 +170,14 @@ class QueueRepository:
         reason: str,
         retry_at: datetime,
         calls: Sequence[JudgeCall] = (),
-        claim_count: int | None = None,
+        claim_count: int,
     ) -> bool:
         """Keep a grading pending (e.g. the judge is unreachable) until ``retry_at``.
 
         The failed calls are stored and audited; the lease is released. Returns False
         and writes nothing when ``worker_id`` does not hold the lease of a pending grading
-        (by its claim ``claim_count``, when given).
+        by its claim ``claim_count`` (required: an outcome is of one claim, and a process
+        may hold a later claim of the same grading).
         """
         now = self._db.clock()
         args = (grading_id, worker_id, reason, retry_at, calls, now, claim_count)
@@ -191,7 +192,7 @@ class QueueRepository:
         retry_at: datetime,
         calls: Sequence[JudgeCall],
         now: datetime,
-        claim_count: int | None = None,
+        claim_count: int,
     ) -> bool:
         grading = leased(self._db, session, grading_id, worker_id, claim_count)
         if grading is None:

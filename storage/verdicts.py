@@ -247,17 +247,17 @@ def leased(
     session: Session,
     grading_id: str,
     worker_id: str,
-    claim_count: int | None = None,
+    claim_count: int,
 ) -> GradingRecord | None:
-    """The grading, row-locked, if it is pending and leased to ``worker_id`` (and, when
-    given, by its claim ``claim_count``, not a later one of the same process)."""
+    """The grading, row-locked, if it is pending and leased to ``worker_id`` by its claim
+    ``claim_count``, not a later one of the same process."""
     query = select(GradingRecord).where(col(GradingRecord.id) == grading_id)
     if db.postgres:
         query = query.with_for_update()
     grading = session.execute(query).scalar_one_or_none()
     if grading is None or grading.status != "pending" or grading.lease_owner != worker_id:
         return None
-    if claim_count is not None and grading.claim_count != claim_count:
+    if grading.claim_count != claim_count:
         return None
     return grading
 

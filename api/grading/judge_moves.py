@@ -106,7 +106,7 @@ async def follow_on_claim(services: Services, claim: Claim, worker_id: str) -> C
         return claim
     target = services.settings.grading_judge()
     moved = await services.store.pending_judges.move_claimed(
-        claim.grading_id, worker_id, target, reason=FOLLOW_REASON
+        claim.grading_id, worker_id, target, reason=FOLLOW_REASON, claim_count=claim.claim_count
     )
     if not moved:
         return None

@@ -346,6 +346,7 @@ class GradingWorkers:
                 reason=reason,
                 retry_at=retry_at,
                 calls=calls,
+                claim_count=claim.claim_count,
             )
         except Exception:  # the database itself may be what failed: the lease expires
             log.exception("recording the failure of %s failed; it will be claimed again",

@@ -4,13 +4,24 @@ judge for ever, and the calls it made are kept."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
 
 from api.grading import workers
+from api.grading.workers import GradingWorkers
+from api.service.runtime import Runtime
+from api.service.settings import Settings
+from judge.backends.scripted import ScriptedBackend
+from storage import FinishedGrading
+from tests.storage.helpers import graded_result, new_submission, sregym_rubric
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, first_set, scripted_judge
+
+JUDGE = "scripted:pass"
 
 FAST_RETRY = {"judge_retry_seconds": 0.05, "poll_seconds": 0.05}
 
@@ -73,3 +84,60 @@ async def test_a_fault_that_passes_grades_on_the_next_try(
         location = await submitted(client, agent)
         grading = await first_set(client, location, agent, "passed")
     assert grading["status"] == "graded" and grading["passed"] is True
+
+
+def _row(engine: Engine, grading_id: str) -> tuple[object, ...]:
+    query = text(
+        "SELECT status, lease_owner, claim_count, not_before, pending_reason "
+        "FROM grading WHERE id = :id"
+    )
+    with engine.connect() as connection:
+        return tuple(connection.execute(query, {"id": grading_id}).one())
+
+
+@pytest.mark.postgres
+async def test_a_stale_claims_fault_leaves_the_later_claim_of_its_process_alone(
+    database_url: str, engine: Engine
+) -> None:
+    """Every task of a process shares one worker id: a task still on an expired claim
+    that hits an error of the service's own must not defer (and unlease) the claim the
+    same process has taken since, whose verdict would then be thrown away."""
+    settings = Settings(database_url=database_url, judge=JUDGE, lease_seconds=300)
+    backends = {JUDGE: ScriptedBackend.for_mode("pass")}
+    runtime = Runtime(settings, engine=engine, backends=backends, workers=False)
+    await runtime.start()
+    try:
+        store = runtime.store
+        outcome = await store.submissions.create(
+            new_submission(DIAGNOSIS, ground_truth=TRUTH),
+            rubric=sregym_rubric(),
+            judge_spec=JUDGE,
+            judge_backend="scripted",
+            judge_model="pass",
+            actor="tok-1",
+        )
+        grading_id = outcome.grading.id
+        # claim 1 of process "w": its lease runs out (a long GC pause, a stalled judge)...
+        [stale] = await store.queue.claim_pending("w", limit=1, lease_seconds=0.05)
+        await asyncio.sleep(0.3)
+        # ... and the same process claims the grading again: claim 2, a live lease
+        [live] = await store.queue.claim_pending("w", limit=1, lease_seconds=300)
+        assert (stale.claim_count, live.claim_count) == (1, 2)
+
+        workers = GradingWorkers(runtime.services, count=1, worker_id="w")
+
+        async def service_fault(*_: object, **__: object) -> object:
+            raise RuntimeError("an error of the service's own")
+
+        workers._grade = service_fault  # type: ignore[method-assign]
+        await workers.process(stale)  # the stale task fails: first try, so it defers
+
+        status, owner, claims, not_before, reason = _row(engine, grading_id)
+        # the stale claim's deferral must be refused, as its completion would be
+        assert (status, owner, claims) == ("pending", "w", 2), (owner, reason)
+        assert not_before is None and reason is None, (not_before, reason)
+        # and the live claim stores its verdict
+        finished = FinishedGrading(grading_id, "w", graded_result(), claim_count=live.claim_count)
+        assert await store.queue.complete_many([finished]) == [True]
+    finally:
+        await runtime.stop()

@@ -51,8 +51,10 @@ async def test_the_claiming_worker_moves_its_grading_and_keeps_the_lease(store: 
     [claim] = await store.queue.claim_pending("w1", limit=1, lease_seconds=300)
     assert claim.regrade_job_id is None  # a live grading: it follows the configured judge
 
-    assert not await store.pending_judges.move_claimed(grading_id, "w2", NEW, reason="r")
-    assert await store.pending_judges.move_claimed(grading_id, "w1", NEW, reason="r")
+    move = store.pending_judges.move_claimed
+    assert not await move(grading_id, "w2", NEW, reason="r", claim_count=claim.claim_count)
+    assert not await move(grading_id, "w1", NEW, reason="r", claim_count=claim.claim_count + 1)
+    assert await move(grading_id, "w1", NEW, reason="r", claim_count=claim.claim_count)
     view = await store.gradings.get(grading_id)
     assert view.grading.judge_spec == NEW[0] and view.grading.lease_owner == "w1"
     stored = await store.queue.complete_many([FinishedGrading(grading_id, "w1", graded_result())])
