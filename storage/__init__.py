@@ -29,7 +29,7 @@ from storage.errors import (
     PreconditionFailed,
     StorageError,
 )
-from storage.migrate import current_revision, head_revision, upgrade
+from storage.migrate import current_revision, head_revision, require_newest, upgrade
 from storage.models import (
     Claim,
     FinishedGrading,
@@ -107,6 +107,7 @@ __all__ = [
     "is_postgres",
     "make_checkpoint",
     "make_engine",
+    "require_newest",
     "session_factory",
     "upgrade",
     "verify_chain",

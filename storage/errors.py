@@ -23,12 +23,18 @@ __all__ = [
     "InvalidReview",
     "NotFound",
     "PreconditionFailed",
+    "SchemaMismatch",
     "StorageError",
 ]
 
 
 class StorageError(Exception):
     """Base of every error raised on purpose by ``storage``."""
+
+
+class SchemaMismatch(StorageError):
+    """The database's schema is not the one this code needs: migrated by a newer release
+    (a revision this code does not know), or not yet migrated to this one's newest."""
 
 
 class NotFound(StorageError):

@@ -25,6 +25,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from storage.engine import make_engine, read_only
+from storage.errors import SchemaMismatch
 
 __all__ = [
     "MIGRATIONS_DIR",
@@ -32,6 +33,7 @@ __all__ = [
     "current_revision",
     "head_revision",
     "migrate_to",
+    "require_newest",
     "revision_of",
     "upgrade",
 ]
@@ -65,7 +67,27 @@ def _at(connection: Connection, revision: str) -> bool:
     return revision == "head" and _current(connection) == head_revision()
 
 
+def _known(revision: str | None) -> bool:
+    """Whether this code's migrations hold ``revision`` (None: never migrated); the
+    migration files are read only for a database not at the newest revision."""
+    if revision is None or revision == head_revision():
+        return True
+    script = ScriptDirectory.from_config(alembic_config())
+    return revision in {each.revision for each in script.walk_revisions()}
+
+
+def _newer_than_code(revision: str) -> SchemaMismatch:
+    return SchemaMismatch(
+        f"the database is at schema revision {revision}, which this sre-judge does not know "
+        f"(its newest is {head_revision()}): a newer release migrated it; run that release "
+        "(or a newer one), never an older one, on this database"
+    )
+
+
 def _upgrade(connection: Connection, revision: str) -> None:
+    current = _current(connection)
+    if not _known(current):
+        raise _newer_than_code(str(current))
     config = alembic_config()
     config.attributes["connection"] = connection
     command.upgrade(config, revision)
@@ -121,6 +143,22 @@ def revision_of(engine_or_url: Engine | str | URL) -> str | None:
     """The revision the database is at, or None when it was never migrated; it blocks."""
     with _engine(engine_or_url) as engine, read_only(engine).connect() as connection:
         return _current(connection)
+
+
+def require_newest(engine_or_url: Engine | str | URL) -> None:
+    """Refuse (:class:`~storage.errors.SchemaMismatch`) a database that is not at this
+    code's newest revision, for processes that use a database without migrating it (a
+    ``worker`` beside a ``serve`` that migrates); it blocks."""
+    current = revision_of(engine_or_url)
+    if current == head_revision():
+        return
+    if not _known(current):
+        raise _newer_than_code(str(current))
+    raise SchemaMismatch(
+        f"the database is at schema revision {current or 'none (never migrated)'}, this "
+        f"sre-judge needs {head_revision()}: run `sre-judge migrate` (or start `sre-judge "
+        "serve`, which migrates) first"
+    )
 
 
 @contextmanager

@@ -84,7 +84,14 @@ def _exit_table() -> ExitTable:
     from api.service.errors import ServiceError
     from judge.errors import InputError, JudgeSpecError, RubricError
     from storage.audit import CheckpointError
-    from storage.errors import Conflict, InvalidCursor, InvalidReview, NotFound, PreconditionFailed
+    from storage.errors import (
+        Conflict,
+        InvalidCursor,
+        InvalidReview,
+        NotFound,
+        PreconditionFailed,
+        SchemaMismatch,
+    )
 
     return (
         (ServiceError, CommandError),
@@ -97,6 +104,7 @@ def _exit_table() -> ExitTable:
         (PreconditionFailed, click.ClickException),
         (Conflict, click.ClickException),
         (CheckpointError, click.ClickException),
+        (SchemaMismatch, click.ClickException),
     )
 
 

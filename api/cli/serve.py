@@ -86,9 +86,12 @@ def worker_command() -> None:
     """
     from api.service.observability import configure_logging
     from api.service.runtime import Runtime
+    from storage import require_newest
 
     settings = load_settings()
     configure_logging(settings)
+    # a worker never migrates: one of an older release must not write to a newer schema
+    run(asyncio.to_thread(require_newest, settings.database_url))
     try:
         runtime = Runtime(settings, workers=True, import_jobs=True)
     except ValueError as exc:

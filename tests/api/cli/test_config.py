@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from api.cli.main import main
 from api.http.app import create_app
 from api.service.bootstrap import BOOTSTRAP_PRINCIPAL, ensure_bootstrap_admin
 from api.service.settings import Settings
-from storage import Store
+from storage import Store, head_revision
 from tests.support.in_process_cli import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -157,3 +160,52 @@ def test_a_database_that_does_not_answer_is_named_not_blamed_on_a_migration() ->
     refused = cli_in_process("migrate", env={"SRE_JUDGE_DATABASE_URL": down})
     assert refused.returncode == 1, refused.stderr
     assert "reachable at SRE_JUDGE_DATABASE_URL" in refused.stderr
+
+
+@contextmanager
+def _at_revision(engine: Engine, revision: str) -> Iterator[None]:
+    """The database stamped at ``revision`` for the block, then at the newest again (a
+    PostgreSQL test database is emptied and reused, its schema kept)."""
+    stamp = text("UPDATE alembic_version SET version_num = :v")
+    with engine.begin() as connection:
+        connection.execute(stamp, {"v": revision})
+    try:
+        yield
+    finally:
+        with engine.begin() as connection:
+            connection.execute(stamp, {"v": head_revision()})
+
+
+@pytest.mark.postgres
+def test_a_database_a_newer_release_migrated_is_refused_in_one_line(
+    database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """``migrate`` (as ``serve`` on start) on a schema this release does not know: a plain
+    refusal naming both revisions, not Alembic's "unexpected CommandError"; a ``worker``
+    (which never migrates) refuses too, where it used to start and grade on it."""
+    env = {
+        "SRE_JUDGE_DATABASE_URL": database_url,
+        "SRE_JUDGE_SECRET_KEY_FILE": str(tmp_path / "sre-judge.key"),
+        "SRE_JUDGE_AUDIT_CHECKPOINT": "off",
+    }
+    for command in ("migrate", "worker"):
+        with _at_revision(engine, "0099"):
+            refused = cli_in_process(command, env=env)
+        assert refused.returncode == 1, (command, refused.stderr)
+        line = refused.stderr.strip().splitlines()[-1]  # (a worker logs in JSON before)
+        assert "0099" in line and str(head_revision()) in line and "newer release" in line
+        assert "unexpected" not in line
+
+
+@pytest.mark.postgres
+def test_a_worker_on_a_database_not_yet_migrated_says_to_migrate(
+    database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """A worker of a newer release beside an older database: it names the migration to
+    run instead of failing on the first missing column."""
+    env = {"SRE_JUDGE_DATABASE_URL": database_url, "SRE_JUDGE_AUDIT_CHECKPOINT": "off"}
+    with _at_revision(engine, "0027"):
+        refused = cli_in_process("worker", env=env)
+    assert refused.returncode == 1, refused.stderr
+    line = refused.stderr.strip().splitlines()[-1]
+    assert "0027" in line and "sre-judge migrate" in line
