@@ -137,7 +137,10 @@ async def test_0008_makes_existing_scenarios_submissions_and_gradings_version_1(
     database_url: str,
 ) -> None:
     """A database from before versions: every scenario's ground truth becomes its version
-    1, and what was graded against a scenario names that version; inline ones none."""
+    1, and what was graded against a scenario names that version; inline ones none, nor
+    one graded against another text than the scenario's (before versions, an SREGym
+    import of a registered problem kept its problems file's ground truth): version 1 is
+    a text it was never graded against."""
     from sqlalchemy import text
     from sqlalchemy.pool import NullPool
 
@@ -153,6 +156,10 @@ async def test_0008_makes_existing_scenarios_submissions_and_gradings_version_1(
     )
     registered = await submit(store, by_scenario)
     inline = await submit(store, new_submission("d2"))
+    other_text = new_submission(
+        "d3", ground_truth="gt-b", ground_truth_source="scenario", scenario_id="hotel/a"
+    )
+    other = await submit(store, other_text)
     engine.dispose()
 
     old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
@@ -176,8 +183,10 @@ async def test_0008_makes_existing_scenarios_submissions_and_gradings_version_1(
     engine.dispose()
     assert versions == [("hotel/a", 1, "gt-a")]
     assert tuple(scenario) == (1, "default")
-    assert graded == {registered.grading.id: 1, inline.grading.id: None}
-    assert submitted == {registered.submission.id: 1, inline.submission.id: None}
+    assert graded == {registered.grading.id: 1, inline.grading.id: None, other.grading.id: None}
+    assert submitted == {
+        registered.submission.id: 1, inline.submission.id: None, other.submission.id: None
+    }  # fmt: skip
 
 
 async def test_0023_moves_every_vote_onto_its_grading_and_back(database_url: str) -> None:

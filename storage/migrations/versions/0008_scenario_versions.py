@@ -5,7 +5,9 @@
 - ``scenario.version`` (the newest version, 1 for existing rows), ``scenario.scenario_set``
   (existing rows in ``default``) and ``scenario.updated_at``.
 - ``submission.scenario_version`` and ``grading.scenario_version``: the version graded
-  against; 1 for existing rows of registered scenarios, NULL for inline ground truths.
+  against; 1 for existing rows of registered scenarios graded against the scenario's
+  text, NULL for inline ground truths and for rows graded against another text (an
+  SREGym import of a registered problem kept its problems file's ground truth).
 - ``regrade_job.ground_truth``: ``as_submitted`` (existing jobs) or ``latest``.
 
 Revision ID: 0008
@@ -59,10 +61,14 @@ def upgrade() -> None:
         "INSERT INTO scenario_version (scenario_id, version, ground_truth, note, created_by, "
         "created_at) SELECT id, 1, ground_truth, '', created_by, created_at FROM scenario"
     )
-    op.execute("UPDATE submission SET scenario_version = 1 WHERE scenario_id IS NOT NULL")
+    op.execute(
+        "UPDATE submission SET scenario_version = 1 WHERE scenario_id IS NOT NULL AND "
+        "ground_truth = (SELECT ground_truth FROM scenario "
+        "WHERE scenario.id = submission.scenario_id)"
+    )
     op.execute(
         "UPDATE grading SET scenario_version = 1 WHERE submission_id IN "
-        "(SELECT id FROM submission WHERE scenario_id IS NOT NULL)"
+        "(SELECT id FROM submission WHERE scenario_version = 1)"
     )
 
 
