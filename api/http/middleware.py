@@ -5,6 +5,11 @@ characters, else a new one; it is bound to every log line of the request and ret
 in the response's ``X-Request-ID`` header. The access line names method, route
 template, status and duration, never the query string, headers or body; successful
 probes (``/healthz``, ``/readyz``, ``/metrics``) only at DEBUG.
+
+Litestar runs application middleware only for requests a route takes; a request refused
+by routing itself (a 404 for a path no route has, a 405 for a method a path lacks) is
+given the same id, line and count by a before-send hook (:func:`unrouted_context`),
+under the route ``unmatched``.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ from api.http.input_guard import bound_query_dates
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context
 
-__all__ = ["PROBES", "REQUEST_ID_HEADER", "RequestContextMiddleware", "request_id_from"]
+__all__ = [
+    "PROBES",
+    "REQUEST_ID_HEADER",
+    "RequestContextMiddleware",
+    "request_id_from",
+    "unrouted_context",
+]
 
 REQUEST_ID_HEADER = "x-request-id"
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
@@ -31,6 +42,13 @@ access_log = logging.getLogger("sre_judge.access")
 
 #: polled by orchestrators and Prometheus: logged at DEBUG unless they fail
 PROBES = frozenset({"/healthz", "/readyz", "/metrics"})
+#: the methods a metric label or an access line names; any other is ``other`` (a routing
+#: refusal reaches the hook whatever method the client made up)
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
+#: the key in ``scope["state"]`` of a request the middleware took
+_ROUTED = "sre_judge.request_context"
+#: the key in ``scope["state"]`` of an unrouted request's id, status and start
+_UNROUTED = "sre_judge.unrouted"
 
 
 def request_id_from(scope: Scope) -> str:
@@ -53,6 +71,7 @@ class RequestContextMiddleware(ASGIMiddleware):
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         """Run the rest of the stack with the request id bound."""
         request_id = request_id_from(scope)
+        scope["state"][_ROUTED] = True
         scope["query_string"] = bound_query_dates(scope.get("query_string", b""))
         status = 500
         started = time.perf_counter()
@@ -61,33 +80,58 @@ class RequestContextMiddleware(ASGIMiddleware):
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                headers = [
-                    (k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"
-                ]
-                headers.append((b"x-request-id", request_id.encode()))
-                message["headers"] = headers
+                _with_request_id(message, request_id)
             await send(message)
 
         with bind_log_context(request_id=request_id):
             try:
                 await next_app(scope, receive, send_with_id)
             finally:
-                seconds = time.perf_counter() - started
                 route = scope.get("path_template") or "unmatched"
-                method = scope.get("method", "")
-                metrics: Metrics = scope["app"].state.metrics
-                metrics.http_requests.labels(method, route, str(status)).observe(seconds)
-                quiet = route in PROBES and status < 400
-                access_log.log(
-                    logging.DEBUG if quiet else logging.INFO,
-                    "%s %s %d",
-                    method,
-                    route,
-                    status,
-                    extra={
-                        "method": method,
-                        "route": route,
-                        "status": status,
-                        "duration_ms": round(seconds * 1000, 2),
-                    },
-                )
+                _record(scope, route, status, time.perf_counter() - started)
+
+
+def _with_request_id(message: Message, request_id: str) -> None:
+    """Set ``X-Request-ID`` on a response start (replacing one a handler set)."""
+    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
+    headers.append((b"x-request-id", request_id.encode()))
+    message["headers"] = headers
+
+
+def _record(scope: Scope, route: str, status: int, seconds: float) -> None:
+    """The request's access line and its observation in the duration histogram."""
+    method = scope.get("method", "")
+    method = method if method in _METHODS else "other"
+    metrics: Metrics = scope["app"].state.metrics
+    metrics.http_requests.labels(method, route, str(status)).observe(seconds)
+    quiet = route in PROBES and status < 400
+    access_log.log(
+        logging.DEBUG if quiet else logging.INFO,
+        "%s %s %d",
+        method,
+        route,
+        status,
+        extra={
+            "method": method,
+            "route": route,
+            "status": status,
+            "duration_ms": round(seconds * 1000, 2),
+        },
+    )
+
+
+async def unrouted_context(message: Message, scope: Scope) -> None:
+    """A before-send hook: the request id, access line and count of a response sent
+    without :class:`RequestContextMiddleware` (routing refused the request), timed from
+    its start to its last byte (routing itself takes microseconds)."""
+    state = scope.get("state", {})
+    if scope.get("type") != ScopeType.HTTP or state.get(_ROUTED):
+        return
+    if message["type"] == "http.response.start":
+        request_id = request_id_from(scope)
+        state[_UNROUTED] = (int(message["status"]), time.perf_counter())
+        _with_request_id(message, request_id)
+        return
+    if message["type"] == "http.response.body" and not message.get("more_body", False):
+        status, started = state.pop(_UNROUTED, (500, time.perf_counter()))
+        _record(scope, "unmatched", status, time.perf_counter() - started)

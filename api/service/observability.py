@@ -117,7 +117,10 @@ def _json_escape(found: re.Match[str]) -> str:
 
 
 class RedactingJsonFormatter(JsonFormatter):
-    """python-json-logger's formatter, its whole output scrubbed by :func:`redact`.
+    """python-json-logger's formatter, every text value scrubbed by :func:`redact` before
+    it is encoded (the patterns read plain text: run over the encoded line, a value's
+    match took the backslash JSON puts before a quote, closed the string early and left
+    the rest of the secret outside it).
 
     JSON escapes the C0 controls (ESC included); what it leaves raw that a terminal would
     act on (a log read with ``docker logs`` or ``tail``: DEL, the C1 controls, the
@@ -125,10 +128,27 @@ class RedactingJsonFormatter(JsonFormatter):
     take for the end of a line (U+2028, U+2029: ``api.terminal.LINE_BREAKS``) is written
     as ``\\u`` escapes too: the line still parses to the same values."""
 
+    def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
+        """The record's values with secrets removed from every text in them."""
+        return {key: _redacted(value) for key, value in log_data.items()}
+
     def format(self, record: logging.LogRecord) -> str:
         """One JSON line, secrets removed, nothing in it that acts on a terminal."""
-        line = UNSAFE_CHARACTERS.sub(_json_escape, redact(super().format(record)))
+        line = UNSAFE_CHARACTERS.sub(_json_escape, super().format(record))
         return LINE_BREAKS.sub(_json_escape, line)  # JSON escapes newline and tab: U+2028/9
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with :func:`redact` applied to every text in it (lists, dicts)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(item) for item in value]
+    if isinstance(value, BaseException):  # encoded as its text: scrub that
+        return redact(f"{type(value).__name__}: {value}")
+    return value
 
 
 class _RedactingTextFormatter(logging.Formatter):

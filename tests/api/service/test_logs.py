@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import Engine
 
 from api.service.observability import REDACTED, bind_log_context, redact, register_secret
@@ -220,3 +221,60 @@ def test_the_database_password_is_scrubbed_from_every_line(tmp_path: Path) -> No
         database_password_file=tmp_path / "pw",
     )
     assert "Zq8-db-Pass-77" not in line and REDACTED in line
+
+
+#: requests routing refuses: no such path (404), no such method on a path (405), a
+#: method made up (405, counted under ``other``: a client's text is never a label)
+UNROUTED = [("GET", "/v1/no-such-route", "GET"), ("DELETE", "/healthz", "DELETE"),
+            ("BREW", "/healthz", "other")]  # fmt: skip
+
+
+async def test_a_request_no_route_takes_gets_an_id_a_line_and_a_count(
+    api_client: ClientFactory, caplog: Any
+) -> None:
+    """Litestar runs the service's middleware only for routed requests: a 404 or 405 had
+    no X-Request-ID, no access line and no count in the HTTP histogram."""
+    async with api_client(start_workers=False) as client:
+        for method, path, label in UNROUTED:
+            caplog.clear()
+            with caplog.at_level(logging.DEBUG, logger="sre_judge.access"):
+                sent = {"X-Request-ID": f"probe-{label}"}
+                response = await client.request(method, path, headers=sent)
+            assert response.status_code in (404, 405)
+            assert response.headers.get("x-request-id") == f"probe-{label}"
+            [line] = [r for r in caplog.records if r.name == "sre_judge.access"]
+            assert (line.method, line.route, line.status) == (
+                label,
+                "unmatched",
+                response.status_code,
+            )
+        metrics = (await client.get("/metrics")).text
+    counted = {
+        (s.labels["method"], s.labels["status"])
+        for family in text_string_to_metric_families(metrics)
+        if family.name == "sre_judge_http_request_duration_seconds"
+        for s in family.samples
+        if s.name.endswith("_count") and s.labels["route"] == "unmatched"
+    }
+    assert counted == {("GET", "404"), ("DELETE", "405"), ("other", "405")}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        'judge answered 401: {"error": "invalid header Authorization: Bearer abcdef123456"}',
+        'cannot connect: password="s3cr3t-pass" rejected for user judge',
+        'batch server answered 400: {"error": "bad field", "token": "tok-0123456789"}',
+    ],
+    ids=["bearer", "password", "token-field"],
+)
+def test_a_quoted_secret_is_scrubbed_and_the_json_line_still_parses(message: str) -> None:
+    """The patterns read plain text: run over the encoded line, a secret before a quote
+    took JSON's escaping backslash (the line no longer parsed, the rest of a password
+    stayed readable) and a ``"token": ...`` field was never matched at all."""
+    line = _logged("json", message)
+    record = json.loads(line)
+    said = f"the judge said {message}"
+    assert record["message"] == redact(said) and REDACTED in record["message"]
+    for secret in ("abcdef123456", "s3cr3t-pass", "tok-0123456789"):
+        assert secret not in line
