@@ -9,6 +9,7 @@ ended (an ended job drops out). Every name starts with ``sre_judge_``.
 from __future__ import annotations
 
 import logging
+import math
 from datetime import UTC, datetime
 
 from prometheus_client import (
@@ -125,6 +126,12 @@ class Metrics:
 
     def _register_queue(self, r: CollectorRegistry) -> None:
         """The queue, the work in flight and the regrade jobs."""
+        self.database_up = Gauge(
+            "sre_judge_database_up",
+            "1 when this scrape read the queue from the database, 0 when it could not "
+            "(the queue gauges are then NaN and the per-judge and regrade gauges absent)",
+            registry=r,
+        )
         self.queue_pending = Gauge(
             "sre_judge_queue_pending", "Pending gradings (leased or not)", registry=r
         )
@@ -189,7 +196,9 @@ class Metrics:
             pending, oldest = await services.store.queue.depth()
         except Exception as exc:  # a scrape still answers when the database does not
             log.warning("queue depth unavailable for metrics: %s", type(exc).__name__)
+            self._unread()
             return
+        self.database_up.set(1)
         self.queue_pending.set(pending)
         await self._refresh_judges(services)
         await self._refresh_regrades(services)
@@ -200,12 +209,22 @@ class Metrics:
             oldest = oldest.replace(tzinfo=UTC)
         self.queue_oldest_age.set(max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
 
+    def _unread(self) -> None:
+        """No figure read from the database at this scrape: none shown as if it were
+        (the last ones read would pass for current, an oldest age frozen meanwhile)."""
+        self.database_up.set(0)
+        self.queue_pending.set(math.nan)
+        self.queue_oldest_age.set(math.nan)
+        self.pending_by_judge.clear()
+        self.regrade_items.clear()
+
     async def _refresh_judges(self, services: Services) -> None:
         """Pending gradings by judge, as they stand now (judges with none drop out)."""
         try:
             rows = await services.store.pending_judges.by_judge()
         except Exception as exc:
             log.warning("pending gradings by judge unavailable: %s", type(exc).__name__)
+            self.pending_by_judge.clear()
             return
         counts: dict[str, int] = {}
         for row in rows:
@@ -221,6 +240,7 @@ class Metrics:
             jobs = await services.store.db.run_read(active_jobs, datetime.now(UTC))
         except Exception as exc:
             log.warning("regrade job progress unavailable: %s", type(exc).__name__)
+            self.regrade_items.clear()
             return
         self.regrade_items.clear()
         for view in jobs:

@@ -52,15 +52,22 @@ async def readyz(
     specs) are shown to an admin's bearer token only. Submissions are accepted either
     way: while the judge is away they stay pending.
     """
-    principal = await bearer_principal(request)
+    try:
+        principal = await bearer_principal(request)
+    except Exception:  # the token is read from the database: its failure is said below
+        principal = None
     admin = principal is not None and principal.at_least("admin")
     database, judge = await asyncio.gather(
         _database(services), judge_status(services, addresses=admin)
     )
     pending, oldest, by_judge = None, None, []
     if database["ok"]:  # the queue is read from the database
-        pending, oldest = await services.store.queue.depth()
-        by_judge = await pending_status(services, judge, addresses=admin)
+        try:
+            pending, oldest = await services.store.queue.depth()
+            by_judge = await pending_status(services, judge, addresses=admin)
+        except Exception as exc:  # answered the ping, then failed: still not ready
+            database = {"ok": False, "reason": type(exc).__name__}
+            pending, oldest, by_judge = None, None, []
     waiting = waiting_reason(by_judge)
     ready = database["ok"] and judge["ok"] and waiting is None
     reasons = [f"the database does not answer ({database['reason']})"] if not database["ok"] else []
