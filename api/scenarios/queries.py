@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -67,7 +67,13 @@ class ScenarioQueries:
         if filters.scenario_set is not None:
             query = query.where(col(s.scenario_set) == filters.scenario_set)
         if filters.id_prefix:
-            query = query.where(col(s.id).like(_escaped(filters.id_prefix), escape="\\"))
+            prefix = filters.id_prefix
+            # LIKE narrows (by the index where the engine can); SQLite's folds ASCII case,
+            # so the first characters must also be the prefix exactly: ids are case-sensitive
+            query = query.where(
+                col(s.id).like(_escaped(prefix), escape="\\"),
+                func.substr(col(s.id), 1, len(prefix)) == prefix,
+            )
         if filters.created_after is not None:
             query = query.where(col(s.created_at) >= filters.created_after)
         if filters.created_before is not None:

@@ -135,6 +135,32 @@ async def test_the_list_filters_and_pages_with_signed_cursors(api_client: Any, t
     assert bad_limit.status_code in (400, 422)
 
 
+@pytest.mark.postgres
+async def test_an_id_prefix_matches_ids_literally_and_in_their_case(
+    api_client: Any, tokens: Any
+) -> None:
+    """Ids are case-sensitive (``hotel/a`` and ``HOTEL/b`` are two): SQLite's LIKE folds
+    ASCII case, so ``HOTEL/`` listed ``hotel/...`` there and not on PostgreSQL."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        for scenario_id in ("hotel/user-port", "HOTEL/other", "hotel_x/y"):
+            sent = {"id": scenario_id, "ground_truth": "gt"}
+            assert (await client.post("/v1/scenarios", json=sent, headers=admin)).is_success
+        listed = {
+            prefix: [
+                item["id"]
+                for item in (
+                    await client.get("/v1/scenarios", params={"id_prefix": prefix}, headers=admin)
+                ).json()["items"]
+            ]
+            for prefix in ("HOTEL/", "hotel/", "hotel_", "Hotel")
+        }
+    assert listed == {
+        "HOTEL/": ["HOTEL/other"], "hotel/": ["hotel/user-port"], "hotel_": ["hotel_x/y"],
+        "Hotel": [],
+    }  # fmt: skip
+
+
 async def test_an_update_needs_the_current_etag_and_makes_a_version(
     api_client: Any, tokens: Any
 ) -> None:
