@@ -7,11 +7,16 @@ One small query syntax, the same on SQLite (FTS5) and PostgreSQL (``tsvector``):
 - a trailing ``*`` makes a prefix: ``kube*`` finds ``kubelet`` and ``kubernetes``;
 - a leading ``-`` excludes: ``memory -leak`` finds texts with ``memory`` but not ``leak``.
 
-Case does not matter. Words are runs of letters and digits; every other character
-separates them, so ``user-service`` is the phrase ``"user service"`` and ``diagnosis:``,
-``NEAR``, ``AND``, ``&``, ``|`` or ``!`` are plain words or nothing, never operators. A
-grading matches when its submission's diagnosis, one of its override reasons or one of
-its failure tags' notes (tags in force) matches the whole query.
+Case does not matter: each engine folds the query's words as it folds the texts (the
+query is never lowered here: Python's rules differ from both, e.g. ``İ`` or a final
+``Σ``). Words are runs of letters and digits with their combining marks (a decomposed
+accent, Indic vowel signs), as FTS5 keeps them; PostgreSQL's index takes a mark for
+punctuation (``[[:punct:]]`` in its UTF-8 locale) and splits the word there, so its
+query is split alike, a phrase of the parts. Every other character separates words, so
+``user-service`` is the phrase ``"user service"`` and ``diagnosis:``, ``NEAR``, ``AND``,
+``&``, ``|`` or ``!`` are plain words or nothing, never operators. A grading matches
+when its submission's diagnosis, one of its override reasons or one of its failure tags'
+notes (tags in force) matches the whole query.
 
 The query is parsed here (:meth:`SearchQuery.parse`, :class:`InvalidSearch` on malformed
 input) and written out for each engine from the parsed terms only, each word quoted, so
@@ -25,6 +30,7 @@ as a space, so they split words alike.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,8 +75,9 @@ POSTGRES_INDEXES = frozenset(
 MAX_QUERY_LENGTH = 500
 MAX_TERMS = 16
 
-#: a word: a run of letters and digits (what both engines' tokenizers keep)
-_WORD = re.compile(r"[^\W_]+")
+#: Greek sigma in its two lower-case forms (a word's last letter is ``ς``): PostgreSQL's
+#: ``simple`` configuration lowers ``Σ`` to ``σ`` everywhere and keeps a written ``ς``
+_SIGMA = re.compile("[σς]")
 
 
 class InvalidSearch(ValueError):
@@ -153,9 +160,29 @@ def _terms(text: str) -> list[SearchTerm]:
             raw = text[start:at]
         prefix = raw.endswith("*") or (at < end and text[at] == "*")
         at += at < end and text[at] == "*"
-        words = tuple(word.lower() for word in _WORD.findall(raw))
+        words = tuple(_words(raw))
         terms.append(SearchTerm(words, prefix=prefix, excluded=excluded))
     return terms
+
+
+def _words(raw: str, *, marks: bool = True) -> list[str]:
+    """The words of ``raw``: runs of letters and digits with their combining marks (none
+    with ``marks=False``: a mark separates too), as written (each engine folds case);
+    ``_`` and everything else separates them."""
+    words, word = [], []
+    for character in raw:
+        if character.isalnum():
+            word.append(character)
+            continue
+        if marks and word and unicodedata.category(character).startswith("M"):
+            word.append(character)
+            continue
+        if word:
+            words.append("".join(word))
+            word = []
+    if word:
+        words.append("".join(word))
+    return words
 
 
 def _fts5_term(term: SearchTerm) -> str:
@@ -163,10 +190,25 @@ def _fts5_term(term: SearchTerm) -> str:
     return '"' + " ".join(term.words) + '"' + ("*" if term.prefix else "")
 
 
+def _tsquery_word(word: str, prefix: bool) -> str:
+    """One word for ``to_tsquery`` (``prefix``: ``:*``); a Greek one holding a sigma as
+    either spelling of its sigmas (``ΚΟΜΒΟΣ`` is indexed ``κομβοσ``, ``κόμβος`` as
+    written), as FTS5 folds them alike."""
+    suffix = ":*" if prefix else ""
+    if not _SIGMA.search(lowered := word.lower()):
+        return f"'{word}'{suffix}"
+    medial = lowered.replace("ς", "σ")
+    final = re.sub(r"σ\b", "ς", medial)
+    if final == medial:
+        return f"'{medial}'{suffix}"
+    return f"('{medial}'{suffix} | '{final}'{suffix})"
+
+
 def _tsquery_term(term: SearchTerm) -> str:
-    quoted = [f"'{word}'" for word in term.words]
-    if term.prefix:
-        quoted[-1] += ":*"
+    # PostgreSQL's index splits words at combining marks: a word is a phrase of its parts
+    parts = [part for word in term.words for part in _words(word, marks=False)]
+    last = len(parts) - 1
+    quoted = [_tsquery_word(part, term.prefix and at == last) for at, part in enumerate(parts)]
     return "(" + " <-> ".join(quoted) + ")"
 
 
