@@ -18,10 +18,11 @@ import logging
 import re
 import time
 import uuid
+from typing import cast
 
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Scope, Send
 
 from api.http.input_guard import bound_query_dates
 from api.service.metrics import Metrics
@@ -93,9 +94,10 @@ class RequestContextMiddleware(ASGIMiddleware):
 
 def _with_request_id(message: Message, request_id: str) -> None:
     """Set ``X-Request-ID`` on a response start (replacing one a handler set)."""
-    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
+    start = cast("HTTPResponseStartEvent", message)
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"x-request-id"]
     headers.append((b"x-request-id", request_id.encode()))
-    message["headers"] = headers
+    start["headers"] = headers
 
 
 def _record(scope: Scope, route: str, status: int, seconds: float) -> None:
