@@ -20,13 +20,13 @@ Either demotes the judge (:func:`check`). No web and no database here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from judge.agreement import VERDICT
-from judge.calibration import CalibrationFigures, GoldItem
+from judge.calibration import CalibrationFigures, GoldItem, Variant
 from judge.statistics import Proportion, proportion
 from judge.verdict import GradingResult
 
@@ -39,10 +39,14 @@ __all__ = [
     "fallen_rows",
     "item_key",
     "measure_noise",
+    "within_budget",
 ]
 
 #: the agreement levels compared with the calibration run's
 _COMPARED = ("question", "verdict")
+#: the order variants alternate in, as the type names them (a small canary grades a
+#: correct, a borderline and a wrong diagnosis before an injected one)
+_VARIANTS: tuple[str, ...] = get_args(Variant)
 
 
 def item_key(item: GoldItem, index: int) -> str:
@@ -61,11 +65,31 @@ def canary_items(items: Sequence[GoldItem], limit: int) -> list[tuple[str, GoldI
     rank: dict[tuple[str, str], int] = {}
     for variant, family in sorted(strata):
         rank[(variant, family)] = sum(1 for v, _ in rank if v == variant)
-    order = sorted(strata, key=lambda s: (rank[s], s[0], s[1]))
+
+    def turn(stratum: tuple[str, str]) -> tuple[int, int, str, str]:
+        variant, family = stratum
+        place = _VARIANTS.index(variant) if variant in _VARIANTS else len(_VARIANTS)
+        return rank[stratum], place, variant, family
+
+    order = sorted(strata, key=turn)
     chosen: list[tuple[str, GoldItem]] = []
     for depth in range(max((len(m) for m in strata.values()), default=0)):
         chosen.extend(strata[s][depth] for s in order if depth < len(strata[s]))
     return chosen[: max(0, limit)]
+
+
+def within_budget(
+    chosen: Sequence[tuple[str, GoldItem]], budget: int, calls_of: Callable[[GoldItem], int]
+) -> list[tuple[str, GoldItem]]:
+    """The first items of ``chosen`` whose calls (``calls_of``: what grading the item
+    takes when every reply is usable) the ``budget`` pays for, in order."""
+    paid: list[tuple[str, GoldItem]] = []
+    for key, item in chosen:
+        budget -= calls_of(item)
+        if budget < 0:
+            break
+        paid.append((key, item))
+    return paid
 
 
 def answers_of(keys: Sequence[str], results: Sequence[GradingResult]) -> dict[str, dict[str, bool]]:

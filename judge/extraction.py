@@ -44,7 +44,13 @@ from judge.rubric import Question, Rubric
 from judge.style import AskingStyle, style_of
 from judge.verdict import GradingResult
 
-__all__ = ["CLAIM_KEYS", "ask_extraction", "build_extraction_messages", "parse_claims"]
+__all__ = [
+    "CLAIM_KEYS",
+    "ask_extraction",
+    "build_extraction_messages",
+    "extraction_calls",
+    "parse_claims",
+]
 
 #: the claims schema: strings and lists of strings
 CLAIM_KEYS = {
@@ -203,6 +209,24 @@ def _occurring(claims: dict[str, list[str]], diagnosis: str) -> dict[str, list[s
     return {k: [c for c in v if c.casefold() in plain] for k, v in claims.items()}
 
 
+def _coded(rubric: Rubric, ground_truth: str) -> tuple[GroundTruthFacts | None, list[Question]]:
+    """The ground truth's facts and the questions answered in code from the claims (none
+    without a header to compare them with)."""
+    facts = facts_of(ground_truth) if ground_truth.strip() else None
+    return facts, [q for q in rubric.questions if q.claims and facts is not None]
+
+
+def extraction_calls(rubric: Rubric, ground_truth: str | None = None) -> int:
+    """The judge calls :func:`ask_extraction` makes when every reply is usable: one for
+    the claims and one per question they do not answer; every question asked alone for a
+    ground truth without a header. ``None``: a ground truth with one (the usual case)."""
+    if ground_truth is None:
+        coded = sum(1 for q in rubric.questions if q.claims)
+    else:
+        coded = len(_coded(rubric, ground_truth)[1])
+    return len(rubric.questions) - coded + (1 if coded else 0)
+
+
 async def ask_extraction(
     caller: JudgeCaller,
     rubric: Rubric,
@@ -214,8 +238,7 @@ async def ask_extraction(
 ) -> GradingResult:
     """Extract the claims, answer the ``claims`` questions in code, ask the rest."""
     style = style or style_of(rubric)
-    facts = facts_of(ground_truth) if ground_truth.strip() else None
-    coded = [q for q in rubric.questions if q.claims and facts is not None]
+    facts, coded = _coded(rubric, ground_truth)
     calls: list[JudgeCall] = []
     parsed: dict[str, ParsedAnswer] = {}
     sources: dict[str, int] = {}

@@ -35,7 +35,7 @@ from judge.calibration import (
     load_gold,
     qualifies,
 )
-from judge.canary import answers_of, canary_items, item_key, measure_noise
+from judge.canary import answers_of, canary_items, item_key, measure_noise, within_budget
 from judge.errors import JudgeSpecError
 from judge.grader import Grader
 from judge.panel import PanelGrader
@@ -90,9 +90,12 @@ async def _noise(
     """The judge's run-to-run noise: the part of the set the drift canary grades (as
     many items as its budget pays for), graded a second time within that budget, as
     the canary grades it, and compared answer by answer with the first grading."""
-    each = calls_per_item(services.settings, spec_text, rubric)
-    budget = services.settings.canary_budget
-    chosen = canary_items(items, budget // each)
+    settings, budget = services.settings, services.settings.canary_budget
+    chosen = within_budget(
+        canary_items(items, len(items)),
+        budget,
+        lambda item: calls_per_item(settings, spec_text, rubric, item.ground_truth),
+    )
     keys = [key for key, _ in chosen]
     backend = CallBudget(services.backends.get(spec_text), budget)
     grader = sampled(services.settings, grader_for(services.settings, backend), spec_text)

@@ -39,7 +39,7 @@ from judge.calibration import (
     load_gold,
 )
 from judge.calls import Completion, JudgeRequest
-from judge.canary import answers_of, canary_items, check
+from judge.canary import answers_of, canary_items, check, within_budget
 from judge.errors import JudgeCallError, JudgeSpecError
 from judge.spec import judge_identity
 from judge.statistics import Proportion
@@ -128,7 +128,11 @@ async def run_canary(
         raise InvalidRequest(f"{set_name}: {exc}", title="Invalid canary set") from None
     except JudgeSpecError as exc:
         raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
-    chosen = canary_items(gold, settings.canary_budget // calls_per_item(settings, spec, rubric))
+    chosen = within_budget(
+        canary_items(gold, len(gold)),
+        settings.canary_budget,
+        lambda item: calls_per_item(settings, spec, rubric, item.ground_truth),
+    )
     keys, items = [k for k, _ in chosen], [i for _, i in chosen]
     grader = sampled(settings, grader_for(settings, backend), spec)  # no cache: asked anew
     results = await grade_gold(grader, rubric, items, concurrency=settings.judge_concurrency)

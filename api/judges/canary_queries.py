@@ -75,12 +75,16 @@ class CanaryQueries:
         self, judge_spec: str, set_sha256: str, *, calibration_run_id: str | None
     ) -> CanaryRunRecord | None:
         """The first run of this judge on this set compared with its calibration run
-        ``calibration_run_id`` (None: never calibrated), whose answers later runs are
-        compared with."""
+        ``calibration_run_id`` (None: never calibrated) that scored any item, whose answers
+        later runs are compared with (a run the judge could not answer at all, a model
+        still loading, has none: as the baseline it would end the answers check)."""
         run_id = col(_R.calibration_run_id)
         compared = run_id.is_(None) if calibration_run_id is None else run_id == calibration_run_id
         query = select(_R).where(
-            col(_R.judge_spec) == judge_spec, col(_R.set_sha256) == set_sha256, compared
+            col(_R.judge_spec) == judge_spec,
+            col(_R.set_sha256) == set_sha256,
+            compared,
+            col(_R.scored) > 0,
         )
         first = query.order_by(col(_R.created_at), col(_R.id)).limit(1)
         return await self._db.run_read(lambda s: s.execute(first).scalars().first())

@@ -15,6 +15,7 @@ from api.service.settings import Settings
 from judge.backends.base import JudgeBackend
 from judge.cache import JudgeCache
 from judge.calls import SamplingParams
+from judge.extraction import extraction_calls
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
 from judge.profiles import (
@@ -126,17 +127,18 @@ def asking_choice(settings: Settings, spec_text: str, rubric: Rubric) -> AskingC
     )
 
 
-def calls_per_item(settings: Settings, spec_text: str, rubric: Rubric) -> int:
+def calls_per_item(
+    settings: Settings, spec_text: str, rubric: Rubric, ground_truth: str | None = None
+) -> int:
     """Judge calls one grading takes when every reply is usable: one per question when
     asked so; with extraction, one for the claims and one per question the claims do
-    not answer; else one; times the judge's samples."""
+    not answer (every question for a ``ground_truth`` without a header; None: one with
+    a header); else one; times the judge's samples."""
     choice = asking_choice(settings, spec_text, rubric)
-    questions = len(rubric.questions)
     if choice.asking == "per_question":
-        calls = questions
+        calls = len(rubric.questions)
     elif choice.asking == "extraction":
-        asked = sum(1 for question in rubric.questions if not question.claims)
-        calls = asked + (1 if asked < questions else 0)
+        calls = extraction_calls(rubric, ground_truth)
     else:
         calls = 1
     return calls * settings.judge_samples

@@ -59,7 +59,8 @@ def judge_settings(
 
     The reply format counts only when a setting or the judge's profile chose it
     (``choice``), and the polarity override only when set, so the identity of a judge
-    qualified before they existed stays the same."""
+    qualified before they existed stays the same. A judge asked several samples is sent
+    every call at the sample temperature: that temperature is part of it then."""
     profile = profile_of_spec(settings, judge_spec) if judge_spec is not None else None
     params = sampling_for(settings, profile)
     identity: dict[str, Any] = {
@@ -68,6 +69,8 @@ def judge_settings(
         "max_tokens": params.max_tokens,
         "samples": settings.judge_samples,
     }
+    if settings.judge_samples > 1:
+        identity["sample_temperature"] = settings.judge_sample_temperature
     if choice is not None and choice.reply_format_chosen:
         identity["reply_format"] = choice.reply_format
     if settings.judge_ask_as is not None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from judge.calibration import DEFAULT_GOLD, CalibrationFigures, load_gold
-from judge.canary import canary_items, changed_answers, check, fallen_rows, measure_noise
+from judge.canary import (
+    canary_items,
+    changed_answers,
+    check,
+    fallen_rows,
+    measure_noise,
+    within_budget,
+)
 from tests.storage.helpers import sregym_rubric
 
 
@@ -22,6 +29,25 @@ def test_a_small_canary_covers_every_variant_and_is_the_same_each_time() -> None
     assert {item.variant for _, item in chosen} == {"correct", "borderline", "wrong", "injection"}
     assert canary_items(items, 8) == chosen
     assert len({key for key, _ in canary_items(items, 500)}) == len(items)
+
+
+def test_the_variants_alternate_in_the_documented_order() -> None:
+    """Correct, borderline, wrong, injection: sorted by name (borderline, correct,
+    injection, wrong), a canary of three items (the 1.5B profile's, asking by extraction
+    within the default budget) never graded a wrong diagnosis."""
+    items = load_gold(DEFAULT_GOLD.read_text(), sregym_rubric())
+    chosen = [item.variant for _, item in canary_items(items, 4)]
+    assert chosen == ["correct", "borderline", "wrong", "injection"]
+
+
+def test_a_budget_pays_for_the_first_items_their_calls_fit() -> None:
+    items = load_gold(DEFAULT_GOLD.read_text(), sregym_rubric())
+    chosen = canary_items(items, 5)
+    calls = {key: 9 if item.variant == "wrong" else 7 for key, item in chosen}
+    paid = within_budget(chosen, 22, lambda item: 9 if item.variant == "wrong" else 7)
+    assert [key for key, _ in paid] == [key for key, _ in chosen[:2]]  # 7 + 7, then 9 > 8
+    assert sum(calls[key] for key, _ in paid) <= 22
+    assert within_budget(chosen, 6, lambda item: 7) == []
 
 
 def test_only_an_interval_wholly_below_the_qualifications_has_fallen() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,7 +162,9 @@ async def test_a_stable_judge_stays_qualified_and_the_page_shows_the_history(
 
 
 class NoisyJudge(LabelledJudge):
-    """Answers as the labels say, but D3-Q3 by a coin toss on every call (seeded)."""
+    """Answers as the labels say, but D3-Q3 the other way one call in five (a seeded
+    coin): noise the calibration measures, not agreement with the labels falling (a
+    coin toss on D3-Q3 made twelve items' agreement fall below the set's by chance)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -170,7 +173,8 @@ class NoisyJudge(LabelledJudge):
     def _next(self, request: JudgeRequest) -> str:
         text = "\n".join(m.content for m in request.messages)
         yes = next((ids for diagnosis, ids in LABELS.items() if diagnosis in text), set())
-        yes = (yes | {"D3-Q3"}) if self.coin.random() < 0.5 else (yes - {"D3-Q3"})
+        if self.coin.random() < 0.2:
+            yes = yes ^ {"D3-Q3"}
         return scripted_reply(request, yes=yes)
 
 
@@ -356,3 +360,95 @@ async def test_a_demotion_holds_for_the_identity_measured_not_the_model_asked_ot
         calibration = runtime.services.store.calibration
         assert not await calibration.is_qualified(**identity_of(warm, JUDGE, rubric))
         assert await calibration.is_qualified(**identity_of(cold, JUDGE, rubric))
+
+
+async def test_a_sampled_judge_at_another_sample_temperature_is_not_the_judge_calibrated(
+    engine: Engine, database_url: str
+) -> None:
+    """With several samples every call is sent at the sample temperature: a judge
+    calibrated at 0.7 is another judge at 1.9, and it counted as qualified (its identity
+    held the base temperature, never sent, and not the sample one)."""
+    judge = LabelledJudge()
+    calibrated = Settings(
+        judge=JUDGE, database_url=database_url, judge_samples=3,
+        judge_sample_temperature=0.7, canary_budget=6,
+    )  # fmt: skip
+    async with Runtime(calibrated, engine=engine, backends={JUDGE: judge}) as runtime:
+        outcome = await calibrate(
+            runtime.services, DEFAULT_GOLD.read_bytes(), gold_name=DEFAULT_GOLD.name
+        )
+        assert outcome.run.qualified
+        assert {r.params.temperature for r in judge.requests} == {0.7}
+        hot = calibrated.model_copy(update={"judge_sample_temperature": 1.9})
+        rubric = runtime.services.rubrics.current[hot.rubric]
+        store = runtime.services.store.calibration
+        assert await store.is_qualified(**identity_of(calibrated, JUDGE, rubric))
+        assert not await store.is_qualified(**identity_of(hot, JUDGE, rubric))
+    single = Settings(judge=JUDGE, judge_sample_temperature=1.9)  # samples unused: not in it
+    assert identity_of(single, JUDGE, rubric) == identity_of(
+        single.model_copy(update={"judge_sample_temperature": 0.7}), JUDGE, rubric
+    )
+
+
+def _canary_set(tmp_path: Path, *ids: str) -> Path:
+    """A canary set of the shipped calibration cases ``ids`` (labelled as shipped)."""
+    lines = [json.loads(line) for line in DEFAULT_GOLD.read_text().splitlines() if line.strip()]
+    chosen = [line for line in lines if line["id"] in ids]
+    assert len(chosen) == len(ids)
+    path = tmp_path / "canary.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in chosen))
+    return path
+
+
+async def test_an_extraction_canary_pays_for_the_healthy_control_it_chooses(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    """A healthy control's ground truth has no header: extraction asks all nine
+    questions (9 calls, not the 7 counted for every item), so a budget of 21 chose three
+    items needing 23 and a judge answering every call cleanly had one refused."""
+    cases = ("control-correct", "scale-zero-correct", "port-correct")
+    settings = Settings(
+        judge=JUDGE, database_url=database_url, canary_budget=21, judge_asking="extraction",
+        canary_set=_canary_set(tmp_path, *cases),
+    )  # fmt: skip
+    async with Runtime(settings, engine=engine, backends={JUDGE: _ExtractingJudge()}) as runtime:
+        run = await run_canary(runtime.services)
+    assert run.judge_calls <= 21 and run.n == run.scored == 2  # 9 + 7 paid, 7 more not
+
+
+class SometimesAway(LabelledJudge):
+    """Answers as the labels say, or (``away``) with text no parser can use."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.away = False
+
+    def _next(self, request: JudgeRequest) -> str:
+        return "sorry, the model is loading" if self.away else super()._next(request)
+
+
+async def test_a_first_canary_run_that_scored_nothing_is_no_baseline(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    """On a canary set other than the calibration's, the answers are compared with the
+    first canary run's after it: one the judge could not answer at all (a model still
+    loading) became that baseline, and the answers check was off until the next
+    calibration. The first run that scored anything is the baseline."""
+    cases = ("port-correct", "port-borderline", "port-wrong", "control-correct")
+    judge = SometimesAway()
+    settings = Settings(
+        judge=JUDGE, database_url=database_url, canary_budget=12,
+        canary_set=_canary_set(tmp_path, *cases),
+    )  # fmt: skip
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        outcome = await calibrate(
+            runtime.services, DEFAULT_GOLD.read_bytes(), gold_name=DEFAULT_GOLD.name
+        )
+        assert outcome.run.qualified
+        judge.away = True
+        blank = await run_canary(runtime.services)
+        judge.away = False
+        first = await run_canary(runtime.services)
+        second = await run_canary(runtime.services)
+    assert blank.scored == 0 and first.scored == second.scored == len(cases)
+    assert second.changed_share == 0.0, (second.changed_share, second.reasons)
