@@ -516,10 +516,13 @@ def write_verdicts(
     accepted: list[tuple[FinishedGrading, Mapping[str, Any]]] = []
     outcome = StoredVerdicts()
     for item in items:
-        row = rows.pop(item.grading_id, None)  # popped: a second verdict of it is refused
+        row = rows.get(item.grading_id)
         holds = row is not None and _holds_lease(row, item)
         outcome.stored.append(holds)
         if row is not None and holds:
+            # popped once stored: a second verdict of it is refused, but an earlier claim's
+            # refused verdict (its lease lost to this process' later claim) pops nothing
+            del rows[item.grading_id]
             _check_rubric(row, item)
             accepted.append((item, row))
     if not accepted:

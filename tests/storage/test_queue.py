@@ -247,6 +247,25 @@ async def test_verdicts_stored_together_are_each_checked_against_their_lease(
     assert report.ok, report
 
 
+async def test_a_stale_claims_verdict_batched_before_the_current_one_leaves_it_stored(
+    store: Store, clock: Clock
+) -> None:
+    """One process' stale claim and its later claim of one grading in one group commit:
+    the stale verdict's refusal took the grading's row out of the batch, so the current
+    claim's verdict was refused too, lost, and the grading graded again later."""
+    grading_id = (await submit(store)).grading.id
+    await store.queue.claim_pending("w1", limit=1, lease_seconds=30)
+    clock.advance(31)  # the lease expired: the same process claims the grading again
+    [again] = await store.queue.claim_pending("w1", limit=1, lease_seconds=30)
+    stale = FinishedGrading(grading_id, "w1", graded_result(), claim_count=again.claim_count - 1)
+    current = FinishedGrading(grading_id, "w1", graded_result(), claim_count=again.claim_count)
+    twice = FinishedGrading(grading_id, "w1", graded_result(), claim_count=again.claim_count)
+
+    assert await store.queue.complete_many([stale, current, twice]) == [False, True, False]
+    view = await store.gradings.get(grading_id)
+    assert view is not None and view.grading.status == "graded" and len(view.answers) == 9
+
+
 async def test_a_batch_with_a_bad_verdict_stores_none_of_it(store: Store, engine: Engine) -> None:
     ids = [(await submit(store)).grading.id for _ in range(2)]
     await store.queue.claim_pending("w1", limit=2, lease_seconds=60)
