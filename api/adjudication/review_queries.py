@@ -239,8 +239,12 @@ class ReviewQueries:
 
     def finish_in(self, session: Session, grading_id: str, *, principal_id: str) -> None:
         """``finish`` in the caller's transaction: :class:`Conflict` for a held pass,
-        which only a verdict override decides."""
-        grading = session.get(GradingRecord, grading_id)
+        which only a verdict override decides. The grading is row-locked and read afresh
+        (PostgreSQL): an override committed since the caller read it may have made it a
+        held pass, and the copy the session holds would not say so."""
+        grading = session.get(
+            GradingRecord, grading_id, with_for_update=self._db.postgres, populate_existing=True
+        )
         if grading is None:
             raise NotFound(f"no grading {grading_id}")
         if grading.held:

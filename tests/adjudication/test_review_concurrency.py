@@ -1,6 +1,7 @@
 """Review rows change one transaction after another per grading, on every engine: of two
 claims at once one holds the item and the other sees it held; one human labelling twice
-at once stores one set of labels."""
+at once stores one set of labels; a label never closes the review of a grading an
+override has just made a held pass."""
 
 from __future__ import annotations
 
@@ -15,11 +16,16 @@ from sqlalchemy.orm import Session
 
 from api.adjudication.label_queries import LabelQueries
 from api.adjudication.review_queries import ReviewQueries
-from storage import Store
+from api.adjudication.use_cases import label_grading
+from api.service.principal import Principal
+from storage import FinishedGrading, Store
 from storage.errors import Conflict
 from storage.review_tables import HumanLabelRecord, ReviewClaimRecord
-from tests.storage.helpers import graded_result, submit
+from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 from tests.support.submissions import IDS
+
+#: six yes, one in each dimension at least: a fail that one more yes turns into a pass
+SIX = [q for q in IDS if not q.endswith("Q3")]
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -94,3 +100,64 @@ async def test_one_human_labelling_twice_at_once_stores_one_set_of_labels(store:
         lambda s: s.execute(select(func.count()).select_from(HumanLabelRecord)).scalar_one()
     )
     assert stored == len(IDS) + 1
+
+
+async def test_a_label_is_refused_once_an_override_made_the_grading_a_held_pass(
+    api_client: Any, db_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The label's use case read the grading, then locked it: an override committed in
+    between that made it a held pass went unseen, the label was stored and the review
+    closed (the same label a moment later is refused). SQLite's one writer rules the
+    interleaving out."""
+    if db_backend != "postgres":
+        pytest.skip("SQLite's one writer serializes the two use cases")
+    async with api_client(start_workers=False) as client:
+        services = client.app.state.services
+        store = services.store
+        grading_id = (await submit(store)).grading.id
+        [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+        flagged = graded_result(SIX).model_copy(update={"review_reasons": ("injection_suspected",)})
+        assert await store.queue.complete_many(
+            [FinishedGrading(grading_id, "w", flagged, claim_count=claim.claim_count)]
+        ) == [True]
+        before = (await store.gradings.get(grading_id)).grading
+        assert before.passed is False and not before.held
+
+        read, go = threading.Event(), threading.Event()
+        original = LabelQueries.add_in
+
+        def add_in(self: LabelQueries, session: Any, *args: Any, **kw: Any) -> Any:
+            read.set()  # the use case has read the grading; the lock comes next
+            go.wait(10)
+            return original(self, session, *args, **kw)
+
+        monkeypatch.setattr(LabelQueries, "add_in", add_in)
+        hana = Principal(id="h1", name="Hana", role="adjudicator")
+        labelling = asyncio.create_task(
+            label_grading(services, hana, grading_id, answers=dict.fromkeys(IDS, True))
+        )
+        assert await asyncio.to_thread(read.wait, 10)
+        # meanwhile another adjudicator's answer override makes it a pass: held (flagged)
+        _, after = await override(
+            store,
+            grading_id,
+            rubric=sregym_rubric(),
+            expected_revision=before.revision,
+            kind="answer",
+            question_id="D1-Q3",
+            answer=True,
+            reason="it does name the deployment",
+            author_id="a2",
+            author_name="Ana",
+        )
+        assert after.held and after.passed is None
+        go.set()
+
+        outcome = await asyncio.gather(labelling, return_exceptions=True)
+        result = outcome[0]
+        shown = getattr(getattr(result, "grading", None), "revision", None)
+        assert isinstance(result, Conflict), (
+            f"the label was stored on a held pass and its review closed "
+            f"(answered with the grading at revision {shown}, held=False; it is at "
+            f"revision {after.revision}, held=True): {type(result).__name__}"
+        )
