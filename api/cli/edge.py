@@ -41,20 +41,29 @@ ExitTable = tuple[tuple[type[Exception], type[click.ClickException]], ...]
 
 
 class CommandError(click.ClickException):
-    """Bad usage shown as one line on stderr (``error: ...``), exit 2."""
+    """An error shown as one line on stderr (``error: ...``): exit 2 (bad usage or input)
+    unless ``exit_code`` says otherwise (1: the work itself failed)."""
 
     exit_code = 2
 
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        """``message``, exiting with ``exit_code`` (the class' 2 when None)."""
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
     def show(self, file: Any = None) -> None:
         """One line on stderr."""
-        click.echo(f"error: {terminal_text(self.format_message())}", err=True)
+        click.echo(f"error: {terminal_text(self.format_message(), one_line=True)}", err=True)
 
 
 class OneLineGroup(click.Group):
     """The root group: every error of a command is one line on stderr, never a traceback.
 
-    Usage errors keep exit 2 and name the command's help; an unexpected error is exit 2
-    with its type and message (``SRE_JUDGE_DEBUG=1`` lets the traceback through).
+    Usage errors keep exit 2 and name the command's help; any other error a command
+    raised on purpose keeps its exit status (1: the work failed) and is written the same
+    way, ``error: ...``; an unexpected error is exit 2 with its type and message
+    (``SRE_JUDGE_DEBUG=1`` lets the traceback through).
     """
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -64,7 +73,11 @@ class OneLineGroup(click.Group):
         except click.UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
             raise CommandError(exc.format_message() + where) from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+        except CommandError:
+            raise
+        except click.ClickException as exc:  # click's own "Error: ..." is not this grammar
+            raise CommandError(exc.format_message(), exit_code=exc.exit_code) from None
+        except (click.exceptions.Exit, click.Abort):
             raise
         except OSError as exc:
             if exc.errno == errno.EPIPE or os.environ.get("SRE_JUDGE_DEBUG"):
@@ -199,8 +212,9 @@ def as_click_error(exc: Exception) -> click.ClickException | None:
     from sqlalchemy.exc import DBAPIError
 
     if isinstance(exc, DBAPIError):
+        said = " ".join(str(exc.orig).split())  # a driver's message spans lines
         return click.ClickException(
-            f"cannot read the database ({type(exc.orig).__name__}: {exc.orig}); "
+            f"cannot read the database ({type(exc.orig).__name__}: {said}); "
             "is it reachable at SRE_JUDGE_DATABASE_URL, and migrated (`sre-judge migrate`)?"
         )
     for kind, click_error in _exit_table():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import run, service_runtime, with_store
-from api.cli.options import format_option
+from api.cli.options import default_format, deprecated, format_option
 from api.terminal import terminal_text
 
 if TYPE_CHECKING:
@@ -38,13 +38,21 @@ def scenarios_group() -> None:
 @scenarios_group.command("load")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
 @click.option(
+    "--input-format",
+    "input_fmt",
+    type=click.Choice(["jsonl", "yaml"]),
+    help="the file's format (default: by its suffix, .jsonl or .yaml, else by its first line)",
+)
+@click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "yaml"]),
-    help="default: by the file's suffix (.jsonl, .yaml), else by its first line",
+    # jsonl and yaml: the old meaning (the file's format), still taken, deprecated
+    type=click.Choice(["table", "json", "jsonl", "yaml"]),
+    metavar="[table|json]",
+    help="output format (default: table on a terminal, else json)",
 )
-@click.option("--json", "as_json", is_flag=True, help="print what was done as JSON")
-def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
+@click.option("--json", "legacy_json", is_flag=True, hidden=True)
+def scenarios_load(file: Any, input_fmt: str | None, fmt: str | None, legacy_json: bool) -> None:
     """Create or update scenarios from FILE (``-`` for stdin), one transaction.
 
     Each item is ``{id, ground_truth, title?, tags?, set?, note?}``; nothing is stored
@@ -58,8 +66,15 @@ def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
     from api.scenarios.use_cases import load_scenarios
     from api.service.principal import Principal
 
+    if fmt in ("jsonl", "yaml"):
+        deprecated(f"--format {fmt}", f"--input-format {fmt}")
+        input_fmt, fmt = input_fmt or fmt, None
+    if legacy_json:
+        deprecated("--json", "--format json")
+        fmt = fmt or "json"
+    fmt = fmt or default_format(("table", "json"))
     name = getattr(file, "name", "-")
-    fmt = fmt or _SUFFIXES.get(Path(str(name)).suffix.lower())
+    input_fmt = input_fmt or _SUFFIXES.get(Path(str(name)).suffix.lower())
     try:
         text = file.read()
     except UnicodeDecodeError as exc:
@@ -69,10 +84,10 @@ def scenarios_load(file: Any, fmt: str | None, as_json: bool) -> None:
     async def action() -> ScenarioLoadReport:
         async with service_runtime() as services:
             cli = Principal(id="cli", name="cli", role="admin")
-            return await load_scenarios(services, cli, text, fmt=fmt)  # type: ignore[arg-type]
+            return await load_scenarios(services, cli, text, fmt=input_fmt)  # type: ignore[arg-type]
 
     report = run(action())
-    if as_json:
+    if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
         return
     for item in report.items:

@@ -27,19 +27,31 @@ def _cli(url: str, *args: str, stdin: str | None = None) -> subprocess.Completed
 def test_loading_a_file_twice_then_a_fix_from_stdin(database_url: str, tmp_path: Path) -> None:
     dataset = tmp_path / "scenarios.yaml"
     dataset.write_text(yaml.safe_dump(ITEMS))
-    first = _cli(database_url, "scenarios", "load", str(dataset))
-    again = _cli(database_url, "scenarios", "load", str(dataset), "--json")
+    first = _cli(database_url, "scenarios", "load", str(dataset), "--format", "table")
+    again = _cli(database_url, "scenarios", "load", str(dataset))  # JSON off a terminal
     fixed = dict(ITEMS[0], ground_truth="[fault_spec] component=deployment/user-service")
-    stdin = _cli(database_url, "scenarios", "load", "-", stdin=json.dumps(fixed) + "\n")
+    stdin = _cli(
+        database_url, "scenarios", "load", "-", "--format", "table",
+        stdin=json.dumps(fixed) + "\n",
+    )  # fmt: skip
     bad = _cli(database_url, "scenarios", "load", "-", stdin='{"id": "x"}\n')
     listed = _cli(database_url, "scenarios", "list", "--set", "public", "--json")
     assert first.returncode == 0, first.stderr
     assert first.stdout.split() == [
         "created", "hotel/user-port", "version", "1", "created", "healthy", "version", "1",
     ]  # fmt: skip
-    assert json.loads(again.stdout)["counts"] == {"unchanged": 2}
+    assert json.loads(again.stdout)["counts"] == {"unchanged": 2} and not again.stderr.count(
+        "warning"
+    )
     assert stdin.stdout.split() == ["new_version", "hotel/user-port", "version", "2"]
     assert bad.returncode == 2 and "items[0].ground_truth" in bad.stderr
+    # the old spellings still work, each with a warning: --format for the file, --json
+    old = _cli(
+        database_url, "scenarios", "load", "-", "--format", "yaml", "--json",
+        stdin=yaml.safe_dump(ITEMS[1:]),
+    )  # fmt: skip
+    assert old.returncode == 0 and json.loads(old.stdout)["counts"] == {"unchanged": 1}
+    assert "--input-format yaml" in old.stderr and "--format json" in old.stderr
     assert [json.loads(line) for line in listed.stdout.splitlines()] == [
         {"id": "hotel/user-port", "set": "public", "version": 2, "title": ""}
     ]

@@ -160,6 +160,18 @@ def test_a_database_that_does_not_answer_is_named_not_blamed_on_a_migration() ->
     refused = cli_in_process("migrate", env={"SRE_JUDGE_DATABASE_URL": down})
     assert refused.returncode == 1, refused.stderr
     assert "reachable at SRE_JUDGE_DATABASE_URL" in refused.stderr
+    # the grammar's one line (click writes "Error: ..." for a failure of the work)
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("error: cannot read the database")
+
+
+def test_no_database_is_refused_in_the_grammars_one_line(tmp_path: Path) -> None:
+    """A reading command where no database is: exit 2, ``error: ...``, nothing made."""
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    refused = cli_in_process("report", "pass-rates", env={"SRE_JUDGE_DATABASE_URL": url})
+    assert refused.returncode == 2, refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("error: no database at ") and not (tmp_path / "none.db").exists()
 
 
 @contextmanager
@@ -193,7 +205,12 @@ def test_a_database_a_newer_release_migrated_is_refused_in_one_line(
             refused = cli_in_process(command, env=env)
         assert refused.returncode == 1, (command, refused.stderr)
         line = refused.stderr.strip().splitlines()[-1]  # (a worker logs in JSON before)
-        assert "0099" in line and str(head_revision()) in line and "newer release" in line
+        assert (
+            line.startswith("error: ")
+            and "0099" in line
+            and str(head_revision()) in line
+            and "newer release" in line
+        )
         assert "unexpected" not in line
 
 

@@ -104,8 +104,6 @@ def test_report_export_and_regrade_take_the_same_filter_flags() -> None:
 
 def test_every_output_flag_is_format() -> None:
     for path in _commands(main):
-        if path == ("scenarios", "load"):  # its --format is the input's (jsonl|yaml)
-            continue
         command = _command(path)
         visible = _visible_flags(command)
         assert "--json" not in visible and "--csv" not in visible, path
