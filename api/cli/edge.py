@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommandError",
+    "CommandFailed",
     "OneLineGroup",
     "as_click_error",
     "load_settings",
@@ -41,20 +42,20 @@ ExitTable = tuple[tuple[type[Exception], type[click.ClickException]], ...]
 
 
 class CommandError(click.ClickException):
-    """An error shown as one line on stderr (``error: ...``): exit 2 (bad usage or input)
-    unless ``exit_code`` says otherwise (1: the work itself failed)."""
+    """Bad usage or input shown as one line on stderr (``error: ...``), exit 2."""
 
     exit_code = 2
-
-    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
-        """``message``, exiting with ``exit_code`` (the class' 2 when None)."""
-        super().__init__(message)
-        if exit_code is not None:
-            self.exit_code = exit_code
 
     def show(self, file: Any = None) -> None:
         """One line on stderr."""
         click.echo(f"error: {terminal_text(self.format_message(), one_line=True)}", err=True)
+
+
+class CommandFailed(CommandError):
+    """The work itself failed (a database that does not answer, a conflict): the same one
+    line, exit 1."""
+
+    exit_code = 1
 
 
 class OneLineGroup(click.Group):
@@ -76,7 +77,8 @@ class OneLineGroup(click.Group):
         except CommandError:
             raise
         except click.ClickException as exc:  # click's own "Error: ..." is not this grammar
-            raise CommandError(exc.format_message(), exit_code=exc.exit_code) from None
+            kind = CommandFailed if exc.exit_code == 1 else CommandError
+            raise kind(exc.format_message()) from None
         except (click.exceptions.Exit, click.Abort):
             raise
         except OSError as exc:
