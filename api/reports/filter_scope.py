@@ -68,6 +68,10 @@ def _shadow_jobs() -> Any:
     return select(col(RegradeJobRecord.id)).where(col(RegradeJobRecord.mode) == "shadow")
 
 
+#: the states of a grading that has its verdict (or its reason for none)
+_FINISHED = ("graded", "unscored")
+
+
 def _is_shadow(grading: Any) -> Any:
     return and_(
         col(grading.regrade_job_id).in_(_shadow_jobs()),
@@ -77,12 +81,17 @@ def _is_shadow(grading: Any) -> Any:
 
 
 def _shadow() -> Any:
-    """A shadow grading that no current or newer shadow grading of its kind hides."""
+    """A submission's shadow grading of its kind (rubric version and judge) in scope: none
+    when a current grading is of that kind, else its newest finished one, else (none
+    finished yet) its newest pending one. A second regrade still running or paused never
+    hides what the first one finished; it shows as pending only where nothing finished."""
     other = aliased(GradingRecord)
     newer = or_(
         col(other.created_at) > col(_G.created_at),
         and_(col(other.created_at) == col(_G.created_at), col(other.id) > col(_G.id)),
     )
+    other_done = col(other.status).in_(_FINISHED)
+    this_pending = col(_G.status).not_in(_FINISHED)
     hidden = exists().where(
         col(other.submission_id) == col(_G.submission_id),
         col(other.rubric_id) == col(_G.rubric_id),
@@ -90,7 +99,16 @@ def _shadow() -> Any:
         col(other.judge_backend) == col(_G.judge_backend),
         col(other.judge_model) == col(_G.judge_model),
         col(other.id) != col(_G.id),
-        or_(col(other.is_current).is_(True), and_(_is_shadow(other), newer)),
+        or_(
+            col(other.is_current).is_(True),
+            and_(
+                _is_shadow(other),
+                or_(
+                    and_(other_done, or_(this_pending, newer)),
+                    and_(~other_done, this_pending, newer),
+                ),
+            ),
+        ),
     )
     return and_(_is_shadow(_G), ~hidden)
 

@@ -7,8 +7,11 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from storage import Store
-from tests.support.gradings import add_many, shadow_regrade
+from tests.storage.helpers import graded_result, sregym_rubric
+from tests.support.gradings import FAIL_D3, add_many, shadow_regrade
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -92,3 +95,37 @@ async def test_provisional_gradings_are_marked_excluded_or_split(
     assert questions["provisional"] == 2
     assert "verdicts: effective verdicts (after human overrides)" in questions["scope"]
     assert bad.status_code in (400, 422)
+
+
+async def test_a_second_shadow_regrade_running_or_paused_hides_nothing_finished(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """The same shadow regrade started again and paused before it graded anything: its
+    pending items, being newer, hid the first run's verdicts (n 10 -> 0, 10 pending)
+    though nothing new was graded. Once it grades an item, that item's newer verdict is
+    the one counted, and never twice."""
+    store = Store(engine)
+    await add_many(store, {"pass": 6, "fail": 4})
+    await shadow_regrade(store, passing=3)
+    jobs = RegradeJobQueries(store.db)
+    target = RegradeTarget(
+        sregym_rubric(), "openai:new-judge@http://127.0.0.1:9/v1", "openai", "new-judge",
+        "shadow",
+    )  # fmt: skip
+    again = (await jobs.create_job(RegradeFilter(), target, actor="admin")).job
+    await jobs.change_job(again.id, "pause", actor="admin")
+    headers = await tokens("adjudicator")
+    params = {"include": "shadow", "judge": "openai:new-judge", **MIXED}
+
+    async def overall() -> tuple[int, int, int]:
+        async with api_client(start_workers=False) as client:
+            got = await client.get("/v1/stats/pass-rates", params=params, headers=headers)
+        figures = got.json()["overall"]
+        return figures["passed"], figures["n"], figures["pending"]
+
+    assert await overall() == (3, 10, 0)
+    await jobs.change_job(again.id, "resume", actor="admin")
+    [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    assert await store.queue.complete(claim.grading_id, "w", graded_result(FAIL_D3))
+    passed, n, pending = await overall()
+    assert n == 10 and pending == 0 and passed in (2, 3)  # one verdict replaced, by a fail
