@@ -65,12 +65,19 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
+#: a reasoning model's thinking before its reply (qwen3, deepseek-r1: ``<think>``)
+_THINKING = re.compile(r"\A\s*<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+
+
 def extract_json(text: str) -> Any:
     """The one JSON value of a reply (bare or in a code fence), or ReplyInvalid.
 
     A fenced value is read from its opening fence with the JSON decoder, so its strings
     may hold backticks (evidence quoting a diagnosis' own code); after the value only
-    the closing fence may follow, and no second code block."""
+    the closing fence may follow, and no second code block. A reasoning model's leading
+    ``<think>...</think>`` (a server that does not split it out) is not the reply: its
+    braces must not be taken for the value's."""
+    text = _THINKING.sub("", text, count=1)
     # a reply that is bare JSON is taken whole: its strings may quote a diagnosis that
     # contains a code fence, which must not be mistaken for the reply's own
     opening = None if text.lstrip()[:1] in ("{", "[") else _OPEN_FENCE.search(text)

@@ -41,7 +41,10 @@ __all__ = [
 _CONTEXT_OVERFLOW = re.compile(
     r"context.length|maximum context|context (window|size)"
     r"|(?:prompt|input|request|message)s? (?:is |was |are )?too long|too many tokens"
-    r"|exceeds? .*context",
+    r"|exceeds? .*context"
+    # Hugging Face TGI; vLLM
+    r"|tokens \+ `max_new_tokens` must be <=|must have less than \d+ tokens"
+    r"|longer than the maximum model length",
     re.IGNORECASE,
 )
 #: statuses of a server (or a gateway before it) that is busy or down: retried as such

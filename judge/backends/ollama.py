@@ -72,7 +72,11 @@ def map_ollama_errors() -> Iterator[None]:
 
 
 def _has_text(part: Any) -> bool:
-    return bool(part.message.content)
+    """Whether ``part`` carries generated text: the reply's or, from a reasoning model
+    (qwen3, deepseek-r1 with ``think``), its thinking, which comes first and may take
+    minutes: the model is generating, so the first-token limit is met."""
+    message = part.message
+    return bool(message.content or getattr(message, "thinking", None))
 
 
 def _same_model(listed: str | None, wanted: str) -> bool:

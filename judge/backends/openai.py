@@ -68,8 +68,11 @@ __all__ = [
 ]
 
 JSON_SCHEMA = "json_schema"
-#: what a ``/v1/models`` entry says of every model, or changes on each listing: no digest
+#: what a ``/v1/models`` entry says of every model: no digest
 _LISTING_NOISE = frozenset({"id", "object", "created", "owned_by", "permissions", "permission"})
+#: what a ``/v1/models`` entry changes on each listing (vLLM makes a new permission, a
+#: random id and the time, every time): never part of a digest
+_LISTING_VOLATILE = frozenset({"created", "permissions", "permission"})
 JSON_OBJECT = "json_object"
 
 TOP_LOGPROBS = 5
@@ -313,13 +316,10 @@ class OpenAIBackend:
                 listing = await self._list_models()
         except JudgeCallError:
             return None
-        entries = [m.model_dump() for m in listing.data]
-        mine = [e for e in entries if e.get("id") == self.model]
-        if not mine and len(entries) == 1:
-            mine = entries
-        if not mine:
+        listed = self._entry_of([m.model_dump() for m in listing.data])
+        if listed is None:
             return None
-        entry = {k: v for k, v in mine[0].items() if v is not None and k != "created"}
+        entry = {k: v for k, v in listed.items() if v is not None and k not in _LISTING_VOLATILE}
         if entry.get("id") == self.model and set(entry) <= _LISTING_NOISE:
             return None
         return digest_of_fields("models", entry)
@@ -353,11 +353,20 @@ class OpenAIBackend:
             return None
         except JudgeCallError:  # not reachable now: ask again next time
             return None
-        entries = [m.model_dump() for m in listing.data]
-        mine = [e for e in entries if e.get("id") == self.model] or entries[:1]
-        self._context_window = _window_of(mine[0]) if mine else None
+        listed = self._entry_of([m.model_dump() for m in listing.data])
+        self._context_window = _window_of(listed) if listed is not None else None
         self._context_known = True
         return self._context_window
+
+    def _entry_of(self, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The ``/v1/models`` entry of this judge's model: listed under its name, or the
+        only one listed (a llama.cpp server answers any name with its one model, listed
+        under its file's path); None when several are listed and not this one (an entry
+        of another model says nothing of this one's window or identity)."""
+        mine = [e for e in entries if e.get("id") == self.model]
+        if not mine and len(entries) == 1:
+            mine = entries
+        return mine[0] if mine else None
 
     async def _renew_client(self) -> None:
         """Replace the client (and its pooled connections) with a fresh one."""

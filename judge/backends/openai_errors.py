@@ -4,16 +4,20 @@ refuse a feature of the request (``json_schema``, ``logprobs``) rather than the 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import openai
 
 from judge.backends.http import is_context_overflow, status_error
-from judge.errors import JudgeTimeout, JudgeUnavailable
+from judge.errors import JudgeCallError, JudgeTimeout, JudgeUnavailable
 
-__all__ = ["LOGPROBS_REJECTION", "map_openai_errors", "refuses_json_schema"]
+__all__ = ["LOGPROBS_REJECTION", "error_in_body", "map_openai_errors", "refuses_json_schema"]
+
+_SERVER = "openai-compatible server"
 
 LOGPROBS_REJECTION = re.compile(r"logprob", re.IGNORECASE)
 #: how servers refuse ``json_schema``: OpenAI-compatible 400s name ``response_format``;
@@ -41,8 +45,24 @@ def map_openai_errors() -> Iterator[None]:
     except openai.APIConnectionError as exc:
         cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection error"
         raise JudgeUnavailable(f"cannot reach openai-compatible server ({cause})") from exc
-    except openai.APIError as exc:  # e.g. APIResponseValidationError: unreadable reply
+    except openai.APIError as exc:
+        if exc.body is not None and not isinstance(exc, openai.APIResponseValidationError):
+            # an error event in a stream (the server failed after its headers): read as
+            # the error it names, a context overflow above all, never retried blind
+            raise error_in_body({"message": exc.message, "code": exc.code}) from exc
         raise JudgeUnavailable(f"unreadable reply ({type(exc).__name__})") from exc
+
+
+def error_in_body(error: Any) -> JudgeCallError:
+    """The judge error of an ``error`` object (or text) a server sent in a body or a
+    stream event: its ``code`` read as a status when it is one, its message kept."""
+    if isinstance(error, dict):
+        code, text = error.get("code"), error.get("message") or json.dumps(error)
+    else:
+        code = getattr(error, "code", None)
+        text = getattr(error, "message", None) or str(error)
+    status = code if isinstance(code, int) and 400 <= code < 600 else None
+    return status_error(status, str(text), server=_SERVER)
 
 
 def refuses_json_schema(exc: openai.APIStatusError) -> bool:

@@ -18,9 +18,11 @@ from openai import AsyncStream
 from openai._models import construct_type
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from judge.backends.http import MAX_ERROR_TEXT
+from judge.backends.openai_errors import error_in_body
 from judge.backends.streaming import StreamLimits, cut_short, paced
 from judge.calls import Completion, TokenLogprob
-from judge.errors import JudgeTimeout, JudgeUnavailable
+from judge.errors import JudgeRejected, JudgeTimeout, JudgeUnavailable
 
 __all__ = ["EmptyStream", "completion_of", "read_stream", "token_logprobs"]
 
@@ -57,9 +59,26 @@ class EmptyStream(JudgeUnavailable):
 
 
 def completion_of(response: Any, form: str, model: str, logprobs_of: Any) -> Completion:
-    """The completion of a whole (non-streamed) reply; any field may be missing."""
+    """The completion of a whole (non-streamed) reply; any field may be missing.
+
+    Raises a :class:`JudgeCallError` for what is no completion: an ``error`` a gateway
+    sent with a 200 (read by its code and message, as an error status is), a page that
+    is no JSON (a proxy, a captive portal), a reply without choices, and a refusal
+    (``message.refusal`` with no content: the model's words kept in the error).
+    """
+    if isinstance(response, str | bytes) or response is None:
+        shown = " ".join(str(response or "")[:200].split())
+        raise JudgeUnavailable(f"{SERVER} answered with no chat completion: {shown!r}")
+    error = getattr(response, "error", None)
+    if error is not None:
+        raise error_in_body(error)
     choices = getattr(response, "choices", None) or []
-    message = getattr(choices[0], "message", None) if choices else None
+    if not choices:
+        raise JudgeUnavailable(f"{SERVER} answered a chat completion without choices")
+    message = getattr(choices[0], "message", None)
+    refusal = getattr(message, "refusal", None)
+    if refusal and not getattr(message, "content", None):
+        raise JudgeRejected(f"the model refused to answer: {str(refusal)[:MAX_ERROR_TEXT]}")
     usage = getattr(response, "usage", None)
     return Completion(
         text=getattr(message, "content", None) or "",
@@ -73,8 +92,21 @@ def completion_of(response: Any, form: str, model: str, logprobs_of: Any) -> Com
     )
 
 
+#: where OpenAI-compatible servers stream a reasoning model's thinking (llama.cpp, vLLM
+#: with a reasoning parser, DeepSeek: ``reasoning_content``; OpenRouter: ``reasoning``)
+_REASONING = ("reasoning_content", "reasoning")
+
+
 def _begun(chunk: ChatCompletionChunk) -> bool:
-    return any(getattr(getattr(c, "delta", None), "content", None) for c in chunk.choices or [])
+    """Whether ``chunk`` carries generated text, the reply's or a reasoning model's
+    thinking (which comes first: the model is generating, the first-token limit met)."""
+    for choice in chunk.choices or []:
+        delta = getattr(choice, "delta", None)
+        if getattr(delta, "content", None):
+            return True
+        if any(getattr(delta, name, None) for name in _REASONING):
+            return True
+    return False
 
 
 class _Reply:

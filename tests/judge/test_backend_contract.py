@@ -135,6 +135,15 @@ async def test_reply_becomes_completion(
             ContextOverflow,
         ),
         (400, "the request exceeds the available context size, try increasing it", ContextOverflow),
+        # Hugging Face TGI (it was judge_rejected); vLLM
+        (
+            422,
+            "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. "
+            "Given: 3900 `inputs` tokens and 1536 `max_new_tokens`",
+            ContextOverflow,
+        ),
+        (422, "Input validation error: `inputs` must have less than 4096 tokens", ContextOverflow),
+        (400, "The prompt (5000 tokens) is longer than the maximum model length", ContextOverflow),
     ],
 )
 async def test_error_statuses_are_mapped(

@@ -15,7 +15,7 @@ import respx
 
 from judge.backends.base import EndpointQuirks
 from judge.backends.openai import OpenAIBackend
-from judge.errors import FeatureRefused, JudgeRejected, JudgeUnavailable
+from judge.errors import ContextOverflow, FeatureRefused, JudgeRejected, JudgeUnavailable
 from judge.grader import Grader
 from judge.retry import complete_with_retries
 from judge.rubric import load_rubric_dir
@@ -94,24 +94,79 @@ async def test_the_served_model_name_is_kept(
     assert completion.fingerprint == "b5123-8c2a1f"
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        completion_reply(content=None),
-        completion_reply(choices=[]),
-        httpx.Response(200, json={"id": "x", "object": "chat.completion", "model": MODEL}),
-    ],
-    ids=["content-none", "no-choices", "bare"],
-)
 async def test_missing_content_becomes_empty_text(
-    openai_api: respx.MockRouter, openai_backend: OpenAIBackend, reply: httpx.Response
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
 ) -> None:
-    openai_api.post("/chat/completions").mock(return_value=reply)
+    openai_api.post("/chat/completions").mock(return_value=completion_reply(content=None))
 
     completion = await openai_backend.complete(make_request())
 
     assert completion.text == ""
     assert completion.model == MODEL
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        completion_reply(choices=[]),
+        httpx.Response(200, json={"id": "x", "object": "chat.completion", "model": MODEL}),
+        # gateways (LiteLLM, OpenRouter) answer 200 with an error: the server's words kept
+        httpx.Response(200, json={"error": {"message": "model is loading", "type": "x"}}),
+        httpx.Response(200, json={"error": "upstream provider returned an error"}),
+        # a proxy or a captive portal: no API reached
+        httpx.Response(200, headers={"content-type": "text/html"}, text="<html>Sign in</html>"),
+    ],
+    ids=["no-choices", "bare", "error-object", "error-text", "html"],
+)
+async def test_a_200_that_is_no_completion_is_an_unavailable_judge(
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend, reply: httpx.Response
+) -> None:
+    """Not an empty reply (a repair call wasted, then unscored for good as
+    unparseable): the judge was not really answered, so the grading stays pending."""
+    openai_api.post("/chat/completions").mock(return_value=reply)
+
+    with pytest.raises(JudgeUnavailable) as caught:
+        try:
+            await openai_backend.complete(make_request())
+        except FeatureRefused:  # a page streamed reads as an empty stream: asked unstreamed
+            await openai_backend.complete(make_request())
+    body = reply.content.decode()
+    if "error" in body:
+        assert ("model is loading" in str(caught.value)) or ("upstream" in str(caught.value))
+
+
+async def test_a_200_error_with_a_client_status_is_rejected_and_an_overflow_said_so(
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
+) -> None:
+    """An error body's numeric code reads as the status it names; a context overflow
+    sent as an event in the stream (llama.cpp, LiteLLM) is one, not an unreadable reply."""
+    too_long = {"message": "the request exceeds the available context size", "code": 400}
+    stream = "data: " + json.dumps({"error": too_long}) + "\n\n"
+    route = openai_api.post("/chat/completions")
+    route.mock(return_value=httpx.Response(200, json={"error": {"message": "bad", "code": 400}}))
+    with pytest.raises(JudgeRejected):
+        await openai_backend.complete(make_request())
+    route.mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, text=stream)
+    )
+    with pytest.raises(ContextOverflow):
+        await openai_backend.complete(make_request())
+
+
+async def test_a_refusal_is_an_error_keeping_the_models_words(
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
+) -> None:
+    """Structured outputs answer a refusal as ``message.refusal`` with no content: it was
+    an empty text, the model's words lost from the call's record."""
+    refusal = "I'm sorry, but I cannot assist with grading this content."
+    reply = completion_reply(content=None)
+    body = json.loads(reply.content)
+    body["choices"][0]["message"]["refusal"] = refusal
+    openai_api.post("/chat/completions").mock(return_value=httpx.Response(200, json=body))
+
+    with pytest.raises(JudgeRejected) as caught:
+        await openai_backend.complete(make_request())
+    assert refusal in str(caught.value)
 
 
 async def test_json_schema_refused_with_500_falls_back_and_is_remembered(

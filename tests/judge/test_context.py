@@ -129,6 +129,19 @@ async def test_openai_window_comes_from_models_metadata(
     assert route.call_count == 1  # asked once
 
 
+async def test_a_listing_of_other_models_says_nothing_of_the_window(
+    openai_backend: OpenAIBackend,
+) -> None:
+    """A gateway listing several models, none under the name asked (OpenRouter, a
+    LiteLLM proxy, a ``:beta`` variant): the first entry's window is another model's (it
+    was taken: a false context_overflow, or a cut prompt). Only a lone entry (llama.cpp
+    lists its one model under its file's path) speaks for the model asked."""
+    others = [{"id": "tiny", "context_length": 2048}, {"id": "big", "context_length": 131072}]
+    with respx.mock(base_url=BASE, assert_all_called=True) as router:
+        router.get("/models").respond(200, json={"object": "list", "data": others})
+        assert await openai_backend.context_window() is None
+
+
 async def test_a_server_stated_window_stops_the_prompt_before_sending(
     rubric: Rubric, openai_backend: OpenAIBackend
 ) -> None:

@@ -76,6 +76,18 @@ def test_a_fenced_reply_may_quote_backticks_in_its_strings(rubric: Rubric) -> No
         assert set(parsed) == set(IDS) and "```kubectl" in parsed["D1-Q1"].evidence
 
 
+def test_a_reasoning_models_thinking_before_its_reply_is_not_the_reply(rubric: Rubric) -> None:
+    """qwen3 or deepseek-r1 behind a server that does not split the thinking out put
+    ``<think>...</think>`` first: a brace in it (the schema recalled) was taken for the
+    reply's start, and the answer after it was refused as incomplete JSON."""
+    thinking = '<think>\nThe schema wants {"D1-Q1": {...}}; it names the deployment.\n</think>\n'
+    for reply in (thinking + sregym_reply(set(IDS)), thinking.replace("think>", "thinking>")):
+        if "thinking>" in reply:
+            reply += json.dumps(_own())
+        parsed = parse_reply(reply, rubric)
+        assert set(parsed) == set(IDS)
+
+
 @pytest.mark.parametrize(
     ("reply", "problem"),
     [

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -25,6 +26,7 @@ from judge.errors import ContextOverflow, JudgeCallError, JudgeTimeout, JudgeUna
 from judge.retry import complete_with_retries
 from tests.judge.backend_servers import FAST, make_request
 from tests.support.judge_server import TOKEN_CHARS, JudgeServer, running_judge_server
+from tests.support.paced_server import paced_server
 
 REPLY = '{"answers": [' + ", ".join(f'"answer {i}"' for i in range(12)) + "]}"
 TOKENS = -(-len(REPLY) // TOKEN_CHARS)
@@ -178,3 +180,54 @@ async def test_an_empty_stream_is_asked_again_unstreamed_to_learn_the_error() ->
             await backend.complete(make_request())
         assert json.loads(route.calls[-1].request.content)["stream"] is True
         await backend.aclose()
+
+
+#: a reasoning model's thinking: a part every 0.15 s for 1.5 s, past the first-token limit
+THINKING = StreamLimits(first_token=0.5, idle=0.5, total=20.0)
+THOUGHTS, THOUGHT_EVERY = 10, 0.15
+
+
+def _ollama_thinking() -> list[tuple[float, bytes]]:
+    def part(message: dict[str, str], **done: Any) -> bytes:
+        line = {"model": "m", "created_at": "2025-05-01T10:00:00Z", "message": message}
+        return (json.dumps({**line, "done": False, **done}) + "\n").encode()
+
+    thinking = {"role": "assistant", "content": "", "thinking": "hmm "}
+    pieces = [(THOUGHT_EVERY, part(thinking)) for _ in range(THOUGHTS)]
+    end = {"done": True, "done_reason": "stop", "prompt_eval_count": 80, "eval_count": 40}
+    pieces += [(0.02, part({"role": "assistant", "content": REPLY}))]
+    return [*pieces, (0.02, part({"role": "assistant", "content": ""}, **end))]
+
+
+def _openai_reasoning() -> list[tuple[float, bytes]]:
+    def event(delta: dict[str, str], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+        return ("data: " + json.dumps({**chunk, "choices": [choice]}) + "\n\n").encode()
+
+    pieces = [(THOUGHT_EVERY, event({"reasoning_content": "hmm "})) for _ in range(THOUGHTS)]
+    pieces += [(0.02, event({"content": REPLY})), (0.02, event({}, "stop"))]
+    return [*pieces, (0.0, b"data: [DONE]\n\n")]
+
+
+@pytest.mark.parametrize("kind", ["ollama", "openai"])
+async def test_a_reasoning_models_thinking_meets_the_first_token_limit(kind: str) -> None:
+    """qwen3 or deepseek-r1 think for minutes before any reply text (Ollama's
+    ``message.thinking``; ``delta.reasoning_content`` from llama.cpp, vLLM, DeepSeek):
+    the model is generating, so the idle limit applies from the first thought. The
+    first-token limit timed a reasoning judge out on every call."""
+    if kind == "ollama":
+        pieces, content_type = _ollama_thinking(), "application/x-ndjson"
+    else:
+        pieces, content_type = _openai_reasoning(), "text/event-stream"
+    with paced_server(pieces, content_type) as url:
+        backend: JudgeBackend
+        if kind == "ollama":
+            backend = OllamaBackend("m", base_url=url, limits=THINKING)
+        else:
+            backend = OpenAIBackend("m", base_url=f"{url}/v1", limits=THINKING, logprobs=False)
+        try:
+            completion = await backend.complete(make_request())
+        finally:
+            await backend.aclose()
+    assert completion.text == REPLY

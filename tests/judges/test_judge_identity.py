@@ -202,6 +202,36 @@ async def test_a_llama_cpp_server_names_its_model_file_in_props() -> None:
     assert nothing is None  # the name asked, and nothing more: no digest
 
 
+def _vllm_entry(root: str, permission_id: str, created: int) -> dict[str, Any]:
+    """vLLM's ``/v1/models`` entry: a new permission (random id, the time) every listing."""
+    permission = {"id": permission_id, "object": "model_permission", "created": created}
+    listed = {"id": "qwen", "object": "model", "created": created, "owned_by": "vllm"}
+    return {**listed, "root": root, "max_model_len": 32768, "permission": [permission]}
+
+
+async def test_a_vllm_model_keeps_its_digest_from_one_listing_to_the_next() -> None:
+    """Every listing of one model had another digest (its permission's id and time were
+    hashed): a ``judge.changed`` at each refresh, no cache hit, qualification lost. The
+    model behind the name changing still changes it."""
+    backend = OpenAIBackend("qwen", base_url="http://vllm.test/v1", api_key="k")
+    digests = []
+    try:
+        with respx.mock(assert_all_called=False) as router:
+            router.get("http://vllm.test/props").respond(404)
+            models = router.get("http://vllm.test/v1/models")
+            for root, permission, created in [
+                ("/models/Qwen2.5-7B", "modelperm-aaa", 1),
+                ("/models/Qwen2.5-7B", "modelperm-bbb", 2),
+                ("/models/Qwen2.5-14B", "modelperm-ccc", 3),
+            ]:
+                entry = _vllm_entry(root, permission, created)
+                models.return_value = httpx.Response(200, json={"data": [entry]})
+                digests.append(await backend.model_digest())
+    finally:
+        await backend.aclose()
+    assert digests[0] is not None and digests[0] == digests[1] != digests[2]
+
+
 async def test_the_judges_page_says_the_model_changed(
     api_client: Any, tokens: Any, engine: Engine, database_url: str, service_key: Any
 ) -> None:
