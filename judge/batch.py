@@ -274,6 +274,9 @@ def check_results(
             continue
         try:
             completion = reply_of(result.body, form=want.form, model=want.model)
+        except JudgeCallError as exc:  # no choices, a refusal: what the reply said
+            checked.failures[cid] = str(exc)
+            continue
         except Exception as exc:  # a body the client's models cannot read at all
             checked.failures[cid] = f"unreadable reply: {type(exc).__name__}"
             continue

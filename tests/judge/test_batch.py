@@ -113,6 +113,20 @@ def test_results_are_checked_against_their_requests() -> None:
     assert [(r.custom_id, r.line) for r in checked.refused] == [("b", 2), ("z", 6), ("a", 7)]
 
 
+def test_a_result_that_is_no_answer_fails_saying_what_it_said() -> None:
+    """A refusal and a reply without choices are failures with the server's words, not
+    an empty reply nor a bare exception type."""
+    expected = {c: ExpectedRequest(c, "gpt-4o-mini", "json_schema") for c in ("r", "n")}
+    refused = _body("gpt-4o-mini", "")
+    refused["choices"][0]["message"] = {"role": "assistant", "content": None,  # type: ignore[index]
+                                        "refusal": "I cannot help with that."}  # fmt: skip
+    text = "\n".join([_line("r", refused), _line("n", {"model": "gpt-4o-mini", "choices": []})])
+    checked = check_results(parse_result_lines(text), expected, answered=set(), via=None)
+    assert not checked.answers
+    assert "I cannot help with that." in checked.failures["r"]
+    assert "without choices" in checked.failures["n"]
+
+
 async def test_batch_answers_give_each_kept_reply_once_then_ask_live() -> None:
     request = JudgeRequest(messages=(ChatMessage(role="user", content="q"),), reply_schema={})
 
