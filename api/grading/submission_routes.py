@@ -56,14 +56,19 @@ async def create_submission(
     429 or 503 with ``Retry-After`` when a limit is reached (nothing is stored then): the
     rate limit, the queue's ceiling, or a submitter's attempts on the scenario this hour.
     """
-    await limits.admit(principal.id, idempotency_key)
+    taken = await limits.admit(principal.id, idempotency_key)
+    stored = False
     try:
         accepted = await accept_submission(
             services, data, principal=principal, idempotency_key=idempotency_key
         )
+        stored = accepted.outcome.created
     except TooManyAttempts:
         metrics.submissions_rejected.labels("attempt_limit").inc()
         raise
+    finally:
+        if taken and not stored:  # refused or replayed: the rate limit counts what is stored
+            limits.not_stored(principal.id)
     outcome = accepted.outcome
     if outcome.created:
         metrics.submissions_accepted.inc()

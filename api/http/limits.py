@@ -53,6 +53,12 @@ class TokenBucket:
             return None
         return (1 - bucket.tokens) / self.rate
 
+    def give_back(self, key: str) -> None:
+        """Return the token ``take`` took for ``key`` (what it was taken for stored nothing)."""
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.tokens = min(self.capacity, bucket.tokens + 1)
+
 
 class SubmissionLimits:
     """What ``POST /v1/submissions`` checks before storing anything."""
@@ -64,13 +70,19 @@ class SubmissionLimits:
         per_minute = settings.rate_limit_per_minute
         self._bucket = TokenBucket(per_minute) if per_minute > 0 else None
 
-    async def admit(self, principal_id: str, idempotency_key: str | None = None) -> None:
-        """Raise a 429 or 503 problem (with ``Retry-After``) when a limit is reached; the
-        queue's ceiling lets through the replay of a submission already stored (the
-        token's ``idempotency_key`` used before), which stores nothing."""
+    async def admit(self, principal_id: str, idempotency_key: str | None = None) -> bool:
+        """Raise a 429 or 503 problem (with ``Retry-After``) when a limit is reached; both
+        let through the replay of a submission already stored (the token's
+        ``idempotency_key`` used before), which stores nothing.
+
+        The rate limit counts submissions stored: returns whether a rate-limit token was
+        taken, which the caller gives back (:meth:`not_stored`) when the request stored
+        nothing (refused, or a replay)."""
+        taken = False
         if self._bucket is not None:
             wait = self._bucket.take(principal_id)
-            if wait is not None:
+            taken = wait is None
+            if wait is not None and not await self._stored(principal_id, idempotency_key):
                 self._metrics.submissions_rejected.labels("rate_limited").inc()
                 raise ApiProblem(
                     429,
@@ -83,6 +95,8 @@ class SubmissionLimits:
             if pending >= self._max_pending and not await self._stored(
                 principal_id, idempotency_key
             ):
+                if taken:
+                    self.not_stored(principal_id)
                 self._metrics.submissions_rejected.labels("queue_full").inc()
                 raise ApiProblem(
                     503,
@@ -91,6 +105,13 @@ class SubmissionLimits:
                     "nothing was stored",
                     headers={"Retry-After": str(QUEUE_FULL_RETRY_SECONDS)},
                 )
+        return taken
+
+    def not_stored(self, principal_id: str) -> None:
+        """The admitted request stored nothing (refused as invalid, over a limit, or the
+        replay of a stored one): its rate-limit token is given back."""
+        if self._bucket is not None:
+            self._bucket.give_back(principal_id)
 
     async def _stored(self, principal_id: str, idempotency_key: str | None) -> bool:
         """Whether the token stored a submission under ``idempotency_key`` already."""

@@ -61,6 +61,33 @@ async def test_submissions_over_the_rate_get_429_with_retry_after_and_store_noth
     assert 'sre_judge_submissions_rejected_total{reason="rate_limited"} 1.0' in scrape.text
 
 
+async def test_the_rate_limit_counts_submissions_stored_not_refusals_or_replays(
+    api_client: ClientFactory, tokens: Any, engine: Engine
+) -> None:
+    """A bucket of that many submissions: a request refused as invalid (422, nothing
+    stored) or a replay of a stored one took a token, and the token's next real
+    submission was a 429; a client retrying a lost answer was refused its grading."""
+    settings = {"rate_limit_per_minute": 2, "max_text_bytes": 1024, "start_workers": False}
+    async with api_client(**settings) as client:
+        agent = await tokens("submitter")
+        keyed = {**agent, "Idempotency-Key": "run-1"}
+        too_long = {"diagnosis": "x" * 1025, "ground_truth": TRUTH}
+        refused = [await client.post("/v1/submissions", json=too_long, headers=agent)]
+        refused.append(await client.post("/v1/submissions", json=too_long, headers=agent))
+        stored = await client.post("/v1/submissions", json=_body(1), headers=keyed)
+        replays = [await client.post("/v1/submissions", json=_body(1), headers=keyed)]
+        second = await client.post("/v1/submissions", json=_body(2), headers=agent)
+        # the bucket is empty now: a replay still gets its answer, a new submission not
+        replays.append(await client.post("/v1/submissions", json=_body(1), headers=keyed))
+        third = await client.post("/v1/submissions", json=_body(3), headers=agent)
+    assert [r.status_code for r in refused] == [422, 422]
+    assert stored.status_code == second.status_code == 202
+    assert [r.status_code for r in replays] == [202, 202]
+    assert all(r.headers["idempotent-replayed"] == "true" for r in replays)
+    assert third.status_code == 429
+    assert await _count(engine, "submission") == 2
+
+
 async def test_a_full_queue_answers_503_with_retry_after_and_stores_nothing(
     api_client: ClientFactory, tokens: Any, engine: Engine
 ) -> None:
