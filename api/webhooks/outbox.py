@@ -62,6 +62,8 @@ _FROM_AUDIT = {
     "judge.changed": "judge.changed",
     "judge.demoted": "judge.demoted",
 }
+#: a regrade's copy of the overrides in force onto its grading (``storage.regrade``)
+_CARRIED = "grading.overrides_carried"
 _DELIVERIES = WebhookDeliveryRecord.__table__  # type: ignore[attr-defined]
 #: the grading's columns a payload may carry: ids and verdicts
 _GRADING_FIELDS = (
@@ -102,8 +104,12 @@ def _tell(session: Session) -> None:
             _log.warning("a webhook worker could not be told of new deliveries", exc_info=True)
 
 
-def webhook_event(audit_event: str) -> str | None:
-    """The webhook event an audit event announces, if any."""
+def webhook_event(audit_event: str, payload: dict[str, Any] | None = None) -> str | None:
+    """The webhook event an audit event announces, if any: a regrade that carried a human's
+    overrides onto its grading is that grading's ``grading.overridden`` (its verdict in
+    force is the human's; its ``grading.completed``, written before, told the judge's)."""
+    if audit_event == _CARRIED:
+        return "grading.overridden" if (payload or {}).get("carried") else None
     return _FROM_AUDIT.get(audit_event)
 
 
@@ -138,6 +144,9 @@ def _data(
     data = dict(gradings.get(entity_id) or {"grading_id": entity_id})
     if audit_event == "grading.overridden":
         data["override_id"] = payload.get("override_id") or payload.get("id")
+    if audit_event == _CARRIED:  # the copies made here, and the grading they came from
+        data["override_ids"] = list(payload.get("carried") or [])
+        data["carried_from"] = payload.get("from_grading")
     return data
 
 
@@ -149,7 +158,9 @@ def enqueue(session: Session, events: Sequence[dict[str, Any]], *, at: datetime)
     the list kept is proven current), the gradings the payloads describe, the
     deliveries; none when no event is one an endpoint can subscribe to.
     """
-    announced = [(e, kind) for e in events if (kind := webhook_event(e["event"])) is not None]
+    announced = [
+        (e, kind) for e in events if (kind := webhook_event(e["event"], e["payload"])) is not None
+    ]
     endpoints = _active_endpoints(session, events, needed=bool(announced))
     if not announced or not endpoints:
         return 0

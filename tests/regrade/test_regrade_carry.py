@@ -15,9 +15,11 @@ from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
+from api.webhooks.outbox import subscribe as subscribe_outbox
+from api.webhooks.queries import WebhookQueries
 from judge.backends.scripted import ScriptedBackend
 from storage import GradingFilter, Store
-from tests.storage.helpers import graded_result, sregym_rubric, submit
+from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 from tests.support.sregym_results import write_sregym_results
 
 #: the engine matters here (the review's upsert): run on PostgreSQL too under ``--db all``
@@ -125,3 +127,42 @@ async def test_a_human_verdict_carried_by_a_promote_is_not_asked_for_again(
     async with api_client(start_workers=False) as c:
         queue = (await c.get("/v1/review-queue", headers=adjudicator)).json()["items"]
     assert queue == [], [i["reasons"] for i in queue]
+
+
+async def test_a_webhook_subscriber_hears_the_human_verdict_a_promote_carried(
+    engine: Engine, service_key: Any
+) -> None:
+    """A human failed a grading and a promote carried the fail onto the new current
+    grading: its only delivery was the ``grading.completed`` written before the carry
+    (the judge's pass), so a CI hook took the attempt for a pass. The carry is the new
+    grading's ``grading.overridden``, with the verdict in force."""
+    store = Store(engine, key=service_key)
+    subscribe_outbox(store.db)
+    events = ["grading.completed", "grading.overridden"]
+    endpoint = await WebhookQueries(store.db).create_endpoint(
+        url="http://127.0.0.1:9/hook", events=events, description="", actor="t"
+    )
+    old = (await submit(store)).grading.id
+    [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
+    assert await store.queue.complete(claim.grading_id, "seed", graded_result(ALL))
+    view = await store.gradings.get(old)
+    assert view is not None
+    await override(store, old, rubric=sregym_rubric(),
+        expected_revision=view.grading.revision, kind="verdict", reason="wrong fault",
+        author_id="h1", author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    spec = "openai:new@http://127.0.0.1:9/v1"
+    target = RegradeTarget(sregym_rubric(), spec, "openai", "new", "promote")
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
+    assert await store.queue.complete(item.grading_id, "w", graded_result(ALL))
+    deliveries = await WebhookQueries(store.db).deliveries(endpoint.id)
+    told = [
+        (p["type"], p["data"]["passed"], p["data"]["overridden"], p["data"].get("carried_from"))
+        for p in (d.delivery.payload for d in reversed(deliveries))  # oldest first
+        if p["data"]["grading_id"] == item.grading_id
+    ]
+    assert told == [
+        ("grading.completed", True, False, None),
+        ("grading.overridden", False, True, old),
+    ]
