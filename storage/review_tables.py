@@ -48,6 +48,9 @@ class OverrideRecord(SQLModel, table=True):
     author_id: str = Field(sa_type=String(64))
     author_name: str = Field(sa_type=String(256))
     created_at: datetime = _created()
+    #: the override a regrade copied this one from (None: made by a human): withdrawing
+    #: the copy takes back the label its original recorded
+    carried_from: str | None = Field(default=None, sa_type=String(32))
 
 
 class HumanLabelRecord(SQLModel, table=True):

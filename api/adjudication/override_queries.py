@@ -123,7 +123,7 @@ class OverrideQueries:
         apply_in_force(grading, rubric, answers, after)
         grading.revision += 1
         written: list[RecordRow] = [record]
-        label = self._label(record, history)
+        label = self._label(session, record, history)
         if label is not None:
             session.add(label)
             written.append(label)
@@ -202,17 +202,26 @@ class OverrideQueries:
         return previous.id if previous else None
 
     @staticmethod
-    def _label(record: OverrideRecord, history: list[OverrideRecord]) -> HumanLabelRecord | None:
+    def _label(
+        session: Session, record: OverrideRecord, history: list[OverrideRecord]
+    ) -> HumanLabelRecord | None:
         """The human label an override records: its author's answer or verdict; for a
         withdrawal, the retraction of the withdrawn override's label (its author and
         target, no answer nor verdict), so judge-human agreement no longer counts a
-        judgement taken back."""
+        judgement taken back. A copy a regrade carried recorded no label: its original
+        did, on the grading the human judged, and that label is the one retracted."""
         if record.kind == "withdraw":
             withdrawn = next((h for h in history if h.id == record.withdraws), None)
             if withdrawn is None or withdrawn.kind == "withdraw":
                 return None
+            original = withdrawn
+            while original.carried_from is not None:
+                source = session.get(OverrideRecord, original.carried_from)
+                if source is None:
+                    break
+                original = source
             return HumanLabelRecord(
-                grading_id=record.grading_id,
+                grading_id=original.grading_id,
                 question_id=withdrawn.question_id if withdrawn.kind == "answer" else None,
                 source="override",
                 author_id=withdrawn.author_id,

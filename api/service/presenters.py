@@ -80,6 +80,7 @@ def _override_public(record: OverrideRecord) -> OverridePublic:
         reason=record.reason,
         author=record.author_name,
         created_at=record.created_at,
+        carried_from=record.carried_from,
     )
 
 

@@ -173,6 +173,9 @@ class OverridePublic(BaseModel):
     reason: str
     author: str
     created_at: datetime
+    #: the override a regrade copied this one from (on the grading it replaced); None for
+    #: one a human made here
+    carried_from: str | None = None
 
 
 class TagPublic(BaseModel):

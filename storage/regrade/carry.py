@@ -91,6 +91,7 @@ def _copy(record: OverrideRecord, grading_id: str, job_id: str, at: datetime) ->
         author_id=record.author_id,
         author_name=record.author_name,
         created_at=at,
+        carried_from=record.id,
     )
 
 

@@ -166,3 +166,69 @@ async def test_a_webhook_subscriber_hears_the_human_verdict_a_promote_carried(
         ("grading.completed", True, False, None),
         ("grading.overridden", False, True, old),
     ]
+
+
+async def _graded(store: Store, yes: list[str]) -> str:
+    """One submission graded by the judge with ``yes``; its grading id."""
+    await submit(store)
+    [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
+    assert await store.queue.complete(claim.grading_id, "seed", graded_result(yes))
+    return claim.grading_id
+
+
+async def _promoted(store: Store, yes: list[str]) -> str:
+    """A promote job over everything, its one item graded with ``yes``; the item's id."""
+    spec = "openai:new@http://127.0.0.1:9/v1"
+    target = RegradeTarget(sregym_rubric(), spec, "openai", "new", "promote")
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
+    assert await store.queue.complete(item.grading_id, "w", graded_result(yes))
+    return item.grading_id
+
+
+async def test_withdrawing_a_carried_override_takes_its_human_label_back(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """A withdrawal takes back the label the withdrawn override recorded: Hana's verdict
+    override on G0 recorded her label there, a promote carried it onto G1 as a copy
+    (no label of its own), and her withdrawal on G1 retracted nothing, so judge-human
+    agreement still counted the judgement she took back. The copy names its original
+    (``carried_from``), whose label is the one retracted."""
+    store = Store(engine, key=service_key)
+    old = await _graded(store, ALL)
+
+    hana = await tokens("adjudicator", "Hana")
+    async with api_client(start_workers=False) as c:
+        etag = (await c.get(f"/v1/gradings/{old}", headers=hana)).headers["etag"]
+        made = await c.post(f"/v1/gradings/{old}/overrides", headers={**hana, "If-Match": etag},
+                            json={"verdict": "fail", "reason": "wrong fault"})  # fmt: skip
+        assert made.status_code in (200, 201), made.text
+        before = (await c.get("/v1/stats/agreement?kind=judge_human", headers=hana)).json()
+    new = await _promoted(store, ALL)
+    async with api_client(start_workers=False) as c:
+        got = await c.get(f"/v1/gradings/{new}", headers=hana)
+        body = got.json()
+        assert body["passed"] is False, body
+        [carried] = [o for o in body["overrides"] if o.get("verdict") == "fail"]
+        assert carried["carried_from"] is not None
+        gone = await c.post(f"/v1/gradings/{new}/overrides",
+                            headers={**hana, "If-Match": got.headers["etag"]},
+                            json={"withdraw": carried["id"], "reason": "I was wrong"})  # fmt: skip
+        assert gone.status_code in (200, 201), gone.text
+        assert gone.json()["passed"] is True
+        after = (await c.get("/v1/stats/agreement?kind=judge_human", headers=hana)).json()
+    n_before, n_after = _verdict_n(before), _verdict_n(after)
+    assert n_before == 1, before
+    assert n_after == 0, (
+        f"Hana withdrew her verdict, yet judge-human agreement still counts it: {after}"
+    )
+
+
+def _verdict_n(report: dict[str, Any]) -> int:
+    """The number of verdict pairs in a judge-human agreement report (0 when none)."""
+    return sum(
+        int(row["agreement"]["n"])
+        for kind in report["kinds"]
+        for row in kind["rows"]
+        if row["level"] == "verdict"
+    )

@@ -295,6 +295,46 @@ async def test_0025_a_downgrade_keeps_the_cache_entries_the_calls_held(database_
     await upgrade(database_url)
 
 
+async def test_0029_links_the_copies_regrades_carried_before_to_their_originals(
+    database_url: str,
+) -> None:
+    """A copy a regrade carried before 0029 knew its original only from its reason's
+    text: the upgrade links it (``carried_from``), a human's override stays unlinked."""
+    from sqlalchemy import text
+
+    from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+    from api.regrade.selection import RegradeFilter
+    from storage import Store
+    from tests.storage.helpers import graded_result, override, sregym_rubric, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine)
+    first = (await submit(store)).grading.id
+    await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    assert await store.queue.complete(first, "w", graded_result())
+    made, _ = await override(
+        store, first, rubric=sregym_rubric(), expected_revision=2, kind="verdict",
+        reason="a human's: from override x: y", author_id="h1", author_name="Hana",
+        verdict="fail",
+    )  # fmt: skip
+    spec = "openai:new@http://127.0.0.1:9/v1"
+    target = RegradeTarget(sregym_rubric(), spec, "openai", "new", "promote")
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    assert await store.queue.complete(item.grading_id, "w", graded_result())
+    engine.dispose()
+
+    _rows_after_downgrade(database_url, "0028", "SELECT 1")
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        query = text("SELECT grading_id, carried_from FROM override ORDER BY created_at")
+        rows = [tuple(r) for r in connection.execute(query)]
+    engine.dispose()
+    assert rows == [(first, None), (item.grading_id, made.id)]
+
+
 #: a process that migrates ``argv[1]`` at the instant ``argv[2]`` (epoch seconds)
 _MIGRATE_AT = """
 import sys, time
