@@ -195,6 +195,7 @@ def _promote(
         old.is_current, old.superseded_by = False, grading.id
         old.revision += 1
     grading.is_current = True
+    review_from = _review_followed(db, session, grading, superseded)
     session.flush()
     db.audit(
         session,
@@ -207,9 +208,41 @@ def _promote(
             "regrade_job_id": job.id,
             "superseded": [old.id for old in superseded],
             "passed": grading.passed,
+            **({"review_from": review_from} if review_from else {}),
         },
         covers=[grading.id, *(old.id for old in superseded)],
     )
+
+
+#: what of a review in progress follows the item onto the grading that replaces it
+_IN_PROGRESS = (
+    "claimed_by", "claimed_by_name", "claimed_until", "skipped_at", "skipped_by",
+    "skipped_by_name", "skip_note", "assigned_to", "assigned_to_name", "assigned_by",
+    "assigned_at",
+)  # fmt: skip
+
+
+def _review_followed(
+    db: Database, session: Session, grading: GradingRecord, superseded: list[GradingRecord]
+) -> str | None:
+    """A review in progress on the grading replaced (assigned, claimed, skipped with a
+    note; not done) follows the item onto ``grading``: the assignee keeps it in their
+    queue and a live claim keeps a second adjudicator off it. Nothing moves when
+    ``grading`` has a review of its own (a finished one carried with the overrides).
+    The id of the grading it came from, or None."""
+    if session.get(ReviewClaimRecord, grading.id) is not None:
+        return None
+    for old in superseded:
+        review = session.get(ReviewClaimRecord, old.id)
+        if review is None or review.done_at is not None:
+            continue
+        values = {name: getattr(review, name) for name in _IN_PROGRESS}
+        if not any(value is not None for value in values.values()):
+            continue
+        table = ReviewClaimRecord.__table__  # type: ignore[attr-defined]
+        db.upsert(session, table, {"grading_id": grading.id, **values})
+        return old.id
+    return None
 
 
 def finish_if_drained(db: Database, session: Session, job: RegradeJobRecord, actor: str) -> None:

@@ -232,3 +232,27 @@ def _verdict_n(report: dict[str, Any]) -> int:
         for row in kind["rows"]
         if row["level"] == "verdict"
     )
+
+
+async def test_a_review_in_progress_follows_the_item_onto_the_promoted_grading(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """An item assigned to Ada and claimed by her for 30 minutes is replaced by a promote
+    (decisive again, so back in the queue): it was unassigned, out of her ``assigned=me``,
+    and offered to Bob while her claim on the same attempt held."""
+    store = Store(engine, key=service_key)
+    old = await _graded(store, ALL[:7])  # decisive: in the queue
+    admin, bob = await tokens("admin"), await tokens("adjudicator", "Bob")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as c:
+        assigned = await c.post(
+            f"/v1/review-queue/{old}/assign", json={"assignee": "Ada"}, headers=admin
+        )
+        claimed = await c.post(f"/v1/review-queue/{old}/claim", json={"minutes": 30}, headers=ada)
+        assert assigned.is_success and claimed.is_success, (assigned.text, claimed.text)
+    new = await _promoted(store, ALL[:7])
+    async with api_client(start_workers=False) as c:
+        mine = (await c.get("/v1/review-queue?assigned=me", headers=ada)).json()["items"]
+        offered = (await c.get("/v1/review-queue", headers=bob)).json()["items"]
+    assert [i["grading"]["id"] for i in mine] == [new]
+    assert offered == []  # Ada's claim holds on the new grading
