@@ -22,7 +22,7 @@ from storage.regrade.batch_tables import RegradeEngineRecord
 from storage.regrade.carry import Carried, carry_overrides
 from storage.regrade.progress import job_progress
 from storage.regrade.tables import RegradeJobRecord
-from storage.review_tables import OverrideRecord, ReviewClaimRecord
+from storage.review_tables import FailureTagRecord, OverrideRecord, ReviewClaimRecord
 from storage.tables import GradingRecord
 
 __all__ = [
@@ -196,6 +196,7 @@ def _promote(
         old.revision += 1
     grading.is_current = True
     review_from = _review_followed(db, session, grading, superseded)
+    tags = _tags_followed(session, grading, superseded)
     session.flush()
     db.audit(
         session,
@@ -209,9 +210,52 @@ def _promote(
             "superseded": [old.id for old in superseded],
             "passed": grading.passed,
             **({"review_from": review_from} if review_from else {}),
+            **({"tags_carried": [t.tag for t in tags]} if tags else {}),
         },
         covers=[grading.id, *(old.id for old in superseded)],
+        rows=tags,
     )
+
+
+def _tags_followed(
+    session: Session, grading: GradingRecord, superseded: list[GradingRecord]
+) -> list[FailureTagRecord]:
+    """The failure tags in force on the gradings replaced, copied onto ``grading``: a tag
+    says what the agent got wrong, which a new judge's grading of the same diagnosis does
+    not change (reports and ``?tag=`` read current gradings). A tag the new grading has
+    already is not copied twice."""
+    if not superseded:
+        return []
+    query = select(FailureTagRecord).where(
+        col(FailureTagRecord.grading_id).in_([old.id for old in superseded]),
+        col(FailureTagRecord.removed_at).is_(None),
+    )
+    kept = {
+        tag
+        for tag in session.execute(
+            select(col(FailureTagRecord.tag)).where(
+                col(FailureTagRecord.grading_id) == grading.id,
+                col(FailureTagRecord.removed_at).is_(None),
+            )
+        ).scalars()
+    }
+    copies = []
+    for tag in session.execute(query.order_by(col(FailureTagRecord.id))).scalars():
+        if tag.tag in kept:
+            continue
+        kept.add(tag.tag)
+        copies.append(
+            FailureTagRecord(
+                grading_id=grading.id,
+                tag=tag.tag,
+                note=tag.note,
+                author_id=tag.author_id,
+                author_name=tag.author_name,
+                created_at=tag.created_at,
+            )
+        )
+    session.add_all(copies)
+    return copies
 
 
 #: what of a review in progress follows the item onto the grading that replaces it

@@ -18,7 +18,7 @@ from api.regrade.selection import RegradeFilter
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from judge.backends.scripted import ScriptedBackend
-from storage import GradingFilter, Store
+from storage import GradingFilter, Store, verify_chain
 from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 from tests.support.sregym_results import write_sregym_results
 
@@ -256,3 +256,32 @@ async def test_a_review_in_progress_follows_the_item_onto_the_promoted_grading(
         offered = (await c.get("/v1/review-queue", headers=bob)).json()["items"]
     assert [i["grading"]["id"] for i in mine] == [new]
     assert offered == []  # Ada's claim holds on the new grading
+
+
+async def test_failure_tags_follow_the_item_onto_the_promoted_grading(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """A tag says what the agent got wrong, which a new judge of the same diagnosis does
+    not change: after a promote the failure-tags report and ``?tag=`` (current gradings)
+    lost it. A tag removed before is not carried; the audit chain holds the copies."""
+    store = Store(engine, key=service_key)
+    old = await _graded(store, ALL[:3])
+    adjudicator = await tokens("adjudicator")
+    async with api_client(start_workers=False) as c:
+        for tag in ("misread-unit", "over-explored"):
+            sent = {"tag": tag, "note": "MiB as MB"}
+            made = await c.post(f"/v1/gradings/{old}/tags", json=sent, headers=adjudicator)
+            assert made.is_success, made.text
+        tags = (await c.get(f"/v1/gradings/{old}", headers=adjudicator)).json()["tags"]
+        [gone] = [t["id"] for t in tags if t["tag"] == "over-explored"]
+        removed = await c.delete(f"/v1/gradings/{old}/tags/{gone}", headers=adjudicator)
+        assert removed.is_success, removed.text
+    new = await _promoted(store, ALL[:3])
+    async with api_client(start_workers=False) as c:
+        report = (await c.get("/v1/stats/failure-tags?inline=include", headers=adjudicator)).json()
+        listed = (await c.get("/v1/gradings?tag=misread-unit", headers=adjudicator)).json()
+        shown = (await c.get(f"/v1/gradings/{new}", headers=adjudicator)).json()["tags"]
+    assert [g["id"] for g in listed["items"]] == [new]
+    assert [(t["tag"], t["note"]) for t in shown] == [("misread-unit", "MiB as MB")]
+    assert "misread-unit" in str(report) and "over-explored" not in str(report)
+    assert (await verify_chain(engine, key=store.db.chain_key)).ok
