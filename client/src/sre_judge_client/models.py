@@ -132,6 +132,8 @@ class Override(_Model):
     reason: str
     author: str
     created_at: datetime
+    #: the override a regrade copied this one from (None: made by a human on this grading)
+    carried_from: str | None = None
 
 
 class Tag(_Model):
