@@ -21,6 +21,7 @@ text, never read as rich markup (``[link=...]``, ``[bold]``) or emoji codes.
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -31,7 +32,10 @@ from rich.text import Text
 
 from api.terminal import terminal_text
 
-__all__ = ["Tabular", "print_table", "write_csv"]
+__all__ = ["Tabular", "inert_cells", "print_table", "write_csv"]
+
+#: what a spreadsheet reads a cell beginning with as a formula (or a DDE command)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass
@@ -192,8 +196,21 @@ def print_table(table: Tabular, console: Console) -> None:
         console.print(Text(f"note: {terminal_text(note)}", style="dim"))
 
 
+def inert_cells(values: Iterable[Any]) -> list[Any]:
+    """A CSV row's values with every text that a spreadsheet would run as a formula
+    (beginning ``=``, ``+``, ``-``, ``@``, a tab or a carriage return: an agent's name, a
+    run id, a tag note) prefixed with ``'``, which spreadsheets show as text; numbers are
+    left as they are. For CSV meant for people: SREGym's round-trip CSV stays byte for
+    byte."""
+    return [
+        f"'{value}" if isinstance(value, str) and value.startswith(_FORMULA_START) else value
+        for value in values
+    ]
+
+
 def write_csv(table: Tabular, stream: TextIO) -> None:
-    """The table as CSV with a header row; empty cells for missing values."""
+    """The table as CSV with a header row; empty cells for missing values, text a
+    spreadsheet would run made inert (:func:`inert_cells`)."""
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(table.columns)
-    writer.writerows(table.rows)
+    writer.writerow(inert_cells(table.columns))
+    writer.writerows(inert_cells(row) for row in table.rows)

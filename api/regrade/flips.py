@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any, Literal
 
 from api.regrade.flip_reads import FlipItem, GradingSide
-from api.tabular import Tabular
+from api.tabular import Tabular, inert_cells
 from judge.agreement import cohens_kappa
 from judge.statistics import PairedCounts, compare_paired, proportion
 
@@ -257,13 +257,13 @@ def flips_csv(items: list[FlipItem], *, verdicts: FlipVerdicts = "effective") ->
     writer.writerow(CSV_COLUMNS)
     for i in items:
         human = bool(i.human_answers) or i.human_verdict is not None
-        writer.writerow([
+        writer.writerow(inert_cells([
             i.submission_id, i.agent or "", i.model or "", i.scenario_id or "", i.old.id,
             i.new.id, i.old.status, i.new.status, _verdict(i.old, verdicts),
             _verdict(i.new, verdicts), _flip(i, verdicts), i.old.yes_count, i.new.yes_count,
             ";".join(_changed(i, verdicts)), human,
             ";".join(_human_disagreements(i)),
-        ])  # fmt: skip
+        ]))  # fmt: skip
     return out.getvalue()
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from api.reports.filters import ReportFilter, filtered, group_columns, group_key, joined
+from api.tabular import inert_cells
 from storage import Store
 from storage.tables import GradingRecord, SubmissionRecord
 
@@ -205,17 +206,17 @@ def evaluation_csv(table: EvaluationTable) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     head = ["agent", "model", "scenario_id", "run_id", "attempt"]
-    writer.writerow(
+    writer.writerow(inert_cells(
         [*head, *(f"{c} {part}" for c in table.columns for part in ("verdict", "yes")),
          "disagree"]
-    )  # fmt: skip
+    ))  # fmt: skip
     for row in table.rows:
         cells: list[object] = []
         for column in table.columns:
             cell = row.cells.get(column)
             cells += ["", ""] if cell is None else [cell.verdict, cell.yes_count]
-        writer.writerow(
+        writer.writerow(inert_cells(
             [row.agent, row.model, row.scenario_id, row.run_id, row.attempt, *cells,
              "yes" if row.disagree else "no"]
-        )  # fmt: skip
+        ))  # fmt: skip
     return out.getvalue()

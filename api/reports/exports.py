@@ -4,11 +4,13 @@
 - ``csv``: one row per grading, then one column per question with the effective answer
   and one with the judge's (``D1-Q1``, ``D1-Q1.judge``), for every rubric in scope, and
   last ``scenario_version`` (the ground-truth version graded against; empty when inline).
+  Text a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@`` first) is made
+  inert with a leading ``'`` (``api.tabular.inert_cells``).
 - ``sregym``: the columns SREGym writes per attempt (``problem_id``, ``attempt``,
   ``Diagnosis.success``, ``Diagnosis.composite_score``, ``Diagnosis.dimensions``,
   ``Diagnosis.checklist`` ...), dicts and lists as Python reprs as SREGym's
   ``csv.DictWriter`` leaves them, so results plug back into SREGym tooling; ours after
-  them, ``scenario_version`` last.
+  them, ``scenario_version`` last; its cells as they are (a round trip is byte for byte).
 
 Effective values (after human overrides) everywhere; the judge's own beside them where
 the format has room.
@@ -27,6 +29,7 @@ from api.reports.export_reads import ExportedGrading, GradingExport
 from api.reports.sregym_rows import SREGYM_COLUMNS, sregym_row
 from api.service.presenters import grading_public
 from api.service.principal import Principal
+from api.tabular import inert_cells
 from judge.rubric import Rubric
 
 __all__ = ["EXPORT_FORMATS", "MEDIA_TYPES", "ExportFormat", "export_chunks"]
@@ -78,6 +81,11 @@ def _csv_line(values: Iterable[Any]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(values)
     return buffer.getvalue()
+
+
+def _inert_csv_line(values: Iterable[Any]) -> str:
+    """A line of the CSV meant for people: text a spreadsheet would run made inert."""
+    return _csv_line(inert_cells(values))
 
 
 def question_ids(rubrics: dict[tuple[str, str], Rubric], answered: Iterable[str] = ()) -> list[str]:
@@ -137,9 +145,9 @@ async def export_chunks(export: GradingExport, fmt: ExportFormat) -> AsyncIterat
         questions = question_ids(rubrics, export.answered_questions)
         answers = [f"{q}{s}" for q in questions for s in ("", ".judge")]
         header = [*_GRADING_COLUMNS, *answers, _LAST_COLUMN]
-        yield _csv_line(header)
+        yield _inert_csv_line(header)
         async for item in export.gradings:
-            yield _csv_line(_csv_row(item, questions))
+            yield _inert_csv_line(_csv_row(item, questions))
     else:
         yield _csv_line(SREGYM_COLUMNS)
         async for item in export.gradings:

