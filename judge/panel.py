@@ -27,7 +27,7 @@ from judge.inputs import check_text
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.rule import apply_rule
-from judge.screening import Screening
+from judge.screening import Screening, overruled_yes
 from judge.spec import panel_model
 from judge.verdict import Answer, GradingResult, Vote
 
@@ -202,11 +202,21 @@ def combine_votes(
     if split:
         reasons.append(ReviewReason.JUDGE_SPLIT)
         notes.append(f"judges split on {', '.join(split)}")
-    return first.model_copy(
+    combined = first.model_copy(
         update={
             "answers": tuple(answers),
             "outcome": apply_rule(rubric, {a.question_id: a.answer for a in answers}),
             "judge_outcome": apply_rule(rubric, {a.question_id: a.judge_answer for a in answers}),
+        }
+    )
+    # each voter's check saw its own outcome (a fail needs no signal); the majority may
+    # pass over a yes code vetoed that no voter's own pass did
+    overruled = overruled_yes(combined)
+    if overruled and ReviewReason.JUDGE_OVERRULED not in reasons:
+        reasons.append(ReviewReason.JUDGE_OVERRULED)
+        notes.append(f"the rule passes over yes answers code vetoed: {', '.join(overruled)}")
+    return combined.model_copy(
+        update={
             "review_reasons": tuple(reasons),
             "detail": "; ".join(notes) or None,
             "calls": tuple(calls),

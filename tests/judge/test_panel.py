@@ -137,3 +137,42 @@ async def test_the_majority_answer_does_not_depend_on_the_order_of_the_members(
         combined = combine_votes(strict, [(n, 0) for n in order], [results[n] for n in order])
         d1q2 = next(a for a in combined.answers if a.question_id == "D1-Q2")
         assert (d1q2.answer, d1q2.evidence) == (True, "sets USER_PORT=9999"), order
+
+
+def _failing_member(name: str, no: set[str]) -> PanelMember:
+    def reply(request: JudgeRequest) -> str:
+        return scripted_reply(request, yes=set(IDS) - no)
+
+    return PanelMember(f"scripted:{name}", Grader(ScriptedBackend([reply], model=name), retry=FAST))
+
+
+#: gives no value of the ground truth, so a yes to D2-Q2 (a mutated value stated) is
+#: vetoed in code (LABELLING.md: no ground-truth value is stated: no)
+NO_VALUE = (
+    "The user-service deployment in namespace hotel has a wrong port setting, so the "
+    "frontend fails with connection refused when it calls user-service."
+)
+
+
+async def test_a_majority_pass_over_a_vetoed_yes_is_held_as_judge_overruled() -> None:
+    """Each member fails on its own (its yes to D2-Q2 vetoed), so none flagged the
+    overruled yes; no question has two no votes, and the combined answers pass 8 of 9
+    over the veto: an injection signal that must hold the pass, as a single judge's."""
+    rubric = load_rubric_dir()["sregym-rca"]
+    # each member fails on its own (at most 6 judge yes, then D2-Q2 vetoed); no question
+    # has two "no" votes, so the majority says yes to all nine
+    panel = PanelGrader(
+        [
+            _failing_member("a", {"D1-Q1", "D2-Q1", "D3-Q1"}),
+            _failing_member("b", {"D1-Q2", "D2-Q3", "D3-Q2"}),
+            _failing_member("c", {"D1-Q3", "D3-Q3"}),
+        ]
+    )
+    result = await panel.grade(rubric, TRUTH, NO_VALUE)
+    assert result.status == "graded"
+    d2q2 = next(a for a in result.answers if a.question_id == "D2-Q2")
+    assert d2q2.judge_answer is True and d2q2.answer is False  # grounding vetoed it
+    assert result.outcome is not None and result.outcome.passed  # 8 of 9 effective yes
+    # the rule passes over a yes that code vetoed: an injection signal that holds it
+    assert ReviewReason.JUDGE_OVERRULED in result.review_reasons
+    assert result.held and result.passed is None
