@@ -175,13 +175,21 @@ def _points_at(facts: GroundTruthFacts, text: str) -> bool:
 
 
 def _mentions(value: str, text: str) -> bool:
-    folded = value.casefold()
-    quantity = re.fullmatch(r"(\d+(?:\.\d+)?)([a-z%]+)", folded)
-    if quantity:  # "128Mi" also as "128 Mi" or "128MiB"
-        number, unit = quantity.groups()
-        body = rf"{re.escape(number)}\s?{re.escape(unit)}b?"
+    """Whether ``text`` (not case-folded) names ``value``, case aside: "128Mi" also as
+    "128 Mi", "128mi" or "128MiB". Only milli and mega keep their case (``500m`` CPU is
+    not ``500M`` or ``500MB`` of memory)."""
+    quantity = re.fullmatch(r"(\d+(?:\.\d+)?)([A-Za-z%]+)", value)
+    if quantity is None:
+        body = f"(?i:{re.escape(value)})"
     else:
-        body = re.escape(folded)
+        number, unit = quantity.groups()
+        if unit == "m":
+            suffix = "m"
+        elif unit == "M":
+            suffix = "M(?i:b)?"
+        else:
+            suffix = f"(?i:{re.escape(unit)}b?)"
+        body = rf"{re.escape(number)}\s?{suffix}"
     return re.search(rf"(?<![\w.]){body}(?![\w])", text) is not None
 
 
@@ -199,7 +207,8 @@ def check_condition(kind: GroundingKind, facts: GroundTruthFacts, diagnosis: str
         if not facts.components or _points_at(facts, text):
             return None
         return f"nothing points at component {' or '.join(facts.components)}"
-    if not facts.values or any(_mentions(v, text) for v in facts.values):
+    plain = normalize_untrusted(diagnosis)  # a unit's case may matter (m, M)
+    if not facts.values or any(_mentions(v, plain) for v in facts.values):
         return None
     if shares_a_quantity(facts.description, normalize_untrusted(diagnosis)):
         return None

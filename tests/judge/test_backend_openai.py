@@ -125,11 +125,14 @@ async def test_a_200_that_is_no_completion_is_an_unavailable_judge(
     unparseable): the judge was not really answered, so the grading stays pending."""
     openai_api.post("/chat/completions").mock(return_value=reply)
 
-    with pytest.raises(JudgeUnavailable) as caught:
+    async def ask() -> None:
         try:
             await openai_backend.complete(make_request())
         except FeatureRefused:  # a page streamed reads as an empty stream: asked unstreamed
             await openai_backend.complete(make_request())
+
+    with pytest.raises(JudgeUnavailable) as caught:
+        await ask()
     body = reply.content.decode()
     if "error" in body:
         assert ("model is loading" in str(caught.value)) or ("upstream" in str(caught.value))

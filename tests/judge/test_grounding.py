@@ -121,6 +121,13 @@ def test_origin_consistent_condition(truth: str, diagnosis: str, points: bool) -
         ("limit 128Mi", "a limit of 128MiB", True),
         ("limit 128Mi", "a limit of 1280Mi", False),
         ("limit 128Mi", "a tight memory limit", False),
+        ("limit 128Mi", "a limit of 128mi", True),  # case aside
+        # milli is not mega: 500m of CPU is no 500M or 500MB of memory, and back
+        ("a CPU limit of 500m", "a memory limit of 500M", False),
+        ("a CPU limit of 500m", "a memory limit of 500MB", False),
+        ("a CPU limit of 500m", "a CPU limit of 500 m", True),
+        ("a memory limit of 500M", "a limit of 500m", False),
+        ("a memory limit of 500M", "a limit of 500MB", True),
     ],
 )
 def test_values_condition(truth_values: str, diagnosis: str, named: bool) -> None:
