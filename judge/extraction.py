@@ -178,10 +178,55 @@ def _names_a_component(claim: str, facts: GroundTruthFacts) -> bool:
     return any(_is_component_name(w) for w in re.split(r"[^a-z0-9/-]+", text) if w)
 
 
+#: kinds whose objects may share a name: blaming one is not blaming another (LABELLING:
+#: the Deployment is not the Service of the same name); a pod or container of a workload
+#: is the workload's
+_NAMED_KINDS = {
+    "deployment": "deployment", "deployments": "deployment", "deploy": "deployment",
+    "service": "service", "services": "service", "svc": "service",
+    "statefulset": "statefulset", "sts": "statefulset", "daemonset": "daemonset",
+    "configmap": "configmap", "secret": "secret", "ingress": "ingress",
+}  # fmt: skip
+
+
+def _claims_component(claim: str, facts: GroundTruthFacts) -> bool:
+    """Whether ``claim`` designates the ground truth's component: its whole name (its
+    parts joined by ``-``, ``_``, ``.`` or a space), a pod's or replica set's hash suffix
+    allowed, never inside a longer name (``mongodb-geo`` is not ``geo``), and of the
+    component's kind where the claim names one that objects of one name may differ by."""
+    text = normalize_untrusted(claim).casefold()
+    tokens = [t for t in re.split(r"[^a-z0-9/_.-]+", text) if t]  # user-service: one token
+    kinds = [t.rsplit("/", 1)[0] if "/" in t else t for t in tokens]
+    said = {_NAMED_KINDS[k] for k in kinds if k in _NAMED_KINDS}
+    if said and facts.kinds and not said & {_NAMED_KINDS.get(k, k) for k in facts.kinds}:
+        return False
+    for component in facts.components:
+        parts = [re.escape(p) for p in re.split(r"[-_.\s]+", component.casefold()) if p]
+        if parts and re.search(
+            r"(?<![a-z0-9_.-])" + r"[-_. ]?".join(parts)
+            + r"(?:-(?=[a-z]*\d)[a-z0-9]{5,10}){0,2}(?![a-z0-9_.-])",
+            text,
+        ):  # fmt: skip
+            return True
+    return False
+
+
 def _origin_claims(claims: dict[str, list[str]], facts: GroundTruthFacts) -> list[str]:
-    """The claimed origin, or where it names no component, the causes claimed beside it."""
-    origin = [c for c in claims["origin_component"][:1] if _names_a_component(c, facts)]
+    """The claimed origin, or where it names no component (a kind alone, the namespace),
+    the causes claimed beside it. The origin claim is a name as the judge was asked for
+    one: a single word (``redis``) is a component there."""
+    origin = [c for c in claims["origin_component"][:1] if _designates(c, facts)]
     return origin or [c for c in claims["other_causes"] if _names_a_component(c, facts)]
+
+
+def _designates(claim: str, facts: GroundTruthFacts) -> bool:
+    """Whether an origin claim names some component: anything but kind words and the
+    namespace."""
+    if _names_a_component(claim, facts):
+        return True
+    namespace = (facts.namespace or "").casefold()
+    words = re.split(r"[^a-z0-9/-]+", normalize_untrusted(claim).casefold())
+    return any(w and w not in _KIND_WORDS and w != namespace for w in words)
 
 
 def _answer(
@@ -190,12 +235,12 @@ def _answer(
     """One question's answer from the claims, with the sentence that backs a yes."""
     origin = _origin_claims(claims, facts)[:1]
     if kind == "no_other_cause":  # every component blamed is the ground truth's
-        blamed = [c for c in origin + claims["other_causes"] if _names_a_component(c, facts)]
-        wrong = [c for c in blamed if check_condition("component", facts, c) is not None]
+        causes = [c for c in claims["other_causes"] if _names_a_component(c, facts)]
+        wrong = [c for c in origin + causes if not _claims_component(c, facts)]
         reasoning = _shown(claims, "origin_component", "other_causes")
         return ParsedAnswer(not wrong, "", reasoning, None)
     if kind == "origin":
-        hits = [c for c in origin if check_condition("component", facts, c) is None]
+        hits = [c for c in origin if _claims_component(c, facts)]
     else:
         hits = [v for v in claims["values"] if check_condition("values", facts, v) is None]
     evidence = next((s for s in (_sentence_with(h, diagnosis) for h in hits) if s), "")
@@ -211,9 +256,18 @@ def _occurring(claims: dict[str, list[str]], diagnosis: str) -> dict[str, list[s
 
 def _coded(rubric: Rubric, ground_truth: str) -> tuple[GroundTruthFacts | None, list[Question]]:
     """The ground truth's facts and the questions answered in code from the claims (none
-    without a header to compare them with)."""
+    without a header to compare them with, nor one whose header lacks what it needs)."""
     facts = facts_of(ground_truth) if ground_truth.strip() else None
-    return facts, [q for q in rubric.questions if q.claims and facts is not None]
+    if facts is None:
+        return None, []
+    return facts, [q for q in rubric.questions if q.claims and _decidable(q.claims, facts)]
+
+
+def _decidable(kind: str, facts: GroundTruthFacts) -> bool:
+    """Whether the header gives what a ``claims`` question is compared with: values for
+    ``values`` (a truth that changed no value, "scaled to zero replicas", would count any
+    value as its own), components for the others. Else the judge is asked it."""
+    return bool(facts.values) if kind == "values" else bool(facts.components)
 
 
 def extraction_calls(rubric: Rubric, ground_truth: str | None = None) -> int:

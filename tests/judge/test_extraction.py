@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from judge.backends.openai import OpenAIBackend
+from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.backends.streaming import StreamLimits
+from judge.calls import JudgeRequest
 from judge.extraction import parse_claims
 from judge.grader import Grader
 from judge.reply import ReplyInvalid
@@ -185,3 +187,168 @@ async def test_a_namespace_as_origin_and_another_service_blamed_answers_no(
     result, _ = await _grade(rubric, [reply, *_rest(rubric)], diagnosis=diagnosis)
     answers = {a.question_id: a.answer for a in result.answers}
     assert answers["D1-Q1"] is False and answers["D1-Q3"] is False
+
+
+SCALED_TRUTH = (
+    "[fault_spec] component=deployment/geo; namespace=hotel || "
+    "The geo deployment was scaled down to zero replicas."
+)
+OOM_DIAGNOSIS = (
+    "The geo deployment in hotel is the origin. Its memory limit of 128Mi is too low, "
+    "so its pods are OOMKilled and search requests fail."
+)
+
+
+def _no(request: JudgeRequest) -> str:
+    return scripted_reply(request, yes=set())
+
+
+async def test_extraction_does_not_count_any_value_as_the_ground_truths_when_it_has_none(
+    rubric: Rubric,
+) -> None:
+    """Labelled (LABELLING.md), D2-Q2: the truth scaled geo to zero replicas, the
+    diagnosis blames an OOM at a memory limit of 128Mi: no value of the truth, no. A
+    header with no value to compare with counted every claimed value as its own (yes);
+    the judge is asked D2-Q2 then (one call more)."""
+    reply = claims(
+        origin_component="geo",
+        origin_namespace="hotel",
+        fault_kind="memory limit too low, OOMKilled",
+        values=["128Mi"],
+        symptoms=["search requests fail"],
+    )
+    backend = ScriptedBackend([reply, *[_no] * 7])
+    result = await Grader(backend, retry=FAST, asking="extraction").grade(
+        rubric, SCALED_TRUTH, OOM_DIAGNOSIS
+    )
+    assert result.status == "graded"
+    d2q2 = next(a for a in result.answers if a.question_id == "D2-Q2")
+    # 128Mi is not a value of a ground truth that changed the replica count
+    assert d2q2.answer is False, (d2q2.reasoning, d2q2.evidence, d2q2.grounding)
+
+
+# Labelled case, D1-Q1: the ground truth names the Service user-service (its targetPort
+# was changed); the diagnosis designates the Deployment of the same name as the origin.
+# LABELLING.md: "blaming the Deployment when the ground truth names the Service of the
+# same name is no".
+SERVICE_TRUTH = (
+    "[fault_spec] component=service/user-service; namespace=hotel || "
+    "The targetPort of the user-service Service was changed from 8080 to 9090."
+)
+DEPLOYMENT_DIAGNOSIS = (
+    "The origin is deployment/user-service in hotel: its pods crash on start, "
+    "so the frontend gets connection refused."
+)
+
+
+async def test_extraction_origin_of_another_kind_with_the_same_name_is_no(
+    rubric: Rubric,
+) -> None:
+    reply = claims(
+        origin_component="deployment/user-service",
+        origin_namespace="hotel",
+        fault_kind="pods crash on start",
+        symptoms=["connection refused"],
+        affected=["frontend"],
+    )
+    backend = ScriptedBackend([reply, *[_no] * 6])
+    result = await Grader(backend, retry=FAST, asking="extraction").grade(
+        rubric, SERVICE_TRUTH, DEPLOYMENT_DIAGNOSIS
+    )
+    d1q1 = next(a for a in result.answers if a.question_id == "D1-Q1")
+    assert d1q1.answer is False, (d1q1.reasoning, d1q1.evidence)
+
+
+# Labelled case, D1-Q1 and D1-Q3: the ground truth's origin is the geo Deployment (bad
+# image tag); the diagnosis designates mongodb-geo (another component of the same
+# application, which the ground truth does not implicate) as the origin and names geo
+# only as affected. LABELLING.md: D1-Q1 no (the ground truth's component is not the
+# designated origin), D1-Q3 no (a component the ground truth does not implicate is named
+# as origin).
+GEO_TRUTH = (
+    "[fault_spec] component=deployment/geo; namespace=hotel-reservation || "
+    "The image of the geo deployment was changed to the non-existent tag geo:v9.9."
+)
+MONGO_DIAGNOSIS = (
+    "The origin is mongodb-geo in hotel-reservation: the database is down, so geo cannot "
+    "read its data and search requests fail."
+)
+
+
+async def test_extraction_origin_that_only_contains_the_name_is_another_component(
+    rubric: Rubric,
+) -> None:
+    reply = claims(
+        origin_component="mongodb-geo",
+        origin_namespace="hotel-reservation",
+        fault_kind="the database is down",
+        symptoms=["search requests fail"],
+        affected=["geo"],
+    )
+    backend = ScriptedBackend([reply, *[_no] * 6])
+    result = await Grader(backend, retry=FAST, asking="extraction").grade(
+        rubric, GEO_TRUTH, MONGO_DIAGNOSIS
+    )
+    answers = {a.question_id: a for a in result.answers}
+    assert answers["D1-Q1"].answer is False, answers["D1-Q1"].reasoning
+    assert answers["D1-Q3"].answer is False, answers["D1-Q3"].reasoning
+
+
+# Labelled case, D1-Q3: same ground truth (geo's bad image tag); the diagnosis names
+# redis, a component the ground truth does not implicate and that is not described as
+# affected, as the origin. LABELLING.md D1-Q3: "no if a component that the ground truth
+# ... does not implicate at all, is named as origin or co-origin".
+REDIS_DIAGNOSIS = (
+    "The root cause is redis in hotel-reservation: it ran out of memory and evicted "
+    "every key, so search requests fail."
+)
+
+
+async def test_extraction_a_one_word_component_named_as_origin_is_blamed(
+    rubric: Rubric,
+) -> None:
+    reply = claims(
+        origin_component="redis",
+        origin_namespace="hotel-reservation",
+        fault_kind="ran out of memory",
+        symptoms=["search requests fail"],
+    )
+    backend = ScriptedBackend([reply, *[_no] * 6])
+    result = await Grader(backend, retry=FAST, asking="extraction").grade(
+        rubric, GEO_TRUTH, REDIS_DIAGNOSIS
+    )
+    answers = {a.question_id: a for a in result.answers}
+    assert answers["D1-Q1"].answer is False
+    assert answers["D1-Q3"].answer is False, answers["D1-Q3"].reasoning
+
+
+# Labelled case, D2-Q2: the ground truth's mutated value is a CPU limit of 500m (half a
+# core); the diagnosis gives a memory limit of 500M (500 megabytes). LABELLING.md D2-Q2:
+# "A value counts only if it matches the ground truth after reading units" (1G is not
+# 1Gi): 500M of memory is not 500m of CPU, so D2-Q2 is no.
+CPU_TRUTH = (
+    "[fault_spec] component=deployment/geo; namespace=hotel-reservation || "
+    "The CPU limit of the geo container was set to 500m."
+)
+MEMORY_DIAGNOSIS = (
+    "The origin is the geo deployment in hotel-reservation. Its memory limit of 500M is "
+    "too low, so its pods are OOMKilled and search requests fail."
+)
+
+
+async def test_extraction_a_megabyte_value_is_not_the_ground_truths_millicores(
+    rubric: Rubric,
+) -> None:
+    reply = claims(
+        origin_component="geo",
+        origin_namespace="hotel-reservation",
+        fault_kind="memory limit too low",
+        values=["500M"],
+        symptoms=["search requests fail"],
+    )
+    backend = ScriptedBackend([reply, *[_no] * 6])
+    result = await Grader(backend, retry=FAST, asking="extraction").grade(
+        rubric, CPU_TRUTH, MEMORY_DIAGNOSIS
+    )
+    d2q2 = next(a for a in result.answers if a.question_id == "D2-Q2")
+    assert d2q2.answer is False, (d2q2.reasoning, d2q2.grounding)
