@@ -10,6 +10,7 @@ order mark at the start of the file is skipped. Nothing here touches the databas
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -131,20 +132,18 @@ def _parse(text: str, *, max_bytes: int) -> JsonlSubmission:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str] | ImportProblem]:
-    """Every line of ``path`` that is not blank, with its number, or a problem where the
-    file stops being UTF-8 (and nothing after it)."""
-    # utf-8-sig: a byte order mark at the start is no part of the first line
-    with path.open(encoding="utf-8-sig", errors="strict") as handle:
-        number = 0
-        while True:
+    """Every line of ``path`` (split at ``\n`` only) that is not blank, with its number,
+    or a problem naming a line that is not UTF-8: that line alone is refused (decoding
+    the file whole, or in chunks, refused the lines before it in the same chunk)."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):  # no part of the line
+                raw = raw[len(codecs.BOM_UTF8) :]
             try:
-                text = handle.readline()
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield ImportProblem(f"line {number + 1}", f"not valid UTF-8: {exc.reason}")
-                return
-            if not text:
-                return
-            number += 1
+                yield ImportProblem(f"line {number}", f"not valid UTF-8: {exc.reason}")
+                continue
             if text.strip():
                 yield number, text
 

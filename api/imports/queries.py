@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -77,13 +78,22 @@ def _column_order(attempt: SregymAttempt) -> Callable[[str], tuple[int, str]]:
     return lambda column: (order.get(column, len(order)), column)
 
 
-def _line_difference(known: SubmissionRecord, new: SubmissionRecord) -> str:
-    """The first field in which ``new`` differs from ``known`` (the same attempt)."""
+def _line_difference(known: SubmissionRecord, new: SubmissionRecord) -> str | None:
+    """The first field in which ``new`` differs from ``known`` (the same attempt), or None
+    when every stored value is equal (a time written in another offset is the same
+    instant: the line was imported already)."""
     if known.diagnosis != new.diagnosis:
         return "diagnosis"
     if known.metadata_ != new.metadata_:
         return "metadata"
-    return "created_at"
+    if _instant(known.created_at) != _instant(new.created_at):
+        return "created_at"
+    return None
+
+
+def _instant(when: datetime) -> datetime:
+    """``when`` as an aware time (SQLite hands back naive UTC)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 class ImportQueries:
@@ -359,6 +369,9 @@ class ImportQueries:
         same = self._same_attempt(session, submission)
         if same is not None:
             differs = _line_difference(same, submission)
+            if differs is None:
+                report.already_imported += 1
+                return
             message = (
                 f"{differs}: differs from the line with the same run_id, agent, model, problem "
                 f"and attempt imported before (submission {same.id}), which is kept"

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from api.imports.jsonl import read_jsonl
-from api.imports.problems import ImportFileError, read_problems
+from api.imports.problems import ImportFileError, ImportProblem, read_problems
 from api.imports.queries import ImportQueries
 from api.imports.report import ImportAborted
 from api.imports.sregym import SregymAttempt, read_sregym_folder
@@ -250,3 +250,57 @@ async def test_a_row_the_database_refuses_is_refused_alone_and_its_batch_is_stor
     assert refused.message.startswith("the database refused the row: ")
     assert (report.submissions, report.rows) == (44, 45)
     assert await _count(engine, SubmissionRecord) == 44
+
+
+def _jsonl_line(n: int) -> str:
+    return json.dumps({"diagnosis": f"diagnosis {n}", "ground_truth": "g"})
+
+
+def test_a_byte_that_is_not_utf8_is_reported_on_its_own_line_not_on_an_earlier_one(
+    tmp_path: Path,
+) -> None:
+    """A line with a byte that is not UTF-8 is refused alone: the file was decoded in
+    chunks, so the good lines of the bad one's chunk were lost and the problem named
+    line 1; the lines after it were never read."""
+    path = tmp_path / "h.jsonl"
+    good = "".join(_jsonl_line(n) + "\n" for n in (1, 2, 3)).encode()
+    bad = b'{"diagnosis": "bad \xff", "ground_truth": "g"}\n'
+    path.write_bytes(good + bad + (_jsonl_line(5) + "\n").encode())
+    read = list(read_jsonl(path))
+    problems = [r for r in read if isinstance(r, ImportProblem)]
+    lines = [r.line for r in read if not isinstance(r, ImportProblem)]
+    assert lines == [1, 2, 3, 5], f"good lines read: {lines}; problems: {problems}"
+    assert [p.where for p in problems] == ["line 4"]
+
+
+async def test_good_lines_before_a_non_utf8_byte_are_imported(store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    good = "".join(_jsonl_line(n) + "\n" for n in range(1, 11)).encode()
+    path.write_bytes(good + b'{"diagnosis": "bad \xff", "ground_truth": "g"}\n')
+    report = await ImportQueries(store.db, store.catalog).jsonl(
+        read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+    )
+    assert report.submissions == 10, (report.submissions, [p.where for p in report.problems])
+
+
+async def test_a_line_repeating_an_attempt_at_the_same_instant_is_not_a_created_at_conflict(
+    store: Store, tmp_path: Path
+) -> None:
+    """The same attempt (run, agent, model, ground truth, attempt), the same diagnosis and
+    metadata, and ``created_at`` the same instant written with another offset: every
+    stored value is equal, so it is already imported, not a conflict naming
+    ``created_at`` as the field that differs."""
+    base = {"diagnosis": "d", "ground_truth": "g", "agent": "a", "run_id": "r", "attempt": 1}
+    path = tmp_path / "h.jsonl"
+    path.write_text(
+        json.dumps({**base, "created_at": "2025-01-01T10:00:00Z"})
+        + "\n"
+        + json.dumps({**base, "created_at": "2025-01-01T12:00:00+02:00"})
+        + "\n"
+    )
+    report = await ImportQueries(store.db, store.catalog).jsonl(
+        read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+    )
+    assert report.submissions == 1
+    assert report.conflicts == [], [(c.field, c.message) for c in report.conflicts]
+    assert report.already_imported == 1
