@@ -14,7 +14,7 @@ stream ends, however it ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "GradingExport",
     "answered_in_scope",
     "attach",
+    "rubric_for",
     "rubrics_in_scope",
 ]
 
@@ -92,20 +93,48 @@ class ExportReads:
 
 
 def rubrics_in_scope(session: Session, filters: ReportFilter) -> dict[tuple[str, str], Rubric]:
-    """The stored rubrics of the gradings in ``filters``, by ``(id, version)``."""
+    """The stored rubrics of the gradings in ``filters``, by ``(id, version)``; for a
+    version no stored rubric is (SREGym's imported verdicts, version ``sregym``), the
+    newest stored version of the same rubric, which a grading reads with when it asks
+    exactly its questions (:func:`rubric_for`), as the grading object shows it."""
     pairs = filtered(
         joined(col(GradingRecord.rubric_id), col(GradingRecord.rubric_version)), filters
     ).distinct()
-    keys = [rubric_key(r, v) for r, v in session.execute(pairs)]
-    if not keys:
+    wanted = list(session.execute(pairs).tuples())
+    if not wanted:
         return {}
+    keys = [rubric_key(r, v) for r, v in wanted]
     query = select(RubricVersionRecord).where(col(RubricVersionRecord.key).in_(keys))
-    return {
-        (record.rubric_id, record.version): rubric_from_mapping(
-            record.content, source=f"stored rubric {record.key}"
-        )
+    found = {
+        (record.rubric_id, record.version): _rubric(record)
         for record in session.execute(query).scalars()
     }
+    for rubric_id, version in wanted:
+        if (rubric_id, version) not in found:
+            newest = session.execute(
+                select(RubricVersionRecord)
+                .where(col(RubricVersionRecord.rubric_id) == rubric_id)
+                .order_by(col(RubricVersionRecord.created_at).desc())
+                .limit(1)
+            ).scalar()
+            if newest is not None:
+                found[(rubric_id, version)] = _rubric(newest)
+    return found
+
+
+def _rubric(record: RubricVersionRecord) -> Rubric:
+    return rubric_from_mapping(record.content, source=f"stored rubric {record.key}")
+
+
+def rubric_for(
+    rubrics: dict[tuple[str, str], Rubric], grading: GradingRecord, answered: Iterable[str]
+) -> Rubric | None:
+    """The rubric ``grading`` reads with in an export: its own version, or the newest of
+    its rubric when it asks exactly the questions answered (``answered``); else None."""
+    rubric = rubrics.get((grading.rubric_id, grading.rubric_version))
+    if rubric is None or rubric.version == grading.rubric_version:
+        return rubric
+    return rubric if set(answered) == {q.id for q in rubric.questions} else None
 
 
 def answered_in_scope(session: Session, filters: ReportFilter) -> tuple[str, ...]:

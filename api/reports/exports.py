@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any, Literal
 
 from api.reports.effective import record_answers
-from api.reports.export_reads import ExportedGrading, GradingExport
+from api.reports.export_reads import ExportedGrading, GradingExport, rubric_for
 from api.reports.sregym_rows import SREGYM_COLUMNS, sregym_row
 from api.service.presenters import grading_public
 from api.service.principal import Principal
@@ -124,6 +124,11 @@ def _csv_row(item: ExportedGrading, questions: list[str]) -> list[Any]:
     return [*row, g.scenario_version]
 
 
+def _rubric_of(rubrics: dict[tuple[str, str], Rubric], item: ExportedGrading) -> Rubric | None:
+    """The rubric ``item`` is exported with: the one its grading object shows."""
+    return rubric_for(rubrics, item.view.grading, (a.question_id for a in item.view.answers))
+
+
 def _yes_no(value: bool | None) -> str | None:
     return None if value is None else ("yes" if value else "no")
 
@@ -135,7 +140,7 @@ async def export_chunks(export: GradingExport, fmt: ExportFormat) -> AsyncIterat
         async for item in export.gradings:
             body = grading_public(
                 item.view,
-                rubric=rubrics.get((item.view.grading.rubric_id, item.view.grading.rubric_version)),
+                rubric=_rubric_of(rubrics, item),
                 principal=_EXPORTER,
                 overrides=item.overrides,
                 tags=item.tags,
@@ -151,6 +156,5 @@ async def export_chunks(export: GradingExport, fmt: ExportFormat) -> AsyncIterat
     else:
         yield _csv_line(SREGYM_COLUMNS)
         async for item in export.gradings:
-            g = item.view.grading
-            row = sregym_row(item, rubrics.get((g.rubric_id, g.rubric_version)))
+            row = sregym_row(item, _rubric_of(rubrics, item))
             yield _csv_line(row[c] for c in SREGYM_COLUMNS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import csv
@@ -9,6 +10,7 @@ import hashlib
 import io
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,9 +22,11 @@ from api.http.app import create_app
 from api.reports import export_routes as exports_route
 from api.service.settings import Settings
 from storage import Store
+from tests.imports.jobs import finished, tar_gz
 from tests.support.exports import fail_exports_after
 from tests.support.gradings import add_many
 from tests.support.service_process import free_port
+from tests.support.sregym_results import write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -118,3 +122,59 @@ async def test_a_connection_cut_while_sending_is_an_error_for_an_http_client(
     finally:
         server.should_exit = True
         await serving
+
+
+def _sregym_archive(tmp_path: Path) -> bytes:
+    fixture = write_sregym_results(tmp_path)
+    entries = {
+        p.relative_to(fixture.root).as_posix(): p.read_bytes() for p in fixture.root.rglob("*.csv")
+    }
+    entries["problems.jsonl"] = fixture.problems_file.read_bytes()
+    return tar_gz(entries)
+
+
+async def test_a_jsonl_export_line_is_the_grading_object_the_api_shows(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """``jsonl`` is one grading object per line, the API's: an imported SREGym verdict
+    (rubric version ``sregym``, no stored rubric) was exported with its dimensions
+    named ``D1`` where the API reads it with the current rubric (``Fault localization``)."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        created = await client.post(
+            "/v1/imports",
+            content=_sregym_archive(tmp_path),
+            headers={**admin, "Content-Type": "application/gzip"},
+        )
+        job = await finished(client, created.headers["location"], admin)
+        assert job["state"] == "done", job
+        exported = await client.get(
+            "/v1/exports/gradings", params={"format": "jsonl"}, headers=admin
+        )
+        assert exported.status_code == 200
+        first = json.loads(exported.text.splitlines()[0])
+        shown = (await client.get(f"/v1/gradings/{first['id']}", headers=admin)).json()
+    differing = sorted(k for k in set(first) | set(shown) if first.get(k) != shown.get(k))
+    assert differing == [], (differing, first["dimensions"], shown["dimensions"])
+
+
+async def test_the_per_grading_sregym_csv_names_an_imported_verdicts_dimensions(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """``format=sregym`` writes ``Diagnosis.dimensions`` with the dimensions' names, as
+    SREGym does and as the grading object shows them; an imported SREGym verdict
+    (rubric version ``sregym``, read with the current rubric) is no exception."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        created = await client.post(
+            "/v1/imports",
+            content=_sregym_archive(tmp_path),
+            headers={**admin, "Content-Type": "application/gzip"},
+        )
+        await finished(client, created.headers["location"], admin)
+        exported = await client.get(
+            "/v1/exports/gradings", params={"format": "sregym"}, headers=admin
+        )
+    rows = [r for r in csv.DictReader(io.StringIO(exported.text)) if r["Diagnosis.dimensions"]]
+    dims = ast.literal_eval(rows[0]["Diagnosis.dimensions"])
+    assert dims["D1"]["name"] == "Fault localization", dims
