@@ -14,6 +14,7 @@ import pytest
 
 from api.imports import jobs, use_cases
 from api.imports.jsonl import count_jsonl_items, read_jsonl
+from api.imports.problems import ImportProblem
 from api.imports.sregym import read_sregym_folder, sregym_outline
 from tests.imports.jobs import finished, tar_gz
 from tests.support.sregym_results import PROBLEMS, write_sregym_results
@@ -124,9 +125,11 @@ def test_a_json_lines_count_matches_what_its_read_yields(tmp_path: Path) -> None
     good = json.dumps({"diagnosis": "d" * 100, "ground_truth": "g"})
     plain, faulty = tmp_path / "plain.jsonl", tmp_path / "faulty.jsonl"
     plain.write_text(f"\ufeff{good}\n\n   \nnot json\n{good}\n[1, 2]", encoding="utf-8")
-    # the fault past the decoder's first chunk: the lines before it are read
+    # a line that is not UTF-8 is refused alone: the lines around it are read
     faulty.write_bytes(f"{good}\n".encode() * 100 + b"\xff\xfe\n{}\n")
     assert count_jsonl_items(plain) == len(list(read_jsonl(plain))) == 4
     items = list(read_jsonl(faulty))
-    assert count_jsonl_items(faulty) == len(items) and 1 < len(items) <= 101
-    assert "not valid UTF-8" in items[-1].message
+    assert count_jsonl_items(faulty) == len(items) == 102
+    refused = items[100]
+    assert isinstance(refused, ImportProblem) and refused.where == "line 101"
+    assert "not valid UTF-8" in refused.message
