@@ -305,6 +305,17 @@ def _check_names(problem_id: str, run: str, agent: str) -> None:
             raise _Refused("run", f"the folder's time {exc}") from None
 
 
+def _check_shape(row: dict[str, str], columns: tuple[str, ...]) -> None:
+    """Refuse a row with more or fewer cells than its header: SREGym's writer gives every
+    row one cell per column, and the export gives back the cells a row had, column by
+    column (an extra cell would be dropped, a missing one written empty)."""
+    extra = row.get(None)  # type: ignore[call-overload]  # DictReader's rest of the row
+    missing = [c for c in columns if row.get(c) is None]
+    if extra or missing:
+        cells = len(columns) + len(extra or ()) - len(missing)
+        raise ValueError(f"the row has {cells} cells, its header {len(columns)} columns")
+
+
 def _attempt(
     source: str,
     relative: Path,
@@ -314,6 +325,7 @@ def _attempt(
     *,
     max_bytes: int = DEFAULT_MAX_TEXT_BYTES,
 ) -> SregymAttempt:
+    _check_shape(row, columns)
     _check_cells(row)
     problem_id = _text(row.get("problem_id"))
     if not problem_id:
@@ -382,6 +394,14 @@ def _csv_rows(
                 if csv.field_size_limit() < _CELL_LIMIT:  # the module's, for the process
                     csv.field_size_limit(_CELL_LIMIT)
                 reader = csv.DictReader(handle)
+                twice = sorted(
+                    {c for c in reader.fieldnames or () if (reader.fieldnames or ()).count(c) > 1}
+                )
+                if twice:  # a row would keep one of its cells: refused whole
+                    yield ImportProblem(
+                        str(relative), f"the header names {', '.join(twice)} more than once"
+                    )
+                    continue
                 for row in reader:
                     yield relative, reader, row
         except (OSError, UnicodeDecodeError, csv.Error) as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import tarfile
 import zipfile
 from dataclasses import replace
@@ -230,3 +231,81 @@ async def test_the_rows_come_from_one_snapshot_taken_when_the_export_opens(
     assert len([first, *rest]) == 45
     async with OriginalRowReads(store.db).open(ReportFilter()) as export:
         assert [r async for r in export.rows] == []
+
+
+ROUND_RUN = "2025-06-01_12-00-00"
+ONE_PROBLEM = "k8s_target_port-misconfig-detection-1"
+CHECKLIST = repr(
+    [{"id": f"D{d}-Q{q}", "answer": "Yes", "evidence": "e", "confidence": "High"}
+     for d in (1, 2, 3) for q in (1, 2, 3)]
+)  # fmt: skip
+RESULTS_HEADER = [
+    "problem_id", "attempt", "TTL", "Diagnosis.submission", "Diagnosis.success",
+    "Diagnosis.checklist", "Mitigation.success",
+]  # fmt: skip
+
+
+def _results_row(attempt: int, text: str = "the service targets the wrong port") -> list[str]:
+    return [ONE_PROBLEM, str(attempt), "12.5", text, "True", CHECKLIST, "True"]
+
+
+def _results_csv(rows: list[list[str]]) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)  # as csv.DictWriter writes them: \r\n, minimal quoting
+    return buffer.getvalue().encode("utf-8")
+
+
+async def _one_file_round_trip(store: Store, tmp_path: Path, data: bytes) -> tuple[bytes, object]:
+    root = tmp_path / "results"
+    file = root / ROUND_RUN / "agent-a" / ONE_PROBLEM / "results.csv"
+    file.parent.mkdir(parents=True)
+    file.write_bytes(data)
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text(json.dumps({"problem_id": ONE_PROBLEM, "root_cause": "port 9999"}) + "\n")
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(root), read_problems(problems), rubric=sregym_rubric()
+    )
+    out = tmp_path / "exported"
+    await write_sregym_folder(store, ReportFilter(), out)
+    exported = out / ROUND_RUN / "agent-a" / ONE_PROBLEM / "results.csv"
+    return (exported.read_bytes() if exported.exists() else b""), report
+
+
+async def test_a_row_of_more_or_fewer_cells_than_its_header_is_refused_alone(
+    store: Store, tmp_path: Path
+) -> None:
+    """SREGym's writer gives every row one cell per column; a longer row was imported and
+    its extra cells dropped from the export (a shorter one came back with empty cells):
+    now refused, naming its line, the file's other rows coming back byte for byte."""
+    good = [RESULTS_HEADER, _results_row(1)]
+    long = [*_results_row(2), "extra-cell-1", "extra-cell-2"]
+    short = _results_row(3)[:-1]
+    exported, report = await _one_file_round_trip(
+        store, tmp_path, _results_csv([*good, long, short])
+    )
+    assert report.submissions == 1  # type: ignore[attr-defined]
+    assert [(p.where.rsplit(":", 1)[-1], p.message) for p in report.problems] == [  # type: ignore[attr-defined]
+        ("3", "the row has 9 cells, its header 7 columns"),
+        ("4", "the row has 6 cells, its header 7 columns"),
+    ]
+    assert exported == _results_csv(good)
+
+
+async def test_a_header_naming_one_column_twice_is_refused(store: Store, tmp_path: Path) -> None:
+    """Its rows were imported with one of the two cells, the other written twice in the
+    export. The file is refused whole, naming the column."""
+    data = _results_csv([[*RESULTS_HEADER, "notes", "notes"], [*_results_row(1), "a", "b"]])
+    exported, report = await _one_file_round_trip(store, tmp_path, data)
+    assert report.submissions == 0 and exported == b""  # type: ignore[attr-defined]
+    [problem] = report.problems  # type: ignore[attr-defined]
+    assert problem.message == "the header names notes more than once"
+
+
+async def test_a_byte_order_mark_is_read_past_and_not_written_back(
+    store: Store, tmp_path: Path
+) -> None:
+    """SREGym's writer writes none; a file another tool saved with one is read, and its
+    rows come back byte for byte without it (as the docs say)."""
+    data = _results_csv([RESULTS_HEADER, _results_row(1)])
+    exported, report = await _one_file_round_trip(store, tmp_path, b"\xef\xbb\xbf" + data)
+    assert report.problems == [] and exported == data  # type: ignore[attr-defined]
