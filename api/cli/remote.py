@@ -22,6 +22,7 @@ from api.service.settings import mask_passwords
 
 if TYPE_CHECKING:
     import httpx
+    from _typeshed import SupportsWrite
 
 __all__ = ["Refused", "poll_waits", "query_params", "remote"]
 
@@ -92,6 +93,26 @@ class Remote:
                 response.status_code,
             )
         return response
+
+    def download(self, path: str, sink: SupportsWrite[bytes], **kwargs: Any) -> httpx.Response:
+        """``GET path`` streamed into ``sink`` chunk by chunk (an export of any size in
+        bounded memory); the answer, its body read; a usage error as :meth:`send`'s."""
+        import httpx
+
+        try:
+            with self._http.stream("GET", path, **kwargs) as response:
+                if response.is_error:
+                    response.read()
+                    raise Refused(
+                        f"{self.url} answered {response.status_code} to GET {path}: "
+                        f"{_problem(response)}",
+                        response.status_code,
+                    )
+                for chunk in response.iter_bytes():
+                    sink.write(chunk)
+                return response
+        except httpx.HTTPError as exc:
+            raise CommandError(f"cannot reach {self.url}: {type(exc).__name__}: {exc}") from None
 
     def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         """GET a JSON answer."""

@@ -98,8 +98,7 @@ class RemoteLayout:
 
         with remote(self.server) as client, failed_on_server():
             params = {**self.params, "format": "sregym", **layout}
-            response = client.send("GET", "/v1/exports/gradings", params=params)
-        sink.write(response.content)
+            response = client.download("/v1/exports/gradings", sink, params=params)
         return int(response.headers.get("X-Export-Rows", "0"))
 
     def file(self, sink: IO[bytes]) -> int:

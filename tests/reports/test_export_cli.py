@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import json
 import os
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+import respx
 from click.testing import CliRunner, Result
 from sqlalchemy.engine import Engine
 
@@ -161,3 +166,52 @@ def test_an_export_the_server_failed_to_write_exits_1_and_writes_nothing(
     assert route.called and done.exit_code == 1, done.output
     assert "Export failed: after 3 gradings; nothing was written" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+CHUNK = b'{"id": "x"}\n' * 5000  # about 60 KB
+CHUNKS = 300  # about 18 MB in all
+
+
+def _export_body() -> Iterator[bytes]:
+    for _ in range(CHUNKS):
+        yield CHUNK
+
+
+def test_a_large_export_through_a_server_is_not_held_whole_in_memory(tmp_path: Path) -> None:
+    """The database mode streams into a file beside --output; --server read the whole
+    answer into memory first (a 60 MB export: 60 MB). It streams too now, and its sha256
+    is that of what was written."""
+    digest = hashlib.sha256()
+    for chunk in _export_body():
+        digest.update(chunk)
+    size = len(CHUNK) * CHUNKS
+    headers = {
+        "Content-Length": str(size),
+        "X-Export-Rows": str(5000 * CHUNKS),
+        "Repr-Digest": f"sha-256=:{base64.b64encode(digest.digest()).decode()}:",
+        "Content-Type": "application/x-ndjson",
+    }
+    target = tmp_path / "gradings.jsonl"
+    with respx.mock(base_url="http://judge.test") as server:
+        server.get("/v1/exports/gradings").mock(
+            side_effect=lambda request: httpx.Response(200, headers=headers, stream=_Stream())
+        )
+        runner = CliRunner(env={"SRE_JUDGE_TOKEN": "srej_x"})
+        tracemalloc.start()
+        try:
+            done = runner.invoke(
+                main,
+                ["export", "--format", "jsonl", "-o", str(target), "--server", "http://judge.test"],
+            )
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert done.exit_code == 0, done.output
+    assert target.stat().st_size == size
+    assert f"sha256 {digest.hexdigest()}" in done.output
+    assert peak < size // 4, f"peak {peak / 1e6:.0f} MB for a {size / 1e6:.0f} MB export"
+
+
+class _Stream(httpx.SyncByteStream):
+    def __iter__(self) -> Iterator[bytes]:
+        return _export_body()
