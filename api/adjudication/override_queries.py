@@ -10,6 +10,7 @@ all in the caller's transaction.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -214,12 +215,12 @@ class OverrideQueries:
             withdrawn = next((h for h in history if h.id == record.withdraws), None)
             if withdrawn is None or withdrawn.kind == "withdraw":
                 return None
-            original = withdrawn
-            while original.carried_from is not None:
-                source = session.get(OverrideRecord, original.carried_from)
-                if source is None:
+            original, seen = withdrawn, {withdrawn.id}
+            while (source := _carried_from(session, original)) is not None:
+                if source.id in seen:  # reasons that name each other: no original
                     break
                 original = source
+                seen.add(source.id)
             return HumanLabelRecord(
                 grading_id=original.grading_id,
                 question_id=withdrawn.question_id if withdrawn.kind == "answer" else None,
@@ -266,3 +267,29 @@ def _after(history: list[OverrideRecord], now: datetime) -> datetime:
     if latest is None or now > latest:
         return now
     return latest + timedelta(microseconds=1)
+
+
+#: the reason a regrade gives a copy it carries (``storage.regrade.carry``)
+_COPIED = re.compile(r"carried by regrade job \S+ from override (\w+): ")
+
+
+def _carried_from(session: Session, override: OverrideRecord) -> OverrideRecord | None:
+    """The override ``override`` is a regrade's copy of, or None. A copy made before
+    ``carried_from`` existed names it only in its reason: it is read from there, and
+    taken only when it is the same author's override of the same target (a human's
+    reason mimicking the words names nothing of anyone else's)."""
+    source_id = override.carried_from
+    if source_id is None:
+        found = _COPIED.match(override.reason)
+        if found is None:
+            return None
+        source_id = found.group(1)
+    source = session.get(OverrideRecord, source_id)
+    if source is None:
+        return None
+    same = (source.author_id, source.kind, source.question_id) == (
+        override.author_id,
+        override.kind,
+        override.question_id,
+    )
+    return source if same else None

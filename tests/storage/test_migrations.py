@@ -295,28 +295,38 @@ async def test_0025_a_downgrade_keeps_the_cache_entries_the_calls_held(database_
     await upgrade(database_url)
 
 
-async def test_0029_links_the_copies_regrades_carried_before_to_their_originals(
-    database_url: str,
+async def test_0029_leaves_copies_carried_before_as_audited_and_their_withdrawal_works(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, service_key: Any
 ) -> None:
-    """A copy a regrade carried before 0029 knew its original only from its reason's
-    text: the upgrade links it (``carried_from``), a human's override stays unlinked."""
+    """A copy a regrade carried before 0029 names its original only in its reason. The
+    upgrade writes nothing into it (its audited digest has no such column: writing one
+    made an untouched database fail ``audit verify``), and withdrawing it still takes
+    back the label its original recorded, found from the reason."""
     from sqlalchemy import text
 
     from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
     from api.regrade.selection import RegradeFilter
-    from storage import Store
+    from storage import Store, verify_chain
+    from storage.regrade import carry
     from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 
+    copy = carry._copy
+
+    def old_copy(*args: Any) -> Any:  # as the code before 0029 made them
+        record = copy(*args)
+        record.carried_from = None
+        return record
+
+    monkeypatch.setattr(carry, "_copy", old_copy)
     await upgrade(database_url)
     engine = make_engine(database_url)
-    store = Store(engine)
+    store = Store(engine, key=service_key)
     first = (await submit(store)).grading.id
     await store.queue.claim_pending("w", limit=1, lease_seconds=60)
     assert await store.queue.complete(first, "w", graded_result())
     made, _ = await override(
         store, first, rubric=sregym_rubric(), expected_revision=2, kind="verdict",
-        reason="a human's: from override x: y", author_id="h1", author_name="Hana",
-        verdict="fail",
+        reason="wrong fault", author_id="h1", author_name="Hana", verdict="fail",
     )  # fmt: skip
     spec = "openai:new@http://127.0.0.1:9/v1"
     target = RegradeTarget(sregym_rubric(), spec, "openai", "new", "promote")
@@ -328,11 +338,26 @@ async def test_0029_links_the_copies_regrades_carried_before_to_their_originals(
     _rows_after_downgrade(database_url, "0028", "SELECT 1")
     await upgrade(database_url)
     engine = make_engine(database_url)
+    store = Store(engine, key=service_key)
+    assert (await verify_chain(engine, key=store.db.chain_key)).ok
     with engine.connect() as connection:
-        query = text("SELECT grading_id, carried_from FROM override ORDER BY created_at")
-        rows = [tuple(r) for r in connection.execute(query)]
+        query = text("SELECT id, carried_from FROM override WHERE grading_id = :g")
+        [(copied, linked)] = connection.execute(query, {"g": item.grading_id}).all()
+    assert linked is None
+    view = await store.gradings.get(item.grading_id)
+    assert view is not None
+    await override(
+        store, item.grading_id, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+        kind="withdraw", withdraws=copied, reason="I was wrong", author_id="h1",
+        author_name="Hana",
+    )  # fmt: skip
+    with engine.connect() as connection:
+        query = text("SELECT verdict FROM human_label WHERE grading_id = :g ORDER BY id")
+        labels = [row[0] for row in connection.execute(query, {"g": first})]
+    assert labels == ["fail", None]  # Hana's, then its retraction
+    assert (await verify_chain(engine, key=store.db.chain_key)).ok
     engine.dispose()
-    assert rows == [(first, None), (item.grading_id, made.id)]
+    del made
 
 
 #: a process that migrates ``argv[1]`` at the instant ``argv[2]`` (epoch seconds)
