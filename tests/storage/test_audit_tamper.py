@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select, text, update
 
 from storage import Store
 from storage.audit import COVERS, ChainKey, state_digest
@@ -208,3 +208,57 @@ def test_the_digest_ignores_nulls_defaults_and_leases_but_not_values() -> None:
     assert state_digest(_Row(**base), [_Row(**{**answers[0]._mapping, "id": 9})]) == digest
     assert state_digest(_Row(**base), [_Row(**{**answers[0]._mapping, "answer": False})]) != digest
     assert state_digest(_Row(**base), []) != digest
+
+
+#: (what, SQL run as the attacker with write access, what the report must name)
+UNREADABLE = [
+    (
+        "audit payload with NaN",
+        "UPDATE audit_log SET payload = '{\"x\": NaN}' WHERE seq = 3",
+        "3",
+    ),
+    (
+        "audit payload with a lone surrogate escape",
+        'UPDATE audit_log SET payload = \'{"x": "\\ud800"}\' WHERE seq = 3',
+        "3",
+    ),
+    (
+        "audit created_at not a timestamp",
+        "UPDATE audit_log SET created_at = 'yesterday' WHERE seq = 3",
+        "3",
+    ),
+    (
+        "grading review_reasons with a lone surrogate escape",
+        "UPDATE grading SET review_reasons = '[\"\\ud800\"]' WHERE id = '{grading}'",
+        "{grading}",
+    ),
+    (
+        "grading review_reasons with NaN",
+        "UPDATE grading SET review_reasons = '[NaN]' WHERE id = '{grading}'",
+        "{grading}",
+    ),
+    (
+        "submission metadata with NaN",
+        "UPDATE submission SET metadata = '{\"x\": NaN}' "
+        "WHERE id = (SELECT submission_id FROM grading WHERE id = '{grading}')",
+        "submission",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "sql", "named"), UNREADABLE, ids=[t[0] for t in UNREADABLE])
+async def test_a_value_no_digest_can_hold_is_named_not_raised(
+    store: Store, db_backend: str, what: str, sql: str, named: str
+) -> None:
+    """SQLite keeps JSON as text and a time column holds any text: an attacker writes
+    NaN, a lone surrogate escape or 'yesterday', and verify raised (ValueError,
+    UnicodeEncodeError) instead of naming the row, the CLI showing a traceback."""
+    if db_backend != "sqlite":
+        pytest.skip("PostgreSQL refuses these values itself")
+    ids = await workload(store)
+    grading = ids[0]
+    await execute(store.engine, text(sql.replace("{grading}", grading)))
+    report = await verify(store)  # raised before: ValueError / UnicodeEncodeError
+    assert not report.ok
+    found = f"{report.reason} {report.state_problems} {report.first_broken_seq}"
+    assert named.replace("{grading}", grading) in found, report
