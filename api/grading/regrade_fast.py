@@ -158,10 +158,11 @@ class FastRegrade:
     async def run(self, worker_id: str, free: int = FAST_BATCH) -> tuple[list[Claim], bool]:
         """Claim a batch of regrade items and store those answered by the cache.
 
-        The batch is ``free`` items (the worker's free slots) and doubles, up to
-        ``FAST_BATCH``, while every item is a hit: misses never take more items than
-        the slots could grade, so a job the cache cannot answer is shared out among
-        workers as before. Returns the claims still to grade the usual way (the misses,
+        The batch is ``free`` items (the worker's free slots, after live work) and
+        doubles, up to ``FAST_BATCH``, while every item is a hit: at most ``free``
+        misses come back (those past them are given back at once), so a job the cache
+        cannot answer is shared out among workers and never takes a live grading's slot.
+        Returns the claims still to grade the usual way (the misses,
         leased to ``worker_id``) and whether the batch was full (more may wait).
         """
         queued = self.services.waiters.regrades
@@ -169,6 +170,8 @@ class FastRegrade:
             return [], False  # live gradings pay no extra query
         settings = self.services.settings
         limit = max(free, self._batch)
+        if limit <= 0:
+            return [], False
         claims = await self.services.store.queue.claim_pending(
             worker_id, limit=limit, lease_seconds=settings.lease_seconds, regrade=True
         )
@@ -181,6 +184,12 @@ class FastRegrade:
             misses = claims
         if claims:
             self._batch = 0 if misses else min(FAST_BATCH, 2 * limit)
+        if len(misses) > free:  # a batch grown on hits: the slots grade ``free`` of them
+            spare = misses[max(free, 0) :]
+            misses = misses[: max(free, 0)]
+            await self.services.store.queue.release_leases(
+                [claim.grading_id for claim in spare], worker_id
+            )
         return misses, len(claims) == limit
 
     async def _resolve(self, worker_id: str, claims: list[Claim]) -> list[Claim]:

@@ -90,6 +90,9 @@ class GradingWorkers:
         #: whether the last claim may have left claimable work behind (see ``_finished``);
         #: until the first claim, work of an earlier run may wait (intake hands none over)
         self._backlog = True
+        #: when the earliest grading this process deferred is due again (loop time), or
+        #: None: older work is waiting from then on, so intake hands nothing over
+        self._due_at: float | None = None
         #: slots held for gradings being leased at intake (see ``reserve``)
         self._reserved = 0
         #: the context the workers' tasks run in (the one they were started in)
@@ -122,6 +125,9 @@ class GradingWorkers:
         claimable work may be waiting (older work goes first) or when shutting down."""
         free = self.count - len(self._in_flight) - self._reserved
         if self.stopping or self._dispatcher is None or self._backlog or free <= 0:
+            return None
+        if self._due_at is not None and asyncio.get_running_loop().time() >= self._due_at:
+            self.services.waiters.work.set()  # the deferred grading first: claimed now
             return None
         self._reserved += 1
         return self.worker_id, self.services.settings.lease_seconds
@@ -210,18 +216,22 @@ class GradingWorkers:
             claims: list[Claim] = []
             fast, live = False, 0  # the fast path's batch was full; live claims
             if free > 0:
-                try:  # the fast path's misses are graded the usual way, like live claims
-                    claims, fast = await self._fast.run(self.worker_id, free)
-                    more = await self.services.store.queue.claim_pending(
+                try:  # live work first; the fast path's misses take only the slots left
+                    claims = await self.services.store.queue.claim_pending(
                         self.worker_id, limit=free, lease_seconds=settings.lease_seconds,
                         regrade=False,
                     )  # fmt: skip
-                    claims, live = claims + more, len(more)
+                    live = len(claims)
+                    misses, fast = await self._fast.run(self.worker_id, free - live)
+                    claims += misses
                 except Exception:
                     log.exception("claiming work failed")
             # work may be left unclaimed: no slot was free, or every free slot was filled
             full = free > 0 and (fast or live == free)
             self._backlog = free == 0 or full
+            now = asyncio.get_running_loop().time()
+            if self._due_at is not None and self._due_at <= now and free > 0:
+                self._due_at = None  # looked for with a slot free: claimed if claimable
             if self.stopping:  # claimed while shutdown began: give them back at once
                 for claim in claims:
                     await self._release(claim)
@@ -230,8 +240,17 @@ class GradingWorkers:
                 self._start(self.process(claim), claim, name=f"grade-{claim.grading_id}")
             if full:
                 continue  # there may be more; slots free up and set the wake event
+            timeout = settings.poll_seconds
+            if self._due_at is not None:  # wake when a deferral of this process is due
+                timeout = max(0.0, min(timeout, self._due_at - now))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=settings.poll_seconds)
+                await asyncio.wait_for(wake.wait(), timeout=timeout)
+
+    def _deferred_until(self, retry_at: datetime) -> None:
+        """Note that a grading this process deferred is due again at ``retry_at``."""
+        wait = max(0.0, (retry_at - datetime.now(UTC)).total_seconds())
+        due = asyncio.get_running_loop().time() + wait
+        self._due_at = due if self._due_at is None else min(self._due_at, due)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._in_flight.pop(task, None)
@@ -272,6 +291,8 @@ class GradingWorkers:
                     calls=list(result.calls),
                     claim_count=claim.claim_count,
                 )
+                if stored:
+                    self._deferred_until(retry_at)
                 self._account(result, "deferred" if stored else "discarded", pending=reason)
             else:
                 result, provisional = await self._review_marks(claim, rubric, result)
@@ -340,14 +361,15 @@ class GradingWorkers:
                 seconds=self.services.settings.judge_retry_seconds
             )
             reason = f"{INTERNAL_ERROR}: service error (try {tries} of {INTERNAL_ERROR_TRIES})"
-            await store.queue.defer(
+            if await store.queue.defer(
                 claim.grading_id,
                 self.worker_id,
                 reason=reason,
                 retry_at=retry_at,
                 calls=calls,
                 claim_count=claim.claim_count,
-            )
+            ):
+                self._deferred_until(retry_at)
         except Exception:  # the database itself may be what failed: the lease expires
             log.exception("recording the failure of %s failed; it will be claimed again",
                           claim.grading_id)  # fmt: skip

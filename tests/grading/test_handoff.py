@@ -3,12 +3,16 @@ no claim round (no probe, no pick, no lease update) between intake and grading."
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.errors import JudgeUnavailable
 from tests.support.statements import statements
-from tests.support.submissions import DIAGNOSIS, TRUTH, graded
+from tests.support.submissions import DIAGNOSIS, TRUTH, first_set, graded
 
 
 def _claims(seen: list[str]) -> list[str]:
@@ -43,3 +47,46 @@ async def test_a_replayed_submission_gives_its_slot_back(
         other = {**headers, "Idempotency-Key": "run-2"}
         second = await client.post("/v1/submissions?wait=10", json=body, headers=other)
         assert second.json()["status"] == "graded"
+
+
+FLAKY = "openai:flaky@http://127.0.0.1:9/v1"
+
+
+def _claims_of(engine: Engine, grading_id: str) -> tuple[Any, ...]:
+    with engine.connect() as connection:
+        sql = "SELECT status, claim_count FROM grading WHERE id = :id"
+        return tuple(connection.execute(text(sql), {"id": grading_id}).one())
+
+
+async def test_a_due_deferred_grading_is_not_jumped_by_a_new_submission(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A worker takes a new grading at once only when no older work waits: a grading the
+    same process deferred (judge away), its retry time come, was jumped by a new
+    submission and waited for the next poll (30 s here). The dispatcher wakes when a
+    deferral is due, and intake hands nothing over from then until it has looked."""
+    headers = await tokens("submitter")
+    judge = ScriptedBackend(
+        [JudgeUnavailable("connection refused"), *[scripted_reply] * 10], model="flaky"
+    )
+    settings = {
+        "workers": 1, "poll_seconds": 30, "judge_max_attempts": 1, "judge_retry_seconds": 0.2,
+    }  # fmt: skip
+    async with api_client(judge=FLAKY, backends={FLAKY: judge}, **settings) as client:
+        body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+        first = await client.post("/v1/submissions", json=body, headers=headers)
+        assert first.status_code == 202, first.text
+        older = await first_set(client, first.headers["location"], headers, "pending_reason")
+        assert older["pending_reason"].startswith("judge_unavailable")
+        await asyncio.sleep(0.5)  # its retry time has come: older work is claimable again
+        newer = await client.post(
+            "/v1/submissions?wait=5",
+            json={**body, "diagnosis": DIAGNOSIS + " Seen in the logs."},
+            headers=headers,
+        )
+        assert newer.json()["status"] == "graded"
+        status, claims = _claims_of(engine, older["id"])
+    assert claims >= 2, (
+        f"the older, due grading is still {status} and unclaimed since its deferral "
+        "while the newer submission was handed to the one free worker slot"
+    )
