@@ -100,7 +100,7 @@ def rubrics_in_scope(session: Session, filters: ReportFilter) -> dict[tuple[str,
     pairs = filtered(
         joined(col(GradingRecord.rubric_id), col(GradingRecord.rubric_version)), filters
     ).distinct()
-    wanted = list(session.execute(pairs).tuples())
+    wanted: list[tuple[str, str]] = [(r, v) for r, v in session.execute(pairs)]
     if not wanted:
         return {}
     keys = [rubric_key(r, v) for r, v in wanted]
