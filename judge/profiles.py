@@ -138,7 +138,11 @@ def _profile(entry: Mapping[str, object]) -> JudgeProfile:
 
 
 def _parse(text: str) -> tuple[JudgeProfile, ...]:
-    entries = tomllib.loads(text).get("profile", [])
+    document = tomllib.loads(text)
+    unknown = sorted(set(document) - {"profile"})
+    if unknown:  # a misspelt table ([[profiles]]) would mean no profile at all
+        raise ValueError(f"unknown table(s) {', '.join(unknown)}: judge profiles are [[profile]]")
+    entries = document.get("profile", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise ValueError("judge profiles are [[profile]] tables")
     return tuple(_profile(entry) for entry in entries)

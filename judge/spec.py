@@ -23,6 +23,7 @@ from judge.errors import JudgeSpecError
 __all__ = [
     "BACKEND_NAMES",
     "PANEL_PREFIX",
+    "SCRIPTED_MODES",
     "SPEC_FORMS",
     "JudgeSpec",
     "judge_identity",
@@ -70,6 +71,10 @@ def split_spec(text: str) -> tuple[str, str, str | None]:
     backend, _, rest = text.partition(":")
     model, at, base_url = rest.rpartition("@")
     return (backend, model, base_url) if at else (backend, rest, None)
+
+
+#: the canned judges of ``scripted:MODE`` (``judge.backends.scripted``)
+SCRIPTED_MODES = ("pass", "fail", "garbage")
 
 
 def parse_judge_spec(text: str) -> JudgeSpec:

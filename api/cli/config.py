@@ -37,8 +37,8 @@ def mask_url(url: str) -> str:
     except ArgumentError:
         return mask_passwords(url)
     if parsed.password is None:
-        return url
-    return parsed.render_as_string(hide_password=True)
+        return mask_passwords(url)  # a password in the query (libpq's ?password=)
+    return mask_passwords(parsed.render_as_string(hide_password=True))
 
 
 def _shown(name: str, value: Any) -> Any:

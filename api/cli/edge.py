@@ -192,17 +192,43 @@ def load_settings(**overrides: object) -> Settings:
     from api.service.settings import Settings, mask_passwords
 
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
     except ValidationError as exc:  # one line, each fault named by its variable
         faults = "; ".join(_setting_fault(error) for error in exc.errors(include_url=False))
         raise click.UsageError(f"invalid configuration: {mask_passwords(faults)}") from None
     except ValueError as exc:  # the error quotes the value: a URL's password masked
         raise click.UsageError(f"invalid configuration: {mask_passwords(str(exc))}") from None
+    _check_built_judges(settings)
+    return settings
+
+
+def _check_built_judges(settings: Settings) -> None:
+    """Bad usage, naming the variable, for a judge the service would fail to build when it
+    starts: a scripted judge of an unknown mode (a spec's grammar takes any model; the
+    tests give scripted judges of their own, the command line never does)."""
+    from judge.spec import SCRIPTED_MODES, parse_judge_spec
+
+    named = [
+        ("SRE_JUDGE_JUDGE", settings.judge),
+        ("SRE_JUDGE_CONFIRM_JUDGE", settings.confirm_judge),
+    ]
+    named += [("SRE_JUDGE_PANEL", spec) for spec in settings.panel_specs or []]
+    for variable, spec in named:
+        if spec is None:
+            continue
+        parsed = parse_judge_spec(spec)
+        if parsed.backend == "scripted" and parsed.model not in SCRIPTED_MODES:
+            modes = "|".join(SCRIPTED_MODES)
+            raise click.UsageError(
+                f"invalid configuration: {variable}: scripted judge mode {parsed.model!r} is "
+                f"unknown (scripted:{modes})"
+            )
 
 
 def _setting_fault(error: Mapping[str, Any]) -> str:
     """One fault of the settings as a line's part: ``SRE_JUDGE_<FIELD>: what is wrong``."""
     message = " ".join(str(error.get("msg", "invalid")).split())
+    message = message.removeprefix("Value error, ")  # pydantic's, of a validator's error
     location = "_".join(str(part) for part in error.get("loc", ()))
     return f"SRE_JUDGE_{location.upper()}: {message}" if location else message
 

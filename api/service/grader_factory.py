@@ -15,6 +15,7 @@ from api.service.settings import Settings
 from judge.backends.base import JudgeBackend
 from judge.cache import JudgeCache
 from judge.calls import SamplingParams
+from judge.errors import JudgeSpecError
 from judge.extraction import extraction_calls
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
@@ -27,7 +28,7 @@ from judge.profiles import (
 )
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric
-from judge.spec import split_spec
+from judge.spec import parse_judge_spec, split_spec
 
 __all__ = [
     "asking_choice",
@@ -105,8 +106,14 @@ def _knob(settings: Settings, name: str, profiled: Any) -> Any:
 
 def profile_of_spec(settings: Settings, spec_text: str) -> JudgeProfile | None:
     """The profile of a judge spec's model (``judge.profiles``); None for a panel or a
-    scripted judge, or when profiles are off (``SRE_JUDGE_JUDGE_PROFILE=none``)."""
-    return profile_of_judge(settings, *split_spec(spec_text)[:2])
+    scripted judge, or when profiles are off (``SRE_JUDGE_JUDGE_PROFILE=none``). The spec
+    is read as the grader reads it (``Ollama:m`` is ``ollama:m``), so grading and
+    qualification name one identity; a recorded spec that no longer parses as written."""
+    try:
+        parsed = parse_judge_spec(spec_text)
+    except JudgeSpecError:
+        return profile_of_judge(settings, *split_spec(spec_text)[:2])
+    return profile_of_judge(settings, parsed.backend, parsed.model)
 
 
 def profile_of_judge(settings: Settings, backend: str, model: str) -> JudgeProfile | None:

@@ -1,6 +1,11 @@
 """Settings from the environment (prefix ``SRE_JUDGE_``) and the command line.
 
 Nothing is read at import: call ``Settings()`` where the settings are needed.
+
+Why this module is long (about 510 lines): it is the one list of the service's public
+settings (CONTRACT.md), each field with its default, bounds and description, which
+``config show`` and the docs' table are checked against; splitting the list would make
+two places to look a setting up.
 """
 
 from __future__ import annotations
@@ -26,8 +31,19 @@ __all__ = ["DEFAULT_JUDGE", "Settings", "with_password"]
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
 
 
-#: a URL's password: ``scheme://user:PASSWORD@host``
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
+#: a URL's password: ``scheme://user:PASSWORD@host`` (the user may be empty)
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s/]+@")
+#: a password given as a URL's query parameter (libpq takes ``?password=``)
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&\s#]+", re.IGNORECASE)
+#: the longest a duration setting may be: a time moved by more overflows a clock
+MAX_DURATION_SECONDS = 365 * 86400.0
+#: the duration settings (seconds)
+_DURATIONS = (
+    "judge_timeout", "judge_first_token_seconds", "judge_idle_seconds", "lease_seconds",
+    "poll_seconds", "regrade_batch_poll_seconds", "webhook_timeout_seconds",
+    "webhook_retry_seconds", "webhook_give_up_seconds", "judge_retry_seconds",
+    "audit_checkpoint_seconds", "shutdown_seconds", "judge_digest_seconds", "canary_interval",
+)  # fmt: skip
 #: what a masked secret reads as
 MASK = "***"
 
@@ -35,7 +51,7 @@ MASK = "***"
 def mask_passwords(text: str) -> str:
     """``text`` with the password of every URL in it replaced by ``***`` (a settings
     error quotes the value it refuses; ``config show`` prints every setting)."""
-    return _URL_PASSWORD.sub(rf"\g<1>{MASK}@", text)
+    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", _URL_PASSWORD.sub(rf"\g<1>{MASK}@", text))
 
 
 def with_password(url: str, password_file: Path) -> str:
@@ -45,17 +61,17 @@ def with_password(url: str, password_file: Path) -> str:
     try:
         password = password_file.read_text(encoding="utf-8").rstrip("\r\n")
     except OSError as exc:
-        message = f"cannot read database_password_file {password_file}: {exc.strerror}"
-        raise ValueError(message) from None
+        raise ValueError(f"cannot read {password_file}: {exc.strerror}") from None
     if not password:
-        raise ValueError(f"database_password_file {password_file} is empty")
+        raise ValueError(f"{password_file} is empty")
     return make_url(url).set(password=password).render_as_string(hide_password=False)
 
 
 class Settings(BaseSettings):
     """Every setting of the service, with its default."""
 
-    model_config = SettingsConfigDict(env_prefix="SRE_JUDGE_", extra="ignore")
+    # no float setting is infinite or NaN (a lease of inf seconds failed every claim)
+    model_config = SettingsConfigDict(env_prefix="SRE_JUDGE_", extra="ignore", allow_inf_nan=False)
 
     @classmethod
     def settings_customise_sources(
@@ -441,6 +457,20 @@ class Settings(BaseSettings):
     def _upper_level(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("judge_seed", mode="before")
+    @classmethod
+    def _empty_seed(cls, value: object) -> object:
+        """``SRE_JUDGE_JUDGE_SEED=`` (empty): no seed is sent."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator(*_DURATIONS)
+    @classmethod
+    def _a_clock_holds_it(cls, value: float) -> float:
+        """A duration a time can be moved by (``now + lease``): at most a year."""
+        if value > MAX_DURATION_SECONDS:
+            raise ValueError(f"at most {MAX_DURATION_SECONDS:.0f} seconds (a year)")
+        return value
+
     @field_validator("confirm_judge")
     @classmethod
     def _valid_confirm_judge(cls, value: str | None) -> str | None:
@@ -455,8 +485,8 @@ class Settings(BaseSettings):
             models = {parse_judge_spec(spec).model for spec in (self.panel_specs or [self.judge])}
             if parse_judge_spec(self.confirm_judge).model in models:
                 raise ValueError(
-                    "confirm_judge must be a judge of another model than the judge's "
-                    f"({', '.join(sorted(models))})"
+                    "SRE_JUDGE_CONFIRM_JUDGE: must be a judge of another model than the "
+                    f"judge's ({', '.join(sorted(models))})"
                 )
         return self
 
@@ -464,7 +494,10 @@ class Settings(BaseSettings):
     def _database_password(self) -> Settings:
         """Put the password of ``database_password_file`` into ``database_url``."""
         if self.database_password_file is not None:
-            self.database_url = with_password(self.database_url, self.database_password_file)
+            try:
+                self.database_url = with_password(self.database_url, self.database_password_file)
+            except ValueError as exc:
+                raise ValueError(f"SRE_JUDGE_DATABASE_PASSWORD_FILE: {exc}") from None
         return self
 
     def stream_limits(self) -> StreamLimits:

@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeSpecError
+from judge.spec import SCRIPTED_MODES
 
 __all__ = ["SCRIPTED_MODES", "ScriptedBackend", "asked_question", "scripted_reply"]
 
 Script = str | BaseException | Callable[[JudgeRequest], str]
 
-SCRIPTED_MODES = ("pass", "fail", "garbage")
 
 _QUESTION = re.compile(r"^Question (\S+?)(?: \[quote\])? \(", re.MULTILINE)
 _DIAGNOSIS = re.compile(r"<<<DIAGNOSIS (\w+)>>>\n(.*?)\n<<<END DIAGNOSIS \1>>>", re.DOTALL)

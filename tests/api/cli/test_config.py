@@ -118,7 +118,7 @@ def test_the_database_password_can_come_from_a_file(tmp_path: Path) -> None:
         database_password_file=tmp_path / "pw",
     )
     assert settings.database_url == "postgresql+psycopg://judge:p%40ss%3Aw%2Frd@db:5432/sre"
-    with pytest.raises(ValueError, match="cannot read database_password_file"):
+    with pytest.raises(ValueError, match="SRE_JUDGE_DATABASE_PASSWORD_FILE: cannot read"):
         Settings(database_password_file=tmp_path / "missing")
 
 

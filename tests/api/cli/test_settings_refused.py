@@ -1,0 +1,115 @@
+"""Settings refused at start in one line naming their variable, read as documented, and
+judge profiles applied to the judge as the grader reads it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from api.service.qualification import identity_of
+from api.service.settings import Settings
+from judge.profiles import read_profiles
+from judge.rubric import load_rubric_dir
+from tests.support.in_process_cli import cli_in_process
+
+QWEN = "qwen2.5-coder:1.5b"
+
+
+def _config_show(env: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    return cli_in_process("config", "show", "--format", "json", env={"NO_COLOR": "1", **env})
+
+
+# docs/running.md: SRE_JUDGE_JUDGE_SEED "seed sent to the judge (empty: none)"
+def test_an_empty_judge_seed_means_no_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SRE_JUDGE_JUDGE_SEED", "")
+    assert Settings().judge_seed is None
+
+
+# settings faults found by model validators are not named by their variable
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("SRE_JUDGE_CONFIRM_JUDGE", "ollama:qwen2.5:7b-instruct"),  # the judge's own model
+        ("SRE_JUDGE_DATABASE_PASSWORD_FILE", "/nonexistent/pw"),
+    ],
+)
+def test_a_refused_setting_is_named_by_its_variable(variable: str, value: str) -> None:
+    refused = _config_show({variable: value, "SRE_JUDGE_JUDGE": None, "SRE_JUDGE_PANEL": None})
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert variable in line, line
+    assert "Value error" not in line, line
+
+
+# scripted:MODE with an unknown mode passes the settings, then `serve` dies with a
+#    traceback (ExceptionGroup ... JudgeSpecError) at startup, exit 3
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("SRE_JUDGE_JUDGE", "scripted:whatever"),
+        ("SRE_JUDGE_PANEL", "scripted:pass,scripted:whatever"),
+        ("SRE_JUDGE_CONFIRM_JUDGE", "scripted:whatever"),
+    ],
+)
+def test_an_unknown_scripted_mode_is_refused_at_start(variable: str, value: str) -> None:
+    refused = _config_show({variable: value})
+    assert refused.returncode == 2, refused.stdout[:200]
+    assert variable in refused.stderr and "whatever" in refused.stderr
+
+
+# infinite / out-of-datetime-range durations are accepted; every claim then fails
+#    (storage/queue.py: now + timedelta(seconds=inf) -> OverflowError, logged forever)
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("SRE_JUDGE_LEASE_SECONDS", "inf"),
+        ("SRE_JUDGE_LEASE_SECONDS", "1e15"),
+        ("SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS", "inf"),
+    ],
+)
+def test_a_duration_no_clock_can_hold_is_refused_at_start(variable: str, value: str) -> None:
+    refused = _config_show({variable: value})
+    assert refused.returncode == 2, f"{variable}={value} accepted"
+    assert variable in refused.stderr
+
+
+@pytest.mark.parametrize("spec", [f"Ollama:{QWEN}", f" ollama:{QWEN}", f"OPENAI:{QWEN}"])
+def test_the_profile_follows_the_judge_as_parsed(spec: str) -> None:
+    rubric = load_rubric_dir()["sregym-rca"]
+    settings = Settings(judge=spec)
+    canonical = Settings(judge=spec.strip().lower())
+    assert identity_of(canonical, canonical.judge, rubric)["asking_mode"] == "extraction"
+    assert identity_of(settings, settings.judge, rubric) == identity_of(
+        canonical, canonical.judge, rubric
+    )
+
+
+# a profiles file with a misspelt table ([[profiles]]) is read as no profiles at all,
+#    silently, although each entry refuses unknown keys
+def test_a_profiles_file_with_an_unknown_table_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.toml"
+    path.write_text('[[profiles]]\nname = "mine"\nmodels = ["my-model*"]\nasking = "extraction"\n')
+    with pytest.raises(ValueError, match="profiles"):
+        read_profiles(path)
+
+
+# config show: passwords in URLs masked -- not these
+@pytest.mark.parametrize(
+    ("variable", "value", "secret"),
+    [
+        ("SRE_JUDGE_AUDIT_CHECKPOINT", "https://:w1tness-pw@witness.example/cp", "w1tness-pw"),
+        ("OPENAI_BASE_URL", "http://:openai-pw@llm.example/v1", "openai-pw"),
+        ("OLLAMA_HOST", "http://:ollama-pw@ollama.example:11434", "ollama-pw"),
+        (
+            "SRE_JUDGE_DATABASE_URL",
+            "postgresql+psycopg://judge@db:5432/sre?password=pa55-word",
+            "pa55-word",
+        ),
+    ],
+)
+def test_config_show_masks_every_url_password(variable: str, value: str, secret: str) -> None:
+    shown = _config_show({variable: value})
+    assert shown.returncode == 0, shown.stderr
+    assert secret not in shown.stdout
