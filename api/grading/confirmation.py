@@ -22,7 +22,7 @@ from api.service.judging import build_grader
 from judge.errors import InputError, JudgeSpecError
 from judge.review_reasons import INJECTION_SIGNALS, ReviewReason, holding_reasons
 from judge.rubric import Rubric
-from judge.spec import judge_identity
+from judge.spec import judge_identity, member_specs, parse_judge_spec
 from judge.verdict import GradingResult
 
 if TYPE_CHECKING:
@@ -42,6 +42,17 @@ def _note(result: GradingResult, text: str) -> str:
     return "; ".join(part for part in (result.detail, text) if part)
 
 
+def _same_model(confirm_spec: str, judge_spec: str) -> bool:
+    """Whether the confirming judge is of a model that graded (a panel's members too): a
+    model asked again confirms nothing."""
+    try:
+        confirming = parse_judge_spec(confirm_spec).model
+        graded = {parse_judge_spec(member).model for member in member_specs(judge_spec)}
+    except JudgeSpecError:
+        return False
+    return confirming in graded
+
+
 async def confirmed(
     services: Services,
     qualifications: Qualifications,
@@ -55,6 +66,9 @@ async def confirmed(
     held = holding_reasons(result.review_reasons)
     if spec is None or rubric is None or not result.held or not set(held) <= CONFIRMABLE:
         return result
+    if _same_model(spec, claim.judge_spec):  # a regrade job's judge may be the confirmer's
+        note = f"held pass not confirmed: {judge_identity(spec)} is a judge of its own model"
+        return result.model_copy(update={"detail": _note(result, note)})
     try:
         second = await build_grader(services, spec).grade(
             rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()

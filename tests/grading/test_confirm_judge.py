@@ -9,14 +9,19 @@ qualified, or a diagnosis screening flagged, leaves the pass held for a human.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from api.service.settings import Settings
-from judge.backends.scripted import ScriptedBackend
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import JudgeRequest
+from storage.tables import GradingRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.qualification import qualify
 from tests.support.submissions import DIAGNOSIS, graded
@@ -138,3 +143,57 @@ async def test_a_slow_second_judge_never_lets_the_lease_lapse_and_the_first_ask_
         grading = await graded(client, await tokens("admin"))
     assert (grading["held"], grading["passed"]) == (False, True)
     assert (len(first.requests), len(second.requests)) == (1, 1)
+
+
+def _unquoted(request: JudgeRequest) -> str:
+    """Nine yes; one of them quotes what the diagnosis does not hold (vetoed: 8 yes, a
+    pass the checks contradict: held)."""
+    reply = json.loads(scripted_reply(request))
+    first = next(iter(reply))
+    reply[first]["evidence"] = "the payment database ran out of connections at noon"
+    return json.dumps(reply)
+
+
+def _clean(request: JudgeRequest) -> str:
+    return scripted_reply(request)
+
+
+async def _job_finished(client: Any, headers: dict[str, str], job_id: str) -> Any:
+    for _ in range(600):
+        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=headers)).json()
+        if body["state"] in ("done", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job still {body['state']}: {body}")
+
+
+async def test_a_judge_never_confirms_a_held_pass_of_its_own_model(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """The settings refuse a confirming judge of the service judge's model, but a
+    regrade job may name the confirming judge as its judge: its held pass was released by
+    a second call to the same model ("pass confirmed by openai:confirmer")."""
+    second = ScriptedBackend([_unquoted, _clean, _clean, _clean], model="confirmer")
+    admin = await tokens("admin")
+    async with api_client(
+        judge=FIRST,
+        confirm_judge=SECOND,
+        pass_policy="unflagged",
+        backends={FIRST: ScriptedBackend.for_mode("pass"), SECOND: second},
+    ) as client:
+        live = await graded(client, admin)
+        assert (live["held"], live["passed"]) == (False, True)  # a clean pass: no confirming
+        job = await client.post(
+            "/v1/regrade-jobs", json={"judge": SECOND, "mode": "shadow"}, headers=admin
+        )
+        assert job.status_code == 201, job.text
+        await _job_finished(client, admin, job.json()["id"])
+        with Session(engine) as session:
+            new_id = session.execute(
+                select(GradingRecord.id).where(GradingRecord.regrade_job_id == job.json()["id"])
+            ).scalar_one()
+        regraded = (await client.get(f"/v1/gradings/{new_id}", headers=admin)).json()
+    # the regrade's judge IS the confirming judge's model: its held pass was "confirmed"
+    # by a second call to the same model
+    assert (regraded["held"], regraded["passed"]) == (True, None), regraded["detail"]
+    assert "pass confirmed by" not in (regraded["detail"] or "")
