@@ -22,6 +22,7 @@ from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from storage.tables import GradingRecord
+from tests.regrade.test_regrade_api import _finished
 from tests.storage.helpers import sregym_rubric
 from tests.support.qualification import qualify
 from tests.support.submissions import DIAGNOSIS, graded
@@ -158,15 +159,6 @@ def _clean(request: JudgeRequest) -> str:
     return scripted_reply(request)
 
 
-async def _job_finished(client: Any, headers: dict[str, str], job_id: str) -> Any:
-    for _ in range(600):
-        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=headers)).json()
-        if body["state"] in ("done", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"job still {body['state']}: {body}")
-
-
 async def test_a_judge_never_confirms_a_held_pass_of_its_own_model(
     api_client: Any, tokens: Any, engine: Engine
 ) -> None:
@@ -187,7 +179,7 @@ async def test_a_judge_never_confirms_a_held_pass_of_its_own_model(
             "/v1/regrade-jobs", json={"judge": SECOND, "mode": "shadow"}, headers=admin
         )
         assert job.status_code == 201, job.text
-        await _job_finished(client, admin, job.json()["id"])
+        await _finished(client, admin, job.json()["id"])
         with Session(engine) as session:
             new_id = session.execute(
                 select(GradingRecord.id).where(GradingRecord.regrade_job_id == job.json()["id"])
