@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 from api.service.background import BackgroundTask
 from judge.backends.http import tls_context
@@ -212,7 +213,8 @@ class Checkpointer(BackgroundTask):
                 self.last = previous
                 return None
             await publish_checkpoint(checkpoint, self.target)
-        except (CheckpointError, OSError) as exc:
+        except (CheckpointError, OSError, SQLAlchemyError) as exc:  # the database away too:
+            # the next round tries again; the loop (and a shutdown's last write) go on
             log.error("audit checkpoint not written: %s", exc)
             return None
         self.last = checkpoint

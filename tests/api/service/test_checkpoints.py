@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -11,7 +12,9 @@ import httpx
 import pytest
 import respx
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
+from api.service import checkpoints
 from api.service.checkpoints import (
     Checkpointer,
     append_checkpoint,
@@ -68,6 +71,28 @@ async def test_the_checkpointer_writes_the_final_head_on_stop(store: Store, tmp_
     writer = Checkpointer(store, str(path), seconds=3600)
     writer.start()
     await submit(store)
+    await writer.stop()
+    assert read_checkpoints(path)[-1].seq == 2
+
+
+async def test_a_database_away_skips_a_checkpoint_and_the_loop_goes_on(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database not answering (an outage) raised out of the loop: no checkpoint was
+    written again until a restart, and the shutdown's last write raised too."""
+    path = tmp_path / "checkpoints.jsonl"
+    writer = Checkpointer(store, str(path), seconds=0.01)
+    real = checkpoints.make_checkpoint
+
+    async def away(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("SELECT 1", {}, Exception("unable to open database file"))
+
+    monkeypatch.setattr(checkpoints, "make_checkpoint", away)
+    writer.start()
+    await submit(store)
+    await asyncio.sleep(0.05)  # rounds fail while it is away
+    monkeypatch.setattr(checkpoints, "make_checkpoint", real)
+    await asyncio.sleep(0.05)  # and go on once it is back
     await writer.stop()
     assert read_checkpoints(path)[-1].seq == 2
 
