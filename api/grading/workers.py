@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import heapq
 import logging
 import time
 from collections.abc import Coroutine
@@ -90,9 +91,9 @@ class GradingWorkers:
         #: whether the last claim may have left claimable work behind (see ``_finished``);
         #: until the first claim, work of an earlier run may wait (intake hands none over)
         self._backlog = True
-        #: when the earliest grading this process deferred is due again (loop time), or
-        #: None: older work is waiting from then on, so intake hands nothing over
-        self._due_at: float | None = None
+        #: when the gradings this process deferred are due again (loop times, a heap):
+        #: from the earliest on, older work is waiting, so intake hands nothing over
+        self._due: list[float] = []
         #: slots held for gradings being leased at intake (see ``reserve``)
         self._reserved = 0
         #: the context the workers' tasks run in (the one they were started in)
@@ -126,7 +127,7 @@ class GradingWorkers:
         free = self.count - len(self._in_flight) - self._reserved
         if self.stopping or self._dispatcher is None or self._backlog or free <= 0:
             return None
-        if self._due_at is not None and asyncio.get_running_loop().time() >= self._due_at:
+        if self._due and asyncio.get_running_loop().time() >= self._due[0]:
             self.services.waiters.work.set()  # the deferred grading first: claimed now
             return None
         self._reserved += 1
@@ -230,8 +231,8 @@ class GradingWorkers:
             full = free > 0 and (fast or live == free)
             self._backlog = free == 0 or full
             now = asyncio.get_running_loop().time()
-            if self._due_at is not None and self._due_at <= now and free > 0:
-                self._due_at = None  # looked for with a slot free: claimed if claimable
+            while free > 0 and self._due and self._due[0] <= now:
+                heapq.heappop(self._due)  # looked for with a slot free: claimed if claimable
             if self.stopping:  # claimed while shutdown began: give them back at once
                 for claim in claims:
                     await self._release(claim)
@@ -241,16 +242,15 @@ class GradingWorkers:
             if full:
                 continue  # there may be more; slots free up and set the wake event
             timeout = settings.poll_seconds
-            if self._due_at is not None:  # wake when a deferral of this process is due
-                timeout = max(0.0, min(timeout, self._due_at - now))
+            if self._due:  # wake when a deferral of this process is due
+                timeout = max(0.0, min(timeout, self._due[0] - now))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout=timeout)
 
     def _deferred_until(self, retry_at: datetime) -> None:
         """Note that a grading this process deferred is due again at ``retry_at``."""
         wait = max(0.0, (retry_at - datetime.now(UTC)).total_seconds())
-        due = asyncio.get_running_loop().time() + wait
-        self._due_at = due if self._due_at is None else min(self._due_at, due)
+        heapq.heappush(self._due, asyncio.get_running_loop().time() + wait)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._in_flight.pop(task, None)
