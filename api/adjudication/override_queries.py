@@ -10,7 +10,6 @@ all in the caller's transaction.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -27,6 +26,7 @@ from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
 from storage.models import GradingView
 from storage.overrides import apply_in_force, override_events
+from storage.regrade.carry import carried_source
 from storage.review_tables import HumanLabelRecord, OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, row_values
 
@@ -269,22 +269,13 @@ def _after(history: list[OverrideRecord], now: datetime) -> datetime:
     return latest + timedelta(microseconds=1)
 
 
-#: the reason a regrade gives a copy it carries (``storage.regrade.carry``)
-_COPIED = re.compile(r"carried by regrade job \S+ from override (\w+): ")
-
-
 def _carried_from(session: Session, override: OverrideRecord) -> OverrideRecord | None:
     """The override ``override`` is a regrade's copy of, or None. A copy made before
     ``carried_from`` existed names it only in its reason: it is read from there, and
     taken only when it is the same author's override of the same target (a human's
     reason mimicking the words names nothing of anyone else's)."""
-    source_id = override.carried_from
-    if source_id is None:
-        found = _COPIED.match(override.reason)
-        if found is None:
-            return None
-        source_id = found.group(1)
-    source = session.get(OverrideRecord, source_id)
+    source_id = carried_source(override)
+    source = session.get(OverrideRecord, source_id) if source_id is not None else None
     if source is None:
         return None
     same = (source.author_id, source.kind, source.question_id) == (

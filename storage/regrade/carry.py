@@ -9,6 +9,7 @@ keep the human author and say where they came from.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,7 +26,10 @@ from storage.overrides import apply_in_force, override_events
 from storage.review_tables import OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, RubricVersionRecord
 
-__all__ = ["Carried", "carry_overrides"]
+__all__ = ["Carried", "carried_source", "carry_overrides"]
+
+#: the reason a copy is given: ``carried by regrade job J from override O: <reason>``
+_COPIED = re.compile(r"carried by regrade job \S+ from override (\w+): ")
 
 
 @dataclass
@@ -77,6 +81,15 @@ def _carries(event: OverrideEvent, old: Rubric | None, new: Rubric | None, grade
     if event.kind == "answer":
         return graded and _same_question(old, new, event.question_id or "")
     return old is not None and new is not None and old.rule == new.rule
+
+
+def carried_source(copy: OverrideRecord) -> str | None:
+    """The id of the override ``copy`` was carried from: its ``carried_from``, or for a
+    copy made before that column, the id its reason names (see :func:`_copy`)."""
+    if copy.carried_from is not None:
+        return copy.carried_from
+    found = _COPIED.match(copy.reason)
+    return found.group(1) if found else None
 
 
 def _copy(record: OverrideRecord, grading_id: str, job_id: str, at: datetime) -> OverrideRecord:

@@ -133,6 +133,17 @@ def _sregym_archive(tmp_path: Path) -> bytes:
     return tar_gz(entries)
 
 
+async def _imported_sregym(client: Any, admin: dict[str, str], tmp_path: Path) -> None:
+    """The SREGym results fixture uploaded through ``POST /v1/imports``, its job done."""
+    created = await client.post(
+        "/v1/imports",
+        content=_sregym_archive(tmp_path),
+        headers={**admin, "Content-Type": "application/gzip"},
+    )
+    job = await finished(client, created.headers["location"], admin)
+    assert job["state"] == "done", job
+
+
 async def test_a_jsonl_export_line_is_the_grading_object_the_api_shows(
     api_client: Any, tokens: Any, tmp_path: Path
 ) -> None:
@@ -141,13 +152,7 @@ async def test_a_jsonl_export_line_is_the_grading_object_the_api_shows(
     named ``D1`` where the API reads it with the current rubric (``Fault localization``)."""
     admin = await tokens("admin")
     async with api_client() as client:
-        created = await client.post(
-            "/v1/imports",
-            content=_sregym_archive(tmp_path),
-            headers={**admin, "Content-Type": "application/gzip"},
-        )
-        job = await finished(client, created.headers["location"], admin)
-        assert job["state"] == "done", job
+        await _imported_sregym(client, admin, tmp_path)
         exported = await client.get(
             "/v1/exports/gradings", params={"format": "jsonl"}, headers=admin
         )
@@ -166,12 +171,7 @@ async def test_the_per_grading_sregym_csv_names_an_imported_verdicts_dimensions(
     (rubric version ``sregym``, read with the current rubric) is no exception."""
     admin = await tokens("admin")
     async with api_client() as client:
-        created = await client.post(
-            "/v1/imports",
-            content=_sregym_archive(tmp_path),
-            headers={**admin, "Content-Type": "application/gzip"},
-        )
-        await finished(client, created.headers["location"], admin)
+        await _imported_sregym(client, admin, tmp_path)
         exported = await client.get(
             "/v1/exports/gradings", params={"format": "sregym"}, headers=admin
         )
