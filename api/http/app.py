@@ -17,7 +17,7 @@ from litestar.types import Message, Scope
 from sqlalchemy.engine import Engine
 
 from api.app import route_handlers
-from api.http.auth import current_principal
+from api.http.auth import LOCAL_HOSTS, current_principal
 from api.http.input_guard import refuse_unstorable_input
 from api.http.limits import SubmissionLimits
 from api.http.middleware import RequestContextMiddleware, unrouted_context
@@ -32,8 +32,6 @@ from api.web import WorkbenchPlugin, offline_docs
 from judge.backends import JudgeBackend
 
 __all__ = ["LOCAL_HOSTS", "AllowEveryMethod", "create_app"]
-
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class AllowEveryMethod:

@@ -11,7 +11,10 @@ from litestar.handlers.base import BaseRouteHandler
 
 from api.service.principal import ANONYMOUS, Principal, Role
 
-__all__ = ["bearer_principal", "current_principal", "require"]
+__all__ = ["LOCAL_HOSTS", "bearer_principal", "current_principal", "require"]
+
+#: the names of this machine's loopback interface: where anonymous use is allowed
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 Guard = Callable[[ASGIConnection[Any, Any, Any, Any], BaseRouteHandler], Awaitable[None]]
 
@@ -24,6 +27,7 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Princ
     header = connection.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if not header and services.settings.allow_anonymous:
+        _refuse_foreign_page(connection)
         principal = ANONYMOUS
     elif scheme.lower() != "bearer" or not token.strip():
         raise NotAuthorizedException("a bearer token is required: Authorization: Bearer <token>")
@@ -39,6 +43,37 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Princ
         )
     connection.scope.setdefault("state", {})["principal"] = principal
     return principal
+
+
+def _host_name(authority: str) -> str:
+    """The host of a ``Host`` header or of an origin's authority, without its port."""
+    if authority.startswith("["):
+        return authority[1:].partition("]")[0]
+    return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
+
+
+def _refuse_foreign_page(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    """Anonymous use is for the person at this machine, not for every web page their
+    browser opens: a request another site's page sends (its ``Origin`` or
+    ``Sec-Fetch-Site`` says so; a bodiless POST needs no preflight) and a page that
+    reached the port through a DNS name rebound to 127.0.0.1 (its ``Host`` is not a
+    loopback name) get 403, not the anonymous admin."""
+    host = _host_name(connection.headers.get("host", "").strip().lower())
+    if host not in LOCAL_HOSTS:
+        raise PermissionDeniedException(
+            "anonymous use answers requests addressed to 127.0.0.1, localhost or [::1] "
+            "only (Host header); send a bearer token"
+        )
+    origin = connection.headers.get("origin")
+    site = connection.headers.get("sec-fetch-site", "").strip().lower()
+    foreign = origin is not None and (
+        _host_name(origin.strip().lower().partition("://")[2].partition("/")[0]) not in LOCAL_HOSTS
+    )
+    if foreign or site in ("cross-site", "same-site"):
+        raise PermissionDeniedException(
+            "anonymous use does not answer requests another site's page sends; "
+            "send a bearer token"
+        )
 
 
 def require(role: Role) -> Guard:

@@ -1,0 +1,73 @@
+"""``SRE_JUDGE_ALLOW_ANONYMOUS``: tokenless admin use is for the person at this machine,
+not for any web page that person's browser opens: a page of another site (a bodiless
+POST needs no preflight) or a page that reached the port through a DNS name rebound to
+127.0.0.1 gets 403 and changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+#: what the local user's own tools send
+LOCAL = {"Host": "127.0.0.1:8000"}
+
+
+async def test_the_local_user_acts_as_admin_without_a_token(api_client: Any) -> None:
+    async with api_client(start_workers=False, allow_anonymous=True) as client:
+        for host in ("127.0.0.1:8000", "localhost", "[::1]:8000", "LOCALHOST:8000"):
+            listed = await client.get("/v1/tokens", headers={"Host": host})
+            assert listed.status_code == 200, (host, listed.text)
+        same_origin = await client.post(
+            "/v1/tokens",
+            json={"name": "mine", "role": "submitter"},
+            headers={**LOCAL, "Origin": "http://127.0.0.1:8000", "Sec-Fetch-Site": "same-origin"},
+        )
+    assert same_origin.status_code == 201, same_origin.text
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"},
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Origin": "http://127.0.0.1:3000", "Sec-Fetch-Site": "same-site"},
+    ],
+)
+async def test_a_page_of_another_site_cannot_revoke_a_token(
+    api_client: Any, tokens: Any, headers: dict[str, str]
+) -> None:
+    await tokens("submitter", "ci-harness")
+    async with api_client(start_workers=False, allow_anonymous=True) as client:
+        token_id = (await client.get("/v1/tokens", headers=LOCAL)).json()[0]["id"]
+        revoked = await client.post(f"/v1/tokens/{token_id}/revoke", headers={**LOCAL, **headers})
+        listed = (await client.get("/v1/tokens", headers=LOCAL)).json()
+    assert revoked.status_code == 403, revoked.text
+    assert "bearer token" in revoked.json()["detail"]
+    assert listed[0]["revoked_at"] is None
+
+
+async def test_a_rebound_host_name_gets_no_anonymous_admin(api_client: Any) -> None:
+    """evil.example resolves to 127.0.0.1 for a moment: the page is then same-origin
+    with the port, sends JSON and reads the answers; only its Host tells it apart."""
+    rebound = {"Host": "evil.example:8000", "Origin": "http://evil.example:8000"}
+    async with api_client(start_workers=False, allow_anonymous=True) as client:
+        minted = await client.post(
+            "/v1/tokens", json={"name": "pwned", "role": "admin"}, headers=rebound
+        )
+        listed = (await client.get("/v1/tokens", headers=LOCAL)).json()
+    assert minted.status_code == 403, minted.text
+    assert "token" not in minted.json()
+    assert listed == []
+
+
+async def test_a_bearer_token_is_still_taken_from_any_host(api_client: Any, tokens: Any) -> None:
+    """The checks are anonymous use's: a token works behind any name and from any page."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False, allow_anonymous=True) as client:
+        listed = await client.get(
+            "/v1/tokens", headers={**admin, "Host": "judge.example", "Origin": "https://x.example"}
+        )
+    assert listed.status_code == 200, listed.text
