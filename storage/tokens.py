@@ -175,7 +175,9 @@ class TokenRepository:
         """Revoke a token (revoking twice keeps the first time); NotFound when unknown."""
 
         def work(session: Session) -> TokenRecord:
-            record = session.get(TokenRecord, token_id)
+            # locked on PostgreSQL: two revocations at once (two admins, the command line
+            # and an admin) keep the first time and audit once, as SQLite's write lock does
+            record = session.get(TokenRecord, token_id, with_for_update=self._db.postgres)
             if record is None:
                 raise NotFound(f"token {token_id!r} does not exist")
             self._recent.pop(record.token_hash, None)  # no longer valid in this process

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -107,3 +108,38 @@ async def test_a_token_revoked_by_another_process_stops_working_within_a_second(
             await asyncio.sleep(0.02)
     finally:
         other_engine.dispose()
+
+
+async def test_two_revocations_at_once_keep_the_first_time_and_audit_once(
+    engine: Any, service_key: ServiceKey
+) -> None:
+    """Two admins (or the command line and an admin, in two processes) revoke one token
+    at the same moment: the first time is kept and the audit log records one
+    revocation, by whoever was first."""
+    first, second = Store(engine, key=service_key), Store(engine, key=service_key)
+    _, token = await first.tokens.create(name="ci-harness", role="submitter")
+    inside = threading.Event()
+
+    def slow_commit(session: Any, events: Any, **_: Any) -> None:
+        # the first revocation has written its row and its audit event and commits a
+        # moment later, while the second one is under way
+        if any(event["event"] == "token.revoked" for event in events):
+            inside.set()
+            time.sleep(1.0)
+
+    first.db.subscribe(slow_commit)
+    by_api = asyncio.create_task(first.tokens.revoke(token.id, actor="admin-1"))
+    assert await asyncio.to_thread(inside.wait, 10)
+    by_cli = await second.tokens.revoke(token.id, actor="cli")
+    by_api_record = await by_api
+    events = await first.db.run_read(
+        lambda session: list(
+            session.execute(
+                select(AuditRecord.actor).where(AuditRecord.event == "token.revoked")
+            ).scalars()
+        )
+    )
+    assert events == ["admin-1"], events
+    assert by_cli.revoked_at == by_api_record.revoked_at
+    stored = await second.tokens.all()
+    assert [t.revoked_at for t in stored] == [by_api_record.revoked_at]
