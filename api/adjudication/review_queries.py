@@ -149,6 +149,7 @@ class ReviewQueries:
                     col(ReviewClaimRecord.claimed_until).is_(None),
                     col(ReviewClaimRecord.claimed_until) < now,
                     col(ReviewClaimRecord.claimed_by) == principal_id,
+                    _claimed_by_a_dead_token(now),
                 ),
             )
             .order_by(_urgency(), col(GradingRecord.created_at), col(GradingRecord.id))
@@ -213,6 +214,12 @@ class ReviewQueries:
             if claim.done_at is not None and not reopen:
                 return claim
             held = claim.claimed_until is not None and claim.claimed_until > now
+            if held and claim.claimed_by != principal_id:
+                held = not session.execute(
+                    select(_claimed_by_a_dead_token(now)).where(
+                        col(ReviewClaimRecord.grading_id) == grading_id
+                    )
+                ).scalar_one()
             if held and claim.claimed_by != principal_id:
                 raise Conflict(
                     f"{claim.claimed_by_name} holds this review until {claim.claimed_until}"
@@ -388,11 +395,7 @@ class ReviewQueries:
 
     def _usable_tokens(self, session: Session) -> dict[str, TokenRecord]:
         """Tokens neither revoked nor expired, by id."""
-        now = self._db.clock()
-        query = select(TokenRecord).where(
-            col(TokenRecord.revoked_at).is_(None),
-            or_(col(TokenRecord.expires_at).is_(None), col(TokenRecord.expires_at) > now),
-        )
+        query = select(TokenRecord).where(_token_usable(self._db.clock()))
         return {t.id: t for t in session.execute(query).scalars()}
 
     async def assignees(self) -> list[Assignee]:
@@ -431,6 +434,24 @@ class ReviewQueries:
         done = {"grading_id": grading_id, "done_at": self._db.clock(), "done_by": principal_id}
         claim_ended = {"claimed_by": None, "claimed_by_name": None, "claimed_until": None}
         self._db.upsert(session, table, {**done, **claim_ended})
+
+
+def _token_usable(now: datetime) -> Any:
+    """A token neither revoked nor expired at ``now`` (a condition on its row)."""
+    return and_(
+        col(TokenRecord.revoked_at).is_(None),
+        or_(col(TokenRecord.expires_at).is_(None), col(TokenRecord.expires_at) > now),
+    )
+
+
+def _claimed_by_a_dead_token(now: datetime) -> Any:
+    """The review row's claim was made with a token since revoked or expired: it holds
+    nothing (its holder gets 401 from now on). Claims of principals without a token row
+    (the command line, anonymous use) are not dead."""
+    dead = select(TokenRecord.id).where(
+        col(TokenRecord.id) == col(ReviewClaimRecord.claimed_by), ~_token_usable(now)
+    )
+    return exists(dead)
 
 
 def _reviewed_since(

@@ -174,3 +174,29 @@ async def test_likely_wrong_verdicts_come_before_decisive_ones_and_failures_befo
         queue = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
         order = [item["grading"]["id"] for item in queue]
         assert order == [unsure["id"], decisive_fail["id"], decisive_pass["id"]], queue
+
+
+async def test_a_revoked_adjudicators_claim_no_longer_hides_the_item(
+    api_client: Any, tokens: Any
+) -> None:
+    """A revoked token gets 401 from now on, so it holds nothing either: its claim no
+    longer keeps the item out of the others' queue nor refuses their claim."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
+    async with api_client(**scripted_judge("garbage", "garbage again")) as client:
+        item = (await graded(client, agent, DIAGNOSIS))["id"]
+        held = await client.post(
+            f"/v1/review-queue/{item}/claim", json={"minutes": 600}, headers=alice
+        )
+        assert held.status_code == 200, held.text
+        refused = await client.post(f"/v1/review-queue/{item}/claim", json={}, headers=bob)
+        assert refused.status_code == 409, refused.text
+        listed = (await client.get("/v1/tokens", headers=admin)).json()
+        alice_id = next(t["id"] for t in listed if t["name"] == "alice")
+        revoked = await client.post(f"/v1/tokens/{alice_id}/revoke", headers=admin)
+        assert revoked.status_code == 200
+        assert (await client.get("/v1/review-queue", headers=alice)).status_code == 401
+        queue = (await client.get("/v1/review-queue", headers=bob)).json()["items"]
+        taken = await client.post(f"/v1/review-queue/{item}/claim", json={}, headers=bob)
+    assert item in [i["grading"]["id"] for i in queue]
+    assert taken.status_code == 200, taken.text
