@@ -9,6 +9,7 @@ was ``created``, ``unchanged``, given a ``new_version`` or ``updated`` in place.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,7 +26,43 @@ from storage.errors import Conflict, NotFound, PreconditionFailed
 from storage.scenario_tables import DEFAULT_SCENARIO_SET, ScenarioVersionRecord
 from storage.tables import ScenarioRecord
 
-__all__ = ["LoadOutcome", "ScenarioChange", "ScenarioRepository", "ScenarioSpec"]
+__all__ = [
+    "SCENARIO_ID_MAX_LENGTH",
+    "SCENARIO_ID_PATTERN",
+    "LoadOutcome",
+    "ScenarioChange",
+    "ScenarioRepository",
+    "ScenarioSpec",
+    "scenario_id_problem",
+]
+
+#: what a scenario id may hold: segments of letters, digits and ``_.:-``, each starting
+#: with a letter or a digit, joined by ``/`` (SREGym's problem ids nest). No empty, ``.``
+#: or ``..`` segment and no ``/`` at the end: a URL path would lose them, and the id
+#: could never be read back
+SCENARIO_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*(/[A-Za-z0-9][A-Za-z0-9_.:-]*)*$"
+SCENARIO_ID_MAX_LENGTH = 128
+#: a path ending so would name the versions of a scenario, not a scenario
+_VERSIONS_SUFFIX = re.compile(r"/versions(/[0-9]+)?$")
+
+
+def scenario_id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a scenario id, or None when it can: the one rule of the
+    API's registrations and of the scenarios an import registers."""
+    if not 1 <= len(value) <= SCENARIO_ID_MAX_LENGTH:
+        return f"scenario ids are 1 to {SCENARIO_ID_MAX_LENGTH} characters"
+    if not re.fullmatch(SCENARIO_ID_PATTERN, value):
+        return (
+            "scenario ids are segments of letters, digits and _.:- joined by '/', each "
+            "starting with a letter or a digit"
+        )
+    # reserved: exports name a ground truth its submitter sent ``inline:<claimed id>``
+    if value.startswith("inline:"):
+        return "scenario ids may not start with 'inline:' (reserved)"
+    if _VERSIONS_SUFFIX.search(value):
+        return "scenario ids may not end with /versions or /versions/<n>"
+    return None
+
 
 LoadOutcome = Literal["created", "unchanged", "new_version", "updated"]
 

@@ -17,6 +17,7 @@ import yaml
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text, json_lines
 from judge.yaml_text import load_yaml
+from storage.scenarios import scenario_id_problem
 
 __all__ = ["ImportFileError", "ImportProblem", "read_problems"]
 
@@ -96,6 +97,9 @@ def read_problems(path: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> dic
         except InputError as exc:
             raise ImportFileError(f"{where}: {exc}") from None
         problem_id = problem_id.strip()
+        refused = scenario_id_problem(problem_id)
+        if refused is not None:  # each problem is registered as a scenario of that id
+            raise ImportFileError(f"{where}: problem_id {problem_id!r}: {refused}")
         if problem_id in problems and problems[problem_id] != root_cause:
             raise ImportFileError(f"{where}: problem {problem_id!r} is given twice, differently")
         problems[problem_id] = root_cause

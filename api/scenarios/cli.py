@@ -21,7 +21,13 @@ if TYPE_CHECKING:
 
 __all__ = ["scenarios_group"]
 
-_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
+_SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+}
 
 
 @click.group("scenarios")
@@ -40,8 +46,9 @@ def scenarios_group() -> None:
 @click.option(
     "--input-format",
     "input_fmt",
-    type=click.Choice(["jsonl", "yaml"]),
-    help="the file's format (default: by its suffix, .jsonl or .yaml, else by its first line)",
+    type=click.Choice(["jsonl", "json", "yaml"]),
+    help="the file's format (default: by its suffix, .jsonl, .json or .yaml, else by its "
+    "content)",
 )
 @click.option(
     "--format",

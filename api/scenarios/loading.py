@@ -66,7 +66,16 @@ def _document(text: str, fmt: LoadFormat) -> list[tuple[str, Any]]:
 
 
 def detect_format(text: str) -> LoadFormat:
-    """JSON Lines when the first line that is not blank or a comment is an object."""
+    """JSON when the whole text is one JSON document (a list or an object, pretty-printed
+    or not); else JSON Lines when the first line that is not blank or a comment is an
+    object; else YAML."""
+    if text.lstrip()[:1] in ("[", "{"):
+        try:
+            json.loads(text)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return "json"
     for line in json_lines(text):
         if line.strip() and not line.lstrip().startswith("#"):
             return "jsonl" if line.lstrip().startswith("{") else "yaml"
@@ -95,7 +104,9 @@ def _validated(index: int, where: str, raw: Any, max_bytes: int) -> ScenarioCrea
 def parse_scenarios(
     text: str, *, fmt: LoadFormat | None = None, max_bytes: int
 ) -> list[ScenarioCreate]:
-    """The scenarios of a load, all valid and with distinct ids; InvalidRequest otherwise."""
+    """The scenarios of a load, all valid and with distinct ids; InvalidRequest otherwise.
+    A byte order mark at the start is no part of the text."""
+    text = text.removeprefix("\ufeff")
     fmt = fmt or detect_format(text)
     raw = _jsonl(text) if fmt == "jsonl" else _document(text, fmt)
     if not raw:

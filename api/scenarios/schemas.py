@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from storage.scenarios import ScenarioSpec
+from storage.scenarios import (
+    SCENARIO_ID_MAX_LENGTH,
+    SCENARIO_ID_PATTERN,
+    ScenarioSpec,
+    scenario_id_problem,
+)
 
 __all__ = [
     "SCENARIO_ID_PATTERN",
@@ -22,8 +26,6 @@ __all__ = [
     "ScenarioVersionPublic",
 ]
 
-#: a path ending so would name the versions of a scenario, not a scenario
-_VERSIONS_SUFFIX = re.compile(r"/versions(/[0-9]+)?$")
 _SET = Field(
     default=None,
     min_length=1,
@@ -31,10 +33,6 @@ _SET = Field(
     pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
     description="the scenario set, e.g. public or held-out (default: default)",
 )
-
-
-#: what a scenario id may hold (``/`` included: SREGym's problem ids nest)
-SCENARIO_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"
 
 
 #: one tag of a scenario: a short label (a tag a page shows, a filter matches whole)
@@ -63,7 +61,7 @@ class ScenarioCreate(ScenarioUpdate):
 
     id: StrictStr = Field(
         min_length=1,
-        max_length=128,
+        max_length=SCENARIO_ID_MAX_LENGTH,
         pattern=SCENARIO_ID_PATTERN,
         description="scenario id; may contain `/`; may not start with `inline:` nor end "
         "with `/versions` or `/versions/<n>`",
@@ -72,11 +70,9 @@ class ScenarioCreate(ScenarioUpdate):
     @field_validator("id")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
-        # reserved: exports name a ground truth its submitter sent ``inline:<claimed id>``
-        if value.startswith("inline:"):
-            raise ValueError("scenario ids may not start with 'inline:' (reserved)")
-        if _VERSIONS_SUFFIX.search(value):
-            raise ValueError("scenario ids may not end with /versions or /versions/<n>")
+        problem = scenario_id_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     def create_spec(self) -> ScenarioSpec:

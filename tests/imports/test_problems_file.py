@@ -79,3 +79,28 @@ def test_a_root_cause_holding_unicode_line_breaks_is_one_line(tmp_path: Path) ->
     path.write_text("\r\n".join(json.dumps(x, ensure_ascii=False) for x in lines), "utf-8")
     problems = read_problems(path)
     assert [problems[k] for k in ("a", "b")] == ["the port\u2028moved", "the pod\x85restarted"]
+
+
+@pytest.mark.parametrize(
+    ("problem_id", "message"),
+    [
+        ("inline:geo", "may not start with 'inline:'"),
+        ("hotel/versions", "may not end with /versions"),
+        ("hotel//user-port", "segments of letters, digits"),
+        ("hotel/../user-port", "segments of letters, digits"),
+        ("hotel/", "segments of letters, digits"),
+        ("user port", "segments of letters, digits"),
+    ],
+)
+def test_a_problem_id_no_scenario_may_have_refuses_the_file(
+    tmp_path: Path, problem_id: str, message: str
+) -> None:
+    """Each problem is registered as the scenario of its id: an id the scenario routes
+    refuse (``inline:`` is how an SREGym export names a self-supplied ground truth) is
+    refused, naming its entry, before anything is stored."""
+    path = tmp_path / "problems.jsonl"
+    good = json.dumps({"problem_id": "hotel/user-port", "root_cause": "x"})
+    path.write_text(f"{good}\n{json.dumps({'problem_id': problem_id, 'root_cause': 'y'})}\n")
+    with pytest.raises(ImportFileError, match=re.escape("problems.jsonl:2: problem_id")) as err:
+        read_problems(path)
+    assert message in str(err.value)

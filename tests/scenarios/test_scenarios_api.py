@@ -26,3 +26,24 @@ async def test_a_scenario_id_with_a_slash_is_found(api_client: Any, tokens: Any,
     assert got.json()["id"] == "hotel/user-port" and got.json()["ground_truth"] == TRUTH
     assert missing.status_code == 404
     assert missing.json()["detail"] == "no scenario with id 'hotel/other'"
+
+
+@pytest.mark.parametrize(
+    "scenario_id",
+    ["hotel/", "hotel//user-port", "hotel/./user-port", "hotel/../user-port", "hotel/.hidden"],
+)
+async def test_an_id_a_url_path_would_change_is_refused(
+    api_client: Any, tokens: Any, scenario_id: str
+) -> None:
+    """A URL path loses an empty, ``.`` or ``..`` segment and a ``/`` at the end: a
+    scenario of such an id could never be read nor given a new version, so it is never
+    registered (422 naming ``id``, nothing stored)."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": scenario_id, "ground_truth": TRUTH}, headers=admin
+        )
+        listed = await client.get("/v1/scenarios", headers=admin)
+    assert made.status_code == 422, made.text
+    assert made.json()["errors"][0]["field"] == "id"
+    assert listed.json()["items"] == []

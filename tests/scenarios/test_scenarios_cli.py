@@ -114,3 +114,34 @@ def test_a_file_that_is_not_utf8_is_named_with_its_line(database_url: str, tmp_p
     done = _cli(database_url, "scenarios", "load", str(bad))
     assert done.returncode == 2 and "unexpected" not in done.stderr, done.stderr
     assert "FILE" in done.stderr and "scenarios.jsonl: line 2: not UTF-8" in done.stderr
+
+
+def test_a_json_file_loads_as_the_bulk_route_takes_it(database_url: str, tmp_path: Path) -> None:
+    """A ``.json`` file (one object or a list, pretty-printed, with JSON's escapes) loads
+    as ``POST /v1/scenarios:bulk`` takes ``application/json``; without a telling suffix
+    the content says it is JSON."""
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"id": "a", "ground_truth": TRUTH}, indent=2))
+    many = tmp_path / "many.txt"
+    many.write_text(json.dumps([{"id": "b/c", "ground_truth": TRUTH + " \U0001f600"}], indent=2))
+    first = _cli(database_url, "scenarios", "load", str(one), "--format", "json")
+    second = _cli(database_url, "scenarios", "load", str(many), "--format", "json")
+    forced = _cli(
+        database_url, "scenarios", "load", "-", "--input-format", "json", "--format", "json",
+        stdin=json.dumps({"id": "d", "ground_truth": TRUTH}),
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(second.stdout)["counts"] == {"created": 1}
+    assert json.loads(second.stdout)["items"][0]["id"] == "b/c"
+
+
+def test_a_byte_order_mark_is_no_part_of_a_load(database_url: str, tmp_path: Path) -> None:
+    """Editors on Windows start UTF-8 files with a byte order mark: it is ignored."""
+    path = tmp_path / "scenarios.jsonl"
+    line = json.dumps({"id": "bom/one", "ground_truth": TRUTH}) + "\n"
+    path.write_bytes(b"\xef\xbb\xbf" + line.encode())
+    loaded = _cli(database_url, "scenarios", "load", str(path), "--format", "json")
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout)["counts"] == {"created": 1}
