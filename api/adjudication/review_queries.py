@@ -448,7 +448,7 @@ def _claimed_by_a_dead_token(now: datetime) -> Any:
     """The review row's claim was made with a token since revoked or expired: it holds
     nothing (its holder gets 401 from now on). Claims of principals without a token row
     (the command line, anonymous use) are not dead."""
-    dead = select(TokenRecord.id).where(
+    dead = select(col(TokenRecord.id)).where(
         col(TokenRecord.id) == col(ReviewClaimRecord.claimed_by), ~_token_usable(now)
     )
     return exists(dead)
