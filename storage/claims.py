@@ -10,13 +10,35 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BindParameter, Select, and_, or_, select
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.models import Claim
 from storage.scenario_tables import ScenarioVersionRecord as _VERSION
 from storage.tables import GradingRecord, SubmissionRecord
 
-__all__ = ["claim_of", "claimable_query"]
+__all__ = ["claim_of", "claimable_query", "graded_ground_truth"]
+
+
+def _targets_another_version(grading: GradingRecord, submission: SubmissionRecord) -> bool:
+    """The grading is against another version of the scenario's ground truth than the
+    one its submission was sent with (a regrade against the newest ground truth)."""
+    return grading.scenario_version not in (None, submission.scenario_version)
+
+
+def graded_ground_truth(
+    session: Session, grading: GradingRecord, submission: SubmissionRecord
+) -> str | None:
+    """The ground truth ``grading`` is (or was) judged against: the submission's copy, or
+    the text of the scenario version the grading targets."""
+    if not _targets_another_version(grading, submission):
+        return submission.ground_truth
+    query = select(col(_VERSION.ground_truth)).where(
+        col(_VERSION.scenario_id) == submission.scenario_id,
+        col(_VERSION.version) == grading.scenario_version,
+    )
+    text = session.execute(query).scalar_one_or_none()
+    return text if text is not None else submission.ground_truth
 
 
 def claim_of(
@@ -32,7 +54,7 @@ def claim_of(
     of the scenario's (a regrade against the newest ground truth): ``version_truth``.
     """
     truth = submission.ground_truth
-    if grading.scenario_version not in (None, submission.scenario_version):
+    if _targets_another_version(grading, submission):
         truth = version_truth if version_truth is not None else truth
     return Claim(
         grading_id=grading.id,

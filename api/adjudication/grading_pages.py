@@ -62,7 +62,7 @@ async def _render(
         "grading.html",
         who,
         status_code=status_code,
-        **grading_page_context(grading, rubric),
+        **grading_page_context(grading, rubric, parts.ground_truth),
         history=parts.history,
         vocabulary=parts.vocabulary,
         canned_reasons=parts.canned_reasons,

@@ -57,6 +57,8 @@ class GroundTruthView:
     components: tuple[str, ...] = ()
     namespace: str | None = None
     values: tuple[str, ...] = field(default_factory=tuple)
+    #: the scenario's version of this text (None for a self-supplied ground truth)
+    version: int | None = None
 
 
 def verdict_label(grading: GradingRead) -> str:
@@ -136,14 +138,17 @@ def _marks(grading: GradingPublic, truth: GroundTruthView | None) -> list[Mark]:
     return marks
 
 
-def _ground_truth(grading: GradingPublic) -> GroundTruthView | None:
-    text = grading.submission.ground_truth
+def _ground_truth(grading: GradingPublic, graded: str | None) -> GroundTruthView | None:
+    """The ground truth shown: ``graded`` (the text of the scenario version the grading
+    is judged against) or, without it, the submission's."""
+    text = graded if graded is not None else grading.submission.ground_truth
     if text is None:
         return None
+    version = grading.scenario_version
     facts = facts_of(text)
     if facts is None:
-        return GroundTruthView(text=text)
-    return GroundTruthView(text, facts.components, facts.namespace, facts.values)
+        return GroundTruthView(text=text, version=version)
+    return GroundTruthView(text, facts.components, facts.namespace, facts.values, version)
 
 
 def _rule(rubric: Rubric | None) -> dict[str, Any] | None:
@@ -155,9 +160,13 @@ def _rule(rubric: Rubric | None) -> dict[str, Any] | None:
     }
 
 
-def grading_page_context(grading: GradingPublic, rubric: Rubric | None) -> dict[str, Any]:
-    """The template context of one grading's page (without who is looking)."""
-    truth = _ground_truth(grading)
+def grading_page_context(
+    grading: GradingPublic, rubric: Rubric | None, ground_truth: str | None = None
+) -> dict[str, Any]:
+    """The template context of one grading's page (without who is looking);
+    ``ground_truth``: the text the grading is judged against, when it is not the
+    submission's (a regrade against a newer version of the scenario)."""
+    truth = _ground_truth(grading, ground_truth)
     diagnosis: list[Segment] = segments(grading.submission.diagnosis, _marks(grading, truth))
     return {
         "g": grading,

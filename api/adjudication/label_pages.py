@@ -12,7 +12,7 @@ from litestar.params import Body, FromPath
 from litestar.response import Template
 
 from api.adjudication.grading_view import grading_page_context, verdict_label
-from api.adjudication.use_cases import claim_review, label_grading
+from api.adjudication.use_cases import claim_review, graded_truth_shown, label_grading
 from api.service.presenters import full_grading, render_grading
 from api.service.services import Services
 from api.service.visibility import readable_grading
@@ -27,7 +27,8 @@ async def _blind_context(services: Services, who: SignedIn, grading_id: str) -> 
     view = await readable_grading(services, who.principal, grading_id)
     grading = full_grading(await render_grading(services, view, who.principal))
     rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    context = grading_page_context(grading, rubric)
+    graded = await services.store.db.run_read(graded_truth_shown, view, grading)
+    context = grading_page_context(grading, rubric, graded)
     # blind: nothing the judge said, so the diagnosis is shown without its evidence marks
     return {
         "g": grading,

@@ -28,6 +28,7 @@ from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from storage import GradingView
 from storage.audit import ROWS
+from storage.claims import graded_ground_truth
 from storage.errors import Conflict
 from storage.review_tables import FailureTagRecord, ReviewClaimRecord, TagVocabularyRecord
 
@@ -44,6 +45,7 @@ __all__ = [
     "claim_review",
     "define_tag",
     "finish_review",
+    "graded_truth_shown",
     "grading_history",
     "grading_page_parts",
     "grading_pair",
@@ -420,6 +422,9 @@ class GradingPageParts:
     canned_reasons: list[str]
     #: the item's review row: claim, last skip and its note, assignee (adjudicators only)
     review: ReviewClaimRecord | None = None
+    #: the ground truth the grading is judged against (its scenario version's text),
+    #: for those who may see it; else None
+    ground_truth: str | None = None
 
 
 async def grading_page_parts(
@@ -451,7 +456,16 @@ def _page_parts(
         vocabulary=vocabulary,
         canned_reasons=list(dict.fromkeys(canned)),
         review=session.get(ReviewClaimRecord, grading_id) if adjudicator else None,
+        ground_truth=graded_truth_shown(session, view, presented[0]),
     )
+
+
+def graded_truth_shown(session: Session, view: GradingView, grading: GradingRead) -> str | None:
+    """The ground truth ``view``'s grading is judged against, when the grading object
+    ``grading`` (as its reader may see it) shows a ground truth at all."""
+    if getattr(grading.submission, "ground_truth", None) is None:
+        return None
+    return graded_ground_truth(session, view.grading, view.submission)
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import html
 import io
 import json
+import re
 from typing import Any
 
 import pytest
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
+from tests.web.conftest import sign_in
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -99,6 +102,15 @@ async def test_a_typo_fixed_then_regraded_against_the_newest_ground_truth(
         regraded = await _current(client, admin, "hotel/user-port")
         seen_by_agent = await client.get(f"/v1/gradings/{regraded['id']}", headers=agent)
         exports = await _exports(client, admin)
+        await sign_in(client, admin)
+        pages = [
+            (await client.get(path)).text
+            for path in (
+                f"/gradings/{regraded['id']}",
+                f"/gradings/{regraded['id']}/label",
+                f"/gradings/{as_admin['id']}",
+            )
+        ]
     assert first["passed"] is False and first["status"] == "graded"
     assert as_admin["scenario_version"] == 1 and as_admin["submission"]["scenario_version"] == 1
     assert fixed.json()["outcome"] == "new_version" and fixed.json()["version"] == 2
@@ -116,6 +128,20 @@ async def test_a_typo_fixed_then_regraded_against_the_newest_ground_truth(
     assert "scenario_version" not in agent_view
     assert "scenario_version" not in agent_view["submission"]
     assert "scenario_version" in agent_view["withheld"]
+    # an adjudicator's pages show the ground truth each grading was judged against
+    assert [_truth_shown(page) for page in pages] == [
+        (TRUTH.format(ns="namespace=hotel-reservation"), "version 2"),
+        (TRUTH.format(ns="namespace=hotel-reservation"), "version 2"),
+        (TRUTH.format(ns=TYPO), "version 1"),
+    ]
+
+
+def _truth_shown(page: str) -> tuple[str, str]:
+    """The ground truth a grading page (or its blind label form) shows, and its version."""
+    text = re.search(r'<pre class="text"[^>]*>(.*?)</pre>', page, re.S)
+    version = re.search(r'data-testid="ground-truth-version">(.*?)</span>', page)
+    assert text is not None and version is not None, page[:2000]
+    return html.unescape(text.group(1)), version.group(1)
 
 
 async def test_an_as_submitted_regrade_keeps_the_old_version(api_client: Any, tokens: Any) -> None:
