@@ -71,8 +71,7 @@ def _refuse_foreign_page(connection: ASGIConnection[Any, Any, Any, Any]) -> None
     )
     if foreign or site in ("cross-site", "same-site"):
         raise PermissionDeniedException(
-            "anonymous use does not answer requests another site's page sends; "
-            "send a bearer token"
+            "anonymous use does not answer requests another site's page sends; send a bearer token"
         )
 
 
