@@ -44,10 +44,12 @@ DEFINITIONS: dict[str, str] = {
         "and shadow gradings"
     ),
     "judge_judge": (
-        "the judges' own answers and verdicts of consecutive graded gradings of one "
-        "submission by different judges (current, superseded and shadow gradings), "
-        "earlier -> later; a regrade job's flip report with verdicts=judge counts its "
-        "items the same way"
+        "the judges' own answers and verdicts of two graded gradings of one submission by "
+        "different judges (current, superseded and shadow gradings): a regrade's grading "
+        "beside the grading it was measured against (a grading no regrade made: beside "
+        "the one before it), earlier -> later; a regrade job's flip report with "
+        "verdicts=judge counts its items the same way; a regrade by the same judge "
+        "(a new rubric only) is no pair"
     ),
     "human_human": "the first two humans' labels (by author id) on one grading and item",
 }
@@ -105,21 +107,25 @@ async def build_agreement_report(
 
 
 def agreement_table(report: AgreementReport) -> Tabular:
-    """One row per kind, group, level and item; kappa with its interval."""
+    """One row per kind, group, level and item; accuracy and kappa with their intervals."""
     columns = [
-        "kind", *report.group_by, "level", "item", "n", "accuracy", "kappa", "kappa_se",
-        "kappa_ci_low", "kappa_ci_high", "yes->yes", "yes->no", "no->yes", "no->no",
-        "kappa_undefined",
+        "kind", *report.group_by, "level", "item", "n", "accuracy", "accuracy_ci_low",
+        "accuracy_ci_high", "kappa", "kappa_se", "kappa_ci_low", "kappa_ci_high",
+        "yes->yes", "yes->no", "no->yes", "no->no", "kappa_undefined",
     ]  # fmt: skip
     rows: list[list[Any]] = []
     for part in report.kinds:
         for row in part.rows:
             f = row.agreement
+            # no items agreed on or not: no accuracy, and no interval of 0 to 1 either
+            accuracy = f.accuracy_interval if f.accuracy is not None else None
             ci = f.kappa_interval
             rows.append([
                 part.kind, *(row.group.get(k) for k in report.group_by), row.level, row.item,
-                f.n, f.accuracy, f.kappa, f.kappa_se, ci.low if ci else None,
-                ci.high if ci else None, *f.confusion.values(), f.kappa_undefined,
+                f.n, f.accuracy, accuracy.low if accuracy else None,
+                accuracy.high if accuracy else None, f.kappa, f.kappa_se,
+                ci.low if ci else None, ci.high if ci else None, *f.confusion.values(),
+                f.kappa_undefined,
             ])  # fmt: skip
     notes = [report.note, *(f"{part.kind}: {part.definition}" for part in report.kinds)]
     return Tabular(title="Agreement", columns=columns, rows=rows, notes=notes)

@@ -3,8 +3,13 @@
 - ``judge_human``: a human label (blind, or from an override) beside the judge's own
   answer (``AnswerRecord.judge_answer``) or verdict (``GradingRecord.judge_passed``);
   per human, grading and question only the latest label counts.
-- ``judge_judge``: two graded gradings of the same submission by different judges (a
-  regrade's grading beside the one it was measured against), consecutive by time.
+- ``judge_judge``: two graded gradings of the same submission by different judges: a
+  regrade's grading beside the one it was measured against (its
+  ``previous_grading_id``, as a regrade job's flip report pairs its items), so two
+  shadow regrades of one grading are each paired with that grading, never with each
+  other; a grading that no regrade made (no ``previous_grading_id``) beside the graded
+  grading before it in time. A regrade by the same judge (only the rubric changed) is no
+  pair.
 - ``human_human``: two humans' labels on the same grading and question (the first two
   authors by id).
 
@@ -18,7 +23,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from itertools import pairwise
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -129,20 +133,12 @@ class AgreementQueries:
         return found
 
     async def _judge_pairs(self, scope: ReportFilter, group_by: Sequence[str]) -> list[RatedPair]:
-        """Consecutive graded gradings of one submission by different judges."""
+        """Each graded grading beside the one it was measured against, by another judge."""
         query = filtered(select(_G).join(_S, col(_S.id) == col(_G.submission_id)), scope).where(
             col(_G.status) == "graded"
         )
         gradings = await self._db.run_read(lambda session: list(session.execute(query).scalars()))
-        by_submission: dict[str, list[GradingRecord]] = defaultdict(list)
-        for g in gradings:
-            by_submission[g.submission_id].append(g)
-        couples = []
-        for members in by_submission.values():
-            members.sort(key=lambda g: (g.created_at, g.id))
-            for old, new in pairwise(members):
-                if (old.judge_backend, old.judge_model) != (new.judge_backend, new.judge_model):
-                    couples.append((old, new))
+        couples = _measured_against(gradings)
         answers = await self._judge_answers([g.id for couple in couples for g in couple])
         pairs = []
         for old, new in couples:
@@ -156,6 +152,36 @@ class AgreementQueries:
             if old.judge_passed is not None and new.judge_passed is not None:
                 pairs.append(RatedPair(old.judge_passed, new.judge_passed, VERDICT, None, group))
         return pairs
+
+
+def _measured_against(
+    gradings: Sequence[GradingRecord],
+) -> list[tuple[GradingRecord, GradingRecord]]:
+    """(earlier, later) couples of graded gradings of one submission by different judges.
+
+    A regrade's grading is paired with its ``previous_grading_id`` (when that grading is
+    among ``gradings``: graded and in the filter), as a regrade job's flip report pairs
+    its items; only a grading no regrade made is paired with the one before it in time.
+    """
+    by_id = {g.id: g for g in gradings}
+    by_submission: dict[str, list[GradingRecord]] = defaultdict(list)
+    for g in gradings:
+        by_submission[g.submission_id].append(g)
+    couples = []
+    for members in by_submission.values():
+        members.sort(key=lambda g: (g.created_at, g.id))
+        for i, grading in enumerate(members):
+            if grading.previous_grading_id is not None:
+                before = by_id.get(grading.previous_grading_id)
+            else:
+                before = members[i - 1] if i else None
+            if before is not None and _judge(before) != _judge(grading):
+                couples.append((before, grading))
+    return couples
+
+
+def _judge(grading: GradingRecord) -> tuple[str, str]:
+    return (grading.judge_backend, grading.judge_model)
 
 
 def _human_pairs(

@@ -47,7 +47,8 @@ class EvaluationCell(BaseModel):
     """One attempt's grading in one column."""
 
     grading_id: str
-    #: PASS, FAIL, HELD, UNSCORED or PENDING (after human overrides)
+    #: PASS, FAIL, HELD, UNSCORED or PENDING (after human overrides: an unscored grading
+    #: a human gave a verdict is PASS or FAIL)
     verdict: str
     yes_count: int | None
 
@@ -81,11 +82,13 @@ class EvaluationTable(BaseModel):
 
 
 def _verdict(status: str, passed: bool | None, held: bool) -> str:
+    """The cell's word for the effective verdict, as pass rates count it: a human's
+    verdict on a grading the judge could not score is a PASS or a FAIL."""
     if held:
         return "HELD"
-    if status != "graded":
-        return status.upper()
-    return "PASS" if passed else "FAIL"
+    if passed is not None:
+        return "PASS" if passed else "FAIL"
+    return "UNSCORED" if status == "graded" else status.upper()
 
 
 def _column_label(row: Any, by: ColumnKind) -> str:

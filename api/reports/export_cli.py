@@ -6,12 +6,11 @@ beside ``--output``, renamed into place; for stdout, spooled first).
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -54,45 +53,25 @@ def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, s
     return summary.rows, summary.sha256_hex
 
 
-class _Hashing:
-    """A sink that hashes what it passes on to another."""
-
-    def __init__(self, sink: IO[bytes], digest: Any) -> None:
-        self._sink, self._digest = sink, digest
-
-    def write(self, chunk: bytes) -> int:
-        """Hash ``chunk`` and write it on."""
-        self._digest.update(chunk)
-        return self._sink.write(chunk)
-
-
 def _remote(
     server: str, fmt: ExportFormat, output: Path | None, params: dict[str, str]
 ) -> tuple[int, str]:
     """The same export through ``GET /v1/exports/gradings`` (the server writes it whole),
-    streamed into the output file (or a spool, then stdout): never held in memory."""
+    streamed into the output file (or a spool, then stdout): never held in memory, and
+    kept only when it is the export the server states (:func:`download_export`)."""
     from api.cli.atomic import replace_atomically
-    from api.cli.remote import remote
+    from api.reports.export_download import download_export
     from api.reports.export_writer import spool
-    from api.reports.sregym_export_cli import failed_on_server
 
-    digest = hashlib.sha256()
-
-    def fetch(sink: IO[bytes]) -> int:
-        query = {**params, "format": fmt}
-        with remote(server) as client, failed_on_server():
-            response = client.download("/v1/exports/gradings", _Hashing(sink, digest), params=query)
-        return int(response.headers.get("X-Export-Rows", "0"))
-
+    query = {**params, "format": fmt}
     if output is not None:
         with replace_atomically(output) as file:
-            rows = fetch(file)
-    else:
-        with spool() as spooled:
-            rows = fetch(spooled)
-            spooled.seek(0)
-            shutil.copyfileobj(spooled, sys.stdout.buffer)
-    return rows, digest.hexdigest()
+            return download_export(server, query, file)
+    with spool() as spooled:
+        done = download_export(server, query, spooled)
+        spooled.seek(0)
+        shutil.copyfileobj(spooled, sys.stdout.buffer)
+    return done
 
 
 def _layout(

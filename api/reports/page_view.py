@@ -56,7 +56,8 @@ _GROUP_PARAM = {
 class ChartRow:
     """One bar: ``successes`` of ``n``, its interval, its link. The rate is None when n
     is 0, or when it is undefined for n > 0 (a kappa where one side gave a single
-    answer); the chart then says ``undefined · n N`` with the same n as the table."""
+    answer); the chart then says ``undefined · n N`` with the same n as the table, and
+    the row's title gives ``undefined``, the reason."""
 
     label: str
     successes: int
@@ -65,6 +66,8 @@ class ChartRow:
     low: float
     high: float
     href: str | None = None
+    #: why the rate is undefined (e.g. "one category only: rater b always said yes")
+    undefined: str | None = None
 
 
 def page_filter(params: Mapping[str, str | None], prefix: str = "") -> ReportFilter:

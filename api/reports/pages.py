@@ -158,7 +158,7 @@ async def compare_page(
 def _kappa_row(row: AgreementRow, link: str | None) -> ChartRow:
     f = row.agreement
     low, high = (f.kappa_interval.low, f.kappa_interval.high) if f.kappa_interval else (0.0, 0.0)
-    return ChartRow(row.item, f.agreed, f.n, f.kappa, low, high, link)
+    return ChartRow(row.item, f.agreed, f.n, f.kappa, low, high, link, f.kappa_undefined)
 
 
 @get("/reports/agreement", guards=[web_require("adjudicator")], include_in_schema=False)

@@ -11,12 +11,11 @@ folder is fetched as a tar.gz and unpacked with the import's checks.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
@@ -35,7 +34,6 @@ __all__ = [
     "LocalLayout",
     "RemoteLayout",
     "export_sregym_layout",
-    "failed_on_server",
 ]
 
 
@@ -94,12 +92,10 @@ class RemoteLayout:
     params: dict[str, str]
 
     def _get(self, sink: IO[bytes], **layout: str) -> int:
-        from api.cli.remote import remote
+        from api.reports.export_download import download_export
 
-        with remote(self.server) as client, failed_on_server():
-            params = {**self.params, "format": "sregym", **layout}
-            response = client.download("/v1/exports/gradings", sink, params=params)
-        return int(response.headers.get("X-Export-Rows", "0"))
+        params = {**self.params, "format": "sregym", **layout}
+        return download_export(self.server, params, sink)[0]
 
     def file(self, sink: IO[bytes]) -> int:
         """One CSV into ``sink``."""
@@ -120,19 +116,6 @@ class RemoteLayout:
         except UnsafeArchive as exc:
             raise click.ClickException(f"{self.server} sent an unusable archive: {exc}") from None
         return rows
-
-
-@contextlib.contextmanager
-def failed_on_server() -> Iterator[None]:
-    """An export the server failed to write (5xx): exit 1 like the database mode's."""
-    from api.cli.remote import Refused
-
-    try:
-        yield
-    except Refused as refused:
-        if refused.status < 500:
-            raise
-        raise click.ClickException(f"{refused.message}; nothing was written") from None
 
 
 def _folder(output: Path, source: LayoutSource) -> int:

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
 
 from api.adjudication.label_queries import LabelQueries
+from api.regrade.flip_reads import read_pairs
+from api.regrade.flips import flip_report
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
+from api.reports.agreement import build_agreement_report
 from api.reports.agreement_queries import AgreementQueries
 from api.reports.filters import ReportFilter
 from storage import Store
+from storage.tables import GradingRecord
 from tests.storage.helpers import graded_result, sregym_rubric
-from tests.support.gradings import add_many
+from tests.support.gradings import FAIL_D3, add_many
 from tests.support.in_process_cli import run_cli
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -81,6 +87,52 @@ async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
     assert len(pairs) == 5 * 10
 
 
+async def _shadow_job(store: Store, model: str, passes: dict[str, bool]) -> str:
+    """A shadow regrade by ``openai:model`` of every current grading, run to the end:
+    the item of submission ``s`` passes when ``passes[s]``. Returns the job's id."""
+    spec = f"openai:{model}@http://x/v1"
+    target = RegradeTarget(sregym_rubric(), spec, "openai", model, "shadow")
+    view = await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    for claim in await store.queue.claim_pending("tests", limit=100, lease_seconds=60):
+        result = graded_result(None if passes[claim.submission_id] else FAIL_D3)
+        assert await store.queue.complete(claim.grading_id, "tests", result)
+    return view.job.id
+
+
+async def test_two_shadow_regrades_are_each_measured_against_the_grading_they_regraded(
+    engine: Engine,
+) -> None:
+    """A maintainer tries judge b, then judge c, each in a shadow regrade of the current
+    gradings. Each regrade is measured against the grading it regraded, as its job's flip
+    report (verdicts=judge) counts it: the report shows ``judge-model vs b`` and
+    ``judge-model vs c``, never b against c, which no one asked about."""
+    store = Store(engine)
+    ids = await add_many(store, {"pass": 2, "fail": 2}, agent="a")
+
+    def original_verdicts(session: Any) -> dict[str, bool | None]:
+        found = (session.get(GradingRecord, grading_id) for grading_id in ids)
+        return {g.submission_id: g.passed for g in found}
+
+    original = await store.db.run_read(original_verdicts)
+    # judge b passes everything; judge c agrees with the original judge on every verdict
+    await _shadow_job(store, "b", dict.fromkeys(original, True))
+    job_c = await _shadow_job(store, "c", {s: bool(p) for s, p in original.items()})
+
+    flips = flip_report({"id": job_c}, await read_pairs(store.db, job_c), verdicts="judge")
+    assert (flips["agreement"]["verdicts"]["n"], flips["agreement"]["verdicts"]["kappa"]) == (
+        4,
+        1.0,
+    )
+    report = await build_agreement_report(
+        store, ReportFilter(agent="a"), kinds=["judge_judge"], group_by=["judge"]
+    )
+    verdicts = {r.group["judge"]: r.agreement for r in report.kinds[0].rows if r.level == "verdict"}
+    assert sorted(verdicts) == ["openai:judge-model vs openai:b", "openai:judge-model vs openai:c"]
+    against_c = verdicts["openai:judge-model vs openai:c"]
+    assert (against_c.n, against_c.kappa) == (4, 1.0)  # as the flip report counts job c
+    assert verdicts["openai:judge-model vs openai:b"].n == 4
+
+
 async def test_route_gives_kappa_with_interval_per_level(
     api_client: Any, engine: Engine, tokens: Any
 ) -> None:
@@ -122,15 +174,40 @@ async def test_report_agreement_prints_kappa_with_ci(database_url: str, engine: 
     csv = run_cli(database_url, "report", "agreement", "--format", "csv", "--group-by", "judge")
     assert csv.returncode == 0, csv.stderr
     header, *rows = csv.stdout.splitlines()
-    assert header.startswith("kind,judge,level,item,n,accuracy,kappa")
+    assert header.startswith("kind,judge,level,item,n,accuracy,accuracy_ci_low,")
     # one adjudicator always said yes: kappa is undefined and says why, never 0 with a 0-0 CI
     assert any(
-        r.startswith("human_human,openai:judge-model,verdict,verdict,10,0.8,,,,,")
+        r.startswith("human_human,openai:judge-model,verdict,verdict,10,0.8,0.49")
+        and ",0.943317848545624" in r
+        and ",,,,,8,0,2,0," in r
         and r.endswith(",one category only: rater b always said yes")
         for r in rows
     )
     bad = run_cli(database_url, "report", "agreement", "--kind", "nope")
     assert bad.returncode == 2
+
+
+async def test_the_agreement_table_and_csv_give_accuracy_with_its_wilson_interval(
+    database_url: str, engine: Engine
+) -> None:
+    """Every figure a user sees comes with its interval: the judge agreed with alice on
+    35 of 50 verdicts, accuracy 0.700 with Wilson's 95% interval 0.562 to 0.809, in the
+    terminal as one column beside the accuracy and in the CSV as two."""
+    await _seed(engine)
+    query = ("report", "agreement", "--kind", "judge_human", "--agent", "a", "--format")
+    table = run_cli(database_url, *query, "table")
+    assert table.returncode == 0, table.stderr
+    header = next(line for line in table.stdout.splitlines() if line.startswith("kind"))
+    assert "accuracy 95% CI" in header and "kappa 95% CI" in header
+    line = next(row for row in table.stdout.splitlines() if " verdict " in row)
+    assert "0.700" in line and "0.562–0.809" in line
+    done = run_cli(database_url, *query, "csv")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    [verdict] = [r for r in rows if r["level"] == "verdict"]
+    assert float(verdict["accuracy"]) == 0.7
+    low, high = float(verdict["accuracy_ci_low"]), float(verdict["accuracy_ci_high"])
+    assert (low, high) == (pytest.approx(0.5625, abs=1e-4), pytest.approx(0.8090, abs=1e-4))
 
 
 async def test_overrides_count_as_human_labels(

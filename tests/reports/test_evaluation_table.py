@@ -129,6 +129,34 @@ async def test_a_cell_never_hides_another_submissions_grading(store: Store) -> N
     assert _cell_ids(by_model, "m2") == [m2]
 
 
+async def test_a_human_verdict_on_an_unscored_grading_shows_in_its_cell(
+    api_client: Any, tokens: Any, store: Store
+) -> None:
+    """The table's verdicts are after human overrides, as pass rates count them: when the
+    judge could not score a diagnosis and an adjudicator read it and passed it, the cell
+    says PASS (not UNSCORED), and the row disagrees with a column that failed it."""
+    unscored = await add_grading(store, "unscored", scenario_id="s1", agent="x")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as c:
+        url = f"/v1/gradings/{unscored}"
+        etag = (await c.get(url, headers=ada)).headers["ETag"]
+        overridden = await c.post(
+            f"{url}/overrides",
+            json={"verdict": "pass", "reason": "read it myself"},
+            headers={**ada, "If-Match": etag},
+        )
+        assert overridden.status_code == 201, overridden.text
+        await add_grading(store, "fail", scenario_id="s1", agent="y")
+        rates = (await c.get("/v1/stats/pass-rates?agent=x", headers=ada)).json()
+        query = "/v1/stats/evaluation-table?by=agent&scenario_id=s1"
+        table = (await c.get(query, headers=ada)).json()
+    assert (rates["overall"]["passed"], rates["overall"]["unscored"]) == (1, 0)
+    [row] = table["rows"]
+    assert {k: cell["verdict"] for k, cell in row["cells"].items()} == {"x": "PASS", "y": "FAIL"}
+    assert row["cells"]["x"]["grading_id"] == unscored
+    assert row["disagree"] is True and table["disagreeing"] == 1
+
+
 def _cell_ids(table: Any, column: str) -> list[str]:
     return [row.cells[column].grading_id for row in table.rows if column in row.cells]
 

@@ -168,6 +168,66 @@ def test_an_export_the_server_failed_to_write_exits_1_and_writes_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+#: the export a server states (``Repr-Digest``) and a body that is not it
+EXPORT, OTHER = b'{"id": "g1"}\n', b'{"id": "g2"}\n'
+STATED = {
+    "Repr-Digest": f"sha-256=:{base64.b64encode(hashlib.sha256(EXPORT).digest()).decode()}:",
+    "X-Export-Rows": "1",
+}
+
+
+def _export_through(answer: httpx.Response, layout: list[str], target: Path) -> Result:
+    """``sre-judge export --server`` (``layout`` its SREGym flags) against a server that
+    gives ``answer``."""
+    args = ["export", "--format", "jsonl", *layout, "-o", str(target)]
+    with respx.mock(base_url="http://judge.test") as server:
+        route = server.get("/v1/exports/gradings").mock(answer)
+        done = CliRunner(env={"SRE_JUDGE_TOKEN": "srej_x"}).invoke(
+            main, [*args, "--server", "http://judge.test"]
+        )
+    assert route.called
+    return done
+
+
+@pytest.mark.parametrize("layout", [[], ["--format", "sregym", "--layout", "file"]])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(s, headers={"Location": "https://sso.example/login"}, content=b"<html/>")
+        for s in (301, 302, 307)
+    ]
+    + [
+        httpx.Response(200, headers=STATED, content=OTHER),
+        httpx.Response(200, headers={**STATED, "Repr-Digest": "sha-512=:AA==:"}, content=EXPORT),
+        httpx.Response(200, headers={"Repr-Digest": STATED["Repr-Digest"]}, content=EXPORT),
+        httpx.Response(200, headers={"X-Export-Rows": "1"}, content=EXPORT),
+    ],
+    ids=["301", "302", "307", "other digest", "no sha-256", "no rows", "no digest"],
+)
+def test_an_answer_that_is_not_the_servers_export_is_never_saved(
+    tmp_path: Path, answer: httpx.Response, layout: list[str]
+) -> None:
+    """All or nothing through a server too: only a 200 stating ``X-Export-Rows`` and a
+    ``Repr-Digest`` that its bytes match is the export. A redirect (http to https, an SSO
+    proxy's sign-in page), a body altered on the way or an answer without those headers
+    exits non-zero, writes no file and leaves no temporary file behind."""
+    target = tmp_path / "gradings.out"
+    done = _export_through(answer, layout, target)
+    assert done.exit_code != 0, done.output
+    assert "nothing was written" in done.stderr or "not followed" in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_servers_export_is_saved_with_the_digest_it_states(tmp_path: Path) -> None:
+    target = tmp_path / "gradings.jsonl"
+    done = _export_through(httpx.Response(200, headers=STATED, content=EXPORT), [], target)
+    assert done.exit_code == 0, done.output
+    assert target.read_bytes() == EXPORT
+    assert f"1 gradings exported to {target} (sha256 {hashlib.sha256(EXPORT).hexdigest()})" in (
+        done.stderr
+    )
+
+
 CHUNK = b'{"id": "x"}\n' * 5000  # about 60 KB
 CHUNKS = 300  # about 18 MB in all
 

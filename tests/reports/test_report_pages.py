@@ -144,6 +144,34 @@ async def test_the_agreement_chart_counts_the_same_n_as_its_table(
     assert "undefined · n 1" in page
 
 
+async def test_the_agreement_page_says_why_a_kappa_is_undefined(
+    api_client: Any, tokens: Any
+) -> None:
+    """The judge passes two diagnoses and fails two; the adjudicator passes all four. A
+    rater who always says the same makes kappa undefined: the page says so and why (as
+    the API and the command do), in the table and in the chart row's tooltip, never a
+    bare dash; the accuracy (2 of 4) comes with its Wilson interval."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(PASS, PASS, FAIL, FAIL)) as c:
+        gradings = [await _submit(c, agent, "alpha", f"s{i}") for i in range(4)]
+        csrf = await sign_in(c, ada)
+        for grading in gradings:
+            form = {"_csrf": csrf, "verdict": "pass", **{f"q-{q}": "yes" for q in IDS}}
+            done = await c.post(f"/gradings/{grading}/label", data=form)
+            assert done.status_code == 200, done.text
+        api = (await c.get("/v1/stats/agreement?kind=judge_human", headers=ada)).json()
+        page = (await c.get("/reports/agreement")).text
+    [verdict] = [r for r in api["kinds"][0]["rows"] if r["level"] == "verdict"]
+    reason = verdict["agreement"]["kappa_undefined"]
+    assert reason == "one category only: rater b always said yes"
+    table = page.split('data-testid="agreement-table"', 1)[1].split("</table>", 1)[0]
+    row = next(r for r in table.split("<tr>") if r.startswith("<td>verdict</td>"))
+    assert f"undefined: {reason}" in row
+    assert "0.500" in row and "[0.150, 0.850]" in row  # accuracy 2/4 with its interval
+    chart = page.split('data-testid="kappa-chart"', 1)[1].split("</figure>", 1)[0]
+    assert f"<title>verdict: 2/4, undefined: {reason}</title>" in chart
+
+
 async def test_a_submitter_gets_403_on_every_report_page(api_client: Any, tokens: Any) -> None:
     agent = await tokens("submitter")
     async with api_client() as c:

@@ -1,0 +1,106 @@
+"""``export --server``: a server's export downloaded, and taken only when it is that export.
+
+All or nothing, as in the database mode: the answer is streamed into the caller's sink (a
+temporary file beside ``--output``, or a spool) and is the export only when it is a
+``200`` stating ``X-Export-Rows`` and ``Repr-Digest`` (RFC 9530) and its bytes have that
+SHA-256. Anything else (a redirect, a proxy's page, a body altered or cut on the way) is
+an error raised before the caller renames or prints what it received, so nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from typing import IO, Any
+
+import click
+
+__all__ = ["download_export", "failed_on_server"]
+
+_PATH = "/v1/exports/gradings"
+
+
+class _Hashing:
+    """A sink that hashes what it passes on to another."""
+
+    def __init__(self, sink: IO[bytes]) -> None:
+        self._sink = sink
+        self.digest = hashlib.sha256()
+
+    def write(self, chunk: bytes) -> int:
+        """Hash ``chunk`` and write it on."""
+        self.digest.update(chunk)
+        return self._sink.write(chunk)
+
+
+@contextlib.contextmanager
+def failed_on_server() -> Iterator[None]:
+    """An export the server failed to write (5xx): exit 1 like the database mode's."""
+    from api.cli.remote import Refused
+
+    try:
+        yield
+    except Refused as refused:
+        if refused.status < 500:
+            raise
+        raise click.ClickException(f"{refused.message}; nothing was written") from None
+
+
+def _stated_sha256(value: str | None) -> bytes | None:
+    """The SHA-256 a ``Repr-Digest`` field states (``sha-256=:BASE64:``), else None."""
+    for member in (value or "").split(","):
+        name, _, encoded = member.strip().partition("=")
+        if name.strip().lower() != "sha-256":
+            continue
+        encoded = encoded.strip()
+        if len(encoded) < 2 or not (encoded.startswith(":") and encoded.endswith(":")):
+            return None
+        try:
+            return base64.b64decode(encoded[1:-1], validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    return None
+
+
+def _stated_rows(value: str | None) -> int | None:
+    """The count ``X-Export-Rows`` states, else None."""
+    try:
+        rows = int(value) if value is not None else None
+    except ValueError:
+        return None
+    return rows if rows is not None and rows >= 0 else None
+
+
+def download_export(server: str, params: dict[str, Any], sink: IO[bytes]) -> tuple[int, str]:
+    """``GET /v1/exports/gradings`` of ``server`` with ``params``, streamed into ``sink``:
+    the rows it holds (``X-Export-Rows``) and the SHA-256 of its bytes in hex.
+
+    Raises a usage error (exit 2) for an answer the server refused or a redirect, and
+    :class:`click.ClickException` (exit 1) for an export the server failed to write or an
+    answer that is not its export: no ``X-Export-Rows`` or ``Repr-Digest``, or bytes
+    whose SHA-256 is not the one stated. The caller then discards what ``sink`` received.
+    """
+    from api.cli.remote import remote
+
+    hashing = _Hashing(sink)
+    with remote(server) as client, failed_on_server():
+        response = client.download(_PATH, hashing, params=params)
+        where = client.url
+    rows = _stated_rows(response.headers.get("X-Export-Rows"))
+    stated = _stated_sha256(response.headers.get("Repr-Digest"))
+    if rows is None or stated is None:
+        raise click.ClickException(
+            f"{where} answered GET {_PATH} without X-Export-Rows and a sha-256 Repr-Digest: "
+            "not an sre-judge export; nothing was written"
+        )
+    received = hashing.digest.digest()
+    if received != stated:
+        raise click.ClickException(
+            f"{where} sent an export whose SHA-256 ({received.hex()}) is not the one its "
+            f"Repr-Digest states ({stated.hex()}): changed or cut on the way; nothing was written"
+        )
+    return rows, received.hex()
