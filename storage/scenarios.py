@@ -199,21 +199,22 @@ class ScenarioRepository:
         )
 
     async def update(
-        self, spec: ScenarioSpec, *, expected_version: int, actor: str
+        self, spec: ScenarioSpec, *, expected_revision: int, actor: str
     ) -> ScenarioChange:
-        """Change a scenario whose newest version is ``expected_version``.
+        """Change a scenario whose revision (its ETag) is ``expected_revision``.
 
-        NotFound for an unknown id; PreconditionFailed when another version came first.
+        NotFound for an unknown id; PreconditionFailed when another change came first.
         """
 
         def change(session: Session) -> ScenarioChange:
             record = self._locked(session, spec.id)
             if record is None:
                 raise NotFound(f"no scenario with id {spec.id!r}")
-            if record.version != expected_version:
+            if record.revision != expected_revision:
                 raise PreconditionFailed(
-                    f"scenario {spec.id!r} is at version {record.version}, not {expected_version}",
-                    current_revision=record.version,
+                    f"scenario {spec.id!r} is at revision {record.revision} (version "
+                    f"{record.version}), not {expected_revision}: it changed since you read it",
+                    current_revision=record.revision,
                 )
             return self._apply(session, record, spec, actor=actor)
 
@@ -283,9 +284,16 @@ class ScenarioRepository:
             )
             session.add(version)
             written.append(version)
+        else:
+            record.in_place_changes += 1
         record.updated_at = now
         session.flush()
-        payload = {"id": record.id, "version": record.version, "changed": list(changed)}
+        payload = {
+            "id": record.id,
+            "version": record.version,
+            "revision": record.revision,
+            "changed": list(changed),
+        }
         if new_truth:
             payload |= {"note": spec.note, **_truth_facts(spec.ground_truth)}
         event = "scenario.versioned" if new_truth else "scenario.updated"

@@ -155,10 +155,17 @@ class ScenarioRecord(SQLModel, table=True):
     created_at: datetime = _created()
     #: the newest version of the ground truth (``scenario_version``); 1 when registered
     version: int = 1
+    #: changes written in place (title, tag list or set, the ground truth kept)
+    in_place_changes: int = 0
     #: the set it belongs to, e.g. ``public`` or ``held-out``
     scenario_set: str = Field(default="default", sa_type=String(64), index=True)
     #: when the newest version was made
     updated_at: datetime | None = _when()
+
+    @property
+    def revision(self) -> int:
+        """Every change counted (a new ground truth, title, tag list or set): its ETag."""
+        return self.version + self.in_place_changes
 
 
 class TokenRecord(SQLModel, table=True):

@@ -47,8 +47,7 @@ def scenarios_group() -> None:
     "--input-format",
     "input_fmt",
     type=click.Choice(["jsonl", "json", "yaml"]),
-    help="the file's format (default: by its suffix, .jsonl, .json or .yaml, else by its "
-    "content)",
+    help="the file's format (default: by its suffix, .jsonl, .json or .yaml, else by its content)",
 )
 @click.option(
     "--format",

@@ -63,8 +63,8 @@ _JSON: dict[str, LoadFormat] = {
 }
 
 
-def _etag(version: int) -> dict[str, str]:
-    return {"ETag": f'"{version}"'}
+def _etag(revision: int) -> dict[str, str]:
+    return {"ETag": f'"{revision}"'}
 
 
 @post("/v1/scenarios", guards=[require("admin")], operation_id="createScenario", status_code=201)
@@ -76,7 +76,7 @@ async def create_scenario(
     """Register a scenario as version 1 of its ground truth; 409 when the id exists."""
     record = await register_scenario(services, principal, data)
     return Response(
-        scenario_public(record, principal), status_code=201, headers=_etag(record.version)
+        scenario_public(record, principal), status_code=201, headers=_etag(record.revision)
     )
 
 
@@ -160,7 +160,7 @@ async def get_scenario(
     principal: NamedDependency[Principal],
 ) -> Response[ScenarioPublic | ScenarioVersionList | ScenarioVersionPublic]:
     """Adjudicators and admins only: a scenario with its ground truth (ETag: its
-    version), ``/versions`` every version oldest first, ``/versions/{n}`` one of them."""
+    revision), ``/versions`` every version oldest first, ``/versions/{n}`` one of them."""
     path = str(scenario_id).removeprefix("/")
     versions = _VERSIONS.fullmatch(path)
     if versions is not None and versions["n"] is not None:
@@ -168,7 +168,7 @@ async def get_scenario(
     if versions is not None:
         return Response(await scenario_versions(services, versions["id"]))
     record = await scenario(services, path)
-    return Response(scenario_public(record, principal), headers=_etag(record.version))
+    return Response(scenario_public(record, principal), headers=_etag(record.revision))
 
 
 @put(
@@ -186,10 +186,11 @@ async def put_scenario(
 ) -> Response[ScenarioLoadItem]:
     """A changed ground truth becomes a new version (old ones stay readable); a changed
     title, tag list or set is written in place. If-Match holds the scenario's ETag (its
-    version): 428 without it, 412 when another version came first."""
+    revision, which every change moves): 428 without it, 412 when another change came
+    first."""
     path = str(scenario_id).removeprefix("/")
     if len(path) > _PATH_LENGTH or not re.fullmatch(SCENARIO_ID_PATTERN, path):  # none such
         raise NotFound(f"no scenario with id {path!r}")
-    version = expected_revision(if_match, what="scenario updates need If-Match with its ETag")
-    done = await update_scenario(services, principal, path, data, expected_version=version)
-    return Response(done, headers=_etag(done.version))
+    revision = expected_revision(if_match, what="scenario updates need If-Match with its ETag")
+    done = await update_scenario(services, principal, path, data, expected_revision=revision)
+    return Response(done, headers=_etag(done.revision))

@@ -81,13 +81,17 @@ class ScenarioCreate(ScenarioUpdate):
 
 
 class ScenarioPublic(BaseModel):
-    """A registered scenario; ``ground_truth`` and ``version`` only for adjudicators and
-    admins (``withheld`` names what a submitter does not get)."""
+    """A registered scenario; ``ground_truth``, ``version`` and ``revision`` only for
+    adjudicators and admins (``withheld`` names what a submitter does not get)."""
 
     id: str
     set: str
     ground_truth: str | None
+    #: the newest version of its ground truth
     version: int | None
+    #: every change counted (a new ground truth, title, tag list or set): the ETag an
+    #: update's ``If-Match`` names
+    revision: int | None = None
     title: str | None
     tags: list[str]
     created_at: datetime
@@ -127,6 +131,8 @@ class ScenarioLoadItem(BaseModel):
     id: str
     outcome: Literal["created", "unchanged", "new_version", "updated"]
     version: int
+    #: the scenario's revision after it (its ETag)
+    revision: int
     #: fields written in place (title, tags, set) for ``updated``
     changed: list[str] = Field(default_factory=list)
 

@@ -23,6 +23,7 @@ from api.service.services import Services
 from judge.inputs import check_text
 from storage import NotFound
 from storage.scenario_tables import ScenarioVersionRecord
+from storage.scenarios import ScenarioChange
 from storage.tables import ScenarioRecord
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
 
 #: what a submitter's list of scenarios leaves out: the ground truth, its version, and
 #: what an author may have written with it in view
-SUBMITTER_WITHHELD = ("ground_truth", "version", "title", "tags")
+SUBMITTER_WITHHELD = ("ground_truth", "version", "revision", "title", "tags")
 
 
 def scenario_public(record: ScenarioRecord, principal: Principal) -> ScenarioPublic:
@@ -50,6 +51,7 @@ def scenario_public(record: ScenarioRecord, principal: Principal) -> ScenarioPub
             set=record.scenario_set,
             ground_truth=record.ground_truth,
             version=record.version,
+            revision=record.revision,
             title=record.title,
             tags=list(record.tags or []),
             created_at=record.created_at,
@@ -60,10 +62,23 @@ def scenario_public(record: ScenarioRecord, principal: Principal) -> ScenarioPub
         set=record.scenario_set,
         ground_truth=None,
         version=None,
+        revision=None,
         title=None,
         tags=[],
         created_at=record.created_at,
         withheld=list(SUBMITTER_WITHHELD),
+    )
+
+
+def _load_item(change: ScenarioChange) -> ScenarioLoadItem:
+    """What writing one scenario did, as the API says it."""
+    record = change.scenario
+    return ScenarioLoadItem(
+        id=record.id,
+        outcome=change.outcome,
+        version=record.version,
+        revision=record.revision,
+        changed=list(change.changed),
     )
 
 
@@ -118,21 +133,18 @@ async def update_scenario(
     scenario_id: str,
     request: ScenarioUpdate,
     *,
-    expected_version: int,
+    expected_revision: int,
 ) -> ScenarioLoadItem:
     """Give a scenario a new ground truth (a new version) or new metadata.
 
-    NotFound for an unknown id, PreconditionFailed when ``expected_version`` is stale.
+    NotFound for an unknown id, PreconditionFailed when ``expected_revision`` is stale.
     """
     max_bytes = services.settings.max_text_bytes
     check_text(request.ground_truth, field="ground_truth", max_bytes=max_bytes)
     change = await services.store.scenarios.update(
-        request.spec(scenario_id), expected_version=expected_version, actor=principal.id
+        request.spec(scenario_id), expected_revision=expected_revision, actor=principal.id
     )
-    record = change.scenario
-    return ScenarioLoadItem(
-        id=record.id, outcome=change.outcome, version=record.version, changed=list(change.changed)
-    )
+    return _load_item(change)
 
 
 async def load_scenarios(
@@ -149,12 +161,7 @@ async def load_scenarios(
     changes = await services.store.scenarios.load(
         [item.create_spec() for item in items], actor=principal.id
     )
-    done = [
-        ScenarioLoadItem(
-            id=c.scenario.id, outcome=c.outcome, version=c.scenario.version, changed=list(c.changed)
-        )
-        for c in changes
-    ]
+    done = [_load_item(c) for c in changes]
     return ScenarioLoadReport(items=done, counts=dict(Counter(i.outcome for i in done)))
 
 

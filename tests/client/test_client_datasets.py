@@ -72,13 +72,18 @@ def test_scenarios_load_list_by_page_version_and_update(
         target = f"{prefix}/p0"
         read = admin.scenarios.get(target)
         assert (read.version, read.ground_truth) == (1, "fault 0")
-        fixed = admin.scenarios.update(target, ground_truth="fault zero", version=read.version,
+        fixed = admin.scenarios.update(target, ground_truth="fault zero", revision=read.revision,
                                        note="typo")  # fmt: skip
-        assert (fixed.outcome, fixed.version) == ("new_version", 2)
+        assert (fixed.outcome, fixed.version, fixed.revision) == ("new_version", 2, 2)
         with pytest.raises(PreconditionFailed):
-            admin.scenarios.update(target, ground_truth="fault nought", version=1)
-        titled = admin.scenarios.update(target, title="Port typo")  # reads the version first
+            admin.scenarios.update(target, ground_truth="fault nought", revision=1)
+        titled = admin.scenarios.update(target, title="Port typo")  # reads the revision first
         assert (titled.outcome, titled.changed, titled.version) == ("updated", ["title"], 2)
+        assert titled.revision == 3  # a change in place moves the revision, not the version
+        with pytest.raises(PreconditionFailed):  # read before the title: stale
+            admin.scenarios.update(target, ground_truth="fault nought", revision=2)
+        with pytest.raises(PreconditionFailed):  # an older client's version: stale too
+            admin.scenarios.update(target, ground_truth="fault nought", version=2)
         versions = admin.scenarios.versions(target)
         assert versions.current_version == 2
         assert [(v.version, v.ground_truth, v.note) for v in versions.items] == [

@@ -47,3 +47,45 @@ async def test_an_id_a_url_path_would_change_is_refused(
     assert made.status_code == 422, made.text
     assert made.json()["errors"][0]["field"] == "id"
     assert listed.json()["items"] == []
+
+
+async def test_a_stale_if_match_does_not_undo_another_admins_change(
+    api_client: Any, tokens: Any
+) -> None:
+    """The ETag is the scenario's revision, which every change moves (a new title, tag
+    list or set too, not only a new ground truth): a PUT made from a read before another
+    admin's change gets 412 and undoes nothing."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        made = await client.post(
+            "/v1/scenarios",
+            json={"id": "s", "ground_truth": TRUTH, "title": "A", "set": "public"},
+            headers=admin,
+        )
+        etag = made.headers["ETag"]
+        moved = await client.put(
+            "/v1/scenarios/s",
+            json={"ground_truth": TRUTH, "set": "held-out"},
+            headers={**admin, "If-Match": etag},
+        )
+        stale = await client.put(
+            "/v1/scenarios/s",
+            json={"ground_truth": TRUTH + "!", "set": "public"},
+            headers={**admin, "If-Match": etag},
+        )
+        read = await client.get("/v1/scenarios/s", headers=admin)
+        fixed = await client.put(
+            "/v1/scenarios/s",
+            json={"ground_truth": TRUTH + "!"},
+            headers={**admin, "If-Match": read.headers["ETag"]},
+        )
+    assert etag == '"1"' and made.json()["revision"] == 1
+    assert moved.status_code == 200 and moved.json()["outcome"] == "updated"
+    assert (moved.json()["version"], moved.json()["revision"]) == (1, 2)
+    assert moved.headers["ETag"] == '"2"'
+    assert stale.status_code == 412, stale.text
+    assert read.json()["set"] == "held-out" and read.json()["ground_truth"] == TRUTH
+    assert (read.json()["version"], read.json()["revision"]) == (1, 2)
+    assert fixed.status_code == 200 and fixed.json()["outcome"] == "new_version"
+    assert (fixed.json()["version"], fixed.json()["revision"]) == (2, 3)
+    assert fixed.headers["ETag"] == '"3"'

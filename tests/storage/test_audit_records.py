@@ -66,7 +66,7 @@ async def evidence(store: Store) -> Evidence:
     await store.scenarios.create(spec, actor="admin")
     change = await store.scenarios.update(
         ScenarioSpec(spec.id, spec.ground_truth + " (v2)", title="OOM", note="typo"),
-        expected_version=1,
+        expected_revision=1,
         actor="admin",
     )
     scenario_data = new_submission(

@@ -125,14 +125,25 @@ def get_scenario(scenario_id: str, suffix: str = "") -> Call:
     return Call("GET", _scenario(scenario_id) + suffix, idempotent=True)
 
 
-def update_scenario(scenario_id: str, version: int, body: dict[str, Any]) -> Call:
-    """``PUT /v1/scenarios/{id}`` against ``version`` (``If-Match``: its ETag)."""
+def update_scenario(scenario_id: str, revision: int, body: dict[str, Any]) -> Call:
+    """``PUT /v1/scenarios/{id}`` against ``revision`` (``If-Match``: its ETag)."""
     return Call(
         "PUT",
         _scenario(scenario_id),
         body={k: v for k, v in body.items() if v is not None},
-        headers={"If-Match": f'"{version}"'},
+        headers={"If-Match": f'"{revision}"'},
     )
+
+
+def expected_revision(revision: int | None, version: int | None, current: Any) -> int:
+    """The revision an update names: the one given, else ``version`` (what older
+    clients sent: the revision of a scenario never changed in place), else the
+    scenario just read's."""
+    if revision is not None:
+        return revision
+    if version is not None:
+        return version
+    return int(current.revision if current.revision is not None else current.version or 0)
 
 
 def create_import(content: bytes, media_type: str, *, rubric: str | None, strict: bool) -> Call:

@@ -215,13 +215,17 @@ class RegradeJob(_Model):
 
 
 class Scenario(_Model):
-    """A registered scenario; ``ground_truth`` and ``version`` (its ETag) only for
-    adjudicators and admins (``withheld`` names what a submitter does not get)."""
+    """A registered scenario; ``ground_truth``, ``version`` and ``revision`` (its ETag)
+    only for adjudicators and admins (``withheld`` names what a submitter does not get)."""
 
     id: str
     set: str
     ground_truth: str | None
+    #: the newest version of its ground truth
     version: int | None
+    #: every change counted (a new ground truth, title, tag list or set): the ETag an
+    #: update names
+    revision: int | None = None
     title: str | None
     tags: list[str]
     created_at: datetime
@@ -256,11 +260,14 @@ class ScenarioVersions(_Model):
 
 
 class ScenarioLoadItem(_Model):
-    """What loading or updating one scenario did, and its version afterwards."""
+    """What loading or updating one scenario did, and its version and revision
+    afterwards."""
 
     id: str
     outcome: Literal["created", "unchanged", "new_version", "updated"]
     version: int
+    #: the scenario's revision after it (its ETag)
+    revision: int
     changed: list[str] = Field(default_factory=list)
 
 

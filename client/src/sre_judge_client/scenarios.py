@@ -100,7 +100,7 @@ class Scenarios:
         return ScenarioLoadReport.model_validate(self._send(_calls.load_scenarios(content, fmt)))
 
     def get(self, scenario_id: str) -> Scenario:
-        """One scenario; ``version`` is its ground truth's (the ``If-Match`` of updates)."""
+        """One scenario; ``revision`` is the ``If-Match`` of its updates."""
         return Scenario.model_validate(self._send(_calls.get_scenario(scenario_id)))
 
     def versions(self, scenario_id: str) -> ScenarioVersions:
@@ -118,22 +118,26 @@ class Scenarios:
         scenario_id: str,
         *,
         ground_truth: str | None = None,
-        version: int | None = None,
+        revision: int | None = None,
         title: str | None = None,
         tags: Sequence[str] | None = None,
         scenario_set: str | None = None,
         note: str | None = None,
+        version: int | None = None,
     ) -> ScenarioLoadItem:
         """A new ground truth (a new version; ``note`` says why) or new metadata (admin).
 
-        ``version`` is the one you read (sent as ``If-Match``); without it, or without
-        ``ground_truth``, the scenario is read first. A stale version raises
-        :class:`~sre_judge_client.PreconditionFailed`."""
-        current = self.get(scenario_id) if version is None or ground_truth is None else None
-        expected = version if version is not None else current.version  # type: ignore[union-attr]
+        ``revision`` is the one you read (sent as ``If-Match``; every change of the
+        scenario moves it); without it, or without ``ground_truth``, the scenario is read
+        first. A stale revision raises :class:`~sre_judge_client.PreconditionFailed`.
+        ``version`` is taken where no ``revision`` is given, as older clients sent it:
+        the same number until a title, tag list or set is changed in place."""
+        need = (revision is None and version is None) or ground_truth is None
+        current = self.get(scenario_id) if need else None
+        expected = _calls.expected_revision(revision, version, current)
         body = _update_body(current, ground_truth, title=title, tags=tags, set=scenario_set,
                             note=note)  # fmt: skip
-        call = _calls.update_scenario(scenario_id, expected or 0, body)
+        call = _calls.update_scenario(scenario_id, expected, body)
         return ScenarioLoadItem.model_validate(self._send(call))
 
 
@@ -177,7 +181,7 @@ class AsyncScenarios:
         return ScenarioLoadReport.model_validate(answer)
 
     async def get(self, scenario_id: str) -> Scenario:
-        """One scenario; ``version`` is its ground truth's."""
+        """One scenario; ``revision`` is the ``If-Match`` of its updates."""
         return Scenario.model_validate(await self._send(_calls.get_scenario(scenario_id)))
 
     async def versions(self, scenario_id: str) -> ScenarioVersions:
@@ -195,17 +199,18 @@ class AsyncScenarios:
         scenario_id: str,
         *,
         ground_truth: str | None = None,
-        version: int | None = None,
+        revision: int | None = None,
         title: str | None = None,
         tags: Sequence[str] | None = None,
         scenario_set: str | None = None,
         note: str | None = None,
+        version: int | None = None,
     ) -> ScenarioLoadItem:
         """A new ground truth or new metadata (see :meth:`Scenarios.update`)."""
-        need = version is None or ground_truth is None
+        need = (revision is None and version is None) or ground_truth is None
         current = await self.get(scenario_id) if need else None
-        expected = version if version is not None else current.version  # type: ignore[union-attr]
+        expected = _calls.expected_revision(revision, version, current)
         body = _update_body(current, ground_truth, title=title, tags=tags, set=scenario_set,
                             note=note)  # fmt: skip
-        call = _calls.update_scenario(scenario_id, expected or 0, body)
+        call = _calls.update_scenario(scenario_id, expected, body)
         return ScenarioLoadItem.model_validate(await self._send(call))
