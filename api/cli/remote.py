@@ -1,15 +1,16 @@
 """``--server URL``: the commands that read the database ask a running server instead.
 
-The token comes from ``SRE_JUDGE_TOKEN``. Answers are read into the service's own report
-and job models, so a report looks the same whether it came from the database or a server.
-A refused request (problem+json) or an unreachable server is one line on stderr, exit 2.
-httpx is imported when a command runs, not with the command line.
+The token comes from ``SRE_JUDGE_TOKEN``, read as the client package reads it (surrounding
+whitespace dropped, one no header can carry refused) and never printed. Answers are read
+into the service's own report and job models, so a report looks the same whether it came
+from the database or a server. A refused request (problem+json), a redirect (not
+followed: the token goes to the URL given only) or an unreachable server is one line on
+stderr, exit 2. httpx is imported when a command runs, not with the command line.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -63,7 +64,7 @@ def _problem(response: httpx.Response) -> str:
 
 
 class Refused(CommandError):
-    """An error answer of the server (exit 2); ``status`` is its HTTP status."""
+    """An error answer of the server, or a redirect (exit 2); ``status`` is its HTTP status."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
@@ -78,6 +79,21 @@ class Remote:
         #: the server as messages name it: a password in its URL masked
         self.url = mask_passwords(url)
 
+    def _unreachable(self, exc: Exception) -> CommandError:
+        """The usage error of a request that got no answer (the token, being one a header
+        carries, is in no such error's text)."""
+        return CommandError(f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
+
+    def _refused(self, response: httpx.Response, method: str, path: str) -> Refused:
+        """The usage error of an answer that is not the one asked for."""
+        status = response.status_code
+        if response.is_redirect:
+            to = response.headers.get("Location", "elsewhere")
+            reason = f"a redirect to {to}, not followed (give the server's final URL)"
+        else:
+            reason = _problem(response)
+        return Refused(f"{self.url} answered {status} to {method} {path}: {reason}", status)
+
     def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """The answer of a 2xx request; a usage error naming the status otherwise."""
         import httpx
@@ -85,34 +101,27 @@ class Remote:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise CommandError(f"cannot reach {self.url}: {type(exc).__name__}: {exc}") from None
-        if response.is_error:
-            raise Refused(
-                f"{self.url} answered {response.status_code} to {method} {path}: "
-                f"{_problem(response)}",
-                response.status_code,
-            )
+            raise self._unreachable(exc) from None
+        if not response.is_success:
+            raise self._refused(response, method, path)
         return response
 
     def download(self, path: str, sink: SupportsWrite[bytes], **kwargs: Any) -> httpx.Response:
         """``GET path`` streamed into ``sink`` chunk by chunk (an export of any size in
-        bounded memory); the answer, its body read; a usage error as :meth:`send`'s."""
+        bounded memory); the answer, its body read. Anything but a ``200`` is a usage
+        error as :meth:`send`'s, and nothing of its body reaches ``sink``."""
         import httpx
 
         try:
             with self._http.stream("GET", path, **kwargs) as response:
-                if response.is_error:
+                if response.status_code != 200:
                     response.read()
-                    raise Refused(
-                        f"{self.url} answered {response.status_code} to GET {path}: "
-                        f"{_problem(response)}",
-                        response.status_code,
-                    )
+                    raise self._refused(response, "GET", path)
                 for chunk in response.iter_bytes():
                     sink.write(chunk)
                 return response
         except httpx.HTTPError as exc:
-            raise CommandError(f"cannot reach {self.url}: {type(exc).__name__}: {exc}") from None
+            raise self._unreachable(exc) from None
 
     def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         """GET a JSON answer."""
@@ -125,14 +134,19 @@ class Remote:
 
 @contextmanager
 def remote(url: str) -> Iterator[Remote]:
-    """A client of the server at ``url`` with the token of ``SRE_JUDGE_TOKEN``."""
+    """A client of the server at ``url`` with the token of ``SRE_JUDGE_TOKEN``, read as
+    the client package reads it (:func:`sre_judge_client._core.resolve`)."""
     import httpx
+    from sre_judge_client._core import resolve
 
     if not url.startswith(("http://", "https://")):
         raise click.BadParameter(f"{url!r}: expected an http(s) URL", param_hint="--server")
-    token = os.environ.get("SRE_JUDGE_TOKEN")
+    try:
+        base, token = resolve(url, None)
+    except ValueError as exc:  # a token no header carries: the message does not quote it
+        raise click.UsageError(f"SRE_JUDGE_TOKEN: {exc}") from None
     if not token:
         raise click.UsageError("--server needs a token: set SRE_JUDGE_TOKEN")
     headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=_TIMEOUT) as http:
+    with httpx.Client(base_url=base, headers=headers, timeout=_TIMEOUT) as http:
         yield Remote(http, url)

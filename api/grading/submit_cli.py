@@ -5,11 +5,13 @@ package (``sre_judge_client``, imported when the command runs, so nothing of the
 stack or of httpx loads with the command line).
 
 Exit status: 0 pass, 1 fail, 2 bad usage (or a request the server refused: token, scenario,
-fields), 3 unscored, 4 held (a pass of a diagnosis flagged for injection, waiting for a
-human verdict: not a pass), 5 no verdict yet (still pending after ``--wait``, or the
-server unreachable). With several diagnoses (JSONL) the most serious status wins, in the
-order 2, 3, 5, 4, 1, 0, and every error names its line (``line 3: ...``), whether the
-line could not be read or the server refused it.
+fields, a redirect), 3 unscored, 4 held (a pass of a diagnosis flagged for injection,
+waiting for a human verdict: not a pass), 5 no verdict yet (still pending after
+``--wait``, or the server unreachable: no connection, 502, 503, 504). With several
+diagnoses (JSONL) the most serious status wins, in the order 2, 3, 5, 4, 1, 0, and every
+error names its line (``line 3: ...``), whether the line could not be read or the server
+refused it. ``--wait`` is the time given to each grading in all
+(:func:`sre_judge_client.client.submit_and_wait`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ __all__ = ["EXIT_CODES", "submit_command"]
 #: the exit status of each outcome, and the order in which several outcomes combine
 EXIT_CODES = {"usage": 2, "unscored": 3, "pending": 5, "held": 4, "fail": 1, "pass": 0}
 _FIELDS = ("diagnosis", "scenario_id", "ground_truth", "agent", "model", "run_id", "attempt")
-#: the server holds ``?wait`` at most this long; the rest is polled
-_SERVER_WAIT_MAX = 300.0
 
 
 def outcome(grading: dict[str, Any]) -> str:
@@ -96,10 +96,10 @@ def _requests(text: str, jsonl: bool, defaults: dict[str, Any]) -> list[tuple[st
 
 
 def _submit_one(client: Any, request: dict[str, Any], wait: float) -> dict[str, Any]:
+    from sre_judge_client.client import submit_and_wait
+
     fields = {k: v for k, v in request.items() if v is not None}
-    grading = client.submit(wait=min(wait, _SERVER_WAIT_MAX) or None, **fields)
-    if not grading.done and wait > _SERVER_WAIT_MAX:
-        grading = client.wait(grading.id, timeout=wait - _SERVER_WAIT_MAX)
+    grading = submit_and_wait(client, wait=wait, **fields)
     # what the server sent: a submitter's view leaves fields out, not null
     return dict(grading.model_dump(mode="json", exclude_unset=True))
 

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import respx
 from sre_judge_client import (
+    ApiError,
     AsyncClient,
     Client,
     GroundTruthConflict,
@@ -110,6 +111,59 @@ def test_a_problem_becomes_an_exception_naming_the_field() -> None:
     with pytest.raises(InvalidRequest) as refused:
         _client().submit("d", scenario_id="sc", attempt=-1)
     assert refused.value.field == "attempt" and "attempt" in str(refused.value)
+
+
+@respx.mock
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_an_api_error_naming_it_never_followed(status: int) -> None:
+    """An ``http://`` URL of a server that redirects to ``https://``: the client does not
+    follow (the token goes to the URL given only), and says so with the status and the
+    ``Location``, instead of failing to read a grading out of the redirect."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(status, headers={"Location": "https://judge.test/v1/x"})
+    )
+    with pytest.raises(ApiError) as refused:
+        _client().submit("d", scenario_id="sc")
+    assert refused.value.status == status
+    assert "https://judge.test/v1/x" in str(refused.value) and "redirect" in str(refused.value)
+
+
+@respx.mock
+async def test_the_async_client_raises_the_same_for_a_redirect() -> None:
+    respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(301, headers={"Location": "https://judge.test/v1/gradings/g1"})
+    )
+    async with AsyncClient(URL, "t0ken") as judge:
+        with pytest.raises(ApiError) as refused:
+            await judge.get("g1")
+    assert refused.value.status == 301
+
+
+@respx.mock
+def test_a_success_that_is_not_json_is_an_api_error() -> None:
+    """``SRE_JUDGE_URL`` pointing at a proxy's sign-in page: an ``ApiError`` naming the
+    status and content type, not a validation error of the grading model."""
+    respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(
+            200, headers={"Content-Type": "text/html"}, text="<html>Sign in</html>"
+        )
+    )
+    with pytest.raises(ApiError) as refused:
+        _client().get("g1")
+    assert refused.value.status == 200 and "text/html" in str(refused.value)
+
+
+@respx.mock
+def test_a_bad_gateway_is_unavailable_and_not_sent_again() -> None:
+    """A load balancer in front of a server that is restarting answers 502: the server is
+    away (``Unavailable``, as for 503 and 504), and nothing says the request was not
+    received, so it is not retried."""
+    route = respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(502, text="<html>Bad Gateway</html>")
+    )
+    with pytest.raises(Unavailable) as away:
+        _client().submit("d", scenario_id="sc")
+    assert away.value.status == 502 and route.call_count == 1
 
 
 @respx.mock

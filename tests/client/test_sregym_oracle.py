@@ -160,6 +160,28 @@ def test_an_unreachable_server_is_an_error_result() -> None:
     assert result["judgment"] == "Error" and result["success"] is False
 
 
+@respx.mock
+def test_a_202_before_the_wait_is_over_is_waited_out() -> None:
+    """A server draining for a restart answers 202 at once and grades a moment later:
+    the oracle spends the rest of its ``wait`` polling, so SREGym records the verdict, not
+    an error for an attempt that was graded."""
+    url = "http://judge.test"
+    submission = {
+        **_grading().submission.model_dump(mode="json"),
+        "ground_truth_sha256": _sha(TRUTH),
+    }
+    graded = _grading(submission=submission).model_dump(mode="json")
+    pending = {**graded, "status": "pending", "composite": None, "passed": None}
+    respx.post(f"{url}/v1/submissions").mock(return_value=httpx.Response(202, json=pending))
+    polled = respx.get(f"{url}/v1/gradings/g1").mock(
+        side_effect=[httpx.Response(200, json=pending)] + [httpx.Response(200, json=graded)] * 50
+    )
+    oracle = LLMAsAJudgeOracle(object(), TRUTH, client=Client(url, "t0ken"), wait=30)
+    result = oracle.evaluate(DIAGNOSIS)
+    assert result["judgment"] == "True", result
+    assert polled.call_count == 2
+
+
 @pytest.mark.slow
 def test_the_oracle_registers_the_problem_and_grades_on_the_server(
     serve: Callable[[str], Served],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -9,8 +10,11 @@ import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+import respx
 import tenacity
 from click.testing import CliRunner
 
@@ -20,6 +24,11 @@ from tests.support.service_process import cli
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
+
+
+#: a server that respx stands in for
+URL = "http://judge.test"
+MOCKED = {"SRE_JUDGE_URL": URL, "SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1"}
 
 
 def _env(served: Served, token: str | None = None) -> dict[str, str]:
@@ -184,6 +193,96 @@ def test_an_unreachable_server_is_no_verdict(
     assert done.exit_code == 5, done.output
     assert "ConnectError" in done.output
     assert len(waits) == 5 and all(wait > 0 for wait in waits)  # six attempts, then no verdict
+
+
+def _grading(status: str) -> dict[str, Any]:
+    """A grading object as the server answers it, of an inline ground truth."""
+    graded = status == "graded"
+    submission = {
+        "id": "s1", "agent": None, "model": None, "scenario_id": None, "run_id": None,
+        "attempt": 1, "metadata": {}, "diagnosis": DIAGNOSIS, "ground_truth": TRUTH,
+        "ground_truth_source": "inline",
+        "ground_truth_sha256": hashlib.sha256(TRUTH.encode()).hexdigest(),
+        "created_at": "2026-12-01T00:00:00Z",
+    }  # fmt: skip
+    return {
+        "id": "g1", "submission_id": "s1", "status": status, "unscored_reason": None,
+        "rubric": {"id": "sregym-rca", "version": "v1"},
+        "judge": {"backend": "scripted", "model": "pass"}, "answers": [],
+        "dimensions": [{"id": d, "name": d, "yes": 3, "total": 3} for d in ("D1", "D2", "D3")],
+        "yes_count": 9 if graded else None, "composite": 1.0 if graded else None,
+        "passed": True if graded else None, "revision": 2 if graded else 1,
+        "created_at": "2026-12-01T00:00:00Z", "graded_at": None, "submission": submission,
+    }  # fmt: skip
+
+
+def _draining_server() -> respx.Route:
+    """A server draining for a restart: it answers 202 at once, then grades; the route
+    of ``GET /v1/gradings/g1`` (pending at the first look, graded after)."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(
+            202, json=_grading("pending"), headers={"Location": "/v1/gradings/g1"}
+        )
+    )
+    return respx.get(f"{URL}/v1/gradings/g1").mock(
+        side_effect=[httpx.Response(200, json=_grading("pending"))]
+        + [httpx.Response(200, json=_grading("graded"))] * 50
+    )
+
+
+@respx.mock
+def test_a_202_before_the_wait_is_over_is_waited_out(tmp_path: Path) -> None:
+    """``--wait S`` is the time given to the grading in all: a server that answers 202
+    early (draining for a restart) is polled for the rest, so a pass graded a moment
+    later exits 0, not 5 (no verdict yet)."""
+    truth, diagnosis = _files(tmp_path)
+    polled = _draining_server()
+    done = CliRunner().invoke(
+        submit_command,
+        ["--ground-truth-file", truth, "--diagnosis-file", diagnosis, "--wait", "30",
+         "--format", "json"],
+        env=MOCKED,
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert polled.call_count == 2 and json.loads(done.stdout)["status"] == "graded"
+
+
+@respx.mock
+def test_a_bad_gateway_is_no_verdict_yet(tmp_path: Path) -> None:
+    """A load balancer in front of a server that is restarting answers 502: the server
+    is unreachable (5, as for 503 and 504), not bad usage (2)."""
+    _, diagnosis = _files(tmp_path)
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(
+            502, headers={"Content-Type": "text/html"}, text="<html>Bad Gateway</html>"
+        )
+    )
+    done = CliRunner().invoke(
+        submit_command, ["--scenario", "s", "--diagnosis-file", diagnosis, "--wait", "0"],
+        env=MOCKED,
+    )  # fmt: skip
+    assert done.exit_code == 5, done.output
+    assert "502" in done.output
+
+
+@respx.mock
+def test_a_redirect_is_refused_line_by_line(tmp_path: Path) -> None:
+    """A server URL that redirects (``http://`` to ``https://``) is not followed: each
+    JSONL line is still sent and gets its own error line naming the status, and the run
+    ends as refused (2), never aborted by the first answer."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps({"diagnosis": d, "scenario_id": "s"}) + "\n"
+                            for d in ("a", "b")))  # fmt: skip
+    route = respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(308, headers={"Location": "https://judge.test/v1/submissions"})
+    )
+    done = CliRunner().invoke(
+        submit_command, ["--diagnosis-file", str(runs), "--wait", "0"], env=MOCKED
+    )
+    assert route.call_count == 2 and done.exit_code == 2, done.output
+    errors = done.output.splitlines()
+    assert [e.split(":")[1].strip() for e in errors] == ["line 1", "line 2"], errors
+    assert all("308" in e and "https://judge.test/v1/submissions" in e for e in errors)
 
 
 def test_jsonl_lines_are_read_as_import_jsonl_reads_them(

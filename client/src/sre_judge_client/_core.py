@@ -27,6 +27,7 @@ from sre_judge_client.errors import (
 
 __all__ = [
     "DEFAULT_URL",
+    "SERVER_WAIT_MAX",
     "Call",
     "decode",
     "ground_truth_conflict",
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+#: the longest ``?wait`` the server holds a submission open; a longer wait is polled
+SERVER_WAIT_MAX = 300.0
 #: statuses after which nothing was stored: always safe to send again
 _BUSY = frozenset({429, 503})
 
@@ -165,14 +168,42 @@ def submission_call(
 
 
 def decode(response: httpx.Response) -> Any:
-    """The JSON body of a success, or the :class:`ApiError` of a failure, raised."""
+    """The JSON body of a success, or the :class:`ApiError` of any other answer, raised.
+
+    A ``4xx``/``5xx`` raises its problem's error. A ``3xx`` raises an :class:`ApiError`
+    naming its status and ``Location``: redirects are not followed, so the token is never
+    sent to another address than the one given. A ``2xx`` whose body is not JSON (a
+    proxy's sign-in page) raises one naming its status and content type; only a ``204``
+    has no body (None).
+    """
+    status = response.status_code
+    if status >= 400:
+        try:
+            body = response.json() if response.content else None
+        except ValueError:
+            body = None
+        raise error_from_response(status, body, response.headers)
+    if not 200 <= status < 300:
+        location = response.headers.get("Location")
+        to = f" to {location}" if location else ""
+        raise ApiError(
+            status,
+            "Redirect not followed" if 300 <= status < 400 else f"HTTP {status}",
+            f"the server answered {status}{to}; the client does not follow redirects, so "
+            "the token never goes to another address: give the server's final URL",
+        )
+    if status == 204:
+        return None
     try:
-        body = response.json() if response.content else None
+        return response.json()
     except ValueError:
-        body = None
-    if response.status_code >= 400:
-        raise error_from_response(response.status_code, body, response.headers)
-    return body
+        kind = response.headers.get("Content-Type") or "no content type"
+        raise ApiError(
+            status,
+            "Not JSON",
+            f"the server answered {status} with {kind} where JSON was expected: "
+            "is the URL that of an sre-judge server?",
+        ) from None
 
 
 class _RetryAfterWait(wait_base):

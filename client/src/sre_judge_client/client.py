@@ -12,6 +12,7 @@ from tenacity import Retrying
 
 from sre_judge_client import _calls
 from sre_judge_client._core import (
+    SERVER_WAIT_MAX,
     Call,
     decode,
     ground_truth_conflict,
@@ -25,7 +26,7 @@ from sre_judge_client.imports import Imports
 from sre_judge_client.models import Grading, RegradeJob
 from sre_judge_client.scenarios import Scenarios
 
-__all__ = ["Client"]
+__all__ = ["Client", "submit_and_wait"]
 
 
 class Client:
@@ -103,7 +104,8 @@ class Client:
     ) -> Grading:
         """Submit a diagnosis; with ``wait`` (seconds, up to 300) the server holds the
         answer until the grading is done. A grading still ``pending`` afterwards is a
-        handle: pass its id to :meth:`wait`. ``trace``: the agent's tool calls and
+        handle: pass its id to :meth:`wait` (:func:`submit_and_wait` does, for the rest
+        of a wait). ``trace``: the agent's tool calls and
         observations (a list of JSON objects, one a step) or free text."""
         call = submission_call(
             diagnosis,
@@ -247,3 +249,23 @@ class Client:
             if delay is None:
                 raise TimeoutError(f"regrade job {job_id} still {job.state}")
             time.sleep(delay)
+
+
+def submit_and_wait(client: Client, diagnosis: str, *, wait: float, **fields: Any) -> Grading:
+    """Submit ``diagnosis`` (``fields`` as :meth:`Client.submit` takes them) and wait for
+    its grading ``wait`` seconds in all, counted from before the request.
+
+    The server holds the answer up to :data:`SERVER_WAIT_MAX` seconds; a grading still
+    pending when it answers (after those, or early: a ``202`` from a server draining for a
+    restart) is polled for the rest of ``wait``. Still pending then, it is returned
+    pending: a handle for :meth:`Client.wait`.
+    """
+    deadline = time.monotonic() + wait
+    grading = client.submit(diagnosis, wait=min(wait, SERVER_WAIT_MAX) or None, **fields)
+    remaining = deadline - time.monotonic()
+    if grading.done or remaining <= 0:
+        return grading
+    try:
+        return client.wait(grading.id, timeout=remaining)
+    except TimeoutError:
+        return grading

@@ -118,7 +118,8 @@ class PreconditionFailed(ApiError):
 
 
 class Unavailable(ApiError):
-    """429, 503 or 504 after the retries: the server is busy or the judge is away."""
+    """429, 502, 503 or 504 (429 and 503 after the retries): the server is busy, away
+    behind its gateway, or its judge is."""
 
 
 def _rebuild(kind: type[ApiError], args: tuple[Any, ...], keywords: dict[str, Any]) -> ApiError:
@@ -135,6 +136,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     412: PreconditionFailed,
     422: InvalidRequest,
     429: Unavailable,
+    502: Unavailable,
     503: Unavailable,
     504: Unavailable,
 }

@@ -32,7 +32,7 @@ import logging
 from typing import Any
 
 from sre_judge_client._core import ground_truth_conflict, ground_truth_sha256, idempotency_key
-from sre_judge_client.client import Client
+from sre_judge_client.client import Client, submit_and_wait
 from sre_judge_client.errors import ApiError, Forbidden, GroundTruthConflict, NotFound
 from sre_judge_client.models import Grading
 
@@ -219,7 +219,8 @@ class LLMAsAJudgeOracle:
     ``max_tokens`` are accepted for compatibility and ignored: the server chooses its
     judge. Keywords beyond SREGym's: ``client`` (else one from ``SRE_JUDGE_URL`` and
     ``SRE_JUDGE_TOKEN``), ``problem_id`` (else the problem's ``problem_id``/``id``),
-    ``agent``, ``model``, ``run_id`` (makes resubmissions idempotent), ``wait``, and
+    ``agent``, ``model``, ``run_id`` (makes resubmissions idempotent), ``wait`` (seconds
+    for each grading in all: a server that answers ``202`` early is polled for the rest), and
     ``update_scenario`` (False: a registered scenario whose ground truth differs from
     ``expected`` is refused even with an admin token, never given a new version).
     """
@@ -364,20 +365,19 @@ class LLMAsAJudgeOracle:
                 run_id=self.run_id,
                 attempt=self.attempts,
             )
-            grading = self.client.submit(
+            grading = submit_and_wait(
+                self.client,
                 text,
+                wait=self.wait,
                 agent=self.agent,
                 model=self.model,
                 run_id=self.run_id,
                 attempt=self.attempts,
                 metadata={"source": "sregym", "problem_id": self.problem_id},
-                wait=min(self.wait, 300.0),
                 idempotency_key=key,
                 trace=sregym_trace(trace),
                 **source,
             )
-            if not grading.done and self.wait > 300.0:
-                grading = self.client.wait(grading.id, timeout=self.wait - 300.0)
         except GroundTruthConflict:
             raise
         except (ApiError, OSError, TimeoutError) as error:

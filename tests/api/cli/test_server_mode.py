@@ -44,8 +44,8 @@ def _graded(env: dict[str, str], n: int) -> dict[str, object]:
     raise AssertionError("the server's workers did not grade the import")
 
 
-@pytest.mark.slow
-def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
+def _served_env(tmp_path: Path) -> tuple[dict[str, str], str]:
+    """The environment of a migrated database for ``serve`` and an admin token of it."""
     env = {
         "SRE_JUDGE_DATABASE_URL": f"sqlite:///{tmp_path / 'judge.db'}",
         "SRE_JUDGE_JUDGE": "scripted:pass",
@@ -58,6 +58,12 @@ def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
     token = cli_in_process(
         "tokens", "create", "--role", "admin", "--name", "ops", env=env
     ).stdout.strip()
+    return env, token
+
+
+@pytest.mark.slow
+def test_report_export_and_regrade_through_a_server(tmp_path: Path) -> None:
+    env, token = _served_env(tmp_path)
     _seed(env, tmp_path)
     with serving(env, tmp_path / "serve.log") as server:
         local = _graded(env, 4)
@@ -113,3 +119,28 @@ def test_a_password_in_the_server_url_is_not_printed() -> None:
     )  # fmt: skip
     assert done.returncode == 2 and "cannot reach http://ops:***@127.0.0.1:1" in done.stderr
     assert "hunter2" not in done.stderr + done.stdout
+
+
+@pytest.mark.slow
+def test_a_token_read_with_its_newline_is_used_and_never_printed(tmp_path: Path) -> None:
+    """A token from a mounted secret or ``SRE_JUDGE_TOKEN=$(cat file)`` ends with a
+    newline: ``--server`` takes it without surrounding whitespace, as the client package
+    does, instead of failing with an error that quotes it into CI logs."""
+    env, token = _served_env(tmp_path)
+    with serving(env, tmp_path / "serve.log") as server:
+        done = cli_in_process(
+            "report", "pass-rates", "--server", server.url, "--format", "json",
+            env={**env, "SRE_JUDGE_TOKEN": f" {token}\n", "NO_COLOR": "1"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert token not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize("token", ["srej_s3cr et", "srej_s3cr\u00e9t", "srej_s3cr\x01t"])
+def test_a_token_no_header_can_carry_is_refused_without_quoting_it(token: str) -> None:
+    done = cli_in_process(
+        "report", "pass-rates", "--server", "http://127.0.0.1:1",
+        env={"SRE_JUDGE_TOKEN": token, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 2 and "SRE_JUDGE_TOKEN" in done.stderr, done.stderr
+    assert "s3cr" not in done.stderr + done.stdout
