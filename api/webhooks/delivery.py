@@ -227,7 +227,10 @@ class WebhookDelivery:
             return None, f"refused target: {refused.detail}"
         except TimeoutError:
             return None, f"no answer within {timeout:g} s"
-        except httpx.HTTPError as failed:
+        except Exception as failed:  # every send ends in a recorded attempt
+            # httpx.HTTPError and anything else (httpx.InvalidURL is no HTTPError): an
+            # exception let through would leave the delivery leased again and again,
+            # never recorded nor given up, and the endpoint's later events behind it
             return None, f"{type(failed).__name__}: {failed}"
         status = response.status_code
         return status, None if 200 <= status < 300 else f"HTTP {status}"

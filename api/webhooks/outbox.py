@@ -59,6 +59,8 @@ _FROM_AUDIT = {
     "grading.overridden": "grading.overridden",
     "regrade_job.done": "regrade.finished",
     "regrade_job.failed": "regrade.finished",
+    # a cancelled job has ended (it may be resumed: then it finishes again, another event)
+    "regrade_job.cancelled": "regrade.finished",
     "judge.changed": "judge.changed",
     "judge.demoted": "judge.demoted",
 }

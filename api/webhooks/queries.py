@@ -54,6 +54,9 @@ class Claimed:
     created_at: datetime
     #: the endpoint's failed attempts in a row before this one
     endpoint_failures: int
+    #: the end of this process's lease: its fencing token (a holder whose lease ran out
+    #: and was taken by another finds the delivery's lease changed)
+    leased_until: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ def _claimed(delivery: WebhookDeliveryRecord, endpoint: WebhookEndpointRecord) -
         seq=int(delivery.seq or 0), id=delivery.id, endpoint_id=endpoint.id, url=endpoint.url,
         secret=endpoint.secret, payload=dict(delivery.payload), attempts=delivery.attempts,
         created_at=delivery.created_at, endpoint_failures=endpoint.consecutive_failures,
+        leased_until=delivery.leased_until,
     )  # fmt: skip
 
 
@@ -143,6 +147,9 @@ class WebhookQueries:
                 "attempt is recorded (its attempts list shows it)"
             )
         found.state, found.next_attempt_at, found.created_at = "pending", now, now
+        # a new series: its backoff starts from SRE_JUDGE_WEBHOOK_RETRY_SECONDS again, as
+        # its give-up clock does (the earlier attempts stay in its attempts list)
+        found.attempts, found.delivered_at = 0, None
         session.execute(
             update(WebhookEndpointRecord)
             .where(col(WebhookEndpointRecord.id) == endpoint_id)
@@ -265,6 +272,11 @@ class WebhookQueries:
 
         With ``lease_next`` (seconds) after a delivered send, the endpoint's next due
         delivery is leased in the same transaction and returned.
+
+        A holder whose lease ran out and was taken by another process (frozen, say)
+        records its attempt, which happened, but changes nothing else: not the delivery's
+        state or lease, which are the new holder's, nor the endpoint's circuit, and it
+        leases nothing, so the endpoint still gets one send at a time.
         """
         now = self._db.clock()
         delivered = status is not None and 200 <= status < 300 and error is None
@@ -277,9 +289,12 @@ class WebhookQueries:
                 [{"delivery_seq": claimed.seq, "attempted_at": now, "status": status,
                   "error": stored_error, "duration_ms": duration_ms}],
             )  # fmt: skip
-            session.execute(
+            held = session.connection().execute(
                 update(WebhookDeliveryRecord)
-                .where(col(WebhookDeliveryRecord.seq) == claimed.seq)
+                .where(
+                    col(WebhookDeliveryRecord.seq) == claimed.seq,
+                    col(WebhookDeliveryRecord.leased_until) == claimed.leased_until,
+                )
                 .values(
                     state=state,
                     next_attempt_at=retry_at if state == "pending" else None,
@@ -289,6 +304,8 @@ class WebhookQueries:
                     last_error=stored_error,
                 )
             )
+            if held.rowcount == 0:  # the lease was lost: the new holder decides the rest
+                return None
             if not delivered or claimed.endpoint_failures:  # a closed circuit stays as it is
                 session.execute(
                     update(WebhookEndpointRecord)

@@ -162,6 +162,10 @@ async def resolve_target(url: str, allow: frozenset[str]) -> Target:
         raise InvalidRequest(f"not a URL ({error})", field="url") from error
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise InvalidRequest("an http:// or https:// URL with a host is needed", field="url")
+    try:  # what the sender parses: a URL it would refuse on every send is refused now
+        httpx.URL(url)
+    except httpx.InvalidURL as error:
+        raise InvalidRequest(f"not a URL the sender can use ({error})", field="url") from None
     host = parts.hostname.lower()
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)

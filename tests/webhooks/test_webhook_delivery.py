@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,14 +24,19 @@ async def _deliveries(store: Store, endpoint_id: str) -> dict[str, Any]:
     return {v.delivery.payload["data"]["regrade_job_id"]: v for v in views}
 
 
+def _finished(store: Store, job: str) -> None:
+    """A ``regrade_job.done`` event of ``job``: a delivery to every subscriber."""
+    with store.db.sessions()() as session, session.begin():
+        store.db.audit(
+            session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
+            actor="t", payload={"state": "done", "counts": {}},
+        )  # fmt: skip
+
+
 async def _two_finished_regrade_jobs(store: Store) -> None:
     """Two ``regrade_job.done`` events, j1 then j2: two deliveries to every subscriber."""
     for job in ("j1", "j2"):
-        with store.db.sessions()() as session, session.begin():
-            store.db.audit(
-                session, "regrade_job.done", entity_type="regrade_job", entity_id=job,
-                actor="t", payload={"state": "done", "counts": {}},
-            )  # fmt: skip
+        _finished(store, job)
 
 
 async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endpoint(
@@ -98,3 +104,62 @@ async def test_a_stop_lets_the_send_in_flight_finish_and_starts_no_other(
         assert deliveries["j2"].delivery.attempts == 0  # not started, not leased
         [due] = await webhooks.claim_due(lease_seconds=13)
         assert due.id == deliveries["j2"].delivery.id
+
+
+#: a control character in the path: urlsplit and getaddrinfo take it, httpx refuses it
+_UNSENDABLE_URL = "http://127.0.0.1:9/ho\x7fok"
+
+
+async def test_a_send_that_raises_outside_httpx_errors_is_recorded_as_a_failed_attempt(
+    store: Store, clock: Clock, database_url: str, webhooks: WebhookQueries
+) -> None:
+    """Every send ends in a recorded attempt, and in a dead letter at last, whatever it
+    raised (httpx.InvalidURL is no httpx.HTTPError): never a delivery leased again and
+    again without an attempt, holding up the endpoint's later events."""
+    settings = Settings(
+        database_url=database_url, webhook_allow_hosts="127.0.0.1",
+        webhook_retry_seconds=1, webhook_give_up_seconds=5,
+    )  # fmt: skip
+    endpoint = await webhooks.create_endpoint(
+        url=_UNSENDABLE_URL, events=["regrade.finished"], description="", actor="t"
+    )
+    _finished(store, "j1")
+    delivery = WebhookDelivery(store, settings)
+    for _ in range(4):
+        await delivery.deliver_due()
+        clock.advance(30)  # past any lease and backoff, past giving up
+    [view] = await webhooks.deliveries(endpoint.id)
+    assert view.attempts, (view.delivery.state, view.delivery.attempts, "no attempt recorded")
+    assert view.delivery.state == "dead"
+
+
+async def test_a_redelivered_dead_letter_backs_off_from_the_start_again(
+    store: Store, clock: Clock, database_url: str, webhooks: WebhookQueries
+) -> None:
+    """A redelivery is a new series: a redelivered dead letter that fails once waits
+    about SRE_JUDGE_WEBHOOK_RETRY_SECONDS again, not the longest delay of its old series
+    (up to an hour after a long outage)."""
+    settings = Settings(
+        database_url=database_url, webhook_allow_hosts="127.0.0.1",
+        webhook_retry_seconds=1, webhook_give_up_seconds=200, webhook_circuit_failures=1000,
+    )  # fmt: skip
+    with receiving() as receiver:
+        receiver.status = lambda n: 500
+        endpoint = await webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        _finished(store, "j1")
+        delivery = WebhookDelivery(store, settings)
+        for _ in range(30):
+            await delivery.deliver_due()
+            [view] = await webhooks.deliveries(endpoint.id)
+            if view.delivery.state == "dead":
+                break
+            clock.advance(130)
+        assert view.delivery.state == "dead" and len(view.attempts) >= 3
+        await webhooks.redeliver(endpoint.id, view.delivery.id, actor="t")
+        await delivery.deliver_due()  # fails once more
+        [view] = await webhooks.deliveries(endpoint.id)
+        assert view.delivery.state == "pending"
+        wait = view.delivery.next_attempt_at - clock()
+        assert wait <= timedelta(seconds=settings.webhook_retry_seconds * 2), wait

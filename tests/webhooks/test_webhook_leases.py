@@ -132,7 +132,7 @@ async def test_a_delivery_being_sent_cannot_be_redelivered_until_its_attempt_is_
     await webhooks.record_attempt(first, status=200, error=None, duration_ms=1, retry_at=None)
     await webhooks.redeliver(endpoint, first.id, actor="admin")
     [again] = await webhooks.claim_due(lease_seconds=60)
-    assert again.id == first.id and again.attempts == 2
+    assert again.id == first.id and again.attempts == 1  # a redelivery is a new series
 
 
 async def test_redelivering_an_older_delivery_waits_for_the_send_in_flight(
@@ -153,3 +153,26 @@ async def test_redelivering_an_older_delivery_waits_for_the_send_in_flight(
         second, status=200, error=None, duration_ms=1, retry_at=None, lease_next=60
     )
     assert following is not None and following.id == first.id
+
+
+async def test_a_sender_whose_lease_ran_out_does_not_take_the_endpoint_from_the_new_holder(
+    store: Store, clock: Clock, webhooks: WebhookQueries
+) -> None:
+    """Server A leases j0 and is frozen past its lease; server B leases j0 again and is
+    sending it. A wakes and records its outcome: it must not clear B's lease nor lease
+    (and send) j1 while B's send of j0 is in flight ("sends nothing more"; one send at
+    a time per endpoint, in event order)."""
+    await _endpoint(store)
+    await _events(store, 2)
+    [held_by_a] = await webhooks.claim_due(lease_seconds=15)
+    clock.advance(16)  # A frozen past its lease
+    server_b = WebhookQueries(store.db)
+    [held_by_b] = await server_b.claim_due(lease_seconds=15)
+    assert held_by_b.id == held_by_a.id  # B is sending j0 now
+    next_for_a = await webhooks.record_attempt(
+        held_by_a, status=200, error=None, duration_ms=16000.0, retry_at=None, lease_next=15
+    )
+    # while B still sends j0, nobody else may get the endpoint
+    also_claimable = await WebhookQueries(store.db).claim_due(lease_seconds=15)
+    assert next_for_a is None, _job(next_for_a)
+    assert also_claimable == []

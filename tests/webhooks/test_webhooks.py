@@ -326,3 +326,51 @@ async def test_a_slow_receiver_does_not_delay_another_endpoint(
             # after the slow receiver's 2.5 s (half of it leaves room for a loaded machine)
             assert max(delays) < 1.25, delays
             assert slow.requests <= 2  # the slow one is still on its first events
+
+
+async def test_a_url_that_cannot_be_sent_to_is_refused_at_registration(
+    api_client: Any, tokens: Any
+) -> None:
+    """A URL the sender would refuse on every send (a control character in its path)
+    is refused when it is registered, naming ``url``."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
+        response = await client.post(
+            "/v1/webhooks",
+            json={"url": "http://127.0.0.1:9/ho\x7fok", "events": ["regrade.finished"]},
+            headers=admin,
+        )
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "url"
+
+
+async def test_a_cancelled_regrade_job_sends_regrade_finished(api_client: Any, tokens: Any) -> None:
+    """Cancelling ends a job (finished_at, final counts, "To give up on a job, cancel
+    it"): a subscriber of ``regrade.finished`` must hear of it, with state cancelled."""
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    async with api_client() as client:  # one graded submission for the job to cover
+        submitted = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": "the disk filled up on node-3", "ground_truth": "disk full"},
+            headers=agent,
+        )
+        assert submitted.status_code == 201, submitted.text
+    async with api_client(start_workers=False) as client:  # the job waits: cancel it
+        created = await client.post(
+            "/v1/webhooks",
+            json={"url": "https://93.184.215.14/hook", "events": ["regrade.finished"]},
+            headers=admin,
+        )
+        assert created.status_code == 201, created.text
+        webhook_id = created.json()["id"]
+        job = await client.post("/v1/regrade-jobs", json={"judge": "scripted:fail"}, headers=admin)
+        assert job.status_code in (201, 202), job.text
+        job_id = job.json()["id"]
+        assert job.json()["state"] == "queued", job.json()
+        cancelled = await client.post(f"/v1/regrade-jobs/{job_id}/cancel", headers=admin)
+        assert cancelled.json()["state"] == "cancelled", cancelled.text
+        items = (await client.get(f"/v1/webhooks/{webhook_id}/deliveries", headers=admin)).json()[
+            "items"
+        ]
+    finished = [d["payload"]["data"] for d in items if d["event"] == "regrade.finished"]
+    assert [(f["regrade_job_id"], f["state"]) for f in finished] == [(job_id, "cancelled")], items
