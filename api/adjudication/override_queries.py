@@ -128,7 +128,10 @@ class OverrideQueries:
         if label is not None:
             session.add(label)
             written.append(label)
-        if not grading.held:  # a held pass stays in the queue until a verdict is given
+        if grading.status == "unscored" and grading.passed is None:
+            # no verdict at all (a human's verdict withdrawn): it needs a human again
+            self._review.reopen(session, grading_id)
+        elif not grading.held:  # a held pass stays in the queue until a verdict is given
             self._review.close(session, grading_id, author_id)
         session.flush()
         # the digest of the state just written, from the values in hand: no read-back

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, and_, case, cast, exists, func, or_, select
+from sqlalchemy import String, and_, case, cast, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.review_reasons import ReviewReason, by_priority, hold_explanation
+from storage.claims import graded_ground_truth
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound
 from storage.gradings import records_by_grading
@@ -36,6 +37,8 @@ class ReviewItem:
     answers: tuple[AnswerRecord, ...]
     reasons: tuple[str, ...]
     claim: ReviewClaimRecord | None
+    #: the ground truth the grading is judged against (its scenario version's text)
+    ground_truth: str | None = None
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,7 @@ class ReviewQueries:
                 answers=tuple(answers[g.id]),
                 reasons=self._reasons(g, _unsure(answers[g.id])),
                 claim=c,
+                ground_truth=graded_ground_truth(session, g, s),
             )
             for g, s, c in rows
         ]
@@ -426,6 +430,15 @@ class ReviewQueries:
             claim = ReviewClaimRecord(grading_id=grading_id)
             session.add(claim)
         return claim
+
+    def reopen(self, session: Session, grading_id: str) -> None:
+        """Put the grading's finished review back in the queue, in the caller's
+        transaction (nothing when it has no review row)."""
+        session.execute(
+            update(ReviewClaimRecord)
+            .where(col(ReviewClaimRecord.grading_id) == grading_id)
+            .values(done_at=None, done_by=None)
+        )
 
     def close(self, session: Session, grading_id: str, principal_id: str) -> None:
         """Mark the grading's review done by ``principal_id`` in the caller's transaction

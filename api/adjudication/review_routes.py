@@ -90,7 +90,7 @@ def _blind_item(item: ReviewItem, now: datetime) -> dict[str, Any]:
         "agent": s.agent,
         "scenario_id": s.scenario_id,
         "diagnosis": s.diagnosis,
-        "ground_truth": s.ground_truth,
+        "ground_truth": item.ground_truth,
         "created_at": g.created_at,
         **_review_state(item.claim, now),
     }

@@ -234,11 +234,14 @@ async def label_grading(
 ) -> GradingView:
     """Store the principal's own answers as human labels, finish its review, and return
     the grading as it stands now: one transaction, so a review that cannot finish (a
-    held pass, which only a verdict override decides) stores no label either."""
+    held pass, which only a verdict override decides) stores no label either. Conflict
+    for a pending grading (its review would end before the judge's result is in)."""
     db = services.store.db
 
     def label(session: Session) -> GradingView:
         view = readable_in(session, services, principal, grading_id)
+        if view.grading.status == "pending":  # nothing to compare with, no review to end
+            raise Conflict("a pending grading cannot be labelled before it is graded")
         rubric = rubric_shown(session, services, view)
         question_ids = (
             [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]

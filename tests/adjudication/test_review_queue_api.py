@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from typing import Any
@@ -200,3 +201,69 @@ async def test_a_revoked_adjudicators_claim_no_longer_hides_the_item(
         taken = await client.post(f"/v1/review-queue/{item}/claim", json={}, headers=bob)
     assert item in [i["grading"]["id"] for i in queue]
     assert taken.status_code == 200, taken.text
+
+
+async def _queued_ids(client: Any, headers: dict[str, str]) -> list[str]:
+    items = (await client.get("/v1/review-queue", headers=headers)).json()["items"]
+    return [i["grading"]["id"] for i in items]
+
+
+async def test_withdrawing_the_only_verdict_of_an_unscored_grading_puts_it_back_in_the_queued_ids(
+    api_client: Any, tokens: Any
+) -> None:
+    """An unscored grading has no verdict but a human's: once that verdict override is
+    withdrawn it has no verdict at all again (``passed`` null) and is back in the queue,
+    as a held pass whose verdict is withdrawn is."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(*["nonsense"] * 4)) as client:
+        grading = await graded(client, agent)
+        gid = grading["id"]
+        assert grading["status"] == "unscored" and grading["passed"] is None
+        assert gid in await _queued_ids(client, ada)
+        url = f"/v1/gradings/{gid}/overrides"
+        decided = await client.post(
+            url,
+            json={"verdict": "pass", "reason": "the diagnosis is right"},
+            headers={**ada, "If-Match": f'"{grading["revision"]}"'},
+        )
+        assert decided.status_code == 201, decided.text
+        assert decided.json()["passed"] is True
+        assert gid not in await _queued_ids(client, ada)
+        withdrawn = await client.post(
+            url,
+            json={"withdraw": decided.json()["overrides"][0]["id"], "reason": "not so sure"},
+            headers={**ada, "If-Match": decided.headers["etag"]},
+        )
+        assert withdrawn.status_code == 201, withdrawn.text
+        assert withdrawn.json()["passed"] is None  # no verdict at all again
+        queue = await _queued_ids(client, ada)
+    assert gid in queue, "an unscored grading without any verdict left the queue"
+
+
+async def test_labels_of_a_pending_grading_do_not_hide_its_unscored_outcome_from_the_queue(
+    api_client: Any, tokens: Any
+) -> None:
+    """Labels end a review and return the judge's grading: a pending grading has none
+    yet, so labels of it are a 409 (as an override is) and store nothing, and its
+    review stays open: when the judge then fails to grade it, the unscored grading is
+    in the queue."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    judge = scripted_judge(*["nonsense"] * 4)
+    async with api_client(start_workers=False, **judge) as client:
+        sent = await client.post(
+            "/v1/submissions", json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}, headers=agent
+        )
+        assert sent.status_code == 202, sent.text
+        gid = sent.json()["id"]
+        labels = {"answers": dict.fromkeys(IDS, "yes"), "verdict": "pass"}
+        labelled = await client.post(f"/v1/gradings/{gid}/labels", json=labels, headers=ada)
+    async with api_client(**judge) as client:  # the workers come up and grade it
+        for _ in range(200):
+            grading = (await client.get(f"/v1/gradings/{gid}", headers=ada)).json()
+            if grading["status"] != "pending":
+                break
+            await asyncio.sleep(0.05)
+        assert grading["status"] == "unscored", grading["status"]
+        items = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
+    assert labelled.status_code == 409, labelled.text
+    assert gid in [i["grading"]["id"] for i in items]

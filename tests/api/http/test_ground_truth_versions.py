@@ -201,3 +201,42 @@ async def test_reports_exports_and_regrades_filter_by_scenario_set(
     assert [compare.json()[arm]["outcome"]["n"] for arm in ("a", "b")] == [2, 1]
     assert len(export.text.strip().splitlines()) == 2
     assert dry.json()["total"] == 2
+
+
+#: seven yes, one dimension short of three: a decisive pass, so one the review queue holds
+_SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1"}
+
+
+def _decisive_judge(request: JudgeRequest) -> str:
+    """No to everything against the typo; a decisive pass against the fixed text."""
+    typo = any(TYPO in m.content for m in request.messages)
+    return scripted_reply(request, yes=set() if typo else _SEVEN)
+
+
+async def test_the_blind_queue_shows_the_ground_truth_a_regrade_was_judged_against(
+    api_client: Any, tokens: Any
+) -> None:
+    """Blind labels are what agreement is measured on: after a regrade against the
+    newest ground truth, the blind queue gives the text the judge was shown."""
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
+    adjudicator = await tokens("adjudicator", "Ada")
+    backend = ScriptedBackend([_decisive_judge] * 20)
+    scenario = {"id": "hotel/user-port", "ground_truth": TRUTH.format(ns=TYPO)}
+    async with api_client(judge=SPEC, backends={SPEC: backend}) as client:
+        await client.post("/v1/scenarios", json=scenario, headers=admin)
+        body = {"diagnosis": DIAGNOSIS, "scenario_id": "hotel/user-port"}
+        await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+        fix = {"ground_truth": TRUTH.format(ns="namespace=hotel-reservation"), "note": "typo"}
+        await client.put(
+            "/v1/scenarios/hotel/user-port", json=fix, headers={**admin, "If-Match": '"1"'}
+        )
+        job_body = {"filter": {"scenario_id": "hotel/user-port"}, "mode": "promote"}
+        job = await client.post(
+            "/v1/regrade-jobs", json={**job_body, "ground_truth": "latest"}, headers=admin
+        )
+        assert (await _finished(client, admin, job.json()["id"]))["done"] == 1
+        regraded = await _current(client, adjudicator, "hotel/user-port")
+        blind = await client.get("/v1/review-queue?blind=true", headers=adjudicator)
+    assert regraded["scenario_version"] == 2 and regraded["yes_count"] == 7
+    (item,) = [i for i in blind.json()["items"] if i["grading_id"] == regraded["id"]]
+    assert item["ground_truth"] == TRUTH.format(ns="namespace=hotel-reservation")
