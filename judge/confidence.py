@@ -40,6 +40,50 @@ def _yes_no_mass(position: TokenLogprob) -> tuple[float, float]:
     return yes, no
 
 
+def _object_spans(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of every JSON object of ``text`` (braces inside strings are
+    text); an object a cut-off reply never closes ends where the text does."""
+    spans: list[tuple[int, int]] = []
+    opened: list[int] = []
+    in_string = escaped = False
+    for i, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            opened.append(i)
+        elif char == "}" and opened:
+            spans.append((opened.pop(), i + 1))
+    return spans + [(start, len(text)) for start in opened]
+
+
+#: ``"id": "ID"`` of an SREGym array item
+_ITEM_ID = re.compile(r'"id"\s*:\s*"([A-Za-z0-9_.-]+)"')
+#: the ``"ID":`` key right before an object's opening brace
+_KEY_BEFORE = re.compile(r'"([A-Za-z0-9_.-]+)"\s*:\s*\Z')
+
+
+def _question_of(text: str, objects: Sequence[tuple[int, int]], at: int) -> str | None:
+    """The question id of the answer key at ``at``: see :func:`answer_token_confidences`."""
+    holding = [(start, end) for start, end in objects if start < at < end]
+    if holding:
+        start, end = min(holding, key=lambda span: span[1] - span[0])
+        item = _ITEM_ID.search(text, start, end)
+        if item is not None:
+            return item.group(1)
+        key = _KEY_BEFORE.search(text[:start])
+        if key is not None:
+            return key.group(1)
+    keys = list(_ID_KEY.finditer(text, 0, at))
+    return (keys[-1].group(1) or keys[-1].group(2)) if keys else None
+
+
 def _token_at(tokens: Sequence[TokenLogprob], offset: int) -> TokenLogprob | None:
     """The token whose text covers character ``offset`` of the concatenated content."""
     start = 0
@@ -56,18 +100,17 @@ def answer_token_confidences(
 ) -> dict[str, float]:
     """P(yes)/(P(yes)+P(no)) per question id at each answer-value token of a reply.
 
-    The question id of an answer is the last ``"ID": {`` key (or ``"id": "ID"``) before
-    it; ``single_id`` names the question of a reply that is one answer object
-    (per-question asking).
+    The question id of an answer is that of the object holding it: its ``"id": "ID"``
+    (SREGym's array items, before or after the answer), else the ``"ID": {`` key the
+    object is the value of; without an enclosing object, the last such key before it.
+    ``single_id`` names the question of a reply that is one answer object (per-question
+    asking).
     """
     text = "".join(t.token for t in tokens)
+    objects = _object_spans(text)
     found: dict[str, float] = {}
     for match in _ANSWER_KEY.finditer(text):
-        if single_id is not None:
-            qid: str | None = single_id
-        else:
-            keys = list(_ID_KEY.finditer(text, 0, match.start()))
-            qid = (keys[-1].group(1) or keys[-1].group(2)) if keys else None
+        qid = single_id if single_id is not None else _question_of(text, objects, match.start())
         token = _token_at(tokens, match.end())
         if qid is None or token is None or qid in found:
             continue

@@ -23,7 +23,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
-from judge.prompt import normalize_untrusted
+from judge.prompt import CHAT_TOKEN_MARKER, FENCE_MARKER, normalize_untrusted
 
 __all__ = [
     "INJECTED_MARKER",
@@ -58,8 +58,12 @@ QUOTE_PROBLEMS: dict[str, str] = {
 }
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
-#: a number of a normalized text (a run of digits: 8080, the 512 of 512mi)
-_NUMBER = re.compile(r"\d+")
+#: a quantity of a normalized text: a run of digits with the letters right after it, its
+#: unit (8080, 512mi, 30ms): "512Gi" for "512Mi" or "30ms" for "30s" is another quantity
+_QUANTITY = re.compile(r"\d+[^\W\d_]*")
+#: what the prompt wrote in the judge's copy of the diagnosis for an angle-bracket run or
+#: a chat-template token: a quote copied from that copy may hold them
+_PROMPT_MARKERS = re.compile(f"{re.escape(FENCE_MARKER)}|{re.escape(CHAT_TOKEN_MARKER)}")
 #: words that turn a statement around, as a normalized text has them ("isn't" is
 #: "isn t": the lone t)
 _NEGATIONS = frozenset(
@@ -69,15 +73,18 @@ _ELLIPSIS = re.compile(r"\.{3,}|…")
 
 
 def _plain(text: str) -> str:
-    return _NON_WORD.sub(" ", normalize_untrusted(text).casefold()).strip()
+    text = _PROMPT_MARKERS.sub(" ", normalize_untrusted(text))
+    return _NON_WORD.sub(" ", text.casefold()).strip()
 
 
 def _passage_at(passage: str, haystack: str, start: int) -> tuple[int, int] | None:
-    """Where ``passage`` first occurs in ``haystack`` from ``start`` on (exactly, or as a
-    copying slip that keeps its facts), or None."""
-    found = haystack.find(passage, start)
+    """Where ``passage`` first occurs in ``haystack`` from ``start`` on, on word
+    boundaries (exactly, or as a copying slip that keeps its facts), or None: "8080"
+    does not occur in "18080", nor "reachable" in "unreachable". The span found starts
+    at the space before the passage and ends at the one after it."""
+    found = haystack.find(f" {passage} ", start)
     if found >= 0:
-        return found, found + len(passage)
+        return found, found + len(passage) + 2
     if len(passage) < 12:
         # short passages must match exactly on word boundaries: fuzz is too lenient there
         return None
@@ -93,15 +100,26 @@ def _passage_at(passage: str, haystack: str, start: int) -> tuple[int, int] | No
     end = end if end >= 0 else len(rest)
     if not _same_facts(passage, rest[begin:end]):
         return None
-    return start + begin, start + end
+    return start + begin - 1, start + end + 1
+
+
+def _drops_a_prefix(passage: str, matched: str) -> bool:
+    """Whether the first word of ``matched`` is the passage's first word with more in
+    front of it: "reachable" quoted from "unreachable", "8080" from "18080"."""
+    first, there = passage.split(" ", 1)[0], matched.split(" ", 1)[0]
+    return there != first and there.endswith(first)
 
 
 def _same_facts(passage: str, matched: str) -> bool:
     """Whether a copying slip (``passage`` close to ``matched``) keeps what it states:
-    every number of the quote is a number there, and as many negations (not, never,
-    n't...): "512Mi" for "256Mi", "port 8081" for "8080" or "is the root cause" for "is
-    not the root cause" are another claim, not a slip."""
-    if Counter(_NUMBER.findall(passage)) - Counter(_NUMBER.findall(matched)):
+    every quantity of the quote (a number with its unit) is one there, its first word is
+    not the end of a longer one, and it holds as many negations (not, never, n't...):
+    "512Mi" for "256Mi" or "512Gi", "port 8081" for "8080", "reachable" for
+    "unreachable" or "is the root cause" for "is not the root cause" are another claim,
+    not a slip."""
+    if Counter(_QUANTITY.findall(passage)) - Counter(_QUANTITY.findall(matched)):
+        return False
+    if _drops_a_prefix(passage, matched):
         return False
     return _negations(passage) == _negations(matched)
 
@@ -127,25 +145,35 @@ def quote_in(quote: str, haystack: str) -> bool:
     Passages joined by an ellipsis must occur in their order, and what the ellipsis
     skips must hold no negation: "is ... the root cause" does not quote "is not the
     root cause"."""
-    passages = [_plain(p) for p in _ELLIPSIS.split(quote)]
-    passages = [p for p in passages if p]
-    if not passages or sum(len(p) for p in passages) < MIN_QUOTE_CHARS:
+    passages = _passages(quote)
+    if _too_short_passages(passages):
         return False
     position, previous_end = 0, None
     for passage in passages:
-        found = _passage_at(f" {passage} " if len(passage) < 12 else passage, haystack, position)
+        found = _passage_at(passage, haystack, position)
         if found is None:
             return False
         if previous_end is not None and _negations(haystack[previous_end : found[0]]):
             return False
-        # a short passage's match takes its spaces: the next one may share the first
-        position = previous_end = found[1] - 1 if len(passage) < 12 else found[1]
+        # a match takes the spaces around it: the next one may share the last
+        position = previous_end = found[1] - 1
     return True
 
 
+def _passages(quote: str) -> list[str]:
+    """The passages of ``quote`` (an ellipsis joins them), normalized, empty ones left out."""
+    return [p for p in (_plain(p) for p in _ELLIPSIS.split(quote)) if p]
+
+
+def _too_short_passages(passages: Sequence[str]) -> bool:
+    """No passage, fewer than :data:`MIN_QUOTE_CHARS` in all, or none that long on its
+    own: "the ... is" is two stop words that occur in nearly every diagnosis."""
+    lengths = [len(p) for p in passages]
+    return not lengths or sum(lengths) < MIN_QUOTE_CHARS or max(lengths) < MIN_QUOTE_CHARS
+
+
 def _too_short(quote: str) -> bool:
-    passages = [p for p in (_plain(p) for p in _ELLIPSIS.split(quote)) if p]
-    return not passages or sum(len(p) for p in passages) < MIN_QUOTE_CHARS
+    return _too_short_passages(_passages(quote))
 
 
 def check_quote(quote: str, diagnosis: str, injected: Sequence[tuple[int, int]] = ()) -> QuoteCheck:

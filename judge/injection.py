@@ -39,6 +39,7 @@ from judge.injection_forms import (
     unescaped,
     unleet,
 )
+from judge.prompt import ANGLES as _ANGLES
 from judge.prompt import normalize_untrusted
 
 __all__ = ["InjectionMarker", "character_markers", "fold", "injection_markers"]
@@ -63,7 +64,6 @@ _LOOKALIKE_PAIRS = {
 }  # fmt: skip
 _LOOKALIKES = str.maketrans(_LOOKALIKE_PAIRS)
 
-_ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽"
 _VERB_WORDS = ("ignore", "disregard", "forget", "override", "bypass")
 _VERB = r"\b(?:" + "|".join(_VERB_WORDS) + r")\b"
 #: how "9 of 9" (``9/9``, ``nine out of nine``...) ends: one of these is in it

@@ -27,6 +27,7 @@ from judge.rubric import Question, Rubric
 from judge.style import AskingStyle, style_of
 
 __all__ = [
+    "ANGLES",
     "CHAT_TOKEN_MARKER",
     "FENCE_MARKER",
     "build_answer_schema",
@@ -43,8 +44,11 @@ FENCE_MARKER = "[angle brackets]"
 #: what a chat-template control token of the diagnosis or ground truth becomes
 CHAT_TOKEN_MARKER = "[chat token]"
 
-_ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽"
-_ANGLE_RUN = re.compile(f"[{re.escape(_ANGLES)}]{{2,}}")
+#: angle brackets and what looks like them after NFKC (which keeps every one of these):
+#: guillemets, CJK and mathematical brackets, ornaments, modifier-letter and Canadian
+#: syllabics arrowheads, precedes/succeeds signs
+ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽˂˃˱˲ᐸᐳ≺≻⋖⋗"
+_ANGLE_RUN = re.compile(f"[{re.escape(ANGLES)}]{{2,}}")
 #: chat-template control tokens: ``<|anything|>`` (ChatML, Llama-3, Phi, Qwen, and
 #: DeepSeek's full-width bars after NFKC), Llama-2/Mistral, Gemma, and bare BOS/EOS
 _CHAT_TOKEN = re.compile(

@@ -107,7 +107,10 @@ def _decode(body: str, start: int) -> tuple[Any, int]:
     try:
         return decoder.raw_decode(body, start)
     except _DuplicateKey as exc:
-        raise ReplyInvalid([f"question id {exc.args[0]} appears more than once"]) from None
+        # the hook sees every object, an answer's own keys too: name the key, not a
+        # question id, so the repair call says what was repeated
+        key = exc.args[0]
+        raise ReplyInvalid([f"the key {key} appears more than once in one JSON object"]) from None
     except json.JSONDecodeError as exc:
         raise ReplyInvalid(
             [f"the reply is not complete JSON ({exc.msg} at character {exc.pos})"]

@@ -10,6 +10,7 @@ from judge.backends.scripted import ScriptedBackend
 from judge.evidence import QUOTE_PROBLEMS, check_quote, quote_occurs
 from judge.grader import Grader
 from judge.injected_spans import injected_spans
+from judge.prompt import build_messages
 from judge.rubric import load_rubric_dir
 
 DIAGNOSIS = (
@@ -131,3 +132,55 @@ def test_a_quote_longer_than_the_diagnosis_is_not_found_for_holding_it() -> None
     ]:
         assert check_quote(quote, diagnosis) == "not_found"
         assert check_quote(diagnosis, diagnosis) == "found"
+
+
+def test_a_long_quote_starting_inside_a_number_is_another_number() -> None:
+    """ "8080 are refused" is not in "port 18080 are refused": a passage matches on word
+    boundaries, long or short, and a quote never changes a number."""
+    diagnosis = "Connections to port 18080 are refused by the geo service."
+    assert check_quote("8080 are refused by the geo", diagnosis) != "found"
+
+
+def test_a_long_quote_starting_inside_a_word_cannot_drop_its_negating_prefix() -> None:
+    """ "reachable from the frontend" quotes the opposite of "unreachable from the
+    frontend": not even a copying slip may drop the start of a word."""
+    diagnosis = "The geo service is unreachable from the frontend since the rollout."
+    assert check_quote("reachable from the frontend since the rollout", diagnosis) != "found"
+
+
+@pytest.mark.parametrize(
+    ("quote", "diagnosis"),
+    [
+        (
+            "the memory limit is set to 512Gi on the pod",
+            "The memory limit is set to 512Mi on the pod.",
+        ),
+        ("the client timeout is set to 30ms on geo", "The client timeout is set to 30s on geo."),
+    ],
+)
+def test_a_copying_slip_that_changes_a_unit_is_another_claim(quote: str, diagnosis: str) -> None:
+    """512Gi is 1,024 times 512Mi, 30ms a thousandth of 30s: the fuzzy match tolerates
+    slips that keep the facts, and a quantity's unit is part of its number."""
+    assert check_quote(quote, diagnosis) != "found"
+
+
+def test_an_ellipsis_of_stop_words_does_not_back_a_yes() -> None:
+    """ "the ... is" (two stop words, five letters) occurs in nearly every diagnosis: a
+    quote needs one passage of the minimum length at least, whatever an ellipsis joins."""
+    diagnosis = "The frontend is slow. The root cause is a wrong USER_PORT on user-service."
+    assert check_quote("the ... is", diagnosis) != "found"
+
+
+def test_a_quote_copied_from_the_prompt_as_the_judge_saw_it_verifies() -> None:
+    """The judge sees the diagnosis neutralized (an angle-bracket run becomes "[angle
+    brackets]"): a word-for-word quote of what it was shown is found, never reported as
+    absent (which would hold a correct pass as an injection signal)."""
+    diagnosis = (
+        "The geo client fails decoding Map<String, List<Integer>> responses, "
+        "so geo returns HTTP 500 to the frontend."
+    )
+    rubric = load_rubric_dir()["sregym-rca"]
+    user = build_messages(rubric, TRUTH, diagnosis)[1].content
+    shown = "Map<String, List<Integer[angle brackets] responses, so geo returns HTTP 500"
+    assert shown in user  # the judge copies this passage verbatim
+    assert check_quote(shown, diagnosis) == "found"

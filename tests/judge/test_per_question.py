@@ -111,3 +111,34 @@ def test_confidence_finds_the_answers_of_an_sregym_array() -> None:
     )
     found = answer_token_confidences(tokens)
     assert found == {"D1-Q1": pytest.approx(0.9), "D1-Q2": pytest.approx(0.3)}
+
+
+def _one_token_a_character(text: str, p_yes: dict[int, float]) -> list[TokenLogprob]:
+    """``text`` as one token per character, except the answer values starting at the
+    offsets of ``p_yes``: one token each, with P(yes) among its alternatives."""
+    tokens: list[TokenLogprob] = []
+    i = 0
+    while i < len(text):
+        if i in p_yes:
+            word = "yes" if text.startswith("yes", i) else "no"
+            p = p_yes[i]
+            top = (("yes", math.log(p)), ("no", math.log(1 - p)))
+            tokens.append(TokenLogprob(token=word, logprob=dict(top)[word], top=top))
+            i += len(word)
+        else:
+            tokens.append(TokenLogprob(token=text[i], logprob=0.0))
+            i += 1
+    return tokens
+
+
+def test_confidence_of_an_sregym_item_with_answer_before_id_is_its_own() -> None:
+    """An SREGym array item may list ``answer`` before ``id``: the confidence read at
+    that answer belongs to that item's question, not to the previous item's."""
+    text = json.dumps([{"answer": "yes", "id": "D1-Q1"}, {"answer": "no", "id": "D1-Q2"}])
+    first = text.index('"yes"') + 1
+    second = text.index('"no"') + 1
+    tokens = _one_token_a_character(text, {first: 0.95, second: 0.2})
+    found = answer_token_confidences(tokens)
+    # D1-Q1's answer token has P(yes) 0.95; D1-Q2's has 0.2
+    assert found.get("D1-Q1") == pytest.approx(0.95)
+    assert found.get("D1-Q2", 0.2) == pytest.approx(0.2)

@@ -131,3 +131,18 @@ def test_bad_replies_are_rejected_with_precise_problems(
     with pytest.raises(ReplyInvalid) as info:
         parse_reply(reply, rubric)
     assert problem in str(info.value)
+
+
+def test_a_duplicate_key_inside_an_answer_is_not_called_a_duplicate_question_id(
+    rubric: Rubric,
+) -> None:
+    """The repair call must say precisely what was wrong: an entry that repeats its
+    ``answer`` key is not a question id "answer" appearing twice."""
+    entries = ",".join(
+        f'"{q.id}": {{"reasoning": "r", "evidence": "", "answer": "yes", "answer": "no", '
+        f'"confidence": "high"}}'
+        for q in rubric.questions
+    )
+    with pytest.raises(ReplyInvalid) as caught:
+        parse_reply("{" + entries + "}", rubric)
+    assert not any("question id answer" in p for p in caught.value.problems), caught.value.problems
