@@ -275,10 +275,9 @@ def clock() -> Clock:
 @pytest.fixture(scope="session")
 def service_key() -> ServiceKey:
     """The service key of ``SRE_JUDGE_SECRET_KEY_FILE``, the one the apps under test use."""
-    from api.service.secret_key import load_service_key
-    from api.service.settings import Settings
+    from tests.support.keys import session_key
 
-    return load_service_key(Settings(), create=True)
+    return session_key()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import click
 
 from api.cli.database import require_database, require_migrated
 from api.cli.edge import load_settings, run, service_key
+from api.service.settings import mask_passwords
 from api.terminal import terminal_text
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def _newest_checkpoint(settings: Settings, given: Path | None) -> Checkpoint | N
             return None
         if is_url(target):
             click.echo(
-                f"no checkpoint checked: they are sent to {target}; "
+                f"no checkpoint checked: they are sent to {mask_passwords(target)}; "
                 "pass --checkpoint FILE with a copy of the witness's",
                 err=True,
             )
@@ -173,7 +174,7 @@ def audit_checkpoint(out: str | None) -> None:
     if target is None:
         click.echo(written.to_json())
     else:
-        click.echo(f"checkpoint of row {written.seq} written to {target}")
+        click.echo(f"checkpoint of row {written.seq} written to {mask_passwords(target)}")
 
 
 @audit_group.command("backfill")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from pydantic import SecretStr
 
+from api.cli.database import shown_url
 from api.cli.edge import load_settings
 from api.cli.options import format_option
 from api.service.settings import MASK, mask_passwords
@@ -21,24 +22,10 @@ from api.service.settings import MASK, mask_passwords
 if TYPE_CHECKING:
     from api.service.settings import Settings
 
-__all__ = ["MASK", "config_group", "effective_config", "mask_url"]
+__all__ = ["MASK", "config_group", "effective_config"]
 
 #: the judge clients' own variables: name -> whether the value is a secret
 CLIENT_ENVIRONMENT = {"OPENAI_API_KEY": True, "OPENAI_BASE_URL": False, "OLLAMA_HOST": False}
-
-
-def mask_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return mask_passwords(url)
-    if parsed.password is None:
-        return mask_passwords(url)  # a password in the query (libpq's ?password=)
-    return mask_passwords(parsed.render_as_string(hide_password=True))
 
 
 def _shown(name: str, value: Any) -> Any:
@@ -47,7 +34,7 @@ def _shown(name: str, value: Any) -> Any:
     if isinstance(value, SecretStr):
         return MASK
     if name == "database_url":
-        return mask_url(str(value))
+        return shown_url(str(value))
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, str):

@@ -27,10 +27,20 @@ class DatabaseUnavailable(click.ClickException):
 
 
 def shown_url(url: str) -> str:
-    """The URL as it may be printed: without its password."""
+    """The URL as it may be printed: any password replaced by ``***``, one given as
+    ``?password=`` (libpq's) too."""
     from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
-    return make_url(url).render_as_string(hide_password=True)
+    from api.service.settings import mask_passwords
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return mask_passwords(url)
+    if parsed.password is None:
+        return mask_passwords(url)  # a password in the query (libpq's ?password=)
+    return mask_passwords(parsed.render_as_string(hide_password=True))
 
 
 def _sqlite_file(url: str) -> Path | None:

@@ -21,6 +21,8 @@ from api.cli.database import require_database, require_migrated
 from api.terminal import terminal_text
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from api.service.services import Services
     from api.service.settings import Settings
     from storage import Store
@@ -157,7 +159,6 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
     settings = load_settings()
     if not migrate:  # a reading command: never create an empty database (nor a key)
         require_database(settings.database_url)
-    key = service_key(settings, create=True)
 
     async def on_store() -> T:
         if migrate:
@@ -166,13 +167,24 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
             await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
         try:
-            store = Store(engine, key=key)
+            store = Store(engine, key=database_key(settings, engine))
             subscribe_outbox(store.db)  # as the runtime's store: no event's webhook is lost
             return await work(store)
         finally:
             engine.dispose()
 
     return run(on_store())
+
+
+def database_key(settings: Settings, engine: Engine) -> ServiceKey:
+    """The service key the database's audit log is keyed with (made on a database that
+    has none yet); bad usage when it is missing or another key."""
+    from api.service.secret_key import MissingServiceKey, key_for_database
+
+    try:
+        return key_for_database(settings, engine)
+    except MissingServiceKey as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def service_key(settings: Settings, *, create: bool) -> ServiceKey:

@@ -189,3 +189,43 @@ def server_option(command: Command) -> Command:
 def as_utc(value: datetime | None) -> datetime | None:
     """A time given on the command line without a zone is UTC."""
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+def checked_judge(spec: str, option: str = "--judge") -> str:
+    """``spec`` when it is a judge spec (``BACKEND:MODEL[@BASE_URL]``); bad usage naming
+    ``option`` otherwise, before anything is opened or written."""
+    from judge.spec import parse_judge_spec
+
+    try:
+        parse_judge_spec(spec)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+    return spec
+
+
+def checked_rubric(rubric_id: str, rubric_dir: Any, option: str = "--rubric") -> str:
+    """``rubric_id`` when the rubric folder has it; bad usage naming ``option`` and the
+    known rubrics otherwise, before anything is opened or written."""
+    from judge.rubric import load_rubric_dir
+
+    rubrics = load_rubric_dir(rubric_dir)
+    if rubric_id not in rubrics:
+        known = ", ".join(sorted(rubrics)) or "none"
+        raise click.BadParameter(
+            f"unknown rubric {rubric_id!r}; known rubrics: {known}", param_hint=option
+        )
+    return rubric_id
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A number in a range, never NaN nor infinite: ``nan`` compares false with every
+    bound, so a plain range takes it (``--drift-threshold nan`` would turn a gate off)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """The number, or a usage error naming the option."""
+        import math
+
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number

@@ -11,6 +11,7 @@ import signal
 
 import click
 
+from api.cli.database import require_database
 from api.cli.edge import load_settings, run
 
 __all__ = ["migrate_command", "serve_command", "worker_command"]
@@ -90,7 +91,9 @@ def worker_command() -> None:
 
     settings = load_settings()
     configure_logging(settings)
-    # a worker never migrates: one of an older release must not write to a newer schema
+    # a worker never migrates: one of an older release must not write to a newer schema;
+    # nor does it make an empty database where none is
+    require_database(settings.database_url)
     run(asyncio.to_thread(require_newest, settings.database_url))
     try:
         runtime = Runtime(settings, workers=True, import_jobs=True)

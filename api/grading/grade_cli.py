@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from api.cli.edge import load_settings, run
-from api.cli.options import format_option
+from api.cli.options import checked_judge, checked_rubric, format_option
 
 if TYPE_CHECKING:  # the judge clients are imported when a grading starts, not for --help
     from api.service.settings import Settings
@@ -45,7 +45,7 @@ def _read_text(value: str | None, path: str | None, *, name: str) -> str:
 async def _grade(
     settings: Settings, spec_text: str, rubric_id: str, truth: str, diag: str
 ) -> GradingResult:
-    """Grade once; bad specs, rubrics and texts are mapped to exit 2 at the CLI's edge."""
+    """Grade once with a judge spec and a rubric the caller checked."""
     from api.service.grader_factory import grader_for
     from judge.backends import build_backend
     from judge.rubric import load_rubric_dir
@@ -54,9 +54,6 @@ async def _grade(
     rubrics = load_rubric_dir(settings.rubric_dir)
     backend = build_backend(parse_judge_spec(spec_text), limits=settings.stream_limits())
     try:
-        if rubric_id not in rubrics:
-            known = ", ".join(sorted(rubrics)) or "none"
-            raise click.UsageError(f"unknown rubric {rubric_id!r}; known rubrics: {known}")
         return await grader_for(settings, backend).grade(rubrics[rubric_id], truth, diag)
     finally:
         await backend.aclose()
@@ -90,11 +87,11 @@ def grade_command(
     if ground_truth_file == "-" and diagnosis_file == "-":
         raise click.UsageError("only one of the files can be read from stdin")
     settings = load_settings()
+    spec = checked_judge(judge_spec or settings.judge)
+    rubric = checked_rubric(rubric_id or settings.rubric, settings.rubric_dir)
     truth = _read_text(ground_truth, ground_truth_file, name="ground-truth")
     diag = _read_text(diagnosis, diagnosis_file, name="diagnosis")
-    result = run(
-        _grade(settings, judge_spec or settings.judge, rubric_id or settings.rubric, truth, diag)
-    )
+    result = run(_grade(settings, spec, rubric, truth, diag))
     from api.service.presenters import result_public
 
     grading = result_public(result).model_dump(mode="json")

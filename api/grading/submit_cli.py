@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from api.cli.options import format_option
+from api.cli.options import FiniteFloatRange, format_option
 from api.terminal import terminal_text
 from judge.inputs import json_lines
 
@@ -143,7 +143,7 @@ def _show(grading: dict[str, Any], as_json: bool) -> None:
 @click.option("--attempt", type=click.IntRange(min=0), help="the attempt within the run")
 @click.option(
     "--wait",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=60.0,
     show_default=True,
     help="seconds to wait for the grading (0: do not wait)",

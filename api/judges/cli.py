@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from api.cli.edge import run, service_runtime
-from api.cli.options import format_option
+from api.cli.edge import load_settings, run, service_runtime
+from api.cli.options import FiniteFloatRange, checked_judge, checked_rubric, format_option
 
 if TYPE_CHECKING:
     from api.judges.calibration import Calibration
@@ -72,7 +72,7 @@ def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: fl
 @click.option("--rubric", "rubric_id", help="rubric id; default SRE_JUDGE_RUBRIC")
 @click.option("--fail-on-drift", is_flag=True, help="exit 1 when verdict kappa dropped")
 @click.option(
-    "--drift-threshold", type=float, default=0.1, show_default=True,
+    "--drift-threshold", type=FiniteFloatRange(0, 2), default=0.1, show_default=True,
     help="a drop of verdict kappa larger than this is drift",
 )  # fmt: skip
 @format_option("table", "json")
@@ -91,12 +91,20 @@ def calibrate_command(
       sre-judge calibrate --gold gold.jsonl --judge openai:judge-b --fail-on-drift
     """
     from api.judges.calibration import calibrate, drifted
-    from judge.calibration import DEFAULT_GOLD
+    from judge.calibration import DEFAULT_GOLD, GoldError, load_gold
+    from judge.rubric import load_rubric_dir
 
+    settings = load_settings()
+    judge_spec = checked_judge(judge_spec or settings.judge)
+    rubric_id = checked_rubric(rubric_id or settings.rubric, settings.rubric_dir)
     gold = gold or DEFAULT_GOLD
     is_stdin = str(gold) == "-"
     raw = sys.stdin.buffer.read() if is_stdin else gold.read_bytes()
     gold_name = "stdin" if is_stdin else gold.name
+    try:  # a gold set that cannot be read changes nothing: refused before the database opens
+        load_gold(raw.decode("utf-8"), load_rubric_dir(settings.rubric_dir)[rubric_id])
+    except (GoldError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(f"{gold_name}: {exc}", param_hint="--gold") from None
 
     async def work() -> Calibration:
         async with service_runtime() as services:
@@ -185,6 +193,9 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
       sre-judge judges canary --history --format json
     """
     from api.judges.canary import canary_history, canary_public, run_canary
+
+    if judge_spec is not None:
+        checked_judge(judge_spec)
 
     async def work() -> list[dict[str, Any]]:
         # the history reads what is stored: never an empty database made for it

@@ -29,6 +29,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.service.background import BackgroundTask
+from api.service.settings import mask_passwords
 from judge.backends.http import tls_context
 from storage import Checkpoint, CheckpointError, Store, make_checkpoint
 
@@ -147,12 +148,15 @@ async def publish_checkpoint(
             headers={"content-type": "application/json"},
         )
     except httpx.HTTPError as exc:
-        raise CheckpointError(f"cannot POST the checkpoint to {target}: {exc}") from None
+        shown = mask_passwords(target)
+        raise CheckpointError(f"cannot POST the checkpoint to {shown}: {exc}") from None
     finally:
         if owned:
             await http.aclose()
     if response.is_error:
-        raise CheckpointError(f"{target} refused the checkpoint: HTTP {response.status_code}")
+        raise CheckpointError(
+            f"{mask_passwords(target)} refused the checkpoint: HTTP {response.status_code}"
+        )
 
 
 def _last_in_file(target: str) -> Checkpoint | None:

@@ -33,7 +33,7 @@ from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.checkpoints import Checkpointer, checkpoint_target
 from api.service.metrics import Metrics
 from api.service.qualification import qualification_on_start
-from api.service.secret_key import load_service_key
+from api.service.secret_key import key_for_database
 from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
 from api.webhooks.delivery import WebhookDelivery
@@ -86,7 +86,13 @@ class Runtime:
             read_token_file(settings.bootstrap_admin_token_file)  # fail now, not at start-up
         self._own_engine = engine is None
         self.engine = engine if engine is not None else make_engine(settings.database_url)
-        store = Store(self.engine, key=load_service_key(settings, create=True))
+        try:
+            key = key_for_database(settings, self.engine)
+        except BaseException:
+            if self._own_engine:
+                self.engine.dispose()
+            raise
+        store = Store(self.engine, key=key)
         subscribe_outbox(store.db)  # webhook deliveries join their events' transactions
         self.services = Services(
             settings=settings,

@@ -1,8 +1,12 @@
 """Loading the service key (``SRE_JUDGE_SECRET_KEY`` or ``SRE_JUDGE_SECRET_KEY_FILE``).
 
 ``serve`` and the commands that write records create the key file (mode 0600) when it
-is missing, so the embedded defaults work on a fresh machine; checks of what was written
-(``sre-judge audit verify``) refuse to run without the key that wrote it.
+is missing and the database has no keyed audit log yet, so the embedded defaults work on
+a fresh machine; checks of what was written (``sre-judge audit verify``) refuse to run
+without the key that wrote it. A process whose key is not the one the database's audit
+log is keyed with (a worker on a second machine without the key file, a command run
+with another ``SRE_JUDGE_SECRET_KEY_FILE``) refuses to start: every row it appended
+would break the chain for good (:func:`key_for_database`).
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ import secrets
 import tempfile
 from pathlib import Path
 
+from sqlalchemy.engine import Engine
+
 from api.service.settings import Settings
+from storage.audit import ChainKey, newest_key_id
 from storage.keys import MIN_KEY_BYTES, ServiceKey
 
-__all__ = ["MissingServiceKey", "load_service_key"]
+__all__ = ["MissingServiceKey", "key_for_database", "load_service_key"]
 
 
 class MissingServiceKey(ValueError):
@@ -40,6 +47,22 @@ def load_service_key(settings: Settings, *, create: bool) -> ServiceKey:
     except OSError as exc:
         raise MissingServiceKey(f"cannot read the service key {path}: {exc.strerror}") from None
     return _key_from_text(text, str(path))
+
+
+def key_for_database(settings: Settings, engine: Engine) -> ServiceKey:
+    """The configured key, checked against the database's audit log: created when
+    missing only while the log holds no keyed row; MissingServiceKey when it is missing
+    or is not the key the log is keyed with."""
+    keyed_with = newest_key_id(engine)
+    key = load_service_key(settings, create=keyed_with is None)
+    if keyed_with is not None and ChainKey.of(key).key_id != keyed_with:
+        raise MissingServiceKey(
+            f"the database's audit log is keyed with key {keyed_with}, not with this "
+            f"process's key {ChainKey.of(key).key_id}: set SRE_JUDGE_SECRET_KEY_FILE to "
+            "the key file the service was run with (or SRE_JUDGE_SECRET_KEY); a row "
+            "appended with another key would break the audit chain for good"
+        )
+    return key
 
 
 def _key_from_text(text: str, origin: str) -> ServiceKey:

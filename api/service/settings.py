@@ -494,10 +494,13 @@ class Settings(BaseSettings):
     def _database_password(self) -> Settings:
         """Put the password of ``database_password_file`` into ``database_url``."""
         if self.database_password_file is not None:
+            given = "database_url" in self.model_fields_set
             try:
                 self.database_url = with_password(self.database_url, self.database_password_file)
             except ValueError as exc:
                 raise ValueError(f"SRE_JUDGE_DATABASE_PASSWORD_FILE: {exc}") from None
+            if not given:  # still the default URL (config show says so), with a password
+                self.model_fields_set.discard("database_url")
         return self
 
     def stream_limits(self) -> StreamLimits:

@@ -19,6 +19,7 @@ from storage.audit.chain import (
     append_events,
     hash_key_id,
     last_append,
+    newest_key_id,
     row_hash,
 )
 from storage.audit.checkpoint import (
@@ -53,6 +54,7 @@ __all__ = [
     "hash_key_id",
     "last_append",
     "make_checkpoint",
+    "newest_key_id",
     "record_digest",
     "row_hash",
     "rows_payload",

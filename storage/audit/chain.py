@@ -62,6 +62,7 @@ __all__ = [
     "append_events",
     "hash_key_id",
     "last_append",
+    "newest_key_id",
     "row_hash",
 ]
 
@@ -100,6 +101,21 @@ def hash_key_id(value: str) -> str | None:
     if not value.startswith(KEYED_PREFIX):
         return None
     return value[len(KEYED_PREFIX) : len(KEYED_PREFIX) + _KID_CHARS]
+
+
+def newest_key_id(engine: Engine) -> str | None:
+    """The key id of the audit log's newest row: the key every process writing to this
+    database must hold. None for a database without an audit log yet, or whose newest
+    row is a legacy (unkeyed) one."""
+    from sqlalchemy import inspect
+
+    with engine.connect() as connection:
+        if not inspect(connection).has_table(AuditRecord.__tablename__):
+            return None
+        newest = connection.execute(
+            select(col(AuditRecord.hash)).order_by(col(AuditRecord.seq).desc()).limit(1)
+        ).scalar_one_or_none()
+    return hash_key_id(newest) if newest is not None else None
 
 
 def row_hash(

@@ -15,6 +15,7 @@ from api.imports.sregym import read_sregym_folder
 from storage import Store
 from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import sregym_reply
+from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
 from tests.support.submissions import IDS, TRUTH, graded, scripted_judge
 from tests.web.conftest import sign_in
@@ -323,7 +324,7 @@ async def test_an_imported_sregym_verdict_reads_with_question_texts_and_named_pe
     page shows them with the current rubric's question texts and dimension names (it asks
     the same nine questions); the verdict reads once; the history names people."""
     fixture = write_sregym_results(tmp_path)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
         rubric=sregym_rubric(),

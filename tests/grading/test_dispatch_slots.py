@@ -21,6 +21,7 @@ from judge.calls import Completion, JudgeRequest
 from judge.verdict import GradingResult
 from storage import Store
 from tests.storage.helpers import graded_result, new_submission, sregym_rubric
+from tests.support.keys import session_key
 
 #: the live judge and the regrade job's judge: two models behind one endpoint (one limiter)
 LIVE = "openai:live@http://127.0.0.1:9/v1"
@@ -93,7 +94,7 @@ async def test_claims_never_exceed_the_workers_slots(database_url: str, engine: 
     """One worker slot; a regrade item and a live grading wait: the first round leased
     both (the fast path's miss and the live grading), two in flight for one slot."""
     runtime, order, judges = await _started(database_url, engine, workers=1)
-    await _seed(Store(engine), regrade_items=1)
+    await _seed(Store(engine, key=session_key()), regrade_items=1)
     await runtime.start()
     try:
         for _ in range(200):  # until the dispatcher's first round has started its work
@@ -116,7 +117,7 @@ async def test_a_free_slot_goes_to_the_live_grading_before_a_regrade_item(
     """One worker slot, a regrade job of three items and one live submission: the slot
     goes to the live grading (a regrade item took it, graded on the judge's one slot)."""
     runtime, order, judges = await _started(database_url, engine, workers=1)
-    live_id = await _seed(Store(engine), regrade_items=3)
+    live_id = await _seed(Store(engine, key=session_key()), regrade_items=3)
     await runtime.start()
     try:
         for _ in range(200):

@@ -9,10 +9,11 @@ from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.gradings import add_many
+from tests.support.keys import session_key
 
 
 async def _seed(engine: Engine) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 2, "fail": 2}, scenario_id="hotel/user-port", agent="a")
     # self-graded: the harness sent its own ground truth, and every one passes
     await add_many(store, {"pass": 5}, agent="a")

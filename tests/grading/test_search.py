@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from storage import GradingFilter, Store, make_engine, upgrade
+from tests.support.keys import session_key
 from tests.support.submissions import TRUTH, graded
 from tests.web.conftest import sign_in
 
@@ -243,7 +244,7 @@ async def test_the_migration_indexes_rows_stored_before_it(database_url: str) ->
         from storage.search import SearchQuery
         from tests.storage.helpers import new_submission, submit
 
-        store = Store(engine)
+        store = Store(engine, key=session_key())
         # today's store writes columns added after 0013: lent for this write only
         later = (
             ("submission", "screening", "JSON"),

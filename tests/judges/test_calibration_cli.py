@@ -21,6 +21,7 @@ from storage import Store
 from storage.quality_tables import CalibrationRunRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.in_process_cli import cli_in_process, run_cli
+from tests.support.keys import session_key
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -85,7 +86,7 @@ async def test_calibrate_stores_runs_and_marks_qualification(
     # undefined figure never qualifies, however low the bar
     assert out["verdict_kappa"] is None and out["false_pass_rate"] == 0.0 and out["n"] == 6
     assert out["qualified"] is False
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     identity = {
         "judge_settings": judge_settings(Settings()),
         "rubric_version": sregym_rubric().version,
@@ -124,7 +125,7 @@ def _earlier_run() -> CalibrationRunRecord:
 
 
 async def test_a_repeated_gold_run_reports_drift(database_url: str, engine: Engine) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await store.calibration.add_run(_earlier_run())
     quiet = _calibrate(database_url, "--judge", "scripted:pass")
     assert quiet.returncode == 0, quiet.stderr
@@ -163,7 +164,7 @@ async def test_gradings_of_an_unqualified_judge_are_provisional(
         header, row = exported.text.splitlines()[:2]
         assert dict(zip(header.split(","), row.split(","), strict=False))["provisional"] == "True"
     settings = Settings(judge="scripted:pass", database_url="sqlite://")
-    await Store(engine).calibration.add_run(
+    await Store(engine, key=session_key()).calibration.add_run(
         CalibrationRunRecord(
             judge_spec="scripted:pass",
             judge_settings=judge_settings(settings),
@@ -205,7 +206,7 @@ async def test_calibrate_without_gold_grades_the_shipped_calibration_set(
     out = json.loads(strict.stdout)
     assert (out["n"], out["gold_sha256"], out["false_passes"]) == (73, sha, 0)
     assert (out["noise"]["successes"], out["noise"]["n"]) == (0, 240)
-    runs = await Store(engine).calibration.runs(
+    runs = await Store(engine, key=session_key()).calibration.runs(
         judge_spec="scripted:pass",
         judge_settings=judge_settings(Settings()),
         rubric_version=sregym_rubric().version,

@@ -27,6 +27,7 @@ from judge.identity import DigestTracker
 from storage import Store
 from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import running_judge_server, sregym_reply
+from tests.support.keys import session_key
 from tests.support.qualification import qualify
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
@@ -117,7 +118,7 @@ async def test_a_new_system_fingerprint_is_a_new_judge(
             [event] = await asyncio.to_thread(receiver.wait_for, 1)
             assert event["data"]["previous_digest"] == "fingerprint:fp_a"
             assert event["data"]["digest"] == "fingerprint:fp_b"
-    current = await Store(engine).judge_digests.current("openai:m")
+    current = await Store(engine, key=session_key()).judge_digests.current("openai:m")
     assert current is not None and current.changed
 
 
@@ -263,7 +264,7 @@ async def test_a_sampled_judge_replaced_behind_its_tag_is_seen_too(
             server.ollama_digest = "def456"
             assert (await _submit(client, agent))["provisional"] is True
             assert len(server.requests) == 2
-    current = await Store(engine).judge_digests.current("ollama:m")
+    current = await Store(engine, key=session_key()).judge_digests.current("ollama:m")
     assert current is not None and current.previous_digest == "abc123"
 
 

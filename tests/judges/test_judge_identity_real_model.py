@@ -24,6 +24,7 @@ from judge.backends import OpenAIBackend
 from storage import JudgeCallRecord, Store
 from storage.quality_tables import CalibrationRunRecord
 from tests.storage.helpers import sregym_rubric
+from tests.support.keys import session_key
 from tests.support.llama_server import (
     missing_requirements,
     running_llama_server,
@@ -78,7 +79,7 @@ async def _qualify(engine: Engine, settings: Settings, digest: str | None) -> No
         **identity, rubric_id=rubric.id, gold_name="gold.jsonl", gold_sha256="0" * 64,
         n=73, verdict_kappa=0.9, false_pass_rate=0.0, qualified=True, judge_digest=digest,
     )  # fmt: skip
-    await Store(engine).calibration.add_run(run)
+    await Store(engine, key=session_key()).calibration.add_run(run)
 
 
 async def _digest(url: str) -> str | None:

@@ -32,6 +32,7 @@ from tests.support.batch_api import FakeBatchAPI, chat_completion
 from tests.support.gradings import add_many
 from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
+from tests.support.keys import session_key
 from tests.web.conftest import sign_in
 
 pytestmark = pytest.mark.postgres
@@ -76,7 +77,7 @@ def _backends(server: JudgeServer) -> dict[str, Any]:
 
 
 async def _gradings(engine: Engine, n: int = ITEMS) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     for i in range(n):  # distinct diagnoses: distinct prompts, no cache hit among them
         await add_many(store, {"fail": 1}, diagnosis=f"checkout ran out of memory (run {i})")
 
@@ -186,7 +187,7 @@ async def test_offline_exchange_grades_each_item_once_and_a_second_import_stores
     assert len(calls) == ITEMS and len({c.grading_id for c in calls}) == ITEMS
     batch_id = first.json()["batch_id"]
     assert {c.via for c in calls} == {f"batch {batch_id}"} and not any(c.cached for c in calls)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     events = [
         e for e in await store.gradings.history(calls[0].grading_id) if e.event == "judge.call"
     ]

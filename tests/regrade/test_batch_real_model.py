@@ -28,6 +28,7 @@ from storage import GradingRecord, JudgeCallRecord, Store
 from tests.api.conftest import ClientFactory
 from tests.api.service.real_model.shared import DIAGNOSIS, TRUTH
 from tests.support.gradings import add_many
+from tests.support.keys import session_key
 from tests.support.llama_server import LlamaServer, missing_requirements, running_llama_server
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
@@ -97,7 +98,7 @@ async def test_offline_exchange_with_the_real_model_matches_the_live_regrade(
 ) -> None:
     if db_backend != "sqlite":
         pytest.skip("one database is enough to drive the real model end to end")
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     # the end-to-end test's case: SmolLM2 answers it in 650-700 tokens, against 800-1,250
     # for a checkout OOM with a one-word ground truth (about 35 s less under CI's load)
     for _ in range(ITEMS):

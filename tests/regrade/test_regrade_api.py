@@ -20,6 +20,7 @@ from judge.verdict import Answer, GradingResult
 from storage import Claim, GradingFilter, Store
 from tests.api.conftest import ClientFactory
 from tests.storage.helpers import sregym_rubric
+from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -30,7 +31,7 @@ NEW_JUDGE = "scripted:fail"
 
 async def _import(engine: Engine, tmp_path: Path) -> int:
     fixture = write_sregym_results(tmp_path)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     report = await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root),
         read_problems(fixture.problems_file),
@@ -86,7 +87,7 @@ async def _assert_flips(
 
 async def _assert_answered_from_cache(engine: Engine, job_id: str) -> None:
     """A grading of the job came from the cache: no attempt, a ``judge.call`` of origin cache."""
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=500)
     item = next(v for v in views if v.grading.regrade_job_id == job_id)
     [call] = await store.gradings.judge_calls(item.grading.id)
@@ -246,7 +247,7 @@ async def test_a_job_survives_a_restart_and_continues_where_it_stopped(
         job = (
             await client.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=admin)
         ).json()
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     [claim] = await store.queue.claim_pending("before-restart", limit=1, lease_seconds=60)
     assert await store.queue.complete(claim.grading_id, "before-restart", _failing(claim))
     async with api_client(backends={NEW_JUDGE: judge}) as client:  # the server comes back

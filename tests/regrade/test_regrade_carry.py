@@ -20,6 +20,7 @@ from api.webhooks.queries import WebhookQueries
 from judge.backends.scripted import ScriptedBackend
 from storage import GradingFilter, Store, verify_chain
 from tests.storage.helpers import graded_result, override, sregym_rubric, submit
+from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
 
 #: the engine matters here (the review's upsert): run on PostgreSQL too under ``--db all``
@@ -31,7 +32,7 @@ ALL = [f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)]
 async def _import(engine: Engine, tmp_path: Path) -> Any:
     """The synthetic SREGym folder imported; its first passing verdict."""
     fixture = write_sregym_results(tmp_path)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
         rubric=sregym_rubric(),
@@ -80,7 +81,7 @@ async def test_a_human_verdict_on_an_imported_sregym_verdict_is_carried_by_a_pro
                    "filter": {"judge": "external:sregym"}}  # fmt: skip
         job = (await c.post("/v1/regrade-jobs", json=request, headers=admin)).json()
         assert (await _finished(c, admin, job["id"]))["state"] == "done"
-    item = await _item(Store(engine), job["id"], old.submission_id)
+    item = await _item(Store(engine, key=session_key()), job["id"], old.submission_id)
     assert "override_outdated" not in item.review_reasons, item.review_reasons
     assert item.is_current and item.passed is False  # promoted, the human's fail in force
 
@@ -96,7 +97,7 @@ async def test_an_answer_override_on_an_imported_sregym_verdict_is_carried(
         request = {"judge": "scripted:fail", "filter": {"judge": "external:sregym"}}
         job = (await c.post("/v1/regrade-jobs", json=request, headers=admin)).json()
         await _finished(c, admin, job["id"])
-    item = await _item(Store(engine), job["id"], old.submission_id)
+    item = await _item(Store(engine, key=session_key()), job["id"], old.submission_id)
     assert "override_outdated" not in item.review_reasons and item.overridden
 
 
@@ -105,7 +106,7 @@ async def test_a_human_verdict_carried_by_a_promote_is_not_asked_for_again(
 ) -> None:
     """A decisive pass confirmed by an adjudicator left the queue; the promote that
     carries that verdict onto the new current grading carries the finished review too."""
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await submit(store)
     [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
     assert await store.queue.complete(claim.grading_id, "seed", graded_result(ALL[:7]))

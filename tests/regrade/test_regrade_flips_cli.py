@@ -15,12 +15,13 @@ from sqlalchemy.engine import Engine
 from storage import Store
 from tests.support.gradings import add_many, shadow_regrade
 from tests.support.in_process_cli import cli_in_process
+from tests.support.keys import session_key
 
 
 async def _job_failing_nine_of_ten(engine: Engine) -> str:
     """10 attempts passed by the judge; a new judge passes 1 and fails 9 in a shadow
     regrade: 9 pass->fail flips, none the other way."""
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 10}, agent="stratus-gpt-4o-mini-diagnoser-v2")
     return await shadow_regrade(store, passing=1)
 

@@ -21,6 +21,7 @@ from api.regrade.selection import RegradeFilter
 from storage import Store
 from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import running_judge_server, sregym_reply
+from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -117,7 +118,7 @@ async def test_three_workers_one_killed_grade_every_item_exactly_once(
 ) -> None:
     if db_backend != "postgres":
         pytest.skip("worker processes on several machines share PostgreSQL")
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     total = await _seed(store, tmp_path)
     with running_judge_server(default=sregym_reply(ALL), delay=0.25) as judge:
         spec = f"openai:m@{judge.openai_url}"

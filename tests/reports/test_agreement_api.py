@@ -22,6 +22,7 @@ from storage.tables import GradingRecord
 from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.gradings import FAIL_D3, add_many
 from tests.support.in_process_cli import run_cli
+from tests.support.keys import session_key
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -42,7 +43,7 @@ async def _label(store: Store, grading_id: str, author: str, verdict: str, **ans
 
 async def _seed(engine: Engine) -> tuple[list[str], list[str]]:
     """Judge vs alice on verdicts is Wikipedia's table: 20, 5, 10, 15 (kappa 0.4)."""
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     passes = await add_many(store, {"pass": 25}, agent="a")
     fails = await add_many(store, {"fail": 25}, agent="a")
     for i, grading_id in enumerate(passes):
@@ -57,7 +58,7 @@ async def _seed(engine: Engine) -> tuple[list[str], list[str]]:
 
 async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: Engine) -> None:
     await _seed(engine)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     only_a = ReportFilter(agent="a")
     pairs = await AgreementQueries(store.db).pairs(only_a, "judge_human", group_by=["judge"])
     verdicts = [(p.a, p.b) for p in pairs if p.question_id == "verdict"]
@@ -72,7 +73,7 @@ async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: Engine) -
 async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
     engine: Engine,
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 3, "fail": 2}, agent="a")
     target = RegradeTarget(sregym_rubric(), "openai:new@http://x/v1", "openai", "new", "shadow")
     await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
@@ -106,7 +107,7 @@ async def test_two_shadow_regrades_are_each_measured_against_the_grading_they_re
     gradings. Each regrade is measured against the grading it regraded, as its job's flip
     report (verdicts=judge) counts it: the report shows ``judge-model vs b`` and
     ``judge-model vs c``, never b against c, which no one asked about."""
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     ids = await add_many(store, {"pass": 2, "fail": 2}, agent="a")
 
     def original_verdicts(session: Any) -> dict[str, bool | None]:
@@ -213,7 +214,7 @@ async def test_the_agreement_table_and_csv_give_accuracy_with_its_wilson_interva
 async def test_overrides_count_as_human_labels(
     api_client: Any, engine: Engine, tokens: Any
 ) -> None:
-    [grading_id] = await add_many(Store(engine), {"pass": 1}, agent="o")
+    [grading_id] = await add_many(Store(engine, key=session_key()), {"pass": 1}, agent="o")
     async with api_client(start_workers=False) as client:
         headers = await tokens("adjudicator")
         etag = (await client.get(f"/v1/gradings/{grading_id}", headers=headers)).headers["ETag"]

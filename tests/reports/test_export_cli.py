@@ -22,14 +22,12 @@ from api.cli.main import main
 from storage import Store
 from tests.support.exports import LOST_CONNECTION, fail_exports_after
 from tests.support.gradings import add_many
+from tests.support.keys import session_key
 
 
 async def _export(database_url: str, tmp_path: Path, *args: str) -> Result:
     """``sre-judge export ARGS`` in a thread (the command runs its own event loop)."""
-    env = {
-        "SRE_JUDGE_DATABASE_URL": database_url,
-        "SRE_JUDGE_SECRET_KEY_FILE": str(tmp_path / "sre-judge.key"),
-    }
+    env = {"SRE_JUDGE_DATABASE_URL": database_url}  # keyed as the tests' stores are
     runner = CliRunner(env=env)
     return await asyncio.to_thread(runner.invoke, main, ["export", *args])
 
@@ -37,7 +35,7 @@ async def _export(database_url: str, tmp_path: Path, *args: str) -> Result:
 async def test_a_complete_export_reports_its_rows_and_sha256(
     database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    await add_many(Store(engine), {"pass": 2, "fail": 1})
+    await add_many(Store(engine, key=session_key()), {"pass": 2, "fail": 1})
     out = tmp_path / "out"
     out.mkdir()
     target = out / "gradings.jsonl"
@@ -53,7 +51,7 @@ async def test_a_complete_export_reports_its_rows_and_sha256(
 async def test_a_failed_export_exits_1_and_writes_no_file(
     database_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await add_many(Store(engine), {"pass": 5})
+    await add_many(Store(engine, key=session_key()), {"pass": 5})
     fail_exports_after(monkeypatch, 3)
     out = tmp_path / "out"
     out.mkdir()
@@ -68,12 +66,12 @@ async def test_a_failed_export_exits_1_and_writes_no_file(
 async def test_a_failed_export_leaves_an_earlier_file_as_it_was(
     database_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await add_many(Store(engine), {"pass": 2})
+    await add_many(Store(engine, key=session_key()), {"pass": 2})
     target = tmp_path / "gradings.csv"
     first = await _export(database_url, tmp_path, "--format", "csv", "-o", str(target))
     assert first.exit_code == 0, first.output
     before = target.read_bytes()
-    await add_many(Store(engine), {"fail": 2})
+    await add_many(Store(engine, key=session_key()), {"fail": 2})
     fail_exports_after(monkeypatch, 3)
     done = await _export(database_url, tmp_path, "--format", "csv", "-o", str(target))
     assert done.exit_code == 1 and target.read_bytes() == before
@@ -83,7 +81,7 @@ async def test_a_failed_export_leaves_an_earlier_file_as_it_was(
 async def test_a_failed_export_to_stdout_prints_nothing_and_exits_1(
     database_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await add_many(Store(engine), {"pass": 3})
+    await add_many(Store(engine, key=session_key()), {"pass": 3})
     fail_exports_after(monkeypatch, 2)
     done = await _export(database_url, tmp_path, "--format", "jsonl")
     assert done.exit_code == 1 and done.stdout == ""
@@ -124,7 +122,7 @@ async def test_an_sregym_folder_comes_back_whole_as_a_folder_or_one_file(
     from tests.support.sregym_results import write_sregym_results
 
     fixture = write_sregym_results(tmp_path)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await ImportQueries(store.db, store.catalog).sregym(
         read_sregym_folder(fixture.root),
         read_problems(fixture.problems_file),

@@ -25,6 +25,7 @@ from storage import Store
 from tests.imports.jobs import finished, tar_gz
 from tests.support.exports import fail_exports_after
 from tests.support.gradings import add_many
+from tests.support.keys import session_key
 from tests.support.service_process import free_port
 from tests.support.sregym_results import write_sregym_results
 
@@ -45,7 +46,9 @@ def _rows(fmt: str, body: bytes) -> int:
 async def test_a_complete_export_states_its_length_rows_and_sha256(
     api_client: Any, tokens: Any, engine: Engine, fmt: str
 ) -> None:
-    await add_many(Store(engine), {"pass": 3, "fail": 2, "unscored": 1}, agent="a")
+    await add_many(
+        Store(engine, key=session_key()), {"pass": 3, "fail": 2, "unscored": 1}, agent="a"
+    )
     admin = await tokens("admin")
     async with api_client(start_workers=False) as client:
         response = await client.get(EXPORTS, params={"format": fmt}, headers=admin)
@@ -66,7 +69,7 @@ async def test_an_export_failing_midway_is_a_problem_not_a_short_200(
     monkeypatch: pytest.MonkeyPatch,
     fmt: str,
 ) -> None:
-    await add_many(Store(engine), {"pass": 5}, agent="a")
+    await add_many(Store(engine, key=session_key()), {"pass": 5}, agent="a")
     admin = await tokens("admin")
     fail_exports_after(monkeypatch, 3)
     async with api_client(start_workers=False) as client:
@@ -82,7 +85,7 @@ async def test_an_export_failing_midway_is_a_problem_not_a_short_200(
 async def test_an_export_failing_before_its_first_row_is_a_problem_too(
     api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await add_many(Store(engine), {"pass": 1}, agent="a")
+    await add_many(Store(engine, key=session_key()), {"pass": 1}, agent="a")
     admin = await tokens("admin")
     fail_exports_after(monkeypatch, 0)
     async with api_client(start_workers=False) as client:
@@ -95,7 +98,7 @@ async def test_a_connection_cut_while_sending_is_an_error_for_an_http_client(
 ) -> None:
     """The last window, sending the written export, is framed by Content-Length (uvicorn
     keeps it, no chunking): a server that stops short leaves the client an error."""
-    await add_many(Store(engine), {"pass": 3}, agent="a")
+    await add_many(Store(engine, key=session_key()), {"pass": 3}, agent="a")
     admin = await tokens("admin")
 
     async def first_chunk_only(source: Any) -> AsyncIterator[bytes]:

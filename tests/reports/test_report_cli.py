@@ -21,12 +21,13 @@ from api.tabular import write_csv
 from storage import Store
 from tests.support.gradings import add_grading, add_many
 from tests.support.in_process_cli import run_cli
+from tests.support.keys import session_key
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 async def _seed(engine: Engine) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 19, "fail": 8, "unscored": 1}, agent="plain")
     await add_many(store, {"pass": 21, "fail": 6, "pending": 1}, agent="think")
 
@@ -68,7 +69,7 @@ async def test_the_charts_count_the_same_n_as_the_tables(engine: Engine) -> None
     from api.reports.rates import question_report
     from api.reports.tables import question_table
 
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 1}, agent="one")  # n = 1 as well as larger groups
     await _seed(engine)
     mixed = ReportFilter(inline="include")  # the seeded ground truths are inline ones
@@ -93,7 +94,7 @@ async def test_the_chart_legend_names_the_bars_of_provisional_verdicts(
     the legend says what each kind of bar is; without such a rate, no legend."""
     from api.reports.charts import PROVISIONAL_LABEL, QUALIFIED_LABEL
 
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 5, "fail": 2}, agent="qualified")
     await add_many(store, {"pass": 3, "fail": 4}, agent="trial", provisional=True)
     mixed = tmp_path / "mixed.svg"
@@ -118,7 +119,7 @@ async def test_the_chart_legend_names_the_bars_of_provisional_verdicts(
 async def test_report_csv_has_a_header_and_full_precision(engine: Engine) -> None:
     await _seed(engine)
     mixed = ReportFilter(inline="include")  # the seeded ground truths are inline ones
-    report = await pass_rate_report(Store(engine), mixed, group_by=["agent"])
+    report = await pass_rate_report(Store(engine, key=session_key()), mixed, group_by=["agent"])
     out = io.StringIO()
     write_csv(pass_rate_table(report), out)
     rows = {row["agent"]: row for row in csv.DictReader(io.StringIO(out.getvalue()))}
@@ -132,7 +133,7 @@ async def test_report_csv_has_a_header_and_full_precision(engine: Engine) -> Non
 async def test_export_jsonl_csv_and_sregym(
     database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_grading(store, "pass", agent="a", scenario_id="hotel/port", attempt=1)
     await add_grading(store, "fail", agent="a", scenario_id="hotel/port", attempt=2)
     await add_grading(store, "unscored", agent="b", metadata={"problem_id": "k8s/dns"})

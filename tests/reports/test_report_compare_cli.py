@@ -15,6 +15,7 @@ from judge.statistics import fisher_exact_p, proportion
 from storage import Store
 from tests.support.gradings import add_many, shadow_regrade
 from tests.support.in_process_cli import run_cli
+from tests.support.keys import session_key
 
 # the seeded gradings carry inline ground truths: each arm mixes them in
 OURS = ("-a", "judge=openai:judge-model", "-a", "inline=include")
@@ -24,7 +25,7 @@ THEIRS = ("-b", "judge=openai:new-judge", "-b", "inline=include")
 async def test_a_judge_against_a_shadow_judge_is_one_compare(
     database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 6, "fail": 4})
     await shadow_regrade(store, passing=3)
 
@@ -68,7 +69,7 @@ async def test_a_judge_against_a_shadow_judge_is_one_compare(
 async def test_the_compare_chart_shows_the_difference_its_interval_and_p(
     engine: Engine, tmp_path: Path
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 8, "fail": 2}, agent="x")
     await add_many(store, {"pass": 2, "fail": 8}, agent="y", provisional=True)
     # the seeded ground truths are inline ones: each arm mixes them in
@@ -98,7 +99,7 @@ async def test_two_judges_of_the_same_attempts_are_compared_paired_with_mcnemar(
     9 discordant pairs, all one way. McNemar's exact p by hand: under no difference each
     discordant pair goes either way with probability 1/2, so P(9 of 9 one way) = 1/2^9,
     doubled for two sides: p = 2/512 = 0.00390625 (Fisher's, unpaired, would be 0.00012)."""
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 10})
     await shadow_regrade(store, passing=1)
 
@@ -129,7 +130,7 @@ async def test_two_judges_of_the_same_attempts_are_compared_paired_with_mcnemar(
 async def test_arms_of_different_or_partly_shared_attempts_are_compared_unpaired(
     engine: Engine,
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 8, "fail": 2}, agent="x")
     await add_many(store, {"pass": 2, "fail": 8}, agent="y")
     x, y = ReportFilter(agent="x", inline="include"), ReportFilter(agent="y", inline="include")

@@ -12,6 +12,7 @@ from api.tabular import Tabular, print_table
 from storage import Store
 from tests.support.gradings import add_many
 from tests.support.in_process_cli import cli_in_process
+from tests.support.keys import session_key
 
 LONG_AGENT = "stratus-gpt-4o-mini-diagnoser-v2"
 
@@ -34,7 +35,7 @@ def _first_column(text: str) -> list[str]:
 async def test_pass_rates_at_80_columns_wrap_names_and_keep_the_interval(
     database_url: str, engine: Engine
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 19, "fail": 8, "unscored": 1}, agent=LONG_AGENT)
     await add_many(store, {"pass": 21, "fail": 6}, agent="think", provisional=True)
     env = {"NO_COLOR": "1", "COLUMNS": "80", "SRE_JUDGE_DATABASE_URL": database_url}

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from api.adjudication.tag_queries import TagQueries
 from storage import Store
 from tests.support.gradings import add_grading, add_many
+from tests.support.keys import session_key
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -27,7 +28,7 @@ async def _seed_arms(store: Store) -> None:
 async def test_pass_rates_with_wilson_intervals_per_group(
     api_client: Any, tokens: Any, engine: Engine
 ) -> None:
-    await _seed_arms(Store(engine))
+    await _seed_arms(Store(engine, key=session_key()))
     headers = await tokens("adjudicator")
     async with api_client(start_workers=False) as client:
         response = await client.get(
@@ -60,7 +61,7 @@ async def test_pass_rates_with_wilson_intervals_per_group(
 
 
 async def test_compare_21_of_27_with_19_of_27(api_client: Any, tokens: Any, engine: Engine) -> None:
-    await _seed_arms(Store(engine))
+    await _seed_arms(Store(engine, key=session_key()))
     headers = await tokens("admin")
     async with api_client(start_workers=False) as client:
         response = await client.get(
@@ -88,7 +89,7 @@ async def test_compare_21_of_27_with_19_of_27(api_client: Any, tokens: Any, engi
 async def test_compare_with_repeated_scenarios_reports_scenarios_as_the_unit(
     api_client: Any, tokens: Any, engine: Engine
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     for scenario, (a_pass, b_pass) in {"s1": (3, 1), "s2": (2, 2), "s3": (1, 0)}.items():
         await add_many(store, {"pass": a_pass, "fail": 3 - a_pass}, agent="a", scenario_id=scenario)
         await add_many(store, {"pass": b_pass, "fail": 3 - b_pass}, agent="b", scenario_id=scenario)
@@ -135,7 +136,7 @@ async def test_stats_are_for_adjudicators_and_admins(api_client: Any, tokens: An
 
 
 async def test_questions_dimensions_and_tags(api_client: Any, tokens: Any, engine: Engine) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await TagQueries(store.db).ensure_vocabulary(
         {"stopped-early": "stopped at the first useful answer"}
     )
@@ -171,7 +172,7 @@ async def test_questions_dimensions_and_tags(api_client: Any, tokens: Any, engin
 async def test_export_route_streams_csv_jsonl_and_sregym_for_admins(
     api_client: Any, tokens: Any, engine: Engine
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_grading(store, "pass", agent="a", scenario_id="hotel/port", attempt=2)
     await add_grading(store, "unscored", agent="a")
     admin, adjudicator = await tokens("admin"), await tokens("adjudicator")

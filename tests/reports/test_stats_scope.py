@@ -12,6 +12,7 @@ from api.regrade.selection import RegradeFilter
 from storage import Store
 from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.gradings import FAIL_D3, add_many, shadow_regrade
+from tests.support.keys import session_key
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -29,7 +30,7 @@ ARMS = {
 async def test_an_empty_arm_is_422_naming_its_filter(
     api_client: Any, tokens: Any, engine: Engine
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 6, "fail": 4})
     await shadow_regrade(store, passing=3)
     headers = await tokens("adjudicator")
@@ -62,7 +63,7 @@ async def test_an_empty_arm_is_422_naming_its_filter(
 async def test_provisional_gradings_are_marked_excluded_or_split(
     api_client: Any, tokens: Any, engine: Engine
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 3, "fail": 1})
     await add_many(store, {"pass": 1, "fail": 1}, provisional=True)
     headers = await tokens("adjudicator")
@@ -104,7 +105,7 @@ async def test_a_second_shadow_regrade_running_or_paused_hides_nothing_finished(
     pending items, being newer, hid the first run's verdicts (n 10 -> 0, 10 pending)
     though nothing new was graded. Once it grades an item, that item's newer verdict is
     the one counted, and never twice."""
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 6, "fail": 4})
     await shadow_regrade(store, passing=3)
     jobs = RegradeJobQueries(store.db)

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from storage import Store
 from tests.support.gradings import TRUTH, add_many
 from tests.support.in_process_cli import cli_in_process
+from tests.support.keys import session_key
 
 ITEMS = [
     {"id": "hotel/user-port", "ground_truth": "[fault_spec] component=pod/user", "set": "public"},
@@ -60,7 +61,7 @@ def test_loading_a_file_twice_then_a_fix_from_stdin(database_url: str, tmp_path:
 async def test_report_and_export_take_scenario_set(
     database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await store.catalog.create_scenario(
         id="held/1", ground_truth=TRUTH, scenario_set="held-out", actor="tests"
     )

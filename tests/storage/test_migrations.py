@@ -26,6 +26,7 @@ import storage.tables
 import storage.webhooks.tables  # noqa: F401  (the imports register every table)
 from storage import current_revision, head_revision, make_engine, upgrade
 from storage.search import include_in_autogenerate
+from tests.support.keys import session_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +104,7 @@ async def test_0005_holds_existing_flagged_passes_and_hashes_ground_truths(
 
     await upgrade(database_url)
     engine = make_engine(database_url)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     flagged = (await submit(store, new_submission("d1"))).grading.id
     clean = (await submit(store, new_submission("d2"))).grading.id
     await store.queue.claim_pending("w", limit=2, lease_seconds=60)
@@ -149,7 +150,7 @@ async def test_0008_makes_existing_scenarios_submissions_and_gradings_version_1(
 
     await upgrade(database_url)
     engine = make_engine(database_url)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await store.catalog.create_scenario(id="hotel/a", ground_truth="gt-a", actor="admin")
     by_scenario = new_submission(
         "d1", ground_truth="gt-a", ground_truth_source="scenario", scenario_id="hotel/a"
@@ -201,7 +202,7 @@ async def test_0023_moves_every_vote_onto_its_grading_and_back(database_url: str
 
     await upgrade(database_url)
     engine = make_engine(database_url)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     voted, unscored, bare = [
         (await submit(store, new_submission(name))).grading.id for name in ("d1", "d2", "d3")
     ]
@@ -271,7 +272,7 @@ async def test_0025_a_downgrade_keeps_the_cache_entries_the_calls_held(database_
 
     await upgrade(database_url)
     engine = make_engine(database_url)
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     ids = [(await submit(store, new_submission(name))).grading.id for name in ("d1", "d2", "d3")]
     await store.queue.claim_pending("w", limit=3, lease_seconds=60)
     for grading_id, key, reply in zip(

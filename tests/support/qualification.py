@@ -10,6 +10,7 @@ from judge.rubric import Rubric
 from judge.spec import judge_identity
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
+from tests.support.keys import session_key
 
 __all__ = ["qualify"]
 
@@ -20,7 +21,7 @@ async def qualify(
     """Store a qualifying calibration run of ``settings.judge`` on ``rubric`` (a made-up
     gold file) that measured ``judge_digest``: from then on the service counts that judge
     as qualified (while that model is behind its name)."""
-    await Store(engine).calibration.add_run(
+    await Store(engine, key=session_key()).calibration.add_run(
         CalibrationRunRecord(
             judge_spec=judge_identity(settings.judge),
             judge_settings=judge_settings(settings),

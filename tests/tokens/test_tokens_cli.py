@@ -6,6 +6,7 @@ from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.in_process_cli import cli_in_process
+from tests.support.keys import session_key
 
 
 async def test_create_list_revoke(database_url: str, engine: Engine) -> None:
@@ -14,7 +15,7 @@ async def test_create_list_revoke(database_url: str, engine: Engine) -> None:
     assert created.returncode == 0, created.stderr
     token = created.stdout.strip()
     assert token.startswith("srej_") and created.stdout.count("\n") == 1
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     record = await store.tokens.authenticate(token)
     assert record is not None and record.name == "Ada" and record.role == "adjudicator"
     listing = cli_in_process("tokens", "list", env=env)
@@ -25,7 +26,7 @@ async def test_create_list_revoke(database_url: str, engine: Engine) -> None:
     assert revoked.returncode == 0
     # a fresh store, as a server reads it: this one remembers the valid token for
     # TOKEN_CACHE_SECONDS, and a revocation by another store reaches it only after that
-    assert await Store(engine).tokens.authenticate(token) is None
+    assert await Store(engine, key=session_key()).tokens.authenticate(token) is None
     missing = cli_in_process("tokens", "revoke", "nope", env=env)
     assert missing.returncode == 2 and "no token" in missing.stderr
     bad_role = cli_in_process("tokens", "create", "--role", "god", "--name", "x", env=env)

@@ -12,6 +12,7 @@ from api.webhooks.outbox import on_committed
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from storage import Store
+from tests.support.keys import session_key
 from tests.support.network import hook_network
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
@@ -213,7 +214,7 @@ async def test_an_event_of_a_rolled_back_change_is_never_sent_nor_announced(
 ) -> None:
     """Nothing of a rolled-back change is sent, and the delivery worker is not told of
     it; a committed one is told, and a listener that fails never fails the commit."""
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     subscribe_outbox(store.db)  # as the app wiring does
     webhooks = WebhookQueries(store.db)
     await webhooks.create_endpoint(

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from storage import Store
+from tests.support.keys import session_key
 from tests.support.service_process import ServiceProcess, cli, serving
 from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
@@ -135,7 +136,7 @@ async def test_two_processes_and_a_slow_receiver_send_each_event_once(
         "SRE_JUDGE_PROCESSES": "2",
         "SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS": "1.6",
     }
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     subscribe_outbox(store.db)  # as the app wiring does
     with ExitStack() as stack:
         receivers = [stack.enter_context(receiving()) for _ in range(3)]

@@ -20,6 +20,7 @@ from api.service.bootstrap import BOOTSTRAP_PRINCIPAL, ensure_bootstrap_admin
 from api.service.settings import Settings
 from storage import Store, head_revision
 from tests.support.in_process_cli import cli_in_process
+from tests.support.keys import session_key
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -86,7 +87,7 @@ async def test_the_bootstrap_admin_token_is_registered_once_and_revocation_stick
 ) -> None:
     token = secrets.token_urlsafe(32)
     (tmp_path / "token").write_text(f"{token}\n")
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     assert await ensure_bootstrap_admin(store, tmp_path / "token") is True
     assert await ensure_bootstrap_admin(store, tmp_path / "token") is False
     record = await store.tokens.authenticate(token)

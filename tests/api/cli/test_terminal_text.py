@@ -16,6 +16,7 @@ from api.terminal import terminal_text
 from storage import Store
 from tests.support.gradings import add_many
 from tests.support.in_process_cli import cli_in_process
+from tests.support.keys import session_key
 
 #: a title change, a hyperlink written as an escape sequence and as rich markup, a
 #: carriage return that would overwrite the line, a C1 control and a right-to-left override
@@ -93,7 +94,7 @@ async def test_a_report_of_a_submitters_agent_name_prints_it_inert(
     database_url: str, engine: Engine
 ) -> None:
     # an agent name is whatever a submitter sent (up to 200 characters)
-    await add_many(Store(engine), {"pass": 2, "fail": 1}, agent=HOSTILE[:190])
+    await add_many(Store(engine, key=session_key()), {"pass": 2, "fail": 1}, agent=HOSTILE[:190])
     env = {"COLUMNS": "400", "SRE_JUDGE_DATABASE_URL": database_url, "FORCE_COLOR": "1"}
     done = cli_in_process(
         "report", "pass-rates", "--group-by", "agent", "--format", "table", env=env

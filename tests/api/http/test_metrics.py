@@ -21,6 +21,7 @@ from tests.api.conftest import ClientFactory
 from tests.storage.helpers import graded_result, sregym_rubric, unscored_result
 from tests.support.gradings import add_many
 from tests.support.judge_server import running_judge_server, sregym_reply
+from tests.support.keys import session_key
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -169,7 +170,7 @@ def test_each_app_has_its_own_registry() -> None:
 async def test_regrade_jobs_progress_is_read_at_scrape_time_until_they_end(
     api_client: ClientFactory, engine: Engine
 ) -> None:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     await add_many(store, {"pass": 3, "fail": 1}, agent="a")
     target = RegradeTarget(sregym_rubric(), "openai:new@http://x/v1", "openai", "new", "shadow")
     job = (await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="a")).job

@@ -24,6 +24,7 @@ from api.http.app import create_app
 from api.service.settings import Settings
 from storage import Store, TokenRecord
 from storage.canonical import utcnow
+from tests.support.keys import session_key
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999."
@@ -228,7 +229,7 @@ def test_every_route_has_a_stated_expectation(tmp_path: Any) -> None:
 
 
 async def _principals(engine: Engine) -> dict[str, dict[str, str]]:
-    store = Store(engine)
+    store = Store(engine, key=session_key())
     headers: dict[str, dict[str, str]] = {"none": {}}
     for name in PRINCIPALS[1:]:
         role = "submitter" if "submitter" in name or name in ("revoked", "expired") else name

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from storage import Store
 from tests.storage.helpers import graded_result, submit
 from tests.support.judge_server import JudgeServer, running_judge_server, sregym_reply
+from tests.support.keys import session_key
 from tests.support.service_process import ServiceProcess
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -96,7 +97,9 @@ async def test_sigterm_finishes_or_releases_in_flight_gradings_and_exits_0(
             "SRE_JUDGE_POLL_SECONDS": "0.1",
             "SRE_JUDGE_SHUTDOWN_SECONDS": "2",
         }
-        token, _ = await Store(engine).tokens.create(name="batch", role="submitter")
+        token, _ = await Store(engine, key=session_key()).tokens.create(
+            name="batch", role="submitter"
+        )
         service = ServiceProcess(env, tmp_path / "serve.log")
         service.wait_ready()
         in_flight = await _submit(service.url, token, ["#medium", "#slow", "#medium", "#slow"])
@@ -131,7 +134,9 @@ async def test_sigterm_finishes_or_releases_in_flight_gradings_and_exits_0(
     assert sorted(completions) == sorted((g, 1) for g in in_flight[::2])
     assert "lease released unfinished at shutdown" in log
     # a restart takes the released gradings at once (their 300 s leases are gone)
-    claims = await Store(engine).queue.claim_pending("restart", limit=10, lease_seconds=300)
+    claims = await Store(engine, key=session_key()).queue.claim_pending(
+        "restart", limit=10, lease_seconds=300
+    )
     assert sorted(c.grading_id for c in claims) == pending
 
 

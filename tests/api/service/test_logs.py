@@ -22,6 +22,7 @@ from api.service.observability import REDACTED, bind_log_context, redact, regist
 from storage import Store
 from tests.api.conftest import ClientFactory
 from tests.support.judge_server import running_judge_server, sregym_reply
+from tests.support.keys import session_key
 from tests.support.service_process import serving
 
 SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q3"}
@@ -130,7 +131,9 @@ async def test_a_full_run_logs_json_with_ids_and_never_a_secret(
     (tmp_path / "admin_token").write_text(admin_token + "\n")
     truth = f"[fault_spec] component=deployment/geo; namespace=hotel || GT-{secrets.token_hex(6)}"
     diagnosis = f"the geo deployment crashes with DIAG-{secrets.token_hex(6)}"
-    submitter, _ = await Store(engine).tokens.create(name="agent", role="submitter")
+    submitter, _ = await Store(engine, key=session_key()).tokens.create(
+        name="agent", role="submitter"
+    )
     reply = sregym_reply(SEVEN, evidence="the geo deployment crashes")
     with running_judge_server(default=reply) as judge:
         env = {

@@ -22,6 +22,7 @@ from judge.calibration import DEFAULT_GOLD
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
 from tests.storage.helpers import sregym_rubric
+from tests.support.keys import session_key
 from tests.support.service_process import serving
 
 SPEC = "scripted:pass"
@@ -46,7 +47,7 @@ def _run(settings: Settings, *, qualified: bool, kappa: float, gold: bytes) -> C
 async def test_the_statement_follows_the_runs_on_the_shipped_set(
     engine: Engine, database_url: str
 ) -> None:
-    store, rubric = Store(engine), sregym_rubric()
+    store, rubric = Store(engine, key=session_key()), sregym_rubric()
     settings = Settings(judge=f"{SPEC}@http://10.0.0.9:1", database_url=database_url)
     line = await qualification_on_start(store, settings, rubric)
     who = f"judge {SPEC} (rubric sregym-rca@{rubric.version}, asking single, replies full)"
@@ -89,7 +90,7 @@ async def test_sre_judge_serve_says_so_in_its_log(
     engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
     settings = Settings(judge=SPEC, database_url=database_url)
-    await Store(engine).calibration.add_run(
+    await Store(engine, key=session_key()).calibration.add_run(
         _run(settings, qualified=True, kappa=0.64, gold=DEFAULT_GOLD.read_bytes())
     )
     env = {"SRE_JUDGE_DATABASE_URL": database_url, "SRE_JUDGE_JUDGE": SPEC}
@@ -109,8 +110,8 @@ async def test_the_statement_names_a_profiled_judges_asking(
 ) -> None:
     spec = "ollama:qwen2.5-coder:1.5b"
     settings = Settings(judge=spec, database_url=database_url)
-    line = await qualification_on_start(Store(engine), settings, sregym_rubric())
+    line = await qualification_on_start(Store(engine, key=session_key()), settings, sregym_rubric())
     assert "asking extraction, replies compact, profile small-qwen-coder)" in line
     off = Settings(judge=spec, database_url=database_url, judge_profile="none")
-    line = await qualification_on_start(Store(engine), off, sregym_rubric())
+    line = await qualification_on_start(Store(engine, key=session_key()), off, sregym_rubric())
     assert "asking single, replies full)" in line
