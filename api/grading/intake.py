@@ -222,6 +222,8 @@ async def wait_for_grading(
                 if remaining <= 0 or stopping():
                     return view
             pending = False
+            if event.is_set():  # woken, yet still pending (deferred): wait for the next end
+                event = services.waiters.event_for(grading_id)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout=max(0, min(remaining, _POLL_SECONDS)))
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from judge.calls import ChatMessage, JudgeRequest
 from judge.errors import JudgeAuthError, JudgeRateLimited, JudgeUnavailable
 from judge.retry import complete_with_retries
 from storage import GradingRecord
+from storage.gradings import GradingReads
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, first_set
 
@@ -112,3 +114,40 @@ async def test_a_judge_asking_to_wait_is_asked_again_only_once_its_wait_is_over(
         query = select(GradingRecord.not_before).where(GradingRecord.id == grading["id"])
         not_before = connection.execute(query).scalar_one()
     assert (not_before - datetime.now(UTC)).total_seconds() > 3500
+
+
+async def test_a_wait_on_a_grading_deferred_by_a_judge_outage_polls_instead_of_spinning(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge outage defers the grading (still pending) and wakes its waiters: a waiting
+    request then goes on polling every 0.25 s, never re-reading the grading back to back
+    for its whole wait (up to 300 s a request), which would load the database exactly
+    while the judge is down."""
+    reads = 0
+    original = GradingReads.get
+
+    async def counted(self: GradingReads, grading_id: str) -> Any:
+        nonlocal reads
+        reads += 1
+        return await original(self, grading_id)
+
+    monkeypatch.setattr(GradingReads, "get", counted)
+    headers = await tokens("submitter")
+    down = ScriptedBackend(
+        [JudgeUnavailable("connection refused") for _ in range(50)], model="down"
+    )
+    spec = "openai:down@http://127.0.0.1:9/v1"
+    settings = {"judge_max_attempts": 1, "judge_retry_seconds": 60}
+    async with api_client(judge=spec, backends={spec: down}, **settings) as client:
+        started = time.monotonic()
+        response = await client.post(
+            "/v1/submissions?wait=2",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=headers,
+        )
+        took = time.monotonic() - started
+    assert response.status_code == 202, response.text
+    assert response.json()["status"] == "pending"
+    assert took >= 1.9
+    # polling every 0.25 s over 2 s is about 8 reads (a few more for wake-ups)
+    assert reads <= 20, f"{reads} reads of the grading in a 2 s wait"
