@@ -16,13 +16,20 @@ from typing import Any
 
 from api.regrade.job_queries import RegradeJobQueries
 from api.regrade.selection import RegradeFilter
-from api.service.grader_factory import calls_per_item, profile_of_judge, sampling_for
+from api.service.grader_factory import (
+    asking_choice,
+    calls_per_item,
+    grader_for,
+    profile_of_judge,
+    sampling_for,
+)
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.cache import CACHE_GRANULARITY, CacheKeys, with_digest
 from judge.calls import SamplingParams
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric
+from judge.style import AskingStyle, style_of
 
 __all__ = [
     "BATCH_PRICE_FACTOR",
@@ -46,17 +53,30 @@ def sampling_params(services: Services, backend: JudgeBackend) -> SamplingParams
     return sampling_for(settings, profile, backend=backend.name)
 
 
-def _fixed_chars(rubric: Rubric) -> int:
-    messages = build_messages(rubric, "", "")
-    schema = json.dumps(build_reply_schema(rubric), separators=(",", ":"))
+def _style(services: Services, rubric: Rubric, backend: JudgeBackend) -> AskingStyle:
+    """The reply format and polarity the workers' grader asks ``rubric`` in (the
+    settings', the judge's profile's or the rubric's), so prompts and keys are its own."""
+    grader = grader_for(services.settings, backend)
+    choice = grader.asking_choice(rubric)
+    return style_of(rubric, reply_format=choice.reply_format, ask_as=grader.ask_as)
+
+
+def _fixed_chars(rubric: Rubric, style: AskingStyle) -> int:
+    messages = build_messages(rubric, "", "", style=style)
+    schema = json.dumps(build_reply_schema(rubric, style.reply_format), separators=(",", ":"))
     return sum(len(m.content) for m in messages) + len(schema)
 
 
 async def _cache_hits(
-    services: Services, f: RegradeFilter, rubric: Rubric, backend: JudgeBackend, latest: bool
+    services: Services,
+    f: RegradeFilter,
+    rubric: Rubric,
+    backend: JudgeBackend,
+    latest: bool,
+    style: AskingStyle,
 ) -> int:
     keyer = CacheKeys(
-        build_reply_schema(rubric),
+        build_reply_schema(rubric, style.reply_format),
         sampling_params(services, backend),
         backend=backend.name,
         model=backend.model,
@@ -68,12 +88,40 @@ async def _cache_hits(
     keys = []
     for candidate in await RegradeJobQueries(services.store.db).candidates(f, latest=latest):
         if candidate.diagnosis.strip():
-            messages = build_messages(rubric, candidate.ground_truth, candidate.diagnosis)
+            messages = build_messages(
+                rubric, candidate.ground_truth, candidate.diagnosis, style=style
+            )
             key = keyer.key(messages)
             if key is not None:
                 keys.append(key if digest is None else with_digest(key, digest))
     found = await services.store.cache.cached_keys(keys)
     return sum(1 for key in keys if key in found)
+
+
+async def _calls(
+    services: Services,
+    f: RegradeFilter,
+    rubric: Rubric,
+    spec: str,
+    latest: bool,
+    asked: int,
+) -> int:
+    """Judge calls the ``asked`` gradings take. With extraction that depends on each
+    ground truth (one without a ``[fault_spec]`` header, a free text or a healthy
+    control's empty one, has every question asked alone): counted one by one up to
+    :data:`CACHE_CHECK_LIMIT` submissions, as if every one had a header beyond."""
+    settings = services.settings
+    with_header = calls_per_item(settings, spec, rubric)
+    if asking_choice(settings, spec, rubric).asking != "extraction" or not asked:
+        return asked * with_header
+    if asked > CACHE_CHECK_LIMIT:
+        return asked * with_header
+    candidates = await RegradeJobQueries(services.store.db).candidates(f, latest=latest)
+    return sum(
+        calls_per_item(settings, spec, rubric, c.ground_truth)
+        for c in candidates
+        if c.diagnosis.strip()
+    )
 
 
 async def estimate_regrade(
@@ -89,16 +137,19 @@ async def estimate_regrade(
     (``latest``: graded against each scenario's newest ground truth). ``spec``: the
     judge as given, whose asking mode and samples say how many calls a grading takes;
     the cache is checked key by key when that is one call."""
-    totals = await RegradeJobQueries(services.store.db).totals(f)
+    totals = await RegradeJobQueries(services.store.db).totals(f, latest=latest)
     params = sampling_params(services, backend)
-    per_grading = calls_per_item(services.settings, spec, rubric)
+    style = _style(services, rubric, backend)
     asked = totals.submissions - totals.empty_diagnoses
-    calls = asked * per_grading
+    calls = await _calls(services, f, rubric, spec, latest, asked)
+    per_grading = calls / asked if asked else calls_per_item(services.settings, spec, rubric)
     cacheable = params.temperature == 0
     checked = cacheable and per_grading == 1 and totals.submissions <= CACHE_CHECK_LIMIT
-    hits = await _cache_hits(services, f, rubric, backend, latest) if checked and calls else 0
+    hits = (
+        await _cache_hits(services, f, rubric, backend, latest, style) if checked and calls else 0
+    )
     needed = calls - hits
-    prompt_chars = (_fixed_chars(rubric) * asked + totals.text_chars) * per_grading
+    prompt_chars = int((_fixed_chars(rubric, style) * asked + totals.text_chars) * per_grading)
     prompt_tokens = prompt_chars // CHARS_PER_TOKEN * needed // calls if calls else 0
     average = await services.store.cache.average_completion_tokens(backend.name, backend.model)
     per_call = average if average is not None else params.max_tokens
@@ -117,13 +168,14 @@ async def estimate_regrade(
     }
 
 
-def _cache_note(cacheable: bool, per_grading: int) -> str:
-    """What the cache figures mean for this judge."""
+def _cache_note(cacheable: bool, per_grading: float) -> str:
+    """What the cache figures mean for this judge (``per_grading``: calls a grading
+    takes, on average where that depends on its ground truth)."""
     if not cacheable:
         return "the judge samples (temperature > 0): nothing is reused"
     if per_grading > 1:
         return (
-            f"a grading takes {per_grading} judge calls (asking mode, samples): the cache "
+            f"a grading takes {per_grading:g} judge calls (asking mode, samples): the cache "
             "is not checked, the calls are counted before it"
         )
     return "the rubric asks every question in one call: a changed question re-asks the whole call"

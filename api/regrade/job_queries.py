@@ -108,12 +108,13 @@ class RegradeJobQueries:
         rows = list(session.execute(select(ScenarioRecord)).scalars())
         return matching_scenarios(rows, f.tags)
 
-    async def totals(self, f: RegradeFilter) -> RegradeTotals:
-        """How many submissions the filter covers and how much text they hold."""
+    async def totals(self, f: RegradeFilter, *, latest: bool = False) -> RegradeTotals:
+        """How many submissions the filter covers and how much text they hold
+        (``latest``: with each scenario's newest ground truth)."""
 
         def work(session: Session) -> RegradeTotals:
             count, chars, empty = session.execute(
-                totals_query(f, self._scenarios(session, f))
+                totals_query(f, self._scenarios(session, f), latest=latest)
             ).one()
             return RegradeTotals(int(count), int(chars or 0), int(empty or 0))
 

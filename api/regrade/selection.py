@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, case, func, or_, select
+from sqlalchemy import Select, String, case, func, literal, or_, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 from sqlmodel import col
 
 from judge.rubric import split_rubric_ref
@@ -147,20 +149,48 @@ def candidates_query(
     return query.order_by(col(s.created_at), col(s.id))
 
 
+#: the white space ``str.strip`` removes: the space, line breaks, tabs, separators,
+#: no-break, em and ideographic spaces
+_WHITE_SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+
+
+class _stripped(FunctionElement[str]):
+    """A text without the :data:`_WHITE_SPACE` at either end: SQLite's ``trim(x, chars)``,
+    PostgreSQL's ``btrim(x, chars)`` (a plain ``trim`` strips the space alone)."""
+
+    type = String()
+    inherit_cache = True
+
+
+@compiles(_stripped, "sqlite")
+def _stripped_sqlite(element: _stripped, compiler: Any, **kw: Any) -> str:
+    return f"trim({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(_stripped, "postgresql")
+def _stripped_postgres(element: _stripped, compiler: Any, **kw: Any) -> str:
+    return f"btrim({compiler.process(element.clauses, **kw)})"
+
+
 def _blank(text: Any) -> Any:
-    """Whether ``text`` is blank as the grader reads it (``str.strip``: no judge call),
-    for ASCII white space: SQL's ``trim`` strips spaces only, so line breaks and tabs
-    become spaces first."""
-    for blank in ("\n", "\r", "\t", "\v", "\f"):
-        text = func.replace(text, blank, " ")
-    return func.length(func.trim(text)) == 0
+    """Whether ``text`` is blank as the grader reads it (``str.strip``: no judge call)."""
+    return func.length(_stripped(text, literal(_WHITE_SPACE))) == 0
 
 
-def totals_query(f: RegradeFilter, scenarios: list[str] | None) -> Select[Any]:
-    """Covered submissions, their text lengths, and how many have an empty diagnosis."""
-    text_chars = func.length(SubmissionRecord.diagnosis) + func.length(
-        SubmissionRecord.ground_truth
-    )
-    empty = func.sum(case((_blank(SubmissionRecord.diagnosis), 1), else_=0))
+def totals_query(
+    f: RegradeFilter, scenarios: list[str] | None, *, latest: bool = False
+) -> Select[Any]:
+    """Covered submissions, their text lengths, and how many have an empty diagnosis
+    (``latest``: the lengths of the ground truths they will be graded against, each
+    scenario's newest, as :func:`candidates_query` takes them)."""
+    s, sc = SubmissionRecord, ScenarioRecord
+    truth: Any = col(s.ground_truth)
+    if latest:
+        truth = case((col(s.scenario_id).is_(None), truth), else_=col(sc.ground_truth))
+    text_chars = func.length(s.diagnosis) + func.length(truth)
+    empty = func.sum(case((_blank(s.diagnosis), 1), else_=0))
     columns = (func.count(), func.coalesce(func.sum(text_chars), 0), func.coalesce(empty, 0))
-    return _filtered(_joined(*columns), f, scenarios)
+    query = _joined(*columns)
+    if latest:
+        query = query.outerjoin(sc, col(sc.id) == col(s.scenario_id))
+    return _filtered(query, f, scenarios)

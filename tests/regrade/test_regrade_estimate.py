@@ -1,0 +1,164 @@
+"""A regrade's dry run: its figures are those the real run then has (judge calls, cache
+hits, blank diagnoses, prompt tokens), whatever the asking mode and ground truth.
+
+The engine matters here: run on PostgreSQL too under ``--db all``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+
+from judge.backends.scripted import ScriptedBackend, _diagnosis_of
+from judge.calls import JudgeRequest
+from tests.api.conftest import ClientFactory
+
+#: the engine matters here (the dry run's counts are SQL)
+pytestmark = pytest.mark.postgres
+
+TRUTH = "[fault_spec] component=deployment/checkout; namespace=shop || OOM"
+
+
+class CompactPass(ScriptedBackend):
+    """Says yes to every question in whichever reply format it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(model="pass")
+
+    def _next(self, request: JudgeRequest) -> str:
+        properties = request.reply_schema.get("properties", {})
+        quote = " ".join(_diagnosis_of(request).split()[:8])
+        if "answer" in properties or not any(
+            "reasoning" not in p.get("properties", {}) for p in properties.values()
+        ):
+            return super()._next(request)
+        reply = {}
+        for qid, schema in properties.items():
+            entry = {"answer": "yes"}
+            if "quote" in schema.get("properties", {}):
+                entry["quote"] = quote
+            reply[qid] = entry
+        return json.dumps(reply)
+
+
+async def _finished(client: AsyncTestClient[Any], headers: dict[str, str], job_id: str) -> Any:
+    for _ in range(600):
+        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=headers)).json()
+        if body["state"] in ("done", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job still {body['state']}: {body}")
+
+
+async def _submit(client: AsyncTestClient[Any], headers: dict[str, str], diagnoses: Any) -> None:
+    for diagnosis in diagnoses:
+        body = {"diagnosis": diagnosis, "ground_truth": TRUTH}
+        sent = await client.post("/v1/submissions", params={"wait": 10}, json=body, headers=headers)
+        assert sent.status_code == 201, sent.text
+
+
+async def test_dry_run_cache_hits_match_the_run_with_a_compact_reply_format(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """With SRE_JUDGE_JUDGE_REPLY_FORMAT=compact the live gradings filled the cache and a
+    regrade with the same judge and rubric costs nothing: the dry run says so (its keys
+    are built in the grader's reply format)."""
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    backends = {"scripted:pass": CompactPass()}
+    async with api_client(backends=backends, judge_reply_format="compact") as client:
+        await _submit(client, submitter, (f"checkout ran out of memory ({n})" for n in range(3)))
+        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        estimate = dry.json()["estimate"]
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", 3), done
+    assert (done["judge_calls"], done["cache_hits"]) == (0, 3), done
+    assert (estimate["judge_calls"], estimate["cache_hits"]) == (0, 3), estimate
+
+
+async def test_dry_run_counts_the_calls_extraction_makes_for_a_ground_truth_without_header(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """Extraction asking: a ground truth without a ``[fault_spec]`` header has every
+    question asked alone; the dry run counts those calls, as the run then makes them."""
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    backends = {"scripted:pass": ScriptedBackend.for_mode("pass")}
+    async with api_client(backends=backends, judge_asking="extraction") as client:
+        for n in range(2):
+            body = {
+                "diagnosis": f"checkout ran out of memory ({n})",
+                "ground_truth": "the checkout deployment in namespace shop ran out of memory",
+            }
+            sent = await client.post(
+                "/v1/submissions", params={"wait": 10}, json=body, headers=submitter
+            )
+            assert sent.status_code == 201, sent.text
+        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        estimate = dry.json()["estimate"]
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await _finished(client, admin, job["id"])
+    assert done["state"] == "done", done
+    made = done["judge_calls"] + done["cache_hits"]
+    assert estimate["judge_calls"] == made, (estimate, done)
+
+
+async def test_dry_run_counts_no_call_for_a_diagnosis_of_unicode_white_space(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """A diagnosis of no-break, em and ideographic spaces is blank to the grader
+    (``str.strip``: no judge call), and to the dry run."""
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    backends = {"scripted:pass": ScriptedBackend.for_mode("pass")}
+    async with api_client(backends=backends) as client:
+        await _submit(client, submitter, ["\u00a0\u2003\u3000", "checkout ran out of memory"])
+        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        estimate = dry.json()["estimate"]
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", 2), done
+    assert (done["judge_calls"], done["cache_hits"]) == (0, 1), done
+    assert estimate["empty_diagnoses"] == 1, estimate
+    assert estimate["judge_calls"] + estimate["cache_hits"] == 1, estimate
+
+
+async def test_the_dry_run_of_a_latest_regrade_counts_the_newest_ground_truths_tokens(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """``ground_truth: latest`` grades against each scenario's newest text: the dry
+    run's prompt tokens count that text, not the one each submission was sent with."""
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
+    async with api_client() as client:
+        scenario = {"id": "s2", "ground_truth": "[fault_spec] component=deployment/x || short"}
+        await client.post("/v1/scenarios", json=scenario, headers=admin)
+        for n in range(3):
+            body = {"diagnosis": f"deployment/x is down ({n})", "scenario_id": "s2"}
+            await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+        longer = "[fault_spec] component=deployment/x || " + "a much longer story " * 400
+        put = await client.put(
+            "/v1/scenarios/s2", json={"ground_truth": longer}, headers={**admin, "If-Match": '"1"'}
+        )
+        assert put.status_code == 200, put.text
+        request = {"filter": {"scenario_id": "s2"}, "judge": "scripted:fail", "dry_run": True}
+        own = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        newest = (
+            await client.post(
+                "/v1/regrade-jobs", json={**request, "ground_truth": "latest"}, headers=admin
+            )
+        ).json()
+    grown = 3 * (len(longer) - len(scenario["ground_truth"])) // 4
+    difference = newest["estimate"]["prompt_tokens"] - own["estimate"]["prompt_tokens"]
+    assert difference >= grown * 0.9, (own["estimate"], newest["estimate"])
