@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -208,7 +209,9 @@ def _check_semantics(rubric: Rubric) -> list[str]:
         faults.append(
             f"rule.weights has {len(rule.weights)} weights for {len(rubric.dimensions)} dimensions"
         )
-    if any(w < 0 for w in rule.weights) or abs(sum(rule.weights) - 1.0) > 0.011:
+    if not all(math.isfinite(w) and w >= 0 for w in rule.weights) or (
+        abs(sum(rule.weights) - 1.0) > 0.011
+    ):
         faults.append("rule.weights must be non-negative and sum to 1")
     smallest = min(len(d.questions) for d in rubric.dimensions)
     if rule.min_yes > total or rule.min_yes_per_dimension > smallest:

@@ -66,6 +66,9 @@ def _mutated(mutate: Any) -> dict[str, Any]:
         (lambda d: d["rule"].update(min_yes=0, min_yes_per_dimension=0), "always passes"),
         (lambda d: d["rule"].update(weights=[0.5, 0.5]), "2 weights for 3 dimensions"),
         (lambda d: d["rule"].update(weights=[0.5, 0.5, 0.5]), "sum to 1"),
+        # every comparison with NaN is false: a NaN weight made every composite NaN
+        (lambda d: d["rule"].update(weights=[float("nan"), 0.5, 0.5]), "non-negative"),
+        (lambda d: d["rule"].update(weights=[float("inf"), 0.5, 0.5]), "non-negative"),
         (lambda d: d["dimensions"][0]["questions"][0].pop("requires_quote"), "requires_quote"),
         (lambda d: d.update(unverified_yes="ignore"), "unverified_yes"),
     ],
