@@ -45,7 +45,15 @@ from storage.calibration import holds
 from storage.judge_digests import JudgeDigestRecord
 from storage.quality_tables import CalibrationRunRecord
 
-__all__ = ["Calibration", "JudgeRuns", "calibrate", "drifted", "judge_runs"]
+__all__ = [
+    "Calibration",
+    "JudgeRuns",
+    "calibrate",
+    "configured_identity",
+    "drifted",
+    "identity_key",
+    "judge_runs",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,11 +188,36 @@ class JudgeRuns:
         return bool(latest and latest.qualified and not holds(latest, self.current_digest))
 
 
+def identity_key(
+    judge_spec: str, rubric_id: str, rubric_version: str, asking_mode: str, settings: Any
+) -> tuple[str, str, str, str]:
+    """A judge identity as :class:`JudgeRuns` names it: spec, ``rubric@version``, asking
+    mode and settings (canonical JSON)."""
+    text = json.dumps(settings, sort_keys=True)
+    return (judge_spec, f"{rubric_id}@{rubric_version}", asking_mode, text)
+
+
+def configured_identity(services: Services) -> tuple[str, str, str, str]:
+    """The identity the configured judge grades under now (its spec, the default rubric's
+    version, its asking mode and settings): the one whose runs qualify its gradings."""
+    settings = services.settings
+    rubric = services.rubrics.current[settings.rubric]
+    identity = identity_of(settings, settings.judge, rubric)
+    return identity_key(
+        identity["judge_spec"],
+        rubric.id,
+        identity["rubric_version"],
+        identity["asking_mode"],
+        identity["judge_settings"],
+    )
+
+
 def _grouped(runs: list[CalibrationRunRecord]) -> list[JudgeRuns]:
     groups: dict[tuple[str, ...], JudgeRuns] = {}
     for run in runs:  # newest first, so each group's first run is its latest
-        settings = json.dumps(run.judge_settings, sort_keys=True)
-        key = (run.judge_spec, f"{run.rubric_id}@{run.rubric_version}", run.asking_mode, settings)
+        key = identity_key(
+            run.judge_spec, run.rubric_id, run.rubric_version, run.asking_mode, run.judge_settings
+        )
         groups.setdefault(key, JudgeRuns(*key)).runs.append(run)
     return list(groups.values())
 

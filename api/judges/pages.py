@@ -12,12 +12,11 @@ from litestar import get
 from litestar.di import NamedDependency
 from litestar.response import Template
 
-from api.judges.calibration import judge_runs
+from api.judges.calibration import JudgeRuns, configured_identity, judge_runs
 from api.judges.canary_queries import CanaryQueries
 from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
-from judge.spec import judge_identity
 from storage.quality_tables import CanaryRunRecord
 
 __all__ = ["canary_chart", "judges_page"]
@@ -82,20 +81,26 @@ def canary_chart(runs: Sequence[CanaryRunRecord]) -> dict[str, Any]:
     }
 
 
+def _key(judge: JudgeRuns) -> tuple[str, str, str, str]:
+    return (judge.judge, judge.rubric, judge.asking_mode, judge.settings)
+
+
 @get("/judges", guards=[web_require("adjudicator")], include_in_schema=False)
 async def judges_page(
     services: NamedDependency[Services], who: NamedDependency[SignedIn]
 ) -> Template:
     """Calibration runs per judge, each judge qualified or provisional, and the canary."""
     judges = await judge_runs(services)
-    configured = judge_identity(services.settings.judge)
+    identity = configured_identity(services)
     canary = await CanaryQueries(services.store.db).runs(limit=100)
     return page(
         "judges.html",
         who,
         judges=judges,
-        configured=configured,
-        configured_runs=any(j.judge == configured for j in judges),
+        configured=identity[0],
+        # the configured judge as it grades now: spec, rubric version, asking and settings
+        configured_key=identity,
+        configured_runs=any(_key(j) == identity for j in judges),
         canary=canary,
         canary_chart=canary_chart(canary),
         canary_interval=services.settings.canary_interval,

@@ -78,7 +78,7 @@ def _form(html: str, testid: str) -> str:
 async def test_reports_form_keeps_inline_include_it_is_showing(
     api_client: Any, tokens: Any
 ) -> None:
-    """/reports?inline=include says "inline ground truths mixed in", but its form has
+    """/reports?inline=include says the inline ground truths are mixed in, but its form has
     no ``inline`` field: pressing Show (e.g. to group by model) silently drops it and
     the figures change (the inline gradings are counted apart again)."""
     agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
@@ -86,7 +86,7 @@ async def test_reports_form_keeps_inline_include_it_is_showing(
         await _three(c, agent)
         await sign_in(c, ada)
         page = (await c.get("/reports?inline=include&group_by=agent")).text
-        assert "inline ground truths mixed in" in page
+        assert "inline ground truths (self-graded) mixed in" in page
         form = _form(page, "report-filters")
         assert 'name="inline"' in form, "the form drops inline=include on submit"
 

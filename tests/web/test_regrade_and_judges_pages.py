@@ -1,0 +1,117 @@
+"""A regrade job's page and the judges page show their figures as the API gives them:
+each kappa with its interval or why it is undefined, and the configured judge as it
+grades now."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from judge.backends.scripted import ScriptedBackend
+from storage import Store
+from storage.quality_tables import CalibrationRunRecord
+from tests.support.judge_server import sregym_reply
+from tests.support.keys import session_key
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, scripted_judge
+from tests.web.conftest import sign_in
+
+OTHER = "openai:other@http://127.0.0.1:9/v1"
+PASS, FAIL = sregym_reply(set(IDS), evidence="USER_PORT=9999"), sregym_reply(set())
+
+
+async def _finished(client: Any, admin: dict[str, str], job_id: str) -> dict[str, Any]:
+    for _ in range(200):
+        job = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=admin)).json()
+        if job["state"] in ("done", "failed", "cancelled"):
+            return dict(job)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job never finished: {job}")
+
+
+async def _submit(c: Any, agent: dict[str, str], i: int) -> None:
+    response = await c.post(
+        "/v1/submissions?wait=10",
+        json={"diagnosis": f"{DIAGNOSIS} (attempt {i})", "ground_truth": TRUTH},
+        headers=agent,
+    )
+    assert response.status_code == 201, response.text
+
+
+def _flip_summary(page: str) -> str:
+    return page.split('data-testid="flip-report"', 1)[1].split("<h3>", 1)[0]
+
+
+async def test_regrade_page_says_why_a_kappa_is_undefined(api_client: Any, tokens: Any) -> None:
+    """An undefined kappa is shown as undefined, with the reason, as the flips answer
+    gives it."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    settings = scripted_judge(PASS)
+    settings["backends"][OTHER] = ScriptedBackend([FAIL], model="other")
+    async with api_client(**settings) as c:
+        await _submit(c, agent, 0)
+        job_id = (await c.post("/v1/regrade-jobs", json={"judge": OTHER}, headers=admin)).json()["id"]
+        await _finished(c, admin, job_id)
+        flips = (await c.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
+        reason = flips["agreement"]["verdicts"]["undefined"]
+        assert flips["agreement"]["verdicts"]["kappa"] is None and reason
+        await sign_in(c, admin)
+        summary = _flip_summary((await c.get(f"/regrades/{job_id}")).text)
+        assert "undefined" in summary and reason.split(":")[0] in summary, summary
+
+
+async def test_regrade_page_gives_each_kappa_its_interval(api_client: Any, tokens: Any) -> None:
+    """Every figure comes with its n and 95% interval: each kappa of the flip report too."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    settings = scripted_judge(PASS, PASS, FAIL, FAIL)
+    settings["backends"][OTHER] = ScriptedBackend([PASS, FAIL, FAIL, FAIL], model="other")
+    async with api_client(**settings) as c:
+        for i in range(4):
+            await _submit(c, agent, i)
+        job_id = (await c.post("/v1/regrade-jobs", json={"judge": OTHER}, headers=admin)).json()["id"]
+        await _finished(c, admin, job_id)
+        flips = (await c.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
+        answers = flips["agreement"]["answers"]
+        assert answers["kappa"] is not None and answers["ci_low"] is not None
+        await sign_in(c, admin)
+        summary = _flip_summary((await c.get(f"/regrades/{job_id}")).text)
+        assert str(answers["kappa"]) in summary  # the kappa is there
+        shown = {str(answers["ci_low"]), f"{answers['ci_low']:.3f}", f"{answers['ci_low']:.2f}"}
+        assert any(s in summary for s in shown), summary
+
+
+async def test_judges_page_flags_the_configured_judge_when_only_another_identity_ran(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A qualified run of the same spec under an older rubric version is another
+    identity: the configured judge, whose gradings are provisional, is flagged as having
+    no run, and the other identity is not tagged "configured"."""
+    store = Store(engine, key=session_key())
+    await store.calibration.add_run(
+        CalibrationRunRecord(
+            judge_spec="openai:scripted", rubric_id="sregym-rca", rubric_version="v0+old",
+            gold_name="gold.jsonl", gold_sha256="0" * 64, n=40, verdict_kappa=0.9,
+            qualified=True,
+        )
+    )  # fmt: skip
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(PASS)) as c:
+        response = await c.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=agent,
+        )
+        grading_id = response.json()["id"]
+        rates = (await c.get("/v1/stats/pass-rates?inline=include", headers=ada)).json()
+        assert rates["overall"]["provisional"] == 1, rates  # the service: provisional
+        await sign_in(c, ada)
+        page = (await c.get("/judges")).text
+        flagged = 'data-testid="configured"' in page
+        configured_cards = [
+            card.split("</h2>", 1)[0]
+            for card in page.split('data-testid="judge"')[1:]
+            if '<span class="tag">configured</span>' in card.split("</h2>", 1)[0]
+        ]
+        shown_qualified = any("status-qualified" in h for h in configured_cards)
+        assert flagged and not shown_qualified, (grading_id, configured_cards)
