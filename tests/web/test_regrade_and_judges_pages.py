@@ -51,7 +51,8 @@ async def test_regrade_page_says_why_a_kappa_is_undefined(api_client: Any, token
     settings["backends"][OTHER] = ScriptedBackend([FAIL], model="other")
     async with api_client(**settings) as c:
         await _submit(c, agent, 0)
-        job_id = (await c.post("/v1/regrade-jobs", json={"judge": OTHER}, headers=admin)).json()["id"]
+        job = await c.post("/v1/regrade-jobs", json={"judge": OTHER}, headers=admin)
+        job_id = job.json()["id"]
         await _finished(c, admin, job_id)
         flips = (await c.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
         reason = flips["agreement"]["verdicts"]["undefined"]
@@ -69,7 +70,8 @@ async def test_regrade_page_gives_each_kappa_its_interval(api_client: Any, token
     async with api_client(**settings) as c:
         for i in range(4):
             await _submit(c, agent, i)
-        job_id = (await c.post("/v1/regrade-jobs", json={"judge": OTHER}, headers=admin)).json()["id"]
+        job = await c.post("/v1/regrade-jobs", json={"judge": OTHER}, headers=admin)
+        job_id = job.json()["id"]
         await _finished(c, admin, job_id)
         flips = (await c.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
         answers = flips["agreement"]["answers"]
