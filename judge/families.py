@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["FAMILIES", "model_family", "same_family"]
+from judge.spec import judge_identity, member_specs, split_spec
+
+__all__ = ["FAMILIES", "model_family", "same_family", "shared_family"]
 
 #: family -> name patterns (matched at the start of a word of the model name)
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -49,3 +51,12 @@ def same_family(judge_model: str | None, agent_model: str | None) -> str | None:
     """The family both models belong to, or None."""
     family = model_family(judge_model)
     return family if family is not None and family == model_family(agent_model) else None
+
+
+def shared_family(judge_spec: str, agent_model: str | None) -> str | None:
+    """The model family a judge (or a panel member) shares with the agent, or None."""
+    for member in member_specs(judge_identity(judge_spec)):
+        family = same_family(split_spec(member)[1], agent_model)
+        if family is not None:
+            return family
+    return None

@@ -11,21 +11,11 @@ from __future__ import annotations
 
 from api.service.errors import InvalidRequest
 from api.service.settings import Settings
-from judge.families import same_family
+from judge.families import shared_family
 from judge.review_reasons import ReviewReason
-from judge.spec import judge_identity, member_specs, split_spec
 from judge.verdict import GradingResult
 
-__all__ = ["flag", "refuse", "shared_family"]
-
-
-def shared_family(judge_spec: str, agent_model: str | None) -> str | None:
-    """The model family a judge (or a panel member) shares with the agent, or None."""
-    for member in member_specs(judge_identity(judge_spec)):
-        family = same_family(split_spec(member)[1], agent_model)
-        if family is not None:
-            return family
-    return None
+__all__ = ["flag", "refuse"]
 
 
 def refuse(settings: Settings, judge_spec: str, agent_model: str | None) -> None:

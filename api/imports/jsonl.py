@@ -26,12 +26,12 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
 from api.imports.problems import ImportProblem
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
+from judge.trace import check_trace
 from storage.storable import (
     MAX_INT32,
     MAX_JSON_DEPTH,
@@ -59,6 +59,22 @@ class JsonlSubmission(BaseModel):
     attempt: StrictInt | None = Field(default=None, ge=0, le=MAX_INT32)
     created_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: the agent's trace, as a submission carries it: a list of steps or text
+    trace: StrictStr | list[dict[str, Any]] | None = None
+
+    @field_validator("created_at", mode="before")
+    @classmethod
+    def _iso_text(cls, value: Any) -> Any:
+        """An ISO 8601 date-time as text: a compact date (``20240101``) is that date, and
+        a number is refused, never read as seconds since 1970."""
+        if value is None or isinstance(value, datetime):
+            return value
+        if not isinstance(value, str):
+            raise ValueError("must be an ISO 8601 date-time as text, not a number")
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 date-time") from None
 
     @field_validator("created_at")
     @classmethod
@@ -67,11 +83,12 @@ class JsonlSubmission(BaseModel):
             stored_date(value)  # kept as written: the line's content hash is its identity
         return value
 
-    @model_validator(mode="after")
-    def _exactly_one_truth(self) -> JsonlSubmission:
+    def truth_problem(self) -> str | None:
+        """Why the line's ground truth is not exactly one of ``scenario_id`` and
+        ``ground_truth`` (the field an API submission names: ``scenario_id``), or None."""
         if (self.scenario_id is None) == (self.ground_truth is None):
-            raise ValueError("give exactly one of scenario_id and ground_truth")
-        return self
+            return "give exactly one of scenario_id and ground_truth"
+        return None
 
     def created_utc(self) -> datetime | None:
         """``created_at`` as aware UTC (naive values are taken as UTC)."""
@@ -122,10 +139,15 @@ def _parse(text: str, *, max_bytes: int) -> JsonlSubmission:
         item = JsonlSubmission.model_validate(data)
     except ValidationError as exc:
         raise _refused(exc) from None
+    problem = item.truth_problem()
+    if problem is not None:
+        raise _Refused(f"scenario_id: {problem}", "scenario_id")
     try:
         check_text(item.diagnosis, field="diagnosis", max_bytes=max_bytes)
         if item.ground_truth is not None:
             check_text(item.ground_truth, field="ground_truth", max_bytes=max_bytes)
+        if item.trace is not None:
+            check_trace(item.trace, field="trace", max_bytes=max_bytes)
     except InputError as exc:
         raise _Refused(f"{exc.field}: {exc}", exc.field) from None
     return item

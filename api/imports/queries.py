@@ -28,6 +28,7 @@ from api.imports.problems import ImportProblem
 from api.imports.report import BATCH, ImportAborted, ImportProgress, ImportReport, read_batches
 from api.imports.rows import jsonl_submission, sregym_grading, sregym_submission
 from api.imports.sregym import SregymAttempt
+from judge.families import shared_family
 from judge.rubric import Rubric
 from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
@@ -86,6 +87,8 @@ def _line_difference(known: SubmissionRecord, new: SubmissionRecord) -> str | No
         return "diagnosis"
     if known.metadata_ != new.metadata_:
         return "metadata"
+    if known.trace != new.trace:
+        return "trace"
     if _instant(known.created_at) != _instant(new.created_at):
         return "created_at"
     return None
@@ -313,8 +316,12 @@ class ImportQueries:
         actor: str = "import:jsonl",
         strict: bool = False,
         progress: ImportProgress | None = None,
+        refuse_own_family: bool = False,
     ) -> ImportReport:
         """Store historic submissions, each with a pending grading by ``rubric`` and ``judge``.
+
+        ``refuse_own_family``: a line whose model is of the judge's own family is refused
+        naming ``model``, as a submission is (``SRE_JUDGE_SELF_PREFERENCE=refuse``).
 
         ``judge`` is ``(spec, backend, model)``. With ``strict``, any problem raises
         ImportAborted and nothing is stored (one transaction for the whole file).
@@ -325,8 +332,16 @@ class ImportQueries:
             report.rows += 1
             if isinstance(item, ImportProblem):
                 report.problems.append(item)
-            else:
-                self._import_line(session, item, rubric, judge, actor, report)
+                return
+            family = shared_family(judge[0], item.submission.model) if refuse_own_family else None
+            if family is not None:
+                message = (
+                    f"model: {item.submission.model!r} and the judge are both of the {family} "
+                    "family (SRE_JUDGE_SELF_PREFERENCE=refuse)"
+                )
+                report.problems.append(ImportProblem(f"line {item.line}", message, field="model"))
+                return
+            self._import_line(session, item, rubric, judge, actor, report)
 
         report = ImportReport()
         # all or nothing: one batch of every line, then one transaction
@@ -360,7 +375,10 @@ class ImportQueries:
                 report.problems.append(ImportProblem(where, message, field="scenario_id"))
                 return
             truth, version = scenario.ground_truth, scenario.version
-        content = sha256_hex(canonical_json(item.model_dump(mode="json")))
+        # a line's identity is its content; a line without a trace hashes as lines did
+        # before they could carry one, so importing an old file again changes nothing
+        fields = item.model_dump(mode="json", exclude={"trace"} if item.trace is None else None)
+        content = sha256_hex(canonical_json(fields))
         key = f"jsonl:{content}"
         if self._known(session, actor, key) is not None:
             report.already_imported += 1

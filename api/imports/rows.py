@@ -16,7 +16,8 @@ from api.imports.jsonl import JsonlLine
 from api.imports.sregym import SregymAttempt, run_started_at
 from judge.rubric import Rubric
 from judge.rule import apply_rule
-from judge.secrets import redact
+from judge.screening import screen
+from judge.trace import redact_trace
 from storage.canonical import canonical_json, sha256_hex
 from storage.imports.tables import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
@@ -24,6 +25,7 @@ from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
 __all__ = [
     "jsonl_submission",
     "run_started_at",
+    "screened",
     "sregym_grading",
     "sregym_key",
     "sregym_submission",
@@ -31,6 +33,19 @@ __all__ = [
 
 #: the longest idempotency key stored
 _MAX_KEY = 256
+
+
+def screened(diagnosis: str) -> dict[str, Any]:
+    """An imported diagnosis as intake stores a submitted one: screened once (credentials
+    redacted, injection flagged, ``judge.screening``), its text, redactions and what
+    screening found, reused by every grading of it. Credentials never reach the
+    database or a judge in clear, imported or not."""
+    found = screen(diagnosis)
+    return {
+        "diagnosis": found.text,
+        "redactions": list(found.redactions),
+        "screening": found.record(),
+    }
 
 
 def sregym_key(where: str) -> str:
@@ -67,12 +82,9 @@ def sregym_submission(
     where = f"{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"
     if attempt.attempt is None:
         where = attempt.source
-    # credentials never reach the database or a judge in clear, imported or not
-    clean = redact(attempt.diagnosis)
     return SubmissionRecord(
         id=new_id(),
-        diagnosis=clean.text,
-        redactions=clean.records(),
+        **screened(attempt.diagnosis),
         trace=attempt.trace,  # read with its credentials redacted (api.imports.sregym)
         ground_truth=ground_truth,
         ground_truth_sha256=sha256_hex(ground_truth),
@@ -150,12 +162,11 @@ def jsonl_submission(
 ) -> SubmissionRecord:
     """The submission of one JSONL line (``content``: its hash), its diagnosis redacted."""
     item = line.submission
-    # credentials never reach the database or a judge in clear, imported or not
-    clean = redact(item.diagnosis)
     return SubmissionRecord(
         id=new_id(),
-        diagnosis=clean.text,
-        redactions=clean.records(),
+        **screened(item.diagnosis),
+        # credentials in the agent's trace redacted, as a submission's are
+        trace=None if item.trace is None else redact_trace(item.trace),
         ground_truth=truth,
         ground_truth_sha256=sha256_hex(truth),
         ground_truth_source="scenario" if item.scenario_id else "inline",

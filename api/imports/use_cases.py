@@ -16,7 +16,6 @@ from api.imports.queries import ImportQueries
 from api.imports.report import ImportProgress, ImportReport
 from api.imports.sregym import read_sregym_folder
 from api.service.services import Services
-from judge.spec import parse_judge_spec
 
 __all__ = ["import_jsonl_file", "import_sregym_folder"]
 
@@ -51,12 +50,13 @@ async def import_jsonl_file(
     """
     settings = services.settings
     target = await services.rubrics.require(rubric, default=settings.rubric)
-    spec = parse_judge_spec(settings.judge)
     lines = read_jsonl(file, max_bytes=settings.max_text_bytes)
     report = await ImportQueries(services.store.db, services.store.catalog).jsonl(
         lines,
         rubric=target,
-        judge=(settings.judge, spec.backend, spec.model),
+        # the service's judge as a submission's grading records it: the panel when set
+        judge=settings.grading_judge(),
+        refuse_own_family=settings.self_preference == "refuse",
         strict=strict,
         progress=progress,
     )

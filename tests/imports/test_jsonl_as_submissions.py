@@ -1,0 +1,171 @@
+"""Importing historic runs from JSON lines (``import jsonl``, ``POST /v1/imports``): a line
+is taken, screened, checked and queued as a submission to the API would be."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from api.imports.jsonl import JsonlLine, read_jsonl
+from api.imports.problems import ImportProblem
+from api.imports.queries import ImportQueries
+from judge.backends.scripted import ScriptedBackend
+from storage import Store
+from storage.tables import GradingRecord, SubmissionRecord
+from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
+
+IMPORTS = "/v1/imports"
+LINE = {"diagnosis": "the checkout pod ran out of memory", "ground_truth": "OOM in checkout"}
+LOCAL = "openai:local@http://127.0.0.1:9/v1"
+CLOUD = "openai:cloud@http://127.0.0.1:10/v1"
+GPT_JUDGE = "openai:gpt-4o-mini@http://127.0.0.1:9/v1"
+JSONL = {"Content-Type": "application/x-ndjson"}
+
+
+async def _finished(client: Any, location: str, headers: dict[str, str]) -> dict[str, Any]:
+    """The import job once done or failed (polled for 15 s)."""
+    for _ in range(300):
+        job = (await client.get(location, headers=headers)).json()
+        if job["state"] in ("done", "failed"):
+            return dict(job)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the job did not finish: {job}")
+
+
+def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _judges(engine: Engine) -> dict[str | None, tuple[str, str, str]]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(
+                SubmissionRecord.agent,
+                GradingRecord.judge_spec,
+                GradingRecord.judge_backend,
+                GradingRecord.judge_model,
+            ).join(GradingRecord, GradingRecord.submission_id == SubmissionRecord.id)
+        ).all()
+    return {agent: (spec, backend, model) for agent, spec, backend, model in rows}
+
+
+async def test_imported_lines_are_queued_for_the_services_panel_like_a_submission(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """With a judge panel set, an imported line is queued for the panel, as a
+    submission's grading is, never for the single judge."""
+    admin = await tokens("admin")
+    backends = {LOCAL: ScriptedBackend.for_mode("pass"), CLOUD: ScriptedBackend.for_mode("pass")}
+    settings = {"judge": LOCAL, "panel": f"{LOCAL},{CLOUD}", "pending_judge": "pin"}
+    async with api_client(backends=backends, **settings) as client:
+        live = await client.post("/v1/submissions", json={**LINE, "agent": "live"}, headers=admin)
+        assert live.status_code in (201, 202), live.text
+        body = (json.dumps({**LINE, "agent": "imported"}) + "\n").encode()
+        created = await client.post(IMPORTS, content=body, headers={**admin, **JSONL})
+        job = await _finished(client, created.headers["location"], admin)
+    assert job["state"] == "done" and job["report"]["queued"] == 1
+    judges = _judges(engine)
+    assert judges["live"][1] == "panel"
+    assert judges["imported"] == judges["live"]
+
+
+async def test_a_line_of_the_judges_own_family_is_refused_under_self_preference_refuse(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """Under ``SRE_JUDGE_SELF_PREFERENCE=refuse`` a line whose model is of the judge's
+    family is refused alone, naming its line and ``model``, as the API refuses it."""
+    admin = await tokens("admin")
+    backends = {GPT_JUDGE: ScriptedBackend.for_mode("pass")}
+    async with api_client(judge=GPT_JUDGE, self_preference="refuse", backends=backends) as client:
+        line = {**LINE, "agent": "a", "model": "gpt-4o"}
+        live = await client.post("/v1/submissions", json=line, headers=admin)
+        assert live.status_code == 422, live.text  # the API's rule
+        body = (json.dumps(line) + "\n").encode()
+        created = await client.post(IMPORTS, content=body, headers={**admin, **JSONL})
+        job = await _finished(client, created.headers["location"], admin)
+    assert job["report"]["submissions"] == 0, job["report"]
+    assert [(e["where"], e["field"]) for e in job["errors"]] == [("line 1", "model")]
+
+
+def test_a_compact_iso_created_at_is_that_date_not_seconds_since_1970(tmp_path: Path) -> None:
+    """``"created_at": "20240101"`` is ISO 8601's compact date: that date, never
+    seconds since 1970; a number is refused naming ``created_at``."""
+    path = _write(
+        tmp_path / "h.jsonl",
+        [{**LINE, "created_at": "20240101"}, {**LINE, "created_at": 20240101}],
+    )
+    read, number = list(read_jsonl(path))
+    assert isinstance(read, JsonlLine)
+    assert read.submission.created_utc() == datetime(2024, 1, 1, tzinfo=UTC)
+    assert isinstance(number, ImportProblem) and number.field == "created_at", number
+
+
+def test_a_line_without_scenario_or_ground_truth_names_the_field(tmp_path: Path) -> None:
+    """A line with neither or both of ``scenario_id`` and ``ground_truth`` is refused
+    naming ``scenario_id``, as the API names it."""
+    path = _write(
+        tmp_path / "h.jsonl",
+        [{"diagnosis": "d"}, {**LINE, "scenario_id": "checkout-oom"}],
+    )
+    read = list(read_jsonl(path))
+    assert all(isinstance(r, ImportProblem) for r in read)
+    assert [r.field for r in read] == ["scenario_id", "scenario_id"]  # type: ignore[union-attr]
+
+
+async def test_a_line_may_carry_the_agents_trace_as_a_submission_does(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A line may carry the agent's ``trace``, as a submission does: stored with its
+    credentials redacted."""
+    steps = [{"tool": "kubectl_get", "input": "pods -A", "output": "checkout OOMKilled"}]
+    path = _write(tmp_path / "h.jsonl", [{**LINE, "agent": "a", "trace": steps}])
+    report = await ImportQueries(store.db, store.catalog).jsonl(
+        read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+    )
+    assert [str(p) for p in report.problems] == []
+    assert report.submissions == 1
+    with engine.connect() as connection:
+        [trace] = connection.execute(select(SubmissionRecord.trace)).scalars().all()
+    assert trace == steps
+
+
+async def _graded(client: Any, agent: str, headers: dict[str, str]) -> dict[str, Any]:
+    """The grading of ``agent``'s submission once it is no longer pending (15 s)."""
+    for _ in range(300):
+        page = (await client.get("/v1/gradings", params={"agent": agent}, headers=headers)).json()
+        items = page.get("items", page.get("gradings", []))
+        if items and items[0]["status"] != "pending":
+            return dict(items[0])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{agent}'s grading was not graded: {page}")
+
+
+async def test_an_imported_diagnosis_is_screened_as_a_submitted_one(
+    api_client: Any, tokens: Any
+) -> None:
+    """An imported diagnosis is screened as a submitted one (on the text as sent:
+    markers that normalizing would hide count), so it gets the same review reasons."""
+    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    hidden = "".join(chr(ord(c) + 0xFEE0) if c.isalnum() else c for c in key)
+    diagnosis = f"The checkout pod\u200b ran out of memory; the key {hidden} leaked"
+    line = {"diagnosis": diagnosis, "ground_truth": "OOM in checkout"}
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        live = await client.post(
+            "/v1/submissions?wait=10", json={**line, "agent": "live"}, headers=admin
+        )
+        assert live.status_code == 201, live.text
+        body = (json.dumps({**line, "agent": "imported"}) + "\n").encode()
+        created = await client.post(IMPORTS, content=body, headers={**admin, **JSONL})
+        job = await _finished(client, created.headers["location"], admin)
+        assert job["report"]["queued"] == 1, job
+        imported = await _graded(client, "imported", admin)
+    assert "injection_suspected" in live.json()["review_reasons"]
+    assert sorted(imported["review_reasons"]) == sorted(live.json()["review_reasons"])
