@@ -20,7 +20,11 @@ from api.app import route_handlers
 from api.http.auth import LOCAL_HOSTS, current_principal
 from api.http.input_guard import refuse_unstorable_input
 from api.http.limits import SubmissionLimits
-from api.http.middleware import RequestContextMiddleware, unrouted_context
+from api.http.middleware import (
+    RequestContextMiddleware,
+    no_store_api_answers,
+    unrouted_context,
+)
 from api.http.observability import litestar_logging_config
 from api.http.openapi import document_on_first_read
 from api.http.problems import exception_handlers
@@ -163,7 +167,7 @@ def _make_shell(max_body_bytes: int) -> Litestar:
         # then took "3"); None lets each field's strictness hold, dates still parse
         plugins=[PydanticPlugin(validate_strict=None), WorkbenchPlugin()],  # type: ignore[arg-type]
         lifespan=[_lifespan],
-        before_send=[AllowEveryMethod(), unrouted_context],
+        before_send=[AllowEveryMethod(), unrouted_context, no_store_api_answers],
     )
 
 

@@ -54,7 +54,7 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 TEXT_BODIES = {
     "/v1/scenarios:bulk": frozenset(
         {"application/jsonl", "application/x-ndjson", "application/yaml", "application/x-yaml",
-         "text/yaml", "text/plain"}
+         "text/yaml", "text/x-yaml", "text/plain"}
     ),
 }  # fmt: skip
 

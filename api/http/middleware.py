@@ -32,6 +32,7 @@ __all__ = [
     "PROBES",
     "REQUEST_ID_HEADER",
     "RequestContextMiddleware",
+    "no_store_api_answers",
     "request_id_from",
     "unrouted_context",
 ]
@@ -137,3 +138,16 @@ async def unrouted_context(message: Message, scope: Scope) -> None:
     if message["type"] == "http.response.body" and not message.get("more_body", False):
         status, started = state.pop(_UNROUTED, (500, time.perf_counter()))
         _record(scope, "unmatched", status, time.perf_counter() - started)
+
+
+async def no_store_api_answers(message: Message, scope: Scope) -> None:
+    """A before-send hook: every ``/v1`` answer says ``Cache-Control: no-store`` unless it
+    says otherwise. Answers hold ground truths (a scenario, its versions, an admin's
+    grading, exports), diagnoses and secrets (a new token, a webhook's signing secret):
+    no browser or proxy cache may keep them, as none keeps a workbench page."""
+    if message["type"] != "http.response.start" or not scope.get("path", "").startswith("/v1/"):
+        return
+    headers = list(message.get("headers", []))
+    if all(name.lower() != b"cache-control" for name, _ in headers):
+        headers.append((b"cache-control", b"no-store"))
+        message["headers"] = headers

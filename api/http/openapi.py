@@ -26,6 +26,7 @@ from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
     Components,
+    OpenAPIHeader,
     OpenAPIMediaType,
     OpenAPIResponse,
     OpenAPIType,
@@ -44,6 +45,7 @@ __all__ = [
     "EXTRA_ERRORS",
     "OTHER_CONTENT",
     "OTHER_SUCCESS",
+    "RESPONSE_HEADERS",
     "document_api",
     "document_on_first_read",
     "required_errors",
@@ -103,6 +105,22 @@ OTHER_CONTENT: dict[str, tuple[str, ...]] = {
     "getRegradeFlips": ("application/json", "text/csv"),
 }
 
+#: headers clients follow, on the success answers that send them, by operation id
+RESPONSE_HEADERS: dict[str, tuple[str, ...]] = {
+    "createSubmission": ("Location", "ETag"),
+    "createImport": ("Location",),
+    "createRegradeJob": ("Location",),
+    "getGrading": ("ETag",),
+    "createOverride": ("ETag",),
+    "createScenario": ("Location", "ETag"),
+    "getScenario": ("ETag",),
+    "updateScenario": ("ETag",),
+}
+_HEADER_TEXT = {
+    "Location": "the URL of what the request made (to read it, or to poll it while pending)",
+    "ETag": "the resource's revision, strong and quoted: send it back as If-Match",
+}
+
 _PROBLEM = Schema(
     type=OpenAPIType.OBJECT,
     required=["type", "title", "status", "detail"],
@@ -137,7 +155,9 @@ def _guarded(handler: HTTPRouteHandler) -> bool:
     return any(getattr(g, "required_role", None) for g in handler.resolve_guards())
 
 
-def required_errors(handler: HTTPRouteHandler, operation: Any, path: str) -> set[int]:
+def required_errors(
+    handler: HTTPRouteHandler, operation: Any, path: str, method: str = "get"
+) -> set[int]:
     """The error statuses ``operation`` of ``handler`` at ``path`` can answer."""
     errors = set(EXTRA_ERRORS.get(handler.operation_id or "", ()))  # type: ignore[arg-type]
     if _guarded(handler):
@@ -147,7 +167,10 @@ def required_errors(handler: HTTPRouteHandler, operation: Any, path: str) -> set
     if operation.parameters or operation.request_body:
         errors.add(422)
     if operation.request_body:
-        errors |= {400, 413, 415}
+        errors.add(400)
+    if operation.request_body or method in ("post", "put", "patch"):
+        # the app's size limit and body guard answer every write, with a body or not
+        errors |= {413, 415}
     if any(getattr(p, "name", "") == "If-Match" for p in operation.parameters or []):
         errors |= {412, 428}  # a stale ETag; none sent where one is required
     if "400" in (operation.responses or {}):  # Litestar's own, for parameters
@@ -218,11 +241,26 @@ def document_api(app: Litestar) -> None:
                 forbid_nul(getattr(parameter, "schema", None))
                 if getattr(parameter, "name", "") == "If-Match":
                     parameter.required = True  # the handler answers 428 without it
-            for status in sorted(required_errors(handler, operation, path)):
+            for status in sorted(required_errors(handler, operation, path, method)):
                 operation.responses[str(status)] = _problem(status)
             _success(operation, OTHER_SUCCESS.get(str(handler.operation_id), ()))
+            _headers(operation, RESPONSE_HEADERS.get(str(handler.operation_id), ()))
             if handler.operation_id in OTHER_CONTENT:
                 _other_content(operation, OTHER_CONTENT[str(handler.operation_id)])
+
+
+def _headers(operation: Any, names: tuple[str, ...]) -> None:
+    """Declare ``names`` on each success answer of ``operation`` (not every success
+    sends each: a dry run has no ``Location``)."""
+    if not names:
+        return
+    text = Schema(type=OpenAPIType.STRING)
+    for status, response in operation.responses.items():
+        if status.startswith("2") and isinstance(response, OpenAPIResponse):
+            response.headers = {
+                **(response.headers or {}),
+                **{n: OpenAPIHeader(schema=text, description=_HEADER_TEXT[n]) for n in names},
+            }
 
 
 def _success(operation: Any, statuses: tuple[int, ...]) -> None:

@@ -115,14 +115,39 @@ def problem_response(
 _HEADERS = {"idempotency_key": "Idempotency-Key", "if_match": "If-Match"}
 
 
-def _validation_errors(exc: ValidationException) -> list[dict[str, str]]:
+def _sent_names(request: Request[Any, Any, Any]) -> dict[str, str]:
+    """The handler's parameters by their Python name -> the name a client sends (a
+    query parameter declared ``QueryParameter(name="set")`` is ``set``, not the
+    handler's ``scenario_set``)."""
+    try:
+        parameters = request.route_handler.parsed_fn_signature.parameters
+    except (AttributeError, KeyError):  # routing refused the request: no handler
+        return {}
+    names = {}
+    for name, parameter in parameters.items():
+        kwarg = parameter.kwarg_definition
+        sent = getattr(kwarg, "query", None) or getattr(kwarg, "name", None)
+        if isinstance(sent, str) and sent != name:
+            names[name] = sent
+    return names
+
+
+def _validation_errors(
+    exc: ValidationException, request: Request[Any, Any, Any]
+) -> list[dict[str, str]]:
     errors = []
+    sent = _sent_names(request)
     for item in exc.extra if isinstance(exc.extra, list) else []:
         if isinstance(item, dict):
             field = str(item.get("key") or item.get("source") or "body")
+            message = str(item.get("message", "invalid"))
             if item.get("source") == "header":
                 field = _HEADERS.get(field, field)
-            errors.append({"field": field, "message": str(item.get("message", "invalid"))})
+            elif field == "data" and message == "'data'":  # no body where one is needed
+                field, message = "body", "a request body is required"
+            else:
+                field = sent.get(field, field)
+            errors.append({"field": field, "message": message})
     return errors or [{"field": "body", "message": str(exc.detail)}]
 
 
@@ -134,7 +159,7 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
             exc.status, exc.title, exc.detail, instance=path, errors=errors, headers=exc.headers
         )
     if isinstance(exc, ValidationException):
-        errors = _validation_errors(exc)
+        errors = _validation_errors(exc, request)
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         status = 400 if "malformed" in str(exc.detail).lower() else 422
         return problem_response(status, "Invalid request", detail, instance=path, errors=errors)

@@ -28,9 +28,10 @@ from api.http.problems import ApiProblem
 __all__ = ["file_operation", "media_type_of", "params_only", "read_upload"]
 
 
-def file_operation(description: str) -> type[Operation]:
+def file_operation(description: str, media_types: Collection[str] | None = None) -> type[Operation]:
     """An operation class documenting a raw file body (``description`` says what it is
-    and which Content-Types it takes), for a route's ``operation_class``."""
+    and which Content-Types it takes), for a route's ``operation_class``: binary, or
+    text in each of ``media_types``."""
 
     @dataclass
     class FileOperation(Operation):
@@ -38,11 +39,14 @@ def file_operation(description: str) -> type[Operation]:
 
         def __post_init__(self) -> None:
             if self.request_body is None:
-                binary = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
+                if media_types is None:
+                    binary = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
+                    content = {"application/octet-stream": OpenAPIMediaType(schema=binary)}
+                else:
+                    text = Schema(type=OpenAPIType.STRING)
+                    content = {t: OpenAPIMediaType(schema=text) for t in media_types}
                 self.request_body = RequestBody(
-                    content={"application/octet-stream": OpenAPIMediaType(schema=binary)},
-                    description=description,
-                    required=True,
+                    content=content, description=description, required=True
                 )
 
     return FileOperation

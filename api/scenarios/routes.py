@@ -11,6 +11,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from litestar import Request, Response, get, post, put
 from litestar.di import NamedDependency
@@ -19,6 +20,7 @@ from litestar.params import FromQuery, HeaderParameter, JSONBody, PathParameter,
 from api.http.auth import require
 from api.http.preconditions import expected_revision
 from api.http.problems import ApiProblem
+from api.http.uploads import file_operation
 from api.scenarios.loading import LoadFormat
 from api.scenarios.queries import ScenarioFilter
 from api.scenarios.schemas import (
@@ -61,6 +63,12 @@ _JSON: dict[str, LoadFormat] = {
     "application/jsonl": "jsonl",
     "application/x-ndjson": "jsonl",
 }
+#: the bulk load's body as the OpenAPI document describes it: text in each media type
+_LOAD = file_operation(
+    "the scenarios: JSON Lines, a YAML list or a JSON list or object (text/plain: told by "
+    "its content)",
+    (*_JSON, *_YAML_TYPES, "text/plain"),
+)
 
 
 def _etag(revision: int) -> dict[str, str]:
@@ -73,11 +81,13 @@ async def create_scenario(
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
 ) -> Response[ScenarioPublic]:
-    """Register a scenario as version 1 of its ground truth; 409 when the id exists."""
+    """Register a scenario as version 1 of its ground truth (``Location``: its URL); 409
+    when the id exists."""
     record = await register_scenario(services, principal, data)
-    return Response(
-        scenario_public(record, principal), status_code=201, headers=_etag(record.revision)
-    )
+    # an id may hold "/": its segments stay path segments (the route takes them whole)
+    location = f"/v1/scenarios/{quote(record.id, safe='/:')}"
+    headers = {**_etag(record.revision), "Location": location}
+    return Response(scenario_public(record, principal), status_code=201, headers=headers)
 
 
 @get(
@@ -114,6 +124,7 @@ async def list_scenario_page(
     "/v1/scenarios:bulk",
     guards=[require("admin")],
     operation_id="loadScenarios",
+    operation_class=_LOAD,
     summary="Create or update many scenarios from JSON Lines or YAML (idempotent)",
     status_code=200,
 )

@@ -60,6 +60,7 @@ def tokens_create(
 
         plaintext, _ = await issue_token(
             store,
+            actor="cli",  # as every other command records its actions
             name=name,
             role=role,
             expires_at=expires_at,

@@ -19,7 +19,7 @@ __all__ = ["all_tokens", "issue_token", "revoke_token"]
 async def issue_token(
     store: Store,
     *,
-    actor: str = "system",
+    actor: str,
     name: str,
     role: str,
     expires_at: datetime | None = None,

@@ -306,6 +306,21 @@ class WebhookQueries:
             )
             if held.rowcount == 0:  # the lease was lost: the new holder decides the rest
                 return None
+            if state == "dead":  # given up: a state change the audit log keeps
+                self._db.audit(
+                    session,
+                    "webhook.dead_lettered",
+                    entity_type="webhook",
+                    entity_id=claimed.endpoint_id,
+                    actor="webhooks",
+                    payload={
+                        "delivery_id": claimed.id,
+                        "event": claimed.payload.get("type"),
+                        "attempts": claimed.attempts,
+                        "last_status": status,
+                        "last_error": stored_error,
+                    },
+                )
             if not delivered or claimed.endpoint_failures:  # a closed circuit stays as it is
                 session.execute(
                     update(WebhookEndpointRecord)
