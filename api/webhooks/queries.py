@@ -307,20 +307,7 @@ class WebhookQueries:
             if held.rowcount == 0:  # the lease was lost: the new holder decides the rest
                 return None
             if state == "dead":  # given up: a state change the audit log keeps
-                self._db.audit(
-                    session,
-                    "webhook.dead_lettered",
-                    entity_type="webhook",
-                    entity_id=claimed.endpoint_id,
-                    actor="webhooks",
-                    payload={
-                        "delivery_id": claimed.id,
-                        "event": claimed.payload.get("type"),
-                        "attempts": claimed.attempts,
-                        "last_status": status,
-                        "last_error": stored_error,
-                    },
-                )
+                self._audit_given_up(session, claimed, status, stored_error)
             if not delivered or claimed.endpoint_failures:  # a closed circuit stays as it is
                 session.execute(
                     update(WebhookEndpointRecord)
@@ -336,6 +323,25 @@ class WebhookQueries:
             return following[0] if following else None
 
         return await self._db.run(record)
+
+    def _audit_given_up(
+        self, session: Session, claimed: Claimed, status: int | None, error: str | None
+    ) -> None:
+        """``webhook.dead_lettered``: the delivery loop gave ``claimed`` up."""
+        self._db.audit(
+            session,
+            "webhook.dead_lettered",
+            entity_type="webhook",
+            entity_id=claimed.endpoint_id,
+            actor="webhooks",
+            payload={
+                "delivery_id": claimed.id,
+                "event": claimed.payload.get("type"),
+                "attempts": claimed.attempts,
+                "last_status": status,
+                "last_error": error,
+            },
+        )
 
 
 def _deliveries(
