@@ -18,6 +18,7 @@ from api.imports.queries import ImportQueries
 from judge.backends.scripted import ScriptedBackend
 from storage import Store
 from storage.tables import GradingRecord, SubmissionRecord
+from tests.imports.jobs import finished as _finished
 from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
 
 IMPORTS = "/v1/imports"
@@ -26,16 +27,6 @@ LOCAL = "openai:local@http://127.0.0.1:9/v1"
 CLOUD = "openai:cloud@http://127.0.0.1:10/v1"
 GPT_JUDGE = "openai:gpt-4o-mini@http://127.0.0.1:9/v1"
 JSONL = {"Content-Type": "application/x-ndjson"}
-
-
-async def _finished(client: Any, location: str, headers: dict[str, str]) -> dict[str, Any]:
-    """The import job once done or failed (polled for 15 s)."""
-    for _ in range(300):
-        job = (await client.get(location, headers=headers)).json()
-        if job["state"] in ("done", "failed"):
-            return dict(job)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the job did not finish: {job}")
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:

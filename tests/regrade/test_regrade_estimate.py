@@ -6,7 +6,6 @@ The engine matters here: run on PostgreSQL too under ``--db all``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +16,7 @@ from litestar.testing import AsyncTestClient
 from judge.backends.scripted import ScriptedBackend, _diagnosis_of
 from judge.calls import JudgeRequest
 from tests.api.conftest import ClientFactory
+from tests.regrade.test_regrade_api import _finished
 
 #: the engine matters here (the dry run's counts are SQL)
 pytestmark = pytest.mark.postgres
@@ -44,15 +44,6 @@ class CompactPass(ScriptedBackend):
                 entry["quote"] = quote
             reply[qid] = entry
         return json.dumps(reply)
-
-
-async def _finished(client: AsyncTestClient[Any], headers: dict[str, str], job_id: str) -> Any:
-    for _ in range(600):
-        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=headers)).json()
-        if body["state"] in ("done", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"job still {body['state']}: {body}")
 
 
 async def _submit(client: AsyncTestClient[Any], headers: dict[str, str], diagnoses: Any) -> None:

@@ -4,7 +4,6 @@ grades now."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -12,6 +11,7 @@ from sqlalchemy.engine import Engine
 from judge.backends.scripted import ScriptedBackend
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
+from tests.regrade.test_regrade_api import _finished
 from tests.support.judge_server import sregym_reply
 from tests.support.keys import session_key
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, scripted_judge
@@ -19,15 +19,6 @@ from tests.web.conftest import sign_in
 
 OTHER = "openai:other@http://127.0.0.1:9/v1"
 PASS, FAIL = sregym_reply(set(IDS), evidence="USER_PORT=9999"), sregym_reply(set())
-
-
-async def _finished(client: Any, admin: dict[str, str], job_id: str) -> dict[str, Any]:
-    for _ in range(200):
-        job = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=admin)).json()
-        if job["state"] in ("done", "failed", "cancelled"):
-            return dict(job)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"job never finished: {job}")
 
 
 async def _submit(c: Any, agent: dict[str, str], i: int) -> None:
