@@ -99,7 +99,7 @@ def _layout(
     if server is not None:
         source = RemoteLayout(server, _params(filters, include_superseded))
     else:
-        source = LocalLayout(replace(build_filter(**filters), current_only=not include_superseded))
+        source = LocalLayout(replace(build_filter(**filters), superseded=include_superseded))
     export_sregym_layout(layout or "folder", archive, output, source)
 
 
@@ -167,7 +167,7 @@ def export_command(
         if server is not None:
             rows, digest = _remote(server, fmt, output, _params(filters, include_superseded))
         else:
-            report_filter = replace(build_filter(**filters), current_only=not include_superseded)
+            report_filter = replace(build_filter(**filters), superseded=include_superseded)
             rows, digest = _local(fmt, output, report_filter)
     except OSError as exc:
         raise click.ClickException(f"cannot write the export{where}: {exc}") from None

@@ -72,7 +72,7 @@ async def export_gradings(
     filters: NamedDependency[ReportFilter],
     format: FromQuery[Literal["jsonl", "csv", "sregym"]] = "jsonl",
     layout: FromQuery[Literal["file", "folder"] | None] = None,
-    archive: FromQuery[SregymArchive] = "tar.gz",
+    archive: FromQuery[SregymArchive | None] = None,
     include_superseded: Annotated[
         bool,
         QueryParameter(
@@ -81,9 +81,19 @@ async def export_gradings(
     ] = False,
 ) -> Stream:
     """Every grading of the filter, oldest first, from one snapshot."""
-    filters = replace(filters, current_only=not include_superseded)
+    filters = replace(filters, superseded=include_superseded)
     if layout is not None and format != "sregym":
         raise ApiProblem(422, "Invalid request", "layout: only with format=sregym", field="layout")
+    if archive is not None:  # an archive is the results folder, as on the command line
+        if format != "sregym" or layout == "file":
+            raise ApiProblem(
+                422,
+                "Invalid request",
+                "archive: only with format=sregym, as the results folder (layout=folder)",
+                field="archive",
+            )
+        layout = "folder"
+    archive = archive or "tar.gz"
     sink = spool()
     try:
         if layout == "folder":

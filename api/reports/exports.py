@@ -145,7 +145,7 @@ async def export_chunks(export: GradingExport, fmt: ExportFormat) -> AsyncIterat
                 overrides=item.overrides,
                 tags=item.tags,
             )
-            yield json.dumps(body.model_dump(mode="json"), ensure_ascii=False) + "\n"
+            yield _one_line(json.dumps(body.model_dump(mode="json"), ensure_ascii=False))
     elif fmt == "csv":
         questions = question_ids(rubrics, export.answered_questions)
         answers = [f"{q}{s}" for q in questions for s in ("", ".judge")]
@@ -158,3 +158,13 @@ async def export_chunks(export: GradingExport, fmt: ExportFormat) -> AsyncIterat
         async for item in export.gradings:
             row = sregym_row(item, _rubric_of(rubrics, item))
             yield _csv_line(row[c] for c in SREGYM_COLUMNS)
+
+
+#: characters line readers take for line ends that JSON leaves unescaped in a string
+_LINE_ENDS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"})
+
+
+def _one_line(text: str) -> str:
+    """A JSON document on one line, whatever its strings hold: the separators Unicode
+    counts as line ends (U+2028, U+2029, NEL) escaped, as ``X-Export-Rows`` counts it."""
+    return text.translate(_LINE_ENDS) + "\n"

@@ -113,11 +113,15 @@ def _shadow() -> Any:
     return and_(_is_shadow(_G), ~hidden)
 
 
-def covered(*, current_only: bool, include: Include | None) -> Any:
-    """The WHERE clause of the gradings in scope, or None for every grading."""
+def covered(*, current_only: bool, include: Include | None, superseded: bool = False) -> Any:
+    """The WHERE clause of the gradings in scope, or None for every grading
+    (``superseded``: the gradings a promoted regrade replaced too, never a shadow one
+    unless ``include`` asks for them)."""
     if not current_only:
         return None
-    current = col(_G.is_current).is_(True)
+    current: Any = col(_G.is_current).is_(True)
+    if superseded:
+        current = or_(current, col(_G.superseded_by).is_not(None))
     return or_(current, _shadow()) if include == "shadow" else current
 
 

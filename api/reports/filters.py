@@ -146,6 +146,8 @@ class ReportFilter:
     #: None counts every grading
     inline: Inline | None = None
     current_only: bool = True
+    #: the gradings a promoted regrade replaced too (an export's ``include_superseded``)
+    superseded: bool = False
 
 
 def submission_filtered(query: Any, filters: ReportFilter) -> Any:
@@ -179,7 +181,11 @@ def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
         )
         query = query.where(col(_S.scenario_id).in_(members))
     for condition in (
-        covered(current_only=filters.current_only, include=filters.include),
+        covered(
+            current_only=filters.current_only,
+            include=filters.include,
+            superseded=filters.superseded,
+        ),
         provisional_where(filters.provisional),
         inline_where(filters.inline),
     ):

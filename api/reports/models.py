@@ -25,9 +25,10 @@ __all__ = [
 ]
 
 
-#: The fields an arm of a comparison may filter on (the report filter's but ``current_only``).
+#: The fields an arm of a comparison may filter on (the report filter's but which
+#: gradings of a submission count: ``current_only`` and ``superseded``).
 ARM_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in fields(ReportFilter) if f.name != "current_only"
+    f.name for f in fields(ReportFilter) if f.name not in ("current_only", "superseded")
 )
 
 

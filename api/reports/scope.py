@@ -34,11 +34,14 @@ VERDICTS_MEANING: dict[str, str] = {
 
 def filters_echo(filters: ReportFilter) -> dict[str, Any]:
     """The filters that are set, as JSON-ready values."""
-    echo = {k: v for k, v in asdict(filters).items() if v is not None and k != "current_only"}
+    hidden = ("current_only", "superseded")
+    echo = {k: v for k, v in asdict(filters).items() if v is not None and k not in hidden}
     # how inline gradings count is said in a scope line of its own, not as a filter
     echo.pop("inline", None)
     if not filters.current_only:
         echo["current_only"] = False
+    if filters.superseded:
+        echo["include_superseded"] = True
     return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in echo.items()}
 
 
@@ -59,6 +62,9 @@ def gradings_text(filters: ReportFilter) -> str:
     """Current gradings only, with shadow regrades, or every grading."""
     if not filters.current_only:
         return "every grading, superseded and shadow ones included"
+    if filters.superseded:
+        shadow = " and shadow-regrade gradings" if filters.include == "shadow" else ""
+        return f"current gradings, those a promoted regrade replaced{shadow}"
     if filters.include == "shadow":
         return "current gradings and shadow-regrade gradings (newest per submission and judge)"
     return "current gradings only (shadow-regrade gradings need include=shadow)"
