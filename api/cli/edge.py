@@ -140,7 +140,7 @@ async def service_runtime(
     if existing:
         await require_migrated(settings.database_url)
     try:
-        runtime = Runtime(settings, workers=workers, migrate=True)
+        runtime = Runtime(settings, workers=workers, migrate=True, create_key=not existing)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     async with runtime:
@@ -167,7 +167,8 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
             await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
         try:
-            store = Store(engine, key=database_key(settings, engine))
+            # a reading command changes nothing: it makes no key either
+            store = Store(engine, key=database_key(settings, engine, create=migrate))
             subscribe_outbox(store.db)  # as the runtime's store: no event's webhook is lost
             return await work(store)
         finally:
@@ -176,13 +177,13 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
     return run(on_store())
 
 
-def database_key(settings: Settings, engine: Engine) -> ServiceKey:
-    """The service key the database's audit log is keyed with (made on a database that
-    has none yet); bad usage when it is missing or another key."""
+def database_key(settings: Settings, engine: Engine, *, create: bool) -> ServiceKey:
+    """The service key the database's audit log is keyed with (made, with ``create``, on
+    a database that has none yet); bad usage when it is missing or another key."""
     from api.service.secret_key import MissingServiceKey, key_for_database
 
     try:
-        return key_for_database(settings, engine)
+        return key_for_database(settings, engine, create=create)
     except MissingServiceKey as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -96,7 +96,8 @@ def worker_command() -> None:
     require_database(settings.database_url)
     run(asyncio.to_thread(require_newest, settings.database_url))
     try:
-        runtime = Runtime(settings, workers=True, import_jobs=True)
+        # a worker joins a deployment: it is given its key, never makes one
+        runtime = Runtime(settings, workers=True, import_jobs=True, create_key=False)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -33,7 +33,7 @@ from judge.identity import DigestTracker
 from judge.profiles import AskingChoice
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
-from judge.spec import judge_identity
+from judge.spec import judge_identity, member_specs
 from judge.verdict import GradingResult
 
 if TYPE_CHECKING:
@@ -179,6 +179,15 @@ class Qualifications:
         self._cache[key] = (now, found)
         return found
 
+    async def members_qualified(self, judge_spec: str, rubric: Rubric, rubric_version: str) -> bool:
+        """Whether the judge qualifies now: a panel when every member does (no calibration
+        run is ever of a panel: each member is calibrated, and measured, on its own)."""
+        for member in member_specs(judge_spec):
+            choice = asking_choice(self.settings, member, rubric)
+            if not await self.qualified(member, rubric_version, choice):
+                return False
+        return True
+
     async def mark(
         self, grading_id: str, judge_spec: str, rubric: Rubric | None, result: GradingResult
     ) -> tuple[GradingResult, bool]:
@@ -191,8 +200,7 @@ class Qualifications:
         for a human: it gets the review reason ``judge_not_qualified``."""
         if rubric is None:
             return result, True
-        choice = asking_choice(self.settings, judge_spec, rubric)
-        provisional = not await self.qualified(judge_spec, result.rubric_version, choice)
+        provisional = not await self.members_qualified(judge_spec, rubric, result.rubric_version)
         if result.status != "graded":
             return result, provisional
         reasons = list(result.review_reasons)

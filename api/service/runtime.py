@@ -61,7 +61,9 @@ class Runtime:
     (``SRE_JUDGE_AUDIT_CHECKPOINT``);
     ``import_jobs`` (with ``workers``) the runner of queued import jobs.
     With ``announce`` it logs on entry whether the default judge is qualified on the
-    shipped calibration set, and with which verdict kappa.
+    shipped calibration set, and with which verdict kappa. ``create_key`` False: the
+    service key must be given, never made here (a worker joins a deployment; a reading
+    command changes nothing).
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class Runtime:
         checkpoints: bool = False,
         import_jobs: bool = False,
         announce: bool = False,
+        create_key: bool = True,
     ) -> None:
         rubrics = load_rubric_dir(settings.rubric_dir)
         if settings.rubric not in rubrics:
@@ -87,7 +90,7 @@ class Runtime:
         self._own_engine = engine is None
         self.engine = engine if engine is not None else make_engine(settings.database_url)
         try:
-            key = key_for_database(settings, self.engine)
+            key = key_for_database(settings, self.engine, create=create_key)
         except BaseException:
             if self._own_engine:
                 self.engine.dispose()

@@ -23,11 +23,19 @@ from api.service.settings import Settings
 from storage.audit import ChainKey, newest_key_id
 from storage.keys import MIN_KEY_BYTES, ServiceKey
 
-__all__ = ["MissingServiceKey", "key_for_database", "load_service_key"]
+__all__ = ["MissingServiceKey", "key_for_database", "key_origin", "load_service_key"]
 
 
 class MissingServiceKey(ValueError):
     """No key is configured and none may be created here."""
+
+
+def key_origin(settings: Settings) -> str:
+    """Where the configured key comes from, as an operator fixes it: the variable that
+    holds it, or the key file's variable and absolute path."""
+    if settings.secret_key is not None:
+        return "SRE_JUDGE_SECRET_KEY"
+    return f"SRE_JUDGE_SECRET_KEY_FILE ({settings.secret_key_file.resolve()})"
 
 
 def load_service_key(settings: Settings, *, create: bool) -> ServiceKey:
@@ -38,29 +46,34 @@ def load_service_key(settings: Settings, *, create: bool) -> ServiceKey:
     if not path.exists():
         if not create:
             raise MissingServiceKey(
-                f"no service key at {path}: set SRE_JUDGE_SECRET_KEY_FILE to the key file "
-                "the service was run with (or SRE_JUDGE_SECRET_KEY)"
+                f"no service key at {path.resolve()}: set SRE_JUDGE_SECRET_KEY_FILE to the "
+                "key file the service was run with (or SRE_JUDGE_SECRET_KEY)"
             )
         _create_key_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise MissingServiceKey(f"cannot read the service key {path}: {exc.strerror}") from None
-    return _key_from_text(text, str(path))
+        raise MissingServiceKey(
+            f"SRE_JUDGE_SECRET_KEY_FILE: cannot read the service key {path.resolve()}: "
+            f"{exc.strerror}"
+        ) from None
+    return _key_from_text(text, f"SRE_JUDGE_SECRET_KEY_FILE ({path.resolve()})")
 
 
-def key_for_database(settings: Settings, engine: Engine) -> ServiceKey:
+def key_for_database(settings: Settings, engine: Engine, *, create: bool = True) -> ServiceKey:
     """The configured key, checked against the database's audit log: created when
-    missing only while the log holds no keyed row; MissingServiceKey when it is missing
-    or is not the key the log is keyed with."""
+    missing (and ``create``) only while the log holds no keyed row; MissingServiceKey
+    when it is missing or is not the key the log is keyed with, naming where it came
+    from. ``create`` is False for a process that must be given the deployment's key (a
+    worker) and for reading commands, which change nothing."""
     keyed_with = newest_key_id(engine)
-    key = load_service_key(settings, create=keyed_with is None)
+    key = load_service_key(settings, create=create and keyed_with is None)
     if keyed_with is not None and ChainKey.of(key).key_id != keyed_with:
         raise MissingServiceKey(
-            f"the database's audit log is keyed with key {keyed_with}, not with this "
-            f"process's key {ChainKey.of(key).key_id}: set SRE_JUDGE_SECRET_KEY_FILE to "
-            "the key file the service was run with (or SRE_JUDGE_SECRET_KEY); a row "
-            "appended with another key would break the audit chain for good"
+            f"the database's audit log is keyed with key {keyed_with}, not with key "
+            f"{ChainKey.of(key).key_id} of {key_origin(settings)}: give this process the "
+            "key the service was run with; a row appended with another key would break "
+            "the audit chain for good"
         )
     return key
 
@@ -69,8 +82,9 @@ def _key_from_text(text: str, origin: str) -> ServiceKey:
     secret = text.strip().encode()
     if len(secret) < MIN_KEY_BYTES:
         raise MissingServiceKey(
-            f"the service key in {origin} is shorter than {MIN_KEY_BYTES} characters "
-            "(make one with: openssl rand -hex 32)"
+            f"the service key of {origin} is shorter than {MIN_KEY_BYTES} characters: give "
+            "the key the service was run with (a new one, openssl rand -hex 32, only for a "
+            "database whose audit log was never keyed)"
         )
     return ServiceKey(secret)
 

@@ -57,6 +57,7 @@ __all__ = [
     "KEYED_PREFIX",
     "AuditEntry",
     "ChainKey",
+    "KeyMismatch",
     "Link",
     "append_event",
     "append_events",
@@ -94,6 +95,10 @@ class ChainKey:
     def of(cls, key: ServiceKey) -> ChainKey:
         """The chain key derived from the service key (purpose ``"audit"``)."""
         return cls(mac_key=key.derive("audit"), key_id=key.key_id[:_KID_CHARS])
+
+
+class KeyMismatch(RuntimeError):
+    """An append would link a row keyed with one key to a head keyed with another."""
 
 
 def hash_key_id(value: str) -> str | None:
@@ -251,7 +256,18 @@ def _chained(
     created_at: datetime,
     key: ChainKey | None,
 ) -> list[AuditEntry]:
-    """The rows of ``events``, the first numbered ``seq`` and linked to ``prev_hash``."""
+    """The rows of ``events``, the first numbered ``seq`` and linked to ``prev_hash``.
+
+    KeyMismatch when ``prev_hash`` is keyed with another key than ``key``: a process
+    started with another key (two started together on a fresh log, each passing the
+    start-up check) never appends a row the chain's key cannot verify."""
+    head_key = hash_key_id(prev_hash)
+    if key is not None and head_key is not None and head_key != key.key_id:
+        raise KeyMismatch(
+            f"the audit log's head is keyed with key {head_key}, not with this process's "
+            f"key {key.key_id}: nothing is appended; restart it with the deployment's "
+            "service key (SRE_JUDGE_SECRET_KEY_FILE)"
+        )
     entries = []
     for offset, event in enumerate(events):
         fields: dict[str, Any] = {

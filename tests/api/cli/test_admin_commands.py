@@ -300,3 +300,53 @@ def test_config_show_says_an_unset_database_url_is_the_default(tmp_path: Path) -
     lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.strip()}
     assert lines["SRE_JUDGE_DATABASE_PASSWORD_FILE"].endswith("(set)")
     assert lines["SRE_JUDGE_DATABASE_URL"].endswith("(default)"), lines["SRE_JUDGE_DATABASE_URL"]
+
+
+def test_a_reading_command_makes_no_key_on_a_log_never_keyed(tmp_path: Path) -> None:
+    """Reading commands change nothing: on a migrated database whose audit log holds no
+    keyed row yet, `tokens list` makes no key file (it would become the deployment's)."""
+    env = _env(tmp_path, SRE_JUDGE_SECRET_KEY_FILE=str(tmp_path / "laptop" / "service.key"))
+    assert _cli("migrate", env=env).returncode == 0
+    listed = _cli("tokens", "list", env=env)
+    assert listed.returncode == 2, listed.stderr
+    assert "SRE_JUDGE_SECRET_KEY_FILE" in listed.stderr
+    assert not (tmp_path / "laptop").exists()
+
+
+@pytest.mark.slow  # a real worker process
+def test_a_worker_never_makes_the_deployments_key(tmp_path: Path) -> None:
+    """A worker on another machine, started after `migrate` and before `serve` has
+    keyed the log, refuses without a key file rather than make the key every later
+    process would be refused for."""
+    env = _env(tmp_path)
+    assert _cli("migrate", env=env).returncode == 0
+    worker_env = {k: v for k, v in os.environ.items() if not k.startswith("SRE_JUDGE_")}
+    worker_env |= {
+        "SRE_JUDGE_DATABASE_URL": str(env["SRE_JUDGE_DATABASE_URL"]),
+        "SRE_JUDGE_SECRET_KEY_FILE": str(tmp_path / "machine-2" / "sre-judge.key"),
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+    }
+    done = subprocess.run(
+        [str(SRE_JUDGE), "worker"], env=worker_env, cwd=tmp_path, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "SRE_JUDGE_SECRET_KEY_FILE" in done.stderr
+    assert not (tmp_path / "machine-2").exists()
+
+
+def test_a_refused_key_is_named_where_it_came_from(tmp_path: Path) -> None:
+    """The wrong key is named where it came from: the text variable (which wins over the
+    file, so changing the file would never help), or the key file's path."""
+    env = _with_pending_grading(tmp_path)
+    as_text = _cli("tokens", "list", env={**env, "SRE_JUDGE_SECRET_KEY": "x" * 64})
+    other_file = tmp_path / "elsewhere.key"
+    other_file.write_text("y" * 64)
+    as_file = _cli("tokens", "list", env={**env, "SRE_JUDGE_SECRET_KEY_FILE": str(other_file)})
+    empty = tmp_path / "empty.key"
+    empty.write_text("")
+    as_empty = _cli("tokens", "list", env={**env, "SRE_JUDGE_SECRET_KEY_FILE": str(empty)})
+    assert as_text.returncode == 2 and "of SRE_JUDGE_SECRET_KEY:" in as_text.stderr
+    assert as_file.returncode == 2 and str(other_file) in as_file.stderr
+    assert as_empty.returncode == 2 and "SRE_JUDGE_SECRET_KEY_FILE" in as_empty.stderr
+    assert len(as_text.stderr.strip().splitlines()) == 1

@@ -60,7 +60,6 @@ def fuzzed_app(
     settings = Settings(
         database_url=database_url,
         judge="scripted:pass",
-        secret_key="fuzz-" * 8,
         judge_max_attempts=1,
         judge_timeout=5,
         provisional_review_rate=0.0,
