@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GOLD",
+    "MIN_SCORED_SHARE",
     "CalibrationFigures",
     "GoldError",
     "GoldItem",
@@ -170,9 +171,18 @@ def calibration_figures(
     )
 
 
+#: the share of the gold set a judge must grade (not leave unscored) to qualify: its
+#: figures are over what it graded, and two items of 73 measure nothing
+MIN_SCORED_SHARE = 0.9
+
+
 def qualifies(figures: CalibrationFigures, *, min_kappa: float, max_false_pass: float) -> bool:
-    """Whether the run reaches the bar; an undefined figure never qualifies."""
+    """Whether the run reaches the bar: it graded :data:`MIN_SCORED_SHARE` of the set at
+    least, and its figures over those reach the thresholds; an undefined figure never
+    qualifies."""
     if figures.verdict_kappa is None or figures.false_pass_rate is None:
+        return False
+    if figures.scored < MIN_SCORED_SHARE * figures.n:
         return False
     return figures.verdict_kappa >= min_kappa and figures.false_pass_rate <= max_false_pass
 

@@ -346,8 +346,13 @@ class GradingWorkers:
                 )
                 unscored = unscored_result(claim, INTERNAL_ERROR, detail)
                 unscored = unscored.model_copy(update={"calls": tuple(calls)})
+                provisional = await self._provisional(claim, unscored)
                 finished = FinishedGrading(
-                    claim.grading_id, self.worker_id, unscored, False, claim_count=claim.claim_count
+                    claim.grading_id,
+                    self.worker_id,
+                    unscored,
+                    provisional,
+                    claim_count=claim.claim_count,
                 )
                 stored = await self._commits.complete(finished)
                 self._account(unscored, "completed" if stored else "discarded")
@@ -373,6 +378,18 @@ class GradingWorkers:
         except Exception:  # the database itself may be what failed: the lease expires
             log.exception("recording the failure of %s failed; it will be claimed again",
                           claim.grading_id)  # fmt: skip
+
+    async def _provisional(self, claim: Claim, result: GradingResult) -> bool:
+        """Whether ``claim``'s judge is provisional, as every grading of it is marked,
+        unscored ones too; provisional when that cannot be looked up (the fault may be
+        the lookup's)."""
+        try:
+            rubric = await self.services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
+            return (
+                await self._qualifications.mark(claim.grading_id, claim.judge_spec, rubric, result)
+            )[1]
+        except Exception:
+            return True
 
     async def _review_marks(
         self, claim: Claim, rubric: Rubric | None, result: GradingResult

@@ -43,6 +43,7 @@ from judge.canary import answers_of, canary_items, check, within_budget
 from judge.errors import JudgeCallError, JudgeSpecError
 from judge.spec import judge_identity
 from judge.statistics import Proportion
+from storage.calibration import holds
 from storage.quality_tables import CalibrationRunRecord, CanaryRunRecord
 
 __all__ = [
@@ -161,8 +162,10 @@ async def run_canary(
         budget=settings.canary_budget,
         verdict_accuracy=verdicts[0]["agreement"]["accuracy"] if verdicts else None,
         verdict_kappa=figures.verdict_kappa, changed_share=found.changed_share,
-        # only a qualified judge can be demoted; an unqualified one is provisional already
-        demoted=found.demoted and bool(calibration and calibration.qualified),
+        # only a judge qualified now can be demoted: one whose run did not qualify it, or
+        # measured another model than the one behind the name now, is provisional already
+        # (and a demotion tied to that run would outlive a return of its model)
+        demoted=found.demoted and holds(calibration, digest),
         reasons=found.reasons, answers=answers, created_by=actor,
         # the run-to-run noise the changed share was held against (None: the allowance)
         figures={**figures.results, "noise": _json(found.noise)},

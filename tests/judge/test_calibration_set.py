@@ -211,6 +211,27 @@ async def test_a_judge_that_answers_like_the_labels_qualifies_on_the_set(
     assert qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
 
 
+async def test_a_judge_that_graded_little_of_the_set_does_not_qualify(
+    cases: list[GoldItem], rubric: Rubric
+) -> None:
+    """Figures are over the items a judge graded: one that left nearly all the set
+    unscored, and answered the two it graded as the labels say (kappa 1.0, no false
+    pass), measured nothing and does not qualify."""
+    passing = next(c for c in cases if gold_verdict(rubric, c))
+    failing = next(c for c in cases if not gold_verdict(rubric, c))
+    results = []
+    for case in cases:
+        answered = case is passing or case is failing
+        yes = {q for q, a in case.answers.items() if a == "yes"}
+        reply = (lambda r, yes=yes: scripted_reply(r, yes=yes)) if answered else "nonsense"
+        backend = ScriptedBackend([reply] * 4)
+        results.append(await Grader(backend).grade(rubric, case.ground_truth, case.diagnosis))
+    figures = calibration_figures(rubric, cases, results)
+    assert figures.scored == 2 and figures.verdict_kappa == pytest.approx(1.0)
+    assert figures.false_pass_rate == 0.0
+    assert not qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
+
+
 def test_screening_flags_every_injection_case_and_no_other(cases: list[GoldItem]) -> None:
     flagged = {str(c.id) for c in cases if screen(c.diagnosis).review_reasons}
     assert flagged == {str(c.id) for c in cases if c.variant == "injection"}
