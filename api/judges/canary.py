@@ -162,9 +162,8 @@ async def run_canary(
         budget=settings.canary_budget,
         verdict_accuracy=verdicts[0]["agreement"]["accuracy"] if verdicts else None,
         verdict_kappa=figures.verdict_kappa, changed_share=found.changed_share,
-        # only a judge qualified now can be demoted: one whose run did not qualify it, or
-        # measured another model than the one behind the name now, is provisional already
-        # (and a demotion tied to that run would outlive a return of its model)
+        # only a judge qualified now (its run, on the model behind the name now) can be
+        # demoted: a demotion pinned on another model's run would outlive its return
         demoted=found.demoted and holds(calibration, digest),
         reasons=found.reasons, answers=answers, created_by=actor,
         # the run-to-run noise the changed share was held against (None: the allowance)
