@@ -10,31 +10,17 @@ written.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import hashlib
 from collections.abc import Iterator
 from typing import IO, Any
 
 import click
 
+from api.reports.export_writer import HashingSink, stated_sha256
+
 __all__ = ["download_export", "failed_on_server"]
 
 _PATH = "/v1/exports/gradings"
-
-
-class _Hashing:
-    """A sink that hashes what it passes on to another."""
-
-    def __init__(self, sink: IO[bytes]) -> None:
-        self._sink = sink
-        self.digest = hashlib.sha256()
-
-    def write(self, chunk: bytes) -> int:
-        """Hash ``chunk`` and write it on."""
-        self.digest.update(chunk)
-        return self._sink.write(chunk)
 
 
 @contextlib.contextmanager
@@ -48,22 +34,6 @@ def failed_on_server() -> Iterator[None]:
         if refused.status < 500:
             raise
         raise click.ClickException(f"{refused.message}; nothing was written") from None
-
-
-def _stated_sha256(value: str | None) -> bytes | None:
-    """The SHA-256 a ``Repr-Digest`` field states (``sha-256=:BASE64:``), else None."""
-    for member in (value or "").split(","):
-        name, _, encoded = member.strip().partition("=")
-        if name.strip().lower() != "sha-256":
-            continue
-        encoded = encoded.strip()
-        if len(encoded) < 2 or not (encoded.startswith(":") and encoded.endswith(":")):
-            return None
-        try:
-            return base64.b64decode(encoded[1:-1], validate=True)
-        except (binascii.Error, ValueError):
-            return None
-    return None
 
 
 def _stated_rows(value: str | None) -> int | None:
@@ -86,12 +56,12 @@ def download_export(server: str, params: dict[str, Any], sink: IO[bytes]) -> tup
     """
     from api.cli.remote import remote
 
-    hashing = _Hashing(sink)
+    hashing = HashingSink(sink)
     with remote(server) as client, failed_on_server():
         response = client.download(_PATH, hashing, params=params)
         where = client.url
     rows = _stated_rows(response.headers.get("X-Export-Rows"))
-    stated = _stated_sha256(response.headers.get("Repr-Digest"))
+    stated = stated_sha256(response.headers.get("Repr-Digest"))
     if rows is None or stated is None:
         raise click.ClickException(
             f"{where} answered GET {_PATH} without X-Export-Rows and a sha-256 Repr-Digest: "

@@ -14,6 +14,7 @@ unnamed temporary file (``TMPDIR``), removed when closed.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import tempfile
 from collections.abc import AsyncIterator
@@ -29,8 +30,10 @@ __all__ = [
     "SPOOL_MEMORY_BYTES",
     "ExportFailed",
     "ExportSummary",
+    "HashingSink",
     "read_chunks",
     "spool",
+    "stated_sha256",
     "write_export",
 ]
 
@@ -57,6 +60,47 @@ class ExportSummary:
     def repr_digest(self) -> str:
         """The digest as an RFC 9530 ``Repr-Digest`` field value."""
         return f"sha-256=:{base64.b64encode(self.sha256).decode('ascii')}:"
+
+
+def stated_sha256(repr_digest: str | None) -> bytes | None:
+    """The SHA-256 a ``Repr-Digest`` field value states (``sha-256=:BASE64:``, as
+    :attr:`ExportSummary.repr_digest` writes it), else None."""
+    for member in (repr_digest or "").split(","):
+        name, _, encoded = member.strip().partition("=")
+        if name.strip().lower() != "sha-256":
+            continue
+        encoded = encoded.strip()
+        if len(encoded) < 2 or not (encoded.startswith(":") and encoded.endswith(":")):
+            return None
+        try:
+            return base64.b64decode(encoded[1:-1], validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    return None
+
+
+class HashingSink:
+    """A write-only sink that counts and hashes what passes through it to ``sink``."""
+
+    def __init__(self, sink: IO[bytes]) -> None:
+        """Pass on to ``sink``."""
+        self._sink = sink
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        """Hash and count ``data``, and write it on."""
+        self.digest.update(data)
+        self.size += len(data)
+        return self._sink.write(data)
+
+    def flush(self) -> None:
+        """Flush the sink passed on to."""
+        self._sink.flush()
+
+    def summary(self, rows: int) -> ExportSummary:
+        """What passed through, holding ``rows`` gradings."""
+        return ExportSummary(rows=rows, size=self.size, sha256=self.digest.digest())
 
 
 class ExportFailed(Exception):

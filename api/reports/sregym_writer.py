@@ -8,7 +8,6 @@ its root (``<datetime>/<agent>/<problem_id>/...csv``), as ``POST /v1/imports`` r
 
 from __future__ import annotations
 
-import hashlib
 import io
 import tarfile
 import time
@@ -16,7 +15,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
-from api.reports.export_writer import ExportFailed, ExportSummary
+from api.reports.export_writer import ExportFailed, ExportSummary, HashingSink
 from api.reports.filters import ReportFilter
 from api.reports.sregym_roundtrip import (
     FILE_COLUMN,
@@ -43,26 +42,6 @@ ARCHIVE_MEDIA_TYPES: dict[SregymArchive, str] = {
 }
 
 
-class _Hashing:
-    """A write-only sink that counts and hashes what passes through it."""
-
-    def __init__(self, sink: IO[bytes]) -> None:
-        self._sink = sink
-        self.digest = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: bytes) -> int:
-        self.digest.update(data)
-        self.size += len(data)
-        return self._sink.write(data)
-
-    def flush(self) -> None:
-        self._sink.flush()
-
-    def summary(self, rows: int) -> ExportSummary:
-        return ExportSummary(rows=rows, size=self.size, sha256=self.digest.digest())
-
-
 def safe_relative(path: str) -> PurePosixPath:
     """``path`` as a relative path inside a folder; ValueError if it could leave it."""
     pure = PurePosixPath(path)
@@ -75,7 +54,7 @@ def safe_relative(path: str) -> PurePosixPath:
 
 async def write_sregym_file(store: Store, filters: ReportFilter, sink: IO[bytes]) -> ExportSummary:
     """Every imported row of ``filters`` in one CSV, the file each came from last."""
-    out, rows = _Hashing(sink), 0
+    out, rows = HashingSink(sink), 0
     try:
         async with OriginalRowReads(store.db).open(filters) as export:
             columns = [*export.columns, FILE_COLUMN]
@@ -94,7 +73,7 @@ async def write_sregym_archive(
     store: Store, filters: ReportFilter, sink: IO[bytes], archive: SregymArchive
 ) -> ExportSummary:
     """Every imported row of ``filters`` in SREGym's folder layout, as tar.gz or zip."""
-    out, rows, now = _Hashing(sink), 0, time.time()
+    out, rows, now = HashingSink(sink), 0, time.time()
     try:
         async with OriginalRowReads(store.db).open(filters) as export:
             if archive == "zip":
