@@ -29,6 +29,10 @@ class Receiver:
     status: Callable[[int], int] = lambda n: 200
     #: seconds to hold the n-th request before answering
     delay: Callable[[int], float] = lambda n: 0.0
+    #: answer with a body that never ends (bytes until the sender hangs up, 60 s at most)
+    endless_body: bool = False
+    #: bytes of the endless body the sender took before it hung up
+    body_bytes_taken: int = 0
     requests: int = 0
     #: the ``Host`` header of every request, in arrival order
     hosts: list[str] = field(default_factory=list)
@@ -69,9 +73,25 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 receiver.unverified += 1
             time.sleep(receiver.delay(n))
             self.send_response(status)
+            if receiver.endless_body:
+                self._endless()
+                return
             self.send_header("content-length", "2")
             self.end_headers()
             self.wfile.write(b"{}")
+
+        def _endless(self) -> None:
+            """A body of unstated length (read to the connection's end) that never ends."""
+            self.send_header("connection", "close")
+            self.end_headers()
+            chunk = b"x" * 65536
+            deadline = time.monotonic() + 60
+            try:
+                while time.monotonic() < deadline:
+                    self.wfile.write(chunk)
+                    receiver.body_bytes_taken += len(chunk)
+            except OSError:  # the sender hung up
+                return
 
         def log_message(self, *args: Any) -> None:
             return

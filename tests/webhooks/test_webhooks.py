@@ -329,6 +329,26 @@ async def test_a_slow_receiver_does_not_delay_another_endpoint(
             assert slow.requests <= 2  # the slow one is still on its first events
 
 
+async def test_a_receiver_answering_with_an_endless_body_is_recorded_delivered(
+    api_client: Any, tokens: Any
+) -> None:
+    """A delivery is decided by the receiver's status line: the sender never reads the
+    answer's body, so a receiver that streams one without end is recorded as delivered
+    at once (not held for the whole timeout, its body gathered in the service's memory)."""
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    with receiving() as endless:
+        endless.endless_body = True
+        async with api_client(**{**FAST, "webhook_timeout_seconds": 30}) as client:
+            webhook_id = await _register(client, admin, endless)
+            started = time.monotonic()
+            await _grade(client, agent)
+            delivery = await _recorded_delivery(client, admin, webhook_id)
+            elapsed = time.monotonic() - started
+    assert delivery["state"] == "delivered", delivery
+    assert elapsed < 15, elapsed
+    assert endless.body_bytes_taken < 64 * 2**20
+
+
 async def test_a_url_that_cannot_be_sent_to_is_refused_at_registration(
     api_client: Any, tokens: Any
 ) -> None:
