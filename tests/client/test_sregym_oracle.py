@@ -258,6 +258,25 @@ def test_an_admin_oracle_with_a_changed_root_cause_grades_against_the_new_versio
 
 
 @pytest.mark.slow
+def test_an_admin_oracle_gives_a_new_version_to_a_scenario_edited_in_place(
+    serve: Callable[[str], Served],
+) -> None:
+    """A scenario whose tags were edited in place has a revision past its version: the
+    oracle's new version names the revision, and the evaluation is graded against it."""
+    served = serve("pass")
+    problem_id = f"hotel/edited-{uuid.uuid4().hex[:6]}"
+    admin = Client(served.url, served.admin)
+    admin.register_scenario(problem_id, TRUTH)
+    edited = admin.scenarios.update(problem_id, tags=["sregym", "hotel"])
+    assert (edited.version, edited.revision) == (1, 2)
+
+    result = LLMAsAJudgeOracle(Problem(problem_id), TRUTH_B, client=admin).evaluate(DIAGNOSIS_B)
+    assert result["judgment"] != "Error", result.get("error")
+    assert (result["scenario_version"], result["ground_truth_sha256"]) == (2, _sha(TRUTH_B))
+    assert admin.scenarios.get(problem_id).ground_truth == TRUTH_B
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("who", ["adjudicator token", "admin token, update_scenario=False"])
 def test_an_oracle_that_may_not_make_a_new_version_refuses_naming_both_hashes(
     serve: Callable[[str], Served], who: str

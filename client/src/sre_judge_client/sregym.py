@@ -287,11 +287,14 @@ class LLMAsAJudgeOracle:
             self.problem_id, stored.ground_truth or "", stored.version, self.expected
         )
         if found is not None:
-            self._new_version(found)
+            self._new_version(found, revision=stored.revision)
         return scenario
 
-    def _new_version(self, conflict: GroundTruthConflict) -> None:
-        """Make ``expected`` the scenario's new version, or refuse (raise) naming both hashes."""
+    def _new_version(self, conflict: GroundTruthConflict, *, revision: int | None = None) -> None:
+        """Make ``expected`` the scenario's new version, or refuse (raise) naming both hashes.
+
+        ``revision`` is the scenario's as read (its ETag: a title or tag edited in place
+        moves it past the version); without it the update reads the scenario first."""
         if not self.update_scenario:
             raise GroundTruthConflict(
                 conflict.scenario_id,
@@ -304,7 +307,7 @@ class LLMAsAJudgeOracle:
             done = self.client.scenarios.update(
                 conflict.scenario_id,
                 ground_truth=self.expected,
-                version=conflict.version,
+                revision=revision,
                 note="SREGym oracle: expected root cause changed",
             )
         except Forbidden:
