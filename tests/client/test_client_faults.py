@@ -21,6 +21,7 @@ from sre_judge_client import (
     Unavailable,
     idempotency_key,
 )
+from sre_judge_client.client import submit_and_wait
 from sre_judge_client.errors import error_from_response
 
 URL = "http://judge.test"
@@ -73,6 +74,31 @@ def test_503_and_dropped_connections_are_retried_with_the_same_idempotency_key()
     keys = {call.request.headers["Idempotency-Key"] for call in route.calls}
     assert route.call_count == 3 and len(keys) == 1
     assert keys == {idempotency_key(scenario_id="sc", ground_truth=None, run_id="r", attempt=1)}
+
+
+@respx.mock
+def test_submit_and_wait_tries_an_unanswered_submission_again_only_within_its_wait() -> None:
+    """A server that never answers the submission: it is sent again only while the
+    wait lasts, so the call gives up (raising) within the wait, not after every retry's
+    backoff (0.5 + 1 + 2 + 4 + 8 s)."""
+    route = respx.post(f"{URL}/v1/submissions").mock(side_effect=httpx.ReadTimeout("silent"))
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        submit_and_wait(_client(), "d", wait=1, scenario_id="sc", run_id="r", attempt=1)
+    assert time.monotonic() - started < 1.5
+    assert 1 <= route.call_count <= 2
+
+
+@respx.mock
+def test_submit_and_wait_without_a_wait_leaves_the_retries_to_the_client() -> None:
+    route = respx.post(f"{URL}/v1/submissions").mock(
+        side_effect=[
+            httpx.Response(503, headers={"Retry-After": "1"}),
+            httpx.Response(201, json=_grading()),
+        ]
+    )
+    grading = submit_and_wait(_client(), "d", wait=0, scenario_id="sc", run_id="r", attempt=1)
+    assert grading.passed is True and route.call_count == 2
 
 
 @respx.mock

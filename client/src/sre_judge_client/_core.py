@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from tenacity import retry_if_exception, stop_after_attempt
+from tenacity import retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.wait import wait_base
 
 from sre_judge_client.errors import (
@@ -61,6 +61,9 @@ class Call:
     idempotent: bool = False
     #: seconds the server may hold the request open on purpose (``?wait``)
     server_wait: float = 0.0
+    #: no retry starts later than this many seconds after the first attempt (a caller's
+    #: time budget); ``None``: the client's number of retries alone decides
+    retry_within: float | None = None
 
 
 def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
@@ -142,6 +145,7 @@ def submission_call(
     ground_truth: str | None,
     wait: float | None,
     idempotency_key_: str | None,
+    retry_within: float | None = None,
     **fields: Any,
 ) -> Call:
     """``POST /v1/submissions`` with the fields given (``None`` ones left out)."""
@@ -164,6 +168,7 @@ def submission_call(
         headers={"Idempotency-Key": key},
         idempotent=True,
         server_wait=float(wait or 0),
+        retry_within=retry_within,
     )
 
 
@@ -241,10 +246,14 @@ def retry_policy(call: Call, *, attempts: int, max_wait: float) -> dict[str, Any
 
     Retries 429 and 503 (nothing was stored) unless their ``Retry-After`` exceeds
     ``max_wait``, connection failures, and any transport error of an idempotent request;
-    gives up after ``attempts`` and raises the last error.
+    gives up after ``attempts``, or when the next try would start past the call's
+    ``retry_within``, and raises the last error.
     """
+    stop = stop_after_attempt(max(1, attempts))
+    if call.retry_within is not None:
+        stop = stop | stop_before_delay(call.retry_within)
     return {
-        "stop": stop_after_attempt(max(1, attempts)),
+        "stop": stop,
         "wait": _RetryAfterWait(initial=0.5, maximum=max_wait),
         "retry": retry_if_exception(_retryable(call, max_wait)),
         "reraise": True,

@@ -101,17 +101,21 @@ class AsyncClient:
         wait: float | None = None,
         idempotency_key: str | None = None,
         trace: str | list[dict[str, Any]] | None = None,
+        retry_within: float | None = None,
     ) -> Grading:
         """Submit a diagnosis; with ``wait`` (seconds, up to 300) the server holds the
         answer until the grading is done. A grading still ``pending`` afterwards is a
         handle: pass its id to :meth:`wait`. ``trace``: the agent's tool calls and
-        observations (a list of JSON objects, one a step) or free text."""
+        observations (a list of JSON objects, one a step) or free text. ``retry_within``:
+        no retry of the submission starts later than this many seconds after the first
+        try (by default the client's ``retries`` alone decide)."""
         call = submission_call(
             diagnosis,
             scenario_id=scenario_id,
             ground_truth=ground_truth,
             wait=wait,
             idempotency_key_=idempotency_key,
+            retry_within=retry_within,
             agent=agent,
             model=model,
             run_id=run_id,

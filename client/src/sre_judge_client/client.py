@@ -101,18 +101,22 @@ class Client:
         wait: float | None = None,
         idempotency_key: str | None = None,
         trace: str | list[dict[str, Any]] | None = None,
+        retry_within: float | None = None,
     ) -> Grading:
         """Submit a diagnosis; with ``wait`` (seconds, up to 300) the server holds the
         answer until the grading is done. A grading still ``pending`` afterwards is a
         handle: pass its id to :meth:`wait` (:func:`submit_and_wait` does, for the rest
         of a wait). ``trace``: the agent's tool calls and
-        observations (a list of JSON objects, one a step) or free text."""
+        observations (a list of JSON objects, one a step) or free text. ``retry_within``:
+        no retry of the submission starts later than this many seconds after the first
+        try (by default the client's ``retries`` alone decide)."""
         call = submission_call(
             diagnosis,
             scenario_id=scenario_id,
             ground_truth=ground_truth,
             wait=wait,
             idempotency_key_=idempotency_key,
+            retry_within=retry_within,
             agent=agent,
             model=model,
             run_id=run_id,
@@ -258,10 +262,14 @@ def submit_and_wait(client: Client, diagnosis: str, *, wait: float, **fields: An
     The server holds the answer up to :data:`SERVER_WAIT_MAX` seconds; a grading still
     pending when it answers (after those, or early: a ``202`` from a server draining for a
     restart) is polled for the rest of ``wait``. Still pending then, it is returned
-    pending: a handle for :meth:`Client.wait`.
+    pending: a handle for :meth:`Client.wait`. A server that does not answer the
+    submission is tried again only while ``wait`` lasts: the call gives up (raising the
+    last error) within ``wait`` and one request's timeout. ``wait=0`` (no wait for the
+    grading) leaves the submission's retries to the client.
     """
     deadline = time.monotonic() + wait
-    grading = client.submit(diagnosis, wait=min(wait, SERVER_WAIT_MAX) or None, **fields)
+    server_wait = min(wait, SERVER_WAIT_MAX) or None
+    grading = client.submit(diagnosis, wait=server_wait, retry_within=wait or None, **fields)
     remaining = deadline - time.monotonic()
     if grading.done or remaining <= 0:
         return grading
