@@ -104,6 +104,13 @@ def _submit_one(client: Any, request: dict[str, Any], wait: float) -> dict[str, 
     return dict(grading.model_dump(mode="json", exclude_unset=True))
 
 
+def _transient(error: Exception, unavailable: type[Exception]) -> bool:
+    """A refusal worth sending again later (exit 5): the server or its gateway busy or
+    away. A 429 naming a field (the attempt limit on ``scenario_id``) refuses this
+    request for its whole window: a refusal (exit 2), like any other field at fault."""
+    return isinstance(error, unavailable) and getattr(error, "field", None) is None
+
+
 def _show(grading: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(grading, separators=(",", ":")))
@@ -195,8 +202,7 @@ def submit_command(
                 grading = _submit_one(client, request, wait)
             except ApiError as error:
                 click.echo(terminal_text(f"{prefix}{error}", one_line=True), err=True)
-                transient = isinstance(error, Unavailable)
-                outcomes.append("pending" if transient else "usage")
+                outcomes.append("pending" if _transient(error, Unavailable) else "usage")
                 continue
             except (httpx.HTTPError, OSError, TimeoutError) as error:
                 click.echo(

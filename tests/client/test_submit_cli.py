@@ -265,6 +265,36 @@ def test_a_bad_gateway_is_no_verdict_yet(tmp_path: Path) -> None:
     assert "502" in done.output
 
 
+@pytest.mark.parametrize(
+    ("problem", "status"),
+    [
+        # the attempt limit: this scenario is refused to this token for the window
+        ({"title": "Too many attempts", "status": 429, "detail": "1 attempt an hour",
+          "errors": [{"field": "scenario_id", "message": "1 attempt an hour"}]}, 2),
+        # the rate limit, still there after the client's retries: busy, try later
+        ({"title": "Too many requests", "status": 429, "detail": "rate limited"}, 5),
+    ],
+    ids=["attempt limit", "rate limit"],
+)  # fmt: skip
+@respx.mock
+def test_a_429_naming_a_field_is_a_refusal_and_a_rate_limit_no_verdict_yet(
+    tmp_path: Path, problem: dict[str, Any], status: int
+) -> None:
+    _, diagnosis = _files(tmp_path)
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(
+            429, headers={"Retry-After": "3600", "Content-Type": "application/problem+json"},
+            json=problem,
+        )
+    )  # fmt: skip
+    done = CliRunner().invoke(
+        submit_command, ["--scenario", "s", "--diagnosis-file", diagnosis, "--wait", "0"],
+        env=MOCKED,
+    )  # fmt: skip
+    assert done.exit_code == status, done.output
+    assert "429" in done.output
+
+
 @respx.mock
 def test_a_redirect_is_refused_line_by_line(tmp_path: Path) -> None:
     """A server URL that redirects (``http://`` to ``https://``) is not followed: each
