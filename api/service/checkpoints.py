@@ -1,8 +1,9 @@
 """Writing signed checkpoints of the audit log's head outside the database.
 
-A target is a file (JSON Lines: each checkpoint is appended, older ones are kept; the
-file is replaced atomically, so a reader never sees half a line) or an ``http(s)`` URL
-that receives each checkpoint as a JSON POST. ``serve`` writes one every
+A target is a file (JSON Lines: each checkpoint is appended in one write, older ones
+are kept and never rewritten, so an append-only file, such as a witness's mount that lets
+this host append but not rewrite, takes it) or an ``http(s)`` URL that receives each
+checkpoint as a JSON POST (anything but a 2xx answer has not taken it). ``serve`` writes one every
 ``SRE_JUDGE_AUDIT_CHECKPOINT_SECONDS`` when the log has grown (:class:`Checkpointer`);
 ``sre-judge audit checkpoint`` writes one on demand.
 
@@ -16,11 +17,9 @@ key must be); ``off`` turns them off.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -80,8 +79,8 @@ def checkpoint_target(settings: Settings) -> str | None:
 
 
 def is_url(target: str) -> bool:
-    """True for an ``http(s)`` URL, False for a file path."""
-    return target.startswith(("http://", "https://"))
+    """True for an ``http(s)`` URL (its scheme in any case), False for a file path."""
+    return target[:8].lower().startswith(("http://", "https://"))
 
 
 def read_checkpoints(path: Path) -> list[Checkpoint]:
@@ -104,32 +103,26 @@ def read_checkpoints(path: Path) -> list[Checkpoint]:
 
 
 def append_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
-    """Append one line to ``path``, replacing the file atomically (older lines kept).
+    """Append one line to ``path`` in one write (older lines kept, never rewritten).
 
-    Writers of several processes take turns on a lock file beside it, so no line is lost.
+    Writers of several processes take turns on a lock of the file itself, so no line is
+    lost or interleaved; a file that cannot be written is a CheckpointError naming it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        _replace_with_line(path, checkpoint.to_json())
-
-
-def _replace_with_line(path: Path, line: str) -> None:
-    before = path.read_bytes() if path.exists() else b""
-    if before and not before.endswith(b"\n"):
-        before += b"\n"
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    line = checkpoint.to_json().encode() + b"\n"
     try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(before + line.encode() + b"\n")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        with os.fdopen(descriptor, "r+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            # a last line left without its newline (a writer cut off) is not joined to ours
+            end = handle.seek(0, os.SEEK_END)
+            if end and os.pread(handle.fileno(), 1, end - 1) != b"\n":
+                line = b"\n" + line
+            handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    except OSError as exc:
+        raise CheckpointError(f"cannot write the checkpoint to {path}: {exc.strerror}") from None
 
 
 async def publish_checkpoint(
@@ -153,9 +146,12 @@ async def publish_checkpoint(
     finally:
         if owned:
             await http.aclose()
-    if response.is_error:
+    if not response.is_success:  # a redirect is not followed: nothing was taken
+        moved = response.headers.get("location") if response.is_redirect else None
+        where = f" (to {mask_passwords(moved)})" if moved else ""
         raise CheckpointError(
-            f"{mask_passwords(target)} refused the checkpoint: HTTP {response.status_code}"
+            f"{mask_passwords(target)} did not take the checkpoint: "
+            f"HTTP {response.status_code}{where}"
         )
 
 

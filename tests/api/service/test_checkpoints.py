@@ -5,15 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import respx
+from click.testing import CliRunner, Result
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+from api.cli.main import main
 from api.service import checkpoints
 from api.service.checkpoints import (
     Checkpointer,
@@ -42,11 +46,60 @@ def test_a_file_keeps_every_checkpoint_and_no_temporary(tmp_path: Path) -> None:
     for checkpoint in made:
         append_checkpoint(path, checkpoint)
     assert read_checkpoints(path) == made
-    # no temporary file is left (the lock file stays)
-    assert sorted(p.name for p in path.parent.iterdir()) == [
-        ".checkpoints.jsonl.lock",
-        "checkpoints.jsonl",
-    ]
+    # appended in place: no temporary or lock file beside it
+    assert sorted(p.name for p in path.parent.iterdir()) == ["checkpoints.jsonl"]
+
+
+def _chattr(flag: str, path: Path) -> bool:
+    """Set or clear a file attribute (``+a`` append-only, ``+i`` immutable); False where
+    the machine cannot (no chattr, not root, a file system without attributes)."""
+    if shutil.which("chattr") is None:
+        return False
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+
+
+def test_an_append_only_witness_file_takes_checkpoints(tmp_path: Path) -> None:
+    """A witness's mount that lets this host append but not rewrite (an append-only file
+    here) takes every checkpoint, after a last line a cut-off writer left unended."""
+    key, path = ServiceKey.ephemeral(), tmp_path / "witness.checkpoints.jsonl"
+    made = [sign_checkpoint(key, seq=n, head_hash="h", rows=n, at=utcnow()) for n in (1, 2)]
+    path.write_text(made[0].to_json())  # no newline after it
+    if not _chattr("+a", path):
+        pytest.skip("chattr +a is not available here")
+    try:
+        append_checkpoint(path, made[1])
+    finally:
+        _chattr("-a", path)
+    assert read_checkpoints(path) == made
+
+
+async def test_a_checkpoint_that_cannot_be_written_exits_1(store: Store, tmp_path: Path) -> None:
+    """The work failed (exit 1, as an export that cannot be written), not bad usage."""
+    await submit(store)
+    folder = tmp_path / "witness"
+    folder.mkdir()
+    if not _chattr("+i", folder):
+        pytest.skip("chattr +i is not available here")
+    try:
+        done = await _checkpoint_command(store, "--out", str(folder / "checkpoints.jsonl"))
+    finally:
+        _chattr("-i", folder)
+    assert done.exit_code == 1, done.output
+    assert "cannot write the checkpoint to" in done.output
+
+
+async def _checkpoint_command(store: Store, *args: str, cwd: Path | None = None) -> Result:
+    """``sre-judge audit checkpoint`` on the store's database, in process."""
+    env = {"SRE_JUDGE_DATABASE_URL": store.engine.url.render_as_string(hide_password=False)}
+
+    def invoke() -> Result:
+        runner = CliRunner()
+        if cwd is None:
+            return runner.invoke(main, ["audit", "checkpoint", *args], env=env)
+        with runner.isolated_filesystem(temp_dir=cwd):
+            return runner.invoke(main, ["audit", "checkpoint", *args], env=env)
+
+    return await asyncio.to_thread(invoke)
 
 
 async def test_the_checkpointer_writes_when_the_log_grows(store: Store, tmp_path: Path) -> None:
@@ -115,11 +168,49 @@ async def test_a_refusing_url_is_logged_and_tried_again(
     writer = Checkpointer(store, URL, seconds=3600)
     with caplog.at_level(logging.ERROR, logger="sre_judge.audit"):
         assert await writer.write_once() is None
-    assert "refused the checkpoint: HTTP 503" in caplog.text
+    assert "did not take the checkpoint: HTTP 503" in caplog.text
     assert await writer.write_once() is not None
     respx.post(URL).mock(side_effect=httpx.ConnectError("down"))
     with pytest.raises(CheckpointError, match="cannot POST"):
         await publish_checkpoint(writer.last, URL)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@respx.mock
+async def test_a_witness_answering_a_redirect_has_not_taken_the_checkpoint(
+    store: Store, status: int
+) -> None:
+    """A redirect is not followed: the witness stored nothing, and the command says so
+    (exit 1) instead of reporting the checkpoint written."""
+    moved = "https://witness.example/moved"
+    route = respx.post(URL).mock(return_value=httpx.Response(status, headers={"Location": moved}))
+    await submit(store)
+    done = await _checkpoint_command(store, "--out", URL)
+    assert route.call_count == 1
+    assert done.exit_code == 1, done.output
+    assert f"did not take the checkpoint: HTTP {status} (to {moved})" in done.output
+    assert "written to" not in done.output
+
+
+@respx.mock
+async def test_a_witness_url_is_a_url_whatever_the_case_of_its_scheme(
+    store: Store, tmp_path: Path
+) -> None:
+    """``HTTPS://`` is a URL (schemes are case-insensitive): the checkpoint is POSTed
+    there, never written to a local file of that name."""
+    route = respx.post(URL).mock(return_value=httpx.Response(201))
+    await submit(store)
+    shouted = URL.replace("https://", "HTTPS://")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    done = await _checkpoint_command(store, "--out", shouted, cwd=work)
+    assert done.exit_code == 0, done.output
+    assert route.call_count == 1
+    assert _files_under(work) == []
+
+
+def _files_under(folder: Path) -> list[Path]:
+    return [path for path in folder.rglob("*") if path.is_file()]
 
 
 async def test_serve_writes_checkpoints_to_the_configured_file(
