@@ -33,8 +33,13 @@ DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
 
 #: a URL's password: ``scheme://user:PASSWORD@host`` (the user may be empty)
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s/]+@")
-#: a password given as a URL's query parameter (libpq takes ``?password=``)
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&\s#]+", re.IGNORECASE)
+#: a credential given as a URL's query parameter (libpq takes ``?password=``; a witness or
+#: a proxy may take a token, an API key or a presigned URL's signature)
+_QUERY_PASSWORD = re.compile(
+    r"([?&](?:password|passwd|pwd|token|access_token|auth|api[_-]?key|key|secret|sig"
+    r"|signature|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&\s#]+",
+    re.IGNORECASE,
+)
 #: the longest a duration setting may be: a time moved by more overflows a clock
 MAX_DURATION_SECONDS = 365 * 86400.0
 #: the duration settings (seconds)
@@ -49,8 +54,9 @@ MASK = "***"
 
 
 def mask_passwords(text: str) -> str:
-    """``text`` with the password of every URL in it replaced by ``***`` (a settings
-    error quotes the value it refuses; ``config show`` prints every setting)."""
+    """``text`` with the password of every URL in it, and every credential its query
+    carries (``password``, ``token``, ``api_key``, a signature ...), replaced by ``***``
+    (a settings error quotes the value it refuses; ``config show`` prints every setting)."""
     return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", _URL_PASSWORD.sub(rf"\g<1>{MASK}@", text))
 
 

@@ -107,6 +107,11 @@ def test_a_profiles_file_with_an_unknown_table_is_refused(tmp_path: Path) -> Non
             "postgresql+psycopg://judge@db:5432/sre?password=pa55-word",
             "pa55-word",
         ),
+        # a witness or proxy that takes its credential in the query
+        ("SRE_JUDGE_AUDIT_CHECKPOINT", "https://witness.example/cp?token=t0k3n-w1t", "t0k3n-w1t"),
+        ("SRE_JUDGE_AUDIT_CHECKPOINT", "https://w.example/cp?a=1&api_key=k3y-w1t", "k3y-w1t"),
+        ("OPENAI_BASE_URL", "https://llm.example/v1?access_token=acc-0p3n", "acc-0p3n"),
+        ("SRE_JUDGE_AUDIT_CHECKPOINT", "https://b.example/o?X-Amz-Signature=s1gn3d", "s1gn3d"),
     ],
 )
 def test_config_show_masks_every_url_password(variable: str, value: str, secret: str) -> None:
