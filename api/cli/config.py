@@ -44,14 +44,27 @@ def _shown(name: str, value: Any) -> Any:
     return value
 
 
+def _in_effect(settings: Settings, name: str) -> Any:
+    """What a setting is in effect: its value, or what the service makes of it unset
+    (the worker count follows the judge's concurrency, checkpoints go to a default file)."""
+    if name == "workers":
+        return settings.worker_count
+    if name == "audit_checkpoint":
+        from api.service.checkpoints import CHECKPOINTS_OFF, checkpoint_target
+
+        return checkpoint_target(settings) or CHECKPOINTS_OFF
+    return getattr(settings, name)
+
+
 def effective_config(settings: Settings) -> list[dict[str, Any]]:
-    """One row per setting and per judge client variable: name, variable, value, source."""
+    """One row per setting and per judge client variable: name, variable, value in
+    effect, source."""
     prefix = settings.model_config.get("env_prefix", "")
     rows = [
         {
             "setting": name,
             "variable": f"{prefix}{name}".upper(),
-            "value": _shown(name, getattr(settings, name)),
+            "value": _shown(name, _in_effect(settings, name)),
             "source": "set" if name in settings.model_fields_set else "default",
         }
         for name in type(settings).model_fields

@@ -74,6 +74,21 @@ def test_config_show_json_is_one_object(tmp_path: Path) -> None:
     assert not any(secret in done.stdout for secret in SECRETS)
 
 
+def test_config_show_gives_what_an_unset_setting_is_in_effect(tmp_path: Path) -> None:
+    """Unset, the workers follow the judge's concurrency and checkpoints go beside the
+    SQLite file: shown as such, not as nothing."""
+    database = tmp_path / "judge.db"
+    env = {"SRE_JUDGE_DATABASE_URL": f"sqlite:///{database}", "SRE_JUDGE_JUDGE_CONCURRENCY": "3"}
+    done = CliRunner().invoke(main, ["config", "show", "--format", "json"], env=env)
+    assert done.exit_code == 0, done.output
+    config = json.loads(done.stdout)
+    assert config["SRE_JUDGE_WORKERS"] == 3
+    assert config["SRE_JUDGE_AUDIT_CHECKPOINT"] == f"{database}.checkpoints.jsonl"
+    memory = {**env, "SRE_JUDGE_DATABASE_URL": "sqlite://"}
+    done = CliRunner().invoke(main, ["config", "show", "--format", "json"], env=memory)
+    assert json.loads(done.stdout)["SRE_JUDGE_AUDIT_CHECKPOINT"] == "off"
+
+
 def test_the_docs_document_every_setting() -> None:
     page = (ROOT / "docs" / "running.md").read_text()
     table = page[page.index("## Configuration") :]
