@@ -101,8 +101,11 @@ def parse_judge_spec(text: str) -> JudgeSpec:
 
 
 def parse_panel(text: str) -> list[str]:
-    """The member specs of a comma-separated panel, each validated and listed once."""
+    """The member specs of a comma-separated panel, each validated and listed once; a
+    panel of no member (``","``) is refused, not read as no panel."""
     specs = [part.strip() for part in text.split(",") if part.strip()]
+    if not specs:
+        raise JudgeSpecError("a panel lists at least one judge spec")
     for spec in specs:
         parse_judge_spec(spec)
     if len(set(specs)) != len(specs):

@@ -59,6 +59,13 @@ def test_an_unknown_scripted_mode_is_refused_at_start(variable: str, value: str)
     assert variable in refused.stderr and "whatever" in refused.stderr
 
 
+@pytest.mark.parametrize("value", [",", " , ,"])
+def test_a_panel_of_no_judge_is_refused_not_read_as_no_panel(value: str) -> None:
+    refused = _config_show({"SRE_JUDGE_PANEL": value})
+    assert refused.returncode == 2, refused.stdout[:200]
+    assert "SRE_JUDGE_PANEL" in refused.stderr and "at least one" in refused.stderr
+
+
 # infinite / out-of-datetime-range durations are accepted; every claim then fails
 #    (storage/queue.py: now + timedelta(seconds=inf) -> OverflowError, logged forever)
 @pytest.mark.parametrize(
