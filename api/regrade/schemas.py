@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from api.regrade.batch_queries import BatchProgress
 from api.regrade.selection import RegradeFilter
 from api.service.request_types import BoundedDatetime
+from api.service.settings import mask_passwords
 from storage.regrade.progress import JobView
 
 __all__ = [
@@ -148,7 +149,8 @@ def job_public(
         ground_truth=job.ground_truth,
         filter=job.filter,
         rubric={"id": job.rubric_id, "version": job.rubric_version},
-        judge=job.judge_spec,
+        # a credential its base URL's query carries is shown masked, pages and API alike
+        judge=mask_passwords(job.judge_spec),
         total=job.total,
         done=p.done,
         failed=p.failed,

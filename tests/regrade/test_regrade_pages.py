@@ -71,3 +71,28 @@ async def test_only_admins_pause_resume_or_cancel(api_client: Any, tokens: Any) 
         assert done_already.status_code == 409  # an empty job is done: nothing to pause
         unknown = await c.post(f"/regrades/{job_id}/explode", data={"_csrf": csrf})
         assert unknown.status_code == 404
+
+
+async def test_a_judge_key_in_the_jobs_base_url_is_shown_masked(
+    api_client: Any, tokens: Any
+) -> None:
+    """A judge behind a proxy that takes its key in the query: the job's pages (open to
+    adjudicators) and its API object show the base URL with the key masked."""
+    secret = "sk-live-0123456789abcdef"
+    keyed = f"openai:m@http://127.0.0.1:9/v1?api_key={secret}"
+    agent, root = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(backends={keyed: ScriptedBackend.for_mode("pass")}) as c:
+        await graded(c, agent)
+        created = await c.post("/v1/regrade-jobs", json={"judge": keyed}, headers=root)
+        assert created.status_code == 201, created.text
+        job_id = created.json()["id"]
+        shown = [created.text, (await c.get(f"/v1/regrade-jobs/{job_id}", headers=root)).text]
+        await sign_in(c, ada)
+        for path in ("/regrades", f"/regrades/{job_id}"):
+            page = await c.get(path)
+            assert page.status_code == 200 and job_id in page.text
+            shown.append(page.text)
+    for text in shown:
+        assert secret not in text
+        assert "api_key=***" in text
