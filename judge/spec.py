@@ -105,7 +105,7 @@ def parse_panel(text: str) -> list[str]:
     panel of no member (``","``) is refused, not read as no panel."""
     specs = [part.strip() for part in text.split(",") if part.strip()]
     if not specs:
-        raise JudgeSpecError("a panel lists at least one judge spec")
+        raise JudgeSpecError(f"a panel lists at least one judge spec; {SPEC_FORMS}")
     for spec in specs:
         parse_judge_spec(spec)
     if len(set(specs)) != len(specs):
@@ -159,8 +159,6 @@ def recorded_judge(text: str) -> tuple[str, str, str]:
     """
     if text.startswith(PANEL_PREFIX):
         members = parse_panel(text[len(PANEL_PREFIX) :])
-        if not members:
-            raise JudgeSpecError(f"panel spec {text!r} names no judge; {SPEC_FORMS}")
         return panel_spec(members), "panel", panel_model(members)
     spec = parse_judge_spec(text)
     return text, spec.backend, spec.model
