@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 from tenacity import retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
 from sre_judge_client.errors import (
@@ -249,7 +250,7 @@ def retry_policy(call: Call, *, attempts: int, max_wait: float) -> dict[str, Any
     gives up after ``attempts``, or when the next try would start past the call's
     ``retry_within``, and raises the last error.
     """
-    stop = stop_after_attempt(max(1, attempts))
+    stop: stop_base = stop_after_attempt(max(1, attempts))
     if call.retry_within is not None:
         stop = stop | stop_before_delay(call.retry_within)
     return {
