@@ -46,20 +46,11 @@ __all__ = [
 QUEUE_WINDOW = 500
 
 
-def _keeps(
-    g: GradingPublic, *, model: str | None, judge: str | None, provisional: bool | None
-) -> bool:
-    if model and g.submission.model != model:
-        return False
-    if judge and judge not in f"{g.judge.get('backend', '')}:{g.judge.get('model', '')}":
-        return False
-    return provisional is None or g.provisional == provisional
-
-
 async def _items(
     services: Services, who: SignedIn, filters: dict[str, Any]
 ) -> list[tuple[GradingPublic, ReviewItem]]:
-    """The queue under ``filters``, each item with its grading object, in one snapshot."""
+    """The queue under ``filters`` (every one applied before the window), each item with
+    its grading object, in one snapshot."""
     items = await presented_review_items(
         services,
         who.principal,
@@ -67,16 +58,12 @@ async def _items(
         scenario_id=filters["scenario_id"],
         reason=filters["reason"],
         assigned_to_me=filters["assigned"] == "me",
+        model=filters["model"],
+        judge=filters["judge"],
+        provisional=filters["provisional"],
         limit=QUEUE_WINDOW,
     )
-    return [
-        (g, item)
-        for g, item in items
-        if isinstance(g, GradingPublic)
-        and _keeps(
-            g, model=filters["model"], judge=filters["judge"], provisional=filters["provisional"]
-        )
-    ]
+    return [(g, item) for g, item in items if isinstance(g, GradingPublic)]
 
 
 #: the queue's filters, as the queue page takes them and as a walk carries them (``q.``)

@@ -131,11 +131,16 @@ class ReviewQueries:
         scenario_id: str | None = None,
         reason: str | None = None,
         assigned_to: str | None = None,
+        model: str | None = None,
+        judge: str | None = None,
+        provisional: bool | None = None,
         limit: int = 50,
     ) -> list[ReviewItem]:
         """Gradings that need a human, most urgent first, without done items or
         items another adjudicator holds a valid claim on; ``assigned_to`` (a token id)
-        keeps the items assigned to that adjudicator."""
+        keeps the items assigned to that adjudicator, ``model`` those of the agent's
+        model, ``judge`` those whose ``backend:model`` holds it, ``provisional`` those
+        provisional or not. Every filter is applied before the limit."""
         now = self._db.clock()
         query = (
             select(GradingRecord, SubmissionRecord, ReviewClaimRecord)
@@ -166,6 +171,13 @@ class ReviewQueries:
             query = query.where(_reason_filter(reason))
         if assigned_to is not None:
             query = query.where(col(ReviewClaimRecord.assigned_to) == assigned_to)
+        if model is not None:
+            query = query.where(col(SubmissionRecord.model) == model)
+        if judge is not None:
+            named = col(GradingRecord.judge_backend) + ":" + col(GradingRecord.judge_model)
+            query = query.where(named.contains(judge, autoescape=True))
+        if provisional is not None:
+            query = query.where(col(GradingRecord.provisional).is_(provisional))
         rows = list(session.execute(query).all())
         order = (col(AnswerRecord.grading_id), col(AnswerRecord.position))
         answers = records_by_grading(session, AnswerRecord, [g.id for g, _, _ in rows], order=order)

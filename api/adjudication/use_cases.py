@@ -102,35 +102,36 @@ async def presented_review_items(
     scenario_id: str | None = None,
     reason: str | None = None,
     assigned_to_me: bool = False,
+    model: str | None = None,
+    judge: str | None = None,
+    provisional: bool | None = None,
     limit: int = 50,
 ) -> list[tuple[GradingRead, ReviewItem]]:
     """The review queue as ``principal`` sees it, each item with its grading object,
-    read in one snapshot (the queue page); ``assigned_to_me`` as in ``review_items``."""
+    read in one snapshot (the queue page); ``assigned_to_me`` as in ``review_items``,
+    the other filters as :meth:`ReviewQueries.read_queue` takes them."""
     _check_reason(reason)
-    assigned_to = principal.id if assigned_to_me else None
-    return await services.store.db.run_read(
-        _presented_items, services, principal, agent, scenario_id, reason, assigned_to, limit
-    )
+    filters = {
+        "agent": agent,
+        "scenario_id": scenario_id,
+        "reason": reason,
+        "assigned_to": principal.id if assigned_to_me else None,
+        "model": model,
+        "judge": judge,
+        "provisional": provisional,
+    }
+    return await services.store.db.run_read(_presented_items, services, principal, filters, limit)
 
 
 def _presented_items(
     session: Session,
     services: Services,
     principal: Principal,
-    agent: str | None,
-    scenario_id: str | None,
-    reason: str | None,
-    assigned_to: str | None,
+    filters: dict[str, Any],
     limit: int,
 ) -> list[tuple[GradingRead, ReviewItem]]:
     items = ReviewQueries(services.store.db).read_queue(
-        session,
-        principal_id=principal.id,
-        agent=agent,
-        scenario_id=scenario_id,
-        reason=reason,
-        assigned_to=assigned_to,
-        limit=limit,
+        session, principal_id=principal.id, limit=limit, **filters
     )
     views = [
         GradingView(grading=i.grading, answers=i.answers, submission=i.submission) for i in items
