@@ -18,12 +18,13 @@ from judge.backends.base import JudgeBackend
 from judge.batch import BatchAnswers
 from judge.cache import DigestKeyedCache
 from judge.calls import Completion
+from judge.errors import JudgeSpecError
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.screening import Screening
-from judge.spec import member_specs, split_spec
+from judge.spec import member_specs, recorded_judge, split_spec
 from judge.verdict import GradingResult
 from storage import Claim
 from storage.judge_cache import DbJudgeCache
@@ -120,8 +121,12 @@ def build_grader(
 
 
 def unscored_result(claim: Claim, reason: str, detail: str) -> GradingResult:
-    """The unscored result of a claim graded by nobody (bad rubric, spec or input)."""
-    backend, model, _ = split_spec(claim.judge_spec)
+    """The unscored result of a claim graded by nobody (bad rubric, spec or input),
+    naming the judge as the grading records it (a panel as ``panel`` and its members)."""
+    try:
+        _, backend, model = recorded_judge(claim.judge_spec)
+    except JudgeSpecError:  # a recorded spec that no longer parses: as it was written
+        backend, model, _ = split_spec(claim.judge_spec)
     return GradingResult(
         status="unscored",
         unscored_reason=reason,

@@ -11,10 +11,12 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from api.grading import workers
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from storage.tables import GradingRecord, JudgeCallRecord
+from tests.support.submissions import first_set
 from tests.web.conftest import sign_in
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
@@ -179,3 +181,32 @@ def test_a_panel_setting_is_validated() -> None:
     with pytest.raises(ValidationError, match="once"):
         Settings(panel=f"{LOCAL},{LOCAL}")
     assert Settings(panel=f" {LOCAL} , {CLOUD} ").panel_specs == [LOCAL, CLOUD]
+
+
+async def test_an_unscored_panel_grading_is_audited_under_the_panels_name(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A panel grading unscored by a fault of the service (``internal_error``) names in
+    its ``grading.unscored`` event the judge the grading records: the panel and its
+    members, never the panel spec read as one judge spec."""
+
+    async def broken(*args: Any) -> Any:
+        raise RuntimeError("a fault of the service's own")
+
+    monkeypatch.setattr(workers, "confirmed", broken)
+    agent, adjudicator = await tokens("submitter"), await tokens("adjudicator")
+    backends = {LOCAL: _judge(set(IDS), "local"), CLOUD: _judge(set(IDS), "cloud")}
+    fast = {"judge_retry_seconds": 0.05, "poll_seconds": 0.05}
+    async with api_client(judge=LOCAL, panel=f"{LOCAL},{CLOUD}", backends=backends, **fast) as c:
+        response = await c.post(
+            "/v1/submissions", json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}, headers=agent
+        )
+        assert response.status_code == 202, response.text
+        location = response.headers["location"]
+        await first_set(c, location, agent, "unscored_reason")
+        grading = (await c.get(location, headers=adjudicator)).json()
+        history = (await c.get(f"{location}/history", headers=adjudicator)).json()
+    assert grading["unscored_reason"] == "internal_error"
+    assert grading["judge"] == {"backend": "panel", "model": f"{LOCAL}+{CLOUD}"}
+    [event] = [e for e in history["events"] if e["event"] == "grading.unscored"]
+    assert event["payload"]["judge"] == grading["judge"]
