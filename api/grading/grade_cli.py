@@ -45,8 +45,9 @@ def _read_text(value: str | None, path: str | None, *, name: str) -> str:
 async def _grade(
     settings: Settings, spec_text: str, rubric_id: str, truth: str, diag: str
 ) -> GradingResult:
-    """Grade once with a judge spec and a rubric the caller checked."""
-    from api.service.grader_factory import grader_for
+    """Grade once with a judge spec and a rubric the caller checked, asking as live
+    grading asks that judge (``SRE_JUDGE_JUDGE_SAMPLES`` samples and their majority)."""
+    from api.service.grader_factory import grader_for, sampled
     from judge.backends import build_backend
     from judge.rubric import load_rubric_dir
     from judge.spec import parse_judge_spec
@@ -54,7 +55,8 @@ async def _grade(
     rubrics = load_rubric_dir(settings.rubric_dir)
     backend = build_backend(parse_judge_spec(spec_text), limits=settings.stream_limits())
     try:
-        return await grader_for(settings, backend).grade(rubrics[rubric_id], truth, diag)
+        grader = sampled(settings, grader_for(settings, backend), spec_text)
+        return await grader.grade(rubrics[rubric_id], truth, diag)
     finally:
         await backend.aclose()
 

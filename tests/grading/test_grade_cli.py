@@ -70,6 +70,26 @@ def test_grade_against_a_real_server_in_sregym_format(
         assert body["format"]["required"][0] == "D1-Q1"
 
 
+def test_grade_asks_the_configured_samples_and_takes_their_majority() -> None:
+    """With ``SRE_JUDGE_JUDGE_SAMPLES=3`` the command asks as the service asks: three
+    samples at the sample temperature, their majority per question (here one sample
+    says yes to all nine, two to six: a fail)."""
+    evidence = "sets USER_PORT=9999"
+    replies = [sregym_reply(set(SEVEN) | {"D3-Q2", "D2-Q3"}, evidence=evidence)] + [
+        sregym_reply(SIX, evidence=evidence)
+    ] * 2
+    with running_judge_server(replies) as server:
+        done = run_cli(
+            "grade", "--format", "json", "--judge", f"openai:m@{server.openai_url}",
+            "--ground-truth", TRUTH, "--diagnosis", DIAGNOSIS,
+            env={"SRE_JUDGE_JUDGE_SAMPLES": "3"},
+        )  # fmt: skip
+        asked = list(server.requests)
+    assert done.returncode == 0, done.stderr  # graded (a fail is a verdict, not an error)
+    assert len(asked) == 3 and {body.get("temperature") for body in asked} == {0.7}
+    assert json.loads(done.stdout)["passed"] is False
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["openai", "ollama"])
 def test_malformed_reply_twice_exits_3_unscored(backend: str) -> None:
