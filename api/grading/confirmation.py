@@ -9,7 +9,9 @@ policy trusts (under ``qualified``, one a calibration run qualified), releases t
 those reasons leave the grading, and ``detail`` says which judge confirmed it and what
 was held. Anything else (a fail, no verdict, its own signal) keeps the pass held for a
 human, and ``detail`` says why. A diagnosis that screening flagged
-(``injection_suspected``) is never confirmed by a judge: only an adjudicator releases it.
+(``injection_suspected``) is never confirmed by a judge: only an adjudicator releases it;
+nor is one of an agent model of the confirming judge's own family (judges favour their
+family's text).
 Every call of the confirming judge is kept with the grading's judge calls.
 """
 
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 from api.service.grader_factory import asking_choice
 from api.service.judging import build_grader
 from judge.errors import InputError, JudgeSpecError
+from judge.families import shared_family
 from judge.review_reasons import INJECTION_SIGNALS, ReviewReason, holding_reasons
 from judge.rubric import Rubric
 from judge.spec import judge_identity, member_specs, parse_judge_spec
@@ -68,6 +71,13 @@ async def confirmed(
         return result
     if _same_model(spec, claim.judge_spec):  # a regrade job's judge may be the confirmer's
         note = f"held pass not confirmed: {judge_identity(spec)} is a judge of its own model"
+        return result.model_copy(update={"detail": _note(result, note)})
+    family = shared_family(spec, claim.agent_model)
+    if family is not None:  # the pass that would decide is the one self-preference doubts
+        note = (
+            f"held pass not confirmed: {judge_identity(spec)} is of the agent model's "
+            f"{family} family"
+        )
         return result.model_copy(update={"detail": _note(result, note)})
     try:
         second = await build_grader(services, spec).grade(

@@ -25,7 +25,7 @@ from storage.tables import GradingRecord
 from tests.regrade.test_regrade_api import _finished
 from tests.storage.helpers import sregym_rubric
 from tests.support.qualification import qualify
-from tests.support.submissions import DIAGNOSIS, graded
+from tests.support.submissions import DIAGNOSIS, TRUTH, graded
 
 FIRST = "scripted:pass"
 SECOND = "openai:confirmer@http://127.0.0.1:9/v1"
@@ -189,3 +189,31 @@ async def test_a_judge_never_confirms_a_held_pass_of_its_own_model(
     # by a second call to the same model
     assert (regraded["held"], regraded["passed"]) == (True, None), regraded["detail"]
     assert "pass confirmed by" not in (regraded["detail"] or "")
+
+
+async def test_a_confirming_judge_of_the_agents_family_leaves_the_pass_held(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """A qualified confirming judge of the agent model's family is not asked: its pass
+    would be the one that decides, and judges favour their family's text. The pass
+    stays held and ``detail`` names the family."""
+    qwen = "openai:qwen2.5-7b-instruct@http://127.0.0.1:9/v1"
+    await qualify(engine, Settings(judge=qwen, database_url=database_url), sregym_rubric())
+    second = ScriptedBackend([scripted_reply] * 5, model="qwen2.5-7b-instruct")
+    agent = await tokens("submitter")
+    async with api_client(
+        judge=FIRST,
+        confirm_judge=qwen,
+        pass_policy="qualified",
+        backends={FIRST: ScriptedBackend.for_mode("pass"), qwen: second},
+    ) as client:
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "model": "qwen2.5-coder-32b"},
+            headers=agent,
+        )
+    assert response.status_code == 201, response.text
+    grading = response.json()
+    assert second.requests == []
+    assert grading["held"] is True and grading["passed"] is None
+    assert "of the agent model's qwen family" in grading["detail"]
