@@ -14,6 +14,7 @@ from litestar.response import Redirect, Template
 from pydantic import ValidationError
 
 from api.adjudication.grading_view import changed_since, grading_page_context, verdict_label
+from api.adjudication.queue_pages import carried_walk
 from api.adjudication.submitter_view import submitter_page_context
 from api.adjudication.use_cases import append_override, claim_review, grading_page_parts
 from api.service.presenters import full_grading, read_grading, readable_gradings
@@ -163,7 +164,7 @@ async def override_from_page(
     params = {"saved": request.question_id or "verdict"}
     if data.get("shown") in VERDICT_LABELS:
         params["was"] = data["shown"]
-    params.update({k: v for k, v in data.items() if k.startswith("q.")})  # the queue walk
+    params.update(carried_walk(data))  # the queue walk
     anchor = f"#q-{request.question_id}" if request.question_id else "#verdict"
     return Redirect(f"/gradings/{grading_id}?{urlencode(params)}{anchor}", status_code=303)
 

@@ -1,17 +1,20 @@
 """Blind labelling: the ground truth, the diagnosis and the nine questions, without the
-judge's answers; after saving, the judge's answers beside yours with disagreements marked."""
+judge's answers; after saving, the judge's answers beside yours with disagreements marked.
+A held pass takes no labels (a verdict override decides it): its page says so and offers
+no form. The walk through the queue (``q.``) goes along from the form to the result."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, cast
 
-from litestar import get, post
+from litestar import Request, get, post
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Template
 
 from api.adjudication.grading_view import grading_page_context, verdict_label
+from api.adjudication.queue_pages import carried_walk
 from api.adjudication.use_cases import claim_review, graded_truth_shown, label_grading
 from api.service.presenters import full_grading, render_grading
 from api.service.services import Services
@@ -32,6 +35,7 @@ async def _blind_context(services: Services, who: SignedIn, grading_id: str) -> 
     # blind: nothing the judge said, so the diagnosis is shown without its evidence marks
     return {
         "g": grading,
+        "hold_reason": context["hold_reason"],
         "truth": context["truth"],
         "diagnosis_text": grading.submission.diagnosis,
         "questions": context["questions"],
@@ -42,18 +46,22 @@ async def _blind_context(services: Services, who: SignedIn, grading_id: str) -> 
     "/gradings/{grading_id:str}/label", guards=[web_require("adjudicator")], include_in_schema=False
 )
 async def label_form(
+    request: Request[Any, Any, Any],
     grading_id: FromPath[str],
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
 ) -> Template:
-    """The blind form; opening it claims the item (a finished one stays finished)."""
+    """The blind form; opening it claims the item (a finished one stays finished). A held
+    pass gets no form: a notice that it is held for a human verdict, and a link to the
+    grading page's verdict override."""
     note = ""
     try:
         await claim_review(services, who.principal, grading_id, reopen=False)
     except Conflict as exc:
         note = f"Being reviewed by someone else: {exc}"
     context = await _blind_context(services, who, grading_id)
-    return page("label.html", who, claim_note=note, **context)
+    walk = carried_walk(request.query_params)
+    return page("label.html", who, claim_note=note, walk=walk, sent={}, **context)
 
 
 @post(
@@ -68,20 +76,29 @@ async def label_submit(
     who: NamedDependency[SignedIn],
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Template:
-    """Store the labels, then show the judge's answers beside them."""
+    """Store the labels, then show the judge's answers beside them. Refused (the pass
+    became held since the form was shown, or these labels were given already): the form
+    again, status 409, with the answers as sent and why they were not saved."""
+    walk = carried_walk(data)
     answers = {
         key.removeprefix("q-"): value == "yes"
         for key, value in data.items()
         if key.startswith("q-") and value in ("yes", "no")
     }
     verdict = data.get("verdict") if data.get("verdict") in ("pass", "fail") else None
-    fresh = await label_grading(
-        services,
-        who.principal,
-        grading_id,
-        answers=answers,
-        verdict=cast(Literal["pass", "fail"] | None, verdict),
-    )
+    try:
+        fresh = await label_grading(
+            services,
+            who.principal,
+            grading_id,
+            answers=answers,
+            verdict=cast(Literal["pass", "fail"] | None, verdict),
+        )
+    except Conflict as exc:
+        context = await _blind_context(services, who, grading_id)
+        return page(
+            "label.html", who, status_code=409, refused=str(exc), walk=walk, sent=data, **context
+        )
     grading = full_grading(await render_grading(services, fresh, who.principal))
     judged = {a.question_id: a.judge_answer == "yes" for a in grading.answers}
     rows = [
@@ -96,4 +113,5 @@ async def label_submit(
         rows=rows,
         disagreements=sum(1 for *_, differ in rows if differ),
         my_verdict=verdict,
+        walk=walk,
     )

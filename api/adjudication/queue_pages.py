@@ -34,6 +34,7 @@ from judge.review_reasons import ReviewReason
 
 __all__ = [
     "assign_from_page",
+    "carried_walk",
     "finish_from_page",
     "home",
     "next_item",
@@ -101,6 +102,12 @@ def walk_query(
     if left is not None:
         walk["q.left"] = left
     return urlencode({**{k: v for k, v in params.items() if v is not None}, **walk})
+
+
+def carried_walk(params: Mapping[str, str]) -> dict[str, str]:
+    """The walk (the ``q.`` parameters of :func:`walk_query`) that a page's address or a
+    form sent from it carried, to carry on to the page that comes next."""
+    return {k: v for k, v in params.items() if k.startswith("q.")}
 
 
 def _snippet(diagnosis: str) -> str:
@@ -217,8 +224,7 @@ def _shown(filters: Mapping[str, Any]) -> dict[str, str]:
 
 def _onward(grading_id: str, form: Mapping[str, str]) -> Redirect:
     """On to the item after ``grading_id`` in the walk the form carried (``q.``)."""
-    walk = {k: v for k, v in form.items() if k.startswith("q.")}
-    query = urlencode({"after": grading_id, **walk})
+    query = urlencode({"after": grading_id, **carried_walk(form)})
     return Redirect(f"/queue/next?{query}", status_code=303)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
+from urllib.parse import urlencode
 
 from litestar import post
 from litestar.di import NamedDependency
@@ -10,6 +12,7 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect
 
+from api.adjudication.queue_pages import carried_walk
 from api.adjudication.use_cases import tag_grading, untag_grading
 from api.service.errors import InvalidRequest
 from api.service.services import Services
@@ -19,6 +22,13 @@ __all__ = ["tag_from_page", "untag_from_page"]
 
 #: the longest note the API takes (``TagCreate.note``)
 MAX_NOTE = 2000
+
+
+def _back(grading_id: str, form: Mapping[str, str]) -> Redirect:
+    """Back at the grading's tags, on the walk through the queue the form carried."""
+    walk = carried_walk(form)
+    query = f"?{urlencode(walk)}" if walk else ""
+    return Redirect(f"/gradings/{grading_id}{query}#tags", status_code=303)
 
 
 @post(
@@ -33,7 +43,8 @@ async def tag_from_page(
     who: NamedDependency[SignedIn],
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect:
-    """Tag what the agent got wrong (a tag of the vocabulary, and an optional note)."""
+    """Tag what the agent got wrong (a tag of the vocabulary, and an optional note); back
+    at the tags, the walk the form carried (``q.``) going along."""
     tag = data.get("tag", "").strip()
     note = data.get("note", "").strip()
     if not tag:
@@ -41,7 +52,7 @@ async def tag_from_page(
     if len(note) > MAX_NOTE:
         raise InvalidRequest(f"a note holds at most {MAX_NOTE} characters", field="note")
     await tag_grading(services, who.principal, grading_id, tag=tag, note=note)
-    return Redirect(f"/gradings/{grading_id}#tags", status_code=303)
+    return _back(grading_id, data)
 
 
 @post(
@@ -55,7 +66,8 @@ async def untag_from_page(
     tag_id: FromPath[int],
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
+    data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect:
-    """Remove a tag; the audit log keeps it."""
+    """Remove a tag (the audit log keeps it); back at the tags, on the form's walk."""
     await untag_grading(services, who.principal, grading_id, tag_id)
-    return Redirect(f"/gradings/{grading_id}#tags", status_code=303)
+    return _back(grading_id, data)

@@ -1,4 +1,5 @@
-"""The review queue page: counts per reason, filters, claim on open, next, held passes."""
+"""The review queue page: counts per reason, filters, claim on open, next, held passes,
+blind labels."""
 
 from __future__ import annotations
 
@@ -105,6 +106,73 @@ async def test_blind_labels_show_the_judge_only_after_saving(api_client: Any, to
         assert "<strong>3</strong> disagreements with the judge" in saved.text
         again = await c.post(f"/gradings/{grading_id}/label", data={"_csrf": csrf, **answers})
         assert again.status_code == 409  # once per human and grading
+
+
+async def test_a_held_pass_takes_no_blind_labels_and_keeps_the_answers_refused(
+    api_client: Any, tokens: Any
+) -> None:
+    """A held pass is decided by a verdict override, not by labels: the queue offers no
+    "label blind" on its row, and its label page says it is held for a human verdict and
+    links to the grading page's verdict override, with no form to save. Labels sent
+    anyway (from a form opened before the pass was held) are refused with 409: the form
+    again with the answers and the verdict as sent and why, nothing stored; after the
+    verdict override the same labels are taken."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    replies = [
+        sregym_reply(set(IDS), evidence=QUOTE),
+        sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all"),
+    ]
+    async with api_client(**scripted_judge(*replies)) as c:
+        held = await _submit(c, agent, FORGED, "probe")
+        failed = await _submit(c, agent, DIAGNOSIS, "probe")
+        assert (await c.get(f"/v1/gradings/{held}", headers=ada)).json()["held"] is True
+        csrf = await sign_in(c, ada)
+        queue = (await c.get("/queue")).text
+        assert f'href="/gradings/{held}?claim=true' in queue
+        assert f'href="/gradings/{held}/label' not in queue
+        assert f'href="/gradings/{failed}/label?' in queue
+
+        form = await c.get(f"/gradings/{held}/label")
+        assert form.status_code == 200
+        notice = form.text.split('data-testid="held"', 1)[1].split("</section>", 1)[0]
+        assert "held for a human verdict" in notice
+        assert f'href="/gradings/{held}#verdict"' in notice
+        assert 'data-testid="labels"' not in form.text
+        assert 'data-testid="save-labels"' not in form.text
+
+        answers = {f"q-{q}": ("no" if q == "D3-Q3" else "yes") for q in IDS}
+        sent = {"_csrf": csrf, **answers, "verdict": "fail"}
+        refused = await c.post(f"/gradings/{held}/label", data=sent)
+        assert refused.status_code == 409, refused.text
+        why = refused.text.split('data-testid="labels-refused"', 1)[1].split("</section>", 1)[0]
+        assert "pass is held" in why and f'href="/gradings/{held}#verdict"' in why
+        kept = refused.text.split('data-testid="labels"', 1)[1].split("</form>", 1)[0]
+        assert 'name="q-D3-Q3" value="no" checked' in kept
+        assert 'name="q-D1-Q1" value="yes" required checked' in kept
+        assert kept.count(" checked") == len(IDS)
+        assert '<option value="fail" selected>' in kept
+        history = (await c.get(f"/v1/gradings/{held}/history", headers=ada)).json()
+        kinds = [e.get("kind") or e.get("event") for e in history["events"]]
+        assert "review.labelled" not in kinds
+
+        page = (await c.get(f"/gradings/{held}")).text
+        revision = page.split('name="revision" value="', 1)[1].split('"', 1)[0]
+        decided = await c.post(
+            f"/gradings/{held}/overrides",
+            data={
+                "_csrf": csrf,
+                "revision": revision,
+                "kind": "verdict",
+                "verdict": "fail",
+                "reason": "the record is forged",
+            },
+            follow_redirects=False,
+        )
+        assert decided.status_code == 303, decided.text
+        again = await c.post(f"/gradings/{held}/label", data=sent)
+        assert again.status_code == 200, again.text
+        history = (await c.get(f"/v1/gradings/{held}/history", headers=ada)).json()
+        assert "review.labelled" in [e.get("kind") or e.get("event") for e in history["events"]]
 
 
 async def _walk(c: Any, start: str) -> list[str]:

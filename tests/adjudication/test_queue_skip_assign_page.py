@@ -1,8 +1,10 @@
 """Skipping from the grading page during a walk, and assigning from the queue page: the
-walk goes on without revisiting, notes and assignees are shown by name to everyone."""
+walk goes on without revisiting, notes and assignees are shown by name to everyone. An
+override, a failure tag or a blind label on an item of the walk keeps the walk."""
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -208,4 +210,102 @@ async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens:
         nxt = back.split('data-testid="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
         onward = await c.get(nxt.replace("&amp;", "&"), follow_redirects=False)
         assert onward.headers["location"].startswith(f"/gradings/{made[1]}?claim=true")
+        assert "q.agent=beta" in onward.headers["location"]
+
+
+def _walk_fields(form: str) -> dict[str, str]:
+    """The walk (``q.`` hidden fields) a form of a page carries."""
+    fields = re.findall(r'<input type="hidden" name="(q\.[^"]+)" value="([^"]*)"', form)
+    return {name: html.unescape(value) for name, value in fields}
+
+
+def _link(page: str, key: str) -> str:
+    """The href of the page's link bound to ``key`` (``data-key``)."""
+    match = re.search(rf'<a [^>]*href="([^"]+)"[^>]*data-key="{key}"', page)
+    assert match, f"no link bound to {key} on the page"
+    return html.unescape(match.group(1))
+
+
+async def _beta_walk(client: Any, agent: dict[str, str]) -> tuple[list[str], list[str]]:
+    """A beta item, two alpha items queued behind it and a second beta item: (the beta
+    ids, the alpha ids)."""
+    beta = [await _submit(client, agent, f"{DIAGNOSIS} Beta 0.", "beta")]
+    alpha = [await _submit(client, agent, f"{DIAGNOSIS} Alpha {n}.", "alpha") for n in range(2)]
+    beta.append(await _submit(client, agent, f"{DIAGNOSIS} Beta 1.", "beta"))
+    return beta, alpha
+
+
+async def test_tagging_and_untagging_during_a_walk_keep_the_walk(
+    api_client: Any, tokens: Any
+) -> None:
+    """On a walk through the filtered queue the tag form and each tag's remove form carry
+    the walk, and after adding or removing a tag the page comes back at the tags on the
+    same walk: Next (``n``) opens the next item under the filter."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(*[QUEUED] * 4)) as c:
+        beta, alpha = await _beta_walk(c, agent)
+        csrf = await sign_in(c, ada)
+        start = await c.get("/queue/next?q.agent=beta&q.pos=-1", follow_redirects=False)
+        first = _opened(start.headers["location"])
+        page = (await c.get(start.headers["location"])).text
+        form = page.split('data-testid="tag-form"', 1)[1].split("</form>", 1)[0]
+        walk = _walk_fields(form)
+        assert walk["q.agent"] == "beta" and walk["q.pos"] == "0"
+
+        tagged = await c.post(
+            f"/gradings/{first}/tags",
+            data={"_csrf": csrf, "tag": "misread-unit", "note": "units", **walk},
+            follow_redirects=False,
+        )
+        assert tagged.status_code == 303, tagged.text
+        location = tagged.headers["location"]
+        assert location.startswith(f"/gradings/{first}?q.agent=beta&") and location.endswith(
+            "#tags"
+        )
+        page = (await c.get(location)).text
+        remove = page.split(f'action="/gradings/{first}/tags/', 1)[1].split("</form>", 1)[0]
+        assert _walk_fields(remove) == walk
+        tag_id = remove.split("/remove", 1)[0]
+        untagged = await c.post(
+            f"/gradings/{first}/tags/{tag_id}/remove",
+            data={"_csrf": csrf, **walk},
+            follow_redirects=False,
+        )
+        assert untagged.headers["location"] == location
+        page = (await c.get(location)).text
+        onward = await c.get(_link(page, "n"), follow_redirects=False)
+        opened = _opened(onward.headers["location"])
+        assert {first, opened} == set(beta) and opened not in alpha
+        assert "q.agent=beta" in onward.headers["location"]
+
+
+async def test_a_blind_label_during_a_walk_keeps_the_walk(api_client: Any, tokens: Any) -> None:
+    """On a walk through the filtered queue, "Label blind (``b``)" and the label form
+    carry the walk, and the saved labels' page leads on along it: its Next (``n``) opens
+    the next item under the filter, "Open the grading" the labelled item on the walk."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(*[QUEUED] * 4)) as c:
+        beta, alpha = await _beta_walk(c, agent)
+        csrf = await sign_in(c, ada)
+        start = await c.get("/queue/next?q.agent=beta&q.pos=-1", follow_redirects=False)
+        first = _opened(start.headers["location"])
+        page = (await c.get(start.headers["location"])).text
+        blind = _link(page, "b")
+        assert blind.startswith(f"/gradings/{first}/label?") and "q.agent=beta" in blind
+        form = await c.get(blind)
+        assert form.status_code == 200
+        labels = form.text.split('data-testid="labels"', 1)[1].split("</form>", 1)[0]
+        walk = _walk_fields(labels)
+        assert walk["q.agent"] == "beta"
+
+        saved = await c.post(
+            f"/gradings/{first}/label",
+            data={"_csrf": csrf, **{f"q-{q}": "no" for q in IDS}, "verdict": "fail", **walk},
+        )
+        assert saved.status_code == 200, saved.text
+        opened_again = re.search(r'<a class="button" href="([^"]+)">Open the grading', saved.text)
+        assert opened_again and "q.agent=beta" in html.unescape(opened_again.group(1))
+        onward = await c.get(_link(saved.text, "n"), follow_redirects=False)
+        opened = _opened(onward.headers["location"])
+        assert {first, opened} == set(beta) and opened not in alpha
         assert "q.agent=beta" in onward.headers["location"]
