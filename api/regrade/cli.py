@@ -185,7 +185,11 @@ def _start_remote(server: str, data: RegradeJobCreate, wait: bool) -> RegradeJob
 
 @click.group("regrade", invoke_without_command=True)
 @click.option("--rubric", help="target rubric: id or id@version (default: the service's)")
-@click.option("--judge", help="target judge BACKEND:MODEL[@URL] (default: the service's)")
+@click.option(
+    "--judge",
+    help="target judge BACKEND:MODEL[@URL] or panel:SPEC1,SPEC2 (default: the service's, "
+    "the panel when SRE_JUDGE_PANEL is set)",
+)
 @click.option("--mode", type=click.Choice(["shadow", "promote"]), default="shadow")
 @click.option(
     "--ground-truth",

@@ -6,15 +6,18 @@ each submission's diagnosis and ground truth. Completion tokens are the judge's
 measured average so far, or ``max_tokens`` as an upper bound. Cache hits are exact:
 each submission's request is built as the grader would build it and looked up in the
 judge cache under the digest of the model behind the judge's name now (as a regrade
-reads it), as long as the number of submissions keeps that fast.
+reads it), as long as the number of submissions keeps that fast. A panel's members are
+each counted so, as each is asked, and summed.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from api.regrade.job_queries import RegradeJobQueries
+from api.regrade.job_queries import RegradeJobQueries, RegradeTotals
 from api.regrade.selection import RegradeFilter
 from api.service.grader_factory import (
     asking_choice,
@@ -29,6 +32,7 @@ from judge.cache import CACHE_GRANULARITY, CacheKeys, with_digest
 from judge.calls import SamplingParams
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric
+from judge.spec import member_specs
 from judge.style import AskingStyle, style_of
 
 __all__ = [
@@ -124,20 +128,32 @@ async def _calls(
     )
 
 
-async def estimate_regrade(
+@dataclass(frozen=True)
+class _JudgeEstimate:
+    """What one judge (a panel's member, or the job's one judge) takes for the job."""
+
+    calls: int
+    hits: int
+    checked: bool
+    cacheable: bool
+    #: calls a grading takes, on average where that depends on its ground truth
+    per_grading: float
+    prompt_tokens: int
+    completion_tokens: int
+    measured: bool
+
+
+async def _judge_estimate(
     services: Services,
     f: RegradeFilter,
     rubric: Rubric,
     backend: JudgeBackend,
     *,
     spec: str,
-    latest: bool = False,
-) -> dict[str, Any]:
-    """Submissions, judge calls after the cache, and prompt and completion tokens
-    (``latest``: graded against each scenario's newest ground truth). ``spec``: the
-    judge as given, whose asking mode and samples say how many calls a grading takes;
-    the cache is checked key by key when that is one call."""
-    totals = await RegradeJobQueries(services.store.db).totals(f, latest=latest)
+    latest: bool,
+    totals: RegradeTotals,
+) -> _JudgeEstimate:
+    """The calls, cache hits and tokens of one judge ``spec`` asked through ``backend``."""
     params = sampling_params(services, backend)
     style = _style(services, rubric, backend)
     asked = totals.submissions - totals.empty_diagnoses
@@ -150,27 +166,67 @@ async def estimate_regrade(
     )
     needed = calls - hits
     prompt_chars = int((_fixed_chars(rubric, style) * asked + totals.text_chars) * per_grading)
-    prompt_tokens = prompt_chars // CHARS_PER_TOKEN * needed // calls if calls else 0
     average = await services.store.cache.average_completion_tokens(backend.name, backend.model)
     per_call = average if average is not None else params.max_tokens
+    return _JudgeEstimate(
+        calls=needed,
+        hits=hits,
+        checked=checked,
+        cacheable=cacheable,
+        per_grading=per_grading,
+        prompt_tokens=prompt_chars // CHARS_PER_TOKEN * needed // calls if calls else 0,
+        completion_tokens=round(per_call * needed),
+        measured=average is not None,
+    )
+
+
+async def estimate_regrade(
+    services: Services,
+    f: RegradeFilter,
+    rubric: Rubric,
+    backends: Sequence[JudgeBackend],
+    *,
+    spec: str,
+    latest: bool = False,
+) -> dict[str, Any]:
+    """Submissions, judge calls after the cache, and prompt and completion tokens
+    (``latest``: graded against each scenario's newest ground truth). ``spec``: the
+    judge as given, one judge or a panel (``panel:SPEC1,SPEC2``), and ``backends``
+    its judges', in the order of its members: each member's calls, cache hits and
+    tokens are counted as it is asked (its asking mode and samples say how many calls
+    a grading takes; its cache is checked key by key when that is one call)."""
+    totals = await RegradeJobQueries(services.store.db).totals(f, latest=latest)
+    judges = [
+        await _judge_estimate(
+            services, f, rubric, backend, spec=member, latest=latest, totals=totals
+        )
+        for member, backend in zip(member_specs(spec), backends, strict=True)
+    ]
+    needed = sum(j.calls for j in judges)
+    prompt_tokens = sum(j.prompt_tokens for j in judges)
+    completion_tokens = sum(j.completion_tokens for j in judges)
+    measured = all(j.measured for j in judges)
     return {
         "submissions": totals.submissions,
         "empty_diagnoses": totals.empty_diagnoses,
         "judge_calls": needed,
-        "cache_hits": hits,
-        "cache_checked": checked,
+        "cache_hits": sum(j.hits for j in judges),
+        "cache_checked": all(j.checked for j in judges),
         "cache_granularity": CACHE_GRANULARITY,
-        "cache_note": _cache_note(cacheable, per_grading),
+        "cache_note": _cache_note(
+            all(j.cacheable for j in judges), max(j.per_grading for j in judges)
+        ),
         "prompt_tokens": prompt_tokens,
-        "completion_tokens": round(per_call * needed),
-        "completion_tokens_basis": "measured" if average is not None else "max_tokens",
-        "cost_usd": _cost(services, prompt_tokens, round(per_call * needed)),
+        "completion_tokens": completion_tokens,
+        "completion_tokens_basis": "measured" if measured else "max_tokens",
+        "cost_usd": _cost(services, prompt_tokens, completion_tokens),
     }
 
 
 def _cache_note(cacheable: bool, per_grading: float) -> str:
     """What the cache figures mean for this judge (``per_grading``: calls a grading
-    takes, on average where that depends on its ground truth)."""
+    takes of a judge, a panel's member that takes most, on average where that depends
+    on its ground truth)."""
     if not cacheable:
         return "the judge samples (temperature > 0): nothing is reused"
     if per_grading > 1:

@@ -75,7 +75,11 @@ class RegradeJobCreate(BaseModel):
 
     filter: RegradeFilterIn = Field(default_factory=RegradeFilterIn)
     rubric: StrictStr | None = Field(default=None, max_length=160, description="id or id@version")
-    judge: StrictStr | None = Field(default=None, max_length=512, description="BACKEND:MODEL[@URL]")
+    judge: StrictStr | None = Field(
+        default=None,
+        max_length=512,
+        description="BACKEND:MODEL[@URL], or panel:SPEC1,SPEC2; default: the service's",
+    )
     mode: Literal["shadow", "promote"] = "shadow"
     ground_truth: Literal["as_submitted", "latest"] = Field(
         default="as_submitted",

@@ -2,7 +2,9 @@
 reading it and what flipped.
 
 Shared by the HTTP routes, the pages and the command line. An omitted rubric is the service's
-default rubric (its current version), an omitted judge the service's judge.
+default rubric (its current version), an omitted judge the one the service grades with
+(the panel when ``SRE_JUDGE_PANEL`` is set); a job's judge may be a panel,
+``panel:SPEC1,SPEC2``, graded as the service grades with one.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from api.service.errors import InvalidRequest
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.errors import JudgeSpecError
-from judge.spec import parse_judge_spec
+from judge.spec import member_specs, recorded_judge
 from storage.regrade.progress import JobView
 
 __all__ = [
@@ -43,47 +45,53 @@ __all__ = [
 JobAction = Literal["pause", "resume", "cancel"]
 
 
-def _backend(services: Services, spec_text: str) -> JudgeBackend:
+def _judges(services: Services, spec_text: str) -> tuple[tuple[str, str, str], list[JudgeBackend]]:
+    """The job's judge as recorded (spec, backend, model) and its judges' backends (one,
+    or a panel's members in order); ``InvalidRequest`` naming ``judge`` for a bad spec."""
     try:
-        parse_judge_spec(spec_text)
-        return services.backends.get(spec_text)
+        recorded = recorded_judge(spec_text)
+        return recorded, [services.backends.get(m) for m in member_specs(recorded[0])]
     except JudgeSpecError as exc:
         raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
 
 
 async def resolve_target(
     services: Services, data: RegradeJobCreate
-) -> tuple[RegradeTarget, JudgeBackend]:
-    """The job's rubric, judge and mode; ``InvalidRequest`` naming the field at fault."""
+) -> tuple[RegradeTarget, list[JudgeBackend]]:
+    """The job's rubric, judge and mode, and the backends of its judge (a panel's
+    members'); ``InvalidRequest`` naming the field at fault. An omitted judge is the one
+    the service grades with: ``SRE_JUDGE_PANEL`` when set, else ``SRE_JUDGE_JUDGE``."""
     if data.rubric is None and data.judge is None and data.ground_truth == "as_submitted":
         raise InvalidRequest(
             "give a rubric, a judge or ground_truth=latest (or several)", field="rubric"
         )
     rubric = await services.rubrics.require(data.rubric, default=services.settings.rubric)
-    spec_text = data.judge or services.settings.judge
-    backend = _backend(services, spec_text)
-    spec = parse_judge_spec(spec_text)
+    if data.judge is None:
+        recorded, backends = _judges(services, services.settings.grading_judge()[0])
+    else:
+        recorded, backends = _judges(services, data.judge)
+    spec_text, judge_backend, judge_model = recorded
     check_engine_judge(services, spec_text, data.engine)
     target = RegradeTarget(
         rubric=rubric,
         judge_spec=spec_text,
-        judge_backend=spec.backend,
-        judge_model=spec.model,
+        judge_backend=judge_backend,
+        judge_model=judge_model,
         mode=data.mode,
         ground_truth=data.ground_truth,
         engine=data.engine,
         engine_retry=data.engine_retry,
     )
-    return target, backend
+    return target, backends
 
 
 async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: str) -> JobView:
     """Validate, estimate and store the job (a dry run answers the estimate, storing nothing)."""
-    target, backend = await resolve_target(services, data)
+    target, backends = await resolve_target(services, data)
     f = data.filter.to_filter()
     latest = target.ground_truth == "latest"
     estimate = await estimate_regrade(
-        services, f, target.rubric, backend, spec=target.judge_spec, latest=latest
+        services, f, target.rubric, backends, spec=target.judge_spec, latest=latest
     )
     view = await RegradeJobQueries(services.store.db).create_job(
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate

@@ -28,7 +28,7 @@ from judge.profiles import (
 )
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric
-from judge.spec import parse_judge_spec, split_spec
+from judge.spec import member_specs, parse_judge_spec, split_spec
 
 __all__ = [
     "asking_choice",
@@ -137,15 +137,18 @@ def asking_choice(settings: Settings, spec_text: str, rubric: Rubric) -> AskingC
 def calls_per_item(
     settings: Settings, spec_text: str, rubric: Rubric, ground_truth: str | None = None
 ) -> int:
-    """Judge calls one grading takes when every reply is usable: one per question when
+    """Judge calls one grading takes when every reply is usable, summed over a panel's
+    members (``panel:SPEC1,SPEC2``), each asked in its own mode: one per question when
     asked so; with extraction, one for the claims and one per question the claims do
     not answer (every question for a ``ground_truth`` without a header; None: one with
     a header); else one; times the judge's samples."""
-    choice = asking_choice(settings, spec_text, rubric)
-    if choice.asking == "per_question":
-        calls = len(rubric.questions)
-    elif choice.asking == "extraction":
-        calls = extraction_calls(rubric, ground_truth)
-    else:
-        calls = 1
+    calls = 0
+    for member in member_specs(spec_text):
+        choice = asking_choice(settings, member, rubric)
+        if choice.asking == "per_question":
+            calls += len(rubric.questions)
+        elif choice.asking == "extraction":
+            calls += extraction_calls(rubric, ground_truth)
+        else:
+            calls += 1
     return calls * settings.judge_samples

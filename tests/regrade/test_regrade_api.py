@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
-from judge.backends.scripted import ScriptedBackend
+from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.rule import apply_rule
 from judge.verdict import Answer, GradingResult
 from storage import Claim, GradingFilter, Store
@@ -22,6 +22,7 @@ from tests.api.conftest import ClientFactory
 from tests.storage.helpers import sregym_rubric
 from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
+from tests.support.submissions import DIAGNOSIS, TRUTH
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -286,3 +287,40 @@ async def test_the_dry_run_counts_every_call_a_grading_takes(
     assert made > 3  # the setting asks more than once a grading
     assert estimate["judge_calls"] == made, (estimate, done)
     assert not estimate["cache_checked"] and "calls" in estimate["cache_note"]
+
+
+#: two members of a panel, each a scripted judge behind its own address
+MEMBERS = ("openai:local@http://127.0.0.1:9/v1", "openai:cloud@http://127.0.0.1:10/v1")
+
+
+def _members() -> dict[str, ScriptedBackend]:
+    """Each member's judge, a model of its own: says yes to every question."""
+    return {
+        spec: ScriptedBackend([scripted_reply] * 40, model=name)
+        for spec, name in zip(MEMBERS, ("local", "cloud"), strict=True)
+    }
+
+
+async def test_a_regrade_without_a_judge_is_graded_by_the_configured_panel(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine
+) -> None:
+    """A regrade job with a rubric and no judge is graded by the judge the service grades
+    with: with ``SRE_JUDGE_PANEL`` set, the panel (not ``SRE_JUDGE_JUDGE``), so its flips
+    are the rubric's alone."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    panel = ",".join(MEMBERS)
+    async with api_client(judge=MEMBERS[0], panel=panel, backends=_members()) as client:
+        first = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+        assert first.status_code == 201, first.text
+        assert first.json()["judge"]["backend"] == "panel"
+        job = await client.post(
+            "/v1/regrade-jobs", json={"rubric": "sregym-rca", "mode": "shadow"}, headers=admin
+        )
+        assert job.status_code == 201, job.text
+        done = await _finished(client, admin, job.json()["id"])
+    assert done["state"] == "done", done
+    store = Store(engine, key=session_key())
+    views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=50)
+    [regraded] = [v.grading for v in views if v.grading.regrade_job_id == job.json()["id"]]
+    assert (regraded.judge_backend, done["judge"]) == ("panel", f"panel:{panel}")

@@ -16,7 +16,7 @@ from litestar.testing import AsyncTestClient
 from judge.backends.scripted import ScriptedBackend, _diagnosis_of
 from judge.calls import JudgeRequest
 from tests.api.conftest import ClientFactory
-from tests.regrade.test_regrade_api import _finished
+from tests.regrade.test_regrade_api import MEMBERS, _finished, _members
 
 #: the engine matters here (the dry run's counts are SQL)
 pytestmark = pytest.mark.postgres
@@ -153,3 +153,26 @@ async def test_the_dry_run_of_a_latest_regrade_counts_the_newest_ground_truths_t
     grown = 3 * (len(longer) - len(scenario["ground_truth"])) // 4
     difference = newest["estimate"]["prompt_tokens"] - own["estimate"]["prompt_tokens"]
     assert difference >= grown * 0.9, (own["estimate"], newest["estimate"])
+
+
+async def test_a_panel_s_dry_run_counts_the_calls_of_every_member(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """A regrade judged by a panel (``panel:SPEC1,SPEC2``) is graded by its members, and its
+    dry run counts each member's calls, per-question asking included: as many as the job
+    then makes."""
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    members = _members()
+    async with api_client(backends={**members}, judge_asking="per_question") as client:
+        await _submit(client, submitter, (f"checkout ran out of memory ({n})" for n in range(3)))
+        request = {"judge": f"panel:{','.join(MEMBERS)}", "rubric": "sregym-rca"}
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        assert dry.status_code == 200, dry.text
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"], done["judge"]) == ("done", 3, request["judge"]), done
+    assert all(len(judge.requests) == 3 * 9 for judge in members.values())
+    estimate = dry.json()["estimate"]
+    assert estimate["judge_calls"] == done["judge_calls"] == 2 * 3 * 9, (estimate, done)
