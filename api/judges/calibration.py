@@ -49,7 +49,7 @@ __all__ = [
     "Calibration",
     "JudgeRuns",
     "calibrate",
-    "configured_identity",
+    "configured_identities",
     "drifted",
     "identity_key",
     "judge_runs",
@@ -197,19 +197,25 @@ def identity_key(
     return (judge_spec, f"{rubric_id}@{rubric_version}", asking_mode, text)
 
 
-def configured_identity(services: Services) -> tuple[str, str, str, str]:
-    """The identity the configured judge grades under now (its spec, the default rubric's
-    version, its asking mode and settings): the one whose runs qualify its gradings."""
+def configured_identities(services: Services) -> list[tuple[str, str, str, str]]:
+    """The identities the configured judge grades under now (spec, the default rubric's
+    version, asking mode and settings): the ones whose runs qualify its gradings; one
+    for each member of ``SRE_JUDGE_PANEL`` when set (a member qualifies on its own)."""
     settings = services.settings
     rubric = services.rubrics.current[settings.rubric]
-    identity = identity_of(settings, settings.judge, rubric)
-    return identity_key(
-        identity["judge_spec"],
-        rubric.id,
-        identity["rubric_version"],
-        identity["asking_mode"],
-        identity["judge_settings"],
-    )
+    keys = []
+    for spec in settings.panel_specs or [settings.judge]:
+        identity = identity_of(settings, spec, rubric)
+        keys.append(
+            identity_key(
+                identity["judge_spec"],
+                rubric.id,
+                identity["rubric_version"],
+                identity["asking_mode"],
+                identity["judge_settings"],
+            )
+        )
+    return keys
 
 
 def _grouped(runs: list[CalibrationRunRecord]) -> list[JudgeRuns]:

@@ -2,7 +2,7 @@
 demote a judge that drifted.
 
 A run grades the canary set (``SRE_JUDGE_CANARY_SET``, default a stratified part of the
-shipped calibration set: ``judge.canary.canary_items``) with the service's judge and
+shipped calibration set: ``judge.canary.canary_items``) with one judge and the service's
 sampling settings, bypassing the judge cache, and never makes more than
 ``SRE_JUDGE_CANARY_BUDGET`` judge calls: the set is cut to what the budget can pay for
 and every call past it is refused (the item ends unscored and is not counted). The run
@@ -13,7 +13,9 @@ calibration run, audited as ``judge.demoted`` (the webhook event), counted in
 ``sre_judge_judge_demotions_total`` and logged, once: later runs that find the drift
 still are stored as demoting runs without another event. Runs come on demand (``POST
 /v1/judges/canary``, ``sre-judge judges canary``) and every
-``SRE_JUDGE_CANARY_INTERVAL`` seconds from :class:`CanaryLoop`.
+``SRE_JUDGE_CANARY_INTERVAL`` seconds from :class:`CanaryLoop`, one run for each judge
+the service grades with: every member of ``SRE_JUDGE_PANEL`` when set (each against its
+own calibration, as a panel qualifies while each member does), else ``SRE_JUDGE_JUDGE``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from api.service.grader_factory import calls_per_item, grader_for, sampled
 from api.service.metrics import Metrics
 from api.service.qualification import identity_of
 from api.service.services import Services
+from api.service.settings import Settings
 from judge.backends.base import JudgeBackend, StandIn
 from judge.calibration import (
     DEFAULT_GOLD,
@@ -50,8 +53,11 @@ __all__ = [
     "BudgetSpent",
     "CallBudget",
     "CanaryLoop",
+    "canary_answer",
     "canary_history",
+    "canary_judges",
     "canary_public",
+    "run_canaries",
     "run_canary",
 ]
 
@@ -109,6 +115,30 @@ async def _baseline(
     return dict(first.answers) if first is not None else None
 
 
+def canary_judges(settings: Settings, judge: str | None = None) -> list[str]:
+    """The judges a canary measures: ``judge`` when named, else those the service grades
+    with: each member of ``SRE_JUDGE_PANEL`` when set (a panel is qualified while every
+    member is, each on its own calibration), else ``SRE_JUDGE_JUDGE``."""
+    if judge is not None:
+        return [judge]
+    return settings.panel_specs or [settings.judge]
+
+
+async def run_canaries(
+    services: Services,
+    *,
+    judge: str | None = None,
+    actor: str = "canary",
+    metrics: Metrics | None = None,
+) -> list[CanaryRunRecord]:
+    """Run the canary for ``judge``, or for each judge the service grades with
+    (:func:`canary_judges`), one run each, in turn; the stored runs."""
+    return [
+        await run_canary(services, judge=spec, actor=actor, metrics=metrics)
+        for spec in canary_judges(services.settings, judge)
+    ]
+
+
 async def run_canary(
     services: Services,
     *,
@@ -116,7 +146,7 @@ async def run_canary(
     actor: str = "canary",
     metrics: Metrics | None = None,
 ) -> CanaryRunRecord:
-    """Run the canary for ``judge`` (default the service's) and store the run."""
+    """Run and store the canary of ``judge`` (else ``SRE_JUDGE_JUDGE``; :func:`run_canaries`)."""
     settings = services.settings
     spec = judge or settings.judge
     rubric = services.rubrics.current[settings.rubric]
@@ -205,6 +235,14 @@ async def canary_history(
     return [canary_public(run) for run in runs]
 
 
+def canary_answer(runs: list[CanaryRunRecord]) -> dict[str, Any]:
+    """The answer of a canary on demand: the run of its one judge, or for a panel's
+    members ``{"demoted": any of them, "runs": [one run a member]}``."""
+    if len(runs) == 1:
+        return canary_public(runs[0])
+    return {"demoted": any(run.demoted for run in runs), "runs": [canary_public(r) for r in runs]}
+
+
 def canary_public(run: CanaryRunRecord) -> dict[str, Any]:
     """A canary run as the API shows it (figures per question and on the verdict)."""
     rows = [
@@ -244,8 +282,9 @@ def canary_public(run: CanaryRunRecord) -> dict[str, Any]:
 
 
 class CanaryLoop(BackgroundTask):
-    """Runs the canary for the service's judge every ``SRE_JUDGE_CANARY_INTERVAL`` seconds
-    (stopped, a run under way is cancelled: nothing of it is stored)."""
+    """Runs the canary for the service's judges (each member of a panel) every
+    ``SRE_JUDGE_CANARY_INTERVAL`` seconds (stopped, a run under way is cancelled: nothing
+    of it is stored)."""
 
     task_name = "drift-canary"
 
@@ -260,23 +299,28 @@ class CanaryLoop(BackgroundTask):
         if self.services.settings.canary_interval > 0:
             super().start()
 
-    async def _due(self) -> bool:
-        """Whether no process stored a canary run of the judge within the interval (every
-        process with workers runs this loop; the schedule is one for all of them)."""
+    async def _due(self) -> list[str]:
+        """The service's judges (:func:`canary_judges`) of which no process stored a
+        canary run within the interval (every process with workers runs this loop; the
+        schedule is one for all of them)."""
         settings = self.services.settings
-        name = judge_identity(settings.judge)
-        latest = await CanaryQueries(self.services.store.db).runs(judge_spec=name, limit=1)
-        if not latest:
-            return True
-        age = (self.services.store.db.clock() - latest[0].created_at).total_seconds()
-        return age >= 0.9 * settings.canary_interval
+        due = []
+        for spec in canary_judges(settings):
+            name = judge_identity(spec)
+            latest = await CanaryQueries(self.services.store.db).runs(judge_spec=name, limit=1)
+            if latest:
+                age = (self.services.store.db.clock() - latest[0].created_at).total_seconds()
+                if age < 0.9 * settings.canary_interval:
+                    continue
+            due.append(spec)
+        return due
 
     async def _loop(self) -> None:
         interval = self.services.settings.canary_interval
         while True:
             await asyncio.sleep(interval)
             try:
-                if await self._due():
-                    await run_canary(self.services, metrics=self.metrics)
+                for spec in await self._due():
+                    await run_canary(self.services, judge=spec, metrics=self.metrics)
             except Exception:  # the next run tries again
                 log.exception("the drift canary run failed")

@@ -179,20 +179,26 @@ def _noise(noise: dict[str, Any] | None) -> str:
 
 
 @judges_group.command("canary")
-@click.option("--judge", "judge_spec", help="BACKEND:MODEL[@BASE_URL]; default SRE_JUDGE_JUDGE")
+@click.option(
+    "--judge",
+    "judge_spec",
+    help="BACKEND:MODEL[@BASE_URL]; default the judges the service grades with: each member "
+    "of SRE_JUDGE_PANEL when set, else SRE_JUDGE_JUDGE",
+)
 @click.option("--history", is_flag=True, help="show the stored runs instead of running one")
 @click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True)
 @format_option("table", "json")
 def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) -> None:
     """Regrade the drift canary set now (within SRE_JUDGE_CANARY_BUDGET judge calls,
-    bypassing the cache) and say whether the judge drifted; exit 1 when it was demoted.
+    bypassing the cache) with each judge the service grades with (a run each member of a
+    panel) and say whether it drifted; exit 1 when a run demoted its judge.
 
     \b
     Example:
       sre-judge judges canary
       sre-judge judges canary --history --format json
     """
-    from api.judges.canary import canary_history, canary_public, run_canary
+    from api.judges.canary import canary_answer, canary_history, run_canaries
 
     if judge_spec is not None:
         checked_judge(judge_spec)
@@ -202,12 +208,13 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
         async with service_runtime(existing=history) as services:
             if history:
                 return await canary_history(services, judge=judge_spec, limit=limit)
-            return [canary_public(await run_canary(services, judge=judge_spec, actor="cli"))]
+            return [canary_answer(await run_canaries(services, judge=judge_spec, actor="cli"))]
 
-    runs = run(work())
+    answer = run(work())
     if fmt == "json":
-        click.echo(json.dumps(runs if history else runs[0], indent=2))
-    else:
+        click.echo(json.dumps(answer if history else answer[0], indent=2))
+    runs = answer if history else answer[0].get("runs", answer)
+    if fmt != "json":
         for item in runs:
             state = "DEMOTED: " + "; ".join(item["reasons"]) if item["demoted"] else "ok"
             click.echo(
@@ -216,5 +223,5 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
                 f"verdict accuracy {_number(item['verdict_accuracy'])}, answers changed "
                 f"{_number(item['changed_share'])}{_noise(item['noise'])}: {state}"
             )
-    if not history and runs[0]["demoted"]:
+    if not history and answer[0]["demoted"]:
         sys.exit(EXIT_DEMOTED)

@@ -12,7 +12,7 @@ from litestar import get
 from litestar.di import NamedDependency
 from litestar.response import Template
 
-from api.judges.calibration import JudgeRuns, configured_identity, judge_runs
+from api.judges.calibration import JudgeRuns, configured_identities, judge_runs
 from api.judges.canary_queries import CanaryQueries
 from api.service.services import Services
 from api.web.pages import page
@@ -91,16 +91,17 @@ async def judges_page(
 ) -> Template:
     """Calibration runs per judge, each judge qualified or provisional, and the canary."""
     judges = await judge_runs(services)
-    identity = configured_identity(services)
+    identities = configured_identities(services)
+    ran = {_key(j) for j in judges}
     canary = await CanaryQueries(services.store.db).runs(limit=100)
     return page(
         "judges.html",
         who,
         judges=judges,
-        configured=identity[0],
-        # the configured judge as it grades now: spec, rubric version, asking and settings
-        configured_key=identity,
-        configured_runs=any(_key(j) == identity for j in judges),
+        # the configured judge (each member of a panel) as it grades now: spec, rubric
+        # version, asking and settings; those with no run as they grade now
+        configured_keys=identities,
+        unrun=[identity[0] for identity in identities if identity not in ran],
         canary=canary,
         canary_chart=canary_chart(canary),
         canary_interval=services.settings.canary_interval,

@@ -13,7 +13,7 @@ from litestar.params import JSONBody, QueryParameter
 from pydantic import BaseModel, ConfigDict
 
 from api.http.auth import require
-from api.judges.canary import canary_history, canary_public, run_canary
+from api.judges.canary import canary_answer, canary_history, run_canaries
 from api.service.principal import Principal
 from api.service.services import Services
 
@@ -21,8 +21,9 @@ __all__ = ["CanaryRequest", "list_canary_runs", "start_canary_run"]
 
 
 class CanaryRequest(BaseModel):
-    """A canary run on demand of the service's judge (``{}``; another judge's canary
-    runs from the command line, ``sre-judge judges canary --judge``)."""
+    """A canary run on demand of the service's judges (``{}``: each member of a panel;
+    another judge's canary runs from the command line, ``sre-judge judges canary
+    --judge``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -39,12 +40,12 @@ async def start_canary_run(
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
 ) -> dict[str, Any]:
-    """Regrade the canary set now (within the call budget, bypassing the judge cache) and
-    answer with the stored run; a drifted judge is demoted."""
+    """Regrade the canary set now with each judge the service grades with (within the
+    call budget, bypassing the judge cache) and answer with the stored run (a panel's:
+    ``{"demoted", "runs"}``, a run a member); a drifted judge is demoted."""
     metrics = getattr(request.app.state, "metrics", None)
     del data  # nothing to choose yet: the body is {}
-    run = await run_canary(services, actor=principal.id, metrics=metrics)
-    return canary_public(run)
+    return canary_answer(await run_canaries(services, actor=principal.id, metrics=metrics))
 
 
 @get("/v1/judges/canary", guards=[require("adjudicator")], operation_id="listJudgeCanaryRuns")

@@ -14,9 +14,9 @@ process, so a new calibration run takes effect within that time; a new model dig
 behind a judge's name (``judge.identity``) drops them at once, and the judge is
 provisional until a calibration run measures that model (``storage.calibration.holds``).
 
-On start, ``serve`` states whether its judge is qualified on the calibration set that
-ships with the package, with the verdict kappa and false-pass rate of its latest run
-there (:func:`qualification_on_start`).
+On start, ``serve`` states whether its judge (each member of a panel) is qualified on
+the calibration set that ships with the package, with the verdict kappa and false-pass
+rate of its latest run there (:func:`qualification_on_start`).
 """
 
 from __future__ import annotations
@@ -102,13 +102,35 @@ def _figures(run: CalibrationRunRecord, settings: Settings) -> str:
 
 
 async def qualification_on_start(store: Store, settings: Settings, rubric: Rubric) -> str:
-    """One line: is the service's judge qualified on the shipped calibration set, and how well.
+    """One line: is the service's judge qualified on the shipped calibration set, and how well
+    (with ``SRE_JUDGE_PANEL``, each member, as each is qualified on its own).
 
     Also says whether its gradings are provisional, which follows the latest run of any
-    gold set.
+    gold set (a panel's while any member's are).
     """
-    identity = identity_of(settings, settings.judge, rubric)
-    choice = asking_choice(settings, settings.judge, rubric)
+    if not settings.panel:
+        text, provisional = await _judge_on_start(store, settings, rubric, settings.judge)
+        return f"{text}; {_provisional(provisional)}"
+    members = [
+        await _judge_on_start(store, settings, rubric, spec) for spec in settings.panel_specs
+    ]
+    texts = "; ".join(text for text, _ in members)
+    provisional = any(member for _, member in members)
+    return f"panel of {len(members)} judges, each qualified on its own: {texts}; " + (
+        _provisional(provisional)
+    )
+
+
+def _provisional(provisional: bool) -> str:
+    return "its gradings are provisional" if provisional else "its gradings are not provisional"
+
+
+async def _judge_on_start(
+    store: Store, settings: Settings, rubric: Rubric, spec: str
+) -> tuple[str, bool]:
+    """What :func:`qualification_on_start` says of one judge, and whether it is provisional."""
+    identity = identity_of(settings, spec, rubric)
+    choice = asking_choice(settings, spec, rubric)
     profile = f", profile {choice.profile}" if choice.profile else ""
     who = (
         f"judge {identity['judge_spec']} (rubric {rubric.id}@{rubric.version}, "
@@ -120,12 +142,11 @@ async def qualification_on_start(store: Store, settings: Settings, rubric: Rubri
     digest = await store.judge_digests.current(identity["judge_spec"])
     current = digest.digest if digest is not None else None
     provisional = not await store.calibration.is_qualified(**identity, current_digest=current)
-    tail = "its gradings are provisional" if provisional else "its gradings are not provisional"
     if not on_set:
-        return f"{who}: not calibrated on {gold} (run `sre-judge calibrate`); {tail}"
+        return f"{who}: not calibrated on {gold} (run `sre-judge calibrate`)", provisional
     run = on_set[0]
     state = "qualified" if run.qualified else "NOT qualified"
-    return f"{who}: {state} on {gold}: {_figures(run, settings)}; {tail}"
+    return f"{who}: {state} on {gold}: {_figures(run, settings)}", provisional
 
 
 def in_review_sample(grading_id: str, rate: float) -> bool:

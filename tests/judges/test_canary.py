@@ -452,3 +452,59 @@ async def test_a_first_canary_run_that_scored_nothing_is_no_baseline(
         second = await run_canary(runtime.services)
     assert blank.scored == 0 and first.scored == second.scored == len(cases)
     assert second.changed_share == 0.0, (second.changed_share, second.reasons)
+
+
+#: two members of a panel, each a judge behind its own address
+MEMBERS = ("openai:local@http://127.0.0.1:9/v1", "openai:cloud@http://127.0.0.1:10/v1")
+
+
+def _members() -> dict[str, LabelledJudge]:
+    return {spec: LabelledJudge() for spec in MEMBERS}
+
+
+async def test_the_service_s_canary_measures_the_panel_that_grades(
+    api_client: Any, tokens: Any
+) -> None:
+    """With ``SRE_JUDGE_PANEL`` set the panel grades every new submission and is qualified
+    while each member is, so the canary of the service's judges (``POST
+    /v1/judges/canary`` with ``{}``) measures each member, a run each, and not
+    ``SRE_JUDGE_JUDGE``, which grades nothing here."""
+    admin = await tokens("admin")
+    members, judge = _members(), LabelledJudge()
+    backends: dict[str, Any] = {**members, JUDGE: judge}
+    async with api_client(
+        judge=JUDGE, panel=",".join(MEMBERS), backends=backends, canary_budget=2
+    ) as client:
+        response = await client.post("/v1/judges/canary", json={}, headers=admin)
+    assert response.status_code == 201, response.text
+    answer = response.json()
+    assert [run["judge"] for run in answer["runs"]] == ["openai:local", "openai:cloud"]
+    assert answer["demoted"] is False
+    assert [len(member.requests) for member in members.values()] == [2, 2]
+    assert judge.requests == []
+
+
+async def test_a_panel_member_that_drifts_is_demoted_by_the_scheduled_canary(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """The scheduled canary runs for each member of the panel against that member's own
+    calibration: a member that starts answering differently is demoted, and the panel's
+    gradings turn provisional again."""
+    members = _members()
+    for spec, member in members.items():
+        await _qualified(Settings(judge=spec, database_url=database_url), engine, member)
+    settings = {"canary_interval": 0.2, "canary_budget": 12}
+    async with api_client(
+        judge=JUDGE, panel=",".join(MEMBERS), backends={**members}, **settings
+    ) as client:
+        agent, admin = await tokens("submitter"), await tokens("admin")
+        assert await _provisional(client, agent) is False
+        members[MEMBERS[1]].drifted = True
+        for _ in range(100):
+            runs = await _runs(client, admin, 1)
+            if any(run["demoted"] for run in runs):
+                break
+            await asyncio.sleep(0.1)
+        assert {run["judge"] for run in runs if run["demoted"]} == {"openai:cloud"}
+        assert {run["judge"] for run in runs} == {"openai:local", "openai:cloud"}
+        assert await _provisional(client, agent) is True

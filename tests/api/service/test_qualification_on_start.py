@@ -74,6 +74,24 @@ async def test_the_statement_follows_the_runs_on_the_shipped_set(
     assert "NOT qualified on sregym-v1.jsonl: verdict kappa 0.310 (bar 0.60)" in line
 
 
+async def test_with_a_panel_the_statement_names_each_member(
+    engine: Engine, database_url: str
+) -> None:
+    """A panel is qualified while every member is: the line names each member's
+    qualification, and its gradings are provisional while any member's are."""
+    store, rubric = Store(engine, key=session_key()), sregym_rubric()
+    panel = f"{SPEC}@http://10.0.0.9:1,scripted:fail"
+    settings = Settings(judge=SPEC, panel=panel, database_url=database_url)
+    await store.calibration.add_run(
+        _run(settings, qualified=True, kappa=0.712, gold=DEFAULT_GOLD.read_bytes())
+    )
+    line = await qualification_on_start(store, settings, rubric)
+    assert line.startswith("panel of 2 judges, each qualified on its own: judge scripted:pass")
+    assert "scripted:pass (rubric" in line and ": qualified on sregym-v1.jsonl" in line
+    assert "judge scripted:fail (rubric" in line and "not calibrated on sregym-v1" in line
+    assert line.endswith("its gradings are provisional")
+
+
 async def test_the_app_logs_the_statement_when_it_starts(
     api_client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
