@@ -8,6 +8,7 @@ its root (``<datetime>/<agent>/<problem_id>/...csv``), as ``POST /v1/imports`` r
 
 from __future__ import annotations
 
+import csv
 import io
 import tarfile
 import time
@@ -58,11 +59,18 @@ async def write_sregym_file(store: Store, filters: ReportFilter, sink: IO[bytes]
     try:
         async with OriginalRowReads(store.db).open(filters) as export:
             columns = [*export.columns, FILE_COLUMN]
-            out.write(csv_text(columns, []).encode("utf-8"))
+            # one writer for the whole stream: a header cell may hold a line break, so a
+            # row is never cut out of text written with the header
+            text = io.StringIO()
+            writer = csv.DictWriter(text, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
             async for row in export.rows:
-                cells = {**row_cells(row, export.rubrics), FILE_COLUMN: row.original.path}
-                out.write(csv_text(columns, [cells]).split("\r\n", 1)[1].encode("utf-8"))
+                writer.writerow({**row_cells(row, export.rubrics), FILE_COLUMN: row.original.path})
+                out.write(text.getvalue().encode("utf-8"))
+                text.seek(0)
+                text.truncate()
                 rows += 1
+            out.write(text.getvalue().encode("utf-8"))  # the header of an empty export
         out.flush()
     except Exception as exc:
         raise ExportFailed(rows, exc) from exc

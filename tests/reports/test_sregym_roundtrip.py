@@ -309,3 +309,31 @@ async def test_a_byte_order_mark_is_read_past_and_not_written_back(
     data = _results_csv([RESULTS_HEADER, _results_row(1)])
     exported, report = await _one_file_round_trip(store, tmp_path, b"\xef\xbb\xbf" + data)
     assert report.problems == [] and exported == data  # type: ignore[attr-defined]
+
+
+async def test_a_header_cell_with_a_line_break_keeps_the_one_file_export_whole(
+    store: Store, tmp_path: Path
+) -> None:
+    """A column name holding a quoted CRLF (any CSV reader takes it) is written once, in
+    the header: the one-file export parses to the imported rows, each under it."""
+    odd = "Mitigation.note\r\nforged"
+    fixture = write_sregym_results(tmp_path)
+    target = sorted(fixture.root.rglob("*.csv"))[0]
+    with target.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    with target.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*rows[0].keys(), odd])
+        writer.writeheader()
+        writer.writerows({**row, odd: "kept"} for row in rows)
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )  # fmt: skip
+    assert report.problems == []
+    sink = io.BytesIO()
+    summary = await write_sregym_file(store, ReportFilter(), sink)
+    exported = list(csv.DictReader(io.StringIO(sink.getvalue().decode("utf-8"), newline="")))
+    assert len(exported) == summary.rows == report.submissions
+    mine = [r for r in exported if r[FILE_COLUMN] == target.relative_to(fixture.root).as_posix()]
+    assert mine and all(r[odd] == "kept" for r in mine)
+    assert all(r["problem_id"] and not r["problem_id"].startswith("forged") for r in exported)
