@@ -10,13 +10,16 @@ names both kinds of bar.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 if TYPE_CHECKING:
     from api.reports.models import ComparisonReport, GroupRate, QuestionRate
+
+_Params = ParamSpec("_Params")
 
 __all__ = [
     "CHART_SUFFIXES",
@@ -69,6 +72,23 @@ class Difference:
     test: str | None = None
 
 
+def _literal_text(draw: Callable[_Params, None]) -> Callable[_Params, None]:
+    """``draw`` with every text drawn as written: labels are agents', models' and
+    scenarios' names (submitters' text), and matplotlib reads ``$...$`` as a formula
+    (a name such as ``$\\foo$`` stopped the chart)."""
+
+    @functools.wraps(draw)
+    def drawn(*args: _Params.args, **kwargs: _Params.kwargs) -> None:
+        try:
+            import matplotlib
+        except ImportError:  # _figure says charts need matplotlib
+            return draw(*args, **kwargs)
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+
+    return drawn
+
+
 def _figure(rows: int, path: Path, scope: Sequence[str] = ()) -> Any:
     if path.suffix.lower() not in CHART_SUFFIXES:
         raise ValueError(f"a chart is written as .png or .svg, not {path.suffix or 'no suffix'}")
@@ -97,6 +117,7 @@ def _right_note(axes: Any, y: float, text: str) -> None:
     )
 
 
+@_literal_text
 def write_interval_chart(
     bars: Sequence[Bar], path: Path, *, title: str, xlabel: str, scope: Sequence[str] = ()
 ) -> None:
@@ -142,6 +163,7 @@ def _provisional_legend(figure: Any) -> None:
     figure.legend(handles=handles, loc="outside lower left", fontsize=8, frameon=False)
 
 
+@_literal_text
 def write_difference_chart(
     differences: Sequence[Difference], path: Path, *, title: str, scope: Sequence[str] = ()
 ) -> None:

@@ -199,3 +199,21 @@ def test_usage_errors_exit_2_before_touching_the_database(args: list[str], messa
     result = CliRunner().invoke(main, args, env={"SRE_JUDGE_DATABASE_URL": "sqlite:///nowhere"})
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+@pytest.mark.parametrize("agent", ["$\\foo$", "$x^{2}$", "a $ and $ b"])
+async def test_an_agent_name_with_dollar_signs_is_charted_as_written(
+    database_url: str, engine: Engine, tmp_path: Path, agent: str
+) -> None:
+    """An agent's name is submitter text: matplotlib would read ``$...$`` as a formula
+    (``$\\foo$`` an unknown symbol that stopped the chart); it is drawn as written."""
+    store = Store(engine, key=session_key())
+    await add_many(store, {"pass": 2, "fail": 1}, agent="plain")
+    await add_many(store, {"pass": 1, "fail": 1}, agent=agent)
+    png = tmp_path / "rates.png"
+    done = run_cli(
+        database_url, "report", "pass-rates", "--group-by", "agent", "--chart", str(png),
+        "--format", "json", "--inline", "include",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert png.read_bytes().startswith(PNG_SIGNATURE)
