@@ -2,7 +2,8 @@
 
 Every text that came from the server (evidence, reasons, a judge's name, the detail) is
 made inert (``api.terminal.terminal_text``) and escaped from rich markup before it is
-printed: a diagnosis, or a judge that copied one, never acts on the terminal."""
+printed, and nothing is read as an emoji code (``:white_check_mark:`` in a quote stays
+those characters): a diagnosis, or a judge that copied one, never acts on the terminal."""
 
 from __future__ import annotations
 
@@ -11,11 +12,22 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from api.terminal import terminal_text
 from judge.review_reasons import hold_explanation
 
 __all__ = ["render_grading", "render_submitter_view"]
+
+
+def _print(console: Console, *objects: Any, **options: Any) -> None:
+    """``console.print`` with no emoji codes read (the markup is this module's own)."""
+    console.print(*objects, emoji=False, **options)
+
+
+def _cells(*markup: str) -> list[Text]:
+    """Table cells from this module's markup, no emoji codes read."""
+    return [Text.from_markup(cell, emoji=False) for cell in markup]
 
 
 def _shown(text: str) -> str:
@@ -58,12 +70,15 @@ def _print_heading(grading: dict[str, Any], console: Console) -> bool:
     """Print the rubric and judge line, and the reason of an unscored grading; False when
     the grading is unscored (nothing more to print but its detail)."""
     rubric, judge = grading["rubric"], grading["judge"]
-    console.print(
+    _print(
+        console,
         f"rubric [bold]{_shown(rubric['id'])}[/bold] {_shown(str(rubric['version']))}  "
-        f"judge [bold]{_shown(judge['backend'])}:{_shown(judge['model'])}[/bold]"
+        f"judge [bold]{_shown(judge['backend'])}:{_shown(judge['model'])}[/bold]",
     )
     if grading["status"] == "unscored":
-        console.print(f"[bold yellow]UNSCORED[/bold yellow]: {_shown(grading['unscored_reason'])}")
+        _print(
+            console, f"[bold yellow]UNSCORED[/bold yellow]: {_shown(grading['unscored_reason'])}"
+        )
         return False
     return True
 
@@ -79,7 +94,7 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
     """Print the nine answers with their evidence, then the verdict."""
     if not _print_heading(grading, console):
         if grading.get("detail"):
-            console.print(terminal_text(grading["detail"]), markup=False)
+            _print(console, terminal_text(grading["detail"]), markup=False)
         return
     table = Table(show_lines=False)
     for column in ("question", "answer", "evidence", "quote", "check in code"):
@@ -87,13 +102,15 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
     for answer in grading["answers"]:
         evidence = answer["evidence"] or answer.get("reasoning") or ""
         table.add_row(
-            _shown(answer["question_id"]),
-            _answer_cell(answer),
-            _shown(evidence[:160]),
-            _verified_cell(answer),
-            _veto_cell(answer),
+            *_cells(
+                _shown(answer["question_id"]),
+                _answer_cell(answer),
+                _shown(evidence[:160]),
+                _verified_cell(answer),
+                _veto_cell(answer),
+            )
         )
-    console.print(table)
+    _print(console, table)
     if grading.get("held"):
         why = hold_explanation(grading.get("review_reasons") or [])
         verdict = f"[bold yellow]HELD[/bold yellow] (a pass waiting for a human: {why})"
@@ -101,12 +118,12 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
         verdict = "[bold green]PASS[/bold green]"
     else:
         verdict = "[bold red]FAIL[/bold red]"
-    console.print(f"{verdict}  {_score_line(grading)}")
+    _print(console, f"{verdict}  {_score_line(grading)}")
     if grading.get("detail"):
-        console.print(f"note: {terminal_text(grading['detail'])}", markup=False)
+        _print(console, f"note: {terminal_text(grading['detail'])}", markup=False)
     if grading["needs_review"]:
         reasons = ", ".join(grading["review_reasons"])
-        console.print(f"[yellow]needs review[/yellow]: {_shown(reasons)}")
+        _print(console, f"[yellow]needs review[/yellow]: {_shown(reasons)}")
 
 
 def render_submitter_view(grading: dict[str, Any], console: Console) -> None:
@@ -119,13 +136,15 @@ def render_submitter_view(grading: dict[str, Any], console: Console) -> None:
     if grading.get("held"):
         verdict = "[bold yellow]HELD[/bold yellow] (a pass waiting for a human)"
     if grading["view"] != "answers":
-        console.print(f"{verdict}  (the server shows submitters the verdict only)")
+        _print(console, f"{verdict}  (the server shows submitters the verdict only)")
         return
     table = Table(show_lines=False)
     for column in ("question", "answer"):
         table.add_column(column)
     for answer in grading["answers"]:
         style = "green" if answer["answer"] == "yes" else "red"
-        table.add_row(_shown(answer["question_id"]), f"[{style}]{answer['answer']}[/{style}]")
-    console.print(table)
-    console.print(f"{verdict}  {_score_line(grading)}")
+        table.add_row(
+            *_cells(_shown(answer["question_id"]), f"[{style}]{answer['answer']}[/{style}]")
+        )
+    _print(console, table)
+    _print(console, f"{verdict}  {_score_line(grading)}")

@@ -19,10 +19,12 @@ from tests.support.in_process_cli import cli_in_process
 from tests.support.keys import session_key
 
 #: a title change, a hyperlink written as an escape sequence and as rich markup, a
-#: carriage return that would overwrite the line, a C1 control and a right-to-left override
+#: carriage return that would overwrite the line, a C1 control, a right-to-left override
+#: and an emoji code (a forged check mark)
 HOSTILE = (
     "evil\x1b]0;pwned\x07 \x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\"
     " [link=https://evil.example]here[/link] [bold red]loud\rHIDDEN\x9b2J \u202egnp.exe"
+    " :white_check_mark: verified"
 )
 
 
@@ -38,6 +40,7 @@ def _inert(shown: str) -> None:
     assert "\\x1b]0;pwned\\x07" in shown and "\\x9b" in shown and "\\u202e" in shown
     assert "[link=https://evil.example]here[/link]" in shown  # printed, not a link
     assert "[bold red]loud" in shown
+    assert ":white_check_mark: verified" in shown and "\u2705" not in shown
 
 
 def test_terminal_text_shows_each_control_as_its_escape_and_keeps_the_rest() -> None:
@@ -85,9 +88,7 @@ def test_a_gradings_evidence_detail_and_judge_name_are_inert() -> None:
     }
     console, out = _terminal()
     render_grading(grading, console)
-    shown = out.getvalue()
-    assert "\x1b]" not in shown and "\r" not in shown and "\u202e" not in shown
-    assert "\\x1b]0;pwned\\x07" in shown and "[link=https://evil.example]" in shown
+    _inert(out.getvalue())
 
 
 async def test_a_report_of_a_submitters_agent_name_prints_it_inert(
