@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["LINE_BREAKS", "UNSAFE_CHARACTERS", "terminal_text"]
+__all__ = ["LINE_BREAKS", "UNSAFE_CHARACTERS", "inert_json", "terminal_text"]
 
 #: what a terminal would act on, or what reorders the characters shown: the C0 controls
 #: but newline and tab (ESC starts the sequences that set a title, a hyperlink, the
@@ -36,3 +36,19 @@ def terminal_text(text: str, *, one_line: bool = False) -> str:
     not come from this program (print it without markup)."""
     text = UNSAFE_CHARACTERS.sub(_escaped, text)
     return LINE_BREAKS.sub(_escaped, text) if one_line else text
+
+
+#: what JSON leaves raw in its strings that a terminal acts on (DEL, the C1 controls, the
+#: bidirectional overrides) or that a reader takes for a line's end (U+2028, U+2029)
+_RAW_IN_JSON = re.compile(f"{UNSAFE_CHARACTERS.pattern}|[\u2028\u2029]")
+
+
+def _json_escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
+def inert_json(text: str) -> str:
+    """JSON text as ``json.dumps(..., ensure_ascii=False)`` wrote it, with what a
+    terminal would act on or read as a line's end written as ``\\u`` escapes: it parses
+    to the same values, and only what is printable stays raw."""
+    return _RAW_IN_JSON.sub(_json_escape, text)

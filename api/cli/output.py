@@ -13,9 +13,18 @@ import click
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["emit", "print_tables"]
+__all__ = ["echo_json", "emit", "print_tables"]
 
 Command = Callable[..., Any]
+
+
+def echo_json(data: Any, *, indent: int | None = None) -> None:
+    """Print JSON-ready ``data`` as JSON on stdout: printable text raw, what a terminal
+    would act on (C1 controls, bidirectional overrides) or read as a line's end (U+2028,
+    U+2029) as ``\\u`` escapes; it parses to the same values."""
+    from api.terminal import inert_json
+
+    click.echo(inert_json(json.dumps(data, indent=indent, ensure_ascii=False)))
 
 
 def emit(report: BaseModel | Any, table: Any, fmt: str) -> None:
@@ -24,7 +33,7 @@ def emit(report: BaseModel | Any, table: Any, fmt: str) -> None:
 
     if fmt == "json":
         data = report.model_dump(mode="json") if hasattr(report, "model_dump") else report
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        echo_json(data, indent=2)
     elif fmt == "csv":
         write_csv(table, sys.stdout)
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +10,7 @@ import click
 
 from api.cli.edge import load_settings, run
 from api.cli.options import checked_judge, checked_rubric, format_option
+from api.cli.output import echo_json
 
 if TYPE_CHECKING:  # the judge clients are imported when a grading starts, not for --help
     from api.service.settings import Settings
@@ -98,7 +98,7 @@ def grade_command(
 
     grading = result_public(result).model_dump(mode="json")
     if fmt == "json":
-        click.echo(json.dumps(grading, indent=2, ensure_ascii=False))
+        echo_json(grading, indent=2)
     else:
         from rich.console import Console
 

@@ -6,7 +6,6 @@ every scenario; a changed ground truth becomes a new version, the old one kept.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ import click
 
 from api.cli.edge import run, service_runtime, with_store
 from api.cli.options import default_format, deprecated, format_option
+from api.cli.output import echo_json
 from api.terminal import terminal_text
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def scenarios_list(scenario_set: str | None, id_prefix: str | None, fmt: str) ->
     if fmt == "json":
         for r in rows:
             fields = {"id": r.id, "set": r.scenario_set, "version": r.version, "title": r.title}
-            click.echo(json.dumps(fields, ensure_ascii=False))
+            echo_json(fields)
         return
     click.echo(f"{'id':<40} {'set':<12} {'version':>7}  title")
     for r in rows:

@@ -27,7 +27,7 @@ from typing import Any
 from pythonjsonlogger.json import JsonFormatter
 
 from api.service.settings import Settings
-from api.terminal import LINE_BREAKS, UNSAFE_CHARACTERS, terminal_text
+from api.terminal import inert_json, terminal_text
 from judge.verdict import GradingResult
 
 __all__ = [
@@ -112,10 +112,6 @@ class ContextFilter(logging.Filter):
         return True
 
 
-def _json_escape(found: re.Match[str]) -> str:
-    return f"\\u{ord(found.group()):04x}"
-
-
 class RedactingJsonFormatter(JsonFormatter):
     """python-json-logger's formatter, every text value scrubbed by :func:`redact` before
     it is encoded (the patterns read plain text: run over the encoded line, a value's
@@ -125,7 +121,7 @@ class RedactingJsonFormatter(JsonFormatter):
     JSON escapes the C0 controls (ESC included); what it leaves raw that a terminal would
     act on (a log read with ``docker logs`` or ``tail``: DEL, the C1 controls, the
     bidirectional overrides; ``api.terminal.UNSAFE_CHARACTERS``) or that a reader would
-    take for the end of a line (U+2028, U+2029: ``api.terminal.LINE_BREAKS``) is written
+    take for the end of a line (U+2028, U+2029) is written (``api.terminal.inert_json``)
     as ``\\u`` escapes too: the line still parses to the same values."""
 
     def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
@@ -134,8 +130,7 @@ class RedactingJsonFormatter(JsonFormatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """One JSON line, secrets removed, nothing in it that acts on a terminal."""
-        line = UNSAFE_CHARACTERS.sub(_json_escape, super().format(record))
-        return LINE_BREAKS.sub(_json_escape, line)  # JSON escapes newline and tab: U+2028/9
+        return inert_json(super().format(record))
 
 
 def _redacted(value: Any) -> Any:

@@ -6,6 +6,8 @@ markup, in tables, in a grading's rendering and in a command's error line."""
 from __future__ import annotations
 
 import io
+import json
+import re
 
 from rich.console import Console
 from sqlalchemy.engine import Engine
@@ -112,3 +114,21 @@ def test_an_error_quoting_what_the_user_typed_is_inert(database_url: str, engine
     assert done.returncode != 0
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr, done.stderr
     assert "nope\\x1b]0;pwned\\x07" in done.stderr, done.stderr
+
+
+async def test_json_a_command_prints_escapes_what_a_terminal_acts_on(
+    database_url: str, engine: Engine
+) -> None:
+    """JSON leaves C1 controls, bidirectional overrides and U+2028 raw in its strings: a
+    command's JSON writes them as ``\\u`` escapes and parses to the same values."""
+    agent = "evil\x9b2J\u202eSSAP\u2028next"
+    await add_many(Store(engine, key=session_key()), {"pass": 1}, agent=agent)
+    env = {"SRE_JUDGE_DATABASE_URL": database_url}
+    done = cli_in_process(
+        "report", "pass-rates", "--group-by", "agent", "--format", "json", "--inline", "include",
+        env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert agent in json.dumps(json.loads(done.stdout), ensure_ascii=False)
+    assert not re.search("[\x80-\x9f\u202a-\u202e\u2028\u2029]", done.stdout), done.stdout[:300]
+    assert "\\u009b" in done.stdout and "\\u202e" in done.stdout
