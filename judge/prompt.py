@@ -47,7 +47,7 @@ CHAT_TOKEN_MARKER = "[chat token]"
 #: angle brackets and what looks like them after NFKC (which keeps every one of these):
 #: guillemets, CJK and mathematical brackets, ornaments, modifier-letter and Canadian
 #: syllabics arrowheads, precedes/succeeds signs
-ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽˂˃˱˲ᐸᐳ≺≻⋖⋗"
+ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽˂˃˱˲ᐸᐳ≺≻⋖⋗≪≫⟪⟫❰❱⦓⦔⦑⦒"
 _ANGLE_RUN = re.compile(f"[{re.escape(ANGLES)}]{{2,}}")
 #: chat-template control tokens: ``<|anything|>`` (ChatML, Llama-3, Phi, Qwen, and
 #: DeepSeek's full-width bars after NFKC), Llama-2/Mistral, Gemma, and bare BOS/EOS
