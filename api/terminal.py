@@ -15,8 +15,11 @@ __all__ = ["LINE_BREAKS", "UNSAFE_CHARACTERS", "inert_json", "terminal_text"]
 
 #: what a terminal would act on, or what reorders the characters shown: the C0 controls
 #: but newline and tab (ESC starts the sequences that set a title, a hyperlink, the
-#: clipboard...), DEL, the C1 controls and Unicode's bidirectional overrides and isolates
-UNSAFE_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: clipboard...), DEL, the C1 controls and Unicode's bidirectional overrides, isolates
+#: and marks (LRM, RLM, ALM)
+UNSAFE_CHARACTERS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 #: what ends or splits a line besides: newline, tab and Unicode's line and paragraph

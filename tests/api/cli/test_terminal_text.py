@@ -48,6 +48,7 @@ def _inert(shown: str) -> None:
 def test_terminal_text_shows_each_control_as_its_escape_and_keeps_the_rest() -> None:
     assert terminal_text("a\x1b[2Jb\x00c\x7fd\x85e") == "a\\x1b[2Jb\\x00c\\x7fd\\x85e"
     assert terminal_text("\u2066x\u2069 \u202ay") == "\\u2066x\\u2069 \\u202ay"
+    assert terminal_text("\u200ea\u200fb\u061cc") == "\\u200ea\\u200fb\\u061cc"
     assert terminal_text("a\nb\tc\u2028d\x1b", one_line=True) == "a\\nb\\tc\\u2028d\\x1b"
     kept = "line one\n\tline two: ünïcödé, 日本語, emoji 🙂, [brackets]"
     assert terminal_text(kept) == kept
