@@ -6,10 +6,11 @@ the raw reply, the sampling parameters that were really sent and every attempt.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = [
     "Attempt",
@@ -18,8 +19,45 @@ __all__ = [
     "JudgeCall",
     "JudgeRequest",
     "SamplingParams",
+    "ServerCount",
+    "ServerName",
+    "ServerText",
     "TokenLogprob",
 ]
+
+
+#: what no database keeps in text: NUL (PostgreSQL refuses it; it carries nothing, and
+#: is left out) and lone surrogates (no UTF-8 for them; read as U+FFFD)
+_NUL = "\x00"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+#: the longest name a server reports that is kept (its column's length)
+_NAME_CHARACTERS = 256
+#: the counts a server reports that are kept (an INTEGER column); others are dropped
+_COUNT_LIMIT = 2**31
+
+
+def _kept_text(text: str) -> str:
+    if _NUL in text:
+        text = text.replace(_NUL, "")
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _kept_name(text: str) -> str:
+    return _kept_text(text)[:_NAME_CHARACTERS]
+
+
+def _kept_count(count: int | None) -> int | None:
+    return count if count is None or 0 <= count < _COUNT_LIMIT else None
+
+
+#: text a judge server sent (its reply, its error), as kept: without NUL, lone
+#: surrogates read as U+FFFD, so every database stores what SQLite would
+ServerText = Annotated[str, AfterValidator(_kept_text)]
+#: a name a judge server reported (the model it ran, its fingerprint), as kept: at most
+#: 256 characters (llama.cpp reports the path of the file it loaded)
+ServerName = Annotated[str, AfterValidator(_kept_name)]
+#: a token count a judge server reported, as kept: None when no column could hold it
+ServerCount = Annotated[int | None, AfterValidator(_kept_count)]
 
 
 class _Frozen(BaseModel):
@@ -63,12 +101,12 @@ class TokenLogprob(_Frozen):
 class Completion(_Frozen):
     """One successful answer of a judge server, as the backend read it."""
 
-    text: str
-    model: str
+    text: ServerText
+    model: ServerName
     #: ``system_fingerprint`` (OpenAI) or the model digest (Ollama)
-    fingerprint: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    fingerprint: ServerName | None = None
+    prompt_tokens: ServerCount = None
+    completion_tokens: ServerCount = None
     #: which structured-output form the server accepted (``json_schema``, ``json_object``...)
     response_format: str | None = None
     #: the content tokens' log-probabilities, where the server returned them
@@ -90,7 +128,7 @@ class Attempt(_Frozen):
     latency_ms: float
     outcome: str  # "ok" or an error code from judge.errors
     status_code: int | None = None
-    error: str | None = None
+    error: ServerText | None = None
     retry_after: float | None = None
     #: the reply budget this attempt asked for, where it differs from the request's
     #: (a reply cut at the budget is asked again once with a larger one)
@@ -107,7 +145,7 @@ class JudgeCall(_Frozen):
     request: JudgeRequest
     completion: Completion | None = None
     error_code: str | None = None
-    error: str | None = None
+    error: ServerText | None = None
     attempts: tuple[Attempt, ...] = ()
     #: answered from the judge cache: no request reached the judge (``attempts`` is empty)
     cached: bool = False

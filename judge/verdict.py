@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from judge.calls import JudgeCall
+from judge.calls import JudgeCall, ServerText
 from judge.evidence import QuoteCheck
 from judge.review_reasons import holds_pass
 from judge.rule import RuleOutcome
@@ -65,8 +65,9 @@ class Answer(BaseModel):
     answer: bool
     #: what the judge said
     judge_answer: bool
-    reasoning: str = ""
-    evidence: str = ""
+    #: the judge's words, as kept (``judge.calls.ServerText``)
+    reasoning: ServerText = ""
+    evidence: ServerText = ""
     #: whether the quote occurs in the diagnosis (``judge.evidence.check_quote``), for
     #: every quote given, whatever the question: the same quote gets the same outcome.
     #: None where there is no quote and none is needed (a no, or a question without one)
@@ -107,7 +108,8 @@ class GradingResult(BaseModel):
     status: Literal["graded", "unscored"]
     unscored_reason: str | None = None
     #: a human-readable account of why it is unscored, or notes such as ``empty_diagnosis``
-    detail: str | None = None
+    #: (it may quote a judge server's error: kept as ``judge.calls.ServerText``)
+    detail: ServerText | None = None
     rubric_id: str
     rubric_version: str
     judge_backend: str
