@@ -77,8 +77,16 @@ def split_spec(text: str) -> tuple[str, str, str | None]:
 SCRIPTED_MODES = ("pass", "fail", "garbage")
 
 
+#: the longest judge spec and the longest model name a grading records (its columns)
+MAX_SPEC_CHARACTERS = 512
+MAX_MODEL_CHARACTERS = 256
+
+
 def parse_judge_spec(text: str) -> JudgeSpec:
-    """Parse ``BACKEND:MODEL[@BASE_URL]``; raise JudgeSpecError naming the accepted forms."""
+    """Parse ``BACKEND:MODEL[@BASE_URL]``; raise JudgeSpecError naming the accepted forms
+    (a spec or model name longer than a grading can record too)."""
+    if len(text.strip()) > MAX_SPEC_CHARACTERS:
+        raise JudgeSpecError(f"a judge spec holds at most {MAX_SPEC_CHARACTERS} characters")
     backend, model, base_url = split_spec(text.strip())
     if not backend or (not model and base_url is None):
         raise JudgeSpecError(f"malformed judge spec {text!r}; {SPEC_FORMS}")
@@ -88,6 +96,10 @@ def parse_judge_spec(text: str) -> JudgeSpec:
     model = model.strip()
     if not model:
         raise JudgeSpecError(f"judge spec {text!r} names no model; {SPEC_FORMS}")
+    if len(model) > MAX_MODEL_CHARACTERS:
+        raise JudgeSpecError(
+            f"a judge's model name holds at most {MAX_MODEL_CHARACTERS} characters"
+        )
     if base_url is not None:
         try:
             parsed = urlparse(base_url)
@@ -110,6 +122,10 @@ def parse_panel(text: str) -> list[str]:
         parse_judge_spec(spec)
     if len(set(specs)) != len(specs):
         raise JudgeSpecError("a panel lists each judge once")
+    if len(panel_model(specs)) > MAX_MODEL_CHARACTERS:  # what its gradings record as model
+        raise JudgeSpecError(
+            f"a panel's member specs hold at most {MAX_MODEL_CHARACTERS} characters together"
+        )
     return specs
 
 

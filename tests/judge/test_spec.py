@@ -64,6 +64,17 @@ def test_panels_list_each_valid_judge_once() -> None:
         parse_panel("ollama:a,ollama:a")
     with pytest.raises(JudgeSpecError, match="unknown judge backend"):
         parse_panel("ollama:a,vllm:b")
+    # its gradings record the members' specs joined as the model: 256 characters at most
+    with pytest.raises(JudgeSpecError, match="256 characters together"):
+        parse_panel(",".join(f"ollama:{n}{'m' * 60}" for n in range(5)))
+
+
+def test_a_spec_or_model_longer_than_a_grading_records_is_refused() -> None:
+    with pytest.raises(JudgeSpecError, match="model name holds at most 256"):
+        parse_judge_spec("ollama:" + "m" * 257)
+    with pytest.raises(JudgeSpecError, match="spec holds at most 512"):
+        parse_judge_spec("openai:m@http://h/" + "p" * 500)
+    assert parse_judge_spec("ollama:" + "m" * 256).model == "m" * 256
 
 
 def test_member_specs_and_identity_of_one_judge_and_of_a_panel() -> None:

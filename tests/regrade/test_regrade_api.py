@@ -189,6 +189,9 @@ async def test_the_dry_run_counts_the_cache_hits_of_the_model_behind_the_name_no
         ({"rubric": "sregym-rca@v0+000000000000"}, "rubric"),
         ({"judge": "nonsense"}, "judge"),
         ({"judge": "scripted:maybe"}, "judge"),
+        # a model name no grading can record (256 characters), alone or in a panel
+        ({"judge": "openai:" + "m" * 300 + "@http://127.0.0.1:9/v1"}, "judge"),
+        ({"judge": "panel:" + ",".join(f"ollama:{n}{'m' * 60}" for n in range(5))}, "judge"),
         ({"mode": "shadow"}, "rubric"),
         ({"judge": NEW_JUDGE, "mode": "replace"}, "mode"),
         ({"judge": NEW_JUDGE, "filter": {"colour": "red"}}, "filter.colour"),
