@@ -5,6 +5,12 @@ that scenario (an inline ground truth is the submitter's own, not an attempt at 
 hidden one). The service limits them per hour (``api.service.attempts``) and reports
 them to admins; both count the stored submissions, so every process of a deployment
 counts the same.
+
+The report is paginated by keyset over its order (most attempts first, then token and
+scenario): the cursor holds the report's period (``since`` to ``until``, the moment the
+first page was read) and the last pair listed, signed (``storage.cursors``), and the
+next page continues strictly after it over the same period, so attempts made while a
+client pages change no count and no pair is listed twice or skipped.
 """
 
 from __future__ import annotations
@@ -13,15 +19,21 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from storage.canonical import iso_utc
+from storage.cursors import CursorCodec
 from storage.database import Database
+from storage.errors import InvalidCursor
 from storage.tables import SubmissionRecord, TokenRecord
 
 __all__ = [
+    "MAX_PAGE",
     "AttemptCount",
+    "AttemptCursor",
+    "AttemptPage",
     "AttemptReads",
     "RecentAttempts",
     "is_replay_in",
@@ -52,6 +64,30 @@ class AttemptCount:
     attempts: int
     first_at: datetime
     last_at: datetime
+
+
+#: the most (token, scenario) pairs one page of the report holds
+MAX_PAGE = 5000
+_REFUSED = "the cursor is not one this service issued"
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptCursor:
+    """Where a page of the report continues: its period and the last pair listed."""
+
+    since: datetime
+    until: datetime
+    attempts: int
+    token_id: str
+    scenario_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptPage:
+    """A page of the report, and the cursor of the next (None on the last)."""
+
+    items: list[AttemptCount]
+    next_cursor: str | None
 
 
 def _attempts_of(token_id: str | None, scenario_id: str | None, since: datetime) -> list[object]:
@@ -113,14 +149,40 @@ class AttemptReads:
     def __init__(self, db: Database) -> None:
         """Work through ``db``."""
         self._db = db
+        self._cursors = CursorCodec(db.key, "attempts")
+
+    def read_cursor(self, cursor: str) -> AttemptCursor:
+        """The period and position a cursor of the report holds; InvalidCursor unless
+        this service signed it."""
+        match self._cursors.decode(cursor):
+            case [str(since), str(until), int(count), str(token_id), str(scenario_id)]:
+                try:
+                    start, end = datetime.fromisoformat(since), datetime.fromisoformat(until)
+                except ValueError as exc:
+                    raise InvalidCursor(_REFUSED) from exc
+                if start.utcoffset() is not None and end.utcoffset() is not None:
+                    return AttemptCursor(start, end, count, token_id, scenario_id)
+        raise InvalidCursor(_REFUSED)
 
     async def per_token(
-        self, since: datetime, *, scenario_id: str | None = None, limit: int = 500
-    ) -> list[AttemptCount]:
-        """Every token's attempts per scenario since ``since``, most attempts first."""
+        self,
+        since: datetime,
+        *,
+        until: datetime,
+        scenario_id: str | None = None,
+        after: AttemptCursor | None = None,
+        limit: int | None = None,
+    ) -> AttemptPage:
+        """A page of every token's attempts per scenario made from ``since`` up to
+        ``until``, most attempts first (then by token and scenario id): the pairs after
+        ``after`` (a cursor of this period, :meth:`read_cursor`), at most ``limit`` (at
+        most, and by default, :data:`MAX_PAGE`)."""
+        size = max(1, min(limit or MAX_PAGE, MAX_PAGE))
         submission = SubmissionRecord.__table__  # type: ignore[attr-defined]
         token = TokenRecord.__table__  # type: ignore[attr-defined]
-        attempts = func.count().label("attempts")
+        count = func.count()
+        attempts = count.label("attempts")
+        by_token, by_scenario = submission.c.submitted_by, submission.c.scenario_id
         query = (
             select(
                 submission.c.submitted_by,
@@ -132,15 +194,29 @@ class AttemptReads:
                 func.max(submission.c.created_at),
             )
             .select_from(submission.outerjoin(token, token.c.id == submission.c.submitted_by))
-            .where(*_attempts_of(None, scenario_id, since))  # type: ignore[arg-type]
-            .group_by(
-                submission.c.submitted_by, token.c.name, token.c.role, submission.c.scenario_id
+            .where(
+                *_attempts_of(None, scenario_id, since),  # type: ignore[arg-type]
+                submission.c.created_at <= until,
             )
-            .order_by(attempts.desc(), submission.c.submitted_by, submission.c.scenario_id)
-            .limit(limit)
+            .group_by(by_token, token.c.name, token.c.role, by_scenario)
+            .order_by(attempts.desc(), by_token, by_scenario)
+            .limit(size + 1)
         )
+        if after is not None:
+            query = query.having(
+                or_(
+                    count < after.attempts,
+                    and_(
+                        count == after.attempts,
+                        or_(
+                            by_token > after.token_id,
+                            and_(by_token == after.token_id, by_scenario > after.scenario_id),
+                        ),
+                    ),
+                )
+            )
         rows = await self._db.run_read(lambda session: session.execute(query).all())
-        return [
+        items = [
             AttemptCount(
                 token_id=row[0],
                 token_name=row[1],
@@ -150,5 +226,12 @@ class AttemptReads:
                 first_at=row[5],
                 last_at=row[6],
             )
-            for row in rows
+            for row in rows[:size]
         ]
+        cursor = None
+        if len(rows) > size:
+            last = items[-1]
+            cursor = self._cursors.encode(
+                [iso_utc(since), iso_utc(until), last.attempts, last.token_id, last.scenario_id]
+            )
+        return AttemptPage(items=items, next_cursor=cursor)

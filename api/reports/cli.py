@@ -316,6 +316,7 @@ def attempts(
 ) -> None:
     """Submissions of each submitter token per registered scenario, against the attempt
     limit (SRE_JUDGE_SUBMITTER_ATTEMPTS_PER_SCENARIO_PER_HOUR); most attempts first.
+    Every pair of the period, read page by page.
 
     \b
     Example:
@@ -326,18 +327,29 @@ def attempts(
     from api.service.attempts import AttemptReport, attempt_report
 
     since = as_utc(created_after)
+    pages: list[AttemptReport] = []
     if server is None:
 
-        async def local() -> AttemptReport:
+        async def local() -> None:
             async with service_runtime(existing=True) as services:
-                return await attempt_report(services, since=since, scenario_id=scenario_id)
+                cursor: str | None = None
+                while not pages or cursor:
+                    page = await attempt_report(
+                        services, since=since, scenario_id=scenario_id, cursor=cursor
+                    )
+                    pages.append(page)
+                    cursor = page.next_cursor
 
-        report = run(local())
+        run(local())
     else:
         from api.cli.remote import query_params, remote
 
-        params = {"created_after": since, "scenario_id": scenario_id}
+        params: dict[str, Any] = {"created_after": since, "scenario_id": scenario_id}
         with remote(server) as client:
-            data = client.get_json("/v1/stats/attempts", query_params(params))
-        report = AttemptReport.model_validate(data)
+            while not pages or params["cursor"]:
+                data = client.get_json("/v1/stats/attempts", query_params(params))
+                pages.append(AttemptReport.model_validate(data))
+                params["cursor"] = pages[-1].next_cursor
+    items = [item for page in pages for item in page.items]
+    report = pages[0].model_copy(update={"items": items, "next_cursor": None})
     emit(report, attempt_table(report), fmt)

@@ -43,6 +43,7 @@ from api.reports.rates import (
 )
 from api.service.attempts import AttemptReport, attempt_report
 from api.service.services import Services
+from storage.attempts import MAX_PAGE as ATTEMPT_PAGE
 
 __all__ = [
     "get_attempts",
@@ -219,11 +220,17 @@ async def get_attempts(
     services: NamedDependency[Services],
     created_after: FromQuery[datetime | None] = None,
     scenario_id: FromQuery[str | None] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=5000)] = 500,
+    cursor: FromQuery[str | None] = None,
+    limit: Annotated[int | None, QueryParameter(ge=1, le=ATTEMPT_PAGE)] = None,
 ) -> AttemptReport:
     """Submissions each token made against each registered scenario since
     ``created_after`` (default: the last hour, the window of
     ``SRE_JUDGE_SUBMITTER_ATTEMPTS_PER_SCENARIO_PER_HOUR``), most attempts first;
     refused attempts are counted in ``/metrics`` (``sre_judge_submissions_rejected``,
-    reason ``attempt_limit``). Admins only: it names tokens."""
-    return await attempt_report(services, since=created_after, scenario_id=scenario_id, limit=limit)
+    reason ``attempt_limit``). Admins only: it names tokens. Up to ``limit`` pairs
+    (default and most 5000) a page; ``next_cursor``, null when nothing is left, passed
+    back as ``cursor`` gives the rest over the same period (400 naming ``cursor`` for
+    one this service did not sign)."""
+    return await attempt_report(
+        services, since=created_after, scenario_id=scenario_id, cursor=cursor, limit=limit
+    )

@@ -25,6 +25,7 @@ from api.service.errors import ServiceError
 from api.service.principal import Principal
 from api.service.services import Services
 from storage.attempts import is_replay_in, lock_attempts, recent_in
+from storage.errors import InvalidCursor
 
 __all__ = [
     "ATTEMPT_WINDOW",
@@ -99,12 +100,17 @@ class AttemptReportItem(BaseModel):
 
 
 class AttemptReport(BaseModel):
-    """Attempts per token and scenario since ``since``, most attempts first."""
+    """Attempts per token and scenario from ``since`` up to ``until``, most attempts
+    first; ``next_cursor`` (null on the last page) continues it over the same period."""
 
     since: datetime
+    #: the end of the period: when the report's first page was read
+    until: datetime
     #: the attempts a submitter token may make on one scenario within an hour (0: none)
     limit_per_hour: int
     items: list[AttemptReportItem]
+    #: pass back as ``cursor`` for the rest of the report; null when this is all of it
+    next_cursor: str | None = None
 
 
 async def attempt_report(
@@ -112,15 +118,31 @@ async def attempt_report(
     *,
     since: datetime | None = None,
     scenario_id: str | None = None,
-    limit: int = 500,
+    cursor: str | None = None,
+    limit: int | None = None,
 ) -> AttemptReport:
-    """Every token's attempts per registered scenario since ``since`` (default: the last
-    hour, the limit's window)."""
-    start = since or services.store.db.clock() - ATTEMPT_WINDOW
-    counts = await services.store.attempts.per_token(start, scenario_id=scenario_id, limit=limit)
+    """A page of every token's attempts per registered scenario since ``since``
+    (default: the last hour, the limit's window) up to now; with ``cursor``, the next
+    page over the period of the first (``since``, when given, must be that page's:
+    InvalidCursor otherwise). ``limit`` pairs a page, at most and by default
+    ``storage.attempts.MAX_PAGE``."""
+    reads = services.store.attempts
+    after = None if cursor is None else reads.read_cursor(cursor)
+    if after is not None:
+        if since is not None and _aware(since) != after.since:
+            raise InvalidCursor("the cursor continues a report of another created_after")
+        start, until = after.since, after.until
+    else:
+        until = _aware(services.store.db.clock())
+        start = _aware(since) if since is not None else until - ATTEMPT_WINDOW
+    page = await reads.per_token(
+        start, until=until, scenario_id=scenario_id, after=after, limit=limit
+    )
     return AttemptReport(
         since=start,
+        until=until,
         limit_per_hour=services.settings.submitter_attempts_per_scenario_per_hour,
+        next_cursor=page.next_cursor,
         items=[
             AttemptReportItem(
                 token_id=c.token_id,
@@ -131,6 +153,6 @@ async def attempt_report(
                 first_at=_aware(c.first_at),
                 last_at=_aware(c.last_at),
             )
-            for c in counts
+            for c in page.items
         ],
     )

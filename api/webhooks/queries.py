@@ -26,17 +26,20 @@ from sqlalchemy import Select, func, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
 from sqlmodel import col
 
+from storage.cursors import CursorCodec
 from storage.database import Database
-from storage.errors import Conflict, NotFound
+from storage.errors import Conflict, InvalidCursor, NotFound
 from storage.webhooks.tables import (
     WebhookAttemptRecord,
     WebhookDeliveryRecord,
     WebhookEndpointRecord,
 )
 
-__all__ = ["Claimed", "DeliveryView", "WebhookQueries"]
+__all__ = ["MAX_PAGE", "Claimed", "DeliveryPage", "DeliveryView", "WebhookQueries"]
 
 _ATTEMPTS = WebhookAttemptRecord.__table__  # type: ignore[attr-defined]
+#: the most deliveries one page lists
+MAX_PAGE = 500
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,15 @@ class DeliveryView:
     attempts: list[WebhookAttemptRecord]
 
 
+@dataclass(frozen=True)
+class DeliveryPage:
+    """A page of an endpoint's deliveries, newest first, and the cursor of the next
+    page (None on the last)."""
+
+    items: list[DeliveryView]
+    next_cursor: str | None
+
+
 def _claimed(delivery: WebhookDeliveryRecord, endpoint: WebhookEndpointRecord) -> Claimed:
     return Claimed(
         seq=int(delivery.seq or 0), id=delivery.id, endpoint_id=endpoint.id, url=endpoint.url,
@@ -86,6 +98,7 @@ class WebhookQueries:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._cursors = CursorCodec(db.key, "webhook-deliveries")
 
     async def create_endpoint(
         self, *, url: str, events: list[str], description: str, actor: str
@@ -118,8 +131,39 @@ class WebhookQueries:
     async def deliveries(
         self, endpoint_id: str, *, state: str | None = None, limit: int = 100
     ) -> list[DeliveryView]:
-        """An endpoint's deliveries, newest first, with their attempts."""
-        return await self._db.run_read(_deliveries, endpoint_id, state, limit)
+        """An endpoint's newest deliveries (the first page), with their attempts."""
+        return (await self.delivery_page(endpoint_id, state=state, limit=limit)).items
+
+    async def delivery_page(
+        self,
+        endpoint_id: str,
+        *,
+        state: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> DeliveryPage:
+        """A page of an endpoint's deliveries, newest first, with their attempts.
+
+        Keyset paging on ``seq``: the cursor holds the endpoint and the last listed
+        ``seq``, signed (``storage.cursors``), and the next page lists the deliveries
+        before it, so deliveries written between pages never shift, repeat or skip a
+        row. A cursor of another endpoint, or not signed here, raises InvalidCursor.
+        """
+        before = None if cursor is None else self._before(endpoint_id, cursor)
+        limit = max(1, min(limit, MAX_PAGE))
+        rows = await self._db.run_read(_deliveries, endpoint_id, state, before, limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        after = self._cursors.encode([endpoint_id, rows[-1].delivery.seq]) if more else None
+        return DeliveryPage(items=rows, next_cursor=after)
+
+    def _before(self, endpoint_id: str, cursor: str) -> int:
+        """The ``seq`` a cursor of ``endpoint_id``'s deliveries continues before."""
+        position = self._cursors.decode(cursor)
+        match position:
+            case [str(of), int(seq)] if of == endpoint_id and not isinstance(seq, bool):
+                return seq
+        raise InvalidCursor("the cursor is not one this service issued for this endpoint")
 
     async def redeliver(self, endpoint_id: str, delivery_id: str, *, actor: str) -> None:
         """Send a delivery again (also a delivered or dead-lettered one), as soon as due.
@@ -345,9 +389,10 @@ class WebhookQueries:
 
 
 def _deliveries(
-    session: Session, endpoint_id: str, state: str | None, limit: int
+    session: Session, endpoint_id: str, state: str | None, before: int | None, limit: int
 ) -> list[DeliveryView]:
-    """An endpoint's deliveries, newest first, with their attempts (``NotFound``)."""
+    """An endpoint's deliveries before ``seq`` ``before`` (all without it), newest first,
+    with their attempts (``NotFound``)."""
     if session.get(WebhookEndpointRecord, endpoint_id) is None:
         raise NotFound(f"no webhook endpoint {endpoint_id!r}")
     query = select(WebhookDeliveryRecord).where(
@@ -355,6 +400,8 @@ def _deliveries(
     )
     if state is not None:
         query = query.where(col(WebhookDeliveryRecord.state) == state)
+    if before is not None:
+        query = query.where(col(WebhookDeliveryRecord.seq) < before)
     query = query.order_by(col(WebhookDeliveryRecord.seq).desc()).limit(limit)
     rows = list(session.execute(query).scalars())
     tries = select(WebhookAttemptRecord).where(

@@ -9,13 +9,14 @@ from typing import Annotated, Any, Literal
 
 from litestar import get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api.http.auth import require
 from api.service.principal import Principal
 from api.service.services import Services
 from api.webhooks import use_cases
-from api.webhooks.use_cases import DeliveryPublic, WebhookCreate, WebhookPublic
+from api.webhooks.queries import MAX_PAGE
+from api.webhooks.use_cases import DeliveryPage, WebhookCreate, WebhookPublic
 
 __all__ = ["create_webhook", "list_deliveries", "list_webhooks", "redeliver"]
 
@@ -47,11 +48,15 @@ async def list_deliveries(
     delivery_state: Annotated[
         Literal["pending", "delivered", "dead"] | None, QueryParameter(name="state")
     ] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=500)] = 100,
-) -> dict[str, list[DeliveryPublic]]:
-    """An endpoint's deliveries, newest first, each with its attempts."""
-    views = await use_cases.list_deliveries(services, webhook_id, state=delivery_state, limit=limit)
-    return {"items": views}
+    cursor: FromQuery[str | None] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 100,
+) -> DeliveryPage:
+    """An endpoint's deliveries, newest first, each with its attempts; ``limit`` a page,
+    ``next_cursor`` (null on the last page) passed back as ``cursor`` for the next. A
+    cursor this service did not sign for this endpoint is a 400 naming ``cursor``."""
+    return await use_cases.list_deliveries(
+        services, webhook_id, state=delivery_state, cursor=cursor, limit=limit
+    )
 
 
 @post(

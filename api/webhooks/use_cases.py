@@ -23,6 +23,7 @@ from storage.webhooks.tables import WebhookEndpointRecord
 
 __all__ = [
     "AttemptPublic",
+    "DeliveryPage",
     "DeliveryPublic",
     "WebhookCreate",
     "WebhookPublic",
@@ -88,6 +89,14 @@ class DeliveryPublic(BaseModel):
     created_at: datetime
 
 
+class DeliveryPage(BaseModel):
+    """A page of an endpoint's deliveries, newest first; pass ``next_cursor`` back as
+    ``cursor`` for the next (null on the last page)."""
+
+    items: list[DeliveryPublic]
+    next_cursor: str | None = None
+
+
 def webhook_public(record: WebhookEndpointRecord, *, with_secret: bool = False) -> WebhookPublic:
     """The API view of an endpoint."""
     return WebhookPublic(
@@ -144,11 +153,15 @@ async def list_webhooks(services: Services) -> list[WebhookPublic]:
 
 
 async def list_deliveries(
-    services: Services, webhook_id: str, *, state: str | None, limit: int
-) -> list[DeliveryPublic]:
-    """An endpoint's deliveries, newest first, each with its attempts."""
-    views = await WebhookQueries(services.store.db).deliveries(webhook_id, state=state, limit=limit)
-    return [delivery_public(v) for v in views]
+    services: Services, webhook_id: str, *, state: str | None, cursor: str | None, limit: int
+) -> DeliveryPage:
+    """A page of an endpoint's deliveries, newest first, each with its attempts."""
+    page = await WebhookQueries(services.store.db).delivery_page(
+        webhook_id, state=state, cursor=cursor, limit=limit
+    )
+    return DeliveryPage(
+        items=[delivery_public(v) for v in page.items], next_cursor=page.next_cursor
+    )
 
 
 async def redeliver(

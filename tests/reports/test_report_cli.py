@@ -8,19 +8,23 @@ import io
 import json
 from pathlib import Path
 
+import httpx
 import matplotlib.image
 import pytest
+import respx
 from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
+import storage.attempts
 from api.cli.main import main
 from api.reports.filters import ReportFilter
 from api.reports.rates import pass_rate_report
 from api.reports.tables import pass_rate_table
 from api.tabular import write_csv
 from storage import Store
+from tests.support.attempts import seed_attempts
 from tests.support.gradings import add_grading, add_many
-from tests.support.in_process_cli import run_cli
+from tests.support.in_process_cli import cli_in_process, run_cli
 from tests.support.keys import session_key
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -217,3 +221,54 @@ async def test_an_agent_name_with_dollar_signs_is_charted_as_written(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert png.read_bytes().startswith(PNG_SIGNATURE)
+
+
+@pytest.mark.postgres  # the report's keyset query: on PostgreSQL too under --db all
+def test_report_attempts_prints_every_pair_reading_page_by_page(
+    database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``report attempts`` reads the report page by page to its end: six tokens that each
+    attempted 90 scenarios give 540 rows (CSV and JSON) over pages of 200, most attempts
+    first, each pair once."""
+    monkeypatch.setattr(storage.attempts, "MAX_PAGE", 200)
+    session_key()  # the service key, made as ``serve`` makes it
+    made = seed_attempts(engine, tokens=6, scenarios=90, attempts=lambda t, s: 1 + s % 4)
+    expected = sorted(made.items(), key=lambda pair: (-pair[1], *pair[0]))
+    as_csv = run_cli(database_url, "report", "attempts", "--format", "csv")
+    as_json = run_cli(database_url, "report", "attempts", "--format", "json")
+    assert as_csv.returncode == 0, as_csv.stderr
+    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert [((r["token"], r["scenario"]), int(r["attempts"])) for r in rows] == expected
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)
+    items = [((i["token_id"], i["scenario_id"]), i["attempts"]) for i in report["items"]]
+    assert items == expected and report["next_cursor"] is None
+
+
+def test_report_attempts_with_server_follows_next_cursor_to_the_end() -> None:
+    """With ``--server``, ``report attempts`` asks for the next page with the cursor the
+    server gave (and the same filters) until ``next_cursor`` is null, and prints them all."""
+    period = {"since": "2026-01-01T00:00:00+00:00", "until": "2026-01-01T01:00:00+00:00"}
+
+    def item(token: str) -> dict[str, object]:
+        return {
+            "token_id": token, "token_name": token, "role": "submitter", "scenario_id": "s1",
+            "attempts": 1, "first_at": period["since"], "last_at": period["since"],
+        }  # fmt: skip
+
+    def page(request: httpx.Request) -> httpx.Response:
+        later = request.url.params.get("cursor") == "page-2"
+        items, after = ([item("t3")], None) if later else ([item("t1"), item("t2")], "page-2")
+        body = {**period, "limit_per_hour": 20, "items": items, "next_cursor": after}
+        return httpx.Response(200, json=body)
+
+    with respx.mock(assert_all_called=True) as server:
+        route = server.get("http://judge.test/v1/stats/attempts").mock(side_effect=page)
+        done = cli_in_process(
+            "report", "attempts", "--scenario", "s1", "--server", "http://judge.test",
+            "--format", "json", env={"SRE_JUDGE_TOKEN": "admin-token"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [i["token_id"] for i in json.loads(done.stdout)["items"]] == ["t1", "t2", "t3"]
+    asked = [dict(call.request.url.params) for call in route.calls]
+    assert asked == [{"scenario_id": "s1"}, {"scenario_id": "s1", "cursor": "page-2"}]

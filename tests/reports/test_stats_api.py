@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -10,8 +11,13 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
+import storage.attempts
 from api.adjudication.tag_queries import TagQueries
 from storage import Store
+from storage.canonical import utcnow
+from storage.cursors import CursorCodec
+from storage.keys import ServiceKey
+from tests.support.attempts import add_attempts, attempt_row, seed_attempts
 from tests.support.gradings import add_grading, add_many
 from tests.support.keys import session_key
 
@@ -196,3 +202,106 @@ async def test_export_route_streams_csv_jsonl_and_sregym_for_admins(
         "True",
     )
     assert unscored["Diagnosis.success"] == "" and unscored["Diagnosis.checklist"] == "[]"
+
+
+def _attempt_order(made: dict[tuple[str, str], int]) -> list[tuple[str, str, int]]:
+    """The attempt report's rows: most attempts first, then by token and scenario id."""
+    rows = [(token, scenario, count) for (token, scenario), count in made.items()]
+    return sorted(rows, key=lambda row: (-row[2], row[0], row[1]))
+
+
+def _attempt_rows(items: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    return [(i["token_id"], i["scenario_id"], i["attempts"]) for i in items]
+
+
+async def _attempt_pages(
+    client: Any, headers: dict[str, str], **params: Any
+) -> list[dict[str, Any]]:
+    """Every page of ``/v1/stats/attempts``, following ``next_cursor``."""
+    pages: list[dict[str, Any]] = []
+    while not pages or pages[-1]["next_cursor"]:
+        cursor = {"cursor": pages[-1]["next_cursor"]} if pages else {}
+        answer = await client.get(
+            "/v1/stats/attempts", params={**params, **cursor}, headers=headers
+        )
+        assert answer.status_code == 200, answer.text
+        pages.append(answer.json())
+    return pages
+
+
+async def test_the_attempt_report_answers_every_pair_within_its_page_bound(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """Six tokens that each attempted 90 scenarios within the hour: all 540 pairs in one
+    answer (a page holds up to 5000), ``next_cursor`` null."""
+    made = seed_attempts(engine, tokens=6, scenarios=90)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        answer = await client.get("/v1/stats/attempts", headers=admin)
+    assert answer.status_code == 200, answer.text
+    report = answer.json()
+    assert _attempt_rows(report["items"]) == _attempt_order(made)
+    assert report["next_cursor"] is None
+
+
+async def test_the_attempt_report_pages_past_its_bound_over_one_period(
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the page bound, ``next_cursor`` leads on in the report's order (ties of
+    attempts by token, then scenario) until null; the pages keep the first page's
+    period, so attempts made while paging change no count and no pair is listed twice
+    or left out. ``limit`` asks for smaller pages."""
+    monkeypatch.setattr(storage.attempts, "MAX_PAGE", 5)
+    made = seed_attempts(engine, tokens=4, scenarios=6, attempts=lambda t, s: 1 + (t + s) % 3)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        first = (await client.get("/v1/stats/attempts", headers=admin)).json()
+        last = first["items"][-1]  # a new attempt on the first page's last pair
+        add_attempts(engine, [attempt_row(last["token_id"], last["scenario_id"], utcnow())])
+        rest = await _attempt_pages(client, admin, cursor=first["next_cursor"])
+        small = await _attempt_pages(client, admin, limit=2)
+    pages = [first, *rest]
+    assert [len(p["items"]) for p in pages] == [5, 5, 5, 5, 4]
+    assert _attempt_rows([i for p in pages for i in p["items"]]) == _attempt_order(made)
+    assert {(p["since"], p["until"]) for p in pages} == {(first["since"], first["until"])}
+    # a new period: the attempt made while paging counts now
+    assert [len(p["items"]) for p in small] == [2] * 12
+    assert len({(i["token_id"], i["scenario_id"]) for p in small for i in p["items"]}) == 24
+
+
+async def test_a_forged_attempt_cursor_or_another_period_is_a_400_naming_cursor(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A cursor edited, signed with another key or for another list, or sent with a
+    ``created_after`` other than its first page's, is refused."""
+    seed_attempts(engine, tokens=2, scenarios=2)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        first = await client.get(
+            "/v1/stats/attempts", params={"limit": 1, "created_after": "2020-01-01T00:00:00Z"},
+            headers=admin,
+        )  # fmt: skip
+        cursor = first.json()["next_cursor"]
+        payload, tag = cursor.split(".")
+        position = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        refused: list[dict[str, str]] = [
+            {"cursor": payload[:-1] + ("A" if payload[-1] != "A" else "B") + f".{tag}"},
+            {"cursor": CursorCodec(ServiceKey(b"o" * 40), "attempts").encode(position)},
+            {"cursor": CursorCodec(session_key(), "gradings").encode(position)},
+            {"cursor": "not-a-cursor"},
+            {"cursor": cursor, "created_after": "2021-01-01T00:00:00Z"},
+        ]
+        answers = [
+            await client.get("/v1/stats/attempts", params=params, headers=admin)
+            for params in refused
+        ]
+        same = await client.get(
+            "/v1/stats/attempts",
+            params={"cursor": cursor, "limit": 1, "created_after": "2020-01-01T00:00:00Z"},
+            headers=admin,
+        )
+    for answer in answers:
+        assert answer.status_code == 400, answer.text
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert [e["field"] for e in answer.json()["errors"]] == ["cursor"]
+    assert same.status_code == 200, same.text

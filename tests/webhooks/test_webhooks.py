@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import time
 from typing import Any
 
 import pytest
+from sqlalchemy import insert, select
+from sqlalchemy.engine import Engine
 
 from api.webhooks.outbox import on_committed
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from storage import Store
+from storage.canonical import utcnow
+from storage.cursors import CursorCodec
+from storage.keys import ServiceKey
+from storage.tables import row_values
+from storage.webhooks.tables import WebhookDeliveryRecord, WebhookEndpointRecord
 from tests.support.keys import session_key
 from tests.support.network import hook_network
 from tests.support.submissions import DIAGNOSIS, TRUTH
@@ -395,3 +404,111 @@ async def test_a_cancelled_regrade_job_sends_regrade_finished(api_client: Any, t
         ]
     finished = [d["payload"]["data"] for d in items if d["event"] == "regrade.finished"]
     assert [(f["regrade_job_id"], f["state"]) for f in finished] == [(job_id, "cancelled")], items
+
+
+def _seed_deliveries(engine: Engine, count: int) -> tuple[str, list[str]]:
+    """An endpoint with ``count`` deliveries (every fifth dead, the others delivered),
+    written in one INSERT; its id and the deliveries' ids, newest first."""
+    now = utcnow()
+    endpoint = WebhookEndpointRecord(
+        url="https://hooks.example.com/x", events=["grading.completed"], secret="whsec_x",
+        created_by="admin",
+    )  # fmt: skip
+    rows = []
+    for n in range(count):
+        delivery = WebhookDeliveryRecord(
+            endpoint_id=endpoint.id, event="grading.completed", payload={"n": n},
+            state="dead" if n % 5 == 0 else "delivered", attempts=1, created_at=now,
+        )  # fmt: skip
+        rows.append({k: v for k, v in row_values(delivery).items() if k != "seq"})
+    deliveries = WebhookDeliveryRecord.__table__  # type: ignore[attr-defined]
+    with engine.begin() as connection:
+        connection.execute(insert(WebhookEndpointRecord.__table__), [row_values(endpoint)])  # type: ignore[attr-defined]
+        connection.execute(insert(deliveries), rows)
+        newest_first = (
+            select(deliveries.c.id)
+            .where(deliveries.c.endpoint_id == endpoint.id)
+            .order_by(deliveries.c.seq.desc())
+        )
+        ids = list(connection.execute(newest_first).scalars())
+    return endpoint.id, ids
+
+
+async def _pages(
+    client: Any, headers: dict[str, str], webhook_id: str, **params: Any
+) -> list[list[str]]:
+    """The ids of every page of an endpoint's deliveries, following ``next_cursor``."""
+    pages: list[list[str]] = []
+    cursor = None
+    while not pages or cursor:
+        answer = await client.get(
+            f"/v1/webhooks/{webhook_id}/deliveries",
+            params={**params, **({"cursor": cursor} if cursor else {})},
+            headers=headers,
+        )
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        pages.append([d["id"] for d in body["items"]])
+        cursor = body["next_cursor"]
+    return pages
+
+
+async def test_every_delivery_of_an_endpoint_is_listed_page_by_page(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """An endpoint's deliveries, newest first, ``limit`` a page: ``next_cursor`` leads to
+    the next page (null on the last), and the pages hold every delivery once, with or
+    without the ``state`` filter; a delivery written while paging is not listed among
+    the older ones."""
+    webhook_id, newest_first = _seed_deliveries(engine, 23)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        pages = await _pages(client, admin, webhook_id, limit=10)
+        dead = await _pages(client, admin, webhook_id, limit=2, state="dead")
+        url = f"/v1/webhooks/{webhook_id}/deliveries"
+        first = (await client.get(url, params={"limit": 10}, headers=admin)).json()
+        newer = WebhookDeliveryRecord(
+            endpoint_id=webhook_id, event="grading.completed", payload={}, state="pending"
+        )
+        with engine.begin() as connection:
+            values = {k: v for k, v in row_values(newer).items() if k != "seq"}
+            connection.execute(insert(WebhookDeliveryRecord.__table__), [values])  # type: ignore[attr-defined]
+        second = await client.get(
+            url, params={"limit": 10, "cursor": first["next_cursor"]}, headers=admin
+        )
+    assert [len(p) for p in pages] == [10, 10, 3]
+    assert [i for p in pages for i in p] == newest_first
+    assert [i for p in dead for i in p] == newest_first[
+        2::5
+    ]  # every fifth, counted from the oldest
+    assert [d["id"] for d in second.json()["items"]] == newest_first[10:20]
+
+
+async def test_a_forged_or_foreign_delivery_cursor_is_a_400_naming_cursor(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A cursor edited, signed with another key, of another endpoint or of another list
+    is refused before any delivery is read."""
+    webhook_id, _ = _seed_deliveries(engine, 3)
+    other_id, _ = _seed_deliveries(engine, 3)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        url = f"/v1/webhooks/{webhook_id}/deliveries"
+        cursor = (await client.get(url, params={"limit": 1}, headers=admin)).json()["next_cursor"]
+        payload, tag = cursor.split(".")
+        position = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        refused = [
+            payload[:-1] + ("A" if payload[-1] != "A" else "B") + f".{tag}",
+            CursorCodec(ServiceKey(b"o" * 40), "webhook-deliveries").encode(position),
+            CursorCodec(session_key(), "gradings").encode(position),
+            "not-a-cursor",
+        ]
+        answers = [await client.get(url, params={"cursor": c}, headers=admin) for c in refused] + [
+            await client.get(
+                f"/v1/webhooks/{other_id}/deliveries", params={"cursor": cursor}, headers=admin
+            )
+        ]
+    for answer in answers:
+        assert answer.status_code == 400, answer.text
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert [e["field"] for e in answer.json()["errors"]] == ["cursor"]
