@@ -85,8 +85,11 @@ def _dimensions(
         counts = yes.setdefault(dimension_of[question], [0, 0])
         counts[0] += int(answer)
         counts[1] += 1
+    # rounded as SREGym's judge writes them (``round(yes / total, 2)``): the column reads
+    # the same whichever judge filled it
     return {
-        dim: {"name": names.get(dim, dim), "score": y / total} for dim, (y, total) in yes.items()
+        dim: {"name": names.get(dim, dim), "score": round(y / total, 2)}
+        for dim, (y, total) in yes.items()
     }
 
 

@@ -8,6 +8,7 @@ columns of the regraded attempts, listed below.
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
@@ -337,3 +338,28 @@ async def test_a_header_cell_with_a_line_break_keeps_the_one_file_export_whole(
     mine = [r for r in exported if r[FILE_COLUMN] == target.relative_to(fixture.root).as_posix()]
     assert mine and all(r[odd] == "kept" for r in mine)
     assert all(r["problem_id"] and not r["problem_id"].startswith("forged") for r in exported)
+
+
+async def test_regraded_dimension_scores_are_rounded_as_sregyms_judge_writes_them(
+    store: Store, tmp_path: Path
+) -> None:
+    """Seven yes (D1 2/3, D2 3/3, D3 2/3): ``Diagnosis.dimensions`` reads 0.67, 1.0,
+    0.67 as SREGym's judge writes it (``round(yes / total, 2)``), whichever judge filled it."""
+    root = await _imported(store, tmp_path)
+    target = RegradeTarget(
+        rubric=sregym_rubric(), judge_spec="openai:new-judge@http://127.0.0.1:9/v1",
+        judge_backend="openai", judge_model="new-judge", mode="promote",
+    )  # fmt: skip
+    await RegradeJobQueries(store.db).create_job(
+        RegradeFilter(agent="claude-sre"), target, actor="admin"
+    )
+    seven = ["D1-Q1", "D1-Q2", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1", "D3-Q3"]
+    while claims := await store.queue.claim_pending("w", limit=50, lease_seconds=60):
+        for claim in claims:
+            assert await store.queue.complete(claim.grading_id, "w", graded_result(seven))
+    out = tmp_path / "exported"
+    await write_sregym_folder(store, ReportFilter(), out)
+    changed = {(path, row) for path, row, column in _diff(_files(root), _files(out))}
+    path, row = sorted(changed)[0]
+    dimensions = ast.literal_eval(_cells(_files(out)[path])[row]["Diagnosis.dimensions"])
+    assert [d["score"] for d in dimensions.values()] == [0.67, 1.0, 0.67]
