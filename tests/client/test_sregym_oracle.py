@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import uuid
@@ -392,3 +393,66 @@ def test_the_oracle_passes_the_trace_it_is_given() -> None:
     ]
     assert sent[1:] == ["$ kubectl get pods", None]
     assert sregym_trace([]) is None and sregym_trace(("a",)) == [{"content": "a"}]
+
+
+class _RecordingClient:
+    """A client that records every submission and answers each with a pass."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def submit(self, diagnosis: str, **fields: Any) -> Grading:
+        self.sent.append({"diagnosis": diagnosis, **fields})
+        answers = [
+            {"question_id": q, "dimension_id": q[:2], "answer": "yes", "judge_answer": "yes",
+             "reasoning": "", "evidence": "USER_PORT=9999", "evidence_verified": True,
+             "confidence": 0.9, "overridden": False}
+            for q in IDS
+        ]  # fmt: skip
+        return Grading.model_validate({
+            "id": f"g{len(self.sent)}", "submission_id": f"s{len(self.sent)}",
+            "status": "graded", "unscored_reason": None, "graded_at": None,
+            "rubric": {"id": "sregym-rca"}, "judge": {"backend": "x"},
+            "answers": answers,
+            "dimensions": [{"id": d, "name": d, "yes": 3, "total": 3} for d in ("D1", "D2", "D3")],
+            "yes_count": 9, "composite": 1.0, "passed": True, "judge_passed": True,
+            "needs_review": False, "review_reasons": [], "revision": 1,
+            "created_at": "2026-12-01T00:00:00Z",
+            "submission": {"id": f"s{len(self.sent)}", "attempt": fields.get("attempt"),
+                           "agent": None, "model": None, "scenario_id": None,
+                           "run_id": fields.get("run_id"),
+                           "metadata": {}, "diagnosis": diagnosis, "ground_truth": TRUTH,
+                           "ground_truth_source": "inline", "ground_truth_sha256": _sha(TRUTH),
+                           "created_at": "2026-12-01T00:00:00Z"},
+        })  # fmt: skip
+
+
+def _problem_class(oracle: Any) -> type:
+    class UserPortProblem:
+        """As ``sregym.conductor.problems.base.Problem`` and a subclass set it up."""
+
+        def __init__(self) -> None:
+            self.app = None
+            self.namespace = "hotel-reservation"
+            self.fault_injected = False
+            self.results: dict[str, Any] = {}
+            self.root_cause = TRUTH
+            self.diagnosis_oracle = oracle(problem=self, expected=self.root_cause)
+            self.mitigation_oracle = None
+
+    return UserPortProblem
+
+
+def test_each_sregym_attempt_is_its_own_attempt_though_each_has_its_own_oracle() -> None:
+    """SREGym builds a new problem, and so a new oracle, for every attempt (and its
+    ``Problem`` has no ``problem_id``): one problem run twice in one run is attempt 1,
+    then attempt 2, under two Idempotency-Keys, so the second diagnosis is graded itself."""
+    client = _RecordingClient()
+    oracle = functools.partial(LLMAsAJudgeOracle, client=client, run_id="run-0601_1200")
+    problem_class = _problem_class(oracle)
+    for text in ("USER_PORT=9999 on user-service", "the geo pod is down"):
+        problem = problem_class()  # Conductor.start_problem: a new instance per attempt
+        assert problem.diagnosis_oracle.evaluate(text)["judgment"] == "True"
+    assert [call["attempt"] for call in client.sent] == [1, 2]
+    keys = {call["idempotency_key"] for call in client.sent}
+    assert len(keys) == 2, keys

@@ -26,9 +26,11 @@ against another ground truth than ``expected`` raises the same error.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import logging
+import threading
 from typing import Any
 
 from sre_judge_client._core import ground_truth_conflict, ground_truth_sha256, idempotency_key
@@ -212,6 +214,28 @@ def _problem_id(problem: Any) -> str | None:
     return None
 
 
+#: the attempts evaluated so far in this process, by problem, expected root cause and
+#: run: SREGym builds a new problem, and so a new oracle, for every attempt
+_ATTEMPTS: collections.Counter[tuple[str, str, str | None]] = collections.Counter()
+_ATTEMPTS_LOCK = threading.Lock()
+
+
+def _next_attempt(problem: str, expected_sha256: str, run_id: str | None) -> int:
+    """The next attempt's number (1, 2, ...) at this problem in this process."""
+    with _ATTEMPTS_LOCK:
+        _ATTEMPTS[problem, expected_sha256, run_id] += 1
+        return _ATTEMPTS[problem, expected_sha256, run_id]
+
+
+def _problem_key(problem: Any, problem_id: str | None) -> str:
+    """What names the problem for counting attempts: its id, else its class (SREGym's
+    ``Problem`` base has no id; each problem is a class of its own)."""
+    if problem_id:
+        return problem_id
+    kind = type(problem)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
 class LLMAsAJudgeOracle:
     """SREGym's oracle, constructed the same way, graded by an sre-judge server.
 
@@ -252,6 +276,7 @@ class LLMAsAJudgeOracle:
         self.problem_id = problem_id or _problem_id(problem)
         self.agent, self.model, self.run_id, self.wait = agent, model, run_id, wait
         self.update_scenario = update_scenario
+        #: the attempt number of this oracle's last ``evaluate`` (0: none yet)
         self.attempts = 0
         self._source: dict[str, str] | None = None  # None: not settled yet
 
@@ -351,12 +376,15 @@ class LLMAsAJudgeOracle:
         ``trace`` (the agent's tool calls and observations, as SREGym passes it) is sent
         with the diagnosis (:func:`sregym_trace`), so an adjudicator can check that the
         evidence the diagnosis cites was seen by the agent; ``duration`` is accepted as
-        SREGym's is. Each call is the next attempt (1, 2, ...), carried as metadata with
+        SREGym's is. Each call is the next attempt (1, 2, ...) at this problem in this
+        process, whichever oracle makes it (SREGym builds one per attempt), carried with
         the agent and model. Raises
         :class:`~sre_judge_client.GroundTruthConflict` rather than grade against another
         ground truth than ``expected``; other failures are SREGym's error shape.
         """
-        self.attempts += 1
+        self.attempts = _next_attempt(
+            _problem_key(self.problem, self.problem_id), self.expected_sha256, self.run_id
+        )
         text = solution if isinstance(solution, str) else str(solution)
         try:
             source = self._ground_truth_source()
