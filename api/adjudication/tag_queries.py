@@ -45,11 +45,10 @@ class TagQueries:
     async def add_vocabulary(
         self, tag: str, *, description: str, actor: str
     ) -> TagVocabularyRecord:
-        """An admin extends the vocabulary; Conflict when the tag exists."""
+        """An admin extends the vocabulary; Conflict when the tag exists (also when
+        another admin defines it at the same moment: the INSERT decides, not a read)."""
 
         def work(session: Session) -> TagVocabularyRecord:
-            if session.get(TagVocabularyRecord, tag) is not None:
-                raise Conflict(f"tag {tag!r} exists")
             record = TagVocabularyRecord(
                 tag=tag,
                 description=description,
@@ -57,8 +56,9 @@ class TagQueries:
                 created_by=actor,
                 created_at=self._db.clock(),
             )
-            session.add(record)
-            session.flush()
+            table = TagVocabularyRecord.__table__  # type: ignore[attr-defined]
+            if not self._db.insert_ignore(session, table, record.model_dump()):
+                raise Conflict(f"tag {tag!r} exists")
             self._db.audit(
                 session,
                 "tag.defined",

@@ -1,7 +1,8 @@
 """Review rows change one transaction after another per grading, on every engine: of two
 claims at once one holds the item and the other sees it held; one human labelling twice
 at once stores one set of labels; a label never closes the review of a grading an
-override has just made a held pass."""
+override has just made a held pass; of two admins defining one failure tag at once, one
+defines it and the other is told it exists."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import threading
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session
 
 from api.adjudication.label_queries import LabelQueries
 from api.adjudication.review_queries import ReviewQueries
+from api.adjudication.tag_queries import TagQueries
 from api.adjudication.use_cases import label_grading
 from api.service.principal import Principal
 from storage import FinishedGrading, Store
@@ -161,3 +163,29 @@ async def test_a_label_is_refused_once_an_override_made_the_grading_a_held_pass(
             f"(answered with the grading at revision {shown}, held=False; it is at "
             f"revision {after.revision}, held=True): {type(result).__name__}"
         )
+
+
+async def test_two_admins_defining_one_failure_tag_at_once_get_one_tag_and_one_conflict(
+    engine: Any, store: Store
+) -> None:
+    """Both look the tag up before either writes it (a barrier holds them there where the
+    engine lets them run side by side): the INSERT decides, and the second is a Conflict
+    (409), never an integrity error (500)."""
+    both_looked = threading.Barrier(2, timeout=2)
+
+    def after(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "tag_vocabulary" in statement and statement.lstrip().upper().startswith("SELECT"):
+            with contextlib.suppress(threading.BrokenBarrierError):  # SQLite: one at a time
+                both_looked.wait()
+
+    tags = TagQueries(store.db)
+    event.listen(engine, "after_cursor_execute", after)
+    try:
+        results = await asyncio.gather(
+            tags.add_vocabulary("dns-misread", description="a", actor="admin-a"),
+            tags.add_vocabulary("dns-misread", description="b", actor="admin-b"),
+            return_exceptions=True,
+        )
+    finally:
+        event.remove(engine, "after_cursor_execute", after)
+    assert sorted(type(r).__name__ for r in results) == ["Conflict", "TagVocabularyRecord"]
