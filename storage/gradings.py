@@ -36,6 +36,7 @@ __all__ = [
     "GradingReads",
     "decode_cursor",
     "encode_cursor",
+    "grading_position",
     "judge_labelled",
     "overrides_of",
     "records_by_grading",
@@ -77,7 +78,12 @@ def encode_cursor(codec: CursorCodec, created_at: datetime, grading_id: str) -> 
 
 def decode_cursor(codec: CursorCodec, cursor: str) -> tuple[datetime, str]:
     """The ``(created_at, id)`` of a cursor ``codec`` signed; raises InvalidCursor."""
-    position = codec.decode(cursor)
+    return grading_position(codec.decode(cursor))
+
+
+def grading_position(position: Sequence[Any]) -> tuple[datetime, str]:
+    """The ``(created_at, id)`` a signed cursor's position holds (``[stamp, id]``, as
+    :func:`encode_cursor` writes them); raises InvalidCursor for anything else."""
     try:
         stamp, grading_id = position
         created_at = datetime.fromisoformat(stamp)

@@ -3,7 +3,6 @@ home page."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any
@@ -16,7 +15,7 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from api.adjudication.grading_view import verdict_label
-from api.adjudication.review_queries import ReviewItem
+from api.adjudication.review_queries import QueueCounts, ReviewItem
 from api.adjudication.use_cases import (
     assign_review,
     assignees,
@@ -43,16 +42,17 @@ __all__ = [
     "walk_query",
 ]
 
-#: the queue page reads this many items at most (the counts are over them)
+#: the queue page lists this many items at most (its counts are of the whole queue)
 QUEUE_WINDOW = 500
 
 
 async def _items(
     services: Services, who: SignedIn, filters: dict[str, Any]
-) -> list[tuple[GradingPublic, ReviewItem]]:
-    """The queue under ``filters`` (every one applied before the window), each item with
-    its grading object, in one snapshot."""
-    items = await presented_review_items(
+) -> tuple[list[tuple[GradingPublic, ReviewItem]], QueueCounts]:
+    """The first ``QUEUE_WINDOW`` items of the queue under ``filters`` (every one applied
+    before the window), each with its grading object, and the counts of the whole
+    filtered queue, in one snapshot."""
+    queue = await presented_review_items(
         services,
         who.principal,
         agent=filters["agent"],
@@ -64,7 +64,8 @@ async def _items(
         provisional=filters["provisional"],
         limit=QUEUE_WINDOW,
     )
-    return [(g, item) for g, item in items if isinstance(g, GradingPublic)]
+    rows = [(g, item) for g, item in queue.items if isinstance(g, GradingPublic)]
+    return rows, queue.counts
 
 
 #: the queue's filters, as the queue page takes them and as a walk carries them (``q.``)
@@ -132,13 +133,14 @@ async def queue_page(
     who: NamedDependency[SignedIn],
     end: FromQuery[bool] = False,
 ) -> Template:
-    """Gradings that need a human, most urgent first, with counts per reason; each row
-    with its agent, model, scenario, age, the diagnosis' first line, its reasons and who
-    holds it; how many were reviewed today. ``end``: a walk reached the queue's end."""
+    """Gradings that need a human, most urgent first, with how many the filtered queue
+    holds in all and per reason (every item, also past the ``QUEUE_WINDOW`` rows listed,
+    which the page then says); each row with its agent, model, scenario, age, the
+    diagnosis' first line, its reasons and who holds it; how many were reviewed today.
+    ``end``: a walk reached the queue's end."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params)
-    rows = await _items(services, who, filters)
-    counts = Counter(r for _, item in rows for r in item.reasons)
+    rows, counts = await _items(services, who, filters)
     people = await assignees(services)
     now = services.store.db.clock()
     done = await reviewed_today(
@@ -158,7 +160,8 @@ async def queue_page(
             )
             for position, (g, item) in enumerate(rows)
         ],
-        counts=[(r.value, counts.get(r.value, 0)) for r in ReviewReason],
+        total=counts.total,
+        counts=[(r.value, counts.by_reason.get(r.value, 0)) for r in ReviewReason],
         reasons=[r.value for r in ReviewReason],
         filters=filters,
         reviewed_today=done,
@@ -187,7 +190,7 @@ async def next_item(
     saying so."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params, "q.")
-    rows = await _items(services, who, filters)
+    rows, _ = await _items(services, who, filters)
     ids = [g.id for g, _ in rows]
     try:
         position = int(params.get("q.pos", "-1"))

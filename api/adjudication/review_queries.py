@@ -1,4 +1,8 @@
-"""The review queue and review claims: which gradings need a human, and who holds one."""
+"""The review queue and review claims: which gradings need a human, and who holds one.
+
+Why this module is long: what the queue shows (its filters, order, pages and counts) and
+the claims that hide an item from others or give it back are one rule of who sees what
+when; split in two, each half would restate the other's conditions."""
 
 from __future__ import annotations
 
@@ -12,19 +16,33 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.review_reasons import ReviewReason, by_priority, hold_explanation
+from storage.canonical import iso_utc
 from storage.claims import graded_ground_truth
+from storage.cursors import CursorCodec
 from storage.database import Database
-from storage.errors import Conflict, InvalidReview, NotFound
-from storage.gradings import records_by_grading
+from storage.errors import Conflict, InvalidCursor, InvalidReview, NotFound
+from storage.gradings import grading_position, records_by_grading
 from storage.review_tables import ReviewClaimRecord
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, TokenRecord
 
-__all__ = ["LOW_CONFIDENCE", "REVIEWER_ROLES", "Assignee", "ReviewItem", "ReviewQueries"]
+__all__ = [
+    "LOW_CONFIDENCE",
+    "MAX_PAGE",
+    "REVIEWER_ROLES",
+    "Assignee",
+    "QueueCounts",
+    "QueueFilter",
+    "QueuePage",
+    "ReviewItem",
+    "ReviewQueries",
+]
 
 #: a judge answer below this confidence asks for a human
 LOW_CONFIDENCE = 0.5
 #: the roles an item can be assigned to
 REVIEWER_ROLES = ("adjudicator", "admin")
+#: the most items one page of the queue holds
+MAX_PAGE = 500
 _R = ReviewReason
 
 
@@ -39,6 +57,39 @@ class ReviewItem:
     claim: ReviewClaimRecord | None
     #: the ground truth the grading is judged against (its scenario version's text)
     ground_truth: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """Which of the queued items to keep; None keeps all. ``assigned_to`` is a token id,
+    ``judge`` a part of the grading judge's ``backend:model``, ``reason`` a review
+    reason."""
+
+    agent: str | None = None
+    scenario_id: str | None = None
+    reason: str | None = None
+    assigned_to: str | None = None
+    model: str | None = None
+    judge: str | None = None
+    provisional: bool | None = None
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    """A page of the queue, most urgent first; ``next_cursor`` continues it (None on the
+    last page)."""
+
+    items: list[ReviewItem]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """How many items a (filtered) queue holds, in all and per review reason (an item
+    with several reasons counts under each)."""
+
+    total: int
+    by_reason: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -115,35 +166,95 @@ def _urgency() -> Any:
     return tier * 2 + case((col(GradingRecord.passed).is_(False), 0), else_=1)
 
 
+#: how many values ``_urgency`` takes (six tiers, failures and the rest in each)
+_TIERS = 12
+
+
 class ReviewQueries:
     """The queue of gradings that need a human, and claims on them."""
 
     def __init__(self, db: Database) -> None:
         """Work through ``db``."""
         self._db = db
+        self._cursors = CursorCodec(db.key, "review-queue")
 
-    def read_queue(
+    def read_page(
         self,
         session: Session,
         *,
         principal_id: str,
-        agent: str | None = None,
-        scenario_id: str | None = None,
-        reason: str | None = None,
-        assigned_to: str | None = None,
-        model: str | None = None,
-        judge: str | None = None,
-        provisional: bool | None = None,
+        filters: QueueFilter | None = None,
+        after: str | None = None,
         limit: int = 50,
-    ) -> list[ReviewItem]:
-        """Gradings that need a human, most urgent first, without done items or
-        items another adjudicator holds a valid claim on; ``assigned_to`` (a token id)
-        keeps the items assigned to that adjudicator, ``model`` those of the agent's
-        model, ``judge`` those whose ``backend:model`` holds it, ``provisional`` those
-        provisional or not. Every filter is applied before the limit."""
+    ) -> QueuePage:
+        """Gradings that need a human, most urgent first, without done items or items
+        another adjudicator holds a valid claim on, under ``filters`` (every one applied
+        before the limit), and the cursor of the next page (None on the last). ``after``
+        (a page's ``next_cursor``) continues strictly after that page's last item in the
+        queue's order (urgency, then created_at, then id); InvalidCursor for a cursor
+        this service did not issue."""
+        urgency = _urgency().label("urgency")
+        query = self._queued(
+            select(GradingRecord, SubmissionRecord, ReviewClaimRecord, urgency),
+            principal_id,
+            filters or QueueFilter(),
+        )
+        if after is not None:
+            tier, created_at, grading_id = self._position(after)
+            later = or_(
+                col(GradingRecord.created_at) > created_at,
+                and_(
+                    col(GradingRecord.created_at) == created_at,
+                    col(GradingRecord.id) > grading_id,
+                ),
+            )
+            query = query.where(or_(_urgency() > tier, and_(_urgency() == tier, later)))
+        size = max(1, min(limit, MAX_PAGE))
+        queue_order = (urgency, col(GradingRecord.created_at), col(GradingRecord.id))
+        query = query.order_by(*queue_order).limit(size + 1)
+        rows = list(session.execute(query).all())
+        more, rows = len(rows) > size, rows[:size]
+        order = (col(AnswerRecord.grading_id), col(AnswerRecord.position))
+        answers = records_by_grading(session, AnswerRecord, [g.id for g, *_ in rows], order=order)
+        items = [
+            ReviewItem(
+                grading=g,
+                submission=s,
+                answers=tuple(answers[g.id]),
+                reasons=self._reasons(g, _unsure(answers[g.id])),
+                claim=c,
+                ground_truth=graded_ground_truth(session, g, s),
+            )
+            for g, s, c, _ in rows
+        ]
+        cursor = None
+        if more and rows:
+            last, tier = rows[-1][0], rows[-1][3]
+            cursor = self._cursors.encode([int(tier), iso_utc(last.created_at), last.id])
+        return QueuePage(items=items, next_cursor=cursor)
+
+    def read_counts(
+        self, session: Session, *, principal_id: str, filters: QueueFilter | None = None
+    ) -> QueueCounts:
+        """How many items the queue holds under ``filters`` (as :meth:`read_page` sees
+        it, every item, not a page), and how many of them carry each review reason (as
+        ``reason=`` selects them), counted in the database in one statement."""
+        counted = [func.count(case((_reason_filter(r.value), 1))) for r in ReviewReason]
+        query = self._queued(select(func.count(), *counted), principal_id, filters or QueueFilter())
+        total, *each = session.execute(query).one()
+        by_reason = {r.value: int(n) for r, n in zip(ReviewReason, each, strict=True)}
+        return QueueCounts(total=int(total), by_reason=by_reason)
+
+    def _queued(self, query: Any, principal_id: str, filters: QueueFilter) -> Any:
+        """``query`` (a select of any columns) over the gradings in the queue as
+        ``principal_id`` sees it under ``filters``: current gradings that need a human,
+        not done (a held pass stays until a verdict releases it), not held by another
+        adjudicator's valid claim; ``assigned_to`` (a token id) keeps the items assigned
+        to that adjudicator, ``model`` those of the agent's model, ``judge`` those whose
+        ``backend:model`` holds it, ``provisional`` those provisional or not."""
         now = self._db.clock()
         query = (
-            select(GradingRecord, SubmissionRecord, ReviewClaimRecord)
+            query.select_from(GradingRecord)
             .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
             .outerjoin(
                 ReviewClaimRecord, col(ReviewClaimRecord.grading_id) == col(GradingRecord.id)
@@ -160,38 +271,34 @@ class ReviewQueries:
                     _claimed_by_a_dead_token(now),
                 ),
             )
-            .order_by(_urgency(), col(GradingRecord.created_at), col(GradingRecord.id))
-            .limit(min(limit, 500))
         )
-        if agent is not None:
-            query = query.where(col(SubmissionRecord.agent) == agent)
-        if scenario_id is not None:
-            query = query.where(col(SubmissionRecord.scenario_id) == scenario_id)
-        if reason is not None:
-            query = query.where(_reason_filter(reason))
-        if assigned_to is not None:
-            query = query.where(col(ReviewClaimRecord.assigned_to) == assigned_to)
-        if model is not None:
-            query = query.where(col(SubmissionRecord.model) == model)
-        if judge is not None:
+        f = filters
+        if f.agent is not None:
+            query = query.where(col(SubmissionRecord.agent) == f.agent)
+        if f.scenario_id is not None:
+            query = query.where(col(SubmissionRecord.scenario_id) == f.scenario_id)
+        if f.reason is not None:
+            query = query.where(_reason_filter(f.reason))
+        if f.assigned_to is not None:
+            query = query.where(col(ReviewClaimRecord.assigned_to) == f.assigned_to)
+        if f.model is not None:
+            query = query.where(col(SubmissionRecord.model) == f.model)
+        if f.judge is not None:
             named = col(GradingRecord.judge_backend) + ":" + col(GradingRecord.judge_model)
-            query = query.where(named.contains(judge, autoescape=True))
-        if provisional is not None:
-            query = query.where(col(GradingRecord.provisional).is_(provisional))
-        rows = list(session.execute(query).all())
-        order = (col(AnswerRecord.grading_id), col(AnswerRecord.position))
-        answers = records_by_grading(session, AnswerRecord, [g.id for g, _, _ in rows], order=order)
-        return [
-            ReviewItem(
-                grading=g,
-                submission=s,
-                answers=tuple(answers[g.id]),
-                reasons=self._reasons(g, _unsure(answers[g.id])),
-                claim=c,
-                ground_truth=graded_ground_truth(session, g, s),
-            )
-            for g, s, c in rows
-        ]
+            query = query.where(named.contains(f.judge, autoescape=True))
+        if f.provisional is not None:
+            query = query.where(col(GradingRecord.provisional).is_(f.provisional))
+        return query
+
+    def _position(self, cursor: str) -> tuple[int, datetime, str]:
+        """The ``(urgency, created_at, id)`` of the item a queue cursor was issued after;
+        InvalidCursor unless this service signed it for the review queue."""
+        position = self._cursors.decode(cursor)
+        tier = position[0] if position else None
+        if type(tier) is not int or not 0 <= tier < _TIERS or len(position) != 3:
+            raise InvalidCursor("the cursor is not one this service issued")
+        created_at, grading_id = grading_position(position[1:])
+        return tier, created_at, grading_id
 
     async def reviewed_since(
         self, since: datetime, *, agent: str | None = None, scenario_id: str | None = None

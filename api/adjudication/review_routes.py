@@ -11,7 +11,7 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.adjudication import use_cases as adjudication
-from api.adjudication.review_queries import ReviewItem
+from api.adjudication.review_queries import MAX_PAGE, ReviewItem
 from api.adjudication.use_cases import review_items
 from api.http.auth import require
 from api.service.presenters import render_gradings
@@ -105,24 +105,30 @@ async def review_queue(
     reason: Annotated[str | None, QueryParameter(schema_extra={"enum": REASONS})] = None,
     blind: FromQuery[bool] = False,
     assigned: Annotated[Literal["me"] | None, QueryParameter()] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
+    cursor: FromQuery[str | None] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
 ) -> dict[str, Any]:
     """Most urgent first: unscored, unverified evidence, other review reasons, decisive,
     low confidence. ``blind=true`` hides the judge's answers until you label the item;
     ``assigned=me`` keeps the items assigned to you. Each item says who holds it, who it
-    is assigned to and who skipped it last with their note, by name."""
-    items = await review_items(
+    is assigned to and who skipped it last with their note, by name. ``limit`` items a
+    page; ``next_cursor`` (null on the last page) passed back as ``cursor`` gives the
+    next, continuing in the queue's order after the page's last item; an edited or
+    forged cursor is a 400 naming ``cursor``."""
+    page = await review_items(
         services,
         principal,
         agent=agent,
         scenario_id=scenario_id,
         reason=reason,
         assigned_to_me=assigned == "me",
+        cursor=cursor or None,
         limit=limit,
     )
-    now = services.store.db.clock()
+    items, now = page.items, services.store.db.clock()
     if blind:
-        return {"blind": True, "items": [_blind_item(i, now) for i in items]}
+        blinded = [_blind_item(i, now) for i in items]
+        return {"blind": True, "items": blinded, "next_cursor": page.next_cursor}
     views = [_view(i) for i in items]
     gradings = await render_gradings(services, views, principal)
     return {
@@ -135,6 +141,7 @@ async def review_queue(
             }
             for grading, item in zip(gradings, items, strict=True)
         ],
+        "next_cursor": page.next_cursor,
     }
 
 

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from api.adjudication.label_queries import LabelQueries
 from api.adjudication.override_queries import OverrideQueries
-from api.adjudication.review_queries import Assignee, ReviewItem, ReviewQueries
+from api.adjudication.review_queries import (
+    Assignee,
+    QueueCounts,
+    QueueFilter,
+    QueuePage,
+    ReviewItem,
+    ReviewQueries,
+)
 from api.adjudication.tag_queries import TagQueries
 from api.service.errors import InvalidRequest
 from api.service.presenters import full_grading, present_gradings, rubric_shown
@@ -39,6 +46,7 @@ __all__ = [
     "SKIP_NOTE_LIMIT",
     "GradingPageParts",
     "GradingPair",
+    "PresentedQueue",
     "append_override",
     "assign_review",
     "assignees",
@@ -75,23 +83,36 @@ async def review_items(
     scenario_id: str | None = None,
     reason: str | None = None,
     assigned_to_me: bool = False,
+    cursor: str | None = None,
     limit: int = 50,
-) -> list[ReviewItem]:
-    """The review queue as ``principal`` sees it, most urgent first (``assigned_to_me``:
-    only the items assigned to ``principal``)."""
+) -> QueuePage:
+    """A page of the review queue as ``principal`` sees it, most urgent first
+    (``assigned_to_me``: only the items assigned to ``principal``); ``cursor`` (a page's
+    ``next_cursor``) continues after that page."""
     _check_reason(reason)
     db = services.store.db
-    return list(
-        await db.run_read(
-            ReviewQueries(db).read_queue,
-            principal_id=principal.id,
-            agent=agent,
-            scenario_id=scenario_id,
-            reason=reason,
-            assigned_to=principal.id if assigned_to_me else None,
-            limit=limit,
-        )
+    filters = QueueFilter(
+        agent=agent,
+        scenario_id=scenario_id,
+        reason=reason,
+        assigned_to=principal.id if assigned_to_me else None,
     )
+    return await db.run_read(
+        ReviewQueries(db).read_page,
+        principal_id=principal.id,
+        filters=filters,
+        after=cursor,
+        limit=limit,
+    )
+
+
+@dataclass(frozen=True)
+class PresentedQueue:
+    """The first items of a (filtered) review queue, each with its grading object, and
+    how many items the whole queue holds, in all and per reason, read in one snapshot."""
+
+    items: list[tuple[GradingRead, ReviewItem]]
+    counts: QueueCounts
 
 
 async def presented_review_items(
@@ -106,20 +127,21 @@ async def presented_review_items(
     judge: str | None = None,
     provisional: bool | None = None,
     limit: int = 50,
-) -> list[tuple[GradingRead, ReviewItem]]:
-    """The review queue as ``principal`` sees it, each item with its grading object,
-    read in one snapshot (the queue page); ``assigned_to_me`` as in ``review_items``,
-    the other filters as :meth:`ReviewQueries.read_queue` takes them."""
+) -> PresentedQueue:
+    """The first ``limit`` items of the review queue as ``principal`` sees it, each with
+    its grading object, and the counts of the whole queue under the same filters, read
+    in one snapshot (the queue page); ``assigned_to_me`` as in ``review_items``, the
+    other filters as :class:`QueueFilter` takes them."""
     _check_reason(reason)
-    filters = {
-        "agent": agent,
-        "scenario_id": scenario_id,
-        "reason": reason,
-        "assigned_to": principal.id if assigned_to_me else None,
-        "model": model,
-        "judge": judge,
-        "provisional": provisional,
-    }
+    filters = QueueFilter(
+        agent=agent,
+        scenario_id=scenario_id,
+        reason=reason,
+        assigned_to=principal.id if assigned_to_me else None,
+        model=model,
+        judge=judge,
+        provisional=provisional,
+    )
     return await services.store.db.run_read(_presented_items, services, principal, filters, limit)
 
 
@@ -127,16 +149,18 @@ def _presented_items(
     session: Session,
     services: Services,
     principal: Principal,
-    filters: dict[str, Any],
+    filters: QueueFilter,
     limit: int,
-) -> list[tuple[GradingRead, ReviewItem]]:
-    items = ReviewQueries(services.store.db).read_queue(
-        session, principal_id=principal.id, limit=limit, **filters
-    )
+) -> PresentedQueue:
+    queries = ReviewQueries(services.store.db)
+    counts = queries.read_counts(session, principal_id=principal.id, filters=filters)
+    page = queries.read_page(session, principal_id=principal.id, filters=filters, limit=limit)
     views = [
-        GradingView(grading=i.grading, answers=i.answers, submission=i.submission) for i in items
+        GradingView(grading=i.grading, answers=i.answers, submission=i.submission)
+        for i in page.items
     ]
-    return list(zip(present_gradings(session, services, views, principal), items, strict=True))
+    presented = present_gradings(session, services, views, principal)
+    return PresentedQueue(items=list(zip(presented, page.items, strict=True)), counts=counts)
 
 
 def _check_reason(reason: str | None) -> None:
