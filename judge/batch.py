@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.backends.base import JudgeBackend, StandIn
-from judge.calls import Completion, JudgeRequest
+from judge.calls import Completion, JudgeRequest, kept_text
 from judge.errors import JudgeCallError
 
 __all__ = [
@@ -169,9 +169,9 @@ def _result(number: int, raw: str) -> BatchResult:
         line=number,
         custom_id=custom_id,
         status_code=status,
-        request_id=request_id if isinstance(request_id, str) else None,
+        request_id=kept_text(request_id) if isinstance(request_id, str) else None,
         body=body,
-        error=error,
+        error=kept_text(error) if error is not None else None,
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "ServerName",
     "ServerText",
     "TokenLogprob",
+    "kept_text",
 ]
 
 
@@ -36,14 +37,16 @@ _NAME_CHARACTERS = 256
 _COUNT_LIMIT = 2**31
 
 
-def _kept_text(text: str) -> str:
+def kept_text(text: str) -> str:
+    """Text a judge server sent, as the service keeps it: without NUL, lone surrogates
+    as U+FFFD (what no database stores in text)."""
     if _NUL in text:
         text = text.replace(_NUL, "")
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _kept_name(text: str) -> str:
-    return _kept_text(text)[:_NAME_CHARACTERS]
+    return kept_text(text)[:_NAME_CHARACTERS]
 
 
 def _kept_count(count: int | None) -> int | None:
@@ -52,7 +55,7 @@ def _kept_count(count: int | None) -> int | None:
 
 #: text a judge server sent (its reply, its error), as kept: without NUL, lone
 #: surrogates read as U+FFFD, so every database stores what SQLite would
-ServerText = Annotated[str, AfterValidator(_kept_text)]
+ServerText = Annotated[str, AfterValidator(kept_text)]
 #: a name a judge server reported (the model it ran, its fingerprint), as kept: at most
 #: 256 characters (llama.cpp reports the path of the file it loaded)
 ServerName = Annotated[str, AfterValidator(_kept_name)]

@@ -104,3 +104,20 @@ async def test_the_canary_routes_refuse_bad_input_and_run_nothing(
             assert reply.status_code in (400, 422), (query[:40], reply.status_code)
         listed = await client.get("/v1/judges/canary", headers=ada)
         assert listed.status_code == 200 and listed.json()["items"] == []
+
+
+async def test_a_result_error_holding_a_nul_is_kept_without_it(
+    api_client: ClientFactory, tokens: Any, engine: Engine, judge_server: Any
+) -> None:
+    """A result line reporting an error whose message holds a NUL is taken as any other
+    failed result, its message kept without the NUL (no database stores one in text)."""
+    await _gradings(engine)
+    admin = await tokens("admin")
+    async with api_client(backends=_backends(judge_server)) as client:
+        job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "offline"})
+        lines = await _requests(client, admin, job["id"])
+        error = {"code": "server_error", "message": "upstream\u0000died"}
+        line = json.dumps({"custom_id": lines[0]["custom_id"], "response": None, "error": error})
+        reply = await _post_results(client, admin, job["id"], line)
+    assert reply.status_code == 200, reply.text[:500]
+    assert "\u0000" not in reply.text
