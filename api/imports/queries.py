@@ -2,11 +2,12 @@
 
 Imports are idempotent: each submission carries an idempotency key derived from where
 it came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
-importing the same input again stores nothing twice. A row that repeats an imported
-attempt's key (JSONL: its run, agent, model, problem and attempt) with other content is
-a conflict: left out and reported with where it was, the stored one kept. Rows are
-written in batches, one transaction each, every submission audited as
-``submission.imported``. A batch the database refuses although every row passed the
+importing the same input again stores nothing twice, and an SREGym attempt met in
+several of its files is one submission (already imported after the first). A row that
+repeats an imported attempt's key (JSONL: its run, agent, model, problem and attempt)
+with other content is a conflict: left out and reported with where it was, the stored
+one kept. Rows are written in batches, one transaction each, every submission audited
+as ``submission.imported``. A batch the database refuses although every row passed the
 readers' checks is written again one row per transaction, so only the row to blame is
 refused and the job goes on.
 """
@@ -150,16 +151,23 @@ class ImportQueries:
             return "Diagnosis.submission"
         if known.ground_truth_sha256 != new.ground_truth_sha256:
             return "problem_id"  # the problem's ground truth is another
-        original = session.get(SregymOriginalRowRecord, known.id)
+        o = SregymOriginalRowRecord
+        query = select(o).where(col(o.submission_id) == known.id)
+        original = session.execute(query.order_by(col(o.path), col(o.line)).limit(1)).scalar()
         if original is None:
             return None
+        # a column of another file's header that the row has no cell in is empty: SREGym
+        # writes each file's header over every row written so far
         for column in sorted(set(original.cells) | set(attempt.cells), key=_column_order(attempt)):
-            if column != "problem_id" and original.cells.get(column) != attempt.cells.get(column):
+            if column != "problem_id" and (original.cells.get(column) or "") != (
+                attempt.cells.get(column) or ""
+            ):
                 return column
         return None
 
     def _keep_original(self, session: Session, submission_id: str, attempt: SregymAttempt) -> None:
-        """The attempt's CSV row, every cell (kept once; a re-import fills in a missing one)."""
+        """The attempt's CSV row, every cell, once per file and line (an attempt SREGym
+        wrote in several files has one for each; a re-import fills in a missing one)."""
         table = SregymOriginalRowRecord.__table__  # type: ignore[attr-defined]
         values = {
             "submission_id": submission_id,
@@ -212,8 +220,8 @@ class ImportQueries:
     ) -> ImportReport:
         """Store attempts with SREGym's verdicts; attempts of unknown problems are problems.
 
-        Each attempt's CSV row is kept whole (``sregym_original_row``) for the SREGym
-        export. ``progress`` is awaited after each committed batch.
+        Each attempt's CSV rows are kept whole (``sregym_original_row``, one per file and
+        line) for the SREGym export. ``progress`` is awaited after each committed batch.
         """
 
         def write(session: Session, item: Any, report: ImportReport) -> None:

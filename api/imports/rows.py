@@ -1,10 +1,12 @@
 """Rows for imported submissions and SREGym's own verdicts (no database access here).
 
 SREGym's verdict becomes a grading by the external judge ``sregym``: status graded,
-its checklist as answers, its success and composite as they were, current. Attempts
-that never produced a diagnosis (no submission, failed deploy, timeout) get no
-grading at all, so they are never graded as wrong diagnoses and never count in pass
-rates; their outcome is in the submission's metadata.
+its checklist as answers, its success and composite as they were, current; unscored,
+with its reason, where the checklist is unreadable or is SREGym's default for a judge
+reply it could not parse (nine "No" that are no verdict). Attempts that never produced
+a diagnosis (no submission, failed deploy, timeout) get no grading at all, so they are
+never graded as wrong diagnoses and never count in pass rates; their outcome is in the
+submission's metadata.
 """
 
 from __future__ import annotations
@@ -138,6 +140,10 @@ def sregym_grading(
     )
     if attempt.answers is None:
         grading.status, grading.unscored_reason = "unscored", "sregym_checklist_unreadable"
+        grading.detail = attempt.checklist_problem
+        return grading, []
+    if attempt.judge_parse_failure:  # nine "No" that SREGym's judge never said
+        grading.status, grading.unscored_reason = "unscored", "sregym_judge_parse_failure"
         grading.detail = attempt.checklist_problem
         return grading, []
     said = {a.question_id: a.answer for a in attempt.answers}

@@ -2,7 +2,9 @@
 
 SREGym writes ``<datetime>/<agent>/<problem_id>/...*.csv`` with the columns
 ``problem_id``, ``attempt``, ``TTL``, ``TTM``, ``timed_out`` or ``deploy_failed``,
-``Diagnosis.*`` and ``Mitigation.*``. ``Diagnosis.dimensions`` and
+``Diagnosis.*`` and ``Mitigation.*``, each attempt in several files (alone, in its
+problem's file with the agent's earlier rows, in ``<agent>_ALL_results.csv``): a row's run
+and agent are its file's (:func:`_locate`). ``Diagnosis.dimensions`` and
 ``Diagnosis.checklist`` are Python reprs of a dict and a list: they are read with
 ``ast.literal_eval``, never ``eval``. A ``trace`` (or ``Diagnosis.trace``) column, where
 a row has one, holds the agent's trace: a list of steps (JSON or such a repr) or text,
@@ -123,6 +125,8 @@ class SregymAttempt:
     composite: float | None = None
     #: why the checklist could not be read, if it could not
     checklist_problem: str | None = None
+    #: the checklist is SREGym's default for a judge reply it could not parse: unscored
+    judge_parse_failure: bool = False
     #: the CSV file (relative to the results folder) and the row's line in it
     path: str = ""
     line: int = 0
@@ -215,11 +219,30 @@ def _trace(row: dict[str, str], *, max_bytes: int) -> tuple[str, Trace] | None:
 
 
 def _outcome(row: dict[str, str], diagnosis: str) -> AttemptOutcome:
+    """What the attempt came to. SREGym times an attempt out over all its stages: an
+    attempt that submitted a diagnosis and was judged (a checklist or a success) before
+    it timed out (mitigating, say) diagnosed; its ``timed_out`` is kept beside."""
     if _flag(row.get("deploy_failed")):
         return "deploy_failed"
+    judged = _text(row.get("Diagnosis.checklist")) or _text(row.get("Diagnosis.success"))
+    if diagnosis and judged:
+        return "diagnosed"
     if _flag(row.get("timed_out")):
         return "timed_out"
     return "diagnosed" if diagnosis else "no_submission"
+
+
+#: the evidence of SREGym's default checklist when its judge's reply could not be parsed
+#: (``DiagnosisJudge``: nine "No", "parse failure — defaulting to No", Low)
+_PARSE_FAILURE = "parse failure"
+
+
+def _parse_failure_default(answers: tuple[SregymAnswer, ...]) -> bool:
+    """Is the checklist SREGym's default for a judge reply it could not parse (every answer
+    No with that evidence)? It says nothing of the diagnosis: not a failed one."""
+    return bool(answers) and all(
+        not a.answer and a.evidence.strip().lower().startswith(_PARSE_FAILURE) for a in answers
+    )
 
 
 def _original(row: dict[str, str]) -> dict[str, Any]:
@@ -240,10 +263,27 @@ def _original(row: dict[str, str]) -> dict[str, Any]:
     return kept
 
 
+#: the name's end of SREGym's file of every row of one agent, ``<run>/<agent>_ALL_results.csv``
+_ALL_FILE = "_ALL_results.csv"
+
+
 def _locate(relative: Path, problem_id: str) -> tuple[str, str]:
-    """``(run, agent)`` from ``<datetime>/<agent>/<problem_id>/...``; a problem id with
-    ``/`` in it spans as many folders as it has parts."""
-    parts = relative.parts[:-1]
+    """``(run, agent)`` from the file's place in the results folder.
+
+    SREGym writes each attempt three times: ``<run>/<agent>/<pid>/run_<n>/<pid>_results.csv``
+    (the attempt alone), ``<run>/<agent>/<pid>/<pid>_<agent>_results.csv`` (every row of
+    the agent so far: the rows of the problems run before ``<pid>`` too) and
+    ``<run>/<agent>_ALL_results.csv`` (every row of the agent). So the run and agent are
+    those of the file, not of the folder of the row's problem: ``<agent>_ALL_results.csv``
+    is the agent's file in its run folder; a file under its own problem's folder
+    (``<pid>/<pid>_<agent>_results.csv``) gives the two folders above that one; any other
+    file, the two folders above the row's problem's folder (a problem id with ``/`` in
+    it spans as many folders as it has parts), else the folder it is in."""
+    parts, name = relative.parts[:-1], relative.name
+    if name.endswith(_ALL_FILE) and len(name) > len(_ALL_FILE):
+        return (parts[-1] if parts else ""), name[: -len(_ALL_FILE)]
+    if len(parts) >= 2 and name == f"{parts[-1]}_{parts[-2]}_results.csv":
+        return (parts[-3] if len(parts) >= 3 else ""), parts[-2]
     named = tuple(problem_id.split("/"))
     for at in range(len(parts) - len(named) + 1):
         if parts[at : at + len(named)] == named:
@@ -349,6 +389,9 @@ def _attempt(
             answers = _answers(_literal(row.get("Diagnosis.checklist")))
         except _UNREADABLE as exc:
             problem = f"Diagnosis.checklist is not readable: {str(exc)[:200]}"
+    parse_failure = answers is not None and _parse_failure_default(answers)
+    if parse_failure:
+        problem = "Diagnosis.checklist is SREGym's default for a judge reply it could not parse"
     for answer in answers or ():  # a literal's escapes decode to what no cell holds
         for text in (answer.question_id, answer.evidence):
             if problem_text := unstorable(text):
@@ -358,6 +401,8 @@ def _attempt(
     if found := unstorable_value(original):  # e.g. 1e999 in Diagnosis.dimensions
         where, why = found
         raise _Refused("Diagnosis.dimensions" if where.startswith("dimensions") else where, why)
+    if outcome == "diagnosed" and _flag(row.get("timed_out")):
+        original["timed_out"] = True
     return SregymAttempt(
         source=source,
         run=run,
@@ -371,6 +416,7 @@ def _attempt(
         success=_flag(success_text) if success_text else None,
         composite=_number(row.get("Diagnosis.composite_score")),
         checklist_problem=problem,
+        judge_parse_failure=parse_failure,
         path=relative.as_posix(),
         line=line,
         columns=columns,

@@ -1,8 +1,10 @@
 """Tables of imports: SREGym's original rows, import jobs and their uploads.
 
-``sregym_original_row`` keeps every cell of the CSV row an imported attempt came from,
+``sregym_original_row`` keeps every cell of each CSV row an imported attempt came from,
 with the file's column order and its path in the results folder, so an export in
-SREGym's format gives the row back as it was (issue 16, item 3). ``import_job`` is an
+SREGym's format gives every file back as it was (issue 16, item 3). SREGym writes each
+attempt in several files (alone, in its problem's file, in the agent's file of every
+row): one record per file and line, several per submission. ``import_job`` is an
 import run in the background (``POST /v1/imports``); ``import_upload`` holds its input
 until it is done, in the database, so any process of the service can resume it.
 """
@@ -35,7 +37,8 @@ IMPORT_JOB_STATES = ("queued", "running", "done", "failed")
 
 
 class SregymOriginalRowRecord(SQLModel, table=True):
-    """The CSV row an imported SREGym attempt came from, every cell as it was written."""
+    """A CSV row an imported SREGym attempt was read from, every cell as it was written
+    (one per file and line the attempt is in)."""
 
     __tablename__ = "sregym_original_row"
 
@@ -47,9 +50,9 @@ class SregymOriginalRowRecord(SQLModel, table=True):
         )
     )
     #: the CSV file, relative to the results folder (``<datetime>/<agent>/<problem>/x.csv``)
-    path: str = Field(sa_type=Text)
+    path: str = Field(sa_column=Column(Text, primary_key=True))
     #: the row's line in that file (csv's line number at the end of the row)
-    line: int
+    line: int = Field(primary_key=True)
     #: the file's header, in its order
     columns: list[str] = _json(list)
     #: every cell of the row, by column, as text

@@ -37,6 +37,7 @@ from api.reports.sregym_writer import (
 from storage import Store
 from storage.imports.tables import SregymOriginalRowRecord
 from tests.storage.helpers import graded_result, override, sregym_rubric
+from tests.support.sregym_driver import IDS, diagnosed, write_run
 from tests.support.sregym_results import NOT_DIAGNOSED, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -363,3 +364,30 @@ async def test_regraded_dimension_scores_are_rounded_as_sregyms_judge_writes_the
     path, row = sorted(changed)[0]
     dimensions = ast.literal_eval(_cells(_files(out)[path])[row]["Diagnosis.dimensions"])
     assert [d["score"] for d in dimensions.values()] == [0.67, 1.0, 0.67]
+
+
+async def test_every_file_sregym_wrote_comes_back_byte_for_byte(
+    store: Store, tmp_path: Path
+) -> None:
+    """SREGym's driver writes each attempt in several files (alone in
+    ``run_<n>/<pid>_results.csv``, with the problem's other attempts in
+    ``<pid>_<agent>_results.csv``, with every row in ``<agent>_ALL_results.csv``): an
+    untouched import exports every one of those files byte for byte."""
+    problem = "k8s_target_port-misconfig-detection-1"
+    truth = "[fault_spec] component=service/user-service || targets port 9999, not 9090."
+    results = tmp_path / "results"
+    write_run(
+        results,
+        "stratus",
+        {problem: [diagnosed("user-service port 9999", set(IDS)), diagnosed("drift", set())]},
+    )
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(results), {problem: truth}, rubric=sregym_rubric()
+    )
+    assert report.problems == [] and report.conflicts == []
+    assert (report.submissions, report.already_imported) == (2, 4)
+    out = tmp_path / "exported"
+    await write_sregym_folder(store, ReportFilter(), out)
+    before, after = _files(results), _files(out)
+    assert sorted(after) == sorted(before)
+    assert after == before

@@ -392,3 +392,41 @@ def test_two_processes_migrating_one_new_database_at_once_both_succeed(database_
     errors = [process.communicate(timeout=120)[1] for process in processes]
     assert [process.returncode for process in processes] == [0, 0], errors
     assert asyncio.run(current_revision(database_url)) == head_revision()
+
+
+async def test_0031_keeps_the_original_rows_and_a_downgrade_keeps_one_per_submission(
+    database_url: str, tmp_path: Path
+) -> None:
+    """0031 keeps SREGym's original rows one per file and line: rows stored before stay
+    valid; a downgrade keeps each submission's first row (by file, then line)."""
+    from api.imports.queries import ImportQueries
+    from api.imports.sregym import read_sregym_folder
+    from storage import Store
+    from tests.storage.helpers import sregym_rubric
+    from tests.support.sregym_driver import IDS, diagnosed, write_run
+
+    problem = "k8s_target_port-misconfig-detection-1"
+    write_run(tmp_path, "stratus", {problem: [diagnosed("port 9999", set(IDS))]})
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine, key=session_key())
+    queries = ImportQueries(store.db, store.catalog)
+    await queries.sregym(read_sregym_folder(tmp_path), {problem: "port"}, rubric=sregym_rubric())
+    engine.dispose()
+
+    query = "SELECT path FROM sregym_original_row ORDER BY path, line"
+    [kept] = _rows_after_downgrade(database_url, "0030", query)
+    assert kept.path == f"0601_1200/stratus/{problem}/{problem}_stratus_results.csv"
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine, key=session_key())
+    again = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(tmp_path), {problem: "port"}, rubric=sregym_rubric()
+    )
+    with engine.connect() as connection:
+        from sqlalchemy import text
+
+        paths = connection.execute(text(query)).scalars().all()
+    engine.dispose()
+    assert (again.submissions, again.already_imported) == (0, 3)
+    assert len(paths) == 3 and kept.path in paths
