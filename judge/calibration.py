@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judge.agreement import VERDICT, RatedPair, agreement_report
+from judge.inputs import RepeatedKey, json_lines, no_repeated_keys
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.verdict import GradingResult
@@ -83,14 +84,22 @@ class GoldItem(BaseModel):
 
 
 def load_gold(text: str, rubric: Rubric) -> list[GoldItem]:
-    """Parse a gold file; every line must label each of the rubric's questions."""
+    """Parse a gold file; every line must label each of the rubric's questions.
+
+    Read as every JSON Lines file handed in is (:func:`judge.inputs.json_lines`: a byte
+    order mark dropped, lines cut at ``\\n`` only); a key given twice in one object and
+    an item ``id`` given twice are refused, naming the line, never read as one of them."""
     items = []
     expected = {q.id for q in rubric.questions}
-    for number, line in enumerate(text.splitlines(), start=1):
+    decoder = json.JSONDecoder(object_pairs_hook=no_repeated_keys)
+    lines_of_id: dict[str, int] = {}
+    for number, line in enumerate(json_lines(text.removeprefix("\ufeff")), start=1):
         if not line.strip():
             continue
         try:
-            item = GoldItem.model_validate(json.loads(line))
+            item = GoldItem.model_validate(decoder.decode(line))
+        except RepeatedKey as exc:
+            raise GoldError(f"line {number}: the key {exc.args[0]!r} is given twice") from None
         except (json.JSONDecodeError, ValidationError) as exc:
             raise GoldError(f"line {number}: {exc}") from None
         except RecursionError:
@@ -99,6 +108,11 @@ def load_gold(text: str, rubric: Rubric) -> list[GoldItem]:
             missing = sorted(expected - set(item.answers))
             unknown = sorted(set(item.answers) - expected)
             raise GoldError(f"line {number}: answers missing {missing}, unknown {unknown}")
+        if item.id is not None and item.id in lines_of_id:
+            first = lines_of_id[item.id]
+            raise GoldError(f"line {number}: id {item.id!r} is given on line {first} too")
+        if item.id is not None:
+            lines_of_id[item.id] = number
         items.append(item)
     if not items:
         raise GoldError("the gold file has no items")

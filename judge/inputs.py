@@ -2,14 +2,17 @@
 
 Every way in (the HTTP API, the importers, the grader itself) checks the ground truth
 and the diagnosis with :func:`check_text`, so one limit and one wording apply; files of
-JSON Lines handed in are cut into lines by :func:`json_lines`.
+JSON Lines handed in are cut into lines by :func:`json_lines`, and a JSON object with a
+key given twice is refused (:func:`no_repeated_keys`), not read as its last value.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from judge.errors import InputError
 
-__all__ = ["DEFAULT_MAX_TEXT_BYTES", "check_text", "json_lines"]
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "RepeatedKey", "check_text", "json_lines", "no_repeated_keys"]
 
 #: the largest ground truth or diagnosis accepted, in bytes of UTF-8
 DEFAULT_MAX_TEXT_BYTES = 64 * 1024
@@ -34,3 +37,19 @@ def json_lines(text: str) -> list[str]:
     U+2028, U+0085 and the like, which JSON strings may hold unescaped: one record would
     be read as two broken ones."""
     return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+class RepeatedKey(ValueError):
+    """A JSON object gives one key twice; ``args[0]`` is the key."""
+
+
+def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of a JSON decoder that raises :class:`RepeatedKey` where
+    ``json`` would keep a repeated key's last value (which one the writer meant is
+    unknown)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise RepeatedKey(key)
+        seen[key] = value
+    return seen

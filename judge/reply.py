@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from judge.inputs import RepeatedKey, no_repeated_keys
 from judge.rubric import Rubric
 
 __all__ = ["ParsedAnswer", "ReplyInvalid", "extract_json", "parse_answer_reply", "parse_reply"]
@@ -50,19 +51,6 @@ class ReplyInvalid(ValueError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = problems
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _DuplicateKey(key)
-        seen[key] = value
-    return seen
 
 
 #: a reasoning model's thinking before its reply (qwen3, deepseek-r1: ``<think>``)
@@ -103,10 +91,10 @@ def extract_json(text: str) -> Any:
 
 def _decode(body: str, start: int) -> tuple[Any, int]:
     """The JSON value at ``start`` of ``body`` and where it ends, or ReplyInvalid."""
-    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+    decoder = json.JSONDecoder(object_pairs_hook=no_repeated_keys)
     try:
         return decoder.raw_decode(body, start)
-    except _DuplicateKey as exc:
+    except RepeatedKey as exc:
         # the hook sees every object, an answer's own keys too: name the key, not a
         # question id, so the repair call says what was repeated
         key = exc.args[0]

@@ -196,6 +196,25 @@ def test_a_gold_line_with_incomplete_justifications_is_refused(rubric: Rubric) -
     assert load_gold(json.dumps(line), rubric)[0].justifications is None  # other gold files
 
 
+def test_a_gold_file_is_read_as_json_lines_are_with_one_label_per_key_and_id(
+    rubric: Rubric,
+) -> None:
+    """A byte order mark is dropped and a line ends at a newline only (a diagnosis may
+    hold U+2028 unescaped); a question labelled twice in one item, or an id given twice,
+    is refused naming the line, never read as one of its labels."""
+    line = json.loads(DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[0])
+    line["diagnosis"] += "\u2028and more"
+    text = json.dumps(line, ensure_ascii=False)
+    [item] = load_gold("\ufeff" + text + "\r\n", rubric)
+    assert item.diagnosis == line["diagnosis"]
+    twice = text.replace('"answers": {', '"answers": {"D1-Q1": "no", ', 1)
+    assert twice != text
+    with pytest.raises(GoldError, match="line 1: the key 'D1-Q1' is given twice"):
+        load_gold(twice, rubric)
+    with pytest.raises(GoldError, match=r"line 2: id .* is given on line 1 too"):
+        load_gold(text + "\n" + text, rubric)
+
+
 async def test_a_judge_that_answers_like_the_labels_qualifies_on_the_set(
     cases: list[GoldItem], rubric: Rubric
 ) -> None:
