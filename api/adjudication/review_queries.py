@@ -57,6 +57,9 @@ class ReviewItem:
     claim: ReviewClaimRecord | None
     #: the ground truth the grading is judged against (its scenario version's text)
     ground_truth: str | None = None
+    #: who holds the item now, by name: None when nobody does (no claim, one run out,
+    #: or one made with a token since revoked or expired, which holds nothing)
+    holder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -193,9 +196,11 @@ class ReviewQueries:
         (a page's ``next_cursor``) continues strictly after that page's last item in the
         queue's order (urgency, then created_at, then id); InvalidCursor for a cursor
         this service did not issue."""
+        now = self._db.clock()
         urgency = _urgency().label("urgency")
+        dead = _claimed_by_a_dead_token(now).label("dead_claim")
         query = self._queued(
-            select(GradingRecord, SubmissionRecord, ReviewClaimRecord, urgency),
+            select(GradingRecord, SubmissionRecord, ReviewClaimRecord, urgency, dead),
             principal_id,
             filters or QueueFilter(),
         )
@@ -224,8 +229,9 @@ class ReviewQueries:
                 reasons=self._reasons(g, _unsure(answers[g.id])),
                 claim=c,
                 ground_truth=graded_ground_truth(session, g, s),
+                holder=None if c is None or dead_claim else c.holder(now),
             )
-            for g, s, c, _ in rows
+            for g, s, c, _, dead_claim in rows
         ]
         cursor = None
         if more and rows:
@@ -266,7 +272,7 @@ class ReviewQueries:
                 or_(col(ReviewClaimRecord.done_at).is_(None), col(GradingRecord.held).is_(True)),
                 or_(
                     col(ReviewClaimRecord.claimed_until).is_(None),
-                    col(ReviewClaimRecord.claimed_until) < now,
+                    col(ReviewClaimRecord.claimed_until) <= now,  # run out: claim() agrees
                     col(ReviewClaimRecord.claimed_by) == principal_id,
                     _claimed_by_a_dead_token(now),
                 ),
@@ -336,14 +342,7 @@ class ReviewQueries:
             claim = self._claim_row(session, grading_id)
             if claim.done_at is not None and not reopen:
                 return claim
-            held = claim.claimed_until is not None and claim.claimed_until > now
-            if held and claim.claimed_by != principal_id:
-                held = not session.execute(
-                    select(_claimed_by_a_dead_token(now)).where(
-                        col(ReviewClaimRecord.grading_id) == grading_id
-                    )
-                ).scalar_one()
-            if held and claim.claimed_by != principal_id:
+            if self._held_by_another(session, claim, principal_id):
                 raise Conflict(
                     f"{claim.claimed_by_name} holds this review until {claim.claimed_until}"
                 )
@@ -363,6 +362,21 @@ class ReviewQueries:
 
         return await self._db.run(work)
 
+    def _held_by_another(
+        self, session: Session, claim: ReviewClaimRecord, principal_id: str
+    ) -> bool:
+        """Whether someone else holds the item now: a claim not run out, made with a
+        token neither revoked nor expired since."""
+        now = self._db.clock()
+        if claim.claimed_by in (None, principal_id):
+            return False
+        if claim.claimed_until is None or claim.claimed_until <= now:
+            return False
+        dead = select(_claimed_by_a_dead_token(now)).where(
+            col(ReviewClaimRecord.grading_id) == claim.grading_id
+        )
+        return not session.execute(dead).scalar_one()
+
     async def finish(self, grading_id: str, *, principal_id: str) -> None:
         """Mark a review done: the grading leaves the queue."""
         await self._db.run(self.finish_in, grading_id, principal_id=principal_id)
@@ -377,12 +391,17 @@ class ReviewQueries:
         )
         if grading is None:
             raise NotFound(f"no grading {grading_id}")
+        if grading.status == "pending":  # its outcome (unscored, say) must still be queued
+            raise Conflict("this grading is still being graded: review it once it has a result")
         if grading.held:
             why = hold_explanation(grading.review_reasons or [])
             raise Conflict(
                 f"this grading's pass is held: {why}. "
                 "Decide it with a verdict override (pass or fail, with a reason)"
             )
+        claim = session.get(ReviewClaimRecord, grading_id)
+        if claim is not None and self._held_by_another(session, claim, principal_id):
+            raise Conflict(f"{claim.claimed_by_name} holds this review until {claim.claimed_until}")
         self.close(session, grading_id, principal_id)
         session.flush()
         self._db.audit(

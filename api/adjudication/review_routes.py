@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from litestar import get, post
@@ -59,14 +58,14 @@ class AssignmentCreate(BaseModel):
     assignee: str | None = Field(max_length=128)
 
 
-def _review_state(claim: ReviewClaimRecord | None, now: datetime) -> dict[str, Any]:
-    """Who holds (at ``now``), was assigned and last skipped an item, by name (never a
+def _review_state(claim: ReviewClaimRecord | None, holder: str | None) -> dict[str, Any]:
+    """Who holds (``holder``), was assigned and last skipped an item, by name (never a
     token id)."""
     skipped = None
     if claim is not None and claim.skipped_at is not None:
         skipped = {"by": claim.skipped_by_name, "at": claim.skipped_at, "note": claim.skip_note}
     return {
-        "claimed_by": claim.holder(now) if claim else None,
+        "claimed_by": holder,
         "assigned_to": claim.assigned_to_name if claim else None,
         "skipped": skipped,
     }
@@ -81,7 +80,7 @@ class LabelsCreate(BaseModel):
     verdict: Literal["pass", "fail"] | None = None
 
 
-def _blind_item(item: ReviewItem, now: datetime) -> dict[str, Any]:
+def _blind_item(item: ReviewItem) -> dict[str, Any]:
     g, s = item.grading, item.submission
     return {
         "grading_id": g.id,
@@ -92,7 +91,7 @@ def _blind_item(item: ReviewItem, now: datetime) -> dict[str, Any]:
         "diagnosis": s.diagnosis,
         "ground_truth": item.ground_truth,
         "created_at": g.created_at,
-        **_review_state(item.claim, now),
+        **_review_state(item.claim, item.holder),
     }
 
 
@@ -125,9 +124,9 @@ async def review_queue(
         cursor=cursor or None,
         limit=limit,
     )
-    items, now = page.items, services.store.db.clock()
+    items = page.items
     if blind:
-        blinded = [_blind_item(i, now) for i in items]
+        blinded = [_blind_item(i) for i in items]
         return {"blind": True, "items": blinded, "next_cursor": page.next_cursor}
     views = [_view(i) for i in items]
     gradings = await render_gradings(services, views, principal)
@@ -137,7 +136,7 @@ async def review_queue(
             {
                 "grading": grading,
                 "reasons": list(item.reasons),
-                **_review_state(item.claim, now),
+                **_review_state(item.claim, item.holder),
             }
             for grading, item in zip(gradings, items, strict=True)
         ],
@@ -198,7 +197,8 @@ async def skip_review(
     the queue and the grading page); a claim you held on it is given back, and it stays
     in the queue."""
     claim = await adjudication.skip_review(services, principal, grading_id, note=data.note)
-    return {"grading_id": grading_id, **_review_state(claim, services.store.db.clock())}
+    holder = claim.holder(services.store.db.clock())
+    return {"grading_id": grading_id, **_review_state(claim, holder)}
 
 
 @post(
@@ -217,7 +217,8 @@ async def assign_review(
     naming ``assignee`` when nobody who may review answers to it), or unassign it with
     ``{"assignee": null}``."""
     claim = await adjudication.assign_review(services, principal, grading_id, data.assignee)
-    return {"grading_id": grading_id, **_review_state(claim, services.store.db.clock())}
+    holder = claim.holder(services.store.db.clock())
+    return {"grading_id": grading_id, **_review_state(claim, holder)}
 
 
 @post(
