@@ -47,11 +47,11 @@ QUEUE_WINDOW = 500
 
 
 async def _items(
-    services: Services, who: SignedIn, filters: dict[str, Any]
-) -> tuple[list[tuple[GradingPublic, ReviewItem]], QueueCounts]:
+    services: Services, who: SignedIn, filters: dict[str, Any], *, counted: bool = True
+) -> tuple[list[tuple[GradingPublic, ReviewItem]], QueueCounts | None]:
     """The first ``QUEUE_WINDOW`` items of the queue under ``filters`` (every one applied
-    before the window), each with its grading object, and the counts of the whole
-    filtered queue, in one snapshot."""
+    before the window), each with its grading object, and (``counted``) the counts of the
+    whole filtered queue, in one snapshot."""
     queue = await presented_review_items(
         services,
         who.principal,
@@ -63,6 +63,7 @@ async def _items(
         judge=filters["judge"],
         provisional=filters["provisional"],
         limit=QUEUE_WINDOW,
+        counted=counted,
     )
     rows = [(g, item) for g, item in queue.items if isinstance(g, GradingPublic)]
     return rows, queue.counts
@@ -141,6 +142,7 @@ async def queue_page(
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params)
     rows, counts = await _items(services, who, filters)
+    assert counts is not None  # asked for
     people = await assignees(services)
     now = services.store.db.clock()
     done = await reviewed_today(
@@ -190,7 +192,7 @@ async def next_item(
     saying so."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params, "q.")
-    rows, _ = await _items(services, who, filters)
+    rows, _ = await _items(services, who, filters, counted=False)
     ids = [g.id for g, _ in rows]
     try:
         position = int(params.get("q.pos", "-1"))

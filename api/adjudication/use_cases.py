@@ -112,7 +112,8 @@ class PresentedQueue:
     how many items the whole queue holds, in all and per reason, read in one snapshot."""
 
     items: list[tuple[GradingRead, ReviewItem]]
-    counts: QueueCounts
+    #: None when not asked for (a walk to the next item needs no counts)
+    counts: QueueCounts | None
 
 
 async def presented_review_items(
@@ -127,11 +128,12 @@ async def presented_review_items(
     judge: str | None = None,
     provisional: bool | None = None,
     limit: int = 50,
+    counted: bool = True,
 ) -> PresentedQueue:
     """The first ``limit`` items of the review queue as ``principal`` sees it, each with
-    its grading object, and the counts of the whole queue under the same filters, read
-    in one snapshot (the queue page); ``assigned_to_me`` as in ``review_items``, the
-    other filters as :class:`QueueFilter` takes them."""
+    its grading object, and (``counted``) the counts of the whole queue under the same
+    filters, read in one snapshot (the queue page); ``assigned_to_me`` as in
+    ``review_items``, the other filters as :class:`QueueFilter` takes them."""
     _check_reason(reason)
     filters = QueueFilter(
         agent=agent,
@@ -142,7 +144,9 @@ async def presented_review_items(
         judge=judge,
         provisional=provisional,
     )
-    return await services.store.db.run_read(_presented_items, services, principal, filters, limit)
+    return await services.store.db.run_read(
+        _presented_items, services, principal, filters, limit, counted
+    )
 
 
 def _presented_items(
@@ -151,9 +155,14 @@ def _presented_items(
     principal: Principal,
     filters: QueueFilter,
     limit: int,
+    counted: bool,
 ) -> PresentedQueue:
     queries = ReviewQueries(services.store.db)
-    counts = queries.read_counts(session, principal_id=principal.id, filters=filters)
+    counts = (
+        queries.read_counts(session, principal_id=principal.id, filters=filters)
+        if counted
+        else None
+    )
     page = queries.read_page(session, principal_id=principal.id, filters=filters, limit=limit)
     views = [
         GradingView(grading=i.grading, answers=i.answers, submission=i.submission)

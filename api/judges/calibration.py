@@ -204,7 +204,7 @@ def configured_identities(services: Services) -> list[tuple[str, str, str, str]]
     settings = services.settings
     rubric = services.rubrics.current[settings.rubric]
     keys = []
-    for spec in settings.panel_specs or [settings.judge]:
+    for spec in settings.grading_members:
         identity = identity_of(settings, spec, rubric)
         keys.append(
             identity_key(

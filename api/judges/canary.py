@@ -121,7 +121,7 @@ def canary_judges(settings: Settings, judge: str | None = None) -> list[str]:
     member is, each on its own calibration), else ``SRE_JUDGE_JUDGE``."""
     if judge is not None:
         return [judge]
-    return settings.panel_specs or [settings.judge]
+    return settings.grading_members
 
 
 async def run_canaries(

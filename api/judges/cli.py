@@ -198,23 +198,25 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
       sre-judge judges canary
       sre-judge judges canary --history --format json
     """
-    from api.judges.canary import canary_answer, canary_history, run_canaries
+    from api.judges.canary import canary_answer, canary_history, canary_public, run_canaries
 
     if judge_spec is not None:
         checked_judge(judge_spec)
 
-    async def work() -> list[dict[str, Any]]:
+    async def work() -> tuple[list[dict[str, Any]], Any]:
+        """The runs to print as lines, and the JSON to print instead."""
         # the history reads what is stored: never an empty database made for it
         async with service_runtime(existing=history) as services:
             if history:
-                return await canary_history(services, judge=judge_spec, limit=limit)
-            return [canary_answer(await run_canaries(services, judge=judge_spec, actor="cli"))]
+                stored = await canary_history(services, judge=judge_spec, limit=limit)
+                return stored, stored
+            made = await run_canaries(services, judge=judge_spec, actor="cli")
+            return [canary_public(r) for r in made], canary_answer(made)
 
-    answer = run(work())
+    runs, shown = run(work())
     if fmt == "json":
-        click.echo(json.dumps(answer if history else answer[0], indent=2))
-    runs = answer if history else answer[0].get("runs", answer)
-    if fmt != "json":
+        click.echo(json.dumps(shown, indent=2))
+    else:
         for item in runs:
             state = "DEMOTED: " + "; ".join(item["reasons"]) if item["demoted"] else "ok"
             click.echo(
@@ -223,5 +225,5 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
                 f"verdict accuracy {_number(item['verdict_accuracy'])}, answers changed "
                 f"{_number(item['changed_share'])}{_noise(item['noise'])}: {state}"
             )
-    if not history and answer[0]["demoted"]:
+    if not history and any(item["demoted"] for item in runs):
         sys.exit(EXIT_DEMOTED)

@@ -454,6 +454,13 @@ class Settings(BaseSettings):
         """The panel's judge specs, or an empty list when no panel is set."""
         return parse_panel(self.panel) if self.panel else []
 
+    @property
+    def grading_members(self) -> list[str]:
+        """The judges new gradings are asked of, one by one: each member of
+        ``SRE_JUDGE_PANEL`` when set, else ``SRE_JUDGE_JUDGE`` (what qualifies and
+        what drifts is each of them)."""
+        return self.panel_specs or [self.judge]
+
     def grading_judge(self) -> tuple[str, str, str]:
         """(spec, backend, model) recorded with a new grading: the panel or the judge."""
         return recorded_judge(panel_spec(self.panel_specs) if self.panel else self.judge)
@@ -488,7 +495,7 @@ class Settings(BaseSettings):
     def _confirm_judge_differs(self) -> Settings:
         """A confirming judge of the judge's own model would confirm nothing."""
         if self.confirm_judge is not None:
-            models = {parse_judge_spec(spec).model for spec in (self.panel_specs or [self.judge])}
+            models = {parse_judge_spec(spec).model for spec in self.grading_members}
             if parse_judge_spec(self.confirm_judge).model in models:
                 raise ValueError(
                     "SRE_JUDGE_CONFIRM_JUDGE: must be a judge of another model than the "
