@@ -22,6 +22,7 @@ __all__ = [
     "FILTER_FIELDS",
     "VERDICTS_TEXT",
     "ChartRow",
+    "carried_filters",
     "describe_filter",
     "gradings_link",
     "label_of",
@@ -84,6 +85,13 @@ def page_filter(params: Mapping[str, str | None], prefix: str = "") -> ReportFil
         error = exc.errors()[0]
         field = prefix + ".".join(str(p) for p in error["loc"])
         raise InvalidRequest(f"{field}: {error['msg']}", field=field) from None
+
+
+def carried_filters(params: Mapping[str, str | None]) -> str:
+    """The query (``?agent=a&model=m``, or ``""``) that keeps a page's filters when the
+    reader moves to another report page: every report page takes the same filters."""
+    kept = {name: value for name in FILTER_FIELDS if (value := params.get(name))}
+    return "?" + urlencode(kept) if kept else ""
 
 
 def _set(filters: ReportFilter) -> dict[str, str]:

@@ -18,6 +18,7 @@ from api.reports.models import GroupRate
 from api.reports.page_view import (
     VERDICTS_TEXT,
     ChartRow,
+    carried_filters,
     chart,
     describe_filter,
     gradings_link,
@@ -99,6 +100,7 @@ async def reports_page(
         group_by=",".join(groups),
         group_keys=GROUP_KEYS,
         values=_params(request),
+        carried=carried_filters(_params(request)),
         link=link,
     )
 
@@ -185,6 +187,7 @@ async def agreement_page(
         scope=describe_filter(filters),
         source=source,
         values=_params(request),
+        carried=carried_filters(_params(request)),
     )
 
 
@@ -209,6 +212,7 @@ async def evaluation_page(
         who,
         table=table,
         values=params,
+        carried=carried_filters(params),
         by=by,
         kinds=COLUMN_KINDS,
         disagreeing_only=disagreeing_only,

@@ -124,3 +124,26 @@ async def test_a_dated_report_page_counts_as_the_api_and_links_no_list(
         assert page.status_code == 200 and "3/3" not in page.text
         past = (await c.get("/reports?inline=include&group_by=agent&created_after=2000-01-01")).text
         assert "3/3" in past and 'href="/gradings?' not in past.split("report-filters")[1]
+
+
+async def test_report_pages_keep_their_filters_when_moving_between_them(
+    api_client: Any, tokens: Any
+) -> None:
+    """A reader narrowed to one agent who moves from the rates page to agreement or the
+    evaluation table stays on that agent (the compare page's arms have their own)."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)
+        await sign_in(c, ada)
+        for page in ("/reports", "/reports/agreement", "/reports/table"):
+            html = (await c.get(f"{page}?agent=alpha&inline=include")).text
+            nav = html[
+                html.index('<nav class="subnav">') : html.index(
+                    "</nav>", html.index('class="subnav"')
+                )
+            ]
+            for other in ("/reports", "/reports/agreement", "/reports/table"):
+                assert f'href="{other}?agent=alpha&amp;inline=include"' in nav, (page, nav)
+            assert 'href="/reports/compare"' in nav
+        bare = (await c.get("/reports")).text
+        assert 'href="/reports/table"' in bare
