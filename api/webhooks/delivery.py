@@ -19,7 +19,9 @@ doubling, at most an hour apart) until it has failed for
 database for every process: ``SRE_JUDGE_WEBHOOK_CIRCUIT_FAILURES`` failed attempts in a
 row (over all its deliveries) open it, and none of its deliveries is attempted until
 its backoff (doubling with each further failure, at most an hour) has passed; the next
-attempt is the probe, and a 2xx closes it.
+attempt is the probe, and a 2xx closes it. A failed answer's ``Retry-After`` (seconds or
+an HTTP date, RFC 9110 10.2.3) is honoured when it asks for longer than the backoff, up
+to the hour.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ import random
 import ssl
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 
 import httpx
 from standardwebhooks.webhooks import Webhook
@@ -45,7 +48,13 @@ from api.webhooks.target import PinnedTransport, allowed_hosts
 from judge.backends.http import tls_context
 from storage import Store
 
-__all__ = ["WebhookDelivery", "circuit_open_until", "retry_at", "signed_headers"]
+__all__ = [
+    "WebhookDelivery",
+    "circuit_open_until",
+    "retry_after_seconds",
+    "retry_at",
+    "signed_headers",
+]
 
 _log = logging.getLogger(__name__)
 _MAX_DELAY = 3600.0
@@ -68,12 +77,37 @@ def _backoff(settings: Settings, failures: int) -> float:
     return float(min(_MAX_DELAY, settings.webhook_retry_seconds * 2 ** (failures - 1)))
 
 
-def retry_at(claimed: Claimed, now: datetime, settings: Settings) -> datetime | None:
-    """When to try again after a failed attempt, or None once it is time to give up."""
+def retry_after_seconds(value: str | None, now: datetime) -> float | None:
+    """The wait a ``Retry-After`` header asks for (delta-seconds or an HTTP date), or None
+    when there is none or it cannot be read; a date in the past asks for no wait."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(min(int(value[:12]), int(_MAX_DELAY)))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT; "-0000" parses without a zone
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def retry_at(
+    claimed: Claimed, now: datetime, settings: Settings, *, asked: float | None = None
+) -> datetime | None:
+    """When to try again after a failed attempt, or None once it is time to give up.
+
+    ``asked`` is the receiver's ``Retry-After`` in seconds: waited for when it is longer
+    than the backoff, never longer than the longest backoff (an hour).
+    """
     if (now - claimed.created_at).total_seconds() >= settings.webhook_give_up_seconds:
         return None
-    delay = _backoff(settings, claimed.attempts)
-    return now + timedelta(seconds=delay * random.uniform(0.8, 1.0))
+    delay = _backoff(settings, claimed.attempts) * random.uniform(0.8, 1.0)
+    if asked is not None:
+        delay = max(delay, min(asked, _MAX_DELAY))
+    return now + timedelta(seconds=delay)
 
 
 def circuit_open_until(failures: int, now: datetime, settings: Settings) -> datetime | None:
@@ -215,8 +249,8 @@ class WebhookDelivery:
 
     async def _send(
         self, http: httpx.AsyncClient, claimed: Claimed
-    ) -> tuple[int | None, str | None]:
-        """Post one delivery within the timeout: (HTTP status, error)."""
+    ) -> tuple[int | None, str | None, str | None]:
+        """Post one delivery within the timeout: (HTTP status, error, Retry-After)."""
         body = json.dumps({**claimed.payload, "id": claimed.id}, separators=(",", ":"))
         timeout = self._settings.webhook_timeout_seconds
         try:
@@ -228,21 +262,23 @@ class WebhookDelivery:
                 response = await http.send(request, stream=True)
                 await response.aclose()
         except InvalidRequest as refused:
-            return None, f"refused target: {refused.detail}"
+            return None, f"refused target: {refused.detail}", None
         except TimeoutError:
-            return None, f"no answer within {timeout:g} s"
+            return None, f"no answer within {timeout:g} s", None
         except Exception as failed:  # every send ends in a recorded attempt
             # httpx.HTTPError and anything else (httpx.InvalidURL is no HTTPError): an
             # exception let through would leave the delivery leased again and again,
             # never recorded nor given up, and the endpoint's later events behind it
-            return None, f"{type(failed).__name__}: {failed}"
+            return None, f"{type(failed).__name__}: {failed}", None
         status = response.status_code
-        return status, None if 200 <= status < 300 else f"HTTP {status}"
+        if 200 <= status < 300:
+            return status, None, None
+        return status, f"HTTP {status}", response.headers.get("retry-after")
 
     async def _deliver(self, http: httpx.AsyncClient, claimed: Claimed) -> Claimed | None:
         """Send, record, and lease the endpoint's next delivery after a success."""
         started = time.perf_counter()
-        status, error = await self._send(http, claimed)
+        status, error, retry_after = await self._send(http, claimed)
         duration = (time.perf_counter() - started) * 1000
         now = self._store.db.clock()
         failed = error is not None
@@ -251,7 +287,11 @@ class WebhookDelivery:
             status=status,
             error=error,
             duration_ms=duration,
-            retry_at=retry_at(claimed, now, self._settings) if failed else None,
+            retry_at=(
+                retry_at(claimed, now, self._settings, asked=retry_after_seconds(retry_after, now))
+                if failed
+                else None
+            ),
             circuit_open_until=(
                 circuit_open_until(claimed.endpoint_failures + 1, now, self._settings)
                 if failed

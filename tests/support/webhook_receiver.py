@@ -27,6 +27,8 @@ class Receiver:
     unverified: int = 0
     #: the answer to the n-th request (0-based); 200 by default
     status: Callable[[int], int] = lambda n: 200
+    #: extra headers of the answer to the n-th request (e.g. ``Retry-After``)
+    headers: Callable[[int], dict[str, str]] = lambda n: {}
     #: seconds to hold the n-th request before answering
     delay: Callable[[int], float] = lambda n: 0.0
     #: answer with a body that never ends (bytes until the sender hangs up, 60 s at most)
@@ -73,6 +75,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 receiver.unverified += 1
             time.sleep(receiver.delay(n))
             self.send_response(status)
+            for name, value in receiver.headers(n).items():
+                self.send_header(name, value)
             if receiver.endless_body:
                 self._endless()
                 return

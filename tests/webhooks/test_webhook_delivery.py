@@ -163,3 +163,57 @@ async def test_a_redelivered_dead_letter_backs_off_from_the_start_again(
         assert view.delivery.state == "pending"
         wait = view.delivery.next_attempt_at - clock()
         assert wait <= timedelta(seconds=settings.webhook_retry_seconds * 2), wait
+
+
+@pytest.mark.parametrize("form", ["seconds", "http-date"])
+async def test_a_receiver_asking_to_retry_after_a_while_is_not_sent_to_before(
+    store: Store, clock: Clock, database_url: str, webhooks: WebhookQueries, form: str
+) -> None:
+    """A 429 or 503 with ``Retry-After`` (seconds or an HTTP date) holds the retry until
+    then, longer than the backoff would; an hour at most."""
+    settings = Settings(
+        database_url=database_url, webhook_allow_hosts="127.0.0.1",
+        webhook_retry_seconds=1, webhook_circuit_failures=1000,
+    )  # fmt: skip
+
+    def retry_after(n: int) -> dict[str, str]:
+        if form == "seconds":
+            return {"Retry-After": "120" if n == 0 else "999999"}
+        when = clock() + timedelta(seconds=120 if n == 0 else 999999)
+        return {"Retry-After": when.strftime("%a, %d %b %Y %H:%M:%S GMT")}
+
+    with receiving() as receiver:
+        receiver.status = lambda n: 429 if n < 2 else 200
+        receiver.headers = retry_after
+        endpoint = await webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        _finished(store, "j1")
+        delivery = WebhookDelivery(store, settings)
+        await delivery.deliver_due()
+        clock.advance(60)  # past the 1 s backoff, within the 120 s asked for
+        assert await delivery.deliver_due() == 0 and receiver.requests == 1
+        clock.advance(61)
+        await delivery.deliver_due()
+        assert receiver.requests == 2  # asked again for ~11 days: an hour at most
+        clock.advance(3599)
+        assert await delivery.deliver_due() == 0 and receiver.requests == 2
+        clock.advance(2)
+        await delivery.deliver_due()
+        [view] = await webhooks.deliveries(endpoint.id)
+        assert view.delivery.state == "delivered" and receiver.requests == 3
+
+
+def test_a_retry_after_that_cannot_be_read_leaves_the_backoff_alone() -> None:
+    """Nonsense, a date in the past, an enormous number: never an error, never past an hour."""
+    from datetime import UTC, datetime
+
+    from api.webhooks.delivery import retry_after_seconds
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert retry_after_seconds(None, now) is None
+    assert retry_after_seconds("soon", now) is None
+    assert retry_after_seconds("-5", now) is None
+    assert retry_after_seconds("Thu, 01 Jan 2025 00:00:00 GMT", now) == 0.0
+    assert retry_after_seconds("9" * 40, now) == 3600.0
+    assert retry_after_seconds(" 30 ", now) == 30.0
