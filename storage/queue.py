@@ -117,7 +117,7 @@ class QueueRepository:
             .execution_options(synchronize_session=False)
         )
         jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
-        mark_jobs_started(self._db, session, jobs)
+        mark_jobs_started(self._db, session, jobs, worker_id)
         # the claim count as the UPDATE left it: one more than read under the lock
         return [claim_of(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
 

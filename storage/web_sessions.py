@@ -1,7 +1,9 @@
 """Workbench sessions: a signed-in browser holds a random id; only its SHA-256 is stored.
 
 A session belongs to the API token it was opened with: it lives no longer than the
-token, so revoking or expiring the token ends every session opened with it.
+token, so revoking or expiring the token ends every session opened with it. Signing in
+and out are audit events (``session.opened``, ``session.ended``) by the token, naming
+the session by its stored hash.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import secrets
 from datetime import datetime, timedelta
 
 from sqlalchemy import String, delete, select
+from sqlalchemy.orm import Session
 from sqlmodel import Field, SQLModel, col
 
+from storage.canonical import iso_utc
 from storage.database import Database
 from storage.tables import TokenRecord, _created
 
@@ -54,7 +58,20 @@ class WebSessionRepository:
             created_at=now,
             expires_at=now + lifetime,
         )
-        await self._db.run(lambda session: session.add(record))
+
+        def opened(session: Session) -> None:
+            session.add(record)
+            session.flush()
+            self._db.audit(
+                session,
+                "session.opened",
+                entity_type="web_session",
+                entity_id=record.id_hash,
+                actor=token_id,
+                payload={"expires_at": iso_utc(record.expires_at)},
+            )
+
+        await self._db.run(opened)
         return session_id, record
 
     async def resolve(self, session_id: str) -> tuple[WebSessionRecord, TokenRecord] | None:
@@ -77,6 +94,21 @@ class WebSessionRepository:
         return record, token
 
     async def end(self, session_id: str) -> None:
-        """End a session (nothing happens when it is unknown)."""
-        query = delete(WebSessionRecord).where(col(WebSessionRecord.id_hash) == _digest(session_id))
-        await self._db.run(lambda session: session.execute(query))
+        """End a session, audited as ``session.ended`` by its token (nothing happens when
+        it is unknown or already ended)."""
+        digest = _digest(session_id)
+        query = (
+            delete(WebSessionRecord)
+            .where(col(WebSessionRecord.id_hash) == digest)
+            .returning(col(WebSessionRecord.token_id))
+        )
+
+        def ended(session: Session) -> None:
+            token_id = session.execute(query).scalar_one_or_none()
+            if token_id is not None:
+                self._db.audit(
+                    session, "session.ended", entity_type="web_session", entity_id=digest,
+                    actor=token_id, payload={"reason": "signed out"},
+                )  # fmt: skip
+
+        await self._db.run(ended)

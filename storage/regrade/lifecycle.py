@@ -52,16 +52,30 @@ def not_held_back() -> Any:
     )
 
 
-def mark_jobs_started(db: Database, session: Session, job_ids: set[str]) -> None:
-    """Queued jobs with a claimed item are running from now on (no-op for none)."""
+def mark_jobs_started(db: Database, session: Session, job_ids: set[str], worker_id: str) -> None:
+    """Queued jobs with a claimed item are running from now on, each audited once as
+    ``regrade_job.started`` by the worker that claimed it (no-op for none)."""
     if not job_ids:  # live submissions only: no statement at all
         return
-    session.execute(
+    started = session.execute(
         update(RegradeJobRecord)
         .where(col(RegradeJobRecord.id).in_(job_ids), col(RegradeJobRecord.state) == "queued")
         .values(state="running", started_at=db.clock())
+        .returning(col(RegradeJobRecord.id))
         .execution_options(synchronize_session=False)
-    )
+    ).scalars()
+    events = [
+        {
+            "event": "regrade_job.started",
+            "entity_type": "regrade_job",
+            "entity_id": job_id,
+            "actor": worker_id,
+            "payload": {"job_id": job_id, "state": "running"},
+        }
+        for job_id in sorted(started)
+    ]
+    if events:
+        db.audit_many(session, events)
 
 
 def locked_job(db: Database, session: Session, job_id: str) -> RegradeJobRecord | None:

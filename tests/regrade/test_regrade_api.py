@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from litestar.testing import AsyncTestClient
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from api.imports.problems import read_problems
@@ -157,6 +159,16 @@ async def test_a_new_job_is_graded_at_once_not_at_the_workers_next_poll(
         job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
         done = await asyncio.wait_for(_finished(client, admin, job["id"]), timeout=20)
     assert (done["state"], done["done"]) == ("done", 42)
+    # each state the job went through is an audit event, the start by the worker once
+    with engine.connect() as connection:
+        events = connection.execute(
+            text("SELECT event, actor FROM audit_log WHERE entity_id = :id ORDER BY seq"),
+            {"id": job["id"]},
+        ).all()
+    assert [e for e, _ in events] == [
+        "regrade_job.created", "regrade_job.started", "regrade_job.done"
+    ], events  # fmt: skip
+    assert events[1].actor.split(":")[1] == str(os.getpid()), events  # host:pid:worker
 
 
 async def test_the_dry_run_counts_the_cache_hits_of_the_model_behind_the_name_now(

@@ -8,8 +8,11 @@ from html import unescape
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
 
 from api.tokens.pages import LOGIN_CSRF_COOKIE, login_token
+from storage import ChainKey, verify_chain
 from storage.keys import ServiceKey
 from tests.web.conftest import csrf_of, sign_in
 
@@ -189,7 +192,10 @@ async def test_after_sign_in_the_browser_stays_on_this_host(
         assert response.headers["location"] == "/"
 
 
-async def test_signing_out_ends_the_session_on_the_server(api_client: Any, tokens: Any) -> None:
+async def test_signing_out_ends_the_session_on_the_server(
+    api_client: Any, tokens: Any, engine: Engine, service_key: ServiceKey
+) -> None:
+    """Signing in and out are audit events by the token; a second sign-out is none."""
     adj = await tokens("adjudicator")
     async with api_client() as client:
         csrf = await sign_in(client, adj)
@@ -200,6 +206,16 @@ async def test_signing_out_ends_the_session_on_the_server(api_client: Any, token
         assert response.status_code == 303 and response.headers["location"] == "/login"
         client.cookies.set("srej_session", stolen or "")
         assert (await client.get("/gradings", follow_redirects=False)).status_code == 303
+    with engine.connect() as connection:
+        events = connection.execute(
+            text("SELECT event, actor, entity_id FROM audit_log WHERE entity_type = 'web_session'")
+        ).all()
+        token_id = connection.execute(text("SELECT id FROM api_token")).scalar_one()
+    assert [(e, a) for e, a, _ in events] == [
+        ("session.opened", token_id), ("session.ended", token_id)
+    ], events  # fmt: skip
+    assert events[0].entity_id == events[1].entity_id != stolen  # its hash, not the cookie
+    assert (await verify_chain(engine, key=ChainKey.of(service_key))).ok
 
 
 async def test_revoking_the_token_ends_its_sessions(api_client: Any, tokens: Any) -> None:
