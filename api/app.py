@@ -37,7 +37,7 @@ def route_handlers() -> list[HTTPRouteHandler]:
     from api.grading.grading_routes import get_grading, list_gradings, move_gradings_judge
     from api.grading.submission_routes import create_submission
     from api.http.metrics import metrics_endpoint
-    from api.http.routes.health import healthz, readyz
+    from api.http.routes.health import healthz, healthz_head, readyz, readyz_head
     from api.http.routes.rubrics import get_rubric, list_rubrics
     from api.imports.routes import create_import, get_import
     from api.judges.routes import list_canary_runs, start_canary_run
@@ -77,7 +77,9 @@ def route_handlers() -> list[HTTPRouteHandler]:
         start_canary_run,
         list_canary_runs,
         healthz,
+        healthz_head,
         readyz,
+        readyz_head,
         metrics_endpoint,
         create_submission,
         get_grading,

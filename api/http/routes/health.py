@@ -1,11 +1,12 @@
-"""Liveness and readiness."""
+"""Liveness and readiness, each answering ``GET`` and ``HEAD`` (probes and uptime
+checkers send ``HEAD``: the status without the body)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from litestar import Request, Response, get
+from litestar import Request, Response, get, head
 from litestar.di import NamedDependency
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -15,13 +16,18 @@ from api.service.judge_status import judge_status, pending_status, waiting_reaso
 from api.service.services import Services
 from storage.engine import read_only
 
-__all__ = ["healthz", "readyz"]
+__all__ = ["healthz", "healthz_head", "readyz", "readyz_head"]
 
 
 @get("/healthz", operation_id="healthz", summary="Liveness", include_in_schema=True)
 async def healthz() -> dict[str, str]:
     """The process is up."""
     return {"status": "ok"}
+
+
+@head("/healthz", operation_id="healthz_head", summary="Liveness, status only")
+async def healthz_head() -> None:
+    """The process is up: 200 without a body."""
 
 
 def _ping(engine: Engine) -> None:
@@ -43,7 +49,25 @@ async def readyz(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
 ) -> Response[dict[str, Any]]:
     """200 when the database and the default judge answer and every pending grading can
-    progress, else 503 saying why (``reason``).
+    progress, else 503 saying why (``reason``); see :func:`readiness`."""
+    body = await readiness(request, services)
+    return Response(body, status_code=200 if body["status"] == "ready" else 503)
+
+
+@head("/readyz", operation_id="readyz_head", summary="Readiness, status only")
+async def readyz_head(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Response[None]:
+    """200 or 503 as ``GET /readyz`` answers, without the body."""
+    body = await readiness(request, services)
+    return Response(None, status_code=200 if body["status"] == "ready" else 503)
+
+
+async def readiness(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> dict[str, Any]:
+    """What ``/readyz`` says: ``status`` ready when the database and the default judge
+    answer and every pending grading can progress, else not ready saying why (``reason``).
 
     ``judge`` names the judge and the setting that changes it (``SRE_JUDGE_JUDGE``, or
     ``SRE_JUDGE_PANEL`` for a panel); ``queue.by_judge`` counts live pending gradings by
@@ -85,4 +109,4 @@ async def readyz(
             "by_judge": by_judge,
         },
     }
-    return Response(body, status_code=200 if ready else 503)
+    return body

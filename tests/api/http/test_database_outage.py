@@ -39,10 +39,12 @@ async def test_readyz_is_not_ready_when_the_queue_cannot_be_read(
     async with api_client(start_workers=False) as client:
         with queue_queries_fail(engine):
             response = await client.get("/readyz")
+            probed = await client.head("/readyz")  # what an uptime checker sends
     assert response.status_code == 503, response.text
     body = response.json()
     assert body["status"] == "not ready" and body["database"]["ok"] is False
     assert body["queue"]["pending"] is None
+    assert probed.status_code == 503 and probed.content == b""
 
 
 def _figures(text: str) -> dict[str, float]:

@@ -70,6 +70,8 @@ class Expect:
 EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/healthz"): Expect(ANYONE),
     ("GET", "/readyz"): Expect(ANYONE),
+    ("HEAD", "/healthz"): Expect(ANYONE),
+    ("HEAD", "/readyz"): Expect(ANYONE),
     ("GET", "/metrics"): Expect(ANYONE),
     ("GET", "/schema"): Expect(ANYONE),
     ("GET", "/schema/openapi.json"): Expect(ANYONE),
