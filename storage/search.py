@@ -24,7 +24,8 @@ user text never reaches either engine's query language as operators. The index l
 beside the tables: on SQLite the FTS5 table ``search_text`` kept in step by triggers, on
 PostgreSQL a generated ``tsvector`` column ``search_document`` beside each text column,
 GIN-indexed (migration 0014); both see the text with every ASCII punctuation character
-as a space, so they split words alike.
+as a space, so they split words alike. FTS5 keeps ``İ`` apart where PostgreSQL lowers it
+to ``i``: the SQLite index and query write it ``I`` (migration 0032).
 """
 
 from __future__ import annotations
@@ -186,8 +187,10 @@ def _words(raw: str, *, marks: bool = True) -> list[str]:
 
 
 def _fts5_term(term: SearchTerm) -> str:
-    # words hold letters and digits only, so no quote can close the string early
-    return '"' + " ".join(term.words) + '"' + ("*" if term.prefix else "")
+    # words hold letters and digits only, so no quote can close the string early; ``İ``
+    # is written ``I`` as the index has it (migration 0032), so FTS5 folds it to ``i``
+    words = " ".join(term.words).replace("İ", "I")
+    return '"' + words + '"' + ("*" if term.prefix else "")
 
 
 def _tsquery_word(word: str, prefix: bool) -> str:
