@@ -3,7 +3,7 @@ home page."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -24,6 +24,7 @@ from api.adjudication.use_cases import (
     release_review,
     reviewed_today,
     skip_review,
+    walk_step,
 )
 from api.service.schemas import GradingPublic
 from api.service.services import Services
@@ -47,11 +48,11 @@ QUEUE_WINDOW = 500
 
 
 async def _items(
-    services: Services, who: SignedIn, filters: dict[str, Any], *, counted: bool = True
-) -> tuple[list[tuple[GradingPublic, ReviewItem]], QueueCounts | None]:
+    services: Services, who: SignedIn, filters: dict[str, Any]
+) -> tuple[list[tuple[GradingPublic, ReviewItem]], QueueCounts]:
     """The first ``QUEUE_WINDOW`` items of the queue under ``filters`` (every one applied
-    before the window), each with its grading object, and (``counted``) the counts of the
-    whole filtered queue, in one snapshot."""
+    before the window), each with its grading object, and the counts of the whole
+    filtered queue, in one snapshot."""
     queue = await presented_review_items(
         services,
         who.principal,
@@ -63,7 +64,6 @@ async def _items(
         judge=filters["judge"],
         provisional=filters["provisional"],
         limit=QUEUE_WINDOW,
-        counted=counted,
     )
     rows = [(g, item) for g, item in queue.items if isinstance(g, GradingPublic)]
     return rows, queue.counts
@@ -86,19 +86,18 @@ def _filters(params: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
 
 def walk_query(
     filters: Mapping[str, Any],
-    position: int,
+    key: str | None = None,
     seen: int = 0,
     left: int | None = None,
-    behind: str | None = None,
 ) -> str:
     """The query string a walk through the queue carries from item to item: the filters
-    (``q.agent``...), the position of the item in the filtered queue (``q.pos``), how many
-    items this pass has opened (``q.seen``), how many were queued behind this one when
-    it was opened (``q.left``) and the id of the one right behind it (``q.next``)."""
+    (``q.agent``...), the item's place in the queue's order (``q.key``, signed; none
+    before the first item), how many items this pass has opened (``q.seen``) and how many
+    were queued behind this one when it was opened (``q.left``)."""
     params = {f"q.{k}": str(v).lower() if isinstance(v, bool) else v for k, v in filters.items()}
-    walk: dict[str, Any] = {"q.pos": position}
-    if behind is not None:
-        walk["q.next"] = behind
+    walk: dict[str, Any] = {}
+    if key is not None:
+        walk["q.key"] = key
     if seen:
         walk["q.seen"] = seen
     if left is not None:
@@ -142,7 +141,6 @@ async def queue_page(
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params)
     rows, counts = await _items(services, who, filters)
-    assert counts is not None  # asked for
     people = await assignees(services)
     now = services.store.db.clock()
     done = await reviewed_today(
@@ -158,7 +156,7 @@ async def queue_page(
                 verdict_label(g),
                 _snippet(g.submission.diagnosis),
                 _age(item.grading.created_at, now),
-                walk_query(filters, position, 1, len(rows) - position - 1, _behind(rows, position)),
+                walk_query(filters, item.key, 1, counts.total - position - 1),
             )
             for position, (g, item) in enumerate(rows)
         ],
@@ -167,7 +165,7 @@ async def queue_page(
         reasons=[r.value for r in ReviewReason],
         filters=filters,
         reviewed_today=done,
-        start=walk_query(filters, -1),
+        start=walk_query(filters),
         end=end,
         assignees=people,
         here=urlencode(_shown(filters)),
@@ -183,42 +181,38 @@ async def next_item(
     after: FromQuery[str | None] = None,
 ) -> Redirect:
     """The next item of a walk through the filtered queue (``q.`` parameters), claimed on
-    opening. A walk moves forward from the item it left (``after``, at ``q.pos``): a
-    skipped item is not visited again in the same pass, and when the item has left the
-    queue (finished) the one that was behind it when it was opened comes next
-    (``q.next``; if that one left too, the one that now holds its position), however
-    the items before it moved meanwhile. An item walked past while still queued is given
-    back (its claim released), so others may take it at once. At the end: the queue,
-    saying so."""
+    opening. A walk moves forward from the item it left (``after``, whose place in the
+    queue's order ``q.key`` carries) to the first item queued behind that place, however
+    far down the queue and however the items before it moved meanwhile: a skipped item
+    is not visited again in the same pass, and when the item has left the queue
+    (finished) the one behind it comes next. An item walked past while still queued is
+    given back (its claim released), so others may take it at once. At the end: the
+    queue, saying so."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params, "q.")
-    rows, _ = await _items(services, who, filters, counted=False)
-    ids = [g.id for g, _ in rows]
     try:
-        position = int(params.get("q.pos", "-1"))
         seen = max(int(params.get("q.seen", "0")), 0)
     except ValueError:
-        position, seen = -1, 0
-    if after is not None and after in ids:  # walked past, not finished: give it back
+        seen = 0
+    step, passed = await walk_step(
+        services,
+        who.principal,
+        key=params.get("q.key"),
+        after=after,
+        agent=filters["agent"],
+        scenario_id=filters["scenario_id"],
+        reason=filters["reason"],
+        assigned_to_me=filters["assigned"] == "me",
+        model=filters["model"],
+        judge=filters["judge"],
+        provisional=filters["provisional"],
+    )
+    if passed and after is not None:  # walked past, not finished: give it back
         await release_review(services, who.principal, after)
-    # still queued (skipped, or the queue moved): the one behind it; gone (finished, or
-    # taken by someone else): the one that was behind it, else whichever holds its place
-    behind = params.get("q.next")
-    if after is not None and after in ids:
-        index = ids.index(after) + 1
-    elif behind is not None and behind in ids:
-        index = ids.index(behind)
-    else:
-        index = max(position, 0)
-    if index < len(ids):
-        query = walk_query(filters, index, seen + 1, len(ids) - index - 1, _behind(rows, index))
-        return Redirect(f"/gradings/{ids[index]}?claim=true&{query}", status_code=303)
+    if step is not None:
+        query = walk_query(filters, step.key, seen + 1, step.left)
+        return Redirect(f"/gradings/{step.grading_id}?claim=true&{query}", status_code=303)
     return Redirect("/queue?" + urlencode({**_shown(filters), "end": "true"}), status_code=303)
-
-
-def _behind(rows: Sequence[tuple[Any, Any]], position: int) -> str | None:
-    """The id of the item queued right behind ``position``, if any."""
-    return rows[position + 1][0].id if position + 1 < len(rows) else None
 
 
 def _shown(filters: Mapping[str, Any]) -> dict[str, str]:

@@ -60,6 +60,9 @@ class ReviewItem:
     #: who holds the item now, by name: None when nobody does (no claim, one run out,
     #: or one made with a token since revoked or expired, which holds nothing)
     holder: str | None = None
+    #: the item's place in the queue's order, signed: a cursor that ``read_page`` takes
+    #: as ``after`` (the items behind it) or ``starting_at`` (it, then those behind it)
+    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -188,14 +191,16 @@ class ReviewQueries:
         principal_id: str,
         filters: QueueFilter | None = None,
         after: str | None = None,
+        starting_at: str | None = None,
         limit: int = 50,
     ) -> QueuePage:
         """Gradings that need a human, most urgent first, without done items or items
         another adjudicator holds a valid claim on, under ``filters`` (every one applied
         before the limit), and the cursor of the next page (None on the last). ``after``
-        (a page's ``next_cursor``) continues strictly after that page's last item in the
-        queue's order (urgency, then created_at, then id); InvalidCursor for a cursor
-        this service did not issue."""
+        (a page's ``next_cursor``, an item's ``key``) continues strictly after that
+        place in the queue's order (urgency, then created_at, then id); ``starting_at``
+        (an item's ``key``) from that place on, the item itself included while it is
+        still there. InvalidCursor for a cursor this service did not issue."""
         now = self._db.clock()
         urgency = _urgency().label("urgency")
         dead = _claimed_by_a_dead_token(now).label("dead_claim")
@@ -205,15 +210,9 @@ class ReviewQueries:
             filters or QueueFilter(),
         )
         if after is not None:
-            tier, created_at, grading_id = self._position(after)
-            later = or_(
-                col(GradingRecord.created_at) > created_at,
-                and_(
-                    col(GradingRecord.created_at) == created_at,
-                    col(GradingRecord.id) > grading_id,
-                ),
-            )
-            query = query.where(or_(_urgency() > tier, and_(_urgency() == tier, later)))
+            query = query.where(self._behind(after, inclusive=False))
+        if starting_at is not None:
+            query = query.where(self._behind(starting_at, inclusive=True))
         size = max(1, min(limit, MAX_PAGE))
         queue_order = (urgency, col(GradingRecord.created_at), col(GradingRecord.id))
         query = query.order_by(*queue_order).limit(size + 1)
@@ -230,23 +229,29 @@ class ReviewQueries:
                 claim=c,
                 ground_truth=graded_ground_truth(session, g, s),
                 holder=None if c is None or dead_claim else c.holder(now),
+                key=self._cursors.encode([int(tier), iso_utc(g.created_at), g.id]),
             )
-            for g, s, c, _, dead_claim in rows
+            for g, s, c, tier, dead_claim in rows
         ]
-        cursor = None
-        if more and rows:
-            last, tier = rows[-1][0], rows[-1][3]
-            cursor = self._cursors.encode([int(tier), iso_utc(last.created_at), last.id])
+        cursor = items[-1].key if more and items else None
         return QueuePage(items=items, next_cursor=cursor)
 
     def read_counts(
-        self, session: Session, *, principal_id: str, filters: QueueFilter | None = None
+        self,
+        session: Session,
+        *,
+        principal_id: str,
+        filters: QueueFilter | None = None,
+        after: str | None = None,
     ) -> QueueCounts:
         """How many items the queue holds under ``filters`` (as :meth:`read_page` sees
-        it, every item, not a page), and how many of them carry each review reason (as
-        ``reason=`` selects them), counted in the database in one statement."""
+        it, every item, not a page; ``after``: those behind that place only), and how
+        many of them carry each review reason (as ``reason=`` selects them), counted in
+        the database in one statement."""
         counted = [func.count(case((_reason_filter(r.value), 1))) for r in ReviewReason]
         query = self._queued(select(func.count(), *counted), principal_id, filters or QueueFilter())
+        if after is not None:
+            query = query.where(self._behind(after, inclusive=False))
         total, *each = session.execute(query).one()
         by_reason = {r.value: int(n) for r, n in zip(ReviewReason, each, strict=True)}
         return QueueCounts(total=int(total), by_reason=by_reason)
@@ -295,6 +300,19 @@ class ReviewQueries:
         if f.provisional is not None:
             query = query.where(col(GradingRecord.provisional).is_(f.provisional))
         return query
+
+    def _behind(self, cursor: str, *, inclusive: bool) -> Any:
+        """The condition of the items queued behind the place ``cursor`` names (and the
+        item at it, ``inclusive``), in the queue's order."""
+        tier, created_at, grading_id = self._position(cursor)
+        same_time = (
+            col(GradingRecord.id) >= grading_id if inclusive else col(GradingRecord.id) > grading_id
+        )
+        later = or_(
+            col(GradingRecord.created_at) > created_at,
+            and_(col(GradingRecord.created_at) == created_at, same_time),
+        )
+        return or_(_urgency() > tier, and_(_urgency() == tier, later))
 
     def _position(self, cursor: str) -> tuple[int, datetime, str]:
         """The ``(urgency, created_at, id)`` of the item a queue cursor was issued after;

@@ -36,7 +36,7 @@ from judge.rubric import Rubric
 from storage import GradingView
 from storage.audit import ROWS
 from storage.claims import graded_ground_truth
-from storage.errors import Conflict
+from storage.errors import Conflict, InvalidCursor
 from storage.review_tables import FailureTagRecord, ReviewClaimRecord, TagVocabularyRecord
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ __all__ = [
     "GradingPageParts",
     "GradingPair",
     "PresentedQueue",
+    "WalkStep",
     "append_override",
     "assign_review",
     "assignees",
@@ -69,6 +70,7 @@ __all__ = [
     "tag_grading",
     "tag_vocabulary",
     "untag_grading",
+    "walk_step",
 ]
 
 #: the longest note a skip may carry, in characters
@@ -112,8 +114,7 @@ class PresentedQueue:
     how many items the whole queue holds, in all and per reason, read in one snapshot."""
 
     items: list[tuple[GradingRead, ReviewItem]]
-    #: None when not asked for (a walk to the next item needs no counts)
-    counts: QueueCounts | None
+    counts: QueueCounts
 
 
 async def presented_review_items(
@@ -128,14 +129,31 @@ async def presented_review_items(
     judge: str | None = None,
     provisional: bool | None = None,
     limit: int = 50,
-    counted: bool = True,
 ) -> PresentedQueue:
     """The first ``limit`` items of the review queue as ``principal`` sees it, each with
-    its grading object, and (``counted``) the counts of the whole queue under the same
+    its grading object, and the counts of the whole queue under the same
     filters, read in one snapshot (the queue page); ``assigned_to_me`` as in
     ``review_items``, the other filters as :class:`QueueFilter` takes them."""
+    filters = _queue_filter(
+        principal, agent, scenario_id, reason, assigned_to_me, model, judge, provisional
+    )
+    return await services.store.db.run_read(_presented_items, services, principal, filters, limit)
+
+
+def _queue_filter(
+    principal: Principal,
+    agent: str | None,
+    scenario_id: str | None,
+    reason: str | None,
+    assigned_to_me: bool,
+    model: str | None,
+    judge: str | None,
+    provisional: bool | None,
+) -> QueueFilter:
+    """The queue's filter as the workbench's pages take it (``assigned_to_me``: the items
+    assigned to ``principal``); InvalidRequest naming ``reason`` for an unknown one."""
     _check_reason(reason)
-    filters = QueueFilter(
+    return QueueFilter(
         agent=agent,
         scenario_id=scenario_id,
         reason=reason,
@@ -144,9 +162,68 @@ async def presented_review_items(
         judge=judge,
         provisional=provisional,
     )
-    return await services.store.db.run_read(
-        _presented_items, services, principal, filters, limit, counted
+
+
+@dataclass(frozen=True)
+class WalkStep:
+    """Where a walk through the queue goes next: the item, its place in the queue's
+    order (``key``), and how many items are queued behind it."""
+
+    grading_id: str
+    key: str
+    left: int
+
+
+async def walk_step(
+    services: Services,
+    principal: Principal,
+    *,
+    key: str | None,
+    after: str | None,
+    agent: str | None = None,
+    scenario_id: str | None = None,
+    reason: str | None = None,
+    assigned_to_me: bool = False,
+    model: str | None = None,
+    judge: str | None = None,
+    provisional: bool | None = None,
+) -> tuple[WalkStep | None, bool]:
+    """The next item of a walk through the filtered queue after the item ``after``, whose
+    place in the queue's order was ``key`` when it was opened (None, or a key this
+    service did not sign: from the queue's start), however far down the queue it is and
+    however the items before it moved meanwhile: the first item queued behind that
+    place, ``after`` itself excluded. Also whether ``after`` is still queued there
+    (walked past, not finished). One snapshot; None at the queue's end."""
+    filters = _queue_filter(
+        principal, agent, scenario_id, reason, assigned_to_me, model, judge, provisional
     )
+    return await services.store.db.run_read(_walk_step, services, principal, filters, key, after)
+
+
+def _walk_step(
+    session: Session,
+    services: Services,
+    principal: Principal,
+    filters: QueueFilter,
+    key: str | None,
+    after: str | None,
+) -> tuple[WalkStep | None, bool]:
+    queries = ReviewQueries(services.store.db)
+    try:
+        page = queries.read_page(
+            session, principal_id=principal.id, filters=filters, starting_at=key, limit=2
+        )
+    except InvalidCursor:  # an edited address: walk from the start
+        page = queries.read_page(session, principal_id=principal.id, filters=filters, limit=2)
+    passed = bool(page.items) and page.items[0].grading.id == after
+    following = [item for item in page.items if item.grading.id != after]
+    if not following:
+        return None, passed
+    found = following[0]
+    left = queries.read_counts(
+        session, principal_id=principal.id, filters=filters, after=found.key
+    ).total
+    return WalkStep(grading_id=found.grading.id, key=found.key, left=left), passed
 
 
 def _presented_items(
@@ -155,14 +232,9 @@ def _presented_items(
     principal: Principal,
     filters: QueueFilter,
     limit: int,
-    counted: bool,
 ) -> PresentedQueue:
     queries = ReviewQueries(services.store.db)
-    counts = (
-        queries.read_counts(session, principal_id=principal.id, filters=filters)
-        if counted
-        else None
-    )
+    counts = queries.read_counts(session, principal_id=principal.id, filters=filters)
     page = queries.read_page(session, principal_id=principal.id, filters=filters, limit=limit)
     views = [
         GradingView(grading=i.grading, answers=i.answers, submission=i.submission)

@@ -47,7 +47,7 @@ async def test_skipping_walks_on_once_and_leaves_the_note_for_others(
         made = [await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta") for n in range(4)]
         await _submit(c, agent, DIAGNOSIS, "alpha")  # outside the filter
         csrf = await sign_in(c, ada)
-        location = await c.get("/queue/next?q.agent=beta&q.pos=-1", follow_redirects=False)
+        location = await c.get("/queue/next?q.agent=beta", follow_redirects=False)
         location = location.headers["location"]
         visited: list[str] = []
         while location.startswith("/gradings/"):  # skip every item, a note on some
@@ -142,7 +142,7 @@ async def test_assigning_from_the_queue_page_and_the_assigned_to_me_filter(
         assert 'data-testid="progress"><strong>1</strong> to review' in mine
         assert made[0] in mine and made[1] not in mine
         assert 'value="me" selected' in mine
-        start = await c.get("/queue/next?q.assigned=me&q.pos=-1", follow_redirects=False)
+        start = await c.get("/queue/next?q.assigned=me", follow_redirects=False)
         assert start.headers["location"].startswith(f"/gradings/{made[0]}?claim=true")
         assert "q.assigned=me" in start.headers["location"]
         page = (await c.get(start.headers["location"])).text
@@ -176,7 +176,7 @@ async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens:
     async with api_client(**scripted_judge(*[QUEUED] * 2)) as c:
         made = [await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta") for n in range(2)]
         csrf = await sign_in(c, ada)
-        page = (await c.get(f"/gradings/{made[0]}?claim=true&q.agent=beta&q.pos=0")).text
+        page = (await c.get(f"/gradings/{made[0]}?claim=true&q.agent=beta&q.seen=1")).text
         form = page.split('action="/gradings/' + made[0] + '/overrides"', 2)[2].split("</form>")[0]
         assert '<input type="hidden" name="q.agent" value="beta">' in form
         revision = form.split('name="revision" value="', 1)[1].split('"', 1)[0]
@@ -189,7 +189,7 @@ async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens:
             "reason": "names the deployment",
             "shown": "FAIL",
             "q.agent": "beta",
-            "q.pos": "0",
+            "q.seen": "1",
         }
         saved = await c.post(f"/gradings/{made[0]}/overrides", data=sent, follow_redirects=False)
         stale = await c.post(
@@ -204,7 +204,7 @@ async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens:
             part = shown.rsplit("<a ", 1)[1] if action == "next" else shown.split("</form>")[0]
             assert "q.agent=beta" in part or 'name="q.agent" value="beta"' in part, action
         location = saved.headers["location"]
-        assert location.startswith(f"/gradings/{made[0]}?saved=D1-Q1&was=FAIL&q.agent=beta&q.pos=0")
+        assert location.startswith(f"/gradings/{made[0]}?saved=D1-Q1&was=FAIL&q.agent=beta&q.seen=1")
         back = (await c.get(location)).text
         assert 'data-testid="saved"' in back
         nxt = back.split('data-testid="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
@@ -245,12 +245,12 @@ async def test_tagging_and_untagging_during_a_walk_keep_the_walk(
     async with api_client(**scripted_judge(*[QUEUED] * 4)) as c:
         beta, alpha = await _beta_walk(c, agent)
         csrf = await sign_in(c, ada)
-        start = await c.get("/queue/next?q.agent=beta&q.pos=-1", follow_redirects=False)
+        start = await c.get("/queue/next?q.agent=beta", follow_redirects=False)
         first = _opened(start.headers["location"])
         page = (await c.get(start.headers["location"])).text
         form = page.split('data-testid="tag-form"', 1)[1].split("</form>", 1)[0]
         walk = _walk_fields(form)
-        assert walk["q.agent"] == "beta" and walk["q.pos"] == "0"
+        assert walk["q.agent"] == "beta" and walk["q.seen"] == "1" and "q.key" in walk
 
         tagged = await c.post(
             f"/gradings/{first}/tags",
@@ -287,7 +287,7 @@ async def test_a_blind_label_during_a_walk_keeps_the_walk(api_client: Any, token
     async with api_client(**scripted_judge(*[QUEUED] * 4)) as c:
         beta, alpha = await _beta_walk(c, agent)
         csrf = await sign_in(c, ada)
-        start = await c.get("/queue/next?q.agent=beta&q.pos=-1", follow_redirects=False)
+        start = await c.get("/queue/next?q.agent=beta", follow_redirects=False)
         first = _opened(start.headers["location"])
         page = (await c.get(start.headers["location"])).text
         blind = _link(page, "b")

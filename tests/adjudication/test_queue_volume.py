@@ -124,3 +124,35 @@ async def test_the_queue_page_counts_the_whole_filtered_queue_past_its_window(
     assert (total, counts["unscored"], counts["decisive"], rows, cut) == (2, 0, 2, 2, False)
     total, counts, rows, cut = decisive
     assert (total, counts["unscored"], counts["decisive"], rows, cut) == (3, 0, 3, 3, False)
+
+
+async def test_a_walk_goes_through_the_whole_queue_past_the_pages_window(
+    api_client: Any, tokens: Any, store: Store, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page lists only its window, but a walk (``n``, then Next from each item) goes
+    on past it to the queue's end, across urgency tiers and ties of created_at, each
+    item once in the queue's order, saying how many are left behind each."""
+    monkeypatch.setattr(queue_pages, "QUEUE_WINDOW", 3)
+    await add_many(store, {"unscored": 4, "fail": 4}, agent="a")
+    _same_created_at(engine)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as client:
+        order, _ = await _ids(client, ada, limit=500)
+        await sign_in(client, ada)
+        visited, left = [], []
+        location = "/queue/next"
+        for _ in range(20):
+            answer = await client.get(location, follow_redirects=False)
+            location = answer.headers["location"]
+            if location.startswith("/queue"):
+                break
+            visited.append(location.split("/gradings/", 1)[1].split("?", 1)[0])
+            page = (await client.get(location)).text
+            shown = re.search(r"item (\d+) of this pass · (\d+) more", page)
+            assert shown is not None and int(shown[1]) == len(visited), page[:500]
+            left.append(int(shown[2]))
+            link = page.split('data-testid="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+            location = link.replace("&amp;", "&")
+    assert location == "/queue?end=true"
+    assert visited == order and len(order) == 8
+    assert left == [7, 6, 5, 4, 3, 2, 1, 0]
