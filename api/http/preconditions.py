@@ -14,6 +14,14 @@ def expected_revision(if_match: str | None, *, what: str) -> int:
     """
     if if_match is None:
         raise ApiProblem(428, "Precondition required", what, field="If-Match")
+    if if_match.strip() == "*" or "," in if_match:
+        # a write must name what it read: "*" or a list could undo a change unseen
+        raise ApiProblem(
+            412,
+            "Precondition failed",
+            "If-Match must hold the one ETag you read; a list or * is not taken",
+            field="If-Match",
+        )
     # If-Match compares strongly (RFC 9110 13.1.1): a weak ETag never matches
     value = if_match.strip().strip('"')
     # ASCII digits only: str.isdigit also takes "²" (a header's byte 0xB2), which int refuses

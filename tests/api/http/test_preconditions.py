@@ -29,6 +29,15 @@ def test_an_if_match_that_names_no_revision_of_ours_is_412(header: str) -> None:
     assert (refused.value.status, refused.value.field) == (412, "If-Match")
 
 
+@pytest.mark.parametrize("header", ["*", ' * ', '"3", "4"', '"3",'])
+def test_a_list_or_a_star_in_if_match_is_refused_saying_to_send_the_etag_read(
+    header: str,
+) -> None:
+    with pytest.raises(ApiProblem) as refused:
+        expected_revision(header, what="overrides need If-Match")
+    assert refused.value.status == 412 and "the one ETag you read" in str(refused.value.detail)
+
+
 def test_if_match_names_the_revision_and_is_required() -> None:
     assert expected_revision('"42"', what="x") == 42
     with pytest.raises(ApiProblem) as missing:
