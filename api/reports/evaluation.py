@@ -32,6 +32,7 @@ __all__ = [
     "EvaluationRow",
     "EvaluationTable",
     "evaluation_csv",
+    "evaluation_csv_headers",
     "evaluation_table",
 ]
 
@@ -77,7 +78,8 @@ class EvaluationTable(BaseModel):
     disagreeing: int
     #: only the rows whose columns disagree were kept
     disagreeing_only: bool
-    #: more rows matched than ``MAX_ROWS``; the newest attempts were kept
+    #: more rows matched (after ``disagreeing_only``) than ``MAX_ROWS``; the newest
+    #: attempts were kept
     truncated: bool
 
 
@@ -110,11 +112,27 @@ def _row_key(row: Any, by: ColumnKind) -> str:
 
 @dataclass
 class _Building:
-    row: EvaluationRow
-    #: column -> whether its cell came from a current grading, and when it was made
-    rank: dict[str, tuple[bool, Any]]
+    """A row while the gradings are read: its attempt, and per column the chosen cell
+    with its rank (whether it came from a current grading, and when it was made)."""
+
+    first: Any
+    cells: dict[str, tuple[tuple[bool, Any], EvaluationCell]] = field(default_factory=dict)
     #: column -> the submission its cell grades
     submissions: dict[str, str] = field(default_factory=dict)
+
+    def disagrees(self) -> bool:
+        """A PASS and a FAIL among its cells."""
+        return {"PASS", "FAIL"} <= {cell.verdict for _, cell in self.cells.values()}
+
+    def row(self, key: str) -> EvaluationRow:
+        """The finished row."""
+        first = self.first
+        return EvaluationRow(
+            key=key, agent=first.agent, model=first.model, scenario_id=first.scenario_id,
+            run_id=first.run_id, attempt=first.attempt,
+            cells={column: cell for column, (_, cell) in self.cells.items()},
+            disagree=self.disagrees(),
+        )  # fmt: skip
 
 
 def _row_for(rows: dict[str, _Building], key: str, column: str, submission_id: str) -> str:
@@ -135,6 +153,9 @@ def _row_for(rows: dict[str, _Building], key: str, column: str, submission_id: s
 def _read(
     session: Session, filters: ReportFilter, by: ColumnKind, disagreeing_only: bool
 ) -> EvaluationTable:
+    """Every row of the filter, read newest first; ``disagreeing`` counts them all, and
+    the cut to ``MAX_ROWS`` (the newest) comes after ``disagreeing_only`` chose its rows,
+    so an old disagreement is never cut before it is looked for."""
     groups = [] if by == "run" else group_columns([by])
     query = joined(
         col(_G.id), col(_G.status), col(_G.passed), col(_G.held), col(_G.yes_count),
@@ -144,51 +165,39 @@ def _read(
     )  # fmt: skip
     query = filtered(query, filters).order_by(desc(col(_G.created_at)), desc(col(_G.id)))
     rows: dict[str, _Building] = {}
-    columns: dict[str, None] = {}
-    truncated = False
     for record in session.execute(query):
         column = _column_label(record, by)
         key = _row_for(rows, _row_key(record, by), column, str(record.submission_id))
         building = rows.get(key)
         if building is None:
-            if len(rows) >= MAX_ROWS:
-                truncated = True
-                continue
-            building = rows[key] = _Building(
-                EvaluationRow(
-                    key=key, agent=record.agent, model=record.model,
-                    scenario_id=record.scenario_id, run_id=record.run_id,
-                    attempt=record.attempt, cells={}, disagree=False,
-                ),
-                {},
-            )  # fmt: skip
-        columns.setdefault(column)
+            building = rows[key] = _Building(record)
         building.submissions[column] = str(record.submission_id)
         rank = (bool(record.is_current), record.created_at)
-        if column in building.rank and building.rank[column] >= rank:
+        if column in building.cells and building.cells[column][0] >= rank:
             continue  # a current grading wins, then the newest
-        building.rank[column] = rank
-        building.row.cells[column] = EvaluationCell(
+        cell = EvaluationCell(
             grading_id=record.id,
             verdict=_verdict(record.status, record.passed, record.held),
             yes_count=record.yes_count,
         )
-    table_rows = []
-    for building in rows.values():
-        verdicts = {cell.verdict for cell in building.row.cells.values()}
-        building.row.disagree = {"PASS", "FAIL"} <= verdicts
-        table_rows.append(building.row)
-    disagreeing = sum(row.disagree for row in table_rows)
-    if disagreeing_only:
-        table_rows = [row for row in table_rows if row.disagree]
+        building.cells[column] = (rank, cell)
+    disagreeing = sum(building.disagrees() for building in rows.values())
+    chosen = [
+        (key, building)
+        for key, building in rows.items()
+        if building.disagrees() or not disagreeing_only
+    ]
+    kept = chosen[:MAX_ROWS]  # the newest attempts
+    table_rows = [building.row(key) for key, building in kept]
     table_rows.sort(key=lambda r: (r.scenario_id or "", r.agent or "", r.attempt or 0, r.key))
+    columns = {column for building in rows.values() for column in building.cells}
     return EvaluationTable(
         columns_by=by,
         columns=sorted(columns),
         rows=table_rows,
         disagreeing=disagreeing,
         disagreeing_only=disagreeing_only,
-        truncated=truncated,
+        truncated=len(chosen) > len(kept),
     )
 
 
@@ -223,3 +232,13 @@ def evaluation_csv(table: EvaluationTable) -> str:
              "yes" if row.disagree else "no"]
         ))  # fmt: skip
     return out.getvalue()
+
+
+def evaluation_csv_headers(table: EvaluationTable) -> dict[str, str]:
+    """What the CSV cannot say in its rows: how many it holds (``X-Table-Rows``) and
+    whether attempts were left out past ``MAX_ROWS`` (``X-Table-Truncated``), as the
+    JSON table's ``truncated`` says."""
+    return {
+        "X-Table-Rows": str(len(table.rows)),
+        "X-Table-Truncated": "true" if table.truncated else "false",
+    }

@@ -12,7 +12,13 @@ from litestar.params import FromQuery
 from litestar.response import Template
 
 from api.reports.agreement import build_agreement_report
-from api.reports.evaluation import COLUMN_KINDS, ColumnKind, evaluation_csv, evaluation_table
+from api.reports.evaluation import (
+    COLUMN_KINDS,
+    ColumnKind,
+    evaluation_csv,
+    evaluation_csv_headers,
+    evaluation_table,
+)
 from api.reports.filters import GROUP_KEYS, ReportFilter
 from api.reports.models import GroupRate
 from api.reports.page_view import (
@@ -237,5 +243,8 @@ async def evaluation_csv_page(
     return Response(
         evaluation_csv(table),
         media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": 'attachment; filename="evaluation-table.csv"'},
+        headers={
+            "Content-Disposition": 'attachment; filename="evaluation-table.csv"',
+            **evaluation_csv_headers(table),
+        },
     )

@@ -8,7 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from litestar import Request, get
+from litestar import Request, Response, get
+from litestar.datastructures import ResponseHeader
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery, QueryParameter
 
@@ -17,6 +18,7 @@ from api.reports.evaluation import (
     ColumnKind,
     EvaluationTable,
     evaluation_csv,
+    evaluation_csv_headers,
     evaluation_table,
 )
 from api.reports.filters import ReportFilter
@@ -193,6 +195,14 @@ async def get_evaluation_table(
     operation_id="getEvaluationTableCsv",
     summary="The evaluation table as CSV",
     media_type="text/csv",
+    response_headers=[
+        ResponseHeader(name="X-Table-Rows", description="rows in the CSV", documentation_only=True),
+        ResponseHeader(
+            name="X-Table-Truncated",
+            description="true when attempts past the 5,000 newest were left out",
+            documentation_only=True,
+        ),
+    ],
     **_COMMON,
 )
 async def get_evaluation_table_csv(
@@ -200,13 +210,16 @@ async def get_evaluation_table_csv(
     filters: NamedDependency[ReportFilter],
     by: FromQuery[ColumnKind] = "judge",
     disagreeing_only: FromQuery[bool] = False,
-) -> str:
+) -> Response[str]:
     """``/v1/stats/evaluation-table`` as CSV: the attempt's agent, model, scenario, run
-    and attempt, then each column's verdict and yes count, then ``disagree``."""
+    and attempt, then each column's verdict and yes count, then ``disagree``; the
+    headers say how many rows it holds and whether attempts were left out."""
     table = await evaluation_table(
         services.store, filters, by=by, disagreeing_only=disagreeing_only
     )
-    return evaluation_csv(table)
+    return Response(
+        evaluation_csv(table), media_type="text/csv", headers=evaluation_csv_headers(table)
+    )
 
 
 @get(

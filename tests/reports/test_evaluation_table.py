@@ -8,8 +8,10 @@ import csv
 import io
 from typing import Any
 
+import pytest
 from litestar.testing import AsyncTestClient
 
+from api.reports import evaluation
 from api.reports.evaluation import evaluation_table
 from api.reports.filters import ReportFilter
 from judge.backends.scripted import ScriptedBackend
@@ -193,3 +195,65 @@ async def test_csv_for_people_never_hands_a_spreadsheet_a_formula(
         assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
         assert f"'{FORMULAS['agent']}" in cells and f"'{FORMULAS['run_id']}" in cells
     assert FORMULAS["agent"] in next(csv.reader(io.StringIO(sregym.text.splitlines()[1])))
+
+
+async def _old_disagreement_then_agreements(store: Store) -> None:
+    """The oldest attempt is the only one where two agents disagree; then two newer
+    attempts (other scenarios) where they agree."""
+    await add_grading(store, "pass", scenario_id="s-old", agent="x", attempt=1)
+    await add_grading(store, "fail", scenario_id="s-old", agent="y", attempt=1)
+    for scenario in ("s-new-1", "s-new-2"):
+        await add_grading(store, "pass", scenario_id=scenario, agent="x", attempt=1)
+        await add_grading(store, "pass", scenario_id=scenario, agent="y", attempt=1)
+
+
+async def test_disagreeing_only_finds_a_disagreement_past_the_newest_rows(
+    api_client: Any, tokens: Any, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table holds the newest ``MAX_ROWS`` attempts, but ``disagreeing_only`` picks
+    the disagreeing rows out of every attempt first: one old disagreement among many
+    agreeing attempts is listed and counted."""
+    monkeypatch.setattr(evaluation, "MAX_ROWS", 2)
+    await _old_disagreement_then_agreements(store)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        response = await client.get(
+            "/v1/stats/evaluation-table",
+            params={"by": "agent", "disagreeing_only": "true"},
+            headers=admin,
+        )
+        whole = await client.get(
+            "/v1/stats/evaluation-table", params={"by": "agent"}, headers=admin
+        )
+    assert response.status_code == 200, response.text
+    table = response.json()
+    assert table["disagreeing"] == 1 and table["truncated"] is False, table
+    assert [row["scenario_id"] for row in table["rows"]] == ["s-old"], table
+    cut = whole.json()  # every attempt: the newest two, and the one left out counted
+    assert (cut["truncated"], cut["disagreeing"], len(cut["rows"])) == (True, 1, 2), cut
+
+
+async def test_a_truncated_evaluation_csv_says_so_in_its_headers(
+    api_client: Any, tokens: Any, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CSV cannot say in its rows that attempts were left out: its headers do, as the
+    JSON table's ``truncated``, with the rows it holds; on the workbench's CSV link too."""
+    monkeypatch.setattr(evaluation, "MAX_ROWS", 2)
+    await _old_disagreement_then_agreements(store)
+    admin, ada = await tokens("admin"), await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as client:
+        as_csv = await client.get(
+            "/v1/stats/evaluation-table.csv", params={"by": "agent"}, headers=admin
+        )
+        whole = await client.get(
+            "/v1/stats/evaluation-table.csv",
+            params={"by": "agent", "disagreeing_only": "true"},
+            headers=admin,
+        )
+        await sign_in(client, ada)
+        page = await client.get("/reports/table.csv", params={"by": "agent"})
+    for answer, rows, cut in ((as_csv, 2, "true"), (whole, 1, "false"), (page, 2, "true")):
+        assert answer.status_code == 200, answer.text
+        assert len(list(csv.DictReader(io.StringIO(answer.text)))) == rows
+        assert answer.headers["x-table-rows"] == str(rows)
+        assert answer.headers["x-table-truncated"] == cut
