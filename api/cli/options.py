@@ -21,6 +21,7 @@ from api.cli.output import emit
 __all__ = [
     "FILTER_FLAGS",
     "FORMATS",
+    "Instant",
     "as_utc",
     "default_format",
     "deprecated",
@@ -73,9 +74,33 @@ SCOPE_FLAGS: dict[str, tuple[str, list[str], str]] = {
 }
 
 
+class Instant(click.ParamType):
+    """A time as the API takes one: ISO 8601 / RFC 3339 (``2026-01-31``,
+    ``2026-01-31T12:00:00Z``, an offset, fractions of a second), UTC without a zone;
+    converted to an aware UTC datetime."""
+
+    name = "time"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        """The aware UTC datetime ``value`` names; a usage error saying the form if none."""
+        if isinstance(value, datetime):
+            return as_utc(value) or value
+        try:
+            parsed = datetime.fromisoformat(str(value).strip())
+        except ValueError:
+            self.fail(
+                f"{value!r} is not an ISO 8601 time (e.g. 2026-01-31 or 2026-01-31T12:00:00Z)",
+                param,
+                ctx,
+            )
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
 def _filter_type(key: str) -> click.ParamType[Any, Any] | None:
     if key in _TIMES:
-        return click.DateTime()
+        return Instant()
     if key == "ground_truth_source":
         return click.Choice(["scenario", "inline"])
     return None

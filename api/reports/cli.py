@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.edge import with_store
-from api.cli.options import as_utc, emit, filter_options, format_option, server_option
+from api.cli.options import (
+    Instant,
+    as_utc,
+    emit,
+    filter_options,
+    format_option,
+    server_option,
+)
 from api.reports.cli_options import (
     build_filter,
     chart_option,
@@ -304,7 +311,7 @@ def tags(group_by: str, fmt: str, server: str | None, filters: dict[str, Any]) -
 @report_command.command("attempts")
 @click.option(
     "--created-after",
-    type=click.DateTime(),
+    type=Instant(),
     default=None,
     help="count attempts since then (default: the last hour, the limit's window)",
 )

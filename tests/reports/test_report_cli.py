@@ -272,3 +272,28 @@ def test_report_attempts_with_server_follows_next_cursor_to_the_end() -> None:
     assert [i["token_id"] for i in json.loads(done.stdout)["items"]] == ["t1", "t2", "t3"]
     asked = [dict(call.request.url.params) for call in route.calls]
     assert asked == [{"scenario_id": "s1"}, {"scenario_id": "s1", "cursor": "page-2"}]
+
+
+async def test_report_times_take_what_the_api_takes(database_url: str, engine: Engine) -> None:
+    """``--created-after``/``--created-before`` read ISO 8601 times as the API does: a
+    ``Z``, an offset (converted to UTC), fractions of a second, a bare date; anything
+    else is a usage error saying the form."""
+    await _seed(engine)  # every grading made now
+    counted = {}
+    for after in ("2000-01-01", "2000-01-01T00:00:00Z", "2000-01-01T02:00:00.5+02:00"):
+        answer = run_cli(
+            database_url, "report", "pass-rates", "--created-after", after,
+            "--inline", "include", "--format", "json",
+        )  # fmt: skip
+        assert answer.returncode == 0, (after, answer.stderr)
+        counted[after] = json.loads(answer.stdout)["overall"]["n"]
+    assert set(counted.values()) == {54}, counted  # the pending two are not counted
+    before = run_cli(
+        database_url, "report", "pass-rates", "--created-before", "2000-01-01T00:00:00+05:00",
+        "--inline", "include", "--format", "json",
+    )  # fmt: skip
+    assert before.returncode == 0 and json.loads(before.stdout)["overall"]["n"] == 0
+    bad = run_cli(database_url, "report", "attempts", "--created-after", "yesterday")
+    assert bad.returncode == 2 and "ISO 8601" in bad.stderr, bad.stderr
+    zoned = run_cli(database_url, "report", "attempts", "--created-after", "2000-01-01T00:00Z")
+    assert zoned.returncode == 0, zoned.stderr
