@@ -15,6 +15,7 @@ from api.service.presenters import read_grading, readable_gradings
 from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingRead
 from api.service.services import Services
+from api.service.visibility import grading_etag
 from storage import GradingFilter
 from storage.search import parse_search
 
@@ -33,11 +34,12 @@ async def get_grading(
     principal: NamedDependency[Principal],
 ) -> Response[GradingRead]:
     """The grading object; the ETag is its revision. A submitter reading a grading
-    against a registered scenario gets its view of it (``SRE_JUDGE_SUBMITTER_VIEW``).
+    against a registered scenario gets its view of it (``SRE_JUDGE_SUBMITTER_VIEW``),
+    whose ETag is a digest of the view.
     Read in one snapshot: the grading (with its votes), its answers, overrides and tags
     agree."""
     body = await read_grading(services, principal, grading_id)
-    return Response(body, headers={"ETag": f'"{body.revision}"'})
+    return Response(body, headers={"ETag": grading_etag(body)})
 
 
 @get(

@@ -18,6 +18,7 @@ from api.service.presenters import grading_public, render_grading
 from api.service.principal import Principal
 from api.service.schemas import GradingRead, SubmissionCreate
 from api.service.services import Services
+from api.service.visibility import grading_etag
 from storage import GradingView
 
 __all__ = ["create_submission"]
@@ -95,7 +96,7 @@ async def create_submission(
         body = await render_grading(services, waited, principal)
     location = f"/v1/gradings/{grading_id}"
     status = 202 if body.status == "pending" else 201
-    headers = {"Location": location, "ETag": f'"{body.revision}"'}
+    headers = {"Location": location, "ETag": grading_etag(body)}
     if not outcome.created:
         headers["Idempotent-Replayed"] = "true"
     return Response(body, status_code=status, headers=headers)

@@ -4,6 +4,7 @@ a code check vetoed), only reaches those allowed to see the ground truth."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from api.service.schemas import (
     AnswerPublic,
     DimensionPublic,
     GradingPublic,
+    GradingRead,
     SubmissionPublic,
     SubmitterAnswer,
     SubmitterGradingAnswers,
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "can_read",
     "can_see_ground_truth",
+    "grading_etag",
     "hide_judge_addresses",
     "readable_grading",
     "readable_in",
@@ -106,6 +109,9 @@ def submitter_grading(public: GradingPublic, view: SubmitterView) -> SubmitterGr
         if name not in ("view", "submission", "withheld", "rubric", "judge")
     }
     # the nested objects key by key too: whatever they gain stays out
+    # the grading's revision counts overrides and tags, which this view never shows: the
+    # view's says only whether the result is in (its ETag moves with what it shows)
+    verdict["revision"] = 1 if public.status == "pending" else 2
     verdict["rubric"] = {k: public.rubric[k] for k in ("id", "version") if k in public.rubric}
     verdict["judge"] = {k: public.judge[k] for k in ("backend", "model") if k in public.judge}
     withheld = _left_out(model)
@@ -126,6 +132,16 @@ def submitter_grading(public: GradingPublic, view: SubmitterView) -> SubmitterGr
         yes_count=public.yes_count,
         composite=public.composite,
     )
+
+
+def grading_etag(body: GradingRead) -> str:
+    """The ETag of a grading as one reader sees it: the whole object's is its revision
+    (what ``If-Match`` names); a submitter's view's is a digest of the view, so it moves
+    when what the view shows moves and never with an override or a tag it does not show."""
+    if isinstance(body, SubmitterGradingVerdict):
+        digest = hashlib.sha256(body.model_dump_json().encode()).hexdigest()[:20]
+        return f'"v{digest}"'
+    return f'"{body.revision}"'
 
 
 #: a URL in a text the service wrote (a judge spec's ``@BASE_URL``, an HTTP error's),

@@ -249,3 +249,57 @@ async def test_what_the_grading_object_gains_later_stays_out(
     assert SHORT_TRUTH in later.model_dump_json()  # the test can fail
     shown = submitter_grading(later, view).model_dump_json()  # type: ignore[arg-type]
     assert "9999" not in shown and "leak" not in shown
+
+
+@pytest.mark.parametrize("view", ["verdict", "answers"])
+async def test_a_submitters_etag_and_revision_move_only_with_what_its_view_shows(
+    api_client: Any, tokens: Any, view: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer override that leaves the verdict as it was and a failure tag change
+    nothing a ``verdict`` view shows: its ETag and ``revision`` stay, so the submitter
+    cannot tell that a human (with the hidden ground truth in view) corrected or tagged
+    its grading. Under ``answers`` the override is shown, and the ETag moves with it; a
+    verdict override moves both views' ETag. The whole object's ETag is its revision."""
+    monkeypatch.setenv("SRE_JUDGE_SUBMITTER_VIEW", view)
+    admin, adjudicator = await tokens("admin"), await tokens("adjudicator")
+    submitter = await tokens("submitter")
+    truth = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+    async with api_client() as client:
+        await client.post(
+            "/v1/scenarios", json={"id": "hotel/user-port", "ground_truth": truth}, headers=admin
+        )
+        made = await client.post(
+            "/v1/submissions?wait=10",
+            json={"scenario_id": "hotel/user-port", "diagnosis": "user-service USER_PORT=9999"},
+            headers=submitter,
+        )
+        grading_id = made.json()["id"]
+        url = f"/v1/gradings/{grading_id}"
+        before = await client.get(url, headers=submitter)
+
+        async def override(body: dict[str, Any]) -> None:
+            full = await client.get(url, headers=adjudicator)
+            assert full.headers["ETag"] == f'"{full.json()["revision"]}"'
+            done = await client.post(
+                f"{url}/overrides",
+                json=body,
+                headers={**adjudicator, "If-Match": full.headers["ETag"]},
+            )
+            assert done.status_code == 201, done.text
+
+        await override({"question_id": "D1-Q1", "answer": "no", "reason": "not in the truth"})
+        tagged = await client.post(f"{url}/tags", json={"tag": "misread-unit"}, headers=adjudicator)
+        assert tagged.status_code == 201, tagged.text
+        after = await client.get(url, headers=submitter)
+        await override({"verdict": "fail", "reason": "the port is wrong"})
+        failed = await client.get(url, headers=submitter)
+    assert made.status_code == 201 and before.json()["view"] == view
+    assert made.headers["ETag"] == before.headers["ETag"]
+    assert after.json()["passed"] == before.json()["passed"]  # 8 of 9 still passes
+    assert after.json()["revision"] == before.json()["revision"] == 2
+    if view == "verdict":
+        assert after.headers["ETag"] == before.headers["ETag"]
+        assert after.json() == before.json()
+    else:
+        assert after.headers["ETag"] != before.headers["ETag"]  # the answer it shows moved
+    assert failed.json()["passed"] is False and failed.headers["ETag"] != after.headers["ETag"]
