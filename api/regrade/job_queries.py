@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -268,7 +268,8 @@ class RegradeJobQueries:
             now = self._db.clock()
             if action == "cancel":
                 job.rested_since = job.rested_since or now
-                moved = self._set_items(session, job.id, "pending", "cancelled")
+                # an item with the judge finishes, as under a pause: its answer is kept
+                moved = self._set_items(session, job.id, "pending", "cancelled", now=now)
                 end_job(self._db, session, job, actor, state="cancelled", covers=moved)
             else:
                 moved = []
@@ -297,14 +298,24 @@ class RegradeJobQueries:
 
         return await self._db.run(work)
 
-    def _set_items(self, session: Session, job_id: str, old: str, new: str) -> list[str]:
-        """Move a job's items from status ``old`` to ``new``, skipping rows being written.
+    def _set_items(
+        self, session: Session, job_id: str, old: str, new: str, *, now: datetime | None = None
+    ) -> list[str]:
+        """Move a job's items from status ``old`` to ``new``, skipping rows being written
+        (and, given ``now``, items a worker holds a live lease on: they are with the judge).
 
         Returns the ids of the items moved (for the audit event that covers them).
         """
         ids = select(col(GradingRecord.id)).where(
             col(GradingRecord.regrade_job_id) == job_id, col(GradingRecord.status) == old
         )
+        if now is not None:
+            ids = ids.where(
+                or_(
+                    col(GradingRecord.lease_expires_at).is_(None),
+                    col(GradingRecord.lease_expires_at) <= now,
+                )
+            )
         if self._db.postgres:
             ids = ids.with_for_update(skip_locked=True)
         moved = session.execute(

@@ -17,6 +17,7 @@ from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
 from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import Completion, JudgeRequest
 from judge.rule import apply_rule
 from judge.verdict import Answer, GradingResult
 from storage import Claim, GradingFilter, Store
@@ -339,3 +340,49 @@ async def test_a_regrade_without_a_judge_is_graded_by_the_configured_panel(
     views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=50)
     [regraded] = [v.grading for v in views if v.grading.regrade_job_id == job.json()["id"]]
     assert (regraded.judge_backend, done["judge"]) == ("panel", f"panel:{panel}")
+
+
+class _SlowJudge(ScriptedBackend):
+    """Says no to everything, a second a request; ``started`` counts the requests as
+    they arrive (``requests`` as they are answered)."""
+
+    started = 0
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        self.started += 1
+        await asyncio.sleep(1.0)
+        return await super().complete(request)
+
+
+async def test_cancel_with_items_in_flight_keeps_account_of_every_judge_call(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """Items with the judge when a job is cancelled finish, as under a pause: their
+    answers (and the judge calls they took) are kept and counted, and only the items
+    not yet asked are cancelled; after a resume nothing is asked twice."""
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    judge = _SlowJudge(model="fail")
+    async with api_client(backends={NEW_JUDGE: judge}, workers=2) as client:
+        for n in range(3):
+            body = {"diagnosis": f"{DIAGNOSIS} ({n})", "ground_truth": TRUTH}
+            sent = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+            assert sent.status_code == 201, sent.text
+        created = await client.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=admin)
+        job = created.json()
+        for _ in range(100):  # until two items are with the judge
+            if judge.started == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert (judge.started, len(judge.requests)) == (2, 0)
+        base = f"/v1/regrade-jobs/{job['id']}"
+        cancelled = await client.post(f"{base}/cancel", headers=admin)
+        assert cancelled.status_code == 200 and cancelled.json()["cancelled"] == 1
+        await asyncio.sleep(1.5)  # the judge has answered both
+        assert len(judge.requests) == 2
+        kept = (await client.get(base, headers=admin)).json()
+        assert (kept["state"], kept["done"], kept["judge_calls"]) == ("cancelled", 2, 2), kept
+        assert (await client.post(f"{base}/resume", headers=admin)).status_code == 200
+        done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", 3), done
+    # every request the judge answered is a judge call of the job (stored and audited)
+    assert done["judge_calls"] == len(judge.requests) == 3, (done, len(judge.requests))
