@@ -26,6 +26,7 @@ from sqlalchemy import Select, func, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
 from sqlmodel import col
 
+from api.service.settings import mask_passwords
 from storage.cursors import CursorCodec
 from storage.database import Database
 from storage.errors import Conflict, InvalidCursor, NotFound
@@ -117,7 +118,8 @@ class WebhookQueries:
                 entity_type="webhook",
                 entity_id=record.id,
                 actor=actor,
-                payload={"url": url, "events": events},
+                # the log is kept for ever: a credential in the URL is not written there
+                payload={"url": mask_passwords(url), "events": events},
             )
 
         await self._db.run(register)

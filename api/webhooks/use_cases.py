@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from api.service.principal import Principal
 from api.service.services import Services
+from api.service.settings import mask_passwords
 from api.webhooks.outbox import EVENTS
 from api.webhooks.queries import DeliveryView, WebhookQueries
 from api.webhooks.target import allowed_hosts, resolve_target
@@ -98,10 +99,11 @@ class DeliveryPage(BaseModel):
 
 
 def webhook_public(record: WebhookEndpointRecord, *, with_secret: bool = False) -> WebhookPublic:
-    """The API view of an endpoint."""
+    """The API view of an endpoint: its URL as sent in the answer that created it, else
+    with its credentials (a password, a token in the query) masked, as the secret is."""
     return WebhookPublic(
         id=record.id,
-        url=record.url,
+        url=record.url if with_secret else mask_passwords(record.url),
         events=list(record.events),
         description=record.description,
         active=record.active,

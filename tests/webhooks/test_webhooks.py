@@ -19,7 +19,7 @@ from storage import Store
 from storage.canonical import utcnow
 from storage.cursors import CursorCodec
 from storage.keys import ServiceKey
-from storage.tables import row_values
+from storage.tables import AuditRecord, row_values
 from storage.webhooks.tables import WebhookDeliveryRecord, WebhookEndpointRecord
 from tests.support.keys import session_key
 from tests.support.network import hook_network
@@ -512,3 +512,31 @@ async def test_a_forged_or_foreign_delivery_cursor_is_a_400_naming_cursor(
         assert answer.status_code == 400, answer.text
         assert answer.headers["content-type"].startswith("application/problem+json")
         assert [e["field"] for e in answer.json()["errors"]] == ["cursor"]
+
+
+async def test_credentials_in_a_receivers_url_are_sent_but_never_shown_or_logged(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A receiver's URL may carry a password or a token in its query: deliveries use it,
+    the answer that registered it gives it back whole, but the endpoint list masks it and
+    the audit log (kept for ever) never holds it."""
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    with receiving() as receiver:
+        url = receiver.url.replace("http://", "http://hook:s3cret@") + "?token=t0ps3cret"
+        async with api_client(**FAST) as client:
+            made = await client.post(
+                "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
+            )
+            assert made.status_code == 201, made.text
+            assert made.json()["url"] == url
+            receiver.secret = made.json()["secret"]
+            listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+            await _grade(client, agent)
+            await asyncio.to_thread(receiver.wait_for, 1, 10)
+    [shown] = [w["url"] for w in listed]
+    assert "s3cret" not in shown and "t0ps3cret" not in shown and "hook:***@" in shown, shown
+    with engine.connect() as connection:
+        logged = connection.execute(
+            select(AuditRecord.payload).where(AuditRecord.event == "webhook.created")  # type: ignore[arg-type]
+        ).scalar_one()
+    assert "s3cret" not in json.dumps(logged), logged
