@@ -85,7 +85,8 @@ def test_submit_and_wait_tries_an_unanswered_submission_again_only_within_its_wa
     started = time.monotonic()
     with pytest.raises(httpx.ReadTimeout):
         submit_and_wait(_client(), "d", wait=1, scenario_id="sc", run_id="r", attempt=1)
-    assert time.monotonic() - started < 1.5
+    # within the wait, give or take a loaded machine: never the 15.5 s of every backoff
+    assert time.monotonic() - started < 4
     assert 1 <= route.call_count <= 2
 
 
