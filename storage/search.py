@@ -254,12 +254,21 @@ def _fts_sources(element: TextMatches) -> ColumnElement[bool]:
 
 def _postgres_sources(element: TextMatches) -> ColumnElement[bool]:
     query = element.query
-    tsquery = func.to_tsquery(literal_column("'simple'"), bindparam("search_q", query.tsquery()))
+    simple: ColumnElement[Any] = literal_column("'simple'")
+    tsquery = func.to_tsquery(simple, bindparam("search_q", query.tsquery()))
+    # a word of characters PostgreSQL's parser takes for none (``½``, ``Ⅻ``) gives no
+    # lexeme, and to_tsquery drops the term: ``½ -scanned`` would then match every text
+    # without "scanned". A wanted term that gives no lexeme matches nothing instead.
+    wanted = [
+        func.numnode(func.to_tsquery(simple, bindparam(f"search_t{n}", _tsquery_term(term)))) > 0
+        for n, term in enumerate(query.terms)
+        if not term.excluded
+    ]
 
     def matches(record: Any) -> ColumnElement[bool]:
         # the innermost ``FROM {table}``: the subquery's own, never the outer query's
         document: ColumnElement[Any] = literal_column(f"{record.__tablename__}.{POSTGRES_DOCUMENT}")
-        return document.op("@@", return_type=Boolean)(tsquery)
+        return and_(*wanted, document.op("@@", return_type=Boolean)(tsquery))
 
     diagnoses = select(col(SubmissionRecord.id)).where(matches(SubmissionRecord)).correlate(None)
     reasons = select(col(OverrideRecord.grading_id)).where(matches(OverrideRecord))

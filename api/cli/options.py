@@ -12,7 +12,7 @@ import functools
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -74,7 +74,13 @@ SCOPE_FLAGS: dict[str, tuple[str, list[str], str]] = {
 }
 
 
-class Instant(click.ParamType):
+if TYPE_CHECKING:  # generic in click's stubs; click 8.1's class is not subscriptable
+    _ParamType = click.ParamType[datetime, Any]
+else:
+    _ParamType = click.ParamType
+
+
+class Instant(_ParamType):
     """A time as the API takes one: ISO 8601 / RFC 3339 (``2026-01-31``,
     ``2026-01-31T12:00:00Z``, an offset, fractions of a second), UTC without a zone;
     converted to an aware UTC datetime."""

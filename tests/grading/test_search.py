@@ -289,3 +289,18 @@ async def test_texts_stored_before_the_dotted_capital_i_fold_are_found_after_it(
             assert {view.grading.id for view in found} == expected, q
     finally:
         engine.dispose()
+
+
+async def test_a_word_no_text_holds_finds_nothing_though_postgresql_cannot_index_it(
+    api_client: Any, tokens: Any
+) -> None:
+    """Words are ANDed on both engines: ``½`` (a character PostgreSQL's parser takes for
+    no letter) is a word no diagnosis holds, so ``½ -scanned`` and ``basket ½`` find
+    nothing, never every text without "scanned" or with "basket"."""
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        await graded(c, ada, "cart lookups are O(n) per request, the basket is scanned")
+        await graded(c, ada, "the basket service answers slowly")
+        for q in ("½ -scanned", "basket ½", "Ⅻ"):
+            assert await _ids(c, ada, q) == set(), q
+        assert len(await _ids(c, ada, "basket")) == 2
