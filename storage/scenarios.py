@@ -76,7 +76,8 @@ class ScenarioSpec:
     title: str | None = None
     tags: tuple[str, ...] | None = None
     scenario_set: str | None = None
-    #: why the ground truth changed (kept with the new version)
+    #: where a new scenario's ground truth came from, or why it changed (kept with the
+    #: version it makes)
     note: str = ""
 
 
@@ -138,7 +139,7 @@ class ScenarioRepository:
         values = self._row(spec, actor=actor)
         table = ScenarioRecord.__table__  # type: ignore[attr-defined]
         if self._db.insert_ignore(session, table, values):
-            self._first_version(session, ScenarioRecord(**values), actor=actor)
+            self._first_version(session, ScenarioRecord(**values), spec.note, actor=actor)
             return 1
         query = (
             select(col(ScenarioVersionRecord.version))
@@ -169,14 +170,19 @@ class ScenarioRepository:
         record = ScenarioRecord(**self._row(spec, actor=actor))
         session.add(record)
         session.flush()
-        self._first_version(session, record, actor=actor)
+        self._first_version(session, record, spec.note, actor=actor)
         return record
 
-    def _first_version(self, session: Session, record: ScenarioRecord, *, actor: str) -> None:
+    def _first_version(
+        self, session: Session, record: ScenarioRecord, note: str, *, actor: str
+    ) -> None:
+        """Version 1 of ``record``'s ground truth, with the note it was registered with,
+        and its audit record."""
         first = ScenarioVersionRecord(
             scenario_id=record.id,
             version=1,
             ground_truth=record.ground_truth,
+            note=note,
             created_by=actor,
             created_at=record.created_at,
         )
@@ -193,6 +199,7 @@ class ScenarioRepository:
                 "title": record.title,
                 "tags": list(record.tags),
                 "set": record.scenario_set,
+                "note": note,
                 **_truth_facts(record.ground_truth),
             },
             rows=[record, first],

@@ -58,6 +58,20 @@ TEXT_BODIES = {
     ),
 }  # fmt: skip
 
+#: routes whose JSON body is a list of items, a mapping holding that list under the key
+#: given, or one item: a field is named ``items[i].field`` there, as the route names it
+_ITEM_BODIES = {"/v1/scenarios:bulk": "scenarios"}
+
+
+def _item_field(field: str, document: Any, key: str) -> str:
+    """``field`` of a body of items (see :data:`_ITEM_BODIES`) named by its item:
+    ``[1].x`` or ``<key>[1].x`` is ``items[1].x``, ``x`` of one item ``items[0].x``."""
+    if isinstance(document, dict) and set(document) == {key}:
+        field = field.removeprefix(key)
+    elif isinstance(document, dict):
+        return f"items[0].{field}"
+    return f"items{field}" if field.startswith("[") else ""  # else the body as a whole
+
 
 def _refuse(field: str, message: str, status: int = 422) -> ApiProblem:
     title = "Invalid request" if status == 422 else "Malformed request"
@@ -119,7 +133,7 @@ def check_params(request: Request[Any, Any, Any]) -> None:
             raise _refuse(name, "is a number out of range (no id is that large)")
 
 
-def _check_body(body: bytes) -> None:
+def _check_body(body: bytes, *, item_key: str | None = None) -> None:
     try:
         text, utf8 = body.decode("utf-8"), True
     except UnicodeDecodeError:  # each bad byte read as a lone surrogate, to be found below
@@ -140,6 +154,8 @@ def _check_body(body: bytes) -> None:
     found = unstorable_value(document)
     if found:
         field, problem = found
+        if item_key is not None:
+            field = _item_field(field, document, item_key)
         if not utf8 and "surrogate" in problem:
             raise _refuse(field or "body", "not valid UTF-8 text", status=400)
         raise _refuse(field or "body", problem)
@@ -164,4 +180,4 @@ async def refuse_unstorable_input(request: Request[Any, Any, Any]) -> None:
             f"Content-Type: the body must be application/json, not {media_type or 'unstated'}",
             field="Content-Type",
         )
-    _check_body(body)
+    _check_body(body, item_key=_ITEM_BODIES.get(request.url.path))

@@ -2,9 +2,10 @@
 
 JSON Lines: one object a line (blank lines and lines starting with ``#`` skipped).
 YAML: a list of mappings, or a mapping whose ``scenarios`` key holds that list; JSON
-the same, or one object. Every
-item is validated before anything is stored; the first bad one is an InvalidRequest
-naming it as ``items[i].field`` (``i`` from 0, in file order).
+the same, or one object. Every item is validated before anything is stored; the first
+bad one is an InvalidRequest naming it as ``items[i].field`` (``i`` from 0, in file
+order) in its field, and as ``item n`` or ``line n`` (from 1, as an editor numbers
+lines) in its detail.
 """
 
 from __future__ import annotations
@@ -114,13 +115,14 @@ def parse_scenarios(
     if len(raw) > MAX_ITEMS:
         raise InvalidRequest(f"at most {MAX_ITEMS} scenarios a load", field="body")
     items: list[ScenarioCreate] = []
-    seen: dict[str, int] = {}
+    # where each id was first given, as ``detail`` numbers it (``item 1``, ``line 1``)
+    seen: dict[str, str] = {}
     for index, (where, value) in enumerate(raw):
         item = _validated(index, where, value, max_bytes)
         if item.id in seen:
             raise InvalidRequest(
-                f"{where}: id {item.id!r} is also item {seen[item.id]}", field=f"items[{index}].id"
+                f"{where}: id {item.id!r} is also {seen[item.id]}", field=f"items[{index}].id"
             )
-        seen[item.id] = index
+        seen[item.id] = where
         items.append(item)
     return items

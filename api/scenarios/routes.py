@@ -109,8 +109,9 @@ async def list_scenario_page(
     limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
 ) -> ScenarioPage:
     """Filter by ``set``, ``id_prefix`` and registration time (``created_after``
-    inclusive). Submitters get ids and sets only: ground truths, versions, titles and
-    tags are for adjudicators and admins (``withheld`` names what went)."""
+    inclusive). Submitters get ids, sets and registration times only: ground truths,
+    versions, revisions, titles, tags and update times are for adjudicators and admins
+    (``withheld`` names what went)."""
     filters = ScenarioFilter(
         scenario_set=scenario_set,
         id_prefix=id_prefix,

@@ -48,7 +48,12 @@ class ScenarioUpdate(BaseModel):
     title: StrictStr | None = Field(default=None, max_length=256)  # the column's length
     tags: list[Tag] | None = Field(default=None, max_length=50)
     set: StrictStr | None = _SET
-    note: StrictStr = Field(default="", max_length=500, description="why the ground truth changed")
+    note: StrictStr = Field(
+        default="",
+        max_length=500,
+        description="kept with the version this makes: why the ground truth changed, or "
+        "where a new scenario's came from",
+    )
 
     def spec(self, scenario_id: str) -> ScenarioSpec:
         """The storage spec of this change to ``scenario_id``."""

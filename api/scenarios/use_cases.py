@@ -38,9 +38,9 @@ __all__ = [
     "update_scenario",
 ]
 
-#: what a submitter's list of scenarios leaves out: the ground truth, its version, and
-#: what an author may have written with it in view
-SUBMITTER_WITHHELD = ("ground_truth", "version", "revision", "title", "tags")
+#: what a submitter's list of scenarios leaves out: the ground truth, its version, when
+#: it last changed, and what an author may have written with it in view
+SUBMITTER_WITHHELD = ("ground_truth", "version", "revision", "title", "tags", "updated_at")
 
 
 def scenario_public(record: ScenarioRecord, principal: Principal) -> ScenarioPublic:

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy import select
+from sqlmodel import col
 
-from storage import Store
+from storage import AuditRecord, Store
 from storage.scenarios import ScenarioSpec
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -101,6 +103,72 @@ async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
     assert deep_json.status_code == 422 and _field(deep_json) == "body", deep_json.text
     assert "nested too deeply" in deep_line.json()["detail"] + deep_json.json()["detail"]
     assert after.json()["items"] == []
+
+
+async def test_a_bad_item_of_a_json_body_is_named_items_i(api_client: Any, tokens: Any) -> None:
+    """An item of a JSON list, of ``{"scenarios": [...]}`` or a single JSON object holding
+    what no database stores (a NUL) is named ``items[i].field``, as in JSON Lines."""
+    admin = await tokens("admin")
+    bad = b'{"id": "a", "ground_truth": "t"}, {"id": "b", "ground_truth": "t\\u0000"}'
+    bodies = {
+        "list": b"[" + bad + b"]",
+        "mapping": b'{"scenarios": [' + bad + b"]}",
+        "object": b'{"id": "b", "ground_truth": "t\\u0000"}',
+        "lines": bad.replace(b"}, {", b"}\n{") + b"\n",
+    }
+    fields = {}
+    async with api_client() as client:
+        for name, body in bodies.items():
+            media = "application/jsonl" if name == "lines" else "application/json"
+            answer = await client.post(
+                "/v1/scenarios:bulk", content=body, headers={**admin, "Content-Type": media}
+            )
+            assert answer.status_code == 422, answer.text
+            fields[name] = _field(answer)
+    assert fields == {
+        "list": "items[1].ground_truth", "mapping": "items[1].ground_truth",
+        "object": "items[0].ground_truth", "lines": "items[1].ground_truth",
+    }  # fmt: skip
+
+
+async def test_a_repeated_id_names_the_first_item_as_the_load_numbers_it(
+    api_client: Any, tokens: Any
+) -> None:
+    """``detail`` numbers a load's items from 1 (``item 2``, ``line 2``), the item an id
+    repeats too; ``field`` numbers them from 0 (``items[1]``)."""
+    admin = await tokens("admin")
+    twice = [{"id": "a", "ground_truth": "t"}, {"id": "a", "ground_truth": "u"}]
+    async with api_client() as client:
+        by_yaml = await _load(client, admin, yaml.safe_dump(twice), format="yaml")
+        by_lines = await _load(client, admin, _jsonl(*twice))
+    assert by_yaml.status_code == 422 and by_lines.status_code == 422
+    assert _field(by_yaml) == _field(by_lines) == "items[1].id"
+    assert by_yaml.json()["detail"] == "item 2: id 'a' is also item 1"
+    assert by_lines.json()["detail"] == "line 2: id 'a' is also line 1"
+
+
+async def test_the_note_of_a_new_scenario_is_kept_with_version_1(
+    api_client: Any, tokens: Any, store: Store
+) -> None:
+    """The ``note`` of a registration or of a bulk item that creates a scenario is kept
+    with version 1 of its ground truth, and in the audit record of its creation."""
+    admin = await tokens("admin")
+    note = "from SREGym v1.2"
+    async with api_client() as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "one", "ground_truth": TRUTH, "note": note}, headers=admin
+        )
+        loaded = await _load(
+            client, admin, _jsonl({"id": "two", "ground_truth": "t", "note": note})
+        )
+        first = await client.get("/v1/scenarios/one/versions/1", headers=admin)
+        second = await client.get("/v1/scenarios/two/versions/1", headers=admin)
+    assert made.status_code == 201 and loaded.status_code == 200, loaded.text
+    assert first.json()["note"] == second.json()["note"] == note
+    query = select(AuditRecord).where(col(AuditRecord.event) == "scenario.created")
+    with store.db.sessions(read=True)() as session, session.begin():
+        created = {r.entity_id: r.payload for r in session.execute(query).scalars()}
+    assert {created["one"]["note"], created["two"]["note"]} == {note}
 
 
 async def test_the_list_filters_and_pages_with_signed_cursors(api_client: Any, tokens: Any) -> None:
@@ -224,6 +292,22 @@ async def test_only_admins_write_and_only_adjudicators_read_ground_truths(
         assert "ground_truth" in item["withheld"]
     assert {i["ground_truth"] for i in as_adjudicator.json()["items"]} >= {TRUTH}
     assert load.status_code == 403 and put.status_code == 403
+
+
+async def test_withheld_names_every_field_a_submitters_list_leaves_out(
+    api_client: Any, tokens: Any
+) -> None:
+    """Every field a submitter's list of scenarios empties is named in ``withheld``, and
+    nothing else: a null there means "not for you", never "none" (``updated_at`` is no
+    "never updated")."""
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    described = {**SCENARIOS[0], "tags": ["port"]}  # every field given
+    async with api_client() as client:
+        await _load(client, admin, _jsonl(described))
+        full = (await client.get("/v1/scenarios", headers=admin)).json()["items"][0]
+        seen = (await client.get("/v1/scenarios", headers=submitter)).json()["items"][0]
+    emptied = {k for k, v in full.items() if v not in (None, [], "") and seen[k] in (None, [])}
+    assert emptied == set(seen["withheld"]), (emptied, seen["withheld"])
 
 
 async def test_loads_creating_one_new_scenario_at_once_both_succeed(store: Store) -> None:
