@@ -327,26 +327,31 @@ class GradingReads:
         return list(session.execute(query).scalars())
 
     async def history(self, grading_id: str) -> list[AuditRecord]:
-        """Audit events of a grading and of its submission, oldest first."""
+        """Audit events of a grading and of its submission, and the promotion that
+        superseded it, oldest first."""
         return await self._db.run_read(self.read_history, grading_id)
 
     def read_history(self, session: Session, grading_id: str) -> list[AuditRecord]:
         """``history`` inside the caller's ``session``."""
         grading = self._require_grading(session, grading_id)
-        query = (
-            select(AuditRecord)
-            .where(
-                or_(
-                    and_(
-                        col(AuditRecord.entity_type) == "grading",
-                        col(AuditRecord.entity_id) == grading.id,
-                    ),
-                    and_(
-                        col(AuditRecord.entity_type) == "submission",
-                        col(AuditRecord.entity_id) == grading.submission_id,
-                    ),
+        concerning = [
+            and_(
+                col(AuditRecord.entity_type) == "grading", col(AuditRecord.entity_id) == grading.id
+            ),
+            and_(
+                col(AuditRecord.entity_type) == "submission",
+                col(AuditRecord.entity_id) == grading.submission_id,
+            ),
+        ]
+        if grading.superseded_by is not None:
+            # the promotion that superseded it is the new grading's event, and changed
+            # this one too (no longer current, its revision moved)
+            concerning.append(
+                and_(
+                    col(AuditRecord.entity_type) == "grading",
+                    col(AuditRecord.entity_id) == grading.superseded_by,
+                    col(AuditRecord.event) == "grading.promoted",
                 )
             )
-            .order_by(col(AuditRecord.seq))
-        )
+        query = select(AuditRecord).where(or_(*concerning)).order_by(col(AuditRecord.seq))
         return list(session.execute(query).scalars())

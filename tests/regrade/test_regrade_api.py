@@ -25,7 +25,7 @@ from tests.api.conftest import ClientFactory
 from tests.storage.helpers import sregym_rubric
 from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
-from tests.support.submissions import DIAGNOSIS, TRUTH
+from tests.support.submissions import DIAGNOSIS, TRUTH, graded
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -386,3 +386,28 @@ async def test_cancel_with_items_in_flight_keeps_account_of_every_judge_call(
     assert (done["state"], done["done"]) == ("done", 3), done
     # every request the judge answered is a judge call of the job (stored and audited)
     assert done["judge_calls"] == len(judge.requests) == 3, (done, len(judge.requests))
+
+
+async def test_a_superseded_gradings_history_names_the_promotion_that_superseded_it(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """A promote regrade changes the old grading (no longer current, its revision moves):
+    its history shows the ``grading.promoted`` event that did, so it explains its ETag."""
+    admin = await tokens("admin")
+    backends = {NEW_JUDGE: ScriptedBackend.for_mode("fail")}
+    async with api_client(backends=backends) as c:
+        old = await graded(c, admin)
+        before = (await c.get(f"/v1/gradings/{old['id']}", headers=admin)).json()["revision"]
+        job = await c.post(
+            "/v1/regrade-jobs",
+            json={"judge": NEW_JUDGE, "mode": "promote", "filter": {}},
+            headers=admin,
+        )
+        assert job.status_code == 201, job.text
+        done = await _finished(c, admin, job.json()["id"])
+        assert done["state"] == "done" and done["done"] == 1, done
+        now = (await c.get(f"/v1/gradings/{old['id']}", headers=admin)).json()
+        history = (await c.get(f"/v1/gradings/{old['id']}/history", headers=admin)).json()
+    assert now["revision"] > before
+    events = [e["event"] for e in history["events"]]
+    assert events[-1] == "grading.promoted", events
