@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.screening import digest
 from judge.injected_spans import injected_spans
 from judge.injection import injection_markers
@@ -54,6 +56,7 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+@pytest.mark.slow  # a large data set: 5,380 texts screened, about 10 s
 def test_every_text_screens_as_recorded() -> None:
     recorded = json.loads(EXPECTED.read_text("utf-8"))
     unflagged, flagged = set(recorded["unflagged"]), recorded["flagged"]
