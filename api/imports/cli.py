@@ -37,16 +37,17 @@ def _remote(server: str, body: bytes, media_type: str, params: dict[str, str]) -
 
     finished = upload_and_follow(server, body, media_type, params)
     if finished.state == "failed":
-        raise _Failed(finished.error or "no reason given", finished.report)
+        raise _Failed(finished.error or "no reason given", finished.report, finished.problems)
     return finished.report
 
 
 class _Failed(Exception):
-    """A server's import job that failed: why, and the rows it refused."""
+    """A server's import job that failed: why, the rows it lists and how many it refused."""
 
-    def __init__(self, error: str, report: ImportReport) -> None:
+    def __init__(self, error: str, report: ImportReport, problems: int) -> None:
         super().__init__(error)
         self.report = report
+        self.problems = problems
 
 
 def _failed(failed: _Failed, prefix: str) -> NoReturn:
@@ -182,7 +183,7 @@ def import_jsonl(
     except ImportAborted as aborted:
         for problem in aborted.problems:
             click.echo(terminal_text(f"{name} {problem}", one_line=True), err=True)
-        click.echo(f"--strict: {len(aborted.problems)} problems; nothing imported", err=True)
+        click.echo(f"--strict: {aborted.count} problems; nothing imported", err=True)
         sys.exit(1)
     except _Failed as failed:
         _failed(failed, f"{name} ")
@@ -217,5 +218,5 @@ def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) 
         return _remote(server, body, "application/x-ndjson", params)
     except _Failed as failed:
         if strict and failed.report.problems:
-            raise ImportAborted(failed.report.problems) from None
+            raise ImportAborted(failed.report.problems, count=failed.problems) from None
         raise

@@ -131,8 +131,12 @@ class ImportJobQueries:
 
         return await self._db.run(record)
 
-    async def release(self, job_id: str, worker: str) -> bool:
-        """Give a running job back (shutdown): queued again, for the next process at once."""
+    async def release(self, job_id: str, worker: str, *, error: str | None = None) -> bool:
+        """Give a running job back (shutdown, a database fault): queued again, for the next
+        process at once; ``error`` says why it was stopped (kept until it ends)."""
+        values: dict[str, Any] = {"state": "queued", "claimed_by": None}
+        if error is not None:
+            values["error"] = error
         statement = (
             update(ImportJobRecord)
             .where(
@@ -140,7 +144,7 @@ class ImportJobQueries:
                 col(ImportJobRecord.claimed_by) == worker,
                 col(ImportJobRecord.state) == "running",
             )
-            .values(state="queued", claimed_by=None)
+            .values(**values)
             .returning(col(ImportJobRecord.id))
         )
         return await self._db.run(lambda session: session.execute(statement).first() is not None)

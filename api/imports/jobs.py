@@ -7,8 +7,8 @@ runs the same importers as ``sre-judge import`` (:mod:`api.imports.use_cases`) o
 unpacked upload, recording rows done, the total, the rows refused and those in conflict
 after every batch. A bad row is refused alone (its file, line and field); it never fails
 the job.
-A job stopped mid-way (shutdown or crash) is run again from the top by the next
-process: imports are idempotent, so nothing is stored twice.
+A job stopped mid-way (shutdown, crash or a database fault that passes) is run again
+from the top by the next process: imports are idempotent, so nothing is stored twice.
 
 An SREGym archive takes its ground truths from a problems file in it
 (``problems.jsonl``, ``problems.yaml``), else from the registered scenarios whose id
@@ -199,9 +199,17 @@ async def run_import_job(services: Services, job: ImportJobRecord, worker: str) 
             await jobs.finish(job.id, worker, state="failed", error=str(exc))
             return
         except ImportAborted as aborted:
-            refused = ImportReport(problems=aborted.problems)
-            error = f"strict: {len(aborted.problems)} problems; nothing imported"
-            await jobs.finish(job.id, worker, state="failed", error=error, errors=_errors(refused))
+            # nothing stored: the report counts every row refused and in conflict
+            refused = ImportReport(problems=aborted.problems, conflicts=aborted.conflicts)
+            error = f"strict: {aborted.count} problems; nothing imported"
+            await jobs.finish(
+                job.id,
+                worker,
+                state="failed",
+                error=error,
+                report=_summary(refused),
+                errors=_errors(refused),
+            )
             return
     values: dict[str, Any] = {
         "done": report.rows,
@@ -250,7 +258,10 @@ class ImportJobPublic(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    error: str | None = Field(description="why a failed job failed")
+    error: str | None = Field(
+        description="why a failed job failed, or why a job queued again was stopped "
+        "(a database fault: it is run again)"
+    )
 
 
 def import_job_public(job: ImportJobRecord) -> ImportJobPublic:

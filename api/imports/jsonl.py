@@ -3,9 +3,11 @@
 Each line is one object ``{diagnosis, ground_truth | scenario_id, agent, model,
 run_id, attempt, created_at, metadata}``. A ``created_at`` without an offset is taken
 as UTC. Each line is checked by the rules the API applies to a submission (what the
-databases store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`): a line
-that breaks one is refused naming its field, and the other lines are read on. A byte
-order mark at the start of the file is skipped. Nothing here touches the database.
+databases store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`; the
+largest body, ``SRE_JUDGE_MAX_BODY_BYTES``): a line that breaks one is refused naming
+its field (or, too large to be a submission's body, the line alone), and the other
+lines are read on. A byte order mark at the start of the file is skipped. Nothing here
+touches the database.
 """
 
 from __future__ import annotations
@@ -153,9 +155,12 @@ def _parse(text: str, *, max_bytes: int) -> JsonlSubmission:
     return item
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str] | ImportProblem]:
+def _lines(
+    path: Path, *, max_line_bytes: int | None = None
+) -> Iterator[tuple[int, str] | ImportProblem]:
     """Every line of ``path`` (split at ``\n`` only) that is not blank, with its number,
-    or a problem naming a line that is not UTF-8: that line alone is refused (decoding
+    or a problem naming a line that is not UTF-8 or is larger than ``max_line_bytes``
+    (its line ending not counted): that line alone is refused (decoding
     the file whole, or in chunks, refused the lines before it in the same chunk)."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
@@ -166,16 +171,28 @@ def _lines(path: Path) -> Iterator[tuple[int, str] | ImportProblem]:
             except UnicodeDecodeError as exc:
                 yield ImportProblem(f"line {number}", f"not valid UTF-8: {exc.reason}")
                 continue
-            if text.strip():
-                yield number, text
+            if not text.strip():
+                continue
+            size = len(raw.rstrip(b"\r\n"))
+            if max_line_bytes is not None and size > max_line_bytes:
+                message = (
+                    f"the line is {size} bytes, more than the {max_line_bytes} of a "
+                    "submission's body (SRE_JUDGE_MAX_BODY_BYTES)"
+                )
+                yield ImportProblem(f"line {number}", message)
+                continue
+            yield number, text
 
 
 def read_jsonl(
-    path: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    path: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES, max_line_bytes: int | None = None
 ) -> Iterator[JsonlLine | ImportProblem]:
     """Every line of ``path``: a valid submission or a problem naming the line. A caller on
-    the event loop reads it in a worker thread (each line is parsed and checked)."""
-    for found in _lines(path):
+    the event loop reads it in a worker thread (each line is parsed and checked).
+
+    ``max_bytes``: the largest diagnosis, ground truth and trace; ``max_line_bytes``: the
+    largest line, as the API's largest request body (None: any)."""
+    for found in _lines(path, max_line_bytes=max_line_bytes):
         if isinstance(found, ImportProblem):
             yield found
             continue

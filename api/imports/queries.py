@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -38,16 +39,25 @@ from storage.imports.tables import SregymOriginalRowRecord
 from storage.scenarios import ScenarioSpec
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
-__all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport"]
+__all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport", "database_fault"]
 
 #: stores one row (an item read, or a problem reading it) in an open transaction
 _RowWriter = Callable[[Session, Any, ImportReport], None]
 
 
+def database_fault(exc: BaseException) -> bool:
+    """A fault of the database's reach, not of what is imported: a lock, a lost or refused
+    connection, no connection free in the pool, a transaction the database rolled back (a
+    deadlock, a serialization failure). It passes: the import stops, to be run again."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, OperationalError | InterfaceError | PoolTimeout)
+
+
 def _refused_by_database(exc: BaseException) -> bool:
     """A fault of the row's values (the database or a serializer refused them), not of the
-    database's reach (a lost connection or a lock stops the job, to be run again)."""
-    if isinstance(exc, OperationalError | InterfaceError):
+    database's reach (:func:`database_fault` stops the job, to be run again)."""
+    if database_fault(exc):
         return False
     return isinstance(exc, StatementError | ValueError | OverflowError | TypeError | RecursionError)
 
@@ -65,7 +75,7 @@ def _write_all(
     for item in items:
         write(session, item, report)
     if all_or_nothing and report.problems:
-        raise ImportAborted(report.problems)
+        raise ImportAborted(report.problems, conflicts=report.conflicts)
 
 
 def _where(item: Any) -> str:
@@ -165,9 +175,24 @@ class ImportQueries:
                 return column
         return None
 
-    def _keep_original(self, session: Session, submission_id: str, attempt: SregymAttempt) -> None:
+    def _keep_original(
+        self, session: Session, submission_id: str, attempt: SregymAttempt, *, known: bool = False
+    ) -> None:
         """The attempt's CSV row, every cell, once per file and line (an attempt SREGym
-        wrote in several files has one for each; a re-import fills in a missing one)."""
+        wrote in several files has one for each; a re-import fills in a missing one).
+
+        The file's path starts at the run folder, whatever folders the results were packed
+        under. ``known``: the attempt was imported before, perhaps by a version that kept
+        the path from the archive's root; a row of it kept at that line whose path ends
+        with this one (the same file under a top folder) stands for it, and keeps its
+        path, so the export gives the file once."""
+        if known:
+            o = SregymOriginalRowRecord
+            query = select(col(o.path)).where(
+                col(o.submission_id) == submission_id, col(o.line) == attempt.line
+            )
+            if any(p.endswith(f"/{attempt.path}") for p in session.execute(query).scalars()):
+                return
         table = SregymOriginalRowRecord.__table__  # type: ignore[attr-defined]
         values = {
             "submission_id": submission_id,
@@ -292,7 +317,7 @@ class ImportQueries:
                 )
                 report.conflicts.append(ImportProblem(attempt.source, message, field=differs))
                 return
-            self._keep_original(session, known.id, attempt)
+            self._keep_original(session, known.id, attempt, known=True)
             report.already_imported += 1
             return
         session.add(submission)

@@ -58,12 +58,14 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 @dataclass(frozen=True)
 class FinishedImport:
-    """An import job that ended: its state, why it failed, and its report."""
+    """An import job that ended: its state, why it failed, its report (the rows it lists)
+    and how many rows it refused (``problems``: all of them, listed or not)."""
 
     job_id: str
     state: str
     error: str | None
     report: ImportReport
+    problems: int
 
 
 def _finished(job: dict[str, Any]) -> FinishedImport:
@@ -82,7 +84,9 @@ def _finished(job: dict[str, Any]) -> FinishedImport:
         conflicts=conflicts,
         rows=job.get("done", 0),
     )
-    return FinishedImport(job["id"], job["state"], job.get("error"), report)
+    counted = summary.get("problems")
+    refused = counted if isinstance(counted, int) else len(job.get("errors") or [])
+    return FinishedImport(job["id"], job["state"], job.get("error"), report, refused)
 
 
 def _listed(rows: list[dict[str, Any]] | None, counted: Any) -> list[ImportProblem]:

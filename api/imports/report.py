@@ -81,11 +81,23 @@ ImportProgress = Callable[[ImportReport], Awaitable[None]]
 
 
 class ImportAborted(Exception):
-    """A strict import found problems; nothing was stored."""
+    """A strict import found problems; nothing was stored.
 
-    def __init__(self, problems: list[ImportProblem]) -> None:
-        super().__init__(f"{len(problems)} problem(s); nothing imported")
+    ``problems`` lists them (all of them, or the first a server's import job kept) and
+    ``count`` counts all; ``conflicts`` are the rows found repeating an imported attempt
+    with other content on the way."""
+
+    def __init__(
+        self,
+        problems: list[ImportProblem],
+        *,
+        conflicts: Iterable[ImportProblem] = (),
+        count: int | None = None,
+    ) -> None:
+        self.count = len(problems) if count is None else count
+        super().__init__(f"{self.count} problem(s); nothing imported")
         self.problems = problems
+        self.conflicts = list(conflicts)
 
 
 def _batches(items: Iterable[Any], *, size: int) -> Iterable[list[Any]]:

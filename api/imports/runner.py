@@ -5,6 +5,12 @@ polls every :data:`POLL_SECONDS`, so jobs queued by another process, or left beh
 by one that stopped, are found too. On stop, a job in flight is cancelled and given
 back (queued again), so a restart resumes it at once; a job whose process died is
 taken over once its heartbeat is older than :data:`STALE_SECONDS`.
+
+A database fault that passes (a lock, a lost connection: :func:`database_fault`) stops
+a job without failing it: the job is given back, its upload kept, and run again from the
+top (imports are idempotent) after :data:`RETRY_SECONDS`, twice as long after each
+further start. A job stopped so at its :data:`MAX_STARTS`-th start fails, saying why;
+any other fault fails it at once.
 """
 
 from __future__ import annotations
@@ -16,15 +22,22 @@ from datetime import timedelta
 
 from api.imports.job_queries import ImportJobQueries
 from api.imports.jobs import ImportSuperseded, run_import_job
+from api.imports.queries import database_fault
 from api.service.background import BackgroundTask
 from api.service.services import Services, new_worker_id
+from storage.imports import ImportJobRecord
 
-__all__ = ["POLL_SECONDS", "STALE_SECONDS", "ImportRunner"]
+__all__ = ["MAX_STARTS", "POLL_SECONDS", "RETRY_SECONDS", "STALE_SECONDS", "ImportRunner"]
 
 #: seconds between looks for jobs queued elsewhere
 POLL_SECONDS = 5.0
 #: a running job not heard of for this long is taken over
 STALE_SECONDS = 300.0
+#: starts of a job (``attempts``) after which a database fault fails it
+MAX_STARTS = 5
+#: seconds before a job given back after a database fault is claimed again, doubled at
+#: each further start
+RETRY_SECONDS = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +73,37 @@ class ImportRunner(BackgroundTask):
         if job is None:
             return False
         self._current = job.id
+        pause = 0.0
         try:
             await run_import_job(self.services, job, self.worker_id)
         except ImportSuperseded:
             log.warning("import job taken over by another process", extra={"job_id": job.id})
         except Exception as exc:
+            pause = await self._stopped(jobs, job, exc)
+        self._current = None
+        if pause:  # the database is in trouble: give it a moment before the next claim
+            await asyncio.sleep(pause)
+        return True
+
+    async def _stopped(self, jobs: ImportJobQueries, job: ImportJobRecord, exc: Exception) -> float:
+        """End or give back a job that ``exc`` stopped; the seconds to wait before the next
+        claim (0: none). A passing database fault gives the job back to be run again, up
+        to its :data:`MAX_STARTS`-th start; any other fault fails it."""
+        if not database_fault(exc):
             log.exception("import job failed", extra={"job_id": job.id})
             await jobs.finish(job.id, self.worker_id, state="failed", error=repr(exc)[:500])
-        self._current = None
-        return True
+            return 0.0
+        cause = getattr(exc, "orig", None) or exc  # the driver's words, not the statement
+        fault = f"a database fault ({type(cause).__name__}: {str(cause)[:200]})"
+        if job.attempts >= MAX_STARTS:
+            log.error("import job failed: %s", fault, exc_info=exc, extra={"job_id": job.id})
+            error = f"start {job.attempts} of at most {MAX_STARTS} stopped by {fault}; given up"
+            await jobs.finish(job.id, self.worker_id, state="failed", error=error)
+            return 0.0
+        log.warning("import job stopped by %s; to be run again", fault, extra={"job_id": job.id})
+        error = f"start {job.attempts} of at most {MAX_STARTS} stopped by {fault}; to be run again"
+        await jobs.release(job.id, self.worker_id, error=error)
+        return RETRY_SECONDS * 2.0 ** (job.attempts - 1)
 
     async def _loop(self) -> None:
         wake = self.services.waiters.imports

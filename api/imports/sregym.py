@@ -15,6 +15,11 @@ Each row is checked by the rules the API applies to a submission (what the datab
 store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`): a row that breaks
 one is refused, naming its file, line and column, and the other rows are read on. A
 byte order mark at the start of a file is no part of its first column's name.
+
+Why this module is long: it is one reader, of SREGym's folders as SREGym's driver
+writes them: where a file sits in the layout, what each cell and literal means, and the
+checks a row meets before it is taken. Split, the reading of a row and its checks would
+be two halves of one rule.
 """
 
 from __future__ import annotations
@@ -127,7 +132,8 @@ class SregymAttempt:
     checklist_problem: str | None = None
     #: the checklist is SREGym's default for a judge reply it could not parse: unscored
     judge_parse_failure: bool = False
-    #: the CSV file (relative to the results folder) and the row's line in it
+    #: the CSV file from the run folder on (``<run>/<agent>/<problem_id>/x.csv``, whatever
+    #: folders the results were packed under) and the row's line in it
     path: str = ""
     line: int = 0
     #: the file's header and every cell of the row as written, for a lossless export
@@ -267,8 +273,18 @@ def _original(row: dict[str, str]) -> dict[str, Any]:
 _ALL_FILE = "_ALL_results.csv"
 
 
-def _locate(relative: Path, problem_id: str) -> tuple[str, str]:
-    """``(run, agent)`` from the file's place in the results folder.
+class _Place(NamedTuple):
+    """Where a CSV file is in SREGym's layout: the run and agent its rows are of, and the
+    index in its path of the folder the layout starts at (the run folder; 0 when the
+    path names no run)."""
+
+    run: str
+    agent: str
+    start: int
+
+
+def _locate(relative: Path, problem_id: str) -> _Place:
+    """The run, agent and layout's start from the file's place in the results folder.
 
     SREGym writes each attempt three times: ``<run>/<agent>/<pid>/run_<n>/<pid>_results.csv``
     (the attempt alone), ``<run>/<agent>/<pid>/<pid>_<agent>_results.csv`` (every row of
@@ -278,19 +294,21 @@ def _locate(relative: Path, problem_id: str) -> tuple[str, str]:
     is the agent's file in its run folder; a file under its own problem's folder
     (``<pid>/<pid>_<agent>_results.csv``) gives the two folders above that one; any other
     file, the two folders above the row's problem's folder (a problem id with ``/`` in
-    it spans as many folders as it has parts), else the folder it is in."""
+    it spans as many folders as it has parts), else the folder it is in. Folders above
+    the run folder (those the results were packed under) are no part of the layout."""
     parts, name = relative.parts[:-1], relative.name
     if name.endswith(_ALL_FILE) and len(name) > len(_ALL_FILE):
-        return (parts[-1] if parts else ""), name[: -len(_ALL_FILE)]
-    if len(parts) >= 2 and name == f"{parts[-1]}_{parts[-2]}_results.csv":
-        return (parts[-3] if len(parts) >= 3 else ""), parts[-2]
-    named = tuple(problem_id.split("/"))
-    for at in range(len(parts) - len(named) + 1):
-        if parts[at : at + len(named)] == named:
-            agent = parts[at - 1] if at >= 1 else ""
-            run = parts[at - 2] if at >= 2 else ""
-            return run, agent
-    return (parts[0] if len(parts) > 1 else ""), (parts[-1] if parts else "")
+        agent, run_at = name[: -len(_ALL_FILE)], len(parts) - 1
+    elif len(parts) >= 2 and name == f"{parts[-1]}_{parts[-2]}_results.csv":
+        agent, run_at = parts[-2], len(parts) - 3
+    else:
+        named = tuple(problem_id.split("/"))
+        spans = range(len(parts) - len(named) + 1)
+        at = next((i for i in spans if parts[i : i + len(named)] == named), None)
+        if at is None:
+            return _Place(parts[0] if len(parts) > 1 else "", parts[-1] if parts else "", 0)
+        agent, run_at = (parts[at - 1] if at >= 1 else ""), at - 2
+    return _Place(parts[run_at], agent, run_at) if run_at >= 0 else _Place("", agent, 0)
 
 
 def _unstorable_cell(text: str) -> str | None:
@@ -370,7 +388,7 @@ def _attempt(
     problem_id = _text(row.get("problem_id"))
     if not problem_id:
         raise ValueError("the row has no problem_id")
-    run, agent = _locate(relative, problem_id)
+    run, agent, start = _locate(relative, problem_id)
     _check_names(problem_id, run, agent)
     _check_figures(row)
     diagnosis = _text(row.get("Diagnosis.submission"))
@@ -417,7 +435,7 @@ def _attempt(
         composite=_number(row.get("Diagnosis.composite_score")),
         checklist_problem=problem,
         judge_parse_failure=parse_failure,
-        path=relative.as_posix(),
+        path="/".join(relative.parts[start:]),  # from the run folder on
         line=line,
         columns=columns,
         cells=cells,

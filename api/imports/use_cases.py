@@ -50,7 +50,10 @@ async def import_jsonl_file(
     """
     settings = services.settings
     target = await services.rubrics.require(rubric, default=settings.rubric)
-    lines = read_jsonl(file, max_bytes=settings.max_text_bytes)
+    # every line meets a submission's rules, the largest request body the API takes too
+    lines = read_jsonl(
+        file, max_bytes=settings.max_text_bytes, max_line_bytes=settings.max_body_bytes
+    )
     report = await ImportQueries(services.store.db, services.store.catalog).jsonl(
         lines,
         rubric=target,

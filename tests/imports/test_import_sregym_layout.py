@@ -4,9 +4,10 @@ SREGym writes each attempt three times: alone in
 ``<agent>/<pid>/run_<n>/<pid>_results.csv``, in ``<agent>/<pid>/<pid>_<agent>_results.csv``
 (every row of the agent so far: the rows of the problems run before it too) and in
 ``<agent>_ALL_results.csv`` at the top of the run folder. Each attempt is one submission
-of the agent and run of its file, whichever files it is read from; an attempt judged and
-then timed out keeps SREGym's verdict; SREGym's default checklist for a judge reply it
-could not parse is an unscored grading, not a failed diagnosis.
+of the agent and run of its file, whichever files it is read from, each file kept at its
+path from the run folder, whatever folders the results were packed under; an attempt
+judged and then timed out keeps SREGym's verdict; SREGym's default checklist for a judge
+reply it could not parse is an unscored grading, not a failed diagnosis.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import literal, select, update
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from api.imports.queries import ImportQueries
 from api.imports.report import ImportReport
-from api.imports.sregym import read_sregym_folder
+from api.imports.sregym import SregymAttempt, read_sregym_folder
 from storage import Store, SubmissionRecord
 from storage.engine import session_factory
+from storage.imports.tables import SregymOriginalRowRecord
 from storage.tables import GradingRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_driver import IDS, RUN, diagnosed, parse_failure_result, write_run
@@ -42,6 +45,14 @@ PROBLEMS = {
 def _submissions(engine: Engine) -> list[SubmissionRecord]:
     with session_factory(engine)() as session:
         return list(session.execute(select(SubmissionRecord)).scalars())
+
+
+def _kept_paths(engine: Engine) -> list[str]:
+    """The paths of the CSV rows kept for export, one per row."""
+    with session_factory(engine)() as session:
+        o = SregymOriginalRowRecord
+        query = select(col(o.path)).order_by(col(o.path))
+        return list(session.execute(query).scalars())
 
 
 def _gradings(engine: Engine) -> list[GradingRecord]:
@@ -136,3 +147,60 @@ async def test_a_real_all_no_verdict_is_still_a_graded_fail(
     assert report.problems == []
     [grading] = _gradings(engine)
     assert (grading.status, grading.passed) == ("graded", False)
+
+
+def _two_problems(results: Path) -> Path:
+    """One agent's run of P1 and P2 under ``results``: SREGym's three files of each."""
+    return write_run(
+        results,
+        "stratus",
+        {
+            P1: [diagnosed("user-service targets port 9999 instead of 9090", set(IDS))],
+            P2: [diagnosed("geo crashes: wrong image tag", set(IDS[:4]))],
+        },
+    )
+
+
+def test_a_files_path_starts_at_its_run_folder_whatever_it_was_packed_under(
+    tmp_path: Path,
+) -> None:
+    """Each of SREGym's files (the attempt's, its problem's, the agent's ``_ALL_``) keeps
+    its path from the run folder on, the run folder's name first: read from the results
+    folder (whose top folder is the run folder) or from a folder above it, the paths are
+    the same."""
+    _two_problems(tmp_path / "packed" / "results")
+    paths = {
+        frozenset(
+            (a.path, a.line) for a in read_sregym_folder(root) if isinstance(a, SregymAttempt)
+        )
+        for root in (tmp_path / "packed" / "results", tmp_path / "packed")
+    }
+    [read] = paths
+    assert len(read) == 7
+    assert {path.split("/")[0] for path, _ in read} == {RUN}
+    assert {path.rsplit("/", 1)[-1] for path, _ in read} == {
+        "stratus_ALL_results.csv",
+        f"{P1}_stratus_results.csv",
+        f"{P1}_results.csv",
+        f"{P2}_stratus_results.csv",
+        f"{P2}_results.csv",
+    }
+
+
+async def test_rows_kept_under_a_top_folder_before_stand_for_the_same_files(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A row kept at a path that begins above its run folder (``results/<run>/...``, the
+    archive's own path, as earlier versions kept it) keeps that path, and importing the
+    same results again, packed either way, adds no second copy of its file."""
+    _two_problems(tmp_path / "packed" / "results")
+    await _import(store, tmp_path / "packed")
+    with session_factory(engine)() as session, session.begin():
+        o = SregymOriginalRowRecord
+        session.execute(update(o).values(path=literal("results/") + col(o.path)))
+    kept = _kept_paths(engine)
+    for root in (tmp_path / "packed", tmp_path / "packed" / "results"):
+        again = await _import(store, root)
+        assert (again.submissions, again.already_imported) == (0, 7)
+        assert _kept_paths(engine) == kept
+    assert all(path.startswith(f"results/{RUN}/") for path in kept)

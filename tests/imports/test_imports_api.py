@@ -1,8 +1,9 @@
 """Imports over HTTP: an uploaded SREGym archive or JSONL stream as a background job.
 
 Covers the whole trip (upload, progress, the SREGym export giving every file back), the
-refusals (unsafe names, links, zip bombs, sizes, media types, roles), and a job whose
-process stopped mid-way being finished by the next one without storing anything twice.
+refusals (unsafe names, links, zip bombs, sizes, media types, roles), a job whose
+process stopped mid-way being finished by the next one without storing anything twice,
+and a job stopped by a database fault being run again (a bounded number of times).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import struct
 import tarfile
 import tracemalloc
 import zipfile
+from collections.abc import Callable
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
@@ -21,7 +23,9 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
+from api.imports import queries, runner
 from api.imports.job_queries import ImportJobQueries
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -30,7 +34,7 @@ from api.sregym_archive import MAX_MEMBERS, UnsafeArchive, check_archive
 from storage import Store, SubmissionRecord
 from storage.canonical import utcnow
 from storage.engine import session_factory
-from storage.imports import ImportJobRecord
+from storage.imports import ImportJobRecord, ImportUploadRecord
 from storage.keys import ServiceKey
 from tests.imports.jobs import finished, tar_gz
 from tests.storage.helpers import sregym_rubric
@@ -41,6 +45,9 @@ pytestmark = pytest.mark.postgres
 
 IMPORTS = "/v1/imports"
 TAR = {"Content-Type": "application/gzip"}
+NDJSON = {"Content-Type": "application/x-ndjson"}
+FOLDER = {"format": "sregym", "layout": "folder", "archive": "zip"}
+LINE = {"diagnosis": "the checkout pod ran out of memory", "ground_truth": "OOM in checkout"}
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -58,6 +65,35 @@ async def _submissions(engine: Engine) -> int:
     with session_factory(engine)() as session:
         query = select(func.count()).select_from(SubmissionRecord)
         return int((session.execute(query)).scalar_one())
+
+
+def _uploads(engine: Engine) -> int:
+    with session_factory(engine)() as session:
+        query = select(func.count()).select_from(ImportUploadRecord)
+        return int(session.execute(query).scalar_one())
+
+
+def _refusing(write: Callable[..., None], fault: Exception, *, times: int) -> Callable[..., None]:
+    """``write`` (a batch's transaction), its first ``times`` calls raising ``fault``."""
+    calls: list[int] = []
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) <= times:
+            raise fault
+        write(*args, **kwargs)
+
+    return refused
+
+
+def _locked() -> OperationalError:
+    """What SQLite says of a write while another holds the lock past the busy timeout."""
+    return OperationalError("INSERT ...", {}, Exception("database is locked"))
+
+
+def _lines(count: int) -> bytes:
+    lines = [{**LINE, "diagnosis": f"the pod {n} ran out of memory"} for n in range(count)]
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
 async def test_an_uploaded_archive_is_imported_and_exports_back_file_for_file(
@@ -122,6 +158,56 @@ async def test_a_strict_jsonl_job_stores_nothing_and_fails_listing_the_bad_lines
     assert [e["where"] for e in job["errors"]] == ["line 2"]
     assert await _submissions(engine) == 0
     assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "strict"
+
+
+async def test_a_failed_strict_job_counts_every_bad_line(api_client: Any, tokens: Any) -> None:
+    """A strict job that fails lists the first 1000 bad lines in ``errors`` and counts
+    all of them in ``report.problems``, as a job that is done does."""
+    body = (json.dumps(LINE) + "\n" + "not json\n" * 1200).encode()
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        created = await client.post(
+            IMPORTS, content=body, headers={**admin, **NDJSON}, params={"strict": "true"}
+        )
+        assert created.status_code == 202, created.text
+        job = await finished(client, created.headers["location"], admin)
+    assert job["state"] == "failed"
+    assert job["error"] == "strict: 1200 problems; nothing imported"
+    assert len(job["errors"]) == 1000
+    assert (job["report"]["problems"], job["report"]["conflicts"]) == (1200, 0), job["report"]
+    assert job["report"]["submissions"] == 0
+
+
+@pytest.mark.parametrize("first", ["contents", "top folder"])
+async def test_the_same_results_packed_under_a_top_folder_are_one_import(
+    api_client: Any, tokens: Any, tmp_path: Path, first: str
+) -> None:
+    """The same results uploaded as the results folder's contents (``tar czf x.tgz -C
+    results .``) and under one top folder (``tar czf x.tgz results``), in either order:
+    the second is already imported and the SREGym folder export gives each file once,
+    at its path from the run folder."""
+    fixture = write_sregym_results(tmp_path)
+    files = _files(fixture.root)
+    problems = fixture.problems_file.read_bytes()
+    nested = {f"results/{name}": data for name, data in files.items()}
+    packed = {
+        "contents": tar_gz({**files, "problems.jsonl": problems}),
+        "top folder": tar_gz({**nested, "results/problems.jsonl": problems}),
+    }
+    second = "contents" if first == "top folder" else "top folder"
+    admin = await tokens("admin")
+    async with api_client() as client:
+        created = await client.post(IMPORTS, content=packed[first], headers={**admin, **TAR})
+        await finished(client, created.headers["location"], admin)
+        before = await client.get("/v1/exports/gradings", params=FOLDER, headers=admin)
+        again = await client.post(IMPORTS, content=packed[second], headers={**admin, **TAR})
+        job = await finished(client, again.headers["location"], admin)
+        after = await client.get("/v1/exports/gradings", params=FOLDER, headers=admin)
+    assert job["state"] == "done" and job["report"]["submissions"] == 0
+    assert job["report"]["already_imported"] == 45
+    for exported in (before, after):
+        with zipfile.ZipFile(io.BytesIO(exported.content)) as zipped:
+            assert {n: zipped.read(n) for n in zipped.namelist()} == files
 
 
 def _zip(entries: dict[str, bytes], *, mode: int | None = None) -> bytes:
@@ -262,3 +348,56 @@ async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
     assert job["state"] == "done" and job["attempts"] == 2
     assert job["report"]["already_imported"] == 20 and job["report"]["submissions"] == 25
     assert await _submissions(engine) == 45
+
+
+async def test_a_job_stopped_by_a_passing_database_fault_is_run_again(
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch refused because the database is locked stops the job without failing it:
+    the job is given back with its upload, run again (imports are idempotent) and every
+    line is stored once."""
+    refused = _refusing(queries._write_all, _locked(), times=1)
+    monkeypatch.setattr(queries, "_write_all", refused)
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        created = await client.post(IMPORTS, content=_lines(5), headers={**admin, **NDJSON})
+        assert created.status_code == 202, created.text
+        job = await finished(client, created.headers["location"], admin)
+    assert (job["state"], job["attempts"], job["error"]) == ("done", 2, None), job
+    assert job["report"]["submissions"] == 5
+    assert await _submissions(engine) == 5
+    assert _uploads(engine) == 0  # removed once the job ended
+
+
+async def test_a_job_stopped_by_a_database_fault_at_every_start_fails_saying_why(
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Database faults are tried a bounded number of times: a job stopped by one at each
+    of its ``MAX_STARTS`` starts fails, its ``error`` naming the fault."""
+    monkeypatch.setattr(runner, "RETRY_SECONDS", 0.01)
+    refused = _refusing(queries._write_all, _locked(), times=runner.MAX_STARTS)
+    monkeypatch.setattr(queries, "_write_all", refused)
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        created = await client.post(IMPORTS, content=_lines(5), headers={**admin, **NDJSON})
+        job = await finished(client, created.headers["location"], admin)
+    assert (job["state"], job["attempts"]) == ("failed", runner.MAX_STARTS), job
+    assert "database is locked" in job["error"] and "given up" in job["error"]
+    assert await _submissions(engine) == 0
+    assert _uploads(engine) == 0
+
+
+async def test_an_error_of_the_import_itself_fails_the_job_at_once(
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault that is not the database's reach is not run again: the job fails at its
+    first start, saying why."""
+    refused = _refusing(queries._write_all, RuntimeError("the importer broke"), times=1)
+    monkeypatch.setattr(queries, "_write_all", refused)
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        created = await client.post(IMPORTS, content=_lines(5), headers={**admin, **NDJSON})
+        job = await finished(client, created.headers["location"], admin)
+    assert (job["state"], job["attempts"]) == ("failed", 1), job
+    assert "the importer broke" in job["error"]
+    assert await _submissions(engine) == 0

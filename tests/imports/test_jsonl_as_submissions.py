@@ -85,6 +85,36 @@ async def test_a_line_of_the_judges_own_family_is_refused_under_self_preference_
     assert [(e["where"], e["field"]) for e in job["errors"]] == [("line 1", "model")]
 
 
+async def test_a_line_larger_than_the_apis_largest_body_is_refused_alone(
+    api_client: Any, tokens: Any
+) -> None:
+    """A line larger than a request body the API takes (``SRE_JUDGE_MAX_BODY_BYTES``: 413)
+    is refused alone, naming its line, whatever field makes it large (here 1 MB of
+    ``metadata``, which has no size limit of its own); the other lines are imported."""
+    large = {**LINE, "agent": "large", "metadata": {"blob": "x" * 1_000_000}}
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        live = await client.post("/v1/submissions", json=large, headers=admin)
+        assert live.status_code == 413, live.text  # the API's rule
+        body = "".join(json.dumps(line) + "\n" for line in (large, LINE)).encode()
+        created = await client.post(IMPORTS, content=body, headers={**admin, **JSONL})
+        job = await _finished(client, created.headers["location"], admin)
+    assert job["report"]["submissions"] == 1, job["report"]
+    [error] = job["errors"]
+    assert error["where"] == "line 1" and "SRE_JUDGE_MAX_BODY_BYTES" in error["message"]
+
+
+def test_a_line_of_the_largest_body_is_taken_and_a_byte_more_refused(tmp_path: Path) -> None:
+    """The limit is the API's: a line of exactly that many bytes (its line ending not
+    counted) is read, one a byte larger is refused naming the line."""
+    text = json.dumps(LINE)
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(f"{text}\r\n{text} \n".encode())  # the second a space longer
+    taken, refused = list(read_jsonl(path, max_line_bytes=len(text.encode())))
+    assert isinstance(taken, JsonlLine)
+    assert isinstance(refused, ImportProblem) and refused.where == "line 2", refused
+
+
 def test_a_compact_iso_created_at_is_that_date_not_seconds_since_1970(tmp_path: Path) -> None:
     """``"created_at": "20240101"`` is ISO 8601's compact date: that date, never
     seconds since 1970; a number is refused naming ``created_at``."""
