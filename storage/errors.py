@@ -11,10 +11,14 @@
      +-- InvalidReview          an override, label or tag that does not fit the grading
 
 The API maps these to HTTP statuses in one table; database driver errors never leave
-the storage package as such where a caller could act on them.
+the storage package as such where a caller could act on them. :func:`database_fault`
+tells a fault of the database's reach (it passes: try again) from any other.
 """
 
 from __future__ import annotations
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 __all__ = [
     "Conflict",
@@ -25,7 +29,18 @@ __all__ = [
     "PreconditionFailed",
     "SchemaMismatch",
     "StorageError",
+    "database_fault",
 ]
+
+
+def database_fault(exc: BaseException) -> bool:
+    """A fault of the database's reach, not of what was asked of it: a lock, a lost or
+    refused connection, no connection free in the pool, a transaction the database rolled
+    back (a deadlock, a serialization failure). It passes: the same work may be tried
+    again."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, OperationalError | InterfaceError | PoolTimeout)
 
 
 class StorageError(Exception):

@@ -29,12 +29,15 @@ from storage.errors import (
     InvalidReview,
     NotFound,
     PreconditionFailed,
+    database_fault,
 )
 from storage.search import InvalidSearch
 
 __all__ = ["PROBLEM_MEDIA_TYPE", "ApiProblem", "exception_handlers", "problem_response"]
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+#: the ``Retry-After`` of a 503 for a database that did not answer (a restart, a lock)
+DATABASE_RETRY_SECONDS = 5
 
 
 class ApiProblem(Exception):
@@ -188,6 +191,15 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
             instance=path,
             errors=body,
             headers=dict(exc.headers or {}),
+        )
+    if database_fault(exc):  # it passes: a client may try again (a submission with its key)
+        request.logger.error("the database failed on %s", path, exc_info=exc)
+        return problem_response(
+            503,
+            "Database unavailable",
+            "the database did not answer; try again shortly",
+            instance=path,
+            headers={"Retry-After": str(DATABASE_RETRY_SECONDS)},
         )
     request.logger.exception("unhandled error on %s", path)
     return problem_response(

@@ -20,8 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -35,23 +34,15 @@ from judge.rubric import Rubric
 from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
 from storage.database import Database
+from storage.errors import database_fault
 from storage.imports.tables import SregymOriginalRowRecord
 from storage.scenarios import ScenarioSpec
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
-__all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport", "database_fault"]
+__all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport"]
 
 #: stores one row (an item read, or a problem reading it) in an open transaction
 _RowWriter = Callable[[Session, Any, ImportReport], None]
-
-
-def database_fault(exc: BaseException) -> bool:
-    """A fault of the database's reach, not of what is imported: a lock, a lost or refused
-    connection, no connection free in the pool, a transaction the database rolled back (a
-    deadlock, a serialization failure). It passes: the import stops, to be run again."""
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, OperationalError | InterfaceError | PoolTimeout)
 
 
 def _refused_by_database(exc: BaseException) -> bool:

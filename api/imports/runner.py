@@ -22,9 +22,9 @@ from datetime import timedelta
 
 from api.imports.job_queries import ImportJobQueries
 from api.imports.jobs import ImportSuperseded, run_import_job
-from api.imports.queries import database_fault
 from api.service.background import BackgroundTask
 from api.service.services import Services, new_worker_id
+from storage.errors import database_fault
 from storage.imports import ImportJobRecord
 
 __all__ = ["MAX_STARTS", "POLL_SECONDS", "RETRY_SECONDS", "STALE_SECONDS", "ImportRunner"]

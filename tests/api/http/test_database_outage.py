@@ -7,12 +7,13 @@ import asyncio
 import math
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import Engine
 
 from tests.api.conftest import ClientFactory
 from tests.support.outage import database_down, queue_queries_fail
-from tests.support.submissions import TRUTH
+from tests.support.submissions import DIAGNOSIS, TRUTH
 
 #: the scrape-time figures read from the database
 QUEUE = ("sre_judge_queue_pending", "sre_judge_queue_oldest_pending_age_seconds")
@@ -78,3 +79,29 @@ async def test_queue_gauges_are_not_shown_as_read_while_the_database_is_down(
     assert figures["sre_judge_database_up"] == 0
     assert all(math.isnan(figures[name]) for name in QUEUE), figures
     assert after["sre_judge_queue_pending"] == 2 and after["sre_judge_database_up"] == 1
+
+
+@pytest.mark.parametrize("route", ["submit", "read"])
+async def test_a_database_outage_answers_503_with_retry_after_not_500(
+    api_client: Any, tokens: Any, engine: Engine, route: str
+) -> None:
+    """A database outage passes: the API answers 503 with ``Retry-After`` (as ``/readyz``
+    says not ready), so a client retries (a submission with its ``Idempotency-Key``)
+    instead of giving up on a 500."""
+    submitter = await tokens("submitter")
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    async with api_client(start_workers=False) as client:
+        made = await client.post("/v1/submissions", json=body, headers=submitter)
+        assert made.status_code == 202, made.text
+        with database_down(engine):
+            if route == "submit":
+                answer = await client.post(
+                    "/v1/submissions",
+                    json=body,
+                    headers={**submitter, "Idempotency-Key": "run-1"},
+                )
+            else:
+                answer = await client.get(made.headers["location"], headers=submitter)
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert answer.status_code == 503, answer.text
+    assert answer.headers.get("retry-after", "").isdigit(), dict(answer.headers)
