@@ -43,7 +43,9 @@ async def create_override(
             if_match, what="overrides need If-Match with the grading's ETag"
         ),
     )
-    return Response(body, status_code=201, headers={"ETag": f'"{body.revision}"'})
+    # the override is read in the grading object, where it now stands
+    headers = {"ETag": f'"{body.revision}"', "Location": f"/v1/gradings/{body.id}"}
+    return Response(body, status_code=201, headers=headers)
 
 
 @get(

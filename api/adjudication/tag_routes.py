@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import delete, get, post
+from litestar import Response, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
@@ -73,16 +73,18 @@ async def add_tag(
     data: JSONBody[TagCreate],
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
-) -> TagPublic:
-    """Tag what the agent got wrong; 422 for a tag outside the vocabulary."""
+) -> Response[TagPublic]:
+    """Tag what the agent got wrong; 422 for a tag outside the vocabulary. ``Location``
+    is the grading, whose object lists the tag."""
     record = await tag_grading(services, principal, grading_id, tag=data.tag, note=data.note)
-    return TagPublic(
+    tag = TagPublic(
         id=record.id or 0,
         tag=record.tag,
         note=record.note,
         author=record.author_name,
         created_at=record.created_at,
     )
+    return Response(tag, status_code=201, headers={"Location": f"/v1/gradings/{record.grading_id}"})
 
 
 @delete(

@@ -107,11 +107,12 @@ OTHER_CONTENT: dict[str, tuple[str, ...]] = {
 
 #: headers clients follow, on the success answers that send them, by operation id
 RESPONSE_HEADERS: dict[str, tuple[str, ...]] = {
-    "createSubmission": ("Location", "ETag"),
+    "createSubmission": ("Location", "ETag", "Idempotent-Replayed"),
     "createImport": ("Location",),
     "createRegradeJob": ("Location",),
     "getGrading": ("ETag",),
-    "createOverride": ("ETag",),
+    "createOverride": ("Location", "ETag"),
+    "tagGrading": ("Location",),
     "createScenario": ("Location", "ETag"),
     "getScenario": ("ETag",),
     "updateScenario": ("ETag",),
@@ -119,7 +120,9 @@ RESPONSE_HEADERS: dict[str, tuple[str, ...]] = {
 _HEADER_TEXT = {
     "Location": "the URL of what the request made (to read it, or to poll it while pending)",
     "ETag": "the resource's revision, strong and quoted: send it back as If-Match",
+    "Idempotent-Replayed": "true when the answer replays an earlier one of the same key",
 }
+_RETRY_AFTER = "seconds to wait before sending the request again"
 
 _PROBLEM = Schema(
     type=OpenAPIType.OBJECT,
@@ -180,7 +183,11 @@ def required_errors(
 
 def _problem(status: int) -> OpenAPIResponse:
     media = OpenAPIMediaType(schema=Reference(ref="#/components/schemas/Problem"))
-    return OpenAPIResponse(description=ERROR_TEXT[status], content={PROBLEM_MEDIA_TYPE: media})
+    response = OpenAPIResponse(description=ERROR_TEXT[status], content={PROBLEM_MEDIA_TYPE: media})
+    if status in (429, 503):  # a limit, a full queue, a database away: when to come back
+        seconds = Schema(type=OpenAPIType.INTEGER, minimum=0)
+        response.headers = {"Retry-After": OpenAPIHeader(schema=seconds, description=_RETRY_AFTER)}
+    return response
 
 
 def _handlers(app: Litestar) -> dict[str, HTTPRouteHandler]:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.submissions import graded
+
 TRUTH = "[fault_spec] component=deployment/geo; namespace=hotel || GEO_PORT=7777 while svc 8083"
 
 
@@ -106,6 +108,30 @@ async def test_a_registered_scenario_answers_201_with_its_location(
     assert again.status_code == 200
 
 
+async def test_an_override_and_a_tag_answer_201_with_the_grading_that_shows_them(
+    api_client: Any, tokens: Any
+) -> None:
+    """An override and a failure tag are read in the grading object: their 201 names it
+    in ``Location``."""
+    admin, adjudicator = await tokens("admin"), await tokens("adjudicator")
+    async with api_client() as client:
+        grading = await graded(client, admin)
+        url = f"/v1/gradings/{grading['id']}"
+        etag = (await client.get(url, headers=adjudicator)).headers["etag"]
+        overridden = await client.post(
+            f"{url}/overrides",
+            json={"verdict": "fail", "reason": "the diagnosis names the wrong service"},
+            headers={**adjudicator, "If-Match": etag},
+        )
+        tagged = await client.post(
+            f"{url}/tags", json={"tag": "misread-unit", "note": "units"}, headers=adjudicator
+        )
+        shown = (await client.get(url, headers=adjudicator)).json()
+    assert overridden.status_code == tagged.status_code == 201, (overridden.text, tagged.text)
+    assert overridden.headers["location"] == tagged.headers["location"] == url
+    assert shown["overrides"] and shown["tags"]
+
+
 @pytest.mark.parametrize(
     ("path", "method", "status", "header"),
     [
@@ -114,6 +140,12 @@ async def test_a_registered_scenario_answers_201_with_its_location(
         ("/v1/regrade-jobs", "post", "201", "Location"),
         ("/v1/gradings/{grading_id}", "get", "200", "ETag"),
         ("/v1/scenarios/{scenario_id}", "put", "200", "ETag"),
+        ("/v1/gradings/{grading_id}/overrides", "post", "201", "Location"),
+        ("/v1/gradings/{grading_id}/tags", "post", "201", "Location"),
+        ("/v1/submissions", "post", "201", "Idempotent-Replayed"),
+        # a limit, a full queue or a database away: when to send it again
+        ("/v1/submissions", "post", "429", "Retry-After"),
+        ("/v1/submissions", "post", "503", "Retry-After"),
     ],
 )
 async def test_the_document_declares_the_headers_clients_follow(
