@@ -161,14 +161,21 @@ async def queue_page(
             for position, (g, item) in enumerate(rows)
         ],
         total=counts.total,
-        counts=[(r.value, counts.by_reason.get(r.value, 0)) for r in ReviewReason],
+        # each reason's count narrows this view: its link keeps the other filters
+        counts=[
+            (
+                r.value,
+                counts.by_reason.get(r.value, 0),
+                urlencode({**_shown(filters), "reason": r.value}),
+            )
+            for r in ReviewReason
+        ],
         reasons=[r.value for r in ReviewReason],
         filters=filters,
         reviewed_today=done,
         start=walk_query(filters),
         end=end,
         assignees=people,
-        here=urlencode(_shown(filters)),
         now=now,
     )
 

@@ -34,6 +34,7 @@ from api.reports.page_view import (
 )
 from api.reports.params import parse_group_by
 from api.reports.rates import comparison_report, pass_rate_report, question_report
+from api.service.errors import InvalidRequest
 from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
@@ -134,11 +135,18 @@ async def compare_page(
     """Arm a's pass rate minus arm b's: the difference, its interval and p; per scenario
     when a scenario was attempted more than once."""
     params = _params(request)
-    a, b = page_filter(params, "a."), page_filter(params, "b.")
     context: dict[str, Any] = {"values": params, "verdicts": verdicts, "report": None}
     context["verdicts_text"] = VERDICTS_TEXT[verdicts]
-    if a != ReportFilter() and b != ReportFilter():
-        report = await comparison_report(services.store, a, b, verdicts=verdicts)
+    try:
+        a, b = page_filter(params, "a."), page_filter(params, "b.")
+        report = (
+            await comparison_report(services.store, a, b, verdicts=verdicts)
+            if a != ReportFilter() and b != ReportFilter()
+            else None
+        )
+    except InvalidRequest as refused:  # the form again, as sent, saying what is wrong
+        return page("compare.html", who, status_code=422, error=str(refused), **context)
+    if report is not None:
         arms = [
             _rate_row(report.a.outcome, a, f"a: {describe_filter(a)}"),
             _rate_row(report.b.outcome, b, f"b: {describe_filter(b)}"),

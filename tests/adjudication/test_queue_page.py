@@ -3,6 +3,7 @@ blind labels."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.support.judge_server import sregym_reply
@@ -324,3 +325,23 @@ async def test_opening_a_finished_items_pages_leaves_it_out_of_the_queue(
         assert claimed.status_code in (200, 201)  # a claim asked for reopens it
         queue = (await c.get("/v1/review-queue", headers=bob)).json()["items"]
         assert [i["grading"]["id"] for i in queue] == [made]
+
+
+async def test_a_reason_count_link_narrows_the_view_it_is_in(api_client: Any, tokens: Any) -> None:
+    """The counts per reason are of the filtered view, and each links to that view
+    narrowed to its reason: under ``agent=alpha`` the link leads to alpha's items."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    queued = sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")
+    async with api_client(**scripted_judge(*[queued] * 3)) as c:
+        mine = await _submit(c, agent, f"{DIAGNOSIS} Alpha.", "alpha")
+        await _submit(c, agent, f"{DIAGNOSIS} Beta 1.", "beta")
+        await _submit(c, agent, f"{DIAGNOSIS} Beta 2.", "beta")
+        await sign_in(c, ada)
+        page = (await c.get("/queue?agent=alpha")).text
+        assert mine in page and 'data-testid="progress"><strong>1</strong>' in page
+        counts = page.split('data-testid="reason-counts"', 1)[1].split("</ul>", 1)[0]
+        links = re.findall(r'<a href="([^"]+)"[^>]*>\s*([a-z_]+) <strong>(\d+)</strong>', counts)
+        link, count = next((href, n) for href, _, n in links if n != "0")
+        followed = (await c.get(link.replace("&amp;", "&"))).text
+    assert "agent=alpha" in link, link
+    assert f'data-testid="progress"><strong>{count}</strong>' in followed

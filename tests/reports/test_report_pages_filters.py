@@ -147,3 +147,20 @@ async def test_report_pages_keep_their_filters_when_moving_between_them(
             assert 'href="/reports/compare"' in nav
         bare = (await c.get("/reports")).text
         assert 'href="/reports/table"' in bare
+
+
+async def test_a_refused_comparison_comes_back_on_its_form_as_typed(
+    api_client: Any, tokens: Any
+) -> None:
+    """An arm with no passed or failed grading (a typo in an agent's name) is refused on
+    the compare page itself, its form filled in as sent, so the reader corrects the arm."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)
+        await sign_in(c, ada)
+        page = await c.get("/reports/compare?a.agent=alpha&a.inline=include&b.agent=alhpa")
+    assert page.status_code == 422  # refused, as the API refuses it
+    assert "has no passed or failed grading" in page.text
+    assert 'data-testid="arm-form"' in page.text
+    assert 'name="b.agent" placeholder="b.agent" value="alhpa"' in page.text
+    assert 'name="a.agent" placeholder="a.agent" value="alpha"' in page.text

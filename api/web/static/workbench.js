@@ -49,6 +49,11 @@
     questions[focused].scrollIntoView({ block: "nearest" });
   }
 
+  // a question the reader clicked (or tabbed into) is the one the keys act on
+  questions.forEach(function (q, i) {
+    q.addEventListener("focusin", function () { focused = i; });
+  });
+
   // after an override the page comes back at #q-<id>: j/k go on from that question
   if (location.hash.indexOf("#q-") === 0) {
     questions.forEach(function (q, i) { if ("#" + q.id === location.hash) focused = i; });
