@@ -1,10 +1,12 @@
 """Retrying judge calls with tenacity, recording every attempt.
 
 Timeouts, connection errors, 5xx and 429 are retried with exponential backoff and
-jitter; a 429's or 503's ``Retry-After`` is honoured (it sets the least wait). A refused
+jitter; a 429's or 503's ``Retry-After`` is honoured (it sets the least wait; a wait
+that is not finite is none, and one past a day a day: ``judge.backends.http``). A refused
 feature (``json_schema``, ``logprobs``) is retried at once without it. Requests the
 server refused (400, 401, 403, 404) are not retried. Attempts and total time are
-both bounded.
+both bounded. Any other exception a backend lets through is recorded and retried as an
+unavailable judge naming its type, never raised as itself.
 
 A reply that stopped at the ``max_tokens`` budget (``finish_reason`` or ``done_reason``
 ``length``) is cut: it is never parsed. It is asked again once, at once, with a budget
@@ -29,8 +31,9 @@ from tenacity import (
 from tenacity.stop import stop_base
 
 from judge.backends.base import JudgeBackend
+from judge.backends.http import bounded_wait
 from judge.calls import Attempt, Completion, JudgeRequest
-from judge.errors import FeatureRefused, JudgeCallError, ReplyTruncated
+from judge.errors import FeatureRefused, JudgeCallError, JudgeUnavailable, ReplyTruncated
 
 __all__ = [
     "TRUNCATED_BUDGET_FACTOR",
@@ -183,6 +186,23 @@ def _truncated(request: JudgeRequest, completion: Completion) -> ReplyTruncated 
     )
 
 
+async def _complete(backend: JudgeBackend, request: JudgeRequest) -> Completion:
+    """``backend.complete(request)``, failing with judge errors only.
+
+    A backend translates its client's errors (``JudgeBackend``); whatever else escapes it
+    (a client tripping over a reply of a shape it never expected) is the judge's odd
+    answer, not a fault of the grading: an unavailable judge, named by the exception's
+    type (its message may quote anything), recorded and retried as one. Cancellation is
+    no failure and passes through.
+    """
+    try:
+        return await backend.complete(request)
+    except JudgeCallError:
+        raise
+    except Exception as exc:
+        raise JudgeUnavailable(f"the {backend.name} backend failed ({type(exc).__name__})") from exc
+
+
 async def _one_attempt(
     backend: JudgeBackend, request: JudgeRequest, attempts: list[Attempt]
 ) -> Completion:
@@ -192,11 +212,12 @@ async def _one_attempt(
     #: the budget, recorded where it is not the request's own (a cut reply's retry)
     budget = request.params.max_tokens if _truncations(attempts) else None
     try:
-        completion = await backend.complete(request)
+        completion = await _complete(backend, request)
         cut = _truncated(request, completion)
         if cut is not None:
             raise cut
     except JudgeCallError as exc:
+        exc.retry_after = bounded_wait(exc.retry_after)  # as honoured, and as JSON holds it
         attempts.append(
             Attempt(
                 number=number,

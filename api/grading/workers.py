@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import heapq
 import logging
+import math
 import time
 from collections.abc import Coroutine
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,7 @@ from api.service.metrics import Metrics
 from api.service.observability import bind_log_context, log_grading
 from api.service.qualification import Qualifications
 from api.service.services import Services, new_worker_id
+from judge.backends.http import MAX_RETRY_AFTER
 from judge.errors import InputError, JudgeSpecError
 from judge.rubric import Rubric
 from judge.spec import member_specs
@@ -460,6 +462,12 @@ class GradingWorkers:
 
 def _retry_wait(result: GradingResult, seconds: float) -> float:
     """How long a deferred grading waits: ``seconds``, or longer where the judge asked
-    for it (``Retry-After`` of its last failed attempts): never back before it said."""
-    asked = [a.retry_after for c in result.calls for a in c.attempts if a.retry_after]
+    for it (``Retry-After`` of its last failed attempts): never back before it said, nor
+    later than ``MAX_RETRY_AFTER`` (a day), which any date can hold."""
+    asked = [
+        min(a.retry_after, MAX_RETRY_AFTER)
+        for c in result.calls
+        for a in c.attempts
+        if a.retry_after and not math.isnan(a.retry_after)
+    ]
     return max([seconds, *asked])

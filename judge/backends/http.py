@@ -11,6 +11,7 @@ transport errors) and hands the status here.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import ssl
 from datetime import UTC, datetime
@@ -29,6 +30,8 @@ from judge.errors import (
 
 __all__ = [
     "MAX_ERROR_TEXT",
+    "MAX_RETRY_AFTER",
+    "bounded_wait",
     "is_context_overflow",
     "parse_retry_after",
     "status_error",
@@ -52,6 +55,9 @@ _CONTEXT_OVERFLOW = re.compile(
 _UNAVAILABLE = frozenset({502, 503, 504})
 #: the longest piece of a server's error message kept in an error
 MAX_ERROR_TEXT = 300
+#: the longest wait a judge's ``Retry-After`` is taken at: a day (a judge that asks for
+#: longer is asked again a day later; any date holds that)
+MAX_RETRY_AFTER = 86400.0
 
 
 def is_context_overflow(text: str) -> bool:
@@ -89,27 +95,45 @@ def status_error(
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
-    millis = headers.get("retry-after-ms")
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date),
+    at most :data:`MAX_RETRY_AFTER`; None when neither says a number of seconds (a
+    value that is not finite, such as ``1e400`` or ``nan``, says none)."""
+    millis = _seconds(headers.get("retry-after-ms"))
     if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
+        return bounded_wait(millis / 1000)
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return bounded_wait(seconds)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # no date, or none a calendar holds
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return bounded_wait((when - datetime.now(UTC)).total_seconds())
+
+
+def _seconds(value: str | None) -> float | None:
+    """A header's number, or None when it has none or a number that is not finite."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) else None
+
+
+def bounded_wait(seconds: float | None) -> float | None:
+    """A wait a judge asked for as it is honoured and recorded: within 0 and
+    :data:`MAX_RETRY_AFTER`; None for none, or for one that is not finite (not a number
+    any date or JSON holds)."""
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    return min(max(0.0, seconds), MAX_RETRY_AFTER)
 
 
 @functools.cache

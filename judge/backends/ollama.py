@@ -51,18 +51,39 @@ def _from_response_error(exc: ollama.ResponseError) -> JudgeCallError:
     return status_error(status, str(exc.error), server="ollama", headers=headers)
 
 
+def _from_odd_body(exc: AttributeError | TypeError) -> JudgeCallError:
+    """The judge error of a body the client could not read: an error status whose body
+    is JSON but no object (``"overloaded"``, ``null``, a list) is read by its status and
+    text; a stream line that is no object, or an ``error`` that is one, is unreadable.
+
+    The client fails on such bodies while building its own error, so the error status
+    it was handling is the context of what it raised.
+    """
+    context = exc.__context__
+    if isinstance(context, httpx.HTTPStatusError):
+        response = context.response
+        return status_error(
+            response.status_code, response.text, server="ollama", headers=response.headers
+        )
+    return JudgeUnavailable(f"ollama sent an unreadable reply ({type(exc).__name__})")
+
+
 @contextmanager
 def map_ollama_errors() -> Iterator[None]:
     """Translate the ``ollama`` client's exceptions into ``judge.errors``.
 
     Error statuses as ``judge.backends.http.status_error`` says, timeouts ->
     JudgeTimeout, connection and transport failures and unreadable replies ->
-    JudgeUnavailable.
+    JudgeUnavailable. The client reads bodies that are JSON but no object (an error body
+    ``"overloaded"`` or ``null``, a stream line ``null``, an ``error`` object) with an
+    ``AttributeError`` or ``TypeError``: those are its replies' faults, read here too.
     """
     try:
         yield
     except ollama.ResponseError as exc:
         raise _from_response_error(exc) from exc
+    except (AttributeError, TypeError) as exc:
+        raise _from_odd_body(exc) from exc
     except httpx.TimeoutException as exc:
         raise JudgeTimeout(f"ollama did not answer in time ({type(exc).__name__})") from exc
     except (httpx.TransportError, ConnectionError) as exc:
@@ -167,8 +188,9 @@ class OllamaBackend:
         server cannot be asked or does not list the model.
         """
         try:
-            listing = await self._client.list()
-        except (ollama.ResponseError, httpx.HTTPError, ConnectionError, ValueError):
+            with map_ollama_errors():
+                listing = await self._client.list()
+        except (JudgeCallError, ValueError):  # unreachable, or a listing that is no object
             return None
         self._digest = next(
             (m.digest for m in listing.models if _same_model(m.model, self.model)), None

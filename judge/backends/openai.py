@@ -32,8 +32,6 @@ from typing import Any
 import httpx
 import openai
 from openai import AsyncStream
-from openai.pagination import AsyncPage
-from openai.types import Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from judge.backends.base import EndpointQuirks, digest_of_fields
@@ -56,6 +54,7 @@ from judge.errors import (
     FeatureRefused,
     JudgeCallError,
     JudgeRejected,
+    JudgeUnavailable,
 )
 
 __all__ = [
@@ -92,6 +91,20 @@ def _window_of(entry: dict[str, Any]) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
+
+
+def _entries_of(reply: httpx.Response) -> list[dict[str, Any]] | None:
+    """The model entries of a ``/v1/models`` reply (``{"data": [{...}, ...]}``), or None
+    when it is no such listing: a page (a gateway's, a web UI's at a base URL without
+    ``/v1``), JSON of another shape, ``data`` that is null or holds other than objects."""
+    try:
+        body = reply.json()
+    except (ValueError, RecursionError):
+        return None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list) or not all(isinstance(entry, dict) for entry in data):
+        return None
+    return data
 
 
 def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -285,16 +298,26 @@ class OpenAIBackend:
         http = openai.DefaultAsyncHttpxClient(verify=tls_context())
         return openai.AsyncOpenAI(**{**self._client_options, **overrides}, http_client=http)
 
-    async def _list_models(self) -> AsyncPage[Model]:
-        """``GET /models`` through the client's own GET, as ``client.models.list()`` sends
-        it: the ``client.models`` resource would import every resource of the client
-        (chat, audio, beta, admin...), half a second before the first request."""
-        return await self._client.get_api_list("/models", page=AsyncPage[Model], model=Model)
+    async def _list_models(self) -> list[dict[str, Any]] | None:
+        """The entries of ``GET /models``, or None when the server answered with no
+        listing (``_entries_of``); raises a JudgeCallError when it cannot be asked.
+
+        Sent through the client's own GET, as ``client.models.list()`` sends it: the
+        ``client.models`` resource would import every resource of the client (chat,
+        audio, beta, admin...), half a second before the first request.
+        """
+        with map_openai_errors():
+            reply = await self._client.get("/models", cast_to=httpx.Response)
+        return _entries_of(reply)
 
     async def probe(self) -> None:
-        """Check that the server answers (lists its models); raise a JudgeCallError if not."""
-        with map_openai_errors():
-            await self._list_models()
+        """Check that the server answers (lists its models); raise a JudgeCallError if not,
+        JudgeUnavailable when what it answered is no model listing."""
+        if await self._list_models() is None:
+            raise JudgeUnavailable(
+                f"{SERVER} answered GET /models with no model listing (a page, or JSON "
+                "without a list of model objects): is the base URL the API's?"
+            )
 
     async def model_digest(self) -> str | None:
         """What model answers behind the name, as the server tells (``DigestAware``).
@@ -312,11 +335,10 @@ class OpenAIBackend:
         if props is not None and props.get("model_path"):
             return digest_of_fields("props", {"model_path": props["model_path"]})
         try:
-            with map_openai_errors():
-                listing = await self._list_models()
+            entries = await self._list_models()
         except JudgeCallError:
             return None
-        listed = self._entry_of([m.model_dump() for m in listing.data])
+        listed = self._entry_of(entries) if entries is not None else None
         if listed is None:
             return None
         entry = {k: v for k, v in listed.items() if v is not None and k not in _LISTING_VOLATILE}
@@ -342,18 +364,18 @@ class OpenAIBackend:
         """The model's context window from ``/v1/models`` metadata, or None if not given.
 
         Asked once; a server that cannot be reached now is asked again on the next call.
+        One that answers with no listing (a page, odd JSON) will not tell: None.
         """
         if self._context_known:
             return self._context_window
         try:
-            with map_openai_errors():
-                listing = await self._list_models()
+            entries = await self._list_models()
         except JudgeRejected:  # the server has no model listing: it will not tell
             self._context_known = True
             return None
         except JudgeCallError:  # not reachable now: ask again next time
             return None
-        listed = self._entry_of([m.model_dump() for m in listing.data])
+        listed = self._entry_of(entries) if entries is not None else None
         self._context_window = _window_of(listed) if listed is not None else None
         self._context_known = True
         return self._context_window

@@ -5,7 +5,8 @@ the end a ``finish_reason`` and, with ``stream_options.include_usage``, the toke
 A stream that ends without a ``finish_reason`` was cut: it raises, and nothing of it is
 parsed; the ``finish_reason`` is kept with the completion (``length``: cut at the
 budget, which ``judge.retry`` never lets reach the parser). A server that ignores
-``stream`` and answers one JSON body is read as such.
+``stream`` and answers one JSON body is read as such. An event that is no JSON object
+(``null``, a string, a list) makes the reply unreadable: the judge is unavailable.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ _REASONING = ("reasoning_content", "reasoning")
 def _begun(chunk: ChatCompletionChunk) -> bool:
     """Whether ``chunk`` carries generated text, the reply's or a reasoning model's
     thinking (which comes first: the model is generating, the first-token limit met)."""
-    for choice in chunk.choices or []:
+    for choice in getattr(chunk, "choices", None) or []:
         delta = getattr(choice, "delta", None)
         if getattr(delta, "content", None):
             return True
@@ -161,12 +162,17 @@ async def read_stream(
         reply = _Reply(model)
         chunks = paced(stream, limits, begun=_begun, server=SERVER, started=started)
         async for chunk in chunks:
+            if not isinstance(chunk, ChatCompletionChunk):  # an event of null, a string...
+                raise JudgeUnavailable(
+                    f"unreadable reply from {SERVER} (a stream event that is no JSON object)"
+                )
             reply.add(chunk, logprobs_of)
     except httpx.TimeoutException as exc:
         raise JudgeTimeout(f"{SERVER} did not answer in time ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:
         raise JudgeUnavailable(f"{SERVER}'s reply broke off ({type(exc).__name__})") from exc
-    except (ValueError, RecursionError) as exc:  # a body that is not JSON (or too deep)
+    # a body that is not JSON (or too deep), or JSON of another shape than a completion's
+    except (ValueError, RecursionError, AttributeError, TypeError) as exc:
         raise JudgeUnavailable(f"unreadable reply from {SERVER} ({type(exc).__name__})") from exc
     finally:
         await stream.close()

@@ -1,11 +1,19 @@
-"""In the service, a prompt over the judge's context window ends unscored, never pending."""
+"""In the service, a prompt over the judge's context window ends unscored, never pending;
+a window the judge does not tell is no reason not to grade."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import httpx
+import respx
+
+from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.errors import ContextOverflow
+from tests.judge.backend_servers import OPENAI_BASE, OPENAI_MODEL, openai_completion_reply
+from tests.support.judge_server import sregym_reply
+from tests.support.submissions import IDS
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 SHORT = "The user-service deployment in hotel sets USER_PORT=9999; the frontend fails."
@@ -66,3 +74,22 @@ async def test_a_server_refusal_is_unscored_not_retried_later(api_client: Any, t
     assert grading["unscored_reason"] == "context_overflow"
     assert grading["pending_reason"] is None
     assert len(refusing.requests) == 1
+
+
+async def test_a_gateway_answering_its_model_listing_with_a_page_still_grades(
+    api_client: Any, tokens: Any
+) -> None:
+    """``GET /models`` answered with a 200 HTML page (an SPA fallback, a landing page)
+    while chat completions work: the window is unknown, and the grading goes on."""
+    headers = await tokens("submitter")
+    spec = f"openai:{OPENAI_MODEL}@{OPENAI_BASE}"
+    reply = openai_completion_reply(sregym_reply(set(IDS), evidence="USER_PORT=9999"))
+    page = httpx.Response(200, text="<html><body>gateway</body></html>")
+    with respx.mock(base_url=OPENAI_BASE, assert_all_called=False) as router:
+        models = router.get("/models").mock(return_value=page)
+        router.post("/chat/completions").mock(return_value=reply)
+        backend = OpenAIBackend(OPENAI_MODEL, base_url=OPENAI_BASE, api_key="sk-test")
+        async with api_client(judge=spec, backends={spec: backend}) as client:
+            grading = await _submit(client, headers, SHORT)
+    assert grading["status"] == "graded", grading.get("pending_reason")
+    assert models.called

@@ -6,28 +6,25 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from judge.backends.scripted import ScriptedBackend
-from judge.calls import Completion, JudgeRequest
+import pytest
+
+from api.grading import workers
 from tests.support.submissions import TRUTH
 
 JUDGE = "scripted:pass"
 
 
-class Broken(ScriptedBackend):
-    """A fault in the service's own code while grading (not a judge error)."""
-
-    async def complete(self, request: JudgeRequest) -> Completion:
-        raise RuntimeError("a bug of the service")
-
-
 async def test_an_internal_error_unscored_grading_of_an_uncalibrated_judge_is_provisional(
-    api_client: Any, tokens: Any
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every grading of a judge no calibration run qualified is provisional, unscored
     ones too: also one the service's own error made unscored after its last try."""
-    async with api_client(
-        judge=JUDGE, backends={JUDGE: Broken(model="pass")}, judge_retry_seconds=0.05
-    ) as client:
+
+    async def broken(*args: Any) -> Any:  # a fault in the service's own code while grading
+        raise RuntimeError("a bug of the service")
+
+    monkeypatch.setattr(workers, "confirmed", broken)
+    async with api_client(judge=JUDGE, judge_retry_seconds=0.05) as client:
         agent, adj = await tokens("submitter"), await tokens("adjudicator")
         body = {"diagnosis": "user-service listens on 9999", "ground_truth": TRUTH}
         accepted = await client.post("/v1/submissions", json=body, headers=agent)

@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
+import respx
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from judge.backends.ollama import OllamaBackend
+from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import ScriptedBackend
 from judge.calls import ChatMessage, JudgeRequest
 from judge.errors import JudgeAuthError, JudgeRateLimited, JudgeUnavailable
 from judge.retry import complete_with_retries
 from storage import GradingRecord
 from storage.gradings import GradingReads
+from tests.judge.backend_servers import (
+    DIGEST,
+    OLLAMA_BASE,
+    OLLAMA_MODEL,
+    OPENAI_BASE,
+    OPENAI_MODEL,
+    ollama_tags_reply,
+    openai_error,
+)
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, first_set
 
@@ -114,6 +128,89 @@ async def test_a_judge_asking_to_wait_is_asked_again_only_once_its_wait_is_over(
         query = select(GradingRecord.not_before).where(GradingRecord.id == grading["id"])
         not_before = connection.execute(query).scalar_one()
     assert (not_before - datetime.now(UTC)).total_seconds() > 3500
+
+
+@pytest.mark.parametrize("retry_after", ["1e12", "1e400"], ids=["year-33000", "infinite"])
+async def test_a_judge_asking_to_wait_for_ages_leaves_the_grading_rate_limited(
+    api_client: Any, tokens: Any, engine: Engine, retry_after: str
+) -> None:
+    """A ``Retry-After`` beyond any date, or infinite, is no fault of the service: the
+    grading waits, pending, at most a day (an infinite one says no wait, and is retried
+    as any 429)."""
+    headers = await tokens("submitter")
+    spec = f"openai:{OPENAI_MODEL}@{OPENAI_BASE}"
+    limited = openai_error(429, "rate limited", headers={"retry-after": retry_after})
+    with respx.mock(base_url=OPENAI_BASE, assert_all_called=False) as router:
+        router.post("/chat/completions").mock(return_value=limited)
+        router.get("/models").mock(return_value=httpx.Response(200, json={"data": []}))
+        backend = OpenAIBackend(OPENAI_MODEL, base_url=OPENAI_BASE, api_key="sk-test")
+        settings = {"judge_max_attempts": 1, "judge_retry_seconds": 1}
+        async with api_client(judge=spec, backends={spec: backend}, **settings) as client:
+            sent = await client.post(
+                "/v1/submissions",
+                json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+                headers=headers,
+            )
+            grading = await first_set(client, sent.headers["location"], headers, "pending_reason")
+    assert grading["status"] == "pending"
+    assert grading["pending_reason"] == "judge_rate_limited: judge rate limited (HTTP 429)"
+    with engine.connect() as connection:
+        query = select(GradingRecord.not_before).where(GradingRecord.id == grading["id"])
+        not_before = connection.execute(query).scalar_one()
+    assert (not_before - datetime.now(UTC)).total_seconds() <= 86400
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "least", "most"),
+    [(1e12, 86000, 86400), (math.inf, 0, 5)],
+    ids=["year-33000", "infinite"],
+)
+async def test_a_grading_waits_at_most_a_day_whatever_its_judge_asked(
+    api_client: Any, tokens: Any, engine: Engine, retry_after: float, least: int, most: int
+) -> None:
+    """Whatever a backend reports: a wait past a day is taken as a day, one that is not
+    finite as none (the grading is retried after SRE_JUDGE_JUDGE_RETRY_SECONDS)."""
+    headers = await tokens("submitter")
+    quota = [JudgeRateLimited("429: quota", status_code=429, retry_after=retry_after)] * 20
+    spec = "openai:limited@http://127.0.0.1:9/v1"
+    judge = ScriptedBackend(quota, model="limited")
+    settings = {"judge_max_attempts": 1, "judge_retry_seconds": 1}
+    async with api_client(judge=spec, backends={spec: judge}, **settings) as client:
+        body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+        sent = await client.post("/v1/submissions", json=body, headers=headers)
+        grading = await first_set(client, sent.headers["location"], headers, "pending_reason")
+    assert grading["pending_reason"].startswith("judge_rate_limited")
+    with engine.connect() as connection:
+        query = select(GradingRecord.not_before).where(GradingRecord.id == grading["id"])
+        not_before = connection.execute(query).scalar_one()
+    assert least <= (not_before - datetime.now(UTC)).total_seconds() <= most
+
+
+async def test_a_busy_ollama_answering_a_json_string_leaves_the_grading_pending(
+    api_client: Any, tokens: Any
+) -> None:
+    """An overloaded Ollama behind a proxy answering 503 ``"overloaded"``: the judge is
+    unavailable, so the grading waits (``judge_unavailable ... (HTTP 503)``), its judge
+    call kept."""
+    headers, adjudicator = await tokens("submitter"), await tokens("adjudicator")
+    spec = f"ollama:{OLLAMA_MODEL}@{OLLAMA_BASE}"
+    with respx.mock(base_url=OLLAMA_BASE, assert_all_called=False) as router:
+        router.post("/api/chat").mock(return_value=httpx.Response(503, json="overloaded"))
+        router.get("/api/tags").mock(return_value=ollama_tags_reply((OLLAMA_MODEL, DIGEST)))
+        backend = OllamaBackend(OLLAMA_MODEL, base_url=OLLAMA_BASE)
+        settings = {"judge_max_attempts": 1}
+        async with api_client(judge=spec, backends={spec: backend}, **settings) as client:
+            sent = await client.post(
+                "/v1/submissions",
+                json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+                headers=headers,
+            )
+            location = sent.headers["location"]
+            grading = await first_set(client, location, headers, "pending_reason")
+            history = await client.get(f"{location}/history", headers=adjudicator)
+    assert grading["status"] == "pending"
+    assert grading["pending_reason"] == "judge_unavailable: judge unreachable (HTTP 503)"
+    assert "judge_unavailable" in history.text  # the failed call is on record
 
 
 async def test_a_wait_on_a_grading_deferred_by_a_judge_outage_polls_instead_of_spinning(

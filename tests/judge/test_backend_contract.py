@@ -4,11 +4,13 @@ clients with respx in place of the servers.
 One attempt per ``complete``; the request carries the prompt, the reply schema and the
 sampling settings; error statuses and transport failures become ``judge.errors``
 (one classification for both, ``judge.backends.http.status_error``); the retry policy
-honours Retry-After and gives up on refusals.
+honours Retry-After (at most a day) and gives up on refusals; whatever else a backend
+lets through is an unavailable judge, recorded and retried.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,7 +21,9 @@ import pytest
 import respx
 
 from judge.backends.base import JudgeBackend
-from judge.backends.http import parse_retry_after
+from judge.backends.http import MAX_RETRY_AFTER, parse_retry_after
+from judge.backends.scripted import ScriptedBackend
+from judge.caller import JudgeCaller
 from judge.errors import (
     ContextOverflow,
     JudgeAuthError,
@@ -198,6 +202,26 @@ def test_retry_after_forms() -> None:
 
 
 @pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"Retry-After": "1e12"}, MAX_RETRY_AFTER),  # the year 33000
+        ({"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}, MAX_RETRY_AFTER),
+        ({"retry-after-ms": "1e15"}, MAX_RETRY_AFTER),
+        ({"Retry-After": "1e400"}, None),  # read as infinity
+        ({"Retry-After": "nan"}, None),
+        ({"Retry-After": "-inf"}, None),
+        ({"Retry-After": "Fri, 31 Dec 99999999999999999999 23:59:59 GMT"}, None),
+        ({"retry-after-ms": "1e400", "Retry-After": "7"}, 7.0),
+    ],
+)
+def test_a_retry_after_is_a_finite_wait_of_at_most_a_day(
+    headers: dict[str, str], seconds: float | None
+) -> None:
+    assert MAX_RETRY_AFTER == 86400
+    assert parse_retry_after(httpx.Headers(headers)) == seconds
+
+
+@pytest.mark.parametrize(
     ("failure", "expected"),
     [
         (httpx.ReadTimeout("timed out"), JudgeTimeout),
@@ -290,3 +314,33 @@ async def test_server_errors_give_up_after_max_attempts(
 
     assert route.call_count == FAST.max_attempts
     assert [a.status_code for a in caught.value.attempts] == [500] * FAST.max_attempts
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [AttributeError("'str' object has no attribute 'get'"), TypeError("not a mapping")],
+    ids=["AttributeError", "TypeError"],
+)
+async def test_an_exception_a_backend_lets_through_is_an_unavailable_judge(
+    fault: Exception,
+) -> None:
+    """A client tripping over a reply it never expected: the attempt is recorded as an
+    unavailable judge naming the exception's type and retried; the call is kept."""
+    _, attempts = await complete_with_retries(
+        ScriptedBackend([fault, "{}"]), make_request(), policy=FAST
+    )
+    assert [a.outcome for a in attempts] == ["judge_unavailable", "ok"]
+    assert type(fault).__name__ in (attempts[0].error or "")
+
+    caller = JudgeCaller(ScriptedBackend([fault] * FAST.max_attempts), retry=FAST)
+    call = await caller.call("grade", make_request())
+    assert call.completion is None and call.error_code == "judge_unavailable"
+    assert type(fault).__name__ in (call.error or "")
+    assert len(call.attempts) == FAST.max_attempts
+
+
+async def test_a_cancelled_call_is_cancelled_not_an_unavailable_judge() -> None:
+    with pytest.raises(asyncio.CancelledError):
+        await complete_with_retries(
+            ScriptedBackend([asyncio.CancelledError(), "{}"]), make_request(), policy=FAST
+        )

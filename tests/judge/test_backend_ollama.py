@@ -156,6 +156,25 @@ async def test_failing_digest_lookup_does_not_fail_the_call(
     assert completion.fingerprint is None
 
 
+@pytest.mark.parametrize("tags", [b"[]", b"null"], ids=["json-array", "null"])
+async def test_a_tags_listing_that_is_no_object_leaves_the_digest_unknown(
+    ollama_api: respx.MockRouter, backend: OllamaBackend, tags: bytes
+) -> None:
+    """An answered call is kept; only the digest is unknown, and a probe says the server
+    answered oddly."""
+    ollama_api.post("/api/chat").mock(return_value=ollama_chat_reply())
+    media = {"content-type": "application/json"}
+    ollama_api.get("/api/tags").mock(return_value=httpx.Response(200, content=tags, headers=media))
+
+    completion = await backend.complete(make_request())
+
+    assert completion.text == REPLY
+    assert completion.fingerprint is None
+    assert await backend.model_digest() is None
+    with pytest.raises(JudgeUnavailable):
+        await backend.probe()
+
+
 async def test_empty_content_is_returned_as_is(
     ollama_api: respx.MockRouter, backend: OllamaBackend
 ) -> None:
@@ -175,3 +194,27 @@ async def test_unreadable_reply_is_unavailable(
 
     with pytest.raises(JudgeUnavailable):
         await backend.complete(make_request())
+
+
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [
+        (httpx.Response(503, json="service overloaded"), 503),  # an error body, a JSON string
+        (httpx.Response(502, content=b"null", headers={"content-type": "application/json"}), 502),
+        (httpx.Response(500, json=[{"error": "boom"}]), 500),  # an error body, a JSON array
+        (httpx.Response(200, content=b"null\n"), None),  # a stream line that is no object
+        (httpx.Response(200, content=b'{"error": {"message": "boom", "code": 500}}\n'), None),
+    ],
+    ids=["503-json-string", "502-null", "500-json-array", "200-null-line", "200-error-object"],
+)
+async def test_a_body_that_is_json_but_no_object_is_an_unavailable_judge(
+    backend: OllamaBackend, reply: httpx.Response, status: int | None
+) -> None:
+    """Read by its status where it has one (a busy server behind a proxy answering 503
+    ``"overloaded"``), else as an unreadable reply: retried, never a crash."""
+    with respx.mock(base_url=BASE, assert_all_called=False) as router:
+        router.post("/api/chat").mock(return_value=reply)
+        router.get("/api/tags").mock(return_value=ollama_tags_reply((MODEL, DIGEST)))
+        with pytest.raises(JudgeUnavailable) as raised:
+            await backend.complete(make_request())
+    assert raised.value.status_code == status

@@ -1,5 +1,6 @@
 """What only the OpenAI-compatible backend does: the key and endpoint defaults, the
-``json_schema`` fallback remembered per endpoint, one question per call.
+``json_schema`` fallback remembered per endpoint, one question per call, reading the
+model listing.
 
 Log-probabilities are in ``test_backend_openai_logprobs.py``; the behaviour both
 backends share is in ``test_backend_contract.py``.
@@ -364,3 +365,30 @@ async def test_an_overloaded_judge_is_away_not_refusing_a_feature() -> None:
     outcomes = [a.outcome for a in caught.value.attempts]
     assert "feature_refused" in outcomes and "judge_unavailable" in outcomes
     assert (result.status, result.unscored_reason) == ("unscored", "judge_unavailable")
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        # a gateway's page, or a web UI's at a base URL without /v1
+        httpx.Response(200, text="<html><body>gateway</body></html>"),
+        httpx.Response(200, json={"object": "list", "data": None}),
+        httpx.Response(200, json={"object": "list", "data": ["qwen2.5-1.5b"]}),
+        httpx.Response(200, json=[]),
+    ],
+    ids=["html-page", "data-null", "data-strings", "json-array"],
+)
+async def test_a_model_listing_of_another_shape_says_nothing_of_the_model(
+    openai_backend: OpenAIBackend, listing: httpx.Response
+) -> None:
+    """The window and the digest are unknown (the window is not asked again); a probe
+    says the server answered oddly, as an unavailable judge."""
+    with respx.mock(assert_all_called=True) as router:
+        models = router.get(f"{BASE}/models").mock(return_value=listing)
+        router.get(BASE.removesuffix("/v1") + "/props").mock(return_value=httpx.Response(404))
+        assert await openai_backend.context_window() is None
+        assert await openai_backend.context_window() is None
+        assert await openai_backend.model_digest() is None
+        with pytest.raises(JudgeUnavailable, match="no model listing"):
+            await openai_backend.probe()
+    assert models.call_count == 3  # the window once, the digest, the probe

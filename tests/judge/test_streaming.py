@@ -182,6 +182,22 @@ async def test_an_empty_stream_is_asked_again_unstreamed_to_learn_the_error() ->
         await backend.aclose()
 
 
+@pytest.mark.parametrize("event", ["null", '"hello"', "[1, 2]"])
+async def test_a_stream_event_that_is_no_json_object_is_an_unavailable_judge(event: str) -> None:
+    """A proxy or a broken server streaming ``data: null``: an unreadable reply, retried
+    as an unavailable judge, never a crash reading it."""
+    events = f"data: {event}\n\ndata: [DONE]\n\n".encode()
+    stream = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=events)
+    with respx.mock(base_url="http://127.0.0.1:18080/v1") as api:
+        api.post("/chat/completions").mock(return_value=stream)
+        backend = OpenAIBackend("m", base_url="http://127.0.0.1:18080/v1", api_key="sk-test")
+        try:
+            with pytest.raises(JudgeUnavailable, match="unreadable"):
+                await backend.complete(make_request())
+        finally:
+            await backend.aclose()
+
+
 #: a reasoning model's thinking: a part every 0.15 s for 1.5 s, past the first-token limit
 THINKING = StreamLimits(first_token=0.5, idle=0.5, total=20.0)
 THOUGHTS, THOUGHT_EVERY = 10, 0.15
