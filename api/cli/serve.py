@@ -52,8 +52,9 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
       SRE_JUDGE_JUDGE=ollama:qwen3:8b sre-judge serve --host 0.0.0.0 --port 8000
     """
     from api.http.app import create_app
-    from api.http.server import announce_judge_on_start, run_server
+    from api.http.server import announce_judge_on_start, check_listen_address, run_server
     from api.service.observability import configure_logging
+    from api.service.runtime import read_start_files
     from storage import upgrade
 
     settings = load_settings(host=host, port=port, processes=processes)
@@ -62,6 +63,13 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
             "--processes above 1 needs PostgreSQL: SQLite admits one writer at a time, so "
             "more processes would only queue for its lock"
         )
+    # every setting is checked before the database is touched: a mistyped one must not
+    # upgrade a schema, then refuse to start
+    try:
+        check_listen_address(settings)
+        read_start_files(settings)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     configure_logging(settings)
     run(upgrade(settings.database_url))
     try:
@@ -90,6 +98,11 @@ def worker_command() -> None:
     from storage import require_newest
 
     settings = load_settings()
+    if settings.worker_count == 0:
+        raise click.UsageError(
+            "invalid configuration: SRE_JUDGE_WORKERS: `sre-judge worker` with 0 grading "
+            "workers would grade nothing; set 1 or more, or leave it unset"
+        )
     configure_logging(settings)
     # a worker never migrates: one of an older release must not write to a newer schema;
     # nor does it make an empty database where none is

@@ -6,6 +6,11 @@ for up to ``shutdown_seconds``; then the app's lifespan ends, in-flight gradings
 finished or their leases released, and the process exits with status 0. Unlike plain
 ``uvicorn.run`` the signal is not raised again after the graceful shutdown, which
 would end the process with status 143 instead.
+
+Before it migrates anything, ``serve`` checks that it can listen where it is told to
+(:func:`check_listen_address`): a host that is no address of this machine or a port in
+use is refused in one line naming its setting, not found by uvicorn once the app has
+started.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import errno
 import logging
 import signal
 import socket
@@ -23,9 +29,10 @@ from types import FrameType
 import uvicorn
 from litestar import Litestar
 
+from api.http.auth import LOCAL_HOSTS
 from api.service.settings import Settings
 
-__all__ = ["GracefulServer", "run_server"]
+__all__ = ["GracefulServer", "check_listen_address", "run_server"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -62,6 +69,54 @@ class GracefulServer(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def check_listen_address(settings: Settings) -> None:
+    """Refuse, naming the setting, an address ``serve`` cannot listen on; ValueError.
+
+    The host is resolved and each of its addresses bound (then let go) as the server
+    binds them (asyncio's ``create_server``: every address, ``SO_REUSEADDR``, IPv6 only
+    on an IPv6 socket): a host that resolves to nothing or to no address of this machine
+    names ``SRE_JUDGE_HOST``, a port in use or not open to this user ``SRE_JUDGE_PORT``.
+    Tokenless use (``SRE_JUDGE_ALLOW_ANONYMOUS``) is refused on any host but a loopback one.
+    """
+    host, port = settings.host, settings.port
+    if settings.allow_anonymous and host not in LOCAL_HOSTS:
+        raise ValueError(
+            "SRE_JUDGE_ALLOW_ANONYMOUS: tokenless use is refused unless serve listens on "
+            f"127.0.0.1 (SRE_JUDGE_HOST, --host, is {host!r})"
+        )
+    try:
+        found = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (socket.gaierror, UnicodeError) as exc:
+        said = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise ValueError(
+            f"SRE_JUDGE_HOST (--host): {host!r} is no address or name this machine "
+            f"resolves ({said})"
+        ) from None
+    for family, kind, proto, _, address in dict.fromkeys(found):
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError:  # a family this machine lacks (no IPv6): the server skips it too
+            continue
+        with sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                    raise ValueError(
+                        f"SRE_JUDGE_PORT (--port): cannot listen on port {port} of {host}: "
+                        f"{exc.strerror}"
+                    ) from None
+                raise ValueError(
+                    f"SRE_JUDGE_HOST (--host): cannot listen on {host!r} ({address[0]}): "
+                    f"{exc.strerror}"
+                ) from None
 
 
 def announce_judge_on_start(app: Litestar) -> None:

@@ -3,9 +3,10 @@
 A :class:`Runtime` owns what a process of the service needs: the database engine and
 the store, the rubric catalog, the judge backend pool, the metrics, the grading workers
 and the start-up seeding (rubric versions, the failure-tag vocabulary, the bootstrap
-admin token). Everything that can be checked without the database is checked when it is
-built (an unknown default rubric, an unreadable token file), so a command fails before
-it starts anything::
+admin token). Everything the settings name on disk is read and checked without the
+database when it is built (:func:`read_start_files`: the rubrics, the bootstrap token
+file, the failure-tag vocabulary, the canary set), so a command fails, naming the
+setting, before it starts anything; ``serve`` checks the same before it migrates::
 
     async with Runtime(settings, workers=True) as runtime:
         await accept_submission(runtime.services, data, actor=...)
@@ -18,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 
 from sqlalchemy.engine import Engine
@@ -39,14 +42,72 @@ from api.service.settings import Settings
 from api.webhooks.delivery import WebhookDelivery
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from judge.backends import JudgeBackend
-from judge.rubric import load_rubric_dir
+from judge.calibration import GoldError, load_gold
+from judge.errors import RubricError
+from judge.rubric import Rubric, load_rubric_dir
 from judge.screening import preload
-from judge.vocabulary import load_vocabulary
+from judge.vocabulary import VocabularyError, load_vocabulary
 from storage import Store, make_engine, upgrade
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "StartFiles", "read_start_files"]
 
 log = logging.getLogger("sre_judge.qualification")
+
+
+@dataclass(frozen=True)
+class StartFiles:
+    """What the settings name on disk, read and checked: the rubrics by id (the default
+    one among them) and the failure-tag vocabulary (tag -> description)."""
+
+    rubrics: dict[str, Rubric]
+    vocabulary: dict[str, str]
+
+
+def read_start_files(settings: Settings) -> StartFiles:
+    """Read and check every file the settings name, without the database: the rubric
+    folder and the default rubric in it, the bootstrap admin token file, the failure-tag
+    vocabulary and the canary set (when one is set). ValueError naming the setting at
+    fault, so a process refuses to start (and ``serve`` to migrate) in one line."""
+    try:
+        rubrics = load_rubric_dir(settings.rubric_dir)
+    except RubricError as exc:
+        raise ValueError(f"SRE_JUDGE_RUBRIC_DIR: {exc}") from None
+    if settings.rubric not in rubrics:
+        raise ValueError(
+            f"SRE_JUDGE_RUBRIC: the default rubric {settings.rubric!r} is not in "
+            f"{settings.rubric_dir} (SRE_JUDGE_RUBRIC_DIR)"
+        )
+    if settings.bootstrap_admin_token_file is not None:
+        try:
+            read_token_file(settings.bootstrap_admin_token_file)
+        except ValueError as exc:
+            raise ValueError(f"SRE_JUDGE_BOOTSTRAP_ADMIN_TOKEN_FILE: {exc}") from None
+    try:
+        vocabulary = load_vocabulary(settings.failure_tags_file)
+    except VocabularyError as exc:
+        raise ValueError(f"SRE_JUDGE_FAILURE_TAGS_FILE: {_folded(exc)}") from None
+    if settings.canary_set is not None:
+        _check_canary_set(settings.canary_set, rubrics[settings.rubric])
+    return StartFiles(rubrics=rubrics, vocabulary=vocabulary)
+
+
+def _check_canary_set(path: Path, rubric: Rubric) -> None:
+    """The canary set reads as a labelled set for ``rubric`` (as a canary run reads it)."""
+    try:
+        load_gold(path.read_bytes().decode("utf-8"), rubric)
+    except OSError as exc:
+        raise ValueError(f"SRE_JUDGE_CANARY_SET: cannot read {path}: {exc.strerror}") from None
+    except (GoldError, UnicodeDecodeError) as exc:
+        raise ValueError(
+            f"SRE_JUDGE_CANARY_SET: {path} is not a labelled set: {_folded(exc)}"
+        ) from None
+
+
+def _folded(exc: Exception) -> str:
+    """A parser's message on one line (YAML's and pydantic's span several), without
+    pydantic's links to its documentation."""
+    lines = [line for line in str(exc).splitlines() if not line.strip().startswith("For further")]
+    return " ".join(" ".join(lines).split())
 
 
 class Runtime:
@@ -80,13 +141,9 @@ class Runtime:
         announce: bool = False,
         create_key: bool = True,
     ) -> None:
-        rubrics = load_rubric_dir(settings.rubric_dir)
-        if settings.rubric not in rubrics:
-            raise ValueError(
-                f"the default rubric {settings.rubric!r} is not in {settings.rubric_dir}"
-            )
-        if settings.bootstrap_admin_token_file is not None:
-            read_token_file(settings.bootstrap_admin_token_file)  # fail now, not at start-up
+        files = read_start_files(settings)  # fail now, naming the setting, not at start-up
+        #: the failure-tag vocabulary seeded on start
+        self._vocabulary = files.vocabulary
         self._own_engine = engine is None
         self.engine = engine if engine is not None else make_engine(settings.database_url)
         try:
@@ -100,7 +157,7 @@ class Runtime:
         self.services = Services(
             settings=settings,
             store=store,
-            rubrics=RubricCatalog(rubrics, store),
+            rubrics=RubricCatalog(files.rubrics, store),
             backends=BackendPool(settings, backends),
         )
         self.metrics = metrics or Metrics()
@@ -192,9 +249,7 @@ class Runtime:
             await ensure_bootstrap_admin(self.store, settings.bootstrap_admin_token_file)
         for rubric in self.services.rubrics.current.values():
             await self.store.catalog.save_rubric(rubric)
-        await TagQueries(self.store.db).ensure_vocabulary(
-            load_vocabulary(settings.failure_tags_file)
-        )
+        await TagQueries(self.store.db).ensure_vocabulary(self._vocabulary)
 
     async def __aenter__(self) -> Runtime:
         try:

@@ -2,7 +2,7 @@
 
 Nothing is read at import: call ``Settings()`` where the settings are needed.
 
-Why this module is long (about 510 lines): it is the one list of the service's public
+Why this module is long (about 560 lines): it is the one list of the service's public
 settings (CONTRACT.md), each field with its default, bounds and description, which
 ``config show`` and the docs' table are checked against; splitting the list would make
 two places to look a setting up.
@@ -51,6 +51,10 @@ _DURATIONS = (
 )  # fmt: skip
 #: what a masked secret reads as
 MASK = "***"
+#: the databases the service runs on (the driver is chosen for each: ``storage.engine``)
+_DATABASES = ("sqlite", "postgresql", "postgres")
+#: a URL's scheme at the start of a value (``s3://``, ``https://``)
+_SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 def mask_passwords(text: str) -> str:
@@ -427,7 +431,27 @@ class Settings(BaseSettings):
             parts.port  # noqa: B018 - parsing the port is the check
         except ValueError:
             raise ValueError(f"{shown!r} has a port that is not a number") from None
+        backend = parts.scheme.split("+", 1)[0]
+        if backend not in _DATABASES:
+            raise ValueError(
+                f"{shown!r} names {backend}, a database the service does not run on: use "
+                "SQLite (sqlite:///./sre-judge.db) or PostgreSQL "
+                "(postgresql://user@host:5432/sre_judge)"
+            )
         return url
+
+    @field_validator("audit_checkpoint")
+    @classmethod
+    def _checkpoint_target(cls, value: str | None) -> str | None:
+        """A file, an http(s) URL or ``off``: a URL of another scheme (``s3://``, a typo
+        such as ``htps://``) is no file to append to, nor a witness that takes a POST."""
+        scheme = _SCHEME.match(value or "")
+        if scheme is not None and scheme.group(1).lower() not in ("http", "https"):
+            raise ValueError(
+                f"{scheme.group(1)}:// is not a checkpoint target: give a file path, an "
+                "http(s) URL or off"
+            )
+        return value
 
     @field_validator("judge")
     @classmethod

@@ -3,12 +3,15 @@ judge profiles applied to the judge as the grader reads it."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from api.service.qualification import identity_of
+from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.profiles import read_profiles
 from judge.rubric import load_rubric_dir
@@ -19,6 +22,33 @@ QWEN = "qwen2.5-coder:1.5b"
 
 def _config_show(env: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
     return cli_in_process("config", "show", "--format", "json", env={"NO_COLOR": "1", **env})
+
+
+def _serve(tmp_path: Path, env: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    """``sre-judge serve`` on a SQLite file of ``tmp_path`` (refused: it never serves)."""
+    base: dict[str, str | None] = {
+        "SRE_JUDGE_DATABASE_URL": f"sqlite:///{tmp_path / 'judge.db'}",
+        "SRE_JUDGE_SECRET_KEY_FILE": str(tmp_path / "judge.key"),
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "SRE_JUDGE_PORT": "0",
+    }
+    return cli_in_process("serve", env={**base, **env})
+
+
+def _refusal(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line of a start refused with exit 2."""
+    assert done.returncode == 2, (done.returncode, done.stderr[-300:])
+    (line,) = done.stderr.strip().splitlines()
+    return line
+
+
+@pytest.fixture
+def port_in_use() -> Iterator[int]:
+    """A port of 127.0.0.1 another program listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
 
 
 # docs/running.md: SRE_JUDGE_JUDGE_SEED "seed sent to the judge (empty: none)"
@@ -125,3 +155,92 @@ def test_config_show_masks_every_url_password(variable: str, value: str, secret:
     shown = _config_show({variable: value})
     assert shown.returncode == 0, shown.stderr
     assert secret not in shown.stdout
+
+
+@pytest.mark.parametrize("content", [None, "not: valid: yaml: [\n"])
+def test_a_failure_tags_file_that_cannot_be_read_stops_serve_before_migrating(
+    tmp_path: Path, content: str | None
+) -> None:
+    tags = tmp_path / "tags.yaml"
+    if content is not None:
+        tags.write_text(content)
+    line = _refusal(_serve(tmp_path, {"SRE_JUDGE_FAILURE_TAGS_FILE": str(tags)}))
+    assert line.startswith("error: SRE_JUDGE_FAILURE_TAGS_FILE: "), line
+    assert not (tmp_path / "judge.db").exists()  # no schema made or upgraded
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("SRE_JUDGE_HOST", "999.1.1.1"),  # no address
+        ("SRE_JUDGE_HOST", "192.0.2.1"),  # an address of another machine
+        ("SRE_JUDGE_ALLOW_ANONYMOUS", "true"),  # with a host that is not loopback
+    ],
+)
+def test_serve_refuses_an_address_it_cannot_listen_on_before_migrating(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    env: dict[str, str | None] = {variable: value}
+    if variable == "SRE_JUDGE_ALLOW_ANONYMOUS":
+        env["SRE_JUDGE_HOST"] = "0.0.0.0"
+    line = _refusal(_serve(tmp_path, env))
+    assert variable in line, line
+    assert not (tmp_path / "judge.db").exists()
+
+
+def test_serve_on_a_port_in_use_names_the_port(tmp_path: Path, port_in_use: int) -> None:
+    line = _refusal(_serve(tmp_path, {"SRE_JUDGE_PORT": str(port_in_use)}))
+    assert "SRE_JUDGE_PORT (--port)" in line and str(port_in_use) in line, line
+    assert not (tmp_path / "judge.db").exists()
+
+
+@pytest.mark.parametrize(
+    "content", [None, '{"id": "x", "ground_truth": "g"}\n', b"\xff\xfe not text\n"]
+)
+def test_a_canary_set_that_cannot_be_read_as_a_labelled_set_is_refused(
+    tmp_path: Path, content: str | bytes | None
+) -> None:
+    """Read when a process starts as a canary run reads it, not found unusable by the
+    first scheduled run."""
+    canary = tmp_path / "canary.jsonl"
+    if isinstance(content, str):
+        canary.write_text(content)
+    elif content is not None:
+        canary.write_bytes(content)
+    settings = Settings(canary_set=canary, database_url="sqlite://")
+    with pytest.raises(ValueError, match=r"^SRE_JUDGE_CANARY_SET: ") as refused:
+        Runtime(settings)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "target", ["s3://audit-bucket/cp.jsonl", "htps://witness.example/cp", "file:///var/cp"]
+)
+def test_a_checkpoint_target_of_another_scheme_is_refused(target: str) -> None:
+    """Neither a file (it would be a folder named after the scheme) nor a witness."""
+    line = _refusal(_config_show({"SRE_JUDGE_AUDIT_CHECKPOINT": target}))
+    assert "SRE_JUDGE_AUDIT_CHECKPOINT" in line, line
+
+
+@pytest.mark.parametrize("target", ["HTTPS://witness.example/cp", "./a/cp.jsonl", "off"])
+def test_a_checkpoint_target_of_a_file_or_an_http_url_is_taken(target: str) -> None:
+    assert Settings(audit_checkpoint=target).audit_checkpoint == target
+
+
+@pytest.mark.parametrize("url", ["mysql://judge@db/judge", "oracle://judge@db/judge"])
+def test_a_database_url_of_an_unsupported_database_names_the_setting(url: str) -> None:
+    done = cli_in_process(
+        "migrate", env={"SRE_JUDGE_DATABASE_URL": url, "SRE_JUDGE_JUDGE": "scripted:pass"}
+    )
+    line = _refusal(done)
+    assert "SRE_JUDGE_DATABASE_URL" in line, line
+    assert "unexpected" not in line, line
+
+
+def test_a_worker_of_no_grading_workers_is_refused(tmp_path: Path) -> None:
+    env: dict[str, str | None] = {
+        "SRE_JUDGE_WORKERS": "0",
+        "SRE_JUDGE_DATABASE_URL": f"sqlite:///{tmp_path / 'j.db'}",
+    }
+    line = _refusal(cli_in_process("worker", env=env))
+    assert "SRE_JUDGE_WORKERS" in line, line
