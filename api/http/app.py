@@ -17,7 +17,7 @@ from litestar.types import Message, Scope
 from sqlalchemy.engine import Engine
 
 from api.app import route_handlers
-from api.http.auth import LOCAL_HOSTS, current_principal
+from api.http.auth import LOCAL_HOSTS, check_anonymous_use, current_principal
 from api.http.input_guard import refuse_unstorable_input
 from api.http.limits import SubmissionLimits
 from api.http.middleware import (
@@ -105,8 +105,7 @@ def create_app(
     handler's signature, is made once per process and request-size limit and reused by
     the next ``create_app`` once the runtime it served has stopped (see ``_Shells``).
     """
-    if settings.allow_anonymous and settings.host not in LOCAL_HOSTS:
-        raise ValueError("allow_anonymous is refused unless the server is bound to 127.0.0.1")
+    check_anonymous_use(settings.allow_anonymous, settings.host)
     runtime = Runtime(
         settings,
         engine=engine,

@@ -11,10 +11,27 @@ from litestar.handlers.base import BaseRouteHandler
 
 from api.service.principal import ANONYMOUS, Principal, Role
 
-__all__ = ["LOCAL_HOSTS", "bearer_principal", "current_principal", "require"]
+__all__ = [
+    "LOCAL_HOSTS",
+    "bearer_principal",
+    "check_anonymous_use",
+    "current_principal",
+    "require",
+]
 
 #: the names of this machine's loopback interface: where anonymous use is allowed
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def check_anonymous_use(allow_anonymous: bool, host: str) -> None:
+    """Refuse tokenless use (``SRE_JUDGE_ALLOW_ANONYMOUS``) on any host but a loopback
+    one, naming the settings; ValueError."""
+    if allow_anonymous and host not in LOCAL_HOSTS:
+        raise ValueError(
+            "SRE_JUDGE_ALLOW_ANONYMOUS: tokenless use is refused unless serve listens on "
+            f"127.0.0.1 (SRE_JUDGE_HOST, --host, is {host!r})"
+        )
+
 
 Guard = Callable[[ASGIConnection[Any, Any, Any, Any], BaseRouteHandler], Awaitable[None]]
 

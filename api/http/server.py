@@ -29,7 +29,7 @@ from types import FrameType
 import uvicorn
 from litestar import Litestar
 
-from api.http.auth import LOCAL_HOSTS
+from api.http.auth import check_anonymous_use
 from api.service.settings import Settings
 
 __all__ = ["GracefulServer", "check_listen_address", "run_server"]
@@ -81,11 +81,7 @@ def check_listen_address(settings: Settings) -> None:
     Tokenless use (``SRE_JUDGE_ALLOW_ANONYMOUS``) is refused on any host but a loopback one.
     """
     host, port = settings.host, settings.port
-    if settings.allow_anonymous and host not in LOCAL_HOSTS:
-        raise ValueError(
-            "SRE_JUDGE_ALLOW_ANONYMOUS: tokenless use is refused unless serve listens on "
-            f"127.0.0.1 (SRE_JUDGE_HOST, --host, is {host!r})"
-        )
+    check_anonymous_use(settings.allow_anonymous, host)
     try:
         found = socket.getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
