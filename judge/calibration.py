@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judge.agreement import VERDICT, RatedPair, agreement_report
-from judge.inputs import RepeatedKey, json_lines, no_repeated_keys
+from judge.errors import InputError
+from judge.inputs import (
+    DEFAULT_MAX_TEXT_BYTES,
+    RepeatedKey,
+    check_text,
+    json_lines,
+    no_repeated_keys,
+)
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from judge.verdict import GradingResult
@@ -33,14 +40,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GOLD",
+    "FIGURE_TOLERANCE",
     "MIN_SCORED_SHARE",
     "CalibrationFigures",
     "GoldError",
     "GoldItem",
+    "at_least",
     "calibration_figures",
     "gold_verdict",
     "grade_gold",
     "load_gold",
+    "more_than",
     "qualifies",
 ]
 
@@ -83,12 +93,18 @@ class GoldItem(BaseModel):
         return self
 
 
-def load_gold(text: str, rubric: Rubric) -> list[GoldItem]:
+def load_gold(
+    text: str, rubric: Rubric, *, max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+) -> list[GoldItem]:
     """Parse a gold file; every line must label each of the rubric's questions.
 
     Read as every JSON Lines file handed in is (:func:`judge.inputs.json_lines`: a byte
     order mark dropped, lines cut at ``\\n`` only); a key given twice in one object and
-    an item ``id`` given twice are refused, naming the line, never read as one of them."""
+    an item ``id`` given twice are refused, naming the line, never read as one of them.
+    A ground truth or diagnosis the grader would refuse (:func:`judge.inputs.check_text`:
+    a NUL, text that is no UTF-8, over ``max_text_bytes``, which callers that know
+    ``SRE_JUDGE_MAX_TEXT_BYTES`` pass) is refused here, naming the line and the field,
+    before any judge is asked."""
     items = []
     expected = {q.id for q in rubric.questions}
     decoder = json.JSONDecoder(object_pairs_hook=no_repeated_keys)
@@ -104,6 +120,7 @@ def load_gold(text: str, rubric: Rubric) -> list[GoldItem]:
             raise GoldError(f"line {number}: {exc}") from None
         except RecursionError:
             raise GoldError(f"line {number}: nested too deeply") from None
+        _check_texts(item, number, max_text_bytes)
         if set(item.answers) != expected:
             missing = sorted(expected - set(item.answers))
             unknown = sorted(set(item.answers) - expected)
@@ -117,6 +134,15 @@ def load_gold(text: str, rubric: Rubric) -> list[GoldItem]:
     if not items:
         raise GoldError("the gold file has no items")
     return items
+
+
+def _check_texts(item: GoldItem, number: int, max_bytes: int) -> None:
+    """Refuse an item whose texts the grader would refuse, naming the line and field."""
+    try:
+        check_text(item.ground_truth, field="ground_truth", max_bytes=max_bytes)
+        check_text(item.diagnosis, field="diagnosis", max_bytes=max_bytes)
+    except InputError as exc:
+        raise GoldError(f"line {number}: {exc}") from None
 
 
 def gold_verdict(rubric: Rubric, item: GoldItem) -> bool:
@@ -189,16 +215,38 @@ def calibration_figures(
 #: figures are over what it graded, and two items of 73 measure nothing
 MIN_SCORED_SHARE = 0.9
 
+#: figures closer than this are equal when held against a bar. A kappa is a ratio of
+#: counts computed in floating point: 3/5 comes out as 0.5999999999999999, a drop from
+#: 0.8 to 0.7 as 0.10000000000000009, errors near 1e-16. A real difference is far
+#: larger: a kappa of n items is a ratio with a denominator below n squared, so one
+#: that differs from a bar of two decimals does so by more than 1e-9 below 3,000 items.
+FIGURE_TOLERANCE = 1e-9
+
+
+def at_least(value: float, bar: float) -> bool:
+    """Whether ``value`` reaches ``bar`` (``>=``), a value within
+    :data:`FIGURE_TOLERANCE` of it counted as equal to it."""
+    return value >= bar - FIGURE_TOLERANCE
+
+
+def more_than(value: float, bar: float) -> bool:
+    """Whether ``value`` exceeds ``bar`` (``>``), a value within
+    :data:`FIGURE_TOLERANCE` of it counted as equal to it, so not more."""
+    return value > bar + FIGURE_TOLERANCE
+
 
 def qualifies(figures: CalibrationFigures, *, min_kappa: float, max_false_pass: float) -> bool:
     """Whether the run reaches the bar: it graded :data:`MIN_SCORED_SHARE` of the set at
-    least, and its figures over those reach the thresholds; an undefined figure never
-    qualifies."""
+    least, its verdict kappa is at least ``min_kappa`` and its false pass rate at most
+    ``max_false_pass`` (a figure at the bar reaches it: :func:`at_least`); an undefined
+    figure never qualifies."""
     if figures.verdict_kappa is None or figures.false_pass_rate is None:
         return False
     if figures.scored < MIN_SCORED_SHARE * figures.n:
         return False
-    return figures.verdict_kappa >= min_kappa and figures.false_pass_rate <= max_false_pass
+    return at_least(figures.verdict_kappa, min_kappa) and not more_than(
+        figures.false_pass_rate, max_false_pass
+    )
 
 
 async def grade_gold(

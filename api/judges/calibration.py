@@ -33,6 +33,7 @@ from judge.calibration import (
     calibration_figures,
     grade_gold,
     load_gold,
+    more_than,
     qualifies,
 )
 from judge.canary import answers_of, canary_items, item_key, measure_noise, within_budget
@@ -66,16 +67,19 @@ class Calibration:
 
 
 def drifted(previous: Any, run: Any, threshold: float) -> bool:
-    """Whether verdict kappa dropped by more than ``threshold`` since ``previous``."""
+    """Whether verdict kappa dropped by more than ``threshold`` since ``previous`` (a
+    drop of exactly the threshold is none: :func:`judge.calibration.more_than`)."""
     if previous is None or previous.verdict_kappa is None:
         return False
     now = -1.0 if run.verdict_kappa is None else run.verdict_kappa
-    return bool(previous.verdict_kappa - now > threshold)
+    return more_than(previous.verdict_kappa - now, threshold)
 
 
-def _gold_items(raw: bytes, gold_name: str, rubric: Rubric) -> list[GoldItem]:
+def _gold_items(
+    raw: bytes, gold_name: str, rubric: Rubric, *, max_text_bytes: int
+) -> list[GoldItem]:
     try:
-        return load_gold(raw.decode("utf-8"), rubric)
+        return load_gold(raw.decode("utf-8"), rubric, max_text_bytes=max_text_bytes)
     except (GoldError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"{gold_name}: {exc}", title="Invalid gold set") from None
 
@@ -124,7 +128,7 @@ async def calibrate(
     """Grade the gold set (JSONL bytes) with ``judge`` (default: the service's), store the run."""
     settings = services.settings
     target = await services.rubrics.require(rubric, default=settings.rubric)
-    items = _gold_items(raw_gold, gold_name, target)
+    items = _gold_items(raw_gold, gold_name, target, max_text_bytes=settings.max_text_bytes)
     spec_text = judge or settings.judge
     grader = _grader(services, spec_text)
     results = await grade_gold(grader, target, items, concurrency=settings.judge_concurrency)

@@ -152,7 +152,7 @@ async def run_canary(
     rubric = services.rubrics.current[settings.rubric]
     set_name, raw = _canary_set(services)
     try:
-        gold = load_gold(raw.decode("utf-8"), rubric)
+        gold = load_gold(raw.decode("utf-8"), rubric, max_text_bytes=settings.max_text_bytes)
         # the endpoint's slots are shared with the grading workers' calls
         backend = CallBudget(services.backends.limited(spec), settings.canary_budget)
     except (GoldError, UnicodeDecodeError) as exc:
@@ -299,28 +299,24 @@ class CanaryLoop(BackgroundTask):
         if self.services.settings.canary_interval > 0:
             super().start()
 
-    async def _due(self) -> list[str]:
-        """The service's judges (:func:`canary_judges`) of which no process stored a
-        canary run within the interval (every process with workers runs this loop; the
-        schedule is one for all of them)."""
-        settings = self.services.settings
-        due = []
-        for spec in canary_judges(settings):
-            name = judge_identity(spec)
-            latest = await CanaryQueries(self.services.store.db).runs(judge_spec=name, limit=1)
-            if latest:
-                age = (self.services.store.db.clock() - latest[0].created_at).total_seconds()
-                if age < 0.9 * settings.canary_interval:
-                    continue
-            due.append(spec)
-        return due
+    async def _claim(self, spec: str) -> bool:
+        """Whether this process runs the canary of ``spec`` now: it claimed the run
+        (:meth:`CanaryQueries.claim`), as no process stored a run of the judge within the
+        interval (a tenth of it spared: loops wake a little late) and none is under way.
+        Every process with workers runs this loop; the schedule is one for all of them. A
+        claim whose run is never stored (its process stopped, the run failed) holds two
+        intervals."""
+        interval = self.services.settings.canary_interval
+        queries = CanaryQueries(self.services.store.db)
+        return await queries.claim(judge_identity(spec), within=0.9 * interval, hold=2 * interval)
 
     async def _loop(self) -> None:
         interval = self.services.settings.canary_interval
         while True:
             await asyncio.sleep(interval)
             try:
-                for spec in await self._due():
-                    await run_canary(self.services, judge=spec, metrics=self.metrics)
+                for spec in canary_judges(self.services.settings):
+                    if await self._claim(spec):
+                        await run_canary(self.services, judge=spec, metrics=self.metrics)
             except Exception:  # the next run tries again
                 log.exception("the drift canary run failed")

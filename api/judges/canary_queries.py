@@ -1,4 +1,5 @@
-"""Drift canary runs: storing a run, its baseline, the newest runs, demotions.
+"""Drift canary runs: the schedule's claims, storing a run, its baseline, the newest
+runs, demotions.
 
 Each run keeps the judge's identity (as calibration runs name it, and the model digest
 measured), the canary set's name and sha256, what it cost in judge calls within its
@@ -8,21 +9,45 @@ demoted the judge. A demotion is audited as ``judge.demoted`` (a webhook event) 
 run's transaction; a judge with a demoting run after its latest calibration run is
 provisional (``storage.calibration.demoted``, read by qualification) until a new
 calibration run re-qualifies it.
+
+The schedule is one for every process that runs it: a scheduled run is claimed first
+(:meth:`CanaryQueries.claim`), audited as ``canary.scheduled``, in a transaction that
+holds the judge's canary lock, so that of processes claiming together one runs it and
+the others find it taken. Storing a run holds the same lock, so that two runs finding
+one drift together demote the judge once.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import hashlib
+from datetime import timedelta
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.calibration import demoted
 from storage.database import Database
 from storage.quality_tables import CanaryRunRecord
+from storage.tables import AuditRecord
 
-__all__ = ["CanaryQueries"]
+__all__ = ["SCHEDULED", "CanaryQueries"]
 
 _R = CanaryRunRecord
+_A = AuditRecord
+#: the audit event of a scheduled canary run claimed by a process
+SCHEDULED = "canary.scheduled"
+
+
+def _lock_judge(session: Session, judge_spec: str) -> None:
+    """Hold the canary lock of ``judge_spec`` until the transaction ends: a
+    transaction-scoped advisory lock on PostgreSQL (no row needed: a judge has none of
+    its own); on SQLite the write transaction holds the database's one write lock."""
+    if session.connection().dialect.name != "postgresql":
+        return
+    digest = hashlib.sha256(f"canary\0{judge_spec}".encode()).digest()
+    key = int.from_bytes(digest[:8], "big", signed=True)
+    session.execute(select(func.pg_advisory_xact_lock(key)))
 
 
 class CanaryQueries:
@@ -32,13 +57,61 @@ class CanaryQueries:
         """Work through ``db``."""
         self._db = db
 
+    async def claim(
+        self, judge_spec: str, *, within: float, hold: float, actor: str = "canary"
+    ) -> bool:
+        """Claim the scheduled canary run of ``judge_spec`` (named as calibration runs
+        name it): True, audited as ``canary.scheduled``, unless a run of the judge was
+        stored within the last ``within`` seconds or a claim is under way (made within
+        the last ``hold`` seconds, no run stored since: a claim whose run is never stored,
+        its process stopped or the run failed, lapses then); else False. One transaction
+        under the judge's canary lock: of processes claiming together, one gets it."""
+
+        def work(session: Session) -> bool:
+            _lock_judge(session, judge_spec)
+            now = self._db.clock()
+            stored = select(col(_R.created_at)).where(col(_R.judge_spec) == judge_spec)
+            last_run = session.execute(
+                stored.order_by(col(_R.created_at).desc()).limit(1)
+            ).scalar_one_or_none()
+            if last_run is not None and last_run >= now - timedelta(seconds=within):
+                return False
+            claims = select(col(_A.created_at)).where(
+                col(_A.entity_id) == judge_spec,
+                col(_A.entity_type) == "judge",
+                col(_A.event) == SCHEDULED,
+            )
+            last_claim = session.execute(
+                claims.order_by(col(_A.seq).desc()).limit(1)
+            ).scalar_one_or_none()
+            # a claim with no run stored since is a run under way, for ``hold`` at most
+            if (
+                last_claim is not None
+                and (last_run is None or last_claim > last_run)
+                and last_claim >= now - timedelta(seconds=hold)
+            ):
+                return False
+            self._db.audit(
+                session,
+                SCHEDULED,
+                entity_type="judge",
+                entity_id=judge_spec,
+                actor=actor,
+                payload={"judge": judge_spec},
+            )
+            return True
+
+        return await self._db.run(work)
+
     async def add_run(self, run: CanaryRunRecord) -> bool:
         """Store a run; the first demoting run compared with the judge's calibration run
         (``run.calibration_run_id``) is audited as ``judge.demoted`` (and answers True),
         every other run as ``canary.completed``: a judge demoted already is not demoted
-        again, so a drift that lasts is one event, not one per run."""
+        again, so a drift that lasts is one event, not one per run (the judge's canary
+        lock held: a run stored meanwhile by another process is seen)."""
 
         def work(session: Session) -> bool:
+            _lock_judge(session, run.judge_spec)
             already = (
                 run.demoted
                 and run.calibration_run_id is not None

@@ -102,7 +102,8 @@ def calibrate_command(
     raw = sys.stdin.buffer.read() if is_stdin else gold.read_bytes()
     gold_name = "stdin" if is_stdin else gold.name
     try:  # a gold set that cannot be read changes nothing: refused before the database opens
-        load_gold(raw.decode("utf-8"), load_rubric_dir(settings.rubric_dir)[rubric_id])
+        rubric = load_rubric_dir(settings.rubric_dir)[rubric_id]
+        load_gold(raw.decode("utf-8"), rubric, max_text_bytes=settings.max_text_bytes)
     except (GoldError, UnicodeDecodeError) as exc:
         raise click.BadParameter(f"{gold_name}: {exc}", param_hint="--gold") from None
 

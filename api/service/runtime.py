@@ -87,14 +87,16 @@ def read_start_files(settings: Settings) -> StartFiles:
     except VocabularyError as exc:
         raise ValueError(f"SRE_JUDGE_FAILURE_TAGS_FILE: {_folded(exc)}") from None
     if settings.canary_set is not None:
-        _check_canary_set(settings.canary_set, rubrics[settings.rubric])
+        _check_canary_set(settings.canary_set, rubrics[settings.rubric], settings.max_text_bytes)
     return StartFiles(rubrics=rubrics, vocabulary=vocabulary)
 
 
-def _check_canary_set(path: Path, rubric: Rubric) -> None:
-    """The canary set reads as a labelled set for ``rubric`` (as a canary run reads it)."""
+def _check_canary_set(path: Path, rubric: Rubric, max_text_bytes: int) -> None:
+    """The canary set reads as a labelled set for ``rubric`` (as a canary run reads it:
+    texts of at most ``max_text_bytes``)."""
     try:
-        load_gold(path.read_bytes().decode("utf-8"), rubric)
+        text = path.read_bytes().decode("utf-8")
+        load_gold(text, rubric, max_text_bytes=max_text_bytes)
     except OSError as exc:
         raise ValueError(f"SRE_JUDGE_CANARY_SET: cannot read {path}: {exc.strerror}") from None
     except (GoldError, UnicodeDecodeError) as exc:

@@ -215,6 +215,35 @@ def test_a_gold_file_is_read_as_json_lines_are_with_one_label_per_key_and_id(
         load_gold(text + "\n" + text, rubric)
 
 
+@pytest.mark.parametrize(
+    ("field", "text", "refused"),
+    [
+        ("diagnosis", "bad \x00 byte", "diagnosis contains NUL bytes"),
+        ("diagnosis", "x " * 40_000, "diagnosis is 80000 bytes, over the limit of 65536"),
+        ("ground_truth", "\ud800", "ground_truth is not valid UTF-8 text"),
+    ],
+    ids=["nul", "over-the-size-limit", "lone-surrogate"],
+)
+def test_a_gold_text_the_grader_cannot_grade_is_refused_naming_the_line_and_field(
+    rubric: Rubric, field: str, text: str, refused: str
+) -> None:
+    """The grader's own check of its texts (``judge.inputs.check_text``) applies when the
+    file is read, so that a calibration or canary run never fails on it midway."""
+    lines = [json.loads(line) for line in DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()]
+    lines[3][field] = text
+    gold = "".join(json.dumps(line) + "\n" for line in lines[:5])
+    with pytest.raises(GoldError, match=f"^line 4: {re.escape(refused)}$"):
+        load_gold(gold, rubric)
+
+
+def test_the_size_limit_of_a_gold_text_is_the_one_passed(rubric: Rubric) -> None:
+    line = json.loads(DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[0])
+    line["diagnosis"] = "x" * 2000
+    assert load_gold(json.dumps(line), rubric, max_text_bytes=2000)
+    with pytest.raises(GoldError, match="line 1: diagnosis is 2000 bytes, over the limit of 1999"):
+        load_gold(json.dumps(line), rubric, max_text_bytes=1999)
+
+
 async def test_a_judge_that_answers_like_the_labels_qualifies_on_the_set(
     cases: list[GoldItem], rubric: Rubric
 ) -> None:

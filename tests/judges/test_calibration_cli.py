@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
 
+from api.judges.calibration import drifted
 from api.service.qualification import in_review_sample, judge_settings
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
@@ -55,6 +57,55 @@ async def test_a_discerning_judge_qualifies_and_a_lenient_one_does_not() -> None
     assert figures.verdict_kappa == pytest.approx(2 / 3)
     assert qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
     assert not qualifies(figures, min_kappa=0.7, max_false_pass=0.05)
+
+
+#: (gold verdict, judge passes, how many): kappa exactly 3/5 (p_o 31/35, p_e 89/175),
+#: one false pass of 28 gold fails
+CELLS = (("pass", True, 4), ("fail", True, 1), ("pass", False, 3), ("fail", False, 27))
+
+
+def _at_the_bar_gold() -> str:
+    """A gold set a judge that passes the ``JUDGEPASS`` diagnoses agrees with as
+    :data:`CELLS` says."""
+    lines = []
+    for gold, passes, count in CELLS:
+        for i in range(count):
+            said = "JUDGEPASS" if passes else "JUDGEFAIL"
+            diagnosis = f"user-service sets USER_PORT=9999, Service targets 8086 ({said} {i})."
+            answers = {q.id: "yes" if gold == "pass" else "no" for q in sregym_rubric().questions}
+            lines.append(json.dumps({
+                "id": f"{gold}-{said}-{i}", "ground_truth": TRUTH, "diagnosis": diagnosis,
+                "answers": answers, "verdict": gold,
+            }))  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _says_what_it_is_told(request: JudgeRequest) -> str:
+    said = "\n".join(m.content for m in request.messages)
+    return scripted_reply(request, yes=None if "JUDGEPASS" in said else set())
+
+
+async def test_a_judge_exactly_at_the_kappa_bar_qualifies() -> None:
+    """ "Verdict kappa at least the bar": a kappa of exactly 3/5, computed in floating
+    point as 0.5999999999999999, reaches a bar of 0.6."""
+    rubric = sregym_rubric()
+    items = load_gold(_at_the_bar_gold(), rubric)
+    backend = ScriptedBackend([_says_what_it_is_told] * len(items))
+    results = await grade_gold(Grader(backend), rubric, items, concurrency=1)
+    figures = calibration_figures(rubric, items, results)
+    assert (figures.gold_fails, figures.false_passes) == (28, 1)
+    assert figures.verdict_kappa == pytest.approx(0.6)
+    assert qualifies(figures, min_kappa=0.6, max_false_pass=0.05)
+    assert not qualifies(figures, min_kappa=0.601, max_false_pass=0.05)
+
+
+def test_a_drop_of_exactly_the_threshold_is_no_drift() -> None:
+    """``--drift-threshold``: "a drop of verdict kappa larger than this is drift"; a drop
+    from 0.8 to 0.7 is 0.1 (0.10000000000000009 in floating point), not larger than 0.1."""
+    previous, now = SimpleNamespace(verdict_kappa=0.8), SimpleNamespace(verdict_kappa=0.7)
+    assert not drifted(previous, now, 0.1)
+    assert drifted(previous, now, 0.099)
+    assert drifted(previous, SimpleNamespace(verdict_kappa=None), 1.5)  # undefined: -1
 
 
 def _calibrate(database_url: str, *args: str, **env: str) -> Any:
@@ -214,3 +265,19 @@ async def test_calibrate_without_gold_grades_the_shipped_calibration_set(
         gold_sha256=sha,
     )
     assert [r.gold_name for r in runs] == ["sregym-v1.jsonl"]
+
+
+def test_calibrate_refuses_a_gold_text_the_grader_cannot_grade_before_asking_the_judge(
+    database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """A diagnosis holding a NUL is refused when the file is read, naming the line and
+    the field, before the database opens and before any judge call."""
+    del engine  # migrated
+    items = [json.loads(raw) for raw in GOLD.read_text().splitlines() if raw.strip()]
+    items[3]["diagnosis"] = "bad \x00 byte"
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(item) + "\n" for item in items))
+    env: dict[str, str | None] = {"NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": database_url}
+    ran = cli_in_process("calibrate", "--gold", str(gold), "--judge", "scripted:pass", env=env)
+    assert ran.returncode == 2, ran.stderr
+    assert "gold.jsonl: line 4: diagnosis contains NUL bytes" in ran.stderr, ran.stderr

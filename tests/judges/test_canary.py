@@ -28,7 +28,8 @@ from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calibration import DEFAULT_GOLD, load_gold
-from judge.calls import JudgeRequest
+from judge.calls import Completion, JudgeRequest
+from storage.quality_tables import CanaryRunRecord
 from storage.tables import AuditRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.in_process_cli import cli_in_process
@@ -159,6 +160,73 @@ async def test_a_stable_judge_stays_qualified_and_the_page_shows_the_history(
         assert page.count('data-testid="canary-run"') >= 3
         assert "status-qualified" in page
         assert 'data-testid="canary-noise">0 of 240 (' in page  # measured at calibration
+
+
+class SlowJudge(ScriptedBackend):
+    """The scripted passing judge, each call taking a while (as a real judge does)."""
+
+    def __init__(self) -> None:
+        super().__init__(model="pass")
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        await asyncio.sleep(0.3)
+        return await super().complete(request)
+
+
+def _canary_runs(engine: Engine) -> int:
+    with Session(engine) as session:
+        return int(session.execute(select(func.count()).select_from(CanaryRunRecord)).scalar_one())
+
+
+async def test_processes_that_run_workers_together_run_one_canary_per_interval(
+    engine: Engine, database_url: str
+) -> None:
+    """Every process with workers (``serve --processes 2``, extra ``sre-judge worker``
+    machines) runs the canary loop; the schedule is one for all of them: one process
+    claims the interval's run (audited as ``canary.scheduled``) and the others skip it,
+    also while the run is under way, so the budget is spent once an interval."""
+    settings = Settings(
+        judge=JUDGE, database_url=database_url, canary_interval=2.0, canary_budget=4,
+        workers=1,
+    )  # fmt: skip
+    first = Runtime(settings, engine=engine, backends={JUDGE: SlowJudge()}, workers=True)
+    second = Runtime(settings, engine=engine, backends={JUDGE: SlowJudge()}, workers=True)
+    async with first, second:
+        for _ in range(200):  # the first interval ends, a run is stored
+            if _canary_runs(engine) >= 1:
+                break
+            await asyncio.sleep(0.05)
+        # well within the interval after it: any other run now is the same interval's
+        await asyncio.sleep(1.0)
+        runs = _canary_runs(engine)
+    assert runs == 1, f"{runs} canary runs in one interval"
+    assert _audited(engine, "canary.scheduled") == 1
+
+
+async def test_a_canary_set_whose_texts_cannot_be_graded_is_refused_naming_the_line(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """A diagnosis the grader refuses (here a NUL) makes the set unusable: refused at
+    start naming the setting and the line, and a set changed into one after start is
+    refused by the run naming the line, before any judge call."""
+    lines = DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[:3]
+    bad = json.loads(lines[0])
+    bad["diagnosis"] = "bad \x00 byte"
+    unusable = "\n".join([json.dumps(bad), *lines[1:]]) + "\n"
+    canary = tmp_path / "canary.jsonl"
+    canary.write_text(unusable)
+    with pytest.raises(ValueError, match=r"SRE_JUDGE_CANARY_SET: .*line 1"):
+        async with api_client(judge=JUDGE, canary_set=canary):
+            pass
+    canary.write_text("\n".join(lines) + "\n")
+    judge = ScriptedBackend(model="pass")
+    async with api_client(judge=JUDGE, backends={JUDGE: judge}, canary_set=canary) as client:
+        canary.write_text(unusable)
+        admin = await tokens("admin")
+        response = await client.post("/v1/judges/canary", json={}, headers=admin)
+    assert response.status_code == 422, response.text
+    assert "line 1: diagnosis contains NUL bytes" in response.text
+    assert judge.requests == []
 
 
 class NoisyJudge(LabelledJudge):
