@@ -48,12 +48,15 @@ def apply_in_force(
 ) -> None:
     """Set the grading's effective figures from its answers and the overrides in force.
 
-    With answers (and their rubric) the rule is recomputed on the effective answers;
-    without, only a verdict override decides ``passed``. A pass of a diagnosis flagged
-    for injection stays held (``passed`` None) until a verdict override is in force.
+    With an answer to every question of the rubric the rule is recomputed on the
+    effective answers; without (an unscored grading, or an imported checklist that left
+    questions out) the rule cannot be applied: a verdict override decides ``passed``, or
+    else the judge's own verdict stands (none for an unscored grading). A pass of a
+    diagnosis flagged for injection stays held (``passed`` None) until a verdict override
+    is in force.
     """
     verdict = in_force.get(("verdict", ""))
-    if answers and rubric is not None:
+    if rubric is not None and answers and all(q.id in answers for q in rubric.questions):
         outcome = effective_outcome(rubric, answers, in_force)
         grading.yes_count = outcome.rule.yes_count
         grading.composite = outcome.rule.composite
@@ -65,6 +68,12 @@ def apply_in_force(
         grading.passed = None if grading.held else outcome.passed
         grading.overridden = outcome.overridden
     else:
-        grading.held = False
-        grading.passed = None if verdict is None else verdict.verdict == "pass"
+        # the judge's own pass is held as the rule's would be (injection markers)
+        grading.held = bool(
+            grading.judge_passed and verdict is None and holds_pass(grading.review_reasons)
+        )
+        if verdict is not None:
+            grading.passed = verdict.verdict == "pass"
+        else:
+            grading.passed = None if grading.held else grading.judge_passed
         grading.overridden = verdict is not None

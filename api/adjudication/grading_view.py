@@ -151,8 +151,13 @@ def _ground_truth(grading: GradingPublic, graded: str | None) -> GroundTruthView
     return GroundTruthView(text, facts.components, facts.namespace, facts.values, version)
 
 
-def _rule(rubric: Rubric | None) -> dict[str, Any] | None:
-    if rubric is None:
+def _rule(grading: GradingPublic, rubric: Rubric | None) -> dict[str, Any] | None:
+    """The rubric's rule, for the page to preview what a flip would do; None where the rule
+    cannot be applied to the grading's answers (none, an unscored grading; some, an
+    imported checklist that left questions out): no preview counts a missing answer as
+    a no, and no answer can be flipped (a verdict override decides it)."""
+    answered = {a.question_id for a in grading.answers}
+    if rubric is None or any(q.id not in answered for q in rubric.questions):
         return None
     return {
         "min_yes": rubric.rule.min_yes,
@@ -177,7 +182,7 @@ def grading_page_context(
         "diagnosis": diagnosis,
         "trace": trace_view(grading),
         "questions": _questions(grading, rubric),
-        "rule": _rule(rubric),
+        "rule": _rule(grading, rubric),
         "overrides_by_id": {o.id: o for o in grading.overrides},
     }
 

@@ -5,7 +5,7 @@ no form. The walk through the queue (``q.``) goes along from the form to the res
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from litestar import Request, get, post
 from litestar.di import NamedDependency
@@ -16,21 +16,35 @@ from litestar.response import Template
 from api.adjudication.grading_view import grading_page_context, verdict_label
 from api.adjudication.queue_pages import carried_walk
 from api.adjudication.use_cases import claim_review, graded_truth_shown, label_grading
-from api.service.presenters import full_grading, render_grading
+from api.service.presenters import full_grading, render_grading, rubric_shown
+from api.service.schemas import GradingPublic
 from api.service.services import Services
 from api.service.visibility import readable_grading
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from storage.errors import Conflict
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from judge.rubric import Rubric
+    from storage import GradingView
+
 __all__ = ["label_form", "label_submit"]
+
+
+def _shown(
+    session: Session, services: Services, view: GradingView, grading: GradingPublic
+) -> tuple[Rubric | None, str | None]:
+    """The rubric whose questions the form asks (those ``label_grading`` takes, with their
+    texts) and the ground truth the grading is judged against, in one snapshot."""
+    return rubric_shown(session, services, view), graded_truth_shown(session, view, grading)
 
 
 async def _blind_context(services: Services, who: SignedIn, grading_id: str) -> dict[str, Any]:
     view = await readable_grading(services, who.principal, grading_id)
     grading = full_grading(await render_grading(services, view, who.principal))
-    rubric = await services.rubrics.resolve(view.grading.rubric_id, view.grading.rubric_version)
-    graded = await services.store.db.run_read(graded_truth_shown, view, grading)
+    rubric, graded = await services.store.db.run_read(_shown, services, view, grading)
     context = grading_page_context(grading, rubric, graded)
     # blind: nothing the judge said, so the diagnosis is shown without its evidence marks
     return {

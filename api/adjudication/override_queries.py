@@ -5,7 +5,8 @@ judge's is updated. The grading's effective figures are recomputed from the judg
 answers and the overrides in force (``storage.overrides.apply_in_force``), its revision
 (the ETag) goes up, an answer or verdict becomes a human label, the grading's review is
 closed (unless a pass stays held), and the append is audited as ``grading.overridden``,
-all in the caller's transaction.
+all in the caller's transaction. A withdrawal withdraws the regrades' copies of the
+override still in force on later gradings too, each audited on its own grading.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from judge.adjudication import overrides_in_force, target_of
 from judge.rubric import Rubric
 from storage.audit import values_digest
 from storage.audit.records import RecordRow
+from storage.catalog import CatalogRepository
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
 from storage.models import GradingView
 from storage.overrides import apply_in_force, override_events
-from storage.regrade.carry import carried_source
+from storage.regrade.carry import carried_source, copies_in_force
 from storage.review_tables import HumanLabelRecord, OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, row_values
 
@@ -89,20 +91,21 @@ class OverrideQueries:
         caller's write transaction. ``view``: the grading as the caller read it in this
         transaction (not read again; on PostgreSQL its row is locked and re-read).
 
+        A withdrawal also withdraws the copies regrades made of the withdrawn override
+        that are still in force on later gradings of the submission (the current one a
+        promote made, a shadow regrade's), each as a withdrawal on its grading in the
+        same author's name: the human took the decision back, wherever it was carried.
+
         Raises NotFound, PreconditionFailed (stale revision), Conflict (a pending
         grading) or InvalidReview (an unknown question or override, an answer override
-        on an unscored grading).
+        on a grading whose answers the rule cannot be recomputed on).
         """
         if view is None or self._db.postgres:
             grading = self._locked_grading(session, grading_id, expected_revision)
         else:  # SQLite: the caller's write transaction has held the database since it began
             grading = self._checked_grading(view.grading, expected_revision)
-        if view is not None:  # answers are never changed by an override
-            records = list(view.answers)
-        else:
-            query = select(AnswerRecord).where(col(AnswerRecord.grading_id) == grading_id)
-            records = list(session.execute(query).scalars())
-        answers = {a.question_id: a.answer for a in records}
+        # answers are never changed by an override: the caller's read of them holds
+        records = list(view.answers) if view is not None else self._answers(session, grading_id)
         history = self._overrides(session, grading_id)
         record = OverrideRecord(
             grading_id=grading_id,
@@ -116,23 +119,44 @@ class OverrideQueries:
             author_name=author_name,
             created_at=_after(history, self._db.clock()),
         )
-        self._check(record, rubric, answers, history)
+        self._check(record, rubric, {a.question_id: a.answer for a in records}, history)
+        label = self._label(session, record, history)
+        self._append(session, grading, records, history, record, rubric=rubric, label=label)
+        if record.kind == "withdraw":
+            withdrawn = next(h for h in history if h.id == record.withdraws)
+            for copy in copies_in_force(session, withdrawn):
+                self._withdraw_copy(session, copy, record)
+        return record, grading
+
+    def _append(
+        self,
+        session: Session,
+        grading: GradingRecord,
+        records: list[AnswerRecord],
+        history: list[OverrideRecord],
+        record: OverrideRecord,
+        *,
+        rubric: Rubric | None,
+        label: HumanLabelRecord | None,
+    ) -> None:
+        """Write the checked ``record`` (and the human ``label`` it records) onto
+        ``grading``: its effective figures recomputed, its revision up, its review
+        closed or reopened, audited as ``grading.overridden``."""
         record.supersedes = self._superseded(record, history)
         session.add(record)
         session.flush()
         after = overrides_in_force(override_events([*history, record]))
-        apply_in_force(grading, rubric, answers, after)
+        apply_in_force(grading, rubric, {a.question_id: a.answer for a in records}, after)
         grading.revision += 1
         written: list[RecordRow] = [record]
-        label = self._label(session, record, history)
         if label is not None:
             session.add(label)
             written.append(label)
-        if grading.status == "unscored" and grading.passed is None:
+        if grading.passed is None and not grading.held:
             # no verdict at all (a human's verdict withdrawn): it needs a human again
-            self._review.reopen(session, grading_id)
+            self._review.reopen(session, grading.id)
         elif not grading.held:  # a held pass stays in the queue until a verdict is given
-            self._review.close(session, grading_id, author_id)
+            self._review.close(session, grading.id, record.author_id)
         session.flush()
         # the digest of the state just written, from the values in hand: no read-back
         digest = values_digest(row_values(grading), [row_values(a) for a in records])
@@ -140,18 +164,51 @@ class OverrideQueries:
             session,
             "grading.overridden",
             entity_type="grading",
-            entity_id=grading_id,
-            actor=author_id,
+            entity_id=grading.id,
+            actor=record.author_id,
             payload=self._payload(record, grading),
-            covers={grading_id: digest},
+            covers={grading.id: digest},
             rows=written,
         )
-        return record, grading
+
+    def _withdraw_copy(
+        self, session: Session, copy: OverrideRecord, withdrawal: OverrideRecord
+    ) -> None:
+        """Withdraw ``copy`` (a regrade's copy of the override ``withdrawal`` withdraws) on
+        its own grading, as of now, in the name of ``withdrawal``'s author, with a reason
+        that names the withdrawal. No label: the one the original recorded is retracted
+        by ``withdrawal`` (a copy recorded none)."""
+        grading = self._locked_grading(session, copy.grading_id, None)
+        history = self._overrides(session, copy.grading_id)
+        if copy.id not in {e.id for e in overrides_in_force(override_events(history)).values()}:
+            return  # replaced or withdrawn there meanwhile (read before the row was locked)
+        record = OverrideRecord(
+            grading_id=copy.grading_id,
+            kind="withdraw",
+            withdraws=copy.id,
+            reason=(
+                f"override {withdrawal.withdraws} withdrawn on grading {withdrawal.grading_id} "
+                f"(withdrawal {withdrawal.id}): {withdrawal.reason}"
+            ),
+            author_id=withdrawal.author_id,
+            author_name=withdrawal.author_name,
+            created_at=_after(history, self._db.clock()),
+        )
+        # a copy lands on a regrade's grading, which names a stored rubric version
+        rubric = CatalogRepository.read_rubric(session, grading.rubric_id, grading.rubric_version)
+        records = self._answers(session, copy.grading_id)
+        self._append(session, grading, records, history, record, rubric=rubric, label=None)
+
+    @staticmethod
+    def _answers(session: Session, grading_id: str) -> list[AnswerRecord]:
+        query = select(AnswerRecord).where(col(AnswerRecord.grading_id) == grading_id)
+        return list(session.execute(query).scalars())
 
     def _locked_grading(
-        self, session: Session, grading_id: str, expected_revision: int
+        self, session: Session, grading_id: str, expected_revision: int | None
     ) -> GradingRecord:
-        """The graded grading, row-locked, if it is still at ``expected_revision``."""
+        """The graded grading, row-locked, if it is still at ``expected_revision`` (None:
+        at whatever revision it is)."""
         query = select(GradingRecord).where(col(GradingRecord.id) == grading_id)
         if self._db.postgres:
             query = query.with_for_update()
@@ -163,9 +220,9 @@ class OverrideQueries:
         return self._checked_grading(grading, expected_revision)
 
     @staticmethod
-    def _checked_grading(grading: GradingRecord, expected_revision: int) -> GradingRecord:
-        """``grading`` if it is graded and still at ``expected_revision``."""
-        if grading.revision != expected_revision:
+    def _checked_grading(grading: GradingRecord, expected_revision: int | None) -> GradingRecord:
+        """``grading`` if it is graded and still at ``expected_revision`` (None: any)."""
+        if expected_revision is not None and grading.revision != expected_revision:
             raise PreconditionFailed(
                 f"the grading is at revision {grading.revision}, not {expected_revision}",
                 current_revision=grading.revision,
@@ -189,11 +246,18 @@ class OverrideQueries:
                     "an unscored grading has no answers to override; override the verdict",
                     field="question_id",
                 )
+            unanswered = [q.id for q in rubric.questions if q.id not in answers]
+            if unanswered:  # an imported checklist that left questions out
+                raise InvalidReview(
+                    f"the grading has no answer to {', '.join(unanswered)}, so the rule cannot "
+                    "be applied to its answers; override the verdict",
+                    field="question_id",
+                )
         if record.kind == "withdraw":
             in_force = overrides_in_force(override_events(history))
             if record.withdraws not in {e.id for e in in_force.values()}:
                 raise InvalidReview(
-                    f"no override {record.withdraws!r} in force on this grading", field="withdraws"
+                    f"no override {record.withdraws!r} in force on this grading", field="withdraw"
                 )
 
     @staticmethod

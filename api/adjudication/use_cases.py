@@ -425,7 +425,7 @@ def _append_override(
     view = readable_in(session, services, principal, grading_id)
     g = view.grading
     # an imported SREGym verdict (no stored rubric version) is adjudicated against the
-    # current version that asks the same questions, as its page shows it
+    # current version that asks every question it answered, as its page shows it
     rubric = rubric_shown(session, services, view)
     if rubric is None:
         raise Conflict(f"rubric {g.rubric_id}@{g.rubric_version} is unknown")

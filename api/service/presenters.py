@@ -339,14 +339,18 @@ def _grading_public(
 def rubric_shown(session: Session, services: Services, view: GradingView) -> Rubric | None:
     """The rubric a grading is shown with: its own version, or, for one no stored version
     names (SREGym's imported verdicts), the current version of the same rubric when it
-    asks exactly the grading's questions, so they read with their texts and dimensions."""
+    asks every question the grading answers (all of them; some, where SREGym's checklist
+    left questions out; none, where SREGym's judge could not grade the attempt), so they
+    read with their texts and dimensions and a human can decide them (a verdict override,
+    blind labels). The rule is recomputed only on a grading that answers all its
+    questions (``storage.overrides.apply_in_force``)."""
     g = view.grading
     rubric = services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version)
-    if rubric is not None or not view.answers:
+    if rubric is not None:
         return rubric
     current = services.rubrics.resolve_in(session, g.rubric_id)
     asked = {a.question_id for a in view.answers}
-    if current is not None and asked == {q.id for q in current.questions}:
+    if current is not None and asked <= {q.id for q in current.questions}:
         return current
     return None
 

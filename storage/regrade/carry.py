@@ -4,7 +4,8 @@ An answer override in force on the previous grading is copied onto the new gradi
 when the question's text is the same in both rubric versions; a verdict override when
 the pass rule is the same. Whatever cannot be carried sends the new grading to the
 review queue with reason ``override_outdated``. The copies are new override rows that
-keep the human author and say where they came from.
+keep the human author and say where they came from; withdrawing the original withdraws
+the copies still in force (:func:`copies_in_force` finds them).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from storage.overrides import apply_in_force, override_events
 from storage.review_tables import OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, RubricVersionRecord
 
-__all__ = ["Carried", "carried_source", "carry_overrides"]
+__all__ = ["Carried", "carried_source", "carry_overrides", "copies_in_force"]
 
 #: the reason a copy is given: ``carried by regrade job J from override O: <reason>``
 _COPIED = re.compile(r"carried by regrade job \S+ from override (\w+): ")
@@ -58,14 +59,15 @@ def _rubric(session: Session, grading: GradingRecord) -> Rubric | None:
 def _rubric_read(session: Session, grading: GradingRecord, newer: Rubric | None) -> Rubric | None:
     """The rubric the previous grading reads with: its stored version; for one no stored
     version names (SREGym's imported verdicts, version ``sregym``), the regrade's version
-    of the same rubric when it asks exactly the questions the grading answered, as the
-    grading's page shows it (``api.service.presenters.rubric_shown``)."""
+    of the same rubric when it asks every question the grading answered (all, some where
+    SREGym's checklist left questions out, none where SREGym's judge could not grade the
+    attempt), as the grading's page shows it (``api.service.presenters.rubric_shown``)."""
     stored = _rubric(session, grading)
     if stored is not None or newer is None or newer.id != grading.rubric_id:
         return stored
     query = select(col(AnswerRecord.question_id)).where(col(AnswerRecord.grading_id) == grading.id)
     asked = set(session.execute(query).scalars())
-    return newer if asked and asked == {q.id for q in newer.questions} else None
+    return newer if asked <= {q.id for q in newer.questions} else None
 
 
 def _same_question(old: Rubric | None, new: Rubric | None, question_id: str) -> bool:
@@ -90,6 +92,49 @@ def carried_source(copy: OverrideRecord) -> str | None:
         return copy.carried_from
     found = _COPIED.match(copy.reason)
     return found.group(1) if found else None
+
+
+def copies_in_force(session: Session, original: OverrideRecord) -> list[OverrideRecord]:
+    """The copies regrades made of ``original`` (and of those copies, onward) that are
+    still in force on their gradings, oldest first. Copies are only ever made onto later
+    gradings of the same submission, so only those gradings' overrides are read; a copy
+    made before ``carried_from`` existed is known by its reason, taken only when it is
+    the same author's override of the same target (as a withdrawal's label is found)."""
+    query = (
+        select(OverrideRecord)
+        .join(GradingRecord, col(GradingRecord.id) == col(OverrideRecord.grading_id))
+        .where(
+            col(GradingRecord.submission_id)
+            == select(col(GradingRecord.submission_id))
+            .where(col(GradingRecord.id) == original.grading_id)
+            .scalar_subquery(),
+            col(OverrideRecord.grading_id) != original.grading_id,
+        )
+    )
+    records = list(session.execute(query).scalars())
+    target = (original.author_id, original.kind, original.question_id)
+    descended: set[str] = set()
+    frontier = {original.id}
+    while frontier:
+        found = {
+            r.id
+            for r in records
+            if carried_source(r) in frontier
+            and r.id not in descended
+            and (r.author_id, r.kind, r.question_id) == target
+        }
+        descended |= found
+        frontier = found
+    by_grading: dict[str, list[OverrideRecord]] = {}
+    for r in records:
+        by_grading.setdefault(r.grading_id, []).append(r)
+    in_force = {
+        event.id
+        for held in by_grading.values()
+        for event in overrides_in_force(override_events(held)).values()
+    }
+    copies = [r for r in records if r.id in descended and r.id in in_force]
+    return sorted(copies, key=lambda r: (r.created_at, r.id))
 
 
 def _copy(record: OverrideRecord, grading_id: str, job_id: str, at: datetime) -> OverrideRecord:

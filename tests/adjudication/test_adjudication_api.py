@@ -175,6 +175,24 @@ async def test_verdict_override_wins_and_withdrawal_restores_the_rule(
         assert len(after.json()["overrides"]) == 2  # the refused ones stored nothing
 
 
+async def test_an_unknown_withdrawal_is_a_422_naming_the_withdraw_field_of_the_body(
+    api_client: Any, tokens: Any
+) -> None:
+    """A withdrawal of no override in force is refused naming ``withdraw``, the request's
+    field, so a client can put the error beside it."""
+    agent, adjudicator = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    reply = sregym_reply(SIX_WITHOUT_D1Q1, evidence="sets USER_PORT=9999")
+    async with api_client(**scripted_judge(reply)) as client:
+        grading = await graded(client, agent)
+        response = await client.post(
+            f"/v1/gradings/{grading['id']}/overrides",
+            json={"withdraw": "0123456789abcdef0123456789abcdef", "reason": "taken back"},
+            headers={**adjudicator, "If-Match": f'"{grading["revision"]}"'},
+        )
+    assert response.status_code == 422, response.text
+    assert [e["field"] for e in response.json()["errors"]] == ["withdraw"]
+
+
 async def test_overrides_apply_in_the_order_they_were_made_whatever_the_clocks_say(
     api_client: Any, tokens: Any
 ) -> None:

@@ -16,8 +16,8 @@ from storage import Store
 from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import sregym_reply
 from tests.support.keys import session_key
-from tests.support.sregym_results import write_sregym_results
-from tests.support.submissions import IDS, TRUTH, graded, scripted_judge
+from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
 from tests.web.conftest import sign_in
 
 SIX_WITHOUT_D1Q1 = {"D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1"}
@@ -344,3 +344,71 @@ async def test_an_imported_sregym_verdict_reads_with_question_texts_and_named_pe
         assert (await c.post(f"{url}/overrides", data=form)).status_code == 200
         history = (await c.get(url)).text.split('data-testid="history"', 1)[-1]
         assert "grading.overridden</strong> by <span" in history and ">Ada</span>" in history
+
+
+async def _import_attempt(
+    engine: Engine, tmp_path: Path, checklist: list[dict[str, str]], *, success: bool
+) -> None:
+    """One SREGym attempt imported with SREGym's ``checklist`` and ``success``."""
+    fixture = write_sregym_attempt(
+        tmp_path, checklist, diagnosis=DIAGNOSIS, ground_truth=TRUTH, success=success
+    )
+    store = Store(engine, key=session_key())
+    await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )  # fmt: skip
+
+
+async def test_an_imported_attempt_sregym_could_not_grade_is_decided_on_its_page(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """An imported verdict SREGym's judge could not grade has no answers: its page and its
+    blind-label form ask the current rubric's questions with their texts; the page
+    offers the verdict override, which decides it, and neither a flip of an answer it
+    does not have nor a rule's verdict on answers it does not have."""
+    failure = [
+        {"id": q, "answer": "No", "evidence": "parse failure: no JSON", "confidence": "Low"}
+        for q in IDS
+    ]
+    await _import_attempt(engine, tmp_path, failure, success=False)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        [listed] = (await c.get("/v1/gradings", headers=ada)).json()["items"]
+        assert listed["status"] == "unscored"
+        url = f"/gradings/{listed['id']}"
+        csrf = await sign_in(c, ada)
+        page = (await c.get(url)).text
+        label = (await c.get(f"{url}/label")).text
+        form = {"_csrf": csrf, "revision": _revision(page), "kind": "verdict"}
+        form |= {"verdict": "pass", "reason": "names the service and the port"}
+        sent = await c.post(f"{url}/overrides", data=form)
+        after = (await c.get(url)).text
+    question = "Does the diagnosis name the component where the fault originates?"
+    assert question in page and question in label
+    assert label.count('type="radio"') == 2 * len(IDS)
+    assert 'data-testid="verdict-override"' in page
+    assert "data-min-yes" not in page and "data-flip" not in page
+    assert sent.status_code == 200, sent.text
+    effective = after.split('data-testid="effective-verdict">', 1)[1].split("<", 1)[0]
+    assert effective == "PASS"
+
+
+async def test_an_imported_checklist_missing_a_question_offers_the_verdict_only(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """A checklist SREGym wrote without one of the rubric's questions reads with the
+    rubric's texts, the missing question unanswered; the rule cannot be applied to it, so
+    the page neither previews the rule nor offers to flip an answer."""
+    checklist = [{"id": q, "answer": "Yes", "evidence": QUOTE, "confidence": "High"} for q in IDS]
+    await _import_attempt(engine, tmp_path, checklist[:8], success=True)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        [listed] = (await c.get("/v1/gradings", headers=ada)).json()["items"]
+        await sign_in(c, ada)
+        page = (await c.get(f"/gradings/{listed['id']}")).text
+    assert "Does the diagnosis name the component where the fault originates?" in page
+    assert 'data-testid="answer-D3-Q2"' in page and 'data-testid="answer-D3-Q3"' not in page
+    assert 'data-question="D3-Q3"' in page
+    assert 'data-testid="verdict-override"' in page
+    assert "data-min-yes" not in page and "data-flip" not in page

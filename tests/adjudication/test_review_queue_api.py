@@ -5,14 +5,22 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from api.imports.problems import read_problems
+from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
+from storage import Store
 from storage.review_tables import HumanLabelRecord
+from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import sregym_reply
+from tests.support.keys import session_key
+from tests.support.sregym_results import write_sregym_attempt
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
 from tests.web.conftest import sign_in
 
@@ -267,3 +275,123 @@ async def test_labels_of_a_pending_grading_do_not_hide_its_unscored_outcome_from
         items = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
     assert labelled.status_code == 409, labelled.text
     assert gid in [i["grading"]["id"] for i in items]
+
+
+#: SREGym's checklist for a judge reply it could not parse: nine "No" that are no verdict
+PARSE_FAILURE = [
+    {"id": q, "answer": "No", "evidence": "parse failure: no JSON", "confidence": "Low"}
+    for q in IDS
+]
+
+
+async def _imported(engine: Engine, tmp_path: Path, checklist: Any, success: bool | None) -> None:
+    """One SREGym attempt imported with SREGym's verdict: ``checklist`` and ``success``."""
+    fixture = write_sregym_attempt(
+        tmp_path, checklist, diagnosis=DIAGNOSIS, ground_truth=TRUTH, success=success
+    )
+    store = Store(engine, key=session_key())
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )  # fmt: skip
+    assert report.sregym_verdicts == 1
+
+
+async def _only_item(client: Any, headers: dict[str, str], reasons: list[str]) -> dict[str, Any]:
+    """The one item of the queue, with ``reasons``: its grading."""
+    queue = (await client.get("/v1/review-queue", headers=headers)).json()["items"]
+    assert [i["reasons"] for i in queue] == [reasons]
+    return dict(queue[0]["grading"])
+
+
+async def test_a_human_verdict_decides_an_imported_attempt_sregym_could_not_grade(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """SREGym's verdict is stored under no rubric version of the service; one its judge
+    could not grade has no answers and waits in the queue for exactly this: a verdict
+    override, read against the current version of its rubric, decides it."""
+    await _imported(engine, tmp_path, PARSE_FAILURE, success=False)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        grading = await _only_item(client, ada, ["unscored"])
+        assert grading["status"] == "unscored" and grading["rubric"]["version"] == "sregym"
+        response = await client.post(
+            f"/v1/gradings/{grading['id']}/overrides",
+            json={"verdict": "pass", "reason": "names the service and the port"},
+            headers={**ada, "If-Match": f'"{grading["revision"]}"'},
+        )
+        assert response.status_code == 201, response.text
+        decided = response.json()
+        assert (decided["passed"], decided["verdict_override"]) == (True, "pass")
+        assert decided["answers"] == [] and decided["dimensions"] == []
+        queue = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
+    assert queue == []
+
+
+async def test_blind_labels_are_taken_on_an_imported_attempt_sregym_could_not_grade(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """Blind labels answer the questions of the current version of the imported verdict's
+    rubric, which SREGym's judge left unanswered."""
+    await _imported(engine, tmp_path, PARSE_FAILURE, success=False)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        grading = await _only_item(client, ada, ["unscored"])
+        response = await client.post(
+            f"/v1/gradings/{grading['id']}/labels",
+            json={"answers": {"D1-Q1": "yes", "D3-Q3": "no"}, "verdict": "pass"},
+            headers=ada,
+        )
+        unknown = await client.post(
+            f"/v1/gradings/{grading['id']}/labels",
+            json={"answers": {"D9-Q9": "yes"}},
+            headers=await tokens("adjudicator", "Bob"),
+        )
+    assert response.status_code == 201, response.text
+    assert unknown.status_code == 422 and "D9-Q9" in unknown.text
+
+
+async def test_an_imported_checklist_missing_a_question_is_decided_by_a_verdict(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """A checklist SREGym wrote without one of the rubric's questions keeps SREGym's own
+    verdict (the rule cannot be applied to it): a verdict override decides it, its
+    withdrawal gives SREGym's verdict back, blind labels answer every question of the
+    rubric, and an answer override, which the rule would have to recompute, is a 422
+    naming ``question_id``."""
+    checklist = [
+        {"id": q, "answer": "Yes", "evidence": "port 9999", "confidence": "Low"} for q in IDS
+    ]
+    await _imported(engine, tmp_path, checklist[:8], success=True)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        grading = await _only_item(client, ada, ["low_confidence"])
+        assert grading["passed"] is True and len(grading["answers"]) == 8
+        url = f"/v1/gradings/{grading['id']}/overrides"
+        answer = await client.post(
+            url,
+            json={"question_id": "D1-Q1", "answer": "no", "reason": "the wrong port"},
+            headers={**ada, "If-Match": f'"{grading["revision"]}"'},
+        )
+        failed = await client.post(
+            url,
+            json={"verdict": "fail", "reason": "the wrong port"},
+            headers={**ada, "If-Match": f'"{grading["revision"]}"'},
+        )
+        assert failed.status_code == 201, failed.text
+        withdrawn = await client.post(
+            url,
+            json={"withdraw": failed.json()["overrides"][0]["id"], "reason": "it is right"},
+            headers={**ada, "If-Match": failed.headers["etag"]},
+        )
+        labelled = await client.post(
+            f"/v1/gradings/{grading['id']}/labels",
+            json={"answers": {"D3-Q3": "yes"}},
+            headers=await tokens("adjudicator", "Bob"),
+        )
+    assert answer.status_code == 422, answer.text
+    assert [e["field"] for e in answer.json()["errors"]] == ["question_id"]
+    assert (failed.json()["passed"], failed.json()["yes_count"]) == (False, 8)
+    assert withdrawn.status_code == 201, withdrawn.text
+    assert (withdrawn.json()["passed"], withdrawn.json()["overridden"]) == (True, False)
+    assert labelled.status_code == 201, labelled.text

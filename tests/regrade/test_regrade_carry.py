@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -19,9 +21,11 @@ from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from judge.backends.scripted import ScriptedBackend
 from storage import GradingFilter, Store, verify_chain
+from storage.review_tables import HumanLabelRecord
 from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 from tests.support.keys import session_key
-from tests.support.sregym_results import write_sregym_results
+from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
+from tests.support.submissions import DIAGNOSIS, TRUTH
 
 #: the engine matters here (the review's upsert): run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -84,6 +88,39 @@ async def test_a_human_verdict_on_an_imported_sregym_verdict_is_carried_by_a_pro
     item = await _item(Store(engine, key=session_key()), job["id"], old.submission_id)
     assert "override_outdated" not in item.review_reasons, item.review_reasons
     assert item.is_current and item.passed is False  # promoted, the human's fail in force
+
+
+async def test_a_human_verdict_on_an_attempt_sregym_could_not_grade_is_carried_by_a_promote(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """An imported attempt SREGym's judge could not grade has no answers, and a human's
+    verdict decided it: the promote that grades it again carries that verdict (it reads
+    with the job's version of its rubric) and replaces it."""
+    unparsed = [
+        {"id": q, "answer": "No", "evidence": "parse failure: no JSON", "confidence": "Low"}
+        for q in ALL
+    ]
+    fixture = write_sregym_attempt(
+        tmp_path, unparsed, diagnosis=DIAGNOSIS, ground_truth=TRUTH, success=False
+    )
+    store = Store(engine, key=session_key())
+    await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )  # fmt: skip
+    [view], _ = await store.gradings.page(limit=5)
+    old = view.grading
+    assert old.status == "unscored"
+    admin, adjudicator = await tokens("admin"), await tokens("adjudicator")
+    async with api_client(backends={"scripted:fail": ScriptedBackend.for_mode("fail")}) as c:
+        await _override(c, old.id, adjudicator, {"verdict": "pass", "reason": "names the port"})
+        request = {"judge": "scripted:fail", "mode": "promote",
+                   "filter": {"judge": "external:sregym"}}  # fmt: skip
+        job = (await c.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        assert (await _finished(c, admin, job["id"]))["state"] == "done"
+    item = await _item(Store(engine, key=session_key()), job["id"], old.submission_id)
+    assert "override_outdated" not in item.review_reasons, item.review_reasons
+    assert item.is_current and item.passed is True and item.judge_passed is False
 
 
 async def test_an_answer_override_on_an_imported_sregym_verdict_is_carried(
@@ -223,6 +260,52 @@ async def test_withdrawing_a_carried_override_takes_its_human_label_back(
     assert n_after == 0, (
         f"Hana withdrew her verdict, yet judge-human agreement still counts it: {after}"
     )
+
+
+async def test_withdrawing_a_verdict_where_it_was_made_withdraws_the_copies_promotes_carried(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """Hana failed G0; two promotes carried her verdict onto G1, then onto G2 (current).
+    Withdrawn on G0, where she made it (its link in the history, the flip report), the
+    decision goes wherever it was carried: each copy still in force is withdrawn on its
+    own grading in her name, in the same transaction, audited there, and G2 passes again
+    on its judge's answers. Her label is taken back once."""
+    store = Store(engine, key=service_key)
+    old = await _graded(store, ALL)
+    hana = await tokens("adjudicator", "Hana")
+    async with api_client(start_workers=False) as c:
+        etag = (await c.get(f"/v1/gradings/{old}", headers=hana)).headers["etag"]
+        made = await c.post(f"/v1/gradings/{old}/overrides", headers={**hana, "If-Match": etag},
+                            json={"verdict": "fail", "reason": "wrong fault"})  # fmt: skip
+        assert made.status_code == 201, made.text
+        original = made.json()["overrides"][-1]["id"]
+    middle = await _promoted(store, ALL)
+    new = await _promoted(store, ALL)
+    async with api_client(start_workers=False) as c:
+        current = (await c.get(f"/v1/gradings/{new}", headers=hana)).json()
+        assert current["passed"] is False and current["verdict_override"] == "fail"
+        etag = (await c.get(f"/v1/gradings/{old}", headers=hana)).headers["etag"]
+        gone = await c.post(f"/v1/gradings/{old}/overrides", headers={**hana, "If-Match": etag},
+                            json={"withdraw": original, "reason": "I was wrong"})  # fmt: skip
+        assert gone.status_code == 201, gone.text
+        after = {g: (await c.get(f"/v1/gradings/{g}", headers=hana)).json() for g in (middle, new)}
+        history = (await c.get(f"/v1/gradings/{new}/history", headers=hana)).json()["events"]
+        agreement = (await c.get("/v1/stats/agreement?kind=judge_human", headers=hana)).json()
+        listed = (await c.get("/v1/gradings?passed=true", headers=hana)).json()["items"]
+    for grading in after.values():
+        assert (grading["passed"], grading["verdict_override"]) == (True, None), grading
+        [copy, withdrawal] = grading["overrides"]
+        assert copy["carried_from"] is not None and withdrawal["withdraws"] == copy["id"]
+        assert withdrawal["author"] == "Hana" and "I was wrong" in withdrawal["reason"]
+    assert history[-1]["event"] == "grading.overridden"
+    assert history[-1]["payload"]["withdraws"] == after[new]["overrides"][0]["id"]
+    assert [g["id"] for g in listed] == [new]
+    assert _verdict_n(agreement) == 0, agreement
+    with engine.connect() as connection:  # her label, and its one retraction
+        query = select(col(HumanLabelRecord.grading_id), col(HumanLabelRecord.verdict))
+        labels = connection.execute(query)
+        assert sorted(labels, key=lambda row: row[1] is None) == [(old, "fail"), (old, None)]
+    assert (await verify_chain(engine, key=store.db.chain_key)).ok
 
 
 def _verdict_n(report: dict[str, Any]) -> int:

@@ -13,7 +13,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["AGENTS", "PROBLEMS", "TRACE_SECRET", "SregymFixture", "write_sregym_results"]
+__all__ = [
+    "AGENTS",
+    "PROBLEMS",
+    "TRACE_SECRET",
+    "SregymFixture",
+    "write_sregym_attempt",
+    "write_sregym_results",
+]
 
 RUN = "2025-06-01_12-00-00"
 AGENTS = ("stratus", "react-baseline", "claude-sre")
@@ -157,4 +164,36 @@ def write_sregym_results(base: Path, *, run: str = RUN, traces: bool = False) ->
     problems_file.write_text(
         "".join(json.dumps({"problem_id": k, "root_cause": v}) + "\n" for k, v in PROBLEMS.items())
     )
+    return SregymFixture(root=root, problems_file=problems_file, verdicts=verdicts)
+
+
+def write_sregym_attempt(
+    base: Path,
+    checklist: list[dict[str, str]],
+    *,
+    diagnosis: str,
+    ground_truth: str,
+    success: bool | None,
+) -> SregymFixture:
+    """Write a results folder of one diagnosed attempt (agent ``stratus``, problem ``p1``)
+    whose ``Diagnosis.checklist`` is ``checklist`` (entries as SREGym writes them) and
+    whose ``Diagnosis.success`` is ``success`` (empty for None), and its problems file."""
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(
+        {
+            "problem_id": "p1",
+            "attempt": "1",
+            "timed_out": "False",
+            "deploy_failed": "False",
+            "Diagnosis.submission": diagnosis,
+            "Diagnosis.success": "" if success is None else str(success),
+            "Diagnosis.judgment": {None: "", True: "PASS", False: "FAIL"}[success],
+            "Diagnosis.checklist": repr(checklist),
+        }
+    )
+    root = base / "results"
+    _write(root / RUN / "stratus" / "p1" / "attempt_1" / "results.csv", [row])
+    problems_file = base / "problems.jsonl"
+    problems_file.write_text(json.dumps({"problem_id": "p1", "root_cause": ground_truth}) + "\n")
+    verdicts = {} if success is None else {("stratus", "p1", 1): success}
     return SregymFixture(root=root, problems_file=problems_file, verdicts=verdicts)
