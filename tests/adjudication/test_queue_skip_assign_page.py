@@ -204,7 +204,8 @@ async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens:
             part = shown.rsplit("<a ", 1)[1] if action == "next" else shown.split("</form>")[0]
             assert "q.agent=beta" in part or 'name="q.agent" value="beta"' in part, action
         location = saved.headers["location"]
-        assert location.startswith(f"/gradings/{made[0]}?saved=D1-Q1&was=FAIL&q.agent=beta&q.seen=1")
+        saved_at = f"/gradings/{made[0]}?saved=D1-Q1&was=FAIL&q.agent=beta&q.seen=1"
+        assert location.startswith(saved_at)
         back = (await c.get(location)).text
         assert 'data-testid="saved"' in back
         nxt = back.split('data-testid="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
