@@ -53,9 +53,7 @@ async def test_a_filter_finds_an_item_queued_behind_a_full_window(
         await sign_in(c, ada)
         filtered = f"{query}&model=target" if "model" not in query else query
         page = (await c.get(f"/queue?{filtered}")).text
-        walk = await c.get(
-            f"/queue/next?q.{filtered.replace('&', '&q.')}", follow_redirects=False
-        )
+        walk = await c.get(f"/queue/next?q.{filtered.replace('&', '&q.')}", follow_redirects=False)
     if not found:
         assert target not in page
         return

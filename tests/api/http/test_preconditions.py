@@ -29,7 +29,7 @@ def test_an_if_match_that_names_no_revision_of_ours_is_412(header: str) -> None:
     assert (refused.value.status, refused.value.field) == (412, "If-Match")
 
 
-@pytest.mark.parametrize("header", ["*", ' * ', '"3", "4"', '"3",'])
+@pytest.mark.parametrize("header", ["*", " * ", '"3", "4"', '"3",'])
 def test_a_list_or_a_star_in_if_match_is_refused_saying_to_send_the_etag_read(
     header: str,
 ) -> None:
