@@ -87,7 +87,8 @@ def test_submit_and_wait_tries_an_unanswered_submission_again_only_within_its_wa
         submit_and_wait(_client(), "d", wait=1, scenario_id="sc", run_id="r", attempt=1)
     # within the wait, give or take a loaded machine: never the 15.5 s of every backoff
     assert time.monotonic() - started < 4
-    assert 1 <= route.call_count <= 2
+    # waits of 0.25-0.5 s then 0.5-1 s (jittered): a third try may still start in time
+    assert 1 <= route.call_count <= 3
 
 
 @respx.mock
