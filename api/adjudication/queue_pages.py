@@ -15,12 +15,13 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from api.adjudication.grading_view import verdict_label
-from api.adjudication.review_queries import QueueCounts, ReviewItem
+from api.adjudication.review_queries import QueueCounts, QueueFilter, ReviewItem
 from api.adjudication.use_cases import (
     assign_review,
     assignees,
     finish_review,
     presented_review_items,
+    queue_filter,
     release_review,
     reviewed_today,
     skip_review,
@@ -54,16 +55,7 @@ async def _items(
     before the window), each with its grading object, and the counts of the whole
     filtered queue, in one snapshot."""
     queue = await presented_review_items(
-        services,
-        who.principal,
-        agent=filters["agent"],
-        scenario_id=filters["scenario_id"],
-        reason=filters["reason"],
-        assigned_to_me=filters["assigned"] == "me",
-        model=filters["model"],
-        judge=filters["judge"],
-        provisional=filters["provisional"],
-        limit=QUEUE_WINDOW,
+        services, who.principal, _queue_filter(who, filters), limit=QUEUE_WINDOW
     )
     rows = [(g, item) for g, item in queue.items if isinstance(g, GradingPublic)]
     return rows, queue.counts
@@ -82,6 +74,20 @@ def _filters(params: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
     values["provisional"] = None if provisional is None else provisional == "true"
     values["assigned"] = "me" if values["assigned"] == "me" else None  # the one choice
     return values
+
+
+def _queue_filter(who: SignedIn, filters: Mapping[str, Any]) -> QueueFilter:
+    """The queue's filter of the page's filters (see :func:`_filters`)."""
+    return queue_filter(
+        who.principal,
+        agent=filters["agent"],
+        scenario_id=filters["scenario_id"],
+        reason=filters["reason"],
+        assigned_to_me=filters["assigned"] == "me",
+        model=filters["model"],
+        judge=filters["judge"],
+        provisional=filters["provisional"],
+    )
 
 
 def walk_query(
@@ -202,17 +208,7 @@ async def next_item(
     except ValueError:
         seen = 0
     step, passed = await walk_step(
-        services,
-        who.principal,
-        key=params.get("q.key"),
-        after=after,
-        agent=filters["agent"],
-        scenario_id=filters["scenario_id"],
-        reason=filters["reason"],
-        assigned_to_me=filters["assigned"] == "me",
-        model=filters["model"],
-        judge=filters["judge"],
-        provisional=filters["provisional"],
+        services, who.principal, _queue_filter(who, filters), key=params.get("q.key"), after=after
     )
     if passed and after is not None:  # walked past, not finished: give it back
         await release_review(services, who.principal, after)

@@ -62,6 +62,7 @@ __all__ = [
     "label_grading",
     "override_grading",
     "presented_review_items",
+    "queue_filter",
     "related_gradings",
     "related_in",
     "review_items",
@@ -118,7 +119,15 @@ class PresentedQueue:
 
 
 async def presented_review_items(
-    services: Services,
+    services: Services, principal: Principal, filters: QueueFilter, *, limit: int = 50
+) -> PresentedQueue:
+    """The first ``limit`` items of the review queue as ``principal`` sees it under
+    ``filters`` (:func:`queue_filter`), each with its grading object, and the counts of
+    the whole queue under the same filters, read in one snapshot (the queue page)."""
+    return await services.store.db.run_read(_presented_items, services, principal, filters, limit)
+
+
+def queue_filter(
     principal: Principal,
     *,
     agent: str | None = None,
@@ -128,30 +137,10 @@ async def presented_review_items(
     model: str | None = None,
     judge: str | None = None,
     provisional: bool | None = None,
-    limit: int = 50,
-) -> PresentedQueue:
-    """The first ``limit`` items of the review queue as ``principal`` sees it, each with
-    its grading object, and the counts of the whole queue under the same
-    filters, read in one snapshot (the queue page); ``assigned_to_me`` as in
-    ``review_items``, the other filters as :class:`QueueFilter` takes them."""
-    filters = _queue_filter(
-        principal, agent, scenario_id, reason, assigned_to_me, model, judge, provisional
-    )
-    return await services.store.db.run_read(_presented_items, services, principal, filters, limit)
-
-
-def _queue_filter(
-    principal: Principal,
-    agent: str | None,
-    scenario_id: str | None,
-    reason: str | None,
-    assigned_to_me: bool,
-    model: str | None,
-    judge: str | None,
-    provisional: bool | None,
 ) -> QueueFilter:
     """The queue's filter as the workbench's pages take it (``assigned_to_me``: the items
-    assigned to ``principal``); InvalidRequest naming ``reason`` for an unknown one."""
+    assigned to ``principal``; the others as :class:`QueueFilter` takes them);
+    InvalidRequest naming ``reason`` for an unknown one."""
     _check_reason(reason)
     return QueueFilter(
         agent=agent,
@@ -177,16 +166,10 @@ class WalkStep:
 async def walk_step(
     services: Services,
     principal: Principal,
+    filters: QueueFilter,
     *,
     key: str | None,
     after: str | None,
-    agent: str | None = None,
-    scenario_id: str | None = None,
-    reason: str | None = None,
-    assigned_to_me: bool = False,
-    model: str | None = None,
-    judge: str | None = None,
-    provisional: bool | None = None,
 ) -> tuple[WalkStep | None, bool]:
     """The next item of a walk through the filtered queue after the item ``after``, whose
     place in the queue's order was ``key`` when it was opened (None, or a key this
@@ -194,9 +177,6 @@ async def walk_step(
     however the items before it moved meanwhile: the first item queued behind that
     place, ``after`` itself excluded. Also whether ``after`` is still queued there
     (walked past, not finished). One snapshot; None at the queue's end."""
-    filters = _queue_filter(
-        principal, agent, scenario_id, reason, assigned_to_me, model, judge, provisional
-    )
     return await services.store.db.run_read(_walk_step, services, principal, filters, key, after)
 
 
