@@ -67,13 +67,13 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
     # upgrade a schema, then refuse to start
     try:
         check_listen_address(settings)
-        read_start_files(settings)
+        files = read_start_files(settings)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     configure_logging(settings)
     run(upgrade(settings.database_url))
     try:
-        app = create_app(settings)
+        app = create_app(settings, start_files=files)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if settings.processes > 1:

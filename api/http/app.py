@@ -29,7 +29,7 @@ from api.http.observability import litestar_logging_config
 from api.http.openapi import document_on_first_read
 from api.http.problems import exception_handlers
 from api.service.metrics import Metrics
-from api.service.runtime import Runtime
+from api.service.runtime import Runtime, StartFiles
 from api.service.services import Services
 from api.service.settings import Settings
 from api.web import WorkbenchPlugin, offline_docs
@@ -94,11 +94,13 @@ def create_app(
     backends: Mapping[str, JudgeBackend] | None = None,
     *,
     start_workers: bool = True,
+    start_files: StartFiles | None = None,
 ) -> Litestar:
     """Build the app. The database must already be migrated (``serve`` does it).
 
     ``engine`` and ``backends`` (judge spec -> backend) are seams for tests; without
-    them the runtime makes its own from the settings.
+    them the runtime makes its own from the settings. ``start_files``: the settings'
+    files as ``serve`` read them before migrating (read here otherwise).
 
     The routes do not depend on the settings, only the runtime does (services, metrics,
     workers: ``app.state``); so the Litestar application, whose making parses every
@@ -114,6 +116,7 @@ def create_app(
         checkpoints=True,
         import_jobs=True,
         announce=True,
+        start_files=start_files,
     )
     app = _SHELLS.take(settings.max_body_bytes)
     app.state.runtime = runtime

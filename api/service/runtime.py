@@ -126,7 +126,8 @@ class Runtime:
     With ``announce`` it logs on entry whether the default judge is qualified on the
     shipped calibration set, and with which verdict kappa. ``create_key`` False: the
     service key must be given, never made here (a worker joins a deployment; a reading
-    command changes nothing).
+    command changes nothing). ``start_files``: the files :func:`read_start_files` read
+    for these settings, not read again.
     """
 
     def __init__(
@@ -142,8 +143,10 @@ class Runtime:
         import_jobs: bool = False,
         announce: bool = False,
         create_key: bool = True,
+        start_files: StartFiles | None = None,
     ) -> None:
-        files = read_start_files(settings)  # fail now, naming the setting, not at start-up
+        # fail now, naming the setting, not at start-up (``serve`` read them already)
+        files = start_files or read_start_files(settings)
         #: the failure-tag vocabulary seeded on start
         self._vocabulary = files.vocabulary
         self._own_engine = engine is None

@@ -34,8 +34,7 @@ import random
 import ssl
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import datetime, timedelta
 
 import httpx
 from standardwebhooks.webhooks import Webhook
@@ -45,13 +44,12 @@ from api.service.settings import Settings
 from api.webhooks.outbox import on_committed
 from api.webhooks.queries import Claimed, WebhookQueries
 from api.webhooks.target import PinnedTransport, allowed_hosts
-from judge.backends.http import tls_context
+from judge.backends.http import parse_retry_after, tls_context
 from storage import Store
 
 __all__ = [
     "WebhookDelivery",
     "circuit_open_until",
-    "retry_after_seconds",
     "retry_at",
     "signed_headers",
 ]
@@ -75,23 +73,6 @@ def signed_headers(claimed: Claimed, body: str, now: datetime) -> dict[str, str]
 def _backoff(settings: Settings, failures: int) -> float:
     """Seconds to wait after the ``failures``-th failure in a row (1-based)."""
     return float(min(_MAX_DELAY, settings.webhook_retry_seconds * 2 ** (failures - 1)))
-
-
-def retry_after_seconds(value: str | None, now: datetime) -> float | None:
-    """The wait a ``Retry-After`` header asks for (delta-seconds or an HTTP date), or None
-    when there is none or it cannot be read; a date in the past asks for no wait."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit():
-        return float(min(int(value[:12]), int(_MAX_DELAY)))
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # RFC 9110 dates are GMT; "-0000" parses without a zone
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - now).total_seconds())
 
 
 def retry_at(
@@ -249,8 +230,9 @@ class WebhookDelivery:
 
     async def _send(
         self, http: httpx.AsyncClient, claimed: Claimed
-    ) -> tuple[int | None, str | None, str | None]:
-        """Post one delivery within the timeout: (HTTP status, error, Retry-After)."""
+    ) -> tuple[int | None, str | None, float | None]:
+        """Post one delivery within the timeout: (HTTP status, error, the wait a failed
+        answer's ``Retry-After`` asks for)."""
         body = json.dumps({**claimed.payload, "id": claimed.id}, separators=(",", ":"))
         timeout = self._settings.webhook_timeout_seconds
         try:
@@ -273,7 +255,7 @@ class WebhookDelivery:
         status = response.status_code
         if 200 <= status < 300:
             return status, None, None
-        return status, f"HTTP {status}", response.headers.get("retry-after")
+        return status, f"HTTP {status}", parse_retry_after(response.headers)
 
     async def _deliver(self, http: httpx.AsyncClient, claimed: Claimed) -> Claimed | None:
         """Send, record, and lease the endpoint's next delivery after a success."""
@@ -287,11 +269,7 @@ class WebhookDelivery:
             status=status,
             error=error,
             duration_ms=duration,
-            retry_at=(
-                retry_at(claimed, now, self._settings, asked=retry_after_seconds(retry_after, now))
-                if failed
-                else None
-            ),
+            retry_at=retry_at(claimed, now, self._settings, asked=retry_after) if failed else None,
             circuit_open_until=(
                 circuit_open_until(claimed.endpoint_failures + 1, now, self._settings)
                 if failed
