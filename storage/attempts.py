@@ -15,7 +15,6 @@ client pages change no count and no pair is listed twice or skipped.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,7 +24,7 @@ from sqlmodel import col
 
 from storage.canonical import iso_utc
 from storage.cursors import CursorCodec
-from storage.database import Database
+from storage.database import Database, hold_named_lock
 from storage.errors import InvalidCursor
 from storage.tables import SubmissionRecord, TokenRecord
 
@@ -136,11 +135,7 @@ def lock_attempts(session: Session, token_id: str, scenario_id: str) -> None:
     one after another: a transaction-scoped advisory lock on PostgreSQL (no row needed:
     a principal may have no token row); on SQLite the write transaction holds the
     database's one write lock already."""
-    if session.connection().dialect.name != "postgresql":
-        return
-    digest = hashlib.sha256(f"attempts\0{token_id}\0{scenario_id}".encode()).digest()
-    key = int.from_bytes(digest[:8], "big", signed=True)
-    session.execute(select(func.pg_advisory_xact_lock(key)))
+    hold_named_lock(session, "attempts", token_id, scenario_id)
 
 
 class AttemptReads:

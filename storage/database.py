@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import hashlib
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import Table
+from sqlalchemy import Table, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,7 +30,7 @@ from storage.canonical import utcnow
 from storage.engine import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
 
-__all__ = ["AuditSubscriber", "Database", "HeldRead"]
+__all__ = ["AuditSubscriber", "Database", "HeldRead", "hold_named_lock"]
 
 #: hears the events of an audited transaction, inside it: ``(session, events, at=...)``,
 #: each event with ``event``, ``entity_type``, ``entity_id``, ``actor`` and ``payload``
@@ -37,6 +38,18 @@ AuditSubscriber = Callable[..., object]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+
+def hold_named_lock(session: Session, *name: str) -> None:
+    """Hold the lock named by ``name``'s parts until ``session``'s transaction ends, so
+    that the writes it guards happen one after another across processes: a
+    transaction-scoped advisory lock on PostgreSQL (no row needed); on SQLite the write
+    transaction holds the database's one write lock already."""
+    if session.connection().dialect.name != "postgresql":
+        return
+    digest = hashlib.sha256("\0".join(name).encode()).digest()
+    key = int.from_bytes(digest[:8], "big", signed=True)
+    session.execute(select(func.pg_advisory_xact_lock(key)))
 
 
 class HeldRead:

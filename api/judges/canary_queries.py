@@ -19,15 +19,14 @@ one drift together demote the judge once.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.calibration import demoted
-from storage.database import Database
+from storage.database import Database, hold_named_lock
 from storage.quality_tables import CanaryRunRecord
 from storage.tables import AuditRecord
 
@@ -40,14 +39,9 @@ SCHEDULED = "canary.scheduled"
 
 
 def _lock_judge(session: Session, judge_spec: str) -> None:
-    """Hold the canary lock of ``judge_spec`` until the transaction ends: a
-    transaction-scoped advisory lock on PostgreSQL (no row needed: a judge has none of
-    its own); on SQLite the write transaction holds the database's one write lock."""
-    if session.connection().dialect.name != "postgresql":
-        return
-    digest = hashlib.sha256(f"canary\0{judge_spec}".encode()).digest()
-    key = int.from_bytes(digest[:8], "big", signed=True)
-    session.execute(select(func.pg_advisory_xact_lock(key)))
+    """Hold the canary lock of ``judge_spec`` until the transaction ends (a judge has no
+    row of its own to lock)."""
+    hold_named_lock(session, "canary", judge_spec)
 
 
 class CanaryQueries:
