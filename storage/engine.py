@@ -69,7 +69,9 @@ def sync_url(url: str | URL) -> URL:
 def make_engine(url: str | URL, *, foreign_keys: bool = True, **kwargs: Any) -> Engine:
     """An engine for ``url``; SQLite gets WAL, foreign keys and BEGIN IMMEDIATE.
 
-    ``foreign_keys=False`` is for SQLite schema migrations only: batch mode rebuilds
+    The engine's errors never quote a statement's parameters (``hide_parameters``): they
+    are diagnoses, ground truths, prompts and replies, and a database fault's message is
+    logged. ``foreign_keys=False`` is for SQLite schema migrations only: batch mode rebuilds
     tables, which enforced foreign keys would refuse while other rows refer to them.
     """
     target = sync_url(url)
@@ -79,6 +81,7 @@ def make_engine(url: str | URL, *, foreign_keys: bool = True, **kwargs: Any) -> 
         # one in-memory database for every thread a use case runs in, not one each
         kwargs.setdefault("poolclass", StaticPool)
         kwargs.setdefault("connect_args", {"check_same_thread": False})
+    kwargs.setdefault("hide_parameters", True)
     engine = create_engine(target, **kwargs)
     if target.get_backend_name() == "sqlite":
         _configure_sqlite(engine, foreign_keys=foreign_keys)

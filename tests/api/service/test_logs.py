@@ -7,18 +7,30 @@ must carry none of them, nor the diagnosis or the ground truth.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import secrets
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from api.service.observability import REDACTED, bind_log_context, redact, register_secret
+from api.service.observability import (
+    REDACTED,
+    bind_log_context,
+    configure_logging,
+    redact,
+    register_secret,
+)
+from api.service.settings import Settings
 from storage import Store
 from tests.api.conftest import ClientFactory
 from tests.support.judge_server import running_judge_server, sregym_reply
@@ -281,3 +293,62 @@ def test_a_quoted_secret_is_scrubbed_and_the_json_line_still_parses(message: str
     assert record["message"] == redact(said) and REDACTED in record["message"]
     for secret in ("abcdef123456", "s3cr3t-pass", "tok-0123456789"):
         assert secret not in line
+
+
+@contextmanager
+def _service_log(database_url: str) -> Iterator[io.StringIO]:
+    """What the service's own log configuration writes (JSON lines), restored after."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    stream = io.StringIO()
+    try:
+        configure_logging(Settings(database_url=database_url), stream=stream)
+        yield stream
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+
+
+@contextmanager
+def _submission_inserts_fail(engine: Engine) -> Iterator[None]:
+    """The database fails the INSERT of a submission (an I/O error, a full disk, a
+    dropped connection): what the DBAPI raises, wrapped by SQLAlchemy as usual."""
+
+    def fail(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO SUBMISSION"):
+            raise sqlite3.OperationalError("database or disk is full")
+
+    event.listen(engine, "before_cursor_execute", fail)
+    try:
+        yield
+    finally:
+        event.remove(engine, "before_cursor_execute", fail)
+
+
+async def test_a_database_fault_on_a_submission_never_logs_its_diagnosis_or_ground_truth(
+    api_client: ClientFactory, tokens: Any, engine: Engine, database_url: str, db_backend: str
+) -> None:
+    """A database fault while a submission is stored is logged with its statement, never
+    with the statement's values: the diagnosis and the hidden ground truth stay out of
+    the log (the fault is raised as SQLite's driver raises it)."""
+    if db_backend != "sqlite":
+        pytest.skip("the fault is raised as SQLite's driver raises it")
+    diagnosis = f"the geo deployment crashes with DIAG-{secrets.token_hex(6)}"
+    truth = f"[fault_spec] component=deployment/geo; namespace=hotel || GT-{secrets.token_hex(6)}"
+    headers = await tokens("submitter")
+    async with api_client(start_workers=False) as client:
+        with _service_log(database_url) as log, _submission_inserts_fail(engine):
+            response = await client.post(
+                "/v1/submissions",
+                json={"diagnosis": diagnosis, "ground_truth": truth},
+                headers=headers,
+            )
+    # the documented answer to a database that does not answer
+    assert response.status_code == 503, response.text
+    written = log.getvalue()
+    assert "the database failed" in written  # the fault was logged, with its exception
+    assert diagnosis not in written and diagnosis[-16:] not in written, written[:3000]
+    assert truth not in written and truth[-15:] not in written, written[:3000]
