@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.output import emit
+from api.service.request_types import bounded_date
 
 __all__ = [
     "FILTER_FLAGS",
@@ -83,7 +84,8 @@ else:
 class Instant(_ParamType):
     """A time as the API takes one: ISO 8601 / RFC 3339 (``2026-01-31``,
     ``2026-01-31T12:00:00Z``, an offset, fractions of a second), UTC without a zone;
-    converted to an aware UTC datetime."""
+    converted to an aware UTC datetime kept within the stored years, as the API keeps a
+    filter's bounds (:func:`~api.service.request_types.bounded_date`)."""
 
     name = "time"
 
@@ -92,7 +94,7 @@ class Instant(_ParamType):
     ) -> datetime:
         """The aware UTC datetime ``value`` names; a usage error saying the form if none."""
         if isinstance(value, datetime):
-            return as_utc(value) or value
+            return bounded_date(value)
         try:
             parsed = datetime.fromisoformat(str(value).strip())
         except ValueError:
@@ -101,7 +103,7 @@ class Instant(_ParamType):
                 param,
                 ctx,
             )
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        return bounded_date(parsed)
 
 
 def _filter_type(key: str) -> click.ParamType[Any, Any] | None:

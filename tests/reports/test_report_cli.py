@@ -276,8 +276,8 @@ def test_report_attempts_with_server_follows_next_cursor_to_the_end() -> None:
 
 async def test_report_times_take_what_the_api_takes(database_url: str, engine: Engine) -> None:
     """``--created-after``/``--created-before`` read ISO 8601 times as the API does: a
-    ``Z``, an offset (converted to UTC), fractions of a second, a bare date; anything
-    else is a usage error saying the form."""
+    ``Z``, an offset (converted to UTC), fractions of a second, a bare date, the
+    calendar's ends; anything else is a usage error saying the form."""
     await _seed(engine)  # every grading made now
     counted = {}
     for after in ("2000-01-01", "2000-01-01T00:00:00Z", "2000-01-01T02:00:00.5+02:00"):
@@ -297,3 +297,10 @@ async def test_report_times_take_what_the_api_takes(database_url: str, engine: E
     assert bad.returncode == 2 and "ISO 8601" in bad.stderr, bad.stderr
     zoned = run_cli(database_url, "report", "attempts", "--created-after", "2000-01-01T00:00Z")
     assert zoned.returncode == 0, zoned.stderr
+    # the calendar's ends with an offset that leaves it read as the stored years' ends
+    edges = run_cli(
+        database_url, "report", "pass-rates", "--created-after", "0001-01-01T00:00:00+05:00",
+        "--created-before", "9999-12-31T23:00:00-05:00", "--inline", "include",
+        "--format", "json",
+    )  # fmt: skip
+    assert edges.returncode == 0 and json.loads(edges.stdout)["overall"]["n"] == 54, edges.stderr
