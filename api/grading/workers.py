@@ -363,20 +363,25 @@ class GradingWorkers:
                 "grading %s failed (try %d of %d); it will be retried",
                 claim.grading_id, tries, INTERNAL_ERROR_TRIES, exc_info=error,
             )  # fmt: skip
-            self.metrics.gradings_deferred.labels(INTERNAL_ERROR).inc()
             retry_at = datetime.now(UTC) + timedelta(
                 seconds=self.services.settings.judge_retry_seconds
             )
             reason = f"{INTERNAL_ERROR}: service error (try {tries} of {INTERNAL_ERROR_TRIES})"
-            if await store.queue.defer(
+            stored = await store.queue.defer(
                 claim.grading_id,
                 self.worker_id,
                 reason=reason,
                 retry_at=retry_at,
                 calls=calls,
                 claim_count=claim.claim_count,
-            ):
+            )
+            if stored:
                 self._deferred_until(retry_at)
+            # counted as the judge-outage path counts: the calls asked, and a deferral
+            # only when the queue kept it (a lease another worker took refuses it)
+            retry = unscored_result(claim, INTERNAL_ERROR, reason)
+            retry = retry.model_copy(update={"calls": tuple(calls)})
+            self._account(retry, "deferred" if stored else "discarded", pending=reason)
         except Exception:  # the database itself may be what failed: the lease expires
             log.exception("recording the failure of %s failed; it will be claimed again",
                           claim.grading_id)  # fmt: skip

@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
@@ -77,13 +78,33 @@ async def test_a_fault_that_repeats_ends_unscored_with_every_call_kept(
 async def test_a_fault_that_passes_grades_on_the_next_try(
     api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = await tokens("submitter")
+    """The retry grades the submission; both tries' judge calls are on record and counted
+    in the judge-call metrics, and the first try is counted as deferred."""
+    agent, adjudicator = await tokens("submitter"), await tokens("adjudicator")
     failing_confirmation(monkeypatch, times=1)
     judge = scripted_judge(*[sregym_reply(set(IDS), evidence="USER_PORT=9999")] * 2)
     async with api_client(**judge, **FAST_RETRY) as client:
         location = await submitted(client, agent)
         grading = await first_set(client, location, agent, "passed")
+        history = (await client.get(f"{location}/history", headers=adjudicator)).json()
+        scrape = (await client.get("/metrics")).text
     assert grading["status"] == "graded" and grading["passed"] is True
+    [backend] = judge["backends"].values()
+    recorded = [e for e in history["events"] if e["event"] == "judge.call"]
+    assert len(backend.requests) == len(recorded) == 2  # both tries asked the judge
+    assert _metric(scrape, "sre_judge_judge_calls_total") == 2
+    assert _metric(scrape, "sre_judge_gradings_deferred_total", reason="internal_error") == 1
+
+
+def _metric(scrape: str, name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` in a /metrics text whose labels include
+    ``labels``."""
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(scrape)
+        for sample in family.samples
+        if sample.name == name and labels.items() <= sample.labels.items()
+    )
 
 
 def _row(engine: Engine, grading_id: str) -> tuple[object, ...]:
@@ -136,6 +157,9 @@ async def test_a_stale_claims_fault_leaves_the_later_claim_of_its_process_alone(
         # the stale claim's deferral must be refused, as its completion would be
         assert (status, owner, claims) == ("pending", "w", 2), (owner, reason)
         assert not_before is None and reason is None, (not_before, reason)
+        # nor is it counted as a deferral: the result was discarded
+        assert workers.metrics.gradings_deferred.labels("internal_error")._value.get() == 0
+        assert workers.metrics.results_discarded._value.get() == 1
         # and the live claim stores its verdict
         finished = FinishedGrading(grading_id, "w", graded_result(), claim_count=live.claim_count)
         assert await store.queue.complete_many([finished]) == [True]
