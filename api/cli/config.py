@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 import click
 from pydantic import SecretStr
 
-from api.cli.database import shown_url
 from api.cli.edge import load_settings
 from api.cli.options import format_option
-from api.service.settings import MASK, mask_passwords
+from api.service.settings import MASK, mask_passwords, mask_url
 
 if TYPE_CHECKING:
     from api.service.settings import Settings
@@ -34,7 +33,7 @@ def _shown(name: str, value: Any) -> Any:
     if isinstance(value, SecretStr):
         return MASK
     if name == "database_url":
-        return shown_url(str(value))
+        return mask_url(str(value))
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, str):

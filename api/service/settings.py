@@ -2,7 +2,7 @@
 
 Nothing is read at import: call ``Settings()`` where the settings are needed.
 
-Why this module is long (about 560 lines): it is the one list of the service's public
+Why this module is long (about 580 lines): it is the one list of the service's public
 settings (CONTRACT.md), each field with its default, bounds and description, which
 ``config show`` and the docs' table are checked against; splitting the list would make
 two places to look a setting up.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -25,18 +24,22 @@ from judge.spec import panel_spec, parse_judge_spec, parse_panel, recorded_judge
 if TYPE_CHECKING:
     from judge.backends.streaming import StreamLimits
 
-__all__ = ["DEFAULT_JUDGE", "Settings", "with_password"]
+__all__ = ["DEFAULT_JUDGE", "Settings", "mask_url", "with_password"]
 
 #: the judge used when none is configured: a small local model served by Ollama
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
 
 
-#: a URL's password: ``scheme://user:PASSWORD@host`` (the user may be empty)
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s/]+@")
+#: a URL's password in a text: ``scheme://user:PASSWORD@host`` (the user may be empty),
+#: up to the first ``@`` as SQLAlchemy reads it, ``/`` included (``openssl rand -base64``
+#: writes them); not an ``@`` a scheme follows (a panel: ``m@http://a:80/v1,n@http://b``)
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s]+@(?![A-Za-z][A-Za-z0-9+.-]*://)")
+#: the password of one URL SQLAlchemy cannot read: up to the last ``@``, before the host
+_LAST_AT_PASSWORD = re.compile(r"(://[^/\s:@]*:).*@", re.DOTALL)
 #: a credential given as a URL's query parameter (libpq takes ``?password=``; a witness or
 #: a proxy may take a token, an API key or a presigned URL's signature)
 _QUERY_PASSWORD = re.compile(
-    r"([?&](?:password|passwd|pwd|token|access_token|auth|api[_-]?key|key|secret|sig"
+    r"([?&](?:password|sslpassword|passwd|pwd|token|access_token|auth|api[_-]?key|key|secret|sig"
     r"|signature|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&\s#]+",
     re.IGNORECASE,
 )
@@ -62,6 +65,22 @@ def mask_passwords(text: str) -> str:
     carries (``password``, ``token``, ``api_key``, a signature ...), replaced by ``***``
     (a settings error quotes the value it refuses; ``config show`` prints every setting)."""
     return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", _URL_PASSWORD.sub(rf"\g<1>{MASK}@", text))
+
+
+def mask_url(url: str) -> str:
+    """The database URL ``url`` as it may be printed: its password, as SQLAlchemy reads it,
+    and every credential its query carries (libpq's ``?password=``) replaced by ``***``;
+    a text SQLAlchemy cannot read is masked up to its last ``@``."""
+    from sqlalchemy.engine import make_url  # here: the command line starts without sqlalchemy
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        return mask_passwords(_LAST_AT_PASSWORD.sub(rf"\g<1>{MASK}@", url))
+    if parsed.password is None:  # shown as given
+        return mask_passwords(url)
+    return mask_passwords(parsed.render_as_string(hide_password=True))
 
 
 def with_password(url: str, password_file: Path) -> str:
@@ -419,19 +438,25 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, url: str) -> str:
-        """A URL SQLAlchemy can connect with: a scheme, and a port that is a number."""
-        parts = urlsplit(url)
-        shown = mask_passwords(url)
-        if not re.fullmatch(r"[a-z][a-z0-9+.-]*", parts.scheme) or "://" not in url:
+        """A URL SQLAlchemy can connect with, read by SQLAlchemy's own parser (a password
+        may hold a ``/``): a scheme, a port that is a number, a database the service runs
+        on. The error quotes the URL with its password masked."""
+        from sqlalchemy.engine import make_url  # here: the command line starts without it
+        from sqlalchemy.exc import ArgumentError
+
+        shown = mask_url(url)
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
             raise ValueError(
                 f"{shown!r} is not a database URL (e.g. sqlite:///./sre-judge.db or "
                 "postgresql+psycopg://user@host:5432/sre_judge)"
-            )
-        try:
-            parts.port  # noqa: B018 - parsing the port is the check
-        except ValueError:
-            raise ValueError(f"{shown!r} has a port that is not a number") from None
-        backend = parts.scheme.split("+", 1)[0]
+            ) from None
+        except ValueError:  # SQLAlchemy's int() of the port
+            parsed = None
+        if parsed is None or not 0 <= (parsed.port or 0) <= 65535:
+            raise ValueError(f"{shown!r} has a port that is not a number from 0 to 65535")
+        backend = parsed.get_backend_name()
         if backend not in _DATABASES:
             raise ValueError(
                 f"{shown!r} names {backend}, a database the service does not run on: use "

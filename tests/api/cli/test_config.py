@@ -160,6 +160,21 @@ def test_a_setting_refused_is_named_and_its_password_masked(url: str, why: str) 
     assert "hunter2secret" not in refused.stderr and "svc:***@" in refused.stderr
 
 
+def test_a_database_password_holding_a_slash_is_taken_and_masked() -> None:
+    """A database password may hold any character SQLAlchemy reads in a URL, ``/`` among
+    them (``openssl rand -base64`` writes it): the URL is taken, ``config show`` prints it
+    with its password masked, and so does the error that refuses such a URL."""
+    url = "postgresql+psycopg://judge:s3cr/et@db.internal:5432/sre_judge"
+    done = cli_in_process("config", "show", "--format", "json", env={"SRE_JUDGE_DATABASE_URL": url})
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)["SRE_JUDGE_DATABASE_URL"]
+    assert shown == "postgresql+psycopg://judge:***@db.internal:5432/sre_judge"
+    bad_port = url.replace(":5432/", ":notaport/")
+    refused = cli_in_process("migrate", env={"SRE_JUDGE_DATABASE_URL": bad_port})
+    assert refused.returncode == 2 and "port" in refused.stderr, refused.stderr
+    assert "s3cr" not in refused.stderr and "judge:***@db.internal" in refused.stderr
+
+
 def test_a_setting_that_is_no_number_is_one_line_naming_the_variable() -> None:
     """Not pydantic's four lines naming the field and a link: the variable to fix."""
     refused = cli_in_process("config", "show", env={"SRE_JUDGE_JUDGE_CONCURRENCY": "abc"})

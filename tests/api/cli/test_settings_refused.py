@@ -144,6 +144,11 @@ def test_a_profiles_file_with_an_unknown_table_is_refused(tmp_path: Path) -> Non
             "postgresql+psycopg://judge@db:5432/sre?password=pa55-word",
             "pa55-word",
         ),
+        (
+            "SRE_JUDGE_DATABASE_URL",
+            "postgresql+psycopg://judge@db:5432/sre?sslmode=verify-full&sslpassword=k3y-pa55",
+            "k3y-pa55",
+        ),
         # a witness or proxy that takes its credential in the query
         ("SRE_JUDGE_AUDIT_CHECKPOINT", "https://witness.example/cp?token=t0k3n-w1t", "t0k3n-w1t"),
         ("SRE_JUDGE_AUDIT_CHECKPOINT", "https://w.example/cp?a=1&api_key=k3y-w1t", "k3y-w1t"),
