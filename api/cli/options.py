@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from api.cli.output import emit
-from api.service.request_types import bounded_date
 
 __all__ = [
     "FILTER_FLAGS",
@@ -93,6 +92,9 @@ class Instant(_ParamType):
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> datetime:
         """The aware UTC datetime ``value`` names; a usage error saying the form if none."""
+        # here: loading the command line loads no database stack
+        from api.service.request_types import bounded_date
+
         if isinstance(value, datetime):
             return bounded_date(value)
         try:
