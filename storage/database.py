@@ -5,6 +5,12 @@ whole in one transaction: ``await db.run(fn, ...)`` calls ``fn(session, ...)`` i
 worker thread over synchronous SQLAlchemy (one thread hop per transaction, the event
 loop never waits for the database), committed when ``fn`` returns and rolled back when
 it raises; ``await db.run_read(fn, ...)`` is one read-only snapshot.
+
+Lock order: row locks first, the audit chain's lock last. On PostgreSQL an audited
+transaction holds the chain's advisory lock from its first append (``audit``) until it
+ends, so it must take no row lock after it: one that did would wait for a writer that
+holds that row and waits to audit, a deadlock PostgreSQL ends by aborting one of them.
+Lock (``FOR UPDATE``) or write every row the transaction will change, then audit.
 """
 
 from __future__ import annotations
@@ -191,7 +197,8 @@ class Database:
         covers: Collection[str] | Mapping[str, str] = (),
         rows: Sequence[RecordRow] = (),
     ) -> None:
-        """Append an audit event; call after the transaction's other writes.
+        """Append an audit event; call after the transaction's other writes and row
+        locks (the module's lock order: it takes the audit chain's lock until commit).
 
         ``covers``: the gradings this transaction wrote (their rows or answers); the
         event carries a digest of each one's state as it now stands, so that

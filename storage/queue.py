@@ -12,7 +12,7 @@ what a grading says); completing and deferring do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,7 +26,8 @@ from storage.canonical import iso_utc
 from storage.claims import claim_of, claimable_query
 from storage.database import Database
 from storage.models import Claim, FinishedGrading
-from storage.regrade.lifecycle import items_completed, mark_jobs_started, not_held_back
+from storage.regrade.lifecycle import items_completed, lock_items, mark_jobs_started, not_held_back
+from storage.regrade.tables import RegradeJobRecord
 from storage.tables import AuditRecord, GradingRecord, SubmissionRecord
 from storage.verdicts import call_events, call_records, leased, store_calls, write_verdicts
 
@@ -157,9 +158,15 @@ class QueueRepository:
         return await self._db.run(self._complete, items)
 
     def _complete(self, session: Session, items: Sequence[FinishedGrading]) -> list[bool]:
-        written = write_verdicts(self._db, session, items, self._db.clock())
+        jobs: dict[str, RegradeJobRecord] = {}
+
+        def lock(gradings: Sequence[Mapping[str, Any]]) -> None:
+            # the regrade items' rows before the verdicts' audit takes the chain's lock
+            jobs.update(lock_items(self._db, session, gradings))
+
+        written = write_verdicts(self._db, session, items, self._db.clock(), before_audit=lock)
         # a regrade item: carry overrides, promote, end the drained jobs
-        items_completed(self._db, session, written.gradings, items[-1].worker_id)
+        items_completed(self._db, session, written.gradings, items[-1].worker_id, jobs)
         return written.stored
 
     async def defer(

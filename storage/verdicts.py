@@ -23,14 +23,16 @@ cache) with a fixed number of statements, whatever the batch's size:
 3. one INSERT of the audit rows, chained in the order of the batch: each verdict's
    ``judge.call`` events, then its ``grading.completed``, whose state digest is
    computed from the values written (nothing is read back);
-4. the regrade jobs' bookkeeping once per batch (``storage.regrade.lifecycle``).
+4. the regrade jobs' bookkeeping once per batch (``storage.regrade.lifecycle``); the
+   rows it changes are locked (``before_audit``) before the audit rows are appended,
+   which take the audit chain's lock until commit (see ``storage.database``).
 
 Every function works in the caller's session and commits nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -50,6 +52,7 @@ from storage.models import FinishedGrading
 from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, new_id
 
 __all__ = [
+    "BeforeAudit",
     "StoredVerdicts",
     "answer_rows",
     "call_audit_payload",
@@ -70,6 +73,9 @@ __all__ = [
 _GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]
 _ANSWERS = AnswerRecord.__table__  # type: ignore[attr-defined]
 _CALLS = JudgeCallRecord.__table__  # type: ignore[attr-defined]
+#: called with the gradings written (their column values) before their audit rows are
+#: appended: to take the transaction's other row locks before the audit chain's lock
+BeforeAudit = Callable[[Sequence[Mapping[str, Any]]], object]
 #: the batch's gradings by id (built once: an IN over a list cost more to build than run)
 _LEASED = (
     select(_GRADINGS)
@@ -477,7 +483,11 @@ def _update_where_leased(columns: tuple[str, ...], by_claim: bool = False) -> Up
 
 
 def _write_one(
-    db: Database, session: Session, item: FinishedGrading, at: datetime
+    db: Database,
+    session: Session,
+    item: FinishedGrading,
+    at: datetime,
+    before_audit: BeforeAudit | None,
 ) -> StoredVerdicts:
     """A batch of one verdict: its UPDATE is the lease check (see the module)."""
     calls = _call_rows(item, 0, at)  # their ids first: the votes name them
@@ -498,20 +508,28 @@ def _write_one(
             call["position"] += first_call
     batch = _Rows()
     batch.add(row, item, calls, at, written=changed)
-    _write(db, session, batch)
+    _write(db, session, batch, before_audit)
     return StoredVerdicts(stored=[True], gradings=batch.gradings)
 
 
 def write_verdicts(
-    db: Database, session: Session, items: Sequence[FinishedGrading], at: datetime
+    db: Database,
+    session: Session,
+    items: Sequence[FinishedGrading],
+    at: datetime,
+    *,
+    before_audit: BeforeAudit | None = None,
 ) -> StoredVerdicts:
     """Store the verdicts whose leases hold, in the caller's transaction (see the module).
+
+    ``before_audit``: called with the gradings written once their rows are, before the
+    audit rows are appended (not at all when none is written).
 
     Raises ``ValueError`` (the caller's transaction is then rolled back) when a verdict
     is for another rubric version than its grading.
     """
     if len(items) == 1:
-        return _write_one(db, session, items[0], at)
+        return _write_one(db, session, items[0], at, before_audit)
     rows = leased_rows(db, session, items)
     accepted: list[tuple[FinishedGrading, Mapping[str, Any]]] = []
     outcome = StoredVerdicts()
@@ -533,14 +551,15 @@ def write_verdicts(
     for item, row in accepted:
         calls = _call_rows(item, first_calls.get(item.grading_id, 0), at)
         batch.add(row, item, calls, at)
-    _write(db, session, batch)
+    _write(db, session, batch, before_audit)
     outcome.gradings = batch.gradings
     return outcome
 
 
-def _write(db: Database, session: Session, batch: _Rows) -> None:
-    """One statement per table, then the audit rows (after the other writes); the
-    gradings' UPDATE unless their rows were written already."""
+def _write(db: Database, session: Session, batch: _Rows, before_audit: BeforeAudit | None) -> None:
+    """One statement per table, then ``before_audit`` and the audit rows (after the
+    other writes and row locks); the gradings' UPDATE unless their rows were written
+    already."""
     if batch.updates:
         columns = [key.removeprefix("b_") for key in batch.updates[0] if key != "b_id"]
         statement = (
@@ -551,4 +570,6 @@ def _write(db: Database, session: Session, batch: _Rows) -> None:
         session.connection().execute(statement, batch.updates)
     insert_rows(session, _ANSWERS, batch.answers)
     insert_rows(session, _CALLS, batch.calls)
+    if before_audit is not None:
+        before_audit(batch.gradings)
     db.audit_many(session, batch.events, batch.covers, batch.records)

@@ -30,6 +30,7 @@ __all__ = [
     "end_job",
     "finish_if_drained",
     "items_completed",
+    "lock_items",
     "locked_job",
     "mark_jobs_started",
     "not_held_back",
@@ -86,20 +87,20 @@ def locked_job(db: Database, session: Session, job_id: str) -> RegradeJobRecord 
     return session.execute(query).scalar_one_or_none()
 
 
-def items_completed(
-    db: Database, session: Session, gradings: Sequence[Mapping[str, Any]], actor: str
-) -> None:
-    """The queue stored these gradings (their column values as written, in ``session``).
+def lock_items(
+    db: Database, session: Session, gradings: Sequence[Mapping[str, Any]]
+) -> dict[str, RegradeJobRecord]:
+    """The jobs of the regrade items among these gradings (their column values as
+    written), by id; none for live gradings.
 
-    For the items of regrade jobs: carry the previous gradings' overrides, promote the
-    new gradings of ``promote`` jobs, and end the jobs drained. Set-wise: the jobs are
-    read (row-locked on PostgreSQL) and the previous gradings' overrides looked up once
-    per batch; only an item with overrides to carry or to promote is then handled on
-    its own. Nothing happens for the gradings of live submissions.
+    On PostgreSQL it row-locks what completing the items changes besides them: the jobs,
+    and for the graded items of ``promote`` jobs the submissions' current gradings
+    (promoted over). The queue calls it before the verdicts' audit rows are appended:
+    rows first, the audit chain's lock last (see ``storage.database``).
     """
     items = [g for g in gradings if g["regrade_job_id"] is not None]
     if not items:
-        return
+        return {}
     query = (
         select(RegradeJobRecord)
         .where(col(RegradeJobRecord.id).in_({g["regrade_job_id"] for g in items}))
@@ -108,10 +109,52 @@ def items_completed(
     if db.postgres:
         query = query.with_for_update()
     jobs = {job.id: job for job in session.execute(query).scalars()}
+    promoted = [g for g in items if _promotes(jobs.get(g["regrade_job_id"]), g["status"])]
+    if db.postgres and promoted:  # in id order, as two batches lock them alike
+        current = (
+            select(col(GradingRecord.id))
+            .where(
+                col(GradingRecord.submission_id).in_({g["submission_id"] for g in promoted}),
+                col(GradingRecord.is_current).is_(True),
+                col(GradingRecord.id).not_in([g["id"] for g in promoted]),
+            )
+            .order_by(col(GradingRecord.id))
+            .with_for_update()
+        )
+        session.execute(current).all()
+    return jobs
+
+
+def _promotes(job: RegradeJobRecord | None, status: str) -> bool:
+    """Whether an item of ``job`` that ends in ``status`` is promoted."""
+    return job is not None and job.mode == "promote" and status == "graded"
+
+
+def items_completed(
+    db: Database,
+    session: Session,
+    gradings: Sequence[Mapping[str, Any]],
+    actor: str,
+    jobs: Mapping[str, RegradeJobRecord] | None = None,
+) -> None:
+    """The queue stored these gradings (their column values as written, in ``session``).
+
+    For the items of regrade jobs: carry the previous gradings' overrides, promote the
+    new gradings of ``promote`` jobs, and end the jobs drained. Set-wise: the jobs are
+    read (row-locked on PostgreSQL, ``lock_items``; ``jobs``: as it returned them, when
+    the caller took the locks already) and the previous gradings' overrides looked up
+    once per batch; only an item with overrides to carry or to promote is then handled
+    on its own. Nothing happens for the gradings of live submissions.
+    """
+    items = [g for g in gradings if g["regrade_job_id"] is not None]
+    if not items:
+        return
+    if jobs is None:
+        jobs = lock_items(db, session, items)
     overridden = _with_overrides(session, [g["previous_grading_id"] for g in items])
     for values in items:
         job = jobs.get(values["regrade_job_id"])
-        promote = job is not None and job.mode == "promote" and values["status"] == "graded"
+        promote = _promotes(job, values["status"])
         if job is not None and (promote or values["previous_grading_id"] in overridden):
             grading = session.get(GradingRecord, values["id"])
             if grading is not None:
@@ -139,7 +182,7 @@ def _item_completed(
     done, which is not always the one the job was made from (another job may have
     promoted its own since, and a human overridden that): its overrides are the ones
     carried, so that no human decision in force is dropped by the promotion."""
-    promote = job.mode == "promote" and grading.status == "graded"
+    promote = _promotes(job, grading.status)
     replaced = _current_besides(db, session, grading) if promote else None
     previous = replaced or (
         session.get(GradingRecord, grading.previous_grading_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from storage import GradingFilter, GradingView, Store
 from storage.errors import Conflict
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, new_submission, override, sregym_rubric, submit
+from tests.support.lock_waits import AuditGate, wait_for_lock_waiter
 
 ALL = ["D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1", "D3-Q2", "D3-Q3"]
 NEW_JUDGE = "openai:new-judge@http://127.0.0.1:9/v1"
@@ -258,6 +260,61 @@ async def test_a_promotion_carries_what_a_human_decided_on_the_grading_it_replac
     assert current.grading.passed is False and current.grading.judge_passed is True
     carried = await OverrideQueries(store.db).history(current.grading.id)
     assert [(o.kind, o.author_name) for o in carried] == [("verdict", "Hana")]
+
+
+@pytest.mark.postgres
+async def test_pausing_a_job_while_a_worker_stores_one_of_its_items_waits_for_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An admin pauses a running job at the moment a worker stores one of its items:
+    one transaction waits for the other and both succeed (the pause holds the job's row
+    while it audits; the worker locks the job's row before it audits)."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    await _graded_submissions(store, 2)
+    jobs = RegradeJobQueries(store.db)
+    job = (await jobs.create_job(RegradeFilter(), _target(), actor="admin")).job
+    [item, _other] = await store.queue.claim_pending("w", limit=2, lease_seconds=600)
+    gate = AuditGate(monkeypatch, "regrade_job.paused")
+    pause = asyncio.create_task(jobs.change_job(job.id, "pause", actor="admin"))
+    assert await asyncio.to_thread(gate.arrived.wait, 10)  # the job's row is locked now
+    complete = asyncio.create_task(store.queue.complete(item.grading_id, "w", graded_result([])))
+    await asyncio.to_thread(wait_for_lock_waiter, store, complete.done)
+    gate.go.set()
+    paused, stored = await asyncio.gather(pause, complete)
+    assert paused.job.state == "paused" and stored is True
+
+
+@pytest.mark.postgres
+async def test_an_override_while_a_promote_job_stores_its_item_waits_for_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adjudicator overrides a submission's current grading at the moment a worker
+    stores a ``promote`` job's item of the same submission: one transaction waits for
+    the other and both succeed (the override holds the grading's row while it audits;
+    the worker locks the grading it promotes over before it audits)."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    [old_id] = await _graded_submissions(store, 1)
+    await RegradeJobQueries(store.db).create_job(
+        RegradeFilter(), _target(mode="promote"), actor="admin"
+    )
+    [item] = await store.queue.claim_pending("w", limit=1, lease_seconds=600)
+    gate = AuditGate(monkeypatch, "grading.overridden")
+    human = asyncio.create_task(
+        override(store, old_id, rubric=sregym_rubric(),
+            expected_revision=2, kind="verdict", reason="the judge missed the scope",
+            author_id="h1", author_name="Hana", verdict="fail",
+        )
+    )  # fmt: skip
+    assert await asyncio.to_thread(gate.arrived.wait, 10)  # the grading's row is locked now
+    complete = asyncio.create_task(store.queue.complete(item.grading_id, "w", graded_result()))
+    await asyncio.to_thread(wait_for_lock_waiter, store, complete.done)
+    gate.go.set()
+    _, stored = await asyncio.gather(human, complete)
+    assert stored is True
+    [current], _ = await store.gradings.page(limit=10)
+    assert current.grading.id == item.grading_id and current.grading.passed is False
 
 
 async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
