@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import pickle
 import time
 from collections.abc import Callable
@@ -101,6 +102,59 @@ def test_submit_and_wait_without_a_wait_leaves_the_retries_to_the_client() -> No
     )
     grading = submit_and_wait(_client(), "d", wait=0, scenario_id="sc", run_id="r", attempt=1)
     assert grading.passed is True and route.call_count == 2
+
+
+@respx.mock
+def test_submit_and_wait_keeps_to_its_wait_while_polling_an_unreachable_server() -> None:
+    """The submission is answered at once with a pending grading, then the server goes
+    away: the polls are retried only while the wait lasts, and the grading comes back
+    pending, a handle for ``wait``, within the wait."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(202, json=_grading("pending"))
+    )
+    respx.get(f"{URL}/v1/gradings/g1").mock(side_effect=httpx.ConnectError("refused"))
+    started = time.monotonic()
+    grading = submit_and_wait(_client(), "d", wait=1, scenario_id="sc", run_id="r", attempt=1)
+    assert grading.status == "pending" and grading.id == "g1"
+    elapsed = time.monotonic() - started
+    assert elapsed < 4, f"a 1 s wait took {elapsed:.1f} s"  # never every retry's backoff
+
+
+@respx.mock
+def test_waiting_keeps_to_its_timeout_when_the_server_is_busy() -> None:
+    """A server answering 503 with a ``Retry-After`` longer than the time left ends
+    ``wait``, ``follow_regrade`` and ``imports.wait`` with ``TimeoutError`` in time,
+    never after the retries' waits."""
+    busy = httpx.Response(503, headers={"Retry-After": "5"}, json={"title": "Busy"})
+    for path in ("gradings/g1", "regrade-jobs/j1", "imports/i1"):
+        respx.get(f"{URL}/v1/{path}").mock(return_value=busy)
+    started = time.monotonic()
+    with _client() as judge:
+        with pytest.raises(TimeoutError):
+            judge.wait("g1", timeout=1)
+        with pytest.raises(TimeoutError):
+            list(judge.follow_regrade("j1", timeout=1))
+        with pytest.raises(TimeoutError):
+            judge.imports.wait("i1", timeout=1)
+    elapsed = time.monotonic() - started
+    assert elapsed < 4, f"three 1 s waits took {elapsed:.1f} s"
+
+
+@respx.mock
+async def test_the_async_client_keeps_to_its_timeout_when_the_server_is_busy() -> None:
+    busy = httpx.Response(503, headers={"Retry-After": "5"}, json={"title": "Busy"})
+    for path in ("gradings/g1", "regrade-jobs/j1", "imports/i1"):
+        respx.get(f"{URL}/v1/{path}").mock(return_value=busy)
+    started = time.monotonic()
+    async with AsyncClient(URL, "t0ken", max_retry_wait=5) as judge:
+        with pytest.raises(TimeoutError):
+            await judge.wait("g1", timeout=1)
+        with pytest.raises(TimeoutError):
+            [job async for job in judge.follow_regrade("j1", timeout=1)]
+        with pytest.raises(TimeoutError):
+            await judge.imports.wait("i1", timeout=1)
+    elapsed = time.monotonic() - started
+    assert elapsed < 4, f"three 1 s waits took {elapsed:.1f} s"
 
 
 @respx.mock
@@ -216,6 +270,9 @@ def test_the_idempotency_key_is_derived_from_run_attempt_and_scenario() -> None:
     # a rubric named is another request (the service answers its key reused with 409);
     # the keys of calls naming none are what they were
     assert len({key(), key(rubric="lenient"), key(rubric="strict")}) == 3
+    # so are two agents' or models' attempts under one run id and number
+    agents = {key(agent="a"), key(agent="b"), key(model="m"), key(agent="a", model="m")}
+    assert len(agents | {key()}) == 5 and key(agent="a") != key(rubric="a")
     assert key() == "sjc-" + hashlib.sha256(b'["sc",null,"r",1]').hexdigest()[:40]
     # without a run there is nothing to recognise a resubmission by: one key per call
     assert key(run_id=None) != key(run_id=None)
@@ -362,3 +419,17 @@ def test_list_filters_by_time_and_flags_as_the_server_spells_them() -> None:
     params = route.calls[0].request.url.params
     assert params["created_after"] == "2026-12-01T09:30:00+00:00"  # ISO 8601, with the T
     assert params["held"] == "true" and "agent" not in params
+
+
+@respx.mock
+def test_a_regrade_filter_by_time_is_sent_as_the_list_filter_is() -> None:
+    """``start_regrade(filter={"created_after": datetime})`` sends the time as ISO 8601,
+    as ``list(created_after=...)`` does; the filter's other values go as they are."""
+    route = respx.post(f"{URL}/v1/regrade-jobs").mock(
+        return_value=httpx.Response(201, json={"id": "j1", "state": "queued"})
+    )
+    since = datetime(2026, 1, 1, tzinfo=UTC)
+    with _client() as admin:
+        admin.start_regrade(filter={"created_after": since, "passed": True}, judge="scripted:fail")
+    sent = json.loads(route.calls[0].request.content)
+    assert sent["filter"] == {"created_after": "2026-01-01T00:00:00+00:00", "passed": True}

@@ -100,6 +100,26 @@ def test_resubmitting_the_same_attempt_never_grades_twice(
         assert sorted(g.id for g in judge.list(agent=agent)) == sorted([first.id, other.id])
 
 
+def test_two_agents_or_models_under_one_run_and_attempt_are_two_submissions(
+    serve: Callable[[str], Served],
+) -> None:
+    """Two agents (or models) graded on one scenario under one run id and attempt number
+    are two attempts, each graded, not a resubmission of one (nor a key reused)."""
+    served = serve("pass")
+    scenario_id = _scenario(served)
+    with Client(served.url, served.submitter) as judge:
+        first = judge.submit(
+            DIAGNOSIS, scenario_id=scenario_id, agent="stratus", model="m1",
+            run_id="nightly", attempt=1, wait=30,
+        )  # fmt: skip
+        other = judge.submit(
+            DIAGNOSIS, scenario_id=scenario_id, agent="react", model="m2",
+            run_id="nightly", attempt=1, wait=30,
+        )  # fmt: skip
+        assert other.id != first.id
+        assert other.submission.agent == "react" and other.status == "graded"
+
+
 def test_errors_carry_the_field_at_fault(serve: Callable[[str], Served]) -> None:
     served = serve("pass")
     with Client(served.url, served.submitter) as judge:

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import respx
-from sre_judge_client import Client, Grading, GroundTruthConflict
+from sre_judge_client import Client, Grading, GroundTruthConflict, idempotency_key
 from sre_judge_client.sregym import LLMAsAJudgeOracle, oracle_result, sregym_trace
 
 from tests.client.conftest import Served
@@ -456,3 +456,17 @@ def test_each_sregym_attempt_is_its_own_attempt_though_each_has_its_own_oracle()
     assert [call["attempt"] for call in client.sent] == [1, 2]
     keys = {call["idempotency_key"] for call in client.sent}
     assert len(keys) == 2, keys
+
+
+def test_the_idempotency_key_names_the_oracles_agent_and_model() -> None:
+    """Two agents (or models) run under one run id, in processes of their own, each make
+    attempt 1 at a problem: the key names the agent and model, so both are graded."""
+    client = _RecordingClient()
+    who = {"agent": "react", "model": "m2", "run_id": "nightly"}
+    oracle = LLMAsAJudgeOracle(object(), TRUTH, client=client, **who)  # type: ignore[arg-type]
+    assert oracle.evaluate(DIAGNOSIS)["judgment"] == "True"
+    expected = idempotency_key(
+        scenario_id=None, ground_truth=TRUTH, run_id="nightly", attempt=oracle.attempts,
+        agent="react", model="m2",
+    )  # fmt: skip
+    assert client.sent[0]["idempotency_key"] == expected

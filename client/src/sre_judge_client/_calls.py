@@ -41,17 +41,18 @@ def _scenario(scenario_id: str) -> str:
     return "/v1/scenarios/" + quote(scenario_id, safe="/")
 
 
+def _time(value: Any) -> Any:
+    """A time as the server reads it (ISO 8601), any other value as it is."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
 def _given(values: dict[str, Any]) -> dict[str, Any]:
     """Query parameters: the given ones, booleans and times as the server spells them."""
     params = {}
     for name, value in values.items():
         if value is None:
             continue
-        if isinstance(value, bool):
-            value = str(value).lower()
-        elif isinstance(value, datetime):
-            value = value.isoformat()
-        params[name] = value
+        params[name] = str(value).lower() if isinstance(value, bool) else _time(value)
     return params
 
 
@@ -99,7 +100,11 @@ def register_scenario(
 
 
 def start_regrade(body: dict[str, Any]) -> Call:
-    """``POST /v1/regrade-jobs`` (admin)."""
+    """``POST /v1/regrade-jobs`` (admin); the filter's times as :func:`list_gradings`
+    sends them."""
+    filters = body.get("filter")
+    if isinstance(filters, dict):
+        body = {**body, "filter": {name: _time(value) for name, value in filters.items()}}
     return Call("POST", "/v1/regrade-jobs", body=body)
 
 

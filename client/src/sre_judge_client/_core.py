@@ -11,11 +11,12 @@ import os
 import random
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, NoReturn
 
 import httpx
-from tenacity import retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity import RetryCallState, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
@@ -38,6 +39,7 @@ __all__ = [
     "resolve",
     "retry_policy",
     "submission_call",
+    "within_deadline",
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -65,6 +67,9 @@ class Call:
     #: no retry starts later than this many seconds after the first attempt (a caller's
     #: time budget); ``None``: the client's number of retries alone decides
     retry_within: float | None = None
+    #: a wait's look (``retry_within``: the wait's time left): when the time left, not the
+    #: number of retries, stops its retries, it raises ``TimeoutError`` from the last error
+    waiting: bool = False
 
 
 def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
@@ -82,6 +87,13 @@ def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
     if not all("!" <= c <= "~" for c in given):
         raise ValueError("the token holds a character an HTTP header cannot carry")
     return url.rstrip("/"), given or None
+
+
+def within_deadline(call: Call, deadline: float) -> Call:
+    """``call`` as a wait sends it: retried only while it can start before ``deadline``
+    (a ``time.monotonic()`` value), so a server busy or away past it ends the wait with
+    ``TimeoutError`` rather than keep it beyond its timeout."""
+    return replace(call, retry_within=max(0.0, deadline - time.monotonic()), waiting=True)
 
 
 def poll_delay(deadline: float, poll: float) -> float | None:
@@ -119,14 +131,17 @@ def idempotency_key(
     run_id: str | None,
     attempt: int | None,
     rubric: str | None = None,
+    agent: str | None = None,
+    model: str | None = None,
 ) -> str:
     """The ``Idempotency-Key`` of a submission.
 
     With a ``run_id`` it is derived from run, attempt and scenario (or the inline ground
-    truth's hash), and the rubric when one is named, so a harness that crashes and
-    submits the same attempt again gets the first grading back instead of a second one,
-    and grading one attempt by two rubrics is two submissions (the service answers a key
-    used again with another rubric with 409). Without a run id it is random per call
+    truth's hash), and the rubric, agent and model when named, so a harness that crashes
+    and submits the same attempt again gets the first grading back instead of a second
+    one, one attempt graded by two rubrics is two submissions, and so are two agents'
+    (or models') attempts under one run id and number (the service answers a key used
+    again for another request with 409). Without a run id it is random per call
     (retries of that call still share it).
     """
     if run_id is None:
@@ -135,6 +150,9 @@ def idempotency_key(
     parts: list[Any] = [scenario_id, truth, run_id, attempt]
     if rubric is not None:  # keys of calls naming none stay what they were
         parts.append(rubric)
+    who = {name: value for name, value in (("agent", agent), ("model", model)) if value is not None}
+    if who:  # likewise; an object, never taken for a rubric's name
+        parts.append(who)
     identity = json.dumps(parts, separators=(",", ":"))
     return "sjc-" + hashlib.sha256(identity.encode()).hexdigest()[:40]
 
@@ -159,6 +177,8 @@ def submission_call(
         run_id=fields.get("run_id"),
         attempt=fields.get("attempt"),
         rubric=fields.get("rubric"),
+        agent=fields.get("agent"),
+        model=fields.get("model"),
     )
     params = {"wait": wait} if wait else {}
     return Call(
@@ -242,20 +262,41 @@ def _retryable(call: Call, max_wait: float):  # type: ignore[no-untyped-def]
     return check
 
 
+def _out_of_time(call: Call, attempts: int) -> Callable[[RetryCallState], NoReturn]:
+    """How a wait's look gives up: ``TimeoutError`` from the last error when the wait's
+    time left stopped its retries, the last error itself when their number did."""
+
+    def give_up(state: RetryCallState) -> NoReturn:
+        error = state.outcome.exception() if state.outcome is not None else None
+        assert error is not None  # only failures are retried
+        if state.attempt_number < attempts:
+            raise TimeoutError(
+                f"{call.method} {call.path} failed when the wait ran out: {error}"
+            ) from error
+        raise error
+
+    return give_up
+
+
 def retry_policy(call: Call, *, attempts: int, max_wait: float) -> dict[str, Any]:
     """Keyword arguments of tenacity's ``Retrying`` / ``AsyncRetrying`` for ``call``.
 
     Retries 429 and 503 (nothing was stored) unless their ``Retry-After`` exceeds
     ``max_wait``, connection failures, and any transport error of an idempotent request;
     gives up after ``attempts``, or when the next try would start past the call's
-    ``retry_within``, and raises the last error.
+    ``retry_within``, and raises the last error (a wait's look stopped by the time left:
+    ``TimeoutError`` from it).
     """
-    stop: stop_base = stop_after_attempt(max(1, attempts))
+    attempts = max(1, attempts)
+    stop: stop_base = stop_after_attempt(attempts)
     if call.retry_within is not None:
         stop = stop | stop_before_delay(call.retry_within)
-    return {
+    policy: dict[str, Any] = {
         "stop": stop,
         "wait": _RetryAfterWait(initial=0.5, maximum=max_wait),
         "retry": retry_if_exception(_retryable(call, max_wait)),
         "reraise": True,
     }
+    if call.waiting:
+        policy["retry_error_callback"] = _out_of_time(call, attempts)
+    return policy

@@ -20,6 +20,7 @@ from sre_judge_client._core import (
     resolve,
     retry_policy,
     submission_call,
+    within_deadline,
 )
 from sre_judge_client.errors import Conflict
 from sre_judge_client.imports import AsyncImports
@@ -150,7 +151,8 @@ class AsyncClient:
         timeout: float = 300.0,  # noqa: ASYNC109 - Client.wait's keywords
         poll: float = 1.0,
     ) -> Grading:
-        """The grading once it left ``pending``; raises ``TimeoutError`` after ``timeout``."""
+        """The grading once it left ``pending``; raises ``TimeoutError`` after ``timeout``
+        (also for a look still failing then: it is retried only within ``timeout``)."""
         return (await self.wait_many([grading_id], timeout=timeout, poll=poll))[0]
 
     async def wait_many(
@@ -168,7 +170,8 @@ class AsyncClient:
         while True:
             for grading_id in ids:
                 if grading_id not in done:
-                    grading = await self.get(grading_id)
+                    look = within_deadline(_calls.get_grading(grading_id), deadline)
+                    grading = Grading.model_validate(await self._send(look))
                     if grading.done:
                         done[grading_id] = grading
             if len(done) == len(ids):
@@ -255,10 +258,12 @@ class AsyncClient:
         poll: float = 2.0,
         timeout: float = 3600.0,  # noqa: ASYNC109 - Client.follow_regrade's keywords
     ) -> AsyncIterator[RegradeJob]:
-        """The job's state every ``poll`` seconds until it finishes (the last one included)."""
+        """The job's state every ``poll`` seconds until it finishes (the last one included);
+        ``TimeoutError`` after ``timeout``, a look at the job retried only within it."""
         deadline = time.monotonic() + timeout
         while True:
-            job = await self.regrade_job(job_id)
+            look = within_deadline(_calls.get_regrade_job(job_id), deadline)
+            job = RegradeJob.model_validate(await self._send(look))
             yield job
             if job.finished:
                 return

@@ -20,6 +20,7 @@ from sre_judge_client._core import (
     resolve,
     retry_policy,
     submission_call,
+    within_deadline,
 )
 from sre_judge_client.errors import Conflict
 from sre_judge_client.imports import Imports
@@ -145,7 +146,8 @@ class Client:
                 return
 
     def wait(self, grading_id: str, *, timeout: float = 300.0, poll: float = 1.0) -> Grading:
-        """The grading once it left ``pending``; raises ``TimeoutError`` after ``timeout``."""
+        """The grading once it left ``pending``; raises ``TimeoutError`` after ``timeout``
+        (also for a look still failing then: it is retried only within ``timeout``)."""
         return self.wait_many([grading_id], timeout=timeout, poll=poll)[0]
 
     def wait_many(
@@ -159,7 +161,8 @@ class Client:
         while True:
             for grading_id in ids:
                 if grading_id not in done:
-                    grading = self.get(grading_id)
+                    look = within_deadline(_calls.get_grading(grading_id), deadline)
+                    grading = Grading.model_validate(self._send(look))
                     if grading.done:
                         done[grading_id] = grading
             if len(done) == len(ids):
@@ -242,10 +245,12 @@ class Client:
     def follow_regrade(
         self, job_id: str, *, poll: float = 2.0, timeout: float = 3600.0
     ) -> Iterator[RegradeJob]:
-        """The job's state every ``poll`` seconds until it finishes (the last one included)."""
+        """The job's state every ``poll`` seconds until it finishes (the last one included);
+        ``TimeoutError`` after ``timeout``, a look at the job retried only within it."""
         deadline = time.monotonic() + timeout
         while True:
-            job = self.regrade_job(job_id)
+            look = within_deadline(_calls.get_regrade_job(job_id), deadline)
+            job = RegradeJob.model_validate(self._send(look))
             yield job
             if job.finished:
                 return
@@ -261,11 +266,12 @@ def submit_and_wait(client: Client, diagnosis: str, *, wait: float, **fields: An
 
     The server holds the answer up to :data:`SERVER_WAIT_MAX` seconds; a grading still
     pending when it answers (after those, or early: a ``202`` from a server draining for a
-    restart) is polled for the rest of ``wait``. Still pending then, it is returned
-    pending: a handle for :meth:`Client.wait`. A server that does not answer the
-    submission is tried again only while ``wait`` lasts: the call gives up (raising the
-    last error) within ``wait`` and one request's timeout. ``wait=0`` (no wait for the
-    grading) leaves the submission's retries to the client.
+    restart) is polled for the rest of ``wait``. Still pending then, or not shown again
+    by a server busy or away until then, it is returned pending: a handle for
+    :meth:`Client.wait`. A server that does not answer the submission is tried again
+    only while ``wait`` lasts: the call gives up (raising the last error) within ``wait``
+    and one request's timeout. ``wait=0`` (no wait for the grading) leaves the
+    submission's retries to the client.
     """
     deadline = time.monotonic() + wait
     server_wait = min(wait, SERVER_WAIT_MAX) or None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sre_judge_client import _calls
-from sre_judge_client._core import Call, poll_delay
+from sre_judge_client._core import Call, poll_delay, within_deadline
 from sre_judge_client._uploads import import_body
 from sre_judge_client.models import ImportJob
 
@@ -54,10 +54,11 @@ class Imports:
         self, job_id: str, *, poll: float = 1.0, timeout: float = 3600.0
     ) -> Iterator[ImportJob]:
         """The job every ``poll`` seconds until it ends (the last one included);
-        ``TimeoutError`` after ``timeout``."""
+        ``TimeoutError`` after ``timeout``, a look at the job retried only within it."""
         deadline = time.monotonic() + timeout
         while True:
-            job = self.get(job_id)
+            look = within_deadline(_calls.get_import(job_id), deadline)
+            job = ImportJob.model_validate(self._send(look))
             yield job
             if job.finished:
                 return
@@ -107,7 +108,8 @@ class AsyncImports:
         """The job every ``poll`` seconds until it ends (see :meth:`Imports.follow`)."""
         deadline = time.monotonic() + timeout
         while True:
-            job = await self.get(job_id)
+            look = within_deadline(_calls.get_import(job_id), deadline)
+            job = ImportJob.model_validate(await self._send(look))
             yield job
             if job.finished:
                 return

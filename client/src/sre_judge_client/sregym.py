@@ -395,6 +395,8 @@ class LLMAsAJudgeOracle:
                 ground_truth=self.expected,  # another ground truth is another submission
                 run_id=self.run_id,
                 attempt=self.attempts,
+                agent=self.agent,  # another agent's or model's attempt is another
+                model=self.model,
             )
             grading = submit_and_wait(
                 self.client,
