@@ -25,6 +25,7 @@ from sqlmodel import col
 
 from api.reports.effective import overrides_by_grading
 from api.reports.filters import ReportFilter, filtered, joined
+from api.service.presenters import stand_in_rubric
 from judge.rubric import Rubric, rubric_from_mapping
 from storage.catalog import rubric_key
 from storage.database import Database, HeldRead
@@ -96,7 +97,8 @@ def rubrics_in_scope(session: Session, filters: ReportFilter) -> dict[tuple[str,
     """The stored rubrics of the gradings in ``filters``, by ``(id, version)``; for a
     version no stored rubric is (SREGym's imported verdicts, version ``sregym``), the
     newest stored version of the same rubric, which a grading reads with when it asks
-    exactly its questions (:func:`rubric_for`), as the grading object shows it."""
+    every question the grading answers (:func:`rubric_for`), as the grading object
+    shows it."""
     pairs = filtered(
         joined(col(GradingRecord.rubric_id), col(GradingRecord.rubric_version)), filters
     ).distinct()
@@ -130,11 +132,12 @@ def rubric_for(
     rubrics: dict[tuple[str, str], Rubric], grading: GradingRecord, answered: Iterable[str]
 ) -> Rubric | None:
     """The rubric ``grading`` reads with in an export: its own version, or the newest of
-    its rubric when it asks exactly the questions answered (``answered``); else None."""
+    its rubric as the grading object takes it (``answered``: the question ids of its
+    answers; :func:`api.service.presenters.stand_in_rubric`); else None."""
     rubric = rubrics.get((grading.rubric_id, grading.rubric_version))
     if rubric is None or rubric.version == grading.rubric_version:
         return rubric
-    return rubric if set(answered) == {q.id for q in rubric.questions} else None
+    return stand_in_rubric(rubric, answered)
 
 
 def answered_in_scope(session: Session, filters: ReportFilter) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from api.service.errors import NotPermitted
@@ -50,6 +50,7 @@ __all__ = [
     "render_gradings",
     "result_public",
     "rubric_shown",
+    "stand_in_rubric",
 ]
 
 
@@ -336,23 +337,29 @@ def _grading_public(
     )
 
 
+def stand_in_rubric(current: Rubric | None, answered: Iterable[str]) -> Rubric | None:
+    """For a grading whose own rubric version no stored version names (SREGym's imported
+    verdicts): ``current``, a stored version of the same rubric, when it asks every
+    question the grading answers (``answered``: all of them; some, where SREGym's
+    checklist left questions out; none, where SREGym's judge could not grade the
+    attempt); else None. The one rule of the grading object and of every export of it."""
+    if current is not None and set(answered) <= {q.id for q in current.questions}:
+        return current
+    return None
+
+
 def rubric_shown(session: Session, services: Services, view: GradingView) -> Rubric | None:
     """The rubric a grading is shown with: its own version, or, for one no stored version
-    names (SREGym's imported verdicts), the current version of the same rubric when it
-    asks every question the grading answers (all of them; some, where SREGym's checklist
-    left questions out; none, where SREGym's judge could not grade the attempt), so they
-    read with their texts and dimensions and a human can decide them (a verdict override,
-    blind labels). The rule is recomputed only on a grading that answers all its
-    questions (``storage.overrides.apply_in_force``)."""
+    names, the current version of the same rubric as :func:`stand_in_rubric` allows, so
+    its answers read with their texts and dimensions and a human can decide them (a
+    verdict override, blind labels). The rule is recomputed only on a grading that
+    answers all its questions (``storage.overrides.apply_in_force``)."""
     g = view.grading
     rubric = services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version)
     if rubric is not None:
         return rubric
     current = services.rubrics.resolve_in(session, g.rubric_id)
-    asked = {a.question_id for a in view.answers}
-    if current is not None and asked <= {q.id for q in current.questions}:
-        return current
-    return None
+    return stand_in_rubric(current, (a.question_id for a in view.answers))
 
 
 def present_gradings(

@@ -27,6 +27,7 @@ from tests.support.exports import fail_exports_after
 from tests.support.gradings import add_many
 from tests.support.keys import session_key
 from tests.support.service_process import free_port
+from tests.support.sregym_driver import IDS, diagnosed, write_run
 from tests.support.sregym_results import write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -180,4 +181,56 @@ async def test_the_per_grading_sregym_csv_names_an_imported_verdicts_dimensions(
         )
     rows = [r for r in csv.DictReader(io.StringIO(exported.text)) if r["Diagnosis.dimensions"]]
     dims = ast.literal_eval(rows[0]["Diagnosis.dimensions"])
+    assert dims["D1"]["name"] == "Fault localization", dims
+
+
+#: a problem of the partial checklist's archive and its ground truth
+_PARTIAL_PROBLEM = "k8s_target_port-misconfig-detection-1"
+_PARTIAL_TRUTH = (
+    "[fault_spec] component=service/user-service; namespace=social-network || "
+    "The user-service Service targets port 9999 while its pods listen on 9090."
+)
+
+
+def _partial_checklist_archive(tmp_path: Path) -> bytes:
+    """One SREGym attempt whose judge answered eight of the rubric's nine questions."""
+    results = tmp_path / "results"
+    attempt = diagnosed("user-service targets port 9999 instead of 9090", set(IDS))
+    attempt["Diagnosis"]["checklist"] = attempt["Diagnosis"]["checklist"][:8]
+    run = write_run(results, "stratus", {_PARTIAL_PROBLEM: [attempt]}, all_file=False)
+    entries = {p.relative_to(results).as_posix(): p.read_bytes() for p in run.rglob("*.csv")}
+    problem = {"problem_id": _PARTIAL_PROBLEM, "root_cause": _PARTIAL_TRUTH}
+    entries["problems.jsonl"] = (json.dumps(problem) + "\n").encode()
+    return tar_gz(entries)
+
+
+async def test_an_sregym_verdict_answering_some_questions_exports_as_the_api_shows_it(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """An imported SREGym verdict whose checklist left a question out reads with the
+    current rubric in the API, and so in every export: its ``jsonl`` line is the grading
+    object, and ``format=sregym`` names its dimensions as that object does."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        created = await client.post(
+            "/v1/imports",
+            content=_partial_checklist_archive(tmp_path),
+            headers={**admin, "Content-Type": "application/gzip"},
+        )
+        job = await finished(client, created.headers["location"], admin)
+        assert job["state"] == "done" and not job["errors"], job
+        lines = await client.get(EXPORTS, params={"format": "jsonl"}, headers=admin)
+        assert lines.status_code == 200
+        [line] = lines.text.splitlines()
+        first = json.loads(line)
+        shown = (await client.get(f"/v1/gradings/{first['id']}", headers=admin)).json()
+        sregym = await client.get(EXPORTS, params={"format": "sregym"}, headers=admin)
+    assert len(first["answers"]) == 8
+    differing = sorted(k for k in set(first) | set(shown) if first.get(k) != shown.get(k))
+    assert differing == [], (differing, first["dimensions"], shown["dimensions"])
+    [row] = list(csv.DictReader(io.StringIO(sregym.text)))
+    dims = ast.literal_eval(row["Diagnosis.dimensions"])
+    assert {d: v["name"] for d, v in dims.items()} == {
+        d["id"]: d["name"] for d in shown["dimensions"]
+    }
     assert dims["D1"]["name"] == "Fault localization", dims
