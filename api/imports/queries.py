@@ -28,7 +28,7 @@ from api.imports.jsonl import JsonlLine
 from api.imports.problems import ImportProblem
 from api.imports.report import BATCH, ImportAborted, ImportProgress, ImportReport, read_batches
 from api.imports.rows import jsonl_submission, sregym_grading, sregym_submission
-from api.imports.sregym import SregymAttempt
+from api.imports.sregym import SregymAttempt, kept_cells
 from judge.families import shared_family
 from judge.rubric import Rubric
 from storage.canonical import canonical_json, sha256_hex
@@ -157,10 +157,12 @@ class ImportQueries:
         original = session.execute(query.order_by(col(o.path), col(o.line)).limit(1)).scalar()
         if original is None:
             return None
-        # a column of another file's header that the row has no cell in is empty: SREGym
-        # writes each file's header over every row written so far
-        for column in sorted(set(original.cells) | set(attempt.cells), key=_column_order(attempt)):
-            if column != "problem_id" and (original.cells.get(column) or "") != (
+        # compared redacted, as the attempt's cells are (a row kept by a version that did
+        # not redact them all too); a column of another file's header that the row has no
+        # cell in is empty: SREGym writes each file's header over every row written so far
+        kept = kept_cells(original.cells)
+        for column in sorted(set(kept) | set(attempt.cells), key=_column_order(attempt)):
+            if column != "problem_id" and (kept.get(column) or "") != (
                 attempt.cells.get(column) or ""
             ):
                 return column

@@ -8,8 +8,9 @@ and agent are its file's (:func:`_locate`). ``Diagnosis.dimensions`` and
 ``Diagnosis.checklist`` are Python reprs of a dict and a list: they are read with
 ``ast.literal_eval``, never ``eval``. A ``trace`` (or ``Diagnosis.trace``) column, where
 a row has one, holds the agent's trace: a list of steps (JSON or such a repr) or text,
-read with its credentials redacted (in the trace and in the cell kept for export).
-Nothing here touches the database.
+read with its credentials redacted. The cells kept for export are redacted too where a
+credential may be (:func:`kept_cells`), and so are the checklist's evidence and text
+kept beside the verdict. Nothing here touches the database.
 
 Each row is checked by the rules the API applies to a submission (what the databases
 store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`): a row that breaks
@@ -29,7 +30,7 @@ import csv
 import json
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,6 +56,7 @@ __all__ = [
     "SregymAnswer",
     "SregymAttempt",
     "SregymOutline",
+    "kept_cells",
     "read_sregym_folder",
     "run_started_at",
     "sregym_outline",
@@ -79,6 +81,14 @@ _MAX_PROBLEM_ID = 128
 _MAX_NAME = 200
 #: the columns a trace is read from, the first one filled
 _TRACE_COLUMNS = ("trace", "Diagnosis.trace")
+#: the columns whose cells may hold a credential: the diagnosis, SREGym's checklist and
+#: reasoning (which may quote it) and a trace
+_SECRET_COLUMNS = (
+    "Diagnosis.submission",
+    "Diagnosis.checklist",
+    "Diagnosis.reasoning",
+    *_TRACE_COLUMNS,
+)
 _RUN_FORMATS = ("%Y-%m-%d_%H-%M-%S", "%Y%m%d_%H%M%S", "%Y-%m-%dT%H-%M-%S", "%Y-%m-%d_%H%M%S")
 
 
@@ -190,7 +200,8 @@ def _answers(raw: Any) -> tuple[SregymAnswer, ...]:
             raise ValueError(f"checklist answers {qid!r} twice")
         yes = said if isinstance(said, bool) else str(said).strip().lower() in _TRUE
         confidence = _CONFIDENCE.get(str(entry.get("confidence", "")).strip().lower())
-        answers.append(SregymAnswer(qid, yes, str(entry.get("evidence") or ""), confidence))
+        evidence = redact(str(entry.get("evidence") or "")).text  # it may quote a credential
+        answers.append(SregymAnswer(qid, yes, evidence, confidence))
     return tuple(answers)
 
 
@@ -251,7 +262,18 @@ def _parse_failure_default(answers: tuple[SregymAnswer, ...]) -> bool:
     )
 
 
-def _original(row: dict[str, str]) -> dict[str, Any]:
+def kept_cells(row: Mapping[str, str | None]) -> dict[str, str | None]:
+    """A row's cells as kept for export: those that may hold a credential (the diagnosis,
+    SREGym's checklist and reasoning, a trace) redacted (``judge.secrets.redact``), every
+    other cell as written. Redacting kept cells again changes nothing."""
+    cells = {k: v for k, v in row.items() if k is not None}
+    for column in _SECRET_COLUMNS:
+        if text := cells.get(column):
+            cells[column] = redact(text).text
+    return cells
+
+
+def _original(row: Mapping[str, str | None]) -> dict[str, Any]:
     kept: dict[str, Any] = {
         "TTL": _number(row.get("TTL")),
         "TTM": _number(row.get("TTM")),
@@ -397,9 +419,7 @@ def _attempt(
     except InputError as exc:
         raise _Refused("Diagnosis.submission", str(exc)) from None
     traced = _trace(row, max_bytes=max_bytes)
-    cells: dict[str, str | None] = {k: v for k, v in row.items() if k is not None}
-    if traced is not None:  # the row as kept for export holds no credential in clear either
-        cells[traced[0]] = redact(cells[traced[0]] or "").text
+    cells = kept_cells(row)  # the row as kept for export holds no credential in clear either
     outcome = _outcome(row, diagnosis)
     answers, problem = None, None
     if outcome == "diagnosed":
@@ -415,7 +435,7 @@ def _attempt(
             if problem_text := unstorable(text):
                 raise _Refused("Diagnosis.checklist", f"an entry {problem_text}")
     success_text = _text(row.get("Diagnosis.success"))
-    original = _original(row)
+    original = _original(cells)  # its checklist text redacted
     if found := unstorable_value(original):  # e.g. 1e999 in Diagnosis.dimensions
         where, why = found
         raise _Refused("Diagnosis.dimensions" if where.startswith("dimensions") else where, why)

@@ -151,8 +151,8 @@ class ReportFilter:
 
 
 def submission_filtered(query: Any, filters: ReportFilter) -> Any:
-    """``query`` (over submissions) restricted to the filters on submission columns:
-    agent, model, scenario, run and ground-truth source."""
+    """``query`` (over submissions) restricted to the filters on submissions: agent,
+    model, scenario, run, ground-truth source and scenario set."""
     equal = [
         (_S.agent, filters.agent),
         (_S.model, filters.model),
@@ -160,7 +160,13 @@ def submission_filtered(query: Any, filters: ReportFilter) -> Any:
         (_S.run_id, filters.run_id),
         (_S.ground_truth_source, filters.ground_truth_source),
     ]
-    return where_equal(query, equal)
+    query = where_equal(query, equal)
+    if filters.scenario_set is not None:
+        members = select(col(ScenarioRecord.id)).where(
+            col(ScenarioRecord.scenario_set) == filters.scenario_set
+        )
+        query = query.where(col(_S.scenario_id).in_(members))
+    return query
 
 
 def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
@@ -175,11 +181,6 @@ def filtered(query: Select[Any], filters: ReportFilter) -> Select[Any]:
         query = query.where(col(_G.created_at) >= filters.created_after)
     if filters.created_before is not None:
         query = query.where(col(_G.created_at) < filters.created_before)
-    if filters.scenario_set is not None:
-        members = select(col(ScenarioRecord.id)).where(
-            col(ScenarioRecord.scenario_set) == filters.scenario_set
-        )
-        query = query.where(col(_S.scenario_id).in_(members))
     for condition in (
         covered(
             current_only=filters.current_only,

@@ -2,8 +2,8 @@
 
 Rows come in the order of the results folder (file path, then line), in batches, from
 one snapshot. The submission filters of a :class:`ReportFilter` (agent, model, scenario,
-run, ground-truth source) select rows; its grading filters (rubric, judge, dates,
-current only) select the grading shown: the newest grading of the attempt in the
+run, ground-truth source, scenario set) select rows; its grading filters (rubric, judge,
+dates, current only) select the grading shown: the newest grading of the attempt in the
 filter. An attempt that was graded, but by no grading in the filter, is left out; an
 attempt that was never graded (timed out, failed deploy, nothing submitted) is kept.
 

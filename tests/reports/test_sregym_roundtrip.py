@@ -18,7 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sqlalchemy import delete
+from sqlalchemy import delete, select, update
+from sqlmodel import col
 
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -35,9 +36,11 @@ from api.reports.sregym_writer import (
     write_sregym_folder,
 )
 from storage import Store
+from storage.engine import session_factory
 from storage.imports.tables import SregymOriginalRowRecord
+from storage.tables import AnswerRecord, SubmissionRecord
 from tests.storage.helpers import graded_result, override, sregym_rubric
-from tests.support.sregym_driver import IDS, diagnosed, write_run
+from tests.support.sregym_driver import IDS, diagnosed, oracle_result, write_run
 from tests.support.sregym_results import NOT_DIAGNOSED, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -212,6 +215,28 @@ async def test_the_csv_export_of_imported_verdicts_keeps_every_answer(
     graded = [r for r in rows if r["status"] == "graded"]
     assert graded and all(f"{q}.judge" in rows[0] for q in ("D1-Q1", "D3-Q3"))
     assert all(r["D1-Q1"] in ("yes", "no") and r["D3-Q3.judge"] in ("yes", "no") for r in graded)
+
+
+async def test_a_scenario_set_export_holds_only_that_sets_attempts(
+    store: Store, tmp_path: Path
+) -> None:
+    """``--scenario-set`` keeps the attempts of that set's scenarios alone, graded or
+    never graded (timed out, failed deploy, nothing submitted)."""
+    held_out = "k8s_target_port-misconfig-detection-1"
+    fixture = write_sregym_results(tmp_path)
+    problems = read_problems(fixture.problems_file)
+    await store.catalog.create_scenario(
+        id=held_out, ground_truth=problems[held_out], scenario_set="held-out", actor="admin"
+    )
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
+    )
+    assert report.problems == [] and report.submissions == 45
+    sink = io.BytesIO()
+    await write_sregym_file(store, ReportFilter(scenario_set="held-out"), sink)
+    rows = _cells(sink.getvalue())
+    assert sorted({r["problem_id"] for r in rows}) == [held_out]
+    assert len(rows) == 9  # 3 agents x 3 attempts of the held-out scenario
 
 
 async def test_rows_come_in_folder_order_across_batches(store: Store, tmp_path: Path) -> None:
@@ -391,3 +416,63 @@ async def test_every_file_sregym_wrote_comes_back_byte_for_byte(
     before, after = _files(results), _files(out)
     assert sorted(after) == sorted(before)
     assert after == before
+
+
+#: an AWS access key id (AWS's documented example), in two parts so no scanner takes it
+KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+#: the columns of a row that quote the key below: written back redacted
+QUOTING_COLUMNS = {"Diagnosis.submission", "Diagnosis.checklist", "Diagnosis.reasoning"}
+
+
+async def test_a_credential_in_a_diagnosis_is_kept_and_written_back_redacted(
+    store: Store, tmp_path: Path
+) -> None:
+    """A credential an agent pasted into its diagnosis, quoted by SREGym's judge in its
+    checklist and reasoning, is stored and exported redacted (in the submission, SREGym's
+    checklist text and answers, every cell kept for the round trip); every other cell
+    comes back byte for byte. Imported again, the folder is the same attempt, also where
+    its rows were kept in clear."""
+    problem = "k8s_target_port-misconfig-detection-1"
+    truth = "[fault_spec] component=service/user-service || targets port 9999, not 9090."
+    text = f"user-service targets port 9999; the pod uses aws_access_key_id={KEY} for S3"
+    attempt = diagnosed(text, set(IDS))
+    quoted = oracle_result(set(IDS), evidence=f"the pod uses aws_access_key_id={KEY}")
+    attempt["Diagnosis"] = {**quoted, "submission": text}
+    results = tmp_path / "results"
+    write_run(results, "stratus", {problem: [attempt]}, all_file=False)
+    queries = ImportQueries(store.db, store.catalog)
+    report = await queries.sregym(
+        read_sregym_folder(results), {problem: truth}, rubric=sregym_rubric()
+    )
+    assert report.problems == [] and report.submissions == 1
+    with session_factory(store.db.engine)() as session:
+        submission = session.execute(select(SubmissionRecord)).scalar_one()
+        evidence = list(session.execute(select(col(AnswerRecord.evidence))).scalars())
+        kept = list(session.execute(select(SregymOriginalRowRecord)).scalars())
+    assert KEY not in submission.diagnosis and KEY not in json.dumps(submission.metadata_)
+    assert len(evidence) == 9 and all("[REDACTED:" in e and KEY not in e for e in evidence)
+    assert len(kept) == 2
+    for row in kept:
+        assert all(KEY not in (cell or "") for cell in row.cells.values())
+        assert all("[REDACTED:" in row.cells[column] for column in QUOTING_COLUMNS)
+
+    out = tmp_path / "exported"
+    await write_sregym_folder(store, ReportFilter(), out)
+    assert all(KEY.encode() not in data for data in _files(out).values())
+    assert {column for _, _, column in _diff(_files(results), _files(out))} == QUOTING_COLUMNS
+    sink = io.BytesIO()
+    await write_sregym_file(store, ReportFilter(), sink)
+    assert KEY.encode() not in sink.getvalue()
+
+    clear = _cells(_files(results)[kept[0].path])[0]
+    await store.db.run(
+        lambda session: session.execute(
+            update(SregymOriginalRowRecord).values(
+                cells={**kept[0].cells, **{c: clear[c] for c in QUOTING_COLUMNS}}
+            )
+        )
+    )
+    again = await queries.sregym(
+        read_sregym_folder(results), {problem: truth}, rubric=sregym_rubric()
+    )
+    assert again.conflicts == [] and again.already_imported == 2
