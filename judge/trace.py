@@ -21,7 +21,8 @@ from typing import Any, Literal
 from judge.errors import InputError
 from judge.evidence import quote_in, searchable
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
-from judge.secrets import redact
+from judge.prompt import normalize_untrusted
+from judge.secrets import is_candidate, redact
 
 __all__ = [
     "Trace",
@@ -75,13 +76,33 @@ def _redacted(value: Any) -> Any:
     if isinstance(value, list):
         return [_redacted(item) for item in value]
     if isinstance(value, dict):
-        return {key: _redacted(item) for key, item in value.items()}
+        return {key: _under_key(key, item) for key, item in value.items()}
     return value
+
+
+def _under_key(key: Any, value: Any) -> Any:
+    """``value`` redacted; a string also as its key's value, as the step's JSON text
+    reads it: ``{"DB_PASSWORD": "hunter22"}`` is a credential that ``hunter22`` alone is
+    not. Read so only under a key a detector could look for (``judge.secrets.is_candidate``)."""
+    own = _redacted(value)
+    if not (isinstance(own, str) and isinstance(key, str) and is_candidate(key)):
+        return own
+    head, tail = f'"{key}": "', '"'
+    keyed = redact(head + own + tail)
+    if keyed.normalized:
+        head = normalize_untrusted(head)
+    kinds = [f.kind for f in keyed.findings if f.end > len(head)]
+    if not kinds:
+        return own
+    if keyed.text.startswith(head) and keyed.text.endswith(tail):
+        return keyed.text[len(head) : len(keyed.text) - len(tail)]
+    return f"[REDACTED:{kinds[0]}]"  # a finding reached into the key or past the value
 
 
 def redact_trace(trace: Trace) -> Trace:
     """``trace`` with every credential in its text (every string value of every step,
-    however deep) replaced by ``[REDACTED:<kind>]``, as the diagnosis' are."""
+    however deep, also read with its key) replaced by ``[REDACTED:<kind>]``, as the
+    diagnosis' are."""
     if isinstance(trace, str):
         return redact(trace).text
     return [_redacted(step) for step in trace]

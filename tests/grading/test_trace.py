@@ -4,6 +4,7 @@ against the answers' quotes."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -161,3 +162,41 @@ def test_trace_checks_and_redaction() -> None:
         check_trace([{"output": "a\x00b"}])
     nested = redact_trace([{"input": {"env": [f"KEY={SECRET}"]}}])
     assert SECRET not in str(nested)
+
+
+#: a step whose values only their keys mark as passwords
+KEYED_STEP: dict[str, Any] = {
+    "tool": "kubectl",
+    "input": "get secret db -o jsonpath='{.data}' | base64 -d",
+    "output": {
+        "DB_PASSWORD": "hunter22",
+        "MONGO_PASSWORD": "S3cr3t!x",
+        "db_passphrase": "correct horse battery staple",
+    },
+}
+KEYED_VALUES = ("hunter22", "S3cr3t!x", "horse battery")
+
+
+def test_a_value_under_a_key_that_names_a_password_is_redacted() -> None:
+    """A step sent as an object is redacted as its JSON text would be: a string value is
+    read with its key, which may be what makes it a credential."""
+    as_text = redact_trace(json.dumps(KEYED_STEP))
+    as_steps = json.dumps(redact_trace([KEYED_STEP]))
+    for value in KEYED_VALUES:
+        assert value not in str(as_text) and value not in as_steps, as_steps
+    kept = redact_trace([KEYED_STEP, *STEPS])
+    assert kept[0]["tool"] == "kubectl" and kept[0]["input"] == KEYED_STEP["input"]
+    assert set(kept[0]["output"].values()) == {"[REDACTED:secret-keyword]"}
+    assert kept[1:] == STEPS  # values under ordinary keys are left as they are
+
+
+async def test_a_submitted_step_keeps_no_password_under_its_key(
+    api_client: Any, tokens: Any
+) -> None:
+    headers = await tokens("submitter")
+    async with api_client() as client:
+        response = await _submit(client, headers, trace=[KEYED_STEP])
+        assert response.status_code == 201, response.text
+        grading = await client.get(response.headers["location"], headers=headers)
+    for value in KEYED_VALUES:
+        assert value not in grading.text, grading.json()["submission"]["trace"]
