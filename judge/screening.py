@@ -117,9 +117,10 @@ def screen(diagnosis: str) -> Screening:
             f"suggested failure tag {LEAKED_CREDENTIAL_TAG}"
         )
     markers = injection_markers(redacted.text)
-    if redacted.text != diagnosis:  # redaction normalizes: what only the raw text shows
+    if redacted.normalized:  # redaction normalized: what only the text as sent shows,
+        # outside the credentials (no excerpt may quote one)
         seen = {m.kind for m in markers}
-        raw = [m for m in character_markers(diagnosis) if m.kind not in seen]
+        raw = [m for m in character_markers(redacted.masked(diagnosis)) if m.kind not in seen]
         markers = (*raw, *markers)
     if markers:
         reasons.append(ReviewReason.INJECTION_SUSPECTED)

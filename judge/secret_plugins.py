@@ -10,13 +10,15 @@ config-file mode (``DB_PASSWORD: hunter2``, ``password=hunter2``), because agent
 ``kubectl describe`` output and environment listings.
 
 The regexes cover what detect-secrets misses; each captures the secret in group 1:
-URLs with an empty user, bearer tokens, ``*_TOKEN=`` assignments, bare OpenAI keys
-(``sk-...``, ``sk-proj-...``: detect-secrets knows only the old ``T3BlbkFJ`` form),
-``Authorization: Basic <base64>`` headers, passwords written in prose ("the
-password is hunter2"), which count only when the value looks like one (a digit or a
-symbol in it, or quoted), so "the password is rejected" stays, an AWS secret access key
-after the word "secret", passwords on command lines (``mysql -pX``, ``redis-cli -a X``,
-``--password=X``) and cookies (``Cookie:`` headers, ``curl --cookie``).
+URLs with an empty user, quoted values with spaces (after a key, quoted or not, or in
+prose), passwords in JSON inside a JSON string (``{\\"password\\": \\"x\\"}``), bearer
+tokens, ``*_TOKEN=`` assignments, bare OpenAI keys (``sk-...``, ``sk-proj-...``:
+detect-secrets knows only the old ``T3BlbkFJ`` form), ``Authorization: Basic <base64>``
+headers, passwords written in prose ("the password is hunter2"), which count only when
+the value looks like one (a digit or a symbol in it, or quoted), so "the password is
+rejected" stays, an AWS secret access key after the word "secret", passwords on command
+lines (``mysql -pX``, ``redis-cli -a X``, ``--password=X``) and cookies (``Cookie:``
+headers, ``curl --cookie``).
 """
 
 from __future__ import annotations
@@ -134,14 +136,26 @@ _QUOTED = r"[\"']((?<=\")[^\"\n]{4,200}(?=\")|(?<=')[^'\n]{4,200}(?='))"
 #: what detect-secrets misses; group 1 is the secret
 _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a URL whose user is empty: redis://:password@host (BasicAuthDetector needs a user)
-    ("connection-string-password", re.compile(r"://:([^\s/@]+)@")),
+    # (to the last @ before the host, as below: redis://:p@ss!w0rd@redis)
+    ("connection-string-password", re.compile(r"://:([^\s/]+)@[^\s@/]*")),
     # a URL's password with characters BasicAuthDetector's leaves out (! $ * + = @...):
     # postgres://admin:S3cr3t!@db:5432/app, mongodb://admin:P@ssw0rd@mongo (to the last @)
     ("basic-auth-credentials", re.compile(r"://[^\s:/@]+:([^\s/]+)@[^\s@/]*")),
-    # DB_PASSWORD="correct horse battery staple": a quoted value with spaces, whole
+    # DB_PASSWORD="correct horse battery staple", {"DB_PASSWORD": "correct horse ..."}:
+    # a quoted value with spaces, whole (after a key quoted or not)
     (
         "secret-keyword",
-        re.compile(r"(?i)\b[\w.-]*(?:password|passwd|passphrase|pwd)[\w.-]*\s*[:=]\s*" + _QUOTED),
+        re.compile(
+            r"(?i)\b[\w.-]*(?:password|passwd|passphrase|pwd)[\w.-]*[\"']?\s*[:=]\s*" + _QUOTED
+        ),
+    ),
+    # {\"password\": \"hunter22\"}: a JSON document inside a JSON string, quotes escaped
+    (
+        "secret-keyword",
+        re.compile(
+            r"(?i)\b[\w.-]*(?:password|passwd|passphrase|pwd)[\w.-]*\\\"\s*[:=]\s*"
+            r"\\\"([^\"\\\n]{4,200})\\\""
+        ),
     ),
     # **DB_PASSWORD**: hunter22, | DB_PASSWORD | hunter22 |: a key in Markdown
     (
@@ -198,6 +212,8 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("secret-keyword", re.compile(_PROSE_PASSWORD + r"[\"'“]([^\s\"'“”]{4,})[\"'”]")),
+    # the password is "correct horse battery staple": a quoted value with spaces, whole
+    ("secret-keyword", re.compile(_PROSE_PASSWORD + r"(?:" + _QUOTED + r"|“([^“”\n]{4,200})”)")),
     # password 'hunter2' / passwd "x y": a quoted value right after the word
     (
         "secret-keyword",

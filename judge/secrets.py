@@ -45,6 +45,8 @@ _REFERENCE = re.compile(
 )
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 _KEY_BEFORE = re.compile(r"([\w.-]+)\W*$")
+#: a text's pieces between blanks, and the blanks: each normalizes as it does in the text
+_PIECES = re.compile(r"\s+|\S+")
 #: long lines are scanned in overlapping windows cut at white space: some detectors
 #: look to the end of the line at every keyword, which is quadratic on a long line
 _WINDOW = 500
@@ -113,6 +115,37 @@ class Redacted:
         """Kinds and positions as JSON rows, with ``normalized`` when it applies."""
         extra = {"normalized": True} if self.normalized else {}
         return [{**f.as_record(), **extra} for f in self.findings]
+
+    def masked(self, original: str) -> str:
+        """``original`` (the text redacted) as sent, not normalized, with what the findings
+        cover replaced by their markers: the text things may be quoted from.
+
+        Where the positions refer to the normal form, each piece of ``original`` between
+        blanks whose normal form overlaps a finding is replaced whole (a piece normalizes
+        on its own as within the text); should the pieces not add up to the normal form,
+        the redacted text itself is returned.
+        """
+        if not self.normalized:
+            return _apply(original, list(self.findings))
+        parts: list[str] = []
+        normal: list[str] = []
+        at = 0
+        marked: set[Finding] = set()
+        for piece in _PIECES.findall(original):
+            form = normalize_untrusted(piece)
+            normal.append(form)
+            end = at + len(form)
+            covering = [f for f in self.findings if f.start < end and at < f.end]
+            if not covering:
+                parts.append(piece)
+            for finding in covering:
+                if finding not in marked:
+                    marked.add(finding)
+                    parts.append(f"[REDACTED:{finding.kind}]")
+            at = end
+        if "".join(normal) != normalize_untrusted(original):
+            return self.text
+        return "".join(parts)
 
 
 def has_redactions(text: str) -> bool:

@@ -117,6 +117,25 @@ def test_a_redacted_credential_does_not_hide_the_raw_texts_markers() -> None:
         assert {"credential_leaked", "injection_suspected"} <= set(both.review_reasons)
 
 
+def test_screening_notes_never_quote_a_redacted_credential() -> None:
+    """A credential written with a disguised letter is redacted, and no marker's excerpt
+    quotes it: the notes become the grading's ``detail``."""
+    from judge.screening import screen
+
+    fullwidth = "\uff48unter22x"
+    cyrillic = "P\u0430ssw0rd1"
+    key = "".join(chr(ord(c) + 0xFEE0) for c in "AKIAIOSFODNN7EXAMPLE")
+    for secret, text in (
+        (fullwidth, f"user-service listens on 9999; its env has DB_PASSWORD: {fullwidth}"),
+        (cyrillic, f"user-service listens on 9999; its env has DB_PASSWORD: {cyrillic}"),
+        (key, f"user-service listens on 9999; AWS_ACCESS_KEY_ID {key}"),
+    ):
+        found = screen(text)
+        assert secret not in found.text
+        assert "credential_leaked" in found.review_reasons
+        assert [note for note in found.notes if secret in note] == []
+
+
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_no_chat_template_token_reaches_the_judge(rubric: Rubric, case: dict[str, str]) -> None:
     single = build_messages(rubric, TRUTH, case["diagnosis"])[1].content

@@ -325,3 +325,58 @@ def test_commands_and_words_without_a_credential_stay(text: str) -> None:
     result = redact(text)
     assert result.text == text
     assert result.findings == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a quoted value with spaces under a quoted key (an env dump or a ConfigMap as JSON)
+        (
+            '{"DB_PASSWORD": "correct horse battery staple"}',
+            "horse battery staple",
+            "secret-keyword",
+        ),
+        ('{"password":"correct horse battery staple"}', "horse battery staple", "secret-keyword"),
+        (
+            "{'DB_PASSWORD': 'correct horse battery staple'}",
+            "horse battery staple",
+            "secret-keyword",
+        ),
+        # a quoted value with spaces in prose
+        ('the password is "correct horse battery staple"', "horse battery", "secret-keyword"),
+        (
+            'The DB password was "correct horse battery staple" in the secret',
+            "horse battery",
+            "secret-keyword",
+        ),
+        ("password is: 'correct horse battery staple'", "horse battery", "secret-keyword"),
+        (
+            "the password is \u201ccorrect horse battery staple\u201d",
+            "horse battery",
+            "secret-keyword",
+        ),
+        # an @ in the password of a URL without a user, read to the last @
+        ("redis://:Pa55@word!@redis-master:6379/0", "word!", "connection-string-password"),
+        ("REDIS_URL=redis://:s3cr3t@2024x@redis:6379", "2024x", "connection-string-password"),
+        ("redis://:p@ss!w0rd@redis:6379", "ss!w0rd", "connection-string-password"),
+        # a JSON document pasted inside a JSON string, its quotes escaped
+        ('log: msg="{\\"db_password\\":\\"hunter22\\"}"', "hunter22", "secret-keyword"),
+        ('{\\"password\\": \\"hunter22\\"}', "hunter22", "secret-keyword"),
+    ],
+)
+def test_quoted_values_with_spaces_at_signs_in_urls_and_escaped_json_are_redacted_whole(
+    text: str, secret: str, kind: str
+) -> None:
+    _assert_redacted(text, secret, kind)
+
+
+def test_the_text_as_sent_is_masked_where_the_normal_form_held_a_credential() -> None:
+    """What may be quoted of a text whose credential showed only in its normal form: the
+    text as sent (its disguised letters kept), the credential's piece replaced."""
+    hidden = "".join(chr(ord(c) + 0xFEE0) for c in AWS_KEY)  # full-width letters
+    text = f"\uff34he access key {hidden} leaked"
+    result = redact(text)
+    assert result.normalized
+    assert result.masked(text) == "\uff34he access key [REDACTED:aws-access-key] leaked"
+    plain = f"the key {AWS_KEY} leaked"
+    assert redact(plain).masked(plain) == redact(plain).text

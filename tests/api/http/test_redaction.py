@@ -86,6 +86,35 @@ async def test_a_leaked_key_is_never_stored_nor_sent_in_clear(
     assert all(set(r) == {"kind", "start", "end", "line"} for r in redactions)
 
 
+async def test_a_password_with_a_disguised_letter_is_stored_and_shown_nowhere(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A password with a full-width letter is redacted, and the grading's ``detail``
+    (what screening found) does not quote it either."""
+    disguised = "\uff48unter22x"
+    submitter = await tokens("submitter")
+    admin = await tokens("admin", name="admin-1")
+    diagnosis = (
+        "user-service in hotel-reservation listens on 9999 (USER_PORT) while its Service "
+        f"targets 8086. Its env also shows DB_PASSWORD: {disguised}"
+    )
+    async with api_client() as client:
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": diagnosis, "ground_truth": TRUTH, "agent": "a1"},
+            headers=submitter,
+        )
+        assert response.status_code == 201, response.text
+        grading = await client.get(response.headers["location"], headers=admin)
+    assert grading.status_code == 200
+    body = grading.json()
+    assert "[REDACTED:secret-keyword]" in body["submission"]["diagnosis"]
+    assert "credential_leaked" in body["review_reasons"]
+    assert disguised not in grading.text, body.get("detail")
+    tables = await _every_row_as_text(engine)
+    assert [name for name, text in tables.items() if disguised in text] == []
+
+
 async def test_a_replayed_submission_with_a_key_is_the_same_submission(
     api_client: Any, tokens: Any
 ) -> None:
