@@ -57,7 +57,7 @@ def audit_verify(checkpoint_file: Path | None) -> None:
     settings = load_settings()
     require_database(settings.database_url)  # names the database before the key
     key = service_key(settings, create=False)
-    checkpoint = _newest_checkpoint(settings, checkpoint_file)
+    checkpoint, unreadable = _newest_checkpoint(settings, checkpoint_file)
 
     async def verify() -> tuple[ChainReport, str | None]:
         await require_migrated(settings.database_url)
@@ -71,13 +71,22 @@ def audit_verify(checkpoint_file: Path | None) -> None:
 
     report, checkpoint_problem = run(verify())
     _print_report(report, checkpoint, checkpoint_problem)
-    if not report.ok or checkpoint_problem is not None:
+    if unreadable is not None:
+        click.echo(terminal_text(f"checkpoint file broken: {unreadable}", one_line=True), err=True)
+    if not report.ok or checkpoint_problem is not None or unreadable is not None:
         sys.exit(1)
 
 
-def _newest_checkpoint(settings: Settings, given: Path | None) -> Checkpoint | None:
+def _newest_checkpoint(
+    settings: Settings, given: Path | None
+) -> tuple[Checkpoint | None, str | None]:
     """The newest checkpoint of ``--checkpoint``, else of the configured (or default)
-    checkpoint file; None, said on stderr, when there is none to check."""
+    checkpoint file; None, said on stderr, when there is none to check.
+
+    A ``--checkpoint`` file that cannot be read or holds none is a usage error; the
+    file ``serve`` writes to that exists yet reads so (garbled, emptied) is a broken
+    check, returned second: its checkpoints are what a rollback of the log would need
+    gone."""
     from api.service.checkpoints import checkpoint_target, is_url, read_checkpoints
     from storage import CheckpointError
 
@@ -93,18 +102,22 @@ def _newest_checkpoint(settings: Settings, given: Path | None) -> Checkpoint | N
                 "pass --checkpoint FILE with a copy of the witness's",
                 err=True,
             )
-            return None
+            return None, None
         path = Path(target)
         if not path.exists():
             click.echo(f"no checkpoint checked: {path} does not exist yet", err=True)
-            return None
+            return None, None
     try:
         found = read_checkpoints(path)
     except CheckpointError as exc:
-        raise click.BadParameter(str(exc), param_hint="--checkpoint") from None
-    if not found:
-        raise click.BadParameter(f"{path} holds no checkpoint", param_hint="--checkpoint")
-    return found[-1]
+        problem = str(exc)
+    else:
+        if found:
+            return found[-1], None
+        problem = f"{path} holds no checkpoint"
+    if given is not None:
+        raise click.BadParameter(problem, param_hint="--checkpoint")
+    return None, problem
 
 
 def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: str | None) -> None:

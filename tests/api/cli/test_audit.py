@@ -132,6 +132,25 @@ async def test_checkpoints_go_to_a_default_file_that_verify_checks(
     assert "rows were deleted back past the checkpoint" in rolled_back.output
 
 
+@pytest.mark.parametrize("damage", ["", "not json\n"], ids=["emptied", "garbled"])
+async def test_a_damaged_default_checkpoint_file_is_a_broken_check(
+    store: Store, database_url: str, damage: str
+) -> None:
+    """The file serve writes checkpoints to, emptied or garbled (what hides a rollback
+    of the log), fails verify as broken (exit 1 naming the file), not as a usage error
+    about an option the operator never gave; the chain is still walked and reported."""
+    await workload(store)
+    target = checkpoint_target(Settings(database_url=database_url))
+    assert target is not None
+    assert (await audit(database_url, "checkpoint")).exit_code == 0
+    Path(target).write_text(damage)
+    done = await audit(database_url, "verify")
+    assert done.exit_code == 1, done.output
+    assert "audit chain intact" in done.output
+    assert "checkpoint file broken" in done.output and Path(target).name in done.output
+    assert "--checkpoint" not in done.output
+
+
 async def test_an_unreadable_checkpoint_file_is_bad_usage(
     store: Store, database_url: str, tmp_path: Path
 ) -> None:
