@@ -95,7 +95,7 @@ def _newest_checkpoint(
         target = checkpoint_target(settings)
         if target is None:
             click.echo("no checkpoint checked: checkpoints are off", err=True)
-            return None
+            return None, None
         if is_url(target):
             click.echo(
                 f"no checkpoint checked: they are sent to {mask_passwords(target)}; "

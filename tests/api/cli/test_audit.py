@@ -108,6 +108,9 @@ async def test_a_checkpoint_with_checkpoints_off_is_printed(
     done = await audit(database_url, "checkpoint", checkpoints="off")
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["seq"] == 58
+    checked = await audit(database_url, "verify", checkpoints="off")
+    assert checked.exit_code == 0, checked.output
+    assert "no checkpoint checked: checkpoints are off" in checked.output
 
 
 async def test_checkpoints_go_to_a_default_file_that_verify_checks(
