@@ -323,6 +323,9 @@ def _grading_public(
         verdict_override=verdict.verdict if verdict else None,
         overridden=bool(g.overridden),
         scenario_version=g.scenario_version,
+        is_current=g.is_current,
+        superseded_by=g.superseded_by,
+        regrade_job_id=g.regrade_job_id,
         overrides=[_override_public(o) for o in overrides],
         tags=[
             TagPublic(

@@ -238,6 +238,13 @@ class GradingPublic(GradingCore):
     #: the scenario's ground-truth version graded against; null for an inline ground
     #: truth and for readers who may not see the ground truth
     scenario_version: int | None = None
+    #: whether this is its submission's current grading, the one reports count: false
+    #: for one a promoted regrade replaced (``superseded_by`` names the grading that
+    #: did), for a shadow regrade's and for a cancelled regrade item
+    is_current: bool = True
+    superseded_by: str | None = None
+    #: the regrade job that made this grading; null for a submission's own grading
+    regrade_job_id: str | None = None
     submission: SubmissionPublic
     #: fields left out for this reader: empty in the full object (a submitter that may
     #: not see the ground truth gets a view instead, whose ``withheld`` names them)

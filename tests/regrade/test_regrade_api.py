@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -411,3 +412,38 @@ async def test_a_superseded_gradings_history_names_the_promotion_that_superseded
     assert now["revision"] > before
     events = [e["event"] for e in history["events"]]
     assert events[-1] == "grading.promoted", events
+
+
+async def test_a_grading_says_whether_it_is_current_what_replaced_it_and_its_job(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """After a promote regrade the old grading reads ``is_current: false`` and names the
+    grading that replaced it; the new one names its regrade job. An export with
+    superseded gradings tells the two apart the same way, line by line."""
+    admin = await tokens("admin")
+    backends = {NEW_JUDGE: ScriptedBackend.for_mode("fail")}
+    async with api_client(backends=backends) as c:
+        old = await graded(c, admin)
+        assert (old["is_current"], old["superseded_by"], old["regrade_job_id"]) == (
+            True, None, None,
+        )  # fmt: skip
+        job = await c.post(
+            "/v1/regrade-jobs",
+            json={"judge": NEW_JUDGE, "mode": "promote", "filter": {}},
+            headers=admin,
+        )
+        done = await _finished(c, admin, job.json()["id"])
+        assert done["state"] == "done", done
+        now = (await c.get(f"/v1/gradings/{old['id']}", headers=admin)).json()
+        [current] = (await c.get("/v1/gradings", headers=admin)).json()["items"]
+        export = await c.get(
+            "/v1/exports/gradings",
+            params={"format": "jsonl", "include_superseded": "true"},
+            headers=admin,
+        )
+    assert (now["is_current"], now["superseded_by"]) == (False, current["id"])
+    assert (current["is_current"], current["regrade_job_id"]) == (True, job.json()["id"])
+    assert export.status_code == 200, export.text
+    lines = {g["id"]: g for g in map(json.loads, export.text.splitlines())}
+    assert lines[old["id"]]["superseded_by"] == current["id"]
+    assert lines[current["id"]]["is_current"] is True

@@ -189,6 +189,12 @@ class Grading(_Model):
     graded_at: datetime | None
     #: the scenario's ground-truth version graded against (null when inline or not visible)
     scenario_version: int | None = None
+    #: whether this is its submission's current grading (false: a promoted regrade
+    #: replaced it, naming the new one in ``superseded_by``; a shadow regrade's)
+    is_current: bool = True
+    superseded_by: str | None = None
+    #: the regrade job that made this grading; null for a submission's own grading
+    regrade_job_id: str | None = None
     submission: Submission
     withheld: list[str] = Field(default_factory=list)
     view: Literal["full", "answers", "verdict"] = "full"
