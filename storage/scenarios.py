@@ -230,16 +230,19 @@ class ScenarioRepository:
     async def load(self, specs: Sequence[ScenarioSpec], *, actor: str) -> list[ScenarioChange]:
         """Create or change every scenario of ``specs`` in one transaction, in order.
 
-        A load that creates a scenario another load created at the same moment (the row
-        lock of ``_locked`` holds no row that does not exist yet: PostgreSQL) fails on its
-        key and is run once more, finding the row then."""
+        Every existing scenario of the load is locked first, in id order, before the
+        first audit record (the lock order of ``storage.database``). A load that creates
+        a scenario another load created at the same moment (a row lock holds no row that
+        does not exist yet: PostgreSQL) fails on its key and is run once more, finding
+        the row then."""
 
         def load_all(session: Session) -> list[ScenarioChange]:
+            records = self._locked_all(session, {spec.id for spec in specs})
             changes = []
             for spec in specs:
-                record = self._locked(session, spec.id)
+                record = records.get(spec.id)
                 if record is None:
-                    record = self._insert(session, spec, actor=actor)
+                    record = records[spec.id] = self._insert(session, spec, actor=actor)
                     changes.append(ScenarioChange(record, "created"))
                 else:
                     changes.append(self._apply(session, record, spec, actor=actor))
@@ -255,6 +258,17 @@ class ScenarioRepository:
         if self._db.postgres:
             query = query.with_for_update()
         return session.execute(query).scalar_one_or_none()
+
+    def _locked_all(self, session: Session, scenario_ids: set[str]) -> dict[str, ScenarioRecord]:
+        """The existing scenarios of ``scenario_ids`` by id, locked in id order (one query)."""
+        query = (
+            select(ScenarioRecord)
+            .where(col(ScenarioRecord.id).in_(sorted(scenario_ids)))
+            .order_by(col(ScenarioRecord.id))
+        )
+        if self._db.postgres:
+            query = query.with_for_update()
+        return {record.id: record for record in session.execute(query).scalars()}
 
     def _apply(
         self, session: Session, record: ScenarioRecord, spec: ScenarioSpec, *, actor: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -55,10 +55,13 @@ class LabelQueries:
         verdict: Literal["pass", "fail"] | None,
         author_id: str,
         author_name: str,
+        before_audit: Callable[[], object] | None = None,
     ) -> list[HumanLabelRecord]:
         """``add`` in the caller's transaction: :class:`InvalidReview` naming ``answers``
         when neither an answer nor a verdict is given, or an answer names no question of
-        the rubric."""
+        the rubric. ``before_audit``: the caller's other writes, made once the labels are
+        written and before they are audited (rows first, the audit chain's lock last:
+        ``storage.database``); the events it audits come before ``review.labelled``."""
         if not answers and verdict is None:
             raise InvalidReview("label at least one question or the verdict", field="answers")
         unknown = sorted(set(answers) - set(question_ids))
@@ -94,6 +97,8 @@ class LabelQueries:
             labels.append(label(verdict=verdict))
         session.add_all(labels)
         session.flush()
+        if before_audit is not None:
+            before_audit()
         self._db.audit(
             session,
             "review.labelled",

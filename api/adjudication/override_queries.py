@@ -121,11 +121,19 @@ class OverrideQueries:
         )
         self._check(record, rubric, {a.question_id: a.answer for a in records}, history)
         label = self._label(session, record, history)
-        self._append(session, grading, records, history, record, rubric=rubric, label=label)
+        copies: list[OverrideRecord] = []
         if record.kind == "withdraw":
             withdrawn = next(h for h in history if h.id == record.withdraws)
-            for copy in copies_in_force(session, withdrawn):
-                self._withdraw_copy(session, copy, record)
+            copies = copies_in_force(session, withdrawn)
+        # every grading a copy is on is locked (in id order) before the first audit
+        # record: row locks come before the audit chain's lock (``storage.database``)
+        copy_gradings = {
+            copy_grading_id: self._locked_grading(session, copy_grading_id, None)
+            for copy_grading_id in sorted({copy.grading_id for copy in copies})
+        }
+        self._append(session, grading, records, history, record, rubric=rubric, label=label)
+        for copy in copies:
+            self._withdraw_copy(session, copy_gradings[copy.grading_id], copy, record)
         return record, grading
 
     def _append(
@@ -172,13 +180,16 @@ class OverrideQueries:
         )
 
     def _withdraw_copy(
-        self, session: Session, copy: OverrideRecord, withdrawal: OverrideRecord
+        self,
+        session: Session,
+        grading: GradingRecord,
+        copy: OverrideRecord,
+        withdrawal: OverrideRecord,
     ) -> None:
         """Withdraw ``copy`` (a regrade's copy of the override ``withdrawal`` withdraws) on
-        its own grading, as of now, in the name of ``withdrawal``'s author, with a reason
-        that names the withdrawal. No label: the one the original recorded is retracted
-        by ``withdrawal`` (a copy recorded none)."""
-        grading = self._locked_grading(session, copy.grading_id, None)
+        its own ``grading`` (row-locked by the caller), as of now, in the name of
+        ``withdrawal``'s author, with a reason that names the withdrawal. No label: the
+        one the original recorded is retracted by ``withdrawal`` (a copy recorded none)."""
         history = self._overrides(session, copy.grading_id)
         if copy.id not in {e.id for e in overrides_in_force(override_events(history)).values()}:
             return  # replaced or withdrawn there meanwhile (read before the row was locked)

@@ -462,9 +462,12 @@ class ReviewQueries:
     async def release(self, grading_id: str, *, principal_id: str) -> bool:
         """Give back the claim ``principal_id`` holds on the item, if any (an adjudicator
         walked past it): others may take it at once. Audited as ``review.released`` when
-        a claim was given back; returns whether one was."""
+        a claim was given back; returns whether one was. The grading is locked first, as
+        by a claim: a claim another adjudicator made meanwhile stays theirs."""
 
         def work(session: Session) -> bool:
+            if self._locked_grading(session, grading_id) is None:
+                return False
             claim = session.get(ReviewClaimRecord, grading_id)
             if claim is None or claim.claimed_by != principal_id:
                 return False
@@ -579,13 +582,18 @@ class ReviewQueries:
         the review rows of one grading change one transaction after another: of two
         claims at once one holds the item and the other sees it held, and the row is
         made once."""
-        if session.get(GradingRecord, grading_id, with_for_update=self._db.postgres) is None:
+        if self._locked_grading(session, grading_id) is None:
             raise NotFound(f"no grading {grading_id}")
         claim = session.get(ReviewClaimRecord, grading_id)
         if claim is None:
             claim = ReviewClaimRecord(grading_id=grading_id)
             session.add(claim)
         return claim
+
+    def _locked_grading(self, session: Session, grading_id: str) -> GradingRecord | None:
+        """The grading, its row locked until the transaction ends (PostgreSQL; SQLite has
+        one writer): the writers of its review row take this lock first."""
+        return session.get(GradingRecord, grading_id, with_for_update=self._db.postgres)
 
     def reopen(self, session: Session, grading_id: str) -> None:
         """Put the grading's finished review back in the queue, in the caller's

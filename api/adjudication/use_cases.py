@@ -340,8 +340,11 @@ async def label_grading(
             verdict=verdict,
             author_id=principal.id,
             author_name=principal.name,
+            # the review closed before any audit: rows first, the chain's lock last
+            before_audit=lambda: ReviewQueries(db).finish_in(
+                session, grading_id, principal_id=principal.id
+            ),
         )
-        ReviewQueries(db).finish_in(session, grading_id, principal_id=principal.id)
         return readable_in(session, services, principal, grading_id)
 
     return await db.run(label)

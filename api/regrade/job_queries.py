@@ -163,12 +163,14 @@ class RegradeJobQueries:
         def store(session: Session) -> JobView:
             session.add(job)
             session.flush()
-            self._catalog.ensure_rubric(session, target.rubric, actor=actor)
             items = self._create_items(session, job, f, target)
             job.total = len(items)
             if target.engine != "live" and items:  # held back until its replies are in
                 add_engine(session, job.id, target.engine, target.engine_retry, now)
             session.flush()
+            # audited (a new version): after the items, whose foreign keys lock the
+            # gradings they follow (row locks before the audit chain's lock)
+            self._catalog.ensure_rubric(session, target.rubric, actor=actor)
             self._db.audit(
                 session,
                 "regrade_job.created",

@@ -352,8 +352,6 @@ class WebhookQueries:
             )
             if held.rowcount == 0:  # the lease was lost: the new holder decides the rest
                 return None
-            if state == "dead":  # given up: a state change the audit log keeps
-                self._audit_given_up(session, claimed, status, stored_error)
             if not delivered or claimed.endpoint_failures:  # a closed circuit stays as it is
                 session.execute(
                     update(WebhookEndpointRecord)
@@ -363,6 +361,10 @@ class WebhookQueries:
                         circuit_open_until=None if delivered else circuit_open_until,
                     )
                 )
+            # given up: a state change the audit log keeps, audited after the endpoint's
+            # row is written (rows first, the audit chain's lock last: storage.database)
+            if state == "dead":
+                self._audit_given_up(session, claimed, status, stored_error)
             if not delivered or lease_next is None:
                 return None
             following = self._lease(session, lease_next, endpoint_id=claimed.endpoint_id, limit=1)

@@ -1,8 +1,11 @@
 """Review rows change one transaction after another per grading, on every engine: of two
 claims at once one holds the item and the other sees it held; one human labelling twice
 at once stores one set of labels; a label never closes the review of a grading an
-override has just made a held pass; of two admins defining one failure tag at once, one
-defines it and the other is told it exists."""
+override has just made a held pass; a withdrawal waits for a claim on the grading a
+regrade carried the override to; a release never gives back a claim another adjudicator
+has just made, and one at the moment its holder labels the grading lets both succeed; of
+two admins defining one failure tag at once, one defines it and the other is told it
+exists."""
 
 from __future__ import annotations
 
@@ -19,11 +22,15 @@ from api.adjudication.label_queries import LabelQueries
 from api.adjudication.review_queries import ReviewQueries
 from api.adjudication.tag_queries import TagQueries
 from api.adjudication.use_cases import label_grading
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from api.service.principal import Principal
 from storage import FinishedGrading, Store
 from storage.errors import Conflict
 from storage.review_tables import HumanLabelRecord, ReviewClaimRecord
+from tests.conftest import Clock
 from tests.storage.helpers import graded_result, override, sregym_rubric, submit
+from tests.support.lock_waits import race_at_audit
 from tests.support.submissions import IDS
 
 #: six yes, one in each dimension at least: a fail that one more yes turns into a pass
@@ -165,6 +172,57 @@ async def test_a_label_is_refused_once_an_override_made_the_grading_a_held_pass(
         )
 
 
+async def test_withdrawing_an_override_while_its_carried_copy_is_claimed_waits_for_the_claim(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hana withdraws her override at the moment Ines claims the grading a promote
+    regrade carried it to (the claim holds that grading's row and is about to audit):
+    the withdrawal locks the copy's grading before it audits anything, so it waits for
+    the claim and both succeed, the copy withdrawn too."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    old_id = await _graded(store)
+    original, _ = await override(
+        store, old_id, rubric=sregym_rubric(), expected_revision=2, kind="verdict",
+        reason="the judge missed the scope", author_id="h1", author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    promote = RegradeTarget(
+        rubric=sregym_rubric(),
+        judge_spec="openai:new-judge@http://127.0.0.1:9/v1",
+        judge_backend="openai",
+        judge_model="new-judge",
+        mode="promote",
+    )
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), promote, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    assert await store.queue.complete(item.grading_id, "w", graded_result(IDS))
+    new, old = await store.gradings.get(item.grading_id), await store.gradings.get(old_id)
+    assert new is not None and old is not None
+    assert new.grading.is_current and new.grading.passed is False  # the override was carried
+    claim = ReviewQueries(store.db).claim(
+        item.grading_id, principal_id="h2", principal_name="Ines", minutes=30
+    )
+    await race_at_audit(
+        store,
+        monkeypatch,
+        "review.claimed",
+        claim,
+        lambda: override(
+            store,
+            old_id,
+            rubric=sregym_rubric(),
+            expected_revision=old.grading.revision,
+            kind="withdraw",
+            reason="I was wrong",
+            author_id="h1",
+            author_name="Hana",
+            withdraws=original.id,
+        ),
+    )
+    after = await store.gradings.get(item.grading_id)
+    assert after is not None and after.grading.passed is True  # the copy withdrawn too
+
+
 async def test_two_admins_defining_one_failure_tag_at_once_get_one_tag_and_one_conflict(
     engine: Any, store: Store
 ) -> None:
@@ -189,3 +247,56 @@ async def test_two_admins_defining_one_failure_tag_at_once_get_one_tag_and_one_c
     finally:
         event.remove(engine, "after_cursor_execute", after)
     assert sorted(type(r).__name__ for r in results) == ["Conflict", "TagVocabularyRecord"]
+
+
+async def test_labelling_a_grading_while_its_holder_releases_the_claim_stores_both(
+    api_client: Any, db_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hana's page gives her claim back (the release holds the grading's row and is about
+    to audit) as she labels the grading: the label waits for the release, then stores
+    her labels and closes the review; neither transaction fails."""
+    if db_backend != "postgres":
+        pytest.skip("a race between PostgreSQL transactions")
+    async with api_client(start_workers=False) as client:
+        services = client.app.state.services
+        store = services.store
+        grading_id = await _graded(store)
+        reviews = ReviewQueries(store.db)
+        await reviews.claim(grading_id, principal_id="h1", principal_name="Hana", minutes=30)
+        hana = Principal(id="h1", name="Hana", role="adjudicator")
+        released, _ = await race_at_audit(
+            store,
+            monkeypatch,
+            "review.released",
+            reviews.release(grading_id, principal_id="h1"),
+            lambda: label_grading(
+                services, hana, grading_id, answers={"D1-Q1": True}, verdict="pass"
+            ),
+        )
+        assert released is True
+        review = await store.db.run_read(lambda s: s.get(ReviewClaimRecord, grading_id))
+        assert review is not None and review.done_by == "h1" and review.claimed_by is None
+
+
+async def test_a_release_racing_another_adjudicators_fresh_claim_leaves_that_claim(
+    store: Store, monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    """Hana's claim ran out; Ines claims the item (its row written, about to audit) as
+    Hana's page walks past it and gives it back: the release waits for the claim, finds
+    the item Ines's and leaves it hers (it stays hidden from other adjudicators)."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    grading_id = await _graded(store)
+    reviews = ReviewQueries(store.db)
+    await reviews.claim(grading_id, principal_id="h1", principal_name="Hana", minutes=1)
+    clock.advance(120)
+    _, released = await race_at_audit(
+        store,
+        monkeypatch,
+        "review.claimed",
+        reviews.claim(grading_id, principal_id="h2", principal_name="Ines", minutes=30),
+        lambda: reviews.release(grading_id, principal_id="h1"),
+    )
+    claim = await store.db.run_read(lambda s: s.get(ReviewClaimRecord, grading_id))
+    assert claim is not None
+    assert (claim.claimed_by, released) == ("h2", False), f"held by {claim.claimed_by!r}"

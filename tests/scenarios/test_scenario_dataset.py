@@ -15,6 +15,8 @@ from sqlmodel import col
 
 from storage import AuditRecord, Store
 from storage.scenarios import ScenarioSpec
+from tests.storage.helpers import new_submission, submit
+from tests.support.lock_waits import race_at_audit
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -322,3 +324,30 @@ async def test_loads_creating_one_new_scenario_at_once_both_succeed(store: Store
         first, second = await asyncio.gather(*loads)
         kinds = {change.outcome for change in (*first, *second)}
         assert kinds <= {"created", "unchanged"} and len(first) == len(second) == 30
+
+
+async def test_a_bulk_load_while_a_submission_to_one_of_its_scenarios_is_stored_waits_for_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk load changing two scenarios meets a submission to the second (which holds
+    that scenario's row through its foreign key and is about to audit): the load locks
+    every scenario it changes before it audits any, so it waits for the submission and
+    both succeed."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    for sid in ("s1", "s2"):
+        await store.catalog.create_scenario(id=sid, ground_truth=f"truth {sid}", actor="admin")
+    await submit(store)  # the rubric version is stored: the racing submission audits once
+    data = new_submission(scenario_id="s2", ground_truth="truth s2", ground_truth_source="scenario")
+    specs = [
+        ScenarioSpec("s1", "truth s1", title="renamed 1"),
+        ScenarioSpec("s2", "truth s2", title="renamed 2"),
+    ]
+    _, changes = await race_at_audit(
+        store,
+        monkeypatch,
+        "submission.received",
+        submit(store, data),
+        lambda: store.scenarios.load(specs, actor="admin"),
+    )
+    assert [c.outcome for c in changes] == ["updated", "updated"]

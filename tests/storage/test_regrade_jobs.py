@@ -16,7 +16,7 @@ from storage import GradingFilter, GradingView, Store
 from storage.errors import Conflict
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, new_submission, override, sregym_rubric, submit
-from tests.support.lock_waits import AuditGate, wait_for_lock_waiter
+from tests.support.lock_waits import AuditGate, race_at_audit, wait_for_lock_waiter
 
 ALL = ["D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1", "D3-Q2", "D3-Q3"]
 NEW_JUDGE = "openai:new-judge@http://127.0.0.1:9/v1"
@@ -315,6 +315,33 @@ async def test_an_override_while_a_promote_job_stores_its_item_waits_for_it(
     assert stored is True
     [current], _ = await store.gradings.page(limit=10)
     assert current.grading.id == item.grading_id and current.grading.passed is False
+
+
+@pytest.mark.postgres
+async def test_a_job_with_a_new_rubric_version_while_an_override_is_stored_waits_for_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An admin creates a job with a rubric version never stored before at the moment an
+    adjudicator overrides a grading the job covers (the override holds the grading's row
+    and is about to audit): the job inserts its items, whose foreign keys lock the
+    gradings they follow, before it audits the new version, so it waits for the override
+    and both succeed."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    [grading_id] = await _graded_submissions(store, 1, ALL)
+    human = override(
+        store, grading_id, rubric=sregym_rubric(), expected_revision=2, kind="verdict",
+        reason="the judge missed the scope", author_id="h1", author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    jobs = RegradeJobQueries(store.db)
+    _, created = await race_at_audit(
+        store,
+        monkeypatch,
+        "grading.overridden",
+        human,
+        lambda: jobs.create_job(RegradeFilter(), _target(_reworded()), actor="admin"),
+    )
+    assert created.job.total == 1
 
 
 async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(

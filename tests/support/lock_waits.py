@@ -3,9 +3,10 @@ the other let run until it waits on a lock."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -15,7 +16,7 @@ import storage.audit
 from storage import Store
 from tests.conftest import POSTGRES_ADMIN_URL
 
-__all__ = ["AuditGate", "wait_for_lock_waiter"]
+__all__ = ["AuditGate", "race_at_audit", "wait_for_lock_waiter"]
 
 
 def _lock_waiters(store: Store) -> int:
@@ -57,3 +58,28 @@ class AuditGate:
             return real(session, events, **kw)
 
         monkeypatch.setattr("storage.database.append_events", gated)
+
+
+async def race_at_audit(
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    event: str,
+    first: Awaitable[Any],
+    second: Callable[[], Awaitable[Any]],
+) -> list[Any]:
+    """Run ``first`` until it is about to append ``event`` (its row locks taken), then
+    ``second()`` until it waits on a lock, then let ``first`` go on; both results, in
+    that order. Fails naming the error when either transaction failed (a deadlock
+    PostgreSQL ended by aborting one of them)."""
+    gate = AuditGate(monkeypatch, event)
+    held = asyncio.ensure_future(first)
+    assert await asyncio.to_thread(gate.arrived.wait, 10), (
+        f"the first never reached its {event} audit"
+    )
+    other = asyncio.ensure_future(second())
+    await asyncio.to_thread(wait_for_lock_waiter, store, other.done)
+    gate.go.set()
+    results = await asyncio.gather(held, other, return_exceptions=True)
+    failed = [r for r in results if isinstance(r, BaseException)]
+    assert not failed, f"one transaction failed: {failed[0]!r}"
+    return list(results)

@@ -1,4 +1,5 @@
-"""Webhook leases: one send per lease, handed from one send to the next, never shared."""
+"""Webhook leases: one send per lease, handed from one send to the next, never shared;
+a delivery given up and a redelivery of its endpoint at once both succeed."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from api.webhooks.queries import WebhookQueries
 from storage import Store
 from storage.errors import Conflict
 from tests.conftest import Clock
+from tests.support.lock_waits import race_at_audit
 from tests.support.statements import statements
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -176,3 +178,30 @@ async def test_a_sender_whose_lease_ran_out_does_not_take_the_endpoint_from_the_
     also_claimable = await WebhookQueries(store.db).claim_due(lease_seconds=15)
     assert next_for_a is None, _job(next_for_a)
     assert also_claimable == []
+
+
+async def test_a_delivery_given_up_while_an_admin_redelivers_another_of_its_endpoint(
+    store: Store, monkeypatch: pytest.MonkeyPatch, webhooks: WebhookQueries
+) -> None:
+    """The delivery loop gives a delivery up (the endpoint's failures counted, the
+    dead letter audited) as an admin redelivers another delivery of that endpoint (its
+    circuit closed, about to audit): one waits for the other and both are stored."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    endpoint = await _endpoint(store)
+    await _events(store, 2)
+    [first] = await webhooks.claim_due(lease_seconds=60)
+    other = next(
+        v.delivery.id for v in await webhooks.deliveries(endpoint) if v.delivery.id != first.id
+    )
+    await race_at_audit(
+        store,
+        monkeypatch,
+        "webhook.redelivered",
+        webhooks.redeliver(endpoint, other, actor="admin"),
+        lambda: webhooks.record_attempt(
+            first, status=500, error="server error", duration_ms=5, retry_at=None
+        ),
+    )
+    states = {v.delivery.id: v.delivery.state for v in await webhooks.deliveries(endpoint)}
+    assert states == {first.id: "dead", other: "pending"}
