@@ -30,7 +30,7 @@ from api.regrade.use_cases import resolve_target, start_regrade
 from api.service.services import BackendPool, RubricCatalog, Services
 from api.service.settings import Settings
 from bench.common import Figure, print_report
-from judge.cache import CacheKeys
+from judge.cache import CacheKeys, ground_truth_namespace, kept_key
 from judge.calls import ChatMessage
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric, load_rubric_dir
@@ -51,6 +51,8 @@ TARGET_JUDGE = "scripted:fail"
 #: the regrade issue's target for a dry run over 10,000 stored submissions
 TARGET_SECONDS = 2.0
 _TRUTH = "[fault_spec] component=deployment/geo-{n}; namespace=hotel || wrong image tag {n}"
+#: the token the seeded submissions are sent by (their ground truths are inline)
+_SENDER = "bench"
 _DIAGNOSIS = (
     "Submission {n}: the geo-{n} deployment in hotel-reservation runs a wrong image tag; its "
     "pods crash at start and the frontend's search calls fail with 503 for all users."
@@ -70,14 +72,15 @@ async def seed_submissions(engine: Engine, count: int, *, cached_share: float = 
     rubric = services.rubrics.current[settings.rubric]
     await services.store.catalog.save_rubric(rubric)
     now = utcnow()
-    submissions, gradings = [], []
+    submissions: list[dict[str, Any]] = []
+    gradings: list[dict[str, Any]] = []
     for n in range(count):
         sid = new_id()
         submissions.append(
             {
                 "id": sid, "diagnosis": _DIAGNOSIS.format(n=n), "ground_truth": _TRUTH.format(n=n),
                 "ground_truth_source": "inline", "agent": f"agent-{n % 3}", "metadata": {},
-                "redactions": [], "submitted_by": "bench", "request_hash": sid * 2,
+                "redactions": [], "submitted_by": _SENDER, "request_hash": sid * 2,
                 "created_at": now,
             }
         )  # fmt: skip
@@ -105,7 +108,8 @@ async def seed_submissions(engine: Engine, count: int, *, cached_share: float = 
 
 
 async def _fill_cache(services: Services, grading_ids: list[str]) -> None:
-    """Judge cache entries for the first gradings: a stored call of each, with its key."""
+    """Judge cache entries for the first gradings: a stored call of each, with its key
+    (in the namespace of the seeded inline ground truths' sender)."""
     rubric = services.rubrics.current[services.settings.rubric]
     backend = services.backends.get(TARGET_JUDGE)
     keyer = CacheKeys(
@@ -115,19 +119,25 @@ async def _fill_cache(services: Services, grading_ids: list[str]) -> None:
         model=backend.model,
         base_url=backend.base_url,
     )
-    rows = [
+    space = ground_truth_namespace(None, _SENDER)
+    rows: list[dict[str, Any]] = [
         {
             "id": new_id(), "grading_id": grading_id, "position": 0, "purpose": "grade",
             "backend": backend.name, "model": backend.model, "messages": [],
             "reply_schema": {}, "params": {}, "response_text": "{}", "response_model": "bench",
             "completion_tokens": 400, "latency_ms": 0.0, "attempts": [], "cached": False,
-            "created_at": utcnow(), "cache_key": keyer.key(_messages(rubric, n)),
+            "created_at": utcnow(), "cache_key": _kept(keyer.key(_messages(rubric, n)), space),
         }
         for n, grading_id in enumerate(grading_ids)
     ]  # fmt: skip
     with services.store.engine.begin() as connection:
         for start in range(0, len(rows), 2000):
             connection.execute(insert(JudgeCallRecord.__table__), rows[start : start + 2000])  # type: ignore[attr-defined]
+
+
+def _kept(key: str | None, namespace: str) -> str | None:
+    """The key a judge that reports no digest keeps the entry of ``key`` under."""
+    return None if key is None else kept_key(key, digest=None, namespace=namespace)
 
 
 def _messages(rubric: Rubric, n: int) -> list[ChatMessage]:

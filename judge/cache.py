@@ -12,6 +12,14 @@ are not reused once another answers under its name. A judge that reports no dige
 cannot be told apart from its replacement: its entries are reused only when the caller
 allows it (``unverified``).
 
+Nor are entries shared between gradings whose ground truths come from different sources:
+a :class:`DigestKeyedCache` keys them in the namespace of the grading's ground truth
+(:func:`ground_truth_namespace`): a registered scenario's (all its submitters hold the
+same hidden text), or the token's that sent an inline one. Otherwise a submitter could
+send a diagnosis with a guessed ground truth, then the same diagnosis against a scenario,
+and learn from the second grading being answered at once that the guess was the
+scenario's hidden ground truth.
+
 The rubric asks every question in one call today, so the cache works per call: a
 reworded question changes the prompt and re-asks the whole call.
 """
@@ -34,6 +42,8 @@ __all__ = [
     "JudgeCache",
     "MemoryJudgeCache",
     "cache_key",
+    "ground_truth_namespace",
+    "kept_key",
     "with_digest",
 ]
 
@@ -143,6 +153,22 @@ def with_digest(key: str, digest: str) -> str:
     return hashlib.sha256(f"{key}\0{digest}".encode()).hexdigest()
 
 
+def ground_truth_namespace(scenario_id: str | None, submitted_by: str) -> str:
+    """Whose cache entries a grading may read: ``scenario:<id>`` for a registered
+    scenario's ground truth, ``inline:<submitted_by>`` (the token that sent it) for an
+    inline one."""
+    return f"scenario:{scenario_id}" if scenario_id is not None else f"inline:{submitted_by}"
+
+
+def kept_key(key: str, *, digest: str | None, namespace: str | None) -> str:
+    """The key the entry of request key ``key`` is kept under: in ``namespace`` (see
+    :func:`ground_truth_namespace`; None: none, for a grading of no submission), made by
+    the model of ``digest`` (None: a judge that reports none)."""
+    if namespace is not None:
+        key = hashlib.sha256(f"{namespace}\0{key}".encode()).hexdigest()
+    return key if digest is None else with_digest(key, digest)
+
+
 class DigestSource(Protocol):
     """What a :class:`DigestKeyedCache` asks of its judge (``judge.identity.BackendDigest``)."""
 
@@ -161,28 +187,33 @@ FINGERPRINT = "fingerprint:"
 
 
 class DigestKeyedCache:
-    """A judge cache whose entries are keyed on the judge's digest as well.
+    """A judge cache whose entries are keyed on the judge's digest and on the namespace
+    of the grading's ground truth as well (:func:`kept_key`).
 
-    Entries are kept under the digest the server reported when they were looked up (the
-    plain key when it reported none). They are read back only when the server says which
+    Entries are kept under the digest the server reported when they were looked up (no
+    digest when it reported none). They are read back only when the server says which
     model answers now (a probed digest), or when ``unverified`` allows it: a judge known
     only by its completions' fingerprints, or not at all, could have been replaced since
     its last reply. A completion whose fingerprint shows that the model changed while it
     was asked is not kept.
     """
 
-    def __init__(self, inner: JudgeCache, judge: DigestSource, *, unverified: bool) -> None:
-        """Key ``inner``'s entries on ``judge``'s digest."""
+    def __init__(
+        self, inner: JudgeCache, judge: DigestSource, *, unverified: bool, namespace: str | None
+    ) -> None:
+        """Key ``inner``'s entries on ``judge``'s digest, in ``namespace`` (the grading's
+        ``ground_truth_namespace``; None: a grading of no submission)."""
         self.inner = inner
         self.judge = judge
         self.unverified = unverified
+        self.namespace = namespace
         #: plain key -> the key its entry is kept under, and the digest when looked up
         self._kept: dict[str, tuple[str, str | None]] = {}
 
     async def _keys(self, key: str) -> tuple[str | None, str]:
         """The key to read (None: do not) and the key to keep an entry under."""
         digest = await self.judge.digest()
-        kept = key if digest is None else with_digest(key, digest)
+        kept = kept_key(key, digest=digest, namespace=self.namespace)
         self._kept[key] = (kept, digest)
         verified = digest is not None and not digest.startswith(FINGERPRINT)
         return (kept if verified or self.unverified else None), kept

@@ -13,6 +13,7 @@ from sqlalchemy import BindParameter, Select, and_, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from judge.cache import ground_truth_namespace
 from storage.models import Claim
 from storage.scenario_tables import ScenarioVersionRecord as _VERSION
 from storage.tables import GradingRecord, SubmissionRecord
@@ -66,6 +67,7 @@ def claim_of(
         judge_spec=grading.judge_spec,
         claim_count=claim_count,
         lease_expires_at=expires,
+        cache_namespace=ground_truth_namespace(submission.scenario_id, submission.submitted_by),
         agent_model=submission.model,
         regrade_job_id=grading.regrade_job_id,
         screening=submission.screening,

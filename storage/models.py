@@ -135,6 +135,9 @@ class Claim:
     #: how many times it has been claimed, this claim included
     claim_count: int
     lease_expires_at: datetime
+    #: whose judge cache entries its grading may read and write: its scenario's, or its
+    #: submitter's for an inline ground truth (``judge.cache.ground_truth_namespace``)
+    cache_namespace: str
     #: the model of the agent that wrote the diagnosis (self-preference checks)
     agent_model: str | None = None
     #: the regrade job whose item this is (None: a live grading, which follows the

@@ -80,7 +80,8 @@ async def confirmed(
         )
         return result.model_copy(update={"detail": _note(result, note)})
     try:
-        second = await build_grader(services, spec).grade(
+        confirming = build_grader(services, spec, namespace=claim.cache_namespace)
+        second = await confirming.grade(
             rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()
         )
     except (JudgeSpecError, InputError) as exc:

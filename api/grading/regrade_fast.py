@@ -259,9 +259,12 @@ class FastRegrade:
             return None
         try:
             real = self.services.backends.limited(claim.judge_spec)
-            # keyed on the judge's digest as the slow path is (a regrade: unverified too)
+            # keyed on the judge's digest and the ground truth's source as the slow path
+            # is (a regrade: unverified too)
             digest = self.services.backends.digests.of(real)
-            keyed = DigestKeyedCache(lookup, digest, unverified=True)
+            keyed = DigestKeyedCache(
+                lookup, digest, unverified=True, namespace=claim.cache_namespace
+            )
             grader = grader_for(self.services.settings, _NoJudge(real), cache=keyed)
             result = await grader.grade(
                 rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()

@@ -429,6 +429,7 @@ class GradingWorkers:
                 services,
                 claim.judge_spec,
                 answers=answers,
+                namespace=claim.cache_namespace,
                 regrade=claim.regrade_job_id is not None,
             )
         except JudgeSpecError as exc:

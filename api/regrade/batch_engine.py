@@ -136,7 +136,7 @@ async def _render_item(
 ) -> list[RenderedRequest]:
     """The requests one item's grading would send first: the workers' grader (its cache
     read as theirs is, never written) with a judge that records and answers nothing."""
-    built = build_grader(services, claim.judge_spec, regrade=True)
+    built = build_grader(services, claim.judge_spec, namespace=claim.cache_namespace, regrade=True)
     if not isinstance(built, Grader):  # refused when the job was made (one judge, once)
         raise TypeError(f"{claim.judge_spec} is not one judge asked once")
     recorder = RequestRecorder(built.backend)

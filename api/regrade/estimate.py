@@ -5,9 +5,10 @@ token: the fixed prompt (the rubric's messages and reply schema on empty texts) 
 each submission's diagnosis and ground truth. Completion tokens are the judge's
 measured average so far, or ``max_tokens`` as an upper bound. Cache hits are exact:
 each submission's request is built as the grader would build it and looked up in the
-judge cache under the digest of the model behind the judge's name now (as a regrade
-reads it), as long as the number of submissions keeps that fast. A panel's members are
-each counted so, as each is asked, and summed.
+judge cache under the digest of the model behind the judge's name now and in the
+namespace of its ground truth's source (as a regrade reads it), as long as the number
+of submissions keeps that fast. A panel's members are each counted so, as each is
+asked, and summed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from api.service.grader_factory import (
 )
 from api.service.services import Services
 from judge.backends import JudgeBackend
-from judge.cache import CACHE_GRANULARITY, CacheKeys, with_digest
+from judge.cache import CACHE_GRANULARITY, CacheKeys, ground_truth_namespace, kept_key
 from judge.calls import SamplingParams
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric
@@ -86,8 +87,8 @@ async def _cache_hits(
         model=backend.model,
         base_url=backend.base_url,
     )
-    # a regrade reads the entries of the model answering now (its digest), or the plain
-    # ones of a judge that reports none: count what it will read
+    # a regrade reads the entries of the model answering now (its digest; none for a
+    # judge that reports none), of its submission's namespace: count what it will read
     digest = await services.backends.digests.of(backend).digest()
     keys = []
     for candidate in await RegradeJobQueries(services.store.db).candidates(f, latest=latest):
@@ -97,7 +98,8 @@ async def _cache_hits(
             )
             key = keyer.key(messages)
             if key is not None:
-                keys.append(key if digest is None else with_digest(key, digest))
+                space = ground_truth_namespace(candidate.scenario_id, candidate.submitted_by)
+                keys.append(kept_key(key, digest=digest, namespace=space))
     found = await services.store.cache.cached_keys(keys)
     return sum(1 for key in keys if key in found)
 

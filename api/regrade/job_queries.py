@@ -87,6 +87,10 @@ class Candidate:
     scenario_version: int | None
     diagnosis: str
     ground_truth: str
+    #: the submission's scenario (None for an inline ground truth) and sender: whose
+    #: cache entries its grading reads (``judge.cache.ground_truth_namespace``)
+    scenario_id: str | None
+    submitted_by: str
 
 
 class RegradeJobQueries:

@@ -130,9 +130,10 @@ def matching_scenarios(rows: list[ScenarioRecord], tags: tuple[str, ...]) -> lis
 def candidates_query(
     f: RegradeFilter, scenarios: list[str] | None, *, texts: bool = False, latest: bool = False
 ) -> Select[Any]:
-    """``(grading_id, submission_id, scenario_version[, diagnosis, ground_truth])`` of
-    covered submissions: the submission's own version and ground truth, or with
-    ``latest`` its scenario's newest (an inline ground truth stays as it was)."""
+    """``(grading_id, submission_id, scenario_version[, diagnosis, ground_truth,
+    scenario_id, submitted_by])`` of covered submissions: the submission's own version
+    and ground truth, or with ``latest`` its scenario's newest (an inline ground truth
+    stays as it was)."""
     s, sc = SubmissionRecord, ScenarioRecord
     version: Any = col(s.scenario_version)  # a column, or a CASE of two
     truth: Any = col(s.ground_truth)
@@ -141,7 +142,7 @@ def candidates_query(
         truth = case((col(s.scenario_id).is_(None), truth), else_=col(sc.ground_truth))
     columns: list[Any] = [col(GradingRecord.id), col(GradingRecord.submission_id), version]
     if texts:
-        columns += [col(s.diagnosis), truth]
+        columns += [col(s.diagnosis), truth, col(s.scenario_id), col(s.submitted_by)]
     query = _joined(*columns)
     if latest:
         query = query.outerjoin(sc, col(sc.id) == col(s.scenario_id))

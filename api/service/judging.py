@@ -72,13 +72,14 @@ def _grader(
     spec_text: str,
     answers: Mapping[str, Sequence[Completion]] | None = None,
     *,
+    namespace: str,
     regrade: bool = False,
 ) -> Grader:
     """One judge's grader with the service's settings (raises JudgeSpecError).
 
-    Its cache entries are keyed on the judge's model digest (``judge.identity``); a
-    judge reporting none has its entries reused by regrades, and by live gradings only
-    with ``SRE_JUDGE_CACHE_UNVERIFIED_JUDGE``."""
+    Its cache entries are keyed on the judge's model digest (``judge.identity``), in
+    ``namespace``; a judge reporting none has its entries reused by regrades, and by live
+    gradings only with ``SRE_JUDGE_CACHE_UNVERIFIED_JUDGE``."""
     settings = services.settings
     # each request waits for a slot of its endpoint's limit, nothing else does
     limited = services.backends.limited(spec_text)
@@ -89,6 +90,7 @@ def _grader(
         DbJudgeCache(services.store.cache),
         services.backends.digests.of(limited),
         unverified=regrade or settings.cache_unverified_judge,
+        namespace=namespace,
     )
     return grader_for(settings, backend, cache=cache)
 
@@ -98,12 +100,16 @@ def build_grader(
     judge_spec: str,
     *,
     answers: Mapping[str, Sequence[Completion]] | None = None,
+    namespace: str,
     regrade: bool = False,
 ) -> AnyGrader:
     """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec.
 
     The calls whose replies the judge cache keeps carry their key
     (``JudgeCall.cache_key``): storing them with the grading keeps the entries.
+    ``namespace``: the grading's ``Claim.cache_namespace``: it reads and keeps entries
+    of its ground truth's source only (``judge.cache.ground_truth_namespace``), and
+    every grading of one submission, regrades too, shares them.
     ``answers``: a batch engine's
     replies by request hash (``judge.batch.BatchAnswers``; one judge only).
     ``regrade``: an item of a regrade job (reuses the cached replies of a judge that
@@ -112,9 +118,12 @@ def build_grader(
     specs = member_specs(judge_spec)
     samples = services.settings.judge_samples
     if len(specs) == 1 and samples == 1:
-        return _grader(services, specs[0], answers, regrade=regrade)
+        return _grader(services, specs[0], answers, namespace=namespace, regrade=regrade)
     return PanelGrader(
-        [PanelMember(spec, _grader(services, spec, regrade=regrade)) for spec in specs],
+        [
+            PanelMember(spec, _grader(services, spec, namespace=namespace, regrade=regrade))
+            for spec in specs
+        ],
         samples=samples,
         sample_temperature=services.settings.judge_sample_temperature,
     )

@@ -1,14 +1,17 @@
 """A registered scenario's ground truth never reaches a submitter, not even through what
-the judge or an adjudicator wrote with it in view (reasoning, evidence, detail, notes)."""
+the judge or an adjudicator wrote with it in view (reasoning, evidence, detail, notes),
+nor through how soon its grading is done (the judge cache)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+from datetime import datetime
 from typing import Any
 
 from judge.backends.scripted import ScriptedBackend
-from judge.calls import JudgeRequest
+from judge.calls import Completion, JudgeRequest
 
 SPEC = "scripted:quoting"
 TRUTH = (
@@ -140,3 +143,56 @@ async def test_no_scenario_route_gives_a_submitter_a_ground_truth_or_its_version
     assert _leaks(versions) == _truth_tokens()
     for text in answers:
         assert _leaks(text) == set(), text
+
+
+#: how long the judge of the cache test takes to answer
+JUDGE_SECONDS = 0.6
+
+
+class _SlowJudge(ScriptedBackend):
+    """A deterministic judge (temperature 0, with a model digest) that takes its time."""
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        await asyncio.sleep(JUDGE_SECONDS)
+        return await super().complete(request)
+
+
+async def _scenario_grading_seconds(
+    client: Any, agent: dict[str, str], scenario: str, guess: str, n: int
+) -> float:
+    """Send a diagnosis with the inline ``guess``, then the same one against ``scenario``:
+    how long the scenario's grading took, as the submitter's own view says."""
+    diagnosis = f"{VAGUE} (run {n})"
+    inline = {"diagnosis": diagnosis, "ground_truth": guess}
+    sent = await client.post("/v1/submissions?wait=20", json=inline, headers=agent)
+    assert sent.status_code == 201, sent.text
+    body = {"diagnosis": diagnosis, "scenario_id": scenario}
+    got = await client.post("/v1/submissions?wait=20", json=body, headers=agent)
+    assert got.status_code == 201, got.text
+    view = got.json()
+    assert view["view"] == "verdict" and view["status"] == "graded", view
+    made = datetime.fromisoformat(view["created_at"])
+    return (datetime.fromisoformat(view["graded_at"]) - made).total_seconds()
+
+
+async def test_an_inline_guess_of_a_hidden_ground_truth_is_not_confirmed_by_the_cache(
+    api_client: Any, tokens: Any
+) -> None:
+    """A submitter that sends a diagnosis with a guessed ground truth, then the same
+    diagnosis against a scenario, waits for the judge either way: the judge cache keeps
+    the entries of an inline ground truth apart from a scenario's, so a right guess is
+    not answered at once."""
+    admin, agent = await tokens("admin"), await tokens("submitter", "prober")
+    spec = "scripted:slow"
+    judge = _SlowJudge(model="pass", digest="sha256:0123456789abcdef")
+    async with api_client(judge=spec, backends={spec: judge}, judge_digest_seconds=0) as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "held-out/one", "ground_truth": TRUTH}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        wrong = TRUTH.replace("9999", "9998")
+        wrong_guess = await _scenario_grading_seconds(client, agent, "held-out/one", wrong, 1)
+        right_guess = await _scenario_grading_seconds(client, agent, "held-out/one", TRUTH, 2)
+    # a wrong guess leaves the judge to answer, which takes its time: the test can fail
+    assert wrong_guess >= JUDGE_SECONDS * 0.8, wrong_guess
+    assert right_guess >= JUDGE_SECONDS * 0.8, (right_guess, wrong_guess)

@@ -160,7 +160,7 @@ async def test_a_stale_tracker_keeps_nothing_of_a_changed_model() -> None:
     judge = ScriptedBackend(model="fail", fingerprint="fp_a")
     tracker = DigestTracker(refresh_seconds=3600)
     inner = MemoryJudgeCache()
-    cache = DigestKeyedCache(inner, tracker.of(judge), unverified=True)
+    cache = DigestKeyedCache(inner, tracker.of(judge), unverified=True, namespace=None)
     assert await cache.get("k") is None
     await cache.put("k", Completion(text="a", model="m", fingerprint="fp_a"))
     assert len(inner.entries) == 1  # kept (under the plain key: nothing known yet)
