@@ -1,16 +1,17 @@
 """Unpacking an uploaded SREGym results archive (tar.gz or zip) without trusting it.
 
-Only regular files are unpacked, and of them only what an import reads (``*.csv`` and a
-problems file); every name must be a relative path inside the archive (no absolute
-path, no drive, no ``..``, no backslash; a ``./`` prefix and the ``.`` folder that
-``tar -C results .`` writes are fine), links and devices are refused, and the archive
-may hold at most :data:`MAX_MEMBERS` entries and :data:`MAX_UNPACKED_BYTES` once
-unpacked. The unpacked size counts every member, whether an import reads it or not: a
-tar.gz is read as one stream whose bytes are counted as they are decompressed, so a
-bomb in any member stops at the limit without the rest being decompressed; a zip's
-members an import does not read are counted by their declared size (they are never
-decompressed), the others as bytes are really written. :func:`check_archive` runs the
-same checks without writing anything, so a bad upload is refused before it is stored.
+Only regular files are unpacked, and of them only what an import reads (``*.csv`` in any
+case, :func:`is_csv_file`, and a problems file); every name must be a relative path
+inside the archive (no absolute path, no drive, no ``..``, no backslash; a ``./`` prefix
+and the ``.`` folder that ``tar -C results .`` writes are fine), links and devices are
+refused, and the archive may hold at most :data:`MAX_MEMBERS` entries and
+:data:`MAX_UNPACKED_BYTES` once unpacked. The unpacked size counts every member, whether
+an import reads it or not: a tar.gz is read as one stream whose bytes are counted as they
+are decompressed, so a bomb in any member stops at the limit without the rest being
+decompressed; a zip's members an import does not read are counted by their declared size
+(they are never decompressed), the others as bytes are really written.
+:func:`check_archive` runs the same checks without writing anything, so a bad upload is
+refused before it is stored.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import IO, Literal
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "ArchiveKind",
     "UnsafeArchive",
     "check_archive",
+    "csv_files",
+    "is_csv_file",
     "problems_file",
     "unpack_archive",
 ]
@@ -61,8 +64,19 @@ class _Entry:
     size: int
 
 
+def is_csv_file(path: PurePath) -> bool:
+    """Is this a CSV file an import reads: a name ending ``.csv`` in any case
+    (``RESULTS.CSV`` too), in an archive as in a folder."""
+    return path.name.lower().endswith(".csv")
+
+
+def csv_files(folder: Path) -> list[Path]:
+    """The CSV files under ``folder`` (:func:`is_csv_file`), sorted by path."""
+    return sorted(path for path in folder.rglob("*") if is_csv_file(path))
+
+
 def _wanted(path: PurePosixPath) -> bool:
-    return path.suffix.lower() == ".csv" or path.name in PROBLEMS_FILES
+    return is_csv_file(path) or path.name in PROBLEMS_FILES
 
 
 def _safe_name(name: str, *, directory: bool = False) -> PurePosixPath:
@@ -210,8 +224,8 @@ def check_archive(data: bytes, kind: ArchiveKind, *, limit: int = MAX_UNPACKED_B
         declared += entry.size if entry.regular else 0  # every member, read or not
         if reader is not None:
             reader.close()
-            files += entry.name.lower().endswith(".csv")
             path = _safe_name(entry.name)
+            files += is_csv_file(path)
             if path in unpacked:
                 raise UnsafeArchive(f"{entry.name!r}: given twice")
             if path in folders or any(parent in unpacked for parent in path.parents):

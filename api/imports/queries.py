@@ -27,7 +27,12 @@ from sqlmodel import col
 from api.imports.jsonl import JsonlLine
 from api.imports.problems import ImportProblem
 from api.imports.report import BATCH, ImportAborted, ImportProgress, ImportReport, read_batches
-from api.imports.rows import jsonl_submission, sregym_grading, sregym_submission
+from api.imports.rows import (
+    jsonl_submission,
+    sregym_earlier_key,
+    sregym_grading,
+    sregym_submission,
+)
 from api.imports.sregym import SregymAttempt, kept_cells
 from judge.families import shared_family
 from judge.rubric import Rubric
@@ -301,6 +306,8 @@ class ImportQueries:
         submission.scenario_version = version
         assert submission.idempotency_key is not None
         known = self._known(session, actor, submission.idempotency_key)
+        if known is None and (earlier := sregym_earlier_key(attempt)) is not None:
+            known = self._known(session, actor, earlier)  # stored by an earlier version
         if known is not None:
             differs = self._attempt_difference(session, known, submission, attempt)
             if differs is not None:

@@ -35,7 +35,7 @@ _ENDED = ("done", "failed")
 
 def sregym_archive(directory: Path, problems: dict[str, str]) -> bytes:
     """The folder's CSV files and ``problems.jsonl`` as a tar.gz, in memory."""
-    from api.sregym_archive import PROBLEMS_FILES
+    from api.sregym_archive import PROBLEMS_FILES, csv_files
 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -44,7 +44,7 @@ def sregym_archive(directory: Path, problems: dict[str, str]) -> bytes:
             for k, v in problems.items()
         )
         _add(tar, PROBLEMS_FILES[0], lines.encode("utf-8"))
-        for path in sorted(directory.rglob("*.csv")):
+        for path in csv_files(directory):
             if path.is_file():
                 _add(tar, path.relative_to(directory).as_posix(), path.read_bytes())
     return buffer.getvalue()

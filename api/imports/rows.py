@@ -28,6 +28,7 @@ __all__ = [
     "jsonl_submission",
     "run_started_at",
     "screened",
+    "sregym_earlier_key",
     "sregym_grading",
     "sregym_key",
     "sregym_submission",
@@ -58,6 +59,27 @@ def sregym_key(where: str) -> str:
     return key if len(key) <= _MAX_KEY else f"sregym:sha256:{sha256_hex(where)}"
 
 
+def _where(attempt: SregymAttempt) -> str:
+    """Where the attempt was: its run, agent, problem and attempt; without an attempt
+    number, its file from the run folder on and its line (the same whatever folders the
+    results were packed under)."""
+    if attempt.attempt is None:
+        return f"{attempt.path}:{attempt.line}"
+    return f"{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"
+
+
+def sregym_earlier_key(attempt: SregymAttempt) -> str | None:
+    """The other key earlier versions stored the attempt under, if any: a row without an
+    attempt number was keyed by its file from the import's root (with the folders the
+    results were packed under) and its line. Looked up when its own key finds nothing,
+    so importing again what they stored stores nothing twice."""
+    if attempt.attempt is None:
+        file = attempt.source.rpartition(":")[0]  # ``source`` names the row's first line
+        earlier = sregym_key(f"{file}:{attempt.line}")
+        return earlier if earlier != sregym_key(_where(attempt)) else None
+    return None
+
+
 def sregym_submission(
     attempt: SregymAttempt, ground_truth: str, *, scenario_id: str | None, actor: str, at: datetime
 ) -> SubmissionRecord:
@@ -81,9 +103,6 @@ def sregym_submission(
     }
     if attempt.trace is not None:  # rows without one keep the keys they had
         content["trace"] = attempt.trace
-    where = f"{attempt.run}/{attempt.agent}/{attempt.problem_id}/attempt-{attempt.attempt}"
-    if attempt.attempt is None:
-        where = attempt.source
     return SubmissionRecord(
         id=new_id(),
         **screened(attempt.diagnosis),
@@ -97,7 +116,7 @@ def sregym_submission(
         attempt=attempt.attempt,
         metadata_=metadata,
         submitted_by=actor,
-        idempotency_key=sregym_key(where),
+        idempotency_key=sregym_key(_where(attempt)),
         request_hash=sha256_hex(canonical_json(content)),
         created_at=run_started_at(attempt.run) or at,
     )

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from api.imports.problems import ImportProblem
+from api.sregym_archive import csv_files
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.secrets import redact
@@ -124,7 +125,8 @@ class SregymAnswer:
 class SregymAttempt:
     """One attempt of one agent on one problem, as the CSV row says."""
 
-    #: ``relative/path.csv:LINE``
+    #: ``relative/path.csv:LINE``: the file from the import's root and the line the row
+    #: starts on (a quoted line break spans lines), for messages and the metadata
     source: str
     run: str
     agent: str
@@ -143,7 +145,8 @@ class SregymAttempt:
     #: the checklist is SREGym's default for a judge reply it could not parse: unscored
     judge_parse_failure: bool = False
     #: the CSV file from the run folder on (``<run>/<agent>/<problem_id>/x.csv``, whatever
-    #: folders the results were packed under) and the row's line in it
+    #: folders the results were packed under) and the row's line in it as stored (csv's
+    #: line number at the row's end: part of its kept row's and its key's identity)
     path: str = ""
     line: int = 0
     #: the file's header and every cell of the row as written, for a lossless export
@@ -155,7 +158,11 @@ class SregymAttempt:
 
 
 def _flag(value: str | None) -> bool:
-    return (value or "").strip().lower() in _TRUE
+    """Is a cell true: a word for true (``True``, ``yes``, ``1``, any case) or the number 1
+    however written (``1.0``: pandas writes a bool column with gaps as floats)? Any other
+    word or number (``0.0``, ``2``, ``maybe``) is false."""
+    text = (value or "").strip().lower()
+    return text in _TRUE or _number(text) == 1
 
 
 def _text(value: str | None) -> str:
@@ -198,7 +205,7 @@ def _answers(raw: Any) -> tuple[SregymAnswer, ...]:
             raise ValueError(f"checklist entry {entry!r} has no id or answer")
         if any(a.question_id == qid for a in answers):
             raise ValueError(f"checklist answers {qid!r} twice")
-        yes = said if isinstance(said, bool) else str(said).strip().lower() in _TRUE
+        yes = said if isinstance(said, bool) else _flag(str(said))
         confidence = _CONFIDENCE.get(str(entry.get("confidence", "")).strip().lower())
         evidence = redact(str(entry.get("evidence") or "")).text  # it may quote a credential
         answers.append(SregymAnswer(qid, yes, evidence, confidence))
@@ -463,13 +470,33 @@ def _attempt(
     )
 
 
+class _Lines:
+    """A file's lines as the CSV reader takes them, counted: ``first`` is the line the row
+    being read starts on (0 until it takes one; the blank lines the reader skips before a
+    row are no part of it). Set ``first`` to 0 before reading a row."""
+
+    def __init__(self, handle: Iterator[str]) -> None:
+        self._handle, self._count, self.first = handle, 0, 0
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._handle)
+        self._count += 1
+        if not self.first and line not in ("\n", "\r\n", "\r"):
+            self.first = self._count
+        return line
+
+
 def _csv_rows(
     root: Path,
-) -> Iterator[tuple[Path, csv.DictReader[str], dict[str, str]] | ImportProblem]:
-    """Every data row of every CSV under ``root`` with its file and its reader (whose
-    ``line_num`` and ``fieldnames`` describe the row until the next is read), or, for a
-    file that cannot be read on, a problem after the rows read before the fault."""
-    for path in sorted(root.rglob("*.csv")):
+) -> Iterator[tuple[Path, csv.DictReader[str], dict[str, str], int] | ImportProblem]:
+    """Every data row of every CSV under ``root`` with its file, its reader (whose
+    ``line_num``, the row's last line, and ``fieldnames`` describe the row until the next
+    is read) and the line it starts on; or, for a file that cannot be read on, a problem
+    after the rows read before the fault."""
+    for path in csv_files(root):
         relative = path.relative_to(root)
         try:
             # utf-8-sig: a byte order mark is no part of the first column's name; a byte
@@ -477,7 +504,8 @@ def _csv_rows(
             with path.open(newline="", encoding="utf-8-sig", errors="surrogateescape") as handle:
                 if csv.field_size_limit() < _CELL_LIMIT:  # the module's, for the process
                     csv.field_size_limit(_CELL_LIMIT)
-                reader = csv.DictReader(handle)
+                lines = _Lines(handle)
+                reader = csv.DictReader(lines)
                 twice = sorted(
                     {c for c in reader.fieldnames or () if (reader.fieldnames or ()).count(c) > 1}
                 )
@@ -486,8 +514,10 @@ def _csv_rows(
                         str(relative), f"the header names {', '.join(twice)} more than once"
                     )
                     continue
+                lines.first = 0
                 for row in reader:
-                    yield relative, reader, row
+                    yield relative, reader, row, lines.first
+                    lines.first = 0
         except (OSError, UnicodeDecodeError, csv.Error) as exc:
             yield ImportProblem(str(relative), f"cannot read: {exc}")
 
@@ -504,8 +534,8 @@ def read_sregym_folder(
         if isinstance(found, ImportProblem):
             yield found
             continue
-        relative, reader, row = found
-        source = f"{relative}:{reader.line_num}"
+        relative, reader, row, first = found
+        source = f"{relative}:{first}"  # where the row starts; its stored line is its end
         columns = tuple(reader.fieldnames or ())
         try:
             yield _attempt(source, relative, row, columns, reader.line_num, max_bytes=max_bytes)

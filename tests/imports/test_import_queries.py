@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from api.imports.jsonl import read_jsonl
 from api.imports.problems import ImportFileError, ImportProblem, read_problems
@@ -109,6 +112,85 @@ async def test_unknown_problems_and_unreadable_checklists_are_reported_with_file
     assert len(unreadable) == 2
     assert {v.grading.unscored_reason for v in unreadable} == {"sregym_checklist_unreadable"}
     assert any("'D1-Q1' twice" in (v.grading.detail or "") for v in unreadable)
+
+
+RUN = "2025-06-01_12-00-00"
+GEO = "misconfig_app_hotel_res-localization-1"
+ALL_YES = repr([{"id": f"D{d}-Q{q}", "answer": "Yes"} for d in (1, 2, 3) for q in (1, 2, 3)])
+
+
+def _csv(header: list[str], rows: list[list[str]]) -> str:
+    """A CSV file's text as SREGym's ``csv`` writer writes it (CRLF line ends)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+async def test_flags_written_as_numbers_are_read_as_sregym_meant_them(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """``Diagnosis.success``, ``timed_out`` and ``deploy_failed`` written as numbers (``1.0``,
+    as pandas writes a bool column that has gaps) are true as ``1`` and ``True`` are:
+    a success of ``1.0`` is a pass, a ``timed_out`` or ``deploy_failed`` of ``1.0`` is
+    that outcome; ``0.0`` is false."""
+    folder = tmp_path / "results" / RUN / "stratus" / GEO
+    folder.mkdir(parents=True)
+    header = ["problem_id", "attempt", "Diagnosis.submission", "Diagnosis.success",
+              "Diagnosis.checklist", "timed_out", "deploy_failed"]  # fmt: skip
+    diagnosis = "geo runs a wrong image tag"
+    rows = [
+        [GEO, "1", diagnosis, "1", ALL_YES, "", ""],
+        [GEO, "2", diagnosis, "1.0", ALL_YES, "0.0", "0.0"],
+        [GEO, "3", diagnosis, "True", ALL_YES, "", ""],
+        [GEO, "4", diagnosis, "0.0", ALL_YES, "", ""],
+        [GEO, "5", "", "", "", "1.0", "0.0"],
+        [GEO, "6", "", "", "", "", "1.0"],
+    ]
+    (folder / "results.csv").write_text(_csv(header, rows), newline="")
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(tmp_path / "results"), {GEO: PROBLEMS[GEO]}, rubric=sregym_rubric()
+    )
+    assert report.problems == [] and report.sregym_verdicts == 4
+    assert report.not_graded == {"timed_out": 1, "deploy_failed": 1}
+    with session_factory(engine)() as session:
+        query = select(col(SubmissionRecord.attempt), col(GradingRecord.passed)).join(
+            GradingRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id)
+        )
+        passed = {attempt: ok for attempt, ok in session.execute(query).all()}
+        outcomes = {
+            s.attempt: s.metadata_["import_outcome"]
+            for s in session.execute(select(SubmissionRecord)).scalars()
+        }
+    assert passed == {1: True, 2: True, 3: True, 4: False}
+    assert (outcomes[5], outcomes[6]) == ("timed_out", "deploy_failed")
+
+
+def test_a_row_spanning_lines_is_named_by_the_line_it_starts_on(tmp_path: Path) -> None:
+    """A row whose diagnosis holds quoted line breaks (as agents' diagnoses often do) is
+    named, refused or taken, by its file and the line it starts on, blank lines before it
+    not counted. Its kept row (``line``) is numbered by the line it ends on: the number
+    the rows and keys already stored know it by, so they are found when it is imported
+    again."""
+    folder = tmp_path / "results" / RUN / "stratus" / GEO
+    folder.mkdir(parents=True)
+    (folder / "results.csv").write_text(
+        "problem_id,attempt,Diagnosis.submission,TTL\r\n"
+        f'{GEO},1,"geo crashes:\nwrong image tag\nin the deployment",inf\r\n'  # lines 2-4
+        "\r\n"  # line 5, blank
+        f"{GEO},2,geo crashes,12.5\r\n"  # line 6
+        f'{GEO},3,"geo crashes:\r\nwrong image tag",9\r\n',  # lines 7-8
+        newline="",
+    )
+    read = list(read_sregym_folder(tmp_path / "results"))
+    refused = [r for r in read if isinstance(r, ImportProblem)]
+    taken = [r for r in read if isinstance(r, SregymAttempt)]
+    assert [(p.where.rsplit("/", 1)[-1], p.field) for p in refused] == [("results.csv:2", "TTL")]
+    assert [(a.source.rsplit("/", 1)[-1], a.line) for a in taken] == [
+        ("results.csv:6", 6),
+        ("results.csv:7", 8),
+    ]
 
 
 def test_a_problems_file_in_yaml_and_bad_ones(tmp_path: Path) -> None:

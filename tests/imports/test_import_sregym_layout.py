@@ -5,13 +5,16 @@ SREGym writes each attempt three times: alone in
 (every row of the agent so far: the rows of the problems run before it too) and in
 ``<agent>_ALL_results.csv`` at the top of the run folder. Each attempt is one submission
 of the agent and run of its file, whichever files it is read from, each file kept at its
-path from the run folder, whatever folders the results were packed under; an attempt
-judged and then timed out keeps SREGym's verdict; SREGym's default checklist for a judge
+path from the run folder, whatever folders the results were packed under (and a row
+without an attempt number keyed by that path and its line); an attempt judged and then
+timed out keeps SREGym's verdict; SREGym's default checklist for a judge
 reply it could not parse is an unscored grading, not a failed diagnosis.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from sqlalchemy import literal, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
+from api.imports import rows
 from api.imports.queries import ImportQueries
 from api.imports.report import ImportReport
 from api.imports.sregym import SregymAttempt, read_sregym_folder
@@ -204,3 +208,55 @@ async def test_rows_kept_under_a_top_folder_before_stand_for_the_same_files(
         assert (again.submissions, again.already_imported) == (0, 7)
         assert _kept_paths(engine) == kept
     assert all(path.startswith(f"results/{RUN}/") for path in kept)
+
+
+def _rows_without_attempt_numbers(results: Path) -> None:
+    """A file of P2's rows that name no attempt (no ``attempt`` column), the first with a
+    diagnosis spanning two lines."""
+    folder = results / RUN / "stratus" / P2
+    folder.mkdir(parents=True)
+    checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)  # CRLF line ends, as SREGym's writer writes them
+    writer.writerow(["problem_id", "Diagnosis.submission", "Diagnosis.success",
+                     "Diagnosis.checklist"])  # fmt: skip
+    writer.writerow([P2, "geo crashes:\r\nwrong image tag", "True", checklist])
+    writer.writerow([P2, "geo runs a wrong image tag", "True", checklist])
+    (folder / "results.csv").write_text(buffer.getvalue(), newline="")
+
+
+@pytest.mark.parametrize("first", ["contents", "top folder"])
+async def test_rows_without_an_attempt_number_are_one_import_however_packed(
+    store: Store, engine: Engine, tmp_path: Path, first: str
+) -> None:
+    """Rows that name no attempt are keyed by their file from the run folder on and their
+    line: the same results imported as the results folder's contents and again under one
+    top folder, in either order, are already imported the second time."""
+    _rows_without_attempt_numbers(tmp_path / "packed" / "results")
+    roots = {"contents": tmp_path / "packed" / "results", "top folder": tmp_path / "packed"}
+    second = "contents" if first == "top folder" else "top folder"
+    report = await _import(store, roots[first])
+    assert report.problems == [] and report.submissions == 2
+    again = await _import(store, roots[second])
+    assert (again.submissions, again.already_imported) == (0, 2)
+    assert len(_submissions(engine)) == 2
+
+
+async def test_rows_without_an_attempt_number_keyed_from_the_import_s_root_are_known(
+    store: Store, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row that names no attempt stored under its file from the import's root (with the
+    folders the results were packed under, as earlier versions keyed it) and its last
+    line is already imported when the same results are imported again so packed."""
+    _rows_without_attempt_numbers(tmp_path / "packed" / "results")
+    with monkeypatch.context() as patch:  # the key earlier versions stored
+        patch.setattr(rows, "_where", lambda a: f"{a.source.rpartition(':')[0]}:{a.line}")
+        await _import(store, tmp_path / "packed")
+    assert {s.idempotency_key for s in _submissions(engine)} == {
+        f"sregym:results/{RUN}/stratus/{P2}/results.csv:3",
+        f"sregym:results/{RUN}/stratus/{P2}/results.csv:4",
+    }
+    kept = _kept_paths(engine)
+    again = await _import(store, tmp_path / "packed")
+    assert (again.submissions, again.already_imported, again.conflicts) == (0, 2, [])
+    assert len(_submissions(engine)) == 2 and _kept_paths(engine) == kept

@@ -38,7 +38,7 @@ from storage.imports import ImportJobRecord, ImportUploadRecord
 from storage.keys import ServiceKey
 from tests.imports.jobs import finished, tar_gz
 from tests.storage.helpers import sregym_rubric
-from tests.support.sregym_results import write_sregym_results
+from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -122,6 +122,33 @@ async def test_an_uploaded_archive_is_imported_and_exports_back_file_for_file(
     assert exported.status_code == 200 and exported.headers["x-export-rows"] == "45"
     with zipfile.ZipFile(io.BytesIO(exported.content)) as zipped:
         assert {n: zipped.read(n) for n in zipped.namelist()} == _files(root)
+
+
+async def test_a_csv_file_named_in_capitals_is_imported_and_exported_by_its_name(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """A CSV file is one whose name ends ``.csv`` in any case: an archive holding only
+    ``RESULTS.CSV`` is accepted, its rows are imported and the SREGym export gives the
+    file back under its name."""
+    checklist = [{"id": f"D{d}-Q{q}", "answer": "Yes"} for d in (1, 2, 3) for q in (1, 2, 3)]
+    fixture = write_sregym_attempt(
+        tmp_path, checklist, diagnosis="geo runs a wrong tag", ground_truth="geo", success=True
+    )
+    [written] = [p for p in fixture.root.rglob("*") if p.is_file()]
+    name = written.relative_to(fixture.root).with_name("RESULTS.CSV").as_posix()
+    files = {name: written.read_bytes()}
+    archive = tar_gz({**files, "problems.jsonl": fixture.problems_file.read_bytes()})
+    assert check_archive(archive, "tar.gz") == 1
+    admin = await tokens("admin")
+    async with api_client() as client:
+        created = await client.post(IMPORTS, content=archive, headers={**admin, **TAR})
+        assert created.status_code == 202, created.text
+        job = await finished(client, created.headers["location"], admin)
+        exported = await client.get("/v1/exports/gradings", params=FOLDER, headers=admin)
+    assert job["state"] == "done" and job["errors"] == [], job
+    assert job["total"] == 1 and job["report"]["submissions"] == 1, job
+    with zipfile.ZipFile(io.BytesIO(exported.content)) as zipped:
+        assert {n: zipped.read(n) for n in zipped.namelist()} == files
 
 
 async def test_a_jsonl_stream_reports_its_bad_lines(api_client: Any, tokens: Any) -> None:
