@@ -10,7 +10,9 @@ Lock order: row locks first, the audit chain's lock last. On PostgreSQL an audit
 transaction holds the chain's advisory lock from its first append (``audit``) until it
 ends, so it must take no row lock after it: one that did would wait for a writer that
 holds that row and waits to audit, a deadlock PostgreSQL ends by aborting one of them.
-Lock (``FOR UPDATE``) or write every row the transaction will change, then audit.
+Lock (``FOR UPDATE``) or write every row the transaction will change, then audit. A
+transaction that writes and audits row after row collects its events in an
+:class:`AuditBatch` and appends them once every row is written.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from storage.canonical import utcnow
 from storage.engine import is_postgres, read_only, session_factory
 from storage.keys import ServiceKey
 
-__all__ = ["AuditSubscriber", "Database", "HeldRead", "hold_named_lock"]
+__all__ = ["AuditBatch", "AuditSubscriber", "Database", "HeldRead", "hold_named_lock"]
 
 #: hears the events of an audited transaction, inside it: ``(session, events, at=...)``,
 #: each event with ``event``, ``entity_type``, ``entity_id``, ``actor`` and ``payload``
@@ -56,6 +58,36 @@ def hold_named_lock(session: Session, *name: str) -> None:
     digest = hashlib.sha256("\0".join(name).encode()).digest()
     key = int.from_bytes(digest[:8], "big", signed=True)
     session.execute(select(func.pg_advisory_xact_lock(key)))
+
+
+class AuditBatch:
+    """Audit events a transaction collects as it writes (``Database.audit(..., into=)``),
+    appended in order with one ``Database.audit_many`` once all its rows are written: a
+    transaction writing many audited rows takes every row lock (a foreign key's too)
+    before the audit chain's lock."""
+
+    def __init__(self) -> None:
+        """No events yet."""
+        #: the events in order, as ``Database.audit_many`` takes them
+        self.events: list[dict[str, Any]] = []
+        #: event index -> the gradings it covers
+        self.covers: dict[int, Collection[str] | Mapping[str, str]] = {}
+        #: event index -> the records it covers
+        self.rows: dict[int, Sequence[RecordRow]] = {}
+
+    def add(
+        self,
+        event: dict[str, Any],
+        covers: Collection[str] | Mapping[str, str] = (),
+        rows: Sequence[RecordRow] = (),
+    ) -> None:
+        """Collect ``event`` after the others, covering ``covers`` and ``rows``."""
+        index = len(self.events)
+        self.events.append(event)
+        if covers:
+            self.covers[index] = covers
+        if rows:
+            self.rows[index] = rows
 
 
 class HeldRead:
@@ -196,6 +228,7 @@ class Database:
         payload: dict[str, Any],
         covers: Collection[str] | Mapping[str, str] = (),
         rows: Sequence[RecordRow] = (),
+        into: AuditBatch | None = None,
     ) -> None:
         """Append an audit event; call after the transaction's other writes and row
         locks (the module's lock order: it takes the audit chain's lock until commit).
@@ -209,11 +242,15 @@ class Database:
         submissions, scenarios and their versions, overrides, labels, tags, judge calls),
         as flushed record objects or ``(table, values written)``; the event carries each
         one's digest. The subscribers (see :meth:`subscribe`) hear the event in the same
-        transaction, without the digests.
+        transaction, without the digests. ``into``: the event is collected there instead,
+        to be appended with the batch's others (the digests read then).
         """
         fields = {"event": event, "entity_type": entity_type, "entity_id": entity_id}
-        events = [{**fields, "actor": actor, "payload": payload}]
-        self.audit_many(session, events, {0: covers}, {0: rows})
+        record = {**fields, "actor": actor, "payload": payload}
+        if into is not None:
+            into.add(record, covers, rows)
+        else:
+            self.audit_many(session, [record], {0: covers}, {0: rows})
 
     def audit_many(
         self,
@@ -228,15 +265,17 @@ class Database:
         ``payload``; ``covers`` maps an event's index to the gradings it covers, ``rows``
         to the records it covers.
         """
-        at = self.clock()
+        at, covers = self.clock(), covers or {}
+        # covers given as grading ids: their state as the session holds it, read in one go
+        ids = [i for c in covers.values() if not isinstance(c, Mapping) for i in c]
+        session.flush()
+        read = grading_digests(session, ids) if ids else {}
         stored = []
         for index, event in enumerate(events):
-            covered = (covers or {}).get(index) or ()
-            if isinstance(covered, Mapping):
-                digests: Mapping[str, str | None] = covered
-            else:  # grading ids: their state as the session holds it
-                session.flush()
-                digests = grading_digests(session, list(covered)) if covered else {}
+            covered = covers.get(index) or ()
+            digests: Mapping[str, str | None] = (
+                covered if isinstance(covered, Mapping) else {i: read[i] for i in covered}
+            )
             if digests:
                 event = {**event, "payload": {**event["payload"], COVERS: dict(digests)}}
             records = (rows or {}).get(index)

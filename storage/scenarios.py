@@ -21,7 +21,7 @@ from sqlmodel import col
 
 from storage.audit.records import RecordRow
 from storage.canonical import sha256_hex
-from storage.database import Database
+from storage.database import AuditBatch, Database
 from storage.errors import Conflict, NotFound, PreconditionFailed
 from storage.scenario_tables import DEFAULT_SCENARIO_SET, ScenarioVersionRecord
 from storage.tables import ScenarioRecord
@@ -133,13 +133,17 @@ class ScenarioRepository:
         except IntegrityError:
             raise Conflict(f"scenario {spec.id!r} already exists") from None
 
-    def ensure(self, session: Session, spec: ScenarioSpec, *, actor: str) -> int:
+    def ensure(
+        self, session: Session, spec: ScenarioSpec, *, actor: str, into: AuditBatch | None = None
+    ) -> int:
         """Register ``spec`` in the caller's transaction unless its id exists; then the
-        newest version whose ground truth is ``spec.ground_truth`` (0 when none is)."""
+        newest version whose ground truth is ``spec.ground_truth`` (0 when none is).
+        ``into``: a registration's audit event is collected there (``Database.audit``)."""
         values = self._row(spec, actor=actor)
         table = ScenarioRecord.__table__  # type: ignore[attr-defined]
         if self._db.insert_ignore(session, table, values):
-            self._first_version(session, ScenarioRecord(**values), spec.note, actor=actor)
+            record = ScenarioRecord(**values)
+            self._first_version(session, record, spec.note, actor=actor, into=into)
             return 1
         query = (
             select(col(ScenarioVersionRecord.version))
@@ -174,10 +178,16 @@ class ScenarioRepository:
         return record
 
     def _first_version(
-        self, session: Session, record: ScenarioRecord, note: str, *, actor: str
+        self,
+        session: Session,
+        record: ScenarioRecord,
+        note: str,
+        *,
+        actor: str,
+        into: AuditBatch | None = None,
     ) -> None:
         """Version 1 of ``record``'s ground truth, with the note it was registered with,
-        and its audit record."""
+        and its audit record (collected ``into`` a batch when one is given)."""
         first = ScenarioVersionRecord(
             scenario_id=record.id,
             version=1,
@@ -203,6 +213,7 @@ class ScenarioRepository:
                 **_truth_facts(record.ground_truth),
             },
             rows=[record, first],
+            into=into,
         )
 
     async def update(

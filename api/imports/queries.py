@@ -7,7 +7,10 @@ several of its files is one submission (already imported after the first). A row
 repeats an imported attempt's key (JSONL: its run, agent, model, problem and attempt)
 with other content is a conflict: left out and reported with where it was, the stored
 one kept. Rows are written in batches, one transaction each, every submission audited
-as ``submission.imported``. A batch the database refuses although every row passed the
+as ``submission.imported``: the batch's audit events (and those of the scenarios an
+SREGym import registers) are appended together once all its rows are written, since a
+row's foreign key locks its scenario (row locks before the audit chain's lock:
+``storage.database``). A batch the database refuses although every row passed the
 readers' checks is written again one row per transaction, so only the row to blame is
 refused and the job goes on.
 """
@@ -38,7 +41,7 @@ from judge.families import shared_family
 from judge.rubric import Rubric
 from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
-from storage.database import Database
+from storage.database import AuditBatch, Database
 from storage.errors import database_fault
 from storage.imports.tables import SregymOriginalRowRecord
 from storage.scenarios import ScenarioSpec
@@ -46,8 +49,9 @@ from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_
 
 __all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport"]
 
-#: stores one row (an item read, or a problem reading it) in an open transaction
-_RowWriter = Callable[[Session, Any, ImportReport], None]
+#: stores one row (an item read, or a problem reading it) in an open transaction, its
+#: audit events collected in the batch
+_RowWriter = Callable[[Session, Any, ImportReport, AuditBatch], None]
 
 
 def _refused_by_database(exc: BaseException) -> bool:
@@ -60,18 +64,24 @@ def _refused_by_database(exc: BaseException) -> bool:
 
 def _write_all(
     session: Session,
+    db: Database,
     write: _RowWriter,
     items: Iterable[Any],
     report: ImportReport,
     *,
     all_or_nothing: bool = False,
 ) -> None:
-    """Every item through ``write`` in ``session``'s transaction; ``all_or_nothing``:
-    ImportAborted (the transaction rolled back) when any of them is a problem."""
+    """Every item through ``write`` in ``session``'s transaction, then their audit events
+    in order (after every row: the lock order of ``storage.database``);
+    ``all_or_nothing``: ImportAborted (the transaction rolled back) when any of them is a
+    problem."""
+    audits = AuditBatch()
     for item in items:
-        write(session, item, report)
+        write(session, item, report, audits)
     if all_or_nothing and report.problems:
         raise ImportAborted(report.problems, conflicts=report.conflicts)
+    if audits.events:
+        db.audit_many(session, audits.events, audits.covers, audits.rows)
 
 
 def _where(item: Any) -> str:
@@ -201,14 +211,20 @@ class ImportQueries:
         }
         self._db.insert_ignore(session, table, values)
 
-    def _ensure_scenario(self, session: Session, scenario_id: str, truth: str) -> int | None:
-        """Register the problem as a scenario unless it exists; the version whose ground
-        truth is ``truth`` (None when the scenario never had it)."""
+    def _ensure_scenario(
+        self, session: Session, scenario_id: str, truth: str, audits: AuditBatch
+    ) -> int | None:
+        """Register the problem as a scenario unless it exists (its audit event collected
+        in ``audits``); the version whose ground truth is ``truth`` (None when the
+        scenario never had it)."""
         spec = ScenarioSpec(scenario_id, truth, tags=("sregym",))
-        version = self._catalog.scenarios.ensure(session, spec, actor="import:sregym")
+        scenarios = self._catalog.scenarios
+        version = scenarios.ensure(session, spec, actor="import:sregym", into=audits)
         return version or None
 
-    def _audit_import(self, session: Session, s: SubmissionRecord, **extra: Any) -> None:
+    def _audit_import(
+        self, session: Session, s: SubmissionRecord, audits: AuditBatch, **extra: Any
+    ) -> None:
         grading_id = extra.get("grading_id")
         payload = {
             "submission_id": s.id,
@@ -230,6 +246,7 @@ class ImportQueries:
             payload=payload,
             covers=[grading_id] if grading_id else (),
             rows=[s],
+            into=audits,
         )
 
     async def sregym(
@@ -247,7 +264,7 @@ class ImportQueries:
         line) for the SREGym export. ``progress`` is awaited after each committed batch.
         """
 
-        def write(session: Session, item: Any, report: ImportReport) -> None:
+        def write(session: Session, item: Any, report: ImportReport, audits: AuditBatch) -> None:
             report.rows += 1
             if isinstance(item, ImportProblem):
                 report.problems.append(item)
@@ -255,7 +272,7 @@ class ImportQueries:
                 message = f"problem {item.problem_id!r} is not in the problems file"
                 report.problems.append(ImportProblem(item.source, message, field="problem_id"))
             else:
-                self._import_attempt(session, item, problems, rubric, actor, report)
+                self._import_attempt(session, item, problems, rubric, actor, report, audits)
 
         report = ImportReport()
         async for batch in read_batches(attempts):
@@ -268,7 +285,7 @@ class ImportQueries:
         """The batch in one transaction; if the database refuses it, each row in its own."""
         mark = report.mark()
         try:
-            await self._db.run(_write_all, write, batch, report)
+            await self._db.run(_write_all, self._db, write, batch, report)
         except Exception as exc:
             if not _refused_by_database(exc):
                 raise
@@ -279,7 +296,7 @@ class ImportQueries:
     async def _write_row(self, item: Any, write: _RowWriter, report: ImportReport) -> None:
         mark = report.mark()
         try:
-            await self._db.run(write, item, report)
+            await self._db.run(_write_all, self._db, write, [item], report)
         except Exception as exc:
             if not _refused_by_database(exc):
                 raise
@@ -297,9 +314,10 @@ class ImportQueries:
         rubric: Rubric,
         actor: str,
         report: ImportReport,
+        audits: AuditBatch,
     ) -> None:
         truth, now = problems[attempt.problem_id], self._db.clock()
-        version = self._ensure_scenario(session, attempt.problem_id, truth)
+        version = self._ensure_scenario(session, attempt.problem_id, truth, audits)
         submission = sregym_submission(
             attempt, truth, scenario_id=attempt.problem_id, actor=actor, at=now
         )
@@ -337,7 +355,12 @@ class ImportQueries:
         report.submissions += 1
         session.flush()
         self._audit_import(
-            session, submission, source="sregym", outcome=attempt.outcome, grading_id=grading_id
+            session,
+            submission,
+            audits,
+            source="sregym",
+            outcome=attempt.outcome,
+            grading_id=grading_id,
         )
 
     async def jsonl(
@@ -361,7 +384,7 @@ class ImportQueries:
         ``progress`` is awaited after each committed batch.
         """
 
-        def write(session: Session, item: Any, report: ImportReport) -> None:
+        def write(session: Session, item: Any, report: ImportReport, audits: AuditBatch) -> None:
             report.rows += 1
             if isinstance(item, ImportProblem):
                 report.problems.append(item)
@@ -374,13 +397,13 @@ class ImportQueries:
                 )
                 report.problems.append(ImportProblem(f"line {item.line}", message, field="model"))
                 return
-            self._import_line(session, item, rubric, judge, actor, report)
+            self._import_line(session, item, rubric, judge, actor, report, audits)
 
         report = ImportReport()
         # all or nothing: one batch of every line, then one transaction
         async for batch in read_batches(lines, size=sys.maxsize if strict else BATCH):
             if strict:
-                await self._db.run(_write_all, write, batch, report, all_or_nothing=True)
+                await self._db.run(_write_all, self._db, write, batch, report, all_or_nothing=True)
             else:
                 await self._write_batch(batch, write, report)
             if report.submissions:
@@ -397,6 +420,7 @@ class ImportQueries:
         judge: tuple[str, str, str],
         actor: str,
         report: ImportReport,
+        audits: AuditBatch,
     ) -> None:
         item, now = line.submission, self._db.clock()
         truth, version = item.ground_truth, None
@@ -450,5 +474,5 @@ class ImportQueries:
         report.submissions += 1
         report.queued += 1
         self._audit_import(
-            session, submission, source="jsonl", line=line.line, grading_id=grading.id
+            session, submission, audits, source="jsonl", line=line.line, grading_id=grading.id
         )

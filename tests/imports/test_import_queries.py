@@ -13,14 +13,16 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
-from api.imports.jsonl import read_jsonl
+from api.imports.jsonl import JsonlLine, JsonlSubmission, read_jsonl
 from api.imports.problems import ImportFileError, ImportProblem, read_problems
 from api.imports.queries import ImportQueries
 from api.imports.report import ImportAborted
 from api.imports.sregym import SregymAttempt, read_sregym_folder
-from storage import GradingRecord, ScenarioRecord, Store, SubmissionRecord
+from storage import AuditRecord, GradingRecord, ScenarioRecord, Store, SubmissionRecord
 from storage.engine import session_factory
+from storage.scenarios import ScenarioSpec
 from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
+from tests.support.lock_waits import race_at_audit
 from tests.support.sregym_results import PROBLEMS, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -386,3 +388,79 @@ async def test_a_line_repeating_an_attempt_at_the_same_instant_is_not_a_created_
     assert report.submissions == 1
     assert report.conflicts == [], [(c.field, c.message) for c in report.conflicts]
     assert report.already_imported == 1
+
+
+def _audited(engine: Engine) -> list[tuple[str, str]]:
+    """The audit log's import and scenario-registration events, in order: (event, id)."""
+    events = ("submission.imported", "scenario.created")
+    with session_factory(engine)() as session:
+        query = select(AuditRecord).where(col(AuditRecord.event).in_(events))
+        rows = session.execute(query.order_by(col(AuditRecord.seq))).scalars()
+        return [(r.event, r.payload.get("scenario_id") or r.entity_id) for r in rows]
+
+
+async def test_a_jsonl_import_batch_while_an_admin_changes_a_scenario_of_a_later_line(
+    store: Store, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSONL import batch meets PUT /v1/scenarios/s2 holding the scenario of its second
+    line and about to audit: the batch writes every line (each line's submission locks its
+    scenario) before it audits any, so it waits for the change and both succeed, each line
+    audited in order."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    for sid in ("s1", "s2"):
+        await store.catalog.create_scenario(id=sid, ground_truth=f"truth {sid}", actor="admin")
+    lines = [
+        JsonlLine(n + 1, JsonlSubmission(diagnosis=f"diagnosis {n}", scenario_id=sid))
+        for n, sid in enumerate(["s1", "s2"])
+    ]
+    imports = ImportQueries(store.db, store.catalog)
+    _, report = await race_at_audit(
+        store,
+        monkeypatch,
+        "scenario.versioned",
+        store.scenarios.update(
+            ScenarioSpec("s2", "truth s2, corrected"), expected_revision=1, actor="admin"
+        ),
+        lambda: imports.jsonl(
+            lines, rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+        ),
+    )
+    assert (report.submissions, report.problems) == (2, [])
+    imported = [e for e in _audited(engine) if e[0] == "submission.imported"]
+    assert imported == [("submission.imported", "s1"), ("submission.imported", "s2")]
+
+
+async def test_an_sregym_import_batch_while_an_admin_changes_the_scenario_of_a_later_attempt(
+    store: Store, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SREGym import batch registers its first attempt's problem as a scenario, then
+    stores an attempt of a scenario that PUT /v1/scenarios/{id} holds and is about to
+    audit: the batch's audit events (the registration's too) come after all its rows,
+    so it waits for the change and both succeed, the events in the attempts' order."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    fixture = write_sregym_results(tmp_path)
+    problems = read_problems(fixture.problems_file)
+    read = [a for a in read_sregym_folder(fixture.root) if isinstance(a, SregymAttempt)]
+    first = read[0]
+    later = next(a for a in read if a.problem_id != first.problem_id)
+    await store.catalog.create_scenario(
+        id=later.problem_id, ground_truth=problems[later.problem_id], actor="admin"
+    )
+    imports = ImportQueries(store.db, store.catalog)
+    change = ScenarioSpec(later.problem_id, "a corrected ground truth")
+    _, report = await race_at_audit(
+        store,
+        monkeypatch,
+        "scenario.versioned",
+        store.scenarios.update(change, expected_revision=1, actor="admin"),
+        lambda: imports.sregym([first, later], problems, rubric=sregym_rubric()),
+    )
+    assert (report.submissions, report.problems) == (2, [])
+    assert _audited(engine) == [
+        ("scenario.created", later.problem_id),  # registered by the admin before
+        ("scenario.created", first.problem_id),
+        ("submission.imported", first.problem_id),
+        ("submission.imported", later.problem_id),
+    ]
