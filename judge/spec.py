@@ -114,13 +114,16 @@ def parse_judge_spec(text: str) -> JudgeSpec:
 
 def parse_panel(text: str) -> list[str]:
     """The member specs of a comma-separated panel, each validated and listed once; a
-    panel of no member (``","``) is refused, not read as no panel."""
+    panel of no member (``","``) is refused, not read as no panel.
+
+    Members are told apart by their parsed specs, so one judge spelled two ways (its
+    backend in capitals, a trailing ``/`` on its URL, a blank before its model) is
+    listed twice and refused: it would vote twice."""
     specs = [part.strip() for part in text.split(",") if part.strip()]
     if not specs:
         raise JudgeSpecError(f"a panel lists at least one judge spec; {SPEC_FORMS}")
-    for spec in specs:
-        parse_judge_spec(spec)
-    if len(set(specs)) != len(specs):
+    parsed = [parse_judge_spec(spec) for spec in specs]
+    if len(set(parsed)) != len(parsed):
         raise JudgeSpecError("a panel lists each judge once")
     if len(panel_model(specs)) > MAX_MODEL_CHARACTERS:  # what its gradings record as model
         raise JudgeSpecError(

@@ -180,6 +180,8 @@ def test_a_panel_setting_is_validated() -> None:
         Settings(panel="openai:a,nonsense")
     with pytest.raises(ValidationError, match="once"):
         Settings(panel=f"{LOCAL},{LOCAL}")
+    with pytest.raises(ValidationError, match="once"):  # the same judge, spelled otherwise
+        Settings(panel=f"{LOCAL},OpenAI:local@http://127.0.0.1:9/v1/")
     assert Settings(panel=f" {LOCAL} , {CLOUD} ").panel_specs == [LOCAL, CLOUD]
 
 

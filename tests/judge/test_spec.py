@@ -69,6 +69,22 @@ def test_panels_list_each_valid_judge_once() -> None:
         parse_panel(",".join(f"ollama:{n}{'m' * 60}" for n in range(5)))
 
 
+@pytest.mark.parametrize(
+    "panel",
+    [
+        "openai:local@http://127.0.0.1:9/v1,OpenAI:local@http://127.0.0.1:9/v1",
+        "openai:local@http://127.0.0.1:9/v1,openai:local@http://127.0.0.1:9/v1/",
+        "openai:local,openai: local",
+    ],
+)
+def test_a_panel_lists_each_judge_once_however_it_is_spelled(panel: str) -> None:
+    """One judge written two ways (its backend's case, a trailing slash on its URL, a
+    blank before its model) is still one judge: a panel listing it twice is refused, so
+    no judge's votes count twice in the majority."""
+    with pytest.raises(JudgeSpecError, match="each judge once"):
+        parse_panel(panel)
+
+
 def test_a_spec_or_model_longer_than_a_grading_records_is_refused() -> None:
     with pytest.raises(JudgeSpecError, match="model name holds at most 256"):
         parse_judge_spec("ollama:" + "m" * 257)
