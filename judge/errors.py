@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from judge.calls import Attempt
 
 __all__ = [
+    "RETRY_LATER",
     "ContextOverflow",
     "FeatureRefused",
     "InputError",
@@ -139,3 +140,11 @@ class JudgeAuthError(JudgeCallError):
     """The judge refused our credentials."""
 
     code = "judge_auth"
+
+
+#: the codes of the judge failures that retrying later can fix (the judge is away, busy
+#: or slow, or refuses the service's key until it is rotated): the service keeps such a
+#: grading pending and tries it again; any other failure leaves it unscored
+RETRY_LATER = frozenset(
+    {JudgeUnavailable.code, JudgeTimeout.code, JudgeRateLimited.code, JudgeAuthError.code}
+)

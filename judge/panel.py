@@ -12,7 +12,8 @@ model and a cloud model, say). Every member and sample grades on its own
 - every vote is kept (``GradingResult.votes``) with the index of its judge call.
 
 A vote needs every voter: when any member or sample is unscored, so is the grading,
-with that reason (a judge that is away keeps the grading pending in the service).
+with the reason of a judge that is away (``judge.errors.RETRY_LATER``: the service
+keeps the grading pending) if any, else of the first unscored voter.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from judge.calls import JudgeCall
+from judge.errors import RETRY_LATER
 from judge.grader import Grader, screened
 from judge.inputs import check_text
 from judge.review_reasons import ReviewReason
@@ -146,19 +148,30 @@ def _unscored(
     calls: list[JudgeCall],
     votes: list[Vote],
 ) -> GradingResult | None:
-    """The combined result when any voter is unscored, else None."""
-    for (spec, sample), result in zip(voters, results, strict=True):
-        if result.status == "unscored":
-            who = spec if sample == 0 else f"{spec} sample {sample}"
-            return result.model_copy(
-                update={
-                    "detail": f"{who}: {result.detail or result.unscored_reason}",
-                    "calls": tuple(calls),
-                    "votes": tuple(votes),
-                    "answers": (),
-                }
-            )
-    return None
+    """The combined result when any voter is unscored, else None.
+
+    It is unscored as a voter whose judge is away (``RETRY_LATER``: the service keeps
+    the grading pending and asks again) if there is one, else as the first unscored
+    voter, whatever order the panel lists its judges in; its detail names every
+    unscored voter, that one first."""
+    unscored = [
+        (spec if sample == 0 else f"{spec} sample {sample}", result)
+        for (spec, sample), result in zip(voters, results, strict=True)
+        if result.status == "unscored"
+    ]
+    if not unscored:
+        return None
+    unscored.sort(key=lambda voter: voter[1].unscored_reason not in RETRY_LATER)  # stable
+    chosen = unscored[0][1]
+    detail = "; ".join(f"{who}: {r.detail or r.unscored_reason}" for who, r in unscored)
+    return chosen.model_copy(
+        update={
+            "detail": detail,
+            "calls": tuple(calls),
+            "votes": tuple(votes),
+            "answers": (),
+        }
+    )
 
 
 def _combined_answer(question_id: str, results: Sequence[GradingResult]) -> tuple[Answer, bool]:

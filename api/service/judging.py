@@ -18,7 +18,7 @@ from judge.backends.base import JudgeBackend
 from judge.batch import BatchAnswers
 from judge.cache import DigestKeyedCache
 from judge.calls import Completion
-from judge.errors import JudgeSpecError
+from judge.errors import RETRY_LATER, JudgeSpecError
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
 from judge.review_reasons import ReviewReason
@@ -38,8 +38,6 @@ __all__ = [
     "waiting_code",
 ]
 
-#: judge failures that leave a grading pending, retried later, instead of unscored
-RETRY_LATER = frozenset({"judge_unavailable", "judge_timeout", "judge_rate_limited", "judge_auth"})
 #: codes that say more than the failure's own: a refused credential is fixed by rotating
 #: the key, and the gradings wait for it
 _WAITING_CODES = {"judge_auth": "judge_auth_failed"}

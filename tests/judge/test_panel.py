@@ -8,6 +8,7 @@ import pytest
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
+from judge.errors import JudgeUnavailable
 from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember, combine_votes
 from judge.retry import RetryPolicy
@@ -106,6 +107,29 @@ async def test_an_unscored_voter_makes_the_grading_unscored_with_every_call(
     assert result.detail is not None and result.detail.startswith("scripted:bad")
     assert len(result.calls) == 3
     assert result.judge_backend == "panel"
+
+
+@pytest.mark.parametrize("order", [("garbage", "away"), ("away", "garbage")])
+async def test_a_member_away_keeps_the_grading_pending_whatever_the_panel_order(
+    rubric: Rubric, order: tuple[str, str]
+) -> None:
+    """With one member unreachable and another replying what cannot be read, the
+    grading is unscored as the judge being away (which the service keeps pending and
+    asks again), whichever the panel lists first; its detail names both members."""
+    refusals = [JudgeUnavailable("connection refused") for _ in range(10)]
+    away = ScriptedBackend(refusals, model="away")
+    members = {
+        "garbage": _member(
+            "scripted:garbage", ScriptedBackend(["not json", "still not json"], model="garbage")
+        ),
+        "away": _member("scripted:away", away),
+    }
+    panel = PanelGrader([members[name] for name in order])
+    result = await panel.grade(rubric, TRUTH, DIAGNOSIS)
+    assert result.status == "unscored"
+    assert result.unscored_reason == "judge_unavailable", order
+    assert result.detail is not None and result.detail.startswith("scripted:away")
+    assert "scripted:garbage" in result.detail
 
 
 def _reply_for_d1q2(answer: str, quote: str) -> str:
