@@ -445,10 +445,14 @@ class GradingWorkers:
             await services.backends.follow_digests(claim.judge_spec, result.calls)
         except Exception:  # the identity is checked again with the next grading
             log.exception("checking the model digest of %s failed", claim.judge_spec)
-        if result.calls:
-            failed = result.unscored_reason in RETRY_LATER
-            reason = waiting_code(result.unscored_reason) if failed else None
-            for spec in member_specs(claim.judge_spec):
+        # each judge's health from its own calls: a panel member is failing when its
+        # last call failed in a way retrying later fixes, whatever became of the others'
+        for spec in member_specs(claim.judge_spec):
+            calls = services.backends.calls_of(spec, result.calls)
+            if calls:
+                failure = calls[-1].error_code
+                failed = failure in RETRY_LATER
+                reason = waiting_code(failure) if failed else None
                 services.backends.record(spec, ok=not failed, reason=reason)
         return result
 

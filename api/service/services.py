@@ -177,15 +177,21 @@ class BackendPool:
             self._limits[key] = asyncio.Semaphore(self._settings.judge_concurrency)
         return self._limits[key]
 
+    def calls_of(self, spec_text: str, calls: Sequence[JudgeCall]) -> list[JudgeCall]:
+        """Those of a grading's ``calls`` (a panel's are all its members') that went to
+        the judge of ``spec_text``: the calls naming its backend, model and base URL."""
+        backend = self.limited(spec_text)
+        judge = (backend.name, backend.model, backend.base_url)
+        return [call for call in calls if (call.backend, call.model, call.base_url) == judge]
+
     async def follow_digests(self, judge_spec: str, calls: Sequence[JudgeCall]) -> None:
         """After a grading by ``judge_spec`` (one judge or a panel): note its calls'
         fingerprints and make sure each judge's digest is known, so that a model
         replaced behind a name is seen whether or not the judge cache was asked."""
         for member in member_specs(judge_spec):
             backend = self.limited(member)
-            for call in calls:
-                mine = (call.backend, call.model) == (backend.name, backend.model)
-                if mine and call.completion is not None and not call.cached:
+            for call in self.calls_of(member, calls):
+                if call.completion is not None and not call.cached:
                     self.digests.observe(backend, call.completion.fingerprint)
             await asyncio.wait_for(self.digests.current(backend), timeout=10)
 

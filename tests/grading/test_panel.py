@@ -15,6 +15,7 @@ from api.grading import workers
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
+from judge.errors import JudgeUnavailable
 from storage.tables import GradingRecord, JudgeCallRecord
 from tests.support.submissions import first_set
 from tests.web.conftest import sign_in
@@ -151,6 +152,30 @@ async def test_readiness_asks_every_panel_member(api_client: Any) -> None:
         "openai:local",
         "openai:cloud",
     ]
+
+
+async def test_readiness_fails_only_the_panel_member_that_is_away(
+    api_client: Any, tokens: Any
+) -> None:
+    """After a grading waits for a panel's member that cannot be reached, ``/readyz``
+    says that member is failing and the one that answered every call is not."""
+    agent = await tokens("submitter")
+    refusals = [JudgeUnavailable("connection refused") for _ in range(20)]
+    backends = {LOCAL: _judge(set(IDS), "local"), CLOUD: ScriptedBackend(refusals, model="cloud")}
+    async with api_client(
+        judge=LOCAL, panel=f"{LOCAL},{CLOUD}", backends=backends, judge_max_attempts=1
+    ) as client:
+        response = await client.post(
+            "/v1/submissions?wait=0.2",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=agent,
+        )
+        grading = await first_set(client, response.headers["location"], agent, "pending_reason")
+        assert grading["pending_reason"].startswith("judge_unavailable")
+        ready = (await client.get("/readyz")).json()
+    members = {m["judge"]: m for m in ready["judge"]["members"]}
+    assert members["openai:cloud"]["ok"] is False
+    assert members["openai:local"]["ok"] is True, members["openai:local"]
 
 
 async def test_the_asking_setting_overrides_the_rubric(
