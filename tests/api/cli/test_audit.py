@@ -146,7 +146,7 @@ async def test_a_damaged_default_checkpoint_file_is_a_broken_check(
     target = checkpoint_target(Settings(database_url=database_url))
     assert target is not None
     assert (await audit(database_url, "checkpoint")).exit_code == 0
-    Path(target).write_text(damage)
+    await asyncio.to_thread(Path(target).write_text, damage)
     done = await audit(database_url, "verify")
     assert done.exit_code == 1, done.output
     assert "audit chain intact" in done.output
