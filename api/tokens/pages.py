@@ -4,8 +4,11 @@ The sign-in form is protected by a signed token bound to a pre-session: the form
 sets a random pre-session id in an HttpOnly cookie and puts in the form a token made of
 its time of issue and an HMAC, keyed with the service key, of that id and time. A
 sign-in is taken only with a token made for the cookie it comes with, and younger than
-:data:`LOGIN_FORM_LIFETIME`: a page of another site (or one that can set cookies for
-this host) cannot make one, as it could the value of an unsigned double submit.
+:data:`LOGIN_FORM_LIFETIME`: no one can make one up, as they could the value of an
+unsigned double submit. Anyone can fetch a pair for themselves, though, and a sibling
+host can plant its cookie in a victim's browser: so the form is taken only from a page
+of this origin, as the browser says (``check_same_origin``), or a page of another
+site could sign its visitor in as someone else.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from api.web.pages import page
 from api.web.sessions import (
     SESSION_LIFETIME,
     SignedIn,
+    check_same_origin,
     session_cookie,
     sign_in,
     signed_in,
@@ -121,7 +125,9 @@ async def login_submit(
     services: NamedDependency[Services],
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect | Template:
-    """Exchange the token for a session cookie and go on; the form again when refused."""
+    """Exchange the token for a session cookie and go on; the form again when refused
+    (403 without it when another site's page sent it)."""
+    check_same_origin(request)
     next_path = safe_next(data.get("next"))
     key = services.store.db.key
     pre_session = request.cookies.get(LOGIN_CSRF_COOKIE, "")

@@ -3,7 +3,8 @@
 The browser holds only a random session id in an HttpOnly, SameSite=Strict cookie
 (Secure when the request came over TLS); the database holds its hash, its token and
 its CSRF token. Every unsafe request must send that CSRF token back, as the ``_csrf``
-form field or the ``X-CSRF-Token`` header.
+form field or the ``X-CSRF-Token`` header, and come from a page of this origin, as the
+browser says (:func:`check_same_origin`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hmac
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from litestar import Request
 from litestar.connection import ASGIConnection
@@ -30,6 +32,7 @@ __all__ = [
     "SESSION_LIFETIME",
     "SignedIn",
     "check_csrf",
+    "check_same_origin",
     "principal_of",
     "session_cookie",
     "sign_in",
@@ -43,6 +46,10 @@ CSRF_HEADER = "x-csrf-token"
 #: a session ends this long after sign-in at the latest
 SESSION_LIFETIME = timedelta(hours=12)
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+#: what ``Sec-Fetch-Site`` says of a request made by a page of this origin, or by the
+#: user (a bookmark, the address bar)
+_OWN_SITE = frozenset({"same-origin", "none"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +111,46 @@ async def check_csrf(request: Request[Any, Any, Any], expected: str) -> None:
         raise PermissionDeniedException("the form's CSRF token is missing or out of date")
 
 
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    """``url``'s scheme, host and port (the scheme's default when none is written); None
+    for no origin at all (``null``, or text that is no URL)."""
+    try:
+        parts = urlsplit(url.strip())
+        scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
+    except ValueError:  # a port that is no number, or out of range
+        return None
+    if not scheme or not host:
+        return None
+    return scheme, host, port if port is not None else _DEFAULT_PORTS.get(scheme)
+
+
+def check_same_origin(request: Request[Any, Any, Any]) -> None:
+    """403 unless an unsafe request came from a page of this origin, as the browser says.
+
+    A browser's ``Sec-Fetch-Site`` decides when sent: ``same-origin`` or ``none`` pass,
+    anything else (``same-site``: a sibling host; ``cross-site``) is refused. A browser
+    that sends none is judged by its ``Origin``: it must be the app's own
+    ``scheme://host[:port]``, as the request reached the app (behind a reverse proxy, the
+    ``Host`` it passes on and the scheme its trusted ``X-Forwarded-Proto`` names, the same
+    origin the session cookie's ``Secure`` follows). A request with neither header comes
+    from no browser (a script, a test client): it carries no cookie a browser attached
+    behind its user's back."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        if fetch_site.strip().lower() in _OWN_SITE:
+            return
+        raise PermissionDeniedException("this form was sent from a page of another site")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return
+    own = _origin(f"{request.url.scheme}://{request.url.netloc}")
+    if own is None or _origin(origin) != own:
+        raise PermissionDeniedException("this form was sent from a page of another origin")
+
+
 def web_require(role: Role) -> Guard:
-    """A guard: a live session of ``role`` or higher, and on unsafe methods its CSRF token."""
+    """A guard: a live session of ``role`` or higher, and on unsafe methods a page of this
+    origin (:func:`check_same_origin`) sending its CSRF token."""
 
     async def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
         who = await _resolve(connection)
@@ -114,6 +159,7 @@ def web_require(role: Role) -> Guard:
         if not isinstance(connection, Request):  # a page's guard: no websocket gets by
             raise PermissionDeniedException("not a request")
         if connection.method not in _SAFE:
+            check_same_origin(connection)
             await check_csrf(connection, who.csrf)
 
     return guard

@@ -177,6 +177,61 @@ async def test_the_sign_in_token_is_signed_for_its_own_pre_session(
         assert taken.status_code == 303
 
 
+async def test_a_form_another_sites_page_sent_opens_no_session_and_changes_nothing(
+    api_client: Any, tokens: Any
+) -> None:
+    """Anyone can fetch a sign-in form's (cookie, token) pair for themselves, and a
+    sibling host (evil.example.com beside judge.example.com) can plant that cookie in a
+    visitor's browser and post the form with the matching token and its own API token.
+    The form is taken only from a page of this origin: the browser's Sec-Fetch-Site must
+    say same-origin (or none, the user's own navigation), or, from a browser that sends
+    none, its Origin must be the app's own. Refused: 403, no session cookie. A signed-in
+    session's forms are held to the same."""
+    attacker, ada = await tokens("adjudicator", "Mallory"), await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+
+        async def sent_from(headers: dict[str, str], who: dict[str, str] = attacker) -> Any:
+            """A fresh form, fetched by the attacker, posted with ``headers``."""
+            form = await client.get("/login")  # the attacker's own visit
+            pre_session, token = form.cookies.get(LOGIN_CSRF_COOKIE), csrf_of(form.text)
+            assert pre_session
+            client.cookies.clear()  # the visitor's browser, the cookie planted in it
+            client.cookies.set(LOGIN_CSRF_COOKIE, pre_session, path="/login")
+            return await client.post(
+                "/login",
+                data={"token": _token(who), "_csrf": token, "next": "/queue"},
+                headers=headers,
+                follow_redirects=False,
+            )
+
+        for refused_from in (
+            {"Origin": "https://evil.example.com", "Sec-Fetch-Site": "same-site"},
+            {"Origin": "https://evil.example.com", "Sec-Fetch-Site": "cross-site"},
+            {"Origin": "https://evil.example.com"},  # a browser that sends no Sec-Fetch-Site
+            {"Origin": "http://testserver.local:8080"},  # another port: another origin
+            {"Origin": "https://testserver.local"},  # another scheme
+            {"Origin": "null"},  # an opaque origin: a sandboxed frame, a data: page
+        ):
+            refused = await sent_from(refused_from)
+            assert refused.status_code == 403, (refused_from, refused.status_code)
+            assert "srej_session" not in refused.headers.get("set-cookie", ""), refused_from
+        for own in (
+            {"Origin": "http://testserver.local", "Sec-Fetch-Site": "same-origin"},
+            {"Origin": "http://TestServer.local:80"},  # the same origin, written otherwise
+            {"Sec-Fetch-Site": "none"},  # the user's own navigation
+            {},  # no browser at all: a script
+        ):
+            taken = await sent_from(own, ada)
+            assert taken.status_code == 303, (own, taken.text)
+        csrf = csrf_of((await client.get("/gradings")).text)
+        cross = {"Origin": "https://evil.example.com", "Sec-Fetch-Site": "cross-site"}
+        out = await client.post(
+            "/logout", data={"_csrf": csrf}, headers=cross, follow_redirects=False
+        )
+        assert out.status_code == 403
+        assert (await client.get("/gradings", follow_redirects=False)).status_code == 200
+
+
 @pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/", "/\\evil"])
 async def test_after_sign_in_the_browser_stays_on_this_host(
     api_client: Any, tokens: Any, target: str
