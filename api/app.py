@@ -137,7 +137,7 @@ def route_handlers() -> list[HTTPRouteHandler]:
 def page_handlers() -> list[HTTPRouteHandler]:
     """Every page of the workbench."""
     from api.adjudication.grading_pages import grading_list, grading_page, override_from_page
-    from api.adjudication.label_pages import label_form, label_submit
+    from api.adjudication.label_pages import label_form, label_saved, label_submit
     from api.adjudication.queue_pages import (
         assign_from_page,
         finish_from_page,
@@ -175,6 +175,7 @@ def page_handlers() -> list[HTTPRouteHandler]:
         override_from_page,
         label_form,
         label_submit,
+        label_saved,
         tag_from_page,
         untag_from_page,
         reports_page,

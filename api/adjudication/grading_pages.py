@@ -17,7 +17,7 @@ from api.adjudication.grading_view import changed_since, grading_page_context, v
 from api.adjudication.queue_pages import carried_walk
 from api.adjudication.submitter_view import submitter_page_context
 from api.adjudication.use_cases import append_override, claim_review, grading_page_parts
-from api.service.presenters import full_grading, read_grading, readable_gradings
+from api.service.presenters import readable_gradings
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
 from api.web.pages import page
@@ -26,7 +26,7 @@ from storage import GradingFilter
 from storage.errors import Conflict, PreconditionFailed
 from storage.search import InvalidSearch, parse_search
 
-__all__ = ["grading_list", "grading_page", "override_from_page"]
+__all__ = ["grading_list", "grading_page", "override_from_page", "render_grading_page"]
 
 #: the verdict labels a page shows (``grading_view.verdict_label``)
 VERDICT_LABELS = frozenset({"PASS", "FAIL", "HELD", "UNSCORED", "PENDING"})
@@ -34,7 +34,7 @@ VERDICT_LABELS = frozenset({"PASS", "FAIL", "HELD", "UNSCORED", "PENDING"})
 _SAVED = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 
 
-async def _render(
+async def render_grading_page(
     services: Services,
     who: SignedIn,
     grading_id: str,
@@ -43,10 +43,17 @@ async def _render(
     claim_note: str = "",
     pending: dict[str, str] | None = None,
     error: str = "",
-    conflict: list[Any] | None = None,
+    stale: tuple[int, set[str]] | None = None,
+    tag_sent: dict[str, str] | None = None,
+    tag_error: tuple[str, str] | None = None,
     saved: str | None = None,
     was: str | None = None,
 ) -> Template:
+    """The grading's page as ``who`` may see it, read in one snapshot. A form it refused
+    comes back filled in: ``pending`` (an override, with ``error``), ``stale`` (an override
+    sent from the page at that revision, with the overrides it showed: what changed
+    since is listed) or ``tag_sent`` (a failure tag, with ``tag_error``: the field at
+    fault and why)."""
     principal = who.principal
     parts = await grading_page_parts(services, principal, grading_id)  # one snapshot
     grading, rubric = parts.grading, parts.rubric
@@ -74,8 +81,14 @@ async def _render(
         was=was,
         pending=pending or {},
         error=error,
-        conflict=conflict or [],
-        conflicted=conflict is not None,
+        conflict=(
+            changed_since(grading, parts.history, revision=stale[0], seen=stale[1])
+            if stale is not None
+            else None
+        ),
+        tag_sent=tag_sent or {},
+        tag_error_field=tag_error[0] if tag_error else "",
+        tag_error=tag_error[1] if tag_error else "",
         can_override=principal.at_least("adjudicator"),
     )
 
@@ -105,7 +118,9 @@ async def grading_page(
             note = f"Being reviewed by someone else: {exc}"
     confirmed = saved if saved and _SAVED.fullmatch(saved) else None
     before = was if was in VERDICT_LABELS else None
-    return await _render(services, who, grading_id, claim_note=note, saved=confirmed, was=before)
+    return await render_grading_page(
+        services, who, grading_id, claim_note=note, saved=confirmed, was=before
+    )
 
 
 def _override_request(form: dict[str, str]) -> OverrideCreate:
@@ -144,21 +159,17 @@ async def override_from_page(
         revision = int(data.get("revision", ""))
     except (ValidationError, ValueError) as exc:
         error = _problem(exc) if isinstance(exc, ValidationError) else "revision: not a number"
-        return await _render(services, who, grading_id, status_code=422, pending=data, error=error)
+        return await render_grading_page(
+            services, who, grading_id, status_code=422, pending=data, error=error
+        )
     try:
         await append_override(
             services, who.principal, grading_id, request, expected_revision=revision
         )
     except PreconditionFailed:
-        fresh = full_grading(await read_grading(services, who.principal, grading_id))
         seen = {s for s in data.get("seen", "").split(",") if s}
-        return await _render(
-            services,
-            who,
-            grading_id,
-            status_code=409,
-            pending=data,
-            conflict=changed_since(fresh, seen),
+        return await render_grading_page(
+            services, who, grading_id, status_code=409, pending=data, stale=(revision, seen)
         )
     # back at the card just overridden, which says it was saved and how the verdict moved
     params = {"saved": request.question_id or "verdict"}

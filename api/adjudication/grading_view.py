@@ -14,9 +14,11 @@ from judge.review_reasons import hold_explanation
 from judge.rubric import Rubric
 
 __all__ = [
+    "Changes",
     "GroundTruthView",
     "QuestionRow",
     "QuoteState",
+    "TagChange",
     "changed_since",
     "grading_page_context",
     "quote_state",
@@ -187,6 +189,46 @@ def grading_page_context(
     }
 
 
-def changed_since(grading: GradingPublic, seen: set[str]) -> list[OverridePublic]:
-    """The overrides someone added after the page that sent ``seen`` was rendered."""
-    return [o for o in grading.overrides if o.id not in seen]
+#: the audit events of a failure tag added to or removed from a grading, and what they say
+_TAG_EVENTS = {"grading.tagged": "added", "grading.untagged": "removed"}
+
+
+@dataclass(frozen=True, slots=True)
+class TagChange:
+    """A failure tag someone added to the grading or removed from it."""
+
+    tag: str
+    #: ``added`` or ``removed``
+    change: str
+    #: who, by name
+    by: str
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What someone changed on a grading since a page showed it: the overrides they
+    added and the failure tags they added or removed. Neither: the grading itself changed
+    (its judge's result came in, a regrade superseded it), which its history shows."""
+
+    overrides: list[OverridePublic]
+    tags: list[TagChange]
+
+
+def changed_since(
+    grading: GradingPublic, history: list[dict[str, Any]], *, revision: int, seen: set[str]
+) -> Changes:
+    """What changed since a page showed the grading at ``revision`` with the overrides
+    ``seen``: the overrides not among them, and the failure tags added or removed after
+    that revision, from the grading's audit ``history`` (as ``history_in`` gives it: each
+    tag event names the revision it moved the grading to)."""
+    tags = []
+    for event in history:
+        change, payload = _TAG_EVENTS.get(event["event"]), event["payload"]
+        moved_to = payload.get("revision")
+        if change is None or not isinstance(moved_to, int) or moved_to <= revision:
+            continue
+        note = payload.get("note") if change == "added" else ""
+        tag = TagChange(str(payload.get("tag")), change, event["actor_name"], str(note or ""))
+        tags.append(tag)
+    return Changes([o for o in grading.overrides if o.id not in seen], tags)

@@ -1,21 +1,29 @@
 """Blind labelling: the ground truth, the diagnosis and the nine questions, without the
-judge's answers; after saving, the judge's answers beside yours with disagreements marked.
-A held pass takes no labels (a verdict override decides it): its page says so and offers
-no form. The walk through the queue (``q.``) goes along from the form to the result."""
+judge's answers; once saved, the judge's answers beside yours with disagreements marked,
+on a page of its own the form's POST leads to (303), so a refresh reads the labels
+saved and sends nothing again. A held pass takes no labels (a verdict override decides
+it): its page says so and offers no form. The walk through the queue (``q.``) goes along
+from the form to the result."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from urllib.parse import urlencode
 
 from litestar import Request, get, post
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
-from litestar.response import Template
+from litestar.response import Redirect, Template
 
 from api.adjudication.grading_view import grading_page_context, verdict_label
 from api.adjudication.queue_pages import carried_walk
-from api.adjudication.use_cases import claim_review, graded_truth_shown, label_grading
+from api.adjudication.use_cases import (
+    claim_review,
+    graded_truth_shown,
+    label_grading,
+    own_blind_labels,
+)
 from api.service.presenters import full_grading, render_grading, rubric_shown
 from api.service.schemas import GradingPublic
 from api.service.services import Services
@@ -30,7 +38,7 @@ if TYPE_CHECKING:
     from judge.rubric import Rubric
     from storage import GradingView
 
-__all__ = ["label_form", "label_submit"]
+__all__ = ["label_form", "label_saved", "label_submit"]
 
 
 def _shown(
@@ -78,21 +86,28 @@ async def label_form(
     return page("label.html", who, claim_note=note, walk=walk, sent={}, **context)
 
 
+def _label_path(grading_id: str, walk: dict[str, str], *, saved: bool = False) -> str:
+    """The label form of the grading (``saved``: the labels saved), the walk going along."""
+    query = f"?{urlencode(walk)}" if walk else ""
+    return f"/gradings/{grading_id}/label{'/saved' if saved else ''}{query}"
+
+
 @post(
     "/gradings/{grading_id:str}/label",
     guards=[web_require("adjudicator")],
     include_in_schema=False,
-    status_code=200,
+    status_code=303,
 )
 async def label_submit(
     grading_id: FromPath[str],
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
-) -> Template:
-    """Store the labels, then show the judge's answers beside them. Refused (the pass
-    became held since the form was shown, or these labels were given already): the form
-    again, status 409, with the answers as sent and why they were not saved."""
+) -> Redirect | Template:
+    """Store the labels, then on to the page showing them beside the judge's answers
+    (303). Refused (the pass became held since the form was shown, or these labels were
+    given already): the form again, status 409, with the answers as sent and why they
+    were not saved."""
     walk = carried_walk(data)
     answers = {
         key.removeprefix("q-"): value == "yes"
@@ -101,7 +116,7 @@ async def label_submit(
     }
     verdict = data.get("verdict") if data.get("verdict") in ("pass", "fail") else None
     try:
-        fresh = await label_grading(
+        await label_grading(
             services,
             who.principal,
             grading_id,
@@ -113,11 +128,33 @@ async def label_submit(
         return page(
             "label.html", who, status_code=409, refused=str(exc), walk=walk, sent=data, **context
         )
-    grading = full_grading(await render_grading(services, fresh, who.principal))
+    return Redirect(_label_path(grading_id, walk, saved=True), status_code=303)
+
+
+@get(
+    "/gradings/{grading_id:str}/label/saved",
+    guards=[web_require("adjudicator")],
+    include_in_schema=False,
+)
+async def label_saved(
+    request: Request[Any, Any, Any],
+    grading_id: FromPath[str],
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+) -> Redirect | Template:
+    """The blind labels the signed-in adjudicator saved, beside the judge's answers, with
+    the disagreements marked; the walk (``q.``) goes along. None saved yet: the label
+    form."""
+    walk = carried_walk(request.query_params)
+    view, labels = await own_blind_labels(services, who.principal, grading_id)
+    if not labels:
+        return Redirect(_label_path(grading_id, walk), status_code=303)
+    grading = full_grading(await render_grading(services, view, who.principal))
     judged = {a.question_id: a.judge_answer == "yes" for a in grading.answers}
+    answers = [(label.question_id, bool(label.answer)) for label in labels if label.question_id]
     rows = [
         (qid, mine, judged.get(qid), judged.get(qid) is not None and judged[qid] != mine)
-        for qid, mine in answers.items()
+        for qid, mine in answers
     ]
     return page(
         "label_result.html",
@@ -126,6 +163,6 @@ async def label_submit(
         verdict=verdict_label(grading),
         rows=rows,
         disagreements=sum(1 for *_, differ in rows if differ),
-        my_verdict=verdict,
+        my_verdict=next((label.verdict for label in labels if label.verdict), None),
         walk=walk,
     )

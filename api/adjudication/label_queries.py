@@ -18,7 +18,8 @@ __all__ = ["LabelQueries"]
 
 
 class LabelQueries:
-    """Storing blind labels (labels from overrides are written with the override)."""
+    """Storing and reading blind labels (labels from overrides are written with the
+    override)."""
 
     def __init__(self, db: Database) -> None:
         """Work through ``db``."""
@@ -109,3 +110,18 @@ class LabelQueries:
             rows=labels,
         )
         return labels
+
+    @staticmethod
+    def blind_in(session: Session, grading_id: str, author_id: str) -> list[HumanLabelRecord]:
+        """``author_id``'s own (blind) labels of the grading, in the order they were given
+        (the answers, then the verdict if one was given); empty when none were."""
+        query = (
+            select(HumanLabelRecord)
+            .where(
+                col(HumanLabelRecord.grading_id) == grading_id,
+                col(HumanLabelRecord.author_id) == author_id,
+                col(HumanLabelRecord.source) == "blind",
+            )
+            .order_by(col(HumanLabelRecord.id))
+        )
+        return list(session.execute(query).scalars())

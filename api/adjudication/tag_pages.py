@@ -1,4 +1,6 @@
-"""Failure tags (with a note) added to and removed from a grading on its page."""
+"""Failure tags (with a note) added to and removed from a grading on its page. A tag the
+page refuses brings the grading's page back (422), the tag form as it was sent and why
+beside it."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from litestar import post
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
-from litestar.response import Redirect
+from litestar.response import Redirect, Template
 
+from api.adjudication.grading_pages import render_grading_page
 from api.adjudication.queue_pages import carried_walk
 from api.adjudication.use_cases import tag_grading, untag_grading
-from api.service.errors import InvalidRequest
 from api.service.services import Services
 from api.web.sessions import SignedIn, web_require
+from storage.errors import InvalidReview
 
 __all__ = ["tag_from_page", "untag_from_page"]
 
@@ -42,17 +45,27 @@ async def tag_from_page(
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
-) -> Redirect:
+) -> Redirect | Template:
     """Tag what the agent got wrong (a tag of the vocabulary, and an optional note); back
-    at the tags, the walk the form carried (``q.``) going along."""
+    at the tags, the walk the form carried (``q.``) going along. Refused (no tag, one
+    not in the vocabulary, a note too long): the grading's page, 422, with the form as
+    sent and the problem beside it."""
     tag = data.get("tag", "").strip()
     note = data.get("note", "").strip()
     if not tag:
-        raise InvalidRequest("choose a tag of the vocabulary", field="tag")
-    if len(note) > MAX_NOTE:
-        raise InvalidRequest(f"a note holds at most {MAX_NOTE} characters", field="note")
-    await tag_grading(services, who.principal, grading_id, tag=tag, note=note)
-    return _back(grading_id, data)
+        problem = ("tag", "choose a tag of the vocabulary")
+    elif len(note) > MAX_NOTE:
+        problem = ("note", f"a note holds at most {MAX_NOTE} characters")
+    else:
+        try:
+            await tag_grading(services, who.principal, grading_id, tag=tag, note=note)
+        except InvalidReview as exc:
+            problem = (exc.field, str(exc))
+        else:
+            return _back(grading_id, data)
+    return await render_grading_page(
+        services, who, grading_id, status_code=422, tag_sent=data, tag_error=problem
+    )
 
 
 @post(

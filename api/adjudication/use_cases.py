@@ -37,7 +37,12 @@ from storage import GradingView
 from storage.audit import ROWS
 from storage.claims import graded_ground_truth
 from storage.errors import Conflict, InvalidCursor
-from storage.review_tables import FailureTagRecord, ReviewClaimRecord, TagVocabularyRecord
+from storage.review_tables import (
+    FailureTagRecord,
+    HumanLabelRecord,
+    ReviewClaimRecord,
+    TagVocabularyRecord,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -61,6 +66,7 @@ __all__ = [
     "history_in",
     "label_grading",
     "override_grading",
+    "own_blind_labels",
     "presented_review_items",
     "queue_filter",
     "related_gradings",
@@ -348,6 +354,19 @@ async def label_grading(
         return readable_in(session, services, principal, grading_id)
 
     return await db.run(label)
+
+
+async def own_blind_labels(
+    services: Services, principal: Principal, grading_id: str
+) -> tuple[GradingView, list[HumanLabelRecord]]:
+    """The grading as ``principal`` may read it, and the blind labels ``principal`` gave
+    it (empty: none yet), in one snapshot."""
+
+    def read(session: Session) -> tuple[GradingView, list[HumanLabelRecord]]:
+        view = readable_in(session, services, principal, grading_id)
+        return view, LabelQueries.blind_in(session, grading_id, principal.id)
+
+    return await services.store.db.run_read(read)
 
 
 async def override_grading(

@@ -230,6 +230,61 @@ async def test_a_stale_page_shows_what_changed_and_keeps_the_input(
         assert [o["author"] for o in api["overrides"]] == ["Bob"]
 
 
+async def test_a_stale_page_names_the_failure_tags_added_or_removed_meanwhile(
+    api_client: Any, tokens: Any
+) -> None:
+    """A failure tag added or removed moves the grading's revision (the API's ETag), so an
+    override sent from a page opened before is refused (409). What changed is named: the
+    tag, who added or removed it and its note; no cause that did not happen."""
+    agent = await tokens("submitter")
+    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        csrf = await sign_in(c, ada)
+        url = f"/gradings/{grading['id']}"
+
+        async def override_after(change: Any) -> str:
+            """The conflict an override from a page opened before ``change`` meets."""
+            page = (await c.get(url)).text
+            seen = re.search(r'name="seen" value="([^"]*)"', page)
+            assert seen
+            await change()
+            refused = await c.post(
+                f"{url}/overrides",
+                data={
+                    "_csrf": csrf,
+                    "revision": _revision(page),
+                    "seen": seen.group(1),
+                    "kind": "answer",
+                    "question_id": "D1-Q1",
+                    "answer": "yes",
+                    "reason": "the diagnosis names user-service",
+                },
+            )
+            assert refused.status_code == 409, refused.status_code
+            text: str = refused.text
+            assert 'value="the diagnosis names user-service"' in text
+            return text.split('data-testid="conflict"', 1)[1].split("</section>", 1)[0]
+
+        async def tag() -> None:
+            sent = {"tag": "misread-unit", "note": "cores vs millicores"}
+            tagged = await c.post(f"/v1{url}/tags", json=sent, headers=bob)
+            assert tagged.status_code == 201, tagged.text
+
+        async def untag() -> None:
+            [tag_id] = [t["id"] for t in (await c.get(f"/v1{url}", headers=bob)).json()["tags"]]
+            removed = await c.delete(f"/v1{url}/tags/{tag_id}", headers=bob)
+            assert removed.status_code in (200, 204), removed.text
+
+        added = await override_after(tag)
+        assert "Bob: failure tag" in added and "misread-unit</span> added" in added
+        assert "cores vs millicores" in added
+        assert "regraded" not in added and "withdrawn" not in added
+        removed = await override_after(untag)
+        assert "Bob: failure tag" in removed and "misread-unit</span> removed" in removed
+        assert "added" not in removed  # the tag added before this page was opened is not news
+
+
 async def test_an_override_without_the_csrf_token_is_refused_and_stores_nothing(
     api_client: Any, tokens: Any
 ) -> None:

@@ -3,6 +3,8 @@ the same submission."""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 from tests.support.judge_server import sregym_reply
@@ -47,6 +49,35 @@ async def test_tags_from_the_vocabulary_with_a_note_are_added_and_removed(
         await c.post(f"{url}/tags/{tag_id}/remove", data={"_csrf": csrf})
         assert (await c.get(f"/v1/gradings/{grading['id']}", headers=ada)).json()["tags"] == []
         assert "grading.untagged" in (await c.get(url)).text
+
+
+async def test_a_refused_tag_brings_the_page_back_with_the_note_kept_and_why(
+    api_client: Any, tokens: Any
+) -> None:
+    """A failure tag the page refuses (none chosen, one no longer in the vocabulary, a
+    note over 2,000 characters) answers 422 with the grading's page: the tag form holds
+    the note as typed, and says beside it why nothing was tagged."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    note = "the agent read the port from the wrong config map, twice"
+    async with api_client(**scripted_judge(sregym_reply(set(IDS)))) as c:
+        grading = await graded(c, agent)
+        csrf = await sign_in(c, ada)
+        url = f"/gradings/{grading['id']}"
+        for sent, why in (
+            ({"tag": "no-such-tag-anymore", "note": note}, "not in the failure-tag vocabulary"),
+            ({"tag": "", "note": note}, "choose a tag of the vocabulary"),
+            ({"tag": "misread-unit", "note": "x" * 2001}, "at most 2000 characters"),
+        ):
+            refused = await c.post(f"{url}/tags", data={"_csrf": csrf, **sent, "q.agent": "alpha"})
+            assert refused.status_code == 422, refused.status_code
+            form = refused.text.split('data-testid="tag-form"', 1)[1].split("</form>", 1)[0]
+            kept = re.search(r'name="note"[^>]*value="([^"]*)"', form)
+            assert kept and kept.group(1) == sent["note"], "the note typed is lost"
+            error = form.split('data-testid="tag-error">', 1)[1].split("</p>", 1)[0]
+            assert why in html.unescape(error)
+            assert 'name="q.agent" value="alpha"' in form  # the walk goes along
+        again = (await c.get(url)).text
+        assert "No failure tags." in again and 'data-testid="tag-error"' not in again
 
 
 async def test_a_submitter_can_neither_see_the_tag_form_nor_tag(

@@ -109,6 +109,43 @@ async def test_blind_labels_show_the_judge_only_after_saving(api_client: Any, to
         assert again.status_code == 409  # once per human and grading
 
 
+async def test_saved_blind_labels_are_a_page_a_refresh_reads_without_sending_them_again(
+    api_client: Any, tokens: Any
+) -> None:
+    """Saving blind labels answers 303 to a page of their own: the labels saved beside the
+    judge's answers, which a refresh (or Back then Forward) reads again without sending
+    the form a second time, the walk through the queue going along. Before any label is
+    saved that page leads to the form."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    # a failing grading (no yes on D1): it takes blind labels
+    reply = sregym_reply(set(IDS) - {"D1-Q1", "D1-Q2", "D1-Q3"}, evidence="words of the judge")
+    async with api_client(**scripted_judge(reply)) as c:
+        grading_id = await _submit(c, agent, DIAGNOSIS, "alpha")
+        csrf = await sign_in(c, ada)
+        early = await c.get(f"/gradings/{grading_id}/label/saved", follow_redirects=False)
+        assert early.status_code == 303
+        assert early.headers["location"] == f"/gradings/{grading_id}/label"
+        await c.get(f"/gradings/{grading_id}/label")
+        answers = {f"q-{q}": "yes" for q in IDS}
+        saved = await c.post(
+            f"/gradings/{grading_id}/label",
+            data={"_csrf": csrf, **answers, "verdict": "pass", "q.agent": "alpha"},
+            follow_redirects=False,
+        )
+        assert saved.status_code == 303, saved.text
+        location = saved.headers["location"]
+        assert location == f"/gradings/{grading_id}/label/saved?q.agent=alpha"
+        for _ in range(2):  # what the redirect shows, then a refresh of it
+            shown = await c.get(location)
+            assert shown.status_code == 200
+            assert "<strong>3</strong> disagreements with the judge" in shown.text
+            assert "yours: PASS" in shown.text and "not saved" not in shown.text
+            assert "q.agent=alpha" in shown.text  # Next and Open the grading stay on the walk
+        history = (await c.get(f"/v1/gradings/{grading_id}/history", headers=ada)).json()
+        kinds = [e.get("kind") or e.get("event") for e in history["events"]]
+        assert kinds.count("review.labelled") == 1
+
+
 async def test_a_held_pass_takes_no_blind_labels_and_keeps_the_answers_refused(
     api_client: Any, tokens: Any
 ) -> None:

@@ -93,6 +93,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/gradings/{grading_id}/assign"): Expect(ANYONE),
     ("GET", "/gradings/{grading_id}/label"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/label"): Expect(ANYONE),
+    ("GET", "/gradings/{grading_id}/label/saved"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/tags"): Expect(ANYONE),
     ("POST", "/gradings/{grading_id}/tags/{tag_id}/remove"): Expect(ANYONE),
     ("GET", "/reports"): Expect(ANYONE),
