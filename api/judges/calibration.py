@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.judges.canary import CallBudget
+from api.judges.canary import CallBudget, measured_digest
 from api.judges.canary_queries import CanaryQueries
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import calls_per_item, grader_for, sampled
@@ -113,6 +113,7 @@ async def _noise(
     grader = sampled(services.settings, grader_for(services.settings, backend), spec_text)
     concurrency = services.settings.judge_concurrency
     again = await grade_gold(grader, rubric, [item for _, item in chosen], concurrency=concurrency)
+    await measured_digest(services, spec_text, again)  # a model changed since is seen
     first = {key: answers[key] for key in keys if key in answers}
     return measure_noise(first, answers_of(keys, again))
 
@@ -132,10 +133,10 @@ async def calibrate(
     spec_text = judge or settings.judge
     grader = _grader(services, spec_text)
     results = await grade_gold(grader, target, items, concurrency=settings.judge_concurrency)
+    # the model the figures measured (a judge known by its completions' fingerprint too)
+    digest = await measured_digest(services, spec_text, results)
     answers = answers_of([item_key(item, i) for i, item in enumerate(items)], results)
     noise = await _noise(services, spec_text, target, items, answers)
-    # after the grading, so that a judge known by its completions' fingerprint has one
-    digest = await services.backends.digests.current(services.backends.get(spec_text))
     figures = calibration_figures(target, items, results)
     identity = identity_of(settings, spec_text, target)
     sha = hashlib.sha256(raw_gold).hexdigest()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from api.judges.canary_queries import CanaryQueries
@@ -46,6 +47,7 @@ from judge.canary import answers_of, canary_items, check, within_budget
 from judge.errors import JudgeCallError, JudgeSpecError
 from judge.spec import judge_identity
 from judge.statistics import Proportion
+from judge.verdict import GradingResult
 from storage.calibration import holds
 from storage.quality_tables import CalibrationRunRecord, CanaryRunRecord
 
@@ -57,6 +59,7 @@ __all__ = [
     "canary_history",
     "canary_judges",
     "canary_public",
+    "measured_digest",
     "run_canaries",
     "run_canary",
 ]
@@ -87,6 +90,19 @@ class CallBudget(StandIn):
             raise BudgetSpent(f"the canary's budget of {self.budget} judge calls is spent")
         self.calls += 1
         return await self._real.complete(request)
+
+
+async def measured_digest(
+    services: Services, spec: str, results: Sequence[GradingResult]
+) -> str | None:
+    """The digest of the model behind ``spec`` once the judge calls of a grading made
+    without the judge cache (a calibration or canary run's ``results``) were handed on to
+    the digest tracker, as the grading workers hand theirs (``BackendPool.follow_digests``):
+    a judge known by its completions' fingerprint only is known by the one they carried,
+    and a model replaced behind the name is seen. None: the judge reports none."""
+    calls = [call for result in results for call in result.calls]
+    await services.backends.follow_digests(spec, calls)
+    return await services.backends.digests.current(services.backends.get(spec))
 
 
 def _canary_set(services: Services) -> tuple[str, bytes]:
@@ -170,7 +186,7 @@ async def run_canary(
     figures = calibration_figures(rubric, items, results)
     answers = answers_of(keys, results)
     identity = identity_of(settings, spec, rubric)
-    digest = await services.backends.digests.current(services.backends.get(spec))
+    digest = await measured_digest(services, spec, results)
     sha = hashlib.sha256(raw).hexdigest()
     runs = await services.store.calibration.runs(**identity)
     calibration = runs[0] if runs else None

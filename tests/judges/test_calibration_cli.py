@@ -11,16 +11,24 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from api.judges.calibration import drifted
+from api.judges.calibration import calibrate, drifted
 from api.service.qualification import in_review_sample, judge_settings
+from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
-from judge.calibration import calibration_figures, grade_gold, load_gold, qualifies
+from judge.calibration import (
+    DEFAULT_GOLD,
+    calibration_figures,
+    grade_gold,
+    load_gold,
+    qualifies,
+)
 from judge.calls import JudgeRequest
 from judge.grader import Grader
 from judge.spec import judge_identity
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
+from tests.judges.test_canary import JUDGE, LabelledJudge
 from tests.storage.helpers import sregym_rubric
 from tests.support.in_process_cli import cli_in_process, run_cli
 from tests.support.keys import session_key
@@ -232,6 +240,48 @@ async def test_gradings_of_an_unqualified_judge_are_provisional(
         assert "provisional_sample" not in grading["review_reasons"]
 
 
+async def test_calibration_records_the_fingerprint_of_the_judge_it_measured(
+    engine: Engine, database_url: str
+) -> None:
+    """A judge that reports no model digest (OpenAI itself) is known by the
+    ``system_fingerprint`` of its completions: the calibration run records it as the
+    model it measured."""
+    judge = LabelledJudge()
+    judge.fingerprint = "fp_a"
+    settings = Settings(judge=JUDGE, database_url=database_url, judge_digest_seconds=0)
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        outcome = await calibrate(
+            runtime.services, DEFAULT_GOLD.read_bytes(), gold_name=DEFAULT_GOLD.name
+        )
+    assert outcome.run.qualified
+    assert outcome.run.judge_digest == "fingerprint:fp_a"
+
+
+async def test_a_fingerprint_judge_updated_behind_its_name_turns_provisional(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """Calibrated (``sre-judge calibrate``, a process of its own) while the cloud model
+    answered with fingerprint fp_a, the judge qualifies the service's gradings; once the
+    model behind the same id answers with fp_b, its gradings are provisional until a
+    new calibration run measures it."""
+    judge = LabelledJudge()
+    judge.fingerprint = "fp_a"
+    settings = Settings(judge=JUDGE, database_url=database_url, judge_digest_seconds=0)
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        outcome = await calibrate(
+            runtime.services, DEFAULT_GOLD.read_bytes(), gold_name=DEFAULT_GOLD.name
+        )
+    assert outcome.run.qualified
+    async with api_client(judge=JUDGE, backends={JUDGE: judge}, judge_digest_seconds=0) as client:
+        agent = await tokens("submitter")
+        assert (await _submit(client, agent))["provisional"] is False
+        judge.fingerprint = "fp_b"  # the cloud model updated behind its id
+        await _submit(client, agent)  # the grading that sees the new fingerprint
+        current = await Store(engine, key=session_key()).judge_digests.current(JUDGE)
+        assert current is not None and current.digest == "fingerprint:fp_b"
+        assert (await _submit(client, agent))["provisional"] is True
+
+
 def test_the_review_sample_is_deterministic_and_near_its_rate() -> None:
     ids = [f"{i:032x}" for i in range(2000)]
     chosen = [i for i in ids if in_review_sample(i, 0.1)]
@@ -243,8 +293,6 @@ def test_the_review_sample_is_deterministic_and_near_its_rate() -> None:
 async def test_calibrate_without_gold_grades_the_shipped_calibration_set(
     database_url: str, engine: Engine
 ) -> None:
-    from judge.calibration import DEFAULT_GOLD
-
     table = run_cli(database_url, "calibrate", "--judge", "scripted:pass", "--format", "table")
     assert table.returncode == 0, table.stderr
     sha = hashlib.sha256(DEFAULT_GOLD.read_bytes()).hexdigest()

@@ -63,3 +63,20 @@ async def test_a_canary_does_not_demote_a_judge_whose_model_changed_since_its_ru
         back = await qualified_now()
     assert demotions == 0, "judge.demoted sent for a judge that was not qualified"
     assert back, "model A, qualified by the latest run, stays demoted by a canary of model B"
+
+
+async def test_a_canary_run_records_the_fingerprint_of_the_judge_it_measured(
+    engine: Engine, database_url: str
+) -> None:
+    """A canary run (``sre-judge judges canary``, a process of its own) of a judge known
+    by its completions' ``system_fingerprint`` only keeps the model it measured, so a
+    run of another model than the qualified one is told apart."""
+    judge = LabelledJudge()
+    judge.fingerprint = "fp_a"
+    settings = Settings(
+        judge=JUDGE, database_url=database_url, judge_digest_seconds=0, canary_budget=6
+    )
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        run = await run_canary(runtime.services)
+    assert run.scored > 0
+    assert run.judge_digest == "fingerprint:fp_a"
