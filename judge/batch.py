@@ -16,7 +16,8 @@ The custom id names the regrade item (its grading), the call (its position among
 grading's requests) and the sample (how many earlier requests of that grading were the
 same request). Every result is checked against its request before anything is kept:
 an unknown custom id, one given twice, or a reply by another model is refused with a
-reason. :class:`BatchAnswers` then answers a grader's requests from the kept results
+reason; a result whose reply or failure is kept already (the same file sent again) is a
+duplicate. :class:`BatchAnswers` then answers a grader's requests from the kept results
 (matched by the request's hash, so a prompt that changed is asked live), and
 :class:`RequestRecorder` renders the requests a grader would send, answering none.
 """
@@ -59,6 +60,8 @@ _CUSTOM_ID = re.compile(
 )
 #: a results file longer than this many lines is refused (one request per line)
 MAX_LINES = 1_000_000
+#: a result's own ``id`` is kept up to this many characters
+_ID_CHARACTERS = 128
 
 
 class BatchLineError(ValueError):
@@ -110,6 +113,8 @@ class BatchResult:
 
     line: int
     custom_id: str
+    #: the result's own id (``batch_req_...``, ``vllm-...``), if the engine wrote one
+    id: str | None
     status_code: int | None
     request_id: str | None
     body: dict[str, Any] | None
@@ -165,9 +170,13 @@ def _result(number: int, raw: str) -> BatchResult:
     if error is None and not response:
         error = "no response"
     request_id = response.get("request_id")
+    result_id = value.get("id")
+    if not isinstance(result_id, str) or not result_id:
+        result_id = None  # a runner that writes no id: its failures cannot be told apart
     return BatchResult(
         line=number,
         custom_id=custom_id,
+        id=kept_text(result_id)[:_ID_CHARACTERS] if result_id is not None else None,
         status_code=status,
         request_id=kept_text(request_id) if isinstance(request_id, str) else None,
         body=body,
@@ -221,8 +230,11 @@ class CheckedResults:
     answers: dict[str, Completion] = field(default_factory=dict)
     #: custom id -> why the engine could not answer (kept: the request is retried)
     failures: dict[str, str] = field(default_factory=dict)
+    #: custom id -> the id of the result that failed (for ``failures`` whose line has one)
+    failed_by: dict[str, str] = field(default_factory=dict)
     refused: list[Refusal] = field(default_factory=list)
-    #: results of requests already answered (a file imported again): nothing kept
+    #: results of requests already answered, or failures kept already from the same
+    #: result (a file imported again): nothing kept
     duplicates: int = 0
 
 
@@ -236,18 +248,40 @@ def _same_model(replied: str, asked: str) -> bool:
     )
 
 
+def _read(result: BatchResult, want: ExpectedRequest) -> Completion | str | Refusal:
+    """What one result of a known request gives: its reply, why it failed, or why it is
+    refused (a reply by another model)."""
+    from judge.backends.openai import reply_of  # the openai client, on first use only
+
+    if not result.ok:
+        return result.error or "no reply"
+    assert result.body is not None
+    replied = result.body.get("model")
+    if not isinstance(replied, str) or not _same_model(replied, want.model):
+        reason = f"reply by model {str(replied)[:120]!r}, request asked {want.model!r}"
+        return Refusal(result.line, result.custom_id, reason)
+    try:
+        completion = reply_of(result.body, form=want.form, model=want.model)
+    except JudgeCallError as exc:  # no choices, a refusal: what the reply said
+        return str(exc)
+    except Exception as exc:  # a body the client's models cannot read at all
+        return f"unreadable reply: {type(exc).__name__}"
+    return completion if completion.text else "empty reply"
+
+
 def check_results(
     results: Sequence[BatchResult],
     expected: Mapping[str, ExpectedRequest],
     *,
     answered: set[str],
     via: str | None,
+    failed: Mapping[str, str] | None = None,
 ) -> CheckedResults:
     """Check each result against its request; ``answered``: custom ids with a reply kept
     already (their results count as duplicates); ``via``: the provenance the replies get
-    (``batch <id>``; None: the caller sets it once it has the batch's id)."""
-    from judge.backends.openai import reply_of  # the openai client, on first use only
-
+    (``batch <id>``; None: the caller sets it once it has the batch's id); ``failed``:
+    custom id -> the id of the result whose failure is kept for it (that same result
+    again is a duplicate; another one, a new failure)."""
     checked = CheckedResults()
     seen: set[str] = set()
     for result in results:
@@ -263,27 +297,18 @@ def check_results(
         if cid in answered:
             checked.duplicates += 1
             continue
-        if not result.ok:
-            checked.failures[cid] = result.error or "no reply"
-            continue
-        assert result.body is not None
-        replied = result.body.get("model")
-        if not isinstance(replied, str) or not _same_model(replied, want.model):
-            reason = f"reply by model {str(replied)[:120]!r}, request asked {want.model!r}"
-            checked.refused.append(Refusal(result.line, cid, reason))
-            continue
-        try:
-            completion = reply_of(result.body, form=want.form, model=want.model)
-        except JudgeCallError as exc:  # no choices, a refusal: what the reply said
-            checked.failures[cid] = str(exc)
-            continue
-        except Exception as exc:  # a body the client's models cannot read at all
-            checked.failures[cid] = f"unreadable reply: {type(exc).__name__}"
-            continue
-        if not completion.text:
-            checked.failures[cid] = "empty reply"
-            continue
-        checked.answers[cid] = completion.model_copy(update={"via": via}) if via else completion
+        read = _read(result, want)
+        if isinstance(read, Refusal):
+            checked.refused.append(read)
+        elif isinstance(read, str):
+            if result.id is not None and (failed or {}).get(cid) == result.id:
+                checked.duplicates += 1  # this very failure is kept already
+                continue
+            checked.failures[cid] = read
+            if result.id is not None:
+                checked.failed_by[cid] = result.id
+        else:
+            checked.answers[cid] = read.model_copy(update={"via": via}) if via else read
     return checked
 
 

@@ -165,19 +165,34 @@ async def _engine(services: Services, job_id: str) -> RegradeEngineRecord:
     return engine
 
 
+def _no_more_results(state: str) -> Conflict:
+    """Why an offline job whose engine is past ``waiting`` neither offers requests nor
+    takes results."""
+    return Conflict(
+        f"the job takes no more results (its engine is {state}): what was still open is asked live"
+    )
+
+
 async def requests_file(services: Services, job_id: str, *, actor: str) -> list[str]:
     """Phase 2 (offline): the request lines of the job's requests with no reply yet,
-    rendering them first if that is still to do."""
+    rendering them first if that is still to do. Conflict for a cancelled job not
+    rendered yet (its items are out: it is rendered once resumed) and for a job that
+    takes no more results (what it would offer, it would refuse the results of)."""
     engine = await _engine(services, job_id)
     if engine.engine != "offline":
         raise InvalidRequest(
             "the Batch API sends this job's requests itself (engine batch)", field="engine"
         )
+    batches = BatchQueries(services.store.db)
     if engine.state == "rendering":
         await render_job(services, job_id, actor=actor)
-    return [
-        request_line(c, b) for c, b in await BatchQueries(services.store.db).open_requests(job_id)
-    ]
+        engine = await batches.engine(job_id) or engine
+    if engine.state == "rendering":  # not rendered: the job is cancelled
+        job = (await RegradeJobQueries(services.store.db).get_job(job_id)).job
+        raise Conflict(f"the job is {job.state}: resume it, then download its requests")
+    if engine.state != "waiting":
+        raise _no_more_results(engine.state)
+    return [request_line(c, b) for c, b in await batches.open_requests(job_id)]
 
 
 async def import_results_file(
@@ -192,9 +207,9 @@ async def import_results_file(
         )
     if engine.state == "rendering":
         raise Conflict("the job's requests are not written yet: download them first")
-    expected, answered = await BatchQueries(services.store.db).expectations(job_id)
+    expected, answered, failed = await BatchQueries(services.store.db).expectations(job_id)
     try:
-        checked = await asyncio.to_thread(_checked, [text], expected, answered, None)
+        checked = await asyncio.to_thread(_checked, [text], expected, answered, failed, None)
     except BatchLineError as exc:
         raise InvalidRequest(str(exc), field=exc.field) from None
     if not (checked.answers or checked.failures or checked.duplicates):
@@ -208,10 +223,7 @@ async def import_results_file(
     if engine.state not in ("running", "waiting") and (checked.answers or checked.failures):
         # its open requests went to the live judge (or the job ended): a reply now would
         # be dropped, so the file is refused whole rather than taken with a 200
-        raise Conflict(
-            f"the job takes no more results (its engine is {engine.state}): what was "
-            "still open is asked live"
-        )
+        raise _no_more_results(engine.state)
     report = await BatchQueries(services.store.db).import_results(
         job_id, checked, actor=actor, engine_kind="offline"
     )
@@ -304,13 +316,17 @@ async def _file_text(client: Any, file_id: str | None) -> str:
 
 
 def _checked(
-    texts: list[str], expected: dict[str, ExpectedRequest], answered: set[str], via: str | None
+    texts: list[str],
+    expected: dict[str, ExpectedRequest],
+    answered: set[str],
+    failed: dict[str, str],
+    via: str | None,
 ) -> CheckedResults:
     """The results of ``texts`` (results files), read and checked against the job's
-    requests: run in a worker thread, as a file of 10,000 replies takes about a second
-    (BatchLineError for a line that cannot be read)."""
+    requests (``BatchQueries.expectations``): run in a worker thread, as a file of 10,000
+    replies takes about a second (BatchLineError for a line that cannot be read)."""
     results = [result for text in texts for result in parse_result_lines(text)]
-    return check_results(results, expected, answered=answered, via=via)
+    return check_results(results, expected, answered=answered, via=via, failed=failed)
 
 
 async def _import_remote(
@@ -328,10 +344,10 @@ async def _import_remote(
         error = "; ".join(f"{e.code}: {e.message}" for e in errors[:5])[:1000]
     texts = [await _file_text(client, remote.output_file_id)]
     texts.append(await _file_text(client, remote.error_file_id))
-    expected, answered = await batches.expectations(job_id)
+    expected, answered, failed = await batches.expectations(job_id)
     try:
         via = f"batch {remote.id}"
-        checked = await asyncio.to_thread(_checked, texts, expected, answered, via)
+        checked = await asyncio.to_thread(_checked, texts, expected, answered, failed, via)
     except BatchLineError as exc:  # an unreadable file: every request is retried
         checked, error = CheckedResults(), f"unreadable results: {exc}"
     report = await batches.import_results(

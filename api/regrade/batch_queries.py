@@ -8,7 +8,7 @@ job's items are released to the workers, which answer the grader from the kept
 replies (``storage.regrade.batch_answers``). Each step is one transaction, audited, so a restarted
 service goes on from the engine's stored state.
 
-Why this module is long (about 600 lines): it is the one home of a batch's requests and
+Why this module is long (about 700 lines): it is the one home of a batch's requests and
 replies in storage, each phase's transaction beside the others, since each moves the
 engine state the next one reads (splitting it would split that state machine); the
 import alone, checked under the engine's lock, is a third of it.
@@ -226,11 +226,13 @@ class BatchQueries:
         self, job_id: str, requests: Sequence[RenderedRequest], *, actor: str
     ) -> str | None:
         """Store a job's rendered requests and move its engine on; the new state, or None
-        when the job was rendered already (by another process)."""
+        when the job was rendered already (by another process) or is cancelled or ended
+        (its items are out, so they rendered as none: it is rendered once resumed)."""
 
         def work(session: Session) -> str | None:
             engine = _engine(self._db, session, job_id)
-            if engine.state != "rendering":
+            job = session.get(RegradeJobRecord, job_id)
+            if engine.state != "rendering" or job is None or job.state in TERMINAL_STATES:
                 return None
             rows = [
                 {
@@ -414,20 +416,25 @@ class BatchQueries:
         query = query.order_by(col(RegradeBatchRecord.created_at), col(RegradeBatchRecord.round))
         return await self._db.run_read(lambda s: list(s.execute(query).scalars()))
 
-    async def expectations(self, job_id: str) -> tuple[dict[str, ExpectedRequest], set[str]]:
-        """Every request of the job as results are checked against it, and the custom ids
-        that have a reply already."""
-        query = select(col(_REQ.custom_id), col(_REQ.body), col(_REQ.status)).where(
-            col(_REQ.job_id) == job_id
-        )
+    async def expectations(
+        self, job_id: str
+    ) -> tuple[dict[str, ExpectedRequest], set[str], dict[str, str]]:
+        """Every request of the job as results are checked against it, the custom ids
+        that have a reply already, and those failed by a result with an id: custom id ->
+        that result's id (``judge.batch.check_results``)."""
+        query = select(
+            col(_REQ.custom_id), col(_REQ.body), col(_REQ.status), col(_REQ.result_id)
+        ).where(col(_REQ.job_id) == job_id)
 
-        def work(session: Session) -> tuple[dict[str, ExpectedRequest], set[str]]:
-            expected, answered = {}, set()
-            for custom_id, body, status in session.execute(query):
+        def work(session: Session) -> tuple[dict[str, ExpectedRequest], set[str], dict[str, str]]:
+            expected, answered, failed = {}, set(), {}
+            for custom_id, body, status, result_id in session.execute(query):
                 expected[custom_id] = ExpectedRequest.of(custom_id, body)
                 if status == "answered":
                     answered.add(custom_id)
-            return expected, answered
+                elif status == "failed" and result_id is not None:
+                    failed[custom_id] = result_id
+            return expected, answered, failed
 
         return await self._db.run_read(work)
 
@@ -587,8 +594,8 @@ def _keep(
     report: ImportReport,
     now: Any,
 ) -> None:
-    """Keep each reply on a request that has none yet (else it is a duplicate) and each
-    failure on a request with no reply."""
+    """Keep each reply on a request that has none yet and each failure on a request with
+    no reply and not failed by that same result already (else it is a duplicate)."""
     for cid, completion in checked.answers.items():
         if completion.via is None:
             completion = completion.model_copy(update={"via": f"batch {batch.id}"})
@@ -599,6 +606,7 @@ def _keep(
                 status="answered",
                 completion=completion.model_dump(mode="json"),
                 error=None,
+                result_id=None,
                 prompt_tokens=completion.prompt_tokens,
                 completion_tokens=completion.completion_tokens,
                 answered_at=now,
@@ -612,14 +620,22 @@ def _keep(
         else:
             report.duplicates += 1
     for cid, reason in checked.failures.items():
+        result_id = checked.failed_by.get(cid)
+        kept = col(_REQ.status) == "answered"
+        if result_id is not None:
+            same = col(_REQ.result_id).is_not_distinct_from(result_id)  # NULL: not the same
+            kept = kept | and_(col(_REQ.status) == "failed", same)
         failed = session.execute(
             update(_REQ)
-            .where(col(_REQ.custom_id) == cid, col(_REQ.status) != "answered")
-            .values(status="failed", error=reason[:1000], batch_id=batch.id)
+            .where(col(_REQ.custom_id) == cid, ~kept)
+            .values(status="failed", error=reason[:1000], result_id=result_id, batch_id=batch.id)
             .returning(col(_REQ.custom_id))
             .execution_options(synchronize_session=False)
         ).all()
-        report.failed += len(failed)
+        if failed:
+            report.failed += 1
+        else:
+            report.duplicates += 1
 
 
 def _mark_missing(
@@ -639,7 +655,11 @@ def _mark_missing(
         session.execute(
             update(_REQ)
             .where(col(_REQ.custom_id).in_(gone), col(_REQ.status) == "submitted")
-            .values(status="failed", error=f"no result in batch {batch.id} ({batch_state})")
+            .values(
+                status="failed",
+                error=f"no result in batch {batch.id} ({batch_state})",
+                result_id=None,
+            )
             .returning(col(_REQ.custom_id))
             .execution_options(synchronize_session=False)
         ).all()

@@ -178,7 +178,8 @@ async def get_batch_requests(
 ) -> Response[str]:
     """One ``{"custom_id", "method", "url", "body"}`` line per request (the input of
     ``vllm run-batch`` or Ray Data's LLM processors); rendered first if still to do.
-    422 naming ``engine`` for a job not graded offline."""
+    422 naming ``engine`` for a job not graded offline; 409 once the job takes no more
+    results, or for a cancelled job whose requests are not written yet."""
     lines = await batch_requests(services, job_id, actor=principal.id)
     headers = {
         "Content-Disposition": f'attachment; filename="requests-{job_id}.jsonl"',

@@ -5,10 +5,11 @@ A job with an engine other than ``live`` has one ``regrade_engine`` row whose st
 where its judge calls are (rendered, in a batch, waiting for a results file, answered);
 its items are held back from the workers until that state is ``grading``. Each request
 the grader would send is one ``regrade_batch_request`` row keyed by its custom id, with
-its body (what the engine is sent) and, once imported, its reply or why it failed: a
-custom id has at most one reply, so no reply is stored twice. Each submission to the
-Batch API (or written file) is one ``regrade_batch`` row with the engine's own ids and
-state, so a restarted service resumes polling it.
+its body (what the engine is sent) and, once imported, its reply or why it failed (and
+the result that said so): a custom id has at most one reply, so no reply is stored twice,
+and a failed result sent again is not a new failure. Each submission to the Batch API
+(or written file) is one ``regrade_batch`` row with the engine's own ids and state, so a
+restarted service resumes polling it.
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ class RegradeBatchRequestRecord(SQLModel, table=True):
     #: the reply (``judge.calls.Completion`` as JSON), once answered
     completion: dict[str, Any] | None = Field(default=None, sa_type=JSON, nullable=True)
     error: str | None = Field(default=None, sa_type=Text)
+    #: the ``id`` of the result line that failed it, if it had one (the same result sent
+    #: again is recognised as a duplicate, not a new failure)
+    result_id: str | None = Field(default=None, sa_type=String(128))
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     answered_at: datetime | None = _when()

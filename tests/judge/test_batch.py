@@ -113,6 +113,25 @@ def test_results_are_checked_against_their_requests() -> None:
     assert [(r.custom_id, r.line) for r in checked.refused] == [("b", 2), ("z", 6), ("a", 7)]
 
 
+def test_a_failure_kept_from_the_same_result_is_a_duplicate() -> None:
+    """A failed result whose failure is kept already (by its ``id``) is a duplicate;
+    another result failing the same request, or one with no id, is a new failure."""
+    expected = {c: ExpectedRequest(c, "gpt-4o-mini", "json_schema") for c in ("a", "b", "c")}
+    text = "\n".join(
+        [
+            _line("a", {"error": "x"}, status=500),  # id "b", the failure kept for "a"
+            _line("b", {"error": "x"}, status=500),  # "b" failed by another result
+            json.dumps({"custom_id": "c", "response": None, "error": "x"}),  # no id
+        ]
+    )
+    kept = {"a": "b", "b": "an-earlier-run", "c": "b"}
+    checked = check_results(
+        parse_result_lines(text), expected, answered=set(), via=None, failed=kept
+    )
+    assert (checked.duplicates, sorted(checked.failures)) == (1, ["b", "c"])
+    assert checked.failed_by == {"b": "b"}
+
+
 def test_a_result_that_is_no_answer_fails_saying_what_it_said() -> None:
     """A refusal and a reply without choices are failures with the server's words, not
     an empty reply nor a bare exception type."""

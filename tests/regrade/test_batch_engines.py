@@ -309,6 +309,125 @@ async def test_importing_the_same_offline_file_again_uses_no_retry_round(
     assert judge_server.requests == []  # every reply came from a file
 
 
+def _failed_line(request: dict[str, Any], result_id: str) -> str:
+    """A result line saying the engine could not answer ``request``."""
+    return json.dumps(
+        {
+            "id": result_id,
+            "custom_id": request["custom_id"],
+            "response": {"status_code": 500, "request_id": "r", "body": {"error": "boom"}},
+            "error": None,
+        }
+    )
+
+
+async def test_the_same_offline_file_with_a_failed_result_imported_again_is_all_duplicates(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    """A results file holding a failed result, imported again, keeps nothing and uses no
+    round: the failure it recorded is recognised by the result's ``id``. A failure of
+    the same request in another result (a new run) is a new failure, using a round."""
+    await _gradings(engine)
+    admin = await tokens("admin")
+    body = {"judge": _spec(judge_server), "engine": "offline", "engine_retry": "batch"}
+    async with api_client(backends=_backends(judge_server)) as client:
+        job = await _start(client, admin, body)
+        lines = await _requests(client, admin, job["id"])
+        good = [_result_line(line, REPLY) for line in lines[1:]]
+        text = "\n".join([*good, _failed_line(lines[0], "vllm-run-1")])
+        first = (await _post_results(client, admin, job["id"], text)).json()
+        assert (first["answered"], first["failed"], first["state"]) == (ITEMS - 1, 1, "waiting")
+        for _ in range(2):
+            again = await _post_results(client, admin, job["id"], text)
+            assert again.status_code == 200, again.text
+            report = again.json()
+            assert (report["answered"], report["failed"], report["duplicates"]) == (0, 0, ITEMS)
+        shown = (await client.get(f"/v1/regrade-jobs/{job['id']}", headers=admin)).json()
+        assert (shown["batch"]["state"], shown["batch"]["round"]) == ("waiting", 1), shown
+        rerun = _failed_line(lines[0], "vllm-run-2")
+        second = (await _post_results(client, admin, job["id"], rerun)).json()
+        assert (second["failed"], second["duplicates"], second["state"]) == (1, 0, "waiting")
+        shown = (await client.get(f"/v1/regrade-jobs/{job['id']}", headers=admin)).json()
+        assert shown["batch"]["round"] == 2, shown
+
+
+async def test_the_same_offline_file_with_a_failed_result_is_taken_again_after_it_went_live(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    """With ``engine_retry: live`` the failed request is asked live after the first
+    import; the same file sent again (a retried upload) is a 200 with every line a
+    duplicate, not a 409 for a new result."""
+    await _gradings(engine)
+    admin = await tokens("admin")
+    async with api_client(backends=_backends(judge_server)) as client:
+        job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "offline"})
+        lines = await _requests(client, admin, job["id"])
+        good = [_result_line(line, REPLY) for line in lines[1:]]
+        text = "\n".join([*good, _failed_line(lines[0], "vllm-run-1")])
+        first = await _post_results(client, admin, job["id"], text)
+        assert first.status_code == 200, first.text
+        assert first.json()["state"] == "grading"
+        await _finished(client, admin, job["id"])
+        again = await _post_results(client, admin, job["id"], text)
+        assert again.status_code == 200, again.text
+        assert (again.json()["answered"], again.json()["duplicates"]) == (0, ITEMS)
+    assert len(judge_server.requests) == 1  # the failed request, asked live once
+
+
+async def test_a_cancelled_offline_job_writes_its_requests_once_resumed(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    """The requests of an offline job cancelled before they were written are refused
+    (409, nothing changed: its items are out); once resumed, the job writes every
+    item's request and still waits for the results file."""
+    await _gradings(engine)
+    admin = await tokens("admin")
+    async with api_client(backends=_backends(judge_server), start_workers=False) as client:
+        job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "offline"})
+        base = f"/v1/regrade-jobs/{job['id']}"
+        assert (await client.post(f"{base}/cancel", headers=admin)).status_code == 200
+        refused = await client.get(f"{base}/batch-requests", headers=admin)
+        assert refused.status_code == 409, refused.text
+        assert "cancelled" in refused.json()["detail"]
+        assert (await client.post(f"{base}/resume", headers=admin)).status_code == 200
+        shown = (await client.get(base, headers=admin)).json()
+        assert (shown["batch"]["state"], shown["batch"]["requests"]) == ("rendering", 0)
+        assert len(await _requests(client, admin, job["id"])) == ITEMS
+        shown = (await client.get(base, headers=admin)).json()
+        assert shown["batch"]["state"] == "waiting", shown
+
+
+async def test_an_offline_job_that_takes_no_more_results_offers_no_requests(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    """Once what was open went to the live judge (``engine_retry: live``, a partial
+    file), the requests file is refused (409 naming why), as their results would be."""
+    await _gradings(engine)
+    admin = await tokens("admin")
+    async with api_client(backends=_backends(judge_server)) as client:
+        job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "offline"})
+        lines = await _requests(client, admin, job["id"])
+        partial = "\n".join(_result_line(line, REPLY) for line in lines[2:]) + "\n"
+        taken = (await _post_results(client, admin, job["id"], partial)).json()
+        assert taken["state"] == "grading"
+        await _finished(client, admin, job["id"])
+        offered = await client.get(f"/v1/regrade-jobs/{job['id']}/batch-requests", headers=admin)
+        assert offered.status_code == 409, offered.text
+        assert "no more results (its engine is grading)" in offered.json()["detail"]
+
+
 def _batch_api(server: JudgeServer) -> tuple[respx.MockRouter, FakeBatchAPI]:
     api = FakeBatchAPI(server.openai_url)
     router = respx.mock(assert_all_called=False)
