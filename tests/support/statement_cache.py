@@ -24,10 +24,19 @@ __all__ = ["install"]
 _SHARED: dict[tuple[type, str], Any] = {}
 #: the compiled statements of every engine sharing a dialect
 _CACHE: LRUCache[Any, Any] = LRUCache(5000)
-#: arguments of the pool and the driver's connection only: an engine made with any other
-#: (a dialect option) keeps a dialect of its own
+#: arguments of the pool, the driver's connection and the engine's own error messages
+#: only (``hide_parameters``): an engine made with any other (a dialect option) keeps a
+#: dialect of its own
 _POOL_ONLY = frozenset(
-    {"poolclass", "connect_args", "pool_pre_ping", "pool_size", "max_overflow", "pool_timeout"}
+    {
+        "poolclass",
+        "connect_args",
+        "pool_pre_ping",
+        "pool_size",
+        "max_overflow",
+        "pool_timeout",
+        "hide_parameters",
+    }
 )
 
 
