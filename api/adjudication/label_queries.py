@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from storage.database import Database
+from storage.database import AuditBatch, Database
 from storage.errors import Conflict, InvalidReview, NotFound
 from storage.review_tables import HumanLabelRecord
 from storage.tables import GradingRecord
@@ -56,13 +56,13 @@ class LabelQueries:
         verdict: Literal["pass", "fail"] | None,
         author_id: str,
         author_name: str,
-        before_audit: Callable[[], object] | None = None,
+        into: AuditBatch | None = None,
     ) -> list[HumanLabelRecord]:
         """``add`` in the caller's transaction: :class:`InvalidReview` naming ``answers``
         when neither an answer nor a verdict is given, or an answer names no question of
-        the rubric. ``before_audit``: the caller's other writes, made once the labels are
-        written and before they are audited (rows first, the audit chain's lock last:
-        ``storage.database``); the events it audits come before ``review.labelled``."""
+        the rubric. ``into``: the audit event is collected there, for the caller to append
+        after its other writes (rows first, the audit chain's lock last:
+        ``storage.database``)."""
         if not answers and verdict is None:
             raise InvalidReview("label at least one question or the verdict", field="answers")
         unknown = sorted(set(answers) - set(question_ids))
@@ -98,8 +98,6 @@ class LabelQueries:
             labels.append(label(verdict=verdict))
         session.add_all(labels)
         session.flush()
-        if before_audit is not None:
-            before_audit()
         self._db.audit(
             session,
             "review.labelled",
@@ -108,6 +106,7 @@ class LabelQueries:
             actor=author_id,
             payload={"answers": {q: a for q, a in answers.items()}, "verdict": verdict},
             rows=labels,
+            into=into,
         )
         return labels
 

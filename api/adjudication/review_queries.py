@@ -19,7 +19,7 @@ from judge.review_reasons import ReviewReason, by_priority, hold_explanation
 from storage.canonical import iso_utc
 from storage.claims import graded_ground_truth
 from storage.cursors import CursorCodec
-from storage.database import Database
+from storage.database import AuditBatch, Database
 from storage.errors import Conflict, InvalidCursor, InvalidReview, NotFound
 from storage.gradings import grading_position, records_by_grading
 from storage.review_tables import ReviewClaimRecord
@@ -399,11 +399,19 @@ class ReviewQueries:
         """Mark a review done: the grading leaves the queue."""
         await self._db.run(self.finish_in, grading_id, principal_id=principal_id)
 
-    def finish_in(self, session: Session, grading_id: str, *, principal_id: str) -> None:
+    def finish_in(
+        self,
+        session: Session,
+        grading_id: str,
+        *,
+        principal_id: str,
+        into: AuditBatch | None = None,
+    ) -> None:
         """``finish`` in the caller's transaction: :class:`Conflict` for a held pass,
         which only a verdict override decides. The grading is row-locked and read afresh
         (PostgreSQL): an override committed since the caller read it may have made it a
-        held pass, and the copy the session holds would not say so."""
+        held pass, and the copy the session holds would not say so. ``into``: the audit
+        event is collected there, for the caller to append after its other writes."""
         grading = session.get(
             GradingRecord, grading_id, with_for_update=self._db.postgres, populate_existing=True
         )
@@ -429,6 +437,7 @@ class ReviewQueries:
             entity_id=grading_id,
             actor=principal_id,
             payload={},
+            into=into,
         )
 
     async def skip(

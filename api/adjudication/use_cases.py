@@ -36,6 +36,7 @@ from judge.rubric import Rubric
 from storage import GradingView
 from storage.audit import ROWS
 from storage.claims import graded_ground_truth
+from storage.database import AuditBatch
 from storage.errors import Conflict, InvalidCursor
 from storage.review_tables import (
     FailureTagRecord,
@@ -338,6 +339,9 @@ async def label_grading(
         question_ids = (
             [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]
         )
+        # the labels written and the review closed before either is audited: rows
+        # first, the audit chain's lock last (storage.database)
+        audits = AuditBatch()
         LabelQueries(db).add_in(
             session,
             grading_id,
@@ -346,11 +350,10 @@ async def label_grading(
             verdict=verdict,
             author_id=principal.id,
             author_name=principal.name,
-            # the review closed before any audit: rows first, the chain's lock last
-            before_audit=lambda: ReviewQueries(db).finish_in(
-                session, grading_id, principal_id=principal.id
-            ),
+            into=audits,
         )
+        ReviewQueries(db).finish_in(session, grading_id, principal_id=principal.id, into=audits)
+        db.audit_many(session, audits.events, audits.covers, audits.rows)
         return readable_in(session, services, principal, grading_id)
 
     return await db.run(label)
