@@ -9,6 +9,7 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 
+from api.http.same_origin import foreign_page
 from api.service.principal import ANONYMOUS, Principal, Role
 
 __all__ = [
@@ -63,7 +64,7 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Princ
 
 
 def _host_name(authority: str) -> str:
-    """The host of a ``Host`` header or of an origin's authority, without its port."""
+    """The host of a ``Host`` header, without its port."""
     if authority.startswith("["):
         return authority[1:].partition("]")[0]
     return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
@@ -71,24 +72,21 @@ def _host_name(authority: str) -> str:
 
 def _refuse_foreign_page(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
     """Anonymous use is for the person at this machine, not for every web page their
-    browser opens: a request another site's page sends (its ``Origin`` or
-    ``Sec-Fetch-Site`` says so; a bodiless POST needs no preflight) and a page that
-    reached the port through a DNS name rebound to 127.0.0.1 (its ``Host`` is not a
-    loopback name) get 403, not the anonymous admin."""
+    browser opens: a request a page of another origin sends (as its ``Sec-Fetch-Site``
+    or, without one, its whole ``Origin`` says: another site, or another local port; a
+    bodiless POST needs no preflight) and a page that reached the port through a DNS
+    name rebound to 127.0.0.1 (its ``Host`` is not a loopback name) get 403, not the
+    anonymous admin."""
     host = _host_name(connection.headers.get("host", "").strip().lower())
     if host not in LOCAL_HOSTS:
         raise PermissionDeniedException(
             "anonymous use answers requests addressed to 127.0.0.1, localhost or [::1] "
             "only (Host header); send a bearer token"
         )
-    origin = connection.headers.get("origin")
-    site = connection.headers.get("sec-fetch-site", "").strip().lower()
-    foreign = origin is not None and (
-        _host_name(origin.strip().lower().partition("://")[2].partition("/")[0]) not in LOCAL_HOSTS
-    )
-    if foreign or site in ("cross-site", "same-site"):
+    sender = foreign_page(connection)
+    if sender is not None:
         raise PermissionDeniedException(
-            "anonymous use does not answer requests another site's page sends; send a bearer token"
+            f"anonymous use does not answer requests {sender} sends; send a bearer token"
         )
 
 

@@ -11,22 +11,29 @@ from api.http.input_guard import check_params, unstorable
 from api.http.problems import ApiProblem
 from storage.storable import printable
 
-__all__ = ["refuse_unstorable_form"]
+__all__ = ["form_sent", "refuse_unstorable_form"]
 
 _FORM = "application/x-www-form-urlencoded"
+
+
+async def form_sent(request: Request[Any, Any, Any]) -> bool:
+    """Whether the request carries a form: False without a body; 415 for a body that is
+    not a URL-encoded form, the only body a page takes (so nothing reads a multipart
+    body, whose fields need not even be UTF-8)."""
+    if not await request.body():
+        return False
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != _FORM:
+        raise ApiProblem(415, "Unsupported media type", f"Content-Type: a page takes {_FORM}")
+    return True
 
 
 async def refuse_unstorable_form(request: Request[Any, Any, Any]) -> None:
     """422 on a parameter or form field that cannot be stored; 415 for a body that is not a
     form."""
     check_params(request)
-    if request.method not in ("POST", "PUT", "PATCH"):
+    if request.method not in ("POST", "PUT", "PATCH") or not await form_sent(request):
         return
-    if not await request.body():
-        return
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != _FORM:
-        raise ApiProblem(415, "Unsupported media type", f"Content-Type: a page takes {_FORM}")
     for name, value in (await request.form()).multi_items():
         problem = unstorable(name) or unstorable(str(value))
         if problem:

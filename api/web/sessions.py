@@ -13,7 +13,6 @@ import hmac
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from litestar import Request
 from litestar.connection import ASGIConnection
@@ -22,8 +21,10 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers.base import BaseRouteHandler
 
 from api.http.auth import Guard
+from api.http.same_origin import foreign_page
 from api.service.principal import Principal, Role
 from api.service.services import Services
+from api.web.input_guard import form_sent
 from storage import TokenRecord
 
 __all__ = [
@@ -46,10 +47,6 @@ CSRF_HEADER = "x-csrf-token"
 #: a session ends this long after sign-in at the latest
 SESSION_LIFETIME = timedelta(hours=12)
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
-#: what ``Sec-Fetch-Site`` says of a request made by a page of this origin, or by the
-#: user (a bookmark, the address bar)
-_OWN_SITE = frozenset({"same-origin", "none"})
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,52 +97,24 @@ async def _resolve(connection: ASGIConnection[Any, Any, Any, Any]) -> SignedIn:
 
 
 async def check_csrf(request: Request[Any, Any, Any], expected: str) -> None:
-    """403 unless the request carries ``expected`` in its header or form."""
+    """403 unless the request carries ``expected`` in its header or form; 415 for a body
+    that is not a URL-encoded form (:func:`api.web.input_guard.form_sent`)."""
     sent = request.headers.get(CSRF_HEADER)
-    if sent is None and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
+    if sent is None and await form_sent(request):
         value = (await request.form()).get(CSRF_FIELD)
         sent = value if isinstance(value, str) else None
     if not sent or not hmac.compare_digest(sent.encode(), expected.encode()):
         raise PermissionDeniedException("the form's CSRF token is missing or out of date")
 
 
-def _origin(url: str) -> tuple[str, str, int | None] | None:
-    """``url``'s scheme, host and port (the scheme's default when none is written); None
-    for no origin at all (``null``, or text that is no URL)."""
-    try:
-        parts = urlsplit(url.strip())
-        scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
-    except ValueError:  # a port that is no number, or out of range
-        return None
-    if not scheme or not host:
-        return None
-    return scheme, host, port if port is not None else _DEFAULT_PORTS.get(scheme)
-
-
 def check_same_origin(request: Request[Any, Any, Any]) -> None:
-    """403 unless an unsafe request came from a page of this origin, as the browser says.
-
-    A browser's ``Sec-Fetch-Site`` decides when sent: ``same-origin`` or ``none`` pass,
-    anything else (``same-site``: a sibling host; ``cross-site``) is refused. A browser
-    that sends none is judged by its ``Origin``: it must be the app's own
-    ``scheme://host[:port]``, as the request reached the app (behind a reverse proxy, the
-    ``Host`` it passes on and the scheme its trusted ``X-Forwarded-Proto`` names, the same
-    origin the session cookie's ``Secure`` follows). A request with neither header comes
-    from no browser (a script, a test client): it carries no cookie a browser attached
-    behind its user's back."""
-    fetch_site = request.headers.get("sec-fetch-site")
-    if fetch_site is not None:
-        if fetch_site.strip().lower() in _OWN_SITE:
-            return
-        raise PermissionDeniedException("this form was sent from a page of another site")
-    origin = request.headers.get("origin")
-    if origin is None:
-        return
-    own = _origin(f"{request.url.scheme}://{request.url.netloc}")
-    if own is None or _origin(origin) != own:
-        raise PermissionDeniedException("this form was sent from a page of another origin")
+    """403 unless an unsafe request came from a page of this origin, as the browser says
+    (:func:`api.http.same_origin.foreign_page`: its ``Sec-Fetch-Site``, else its
+    ``Origin`` against the scheme and ``Host`` the request reached the app with, the same
+    origin the session cookie's ``Secure`` follows)."""
+    sender = foreign_page(request)
+    if sender is not None:
+        raise PermissionDeniedException(f"this form was sent from {sender}")
 
 
 def web_require(role: Role) -> Guard:

@@ -232,6 +232,38 @@ async def test_a_form_another_sites_page_sent_opens_no_session_and_changes_nothi
         assert (await client.get("/gradings", follow_redirects=False)).status_code == 200
 
 
+def _multipart(fields: dict[str, bytes]) -> bytes:
+    parts = [
+        b'--XX\r\nContent-Disposition: form-data; name="' + name.encode() + b'"\r\n\r\n'
+        + value + b"\r\n"
+        for name, value in fields.items()
+    ]  # fmt: skip
+    return b"".join(parts) + b"--XX--\r\n"
+
+
+@pytest.mark.parametrize("field", ["_csrf", "reason"])
+async def test_a_form_that_is_not_url_encoded_is_refused_and_the_session_stays(
+    api_client: Any, tokens: Any, field: str
+) -> None:
+    """A page takes only a URL-encoded form: a multipart body, even one whose fields are
+    not UTF-8 (a Latin-1 'é'), gets 415 before anything reads it, and the session it came
+    with stays signed in."""
+    adj = await tokens("adjudicator")
+    async with api_client() as client:
+        csrf = await sign_in(client, adj)
+        fields = {"_csrf": csrf.encode(), "reason": b"caf\xe9"}
+        if field == "_csrf":
+            fields["_csrf"] = b"caf\xe9"
+        sent = await client.post(
+            "/logout",
+            content=_multipart(fields),
+            headers={"Content-Type": "multipart/form-data; boundary=XX"},
+            follow_redirects=False,
+        )
+        assert sent.status_code == 415, (sent.status_code, sent.text[-400:])
+        assert (await client.get("/gradings", follow_redirects=False)).status_code == 200
+
+
 @pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/", "/\\evil"])
 async def test_after_sign_in_the_browser_stays_on_this_host(
     api_client: Any, tokens: Any, target: str

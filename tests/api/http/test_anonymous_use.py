@@ -49,6 +49,31 @@ async def test_a_page_of_another_site_cannot_revoke_a_token(
     assert listed[0]["revoked_at"] is None
 
 
+@pytest.mark.parametrize(
+    "origin", ["http://127.0.0.1:3000", "http://localhost:8888", "http://[::1]:5173"]
+)
+async def test_a_page_of_another_local_port_cannot_revoke_a_token(
+    api_client: Any, tokens: Any, origin: str
+) -> None:
+    """A page another local server serves (a dev server, a notebook) is another origin:
+    from a browser that sends no Sec-Fetch-Site, its whole Origin (scheme, host and port)
+    is compared with the address the request reached, so it gets 403, while a page of
+    the service's own origin is answered."""
+    await tokens("submitter", "ci-harness")
+    async with api_client(start_workers=False, allow_anonymous=True) as client:
+        token_id = (await client.get("/v1/tokens", headers=LOCAL)).json()[0]["id"]
+        # a bodiless POST needs no CORS preflight: the browser sends it with its Origin
+        revoked = await client.post(
+            f"/v1/tokens/{token_id}/revoke", headers={**LOCAL, "Origin": origin}
+        )
+        listed = (await client.get("/v1/tokens", headers=LOCAL)).json()
+        own = await client.get("/v1/tokens", headers={**LOCAL, "Origin": "http://127.0.0.1:8000"})
+    assert revoked.status_code == 403, revoked.text
+    assert "bearer token" in revoked.json()["detail"]
+    assert listed[0]["revoked_at"] is None
+    assert own.status_code == 200, own.text
+
+
 async def test_a_rebound_host_name_gets_no_anonymous_admin(api_client: Any) -> None:
     """evil.example resolves to 127.0.0.1 for a moment: the page is then same-origin
     with the port, sends JSON and reads the answers; only its Host tells it apart."""
