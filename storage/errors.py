@@ -6,6 +6,7 @@
      +-- NotFound               an id that does not exist
      +-- Conflict               a write that collides with what is stored
      |    +-- IdempotencyConflict   same idempotency key, different request
+     |    +-- Superseded            a human correction of a grading a promote replaced
      +-- InvalidCursor          a pagination cursor that this service did not sign
      +-- PreconditionFailed     a conditional write whose expected revision is stale
      +-- InvalidReview          an override, label or tag that does not fit the grading
@@ -29,6 +30,7 @@ __all__ = [
     "PreconditionFailed",
     "SchemaMismatch",
     "StorageError",
+    "Superseded",
     "database_fault",
 ]
 
@@ -57,7 +59,15 @@ class NotFound(StorageError):
 
 
 class Conflict(StorageError):
-    """The write collides with an existing entity (duplicate id, ...)."""
+    """The write collides with an existing entity (duplicate id, ...); ``field``, when
+    given, names the request field whose value collides (an id or a tag already taken)."""
+
+    field: str | None = None
+
+    def __init__(self, *args: object, field: str | None = None) -> None:
+        super().__init__(*args)
+        if field is not None:
+            self.field = field
 
 
 class IdempotencyConflict(Conflict):
@@ -65,6 +75,18 @@ class IdempotencyConflict(Conflict):
     header that carried the key."""
 
     field = "Idempotency-Key"
+
+
+class Superseded(Conflict):
+    """An override or a failure tag sent to a grading a promoted regrade replaced: it
+    would reach neither the verdict in force nor the reports, which read the current
+    grading. ``grading_id`` names the grading refused, ``in_force`` the one to amend
+    instead (the submission's current grading)."""
+
+    def __init__(self, message: str, *, grading_id: str, in_force: str) -> None:
+        super().__init__(message)
+        self.grading_id = grading_id
+        self.in_force = in_force
 
 
 class InvalidCursor(StorageError, ValueError):

@@ -125,13 +125,13 @@ class ScenarioRepository:
         def register(session: Session) -> ScenarioRecord:
             existing = session.get(ScenarioRecord, spec.id)
             if existing is not None:
-                raise Conflict(_taken(existing, spec))
+                raise Conflict(_taken(existing, spec), field="id")
             return self._insert(session, spec, actor=actor)
 
         try:
             return await self._db.run(register)
         except IntegrityError:
-            raise Conflict(f"scenario {spec.id!r} already exists") from None
+            raise Conflict(f"scenario {spec.id!r} already exists", field="id") from None
 
     def ensure(
         self, session: Session, spec: ScenarioSpec, *, actor: str, into: AuditBatch | None = None

@@ -23,7 +23,7 @@ from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from storage import GradingFilter
-from storage.errors import Conflict, PreconditionFailed
+from storage.errors import Conflict, PreconditionFailed, Superseded
 from storage.search import InvalidSearch, parse_search
 
 __all__ = ["grading_list", "grading_page", "override_from_page", "render_grading_page"]
@@ -89,7 +89,9 @@ async def render_grading_page(
         tag_sent=tag_sent or {},
         tag_error_field=tag_error[0] if tag_error else "",
         tag_error=tag_error[1] if tag_error else "",
-        can_override=principal.at_least("adjudicator"),
+        # a grading a promote superseded takes no override nor tag: its page links to
+        # the grading that replaced it instead of offering forms it would refuse
+        can_override=principal.at_least("adjudicator") and grading.superseded_by is None,
     )
 
 
@@ -153,7 +155,9 @@ async def override_from_page(
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect | Template:
     """Append one override at the revision the page showed; on a stale revision the page
-    again with what changed meanwhile and the form as it was sent."""
+    again with what changed meanwhile and the form as it was sent. On a grading a
+    promoted regrade superseded: the page again (409) saying so, linking the grading
+    that replaced it."""
     try:
         request = _override_request(data)
         revision = int(data.get("revision", ""))
@@ -165,6 +169,10 @@ async def override_from_page(
     try:
         await append_override(
             services, who.principal, grading_id, request, expected_revision=revision
+        )
+    except Superseded as exc:  # no use sending it again: it goes on the grading in force
+        return await render_grading_page(
+            services, who, grading_id, status_code=409, pending=data, error=f"Not saved: {exc}"
         )
     except PreconditionFailed:
         seen = {s for s in data.get("seen", "").split(",") if s}

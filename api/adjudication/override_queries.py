@@ -6,7 +6,10 @@ answers and the overrides in force (``storage.overrides.apply_in_force``), its r
 (the ETag) goes up, an answer or verdict becomes a human label, the grading's review is
 closed (unless a pass stays held), and the append is audited as ``grading.overridden``,
 all in the caller's transaction. A withdrawal withdraws the regrades' copies of the
-override still in force on later gradings too, each audited on its own grading.
+override still in force on later gradings too, each audited on its own grading. An
+answer or verdict override of a grading a promoted regrade superseded is refused
+(``api.adjudication.superseded``): the promote carried the overrides in force then, and
+the verdict in force is the current grading's.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from api.adjudication.review_queries import ReviewQueries
+from api.adjudication.superseded import refuse_superseded
 from judge.adjudication import overrides_in_force, target_of
 from judge.rubric import Rubric
 from storage.audit import values_digest
@@ -96,14 +100,19 @@ class OverrideQueries:
         promote made, a shadow regrade's), each as a withdrawal on its grading in the
         same author's name: the human took the decision back, wherever it was carried.
 
-        Raises NotFound, PreconditionFailed (stale revision), Conflict (a pending
-        grading) or InvalidReview (an unknown question or override, an answer override
-        on a grading whose answers the rule cannot be recomputed on).
+        Raises NotFound, PreconditionFailed (stale revision), Superseded (an answer or
+        verdict override of a grading a promoted regrade replaced: it would reach no
+        verdict in force; checked first), Conflict (a pending grading) or InvalidReview
+        (an unknown question or override, an answer override on a grading whose answers
+        the rule cannot be recomputed on).
         """
+        # an answer or verdict on a grading a promote superseded would reach no verdict
+        # in force: refused before a stale revision (the promote moved it) is reported
+        amends = kind != "withdraw"
         if view is None or self._db.postgres:
-            grading = self._locked_grading(session, grading_id, expected_revision)
+            grading = self._locked_grading(session, grading_id, expected_revision, amends=amends)
         else:  # SQLite: the caller's write transaction has held the database since it began
-            grading = self._checked_grading(view.grading, expected_revision)
+            grading = self._checked_grading(session, view.grading, expected_revision, amends=amends)
         # answers are never changed by an override: the caller's read of them holds
         records = list(view.answers) if view is not None else self._answers(session, grading_id)
         history = self._overrides(session, grading_id)
@@ -216,10 +225,15 @@ class OverrideQueries:
         return list(session.execute(query).scalars())
 
     def _locked_grading(
-        self, session: Session, grading_id: str, expected_revision: int | None
+        self,
+        session: Session,
+        grading_id: str,
+        expected_revision: int | None,
+        *,
+        amends: bool = False,
     ) -> GradingRecord:
         """The graded grading, row-locked, if it is still at ``expected_revision`` (None:
-        at whatever revision it is)."""
+        at whatever revision it is); ``amends``: and not superseded by a promote."""
         query = select(GradingRecord).where(col(GradingRecord.id) == grading_id)
         if self._db.postgres:
             query = query.with_for_update()
@@ -228,11 +242,21 @@ class OverrideQueries:
         ).scalar_one_or_none()
         if grading is None:
             raise NotFound(f"no grading {grading_id}")
-        return self._checked_grading(grading, expected_revision)
+        return self._checked_grading(session, grading, expected_revision, amends=amends)
 
     @staticmethod
-    def _checked_grading(grading: GradingRecord, expected_revision: int | None) -> GradingRecord:
-        """``grading`` if it is graded and still at ``expected_revision`` (None: any)."""
+    def _checked_grading(
+        session: Session,
+        grading: GradingRecord,
+        expected_revision: int | None,
+        *,
+        amends: bool = False,
+    ) -> GradingRecord:
+        """``grading`` if it is graded and still at ``expected_revision`` (None: any);
+        ``amends`` (an answer or verdict override): Superseded, first, when a promote
+        replaced it."""
+        if amends:
+            refuse_superseded(session, grading, instead="override that one")
         if expected_revision is not None and grading.revision != expected_revision:
             raise PreconditionFailed(
                 f"the grading is at revision {grading.revision}, not {expected_revision}",

@@ -33,7 +33,9 @@ async def create_override(
     principal: NamedDependency[Principal],
     if_match: Annotated[str | None, HeaderParameter(name="If-Match", required=False)] = None,
 ) -> Response[GradingPublic]:
-    """Append an override as the calling principal; 412 when the ETag is stale."""
+    """Append an override as the calling principal; 412 when the ETag is stale, 409 for
+    an answer or verdict on a grading a promoted regrade superseded (override the one
+    that replaced it)."""
     body = await override_grading(
         services,
         principal,

@@ -1,6 +1,7 @@
 """Failure tags (with a note) added to and removed from a grading on its page. A tag the
 page refuses brings the grading's page back (422), the tag form as it was sent and why
-beside it."""
+beside it; on a grading a promoted regrade superseded, the page (409) says so and links
+the grading that replaced it."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from api.adjudication.queue_pages import carried_walk
 from api.adjudication.use_cases import tag_grading, untag_grading
 from api.service.services import Services
 from api.web.sessions import SignedIn, web_require
-from storage.errors import InvalidReview
+from storage.errors import InvalidReview, Superseded
 
 __all__ = ["tag_from_page", "untag_from_page"]
 
@@ -61,6 +62,8 @@ async def tag_from_page(
             await tag_grading(services, who.principal, grading_id, tag=tag, note=note)
         except InvalidReview as exc:
             problem = (exc.field, str(exc))
+        except Superseded as exc:
+            return await _refused(services, who, grading_id, exc, sent=data)
         else:
             return _back(grading_id, data)
     return await render_grading_page(
@@ -80,7 +83,25 @@ async def untag_from_page(
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
-) -> Redirect:
+) -> Redirect | Template:
     """Remove a tag (the audit log keeps it); back at the tags, on the form's walk."""
-    await untag_grading(services, who.principal, grading_id, tag_id)
+    try:
+        await untag_grading(services, who.principal, grading_id, tag_id)
+    except Superseded as exc:
+        return await _refused(services, who, grading_id, exc, sent=data)
     return _back(grading_id, data)
+
+
+async def _refused(
+    services: Services,
+    who: SignedIn,
+    grading_id: str,
+    exc: Superseded,
+    *,
+    sent: Mapping[str, str],
+) -> Template:
+    """The grading's page (409) saying why a tag was neither added nor removed: a
+    promoted regrade superseded the grading, which the page links."""
+    return await render_grading_page(
+        services, who, grading_id, status_code=409, tag_sent=dict(sent), error=f"Not saved: {exc}"
+    )

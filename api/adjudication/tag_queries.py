@@ -1,4 +1,9 @@
-"""Failure tags: a vocabulary (shipped file plus admin additions) and tags on gradings."""
+"""Failure tags: a vocabulary (shipped file plus admin additions) and tags on gradings.
+
+Tags are added to and removed from the grading in force: a grading a promoted regrade
+superseded refuses both (``api.adjudication.superseded``), since the promote carried its
+tags onto the current grading, which reports and ``?tag=`` read.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from api.adjudication.superseded import refuse_superseded
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound
 from storage.review_tables import FailureTagRecord, TagVocabularyRecord
@@ -58,7 +64,7 @@ class TagQueries:
             )
             table = TagVocabularyRecord.__table__  # type: ignore[attr-defined]
             if not self._db.insert_ignore(session, table, record.model_dump()):
-                raise Conflict(f"tag {tag!r} exists")
+                raise Conflict(f"tag {tag!r} exists", field="tag")
             self._db.audit(
                 session,
                 "tag.defined",
@@ -84,12 +90,14 @@ class TagQueries:
     async def add(
         self, grading_id: str, *, tag: str, note: str, author_id: str, author_name: str
     ) -> FailureTagRecord:
-        """Tag what the agent got wrong; the tag must be in the vocabulary."""
+        """Tag what the agent got wrong; the tag must be in the vocabulary. Superseded
+        (a 409) on a grading a promoted regrade replaced: tag the one in force."""
 
         def work(session: Session) -> FailureTagRecord:
             grading = _locked(self._db, session, grading_id)
             if grading is None:
                 raise NotFound(f"no grading {grading_id}")
+            refuse_superseded(session, grading, instead="tag that one")
             if session.get(TagVocabularyRecord, tag) is None:
                 raise InvalidReview(f"{tag!r} is not in the failure-tag vocabulary", field="tag")
             record = FailureTagRecord(
@@ -123,7 +131,9 @@ class TagQueries:
         return await self._db.run(work)
 
     async def remove(self, grading_id: str, tag_id: int, *, actor: str) -> None:
-        """Mark a tag removed (kept for the record)."""
+        """Mark a tag removed (kept for the record). Superseded (a 409) on a grading a
+        promoted regrade replaced: its copy on the grading in force is the one reports
+        count, and is removed there."""
 
         def work(session: Session) -> None:
             grading = _locked(self._db, session, grading_id)
@@ -131,6 +141,7 @@ class TagQueries:
             missing = record is None or record.grading_id != grading_id or record.removed_at
             if grading is None or record is None or missing:
                 raise NotFound(f"no tag {tag_id} on grading {grading_id}")
+            refuse_superseded(session, grading, instead="remove the tag there")
             record.removed_at, record.removed_by = self._db.clock(), actor
             grading.revision += 1
             session.flush()

@@ -57,7 +57,7 @@ async def define_tag(
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
 ) -> dict[str, str]:
-    """Extend the vocabulary (admins)."""
+    """Extend the vocabulary (admins); 409 naming ``tag`` when it is defined already."""
     record = await use_cases.define_tag(services, principal, data.tag, description=data.description)
     return {"tag": record.tag, "description": record.description, "source": record.source}
 
@@ -74,7 +74,8 @@ async def add_tag(
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
 ) -> Response[TagPublic]:
-    """Tag what the agent got wrong; 422 for a tag outside the vocabulary. ``Location``
+    """Tag what the agent got wrong; 422 for a tag outside the vocabulary, 409 on a
+    grading a promoted regrade superseded (tag the one that replaced it). ``Location``
     is the grading, whose object lists the tag."""
     record = await tag_grading(services, principal, grading_id, tag=data.tag, note=data.note)
     tag = TagPublic(
@@ -99,5 +100,6 @@ async def remove_tag(
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
 ) -> None:
-    """Remove a tag (kept in the audit log)."""
+    """Remove a tag (kept in the audit log); 409 on a grading a promoted regrade
+    superseded (remove the tag's copy on the one that replaced it)."""
     await untag_grading(services, principal, grading_id, tag_id)

@@ -381,8 +381,9 @@ async def override_grading(
     expected_revision: int,
 ) -> GradingPublic:
     """Append an override in ``principal``'s name to the grading at ``expected_revision``
-    (:class:`storage.PreconditionFailed` when it moved on) and return the grading object:
-    read, checked, written, audited and read back in one transaction."""
+    (:class:`storage.PreconditionFailed` when it moved on; :class:`storage.errors.Superseded`
+    for an answer or verdict on a grading a promoted regrade replaced) and return the
+    grading object: read, checked, written, audited and read back in one transaction."""
     _check_override(request)
 
     def override(session: Session) -> GradingPublic:
@@ -619,7 +620,8 @@ async def tag_grading(
     services: Services, principal: Principal, grading_id: str, *, tag: str, note: str = ""
 ) -> FailureTagRecord:
     """Tag what the agent got wrong, in ``principal``'s name; the tag must be in the
-    vocabulary (:class:`storage.errors.InvalidReview` naming ``tag`` otherwise)."""
+    vocabulary (:class:`storage.errors.InvalidReview` naming ``tag`` otherwise) and the
+    grading in force (:class:`storage.errors.Superseded` for one a promote replaced)."""
     await readable_grading(services, principal, grading_id)
     return await TagQueries(services.store.db).add(
         grading_id, tag=tag, note=note, author_id=principal.id, author_name=principal.name
@@ -629,7 +631,8 @@ async def tag_grading(
 async def untag_grading(
     services: Services, principal: Principal, grading_id: str, tag_id: int
 ) -> None:
-    """Remove a tag (kept in the audit log)."""
+    """Remove a tag (kept in the audit log); :class:`storage.errors.Superseded` on a
+    grading a promote replaced (its copy on the grading in force is the one to remove)."""
     await readable_grading(services, principal, grading_id)
     await TagQueries(services.store.db).remove(grading_id, tag_id, actor=principal.id)
 

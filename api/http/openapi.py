@@ -84,6 +84,7 @@ EXTRA_ERRORS: dict[str, tuple[int, ...]] = {
     "labelGrading": (409,),
     "defineFailureTag": (409,),
     "tagGrading": (409,),
+    "untagGrading": (409,),
     "revokeToken": (409,),
     "createRegradeJob": (409,),
     "pauseRegradeJob": (409,),

@@ -272,6 +272,20 @@ async def test_failure_tags_come_from_the_vocabulary(api_client: Any, tokens: An
         assert [t["tag"] for t in shown["tags"]] == ["bad-vibes"]
 
 
+async def test_a_failure_tag_already_defined_is_a_409_naming_tag(
+    api_client: Any, tokens: Any
+) -> None:
+    """Defining a tag the vocabulary holds answers 409 naming ``tag``, the field to change."""
+    admin = await tokens("admin")
+    body = {"tag": "wrong-namespace", "description": "named the wrong namespace"}
+    async with api_client(start_workers=False) as client:
+        first = await client.post("/v1/failure-tags", json=body, headers=admin)
+        assert first.status_code == 201, first.text
+        again = await client.post("/v1/failure-tags", json=body, headers=admin)
+    assert again.status_code == 409, again.text
+    assert [e["field"] for e in again.json()["errors"]] == ["tag"], again.text
+
+
 async def test_gradings_filter_by_failure_tag(api_client: Any, tokens: Any) -> None:
     agent, adj = await tokens("submitter"), await tokens("adjudicator")
     async with api_client() as client:

@@ -1,5 +1,5 @@
 """The grading page's failure tags (with a note) and its links to the other gradings of
-the same submission."""
+the same submission, among them the one a promoted regrade replaced it with."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from tests.support.judge_server import sregym_reply
-from tests.support.regrades import shadow_regrade
+from tests.support.regrades import promote_regrade, shadow_regrade
 from tests.support.submissions import IDS, graded, scripted_judge
 from tests.web.conftest import sign_in
 
@@ -107,3 +107,47 @@ async def test_a_shadow_regrade_is_one_click_away_from_the_grading(
         shadow = page.split('data-testid="related"')[1].split('href="')[1].split('"')[0]
         back = (await c.get(shadow)).text
         assert f'href="/gradings/{grading["id"]}"' in back and "current" in back
+
+
+async def test_a_superseded_grading_links_its_replacement_and_refuses_overrides_and_tags(
+    api_client: Any, tokens: Any
+) -> None:
+    """A grading a promoted regrade replaced says so and links the grading in force, and
+    offers no override or tag form. A form sent from a page opened before the promote
+    comes back (409) saying why nothing was saved and where to go, not as a stale page
+    to send again; nothing is stored."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    replies = scripted_judge(sregym_reply(set(IDS)), sregym_reply(set(IDS[:3])))
+    async with api_client(**replies) as c:
+        grading = await graded(c, agent)
+        csrf = await sign_in(c, ada)
+        url = f"/gradings/{grading['id']}"
+        tagged = await c.post(f"/v1{url}/tags", json={"tag": "misread-unit"}, headers=ada)
+        assert tagged.status_code == 201, tagged.text
+        before = (await c.get(url)).text  # opened before the promote
+        revision = re.search(r'name="revision" value="(\d+)"', before)
+        assert revision
+        await promote_regrade(c, admin, SPEC)
+        new = (await c.get(f"/v1{url}", headers=ada)).json()["superseded_by"]
+        assert new
+        page = (await c.get(url)).text
+        assert f'data-testid="superseded-by">grading {new}</a>' in page
+        assert f'href="/gradings/{new}"' in page
+        assert 'data-testid="tag-form"' not in page and 'action="' + url + '/overrides"' not in page
+        sent = [
+            (f"{url}/overrides", {"revision": revision.group(1), "kind": "verdict",
+                                  "verdict": "fail", "reason": "names the wrong fault"}),
+            (f"{url}/tags", {"tag": "over-explored", "note": "read every log"}),
+            (f"{url}/tags/{tagged.json()['id']}/remove", {}),
+        ]  # fmt: skip
+        for action, form in sent:
+            refused = await c.post(action, data={"_csrf": csrf, **form})
+            assert refused.status_code == 409, (action, refused.status_code)
+            error = refused.text.split('data-testid="form-error">', 1)[1].split("</p>", 1)[0]
+            assert "Not saved" in error and f"superseded by grading {new}" in error
+            assert f'href="/gradings/{new}"' in refused.text
+            assert 'data-testid="conflict"' not in refused.text  # no "send it again"
+        stored = (await c.get(f"/v1{url}", headers=ada)).json()
+    assert stored["overrides"] == []
+    assert [t["tag"] for t in stored["tags"]] == ["misread-unit"]

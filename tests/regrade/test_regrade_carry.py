@@ -1,5 +1,7 @@
 """Human decisions carried by regrades: onto imported SREGym verdicts, and with the
-review that made them, so a regrade neither drops a human's decision nor asks again."""
+review that made them, so a regrade neither drops a human's decision nor asks again;
+and those sent to a grading a promote already replaced, which are refused rather than
+lost."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from judge.backends.scripted import ScriptedBackend
 from storage import GradingFilter, Store, verify_chain
 from storage.review_tables import HumanLabelRecord
 from tests.storage.helpers import graded_result, override, sregym_rubric, submit
+from tests.support.gradings import shadow_regrade
 from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
 from tests.support.submissions import DIAGNOSIS, TRUTH
@@ -369,3 +372,107 @@ async def test_failure_tags_follow_the_item_onto_the_promoted_grading(
     assert [(t["tag"], t["note"]) for t in shown] == [("misread-unit", "MiB as MB")]
     assert "misread-unit" in str(report) and "over-explored" not in str(report)
     assert (await verify_chain(engine, key=store.db.chain_key)).ok
+
+
+async def test_an_override_of_a_grading_a_promote_superseded_is_refused_naming_the_one_in_force(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """A promote carries the overrides in force when it replaces a grading; an answer or
+    verdict sent to the replaced grading afterwards would reach no verdict in force (the
+    current grading's, which reports, exports and the submitter read). It is refused
+    with 409 naming the grading that superseded it and the one in force, even from a
+    page or ETag read before the promote (no 412 to send again), and nothing is stored."""
+    store = Store(engine, key=service_key)
+    old = await _graded(store, ALL)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as c:
+        stale = (await c.get(f"/v1/gradings/{old}", headers=ada)).headers["etag"]
+    middle = await _promoted(store, ALL)
+    new = await _promoted(store, ALL[:3])  # the judge in force now fails it
+    async with api_client(start_workers=False) as c:
+        sent = [
+            (old, stale, {"verdict": "pass", "reason": "the diagnosis names the fault"}),
+            (old, None, {"question_id": "D3-Q1", "answer": "yes", "reason": "it says why"}),
+            (middle, None, {"verdict": "pass", "reason": "the diagnosis names the fault"}),
+        ]
+        for grading, etag, body in sent:
+            if etag is None:
+                etag = (await c.get(f"/v1/gradings/{grading}", headers=ada)).headers["etag"]
+            refused = await c.post(f"/v1/gradings/{grading}/overrides", json=body,
+                                   headers={**ada, "If-Match": etag})  # fmt: skip
+            assert refused.status_code == 409, refused.text
+            assert f"grading {new}" in refused.json()["detail"], refused.text
+        detail = refused.json()["detail"]
+        assert f"superseded by grading {new} " in detail  # middle's successor is in force
+        first = (await c.post(f"/v1/gradings/{old}/overrides", json=sent[0][2],
+                              headers={**ada, "If-Match": stale})).json()  # fmt: skip
+        assert f"superseded by grading {middle}, itself superseded" in first["detail"], first
+        stored = {g: (await c.get(f"/v1/gradings/{g}", headers=ada)).json() for g in (old, new)}
+    assert stored[new]["passed"] is False and stored[new]["overrides"] == []
+    assert stored[old]["overrides"] == []
+    assert (await verify_chain(engine, key=store.db.chain_key)).ok
+
+
+async def test_a_shadow_regrade_s_grading_takes_overrides_and_tags(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """A shadow regrade's grading is not current, yet nothing replaced it: adjudicators
+    override and tag it as any other."""
+    store = Store(engine, key=service_key)
+    old = await _graded(store, ALL)
+    job = await shadow_regrade(store, passing=1)
+    view = await store.gradings.get(old)
+    assert view is not None
+    shadow = (await _item(store, job, view.submission.id)).id
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as c:
+        etag = (await c.get(f"/v1/gradings/{shadow}", headers=ada)).headers["etag"]
+        made = await c.post(f"/v1/gradings/{shadow}/overrides", headers={**ada, "If-Match": etag},
+                            json={"verdict": "fail", "reason": "wrong fault"})  # fmt: skip
+        assert made.status_code == 201, made.text
+        tagged = await c.post(
+            f"/v1/gradings/{shadow}/tags", json={"tag": "misread-unit"}, headers=ada
+        )
+        assert tagged.status_code == 201, tagged.text
+        gone = await c.delete(f"/v1/gradings/{shadow}/tags/{tagged.json()['id']}", headers=ada)
+        assert gone.status_code == 204, gone.text
+
+
+async def test_a_failure_tag_is_neither_added_to_nor_removed_from_a_superseded_grading(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """Reports and ``?tag=`` count the tags of current gradings; a promote copies the
+    tags in force onto the grading it promotes. A tag added to the grading it replaced
+    afterwards would be counted nowhere, and one removed there would stay in force on
+    its copy: both are refused with 409 naming the grading in force, and nothing
+    changes; the copy is removed where it is in force."""
+    store = Store(engine, key=service_key)
+    old = await _graded(store, ALL[:3])
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as c:
+        tagged = await c.post(f"/v1/gradings/{old}/tags", json={"tag": "misread-unit"},
+                              headers=ada)  # fmt: skip
+        assert tagged.status_code == 201, tagged.text
+    new = await _promoted(store, ALL[:3])
+    async with api_client(start_workers=False) as c:
+        before = (await c.get(f"/v1/gradings/{old}", headers=ada)).json()
+        added = await c.post(f"/v1/gradings/{old}/tags", json={"tag": "over-explored"},
+                             headers=ada)  # fmt: skip
+        removed = await c.delete(f"/v1/gradings/{old}/tags/{tagged.json()['id']}", headers=ada)
+        for refused in (added, removed):
+            assert refused.status_code == 409, refused.text
+            assert f"superseded by grading {new}" in refused.json()["detail"], refused.text
+        after = (await c.get(f"/v1/gradings/{old}", headers=ada)).json()
+        shown = (await c.get(f"/v1/gradings/{new}", headers=ada)).json()["tags"]
+        listed = {}
+        for tag in ("misread-unit", "over-explored"):
+            items = (await c.get(f"/v1/gradings?tag={tag}", headers=ada)).json()["items"]
+            listed[tag] = [g["id"] for g in items]
+        [copy] = shown
+        gone = await c.delete(f"/v1/gradings/{new}/tags/{copy['id']}", headers=ada)
+        assert gone.status_code == 204, gone.text
+        emptied = (await c.get("/v1/gradings?tag=misread-unit", headers=ada)).json()["items"]
+    assert (after["revision"], after["tags"]) == (before["revision"], before["tags"])
+    assert [t["tag"] for t in shown] == ["misread-unit"]
+    assert listed == {"misread-unit": [new], "over-explored": []}
+    assert emptied == []

@@ -89,3 +89,20 @@ async def test_a_stale_if_match_does_not_undo_another_admins_change(
     assert fixed.status_code == 200 and fixed.json()["outcome"] == "new_version"
     assert (fixed.json()["version"], fixed.json()["revision"]) == (2, 3)
     assert fixed.headers["ETag"] == '"3"'
+
+
+async def test_a_taken_scenario_id_is_a_409_naming_id(api_client: Any, tokens: Any) -> None:
+    """Registering an id already taken answers 409 naming ``id``, the field to change,
+    and both ground truths' hashes; the stored scenario is left as it was."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        body = {"id": "hotel/user-port", "ground_truth": TRUTH}
+        assert (await client.post("/v1/scenarios", json=body, headers=admin)).status_code == 201
+        again = await client.post(
+            "/v1/scenarios", json={**body, "ground_truth": TRUTH + " (edited)"}, headers=admin
+        )
+        stored = (await client.get("/v1/scenarios/hotel/user-port", headers=admin)).json()
+    assert again.status_code == 409, again.text
+    assert [e["field"] for e in again.json()["errors"]] == ["id"], again.text
+    assert "another ground truth" in again.json()["detail"]
+    assert (stored["ground_truth"], stored["version"]) == (TRUTH, 1)
