@@ -5,7 +5,6 @@ Problem bodies name the field at fault and never echo prompts, ground truths or 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,7 @@ from litestar.exceptions import (
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from api.service.attempts import TooManyAttempts
-from api.service.errors import NotPermitted, ServiceError
+from api.service.errors import NotPermitted, ServiceError, body_path
 from judge.errors import InputError, JudgeSpecError, RubricError
 from storage.errors import (
     Conflict,
@@ -136,24 +135,6 @@ def _sent_names(request: Request[Any, Any, Any]) -> dict[str, str]:
     return names
 
 
-#: a segment pydantic adds to an error's place for the member of a union it tried
-#: (``trace.str``, ``trace.list[dict[str,any]].1``): in no request body
-_UNION_MEMBER = re.compile(
-    r"(?:str|int|float|bool|none|(?:list|dict|tuple|set|literal|function-\w+)\[.*\])"
-)
-
-
-def _body_path(key: str) -> str:
-    """A validation error's place as a JSON path in the body: union members left out,
-    list positions written ``[i]`` (``trace[1]``)."""
-    path = ""
-    for segment in key.split("."):
-        if _UNION_MEMBER.fullmatch(segment):
-            continue
-        path += f"[{segment}]" if segment.isdigit() and path else ("." if path else "") + segment
-    return path or key
-
-
 def _validation_errors(
     exc: ValidationException, request: Request[Any, Any, Any]
 ) -> list[dict[str, str]]:
@@ -168,7 +149,7 @@ def _validation_errors(
             elif field == "data" and message == "'data'":  # no body where one is needed
                 field, message = "body", "a request body is required"
             else:
-                field = sent.get(field, _body_path(field))
+                field = sent.get(field, body_path(field))
             errors.append({"field": field, "message": message})
     return errors or [{"field": "body", "message": str(exc.detail)}]
 

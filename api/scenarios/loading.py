@@ -4,21 +4,23 @@ JSON Lines: one object a line (blank lines and lines starting with ``#`` skipped
 YAML: a list of mappings, or a mapping whose ``scenarios`` key holds that list; JSON
 the same, or one object. Every item is validated before anything is stored; the first
 bad one is an InvalidRequest naming it as ``items[i].field`` (``i`` from 0, in file
-order) in its field, and as ``item n`` or ``line n`` (from 1, as an editor numbers
-lines) in its detail.
+order; a place inside written as a JSON path, ``items[i].tags[0]``) in its field, and
+as ``item n`` or ``line n`` (from 1, as an editor numbers lines) in its detail. A key
+given twice in one object or mapping is refused, never read as its last value.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import yaml
 from pydantic import ValidationError
 
 from api.scenarios.schemas import ScenarioCreate
-from api.service.errors import InvalidRequest
-from judge.inputs import check_text, json_lines
+from api.service.errors import InvalidRequest, body_path
+from judge.inputs import RepeatedKey, check_text, json_lines, load_json
 from judge.yaml_text import load_yaml
 
 __all__ = ["MAX_ITEMS", "LoadFormat", "detect_format", "parse_scenarios"]
@@ -33,13 +35,48 @@ def _why(exc: Exception) -> str:
     return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
 
+def _json_path(place: Sequence[str | int]) -> str:
+    """A place in an item, as the keys and list positions that lead to it, written as a
+    JSON path (``tags[0]``; ``""`` for the item itself)."""
+    return body_path(".".join(str(part) for part in place)) if place else ""
+
+
+def _item_field(index: int, place: Sequence[str | int]) -> str:
+    """The ``field`` of a place in item ``index``: ``items[0]``, ``items[0].tags[0]``."""
+    inside = _json_path(place)
+    return f"items[{index}]" + (f".{inside}" if inside else "")
+
+
+def _in_items(place: tuple[str | int, ...], fmt: LoadFormat) -> tuple[int, tuple[str | int, ...]]:
+    """Which item a place from the top of a document is in, and the place in that item;
+    ``(-1, place)`` for a place outside every item (the key ``scenarios`` itself)."""
+    if isinstance(place[0], int):  # a list of items
+        return place[0], place[1:]
+    if place[0] == "scenarios" and len(place) > 2 and isinstance(place[1], int):
+        return place[1], place[2:]
+    if place[0] != "scenarios" and fmt == "json":  # one JSON object, the one item
+        return 0, place
+    return -1, place
+
+
+def _key_twice(exc: RepeatedKey, where: str, field: str) -> InvalidRequest:
+    """The refusal of a key given twice, which ``where`` and ``field`` name (in YAML,
+    with the line and column of the second)."""
+    mark = getattr(exc, "problem_mark", None)
+    at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return InvalidRequest(f"{where}the key {exc.args[0]!r} is given twice{at}", field=field)
+
+
 def _jsonl(text: str) -> list[tuple[str, Any]]:
     items = []
     for number, line in enumerate(json_lines(text), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            items.append((f"line {number}", json.loads(line)))
+            items.append((f"line {number}", load_json(line)))
+        except RepeatedKey as exc:
+            field = _item_field(len(items), (*exc.path, exc.args[0]))
+            raise _key_twice(exc, f"line {number}: ", field) from None
         except (ValueError, RecursionError) as exc:
             raise InvalidRequest(
                 f"line {number} is not JSON: {_why(exc)}", field=f"items[{len(items)}]"
@@ -51,7 +88,12 @@ def _document(text: str, fmt: LoadFormat) -> list[tuple[str, Any]]:
     """The items of a YAML or JSON document: a list, ``{"scenarios": [...]}`` or, in
     JSON, one scenario object."""
     try:
-        loaded = json.loads(text) if fmt == "json" else load_yaml(text)
+        loaded = load_json(text) if fmt == "json" else load_yaml(text)
+    except RepeatedKey as exc:  # before YAMLError: a RepeatedYamlKey is one too
+        index, place = _in_items((*exc.path, exc.args[0]), fmt)
+        if index < 0:
+            raise _key_twice(exc, "", "body") from None
+        raise _key_twice(exc, f"item {index + 1}: ", _item_field(index, place)) from None
     except (ValueError, RecursionError, yaml.YAMLError) as exc:
         raise InvalidRequest(f"not {fmt.upper()}: {_why(exc)}", field="body") from None
     if isinstance(loaded, dict) and set(loaded) == {"scenarios"}:
@@ -88,8 +130,8 @@ def _validated(index: int, where: str, raw: Any, max_bytes: int) -> ScenarioCrea
         item = ScenarioCreate.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
-        loc = ".".join(str(p) for p in error["loc"])
-        field = f"items[{index}]" + (f".{loc}" if loc else "")
+        loc = _json_path(error["loc"])
+        field = _item_field(index, error["loc"])
         raise InvalidRequest(f"{where}: {loc or 'item'}: {error['msg']}", field=field) from None
     check_text(item.ground_truth, field=f"items[{index}].ground_truth", max_bytes=max_bytes)
     texts = [("id", item.id), ("title", item.title or ""), ("note", item.note)]

@@ -137,7 +137,9 @@ async def load_scenario_file(
 ) -> ScenarioLoadReport:
     """One scenario per JSON line (application/jsonl), a YAML list (application/yaml) or
     a JSON list or object (application/json); ``format`` overrides the Content-Type.
-    All items are checked before any is stored, and all are stored in one transaction.
+    All items are checked before any is stored (a key given twice in one object or
+    mapping is refused, naming the item and the key), and all are stored in one
+    transaction.
     Each item answers ``created``, ``unchanged``, ``new_version`` (its ground truth
     changed) or ``updated`` (title, tags or set)."""
     raw = await request.body()

@@ -8,7 +8,27 @@ too and are mapped at the same two edges.
 
 from __future__ import annotations
 
-__all__ = ["InvalidRequest", "NotPermitted", "ServiceError", "UnknownReference"]
+import re
+
+__all__ = ["InvalidRequest", "NotPermitted", "ServiceError", "UnknownReference", "body_path"]
+
+#: a segment pydantic adds to an error's place for the member of a union it tried
+#: (``trace.str``, ``trace.list[dict[str,any]].1``): in no request body
+_UNION_MEMBER = re.compile(
+    r"(?:str|int|float|bool|none|(?:list|dict|tuple|set|literal|function-\w+)\[.*\])"
+)
+
+
+def body_path(key: str) -> str:
+    """A place in a request body, given as its dotted segments (a validation error's
+    ``loc`` joined with ``.``), as the JSON path every ``field`` is written in: union
+    members left out, list positions written ``[i]`` (``trace[1]``, ``tags[0]``)."""
+    path = ""
+    for segment in key.split("."):
+        if _UNION_MEMBER.fullmatch(segment):
+            continue
+        path += f"[{segment}]" if segment.isdigit() and path else ("." if path else "") + segment
+    return path or key
 
 
 class ServiceError(Exception):

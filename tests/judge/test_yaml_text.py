@@ -1,5 +1,6 @@
 """YAML is read with libyaml's safe loader: the same values as the pure Python one, the
-same refusal of anything but plain data, errors that name the line."""
+same refusal of anything but plain data, errors that name the line, and a key given
+twice in one mapping refused."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from judge.yaml_text import LOADER, load_yaml
+from judge.inputs import RepeatedKey
+from judge.yaml_text import LOADER, RepeatedYamlKey, _PureLoader, load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +26,7 @@ def _shipped_yaml() -> list[Path]:
 
 def test_the_wheel_s_libyaml_is_used() -> None:
     assert yaml.__with_libyaml__, "PyYAML without libyaml: the pure Python loader is slower"
-    assert LOADER is yaml.CSafeLoader
+    assert issubclass(LOADER, yaml.CSafeLoader)
 
 
 @pytest.mark.parametrize("path", _shipped_yaml(), ids=lambda p: p.name)
@@ -72,3 +74,46 @@ def test_a_document_nested_past_the_loader_is_a_yaml_error(
     for depth in (1_200, 50_000) if loader is LOADER else (1_200,):
         with pytest.raises(yaml.YAMLError, match="nest"):
             load_yaml("[" * depth + "]" * depth)
+
+
+@pytest.mark.parametrize("loader", [LOADER, _PureLoader], ids=["libyaml", "pure"])
+def test_a_key_given_twice_is_refused_naming_its_place_and_line(
+    loader: type[yaml.SafeLoader], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyYAML keeps a repeated key's last value; which one the writer meant is unknown,
+    so the document is refused, as JSON with a key given twice is."""
+    monkeypatch.setattr("judge.yaml_text.LOADER", loader)
+    text = "scenarios:\n  - id: a\n    ground_truth: port 9999\n    ground_truth: port 8086\n"
+    with pytest.raises(RepeatedYamlKey) as raised:
+        load_yaml(text)
+    assert isinstance(raised.value, yaml.YAMLError) and isinstance(raised.value, RepeatedKey)
+    assert raised.value.args == ("ground_truth",)
+    assert raised.value.path == ("scenarios", 0)
+    assert "line 4, column 5" in str(raised.value)
+    with pytest.raises(RepeatedYamlKey, match="given twice"):
+        load_yaml("a: 1\n'a': 2\n")  # the same key, however quoted
+    with pytest.raises(RepeatedYamlKey):
+        load_yaml("!!set {x, x}")
+
+
+def test_a_merged_key_given_again_is_an_override_not_a_repetition() -> None:
+    text = (
+        "base: &base {judge: a, rubric: r}\n"
+        "mine: &mine\n  <<: *base\n  judge: b\n"
+        "again: *mine\n"
+        "inline:\n  <<: &inner {x: 1}\n  x: 2\nreused: *inner\n"
+    )
+    assert load_yaml(text) == yaml.safe_load(text)
+    assert load_yaml(text)["mine"] == {"judge": "b", "rubric": "r"}
+
+
+def test_a_key_given_twice_behind_an_alias_bomb_is_found_at_once() -> None:
+    """Aliases of aliases name a node exponentially many times: the place of a repeated
+    key is looked for visiting each node once."""
+    text = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    for name, before in zip("bcdefghijklmnopqrstuvwxy", "abcdefghijklmnopqrstuvwx", strict=True):
+        text += f"{name}: &{name} [{', '.join(['*' + before] * 9)}]\n"
+    text += "z: [{k: 1, k: 2}]\n"
+    with pytest.raises(RepeatedYamlKey) as raised:
+        load_yaml(text)
+    assert raised.value.path == ("z", 0)

@@ -98,7 +98,7 @@ async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
     assert _field(twice) == "items[1].id"
     assert _field(broken) == "items[1]"
     assert _field(reserved) == "items[0].id"
-    assert long_tag.status_code == 422 and _field(long_tag) == "items[0].tags.0", long_tag.text
+    assert long_tag.status_code == 422 and _field(long_tag) == "items[0].tags[0]", long_tag.text
     assert deep.status_code == 422 and _field(deep) == "body", deep.text
     assert "nest" in deep.json()["detail"]
     assert deep_line.status_code == 422 and _field(deep_line) == "items[1]", deep_line.text
@@ -131,6 +131,61 @@ async def test_a_bad_item_of_a_json_body_is_named_items_i(api_client: Any, token
         "list": "items[1].ground_truth", "mapping": "items[1].ground_truth",
         "object": "items[0].ground_truth", "lines": "items[1].ground_truth",
     }  # fmt: skip
+
+
+async def test_a_list_element_is_named_by_one_json_path_whatever_is_wrong_with_it(
+    api_client: Any, tokens: Any
+) -> None:
+    """A tag of the wrong type and a tag holding a NUL are both ``items[0].tags[0]``:
+    a place in an item is a JSON path, list positions in brackets."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        typed = await _load(client, admin, '{"id": "a", "ground_truth": "xy", "tags": [5]}\n')
+        nul = await _load(client, admin, '{"id": "a", "ground_truth": "xy", "tags": ["\\u0000"]}\n')
+    assert typed.status_code == nul.status_code == 422, (typed.text, nul.text)
+    assert [e["field"] for e in nul.json()["errors"]] == ["items[0].tags[0]"], nul.text
+    assert [e["field"] for e in typed.json()["errors"]] == ["items[0].tags[0]"], typed.text
+    assert typed.json()["detail"].startswith("line 1: tags[0]: "), typed.text
+
+
+TWICE = '{"id": "hotel/user-port", "ground_truth": "port 9999", "ground_truth": "port 8086"}'
+
+
+@pytest.mark.parametrize(
+    ("media", "body", "field"),
+    [
+        ("application/jsonl", f"{TWICE}\n", "items[0].ground_truth"),
+        ("application/json", f"[{TWICE}]", "items[0].ground_truth"),
+        ("application/json", f'{{"scenarios": [{TWICE}]}}', "items[0].ground_truth"),
+        ("application/json", TWICE, "items[0].ground_truth"),
+        ("application/json", '{"scenarios": [], "scenarios": []}', "body"),
+        (
+            "application/yaml",
+            "- id: a\n  ground_truth: port 9999\n  tags: [x]\n- id: b\n  ground_truth: b\n"
+            "  ground_truth: port 8086\n",
+            "items[1].ground_truth",
+        ),
+        ("application/yaml", "scenarios: []\nscenarios: []\n", "body"),
+    ],
+    ids=["jsonl", "json-list", "json-scenarios", "json-object", "json-body", "yaml", "yaml-body"],
+)
+async def test_a_key_given_twice_in_a_load_is_refused_and_named(
+    api_client: Any, tokens: Any, media: str, body: str, field: str
+) -> None:
+    """A key an item gives twice (which of its values the writer meant is unknown) is a
+    422 naming the item and the key, and nothing is stored, in every format; the key
+    ``scenarios`` given twice is the body's fault."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        loaded = await client.post(
+            "/v1/scenarios:bulk", content=body, headers={**admin, "Content-Type": media}
+        )
+        listed = await client.get("/v1/scenarios", headers=admin)
+    assert loaded.status_code == 422, loaded.text
+    assert _field(loaded) == field
+    assert "is given twice" in loaded.json()["detail"]
+    assert "port 8086" not in loaded.text and "port 9999" not in loaded.text
+    assert listed.json()["items"] == []
 
 
 async def test_a_repeated_id_names_the_first_item_as_the_load_numbers_it(

@@ -146,3 +146,21 @@ def test_a_byte_order_mark_is_no_part_of_a_load(database_url: str, tmp_path: Pat
     loaded = _cli(database_url, "scenarios", "load", str(path), "--format", "json")
     assert loaded.returncode == 0, loaded.stderr
     assert json.loads(loaded.stdout)["counts"] == {"created": 1}
+
+
+def test_a_key_given_twice_in_a_file_loads_nothing(database_url: str, tmp_path: Path) -> None:
+    """A YAML mapping or a JSON Lines object giving a key twice is refused (exit 2), naming
+    the item, the key and, in YAML, the line; nothing is stored."""
+    as_yaml = tmp_path / "scenarios.yaml"
+    as_yaml.write_text("- id: a\n  ground_truth: port 9999\n  ground_truth: port 8086\n")
+    as_lines = tmp_path / "scenarios.jsonl"
+    as_lines.write_text(
+        '{"id": "a", "ground_truth": "t"}\n{"id": "b", "id": "c", "ground_truth": "t"}\n'
+    )
+    by_yaml = _cli(database_url, "scenarios", "load", str(as_yaml))
+    by_lines = _cli(database_url, "scenarios", "load", str(as_lines))
+    listed = _cli(database_url, "scenarios", "list", "--json")
+    assert by_yaml.returncode == by_lines.returncode == 2, (by_yaml.stderr, by_lines.stderr)
+    assert "items[0].ground_truth" in by_yaml.stderr and "line 3, column 3" in by_yaml.stderr
+    assert "items[1].id" in by_lines.stderr and "line 2: the key 'id'" in by_lines.stderr
+    assert listed.returncode == 0 and listed.stdout.strip() == ""
