@@ -90,6 +90,8 @@ EXTRA_ERRORS: dict[str, tuple[int, ...]] = {
     "pauseRegradeJob": (409,),
     "resumeRegradeJob": (409,),
     "cancelRegradeJob": (409,),
+    "getRegradeBatchRequests": (409,),
+    "postRegradeBatchResults": (409,),
     "redeliverWebhook": (409,),
 }
 

@@ -161,11 +161,16 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
         return problem_response(
             exc.status, exc.title, exc.detail, instance=path, errors=errors, headers=exc.headers
         )
-    if isinstance(exc, ValidationException):
+    if isinstance(exc, HTTPException) and isinstance(exc.__cause__, SerializationException):
+        # Litestar's parser refused the body as a whole (a ClientException raised from
+        # its SerializationException): a document, not a value, is at fault
+        detail = f"body: not a JSON document ({exc.detail})"
+        errors = [{"field": "body", "message": detail}]
+        return problem_response(400, "Malformed JSON", detail, instance=path, errors=errors)
+    if isinstance(exc, ValidationException):  # a parameter or a body's value: always 422
         errors = _validation_errors(exc, request)
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-        status = 400 if "malformed" in str(exc.detail).lower() else 422
-        return problem_response(status, "Invalid request", detail, instance=path, errors=errors)
+        return problem_response(422, "Invalid request", detail, instance=path, errors=errors)
     for kind, mapping in _TABLE:
         if isinstance(exc, kind):
             field = getattr(exc, "field", None)
@@ -177,10 +182,6 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
             return problem_response(
                 mapping.status, title, detail, instance=path, errors=errors, headers=headers
             )
-    if isinstance(exc, HTTPException) and isinstance(exc.__cause__, SerializationException):
-        detail = f"body: not a JSON document ({exc.detail})"
-        errors = [{"field": "body", "message": detail}]
-        return problem_response(400, "Malformed JSON", detail, instance=path, errors=errors)
     if isinstance(exc, HTTPException):
         # the framework's own body limit (413) is the body's fault, as the upload's is
         body = [{"field": "body", "message": str(exc.detail)}] if exc.status_code == 413 else None

@@ -223,6 +223,7 @@ async def post_batch_results(
 ) -> BatchResultsPublic:
     """Each result is checked against its request (known custom id, once, same model) and
     its reply kept once; a line that cannot be read refuses the file (422 naming the
-    field, nothing stored). Importing a file again keeps nothing twice (``duplicates``)."""
+    field, nothing stored). Importing a file again keeps nothing twice (``duplicates``).
+    409 before the job's requests are written, or once the job takes no more results."""
     text = await _read_text(request, services.settings.import_max_bytes)
     return await batch_results(services, job_id, text, actor=principal.id)

@@ -428,6 +428,33 @@ async def test_an_offline_job_that_takes_no_more_results_offers_no_requests(
         assert "no more results (its engine is grading)" in offered.json()["detail"]
 
 
+async def test_the_document_lists_the_409_of_both_offline_exchange_routes(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    """Both routes of the offline exchange answer 409 (results before the requests are
+    written, requests of a cancelled job) and the OpenAPI document lists it on each, so
+    generated clients and status-code checks expect it."""
+    await _gradings(engine, 2)
+    admin = await tokens("admin")
+    async with api_client(backends=_backends(judge_server), start_workers=False) as client:
+        job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "offline"})
+        base = f"/v1/regrade-jobs/{job['id']}"
+        early = await _post_results(client, admin, job["id"], "{}\n")
+        assert (await client.post(f"{base}/cancel", headers=admin)).status_code == 200
+        refused = await client.get(f"{base}/batch-requests", headers=admin)
+        document = (await client.get("/schema/openapi.json")).json()
+    assert (early.status_code, refused.status_code) == (409, 409), (early.text, refused.text)
+    paths = document["paths"]
+    results = paths["/v1/regrade-jobs/{job_id}/batch-results"]["post"]["responses"]
+    requests = paths["/v1/regrade-jobs/{job_id}/batch-requests"]["get"]["responses"]
+    assert "409" in results, sorted(results)
+    assert "409" in requests, sorted(requests)
+    assert not judge_server.requests
+
+
 def _batch_api(server: JudgeServer) -> tuple[respx.MockRouter, FakeBatchAPI]:
     api = FakeBatchAPI(server.openai_url)
     router = respx.mock(assert_all_called=False)

@@ -43,6 +43,32 @@ async def test_a_bad_query_parameter_is_named_as_sent_not_as_the_handler_calls_i
     assert [e["field"] for e in answer.json()["errors"]] == [field], answer.text
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("GET", "/v1/gradings?limit=0", None, 422),
+        ("GET", "/v1/gradings?limit=0&agent=malformed-input-bot", None, 422),
+        ("GET", "/v1/gradings?limit=0&q=malformed", None, 422),
+        ("PUT", "/v1/scenarios/hotel/geo", b'{"ground_truth": 5}', 422),
+        ("PUT", "/v1/scenarios/hotel/malformed-config", b'{"ground_truth": 5}', 422),
+        ("PUT", "/v1/scenarios/hotel/geo", b"{not json", 400),
+        ("PUT", "/v1/scenarios/hotel/malformed-config", b"{not json", 400),
+    ],
+)
+async def test_an_invalid_value_is_422_and_a_body_that_is_not_json_is_400(
+    api_client: Any, tokens: Any, method: str, path: str, body: bytes | None, status: int
+) -> None:
+    """A parameter or a body's value that fails validation is a 422 and a body that is
+    not JSON at all a 400, whatever words the URL holds (a search, an agent name or a
+    scenario id saying "malformed")."""
+    admin = await tokens("admin")
+    headers = {**admin, "content-type": "application/json", "If-Match": '"1"'}
+    async with api_client(start_workers=False) as client:
+        answer = await client.request(method, path, content=body, headers=headers)
+    assert answer.status_code == status, answer.text
+    assert answer.json()["status"] == status, answer.text
+
+
 @pytest.mark.parametrize("path", ["/v1/scenarios", "/v1/tokens", "/v1/webhooks"])
 async def test_a_missing_body_is_a_problem_naming_the_body(
     api_client: Any, tokens: Any, path: str
