@@ -2,7 +2,7 @@
 
 Nothing is read at import: call ``Settings()`` where the settings are needed.
 
-Why this module is long (about 580 lines): it is the one list of the service's public
+Why this module is long (about 600 lines): it is the one list of the service's public
 settings (CONTRACT.md), each field with its default, bounds and description, which
 ``config show`` and the docs' table are checked against; splitting the list would make
 two places to look a setting up.
@@ -30,10 +30,21 @@ __all__ = ["DEFAULT_JUDGE", "Settings", "mask_url", "with_password"]
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
 
 
-#: a URL's password in a text: ``scheme://user:PASSWORD@host`` (the user may be empty),
-#: up to the first ``@`` as SQLAlchemy reads it, ``/`` included (``openssl rand -base64``
-#: writes them); not an ``@`` a scheme follows (a panel: ``m@http://a:80/v1,n@http://b``)
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s]+@(?![A-Za-z][A-Za-z0-9+.-]*://)")
+#: the ``@`` that ends a URL's userinfo: not one a scheme follows (a panel:
+#: ``m@http://a:80/v1,n@http://b``)
+_USERINFO_END = r"@(?![A-Za-z][A-Za-z0-9+.-]*://)"
+#: a URL's credentials in a text: ``scheme://user:PASSWORD@host`` (the user may be empty)
+#: or ``scheme://TOKEN@host`` (a user alone, which httpx sends as Basic credentials too).
+#: They end at the userinfo's last ``@`` before the host, as urlsplit and httpx read it
+#: (``user:p@ss@host``); a password may also hold ``/`` (``openssl rand -base64`` writes
+#: them, SQLAlchemy reads them up to its first ``@``)
+_URL_CREDENTIALS = re.compile(
+    r"://(?:(?P<user>[^/\s:@?#]*):[^@\s]+|[^/\s:@?#]+)"
+    + _USERINFO_END
+    + r"(?:[^@\s/?#]*"
+    + _USERINFO_END
+    + r")*"
+)
 #: the password of one URL SQLAlchemy cannot read: up to the last ``@``, before the host
 _LAST_AT_PASSWORD = re.compile(r"(://[^/\s:@]*:).*@", re.DOTALL)
 #: a credential given as a URL's query parameter (libpq takes ``?password=``; a witness or
@@ -60,17 +71,27 @@ _DATABASES = ("sqlite", "postgresql", "postgres")
 _SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
+def _mask_userinfo(found: re.Match[str]) -> str:
+    """A URL's userinfo masked: the user kept before a password, a user alone hidden."""
+    user = found["user"]
+    return f"://{MASK}@" if user is None else f"://{user}:{MASK}@"
+
+
 def mask_passwords(text: str) -> str:
-    """``text`` with the password of every URL in it, and every credential its query
-    carries (``password``, ``token``, ``api_key``, a signature ...), replaced by ``***``
-    (a settings error quotes the value it refuses; ``config show`` prints every setting)."""
-    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", _URL_PASSWORD.sub(rf"\g<1>{MASK}@", text))
+    """``text`` with the credentials of every URL in it replaced by ``***``: a password
+    (up to the userinfo's last ``@``: ``http://hook:***@host``), a user that comes alone
+    (a token: ``http://***@host``), and every credential its query carries
+    (``password``, ``token``, ``api_key``, a signature ...). A settings error quotes the
+    value it refuses; ``config show`` prints every setting; the webhooks list and audit
+    log show a receiver's URL."""
+    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", _URL_CREDENTIALS.sub(_mask_userinfo, text))
 
 
 def mask_url(url: str) -> str:
     """The database URL ``url`` as it may be printed: its password, as SQLAlchemy reads it,
-    and every credential its query carries (libpq's ``?password=``) replaced by ``***``;
-    a text SQLAlchemy cannot read is masked up to its last ``@``."""
+    and every credential its query carries (libpq's ``?password=``) replaced by ``***``
+    (a user without a password, the database role, is shown); a text SQLAlchemy cannot
+    read is masked up to its last ``@``."""
     from sqlalchemy.engine import make_url  # here: the command line starts without sqlalchemy
     from sqlalchemy.exc import ArgumentError
 
@@ -78,8 +99,8 @@ def mask_url(url: str) -> str:
         parsed = make_url(url)
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         return mask_passwords(_LAST_AT_PASSWORD.sub(rf"\g<1>{MASK}@", url))
-    if parsed.password is None:  # shown as given
-        return mask_passwords(url)
+    if parsed.password is None:  # shown as given: a database's user alone is its role
+        return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", url)
     return mask_passwords(parsed.render_as_string(hide_password=True))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from api.webhooks.outbox import on_committed
 from api.webhooks.outbox import subscribe as subscribe_outbox
@@ -540,3 +541,35 @@ async def test_credentials_in_a_receivers_url_are_sent_but_never_shown_or_logged
             select(AuditRecord.payload).where(AuditRecord.event == "webhook.created")  # type: ignore[arg-type]
         ).scalar_one()
     assert "s3cret" not in json.dumps(logged), logged
+
+
+@pytest.mark.parametrize(
+    ("url", "secret_part"),
+    [
+        # urlsplit and httpx take the last '@' as the end of the userinfo: httpx sends
+        # Basic hook:Zq9@kX7vW2
+        ("http://hook:Zq9@kX7vW2@127.0.0.1:9/hook", "kX7vW2"),
+        # a user alone is a credential too: httpx sends it as Basic credentials
+        ("http://tkn_8f3a9c2e1b7d@127.0.0.1:9/hook", "tkn_8f3a9c2e1b7d"),
+    ],
+    ids=["at-sign-in-password", "token-as-user"],
+)
+async def test_every_credential_form_in_a_receivers_url_is_masked_in_the_list_and_the_log(
+    api_client: Any, tokens: Any, engine: Engine, url: str, secret_part: str
+) -> None:
+    """Every credential a receiver's URL sends is masked in the endpoint list and kept
+    out of the audit log: a password holding an ``@``, and a token given as the user."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
+        made = await client.post(
+            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+    [shown] = [w["url"] for w in listed]
+    assert secret_part not in shown and shown.endswith("***@127.0.0.1:9/hook"), shown
+    with engine.connect() as connection:
+        logged = connection.execute(
+            select(col(AuditRecord.payload)).where(col(AuditRecord.event) == "webhook.created")
+        ).scalar_one()
+    assert secret_part not in json.dumps(logged), logged
