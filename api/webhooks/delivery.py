@@ -14,12 +14,14 @@ receiver delays only its own deliveries.
 
 A failed send is retried with exponential backoff (``SRE_JUDGE_WEBHOOK_RETRY_SECONDS``,
 doubling, at most an hour apart) until it has failed for
-``SRE_JUDGE_WEBHOOK_GIVE_UP_SECONDS`` (a day), then it is dead-lettered (state
-``dead``; an admin can redeliver it). Each endpoint has a circuit breaker, kept in the
-database for every process: ``SRE_JUDGE_WEBHOOK_CIRCUIT_FAILURES`` failed attempts in a
-row (over all its deliveries) open it, and none of its deliveries is attempted until
-its backoff (doubling with each further failure, at most an hour) has passed; the next
-attempt is the probe, and a 2xx closes it. A failed answer's ``Retry-After`` (seconds or
+``SRE_JUDGE_WEBHOOK_GIVE_UP_SECONDS`` (a day), counted from its first attempt (not from
+its event, which may have waited behind the endpoint's earlier ones), then it is
+dead-lettered (state ``dead``; an admin can redeliver it). Each endpoint has a circuit
+breaker, kept in the database for every process:
+``SRE_JUDGE_WEBHOOK_CIRCUIT_FAILURES`` failed attempts in a row (over all its
+deliveries) open it, and none of its deliveries is attempted until its backoff
+(doubling with each further failure, at most an hour) has passed; the next attempt is
+the probe, and a 2xx closes it. A failed answer's ``Retry-After`` (seconds or
 an HTTP date, RFC 9110 10.2.3) is honoured when it asks for longer than the backoff, up
 to the hour.
 """
@@ -81,9 +83,12 @@ def retry_at(
     """When to try again after a failed attempt, or None once it is time to give up.
 
     ``asked`` is the receiver's ``Retry-After`` in seconds: waited for when it is longer
-    than the backoff, never longer than the longest backoff (an hour).
+    than the backoff, never longer than the longest backoff (an hour). It is time to give
+    up once the delivery has failed for ``webhook_give_up_seconds`` since the first
+    attempt of its series, however long it waited behind the endpoint's earlier events.
     """
-    if (now - claimed.created_at).total_seconds() >= settings.webhook_give_up_seconds:
+    failing = (now - claimed.first_attempt_at).total_seconds()
+    if failing >= settings.webhook_give_up_seconds:
         return None
     delay = _backoff(settings, claimed.attempts) * random.uniform(0.8, 1.0)
     if asked is not None:

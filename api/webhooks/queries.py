@@ -53,9 +53,11 @@ class Claimed:
     url: str
     secret: str
     payload: dict[str, Any]
-    #: attempts of this delivery, this one included
+    #: attempts of this delivery's series, this one included
     attempts: int
-    created_at: datetime
+    #: the first attempt of this series (this one, for a first attempt): the give-up
+    #: clock starts there, not at the event, which may have waited behind others
+    first_attempt_at: datetime
     #: the endpoint's failed attempts in a row before this one
     endpoint_failures: int
     #: the end of this process's lease: its fencing token (a holder whose lease ran out
@@ -84,7 +86,8 @@ def _claimed(delivery: WebhookDeliveryRecord, endpoint: WebhookEndpointRecord) -
     return Claimed(
         seq=int(delivery.seq or 0), id=delivery.id, endpoint_id=endpoint.id, url=endpoint.url,
         secret=endpoint.secret, payload=dict(delivery.payload), attempts=delivery.attempts,
-        created_at=delivery.created_at, endpoint_failures=endpoint.consecutive_failures,
+        first_attempt_at=delivery.first_attempt_at or delivery.created_at,
+        endpoint_failures=endpoint.consecutive_failures,
         leased_until=delivery.leased_until,
     )  # fmt: skip
 
@@ -192,10 +195,11 @@ class WebhookQueries:
                 f"delivery {delivery_id!r} is being sent now: redeliver it once that "
                 "attempt is recorded (its attempts list shows it)"
             )
-        found.state, found.next_attempt_at, found.created_at = "pending", now, now
-        # a new series: its backoff starts from SRE_JUDGE_WEBHOOK_RETRY_SECONDS again, as
-        # its give-up clock does (the earlier attempts stay in its attempts list)
-        found.attempts, found.delivered_at = 0, None
+        found.state, found.next_attempt_at = "pending", now
+        # a new series: its backoff starts from SRE_JUDGE_WEBHOOK_RETRY_SECONDS again, and
+        # its give-up clock from its next attempt (the earlier attempts stay in its
+        # attempts list); created_at stays the event's time: the order is seq's
+        found.attempts, found.first_attempt_at, found.delivered_at = 0, None, None
         session.execute(
             update(WebhookEndpointRecord)
             .where(col(WebhookEndpointRecord.id) == endpoint_id)
@@ -298,6 +302,8 @@ class WebhookQueries:
         for delivery, endpoint in session.execute(query).all():
             delivery.next_attempt_at = delivery.leased_until = lease
             delivery.attempts += 1
+            if delivery.first_attempt_at is None:  # the first of its series
+                delivery.first_attempt_at = now
             claimed.append(_claimed(delivery, endpoint))
         return claimed
 

@@ -62,6 +62,10 @@ class WebhookDeliveryRecord(SQLModel, table=True):
     #: pending | delivered | dead
     state: str = Field(default="pending", sa_type=String(16))
     attempts: int = 0
+    #: the first attempt of its current series (None before it, and again once
+    #: redelivered): a failing delivery is given up SRE_JUDGE_WEBHOOK_GIVE_UP_SECONDS
+    #: after it, however long it waited behind the endpoint's earlier events
+    first_attempt_at: datetime | None = _when()
     next_attempt_at: datetime | None = _when()
     #: while a server sends it: the end of its lease (None once the attempt is recorded);
     #: an endpoint with a delivery under a lease is not due, so it gets one send at a time

@@ -430,3 +430,66 @@ async def test_0031_keeps_the_original_rows_and_a_downgrade_keeps_one_per_submis
     engine.dispose()
     assert (again.submissions, again.already_imported) == (0, 3)
     assert len(paths) == 3 and kept.path in paths
+
+
+async def test_0034_starts_the_give_up_clock_of_deliveries_tried_before_at_their_first_attempt(
+    database_url: str,
+) -> None:
+    """A webhook delivery tried before 0034 is given up counting from the first attempt of
+    its current series (those since its ``created_at``, which a redelivery set), or from
+    ``created_at`` while its first attempt is in flight; one never tried starts its clock
+    when it is first tried. A downgrade keeps the deliveries."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import insert, select
+    from sqlalchemy.pool import NullPool
+    from sqlmodel import col
+
+    from storage.webhooks.tables import (
+        WebhookAttemptRecord,
+        WebhookDeliveryRecord,
+        WebhookEndpointRecord,
+    )
+
+    def at(seconds: int) -> datetime:
+        return datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds)
+
+    await upgrade(database_url)
+    old = make_engine(database_url, foreign_keys=False, poolclass=NullPool)
+    with old.begin() as connection:
+        _downgrade(connection, "0033")
+        connection.execute(
+            insert(WebhookEndpointRecord.__table__),  # type: ignore[attr-defined]
+            [{"id": "e1", "url": "https://hooks.example/h", "events": ["regrade.finished"],
+              "description": "", "secret": "whsec_x", "active": True, "created_by": "t",
+              "created_at": at(0), "consecutive_failures": 0}],
+        )  # fmt: skip
+        deliveries = [
+            # tried at 1 s, redelivered at 10 s, tried again at 12 s and 13 s
+            {"seq": 1, "attempts": 2, "created_at": at(10)},
+            {"seq": 2, "attempts": 1, "created_at": at(20)},  # its first send in flight
+            {"seq": 3, "attempts": 0, "created_at": at(30)},  # never tried
+        ]
+        connection.execute(
+            insert(WebhookDeliveryRecord.__table__),  # type: ignore[attr-defined]
+            [{**d, "id": f"msg_{d['seq']}", "endpoint_id": "e1", "event": "regrade.finished",
+              "payload": {}, "state": "pending", "next_attempt_at": at(40)}
+             for d in deliveries],
+        )  # fmt: skip
+        connection.execute(
+            insert(WebhookAttemptRecord.__table__),  # type: ignore[attr-defined]
+            [{"delivery_seq": 1, "attempted_at": at(s), "status": 500, "duration_ms": 1.0}
+             for s in (1, 13, 12)],
+        )  # fmt: skip
+    old.dispose()
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    query = select(col(WebhookDeliveryRecord.seq), col(WebhookDeliveryRecord.first_attempt_at))
+    with engine.connect() as connection:
+        first = {seq: when for seq, when in connection.execute(query).all()}
+    engine.dispose()
+    assert first == {1: at(12), 2: at(20), 3: None}
+    kept = _rows_after_downgrade(database_url, "0033", "SELECT seq FROM webhook_delivery")
+    assert sorted(seq for (seq,) in kept) == [1, 2, 3]
+    await upgrade(database_url)

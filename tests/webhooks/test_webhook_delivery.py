@@ -79,6 +79,47 @@ async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endp
         assert state.consecutive_failures == 0 and state.circuit_open_until is None
 
 
+async def test_a_delivery_queued_behind_a_failing_one_is_retried_from_its_first_attempt(
+    store: Store, clock: Clock, database_url: str, webhooks: WebhookQueries
+) -> None:
+    """The give-up time counts from a delivery's first attempt: j2, which waited (in
+    event order) behind j1 for longer than SRE_JUDGE_WEBHOOK_GIVE_UP_SECONDS while the
+    receiver was down, is retried after its first failure, not dead-lettered; and it is
+    still listed with the time of its event."""
+    settings = Settings(
+        database_url=database_url,
+        webhook_allow_hosts="127.0.0.1",
+        webhook_retry_seconds=1,
+        webhook_circuit_failures=100,  # keep the circuit breaker out of the way
+        webhook_give_up_seconds=2.5,
+    )
+    with receiving() as receiver:
+        receiver.status = lambda n: 500
+        endpoint = await webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        await _two_finished_regrade_jobs(store)
+        created = (await _deliveries(store, endpoint.id))["j2"].delivery.created_at
+        delivery = WebhookDelivery(store, settings)
+        await delivery.deliver_due()  # j1 fails
+        clock.advance(1.1)
+        await delivery.deliver_due()  # j1 fails again
+        clock.advance(2.1)
+        await delivery.deliver_due()  # j1 fails, has failed for 3.2 s > 2.5 s: dead
+        views = await _deliveries(store, endpoint.id)
+        assert views["j1"].delivery.state == "dead"
+        assert views["j2"].delivery.attempts == 0
+        await delivery.deliver_due()  # j2's first attempt fails
+        j2 = (await _deliveries(store, endpoint.id))["j2"]
+        assert len(j2.attempts) == 1
+        assert j2.delivery.state == "pending", j2.delivery.state
+        clock.advance(2.1)  # j2 has failed for 2.1 s: retried again
+        await delivery.deliver_due()
+        j2 = (await _deliveries(store, endpoint.id))["j2"]
+        assert len(j2.attempts) == 2 and j2.delivery.state == "pending"
+        assert j2.delivery.created_at == created
+
+
 async def test_a_stop_lets_the_send_in_flight_finish_and_starts_no_other(
     store: Store, database_url: str, webhooks: WebhookQueries
 ) -> None:
@@ -138,7 +179,8 @@ async def test_a_redelivered_dead_letter_backs_off_from_the_start_again(
 ) -> None:
     """A redelivery is a new series: a redelivered dead letter that fails once waits
     about SRE_JUDGE_WEBHOOK_RETRY_SECONDS again, not the longest delay of its old series
-    (up to an hour after a long outage)."""
+    (up to an hour after a long outage), and is not given up at once; it is still listed
+    with the time of its event."""
     settings = Settings(
         database_url=database_url, webhook_allow_hosts="127.0.0.1",
         webhook_retry_seconds=1, webhook_give_up_seconds=200, webhook_circuit_failures=1000,
@@ -157,10 +199,12 @@ async def test_a_redelivered_dead_letter_backs_off_from_the_start_again(
                 break
             clock.advance(130)
         assert view.delivery.state == "dead" and len(view.attempts) >= 3
+        created = view.delivery.created_at
         await webhooks.redeliver(endpoint.id, view.delivery.id, actor="t")
         await delivery.deliver_due()  # fails once more
         [view] = await webhooks.deliveries(endpoint.id)
         assert view.delivery.state == "pending"
+        assert view.delivery.created_at == created
         wait = view.delivery.next_attempt_at - clock()
         assert wait <= timedelta(seconds=settings.webhook_retry_seconds * 2), wait
 
