@@ -3,13 +3,15 @@
 A ground truth sent with a submission is whatever the sender wrote: a harness that holds
 the scenario's answer (SREGym's conductor) is the normal case, but a submitter could also
 write an answer its diagnosis matches and grade itself. ``SRE_JUDGE_INLINE_GROUND_TRUTH``
-says whom to trust with that; ``SRE_JUDGE_SUBMITTER_RUBRICS`` keeps submitters off
+says whom to trust with that (:mod:`api.service.inline_ground_truth`, which imports
+apply too); ``SRE_JUDGE_SUBMITTER_RUBRICS`` keeps submitters off
 lenient rubrics an admin loaded for experiments.
 """
 
 from __future__ import annotations
 
 from api.service.errors import NotPermitted
+from api.service.inline_ground_truth import inline_ground_truth_refusal
 from api.service.principal import Principal
 from api.service.settings import Settings
 
@@ -18,20 +20,10 @@ __all__ = ["check_inline_ground_truth", "check_rubric_choice"]
 
 def check_inline_ground_truth(settings: Settings, principal: Principal) -> None:
     """Raise NotPermitted (field ``ground_truth``) when ``principal`` may not send one."""
-    policy = settings.inline_ground_truth
-    if policy == "allow":
-        return
-    if policy == "per_token" and (principal.inline_ground_truth or principal.role == "admin"):
-        return
-    why = (
-        "this service grades against registered scenarios only"
-        if policy == "deny"
-        else "this token was not granted its own ground truth (an admin grants it per token)"
-    )
-    raise NotPermitted(
-        f"a ground truth may not be sent with the submission: {why}; send scenario_id instead",
-        field="ground_truth",
-    )
+    granted = principal.inline_ground_truth or principal.role == "admin"
+    refusal = inline_ground_truth_refusal(settings, granted=granted)
+    if refusal is not None:
+        raise NotPermitted(refusal, field="ground_truth")
 
 
 def check_rubric_choice(settings: Settings, principal: Principal, rubric_id: str) -> None:

@@ -373,11 +373,14 @@ class ImportQueries:
         strict: bool = False,
         progress: ImportProgress | None = None,
         refuse_own_family: bool = False,
+        refuse_ground_truth: str | None = None,
     ) -> ImportReport:
         """Store historic submissions, each with a pending grading by ``rubric`` and ``judge``.
 
         ``refuse_own_family``: a line whose model is of the judge's own family is refused
         naming ``model``, as a submission is (``SRE_JUDGE_SELF_PREFERENCE=refuse``).
+        ``refuse_ground_truth``: why a line carrying its own ``ground_truth`` is refused
+        (``SRE_JUDGE_INLINE_GROUND_TRUTH``), naming ``ground_truth``; None: it is taken.
 
         ``judge`` is ``(spec, backend, model)``. With ``strict``, any problem raises
         ImportAborted and nothing is stored (one transaction for the whole file).
@@ -388,6 +391,11 @@ class ImportQueries:
             report.rows += 1
             if isinstance(item, ImportProblem):
                 report.problems.append(item)
+                return
+            if refuse_ground_truth is not None and item.submission.ground_truth is not None:
+                message = f"ground_truth: {refuse_ground_truth}"
+                where = f"line {item.line}"
+                report.problems.append(ImportProblem(where, message, field="ground_truth"))
                 return
             family = shared_family(judge[0], item.submission.model) if refuse_own_family else None
             if family is not None:

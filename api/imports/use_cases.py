@@ -15,6 +15,7 @@ from api.imports.jsonl import read_jsonl
 from api.imports.queries import ImportQueries
 from api.imports.report import ImportProgress, ImportReport
 from api.imports.sregym import read_sregym_folder
+from api.service.inline_ground_truth import inline_ground_truth_refusal
 from api.service.services import Services
 
 __all__ = ["import_jsonl_file", "import_sregym_folder"]
@@ -46,7 +47,9 @@ async def import_jsonl_file(
 ) -> ImportReport:
     """Import historic submissions, one JSON object a line, queued for grading.
 
-    With ``strict`` nothing is stored when any line is bad (``ImportAborted``).
+    With ``strict`` nothing is stored when any line is bad (``ImportAborted``). A line
+    with its own ground truth is refused where a submission's would be
+    (``SRE_JUDGE_INLINE_GROUND_TRUTH``); an import is an admin's, so ``per_token`` takes it.
     """
     settings = services.settings
     target = await services.rubrics.require(rubric, default=settings.rubric)
@@ -60,6 +63,7 @@ async def import_jsonl_file(
         # the service's judge as a submission's grading records it: the panel when set
         judge=settings.grading_judge(),
         refuse_own_family=settings.self_preference == "refuse",
+        refuse_ground_truth=inline_ground_truth_refusal(settings, granted=True),
         strict=strict,
         progress=progress,
     )

@@ -9,9 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
+from api.cli.main import main
 from api.imports.jsonl import JsonlLine, read_jsonl
 from api.imports.problems import ImportProblem
 from api.imports.queries import ImportQueries
@@ -83,6 +87,53 @@ async def test_a_line_of_the_judges_own_family_is_refused_under_self_preference_
         job = await _finished(client, created.headers["location"], admin)
     assert job["report"]["submissions"] == 0, job["report"]
     assert [(e["where"], e["field"]) for e in job["errors"]] == [("line 1", "model")]
+
+
+def _inline(engine: Engine) -> int:
+    """Submissions stored with a ground truth of their own."""
+    query = select(func.count()).select_from(SubmissionRecord)
+    inline = query.where(col(SubmissionRecord.ground_truth_source) == "inline")
+    with engine.connect() as connection:
+        return int(connection.execute(inline).scalar_one())
+
+
+async def test_a_line_with_its_own_ground_truth_is_refused_under_deny(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """Under ``SRE_JUDGE_INLINE_GROUND_TRUTH=deny`` (registered scenarios only) a line
+    carrying its own ``ground_truth`` is refused alone naming its line and
+    ``ground_truth``, as the API refuses it even to an admin; nothing of it is queued."""
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass", inline_ground_truth="deny") as client:
+        direct = await client.post("/v1/submissions", json=LINE, headers=admin)
+        assert direct.status_code == 403, direct.text  # the API's rule
+        body = (json.dumps(LINE) + "\n").encode()
+        created = await client.post(IMPORTS, content=body, headers={**admin, **JSONL})
+        assert created.status_code == 202, created.text
+        job = await _finished(client, created.headers["location"], admin)
+    assert _inline(engine) == 0, job["report"]
+    assert [(e["where"], e["field"]) for e in job["errors"]] == [("line 1", "ground_truth")]
+    assert "registered scenarios only" in job["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(("policy", "taken"), [("deny", False), ("per_token", True)])
+def test_import_jsonl_applies_the_inline_ground_truth_policy_as_the_api_does(
+    database_url: str, engine: Engine, tmp_path: Path, policy: str, taken: bool
+) -> None:
+    """``sre-judge import jsonl --strict`` under ``deny`` fails naming ``ground_truth``
+    and stores nothing; under ``per_token`` the line is taken, an import being an
+    admin's (admins may send their own ground truth there)."""
+    path = _write(tmp_path / "h.jsonl", [LINE])
+    env = {
+        "SRE_JUDGE_DATABASE_URL": database_url,
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "SRE_JUDGE_INLINE_GROUND_TRUTH": policy,
+    }
+    done = CliRunner(env=env).invoke(main, ["import", "jsonl", str(path), "--strict"])
+    assert (done.exit_code == 0) is taken, done.output
+    assert _inline(engine) == (1 if taken else 0)
+    if not taken:
+        assert "ground_truth" in done.stderr and "registered scenarios only" in done.stderr
 
 
 async def test_a_line_larger_than_the_apis_largest_body_is_refused_alone(
