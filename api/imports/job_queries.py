@@ -149,6 +149,20 @@ class ImportJobQueries:
         )
         return await self._db.run(lambda session: session.execute(statement).first() is not None)
 
+    async def release_all(self, worker: str) -> list[str]:
+        """Give back every job ``worker`` holds running (its process stops, whatever it was
+        doing: a claim that committed as its caller was cancelled too); their ids."""
+        statement = (
+            update(ImportJobRecord)
+            .where(
+                col(ImportJobRecord.claimed_by) == worker,
+                col(ImportJobRecord.state) == "running",
+            )
+            .values(state="queued", claimed_by=None)
+            .returning(col(ImportJobRecord.id))
+        )
+        return await self._db.run(lambda session: list(session.execute(statement).scalars()))
+
     async def finish(
         self, job_id: str, worker: str, *, state: str, error: str | None = None, **values: Any
     ) -> None:

@@ -9,6 +9,9 @@ after every batch. A bad row is refused alone (its file, line and field); it nev
 the job.
 A job stopped mid-way (shutdown, crash or a database fault that passes) is run again
 from the top by the next process: imports are idempotent, so nothing is stored twice.
+While the import runs, its heartbeat is beaten on a timer of its own, not only with its
+progress: a strict import writes its whole file as one batch, which may take longer
+than a process is given before its job is taken over.
 
 An SREGym archive takes its ground truths from a problems file in it
 (``problems.jsonl``, ``problems.yaml``), else from the registered scenarios whose id
@@ -19,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import tempfile
+from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -71,6 +76,9 @@ IMPORT_MEDIA_TYPES: dict[str, tuple[str, str]] = {
 OCTET = "application/octet-stream"
 #: rows refused that a job keeps (the count in its report is complete)
 MAX_ERRORS_KEPT = 1000
+
+_T = TypeVar("_T")
+log = logging.getLogger(__name__)
 
 
 def sniff_upload(data: bytes) -> tuple[str, str]:
@@ -188,13 +196,54 @@ async def _import(
     )
 
 
-async def run_import_job(services: Services, job: ImportJobRecord, worker: str) -> None:
-    """Run a claimed job to its end: ``done`` with its report, or ``failed`` with why."""
+async def _heartbeat(jobs: ImportJobQueries, job_id: str, worker: str, every: float) -> None:
+    """Beat the heartbeat of ``job_id`` every ``every`` seconds; return once the job is no
+    longer ``worker``'s. A beat that fails is logged and tried again at the next."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            if not await jobs.progress(job_id, worker):
+                return
+        except Exception:
+            log.exception("the heartbeat of import job %s failed", job_id)
+
+
+async def _beating(
+    jobs: ImportJobQueries,
+    job_id: str,
+    worker: str,
+    work: Coroutine[Any, Any, _T],
+    *,
+    every: float,
+) -> _T:
+    """What ``work`` returns, the job's heartbeat beaten every ``every`` seconds while it
+    runs; ImportSuperseded, ``work`` cancelled, once a beat finds the job taken over."""
+    run = asyncio.ensure_future(work)
+    beat = asyncio.create_task(_heartbeat(jobs, job_id, worker, every))
+    try:
+        await asyncio.wait({run, beat}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        beat.cancel()
+        run.cancel()  # nothing when it ended: only a run whose job was taken over, or a stop
+        await asyncio.wait({run, beat})  # a transaction under way ends first
+    if run.cancelled():
+        raise ImportSuperseded(job_id)
+    return run.result()
+
+
+async def run_import_job(
+    services: Services, job: ImportJobRecord, worker: str, *, beat_seconds: float
+) -> None:
+    """Run a claimed job to its end: ``done`` with its report, or ``failed`` with why.
+
+    Its heartbeat is beaten every ``beat_seconds`` while it imports; ImportSuperseded when
+    it was taken over meanwhile (the import stopped)."""
     jobs = ImportJobQueries(services.store.db)
     data = await jobs.upload(job.id)
     with tempfile.TemporaryDirectory(prefix="sre-judge-import-") as tmp:
         try:
-            report = await _import(services, job, data, Path(tmp), worker)
+            work = _import(services, job, data, Path(tmp), worker)
+            report = await _beating(jobs, job.id, worker, work, every=beat_seconds)
         except (UnsafeArchive, ImportFileError, InvalidRequest) as exc:
             await jobs.finish(job.id, worker, state="failed", error=str(exc))
             return

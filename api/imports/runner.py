@@ -3,8 +3,11 @@
 It wakes when a job is queued in this process (``waiters.imports``) and otherwise
 polls every :data:`POLL_SECONDS`, so jobs queued by another process, or left behind
 by one that stopped, are found too. On stop, a job in flight is cancelled and given
-back (queued again), so a restart resumes it at once; a job whose process died is
-taken over once its heartbeat is older than :data:`STALE_SECONDS`.
+back (queued again), so a restart resumes it at once: every job this runner holds, a
+claim that committed as the stop cancelled it too. While a job runs its heartbeat is
+beaten every quarter of :data:`STALE_SECONDS`, however long one batch takes (a strict
+import writes its whole file in one); a job whose process died is taken over once its
+heartbeat is older than :data:`STALE_SECONDS`.
 
 A database fault that passes (a lock, a lost connection: :func:`database_fault`) stops
 a job without failing it: the job is given back, its upload kept, and run again from the
@@ -53,17 +56,18 @@ class ImportRunner(BackgroundTask):
         self.services = services
         self.worker_id = f"import-{new_worker_id()}"
         self._poll = poll_seconds
-        self._current: str | None = None
 
     async def stop(self) -> None:
-        """Cancel the task; a job in flight is queued again for the next process."""
+        """Cancel the task; a job in flight is queued again for the next process.
+
+        Every job claimed under this runner's id is given back, not only the one it was
+        known to run: a claim whose transaction was under way when the stop came commits
+        all the same (``Database.run`` waits for it), and is given back too."""
         if self._task is None:
             return
         await super().stop()
-        if self._current is not None:
-            await ImportJobQueries(self.services.store.db).release(self._current, self.worker_id)
-            log.info("import job given back at shutdown", extra={"job_id": self._current})
-            self._current = None
+        for job_id in await ImportJobQueries(self.services.store.db).release_all(self.worker_id):
+            log.info("import job given back at shutdown", extra={"job_id": job_id})
 
     async def run_once(self) -> bool:
         """Claim and run one job; False when there was none."""
@@ -72,15 +76,14 @@ class ImportRunner(BackgroundTask):
         job = await jobs.claim(self.worker_id, stale_before=stale)
         if job is None:
             return False
-        self._current = job.id
         pause = 0.0
         try:
-            await run_import_job(self.services, job, self.worker_id)
+            beat = STALE_SECONDS / 4  # three beats may fail before the job looks stopped
+            await run_import_job(self.services, job, self.worker_id, beat_seconds=beat)
         except ImportSuperseded:
             log.warning("import job taken over by another process", extra={"job_id": job.id})
         except Exception as exc:
             pause = await self._stopped(jobs, job, exc)
-        self._current = None
         if pause:  # the database is in trouble: give it a moment before the next claim
             await asyncio.sleep(pause)
         return True

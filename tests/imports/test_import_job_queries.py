@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from api.imports.job_queries import ImportJobQueries
+from api.imports.runner import ImportRunner
 from storage import Store
 from storage.errors import NotFound
 from storage.imports import ImportJobRecord
@@ -53,3 +58,31 @@ async def test_a_stale_job_is_taken_over_and_its_old_process_cannot_write(
     assert finished.state == "done" and finished.done == 3 and finished.finished_at is not None
     with pytest.raises(NotFound):  # the upload of a finished job is removed
         await ImportJobQueries(store.db).upload(job.id)
+
+
+async def test_a_runner_stopped_while_it_claims_a_job_gives_the_job_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that stops while its runner's claim is being written gives the job back
+    (queued again, for the next start) rather than leaving it running under a process
+    that is gone until its heartbeat goes stale: the claim's transaction commits all the
+    same, as a cancelled caller waits for it."""
+    jobs = ImportJobQueries(store.db)
+    job = await jobs.create(_job(), b"{}")
+    claim = ImportJobQueries._claim
+    entered = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def slow_claim(self: Any, session: Any, worker: str, stale_before: Any) -> Any:
+        loop.call_soon_threadsafe(entered.set)
+        time.sleep(0.3)  # the claim's transaction, a moment long
+        return claim(self, session, worker, stale_before)
+
+    monkeypatch.setattr(ImportJobQueries, "_claim", slow_claim)
+    services = SimpleNamespace(store=store, waiters=SimpleNamespace(imports=asyncio.Event()))
+    runner = ImportRunner(services, poll_seconds=60)  # type: ignore[arg-type]
+    runner.start()
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    await runner.stop()  # the server shuts down meanwhile
+    after = await jobs.get(job.id)
+    assert (after.state, after.claimed_by, after.attempts) == ("queued", None, 1)

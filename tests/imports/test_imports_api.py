@@ -3,15 +3,18 @@
 Covers the whole trip (upload, progress, the SREGym export giving every file back), the
 refusals (unsafe names, links, zip bombs, sizes, media types, roles), a job whose
 process stopped mid-way being finished by the next one without storing anything twice,
-and a job stopped by a database fault being run again (a bounded number of times).
+a long job kept by its heartbeat, and a job stopped by a database fault being run again
+(a bounded number of times).
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import struct
 import tarfile
+import time
 import tracemalloc
 import zipfile
 from collections.abc import Callable
@@ -25,7 +28,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from api.imports import queries, runner
+from api.imports import jsonl, queries, runner
 from api.imports.job_queries import ImportJobQueries
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
@@ -375,6 +378,48 @@ async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
     assert job["state"] == "done" and job["attempts"] == 2
     assert job["report"]["already_imported"] == 20 and job["report"]["submissions"] == 25
     assert await _submissions(engine) == 45
+
+
+async def test_a_running_strict_job_is_not_taken_over_however_long_it_takes(
+    api_client: Any,
+    tokens: Any,
+    engine: Engine,
+    service_key: ServiceKey,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A job's heartbeat is kept while it runs, not only when a batch is written: a strict
+    import (one batch for the whole file) that runs past ``STALE_SECONDS`` is not taken
+    over by another process as if its own had died. ``STALE_SECONDS`` is scaled down to
+    a second and the lines read slowly, to stand for a large file."""
+    monkeypatch.setattr(runner, "STALE_SECONDS", 1.0)
+    parse = jsonl._parse
+
+    def slow(text: str, **kwargs: Any) -> Any:  # a large file, read at a realistic pace
+        time.sleep(0.01)
+        return parse(text, **kwargs)
+
+    monkeypatch.setattr(jsonl, "_parse", slow)
+    store = Store(engine, key=service_key)
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        created = await client.post(
+            IMPORTS, content=_lines(600), headers={**admin, **NDJSON}, params={"strict": "true"}
+        )
+        assert created.status_code == 202, created.text
+        location = created.headers["location"]
+        for _ in range(200):
+            job = (await client.get(location, headers=admin)).json()
+            if job["state"] == "running":
+                break
+            await asyncio.sleep(0.02)
+        assert job["state"] == "running", job
+        # the job is alive and working (about 6 s of lines to read), past STALE_SECONDS
+        await asyncio.sleep(3 * runner.STALE_SECONDS)
+        job = (await client.get(location, headers=admin)).json()
+        assert job["state"] == "running", job
+        stale = store.db.clock() - timedelta(seconds=runner.STALE_SECONDS)
+        taken = await ImportJobQueries(store.db).claim("import-another-process", stale_before=stale)
+        assert taken is None, f"a live job was taken over as stale: {job}"
 
 
 async def test_a_job_stopped_by_a_passing_database_fault_is_run_again(
