@@ -257,11 +257,15 @@ class ImportQueries:
         rubric: Rubric,
         actor: str = "import:sregym",
         progress: ImportProgress | None = None,
+        refuse_ground_truth: str | None = None,
     ) -> ImportReport:
         """Store attempts with SREGym's verdicts; attempts of unknown problems are problems.
 
-        Each attempt's CSV rows are kept whole (``sregym_original_row``, one per file and
-        line) for the SREGym export. ``progress`` is awaited after each committed batch.
+        Each problem is registered as the scenario of its id unless one exists;
+        ``refuse_ground_truth``: why an attempt whose problem ``problems`` gives a ground
+        truth no version of that scenario had is refused naming ``ground_truth``
+        (``SRE_JUDGE_INLINE_GROUND_TRUTH``), None: taken. Each attempt's CSV rows are kept
+        whole (``sregym_original_row``) for the export; ``progress`` after each batch.
         """
 
         def write(session: Session, item: Any, report: ImportReport, audits: AuditBatch) -> None:
@@ -272,7 +276,9 @@ class ImportQueries:
                 message = f"problem {item.problem_id!r} is not in the problems file"
                 report.problems.append(ImportProblem(item.source, message, field="problem_id"))
             else:
-                self._import_attempt(session, item, problems, rubric, actor, report, audits)
+                self._import_attempt(
+                    session, item, problems, rubric, actor, report, audits, refuse_ground_truth
+                )
 
         report = ImportReport()
         async for batch in read_batches(attempts):
@@ -315,9 +321,17 @@ class ImportQueries:
         actor: str,
         report: ImportReport,
         audits: AuditBatch,
+        refuse_ground_truth: str | None,
     ) -> None:
         truth, now = problems[attempt.problem_id], self._db.clock()
         version = self._ensure_scenario(session, attempt.problem_id, truth, audits)
+        if version is None and refuse_ground_truth is not None:
+            message = (
+                f"ground_truth: the problems file gives problem {attempt.problem_id!r} a "
+                f"ground truth its registered scenario never had; {refuse_ground_truth}"
+            )
+            report.problems.append(ImportProblem(attempt.source, message, field="ground_truth"))
+            return
         submission = sregym_submission(
             attempt, truth, scenario_id=attempt.problem_id, actor=actor, at=now
         )

@@ -29,11 +29,22 @@ async def import_sregym_folder(
     rubric: str | None = None,
     progress: ImportProgress | None = None,
 ) -> ImportReport:
-    """Import every attempt of an SREGym results folder; SREGym's verdicts are kept."""
-    target = await services.rubrics.require(rubric, default=services.settings.rubric)
-    attempts = read_sregym_folder(folder, max_bytes=services.settings.max_text_bytes)
+    """Import every attempt of an SREGym results folder; SREGym's verdicts are kept.
+
+    Each problem of ``problems`` becomes the registered scenario of its id unless one
+    exists; an attempt whose problem ``problems`` gives a ground truth that registered
+    scenario never had is refused where a submission's own ground truth would be
+    (``SRE_JUDGE_INLINE_GROUND_TRUTH``); an import is an admin's, so ``per_token`` takes it.
+    """
+    settings = services.settings
+    target = await services.rubrics.require(rubric, default=settings.rubric)
+    attempts = read_sregym_folder(folder, max_bytes=settings.max_text_bytes)
     return await ImportQueries(services.store.db, services.store.catalog).sregym(
-        attempts, problems, rubric=target, progress=progress
+        attempts,
+        problems,
+        rubric=target,
+        progress=progress,
+        refuse_ground_truth=inline_ground_truth_refusal(settings, granted=True),
     )
 
 

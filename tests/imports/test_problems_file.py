@@ -1,15 +1,24 @@
 """The problems file of an import names the line it cannot read, however it is broken,
-and the entry whose ground truth no submission could send."""
+and the entry whose ground truth no submission could send; under
+``SRE_JUDGE_INLINE_GROUND_TRUTH=deny`` its ground truths are taken only as registered
+scenarios' (its problems registered as scenarios, or a version a registered one had)."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from api.imports.problems import ImportFileError, read_problems
+from storage.tables import SubmissionRecord
+from tests.imports.jobs import finished, tar_gz
+from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
 
 NESTED = "[" * 100_000 + "]" * 100_000
 BROKEN = '{"problem_id": "a", "root_cause": "x"}\n{"problem_id": \n'
@@ -104,3 +113,72 @@ def test_a_problem_id_no_scenario_may_have_refuses_the_file(
     with pytest.raises(ImportFileError, match=re.escape("problems.jsonl:2: problem_id")) as err:
         read_problems(path)
     assert message in str(err.value)
+
+
+def _archive(root: Path, problems_file: Path) -> bytes:
+    """An SREGym results archive: the folder's CSV files and its problems file at the top."""
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.csv")}
+    return tar_gz({**files, "problems.jsonl": problems_file.read_bytes()})
+
+
+def _provenance(engine: Engine) -> set[tuple[str, str | None, int | None]]:
+    """``(ground_truth_source, scenario_id, scenario_version)`` of the stored submissions."""
+    s = SubmissionRecord
+    query = select(col(s.ground_truth_source), col(s.scenario_id), col(s.scenario_version))
+    with engine.connect() as connection:
+        return {(source, sid, version) for source, sid, version in connection.execute(query)}
+
+
+async def test_under_deny_an_archives_problems_become_registered_scenarios(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """Under ``SRE_JUDGE_INLINE_GROUND_TRUTH=deny`` an SREGym archive's problems file is
+    taken as an admin's registration of its problems as scenarios: every attempt is
+    stored against the registered scenario of its problem (``ground_truth_source``
+    ``scenario``, its version), none as a ground truth of its own."""
+    fixture = write_sregym_results(tmp_path)
+    admin = await tokens("admin")
+    async with api_client(inline_ground_truth="deny") as client:
+        body = _archive(fixture.root, fixture.problems_file)
+        created = await client.post(
+            "/v1/imports", content=body, headers={**admin, "Content-Type": "application/gzip"}
+        )
+        job = await finished(client, created.headers["location"], admin)
+    assert job["state"] == "done" and job["errors"] == [], job
+    assert job["report"]["submissions"] == 45
+    problems = read_problems(fixture.problems_file)
+    assert _provenance(engine) == {("scenario", pid, 1) for pid in problems}
+
+
+@pytest.mark.parametrize(("policy", "taken"), [("deny", False), ("per_token", True)])
+async def test_a_problems_file_truth_no_registered_scenario_had_is_refused_under_deny(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path, policy: str, taken: bool
+) -> None:
+    """An archive whose problems file gives a registered scenario a ground truth that no
+    version of it had brings a ground truth of its own: under ``deny`` each attempt of
+    that problem is refused alone, naming its file, line and ``ground_truth`` in the
+    API's words, and nothing of it is stored; under ``per_token`` (an import is an
+    admin's) it is taken, as before."""
+    checklist = [{"id": f"D{d}-Q{q}", "answer": "Yes"} for d in (1, 2, 3) for q in (1, 2, 3)]
+    fixture = write_sregym_attempt(
+        tmp_path, checklist, diagnosis="geo runs a wrong tag", ground_truth="geo", success=True
+    )
+    admin = await tokens("admin")
+    async with api_client(inline_ground_truth=policy) as client:
+        scenario = {"id": "p1", "ground_truth": "the checkout pod ran out of memory"}
+        registered = await client.post("/v1/scenarios", json=scenario, headers=admin)
+        assert registered.status_code == 201, registered.text
+        body = _archive(fixture.root, fixture.problems_file)
+        created = await client.post(
+            "/v1/imports", content=body, headers={**admin, "Content-Type": "application/gzip"}
+        )
+        job = await finished(client, created.headers["location"], admin)
+    assert job["state"] == "done", job
+    if taken:
+        assert job["errors"] == [] and _provenance(engine) == {("scenario", "p1", None)}
+        return
+    assert _provenance(engine) == set(), job["report"]
+    [error] = job["errors"]
+    where = "2025-06-01_12-00-00/stratus/p1/attempt_1/results.csv:2"
+    assert (error["where"], error["field"]) == (where, "ground_truth")
+    assert "registered scenarios only" in error["message"]
