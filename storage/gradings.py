@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, Select, and_, exists, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from storage.audit.state import COVERS
 from storage.canonical import iso_utc
 from storage.cursors import CursorCodec
 from storage.database import Database
@@ -327,8 +328,9 @@ class GradingReads:
         return list(session.execute(query).scalars())
 
     async def history(self, grading_id: str) -> list[AuditRecord]:
-        """Audit events of a grading and of its submission, and the promotion that
-        superseded it, oldest first."""
+        """Audit events of a grading and of its submission, the promotion that superseded
+        it, and for a regrade item the events of its job that wrote it (created,
+        cancelled, resumed), oldest first."""
         return await self._db.run_read(self.read_history, grading_id)
 
     def read_history(self, session: Session, grading_id: str) -> list[AuditRecord]:
@@ -351,6 +353,17 @@ class GradingReads:
                     col(AuditRecord.entity_type) == "grading",
                     col(AuditRecord.entity_id) == grading.superseded_by,
                     col(AuditRecord.event) == "grading.promoted",
+                )
+            )
+        if grading.regrade_job_id is not None:
+            # the job's events that wrote this item (created, cancelled, resumed) cover it;
+            # the job's id bounds them to its few events (``entity_id`` is indexed)
+            covered = col(AuditRecord.payload)[(COVERS, grading.id)].as_string()
+            concerning.append(
+                and_(
+                    col(AuditRecord.entity_type) == "regrade_job",
+                    col(AuditRecord.entity_id) == grading.regrade_job_id,
+                    covered.is_not(None),
                 )
             )
         query = select(AuditRecord).where(or_(*concerning)).order_by(col(AuditRecord.seq))

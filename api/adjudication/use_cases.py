@@ -34,7 +34,7 @@ from api.service.visibility import readable_grading, readable_in
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from storage import GradingView
-from storage.audit import ROWS
+from storage.audit import COVERS, ROWS
 from storage.claims import graded_ground_truth
 from storage.database import AuditBatch
 from storage.errors import Conflict, InvalidCursor
@@ -478,8 +478,7 @@ def history_in(
             "event": event.event,
             "actor": event.actor,
             "actor_name": names.get(event.actor, event.actor),
-            # the records' digests name their columns' hashes: the chain's business only
-            "payload": {k: v for k, v in event.payload.items() if k != ROWS},
+            "payload": _payload_shown(event.payload, grading_id),
             "hash": event.hash,
         }
         call = calls.get(str(event.payload.get("call_id", "")))
@@ -500,6 +499,17 @@ def history_in(
             }
         items.append(item)
     return items
+
+
+def _payload_shown(payload: dict[str, Any], grading_id: str) -> dict[str, Any]:
+    """An event's payload as the grading's history shows it: without the records'
+    digests (they name their columns' hashes: the chain's business only), and of the
+    gradings' digests only this grading's (a regrade job's event covers all its items)."""
+    shown = {k: v for k, v in payload.items() if k != ROWS}
+    covers = shown.get(COVERS)
+    if isinstance(covers, dict):
+        shown[COVERS] = {k: v for k, v in covers.items() if k == grading_id}
+    return shown
 
 
 async def related_gradings(

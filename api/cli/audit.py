@@ -80,14 +80,23 @@ def audit_verify(checkpoint_file: Path | None) -> None:
 def _newest_checkpoint(
     settings: Settings, given: Path | None
 ) -> tuple[Checkpoint | None, str | None]:
-    """The newest checkpoint of ``--checkpoint``, else of the configured (or default)
-    checkpoint file; None, said on stderr, when there is none to check.
+    """The newest checkpoint (highest ``seq``, :func:`newest_checkpoint`) of
+    ``--checkpoint``, else of the configured (or default) checkpoint file; None, said on
+    stderr, when there is none to check.
+
+    Only the newest is checked: with the chain intact, the row it pins vouches for every
+    row before it, so the older checkpoints would add nothing.
 
     A ``--checkpoint`` file that cannot be read or holds none is a usage error; the
     file ``serve`` writes to that exists yet reads so (garbled, emptied) is a broken
     check, returned second: its checkpoints are what a rollback of the log would need
     gone."""
-    from api.service.checkpoints import checkpoint_target, is_url, read_checkpoints
+    from api.service.checkpoints import (
+        checkpoint_target,
+        is_url,
+        newest_checkpoint,
+        read_checkpoints,
+    )
     from storage import CheckpointError
 
     path = given
@@ -108,12 +117,12 @@ def _newest_checkpoint(
             click.echo(f"no checkpoint checked: {path} does not exist yet", err=True)
             return None, None
     try:
-        found = read_checkpoints(path)
+        found = newest_checkpoint(read_checkpoints(path))
     except CheckpointError as exc:
         problem = str(exc)
     else:
-        if found:
-            return found[-1], None
+        if found is not None:
+            return found, None
         problem = f"{path} holds no checkpoint"
     if given is not None:
         raise click.BadParameter(problem, param_hint="--checkpoint")

@@ -33,6 +33,8 @@ from judge.backends.http import tls_context
 from storage import Checkpoint, CheckpointError, Store, make_checkpoint
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from api.service.settings import Settings
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "checkpoint_target",
     "default_checkpoint_file",
     "is_url",
+    "newest_checkpoint",
     "publish_checkpoint",
     "read_checkpoints",
     "write_checkpoint",
@@ -155,11 +158,25 @@ async def publish_checkpoint(
         )
 
 
-def _last_in_file(target: str) -> Checkpoint | None:
+def newest_checkpoint(checkpoints: Sequence[Checkpoint]) -> Checkpoint | None:
+    """The checkpoint of the highest ``seq`` (of equal ones the latest ``time``, then the
+    last in the file); None for none.
+
+    Not the last line: with ``serve --processes N`` each process signs its head and
+    appends afterwards, so a process that signed an older head can append after one
+    that signed a newer head. Times are all written in one UTC format, so they compare
+    as text.
+    """
+    if not checkpoints:
+        return None
+    ranked = max(enumerate(checkpoints), key=lambda at: (at[1].seq, at[1].time, at[0]))
+    return ranked[1]
+
+
+def _newest_in_file(target: str) -> Checkpoint | None:
     if is_url(target) or not Path(target).exists():
         return None
-    found = read_checkpoints(Path(target))
-    return found[-1] if found else None
+    return newest_checkpoint(read_checkpoints(Path(target)))
 
 
 async def write_checkpoint(
@@ -171,7 +188,7 @@ async def write_checkpoint(
     ``target`` None the checkpoint is only returned.
     """
     if previous is None and target is not None:
-        previous = await asyncio.to_thread(_last_in_file, target)
+        previous = await asyncio.to_thread(_newest_in_file, target)
     checkpoint = await make_checkpoint(
         store.engine, store.db.key, at=store.db.clock(), previous=previous
     )
@@ -202,7 +219,7 @@ class Checkpointer(BackgroundTask):
     async def write_once(self) -> Checkpoint | None:
         """Write one checkpoint if the head moved since the last; errors are logged."""
         try:
-            previous = self.last or await asyncio.to_thread(_last_in_file, self.target)
+            previous = self.last or await asyncio.to_thread(_newest_in_file, self.target)
             checkpoint = await make_checkpoint(
                 self.store.engine,
                 self.store.db.key,

@@ -414,6 +414,45 @@ async def test_a_superseded_gradings_history_names_the_promotion_that_superseded
     assert events[-1] == "grading.promoted", events
 
 
+async def test_a_regrade_items_history_holds_the_job_events_that_wrote_it(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine
+) -> None:
+    """A regrade item is written by its job's events: ``regrade_job.created`` makes it,
+    ``regrade_job.cancelled`` and ``regrade_job.resumed`` set it aside and back. Its
+    history shows them, so a cancelled item says what cancelled it; of the digests such
+    an event carries for all the job's items, it shows the item's own only."""
+    submitter, admin, adjudicator = (
+        await tokens("submitter"),
+        await tokens("admin"),
+        await tokens("adjudicator"),
+    )
+    async with api_client() as c:
+        await graded(c, submitter)
+        await graded(c, submitter, "the cart pod is out of memory")
+    backends = {NEW_JUDGE: ScriptedBackend(model="fail")}
+    async with api_client(backends=backends, start_workers=False) as c:
+        job = await c.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=admin)
+        assert job.status_code == 201, job.text
+        base = f"/v1/regrade-jobs/{job.json()['id']}"
+        for action in ("cancel", "resume", "cancel"):
+            moved = await c.post(f"{base}/{action}", headers=admin)
+            assert moved.status_code == 200, moved.text
+        store = Store(engine, key=session_key())
+        views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=50)
+        items = [v.grading for v in views if v.grading.regrade_job_id == job.json()["id"]]
+        assert len(items) == 2 and {i.status for i in items} == {"cancelled"}
+        reply = await c.get(f"/v1/gradings/{items[0].id}/history", headers=adjudicator)
+        assert reply.status_code == 200, reply.text
+    job_events = [e for e in reply.json()["events"] if e["event"].startswith("regrade_job.")]
+    assert [e["event"] for e in job_events] == [
+        "regrade_job.created",
+        "regrade_job.cancelled",
+        "regrade_job.resumed",
+        "regrade_job.cancelled",
+    ]
+    assert all(list(e["payload"]["covers"]) == [items[0].id] for e in job_events)
+
+
 async def test_a_grading_says_whether_it_is_current_what_replaced_it_and_its_job(
     api_client: ClientFactory, tokens: Callable[..., Any]
 ) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from api.cli.main import main
 from api.service.checkpoints import checkpoint_target, read_checkpoints
 from api.service.settings import Settings
-from storage import CheckpointError, Store
+from storage import CheckpointError, Store, make_checkpoint
 from storage.audit import ROWS
 from tests.storage.audit_helpers import AUDIT, GRADINGS, execute, rehash_from, rows, workload
 
@@ -99,6 +99,33 @@ async def test_checkpoints_are_appended_and_checked(
     refused = await audit(database_url, "checkpoint", "--out", str(file))
     assert refused.exit_code == 1 and "previous checkpoint does not hold" in refused.output
     assert len(file.read_text().splitlines()) == 2
+
+
+async def test_the_newest_checkpoint_is_the_highest_not_the_last_line(
+    store: Store, engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    """With ``serve --processes N`` each process signs its head and appends it afterwards,
+    so the file can end with an older checkpoint than one above it. ``verify`` holds the
+    log to the checkpoint of the highest row wherever it stands, and no new checkpoint is
+    signed over a log rolled back past it."""
+    await workload(store)
+    older = await make_checkpoint(engine, store.db.key, at=store.db.clock())
+    for n in range(3):
+        await store.tokens.create(name=f"t{n}", role="submitter")
+    newer = await make_checkpoint(engine, store.db.key, at=store.db.clock(), previous=older)
+    assert newer.seq == older.seq + 3
+    file = tmp_path / "checkpoints.jsonl"
+    file.write_text(newer.to_json() + "\n" + older.to_json() + "\n")
+    held = await audit(database_url, "verify", "--checkpoint", str(file))
+    assert held.exit_code == 0, held.output
+    assert f"checkpoint holds: row {newer.seq}" in held.output
+    # rolled back past the newer checkpoint, not past the older one
+    await execute(engine, delete(AUDIT).where(AUDIT.c.seq > older.seq))
+    done = await audit(database_url, "verify", "--checkpoint", str(file))
+    assert done.exit_code == 1, done.output
+    assert f"checkpoint of row {newer.seq}" in done.output
+    refused = await audit(database_url, "checkpoint", "--out", str(file))
+    assert refused.exit_code == 1 and "previous checkpoint does not hold" in refused.output
 
 
 async def test_a_checkpoint_with_checkpoints_off_is_printed(

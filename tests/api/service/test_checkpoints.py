@@ -7,6 +7,7 @@ import json
 import logging
 import shutil
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from api.service.checkpoints import (
     append_checkpoint,
     checkpoint_target,
     default_checkpoint_file,
+    newest_checkpoint,
     publish_checkpoint,
     read_checkpoints,
 )
@@ -48,6 +50,18 @@ def test_a_file_keeps_every_checkpoint_and_no_temporary(tmp_path: Path) -> None:
     assert read_checkpoints(path) == made
     # appended in place: no temporary or lock file beside it
     assert sorted(p.name for p in path.parent.iterdir()) == ["checkpoints.jsonl"]
+
+
+def test_the_newest_checkpoint_is_the_highest_row_then_the_latest_time() -> None:
+    """Processes append in any order: the newest is the highest ``seq``, of equal ones
+    the latest ``time``, wherever it stands in the file."""
+    key, at = ServiceKey.ephemeral(), datetime(2026, 1, 2, tzinfo=UTC)
+    early = sign_checkpoint(key, seq=7, head_hash="h", rows=7, at=at)
+    late = sign_checkpoint(key, seq=7, head_hash="h", rows=7, at=at + timedelta(seconds=1))
+    older = sign_checkpoint(key, seq=5, head_hash="g", rows=5, at=at + timedelta(seconds=2))
+    assert newest_checkpoint([late, early, older]) == late
+    assert newest_checkpoint([older, early]) == early
+    assert newest_checkpoint([]) is None
 
 
 def _chattr(flag: str, path: Path) -> bool:
