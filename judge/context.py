@@ -7,7 +7,9 @@ may still refuse a prompt near the limit; its 400 is mapped to ``ContextOverflow
 the backends and ends the same way: ``unscored`` with reason ``context_overflow``.
 
 When the grading's policy is ``truncate``, the diagnosis is cut (at a line or word end
-where one is near) so that the prompt fits, and the cut is recorded in the grading.
+where one is near) so that the prompt fits, and the cut is recorded in the grading. The
+room is counted in the characters the prompt holds: invisible characters, which the
+prompt leaves out, take none.
 
 The fit can be measured on the prompt with a stand-in ground truth of a fixed budget
 (:func:`ground_truth_stand_in`) instead of the real one: then whether a diagnosis fits,
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from judge.calls import ChatMessage
+from judge.prompt import normalize_untrusted
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -95,6 +98,18 @@ def _cut_at_boundary(text: str, limit: int) -> str:
     return head
 
 
+def _raw_end(text: str, sent_chars: int) -> int:
+    """The longest prefix of ``text`` that is at most ``sent_chars`` once normalized."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(normalize_untrusted(text[:middle])) <= sent_chars:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def fit_diagnosis(
     build: Callable[[str], list[ChatMessage]],
     diagnosis: str,
@@ -125,8 +140,13 @@ def fit_diagnosis(
     )
     if policy != "truncate":
         return Fit(messages, diagnosis, overflow=overflow)
-    spare_chars = (window - (needed - math.ceil(len(diagnosis) / CHARS_PER_TOKEN))) * 3
-    kept = _cut_at_boundary(diagnosis, max(0, spare_chars - CHARS_PER_TOKEN * 4))
+    # room and cut are counted in the characters the prompt holds (invisible ones are
+    # not sent), then the cut is made on the diagnosis itself, whose offsets screening
+    # marked
+    sent = normalize_untrusted(diagnosis)
+    spare_chars = (window - (needed - math.ceil(len(sent) / CHARS_PER_TOKEN))) * 3
+    limit = max(0, spare_chars - CHARS_PER_TOKEN * 4)
+    kept = _cut_at_boundary(diagnosis, limit if sent == diagnosis else _raw_end(diagnosis, limit))
     if len(kept) < min(_MIN_KEPT, len(diagnosis)):
         return Fit(messages, diagnosis, overflow=f"{overflow}, even with the diagnosis cut")
     cut_messages = build(kept)

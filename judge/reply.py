@@ -26,6 +26,9 @@ from judge.rubric import Rubric
 __all__ = ["ParsedAnswer", "ReplyInvalid", "extract_json", "parse_answer_reply", "parse_reply"]
 
 _FENCE_MARK = "```"
+#: where a JSON object or array may start: what follows its bracket may open its value
+_VALUE_OPENING = re.compile(r'\{(?=\s*["}])|\[(?=\s*[-"\[\]{0-9tfn])')
+_CLOSING = re.compile(r"[}\]]")
 #: a code fence's opening line (its language tag, if any)
 _OPEN_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?")
 #: the only answers (any case): a boolean or "true" is a reply that did not follow the
@@ -62,7 +65,9 @@ def extract_json(text: str) -> Any:
 
     A fenced value is read from its opening fence with the JSON decoder, so its strings
     may hold backticks (evidence quoting a diagnosis' own code); after the value only
-    the closing fence may follow, and no second code block. A reasoning model's leading
+    the closing fence may follow, and no second code block. Prose may surround the
+    block, but no complete JSON object or array outside it: a draft before it or a
+    correction after it leaves open which is the reply. A reasoning model's leading
     ``<think>...</think>`` (a server that does not split it out) is not the reply: its
     braces must not be taken for the value's."""
     text = _THINKING.sub("", text, count=1)
@@ -79,14 +84,40 @@ def extract_json(text: str) -> Any:
     if opening and _FENCE_MARK in body[:start]:  # the first block held no JSON: a second one
         raise ReplyInvalid(["the reply has more than one code block"])
     value, end = _decode(body, start)
-    rest = body[end:].strip()
+    rest, after = body[end:].strip(), ""
     if opening and rest.startswith(_FENCE_MARK):
-        rest = "" if _FENCE_MARK not in rest[len(_FENCE_MARK) :] else rest
-        if rest:  # a draft and a correction?
+        rest, after = "", rest[len(_FENCE_MARK) :]
+        if _FENCE_MARK in after:  # a draft and a correction?
             raise ReplyInvalid(["the reply has more than one code block"])
     if rest:
         raise ReplyInvalid(["the reply has text after the JSON value"])
+    if opening and (_holds_json(text[: opening.start()]) or _holds_json(after)):
+        raise ReplyInvalid(["the reply has a JSON value outside its code block too"])
     return value
+
+
+def _holds_json(prose: str) -> bool:
+    """Whether text around a code block holds a complete JSON object or array.
+
+    Each ``{`` or ``[`` is tried with the JSON decoder (a bracket in a sentence is
+    prose). Brackets nested past what Python reads are skipped up to the next closing
+    bracket: no answer nests that deep, and trying each would take seconds."""
+    decoder = json.JSONDecoder()
+    skip_to = 0
+    for match in _VALUE_OPENING.finditer(prose):
+        start = match.start()
+        if start < skip_to:
+            continue
+        try:  # on its own text: a decoding error counts the lines before it
+            decoder.raw_decode(prose[start:])
+        except RecursionError:
+            closer = _CLOSING.search(prose, start)
+            skip_to = closer.start() if closer else len(prose)
+            continue
+        except ValueError:
+            continue
+        return True
+    return False
 
 
 def _decode(body: str, start: int) -> tuple[Any, int]:
@@ -164,6 +195,10 @@ def _parse_entry(
     if not isinstance(entry, dict):
         problems.append(f"{qid}: expected an object with an answer")
         return None
+    other = entry.get("id")
+    if other is not None and other != qid:  # keyed by one question, naming another
+        problems.append(f"the reply answers {other!r}, not {qid}")
+        return None
     if reply_format == "compact":
         return _parse_compact(qid, entry, quote, problems)
     if "quote" in entry:
@@ -238,9 +273,6 @@ def parse_answer_reply(
         value = value[question_id]
     if not isinstance(value, dict) or "answer" not in value:
         raise ReplyInvalid([f"expected one JSON object with the answer to {question_id}"])
-    other = value.get("id")
-    if other is not None and other != question_id:
-        raise ReplyInvalid([f"the reply answers {other!r}, not {question_id}"])
     problems: list[str] = []
     parsed = _parse_entry(question_id, value, problems, reply_format=reply_format, quote=quote)
     if parsed is None or problems:

@@ -5,7 +5,8 @@ jitter; a 429's or 503's ``Retry-After`` is honoured (it sets the least wait; a 
 that is not finite is none, and one past a day a day: ``judge.backends.http``). A refused
 feature (``json_schema``, ``logprobs``) is retried at once without it. Requests the
 server refused (400, 401, 403, 404) are not retried. Attempts and total time are
-both bounded. Any other exception a backend lets through is recorded and retried as an
+both bounded; the time bound does not stop a retry that is owed (a refused feature's,
+a cut reply's). Any other exception a backend lets through is recorded and retried as an
 unavailable judge naming its type, never raised as itself.
 
 A reply that stopped at the ``max_tokens`` budget (``finish_reason`` or ``done_reason``
@@ -25,7 +26,6 @@ from tenacity import (
     AsyncRetrying,
     RetryCallState,
     retry_if_exception,
-    stop_after_delay,
     wait_exponential_jitter,
 )
 from tenacity.stop import stop_base
@@ -115,10 +115,16 @@ def _longest_wait(policy: RetryPolicy) -> float:
 MAX_FEATURE_REFUSALS = 3
 
 
+#: outcomes whose retry is owed: the next attempt asks differently, at once
+_OWED = frozenset({FeatureRefused.code, ReplyTruncated.code})
+
+
 def _stop_for(policy: RetryPolicy, attempts: list[Attempt]) -> stop_base:
-    """Stop after ``max_attempts`` failures; a refused feature is negotiation, not a
-    failure of the judge, and does not count (at most MAX_FEATURE_REFUSALS of them), nor
-    does a cut reply (asked again once, with a larger budget)."""
+    """Stop after ``max_attempts`` failures or ``max_total_seconds``; a refused feature
+    is negotiation, not a failure of the judge, and does not count (at most
+    MAX_FEATURE_REFUSALS of them), nor does a cut reply (asked again once, with a larger
+    budget). Neither is stopped by the time bound: a slow judge's cut reply comes after
+    it, and its one retry is owed."""
 
     class _Stop(stop_base):
         def __call__(self, state: RetryCallState) -> bool:
@@ -127,7 +133,10 @@ def _stop_for(policy: RetryPolicy, attempts: list[Attempt]) -> stop_base:
             # a Retry-After longer than this loop waits: asked again only once it passed
             # (the grading is deferred at least that long), never sooner
             later = bool(attempts) and (attempts[-1].retry_after or 0) > _longest_wait(policy)
-            return failed >= policy.max_attempts or refused > MAX_FEATURE_REFUSALS or later
+            owed = bool(attempts) and attempts[-1].outcome in _OWED
+            elapsed = state.seconds_since_start or 0.0
+            late = not owed and elapsed >= policy.max_total_seconds
+            return failed >= policy.max_attempts or refused > MAX_FEATURE_REFUSALS or later or late
 
     return _Stop()
 
@@ -147,7 +156,7 @@ async def complete_with_retries(
     attempts: list[Attempt] = []
     errors: list[JudgeCallError] = []
     retrying = AsyncRetrying(
-        stop=_stop_for(policy, attempts) | stop_after_delay(policy.max_total_seconds),
+        stop=_stop_for(policy, attempts),
         wait=_wait_for(policy),
         retry=retry_if_exception(_retry_for(attempts)),
         reraise=True,

@@ -269,8 +269,14 @@ class OpenAIBackend:
         # chat.completions.create: that one walks every node of the body against the
         # typed parameters on each call, which cost more than a grading's storage
         # (bench/overhead.py); the body here is built from checked values already.
-        if not streamed:
-            return await self._client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+        if not streamed:  # the whole reply at once: the transport waits up to the cap
+            timeout = self.limits.whole_call().http_timeout()
+            return await self._client.post(
+                "/chat/completions",
+                cast_to=ChatCompletion,
+                body=body,
+                options={"timeout": timeout},
+            )
         stream: AsyncStream[ChatCompletionChunk] = await self._client.post(
             "/chat/completions",
             cast_to=ChatCompletion,

@@ -67,6 +67,20 @@ async def test_truncate_cuts_the_diagnosis_and_says_so(rubric: Rubric) -> None:
     assert f"context window of {window} tokens" in result.detail
 
 
+async def test_truncate_counts_only_the_characters_the_prompt_holds(rubric: Rubric) -> None:
+    """Invisible characters, which the prompt leaves out, take no room: a diagnosis
+    ending in zero-width spaces is cut as its visible text is, and graded."""
+    window = _window_for(rubric, SHORT) + 400
+    sent = []
+    for diagnosis in (LONG, LONG + "\u200b" * 12_000):
+        backend = ScriptedBackend([scripted_reply])
+        grader = Grader(backend, context_tokens=window, context_overflow="truncate")
+        result = await grader.grade(rubric, TRUTH, diagnosis)
+        assert result.status == "graded", result.detail
+        sent.append(backend.requests[0].messages[1].content)
+    assert sent[0] == sent[1]
+
+
 async def test_truncate_gives_up_when_nothing_useful_is_left(rubric: Rubric) -> None:
     backend = ScriptedBackend([scripted_reply])
     grader = Grader(backend, context_tokens=1600, context_overflow="truncate")

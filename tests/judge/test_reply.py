@@ -146,3 +146,57 @@ def test_a_duplicate_key_inside_an_answer_is_not_called_a_duplicate_question_id(
     with pytest.raises(ReplyInvalid) as caught:
         parse_reply("{" + entries + "}", rubric)
     assert not any("question id answer" in p for p in caught.value.problems), caught.value.problems
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # a fenced draft, then a bare corrected object after the closing fence
+        "```json\n" + json.dumps(_own("yes")) + "\n```\nCorrection:\n" + json.dumps(_own("no")),
+        # a bare draft in the prose, then a fenced answer
+        "Draft: "
+        + json.dumps(_own("yes"))
+        + "\nFinal:\n```json\n"
+        + json.dumps(_own("no"))
+        + "\n```",
+    ],
+    ids=["json-after-the-fence", "json-before-the-fence"],
+)
+def test_a_reply_with_a_second_json_answer_outside_its_code_block_is_refused(
+    rubric: Rubric, reply: str
+) -> None:
+    """Two complete answer sets in one reply, one fenced and one bare, leave open which
+    is the reply: the judge is asked again, neither is picked."""
+    with pytest.raises(ReplyInvalid, match="JSON value outside its code block"):
+        parse_reply(reply, rubric)
+
+
+def test_prose_around_a_code_block_may_hold_brackets(rubric: Rubric) -> None:
+    """Prose before or after the block is allowed, brackets and all, as long as it holds
+    no complete JSON object or array; a long run of brackets is read at once."""
+    fenced = "```json\n" + json.dumps(_own("no")) + "\n```"
+    for before, after in [
+        ("Grading {as asked} [see below]:\n", "\nDone: the answers are {yes, no}."),
+        ("Note: " + "[" * 50_000 + "\n", "\n" + "[1, " * 10_000),
+    ]:
+        parsed = parse_reply(before + fenced + after, rubric)
+        assert not any(a.answer for a in parsed.values())
+
+
+def test_an_entry_whose_own_id_names_another_question_is_refused(rubric: Rubric) -> None:
+    """An entry keyed by one question id whose ``id`` names another leaves open which
+    question it answers: refused, as a per-question reply answering another question is."""
+    shifted = {
+        qid: {
+            "id": IDS[(i + 1) % len(IDS)],
+            "reasoning": "r",
+            "evidence": "",
+            "answer": "yes" if i % 2 else "no",
+            "confidence": "high",
+        }
+        for i, qid in enumerate(IDS)
+    }
+    with pytest.raises(ReplyInvalid, match="the reply answers 'D1-Q2', not D1-Q1"):
+        parse_reply(json.dumps(shifted), rubric)
+    same = {qid: {**entry, "id": qid} for qid, entry in shifted.items()}
+    assert set(parse_reply(json.dumps(same), rubric)) == set(IDS)

@@ -83,6 +83,17 @@ def test_compact_parser_refuses_a_quote_where_none_was_asked(rubric: Rubric) -> 
         )
 
 
+def test_compact_parser_refuses_an_entry_whose_own_id_names_another_question(
+    rubric: Rubric,
+) -> None:
+    """A compact entry may carry its id; one naming another question than its key is
+    refused, not graded under the key."""
+    ids = [q.id for q in rubric.questions]
+    shifted = {qid: {"id": ids[(i + 1) % len(ids)], "answer": "yes"} for i, qid in enumerate(ids)}
+    with pytest.raises(ReplyInvalid, match="the reply answers 'D1-Q2', not D1-Q1"):
+        parse_reply(json.dumps(shifted), rubric, reply_format="compact")
+
+
 def test_full_parser_refuses_a_compact_reply(rubric: Rubric) -> None:
     with pytest.raises(ReplyInvalid, match="D1-Q1: quote is not a key of this format"):
         parse_reply(compact_reply(rubric, {"D1-Q1"}), rubric)

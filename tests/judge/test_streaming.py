@@ -18,7 +18,7 @@ import httpx
 import pytest
 import respx
 
-from judge.backends.base import JudgeBackend
+from judge.backends.base import EndpointQuirks, JudgeBackend
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
 from judge.backends.streaming import StreamLimits
@@ -180,6 +180,61 @@ async def test_an_empty_stream_is_asked_again_unstreamed_to_learn_the_error() ->
             await backend.complete(make_request())
         assert json.loads(route.calls[-1].request.content)["stream"] is True
         await backend.aclose()
+
+
+@pytest.mark.slow  # a reply 6.5 s late: past what the transport waits for a stream
+async def test_an_unstreamed_reply_may_take_up_to_the_overall_cap() -> None:
+    """The request that goes once without streaming (after an empty stream) gets its
+    whole reply at once: it is waited for up to the overall cap (30 s here), not cut by
+    the transport's read timeout of a stream (the first-token limit and 5 s)."""
+    limits = StreamLimits(first_token=0.3, idle=0.3, total=30.0)
+    with running_judge_server(default='{"answers": []}', delay=6.5) as server:
+        quirks = EndpointQuirks()
+        backend = OpenAIBackend(
+            "m", base_url=server.openai_url, limits=limits, logprobs=False, quirks=quirks
+        )
+        quirks.unstreamed_once.add(backend.endpoint)  # as an empty stream leaves it
+        try:
+            completion = await backend.complete(make_request())
+        finally:
+            await backend.aclose()
+        assert server.requests[0].get("stream", False) is False
+    assert completion.text == '{"answers": []}'
+
+
+async def test_the_transport_waits_for_an_unstreamed_reply_as_long_as_the_cap() -> None:
+    """What the client's transport is told to wait: a stream's first part within the
+    first-token limit, an unstreamed reply within the overall cap (each with slack)."""
+    limits = StreamLimits(first_token=0.3, idle=0.3, total=30.0)
+    whole = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "{}"},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    empty = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=b"")
+    with respx.mock(base_url="http://127.0.0.1:18080/v1") as api:
+        route = api.post("/chat/completions").mock(
+            side_effect=[empty, httpx.Response(200, json=whole)]
+        )
+        backend = OpenAIBackend(
+            "m", base_url="http://127.0.0.1:18080/v1", limits=limits, logprobs=False
+        )
+        try:
+            completion, _ = await complete_with_retries(backend, make_request(), policy=FAST)
+        finally:
+            await backend.aclose()
+    assert completion.text == "{}"
+    reads = [call.request.extensions["timeout"]["read"] for call in route.calls]
+    assert reads == [limits.http_timeout().read, limits.whole_call().http_timeout().read]
+    assert reads[1] >= limits.total
 
 
 @pytest.mark.parametrize("event", ["null", '"hello"', "[1, 2]"])

@@ -11,6 +11,7 @@ not be taken for the judge's answer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -24,9 +25,9 @@ from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import scripted_reply
 from judge.calls import Completion, JudgeRequest
-from judge.errors import ReplyTruncated
+from judge.errors import FeatureRefused, ReplyTruncated
 from judge.grader import Grader
-from judge.retry import TRUNCATED_BUDGET_FACTOR, complete_with_retries
+from judge.retry import TRUNCATED_BUDGET_FACTOR, RetryPolicy, complete_with_retries
 from judge.rubric import Rubric, load_rubric_dir
 from tests.judge.backend_servers import (
     DIGEST,
@@ -281,3 +282,45 @@ async def test_a_grading_whose_replies_are_cut_is_unscored_not_parsed(
     assert "never parsed" in (result.detail or "")
     assert route.call_count == 2  # the first ask and its one retry: no repair of a cut reply
     assert [a.outcome for a in result.calls[0].attempts] == ["reply_truncated"] * 2
+
+
+class _SlowFirstReply:
+    """A judge whose first reply, slow as a CPU judge writing its whole budget is, is
+    cut at ``max_tokens`` (or refuses a feature), and whose second is whole."""
+
+    name, model, base_url = "openai", "slow-judge", None
+
+    def __init__(self, first: str, seconds: float) -> None:
+        self.first, self.seconds = first, seconds
+        self.budgets: list[int] = []
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        self.budgets.append(request.params.max_tokens)
+        if len(self.budgets) == 1:
+            await asyncio.sleep(self.seconds)
+            if self.first == "feature_refused":
+                raise FeatureRefused("json_schema is not supported")
+            return Completion(text='{"answers": [', model=self.model, finish_reason="length")
+        return Completion(text='{"answers": []}', model=self.model, finish_reason="stop")
+
+    async def probe(self) -> None:  # pragma: no cover - not used
+        return None
+
+    async def aclose(self) -> None:  # pragma: no cover - not used
+        return None
+
+
+@pytest.mark.parametrize("first", ["reply_truncated", "feature_refused"])
+async def test_an_owed_retry_is_asked_after_the_loops_time_bound(first: str) -> None:
+    """A judge on a CPU takes minutes to write its whole budget: its cut reply (or a
+    refused feature) comes after the retry loop's ``max_total_seconds``, and the one
+    retry it is owed (a larger budget, or without the feature) is still asked, at once."""
+    backend = _SlowFirstReply(first, seconds=0.3)
+    policy = RetryPolicy(max_total_seconds=0.2, initial_wait=0.01, max_wait=0.05, jitter=0)
+    completion, attempts = await complete_with_retries(
+        backend, make_request(max_tokens=300), policy=policy
+    )
+    assert completion.finish_reason == "stop"
+    assert [a.outcome for a in attempts] == [first, "ok"]
+    budget = 300 * TRUNCATED_BUDGET_FACTOR if first == "reply_truncated" else 300
+    assert backend.budgets == [300, budget]
