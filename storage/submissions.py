@@ -65,12 +65,13 @@ def _pending_grading(
     rubric: Rubric,
     judge: tuple[str, str, str],
     scenario_version: int | None,
+    grading_id: str | None = None,
 ) -> GradingRecord:
     """The pending grading of a new submission by ``rubric`` and ``judge`` (spec, backend,
-    model)."""
+    model), with id ``grading_id`` (default: a fresh one)."""
     judge_spec, judge_backend, judge_model = judge
     return GradingRecord(
-        id=new_id(),
+        id=grading_id or new_id(),
         submission_id=submission.id,
         rubric_id=rubric.id,
         rubric_version=rubric.version,
@@ -106,6 +107,7 @@ class SubmissionRepository:
         actor: str,
         idempotency_key: str | None = None,
         lease: tuple[str, float] | None = None,
+        grading_id: str | None = None,
     ) -> SubmissionOutcome:
         """Store a submission and its pending grading in one transaction.
 
@@ -116,6 +118,9 @@ class SubmissionRepository:
         ``lease``: ``(worker id, seconds)`` of a worker of this process with a free slot:
         a new grading is stored leased to it, and the outcome carries its claim, so the
         worker grades it without a claim of its own (a replay carries none).
+        ``grading_id``: the new grading's id (default: a fresh one), for a caller that
+        must find the grading should the outcome not reach it (the store cancelled, or
+        failed, after the commit).
 
         Raises NotFound for an unknown scenario and IdempotencyConflict when
         ``idempotency_key`` was used by ``actor`` for a different request.
@@ -123,7 +128,7 @@ class SubmissionRepository:
         judge = (judge_spec, judge_backend, judge_model)
         try:
             return await self._db.run(
-                self._create, data, rubric, judge, actor, idempotency_key, lease
+                self._create, data, rubric, judge, actor, idempotency_key, lease, grading_id
             )
         except IntegrityError:
             if idempotency_key is None:
@@ -173,6 +178,7 @@ class SubmissionRepository:
         actor: str,
         idempotency_key: str | None,
         lease: tuple[str, float] | None = None,
+        grading_id: str | None = None,
     ) -> SubmissionOutcome:
         """The replay of an earlier request with this key, else the new rows."""
         built = data(session) if callable(data) else data
@@ -190,6 +196,7 @@ class SubmissionRepository:
             actor=actor,
             idempotency_key=idempotency_key,
             lease=lease,
+            grading_id=grading_id,
             scenario_read=callable(data),  # a builder read the scenario it names
         )
 
@@ -204,6 +211,7 @@ class SubmissionRepository:
         actor: str,
         idempotency_key: str | None,
         lease: tuple[str, float] | None,
+        grading_id: str | None = None,
         scenario_read: bool = False,
     ) -> SubmissionOutcome:
         unread = data.scenario_id is not None and not scenario_read
@@ -223,7 +231,7 @@ class SubmissionRepository:
         # A racing duplicate fails here, before anything else.
         submission_values = row_values(submission)
         session.connection().execute(insert(_SUBMISSIONS), [submission_values])
-        grading = _pending_grading(submission, rubric, judge, data.scenario_version)
+        grading = _pending_grading(submission, rubric, judge, data.scenario_version, grading_id)
         claim = None
         if lease is not None:  # leased as a claim would (storage.queue): no revision bump
             worker_id, seconds = lease

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from api.grading import self_preference
 from api.grading.ground_truth_policy import check_inline_ground_truth, check_rubric_choice
 from api.service.attempts import check_attempts_in
-from api.service.errors import InvalidRequest, UnknownReference
+from api.service.errors import InvalidRequest, ServiceError, UnknownReference
 from api.service.principal import Principal
 from api.service.schemas import SubmissionCreate
 from api.service.services import Services
@@ -33,8 +33,9 @@ from judge.inputs import check_text
 from judge.rubric import Rubric
 from judge.screening import screen
 from judge.trace import check_trace, redact_trace
-from storage import GradingView, NewSubmission, ScenarioRecord, SubmissionOutcome
+from storage import GradingView, NewSubmission, ScenarioRecord, StorageError, SubmissionOutcome
 from storage.submissions import SubmissionBuilder
+from storage.tables import new_id
 
 __all__ = ["Accepted", "accept_submission", "wait_for_grading"]
 
@@ -173,9 +174,16 @@ async def _store(
     idempotency_key: str | None,
 ) -> SubmissionOutcome:
     """Store ``submission`` with its pending grading; a free worker of this process takes
-    the grading leased in the same transaction, instead of claiming it afterwards."""
+    the grading leased in the same transaction, instead of claiming it afterwards.
+
+    A store that does not answer (the request cancelled while the transaction ran, which
+    ``Database.run`` lets end, or a database error, perhaps raised after the commit) may
+    still have stored the grading leased: the worker releases that lease at once, so the
+    grading does not wait for the lease to expire.
+    """
     handoff = services.handoff
     lease = handoff.reserve() if handoff is not None else None
+    grading_id = new_id() if lease is not None else None
     try:
         outcome = await services.store.submissions.create(
             submission,
@@ -186,10 +194,15 @@ async def _store(
             actor=actor,
             idempotency_key=idempotency_key,
             lease=lease,
+            grading_id=grading_id,
         )
-    except BaseException:
+    except (ServiceError, StorageError):  # refused in the transaction: nothing stored
         if handoff is not None and lease is not None:
             handoff.take(None)
+        raise
+    except BaseException:
+        if handoff is not None and grading_id is not None:
+            handoff.give_back(grading_id)
         raise
     if handoff is not None and lease is not None:
         handoff.take(outcome.claim)

@@ -80,7 +80,7 @@ class GradingWorkers:
         self.worker_id = worker_id or new_worker_id()
         self.metrics = metrics or Metrics()
         self._dispatcher: asyncio.Task[None] | None = None
-        self._in_flight: dict[asyncio.Task[None], Claim] = {}
+        self._in_flight: dict[asyncio.Task[None], str] = {}
         #: gradings whose outcome is being written: never cancelled
         self._storing: set[str] = set()
         self._deadline: float | None = None
@@ -142,14 +142,26 @@ class GradingWorkers:
         if claim is None:
             return
         if self.stopping:  # shutdown began meanwhile: give the lease back at once
-            self._start(self._release(claim), claim, name=f"release-{claim.grading_id}")
+            self._start(self._give_back(claim.grading_id), claim.grading_id, name="release")
             return
-        self._start(self.process(claim), claim, name=f"grade-{claim.grading_id}")
+        self._start(self.process(claim), claim.grading_id, name="grade")
 
-    def _start(self, work: Coroutine[Any, Any, None], claim: Claim, *, name: str) -> None:
-        """Run ``work`` on ``claim`` as an in-flight task of this worker."""
-        task = asyncio.create_task(work, name=name, context=self._context.copy())
-        self._in_flight[task] = claim
+    def give_back(self, grading_id: str) -> None:
+        """Free a slot from ``reserve`` whose store did not answer (cancelled, or failed after
+        the commit perhaps); ``grading_id``, if stored leased here, is released at once."""
+        self._reserved -= 1
+        self._start(self._give_back(grading_id), grading_id, name="release")
+
+    async def _give_back(self, grading_id: str) -> None:
+        """Release the lease on ``grading_id`` (from intake); wake the workers to claim it."""
+        if await self._release(grading_id) and not self.stopping:
+            self._backlog = True  # claimable now: claimed before intake hands more over
+            self.services.waiters.work.set()
+
+    def _start(self, work: Coroutine[Any, Any, None], grading_id: str, *, name: str) -> None:
+        """Run ``work`` on ``grading_id`` as an in-flight task of this worker."""
+        task = asyncio.create_task(work, name=f"{name}-{grading_id}", context=self._context.copy())
+        self._in_flight[task] = grading_id
         task.add_done_callback(self._finished)
 
     def begin_shutdown(self) -> None:
@@ -176,7 +188,7 @@ class GradingWorkers:
         tasks = dict(self._in_flight)
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=max(0.0, self._deadline - time.monotonic()))
-            cut = [t for t in late if tasks[t].grading_id not in self._storing]
+            cut = [t for t in late if tasks[t] not in self._storing]
             for task in cut:
                 task.cancel()
             await asyncio.gather(*late, return_exceptions=True)
@@ -195,20 +207,23 @@ class GradingWorkers:
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-    async def _release(self, claim: Claim) -> None:
-        """Give a claim back unfinished (shutdown)."""
-        with bind_log_context(grading_id=claim.grading_id):
+    async def _release(self, grading_id: str) -> bool:
+        """Give a grading back unfinished (shutdown, ``give_back``); whether it was leased here."""
+        with bind_log_context(grading_id=grading_id):
             try:
                 released = await asyncio.wait_for(
-                    self.services.store.queue.release_lease(claim.grading_id, self.worker_id),
+                    self.services.store.queue.release_lease(grading_id, self.worker_id),
                     timeout=10,
                 )
             except Exception:
                 log.exception("releasing the lease failed; it will expire")
-                return
-            if released:
+                return False
+            if released and self.stopping:
                 self.metrics.gradings_released.inc()
                 log.info("lease released unfinished at shutdown")
+            elif released:
+                log.info("lease released: the request that stored it did not hand it over")
+            return released
 
     async def _dispatch(self) -> None:
         settings = self.services.settings
@@ -237,10 +252,10 @@ class GradingWorkers:
                 heapq.heappop(self._due)  # looked for with a slot free: claimed if claimable
             if self.stopping:  # claimed while shutdown began: give them back at once
                 for claim in claims:
-                    await self._release(claim)
+                    await self._release(claim.grading_id)
                 return
             for claim in claims:
-                self._start(self.process(claim), claim, name=f"grade-{claim.grading_id}")
+                self._start(self.process(claim), claim.grading_id, name="grade")
             if full:
                 continue  # there may be more; slots free up and set the wake event
             timeout = settings.poll_seconds

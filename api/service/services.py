@@ -280,6 +280,10 @@ class Handoff(Protocol):
     def take(self, claim: Claim | None) -> None:
         """Grade the grading leased with the reserved slot, or (None) free the slot."""
 
+    def give_back(self, grading_id: str) -> None:
+        """Free the reserved slot of a store that did not answer; ``grading_id``, should it
+        be stored leased with the slot, is released so that any worker claims it."""
+
 
 @dataclass
 class Services:

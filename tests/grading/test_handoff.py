@@ -4,11 +4,18 @@ no claim round (no probe, no pick, no lease update) between intake and grading."
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any
 
-from sqlalchemy import text
+import pytest
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 
+from api.grading.intake import accept_submission
+from api.service.principal import Principal
+from api.service.schemas import SubmissionCreate
+from api.service.services import Services
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.errors import JudgeUnavailable
 from tests.support.statements import statements
@@ -47,6 +54,49 @@ async def test_a_replayed_submission_gives_its_slot_back(
         other = {**headers, "Idempotency-Key": "run-2"}
         second = await client.post("/v1/submissions?wait=10", json=body, headers=other)
         assert second.json()["status"] == "graded"
+
+
+def _grading_row(engine: Engine) -> tuple[Any, ...]:
+    with engine.connect() as connection:
+        sql = "SELECT status, lease_owner FROM grading"
+        return tuple(connection.execute(text(sql)).one())
+
+
+async def test_a_grading_stored_for_a_cancelled_request_is_not_left_leased(
+    api_client: Any, engine: Engine
+) -> None:
+    """A request cancelled while its submission's transaction runs (uvicorn cancels open
+    requests when its graceful-shutdown timeout runs out) still stores the submission,
+    its grading leased to a free worker in that transaction: the grading is released
+    and graded at once, not held until the lease expires (300 s)."""
+    inserting = threading.Event()
+
+    def slow_grading_insert(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if statement.startswith("INSERT INTO grading ("):
+            inserting.set()
+            time.sleep(0.3)  # the request is cancelled meanwhile; the transaction goes on
+
+    async with api_client(poll_seconds=0.1) as client:
+        await asyncio.sleep(0.3)  # the dispatcher's first round: slots free for handoff
+        services: Services = client.app.state.services
+        principal = Principal(id="agent", name="agent", role="submitter")
+        data = SubmissionCreate(diagnosis=DIAGNOSIS, ground_truth=TRUTH)
+        event.listen(engine, "before_cursor_execute", slow_grading_insert)
+        try:
+            request = asyncio.create_task(accept_submission(services, data, principal=principal))
+            assert await asyncio.to_thread(inserting.wait, 5)
+            request.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await request
+        finally:
+            event.remove(engine, "before_cursor_execute", slow_grading_insert)
+        status, owner = "pending", None
+        for _ in range(30):  # the workers poll every 0.1 s: 3 s is plenty
+            status, owner = _grading_row(engine)
+            if status != "pending":
+                break
+            await asyncio.sleep(0.1)
+    assert status != "pending" or owner is None, f"the grading stays leased to {owner}"
 
 
 FLAKY = "openai:flaky@http://127.0.0.1:9/v1"
