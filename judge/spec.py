@@ -101,15 +101,29 @@ def parse_judge_spec(text: str) -> JudgeSpec:
             f"a judge's model name holds at most {MAX_MODEL_CHARACTERS} characters"
         )
     if base_url is not None:
-        try:
-            parsed = urlparse(base_url)
-        except ValueError:  # e.g. an unclosed [ of an IPv6 address
-            parsed = urlparse("")
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise JudgeSpecError(
-                f"judge spec {text!r} has base URL {base_url!r}, not an http(s) URL; {SPEC_FORMS}"
-            )
+        _check_base_url(text, base_url)
     return JudgeSpec(backend=backend, model=model, base_url=(base_url or "").rstrip("/") or None)
+
+
+def _check_base_url(text: str, base_url: str) -> None:
+    """Raise JudgeSpecError unless ``base_url`` is an http(s) URL with a host and, when
+    it names a port, a port from 0 to 65535 (``:99999`` or ``:11434x`` would fail every
+    call to the judge and every reader of its address)."""
+    try:
+        parsed = urlparse(base_url)
+    except ValueError:  # e.g. an unclosed [ of an IPv6 address
+        parsed = urlparse("")
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise JudgeSpecError(
+            f"judge spec {text!r} has base URL {base_url!r}, not an http(s) URL; {SPEC_FORMS}"
+        )
+    try:
+        parsed.port  # noqa: B018 - urllib reads the port when asked, raising for no port
+    except ValueError:
+        raise JudgeSpecError(
+            f"judge spec {text!r} has base URL {base_url!r}, whose port is not a number "
+            f"from 0 to 65535; {SPEC_FORMS}"
+        ) from None
 
 
 def parse_panel(text: str) -> list[str]:

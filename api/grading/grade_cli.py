@@ -42,6 +42,17 @@ def _read_text(value: str | None, path: str | None, *, name: str) -> str:
         ) from None
 
 
+def _check_reply_budget(settings: Settings, spec_text: str) -> None:
+    """Bad usage when the judge's reply budget leaves no room for a prompt in its
+    context window (settings or its profile): the grading could only end unscored."""
+    from api.service.grader_factory import check_reply_budget
+
+    try:
+        check_reply_budget(settings, [spec_text])
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 async def _grade(
     settings: Settings, spec_text: str, rubric_id: str, truth: str, diag: str
 ) -> GradingResult:
@@ -90,6 +101,7 @@ def grade_command(
         raise click.UsageError("only one of the files can be read from stdin")
     settings = load_settings()
     spec = checked_judge(judge_spec or settings.judge)
+    _check_reply_budget(settings, spec)
     rubric = checked_rubric(rubric_id or settings.rubric, settings.rubric_dir)
     truth = _read_text(ground_truth, ground_truth_file, name="ground-truth")
     diag = _read_text(diagnosis, diagnosis_file, name="diagnosis")

@@ -9,9 +9,10 @@ same :func:`sampling_for`, so a judge is identified by what it is really sent.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from api.service.settings import Settings
+from api.service.settings import Settings, reply_budget_fault
 from judge.backends.base import JudgeBackend
 from judge.cache import JudgeCache
 from judge.calls import SamplingParams
@@ -28,11 +29,12 @@ from judge.profiles import (
 )
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric
-from judge.spec import member_specs, parse_judge_spec, split_spec
+from judge.spec import judge_identity, member_specs, parse_judge_spec, split_spec
 
 __all__ = [
     "asking_choice",
     "calls_per_item",
+    "check_reply_budget",
     "context_tokens_for",
     "grader_for",
     "profile_of_judge",
@@ -95,6 +97,31 @@ def context_tokens_for(settings: Settings, profile: JudgeProfile | None) -> int 
     """The judge model's context window: the setting, its profile's, or unknown (None)."""
     window: int | None = _knob(settings, "judge_context_tokens", profile and profile.context_tokens)
     return window
+
+
+def check_reply_budget(settings: Settings, specs: Iterable[str]) -> None:
+    """Refuse, naming both settings, a judge of ``specs`` whose reply budget is not
+    below its context window as it will be sent (the settings, else its profile's):
+    no prompt would fit, and every grading would end unscored (``context_overflow``).
+    ValueError; a spec that does not parse is left to its own check."""
+    for spec in specs:
+        profile = profile_of_spec(settings, spec)
+        window = context_tokens_for(settings, profile)
+        max_tokens = sampling_for(settings, profile).max_tokens
+        if window is None or max_tokens < window:
+            continue
+        given = []  # where each came from when not from the settings, as _knob reads it
+        for name in ("max_tokens", "context_tokens"):
+            if f"judge_{name}" in settings.model_fields_set:
+                continue
+            if profile is not None and getattr(profile, name) is not None:
+                given.append(f"{name} from judge profile {profile.name}")
+            else:
+                given.append(f"{name} by default")
+        source = f" ({'; '.join(given)})" if given else ""
+        raise ValueError(
+            reply_budget_fault(max_tokens, window, judge=judge_identity(spec), source=source)
+        )
 
 
 def _knob(settings: Settings, name: str, profiled: Any) -> Any:

@@ -2,21 +2,21 @@
 
 Shared by ``/readyz`` and by ``sre-judge serve``, which says on start which judge it
 will use and whether it answered. The address is the endpoint really tried (the spec's
-base URL, or the client's default from ``OPENAI_BASE_URL`` / ``OLLAMA_HOST``), without
-any user, password, query or fragment: never a secret.
+base URL, or the endpoint the judge's client asks: ``OPENAI_BASE_URL`` / ``OLLAMA_HOST``
+as the client reads them, else its default), without any user, password, query or
+fragment: never a secret.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from api.service.judging import waiting_code
 from judge.errors import JudgeCallError, JudgeSpecError
-from judge.spec import judge_identity, member_specs, split_spec
+from judge.spec import judge_identity, member_specs, parse_judge_spec
 
 if TYPE_CHECKING:
     from api.service.services import Services
@@ -37,31 +37,39 @@ JUDGE_SETTING = "SRE_JUDGE_JUDGE"
 PANEL_SETTING = "SRE_JUDGE_PANEL"
 #: a probe result stays fresh this long
 PROBE_TTL = timedelta(seconds=15)
-#: the default endpoints of the clients when neither the spec nor the environment sets one
-_DEFAULTS = {"ollama": ("OLLAMA_HOST", "http://127.0.0.1:11434")}
 
 
 def _public(url: str) -> str:
-    """``url`` without credentials, query or fragment."""
+    """``url`` without credentials, query or fragment; a port that is no port is shown as
+    written (its address is reported, never refused, here)."""
     parts = urlsplit(url if "://" in url else f"http://{url}")
     host = parts.hostname or ""
     netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
+    try:
+        port = parts.port
+    except ValueError:  # "Port could not be cast", "Port out of range"
+        netloc = parts.netloc.rpartition("@")[2]
+    else:
+        netloc += f":{port}" if port is not None else ""
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def judge_address(spec: str, backend: JudgeBackend | None = None) -> str | None:
-    """The endpoint a judge spec is asked at, credentials removed; None if unknown."""
-    kind, _, base_url = split_spec(spec)
+    """The endpoint a judge spec is asked at, credentials removed; None if unknown.
+
+    The spec is read as its backend is built (``parse_judge_spec``: blanks around it
+    dropped, the backend in any case); without a base URL it is the endpoint the
+    backend's client asks (``endpoint``: ``OPENAI_BASE_URL``, ``OLLAMA_HOST`` as the
+    client reads it, or the client's default)."""
+    try:
+        base_url = parse_judge_spec(spec).base_url
+    except JudgeSpecError:
+        return None
     if base_url:
         return _public(base_url)
     endpoint = getattr(backend, "endpoint", None)
     if isinstance(endpoint, str) and endpoint:
         return _public(endpoint)
-    if kind in _DEFAULTS:
-        variable, default = _DEFAULTS[kind]
-        return _public(os.environ.get(variable) or default)
     return None
 
 

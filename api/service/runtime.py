@@ -34,6 +34,7 @@ from api.judges.identity import digest_listener
 from api.regrade.batch_runner import BatchRunner
 from api.service.bootstrap import ensure_bootstrap_admin, read_token_file
 from api.service.checkpoints import Checkpointer, checkpoint_target
+from api.service.grader_factory import check_reply_budget
 from api.service.metrics import Metrics
 from api.service.qualification import qualification_on_start
 from api.service.secret_key import key_for_database
@@ -64,10 +65,14 @@ class StartFiles:
 
 
 def read_start_files(settings: Settings) -> StartFiles:
-    """Read and check every file the settings name, without the database: the rubric
-    folder and the default rubric in it, the bootstrap admin token file, the failure-tag
-    vocabulary and the canary set (when one is set). ValueError naming the setting at
-    fault, so a process refuses to start (and ``serve`` to migrate) in one line."""
+    """Read and check every file the settings name, without the database: the judge
+    profiles as they apply to the configured judges (each one's reply budget below its
+    context window), the rubric folder and the default rubric in it, the bootstrap admin
+    token file, the failure-tag vocabulary and the canary set (when one is set).
+    ValueError naming the setting at fault, so a process refuses to start (and ``serve``
+    to migrate) in one line."""
+    confirming = [settings.confirm_judge] if settings.confirm_judge else []
+    check_reply_budget(settings, [*settings.grading_members, *confirming])
     try:
         rubrics = load_rubric_dir(settings.rubric_dir)
     except RubricError as exc:

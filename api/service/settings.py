@@ -2,7 +2,7 @@
 
 Nothing is read at import: call ``Settings()`` where the settings are needed.
 
-Why this module is long (about 600 lines): it is the one list of the service's public
+Why this module is long (about 660 lines): it is the one list of the service's public
 settings (CONTRACT.md), each field with its default, bounds and description, which
 ``config show`` and the docs' table are checked against; splitting the list would make
 two places to look a setting up.
@@ -19,12 +19,19 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from judge.profiles import read_profiles
 from judge.rubric import DEFAULT_RUBRIC_DIR
-from judge.spec import panel_spec, parse_judge_spec, parse_panel, recorded_judge
+from judge.spec import BACKEND_NAMES, panel_spec, parse_judge_spec, parse_panel, recorded_judge
 
 if TYPE_CHECKING:
     from judge.backends.streaming import StreamLimits
 
-__all__ = ["DEFAULT_JUDGE", "Settings", "mask_url", "with_password"]
+__all__ = [
+    "DEFAULT_JUDGE",
+    "Settings",
+    "mask_passwords",
+    "mask_url",
+    "reply_budget_fault",
+    "with_password",
+]
 
 #: the judge used when none is configured: a small local model served by Ollama
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
@@ -48,10 +55,13 @@ _URL_CREDENTIALS = re.compile(
 #: the password of one URL SQLAlchemy cannot read: up to the last ``@``, before the host
 _LAST_AT_PASSWORD = re.compile(r"(://[^/\s:@]*:).*@", re.DOTALL)
 #: a credential given as a URL's query parameter (libpq takes ``?password=``; a witness or
-#: a proxy may take a token, an API key or a presigned URL's signature)
+#: a proxy may take a token, an API key or a presigned URL's signature). Its value ends
+#: at the query's next parameter, a blank, the fragment, or a comma that begins the next
+#: judge spec of a panel (``...?token=S,ollama:b@http://h:2``): the members after it stay
 _QUERY_PASSWORD = re.compile(
     r"([?&](?:password|sslpassword|passwd|pwd|token|access_token|auth|api[_-]?key|key|secret|sig"
-    r"|signature|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&\s#]+",
+    r"|signature|x-amz-signature|x-amz-credential|x-amz-security-token)=)"
+    rf"(?:[^&\s#,]|,(?!\s*(?:{'|'.join(BACKEND_NAMES)}):))+",
     re.IGNORECASE,
 )
 #: the longest a duration setting may be: a time moved by more overflows a clock
@@ -102,6 +112,19 @@ def mask_url(url: str) -> str:
     if parsed.password is None:  # shown as given: a database's user alone is its role
         return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", url)
     return mask_passwords(parsed.render_as_string(hide_password=True))
+
+
+def reply_budget_fault(max_tokens: int, window: int, *, judge: str = "", source: str = "") -> str:
+    """Why a reply budget of ``max_tokens`` cannot be asked of a judge (``judge``, when
+    named) whose context window is ``window`` tokens; ``source`` says where either came
+    from when not from the settings (a judge profile, a default)."""
+    of = f"judge {judge}: " if judge else ""
+    return (
+        f"{of}SRE_JUDGE_JUDGE_MAX_TOKENS ({max_tokens}) must be below "
+        f"SRE_JUDGE_JUDGE_CONTEXT_TOKENS ({window}){source}: a reply that may fill the "
+        "judge's context window leaves no room for the prompt, and every grading would end "
+        "unscored (context_overflow)"
+    )
 
 
 def with_password(url: str, password_file: Path) -> str:
@@ -502,8 +525,10 @@ class Settings(BaseSettings):
     @field_validator("judge")
     @classmethod
     def _valid_judge(cls, value: str) -> str:
+        """A spec that parses, kept without surrounding blanks (an env file's trailing
+        blank), as a panel's members are: what readers of the spec see is what was parsed."""
         parse_judge_spec(value)
-        return value
+        return value.strip()
 
     @field_validator("judge_profiles_file")
     @classmethod
@@ -557,9 +582,40 @@ class Settings(BaseSettings):
     @field_validator("confirm_judge")
     @classmethod
     def _valid_confirm_judge(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_judge_spec(value)
-        return value
+        """As the judge: a spec that parses, kept without surrounding blanks."""
+        if value is None:
+            return None
+        parse_judge_spec(value)
+        return value.strip()
+
+    @field_validator("host")
+    @classmethod
+    def _a_host_named(cls, value: str) -> str:
+        """A host without surrounding blanks, never empty: an empty host (an env file's
+        blank, an unset variable in compose) listens on every interface. Every interface
+        is asked for by name: ``0.0.0.0`` or ``::``."""
+        if not value.strip():
+            raise ValueError(
+                "empty (also as --host): name the address to listen on, 127.0.0.1 by "
+                "default, or 0.0.0.0 or :: for every interface"
+            )
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _room_for_a_prompt(self) -> Settings:
+        """Both set, the reply budget is smaller than the context window: one as large
+        as the window leaves no room for a prompt, and every grading would end unscored
+        (``context_overflow``). Where a judge profile gives one of them, a process of
+        the service checks its judges when it starts
+        (``api.service.grader_factory.check_reply_budget``)."""
+        window = self.judge_context_tokens
+        if (
+            window is not None
+            and "judge_max_tokens" in self.model_fields_set
+            and self.judge_max_tokens >= window
+        ):
+            raise ValueError(reply_budget_fault(self.judge_max_tokens, window))
+        return self
 
     @model_validator(mode="after")
     def _confirm_judge_differs(self) -> Settings:

@@ -123,6 +123,9 @@ class OllamaBackend:
         self._client = ollama.AsyncClient(
             host=base_url, timeout=self.limits.http_timeout(), verify=tls_context()
         )
+        #: the endpoint really used, as the client read it (``OLLAMA_HOST=gpu-box`` is
+        #: ``http://gpu-box:11434``); the client keeps its httpx client as ``_client``
+        self.endpoint = str(self._client._client.base_url).rstrip("/")
         self._digest: str | None = None
         self._digest_known = False
         self._digest_lock = asyncio.Lock()

@@ -44,6 +44,8 @@ def test_specs_parse_and_print_back(text: str, expected: JudgeSpec) -> None:
         ("openai:m@ftp://h", r"not an http\(s\) URL"),
         ("openai:m@http://[::1", r"not an http\(s\) URL"),  # urlparse raised: a 500
         ("openai:m@", r"not an http\(s\) URL"),
+        ("openai:m@http://127.0.0.1:99999/v1", "port is not a number from 0 to 65535"),
+        ("ollama:m@http://127.0.0.1:11434x", "port is not a number from 0 to 65535"),
     ],
 )
 def test_bad_specs_name_the_fault_and_the_accepted_forms(text: str, fault: str) -> None:

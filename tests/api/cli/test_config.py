@@ -74,6 +74,16 @@ def test_config_show_json_is_one_object(tmp_path: Path) -> None:
     assert not any(secret in done.stdout for secret in SECRETS)
 
 
+def test_config_show_keeps_every_panel_member_when_one_has_a_query_credential() -> None:
+    """A credential in a member's query is masked up to the comma that begins the next
+    member: every member is shown."""
+    panel = "openai:a@http://h:1/v1?token=S2,ollama:b@http://h:2"
+    done = cli_in_process("config", "show", "--format", "json", env={"SRE_JUDGE_PANEL": panel})
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)["SRE_JUDGE_PANEL"]
+    assert shown == "openai:a@http://h:1/v1?token=***,ollama:b@http://h:2"
+
+
 def test_config_show_gives_what_an_unset_setting_is_in_effect(tmp_path: Path) -> None:
     """Unset, the workers follow the judge's concurrency and checkpoints go beside the
     SQLite file: shown as such, not as nothing."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from api.service.qualification import identity_of
-from api.service.runtime import Runtime
+from api.service.runtime import Runtime, read_start_files
 from api.service.settings import Settings
 from judge.profiles import read_profiles
 from judge.rubric import load_rubric_dir
@@ -87,6 +87,15 @@ def test_an_unknown_scripted_mode_is_refused_at_start(variable: str, value: str)
     refused = _config_show({variable: value})
     assert refused.returncode == 2, refused.stdout[:200]
     assert variable in refused.stderr and "whatever" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "spec", ["openai:m@http://127.0.0.1:99999/v1", "ollama:m@http://127.0.0.1:11434x"]
+)
+def test_a_judge_spec_whose_port_is_no_port_is_refused_at_start(spec: str) -> None:
+    """Refused in one line naming the variable, before ``serve`` migrates anything."""
+    line = _refusal(_config_show({"SRE_JUDGE_JUDGE": spec}))
+    assert "SRE_JUDGE_JUDGE" in line and "port" in line, line
 
 
 @pytest.mark.parametrize("value", [",", " , ,"])
@@ -193,6 +202,15 @@ def test_serve_refuses_an_address_it_cannot_listen_on_before_migrating(
     assert not (tmp_path / "judge.db").exists()
 
 
+@pytest.mark.parametrize("host", ["", "  "])
+def test_an_empty_host_is_refused_not_read_as_every_interface(host: str) -> None:
+    """An empty host (an env file's blank, an unset variable in compose) would listen on
+    every interface; every interface is asked for by name (0.0.0.0 or ::)."""
+    line = _refusal(_config_show({"SRE_JUDGE_HOST": host}))
+    assert "SRE_JUDGE_HOST" in line and "0.0.0.0" in line, line
+    assert Settings(host=" 127.0.0.1 ").host == "127.0.0.1"
+
+
 def test_serve_on_a_port_in_use_names_the_port(tmp_path: Path, port_in_use: int) -> None:
     line = _refusal(_serve(tmp_path, {"SRE_JUDGE_PORT": str(port_in_use)}))
     assert "SRE_JUDGE_PORT (--port)" in line and str(port_in_use) in line, line
@@ -249,3 +267,38 @@ def test_a_worker_of_no_grading_workers_is_refused(tmp_path: Path) -> None:
     }
     line = _refusal(cli_in_process("worker", env=env))
     assert "SRE_JUDGE_WORKERS" in line, line
+
+
+def test_a_reply_budget_that_fills_the_context_window_is_refused_at_start() -> None:
+    """No prompt fits beside a reply of ``SRE_JUDGE_JUDGE_MAX_TOKENS`` when it is as
+    large as ``SRE_JUDGE_JUDGE_CONTEXT_TOKENS``: refused naming both (exit 2), not left
+    to end every grading unscored (``context_overflow``)."""
+    env: dict[str, str | None] = {
+        "SRE_JUDGE_JUDGE_CONTEXT_TOKENS": "4096",
+        "SRE_JUDGE_JUDGE_MAX_TOKENS": "4096",
+        "SRE_JUDGE_PASS_POLICY": "unflagged",
+    }
+    done = cli_in_process(
+        "grade", "--format", "json", "--judge", "scripted:pass",
+        "--ground-truth", "deployment/user-service sets USER_PORT=9999",
+        "--diagnosis", "user-service has USER_PORT=9999", env=env,
+    )  # fmt: skip
+    line = _refusal(done)
+    assert "SRE_JUDGE_JUDGE_MAX_TOKENS" in line and "SRE_JUDGE_JUDGE_CONTEXT_TOKENS" in line
+
+
+def test_a_context_window_from_a_judge_profile_is_checked_against_the_reply_budget(
+    tmp_path: Path,
+) -> None:
+    """A profile's window below the reply budget (the default 1536 here) stops a process
+    of the service before it starts, naming the settings and the profile."""
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text('[[profile]]\nname = "tiny"\nmodels = ["tiny*"]\ncontext_tokens = 1024\n')
+    settings = Settings(
+        judge="ollama:tiny-1b", judge_profiles_file=profiles, database_url="sqlite://"
+    )
+    with pytest.raises(ValueError, match="SRE_JUDGE_JUDGE_MAX_TOKENS") as refused:
+        read_start_files(settings)
+    assert "SRE_JUDGE_JUDGE_CONTEXT_TOKENS" in str(refused.value)
+    assert "judge profile tiny" in str(refused.value)
+    read_start_files(settings.model_copy(update={"judge": "ollama:other"}))  # no profile
