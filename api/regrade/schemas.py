@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 
 from api.regrade.batch_queries import BatchProgress
 from api.regrade.selection import RegradeFilter
 from api.service.request_types import BoundedDatetime
 from api.service.settings import mask_passwords
+from judge.rubric import split_rubric_ref
 from storage.regrade.progress import JobView
 
 __all__ = [
@@ -49,6 +50,14 @@ class RegradeFilterIn(BaseModel):
     )
     run_id: StrictStr | None = Field(default=None, max_length=256)
     ground_truth_source: Literal["scenario", "inline"] | None = None
+
+    @field_validator("rubric_version")
+    @classmethod
+    def _rubric_ref(cls, value: str | None) -> str | None:
+        """``id@`` (an empty version) is refused, as a job's target rubric refuses it."""
+        if value is not None:
+            split_rubric_ref(value)
+        return value
 
     def to_filter(self) -> RegradeFilter:
         """The storage filter."""

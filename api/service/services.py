@@ -72,9 +72,13 @@ class RubricCatalog:
         return self._versions[(rubric_id, version)]
 
     async def find(self, text: str) -> Rubric | None:
-        """The rubric named ``id`` (current version) or ``id@version``, or None."""
-        name, version = split_rubric_ref(text)
-        return await self.resolve(name, version or None)
+        """The rubric named ``id`` (current version) or ``id@version``, or None (also for
+        ``id@``, whose empty version names none: ``split_rubric_ref``)."""
+        try:
+            name, version = split_rubric_ref(text)
+        except ValueError:
+            return None
+        return await self.resolve(name, version)
 
     async def require(self, text: str | None, *, default: str) -> Rubric:
         """As ``find`` (``default`` when None); ``UnknownReference`` naming ``rubric``."""

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from judge.errors import RubricError
-from judge.rubric import DEFAULT_RUBRIC_DIR, load_rubric, load_rubric_dir
+from judge.rubric import DEFAULT_RUBRIC_DIR, load_rubric, load_rubric_dir, split_rubric_ref
 
 
 def _default_data() -> dict[str, Any]:
@@ -101,3 +101,12 @@ def test_duplicate_rubric_ids_in_a_folder_are_rejected(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text(yaml.safe_dump(_default_data()))
     with pytest.raises(RubricError, match="defined twice"):
         load_rubric_dir(tmp_path)
+
+
+def test_a_rubric_reference_is_an_id_or_an_id_at_a_version_never_an_empty_version() -> None:
+    """``id`` names the current version and ``id@version`` that version; ``id@`` names
+    none, so it is refused rather than read as the current version."""
+    assert split_rubric_ref("sregym-rca") == ("sregym-rca", None)
+    assert split_rubric_ref("sregym-rca@v1+abc") == ("sregym-rca", "v1+abc")
+    with pytest.raises(ValueError, match="empty"):
+        split_rubric_ref("sregym-rca@")

@@ -201,6 +201,9 @@ async def test_the_dry_run_counts_the_cache_hits_of_the_model_behind_the_name_no
     [
         ({"rubric": "no-such-rubric"}, "rubric"),
         ({"rubric": "sregym-rca@v0+000000000000"}, "rubric"),
+        # an empty version names no version: not the current one
+        ({"rubric": "sregym-rca@"}, "rubric"),
+        ({"judge": NEW_JUDGE, "filter": {"rubric_version": "sregym-rca@"}}, "rubric_version"),
         ({"judge": "nonsense"}, "judge"),
         ({"judge": "scripted:maybe"}, "judge"),
         # a model name no grading can record (256 characters), alone or in a panel
