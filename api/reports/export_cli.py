@@ -23,9 +23,24 @@ if TYPE_CHECKING:
     from api.reports.export_writer import ExportSummary
     from api.reports.exports import ExportFormat
     from api.reports.sregym_writer import SregymArchive
+    from judge.rubric import Rubric
     from storage import Store
 
 __all__ = ["export_command"]
+
+
+def _current_rubrics() -> dict[str, Rubric]:
+    """The rubric files' current versions by id (``SRE_JUDGE_RUBRIC_DIR``), as the
+    service reads them: a grading whose rubric version is not stored is exported with
+    its rubric's, as the service shows and exports it."""
+    from api.cli.edge import load_settings
+    from judge.errors import RubricError
+    from judge.rubric import load_rubric_dir
+
+    try:
+        return load_rubric_dir(load_settings().rubric_dir)
+    except RubricError as exc:
+        raise click.UsageError(f"SRE_JUDGE_RUBRIC_DIR: {exc}") from None
 
 
 def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, str]:
@@ -33,12 +48,14 @@ def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, s
     from api.cli.atomic import replace_atomically
     from api.reports.export_writer import ExportFailed, spool, write_export
 
+    current = _current_rubrics()
+
     async def work(store: Store) -> ExportSummary:
         if output is not None:
             with replace_atomically(output) as file:
-                return await write_export(store, filters, fmt, file)
+                return await write_export(store, filters, fmt, file, current=current)
         with spool() as spooled:
-            summary = await write_export(store, filters, fmt, spooled)
+            summary = await write_export(store, filters, fmt, spooled, current=current)
             spooled.seek(0)
             shutil.copyfileobj(spooled, sys.stdout.buffer)
         return summary
@@ -99,7 +116,8 @@ def _layout(
     if server is not None:
         source = RemoteLayout(server, _params(filters, include_superseded))
     else:
-        source = LocalLayout(replace(build_filter(**filters), superseded=include_superseded))
+        report_filter = replace(build_filter(**filters), superseded=include_superseded)
+        source = LocalLayout(report_filter, _current_rubrics())
     export_sregym_layout(layout or "folder", archive, output, source)
 
 

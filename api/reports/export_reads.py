@@ -14,7 +14,7 @@ stream ends, however it ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -74,9 +74,12 @@ class GradingExport:
 class ExportReads:
     """Streaming every grading of a filter."""
 
-    def __init__(self, db: Database) -> None:
-        """Work through ``db``."""
+    def __init__(self, db: Database, current: Mapping[str, Rubric]) -> None:
+        """Work through ``db``; ``current``: the rubric files' current versions by id
+        (``RubricCatalog.current``), which a grading whose version is not stored reads
+        with (:func:`rubrics_in_scope`)."""
         self._db = db
+        self._current = current
 
     @asynccontextmanager
     async def open(
@@ -84,7 +87,7 @@ class ExportReads:
     ) -> AsyncIterator[GradingExport]:
         """The rubrics in scope and the gradings of ``filters``, streamed from one snapshot."""
         async with self._db.held_read() as snapshot:
-            rubrics = await snapshot.run(rubrics_in_scope, filters)
+            rubrics = await snapshot.run(rubrics_in_scope, filters, self._current)
             answered = await snapshot.run(answered_in_scope, filters)
             gradings = _stream(snapshot, filters, batch)
             try:
@@ -93,12 +96,15 @@ class ExportReads:
                 await gradings.aclose()
 
 
-def rubrics_in_scope(session: Session, filters: ReportFilter) -> dict[tuple[str, str], Rubric]:
+def rubrics_in_scope(
+    session: Session, filters: ReportFilter, current: Mapping[str, Rubric]
+) -> dict[tuple[str, str], Rubric]:
     """The stored rubrics of the gradings in ``filters``, by ``(id, version)``; for a
     version no stored rubric is (SREGym's imported verdicts, version ``sregym``), the
-    newest stored version of the same rubric, which a grading reads with when it asks
-    every question the grading answers (:func:`rubric_for`), as the grading object
-    shows it."""
+    current version of the same rubric (``current``: the rubric files' versions by id,
+    ``RubricCatalog.current``), which a grading reads with when it asks every question
+    the grading answers (:func:`rubric_for`): the rubric the grading object shows
+    (``api.service.presenters.rubric_shown``), whatever version was stored last."""
     pairs = filtered(
         joined(col(GradingRecord.rubric_id), col(GradingRecord.rubric_version)), filters
     ).distinct()
@@ -112,15 +118,9 @@ def rubrics_in_scope(session: Session, filters: ReportFilter) -> dict[tuple[str,
         for record in session.execute(query).scalars()
     }
     for rubric_id, version in wanted:
-        if (rubric_id, version) not in found:
-            newest = session.execute(
-                select(RubricVersionRecord)
-                .where(col(RubricVersionRecord.rubric_id) == rubric_id)
-                .order_by(col(RubricVersionRecord.created_at).desc())
-                .limit(1)
-            ).scalar()
-            if newest is not None:
-                found[(rubric_id, version)] = _rubric(newest)
+        stand_in = current.get(rubric_id)
+        if (rubric_id, version) not in found and stand_in is not None:
+            found[(rubric_id, version)] = stand_in
     return found
 
 
@@ -131,9 +131,9 @@ def _rubric(record: RubricVersionRecord) -> Rubric:
 def rubric_for(
     rubrics: dict[tuple[str, str], Rubric], grading: GradingRecord, answered: Iterable[str]
 ) -> Rubric | None:
-    """The rubric ``grading`` reads with in an export: its own version, or the newest of
-    its rubric as the grading object takes it (``answered``: the question ids of its
-    answers; :func:`api.service.presenters.stand_in_rubric`); else None."""
+    """The rubric ``grading`` reads with in an export: its own version, or the current
+    version of its rubric as the grading object takes it (``answered``: the question ids
+    of its answers; :func:`api.service.presenters.stand_in_rubric`); else None."""
     rubric = rubrics.get((grading.rubric_id, grading.rubric_version))
     if rubric is None or rubric.version == grading.rubric_version:
         return rubric

@@ -94,16 +94,17 @@ async def export_gradings(
             )
         layout = "folder"
     archive = archive or "tar.gz"
+    store, current = services.store, services.rubrics.current
     sink = spool()
     try:
         if layout == "folder":
-            summary = await write_sregym_archive(services.store, filters, sink, archive)
+            summary = await write_sregym_archive(store, filters, sink, archive, current=current)
             media, name = ARCHIVE_MEDIA_TYPES[archive], f"sregym-results.{archive}"
         elif layout == "file":
-            summary = await write_sregym_file(services.store, filters, sink)
+            summary = await write_sregym_file(store, filters, sink, current=current)
             media, name = "text/csv", "sregym-results.csv"
         else:
-            summary = await write_export(services.store, filters, format, sink)
+            summary = await write_export(store, filters, format, sink, current=current)
             suffix = "jsonl" if format == "jsonl" else "csv"
             media, name = MEDIA_TYPES[format], f"gradings-{format}.{suffix}"
     except ExportFailed as exc:

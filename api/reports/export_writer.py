@@ -17,13 +17,14 @@ import base64
 import binascii
 import hashlib
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from typing import IO
 
 from api.reports.export_reads import ExportedGrading, ExportReads
 from api.reports.exports import ExportFormat, export_chunks
 from api.reports.filters import ReportFilter
+from judge.rubric import Rubric
 from storage import Store
 
 __all__ = [
@@ -135,10 +136,17 @@ class _Counter:
 
 
 async def write_export(
-    store: Store, filters: ReportFilter, fmt: ExportFormat, sink: IO[bytes]
+    store: Store,
+    filters: ReportFilter,
+    fmt: ExportFormat,
+    sink: IO[bytes],
+    *,
+    current: Mapping[str, Rubric],
 ) -> ExportSummary:
     """Write every grading of ``filters`` to ``sink`` as UTF-8, from one snapshot.
 
+    ``current``: the rubric files' current versions by id, which a grading whose rubric
+    version is not stored reads with, as its grading object does (:class:`ExportReads`).
     Its summary, or :class:`ExportFailed` for any failure on the way (what ``sink`` then
     holds is a fragment, for the caller to discard).
     """
@@ -146,7 +154,7 @@ async def write_export(
     digest = hashlib.sha256()
     size = 0
     try:
-        async with ExportReads(store.db).open(filters) as export:
+        async with ExportReads(store.db, current).open(filters) as export:
             counted = replace(export, gradings=counter.count(export.gradings))
             async for chunk in export_chunks(counted, fmt):
                 data = chunk.encode("utf-8")

@@ -15,7 +15,7 @@ import io
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
@@ -27,6 +27,7 @@ from api.cli.edge import with_store
 if TYPE_CHECKING:
     from api.reports.filters import ReportFilter
     from api.reports.sregym_writer import SregymArchive
+    from judge.rubric import Rubric
     from storage import Store
 
 __all__ = [
@@ -52,16 +53,19 @@ class LayoutSource(Protocol):
 
 @dataclass(frozen=True)
 class LocalLayout:
-    """The rows of the database of ``SRE_JUDGE_DATABASE_URL``."""
+    """The rows of the database of ``SRE_JUDGE_DATABASE_URL``; ``current``: the rubric
+    files' current versions by id (``write_sregym_file``)."""
 
     report_filter: ReportFilter
+    current: Mapping[str, Rubric]
 
     def file(self, sink: IO[bytes]) -> int:
         """One CSV into ``sink``."""
         from api.reports.sregym_writer import write_sregym_file
 
         async def work(store: Store) -> int:
-            return (await write_sregym_file(store, self.report_filter, sink)).rows
+            written = await write_sregym_file(store, self.report_filter, sink, current=self.current)
+            return written.rows
 
         return with_store(work)
 
@@ -70,7 +74,10 @@ class LocalLayout:
         from api.reports.sregym_writer import write_sregym_archive
 
         async def work(store: Store) -> int:
-            return (await write_sregym_archive(store, self.report_filter, sink, kind)).rows
+            written = await write_sregym_archive(
+                store, self.report_filter, sink, kind, current=self.current
+            )
+            return written.rows
 
         return with_store(work)
 
@@ -79,7 +86,9 @@ class LocalLayout:
         from api.reports.sregym_writer import write_sregym_folder
 
         async def work(store: Store) -> int:
-            return await write_sregym_folder(store, self.report_filter, target)
+            return await write_sregym_folder(
+                store, self.report_filter, target, current=self.current
+            )
 
         return with_store(work)
 

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from api.reports.export_reads import rubric_for
 from api.reports.sregym_row_reads import OriginalRow
 from api.reports.sregym_rows import sregym_row
 from judge.adjudication import overrides_in_force
@@ -103,7 +104,8 @@ def row_cells(row: OriginalRow, rubrics: dict[tuple[str, str], Rubric]) -> dict[
         return cells
     assert row.grading is not None
     g = row.grading.view.grading
-    ours = sregym_row(row.grading, rubrics.get((g.rubric_id, g.rubric_version)))
+    answered = (a.question_id for a in row.grading.view.answers)
+    ours = sregym_row(row.grading, rubric_for(rubrics, g, answered))
     ours["Diagnosis.dimensions"] = _keep_names(
         row.original.cells.get("Diagnosis.dimensions"), ours["Diagnosis.dimensions"]
     )

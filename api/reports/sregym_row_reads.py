@@ -16,7 +16,7 @@ and every batch sees the same data.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -67,9 +67,11 @@ class OriginalRowExport:
 class OriginalRowReads:
     """Streaming the imported SREGym rows of a filter."""
 
-    def __init__(self, db: Database) -> None:
-        """Work through ``db``."""
+    def __init__(self, db: Database, current: Mapping[str, Rubric]) -> None:
+        """Work through ``db``; ``current``: the rubric files' current versions by id
+        (``api.reports.export_reads.rubrics_in_scope``)."""
         self._db = db
+        self._current = current
 
     @asynccontextmanager
     async def open(
@@ -77,7 +79,7 @@ class OriginalRowReads:
     ) -> AsyncIterator[OriginalRowExport]:
         """The rows of ``filters`` with the grading shown for each, from one snapshot."""
         async with self._db.held_read() as snapshot:
-            rubrics, columns = await snapshot.run(_heading, filters)
+            rubrics, columns = await snapshot.run(_heading, filters, self._current)
             rows = _stream(snapshot, filters, batch)
             try:
                 yield OriginalRowExport(rubrics=rubrics, columns=columns, rows=rows)
@@ -86,10 +88,10 @@ class OriginalRowReads:
 
 
 def _heading(
-    session: Session, filters: ReportFilter
+    session: Session, filters: ReportFilter, current: Mapping[str, Rubric]
 ) -> tuple[dict[tuple[str, str], Rubric], list[str]]:
     """The rubrics in scope and every column of the rows' files, in the order first seen."""
-    rubrics = rubrics_in_scope(session, filters)
+    rubrics = rubrics_in_scope(session, filters, current)
     o = SregymOriginalRowRecord
     query = select(col(o.columns)).join(
         SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)

@@ -13,6 +13,7 @@ import io
 import tarfile
 import time
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
@@ -25,6 +26,7 @@ from api.reports.sregym_roundtrip import (
     sregym_files,
 )
 from api.reports.sregym_row_reads import OriginalRowReads
+from judge.rubric import Rubric
 from storage import Store
 
 __all__ = [
@@ -53,11 +55,14 @@ def safe_relative(path: str) -> PurePosixPath:
     return pure
 
 
-async def write_sregym_file(store: Store, filters: ReportFilter, sink: IO[bytes]) -> ExportSummary:
-    """Every imported row of ``filters`` in one CSV, the file each came from last."""
+async def write_sregym_file(
+    store: Store, filters: ReportFilter, sink: IO[bytes], *, current: Mapping[str, Rubric]
+) -> ExportSummary:
+    """Every imported row of ``filters`` in one CSV, the file each came from last
+    (``current``: the rubric files' current versions by id, as ``write_export`` takes them)."""
     out, rows = HashingSink(sink), 0
     try:
-        async with OriginalRowReads(store.db).open(filters) as export:
+        async with OriginalRowReads(store.db, current).open(filters) as export:
             columns = [*export.columns, FILE_COLUMN]
             # one writer for the whole stream: a header cell may hold a line break, so a
             # row is never cut out of text written with the header
@@ -78,12 +83,18 @@ async def write_sregym_file(store: Store, filters: ReportFilter, sink: IO[bytes]
 
 
 async def write_sregym_archive(
-    store: Store, filters: ReportFilter, sink: IO[bytes], archive: SregymArchive
+    store: Store,
+    filters: ReportFilter,
+    sink: IO[bytes],
+    archive: SregymArchive,
+    *,
+    current: Mapping[str, Rubric],
 ) -> ExportSummary:
-    """Every imported row of ``filters`` in SREGym's folder layout, as tar.gz or zip."""
+    """Every imported row of ``filters`` in SREGym's folder layout, as tar.gz or zip
+    (``current``: as :func:`write_sregym_file` takes it)."""
     out, rows, now = HashingSink(sink), 0, time.time()
     try:
-        async with OriginalRowReads(store.db).open(filters) as export:
+        async with OriginalRowReads(store.db, current).open(filters) as export:
             if archive == "zip":
                 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zipped:  # type: ignore[call-overload]
                     async for f in sregym_files(export.rows, export.rubrics):
@@ -103,11 +114,14 @@ async def write_sregym_archive(
     return out.summary(rows)
 
 
-async def write_sregym_folder(store: Store, filters: ReportFilter, folder: Path) -> int:
-    """Every imported row of ``filters`` as SREGym's files under ``folder``; the rows written."""
+async def write_sregym_folder(
+    store: Store, filters: ReportFilter, folder: Path, *, current: Mapping[str, Rubric]
+) -> int:
+    """Every imported row of ``filters`` as SREGym's files under ``folder``; the rows
+    written (``current``: as :func:`write_sregym_file` takes it)."""
     rows = 0
     try:
-        async with OriginalRowReads(store.db).open(filters) as export:
+        async with OriginalRowReads(store.db, current).open(filters) as export:
             async for f in sregym_files(export.rows, export.rubrics):
                 target = folder.joinpath(*safe_relative(f.path).parts)
                 target.parent.mkdir(parents=True, exist_ok=True)

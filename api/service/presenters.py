@@ -342,10 +342,14 @@ def _grading_public(
 
 def stand_in_rubric(current: Rubric | None, answered: Iterable[str]) -> Rubric | None:
     """For a grading whose own rubric version no stored version names (SREGym's imported
-    verdicts): ``current``, a stored version of the same rubric, when it asks every
-    question the grading answers (``answered``: all of them; some, where SREGym's
-    checklist left questions out; none, where SREGym's judge could not grade the
-    attempt); else None. The one rule of the grading object and of every export of it."""
+    verdicts): ``current``, the current version of the same rubric (the rubric file's, as
+    ``RubricCatalog.current`` holds it, never the version stored last: a file rolled back
+    to an earlier wording is read with that wording), when it asks every question the
+    grading answers (``answered``: all of them; some, where SREGym's checklist left
+    questions out; none, where SREGym's judge could not grade the attempt); else None.
+    The one rule of the grading object, of every export of it
+    (``api.reports.export_reads.rubrics_in_scope``) and of the overrides a regrade
+    carries off it (``storage.regrade.carry``)."""
     if current is not None and set(answered) <= {q.id for q in current.questions}:
         return current
     return None
@@ -361,7 +365,7 @@ def rubric_shown(session: Session, services: Services, view: GradingView) -> Rub
     rubric = services.rubrics.resolve_in(session, g.rubric_id, g.rubric_version)
     if rubric is not None:
         return rubric
-    current = services.rubrics.resolve_in(session, g.rubric_id)
+    current = services.rubrics.current.get(g.rubric_id)
     return stand_in_rubric(current, (a.question_id for a in view.answers))
 
 

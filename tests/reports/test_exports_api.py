@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from api.http.app import create_app
 from api.reports import export_routes as exports_route
 from api.service.settings import Settings
+from judge.rubric import DEFAULT_RUBRIC_DIR
 from storage import Store
 from tests.imports.jobs import finished, tar_gz
 from tests.support.exports import fail_exports_after
@@ -233,4 +234,39 @@ async def test_an_sregym_verdict_answering_some_questions_exports_as_the_api_sho
     assert {d: v["name"] for d, v in dims.items()} == {
         d["id"]: d["name"] for d in shown["dimensions"]
     }
+    assert dims["D1"]["name"] == "Fault localization", dims
+
+
+async def test_an_imported_verdict_exports_as_the_api_shows_it_after_a_rubric_rollback(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """An imported SREGym verdict (rubric version ``sregym``, no stored rubric) reads
+    with its rubric file's current version, in the API and in every export alike: a
+    wording the service ran with for a while and that was rolled back (stored last,
+    current no longer) names no dimension of it."""
+    shipped = (DEFAULT_RUBRIC_DIR / "sregym-rca.yaml").read_text()
+    first, reworded = tmp_path / "v1", tmp_path / "v2"
+    first.mkdir()
+    reworded.mkdir()
+    (first / "sregym-rca.yaml").write_text(shipped)
+    (reworded / "sregym-rca.yaml").write_text(
+        shipped.replace("label: v1", "label: v2").replace(
+            "name: Fault localization", "name: Where the fault is"
+        )
+    )
+    admin = await tokens("admin")
+    async with api_client(rubric_dir=first) as client:
+        await _imported_sregym(client, admin, tmp_path)
+    async with api_client(rubric_dir=reworded, start_workers=False) as client:  # v2 stored
+        assert (await client.get("/v1/rubrics", headers=admin)).status_code == 200
+    async with api_client(rubric_dir=first, start_workers=False) as client:  # rolled back
+        lines = await client.get(EXPORTS, params={"format": "jsonl"}, headers=admin)
+        assert lines.status_code == 200, lines.text
+        exported = json.loads(lines.text.splitlines()[0])
+        shown = (await client.get(f"/v1/gradings/{exported['id']}", headers=admin)).json()
+        sregym = await client.get(EXPORTS, params={"format": "sregym"}, headers=admin)
+    assert shown["dimensions"][0]["name"] == "Fault localization"
+    assert exported["dimensions"] == shown["dimensions"]
+    rows = [r for r in csv.DictReader(io.StringIO(sregym.text)) if r["Diagnosis.dimensions"]]
+    dims = ast.literal_eval(rows[0]["Diagnosis.dimensions"])
     assert dims["D1"]["name"] == "Fault localization", dims

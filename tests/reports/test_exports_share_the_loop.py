@@ -15,6 +15,7 @@ from api.imports.sregym import read_sregym_folder
 from api.reports.export_reads import TURN_EVERY, ExportReads
 from api.reports.filters import ReportFilter
 from api.reports.sregym_row_reads import OriginalRowReads
+from judge.rubric import load_rubric_dir
 from storage import Store
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_results
@@ -51,9 +52,11 @@ async def test_exports_give_the_loop_a_turn_between_items(store: Store, tmp_path
         read_problems(fixture.problems_file),
         rubric=sregym_rubric(),
     )
-    async with ExportReads(store.db).open(ReportFilter(), batch=20) as export:
+    async with ExportReads(store.db, load_rubric_dir()).open(ReportFilter(), batch=20) as export:
         gradings = await _turns_between(export.gradings)
-    async with OriginalRowReads(store.db).open(ReportFilter(), batch=20) as original:
+    async with OriginalRowReads(store.db, load_rubric_dir()).open(
+        ReportFilter(), batch=20
+    ) as original:
         rows = await _turns_between(original.rows)
     assert len(gradings) >= 40 and len(rows) == 44
     # within a batch of 20 as across batches: a turn in every TURN_EVERY items

@@ -10,12 +10,15 @@ from api.adjudication.tag_queries import TagQueries
 from api.reports.export_reads import ExportReads
 from api.reports.filters import ReportFilter
 from api.reports.queries import ReportQueries
+from judge.rubric import load_rubric_dir
 from storage import Store
 from tests.conftest import Clock
 from tests.storage.helpers import override, sregym_rubric
 from tests.support.gradings import add_grading, add_many
 
 EVERYTHING = ReportFilter()
+#: the rubric files' current versions, as the service reads them
+CURRENT = load_rubric_dir()
 
 #: the engine matters here (the report SQL): run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -181,12 +184,12 @@ async def test_export_streams_every_grading_in_batches(store: Store, clock: Cloc
     for outcome in ("pass", "fail", "unscored", "pending", "pass"):
         ids.append(await add_grading(store, outcome))  # type: ignore[arg-type]
         clock.advance(1)
-    async with ExportReads(store.db).open(EVERYTHING, batch=2) as export:
+    async with ExportReads(store.db, CURRENT).open(EVERYTHING, batch=2) as export:
         assert list(export.rubrics) == [("sregym-rca", sregym_rubric().version)]
         streamed = [item async for item in export.gradings]
     assert [item.view.grading.id for item in streamed] == ids
     assert [len(item.view.answers) for item in streamed] == [9, 9, 0, 0, 9]
-    async with ExportReads(store.db).open(ReportFilter(agent="nobody")) as export:
+    async with ExportReads(store.db, CURRENT).open(ReportFilter(agent="nobody")) as export:
         assert export.rubrics == {} and [item async for item in export.gradings] == []
 
 
@@ -194,7 +197,7 @@ async def test_an_export_reads_one_snapshot_while_gradings_are_added(
     store: Store, clock: Clock
 ) -> None:
     before = [await add_grading(store, "pass") for _ in range(3)]
-    async with ExportReads(store.db).open(EVERYTHING, batch=1) as export:
+    async with ExportReads(store.db, CURRENT).open(EVERYTHING, batch=1) as export:
         streamed = [await anext(export.gradings)]
         clock.advance(1)
         await add_grading(store, "fail")  # a writer meanwhile: not in this export
@@ -203,7 +206,7 @@ async def test_an_export_reads_one_snapshot_while_gradings_are_added(
 
 
 async def _fail_after_one(store: Store) -> None:
-    async with ExportReads(store.db).open(EVERYTHING, batch=1) as export:
+    async with ExportReads(store.db, CURRENT).open(EVERYTHING, batch=1) as export:
         await anext(export.gradings)
         raise RuntimeError("the consumer failed")
 
@@ -212,14 +215,14 @@ async def test_an_export_left_early_gives_its_connection_back(store: Store) -> N
     for _ in range(3):
         await add_grading(store, "pass")
     pool = store.engine.pool
-    async with ExportReads(store.db).open(EVERYTHING, batch=1) as export:
+    async with ExportReads(store.db, CURRENT).open(EVERYTHING, batch=1) as export:
         async for _item in export.gradings:
             break
     assert pool.checkedout() == 0  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError, match="the consumer failed"):
         await _fail_after_one(store)
     assert pool.checkedout() == 0  # type: ignore[attr-defined]
-    async with ExportReads(store.db).open(EVERYTHING, batch=1) as export:
+    async with ExportReads(store.db, CURRENT).open(EVERYTHING, batch=1) as export:
         await anext(export.gradings)
         await export.gradings.aclose()  # type: ignore[attr-defined]
         assert pool.checkedout() == 1  # type: ignore[attr-defined]  # held until the block ends

@@ -35,6 +35,7 @@ from api.reports.sregym_writer import (
     write_sregym_file,
     write_sregym_folder,
 )
+from judge.rubric import load_rubric_dir
 from storage import Store
 from storage.engine import session_factory
 from storage.imports.tables import SregymOriginalRowRecord
@@ -45,6 +46,9 @@ from tests.support.sregym_results import NOT_DIAGNOSED, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
+
+#: the rubric files' current versions, as the service reads them
+CURRENT = load_rubric_dir()
 
 #: the cells a regrade may change: SREGym's verdict columns the folder has
 REGRADED_COLUMNS = {
@@ -93,7 +97,7 @@ async def _imported(store: Store, tmp_path: Path) -> Path:
 async def test_an_untouched_import_exports_back_byte_for_byte(store: Store, tmp_path: Path) -> None:
     root = await _imported(store, tmp_path)
     out = tmp_path / "exported"
-    assert await write_sregym_folder(store, ReportFilter(), out) == 45
+    assert await write_sregym_folder(store, ReportFilter(), out, current=CURRENT) == 45
     before, after = _files(root), _files(out)
     assert after == before  # every file, header, row and cell, timed-out rows included
     assert any(b"deploy_failed" in data and b",True," in data for data in after.values())
@@ -103,7 +107,7 @@ async def test_one_file_and_archives_hold_the_same_rows(store: Store, tmp_path: 
     root = await _imported(store, tmp_path)
     before = _files(root)
     sink = io.BytesIO()
-    summary = await write_sregym_file(store, ReportFilter(), sink)
+    summary = await write_sregym_file(store, ReportFilter(), sink, current=CURRENT)
     assert isinstance(summary, ExportSummary) and summary.rows == 45
     rows = _cells(sink.getvalue())
     for path, data in before.items():
@@ -113,7 +117,7 @@ async def test_one_file_and_archives_hold_the_same_rows(store: Store, tmp_path: 
         assert got == expected, path
     for archive in ("tar.gz", "zip"):
         sink = io.BytesIO()
-        await write_sregym_archive(store, ReportFilter(), sink, archive)  # type: ignore[arg-type]
+        await write_sregym_archive(store, ReportFilter(), sink, archive, current=CURRENT)  # type: ignore[arg-type]
         sink.seek(0)
         if archive == "zip":
             with zipfile.ZipFile(sink) as zipped:
@@ -142,7 +146,7 @@ async def test_after_a_regrade_only_the_regraded_verdict_columns_differ(
         for claim in claims:
             assert await store.queue.complete(claim.grading_id, "w", graded_result())
     out = tmp_path / "exported"
-    await write_sregym_folder(store, ReportFilter(), out)
+    await write_sregym_folder(store, ReportFilter(), out, current=CURRENT)
     changed = _diff(_files(root), _files(out))
 
     regraded = {(path, row) for path, row, _ in changed}
@@ -153,7 +157,7 @@ async def test_after_a_regrade_only_the_regraded_verdict_columns_differ(
     # SREGym's own verdicts stay selectable: its judge's export is the original again
     original = tmp_path / "original"
     sregym_only = replace(ReportFilter(judge="external:sregym"), current_only=False)
-    await write_sregym_folder(store, sregym_only, original)
+    await write_sregym_folder(store, sregym_only, original, current=CURRENT)
     assert _files(original) == _files(root)
 
 
@@ -169,7 +173,7 @@ async def test_a_human_override_rewrites_only_that_attempts_verdict_columns(
         author_name="Hana", verdict="pass",
     )  # fmt: skip
     out = tmp_path / "exported"
-    await write_sregym_folder(store, ReportFilter(), out)
+    await write_sregym_folder(store, ReportFilter(), out, current=CURRENT)
     changed = _diff(_files(root), _files(out))
     assert {(path, row) for path, row, _ in changed} == {
         (path, row) for path, row, _ in changed if failed.submission.agent in path
@@ -199,7 +203,7 @@ async def test_an_override_withdrawn_leaves_its_attempt_byte_for_byte(
         reason="I misread it", **human,
     )  # fmt: skip
     out = tmp_path / "exported"
-    await write_sregym_folder(store, ReportFilter(), out)
+    await write_sregym_folder(store, ReportFilter(), out, current=CURRENT)
     assert _files(out) == _files(root)
 
 
@@ -210,7 +214,7 @@ async def test_the_csv_export_of_imported_verdicts_keeps_every_answer(
     (``sregym``): their answers still get their question columns."""
     await _imported(store, tmp_path)
     sink = io.BytesIO()
-    await write_export(store, ReportFilter(), "csv", sink)
+    await write_export(store, ReportFilter(), "csv", sink, current=CURRENT)
     rows = _cells(sink.getvalue())
     graded = [r for r in rows if r["status"] == "graded"]
     assert graded and all(f"{q}.judge" in rows[0] for q in ("D1-Q1", "D3-Q3"))
@@ -233,7 +237,7 @@ async def test_a_scenario_set_export_holds_only_that_sets_attempts(
     )
     assert report.problems == [] and report.submissions == 45
     sink = io.BytesIO()
-    await write_sregym_file(store, ReportFilter(scenario_set="held-out"), sink)
+    await write_sregym_file(store, ReportFilter(scenario_set="held-out"), sink, current=CURRENT)
     rows = _cells(sink.getvalue())
     assert sorted({r["problem_id"] for r in rows}) == [held_out]
     assert len(rows) == 9  # 3 agents x 3 attempts of the held-out scenario
@@ -241,7 +245,7 @@ async def test_a_scenario_set_export_holds_only_that_sets_attempts(
 
 async def test_rows_come_in_folder_order_across_batches(store: Store, tmp_path: Path) -> None:
     await _imported(store, tmp_path)
-    async with OriginalRowReads(store.db).open(ReportFilter(), batch=7) as export:
+    async with OriginalRowReads(store.db, CURRENT).open(ReportFilter(), batch=7) as export:
         seen = [(r.original.path, r.original.line) async for r in export.rows]
     assert len(seen) == len(set(seen)) == 45
     assert seen == sorted(seen)
@@ -251,12 +255,12 @@ async def test_the_rows_come_from_one_snapshot_taken_when_the_export_opens(
     store: Store, tmp_path: Path
 ) -> None:
     await _imported(store, tmp_path)
-    async with OriginalRowReads(store.db).open(ReportFilter(), batch=7) as export:
+    async with OriginalRowReads(store.db, CURRENT).open(ReportFilter(), batch=7) as export:
         first = await anext(export.rows)
         await store.db.run(lambda session: session.execute(delete(SregymOriginalRowRecord)))
         rest = [r async for r in export.rows]
     assert len([first, *rest]) == 45
-    async with OriginalRowReads(store.db).open(ReportFilter()) as export:
+    async with OriginalRowReads(store.db, CURRENT).open(ReportFilter()) as export:
         assert [r async for r in export.rows] == []
 
 
@@ -293,7 +297,7 @@ async def _one_file_round_trip(store: Store, tmp_path: Path, data: bytes) -> tup
         read_sregym_folder(root), read_problems(problems), rubric=sregym_rubric()
     )
     out = tmp_path / "exported"
-    await write_sregym_folder(store, ReportFilter(), out)
+    await write_sregym_folder(store, ReportFilter(), out, current=CURRENT)
     exported = out / ROUND_RUN / "agent-a" / ONE_PROBLEM / "results.csv"
     return (exported.read_bytes() if exported.exists() else b""), report
 
@@ -358,7 +362,7 @@ async def test_a_header_cell_with_a_line_break_keeps_the_one_file_export_whole(
     )  # fmt: skip
     assert report.problems == []
     sink = io.BytesIO()
-    summary = await write_sregym_file(store, ReportFilter(), sink)
+    summary = await write_sregym_file(store, ReportFilter(), sink, current=CURRENT)
     exported = list(csv.DictReader(io.StringIO(sink.getvalue().decode("utf-8"), newline="")))
     assert len(exported) == summary.rows == report.submissions
     mine = [r for r in exported if r[FILE_COLUMN] == target.relative_to(fixture.root).as_posix()]
@@ -384,7 +388,7 @@ async def test_regraded_dimension_scores_are_rounded_as_sregyms_judge_writes_the
         for claim in claims:
             assert await store.queue.complete(claim.grading_id, "w", graded_result(seven))
     out = tmp_path / "exported"
-    await write_sregym_folder(store, ReportFilter(), out)
+    await write_sregym_folder(store, ReportFilter(), out, current=CURRENT)
     changed = {(path, row) for path, row, column in _diff(_files(root), _files(out))}
     path, row = sorted(changed)[0]
     dimensions = ast.literal_eval(_cells(_files(out)[path])[row]["Diagnosis.dimensions"])
@@ -412,7 +416,7 @@ async def test_every_file_sregym_wrote_comes_back_byte_for_byte(
     assert report.problems == [] and report.conflicts == []
     assert (report.submissions, report.already_imported) == (2, 4)
     out = tmp_path / "exported"
-    await write_sregym_folder(store, ReportFilter(), out)
+    await write_sregym_folder(store, ReportFilter(), out, current=CURRENT)
     before, after = _files(results), _files(out)
     assert sorted(after) == sorted(before)
     assert after == before
@@ -457,11 +461,11 @@ async def test_a_credential_in_a_diagnosis_is_kept_and_written_back_redacted(
         assert all("[REDACTED:" in row.cells[column] for column in QUOTING_COLUMNS)
 
     out = tmp_path / "exported"
-    await write_sregym_folder(store, ReportFilter(), out)
+    await write_sregym_folder(store, ReportFilter(), out, current=CURRENT)
     assert all(KEY.encode() not in data for data in _files(out).values())
     assert {column for _, _, column in _diff(_files(results), _files(out))} == QUOTING_COLUMNS
     sink = io.BytesIO()
-    await write_sregym_file(store, ReportFilter(), sink)
+    await write_sregym_file(store, ReportFilter(), sink, current=CURRENT)
     assert KEY.encode() not in sink.getvalue()
 
     clear = _cells(_files(results)[kept[0].path])[0]
