@@ -7,7 +7,9 @@ holds the lease of a still-pending grading, checked under a row lock in the same
 transaction as the write, so nothing is graded twice into two verdicts.
 
 Leases are bookkeeping: claiming and extending do not bump ``revision`` (the ETag of
-what a grading says); completing and deferring do.
+what a grading says); completing and deferring do. A regrade item that comes back
+unfinished (deferred, or its lease given back) while its job is cancelled is cancelled
+in the same transaction (``storage.regrade.lifecycle.cancel_given_back``).
 """
 
 from __future__ import annotations
@@ -21,12 +23,19 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from judge.calls import JudgeCall
+from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage.canonical import iso_utc
 from storage.claims import claim_of, claimable_query
-from storage.database import Database
+from storage.database import AuditBatch, Database
 from storage.models import Claim, FinishedGrading
-from storage.regrade.lifecycle import items_completed, lock_items, mark_jobs_started, not_held_back
+from storage.regrade.lifecycle import (
+    cancel_given_back,
+    items_completed,
+    lock_items,
+    mark_jobs_started,
+    not_held_back,
+)
 from storage.regrade.tables import RegradeJobRecord
 from storage.tables import AuditRecord, GradingRecord, SubmissionRecord
 from storage.verdicts import call_events, call_records, leased, store_calls, write_verdicts
@@ -125,7 +134,7 @@ class QueueRepository:
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Push the lease forward; False when ``worker_id`` no longer holds it."""
         expires = self._db.clock() + timedelta(seconds=lease_seconds)
-        return await self._db.run(_move_lease, grading_id, worker_id, expires)
+        return await self._db.run(_extend_lease, grading_id, worker_id, expires)
 
     async def complete(
         self,
@@ -134,30 +143,44 @@ class QueueRepository:
         result: GradingResult,
         *,
         provisional: bool = False,
+        current: Mapping[str, Rubric] | None = None,
     ) -> bool:
         """Store a verdict (graded or unscored) with its answers and judge calls.
 
-        ``provisional``: graded by a judge not qualified by a calibration run.
+        ``provisional``: graded by a judge not qualified by a calibration run;
+        ``current``: as :meth:`complete_many` takes it.
 
         Returns False and writes nothing when the grading is no longer pending or its
         lease is held by another worker (taken over after this one's expired).
         """
         item = FinishedGrading(grading_id, worker_id, result, provisional)
-        return (await self.complete_many([item]))[0]
+        return (await self.complete_many([item], current=current))[0]
 
-    async def complete_many(self, items: Sequence[FinishedGrading]) -> list[bool]:
+    async def complete_many(
+        self, items: Sequence[FinishedGrading], *, current: Mapping[str, Rubric] | None = None
+    ) -> list[bool]:
         """Store several verdicts in one transaction (a group commit); each as ``complete``.
 
         A fixed number of statements for the whole batch (``storage.verdicts``):
         one lease check, one executemany per table, one INSERT of the audit rows, the
         regrade jobs' bookkeeping once. Whether each was stored, in order. Raises (and
         stores none) when one of them fails: the caller stores them one by one then.
+
+        ``current``: the rubric files' current versions by id, which the overrides a
+        regrade item carries off a grading whose rubric version is not stored (SREGym's
+        imported verdicts) are read with, as that grading's page shows them; without
+        it, such overrides are never carried (``override_outdated``).
         """
         if not items:
             return []
-        return await self._db.run(self._complete, items)
+        return await self._db.run(self._complete, items, current or {})
 
-    def _complete(self, session: Session, items: Sequence[FinishedGrading]) -> list[bool]:
+    def _complete(
+        self,
+        session: Session,
+        items: Sequence[FinishedGrading],
+        current: Mapping[str, Rubric],
+    ) -> list[bool]:
         jobs: dict[str, RegradeJobRecord] = {}
 
         def lock(gradings: Sequence[Mapping[str, Any]]) -> None:
@@ -166,7 +189,8 @@ class QueueRepository:
 
         written = write_verdicts(self._db, session, items, self._db.clock(), before_audit=lock)
         # a regrade item: carry overrides, promote, end the drained jobs
-        items_completed(self._db, session, written.gradings, items[-1].worker_id, jobs)
+        worker = items[-1].worker_id
+        items_completed(self._db, session, written.gradings, worker, jobs, current=current)
         return written.stored
 
     async def defer(
@@ -181,7 +205,8 @@ class QueueRepository:
     ) -> bool:
         """Keep a grading pending (e.g. the judge is unreachable) until ``retry_at``.
 
-        The failed calls are stored and audited; the lease is released. Returns False
+        The failed calls are stored and audited; the lease is released. An item of a
+        regrade job cancelled meanwhile is cancelled instead of kept pending. Returns False
         and writes nothing when ``worker_id`` does not hold the lease of a pending grading
         by its claim ``claim_count`` (required: an outcome is of one claim, and a process
         may hold a later claim of the same grading).
@@ -225,9 +250,15 @@ class QueueRepository:
                 "revision": grading.revision,
             },
         }
-        events = [*call_events(grading.id, worker_id, records), deferred]
+        batch = AuditBatch()
         covered = call_records(records, first_event=0)
-        self._db.audit_many(session, events, {len(events) - 1: [grading.id]}, covered)
+        for index, event in enumerate(call_events(grading.id, worker_id, records)):
+            batch.add(event, rows=covered[index])
+        batch.add(deferred, [grading.id])
+        # its job's row before the audit chain's lock (see ``storage.database``)
+        items = {grading.id: grading.regrade_job_id}
+        cancel_given_back(self._db, session, items, worker_id, into=batch)
+        self._db.audit_many(session, batch.events, batch.covers, batch.rows)
         return True
 
     async def internal_errors(self, grading_id: str) -> int:
@@ -246,28 +277,32 @@ class QueueRepository:
 
         Clears ``lease_owner`` and ``lease_expires_at`` only if ``worker_id`` holds the
         lease of a still-pending grading; writes nothing else (no revision, no audit
-        event: leases are bookkeeping). Returns whether a lease was released.
+        event: leases are bookkeeping), except that an item of a regrade job cancelled
+        meanwhile is cancelled (audited). Returns whether a lease was released.
         """
-        return await self._db.run(_move_lease, grading_id, worker_id, None)
+        return bool(await self.release_leases([grading_id], worker_id))
 
     async def release_leases(self, grading_ids: Sequence[str], worker_id: str) -> int:
         """:meth:`release_lease` for several gradings in one statement; how many."""
         if not grading_ids:
             return 0
+        return await self._db.run(self._release, list(grading_ids), worker_id)
 
-        def release(session: Session) -> int:
-            result = session.connection().execute(
-                update(GradingRecord)
-                .where(
-                    col(GradingRecord.id).in_(list(grading_ids)),
-                    col(GradingRecord.status) == "pending",
-                    col(GradingRecord.lease_owner) == worker_id,
-                )
-                .values(lease_owner=None, lease_expires_at=None)
+    def _release(self, session: Session, grading_ids: list[str], worker_id: str) -> int:
+        released = session.execute(
+            update(GradingRecord)
+            .where(
+                col(GradingRecord.id).in_(grading_ids),
+                col(GradingRecord.status) == "pending",
+                col(GradingRecord.lease_owner) == worker_id,
             )
-            return int(result.rowcount)
-
-        return await self._db.run(release)
+            .values(lease_owner=None, lease_expires_at=None)
+            .returning(col(GradingRecord.id), col(GradingRecord.regrade_job_id))
+            .execution_options(synchronize_session=False)
+        ).all()
+        items = {grading_id: job_id for grading_id, job_id in released}
+        cancel_given_back(self._db, session, items, worker_id)
+        return len(items)
 
     async def depth(self) -> tuple[int, datetime | None]:
         """Pending gradings (leased or not) and when the oldest of them was created."""
@@ -278,14 +313,9 @@ class QueueRepository:
         return int(count), oldest
 
 
-def _move_lease(
-    session: Session, grading_id: str, worker_id: str, expires: datetime | None
-) -> bool:
-    """Move the lease ``worker_id`` holds on a pending grading to ``expires``, or release
-    it (``expires`` None: no owner either); whether it held one."""
-    values: dict[str, Any] = {"lease_expires_at": expires}
-    if expires is None:
-        values["lease_owner"] = None
+def _extend_lease(session: Session, grading_id: str, worker_id: str, expires: datetime) -> bool:
+    """Move the lease ``worker_id`` holds on a pending grading to ``expires``; whether it
+    held one."""
     result = session.connection().execute(
         update(GradingRecord)
         .where(
@@ -293,6 +323,6 @@ def _move_lease(
             col(GradingRecord.status) == "pending",
             col(GradingRecord.lease_owner) == worker_id,
         )
-        .values(**values)
+        .values(lease_expires_at=expires)
     )
     return bool(result.rowcount)

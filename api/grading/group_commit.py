@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 
+from judge.rubric import Rubric
 from storage import FinishedGrading
 from storage.queue import QueueRepository
 
@@ -29,9 +31,11 @@ MAX_BATCH = 64
 class GroupCommit:
     """Stores the verdicts handed to it, several per transaction."""
 
-    def __init__(self, queue: QueueRepository) -> None:
-        """Store through ``queue``."""
+    def __init__(self, queue: QueueRepository, current: Mapping[str, Rubric]) -> None:
+        """Store through ``queue``; ``current``: the rubric files' current versions by id
+        (``QueueRepository.complete_many``)."""
         self._queue = queue
+        self._current = current
         self._waiting: list[tuple[FinishedGrading, asyncio.Future[bool]]] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -53,7 +57,8 @@ class GroupCommit:
                 await self._one_by_one(batch)
                 continue
             try:
-                stored = await self._queue.complete_many([item for item, _ in batch])
+                items = [item for item, _ in batch]
+                stored = await self._queue.complete_many(items, current=self._current)
             except Exception:
                 log.warning("a group commit of %d verdicts failed; one by one", len(batch))
                 await self._one_by_one(batch)
@@ -65,7 +70,7 @@ class GroupCommit:
     async def _one_by_one(self, batch: list[tuple[FinishedGrading, asyncio.Future[bool]]]) -> None:
         for item, future in batch:
             try:
-                done = await self._queue.complete_many([item])
+                done = await self._queue.complete_many([item], current=self._current)
             except Exception as exc:
                 if not future.done():
                     future.set_exception(exc)

@@ -227,16 +227,16 @@ class FastRegrade:
         alone become misses). The ids of the gradings stored."""
         if not hits:
             return []
-        queue = self.services.store.queue
+        queue, current = self.services.store.queue, self.services.rubrics.current
         done: list[bool | None] = []
         try:
-            done.extend(await queue.complete_many([f for _, f in hits]))
+            done.extend(await queue.complete_many([f for _, f in hits], current=current))
         except Exception:
             log.exception("storing %d cached regrade verdicts failed; one by one", len(hits))
             done.clear()
             for claim, finished in hits:
                 try:
-                    done.extend(await queue.complete_many([finished]))
+                    done.extend(await queue.complete_many([finished], current=current))
                 except Exception:
                     log.exception("storing grading %s failed; the usual way", claim.grading_id)
                     misses.append(claim)

@@ -2,10 +2,12 @@
 
 An answer override in force on the previous grading is copied onto the new grading
 when the question's text is the same in both rubric versions; a verdict override when
-the pass rule is the same. Whatever cannot be carried sends the new grading to the
-review queue with reason ``override_outdated``. The copies are new override rows that
-keep the human author and say where they came from; withdrawing the original withdraws
-the copies still in force (:func:`copies_in_force` finds them).
+the pass rule is the same. An imported SREGym verdict, whose version no stored rubric
+is, is read with its rubric's current version, as its page shows it to the human.
+Whatever cannot be carried sends the new grading to the review queue with reason
+``override_outdated``. The copies are new override rows that keep the human author and
+say where they came from; withdrawing the original withdraws the copies still in force
+(:func:`copies_in_force` finds them).
 """
 
 from __future__ import annotations
@@ -56,18 +58,20 @@ def _rubric(session: Session, grading: GradingRecord) -> Rubric | None:
     return rubric_from_mapping(record.content, source=f"stored rubric {record.key}")
 
 
-def _rubric_read(session: Session, grading: GradingRecord, newer: Rubric | None) -> Rubric | None:
-    """The rubric the previous grading reads with: its stored version; for one no stored
-    version names (SREGym's imported verdicts, version ``sregym``), the regrade's version
-    of the same rubric when it asks every question the grading answered (all, some where
-    SREGym's checklist left questions out, none where SREGym's judge could not grade the
-    attempt), as the grading's page shows it (``api.service.presenters.rubric_shown``)."""
+def _rubric_read(session: Session, grading: GradingRecord, current: Rubric | None) -> Rubric | None:
+    """The rubric the previous grading reads with, as its page shows it and a human
+    decided it (``api.service.presenters.rubric_shown``): its stored version; for one no
+    stored version names (SREGym's imported verdicts, version ``sregym``), ``current``,
+    the current version of the same rubric, when it asks every question the grading
+    answered (all, some where SREGym's checklist left questions out, none where SREGym's
+    judge could not grade the attempt). Never the regrade's own version: a regrade with
+    another wording would find every question the same by construction."""
     stored = _rubric(session, grading)
-    if stored is not None or newer is None or newer.id != grading.rubric_id:
+    if stored is not None or current is None or current.id != grading.rubric_id:
         return stored
     query = select(col(AnswerRecord.question_id)).where(col(AnswerRecord.grading_id) == grading.id)
     asked = set(session.execute(query).scalars())
-    return newer if asked <= {q.id for q in newer.questions} else None
+    return current if asked <= {q.id for q in current.questions} else None
 
 
 def _same_question(old: Rubric | None, new: Rubric | None, question_id: str) -> bool:
@@ -164,9 +168,17 @@ def _apply(session: Session, grading: GradingRecord, rubric: Rubric | None) -> N
 
 
 def carry_overrides(
-    session: Session, grading: GradingRecord, previous: GradingRecord, at: datetime
+    session: Session,
+    grading: GradingRecord,
+    previous: GradingRecord,
+    at: datetime,
+    *,
+    current: Rubric | None,
 ) -> Carried:
-    """Carry the previous grading's overrides in force onto ``grading`` (same transaction)."""
+    """Carry the previous grading's overrides in force onto ``grading`` (same transaction).
+
+    ``current``: the current version of ``previous``'s rubric (the rubric file's), which
+    ``previous`` reads with when no stored version is its own (:func:`_rubric_read`)."""
     outcome = Carried()
     query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == previous.id)
     records = list(session.execute(query).scalars())
@@ -175,7 +187,7 @@ def carry_overrides(
         return outcome
     by_id = {r.id: r for r in records}
     new = _rubric(session, grading)
-    old = _rubric_read(session, previous, new)
+    old = _rubric_read(session, previous, current)
     for event in in_force.values():
         if _carries(event, old, new, graded=grading.status == "graded"):
             copy = _copy(by_id[event.id], grading.id, grading.regrade_job_id or "", at)

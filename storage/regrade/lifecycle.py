@@ -3,9 +3,11 @@
 Items of paused or cancelled jobs are not claimed. When items are completed (inside
 the queue's ``complete_many`` transaction), the previous grading's human overrides are
 carried over, a ``promote`` job makes the new grading current (the old one is kept,
-superseded), and the job ends when no item is pending any more. The functions take
-the database handle and the caller's session: the queue calls them in its own
-transactions, the regrade feature's job queries when a job is changed.
+superseded), and the job ends when no item is pending any more. An item that goes back
+to pending without a verdict (deferred, or its lease given back) in a job cancelled
+while it was with the judge is cancelled like the job's other unfinished items. The
+functions take the database handle and the caller's session: the queue calls them in
+its own transactions, the regrade feature's job queries when a job is changed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from sqlalchemy import Select, func, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from storage.database import Database
+from judge.rubric import Rubric
+from storage.database import AuditBatch, Database
 from storage.regrade.batch_tables import RegradeEngineRecord
 from storage.regrade.carry import Carried, carry_overrides
 from storage.regrade.progress import job_progress
@@ -27,6 +30,8 @@ from storage.tables import GradingRecord
 
 __all__ = [
     "HELD_BACK_STATES",
+    "ITEM_CANCELLED",
+    "cancel_given_back",
     "end_job",
     "finish_if_drained",
     "items_completed",
@@ -38,6 +43,8 @@ __all__ = [
 
 #: items of jobs in these states are not claimed
 HELD_BACK_STATES = ("paused", "cancelled")
+#: the audit event of an item cancelled as it came back unfinished (``cancel_given_back``)
+ITEM_CANCELLED = "grading.cancelled"
 
 
 def not_held_back() -> Any:
@@ -101,14 +108,7 @@ def lock_items(
     items = [g for g in gradings if g["regrade_job_id"] is not None]
     if not items:
         return {}
-    query = (
-        select(RegradeJobRecord)
-        .where(col(RegradeJobRecord.id).in_({g["regrade_job_id"] for g in items}))
-        .order_by(col(RegradeJobRecord.id))
-    )
-    if db.postgres:
-        query = query.with_for_update()
-    jobs = {job.id: job for job in session.execute(query).scalars()}
+    jobs = _locked_jobs(db, session, {g["regrade_job_id"] for g in items})
     promoted = [g for g in items if _promotes(jobs.get(g["regrade_job_id"]), g["status"])]
     if db.postgres and promoted:  # in id order, as two batches lock them alike
         current = (
@@ -125,6 +125,80 @@ def lock_items(
     return jobs
 
 
+def _locked_jobs(db: Database, session: Session, job_ids: set[str]) -> dict[str, RegradeJobRecord]:
+    """The jobs by id, row-locked on PostgreSQL in id order (as every transaction that
+    locks several takes them), after the caller's item rows: a job's row is the one a
+    pause or cancel holds while it changes the job's items."""
+    query = (
+        select(RegradeJobRecord)
+        .where(col(RegradeJobRecord.id).in_(job_ids))
+        .order_by(col(RegradeJobRecord.id))
+    )
+    if db.postgres:
+        query = query.with_for_update()
+    return {job.id: job for job in session.execute(query).scalars()}
+
+
+def cancel_given_back(
+    db: Database,
+    session: Session,
+    items: Mapping[str, str | None],
+    actor: str,
+    *,
+    into: AuditBatch | None = None,
+) -> list[str]:
+    """Cancel those of these gradings, just put back to pending without a verdict, whose
+    regrade job is cancelled; their ids.
+
+    A cancel leaves alone the items a worker holds a live lease on (they are with the
+    judge and finish, as under a pause). One that does not finish (deferred, or its
+    lease given back) would otherwise stay pending for ever: never claimed, its job
+    never drained, counted in the queue's depth. So every path that gives a grading back
+    unfinished calls this in its own transaction: it becomes ``cancelled`` like the
+    job's other unfinished items, and comes back with resume.
+
+    ``items``: grading id -> its regrade job's id (None for a live grading), their rows
+    written or row-locked by the caller. The jobs are row-locked on PostgreSQL whatever
+    their state (``_locked_jobs``): a cancel that starts meanwhile waits for this
+    transaction and then finds the item without a lease. Each item cancelled is audited
+    as ``grading.cancelled``, collected ``into`` the caller's batch (appended with its
+    other events once its rows are written) or else appended here. No statement when
+    none of them is a regrade item.
+    """
+    job_ids = {job_id for job_id in items.values() if job_id is not None}
+    if not job_ids:
+        return []
+    jobs = _locked_jobs(db, session, job_ids)
+    ids = sorted(g for g, job_id in items.items() if job_id and jobs[job_id].state == "cancelled")
+    if not ids:
+        return []
+    cancelled = session.execute(
+        update(GradingRecord)
+        .where(col(GradingRecord.id).in_(ids), col(GradingRecord.status) == "pending")
+        .values(status="cancelled", lease_owner=None, lease_expires_at=None)
+        .returning(col(GradingRecord.id))
+        .execution_options(synchronize_session="fetch")
+    ).scalars()
+    batch = into if into is not None else AuditBatch()
+    moved = sorted(cancelled)
+    for grading_id in moved:
+        event = {
+            "event": ITEM_CANCELLED,
+            "entity_type": "grading",
+            "entity_id": grading_id,
+            "actor": actor,
+            "payload": {
+                "grading_id": grading_id,
+                "regrade_job_id": items[grading_id],
+                "status": "cancelled",
+            },
+        }
+        batch.add(event, [grading_id])
+    if into is None and moved:
+        db.audit_many(session, batch.events, batch.covers, batch.rows)
+    return moved
+
+
 def _promotes(job: RegradeJobRecord | None, status: str) -> bool:
     """Whether an item of ``job`` that ends in ``status`` is promoted."""
     return job is not None and job.mode == "promote" and status == "graded"
@@ -136,6 +210,8 @@ def items_completed(
     gradings: Sequence[Mapping[str, Any]],
     actor: str,
     jobs: Mapping[str, RegradeJobRecord] | None = None,
+    *,
+    current: Mapping[str, Rubric],
 ) -> None:
     """The queue stored these gradings (their column values as written, in ``session``).
 
@@ -144,7 +220,9 @@ def items_completed(
     read (row-locked on PostgreSQL, ``lock_items``; ``jobs``: as it returned them, when
     the caller took the locks already) and the previous gradings' overrides looked up
     once per batch; only an item with overrides to carry or to promote is then handled
-    on its own. Nothing happens for the gradings of live submissions.
+    on its own. Nothing happens for the gradings of live submissions. ``current``: the
+    rubric files' current versions by id, which a previous grading whose rubric version
+    is not stored reads with (``storage.regrade.carry``).
     """
     items = [g for g in gradings if g["regrade_job_id"] is not None]
     if not items:
@@ -158,7 +236,7 @@ def items_completed(
         if job is not None and (promote or values["previous_grading_id"] in overridden):
             grading = session.get(GradingRecord, values["id"])
             if grading is not None:
-                _item_completed(db, session, grading, job, actor)
+                _item_completed(db, session, grading, job, actor, current)
     for job in jobs.values():
         finish_if_drained(db, session, job, actor)
 
@@ -173,7 +251,12 @@ def _with_overrides(session: Session, grading_ids: list[str | None]) -> set[str]
 
 
 def _item_completed(
-    db: Database, session: Session, grading: GradingRecord, job: RegradeJobRecord, actor: str
+    db: Database,
+    session: Session,
+    grading: GradingRecord,
+    job: RegradeJobRecord,
+    actor: str,
+    current: Mapping[str, Rubric],
 ) -> None:
     """Carry the overrides of the grading ``grading`` follows onto it and promote it if
     the job says so (the job locked by the caller).
@@ -191,7 +274,8 @@ def _item_completed(
     )
     carried = Carried()
     if previous is not None:
-        carried = carry_overrides(session, grading, previous, db.clock())
+        stand_in = current.get(previous.rubric_id)
+        carried = carry_overrides(session, grading, previous, db.clock(), current=stand_in)
         if carried.carried or carried.outdated:
             grading.revision += 1
             session.flush()

@@ -22,6 +22,7 @@ from api.regrade.selection import RegradeFilter
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
 from judge.backends.scripted import ScriptedBackend
+from judge.rubric import DEFAULT_RUBRIC_DIR
 from storage import GradingFilter, Store, verify_chain
 from storage.review_tables import HumanLabelRecord
 from tests.storage.helpers import graded_result, override, sregym_rubric, submit
@@ -98,7 +99,7 @@ async def test_a_human_verdict_on_an_attempt_sregym_could_not_grade_is_carried_b
 ) -> None:
     """An imported attempt SREGym's judge could not grade has no answers, and a human's
     verdict decided it: the promote that grades it again carries that verdict (it reads
-    with the job's version of its rubric) and replaces it."""
+    with its rubric's current version, as its page shows it) and replaces it."""
     unparsed = [
         {"id": q, "answer": "No", "evidence": "parse failure: no JSON", "confidence": "Low"}
         for q in ALL
@@ -139,6 +140,47 @@ async def test_an_answer_override_on_an_imported_sregym_verdict_is_carried(
         await _finished(c, admin, job["id"])
     item = await _item(Store(engine, key=session_key()), job["id"], old.submission_id)
     assert "override_outdated" not in item.review_reasons and item.overridden
+
+
+#: the shipped wording of D1-Q1, and another
+_SHIPPED_Q1 = "text: Does the diagnosis name the component where the fault originates?"
+_REWORDED_Q1 = "text: Does the diagnosis name the Kubernetes object the fault was injected into?"
+
+
+async def test_an_answer_override_decided_on_another_wording_is_outdated_not_carried(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """A human decides an imported SREGym verdict's answer as its page words the
+    question: with the rubric's current version. A regrade with an earlier version,
+    which words that question otherwise, does not carry the decision: the new grading
+    goes to review as ``override_outdated``."""
+    shipped = (DEFAULT_RUBRIC_DIR / "sregym-rca.yaml").read_text()
+    assert _SHIPPED_Q1 in shipped
+    first, reworded = tmp_path / "v1", tmp_path / "v2"
+    first.mkdir()
+    reworded.mkdir()
+    (first / "sregym-rca.yaml").write_text(shipped)
+    (reworded / "sregym-rca.yaml").write_text(
+        shipped.replace("label: v1", "label: v2").replace(_SHIPPED_Q1, _REWORDED_Q1)
+    )
+    admin, adjudicator = await tokens("admin"), await tokens("adjudicator")
+    async with api_client(rubric_dir=first, start_workers=False) as c:  # v1 stored
+        v1 = (await c.get("/v1/rubrics", headers=admin)).json()[0]["version"]
+    old = await _import(engine, tmp_path / "sregym")
+    async with api_client(
+        rubric_dir=reworded, backends={"scripted:fail": ScriptedBackend(model="fail")}
+    ) as c:
+        current = (await c.get("/v1/rubrics", headers=admin)).json()[0]["version"]
+        assert current != v1 and current.startswith("v2+")
+        body = {"question_id": "D1-Q1", "answer": "yes", "reason": "it names the object"}
+        await _override(c, old.id, adjudicator, body)  # decided on v2's wording
+        request = {"judge": "scripted:fail", "rubric": f"sregym-rca@{v1}",
+                   "filter": {"judge": "external:sregym"}}  # fmt: skip
+        job = (await c.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        assert (await _finished(c, admin, job["id"]))["state"] == "done"
+    item = await _item(Store(engine, key=session_key()), job["id"], old.submission_id)
+    assert item.rubric_version == v1
+    assert "override_outdated" in item.review_reasons, (item.review_reasons, item.overridden)
 
 
 async def test_a_human_verdict_carried_by_a_promote_is_not_asked_for_again(

@@ -12,10 +12,17 @@ from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
-from storage import GradingFilter, GradingView, Store
+from storage import Claim, GradingFilter, GradingView, Store
 from storage.errors import Conflict
 from tests.conftest import Clock
-from tests.storage.helpers import graded_result, new_submission, override, sregym_rubric, submit
+from tests.storage.helpers import (
+    graded_result,
+    judge_call,
+    new_submission,
+    override,
+    sregym_rubric,
+    submit,
+)
 from tests.support.lock_waits import AuditGate, race_at_audit, wait_for_lock_waiter
 
 ALL = ["D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1", "D3-Q2", "D3-Q3"]
@@ -103,6 +110,78 @@ async def test_paused_items_are_not_claimed_and_cancel_then_resume_continues(
     assert await _grade_all(store, graded_result()) == 3
     final = await RegradeJobQueries(store.db).get_job(job.id)
     assert final.job.state == "done" and final.progress.done == 4
+
+
+async def _cancelled_with_in_flight(store: Store, in_flight: int = 1) -> tuple[str, list[Claim]]:
+    """A job of 3 items cancelled while ``in_flight`` of them are with a worker ``w``."""
+    await _graded_submissions(store, 3)
+    jobs = RegradeJobQueries(store.db)
+    job = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="a")).job
+    claims = await store.queue.claim_pending("w", limit=in_flight, lease_seconds=600)
+    cancelled = await jobs.change_job(job.id, "cancel", actor="a")
+    assert cancelled.job.state == "cancelled"
+    progress = cancelled.progress
+    assert (progress.cancelled, progress.remaining) == (3 - in_flight, in_flight)
+    return job.id, claims
+
+
+async def _status(store: Store, grading_id: str) -> str:
+    view = await store.gradings.get(grading_id)
+    assert view is not None
+    return view.grading.status
+
+
+async def test_an_in_flight_item_deferred_after_a_cancel_is_cancelled_and_resumes(
+    store: Store,
+) -> None:
+    """An item with the judge when its job is cancelled, deferred because the judge is
+    away, becomes ``cancelled`` like the job's other unfinished items: the job shows
+    nothing remaining, the queue's depth leaves it out, and resume brings it back."""
+    job_id, [claim] = await _cancelled_with_in_flight(store)
+    retry_at = store.db.clock() + timedelta(seconds=60)
+    assert await store.queue.defer(
+        claim.grading_id, "w", reason="judge_unavailable", retry_at=retry_at,
+        calls=[judge_call(ok=False)], claim_count=claim.claim_count,
+    )  # fmt: skip
+    jobs = RegradeJobQueries(store.db)
+    view = await jobs.get_job(job_id)
+    assert await _status(store, claim.grading_id) == "cancelled"
+    assert (view.progress.cancelled, view.progress.remaining) == (3, 0)
+    assert (await store.queue.depth())[0] == 0
+    events = [h.event for h in await store.gradings.history(claim.grading_id)]
+    assert events[-3:] == ["judge.call", "grading.deferred", "grading.cancelled"]
+    resumed = await jobs.change_job(job_id, "resume", actor="a")
+    assert (resumed.job.state, resumed.progress.remaining) == ("running", 3)
+
+
+@pytest.mark.parametrize("in_flight", [1, 2])
+async def test_in_flight_items_given_back_after_a_cancel_are_cancelled(
+    store: Store, in_flight: int
+) -> None:
+    """Items with a worker when their job is cancelled, given back unfinished (a
+    graceful shutdown, one by one; the cache's fast path, several at once), become
+    ``cancelled``: none is left pending in a job no worker claims from."""
+    job_id, claims = await _cancelled_with_in_flight(store, in_flight)
+    ids = [claim.grading_id for claim in claims]
+    if in_flight == 1:
+        assert await store.queue.release_lease(ids[0], "w")
+    else:
+        assert await store.queue.release_leases(ids, "w") == in_flight
+    view = await RegradeJobQueries(store.db).get_job(job_id)
+    assert [await _status(store, i) for i in ids] == ["cancelled"] * in_flight
+    assert (view.progress.cancelled, view.progress.remaining) == (3, 0)
+    assert await store.queue.claim_pending("w2", limit=10, lease_seconds=60) == []
+
+
+async def test_a_lease_given_back_in_a_running_job_keeps_the_item_pending(store: Store) -> None:
+    """An item given back while its job runs stays pending for the next worker."""
+    await _graded_submissions(store, 1)
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), _target(), actor="a")
+    [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=600)
+    assert await store.queue.release_lease(claim.grading_id, "w")
+    assert await _status(store, claim.grading_id) == "pending"
+    [again] = await store.queue.claim_pending("w2", limit=1, lease_seconds=60)
+    assert again.grading_id == claim.grading_id
 
 
 async def test_the_rate_and_eta_leave_out_the_time_the_job_rested(
@@ -283,6 +362,61 @@ async def test_pausing_a_job_while_a_worker_stores_one_of_its_items_waits_for_it
     gate.go.set()
     paused, stored = await asyncio.gather(pause, complete)
     assert paused.job.state == "paused" and stored is True
+
+
+@pytest.mark.postgres
+async def test_a_cancel_while_a_worker_defers_one_of_its_items_cancels_it_too(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An admin cancels a job at the moment a worker defers one of its items (the judge
+    is away): the cancel waits for the job's row, which the deferral holds while it
+    audits, then finds the item without a lease and cancels it with the others."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    await _graded_submissions(store, 2)
+    jobs = RegradeJobQueries(store.db)
+    job = (await jobs.create_job(RegradeFilter(), _target(), actor="admin")).job
+    [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=600)
+    retry_at = store.db.clock() + timedelta(seconds=60)
+    defer = store.queue.defer(
+        claim.grading_id, "w", reason="judge_unavailable", retry_at=retry_at,
+        claim_count=claim.claim_count,
+    )  # fmt: skip
+    deferred, cancelled = await race_at_audit(
+        store,
+        monkeypatch,
+        "grading.deferred",
+        defer,
+        lambda: jobs.change_job(job.id, "cancel", actor="admin"),
+    )
+    assert deferred is True
+    assert (cancelled.progress.cancelled, cancelled.progress.remaining) == (2, 0)
+
+
+@pytest.mark.postgres
+async def test_a_lease_given_back_while_its_job_is_cancelled_waits_and_cancels_the_item(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker gives back an item's lease at the moment an admin cancels its job (the
+    cancel holds the job's row while it audits, the item left alone as with the judge):
+    giving it back waits for the job's row, then cancels the item."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    await _graded_submissions(store, 2)
+    jobs = RegradeJobQueries(store.db)
+    job = (await jobs.create_job(RegradeFilter(), _target(), actor="admin")).job
+    [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=600)
+    cancel = jobs.change_job(job.id, "cancel", actor="admin")
+    _, released = await race_at_audit(
+        store,
+        monkeypatch,
+        "regrade_job.cancelled",
+        cancel,
+        lambda: store.queue.release_lease(claim.grading_id, "w"),
+    )
+    assert released is True
+    assert await _status(store, claim.grading_id) == "cancelled"
+    assert (await jobs.get_job(job.id)).progress.remaining == 0
 
 
 @pytest.mark.postgres
