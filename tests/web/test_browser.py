@@ -43,11 +43,12 @@ HOSTILE = (
 
 @dataclass
 class Workbench:
-    """A running service, its tokens and a gradings' ids."""
+    """A running service, its tokens, a gradings' ids and its scripted judge's port."""
 
     service: ServiceProcess
     tokens: dict[str, str]
     gradings: list[str]
+    judge_port: int = 0
 
 
 def _browser_or_skip() -> None:
