@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import ColumnElement, delete, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -21,6 +21,11 @@ from storage.errors import NotFound
 from storage.imports.tables import ImportJobRecord, ImportUploadRecord
 
 __all__ = ["ImportJobQueries"]
+
+
+def _held_by(worker: str) -> tuple[ColumnElement[bool], ...]:
+    """The conditions of a job ``worker`` holds: running, claimed by it."""
+    return col(ImportJobRecord.claimed_by) == worker, col(ImportJobRecord.state) == "running"
 
 
 class ImportJobQueries:
@@ -119,11 +124,7 @@ class ImportJobQueries:
         def record(session: Session) -> bool:
             statement = (
                 update(ImportJobRecord)
-                .where(
-                    col(ImportJobRecord.id) == job_id,
-                    col(ImportJobRecord.claimed_by) == worker,
-                    col(ImportJobRecord.state) == "running",
-                )
+                .where(col(ImportJobRecord.id) == job_id, *_held_by(worker))
                 .values(heartbeat_at=self._db.clock(), **values)
                 .returning(col(ImportJobRecord.id))
             )
@@ -139,11 +140,7 @@ class ImportJobQueries:
             values["error"] = error
         statement = (
             update(ImportJobRecord)
-            .where(
-                col(ImportJobRecord.id) == job_id,
-                col(ImportJobRecord.claimed_by) == worker,
-                col(ImportJobRecord.state) == "running",
-            )
+            .where(col(ImportJobRecord.id) == job_id, *_held_by(worker))
             .values(**values)
             .returning(col(ImportJobRecord.id))
         )
@@ -154,10 +151,7 @@ class ImportJobQueries:
         doing: a claim that committed as its caller was cancelled too); their ids."""
         statement = (
             update(ImportJobRecord)
-            .where(
-                col(ImportJobRecord.claimed_by) == worker,
-                col(ImportJobRecord.state) == "running",
-            )
+            .where(*_held_by(worker))
             .values(state="queued", claimed_by=None)
             .returning(col(ImportJobRecord.id))
         )
