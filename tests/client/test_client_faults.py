@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -157,6 +159,72 @@ async def test_the_async_client_keeps_to_its_timeout_when_the_server_is_busy() -
     assert elapsed < 4, f"three 1 s waits took {elapsed:.1f} s"
 
 
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """The URL of a server that accepts connections and reads requests but never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            held.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def test_wait_keeps_to_its_timeout_when_the_server_never_answers(silent_server: str) -> None:
+    """``wait(timeout=1)`` raises ``TimeoutError`` after about a second against a server
+    that takes the request and never answers, however long the client's request timeout
+    (here 6 s): no look is given longer than what is left of the wait."""
+    judge = Client(silent_server, "t0ken", timeout=6)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        judge.wait("g1", timeout=1)
+    elapsed = time.monotonic() - started
+    judge.close()
+    assert elapsed < 3, f"a 1 s wait took {elapsed:.1f} s"
+
+
+async def test_the_async_client_keeps_to_its_timeout_when_the_server_never_answers(
+    silent_server: str,
+) -> None:
+    async with AsyncClient(silent_server, "t0ken", timeout=6) as judge:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await judge.wait("g1", timeout=1)
+        elapsed = time.monotonic() - started
+    assert elapsed < 3, f"a 1 s wait took {elapsed:.1f} s"
+
+
+def test_following_a_job_keeps_to_its_timeout_when_the_server_never_answers(
+    silent_server: str,
+) -> None:
+    """``follow_regrade`` and ``imports.wait`` keep to their timeout as ``wait`` does."""
+    with Client(silent_server, "t0ken", timeout=6) as judge:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            list(judge.follow_regrade("j1", timeout=1))
+        with pytest.raises(TimeoutError):
+            judge.imports.wait("i1", timeout=1)
+        elapsed = time.monotonic() - started
+    assert elapsed < 5, f"two 1 s follows took {elapsed:.1f} s"
+
+
 @respx.mock
 def test_a_dropped_override_is_not_sent_twice() -> None:
     route = respx.post(f"{URL}/v1/gradings/g1/overrides").mock(
@@ -246,6 +314,22 @@ def test_a_bad_gateway_is_unavailable_and_not_sent_again() -> None:
     with pytest.raises(Unavailable) as away:
         _client().submit("d", scenario_id="sc")
     assert away.value.status == 502 and route.call_count == 1
+
+
+@respx.mock
+def test_a_gateway_blip_while_polling_does_not_end_the_wait() -> None:
+    """A GET is safe to send again: a 502/504 of a proxy in front of a restarting
+    server, while ``wait`` still has time, is ridden out as a dropped connection is."""
+    route = respx.get(f"{URL}/v1/gradings/g1").mock(
+        side_effect=[
+            httpx.Response(504, text="<html>Gateway Timeout</html>"),
+            httpx.Response(502, text="<html>Bad Gateway</html>"),
+            httpx.Response(200, json=_grading()),
+        ]
+    )
+    with Client(URL, "t0ken", max_retry_wait=1) as judge:
+        grading = judge.wait("g1", timeout=10)
+    assert grading.status == "graded" and route.call_count == 3
 
 
 @respx.mock

@@ -395,6 +395,33 @@ def test_the_oracle_passes_the_trace_it_is_given() -> None:
     assert sregym_trace([]) is None and sregym_trace(("a",)) == [{"content": "a"}]
 
 
+@respx.mock
+def test_a_trace_step_holding_a_nan_metric_is_still_graded() -> None:
+    """An SRE agent's observation of a metric is often NaN (an empty PromQL ratio, 0/0)
+    or infinite: JSON has no number for them, so they go as their text and the diagnosis
+    is graded, never SREGym's Error shape."""
+    url = "http://judge.test"
+    submission = {
+        **_grading().submission.model_dump(mode="json"),
+        "ground_truth_sha256": _sha(TRUTH),
+    }
+    body = _grading(submission=submission).model_dump(mode="json")
+    route = respx.post(f"{url}/v1/submissions").mock(return_value=httpx.Response(201, json=body))
+    oracle = LLMAsAJudgeOracle(None, TRUTH, client=Client(url, "t0ken"), run_id="nan", wait=0)
+    trace = [
+        {"tool": "prometheus", "query": "rate(errors[5m]) / rate(requests[5m])",
+         "value": float("nan")},
+        {"tool": "prometheus", "query": "max(latency)", "value": float("inf"),
+         "series": [1.5, float("-inf")]},
+    ]  # fmt: skip
+    result = oracle.evaluate(DIAGNOSIS, trace)
+    assert result["judgment"] != "Error", result.get("error")
+    assert route.call_count == 1
+    sent = json.loads(route.calls[0].request.content)["trace"]
+    assert [step["value"] for step in sent] == ["nan", "inf"]
+    assert sent[1]["series"] == [1.5, "-inf"]
+
+
 class _RecordingClient:
     """A client that records every submission and answers each with a pass."""
 

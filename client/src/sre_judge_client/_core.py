@@ -29,8 +29,10 @@ from sre_judge_client.errors import (
 
 __all__ = [
     "DEFAULT_URL",
+    "MIN_ATTEMPT_TIMEOUT",
     "SERVER_WAIT_MAX",
     "Call",
+    "attempt_timeout",
     "decode",
     "ground_truth_conflict",
     "ground_truth_sha256",
@@ -47,6 +49,10 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 SERVER_WAIT_MAX = 300.0
 #: statuses after which nothing was stored: always safe to send again
 _BUSY = frozenset({429, 503})
+#: a gateway's statuses (the server behind it away or slow): safe to send a GET again
+_GATEWAY = frozenset({502, 504})
+#: the shortest timeout an attempt is sent with, however little of its wait is left
+MIN_ATTEMPT_TIMEOUT = 0.05
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,9 @@ class Call:
     #: a wait's look (``retry_within``: the wait's time left): when the time left, not the
     #: number of retries, stops its retries, it raises ``TimeoutError`` from the last error
     waiting: bool = False
+    #: a wait's end (a ``time.monotonic()`` value): no attempt is given longer than what
+    #: is left of it (:func:`attempt_timeout`); ``None``: the client's timeout alone
+    deadline: float | None = None
 
 
 def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
@@ -91,9 +100,21 @@ def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
 
 def within_deadline(call: Call, deadline: float) -> Call:
     """``call`` as a wait sends it: retried only while it can start before ``deadline``
-    (a ``time.monotonic()`` value), so a server busy or away past it ends the wait with
-    ``TimeoutError`` rather than keep it beyond its timeout."""
-    return replace(call, retry_within=max(0.0, deadline - time.monotonic()), waiting=True)
+    (a ``time.monotonic()`` value), each attempt given no longer than what is left of it,
+    so a server busy, away or silent past it ends the wait with ``TimeoutError`` rather
+    than keep it beyond its timeout."""
+    remaining = max(0.0, deadline - time.monotonic())
+    return replace(call, retry_within=remaining, waiting=True, deadline=deadline)
+
+
+def attempt_timeout(call: Call, timeout: float) -> float:
+    """Seconds one attempt at ``call`` may take: the client's ``timeout`` plus the time
+    the server may hold it on purpose, but never past the call's ``deadline`` (at least
+    :data:`MIN_ATTEMPT_TIMEOUT`, so a look made at the deadline can still be answered)."""
+    full = timeout + call.server_wait
+    if call.deadline is None:
+        return full
+    return min(full, max(MIN_ATTEMPT_TIMEOUT, call.deadline - time.monotonic()))
 
 
 def poll_delay(deadline: float, poll: float) -> float | None:
@@ -254,7 +275,12 @@ def _retryable(call: Call, max_wait: float):  # type: ignore[no-untyped-def]
             # a server asking for a longer wait than a retry would make (an attempt
             # limit's hour) would refuse the retry too: give up at once
             too_long = error.retry_after is not None and error.retry_after > max_wait
-            return error.status in _BUSY and not too_long
+            # a gateway's 502/504 may follow a request the server received: only a GET
+            # is surely harmless to send again
+            safe = error.status in _BUSY or (
+                error.status in _GATEWAY and call.method == "GET" and call.idempotent
+            )
+            return safe and not too_long
         if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
             return True  # never reached the server
         return isinstance(error, httpx.TransportError) and call.idempotent
@@ -264,12 +290,14 @@ def _retryable(call: Call, max_wait: float):  # type: ignore[no-untyped-def]
 
 def _out_of_time(call: Call, attempts: int) -> Callable[[RetryCallState], NoReturn]:
     """How a wait's look gives up: ``TimeoutError`` from the last error when the wait's
-    time left stopped its retries, the last error itself when their number did."""
+    time left stopped its retries (or has run out), the last error itself when their
+    number did."""
 
     def give_up(state: RetryCallState) -> NoReturn:
         error = state.outcome.exception() if state.outcome is not None else None
         assert error is not None  # only failures are retried
-        if state.attempt_number < attempts:
+        ran_out = call.deadline is not None and time.monotonic() >= call.deadline
+        if state.attempt_number < attempts or ran_out:
             raise TimeoutError(
                 f"{call.method} {call.path} failed when the wait ran out: {error}"
             ) from error
@@ -281,11 +309,12 @@ def _out_of_time(call: Call, attempts: int) -> Callable[[RetryCallState], NoRetu
 def retry_policy(call: Call, *, attempts: int, max_wait: float) -> dict[str, Any]:
     """Keyword arguments of tenacity's ``Retrying`` / ``AsyncRetrying`` for ``call``.
 
-    Retries 429 and 503 (nothing was stored) unless their ``Retry-After`` exceeds
-    ``max_wait``, connection failures, and any transport error of an idempotent request;
-    gives up after ``attempts``, or when the next try would start past the call's
-    ``retry_within``, and raises the last error (a wait's look stopped by the time left:
-    ``TimeoutError`` from it).
+    Retries 429 and 503 (nothing was stored), and a gateway's 502 and 504 of a GET,
+    unless their ``Retry-After`` exceeds ``max_wait``; connection failures; and any
+    transport error of an idempotent request (a POST's 502 or 504 is not retried: the
+    server may have received it). Gives up after ``attempts``, or when the next try would
+    start past the call's ``retry_within``, and raises the last error (a wait's look
+    stopped by the time left: ``TimeoutError`` from it).
     """
     attempts = max(1, attempts)
     stop: stop_base = stop_after_attempt(attempts)

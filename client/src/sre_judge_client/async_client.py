@@ -14,6 +14,7 @@ from tenacity import AsyncRetrying
 from sre_judge_client import _calls
 from sre_judge_client._core import (
     Call,
+    attempt_timeout,
     decode,
     ground_truth_conflict,
     poll_delay,
@@ -34,8 +35,9 @@ class AsyncClient:
     """An asyncio client of one sre-judge server (see :class:`~sre_judge_client.Client`).
 
     ``base_url`` and ``token`` default to ``SRE_JUDGE_URL`` and ``SRE_JUDGE_TOKEN``.
-    Requests are retried on connection errors, 429 and 503 (honouring ``Retry-After``)
-    up to ``retries`` attempts; error answers raise :class:`~sre_judge_client.ApiError`.
+    Requests are retried on connection errors, 429 and 503 (honouring ``Retry-After``),
+    and a GET on a gateway's 502 and 504 too, up to ``retries`` attempts; error answers
+    raise :class:`~sre_judge_client.ApiError`.
     """
 
     def __init__(
@@ -82,7 +84,7 @@ class AsyncClient:
                     json=call.body,
                     content=call.content,
                     headers=call.headers,
-                    timeout=self._timeout + call.server_wait,
+                    timeout=attempt_timeout(call, self._timeout),
                 )
                 return decode(response)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -118,8 +118,8 @@ class PreconditionFailed(ApiError):
 
 
 class Unavailable(ApiError):
-    """429, 502, 503 or 504 (429 and 503 after the retries): the server is busy, away
-    behind its gateway, or its judge is."""
+    """429, 502, 503 or 504 (429 and 503 after the retries, and 502 and 504 of a GET):
+    the server is busy, away behind its gateway, or its judge is."""
 
 
 def _rebuild(kind: type[ApiError], args: tuple[Any, ...], keywords: dict[str, Any]) -> ApiError:

@@ -30,6 +30,7 @@ import collections
 import dataclasses
 import json
 import logging
+import math
 import threading
 from typing import Any
 
@@ -176,6 +177,18 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
     }
 
 
+def _finite(value: Any) -> Any:
+    """``value`` (decoded JSON) with every NaN or infinity as its text (``"nan"``,
+    ``"inf"``, ``"-inf"``): JSON has no number for them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
 def _step(item: Any) -> dict[str, Any]:
     """One step of SREGym's trace as a JSON object: a dict as it is, a pydantic model
     or dataclass by its fields, anything else as its text under ``content``."""
@@ -187,14 +200,15 @@ def _step(item: Any) -> dict[str, Any]:
         fields = dataclasses.asdict(item)
     else:
         return {"content": str(item)}
-    # what JSON cannot hold (datetimes, enums, objects) as its text
-    return dict(json.loads(json.dumps(fields, default=str)))
+    # what JSON cannot hold (datetimes, enums, objects, NaN and infinities) as its text
+    return dict(_finite(json.loads(json.dumps(fields, default=str))))
 
 
 def sregym_trace(trace: Any) -> str | list[dict[str, Any]] | None:
     """SREGym's ``trace`` as the service takes it: free text as it is, a sequence of
-    steps (dicts, pydantic models, dataclasses, messages) as a list of JSON objects,
-    anything else as its text; None or an empty trace as none."""
+    steps (dicts, pydantic models, dataclasses, messages) as a list of JSON objects
+    (what JSON cannot hold, a NaN metric included, as its text), anything else as its
+    text; None or an empty trace as none."""
     if trace is None:
         return None
     if isinstance(trace, str):
