@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from api.service.services import Services
     from storage.models import Claim
 
-__all__ = ["CONFIRMABLE", "confirmed"]
+__all__ = ["CONFIRMABLE", "confirmable", "confirmed"]
 
 #: holds a second judge's clean pass may release: they concern the first judge
 CONFIRMABLE = frozenset(INJECTION_SIGNALS - {ReviewReason.INJECTION_SUSPECTED}) | {
@@ -56,6 +56,15 @@ def _same_model(confirm_spec: str, judge_spec: str) -> bool:
     return confirming in graded
 
 
+def confirmable(confirm_spec: str | None, result: GradingResult) -> bool:
+    """Whether ``confirmed`` has a say on ``result`` with the confirming judge
+    ``confirm_spec``: one is set and the pass is held only for reasons it may release
+    (asked, or not for its model or family: either way ``detail`` says so)."""
+    if confirm_spec is None or not result.held:
+        return False
+    return set(holding_reasons(result.review_reasons)) <= CONFIRMABLE
+
+
 async def confirmed(
     services: Services,
     qualifications: Qualifications,
@@ -66,9 +75,9 @@ async def confirmed(
     """``result``, its hold released when the confirming judge passes the diagnosis
     cleanly; unchanged when no confirming judge is set or the hold is not confirmable."""
     spec = services.settings.confirm_judge
-    held = holding_reasons(result.review_reasons)
-    if spec is None or rubric is None or not result.held or not set(held) <= CONFIRMABLE:
+    if spec is None or rubric is None or not confirmable(spec, result):
         return result
+    held = holding_reasons(result.review_reasons)
     if _same_model(spec, claim.judge_spec):  # a regrade job's judge may be the confirmer's
         note = f"held pass not confirmed: {judge_identity(spec)} is a judge of its own model"
         return result.model_copy(update={"detail": _note(result, note)})

@@ -14,7 +14,10 @@ set-wise instead:
 
 An item with a missing key, a reply that would need the judge, or anything unusual
 (unknown rubric, a panel, sampling) is a miss: it goes back to the caller, still
-leased, to be graded the usual way.
+leased, to be graded the usual way. So is a pass the confirming judge
+(``SRE_JUDGE_CONFIRM_JUDGE``) could release (held only for reasons that concern its
+judge): the usual path asks that second judge, or says in ``detail`` why not, and the
+fast path, which asks no judge, would keep the pass held where a queued item is released.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from api.grading.confirmation import confirmable
 from api.service.grader_factory import grader_for, profile_of_spec, sampling_for
 from api.service.judging import RETRY_LATER
 from api.service.services import Services
@@ -206,6 +210,9 @@ class FastRegrade:
                 continue
             rubric, result = answered
             result, provisional = await self._marks(claim, rubric, result)
+            if confirmable(self.services.settings.confirm_judge, result):
+                misses.append(claim)  # the confirming judge has its say the usual way
+                continue
             digest = self.services.backends.digest_of(claim.judge_spec)
             finished = FinishedGrading(
                 claim.grading_id,

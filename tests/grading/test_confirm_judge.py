@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
@@ -217,3 +218,38 @@ async def test_a_confirming_judge_of_the_agents_family_leaves_the_pass_held(
     assert second.requests == []
     assert grading["held"] is True and grading["passed"] is None
     assert "of the agent model's qwen family" in grading["detail"]
+
+
+async def test_a_regrade_item_the_judge_cache_answers_is_confirmed_as_the_live_grading_was(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """A regrade with the same judge, the same replies (from the judge cache) and the
+    same confirming judge comes to the same verdict as the live grading: the pass held
+    for its unqualified judge is released by the confirming judge in both."""
+    await _qualify_second(engine, database_url)
+    first = ScriptedBackend.for_mode("pass")
+    second = ScriptedBackend(model="pass")
+    admin = await tokens("admin")
+    async with api_client(
+        judge=FIRST,
+        confirm_judge=SECOND,
+        pass_policy="qualified",
+        backends={FIRST: first, SECOND: second},
+    ) as client:
+        live = await graded(client, admin)
+        assert (live["held"], live["passed"]) == (False, True), live["detail"]
+        job = await client.post(
+            "/v1/regrade-jobs", json={"judge": FIRST, "mode": "shadow"}, headers=admin
+        )
+        assert job.status_code == 201, job.text
+        await _finished(client, admin, job.json()["id"])
+        with Session(engine) as session:
+            new_id = session.execute(
+                select(col(GradingRecord.id)).where(
+                    col(GradingRecord.regrade_job_id) == job.json()["id"]
+                )
+            ).scalar_one()
+        regraded = (await client.get(f"/v1/gradings/{new_id}", headers=admin)).json()
+    assert len(first.requests) == 1  # the regrade item was answered from the judge cache
+    assert (regraded["held"], regraded["passed"]) == (False, True), regraded["detail"]
+    assert "pass confirmed by openai:confirmer" in regraded["detail"]
