@@ -13,7 +13,7 @@ import click
 
 from api.cli.database import require_database, require_migrated
 from api.cli.edge import load_settings, run, service_key
-from api.service.settings import mask_passwords
+from api.service.settings import checkpoint_target_fault, mask_passwords
 from api.terminal import terminal_text
 
 if TYPE_CHECKING:
@@ -163,9 +163,28 @@ def _print_report(report: ChainReport, checkpoint: Checkpoint | None, problem: s
         )
 
 
+def _checkpoint_out(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--out`` as ``SRE_JUDGE_AUDIT_CHECKPOINT`` takes a target: a file or an http(s) URL
+    (:func:`checkpoint_target_fault`); ``off`` turns nothing off here, it is refused."""
+    from api.service.checkpoints import CHECKPOINTS_OFF
+
+    if value is None:
+        return None
+    if value.strip().lower() == CHECKPOINTS_OFF:
+        raise click.BadParameter(
+            f"{value!r} is no checkpoint target: give a file path or an http(s) URL (with "
+            "SRE_JUDGE_AUDIT_CHECKPOINT=off and no --out, the checkpoint is printed)"
+        )
+    fault = checkpoint_target_fault(value)
+    if fault is not None:
+        raise click.BadParameter(fault)
+    return value
+
+
 @audit_group.command("checkpoint")
 @click.option(
     "--out",
+    callback=_checkpoint_out,
     help="a file to append to or an http(s) URL to POST to "
     "(default SRE_JUDGE_AUDIT_CHECKPOINT, else the default file; printed when off)",
 )

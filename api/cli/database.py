@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-__all__ = ["DatabaseUnavailable", "require_database", "require_migrated"]
+__all__ = ["DatabaseUnavailable", "database_present", "require_database", "require_migrated"]
 
 _HINT = (
     "run `sre-judge migrate` (or `sre-judge serve`) there first, "
@@ -37,6 +37,13 @@ def _sqlite_file(url: str) -> Path | None:
     if name in ("", ":memory:") or name.startswith("file:") or parsed.query.get("uri"):
         return None
     return Path(name)
+
+
+def database_present(url: str) -> bool:
+    """False for a SQLite URL whose file does not exist (opening it would create it);
+    True for any other database, which opening does not create."""
+    path = _sqlite_file(url)
+    return path is None or path.exists()
 
 
 def require_database(url: str) -> None:

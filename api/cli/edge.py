@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from api.cli.database import require_database, require_migrated
+from api.cli.database import database_present, require_database, require_migrated
 from api.terminal import terminal_text
 
 if TYPE_CHECKING:
@@ -33,9 +33,11 @@ __all__ = [
     "CommandFailed",
     "OneLineGroup",
     "as_click_error",
+    "check_service_key",
     "load_settings",
     "run",
     "service_runtime",
+    "upgrade_with_key",
     "with_store",
 ]
 
@@ -154,7 +156,7 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
     ``migrate`` the database must exist and be migrated (``api.cli.database``).
     """
     from api.webhooks.outbox import subscribe as subscribe_outbox
-    from storage import Store, make_engine, upgrade
+    from storage import Store, make_engine
 
     settings = load_settings()
     if not migrate:  # a reading command: never create an empty database (nor a key)
@@ -162,7 +164,7 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
 
     async def on_store() -> T:
         if migrate:
-            await upgrade(settings.database_url)
+            await upgrade_with_key(settings)
         else:
             await require_migrated(settings.database_url)
         engine = make_engine(settings.database_url)
@@ -175,6 +177,39 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
             engine.dispose()
 
     return run(on_store())
+
+
+async def upgrade_with_key(settings: Settings) -> None:
+    """Upgrade the database to the newest schema once the service key that will write to
+    it is checked (:func:`check_service_key`): a refused key leaves no schema behind."""
+    import asyncio
+
+    from storage import upgrade
+
+    await asyncio.to_thread(check_service_key, settings)
+    await upgrade(settings.database_url)
+
+
+def check_service_key(settings: Settings) -> None:
+    """Bad usage, before any schema is made or upgraded, for a service key the process
+    would refuse once started: on a database whose audit log is keyed, a key that is
+    missing or is not that one; otherwise a given key (``SRE_JUDGE_SECRET_KEY``, or a key
+    file that exists) that is too short or unreadable. A key file that is not there yet
+    is left for the process to make; a SQLite file that is not there is not opened (that
+    would create it)."""
+    from storage import make_engine
+    from storage.audit import newest_key_id
+
+    if database_present(settings.database_url):
+        engine = make_engine(settings.database_url)
+        try:
+            if newest_key_id(engine) is not None:  # no audit log yet: not keyed
+                database_key(settings, engine, create=False)
+                return
+        finally:
+            engine.dispose()
+    if settings.secret_key is not None or settings.secret_key_file.exists():
+        service_key(settings, create=False)
 
 
 def database_key(settings: Settings, engine: Engine, *, create: bool) -> ServiceKey:

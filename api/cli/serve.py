@@ -12,7 +12,7 @@ import signal
 import click
 
 from api.cli.database import require_database
-from api.cli.edge import load_settings, run
+from api.cli.edge import load_settings, run, upgrade_with_key
 
 __all__ = ["migrate_command", "serve_command", "worker_command"]
 
@@ -55,7 +55,6 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
     from api.http.server import announce_judge_on_start, check_listen_address, run_server
     from api.service.observability import configure_logging
     from api.service.runtime import read_start_files
-    from storage import upgrade
 
     settings = load_settings(host=host, port=port, processes=processes)
     if settings.processes > 1 and not settings.database_url.startswith("postgres"):
@@ -71,7 +70,7 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     configure_logging(settings)
-    run(upgrade(settings.database_url))
+    run(upgrade_with_key(settings))  # the service key too is checked first
     try:
         app = create_app(settings, start_files=files)
     except ValueError as exc:

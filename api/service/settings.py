@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_JUDGE",
     "Settings",
+    "checkpoint_target_fault",
     "mask_passwords",
     "mask_url",
     "reply_budget_fault",
@@ -125,6 +126,16 @@ def reply_budget_fault(max_tokens: int, window: int, *, judge: str = "", source:
         "judge's context window leaves no room for the prompt, and every grading would end "
         "unscored (context_overflow)"
     )
+
+
+def checkpoint_target_fault(value: str) -> str | None:
+    """Why ``value`` is no checkpoint target, or None: a file or an http(s) URL is; a URL
+    of another scheme (``s3://``, a typo such as ``htps://``) is no file to append to,
+    nor a witness that takes a POST."""
+    scheme = _SCHEME.match(value)
+    if scheme is None or scheme.group(1).lower() in ("http", "https"):
+        return None
+    return f"{scheme.group(1)}:// is not a checkpoint target: give a file path or an http(s) URL"
 
 
 def with_password(url: str, password_file: Path) -> str:
@@ -512,14 +523,10 @@ class Settings(BaseSettings):
     @field_validator("audit_checkpoint")
     @classmethod
     def _checkpoint_target(cls, value: str | None) -> str | None:
-        """A file, an http(s) URL or ``off``: a URL of another scheme (``s3://``, a typo
-        such as ``htps://``) is no file to append to, nor a witness that takes a POST."""
-        scheme = _SCHEME.match(value or "")
-        if scheme is not None and scheme.group(1).lower() not in ("http", "https"):
-            raise ValueError(
-                f"{scheme.group(1)}:// is not a checkpoint target: give a file path, an "
-                "http(s) URL or off"
-            )
+        """A file, an http(s) URL (:func:`checkpoint_target_fault`) or ``off``."""
+        fault = checkpoint_target_fault(value or "")
+        if fault is not None:
+            raise ValueError(f"{fault}, or off")
         return value
 
     @field_validator("judge")

@@ -117,6 +117,18 @@ def test_worker_without_the_service_key_refuses_instead_of_breaking_the_audit_lo
     assert not stranger_key.exists(), "the worker made itself a new service key"
 
 
+def test_tokens_create_refusing_a_short_service_key_leaves_nothing_behind(
+    tmp_path: Path,
+) -> None:
+    """A command that writes records refuses a service key it could never use (exit 2,
+    naming it) before it makes the database: no database, no schema, no key file."""
+    env = _env(tmp_path, SRE_JUDGE_SECRET_KEY="too-short")
+    done = _cli("tokens", "create", "--role", "admin", "--name", "a", env=env)
+    assert done.returncode == 2 and "SRE_JUDGE_SECRET_KEY" in done.stderr, done.stderr
+    assert done.stdout == ""
+    assert list(tmp_path.iterdir()) == [], "left behind by a refused tokens create"
+
+
 def test_move_judge_without_the_service_key_does_not_fork_the_audit_chain(
     tmp_path: Path,
 ) -> None:

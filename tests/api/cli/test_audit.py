@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,21 @@ async def test_a_checkpoint_with_checkpoints_off_is_printed(
     checked = await audit(database_url, "verify", checkpoints="off")
     assert checked.exit_code == 0, checked.output
     assert "no checkpoint checked: checkpoints are off" in checked.output
+
+
+@pytest.mark.parametrize("out", ["s3://audit-bucket/cp.jsonl", "htps://witness.example/cp", "off"])
+async def test_checkpoint_out_takes_a_file_or_an_http_url_only(
+    store: Store, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    """``--out`` takes the targets ``SRE_JUDGE_AUDIT_CHECKPOINT`` takes but ``off``: a URL
+    of another scheme (which would be written to a local folder named after it) and
+    ``off`` (a file named ``off``) are bad usage naming ``--out``, and nothing is written."""
+    await workload(store)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(await asyncio.to_thread(os.listdir, tmp_path))
+    done = await audit(database_url, "checkpoint", "--out", out)
+    assert done.exit_code == 2 and "--out" in done.output, done.output
+    assert sorted(await asyncio.to_thread(os.listdir, tmp_path)) == before
 
 
 async def test_checkpoints_go_to_a_default_file_that_verify_checks(

@@ -183,6 +183,18 @@ def test_a_failure_tags_file_that_cannot_be_read_stops_serve_before_migrating(
     assert not (tmp_path / "judge.db").exists()  # no schema made or upgraded
 
 
+@pytest.mark.parametrize("variable", ["SRE_JUDGE_SECRET_KEY", "SRE_JUDGE_SECRET_KEY_FILE"])
+def test_serve_refuses_a_short_service_key_before_migrating(tmp_path: Path, variable: str) -> None:
+    """A service key shorter than 32 characters, given itself or in its file, is refused
+    in one line naming where it came from, and no schema is made."""
+    short = tmp_path / "short.key"
+    short.write_text("short\n")
+    value = str(short) if variable == "SRE_JUDGE_SECRET_KEY_FILE" else "too-short"
+    line = _refusal(_serve(tmp_path, {variable: value}))
+    assert variable in line, line
+    assert not (tmp_path / "judge.db").exists()  # no schema made or upgraded
+
+
 @pytest.mark.parametrize(
     ("variable", "value"),
     [
