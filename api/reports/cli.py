@@ -162,10 +162,8 @@ def compare(
     Example: SREGym's judge against a shadow regrade by a new judge
       sre-judge report compare -a judge=external:sregym -b judge=openai:new --include shadow
     """
-    from dataclasses import asdict
-
     from api.reports.charts import comparison_chart
-    from api.reports.models import ComparisonReport
+    from api.reports.models import ARM_FIELDS, ComparisonReport
     from api.reports.rates import comparison_report
     from api.reports.tables import comparison_table
 
@@ -174,9 +172,8 @@ def compare(
         for arm, name in ((arm_a, "a"), (arm_b, "b"))
     )
     params: dict[str, Any] = {"verdicts": verdicts}
-    for name, arm in (("a", a), ("b", b)):
-        fields = {k: v for k, v in asdict(arm).items() if k != "current_only"}
-        params.update({f"{name}.{k}": v for k, v in fields.items()})
+    for name, arm in (("a", a), ("b", b)):  # the fields the server's arms take; None are left out
+        params.update({f"{name}.{k}": getattr(arm, k) for k in ARM_FIELDS})
     report = fetch_report(
         server,
         ComparisonReport,

@@ -17,7 +17,9 @@ from sqlalchemy.engine import Engine
 
 import storage.attempts
 from api.cli.main import main
+from api.http.problems import ApiProblem
 from api.reports.filters import ReportFilter
+from api.reports.params import arm_filters
 from api.reports.rates import pass_rate_report
 from api.reports.tables import pass_rate_table
 from api.tabular import write_csv
@@ -272,6 +274,34 @@ def test_report_attempts_with_server_follows_next_cursor_to_the_end() -> None:
     assert [i["token_id"] for i in json.loads(done.stdout)["items"]] == ["t1", "t2", "t3"]
     asked = [dict(call.request.url.params) for call in route.calls]
     assert asked == [{"scenario_id": "s1"}, {"scenario_id": "s1", "cursor": "page-2"}]
+
+
+def test_report_compare_with_server_sends_the_arms_the_server_reads() -> None:
+    """With ``--server``, ``report compare`` sends each arm as the ``a.<field>`` /
+    ``b.<field>`` parameters the server's own parser accepts, the given fields only."""
+    arms: list[tuple[ReportFilter, ReportFilter]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        params = {k: request.url.params.get_list(k) for k in request.url.params}
+        try:
+            arms.append(arm_filters(params))
+        except ApiProblem as exc:  # what the server answers
+            body = {"title": "Invalid request", "detail": exc.detail, "status": 422}
+            return httpx.Response(422, json=body)
+        return httpx.Response(500, json={"title": "enough"})
+
+    with respx.mock(assert_all_called=True) as server:
+        route = server.get("http://judge.test/v1/stats/compare").mock(side_effect=answer)
+        done = cli_in_process(
+            "report", "compare", "-a", "model=m1", "-b", "model=m2", "-b", "inline=include",
+            "--server", "http://judge.test", "--format", "json",
+            env={"SRE_JUDGE_TOKEN": "adjudicator-token"},
+        )  # fmt: skip
+    assert "Invalid request" not in done.stderr, done.stderr
+    assert dict(route.calls.last.request.url.params) == {
+        "verdicts": "effective", "a.model": "m1", "b.model": "m2", "b.inline": "include",
+    }  # fmt: skip
+    assert arms == [(ReportFilter(model="m1"), ReportFilter(model="m2", inline="include"))]
 
 
 async def test_report_times_take_what_the_api_takes(database_url: str, engine: Engine) -> None:
