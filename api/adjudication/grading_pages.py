@@ -6,7 +6,7 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
-from litestar import get, post
+from litestar import Request, get, post
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath, FromQuery
@@ -14,7 +14,7 @@ from litestar.response import Redirect, Template
 from pydantic import ValidationError
 
 from api.adjudication.grading_view import changed_since, grading_page_context, verdict_label
-from api.adjudication.queue_pages import carried_walk
+from api.adjudication.queue_pages import carried_walk, claim_withheld
 from api.adjudication.submitter_view import submitter_page_context
 from api.adjudication.use_cases import append_override, claim_review, grading_page_parts
 from api.service.presenters import readable_gradings
@@ -97,6 +97,7 @@ async def render_grading_page(
 
 @get("/gradings/{grading_id:str}", guards=[web_require("submitter")], include_in_schema=False)
 async def grading_page(
+    request: Request[Any, Any, Any],
     grading_id: FromPath[str],
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
@@ -105,24 +106,28 @@ async def grading_page(
     was: FromQuery[str | None] = None,
 ) -> Template:
     """The grading side by side with its ground truth; ``claim=true`` (from the queue)
-    holds it for the adjudicator opening it; ``saved`` (a question id, or ``verdict``)
-    and ``was`` (the verdict shown before) confirm an override just saved."""
+    holds it for the adjudicator opening it, unless a page of another origin opened it
+    (:func:`claim_withheld`: shown, not claimed); ``saved`` (a question id, or
+    ``verdict``) and ``was`` (the verdict shown before) confirm an override just saved."""
     note = ""
     if claim and who.principal.at_least("adjudicator"):
-        try:
-            claimed = await claim_review(services, who.principal, grading_id, reopen=False)
-            note = (
-                "This grading's review is finished: it is not in the queue."
-                if claimed.done_at is not None
-                else f"You are reviewing this grading ({who.principal.name})."
-            )
-        except Conflict as exc:
-            note = f"Being reviewed by someone else: {exc}"
+        note = claim_withheld(request) or await _claim_note(services, who, grading_id)
     confirmed = saved if saved and _SAVED.fullmatch(saved) else None
     before = was if was in VERDICT_LABELS else None
     return await render_grading_page(
         services, who, grading_id, claim_note=note, saved=confirmed, was=before
     )
+
+
+async def _claim_note(services: Services, who: SignedIn, grading_id: str) -> str:
+    """Claim the item for ``who`` (a finished one stays finished): what the page says of it."""
+    try:
+        claimed = await claim_review(services, who.principal, grading_id, reopen=False)
+    except Conflict as exc:
+        return f"Being reviewed by someone else: {exc}"
+    if claimed.done_at is not None:
+        return "This grading's review is finished: it is not in the queue."
+    return f"You are reviewing this grading ({who.principal.name})."
 
 
 def _override_request(form: dict[str, str]) -> OverrideCreate:

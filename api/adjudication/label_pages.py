@@ -17,7 +17,7 @@ from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
 from api.adjudication.grading_view import grading_page_context, verdict_label
-from api.adjudication.queue_pages import carried_walk
+from api.adjudication.queue_pages import carried_walk, claim_withheld
 from api.adjudication.use_cases import (
     claim_review,
     graded_truth_shown,
@@ -30,7 +30,7 @@ from api.service.services import Services
 from api.service.visibility import readable_grading
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
-from storage.errors import Conflict
+from storage.errors import Conflict, InvalidReview
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -73,14 +73,16 @@ async def label_form(
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
 ) -> Template:
-    """The blind form; opening it claims the item (a finished one stays finished). A held
-    pass gets no form: a notice that it is held for a human verdict, and a link to the
-    grading page's verdict override."""
-    note = ""
-    try:
-        await claim_review(services, who.principal, grading_id, reopen=False)
-    except Conflict as exc:
-        note = f"Being reviewed by someone else: {exc}"
+    """The blind form; opening it claims the item (a finished one stays finished), unless
+    a page of another origin opened it (:func:`claim_withheld`: shown, not claimed). A
+    held pass gets no form: a notice that it is held for a human verdict, and a link to
+    the grading page's verdict override."""
+    note = claim_withheld(request)
+    if not note:
+        try:
+            await claim_review(services, who.principal, grading_id, reopen=False)
+        except Conflict as exc:
+            note = f"Being reviewed by someone else: {exc}"
     context = await _blind_context(services, who, grading_id)
     walk = carried_walk(request.query_params)
     return page("label.html", who, claim_note=note, walk=walk, sent={}, **context)
@@ -107,28 +109,37 @@ async def label_submit(
     """Store the labels, then on to the page showing them beside the judge's answers
     (303). Refused (the pass became held since the form was shown, or these labels were
     given already): the form again, status 409, with the answers as sent and why they
-    were not saved."""
+    were not saved. Sent wrong (an answer other than yes or no, a verdict other than pass,
+    fail or none, no answer nor verdict, a question the rubric lacks): the form again,
+    status 422, naming the field; nothing is stored and the review stays open."""
     walk = carried_walk(data)
-    answers = {
-        key.removeprefix("q-"): value == "yes"
-        for key, value in data.items()
-        if key.startswith("q-") and value in ("yes", "no")
-    }
-    verdict = data.get("verdict") if data.get("verdict") in ("pass", "fail") else None
     try:
-        await label_grading(
-            services,
-            who.principal,
-            grading_id,
-            answers=answers,
-            verdict=cast(Literal["pass", "fail"] | None, verdict),
-        )
-    except Conflict as exc:
+        answers, verdict = _labels_sent(data)
+        await label_grading(services, who.principal, grading_id, answers=answers, verdict=verdict)
+    except (InvalidReview, Conflict) as exc:
+        status = 422 if isinstance(exc, InvalidReview) else 409
         context = await _blind_context(services, who, grading_id)
         return page(
-            "label.html", who, status_code=409, refused=str(exc), walk=walk, sent=data, **context
+            "label.html", who, status_code=status, refused=str(exc), walk=walk, sent=data, **context
         )
     return Redirect(_label_path(grading_id, walk, saved=True), status_code=303)
+
+
+def _labels_sent(data: dict[str, str]) -> tuple[dict[str, bool], Literal["pass", "fail"] | None]:
+    """The answers (``q-<question id>``: ``yes`` or ``no``) and the verdict (``pass``,
+    ``fail``, or empty for none) the form sent; :class:`InvalidReview` naming the first
+    field that holds anything else, so nothing of a form sent wrong is stored."""
+    answers: dict[str, bool] = {}
+    for key, value in data.items():
+        if key.startswith("q-"):
+            question_id = key.removeprefix("q-")
+            if value not in ("yes", "no"):
+                raise InvalidReview(f"{question_id} takes yes or no", field=key)
+            answers[question_id] = value == "yes"
+    verdict = data.get("verdict") or None
+    if verdict not in (None, "pass", "fail"):
+        raise InvalidReview("the verdict takes pass, fail or none", field="verdict")
+    return answers, cast(Literal["pass", "fail"] | None, verdict)
 
 
 @get(

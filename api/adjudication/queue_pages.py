@@ -27,6 +27,7 @@ from api.adjudication.use_cases import (
     skip_review,
     walk_step,
 )
+from api.http.same_origin import foreign_page
 from api.service.schemas import GradingPublic
 from api.service.services import Services
 from api.web.pages import page
@@ -36,6 +37,7 @@ from judge.review_reasons import ReviewReason
 __all__ = [
     "assign_from_page",
     "carried_walk",
+    "claim_withheld",
     "finish_from_page",
     "home",
     "next_item",
@@ -115,6 +117,17 @@ def carried_walk(params: Mapping[str, str]) -> dict[str, str]:
     """The walk (the ``q.`` parameters of :func:`walk_query`) that a page's address or a
     form sent from it carried, to carry on to the page that comes next."""
     return {k: v for k, v in params.items() if k.startswith("q.")}
+
+
+def claim_withheld(request: Request[Any, Any, Any]) -> str:
+    """Why opening a page neither claims nor gives back an item: it was opened from a page
+    of another origin, as the browser says (:func:`api.http.same_origin.foreign_page`,
+    the judgment the workbench's forms pass), which must not claim items in the
+    signed-in adjudicator's name. Empty when this origin's page or the user opened it."""
+    sender = foreign_page(request)
+    if sender is None:
+        return ""
+    return f"Opened from {sender}: not claimed. Open it from the queue to claim it."
 
 
 def _snippet(diagnosis: str) -> str:
@@ -199,8 +212,9 @@ async def next_item(
     far down the queue and however the items before it moved meanwhile: a skipped item
     is not visited again in the same pass, and when the item has left the queue
     (finished) the one behind it comes next. An item walked past while still queued is
-    given back (its claim released), so others may take it at once. At the end: the
-    queue, saying so."""
+    given back (its claim released), so others may take it at once; not when a page of
+    another origin sent the request (:func:`claim_withheld`). At the end: the queue,
+    saying so."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params, "q.")
     try:
@@ -210,7 +224,8 @@ async def next_item(
     step, passed = await walk_step(
         services, who.principal, _queue_filter(who, filters), key=params.get("q.key"), after=after
     )
-    if passed and after is not None:  # walked past, not finished: give it back
+    # walked past, not finished: give it back (unless another origin's page sent us here)
+    if passed and after is not None and not claim_withheld(request):
         await release_review(services, who.principal, after)
     if step is not None:
         query = walk_query(filters, step.key, seen + 1, step.left)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import IDS, scripted_judge
 from tests.web.conftest import sign_in
@@ -102,9 +104,13 @@ async def test_blind_labels_show_the_judge_only_after_saving(api_client: Any, to
         assert "the judge&#39;s own quoted words" not in form and "judge:" not in form
         assert 'name="q-D1-Q1" value="yes"' in form
         answers = {f"q-{q}": "yes" for q in IDS}
-        saved = await c.post(f"/gradings/{grading_id}/label", data={"_csrf": csrf, **answers})
+        blank = {"verdict": ""}  # the verdict select's blank option: no verdict
+        saved = await c.post(
+            f"/gradings/{grading_id}/label", data={"_csrf": csrf, **answers, **blank}
+        )
         assert saved.status_code == 200, saved.text
         assert "<strong>3</strong> disagreements with the judge" in saved.text
+        assert "yours:" not in saved.text
         again = await c.post(f"/gradings/{grading_id}/label", data={"_csrf": csrf, **answers})
         assert again.status_code == 409  # once per human and grading
 
@@ -144,6 +150,35 @@ async def test_saved_blind_labels_are_a_page_a_refresh_reads_without_sending_the
         history = (await c.get(f"/v1/gradings/{grading_id}/history", headers=ada)).json()
         kinds = [e.get("kind") or e.get("event") for e in history["events"]]
         assert kinds.count("review.labelled") == 1
+
+
+@pytest.mark.parametrize(
+    ("wrong", "field"),
+    [({"q-D1-Q1": "maybe"}, "D1-Q1"), ({"verdict": "passs"}, "verdict")],
+    ids=["answer", "verdict"],
+)
+async def test_blind_labels_sent_wrong_are_refused_naming_the_field_and_nothing_is_stored(
+    api_client: Any, tokens: Any, wrong: dict[str, str], field: str
+) -> None:
+    """An answer other than yes or no, or a verdict other than pass, fail or none, is
+    refused (422): the form again, naming the field, with the answers as sent; no label is
+    stored and the item stays in the queue, to label again."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    reply = sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")
+    async with api_client(**scripted_judge(reply)) as c:
+        grading_id = await _submit(c, agent, DIAGNOSIS, "alpha")
+        csrf = await sign_in(c, ada)
+        sent = {"_csrf": csrf, **{f"q-{q}": "yes" for q in IDS}, "verdict": "pass", **wrong}
+        refused = await c.post(f"/gradings/{grading_id}/label", data=sent, follow_redirects=False)
+        assert refused.status_code == 422, (refused.status_code, refused.headers)
+        why = refused.text.split('data-testid="labels-refused"', 1)[1].split("</section>", 1)[0]
+        assert field in why
+        assert 'name="q-D2-Q1" value="yes" required checked' in refused.text
+        history = (await c.get(f"/v1/gradings/{grading_id}/history", headers=ada)).json()
+        kinds = [e.get("kind") or e.get("event") for e in history["events"]]
+        assert "review.labelled" not in kinds and "review.done" not in kinds
+        queue = (await c.get("/v1/review-queue", headers=ada)).json()["items"]
+        assert grading_id in [i["grading"]["id"] for i in queue]
 
 
 async def test_a_held_pass_takes_no_blind_labels_and_keeps_the_answers_refused(
@@ -304,6 +339,44 @@ async def test_walking_past_an_item_gives_its_claim_back_at_once(
         kinds = [e.get("kind") or e.get("event") for e in history["events"]]
         assert "review.released" in kinds
         assert first in made
+
+
+#: what a browser sends with a request a page of the same site but another origin (a
+#: sibling host, another port of this host) made: the SameSite=Strict cookie goes along
+FOREIGN_PAGE = {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "no-cors"}
+
+
+async def test_a_page_of_another_origin_neither_claims_nor_gives_back_items(
+    api_client: Any, tokens: Any
+) -> None:
+    """What a page of another origin makes a signed-in adjudicator's browser open (an
+    item's page with ``claim=true``, its blind-label page, "Next" past an item) is shown,
+    saying it was not claimed, but claims nothing and gives no claim back: the others
+    see every item as they did before."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    bob = await tokens("adjudicator", "Bob")
+    replies = [sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")] * 2
+    async with api_client(**scripted_judge(*replies)) as c:
+        made = [await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta") for n in range(2)]
+        await sign_in(c, ada)
+        for url in (f"/gradings/{made[0]}?claim=true", f"/gradings/{made[1]}/label"):
+            opened = await c.get(url, headers=FOREIGN_PAGE)
+            assert opened.status_code == 200, (url, opened.status_code)
+            assert "not claimed" in opened.text, url
+        queue = (await c.get("/v1/review-queue?agent=beta", headers=bob)).json()["items"]
+        assert [(i["grading"]["id"] in made, i["claimed_by"]) for i in queue] == [(True, None)] * 2
+
+        walk = await c.get("/queue/next?q.agent=beta", follow_redirects=False)
+        first_url = walk.headers["location"]
+        first = first_url.split("/gradings/", 1)[1].split("?", 1)[0]
+        page = (await c.get(first_url)).text  # Ada's own click: claimed
+        assert "You are reviewing this grading (Ada)" in page
+        link = page.split('data-testid="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+        await c.get(link.replace("&amp;", "&"), headers=FOREIGN_PAGE, follow_redirects=False)
+        queue = (await c.get("/v1/review-queue?agent=beta", headers=bob)).json()["items"]
+        assert first not in [i["grading"]["id"] for i in queue]  # still Ada's
+        history = (await c.get(f"/v1/gradings/{first}/history", headers=ada)).json()
+        assert "review.released" not in [e.get("kind") or e.get("event") for e in history["events"]]
 
 
 async def test_done_next_opens_the_item_behind_though_one_before_it_left_the_queue(
