@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from litestar.testing import AsyncTestClient
-
 from judge.backends.scripted import ScriptedBackend
+from tests.support.app_client import AppClient
 from tests.support.judge_server import sregym_reply
 from tests.support.regrades import shadow_regrade
 from tests.support.submissions import IDS, graded, scripted_judge
@@ -28,7 +27,7 @@ def _two_judges(first: str, second: str) -> dict[str, Any]:
     return settings
 
 
-async def _shadow_of(c: AsyncTestClient[Any], grading_id: str, admin: dict[str, str]) -> str:
+async def _shadow_of(c: AppClient, grading_id: str, admin: dict[str, str]) -> str:
     """Regrade everything in shadow with the second judge; the shadow's id."""
     await shadow_regrade(c, admin, OTHER)
     page = (await c.get(f"/gradings/{grading_id}")).text

@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
@@ -19,6 +18,7 @@ from judge.backends.scripted import ScriptedBackend
 from judge.retry import RetryPolicy
 from storage import Store
 from storage.keys import ServiceKey
+from tests.support.app_client import AppClient
 
 DEFAULT_SPEC = "scripted:pass"
 
@@ -53,7 +53,7 @@ def api_client(database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatc
         backends: dict[str, JudgeBackend] | None = None,
         start_workers: bool = True,
         **overrides: Any,
-    ) -> AsyncIterator[AsyncTestClient[Any]]:
+    ) -> AsyncIterator[AppClient]:
         values: dict[str, Any] = {
             "database_url": database_url,
             "judge": DEFAULT_SPEC,
@@ -76,7 +76,7 @@ def api_client(database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatc
         if settings.judge not in injected and settings.judge.startswith("scripted:"):
             injected[settings.judge] = ScriptedBackend.for_mode(settings.judge.split(":", 1)[1])
         app = create_app(settings, engine=engine, backends=injected, start_workers=start_workers)
-        async with AsyncTestClient(app, timeout=30) as client:
+        async with AppClient(app, timeout=30) as client:
             yield client
 
     return make

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 from sre_judge_client import models
 
 from api.http.app import create_app
 from api.service.settings import Settings
+from tests.support.app_client import AppClient
 
 #: server schema name -> client model
 PAIRS = {
@@ -66,7 +66,7 @@ async def openapi(database_url: str, engine: Engine) -> dict[str, Any]:
     """The server's OpenAPI document as ``/schema/openapi.json`` serves it."""
     settings = Settings(database_url=database_url, judge="scripted:pass")
     app = create_app(settings, engine=engine, start_workers=False)
-    async with AsyncTestClient(app) as client:
+    async with AppClient(app) as client:
         response = await client.get("/schema/openapi.json")
     assert response.status_code == 200
     return dict(response.json())

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import respx
-from litestar.testing import AsyncTestClient
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import col
@@ -28,6 +27,7 @@ from judge.batch import parse_custom_id
 from storage import JudgeCallRecord, Store
 from storage.regrade.batch_tables import RegradeBatchRequestRecord, RegradeEngineRecord
 from tests.api.conftest import ClientFactory
+from tests.support.app_client import AppClient
 from tests.support.batch_api import FakeBatchAPI, chat_completion
 from tests.support.gradings import add_many
 from tests.support.in_process_cli import cli_in_process
@@ -82,7 +82,7 @@ async def _gradings(engine: Engine, n: int = ITEMS) -> None:
         await add_many(store, {"fail": 1}, diagnosis=f"checkout ran out of memory (run {i})")
 
 
-async def _finished(client: AsyncTestClient[Any], admin: dict[str, str], job_id: str) -> Any:
+async def _finished(client: AppClient, admin: dict[str, str], job_id: str) -> Any:
     for _ in range(600):
         body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=admin)).json()
         if body["state"] in ("done", "failed", "cancelled"):
@@ -116,21 +116,19 @@ def _result_line(request: dict[str, Any], text: str, *, model: str | None = None
     )
 
 
-async def _start(client: AsyncTestClient[Any], admin: dict[str, str], body: dict[str, Any]) -> Any:
+async def _start(client: AppClient, admin: dict[str, str], body: dict[str, Any]) -> Any:
     reply = await client.post("/v1/regrade-jobs", json=body, headers=admin)
     assert reply.status_code == 201, reply.text
     return reply.json()
 
 
-async def _requests(client: AsyncTestClient[Any], admin: dict[str, str], job_id: str) -> list[Any]:
+async def _requests(client: AppClient, admin: dict[str, str], job_id: str) -> list[Any]:
     reply = await client.get(f"/v1/regrade-jobs/{job_id}/batch-requests", headers=admin)
     assert reply.status_code == 200, reply.text
     return [json.loads(line) for line in reply.text.splitlines()]
 
 
-async def _post_results(
-    client: AsyncTestClient[Any], admin: dict[str, str], job_id: str, text: str
-) -> Any:
+async def _post_results(client: AppClient, admin: dict[str, str], job_id: str, text: str) -> Any:
     return await client.post(
         f"/v1/regrade-jobs/{job_id}/batch-results",
         content=text.encode(),
@@ -487,9 +485,7 @@ def _batch_service(api_client: ClientFactory, judge_server: JudgeServer) -> Any:
     return api_client(backends=_backends(judge_server), **BATCH)
 
 
-async def _start_batch(
-    client: AsyncTestClient[Any], admin: dict[str, str], judge_server: JudgeServer
-) -> Any:
+async def _start_batch(client: AppClient, admin: dict[str, str], judge_server: JudgeServer) -> Any:
     """A regrade job of every grading through the Batch API."""
     return await _start(client, admin, {"judge": _spec(judge_server), "engine": "batch"})
 

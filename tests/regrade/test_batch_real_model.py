@@ -20,13 +20,13 @@ from typing import Any
 
 import httpx
 import pytest
-from litestar.testing import AsyncTestClient
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 
 from storage import GradingRecord, JudgeCallRecord, Store
 from tests.api.conftest import ClientFactory
 from tests.api.service.real_model.shared import DIAGNOSIS, TRUTH
+from tests.support.app_client import AppClient
 from tests.support.gradings import add_many
 from tests.support.keys import session_key
 from tests.support.llama_server import LlamaServer, missing_requirements, running_llama_server
@@ -46,7 +46,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
         yield server
 
 
-async def _finished(client: AsyncTestClient[Any], admin: dict[str, str], job_id: str) -> Any:
+async def _finished(client: AppClient, admin: dict[str, str], job_id: str) -> Any:
     deadline = time.monotonic() + 1800
     while time.monotonic() < deadline:
         body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=admin)).json()

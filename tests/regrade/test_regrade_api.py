@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
@@ -24,6 +23,7 @@ from judge.verdict import Answer, GradingResult
 from storage import Claim, GradingFilter, Store
 from tests.api.conftest import ClientFactory
 from tests.storage.helpers import sregym_rubric
+from tests.support.app_client import AppClient
 from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
 from tests.support.submissions import DIAGNOSIS, TRUTH, graded
@@ -60,7 +60,7 @@ def _failing(claim: Claim) -> GradingResult:
     )  # fmt: skip
 
 
-async def _finished(client: AsyncTestClient[Any], headers: dict[str, str], job_id: str) -> Any:
+async def _finished(client: AppClient, headers: dict[str, str], job_id: str) -> Any:
     for _ in range(600):  # 30 s
         body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=headers)).json()
         if body["state"] in ("done", "failed", "cancelled"):
@@ -69,9 +69,7 @@ async def _finished(client: AsyncTestClient[Any], headers: dict[str, str], job_i
     raise AssertionError(f"job still {body['state']}: {body}")
 
 
-async def _assert_flips(
-    client: AsyncTestClient[Any], admin: dict[str, str], job_id: str, passes: int
-) -> None:
+async def _assert_flips(client: AppClient, admin: dict[str, str], job_id: str, passes: int) -> None:
     """The flips of a job that failed every one of the 42 imported runs, as JSON and CSV."""
     flips = (await client.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
     assert flips["compared"] == 42

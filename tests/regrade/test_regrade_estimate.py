@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 
 from judge.backends.scripted import ScriptedBackend, _diagnosis_of
 from judge.calls import JudgeRequest
 from tests.api.conftest import ClientFactory
 from tests.regrade.test_regrade_api import MEMBERS, _finished, _members
+from tests.support.app_client import AppClient
 
 #: the engine matters here (the dry run's counts are SQL)
 pytestmark = pytest.mark.postgres
@@ -46,7 +46,7 @@ class CompactPass(ScriptedBackend):
         return json.dumps(reply)
 
 
-async def _submit(client: AsyncTestClient[Any], headers: dict[str, str], diagnoses: Any) -> None:
+async def _submit(client: AppClient, headers: dict[str, str], diagnoses: Any) -> None:
     for diagnosis in diagnoses:
         body = {"diagnosis": diagnosis, "ground_truth": TRUTH}
         sent = await client.post("/v1/submissions", params={"wait": 10}, json=body, headers=headers)

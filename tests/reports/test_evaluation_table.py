@@ -9,13 +9,13 @@ import io
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 
 from api.reports import evaluation
 from api.reports.evaluation import evaluation_table
 from api.reports.filters import ReportFilter
 from judge.backends.scripted import ScriptedBackend
 from storage import Store
+from tests.support.app_client import AppClient
 from tests.support.gradings import add_grading
 from tests.support.judge_server import sregym_reply
 from tests.support.regrades import shadow_regrade
@@ -39,7 +39,7 @@ def _judges() -> dict[str, Any]:
 
 
 async def _three_attempts_two_judges(
-    c: AsyncTestClient[Any], agent: dict[str, str], admin: dict[str, str]
+    c: AppClient, agent: dict[str, str], admin: dict[str, str]
 ) -> list[str]:
     ids = []
     for n in range(3):

@@ -5,20 +5,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from litestar.testing import AsyncTestClient
+from tests.support.app_client import AppClient
 
 __all__ = ["promote_regrade", "shadow_regrade"]
 
 
 async def shadow_regrade(
-    client: AsyncTestClient[Any], admin: dict[str, str], judge: str, *, seconds: float = 5
+    client: AppClient, admin: dict[str, str], judge: str, *, seconds: float = 5
 ) -> dict[str, Any]:
     """Regrade every current grading in shadow with ``judge``; the job once it is done."""
     return await _regrade(client, admin, judge, "shadow", seconds)
 
 
 async def promote_regrade(
-    client: AsyncTestClient[Any], admin: dict[str, str], judge: str, *, seconds: float = 5
+    client: AppClient, admin: dict[str, str], judge: str, *, seconds: float = 5
 ) -> dict[str, Any]:
     """Regrade every current grading with ``judge`` and promote the new gradings (they
     supersede the current ones); the job once it is done."""
@@ -26,7 +26,7 @@ async def promote_regrade(
 
 
 async def _regrade(
-    client: AsyncTestClient[Any], admin: dict[str, str], judge: str, mode: str, seconds: float
+    client: AppClient, admin: dict[str, str], judge: str, mode: str, seconds: float
 ) -> dict[str, Any]:
     job = await client.post("/v1/regrade-jobs", json={"judge": judge, "mode": mode}, headers=admin)
     assert job.status_code == 201, job.text

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from litestar.testing import AsyncTestClient
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from judge.backends.scripted import ScriptedBackend
 from storage import SubmissionRecord
+from tests.support.app_client import AppClient
 
 __all__ = [
     "DIAGNOSIS",
@@ -40,7 +40,7 @@ def scripted_judge(*replies: str) -> dict[str, Any]:
 
 
 async def graded(
-    client: AsyncTestClient[Any], headers: dict[str, str], diagnosis: str = DIAGNOSIS
+    client: AppClient, headers: dict[str, str], diagnosis: str = DIAGNOSIS
 ) -> dict[str, Any]:
     """Submit ``diagnosis`` against ``TRUTH`` and wait for its grading (201)."""
     response = await client.post(
@@ -52,9 +52,7 @@ async def graded(
     return dict(response.json())
 
 
-async def first_set(
-    client: AsyncTestClient[Any], location: str, headers: dict[str, str], field: str
-) -> Any:
+async def first_set(client: AppClient, location: str, headers: dict[str, str], field: str) -> Any:
     """The grading once ``field`` is set (polling for up to five seconds)."""
     for _ in range(100):
         grading = (await client.get(location, headers=headers)).json()

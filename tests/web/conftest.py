@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from litestar.testing import AsyncTestClient
 
 from tests.api.conftest import api_client, tokens
+from tests.support.app_client import AppClient
 
 __all__ = ["api_client", "csrf_of", "sign_in", "tokens"]
 
@@ -21,7 +19,7 @@ def csrf_of(html: str) -> str:
     return match.group(1)
 
 
-async def sign_in(client: AsyncTestClient[Any], headers: dict[str, str]) -> str:
+async def sign_in(client: AppClient, headers: dict[str, str]) -> str:
     """Sign ``client`` in with the token of ``headers``; returns the session's CSRF token."""
     form = await client.get("/login")
     token = headers["Authorization"].split(" ", 1)[1]

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import Engine
 
@@ -19,6 +18,7 @@ from judge.backends.scripted import ScriptedBackend
 from storage import Store
 from tests.api.conftest import ClientFactory
 from tests.storage.helpers import graded_result, sregym_rubric, unscored_result
+from tests.support.app_client import AppClient
 from tests.support.gradings import add_many
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.keys import session_key
@@ -66,7 +66,7 @@ def _judge_by_tag() -> Callable[[dict[str, Any]], str]:
     return answer
 
 
-async def _submit_tagged(client: AsyncTestClient[Any], headers: dict[str, str]) -> None:
+async def _submit_tagged(client: AppClient, headers: dict[str, str]) -> None:
     """Five tagged submissions and one idempotent replay, each waited on until graded."""
     sent = [
         ("#pass", None),

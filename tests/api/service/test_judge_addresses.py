@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
@@ -18,6 +17,7 @@ from api.service.settings import Settings
 from api.service.visibility import _without_addresses
 from judge.backends.ollama import OllamaBackend
 from judge.backends.scripted import ScriptedBackend
+from tests.support.app_client import AppClient
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ async def test_serve_announces_a_judge_spec_written_with_a_trailing_blank(
     judge = {spec.strip(): ScriptedBackend.for_mode("pass")}
     app = create_app(settings, engine=engine, backends=judge, start_workers=False)
     announce_judge_on_start(app)
-    async with AsyncTestClient(app, timeout=30) as client:
+    async with AppClient(app, timeout=30) as client:
         assert (await client.get("/healthz")).status_code == 200
 
 
