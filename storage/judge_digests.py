@@ -3,7 +3,9 @@
 A row is written when a judge's digest (``judge.identity``) differs from the latest one
 stored for its name (``backend:model``, as qualifications name it); when it replaces
 another, that is a change of judge: the row says so (``changed``) and the transaction
-audits ``judge.changed`` (announced to webhooks). Rows are never updated.
+audits ``judge.changed`` (announced to webhooks). Rows are never updated. A name's
+digests are learned under its named lock, so processes learning the same change at once
+record it once.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from sqlalchemy import Index, String, select
 from sqlalchemy.orm import Session
 from sqlmodel import Field, SQLModel, col
 
-from storage.database import Database
+from storage.database import Database, hold_named_lock
 from storage.tables import _created
 
 __all__ = ["JudgeDigestRecord", "JudgeDigestRepository"]
@@ -54,9 +56,13 @@ class JudgeDigestRepository:
 
     async def learn(self, judge_spec: str, digest: str, *, actor: str) -> JudgeDigestRecord | None:
         """Store ``digest`` if it is not the latest stored for ``judge_spec``; the new row
-        (``changed`` when it replaced another, audited as ``judge.changed``), or None."""
+        (``changed`` when it replaced another, audited as ``judge.changed``), or None.
+
+        The latest digest is read under ``judge_spec``'s digest lock, so of processes
+        learning the same digest together one stores it and the others find it stored."""
 
         def work(session: Session) -> JudgeDigestRecord | None:
+            hold_named_lock(session, "judge_digest", judge_spec)
             latest = _latest(session, judge_spec)
             if latest is not None and latest.digest == digest:
                 return None

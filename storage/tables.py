@@ -406,7 +406,8 @@ class AuditRecord(SQLModel, table=True):
     created_at: datetime = _created()
     event: str = Field(sa_type=String(64))
     entity_type: str = Field(sa_type=String(32))
-    entity_id: str = Field(sa_type=String(160), index=True)
+    #: as wide as a judge's name (``judge_spec``): judge events name their judge here
+    entity_id: str = Field(sa_type=String(512), index=True)
     actor: str = Field(sa_type=String(128))
     payload: dict[str, Any] = _json(dict)
     prev_hash: str = Field(sa_type=String(64))

@@ -330,6 +330,24 @@ async def test_no_run_makes_more_judge_calls_than_its_budget(api_client: Any, to
         assert bad.status_code in (400, 422)
 
 
+#: a model name the spec grammar accepts (at most 256 characters), as a llama.cpp or
+#: vLLM server lists a model under its file's path
+LONG_MODEL = "/models/" + "huggingface-cache/" * 9 + "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+
+async def test_a_judge_with_a_long_model_name_is_measured(api_client: Any, tokens: Any) -> None:
+    """A judge named by a model file's path (over 160 characters with its backend) has
+    its canary run stored and audited like any other."""
+    spec = f"openai:{LONG_MODEL}@http://127.0.0.1:9/v1"
+    assert len(f"openai:{LONG_MODEL}") > 160 and len(LONG_MODEL) <= 256
+    judge = ScriptedBackend(model="pass")
+    async with api_client(judge=spec, backends={spec: judge}, canary_budget=3) as client:
+        admin = await tokens("admin")
+        response = await client.post("/v1/judges/canary", json={}, headers=admin)
+    assert response.status_code == 201, response.text[:500]
+    assert response.json()["judge"] == f"openai:{LONG_MODEL}"
+
+
 def test_the_command_runs_the_canary_and_lists_its_runs(database_url: str, engine: Engine) -> None:
     del engine  # migrated
     env = {"NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": database_url,

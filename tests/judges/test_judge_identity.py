@@ -12,19 +12,30 @@ reports no digest has its cached replies reused only under
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
 import pytest
 import respx
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+from sqlmodel import col
 
+import storage.judge_digests as judge_digests
+from api.judges.identity import record_digest
+from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends import OllamaBackend, OpenAIBackend, ScriptedBackend
 from judge.cache import FINGERPRINT, DigestKeyedCache, MemoryJudgeCache
 from judge.calls import Completion
-from judge.identity import DigestTracker
+from judge.identity import DigestChange, DigestTracker
 from storage import Store
+from storage.engine import make_engine
+from storage.judge_digests import JudgeDigestRecord
+from storage.keys import ServiceKey
+from storage.tables import AuditRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.keys import session_key
@@ -289,3 +300,62 @@ async def test_reports_tell_apart_the_models_behind_one_name(api_client: Any, to
     found = {(g["key"]["judge"], g["key"]["judge_digest"]): g["n"] for g in report["groups"]}
     assert found == {("ollama:m", "abc123"): 2, ("ollama:m", "def456"): 1}
     assert [(g["key"]["judge"], g["n"]) for g in by_name["groups"]] == [("ollama:m", 3)]
+
+
+async def test_a_model_change_behind_a_long_judge_name_is_recorded(
+    engine: Engine, database_url: str
+) -> None:
+    """A judge named by a model file's path (a model name of up to 256 characters) has
+    its model change recorded, so qualification holds it against the new model."""
+    model = "/models/" + "huggingface-cache/" * 9 + "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    url = "http://127.0.0.1:9/v1"
+    spec = f"openai:{model}@{url}"
+    settings = Settings(judge=spec, database_url=database_url)
+    backend = ScriptedBackend(model="pass")
+    async with Runtime(settings, engine=engine, backends={spec: backend}) as runtime:
+        services = runtime.services
+        first = DigestChange("openai", model, url, None, "models:sha256:aaa")
+        second = DigestChange("openai", model, url, "models:sha256:aaa", "models:sha256:bbb")
+        assert await record_digest(services, first) is not None
+        changed = await record_digest(services, second)
+        current = await services.store.judge_digests.current(f"openai:{model}")
+    assert changed is not None and changed.changed
+    assert current is not None and current.digest == "models:sha256:bbb"
+
+
+def _count(engine: Engine, query: Any) -> int:
+    with Session(engine) as session:
+        return int(session.execute(query).scalar_one())
+
+
+async def test_a_change_learned_by_two_processes_at_once_is_recorded_once(
+    engine: Engine, database_url: str, service_key: ServiceKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Processes that learn the same new model behind a judge's name together (``serve
+    --processes 2``, an extra ``sre-judge worker``) record one change: one row replacing
+    the old digest and one ``judge.changed`` event for webhooks."""
+    name = "openai:judge-model"
+    first = Store(engine, key=service_key)
+    await first.judge_digests.learn(name, "models:sha256:old", actor="service")
+    other_engine = make_engine(database_url)  # the other process's own connections
+    second = Store(other_engine, key=service_key)
+    latest = judge_digests._latest
+
+    def slow_latest(session: Session, judge_spec: str) -> JudgeDigestRecord | None:
+        found = latest(session, judge_spec)
+        time.sleep(0.3)  # both would have read the old digest before either writes
+        return found
+
+    monkeypatch.setattr(judge_digests, "_latest", slow_latest)
+    try:
+        await asyncio.gather(
+            first.judge_digests.learn(name, "models:sha256:new", actor="service"),
+            second.judge_digests.learn(name, "models:sha256:new", actor="service"),
+        )
+    finally:
+        other_engine.dispose()
+    changes = select(func.count()).where(
+        col(JudgeDigestRecord.judge_spec) == name, col(JudgeDigestRecord.changed).is_(True)
+    )
+    events = select(func.count()).where(col(AuditRecord.event) == "judge.changed")
+    assert (_count(engine, changes), _count(engine, events)) == (1, 1)

@@ -493,3 +493,25 @@ async def test_0034_starts_the_give_up_clock_of_deliveries_tried_before_at_their
     kept = _rows_after_downgrade(database_url, "0033", "SELECT seq FROM webhook_delivery")
     assert sorted(seq for (seq,) in kept) == [1, 2, 3]
     await upgrade(database_url)
+
+
+async def test_0035_keeps_events_naming_a_long_judge_and_a_downgrade_refuses_to_cut_them(
+    database_url: str,
+) -> None:
+    """After 0035 an audit event names a judge of a 256-character model (``judge.changed``
+    here), on PostgreSQL too; a downgrade to a log that cannot hold the name is refused
+    and leaves the database as it was (the audit chain covers the name: it is not cut)."""
+    from storage import Store
+
+    judge = "openai:" + "m" * 256
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine, key=session_key())
+    await store.judge_digests.learn(judge, "models:sha256:aaa", actor="service")
+    changed = await store.judge_digests.learn(judge, "models:sha256:bbb", actor="service")
+    engine.dispose()
+    assert changed is not None and changed.changed
+
+    with pytest.raises(RuntimeError, match="1 of its events name an entity longer than 160"):
+        _rows_after_downgrade(database_url, "0034", "SELECT 1")
+    assert await current_revision(database_url) == head_revision()
