@@ -132,13 +132,24 @@ def parse_panel(text: str) -> list[str]:
 
     Members are told apart by their parsed specs, so one judge spelled two ways (its
     backend in capitals, a trailing ``/`` on its URL, a blank before its model) is
-    listed twice and refused: it would vote twice."""
+    listed twice and refused: it would vote twice. Two members of one ``backend:model``
+    at different addresses are refused too: a judge's qualification, digest and canary
+    schedule are kept under its name without its address (:func:`judge_identity`), so
+    the two would share them and could not be told apart."""
     specs = [part.strip() for part in text.split(",") if part.strip()]
     if not specs:
         raise JudgeSpecError(f"a panel lists at least one judge spec; {SPEC_FORMS}")
     parsed = [parse_judge_spec(spec) for spec in specs]
     if len(set(parsed)) != len(parsed):
         raise JudgeSpecError("a panel lists each judge once")
+    names = [judge_identity(spec) for spec in specs]
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        raise JudgeSpecError(
+            f"a panel lists each backend:model once: {repeated} is listed at two "
+            "addresses, and its qualification, model digest and canary schedule, kept "
+            "under that name, cannot tell them apart"
+        )
     if len(panel_model(specs)) > MAX_MODEL_CHARACTERS:  # what its gradings record as model
         raise JudgeSpecError(
             f"a panel's member specs hold at most {MAX_MODEL_CHARACTERS} characters together"

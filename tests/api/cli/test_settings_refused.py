@@ -105,6 +105,15 @@ def test_a_panel_of_no_judge_is_refused_not_read_as_no_panel(value: str) -> None
     assert "SRE_JUDGE_PANEL" in refused.stderr and "at least one" in refused.stderr
 
 
+def test_a_panel_listing_one_model_at_two_addresses_is_refused_at_start() -> None:
+    """Two members of one ``backend:model`` at two servers would share the qualification,
+    model digest and canary schedule kept under that name, so the second would never be
+    measured: the start is refused in one line naming the variable and the judge."""
+    panel = "openai:local@http://127.0.0.1:9/v1,openai:local@http://127.0.0.2:9/v1"
+    line = _refusal(_config_show({"SRE_JUDGE_PANEL": panel}))
+    assert "SRE_JUDGE_PANEL" in line and "openai:local is listed at two addresses" in line, line
+
+
 # infinite / out-of-datetime-range durations are accepted; every claim then fails
 #    (storage/queue.py: now + timedelta(seconds=inf) -> OverflowError, logged forever)
 @pytest.mark.parametrize(
