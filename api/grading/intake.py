@@ -238,6 +238,7 @@ async def wait_for_grading(
             if event.is_set():  # woken, yet still pending (deferred): wait for the next end
                 event = services.waiters.event_for(grading_id)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=max(0, min(remaining, _POLL_SECONDS)))
+                async with asyncio.timeout(max(0, min(remaining, _POLL_SECONDS))):
+                    await event.wait()
     finally:
         services.waiters.forget(grading_id)

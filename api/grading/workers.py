@@ -30,6 +30,7 @@ from api.grading.confirmation import confirmed
 from api.grading.group_commit import GroupCommit
 from api.grading.judge_moves import follow_on_claim
 from api.grading.regrade_fast import FastRegrade
+from api.service.background import cancel_and_wait
 from api.service.judging import (
     RETRY_LATER,
     build_grader,
@@ -200,21 +201,17 @@ class GradingWorkers:
     async def _settle(task: asyncio.Task[None], deadline: float) -> None:
         """Wait for the dispatcher to see the flag and return; cancel it past the deadline."""
         wait = max(0.1, deadline - time.monotonic())
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(task), timeout=wait)
-        if not task.done():
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await asyncio.wait({task}, timeout=wait)
+        await cancel_and_wait(task)
 
     async def _release(self, grading_id: str) -> bool:
         """Give a grading back unfinished (shutdown, ``give_back``); whether it was leased here."""
         with bind_log_context(grading_id=grading_id):
             try:
-                released = await asyncio.wait_for(
-                    self.services.store.queue.release_lease(grading_id, self.worker_id),
-                    timeout=10,
-                )
+                async with asyncio.timeout(10):
+                    released = await self.services.store.queue.release_lease(
+                        grading_id, self.worker_id
+                    )
             except Exception:
                 log.exception("releasing the lease failed; it will expire")
                 return False
@@ -262,7 +259,8 @@ class GradingWorkers:
             if self._due:  # wake when a deferral of this process is due
                 timeout = max(0.0, min(timeout, self._due[0] - now))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=timeout)
+                async with asyncio.timeout(timeout):
+                    await wake.wait()
 
     def _deferred_until(self, retry_at: datetime) -> None:
         """Note that a grading this process deferred is due again at ``retry_at``."""

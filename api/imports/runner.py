@@ -118,4 +118,5 @@ class ImportRunner(BackgroundTask):
             except Exception:
                 log.exception("the import runner could not claim a job; retrying")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=self._poll)
+                async with asyncio.timeout(self._poll):
+                    await wake.wait()

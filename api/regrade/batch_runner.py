@@ -60,4 +60,5 @@ class BatchRunner(BackgroundTask):
             except Exception:
                 log.exception("the regrade batch runner failed a round; retrying")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=self._poll)
+                async with asyncio.timeout(self._poll):
+                    await wake.wait()

@@ -5,9 +5,31 @@ canary, the audit checkpoints each are one)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
+from typing import Any
 
-__all__ = ["BackgroundTask"]
+__all__ = ["BackgroundTask", "cancel_and_wait"]
+
+
+#: how long a stop waits for a cancelled task before cancelling it again
+RECANCEL_SECONDS = 1.0
+
+
+async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and wait until it ended; what it raised besides its cancellation
+    is raised here, and a cancellation of the caller is the caller's own.
+
+    While the task runs on, it is cancelled again every :data:`RECANCEL_SECONDS`: a
+    cancellation can be lost on its way (CPython 3.11's ``asyncio.wait_for`` returns
+    the result of a wait that completes as the cancellation arrives, and a library may
+    do the same), and a stop that waited for a lost one would wait for ever.
+    """
+    task.cancel()
+    while not task.done():
+        await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
+        if not task.done():
+            task.cancel()
+    if not task.cancelled():
+        task.result()
 
 
 class BackgroundTask:
@@ -32,9 +54,7 @@ class BackgroundTask:
         """Cancel the task and wait until it ended (nothing when it was not started)."""
         if self._task is None:
             return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await cancel_and_wait(self._task)
         self._task = None
 
     async def _loop(self) -> None:

@@ -78,7 +78,8 @@ async def _probe(services: Services, spec: str, *, addresses: bool = True) -> di
     health = pool.health.get(spec)
     if health is None or health.at is None or datetime.now(UTC) - health.at > PROBE_TTL:
         try:
-            await asyncio.wait_for(pool.get(spec).probe(), timeout=5)
+            async with asyncio.timeout(5):
+                await pool.get(spec).probe()
             pool.record(spec, ok=True)
         except (JudgeCallError, TimeoutError) as exc:
             failure = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
@@ -98,7 +99,8 @@ async def _identity(services: Services, spec: str) -> dict[str, Any]:
     """
     pool = services.backends
     try:
-        digest = await asyncio.wait_for(pool.digests.current(pool.get(spec)), timeout=5)
+        async with asyncio.timeout(5):
+            digest = await pool.digests.current(pool.get(spec))
     except (JudgeSpecError, TimeoutError):
         digest = None
     try:

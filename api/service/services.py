@@ -197,7 +197,8 @@ class BackendPool:
             for call in self.calls_of(member, calls):
                 if call.completion is not None and not call.cached:
                     self.digests.observe(backend, call.completion.fingerprint)
-            await asyncio.wait_for(self.digests.current(backend), timeout=10)
+            async with asyncio.timeout(10):
+                await self.digests.current(backend)
 
     def digest_of(self, judge_spec: str) -> str | None:
         """The digest of the model behind ``judge_spec`` as last seen (a panel: its

@@ -29,7 +29,6 @@ to the hour.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import random
@@ -41,6 +40,7 @@ from datetime import datetime, timedelta
 import httpx
 from standardwebhooks.webhooks import Webhook
 
+from api.service.background import cancel_and_wait
 from api.service.errors import InvalidRequest
 from api.service.settings import Settings
 from api.webhooks.outbox import on_committed
@@ -155,9 +155,7 @@ class WebhookDelivery:
             self._stop_listening = None
         try:
             if self._task is not None:
-                self._task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._task
+                await cancel_and_wait(self._task)
             lanes = list(self._lanes.values())
             if lanes:
                 grace = self._settings.webhook_timeout_seconds + 2
@@ -180,7 +178,8 @@ class WebhookDelivery:
             except Exception:  # the database away for a moment: try again later
                 _log.exception("webhook dispatch failed")
             try:
-                await asyncio.wait_for(self._wake.wait(), self._settings.poll_seconds)
+                async with asyncio.timeout(self._settings.poll_seconds):
+                    await self._wake.wait()
                 told = True
             except TimeoutError:
                 told = False

@@ -67,7 +67,8 @@ async def answered(
         limit = min(limit, limits.total)
     left = limit - (asyncio.get_running_loop().time() - started)
     try:
-        return await asyncio.wait_for(request, timeout=max(left, 0.001))
+        async with asyncio.timeout(max(left, 0.001)):
+            return await request
     except TimeoutError:
         what = "first" if limit == limits.first_token else "total"
         raise JudgeTimeout(_late_message(server, what, limit, limits, 0)) from None
@@ -104,7 +105,8 @@ async def paced(
             if left < limit:
                 limit, what = left, "total"
         try:
-            part = await asyncio.wait_for(anext(iterator), timeout=limit)
+            async with asyncio.timeout(limit):
+                part = await anext(iterator)
         except StopAsyncIteration:
             return
         except TimeoutError:

@@ -38,7 +38,8 @@ def _ping(engine: Engine) -> None:
 async def _database(services: NamedDependency[Services]) -> dict[str, Any]:
     try:
         # a plain thread, not a use case: a hung database must not hold the answer
-        await asyncio.wait_for(asyncio.to_thread(_ping, services.store.engine), timeout=5)
+        async with asyncio.timeout(5):
+            await asyncio.to_thread(_ping, services.store.engine)
     except Exception as exc:  # any failure means "not ready"; the reason is shown
         return {"ok": False, "reason": type(exc).__name__}
     return {"ok": True}
