@@ -2,9 +2,10 @@
 
 Only regular files are unpacked, and of them only what an import reads (``*.csv`` in any
 case, :func:`is_csv_file`, and a problems file); every name must be a relative path
-inside the archive (no absolute path, no drive, no ``..``, no backslash; a ``./`` prefix
-and the ``.`` folder that ``tar -C results .`` writes are fine), links and devices are
-refused, and the archive may hold at most :data:`MAX_MEMBERS` entries and
+inside the archive (:func:`relative_path`: no absolute path, no drive, no ``..``, no
+backslash; a ``./`` prefix and the ``.`` folder that ``tar -C results .`` writes are
+fine, and so is any other colon, as in a run folder named by its time), links and
+devices are refused, and the archive may hold at most :data:`MAX_MEMBERS` entries and
 :data:`MAX_UNPACKED_BYTES` once unpacked. The unpacked size counts every member, whether
 an import reads it or not: a tar.gz is read as one stream whose bytes are counted as they
 are decompressed, so a bomb in any member stops at the limit without the rest being
@@ -20,6 +21,7 @@ import bz2
 import gzip
 import io
 import lzma
+import re
 import struct
 import tarfile
 import zipfile
@@ -39,6 +41,7 @@ __all__ = [
     "csv_files",
     "is_csv_file",
     "problems_file",
+    "relative_path",
     "unpack_archive",
 ]
 
@@ -50,6 +53,8 @@ MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 #: a problems file at the archive's top (or under one top folder) gives the ground truths
 PROBLEMS_FILES = ("problems.jsonl", "problems.yaml", "problems.yml")
 _COPY_CHUNK = 1024 * 1024
+#: a Windows drive, the one first folder with a colon that is refused
+_DRIVE = re.compile(r"[A-Za-z]:")
 
 
 class UnsafeArchive(ValueError):
@@ -79,20 +84,25 @@ def _wanted(path: PurePosixPath) -> bool:
     return is_csv_file(path) or path.name in PROBLEMS_FILES
 
 
-def _safe_name(name: str, *, directory: bool = False) -> PurePosixPath:
-    """``name`` as a relative path inside the archive, else UnsafeArchive.
+def relative_path(name: str, *, top: bool = False) -> PurePosixPath:
+    """``name`` as a relative path inside a results folder, else UnsafeArchive: the one
+    rule for an archive's entries, an imported row's file and an export's files.
 
-    ``./`` prefixes are dropped, as ``tar czf x.tgz -C results .`` writes every name
-    with one; a directory named ``.`` (the archive's own top) has no parts and is
-    accepted as such, a file without a name is not."""
+    Refused: a backslash or NUL, an absolute path, a drive (a first folder named ``C:``),
+    ``..``, no name at all (``top``: a directory named ``.``, the archive's own top, has
+    no parts and is accepted as such). Any other colon is fine: a run folder named by its
+    time (``2025-06-01T12:00:00``) is a legal name on Linux and macOS. ``./`` prefixes
+    are dropped, as ``tar czf x.tgz -C results .`` writes every name with one."""
     if "\\" in name or "\x00" in name:
         raise UnsafeArchive(f"{name!r}: a name with a backslash or NUL")
     path = PurePosixPath(name)
-    if path.is_absolute() or (path.parts and ":" in path.parts[0]):
+    if path.is_absolute():
         raise UnsafeArchive(f"{name!r}: an absolute path")
+    if path.parts and _DRIVE.fullmatch(path.parts[0]):
+        raise UnsafeArchive(f"{name!r}: a path on a drive")
     if ".." in path.parts:
         raise UnsafeArchive(f"{name!r}: a path leaving the archive (..)")
-    if not path.parts and not directory:
+    if not path.parts and not top:
         raise UnsafeArchive(f"{name!r}: an empty name")
     return path
 
@@ -153,7 +163,7 @@ def _walk(data: bytes, kind: ArchiveKind, limit: int) -> Iterator[tuple[_Entry, 
             with zipfile.ZipFile(io.BytesIO(data)) as zipped:
                 for entry, info in _zip_entries(zipped):
                     count = _count(count)
-                    path = _safe_name(entry.name, directory=entry.directory)
+                    path = relative_path(entry.name, top=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, zipped.open(info) if wanted else None
         else:
@@ -161,7 +171,7 @@ def _walk(data: bytes, kind: ArchiveKind, limit: int) -> Iterator[tuple[_Entry, 
             with tarfile.open(fileobj=stream, mode="r|") as tar:
                 for entry, member in _tar_entries(tar):
                     count = _count(count)
-                    path = _safe_name(entry.name, directory=entry.directory)
+                    path = relative_path(entry.name, top=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, tar.extractfile(member) if wanted else None
     except (
@@ -224,7 +234,7 @@ def check_archive(data: bytes, kind: ArchiveKind, *, limit: int = MAX_UNPACKED_B
         declared += entry.size if entry.regular else 0  # every member, read or not
         if reader is not None:
             reader.close()
-            path = _safe_name(entry.name)
+            path = relative_path(entry.name)
             files += is_csv_file(path)
             if path in unpacked:
                 raise UnsafeArchive(f"{entry.name!r}: given twice")
@@ -251,7 +261,7 @@ def unpack_archive(
             if written > limit:
                 raise UnsafeArchive(f"unpacks to more than {limit} bytes")
             continue
-        destination = (root / _safe_name(entry.name)).resolve()
+        destination = (root / relative_path(entry.name)).resolve()
         if not destination.is_relative_to(root):
             raise UnsafeArchive(f"{entry.name!r}: a path leaving the archive")
         destination.parent.mkdir(parents=True, exist_ok=True)

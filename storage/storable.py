@@ -5,7 +5,8 @@ words: text with a NUL character (PostgreSQL stores none, in text or in JSON) or
 surrogate (not a character, no encoding writes it), numbers that are not finite (JSON
 has no ``inf``), integers beyond PostgreSQL's ``INTEGER`` where a column holds one,
 documents nested deeper than :data:`MAX_JSON_DEPTH`, and dates outside the years rows
-are stored in (:data:`EARLIEST` to :data:`LATEST`, also once moved to UTC).
+are stored in (from :data:`EARLIEST` up to, not including, :data:`LATEST`, also once
+moved to UTC).
 """
 
 from __future__ import annotations
@@ -131,13 +132,15 @@ def unstorable_value(value: Any, path: str = "", *, depth: int = 0) -> tuple[str
 
 
 def stored_date(value: datetime) -> datetime:
-    """``value`` in UTC (naive read as UTC); ``ValueError`` when it lies outside the
-    years rows are stored in, once moved to UTC."""
+    """``value`` in UTC (naive read as UTC); ``ValueError`` when, once moved to UTC, it
+    lies before :data:`EARLIEST` or at or after :data:`LATEST`."""
     aware = value if value.tzinfo else value.replace(tzinfo=UTC)
     try:
         moved = aware.astimezone(UTC)
     except OverflowError:  # year 1 or 9999 with an offset that leaves the calendar
         moved = None
     if moved is None or not EARLIEST <= moved < LATEST:
-        raise ValueError(f"must lie between {EARLIEST.year} and {LATEST.year} (UTC)")
+        raise ValueError(
+            f"must lie from {EARLIEST.date()} up to, not including, {LATEST.date()} (UTC)"
+        )
     return moved

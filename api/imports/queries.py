@@ -6,13 +6,18 @@ importing the same input again stores nothing twice, and an SREGym attempt met i
 several of its files is one submission (already imported after the first). A row that
 repeats an imported attempt's key (JSONL: its run, agent, model, problem and attempt)
 with other content is a conflict: left out and reported with where it was, the stored
-one kept. Rows are written in batches, one transaction each, every submission audited
-as ``submission.imported``: the batch's audit events (and those of the scenarios an
-SREGym import registers) are appended together once all its rows are written, since a
-row's foreign key locks its scenario (row locks before the audit chain's lock:
-``storage.database``). A batch the database refuses although every row passed the
-readers' checks is written again one row per transaction, so only the row to blame is
-refused and the job goes on.
+one kept; a JSONL line looks for its attempt under the attempt's named lock, so imports
+running at once store it once. Rows are written in batches, one transaction each, every
+submission audited as ``submission.imported``: the batch's audit events (and those of
+the scenarios an SREGym import registers) are appended together once all its rows are
+written, since a row's foreign key locks its scenario (row and named locks before the
+audit chain's lock: ``storage.database``). A batch the database refuses although every
+row passed the readers' checks is written again one row per transaction, so only the
+row to blame is refused and the job goes on.
+
+Why this module is long: it is the one writer of both import formats, and they share
+its batching, its row-by-row retry and its conflict rules; split, each half would need
+the other's private steps.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from judge.families import shared_family
 from judge.rubric import Rubric
 from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
-from storage.database import AuditBatch, Database
+from storage.database import AuditBatch, Database, hold_named_lock
 from storage.errors import database_fault
 from storage.imports.tables import SregymOriginalRowRecord
 from storage.scenarios import ScenarioSpec
@@ -134,9 +139,16 @@ class ImportQueries:
 
     def _same_attempt(self, session: Session, new: SubmissionRecord) -> SubmissionRecord | None:
         """An imported JSONL submission of the same attempt as ``new`` (run, agent, model,
-        scenario or ground truth, attempt); None when ``new`` names no run or attempt."""
+        scenario or ground truth, attempt); None when ``new`` names no run or attempt.
+
+        Looked up under the attempt's named lock, held until the transaction ends, so two
+        imports of the same attempt (two jobs or processes) check and store it one after
+        the other: the second sees the first's row and reports its own as a conflict."""
         if new.run_id is None or new.attempt is None:
             return None
+        truth = new.ground_truth_sha256 if new.scenario_id is None else None
+        attempt = [new.submitted_by, new.run_id, new.agent, new.model, new.scenario_id, truth]
+        hold_named_lock(session, "imported_attempt", canonical_json([*attempt, new.attempt]))
         s = SubmissionRecord
         query = select(s).where(
             col(s.submitted_by) == new.submitted_by,

@@ -13,7 +13,8 @@ credential may be (:func:`kept_cells`), and so are the checklist's evidence and 
 kept beside the verdict. Nothing here touches the database.
 
 Each row is checked by the rules the API applies to a submission (what the databases
-store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`): a row that breaks
+store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`; a file's path
+from the run folder on, :func:`api.sregym_archive.relative_path`): a row that breaks
 one is refused, naming its file, line and column, and the other rows are read on. A
 byte order mark at the start of a file is no part of its first column's name.
 
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from api.imports.problems import ImportProblem
-from api.sregym_archive import csv_files
+from api.sregym_archive import csv_files, relative_path
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.secrets import redact
@@ -418,6 +419,8 @@ def _attempt(
     if not problem_id:
         raise ValueError("the row has no problem_id")
     run, agent, start = _locate(relative, problem_id)
+    path = "/".join(relative.parts[start:])  # from the run folder on
+    relative_path(path)  # kept for the export, which writes the file back there
     _check_names(problem_id, run, agent)
     _check_figures(row)
     diagnosis = _text(row.get("Diagnosis.submission"))
@@ -462,7 +465,7 @@ def _attempt(
         composite=_number(row.get("Diagnosis.composite_score")),
         checklist_problem=problem,
         judge_parse_failure=parse_failure,
-        path="/".join(relative.parts[start:]),  # from the run folder on
+        path=path,
         line=line,
         columns=columns,
         cells=cells,

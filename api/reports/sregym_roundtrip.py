@@ -19,7 +19,7 @@ import ast
 import csv
 import io
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from api.reports.export_reads import rubric_for
@@ -58,11 +58,13 @@ VERDICT_COLUMNS = (
 
 @dataclass(frozen=True)
 class SregymFile:
-    """One CSV file of the folder layout: its path, header and rows (cells by column)."""
+    """One CSV file of the folder layout: its path, header and rows (cells by column),
+    and the attempts (submission ids) whose rows it holds."""
 
     path: str
     columns: list[str]
     rows: list[dict[str, Any]]
+    attempts: set[str] = field(default_factory=set)
 
 
 def _as_cell(value: Any) -> str:
@@ -144,5 +146,6 @@ async def sregym_files(
             if column not in current.columns:
                 current.columns.append(column)
         current.rows.append(row_cells(row, rubrics))
+        current.attempts.add(original.submission_id)
     if current is not None:
         yield current

@@ -3,17 +3,20 @@
 Like :mod:`export_writer`, each writer reads from one snapshot and raises
 :class:`ExportFailed` for any failure on the way; the caller hands over (answers 200,
 renames into place) only what was written whole. An archive holds SREGym's layout at
-its root (``<datetime>/<agent>/<problem_id>/...csv``), as ``POST /v1/imports`` reads it.
+its root (``<datetime>/<agent>/<problem_id>/...csv``), as ``POST /v1/imports`` reads it,
+each file at the path the import kept, by the import's own rule for it. Each counts the
+attempts it wrote (distinct submissions, however many files hold each).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import logging
 import tarfile
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
@@ -21,18 +24,19 @@ from api.reports.export_writer import ExportFailed, ExportSummary, HashingSink
 from api.reports.filters import ReportFilter
 from api.reports.sregym_roundtrip import (
     FILE_COLUMN,
+    SregymFile,
     csv_text,
     row_cells,
     sregym_files,
 )
 from api.reports.sregym_row_reads import OriginalRowReads
+from api.sregym_archive import UnsafeArchive, relative_path
 from judge.rubric import Rubric
 from storage import Store
 
 __all__ = [
     "ARCHIVE_MEDIA_TYPES",
     "SregymArchive",
-    "safe_relative",
     "write_sregym_archive",
     "write_sregym_file",
     "write_sregym_folder",
@@ -43,24 +47,31 @@ ARCHIVE_MEDIA_TYPES: dict[SregymArchive, str] = {
     "tar.gz": "application/gzip",
     "zip": "application/zip",
 }
+_log = logging.getLogger(__name__)
 
 
-def safe_relative(path: str) -> PurePosixPath:
-    """``path`` as a relative path inside a folder; ValueError if it could leave it."""
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or not pure.parts or any(p in ("", ".", "..") for p in pure.parts):
-        raise ValueError(f"{path!r} is not a relative path inside the results folder")
-    if "\\" in path or ":" in pure.parts[0]:
-        raise ValueError(f"{path!r} is not a relative path inside the results folder")
-    return pure
+async def _placed(
+    files: AsyncIterator[SregymFile],
+) -> AsyncIterator[tuple[PurePosixPath, SregymFile]]:
+    """Each file with its path in the results folder, by the rule the import checked it
+    with (:func:`relative_path`); a file whose kept path that rule refuses (kept by a
+    version that did not check it) is left out and logged, never failing the export."""
+    async for f in files:
+        try:
+            path = relative_path(f.path)
+        except UnsafeArchive as exc:
+            _log.warning("SREGym export: a file left out, its path is refused: %s", exc)
+            continue
+        yield path, f
 
 
 async def write_sregym_file(
     store: Store, filters: ReportFilter, sink: IO[bytes], *, current: Mapping[str, Rubric]
 ) -> ExportSummary:
     """Every imported row of ``filters`` in one CSV, the file each came from last
-    (``current``: the rubric files' current versions by id, as ``write_export`` takes them)."""
-    out, rows = HashingSink(sink), 0
+    (``current``: the rubric files' current versions by id, as ``write_export`` takes
+    them); the summary counts attempts (an attempt SREGym wrote in three files is one)."""
+    out, attempts = HashingSink(sink), set[str]()
     try:
         async with OriginalRowReads(store.db, current).open(filters) as export:
             columns = [*export.columns, FILE_COLUMN]
@@ -74,12 +85,12 @@ async def write_sregym_file(
                 out.write(text.getvalue().encode("utf-8"))
                 text.seek(0)
                 text.truncate()
-                rows += 1
+                attempts.add(row.original.submission_id)
             out.write(text.getvalue().encode("utf-8"))  # the header of an empty export
         out.flush()
     except Exception as exc:
-        raise ExportFailed(rows, exc) from exc
-    return out.summary(rows)
+        raise ExportFailed(len(attempts), exc) from exc
+    return out.summary(len(attempts))
 
 
 async def write_sregym_archive(
@@ -91,43 +102,44 @@ async def write_sregym_archive(
     current: Mapping[str, Rubric],
 ) -> ExportSummary:
     """Every imported row of ``filters`` in SREGym's folder layout, as tar.gz or zip
-    (``current``: as :func:`write_sregym_file` takes it)."""
-    out, rows, now = HashingSink(sink), 0, time.time()
+    (``current``: as :func:`write_sregym_file` takes it); the summary counts attempts."""
+    out, attempts, now = HashingSink(sink), set[str](), time.time()
     try:
         async with OriginalRowReads(store.db, current).open(filters) as export:
+            files = _placed(sregym_files(export.rows, export.rubrics))
             if archive == "zip":
                 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zipped:  # type: ignore[call-overload]
-                    async for f in sregym_files(export.rows, export.rubrics):
-                        zipped.writestr(str(safe_relative(f.path)), csv_text(f.columns, f.rows))
-                        rows += len(f.rows)
+                    async for path, f in files:
+                        zipped.writestr(str(path), csv_text(f.columns, f.rows))
+                        attempts.update(f.attempts)
             else:
                 with tarfile.open(fileobj=out, mode="w:gz") as tar:  # type: ignore[call-overload]
-                    async for f in sregym_files(export.rows, export.rubrics):
+                    async for path, f in files:
                         data = csv_text(f.columns, f.rows).encode("utf-8")
-                        info = tarfile.TarInfo(str(safe_relative(f.path)))
+                        info = tarfile.TarInfo(str(path))
                         info.size, info.mtime, info.mode = len(data), int(now), 0o644
                         tar.addfile(info, io.BytesIO(data))
-                        rows += len(f.rows)
+                        attempts.update(f.attempts)
         out.flush()
     except Exception as exc:
-        raise ExportFailed(rows, exc) from exc
-    return out.summary(rows)
+        raise ExportFailed(len(attempts), exc) from exc
+    return out.summary(len(attempts))
 
 
 async def write_sregym_folder(
     store: Store, filters: ReportFilter, folder: Path, *, current: Mapping[str, Rubric]
 ) -> int:
-    """Every imported row of ``filters`` as SREGym's files under ``folder``; the rows
+    """Every imported row of ``filters`` as SREGym's files under ``folder``; the attempts
     written (``current``: as :func:`write_sregym_file` takes it)."""
-    rows = 0
+    attempts = set[str]()
     try:
         async with OriginalRowReads(store.db, current).open(filters) as export:
-            async for f in sregym_files(export.rows, export.rubrics):
-                target = folder.joinpath(*safe_relative(f.path).parts)
+            async for path, f in _placed(sregym_files(export.rows, export.rubrics)):
+                target = folder.joinpath(*path.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with target.open("w", newline="", encoding="utf-8") as handle:
                     handle.write(csv_text(f.columns, f.rows))
-                rows += len(f.rows)
+                attempts.update(f.attempts)
     except Exception as exc:
-        raise ExportFailed(rows, exc) from exc
-    return rows
+        raise ExportFailed(len(attempts), exc) from exc
+    return len(attempts)

@@ -15,7 +15,7 @@ from sqlmodel import col
 
 from api.imports.jsonl import JsonlLine, JsonlSubmission, read_jsonl
 from api.imports.problems import ImportFileError, ImportProblem, read_problems
-from api.imports.queries import ImportQueries
+from api.imports.queries import ImportQueries, ImportReport
 from api.imports.report import ImportAborted
 from api.imports.sregym import SregymAttempt, read_sregym_folder
 from storage import AuditRecord, GradingRecord, ScenarioRecord, Store, SubmissionRecord
@@ -464,3 +464,28 @@ async def test_an_sregym_import_batch_while_an_admin_changes_the_scenario_of_a_l
         ("submission.imported", first.problem_id),
         ("submission.imported", later.problem_id),
     ]
+
+
+async def test_two_jsonl_imports_of_one_attempt_at_once_store_it_once(
+    store: Store, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two imports running at once (two jobs, two processes) each carry a line of the same
+    run, agent, model, scenario and attempt with another diagnosis: as when imported one
+    after the other, the attempt is stored once and the other line is a conflict."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    await store.catalog.create_scenario(id="s1", ground_truth="truth s1", actor="admin")
+    imports = ImportQueries(store.db, store.catalog)
+
+    async def imported(diagnosis: str) -> ImportReport:
+        item = JsonlSubmission(diagnosis=diagnosis, scenario_id="s1", agent="a", model="m",
+                               run_id="run-1", attempt=0)  # fmt: skip
+        judge = (JUDGE_SPEC, "openai", "judge-model")
+        return await imports.jsonl([JsonlLine(1, item)], rubric=sregym_rubric(), judge=judge)
+
+    first, second = await race_at_audit(
+        store, monkeypatch, "submission.imported", imported("one"), lambda: imported("another")
+    )
+    assert (first.submissions, second.submissions) == (1, 0), (first, second)
+    assert [c.field for c in second.conflicts] == ["diagnosis"]
+    assert await _count(engine, SubmissionRecord, col(SubmissionRecord.run_id) == "run-1") == 1

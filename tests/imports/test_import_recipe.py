@@ -59,6 +59,14 @@ def test_the_archive_folder_and_dot_slash_names_are_inside_the_archive() -> None
     assert check_archive(archive, "tar.gz") == 1
 
 
+def test_a_run_folder_named_by_its_time_is_inside_the_archive_and_a_drive_is_not() -> None:
+    """A colon is fine in a name (a run folder named by its time), except as a drive,
+    ``C:``, for a first folder."""
+    assert check_archive(_tar([_entry("2025-06-01T12:00:00/a/p/results.csv")]), "tar.gz") == 1
+    with pytest.raises(UnsafeArchive, match="a path on a drive"):
+        check_archive(_tar([_entry("C:/a/p/results.csv")]), "tar.gz")
+
+
 @pytest.mark.parametrize(
     ("entries", "reason"),
     [

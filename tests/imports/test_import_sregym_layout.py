@@ -191,6 +191,23 @@ def test_a_files_path_starts_at_its_run_folder_whatever_it_was_packed_under(
     }
 
 
+def test_a_run_folder_is_refused_as_a_drive_and_taken_named_by_its_time(
+    tmp_path: Path,
+) -> None:
+    """A file's path from the run folder on meets the rule of an archive's entries, as
+    the export writes it back there: a run folder named by its time
+    (``2025-06-01T12:00:00``) is taken, one named as a drive (``C:``) refuses its rows,
+    naming the file."""
+    write_run(tmp_path / "timed", "stratus", {P1: [diagnosed("port 9999", set(IDS))]},
+              run="2025-06-01T12:00:00")  # fmt: skip
+    write_run(tmp_path / "drive", "stratus", {P1: [diagnosed("port 9999", set(IDS))]}, run="C:")
+    timed = list(read_sregym_folder(tmp_path / "timed"))
+    assert timed and all(isinstance(a, SregymAttempt) for a in timed), timed
+    refused = list(read_sregym_folder(tmp_path / "drive"))
+    assert len(refused) == 3 and not any(isinstance(r, SregymAttempt) for r in refused)
+    assert all("a path on a drive" in r.message for r in refused), refused  # type: ignore[union-attr]
+
+
 async def test_rows_kept_under_a_top_folder_before_stand_for_the_same_files(
     store: Store, engine: Engine, tmp_path: Path
 ) -> None:

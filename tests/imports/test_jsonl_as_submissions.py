@@ -179,6 +179,22 @@ def test_a_compact_iso_created_at_is_that_date_not_seconds_since_1970(tmp_path: 
     assert isinstance(number, ImportProblem) and number.field == "created_at", number
 
 
+def test_a_created_at_is_taken_from_1900_up_to_not_including_9000_in_utc(
+    tmp_path: Path,
+) -> None:
+    """A ``created_at`` is taken from 1900-01-01 up to, not including, 9000-01-01 once in
+    UTC (a time written with an offset counts where it lies in UTC); one outside is
+    refused naming ``created_at``, the message giving both bounds."""
+    taken = ["1900-01-01T00:00:00Z", "8999-12-31T23:59:59Z", "9000-01-01T01:00:00+02:00"]
+    refused = ["1899-12-31T23:59:59Z", "9000-01-01T00:00:00Z", "9000-06-01T00:00:00Z"]
+    path = _write(tmp_path / "h.jsonl", [{**LINE, "created_at": c} for c in taken + refused])
+    read = list(read_jsonl(path))
+    assert all(isinstance(r, JsonlLine) for r in read[:3]), read[:3]
+    for problem in read[3:]:
+        assert isinstance(problem, ImportProblem) and problem.field == "created_at", problem
+        assert "from 1900-01-01 up to, not including, 9000-01-01 (UTC)" in problem.message
+
+
 def test_a_line_without_scenario_or_ground_truth_names_the_field(tmp_path: Path) -> None:
     """A line with neither or both of ``scenario_id`` and ``ground_truth`` is refused
     naming ``scenario_id``, as the API names it."""

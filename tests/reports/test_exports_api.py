@@ -9,6 +9,7 @@ import csv
 import hashlib
 import io
 import json
+import tarfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from tests.support.exports import fail_exports_after
 from tests.support.gradings import add_many
 from tests.support.keys import session_key
 from tests.support.service_process import free_port
-from tests.support.sregym_driver import IDS, diagnosed, write_run
+from tests.support.sregym_driver import IDS, RUN, diagnosed, write_run
 from tests.support.sregym_results import write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -270,3 +271,72 @@ async def test_an_imported_verdict_exports_as_the_api_shows_it_after_a_rubric_ro
     rows = [r for r in csv.DictReader(io.StringIO(sregym.text)) if r["Diagnosis.dimensions"]]
     dims = ast.literal_eval(rows[0]["Diagnosis.dimensions"])
     assert dims["D1"]["name"] == "Fault localization", dims
+
+
+#: two problems of SREGym's driver and their ground truths
+_LAYOUT_PROBLEMS = {
+    "k8s_target_port-misconfig-detection-1": "[fault_spec] component=service/user-service "
+    "|| targets port 9999, not 9090.",
+    "k8s_scale_pod_zero-detection-1": "[fault_spec] component=deployment/user-service "
+    "|| scaled to zero replicas.",
+}
+
+
+async def _uploaded_run(
+    client: Any, admin: dict[str, str], tmp_path: Path, *, run: str = RUN
+) -> None:
+    """One attempt of each of :data:`_LAYOUT_PROBLEMS` as SREGym's driver writes them (each
+    in its three files) in the run folder ``run``, uploaded under a top folder
+    ``results``, its job done."""
+    results = tmp_path / "results"
+    attempt = diagnosed("user-service port 9999", set(IDS))
+    write_run(results, "stratus", {pid: [attempt] for pid in _LAYOUT_PROBLEMS}, run=run)
+    entries = {f"results/{p.relative_to(results).as_posix()}": p.read_bytes()
+               for p in results.rglob("*.csv")}  # fmt: skip
+    entries["problems.jsonl"] = "".join(
+        json.dumps({"problem_id": k, "ground_truth": v}) + "\n" for k, v in _LAYOUT_PROBLEMS.items()
+    ).encode()
+    created = await client.post(
+        "/v1/imports",
+        content=tar_gz(entries),
+        headers={**admin, "Content-Type": "application/gzip"},
+    )
+    assert created.status_code == 202, created.text
+    job = await finished(client, created.headers["location"], admin)
+    assert job["state"] == "done" and job["report"]["submissions"] == 2, job
+
+
+async def test_a_run_folder_named_by_its_time_exports_as_a_folder(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """A run folder named by an ISO time (``2025-06-01T12:00:00``, a legal name on Linux
+    and macOS) under the archive's top folder is imported with its path from the run
+    folder on, and the folder export gives it back there."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        await _uploaded_run(client, admin, tmp_path, run="2025-06-01T12:00:00")
+        exported = await client.get(
+            EXPORTS, params={"format": "sregym", "layout": "folder"}, headers=admin
+        )
+    assert exported.status_code == 200, exported.text
+    with tarfile.open(fileobj=io.BytesIO(exported.content), mode="r:gz") as tar:
+        assert {n.split("/")[0] for n in tar.getnames()} == {"2025-06-01T12:00:00"}
+
+
+async def test_x_export_rows_of_the_sregym_layouts_counts_attempts(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """With ``layout=file`` or ``layout=folder``, ``X-Export-Rows`` counts attempts, as
+    the route's description says: two attempts, each written by SREGym's driver in its
+    three files, count 2."""
+    admin = await tokens("admin")
+    counts = {}
+    async with api_client() as client:
+        await _uploaded_run(client, admin, tmp_path)
+        for layout in ("file", "folder"):
+            exported = await client.get(
+                EXPORTS, params={"format": "sregym", "layout": layout}, headers=admin
+            )
+            assert exported.status_code == 200, exported.text
+            counts[layout] = int(exported.headers["x-export-rows"])
+    assert counts == {"file": 2, "folder": 2}

@@ -4,6 +4,9 @@ The folder has timed-out, failed-deploy and empty attempts, TTL, TTM, ``Mitigati
 SREGym's dimension names and its ``Diagnosis.reasoning``. Exported untouched, every file
 comes back byte for byte; after a regrade, the only cells that differ are the verdict
 columns of the regraded attempts, listed below.
+
+Why this module is long: the round trip is one promise (what was imported comes back as
+it was), and its cases share the import and the file comparison helpers.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from api.reports.sregym_writer import (
     write_sregym_file,
     write_sregym_folder,
 )
+from api.sregym_archive import check_archive
 from judge.rubric import load_rubric_dir
 from storage import Store
 from storage.engine import session_factory
@@ -420,6 +424,56 @@ async def test_every_file_sregym_wrote_comes_back_byte_for_byte(
     before, after = _files(results), _files(out)
     assert sorted(after) == sorted(before)
     assert after == before
+
+
+async def _imported_run(store: Store, results: Path, run: str) -> None:
+    """One diagnosed attempt of :data:`ONE_PROBLEM` in the run folder ``run`` under
+    ``results`` (in the three files SREGym's driver writes), imported by the command
+    line's reader."""
+    attempt = diagnosed("user-service port 9999", set(IDS))
+    write_run(results, "stratus", {ONE_PROBLEM: [attempt]}, run=run)
+    truth = "[fault_spec] component=service/user-service || targets port 9999, not 9090."
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(results), {ONE_PROBLEM: truth}, rubric=sregym_rubric()
+    )
+    assert report.problems == [] and report.submissions == 1, report.problems
+
+
+async def test_a_run_folder_named_by_its_time_exports_back_as_imported(
+    store: Store, tmp_path: Path
+) -> None:
+    """A run folder named by an ISO time (``2025-06-01T12:00:00``, a legal name on Linux
+    and macOS) is imported and exported back, as a folder and as an archive, at its
+    path; the archive is one ``POST /v1/imports`` takes again."""
+    results = tmp_path / "results"
+    await _imported_run(store, results, "2025-06-01T12:00:00")
+    out = tmp_path / "exported"
+    assert await write_sregym_folder(store, ReportFilter(), out, current=CURRENT) == 1
+    assert _files(out) == _files(results)
+    sink = io.BytesIO()
+    await write_sregym_archive(store, ReportFilter(), sink, "tar.gz", current=CURRENT)
+    assert check_archive(sink.getvalue(), "tar.gz") == len(_files(results))
+
+
+async def test_a_kept_path_the_import_refuses_leaves_its_file_out_not_the_export(
+    store: Store, tmp_path: Path
+) -> None:
+    """A row kept under a path the import now refuses (a drive, ``C:``, as its run folder,
+    stored by a version that did not check it) cannot be written back there: its file is
+    left out of the folder and the archive, and every other file is exported."""
+    await _imported_run(store, tmp_path / "results", ROUND_RUN)
+    o = SregymOriginalRowRecord
+    legacy = col(o.path).startswith(f"{ROUND_RUN}/stratus/{ONE_PROBLEM}/run_")
+    moved = update(o).where(legacy).values(path=f"C:/stratus/{ONE_PROBLEM}/results.csv")
+    await store.db.run(lambda session: session.execute(moved))
+    out = tmp_path / "exported"
+    assert await write_sregym_folder(store, ReportFilter(), out, current=CURRENT) == 1
+    kept = sorted(_files(out))
+    assert kept and all(p.startswith(f"{ROUND_RUN}/") for p in kept), kept
+    sink = io.BytesIO()
+    await write_sregym_archive(store, ReportFilter(), sink, "zip", current=CURRENT)
+    with zipfile.ZipFile(sink) as zipped:
+        assert sorted(zipped.namelist()) == kept
 
 
 #: an AWS access key id (AWS's documented example), in two parts so no scanner takes it
