@@ -7,9 +7,9 @@ URL the clients' own defaults and variables apply (``OLLAMA_HOST``,
 spec ``panel:`` followed by its members' specs, comma-separated.
 
 This module is the one reader of that grammar: :func:`parse_judge_spec` and
-:func:`parse_panel` validate, :func:`split_spec` and :func:`member_specs` read specs
-as recorded (which need not be valid any more), :func:`judge_identity` names a judge
-without its endpoint.
+:func:`parse_panel` validate, :func:`split_spec`, :func:`member_specs` and
+:func:`panel_specs_named` read specs as recorded (which need not be valid any more),
+:func:`judge_identity` names a judge without its endpoint.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ __all__ = [
     "model_identity",
     "panel_model",
     "panel_spec",
+    "panel_specs_named",
     "parse_judge_spec",
     "parse_panel",
     "recorded_judge",
@@ -179,6 +180,23 @@ def member_specs(judge_spec: str) -> list[str]:
     if judge_spec.startswith(PANEL_PREFIX):
         return [s for s in judge_spec[len(PANEL_PREFIX) :].split(",") if s]
     return [judge_spec]
+
+
+def panel_specs_named(text: str) -> list[str]:
+    """The judge specs recorded by gradings of the panel ``text`` names; none when it
+    names no panel.
+
+    ``text`` is ``panel:`` and the members' specs, separated by ``,`` (the panel's judge
+    spec) or by ``+`` (``backend:model`` as its gradings show it), each read as recorded
+    (not validated; blanks around it dropped). An ``@`` is always a member's base URL,
+    never the panel's. Without a ``,`` the text could be either spelling (a base URL may
+    hold a ``+``): both readings are given."""
+    if not text.startswith(PANEL_PREFIX):
+        return []
+    listed = text[len(PANEL_PREFIX) :]
+    separators = [","] if "," in listed else [",", "+"]
+    readings = [[m.strip() for m in listed.split(sep) if m.strip()] for sep in separators]
+    return sorted({panel_spec(members) for members in readings if members})
 
 
 def judge_identity(spec_text: str) -> str:

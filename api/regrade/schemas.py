@@ -41,7 +41,10 @@ class RegradeFilterIn(BaseModel):
         description="of the current grading: id@version, id or version",
     )
     judge: StrictStr | None = Field(
-        default=None, max_length=512, description="of the current grading, e.g. external:sregym"
+        default=None,
+        max_length=512,
+        description="of the current grading: BACKEND:MODEL[@URL] (e.g. external:sregym) or "
+        "a panel, panel:SPEC1,SPEC2 or panel:SPEC1+SPEC2",
     )
     passed: StrictBool | None = None
     tags: list[StrictStr] = Field(default_factory=list, max_length=20, description="scenario tags")

@@ -18,7 +18,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from sqlmodel import col
 
 from judge.rubric import split_rubric_ref
-from judge.spec import split_spec
+from judge.spec import panel_specs_named, split_spec
 from storage.canonical import iso_utc
 from storage.gradings import where_equal
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
@@ -35,8 +35,9 @@ class RegradeFilter:
     ``created_after`` (inclusive) and ``created_before`` (exclusive) apply to the
     submission's time (for imports, when the run happened). ``rubric_version`` is
     ``id@version`` or a bare id or version; ``judge`` is ``BACKEND:MODEL[@BASE_URL]`` of the
-    current grading (``external:sregym`` for imported SREGym verdicts). ``tags`` are
-    scenario tags, all required.
+    current grading (``external:sregym`` for imported SREGym verdicts) or a panel,
+    ``panel:SPEC1,SPEC2`` or ``panel:SPEC1+SPEC2``. ``tags`` are scenario tags, all
+    required.
     """
 
     agent: str | None = None
@@ -67,6 +68,11 @@ class RegradeFilter:
 
 
 def _judge_clauses(judge: str) -> list[Any]:
+    """The gradings by ``judge``: a panel by its members' specs as its gradings record
+    them (``judge.spec.panel_specs_named``), a judge without a base URL at any address."""
+    panels = panel_specs_named(judge)
+    if panels:
+        return [col(GradingRecord.judge_spec).in_(panels)]
     backend, model, base_url = split_spec(judge)
     if base_url is None:
         return [

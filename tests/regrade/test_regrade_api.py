@@ -22,7 +22,7 @@ from judge.rule import apply_rule
 from judge.verdict import Answer, GradingResult
 from storage import Claim, GradingFilter, Store
 from tests.api.conftest import ClientFactory
-from tests.storage.helpers import sregym_rubric
+from tests.storage.helpers import graded_result, new_submission, sregym_rubric
 from tests.support.app_client import AppClient
 from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
@@ -342,6 +342,39 @@ async def test_a_regrade_without_a_judge_is_graded_by_the_configured_panel(
     views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=50)
     [regraded] = [v.grading for v in views if v.grading.regrade_job_id == job.json()["id"]]
     assert (regraded.judge_backend, done["judge"]) == ("panel", f"panel:{panel}")
+
+
+async def test_a_filter_on_a_panel_selects_its_gradings_in_either_spelling(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine
+) -> None:
+    """A job's ``filter.judge`` names a panel as its judge spec, ``panel:A,B``, or as
+    its gradings show backend and model, ``panel:A+B``; its members' base URLs are read
+    as theirs, never as the panel's. Another panel is not selected."""
+    store = Store(engine, key=session_key())
+    without_urls = ["scripted:pass", "scripted:fail"]
+    for members in (without_urls, list(MEMBERS)):
+        await store.submissions.create(
+            new_submission(), rubric=sregym_rubric(), judge_spec="panel:" + ",".join(members),
+            judge_backend="panel", judge_model="+".join(members), actor="tok-1",
+        )  # fmt: skip
+        [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
+        assert await store.queue.complete(claim.grading_id, "seed", graded_result())
+    admin = await tokens("admin")
+    filters = {
+        "panel:scripted:pass,scripted:fail": 1,
+        "panel:scripted:pass+scripted:fail": 1,
+        "panel:" + ",".join(MEMBERS): 1,
+        "panel:" + "+".join(MEMBERS): 1,
+        "panel:scripted:pass": 0,
+    }
+    totals = {}
+    async with api_client(start_workers=False) as client:
+        for written in filters:
+            body = {"filter": {"judge": written}, "judge": "scripted:pass", "dry_run": True}
+            reply = await client.post("/v1/regrade-jobs", json=body, headers=admin)
+            assert reply.is_success, reply.text
+            totals[written] = reply.json()["total"]
+    assert totals == filters
 
 
 class _SlowJudge(ScriptedBackend):
