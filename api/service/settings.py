@@ -56,12 +56,17 @@ _URL_CREDENTIALS = re.compile(
 #: the password of one URL SQLAlchemy cannot read: up to the last ``@``, before the host
 _LAST_AT_PASSWORD = re.compile(r"(://[^/\s:@]*:).*@", re.DOTALL)
 #: a credential given as a URL's query parameter (libpq takes ``?password=``; a witness or
-#: a proxy may take a token, an API key or a presigned URL's signature). Its value ends
-#: at the query's next parameter, a blank, the fragment, or a comma that begins the next
-#: judge spec of a panel (``...?token=S,ollama:b@http://h:2``): the members after it stay
+#: a proxy may take a token, an API key or a presigned URL's signature): a parameter whose
+#: name, in any case, holds one of these words (``private_token``, ``client_secret``,
+#: ``apiToken``, ``X-Amz-Credential`` ...), or OAuth's ``code``
+_CREDENTIAL_WORDS = (
+    "pass", "pwd", "token", "secret", "key", "sig", "credential", "auth", "jwt", "hmac",
+)  # fmt: skip
+#: such a parameter and its value. The value ends at the query's next parameter, a blank,
+#: the fragment, or a comma that begins the next judge spec of a panel
+#: (``...?token=S,ollama:b@http://h:2``): the members after it stay
 _QUERY_PASSWORD = re.compile(
-    r"([?&](?:password|sslpassword|passwd|pwd|token|access_token|auth|api[_-]?key|key|secret|sig"
-    r"|signature|x-amz-signature|x-amz-credential|x-amz-security-token)=)"
+    rf"([?&](?:[^=&\s#?]*(?:{'|'.join(_CREDENTIAL_WORDS)})[^=&\s#?]*|code)=)"
     rf"(?:[^&\s#,]|,(?!\s*(?:{'|'.join(BACKEND_NAMES)}):))+",
     re.IGNORECASE,
 )

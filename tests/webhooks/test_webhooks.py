@@ -573,3 +573,42 @@ async def test_every_credential_form_in_a_receivers_url_is_masked_in_the_list_an
             select(col(AuditRecord.payload)).where(col(AuditRecord.event) == "webhook.created")
         ).scalar_one()
     assert secret_part not in json.dumps(logged), logged
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "auth_token",
+        "private_token",
+        "client_secret",
+        "apiToken",
+        "access_key",
+        "refresh_token",
+        "jwt",
+        "code",
+        "X-Hmac",
+        "sslPassword",
+    ],
+)
+async def test_a_credential_under_any_common_query_name_is_masked_in_the_list_and_the_log(
+    api_client: Any, tokens: Any, engine: Engine, name: str
+) -> None:
+    """A token, key, secret or signature in a receiver's query is masked in the endpoint
+    list and kept out of the audit log whatever its parameter is called, in any case:
+    each name that holds such a word (``private_token``, ``client_secret``, ``apiToken``)
+    and OAuth's ``code``; the parameters around it stay readable."""
+    admin = await tokens("admin")
+    url = f"http://127.0.0.1:9/hook?team=ops&{name}=t0ps3cretV4lue&v=2"
+    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
+        made = await client.post(
+            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+    [shown] = [w["url"] for w in listed]
+    assert shown == f"http://127.0.0.1:9/hook?team=ops&{name}=***&v=2", shown
+    with engine.connect() as connection:
+        logged = connection.execute(
+            select(col(AuditRecord.payload)).where(col(AuditRecord.event) == "webhook.created")
+        ).scalar_one()
+    assert "t0ps3cretV4lue" not in json.dumps(logged), logged
