@@ -14,6 +14,7 @@ from api.service.principal import ANONYMOUS, Principal, Role
 
 __all__ = [
     "LOCAL_HOSTS",
+    "bearer_is_admin",
     "bearer_principal",
     "check_anonymous_use",
     "current_principal",
@@ -119,3 +120,15 @@ async def bearer_principal(connection: ASGIConnection[Any, Any, Any, Any]) -> Pr
         return await _authenticate(connection)
     except NotAuthorizedException:
         return None
+
+
+async def bearer_is_admin(connection: ASGIConnection[Any, Any, Any, Any]) -> bool:
+    """Whether the request's bearer token is an admin's: what routes open to anyone show
+    to admins only (judges' addresses, the judge's token counts). Never refuses: without
+    a token, with a bad one, or when the token cannot be read (the database is away),
+    it is not."""
+    try:
+        principal = await bearer_principal(connection)
+    except Exception:  # the token is read from the database: the route still answers
+        return False
+    return principal is not None and principal.at_least("admin")

@@ -6,8 +6,9 @@ from typing import Any
 
 from litestar import Request, Response, get
 from litestar.di import NamedDependency
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
+from api.http.auth import bearer_is_admin
 from api.service.metrics import Metrics
 from api.service.services import Services
 
@@ -18,8 +19,10 @@ __all__ = ["metrics_endpoint"]
 async def metrics_endpoint(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
 ) -> Response[bytes]:
-    """The text exposition format; queue gauges are computed now."""
+    """The text exposition format; queue gauges are computed now. Open to anyone; the
+    judge's token counters only to an admin's bearer token (:meth:`Metrics.exposition`)."""
     metrics: Metrics = request.app.state.metrics
     workers = getattr(request.app.state, "workers", None)
     await metrics.refresh(services, workers.in_flight if workers is not None else 0)
-    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    admin = await bearer_is_admin(request)
+    return Response(metrics.exposition(admin=admin), media_type=CONTENT_TYPE_LATEST)

@@ -3,13 +3,15 @@
 Counters are recorded where things happen (submissions in the route, judge calls and
 outcomes in the workers); the queue gauges are computed at scrape time from the
 store's ``queue.depth()``, and so is the progress of every regrade job that has not
-ended (an ended job drops out). Every name starts with ``sre_judge_``.
+ended (an ended job drops out). Every name starts with ``sre_judge_``. The judge's token
+counters are served to an admin only (:data:`ADMIN_ONLY_FAMILIES`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from prometheus_client import (
@@ -17,14 +19,17 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    generate_latest,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from api.service.services import Services
 from judge.spec import judge_identity
 from judge.verdict import GradingResult
 from storage.regrade.progress import active_jobs
 
-__all__ = ["JUDGE_LATENCY_BUCKETS", "Metrics"]
+__all__ = ["ADMIN_ONLY_FAMILIES", "JUDGE_LATENCY_BUCKETS", "Metrics"]
 
 log = logging.getLogger("sre_judge.metrics")
 
@@ -32,6 +37,12 @@ log = logging.getLogger("sre_judge.metrics")
 JUDGE_LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
 _HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 _JUDGE = ("backend", "model")
+#: the families an admin's scrape only shows: the tokens sent to and from the judge grow
+#: by each prompt's size, a registered scenario's hidden ground truth included, so a
+#: submitter scraping before and after one grading would measure that ground truth
+ADMIN_ONLY_FAMILIES = frozenset(
+    {"sre_judge_judge_prompt_tokens", "sre_judge_judge_completion_tokens"}
+)
 
 
 class Metrics:
@@ -42,6 +53,11 @@ class Metrics:
         self._register_intake(self.registry)
         self._register_judge(self.registry)
         self._register_queue(self.registry)
+
+    def exposition(self, *, admin: bool) -> bytes:
+        """The registry in Prometheus' text format; without :data:`ADMIN_ONLY_FAMILIES`
+        unless ``admin`` (the scrape came with an admin's bearer token)."""
+        return generate_latest(self.registry if admin else _Public(self.registry))
 
     def _register_intake(self, r: CollectorRegistry) -> None:
         """Submissions, gradings and HTTP requests."""
@@ -252,6 +268,17 @@ class Metrics:
                 ("cache_hits", progress.cache_hits),
             ):
                 self.regrade_items.labels(view.job.id, kind).set(value)
+
+
+class _Public(Collector):
+    """A registry's families but those of :data:`ADMIN_ONLY_FAMILIES`."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        """Every family of the registry an anonymous scrape may read."""
+        return (m for m in self._registry.collect() if m.name not in ADMIN_ONLY_FAMILIES)
 
 
 def _verdict_label(result: GradingResult) -> str:

@@ -11,7 +11,7 @@ from litestar.di import NamedDependency
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from api.http.auth import bearer_principal
+from api.http.auth import bearer_is_admin
 from api.service.judge_status import judge_status, pending_status, waiting_reason
 from api.service.services import Services
 from storage.engine import read_only
@@ -77,11 +77,7 @@ async def readiness(
     specs) are shown to an admin's bearer token only. Submissions are accepted either
     way: while the judge is away they stay pending.
     """
-    try:
-        principal = await bearer_principal(request)
-    except Exception:  # the token is read from the database: its failure is said below
-        principal = None
-    admin = principal is not None and principal.at_least("admin")
+    admin = await bearer_is_admin(request)  # a database failure is said below
     database, judge = await asyncio.gather(
         _database(services), judge_status(services, addresses=admin)
     )

@@ -114,7 +114,7 @@ async def test_metrics_count_submissions_gradings_judge_calls_and_tokens(
         spec = f"openai:judge-m@{judge.openai_url}"
         async with api_client(judge=spec, judge_concurrency=1, workers=1) as client:
             await _submit_tagged(client, await tokens("submitter"))
-            scrape = await client.get("/metrics")
+            scrape = await client.get("/metrics", headers=await tokens("admin"))
     assert scrape.status_code == 200
     assert scrape.headers["content-type"].startswith("text/plain")
     samples, families = _scrape(scrape.text)
@@ -158,6 +158,53 @@ async def test_queue_depth_and_age_are_read_at_scrape_time(
     assert _value(full, "sre_judge_queue_pending") == 3
     assert 0 <= _value(full, "sre_judge_queue_oldest_pending_age_seconds") < 60
     assert _value(full, "sre_judge_gradings_in_flight") == 0
+
+
+SHORT_TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+LONG_TRUTH = SHORT_TRUTH + " and " + "the geo service lost its mongodb replica set member " * 40
+TOKEN_FAMILIES = {"sre_judge_judge_prompt_tokens", "sre_judge_judge_completion_tokens"}
+
+
+def _prompt_tokens(text: str) -> float:
+    samples, _ = _scrape(text)
+    return sum(
+        v for (name, _), v in samples.items() if name == "sre_judge_judge_prompt_tokens_total"
+    )
+
+
+async def test_only_an_admin_scrape_counts_the_judges_tokens(
+    api_client: ClientFactory, tokens: Any
+) -> None:
+    """``/metrics`` stays open to anyone, but the judge's prompt and completion token
+    counters, which grow by the size of each prompt and so of a registered scenario's
+    hidden ground truth, are served to an admin's bearer token only: a submitter who
+    scrapes around its own gradings reads the same figures whatever that length."""
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
+    deltas: list[float] = []
+    async with api_client() as client:
+        for sid, truth in (("s/short", SHORT_TRUTH), ("s/long", LONG_TRUTH)):
+            made = await client.post(
+                "/v1/scenarios", json={"id": sid, "ground_truth": truth}, headers=admin
+            )
+            assert made.status_code == 201, made.text
+        for sid in ("s/short", "s/long"):
+            before = _prompt_tokens((await client.get("/metrics")).text)  # no token
+            sent = await client.post(
+                "/v1/submissions?wait=10",
+                json={"diagnosis": "user-service sets USER_PORT=9999", "scenario_id": sid},
+                headers=agent,
+            )
+            assert sent.status_code == 201, sent.text
+            after = _prompt_tokens((await client.get("/metrics", headers=agent)).text)
+            deltas.append(after - before)
+        anonymous = await client.get("/metrics")
+        as_admin = await client.get("/metrics", headers=admin)
+    assert deltas == [0, 0]
+    assert anonymous.status_code == 200
+    assert not TOKEN_FAMILIES & _scrape(anonymous.text)[1]
+    assert "sre_judge_judge_calls" in _scrape(anonymous.text)[1]
+    assert _scrape(as_admin.text)[1] >= TOKEN_FAMILIES
+    assert _prompt_tokens(as_admin.text) > 0
 
 
 def test_each_app_has_its_own_registry() -> None:
