@@ -20,6 +20,12 @@ send a diagnosis with a guessed ground truth, then the same diagnosis against a 
 and learn from the second grading being answered at once that the guess was the
 scenario's hidden ground truth.
 
+Within a scenario's namespace, a live grading of a submission a submitter token sent
+never reads (:func:`may_read_cache`): it would tell that submitter, by coming back at
+once, that the same diagnosis was graded against the same hidden ground truth before
+(so that the ground truth was not edited since, or that another submitter sent it).
+Its reply is kept all the same, for the regrades of that submission.
+
 The rubric asks every question in one call today, so the cache works per call: a
 reworded question changes the prompt and re-asks the whole call.
 """
@@ -44,6 +50,7 @@ __all__ = [
     "cache_key",
     "ground_truth_namespace",
     "kept_key",
+    "may_read_cache",
     "with_digest",
 ]
 
@@ -160,6 +167,20 @@ def ground_truth_namespace(scenario_id: str | None, submitted_by: str) -> str:
     return f"scenario:{scenario_id}" if scenario_id is not None else f"inline:{submitted_by}"
 
 
+def may_read_cache(*, scenario_id: str | None, submitter_role: str | None, regrade: bool) -> bool:
+    """Whether a grading may read the judge cache (it keeps its replies there either way).
+
+    Not a live grading (``regrade`` False) of a submission that a token of role
+    ``submitter`` sent against the registered scenario ``scenario_id``: the scenario's
+    gradings share one namespace, so a hit there would tell that submitter something of
+    the hidden ground truth it may not see (that it is unchanged since the same diagnosis
+    was graded, or that another submitter sent the same diagnosis). A submitter's inline
+    ground truth is its own namespace's; admins' and adjudicators' submissions, and
+    regrades (run by admins), read as before. ``submitter_role`` None: not a token's
+    (anonymous use, which is an admin's)."""
+    return regrade or scenario_id is None or submitter_role != "submitter"
+
+
 def kept_key(key: str, *, digest: str | None, namespace: str | None) -> str:
     """The key the entry of request key ``key`` is kept under: in ``namespace`` (see
     :func:`ground_truth_namespace`; None: none, for a grading of no submission), made by
@@ -195,18 +216,27 @@ class DigestKeyedCache:
     model answers now (a probed digest), or when ``unverified`` allows it: a judge known
     only by its completions' fingerprints, or not at all, could have been replaced since
     its last reply. A completion whose fingerprint shows that the model changed while it
-    was asked is not kept.
+    was asked is not kept. With ``reads`` False (:func:`may_read_cache`) nothing is read
+    back: every request asks the judge, and its reply is kept.
     """
 
     def __init__(
-        self, inner: JudgeCache, judge: DigestSource, *, unverified: bool, namespace: str | None
+        self,
+        inner: JudgeCache,
+        judge: DigestSource,
+        *,
+        unverified: bool,
+        namespace: str | None,
+        reads: bool = True,
     ) -> None:
         """Key ``inner``'s entries on ``judge``'s digest, in ``namespace`` (the grading's
-        ``ground_truth_namespace``; None: a grading of no submission)."""
+        ``ground_truth_namespace``; None: a grading of no submission); ``reads``: whether
+        entries are read back, or only kept."""
         self.inner = inner
         self.judge = judge
         self.unverified = unverified
         self.namespace = namespace
+        self.reads = reads
         #: plain key -> the key its entry is kept under, and the digest when looked up
         self._kept: dict[str, tuple[str, str | None]] = {}
 
@@ -216,7 +246,8 @@ class DigestKeyedCache:
         kept = kept_key(key, digest=digest, namespace=self.namespace)
         self._kept[key] = (kept, digest)
         verified = digest is not None and not digest.startswith(FINGERPRINT)
-        return (kept if verified or self.unverified else None), kept
+        readable = self.reads and (verified or self.unverified)
+        return (kept if readable else None), kept
 
     async def prefetch(self, keys: Sequence[str]) -> None:
         """Look up the entries of ``keys`` at once, when the inner cache can."""

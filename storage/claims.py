@@ -13,10 +13,10 @@ from sqlalchemy import BindParameter, Select, and_, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from judge.cache import ground_truth_namespace
+from judge.cache import ground_truth_namespace, may_read_cache
 from storage.models import Claim
 from storage.scenario_tables import ScenarioVersionRecord as _VERSION
-from storage.tables import GradingRecord, SubmissionRecord
+from storage.tables import GradingRecord, SubmissionRecord, TokenRecord
 
 __all__ = ["claim_of", "claimable_query", "graded_ground_truth"]
 
@@ -48,11 +48,14 @@ def claim_of(
     expires: datetime,
     version_truth: Any,
     claim_count: int,
+    submitter_role: str | None,
 ) -> Claim:
     """What a worker needs of a grading it leased until ``expires``.
 
     The ground truth is the submission's copy unless the grading targets another version
     of the scenario's (a regrade against the newest ground truth): ``version_truth``.
+    ``submitter_role``: the role of the token that sent the submission (None: no token's),
+    which says whether its grading may read the judge cache.
     """
     truth = submission.ground_truth
     if _targets_another_version(grading, submission):
@@ -68,6 +71,11 @@ def claim_of(
         claim_count=claim_count,
         lease_expires_at=expires,
         cache_namespace=ground_truth_namespace(submission.scenario_id, submission.submitted_by),
+        reads_cache=may_read_cache(
+            scenario_id=submission.scenario_id,
+            submitter_role=submitter_role,
+            regrade=grading.regrade_job_id is not None,
+        ),
         agent_model=submission.model,
         regrade_job_id=grading.regrade_job_id,
         screening=submission.screening,
@@ -80,9 +88,10 @@ def claimable_query(
     held_back: Any,
     *,
     regrade: bool | None = None,
-) -> Select[GradingRecord, SubmissionRecord, str]:
-    """Up to ``limit`` claimable gradings with their submissions and the ground truth
-    of the scenario version they target: live ones first, then oldest first.
+) -> Select[GradingRecord, SubmissionRecord, str, str]:
+    """Up to ``limit`` claimable gradings with their submissions, the ground truth of the
+    scenario version they target and the role of the token that sent the submission
+    (None: no token's): live ones first, then oldest first.
 
     ``now`` and ``limit`` may be bind parameters, for a statement built once and run
     with their values (the queue's claims: ``storage.queue``).
@@ -91,8 +100,9 @@ def claimable_query(
     ``regrade``: True for regrade job items only, False for live gradings only.
     """
     query = (
-        select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth))
+        select(GradingRecord, SubmissionRecord, col(_VERSION.ground_truth), col(TokenRecord.role))
         .join(SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id))
+        .outerjoin(TokenRecord, col(TokenRecord.id) == col(SubmissionRecord.submitted_by))
         .outerjoin(
             _VERSION,
             and_(

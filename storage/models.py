@@ -138,6 +138,9 @@ class Claim:
     #: whose judge cache entries its grading may read and write: its scenario's, or its
     #: submitter's for an inline ground truth (``judge.cache.ground_truth_namespace``)
     cache_namespace: str
+    #: whether its grading may read the judge cache, or only keep its replies there
+    #: (``judge.cache.may_read_cache``)
+    reads_cache: bool = True
     #: the model of the agent that wrote the diagnosis (self-preference checks)
     agent_model: str | None = None
     #: the regrade job whose item this is (None: a live grading, which follows the

@@ -9,16 +9,18 @@ transaction as the write, so nothing is graded twice into two verdicts.
 Leases are bookkeeping: claiming and extending do not bump ``revision`` (the ETag of
 what a grading says); completing and deferring do. A regrade item that comes back
 unfinished (deferred, or its lease given back) while its job is cancelled is cancelled
-in the same transaction (``storage.regrade.lifecycle.cancel_given_back``).
+in the same transaction (``storage.regrade.lifecycle.cancel_given_back``); so is, by the
+next claim that may take regrade items, one whose worker was killed and whose lease ran
+out (``storage.regrade.lifecycle.abandoned_items``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import BindParameter, Select, bindparam, func, select, update
+from sqlalchemy import BindParameter, Select, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -30,6 +32,7 @@ from storage.claims import claim_of, claimable_query
 from storage.database import AuditBatch, Database
 from storage.models import Claim, FinishedGrading
 from storage.regrade.lifecycle import (
+    abandoned_items,
     cancel_given_back,
     items_completed,
     lock_items,
@@ -45,8 +48,22 @@ __all__ = ["INTERNAL_ERROR", "QueueRepository"]
 #: the code a grading is deferred or unscored under when the service itself failed to
 #: grade it (an error of its own, not the judge's)
 INTERNAL_ERROR = "internal_error"
-#: a claim's pick: claimable gradings with their submissions and ground truths
-_Pick = Select[GradingRecord, SubmissionRecord, str]
+#: a claim's pick: claimable gradings with their submissions, ground truths and the roles
+#: of the tokens that sent them
+_Pick = Select[GradingRecord, SubmissionRecord, str, str]
+#: a claim's sweep: ``(grading id, job id)`` of the cancelled jobs' abandoned items
+_Sweep = Select[str, str | None]
+
+
+class _Statements(NamedTuple):
+    """What a kind of claim runs, built once (``QueueRepository._statements``)."""
+
+    #: the claimable gradings
+    pick: _Pick
+    #: whether there is one, or one to sweep (SQLite's look without the write lock)
+    probe: Select[bool]
+    #: the abandoned items of cancelled jobs to cancel first; None for live claims only
+    sweep: _Sweep | None
 
 
 class QueueRepository:
@@ -64,7 +81,7 @@ class QueueRepository:
         #: queue likely holds more and the next claim need not look before it leases
         self._backlog: dict[bool | None, bool] = {}
         #: per kind of claim: its statements (``_statements``)
-        self._built: dict[bool | None, tuple[_Pick, Select[str]]] = {}
+        self._built: dict[bool | None, _Statements] = {}
 
     async def claim_pending(
         self, worker_id: str, *, limit: int, lease_seconds: float, regrade: bool | None = None
@@ -74,37 +91,69 @@ class QueueRepository:
         ``regrade``: True to claim regrade job items only, False live gradings only.
 
         Claimable: pending, not leased (or the lease expired) and not deferred to later.
-        Two statements: the pick (with the submissions) and the lease.
+        Two statements: the pick (with the submissions) and the lease. A claim that may
+        take regrade items first cancels, in the same transaction, the items of cancelled
+        jobs whose worker was killed (their lease ran out): nothing else would.
         """
         now = self._db.clock()
         expires = now + timedelta(seconds=lease_seconds)
-        pick, probe = self._statements(regrade)
+        built = self._statements(regrade)
         values = {"now": now, "limit": limit}
         # SQLite writes take the database lock: look without it first, so that idle
         # workers polling an empty queue never block submissions (while a backlog lasts,
         # each claim finds work: it leases at once)
         look = not self._db.postgres and not self._backlog.get(regrade)
-        if look and not await self._db.run_read(lambda s: s.execute(probe, values).first()):
+        if look and not await self._db.run_read(_finds_work, built.probe, values):
             return []
-        claims = await self._db.run(self._lease, pick, values, worker_id, expires)
+        claims = await self._db.run(self._lease, built, values, worker_id, expires)
         self._backlog[regrade] = len(claims) >= limit
         return claims
 
-    def _statements(self, regrade: bool | None) -> tuple[_Pick, Select[str]]:
-        """The pick and the look-first probe of a kind of claim, built once: ``now`` and
-        ``limit`` are bound on each run (building them cost more than running them)."""
+    def _statements(self, regrade: bool | None) -> _Statements:
+        """The statements of a kind of claim, built once: ``now`` and ``limit`` are
+        bound on each run (building them cost more than running them). Claims of live
+        gradings only sweep nothing: they stay two statements to lease. Every look is one
+        statement."""
         built = self._built.get(regrade)
         if built is None:
             now: BindParameter[datetime] = bindparam("now")
             limit: BindParameter[int] = bindparam("limit")
             pick = claimable_query(now, limit, not_held_back(), regrade=regrade)
+            sweep = abandoned_items(now) if regrade is not False else None
+            first = pick.with_only_columns(col(GradingRecord.id)).order_by(None).limit(1)
+            found = [first.exists(), *([sweep.exists()] if sweep is not None else [])]
+            probe = select(or_(*found))
             if self._db.postgres:
                 pick = pick.with_for_update(skip_locked=True, of=GradingRecord)
-            probe = pick.with_only_columns(col(GradingRecord.id)).limit(1)
-            built = self._built[regrade] = (pick, probe)
+                if sweep is not None:
+                    sweep = sweep.with_for_update(skip_locked=True, of=GradingRecord)
+            built = self._built[regrade] = _Statements(pick, probe, sweep)
         return built
 
     def _lease(
+        self,
+        session: Session,
+        built: _Statements,
+        values: dict[str, Any],
+        worker_id: str,
+        expires: datetime,
+    ) -> list[Claim]:
+        """Cancel the abandoned items of cancelled jobs, then lease what the pick finds
+        to ``worker_id`` until ``expires``; the claims.
+
+        The items swept are row-locked first (skipping rows another claim holds) and
+        their audit appended last, after the leases' and the jobs' rows (see
+        ``storage.database``)."""
+        swept = AuditBatch()
+        if built.sweep is not None:
+            abandoned = {g: job for g, job in session.execute(built.sweep, values)}
+            cancel_given_back(self._db, session, abandoned, worker_id, into=swept)
+        claims = self._leased(session, built.pick, values, worker_id, expires)
+        if swept.events:
+            self._db.audit_many(session, swept.events, swept.covers, swept.rows)
+        return claims
+
+    def _leased(
         self,
         session: Session,
         pick: _Pick,
@@ -118,7 +167,7 @@ class QueueRepository:
             return []
         session.execute(
             update(GradingRecord)
-            .where(col(GradingRecord.id).in_([g.id for g, _, _ in rows]))
+            .where(col(GradingRecord.id).in_([g.id for g, *_ in rows]))
             .values(
                 lease_owner=worker_id,
                 lease_expires_at=expires,
@@ -126,10 +175,12 @@ class QueueRepository:
             )
             .execution_options(synchronize_session=False)
         )
-        jobs = {g.regrade_job_id for g, _, _ in rows if g.regrade_job_id is not None}
+        jobs = {g.regrade_job_id for g, *_ in rows if g.regrade_job_id is not None}
         mark_jobs_started(self._db, session, jobs, worker_id)
         # the claim count as the UPDATE left it: one more than read under the lock
-        return [claim_of(g, s, expires, truth, g.claim_count + 1) for g, s, truth in rows]
+        return [
+            claim_of(g, s, expires, truth, g.claim_count + 1, role) for g, s, truth, role in rows
+        ]
 
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Push the lease forward; False when ``worker_id`` no longer holds it."""
@@ -311,6 +362,11 @@ class QueueRepository:
         )
         count, oldest = await self._db.run_read(lambda s: s.execute(query).one())
         return int(count), oldest
+
+
+def _finds_work(session: Session, probe: Select[bool], values: dict[str, Any]) -> bool:
+    """Whether a claim's ``probe`` finds anything to lease or to sweep."""
+    return bool(session.execute(probe, values).scalar_one())
 
 
 def _extend_lease(session: Session, grading_id: str, worker_id: str, expires: datetime) -> bool:

@@ -105,6 +105,7 @@ class SubmissionRepository:
         judge_backend: str,
         judge_model: str,
         actor: str,
+        actor_role: str | None = None,
         idempotency_key: str | None = None,
         lease: tuple[str, float] | None = None,
         grading_id: str | None = None,
@@ -118,6 +119,8 @@ class SubmissionRepository:
         ``lease``: ``(worker id, seconds)`` of a worker of this process with a free slot:
         a new grading is stored leased to it, and the outcome carries its claim, so the
         worker grades it without a claim of its own (a replay carries none).
+        ``actor_role``: the role of ``actor``'s token (None: no token's), which the claim
+        needs as a claim from the queue reads it (``storage.claims.claim_of``).
         ``grading_id``: the new grading's id (default: a fresh one), for a caller that
         must find the grading should the outcome not reach it (the store cancelled, or
         failed, after the commit).
@@ -128,7 +131,15 @@ class SubmissionRepository:
         judge = (judge_spec, judge_backend, judge_model)
         try:
             return await self._db.run(
-                self._create, data, rubric, judge, actor, idempotency_key, lease, grading_id
+                self._create,
+                data,
+                rubric,
+                judge,
+                actor,
+                idempotency_key,
+                lease,
+                grading_id,
+                actor_role,
             )
         except IntegrityError:
             if idempotency_key is None:
@@ -179,6 +190,7 @@ class SubmissionRepository:
         idempotency_key: str | None,
         lease: tuple[str, float] | None = None,
         grading_id: str | None = None,
+        actor_role: str | None = None,
     ) -> SubmissionOutcome:
         """The replay of an earlier request with this key, else the new rows."""
         built = data(session) if callable(data) else data
@@ -194,6 +206,7 @@ class SubmissionRepository:
             rubric=rubric,
             judge=judge,
             actor=actor,
+            actor_role=actor_role,
             idempotency_key=idempotency_key,
             lease=lease,
             grading_id=grading_id,
@@ -209,6 +222,7 @@ class SubmissionRepository:
         rubric: Rubric,
         judge: tuple[str, str, str],
         actor: str,
+        actor_role: str | None,
         idempotency_key: str | None,
         lease: tuple[str, float] | None,
         grading_id: str | None = None,
@@ -241,7 +255,7 @@ class SubmissionRepository:
                 expires,
                 1,
             )
-            claim = claim_of(grading, submission, expires, None, 1)
+            claim = claim_of(grading, submission, expires, None, 1, actor_role)
         grading_values = row_values(grading)
         session.connection().execute(insert(_GRADINGS), [grading_values])
         # audit rows last: on PostgreSQL they take the chain lock until commit

@@ -89,7 +89,9 @@ async def confirmed(
         )
         return result.model_copy(update={"detail": _note(result, note)})
     try:
-        confirming = build_grader(services, spec, namespace=claim.cache_namespace)
+        confirming = build_grader(
+            services, spec, namespace=claim.cache_namespace, reads_cache=claim.reads_cache
+        )
         second = await confirming.grade(
             rubric, claim.ground_truth, claim.diagnosis, screening=claim.screened()
         )

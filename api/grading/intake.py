@@ -161,7 +161,7 @@ async def _accept(
             idempotency_key=idempotency_key,
         )
     judge = (judge_spec, judge_backend, judge_model)
-    outcome = await _store(services, submission, rubric, judge, principal.id, idempotency_key)
+    outcome = await _store(services, submission, rubric, judge, principal, idempotency_key)
     return Accepted(outcome=outcome, rubric=rubric)
 
 
@@ -170,7 +170,7 @@ async def _store(
     submission: NewSubmission | SubmissionBuilder,
     rubric: Rubric,
     judge: tuple[str, str, str],
-    actor: str,
+    actor: Principal,
     idempotency_key: str | None,
 ) -> SubmissionOutcome:
     """Store ``submission`` with its pending grading; a free worker of this process takes
@@ -191,7 +191,8 @@ async def _store(
             judge_spec=judge[0],
             judge_backend=judge[1],
             judge_model=judge[2],
-            actor=actor,
+            actor=actor.id,
+            actor_role=actor.role,
             idempotency_key=idempotency_key,
             lease=lease,
             grading_id=grading_id,

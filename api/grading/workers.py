@@ -444,6 +444,7 @@ class GradingWorkers:
                 answers=answers,
                 namespace=claim.cache_namespace,
                 regrade=claim.regrade_job_id is not None,
+                reads_cache=claim.reads_cache,
             )
         except JudgeSpecError as exc:
             return unscored_result(claim, "judge_spec_invalid", str(exc))

@@ -218,7 +218,7 @@ class BatchQueries:
 
         def work(session: Session) -> list[Claim]:
             rows = session.execute(query).all()
-            return [claim_of(g, s, now, truth, g.claim_count) for g, s, truth in rows]
+            return [claim_of(g, s, now, truth, g.claim_count, r) for g, s, truth, r in rows]
 
         return await self._db.run_read(work)
 

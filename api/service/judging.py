@@ -72,12 +72,14 @@ def _grader(
     *,
     namespace: str,
     regrade: bool = False,
+    reads_cache: bool = True,
 ) -> Grader:
     """One judge's grader with the service's settings (raises JudgeSpecError).
 
     Its cache entries are keyed on the judge's model digest (``judge.identity``), in
     ``namespace``; a judge reporting none has its entries reused by regrades, and by live
-    gradings only with ``SRE_JUDGE_CACHE_UNVERIFIED_JUDGE``."""
+    gradings only with ``SRE_JUDGE_CACHE_UNVERIFIED_JUDGE``; with ``reads_cache`` False
+    none is reused, its replies only kept."""
     settings = services.settings
     # each request waits for a slot of its endpoint's limit, nothing else does
     limited = services.backends.limited(spec_text)
@@ -89,6 +91,7 @@ def _grader(
         services.backends.digests.of(limited),
         unverified=regrade or settings.cache_unverified_judge,
         namespace=namespace,
+        reads=reads_cache,
     )
     return grader_for(settings, backend, cache=cache)
 
@@ -100,6 +103,7 @@ def build_grader(
     answers: Mapping[str, Sequence[Completion]] | None = None,
     namespace: str,
     regrade: bool = False,
+    reads_cache: bool = True,
 ) -> AnyGrader:
     """The grader of a grading's judge spec; raises JudgeSpecError for a bad spec.
 
@@ -112,14 +116,28 @@ def build_grader(
     replies by request hash (``judge.batch.BatchAnswers``; one judge only).
     ``regrade``: an item of a regrade job (reuses the cached replies of a judge that
     reports no model digest).
+    ``reads_cache``: the claim's ``Claim.reads_cache``; False: the cache is not read, the
+    replies are kept in it all the same.
     """
     specs = member_specs(judge_spec)
     samples = services.settings.judge_samples
     if len(specs) == 1 and samples == 1:
-        return _grader(services, specs[0], answers, namespace=namespace, regrade=regrade)
+        return _grader(
+            services,
+            specs[0],
+            answers,
+            namespace=namespace,
+            regrade=regrade,
+            reads_cache=reads_cache,
+        )
     return PanelGrader(
         [
-            PanelMember(spec, _grader(services, spec, namespace=namespace, regrade=regrade))
+            PanelMember(
+                spec,
+                _grader(
+                    services, spec, namespace=namespace, regrade=regrade, reads_cache=reads_cache
+                ),
+            )
             for spec in specs
         ],
         samples=samples,

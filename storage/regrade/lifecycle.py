@@ -4,18 +4,20 @@ Items of paused or cancelled jobs are not claimed. When items are completed (ins
 the queue's ``complete_many`` transaction), the previous grading's human overrides are
 carried over, a ``promote`` job makes the new grading current (the old one is kept,
 superseded), and the job ends when no item is pending any more. An item that goes back
-to pending without a verdict (deferred, or its lease given back) in a job cancelled
-while it was with the judge is cancelled like the job's other unfinished items. The
-functions take the database handle and the caller's session: the queue calls them in
-its own transactions, the regrade feature's job queries when a job is changed.
+to pending without a verdict (deferred, its lease given back, or its lease run out with
+a killed worker) in a job cancelled while it was with the judge is cancelled like the
+job's other unfinished items. The functions take the database handle and the caller's
+session: the queue calls them in its own transactions, the regrade feature's job
+queries when a job is changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select, update
+from sqlalchemy import BindParameter, Select, func, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -31,6 +33,7 @@ from storage.tables import GradingRecord
 __all__ = [
     "HELD_BACK_STATES",
     "ITEM_CANCELLED",
+    "abandoned_items",
     "cancel_given_back",
     "end_job",
     "finish_if_drained",
@@ -57,6 +60,18 @@ def not_held_back() -> Any:
     return or_(
         col(GradingRecord.regrade_job_id).is_(None),
         col(GradingRecord.regrade_job_id).not_in(held.union_all(waiting)),
+    )
+
+
+def abandoned_items(now: datetime | BindParameter[datetime]) -> Select[str, str | None]:
+    """``(grading id, job id)`` of the items of cancelled jobs left pending with a lease
+    that ran out before ``now``: their worker was killed while the cancel left them
+    alone, so no path gives them back (the queue cancels them: ``cancel_given_back``)."""
+    cancelled = select(col(RegradeJobRecord.id)).where(col(RegradeJobRecord.state) == "cancelled")
+    return select(col(GradingRecord.id), col(GradingRecord.regrade_job_id)).where(
+        col(GradingRecord.regrade_job_id).in_(cancelled),
+        col(GradingRecord.status) == "pending",
+        col(GradingRecord.lease_expires_at) < now,
     )
 
 
@@ -151,11 +166,12 @@ def cancel_given_back(
     regrade job is cancelled; their ids.
 
     A cancel leaves alone the items a worker holds a live lease on (they are with the
-    judge and finish, as under a pause). One that does not finish (deferred, or its
-    lease given back) would otherwise stay pending for ever: never claimed, its job
-    never drained, counted in the queue's depth. So every path that gives a grading back
-    unfinished calls this in its own transaction: it becomes ``cancelled`` like the
-    job's other unfinished items, and comes back with resume.
+    judge and finish, as under a pause). One that does not finish (deferred, its lease
+    given back, or its worker killed: ``abandoned_items``) would otherwise stay pending
+    for ever: never claimed, its job never drained, counted in the queue's depth. So
+    every path that gives a grading back unfinished, and the queue's claims for the
+    leases that ran out, call this in their own transaction: it becomes ``cancelled``
+    like the job's other unfinished items, and comes back with resume.
 
     ``items``: grading id -> its regrade job's id (None for a live grading), their rows
     written or row-locked by the caller. The jobs are row-locked on PostgreSQL whatever

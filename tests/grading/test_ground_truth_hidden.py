@@ -10,6 +10,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from judge.backends.scripted import ScriptedBackend
 from judge.calls import Completion, JudgeRequest
 
@@ -196,3 +198,79 @@ async def test_an_inline_guess_of_a_hidden_ground_truth_is_not_confirmed_by_the_
     # a wrong guess leaves the judge to answer, which takes its time: the test can fail
     assert wrong_guess >= JUDGE_SECONDS * 0.8, wrong_guess
     assert right_guess >= JUDGE_SECONDS * 0.8, (right_guess, wrong_guess)
+
+
+def _cached_calls(metrics: str) -> float:
+    """The judge calls answered from the cache, as ``/metrics`` counts them."""
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(metrics)
+        for s in family.samples
+        if s.name == "sre_judge_judge_calls_total" and s.labels.get("outcome") == "cached"
+    )
+
+
+async def test_a_submitter_cannot_tell_that_a_hidden_ground_truth_was_edited(
+    api_client: Any, tokens: Any
+) -> None:
+    """A submitter that sends a diagnosis against two scenarios, then sends it again
+    after an admin edited one scenario's ground truth, reads the same of both second
+    gradings: a submitter's live grading against a scenario always asks the judge, so
+    neither comes back at once nor shows a ``cached`` judge call on ``/metrics``."""
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
+    judge = ScriptedBackend(model="pass", digest="sha256:0123456789abcdef")
+    cached: dict[str, float] = {}
+    async with api_client(judge=SPEC, backends={SPEC: judge}) as client:
+        etags = {}
+        for sid in ("s/kept", "s/edited"):
+            made = await client.post(
+                "/v1/scenarios", json={"id": sid, "ground_truth": TRUTH}, headers=admin
+            )
+            assert made.status_code == 201, made.text
+            etags[sid] = made.headers["ETag"]
+        for sid in ("s/kept", "s/edited"):
+            body = {"diagnosis": VAGUE, "scenario_id": sid}
+            first = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+            assert first.status_code == 201, first.text
+        put = await client.put(
+            "/v1/scenarios/s/edited",
+            json={"ground_truth": TRUTH.replace("9999", "9998")},
+            headers={**admin, "If-Match": etags["s/edited"]},
+        )
+        assert put.status_code == 200, put.text
+        for sid in ("s/kept", "s/edited"):
+            before = _cached_calls((await client.get("/metrics")).text)
+            body = {"diagnosis": VAGUE, "scenario_id": sid}
+            again = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+            assert again.status_code == 201, again.text
+            assert "scenario_version" not in again.json()["submission"]
+            cached[sid] = _cached_calls((await client.get("/metrics")).text) - before
+    assert cached == {"s/kept": 0, "s/edited": 0}
+    assert len(judge.requests) == 4  # every live grading asked the judge
+
+
+async def test_a_regrade_reuses_the_replies_of_submitters_live_gradings(
+    api_client: Any, tokens: Any
+) -> None:
+    """The replies of submitters' live gradings against a scenario are kept in the judge
+    cache: an admin's regrade of them with the same judge and rubric asks the judge
+    nothing."""
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
+    judge = ScriptedBackend(model="pass", digest="sha256:0123456789abcdef")
+    async with api_client(judge=SPEC, backends={SPEC: judge}) as client:
+        scenario = {"id": "held-out/one", "ground_truth": TRUTH}
+        assert (await client.post("/v1/scenarios", json=scenario, headers=admin)).is_success
+        for n in range(2):
+            body = {"diagnosis": f"{VAGUE} (run {n})", "scenario_id": "held-out/one"}
+            sent = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+            assert sent.status_code == 201, sent.text
+        request = {"judge": SPEC, "filter": {"scenario_id": "held-out/one"}}
+        made = await client.post("/v1/regrade-jobs", json=request, headers=admin)
+        assert made.status_code == 201, made.text
+        for _ in range(400):  # 20 s
+            job = (await client.get(f"/v1/regrade-jobs/{made.json()['id']}", headers=admin)).json()
+            if job["state"] not in ("queued", "running"):
+                break
+            await asyncio.sleep(0.05)
+    assert (job["state"], job["done"], job["judge_calls"], job["cache_hits"]) == ("done", 2, 0, 2)
+    assert len(judge.requests) == 2  # the two live gradings only

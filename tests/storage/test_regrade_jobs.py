@@ -173,6 +173,27 @@ async def test_in_flight_items_given_back_after_a_cancel_are_cancelled(
     assert await store.queue.claim_pending("w2", limit=10, lease_seconds=60) == []
 
 
+async def test_an_in_flight_item_of_a_cancelled_job_whose_worker_was_killed_is_cancelled(
+    store: Store, clock: Clock
+) -> None:
+    """An item with a worker when its job is cancelled, the worker then killed (it never
+    stores, defers nor gives back the item): once its lease runs out, the next claim
+    cancels it, audited as ``grading.cancelled``, so the job shows nothing remaining and
+    the queue's depth leaves it out; resume brings it back."""
+    job_id, [claim] = await _cancelled_with_in_flight(store)
+    clock.advance(601)  # the killed worker's lease runs out
+    assert await store.queue.claim_pending("w2", limit=10, lease_seconds=60) == []
+    jobs = RegradeJobQueries(store.db)
+    view = await jobs.get_job(job_id)
+    assert await _status(store, claim.grading_id) == "cancelled"
+    assert (view.progress.cancelled, view.progress.remaining) == (3, 0)
+    assert (await store.queue.depth())[0] == 0
+    history = await store.gradings.history(claim.grading_id)
+    assert (history[-1].event, history[-1].actor) == ("grading.cancelled", "w2")
+    resumed = await jobs.change_job(job_id, "resume", actor="a")
+    assert (resumed.job.state, resumed.progress.remaining) == ("running", 3)
+
+
 async def test_a_lease_given_back_in_a_running_job_keeps_the_item_pending(store: Store) -> None:
     """An item given back while its job runs stays pending for the next worker."""
     await _graded_submissions(store, 1)
