@@ -32,8 +32,10 @@ async def issue_token(
             raise InvalidRequest("expires_at needs a time zone", field="expires_at")
         if expires_at <= datetime.now(expires_at.tzinfo):
             raise InvalidRequest("expires_at is in the past", field="expires_at")
-        if expires_at.year >= LATEST.year:
-            raise InvalidRequest(f"expires_at is after {LATEST.year}", field="expires_at")
+        if expires_at >= LATEST:  # compared as stored, in UTC, whatever its offset
+            raise InvalidRequest(
+                f"expires_at is not before {LATEST.date().isoformat()} (UTC)", field="expires_at"
+            )
     return await store.tokens.create(
         name=name,
         role=role,

@@ -171,18 +171,26 @@ async def test_a_comparison_takes_edge_dates_in_either_arm(api_client: Any, toke
     assert arms["a"]["outcome"]["n"] == arms["b"]["outcome"]["n"] == 1
 
 
+@pytest.mark.parametrize(
+    "expires_at",
+    [EDGE_DATE, "8999-12-31T23:00:00-05:00"],  # the second is 9000-01-01T04:00 in UTC
+    ids=["edge", "past-it-once-in-utc"],
+)
 async def test_a_token_expiring_past_the_storable_range_is_refused(
-    api_client: Any, tokens: Any
+    api_client: Any, tokens: Any, expires_at: str
 ) -> None:
+    """An expiry is checked against the stored range as it is stored: in UTC."""
     admin = await tokens("admin")
     async with api_client() as client:
         answer = await client.post(
             "/v1/tokens",
-            json={"name": "forever", "role": "submitter", "expires_at": EDGE_DATE},
+            json={"name": "forever", "role": "submitter", "expires_at": expires_at},
             headers=admin,
         )
+        listed = (await client.get("/v1/tokens", headers=admin)).json()
     assert answer.status_code == 422, answer.text
     assert answer.json()["errors"][0]["field"] == "expires_at"
+    assert not any(token["name"] == "forever" for token in listed)  # nothing stored
 
 
 @pytest.mark.parametrize("route", ["/v1/submissions", "/v1/scenarios", "/v1/tokens"])
