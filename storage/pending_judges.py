@@ -5,8 +5,8 @@ records the judge that was configured when it was accepted. When the configured 
 changes, the pending ones move to the new judge (``api.grading.judge_moves`` decides
 when), or an admin moves them. Each move is one ``grading.judge_moved`` event per
 grading in the audit log, with the judge it had (``from``) and the one it has now
-(``to``), covering the grading's new state. Items of regrade jobs keep the judge their
-job names and never move.
+(``to``), credentials in their base URLs masked, covering the grading's new state.
+Items of regrade jobs keep the judge their job names and never move.
 
 A moved grading is claimable at once (its wait for the old judge is over) and its
 revision is bumped (what it says changed: its judge).
@@ -22,6 +22,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from judge.masking import mask_passwords
 from storage.audit import grading_digests
 from storage.database import Database
 from storage.tables import GradingRecord
@@ -165,8 +166,8 @@ class PendingJudgeRepository:
                     "actor": actor,
                     "payload": {
                         "grading_id": grading.id,
-                        "from": grading.judge_spec,
-                        "to": to[0],
+                        "from": mask_passwords(grading.judge_spec),
+                        "to": mask_passwords(to[0]),
                         "reason": reason,
                         "revision": grading.revision + 1,
                     },

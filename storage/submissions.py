@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from judge.masking import mask_passwords
 from judge.rubric import Rubric
 from storage.audit import values_digest
 from storage.canonical import canonical_json, sha256_hex
@@ -270,7 +271,7 @@ class SubmissionRepository:
                 **_received_payload(data, submission, grading),
                 "request_sha256": request_hash,
                 "rubric": {"id": rubric.id, "version": rubric.version},
-                "judge": grading.judge_spec,
+                "judge": mask_passwords(grading.judge_spec),
             },
             # the digest of the row just written: no read-back
             covers={grading.id: values_digest(grading_values, ())},

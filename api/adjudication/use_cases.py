@@ -31,6 +31,7 @@ from api.service.principal import Principal
 from api.service.schemas import GradingPublic, GradingRead, OverrideCreate
 from api.service.services import Services
 from api.service.visibility import readable_grading, readable_in
+from judge.masking import mask_passwords
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from storage import GradingView
@@ -503,13 +504,26 @@ def history_in(
 
 def _payload_shown(payload: dict[str, Any], grading_id: str) -> dict[str, Any]:
     """An event's payload as the grading's history shows it: without the records'
-    digests (they name their columns' hashes: the chain's business only), and of the
-    gradings' digests only this grading's (a regrade job's event covers all its items)."""
-    shown = {k: v for k, v in payload.items() if k != ROWS}
+    digests (they name their columns' hashes: the chain's business only), of the
+    gradings' digests only this grading's (a regrade job's event covers all its items),
+    and with the credentials of every URL in it masked (a judge's base URL, as events
+    logged before they were masked there hold it)."""
+    shown = {k: _masked(v) for k, v in payload.items() if k != ROWS}
     covers = shown.get(COVERS)
     if isinstance(covers, dict):
         shown[COVERS] = {k: v for k, v in covers.items() if k == grading_id}
     return shown
+
+
+def _masked(value: Any) -> Any:
+    """``value`` with the credentials of the URLs in its strings masked, at any depth."""
+    if isinstance(value, str):
+        return mask_passwords(value)
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return value
 
 
 async def related_gradings(

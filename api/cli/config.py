@@ -16,7 +16,8 @@ from pydantic import SecretStr
 
 from api.cli.edge import load_settings
 from api.cli.options import format_option
-from api.service.settings import MASK, mask_passwords, mask_url
+from api.service.settings import mask_passwords, mask_url
+from judge.masking import MASK
 
 if TYPE_CHECKING:
     from api.service.settings import Settings

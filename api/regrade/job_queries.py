@@ -25,6 +25,7 @@ from api.regrade.selection import (
     matching_scenarios,
     totals_query,
 )
+from judge.masking import mask_passwords
 from judge.rubric import Rubric
 from storage.catalog import CatalogRepository
 from storage.database import Database
@@ -186,7 +187,7 @@ class RegradeJobQueries:
                     "filter": job.filter,
                     "dry_run": dry_run,
                     "rubric": {"id": job.rubric_id, "version": job.rubric_version},
-                    "judge": job.judge_spec,
+                    "judge": mask_passwords(job.judge_spec),
                     "mode": job.mode,
                     "ground_truth": job.ground_truth,
                     **(

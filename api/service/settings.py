@@ -2,7 +2,7 @@
 
 Nothing is read at import: call ``Settings()`` where the settings are needed.
 
-Why this module is long (about 660 lines): it is the one list of the service's public
+Why this module is long (about 620 lines): it is the one list of the service's public
 settings (CONTRACT.md), each field with its default, bounds and description, which
 ``config show`` and the docs' table are checked against; splitting the list would make
 two places to look a setting up.
@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from judge.masking import MASK, mask_passwords, mask_query
 from judge.profiles import read_profiles
 from judge.rubric import DEFAULT_RUBRIC_DIR
-from judge.spec import BACKEND_NAMES, panel_spec, parse_judge_spec, parse_panel, recorded_judge
+from judge.spec import panel_spec, parse_judge_spec, parse_panel, recorded_judge
 
 if TYPE_CHECKING:
     from judge.backends.streaming import StreamLimits
@@ -38,38 +39,8 @@ __all__ = [
 DEFAULT_JUDGE = "ollama:qwen2.5:7b-instruct"
 
 
-#: the ``@`` that ends a URL's userinfo: not one a scheme follows (a panel:
-#: ``m@http://a:80/v1,n@http://b``)
-_USERINFO_END = r"@(?![A-Za-z][A-Za-z0-9+.-]*://)"
-#: a URL's credentials in a text: ``scheme://user:PASSWORD@host`` (the user may be empty)
-#: or ``scheme://TOKEN@host`` (a user alone, which httpx sends as Basic credentials too).
-#: They end at the userinfo's last ``@`` before the host, as urlsplit and httpx read it
-#: (``user:p@ss@host``); a password may also hold ``/`` (``openssl rand -base64`` writes
-#: them, SQLAlchemy reads them up to its first ``@``)
-_URL_CREDENTIALS = re.compile(
-    r"://(?:(?P<user>[^/\s:@?#]*):[^@\s]+|[^/\s:@?#]+)"
-    + _USERINFO_END
-    + r"(?:[^@\s/?#]*"
-    + _USERINFO_END
-    + r")*"
-)
 #: the password of one URL SQLAlchemy cannot read: up to the last ``@``, before the host
 _LAST_AT_PASSWORD = re.compile(r"(://[^/\s:@]*:).*@", re.DOTALL)
-#: a credential given as a URL's query parameter (libpq takes ``?password=``; a witness or
-#: a proxy may take a token, an API key or a presigned URL's signature): a parameter whose
-#: name, in any case, holds one of these words (``private_token``, ``client_secret``,
-#: ``apiToken``, ``X-Amz-Credential`` ...), or OAuth's ``code``
-_CREDENTIAL_WORDS = (
-    "pass", "pwd", "token", "secret", "key", "sig", "credential", "auth", "jwt", "hmac",
-)  # fmt: skip
-#: such a parameter and its value. The value ends at the query's next parameter, a blank,
-#: the fragment, or a comma that begins the next judge spec of a panel
-#: (``...?token=S,ollama:b@http://h:2``): the members after it stay
-_QUERY_PASSWORD = re.compile(
-    rf"([?&](?:[^=&\s#?]*(?:{'|'.join(_CREDENTIAL_WORDS)})[^=&\s#?]*|code)=)"
-    rf"(?:[^&\s#,]|,(?!\s*(?:{'|'.join(BACKEND_NAMES)}):))+",
-    re.IGNORECASE,
-)
 #: the longest a duration setting may be: a time moved by more overflows a clock
 MAX_DURATION_SECONDS = 365 * 86400.0
 #: the duration settings (seconds)
@@ -79,28 +50,10 @@ _DURATIONS = (
     "webhook_retry_seconds", "webhook_give_up_seconds", "judge_retry_seconds",
     "audit_checkpoint_seconds", "shutdown_seconds", "judge_digest_seconds", "canary_interval",
 )  # fmt: skip
-#: what a masked secret reads as
-MASK = "***"
 #: the databases the service runs on (the driver is chosen for each: ``storage.engine``)
 _DATABASES = ("sqlite", "postgresql", "postgres")
 #: a URL's scheme at the start of a value (``s3://``, ``https://``)
 _SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]*)://")
-
-
-def _mask_userinfo(found: re.Match[str]) -> str:
-    """A URL's userinfo masked: the user kept before a password, a user alone hidden."""
-    user = found["user"]
-    return f"://{MASK}@" if user is None else f"://{user}:{MASK}@"
-
-
-def mask_passwords(text: str) -> str:
-    """``text`` with the credentials of every URL in it replaced by ``***``: a password
-    (up to the userinfo's last ``@``: ``http://hook:***@host``), a user that comes alone
-    (a token: ``http://***@host``), and every credential its query carries
-    (``password``, ``token``, ``api_key``, a signature ...). A settings error quotes the
-    value it refuses; ``config show`` prints every setting; the webhooks list and audit
-    log show a receiver's URL."""
-    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", _URL_CREDENTIALS.sub(_mask_userinfo, text))
 
 
 def mask_url(url: str) -> str:
@@ -116,7 +69,7 @@ def mask_url(url: str) -> str:
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         return mask_passwords(_LAST_AT_PASSWORD.sub(rf"\g<1>{MASK}@", url))
     if parsed.password is None:  # shown as given: a database's user alone is its role
-        return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", url)
+        return mask_query(url)
     return mask_passwords(parsed.render_as_string(hide_password=True))
 
 

@@ -7,16 +7,24 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
-from storage import verify_chain
+from judge.backends.scripted import ScriptedBackend
+from storage import GradingFilter, Store, verify_chain
 from tests.support.audit import configured_chain_key
 from tests.support.judge_server import sregym_reply
+from tests.support.keys import session_key
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
 
 SIX_WITHOUT_D1Q1 = {"D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1"}
+#: a judge behind a proxy that takes its API key in the query
+JUDGE_KEY = "sk-live-0123456789abcdef"
+KEYED_JUDGE = f"openai:m@http://127.0.0.1:9/v1?api_key={JUDGE_KEY}"
 
 
 async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
@@ -321,3 +329,88 @@ async def test_a_tag_changes_the_gradings_etag_and_an_older_if_match_is_stale(
         history = (await c.get(f"{url}/history", headers=ada)).json()["events"]
         revisions = [e["payload"].get("revision") for e in history if "tag" in e["event"]]
         assert len(revisions) == 2 and revisions[0] < revisions[1], revisions
+
+
+async def test_a_regrade_items_history_masks_the_key_in_the_jobs_judge_url(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """The history of a regrade job's item shows the job's ``regrade_job.created``
+    event with the key in its judge's base URL masked, as the job itself shows it."""
+    submitter, admin = await tokens("submitter"), await tokens("admin")
+    adjudicator = await tokens("adjudicator")
+    async with api_client() as c:
+        await graded(c, submitter)
+    backends = {KEYED_JUDGE: ScriptedBackend.for_mode("pass")}
+    async with api_client(backends=backends, start_workers=False) as c:
+        job = await c.post("/v1/regrade-jobs", json={"judge": KEYED_JUDGE}, headers=admin)
+        assert job.status_code == 201, job.text
+        assert JUDGE_KEY not in job.text
+        store = Store(engine, key=session_key())
+        views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=50)
+        [item] = [v.grading for v in views if v.grading.regrade_job_id == job.json()["id"]]
+        reply = await c.get(f"/v1/gradings/{item.id}/history", headers=adjudicator)
+        assert reply.status_code == 200, reply.text
+    created = [e for e in reply.json()["events"] if e["event"] == "regrade_job.created"]
+    assert [e["payload"]["judge"] for e in created] == [
+        "openai:m@http://127.0.0.1:9/v1?api_key=***"
+    ]
+    assert JUDGE_KEY not in reply.text
+
+
+async def test_a_gradings_history_masks_the_key_in_the_configured_judges_url(
+    api_client: Any, tokens: Any
+) -> None:
+    """A grading by a configured judge whose base URL carries a key: no event of its
+    history shows the key."""
+    submitter, adjudicator = await tokens("submitter"), await tokens("adjudicator")
+    backends = {KEYED_JUDGE: ScriptedBackend.for_mode("pass")}
+    async with api_client(judge=KEYED_JUDGE, backends=backends) as c:
+        grading = await graded(c, submitter)
+        assert JUDGE_KEY not in str(grading)
+        reply = await c.get(f"/v1/gradings/{grading['id']}/history", headers=adjudicator)
+        assert reply.status_code == 200, reply.text
+    events = reply.json()["events"]
+    leaking = sorted({e["event"] for e in events if JUDGE_KEY in str(e)})
+    assert leaking == [], f"events showing the judge's key: {leaking}"
+
+
+async def test_a_gradings_history_masks_a_key_that_an_older_event_logged(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """An event the log kept with a judge's key in clear (written before such URLs were
+    masked there) is shown in the grading's history with the key masked."""
+    submitter, adjudicator = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client() as c:
+        grading = await graded(c, submitter)
+    store = Store(engine, key=session_key())
+
+    def log_in_clear(session: Session) -> None:
+        store.db.audit(
+            session, "grading.judge_moved", entity_type="grading", entity_id=grading["id"],
+            actor="service", payload={"from": "scripted:pass", "to": KEYED_JUDGE},
+        )  # fmt: skip
+
+    await store.db.run(log_in_clear)
+    async with api_client() as c:
+        reply = await c.get(f"/v1/gradings/{grading['id']}/history", headers=adjudicator)
+        assert reply.status_code == 200, reply.text
+    [moved] = [e for e in reply.json()["events"] if e["event"] == "grading.judge_moved"]
+    assert moved["payload"]["to"] == "openai:m@http://127.0.0.1:9/v1?api_key=***"
+
+
+async def test_the_audit_log_never_keeps_a_credential_of_a_judge_url(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """The log is kept for ever and cannot be edited: a judge's base URL is written to
+    it with its key masked, by every submission and regrade job."""
+    submitter, admin = await tokens("submitter"), await tokens("admin")
+    backends = {KEYED_JUDGE: ScriptedBackend.for_mode("pass")}
+    async with api_client(judge=KEYED_JUDGE, backends=backends) as c:
+        await graded(c, submitter)
+        job = await c.post("/v1/regrade-jobs", json={"judge": KEYED_JUDGE}, headers=admin)
+        assert job.status_code == 201, job.text
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT event, entity_id, payload FROM audit_log")).all()
+    assert {"submission.received", "regrade_job.created"} <= {r.event for r in rows}
+    leaking = sorted({r.event for r in rows if JUDGE_KEY in f"{r.entity_id} {r.payload}"})
+    assert leaking == [], f"audit events holding the judge's key: {leaking}"
