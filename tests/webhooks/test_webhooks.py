@@ -576,6 +576,54 @@ async def test_every_credential_form_in_a_receivers_url_is_masked_in_the_list_an
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        "http://hook:s3cr 3tPw@127.0.0.1:9/hook",
+        "http://tkn_8f3a 9c2e1b7d@127.0.0.1:9/hook",
+        "http://127.0.0.1:9/hook?token=t0ps3cret V4lue",
+        "http://127.0.0.1:9/hook?token=t0ps3cret\u00a0V4lue",
+    ],
+    ids=["blank-in-password", "blank-in-user-token", "blank-in-query-token", "no-break-space"],
+)
+async def test_a_url_holding_a_blank_is_refused_at_registration(
+    api_client: Any, tokens: Any, url: str
+) -> None:
+    """A URL with a blank in it (the sender would percent-encode it and send the
+    credential around it) is refused when it is registered, naming ``url``."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
+        made = await client.post(
+            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
+        )
+        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+    assert made.status_code == 422, made.text
+    assert [e["field"] for e in made.json()["errors"]] == ["url"]
+    assert listed == []
+
+
+async def test_a_credential_under_a_percent_encoded_query_name_is_masked(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A receiver reads ``%74oken`` as ``token``: its value is masked in the endpoint
+    list and kept out of the audit log as that of ``token`` is."""
+    admin = await tokens("admin")
+    url = "http://127.0.0.1:9/hook?team=ops&%74oken=t0ps3cretV4lue&v=2"
+    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
+        made = await client.post(
+            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+    [shown] = [w["url"] for w in listed]
+    assert shown == "http://127.0.0.1:9/hook?team=ops&%74oken=***&v=2", shown
+    with engine.connect() as connection:
+        logged = connection.execute(
+            select(col(AuditRecord.payload)).where(col(AuditRecord.event) == "webhook.created")
+        ).scalar_one()
+    assert "t0ps3cretV4lue" not in json.dumps(logged), logged
+
+
+@pytest.mark.parametrize(
     "name",
     [
         "auth_token",
