@@ -543,6 +543,26 @@ async def test_credentials_in_a_receivers_url_are_sent_but_never_shown_or_logged
     assert "s3cret" not in json.dumps(logged), logged
 
 
+async def _shown_and_logged(
+    api_client: Any, tokens: Any, engine: Engine, url: str
+) -> tuple[str, str]:
+    """Register a receiver at ``url``: the URL the endpoint list shows, and the audit
+    log's ``webhook.created`` payload as JSON text."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
+        made = await client.post(
+            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
+    [shown] = [w["url"] for w in listed]
+    with engine.connect() as connection:
+        logged = connection.execute(
+            select(col(AuditRecord.payload)).where(col(AuditRecord.event) == "webhook.created")
+        ).scalar_one()
+    return shown, json.dumps(logged)
+
+
 @pytest.mark.parametrize(
     ("url", "secret_part"),
     [
@@ -559,20 +579,9 @@ async def test_every_credential_form_in_a_receivers_url_is_masked_in_the_list_an
 ) -> None:
     """Every credential a receiver's URL sends is masked in the endpoint list and kept
     out of the audit log: a password holding an ``@``, and a token given as the user."""
-    admin = await tokens("admin")
-    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
-        made = await client.post(
-            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
-        )
-        assert made.status_code == 201, made.text
-        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
-    [shown] = [w["url"] for w in listed]
+    shown, logged = await _shown_and_logged(api_client, tokens, engine, url)
     assert secret_part not in shown and shown.endswith("***@127.0.0.1:9/hook"), shown
-    with engine.connect() as connection:
-        logged = connection.execute(
-            select(col(AuditRecord.payload)).where(col(AuditRecord.event) == "webhook.created")
-        ).scalar_one()
-    assert secret_part not in json.dumps(logged), logged
+    assert secret_part not in logged, logged
 
 
 @pytest.mark.parametrize(
@@ -606,21 +615,10 @@ async def test_a_credential_under_a_percent_encoded_query_name_is_masked(
 ) -> None:
     """A receiver reads ``%74oken`` as ``token``: its value is masked in the endpoint
     list and kept out of the audit log as that of ``token`` is."""
-    admin = await tokens("admin")
     url = "http://127.0.0.1:9/hook?team=ops&%74oken=t0ps3cretV4lue&v=2"
-    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
-        made = await client.post(
-            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
-        )
-        assert made.status_code == 201, made.text
-        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
-    [shown] = [w["url"] for w in listed]
+    shown, logged = await _shown_and_logged(api_client, tokens, engine, url)
     assert shown == "http://127.0.0.1:9/hook?team=ops&%74oken=***&v=2", shown
-    with engine.connect() as connection:
-        logged = connection.execute(
-            select(col(AuditRecord.payload)).where(col(AuditRecord.event) == "webhook.created")
-        ).scalar_one()
-    assert "t0ps3cretV4lue" not in json.dumps(logged), logged
+    assert "t0ps3cretV4lue" not in logged, logged
 
 
 @pytest.mark.parametrize(
@@ -645,18 +643,7 @@ async def test_a_credential_under_any_common_query_name_is_masked_in_the_list_an
     list and kept out of the audit log whatever its parameter is called, in any case:
     each name that holds such a word (``private_token``, ``client_secret``, ``apiToken``)
     and OAuth's ``code``; the parameters around it stay readable."""
-    admin = await tokens("admin")
     url = f"http://127.0.0.1:9/hook?team=ops&{name}=t0ps3cretV4lue&v=2"
-    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
-        made = await client.post(
-            "/v1/webhooks", json={"url": url, "events": ["grading.completed"]}, headers=admin
-        )
-        assert made.status_code == 201, made.text
-        listed = (await client.get("/v1/webhooks", headers=admin)).json()["items"]
-    [shown] = [w["url"] for w in listed]
+    shown, logged = await _shown_and_logged(api_client, tokens, engine, url)
     assert shown == f"http://127.0.0.1:9/hook?team=ops&{name}=***&v=2", shown
-    with engine.connect() as connection:
-        logged = connection.execute(
-            select(col(AuditRecord.payload)).where(col(AuditRecord.event) == "webhook.created")
-        ).scalar_one()
-    assert "t0ps3cretV4lue" not in json.dumps(logged), logged
+    assert "t0ps3cretV4lue" not in logged, logged
