@@ -129,3 +129,36 @@ def test_an_override_sent_from_a_page_a_promote_made_stale_says_where_to_send_it
         timeout=10,
     ).json()
     assert stored["overrides"] == [] and stored["superseded_by"]
+
+
+def test_a_label_form_sent_with_a_tampered_verdict_is_refused_and_keeps_the_answers(
+    bench: Workbench, browser: Any
+) -> None:
+    """A blind-label form whose verdict was altered in the page (a value the select never
+    offers) comes back refused naming the verdict, the answers given still checked, and
+    nothing stored; the hostile diagnosis beside it stays text."""
+    outside: list[str] = []
+    grading, base = bench.gradings[1], bench.service.url  # the hostile diagnosis
+    ada = _page(browser, base, outside)
+    _sign_in(ada, bench.tokens["Ada"])
+    ada.goto(f"/gradings/{grading}/label")
+    for answer in ada.locator("[data-testid=labels] input[type=radio][value=yes]").all():
+        answer.check()
+    ada.evaluate("document.querySelector('#verdict').add(new Option('maybe', 'maybe', true, true))")
+    with ada.expect_navigation() as sent:
+        ada.click("[data-testid=save-labels]")
+    assert sent.value.status == 422
+    refused = ada.text_content("[data-testid=labels-refused]")
+    assert "verdict" in refused
+    checked = "[data-testid=labels] input[type=radio][value=yes]:checked"
+    assert ada.locator(checked).count() == 9  # what was sent is kept
+    assert "<script>window.__pwned" in ada.text_content("[data-testid=diagnosis]")
+    assert ada.evaluate("typeof window.__pwned") == "undefined"
+    ada.screenshot(path="/tmp/label-refused.png", full_page=True)
+    assert outside == []
+    history = httpx.get(
+        f"{base}/v1/gradings/{grading}/history",
+        headers={"Authorization": f"Bearer {bench.tokens['Ada']}"},
+        timeout=10,
+    ).json()
+    assert not any(e["event"] == "review.labelled" for e in history["events"])
