@@ -114,9 +114,10 @@ def _check_base_url(text: str, base_url: str) -> None:
         parsed = urlparse(base_url)
     except ValueError:  # e.g. an unclosed [ of an IPv6 address
         parsed = urlparse("")
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise JudgeSpecError(
-            f"judge spec {text!r} has base URL {base_url!r}, not an http(s) URL; {SPEC_FORMS}"
+            f"judge spec {text!r} has base URL {base_url!r}, not an http(s) URL with a host; "
+            f"{SPEC_FORMS}"
         )
     try:
         parsed.port  # noqa: B018 - urllib reads the port when asked, raising for no port

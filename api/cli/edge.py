@@ -243,7 +243,7 @@ def load_settings(**overrides: object) -> Settings:
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
     except ValidationError as exc:  # one line, each fault named by its variable
         faults = "; ".join(_setting_fault(error) for error in exc.errors(include_url=False))
-        raise click.UsageError(f"invalid configuration: {mask_passwords(faults)}") from None
+        raise click.UsageError(f"invalid configuration: {faults}") from None
     except ValueError as exc:  # the error quotes the value: a URL's password masked
         raise click.UsageError(f"invalid configuration: {mask_passwords(str(exc))}") from None
     _check_built_judges(settings)
@@ -274,10 +274,18 @@ def _check_built_judges(settings: Settings) -> None:
 
 
 def _setting_fault(error: Mapping[str, Any]) -> str:
-    """One fault of the settings as a line's part: ``SRE_JUDGE_<FIELD>: what is wrong``."""
+    """One fault of the settings as a line's part: ``SRE_JUDGE_<FIELD>: what is wrong``,
+    the value it quotes with its credentials masked. A database URL's fault quotes it
+    masked already (:func:`~api.service.settings.mask_url`: its password hidden, its
+    role shown); masked again, its user alone would read as a token and be hidden."""
+    from api.service.settings import mask_passwords
+
     message = " ".join(str(error.get("msg", "invalid")).split())
     message = message.removeprefix("Value error, ")  # pydantic's, of a validator's error
-    location = "_".join(str(part) for part in error.get("loc", ()))
+    loc = tuple(error.get("loc", ()))
+    if loc != ("database_url",):
+        message = mask_passwords(message)
+    location = "_".join(str(part) for part in loc)
     return f"SRE_JUDGE_{location.upper()}: {message}" if location else message
 
 

@@ -60,14 +60,14 @@ def mask_url(url: str) -> str:
     """The database URL ``url`` as it may be printed: its password, as SQLAlchemy reads it,
     and every credential its query carries (libpq's ``?password=``) replaced by ``***``
     (a user without a password, the database role, is shown); a text SQLAlchemy cannot
-    read is masked up to its last ``@``."""
+    read has its password masked up to its last ``@``, its role shown as well."""
     from sqlalchemy.engine import make_url  # here: the command line starts without sqlalchemy
     from sqlalchemy.exc import ArgumentError
 
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
-        return mask_passwords(_LAST_AT_PASSWORD.sub(rf"\g<1>{MASK}@", url))
+        return mask_query(_LAST_AT_PASSWORD.sub(rf"\g<1>{MASK}@", url))
     if parsed.password is None:  # shown as given: a database's user alone is its role
         return mask_query(url)
     return mask_passwords(parsed.render_as_string(hide_password=True))

@@ -44,6 +44,7 @@ def test_specs_parse_and_print_back(text: str, expected: JudgeSpec) -> None:
         ("openai:m@ftp://h", r"not an http\(s\) URL"),
         ("openai:m@http://[::1", r"not an http\(s\) URL"),  # urlparse raised: a 500
         ("openai:m@", r"not an http\(s\) URL"),
+        ("openai:m@http://:8080/v1", r"not an http\(s\) URL with a host"),  # no server
         ("openai:m@http://127.0.0.1:99999/v1", "port is not a number from 0 to 65535"),
         ("ollama:m@http://127.0.0.1:11434x", "port is not a number from 0 to 65535"),
     ],

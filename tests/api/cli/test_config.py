@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from sqlalchemy.engine import Engine
 from api.cli.main import main
 from api.http.app import create_app
 from api.service.bootstrap import BOOTSTRAP_PRINCIPAL, ensure_bootstrap_admin
+from api.service.grader_factory import profile_of_spec, sampling_for
 from api.service.settings import Settings
 from storage import Store, head_revision
 from tests.support.in_process_cli import cli_in_process
@@ -99,6 +101,39 @@ def test_config_show_gives_what_an_unset_setting_is_in_effect(tmp_path: Path) ->
     assert json.loads(done.stdout)["SRE_JUDGE_AUDIT_CHECKPOINT"] == "off"
 
 
+def test_config_show_gives_the_sampling_and_window_a_judge_profile_puts_in_effect(
+    tmp_path: Path,
+) -> None:
+    """Unset, the judge's reply budget, context window and temperature are its model's
+    profile's: shown as the judge is sent them (``sampling_for``), from that profile; a
+    setting given is shown as given."""
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text(
+        '[[profile]]\nname = "acme"\nmodels = ["acme-judge:*"]\n'
+        "max_tokens = 3000\ncontext_tokens = 8192\ntemperature = 0.3\n",
+        encoding="utf-8",
+    )
+    env: dict[str, str | None] = {
+        "SRE_JUDGE_JUDGE": "ollama:acme-judge:7b",
+        "SRE_JUDGE_JUDGE_PROFILES_FILE": str(profiles),
+        "SRE_JUDGE_PANEL": None,
+    }
+    settings = Settings(judge="ollama:acme-judge:7b", judge_profiles_file=profiles)
+    sent = sampling_for(settings, profile_of_spec(settings, settings.judge), backend="ollama")
+    assert (sent.max_tokens, sent.num_ctx, sent.temperature) == (3000, 8192, 0.3)
+    done = cli_in_process("config", "show", "--format", "json", env=env)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["SRE_JUDGE_JUDGE_MAX_TOKENS"] == sent.max_tokens
+    assert shown["SRE_JUDGE_JUDGE_CONTEXT_TOKENS"] == sent.num_ctx
+    assert shown["SRE_JUDGE_JUDGE_TEMPERATURE"] == sent.temperature
+    env["SRE_JUDGE_JUDGE_TEMPERATURE"] = "0.1"
+    done = cli_in_process("config", "show", "--format", "table", env=env)
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert lines["SRE_JUDGE_JUDGE_MAX_TOKENS"].endswith("3000  (judge profile acme)")
+    assert lines["SRE_JUDGE_JUDGE_TEMPERATURE"].endswith("0.1  (set)")
+
+
 def test_the_docs_document_every_setting() -> None:
     page = (ROOT / "docs" / "running.md").read_text()
     table = page[page.index("## Configuration") :]
@@ -168,6 +203,41 @@ def test_a_setting_refused_is_named_and_its_password_masked(url: str, why: str) 
     refused = cli_in_process("migrate", env={"SRE_JUDGE_JUDGE": spec})
     assert refused.returncode == 2 and "judge" in refused.stderr
     assert "hunter2secret" not in refused.stderr and "svc:***@" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://judge@db.example:99999/app", "'postgresql://judge@db.example:99999/app'"),
+        ("postgresql://judge:s3cret-pw@db:99999/app", "'postgresql://judge:***@db:99999/app'"),
+        ("mysql://judge@db/app", "'mysql://judge@db/app'"),
+    ],
+)
+def test_a_refused_database_url_shows_its_role_and_masks_its_password(url: str, shown: str) -> None:
+    """The refusal quotes the URL as ``config show`` prints it: the database's user, its
+    role, shown (the operator sees which URL is at fault), its password masked; the
+    example of a supported URL it gives reads as written."""
+    line = _refusal_line(cli_in_process("config", "show", env={"SRE_JUDGE_DATABASE_URL": url}))
+    assert line.startswith("error: invalid configuration: SRE_JUDGE_DATABASE_URL: "), line
+    assert shown in line and "s3cret-pw" not in line, line
+    if url.startswith("mysql"):
+        assert "(postgresql://user@host:5432/sre_judge)" in line, line
+
+
+def test_a_refused_judge_spec_masks_a_token_given_as_its_user() -> None:
+    """A user alone in a judge's base URL is a token (sent as Basic credentials): masked
+    in the refusal, as in every URL shown but a database's."""
+    spec = "openai:m@http://t0k3n-alone@judge.example:99999/v1"
+    line = _refusal_line(cli_in_process("config", "show", env={"SRE_JUDGE_JUDGE": spec}))
+    assert "SRE_JUDGE_JUDGE" in line and "http://***@judge.example" in line, line
+    assert "t0k3n-alone" not in line, line
+
+
+def _refusal_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line of a command refused as bad usage (exit 2)."""
+    assert done.returncode == 2, (done.returncode, done.stderr[-300:])
+    (line,) = done.stderr.strip().splitlines()
+    return line
 
 
 def test_a_database_password_holding_a_slash_is_taken_and_masked() -> None:

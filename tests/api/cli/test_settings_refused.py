@@ -98,6 +98,23 @@ def test_a_judge_spec_whose_port_is_no_port_is_refused_at_start(spec: str) -> No
     assert "SRE_JUDGE_JUDGE" in line and "port" in line, line
 
 
+@pytest.mark.parametrize(
+    ("variable", "spec"),
+    [
+        ("SRE_JUDGE_JUDGE", "openai:m@http://:8080/v1"),
+        ("SRE_JUDGE_JUDGE", "ollama:m@http://:11434"),
+        ("SRE_JUDGE_PANEL", "scripted:pass,openai:m@http://:8080/v1"),
+        ("SRE_JUDGE_CONFIRM_JUDGE", "ollama:m@http://:11434"),
+    ],
+)
+def test_a_judge_base_url_without_a_host_is_refused_at_start(variable: str, spec: str) -> None:
+    """A base URL that names no server (``http://:8080/v1``) could answer no call: the
+    start is refused in one line naming the variable, not left to keep every grading
+    pending."""
+    line = _refusal(_config_show({variable: spec}))
+    assert variable in line and "with a host" in line, line
+
+
 @pytest.mark.parametrize("value", [",", " , ,"])
 def test_a_panel_of_no_judge_is_refused_not_read_as_no_panel(value: str) -> None:
     refused = _config_show({"SRE_JUDGE_PANEL": value})
