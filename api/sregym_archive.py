@@ -3,16 +3,16 @@
 Only regular files are unpacked, and of them only what an import reads (``*.csv`` in any
 case, :func:`is_csv_file`, and a problems file); every name must be a relative path
 inside the archive (:func:`relative_path`: no absolute path, no drive, no ``..``, no
-backslash; a ``./`` prefix and the ``.`` folder that ``tar -C results .`` writes are
-fine, and so is any other colon, as in a run folder named by its time), links and
-devices are refused, and the archive may hold at most :data:`MAX_MEMBERS` entries and
-:data:`MAX_UNPACKED_BYTES` once unpacked. The unpacked size counts every member, whether
-an import reads it or not: a tar.gz is read as one stream whose bytes are counted as they
-are decompressed, so a bomb in any member stops at the limit without the rest being
-decompressed; a zip's members an import does not read are counted by their declared size
-(they are never decompressed), the others as bytes are really written.
-:func:`check_archive` runs the same checks without writing anything, so a bad upload is
-refused before it is stored.
+backslash, no byte that is not UTF-8; a ``./`` prefix and the ``.`` folder that ``tar -C
+results .`` writes are fine, and so is any other colon, as in a run folder named by its
+time), links and devices are refused, and the archive may hold at most
+:data:`MAX_MEMBERS` entries and :data:`MAX_UNPACKED_BYTES` once unpacked. The unpacked
+size counts every member, whether an import reads it or not: a tar.gz is read as one
+stream whose bytes are counted as they are decompressed, so a bomb in any member stops
+at the limit without the rest being decompressed; a zip's members an import does not
+read are counted by their declared size (they are never decompressed), the others as
+bytes are really written. :func:`check_archive` runs the same checks without writing
+anything, so a bad upload is refused before it is stored.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from typing import IO, Literal
+
+from storage.storable import unstorable
 
 __all__ = [
     "MAX_MEMBERS",
@@ -88,13 +90,17 @@ def relative_path(name: str, *, top: bool = False) -> PurePosixPath:
     """``name`` as a relative path inside a results folder, else UnsafeArchive: the one
     rule for an archive's entries, an imported row's file and an export's files.
 
-    Refused: a backslash or NUL, an absolute path, a drive (a first folder named ``C:``),
-    ``..``, no name at all (``top``: a directory named ``.``, the archive's own top, has
-    no parts and is accepted as such). Any other colon is fine: a run folder named by its
-    time (``2025-06-01T12:00:00``) is a legal name on Linux and macOS. ``./`` prefixes
-    are dropped, as ``tar czf x.tgz -C results .`` writes every name with one."""
+    Refused: a backslash or NUL, a byte that is not UTF-8 (read as a lone surrogate, as
+    ``tarfile`` and the file system give it), an absolute path, a drive (a first folder
+    named ``C:``), ``..``, no name at all (``top``: a directory named ``.``, the
+    archive's own top, has no parts and is accepted as such). Any other colon is fine: a
+    run folder named by its time (``2025-06-01T12:00:00``) is a legal name on Linux and
+    macOS. ``./`` prefixes are dropped, as ``tar czf x.tgz -C results .`` writes every
+    name with one."""
     if "\\" in name or "\x00" in name:
         raise UnsafeArchive(f"{name!r}: a name with a backslash or NUL")
+    if unstorable(name) is not None:  # no database stores it, no JSON answer shows it
+        raise UnsafeArchive(f"{name!r}: a name that is not UTF-8 text")
     path = PurePosixPath(name)
     if path.is_absolute():
         raise UnsafeArchive(f"{name!r}: an absolute path")
@@ -181,6 +187,9 @@ def _walk(data: bytes, kind: ArchiveKind, limit: int) -> Iterator[tuple[_Entry, 
         OSError,
         zlib.error,
         lzma.LZMAError,
+        RuntimeError,  # a zip member with a password
+        NotImplementedError,  # a zip member compressed as zipfile cannot read (AES, say)
+        UnicodeDecodeError,  # a zip name flagged UTF-8 that is not
     ) as exc:
         raise UnsafeArchive(f"not a readable {kind} archive: {exc}") from None
 

@@ -46,6 +46,7 @@ from api.sregym_archive import (
     unpack_archive,
 )
 from storage.imports import ImportJobRecord
+from storage.storable import printable, unstorable
 
 __all__ = [
     "IMPORT_MEDIA_TYPES",
@@ -141,9 +142,20 @@ def _errors(report: ImportReport) -> list[dict[str, str | None]]:
     listed = [("refused", p) for p in report.problems[:MAX_ERRORS_KEPT]]
     listed += [("conflict", p) for p in report.conflicts[:MAX_ERRORS_KEPT]]
     return [
-        {"kind": kind, "where": p.where, "field": p.field, "message": p.message}
+        {
+            "kind": kind,
+            "where": _shown(p.where),
+            "field": _shown(p.field),
+            "message": _shown(p.message),
+        }
         for kind, p in listed
     ]
+
+
+def _shown(text: str | None) -> str | None:
+    """``text`` as a job stores and shows it: a lone surrogate (a byte of a file's name
+    that is not UTF-8) written as its escape, so every answer about the job can be sent."""
+    return text if text is None or unstorable(text) is None else printable(text)
 
 
 def _summary(report: ImportReport) -> dict[str, Any]:

@@ -6,8 +6,9 @@ the same folder locally and through a server stores nothing twice) and the ``--p
 ground truths as ``problems.jsonl`` at the top (any ``problems.*`` of the folder's own
 is left out: the flag wins, as in the database mode). JSON lines go up as they are.
 Progress (rows done of the total) is printed on stderr while the job runs; the finished
-job's summary is read back into an :class:`ImportReport`, so the command prints what
-the database mode prints.
+job's summary is read back into an :class:`ImportReport`, with the numbers of rows
+refused and in conflict it counted (it lists only the first), so the command prints
+what the database mode prints.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ def _finished(job: dict[str, Any]) -> FinishedImport:
     from api.imports.report import ImportReport
 
     summary = job.get("report") or {}
-    problems = _listed(job.get("errors"), summary.get("problems"))
-    conflicts = _listed(job.get("conflicts"), summary.get("conflicts"))
+    counted, in_conflict = _count(summary.get("problems")), _count(summary.get("conflicts"))
+    problems = _listed(job.get("errors"), counted)
+    conflicts = _listed(job.get("conflicts"), in_conflict)
     report = ImportReport(
         submissions=summary.get("submissions", 0),
         already_imported=summary.get("already_imported", 0),
@@ -83,18 +85,23 @@ def _finished(job: dict[str, Any]) -> FinishedImport:
         problems=problems,
         conflicts=conflicts,
         rows=job.get("done", 0),
+        problems_total=counted,
+        conflicts_total=in_conflict,
     )
-    counted = summary.get("problems")
-    refused = counted if isinstance(counted, int) else len(job.get("errors") or [])
-    return FinishedImport(job["id"], job["state"], job.get("error"), report, refused)
+    return FinishedImport(job["id"], job["state"], job.get("error"), report, report.problem_count)
 
 
-def _listed(rows: list[dict[str, Any]] | None, counted: Any) -> list[ImportProblem]:
+def _count(counted: Any) -> int | None:
+    """The number of rows a job's summary says it counted, if it says one."""
+    return counted if isinstance(counted, int) and not isinstance(counted, bool) else None
+
+
+def _listed(rows: list[dict[str, Any]] | None, counted: int | None) -> list[ImportProblem]:
     """The rows a job lists, and a line for those it counted but did not list."""
     from api.imports.problems import ImportProblem
 
     listed = [ImportProblem(e["where"], e["message"], e.get("field")) for e in rows or []]
-    if isinstance(counted, int) and counted > len(listed):
+    if counted is not None and counted > len(listed):
         listed.append(ImportProblem("...", f"{counted - len(listed)} more, not listed"))
     return listed
 

@@ -48,6 +48,20 @@ class ImportReport:
     conflicts: list[ImportProblem] = field(default_factory=list)
     #: rows handled so far: stored, already imported, in conflict or refused
     rows: int = 0
+    #: all the rows refused and all in conflict, where ``problems`` and ``conflicts`` list
+    #: only the first of them (as a server's import job keeps them); None: all are listed
+    problems_total: int | None = None
+    conflicts_total: int | None = None
+
+    @property
+    def problem_count(self) -> int:
+        """How many rows were refused, listed or not."""
+        return len(self.problems) if self.problems_total is None else self.problems_total
+
+    @property
+    def conflict_count(self) -> int:
+        """How many rows were in conflict, listed or not."""
+        return len(self.conflicts) if self.conflicts_total is None else self.conflicts_total
 
     def mark(self) -> tuple[int, ...]:
         """Where the report stands, for :meth:`rewind` (when a transaction is rolled back)."""

@@ -194,18 +194,22 @@ def _literal(value: str | None) -> Any:
 
 
 def _answers(raw: Any) -> tuple[SregymAnswer, ...]:
+    """The checklist's answers, else ValueError naming the entry by its position (from
+    1), never by its content: the reason is stored, and an entry's evidence may quote a
+    credential."""
     if not isinstance(raw, list | tuple) or not raw:
         raise ValueError("expected a non-empty list of checklist entries")
     answers: list[SregymAnswer] = []
-    for entry in raw:
+    for number, entry in enumerate(raw, start=1):
         if not isinstance(entry, dict):
-            raise ValueError(f"checklist entry {entry!r} is not a dict")
+            raise ValueError(f"checklist entry {number} is not a dict")
         qid = entry.get("id") or entry.get("question_id")
         said = entry.get("answer")
         if not isinstance(qid, str) or said is None:
-            raise ValueError(f"checklist entry {entry!r} has no id or answer")
-        if any(a.question_id == qid for a in answers):
-            raise ValueError(f"checklist answers {qid!r} twice")
+            raise ValueError(f"checklist entry {number} has no id or answer")
+        earlier = next((n for n, a in enumerate(answers, start=1) if a.question_id == qid), 0)
+        if earlier:
+            raise ValueError(f"checklist entries {earlier} and {number} answer one question")
         yes = said if isinstance(said, bool) else _flag(str(said))
         confidence = _CONFIDENCE.get(str(entry.get("confidence", "")).strip().lower())
         evidence = redact(str(entry.get("evidence") or "")).text  # it may quote a credential

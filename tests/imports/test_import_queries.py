@@ -113,7 +113,36 @@ async def test_unknown_problems_and_unreadable_checklists_are_reported_with_file
     # answer (the database would refuse a second one, the row with it)
     assert len(unreadable) == 2
     assert {v.grading.unscored_reason for v in unreadable} == {"sregym_checklist_unreadable"}
-    assert any("'D1-Q1' twice" in (v.grading.detail or "") for v in unreadable)
+    assert any(
+        "entries 1 and 2 answer one question" in (v.grading.detail or "") for v in unreadable
+    )
+
+
+async def test_a_credential_in_an_unreadable_checklist_is_not_stored_in_clear(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """SREGym's judge quoted the agent's ``DB_PASSWORD=...`` in its evidence, and the
+    entry lacks its id, so the checklist cannot be read: the attempt gets an unscored
+    SREGym grading saying why, naming the entry by its position. The reason, in the
+    grading's ``detail`` and the submission's ``metadata.import_problem``, never holds
+    the credential in clear."""
+    password = "hunter2Sup3rS3cret"
+    checklist = [{"answer": "Yes", "evidence": f"the agent ran DB_PASSWORD={password}"}]
+    file = tmp_path / RUN / "stratus" / "p1" / "run_1" / "p1_results.csv"
+    file.parent.mkdir(parents=True)
+    columns = ["problem_id", "attempt", "Diagnosis.submission", "Diagnosis.success",
+               "Diagnosis.checklist"]  # fmt: skip
+    row = ["p1", "1", "the checkout pod ran out of memory", "True", repr(checklist)]
+    file.write_text(_csv(columns, [row]))
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(tmp_path), {"p1": "OOM in checkout"}, rubric=sregym_rubric()
+    )
+    assert report.submissions == 1, report
+    with engine.connect() as connection:
+        details = connection.execute(select(GradingRecord.detail)).scalars().all()
+        metadata = connection.execute(select(SubmissionRecord.metadata_)).scalars().all()
+    assert details == ["Diagnosis.checklist is not readable: checklist entry 1 has no id or answer"]
+    assert metadata and all(password not in json.dumps(m) for m in metadata), metadata
 
 
 RUN = "2025-06-01_12-00-00"

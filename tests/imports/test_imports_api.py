@@ -261,6 +261,23 @@ def _symlinktar_gz() -> bytes:
 
 
 CSV = b"problem_id,attempt\np,1\n"
+
+
+def _unreadable_zip(flaw: str) -> bytes:
+    """A zip whose one member the server cannot read: ``password`` (flagged encrypted),
+    ``method`` (compressed by method 99, AES) or ``name`` (flagged UTF-8, holding a byte
+    that is not)."""
+    data = bytearray(_zip({"a/rX.csv": CSV}))
+    for flags in (6, data.find(b"PK\x01\x02") + 8):  # in its local and central headers
+        if flaw == "password":
+            data[flags] |= 0x01
+        elif flaw == "method":
+            data[flags + 2 : flags + 4] = (99).to_bytes(2, "little")
+        else:
+            data[flags + 1] |= 0x08
+    return bytes(data.replace(b"rX.csv", b"r\xff.csv") if flaw == "name" else data)
+
+
 UNSAFE = {
     "dot-dot": (tar_gz({"../evil.csv": CSV}), TAR, ".."),
     "absolute": (_zip({"/tmp/evil.csv": CSV}), {"Content-Type": "application/zip"}, "absolute"),
@@ -276,6 +293,20 @@ UNSAFE = {
         "unpacks to more than",
     ),
     "not an archive": (b"plain text", TAR, "not a readable"),
+    # a tar made where names are Latin-1: no database stores the name, no answer shows it
+    "a name that is not UTF-8": (tar_gz({"r/ag\udcffent/p/results.csv": CSV}), TAR, "not UTF-8"),
+    **{
+        f"a zip member {what}": (
+            _unreadable_zip(flaw),
+            {"Content-Type": "application/zip"},
+            "not a readable zip",
+        )
+        for flaw, what in (
+            ("password", "with a password"),
+            ("method", "compressed by an unknown method"),
+            ("name", "whose name is flagged UTF-8 but is not"),
+        )
+    },
     "no csv": (tar_gz({"readme.txt": b"hi"}), TAR, "no CSV"),
     # the job could not unpack them: refused before it is accepted
     "a file twice": (
@@ -327,6 +358,9 @@ def test_a_zip_of_too_many_entries_is_refused_before_its_directory_is_read() -> 
 async def test_unsafe_archives_are_refused_and_nothing_is_stored(
     api_client: Any, tokens: Any, engine: Engine, case: str
 ) -> None:
+    """An archive the server cannot unpack safely, or at all (a name leaving it, a link,
+    a bomb, a name that is not UTF-8, a zip member with a password), is refused with 422
+    naming ``body``, saying why, and no job is stored."""
     body, headers, reason = UNSAFE[case]
     admin = await tokens("admin")
     async with api_client(start_workers=False, import_max_unpacked_bytes=1_000_000) as client:

@@ -16,7 +16,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import respx
 
 from tests.support.in_process_cli import cli_in_process
 from tests.support.service_process import serving
@@ -87,6 +89,48 @@ def _exports_match(
         assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
         cli_in_process(*packed, "-o", str(target), env=served)
         assert _archive_files(target.read_bytes(), kind) == _csv_files(fixture.root)
+
+
+def _import_job(refused: int, in_conflict: int, *, listed: int) -> dict[str, Any]:
+    """A finished JSON lines import job as the server shows it: its report counts every
+    row refused and in conflict, its lists hold the first ``listed`` of each."""
+    rows = [
+        {"where": f"line {n}", "field": "diagnosis", "message": "missing"}
+        for n in range(1, listed + 1)
+    ]
+    return {
+        "id": "i1", "kind": "jsonl", "archive": "jsonl", "state": "done", "rubric": None,
+        "strict": False, "total": refused + in_conflict, "done": refused + in_conflict,
+        "report": {
+            "submissions": 0, "already_imported": 0, "sregym_verdicts": 0, "queued": 0,
+            "not_graded": {}, "problems": refused, "conflicts": in_conflict,
+        },
+        "errors": rows[:refused], "conflicts": rows[:in_conflict], "size": 10,
+        "sha256": "0" * 64, "attempts": 1, "created_by": "admin",
+        "created_at": "2026-12-01T00:00:00Z", "started_at": "2026-12-01T00:00:00Z",
+        "finished_at": "2026-12-01T00:00:01Z", "error": None,
+    }  # fmt: skip
+
+
+def test_an_import_through_a_server_counts_every_row_it_refused(tmp_path: Path) -> None:
+    """``import jsonl FILE --server URL`` prints the counts the database mode prints: an
+    import that refused 1500 rows and found 1200 in conflict says "1500 problems; 1200
+    conflicts", though the server's job lists only the first 1000 of each (its report
+    counts them all); the rows not listed are counted on stderr."""
+    history = tmp_path / "history.jsonl"
+    history.write_text('{"nodiagnosis": 1}\n')
+    server = "http://judge.test"
+    env = {"SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1", "COLUMNS": "200"}
+    with respx.mock:
+        job = _import_job(1500, 1200, listed=1000)
+        respx.post(f"{server}/v1/imports").mock(return_value=httpx.Response(202, json=job))
+        done = cli_in_process(
+            "import", "jsonl", str(history), "--format", "table", "--server", server, env=env
+        )
+    assert done.returncode == 1, done.stderr
+    assert "; 1500 problems; 1200 conflicts" in done.stdout, done.stdout
+    assert "...: 500 more, not listed" in done.stderr
+    assert "...: 200 more, not listed" in done.stderr
 
 
 @pytest.mark.slow
