@@ -9,8 +9,9 @@ under its lease, so PostgreSQL is required (SQLite admits one writer at a time: 
 processes would queue for its lock). A submission's ``?wait=`` in one process sees a
 grading finished by another within its poll interval.
 
-SIGTERM or SIGINT to the parent is passed to every child, which shuts down gracefully;
-if a child dies, the others are stopped and the parent exits with its status.
+SIGTERM or SIGINT to the parent is passed to every child, which shuts down gracefully
+(one still starting ends by the signal: a stop too), and the parent exits 0; if a child
+dies, the others are stopped and the parent exits with its status.
 """
 
 from __future__ import annotations
@@ -68,11 +69,9 @@ def run_processes(settings: Settings, count: int) -> int:
     """Serve with ``count`` processes until SIGTERM or SIGINT; the exit status."""
     sock = bind_socket(settings.host, settings.port)
     context = multiprocessing.get_context("spawn")
-    children: list[BaseProcess] = [
-        context.Process(target=_child, args=(settings, sock, n == 0), name=f"sre-judge-serve-{n}")
-        for n in range(count)
-    ]
+    children: list[BaseProcess] = []  # the ones started
     stopping = False
+    failed = 0  # the status of the first child that ended on its own
 
     def on_signal(_sig: int, _frame: FrameType | None) -> None:
         nonlocal stopping
@@ -81,17 +80,28 @@ def run_processes(settings: Settings, count: int) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for child in children:
+        for n in range(count):
+            if stopping:  # a signal during start-up: start no more
+                break
+            child = context.Process(
+                target=_child, args=(settings, sock, n == 0), name=f"sre-judge-serve-{n}"
+            )
             child.start()
+            children.append(child)
+        if stopping:  # and pass it to those started since it came
+            _stop(children)
         while any(child.is_alive() for child in children):
             dead = [c for c in children if not c.is_alive() and c.exitcode not in (None, 0)]
             if dead and not stopping:
                 stopping = True
+                failed = dead[0].exitcode or 0
                 _stop(children)
             time.sleep(0.2)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sock.close()
+    # a child told to stop while still starting ends by the SIGTERM itself: a stop too
+    stopped = (0, -signal.SIGTERM) if stopping else (0,)
     codes = [child.exitcode or 0 for child in children]
-    return next((code for code in codes if code != 0), 0)
+    return failed or next((code for code in codes if code not in stopped), 0)
