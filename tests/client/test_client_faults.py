@@ -123,6 +123,58 @@ def test_submit_and_wait_keeps_to_its_wait_while_polling_an_unreachable_server()
 
 
 @respx.mock
+def test_submit_and_wait_returns_the_pending_handle_when_the_server_stays_busy() -> None:
+    """The submission is stored (202, pending), then every look is answered 503 with a
+    ``Retry-After`` longer than the client retries for and than the wait: the grading
+    comes back pending, a handle for ``wait``, within the wait, never as an exception
+    that loses the id of a stored submission."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(202, json=_grading("pending"))
+    )
+    respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(503, headers={"Retry-After": "120"}, json={"title": "Busy"})
+    )
+    started = time.monotonic()
+    with _client() as judge:
+        grading = submit_and_wait(judge, "d", wait=1, scenario_id="sc", run_id="r", attempt=1)
+    assert grading.id == "g1" and grading.status == "pending"
+    assert time.monotonic() - started < 4
+
+
+@respx.mock
+def test_submit_and_wait_returns_the_pending_handle_when_the_server_stays_away() -> None:
+    """The submission is stored (202, pending), then the server goes away for a wait
+    longer than the client's retries of one look (here 2 attempts, about half a second):
+    the wait keeps looking until its end and the grading comes back pending."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(202, json=_grading("pending"))
+    )
+    respx.get(f"{URL}/v1/gradings/g1").mock(side_effect=httpx.ConnectError("refused"))
+    with _client(retries=2) as judge:
+        grading = submit_and_wait(judge, "d", wait=3, scenario_id="sc", run_id="r", attempt=1)
+    assert grading.id == "g1" and grading.status == "pending"
+
+
+@respx.mock
+async def test_waiting_rides_out_a_server_away_or_busy_past_a_looks_retries() -> None:
+    """A look that fails after its retries (one here) is no answer yet: the wait looks
+    again, no sooner than the server's ``Retry-After``, and gets the grading."""
+    route = respx.get(f"{URL}/v1/gradings/g1").mock(
+        side_effect=[
+            httpx.ConnectError("refused"),
+            httpx.Response(503, headers={"Retry-After": "0.5"}, json={"title": "Busy"}),
+            httpx.Response(200, json=_grading()),
+        ]
+    )
+    async with AsyncClient(URL, "t0ken", retries=1, max_retry_wait=5) as judge:
+        started = time.monotonic()
+        grading = await judge.wait("g1", timeout=10)
+        elapsed = time.monotonic() - started
+    assert grading.status == "graded" and route.call_count == 3
+    assert elapsed >= 0.5, f"looked again {elapsed:.2f} s in, before the Retry-After"
+
+
+@respx.mock
 def test_waiting_keeps_to_its_timeout_when_the_server_is_busy() -> None:
     """A server answering 503 with a ``Retry-After`` longer than the time left ends
     ``wait``, ``follow_regrade`` and ``imports.wait`` with ``TimeoutError`` in time,

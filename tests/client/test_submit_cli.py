@@ -248,6 +248,29 @@ def test_a_202_before_the_wait_is_over_is_waited_out(tmp_path: Path) -> None:
 
 
 @respx.mock
+def test_a_grading_the_server_stays_busy_for_is_printed_pending(tmp_path: Path) -> None:
+    """A submission stored (202, pending) whose grading a busy server does not show again
+    within ``--wait`` (503 with a long ``Retry-After``) is printed pending, its id the
+    handle to look it up by later, and ends in no verdict yet (5)."""
+    truth, diagnosis = _files(tmp_path)
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(202, json=_grading("pending"))
+    )
+    respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(503, headers={"Retry-After": "3600"}, json={"title": "Busy"})
+    )
+    done = CliRunner().invoke(
+        submit_command,
+        ["--ground-truth-file", truth, "--diagnosis-file", diagnosis, "--wait", "1",
+         "--format", "json"],
+        env=MOCKED,
+    )  # fmt: skip
+    assert done.exit_code == 5, done.output
+    printed = json.loads(done.stdout)
+    assert (printed["id"], printed["status"]) == ("g1", "pending")
+
+
+@respx.mock
 def test_a_bad_gateway_is_no_verdict_yet(tmp_path: Path) -> None:
     """A load balancer in front of a server that is restarting answers 502: the server
     is unreachable (5, as for 503 and 504), not bad usage (2)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import time
@@ -37,6 +38,7 @@ __all__ = [
     "ground_truth_conflict",
     "ground_truth_sha256",
     "idempotency_key",
+    "pause_after_failed_look",
     "poll_delay",
     "resolve",
     "retry_policy",
@@ -123,6 +125,25 @@ def poll_delay(deadline: float, poll: float) -> float | None:
     the last look is made at the deadline rather than one poll short of it."""
     remaining = deadline - time.monotonic()
     return None if remaining <= 0 else min(poll, remaining)
+
+
+def pause_after_failed_look(error: Exception, look: Call, delay: float) -> float:
+    """Seconds a wait sleeps before its next look after ``look`` (made by
+    :func:`within_deadline`) failed with ``error``, a server busy or away being no
+    answer yet: ``delay``, or the server's ``Retry-After`` when longer.
+
+    Raises ``error`` itself when looking again cannot help (a refusal, an unknown id), and
+    ``TimeoutError`` from it when the wait has run out or the server asks to be left
+    alone past its end (a ``Retry-After`` a look's own retries do not wait out).
+    """
+    if not _retryable(look, math.inf)(error):
+        raise error
+    assert look.deadline is not None  # a wait's look
+    retry_after = error.retry_after if isinstance(error, ApiError) else None
+    remaining = look.deadline - time.monotonic()
+    if remaining <= 0 or (retry_after is not None and retry_after > remaining):
+        raise _ran_out(look, error) from error
+    return max(delay, retry_after or 0.0)
 
 
 def ground_truth_sha256(text: str) -> str:
@@ -298,12 +319,15 @@ def _out_of_time(call: Call, attempts: int) -> Callable[[RetryCallState], NoRetu
         assert error is not None  # only failures are retried
         ran_out = call.deadline is not None and time.monotonic() >= call.deadline
         if state.attempt_number < attempts or ran_out:
-            raise TimeoutError(
-                f"{call.method} {call.path} failed when the wait ran out: {error}"
-            ) from error
+            raise _ran_out(call, error) from error
         raise error
 
     return give_up
+
+
+def _ran_out(call: Call, error: BaseException) -> TimeoutError:
+    """The ``TimeoutError`` of a wait whose look at ``call`` still failed with ``error``."""
+    return TimeoutError(f"{call.method} {call.path} failed when the wait ran out: {error}")
 
 
 def retry_policy(call: Call, *, attempts: int, max_wait: float) -> dict[str, Any]:

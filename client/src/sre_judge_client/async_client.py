@@ -17,13 +17,14 @@ from sre_judge_client._core import (
     attempt_timeout,
     decode,
     ground_truth_conflict,
+    pause_after_failed_look,
     poll_delay,
     resolve,
     retry_policy,
     submission_call,
     within_deadline,
 )
-from sre_judge_client.errors import Conflict
+from sre_judge_client.errors import ApiError, Conflict
 from sre_judge_client.imports import AsyncImports
 from sre_judge_client.models import Grading, RegradeJob
 from sre_judge_client.scenarios import AsyncScenarios
@@ -154,7 +155,7 @@ class AsyncClient:
         poll: float = 1.0,
     ) -> Grading:
         """The grading once it left ``pending``; raises ``TimeoutError`` after ``timeout``
-        (also for a look still failing then: it is retried only within ``timeout``)."""
+        (also for a server still busy or away then: see :meth:`wait_many`)."""
         return (await self.wait_many([grading_id], timeout=timeout, poll=poll))[0]
 
     async def wait_many(
@@ -164,24 +165,32 @@ class AsyncClient:
         timeout: float = 300.0,  # noqa: ASYNC109 - Client.wait_many's keywords
         poll: float = 1.0,
     ) -> builtins.list[Grading]:
-        """Every grading once done, in the order of the ids given."""
+        """Every grading once done, in the order of the ids given.
+
+        A server busy or away (``Unavailable``, a connection error) past a look's retries
+        is no answer yet: the wait looks again, no sooner than its ``Retry-After``, until
+        ``timeout``, and raises ``TimeoutError`` from the last error then."""
         ids = list(grading_ids)
         done: dict[str, Grading] = {}
         deadline = time.monotonic() + timeout
         delay = min(0.2, poll)
         while True:
-            for grading_id in ids:
-                if grading_id not in done:
-                    look = within_deadline(_calls.get_grading(grading_id), deadline)
+            pause, failed = delay, None
+            for grading_id in [i for i in ids if i not in done]:
+                look = within_deadline(_calls.get_grading(grading_id), deadline)
+                try:
                     grading = Grading.model_validate(await self._send(look))
-                    if grading.done:
-                        done[grading_id] = grading
+                except (ApiError, httpx.TransportError) as error:
+                    pause, failed = pause_after_failed_look(error, look, delay), error
+                    break  # the others are looked at after the pause
+                if grading.done:
+                    done[grading_id] = grading
             if len(done) == len(ids):
                 return [done[i] for i in ids]
             remaining = deadline - time.monotonic()
             if remaining <= 0:  # polled once more at the deadline
-                raise TimeoutError(f"{len(ids) - len(done)} gradings still pending")
-            await asyncio.sleep(min(delay, remaining))
+                raise TimeoutError(f"{len(ids) - len(done)} gradings still pending") from failed
+            await asyncio.sleep(min(pause, remaining))
             delay = min(poll, delay * 2)
 
     async def override(
