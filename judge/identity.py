@@ -17,7 +17,12 @@ again after that, after a failed call (:meth:`DigestTracker.stale`) and when a
 completion's fingerprint differs from the last one seen (:meth:`DigestTracker.observe`).
 Every new digest is told to its listeners (a :class:`DigestChange`; ``previous`` is None
 the first time in a process): the service stores it and, when it differs from the one
-stored before, announces the change.
+stored before, announces the change. A listener that could not take it (the database was
+busy) is told again at the next use, and the digest is asked again then. Readers of
+anything keyed on digests (qualifications) go by the digest learned
+(:meth:`DigestTracker.learned`), stored or not, and drop what they cached when
+:attr:`DigestTracker.generation` moves: when a new digest is learned, and again once
+the listeners were told of it.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ __all__ = ["BackendDigest", "DigestChange", "DigestTracker"]
 
 @dataclass(frozen=True, slots=True)
 class DigestChange:
-    """A judge's digest as newly learned; ``previous`` is what this process knew before."""
+    """A judge's digest as newly learned; ``previous`` is the one its listeners took
+    before in this process (None: none yet)."""
 
     backend: str
     model: str
@@ -43,9 +49,15 @@ class DigestChange:
     previous: str | None
     current: str
 
+    @property
+    def judge(self) -> str:
+        """The judge's name, ``backend:model``, as the digest is stored under it."""
+        return f"{self.backend}:{self.model}"
 
-#: told of every new digest (awaited before the digest is used)
-Listener = Callable[[DigestChange], Awaitable[None]]
+
+#: told of every new digest (awaited before the digest is used); whether it took it:
+#: False (it could not store it) and it is told again at the next use
+Listener = Callable[[DigestChange], Awaitable[bool]]
 
 
 @dataclass
@@ -54,10 +66,16 @@ class _Known:
     at: float
     fingerprint: str | None = None
     stale: bool = False
+    #: the digest the listeners last took (None: none yet in this process)
+    told: str | None = None
 
 
 def _key(backend: JudgeBackend) -> tuple[str, str, str | None]:
     return (backend.name, backend.model, backend.base_url)
+
+
+def _name(backend: JudgeBackend) -> str:
+    return f"{backend.name}:{backend.model}"
 
 
 class DigestTracker:
@@ -72,8 +90,11 @@ class DigestTracker:
         self._known: dict[tuple[str, str, str | None], _Known] = {}
         self._locks: dict[tuple[str, str, str | None], asyncio.Lock] = {}
         self._listeners: list[Listener] = []
-        #: how many new digests were learned: a reader of anything keyed on digests
-        #: (qualifications) drops what it cached when this moves
+        #: the digest last learned behind each judge's name, whatever its address
+        self._learned: dict[str, str] = {}
+        #: moves when a new digest is learned and again once its listeners were told:
+        #: a reader of anything keyed on digests (qualifications) drops what it cached
+        #: when this moves
         self.generation = 0
 
     def listen(self, listener: Listener) -> None:
@@ -84,6 +105,12 @@ class DigestTracker:
         """The digest last learned of ``backend``'s judge, without asking."""
         entry = self._known.get(_key(backend))
         return None if entry is None else entry.digest
+
+    def learned(self, judge_name: str) -> str | None:
+        """The digest last learned behind ``judge_name`` (``backend:model``, the name
+        digests are stored and calibration runs are kept under), at any of its
+        addresses, without asking; stored or not. None: none learned in this process."""
+        return self._learned.get(judge_name)
 
     def stale(self, backend: JudgeBackend) -> None:
         """Ask again on next use (a call failed: the server may have been replaced)."""
@@ -131,18 +158,22 @@ class DigestTracker:
     async def _learn(self, backend: JudgeBackend, digest: str | None) -> None:
         key = _key(backend)
         entry = self._known.get(key)
-        previous = None if entry is None else entry.digest
         if entry is None:
             entry = self._known[key] = _Known(digest=None, at=0.0)
         entry.at, entry.stale = self._clock(), False
         if digest is None:  # not reported now (or unreachable): what was known stands
             return
-        entry.digest = digest
-        if digest != previous:
+        if digest != entry.digest:  # readers go by the digest learned from now on
             self.generation += 1
-            change = DigestChange(backend.name, backend.model, backend.base_url, previous, digest)
-            for listener in self._listeners:
-                await listener(change)
+        entry.digest = self._learned[_name(backend)] = digest
+        if digest != entry.told:
+            change = DigestChange(backend.name, backend.model, backend.base_url, entry.told, digest)
+            taken = [await listener(change) for listener in self._listeners]
+            if all(taken):
+                entry.told = digest
+            else:  # told again, and the digest asked again, at the next use
+                entry.stale = True
+            self.generation += 1  # what was read while the listeners ran is dropped too
 
     def of(self, backend: JudgeBackend) -> BackendDigest:
         """``backend``'s digest source, as a judge cache asks for it."""

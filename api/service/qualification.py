@@ -5,14 +5,17 @@ The pass policy (``SRE_JUDGE_PASS_POLICY``) says whose passes stand without a hu
 (review reason ``judge_not_qualified``); ``unflagged`` lets them stand. Either way a
 pass with an injection signal is held (``judge.review_reasons.INJECTION_SIGNALS``).
 
-A judge identity is its spec without the base URL, the service's sampling settings, the
-rubric version and the asking mode (see ``storage.calibration``). Until a calibration
-run qualifies it, its gradings are ``provisional``; a deterministic share of them
-(``SRE_JUDGE_PROVISIONAL_REVIEW_RATE``, by a hash of the grading id) goes to the review
-queue with the reason ``provisional_sample``. Lookups are cached for a minute per
+A judge identity is its spec without the base URL, the service's sampling settings (its
+context window among them, where one is set), the rubric version and the asking mode
+(see ``storage.calibration``). Until a calibration run qualifies it, its gradings are
+``provisional``; a deterministic share of them (``SRE_JUDGE_PROVISIONAL_REVIEW_RATE``,
+by a hash of the grading id) goes to the review queue with the reason
+``provisional_sample``. Lookups are cached for a minute per
 process, so a new calibration run takes effect within that time; a new model digest
 behind a judge's name (``judge.identity``) drops them at once, and the judge is
-provisional until a calibration run measures that model (``storage.calibration.holds``).
+provisional until a calibration run measures that model (``storage.calibration.holds``):
+the digest stored for the name and, in a process that follows the judge, the one its
+tracker learned (stored or not yet) must both be the one measured.
 
 On start, ``serve`` states whether its judge (each member of a panel) is qualified on
 the calibration set that ships with the package, with the verdict kappa and false-pass
@@ -26,7 +29,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from api.service.grader_factory import asking_choice, profile_of_spec, sampling_for
+from api.service.grader_factory import (
+    asking_choice,
+    context_tokens_for,
+    profile_of_spec,
+    sampling_for,
+)
 from api.service.settings import Settings
 from judge.calibration import DEFAULT_GOLD
 from judge.identity import DigestTracker
@@ -58,9 +66,12 @@ def judge_settings(
     model is sent (its profile's sampling where no setting is given).
 
     The reply format counts only when a setting or the judge's profile chose it
-    (``choice``), and the polarity override only when set, so the identity of a judge
-    qualified before they existed stays the same. A judge asked several samples is sent
-    every call at the sample temperature: that temperature is part of it then."""
+    (``choice``), the polarity override only when set, and the context window
+    (``context_tokens``: sent to Ollama as ``num_ctx``, and what decides which diagnoses
+    fit) only when a setting or the profile gives one, so the identity of a judge
+    qualified before they existed, or without them, stays the same. A judge asked
+    several samples is sent every call at the sample temperature: that temperature is
+    part of it then."""
     profile = profile_of_spec(settings, judge_spec) if judge_spec is not None else None
     params = sampling_for(settings, profile)
     identity: dict[str, Any] = {
@@ -69,6 +80,9 @@ def judge_settings(
         "max_tokens": params.max_tokens,
         "samples": settings.judge_samples,
     }
+    window = context_tokens_for(settings, profile)
+    if window is not None:
+        identity["context_tokens"] = window
     if settings.judge_samples > 1:
         identity["sample_temperature"] = settings.judge_sample_temperature
     if choice is not None and choice.reply_format_chosen:
@@ -168,8 +182,9 @@ class Qualifications:
     ) -> None:
         self.store = store
         self.settings = settings
-        #: a new digest learned there, or a change of ``changes()`` (a demotion), drops
-        #: every cached lookup
+        #: the digests this process learned (a judge is qualified only for the one
+        #: measured); a new digest learned there, or a change of ``changes()`` (a
+        #: demotion), drops every cached lookup
         self._digests = digests
         self._changes = changes
         self._generation = self._now()
@@ -180,24 +195,31 @@ class Qualifications:
         return digests, self._changes() if self._changes is not None else 0
 
     async def qualified(self, judge_spec: str, rubric_version: str, choice: AskingChoice) -> bool:
-        """Whether the judge's latest calibration run qualifies it now (cached)."""
-        if self._now() != self._generation:
-            self._generation = self._now()
+        """Whether the judge's latest calibration run qualifies it now (cached): it
+        measured the digest stored for the name and the one this process learned."""
+        generation = self._now()
+        if generation != self._generation:
+            self._generation = generation
             self._cache.clear()
         key = (judge_identity(judge_spec), rubric_version, choice)
         now = time.monotonic()
         cached = self._cache.get(key)
         if cached is not None and now - cached[0] < CACHE_SECONDS:
             return cached[1]
-        digest = await self.store.judge_digests.current(key[0])
-        found = await self.store.calibration.is_qualified(
-            judge_spec=key[0],
-            judge_settings=judge_settings(self.settings, choice, judge_spec=judge_spec),
-            rubric_version=rubric_version,
-            asking_mode=choice.asking,
-            current_digest=digest.digest if digest is not None else None,
-        )
-        self._cache[key] = (now, found)
+        identity: dict[str, Any] = {
+            "judge_spec": key[0],
+            "judge_settings": judge_settings(self.settings, choice, judge_spec=judge_spec),
+            "rubric_version": rubric_version,
+            "asking_mode": choice.asking,
+        }
+        learned = self._digests.learned(key[0]) if self._digests is not None else None
+        row = await self.store.judge_digests.current(key[0])
+        stored = row.digest if row is not None else None
+        found = await self.store.calibration.is_qualified(**identity, current_digest=stored)
+        if found and learned is not None and learned != stored:  # not stored (yet)
+            found = await self.store.calibration.is_qualified(**identity, current_digest=learned)
+        if self._now() == generation:  # else a digest learned meanwhile may not be in it
+            self._cache[key] = (now, found)
         return found
 
     async def members_qualified(self, judge_spec: str, rubric: Rubric, rubric_version: str) -> bool:

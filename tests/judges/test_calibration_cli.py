@@ -12,9 +12,11 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from api.judges.calibration import calibrate, drifted
-from api.service.qualification import in_review_sample, judge_settings
+from api.service.grader_factory import asking_choice, grader_for
+from api.service.qualification import Qualifications, in_review_sample, judge_settings
 from api.service.runtime import Runtime
 from api.service.settings import Settings
+from judge.backends import OllamaBackend
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calibration import (
     DEFAULT_GOLD,
@@ -32,6 +34,7 @@ from tests.judges.test_canary import JUDGE, LabelledJudge
 from tests.storage.helpers import sregym_rubric
 from tests.support.in_process_cli import cli_in_process, run_cli
 from tests.support.keys import session_key
+from tests.support.qualification import qualify
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -280,6 +283,31 @@ async def test_a_fingerprint_judge_updated_behind_its_name_turns_provisional(
         current = await Store(engine, key=session_key()).judge_digests.current(JUDGE)
         assert current is not None and current.digest == "fingerprint:fp_b"
         assert (await _submit(client, agent))["provisional"] is True
+
+
+async def test_a_judge_calibrated_with_one_context_window_is_not_qualified_with_another(
+    engine: Engine, database_url: str
+) -> None:
+    """The context window decides which diagnoses a judge sees whole (Ollama is sent it
+    as ``num_ctx``): calibrated with ``SRE_JUDGE_JUDGE_CONTEXT_TOKENS=32768``, the same
+    model sent 2048 is provisional until calibrated so; a judge given no window keeps
+    the identity it had without one."""
+    spec = "ollama:m@http://127.0.0.1:9"
+    rubric = sregym_rubric()
+    calibrated = Settings(judge=spec, database_url=database_url, judge_context_tokens=32768)
+    await qualify(engine, calibrated, rubric)
+    now = Settings(judge=spec, database_url=database_url, judge_context_tokens=2048)
+    backend = OllamaBackend("m", base_url="http://127.0.0.1:9")
+    try:
+        sent = (grader_for(calibrated, backend).params, grader_for(now, backend).params)
+    finally:
+        await backend.aclose()
+    assert (sent[0].num_ctx, sent[1].num_ctx) == (32768, 2048)
+    store = Store(engine, key=session_key())
+    choice = asking_choice(now, spec, rubric)
+    assert await Qualifications(store, now).qualified(spec, rubric.version, choice) is False
+    assert await Qualifications(store, calibrated).qualified(spec, rubric.version, choice)
+    assert "context_tokens" not in judge_settings(Settings(judge=spec))
 
 
 def test_the_review_sample_is_deterministic_and_near_its_rate() -> None:

@@ -20,11 +20,14 @@ import pytest
 import respx
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
 import storage.judge_digests as judge_digests
 from api.judges.identity import record_digest
+from api.service.grader_factory import asking_choice
+from api.service.qualification import Qualifications
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends import OllamaBackend, OpenAIBackend, ScriptedBackend
@@ -277,6 +280,119 @@ async def test_a_sampled_judge_replaced_behind_its_tag_is_seen_too(
             assert len(server.requests) == 2
     current = await Store(engine, key=session_key()).judge_digests.current("ollama:m")
     assert current is not None and current.previous_digest == "abc123"
+
+
+@pytest.mark.parametrize("failures", [1, 1000], ids=["once", "every_time"])
+async def test_a_model_replaced_while_its_digest_cannot_be_stored_is_provisional(
+    api_client: Any,
+    tokens: Any,
+    engine: Engine,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    failures: int,
+) -> None:
+    """Once another model answers behind a qualified judge's name, its gradings are
+    provisional even while the database cannot store the new digest (a busy database):
+    the digest is stored at a later use, and until then qualification goes by the
+    digest the service learned."""
+    with running_judge_server(default=REPLY) as server:
+        server.ollama_tag = "m:latest"
+        spec = f"ollama:m@{server.ollama_url}"
+        settings = Settings(judge=spec, database_url=database_url)
+        await qualify(engine, settings, sregym_rubric(), judge_digest="abc123")
+        real_learn = judge_digests.JudgeDigestRepository.learn
+        left = {"failures": 0}
+
+        async def busy_learn(
+            self: judge_digests.JudgeDigestRepository, *args: Any, **kwargs: Any
+        ) -> Any:
+            if left["failures"]:
+                left["failures"] -= 1
+                raise OperationalError("INSERT", {}, Exception("database is locked"))
+            return await real_learn(self, *args, **kwargs)
+
+        monkeypatch.setattr(judge_digests.JudgeDigestRepository, "learn", busy_learn)
+        async with api_client(judge=spec, **FAST) as client:
+            agent = await tokens("submitter")
+            assert (await _submit(client, agent))["provisional"] is False
+            server.ollama_digest = "def456"  # another model file behind the tag
+            left["failures"] = failures
+            gradings = [await _submit(client, agent) for _ in range(3)]
+    assert [g["provisional"] for g in gradings] == [True, True, True]
+    current = await Store(engine, key=session_key()).judge_digests.current("ollama:m")
+    assert current is not None
+    assert current.digest == ("def456" if failures == 1 else "abc123")
+
+
+async def test_a_digest_that_could_not_be_stored_is_told_again() -> None:
+    """A new digest whose listener could not take it (the database was busy) is asked,
+    and told, again at the next use, as the change from the digest taken before."""
+    judge = ScriptedBackend(model="fail", digest="abc123")
+    tracker = DigestTracker(refresh_seconds=3600)
+    told: list[tuple[str | None, str]] = []
+    takes = iter([True, False, True])
+
+    async def listener(change: DigestChange) -> bool:
+        told.append((change.previous, change.current))
+        return next(takes)
+
+    tracker.listen(listener)
+    assert await tracker.current(judge) == "abc123"
+    judge.digest = "def456"
+    tracker.stale(judge)
+    assert await tracker.current(judge) == "def456"  # not taken
+    assert await tracker.current(judge) == "def456"  # told again, and taken
+    assert await tracker.current(judge) == "def456"  # known now: not asked, nor told
+    assert told == [(None, "abc123"), ("abc123", "def456"), ("abc123", "def456")]
+    assert tracker.learned("scripted:fail") == "def456"
+
+
+async def test_a_new_digest_stored_while_a_lookup_ran_is_not_hidden_by_the_cache(
+    engine: Engine, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As soon as the service learned a new digest behind a qualified judge's name, the
+    judge is not qualified in that process, even for a lookup made while the digest was
+    being stored (a busy database): no lookup of the old model is kept in the cache."""
+    with running_judge_server(default=REPLY) as server:
+        server.ollama_tag = "m:latest"
+        spec = f"ollama:m@{server.ollama_url}"
+        settings = Settings(judge=spec, database_url=database_url, judge_digest_seconds=0)
+        rubric = sregym_rubric()
+        await qualify(engine, settings, rubric, judge_digest="abc123")
+        real_learn = judge_digests.JudgeDigestRepository.learn
+        gate, writing = asyncio.Event(), asyncio.Event()
+
+        async def slow_learn(
+            self: judge_digests.JudgeDigestRepository, *args: Any, **kwargs: Any
+        ) -> Any:
+            writing.set()
+            await gate.wait()  # a write that takes a moment
+            return await real_learn(self, *args, **kwargs)
+
+        async with Runtime(settings, engine=engine) as runtime:
+            services = runtime.services
+            tracker = services.backends.digests
+            backend = services.backends.get(spec)
+            qualifications = Qualifications(
+                services.store,
+                settings,
+                digests=tracker,
+                changes=lambda: services.qualification_changes,
+            )
+            choice = asking_choice(settings, spec, rubric)
+            assert await tracker.current(backend) == "abc123"
+            assert await qualifications.qualified(spec, rubric.version, choice) is True
+            monkeypatch.setattr(judge_digests.JudgeDigestRepository, "learn", slow_learn)
+            server.ollama_digest = "def456"
+            learning = asyncio.create_task(tracker.current(backend))
+            await asyncio.wait_for(writing.wait(), 5)
+            meanwhile = await qualifications.qualified(spec, rubric.version, choice)
+            gate.set()
+            assert await learning == "def456"
+            stored = await services.store.judge_digests.current("ollama:m")
+            after = await qualifications.qualified(spec, rubric.version, choice)
+    assert stored is not None and stored.digest == "def456"
+    assert (meanwhile, after) == (False, False)
 
 
 async def test_reports_tell_apart_the_models_behind_one_name(api_client: Any, tokens: Any) -> None:
