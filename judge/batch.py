@@ -186,11 +186,16 @@ def _result(number: int, raw: str) -> BatchResult:
 
 def parse_result_lines(text: str) -> list[BatchResult]:
     """Every result line of a results file (blank lines skipped); BatchLineError for the
-    first line that cannot be read."""
+    first line that cannot be read.
+
+    Lines end at a line feed (a carriage return before it is dropped) and nowhere else:
+    a runner that writes UTF-8 as is leaves U+2028, U+2029 or U+0085 raw inside a reply's
+    strings, which JSON allows and ``str.splitlines`` would cut at."""
     results = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.removesuffix("\n").split("\n"), start=1):
         if number > MAX_LINES:
             raise BatchLineError(f"more than {MAX_LINES} lines", line=number, field="file")
+        raw = raw.removesuffix("\r")
         if raw.strip():
             results.append(_result(number, raw))
     return results
@@ -313,9 +318,14 @@ def check_results(
 
 
 class NotAnswered(JudgeCallError):
-    """A rendering judge answers nothing: the request is recorded for a batch."""
+    """A rendering judge answers nothing: the request is recorded for a batch.
 
-    code = "judge_error"
+    Its own code tells it from a failure: asking one question at a time goes on to the
+    next question after it (``judge.per_question.ask_each``), as a live grading would
+    ask that one whatever this reply is. Never a stored grading's reason: a rendering
+    grading is thrown away."""
+
+    code = "not_answered"
     retryable = False
 
 
@@ -323,8 +333,9 @@ class RequestRecorder(StandIn):
     """A judge with a real one's identity that records each request and answers none.
 
     A grader run with it sends exactly the requests a live grading would send first
-    (those the cache does not answer); repairs of a reply and later stages depend on
-    answers and are asked live when the grading runs.
+    (those the cache does not answer): its one call, or with per-question asking each
+    question's call; repairs of a reply and later stages depend on answers and are
+    asked live when the grading runs.
     """
 
     def __init__(self, real: JudgeBackend) -> None:

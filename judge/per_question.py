@@ -7,6 +7,10 @@ is one small object ``{reasoning, evidence, answer, confidence}``, parsed strict
 bad one gets one repair call for that question, and a second bad one makes the grading
 ``unscored`` with reason ``unparseable_reply``. The judge cache keys on the whole
 request, so it caches per question.
+
+A failed call ends the grading, except one recorded for a batch and not answered
+(``judge.batch.NotAnswered``): no question's request depends on another's reply, so
+every question is asked (and rendered) all the same.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Sequence
 from functools import partial
 
 from judge.asking import ask_with_repair
+from judge.batch import NotAnswered
 from judge.caller import JudgeCaller
 from judge.calls import ChatMessage, JudgeCall
 from judge.confidence import with_logprob_confidence
@@ -57,8 +62,12 @@ async def ask_each(
     collected: Collected,
 ) -> tuple[str, str | None] | None:
     """Ask each of ``questions`` in its own call, appending to ``collected``; the
-    ``(unscored_reason, detail)`` that ends the grading, or None when all were answered."""
+    ``(unscored_reason, detail)`` that ends the grading, or None when all were answered.
+
+    A failed call ends the asking, but one not answered (rendered for a batch) does not:
+    the other questions' requests are the grading's first calls too."""
     calls, parsed, sources = collected
+    unanswered: tuple[str, str | None] | None = None
     form = style.reply_format
     asks = [
         (
@@ -86,11 +95,14 @@ async def ask_each(
             label=qid,
         )
         calls.extend(asked.calls)
+        if asked.reason == NotAnswered.code:
+            unanswered = unanswered or (asked.reason, asked.detail)
+            continue
         if asked.parsed is None or asked.reason is not None:
             return asked.reason or "judge_error", asked.detail
         parsed.update(with_logprob_confidence({qid: asked.parsed}, asked.completion, single_id=qid))
         sources[qid] = len(calls) - 1
-    return None
+    return unanswered
 
 
 async def ask_per_question(

@@ -8,7 +8,8 @@ results file back) goes through four phases; its engine state
 1. **render** (``rendering``): each item is graded by the very grader the workers use,
    with a judge that records what it is asked and answers nothing
    (``judge.batch.RequestRecorder``): exactly the requests a live grading would send
-   (those the judge cache does not answer). Each is stored with its custom id, hash and
+   first (those the judge cache does not answer; with per-question asking, every
+   question's). Each is stored with its custom id, hash and
    body (``judge.backends.openai.chat_body``, as the live backend sends it);
 2. **submit** (``submitting`` -> ``running``, Batch API): the open requests go up as a
    JSONL file and one batch, whose ids are stored before anything else happens; or
@@ -60,7 +61,6 @@ if TYPE_CHECKING:  # the openai client is loaded once a batch engine is used
     from judge.backends.openai import OpenAIBackend
 
 __all__ = [
-    "ACTIVE_BATCH_STATES",
     "ENDED_BATCH_STATES",
     "check_engine_judge",
     "import_results_file",
@@ -72,8 +72,6 @@ __all__ = [
 
 log = logging.getLogger("sre_judge.regrade.batch")
 
-#: Batch API states of a batch still under way
-ACTIVE_BATCH_STATES = ("created", "validating", "in_progress", "finalizing", "cancelling")
 #: Batch API states whose results (what there is of them) can be read
 ENDED_BATCH_STATES = ("completed", "expired", "cancelled", "failed")
 
@@ -284,17 +282,17 @@ async def _find_remote(client: Any, batch_id: str) -> Any:
 
 
 async def poll_job(services: Services, job_id: str, *, actor: str) -> list[ImportReport]:
-    """Phase 3 (Batch API): ask the state of the job's batches under way; import the
-    results of each that ended (completed, or expired, cancelled, failed: what came
-    back is kept, the rest is retried)."""
+    """Phase 3 (Batch API): ask the state of the job's batches under way (sent, their
+    results not imported: a batch found again after a cut-short submission may have
+    ended already); import the results of each that ended (completed, or expired,
+    cancelled, failed: what came back is kept, the rest is retried)."""
     batches = BatchQueries(services.store.db)
     job = (await RegradeJobQueries(services.store.db).get_job(job_id)).job
     reports = []
     client = await _batch_client(services, job.judge_spec)
     try:
-        for batch in await batches.batches(job_id, states=ACTIVE_BATCH_STATES):
-            if batch.remote_id is None:
-                continue  # its submission resumes (submit_job)
+        for batch in await batches.batches(job_id, under_way=True):
+            assert batch.remote_id is not None  # one with none: its submission resumes
             remote = await client.batches.retrieve(batch.remote_id)
             if remote.status not in ENDED_BATCH_STATES:
                 if remote.status != batch.state:

@@ -406,13 +406,17 @@ class BatchQueries:
 
         return await self._db.run(work)
 
-    async def batches(
-        self, job_id: str, *, states: Sequence[str] | None = None
-    ) -> list[RegradeBatchRecord]:
-        """The job's batches, oldest first (``states``: only those)."""
+    async def batches(self, job_id: str, *, under_way: bool = False) -> list[RegradeBatchRecord]:
+        """The job's batches, oldest first; ``under_way``: only those the engine has (a
+        remote id) whose results are not imported yet (no ``finished_at``), whatever
+        state they were last seen in (one found again after a cut-short submission may
+        have ended already)."""
         query = select(RegradeBatchRecord).where(col(RegradeBatchRecord.job_id) == job_id)
-        if states is not None:
-            query = query.where(col(RegradeBatchRecord.state).in_(states))
+        if under_way:
+            query = query.where(
+                col(RegradeBatchRecord.remote_id).is_not(None),
+                col(RegradeBatchRecord.finished_at).is_(None),
+            )
         query = query.order_by(col(RegradeBatchRecord.created_at), col(RegradeBatchRecord.round))
         return await self._db.run_read(lambda s: list(s.execute(query).scalars()))
 

@@ -63,6 +63,24 @@ def test_an_unreadable_result_line_names_its_line_and_field(text: str, field: st
     assert (caught.value.line, caught.value.field) == (2, field)
 
 
+def test_result_lines_end_at_line_feeds_only() -> None:
+    """A runner that writes UTF-8 as is (``vllm run-batch``) leaves U+2028, U+2029 and
+    U+0085 raw inside a reply's strings, as JSON allows: each result is still one line
+    with its reply whole, and a carriage return before a line feed is no part of it."""
+    said = "out of memory\u2028at noon\u2029then\x85restarted"
+    body = {"model": "m", "choices": [{"message": {"role": "assistant", "content": said}}]}
+    lines = [
+        json.dumps(
+            {"custom_id": cid, "response": {"status_code": 200, "body": body}, "error": None},
+            ensure_ascii=False,
+        )
+        for cid in ("a", "b")
+    ]
+    results = parse_result_lines(f"{lines[0]}\r\n{lines[1]}\n")
+    assert [(r.line, r.custom_id, r.ok) for r in results] == [(1, "a", True), (2, "b", True)]
+    assert results[1].body == body
+
+
 def _body(model: str, text: str) -> dict[str, object]:
     return {
         "model": model,

@@ -8,9 +8,11 @@ import math
 import pytest
 
 from judge.backends.scripted import ScriptedBackend, asked_question, scripted_reply
+from judge.batch import RequestRecorder
 from judge.cache import MemoryJudgeCache
 from judge.calls import JudgeRequest, TokenLogprob
 from judge.confidence import answer_token_confidences
+from judge.errors import JudgeCallError
 from judge.grader import Grader
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
@@ -62,6 +64,26 @@ async def test_two_bad_answers_make_the_grading_unscored(rubric: Rubric) -> None
     assert result.status == "unscored" and result.unscored_reason == "unparseable_reply"
     assert result.detail is not None and "D1-Q1" in result.detail and "D3-Q3" in result.detail
     assert len(result.calls) == 2 and not result.answers
+
+
+async def test_rendering_for_a_batch_asks_every_question_but_a_failed_call_ends_asking(
+    rubric: Rubric,
+) -> None:
+    """A judge that records each request for a batch and answers none is sent every
+    question: no question's request depends on another's reply, so all nine are calls a
+    live grading makes first. A call that failed ends the grading at once."""
+    recorder = RequestRecorder(ScriptedBackend())
+    result = await Grader(recorder, retry=FAST, asking="per_question").grade(
+        rubric, TRUTH, DIAGNOSIS
+    )
+    assert [asked_question(r) for r in recorder.requests] == [q.id for q in rubric.questions]
+    assert result.status == "unscored" and len(result.calls) == 9
+    failing = ScriptedBackend([JudgeCallError("the judge broke")])
+    result = await Grader(failing, retry=FAST, asking="per_question").grade(
+        rubric, TRUTH, DIAGNOSIS
+    )
+    assert (result.status, result.unscored_reason) == ("unscored", "judge_error")
+    assert len(failing.requests) == len(result.calls) == 1
 
 
 async def test_the_rubric_chooses_per_question_and_the_cache_keeps_each_question(

@@ -194,6 +194,44 @@ async def test_offline_exchange_grades_each_item_once_and_a_second_import_stores
     ]
 
 
+#: a reply to one question asked on its own (per-question asking)
+QUESTION_REPLY = json.dumps({"reasoning": "r", "evidence": "", "answer": "no", "confidence": 0.9})
+
+
+async def test_per_question_asking_sends_every_question_in_the_batch_and_grades_from_it(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+) -> None:
+    """With per-question asking, each item's nine questions are nine calls a live
+    grading makes whatever the replies are: all nine go in the requests file, and the
+    grading answers each question from its own reply, asking the judge nothing live."""
+    items = 2
+    await _gradings(engine, items)
+    admin = await tokens("admin")
+    body = {"judge": _spec(judge_server), "engine": "offline"}
+    async with api_client(backends=_backends(judge_server), judge_asking="per_question") as client:
+        job = await _start(client, admin, body)
+        lines = await _requests(client, admin, job["id"])
+        ids = [parse_custom_id(line["custom_id"]) for line in lines]
+        assert len(lines) == 9 * items, sorted(ids)
+        for grading in {cid.grading_id for cid in ids}:
+            assert sorted((c.call, c.sample) for c in ids if c.grading_id == grading) == [
+                (call, 0) for call in range(9)
+            ]
+        results = "\n".join(_result_line(line, QUESTION_REPLY) for line in lines) + "\n"
+        posted = await _post_results(client, admin, job["id"], results)
+        assert posted.status_code == 200, posted.text
+        assert (posted.json()["answered"], posted.json()["refused"]) == (9 * items, 0)
+        done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"], done["failed"]) == ("done", items, 0)
+    assert judge_server.requests == []  # every question answered from the batch
+    calls = _calls(engine, job["id"])
+    assert len(calls) == 9 * items
+    assert {c.via for c in calls} == {f"batch {posted.json()['batch_id']}"}
+
+
 async def test_offline_results_are_checked_and_what_is_refused_or_failed_is_asked_live(
     api_client: ClientFactory,
     tokens: Callable[..., Any],
@@ -578,6 +616,41 @@ async def test_a_restarted_service_resumes_polling_the_stored_batch(
             done = await _finished(client, admin, job["id"])
     assert (done["state"], done["done"]) == ("done", ITEMS)
     assert (api.uploads, api.creates) == (1, 1)  # never submitted twice
+    assert judge_server.requests == []
+    assert {c.via for c in _calls(engine, job["id"])} == {"batch batch_1"}
+
+
+async def test_a_batch_found_again_after_a_cut_short_submission_is_imported_once_it_ended(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    judge_server: JudgeServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A submission cut short after the Batch API made the batch (its id not stored) is
+    found again by its ``metadata.sre_judge_batch`` on the next try, not sent twice;
+    a batch that has ended meanwhile has its results imported and the job is graded."""
+    from api.regrade.batch_queries import BatchQueries
+
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
+    store_ids = BatchQueries.update_batch
+    cut: list[str] = []
+
+    async def stopped(self: BatchQueries, batch_id: str, **values: Any) -> Any:
+        if values.get("remote_id") and not cut:  # the process stops before storing it
+            cut.append(values["remote_id"])
+            api.finish(values["remote_id"], "completed", lambda body: REPLY)  # ends meanwhile
+            raise ConnectionError("cut short")
+        return await store_ids(self, batch_id, **values)
+
+    monkeypatch.setattr(BatchQueries, "update_batch", stopped)
+    with router:
+        async with _batch_service(api_client, judge_server) as client:
+            job = await _start_batch(client, admin, judge_server)
+            done = await _finished(client, admin, job["id"])
+    assert cut == ["batch_1"]
+    assert (done["state"], done["done"]) == ("done", ITEMS)
+    assert (api.uploads, api.creates) == (1, 1)
     assert judge_server.requests == []
     assert {c.via for c in _calls(engine, job["id"])} == {"batch batch_1"}
 
