@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from judge.asking import ask_with_repair
+from judge.batch import NotAnswered
 from judge.caller import JudgeCaller
 from judge.calls import ChatMessage, JudgeCall
 from judge.context import Fit
@@ -296,6 +297,7 @@ async def ask_extraction(
     calls: list[JudgeCall] = []
     parsed: dict[str, ParsedAnswer] = {}
     sources: dict[str, int] = {}
+    unanswered: tuple[str, str | None] | None = None
     if coded and facts is not None:
         asked = await ask_with_repair(
             caller,
@@ -305,17 +307,24 @@ async def ask_extraction(
             repair_message=_repair,
         )
         calls.extend(asked.calls)
-        if asked.parsed is None or asked.reason is not None:
+        if asked.reason == NotAnswered.code:
+            # recorded for a batch: the other questions' calls do not depend on the
+            # claims, so they are the grading's first calls too and are rendered as well
+            unanswered = (asked.reason, asked.detail)
+        elif asked.parsed is None or asked.reason is not None:
             reason = asked.reason or "judge_error"
             return unscored_result(rubric, caller.backend, calls, reason, asked.detail)
-        claims = _occurring(asked.parsed, fit.diagnosis)
-        for question in coded:
-            parsed[question.id] = _answer(question.claims or "", claims, facts, fit.diagnosis)
-            sources[question.id] = len(calls) - 1
+        else:
+            claims = _occurring(asked.parsed, fit.diagnosis)
+            for question in coded:
+                answer = _answer(question.claims or "", claims, facts, fit.diagnosis)
+                parsed[question.id] = answer
+                sources[question.id] = len(calls) - 1
     rest: list[Question] = [q for q in rubric.questions if q not in coded]
     ended = await ask_each(
         caller, rubric, ground_truth, fit.diagnosis, rest, style, (calls, parsed, sources)
     )
+    ended = ended or unanswered
     if ended is not None:
         return unscored_result(rubric, caller.backend, calls, *ended)
     # answers made in code are in the rubric's polarity already

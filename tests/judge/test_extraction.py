@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from judge.backends.openai import OpenAIBackend
-from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.backends.scripted import ScriptedBackend, asked_question, scripted_reply
 from judge.backends.streaming import StreamLimits
+from judge.batch import RequestRecorder
 from judge.calls import JudgeRequest
 from judge.extraction import parse_claims
 from judge.grader import Grader
@@ -131,6 +132,21 @@ async def test_an_unusable_extraction_is_unscored_after_one_repair(rubric: Rubri
     assert result.status == "unscored" and result.unscored_reason == "unparseable_reply"
     assert len(requests) == 2
     assert "origin_component must be a string" in result.detail
+
+
+async def test_rendering_for_a_batch_sends_the_claims_call_and_every_asked_question(
+    rubric: Rubric,
+) -> None:
+    """A judge that records each request for a batch and answers none is sent the claims
+    call and the six questions code does not answer: none of them depends on another's
+    reply, so all seven are calls a live grading makes first and all go in the batch."""
+    recorder = RequestRecorder(ScriptedBackend())
+    result = await Grader(recorder, retry=FAST, asking="extraction").grade(rubric, TRUTH, DIAGNOSIS)
+    assert len(recorder.requests) == 7 and len(result.calls) == 7
+    assert "write down what it claims" in recorder.requests[0].messages[0].content
+    asked = [asked_question(r) for r in recorder.requests[1:]]
+    assert asked == ["D1-Q2", "D2-Q1", "D2-Q3", "D3-Q1", "D3-Q2", "D3-Q3"]
+    assert result.status == "unscored"
 
 
 def test_claims_parser_is_strict() -> None:
