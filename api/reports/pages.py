@@ -19,6 +19,7 @@ from api.reports.evaluation import (
     evaluation_csv_headers,
     evaluation_table,
 )
+from api.reports.filter_scope import with_inline_default
 from api.reports.filters import GROUP_KEYS, ReportFilter
 from api.reports.models import GroupRate
 from api.reports.page_view import (
@@ -78,9 +79,13 @@ async def reports_page(
     over: FromQuery[Literal["week", "day"]] = "week",
 ) -> Template:
     """Pass rates overall and per group, each question's yes-rate, with 95% intervals, and
-    the pass rate over time per agent or model (``series``) by week or day (``over``)."""
+    the pass rate over time per agent or model (``series``) by week or day (``over``).
+
+    How inline gradings count is settled once, from the page's ``group_by``, so that
+    every chart counts what the page's scope lines say."""
     filters = page_filter(_params(request))
     groups = parse_group_by(group_by)
+    filters = with_inline_default(filters, groups)
     store = services.store
     rates = await pass_rate_report(store, filters, group_by=groups, verdicts=verdicts)
     trend = await pass_rate_report(store, filters, group_by=[series, over], verdicts=verdicts)

@@ -3,6 +3,7 @@ filter included, and their forms keep the filters they show."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from judge.backends.scripted import ScriptedBackend
@@ -68,6 +69,25 @@ async def test_reports_page_honours_provisional_exclude_like_the_api(
         n = api["overall"]["n"]
         shown = f"{api['overall']['passed']}/{n}" if n else "n = 0"
         assert shown in page, (shown, api["overall"])
+
+
+async def test_reports_page_grouped_by_source_counts_inline_gradings_in_every_chart(
+    api_client: Any, tokens: Any
+) -> None:
+    """``/reports?group_by=source`` mixes gradings against inline ground truths in, and
+    says so; every chart under that caption counts them: the pass rates, each question's
+    yes-rate and the pass rate over time."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)  # three passing diagnoses against inline ground truths
+        await sign_in(c, ada)
+        page = (await c.get("/reports?group_by=source")).text
+    assert "mixed in with registered scenarios" in page  # the page's own scope line
+    assert "3/3" in page  # the pass-rate chart
+    questions = page[page.index('data-testid="question-chart"') :]
+    answered = re.findall(r"<title>(D\d-Q\d): (\d+)/(\d+)", questions)
+    assert {(q, int(n)) for q, _, n in answered} == {(q, 3) for q in IDS}, answered
+    assert "No scored gradings in this filter yet." not in page  # the pass rate over time
 
 
 def _form(html: str, testid: str) -> str:
