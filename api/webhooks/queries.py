@@ -195,7 +195,9 @@ class WebhookQueries:
                 f"delivery {delivery_id!r} is being sent now: redeliver it once that "
                 "attempt is recorded (its attempts list shows it)"
             )
-        found.state, found.next_attempt_at = "pending", now
+        # the old lease goes: a sender whose lease ran out records its attempt later
+        # fenced by it, and must not end (deliver or dead-letter) the new series
+        found.state, found.next_attempt_at, found.leased_until = "pending", now, None
         # a new series: its backoff starts from SRE_JUDGE_WEBHOOK_RETRY_SECONDS again, and
         # its give-up clock from its next attempt (the earlier attempts stay in its
         # attempts list); created_at stays the event's time: the order is seq's

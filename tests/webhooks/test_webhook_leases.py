@@ -205,3 +205,28 @@ async def test_a_delivery_given_up_while_an_admin_redelivers_another_of_its_endp
     )
     states = {v.delivery.id: v.delivery.state for v in await webhooks.deliveries(endpoint)}
     assert states == {first.id: "dead", other: "pending"}
+
+
+async def test_a_redelivery_is_not_undone_by_a_sender_whose_lease_ran_out(
+    store: Store, clock: Clock, webhooks: WebhookQueries
+) -> None:
+    """A redelivery made after a frozen sender's lease ran out stands: the sender's late
+    outcome (here its failed send, the last of its old series) is recorded and changes
+    nothing else; the delivery stays pending and is sent again as attempt 1 of the new
+    series."""
+    endpoint = await _endpoint(store)
+    await _events(store, 1)
+    [held_by_a] = await webhooks.claim_due(lease_seconds=15)
+    clock.advance(16)  # A frozen past its lease
+    await webhooks.redeliver(endpoint, held_by_a.id, actor="admin")
+    # A wakes: its send failed and, by its (old) series, it gives the delivery up
+    await webhooks.record_attempt(
+        held_by_a, status=500, error="server error", duration_ms=16000.0, retry_at=None
+    )
+    [view] = await webhooks.deliveries(endpoint)
+    assert view.delivery.state == "pending", (
+        f"the admin's redelivery was undone by the stale sender: {view.delivery.state}"
+    )
+    claimed = await webhooks.claim_due(lease_seconds=15)
+    assert [c.id for c in claimed] == [held_by_a.id]
+    assert claimed[0].attempts == 1
