@@ -28,6 +28,7 @@ from api.adjudication.use_cases import (
     walk_step,
 )
 from api.http.same_origin import foreign_page
+from api.service.errors import InvalidRequest
 from api.service.schemas import GradingPublic
 from api.service.services import Services
 from api.web.pages import page
@@ -70,9 +71,14 @@ _SNIPPET = 140
 
 
 def _filters(params: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
-    """The queue's filters from query parameters (``prefix``: ``q.`` on a walk)."""
+    """The queue's filters from query parameters (``prefix``: ``q.`` on a walk);
+    InvalidRequest naming ``provisional`` for a value other than ``true`` or ``false``
+    (never read as another filter)."""
     values: dict[str, Any] = {name: params.get(prefix + name) or None for name in _FILTERS}
     provisional = values["provisional"]
+    if provisional not in (None, "true", "false"):
+        field = prefix + "provisional"
+        raise InvalidRequest(f"{field} must be true or false", field=field)
     values["provisional"] = None if provisional is None else provisional == "true"
     values["assigned"] = "me" if values["assigned"] == "me" else None  # the one choice
     return values

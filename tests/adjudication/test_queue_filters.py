@@ -60,3 +60,22 @@ async def test_a_filter_finds_an_item_queued_behind_a_full_window(
     assert 'data-testid="progress"><strong>1</strong> to review' in page
     assert target in page
     assert walk.headers["location"].startswith(f"/gradings/{target}?"), walk.headers
+
+
+async def test_an_unknown_provisional_value_is_refused_not_read_as_false(
+    api_client: Any, tokens: Any
+) -> None:
+    """``/queue?provisional=`` takes ``true``, ``false`` or nothing (the page's select): any
+    other value is a 422 naming ``provisional``, as an unknown ``reason`` is, never read as
+    "qualified judge", which would hide every provisional item of the queue."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(QUEUED)) as c:
+        grading_id = await _submit(c, agent, DIAGNOSIS, "m")
+        await sign_in(c, ada)
+        assert grading_id in (await c.get("/queue?provisional=true")).text  # it is queued
+        for value in ("yes", "1"):
+            page = await c.get(f"/queue?provisional={value}")
+            assert page.status_code == 422, (value, page.status_code)
+            assert "provisional must be true or false" in page.text
+        walk = await c.get("/queue/next?q.provisional=maybe")
+        assert walk.status_code == 422 and "q.provisional" in walk.text
