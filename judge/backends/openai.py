@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -180,6 +182,9 @@ class OpenAIBackend:
             "max_retries": 0,
         }
         self._client = self._new_client()
+        #: requests under way on each client; a client replaced while some are (after an
+        #: empty stream) is closed when the last of them ends (``_using``)
+        self._users: dict[openai.AsyncOpenAI, int] = {}
         #: the endpoint really used (``OPENAI_BASE_URL`` applies when base_url is None)
         self.endpoint = str(self._client.base_url)
         #: what this endpoint refused so far (``json_schema``, ``logprobs``)
@@ -202,39 +207,40 @@ class OpenAIBackend:
         self.quirks.unstreamed_once.discard(self.endpoint)
         started = asyncio.get_running_loop().time()
         with map_openai_errors():
-            try:
-                reply = await answered(
-                    self._create(request, form, logprobs=logprobs, streamed=streamed),
-                    self.limits if streamed else self.limits.whole_call(),
-                    server=SERVER,
-                    started=started,
-                )
-            except openai.APIStatusError as exc:
-                refused = self._note_refusal(exc, form, logprobs=logprobs)
-                if refused is None:
-                    raise
-                raise refused from exc
-            if not streamed:
-                return completion_of(reply, form, self.model, token_logprobs)
-            try:
-                return await read_stream(
-                    reply,
-                    self.limits,
-                    form=form,
-                    model=self.model,
-                    logprobs_of=token_logprobs,
-                    started=started,
-                )
-            except EmptyStream as exc:
-                # the server failed after its headers and drops that connection: do not
-                # send the next request down it (a ReadError), open new ones instead
-                await self._renew_client()
-                self.quirks.unstreamed_once.add(self.endpoint)
-                raise FeatureRefused(
-                    f"{self.endpoint} sent an empty stream (an error after its headers); "
-                    "asking once without streaming to learn which",
-                    status_code=200,
-                ) from exc
+            async with self._using() as client:
+                try:
+                    reply = await answered(
+                        self._create(client, request, form, logprobs=logprobs, streamed=streamed),
+                        self.limits if streamed else self.limits.whole_call(),
+                        server=SERVER,
+                        started=started,
+                    )
+                except openai.APIStatusError as exc:
+                    refused = self._note_refusal(exc, form, logprobs=logprobs)
+                    if refused is None:
+                        raise
+                    raise refused from exc
+                if not streamed:
+                    return completion_of(reply, form, self.model, token_logprobs)
+                try:
+                    return await read_stream(
+                        reply,
+                        self.limits,
+                        form=form,
+                        model=self.model,
+                        logprobs_of=token_logprobs,
+                        started=started,
+                    )
+                except EmptyStream as exc:
+                    # the server failed after its headers and drops that connection: do
+                    # not send the next request down it (a ReadError), open new ones
+                    await self._renew_client()
+                    self.quirks.unstreamed_once.add(self.endpoint)
+                    raise FeatureRefused(
+                        f"{self.endpoint} sent an empty stream (an error after its headers); "
+                        "asking once without streaming to learn which",
+                        status_code=200,
+                    ) from exc
 
     def _note_refusal(
         self, exc: openai.APIStatusError, form: str, *, logprobs: bool
@@ -261,9 +267,16 @@ class OpenAIBackend:
         return None
 
     async def _create(
-        self, request: JudgeRequest, form: str, *, logprobs: bool, streamed: bool = True
+        self,
+        client: openai.AsyncOpenAI,
+        request: JudgeRequest,
+        form: str,
+        *,
+        logprobs: bool,
+        streamed: bool = True,
     ) -> Any:
-        """Send the request: a stream (once the answer's headers came) or a whole reply."""
+        """Send the request through ``client``: a stream (once the answer's headers came)
+        or a whole reply."""
         body = chat_body(self.model, request, form=form, logprobs=logprobs, streamed=streamed)
         # The client's own POST (its retries off, its errors, auth and parsing kept), not
         # chat.completions.create: that one walks every node of the body against the
@@ -271,13 +284,13 @@ class OpenAIBackend:
         # (bench/overhead.py); the body here is built from checked values already.
         if not streamed:  # the whole reply at once: the transport waits up to the cap
             timeout = self.limits.whole_call().http_timeout()
-            return await self._client.post(
+            return await client.post(
                 "/chat/completions",
                 cast_to=ChatCompletion,
                 body=body,
                 options={"timeout": timeout},
             )
-        stream: AsyncStream[ChatCompletionChunk] = await self._client.post(
+        stream: AsyncStream[ChatCompletionChunk] = await client.post(
             "/chat/completions",
             cast_to=ChatCompletion,
             body=body,
@@ -313,7 +326,8 @@ class OpenAIBackend:
         audio, beta, admin...), half a second before the first request.
         """
         with map_openai_errors():
-            reply = await self._client.get("/models", cast_to=httpx.Response)
+            async with self._using() as client:
+                reply = await client.get("/models", cast_to=httpx.Response)
         return _entries_of(reply)
 
     async def probe(self) -> None:
@@ -357,7 +371,8 @@ class OpenAIBackend:
         root = str(self._client.base_url).rstrip("/")
         root = root.removesuffix("/v1")
         try:
-            reply = await self._client.get(f"{root}/props", cast_to=httpx.Response)
+            async with self._using() as client:
+                reply = await client.get(f"{root}/props", cast_to=httpx.Response)
         except (openai.APIError, httpx.HTTPError):
             return None
         try:
@@ -396,11 +411,30 @@ class OpenAIBackend:
             mine = entries
         return mine[0] if mine else None
 
+    @asynccontextmanager
+    async def _using(self) -> AsyncIterator[openai.AsyncOpenAI]:
+        """The client for one request, kept open until the request is done with it (its
+        reply read) even if another call replaces it meanwhile (``_renew_client``)."""
+        client = self._client
+        self._users[client] = self._users.get(client, 0) + 1
+        try:
+            yield client
+        finally:
+            self._users[client] -= 1
+            if not self._users[client]:
+                del self._users[client]
+                if client is not self._client:  # replaced: its last request is done
+                    await client.close()
+
     async def _renew_client(self) -> None:
-        """Replace the client (and its pooled connections) with a fresh one."""
+        """Send new requests through a fresh client (and connection pool); the old one is
+        closed once the requests under way on it are done (``_using``), never under them."""
         old, self._client = self._client, self._new_client()
-        await old.close()
+        if old not in self._users:
+            await old.close()
 
     async def aclose(self) -> None:
-        """Close the client's HTTP connections."""
-        await self._client.close()
+        """Close the HTTP connections of every client: the current one and any replaced
+        one with requests still under way."""
+        for client in {self._client, *self._users}:
+            await client.close()

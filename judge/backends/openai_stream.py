@@ -1,7 +1,8 @@
 """Reading an OpenAI-compatible streamed chat completion into one :class:`Completion`.
 
-Chunks carry pieces of the reply (``delta.content``), their log-probabilities, and at
-the end a ``finish_reason`` and, with ``stream_options.include_usage``, the token usage.
+Chunks carry pieces of the reply (``delta.content``) or of a refusal (``delta.refusal``,
+raised as an unstreamed refusal is), their log-probabilities, and at the end a
+``finish_reason`` and, with ``stream_options.include_usage``, the token usage.
 A stream that ends without a ``finish_reason`` was cut: it raises, and nothing of it is
 parsed; the ``finish_reason`` is kept with the completion (``length``: cut at the
 budget, which ``judge.retry`` never lets reach the parser). A server that ignores
@@ -79,7 +80,7 @@ def completion_of(response: Any, form: str, model: str, logprobs_of: Any) -> Com
     message = getattr(choices[0], "message", None)
     refusal = getattr(message, "refusal", None)
     if refusal and not getattr(message, "content", None):
-        raise JudgeRejected(f"the model refused to answer: {str(refusal)[:MAX_ERROR_TEXT]}")
+        raise _refused(str(refusal))
     usage = getattr(response, "usage", None)
     return Completion(
         text=getattr(message, "content", None) or "",
@@ -93,17 +94,24 @@ def completion_of(response: Any, form: str, model: str, logprobs_of: Any) -> Com
     )
 
 
+def _refused(words: str) -> JudgeRejected:
+    """The error of a model's refusal to answer (structured outputs' ``refusal``), its
+    words kept."""
+    return JudgeRejected(f"the model refused to answer: {words[:MAX_ERROR_TEXT]}")
+
+
 #: where OpenAI-compatible servers stream a reasoning model's thinking (llama.cpp, vLLM
 #: with a reasoning parser, DeepSeek: ``reasoning_content``; OpenRouter: ``reasoning``)
 _REASONING = ("reasoning_content", "reasoning")
 
 
 def _begun(chunk: ChatCompletionChunk) -> bool:
-    """Whether ``chunk`` carries generated text, the reply's or a reasoning model's
-    thinking (which comes first: the model is generating, the first-token limit met)."""
+    """Whether ``chunk`` carries generated text, the reply's, a refusal's or a reasoning
+    model's thinking (which comes first: the model is generating, the first-token limit
+    met)."""
     for choice in getattr(chunk, "choices", None) or []:
         delta = getattr(choice, "delta", None)
-        if getattr(delta, "content", None):
+        if getattr(delta, "content", None) or getattr(delta, "refusal", None):
             return True
         if any(getattr(delta, name, None) for name in _REASONING):
             return True
@@ -115,6 +123,8 @@ class _Reply:
 
     def __init__(self, model: str) -> None:
         self.text: list[str] = []
+        #: a refusal's words (``delta.refusal``), streamed in place of the reply
+        self.refusal: list[str] = []
         self.tokens: list[TokenLogprob] = []
         self.has_logprobs = False
         self.model, self.fingerprint, self.usage = model, None, None
@@ -129,9 +139,12 @@ class _Reply:
         self.fingerprint = getattr(chunk, "system_fingerprint", None) or self.fingerprint
         self.usage = getattr(chunk, "usage", None) or self.usage
         for choice in (getattr(chunk, "choices", None) or [])[:1]:
-            content = getattr(getattr(choice, "delta", None), "content", None)
+            delta = getattr(choice, "delta", None)
+            content, refusal = getattr(delta, "content", None), getattr(delta, "refusal", None)
             if content:
                 self.text.append(content)
+            if refusal:
+                self.refusal.append(str(refusal))
             tokens = logprobs_of(choice)
             if tokens:
                 self.has_logprobs = True
@@ -180,6 +193,8 @@ async def read_stream(
         raise EmptyStream(f"{SERVER} answered with an empty stream")
     if not reply.finished:
         raise cut_short(SERVER)
+    if reply.refusal and not reply.text:
+        raise _refused("".join(reply.refusal))
     usage = reply.usage
     return Completion(
         text="".join(reply.text),

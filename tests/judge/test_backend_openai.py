@@ -173,6 +173,37 @@ async def test_a_refusal_is_an_error_keeping_the_models_words(
     assert refusal in str(caught.value)
 
 
+async def test_a_streamed_refusal_is_an_error_keeping_the_models_words(
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
+) -> None:
+    """Streamed, structured outputs send a refusal as ``delta.refusal`` chunks with no
+    content; every call streams, so this is how a refusal really arrives. It reads as
+    the unstreamed one: a JudgeRejected keeping the model's words, not an empty text
+    parsed, repaired and lost."""
+    refusal = "I'm sorry, but I cannot assist with grading this content."
+
+    def event(delta: dict[str, object], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": MODEL}
+        return "data: " + json.dumps({**chunk, "choices": [choice]}) + "\n\n"
+
+    events = (
+        event({"role": "assistant", "content": None, "refusal": ""})
+        + event({"refusal": refusal[:20]})
+        + event({"refusal": refusal[20:]})
+        + event({}, "stop")
+        + "data: [DONE]\n\n"
+    )
+    openai_api.post("/chat/completions").mock(
+        return_value=httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=events.encode()
+        )
+    )
+    with pytest.raises(JudgeRejected) as caught:
+        await openai_backend.complete(make_request())
+    assert refusal in str(caught.value)
+
+
 async def test_json_schema_refused_with_500_falls_back_and_is_remembered(
     openai_api: respx.MockRouter,
 ) -> None:

@@ -9,9 +9,15 @@ never parsed. The real ``openai`` and ``ollama`` clients talk to a real streamin
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -22,7 +28,13 @@ from judge.backends.base import EndpointQuirks, JudgeBackend
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
 from judge.backends.streaming import StreamLimits
-from judge.errors import ContextOverflow, JudgeCallError, JudgeTimeout, JudgeUnavailable
+from judge.errors import (
+    ContextOverflow,
+    FeatureRefused,
+    JudgeCallError,
+    JudgeTimeout,
+    JudgeUnavailable,
+)
 from judge.retry import complete_with_retries
 from tests.judge.backend_servers import FAST, make_request
 from tests.support.judge_server import TOKEN_CHARS, JudgeServer, running_judge_server
@@ -235,6 +247,101 @@ async def test_the_transport_waits_for_an_unstreamed_reply_as_long_as_the_cap() 
     reads = [call.request.extensions["timeout"]["read"] for call in route.calls]
     assert reads == [limits.http_timeout().read, limits.whole_call().http_timeout().read]
     assert reads[1] >= limits.total
+
+
+def _event(delta: dict[str, object], finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    return ("data: " + json.dumps({**chunk, "choices": [choice]}) + "\n\n").encode()
+
+
+@dataclass
+class _HeldReplyServer:
+    """What the held reply's server tells the test: the reply has begun, the client let
+    go of the empty stream's connection; and what the test tells it: send the rest."""
+
+    url: str = ""
+    begun: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    empty_closed: threading.Event = field(default_factory=threading.Event)
+
+
+@contextmanager
+def _held_reply_server() -> Iterator[_HeldReplyServer]:
+    """A server whose first POST is answered with the start of REPLY, the rest held until
+    ``release``; every later POST with a 200 and no event (llama-cpp-python failing
+    after its headers)."""
+    state = _HeldReplyServer()
+    posts = itertools.count()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        held = False
+
+        def log_message(self, *args: object) -> None:
+            return
+
+        def _chunk(self, piece: bytes) -> None:
+            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            self.wfile.flush()
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            try:
+                if next(posts) == 0:
+                    self.held = True
+                    self._chunk(_event({"role": "assistant", "content": REPLY[:5]}))
+                    state.begun.set()
+                    state.release.wait(5.0)
+                    self._chunk(_event({"content": REPLY[5:]}))
+                    self._chunk(_event({}, "stop") + b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+        def finish(self) -> None:
+            super().finish()
+            if not self.held:
+                state.empty_closed.set()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        server.shutdown()
+        server.server_close()
+
+
+async def test_an_empty_stream_leaves_the_replies_under_way_to_finish() -> None:
+    """The service grades several submissions at once through one backend per judge
+    (``SRE_JUDGE_JUDGE_CONCURRENCY``). After one call meets an empty stream, new
+    requests go over new connections; a reply another call is still reading arrives
+    whole, and the old connections are let go once it has."""
+    limits = StreamLimits(first_token=5.0, idle=5.0, total=30.0)
+    with _held_reply_server() as server:
+        backend = OpenAIBackend("m", base_url=server.url, limits=limits, logprobs=False)
+        try:
+            reading = asyncio.create_task(backend.complete(make_request()))
+            assert await asyncio.to_thread(server.begun.wait, 5.0)
+            with pytest.raises(FeatureRefused):  # the empty stream
+                await backend.complete(make_request())
+            closed_while_reading = server.empty_closed.is_set()
+            server.release.set()
+            completion = await reading
+            assert not closed_while_reading
+            assert await asyncio.to_thread(server.empty_closed.wait, 5.0)  # before aclose
+        finally:
+            await backend.aclose()
+    assert completion.text == REPLY
 
 
 @pytest.mark.parametrize("event", ["null", '"hello"', "[1, 2]"])
