@@ -217,7 +217,8 @@ class Checkpointer(BackgroundTask):
         await self.write_once()
 
     async def write_once(self) -> Checkpoint | None:
-        """Write one checkpoint if the head moved since the last; errors are logged."""
+        """Write one checkpoint if the head moved since the last; errors are logged, never
+        raised, so neither the loop nor a shutdown's last write ends on one."""
         try:
             previous = self.last or await asyncio.to_thread(_newest_in_file, self.target)
             checkpoint = await make_checkpoint(
@@ -233,6 +234,9 @@ class Checkpointer(BackgroundTask):
         except (CheckpointError, OSError, SQLAlchemyError) as exc:  # the database away too:
             # the next round tries again; the loop (and a shutdown's last write) go on
             log.error("audit checkpoint not written: %s", exc)
+            return None
+        except Exception:  # unforeseen: logged with its traceback, and the loop goes on
+            log.exception("audit checkpoint not written")
             return None
         self.last = checkpoint
         log.info("audit checkpoint written: seq %d", checkpoint.seq)

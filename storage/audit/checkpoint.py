@@ -75,9 +75,42 @@ class Checkpoint:
             raise CheckpointError(f"not a checkpoint: {exc}") from None
         except RecursionError:
             raise CheckpointError("not a checkpoint: nested too deeply") from None
-        if not isinstance(checkpoint.seq, int) or not isinstance(checkpoint.rows, int):
-            raise CheckpointError("not a checkpoint: seq and rows must be integers")
+        fault = _type_fault(checkpoint)
+        if fault is not None:
+            raise CheckpointError(f"not a checkpoint: {fault}")
         return checkpoint
+
+
+#: the JSON names of what :func:`json.loads` gives, for a refusal a user can read
+_JSON_TYPES = {
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    str: "text",
+    type(None): "null",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def _type_fault(checkpoint: Checkpoint) -> str | None:
+    """Which field has the wrong JSON type, or None when all are right.
+
+    ``seq`` and ``rows`` are integers (``true`` is not one); the other fields are
+    ASCII text, as every signed checkpoint's are, so that comparing, signing and
+    ordering checkpoints never fails on a garbled line.
+    """
+    for name in ("seq", "rows"):
+        value = getattr(checkpoint, name)
+        if type(value) is not int:
+            return f"{name} must be an integer, not {_JSON_TYPES.get(type(value), 'that')}"
+    for name in ("key_id", "head_hash", "time", "signature", "log"):
+        value = getattr(checkpoint, name)
+        if type(value) is not str:
+            return f"{name} must be text, not {_JSON_TYPES.get(type(value), 'that')}"
+        if not value.isascii():
+            return f"{name} must be ASCII text"
+    return None
 
 
 def _signature(key: ServiceKey, body: dict[str, Any]) -> str:

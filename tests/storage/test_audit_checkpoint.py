@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -121,3 +122,39 @@ async def test_rows_covering_no_grading_deleted_after_the_last_checkpoint_go_uns
 def test_a_line_that_is_not_a_checkpoint_is_refused(line: str) -> None:
     with pytest.raises(CheckpointError, match="not a checkpoint"):
         Checkpoint.from_json(line)
+
+
+_GOOD = {
+    "head_hash": "h",
+    "key_id": "k",
+    "log": "sre-judge audit log",
+    "rows": 1,
+    "seq": 1,
+    "signature": "hmac-sha256:00",
+    "time": "2026-01-01T00:00:00.000000+00:00",
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "fault"),
+    [
+        ("signature", 5, "signature must be text, not a number"),
+        ("time", float("nan"), "time must be text, not a number"),
+        ("key_id", None, "key_id must be text, not null"),
+        ("head_hash", ["h"], "head_hash must be text, not an array"),
+        ("log", {}, "log must be text, not an object"),
+        ("signature", "hmac-sha256:\u00e9", "signature must be ASCII text"),
+        ("seq", True, "seq must be an integer, not a boolean"),
+        ("rows", 1.5, "rows must be an integer, not a number"),
+    ],
+)
+def test_a_line_with_a_field_of_the_wrong_type_is_refused_naming_it(
+    field: str, value: object, fault: str
+) -> None:
+    """Each field has its JSON type (``seq`` and ``rows`` integers, the rest ASCII text):
+    a garbled line is refused by name when read, never an error later when it is
+    checked, signed over or compared with another."""
+    line = json.dumps({**_GOOD, field: value})
+    with pytest.raises(CheckpointError, match=f"^not a checkpoint: {fault}$"):
+        Checkpoint.from_json(line)
+    assert Checkpoint.from_json(json.dumps(_GOOD)).signature == _GOOD["signature"]

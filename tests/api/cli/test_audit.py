@@ -206,6 +206,21 @@ async def test_an_unreadable_checkpoint_file_is_bad_usage(
     assert done.exit_code == 2 and "line 1" in done.output
 
 
+async def test_a_checkpoint_line_with_a_field_of_the_wrong_type_is_bad_usage_naming_it(
+    store: Store, database_url: str, tmp_path: Path
+) -> None:
+    """A line whose fields have the wrong JSON types is refused like any unreadable
+    line: exit 2 naming the file, the line and the field."""
+    written = await make_checkpoint(store.engine, store.db.key, at=store.db.clock())
+    file = tmp_path / "garbled.jsonl"
+    garbled = {**json.loads(written.to_json()), "signature": 5}
+    file.write_text(written.to_json() + "\n" + json.dumps(garbled) + "\n")
+    done = await audit(database_url, "verify", "--checkpoint", str(file))
+    assert done.exit_code == 2, done.output
+    assert "line 2: not a checkpoint: signature must be text" in done.output
+    assert file.name in done.output and "unexpected" not in done.output
+
+
 async def test_backfill_adopts_what_an_older_version_wrote(store: Store, database_url: str) -> None:
     """Records written before the log covered them fail verify until `audit backfill`."""
     await workload(store)

@@ -142,17 +142,26 @@ async def test_the_checkpointer_writes_the_final_head_on_stop(store: Store, tmp_
     assert read_checkpoints(path)[-1].seq == 2
 
 
-async def test_a_database_away_skips_a_checkpoint_and_the_loop_goes_on(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "error",
+    [
+        OperationalError("SELECT 1", {}, Exception("unable to open database file")),
+        RuntimeError("unforeseen"),
+    ],
+    ids=["database-away", "unforeseen"],
+)
+async def test_a_failed_round_skips_a_checkpoint_and_the_loop_goes_on(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception
 ) -> None:
-    """The database not answering (an outage) raised out of the loop: no checkpoint was
-    written again until a restart, and the shutdown's last write raised too."""
+    """A round that fails (the database not answering, or an error nobody foresaw) is
+    logged and skipped: the next interval writes the checkpoint, and the shutdown's last
+    write still happens."""
     path = tmp_path / "checkpoints.jsonl"
     writer = Checkpointer(store, str(path), seconds=0.01)
     real = checkpoints.make_checkpoint
 
     async def away(*args: Any, **kwargs: Any) -> Any:
-        raise OperationalError("SELECT 1", {}, Exception("unable to open database file"))
+        raise error
 
     monkeypatch.setattr(checkpoints, "make_checkpoint", away)
     writer.start()
@@ -162,6 +171,36 @@ async def test_a_database_away_skips_a_checkpoint_and_the_loop_goes_on(
     await asyncio.sleep(0.05)  # and go on once it is back
     await writer.stop()
     assert read_checkpoints(path)[-1].seq == 2
+
+
+async def test_a_garbled_checkpoint_line_is_logged_and_the_checkpointer_goes_on(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A line of the file with a field of the wrong JSON type (here a numeric signature)
+    is a checkpoint that cannot be written: each round logs it naming the file and line,
+    and the loop and the shutdown's last write go on; the file is left as it is."""
+    path = tmp_path / "checkpoints.jsonl"
+    garbled = {
+        "head_hash": "h",
+        "key_id": store.db.key.key_id,
+        "log": "sre-judge audit log",
+        "rows": 1,
+        "seq": 1,
+        "signature": 5,
+        "time": "2026-01-01T00:00:00.000000+00:00",
+    }
+    path.write_text(json.dumps(garbled) + "\n", encoding="utf-8")
+    before = path.read_bytes()
+    writer = Checkpointer(store, str(path), seconds=0.01)
+    await submit(store)
+    with caplog.at_level(logging.ERROR, logger="sre_judge.audit"):
+        writer.start()
+        await asyncio.sleep(0.05)
+        task = writer._task
+        assert task is not None and not task.done()  # one failed round, not the end
+        await writer.stop()
+    assert f"{path} line 1: not a checkpoint: signature must be text" in caplog.text
+    assert path.read_bytes() == before
 
 
 @respx.mock
