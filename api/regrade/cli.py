@@ -166,20 +166,29 @@ def _start_local(data: RegradeJobCreate, wait: bool) -> RegradeJobPublic:
 
 
 def _start_remote(server: str, data: RegradeJobCreate, wait: bool) -> RegradeJobPublic:
+    """Start the job on ``server``; with ``wait``, follow it, a line on stderr per look
+    naming the job first, so a follow cut short (the server away) still names it."""
     import time
 
     from api.cli.remote import remote
     from api.regrade.schemas import RegradeJobPublic
 
+    def progress(job: RegradeJobPublic) -> None:
+        finished = job.done + job.failed + job.cancelled
+        line = f"regrade job {job.id}: {job.state}, {finished}/{job.total} submissions"
+        click.echo(terminal_text(line, one_line=True), err=True)
+
     body = data.model_dump(mode="json", exclude_none=True)
     with remote(server) as client:
         job = RegradeJobPublic.model_validate(client.post_json("/v1/regrade-jobs", body))
+        following = wait and not data.dry_run
+        if following:
+            progress(job)
         waits = poll_waits()
-        while wait and not data.dry_run and job.state not in _ENDED:
+        while following and job.state not in _ENDED:
             time.sleep(next(waits))
             job = RegradeJobPublic.model_validate(client.get_json(f"/v1/regrade-jobs/{job.id}"))
-            finished = job.done + job.failed + job.cancelled
-            click.echo(f"regrading {finished}/{job.total} ({job.state})", err=True)
+            progress(job)
     return job
 
 

@@ -1,4 +1,9 @@
-"""Faults the client rides out or reports (respx: the server's misbehaviour on demand)."""
+"""Faults the client rides out or reports (respx: the server's misbehaviour on demand).
+
+Why this module is long: every fault is one promise (a server busy, away, silent or
+refusing is retried, waited out or reported as the same errors, sync and async), and its
+cases share the canned gradings, jobs and the silent server.
+"""
 
 from __future__ import annotations
 
@@ -569,3 +574,107 @@ def test_a_regrade_filter_by_time_is_sent_as_the_list_filter_is() -> None:
         admin.start_regrade(filter={"created_after": since, "passed": True}, judge="scripted:fail")
     sent = json.loads(route.calls[0].request.content)
     assert sent["filter"] == {"created_after": "2026-01-01T00:00:00+00:00", "passed": True}
+
+
+def _busy(retry_after: str) -> httpx.Response:
+    return httpx.Response(503, headers={"Retry-After": retry_after}, json={"title": "Busy"})
+
+
+@respx.mock
+def test_following_a_job_rides_out_a_server_away_or_busy_past_a_looks_retries() -> None:
+    """A look at a regrade or import job that fails after its retries (a server
+    restarting: connection refused; a server busy for longer than ``max_retry_wait``)
+    is no answer yet: the follow looks again, no sooner than the ``Retry-After``, and
+    goes on to the job's end."""
+    for path, body in (("regrade-jobs/j1", _regrade), ("imports/i1", _import)):
+        respx.get(f"{URL}/v1/{path}").mock(
+            side_effect=[
+                httpx.Response(200, json=body(False)),
+                httpx.ConnectError("refused"),
+                _busy("0.5"),
+                httpx.Response(200, json=body(True)),
+            ]
+        )
+    with Client(URL, "t0ken", retries=1, max_retry_wait=0.1) as admin:
+        started = time.monotonic()
+        states = [job.state for job in admin.follow_regrade("j1", poll=0.05, timeout=10)]
+        assert states == ["running", "done"]
+        assert admin.imports.wait("i1", poll=0.05, timeout=10).state == "done"
+        elapsed = time.monotonic() - started
+    assert elapsed >= 1.0, f"looked again {elapsed:.2f} s in, before the Retry-After"
+
+
+@respx.mock
+async def test_the_async_client_rides_out_a_server_away_or_busy_while_following() -> None:
+    for path, body in (("regrade-jobs/j1", _regrade), ("imports/i1", _import)):
+        respx.get(f"{URL}/v1/{path}").mock(
+            side_effect=[
+                httpx.ConnectError("refused"),
+                _busy("0.3"),
+                httpx.Response(200, json=body(True)),
+            ]
+        )
+    async with AsyncClient(URL, "t0ken", retries=1, max_retry_wait=0.1) as admin:
+        states = [j.state async for j in admin.follow_regrade("j1", poll=0.05, timeout=10)]
+        assert states == ["done"]
+        assert (await admin.imports.wait("i1", poll=0.05, timeout=10)).state == "done"
+
+
+@respx.mock
+def test_following_a_job_the_server_stays_away_from_ends_at_its_timeout() -> None:
+    """A server away past a look's retries (two attempts, about half a second) for the
+    whole follow: ``TimeoutError`` from the connection error at the timeout, neither
+    before nor a poll after it (the job goes on on the server; the caller may follow it
+    again)."""
+    respx.get(f"{URL}/v1/regrade-jobs/j1").mock(side_effect=httpx.ConnectError("refused"))
+    respx.get(f"{URL}/v1/imports/i1").mock(side_effect=httpx.ConnectError("refused"))
+    with Client(URL, "t0ken", retries=2, max_retry_wait=5) as admin:
+        for follow in (
+            lambda: list(admin.follow_regrade("j1", poll=5.0, timeout=1.5)),
+            lambda: admin.imports.wait("i1", poll=5.0, timeout=1.5),
+        ):
+            started = time.monotonic()
+            with pytest.raises(TimeoutError) as ran_out:
+                follow()
+            elapsed = time.monotonic() - started
+            assert isinstance(ran_out.value.__cause__, httpx.ConnectError)
+            assert 1.4 <= elapsed < 4, f"a 1.5 s follow ended after {elapsed:.1f} s"
+
+
+@respx.mock
+async def test_the_async_client_follows_a_busy_server_until_its_timeout_too() -> None:
+    """A server that asks to be left alone past the follow's end (``Retry-After`` 120):
+    ``TimeoutError`` from its ``Unavailable`` at once, never the bare ``Unavailable``."""
+    respx.get(f"{URL}/v1/regrade-jobs/j1").mock(return_value=_busy("120"))
+    respx.get(f"{URL}/v1/imports/i1").mock(side_effect=httpx.ConnectError("refused"))
+    async with AsyncClient(URL, "t0ken", retries=2, max_retry_wait=5) as admin:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError) as busy:
+            [job async for job in admin.follow_regrade("j1", timeout=1)]
+        assert isinstance(busy.value.__cause__, Unavailable)
+        assert time.monotonic() - started < 0.5
+        with pytest.raises(TimeoutError) as away:
+            await admin.imports.wait("i1", poll=0.1, timeout=1.5)
+        assert isinstance(away.value.__cause__, httpx.ConnectError)
+
+
+@respx.mock
+@pytest.mark.parametrize("status", [401, 403, 404])
+async def test_following_a_job_raises_a_refusal_at_once(status: int) -> None:
+    """A refusal (a token not allowed, an unknown job) is no server busy or away: the
+    follow raises it at the first look, sync and async."""
+    problem = httpx.Response(status, json={"title": "Refused"})
+    regrade = respx.get(f"{URL}/v1/regrade-jobs/j1").mock(return_value=problem)
+    imports = respx.get(f"{URL}/v1/imports/i1").mock(return_value=problem)
+    with Client(URL, "t0ken") as admin:
+        with pytest.raises(ApiError) as refused:
+            list(admin.follow_regrade("j1", timeout=10))
+        assert refused.value.status == status
+        with pytest.raises(ApiError):
+            admin.imports.wait("i1", timeout=10)
+    async with AsyncClient(URL, "t0ken") as admin:
+        with pytest.raises(ApiError):
+            [job async for job in admin.follow_regrade("j1", timeout=10)]
+        with pytest.raises(ApiError):
+            await admin.imports.wait("i1", timeout=10)
+    assert regrade.call_count == 2 and imports.call_count == 2

@@ -128,9 +128,10 @@ def poll_delay(deadline: float, poll: float) -> float | None:
 
 
 def pause_after_failed_look(error: Exception, look: Call, delay: float) -> float:
-    """Seconds a wait sleeps before its next look after ``look`` (made by
+    """Seconds a wait (or a follow) sleeps before its next look after ``look`` (made by
     :func:`within_deadline`) failed with ``error``, a server busy or away being no
-    answer yet: ``delay``, or the server's ``Retry-After`` when longer.
+    answer yet: ``delay``, or the server's ``Retry-After`` when longer, but never past
+    the wait's end (the last look is made there).
 
     Raises ``error`` itself when looking again cannot help (a refusal, an unknown id), and
     ``TimeoutError`` from it when the wait has run out or the server asks to be left
@@ -143,7 +144,7 @@ def pause_after_failed_look(error: Exception, look: Call, delay: float) -> float
     remaining = look.deadline - time.monotonic()
     if remaining <= 0 or (retry_after is not None and retry_after > remaining):
         raise _ran_out(look, error) from error
-    return max(delay, retry_after or 0.0)
+    return min(max(delay, retry_after or 0.0), remaining)
 
 
 def ground_truth_sha256(text: str) -> str:

@@ -270,11 +270,16 @@ class AsyncClient:
         timeout: float = 3600.0,  # noqa: ASYNC109 - Client.follow_regrade's keywords
     ) -> AsyncIterator[RegradeJob]:
         """The job's state every ``poll`` seconds until it finishes (the last one included);
-        ``TimeoutError`` after ``timeout``, a look at the job retried only within it."""
+        ``TimeoutError`` after ``timeout``, a server busy or away past a look's retries
+        being no answer yet (see :meth:`Client.follow_regrade`)."""
         deadline = time.monotonic() + timeout
         while True:
             look = within_deadline(_calls.get_regrade_job(job_id), deadline)
-            job = RegradeJob.model_validate(await self._send(look))
+            try:
+                job = RegradeJob.model_validate(await self._send(look))
+            except (ApiError, httpx.TransportError) as error:
+                await asyncio.sleep(pause_after_failed_look(error, look, poll))
+                continue
             yield job
             if job.finished:
                 return

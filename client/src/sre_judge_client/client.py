@@ -257,11 +257,19 @@ class Client:
         self, job_id: str, *, poll: float = 2.0, timeout: float = 3600.0
     ) -> Iterator[RegradeJob]:
         """The job's state every ``poll`` seconds until it finishes (the last one included);
-        ``TimeoutError`` after ``timeout``, a look at the job retried only within it."""
+        ``TimeoutError`` after ``timeout``, a look at the job retried only within it.
+
+        A server busy or away past a look's retries is no answer yet, as to
+        :meth:`wait_many`: the follow looks again after ``poll`` seconds or the
+        ``Retry-After`` when longer, until ``timeout``; a refusal is raised at once."""
         deadline = time.monotonic() + timeout
         while True:
             look = within_deadline(_calls.get_regrade_job(job_id), deadline)
-            job = RegradeJob.model_validate(self._send(look))
+            try:
+                job = RegradeJob.model_validate(self._send(look))
+            except (ApiError, httpx.TransportError) as error:
+                time.sleep(pause_after_failed_look(error, look, poll))
+                continue
             yield job
             if job.finished:
                 return

@@ -15,9 +15,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from sre_judge_client import _calls
-from sre_judge_client._core import Call, poll_delay, within_deadline
+from sre_judge_client._core import Call, pause_after_failed_look, poll_delay, within_deadline
 from sre_judge_client._uploads import import_body
+from sre_judge_client.errors import ApiError
 from sre_judge_client.models import ImportJob
 
 __all__ = ["AsyncImports", "Imports"]
@@ -54,11 +57,19 @@ class Imports:
         self, job_id: str, *, poll: float = 1.0, timeout: float = 3600.0
     ) -> Iterator[ImportJob]:
         """The job every ``poll`` seconds until it ends (the last one included);
-        ``TimeoutError`` after ``timeout``, a look at the job retried only within it."""
+        ``TimeoutError`` after ``timeout``, a look at the job retried only within it.
+
+        A server busy or away past a look's retries is no answer yet, as to
+        ``Client.wait_many``: the follow looks again after ``poll`` seconds or the
+        ``Retry-After`` when longer, until ``timeout``; a refusal is raised at once."""
         deadline = time.monotonic() + timeout
         while True:
             look = within_deadline(_calls.get_import(job_id), deadline)
-            job = ImportJob.model_validate(self._send(look))
+            try:
+                job = ImportJob.model_validate(self._send(look))
+            except (ApiError, httpx.TransportError) as error:
+                time.sleep(pause_after_failed_look(error, look, poll))
+                continue
             yield job
             if job.finished:
                 return
@@ -68,7 +79,8 @@ class Imports:
             time.sleep(delay)
 
     def wait(self, job_id: str, *, poll: float = 1.0, timeout: float = 3600.0) -> ImportJob:
-        """The job once it ended (``done`` or ``failed``)."""
+        """The job once it ended (``done`` or ``failed``), a server busy or away meanwhile
+        ridden out as :meth:`follow` does."""
         for job in self.follow(job_id, poll=poll, timeout=timeout):
             last = job
         return last
@@ -109,7 +121,11 @@ class AsyncImports:
         deadline = time.monotonic() + timeout
         while True:
             look = within_deadline(_calls.get_import(job_id), deadline)
-            job = ImportJob.model_validate(await self._send(look))
+            try:
+                job = ImportJob.model_validate(await self._send(look))
+            except (ApiError, httpx.TransportError) as error:
+                await asyncio.sleep(pause_after_failed_look(error, look, poll))
+                continue
             yield job
             if job.finished:
                 return

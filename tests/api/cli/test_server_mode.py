@@ -10,7 +10,9 @@ import json
 import time
 from pathlib import Path
 
+import httpx
 import pytest
+import respx
 
 from tests.support.in_process_cli import cli_in_process
 from tests.support.service_process import serving
@@ -144,3 +146,30 @@ def test_a_token_no_header_can_carry_is_refused_without_quoting_it(token: str) -
     )  # fmt: skip
     assert done.returncode == 2 and "SRE_JUDGE_TOKEN" in done.stderr, done.stderr
     assert "s3cr" not in done.stderr + done.stdout
+
+
+@respx.mock
+def test_a_regrade_followed_through_a_server_that_goes_away_names_the_job() -> None:
+    """``regrade --wait --server``: the server takes the job, then goes away while it is
+    followed. The command ends in one line, exit 2, after naming the job on stderr, so
+    ``regrade status JOB_ID --server`` finds the job again (it goes on on the server)."""
+    url = "http://judge.test"
+    job = {
+        "id": "j1", "state": "queued", "dry_run": False, "mode": "shadow", "filter": {},
+        "rubric": {"id": "sregym-rca", "version": "v1"}, "judge": "scripted:fail",
+        "total": 3, "done": 0, "failed": 0, "cancelled": 0, "remaining": 3,
+        "judge_calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0,
+        "rate": None, "eta_seconds": None, "estimate": {}, "error": None,
+        "created_by": "ops", "created_at": "2026-12-01T00:00:00Z", "started_at": None,
+        "finished_at": None,
+    }  # fmt: skip
+    respx.post(f"{url}/v1/regrade-jobs").mock(return_value=httpx.Response(201, json=job))
+    respx.get(f"{url}/v1/regrade-jobs/j1").mock(side_effect=httpx.ConnectError("refused"))
+    done = cli_in_process(
+        "regrade", "--judge", "scripted:fail", "--wait", "--server", url,
+        env={"SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    named, error = done.stderr.splitlines()
+    assert named == "regrade job j1: queued, 0/3 submissions"
+    assert error == f"error: cannot reach {url}: ConnectError: refused"
