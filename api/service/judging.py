@@ -23,7 +23,7 @@ from judge.grader import Grader
 from judge.panel import PanelGrader, PanelMember
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
-from judge.screening import Screening
+from judge.screening import Screening, screen
 from judge.spec import member_specs, recorded_judge, split_spec
 from judge.verdict import GradingResult
 from storage import Claim
@@ -146,13 +146,16 @@ def build_grader(
 
 
 def unscored_result(claim: Claim, reason: str, detail: str) -> GradingResult:
-    """The unscored result of a claim graded by nobody (bad rubric, spec or input),
-    naming the judge as the grading records it (a panel as ``panel`` and its members)."""
+    """The unscored result of a claim graded by nobody (bad rubric, spec or input, the
+    service's own fault), naming the judge as the grading records it (a panel as
+    ``panel`` and its members), with what screening found in its diagnosis (a leaked
+    credential, injection markers): their review reasons hold whatever the grading
+    became, as they do for a grading a judge failed."""
     try:
         _, backend, model = recorded_judge(claim.judge_spec)
     except JudgeSpecError:  # a recorded spec that no longer parses: as it was written
         backend, model, _ = split_spec(claim.judge_spec)
-    return GradingResult(
+    result = GradingResult(
         status="unscored",
         unscored_reason=reason,
         detail=detail,
@@ -162,6 +165,8 @@ def unscored_result(claim: Claim, reason: str, detail: str) -> GradingResult:
         judge_model=model,
         review_reasons=(ReviewReason.UNSCORED,),
     )
+    screening = claim.screened()
+    return (screening if screening is not None else screen(claim.diagnosis)).apply(result)
 
 
 def waiting_code(failure: str | None) -> str:
