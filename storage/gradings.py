@@ -1,9 +1,11 @@
 """Reading gradings: one, a filtered page, their judge calls and their history.
 
-Lists are ordered newest first by ``(created_at, id)`` and paginated by keyset: the
-cursor holds the last row's ``(created_at, id)``, signed (``storage.cursors``), and
-the next page continues strictly after it. New gradings are newer than every listed
-one, so inserts between pages never shift, duplicate or skip rows of later pages.
+Lists are ordered newest first by ``(listed_at, id)`` and paginated by keyset: the
+cursor holds the last row's ``(listed_at, id)``, signed (``storage.cursors``), and the
+next page continues strictly after it. A grading is listed at its creation time, and a
+promoted regrade item at the place of the grading it replaced (``listed_at``): new
+gradings are newer than every listed one and a promotion moves no submission, so
+inserts and promotions between pages never shift, duplicate or skip rows of later pages.
 """
 
 from __future__ import annotations
@@ -72,33 +74,34 @@ _EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
-def encode_cursor(codec: CursorCodec, created_at: datetime, grading_id: str) -> str:
-    """The signed cursor of the position after ``(created_at, grading_id)``."""
-    return codec.encode([iso_utc(created_at), grading_id])
+def encode_cursor(codec: CursorCodec, at: datetime, grading_id: str) -> str:
+    """The signed cursor of the position after ``(at, grading_id)``: a grading's time
+    in the list's order (``listed_at`` for the list of gradings) and its id."""
+    return codec.encode([iso_utc(at), grading_id])
 
 
 def decode_cursor(codec: CursorCodec, cursor: str) -> tuple[datetime, str]:
-    """The ``(created_at, id)`` of a cursor ``codec`` signed; raises InvalidCursor."""
+    """The ``(time, id)`` of a cursor ``codec`` signed; raises InvalidCursor."""
     return grading_position(codec.decode(cursor))
 
 
 def grading_position(position: Sequence[Any]) -> tuple[datetime, str]:
-    """The ``(created_at, id)`` a signed cursor's position holds (``[stamp, id]``, as
+    """The ``(time, id)`` a signed cursor's position holds (``[stamp, id]``, as
     :func:`encode_cursor` writes them); raises InvalidCursor for anything else."""
     try:
         stamp, grading_id = position
-        created_at = datetime.fromisoformat(stamp)
+        at = datetime.fromisoformat(stamp)
     except (ValueError, TypeError) as exc:
         raise InvalidCursor("the cursor is not one this service issued") from exc
     forged = (
         not isinstance(grading_id, str)
         or not _GRADING_ID.fullmatch(grading_id)
-        or created_at.utcoffset() is None
-        or not _EARLIEST <= created_at <= _LATEST  # no grading was made then
+        or at.utcoffset() is None
+        or not _EARLIEST <= at <= _LATEST  # no grading was made then
     )
     if forged:  # signed with our key, so never reached unless the key leaked
         raise InvalidCursor("the cursor is not one this service issued")
-    return created_at, grading_id
+    return at, grading_id
 
 
 def records_by_grading(
@@ -249,7 +252,8 @@ class GradingReads:
         limit: int = 50,
         submitted_by: str | None = None,
     ) -> tuple[list[GradingView], str | None]:
-        """A page of gradings, newest first, and the cursor of the next page (or None).
+        """A page of gradings, newest first (in list order, ``listed_at``), and the cursor
+        of the next page (or None).
 
         ``submitted_by`` restricts the page to one submitter's submissions.
         """
@@ -285,25 +289,20 @@ class GradingReads:
         )
         if submitted_by is not None:
             query = query.where(col(SubmissionRecord.submitted_by) == submitted_by)
+        listed_at = col(GradingRecord.listed_at)
         if after is not None:
-            created_at, grading_id = decode_cursor(self._cursors, after)
+            # a cursor issued before gradings had a list position holds the creation
+            # time, which is the position of every grading listed then
+            at, grading_id = decode_cursor(self._cursors, after)
             query = query.where(
-                or_(
-                    col(GradingRecord.created_at) < created_at,
-                    and_(
-                        col(GradingRecord.created_at) == created_at,
-                        col(GradingRecord.id) < grading_id,
-                    ),
-                )
+                or_(listed_at < at, and_(listed_at == at, col(GradingRecord.id) < grading_id))
             )
-        query = query.order_by(
-            col(GradingRecord.created_at).desc(), col(GradingRecord.id).desc()
-        ).limit(limit + 1)
+        query = query.order_by(listed_at.desc(), col(GradingRecord.id).desc()).limit(limit + 1)
         views = self._pairs_of(session, query)
         more = len(views) > limit
         views = views[:limit]
         last = views[-1].grading if views else None
-        cursor = encode_cursor(self._cursors, last.created_at, last.id) if more and last else None
+        cursor = encode_cursor(self._cursors, last.listed_at, last.id) if more and last else None
         return views, cursor
 
     @staticmethod

@@ -9,6 +9,7 @@ SQLite) can address them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
@@ -75,6 +76,16 @@ class UTCDateTime(types.TypeDecorator[datetime]):
         if value.utcoffset() is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+def _copied_on_insert(name: str) -> Callable[[Any], Any]:
+    """The SQL default of a column that takes column ``name``'s value when not given (a
+    Core INSERT of values without it)."""
+
+    def copy(context: Any) -> Any:
+        return context.get_current_parameters()[name]
+
+    return copy
 
 
 def new_id() -> str:
@@ -240,6 +251,8 @@ class GradingRecord(SQLModel, table=True):
     __table_args__ = (
         Index("ix_grading_status_created_at", "status", "created_at"),
         Index("ix_grading_created_at_id", "created_at", "id"),
+        # the list of gradings (storage.gradings), newest first
+        Index("ix_grading_listed_at_id", "listed_at", "id"),
         # a regrade job's items by status, from the index alone (its progress)
         Index("ix_grading_regrade_job_id_status", "regrade_job_id", "status"),
         # the queue's claim order (storage.claims): live first, then oldest first
@@ -295,6 +308,14 @@ class GradingRecord(SQLModel, table=True):
     #: bumped on every change; an ETag for conditional writes
     revision: int = 1
     created_at: datetime = _created()
+    #: the grading's place in the list of gradings (newest first, ``storage.gradings``):
+    #: its ``created_at``, unless it is a promoted regrade item, which takes the place of
+    #: the grading it replaced (``storage.regrade.lifecycle``): a submission keeps its
+    #: place in the list when a regrade of it is promoted
+    listed_at: datetime = Field(
+        default=None,
+        sa_column=Column(UTCDateTime, nullable=False, default=_copied_on_insert("created_at")),
+    )
     graded_at: datetime | None = _when()
     #: the regrade job that created this grading (None for gradings of submissions)
     regrade_job_id: str | None = Field(
@@ -314,6 +335,11 @@ class GradingRecord(SQLModel, table=True):
     #: grading has answers (a panel unscored by one member keeps the others' votes);
     #: null where none was recorded
     votes: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON(none_as_null=True))
+
+    def model_post_init(self, context: Any, /) -> None:
+        """A grading made without a list position is listed at its creation time."""
+        if self.listed_at is None:
+            self.listed_at = self.created_at
 
 
 class AnswerRecord(SQLModel, table=True):

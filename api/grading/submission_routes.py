@@ -14,7 +14,7 @@ from api.http.limits import SubmissionLimits
 from api.http.problems import ApiProblem
 from api.service.attempts import TooManyAttempts
 from api.service.metrics import Metrics
-from api.service.presenters import grading_public, render_grading
+from api.service.presenters import grading_public, read_grading
 from api.service.principal import Principal
 from api.service.schemas import GradingRead, SubmissionCreate
 from api.service.services import Services
@@ -93,7 +93,9 @@ async def create_submission(
         )
         if waited is None:  # pragma: no cover - the grading was committed above
             raise ApiProblem(500, "Internal error", "the grading vanished")
-        body = await render_grading(services, waited, principal)
+        # the object as GET /v1/gradings/{id} reads it, in one snapshot: the grading, its
+        # answers, overrides and tags agree, whatever changed since the wait ended
+        body = await read_grading(services, principal, grading_id)
     location = f"/v1/gradings/{grading_id}"
     status = 202 if body.status == "pending" else 201
     headers = {"Location": location, "ETag": grading_etag(body)}

@@ -39,9 +39,11 @@ __all__ = [
 #: the payload key of the digests an audit event carries
 COVERS = "covers"
 #: grading columns outside its digest: what a worker changes without an audit event
-#: (claims, lease extensions, releases), and the votes, outside it as they were when
-#: they had a table of their own (the judge calls they came from are audited records)
-_GRADING_SKIP = frozenset({"lease_owner", "lease_expires_at", "claim_count", "votes"})
+#: (claims, lease extensions, releases), the votes, outside it as they were when they
+#: had a table of their own (the judge calls they came from are audited records), and
+#: the list position, which follows from covered columns (its creation time, or that
+#: of the grading its promotion superseded) and came after the digests of older rows
+_GRADING_SKIP = frozenset({"lease_owner", "lease_expires_at", "claim_count", "votes", "listed_at"})
 #: answer columns that are not the answer's content
 _ANSWER_SKIP = frozenset({"id", "grading_id"})
 _GRADINGS = GradingRecord.__table__  # type: ignore[attr-defined]

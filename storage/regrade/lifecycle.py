@@ -3,12 +3,12 @@
 Items of paused or cancelled jobs are not claimed. When items are completed (inside
 the queue's ``complete_many`` transaction), the previous grading's human overrides are
 carried over, a ``promote`` job makes the new grading current (the old one is kept,
-superseded), and the job ends when no item is pending any more. An item that goes back
-to pending without a verdict (deferred, its lease given back, or its lease run out with
-a killed worker) in a job cancelled while it was with the judge is cancelled like the
-job's other unfinished items. The functions take the database handle and the caller's
-session: the queue calls them in its own transactions, the regrade feature's job
-queries when a job is changed.
+superseded; the new one takes its place in the list of gradings), and the job ends
+when no item is pending any more. An item that goes back to pending without a verdict
+(deferred, its lease given back, or its lease run out with a killed worker) in a job
+cancelled while it was with the judge is cancelled like the job's other unfinished
+items. The functions take the database handle and the caller's session: the queue calls
+them in its own transactions, the regrade feature's job queries when a job is changed.
 """
 
 from __future__ import annotations
@@ -352,6 +352,8 @@ def _promote(
         old.is_current, old.superseded_by = False, grading.id
         old.revision += 1
     grading.is_current = True
+    if superseded:  # the submission keeps its place in the list of gradings
+        grading.listed_at = min(old.listed_at for old in superseded)
     review_from = _review_followed(db, session, grading, superseded)
     tags = _tags_followed(session, grading, superseded)
     session.flush()

@@ -2,7 +2,9 @@
 votes come from one snapshot, so they agree with each other, and the read costs one
 BEGIN, not one per part. The grading page (its related gradings, history and the tag
 vocabulary too) is one transaction as well, and so is accepting a submission against a
-registered scenario (its ground truth read, the submitter's attempts counted)."""
+registered scenario (its ground truth read, the submitter's attempts counted). The
+grading object ``POST /v1/submissions`` answers with after a wait is read in one
+snapshot too."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from tests.support.submissions import graded
+from api.grading import submission_routes
+from tests.support.submissions import DIAGNOSIS, TRUTH, graded
 from tests.support.transactions import QUIET, counting
 from tests.web.conftest import sign_in
 
@@ -71,3 +74,47 @@ async def test_a_submission_to_a_registered_scenario_is_one_transaction(
         stored = (await client.get(f"/v1/gradings/{sent.json()['id']}", headers=admin)).json()
     assert stored["submission"]["ground_truth"] == truth
     assert stored["submission"]["scenario_version"] == 1
+
+
+async def test_a_waited_answer_shows_an_override_with_its_verdict_and_revision(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A submission sent again with its ``Idempotency-Key`` (``?wait``) is answered with
+    its grading object, read in one snapshot as ``GET /v1/gradings/{id}`` reads it: an
+    adjudicator's verdict override that lands while the answer is being made shows in
+    it whole (``overrides``, ``verdict_override``, the verdict and the revision the
+    ETag names) or not at all."""
+    admin, ada = await tokens("admin"), await tokens("adjudicator", "Ada")
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    key = {"Idempotency-Key": "run-1"}
+    async with api_client() as client:
+        first = await client.post("/v1/submissions?wait=10", json=body, headers={**admin, **key})
+        assert first.status_code == 201, first.text
+        grading = first.json()
+        location = f"/v1/gradings/{grading['id']}"
+        verdict = "fail" if grading["passed"] else "pass"
+        original = submission_routes.wait_for_grading
+
+        async def override_meanwhile(*args: Any, **kwargs: Any) -> Any:
+            view = await original(*args, **kwargs)
+            made = await client.post(
+                f"{location}/overrides",
+                json={"verdict": verdict, "reason": "the human decides"},
+                headers={**ada, "If-Match": f'"{grading["revision"]}"'},
+            )
+            assert made.status_code == 201, made.text
+            return view
+
+        monkeypatch.setattr(submission_routes, "wait_for_grading", override_meanwhile)
+        again = await client.post("/v1/submissions?wait=10", json=body, headers={**admin, **key})
+        monkeypatch.undo()
+        now = await client.get(location, headers=admin)
+    assert again.status_code == 201, again.text
+    answer = again.json()
+    if answer["overrides"]:  # the override is shown: so are its verdict and revision
+        assert answer["verdict_override"] == verdict
+        assert answer["passed"] is (verdict == "pass"), answer
+        assert answer["revision"] == now.json()["revision"]
+        assert again.headers["ETag"] == now.headers["ETag"]
+    else:
+        assert answer["passed"] is grading["passed"]

@@ -33,8 +33,9 @@ pytestmark = pytest.mark.postgres
 
 #: differ between two gradings of the same submission whatever path made them
 _NOT_CONTENT = {
-    "id", "grading_id", "created_at", "graded_at", "regrade_job_id", "previous_grading_id",
-    "lease_owner", "lease_expires_at", "judge_call_id", "started_at", "finished_at",
+    "id", "grading_id", "created_at", "listed_at", "graded_at", "regrade_job_id",
+    "previous_grading_id", "lease_owner", "lease_expires_at", "judge_call_id", "started_at",
+    "finished_at",
 }  # fmt: skip
 
 

@@ -520,3 +520,40 @@ async def test_a_grading_says_whether_it_is_current_what_replaced_it_and_its_job
     lines = {g["id"]: g for g in map(json.loads, export.text.splitlines())}
     assert lines[old["id"]]["superseded_by"] == current["id"]
     assert lines[current["id"]]["is_current"] is True
+
+
+async def test_a_promote_between_pages_leaves_no_submission_out_of_the_list(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """A client reads the current gradings page by page, passing ``next_cursor`` back.
+    A promote regrade that finishes between two pages replaces a grading the client has
+    not reached yet: the new grading takes the old one's place in the list, so every
+    submission is listed once (``GET /v1/gradings``: newest first, stable under
+    inserts). Each grading still shows its own ``created_at``."""
+    admin = await tokens("admin")
+    backends = {NEW_JUDGE: ScriptedBackend.for_mode("fail")}
+    async with api_client(backends=backends) as c:
+        made = {}
+        for agent in ("old", "mid", "new"):
+            body = {"diagnosis": f"{agent}: {DIAGNOSIS}", "ground_truth": TRUTH, "agent": agent}
+            answer = await c.post("/v1/submissions?wait=10", json=body, headers=admin)
+            assert answer.status_code == 201, answer.text
+            made[agent] = answer.json()
+            await asyncio.sleep(0.01)
+        first = (await c.get("/v1/gradings?limit=1", headers=admin)).json()
+        seen = first["items"]
+        assert [g["submission"]["agent"] for g in seen] == ["new"]
+        request = {"judge": NEW_JUDGE, "mode": "promote", "filter": {"agent": "old"}}
+        job = await c.post("/v1/regrade-jobs", json=request, headers=admin)
+        assert job.status_code == 201, job.text
+        assert (await _finished(c, admin, job.json()["id"]))["state"] == "done"
+        cursor = first["next_cursor"]
+        while cursor:
+            page = await c.get("/v1/gradings", params={"limit": 1, "cursor": cursor}, headers=admin)
+            assert page.status_code == 200, page.text
+            seen += page.json()["items"]
+            cursor = page.json()["next_cursor"]
+    assert [g["submission"]["agent"] for g in seen] == ["new", "mid", "old"]
+    promoted = seen[-1]
+    assert promoted["id"] != made["old"]["id"] and promoted["regrade_job_id"] == job.json()["id"]
+    assert promoted["created_at"] > made["new"]["created_at"]  # made by the job, listed last

@@ -515,3 +515,42 @@ async def test_0035_keeps_events_naming_a_long_judge_and_a_downgrade_refuses_to_
     with pytest.raises(RuntimeError, match="1 of its events name an entity longer than 160"):
         _rows_after_downgrade(database_url, "0034", "SELECT 1")
     assert await current_revision(database_url) == head_revision()
+
+
+async def test_0036_lists_existing_gradings_at_their_creation_time(database_url: str) -> None:
+    """Gradings stored before 0036 are listed where they were (newest first by creation
+    time): their list position is their ``created_at``, and their audit digests are
+    unchanged (the chain still verifies). The queue's claim-order index (on an
+    expression, which SQLite's table rebuild does not keep by itself) is still there. A
+    downgrade keeps the gradings."""
+    from sqlalchemy import text
+
+    from storage import ChainKey, Store, verify_chain
+    from tests.storage.helpers import new_submission, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine, key=session_key())
+    made = [(await submit(store, new_submission(f"d{n}"))).grading.id for n in range(3)]
+    engine.dispose()
+    kept = _rows_after_downgrade(database_url, "0035", "SELECT id FROM grading")
+    assert sorted(g for (g,) in kept) == sorted(made)
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine, key=session_key())
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT created_at, listed_at FROM grading")).all()
+        indexes = (
+            "SELECT name FROM sqlite_master WHERE tbl_name = 'grading'"
+            if connection.dialect.name == "sqlite"
+            else "SELECT indexname FROM pg_indexes WHERE tablename = 'grading'"
+        )
+        names = set(connection.execute(text(indexes)).scalars())
+    listed, _ = await store.gradings.page(limit=10)
+    report = await verify_chain(engine, key=ChainKey.of(session_key()))
+    engine.dispose()
+    assert len(rows) == 3 and all(created == at for created, at in rows)
+    assert {"ix_grading_claim_order", "ix_grading_listed_at_id"} <= names
+    assert [v.grading.id for v in listed] == made[::-1]
+    assert report.ok, report
