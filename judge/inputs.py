@@ -10,6 +10,7 @@ its last value.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from judge.errors import InputError
@@ -68,10 +69,11 @@ def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def load_json(text: str) -> Any:
-    """The value of a JSON text, as ``json.loads`` reads it, but :class:`RepeatedKey`,
-    with its ``path``, where an object gives a key twice (the first such object to
-    end). Raises ``ValueError`` (and ``RecursionError``) as ``json.loads`` does."""
+def load_json(text: str, *, parse_int: Callable[[str], Any] | None = None) -> Any:
+    """The value of a JSON text, as ``json.loads`` reads it (``parse_int`` as there), but
+    :class:`RepeatedKey`, with its ``path``, where an object gives a key twice (the first
+    such object to end). Raises ``ValueError`` (and ``RecursionError``) as ``json.loads``
+    does."""
     repeated: list[tuple[RepeatedKey, dict[str, Any]]] = []
 
     def members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -82,7 +84,7 @@ def load_json(text: str) -> Any:
             repeated.append((exc, value))
             return value
 
-    value = json.loads(text, object_pairs_hook=members)
+    value = json.loads(text, object_pairs_hook=members, parse_int=parse_int)
     if repeated:
         exc, at = repeated[0]
         exc.path = _place(value, at)

@@ -6,7 +6,8 @@ as UTC. Each line is checked by the rules the API applies to a submission (what 
 databases store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`; the
 largest body, ``SRE_JUDGE_MAX_BODY_BYTES``): a line that breaks one is refused naming
 its field (or, too large to be a submission's body, the line alone), and the other
-lines are read on. A byte order mark at the start of the file is skipped. Nothing here
+lines are read on. A key given twice in one object refuses its line, naming the key,
+never read as one of its values. A byte order mark at the start of the file is skipped. Nothing here
 touches the database.
 """
 
@@ -31,8 +32,9 @@ from pydantic import (
 )
 
 from api.imports.problems import ImportProblem
+from api.service.errors import body_path
 from judge.errors import InputError
-from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
+from judge.inputs import DEFAULT_MAX_TEXT_BYTES, RepeatedKey, check_text, load_json
 from judge.trace import check_trace
 from storage.storable import (
     MAX_INT32,
@@ -128,7 +130,10 @@ def _parse(text: str, *, max_bytes: int) -> JsonlSubmission:
     if deep is not None:
         raise _Refused(f"{deep or 'line'}: JSON nested deeper than {MAX_JSON_DEPTH} levels", deep)
     try:
-        data = json.loads(text, parse_int=TooManyDigits.parse)
+        data = load_json(text, parse_int=TooManyDigits.parse)
+    except RepeatedKey as exc:  # which of its values the writer meant is unknown
+        field = printable(body_path(".".join(str(part) for part in (*exc.path, exc.args[0]))))
+        raise _Refused(f"{field}: the key is given twice", field) from None
     except json.JSONDecodeError as exc:
         raise _Refused(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(data, dict):

@@ -70,15 +70,20 @@ def scenario_public(record: ScenarioRecord, principal: Principal) -> ScenarioPub
     )
 
 
+#: a scenario's fields as the API names them, where the table names them otherwise
+_API_FIELDS = {"scenario_set": "set"}
+
+
 def _load_item(change: ScenarioChange) -> ScenarioLoadItem:
-    """What writing one scenario did, as the API says it."""
+    """What writing one scenario did, as the API says it: ``changed`` names the fields
+    as a request and a response do (``set``, not the column ``scenario_set``)."""
     record = change.scenario
     return ScenarioLoadItem(
         id=record.id,
         outcome=change.outcome,
         version=record.version,
         revision=record.revision,
-        changed=list(change.changed),
+        changed=[_API_FIELDS.get(name, name) for name in change.changed],
     )
 
 

@@ -207,6 +207,23 @@ def test_a_line_without_scenario_or_ground_truth_names_the_field(tmp_path: Path)
     assert [r.field for r in read] == ["scenario_id", "scenario_id"]  # type: ignore[union-attr]
 
 
+def test_a_key_given_twice_refuses_its_line_naming_the_key(tmp_path: Path) -> None:
+    """A line that gives a key twice in one object (two ``ground_truth``s, or one key of
+    ``metadata`` twice) is refused alone, naming its line and the key, never read as one
+    of its values; the lines around it are taken."""
+    good = json.dumps(LINE)
+    twice = '{"diagnosis": "d", "ground_truth": "OOM in checkout", "ground_truth": "fine"}'
+    nested = '{"diagnosis": "d", "ground_truth": "g", "metadata": {"run": 1, "run": 2}}'
+    path = tmp_path / "h.jsonl"
+    path.write_text(f"{good}\n{twice}\n{nested}\n{good}\n", encoding="utf-8")
+    first, top, inner, last = list(read_jsonl(path))
+    assert isinstance(first, JsonlLine) and isinstance(last, JsonlLine)
+    assert isinstance(top, ImportProblem) and isinstance(inner, ImportProblem)
+    assert (top.where, top.field) == ("line 2", "ground_truth"), top
+    assert (inner.where, inner.field) == ("line 3", "metadata.run"), inner
+    assert "given twice" in top.message and "given twice" in inner.message
+
+
 async def test_a_line_may_carry_the_agents_trace_as_a_submission_does(
     store: Store, engine: Engine, tmp_path: Path
 ) -> None:

@@ -77,6 +77,48 @@ def test_a_problem_given_twice_differently_is_refused_however_its_id_is_spaced(
     assert read_problems(path) == {"p1": "A"}
 
 
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"problem_id": "p1", "ground_truth": "port 9999"}, "unknown key 'ground_truth'"),
+        ({"problem_id": "p1", "rootcause": "port 9999"}, "unknown key 'rootcause'"),
+        ({"problem_id": "p1", "root_cause": "x", "note": "n"}, "unknown key 'note'"),
+        ({"problem_id": "p1"}, "root_cause is missing"),
+    ],
+    ids=["service-word", "misspelt", "extra", "missing"],
+)
+def test_an_entry_without_root_cause_or_with_another_key_is_refused(
+    tmp_path: Path, entry: dict[str, str], message: str
+) -> None:
+    """An entry's ``root_cause`` becomes the ground truth of every attempt of its problem:
+    one that does not give it (the key misspelt, or written as ``ground_truth``), or
+    gives a key besides ``problem_id`` and ``root_cause``, refuses the file naming the
+    entry and the key, never registering the problem as a healthy-cluster control. An
+    empty or null ``root_cause`` (SREGym leaves a problem's ``root_cause`` None) is one."""
+    path = tmp_path / "problems.jsonl"
+    path.write_text(json.dumps(entry) + "\n")
+    with pytest.raises(ImportFileError, match=re.escape(f"problems.jsonl:1: {message}")):
+        read_problems(path)
+    controls = [{"problem_id": "p1", "root_cause": ""}, {"problem_id": "p2", "root_cause": None}]
+    path.write_text("".join(json.dumps(c) + "\n" for c in controls))
+    assert read_problems(path) == {"p1": "", "p2": ""}
+
+
+def test_a_root_cause_given_twice_is_refused_in_json_lines_as_in_yaml(tmp_path: Path) -> None:
+    """An entry that gives ``root_cause`` twice refuses the file in either format, naming
+    the entry (in YAML its line), never read as one of its values."""
+    as_yaml = tmp_path / "problems.yaml"
+    as_yaml.write_text("- problem_id: p1\n  root_cause: 'port 9999'\n  root_cause: 'other'\n")
+    with pytest.raises(ImportFileError, match="root_cause"):
+        read_problems(as_yaml)
+    as_jsonl = tmp_path / "problems.jsonl"
+    as_jsonl.write_text('{"problem_id": "p1", "root_cause": "port 9999", "root_cause": "other"}\n')
+    with pytest.raises(
+        ImportFileError, match=re.escape("problems.jsonl:1: the key 'root_cause' is given twice")
+    ):
+        read_problems(as_jsonl)
+
+
 def test_a_root_cause_holding_unicode_line_breaks_is_one_line(tmp_path: Path) -> None:
     """JSON strings may hold U+2028 or U+0085 unescaped: a line is cut at a newline
     only, so such a root cause is read whole and the next line keeps its number."""

@@ -294,7 +294,7 @@ async def _uploaded_run(
     entries = {f"results/{p.relative_to(results).as_posix()}": p.read_bytes()
                for p in results.rglob("*.csv")}  # fmt: skip
     entries["problems.jsonl"] = "".join(
-        json.dumps({"problem_id": k, "ground_truth": v}) + "\n" for k, v in _LAYOUT_PROBLEMS.items()
+        json.dumps({"problem_id": k, "root_cause": v}) + "\n" for k, v in _LAYOUT_PROBLEMS.items()
     ).encode()
     created = await client.post(
         "/v1/imports",

@@ -75,6 +75,28 @@ async def test_a_bulk_load_again_changes_nothing_and_says_so_per_item(
     assert first_version.json()["ground_truth"] == TRUTH
 
 
+async def test_changed_names_the_fields_as_a_request_does(api_client: Any, tokens: Any) -> None:
+    """``changed`` of a PUT and of a bulk load item names the fields written in place as
+    a request sends them: a new set is ``set``, whatever the table calls it."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "a", "ground_truth": "x"}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        put = await client.put(
+            "/v1/scenarios/a",
+            json={"ground_truth": "x", "set": "public"},
+            headers={**admin, "If-Match": made.headers["ETag"]},
+        )
+        bulk = await _load(
+            client, admin, _jsonl({"id": "a", "ground_truth": "x", "set": "held-out"})
+        )
+    assert put.status_code == 200 and put.json()["outcome"] == "updated", put.text
+    assert put.json()["changed"] == ["set"], put.text
+    assert bulk.json()["items"][0]["changed"] == ["set"], bulk.text
+
+
 async def test_a_bad_item_stores_nothing_and_the_problem_names_it(
     api_client: Any, tokens: Any
 ) -> None:
