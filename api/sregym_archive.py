@@ -12,7 +12,9 @@ stream whose bytes are counted as they are decompressed, so a bomb in any member
 at the limit without the rest being decompressed; a zip's members an import does not
 read are counted by their declared size (they are never decompressed), the others as
 bytes are really written. :func:`check_archive` runs the same checks without writing
-anything, so a bad upload is refused before it is stored.
+anything, so a bad upload is refused before it is stored. Both read an archive given as
+bytes or as a binary file (from its start, never whole into memory), with the same
+checks either way.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ MAX_MEMBERS = 100_000
 MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 #: a problems file at the archive's top (or under one top folder) gives the ground truths
 PROBLEMS_FILES = ("problems.jsonl", "problems.yaml", "problems.yml")
-_COPY_CHUNK = 1024 * 1024
+#: bytes read and written at a time: a few copies of it are what unpacking holds in memory
+_COPY_CHUNK = 256 * 1024
 #: a Windows drive, the one first folder with a colon that is refused
 _DRIVE = re.compile(r"[A-Za-z]:")
 
@@ -132,7 +135,7 @@ def _zip_entries(zipped: zipfile.ZipFile) -> Iterator[tuple[_Entry, zipfile.ZipI
 class _Budgeted(io.RawIOBase):
     """A decompressed stream that stops as soon as more than ``limit`` bytes came out."""
 
-    def __init__(self, stream: io.BufferedIOBase, limit: int) -> None:
+    def __init__(self, stream: IO[bytes] | io.BufferedIOBase, limit: int) -> None:
         self._stream, self._limit, self._read = stream, limit, 0
 
     def readable(self) -> bool:
@@ -147,36 +150,45 @@ class _Budgeted(io.RawIOBase):
         return len(data)
 
 
-def _decompressed(data: bytes) -> io.BufferedIOBase:
-    """A tar archive's bytes as a stream, decompressed (gzip, bzip2, xz) as they are read."""
-    raw = io.BytesIO(data)
-    if data[:2] == b"\x1f\x8b":
+def _decompressed(raw: IO[bytes]) -> IO[bytes] | io.BufferedIOBase:
+    """A tar archive (read from its start) as a stream, decompressed (gzip, bzip2, xz) as
+    it is read."""
+    head = raw.read(6)
+    raw.seek(0)
+    if head[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=raw)
-    if data[:3] == b"BZh":
+    if head[:3] == b"BZh":
         return bz2.BZ2File(raw)
-    if data[:6] == b"\xfd7zXZ\x00":
+    if head[:6] == b"\xfd7zXZ\x00":
         return lzma.LZMAFile(raw)
     return raw
 
 
-def _walk(data: bytes, kind: ArchiveKind, limit: int) -> Iterator[tuple[_Entry, IO[bytes] | None]]:
+def _walk(
+    source: bytes | IO[bytes], kind: ArchiveKind, limit: int, members: int
+) -> Iterator[tuple[_Entry, IO[bytes] | None]]:
     """Every entry, checked, with a reader of its bytes when an import wants them (read
-    it before the next entry). A tar archive stops once ``limit`` bytes were unpacked."""
+    it before the next entry). A tar archive stops once ``limit`` bytes were unpacked,
+    any archive once it held more than ``members`` entries. ``source``: the archive's
+    bytes, or a seekable binary file read from its start."""
     count = 0
+    file = io.BytesIO(source) if isinstance(source, bytes) else source
     try:
+        file.seek(0)
         if kind == "zip":
-            _zip_entries_within(data, MAX_MEMBERS)
-            with zipfile.ZipFile(io.BytesIO(data)) as zipped:
+            _zip_entries_within(file, members)
+            file.seek(0)
+            with zipfile.ZipFile(file) as zipped:
                 for entry, info in _zip_entries(zipped):
-                    count = _count(count)
+                    count = _count(count, members)
                     path = relative_path(entry.name, top=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, zipped.open(info) if wanted else None
         else:
-            stream = io.BufferedReader(_Budgeted(_decompressed(data), limit), _COPY_CHUNK)
+            stream = io.BufferedReader(_Budgeted(_decompressed(file), limit), _COPY_CHUNK)
             with tarfile.open(fileobj=stream, mode="r|") as tar:
                 for entry, member in _tar_entries(tar):
-                    count = _count(count)
+                    count = _count(count, members)
                     path = relative_path(entry.name, top=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, tar.extractfile(member) if wanted else None
@@ -201,45 +213,61 @@ _ZIP64_END = struct.Struct("<4sQ2H2L4Q")
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 
 
-def _zip_entries_within(data: bytes, most: int) -> None:
+def _read_at(file: IO[bytes], at: int, size: int) -> bytes:
+    """Up to ``size`` bytes of ``file`` from offset ``at`` (fewer at its end)."""
+    file.seek(at)
+    return file.read(size)
+
+
+def _zip_entries_within(file: IO[bytes], most: int) -> None:
     """Refuse a zip whose central directory holds more than ``most`` entries, counted
-    record by record in place: ``zipfile`` makes an object of every entry before anyone
-    can count them (a 53 MB upload of a million empty entries took 460 MB and a minute).
-    A zip whose records cannot be found is left to ``zipfile``, which says why."""
-    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 0xFFFF - _END.size))
-    if end < 0:
+    record by record as the file is read: ``zipfile`` makes an object of every entry
+    before anyone can count them (a 53 MB upload of a million empty entries took 460 MB
+    and a minute). A zip whose records cannot be found is left to ``zipfile``, which
+    says why."""
+    length = file.seek(0, io.SEEK_END)
+    tail_at = max(0, length - 0xFFFF - _END.size)
+    tail = _read_at(file, tail_at, length - tail_at)
+    found = tail.rfind(b"PK\x05\x06")
+    if found < 0 or found + _END.size > len(tail):
         return
-    size, directory_end = _END.unpack_from(data, end)[5], end
-    locator = end - _ZIP64_LOCATOR.size
-    if locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
-        at = _ZIP64_LOCATOR.unpack_from(data, locator)[2]
-        if data[at : at + 4] == b"PK\x06\x06" and at + _ZIP64_END.size <= len(data):
-            size, directory_end = _ZIP64_END.unpack_from(data, at)[8], at
-    position, count = max(0, directory_end - size), 0
-    while data[position : position + 4] == b"PK\x01\x02":
-        if position + _CENTRAL.size > len(data):
+    size, directory_end = _END.unpack_from(tail, found)[5], tail_at + found
+    locator = directory_end - _ZIP64_LOCATOR.size
+    record = _read_at(file, locator, _ZIP64_LOCATOR.size) if locator >= 0 else b""
+    if record[:4] == b"PK\x06\x07" and len(record) == _ZIP64_LOCATOR.size:
+        at = _ZIP64_LOCATOR.unpack(record)[2]
+        end64 = _read_at(file, at, _ZIP64_END.size)
+        if end64[:4] == b"PK\x06\x06" and len(end64) == _ZIP64_END.size:
+            size, directory_end = _ZIP64_END.unpack(end64)[8], at
+    file.seek(max(0, directory_end - size))
+    count = 0
+    while (header := file.read(_CENTRAL.size))[:4] == b"PK\x01\x02":
+        if len(header) < _CENTRAL.size:
             return
         count += 1
         if count > most:
             raise UnsafeArchive(f"more than {most} entries")
-        fields = _CENTRAL.unpack_from(data, position)
-        position += _CENTRAL.size + fields[10] + fields[11] + fields[12]
+        fields = _CENTRAL.unpack(header)
+        file.seek(fields[10] + fields[11] + fields[12], io.SEEK_CUR)
 
 
-def _count(count: int) -> int:
-    if count + 1 > MAX_MEMBERS:
-        raise UnsafeArchive(f"more than {MAX_MEMBERS} entries")
+def _count(count: int, most: int) -> int:
+    if count + 1 > most:
+        raise UnsafeArchive(f"more than {most} entries")
     return count + 1
 
 
-def check_archive(data: bytes, kind: ArchiveKind, *, limit: int = MAX_UNPACKED_BYTES) -> int:
-    """The CSV files of the archive; ``UnsafeArchive`` if any name or size is refused, or
-    if two files it would unpack have one path (or one is the other's folder): so an
-    archive :func:`unpack_archive` refuses is refused before its import is accepted."""
+def check_archive(
+    source: bytes | IO[bytes], kind: ArchiveKind, *, limit: int = MAX_UNPACKED_BYTES
+) -> int:
+    """The CSV files of the archive (its bytes, or a seekable binary file read from its
+    start); ``UnsafeArchive`` if any name or size is refused, or if two files it would
+    unpack have one path (or one is the other's folder): so an archive
+    :func:`unpack_archive` refuses is refused before its import is accepted."""
     declared = files = 0
     unpacked: set[PurePosixPath] = set()
     folders: set[PurePosixPath] = set()
-    for entry, reader in _walk(data, kind, limit):
+    for entry, reader in _walk(source, kind, limit, MAX_MEMBERS):
         declared += entry.size if entry.regular else 0  # every member, read or not
         if reader is not None:
             reader.close()
@@ -259,12 +287,21 @@ def check_archive(data: bytes, kind: ArchiveKind, *, limit: int = MAX_UNPACKED_B
 
 
 def unpack_archive(
-    data: bytes, kind: ArchiveKind, target: Path, *, limit: int = MAX_UNPACKED_BYTES
+    source: bytes | IO[bytes],
+    kind: ArchiveKind,
+    target: Path,
+    *,
+    limit: int = MAX_UNPACKED_BYTES,
+    members: int = MAX_MEMBERS,
 ) -> None:
-    """Unpack the archive's CSV and problems files under ``target`` (an empty folder)."""
+    """Unpack the archive's CSV and problems files under ``target`` (an empty folder).
+
+    ``source``: the archive's bytes, or a seekable binary file read from its start and
+    never held whole in memory. ``limit`` and ``members`` bound what it may unpack to and
+    hold; every name and type check holds whatever they are."""
     written = 0
     root = target.resolve()
-    for entry, reader in _walk(data, kind, limit):
+    for entry, reader in _walk(source, kind, limit, members):
         if reader is None:
             written += entry.size if entry.regular else 0  # counted, never decompressed here
             if written > limit:

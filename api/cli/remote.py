@@ -5,7 +5,9 @@ whitespace dropped, one no header can carry refused) and never printed. Answers 
 into the service's own report and job models, so a report looks the same whether it came
 from the database or a server. A refused request (problem+json), a redirect (not
 followed: the token goes to the URL given only) or an unreachable server is one line on
-stderr, exit 2. httpx is imported when a command runs, not with the command line.
+stderr, exit 2; a download whose answer is cut on the way is one line too, exit 1 (the
+work failed, as when the server fails to write it). httpx is imported when a command runs,
+not with the command line.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from api.cli.edge import CommandError
+from api.cli.edge import CommandError, CommandFailed
 from api.service.settings import mask_passwords
 
 if TYPE_CHECKING:
@@ -108,20 +110,31 @@ class Remote:
 
     def download(self, path: str, sink: SupportsWrite[bytes], **kwargs: Any) -> httpx.Response:
         """``GET path`` streamed into ``sink`` chunk by chunk (an export of any size in
-        bounded memory); the answer, its body read. Anything but a ``200`` is a usage
-        error as :meth:`send`'s, and nothing of its body reaches ``sink``."""
+        bounded memory); the answer, its body read. No answer at all, or anything but a
+        ``200``, is a usage error as :meth:`send`'s, and nothing of its body reaches
+        ``sink``; an answer whose body stops coming (cut, timed out) is a failure
+        (:class:`CommandFailed`, exit 1): what ``sink`` received is not the answer."""
         import httpx
 
+        request = self._http.build_request("GET", path, **kwargs)
         try:
-            with self._http.stream("GET", path, **kwargs) as response:
-                if response.status_code != 200:
-                    response.read()
-                    raise self._refused(response, "GET", path)
-                for chunk in response.iter_bytes():
-                    sink.write(chunk)
-                return response
+            response = self._http.send(request, stream=True)
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from None
+        try:
+            if response.status_code != 200:
+                response.read()
+                raise self._refused(response, "GET", path)
+            for chunk in response.iter_bytes():
+                sink.write(chunk)
+        except httpx.HTTPError as exc:
+            raise CommandFailed(
+                f"the answer of {self.url} to GET {path} was cut on the way "
+                f"({type(exc).__name__}: {exc}); nothing was written"
+            ) from None
+        finally:
+            response.close()
+        return response
 
     def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         """GET a JSON answer."""

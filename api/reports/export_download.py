@@ -49,10 +49,11 @@ def download_export(server: str, params: dict[str, Any], sink: IO[bytes]) -> tup
     """``GET /v1/exports/gradings`` of ``server`` with ``params``, streamed into ``sink``:
     the rows it holds (``X-Export-Rows``) and the SHA-256 of its bytes in hex.
 
-    Raises a usage error (exit 2) for an answer the server refused or a redirect, and
-    :class:`click.ClickException` (exit 1) for an export the server failed to write or an
-    answer that is not its export: no ``X-Export-Rows`` or ``Repr-Digest``, or bytes
-    whose SHA-256 is not the one stated. The caller then discards what ``sink`` received.
+    Raises a usage error (exit 2) for a server that cannot be reached, an answer it
+    refused or a redirect, and an error of exit 1 for an export the server failed to
+    write, an answer cut on the way, or one that is not its export: no ``X-Export-Rows``
+    or ``Repr-Digest``, or bytes whose SHA-256 is not the one stated. The caller then
+    discards what ``sink`` received.
     """
     from api.cli.remote import remote
 

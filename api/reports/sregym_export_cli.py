@@ -6,12 +6,12 @@ whole, so DIR is the complete export or absent. ``--archive tar.gz|zip`` writes 
 folder as one archive instead, and ``file`` one CSV (``--output`` or stdout), all or
 nothing like every export. The rows come from the database (:class:`LocalLayout`) or
 from ``GET /v1/exports/gradings`` of a server (:class:`RemoteLayout`); with a server, a
-folder is fetched as a tar.gz and unpacked with the import's checks.
+folder is fetched as a tar.gz into a temporary file and unpacked with the import's checks
+of names and types.
 """
 
 from __future__ import annotations
 
-import io
 import shutil
 import sys
 import tempfile
@@ -36,6 +36,10 @@ __all__ = [
     "RemoteLayout",
     "export_sregym_layout",
 ]
+
+
+#: no bound on what the server's own export unpacks to (:meth:`RemoteLayout.folder`)
+_UNBOUNDED = sys.maxsize
 
 
 class LayoutSource(Protocol):
@@ -115,15 +119,23 @@ class RemoteLayout:
         return self._get(sink, layout="folder", archive=kind)
 
     def folder(self, target: Path) -> int:
-        """The folder as a tar.gz, unpacked under ``target`` refusing unsafe names."""
+        """The folder as a tar.gz, downloaded into an unnamed temporary file beside
+        ``target`` (on the disk the export goes to; never held in memory) and unpacked
+        under ``target`` with the import's checks of names and types.
+
+        The import's bounds on size and entries are not applied: the archive is the
+        server's own export (its SHA-256 checked), as large as the database mode's folder
+        or ``--archive`` would be, and neither of those is bounded."""
         from api.sregym_archive import UnsafeArchive, unpack_archive
 
-        fetched = io.BytesIO()
-        rows = self.archive(fetched, "tar.gz")
-        try:
-            unpack_archive(fetched.getvalue(), "tar.gz", target)
-        except UnsafeArchive as exc:
-            raise click.ClickException(f"{self.server} sent an unusable archive: {exc}") from None
+        with tempfile.TemporaryFile(dir=target.parent, prefix=f"{target.name}.") as fetched:
+            rows = self.archive(fetched, "tar.gz")
+            try:
+                unpack_archive(fetched, "tar.gz", target, limit=_UNBOUNDED, members=_UNBOUNDED)
+            except UnsafeArchive as exc:
+                raise click.ClickException(
+                    f"{self.server} sent an unusable archive: {exc}"
+                ) from None
         return rows
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import io
 import json
 import os
+import socket
+import tarfile
+import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -273,3 +277,177 @@ def test_a_large_export_through_a_server_is_not_held_whole_in_memory(tmp_path: P
 class _Stream(httpx.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         return _export_body()
+
+
+@pytest.fixture
+def cutting_server() -> Iterator[str]:
+    """A server that answers ``GET /v1/exports/gradings`` with a 200 stating the whole
+    export (Content-Length, X-Export-Rows, Repr-Digest), sends half its bytes, and closes
+    the connection: an answer cut on the way."""
+    whole = EXPORT * 2000
+    digest = base64.b64encode(hashlib.sha256(whole).digest()).decode()
+    head = (
+        "HTTP/1.1 200 OK\r\n"
+        "Content-Type: application/x-ndjson\r\n"
+        f"Content-Length: {len(whole)}\r\n"
+        "X-Export-Rows: 2000\r\n"
+        f"Repr-Digest: sha-256=:{digest}:\r\n"
+        "\r\n"
+    ).encode()
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.recv(65536)
+                conn.sendall(head + whole[: len(whole) // 2])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(2)
+        listener.close()
+
+
+@pytest.mark.parametrize("layout", [[], ["--layout", "file"]], ids=["jsonl", "sregym-file"])
+def test_an_export_cut_on_the_way_writes_nothing_and_exits_1(
+    tmp_path: Path, cutting_server: str, layout: list[str]
+) -> None:
+    """An answer cut on the way (the server went away mid-body) is a failed export, not a
+    refusal: nothing is written, no temporary file is left, stderr says it was cut, and
+    the exit status is 1 (2 is kept for bad usage, a redirect or a refusal, which a
+    script need not retry)."""
+    fmt = "sregym" if layout else "jsonl"
+    target = tmp_path / "gradings.out"
+    done = CliRunner(env={"SRE_JUDGE_TOKEN": "srej_x"}).invoke(
+        main, ["export", "--format", fmt, *layout, "-o", str(target), "--server", cutting_server]
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert done.exit_code == 1, (done.exit_code, done.output)
+    assert "was cut on the way" in done.stderr and "nothing was written" in done.stderr
+
+
+def _large_results_archive() -> bytes:
+    """A results folder of 16 CSV files of about 1.5 MB each (random text, which gzip
+    cannot shrink much) as a tar.gz of about 20 MB."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+        for n in range(16):
+            rows = [b"problem_id,attempt,Diagnosis.submission\r\n"]
+            for attempt in range(64):
+                text = base64.b64encode(os.urandom(18_000))
+                rows.append(b"p%d,%d,%s\r\n" % (n, attempt, text))
+            data = b"".join(rows)
+            info = tarfile.TarInfo(f"0601_1200/agent/p{n}/p{n}_agent_results.csv")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_a_large_folder_export_through_a_server_is_not_held_whole_in_memory(
+    tmp_path: Path,
+) -> None:
+    """``--layout folder --server`` streams the server's archive to a temporary file on
+    disk and unpacks it from there, as every other export through a server streams: a
+    20 MB export peaks under a quarter of its size, and leaves only the folder."""
+    archive = _large_results_archive()
+    digest = base64.b64encode(hashlib.sha256(archive).digest()).decode()
+    headers = {
+        "Content-Length": str(len(archive)),
+        "X-Export-Rows": str(16 * 64),
+        "Repr-Digest": f"sha-256=:{digest}:",
+        "Content-Type": "application/gzip",
+    }
+    out = tmp_path / "results-again"
+    with respx.mock(base_url="http://judge.test") as server:
+        server.get("/v1/exports/gradings").mock(
+            side_effect=lambda request: httpx.Response(
+                200, headers=headers, stream=_BytesStream(archive)
+            )
+        )
+        runner = CliRunner(env={"SRE_JUDGE_TOKEN": "srej_x"})
+        tracemalloc.start()
+        try:
+            done = runner.invoke(
+                main,
+                ["export", "--format", "sregym", "--layout", "folder", "-o", str(out),
+                 "--server", "http://judge.test"],
+            )  # fmt: skip
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert done.exit_code == 0, done.output
+    assert len(list(out.rglob("*.csv"))) == 16
+    assert os.listdir(tmp_path) == ["results-again"]
+    size = len(archive)
+    assert peak < size // 4, f"peak {peak / 1e6:.0f} MB for a {size / 1e6:.0f} MB export"
+
+
+def _archive_with(info: tarfile.TarInfo, data: bytes = b"") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.addfile(info, io.BytesIO(data) if data else None)
+    return buffer.getvalue()
+
+
+def _link(name: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    return info
+
+
+def _leaving(name: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = 4
+    return info
+
+
+@pytest.mark.parametrize(
+    "archive",
+    [
+        _archive_with(_link("0601_1200/agent/p1/p1_agent_results.csv")),
+        _archive_with(_leaving("../outside.csv"), b"a,b\n"),
+    ],
+    ids=["link", "leaving"],
+)
+def test_a_folder_from_a_server_is_unpacked_with_the_imports_checks(
+    tmp_path: Path, archive: bytes
+) -> None:
+    """``--layout folder --server`` unpacks even an archive whose digest checks out with
+    the import's checks of names and types: a link or a path leaving the folder exits 1,
+    and neither the folder nor anything outside it is written."""
+    digest = base64.b64encode(hashlib.sha256(archive).digest()).decode()
+    stated = {"X-Export-Rows": "1", "Repr-Digest": f"sha-256=:{digest}:"}
+    out = tmp_path / "export" / "results"
+    out.parent.mkdir()
+    done = _export_through(
+        httpx.Response(200, headers=stated, content=archive),
+        ["--format", "sregym", "--layout", "folder"],
+        out,
+    )
+    assert done.exit_code == 1, done.output
+    assert "sent an unusable archive" in done.stderr
+    assert list(tmp_path.rglob("*")) == [out.parent]
+
+
+class _BytesStream(httpx.SyncByteStream):
+    """``data`` sent in chunks of 64 KiB."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def __iter__(self) -> Iterator[bytes]:
+        for at in range(0, len(self._data), 64 * 1024):
+            yield self._data[at : at + 64 * 1024]
