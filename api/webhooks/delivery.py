@@ -1,11 +1,11 @@
 """The webhook delivery worker inside ``serve`` (and ``worker``): one lane per endpoint.
 
 A dispatcher looks for endpoints with a due delivery every ``SRE_JUDGE_POLL_SECONDS``,
-and at once when a transaction of this process has written deliveries, and starts a
-lane for each that has none running in this process. A lane sends its
-endpoint's deliveries one at a time, in event order: each send is leased on its own
-(``SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS`` + 10 s), resolved once and sent to the address
-that was checked (:class:`api.webhooks.target.PinnedTransport`), signed as
+and at once when a transaction of this process has written deliveries or one of its
+lanes has ended, and starts a lane for each that has none running in this process. A
+lane sends its endpoint's deliveries one at a time, in event order: each send is leased
+on its own (``SRE_JUDGE_WEBHOOK_TIMEOUT_SECONDS`` + 10 s), resolved once and sent to the
+address that was checked (:class:`api.webhooks.target.PinnedTransport`), signed as
 Standard Webhooks asks (``webhook-id``, ``webhook-timestamp``, ``webhook-signature``,
 with the ``standardwebhooks`` library), and bounded as a whole by the timeout. Its
 outcome is recorded with the lease of the endpoint's next delivery. A lane ends at a
@@ -73,8 +73,10 @@ def signed_headers(claimed: Claimed, body: str, now: datetime) -> dict[str, str]
 
 
 def _backoff(settings: Settings, failures: int) -> float:
-    """Seconds to wait after the ``failures``-th failure in a row (1-based)."""
-    return float(min(_MAX_DELAY, settings.webhook_retry_seconds * 2 ** (failures - 1)))
+    """Seconds to wait after the ``failures``-th failure in a row (1-based): doubling, at
+    most :data:`_MAX_DELAY` whatever the count (an endpoint failing for months included)."""
+    doublings = min(max(failures - 1, 0), 64)
+    return float(min(_MAX_DELAY, settings.webhook_retry_seconds * 2.0**doublings))
 
 
 def retry_at(
@@ -125,8 +127,11 @@ class WebhookDelivery:
         self._lanes: dict[str, asyncio.Task[None]] = {}
         #: set while stopping: a lane ends after its send in flight
         self._stopping = False
-        #: set when this process committed deliveries: dispatch before the next poll
+        #: set when this process committed deliveries, or a lane ended: dispatch before
+        #: the next poll
         self._wake = asyncio.Event()
+        #: this process committed deliveries since the last dispatch: lease at once
+        self._told = False
         self._stop_listening: Callable[[], None] | None = None
 
     @property
@@ -137,10 +142,13 @@ class WebhookDelivery:
         """Start the dispatcher."""
         if self._task is None:
             loop = asyncio.get_running_loop()
-            wake = self._wake
+
+            def told() -> None:
+                self._told = True
+                self._wake.set()
 
             def wake_up() -> None:  # from the committing thread
-                loop.call_soon_threadsafe(wake.set)
+                loop.call_soon_threadsafe(told)
 
             self._stop_listening = on_committed(self._store.db.engine, wake_up)
             self._task = asyncio.create_task(self._run(), name="webhook-delivery")
@@ -169,8 +177,8 @@ class WebhookDelivery:
             self._stopping = False
 
     async def _run(self) -> None:
-        told = False  # told of this process's new deliveries: lease without looking first
         while True:
+            told, self._told = self._told, False  # of new deliveries: lease without a look
             try:
                 await self._dispatch(look=not told)
             except asyncio.CancelledError:
@@ -180,9 +188,8 @@ class WebhookDelivery:
             try:
                 async with asyncio.timeout(self._settings.poll_seconds):
                     await self._wake.wait()
-                told = True
             except TimeoutError:
-                told = False
+                pass
             self._wake.clear()
 
     async def _dispatch(self, *, look: bool = True) -> list[asyncio.Task[None]]:
@@ -200,9 +207,13 @@ class WebhookDelivery:
         return started
 
     def _forget_lane(self, lane: asyncio.Task[None]) -> None:
+        """Drop an ended lane and have the dispatcher look once more: a delivery committed
+        while the lane wound down (closing its client) was skipped as the lane's."""
         for endpoint_id, running in list(self._lanes.items()):
             if running is lane:
                 del self._lanes[endpoint_id]
+        if not self._stopping:
+            self._wake.set()
 
     async def deliver_due(self) -> int:
         """Start the lanes of every endpoint with something due and wait until each has

@@ -1,4 +1,5 @@
-"""The webhook delivery worker: each endpoint's circuit breaker, over all its deliveries."""
+"""The webhook delivery worker: its lanes, retries and each endpoint's circuit breaker,
+over all its deliveries."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import update
+from sqlmodel import col
 
 from api.service.settings import Settings
-from api.webhooks.delivery import WebhookDelivery
-from api.webhooks.queries import WebhookQueries
+from api.webhooks import target
+from api.webhooks.delivery import WebhookDelivery, retry_at
+from api.webhooks.queries import Claimed, WebhookQueries
 from storage import Store
+from storage.webhooks.tables import WebhookEndpointRecord
 from tests.conftest import Clock
 from tests.support.webhook_receiver import receiving
 
@@ -77,6 +82,53 @@ async def test_failures_in_a_row_open_the_circuit_for_every_delivery_of_the_endp
         assert j2.delivery.state == "delivered" and len(j2.attempts) == 1
         [state] = [e for e in await webhooks.endpoints() if e.id == endpoint.id]
         assert state.consecutive_failures == 0 and state.circuit_open_until is None
+
+
+@pytest.mark.tampers
+async def test_an_endpoint_failing_for_weeks_has_each_failure_recorded_and_rests_an_hour_at_most(
+    store: Store, clock: Clock, database_url: str, webhooks: WebhookQueries
+) -> None:
+    """An endpoint whose receiver has been down for weeks has failed a thousand attempts
+    in a row (about 24 a day once its circuit rests an hour between probes). Its next
+    failed probe is recorded like any other, and its circuit rests at most an hour."""
+    settings = Settings(
+        database_url=database_url, webhook_allow_hosts="127.0.0.1", webhook_retry_seconds=5,
+    )  # fmt: skip
+    with receiving() as receiver:
+        receiver.status = lambda n: 503
+        endpoint = await webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        # ~45 days of hourly probes, set here instead of failing a thousand times
+        with store.db.sessions()() as session, session.begin():
+            session.execute(
+                update(WebhookEndpointRecord)
+                .where(col(WebhookEndpointRecord.id) == endpoint.id)
+                .values(consecutive_failures=1100)
+            )
+        _finished(store, "j1")
+        await WebhookDelivery(store, settings).deliver_due()
+        assert receiver.requests == 1
+        [view] = await webhooks.deliveries(endpoint.id)
+        assert [a.status for a in view.attempts] == [503]
+        assert view.delivery.leased_until is None
+        [state] = [e for e in await webhooks.endpoints() if e.id == endpoint.id]
+        assert state.consecutive_failures == 1101
+        assert state.circuit_open_until is not None
+        assert state.circuit_open_until <= clock() + timedelta(hours=1, seconds=5)
+
+
+def test_a_delivery_retried_for_weeks_waits_an_hour_at_most(clock: Clock) -> None:
+    """With a give-up time of months, a delivery that has failed a thousand times is
+    still retried within the hour."""
+    settings = Settings(webhook_retry_seconds=5, webhook_give_up_seconds=90 * 86400)
+    now = clock()
+    claimed = Claimed(
+        seq=1, id="d", endpoint_id="e", url="https://example.com/", secret="s", payload={},
+        attempts=1100, first_attempt_at=now - timedelta(days=45), endpoint_failures=0,
+    )  # fmt: skip
+    again = retry_at(claimed, now, settings)
+    assert again is not None and again <= now + timedelta(hours=1)
 
 
 async def test_a_delivery_queued_behind_a_failing_one_is_retried_from_its_first_attempt(
@@ -147,6 +199,43 @@ async def test_a_stop_lets_the_send_in_flight_finish_and_starts_no_other(
         assert due.id == deliveries["j2"].delivery.id
 
 
+async def test_an_event_committed_while_its_endpoints_lane_winds_down_is_sent_at_once(
+    store: Store, database_url: str, webhooks: WebhookQueries, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event is sent as soon as it has committed, also when it commits just as its
+    endpoint's lane, having found nothing more to send, closes its connections (made slow
+    here, as a TLS close over a slow link may be): not at the next idle poll."""
+    close = target.PinnedTransport.aclose
+
+    async def slow_close(self: target.PinnedTransport) -> None:
+        await asyncio.sleep(0.3)
+        await close(self)
+
+    monkeypatch.setattr(target.PinnedTransport, "aclose", slow_close)
+    settings = Settings(database_url=database_url, webhook_allow_hosts="127.0.0.1", poll_seconds=30)
+    with receiving() as receiver:
+        endpoint = await webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        delivery = WebhookDelivery(store, settings)
+        delivery.start()
+        try:
+            await asyncio.sleep(0.1)  # the dispatcher's first (empty) look is done
+            _finished(store, "j1")
+            for _ in range(500):
+                if (await _deliveries(store, endpoint.id))["j1"].delivery.state == "delivered":
+                    break
+                await asyncio.sleep(0.01)
+            _finished(store, "j2")  # while j1's lane closes its client
+            for _ in range(100):  # 5 s: well within the 30 s poll
+                if receiver.requests >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert receiver.requests == 2, "j2 waits for the next idle poll"
+        finally:
+            await delivery.stop()
+
+
 #: a control character in the path: urlsplit and getaddrinfo take it, httpx refuses it
 _UNSENDABLE_URL = "http://127.0.0.1:9/ho\x7fok"
 
@@ -205,6 +294,7 @@ async def test_a_redelivered_dead_letter_backs_off_from_the_start_again(
         [view] = await webhooks.deliveries(endpoint.id)
         assert view.delivery.state == "pending"
         assert view.delivery.created_at == created
+        assert view.delivery.next_attempt_at is not None
         wait = view.delivery.next_attempt_at - clock()
         assert wait <= timedelta(seconds=settings.webhook_retry_seconds * 2), wait
 
