@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from api.cli.edge import run, service_runtime, with_store
+from api.cli.edge import load_settings, run, service_runtime, with_store
 from api.cli.options import default_format, deprecated, format_option
 from api.cli.output import echo_json
 from api.terminal import terminal_text
@@ -61,16 +61,20 @@ def scenarios_group() -> None:
 def scenarios_load(file: Any, input_fmt: str | None, fmt: str | None, legacy_json: bool) -> None:
     """Create or update scenarios from FILE (``-`` for stdin), one transaction.
 
-    Each item is ``{id, ground_truth, title?, tags?, set?, note?}``; nothing is stored
-    when any item is bad.
+    Each item is ``{id, ground_truth, title?, tags?, set?, note?}``. The whole file is
+    checked before the database is opened: a bad item is refused naming FILE and the
+    item's place in it, and nothing is stored, created or migrated.
 
     \b
     Example:
       printf '{"id": "hotel/user-port", "ground_truth": "...", "set": "public"}\\n' \\
         | sre-judge scenarios load -
     """
-    from api.scenarios.use_cases import load_scenarios
+    from api.scenarios.loading import parse_scenarios
+    from api.scenarios.use_cases import store_scenarios
+    from api.service.errors import InvalidRequest
     from api.service.principal import Principal
+    from judge.errors import InputError
 
     if fmt in ("jsonl", "yaml"):
         deprecated(f"--format {fmt}", f"--input-format {fmt}")
@@ -86,11 +90,16 @@ def scenarios_load(file: Any, input_fmt: str | None, fmt: str | None, legacy_jso
     except UnicodeDecodeError as exc:
         line = exc.object[: exc.start].count(b"\n") + 1
         raise click.BadParameter(f"{name}: line {line}: not UTF-8", param_hint="FILE") from None
+    max_bytes = load_settings().max_text_bytes
+    try:  # a file that cannot be loaded changes nothing: refused before the database opens
+        items = parse_scenarios(text, fmt=input_fmt, max_bytes=max_bytes)  # type: ignore[arg-type]
+    except (InvalidRequest, InputError) as exc:  # the detail says the item or line at fault
+        raise click.BadParameter(f"{name}: {exc}", param_hint="FILE") from None
 
     async def action() -> ScenarioLoadReport:
         async with service_runtime() as services:
             cli = Principal(id="cli", name="cli", role="admin")
-            return await load_scenarios(services, cli, text, fmt=input_fmt)  # type: ignore[arg-type]
+            return await store_scenarios(services, cli, items)
 
     report = run(action())
     if fmt == "json":

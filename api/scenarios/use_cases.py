@@ -35,6 +35,7 @@ __all__ = [
     "scenario_public",
     "scenario_version",
     "scenario_versions",
+    "store_scenarios",
     "update_scenario",
 ]
 
@@ -163,6 +164,18 @@ async def load_scenarios(
     """
     max_bytes = services.settings.max_text_bytes
     items = await asyncio.to_thread(parse_scenarios, text, fmt=fmt, max_bytes=max_bytes)
+    return await store_scenarios(services, principal, items)
+
+
+async def store_scenarios(
+    services: Services, principal: Principal, items: list[ScenarioCreate]
+) -> ScenarioLoadReport:
+    """Create or change the scenarios of a load already parsed and checked
+    (:func:`~api.scenarios.loading.parse_scenarios`), in one transaction.
+
+    For a caller that refuses a bad load before it opens the database at all (the
+    command line: a refused file makes no database, no key and no migration).
+    """
     changes = await services.store.scenarios.load(
         [item.create_spec() for item in items], actor=principal.id
     )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 from sqlalchemy.engine import Engine
 
@@ -45,7 +47,7 @@ def test_loading_a_file_twice_then_a_fix_from_stdin(database_url: str, tmp_path:
         "warning"
     )
     assert stdin.stdout.split() == ["new_version", "hotel/user-port", "version", "2"]
-    assert bad.returncode == 2 and "items[0].ground_truth" in bad.stderr
+    assert bad.returncode == 2 and "FILE: <stdin>: item 1: ground_truth" in bad.stderr
     # the old spellings still work, each with a warning: --format for the file, --json
     old = _cli(
         database_url, "scenarios", "load", "-", "--format", "yaml", "--json",
@@ -148,9 +150,11 @@ def test_a_byte_order_mark_is_no_part_of_a_load(database_url: str, tmp_path: Pat
     assert json.loads(loaded.stdout)["counts"] == {"created": 1}
 
 
-def test_a_key_given_twice_in_a_file_loads_nothing(database_url: str, tmp_path: Path) -> None:
+def test_a_key_given_twice_in_a_file_loads_nothing(
+    database_url: str, engine: Engine, tmp_path: Path
+) -> None:
     """A YAML mapping or a JSON Lines object giving a key twice is refused (exit 2), naming
-    the item, the key and, in YAML, the line; nothing is stored."""
+    FILE, the item, the key and, in YAML, the line; nothing is stored."""
     as_yaml = tmp_path / "scenarios.yaml"
     as_yaml.write_text("- id: a\n  ground_truth: port 9999\n  ground_truth: port 8086\n")
     as_lines = tmp_path / "scenarios.jsonl"
@@ -161,6 +165,26 @@ def test_a_key_given_twice_in_a_file_loads_nothing(database_url: str, tmp_path: 
     by_lines = _cli(database_url, "scenarios", "load", str(as_lines))
     listed = _cli(database_url, "scenarios", "list", "--json")
     assert by_yaml.returncode == by_lines.returncode == 2, (by_yaml.stderr, by_lines.stderr)
-    assert "items[0].ground_truth" in by_yaml.stderr and "line 3, column 3" in by_yaml.stderr
-    assert "items[1].id" in by_lines.stderr and "line 2: the key 'id'" in by_lines.stderr
+    assert "FILE" in by_yaml.stderr and "line 3, column 3" in by_yaml.stderr
+    assert "scenarios.yaml: item 1: the key 'ground_truth'" in by_yaml.stderr
+    assert "scenarios.jsonl: line 2: the key 'id'" in by_lines.stderr
     assert listed.returncode == 0 and listed.stdout.strip() == ""
+
+
+def test_a_bad_file_is_refused_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that does not load is refused (exit 2, one line naming FILE) before the
+    database is opened: run in a folder with no database (a typo, the wrong folder), the
+    refusal leaves the folder as it was, with no empty ``sre-judge.db`` and no new
+    service key."""
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "scenarios.yaml"
+    bad.write_text(": : :\n", encoding="utf-8")
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("SRE_JUDGE_")}
+    env |= {"NO_COLOR": "1", "SRE_JUDGE_SECRET_KEY_FILE": str(tmp_path / "keys" / "k.key")}
+    done = cli_in_process("scenarios", "load", str(bad), env=env)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: Invalid value for FILE: ") and "scenarios.yaml: not YAML" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scenarios.yaml"]
