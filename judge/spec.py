@@ -9,11 +9,13 @@ spec ``panel:`` followed by its members' specs, comma-separated.
 This module is the one reader of that grammar: :func:`parse_judge_spec` and
 :func:`parse_panel` validate, :func:`split_spec`, :func:`member_specs` and
 :func:`panel_specs_named` read specs as recorded (which need not be valid any more),
-:func:`judge_identity` names a judge without its endpoint.
+:func:`judge_identity` names a judge without its endpoint and :func:`panel_spec_pattern`
+finds a panel's recorded specs by those names.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -31,6 +33,7 @@ __all__ = [
     "model_identity",
     "panel_model",
     "panel_spec",
+    "panel_spec_pattern",
     "panel_specs_named",
     "parse_judge_spec",
     "parse_panel",
@@ -198,6 +201,40 @@ def panel_specs_named(text: str) -> list[str]:
     separators = [","] if "," in listed else [",", "+"]
     readings = [[m.strip() for m in listed.split(sep) if m.strip()] for sep in separators]
     return sorted({panel_spec(members) for members in readings if members})
+
+
+def panel_spec_pattern(text: str) -> str | None:
+    """A regular expression matching the judge specs recorded by gradings of the panel
+    ``text`` names (read as :func:`panel_specs_named` reads it), whatever base URLs its
+    members run at: each member is matched by its :func:`judge_identity`, and a base URL
+    written in ``text`` is dropped, never compared. None when ``text`` names no panel.
+
+    Where ``text`` reads both ways, a ``+`` is the start of the next member, not part of
+    a base URL: as URLs are not compared, ``panel:A@URL+B`` read as the panel of ``A``
+    alone (at the URL ``URL+B``) would name a panel ``text`` does not mean.
+
+    Written in what PostgreSQL's and Python's regular expressions read alike (``\\A``,
+    ``\\Z``, ``(?:)``, ``\\s``, classes and escaped literals), for a database to match."""
+    readings = [member_specs(spec) for spec in panel_specs_named(text)]
+    if len(readings) > 1:
+        readings = [r for r in readings if not any("+" in (split_spec(m)[2] or "") for m in r)]
+    if not readings:
+        return None
+    panels = {",".join(_member_pattern(judge_identity(m)) for m in members) for members in readings}
+    return r"\A" + re.escape(PANEL_PREFIX) + "(?:" + "|".join(sorted(panels)) + r")\Z"
+
+
+def _member_pattern(identity: str) -> str:
+    """The specs a panel records for the member named ``identity``: as
+    :func:`parse_judge_spec` reads them, the backend in any case, blanks around the
+    model, and any base URL (which holds no ``,`` nor ``@``); a name that does not parse
+    is its own identity, matched as written."""
+    try:
+        spec = parse_judge_spec(identity)
+    except JudgeSpecError:
+        return re.escape(identity)
+    backend = "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in spec.backend)
+    return backend + r":\s*" + re.escape(spec.model) + r"\s*(?:@[^,@]*)?"
 
 
 def judge_identity(spec_text: str) -> str:

@@ -19,6 +19,7 @@ from sqlalchemy import ColumnElement, Select, and_, exists, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from judge.spec import PANEL_PREFIX, panel_spec_pattern
 from storage.audit.state import COVERS
 from storage.canonical import iso_utc
 from storage.cursors import CursorCodec
@@ -52,11 +53,25 @@ _R = TypeVar("_R")
 
 
 def judge_labelled(label: str) -> ColumnElement[bool]:
-    """Gradings whose judge is ``label`` as the reports label judges: its model alone, or
-    ``backend:model`` (a panel's backend is ``panel``)."""
+    """Gradings whose judge is ``label`` named without base URLs, as submitters are shown
+    it: its model alone, or ``backend:model``; a panel (backend ``panel``) by its members'
+    ``backend:model`` joined by ``+`` (or ``,``), alone or after ``panel:``.
+
+    A panel's recorded model and spec hold its members' base URLs, so a panel is matched
+    by its members' names (``judge.spec.panel_spec_pattern``), whatever URLs the label
+    gives them: were the URLs compared, a filter would tell whoever guessed them which
+    internal address a judge runs at."""
     g = GradingRecord
     labelled = col(g.judge_backend) + ":" + col(g.judge_model)
-    return or_(col(g.judge_model) == label, labelled == label)
+    single = and_(
+        col(g.judge_backend) != "panel", or_(col(g.judge_model) == label, labelled == label)
+    )
+    named = label if label.startswith(PANEL_PREFIX) else PANEL_PREFIX + label
+    pattern = panel_spec_pattern(named)
+    if pattern is None:
+        return single
+    panel = and_(col(g.judge_backend) == "panel", col(g.judge_spec).regexp_match(pattern))
+    return or_(single, panel)
 
 
 class _Filterable(Protocol):

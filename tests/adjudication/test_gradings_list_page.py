@@ -73,3 +73,33 @@ async def test_the_judge_filter_takes_the_reports_labels_backend_included(
         links = re.findall(r'href="(/gradings\?[^"]*judge=panel[^"]*)"', report.text)
         assert links, "no link for the panel's bar"
         assert _ids((await c.get(unescape(links[0]))).text) == [panel["id"]]
+
+
+async def test_the_judge_filter_names_a_panel_as_shown_and_never_compares_its_addresses(
+    api_client: Any, tokens: Any
+) -> None:
+    """A submitter filters its gradings by the panel it is shown,
+    ``panel:openai:local+openai:cloud``; base URLs written in the filter are not
+    compared, so trying a member's internal address lists the same gradings whether the
+    guess is right or wrong, and never tells the submitter where a judge runs."""
+    agent = await tokens("submitter")
+    local, cloud = "openai:local@http://10.0.0.7:9/v1", "openai:cloud@http://10.0.0.8:10/v1"
+    backends = {local: ScriptedBackend.for_mode("pass"), cloud: ScriptedBackend.for_mode("pass")}
+    async with api_client(judge=local, panel=f"{local},{cloud}", backends=backends) as c:
+        panel = await graded(c, agent)
+        shown = f"{panel['judge']['backend']}:{panel['judge']['model']}"
+        assert shown == "panel:openai:local+openai:cloud"
+        await sign_in(c, agent)
+
+        async def listed(judge: str) -> list[str]:
+            page = await c.get("/gradings", params={"judge": judge})
+            assert page.status_code == 200
+            return _ids(page.text)
+
+        assert await listed(shown) == [panel["id"]]
+        assert await listed("openai:local+openai:cloud") == [panel["id"]]  # the model alone
+        right = await listed(f"panel:{local}+{cloud}")
+        wrong = await listed(f"panel:openai:local@http://10.0.0.1:9/v1+{cloud}")
+        assert right == wrong == [panel["id"]]
+        assert await listed("panel:openai:local+openai:other") == []
+        assert await listed("panel:openai:cloud+openai:local") == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from judge.errors import JudgeSpecError
@@ -10,6 +12,7 @@ from judge.spec import (
     judge_identity,
     member_specs,
     panel_spec,
+    panel_spec_pattern,
     parse_judge_spec,
     parse_panel,
     split_spec,
@@ -104,6 +107,30 @@ def test_member_specs_and_identity_of_one_judge_and_of_a_panel() -> None:
     assert judge_identity(panel) == "panel:ollama:a,openai:b"
     assert judge_identity("OLLAMA:a@http://h:1") == "ollama:a"
     assert judge_identity("not a spec") == "not a spec"
+
+
+def test_a_panel_is_found_by_its_members_names_whatever_their_base_urls() -> None:
+    """A panel's pattern matches the specs its gradings record under any base URL and
+    any spelling one judge may be written in, and no other panel's."""
+    pattern = panel_spec_pattern("panel:openai:a@http://10.0.0.1:9/v1+ollama:q:8b")
+    assert pattern is not None
+    recorded = [
+        "panel:openai:a@http://10.0.0.7:9/v1,ollama:q:8b@http://h:1",
+        "panel:openai:a,ollama:q:8b",
+        "panel:OpenAI: a @http://h/v1,ollama:q:8b",
+    ]
+    assert all(re.search(pattern, spec) for spec in recorded)
+    others = [
+        "panel:openai:ab@http://h/v1,ollama:q:8b",  # another model
+        "panel:openai:a@b@http://h/v1,ollama:q:8b",  # model a@b
+        "panel:ollama:q:8b,openai:a",  # another order
+        "panel:openai:a,ollama:q:8b,openai:c",  # another member
+        "panel:openai:a",  # not a URL "http://10.0.0.1:9/v1+ollama:q:8b"
+    ]
+    assert not any(re.search(pattern, spec) for spec in others)
+    assert panel_spec_pattern("openai:a") is None
+    one = panel_spec_pattern("panel:openai:llama+lora@http://h/v1")  # a + in a model name
+    assert one is not None and re.search(one, "panel:openai:llama+lora@http://10.0.0.7/v1")
 
 
 async def test_a_demo_judge_built_from_its_spec_keeps_no_prompt_it_answered() -> None:
