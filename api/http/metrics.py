@@ -20,7 +20,8 @@ async def metrics_endpoint(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
 ) -> Response[bytes]:
     """The text exposition format; queue gauges are computed now. Open to anyone; the
-    judge's token counters only to an admin's bearer token (:meth:`Metrics.exposition`)."""
+    judge-call families (calls, retries, attempt durations, tokens) only to an admin's
+    bearer token (:meth:`Metrics.exposition`)."""
     metrics: Metrics = request.app.state.metrics
     workers = getattr(request.app.state, "workers", None)
     await metrics.refresh(services, workers.in_flight if workers is not None else 0)

@@ -3,8 +3,9 @@
 Counters are recorded where things happen (submissions in the route, judge calls and
 outcomes in the workers); the queue gauges are computed at scrape time from the
 store's ``queue.depth()``, and so is the progress of every regrade job that has not
-ended (an ended job drops out). Every name starts with ``sre_judge_``. The judge's token
-counters are served to an admin only (:data:`ADMIN_ONLY_FAMILIES`).
+ended (an ended job drops out). Every name starts with ``sre_judge_``. The families of
+the judge's calls (calls, retries, attempt durations, tokens) are served to an admin
+only (:data:`ADMIN_ONLY_FAMILIES`).
 """
 
 from __future__ import annotations
@@ -37,11 +38,20 @@ log = logging.getLogger("sre_judge.metrics")
 JUDGE_LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
 _HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 _JUDGE = ("backend", "model")
-#: the families an admin's scrape only shows: the tokens sent to and from the judge grow
-#: by each prompt's size, a registered scenario's hidden ground truth included, so a
-#: submitter scraping before and after one grading would measure that ground truth
+#: the families an admin's scrape only shows, those that move with a grading's judge
+#: calls: how many calls a grading makes depends on a registered scenario's hidden ground
+#: truth (extraction answers in code what its header gives, so a control scenario has
+#: every question asked; a confirming judge is asked about some passes only), and the
+#: tokens grow by each prompt's size, that ground truth included; a submitter scraping
+#: before and after one grading would learn of it from any of them
 ADMIN_ONLY_FAMILIES = frozenset(
-    {"sre_judge_judge_prompt_tokens", "sre_judge_judge_completion_tokens"}
+    {
+        "sre_judge_judge_calls",
+        "sre_judge_judge_retries",
+        "sre_judge_judge_attempt_duration_seconds",
+        "sre_judge_judge_prompt_tokens",
+        "sre_judge_judge_completion_tokens",
+    }
 )
 
 

@@ -201,7 +201,8 @@ async def test_an_inline_guess_of_a_hidden_ground_truth_is_not_confirmed_by_the_
 
 
 def _cached_calls(metrics: str) -> float:
-    """The judge calls answered from the cache, as ``/metrics`` counts them."""
+    """The judge calls answered from the cache, as ``/metrics`` counts them for an
+    admin."""
     return sum(
         s.value
         for family in text_string_to_metric_families(metrics)
@@ -216,7 +217,8 @@ async def test_a_submitter_cannot_tell_that_a_hidden_ground_truth_was_edited(
     """A submitter that sends a diagnosis against two scenarios, then sends it again
     after an admin edited one scenario's ground truth, reads the same of both second
     gradings: a submitter's live grading against a scenario always asks the judge, so
-    neither comes back at once nor shows a ``cached`` judge call on ``/metrics``."""
+    neither comes back at once nor is a ``cached`` judge call (as an admin's ``/metrics``
+    counts them)."""
     admin, agent = await tokens("admin"), await tokens("submitter", "agent-1")
     judge = ScriptedBackend(model="pass", digest="sha256:0123456789abcdef")
     cached: dict[str, float] = {}
@@ -239,12 +241,13 @@ async def test_a_submitter_cannot_tell_that_a_hidden_ground_truth_was_edited(
         )
         assert put.status_code == 200, put.text
         for sid in ("s/kept", "s/edited"):
-            before = _cached_calls((await client.get("/metrics")).text)
+            before = _cached_calls((await client.get("/metrics", headers=admin)).text)
             body = {"diagnosis": VAGUE, "scenario_id": sid}
             again = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
             assert again.status_code == 201, again.text
             assert "scenario_version" not in again.json()["submission"]
-            cached[sid] = _cached_calls((await client.get("/metrics")).text) - before
+            after = _cached_calls((await client.get("/metrics", headers=admin)).text)
+            cached[sid] = after - before
     assert cached == {"s/kept": 0, "s/edited": 0}
     assert len(judge.requests) == 4  # every live grading asked the judge
 

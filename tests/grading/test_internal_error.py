@@ -87,7 +87,7 @@ async def test_a_fault_that_passes_grades_on_the_next_try(
         location = await submitted(client, agent)
         grading = await first_set(client, location, agent, "passed")
         history = (await client.get(f"{location}/history", headers=adjudicator)).json()
-        scrape = (await client.get("/metrics")).text
+        scrape = (await client.get("/metrics", headers=await tokens("admin"))).text
     assert grading["status"] == "graded" and grading["passed"] is True
     [backend] = judge["backends"].values()
     recorded = [e for e in history["events"] if e["event"] == "judge.call"]

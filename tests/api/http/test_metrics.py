@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,8 @@ from sqlalchemy.engine import Engine
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
 from api.service.metrics import Metrics
-from judge.backends.scripted import ScriptedBackend
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import JudgeRequest
 from storage import Store
 from tests.api.conftest import ClientFactory
 from tests.storage.helpers import graded_result, sregym_rubric, unscored_result
@@ -202,9 +204,90 @@ async def test_only_an_admin_scrape_counts_the_judges_tokens(
     assert deltas == [0, 0]
     assert anonymous.status_code == 200
     assert not TOKEN_FAMILIES & _scrape(anonymous.text)[1]
-    assert "sre_judge_judge_calls" in _scrape(anonymous.text)[1]
+    assert "sre_judge_gradings" in _scrape(anonymous.text)[1]
     assert _scrape(as_admin.text)[1] >= TOKEN_FAMILIES
     assert _prompt_tokens(as_admin.text) > 0
+
+
+class _ExtractingJudge(ScriptedBackend):
+    """Answers the claims of an extraction and every other request with a clean yes."""
+
+    def _next(self, request: JudgeRequest) -> str:
+        if "origin_component" in request.reply_schema.get("properties", {}):
+            claims = {"origin_component": "user-service", "origin_namespace": "hotel"}
+            lists = ("values", "symptoms", "affected", "other_causes")
+            return json.dumps({**claims, "fault_kind": "wrong port", **{k: [] for k in lists}})
+        return scripted_reply(request)
+
+
+#: the families that move with a grading's judge calls
+JUDGE_CALL_FAMILIES = {
+    "sre_judge_judge_calls",
+    "sre_judge_judge_retries",
+    "sre_judge_judge_attempt_duration_seconds",
+    *TOKEN_FAMILIES,
+}
+
+
+def _judge_call_samples(text: str) -> float:
+    """The sum of every sample of the judge-call families a scrape shows (counts, sums
+    and buckets; not the times a series was created)."""
+    samples, _ = _scrape(text)
+    families = tuple(JUDGE_CALL_FAMILIES)
+    return sum(
+        v
+        for (name, _), v in samples.items()
+        if name.startswith(families) and not name.endswith("_created")
+    )
+
+
+def _judge_calls(text: str) -> float:
+    samples, _ = _scrape(text)
+    return sum(v for (name, _), v in samples.items() if name == "sre_judge_judge_calls_total")
+
+
+async def test_only_an_admin_scrape_counts_the_judges_calls(
+    api_client: ClientFactory, tokens: Any
+) -> None:
+    """How many judge calls a grading makes depends on a registered scenario's hidden
+    ground truth: with extraction asking, a header with values answers more questions in
+    code than a control scenario's empty truth, which has every question asked. So the
+    judge-call families (calls, retries, attempt durations) are served to an admin's
+    bearer token only, and a submitter scraping ``/metrics`` around the same diagnosis
+    sent to two scenarios reads them move alike: it cannot tell a control scenario."""
+    judge = _ExtractingJudge(model="pass")
+    spec = "scripted:pass"
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    truths = {"hotel/user-port": TRUTH, "hotel/healthy": ""}
+    diagnosis = "user-service in namespace hotel sets USER_PORT=9999; its Service targets 8086"
+    public: dict[str, float] = {}
+    private: dict[str, float] = {}
+    settings = {"judge": spec, "backends": {spec: judge}, "judge_asking": "extraction"}
+    async with api_client(**settings, workers=1) as client:
+        for sid, truth in truths.items():
+            made = await client.post(
+                "/v1/scenarios", json={"id": sid, "ground_truth": truth}, headers=admin
+            )
+            assert made.status_code == 201, made.text
+        for sid in truths:
+            before = (await client.get("/metrics", headers=agent)).text
+            before_admin = (await client.get("/metrics", headers=admin)).text
+            sent = await client.post(
+                "/v1/submissions?wait=20",
+                json={"scenario_id": sid, "diagnosis": diagnosis},
+                headers=agent,
+            )
+            assert sent.status_code == 201, sent.text
+            assert sent.json()["view"] == "verdict"
+            after = (await client.get("/metrics")).text
+            after_admin = (await client.get("/metrics", headers=admin)).text
+            public[sid] = _judge_call_samples(after) - _judge_call_samples(before)
+            private[sid] = _judge_calls(after_admin) - _judge_calls(before_admin)
+    # an admin counts the calls, and the two scenarios' counts differ
+    assert 0 < private["hotel/user-port"] < private["hotel/healthy"], private
+    assert public == {"hotel/user-port": 0, "hotel/healthy": 0}, public
+    assert not JUDGE_CALL_FAMILIES & _scrape(after)[1]
+    assert _scrape(after_admin)[1] >= JUDGE_CALL_FAMILIES
 
 
 def test_each_app_has_its_own_registry() -> None:
