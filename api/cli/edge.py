@@ -131,18 +131,25 @@ def _exit_table() -> ExitTable:
 async def service_runtime(
     *, workers: bool = False, existing: bool = False
 ) -> AsyncIterator[Services]:
-    """The service's runtime on the configured database (migrated first), workers if asked.
+    """The service's runtime on the configured database, workers if asked.
 
-    ``existing``: for commands that read what is stored, refuse a database that is not
-    there or was never migrated, rather than create an empty one.
+    Without ``existing`` the database is made or upgraded to the newest schema first.
+    ``existing``: for commands that work on what is stored, refuse a database that is
+    not there or was never migrated, rather than create an empty one, and one at an
+    older revision, rather than upgrade it under the deployment's servers and workers
+    (as ``worker`` does: only ``serve`` and ``migrate`` upgrade a deployment's schema).
     """
+    import asyncio
+
     from api.service.runtime import Runtime
+    from storage import require_newest
 
     settings = load_settings()
     if existing:
         await require_migrated(settings.database_url)
+        await asyncio.to_thread(require_newest, settings.database_url)
     try:
-        runtime = Runtime(settings, workers=workers, migrate=True, create_key=not existing)
+        runtime = Runtime(settings, workers=workers, migrate=not existing, create_key=not existing)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     async with runtime:

@@ -83,9 +83,16 @@ def gradings_move_judge(
     Example:
       sre-judge gradings move-judge --from ollama:qwen2.5:7b-instruct --to openai:gpt-4o-mini
     """
+    from pydantic import ValidationError
+
     from api.grading.judge_moves import JudgeMoveRequest
 
-    data = JudgeMoveRequest(from_judge=from_judge, to_judge=to_judge)
+    try:
+        data = JudgeMoveRequest(from_judge=from_judge, to_judge=to_judge)
+    except ValidationError as exc:  # an empty or overlong spec: named by its option
+        error = exc.errors(include_url=False)[0]
+        hint = _OPTIONS.get(str(error["loc"][0]) if error["loc"] else "")
+        raise click.BadParameter(error["msg"], param_hint=hint) from None
     report = _move_remote(server, data) if server else _move_local(data)
     if fmt == "json":
         click.echo(report.model_dump_json())

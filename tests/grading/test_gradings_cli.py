@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from api.cli.main import main
@@ -43,3 +44,28 @@ def test_move_judge_moves_pinned_pending_gradings_once_audited(
 
     code, out, err = _cli("audit", "verify", env=pinned)
     assert code == 0, out + err
+
+
+@pytest.mark.parametrize("option", ["--from", "--to"])
+@pytest.mark.parametrize(
+    "spec", ["", "ollama:" + "m" * 600], ids=["empty", "longer-than-a-judge-spec"]
+)
+def test_move_judge_refuses_a_bad_spec_naming_its_option(
+    database_url: str, option: str, spec: str
+) -> None:
+    """A spec given to ``--from`` or ``--to`` that is empty, or longer than a judge spec
+    can be, is refused in one line naming that option (``Invalid value for --from:
+    ...``), exit 2, as the command's other refused specs are."""
+    env = {
+        "SRE_JUDGE_DATABASE_URL": database_url,
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "SRE_JUDGE_PENDING_JUDGE": "pin",
+    }
+    given = {"--from": OLD, "--to": "scripted:fail"} | {option: spec}
+    code, _, err = _cli(
+        "gradings", "move-judge", *[w for pair in given.items() for w in pair], env=env
+    )
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"error: Invalid value for {option}: "), line
+    assert "unexpected" not in line and "ValidationError" not in line, line
