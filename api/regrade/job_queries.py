@@ -22,6 +22,7 @@ from api.regrade.flip_reads import FlipItem, read_pairs
 from api.regrade.selection import (
     RegradeFilter,
     candidates_query,
+    masked_filter,
     matching_scenarios,
     totals_query,
 )
@@ -184,7 +185,7 @@ class RegradeJobQueries:
                 actor=actor,
                 payload={
                     "job_id": job.id,
-                    "filter": job.filter,
+                    "filter": masked_filter(job.filter),
                     "dry_run": dry_run,
                     "rubric": {"id": job.rubric_id, "version": job.rubric_version},
                     "judge": mask_passwords(job.judge_spec),

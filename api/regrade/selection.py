@@ -17,15 +17,29 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 from sqlmodel import col
 
+from judge.masking import mask_passwords
 from judge.rubric import split_rubric_ref
 from judge.spec import panel_specs_named, split_spec
 from storage.canonical import iso_utc
 from storage.gradings import where_equal
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
 
-__all__ = ["RegradeFilter", "candidates_query", "matching_scenarios", "totals_query"]
+__all__ = [
+    "RegradeFilter",
+    "candidates_query",
+    "masked_filter",
+    "matching_scenarios",
+    "totals_query",
+]
 
 _FINISHED = ("graded", "unscored")
+
+
+def masked_filter(stored: dict[str, Any]) -> dict[str, Any]:
+    """A job's stored filter as it may be shown or audited: the graded judge it names
+    with a credential of its base URL masked (the stored filter keeps it: the selection
+    matches gradings by the exact spec)."""
+    return {k: mask_passwords(v) if k == "judge" and v else v for k, v in stored.items()}
 
 
 @dataclass(frozen=True)

@@ -557,3 +557,26 @@ async def test_a_promote_between_pages_leaves_no_submission_out_of_the_list(
     promoted = seen[-1]
     assert promoted["id"] != made["old"]["id"] and promoted["regrade_job_id"] == job.json()["id"]
     assert promoted["created_at"] > made["new"]["created_at"]  # made by the job, listed last
+
+
+async def test_a_credential_in_the_filters_judge_is_masked_in_the_audit_log(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine
+) -> None:
+    """A job that selects the gradings of a judge whose base URL carries a key
+    (``filter.judge``, matched against the gradings' own spec) keeps that key out of the
+    audit log, which is kept for ever, as its API answer does."""
+    secret = "s3cret-filter-key"
+    admin, submitter = await tokens("admin"), await tokens("submitter")
+    graded_judge = f"openai:m@http://proxy.example/v1?api_key={secret}"
+    async with api_client() as client:
+        await graded(client, submitter)
+        body = {"judge": "scripted:fail", "filter": {"judge": graded_judge}}
+        job = await client.post("/v1/regrade-jobs", json=body, headers=admin)
+        assert job.status_code == 201, job.text
+        assert secret not in job.text
+    with engine.connect() as connection:
+        [payload] = connection.execute(
+            text("SELECT payload FROM audit_log WHERE event = 'regrade_job.created'")
+        ).scalars()
+    written = payload if isinstance(payload, str) else json.dumps(payload)
+    assert secret not in written and "api_key=***" in written, written
