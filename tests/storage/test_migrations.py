@@ -24,7 +24,7 @@ import storage.review_tables
 import storage.scenario_tables
 import storage.tables
 import storage.webhooks.tables  # noqa: F401  (the imports register every table)
-from storage import current_revision, head_revision, make_engine, upgrade
+from storage import ChainKey, Store, current_revision, head_revision, make_engine, upgrade
 from storage.search import include_in_autogenerate
 from tests.support.keys import session_key
 
@@ -554,3 +554,73 @@ async def test_0036_lists_existing_gradings_at_their_creation_time(database_url:
     assert {"ix_grading_claim_order", "ix_grading_listed_at_id"} <= names
     assert [v.grading.id for v in listed] == made[::-1]
     assert report.ok, report
+
+
+async def test_0029_downgrade_refuses_to_cut_a_carried_overrides_origin(
+    database_url: str, service_key: Any
+) -> None:
+    """A downgrade to 0028 is refused while a regrade's carried override names its
+    origin (``carried_from``, covered by the audit chain), and the database stays as it
+    was: ``audit verify`` still passes."""
+    from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+    from api.regrade.selection import RegradeFilter
+    from storage import verify_chain
+    from tests.storage.helpers import graded_result, override, sregym_rubric, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine, key=service_key)
+    first = (await submit(store)).grading.id
+    await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    assert await store.queue.complete(first, "w", graded_result())
+    await override(
+        store, first, rubric=sregym_rubric(), expected_revision=2, kind="verdict",
+        reason="wrong fault", author_id="h1", author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    target = RegradeTarget(
+        sregym_rubric(), "openai:new@http://127.0.0.1:9/v1", "openai", "new", "promote"
+    )
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    assert await store.queue.complete(item.grading_id, "w", graded_result())
+    assert (await verify_chain(engine, key=ChainKey.of(service_key))).ok
+    engine.dispose()
+
+    with pytest.raises(RuntimeError, match="the audit log covers"):
+        _rows_after_downgrade(database_url, "0028", "SELECT 1")
+
+    assert await current_revision(database_url) == head_revision()
+    engine = make_engine(database_url)
+    report = await verify_chain(engine, key=ChainKey.of(service_key))
+    engine.dispose()
+    assert report.ok, report.state_problems
+
+
+async def test_0021_downgrade_refuses_to_cut_a_gradings_judge_digest(
+    database_url: str, service_key: Any
+) -> None:
+    """A downgrade to 0020 is refused while a grading records its judge's model digest
+    (``judge_digest``, inside the grading's audited state), and the database stays as it
+    was: ``audit verify`` still passes."""
+    from storage import verify_chain
+    from storage.models import FinishedGrading
+    from tests.storage.helpers import graded_result, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine, key=service_key)
+    grading = (await submit(store)).grading.id
+    await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    finished = FinishedGrading(grading, "w", graded_result(), judge_digest="models:sha256:aaa")
+    assert await store.queue.complete_many([finished]) == [True]
+    assert (await verify_chain(engine, key=ChainKey.of(service_key))).ok
+    engine.dispose()
+
+    with pytest.raises(RuntimeError, match="the audit log covers"):
+        _rows_after_downgrade(database_url, "0020", "SELECT 1")
+
+    assert await current_revision(database_url) == head_revision()
+    engine = make_engine(database_url)
+    report = await verify_chain(engine, key=ChainKey.of(service_key))
+    engine.dispose()
+    assert report.ok, report.state_problems

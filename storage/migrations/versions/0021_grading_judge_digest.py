@@ -27,5 +27,15 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Drop the column (ALTER TABLE ... DROP COLUMN, again no rebuild on SQLite)."""
+    """Drop the column (ALTER TABLE ... DROP COLUMN, again no rebuild on SQLite); refused
+    while a grading holds a digest (the audit chain covers it: it cannot be cut)."""
+    digests = op.get_bind().execute(
+        sa.text("SELECT COUNT(*) FROM grading WHERE judge_digest IS NOT NULL")
+    )
+    count = digests.scalar_one()
+    if count:
+        raise RuntimeError(
+            f"revision 0020 cannot hold the gradings: {count} of them record their "
+            "judge's model digest, which the audit log covers"
+        )
     op.drop_column("grading", "judge_digest")

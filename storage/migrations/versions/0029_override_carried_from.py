@@ -32,5 +32,15 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Drop it."""
+    """Drop it; refused while an override carries one (the audit chain covers it: it
+    cannot be cut)."""
+    carried = op.get_bind().execute(
+        sa.text("SELECT COUNT(*) FROM override WHERE carried_from IS NOT NULL")
+    )
+    count = carried.scalar_one()
+    if count:
+        raise RuntimeError(
+            f"revision 0028 cannot hold the overrides: {count} of them were carried by a "
+            "regrade and name their origin, which the audit log covers"
+        )
     op.drop_column("override", "carried_from")
