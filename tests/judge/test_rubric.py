@@ -66,6 +66,13 @@ def _mutated(mutate: Any) -> dict[str, Any]:
         (lambda d: d["rule"].update(min_yes=0, min_yes_per_dimension=0), "always passes"),
         (lambda d: d["rule"].update(weights=[0.5, 0.5]), "2 weights for 3 dimensions"),
         (lambda d: d["rule"].update(weights=[0.5, 0.5, 0.5]), "sum to 1"),
+        # a little under 1 is taken for thirds written 0.33, nothing over: nine yes would
+        # make a composite above 1
+        (lambda d: d["rule"].update(weights=[0.34, 0.33, 0.34]), "sum to 1"),
+        # YAML reads yes/no as booleans: never a count of one or a weight of 1
+        (lambda d: d["rule"].update(min_yes=True), "rule.min_yes"),
+        (lambda d: d["rule"].update(min_yes_per_dimension=True), "rule.min_yes_per_dimension"),
+        (lambda d: d["rule"].update(weights=[True, False, False]), "rule.weights"),
         # every comparison with NaN is false: a NaN weight made every composite NaN
         (lambda d: d["rule"].update(weights=[float("nan"), 0.5, 0.5]), "non-negative"),
         (lambda d: d["rule"].update(weights=[float("inf"), 0.5, 0.5]), "non-negative"),
