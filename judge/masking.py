@@ -4,7 +4,8 @@ A judge's base URL (``openai:m@http://h/v1?api_key=...``), a webhook receiver, a
 checkpoint witness or a database URL may carry a password, a token or a key. This
 module is the one definition of what counts as such a credential and how it is masked;
 the audit log, the API, the pages and the command line all use it. It reads judge
-specs and panels (``panel:SPEC1,SPEC2``) as :mod:`judge.spec` writes them.
+specs, panels (``panel:SPEC1,SPEC2``) and the model a panel's gradings record
+(``SPEC1+SPEC2``) as :mod:`judge.spec` writes them.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def _as_sent(word: str) -> str:
 _NAME_WORDS = "|".join(_as_sent(word) for word in _CREDENTIAL_WORDS)
 #: such a parameter and its value. The value ends at the query's next parameter, a blank,
 #: the fragment, or a comma that begins the next judge spec of a panel
-#: (``...?token=S,ollama:b@http://h:2``): the members after it stay
+#: (``...?token=S,ollama:b@http://h:2``) or a ``+`` that begins the next member of the
+#: model a panel's gradings record (``...?token=S+ollama:b@http://h:2``,
+#: :func:`judge.spec.panel_model`): the members after it stay
 _QUERY_PASSWORD = re.compile(
     rf"([?&](?:[^=&\s#?]*(?:{_NAME_WORDS})[^=&\s#?]*|{_as_sent('code')})=)"
-    rf"(?:[^&\s#,]|,(?!\s*(?:{'|'.join(BACKEND_NAMES)}):))+",
+    rf"(?:[^&\s#,+]|[,+](?!\s*(?:{'|'.join(BACKEND_NAMES)}):))+",
     re.IGNORECASE,
 )
 

@@ -22,6 +22,7 @@ from api.service.errors import InvalidRequest
 from api.service.principal import Principal
 from api.service.services import Services
 from judge.errors import JudgeSpecError
+from judge.masking import mask_passwords
 from judge.spec import judge_identity, recorded_judge
 from storage import Claim
 
@@ -52,7 +53,8 @@ class JudgeMoveRequest(BaseModel):
     from_judge: StrictStr = Field(
         min_length=1,
         max_length=_SPEC_CHARS,
-        description="the judge spec the gradings are bound to, exactly as recorded",
+        description="the judge spec the gradings are bound to, as recorded or as /readyz "
+        "shows it to admins (the credentials in its base URL masked)",
     )
     to_judge: StrictStr | None = Field(
         default=None,
@@ -63,7 +65,7 @@ class JudgeMoveRequest(BaseModel):
 
 
 class JudgeMoveReport(BaseModel):
-    """What a move did."""
+    """What a move did; the judge specs with the credentials in their base URLs masked."""
 
     from_judge: str = Field(description="the judge spec they were bound to")
     to_judge: str = Field(description="the judge spec they are bound to now")
@@ -142,11 +144,29 @@ async def move_pending_gradings(
             "(SRE_JUDGE_PENDING_JUDGE=follow): move them to it, or set pin",
             field="to_judge",
         )
-    if data.from_judge == target[0]:
+    specs = [spec for spec in await _bound_specs(services, data.from_judge) if spec != target[0]]
+    if not specs:
         raise InvalidRequest("from_judge and to_judge name the same judge", field="from_judge")
-    moved = await services.store.pending_judges.move(
-        target, actor=principal.id, reason=ADMIN_REASON, from_spec=data.from_judge, take_leased=True
-    )
+    moved: list[str] = []
+    for spec in specs:
+        moved += await services.store.pending_judges.move(
+            target, actor=principal.id, reason=ADMIN_REASON, from_spec=spec, take_leased=True
+        )
     if moved:
         services.waiters.work.set()
-    return JudgeMoveReport(from_judge=data.from_judge, to_judge=target[0], moved=len(moved))
+    return JudgeMoveReport(
+        from_judge=mask_passwords(data.from_judge),
+        to_judge=mask_passwords(target[0]),
+        moved=len(moved),
+    )
+
+
+async def _bound_specs(services: Services, named: str) -> list[str]:
+    """The recorded judge specs ``named`` names: itself, or, when no live pending grading
+    is bound to it as written, those whose masked form it is (``/readyz`` shows admins
+    the specs with the credentials in their base URLs masked)."""
+    pending = await services.store.pending_judges.by_judge()
+    recorded = {row.judge_spec for row in pending if row.live}
+    if named in recorded:
+        return [named]
+    return sorted(spec for spec in recorded if mask_passwords(spec) == named) or [named]

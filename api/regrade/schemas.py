@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 
 from api.regrade.batch_queries import BatchProgress
-from api.regrade.selection import RegradeFilter
+from api.regrade.selection import RegradeFilter, masked_filter
 from api.service.request_types import BoundedDatetime
 from api.service.settings import mask_passwords
 from judge.rubric import split_rubric_ref
@@ -163,9 +163,10 @@ def job_public(
         dry_run=job.dry_run,
         mode=job.mode,
         ground_truth=job.ground_truth,
-        filter=job.filter,
+        # a credential its base URL's query carries is shown masked, pages and API alike,
+        # the judge's and that of the graded judge its filter names
+        filter=masked_filter(job.filter),
         rubric={"id": job.rubric_id, "version": job.rubric_version},
-        # a credential its base URL's query carries is shown masked, pages and API alike
         judge=mask_passwords(job.judge_spec),
         total=job.total,
         done=p.done,

@@ -30,6 +30,7 @@ from sqlmodel import col
 
 from api.reports.filters import ReportFilter, filtered
 from judge.agreement import VERDICT, RatedPair
+from judge.masking import mask_passwords
 from storage.database import Database
 from storage.gradings import records_by_grading
 from storage.review_tables import HumanLabelRecord
@@ -47,9 +48,11 @@ _G, _S, _L, _A = GradingRecord, SubmissionRecord, HumanLabelRecord, AnswerRecord
 
 
 def _group(grading: GradingRecord, group_by: Sequence[str], judge: str | None = None) -> Any:
+    """The group of a pair; a judge's label (``judge``: the two judges of a judge-judge
+    pair) with the credentials of its base URLs masked."""
     labels = {
         "rubric": f"{grading.rubric_id}@{grading.rubric_version}",
-        "judge": judge or f"{grading.judge_backend}:{grading.judge_model}",
+        "judge": mask_passwords(judge or f"{grading.judge_backend}:{grading.judge_model}"),
         "provisional": "provisional" if grading.provisional else "qualified",
     }
     return tuple(labels[name] for name in group_by)

@@ -30,6 +30,7 @@ from api.reports.sregym_rows import SREGYM_COLUMNS, sregym_row
 from api.service.presenters import grading_public
 from api.service.principal import Principal
 from api.tabular import inert_cells
+from judge.masking import mask_passwords
 from judge.rubric import Rubric
 
 __all__ = ["EXPORT_FORMATS", "MEDIA_TYPES", "ExportFormat", "export_chunks"]
@@ -112,6 +113,8 @@ def _csv_row(item: ExportedGrading, questions: list[str]) -> list[Any]:
         "ground_truth_source": s.ground_truth_source,
         "run_id": s.run_id,
         "attempt": s.attempt,
+        # a panel's model holds its members' specs: their credentials masked
+        "judge_model": mask_passwords(g.judge_model),
         "tags": ";".join(t.tag for t in item.tags),
         "created_at": g.created_at.isoformat(),
         "graded_at": g.graded_at.isoformat() if g.graded_at else None,

@@ -34,6 +34,7 @@ from api.reports.filter_scope import (
     provisional_label,
     provisional_where,
 )
+from judge.masking import mask_passwords
 from storage.gradings import judge_labelled, where_equal
 from storage.tables import AnswerRecord, GradingRecord, ScenarioRecord, SubmissionRecord
 
@@ -215,12 +216,15 @@ def group_columns(group_by: Sequence[GroupKey]) -> list[Any]:
 
 
 def group_key(row: Any, group_by: Sequence[GroupKey]) -> tuple[str | None, ...]:
-    """The group labels of a result row, in ``group_by`` order (None for no value)."""
+    """The group labels of a result row, in ``group_by`` order (None for no value); a
+    judge's with the credentials of its base URLs masked (a panel's model holds its
+    members' specs): the ``judge`` filter reads a panel's members without their URLs."""
     key: list[str | None] = []
     for name in group_by:
         columns, joiner = _GROUPS[name]
         values = [getattr(row, f"g_{name}_{i}") for i in range(len(columns))]
-        key.append(None if values[0] is None else joiner.join(str(v) for v in values))
+        label = None if values[0] is None else joiner.join(str(v) for v in values)
+        key.append(mask_passwords(label) if name == "judge" and label else label)
     return tuple(key)
 
 

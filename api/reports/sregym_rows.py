@@ -21,6 +21,7 @@ from typing import Any
 
 from api.reports.effective import record_answers
 from api.reports.export_reads import ExportedGrading
+from judge.masking import mask_passwords
 from judge.review_reasons import hold_explanation
 from judge.rubric import Rubric
 from storage.tables import SubmissionRecord
@@ -97,7 +98,7 @@ def _reasoning(status: str, item: ExportedGrading, dimensions: dict[str, Any]) -
     g = item.view.grading
     if status != "graded":
         reason = g.unscored_reason or g.pending_reason or status
-        return f"{status}: {reason}" + (f" ({g.detail})" if g.detail else "")
+        return f"{status}: {reason}" + (f" ({mask_passwords(g.detail)})" if g.detail else "")
     scores = ", ".join(f"{d} {v['score']:.2f}" for d, v in dimensions.items())
     if g.held:
         why = hold_explanation(g.review_reasons or [])
@@ -137,7 +138,7 @@ def sregym_row(item: ExportedGrading, rubric: Rubric | None) -> dict[str, Any]:
         "agent": s.agent,
         "model": s.model,
         "run_id": s.run_id,
-        "judge": f"{g.judge_backend}:{g.judge_model}",
+        "judge": mask_passwords(f"{g.judge_backend}:{g.judge_model}"),
         "grading_id": g.id,
         "status": g.status,
         "ground_truth_source": s.ground_truth_source,

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from api.service.judging import waiting_code
 from judge.errors import JudgeCallError, JudgeSpecError
+from judge.masking import mask_passwords
 from judge.spec import judge_identity, member_specs, parse_judge_spec
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ async def pending_status(
     judge (one bound to another moves to it when claimed); with ``pin`` each waits for
     its own, asked here (results are kept for 15 s). Regrade job items are left out:
     their job's state tells their progress. ``addresses`` adds the recorded ``spec``
-    (with its base URL), which an admin's move names.
+    (with its base URL, the credentials in it masked), which an admin's move names.
     """
     settings = services.settings
     current = settings.grading_judge()[0]
@@ -199,7 +200,8 @@ async def pending_status(
     entries = []
     for spec, count in sorted(counts.items(), key=lambda item: -item[1]):
         entry = {"judge": judge_identity(spec), "pending": count, "configured": spec == current}
-        entries.append({**entry, **states[spec], **({"spec": spec} if addresses else {})})
+        shown = {"spec": mask_passwords(spec)} if addresses else {}
+        entries.append({**entry, **states[spec], **shown})
     return entries
 
 

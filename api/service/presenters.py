@@ -1,4 +1,11 @@
-"""Turning stored gradings into the public grading object."""
+"""Turning stored gradings into the public grading object.
+
+Every judge spec the object names (a vote's judge, a panel's members in the judge's
+model, a confirming judge or a refused spec quoted in ``detail``) is shown with the
+credentials of its base URL masked (:mod:`judge.masking`): its host, port and path stay
+for adjudicators and admins, who need to know where a judge runs. The records keep the
+specs as written, since a spec is the identity gradings are bound to and filtered by.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ from api.service.visibility import (
 from judge.adjudication import answer_overrides, overrides_in_force
 from judge.evidence import QUOTE_PROBLEMS
 from judge.grounding import noted_failures
+from judge.masking import mask_passwords
 from judge.rubric import Rubric
 from judge.trace import TraceCheck, TraceText, trace_check
 from judge.verdict import Answer, GradingResult, Vote
@@ -89,11 +97,23 @@ def _yes_no(value: bool) -> Literal["yes", "no"]:
     return "yes" if value else "no"
 
 
+def _judge_public(backend: str, model: str) -> dict[str, str]:
+    """The judge a grading names: a panel's model holds its members' specs, shown with
+    the credentials of their base URLs masked."""
+    return {"backend": backend, "model": mask_passwords(model)}
+
+
+def _detail_public(detail: str | None) -> str | None:
+    """A grading's ``detail`` with the credentials of every URL in it masked (a judge
+    spec refused or confirming, a judge's connection error)."""
+    return None if detail is None else mask_passwords(detail)
+
+
 def _votes_public(votes: Sequence[Vote], question_id: str) -> list[VotePublic]:
     """The votes of a grading made in this process on one question (no call ids yet)."""
     return [
         VotePublic(
-            judge=vote.judge_spec,
+            judge=mask_passwords(vote.judge_spec),
             sample=vote.sample_index,
             answer=_yes_no(vote.answer),
             confidence=vote.confidence,
@@ -108,7 +128,7 @@ def _stored_votes_public(votes: Sequence[dict[str, Any]], question_id: str) -> l
     """The stored votes on one question (a grading's ``votes``), each naming its judge call."""
     return [
         VotePublic(
-            judge=vote["judge_spec"],
+            judge=mask_passwords(vote["judge_spec"]),
             sample=vote["sample_index"],
             answer=_yes_no(vote["answer"]),
             confidence=vote["confidence"],
@@ -194,9 +214,9 @@ def result_public(result: GradingResult) -> GradingCore:
     return GradingCore(
         status=result.status,
         unscored_reason=result.unscored_reason,
-        detail=result.detail,
+        detail=_detail_public(result.detail),
         rubric={"id": result.rubric_id, "version": result.rubric_version},
-        judge={"backend": result.judge_backend, "model": result.judge_model},
+        judge=_judge_public(result.judge_backend, result.judge_model),
         answers=[
             _answer_public(
                 a,
@@ -296,9 +316,9 @@ def _grading_public(
         status=g.status,  # type: ignore[arg-type]
         unscored_reason=g.unscored_reason,
         pending_reason=g.pending_reason,
-        detail=g.detail,
+        detail=_detail_public(g.detail),
         rubric={"id": g.rubric_id, "version": g.rubric_version},
-        judge={"backend": g.judge_backend, "model": g.judge_model},
+        judge=_judge_public(g.judge_backend, g.judge_model),
         answers=[
             _answer_public(
                 a,

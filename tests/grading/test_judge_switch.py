@@ -171,6 +171,34 @@ async def test_pinned_gradings_wait_for_their_judge_until_an_admin_moves_them(
     assert (await verify_chain(engine, key=configured_chain_key())).ok
 
 
+async def test_an_admin_moves_the_gradings_of_a_keyed_judge_by_the_spec_readyz_shows(
+    api_client: ClientFactory, tokens: Any, engine: Engine
+) -> None:
+    """A judge that takes its key in its base URL's query: ``/readyz`` shows an admin
+    the spec pending gradings wait for, the key masked, and a move naming that spec
+    moves them; its answer names the judge with the key masked."""
+    headers, admin = await tokens("submitter"), await tokens("admin")
+    key = "sk-old-4f2a9c1e"
+    keyed = f"ollama:qwen2.5:7b-instruct@http://127.0.0.1:9/?api_key={key}"
+    shown = "ollama:qwen2.5:7b-instruct@http://127.0.0.1:9/?api_key=***"
+    async with api_client(**{**WITHOUT_JUDGE, "judge": keyed}) as client:
+        locations = await _submit(client, headers, 2)
+        await _until(client, locations, headers, lambda g: g["pending_reason"])
+    pinned = {"judge": NEW, "backends": {NEW: ScriptedBackend.for_mode("pass")}}
+    async with api_client(**pinned, pending_judge="pin") as client:
+        waiting = await client.get("/readyz", headers=admin)
+        [entry] = waiting.json()["queue"]["by_judge"]
+        moved = await client.post(
+            "/v1/gradings:move-judge", json={"from_judge": entry["spec"]}, headers=admin
+        )
+        gradings = await _until(client, locations, headers, lambda g: g["status"] != "pending")
+    assert entry["spec"] == shown and key not in waiting.text
+    assert moved.status_code == 200, moved.text
+    assert moved.json() == {"from_judge": shown, "to_judge": NEW, "moved": 2}
+    assert {g["status"] for g in gradings} == {"graded"}
+    assert [(m["from"], m["to"]) for m in await _moves(engine)] == [(shown, NEW)] * 2
+
+
 async def test_a_bad_move_is_refused_naming_the_field_and_moves_nothing(
     api_client: ClientFactory, tokens: Any, engine: Engine
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Any
@@ -17,6 +18,14 @@ from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from judge.errors import JudgeUnavailable
 from storage.tables import GradingRecord, JudgeCallRecord
+from tests.support.keyed_judges import (
+    CLOUD_SHOWN,
+    KEYS,
+    LOCAL_SHOWN,
+    PANEL_MODEL_SHOWN,
+    graded_by_keyed_panel,
+    keyed_panel,
+)
 from tests.support.submissions import first_set
 from tests.web.conftest import sign_in
 
@@ -120,6 +129,28 @@ async def test_the_grading_page_shows_each_members_vote(api_client: Any, tokens:
     assert len(tables) == 9  # one per answer, each with both members' votes
     split = next(t for t in tables if "<td>no</td>" in t)
     assert f"<td>{LOCAL}</td>" in split and f"<td>{CLOUD}</td>" in split
+
+
+async def test_the_workbench_shows_where_each_member_runs_never_its_key(
+    api_client: Any, tokens: Any
+) -> None:
+    """Members that take their keys in their base URLs' queries: the grading's page (the
+    judge and each vote), the gradings list and the review queue show each member's
+    address with the key masked."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**keyed_panel()) as client:
+        grading_id = await graded_by_keyed_panel(client, agent)
+        await sign_in(client, ada)
+        paths = (f"/gradings/{grading_id}", "/gradings", "/queue")
+        pages = {path: await client.get(path) for path in paths}
+    for path, page in pages.items():
+        assert page.status_code == 200, page.text
+        assert f"panel:{html.escape(PANEL_MODEL_SHOWN)}" in page.text, path
+        assert not any(key in page.text for key in KEYS), path
+    own = pages[f"/gradings/{grading_id}"].text
+    tables = re.findall(r'<table class="votes">(.*?)</table>', own, re.S)
+    split = next(t for t in tables if "<td>no</td>" in t)
+    assert f"<td>{LOCAL_SHOWN}</td>" in split and f"<td>{CLOUD_SHOWN}</td>" in split
 
 
 async def test_samples_store_a_vote_per_sample(

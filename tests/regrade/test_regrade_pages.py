@@ -96,3 +96,25 @@ async def test_a_judge_key_in_the_jobs_base_url_is_shown_masked(
     for text in shown:
         assert secret not in text
         assert "api_key=***" in text
+
+
+async def test_a_judge_key_in_the_filter_of_a_job_is_shown_masked(
+    api_client: Any, tokens: Any
+) -> None:
+    """A job that regrades the gradings of a judge named with its base URL, whose query
+    carries its key: the job's filter, on its pages and in its API object, names that
+    judge's address with the key masked."""
+    secret = "sk-live-fedcba9876543210"
+    keyed = f"openai:m@http://127.0.0.1:9/v1?api_key={secret}"
+    root, ada = await tokens("admin", "Root"), await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        body = {"filter": {"judge": keyed}, "judge": "scripted:fail"}
+        created = await c.post("/v1/regrade-jobs", json=body, headers=root)
+        assert created.status_code == 201, created.text
+        job_id = created.json()["id"]
+        shown = [created.text, (await c.get(f"/v1/regrade-jobs/{job_id}", headers=root)).text]
+        await sign_in(c, ada)
+        shown += [(await c.get(path)).text for path in ("/regrades", f"/regrades/{job_id}")]
+    assert created.json()["filter"]["judge"] == "openai:m@http://127.0.0.1:9/v1?api_key=***"
+    for text in shown:
+        assert secret not in text

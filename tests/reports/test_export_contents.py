@@ -3,6 +3,8 @@ line a grading in JSON Lines, and an archive when one is asked for."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 
@@ -10,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from storage import Store
 from tests.support.gradings import add_many, shadow_regrade
+from tests.support.keyed_judges import KEYS, PANEL_MODEL_SHOWN, graded_by_keyed_panel, keyed_panel
 from tests.support.keys import session_key
 
 EXPORTS = "/v1/exports/gradings"
@@ -69,3 +72,27 @@ async def test_an_archive_asked_of_the_sregym_export_is_an_archive_or_refused(
     assert response.status_code == 422 or response.headers["content-type"].startswith(
         "application/zip"
     ), (response.status_code, response.headers["content-type"])
+
+
+async def test_every_export_names_where_a_panels_members_run_never_their_keys(
+    api_client: Any, tokens: Any
+) -> None:
+    """A panel whose members take their keys in their base URLs' queries: each export
+    format names the judge with every member's address, the keys masked (the grading
+    objects of JSON Lines, their votes included; the judge's columns of both CSVs)."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    async with api_client(**keyed_panel()) as client:
+        await graded_by_keyed_panel(client, agent)
+        exports = {
+            fmt: await client.get(EXPORTS, params={"format": fmt}, headers=admin)
+            for fmt in ("jsonl", "csv", "sregym")
+        }
+    for fmt, export in exports.items():
+        assert export.status_code == 200, export.text
+        assert not any(key in export.text for key in KEYS), fmt
+    [line] = exports["jsonl"].text.splitlines()
+    assert json.loads(line)["judge"]["model"] == PANEL_MODEL_SHOWN
+    [row] = csv.DictReader(io.StringIO(exports["csv"].text))
+    assert row["judge_model"] == PANEL_MODEL_SHOWN
+    [row] = csv.DictReader(io.StringIO(exports["sregym"].text))
+    assert row["judge"] == f"panel:{PANEL_MODEL_SHOWN}"

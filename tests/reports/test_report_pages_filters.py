@@ -3,11 +3,13 @@ filter included, and their forms keep the filters they show."""
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
 from judge.backends.scripted import ScriptedBackend
 from tests.support.judge_server import sregym_reply
+from tests.support.keyed_judges import KEYS, PANEL_MODEL_SHOWN, graded_by_keyed_panel, keyed_panel
 from tests.support.regrades import shadow_regrade
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, scripted_judge
 from tests.web.conftest import sign_in
@@ -184,3 +186,32 @@ async def test_a_refused_comparison_comes_back_on_its_form_as_typed(
     assert 'data-testid="arm-form"' in page.text
     assert 'name="b.agent" placeholder="b.agent" value="alhpa"' in page.text
     assert 'name="a.agent" placeholder="a.agent" value="alpha"' in page.text
+
+
+async def test_a_judge_group_names_where_its_members_run_and_links_to_their_gradings(
+    api_client: Any, tokens: Any
+) -> None:
+    """A panel whose members take their keys in their base URLs' queries: the pass rates
+    grouped by judge (API and page) and the evaluation table label it with each member's
+    address, the keys masked, and the page's link to its gradings lists them (the list's
+    ``judge`` filter reads a panel's members without their URLs)."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    query = {"group_by": "judge", "inline": "include"}
+    async with api_client(**keyed_panel()) as c:
+        grading_id = await graded_by_keyed_panel(c, agent)
+        api = await c.get("/v1/stats/pass-rates", params=query, headers=ada)
+        await sign_in(c, ada)
+        page = await c.get("/reports", params=query)
+        table = await c.get("/reports/table", params={"inline": "include"})
+        links = {html.unescape(h) for h in re.findall(r'href="(/gradings\?[^"]*)"', page.text)}
+        listed = [await c.get(link) for link in links if "judge=" in link]
+    label = f"panel:{PANEL_MODEL_SHOWN}"
+    assert api.status_code == 200, api.text
+    assert [g["key"] for g in api.json()["groups"]] == [{"judge": label}]
+    for shown in (api, page, table):
+        assert shown.status_code == 200, shown.text
+        assert not any(key in shown.text for key in KEYS), shown.text
+    assert html.escape(label)[:30] in page.text  # the chart truncates a long label
+    assert html.escape(label) in table.text
+    assert listed, "no link from the judge's group to its gradings"
+    assert all(grading_id in answer.text for answer in listed)
