@@ -327,7 +327,8 @@ class ReviewQueries:
     async def reviewed_since(
         self, since: datetime, *, agent: str | None = None, scenario_id: str | None = None
     ) -> int:
-        """Reviews finished since ``since`` (of one agent's or one scenario's gradings)."""
+        """Reviews finished since ``since`` (of one agent's or one scenario's gradings),
+        each once: a finished review a regrade carried onto its grading is the same one."""
         return await self._db.run_read(_reviewed_since, since, agent, scenario_id)
 
     @staticmethod
@@ -643,15 +644,24 @@ def _claimed_by_a_dead_token(now: datetime) -> Any:
 def _reviewed_since(
     session: Session, since: datetime, agent: str | None, scenario_id: str | None
 ) -> int:
-    query = (
-        select(func.count())
+    """Reviews people finished since ``since``. A regrade that carries a finished review
+    onto its grading copies its row as it is (``storage.regrade.lifecycle``): one review
+    is one ``(submission, done_at, done_by)``, however many gradings hold a copy of it."""
+    reviews = (
+        select(
+            col(GradingRecord.submission_id),
+            col(ReviewClaimRecord.done_at),
+            col(ReviewClaimRecord.done_by),
+        )
         .select_from(ReviewClaimRecord)
         .join(GradingRecord, col(GradingRecord.id) == col(ReviewClaimRecord.grading_id))
         .join(SubmissionRecord, col(SubmissionRecord.id) == col(GradingRecord.submission_id))
         .where(col(ReviewClaimRecord.done_at) >= since)
+        .distinct()
     )
     if agent is not None:
-        query = query.where(col(SubmissionRecord.agent) == agent)
+        reviews = reviews.where(col(SubmissionRecord.agent) == agent)
     if scenario_id is not None:
-        query = query.where(col(SubmissionRecord.scenario_id) == scenario_id)
+        reviews = reviews.where(col(SubmissionRecord.scenario_id) == scenario_id)
+    query = select(func.count()).select_from(reviews.subquery())
     return int(session.execute(query).scalar_one())

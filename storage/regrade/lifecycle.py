@@ -9,6 +9,10 @@ when no item is pending any more. An item that goes back to pending without a ve
 cancelled while it was with the judge is cancelled like the job's other unfinished
 items. The functions take the database handle and the caller's session: the queue calls
 them in its own transactions, the regrade feature's job queries when a job is changed.
+
+Why this module is long: completing an item is one transaction whose steps (the locks,
+the carry, the promotion, the review and tags that follow, the job's end) keep one lock
+order, which is kept in one place only while they stay together.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BindParameter, Select, func, or_, select, update
+from sqlalchemy import BindParameter, Select, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -115,28 +119,41 @@ def lock_items(
     """The jobs of the regrade items among these gradings (their column values as
     written), by id; none for live gradings.
 
-    On PostgreSQL it row-locks what completing the items changes besides them: the jobs,
-    and for the graded items of ``promote`` jobs the submissions' current gradings
-    (promoted over). The queue calls it before the verdicts' audit rows are appended:
-    rows first, the audit chain's lock last (see ``storage.database``).
+    On PostgreSQL it row-locks what completing the items changes besides them: the jobs;
+    for the graded items of ``promote`` jobs the submissions' current gradings (promoted
+    over); and the previous gradings of the items written again after the verdicts'
+    audit (promoted, or carrying overrides): writing an item's row a second time in its
+    transaction makes PostgreSQL check its foreign keys again, which locks the previous
+    grading (``FOR KEY SHARE``), and after the audit that would wait for an override
+    made or withdrawn on it, which holds that row while it waits to audit. The queue
+    calls it before the verdicts' audit rows are appended: rows first, the audit chain's
+    lock last (see ``storage.database``).
     """
     items = [g for g in gradings if g["regrade_job_id"] is not None]
     if not items:
         return {}
     jobs = _locked_jobs(db, session, {g["regrade_job_id"] for g in items})
-    promoted = [g for g in items if _promotes(jobs.get(g["regrade_job_id"]), g["status"])]
-    if db.postgres and promoted:  # in id order, as two batches lock them alike
-        current = (
-            select(col(GradingRecord.id))
-            .where(
-                col(GradingRecord.submission_id).in_({g["submission_id"] for g in promoted}),
-                col(GradingRecord.is_current).is_(True),
-                col(GradingRecord.id).not_in([g["id"] for g in promoted]),
-            )
-            .order_by(col(GradingRecord.id))
-            .with_for_update()
-        )
-        session.execute(current).all()
+    if not db.postgres:
+        return jobs
+    promoted = {g["id"]: g for g in items if _promotes(jobs.get(g["regrade_job_id"]), g["status"])}
+    others = [g["previous_grading_id"] for g in items if g["id"] not in promoted]
+    previous = _with_overrides(session, others) | {
+        g["previous_grading_id"] for g in promoted.values() if g["previous_grading_id"]
+    }
+    if not promoted and not previous:
+        return jobs
+    replaced = and_(
+        col(GradingRecord.submission_id).in_({g["submission_id"] for g in promoted.values()}),
+        col(GradingRecord.is_current).is_(True),
+        col(GradingRecord.id).not_in(list(promoted)),
+    )
+    locked = (  # in id order, as two batches lock them alike
+        select(col(GradingRecord.id))
+        .where(or_(replaced, col(GradingRecord.id).in_(previous)))
+        .order_by(col(GradingRecord.id))
+        .with_for_update()
+    )
+    session.execute(locked).all()
     return jobs
 
 

@@ -21,15 +21,19 @@ from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
+from judge.adjudication import overrides_in_force
 from judge.backends.scripted import ScriptedBackend
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from storage import GradingFilter, Store, verify_chain
-from storage.review_tables import HumanLabelRecord
+from storage.overrides import override_events
+from storage.review_tables import HumanLabelRecord, OverrideRecord
 from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 from tests.support.gradings import shadow_regrade
 from tests.support.keys import session_key
+from tests.support.lock_waits import race_at_audit
 from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
 from tests.support.submissions import DIAGNOSIS, TRUTH
+from tests.web.conftest import sign_in
 
 #: the engine matters here (the review's upsert): run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -212,6 +216,34 @@ async def test_a_human_verdict_carried_by_a_promote_is_not_asked_for_again(
     assert queue == [], [i["reasons"] for i in queue]
 
 
+async def test_a_review_a_promote_carries_counts_once_among_those_reviewed_today(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """Ada decided one grading today (a verdict override); a promote carried her verdict
+    and her finished review onto the new current grading. The queue page's "reviewed
+    today" counts the reviews people finished: still one, the carried review being the
+    same review."""
+    store = Store(engine, key=session_key())
+    await submit(store)
+    [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
+    assert await store.queue.complete(claim.grading_id, "seed", graded_result(ALL[:7]))
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as c:
+        await _override(c, claim.grading_id, ada, {"verdict": "pass", "reason": "checked it"})
+        await sign_in(c, ada)
+        assert "<strong>1</strong> reviewed today" in (await c.get("/queue")).text
+    target = RegradeTarget(
+        sregym_rubric(), "openai:new@http://127.0.0.1:9/v1", "openai", "new", "promote"
+    )
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
+    assert await store.queue.complete(item.grading_id, "w", graded_result(ALL[:7]))
+    async with api_client(start_workers=False) as c:
+        await sign_in(c, ada)
+        queue = (await c.get("/queue")).text
+    assert "<strong>1</strong> reviewed today" in queue, queue.split("reviewed today")[0][-80:]
+
+
 async def test_a_webhook_subscriber_hears_the_human_verdict_a_promote_carried(
     engine: Engine, service_key: Any
 ) -> None:
@@ -351,6 +383,58 @@ async def test_withdrawing_a_verdict_where_it_was_made_withdraws_the_copies_prom
         labels = connection.execute(query)
         assert sorted(labels, key=lambda row: row[1] is None) == [(old, "fail"), (old, None)]
     assert (await verify_chain(engine, key=store.db.chain_key)).ok
+
+
+async def test_a_withdrawal_racing_a_shadow_items_completion_withdraws_it_everywhere(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hana failed G0 (a verdict override) while a shadow regrade of G0 runs, and
+    withdraws her verdict at the moment the shadow item completes and carries G0's
+    overrides. Both succeed, one after the other (no deadlock on PostgreSQL: each takes
+    its row locks before the audit chain's lock), and no copy of the withdrawn verdict
+    stays in force on the shadow grading."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    old_id = await _graded(store, ALL)
+    view = await store.gradings.get(old_id)
+    assert view is not None
+    original, _ = await override(
+        store, old_id, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+        kind="verdict", reason="the judge missed the scope", author_id="h1",
+        author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    shadow = RegradeTarget(
+        sregym_rubric(), "openai:new-judge@http://127.0.0.1:9/v1", "openai", "new-judge",
+        "shadow",
+    )  # fmt: skip
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), shadow, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+    overridden = await store.gradings.get(old_id)
+    assert overridden is not None
+    withdrawal = override(
+        store, old_id, rubric=sregym_rubric(), expected_revision=overridden.grading.revision,
+        kind="withdraw", reason="I was wrong", author_id="h1", author_name="Hana",
+        withdraws=original.id,
+    )  # fmt: skip
+    # the withdrawal has locked G0 and is about to audit when the shadow item completes
+    await race_at_audit(
+        store,
+        monkeypatch,
+        "grading.overridden",
+        withdrawal,
+        lambda: store.queue.complete(item.grading_id, "w", graded_result(ALL)),
+    )
+
+    def overrides_on(session: Any, grading_id: str) -> list[OverrideRecord]:
+        query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == grading_id)
+        return list(session.execute(query).scalars())
+
+    on_shadow = await store.db.run_read(overrides_on, item.grading_id)
+    in_force = overrides_in_force(override_events(on_shadow))
+    shadow_grading = await store.gradings.get(item.grading_id)
+    assert shadow_grading is not None
+    assert in_force == {}, f"still in force on the shadow grading: {list(in_force.values())}"
+    assert shadow_grading.grading.passed is True
 
 
 def _verdict_n(report: dict[str, Any]) -> int:
