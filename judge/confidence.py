@@ -6,6 +6,9 @@ token that follows ``"answer": "`` in the reply, with the server's ``top_logprob
 that position giving the alternative. The number is the confidence in the answer given
 (for a "no", P(no) / (P(yes) + P(no))). Where there are no log-probabilities, the
 judge's stated confidence stands (``judge.reply`` maps high/medium/low to a number).
+
+A judge cache keeps what the confidences are read from, no more
+(:func:`confidence_tokens`), so a reply served from it gives the confidences it gave live.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import replace
 from judge.calls import Completion, TokenLogprob
 from judge.reply import ParsedAnswer
 
-__all__ = ["answer_token_confidences", "with_logprob_confidence"]
+__all__ = ["answer_token_confidences", "confidence_tokens", "with_logprob_confidence"]
 
 _ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
 #: ``"D1-Q1": {`` (the service's reply) or ``"id": "D1-Q1"`` (SREGym's array items)
@@ -118,6 +121,38 @@ def answer_token_confidences(
         if yes + no > 0:
             found[qid] = yes / (yes + no)
     return found
+
+
+def confidence_tokens(tokens: Sequence[TokenLogprob]) -> tuple[TokenLogprob, ...]:
+    """The fewest tokens giving the same confidences as ``tokens``, for any ``single_id``.
+
+    The answer-value tokens (the only ones :func:`answer_token_confidences` reads) are
+    kept as they are; the text between two of them becomes one token (log-probability
+    0, no alternatives). The tokens join to the same text, so every answer key and its
+    question are found where they were, each answer at the same token. Their number is
+    bounded by the answers' (what a judge cache keeps of a reply's log-probabilities).
+    """
+    text = "".join(t.token for t in tokens)
+    answers = iter([match.end() for match in _ANSWER_KEY.finditer(text)])
+    at = next(answers, None)
+    kept: list[TokenLogprob] = []
+    between: list[str] = []
+    start = 0
+    for token in tokens:
+        end = start + len(token.token)
+        if at is not None and start <= at < end:
+            if between:
+                kept.append(TokenLogprob(token="".join(between), logprob=0.0))
+                between = []
+            kept.append(token)
+            while at is not None and at < end:
+                at = next(answers, None)
+        else:
+            between.append(token.token)
+        start = end
+    if between:
+        kept.append(TokenLogprob(token="".join(between), logprob=0.0))
+    return tuple(kept)
 
 
 def with_logprob_confidence(

@@ -84,6 +84,33 @@ class Grader:
             rubric, asking=self.asking, reply_format=self.reply_format, profile=self.profile
         )
 
+    def fit(
+        self,
+        rubric: Rubric,
+        ground_truth: str,
+        diagnosis: str,
+        *,
+        style: AskingStyle,
+        window: int | None,
+    ) -> Fit:
+        """The prompt this grader asks ``diagnosis`` (screened) with in ``style``, fitted
+        to the judge's context window of ``window`` tokens (``JudgeCaller.context_window``)
+        by its overflow policy: cut, or an overflow that asks nothing. A regrade's dry run
+        keys its cache look-ups with it, so they are the grader's own requests."""
+        stand_in = ground_truth_stand_in(ground_truth, self.ground_truth_budget)
+        return fit_diagnosis(
+            lambda text: build_messages(rubric, ground_truth, text, style=style),
+            diagnosis,
+            window=window,
+            max_tokens=self.params.max_tokens,
+            policy=self.context_overflow,
+            measure=(
+                None
+                if stand_in is None
+                else lambda text: build_messages(rubric, stand_in, text, style=style)
+            ),
+        )
+
     async def grade(
         self,
         rubric: Rubric,
@@ -120,19 +147,8 @@ class Grader:
     ) -> GradingResult:
         """The screened diagnosis fitted to the judge's window and graded in ``choice``."""
         caller = self.caller
-        stand_in = ground_truth_stand_in(ground_truth, self.ground_truth_budget)
-        fit = fit_diagnosis(
-            lambda text: build_messages(rubric, ground_truth, text, style=style),
-            screening.text,
-            window=await caller.context_window(),
-            max_tokens=self.params.max_tokens,
-            policy=self.context_overflow,
-            measure=(
-                None
-                if stand_in is None
-                else lambda text: build_messages(rubric, stand_in, text, style=style)
-            ),
-        )
+        window = await caller.context_window()
+        fit = self.fit(rubric, ground_truth, screening.text, style=style, window=window)
         caller.padding_chars = fit.padding_chars
         if fit.overflow is not None:
             result = unscored_result(rubric, self.backend, [], "context_overflow", fit.overflow)

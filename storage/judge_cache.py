@@ -7,25 +7,32 @@ usable conversation, and they are stored with their grading, in its transaction)
 written. Where several rows hold one key, the oldest wins, as the first entry under a key
 did when entries were inserted once and never changed.
 
+An entry keeps what its reply's confidences are read from (the answer tokens'
+log-probabilities, ``judge.confidence.confidence_tokens``: :func:`entry_logprobs`), so
+a replay grades with the confidences the live reply gave. Entries made before they were
+kept, and the old table's, replay without log-probabilities.
+
 :class:`CacheRepository` reads entries; :class:`DbJudgeCache` adapts it to the
 ``judge.cache.JudgeCache`` protocol that the grader consults.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import func, literal, select, union_all
+from sqlalchemy import JSON, func, literal, null, select, type_coerce, union_all
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from judge.calls import Completion
+from judge.calls import Completion, JudgeCall, TokenLogprob
+from judge.confidence import confidence_tokens
 from storage.database import Database
 from storage.regrade.tables import JudgeCacheRecord
 from storage.tables import JudgeCallRecord
 
-__all__ = ["CacheRepository", "DbJudgeCache"]
+__all__ = ["CacheRepository", "DbJudgeCache", "entry_logprobs"]
 
 #: keys per ``IN (...)`` query when checking many keys at once
 _CHUNK = 500
@@ -38,14 +45,61 @@ _FIELDS = (
     "completion_tokens",
     "response_format",
 )
-_CALL_COLUMNS = tuple(
-    col(getattr(JudgeCallRecord, name))
-    for name in ("cache_key", "response_text", "response_model", *_FIELDS[2:])
+#: then the log-probabilities (``entry_logprobs``), which the old table never held
+_CALL_COLUMNS = (
+    *(
+        col(getattr(JudgeCallRecord, name))
+        for name in ("cache_key", "response_text", "response_model", *_FIELDS[2:])
+    ),
+    col(JudgeCallRecord.logprobs),
 )
-_OLD_COLUMNS = tuple(
-    col(getattr(JudgeCacheRecord, name))
-    for name in ("key", "completion_text", "response_model", *_FIELDS[2:])
+_OLD_COLUMNS = (
+    *(
+        col(getattr(JudgeCacheRecord, name))
+        for name in ("key", "completion_text", "response_model", *_FIELDS[2:])
+    ),
+    type_coerce(null(), JSON).label("logprobs"),
 )
+
+
+def entry_logprobs(call: JudgeCall) -> list[dict[str, Any]] | None:
+    """What the ``judge_call`` row of ``call`` keeps of its reply's log-probabilities:
+    for a cache entry (``cache_key`` set) what its confidences are read from
+    (``judge.confidence.confidence_tokens``), as ``[{"token", "logprob", "top"}]``;
+    None for any other call, or a reply without them.
+
+    A log-probability that JSON cannot hold (an infinity, NaN) is kept as its ``repr``.
+    """
+    completion = call.completion
+    if call.cache_key is None or completion is None or not completion.logprobs:
+        return None
+    tokens = confidence_tokens(completion.logprobs)
+    return [
+        {
+            "token": t.token,
+            "logprob": _number(t.logprob),
+            "top": [[alt, _number(logprob)] for alt, logprob in t.top],
+        }
+        for t in tokens
+    ] or None
+
+
+def _number(value: float) -> float | str:
+    return value if math.isfinite(value) else repr(value)
+
+
+def _logprobs(stored: list[dict[str, Any]] | None) -> tuple[TokenLogprob, ...] | None:
+    """The log-probabilities :func:`entry_logprobs` kept, or None."""
+    if not stored:
+        return None
+    return tuple(
+        TokenLogprob(
+            token=t["token"],
+            logprob=float(t["logprob"]),
+            top=tuple((alt, float(logprob)) for alt, logprob in t["top"]),
+        )
+        for t in stored
+    )
 
 
 class CacheRepository:
@@ -119,7 +173,8 @@ def _completions(session: Session, keys: Sequence[str]) -> dict[str, Completion]
         # plain rows, not ORM objects: a regrade reads thousands at once
         for row in session.execute(_entries(keys[start : start + _CHUNK], width)):
             if row[0] not in found:  # the oldest entry under a key wins
-                found[row[0]] = Completion(**dict(zip(_FIELDS, row[1:width], strict=True)))
+                fields = dict(zip(_FIELDS, row[1 : width - 1], strict=True))
+                found[row[0]] = Completion(**fields, logprobs=_logprobs(row[width - 1]))
     return found
 
 

@@ -417,6 +417,10 @@ class JudgeCallRecord(SQLModel, table=True):
     #: the judge cache key its reply is kept under (``storage.judge_cache``): set on the
     #: calls of a usable conversation of a deterministic judge; null otherwise
     cache_key: str | None = Field(default=None, sa_type=String(64))
+    #: the reply's log-probabilities that its confidences are read from
+    #: (``judge.confidence.confidence_tokens``), kept with a cache entry (``cache_key``
+    #: set) for its replays: ``[{"token", "logprob", "top"}]``; null otherwise
+    logprobs: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON(none_as_null=True))
 
 
 class AuditRecord(SQLModel, table=True):

@@ -48,6 +48,7 @@ from storage.audit import values_digest
 from storage.audit.records import RecordRow
 from storage.canonical import canonical_json, sha256_hex
 from storage.database import Database
+from storage.judge_cache import entry_logprobs
 from storage.models import FinishedGrading
 from storage.tables import AnswerRecord, GradingRecord, JudgeCallRecord, new_id
 
@@ -178,6 +179,7 @@ def judge_call_rows(
                 "cached": call.cached,
                 "via": completion.via if completion else None,
                 "cache_key": call.cache_key,
+                "logprobs": entry_logprobs(call),
             }
         )
     return rows

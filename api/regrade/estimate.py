@@ -4,11 +4,13 @@ Counts and text sizes come from SQL. Prompt tokens are estimated at four charact
 token: the fixed prompt (the rubric's messages and reply schema on empty texts) plus
 each submission's diagnosis and ground truth. Completion tokens are the judge's
 measured average so far, or ``max_tokens`` as an upper bound. Cache hits are exact:
-each submission's request is built as the grader would build it and looked up in the
-judge cache under the digest of the model behind the judge's name now and in the
-namespace of its ground truth's source (as a regrade reads it), as long as the number
-of submissions keeps that fast. A panel's members are each counted so, as each is
-asked, and summed.
+each submission's request is built by the grader that will ask it
+(``judge.grader.Grader.fit``: its diagnosis cut to fit the judge's context window where
+the policy is ``truncate``) and looked up in the judge cache under the digest of the
+model behind the judge's name now and in the namespace of its ground truth's source (as
+a regrade reads it), as long as the number of submissions keeps that fast; a prompt
+that does not fit and is not cut asks nothing. A panel's members are each counted so,
+as each is asked, and summed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.cache import CACHE_GRANULARITY, CacheKeys, ground_truth_namespace, kept_key
 from judge.calls import SamplingParams
+from judge.grader import Grader
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric
 from judge.spec import member_specs
@@ -58,10 +61,9 @@ def sampling_params(services: Services, backend: JudgeBackend) -> SamplingParams
     return sampling_for(settings, profile, backend=backend.name)
 
 
-def _style(services: Services, rubric: Rubric, backend: JudgeBackend) -> AskingStyle:
-    """The reply format and polarity the workers' grader asks ``rubric`` in (the
+def _style(grader: Grader, rubric: Rubric) -> AskingStyle:
+    """The reply format and polarity the workers' ``grader`` asks ``rubric`` in (the
     settings', the judge's profile's or the rubric's), so prompts and keys are its own."""
-    grader = grader_for(services.settings, backend)
     choice = grader.asking_choice(rubric)
     return style_of(rubric, reply_format=choice.reply_format, ask_as=grader.ask_as)
 
@@ -76,32 +78,42 @@ async def _cache_hits(
     services: Services,
     f: RegradeFilter,
     rubric: Rubric,
-    backend: JudgeBackend,
+    grader: Grader,
     latest: bool,
     style: AskingStyle,
-) -> int:
+) -> tuple[int, int]:
+    """The submissions whose one call the judge cache answers, and those that ask
+    nothing (a prompt over the judge's context window, not cut): each prompt is the
+    one ``grader`` asks (``Grader.fit``)."""
+    backend = grader.backend
     keyer = CacheKeys(
         build_reply_schema(rubric, style.reply_format),
-        sampling_params(services, backend),
+        grader.params,
         backend=backend.name,
         model=backend.model,
         base_url=backend.base_url,
     )
+    window = await grader.caller.context_window()
     # a regrade reads the entries of the model answering now (its digest; none for a
     # judge that reports none), of its submission's namespace: count what it will read
     digest = await services.backends.digests.of(backend).digest()
     keys = []
+    unsent = 0
     for candidate in await RegradeJobQueries(services.store.db).candidates(f, latest=latest):
-        if candidate.diagnosis.strip():
-            messages = build_messages(
-                rubric, candidate.ground_truth, candidate.diagnosis, style=style
-            )
-            key = keyer.key(messages)
-            if key is not None:
-                space = ground_truth_namespace(candidate.scenario_id, candidate.submitted_by)
-                keys.append(kept_key(key, digest=digest, namespace=space))
+        if not candidate.diagnosis.strip():
+            continue
+        fit = grader.fit(
+            rubric, candidate.ground_truth, candidate.diagnosis, style=style, window=window
+        )
+        if fit.overflow is not None:
+            unsent += 1
+            continue
+        key = keyer.key(fit.messages)
+        if key is not None:
+            space = ground_truth_namespace(candidate.scenario_id, candidate.submitted_by)
+            keys.append(kept_key(key, digest=digest, namespace=space))
     found = await services.store.cache.cached_keys(keys)
-    return sum(1 for key in keys if key in found)
+    return sum(1 for key in keys if key in found), unsent
 
 
 async def _calls(
@@ -156,17 +168,20 @@ async def _judge_estimate(
     totals: RegradeTotals,
 ) -> _JudgeEstimate:
     """The calls, cache hits and tokens of one judge ``spec`` asked through ``backend``."""
-    params = sampling_params(services, backend)
-    style = _style(services, rubric, backend)
+    grader = grader_for(services.settings, backend)
+    params = grader.params
+    style = _style(grader, rubric)
     asked = totals.submissions - totals.empty_diagnoses
     calls = await _calls(services, f, rubric, spec, latest, asked)
     per_grading = calls / asked if asked else calls_per_item(services.settings, spec, rubric)
     cacheable = params.temperature == 0
     checked = cacheable and per_grading == 1 and totals.submissions <= CACHE_CHECK_LIMIT
-    hits = (
-        await _cache_hits(services, f, rubric, backend, latest, style) if checked and calls else 0
+    hits, unsent = (
+        await _cache_hits(services, f, rubric, grader, latest, style)
+        if checked and calls
+        else (0, 0)
     )
-    needed = calls - hits
+    needed = calls - hits - unsent
     prompt_chars = int((_fixed_chars(rubric, style) * asked + totals.text_chars) * per_grading)
     average = await services.store.cache.average_completion_tokens(backend.name, backend.model)
     per_call = average if average is not None else params.max_tokens

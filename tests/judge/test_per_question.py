@@ -11,7 +11,7 @@ from judge.backends.scripted import ScriptedBackend, asked_question, scripted_re
 from judge.batch import RequestRecorder
 from judge.cache import MemoryJudgeCache
 from judge.calls import JudgeRequest, TokenLogprob
-from judge.confidence import answer_token_confidences
+from judge.confidence import answer_token_confidences, confidence_tokens
 from judge.errors import JudgeCallError
 from judge.grader import Grader
 from judge.retry import RetryPolicy
@@ -164,3 +164,23 @@ def test_confidence_of_an_sregym_item_with_answer_before_id_is_its_own() -> None
     # D1-Q1's answer token has P(yes) 0.95; D1-Q2's has 0.2
     assert found.get("D1-Q1") == pytest.approx(0.95)
     assert found.get("D1-Q2", 0.2) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("single_id", [None, "D1-Q1"])
+def test_the_tokens_a_cache_keeps_give_the_confidences_of_the_whole_reply(
+    single_id: str | None,
+) -> None:
+    """A judge cache keeps of a reply's log-probabilities only the answer tokens and the
+    text between them: read back, they give every question the confidence the whole
+    reply gave, in a reply of objects or of an SREGym array, asked whole or one question
+    at a time."""
+    objects = json.dumps({"D1-Q1": {"answer": "yes"}, "D1-Q2": {"answer": "no"}})
+    items = json.dumps([{"answer": "yes", "id": "D1-Q1"}, {"id": "D1-Q2", "answer": "no"}])
+    for text in (objects, items):
+        at = [text.index('"yes"') + 1, text.index('"no"') + 1]
+        tokens = _one_token_a_character(text, {at[0]: 0.95, at[1]: 0.2})
+        kept = confidence_tokens(tokens)
+        assert len(kept) == 5 and "".join(t.token for t in kept) == text
+        whole = answer_token_confidences(tokens, single_id=single_id)
+        assert whole and answer_token_confidences(kept, single_id=single_id) == whole
+    assert confidence_tokens(()) == ()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
 from judge.backends.scripted import ScriptedBackend, scripted_reply
-from judge.calls import Completion, JudgeRequest
+from judge.calls import Completion, JudgeRequest, TokenLogprob
 from judge.rule import apply_rule
 from judge.verdict import Answer, GradingResult
 from storage import Claim, GradingFilter, Store
@@ -26,7 +28,7 @@ from tests.storage.helpers import graded_result, new_submission, sregym_rubric
 from tests.support.app_client import AppClient
 from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
-from tests.support.submissions import DIAGNOSIS, TRUTH, graded
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -143,6 +145,57 @@ async def test_shadow_regrade_of_sregym_runs_yields_flips_and_a_second_run_costs
     assert len(judge.requests) == 42  # the second regrade made no judge call
 
     await _assert_answered_from_cache(engine, repeat["id"])
+
+
+_ANSWER = re.compile(r'"answer"\s*:\s*"')
+
+
+class _UnsureJudge(ScriptedBackend):
+    """A deterministic judge that returns log-probabilities (as llama.cpp or OpenAI do):
+    each answer value one token, P(yes) 0.4 against P(no) 0.6."""
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        completion = await super().complete(request)
+        text, tokens, start = completion.text, [], 0
+        yes, no = math.log(0.4), math.log(0.6)
+        for match in _ANSWER.finditer(text):
+            end = text.index('"', match.end())
+            value = text[match.end() : end]
+            tokens.append(TokenLogprob(token=text[start : match.end()], logprob=-0.01))
+            top = (("yes", yes), ("no", no))
+            tokens.append(TokenLogprob(token=value, logprob=dict(top)[value], top=top))
+            start = end
+        tokens.append(TokenLogprob(token=text[start:], logprob=-0.01))
+        return completion.model_copy(update={"logprobs": tuple(tokens)})
+
+
+async def test_a_regrade_answered_from_the_cache_keeps_the_confidences_of_the_live_reply(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """An answer's confidence is P(yes)/(P(yes)+P(no)) at the reply's answer token (below
+    0.5 the review queue lists the grading as ``low_confidence``). A regrade with the
+    same judge and rubric is answered from the judge cache and changes nothing: the same
+    confidences, the same review reasons, as the live reply gave."""
+    spec = "openai:scripted@http://127.0.0.1:9/v1"
+    judge = _UnsureJudge(model="pass", digest="sha256:" + "a" * 64)
+    admin = await tokens("admin")
+    async with api_client(judge=spec, backends={spec: judge}) as client:
+        live = await graded(client, admin)
+        body = {"judge": spec, "mode": "promote", "filter": {}}
+        job = await client.post("/v1/regrade-jobs", json=body, headers=admin)
+        assert job.status_code == 201, job.text
+        done = await _finished(client, admin, job.json()["id"])
+        [again] = (await client.get("/v1/gradings", headers=admin)).json()["items"]
+        again = (await client.get(f"/v1/gradings/{again['id']}", headers=admin)).json()
+    assert (done["judge_calls"], done["cache_hits"]) == (0, 1), done
+    assert len(judge.requests) == 1 and again["id"] != live["id"]
+
+    def confidences(grading: dict[str, Any]) -> dict[str, Any]:
+        return {a["question_id"]: a["confidence"] for a in grading["answers"]}
+
+    assert set(confidences(live)) == set(IDS) and confidences(live)["D1-Q1"] == 0.4
+    assert confidences(again) == confidences(live)
+    assert again["review_reasons"] == live["review_reasons"]
 
 
 async def test_a_new_job_is_graded_at_once_not_at_the_workers_next_poll(

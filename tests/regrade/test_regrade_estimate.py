@@ -75,6 +75,43 @@ async def test_dry_run_cache_hits_match_the_run_with_a_compact_reply_format(
     assert (estimate["judge_calls"], estimate["cache_hits"]) == (0, 3), estimate
 
 
+#: a diagnosis far longer than a judge window of 3,500 tokens leaves room for
+LONG = "checkout ran out of memory in namespace shop. " + (
+    "Checked the pods and the logs of every service in the namespace again. " * 150
+)
+
+
+@pytest.mark.parametrize(("policy", "hits"), [("truncate", 1), ("unscored", 0)])
+async def test_dry_run_counts_a_diagnosis_over_the_judges_window_as_the_grader_asks_it(
+    api_client: ClientFactory, tokens: Callable[..., Any], policy: str, hits: int
+) -> None:
+    """A diagnosis over the judge's context window is cut to fit
+    (``SRE_JUDGE_CONTEXT_OVERFLOW=truncate``) and its reply kept in the judge cache under
+    the prompt as sent: the regrade is answered from the cache, and its dry run counts
+    that hit. Where it is not cut (``unscored``) the judge is never asked, and the dry
+    run counts no call."""
+    judge = ScriptedBackend.for_mode("pass")
+    admin = await tokens("admin")
+    settings = {"context_overflow": policy, "judge_context_tokens": 3500}
+    async with api_client(backends={"scripted:pass": judge}, **settings) as client:
+        await _submit(client, admin, [LONG])
+        assert len(judge.requests) == hits
+        if hits:
+            assert LONG not in judge.requests[0].messages[-1].content  # cut
+        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        estimate = dry.json()["estimate"]
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await _finished(client, admin, job["id"])
+    # the diagnosis not cut is unscored again (context_overflow): the item failed
+    assert (done["done"], done["failed"]) == (hits, 1 - hits), done
+    assert (done["judge_calls"], done["cache_hits"]) == (0, hits), done
+    assert len(judge.requests) == hits
+    assert (estimate["judge_calls"], estimate["cache_hits"]) == (0, hits), estimate
+
+
 async def test_dry_run_counts_the_calls_extraction_makes_for_a_ground_truth_without_header(
     api_client: ClientFactory, tokens: Callable[..., Any]
 ) -> None:

@@ -24,6 +24,7 @@ import storage.review_tables
 import storage.scenario_tables
 import storage.tables
 import storage.webhooks.tables  # noqa: F401  (the imports register every table)
+from judge.calls import TokenLogprob
 from storage import ChainKey, Store, current_revision, head_revision, make_engine, upgrade
 from storage.search import include_in_autogenerate
 from tests.support.keys import session_key
@@ -624,3 +625,51 @@ async def test_0021_downgrade_refuses_to_cut_a_gradings_judge_digest(
     report = await verify_chain(engine, key=ChainKey.of(service_key))
     engine.dispose()
     assert report.ok, report.state_problems
+
+
+async def test_0037_keeps_older_calls_digests_and_a_downgrade_refuses_to_cut_logprobs(
+    database_url: str, service_key: Any
+) -> None:
+    """Judge calls stored without log-probabilities go through 0037 and back with their
+    audit digests unchanged and their cache entries found. Once a cache entry keeps its
+    reply's log-probabilities (which the audit log covers), a downgrade to 0036 is
+    refused and the database stays as it was: ``audit verify`` still passes."""
+    from storage import verify_chain
+    from tests.storage.helpers import graded_result, judge_call, submit
+
+    async def graded_once(store: Store, key: str, run: str, logprobs: Any) -> None:
+        grading = (await submit(store, idempotency_key=run)).grading.id
+        await store.queue.claim_pending("w", limit=1, lease_seconds=60)
+        call = judge_call()
+        assert call.completion is not None
+        completion = call.completion.model_copy(update={"logprobs": logprobs})
+        call = call.model_copy(update={"completion": completion, "cache_key": key})
+        result = graded_result().model_copy(update={"calls": (call,)})
+        assert await store.queue.complete(grading, "w", result)
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    await graded_once(Store(engine, key=service_key), "key-old", "r1", None)
+    engine.dispose()
+    assert _rows_after_downgrade(database_url, "0036", "SELECT cache_key FROM judge_call") == [
+        ("key-old",)
+    ]
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    assert (await verify_chain(engine, key=ChainKey.of(service_key))).ok
+    assert list(await Store(engine, key=service_key).cache.get_many(["key-old"])) == ["key-old"]
+    tokens = (
+        TokenLogprob(token='{"answer": "', logprob=0.0),
+        TokenLogprob(token="yes", logprob=-0.1),
+    )
+    await graded_once(Store(engine, key=service_key), "key-new", "r2", tokens)
+    engine.dispose()
+    with pytest.raises(RuntimeError, match="the audit log covers"):
+        _rows_after_downgrade(database_url, "0036", "SELECT 1")
+
+    assert await current_revision(database_url) == head_revision()
+    engine = make_engine(database_url)
+    report = await verify_chain(engine, key=ChainKey.of(service_key))
+    engine.dispose()
+    assert report.ok, report
