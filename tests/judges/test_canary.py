@@ -29,6 +29,7 @@ from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calibration import DEFAULT_GOLD, load_gold
 from judge.calls import Completion, JudgeRequest
+from storage.canonical import utcnow
 from storage.quality_tables import CanaryRunRecord
 from storage.tables import AuditRecord
 from tests.storage.helpers import sregym_rubric
@@ -184,20 +185,28 @@ async def test_processes_that_run_workers_together_run_one_canary_per_interval(
     """Every process with workers (``serve --processes 2``, extra ``sre-judge worker``
     machines) runs the canary loop; the schedule is one for all of them: one process
     claims the interval's run (audited as ``canary.scheduled``) and the others skip it,
-    also while the run is under way, so the budget is spent once an interval."""
+    also while the run is under way, so the budget is spent once an interval.
+
+    The store's clock stands still, so the whole test is one interval by the schedule's
+    reckoning: on a loaded machine a run can take longer than two intervals, and its
+    claim then lapses as a dead process's does (by design: a second run would be right)."""
     settings = Settings(
         judge=JUDGE, database_url=database_url, canary_interval=2.0, canary_budget=4,
         workers=1,
     )  # fmt: skip
     first = Runtime(settings, engine=engine, backends={JUDGE: SlowJudge()}, workers=True)
     second = Runtime(settings, engine=engine, backends={JUDGE: SlowJudge()}, workers=True)
+    now = utcnow()
+    for runtime in (first, second):
+        runtime.store.db.clock = lambda: now
+    loop = asyncio.get_running_loop()
     async with first, second:
-        for _ in range(200):  # the first interval ends, a run is stored
-            if _canary_runs(engine) >= 1:
-                break
+        deadline = loop.time() + 60
+        while _canary_runs(engine) < 1:  # the first interval ends, a run is stored
+            assert loop.time() < deadline, "no canary run in 60 s"
             await asyncio.sleep(0.05)
-        # well within the interval after it: any other run now is the same interval's
-        await asyncio.sleep(1.0)
+        # each loop wakes again after the run: any other run is the same interval's
+        await asyncio.sleep(settings.canary_interval + 0.5)
         runs = _canary_runs(engine)
     assert runs == 1, f"{runs} canary runs in one interval"
     assert _audited(engine, "canary.scheduled") == 1
