@@ -15,6 +15,7 @@ verdict kappa, e.g. a silently updated model tag).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -137,7 +138,8 @@ async def calibrate(
     digest = await measured_digest(services, spec_text, results)
     answers = answers_of([item_key(item, i) for i, item in enumerate(items)], results)
     noise = await _noise(services, spec_text, target, items, answers)
-    figures = calibration_figures(target, items, results)
+    # off the event loop: the first figures of a process import scipy (see the canary)
+    figures = await asyncio.to_thread(calibration_figures, target, items, results)
     identity = identity_of(settings, spec_text, target)
     sha = hashlib.sha256(raw_gold).hexdigest()
     earlier = await services.store.calibration.runs(**identity, gold_sha256=sha)
