@@ -185,7 +185,10 @@ def _pairs(rubric: Rubric, item: GoldItem, result: GradingResult) -> list[RatedP
 def calibration_figures(
     rubric: Rubric, items: Sequence[GoldItem], results: Sequence[GradingResult]
 ) -> CalibrationFigures:
-    """Agreement of the judge's results with the gold labels, item by item."""
+    """Agreement of the judge's results with the gold labels, item by item.
+
+    A process's first figures import scipy (about 0.5 s idle, seconds on a loaded
+    machine): a server runs this in a thread, never on its event loop."""
     pairs: list[RatedPair] = []
     unscored = 0
     for item, result in zip(items, results, strict=True):

@@ -138,7 +138,6 @@ async def calibrate(
     digest = await measured_digest(services, spec_text, results)
     answers = answers_of([item_key(item, i) for i, item in enumerate(items)], results)
     noise = await _noise(services, spec_text, target, items, answers)
-    # off the event loop: the first figures of a process import scipy (see the canary)
     figures = await asyncio.to_thread(calibration_figures, target, items, results)
     identity = identity_of(settings, spec_text, target)
     sha = hashlib.sha256(raw_gold).hexdigest()

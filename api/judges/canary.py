@@ -183,7 +183,6 @@ async def run_canary(
     keys, items = [k for k, _ in chosen], [i for _, i in chosen]
     grader = sampled(settings, grader_for(settings, backend), spec)  # no cache: asked anew
     results = await grade_gold(grader, rubric, items, concurrency=settings.judge_concurrency)
-    # off the loop: a process's first figures import scipy (0.5 s idle, seconds loaded)
     figures = await asyncio.to_thread(calibration_figures, rubric, items, results)
     answers = answers_of(keys, results)
     identity = identity_of(settings, spec, rubric)
