@@ -557,6 +557,24 @@ async def test_0036_lists_existing_gradings_at_their_creation_time(database_url:
     assert report.ok, report
 
 
+async def _downgrade_refused_and_chain_kept(
+    database_url: str, service_key: Any, engine: Any, revision: str
+) -> None:
+    """The audit chain verifies; a downgrade to ``revision`` is refused, naming what the
+    audit log covers; the database stays at head and its chain still verifies."""
+    from storage import verify_chain
+
+    assert (await verify_chain(engine, key=ChainKey.of(service_key))).ok
+    engine.dispose()
+    with pytest.raises(RuntimeError, match="the audit log covers"):
+        _rows_after_downgrade(database_url, revision, "SELECT 1")
+    assert await current_revision(database_url) == head_revision()
+    engine = make_engine(database_url)
+    report = await verify_chain(engine, key=ChainKey.of(service_key))
+    engine.dispose()
+    assert report.ok, report.state_problems
+
+
 async def test_0029_downgrade_refuses_to_cut_a_carried_overrides_origin(
     database_url: str, service_key: Any
 ) -> None:
@@ -565,7 +583,6 @@ async def test_0029_downgrade_refuses_to_cut_a_carried_overrides_origin(
     was: ``audit verify`` still passes."""
     from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
     from api.regrade.selection import RegradeFilter
-    from storage import verify_chain
     from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 
     await upgrade(database_url)
@@ -584,17 +601,7 @@ async def test_0029_downgrade_refuses_to_cut_a_carried_overrides_origin(
     await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
     [item] = await store.queue.claim_pending("w", limit=1, lease_seconds=60)
     assert await store.queue.complete(item.grading_id, "w", graded_result())
-    assert (await verify_chain(engine, key=ChainKey.of(service_key))).ok
-    engine.dispose()
-
-    with pytest.raises(RuntimeError, match="the audit log covers"):
-        _rows_after_downgrade(database_url, "0028", "SELECT 1")
-
-    assert await current_revision(database_url) == head_revision()
-    engine = make_engine(database_url)
-    report = await verify_chain(engine, key=ChainKey.of(service_key))
-    engine.dispose()
-    assert report.ok, report.state_problems
+    await _downgrade_refused_and_chain_kept(database_url, service_key, engine, "0028")
 
 
 async def test_0021_downgrade_refuses_to_cut_a_gradings_judge_digest(
@@ -603,7 +610,6 @@ async def test_0021_downgrade_refuses_to_cut_a_gradings_judge_digest(
     """A downgrade to 0020 is refused while a grading records its judge's model digest
     (``judge_digest``, inside the grading's audited state), and the database stays as it
     was: ``audit verify`` still passes."""
-    from storage import verify_chain
     from storage.models import FinishedGrading
     from tests.storage.helpers import graded_result, submit
 
@@ -614,17 +620,7 @@ async def test_0021_downgrade_refuses_to_cut_a_gradings_judge_digest(
     await store.queue.claim_pending("w", limit=1, lease_seconds=60)
     finished = FinishedGrading(grading, "w", graded_result(), judge_digest="models:sha256:aaa")
     assert await store.queue.complete_many([finished]) == [True]
-    assert (await verify_chain(engine, key=ChainKey.of(service_key))).ok
-    engine.dispose()
-
-    with pytest.raises(RuntimeError, match="the audit log covers"):
-        _rows_after_downgrade(database_url, "0020", "SELECT 1")
-
-    assert await current_revision(database_url) == head_revision()
-    engine = make_engine(database_url)
-    report = await verify_chain(engine, key=ChainKey.of(service_key))
-    engine.dispose()
-    assert report.ok, report.state_problems
+    await _downgrade_refused_and_chain_kept(database_url, service_key, engine, "0020")
 
 
 async def test_0037_keeps_older_calls_digests_and_a_downgrade_refuses_to_cut_logprobs(
