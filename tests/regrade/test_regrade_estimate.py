@@ -53,6 +53,18 @@ async def _submit(client: AppClient, headers: dict[str, str], diagnoses: Any) ->
         assert sent.status_code == 201, sent.text
 
 
+async def _estimate_then_run(
+    client: AppClient, admin: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The dry run's estimate of a regrade of everything by ``scripted:pass`` with the
+    shipped rubric, then that regrade run to its end: ``(estimate, finished job)``."""
+    request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
+    dry = await client.post("/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin)
+    estimate = dry.json()["estimate"]
+    job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+    return estimate, await _finished(client, admin, job["id"])
+
+
 async def test_dry_run_cache_hits_match_the_run_with_a_compact_reply_format(
     api_client: ClientFactory, tokens: Callable[..., Any]
 ) -> None:
@@ -63,13 +75,7 @@ async def test_dry_run_cache_hits_match_the_run_with_a_compact_reply_format(
     backends = {"scripted:pass": CompactPass()}
     async with api_client(backends=backends, judge_reply_format="compact") as client:
         await _submit(client, submitter, (f"checkout ran out of memory ({n})" for n in range(3)))
-        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
-        dry = await client.post(
-            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
-        )
-        estimate = dry.json()["estimate"]
-        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
-        done = await _finished(client, admin, job["id"])
+        estimate, done = await _estimate_then_run(client, admin)
     assert (done["state"], done["done"]) == ("done", 3), done
     assert (done["judge_calls"], done["cache_hits"]) == (0, 3), done
     assert (estimate["judge_calls"], estimate["cache_hits"]) == (0, 3), estimate
@@ -98,13 +104,7 @@ async def test_dry_run_counts_a_diagnosis_over_the_judges_window_as_the_grader_a
         assert len(judge.requests) == hits
         if hits:
             assert LONG not in judge.requests[0].messages[-1].content  # cut
-        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
-        dry = await client.post(
-            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
-        )
-        estimate = dry.json()["estimate"]
-        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
-        done = await _finished(client, admin, job["id"])
+        estimate, done = await _estimate_then_run(client, admin)
     # the diagnosis not cut is unscored again (context_overflow): the item failed
     assert (done["done"], done["failed"]) == (hits, 1 - hits), done
     assert (done["judge_calls"], done["cache_hits"]) == (0, hits), done
@@ -129,13 +129,7 @@ async def test_dry_run_counts_the_calls_extraction_makes_for_a_ground_truth_with
                 "/v1/submissions", params={"wait": 10}, json=body, headers=submitter
             )
             assert sent.status_code == 201, sent.text
-        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
-        dry = await client.post(
-            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
-        )
-        estimate = dry.json()["estimate"]
-        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
-        done = await _finished(client, admin, job["id"])
+        estimate, done = await _estimate_then_run(client, admin)
     assert done["state"] == "done", done
     made = done["judge_calls"] + done["cache_hits"]
     assert estimate["judge_calls"] == made, (estimate, done)
@@ -150,13 +144,7 @@ async def test_dry_run_counts_no_call_for_a_diagnosis_of_unicode_white_space(
     backends = {"scripted:pass": ScriptedBackend.for_mode("pass")}
     async with api_client(backends=backends) as client:
         await _submit(client, submitter, ["\u00a0\u2003\u3000", "checkout ran out of memory"])
-        request = {"judge": "scripted:pass", "rubric": "sregym-rca"}
-        dry = await client.post(
-            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
-        )
-        estimate = dry.json()["estimate"]
-        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
-        done = await _finished(client, admin, job["id"])
+        estimate, done = await _estimate_then_run(client, admin)
     assert (done["state"], done["done"]) == ("done", 2), done
     assert (done["judge_calls"], done["cache_hits"]) == (0, 1), done
     assert estimate["empty_diagnoses"] == 1, estimate

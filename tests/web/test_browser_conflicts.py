@@ -162,3 +162,22 @@ def test_a_label_form_sent_with_a_tampered_verdict_is_refused_and_keeps_the_answ
         timeout=10,
     ).json()
     assert not any(e["event"] == "review.labelled" for e in history["events"])
+
+
+def test_an_unknown_queue_filter_value_is_refused_on_the_page_and_the_queue_stays_inert(
+    bench: Workbench, browser: Any
+) -> None:
+    """``/queue?provisional=yes`` comes back a 422 page naming the filter, never the queue
+    read with another filter; the queue itself, holding a hostile diagnosis, shows it as
+    text."""
+    outside: list[str] = []
+    ada = _page(browser, bench.service.url, outside)
+    _sign_in(ada, bench.tokens["Ada"])
+    refused = ada.goto("/queue?provisional=yes")
+    assert refused is not None and refused.status == 422
+    assert "provisional must be true or false" in ada.text_content("body")
+    ada.screenshot(path="/tmp/queue-refused.png", full_page=True)
+    listed = ada.goto("/queue")
+    assert listed is not None and listed.status == 200
+    assert ada.evaluate("typeof window.__pwned") == "undefined"
+    ada.screenshot(path="/tmp/queue.png", full_page=True)
