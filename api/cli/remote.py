@@ -5,9 +5,10 @@ whitespace dropped, one no header can carry refused) and never printed. Answers 
 into the service's own report and job models, so a report looks the same whether it came
 from the database or a server. A refused request (problem+json), a redirect (not
 followed: the token goes to the URL given only) or an unreachable server is one line on
-stderr, exit 2; a download whose answer is cut on the way is one line too, exit 1 (the
-work failed, as when the server fails to write it). httpx is imported when a command runs,
-not with the command line.
+stderr, exit 2, but a conflict (409, 412) exits 1 as in the database mode; a download
+whose answer is cut on the way is one line too, exit 1 (the work failed, as when the
+server fails to write it). httpx is imported when a command runs, not with the command
+line.
 """
 
 from __future__ import annotations
@@ -65,12 +66,23 @@ def _problem(response: httpx.Response) -> str:
     return response.reason_phrase or "error"
 
 
+#: answers that say the work itself failed, as the database mode's ``Conflict`` and
+#: ``PreconditionFailed`` do: exit 1, not 2
+_FAILED_WORK = frozenset({409, 412})
+
+
 class Refused(CommandError):
-    """An error answer of the server, or a redirect (exit 2); ``status`` is its HTTP status."""
+    """An error answer of the server, or a redirect; ``status`` is its HTTP status.
+
+    Exit 2 (bad usage or input), but 1 for a conflict or a failed precondition (409,
+    412): the same status the command exits with in the database mode.
+    """
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+        if status in _FAILED_WORK:
+            self.exit_code = 1
 
 
 class Remote:
@@ -90,8 +102,10 @@ class Remote:
         """The usage error of an answer that is not the one asked for."""
         status = response.status_code
         if response.is_redirect:
-            to = response.headers.get("Location", "elsewhere")
-            reason = f"a redirect to {to}, not followed (give the server's final URL)"
+            # a presigned target's signature or a password in it is masked, as in every
+            # URL shown; the brackets keep the masking from reaching past the URL
+            to = mask_passwords(response.headers.get("Location", "elsewhere"))
+            reason = f"a redirect to <{to}>, not followed (give the server's final URL)"
         else:
             reason = _problem(response)
         return Refused(f"{self.url} answered {status} to {method} {path}: {reason}", status)

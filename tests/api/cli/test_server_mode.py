@@ -173,3 +173,49 @@ def test_a_regrade_followed_through_a_server_that_goes_away_names_the_job() -> N
     named, error = done.stderr.splitlines()
     assert named == "regrade job j1: queued, 0/3 submissions"
     assert error == f"error: cannot reach {url}: ConnectError: refused"
+
+
+@respx.mock
+def test_a_redirect_names_its_target_with_credentials_masked() -> None:
+    """A redirect is not followed, and the line naming its target masks what a presigned
+    URL carries (signature, credential), as every URL the command line shows."""
+    url = "http://judge.test"
+    location = (
+        "https://bucket.s3.example/export.jsonl?X-Amz-Credential=AKIAEXAMPLE"
+        "&X-Amz-Signature=deadbeefcafe0123&X-Amz-Expires=300"
+    )
+    respx.get(f"{url}/v1/exports/gradings").mock(
+        return_value=httpx.Response(302, headers={"Location": location})
+    )
+    done = cli_in_process(
+        "export", "--format", "jsonl", "-o", "-", "--server", url,
+        env={"SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 2 and "302" in done.stderr, done.stderr
+    assert "a redirect to <https://bucket.s3.example/export.jsonl?" in done.stderr
+    assert "deadbeefcafe0123" not in done.stderr and "AKIAEXAMPLE" not in done.stderr
+
+
+@respx.mock
+@pytest.mark.parametrize(("status", "code"), [(409, 1), (412, 1), (422, 2), (404, 2)])
+def test_a_refusal_exits_as_the_same_error_does_in_the_database_mode(
+    status: int, code: int
+) -> None:
+    """A conflict or a failed precondition (409, 412) is work that failed: exit 1, as the
+    database mode's; a refusal of the request itself stays bad usage, exit 2. Either is
+    one line naming the status and the server's problem."""
+    url = "http://judge.test"
+    problem = {"title": "Conflict", "status": status,
+               "detail": "the job is cancelled: resume it, then download its requests"}  # fmt: skip
+    respx.get(f"{url}/v1/regrade-jobs/j1/batch-requests").mock(
+        return_value=httpx.Response(
+            status, json=problem, headers={"Content-Type": "application/problem+json"}
+        )
+    )
+    done = cli_in_process(
+        "regrade", "requests", "j1", "-o", "-", "--server", url,
+        env={"SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == code, done.stderr
+    assert done.stderr.count("\n") == 1 and f"answered {status}" in done.stderr
+    assert "resume it, then download its requests" in done.stderr
