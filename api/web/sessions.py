@@ -1,8 +1,10 @@
 """Signing in to the workbench: an API token exchanged for a server-side session.
 
 The browser holds only a random session id in an HttpOnly, SameSite=Strict cookie
-(Secure when the request came over TLS); the database holds its hash, its token and
-its CSRF token. Every unsafe request must send that CSRF token back, as the ``_csrf``
+(Secure when the request came over TLS, and then named ``__Host-srej_session``: a browser
+takes a cookie of that name only from this very host, so a sibling host of the same site
+cannot plant its own session in a visitor's browser); the database holds its hash, its
+token and its CSRF token. Every unsafe request must send that CSRF token back, as the ``_csrf``
 form field or the ``X-CSRF-Token`` header, and come from a page of this origin, as the
 browser says (:func:`check_same_origin`).
 """
@@ -31,6 +33,7 @@ __all__ = [
     "CSRF_FIELD",
     "SESSION_COOKIE",
     "SESSION_LIFETIME",
+    "TLS_SESSION_COOKIE",
     "SignedIn",
     "check_csrf",
     "check_same_origin",
@@ -42,6 +45,8 @@ __all__ = [
 ]
 
 SESSION_COOKIE = "srej_session"
+#: the session cookie's name over TLS: only this host can set it (Secure, Path=/, no Domain)
+TLS_SESSION_COOKIE = "__Host-srej_session"
 CSRF_FIELD = "_csrf"
 CSRF_HEADER = "x-csrf-token"
 #: a session ends this long after sign-in at the latest
@@ -68,10 +73,16 @@ def principal_of(token: TokenRecord) -> Principal:
     )
 
 
+def _cookie_name(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    """The session cookie's name for the scheme ``connection`` came over."""
+    return TLS_SESSION_COOKIE if connection.url.scheme == "https" else SESSION_COOKIE
+
+
 def session_cookie(request: Request[Any, Any, Any], value: str, *, max_age: int) -> Cookie:
-    """The session cookie: HttpOnly, SameSite=Strict, Secure over TLS; ``max_age=0`` ends it."""
+    """The session cookie: HttpOnly, SameSite=Strict, and over TLS Secure under the
+    ``__Host-`` name; ``max_age=0`` ends it."""
     return Cookie(
-        key=SESSION_COOKIE,
+        key=_cookie_name(request),
         value=value,
         path="/",
         max_age=max_age,
@@ -85,7 +96,9 @@ async def _resolve(connection: ASGIConnection[Any, Any, Any, Any]) -> SignedIn:
     cached = connection.scope.get("state", {}).get("signed_in")
     if isinstance(cached, SignedIn):
         return cached
-    session_id = connection.cookies.get(SESSION_COOKIE)
+    # over TLS only the __Host- cookie counts: one named srej_session may be a sibling
+    # host's, planted for the whole site
+    session_id = connection.cookies.get(_cookie_name(connection))
     services: Services = connection.app.state.services
     found = await services.store.web_sessions.resolve(session_id) if session_id else None
     if found is None:

@@ -120,7 +120,43 @@ async def test_the_cookie_is_secure_over_tls(api_client: Any, tokens: Any) -> No
             follow_redirects=False,
         )
         cookies = response.headers.get_list("set-cookie")
-        assert any(c.startswith("srej_session=") and "Secure" in c for c in cookies)
+        assert any(c.startswith("__Host-srej_session=") and "Secure" in c for c in cookies)
+        assert not any(c.startswith("srej_session=") for c in cookies)
+        session = next(c for c in cookies if c.startswith("__Host-srej_session="))
+        assert "Path=/;" in session or session.endswith("Path=/")
+        assert "domain=" not in session.lower()  # a __Host- cookie carries none
+
+
+async def test_a_session_cookie_a_sibling_host_planted_signs_no_one_in_over_tls(
+    api_client: Any, tokens: Any
+) -> None:
+    """Any host of the site (``evil.example.com`` beside ``judge.example.com``) can set a
+    cookie named ``srej_session`` for the whole site in a visitor's browser. Over TLS the
+    workbench reads its session from the ``__Host-`` cookie only, which browsers take from
+    this host alone: an attacker's own session planted that way signs no one in."""
+    mallory = await tokens("adjudicator", "Mallory")
+    async with api_client(start_workers=False) as client:
+        form = await client.get("https://testserver.local/login")
+        signed = await client.post(
+            "https://testserver.local/login",
+            data={"token": _token(mallory), "_csrf": csrf_of(form.text)},
+            follow_redirects=False,
+        )
+        assert signed.status_code == 303
+        value = signed.cookies["__Host-srej_session"]
+        client.cookies.clear()
+        planted = await client.get(
+            "https://testserver.local/gradings",
+            headers={"Cookie": f"srej_session={value}"},
+            follow_redirects=False,
+        )
+        assert planted.status_code == 303 and planted.headers["location"].startswith("/login")
+        own = await client.get(
+            "https://testserver.local/gradings",
+            headers={"Cookie": f"__Host-srej_session={value}"},
+            follow_redirects=False,
+        )
+        assert own.status_code == 200 and "Mallory" in own.text
 
 
 async def test_a_wrong_token_or_a_forged_form_opens_no_session(
