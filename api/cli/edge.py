@@ -85,6 +85,15 @@ class OneLineGroup(click.Group):
             raise kind(exc.format_message()) from None
         except (click.exceptions.Exit, click.Abort):
             raise
+        except UnicodeEncodeError as exc:
+            if exc.reason != "surrogates not allowed" or os.environ.get("SRE_JUDGE_DEBUG"):
+                raise
+            # bytes of an argument (or a file) that are not UTF-8, carried as surrogates
+            # (PEP 383) into text that must be UTF-8: bad input, said as such
+            raise CommandError(
+                "a value given is not valid UTF-8 text "
+                f"(byte {_undecoded_byte(exc)} in {exc.object[:60]!r})"
+            ) from None
         except OSError as exc:
             if exc.errno == errno.EPIPE or os.environ.get("SRE_JUDGE_DEBUG"):
                 raise
@@ -93,6 +102,12 @@ class OneLineGroup(click.Group):
             if os.environ.get("SRE_JUDGE_DEBUG"):
                 raise
             raise CommandError(f"unexpected {type(exc).__name__}: {exc}") from None
+
+
+def _undecoded_byte(exc: UnicodeEncodeError) -> str:
+    """The first byte a surrogate of ``exc`` stands for, as ``0xff``."""
+    point = ord(exc.object[exc.start])
+    return f"0x{point - 0xDC00:02x}" if 0xDC80 <= point <= 0xDCFF else f"U+{point:04X}"
 
 
 def _exit_table() -> ExitTable:

@@ -134,6 +134,21 @@ def test_errors_are_one_line_with_exit_2(tmp_path: Path) -> None:
         assert "Traceback" not in done.output
 
 
+def test_an_argument_that_is_not_utf8_is_bad_input_named_as_such(tmp_path: Path) -> None:
+    """A byte that is not UTF-8 in an argument (a name typed in a Latin-1 terminal,
+    carried as a surrogate) is bad input: one line naming the byte, exit 2, nothing
+    stored, not an "unexpected" error."""
+    env = _env(f"sqlite:///{tmp_path / 'j.db'}")
+    done = CliRunner(env=env).invoke(
+        main, ["tokens", "create", "--role", "admin", "--name", "caf\udce9"]
+    )
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith("error: a value given is not valid UTF-8 text (byte 0xe9")
+    assert done.stderr.count("\n") == 1 and "unexpected" not in done.stderr
+    listed = CliRunner(env=env).invoke(main, ["tokens", "list"])
+    assert json.loads(listed.stdout) == []
+
+
 def test_format_defaults_to_json_off_a_terminal_and_json_is_a_deprecated_alias(
     tmp_path: Path,
 ) -> None:
