@@ -72,7 +72,9 @@ class Metrics:
     def _register_intake(self, r: CollectorRegistry) -> None:
         """Submissions, gradings and HTTP requests."""
         self.submissions_accepted = Counter(
-            "sre_judge_submissions_accepted", "Submissions stored (replays excluded)", registry=r
+            "sre_judge_submissions_accepted",
+            "Submissions stored through POST /v1/submissions (replays and imports excluded)",
+            registry=r,
         )
         self.submissions_rejected = Counter(
             "sre_judge_submissions_rejected",
