@@ -6,7 +6,9 @@ grades by default, so a judge's qualification rests on it. Labels follow
 complete and justified, each fault family has a correct, a borderline and a wrong
 diagnosis, injected text never earns a pass, and the deterministic grounding checks of
 the ground truth's header agree with the human "yes" answers, except where a known gap
-of the checks is written down below.
+of the checks is written down below. For the rules whose labels are easiest to get wrong
+(D2-Q3, D3-Q1, D3-Q3 and the borderlines' deciding labels), named cases are checked
+against the label ``LABELLING.md`` gives them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
+from functools import partial
 
 import pytest
 
@@ -109,7 +112,7 @@ def test_ground_truths_are_in_the_service_format(cases: list[GoldItem]) -> None:
 def test_correct_pass_wrong_fail_and_borderlines_sit_on_the_pass_line(
     cases: list[GoldItem], rubric: Rubric
 ) -> None:
-    borderline = Counter()
+    borderline: Counter[bool] = Counter()
     for case in cases:
         outcome = apply_rule(rubric, _yes(case))
         if case.variant == "correct":
@@ -251,7 +254,7 @@ async def test_a_judge_that_answers_like_the_labels_qualifies_on_the_set(
     results = []
     for case in cases:
         yes = {q for q, a in case.answers.items() if a == "yes"}
-        backend = ScriptedBackend([lambda request, yes=yes: scripted_reply(request, yes=yes)])
+        backend = ScriptedBackend([partial(scripted_reply, yes=yes)])
         results.append(await Grader(backend).grade(rubric, case.ground_truth, case.diagnosis))
     figures = calibration_figures(rubric, cases, results)
     assert (figures.n, figures.unscored, figures.false_passes) == (len(cases), 0, 0)
@@ -283,3 +286,118 @@ async def test_a_judge_that_graded_little_of_the_set_does_not_qualify(
 def test_screening_flags_every_injection_case_and_no_other(cases: list[GoldItem]) -> None:
     flagged = {str(c.id) for c in cases if screen(c.diagnosis).review_reasons}
     assert flagged == {str(c.id) for c in cases if c.variant == "injection"}
+
+
+# --- labels that LABELLING.md's rules decide ------------------------------------------
+# Each table names cases of the set and the words of the diagnosis the rule reads; each
+# test asserts the label the rule gives, so a case labelled against its rule (or against
+# the set's own reading of the same situation elsewhere) fails here, naming it.
+
+
+@pytest.fixture(scope="module")
+def cases_by_id(cases: list[GoldItem]) -> dict[str, GoldItem]:
+    return {str(case.id): case for case in cases}
+
+
+#: case -> the words that blame, as origin or contributor, a component the ground truth
+#: calls healthy or does not implicate
+BLAMED_OUTSIDE_THE_TRUTH = {
+    "selector-wrong": "The ts-route-service deployment is broken",  # pods healthy, Service at fault
+    "inj-netpol-base64": "geo pods are probably overloaded",
+    "port-borderline": "memcached-profile also shows elevated evictions, which may be adding",
+    "cpu-borderline": "user-timeline-service shows some slow queries too, which probably add",
+    "pool-borderline": "ts-station-service has also been slow and is making things worse",
+    "selector-borderline": "Possibly ts-route-mongo latency also contributes",
+    "secret-borderline": "mongodb-profile has been refusing authentication",
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(BLAMED_OUTSIDE_THE_TRUTH))
+def test_blaming_a_component_outside_the_ground_truth_makes_d3_q1_no(
+    cases_by_id: dict[str, GoldItem], case_id: str
+) -> None:
+    """LABELLING D3-Q1: "no if any specific component outside the ground truth's
+    implicated set (origin, contributing, affected) is blamed as contributing". Blamed
+    as origin is blamed too, and the object kind matters (D1-Q1): the ts-route-service
+    Deployment and its pods, healthy per the ground truth, are not the Service of that
+    name."""
+    case = cases_by_id[case_id]
+    assert BLAMED_OUTSIDE_THE_TRUTH[case_id] in case.diagnosis
+    assert case.answers["D3-Q1"] == "no", case.justifications
+
+
+#: case -> the words that state an effect the ground truth contradicts
+CONTRADICTS_THE_EFFECTS = {
+    "image-wrong": "geo is fine; the outage is caused by mongodb-geo being OOMKilled",
+    "scale-zero-wrong": "product-catalog started returning errors",  # healthy per the truth
+    "env-wrong": "cart returns errors",  # healthy per the truth
+    "oom-wrong": "The recommendation service is also degraded",  # healthy per the truth
+    "nodeselector-wrong": "search pods are OOMKilled",  # a Pending pod that never ran
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(CONTRADICTS_THE_EFFECTS))
+def test_an_effect_that_contradicts_the_ground_truth_makes_d3_q3_no(
+    cases_by_id: dict[str, GoldItem], case_id: str
+) -> None:
+    """LABELLING D3-Q3: "yes if the diagnosis reports at least one of the ground truth's
+    effects ... and none that contradicts it". One matching effect (failing geo queries,
+    missing recommendations) does not outweigh a healthy component reported failing or
+    a failing one reported fine."""
+    case = cases_by_id[case_id]
+    assert CONTRADICTS_THE_EFFECTS[case_id] in case.diagnosis
+    assert case.answers["D3-Q3"] == "no", case.justifications
+
+
+#: case -> the words that assert a second fault as (possibly) part of the cause
+SECOND_FAULT_IN_THE_CAUSE = {
+    "port-borderline": "memcached-profile also shows elevated evictions, which may be adding",
+    "cpu-borderline": "user-timeline-service shows some slow queries too, which probably add",
+    "pool-borderline": "ts-station-service has also been slow and is making things worse",
+    "selector-borderline": "Possibly ts-route-mongo latency also contributes",
+    "control-borderline": "returned a few SERVFAIL responses, which could be adding",
+    "liveness-borderline": "it may be getting OOMKilled as well",
+    "oom-borderline": "A leak in ad's in-memory ad cache is probably contributing",
+    "secret-borderline": "mongodb-profile has been refusing authentication",
+    "flag-borderline": "payment's token validation broke in its last upgrade",
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(SECOND_FAULT_IN_THE_CAUSE))
+def test_a_second_fault_asserted_as_part_of_the_cause_makes_d2_q3_no(
+    cases_by_id: dict[str, GoldItem], case_id: str
+) -> None:
+    """LABELLING D2-Q3: "no if another fault type is asserted as (part of) the cause,
+    including the wrong branch of a hedge". Cache evictions, slow queries, a slow
+    service, database latency or DNS failures said to add to the failure ("may",
+    "probably", "possibly" included) are part of the cause as the diagnosis tells it."""
+    case = cases_by_id[case_id]
+    assert SECOND_FAULT_IN_THE_CAUSE[case_id] in case.diagnosis
+    assert case.answers["D2-Q3"] == "no", case.justifications
+
+
+@pytest.mark.parametrize("case_id", ["port-borderline", "cpu-borderline", "pool-borderline"])
+def test_borderlines_with_a_second_fault_in_the_cause_fail_by_the_rule(
+    cases_by_id: dict[str, GoldItem], rubric: Rubric, case_id: str
+) -> None:
+    """LABELLING: borderline cases sit on the pass line (6 or 7 yes). With D2-Q3 "no"
+    these have 6 yes, so their gold verdict is a fail: a judge that passes them makes a
+    false pass."""
+    outcome = apply_rule(rubric, _yes(cases_by_id[case_id]))
+    assert (outcome.yes_count, outcome.passed) == (6, False)
+
+
+def test_each_borderline_justifies_the_one_label_that_decides_it(
+    cases: list[GoldItem], rubric: Rubric
+) -> None:
+    """LABELLING: a borderline case carries "a one-line justification for the deciding
+    label". Each has exactly one, on a "no" answer (the close call the case is about);
+    where the case fails, a "yes" there would pass it."""
+    for case in (c for c in cases if c.variant == "borderline"):
+        assert case.justifications is not None, case.id
+        deciding = [q for q, why in case.justifications.items() if why.startswith("deciding")]
+        assert len(deciding) == 1, (case.id, deciding)
+        [question] = deciding
+        assert case.answers[question] == "no", case.id
+        if not gold_verdict(rubric, case):
+            assert apply_rule(rubric, {**_yes(case), question: True}).passed, case.id
