@@ -81,8 +81,17 @@ class Refused(CommandError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
-        if status in _FAILED_WORK:
-            self.exit_code = 1
+
+    @staticmethod
+    def of(message: str, status: int) -> Refused:
+        """The refusal of an answer of ``status``: a :class:`RefusedConflict` for 409, 412."""
+        return (RefusedConflict if status in _FAILED_WORK else Refused)(message, status)
+
+
+class RefusedConflict(Refused):
+    """A conflict or a failed precondition the server answered: the work failed, exit 1."""
+
+    exit_code = 1
 
 
 class Remote:
@@ -108,7 +117,7 @@ class Remote:
             reason = f"a redirect to <{to}>, not followed (give the server's final URL)"
         else:
             reason = _problem(response)
-        return Refused(f"{self.url} answered {status} to {method} {path}: {reason}", status)
+        return Refused.of(f"{self.url} answered {status} to {method} {path}: {reason}", status)
 
     def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """The answer of a 2xx request; a usage error naming the status otherwise."""
