@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
 from api.judges.canary_queries import CanaryQueries
-from api.service.background import BackgroundTask
+from api.service.background import BackgroundTask, cancel_and_wait
 from api.service.errors import InvalidRequest
 from api.service.grader_factory import calls_per_item, grader_for, sampled
 from api.service.metrics import Metrics
@@ -43,7 +43,7 @@ from judge.calibration import (
     load_gold,
 )
 from judge.calls import Completion, JudgeRequest
-from judge.canary import answers_of, canary_items, check, within_budget
+from judge.canary import CanaryCheck, answers_of, canary_items, check, within_budget
 from judge.errors import JudgeCallError, JudgeSpecError
 from judge.spec import judge_identity
 from judge.statistics import Proportion
@@ -65,6 +65,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("sre_judge.judges")
+
+_T = TypeVar("_T")
 
 
 class BudgetSpent(JudgeCallError):
@@ -163,8 +165,17 @@ async def run_canary(
     metrics: Metrics | None = None,
 ) -> CanaryRunRecord:
     """Run and store the canary of ``judge`` (else ``SRE_JUDGE_JUDGE``; :func:`run_canaries`)."""
+    run, found = await _measure(services, judge or services.settings.judge, actor=actor)
+    return await _store(services, run, found, metrics=metrics)
+
+
+async def _measure(
+    services: Services, spec: str, *, actor: str
+) -> tuple[CanaryRunRecord, CanaryCheck]:
+    """Grade the canary set with ``spec`` within the budget and compare it with the
+    judge's calibration: the run, not stored yet, and what it found (every judge call
+    of a run is made here)."""
     settings = services.settings
-    spec = judge or settings.judge
     rubric = services.rubrics.current[settings.rubric]
     set_name, raw = _canary_set(services)
     try:
@@ -215,6 +226,13 @@ async def run_canary(
         # the run-to-run noise the changed share was held against (None: the allowance)
         figures={**figures.results, "noise": _json(found.noise)},
     )  # fmt: skip
+    return run, found
+
+
+async def _store(
+    services: Services, run: CanaryRunRecord, found: CanaryCheck, *, metrics: Metrics | None
+) -> CanaryRunRecord:
+    """Store a measured run; a new demotion is counted and logged, as is a lasting one."""
     newly = await CanaryQueries(services.store.db).add_run(run)
     if newly:
         services.qualification_changes += 1  # this process's gradings see it at once
@@ -300,39 +318,106 @@ def canary_public(run: CanaryRunRecord) -> dict[str, Any]:
 class CanaryLoop(BackgroundTask):
     """Runs the canary for the service's judges (each member of a panel) every
     ``SRE_JUDGE_CANARY_INTERVAL`` seconds (stopped, a run under way is cancelled: nothing
-    of it is stored)."""
+    of it is stored).
+
+    Every process with workers runs this loop; the schedule is one for all of them: a
+    process runs a judge's canary only once it claimed the run (:meth:`CanaryQueries.claim`),
+    as no process stored a run of the judge within the interval (a tenth of it spared:
+    loops wake a little late) and no claim is under way. A claim lives two intervals; the
+    process renews it every ``renew_every`` seconds (half an interval) while its run goes
+    on, so a run slower than that keeps it and no second run starts beside it. A claim
+    that is not renewed (its process stopped or stalled, or the run failed) lapses, and
+    the next process runs the canary; a run whose renewal finds that another process
+    claimed it since stops there (its judge calls cancelled, nothing stored), so the
+    budget is not spent twice over."""
 
     task_name = "drift-canary"
 
-    def __init__(self, services: Services, metrics: Metrics | None = None) -> None:
-        """Run with ``services``; count demotions in ``metrics``."""
+    def __init__(
+        self,
+        services: Services,
+        metrics: Metrics | None = None,
+        *,
+        renew_every: float | None = None,
+    ) -> None:
+        """Run with ``services``; count demotions in ``metrics``; renew a claim every
+        ``renew_every`` seconds while its run goes on (default half an interval, a
+        quarter of a claim's life)."""
         super().__init__()
         self.services = services
         self.metrics = metrics
+        self.renew_every = renew_every
 
     def start(self) -> None:
         """Start the loop (nothing when the interval is 0: the canary is off)."""
         if self.services.settings.canary_interval > 0:
             super().start()
 
-    async def _claim(self, spec: str) -> bool:
-        """Whether this process runs the canary of ``spec`` now: it claimed the run
-        (:meth:`CanaryQueries.claim`), as no process stored a run of the judge within the
-        interval (a tenth of it spared: loops wake a little late) and none is under way.
-        Every process with workers runs this loop; the schedule is one for all of them. A
-        claim whose run is never stored (its process stopped, the run failed) holds two
-        intervals."""
+    async def tick(self) -> None:
+        """One turn of the schedule: each judge's canary this process claims, in turn
+        (nothing when the canary is off)."""
+        if self.services.settings.canary_interval <= 0:
+            return
+        for spec in canary_judges(self.services.settings):
+            await self._run_claimed(spec)
+
+    async def _run_claimed(self, spec: str) -> None:
+        """Claim the scheduled run of ``spec`` and, when this process got it, run it while
+        renewing the claim; store it unless the claim was lost meanwhile."""
         interval = self.services.settings.canary_interval
         queries = CanaryQueries(self.services.store.db)
-        return await queries.claim(judge_identity(spec), within=0.9 * interval, hold=2 * interval)
+        name = judge_identity(spec)
+        claim = await queries.claim(name, within=0.9 * interval, hold=2 * interval)
+        if claim is None:
+            return
+        every = self.renew_every if self.renew_every is not None else interval / 2
+        measuring = _measure(self.services, spec, actor="canary")
+        measured = await _while_claimed(queries, name, claim, measuring, every=every)
+        if measured is not None:
+            await _store(self.services, *measured, metrics=self.metrics)
 
     async def _loop(self) -> None:
         interval = self.services.settings.canary_interval
         while True:
             await asyncio.sleep(interval)
             try:
-                for spec in canary_judges(self.services.settings):
-                    if await self._claim(spec):
-                        await run_canary(self.services, judge=spec, metrics=self.metrics)
+                await self.tick()
             except Exception:  # the next run tries again
                 log.exception("the drift canary run failed")
+
+
+async def _while_claimed(
+    queries: CanaryQueries,
+    judge_spec: str,
+    claim: str,
+    work: Coroutine[Any, Any, _T],
+    *,
+    every: float,
+) -> _T | None:
+    """Await ``work`` while renewing ``claim`` every ``every`` seconds; what it returns,
+    or None once a renewal finds the claim taken by another process (``work`` is
+    cancelled then, as it is when this is). A renewal the database fails is tried again
+    at the next beat: the claim lapses only when none succeeds for its whole life."""
+    task = asyncio.create_task(work, name=f"drift-canary {judge_spec}")
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every)
+            if done:
+                return task.result()
+            try:
+                held = await queries.renew(judge_spec, claim)
+            except Exception:
+                log.warning(
+                    "could not renew the drift canary's claim of %s", judge_spec, exc_info=True
+                )
+                continue
+            if not held:
+                log.warning(
+                    "the drift canary run of %s stops: another process claimed it after "
+                    "this one's claim lapsed; nothing of this run is stored",
+                    judge_spec,
+                )
+                return None
+    finally:
+        if not task.done():
+            await cancel_and_wait(task)

@@ -13,13 +13,18 @@ calibration run re-qualifies it.
 The schedule is one for every process that runs it: a scheduled run is claimed first
 (:meth:`CanaryQueries.claim`), audited as ``canary.scheduled``, in a transaction that
 holds the judge's canary lock, so that of processes claiming together one runs it and
-the others find it taken. Storing a run holds the same lock, so that two runs finding
-one drift together demote the judge once.
+the others find it taken. The process renews its claim while the run goes on
+(:meth:`CanaryQueries.renew`, audited as ``canary.renewed``), so that a run slower than a
+claim's life keeps it; a claim that is not renewed (its process stopped or stalled)
+lapses, and a renewal that finds another process's claim since tells the run to stop.
+Storing a run holds the same lock, so that two runs finding one drift together demote
+the judge once.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import uuid
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -30,12 +35,29 @@ from storage.database import Database, hold_named_lock
 from storage.quality_tables import CanaryRunRecord
 from storage.tables import AuditRecord
 
-__all__ = ["SCHEDULED", "CanaryQueries"]
+__all__ = ["RENEWED", "SCHEDULED", "CanaryQueries"]
 
 _R = CanaryRunRecord
 _A = AuditRecord
 #: the audit event of a scheduled canary run claimed by a process
 SCHEDULED = "canary.scheduled"
+#: the audit event of a claim renewed by its process while the run goes on
+RENEWED = "canary.renewed"
+
+
+def _latest_claim(session: Session, judge_spec: str) -> tuple[datetime, str | None] | None:
+    """When the judge's newest claim event (a claim or a renewal) was made, and the claim
+    it names (None for a claim stored before claims were named); None: never claimed."""
+    query = select(col(_A.created_at), col(_A.payload)).where(
+        col(_A.entity_id) == judge_spec,
+        col(_A.entity_type) == "judge",
+        col(_A.event).in_((SCHEDULED, RENEWED)),
+    )
+    row = session.execute(query.order_by(col(_A.seq).desc()).limit(1)).first()
+    if row is None:
+        return None
+    at, payload = row
+    return at, (payload or {}).get("claim")
 
 
 def _lock_judge(session: Session, judge_spec: str) -> None:
@@ -53,15 +75,16 @@ class CanaryQueries:
 
     async def claim(
         self, judge_spec: str, *, within: float, hold: float, actor: str = "canary"
-    ) -> bool:
+    ) -> str | None:
         """Claim the scheduled canary run of ``judge_spec`` (named as calibration runs
-        name it): True, audited as ``canary.scheduled``, unless a run of the judge was
-        stored within the last ``within`` seconds or a claim is under way (made within
-        the last ``hold`` seconds, no run stored since: a claim whose run is never stored,
-        its process stopped or the run failed, lapses then); else False. One transaction
-        under the judge's canary lock: of processes claiming together, one gets it."""
+        name it): the claim's id, audited as ``canary.scheduled``, unless a run of the
+        judge was stored within the last ``within`` seconds or a claim is under way (its
+        newest claim event, the claim or a renewal, made within the last ``hold`` seconds
+        and no run stored since: a claim whose process stops renewing it, stopped or
+        stalled, lapses then); else None. One transaction under the judge's canary lock:
+        of processes claiming together, one gets it."""
 
-        def work(session: Session) -> bool:
+        def work(session: Session) -> str | None:
             _lock_judge(session, judge_spec)
             now = self._db.clock()
             stored = select(col(_R.created_at)).where(col(_R.judge_spec) == judge_spec)
@@ -69,29 +92,47 @@ class CanaryQueries:
                 stored.order_by(col(_R.created_at).desc()).limit(1)
             ).scalar_one_or_none()
             if last_run is not None and last_run >= now - timedelta(seconds=within):
-                return False
-            claims = select(col(_A.created_at)).where(
-                col(_A.entity_id) == judge_spec,
-                col(_A.entity_type) == "judge",
-                col(_A.event) == SCHEDULED,
-            )
-            last_claim = session.execute(
-                claims.order_by(col(_A.seq).desc()).limit(1)
-            ).scalar_one_or_none()
-            # a claim with no run stored since is a run under way, for ``hold`` at most
+                return None
+            latest = _latest_claim(session, judge_spec)
+            # a claim with no run stored since is a run under way while it is renewed
             if (
-                last_claim is not None
-                and (last_run is None or last_claim > last_run)
-                and last_claim >= now - timedelta(seconds=hold)
+                latest is not None
+                and (last_run is None or latest[0] > last_run)
+                and latest[0] >= now - timedelta(seconds=hold)
             ):
-                return False
+                return None
+            claim = uuid.uuid4().hex
             self._db.audit(
                 session,
                 SCHEDULED,
                 entity_type="judge",
                 entity_id=judge_spec,
                 actor=actor,
-                payload={"judge": judge_spec},
+                payload={"judge": judge_spec, "claim": claim},
+            )
+            return claim
+
+        return await self._db.run(work)
+
+    async def renew(self, judge_spec: str, claim: str, *, actor: str = "canary") -> bool:
+        """Renew the claim ``claim`` (from :meth:`claim`) of ``judge_spec``'s scheduled
+        run while the run goes on: True, audited as ``canary.renewed`` (its life starts
+        anew), while it is the judge's newest claim; False when another process claimed
+        the run since (the claim had lapsed): the run must stop. A claim that lapsed but
+        that no process took is renewed (under the lock, no claim can come between)."""
+
+        def work(session: Session) -> bool:
+            _lock_judge(session, judge_spec)
+            latest = _latest_claim(session, judge_spec)
+            if latest is None or latest[1] != claim:
+                return False
+            self._db.audit(
+                session,
+                RENEWED,
+                entity_type="judge",
+                entity_id=judge_spec,
+                actor=actor,
+                payload={"judge": judge_spec, "claim": claim},
             )
             return True
 

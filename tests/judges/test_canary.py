@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from api.judges.calibration import calibrate
-from api.judges.canary import run_canary
+from api.judges.canary import CanaryLoop, run_canary
 from api.service.qualification import identity_of
 from api.service.runtime import Runtime
 from api.service.settings import Settings
@@ -188,8 +189,7 @@ async def test_processes_that_run_workers_together_run_one_canary_per_interval(
     also while the run is under way, so the budget is spent once an interval.
 
     The store's clock stands still, so the whole test is one interval by the schedule's
-    reckoning: on a loaded machine a run can take longer than two intervals, and its
-    claim then lapses as a dead process's does (by design: a second run would be right)."""
+    reckoning (a run slower than a claim's life keeps it: see the next test)."""
     settings = Settings(
         judge=JUDGE, database_url=database_url, canary_interval=2.0, canary_budget=4,
         workers=1,
@@ -210,6 +210,121 @@ async def test_processes_that_run_workers_together_run_one_canary_per_interval(
         runs = _canary_runs(engine)
     assert runs == 1, f"{runs} canary runs in one interval"
     assert _audited(engine, "canary.scheduled") == 1
+
+
+class GatedJudge(ScriptedBackend):
+    """The scripted passing judge whose calls wait until the test opens ``gate`` (a run
+    as slow as the test wants), counting the calls it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__(model="pass")
+        self.gate = asyncio.Event()
+        self.asked = asyncio.Event()
+        self.calls = 0
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        self.calls += 1
+        self.asked.set()
+        await self.gate.wait()
+        return await super().complete(request)
+
+
+def _renewed_since(engine: Engine, moment: datetime) -> bool:
+    """Whether a claim was renewed (``canary.renewed``) at ``moment`` or later."""
+    with Session(engine) as session:
+        query = select(func.count()).where(
+            col(AuditRecord.event) == "canary.renewed", col(AuditRecord.created_at) >= moment
+        )
+        return int(session.execute(query).scalar_one()) > 0
+
+
+async def _renewal_at(engine: Engine, moment: datetime) -> None:
+    """Wait (a few milliseconds a beat) until the run's process renewed its claim at
+    ``moment`` by the store's clock."""
+    for _ in range(1000):
+        if await asyncio.to_thread(_renewed_since, engine, moment):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the claim was not renewed at {moment}")
+
+
+def _two_processes(
+    settings: Settings, engine: Engine, *judges: ScriptedBackend
+) -> tuple[Runtime, ...]:
+    """A process a judge, its canary loop not started (the test turns the schedule)."""
+    return tuple(Runtime(settings, engine=engine, backends={JUDGE: judge}) for judge in judges)
+
+
+async def test_a_scheduled_run_slower_than_its_claim_keeps_it_and_no_second_run_starts(
+    engine: Engine, database_url: str
+) -> None:
+    """A scheduled canary run that takes longer than a claim's life (two intervals) keeps
+    its claim: its process renews it while the run goes on (audited as
+    ``canary.renewed``), so another process's turn of the schedule starts no second run
+    beside it and the budget is spent once.
+
+    The store's clock is driven: it moves an interval at a time (half a claim's life),
+    each step waiting for the run's renewal, until four intervals have passed; the run's
+    judge answers only then."""
+    interval = 60.0
+    settings = Settings(
+        judge=JUDGE, database_url=database_url, canary_interval=interval, canary_budget=4
+    )
+    slow, other = GatedJudge(), GatedJudge()
+    other.gate.set()  # the other process's judge would answer at once
+    first, second = _two_processes(settings, engine, slow, other)
+    now = [utcnow()]
+    for runtime in (first, second):
+        runtime.store.db.clock = lambda: now[0]
+    async with first, second:
+        running = asyncio.create_task(CanaryLoop(first.services, renew_every=0.01).tick())
+        await asyncio.wait_for(slow.asked.wait(), 30)
+        for _ in range(4):
+            now[0] += timedelta(seconds=interval)
+            await _renewal_at(engine, now[0])
+            await CanaryLoop(second.services, renew_every=0.01).tick()
+            assert other.calls == 0, "a second canary run started beside the slow one"
+        slow.gate.set()
+        await asyncio.wait_for(running, 30)
+    assert _canary_runs(engine) == 1
+    assert _audited(engine, "canary.scheduled") == 1
+
+
+async def test_a_run_whose_lapsed_claim_another_process_took_stops_spending(
+    engine: Engine, database_url: str
+) -> None:
+    """A process that could not renew its claim for the claim's whole life (stalled)
+    loses the run: another process claims and runs it, and the first run stops at its
+    next renewal: its waiting judge calls are cancelled, it asks no more and stores
+    nothing, so one run is stored.
+
+    Each process has its own clock: the second's is three intervals ahead, so the first's
+    claim has lapsed by its reckoning whenever it looks."""
+    interval = 60.0
+    settings = Settings(
+        judge=JUDGE, database_url=database_url, canary_interval=interval, canary_budget=4
+    )
+    slow, other = GatedJudge(), GatedJudge()
+    other.gate.set()
+    first, second = _two_processes(settings, engine, slow, other)
+    start = utcnow()
+    first.store.db.clock = lambda: start
+    second.store.db.clock = lambda: start + timedelta(seconds=3 * interval)
+    async with first, second:
+        running = asyncio.create_task(CanaryLoop(first.services, renew_every=0.01).tick())
+        await asyncio.wait_for(slow.asked.wait(), 30)
+        await CanaryLoop(second.services, renew_every=0.01).tick()
+        assert other.calls > 0 and _canary_runs(engine) == 1
+        await asyncio.wait_for(running, 30)  # the first run stopped, its judge still silent
+        asked = slow.calls
+        slow.gate.set()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert slow.calls == asked <= settings.canary_budget
+    with Session(engine) as session:
+        [run] = session.execute(select(CanaryRunRecord)).scalars()
+    assert run.judge_calls == other.calls
+    assert _audited(engine, "canary.scheduled") == 2
 
 
 async def test_a_canary_set_whose_texts_cannot_be_graded_is_refused_naming_the_line(
