@@ -4,7 +4,10 @@ Where the server returned log-probabilities (OpenAI-compatible servers, llama.cp
 confidence of an answer is P(yes) / (P(yes) + P(no)) at the answer-value token: the
 token that follows ``"answer": "`` in the reply, with the server's ``top_logprobs`` at
 that position giving the alternative. The number is the confidence in the answer given
-(for a "no", P(no) / (P(yes) + P(no))). Where there are no log-probabilities, the
+(for a "no", P(no) / (P(yes) + P(no))). Only the JSON value the parser reads
+(``judge.reply.json_span``) is searched: a reasoning model's leading ``<think>`` block
+or prose around a code fence may hold a draft ``"answer": "yes"`` that is not the
+reply's answer. Where there are no log-probabilities, the
 judge's stated confidence stands (``judge.reply`` maps high/medium/low to a number).
 
 A judge cache keeps what the confidences are read from, no more
@@ -19,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from judge.calls import Completion, TokenLogprob
-from judge.reply import ParsedAnswer
+from judge.reply import ParsedAnswer, json_span
 
 __all__ = ["answer_token_confidences", "confidence_tokens", "with_logprob_confidence"]
 
@@ -98,23 +101,32 @@ def _token_at(tokens: Sequence[TokenLogprob], offset: int) -> TokenLogprob | Non
     return None
 
 
+def _reply_value(text: str) -> tuple[str, int]:
+    """The JSON value the parser reads in ``text`` and where it starts (``("", 0)``
+    where it reads none)."""
+    span = json_span(text)
+    return (text[span[0] : span[1]], span[0]) if span is not None else ("", 0)
+
+
 def answer_token_confidences(
     tokens: Sequence[TokenLogprob], *, single_id: str | None = None
 ) -> dict[str, float]:
     """P(yes)/(P(yes)+P(no)) per question id at each answer-value token of a reply.
 
-    The question id of an answer is that of the object holding it: its ``"id": "ID"``
-    (SREGym's array items, before or after the answer), else the ``"ID": {`` key the
-    object is the value of; without an enclosing object, the last such key before it.
-    ``single_id`` names the question of a reply that is one answer object (per-question
-    asking).
+    Only the answers of the JSON value the parser reads count (none where it reads
+    none). The question id of an answer is that of the object holding it: its
+    ``"id": "ID"`` (SREGym's array items, before or after the answer), else the
+    ``"ID": {`` key the object is the value of; without an enclosing object, the last
+    such key before it. ``single_id`` names the question of a reply that is one answer
+    object (per-question asking).
     """
     text = "".join(t.token for t in tokens)
-    objects = _object_spans(text)
+    value, offset = _reply_value(text)
+    objects = _object_spans(value)
     found: dict[str, float] = {}
-    for match in _ANSWER_KEY.finditer(text):
-        qid = single_id if single_id is not None else _question_of(text, objects, match.start())
-        token = _token_at(tokens, match.end())
+    for match in _ANSWER_KEY.finditer(value):
+        qid = single_id if single_id is not None else _question_of(value, objects, match.start())
+        token = _token_at(tokens, offset + match.end())
         if qid is None or token is None or qid in found:
             continue
         yes, no = _yes_no_mass(token)
@@ -126,14 +138,17 @@ def answer_token_confidences(
 def confidence_tokens(tokens: Sequence[TokenLogprob]) -> tuple[TokenLogprob, ...]:
     """The fewest tokens giving the same confidences as ``tokens``, for any ``single_id``.
 
-    The answer-value tokens (the only ones :func:`answer_token_confidences` reads) are
-    kept as they are; the text between two of them becomes one token (log-probability
-    0, no alternatives). The tokens join to the same text, so every answer key and its
-    question are found where they were, each answer at the same token. Their number is
-    bounded by the answers' (what a judge cache keeps of a reply's log-probabilities).
+    The answer-value tokens (the only ones :func:`answer_token_confidences` reads: those
+    of the JSON value the parser reads, not a draft's before it) are kept as they are;
+    the text between two of them becomes one token (log-probability 0, no
+    alternatives). The tokens join to the same text, so the parser reads the same value
+    and every answer key and its question are found where they were, each answer at the
+    same token. Their number is bounded by the answers' (what a judge cache keeps of a
+    reply's log-probabilities).
     """
     text = "".join(t.token for t in tokens)
-    answers = iter([match.end() for match in _ANSWER_KEY.finditer(text)])
+    value, offset = _reply_value(text)
+    answers = iter([offset + match.end() for match in _ANSWER_KEY.finditer(value)])
     at = next(answers, None)
     kept: list[TokenLogprob] = []
     between: list[str] = []

@@ -23,7 +23,14 @@ from typing import Any
 from judge.inputs import RepeatedKey, no_repeated_keys
 from judge.rubric import Rubric
 
-__all__ = ["ParsedAnswer", "ReplyInvalid", "extract_json", "parse_answer_reply", "parse_reply"]
+__all__ = [
+    "ParsedAnswer",
+    "ReplyInvalid",
+    "extract_json",
+    "json_span",
+    "parse_answer_reply",
+    "parse_reply",
+]
 
 _FENCE_MARK = "```"
 #: where a JSON object or array may start: what follows its bracket may open its value
@@ -70,7 +77,25 @@ def extract_json(text: str) -> Any:
     correction after it leaves open which is the reply. A reasoning model's leading
     ``<think>...</think>`` (a server that does not split it out) is not the reply: its
     braces must not be taken for the value's."""
-    text = _THINKING.sub("", text, count=1)
+    return _located(text)[0]
+
+
+def json_span(text: str) -> tuple[int, int] | None:
+    """Where in ``text`` the JSON value :func:`extract_json` reads starts and ends, or
+    None where it reads none: what the reply's answers are, not a draft in a thinking
+    block or prose around it (``judge.confidence`` reads its tokens there)."""
+    try:
+        _, start, end = _located(text)
+    except ReplyInvalid:
+        return None
+    return start, end
+
+
+def _located(text: str) -> tuple[Any, int, int]:
+    """The value of :func:`extract_json` with its start and end offsets in ``text``."""
+    thinking = _THINKING.match(text)
+    skipped = thinking.end() if thinking else 0
+    text = text[skipped:]
     # a reply that is bare JSON is taken whole: its strings may quote a diagnosis that
     # contains a code fence, which must not be mistaken for the reply's own
     opening = None if text.lstrip()[:1] in ("{", "[") else _OPEN_FENCE.search(text)
@@ -93,7 +118,8 @@ def extract_json(text: str) -> Any:
         raise ReplyInvalid(["the reply has text after the JSON value"])
     if opening and (_holds_json(text[: opening.start()]) or _holds_json(after)):
         raise ReplyInvalid(["the reply has a JSON value outside its code block too"])
-    return value
+    offset = skipped + (opening.end() if opening else 0)
+    return value, offset + start, offset + end
 
 
 def _holds_json(prose: str) -> bool:

@@ -1,4 +1,5 @@
-"""Per-question asking with the scripted judge: strict parsing, repair, cache, rubric key."""
+"""Per-question asking with the scripted judge: strict parsing, repair, cache, rubric key;
+the confidence of an answer from the log-probabilities of its reply."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import pytest
 from judge.backends.scripted import ScriptedBackend, asked_question, scripted_reply
 from judge.batch import RequestRecorder
 from judge.cache import MemoryJudgeCache
-from judge.calls import JudgeRequest, TokenLogprob
-from judge.confidence import answer_token_confidences, confidence_tokens
+from judge.calls import Completion, JudgeRequest, TokenLogprob
+from judge.confidence import answer_token_confidences, confidence_tokens, with_logprob_confidence
 from judge.errors import JudgeCallError
 from judge.grader import Grader
+from judge.reply import parse_answer_reply, parse_reply
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
 
@@ -184,3 +186,88 @@ def test_the_tokens_a_cache_keeps_give_the_confidences_of_the_whole_reply(
         whole = answer_token_confidences(tokens, single_id=single_id)
         assert whole and answer_token_confidences(kept, single_id=single_id) == whole
     assert confidence_tokens(()) == ()
+
+
+def _parts(parts: list[tuple[str, dict[str, float] | None]]) -> tuple[TokenLogprob, ...]:
+    """Tokens of the given texts; one with probabilities carries its own and the
+    alternatives' (an answer value)."""
+    tokens = []
+    for text, probs in parts:
+        if probs is None:
+            tokens.append(TokenLogprob(token=text, logprob=0.0))
+        else:
+            top = tuple((t, math.log(p)) for t, p in probs.items())
+            tokens.append(TokenLogprob(token=text, logprob=math.log(probs[text]), top=top))
+    return tuple(tokens)
+
+
+def test_confidence_is_read_at_the_replys_answer_not_at_a_draft_in_its_thinking() -> None:
+    """A reasoning model's leading <think> block is not the reply: the parser reads the
+    answer after it, and the confidence is read at that answer's token, not at a draft's
+    in the thinking. The cache keeps that token, and no draft's."""
+    tokens = _parts(
+        [
+            ('<think>Draft: {"answer": "', None),
+            ("yes", {"yes": 0.99, "no": 0.01}),
+            (
+                '"} - on reflection, no.</think>\n{"reasoning": "r", "evidence": "", "answer": "',
+                None,
+            ),
+            ("no", {"no": 0.9, "yes": 0.1}),
+            ('", "confidence": "high"}', None),
+        ]
+    )
+    text = "".join(t.token for t in tokens)
+    parsed = parse_answer_reply(text, "D1-Q1")
+    assert parsed.answer is False
+    completion = Completion(text=text, model="m", logprobs=tokens)
+    got = with_logprob_confidence({"D1-Q1": parsed}, completion, single_id="D1-Q1")
+    # P(no) / (P(yes) + P(no)) at the reply's answer token, not 0.01 from the draft
+    assert got["D1-Q1"].confidence == pytest.approx(0.9)
+    kept = confidence_tokens(tokens)
+    assert "".join(t.token for t in kept) == text
+    assert [t.token for t in kept if t.top] == ["no"]
+    assert answer_token_confidences(kept, single_id="D1-Q1") == pytest.approx({"D1-Q1": 0.1})
+
+
+def test_single_asking_confidence_ignores_a_draft_in_the_thinking(rubric: Rubric) -> None:
+    """The same for a reply answering the whole rubric: a draft's answer to D1-Q1 in the
+    thinking does not stand for the reply's."""
+    parts: list[tuple[str, dict[str, float] | None]] = [
+        ('<think>maybe {"D1-Q1": {"answer": "', None),
+        ("yes", {"yes": 0.99, "no": 0.01}),
+        ('"}} no wait</think>\n{', None),
+    ]
+    for i, q in enumerate(rubric.questions):
+        parts.append((f'{", " if i else ""}"{q.id}": {{"reasoning": "r", "answer": "', None))
+        parts.append(("no", {"no": 0.8, "yes": 0.2}))
+        parts.append(('", "evidence": "", "confidence": "high"}', None))
+    parts.append(("}", None))
+    tokens = _parts(parts)
+    text = "".join(t.token for t in tokens)
+    parsed = parse_reply(text, rubric)
+    got = with_logprob_confidence(parsed, Completion(text=text, model="m", logprobs=tokens))
+    assert {qid: a.confidence for qid, a in got.items()} == {
+        q.id: pytest.approx(0.8) for q in rubric.questions
+    }
+    kept = confidence_tokens(tokens)
+    assert answer_token_confidences(kept) == answer_token_confidences(tokens)
+    assert len([t for t in kept if t.top]) == len(rubric.questions)  # no draft token kept
+
+
+def test_confidence_is_read_in_the_fenced_reply_not_in_prose_around_it() -> None:
+    """Prose before a fenced reply may hold an unfinished draft answer: the confidence
+    is read in the value the parser reads."""
+    tokens = _parts(
+        [
+            ('I first thought "answer": "', None),
+            ("yes", {"yes": 0.95, "no": 0.05}),
+            ('" but no.\n```json\n{"answer": "', None),
+            ("no", {"no": 0.7, "yes": 0.3}),
+            ('"}\n```', None),
+        ]
+    )
+    assert answer_token_confidences(tokens, single_id="D1-Q1") == pytest.approx({"D1-Q1": 0.3})
+    assert answer_token_confidences(confidence_tokens(tokens), single_id="D1-Q1") == (
+        pytest.approx({"D1-Q1": 0.3})
+    )
