@@ -128,9 +128,12 @@ def _repair(problems: list[str]) -> ChatMessage:
 
 
 def _sentence_with(claim: str, diagnosis: str) -> str | None:
-    """The diagnosis' sentence that contains ``claim`` (case aside), or None."""
+    """The diagnosis' sentence that contains ``claim`` (case aside), or None. It is
+    looked up where the claims were checked (:func:`_occurring`): in the diagnosis as the
+    judge saw it, normalized (a no-break space is a space there)."""
     folded = claim.casefold()
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", diagnosis):
+    plain = normalize_untrusted(diagnosis)
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", plain):
         if folded in sentence.casefold():
             return sentence.strip()
     return None

@@ -368,3 +368,40 @@ async def test_extraction_a_megabyte_value_is_not_the_ground_truths_millicores(
     )
     d2q2 = next(a for a in result.answers if a.question_id == "D2-Q2")
     assert d2q2.answer is False, (d2q2.reasoning, d2q2.grounding)
+
+
+#: a correct diagnosis written with no-break spaces between some words (as model
+#: outputs and web copies often are); the judge sees it normalized, with plain spaces
+NBSP_DIAGNOSIS = (
+    "The user-service\u00a0deployment in hotel sets USER_PORT\u00a0to 9999. "
+    "The frontend fails to reach it and reservations error out."
+)
+
+
+def _copying_judge(request: JudgeRequest) -> str:
+    """The claims as the judge saw them (plain spaces); a yes to each question asked."""
+    if asked_question(request) is None:
+        return claims(origin_component="user-service deployment", values=["USER_PORT to 9999"])
+    return json.dumps(
+        {"reasoning": "r", "evidence": "sets USER_PORT", "answer": "yes", "confidence": "high"}
+    )
+
+
+async def test_a_coded_yes_is_backed_by_its_sentence_when_the_diagnosis_has_no_break_spaces(
+    rubric: Rubric,
+) -> None:
+    """A question answered in code from the claims has as evidence the diagnosis'
+    sentence with the claim, found in the diagnosis as the judge saw it: a no-break space
+    inside the claim leaves the yes backed, not evidence_unverified."""
+    backend = ScriptedBackend([_copying_judge] * 12)
+    result = await Grader(backend, retry=RetryPolicy(max_attempts=1), asking="extraction").grade(
+        rubric, TRUTH, NBSP_DIAGNOSIS
+    )
+    assert result.status == "graded", result.detail
+    answers = {a.question_id: a for a in result.answers}
+    for qid in ("D1-Q1", "D2-Q2"):  # the origin and the value, each from the claims
+        assert answers[qid].judge_answer is True
+        assert answers[qid].evidence.startswith("The user-service deployment in hotel sets")
+        assert answers[qid].evidence_verified is True
+    assert "evidence_unverified" not in result.review_reasons, result.detail
+    assert result.passed is True
