@@ -9,7 +9,10 @@ fires on a reply that is consistent:
   "Does the diagnosis *name* the component ..."), and the reasoning's statements of
   the form "<it | the diagnosis> [adverb] <verb>s <object>" (affirmed) and "<it | the
   diagnosis> does not | fails to | never <verb> <object>" (denied) are counted, where
-  <object> is the question's first content word after the verb, within a few words;
+  <object> is the question's first content word after the verb, within three words
+  that only point at it ("the", "any", "the correct"): a statement about something
+  else, "does not name any other component", "another", "a different" or "the
+  frontend component", or "any component other than it", neither affirms nor denies;
 - the reasoning contradicts a "yes" when it only denies, and a "no" when it only affirms.
 
 The reasoning is compared with the question as it was asked (``judge.style``), before
@@ -32,6 +35,18 @@ _NEGATION = (
     r"|cannot|can\s*not)"
 )
 _LEAD = re.compile(r"^\W*(yes|no)\b\s*[,.:;!-]", re.I)
+#: words that may stand between the verb and its object and still mean the question's
+#: object: determiners, and qualifiers that pick it out ("the correct component"). Any
+#: other word (other, another, different, a name: "the frontend component"; "this" or
+#: "that", which may point back at another component) makes the statement one about
+#: something else
+_POINTING = (
+    r"the|a|an|any|its|single|correct|right|actual|true|real|exact|precise|specific"
+    r"|particular|faulty|failing|broken|offending|responsible|relevant|originating|root"
+    r"|concrete"
+)
+#: what after the object makes it something else: "any component other than user-service"
+_EXCEPT = r"(?!\W*\b(?:other\s+than|else|besides|except|apart\s+from|aside\s+from|beyond)\b)"
 
 
 def _third_person(verb: str) -> str:
@@ -52,7 +67,7 @@ def _patterns(question: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
     words = [w for w in re.findall(r"[a-z][a-z-]*", match.group(2).lower()) if w not in _SKIP]
     if not words:
         return None
-    obj = rf"(?:\W+[\w-]+){{0,3}}?\W+{re.escape(words[0])}\b"
+    obj = rf"(?:\W+(?:{_POINTING})\b){{0,3}}\W+{re.escape(words[0])}\b{_EXCEPT}"
     affirmed = rf"{_SUBJECT}{_ADVERB}\s+{_third_person(verb)}\b{obj}"
     denied = rf"{_SUBJECT}{_NEGATION}{_ADVERB}\s+{verb}\b{obj}"
     return re.compile(affirmed, re.I), re.compile(denied, re.I)

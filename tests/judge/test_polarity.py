@@ -149,6 +149,8 @@ async def test_contradictions_are_judged_against_the_question_as_asked(rubric: R
 Q_AVOID = "Does it avoid naming a different component as the root cause?"
 Q_NAME = "Does the diagnosis name the component where the fault originates?"
 Q_KIND = "Does it identify the kind of fault (e.g. misconfiguration, resource limit, crash)?"
+#: a judge's usual wording for a yes to Q_NAME: it names the origin and no other component
+CONSISTENT_YES = "It names user-service as the origin; it does not name any other component."
 
 
 @pytest.mark.parametrize(
@@ -187,6 +189,19 @@ Q_KIND = "Does it identify the kind of fault (e.g. misconfiguration, resource li
         (Q_NAME, True, "Yes, user-service is named as the origin.", False),
         (Q_NAME, True, "No obvious gap: the component is named.", False),
         (Q_NAME, True, "Notably, the component is named.", False),
+        # a statement about another component neither affirms nor denies the question's
+        (Q_NAME, True, CONSISTENT_YES, False),
+        (Q_NAME, True, "It names user-service; it does not name another component.", False),
+        (Q_NAME, True, "It doesn't name a different component as the origin.", False),
+        (Q_NAME, True, "It does not name the frontend component as the origin.", False),
+        (Q_NAME, True, "It does not name any component other than user-service.", False),
+        (Q_NAME, False, "It names a different component, redis, as the origin.", False),
+        # ... but one about the question's own object still does
+        (Q_NAME, True, "It does not name any component as the origin.", True),
+        (Q_NAME, True, "The diagnosis does not name the correct component.", True),
+        (Q_NAME, True, "It doesn't name a component where the fault originates.", True),
+        (Q_NAME, True, "It fails to name a single component; only symptoms.", True),
+        (Q_NAME, False, "It names the root component, user-service.", True),
         (Q_KIND, True, "It identifies a misconfiguration of the port.", False),
         (Q_KIND, False, "It identifies a crash, but the fault is a resource limit.", False),
         (Q_KIND, True, "It does not identify the kind of fault.", True),
@@ -197,3 +212,16 @@ def test_reasoning_contradiction_rules(
     question: str, answer: bool, reasoning: str, contradicts: bool
 ) -> None:
     assert reasoning_contradicts(question, answer, reasoning) is contradicts
+
+
+async def test_a_yes_naming_the_origin_and_no_other_component_keeps_its_pass(
+    rubric: Rubric,
+) -> None:
+    """A reasoning that says the diagnosis names the origin and no other component is
+    consistent with its yes: a correct diagnosis answered yes nine times passes, not
+    held for review as self-contradicting."""
+    said = {"D1-Q1": ("yes", CONSISTENT_YES)}
+    result, _ = await _grade(rubric, full_reply(rubric, said))
+    assert result.status == "graded", result.detail
+    assert "reasoning_contradicts" not in result.review_reasons, result.detail
+    assert result.passed is True
