@@ -4,7 +4,10 @@ SREGym writes ``<datetime>/<agent>/<problem_id>/...*.csv`` with the columns
 ``problem_id``, ``attempt``, ``TTL``, ``TTM``, ``timed_out`` or ``deploy_failed``,
 ``Diagnosis.*`` and ``Mitigation.*``, each attempt in several files (alone, in its
 problem's file with the agent's earlier rows, in ``<agent>_ALL_results.csv``): a row's run
-and agent are its file's (:func:`_locate`). ``Diagnosis.dimensions`` and
+and agent are its file's (:func:`_locate`). Each attempt's own file is read before those
+that gather rows (:func:`_reading_order`), and a CSV file with no ``problem_id`` column
+(an agent's own log, such as stratus's ``<pid>_stratus_output.csv`` in ``run_<n>/``) is
+no results file and is skipped. ``Diagnosis.dimensions`` and
 ``Diagnosis.checklist`` are Python reprs of a dict and a list: they are read with
 ``ast.literal_eval``, never ``eval``. A ``trace`` (or ``Diagnosis.trace``) column, where
 a row has one, holds the agent's trace: a list of steps (JSON or such a repr) or text,
@@ -30,6 +33,7 @@ import ast
 import csv
 import json
 import math
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -71,6 +75,8 @@ AttemptOutcome = Literal["diagnosed", "no_submission", "timed_out", "deploy_fail
 #: with its row by the text limits, and a file's size is bounded by the import's limits)
 _CELL_LIMIT = min(sys.maxsize, 2**31 - 1)
 _TRUE = {"true", "1", "yes", "y", "t"}
+#: the words a figure's or a flag's cell may hold for "no value" (pandas writes ``nan``);
+#: never read into a diagnosis, whose text they may be (:func:`_submitted`)
 _EMPTY = {"", "none", "nan", "null"}
 _CONFIDENCE = {"high": 0.9, "medium": 0.6, "low": 0.3}
 _KEPT = ("Diagnosis.success", "Diagnosis.judgment", "Diagnosis.composite_score")
@@ -169,6 +175,14 @@ def _flag(value: str | None) -> bool:
 def _text(value: str | None) -> str:
     text = (value or "").strip()
     return "" if text.lower() in _EMPTY else text
+
+
+def _submitted(value: str | None) -> str:
+    """The diagnosis a ``Diagnosis.submission`` cell holds, without surrounding spaces; ""
+    only for a blank cell. SREGym's writer writes a missing submission as an empty cell,
+    so ``None``, ``null`` or ``nan`` is text an agent submitted (and SREGym judged), not
+    the absence of one."""
+    return (value or "").strip()
 
 
 def _number(value: str | None) -> float | None:
@@ -427,7 +441,7 @@ def _attempt(
     relative_path(path)  # kept for the export, which writes the file back there
     _check_names(problem_id, run, agent)
     _check_figures(row)
-    diagnosis = _text(row.get("Diagnosis.submission"))
+    diagnosis = _submitted(row.get("Diagnosis.submission"))
     try:
         check_text(diagnosis, field="Diagnosis.submission", max_bytes=max_bytes)
     except InputError as exc:
@@ -496,14 +510,40 @@ class _Lines:
         return line
 
 
+#: the folder of one attempt's own file, ``<pid>/run_<n>/<pid>_results.csv``
+_ATTEMPT_FOLDER = re.compile(r"run_[0-9]+")
+#: the column every row of a results file has; a CSV file without it is no results file
+_PROBLEM_ID = "problem_id"
+
+
+def _reading_order(root: Path) -> list[Path]:
+    """The CSV files under ``root``: first those in a ``run_<n>/`` folder (each attempt's
+    own file), then the others (the files that gather an agent's rows), each part by path.
+
+    An attempt's first copy met is the one imported, a later one that differs is a
+    conflict. A run resumed from an earlier run's CSV (SREGym's ``--resume``) reruns an
+    attempt whose stale copy that CSV still gives: the problem's file and
+    ``<agent>_ALL_results.csv`` then hold both, and only the attempt's own file holds the
+    attempt the run made."""
+    return sorted(
+        csv_files(root),
+        key=lambda path: (
+            _ATTEMPT_FOLDER.fullmatch(path.relative_to(root).parent.name) is None,
+            path,
+        ),
+    )
+
+
 def _csv_rows(
     root: Path,
 ) -> Iterator[tuple[Path, csv.DictReader[str], dict[str, str], int] | ImportProblem]:
-    """Every data row of every CSV under ``root`` with its file, its reader (whose
-    ``line_num``, the row's last line, and ``fieldnames`` describe the row until the next
-    is read) and the line it starts on; or, for a file that cannot be read on, a problem
-    after the rows read before the fault."""
-    for path in csv_files(root):
+    """Every data row of every results CSV under ``root`` (:func:`_reading_order`) with
+    its file, its reader (whose ``line_num``, the row's last line, and ``fieldnames``
+    describe the row until the next is read) and the line it starts on; or, for a file
+    that cannot be read on, a problem after the rows read before the fault. A file whose
+    header has no ``problem_id`` column (an agent's own CSV log) is skipped: SREGym
+    writes that column in every results file."""
+    for path in _reading_order(root):
         relative = path.relative_to(root)
         try:
             # utf-8-sig: a byte order mark is no part of the first column's name; a byte
@@ -513,6 +553,8 @@ def _csv_rows(
                     csv.field_size_limit(_CELL_LIMIT)
                 lines = _Lines(handle)
                 reader = csv.DictReader(lines)
+                if _PROBLEM_ID not in (reader.fieldnames or ()):
+                    continue
                 twice = sorted(
                     {c for c in reader.fieldnames or () if (reader.fieldnames or ()).count(c) > 1}
                 )

@@ -8,7 +8,9 @@ of the agent and run of its file, whichever files it is read from, each file kep
 path from the run folder, whatever folders the results were packed under (and a row
 without an attempt number keyed by that path and its line); an attempt judged and then
 timed out keeps SREGym's verdict; SREGym's default checklist for a judge
-reply it could not parse is an unscored grading, not a failed diagnosis.
+reply it could not parse is an unscored grading, not a failed diagnosis. An attempt's
+own file is read first (a resumed run keeps the attempt it made), a diagnosis reading
+``None`` is a diagnosis, and an agent's own CSV log is no results file.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sqlmodel import col
 from api.imports import rows
 from api.imports.queries import ImportQueries
 from api.imports.report import ImportReport
-from api.imports.sregym import SregymAttempt, read_sregym_folder
+from api.imports.sregym import SregymAttempt, read_sregym_folder, sregym_outline
 from storage import Store, SubmissionRecord
 from storage.engine import session_factory
 from storage.imports.tables import SregymOriginalRowRecord
@@ -151,6 +153,96 @@ async def test_a_real_all_no_verdict_is_still_a_graded_fail(
     assert report.problems == []
     [grading] = _gradings(engine)
     assert (grading.status, grading.passed) == ("graded", False)
+
+
+async def test_a_diagnosis_reading_none_is_a_judged_diagnosis_not_an_empty_one(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A diagnosis whose text is ``None`` (SREGym's ``/submit`` takes any text, and its
+    writer writes a missing value as an empty cell, never as ``None``) was judged like
+    any other: it is a diagnosed attempt with SREGym's failing grading, counted in the
+    agent's pass rate. Only a blank cell means the agent submitted nothing."""
+    results = tmp_path / "results"
+    write_run(
+        results,
+        "stratus",
+        {
+            P1: [diagnosed("None", set()), diagnosed(" ", set())],
+            P2: [diagnosed("null", set()), diagnosed("nan", set())],
+        },
+    )
+    report = await _import(store, results)
+    assert report.problems == [] and report.conflicts == []
+    by_attempt = {(s.scenario_id, s.attempt): s for s in _submissions(engine)}
+    gradings = {g.submission_id: g for g in _gradings(engine)}
+    for key in ((P1, 1), (P2, 1), (P2, 2)):
+        submission = by_attempt[key]
+        assert (submission.metadata_ or {})["import_outcome"] == "diagnosed", key
+        grading = gradings[submission.id]
+        assert (grading.judge_spec, grading.status, grading.passed) == (
+            "external:sregym",
+            "graded",
+            False,
+        )
+    assert by_attempt[P1, 1].diagnosis == "None"
+    assert (by_attempt[P1, 2].metadata_ or {})["import_outcome"] == "no_submission"
+    assert by_attempt[P1, 2].id not in gradings
+
+
+async def test_a_resumed_run_keeps_the_attempt_it_ran_and_reports_the_stale_copy(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A run resumed from a crashed run's CSV (SREGym's ``--resume``) seeds its rows with
+    that CSV's and reruns a problem cut short from attempt 1: its problem's file and
+    ``<agent>_ALL_results.csv`` hold the stale attempt 1 and the run's own, which alone
+    is in ``run_1/``. The run's attempt 1 is the one it made, with its verdict; the stale
+    copies are the conflicts reported."""
+    results = tmp_path / "results"
+    write_run(
+        results,
+        "react",
+        {
+            P1: [
+                diagnosed("user-service targets port 9999 instead of 9090", set(IDS)),
+                diagnosed("user-service port mismatch", set(IDS)),
+            ]
+        },
+        resumed={P1: [diagnosed("the geo pod restarts", set())]},
+    )
+    report = await _import(store, results)
+    by_attempt = {s.attempt: s for s in _submissions(engine)}
+    assert by_attempt[1].diagnosis == "user-service targets port 9999 instead of 9090"
+    assert [g.passed for g in _gradings(engine) if g.submission_id == by_attempt[1].id] == [True]
+    assert sorted(c.where for c in report.conflicts) == [
+        f"{RUN}/react/{P1}/{P1}_react_results.csv:2",
+        f"{RUN}/react_ALL_results.csv:2",
+    ]
+    assert report.problems == []
+
+
+async def test_an_agents_own_csv_log_in_a_run_folder_is_skipped(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """SREGym's default agent, stratus, writes its token log ``<pid>_stratus_output.csv``
+    (no ``problem_id`` column) into each attempt's ``run_<n>/`` folder: it is no results
+    file, skipped by the import and by the count of an import job's total, not refused
+    row by row."""
+    results = tmp_path / "results"
+    write_run(results, "stratus", {P1: [diagnosed("user-service targets port 9999", set(IDS))]})
+    output = results / RUN / "stratus" / P1 / "run_1" / f"{P1}_stratus_output.csv"
+    output.write_text(
+        "agent_name,input_tokens,output_tokens,total_tokens,time,steps,num_retry_attempts,"
+        "rollback_stack,oracle_results\n"
+        "diagnosis_agent,48211,2210,50421,93.41,17,0,N/A,N/A\n"
+        "mitigation_agent,91544,5120,96664,180.2,31,1,\"['kubectl patch svc user-service']\","
+        "\"[{'success': True}]\"\n",
+        encoding="utf-8",
+    )
+    report = await _import(store, results)
+    assert report.problems == [], [str(p) for p in report.problems]
+    assert (report.submissions, report.rows) == (1, 3)
+    assert sregym_outline(results).items == 3 == len(list(read_sregym_folder(results)))
+    assert f"{P1}_stratus_output.csv" not in " ".join(_kept_paths(engine))
 
 
 def _two_problems(results: Path) -> Path:

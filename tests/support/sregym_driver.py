@@ -13,7 +13,9 @@ What SREGym does, reproduced here:
 - three kinds of files: ``<agent>/<pid>/run_<n>/<pid>_results.csv`` (that attempt alone,
   header over every row so far), ``<agent>/<pid>/<pid>_<agent>_results.csv`` (every row
   of the agent so far: also the rows of the problems run before it) and
-  ``<agent>_ALL_results.csv`` at the run's top (every row).
+  ``<agent>_ALL_results.csv`` at the run's top (every row);
+- ``--resume CSV`` seeds the run's rows with the CSV's and reruns a problem with fewer
+  rows than ``--n-attempts`` from attempt 1 (``driver_loop``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def oracle_result(
              "confidence": confidence}
             for q in IDS if q.startswith(dim)
         ]  # fmt: skip
-        score = round(sum(q["answer"] for q in questions) / len(questions), 2)
+        score = round(sum(bool(q["answer"]) for q in questions) / len(questions), 2)
         dims.append((dim, NAMES[dim], score, questions))
     composite = round(sum(WEIGHTS[d] * s for d, _, s, _ in dims), 2)
     verdict = "True" if composite >= 0.70 else "False"
@@ -118,12 +120,19 @@ def write_run(
     *,
     run: str = RUN,
     all_file: bool = True,
+    resumed: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Path:
     """SREGym's driver loop for one agent: ``attempts`` maps each problem id, in the
     order run, to its attempts' ``conductor.results`` (None: the deploy failed).
-    Returns the run's folder (``results/<run>``)."""
+    ``resumed``: the attempts, by problem id, of the CSV the run resumes from (``--resume``),
+    whose rows SREGym seeds the run's rows with before it reruns a problem cut short from
+    attempt 1. Returns the run's folder (``results/<run>``)."""
     base = results_root / run
-    every: list[dict[str, Any]] = []
+    every: list[dict[str, Any]] = [
+        _snapshot(pid, number, results)
+        for pid, runs in (resumed or {}).items()
+        for number, results in enumerate(runs, start=1)
+    ]
     for pid, runs in attempts.items():
         for number, results in enumerate(runs, start=1):
             if results is None:  # SREGym skips the problem's other attempts and its file
