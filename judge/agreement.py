@@ -90,13 +90,13 @@ class Kappa:
     undefined: str | None = None
 
     def bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-        """``kappa -/+ z * se`` (not clipped to [-1, 1]), or None when undefined."""
+        """``kappa -/+ z * se`` clipped to [-1, 1] (kappa's range), or None when undefined."""
         if self.kappa is None or self.se is None:
             return None
         from scipy import stats  # imported when a figure is computed: scipy takes ~0.5 s
 
         z = float(stats.norm.ppf(0.5 + confidence / 2))
-        return self.kappa - z * self.se, self.kappa + z * self.se
+        return max(-1.0, self.kappa - z * self.se), min(1.0, self.kappa + z * self.se)
 
 
 def _table(counts: Counter[tuple[bool, bool]]) -> list[list[int]]:
@@ -184,8 +184,8 @@ def agreement(pairs: Iterable[tuple[bool, bool]], *, confidence: float = CONFIDE
     interval = None
     if bounds is not None:
         interval = Interval(
-            low=max(-1.0, bounds[0]),
-            high=min(1.0, bounds[1]),
+            low=bounds[0],
+            high=bounds[1],
             confidence=confidence,
             method="fleiss-cohen-everitt",
         )

@@ -9,6 +9,7 @@ from api.regrade.flips import flip_report, flip_tables, flips_csv
 from api.regrade.job_queries import RegradeJobQueries
 from api.reports.agreement import agreement_table, build_agreement_report
 from api.reports.filters import ReportFilter
+from judge.agreement import agreement
 from storage import Store
 from tests.storage.helpers import override, sregym_rubric
 from tests.support.gradings import add_many, shadow_regrade
@@ -128,3 +129,21 @@ def test_a_held_verdict_on_either_side_is_listed_apart_never_as_the_same() -> No
     assert [row[0] for row in flipped.rows] == ["pass->fail", "fail->held", "held->fail"]
     judge = flip_report({}, items, verdicts="judge")  # the judges' own: never held
     assert judge["held"]["count"] == 0 and judge["fail_to_pass"]["count"] == 1
+
+
+def test_a_near_perfect_agreement_has_a_kappa_interval_within_kappas_range() -> None:
+    """Kappa is at most 1, so its interval is too: 11 verdicts (5 pass->pass, 1
+    fail->pass, 5 fail->fail) have kappa 50/61 = 0.820 with SE 0.169 by hand, and
+    ``kappa + 1.96 SE`` = 1.151 is shown as 1.0. The flip report and the agreement report
+    give the same interval for the same pairs."""
+    pairs = [(True, True)] * 5 + [(False, True)] + [(False, False)] * 5
+    items = [
+        FlipItem(f"s{i}", None, None, None, _side(f"o{i}", old, old), _side(f"n{i}", new, new))
+        for i, (old, new) in enumerate(pairs)
+    ]
+    figures = flip_report({}, items, verdicts="judge")["agreement"]["verdicts"]
+    assert figures["n"] == 11 and abs(figures["kappa"] - 50 / 61) < 1e-4
+    assert figures["ci_high"] == 1.0 and abs(figures["ci_low"] - 0.4882) < 1e-4
+    interval = agreement(pairs).kappa_interval
+    assert interval is not None
+    assert (figures["ci_low"], figures["ci_high"]) == (round(interval.low, 4), interval.high)
