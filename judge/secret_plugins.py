@@ -18,7 +18,9 @@ headers, passwords written in prose ("the password is hunter2"), which count onl
 the value looks like one (a digit or a symbol in it, or quoted), so "the password is
 rejected" stays, an AWS secret access key after the word "secret", passwords on command
 lines (``mysql -pX``, ``redis-cli -a X``, ``--password=X``) and cookies (``Cookie:``
-headers, ``curl --cookie``).
+headers, ``curl --cookie``). :data:`ENV_ENTRY` finds the value of a pod's env entry
+named like a credential (``- name: DB_PASSWORD`` / ``value: hunter22``), which spans two
+lines and so is matched over the whole text.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-__all__ = ["PLUGINS", "SecretPlugin", "kind_of"]
+__all__ = ["ENV_ENTRY", "PLUGINS", "SecretPlugin", "kind_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +251,32 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cookie", re.compile(r"(?i)\b(?:set-)?cookie\s*:\s*([^\s\"'][^\n\"']*?)(?=\s*(?:[\"']|$))")),
     # curl --cookie 'session=...' / -b 'session=...'
     ("cookie", re.compile(r"(?<![\w-])(?:--cookie|-b)\s+['\"]?([\w.-]+=[^\s'\"]+)")),
+)
+
+#: an env var's name that is a credential's: DB_PASSWORD, GITHUB_TOKEN, CLIENT_SECRET,
+#: STRIPE_API_KEY, AWS_SECRET_ACCESS_KEY (the word last); not TOKEN_TTL or SECRET_NAME
+_CREDENTIAL_NAME = (
+    r"[\w.-]*?(?:password|passwd|pwd|token|secret|api[_-]?key)(?:[_-]?(?:access[_-]?)?key)?s?"
+)
+#: a YAML or JSON value: double-quoted, single-quoted, or plain (to a comment, a comma, a
+#: closing bracket or the end of the line)
+_ENTRY_VALUE = (
+    r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'"
+    r"|([^\s\"'#,{}\[\]][^\n,{}\]]*?)(?=[ \t]*(?:[,}\]]|\s#|$)))"
+)
+#: a Kubernetes env entry named like a credential: ``- name: DB_PASSWORD`` with ``value:
+#: hunter22`` on the next line, or ``{"name": "DB_PASSWORD", "value": "hunter22"}``. The
+#: value may be on another line than the name, so this runs over the whole text, not
+#: line by line; the secret is in group 1, 2 or 3
+ENV_ENTRY: tuple[str, re.Pattern[str]] = (
+    "secret-keyword",
+    re.compile(
+        r"(?i)(?<![\w-])[\"']?name[\"']?[ \t]*:[ \t]*[\"']?"  # - name: / {"name": "
+        f"{_CREDENTIAL_NAME}[\"']?(?![\\w.-])"  # DB_PASSWORD", then at most one line break
+        r"[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?[\"']?value[\"']?[ \t]*:[ \t]*"
+        f"{_ENTRY_VALUE}",
+        re.MULTILINE,
+    ),
 )
 
 #: every detector, in the order they run

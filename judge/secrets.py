@@ -12,9 +12,14 @@ public-IP detector (an address is not a credential) and the hex-entropy detector
 flags image digests and commit ids). Its keyword detector also runs in its config-file
 mode, which accepts unquoted values such as ``DB_PASSWORD: hunter2``. A few regexes add
 what it misses: URLs with an empty user (``redis://:pw@host``), bearer tokens, and
-``*_TOKEN=`` assignments. A private key is redacted from its BEGIN line to its END line.
-Text whose NFKC form reveals a credential hidden behind look-alike or invisible
-characters is stored normalized.
+``*_TOKEN=`` assignments; one reads a pod's env entries (``- name: DB_PASSWORD`` with
+its ``value:`` on the next line) over the whole text. A private key is redacted from its
+BEGIN line to its END line. A value found is also redacted where else it stands as a
+whole token (never inside ``postgresql`` for ``postgres``). What names a Kubernetes
+object rather than a credential (``secretName:``, ``secretRef``, ``secretKeyRef``,
+``existingSecret``) and what says where a credential comes from (``${DB_PASSWORD}``,
+``$(openssl rand -hex 16)``) is left alone. Text whose NFKC form reveals a credential
+hidden behind look-alike or invisible characters is stored normalized.
 """
 
 from __future__ import annotations
@@ -39,11 +44,24 @@ _MIN_VALUE = 4
 _SWEEP_VALUE = 6
 _PLACEHOLDER = re.compile(r"^(?:[<$%{\[(*]|x{4,}$|\*+$)|:$", re.IGNORECASE)
 #: a value that names where the secret is rather than being it: ${DB_PASSWORD}, $PW,
-#: <password>, {{ .Values.pw }}, %PW%, xxxx, ****
+#: <password>, {{ .Values.pw }}, %PW%, xxxx, ****, and $(...): a command whose output
+#: it is ($(openssl rand -hex 16)) or a Kubernetes env reference ($(DB_PASSWORD))
 _REFERENCE = re.compile(
-    r"(?:\$\{?[A-Za-z_]\w*\}?|<[^<>]*>|\{\{[^{}]*\}\}|%\w+%|x{4,}|\*+)[.,;:)]*$", re.IGNORECASE
+    r"(?:\$\{?[A-Za-z_]\w*\}?|\$\(.*|<[^<>]*>|\{\{[^{}]*\}\}|%\w+%|x{4,}|\*+)[.,;:)]*$",
+    re.IGNORECASE,
+)
+#: keys whose value names a Kubernetes object (a Secret, or a key in one), not a
+#: credential: ``secretName`` (a pod's volume, an Ingress' TLS entry), ``secretRef``,
+#: ``secretKeyRef``, ``tlsSecretName``, a Helm chart's ``existingSecret`` (and
+#: ``existingSecretPasswordKey``); ``secret_key`` and ``clientSecret`` are credentials
+_OBJECT_KEY = re.compile(
+    r"[\w-]*?secrets?[_-]?(?:key[_-]?)?(?:name|ref)s?|existing[_-]?secrets?[\w-]*", re.IGNORECASE
 )
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+#: a found value's other occurrences count only as whole tokens: not inside a word, a
+#: hyphenated name or a dotted one (``postgres`` in ``postgresql``, ``mongodb-geo``,
+#: ``postgres.default.svc``)
+_SWEEP_AROUND = (r"(?<![\w-])(?<![\w-]\.)", r"(?![\w-])(?!\.[\w-])")
 _KEY_BEFORE = re.compile(r"([\w.-]+)\W*$")
 #: a text's pieces between blanks, and the blanks: each normalizes as it does in the text
 _PIECES = re.compile(r"\s+|\S+")
@@ -158,6 +176,19 @@ def redacted_kinds(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(REDACTION_MARKER.findall(text)))
 
 
+def _names_an_object(line: str, start: int, *, config_mode: bool = False) -> bool:
+    """Whether the key before ``line[start:]`` names a Kubernetes object rather than a
+    credential (:data:`_OBJECT_KEY`; in config mode also ``secret``/``secrets``: "the
+    Secret: db-credentials")."""
+    key = _KEY_BEFORE.search(line[max(0, start - 80) : start])
+    if key is None:
+        return False
+    name = key.group(1).rsplit(".", 1)[-1]  # tls.secretName: the last part of a path
+    if config_mode and name.lower() in {"secret", "secrets"}:
+        return True
+    return _OBJECT_KEY.fullmatch(name) is not None
+
+
 def _value_span(plugin: SecretPlugin, line: str, value: str, offset: int) -> tuple[int, int] | None:
     """Where ``value`` sits in ``line`` (searching from ``offset``), widened to its token.
 
@@ -174,9 +205,8 @@ def _value_span(plugin: SecretPlugin, line: str, value: str, offset: int) -> tup
         return None
     if plugin.keyword:
         value = re.split(r"[\s;,]", value, maxsplit=1)[0].rstrip(".)")
-        key = _KEY_BEFORE.search(line[max(0, start - 80) : start])
-        if plugin.config_mode and key and key.group(1).lower() in {"secret", "secrets"}:
-            return None  # "the Secret: db-credentials" names a Kubernetes object
+        if _names_an_object(line, start, config_mode=plugin.config_mode):
+            return None  # secretName: frontend-tls names a Kubernetes object
         end = start + len(value)
     else:
         tail = _TOKEN_TAIL.match(line, start + len(value))
@@ -220,13 +250,30 @@ def _line_spans(line: str) -> Iterator[tuple[str, int, int]]:
             continue
         for match in detector.finditer(line):
             group = match.lastindex or 1  # the one alternative's group that matched
-            value = match.group(group)
-            if (
-                len(value) >= _MIN_VALUE
-                and not has_redactions(value)
-                and not _REFERENCE.match(value)
-            ):
-                yield plugin.kind, match.start(group), match.end(group)
+            value, start = match.group(group), match.start(group)
+            if _is_value(value) and not _names_an_object(line, start):
+                yield plugin.kind, start, match.end(group)
+
+
+def _is_value(value: str) -> bool:
+    """Whether a regex's capture may be a credential: long enough, not redacted, and not
+    a reference to one (:data:`_REFERENCE`)."""
+    return len(value) >= _MIN_VALUE and not has_redactions(value) and not _REFERENCE.match(value)
+
+
+def _entry_spans(text: str) -> Iterator[tuple[int, int, str]]:
+    """Credentials in Kubernetes env entries (``- name: DB_PASSWORD`` with ``value:``
+    on the next line, or the JSON form), which span two lines: read in the whole text."""
+    folded = fold_for_words(text)
+    if "name" not in folded or "value" not in folded:
+        return
+    from judge.secret_plugins import ENV_ENTRY
+
+    kind, pattern = ENV_ENTRY
+    for match in pattern.finditer(text):
+        group = match.lastindex or 1
+        if _is_value(match.group(group)):
+            yield match.start(group), match.end(group), kind
 
 
 def _windows(line: str) -> Iterator[tuple[int, str]]:
@@ -279,17 +326,20 @@ def _scan(text: str) -> list[Finding]:
                 else:
                     spans.append((offset + shift + start, offset + shift + end, kind))
         offset += len(line)
+    spans.extend(_entry_spans(text))
     spans.extend(_sweep(text, spans))
     return _merge(text, spans)
 
 
 def _sweep(text: str, spans: list[tuple[int, int, str]]) -> Iterator[tuple[int, int, str]]:
-    """Other occurrences of every long value found (the same key pasted twice)."""
+    """Other occurrences of every long value found (the same key pasted twice), as whole
+    tokens only (:data:`_SWEEP_AROUND`)."""
     values = {
         text[s:e]: kind for s, e, kind in spans if e - s >= _SWEEP_VALUE and "\n" not in text[s:e]
     }
+    before, after = _SWEEP_AROUND
     for value, kind in values.items():
-        for match in re.finditer(re.escape(value), text):
+        for match in re.finditer(before + re.escape(value) + after, text):
             yield match.start(), match.end(), kind
 
 

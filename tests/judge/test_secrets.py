@@ -6,6 +6,11 @@ import json
 
 import pytest
 
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.grader import Grader
+from judge.review_reasons import ReviewReason
+from judge.rubric import load_rubric_dir
+from judge.screening import screen
 from judge.secrets import REDACTION_MARKER, has_redactions, redact
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -380,3 +385,189 @@ def test_the_text_as_sent_is_masked_where_the_normal_form_held_a_credential() ->
     assert result.masked(text) == "\uff34he access key [REDACTED:aws-access-key] leaked"
     plain = f"the key {AWS_KEY} leaked"
     assert redact(plain).masked(plain) == redact(plain).text
+
+
+#: a correct diagnosis of a deleted Secret, quoting the pod spec that mounts it
+SECRET_TRUTH = (
+    "[fault_spec] component=secret/frontend-tls; namespace=online-boutique || The TLS "
+    "Secret frontend-tls mounted by the frontend deployment was deleted, so frontend pods "
+    "cannot start."
+)
+SECRET_DIAGNOSIS = (
+    "Root cause: the Secret frontend-tls in namespace online-boutique was deleted. The "
+    "frontend deployment mounts it as a volume:\n\n"
+    "  volumes:\n"
+    "  - name: certs\n"
+    "    secret:\n"
+    "      secretName: frontend-tls\n\n"
+    "so every frontend pod is stuck in ContainerCreating (MountVolume.SetUp failed), and "
+    "the storefront is down for all users."
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        SECRET_DIAGNOSIS,
+        "tls:\n- hosts:\n  - shop.example.com\n  secretName: shop-example-tls\n",
+        '"volumes": [{"name": "certs", "secret": {"secretName": "frontend-tls"}}]',
+        "envFrom:\n- secretRef: db-credentials\n",
+        "the env var reads secretKeyRef: db-credentials, which is gone",
+        "existingSecret: mysql-creds",
+        "helm install db bitnami/mysql --set auth.existingSecret=mysql-creds",
+        "existingSecretPasswordKey: mysql-root-password",
+        "passwordSecretName: db-pass-2024",
+        "tokenSecretRef: oauth2-proxy-client2",
+    ],
+)
+def test_keys_that_name_a_kubernetes_secret_keep_their_value(text: str) -> None:
+    """A key that names a Secret object (``secretName``, ``secretRef``, ``secretKeyRef``,
+    ``existingSecret``) is a reference, not a credential: its value and the object's
+    name elsewhere in the diagnosis stay readable."""
+    result = redact(text)
+    assert result.text == text
+    assert result.findings == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("SECRET_KEY: s3cr3tkey9", "s3cr3tkey9"),
+        ("secret_key: abc123def", "abc123def"),
+        ("clientSecret: Zx9-abc-123-def", "Zx9-abc-123-def"),
+    ],
+)
+def test_keys_that_hold_a_secret_themselves_are_still_redacted(text: str, secret: str) -> None:
+    """A key naming a secret's value (``SECRET_KEY``, ``clientSecret``), not an object
+    holding it, still has its value redacted."""
+    _assert_redacted(text, secret, "secret-keyword")
+
+
+def test_a_deleted_secret_diagnosis_is_not_flagged_as_leaking_a_credential() -> None:
+    """Screening a diagnosis of a deleted Secret keeps the Secret's name everywhere and
+    does not report a leaked credential."""
+    screened = screen(SECRET_DIAGNOSIS)
+    assert "secretName: frontend-tls" in screened.text
+    assert "the Secret frontend-tls in namespace" in screened.text
+    assert ReviewReason.CREDENTIAL_LEAKED not in screened.review_reasons
+
+
+async def test_a_correct_deleted_secret_diagnosis_keeps_its_component() -> None:
+    """A correct diagnosis of a deleted Secret names its component to the checks in code:
+    a judge's yes on localization stands, and the pass is not held as overruled."""
+    rubric = load_rubric_dir()["sregym-rca"]
+    result = await Grader(ScriptedBackend([scripted_reply])).grade(
+        rubric, SECRET_TRUTH, SECRET_DIAGNOSIS
+    )
+    d1q1 = next(a for a in result.answers if a.question_id == "D1-Q1")
+    assert d1q1.answer, d1q1.veto
+    assert ReviewReason.JUDGE_OVERRULED not in result.review_reasons
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "kubectl get deploy user-service -o yaml shows:\n"
+            "        env:\n"
+            "        - name: DB_PASSWORD\n"
+            "          value: hunter22\n",
+            "hunter22",
+        ),
+        (
+            '        env:\n          - name: POSTGRES_PASSWORD\n            value: "hunter22"\n',
+            "hunter22",
+        ),
+        ("- name: CLIENT_SECRET\n  value: 's3cr3t value'  # from vault", "s3cr3t value"),
+        ('"env": [{"name": "DB_PASSWORD", "value": "hunter22"}]', "hunter22"),
+        (
+            '"env": [\n  {\n    "name": "GITHUB_TOKEN",\n    "value": "abc-123-xyz"\n  }\n]',
+            "abc-123",
+        ),
+        ("env: [{name: STRIPE_API_KEY, value: sk_live_abcdef}]", "sk_live_abcdef"),
+        (
+            "- name: AWS_SECRET_ACCESS_KEY\n  value: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        ),
+    ],
+)
+def test_a_credential_in_a_pod_env_entry_is_redacted(text: str, secret: str) -> None:
+    """The value of a pod's env entry named like a credential (``- name: DB_PASSWORD``
+    then ``value: ...``, in YAML or JSON) is redacted, and the grading flags it."""
+    _assert_redacted(text, secret, "secret-keyword")
+    assert ReviewReason.CREDENTIAL_LEAKED in screen(text).review_reasons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- name: DB_PASSWORD\n  value: $(MYSQL_PASSWORD)",
+        '- name: DB_PASSWORD\n  value: "${MYSQL_PASSWORD}"',
+        "- name: DB_PASSWORD\n  value: <password>",
+        "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: mysql-pass\n"
+        "      key: password",
+        '- name: TOKEN_TTL\n  value: "3600"',
+        "- name: SECRET_NAME\n  value: frontend-tls",
+        "- name: PASSWORD_FILE\n  value: /run/secrets/db",
+        '- name: USER_PORT\n  value: "9999"',
+    ],
+)
+def test_env_entries_without_a_credential_value_stay(text: str) -> None:
+    """An env entry whose value refers to a credential (``$(VAR)``, ``${VAR}``,
+    ``valueFrom``) or whose name is not a credential's is left as it is."""
+    result = redact(text)
+    assert result.text == text
+    assert result.findings == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "POSTGRES_PASSWORD: postgres is set on the database. The postgresql statefulset "
+            "is healthy.",
+            "The postgresql statefulset",
+        ),
+        (
+            "MONGO_INITDB_ROOT_PASSWORD: mongodb, and mongodb-geo crashes with auth errors",
+            "and mongodb-geo crashes",
+        ),
+        (
+            "POSTGRES_PASSWORD: postgres; the app connects to postgres.default.svc:5432",
+            "connects to postgres.default.svc:5432",
+        ),
+    ],
+)
+def test_other_occurrences_of_a_value_are_redacted_only_as_whole_words(
+    text: str, kept: str
+) -> None:
+    """A found value is redacted again where it stands alone, never inside a longer name
+    (``postgres`` in ``postgresql``, ``mongodb-geo``, ``postgres.default.svc``)."""
+    redacted = redact(text).text
+    assert kept in redacted, redacted
+    assert redacted.startswith(text.split(":")[0] + ": [REDACTED:secret-keyword]"), redacted
+
+
+def test_a_value_pasted_again_is_redacted_at_the_end_of_a_sentence() -> None:
+    """The same value pasted again is redacted also before punctuation."""
+    result = redact("DB_PASSWORD: hunter22\nI tried hunter22, then hunter22.")
+    assert "hunter22" not in result.text
+    assert result.text.endswith("then [REDACTED:secret-keyword].")
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        (
+            "kubectl create secret generic db --from-literal=password=$(openssl rand -hex 16)",
+            "$(openssl rand -hex 16)",
+        ),
+        ("DB_PASSWORD=$(cat /run/secrets/db) ./start.sh", "$(cat /run/secrets/db)"),
+    ],
+)
+def test_a_password_generated_by_a_command_is_left_whole(text: str, command: str) -> None:
+    """A value that is a command's output (``$(openssl rand -hex 16)``) says where the
+    password comes from: it is left whole, not cut in the middle."""
+    result = redact(text)
+    assert command in result.text, result.text
+    assert result.findings == ()
