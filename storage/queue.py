@@ -16,11 +16,21 @@ out (``storage.regrade.lifecycle.abandoned_items``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import BindParameter, Select, bindparam, func, or_, select, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Select,
+    bindparam,
+    func,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -337,13 +347,25 @@ class QueueRepository:
         """:meth:`release_lease` for several gradings in one statement; how many."""
         if not grading_ids:
             return 0
-        return await self._db.run(self._release, list(grading_ids), worker_id)
+        where = col(GradingRecord.id).in_(list(grading_ids))
+        return len(await self._db.run(self._release, worker_id, where))
 
-    def _release(self, session: Session, grading_ids: list[str], worker_id: str) -> int:
+    async def release_held(self, worker_id: str, *, keep: Collection[str] = ()) -> list[str]:
+        """Give back every pending grading ``worker_id`` holds but those in ``keep`` (being
+        stored): its process stops, whatever it was doing. A claim whose transaction was
+        under way when its caller was cancelled commits all the same (``Database.run``
+        waits for it) and is given back too. Otherwise as :meth:`release_lease`; the ids
+        of the gradings released."""
+        where = col(GradingRecord.id).not_in(list(keep)) if keep else true()
+        return await self._db.run(self._release, worker_id, where)
+
+    def _release(self, session: Session, worker_id: str, where: ColumnElement[bool]) -> list[str]:
+        """Clear the leases ``worker_id`` holds on the pending gradings ``where`` selects;
+        cancel those of cancelled regrade jobs. The ids released."""
         released = session.execute(
             update(GradingRecord)
             .where(
-                col(GradingRecord.id).in_(grading_ids),
+                where,
                 col(GradingRecord.status) == "pending",
                 col(GradingRecord.lease_owner) == worker_id,
             )
@@ -353,7 +375,7 @@ class QueueRepository:
         ).all()
         items = {grading_id: job_id for grading_id, job_id in released}
         cancel_given_back(self._db, session, items, worker_id)
-        return len(items)
+        return list(items)
 
     async def depth(self) -> tuple[int, datetime | None]:
         """Pending gradings (leased or not) and when the oldest of them was created."""

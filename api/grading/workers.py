@@ -10,6 +10,11 @@ Shutdown (SIGTERM) is graceful: ``begin_shutdown`` stops claiming at once; ``sto
 lets in-flight gradings finish until ``shutdown_seconds`` after that, then cancels
 those still waiting for the judge and releases their leases, so another process (or
 a restart) takes them at once. A grading being stored is never cancelled.
+
+Why this module is long: it is one piece, the life of a claim in this process (claimed,
+or handed over at intake; graded; stored or deferred; cut and given back at shutdown)
+over the slots, leases and deadline those steps share. Split, each part would reach
+into the others' state.
 """
 
 from __future__ import annotations
@@ -179,23 +184,38 @@ class GradingWorkers:
         """Stop taking work, let in-flight gradings finish until the deadline, release the rest.
 
         Afterwards each grading this worker had claimed is stored, or pending with no
-        lease (a restart takes it at once).
+        lease (a restart takes it at once): every lease held under its id is given back,
+        also those of a claim (live, or regrade items of the fast path) that the deadline
+        cut while its transaction ran, which commits all the same (``Database.run`` waits
+        for it) and whose gradings no task took.
         """
         self.begin_shutdown()
         assert self._deadline is not None
+        held = self._dispatcher is not None or bool(self._in_flight)  # else nothing claimed
         if self._dispatcher is not None:
             await self._settle(self._dispatcher, self._deadline)
             self._dispatcher = None
         tasks = dict(self._in_flight)
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=max(0.0, self._deadline - time.monotonic()))
-            cut = [t for t in late if tasks[t] not in self._storing]
-            for task in cut:
-                task.cancel()
+            for task in late:
+                if tasks[task] not in self._storing:
+                    task.cancel()
             await asyncio.gather(*late, return_exceptions=True)
-            for task in cut:
-                await self._release(tasks[task])
         self._in_flight.clear()
+        if not held:
+            return
+        try:  # never the lease of a grading being stored
+            async with asyncio.timeout(10):
+                queue = self.services.store.queue
+                released = await queue.release_held(self.worker_id, keep=set(self._storing))
+        except Exception:
+            log.exception("releasing the leases held at shutdown failed; they will expire")
+            return
+        for grading_id in released:
+            self.metrics.gradings_released.inc()
+            with bind_log_context(grading_id=grading_id):
+                log.info("lease released unfinished at shutdown")
 
     @staticmethod
     async def _settle(task: asyncio.Task[None], deadline: float) -> None:

@@ -1,21 +1,27 @@
 """Stopping the grading workers in process: claiming stops at once, and what waits for a
-judge (the confirming judge too) is cut at the shutdown deadline, its lease released."""
+judge (the confirming judge too) is cut at the shutdown deadline, its lease released; so
+is a claim the deadline cut while its transaction ran."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 
-from sqlalchemy import text
+import pytest
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend
 from judge.calls import Completion, JudgeRequest
 from storage import Store, SubmissionOutcome
 from tests.storage.helpers import new_submission, sregym_rubric
+from tests.support.gradings import add_many
 from tests.support.submissions import DIAGNOSIS, TRUTH
 
 FIRST = "scripted:pass"
@@ -100,3 +106,54 @@ async def test_a_stopping_runtime_claims_no_work_while_its_other_parts_stop(
     outcome = await _submit(runtime.store)  # as another process would
     await stopping
     assert _state(engine, outcome.grading.id) == ("pending", None, 0)
+
+
+async def _regrade_items(store: Store) -> list[str]:
+    """A regrade job by ``FIRST`` of one graded submission; its pending items."""
+    await add_many(store, {"pass": 1}, agent="a")
+    target = RegradeTarget(sregym_rubric(), FIRST, "scripted", "pass", "shadow")
+    job = (await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="a")).job
+    sql = text("SELECT id FROM grading WHERE regrade_job_id = :job")
+    with store.engine.connect() as connection:
+        return list(connection.execute(sql, {"job": job.id}).scalars())
+
+
+@pytest.mark.parametrize("work", ["submission", "regrade item"])
+async def test_a_claim_the_deadline_cuts_while_it_commits_is_released(
+    database_url: str, engine: Engine, work: str
+) -> None:
+    """A claim whose transaction is under way when the stop's deadline cuts the dispatcher
+    commits all the same; its gradings (live, or regrade items of the cache fast path)
+    are pending with no lease afterwards, claimable at once by a restart instead of
+    after the lease (300 s here)."""
+    settings = Settings(
+        database_url=database_url, judge=FIRST, pass_policy="unflagged", workers=1,
+        poll_seconds=30, shutdown_seconds=0.2, lease_seconds=300,
+    )  # fmt: skip
+    backends = {FIRST: ScriptedBackend.for_mode("pass")}
+    runtime = Runtime(settings, engine=engine, backends=backends, workers=True)
+    leasing = threading.Event()
+
+    def slow_lease(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if statement.startswith("UPDATE grading SET lease_owner"):
+            leasing.set()
+            time.sleep(0.6)  # a busy database: the stop's deadline passes meanwhile
+
+    await runtime.start()
+    try:
+        await asyncio.sleep(0.3)  # the dispatcher's first (empty) round is done
+        if work == "submission":
+            ids = [(await _submit(runtime.store)).grading.id]
+        else:
+            ids = await _regrade_items(runtime.store)
+        event.listen(engine, "before_cursor_execute", slow_lease)
+        try:
+            runtime.services.waiters.regrade_queued()  # the dispatcher claims it
+            assert await asyncio.to_thread(leasing.wait, 5)
+            await runtime.workers.stop()  # SIGTERM: the deadline (0.2 s) cuts the claim
+        finally:
+            event.remove(engine, "before_cursor_execute", slow_lease)
+    finally:
+        await runtime.stop()
+    assert ids
+    assert [_state(engine, g) for g in ids] == [("pending", None, 1)] * len(ids)

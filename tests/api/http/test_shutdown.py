@@ -164,3 +164,23 @@ async def test_release_lease_leaves_a_stored_verdict_alone(store: Store, engine:
     assert await store.queue.complete(grading_id, "w1", graded_result())
     assert await store.queue.release_lease(grading_id, "w1") is False
     assert (await _states(engine))[grading_id][0] == "graded"
+
+
+async def test_release_held_gives_back_every_pending_lease_of_the_holder_but_those_kept(
+    store: Store, engine: Engine
+) -> None:
+    """A stopping worker gives back every lease it holds, whichever claim took it, except
+    those of the gradings it is storing; other workers' leases and stored verdicts stay."""
+    for _ in range(5):
+        await submit(store)
+    mine = await store.queue.claim_pending("w1", limit=4, lease_seconds=300)
+    [other] = await store.queue.claim_pending("w2", limit=1, lease_seconds=300)
+    stored, storing, *given = [c.grading_id for c in mine]
+    assert await store.queue.complete(stored, "w1", graded_result())
+    assert sorted(await store.queue.release_held("w1", keep={storing})) == sorted(given)
+    after = await _states(engine)
+    assert [after[g][:2] for g in given] == [("pending", None)] * 2
+    assert after[storing][:2] == ("pending", "w1")
+    assert after[other.grading_id][:2] == ("pending", "w2")
+    assert after[stored][0] == "graded"
+    assert await store.queue.release_held("w1") == [storing]
