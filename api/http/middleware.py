@@ -4,7 +4,10 @@ The request id is the client's ``X-Request-ID`` when it is a short token of safe
 characters, else a new one; it is bound to every log line of the request and returned
 in the response's ``X-Request-ID`` header. The access line names method, route
 template, status and duration, never the query string, headers or body; successful
-probes (``/healthz``, ``/readyz``, ``/metrics``) only at DEBUG.
+probes (``/healthz``, ``/readyz``, ``/metrics``) only at DEBUG. A request cancelled
+before it was answered (the server's graceful-shutdown timeout cancels those still
+open) is recorded with status 499 (nginx's "client closed request"): nothing answered
+it, least of all a 500.
 
 Litestar runs application middleware only for requests a route takes; a request refused
 by routing itself (a 404 for a path no route has, a 405 for a method a path lacks) is
@@ -14,6 +17,7 @@ under the route ``unmatched``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -47,6 +51,9 @@ PROBES = frozenset({"/healthz", "/readyz", "/metrics"})
 #: the methods a metric label or an access line names; any other is ``other`` (a routing
 #: refusal reaches the hook whatever method the client made up)
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
+#: the status recorded for a request cancelled before it was answered (nginx's "client
+#: closed request")
+_CANCELLED = 499
 #: the key in ``scope["state"]`` of a request the middleware took
 _ROUTED = "sre_judge.request_context"
 #: the key in ``scope["state"]`` of an unrouted request's id, status and start
@@ -75,7 +82,7 @@ class RequestContextMiddleware(ASGIMiddleware):
         request_id = request_id_from(scope)
         scope["state"][_ROUTED] = True
         scope["query_string"] = bound_query_dates(scope.get("query_string", b""))
-        status = 500
+        status: int | None = None  # until the answer starts
         started = time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
@@ -88,9 +95,12 @@ class RequestContextMiddleware(ASGIMiddleware):
         with bind_log_context(request_id=request_id):
             try:
                 await next_app(scope, receive, send_with_id)
+            except asyncio.CancelledError:
+                status = status or _CANCELLED  # not answered: no 500 either
+                raise
             finally:
                 route = scope.get("path_template") or "unmatched"
-                _record(scope, route, status, time.perf_counter() - started)
+                _record(scope, route, status or 500, time.perf_counter() - started)
 
 
 def _with_request_id(message: Message, request_id: str) -> None:

@@ -7,6 +7,7 @@ must carry none of them, nor the diagnosis or the ground truth.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -36,6 +37,7 @@ from tests.api.conftest import ClientFactory
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.keys import session_key
 from tests.support.service_process import serving
+from tests.support.submissions import DIAGNOSIS, TRUTH
 
 SEVEN = {"D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q3"}
 
@@ -272,6 +274,37 @@ async def test_a_request_no_route_takes_gets_an_id_a_line_and_a_count(
         if s.name.endswith("_count") and s.labels["route"] == "unmatched"
     }
     assert counted == {("GET", "404"), ("DELETE", "405"), ("other", "405")}
+
+
+async def test_a_request_cancelled_before_its_answer_is_logged_and_counted_as_499(
+    api_client: ClientFactory, tokens: Any, caplog: Any
+) -> None:
+    """The server's graceful-shutdown timeout cancels the requests still open. Nothing
+    answered such a request: its access line and its count say 499 (nginx's "client
+    closed request"), never a 500 that would page whoever alerts on server errors."""
+    headers = await tokens("submitter")
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    caplog.set_level(logging.INFO, logger="sre_judge.access")
+    async with api_client(start_workers=False) as client:  # nothing grades: the wait lasts
+        request = asyncio.create_task(
+            client.post("/v1/submissions?wait=30", json=body, headers=headers)
+        )
+        await asyncio.sleep(1.0)  # stored, waiting for its grading
+        request.cancel()  # the graceful-shutdown timeout
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        metrics = (await client.get("/metrics")).text
+    lines = [r for r in caplog.records if r.name == "sre_judge.access"]
+    said = [(r.route, r.status) for r in lines if r.route == "/v1/submissions"]
+    assert said == [("/v1/submissions", 499)]
+    counted = {
+        s.labels["status"]
+        for family in text_string_to_metric_families(metrics)
+        if family.name == "sre_judge_http_request_duration_seconds"
+        for s in family.samples
+        if s.name.endswith("_count") and s.labels["route"] == "/v1/submissions"
+    }
+    assert counted == {"499"}
 
 
 @pytest.mark.parametrize(
