@@ -8,17 +8,19 @@ attempts so that a human looks at the grading whatever its verdict (review reaso
 The text is searched in a folded form: NFKC (full-width letters become ASCII),
 invisible characters removed (as the prompt does), common Cyrillic and Greek
 look-alikes mapped to the Latin letters they imitate, case folded and white space
-collapsed. The raw text is searched too for what folding would hide: invisible or
-bidirectional control characters, and letters that only NFKC turns into ASCII.
+collapsed. The raw text is searched too for what folding would hide: characters that
+render as nothing (format characters, variation selectors) or as a blank, except where
+they are part of what is drawn (a leading byte-order mark, a variation selector after an
+emoji, a joiner between two emoji), and letters that only NFKC turns into ASCII.
 Disguised instructions are searched in second forms (``judge.injection_forms``):
 leetspeak undone and spaced-out letters joined are searched with every pattern, and
 readable base64 runs, decoded, give the kind ``encoded_instruction``.
 
 Each pattern declares the words it needs (one of them is in any text it matches;
 ``tests/judge/test_injection_needs.py`` checks each): a pattern runs only on the forms
-that hold one, so an ordinary diagnosis runs about one of the 88 patterns, not all.
+that hold one, so an ordinary diagnosis runs about one of the 89 patterns, not all.
 
-Why this module is long (about 600 lines): most of it is the pattern table, each
+Why this module is long (about 700 lines): most of it is the pattern table, each
 pattern beside its kind and the words it needs, which reads best as one list.
 """
 
@@ -40,7 +42,7 @@ from judge.injection_forms import (
     unleet,
 )
 from judge.prompt import ANGLES as _ANGLES
-from judge.prompt import normalize_untrusted
+from judge.prompt import BLANK_FILLERS, INVISIBLE, VARIATION_SELECTORS, normalize_untrusted
 
 __all__ = ["InjectionMarker", "character_markers", "fold", "injection_markers"]
 
@@ -66,6 +68,15 @@ _LOOKALIKES = str.maketrans(_LOOKALIKE_PAIRS)
 
 _VERB_WORDS = ("ignore", "disregard", "forget", "override", "bypass")
 _VERB = r"\b(?:" + "|".join(_VERB_WORDS) + r")\b"
+#: the verbs that dismiss whatever they take ("override" and "bypass" also configure)
+_DISMISS_WORDS = ("ignore", "disregard", "forget")
+_DISMISS = r"\b(?:" + "|".join(_DISMISS_WORDS) + r")\b"
+#: a character of the same clause: no full stop, line end or semicolon, nor the start
+#: of a word that opens another clause (a verb before one does not take what follows it)
+_IN_CLAUSE = (
+    r"(?:(?!\b(?:although|though|while|whereas|because|since|but|until|unless|when|"
+    r"whenever|after|before|once)\b)[^.\n;])"
+)
 #: how "9 of 9" (``9/9``, ``nine out of nine``...) ends: one of these is in it
 _OF_NINE = ("/9", "/ 9", "/nine", "/ nine", "of9", "of 9", "ofnine", "of nine")
 #: each kind's patterns, each with the words it needs: a folded text (``ı`` read as
@@ -80,11 +91,19 @@ _PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
             r"(?:instructions?|prompts?|guidelines|rubric)\b",
             _VERB_WORDS,
         ),
+        # "values override the previous memory limits" is configuration: override and
+        # bypass take "the previous ..." as an instruction only when it is instructions
+        # (the pattern above) or nothing more ("override all of the above.")
         (
-            _VERB + r" (?:all |any |the |your )?(?:previous|prior|above|earlier|preceding) \w+",
-            _VERB_WORDS,
+            _DISMISS + r" (?:all |any |the |your )?(?:previous|prior|above|earlier|preceding) \w+",
+            _DISMISS_WORDS,
         ),
-        (_VERB + r" (?:all |everything )?(?:the )?(?:above|previous)\b", _VERB_WORDS),
+        (_DISMISS + r" (?:all |everything )?(?:the )?(?:above|previous)\b", _DISMISS_WORDS),
+        (
+            r"\b(?:override|bypass) (?:all |everything )?(?:(?:of )?the )?(?:above|previous)\b"
+            r"(?!\s+\w)",
+            ("override", "bypass"),
+        ),
         (r"\bnew (?:instructions?|task)\b", ("new instruction", "new task")),
         (
             r"\b(?:system|admin|developer) (?:override|prompt|instructions?)\b",
@@ -111,8 +130,9 @@ _PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ),
     ),
     "answer_steering": (
+        # within one clause: "did not respond within 5s although its probe passed" is two
         (
-            r"\b(?:answer|reply|respond|mark|grade)\b[^.\n]{0,40}?"
+            r"\b(?:answer|reply|respond|mark|grade)\b" + _IN_CLAUSE + r"{0,40}?"
             r"(?:\byes\b|\bpass(?:ed)?\b|full marks|10/10)",
             ("answer", "reply", "respond", "mark", "grade"),
         ),
@@ -152,8 +172,13 @@ _PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
             r"\ball (?:nine |9 |the )?checks\b[^.\n]{0,30}?\b(?:yes|true)\b",
             ("all checks", "all nine checks", "all 9 checks", "all the checks"),
         ),
+        # "it should pass within a minute" is a probe's: "it" and "this" are not taken
+        # when a time or a condition follows
         (
-            r"\b(?:diagnosis|this|it|submission) (?:must|should|has to|deserves? to) pass\b",
+            r"\b(?:diagnosis|submission) (?:must|should|has to|deserves? to) pass\b|"
+            r"\b(?:this|it) (?:must|should|has to|deserves? to) pass\b"
+            r"(?!\s+(?:within|after|once|when|whenever|again|soon|shortly|before|until|unless|"
+            r"if|during|in (?:a|an|under|less|about|\d))\b)",
             ("must pass", "should pass", "to pass"),
         ),
         (
@@ -179,8 +204,10 @@ _PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
             r"(?:9|nine)\b",
             _OF_NINE,
         ),
+        # not the evaluation of what a system evaluates ("Prometheus rule evaluation checks")
         (
-            r"\b(?:rubric|evaluation|grading|scoring) (?:checks?|items?|questions?|criteria)\b",
+            r"\b(?<!rule\s)(?<!rules\s)(?<!alert\s)(?<!alerting\s)(?<!recording\s)(?<!policy\s)"
+            r"(?:rubric|evaluation|grading|scoring) (?:checks?|items?|questions?|criteria)\b",
             ("rubric", "evaluation", "grading", "scoring"),
         ),
         (
@@ -273,8 +300,9 @@ _PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
             r"\b(?:role-?play|jailbreak|developer mode|dan mode)\b",
             ("roleplay", "role-play", "jailbreak", "developer mode", "dan mode"),
         ),
+        # a speaker's label, not a name such as the RBAC group ``system:basic-user``
         (
-            r"(?:^|\n)\s*(?:system|assistant|developer)\s*:",
+            r"(?:^|\n)\s*(?:system|assistant|developer)\s*:(?![\w-])",
             ("system", "assistant", "developer"),
         ),
         (
@@ -480,12 +508,18 @@ _ASCII_NEEDED_WORDS = tuple(word for word in _NEEDED_WORDS if word.isascii())
 #: of a needed word (``re``'s own equivalences that folding leaves; a test checks every
 #: code point): mapped before the words are looked for
 _FOLD_EQUIVALENTS = {"\u0131": "i"}
-#: format characters (zero-width, bidirectional controls, tag characters) and the
-#: fillers that render as nothing or as a blank (``judge.prompt`` removes or blanks them)
-_HIDDEN = re.compile(
-    "[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f"
-    "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u2800\u3164\uffa0\U0001bca0-\U0001bca3]"
-)
+#: what renders as nothing (every format character, the variation selectors...) or as
+#: a blank: ``judge.prompt`` removes or blanks them
+_HIDDEN = re.compile(f"[{INVISIBLE}{BLANK_FILLERS}]")
+_VARIATION_SELECTOR = re.compile(f"[{VARIATION_SELECTORS}]")
+_ZWJ = "\u200d"
+#: emoji that are not symbols by category: the information source (a letter, ``ℹ``),
+#: the double exclamation and the like (punctuation); keycap bases are apart
+_EMOJI_NON_SYMBOLS = frozenset("\u2139\u203c\u2049\u3030\u303d")
+_KEYCAP_BASES = frozenset("#*0123456789")
+_KEYCAP = "\u20e3"
+#: the emoji ``ℹ️`` standing apart from any word: a symbol, not a disguised ``i``
+_EMOJI_LETTER = re.compile(f"(?<!\\w)\u2139[{VARIATION_SELECTORS}](?!\\w)")
 _EXCERPT = 60
 #: words an instruction needs, to tell whether joining hyphenated pieces made one
 _BROKEN_WORDS = re.compile(
@@ -524,7 +558,7 @@ def _disguised_letters(text: str) -> str | None:
     (full-width, mathematical...), or a Cyrillic or Greek look-alike among Latin letters."""
     if text.isascii():
         return None
-    for word in re.findall(r"\w+", text):
+    for word in re.findall(r"\w+", _EMOJI_LETTER.sub(" ", text)):
         if word.isascii():
             continue
         latin = any(ch.isascii() and ch.isalpha() for ch in word)
@@ -537,13 +571,44 @@ def _disguised_letters(text: str) -> str | None:
     return None
 
 
+def _emoji(char: str) -> bool:
+    """Whether ``char`` may be drawn as an emoji or a styled symbol (a keycap base
+    apart): a symbol by category, or one of the few emoji that are not."""
+    return unicodedata.category(char)[0] == "S" or char in _EMOJI_NON_SYMBOLS
+
+
+def _innocent(text: str, at: int) -> bool:
+    """Whether the hidden character at ``at`` is part of what a reader sees drawn: a
+    leading byte-order mark, a variation selector right after an emoji or symbol (or
+    inside a keycap, ``1️⃣``), a zero-width joiner between two emoji (``👩‍💻``)."""
+    char = text[at]
+    if char == "\ufeff":
+        return not text[:at].strip("\ufeff")
+    before, after = text[at - 1 : at], text[at + 1 : at + 2]
+    if _VARIATION_SELECTOR.match(char):
+        if before.isalpha():  # ``ℹ️``, not inside a word
+            return _EMOJI_LETTER.match(text, at - 1) is not None
+        return bool(before) and (_emoji(before) or (before in _KEYCAP_BASES and after == _KEYCAP))
+    if char == _ZWJ:
+        start = at - 1 if before and _VARIATION_SELECTOR.match(before) else at
+        before = text[start - 1 : start]
+        return bool(before and after) and _emoji(before) and _emoji(after)
+    return False
+
+
+def _hidden_character(text: str) -> str | None:
+    """The first character of ``text`` that renders as nothing or as a blank, unless
+    it is part of what is drawn (:func:`_innocent`)."""
+    return next((m.group() for m in _HIDDEN.finditer(text) if not _innocent(text, m.start())), None)
+
+
 def character_markers(text: str) -> list[InjectionMarker]:
     """The markers only the raw text shows (normalizing removes them): hidden
     characters, and letters disguised as others."""
     found: list[InjectionMarker] = []
-    hidden = _HIDDEN.search(text.lstrip("\ufeff"))  # a leading byte-order mark is innocent
+    hidden = _hidden_character(text)
     if hidden:
-        found.append(InjectionMarker("hidden_characters", f"U+{ord(hidden.group()):04X}"))
+        found.append(InjectionMarker("hidden_characters", f"U+{ord(hidden):04X}"))
     disguised = _disguised_letters(text)
     if disguised:
         found.append(InjectionMarker("lookalike_letters", disguised))

@@ -4,8 +4,9 @@ An instruction may be written so that the plain text carries no marker: encoded 
 base64 (``SWdub3JlIGFsbC4uLg==``), base32 or hex, in rot13 (``vtaber nyy``), written
 backwards, as ``\\u0069`` / ``\\x69`` / ``%69`` escapes, in leetspeak (``1gn0r3 4ll
 pr3v10u5``), with its letters spaced out (``i g n o r e  a l l``), one word a line, or
-with its words broken by hyphens (``ig-nore``). These functions undo each disguise;
-``judge.injection`` searches their output with the same patterns as the text itself.
+with its words broken by hyphens (``ig-nore``, or ``previ-`` at the end of a line and
+``ous`` on the next). These functions undo each disguise; ``judge.injection`` searches
+their output with the same patterns as the text itself.
 They are built not to disturb ordinary SRE text: encoded runs must decode to readable
 text (a Kubernetes secret of random bytes or an image digest does not), rot13 and
 reversed forms are searched only where the text holds words those disguises make of
@@ -96,8 +97,9 @@ _ROT13_WORDS = re.compile(
 _REVERSED_WORDS = re.compile(
     r"\b(?:erongi|rewsna|snoitcurtsni|sey|ssap|redarg|egduj|suoiverp|tcerroc)\b"
 )
-#: a hyphen inside a word, as in ``ig-nore``
-_INNER_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")
+#: a hyphen inside a word, as in ``ig-nore``, or ending a line inside one (``previ-``
+#: and ``ous`` on the next line)
+_INNER_HYPHEN = re.compile(r"(?<=[a-z])-(?:[ \t]*\n[ \t]*)?(?=[a-z])")
 
 
 def base32_texts(text: str) -> list[str]:
@@ -150,7 +152,8 @@ def reversed_form(folded: str) -> str | None:
 
 
 def dehyphenated(folded: str) -> str:
-    """``folded`` with hyphens inside words removed: ``ig-nore`` is ``ignore``."""
+    """``folded`` with hyphens inside words removed, and words split over two lines by
+    a hyphen joined: ``ig-nore`` and ``previ-\\nous`` are ``ignore`` and ``previous``."""
     return _INNER_HYPHEN.sub("", folded)
 
 

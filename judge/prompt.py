@@ -28,8 +28,12 @@ from judge.style import AskingStyle, style_of
 
 __all__ = [
     "ANGLES",
+    "BLANK_FILLERS",
     "CHAT_TOKEN_MARKER",
     "FENCE_MARKER",
+    "FORMAT_CHARACTERS",
+    "INVISIBLE",
+    "VARIATION_SELECTORS",
     "build_answer_schema",
     "build_messages",
     "build_question_messages",
@@ -57,13 +61,34 @@ _CHAT_TOKEN = re.compile(
     r"|<</?SYS>>|</?(?:start_of_turn|end_of_turn|bos|eos|s)>",
     re.IGNORECASE,
 )
-#: zero-width and bidirectional controls, and the tag characters that can smuggle text
-_INVISIBLE = re.compile(
-    "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f"
-    "\u034f\u17b4\u17b5\u180b-\u180d\U0001bca0-\U0001bca3]"
+#: every format character (Unicode category Cf) as of Unicode 14 (Python 3.11): the
+#: zero-width and bidirectional controls, the Arabic letter mark, the deprecated shaping
+#: controls U+206A-206F, interlinear annotation, the musical beam controls, the tag
+#: characters that can smuggle text...; ``tests/judge/test_prompt.py`` checks that every
+#: Cf code point of the running Python is here and nothing else
+FORMAT_CHARACTERS = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
 )
+#: the variation selectors (category Mn), which choose how the character before them is
+#: drawn and are otherwise invisible: U+FE00-FE0F, the ideographic U+E0100-E01EF and
+#: the Mongolian free variation selectors
+VARIATION_SELECTORS = "\ufe00-\ufe0f\U000e0100-\U000e01ef\u180b-\u180d\u180f"
+#: the other default-ignorable code points: the combining grapheme joiner, the Khmer
+#: inherent vowels, and the unassigned ones (rendered as nothing should a later Unicode
+#: assign them)
+_IGNORABLE = (
+    "\u034f\u17b4\u17b5\u2065\ufff0-\ufff8\U000e0000\U000e0002-\U000e001f"
+    "\U000e0080-\U000e00ff\U000e01f0-\U000e0fff"
+)
+#: everything that renders as nothing: removed from untrusted text
+INVISIBLE = FORMAT_CHARACTERS + VARIATION_SELECTORS + _IGNORABLE
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
 #: characters that render as a blank without being white space
-_BLANK_FILLERS = re.compile("[\u115f\u1160\u2800\u3164\uffa0]")
+BLANK_FILLERS = "\u115f\u1160\u2800\u3164\uffa0"
+_BLANK_FILLERS = re.compile(f"[{BLANK_FILLERS}]")
 #: Unicode category Cc (U+0000-U+001F, U+007F-U+009F) except tab and line feed
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
