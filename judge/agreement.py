@@ -90,13 +90,18 @@ class Kappa:
     undefined: str | None = None
 
     def bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-        """``kappa -/+ z * se`` clipped to [-1, 1] (kappa's range), or None when undefined."""
+        """``kappa -/+ z * se`` (not clipped: statsmodels' figures), or None when undefined."""
         if self.kappa is None or self.se is None:
             return None
         from scipy import stats  # imported when a figure is computed: scipy takes ~0.5 s
 
         z = float(stats.norm.ppf(0.5 + confidence / 2))
-        return max(-1.0, self.kappa - z * self.se), min(1.0, self.kappa + z * self.se)
+        return self.kappa - z * self.se, self.kappa + z * self.se
+
+    def shown_bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+        """:meth:`bounds` clipped to [-1, 1], kappa's range: the interval every report shows."""
+        bounds = self.bounds(confidence)
+        return None if bounds is None else (max(-1.0, bounds[0]), min(1.0, bounds[1]))
 
 
 def _table(counts: Counter[tuple[bool, bool]]) -> list[list[int]]:
@@ -180,7 +185,7 @@ def agreement(pairs: Iterable[tuple[bool, bool]], *, confidence: float = CONFIDE
     table = _table(counts)
     agreed = table[0][0] + table[1][1]
     fit = _kappa(table)
-    bounds = fit.bounds(confidence)
+    bounds = fit.shown_bounds(confidence)
     interval = None
     if bounds is not None:
         interval = Interval(

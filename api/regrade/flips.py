@@ -71,7 +71,7 @@ def kappa_figures(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     one category only); it is never given as 0 with an interval of 0 to 0.
     """
     fit = cohens_kappa(pairs)
-    low, high = fit.bounds() or (None, None)
+    low, high = fit.shown_bounds() or (None, None)
     return {
         "n": fit.n,
         "kappa": _number(fit.kappa),
