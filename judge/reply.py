@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from judge.calls import kept_text
 from judge.inputs import RepeatedKey, no_repeated_keys
 from judge.rubric import Rubric
 
@@ -56,11 +57,17 @@ class ParsedAnswer:
 
 
 class ReplyInvalid(ValueError):
-    """The reply cannot be used; ``problems`` says why, question by question."""
+    """The reply cannot be used; ``problems`` says why, question by question.
+
+    A problem may quote the reply (an unknown id, a repeated key): it is kept as a judge
+    server's text is (``judge.calls.kept_text``), so a lone surrogate the reply escaped
+    reads as U+FFFD in the repair prompt and the unscored detail, which are stored and
+    hashed as UTF-8."""
 
     def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
+        kept = [kept_text(problem) for problem in problems]
+        super().__init__("; ".join(kept))
+        self.problems = kept
 
 
 #: a reasoning model's thinking before its reply (qwen3, deepseek-r1: ``<think>``)
@@ -206,7 +213,9 @@ def _parse_compact(
         keys = "answer and quote" if quote else "answer"
         problems.append(f"{qid}: unexpected key(s) {', '.join(extra)} (asked: {keys} only)")
     answer = _parse_answer(qid, entry.get("answer"), problems)
-    evidence = entry.get("quote") or ""
+    evidence = entry.get("quote")
+    if evidence is None:
+        evidence = ""
     if not isinstance(evidence, str):
         problems.append(f"{qid}: quote must be a string")
         return None
@@ -231,7 +240,9 @@ def _parse_entry(
         problems.append(f"{qid}: quote is not a key of this format; give the passage as evidence")
         return None
     answer = _parse_answer(qid, entry.get("answer"), problems)
-    evidence = entry.get("evidence") or ""
+    evidence = entry.get("evidence")
+    if evidence is None:
+        evidence = ""
     reasoning = entry.get("reasoning") or entry.get("explanation") or ""
     if not isinstance(evidence, str):
         problems.append(f"{qid}: evidence must be a string")
@@ -283,6 +294,10 @@ def parse_reply(
     return answers
 
 
+def _is_answer(value: Any) -> bool:
+    return isinstance(value, dict) and "answer" in value
+
+
 def parse_answer_reply(
     text: str, question_id: str, *, reply_format: str = "full", quote: bool = True
 ) -> ParsedAnswer:
@@ -299,6 +314,11 @@ def parse_answer_reply(
         value = value[question_id]
     if not isinstance(value, dict) or "answer" not in value:
         raise ReplyInvalid([f"expected one JSON object with the answer to {question_id}"])
+    nested = [key for key, item in value.items() if key == question_id or _is_answer(item)]
+    if nested:  # an answer beside the answer: which one is meant?
+        raise ReplyInvalid(
+            [f"the reply holds more than one answer (one more under {', '.join(nested)})"]
+        )
     problems: list[str] = []
     parsed = _parse_entry(question_id, value, problems, reply_format=reply_format, quote=quote)
     if parsed is None or problems:

@@ -5,15 +5,20 @@ from __future__ import annotations
 import json
 from functools import partial
 
+import pytest
+
 from judge.asking import Conversation, ask_with_repair
-from judge.backends.scripted import ScriptedBackend
+from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.cache import MemoryJudgeCache
 from judge.caller import JudgeCaller
-from judge.calls import ChatMessage, SamplingParams
+from judge.calls import ChatMessage, JudgeRequest, SamplingParams
 from judge.errors import JudgeRejected
+from judge.grader import Grader
 from judge.per_question import question_repair_message
 from judge.reply import ParsedAnswer, parse_answer_reply
 from judge.retry import RetryPolicy
+from judge.rubric import load_rubric_dir
+from tests.support.submissions import DIAGNOSIS, TRUTH
 
 FAST = RetryPolicy(max_attempts=2, initial_wait=0.001, max_wait=0.01, jitter=0)
 PROMPT = [ChatMessage(role="user", content="Question D1-Q1 (is it named?)")]
@@ -72,3 +77,31 @@ async def test_a_failed_call_ends_the_conversation_with_its_code() -> None:
     [call] = asked.calls
     assert call.completion is None and call.error_code == "judge_rejected"
     assert (call.backend, call.model, len(call.attempts)) == ("scripted", "scripted", 1)
+
+
+def _an_id_with_an_escaped_lone_surrogate(request: JudgeRequest) -> str:
+    """A well-formed reply but for D1-Q1's id, which carries the JSON escape ``\\ud800``
+    (a lone surrogate once decoded); the text itself is plain ASCII."""
+    reply = json.loads(scripted_reply(request))
+    reply["D1-Q1\ud800"] = reply.pop("D1-Q1")
+    text = json.dumps(reply)
+    assert text.isascii()
+    return text
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "uncached"])
+async def test_a_reply_naming_an_id_with_a_lone_surrogate_is_repaired(cached: bool) -> None:
+    """A reply whose question id holds an escaped lone surrogate gets its one repair call,
+    and every prompt of the grading is storable text: the repair message names the id
+    with U+FFFD, so the cache key and the audit trail (UTF-8) take it."""
+    rubric = load_rubric_dir()["sregym-rca"]
+    backend = ScriptedBackend([_an_id_with_an_escaped_lone_surrogate, scripted_reply])
+    cache = MemoryJudgeCache() if cached else None
+    result = await Grader(backend, retry=FAST, cache=cache).grade(rubric, TRUTH, DIAGNOSIS)
+    assert result.status == "graded"
+    assert [c.purpose for c in result.calls] == ["grade", "repair"]
+    repair = result.calls[1].request.messages[-1].content
+    assert "unknown question id D1-Q1\ufffd" in repair
+    for call in result.calls:
+        for message in call.request.messages:
+            message.content.encode("utf-8")

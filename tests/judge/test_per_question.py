@@ -15,7 +15,7 @@ from judge.calls import Completion, JudgeRequest, TokenLogprob
 from judge.confidence import answer_token_confidences, confidence_tokens, with_logprob_confidence
 from judge.errors import JudgeCallError
 from judge.grader import Grader
-from judge.reply import parse_answer_reply, parse_reply
+from judge.reply import ReplyInvalid, parse_answer_reply, parse_reply
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
 
@@ -271,3 +271,17 @@ def test_confidence_is_read_in_the_fenced_reply_not_in_prose_around_it() -> None
     assert answer_token_confidences(confidence_tokens(tokens), single_id="D1-Q1") == (
         pytest.approx({"D1-Q1": 0.3})
     )
+
+
+@pytest.mark.parametrize("key", ["D1-Q1", "D1-Q2", "note"])
+def test_a_per_question_reply_carrying_a_second_answer_is_refused(key: str) -> None:
+    """A per-question reply holds one answer: an answer object that also carries an
+    answer under a key (its own question id or another) answers twice, and gets the
+    repair call instead of the outer answer being taken."""
+    inner = {"reasoning": "named", "evidence": "", "answer": "yes", "confidence": "high"}
+    reply = json.dumps(
+        {"reasoning": "r", "evidence": "", "answer": "no", "confidence": "low", key: inner}
+    )
+    with pytest.raises(ReplyInvalid, match=f"more than one answer .one more under {key}"):
+        parse_answer_reply(reply, "D1-Q1")
+    assert parse_answer_reply(json.dumps({"D1-Q1": inner}), "D1-Q1").answer is True

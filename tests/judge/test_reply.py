@@ -200,3 +200,48 @@ def test_an_entry_whose_own_id_names_another_question_is_refused(rubric: Rubric)
         parse_reply(json.dumps(shifted), rubric)
     same = {qid: {**entry, "id": qid} for qid, entry in shifted.items()}
     assert set(parse_reply(json.dumps(same), rubric)) == set(IDS)
+
+
+@pytest.mark.parametrize(
+    "evidence", [[], {}, 0, False, ["x"]], ids=["list", "object", "zero", "false", "strings"]
+)
+def test_evidence_that_is_not_a_string_is_refused_whatever_its_value(
+    rubric: Rubric, evidence: object
+) -> None:
+    """Evidence of any other type than a string (or null) gets the repair call, an empty
+    list or a ``false`` as much as a list of quotes."""
+    entries = {
+        qid: {"reasoning": "r", "evidence": evidence, "answer": "no", "confidence": "low"}
+        for qid in IDS
+    }
+    with pytest.raises(ReplyInvalid, match="evidence must be a string"):
+        parse_reply(json.dumps(entries), rubric)
+    compact = {qid: {"answer": "no", "quote": evidence} for qid in IDS}
+    with pytest.raises(ReplyInvalid, match="D1-Q1: quote must be a string"):
+        parse_reply(json.dumps(compact), rubric, reply_format="compact")
+
+
+def test_null_evidence_is_empty_evidence(rubric: Rubric) -> None:
+    """``"evidence": null`` is a "no" without evidence, not a schema violation."""
+    entries = {
+        qid: {"reasoning": "r", "evidence": None, "answer": "no", "confidence": "low"}
+        for qid in IDS
+    }
+    assert {a.evidence for a in parse_reply(json.dumps(entries), rubric).values()} == {""}
+
+
+def test_a_problem_quoting_a_lone_surrogate_of_the_reply_is_storable_text(
+    rubric: Rubric,
+) -> None:
+    """A reply whose question id carries an escaped lone surrogate (``"D1-Q1\\ud800"``)
+    is refused with problems that read it as U+FFFD, as a judge server's text is kept:
+    they go into the repair prompt and the unscored detail, stored and hashed as UTF-8."""
+    entries = _own()
+    entries["D1-Q1\ud800"] = entries.pop("D1-Q1")
+    text = json.dumps(entries)
+    assert text.isascii()
+    with pytest.raises(ReplyInvalid) as caught:
+        parse_reply(text, rubric)
+    assert "unknown question id D1-Q1\ufffd" in caught.value.problems
+    assert str(caught.value).encode("utf-8")
+    assert ReplyInvalid(["unexpected key x\udc00\x00"]).problems == ["unexpected key x\ufffd"]
