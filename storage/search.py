@@ -26,6 +26,14 @@ PostgreSQL a generated ``tsvector`` column ``search_document`` beside each text 
 GIN-indexed (migration 0014); both see the text with every ASCII punctuation character
 as a space, so they split words alike. FTS5 keeps ``İ`` apart where PostgreSQL lowers it
 to ``i``: the SQLite index and query write it ``I`` (migration 0032).
+
+PostgreSQL's ``tsvector`` keeps at most 256 positions of a word and none past 16,383, so
+its phrase operator (``<->``) misses a phrase after the 256th "pod" of a pasted log or
+past the 16,383rd word of a long diagnosis. There the index only finds the texts holding
+every word of the query (a phrase's words joined by ``&``), and each phrase is confirmed
+on the text itself, split into words as the index splits it: a regular expression over
+the lowered text (:func:`_phrase_pattern`). An excluded phrase excludes the texts holding
+its words where the expression finds it.
 """
 
 from __future__ import annotations
@@ -42,13 +50,14 @@ from sqlalchemy import (
     column,
     func,
     literal_column,
+    not_,
     or_,
     select,
     table,
 )
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.types import Boolean, NullType
+from sqlalchemy.types import Boolean, NullType, String
 from sqlmodel import col
 
 from storage.review_tables import FailureTagRecord, OverrideRecord
@@ -75,6 +84,10 @@ POSTGRES_INDEXES = frozenset(
 )
 MAX_QUERY_LENGTH = 500
 MAX_TERMS = 16
+#: between two words of a text: anything but a letter or a digit
+_BETWEEN_WORDS = "[^[:alnum:]]+"
+#: the text columns PostgreSQL indexes, by table (migration 0014)
+_TEXT_COLUMNS = {"submission": "diagnosis", "override": "reason", "failure_tag": "note"}
 
 #: Greek sigma in its two lower-case forms (a word's last letter is ``ς``): PostgreSQL's
 #: ``simple`` configuration lowers ``Σ`` to ``σ`` everywhere and keeps a written ``ς``
@@ -126,9 +139,17 @@ class SearchQuery:
         return expression
 
     def tsquery(self) -> str:
-        """The ``to_tsquery`` text: each word single-quoted, phrases with ``<->``,
-        prefixes with ``:*``, joined by ``&`` and ``!``."""
-        return " & ".join(("!" if t.excluded else "") + _tsquery_term(t) for t in self.terms)
+        """The ``to_tsquery`` text the PostgreSQL index is asked: each word single-quoted,
+        prefixes with ``:*``, every word of a wanted term joined by ``&`` and an excluded
+        single word with ``!``. A phrase's order and an excluded phrase are left to the
+        confirmation on the text (:func:`_phrase_pattern`): the index cannot place a word
+        after its 256th occurrence or past the 16,383rd word."""
+        written = [
+            ("!" if term.excluded else "") + _tsquery_term(term)
+            for term in self.terms
+            if not (term.excluded and _is_phrase(term))
+        ]
+        return " & ".join(written)
 
 
 def parse_search(text: str | None) -> SearchQuery | None:
@@ -207,12 +228,65 @@ def _tsquery_word(word: str, prefix: bool) -> str:
     return f"('{medial}'{suffix} | '{final}'{suffix})"
 
 
+def _postgres_parts(term: SearchTerm) -> list[str]:
+    """The words of ``term`` as PostgreSQL's index has them: it splits words at combining
+    marks too, so a word may be a phrase of its parts."""
+    return [part for word in term.words for part in _words(word, marks=False)]
+
+
+def _is_phrase(term: SearchTerm) -> bool:
+    """Whether ``term`` is a phrase on PostgreSQL (the order of its words matters)."""
+    return len(_postgres_parts(term)) > 1
+
+
 def _tsquery_term(term: SearchTerm) -> str:
-    # PostgreSQL's index splits words at combining marks: a word is a phrase of its parts
-    parts = [part for word in term.words for part in _words(word, marks=False)]
+    """``term``'s words for ``to_tsquery``, joined by ``&``: which words a text holds."""
+    parts = _postgres_parts(term)
     last = len(parts) - 1
     quoted = [_tsquery_word(part, term.prefix and at == last) for at, part in enumerate(parts)]
-    return "(" + " <-> ".join(quoted) + ")"
+    return "(" + " & ".join(quoted) + ")"
+
+
+def _sql_text(value: str) -> ColumnElement[Any]:
+    """A constant of this module (never user text) as an SQL string literal."""
+    assert "'" not in value and "\\" not in value
+    return literal_column(f"'{value}'")
+
+
+def _lowered(text: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``text`` as :func:`_phrase_pattern` reads it: lowered as the index's ``simple``
+    configuration lowers each word.
+
+    The index reads the text with every run of ``[[:punct:][:space:]]`` as one space
+    (migration 0014), but those characters are never ``[[:alnum:]]`` (POSIX keeps the
+    classes apart), and the pattern tells only letters and digits from the rest: it sees
+    the same words in the text as written, without a second pass over it (a pass that
+    cost more than the match itself)."""
+    return func.lower(text)
+
+
+def _phrase_pattern(n: int, term: SearchTerm) -> ColumnElement[Any]:
+    """The regular expression that finds the phrase ``term`` in a :func:`_lowered`
+    text, computed once per query (a scalar subquery).
+
+    The phrase's words are lowered and split by PostgreSQL as the text is (a character
+    its locale counts as no letter, such as ``²``, separates words there too), so they
+    hold nothing but ``[[:alnum:]]`` characters, none of them an operator of a regular
+    expression. PostgreSQL's parser takes the same runs of them for words (but for a few
+    marks newer than the locale's tables, and ``1e5x``, which it reads as ``1e5 x``). The
+    words follow one another with anything but a letter or digit between, the first
+    starts a word and the last ends one (unless it is a prefix); ``σ`` and ``ς`` stand
+    for either, as :func:`_tsquery_word` gives both spellings."""
+    written = bindparam(f"search_p{n}", " ".join(_postgres_parts(term)), type_=String)
+    space, every = _sql_text(" "), _sql_text("g")
+    words = func.btrim(
+        func.regexp_replace(func.lower(written), _sql_text(_BETWEEN_WORDS), space, every)
+    )
+    between = func.replace(words, space, _sql_text(_BETWEEN_WORDS))
+    sigmas = func.regexp_replace(between, _sql_text("[σς]"), _sql_text("[σς]"), every)
+    end = "" if term.prefix else "(?:[^[:alnum:]]|$)"
+    pattern = func.concat(_sql_text("(?:^|[^[:alnum:]])"), sigmas, _sql_text(end))
+    return select(pattern).scalar_subquery()
 
 
 class TextMatches(ColumnElement[bool]):
@@ -253,22 +327,35 @@ def _fts_sources(element: TextMatches) -> ColumnElement[bool]:
 
 
 def _postgres_sources(element: TextMatches) -> ColumnElement[bool]:
+    """The texts the index finds holding the query's words, each phrase confirmed on the
+    text, in the three searched tables."""
     query = element.query
     simple: ColumnElement[Any] = literal_column("'simple'")
     tsquery = func.to_tsquery(simple, bindparam("search_q", query.tsquery()))
-    # a word of characters PostgreSQL's parser takes for none (``½``, ``Ⅻ``) gives no
+    words = {
+        n: func.to_tsquery(simple, bindparam(f"search_t{n}", _tsquery_term(term)))
+        for n, term in enumerate(query.terms)
+    }
+    # a word of characters PostgreSQL's parser takes for none (``½``, ``①``) gives no
     # lexeme, and to_tsquery drops the term: ``½ -scanned`` would then match every text
     # without "scanned". A wanted term that gives no lexeme matches nothing instead.
-    wanted = [
-        func.numnode(func.to_tsquery(simple, bindparam(f"search_t{n}", _tsquery_term(term)))) > 0
-        for n, term in enumerate(query.terms)
-        if not term.excluded
-    ]
+    wanted = [func.numnode(words[n]) > 0 for n, term in enumerate(query.terms) if not term.excluded]
+    phrases = {
+        n: _phrase_pattern(n, term) for n, term in enumerate(query.terms) if _is_phrase(term)
+    }
 
     def matches(record: Any) -> ColumnElement[bool]:
         # the innermost ``FROM {table}``: the subquery's own, never the outer query's
-        document: ColumnElement[Any] = literal_column(f"{record.__tablename__}.{POSTGRES_DOCUMENT}")
-        return and_(*wanted, document.op("@@", return_type=Boolean)(tsquery))
+        name = record.__tablename__
+        document: ColumnElement[Any] = literal_column(f"{name}.{POSTGRES_DOCUMENT}")
+        text = _lowered(literal_column(f"{name}.{_TEXT_COLUMNS[name]}"))
+        conditions = [*wanted, document.op("@@", return_type=Boolean)(tsquery)]
+        for n, pattern in phrases.items():
+            found: ColumnElement[bool] = text.op("~", return_type=Boolean)(pattern)
+            if query.terms[n].excluded:  # where the text holds its words (no lexeme: none)
+                found = not_(and_(document.op("@@", return_type=Boolean)(words[n]), found))
+            conditions.append(found)
+        return and_(*conditions)
 
     diagnoses = select(col(SubmissionRecord.id)).where(matches(SubmissionRecord)).correlate(None)
     reasons = select(col(OverrideRecord.grading_id)).where(matches(OverrideRecord))

@@ -312,3 +312,75 @@ async def test_a_word_no_text_holds_finds_nothing_though_postgresql_cannot_index
         for q in ("½ -scanned", "basket ½", "Ⅻ"):
             assert await _ids(c, ada, q) == set(), q
         assert len(await _ids(c, ada, "basket")) == 2
+
+
+#: a diagnosis that pastes a log (one word 300 times) before naming the fault: PostgreSQL
+#: keeps at most 256 positions of a word in its index
+REPEATED = "pod restarted. " * 300 + "Root cause: the pod checkout ran out of memory."
+
+
+async def test_a_phrase_after_a_word_repeated_hundreds_of_times_is_found(
+    api_client: Any, tokens: Any
+) -> None:
+    """A phrase is found wherever it stands in a diagnosis, also after its first word
+    occurred hundreds of times in a pasted log."""
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        hit = (await graded(c, ada, REPEATED))["id"]
+        await graded(c, ada, "The checkout pod ran out of memory.")  # the words, not the phrase
+        assert await _ids(c, ada, '"pod checkout"') == {hit}
+        assert await _ids(c, ada, '"the pod check"*') == {hit}
+        assert await _ids(c, ada, "pod-checkout memory") == {hit}  # a hyphenated word too
+
+
+async def test_a_phrase_past_the_16383rd_word_of_a_long_diagnosis_is_found(
+    api_client: Any, tokens: Any
+) -> None:
+    """A long diagnosis (a pasted log within the 64 KiB limit) whose conclusion comes after
+    16,383 words is found by a phrase of its conclusion, as by its words; PostgreSQL's
+    index places no word past the 16,383rd."""
+    ada = await tokens("adjudicator", "Ada")
+    diagnosis = "GET 200 ok\n" * 5500 + "Conclusion: disk full on node-3."  # 16,505 words
+    assert len(diagnosis.encode()) < 64 * 1024
+    async with api_client() as c:
+        hit = (await graded(c, ada, diagnosis))["id"]
+        assert await _ids(c, ada, "conclusion disk") == {hit}
+        assert await _ids(c, ada, '"disk full"') == {hit}
+        assert await _ids(c, ada, "node-3") == {hit}
+        assert await _ids(c, ada, '"full disk"') == set()  # the order still matters
+
+
+async def test_excluding_a_phrase_late_in_a_long_diagnosis_leaves_that_diagnosis_out(
+    api_client: Any, tokens: Any
+) -> None:
+    """``memory -"pod checkout"`` leaves out a diagnosis holding that phrase, however late
+    in the text it stands, and keeps one holding its words apart."""
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        await graded(c, ada, REPEATED)
+        other = (await graded(c, ada, "The cart ran out of memory."))["id"]
+        apart = (await graded(c, ada, "Checkout ran out of memory; the pod restarted."))["id"]
+        assert await _ids(c, ada, 'memory -"pod checkout"') == {other, apart}
+
+
+async def test_phrases_are_found_and_excluded_in_override_reasons_and_tag_notes(
+    api_client: Any, tokens: Any
+) -> None:
+    """A phrase searches override reasons and tag notes as it searches diagnoses: found
+    where its words stand in order, excluded where they do."""
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        reason = (await graded(c, ada, "The cart failed."))["id"]
+        note = (await graded(c, ada, "The cart failed again."))["id"]
+        neither = (await graded(c, ada, "The cart failed once more."))["id"]
+        await _override(c, ada, reason, "misses the upstream timeout of the gateway")
+        tagged = await c.post(
+            f"/v1/gradings/{note}/tags",
+            json={"tag": "misread-unit", "note": "read the gateway's upstream-timeout as cores"},
+            headers=ada,
+        )
+        assert tagged.status_code == 201, tagged.text
+        await _override(c, ada, neither, "names the timeout, not the upstream gateway")
+        assert await _ids(c, ada, '"upstream timeout"') == {reason, note}
+        assert await _ids(c, ada, '"timeout upstream"') == set()
+        assert await _ids(c, ada, 'gateway -"upstream timeout"') == {neither}
