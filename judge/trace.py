@@ -4,8 +4,8 @@ A trace comes as SREGym records it, a list of steps (each an object such as ``{"
 ..., "input": ..., "output": ...}`` or ``{"role": ..., "content": ...}``; any keys are
 kept), or as free text from other harnesses. It is untrusted text like the diagnosis:
 checked against the same size limit (:func:`check_trace`, the size of its JSON form),
-its credentials redacted wherever they occur (:func:`redact_trace`), never shown as
-markup, and never shown to a judge.
+its credentials redacted wherever they occur, in keys as in values
+(:func:`redact_trace`), never shown as markup, and never shown to a judge.
 
 :func:`trace_check` is the check in code "the evidence the diagnosis cites appears in
 the trace": whether an answer's quote occurs in the trace the way the evidence check
@@ -70,39 +70,101 @@ def check_trace(
     check_text(trace_text(trace), field=field, max_bytes=max_bytes)
 
 
+#: what a value a credential was found in is replaced with, whole
+_MARKER = "[REDACTED:{}]"
+#: a Kubernetes env entry's keys: ``{"name": "DB_PASSWORD", "value": "hunter22"}``
+_ENTRY_KEYS = ("name", "value")
+
+
 def _redacted(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value).text
     if isinstance(value, list):
         return [_redacted(item) for item in value]
     if isinstance(value, dict):
-        return {key: _under_key(key, item) for key, item in value.items()}
+        return _redacted_object(value)
     return value
 
 
-def _under_key(key: Any, value: Any) -> Any:
-    """``value`` redacted; a string also as its key's value, as the step's JSON text
-    reads it: ``{"DB_PASSWORD": "hunter22"}`` is a credential that ``hunter22`` alone is
-    not. Read so only under a key a detector could look for (``judge.secrets.is_candidate``)."""
-    own = _redacted(value)
-    if not (isinstance(own, str) and isinstance(key, str) and is_candidate(key)):
-        return own
-    head, tail = f'"{key}": "', '"'
-    keyed = redact(head + own + tail)
+def _redacted_object(value: dict[Any, Any]) -> dict[Any, Any]:
+    """An object as its JSON text is redacted: each value read with its key
+    (:func:`_under_key`), an env entry's value with its name, and the keys themselves (a
+    tool that reports per target may key its output by a connection URL), while keys
+    that redact alike stay apart (:func:`_distinct_keys`)."""
+    items = {key: _under_key(key, item) for key, item in value.items()}
+    entry = _entry_keys(value)
+    if entry is not None and _scalar(own := items[entry[1]]):
+        head = '{"name": ' + _json(value[entry[0]]) + ', "value": '
+        if (kind := _keyed(head, own)) is not None:
+            items[entry[1]] = _MARKER.format(kind)
+    keys = _distinct_keys([(k, redact(k).text if isinstance(k, str) else k) for k in value])
+    return dict(zip(keys, items.values(), strict=True))
+
+
+def _entry_keys(value: dict[Any, Any]) -> tuple[str, str] | None:
+    """The keys of the name and the value of a Kubernetes env entry (``{"name":
+    "DB_PASSWORD", "value": "hunter22"}``, any case) whose name a detector could look
+    for (``judge.secrets.is_candidate``): its value is read with its name, as
+    ``judge.secret_plugins.ENV_ENTRY`` reads the entry's text. None for other objects."""
+    keys = {k.lower(): k for k in value if isinstance(k, str) and k.lower() in _ENTRY_KEYS}
+    if len(keys) < len(_ENTRY_KEYS):
+        return None
+    name = value[keys["name"]]
+    return (keys["name"], keys["value"]) if isinstance(name, str) and is_candidate(name) else None
+
+
+def _distinct_keys(keys: list[tuple[Any, Any]]) -> list[Any]:
+    """Each ``(key, redacted key)``'s redacted key, numbered (``"x (2)"``) where it
+    repeats another: two connection URLs whose passwords alone differ keep their values
+    apart. A key that redaction left as it was keeps its text."""
+    taken = {redacted for key, redacted in keys if redacted == key}
+    distinct: list[Any] = []
+    for key, redacted in keys:
+        number, name = 1, redacted
+        while redacted != key and name in taken:
+            number += 1
+            name = f"{redacted} ({number})"
+        taken.add(name)
+        distinct.append(name)
+    return distinct
+
+
+def _scalar(value: Any) -> bool:
+    """A string, a number or a bool: a value its JSON text may show as a credential."""
+    return isinstance(value, str | int | float)
+
+
+def _keyed(head: str, value: Any) -> str | None:
+    """The kind of the first credential found reaching into the JSON text of ``value``
+    (a string, a number or a bool) where it follows ``head`` (``{"DB_PASSWORD": ``) in
+    an object's JSON text; None when none does."""
+    body = _json(value)
+    keyed = redact(f"{head}{body}}}")
     if keyed.normalized:
-        head = normalize_untrusted(head)
-    kinds = [f.kind for f in keyed.findings if f.end > len(head)]
-    if not kinds:
+        head, body = normalize_untrusted(head), normalize_untrusted(body)
+    start, end = len(head), len(head) + len(body)
+    return next((f.kind for f in keyed.findings if f.start < end and start < f.end), None)
+
+
+def _under_key(key: Any, value: Any) -> Any:
+    """``value`` redacted; a string, a number or a bool also as its key's value, as the
+    object's JSON text reads it: ``{"DB_PASSWORD": "hunter22"}`` is a credential that
+    ``hunter22`` alone is not. Read so only under a key a detector could look for
+    (``judge.secrets.is_candidate``). A value a finding reaches into is replaced whole
+    by the string ``[REDACTED:<kind>]``, whatever it was: a detector may stop at a quote
+    inside a password, and a number's digits are a password too."""
+    own = _redacted(value)
+    if not (_scalar(own) and isinstance(key, str) and is_candidate(key)):
         return own
-    if keyed.text.startswith(head) and keyed.text.endswith(tail):
-        return keyed.text[len(head) : len(keyed.text) - len(tail)]
-    return f"[REDACTED:{kinds[0]}]"  # a finding reached into the key or past the value
+    kind = _keyed("{" + _json(key) + ": ", own)
+    return own if kind is None else _MARKER.format(kind)
 
 
 def redact_trace(trace: Trace) -> Trace:
-    """``trace`` with every credential in its text (every string value of every step,
-    however deep, also read with its key) replaced by ``[REDACTED:<kind>]``, as the
-    diagnosis' are."""
+    """``trace`` with every credential in its text replaced by ``[REDACTED:<kind>]``, as
+    the diagnosis' are: in free text, and in steps every key and every value however
+    deep, a value also read with its key (or an env entry's with its name) as the
+    step's JSON text would be."""
     if isinstance(trace, str):
         return redact(trace).text
     return [_redacted(step) for step in trace]

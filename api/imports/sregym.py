@@ -231,6 +231,18 @@ def _answers(raw: Any) -> tuple[SregymAnswer, ...]:
     return tuple(answers)
 
 
+def _json_keys(value: Any) -> Any:
+    """A parsed repr with each dict key JSON cannot hold (a tuple, a frozenset, bytes)
+    as its text, ``('user-service', 'cpu')``, the way its values are turned into JSON
+    (``default=str``); keys JSON holds (strings, numbers, bools, None) as they are."""
+    if isinstance(value, dict):
+        held = (str, int, float, type(None))
+        return {k if isinstance(k, held) else str(k): _json_keys(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_keys(item) for item in value]
+    return value
+
+
 def _trace(row: dict[str, str], *, max_bytes: int) -> tuple[str, Trace] | None:
     """The row's trace column and trace: a list of steps where the cell holds one (as
     JSON, or as the Python repr SREGym writes its other lists in), else the cell's text;
@@ -249,8 +261,9 @@ def _trace(row: dict[str, str], *, max_bytes: int) -> tuple[str, Trace] | None:
             except _UNREADABLE:
                 continue
             if isinstance(steps, list) and all(isinstance(step, dict) for step in steps):
-                # a repr's tuples, sets or bytes as JSON holds them (or as their text)
-                trace = json.loads(json.dumps(steps, default=str))
+                # a repr's tuples, sets or bytes as JSON holds them (or as their text),
+                # and its keys too: a tuple key is read as its text, not a failed row
+                trace = json.loads(json.dumps(_json_keys(steps), default=str))
                 break
     try:
         check_trace(trace, field=column, max_bytes=max_bytes)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from judge.secrets import redact
 from judge.trace import TraceText, check_trace, redact_trace, trace_check, trace_text
 from storage import NewSubmission
 from storage.canonical import canonical_json, sha256_hex
@@ -185,18 +186,97 @@ def test_a_value_under_a_key_that_names_a_password_is_redacted() -> None:
     for value in KEYED_VALUES:
         assert value not in str(as_text) and value not in as_steps, as_steps
     kept = redact_trace([KEYED_STEP, *STEPS])
+    assert isinstance(kept, list)
     assert kept[0]["tool"] == "kubectl" and kept[0]["input"] == KEYED_STEP["input"]
     assert set(kept[0]["output"].values()) == {"[REDACTED:secret-keyword]"}
     assert kept[1:] == STEPS  # values under ordinary keys are left as they are
 
 
+def _redacted_step(step: dict[str, Any]) -> dict[str, Any]:
+    """``step`` as a trace of that one step is redacted."""
+    redacted = redact_trace([step])
+    assert isinstance(redacted, list)
+    return redacted[0]
+
+
+#: ``kubectl get pod -o json``: the container's env as Kubernetes' name/value entries
+ENV_STEP: dict[str, Any] = {
+    "tool": "kubectl_get",
+    "input": "pod user-service-7d9f -n hotel -o json",
+    "output": {
+        "env": [
+            {"name": "USER_PORT", "value": "9999"},
+            {"name": "DB_PASSWORD", "value": "rabbit4711"},
+        ]
+    },
+}
+
+
+def test_an_env_entry_named_like_a_credential_is_redacted() -> None:
+    """A Kubernetes env entry (``{"name": "DB_PASSWORD", "value": ...}``), inside a step
+    or as a step itself, has its value read with its name and redacted, as the entry's
+    JSON text is; an entry with an ordinary name keeps its value."""
+    entry = {"name": "DB_PASSWORD", "value": "rabbit4711"}
+    for step in (ENV_STEP, entry):
+        assert "rabbit4711" not in redact(json.dumps(step)).text
+        assert "rabbit4711" not in json.dumps(redact_trace([step]))
+    kept = _redacted_step(ENV_STEP)
+    assert kept["output"]["env"] == [
+        {"name": "USER_PORT", "value": "9999"},
+        {"name": "DB_PASSWORD", "value": "[REDACTED:secret-keyword]"},
+    ]
+
+
+@pytest.mark.parametrize("password", ['Xk9"vQ2mLp7', 'se cret\\"Tail99'], ids=["quote", "escaped"])
+def test_a_password_with_a_quote_in_it_is_redacted_whole(password: str) -> None:
+    """A password under a key that names one is replaced whole even where it holds a
+    ``"``, at which a detector reading the JSON text stops."""
+    kept = _redacted_step({"tool": "env", "output": {"DB_PASSWORD": password}})
+    assert kept["output"] == {"DB_PASSWORD": "[REDACTED:secret-keyword]"}
+
+
+def test_a_number_under_a_password_key_is_redacted() -> None:
+    """A number under a key that names a password (a values file read by YAML makes
+    digits a number) becomes the marker string, as the step's JSON text is redacted;
+    numbers under other keys stay numbers."""
+    output = {"REDIS_PASSWORD": 73910482, "replicas": 3, "max_password_len": 64}
+    assert "73910482" not in redact(json.dumps(output)).text
+    kept = _redacted_step({"tool": "helm_get_values", "output": output})
+    assert kept["output"] == {
+        "REDIS_PASSWORD": "[REDACTED:secret-keyword]",
+        "replicas": 3,
+        "max_password_len": 64,
+    }
+
+
+def test_a_credential_in_a_key_is_redacted_and_keys_stay_apart() -> None:
+    """A key is redacted as a value is (a tool that reports per target keys its output by
+    connection URL, password and all); keys that redact alike keep their values apart,
+    and a key with no credential in it keeps its text."""
+    output = {
+        "postgres://admin:hunter22@db.hotel:5432/users": "connection refused",
+        "postgres://admin:s3cret99@db.hotel:5432/users": "ok",
+        "redis://redis.hotel:6379": "ok",
+    }
+    kept = _redacted_step({"tool": "check_connections", "output": output})
+    text = json.dumps(kept)
+    assert "hunter22" not in text and "s3cret99" not in text, text
+    assert list(kept["output"].values()) == ["connection refused", "ok", "ok"]
+    first, second, plain = kept["output"]
+    assert "[REDACTED:" in first and "[REDACTED:" in second and first != second
+    assert plain == "redis://redis.hotel:6379"
+
+
 async def test_a_submitted_step_keeps_no_password_under_its_key(
     api_client: Any, tokens: Any
 ) -> None:
+    """Neither the answer to the submission nor the grading read later shows a password
+    a step holds under its key or in an env entry."""
     headers = await tokens("submitter")
     async with api_client() as client:
-        response = await _submit(client, headers, trace=[KEYED_STEP])
+        response = await _submit(client, headers, trace=[KEYED_STEP, ENV_STEP])
         assert response.status_code == 201, response.text
         grading = await client.get(response.headers["location"], headers=headers)
-    for value in KEYED_VALUES:
-        assert value not in grading.text, grading.json()["submission"]["trace"]
+    for value in (*KEYED_VALUES, "rabbit4711"):
+        for seen in (response, grading):
+            assert value not in seen.text, seen.json()["submission"]["trace"]

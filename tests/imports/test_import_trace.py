@@ -49,20 +49,36 @@ async def test_traces_are_imported_with_their_attempts_redacted(
     assert cells and all(TRACE_SECRET not in json.dumps(c) for c in cells)  # kept for export
 
 
-def test_a_trace_over_the_limit_refuses_its_row_naming_the_column(tmp_path: Path) -> None:
+def _with_first_trace(tmp_path: Path, trace: str) -> Path:
+    """A results folder with traces whose first file's first row has ``trace``."""
     fixture = write_sregym_results(tmp_path, traces=True)
     [first, *_] = sorted(fixture.root.rglob("*.csv"))
     with first.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    rows[0]["trace"] = "x" * 5000
+    rows[0]["trace"] = trace
     with first.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    read = list(read_sregym_folder(fixture.root, max_bytes=4096))
+    return fixture.root
+
+
+def test_a_trace_over_the_limit_refuses_its_row_naming_the_column(tmp_path: Path) -> None:
+    read = list(read_sregym_folder(_with_first_trace(tmp_path, "x" * 5000), max_bytes=4096))
     [refused] = [r for r in read if isinstance(r, ImportProblem)]
     assert refused.field == "trace" and "4096" in refused.message
     assert sum(isinstance(r, SregymAttempt) for r in read) == 44
+
+
+def test_a_repr_trace_with_a_tuple_key_is_read_with_its_row(tmp_path: Path) -> None:
+    """A Python-repr trace whose dict has a key JSON cannot hold (a tuple) is imported
+    with its row, the key as its text, and the folder's other rows are read on."""
+    trace = "[{'tool': 'kubectl_top', 'output': {('user-service', 'cpu'): '950m'}}]"
+    read = list(read_sregym_folder(_with_first_trace(tmp_path, trace)))
+    attempts = [r for r in read if isinstance(r, SregymAttempt)]
+    assert len(attempts) == 45, [r for r in read if isinstance(r, ImportProblem)]
+    [steps] = [a.trace for a in attempts if "kubectl_top" in json.dumps(a.trace)]
+    assert steps == [{"tool": "kubectl_top", "output": {"('user-service', 'cpu')": "950m"}}]
 
 
 @pytest.mark.parametrize(("size", "max_bytes"), [(200_000, 65_536), (200_000, 1_048_576)])
@@ -91,7 +107,7 @@ def test_a_trace_past_the_csv_module_s_cell_limit_is_judged_by_the_service_s_lim
     else:
         assert refused == [] and len(attempts) == 45
         [long] = [a for a in attempts if isinstance(a.trace, str) and len(a.trace) > 131_072]
-        assert long.trace.startswith("kubectl get pods")
+        assert isinstance(long.trace, str) and long.trace.startswith("kubectl get pods")
 
 
 def test_rows_without_a_trace_read_as_before(tmp_path: Path) -> None:
