@@ -131,15 +131,10 @@ class OverrideQueries:
         self._check(record, rubric, {a.question_id: a.answer for a in records}, history)
         label = self._label(session, record, history)
         copies: list[OverrideRecord] = []
+        copy_gradings: dict[str, GradingRecord] = {}
         if record.kind == "withdraw":
             withdrawn = next(h for h in history if h.id == record.withdraws)
-            copies = copies_in_force(session, withdrawn)
-        # every grading a copy is on is locked (in id order) before the first audit
-        # record: row locks come before the audit chain's lock (``storage.database``)
-        copy_gradings = {
-            copy_grading_id: self._locked_grading(session, copy_grading_id, None)
-            for copy_grading_id in sorted({copy.grading_id for copy in copies})
-        }
+            copies, copy_gradings = self._copies_locked(session, withdrawn)
         self._append(session, grading, records, history, record, rubric=rubric, label=label)
         for copy in copies:
             self._withdraw_copy(session, copy_gradings[copy.grading_id], copy, record)
@@ -187,6 +182,36 @@ class OverrideQueries:
             covers={grading.id: digest},
             rows=written,
         )
+
+    def _copies_locked(
+        self, session: Session, withdrawn: OverrideRecord
+    ) -> tuple[list[OverrideRecord], dict[str, GradingRecord]]:
+        """The copies of ``withdrawn`` still in force on later gradings, and those
+        gradings by id, row-locked, before the first audit record (row locks come before
+        the audit chain's lock: ``storage.database``).
+
+        On PostgreSQL the copies are found again once their gradings are locked, until
+        no new grading turns up: a regrade completing meanwhile holds the grading it
+        carries from locked while it copies a copy onward onto its own grading, and
+        that new copy, committed when the lock is given, was not there to be found
+        before. The gradings found in one round are locked in id order, as a promote
+        locks the gradings besides its item (``storage.regrade.lifecycle.lock_items``).
+        A new copy only lies on a grading whose regrade has committed and given its
+        row back; a later regrade carrying from that grading meanwhile is waited for,
+        and the next round finds its copy. Locking every grading of the submission up
+        front would not do: the grading a promote completes is pending until it
+        commits, so a lock taken without it misses its copy as before, and one that
+        waits for its row while holding the others takes them in the reverse of the
+        promote's order (its item first), a deadlock. On SQLite the write transaction
+        has held the database since it began: one look finds them all."""
+        locked: dict[str, GradingRecord] = {}
+        while True:
+            copies = copies_in_force(session, withdrawn)
+            new = sorted({copy.grading_id for copy in copies} - locked.keys())
+            for grading_id in new:
+                locked[grading_id] = self._locked_grading(session, grading_id, None)
+            if not new or not self._db.postgres:
+                return copies, locked
 
     def _withdraw_copy(
         self,
@@ -312,7 +337,10 @@ class OverrideQueries:
         withdrawal, the retraction of the withdrawn override's label (its author and
         target, no answer nor verdict), so judge-human agreement no longer counts a
         judgement taken back. A copy a regrade carried recorded no label: its original
-        did, on the grading the human judged, and that label is the one retracted."""
+        did, on the grading the human judged, and that label is the one retracted, only
+        while it is still its author's latest there: one who has since decided that
+        answer or verdict again on that grading stands by the later label, which a
+        retraction would take back (a stale copy withdrawn off a shadow grading)."""
         if record.kind == "withdraw":
             withdrawn = next((h for h in history if h.id == record.withdraws), None)
             if withdrawn is None or withdrawn.kind == "withdraw":
@@ -323,6 +351,8 @@ class OverrideQueries:
                     break
                 original = source
                 seen.add(source.id)
+            if original is not withdrawn and not _latest_label(session, original):
+                return None
             return HumanLabelRecord(
                 grading_id=original.grading_id,
                 question_id=withdrawn.question_id if withdrawn.kind == "answer" else None,
@@ -369,6 +399,31 @@ def _after(history: list[OverrideRecord], now: datetime) -> datetime:
     if latest is None or now > latest:
         return now
     return latest + timedelta(microseconds=1)
+
+
+def _latest_label(session: Session, override: OverrideRecord) -> bool:
+    """Whether the label ``override`` recorded is still its author's latest override
+    label on its grading's answer or verdict (labels count latest first, by id, in
+    judge-human agreement): not followed by a later override's label or a retraction."""
+    query = (
+        select(HumanLabelRecord)
+        .where(
+            col(HumanLabelRecord.grading_id) == override.grading_id,
+            col(HumanLabelRecord.author_id) == override.author_id,
+            col(HumanLabelRecord.source) == "override",
+            col(HumanLabelRecord.question_id).is_(None)
+            if override.kind == "verdict"
+            else col(HumanLabelRecord.question_id) == override.question_id,
+        )
+        .order_by(col(HumanLabelRecord.id).desc())
+        .limit(1)
+    )
+    latest = session.execute(query).scalar_one_or_none()
+    return latest is not None and (latest.created_at, latest.answer, latest.verdict) == (
+        override.created_at,
+        override.answer,
+        override.verdict,
+    )
 
 
 def _carried_from(session: Session, override: OverrideRecord) -> OverrideRecord | None:

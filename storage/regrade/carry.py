@@ -103,7 +103,10 @@ def copies_in_force(session: Session, original: OverrideRecord) -> list[Override
     still in force on their gradings, oldest first. Copies are only ever made onto later
     gradings of the same submission, so only those gradings' overrides are read; a copy
     made before ``carried_from`` existed is known by its reason, taken only when it is
-    the same author's override of the same target (as a withdrawal's label is found)."""
+    the same author's override of the same target (as a withdrawal's label is found).
+    Read before their gradings are locked, the list may miss a copy a regrade completing
+    meanwhile carries onward, so adjudication's withdrawal locks those gradings and asks
+    again until no new one turns up."""
     query = (
         select(OverrideRecord)
         .join(GradingRecord, col(GradingRecord.id) == col(OverrideRecord.grading_id))

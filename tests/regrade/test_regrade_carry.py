@@ -437,6 +437,101 @@ async def test_a_withdrawal_racing_a_shadow_items_completion_withdraws_it_everyw
     assert shadow_grading.grading.passed is True
 
 
+async def _promote_claimed(store: Store) -> str:
+    """A promote job over everything, its one item claimed and not completed; its id."""
+    target = RegradeTarget(
+        sregym_rubric(), "openai:new@http://127.0.0.1:9/v1", "openai", "new", "promote"
+    )
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
+    return item.grading_id
+
+
+def _in_force_on(session: Any, grading_id: str) -> dict[Any, Any]:
+    query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == grading_id)
+    return overrides_in_force(override_events(list(session.execute(query).scalars())))
+
+
+async def test_a_withdrawal_racing_a_promote_that_carries_its_copy_onward_withdraws_both(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hana failed G0 and a promote carried her verdict onto G1 (copy C1). A second
+    promote, completing G2, locks G1 and copies C1 onto G2 at the moment Hana withdraws
+    her verdict on G0. Both succeed, and the withdrawal reaches every copy: C1 on G1
+    and the copy on G2 that the promote committed while the withdrawal waited for G1's
+    row, so the current grading passes again on its judge's answers."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    g0 = await _graded(store, ALL)
+    view = await store.gradings.get(g0)
+    assert view is not None
+    original, _ = await override(
+        store, g0, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+        kind="verdict", reason="wrong fault", author_id="h1", author_name="Hana",
+        verdict="fail",
+    )  # fmt: skip
+    g1 = await _promote_claimed(store)
+    assert await store.queue.complete(g1, "w", graded_result(ALL))
+    g2 = await _promote_claimed(store)
+    now = await store.gradings.get(g0)
+    assert now is not None
+    withdrawal = override(
+        store, g0, rubric=sregym_rubric(), expected_revision=now.grading.revision,
+        kind="withdraw", reason="I was wrong", author_id="h1", author_name="Hana",
+        withdraws=original.id,
+    )  # fmt: skip
+    # the second promote holds G1 and is about to audit its verdict when Hana withdraws
+    await race_at_audit(
+        store,
+        monkeypatch,
+        "grading.completed",
+        store.queue.complete(g2, "w", graded_result(ALL)),
+        lambda: withdrawal,
+    )
+    assert await store.db.run_read(_in_force_on, g1) == {}
+    current = await store.gradings.get(g2)
+    assert current is not None and current.grading.is_current
+    left = await store.db.run_read(_in_force_on, g2)
+    assert left == {}, f"Hana's withdrawn verdict is still in force on the current grading: {left}"
+    assert current.grading.passed is True
+
+
+async def test_withdrawing_a_stale_shadow_copy_keeps_the_label_its_author_stands_by(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """Hana failed G0 and a shadow regrade carried her verdict onto its grading; she then
+    passed G0 instead. Withdrawing the stale copy on the shadow grading takes back
+    nothing of hers on G0: her pass there, still in force, is the label judge-human
+    agreement counts before and after."""
+    store = Store(engine, key=service_key)
+    g0 = await _graded(store, ALL)
+    hana = await tokens("adjudicator", "Hana")
+    async with api_client(start_workers=False) as c:
+        await _override(c, g0, hana, {"verdict": "fail", "reason": "wrong fault"})
+    job = await shadow_regrade(store, passing=1)
+    views, _ = await store.gradings.page(limit=50, filters=GradingFilter(current_only=False))
+    [shadow] = [v.grading.id for v in views if v.grading.regrade_job_id == job]
+    async with api_client(start_workers=False) as c:
+        carried = (await c.get(f"/v1/gradings/{shadow}", headers=hana)).json()
+        [copy] = [o for o in carried["overrides"] if o.get("carried_from")]
+        await _override(c, g0, hana, {"verdict": "pass", "reason": "it names the fault"})
+        before = (await c.get("/v1/stats/agreement?kind=judge_human", headers=hana)).json()
+        await _override(c, shadow, hana, {"withdraw": copy["id"], "reason": "stale copy"})
+        on_shadow = (await c.get(f"/v1/gradings/{shadow}", headers=hana)).json()
+        on_g0 = (await c.get(f"/v1/gradings/{g0}", headers=hana)).json()
+        after = (await c.get("/v1/stats/agreement?kind=judge_human", headers=hana)).json()
+    assert on_shadow["verdict_override"] is None
+    assert on_g0["verdict_override"] == "pass"
+    assert _verdict_n(before) == 1, before
+    assert _verdict_n(after) == 1, (
+        f"Hana's pass on G0 is still in force, yet agreement no longer counts it: {after}"
+    )
+    with engine.connect() as connection:  # her two labels on G0, no retraction
+        query = select(col(HumanLabelRecord.grading_id), col(HumanLabelRecord.verdict))
+        labels = connection.execute(query.order_by(col(HumanLabelRecord.id)))
+        assert list(labels) == [(g0, "fail"), (g0, "pass")]
+
+
 def _verdict_n(report: dict[str, Any]) -> int:
     """The number of verdict pairs in a judge-human agreement report (0 when none)."""
     return sum(
