@@ -1,8 +1,9 @@
 """Checking that quoted evidence really occurs in the diagnosis.
 
 Both texts are normalized the way the prompt normalizes untrusted text, then
-case-folded with punctuation reduced to spaces, so quotes that differ only in case,
-white space or trivial punctuation still match. A quote may join passages with an
+case-folded with punctuation reduced to spaces and a number joined to the unit word
+after it, so quotes that differ only in case, white space (``256 Mi`` for ``256Mi``) or
+trivial punctuation still match. A quote may join passages with an
 ellipsis; each passage must occur. Small copying slips are tolerated through
 rapidfuzz's partial ratio; fabricated text is not, nor a slip that changes what the
 passage states (a number, a negation). A quote taken from a span that
@@ -61,6 +62,12 @@ _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 #: a quantity of a normalized text: a run of digits with the letters right after it, its
 #: unit (8080, 512mi, 30ms): "512Gi" for "512Mi" or "30ms" for "30s" is another quantity
 _QUANTITY = re.compile(r"\d+[^\W\d_]*")
+#: a space between a number and its unit word, in a normalized text ("256 mi", "30 ms",
+#: "2 cores"): white space, so "256 Mi" is quoted as "256Mi" and back
+_UNIT_APART = re.compile(
+    r"(\d) (?=(?:[kmgtpe]i?b?|[num]s|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?"
+    r"|millicores?|cores?|v?cpus?)(?![^\W_]))"
+)
 #: what the prompt wrote in the judge's copy of the diagnosis for an angle-bracket run or
 #: a chat-template token: a quote copied from that copy may hold them
 _PROMPT_MARKERS = re.compile(f"{re.escape(FENCE_MARKER)}|{re.escape(CHAT_TOKEN_MARKER)}")
@@ -74,7 +81,7 @@ _ELLIPSIS = re.compile(r"\.{3,}|…")
 
 def _plain(text: str) -> str:
     text = _PROMPT_MARKERS.sub(" ", normalize_untrusted(text))
-    return _NON_WORD.sub(" ", text.casefold()).strip()
+    return _UNIT_APART.sub(r"\1", _NON_WORD.sub(" ", text.casefold()).strip())
 
 
 def _passage_at(passage: str, haystack: str, start: int) -> tuple[int, int] | None:

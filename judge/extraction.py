@@ -17,7 +17,9 @@ A claim that names no component (a kind alone, "Deployment"; the namespace; "the
 container limit") blames none: it counts neither for nor against. Where the claimed
 origin is such a claim, the origin is read from the causes claimed beside it (small
 judges put "the bad tag on deployment/geo" there and "Deployment" as the origin).
-- ``values``: a claimed value is one of the ground truth's (or an equal quantity).
+- ``values``: a claimed value is one that the fault set, as the ground truth states it
+  (or an equal quantity): not the old side of a change, nor a value the ground truth
+  lists as unchanged (``grounding: values`` reads them).
 
 The judge is asked the other questions in short per-question calls. Without a ground
 truth header (a control scenario, a free-text truth) nothing can be compared, and every
@@ -268,10 +270,13 @@ def _coded(rubric: Rubric, ground_truth: str) -> tuple[GroundTruthFacts | None, 
 
 
 def _decidable(kind: str, facts: GroundTruthFacts) -> bool:
-    """Whether the header gives what a ``claims`` question is compared with: values for
-    ``values`` (a truth that changed no value, "scaled to zero replicas", would count any
-    value as its own), components for the others. Else the judge is asked it."""
-    return bool(facts.values) if kind == "values" else bool(facts.components)
+    """Whether the header gives what a ``claims`` question is compared with: mutated
+    values for ``values`` (a truth that changed no value, "scaled to zero replicas", would
+    count any value as its own; the name of a deleted Secret alone is rarely claimed as
+    a value), components for the others. Else the judge is asked it."""
+    if kind != "values":
+        return bool(facts.components)
+    return bool(set(facts.mutated) - set(facts.components))
 
 
 def extraction_calls(rubric: Rubric, ground_truth: str | None = None) -> int:

@@ -11,11 +11,16 @@ values``:
 - ``origin_consistent``: the diagnosis points at the component, named or not: it names
   it, or every part of its name (``mongodb-geo`` as "geo's MongoDB"), or its kind where
   the kind is specific (a NetworkPolicy, a PVC; not a Deployment or a Service);
-- ``values``: the diagnosis gives at least one concrete value of the description: an
-  environment variable name, a port or other number of two digits or more, a quantity
-  with its unit (``128Mi``, ``500m``, ``30s``, ``90%``; an equal quantity written
-  otherwise counts too: ``0.125Gi``, ``0.5 cores``), an image reference or tag, a
-  ``key=value`` selector or setting, a path, a quoted string;
+- ``values``: the diagnosis gives at least one concrete value of the change the
+  description states: an environment variable name, a port or other number of two
+  digits or more, a quantity with its unit (``128Mi``, ``500m``, ``30s``, ``90%``; an
+  equal quantity written otherwise counts too: ``0.125Gi``, ``0.5 cores``), an image
+  reference or tag, a ``key=value`` selector or setting, a path, a quoted string. Values
+  the fault did not set do not count (the labelling guide: "a normal value of a field
+  that was not changed does not count"): the old side of a change ("from 512Mi to
+  256Mi": 512Mi), a default or usual value ("default 10", "instead of about 40 ms"),
+  everything after ``Affected:`` or ``Healthy:``, status and exit codes, and the request
+  paths of symptoms ("/hotels returns 500");
 - ``consistent_values``: no value the diagnosis reports contradicts the description's
   value of the same thing (``judge.contradictions``: a CPU request of ``200m`` where the
   ground truth says ``2.00 cores``); the failure shows both values.
@@ -74,6 +79,15 @@ _SPECIFIC_KINDS = {
     "storageclass": ("storageclass", "storage class"),
     "ingress": ("ingress",),
 }
+#: kinds whose objects are configuration themselves: the name of a deleted Secret or an
+#: added NetworkPolicy is a mutated key (the labelling guide: "policy name"), where the
+#: name of a Deployment or a Service is only the component
+_CONFIG_KINDS = frozenset(
+    {
+        "configmap", "secret", "networkpolicy", "storageclass", "role", "rolebinding",
+        "clusterrole", "clusterrolebinding", "serviceaccount",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +105,13 @@ class GroundTruthFacts:
     kinds: tuple[str, ...] = ()
     #: the components as the header gives them, e.g. ``("deployment/user-service",)``
     references: tuple[str, ...] = ()
+    #: the values of the change itself, which ``values`` looks for: those of
+    #: :attr:`change`, and the name of a component that is configuration (a Secret, a
+    #: NetworkPolicy: :data:`_CONFIG_KINDS`)
+    mutated: tuple[str, ...] = ()
+    #: the description without what the fault did not set (:func:`_change_of`), whose
+    #: quantities ``values`` compares
+    change: str = ""
 
 
 def _header_fields(header: str) -> dict[str, str]:
@@ -100,6 +121,42 @@ def _header_fields(header: str) -> dict[str, str]:
         if sep:
             fields[key.strip().lower()] = value.strip()
     return fields
+
+
+#: where the description stops stating the change: the components it affected or spared
+_AFTERMATH = re.compile(r"\b(?:Affected|Healthy)\s*:.*", re.S | re.I)
+#: values the fault did not set: the old side of a change (up to three words between
+#: "from" and "to"), a default or usual value, the request path of a symptom, a status
+#: or exit code
+_NOT_SET = (
+    re.compile(r"\bfrom\s+[^\s,;()]+(?:\s+[^\s,;()]+){0,2}?(?=\s+to\s)", re.I),
+    re.compile(
+        r"\b(?:default|defaults\s+to|instead\s+of|normally|usually)\s+(?:about\s+|around\s+|~)?"
+        r"[\w./:=-]*\d[\w./:=-]*(?:\s?(?:%|(?:[KMGT]i?B?|[mun]?s|m|h|min|cores?|replicas?"
+        r"|seconds?|minutes?)\b))?",
+        re.I,
+    ),
+    re.compile(
+        r"(?:\b(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s+)?(?<![\w/])/[\w./-]{2,}"
+        r"(?=\s+(?:returns?|returned|fails?|failed|errors?|times?\sout|timed\sout)\b)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:returns?|returned|returning|answers|status(?:\s?code)?:?|statuscode:?|HTTP"
+        r"|(?:exit\s)?code:?)\s+[1-5]\d\d\b|\((?:HTTP\s)?[1-5]\d\d\)",
+        re.I,
+    ),
+)
+
+
+def _change_of(description: str) -> str:
+    """The part of a ground truth's description that states what the fault set: without
+    what follows ``Affected:`` or ``Healthy:``, the old side of a change, defaults and
+    usual values, status and exit codes, and the request paths of symptoms."""
+    change = _AFTERMATH.sub("", description)
+    for pattern in _NOT_SET:
+        change = pattern.sub("", change)
+    return re.sub(r"[ \t]{2,}", " ", change).strip()
 
 
 def _description_values(description: str, exclude: set[str]) -> tuple[str, ...]:
@@ -132,8 +189,9 @@ def facts_of(ground_truth: str) -> GroundTruthFacts | None:
     )
     namespace = fields.get("namespace") or None
     exclude = {c.casefold() for c in components} | {(namespace or "").casefold()}
-    values = _description_values(match.group("description"), exclude)
     description = match.group("description")
+    values = _description_values(description, exclude)
+    change = _change_of(description)
     kinds = tuple(
         name.rsplit("/", 1)[0].strip().casefold()
         for name in fields.get("component", "").split(",")
@@ -142,7 +200,24 @@ def facts_of(ground_truth: str) -> GroundTruthFacts | None:
     references = tuple(
         name.strip() for name in fields.get("component", "").split(",") if name.strip()
     )
-    return GroundTruthFacts(components, namespace, values, description, kinds, references)
+    return GroundTruthFacts(
+        components,
+        namespace,
+        values,
+        description,
+        kinds,
+        references,
+        mutated=_description_values(change, exclude) + _config_names(references),
+        change=change,
+    )
+
+
+def _config_names(references: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of the header's components that are configuration (:data:`_CONFIG_KINDS`)."""
+    names = (r.rsplit("/", 1) for r in references if "/" in r)
+    return tuple(
+        dict.fromkeys(n.strip() for k, n in names if k.strip().casefold() in _CONFIG_KINDS)
+    )
 
 
 def _plain(text: str) -> str:
@@ -208,12 +283,15 @@ def check_condition(kind: GroundingKind, facts: GroundTruthFacts, diagnosis: str
             return None
         return f"nothing points at component {' or '.join(facts.components)}"
     plain = normalize_untrusted(diagnosis)  # a unit's case may matter (m, M)
-    if not facts.values or any(_mentions(v, plain) for v in facts.values):
+    if not facts.mutated or any(_mentions(v, plain) for v in facts.mutated):
         return None
-    if shares_a_quantity(facts.description, normalize_untrusted(diagnosis)):
+    if shares_a_quantity(facts.change, plain):
         return None
-    shown = ", ".join(facts.values[:6]) + (", ..." if len(facts.values) > 6 else "")
-    return f"none of the ground truth's values named ({shown})"
+    return f"none of the ground truth's values named ({_shown_values(facts)})"
+
+
+def _shown_values(facts: GroundTruthFacts) -> str:
+    return ", ".join(facts.mutated[:6]) + (", ..." if len(facts.mutated) > 6 else "")
 
 
 def _looked_for(kind: GroundingKind, facts: GroundTruthFacts, failure: str) -> str:
@@ -229,8 +307,7 @@ def _looked_for(kind: GroundingKind, facts: GroundTruthFacts, failure: str) -> s
             f"of its name{kinds}"
         )
     if kind == "values":
-        shown = ", ".join(facts.values[:6]) + (", ..." if len(facts.values) > 6 else "")
-        return f"the diagnosis gives none of the ground truth's values ({shown})"
+        return f"the diagnosis gives none of the ground truth's values ({_shown_values(facts)})"
     return f"the diagnosis {failure}"
 
 

@@ -8,8 +8,12 @@ writes them); the
 words around a number (``cpu``, ``memory``, ``timeout``, ``limit``...) decide its kind
 and what it is about, so a number no word explains is not read at all.
 
-Each quantity carries its *subject*: the nearest words of its sentence that say which
-value it is (``limit`` or ``request``, ``timeout`` or ``latency``, ``targetport``...).
+Each quantity carries its *subject*: the nearest words of its clause that say which
+value it is (``limit`` or ``request``, ``timeout`` or ``latency``, ``targetport``...),
+never taken across a comma, an opening parenthesis, a semicolon, "and", "but" or
+"instead of", nor past the value beside it (the two sides of a change, "from 512Mi to
+256Mi", share theirs): in "90% of CFS periods are throttled and requests take 5 s", 5 s
+is no period.
 Two quantities are about the same thing when kind and subject agree; judging
 contradictions is ``judge.contradictions``' job.
 """
@@ -25,9 +29,13 @@ from functools import lru_cache
 __all__ = ["Quantity", "parse_quantity", "quantities_in"]
 
 #: a number as people write one: 1,024 (thousands separated), 1.5, .5 (Kubernetes' grammar
-#: takes a leading point); never the tail of another number (the 024 of 1,024, the 5 of
-#: 1.5 or of 1,5: a decimal comma is not read at all)
-_NUM = r"(?<![\d.])(?<!\d,)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|(?<!\w)\.\d+)"
+#: takes a leading point), 1e3 (a decimal exponent, read whole as Kubernetes reads it);
+#: never the tail of another number (the 024 of 1,024, the 5 of 1.5 or of 1,5: a decimal
+#: comma is not read at all; the 3 of 1e3 or of 2e-3)
+_NUM = (
+    r"(?<![\d.])(?<!\d,)(?<!\d[eE])(?<!\d[eE][+-])"
+    r"((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|(?<!\w)\.\d+)(?:[eE][+-]?\d+)?)"
+)
 #: per kind, the classes of words that say what a value is; one word of each class
 #: (the nearest before the number, else just after it) makes up the subject
 _SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
@@ -154,6 +162,14 @@ def _duration(number: str, unit: str) -> Decimal:
 
 
 _LINK = r"(?:\s?[:=]|\s(?:is|was|were|are|set|changed|updated|from|to|of|number|at|now))*\s?"
+#: a bare CPU value's limit or request, of a named object, and what was done to it: "the
+#: CPU limit of geo was lowered to 0.2", "the CPU request of the geo container is 2"
+_CPU_WHAT = (
+    r"\bcpu\s?(?:(?:limits?|requests?)(?:\sof\s(?:the\s)?(?=[\w./-]*[a-z])[\w./-]+"
+    r"(?:\s(?:container|deployment|pod|service))?(?=\s))?)?"
+    r"(?:\s?[:=]|\s(?:is|was|were|are|set|changed|updated|lowered|raised|reduced|increased"
+    r"|decreased|from|to|of|at|now))*\s?"
+)
 _COUNT = r"(\d+|zero|one|two|three|four|five)\b(?!\s?/)"
 _PORT = r"\b(?:(target|container|node|host)\s?port|port)s?"
 _REPLICAS = r"\b(?:replicas?(?:\scount)?|scaled(?:\sdown|\sup)?)"
@@ -169,7 +185,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("cpu", re.compile(rf"{_NUM}\s?{_CPU_UNIT}", _I), 1),
     (
         "cpu_bare",
-        re.compile(rf"\bcpu\s?(?:limits?|requests?)?{_LINK}{_NUM}((?-i:m)?)(?![\w.%])", _I),
+        # a full stop may end the sentence ("its CPU limit is 2."), a decimal point not
+        re.compile(rf"{_CPU_WHAT}{_NUM}((?-i:m)?)(?![\w%]|\.\d)", _I),
         1,
     ),
     # Go's compound durations, as Kubernetes writes them: 1m30s, 1h30m, 2h45m10.5s
@@ -204,15 +221,40 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     )
 
 
-def _subject(kind: str, text: str, start: int, end: int) -> tuple[str, ...]:
-    """Per word class of ``kind``, the nearest word before the number, else just after."""
-    low, high = _sentence_bounds(text, start, end)
-    low = max(low, start - 80)
+#: where a clause ends: the words of another clause say nothing about a value ("about 90%
+#: of CFS periods are throttled and requests take 5 s": 5 s is no period)
+_CLAUSE_BREAK = re.compile(r"[,;(]|\b(?:and|but|instead\s+of)\b", re.I)
+#: what joins the two values of a change or a range ("from 2 cores to 200m"): the second
+#: is about what the first is
+_CHANGE_LINK = re.compile(r"\s*(?:to|->|=>|\u2192)\s*", re.I)
+
+
+def _before_start(text: str, low: int, start: int) -> int:
+    """Where the words before a number that may say what it is begin: after the last
+    clause break of ``text[low:start]``; an opening parenthesis right before the number
+    ("its memory limit (256Mi)") puts it beside what precedes, so does not count."""
+    for found in reversed(list(_CLAUSE_BREAK.finditer(text, low, start))):
+        if found.group() == "(" and not text[found.end() : start].strip():
+            continue
+        return found.end()
+    return low
+
+
+def _after_end(text: str, end: int, high: int) -> int:
+    """Where the words after a value that may say what it is end: at the first clause
+    break of ``text[end:high]``."""
+    found = _CLAUSE_BREAK.search(text, end, high)
+    return found.start() if found else high
+
+
+def _subject(kind: str, text: str, low: int, start: int, end: int, high: int) -> tuple[str, ...]:
+    """Per word class of ``kind``, the nearest word of ``text[low:start]`` (before the
+    number), else the first of ``text[end:high]`` (after the value)."""
     words: list[str] = []
     for alternatives in _SUBJECT_WORDS[kind]:
         pattern = re.compile(rf"\b(?:{alternatives})\b", re.I)
         before = list(pattern.finditer(text, low, start))
-        found = before[-1] if before else pattern.search(text, end, min(high, end + 30))
+        found = before[-1] if before else pattern.search(text, end, high)
         if found:
             words.append(_canonical(found.group()))
     return tuple(words)
@@ -270,9 +312,21 @@ def _read(kind: str, match: re.Match[str], text: str) -> tuple[str, Decimal] | N
     return "port", Decimal(match.group(2))
 
 
-def quantities_in(text: str) -> list[Quantity]:
-    """Every quantity of ``text`` whose kind its words tell, in order of appearance."""
-    found: dict[tuple[int, int], Quantity] = {}
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """A number read as a quantity, before its subject is known."""
+
+    name: str
+    match: re.Match[str]
+    #: where the number is (its unit after it is the match's)
+    span: tuple[int, int]
+    kind: str
+    value: Decimal
+
+
+def _readings(text: str) -> list[_Reading]:
+    """Every number of ``text`` whose kind its words tell, in order of appearance."""
+    found: dict[tuple[int, int], _Reading] = {}
     taken: set[int] = set()  # character positions of numbers already read
     for name, pattern, group in _PATTERNS:
         for match in pattern.finditer(text):
@@ -283,16 +337,49 @@ def quantities_in(text: str) -> list[Quantity]:
                 read = _read(name, match, text)
             except (InvalidOperation, ValueError, KeyError, IndexError):
                 read = None
-            if read is None:
-                continue
-            kind, value = read
-            if name == "duration_field":
-                subject: tuple[str, ...] = (_canonical(match.group(1)),)
-            elif name == "port":  # only its own word: "port 80, targetPort 8081" are two
-                subject = (match.group(1).lower() + "port",) if match.group(1) else ()
-            else:
-                subject = _subject(kind, text, *match.span())
-            advice = _ADVICE.search(_context(text, *match.span())) is not None
-            found[span] = Quantity(kind, subject, value, match.group().strip(), advice)
-            taken.update(range(*span))
+            if read is not None:
+                found[span] = _Reading(name, match, span, *read)
+                taken.update(range(*span))
     return [found[span] for span in sorted(found)]
+
+
+def quantities_in(text: str) -> list[Quantity]:
+    """Every quantity of ``text`` whose kind its words tell, in order of appearance.
+
+    A value's subject is read from the words of its own clause, and no further than the
+    values beside it: the words before the previous value are that value's, unless the
+    two are the sides of a change ("from 512Mi to 256Mi")."""
+    readings = _readings(text)
+    quantities: list[Quantity] = []
+    lows: list[int] = []  # per reading, where the words before it begin
+    for index, reading in enumerate(readings):
+        start, end = reading.span[0], reading.match.end()
+        low, high = _sentence_bounds(text, start, end)
+        low = _before_start(text, max(low, start - 80), start)
+        high = _after_end(text, end, min(high, end + 30))
+        if index:
+            previous = readings[index - 1]
+            previous_end = previous.match.end()
+            if previous_end > start:  # a match that reaches over this number
+                previous_end = previous.span[1]
+            if _CHANGE_LINK.fullmatch(text, previous_end, start):
+                low = min(low, lows[-1])
+            else:
+                low = max(low, previous_end)
+        if index + 1 < len(readings):
+            following = readings[index + 1]
+            following_start = following.match.start()
+            high = min(high, following_start if following_start >= end else following.span[0])
+        lows.append(low)
+        match = reading.match
+        if reading.name == "duration_field":
+            subject: tuple[str, ...] = (_canonical(match.group(1)),)
+        elif reading.name == "port":  # only its own word: "port 80, targetPort 8081" are two
+            subject = (match.group(1).lower() + "port",) if match.group(1) else ()
+        else:
+            subject = _subject(reading.kind, text, low, start, end, high)
+        advice = _ADVICE.search(_context(text, *match.span())) is not None
+        quantities.append(
+            Quantity(reading.kind, subject, reading.value, match.group().strip(), advice)
+        )
+    return quantities

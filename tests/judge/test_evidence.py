@@ -184,3 +184,33 @@ def test_a_quote_copied_from_the_prompt_as_the_judge_saw_it_verifies() -> None:
     shown = "Map<String, List<Integer[angle brackets] responses, so geo returns HTTP 500"
     assert shown in user  # the judge copies this passage verbatim
     assert check_quote(shown, diagnosis) == "found"
+
+
+@pytest.mark.parametrize(
+    ("quote", "diagnosis"),
+    [
+        ("the memory limit is 256Mi", "Root cause: the memory limit is 256 Mi, too small."),
+        ("the memory limit is 256 Mi", "Root cause: the memory limit is 256Mi, too small."),
+        ("a probe timeout of 30 ms", "It has a probe timeout of 30ms and fails."),
+        ("its cpu limit is 2cores", "Its CPU limit is 2 cores."),
+    ],
+)
+def test_a_quote_differing_only_in_the_space_before_a_unit_is_found(
+    quote: str, diagnosis: str
+) -> None:
+    """A space between a number and its unit is white space: "256 Mi" quotes "256Mi"
+    and back."""
+    assert check_quote(quote, diagnosis) == "found"
+
+
+@pytest.mark.parametrize(
+    ("quote", "diagnosis"),
+    [
+        ("the memory limit is 256 Gi", "Root cause: the memory limit is 256Mi, too small."),
+        ("the memory limit is 256", "Root cause: the memory limit is 256 Mi, too small."),
+    ],
+)
+def test_a_unit_is_still_part_of_the_quantity(quote: str, diagnosis: str) -> None:
+    """Joined to its number, a unit stays part of what the quote states: another unit or
+    none is another claim."""
+    assert check_quote(quote, diagnosis) == "not_found"

@@ -15,6 +15,7 @@ from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import ScriptedBackend, asked_question, scripted_reply
 from judge.backends.streaming import StreamLimits
 from judge.batch import RequestRecorder
+from judge.calibration import DEFAULT_GOLD
 from judge.calls import JudgeRequest
 from judge.extraction import parse_claims
 from judge.grader import Grader
@@ -405,3 +406,80 @@ async def test_a_coded_yes_is_backed_by_its_sentence_when_the_diagnosis_has_no_b
         assert answers[qid].evidence_verified is True
     assert "evidence_unverified" not in result.review_reasons, result.detail
     assert result.passed is True
+
+
+def _calibration_case(case_id: str) -> dict[str, Any]:
+    """A case of the calibration set that ships with the package."""
+    cases = map(json.loads, DEFAULT_GOLD.read_text(encoding="utf-8").splitlines())
+    return dict(next(c for c in cases if c["id"] == case_id))
+
+
+async def _grade_as_labelled(rubric: Rubric, case: dict[str, Any], values: list[str]) -> Any:
+    """Extraction asking with a faithful extractor (the origin, the ``values`` given) and
+    every asked question answered as the case's labels say."""
+    yes = {q for q, a in case["answers"].items() if a == "yes"}
+    component = case["ground_truth"].split("component=", 1)[1].split(";", 1)[0].split("/")[-1]
+
+    def reply(request: JudgeRequest) -> str:
+        if asked_question(request) is None:
+            return claims(
+                origin_component=component,
+                origin_namespace="",
+                fault_kind="",
+                values=values,
+                symptoms=[],
+                affected=[],
+            )
+        return scripted_reply(request, yes=yes)
+
+    grader = Grader(ScriptedBackend([reply] * 12), retry=FAST, asking="extraction")
+    return await grader.grade(rubric, case["ground_truth"], case["diagnosis"])
+
+
+@pytest.mark.parametrize(
+    ("case_id", "values"),
+    [
+        # only 8081, the container port the ground truth lists as healthy (unchanged)
+        ("port-borderline", ["8081"]),
+        # 512Mi is the old side of "lowered from 512Mi to 256Mi"
+        ("oom-wrong", ["512Mi", "1Gi"]),
+        # 2 cores is the old side of "lowered from 2 cores to 200m"
+        ("cpu-wrong", ["2 cores"]),
+    ],
+)
+async def test_extraction_does_not_count_an_unchanged_or_old_value_as_mutated(
+    rubric: Rubric, case_id: str, values: list[str]
+) -> None:
+    """Labelled (LABELLING.md), D2-Q2: a mutated value stated correctly counts; "a normal
+    value of a field that was not changed does not count", nor the value a change
+    replaced. The calibration set's label is no, and so is the answer made in code."""
+    case = _calibration_case(case_id)
+    assert case["answers"]["D2-Q2"] == "no"
+    assert all(value.casefold() in case["diagnosis"].casefold() for value in values)
+    result = await _grade_as_labelled(rubric, case, values)
+    d2q2 = next(a for a in result.answers if a.question_id == "D2-Q2")
+    assert d2q2.answer is False, d2q2.reasoning
+
+
+@pytest.mark.parametrize(
+    ("case_id", "values"),
+    [("port-correct", ["8082"]), ("oom-correct", ["256Mi"]), ("cpu-borderline", ["0.2 cores"])],
+)
+async def test_extraction_counts_the_new_value_of_a_change(
+    rubric: Rubric, case_id: str, values: list[str]
+) -> None:
+    """The value the fault set, as the diagnosis writes it (``0.2 cores`` for ``200m``),
+    answers D2-Q2 yes, as labelled."""
+    case = _calibration_case(case_id)
+    assert case["answers"]["D2-Q2"] == "yes"
+    result = await _grade_as_labelled(rubric, case, values)
+    d2q2 = next(a for a in result.answers if a.question_id == "D2-Q2")
+    assert d2q2.answer is True, d2q2.reasoning
+
+
+async def test_extraction_fails_the_port_borderline_case_as_labelled(rubric: Rubric) -> None:
+    """port-borderline's labels make it a fail (6 yes, decided by D2-Q2: only the unchanged
+    port 8081 is given); answered as labelled with extraction, it fails too."""
+    case = _calibration_case("port-borderline")
+    result = await _grade_as_labelled(rubric, case, ["8081"])
+    assert result.outcome.passed is False, result.outcome

@@ -13,6 +13,7 @@ from judge.errors import RubricError
 from judge.grader import Grader
 from judge.grounding import check_condition, facts_of
 from judge.rubric import DEFAULT_RUBRIC_DIR, Rubric, load_rubric, load_rubric_dir
+from tests.support.rubrics import rubric_checking_values
 
 TRUTH = (
     "[fault_spec] component=deployment/user-service; namespace=hotel-reservation || "
@@ -142,8 +143,7 @@ def test_the_default_rubric_declares_its_conditions_as_data(rubric: Rubric) -> N
         "D1-Q1": "component",
         "D1-Q2": "origin_consistent",
         "D2-Q2": "values",
-        "D2-Q3": "consistent_values",
-    }
+    }  # a wrong value of the right fault type is D2-Q2's error alone, not D2-Q3's
     assert rubric.grounding_failure == "veto"
 
 
@@ -154,7 +154,6 @@ async def test_a_right_diagnosis_passes_every_condition(rubric: Rubric) -> None:
         "D1-Q1": "passed: component",
         "D1-Q2": "passed: origin_consistent",
         "D2-Q2": "passed: values",
-        "D2-Q3": "passed: consistent_values",
     }
     assert result.review_reasons == ()
 
@@ -189,13 +188,13 @@ async def test_a_veto_names_its_check_and_what_it_looked_for(rubric: Rubric) -> 
     assert all(a.veto is None for a in passed.answers)
 
 
-async def test_a_contradicted_value_veto_shows_both_values(rubric: Rubric) -> None:
+async def test_a_contradicted_value_veto_shows_both_values() -> None:
     truth = (
         "[fault_spec] component=deployment/geo; namespace=hotel || "
         "The CPU request of deployment/geo was set to 2.00 cores, so no node can schedule it."
     )
     diagnosis = "The geo deployment in hotel is unschedulable: its cpu request is 200m."
-    result = await _grade(rubric, truth, diagnosis)
+    result = await _grade(rubric_checking_values("D2-Q3"), truth, diagnosis)
     veto = next(a.veto for a in result.answers if a.question_id == "D2-Q3")
     assert veto is not None and veto.check == "grounding.consistent_values"
     assert veto.reason.startswith("the diagnosis contradicts the ground truth")
@@ -264,3 +263,101 @@ async def test_conditions_follow_the_rubric_not_question_ids(tmp_path: Path) -> 
 def test_bad_grounding_keys_are_rejected(tmp_path: Path, mutate: Any, message: str) -> None:
     with pytest.raises(RubricError, match=message):
         load_rubric(_rubric_file(tmp_path, mutate))
+
+
+@pytest.mark.parametrize(
+    ("description", "mutated"),
+    [
+        # the old side of a change, what follows "Affected:" or "Healthy:", status codes
+        (
+            "The targetPort of the profile Service was changed from 8081 to 8082; nothing "
+            "listens on 8082. Affected: frontend (hotel detail requests return 500). "
+            "Healthy: the profile pods (Running, listening on 8081).",
+            ("8082",),
+        ),
+        (
+            "The memory limit of ad was lowered from 512Mi to 256Mi; the JVM is OOMKilled "
+            "(exit code 137).",
+            ("256Mi",),
+        ),
+        # a default or usual value; the request path of a symptom
+        (
+            "The env var POOL_SIZE was set to 2 (default 10); requests take 3 s instead of "
+            "about 40 ms and /api/orders returns 504.",
+            ("POOL_SIZE",),
+        ),
+        # a probe's path is what was set, its status code what followed
+        (
+            "The livenessProbe was changed to an HTTP GET on path /healthz-v2 port 8080, "
+            "which is not served (404).",
+            ("/healthz-v2", "8080"),
+        ),
+    ],
+)
+def test_the_mutated_values_are_those_the_fault_set(
+    description: str, mutated: tuple[str, ...]
+) -> None:
+    """The values a diagnosis must give are those of the change itself: the labelling
+    guide's "a normal value of a field that was not changed does not count"."""
+    facts = facts_of("[fault_spec] component=deployment/x; namespace=n || " + description)
+    assert facts is not None
+    assert facts.mutated == mutated
+
+
+@pytest.mark.parametrize(
+    ("reference", "named"),
+    [
+        ("secret/mongodb-profile-auth", True),
+        ("networkpolicy/deny-geo-ingress", True),
+        ("configmap/flagd-config", True),
+        ("deployment/mongodb-profile-auth", False),  # a Deployment's name is the component
+    ],
+)
+def test_the_name_of_a_configuration_object_is_a_mutated_value(reference: str, named: bool) -> None:
+    """The name of a deleted Secret or an added NetworkPolicy is a mutated key (the
+    labelling guide's "policy name"); a Deployment's name is only the component."""
+    facts = facts_of(
+        f"[fault_spec] component={reference}; namespace=n || It was deleted; MONGO_PASSWORD "
+        "is no longer set."
+    )
+    assert facts is not None
+    diagnosis = f"the object {reference.split('/')[1]} is gone"
+    assert (check_condition("values", facts, diagnosis) is None) is named
+
+
+@pytest.mark.parametrize(
+    ("diagnosis", "named"),
+    [
+        ("the profile pods listen on 8081", False),  # unchanged, listed as healthy
+        ("the targetPort was 8081 before", False),  # the old side of the change
+        ("frontend returns 500", False),  # a status code of a symptom
+        ("the Service forwards to 8082", True),
+    ],
+)
+def test_only_a_mutated_value_meets_the_values_condition(diagnosis: str, named: bool) -> None:
+    """D2-Q2 of the labelling guide: a value counts only if the fault set it."""
+    facts = facts_of(
+        "[fault_spec] component=service/profile; namespace=hotel || The targetPort of the "
+        "profile Service was changed from 8081 to 8082. Affected: frontend (requests return "
+        "500). Healthy: the profile pods (listening on 8081)."
+    )
+    assert facts is not None
+    assert (check_condition("values", facts, diagnosis) is None) is named
+
+
+@pytest.mark.parametrize(
+    ("diagnosis", "named"),
+    [
+        ("its memory limit is 0.5Gi", False),  # the old 512Mi, written otherwise
+        ("its memory limit is 0.25Gi", True),  # the new 256Mi, written otherwise
+        ("its CPU limit is 2 cores", False),
+        ("its CPU limit is 0.2 cores", True),
+    ],
+)
+def test_an_equal_quantity_names_only_the_new_side_of_a_change(diagnosis: str, named: bool) -> None:
+    facts = facts_of(
+        "[fault_spec] component=deployment/ad; namespace=shop || The memory limit of ad was "
+        "lowered from 512Mi to 256Mi and its CPU limit from 2 cores to 200m."
+    )
+    assert facts is not None
+    assert (check_condition("values", facts, diagnosis) is None) is named

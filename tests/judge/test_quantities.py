@@ -8,17 +8,20 @@ would fail right diagnoses, so most cases below are texts that must NOT contradi
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calibration import DEFAULT_GOLD
 from judge.contradictions import contradictions
 from judge.grader import Grader
 from judge.grounding import check_condition, facts_of
 from judge.quantities import parse_quantity, quantities_in
-from judge.rubric import Rubric, load_rubric_dir
+from judge.rubric import Rubric
+from tests.support.rubrics import rubric_checking_values
 
 
 @pytest.mark.parametrize(
@@ -200,7 +203,8 @@ def test_no_false_contradictions(truth: str, diagnosis: str) -> None:
 
 @pytest.fixture(scope="module")
 def rubric() -> Rubric:
-    return load_rubric_dir()["sregym-rca"]
+    """The default rubric with the value check on D2-Q3 (the default leaves it off)."""
+    return rubric_checking_values("D2-Q3")
 
 
 async def _grade(rubric: Rubric, truth: str, diagnosis: str) -> Any:
@@ -255,3 +259,110 @@ def test_a_close_memory_value_does_not_name_the_ground_truths(given: str) -> Non
     assert facts is not None
     assert check_condition("values", facts, f"cart's memory limit is {given}") is not None
     assert check_condition("values", facts, "cart's memory limit is 1024Mi") is None
+
+
+def test_a_bare_cpu_value_ending_a_sentence_is_read() -> None:
+    """A bare CPU value that ends its sentence ("its CPU request was set to 2.") is read,
+    as it is before a comma, so a diagnosis that states the ground truth's value so
+    names it."""
+    assert [str(q.value) for q in quantities_in("The CPU request of geo is 2.")] == ["2"]
+    assert [str(q.value) for q in quantities_in("cpu: 2.5.1")] == []  # a version, not 2.5
+    facts = facts_of(HEADER + CPU)
+    assert facts is not None
+    diagnosis = "geo cannot be scheduled: its CPU request was set to 2."
+    assert check_condition("values", facts, diagnosis) is None
+
+
+def test_a_ground_truth_cpu_value_ending_its_sentence_is_compared() -> None:
+    """A ground truth's bare CPU value at the end of its sentence ("lowered to 0.2.") is
+    read, so the diagnosis' equal ``200m`` names it."""
+    facts = facts_of(HEADER + "The cpu limit of geo was lowered to 0.2.")
+    assert facts is not None
+    assert check_condition("values", facts, "geo is throttled; its cpu limit is 200m") is None
+
+
+def test_a_bare_cpu_value_keeps_its_limit_or_request_subject() -> None:
+    """A bare CPU value is about the limit or request its own words name ("its cpu limit
+    is 4"), so a wrong bare limit contradicts the ground truth's limit as "4 cores"
+    does."""
+    (found,) = quantities_in("its cpu limit is 4")
+    assert found.subject == ("limit",)
+    truth = "The CPU limit of geo was lowered to 200m; geo is throttled."
+    assert contradictions(truth, "geo is throttled; its cpu limit is 4 cores")
+    assert contradictions(truth, "geo is throttled; its cpu limit is 4")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("the memory limit is 1e3Mi", "memory", 1000 * 1024**2),
+        ("the cpu limit is 2e-1 cores", "cpu", Decimal("0.2")),
+        ("a memory limit of 1E3Mi", "memory", 1000 * 1024**2),
+    ],
+)
+def test_a_value_with_an_exponent_is_read_whole(text: str, kind: str, value: Decimal) -> None:
+    """A value with a decimal exponent (``1e3Mi``, a form Kubernetes takes) is read
+    whole, never as the digits after its ``e`` (``3Mi``), so a correct value written so
+    contradicts nothing."""
+    (found,) = quantities_in(text)
+    assert (found.kind, found.value) == (kind, value)
+    truth = "The memory limit of cart was lowered to 1000Mi."
+    assert contradictions(truth, "cart's memory limit is 1e3Mi, so it is OOMKilled") == []
+    assert quantities_in("the probe timeout is 1e3ms") == []  # Go's durations take no exponent
+
+
+def _calibration_truth(case_id: str) -> str:
+    """The ground truth of a case of the calibration set that ships with the package."""
+    cases = map(json.loads, DEFAULT_GOLD.read_text(encoding="utf-8").splitlines())
+    return str(next(c["ground_truth"] for c in cases if c["id"] == case_id))
+
+
+def test_a_value_takes_its_subject_from_its_own_clause() -> None:
+    """The words that say what a value is are read in its clause: in the calibration
+    set's cpu-throttling ground truth ("about 90% of CFS periods are throttled and
+    compose requests take 3 to 5 s instead of about 40 ms") the latencies are no
+    periods, so a correct diagnosis that mentions the standard 100ms CFS period
+    contradicts nothing."""
+    facts = facts_of(_calibration_truth("cpu-borderline"))
+    assert facts is not None
+    subjects = {q.text: q.subject for q in quantities_in(facts.description)}
+    assert subjects["5 s"] == subjects["40 ms"] == ()
+    diagnosis = (
+        "The CPU limit of compose-post-service was lowered from 2 cores to 200m, so it is "
+        "throttled in about 90% of its 100ms CFS periods; nginx-thrift returns 504 for "
+        "compose."
+    )
+    assert check_condition("consistent_values", facts, diagnosis) is None
+
+
+def test_a_subject_word_after_a_value_is_not_taken_from_the_next_clause() -> None:
+    """A word after a value says what it is only in the value's clause: in "the JVM
+    needs about 300Mi of heap but the memory limit was lowered", 300Mi is heap, not the
+    limit, so this correct diagnosis (no limit value given) contradicts nothing."""
+    facts = facts_of(_calibration_truth("oom-borderline"))
+    assert facts is not None
+    diagnosis = (
+        "ad is OOMKilled (exit 137): the JVM needs about 300Mi of heap but the memory "
+        "limit was lowered. The frontend shows no ads."
+    )
+    assert check_condition("consistent_values", facts, diagnosis) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "subjects"),
+    [
+        # the two sides of a change share their words
+        (
+            "The memory limit of ad was lowered from 512Mi to 256Mi.",
+            [("memory", "limit"), ("memory", "limit")],
+        ),
+        ("CPU limit lowered from 2 cores to 200m", [("limit",), ("limit",)]),
+        # a value in parentheses right after its words
+        ("its memory limit (256Mi) is too low", [("memory", "limit")]),
+        # the words before another value are that value's
+        ("memory limit 512Mi with 300Mi of heap", [("memory", "limit"), ("memory",)]),
+        ("CPU limits are very low (10m), while requests are 100m.", [("limit",), ("request",)]),
+    ],
+)
+def test_subjects_stay_with_their_values(text: str, subjects: list[tuple[str, ...]]) -> None:
+    assert [q.subject for q in quantities_in(text)] == subjects
