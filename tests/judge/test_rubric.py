@@ -8,12 +8,15 @@ from typing import Any
 import pytest
 import yaml
 
+from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.errors import RubricError
+from judge.grader import Grader
 from judge.rubric import DEFAULT_RUBRIC_DIR, load_rubric, load_rubric_dir, split_rubric_ref
 
 
 def _default_data() -> dict[str, Any]:
-    return yaml.safe_load((DEFAULT_RUBRIC_DIR / "sregym-rca.yaml").read_text())
+    data: dict[str, Any] = yaml.safe_load((DEFAULT_RUBRIC_DIR / "sregym-rca.yaml").read_text())
+    return data
 
 
 def _write(tmp_path: Path, data: Any) -> Path:
@@ -117,3 +120,41 @@ def test_a_rubric_reference_is_an_id_or_an_id_at_a_version_never_an_empty_versio
     assert split_rubric_ref("sregym-rca@v1+abc") == ("sregym-rca", "v1+abc")
     with pytest.raises(ValueError, match="empty"):
         split_rubric_ref("sregym-rca@")
+
+
+def test_the_default_d1q2_hint_counts_an_affected_component_as_co_origin() -> None:
+    """D1-Q2's hint reads as the labelling rules do: an affected component presented as an
+    origin or as a co-origin is a no, as D1-Q1's and D1-Q3's hints beside it say."""
+    hint = load_rubric_dir()["sregym-rca"].question("D1-Q2").hint
+    assert "presented as origin or co-origin" in " ".join(hint.split())
+
+
+def test_the_default_d2q3_asks_only_for_a_rival_fault_type() -> None:
+    """D2-Q3 is a no only where another fault type is asserted as (part of) the cause: in
+    both its wordings a wrong value is not named as a reason, and no value check in code
+    vetoes its yes."""
+    question = load_rubric_dir()["sregym-rca"].question("D2-Q3")
+    assert question.grounding is None
+    for hint in (question.hint, question.positive_hint):
+        assert "another fault type is part of the cause" in hint
+        assert "value" not in hint, hint
+
+
+async def test_a_wrong_value_of_the_right_fault_type_costs_d2q2_and_not_d2q3() -> None:
+    """A diagnosis of the right fault type with a wrong value (a CPU limit of 500m where
+    the ground truth sets 200m), graded by a judge that says yes to everything, loses
+    D2-Q2 to its value check and keeps D2-Q3's yes."""
+    truth = (
+        "[fault_spec] component=deployment/compose-post-service; namespace=social-network || "
+        "The CPU limit of the compose-post-service container was lowered from 2 cores to "
+        "200m; compose requests take 3 to 5 s. Affected: nginx-thrift (504 after 3 s)."
+    )
+    diagnosis = (
+        "compose-post-service's CPU limit was lowered to 500m, so the container is CPU "
+        "throttled and compose requests are slow; nginx-thrift times out with 504."
+    )
+    grader = Grader(ScriptedBackend([scripted_reply]))  # yes to all, quoting the diagnosis
+    result = await grader.grade(load_rubric_dir()["sregym-rca"], truth, diagnosis)
+    answers = {a.question_id: a for a in result.answers}
+    assert answers["D2-Q2"].judge_answer and not answers["D2-Q2"].answer
+    assert answers["D2-Q3"].answer is True and answers["D2-Q3"].veto is None
