@@ -11,12 +11,15 @@ ground truth's header (``judge.grounding``):
 
 - ``origin``: the claimed origin names the ground truth's component;
 - ``no_other_cause``: neither the claimed origin nor any other component blamed is a
-  component other than the ground truth's;
+  component other than the ground truth's or one it lists as affected (a component
+  whose calls fail is not a healthy one: the labelling guide leaves that error to
+  D1-Q2);
 
 A claim that names no component (a kind alone, "Deployment"; the namespace; "the
-container limit") blames none: it counts neither for nor against. Where the claimed
-origin is such a claim, the origin is read from the causes claimed beside it (small
-judges put "the bad tag on deployment/geo" there and "Deployment" as the origin).
+container limit") blames none: it counts neither for nor against; a one-word cause
+(``rate``) names one where the ground truth lists it. Where the claimed origin is such
+a claim, the origin is read from the causes claimed beside it (small judges put "the
+bad tag on deployment/geo" there and "Deployment" as the origin).
 - ``values``: a claimed value is one that the fault set, as the ground truth states it
   (or an equal quantity): not the old side of a change, nor a value the ground truth
   lists as unchanged (``grounding: values`` reads them).
@@ -162,6 +165,7 @@ _PLAIN_PARTS = frozenset(
     }
 )  # fmt: skip
 _NAME_SUFFIX = re.compile(r"[a-z0-9]+(?:service|svc|db|api|server|proxy|gateway)")
+_ARTICLES = frozenset({"the", "a", "an", "its", "their"})
 
 
 def _is_component_name(word: str) -> bool:
@@ -175,13 +179,20 @@ def _is_component_name(word: str) -> bool:
 
 
 def _names_a_component(claim: str, facts: GroundTruthFacts) -> bool:
-    """Does ``claim`` name some component (the ground truth's or another)?"""
+    """Does ``claim`` name some component (the ground truth's or another)? A one-word
+    name counts where the ground truth names that component (``rate`` of "Healthy:
+    rate, profile"): elsewhere a single word is as often a thing ("memory", "timeout")."""
     if check_condition("component", facts, claim) is None:
         return True
     text = claim.casefold()
     if facts.namespace:
         text = text.replace(facts.namespace.casefold(), " ")
-    return any(_is_component_name(w) for w in re.split(r"[^a-z0-9/-]+", text) if w)
+    words = [w for w in re.split(r"[^a-z0-9/-]+", text) if w]
+    if any(_is_component_name(w) for w in words):
+        return True
+    named = {r.rsplit("/", 1)[-1].casefold() for r in facts.affected + facts.healthy}
+    left = [w for w in words if w not in _KIND_WORDS and w not in _ARTICLES]
+    return len(left) == 1 and left[0] in named
 
 
 #: kinds whose objects may share a name: blaming one is not blaming another (LABELLING:
@@ -200,13 +211,27 @@ def _claims_component(claim: str, facts: GroundTruthFacts) -> bool:
     parts joined by ``-``, ``_``, ``.`` or a space), a pod's or replica set's hash suffix
     allowed, never inside a longer name (``mongodb-geo`` is not ``geo``), and of the
     component's kind where the claim names one that objects of one name may differ by."""
+    return _claims_one_of(claim, facts.components, facts.kinds)
+
+
+def _claims_affected(claim: str, facts: GroundTruthFacts) -> bool:
+    """Whether ``claim`` designates a component the ground truth lists as affected (as
+    :func:`_claims_component` reads a claim; ``deployment/nginx-thrift`` of its kind)."""
+    for reference in facts.affected:
+        kind, _, name = reference.rpartition("/")
+        if _claims_one_of(claim, (name,), (kind.casefold(),) if kind else ()):
+            return True
+    return False
+
+
+def _claims_one_of(claim: str, components: Sequence[str], of_kinds: Sequence[str]) -> bool:
     text = normalize_untrusted(claim).casefold()
     tokens = [t for t in re.split(r"[^a-z0-9/_.-]+", text) if t]  # user-service: one token
     kinds = [t.rsplit("/", 1)[0] if "/" in t else t for t in tokens]
     said = {_NAMED_KINDS[k] for k in kinds if k in _NAMED_KINDS}
-    if said and facts.kinds and not said & {_NAMED_KINDS.get(k, k) for k in facts.kinds}:
+    if said and of_kinds and not said & {_NAMED_KINDS.get(k, k) for k in of_kinds}:
         return False
-    for component in facts.components:
+    for component in components:
         parts = [re.escape(p) for p in re.split(r"[-_.\s]+", component.casefold()) if p]
         if parts and re.search(
             r"(?<![a-z0-9_.-])" + r"[-_. ]?".join(parts)
@@ -241,8 +266,13 @@ def _answer(
     """One question's answer from the claims, with the sentence that backs a yes."""
     origin = _origin_claims(claims, facts)[:1]
     if kind == "no_other_cause":  # every component blamed is the ground truth's
+        # or one it lists as affected: that one is not healthy (D1-Q2 carries the error)
         causes = [c for c in claims["other_causes"] if _names_a_component(c, facts)]
-        wrong = [c for c in origin + causes if not _claims_component(c, facts)]
+        wrong = [
+            c
+            for c in origin + causes
+            if not _claims_component(c, facts) and not _claims_affected(c, facts)
+        ]
         reasoning = _shown(claims, "origin_component", "other_causes")
         return ParsedAnswer(not wrong, "", reasoning, None)
     if kind == "origin":

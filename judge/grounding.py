@@ -13,14 +13,19 @@ values``:
   the kind is specific (a NetworkPolicy, a PVC; not a Deployment or a Service);
 - ``values``: the diagnosis gives at least one concrete value of the change the
   description states: an environment variable name, a port or other number of two
-  digits or more, a quantity with its unit (``128Mi``, ``500m``, ``30s``, ``90%``; an
-  equal quantity written otherwise counts too: ``0.125Gi``, ``0.5 cores``), an image
-  reference or tag, a ``key=value`` selector or setting, a path, a quoted string. Values
-  the fault did not set do not count (the labelling guide: "a normal value of a field
-  that was not changed does not count"): the old side of a change ("from 512Mi to
-  256Mi": 512Mi), a default or usual value ("default 10", "instead of about 40 ms"),
-  everything after ``Affected:`` or ``Healthy:``, status and exit codes, and the request
-  paths of symptoms ("/hotels returns 500");
+  digits or more, a one-digit value as set ("set to 2", "scaled to 0", "the pool size
+  was lowered to 2"; in the diagnosis only so, or as ``KEY=2``, "a pool size of 2"), a
+  quantity with its unit (``128Mi``, ``500m``, ``30s``, ``90%``; an equal quantity
+  written otherwise counts too: ``0.125Gi``, ``0.5 cores``), an image reference or tag,
+  a ``key=value`` selector or setting (also written ``key: value`` or ``key value``,
+  and as its value alone where the description writes that value nowhere else:
+  ``nvme-gen5``, not the ``geo`` of ``app=geo``), a path, a quoted string. Values the
+  fault did not set do not count (the labelling guide: "a normal value of a field that
+  was not changed does not count"): those of the clauses that say what followed rather
+  than what was done ("all traffic to geo on port 8083 is dropped"), the old side of a
+  change ("from 512Mi to 256Mi": 512Mi), a default or usual value ("default 10",
+  "instead of about 40 ms"), everything after ``Affected:`` or ``Healthy:``, status and
+  exit codes, and the request paths of symptoms ("/hotels returns 500");
 - ``consistent_values``: no value the diagnosis reports contradicts the description's
   value of the same thing (``judge.contradictions``: a CPU request of ``200m`` where the
   ground truth says ``2.00 cores``); the failure shows both values.
@@ -106,12 +111,18 @@ class GroundTruthFacts:
     #: the components as the header gives them, e.g. ``("deployment/user-service",)``
     references: tuple[str, ...] = ()
     #: the values of the change itself, which ``values`` looks for: those of
-    #: :attr:`change`, and the name of a component that is configuration (a Secret, a
-    #: NetworkPolicy: :data:`_CONFIG_KINDS`)
+    #: :attr:`change` (with the one-digit values it sets and the value alone of a
+    #: ``key=value`` that names it), and the name of a component that is configuration
+    #: (a Secret, a NetworkPolicy: :data:`_CONFIG_KINDS`)
     mutated: tuple[str, ...] = ()
     #: the description without what the fault did not set (:func:`_change_of`), whose
     #: quantities ``values`` compares
     change: str = ""
+    #: the components the description lists after ``Affected:``, as it writes them
+    #: (``deployment/nginx-thrift``, ``search``): they fail, but are not at fault
+    affected: tuple[str, ...] = ()
+    #: the components it lists after ``Healthy:`` (``rate``, ``mongodb-geo``)
+    healthy: tuple[str, ...] = ()
 
 
 def _header_fields(header: str) -> dict[str, str]:
@@ -149,14 +160,117 @@ _NOT_SET = (
 )
 
 
+#: a clause that says what was done (the others say what followed: "all traffic to geo on
+#: port 8083 is dropped", "frontend-proxy serves it on port 8443")
+_CHANGE_VERB = re.compile(
+    r"\b(?:changed|set|added|removed|deleted|lowered|raised|reduced|increased|decreased"
+    r"|replaced|recreated|revoked|scaled|patched|edited|updated|modified|injected|renamed"
+    r"|disabled|enabled|overwritten|rewritten|swapped)\b",
+    re.I,
+)
+#: where a clause of a description ends: a semicolon, or a sentence's end
+_CLAUSE_END = re.compile(r";|(?<=[.!?])\s+")
+
+
 def _change_of(description: str) -> str:
-    """The part of a ground truth's description that states what the fault set: without
-    what follows ``Affected:`` or ``Healthy:``, the old side of a change, defaults and
-    usual values, status and exit codes, and the request paths of symptoms."""
-    change = _AFTERMATH.sub("", description)
+    """The part of a ground truth's description that states what the fault set: its
+    clauses that say what was done (:data:`_CHANGE_VERB`; all of them where none does),
+    without the old side of a change, defaults and usual values, status and exit codes,
+    and the request paths of symptoms; never what follows ``Affected:`` or
+    ``Healthy:``."""
+    clauses = [c.strip() for c in _CLAUSE_END.split(_AFTERMATH.sub("", description))]
+    done = [c for c in clauses if c and _CHANGE_VERB.search(c)]
+    change = "; ".join(done or [c for c in clauses if c])
     for pattern in _NOT_SET:
         change = pattern.sub("", change)
     return re.sub(r"[ \t]{2,}", " ", change).strip()
+
+
+#: a one-digit value a change sets ("set to 2", "scaled to 0", "the pool size was lowered
+#: to 2"): the general patterns read numbers of two digits or more only; never the
+#: number of a quantity ("set to 2 cores"), nor the start of a longer one ("to 2.5")
+_SET_DIGIT = re.compile(
+    r"(?:\b(?:set|scaled|changed|lowered|reduced|raised|increased|decreased)"
+    r"(?:\s(?:down|up|back))?|\bsize\b[^.;,\n]{0,40}?)\sto\s(\d)(?![.,]?\d)"
+    r"(?!\s?(?:%|[KMGT]i?B?\b|(?:m|ms|s|h|min)\b|cores?\b|cpus?\b|millicores?\b"
+    r"|seconds?\b|minutes?\b|hours?\b))",
+    re.I,
+)
+#: how a diagnosis states a one-digit value as set: after the words that set it, or as
+#: a key's value (``POOL_SIZE=2``, "pool size: 2", "a pool size of 2")
+_STATED_DIGIT = (
+    r"(?:(?:\b(?:set|scaled|changed|lowered|reduced|raised|increased|decreased)"
+    r"(?:\s(?:down|up|back))?|\bsize\b[^.;,\n]{{0,40}}?)\sto\s"
+    r"|\bsize\s?(?:[=:]|\sof|\sis|\swas)?\s?|(?<=[\w.])=\s?){digit}(?![.,]?\d)"
+    r"(?!\s?(?:%|[KMGT]i?B?\b|(?:m|ms|s|h|min)\b|cores?\b|cpus?\b|millicores?\b"
+    r"|seconds?\b|minutes?\b|hours?\b))"
+)
+#: a ``key=value`` setting or selector
+_SETTING = re.compile(r"([\w./-]+)=([\w./:-]+)")
+
+
+def _set_digits(change: str) -> tuple[str, ...]:
+    """The one-digit values ``change`` sets (:data:`_SET_DIGIT`)."""
+    return tuple(dict.fromkeys(m.group(1) for m in _SET_DIGIT.finditer(change)))
+
+
+def _bare_settings(values: tuple[str, ...], description: str) -> tuple[str, ...]:
+    """The value of each ``key=value`` of ``values`` that names the setting alone: one
+    with a digit or a separator (``nvme-gen5``, ``ts-route-svc``; not ``geo`` nor
+    ``0``) that the description writes nowhere else (``geo`` in "traffic to geo")."""
+    found: list[str] = []
+    for value in values:
+        setting = _SETTING.fullmatch(value)
+        if setting is None:
+            continue
+        bare = setting.group(2)
+        if len(bare) < 3 or not re.search(r"[a-z]", bare, re.I):
+            continue
+        if not re.search(r"[\d._-]", bare):
+            continue
+        pattern = _name_pattern(bare)
+        if pattern is not None and len(pattern.findall(_plain(description))) == 1:
+            found.append(bare)
+    return tuple(found)
+
+
+#: the lists of components a description gives after ``Affected:`` and ``Healthy:``
+_AFFECTED = re.compile(r"\bAffected\s*:(?P<list>.*?)(?=\bHealthy\s*:|\Z)", re.S | re.I)
+_HEALTHY = re.compile(r"\bHealthy\s*:(?P<list>.*?)(?=\bAffected\s*:|\Z)", re.S | re.I)
+#: words of a list item that are not the component's name ("the geo pods", "flagd
+#: itself", "all nodes")
+_NOT_NAMES = frozenset(
+    {
+        "the", "a", "an", "all", "every", "its", "their", "itself", "themselves", "other",
+        "deployment", "deployments", "pod", "pods", "service", "services", "container",
+        "containers", "statefulset", "daemonset", "replicas", "node", "nodes", "users",
+        "clients", "callers", "requests",
+    }
+)  # fmt: skip
+
+
+def _listed(pattern: re.Pattern[str], description: str) -> tuple[str, ...]:
+    """The components a description lists after ``Affected:`` or ``Healthy:``: per
+    item, its one remaining word (``deployment/nginx-thrift``, ``search``, ``flagd``
+    of "flagd itself") or its names with a hyphen (``ts-route-service`` of "the
+    ts-route-service pods"); an item of words only ("every user request through it")
+    lists none."""
+    match = pattern.search(description)
+    if match is None:
+        return ()
+    text = match.group("list")
+    while re.search(r"\([^()]*\)", text):
+        text = re.sub(r"\([^()]*\)", " ", text)  # remarks, nested ones too
+    text = re.split(r"\.(?=\s|\Z)", text, maxsplit=1)[0]  # the list is one sentence
+    names: list[str] = []
+    for item in re.split(r"[,;]|\band\b", text):
+        words = [w for w in re.findall(r"[\w./-]+", item) if w.casefold() not in _NOT_NAMES]
+        words = [w.strip("./-") for w in words if w.strip("./-")]
+        if len(words) == 1:
+            names.append(words[0])
+        else:
+            names.extend(w for w in words if "/" in w or re.search(r"[a-z0-9]-[a-z0-9]", w, re.I))
+    return tuple(dict.fromkeys(names))
 
 
 def _description_values(description: str, exclude: set[str]) -> tuple[str, ...]:
@@ -200,6 +314,8 @@ def facts_of(ground_truth: str) -> GroundTruthFacts | None:
     references = tuple(
         name.strip() for name in fields.get("component", "").split(",") if name.strip()
     )
+    changed = _description_values(change, exclude)
+    mutated = changed + _set_digits(change) + _bare_settings(changed, description)
     return GroundTruthFacts(
         components,
         namespace,
@@ -207,8 +323,10 @@ def facts_of(ground_truth: str) -> GroundTruthFacts | None:
         description,
         kinds,
         references,
-        mutated=_description_values(change, exclude) + _config_names(references),
+        mutated=tuple(dict.fromkeys(mutated + _config_names(references))),
         change=change,
+        affected=_listed(_AFFECTED, description),
+        healthy=_listed(_HEALTHY, description),
     )
 
 
@@ -252,9 +370,18 @@ def _points_at(facts: GroundTruthFacts, text: str) -> bool:
 def _mentions(value: str, text: str) -> bool:
     """Whether ``text`` (not case-folded) names ``value``, case aside: "128Mi" also as
     "128 Mi", "128mi" or "128MiB". Only milli and mega keep their case (``500m`` CPU is
-    not ``500M`` or ``500MB`` of memory)."""
+    not ``500M`` or ``500MB`` of memory). A ``key=value`` setting is also named as
+    ``key: value`` (as kubectl and YAML print it) or ``key value``; a one-digit value
+    only as set (``_STATED_DIGIT``: "set to 2", "POOL_SIZE=2", "pool size of 2"), never
+    as any digit of the text."""
+    if re.fullmatch(r"\d", value):
+        return re.search(_STATED_DIGIT.format(digit=value), text, re.I) is not None
+    setting = _SETTING.fullmatch(value)
     quantity = re.fullmatch(r"(\d+(?:\.\d+)?)([A-Za-z%]+)", value)
-    if quantity is None:
+    if setting is not None:
+        key, said = (re.escape(part) for part in setting.groups())
+        body = rf"(?i:{key}(?:\s?[=:]\s?|\s){said})"
+    elif quantity is None:
         body = f"(?i:{re.escape(value)})"
     else:
         number, unit = quantity.groups()

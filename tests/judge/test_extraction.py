@@ -15,13 +15,13 @@ from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import ScriptedBackend, asked_question, scripted_reply
 from judge.backends.streaming import StreamLimits
 from judge.batch import RequestRecorder
-from judge.calibration import DEFAULT_GOLD
 from judge.calls import JudgeRequest
 from judge.extraction import parse_claims
 from judge.grader import Grader
 from judge.reply import ReplyInvalid
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
+from tests.support.calibration_cases import calibration_case
 from tests.support.judge_server import running_judge_server
 
 TRUTH = (
@@ -408,12 +408,6 @@ async def test_a_coded_yes_is_backed_by_its_sentence_when_the_diagnosis_has_no_b
     assert result.passed is True
 
 
-def _calibration_case(case_id: str) -> dict[str, Any]:
-    """A case of the calibration set that ships with the package."""
-    cases = map(json.loads, DEFAULT_GOLD.read_text(encoding="utf-8").splitlines())
-    return dict(next(c for c in cases if c["id"] == case_id))
-
-
 async def _grade_as_labelled(rubric: Rubric, case: dict[str, Any], values: list[str]) -> Any:
     """Extraction asking with a faithful extractor (the origin, the ``values`` given) and
     every asked question answered as the case's labels say."""
@@ -445,6 +439,13 @@ async def _grade_as_labelled(rubric: Rubric, case: dict[str, Any], values: list[
         ("oom-wrong", ["512Mi", "1Gi"]),
         # 2 cores is the old side of "lowered from 2 cores to 200m"
         ("cpu-wrong", ["2 cores"]),
+        # geo's usual port: "all traffic to geo on port 8083 is dropped" follows the change
+        ("netpol-borderline", ["8083"]),
+        # the port frontend-proxy serves the replaced certificate on, not what was replaced
+        ("cert-borderline", ["8443"]),
+        # the unchanged connection timeout (30000ms in the error that followed), not the
+        # pool size that was set
+        ("pool-borderline", ["30s"]),
     ],
 )
 async def test_extraction_does_not_count_an_unchanged_or_old_value_as_mutated(
@@ -453,7 +454,7 @@ async def test_extraction_does_not_count_an_unchanged_or_old_value_as_mutated(
     """Labelled (LABELLING.md), D2-Q2: a mutated value stated correctly counts; "a normal
     value of a field that was not changed does not count", nor the value a change
     replaced. The calibration set's label is no, and so is the answer made in code."""
-    case = _calibration_case(case_id)
+    case = calibration_case(case_id)
     assert case["answers"]["D2-Q2"] == "no"
     assert all(value.casefold() in case["diagnosis"].casefold() for value in values)
     result = await _grade_as_labelled(rubric, case, values)
@@ -470,7 +471,7 @@ async def test_extraction_counts_the_new_value_of_a_change(
 ) -> None:
     """The value the fault set, as the diagnosis writes it (``0.2 cores`` for ``200m``),
     answers D2-Q2 yes, as labelled."""
-    case = _calibration_case(case_id)
+    case = calibration_case(case_id)
     assert case["answers"]["D2-Q2"] == "yes"
     result = await _grade_as_labelled(rubric, case, values)
     d2q2 = next(a for a in result.answers if a.question_id == "D2-Q2")
@@ -480,6 +481,87 @@ async def test_extraction_counts_the_new_value_of_a_change(
 async def test_extraction_fails_the_port_borderline_case_as_labelled(rubric: Rubric) -> None:
     """port-borderline's labels make it a fail (6 yes, decided by D2-Q2: only the unchanged
     port 8081 is given); answered as labelled with extraction, it fails too."""
-    case = _calibration_case("port-borderline")
+    case = calibration_case("port-borderline")
     result = await _grade_as_labelled(rubric, case, ["8081"])
     assert result.outcome.passed is False, result.outcome
+
+
+def _only(**given: Any) -> str:
+    """Claims with nothing but ``given``."""
+    empty: dict[str, Any] = {"origin_namespace": "", "fault_kind": "", "values": []}
+    return claims(**{**empty, "symptoms": [], "affected": [], **given})
+
+
+async def _extraction_answers(rubric: Rubric, truth: str, diagnosis: str, reply: str) -> Any:
+    """Extraction asking with the claims ``reply`` and a no to every asked question."""
+    backend = ScriptedBackend([reply, *[_no] * 9])
+    result = await Grader(backend, retry=FAST, asking="extraction").grade(rubric, truth, diagnosis)
+    assert result.status == "graded", result.detail
+    return {a.question_id: a for a in result.answers}
+
+
+@pytest.mark.parametrize(
+    ("case_id", "origin", "kind"),
+    [
+        # "payment is broken after the latest payment image (1.12.0) ... Roll back payment."
+        ("flag-wrong", "payment", "bad image release"),
+        # "frontend-proxy (Envoy) is presenting an expired certificate on 8443"
+        ("cert-borderline", "frontend-proxy", "old cert"),
+        # "Root cause: the nginx-thrift deployment is misconfigured"
+        ("configmap-borderline", "nginx-thrift", "misconfigured"),
+    ],
+)
+async def test_an_affected_component_named_as_origin_is_not_a_healthy_one(
+    rubric: Rubric, case_id: str, origin: str, kind: str
+) -> None:
+    """Labelled (LABELLING.md), D1-Q3: a component the ground truth lists under
+    ``Affected:`` fails but is not healthy, so naming it as the origin keeps D1-Q3 yes
+    (D1-Q2 carries that error); answered in code from the claims, it is yes too."""
+    case = calibration_case(case_id)
+    assert case["answers"]["D1-Q3"] == "yes"
+    reply = _only(origin_component=origin, fault_kind=kind, other_causes=[])
+    answers = await _extraction_answers(rubric, case["ground_truth"], case["diagnosis"], reply)
+    assert answers["D1-Q3"].answer is True, answers["D1-Q3"].reasoning
+
+
+async def test_an_unlisted_component_named_as_origin_still_answers_no(rubric: Rubric) -> None:
+    """An origin the ground truth neither blames nor lists as affected (checkout for a
+    bad image of geo) is still a wrong origin for D1-Q3."""
+    truth = calibration_case("image-correct")["ground_truth"]
+    diagnosis = "checkout is the origin: its pods crash, so geo lookups fail."
+    answers = await _extraction_answers(
+        rubric, truth, diagnosis, _only(origin_component="checkout")
+    )
+    assert answers["D1-Q3"].answer is False, answers["D1-Q3"].reasoning
+
+
+#: geo's image tag v9.9.9 does not exist; the ground truth says "Healthy: rate, profile,
+#: mongodb-geo"
+ONE_WORD_DIAGNOSIS = (
+    "The geo deployment's image was changed to the tag v9.9.9, which does not exist, so "
+    "geo has no ready pod. On top of that rate keeps crashing, which is a second cause "
+    "of the failing searches."
+)
+
+
+async def test_a_healthy_one_word_component_blamed_as_co_origin_answers_no(
+    rubric: Rubric,
+) -> None:
+    """Labelled (LABELLING.md), D1-Q3: "no if a component that the ground truth says is
+    healthy ... is named as origin or co-origin", a one-word name (``rate``) as well as
+    ``mongodb-geo``; a one-word cause the ground truth does not list ("memory") still
+    blames no component."""
+    truth = calibration_case("image-correct")["ground_truth"]
+    assert "Healthy: rate" in truth
+    blamed = _only(
+        origin_component="geo",
+        fault_kind="image tag does not exist",
+        values=["v9.9.9"],
+        other_causes=["rate"],
+    )
+    answers = await _extraction_answers(rubric, truth, ONE_WORD_DIAGNOSIS, blamed)
+    assert answers["D1-Q3"].answer is False, answers["D1-Q3"].reasoning
+    diagnosis = ONE_WORD_DIAGNOSIS + " Memory is tight as well."
+    thing = _only(origin_component="geo", other_causes=["memory"])
+    answers = await _extraction_answers(rubric, truth, diagnosis, thing)
+    assert answers["D1-Q3"].answer is True, answers["D1-Q3"].reasoning

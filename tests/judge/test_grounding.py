@@ -13,6 +13,7 @@ from judge.errors import RubricError
 from judge.grader import Grader
 from judge.grounding import check_condition, facts_of
 from judge.rubric import DEFAULT_RUBRIC_DIR, Rubric, load_rubric, load_rubric_dir
+from tests.support.calibration_cases import calibration_case
 from tests.support.rubrics import rubric_checking_values
 
 TRUTH = (
@@ -280,11 +281,33 @@ def test_bad_grounding_keys_are_rejected(tmp_path: Path, mutate: Any, message: s
             "(exit code 137).",
             ("256Mi",),
         ),
-        # a default or usual value; the request path of a symptom
+        # a default or usual value; the request path of a symptom; a one-digit value set
         (
             "The env var POOL_SIZE was set to 2 (default 10); requests take 3 s instead of "
             "about 40 ms and /api/orders returns 504.",
-            ("POOL_SIZE",),
+            ("POOL_SIZE", "2"),
+        ),
+        # what followed the change, in a clause of its own: the port traffic is dropped
+        # on, the port a certificate is served on, the timeout of the errors that followed
+        (
+            "A NetworkPolicy selecting app=geo with an empty ingress rule list was added; "
+            "all traffic to geo on port 8083 is dropped.",
+            ("app=geo",),
+        ),
+        (
+            "The TLS certificate was replaced by one whose notAfter is 2026-11-30; the proxy "
+            "serves it on port 8443 and clients fail the handshake.",
+            ("2026", "11", "30"),
+        ),
+        (
+            "POOL_SIZE was set to 2; under load requests fail with Connection is not "
+            "available, request timed out after 30000ms.",
+            ("POOL_SIZE", "2"),
+        ),
+        # a key=value whose value is written nowhere else names the setting alone too
+        (
+            "A nodeSelector disktype=nvme-gen5 was added; no node carries that label.",
+            ("disktype=nvme-gen5", "nvme-gen5"),
         ),
         # a probe's path is what was set, its status code what followed
         (
@@ -361,3 +384,86 @@ def test_an_equal_quantity_names_only_the_new_side_of_a_change(diagnosis: str, n
     )
     assert facts is not None
     assert (check_condition("values", facts, diagnosis) is None) is named
+
+
+@pytest.mark.parametrize(
+    ("case_id", "diagnosis"),
+    [
+        # nodeSelector disktype=nvme-gen5 was added
+        (
+            "nodeselector-correct",
+            "Someone added a nodeSelector disktype: nvme-gen5 to deployment/search; no node "
+            "carries that label, so the search pod stays Pending.",
+        ),
+        ("nodeselector-correct", "search's nodeSelector asks for disktype nvme-gen5."),
+        ("nodeselector-correct", "search now needs a node labelled nvme-gen5."),
+        # the selector was changed from app=ts-route-service to app=ts-route-svc
+        (
+            "selector-correct",
+            "The selector of Service ts-route-service was changed to app: ts-route-svc, "
+            "which matches no pod, so it has no endpoints.",
+        ),
+        ("selector-correct", "The Service now selects ts-route-svc, which no pod carries."),
+        # SPRING_DATASOURCE_HIKARI_MAXIMUM_POOL_SIZE was set to 2 (default 10)
+        (
+            "pool-correct",
+            "ts-order-service's Hikari maximum pool size was set to 2, so requests wait for "
+            "a database connection and time out.",
+        ),
+        ("pool-correct", "The Hikari pool size was lowered from 10 to 2."),
+        ("pool-correct", "ts-order-service runs with a maximum pool size of 2."),
+    ],
+)
+def test_a_correctly_stated_mutated_value_is_not_vetoed(case_id: str, diagnosis: str) -> None:
+    """Labelled (LABELLING.md), D2-Q2: a mutated value stated correctly counts, written
+    as kubectl and YAML print a setting (``disktype: nvme-gen5``), with a space, as its
+    value alone where that names it, and a one-digit value as set ("set to 2")."""
+    facts = facts_of(calibration_case(case_id)["ground_truth"])
+    assert facts is not None
+    assert check_condition("values", facts, diagnosis) is None
+
+
+@pytest.mark.parametrize(
+    ("case_id", "diagnosis"),
+    [
+        # a digit that is no setting: replica and pod counts, an exit code, a longer number
+        ("pool-correct", "ts-order-service has 2 replicas; one exited with code 2."),
+        ("pool-correct", "0/3 nodes are busy and 2 requests are pending."),
+        ("pool-correct", "the pool size was set to 20"),
+        ("pool-correct", "its timeout was set to 2 s"),
+        # a value of a selector that the ground truth writes elsewhere names no setting
+        ("netpol-correct", "traffic to geo is dropped on port 8083"),
+        ("netpol-correct", "ingress to geo is blocked"),
+        # the port the expired certificate is served on was not changed
+        ("cert-correct", "frontend-proxy serves an expired certificate on 8443"),
+    ],
+)
+def test_a_value_the_fault_did_not_set_does_not_meet_the_values_condition(
+    case_id: str, diagnosis: str
+) -> None:
+    """D2-Q2 of the labelling guide: "a normal value of a field that was not changed does
+    not count", and a digit counts only as the value a change set."""
+    facts = facts_of(calibration_case(case_id)["ground_truth"])
+    assert facts is not None
+    assert check_condition("values", facts, diagnosis) is not None
+
+
+def test_the_affected_and_healthy_components_are_read_from_their_lists() -> None:
+    """The components after ``Affected:`` and ``Healthy:``, each item's name without its
+    remarks in parentheses, articles and kind words; an item of words only names none."""
+    facts = facts_of(
+        "[fault_spec] component=configmap/cfg; namespace=n || The ConfigMap cfg was "
+        "deleted. Affected: deployment/nginx-thrift (0/1 ready) and every user request "
+        "through it (connection refused), ts-travel-service and ts-basic-service (calls "
+        "time out). Healthy: flagd itself (serving flags), the geo pods (Running, Ready), "
+        "rate, all nodes."
+    )
+    assert facts is not None
+    assert facts.affected == ("deployment/nginx-thrift", "ts-travel-service", "ts-basic-service")
+    assert facts.healthy == ("flagd", "geo", "rate")
+    rbac = facts_of(
+        "[fault_spec] component=rolebinding/otel; namespace=n || It was deleted. Affected: "
+        "deployment/otel (spans lack metadata). No user-facing impact: requests succeed."
+    )
+    assert rbac is not None
+    assert rbac.affected == ("deployment/otel",) and rbac.healthy == ()
