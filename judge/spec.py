@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlparse
 
 from judge.errors import JudgeSpecError
@@ -110,9 +111,10 @@ def parse_judge_spec(text: str) -> JudgeSpec:
 
 
 def _check_base_url(text: str, base_url: str) -> None:
-    """Raise JudgeSpecError unless ``base_url`` is an http(s) URL with a host and, when
-    it names a port, a port from 0 to 65535 (``:99999`` or ``:11434x`` would fail every
-    call to the judge and every reader of its address)."""
+    """Raise JudgeSpecError unless ``base_url`` is an http(s) URL with a host, with a
+    port from 0 to 65535 where it names one (``:99999`` or ``:11434x`` would fail every
+    call to the judge and every reader of its address), that the judges' HTTP client
+    can read (:func:`_unaskable`: else building the judge would fail)."""
     try:
         parsed = urlparse(base_url)
     except ValueError:  # e.g. an unclosed [ of an IPv6 address
@@ -129,6 +131,29 @@ def _check_base_url(text: str, base_url: str) -> None:
             f"judge spec {text!r} has base URL {base_url!r}, whose port is not a number "
             f"from 0 to 65535; {SPEC_FORMS}"
         ) from None
+    fault = _unaskable(base_url)
+    if fault is not None:
+        raise JudgeSpecError(
+            f"judge spec {text!r} has base URL {base_url!r}, which no HTTP client can ask "
+            f"({fault}); {SPEC_FORMS}"
+        )
+
+
+@lru_cache(maxsize=256)
+def _unaskable(base_url: str) -> str | None:
+    """Why httpx, which both judge clients send with, refuses ``base_url`` (a control
+    character, a host that is no IDNA name, a lone surrogate), or None if it reads it.
+
+    httpx is imported here, when a base URL is checked: importing the grammar (the
+    command line does) loads no HTTP client. Remembered per URL: the recorded specs of
+    a listing's rows are read again and again (``judge_identity``)."""
+    import httpx
+
+    try:
+        httpx.URL(base_url)
+    except (httpx.InvalidURL, UnicodeError) as exc:
+        return str(exc)
+    return None
 
 
 def parse_panel(text: str) -> list[str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from api.service.judging import waiting_code
-from judge.errors import JudgeCallError, JudgeSpecError
+from judge.errors import JudgeCallError, JudgeSpecError, JudgeUnavailable
 from judge.masking import mask_passwords
 from judge.spec import judge_identity, member_specs, parse_judge_spec
 
@@ -75,16 +75,24 @@ def judge_address(spec: str, backend: JudgeBackend | None = None) -> str | None:
 
 
 async def _probe(services: Services, spec: str, *, addresses: bool = True) -> dict[str, Any]:
+    """Whether the judge of ``spec`` answers (asked at most every ``PROBE_TTL``).
+
+    A backend raises judge errors; anything else it lets through (its client tripping
+    over an answer it never expected) is an unavailable judge, as for a judge call
+    (``judge.retry``): readiness says so, it never fails with it."""
     pool = services.backends
     health = pool.health.get(spec)
     if health is None or health.at is None or datetime.now(UTC) - health.at > PROBE_TTL:
+        backend = pool.get(spec)  # a spec that does not parse: JudgeSpecError, the caller's
         try:
             async with asyncio.timeout(5):
-                await pool.get(spec).probe()
+                await backend.probe()
             pool.record(spec, ok=True)
         except (JudgeCallError, TimeoutError) as exc:
             failure = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
             pool.record(spec, ok=False, reason=waiting_code(failure))
+        except Exception:
+            pool.record(spec, ok=False, reason=waiting_code(JudgeUnavailable.code))
         health = pool.health[spec]
     status = {"ok": bool(health.ok), "judge": judge_identity(spec), "reason": health.reason}
     if addresses:

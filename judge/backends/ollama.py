@@ -2,7 +2,10 @@
 
 The reply is constrained by passing the JSON schema as ``format``; the sampling
 settings go in ``options`` together with a context window (``num_ctx``) large enough
-for the prompt, because Ollama silently truncates prompts that overflow it.
+for the prompt, because Ollama silently truncates prompts that overflow it. Ollama
+reloads its model whenever a request's ``num_ctx`` differs from the loaded one, dropping
+the cached prompt prefix, so a window the backend sizes itself is kept from call to
+call while the prompts fit it (:meth:`OllamaBackend.window`).
 
 Replies are streamed and read within :class:`StreamLimits` (first token, idle,
 overall). The client's errors are translated to ``judge.errors`` in one place,
@@ -30,16 +33,31 @@ from judge.backends.streaming import StreamLimits, cut_short, paced
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeCallError, JudgeTimeout, JudgeUnavailable
 
-__all__ = ["OllamaBackend", "estimate_num_ctx", "map_ollama_errors"]
+__all__ = ["REPAIR_ROOM", "OllamaBackend", "estimate_num_ctx", "map_ollama_errors", "needed_tokens"]
+
+
+#: tokens a window sized for a request keeps beyond the request's own needs: what a
+#: repair call adds (the rejected reply, up to ``max_tokens``, and this many for what was
+#: wrong with it) and what one grading's questions differ by in length
+REPAIR_ROOM = 512
+
+
+def needed_tokens(request: JudgeRequest) -> int:
+    """The tokens ``request`` takes: its prompt (about 3 characters a token), the reply's
+    budget and 256 for the chat template."""
+    chars = sum(len(message.content) for message in request.messages)
+    return chars // 3 + request.params.max_tokens + 256
 
 
 def estimate_num_ctx(request: JudgeRequest) -> int:
-    """A context window that holds the prompt (about 3 characters a token) and the reply.
+    """A context window sized for ``request`` as the first call of a grading: the
+    request, and room for the other calls of that grading (``REPAIR_ROOM`` and a second
+    reply budget: a repair call, or the retry of a reply cut at its budget with twice
+    the budget).
 
     Rounded up to a multiple of 1024 and never below 2048.
     """
-    chars = sum(len(message.content) for message in request.messages)
-    needed = chars // 3 + request.params.max_tokens + 256
+    needed = needed_tokens(request) + request.params.max_tokens + REPAIR_ROOM
     return max(2048, math.ceil(needed / 1024) * 1024)
 
 
@@ -68,15 +86,28 @@ def _from_odd_body(exc: AttributeError | TypeError) -> JudgeCallError:
     return JudgeUnavailable(f"ollama sent an unreadable reply ({type(exc).__name__})")
 
 
+#: how the client fails on a body it cannot read: not JSON, too deeply nested, of another
+#: shape, not UTF-8 (a web page in Latin-1 at the judge's address) or not decodable by
+#: its ``Content-Encoding`` (a broken proxy's gzip)
+_UNREADABLE = (
+    json.JSONDecodeError,
+    UnicodeDecodeError,
+    httpx.DecodingError,
+    pydantic.ValidationError,
+    RecursionError,
+)
+
+
 @contextmanager
 def map_ollama_errors() -> Iterator[None]:
     """Translate the ``ollama`` client's exceptions into ``judge.errors``.
 
     Error statuses as ``judge.backends.http.status_error`` says, timeouts ->
-    JudgeTimeout, connection and transport failures and unreadable replies ->
-    JudgeUnavailable. The client reads bodies that are JSON but no object (an error body
-    ``"overloaded"`` or ``null``, a stream line ``null``, an ``error`` object) with an
-    ``AttributeError`` or ``TypeError``: those are its replies' faults, read here too.
+    JudgeTimeout, connection and transport failures and unreadable replies (a body that
+    is no JSON, no UTF-8 or does not decode) -> JudgeUnavailable. The client reads bodies
+    that are JSON but no object (an error body ``"overloaded"`` or ``null``, a stream
+    line ``null``, an ``error`` object) with an ``AttributeError`` or ``TypeError``:
+    those are its replies' faults, read here too.
     """
     try:
         yield
@@ -88,7 +119,7 @@ def map_ollama_errors() -> Iterator[None]:
         raise JudgeTimeout(f"ollama did not answer in time ({type(exc).__name__})") from exc
     except (httpx.TransportError, ConnectionError) as exc:
         raise JudgeUnavailable(f"cannot reach ollama ({type(exc).__name__})") from exc
-    except (json.JSONDecodeError, pydantic.ValidationError, RecursionError) as exc:
+    except _UNREADABLE as exc:
         raise JudgeUnavailable(f"ollama sent an unreadable reply ({type(exc).__name__})") from exc
 
 
@@ -129,6 +160,28 @@ class OllamaBackend:
         self._digest: str | None = None
         self._digest_known = False
         self._digest_lock = asyncio.Lock()
+        #: the window last sent where the request gave none (``window``)
+        self._num_ctx: int | None = None
+
+    def window(self, request: JudgeRequest) -> int:
+        """The context window (``num_ctx``) ``request`` is sent with: its own if it gives
+        one (a configured window); else the one this backend sized last, while the
+        request fits it and a window sized for the request alone
+        (:func:`estimate_num_ctx`) would be more than half as large; else that one.
+
+        So every call of one grading (its questions, repairs and retries of cut replies,
+        which a window sized for its first call holds) and of the gradings after it goes
+        out with one window, and Ollama keeps its model loaded and the shared prompt
+        prefix cached; a window that grew for a long prompt is given up at the first
+        prompt that would be sized at most half of it, not held in memory for good.
+        """
+        if request.params.num_ctx is not None:
+            return request.params.num_ctx
+        sized = estimate_num_ctx(request)
+        kept = self._num_ctx
+        if kept is None or needed_tokens(request) > kept or sized * 2 <= kept:
+            self._num_ctx = kept = sized
+        return kept
 
     def _options(self, request: JudgeRequest) -> dict[str, Any]:
         params = request.params
@@ -136,7 +189,7 @@ class OllamaBackend:
             "temperature": params.temperature,
             "seed": params.seed,
             "num_predict": params.max_tokens,
-            "num_ctx": params.num_ctx or estimate_num_ctx(request),
+            "num_ctx": self.window(request),
         }
         return {key: value for key, value in options.items() if value is not None}
 
@@ -188,12 +241,13 @@ class OllamaBackend:
         """The digest of the model behind the tag, asked of the server now (``DigestAware``).
 
         ``/api/show`` carries no digest, so it is read from ``/api/tags``; None when the
-        server cannot be asked or does not list the model.
+        server cannot be asked, does not list the model, or answers with anything but a
+        listing (whatever the client raises reading it: the digest never fails a call).
         """
         try:
             with map_ollama_errors():
                 listing = await self._client.list()
-        except (JudgeCallError, ValueError):  # unreachable, or a listing that is no object
+        except Exception:  # unreachable, unreadable, or a listing that is no object
             return None
         self._digest = next(
             (m.digest for m in listing.models if _same_model(m.model, self.model)), None

@@ -184,8 +184,9 @@ async def read_stream(
         raise JudgeTimeout(f"{SERVER} did not answer in time ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:
         raise JudgeUnavailable(f"{SERVER}'s reply broke off ({type(exc).__name__})") from exc
-    # a body that is not JSON (or too deep), or JSON of another shape than a completion's
-    except (ValueError, RecursionError, AttributeError, TypeError) as exc:
+    # a body that is not JSON (or too deep), or JSON of another shape than a completion's,
+    # or that does not decode (by its Content-Encoding: a broken proxy's gzip, or as UTF-8)
+    except (ValueError, RecursionError, AttributeError, TypeError, httpx.DecodingError) as exc:
         raise JudgeUnavailable(f"unreadable reply from {SERVER} ({type(exc).__name__})") from exc
     finally:
         await stream.close()

@@ -14,6 +14,7 @@ import respx
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from api.service.judge_status import judge_status, startup_message
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import ScriptedBackend
@@ -28,6 +29,7 @@ from tests.judge.backend_servers import (
     OLLAMA_MODEL,
     OPENAI_BASE,
     OPENAI_MODEL,
+    latin1_page,
     ollama_tags_reply,
     openai_error,
 )
@@ -58,6 +60,45 @@ async def test_a_judge_outage_keeps_submissions_pending_and_readyz_says_why(
         assert ready.json()["judge"]["ok"] is False
         assert ready.json()["database"]["ok"] is True
         assert ready.json()["queue"]["pending"] == 1
+
+
+async def test_readyz_and_serve_say_an_ollama_address_serving_a_latin1_page_does_not_answer(
+    api_client: Any,
+) -> None:
+    """A router's or web UI's page in Latin-1 at the Ollama judge's address lists no
+    models: ``/readyz`` answers 503 naming ``judge_unavailable`` and ``serve``'s start-up
+    line says the judge did not answer."""
+    spec = f"ollama:{OLLAMA_MODEL}@{OLLAMA_BASE}"
+    with respx.mock(base_url=OLLAMA_BASE, assert_all_called=True) as router:
+        router.get("/api/tags").mock(return_value=latin1_page())
+        backend = OllamaBackend(OLLAMA_MODEL, base_url=OLLAMA_BASE)
+        async with api_client(judge=spec, backends={spec: backend}, start_workers=False) as client:
+            ready = await client.get("/readyz")
+            status = await judge_status(client.app.state.services)
+    assert ready.status_code == 503, ready.text
+    assert ready.json()["judge"]["reason"] == "judge_unavailable"
+    assert "did not answer (judge_unavailable)" in startup_message(status)
+
+
+class _TrippingProbe(ScriptedBackend):
+    """A judge whose client trips over the listing it was answered with."""
+
+    async def probe(self) -> None:
+        raise KeyError("models")
+
+
+async def test_readyz_says_judge_unavailable_whatever_a_backends_probe_lets_through(
+    api_client: Any,
+) -> None:
+    """A probe failing with anything but a judge error (a client tripping over an answer
+    it never expected) is an unavailable judge, as for a judge call: ``/readyz`` answers
+    503 naming it, never a 500."""
+    spec = "openai:odd@http://127.0.0.1:9/v1"
+    backend = _TrippingProbe.for_mode("pass")
+    async with api_client(judge=spec, backends={spec: backend}, start_workers=False) as client:
+        ready = await client.get("/readyz")
+    assert ready.status_code == 503, ready.text
+    assert ready.json()["judge"]["reason"] == "judge_unavailable"
 
 
 async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(

@@ -6,8 +6,10 @@ both; the backend-specific files use the same replies.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+import zlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +132,45 @@ def attempt_outcome(attempt: Attempt) -> str:
     return f"{attempt.outcome} {attempt.status_code}" if attempt.status_code else attempt.outcome
 
 
+# --- bodies no client can read --------------------------------------------------------
+
+#: a router's or web UI's page, in Latin-1, where the judge's API was asked
+LATIN1_PAGE = "<html><body>Connexion réseau perdue</body></html>".encode("latin-1")
+
+
+def latin1_page() -> httpx.Response:
+    """A web page in Latin-1 (no UTF-8), answered with 200."""
+    media = {"content-type": "text/html; charset=iso-8859-1"}
+    return httpx.Response(200, content=LATIN1_PAGE, headers=media)
+
+
+def undecodable_gzip(media: str = "application/json") -> httpx.Response:
+    """A body that says it is gzip and is not (a broken proxy's)."""
+    headers = {"content-type": media, "content-encoding": "gzip"}
+    return httpx.Response(200, stream=httpx.ByteStream(b"this is not gzip"), headers=headers)
+
+
+class _Parts(httpx.AsyncByteStream):
+    """A body sent in parts, each after the reader asked for the one before."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self.parts:
+            await asyncio.sleep(0)
+            yield part
+
+
+def gzip_broken_after(first: bytes, media: str) -> httpx.Response:
+    """A gzip body whose first part decodes (``first``: the reply has begun) and whose
+    rest does not (the proxy broke it)."""
+    packer = zlib.compressobj(wbits=31)
+    begun = packer.compress(first) + packer.flush(zlib.Z_SYNC_FLUSH)
+    headers = {"content-type": media, "content-encoding": "gzip"}
+    return httpx.Response(200, stream=_Parts([begun, b"no deflate block" * 8]), headers=headers)
+
+
 # --- one server, either kind ----------------------------------------------------------
 
 
@@ -150,6 +191,11 @@ class Server:
     extra_routes: Callable[[respx.MockRouter], None]
     #: (reply schema, sampling settings) as a request body carries them
     sent: Callable[[dict[str, Any]], tuple[Any, dict[str, Any]]]
+    #: where the server lists its models (what a probe asks)
+    listing_path: str
+    #: the first part of a streamed reply, and the stream's media type
+    stream_start: bytes
+    stream_media: str
 
 
 def _ollama_sent(body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -180,6 +226,12 @@ OLLAMA = Server(
     error=ollama_error,
     extra_routes=_ollama_tags,
     sent=_ollama_sent,
+    listing_path="/api/tags",
+    stream_start=(
+        b'{"model": "qwen3:8b", "created_at": "2025-05-01T10:00:00Z", '
+        b'"message": {"role": "assistant", "content": "{"}, "done": false}\n'
+    ),
+    stream_media="application/x-ndjson",
 )
 
 OPENAI = Server(
@@ -193,6 +245,13 @@ OPENAI = Server(
     error=openai_error,
     extra_routes=lambda router: None,
     sent=_openai_sent,
+    listing_path="/models",
+    stream_start=(
+        b'data: {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, '
+        b'"model": "qwen2.5-1.5b", "choices": [{"index": 0, "delta": {"role": "assistant", '
+        b'"content": "{"}, "finish_reason": null}]}\n\n'
+    ),
+    stream_media="text/event-stream",
 )
 
 SERVERS = (OLLAMA, OPENAI)

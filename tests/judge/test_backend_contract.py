@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -41,8 +42,11 @@ from tests.judge.backend_servers import (
     SCHEMA,
     SERVERS,
     Server,
+    gzip_broken_after,
+    latin1_page,
     make_request,
     sent_json,
+    undecodable_gzip,
 )
 
 
@@ -290,6 +294,36 @@ async def test_a_reply_nested_past_what_python_reads_is_unavailable_not_a_crash(
 
     with pytest.raises(JudgeUnavailable, match="unreadable"):
         await backend.complete(make_request())
+
+
+@pytest.mark.parametrize("broken", ["whole", "after-it-began"])
+async def test_a_reply_that_does_not_decode_is_an_unavailable_judge(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend, broken: str
+) -> None:
+    """A body whose ``Content-Encoding`` does not decode (a broken proxy's gzip), from its
+    start or once the reply has begun: an unreadable reply, retried as any unavailable
+    judge, never an exception let through."""
+    if broken == "whole":
+        answer = undecodable_gzip(server.stream_media)
+    else:
+        answer = gzip_broken_after(server.stream_start, server.stream_media)
+    api.post(server.chat_path).mock(return_value=answer)
+
+    with pytest.raises(JudgeUnavailable):
+        await backend.complete(make_request())
+
+
+@pytest.mark.parametrize("answer", [latin1_page, undecodable_gzip], ids=["latin1-page", "bad-gzip"])
+async def test_a_server_that_answers_no_readable_listing_does_not_answer(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend, answer: Any
+) -> None:
+    """A probe of a server that lists no models (a web page in Latin-1 where the API was
+    expected, a body that does not decode) says the judge is unavailable: ``/readyz``
+    and ``serve`` report ``judge_unavailable``, never an error of their own."""
+    api.get(server.listing_path).mock(return_value=answer())
+
+    with pytest.raises(JudgeUnavailable):
+        await backend.probe()
 
 
 async def test_auth_error_is_not_retried(

@@ -50,12 +50,46 @@ def test_specs_parse_and_print_back(text: str, expected: JudgeSpec) -> None:
         ("openai:m@http://:8080/v1", r"not an http\(s\) URL with a host"),  # no server
         ("openai:m@http://127.0.0.1:99999/v1", "port is not a number from 0 to 65535"),
         ("ollama:m@http://127.0.0.1:11434x", "port is not a number from 0 to 65535"),
+        # what no HTTP client can ask: building the judge raised, a regrade job's 500
+        ("openai:m@http://127.0.0.1:8080/v1\x01", "no HTTP client can ask"),
+        ("ollama:qwen3:8b@http://gpu\x7fbox:11434", "no HTTP client can ask"),
+        ("openai:m@http://127.0.0.1:8080/v1?k=\x1fv", "no HTTP client can ask"),
+        ("ollama:m@http://gpu\xa0box:11434", "no HTTP client can ask"),  # no IDNA name
+        ("openai:m@http://127.0.0.1:8080/\ud800", "no HTTP client can ask"),  # a surrogate
     ],
 )
 def test_bad_specs_name_the_fault_and_the_accepted_forms(text: str, fault: str) -> None:
     with pytest.raises(JudgeSpecError, match=fault) as caught:
         parse_judge_spec(text)
     assert "accepted forms" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://127.0.0.1:8080/v1\x01",
+        "http://gpu\x7fbox:11434",
+        "http://gpu\tbox:11434",
+        "http://gpu\xa0box:11434",
+        "http://gpu box:11434",
+        "http://gpü.example:11434/v1",
+        "http://[::1]:11434",
+        "http://127.0.0.1:8080/v1#part",
+    ],
+)
+@pytest.mark.parametrize("backend", ["ollama", "openai"])
+async def test_a_spec_that_parses_builds_a_backend(backend: str, base_url: str) -> None:
+    """What the one reader of the grammar accepts, a judge can be built for (a service
+    answers a 422 naming the spec, never a 500 when it builds the judge); what no client
+    can ask is refused there, naming the accepted forms."""
+    from judge.backends import build_backend
+
+    try:
+        spec = parse_judge_spec(f"{backend}:m@{base_url}")
+    except JudgeSpecError:
+        return  # refused where specs are read, naming the forms (the test above)
+    judge = build_backend(spec)
+    await judge.aclose()
 
 
 def test_recorded_specs_are_split_without_validation() -> None:

@@ -259,6 +259,8 @@ async def test_the_dry_run_counts_the_cache_hits_of_the_model_behind_the_name_no
         ({"judge": "scripted:maybe"}, "judge"),
         # a model name no grading can record (256 characters), alone or in a panel
         ({"judge": "openai:" + "m" * 300 + "@http://127.0.0.1:9/v1"}, "judge"),
+        # a base URL no client can ask (a control character): refused, not a 500
+        ({"judge": "openai:m@http://127.0.0.1:8080/v1\x01", "dry_run": True}, "judge"),
         ({"judge": "panel:" + ",".join(f"ollama:{n}{'m' * 60}" for n in range(5))}, "judge"),
         ({"mode": "shadow"}, "rubric"),
         ({"judge": NEW_JUDGE, "mode": "replace"}, "mode"),
