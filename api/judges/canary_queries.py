@@ -73,6 +73,19 @@ class CanaryQueries:
         """Work through ``db``."""
         self._db = db
 
+    def _audit_claim(
+        self, session: Session, event: str, judge_spec: str, claim: str, actor: str
+    ) -> None:
+        """Audit ``event`` (a claim or its renewal) of the claim ``claim`` of ``judge_spec``."""
+        self._db.audit(
+            session,
+            event,
+            entity_type="judge",
+            entity_id=judge_spec,
+            actor=actor,
+            payload={"judge": judge_spec, "claim": claim},
+        )
+
     async def claim(
         self, judge_spec: str, *, within: float, hold: float, actor: str = "canary"
     ) -> str | None:
@@ -102,14 +115,7 @@ class CanaryQueries:
             ):
                 return None
             claim = uuid.uuid4().hex
-            self._db.audit(
-                session,
-                SCHEDULED,
-                entity_type="judge",
-                entity_id=judge_spec,
-                actor=actor,
-                payload={"judge": judge_spec, "claim": claim},
-            )
+            self._audit_claim(session, SCHEDULED, judge_spec, claim, actor)
             return claim
 
         return await self._db.run(work)
@@ -126,14 +132,7 @@ class CanaryQueries:
             latest = _latest_claim(session, judge_spec)
             if latest is None or latest[1] != claim:
                 return False
-            self._db.audit(
-                session,
-                RENEWED,
-                entity_type="judge",
-                entity_id=judge_spec,
-                actor=actor,
-                payload={"judge": judge_spec, "claim": claim},
-            )
+            self._audit_claim(session, RENEWED, judge_spec, claim, actor)
             return True
 
         return await self._db.run(work)
