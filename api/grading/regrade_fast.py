@@ -191,9 +191,12 @@ class FastRegrade:
         if len(misses) > free:  # a batch grown on hits: the slots grade ``free`` of them
             spare = misses[max(free, 0) :]
             misses = misses[: max(free, 0)]
-            await self.services.store.queue.release_leases(
-                [claim.grading_id for claim in spare], worker_id
-            )
+            try:
+                await self.services.store.queue.release_leases(
+                    [claim.grading_id for claim in spare], worker_id
+                )
+            except Exception:  # the spares' leases lapse; the slots still get their misses
+                log.exception("giving back %d spare regrade items failed", len(spare))
         return misses, len(claims) == limit
 
     async def _resolve(self, worker_id: str, claims: list[Claim]) -> list[Claim]:

@@ -227,3 +227,31 @@ async def test_misses_and_paused_jobs_are_left_to_the_usual_path(
             {"job": job},
         )
         assert list(owners.scalars()) == ["fast"]  # still leased, for the usual path
+
+
+async def test_a_failed_give_back_of_spare_items_keeps_the_misses_for_the_slots(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    service_key: ServiceKey,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch grown on cache hits that meets misses gives its spare items back; when that
+    fails (a database error), the slots still get the misses they were claimed for and the
+    spares wait out their lease: no claimed item is dropped by this process."""
+    await _import(engine, service_key, tmp_path)
+    admin = await tokens("admin")
+    backends = {NEW_JUDGE: ScriptedBackend(model="fail")}
+    async with api_client(start_workers=False, backends=backends) as client:
+        services: Services = client.app.state.services
+        await _create(client, admin)  # nothing cached: every item is a miss
+        fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
+        fast._batch = 50  # as after batches of hits
+
+        async def broken(*_: Any) -> int:
+            raise RuntimeError("database gone")
+
+        monkeypatch.setattr(services.store.queue, "release_leases", broken)
+        misses, full = await fast.run("fast", free=4)
+    assert len(misses) == 4 and not full
