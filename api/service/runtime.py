@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -53,6 +53,7 @@ from storage import Store, make_engine, upgrade
 __all__ = ["Runtime", "StartFiles", "read_start_files"]
 
 log = logging.getLogger("sre_judge.qualification")
+stop_log = logging.getLogger("sre_judge.runtime")
 
 
 @dataclass(frozen=True)
@@ -235,23 +236,38 @@ class Runtime:
         """Stop the workers, close the judges' clients, dispose of an engine of our own.
 
         The grading workers stop claiming work first (the other parts may take a while
-        to stop: a webhook send in flight), then finish what they hold last."""
+        to stop: a webhook send in flight), then finish what they hold last. Every part
+        is stopped even when an earlier one fails (a database error while the import
+        runner gives its jobs back must not leave the workers running); the first
+        failure is raised once all have stopped, the others are logged."""
+        steps: list[Callable[[], Awaitable[object]]] = []
+        if self._preloading is not None:
+            preloading = self._preloading
+            steps.append(lambda: asyncio.gather(preloading, return_exceptions=True))
+        steps += [
+            self.imports.stop, self.canary.stop, self.batches.stop, self.webhooks.stop,
+            self.workers.stop,
+        ]  # fmt: skip
+        if self.checkpointer is not None:
+            steps.append(self.checkpointer.stop)  # after the workers: the final head
+        steps.append(self.services.backends.aclose)
+        first: Exception | None = None
         try:
             if self._start_workers:
                 self.workers.begin_shutdown()
-            if self._preloading is not None:
-                await asyncio.gather(self._preloading, return_exceptions=True)  # see start
-            await self.imports.stop()
-            await self.canary.stop()
-            await self.batches.stop()
-            await self.webhooks.stop()
-            await self.workers.stop()
-            if self.checkpointer is not None:
-                await self.checkpointer.stop()  # after the workers: the final head
-            await self.services.backends.aclose()
+            for step in steps:
+                try:
+                    await step()
+                except Exception as exc:
+                    if first is None:
+                        first = exc
+                    else:
+                        stop_log.exception("stopping %s failed as well", step)
         finally:
             if self._own_engine:
                 self.engine.dispose()
+        if first is not None:
+            raise first
 
     async def _seed(self) -> None:
         settings = self.settings

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy.engine import Engine
 
+from api.imports.job_queries import ImportJobQueries
 from api.service.background import BackgroundTask, cancel_and_wait
 from api.service.runtime import Runtime
 from api.service.settings import Settings
@@ -88,3 +89,26 @@ async def test_cancel_and_wait_raises_what_the_task_raised() -> None:
     await asyncio.sleep(0)
     with pytest.raises(RuntimeError, match="tidying up failed"):
         await cancel_and_wait(task)
+
+
+async def test_a_part_that_fails_to_stop_does_not_keep_the_others_running(
+    engine: Engine, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database error while the import runner gives its jobs back at shutdown is raised,
+    but only after the grading workers, the other loops and the judges' clients have
+    stopped: a process never exits with work still being claimed."""
+    settings = Settings(judge=JUDGE, database_url=database_url, workers=1)
+    judges = {JUDGE: ScriptedBackend.for_mode("pass")}
+    runtime = Runtime(settings, engine=engine, backends=judges, workers=True, import_jobs=True)
+
+    async def broken(*_: object) -> list[str]:
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr(ImportJobQueries, "release_all", broken)
+    await runtime.start()
+    await asyncio.sleep(0.2)
+    with pytest.raises(RuntimeError, match="database gone"):
+        await runtime.stop()
+    assert runtime.workers.stopping and runtime.workers._dispatcher is None
+    for loop in (runtime.canary, runtime.batches, runtime.webhooks):
+        assert loop._task is None or loop._task.done()
