@@ -328,12 +328,16 @@ async def _in_thread(
 ) -> _T:
     """``call(*args)`` in a worker thread (of ``executor``, else the loop's default), in a
     copy of the caller's context (its log fields); a cancelled caller waits for it to end
-    first."""
+    first, however often it is cancelled again meanwhile (a stop re-cancels a task that
+    runs on)."""
     context = contextvars.copy_context()
     future = asyncio.get_running_loop().run_in_executor(executor, context.run, call, *args)
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:
-        with contextlib.suppress(BaseException):
-            await future
+        while not future.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({future})
+        if not future.cancelled():
+            future.exception()  # retrieved: the caller's cancellation is what it sees
         raise

@@ -75,6 +75,30 @@ async def test_a_database_busy_with_another_writer_blocks_a_thread_not_the_event
     await asyncio.wait_for(write, timeout=10)
 
 
+async def test_a_caller_cancelled_again_and_again_still_waits_for_its_transaction(
+    store: Store,
+) -> None:
+    """A stop cancels a task again while it runs on (a cancellation can be lost on its
+    way); the repeated cancellations do not cut the wait short: the caller returns only
+    once its transaction has ended."""
+    entered, order = threading.Event(), []
+
+    def slow(session: Session) -> None:
+        entered.set()
+        time.sleep(0.4)
+        _audit(store, session, "slow")
+        order.append("slow committed")
+
+    task = asyncio.create_task(store.db.run(slow))
+    await asyncio.to_thread(entered.wait, 5)
+    for _ in range(3):
+        task.cancel()
+        await asyncio.sleep(0.05)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert order == ["slow committed"]
+
+
 async def test_a_cancelled_caller_still_lets_its_transaction_end_first(
     store: Store, db_backend: str
 ) -> None:
