@@ -34,6 +34,7 @@ from judge.rubric import Rubric
 from judge.screening import screen
 from judge.trace import check_trace, redact_trace
 from storage import GradingView, NewSubmission, ScenarioRecord, StorageError, SubmissionOutcome
+from storage.attempts import is_replay_in
 from storage.submissions import SubmissionBuilder
 from storage.tables import new_id
 
@@ -75,15 +76,24 @@ def _from_scenario(
     )
 
 
-async def _checked(services: Services, data: SubmissionCreate, principal: Principal) -> Rubric:
+async def _checked(
+    services: Services, data: SubmissionCreate, principal: Principal, idempotency_key: str | None
+) -> Rubric:
     """The rubric to grade with, once the request's texts, references and the caller's
-    permissions (its own ground truth, its choice of rubric) are valid."""
+    permissions (its own ground truth, its choice of rubric, the self-preference policy)
+    are valid.
+
+    A policy's refusal does not stand for a replay (the caller's ``idempotency_key`` of a
+    submission already stored): the first request was accepted under the policy of its
+    day, and a retry after a restart with a stricter one is answered with what it stored,
+    as the rate limit, queue ceiling and attempt limit answer replays too."""
     settings = services.settings
     problem = data.truth_problem()
     if problem:
         raise InvalidRequest(problem, field="scenario_id")
+    policies = _Policies(services, principal, idempotency_key)
     if data.ground_truth is not None:
-        check_inline_ground_truth(settings, principal)
+        await policies.check(check_inline_ground_truth, settings, principal)
     check_text(data.diagnosis, field="diagnosis", max_bytes=settings.max_text_bytes)
     if data.ground_truth is not None:
         check_text(data.ground_truth, field="ground_truth", max_bytes=settings.max_text_bytes)
@@ -94,8 +104,36 @@ async def _checked(services: Services, data: SubmissionCreate, principal: Princi
     if rubric is None:
         detail = f"no rubric with id {rubric_id!r}"
         raise UnknownReference(detail, field="rubric", title="Unknown rubric")
-    check_rubric_choice(settings, principal, rubric_id)
+    await policies.check(check_rubric_choice, settings, principal, rubric_id)
+    judge_spec = settings.grading_judge()[0]
+    await policies.check(self_preference.refuse, settings, judge_spec, data.model)
     return rubric
+
+
+class _Policies:
+    """Runs the policy checks of one request; a refusal is waived for a replay."""
+
+    def __init__(
+        self, services: Services, principal: Principal, idempotency_key: str | None
+    ) -> None:
+        self._services = services
+        self._principal = principal
+        self._key = idempotency_key
+        self._replay: bool | None = None
+
+    async def check(self, policy: Callable[..., None], *args: Any) -> None:
+        """``policy(*args)``; its ``ServiceError`` is raised unless the request is a replay
+        (looked up once, and only when a policy refuses)."""
+        try:
+            policy(*args)
+        except ServiceError:
+            if self._key is None:
+                raise
+            if self._replay is None:
+                db = self._services.store.db
+                self._replay = await db.run_read(is_replay_in, self._principal.id, self._key)
+            if not self._replay:
+                raise
 
 
 async def accept_submission(
@@ -126,10 +164,8 @@ async def _accept(
     principal: Principal,
     idempotency_key: str | None,
 ) -> Accepted:
-    rubric = await _checked(services, data, principal)
-    settings = services.settings
-    judge_spec, judge_backend, judge_model = settings.grading_judge()
-    self_preference.refuse(settings, judge_spec, data.model)
+    rubric = await _checked(services, data, principal, idempotency_key)
+    judge_spec, judge_backend, judge_model = services.settings.grading_judge()
     # screened once, here: credentials never reach the database or a judge (only kinds
     # and positions are kept), and what screening found is stored for every grading of it
     screening = await asyncio.to_thread(screen, data.diagnosis)

@@ -287,6 +287,35 @@ async def test_a_replay_stays_a_replay_after_its_scenario_got_a_new_ground_truth
     assert other.status_code == 409  # what was sent differs: still a conflict
 
 
+@pytest.mark.parametrize(
+    "tightened",
+    [{"self_preference": "refuse"}, {"inline_ground_truth": "deny"}],
+    ids=["self_preference_refuse", "inline_ground_truth_deny"],
+)
+async def test_a_replay_is_answered_after_a_policy_tightened_and_new_requests_are_refused(
+    api_client: Any, tokens: Any, engine: Engine, tightened: dict[str, str]
+) -> None:
+    """A harness whose answer was lost retries with the same key after the service
+    restarted under a stricter policy: it is told what the first request stored (that
+    submission is graded), while a new request is refused by the new policy."""
+    judge = "openai:qwen2.5-1.5b-instruct"
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "model": "qwen3:8b"}
+    agent = {**(await tokens("submitter")), "Idempotency-Key": "run-7-attempt-1"}
+    async with api_client(judge=judge, start_workers=False) as client:
+        first = await client.post("/v1/submissions", json=body, headers=agent)
+        assert first.status_code == 202, first.text
+    async with api_client(judge=judge, start_workers=False, **tightened) as client:
+        again = await client.post("/v1/submissions", json=body, headers=agent)
+        fresh = await client.post(
+            "/v1/submissions", json=body, headers={**agent, "Idempotency-Key": "run-8"}
+        )
+    assert again.status_code == 202, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"]
+    assert fresh.status_code in (403, 422), fresh.text
+    assert await count_submissions(engine) == 1
+
+
 async def test_an_unparseable_judge_gives_an_unscored_grading(api_client: Any, tokens: Any) -> None:
     headers = await tokens("submitter")
     async with api_client(judge="scripted:garbage") as client:
