@@ -3,7 +3,10 @@
 Judges favour text written by their own family, so a judge of the same family as the
 agent that wrote the diagnosis is flagged (or refused, by setting). Families are read
 from the model name: the last path part (``Qwen/Qwen2.5-7B`` -> ``qwen2.5-7b``), before
-any ``:tag``, matched against a small table of name prefixes.
+any ``:tag``, matched against a small table of name prefixes. A word is matched whole
+and, for provider-dotted ids as Bedrock and its proxies spell them
+(``anthropic.claude-3-haiku-...``, ``us.meta.llama3-...``), by each of its dot-separated
+pieces that starts with a letter; ``qwen2.5`` still reads ``qwen``.
 """
 
 from __future__ import annotations
@@ -34,16 +37,26 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 _WORD = re.compile(r"[a-z][a-z0-9.]*")
 
 
+def _word_family(word: str) -> str | None:
+    """The family whose name prefix starts ``word`` (not within a longer word), or None."""
+    for family, prefixes in FAMILIES.items():
+        for prefix in prefixes:
+            if word == prefix or (word.startswith(prefix) and not word[len(prefix)].isalpha()):
+                return family
+    return None
+
+
 def model_family(name: str | None) -> str | None:
     """The family of a model name, or None when it is not recognised."""
     if not name:
         return None
     text = name.strip().lower().rsplit("/", 1)[-1]
     for word in _WORD.findall(text):
-        for family, prefixes in FAMILIES.items():
-            for prefix in prefixes:
-                if word == prefix or (word.startswith(prefix) and not word[len(prefix)].isalpha()):
-                    return family
+        # the whole word, then the pieces after each dot ("anthropic.claude" -> "claude")
+        for piece in (word, *word.split(".")[1:]):
+            family = _word_family(piece) if piece[:1].isalpha() else None
+            if family is not None:
+                return family
     return None
 
 
