@@ -8,11 +8,13 @@ fires on a reply that is consistent:
 - otherwise the question's verb is taken from its text ("Does it *avoid* naming ...",
   "Does the diagnosis *name* the component ..."), and the reasoning's statements of
   the form "<it | the diagnosis> [adverb] <verb>s <object>" (affirmed) and "<it | the
-  diagnosis> does not | fails to | never <verb> <object>" (denied) are counted, where
-  <object> is the question's first content word after the verb, within three words
-  that only point at it ("the", "any", "the correct"): a statement about something
-  else, "does not name any other component", "another", "a different" or "the
-  frontend component", or "any component other than it", neither affirms nor denies;
+  diagnosis> does not | fails to <verb> <object>" or "... never <verb>s <object>"
+  (denied) are counted, where <object> is the question's first content word after the
+  verb, within three words that only point at it ("the", "any", "the correct"): a
+  statement about something else, "does not name any other component", "another", "a
+  different" or "the frontend component", "the component frontend" (a name right after
+  the object; "the root component, user-service" is still the object), or "any
+  component other than it", neither affirms nor denies;
 - the reasoning contradicts a "yes" when it only denies, and a "no" when it only affirms.
 
 The reasoning is compared with the question as it was asked (``judge.style``), before
@@ -30,8 +32,9 @@ _VERB = re.compile(r"^\s*(?:does|did|is)\s+(?:it|the\s+diagnosis)\s+([a-z]+)\s+(
 _SKIP = {"the", "a", "an", "any", "that", "its", "their", "this", "to", "of", "all"}
 _SUBJECT = r"\b(?:it|the\s+diagnosis|this\s+diagnosis|the\s+agent|the\s+response|the\s+report)"
 _ADVERB = r"(?:\s+(?:correctly|clearly|explicitly|also|properly|accurately|successfully|indeed))?"
+#: a denial before the bare verb ("does not name"); "never" takes the third person
 _NEGATION = (
-    r"\s+(?:does\s+not|doesn't|does\s+n't|did\s+not|didn't|fails\s+to|failed\s+to|never"
+    r"\s+(?:does\s+not|doesn['’]t|does\s+n['’]t|did\s+not|didn['’]t|fails\s+to|failed\s+to"
     r"|cannot|can\s*not)"
 )
 _LEAD = re.compile(r"^\W*(yes|no)\b\s*[,.:;!-]", re.I)
@@ -47,6 +50,18 @@ _POINTING = (
 )
 #: what after the object makes it something else: "any component other than user-service"
 _EXCEPT = r"(?!\W*\b(?:other\s+than|else|besides|except|apart\s+from|aside\s+from|beyond)\b)"
+#: words that may follow the object directly (no punctuation between) and still mean it:
+#: determiners, prepositions, relative words, conjunctions, a few verbs and participles,
+#: besides the question's own words and any "-ly" adverb. Any other word there is a name
+#: ("the component frontend"), which makes the statement one about that component
+_FOLLOWING = (
+    r"a|an|the|any|another|every|each|some|no|all|this|that|these|those|its|their|one"
+    r"|as|of|in|at|on|for|from|to|with|within|behind|by|under|among|between|into|across"
+    r"|where|which|who|whose|whom|when|why|how|and|or|but|nor|so|yet|than|because|since"
+    r"|while|although|though|if|is|was|are|were|be|been|has|had|itself|themselves|alone"
+    r"|either|neither|instead|here|there|not|only|first|responsible|causing|involved"
+    r"|affected"
+)
 
 
 def _third_person(verb: str) -> str:
@@ -67,9 +82,12 @@ def _patterns(question: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
     words = [w for w in re.findall(r"[a-z][a-z-]*", match.group(2).lower()) if w not in _SKIP]
     if not words:
         return None
-    obj = rf"(?:\W+(?:{_POINTING})\b){{0,3}}\W+{re.escape(words[0])}\b{_EXCEPT}"
-    affirmed = rf"{_SUBJECT}{_ADVERB}\s+{_third_person(verb)}\b{obj}"
-    denied = rf"{_SUBJECT}{_NEGATION}{_ADVERB}\s+{verb}\b{obj}"
+    own = "|".join(sorted(set(re.findall(r"[a-z][a-z-]*", match.group(2).lower()))))
+    following = rf"(?!\s+[\"'`‘“]?(?!(?:{_FOLLOWING}|{_POINTING}|{own})\b|[a-z-]+ly\b)[a-z])"
+    obj = rf"(?:\W+(?:{_POINTING})\b){{0,3}}\W+{re.escape(words[0])}\b{_EXCEPT}{following}"
+    third = _third_person(verb)
+    affirmed = rf"{_SUBJECT}{_ADVERB}\s+{third}\b{obj}"
+    denied = rf"{_SUBJECT}(?:{_NEGATION}{_ADVERB}\s+{verb}|\s+never{_ADVERB}\s+{third})\b{obj}"
     return re.compile(affirmed, re.I), re.compile(denied, re.I)
 
 

@@ -225,3 +225,57 @@ async def test_a_yes_naming_the_origin_and_no_other_component_keeps_its_pass(
     assert result.status == "graded", result.detail
     assert "reasoning_contradicts" not in result.review_reasons, result.detail
     assert result.passed is True
+
+
+@pytest.mark.parametrize(
+    ("answer", "reasoning"),
+    [
+        (True, "The diagnosis does not name the component frontend; it names user-service."),
+        (False, "The diagnosis names the component frontend, but the fault originates in geo."),
+    ],
+)
+def test_a_statement_about_a_named_other_component_contradicts_nothing(
+    answer: bool, reasoning: str
+) -> None:
+    """A component named right after the object ("the component frontend") is another
+    component, as "the frontend component" is: the statement neither affirms nor denies
+    the question's object, whichever way the name is placed."""
+    swapped = reasoning.replace("the component frontend", "the frontend component")
+    assert reasoning_contradicts(Q_NAME, answer, swapped) is False
+    assert reasoning_contradicts(Q_NAME, answer, reasoning) is False
+
+
+async def test_a_yes_that_rules_out_a_named_other_component_keeps_its_pass(
+    rubric: Rubric,
+) -> None:
+    """A yes whose reasoning says the diagnosis does not name "the component frontend"
+    but names the origin is consistent: a correct diagnosis answered yes nine times
+    passes, not held for review as self-contradicting."""
+    said = {
+        "D1-Q1": (
+            "yes",
+            "The diagnosis does not name the component frontend as the origin; "
+            "it names user-service.",
+        )
+    }
+    result, _ = await _grade(rubric, full_reply(rubric, said))
+    assert result.status == "graded", result.detail
+    assert "reasoning_contradicts" not in result.review_reasons, result.detail
+    assert result.passed is True
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [
+        "The diagnosis never names the component where the fault originates.",
+        "It never explicitly names the component.",
+        "It doesn’t name the component where the fault originates.",
+        "The diagnosis didn’t name any component.",
+    ],
+)
+def test_never_and_typographic_apostrophes_deny(reasoning: str) -> None:
+    """A reasoning saying the diagnosis "never names" the object denies it as "does not
+    name" does, and "doesn’t" with a typographic apostrophe as "doesn't" does: such a
+    reasoning contradicts a yes and agrees with a no."""
+    assert reasoning_contradicts(Q_NAME, True, reasoning) is True
+    assert reasoning_contradicts(Q_NAME, False, reasoning) is False
