@@ -179,6 +179,27 @@ def _newest_in_file(target: str) -> Checkpoint | None:
     return newest_checkpoint(read_checkpoints(Path(target)))
 
 
+def _held_by_file(target: str, known: Checkpoint | None) -> Checkpoint | None:
+    """The newest checkpoint of the file ``target``, read afresh; None when there is no
+    such file (never written, or moved away: a new one is started).
+
+    CheckpointError naming the file (and line) when a line is not a checkpoint, or when
+    the file holds nothing as new as ``known``, the newest it was seen to hold: its
+    checkpoints were removed (emptied, or cut back to older lines), and nothing is
+    appended until they are restored or the file is moved away.
+    """
+    newest = _newest_in_file(target)
+    if known is None or (newest is not None and newest.seq >= known.seq):
+        return newest
+    if not Path(target).exists():
+        return None
+    holds = "no checkpoint" if newest is None else f"checkpoints up to row {newest.seq} only"
+    raise CheckpointError(
+        f"{target} holds {holds}, but held one of row {known.seq}: checkpoints were removed"
+        " from it (restore them or move the file away)"
+    )
+
+
 async def write_checkpoint(
     store: Store, target: str | None, *, previous: Checkpoint | None = None
 ) -> Checkpoint:
@@ -199,14 +220,20 @@ async def write_checkpoint(
 
 class Checkpointer(BackgroundTask):
     """Writes a checkpoint to ``target`` every ``seconds`` while the log grows (the first
-    one at once)."""
+    one at once).
+
+    A file target is read afresh each round: a line that is not a checkpoint, or
+    checkpoints removed from it, stop the round whenever they appear; a file moved away
+    is started again with the current head.
+    """
 
     task_name = "audit-checkpoints"
 
     def __init__(self, store: Store, target: str, seconds: float) -> None:
         super().__init__()
         self.store, self.target, self.seconds = store, target, seconds
-        #: the newest checkpoint this process wrote
+        #: the newest checkpoint the target was seen to hold (written by this process, or
+        #: read from the file); the next one is checked to extend it
         self.last: Checkpoint | None = None
 
     async def stop(self) -> None:
@@ -217,18 +244,22 @@ class Checkpointer(BackgroundTask):
         await self.write_once()
 
     async def write_once(self) -> Checkpoint | None:
-        """Write one checkpoint if the head moved since the last; errors are logged, never
-        raised, so neither the loop nor a shutdown's last write ends on one."""
+        """Write one checkpoint unless the target holds the head already; errors are
+        logged, never raised, so neither the loop nor a shutdown's last write ends on one."""
         try:
-            previous = self.last or await asyncio.to_thread(_newest_in_file, self.target)
+            held = (  # what the target holds now: a file may have changed since the last round
+                self.last
+                if is_url(self.target)
+                else await asyncio.to_thread(_held_by_file, self.target, self.last)
+            )
             checkpoint = await make_checkpoint(
                 self.store.engine,
                 self.store.db.key,
                 at=self.store.db.clock(),
-                previous=previous,
+                previous=held or self.last,
             )
-            if previous is not None and checkpoint.seq == previous.seq:
-                self.last = previous
+            if held is not None and checkpoint.seq == held.seq:
+                self.last = held
                 return None
             await publish_checkpoint(checkpoint, self.target)
         except (CheckpointError, OSError, SQLAlchemyError) as exc:  # the database away too:

@@ -203,6 +203,67 @@ async def test_a_garbled_checkpoint_line_is_logged_and_the_checkpointer_goes_on(
     assert path.read_bytes() == before
 
 
+async def test_a_line_garbled_after_a_write_stops_the_appends_too(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The file is read afresh each round: a line garbled after the checkpointer has
+    written there is logged naming the file and line, and nothing is appended after it."""
+    path = tmp_path / "checkpoints.jsonl"
+    writer = Checkpointer(store, str(path), seconds=3600)
+    await submit(store)
+    assert await writer.write_once() is not None
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("this is not a checkpoint\n")
+    before = path.read_bytes()
+    await submit(store)  # the log grows: the round would write
+    with caplog.at_level(logging.ERROR, logger="sre_judge.audit"):
+        assert await writer.write_once() is None
+    assert f"{path} line 2: not a checkpoint" in caplog.text
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("kept", [0, 1], ids=["emptied", "cut-back"])
+async def test_a_file_that_lost_its_checkpoints_is_logged_and_left_alone(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture, kept: int
+) -> None:
+    """Checkpoints removed from the file after they were written there (the file emptied,
+    or cut back to older lines) are logged each round naming the file and the row it
+    held, and nothing is appended until they are restored."""
+    path = tmp_path / "checkpoints.jsonl"
+    writer = Checkpointer(store, str(path), seconds=3600)
+    for _ in range(2):
+        await submit(store)
+        assert await writer.write_once() is not None
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:kept]), encoding="utf-8")
+    await submit(store)
+    for _ in range(2):
+        with caplog.at_level(logging.ERROR, logger="sre_judge.audit"):
+            assert await writer.write_once() is None
+        assert f"{path} holds " in caplog.text and "but held one of row 3" in caplog.text
+        caplog.clear()
+    assert path.read_text(encoding="utf-8") == "".join(lines[:kept])
+    path.write_text("".join(lines), encoding="utf-8")  # restored: the appends go on
+    written = await writer.write_once()
+    assert written is not None and read_checkpoints(path)[-1] == written
+
+
+async def test_a_file_moved_away_is_started_again_with_the_current_head(
+    store: Store, tmp_path: Path
+) -> None:
+    """A checkpoint file moved away after a write is started again at the next round,
+    with the current head even when the log has not grown since."""
+    path = tmp_path / "checkpoints.jsonl"
+    writer = Checkpointer(store, str(path), seconds=3600)
+    await submit(store)
+    first = await writer.write_once()
+    assert first is not None
+    path.rename(tmp_path / "old.jsonl")
+    assert await writer.write_once() is not None
+    assert [c.seq for c in read_checkpoints(path)] == [first.seq]
+    assert await writer.write_once() is None  # the new file holds the head
+
+
 @respx.mock
 async def test_a_url_receives_each_checkpoint_as_a_json_post(store: Store) -> None:
     route = respx.post(URL).mock(return_value=httpx.Response(201))
