@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -321,11 +322,21 @@ class ScenarioDifference(BaseModel):
 ScenarioCounts = Mapping[str, tuple[int, int]]
 
 
-def _rates(counts: ScenarioCounts) -> dict[str, float]:
-    return {key: passed / n for key, (passed, n) in counts.items() if n > 0}
+def _rates(counts: ScenarioCounts) -> dict[str, Fraction]:
+    """Each attempted scenario's pass rate, exact: equal rates and equal differences of
+    rates (2/3 - 1/3 and 5/6 - 3/6) compare equal, as their doubles need not."""
+    return {key: Fraction(passed, n) for key, (passed, n) in counts.items() if n > 0}
 
 
-def _insufficient(rates_a: dict[str, float], rates_b: dict[str, float]) -> ScenarioDifference:
+def _mean(values: list[Fraction]) -> Fraction:
+    return sum(values, Fraction(0)) / len(values)
+
+
+def _floats(values: list[Fraction]) -> list[float]:
+    return [float(value) for value in values]
+
+
+def _insufficient(rates_a: dict[str, Fraction], rates_b: dict[str, Fraction]) -> ScenarioDifference:
     return ScenarioDifference(
         design="insufficient",
         scenarios_a=len(rates_a),
@@ -355,7 +366,9 @@ def compare_by_scenario(
 
     When the scenarios do not vary at all (every paired difference equal, or every
     rate equal within each arm) there is no spread to estimate an interval from: the
-    estimate is given without interval and p-value, and the note says so.
+    estimate is given without interval and p-value, and the note says so. Rates and
+    differences are compared exactly (as fractions), so equal ones count as equal even
+    when their floating-point values differ in the last bit.
     """
     from scipy import stats
 
@@ -365,17 +378,18 @@ def compare_by_scenario(
         diffs = [rates_a[key] - rates_b[key] for key in common]
         design: Literal["paired", "unpaired"] = "paired"
         test, used_a, used_b = "paired-t", len(common), len(common)
-        estimate = sum(diffs) / len(diffs)
+        estimate = float(_mean(diffs))
         note = f"paired over the {len(common)} scenarios both arms attempted"
         constant = len(set(diffs)) == 1
-        result = None if constant else stats.ttest_1samp(diffs, 0.0)
+        result = None if constant else stats.ttest_1samp(_floats(diffs), 0.0)
     elif len(rates_a) >= 2 and len(rates_b) >= 2:
         values_a, values_b = list(rates_a.values()), list(rates_b.values())
         design, test, used_a, used_b = "unpaired", "welch-t", len(values_a), len(values_b)
-        estimate = sum(values_a) / len(values_a) - sum(values_b) / len(values_b)
+        estimate = float(_mean(values_a) - _mean(values_b))
         note = "the arms share fewer than 2 scenarios: per-scenario rates compared unpaired"
         constant = len(set(values_a)) == 1 and len(set(values_b)) == 1
-        result = None if constant else stats.ttest_ind(values_a, values_b, equal_var=False)
+        floats_a, floats_b = _floats(values_a), _floats(values_b)
+        result = None if constant else stats.ttest_ind(floats_a, floats_b, equal_var=False)
     else:
         return _insufficient(rates_a, rates_b)
     interval, p_value = (

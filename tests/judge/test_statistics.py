@@ -133,6 +133,16 @@ def test_scenarios_that_do_not_vary_give_no_interval_and_one_scenario_is_too_few
     assert few.design == "insufficient" and few.estimate is None
 
 
+def test_equal_scenario_differences_give_no_interval_even_when_their_doubles_differ() -> None:
+    """Every scenario improving by exactly a third is a difference that does not vary:
+    2/3 - 1/3 and 5/6 - 3/6 are equal, though not as doubles, and get no interval."""
+    result = compare_by_scenario({"A": (2, 3), "B": (5, 6)}, {"A": (1, 3), "B": (3, 6)})
+    assert result.design == "paired"
+    assert result.estimate == pytest.approx(1 / 3)
+    assert result.interval is None and result.p_value is None
+    assert "do not vary" in result.note
+
+
 # Figures of statsmodels 0.14 (``confint_proportions_2indep(..., method="newcombe",
 # compare="diff")``, rounded to 1e-12), which computed the interval here before:
 # (successes a, n a, successes b, n b, confidence, low, high).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -161,3 +162,57 @@ async def test_arms_of_different_or_partly_shared_attempts_are_compared_unpaired
 
     assert (doubled.design, doubled.test) == ("unpaired", "fisher-exact")
     assert doubled.note is not None and "arm a counts some attempts more than once" in doubled.note
+
+
+async def test_scenarios_that_each_differ_by_the_same_rate_give_no_confident_interval(
+    engine: Engine,
+) -> None:
+    """Arm a passes scenario A 2 of 3 times and B 5 of 6, arm b 1 of 3 and 3 of 6: both
+    scenarios differ by exactly a third, so ``by_scenario`` has no spread to estimate
+    from and gives the estimate alone, not a p-value near 0 from rounding noise."""
+    store = Store(engine, key=session_key())
+    arms = (("m-a", {"A": (2, 1), "B": (5, 1)}), ("m-b", {"A": (1, 2), "B": (3, 3)}))
+    for model, counts in arms:
+        for scenario, (passes, fails) in counts.items():
+            await add_many(
+                store, {"pass": passes, "fail": fails}, scenario_id=scenario, model=model
+            )
+
+    report = await comparison_report(store, ReportFilter(model="m-a"), ReportFilter(model="m-b"))
+
+    by_scenario = report.by_scenario
+    assert by_scenario is not None and by_scenario.design == "paired"
+    assert by_scenario.estimate == pytest.approx(1 / 3)
+    assert by_scenario.p_value is None and by_scenario.interval is None
+
+
+async def test_an_arms_early_date_bound_reads_as_the_api_and_created_after_read_it(
+    api_client: Any, tokens: Any, database_url: str, engine: Engine
+) -> None:
+    """``-a created_after=0001-01-01T00:00:00+01:00`` is a bound like ``--created-after``
+    and the API's ``a.created_after``: kept within the stored years, it selects every
+    grading rather than overflowing once moved to UTC."""
+    early = "0001-01-01T00:00:00+01:00"
+    store = Store(engine, key=session_key())
+    await add_many(store, {"pass": 2, "fail": 1}, scenario_id="s1")
+    await add_many(store, {"pass": 1, "fail": 1}, scenario_id="s2", agent="agent-b")
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        api = await client.get(
+            "/v1/stats/compare",
+            params={"a.created_after": early, "a.agent": "agent-a", "b.agent": "agent-b"},
+            headers=admin,
+        )
+    assert api.status_code == 200, api.text
+    rates = run_cli(
+        database_url, "report", "pass-rates", "--created-after", early, "--format", "json"
+    )
+    assert rates.returncode == 0, rates.stderr
+
+    compare = run_cli(
+        database_url, "report", "compare", "-a", f"created_after={early}", "-a", "agent=agent-a",
+        "-b", "agent=agent-b", "--format", "json",
+    )  # fmt: skip
+
+    assert compare.returncode == 0, compare.stderr
+    assert json.loads(compare.stdout)["a"]["outcome"]["n"] == api.json()["a"]["outcome"]["n"] == 3
