@@ -34,6 +34,7 @@ __all__ = [
     "evaluation_csv",
     "evaluation_csv_headers",
     "evaluation_table",
+    "table_filter",
 ]
 
 ColumnKind = Literal["judge", "rubric", "agent", "model", "run"]
@@ -201,15 +202,18 @@ def _read(
     )
 
 
+def table_filter(filters: ReportFilter) -> ReportFilter:
+    """The filter the table counts: ``filters`` with shadow regrades included unless it
+    says otherwise (comparing a judge's shadow regrade is what the table is for)."""
+    return replace(filters, include="shadow") if filters.include is None else filters
+
+
 async def evaluation_table(
     store: Store, filters: ReportFilter, *, by: ColumnKind, disagreeing_only: bool = False
 ) -> EvaluationTable:
-    """The table of the gradings ``filters`` covers (shadow regrades included unless the
-    filter says otherwise: comparing a judge's shadow regrade is what the table is for),
-    read in one snapshot."""
-    if filters.include is None:
-        filters = replace(filters, include="shadow")
-    return await store.db.run_read(_read, filters, by, disagreeing_only)
+    """The table of the gradings ``filters`` covers (:func:`table_filter`: shadow regrades
+    included unless the filter says otherwise), read in one snapshot."""
+    return await store.db.run_read(_read, table_filter(filters), by, disagreeing_only)
 
 
 def evaluation_csv(table: EvaluationTable) -> str:

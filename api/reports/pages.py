@@ -18,6 +18,7 @@ from api.reports.evaluation import (
     evaluation_csv,
     evaluation_csv_headers,
     evaluation_table,
+    table_filter,
 )
 from api.reports.filter_scope import with_inline_default
 from api.reports.filters import GROUP_KEYS, ReportFilter
@@ -219,9 +220,10 @@ async def evaluation_page(
     disagreeing_only: FromQuery[bool] = False,
 ) -> Template:
     """The evaluation table: one row per scenario attempt, one column per judge, rubric
-    version, agent, model or run; disagreeing rows marked, and filterable."""
+    version, agent, model or run; disagreeing rows marked, and filterable. Its summary
+    describes the gradings counted, shadow regrades included unless the filter says not."""
     params = _params(request)
-    filters = page_filter(params)
+    filters = table_filter(page_filter(params))
     table = await evaluation_table(
         services.store, filters, by=by, disagreeing_only=disagreeing_only
     )

@@ -5,7 +5,9 @@ rows where a column passes and another fails marked, filterable, and the same as
 from __future__ import annotations
 
 import csv
+import html
 import io
+import re
 from typing import Any
 
 import pytest
@@ -98,6 +100,23 @@ async def test_the_page_marks_disagreements_escapes_names_and_offers_csv(
         assert HOSTILE not in every and "&lt;img src=x" in every
         csv_answer = await c.get("/reports/table.csv?by=judge")
         assert csv_answer.status_code == 200 and len(csv_answer.text.splitlines()) == 4
+
+
+async def test_the_page_summary_says_the_table_counts_shadow_regrades(
+    api_client: Any, tokens: Any
+) -> None:
+    """The table counts shadow-regrade gradings unless told otherwise, and its summary
+    line says so rather than "all current gradings" above a shadow judge's column."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    async with api_client(**_judges()) as c:
+        await _three_attempts_two_judges(c, agent, admin)
+        await sign_in(c, admin)
+        page = (await c.get("/reports/table?by=judge")).text
+    assert "openai:other" in page  # the shadow regrade's column
+    summary = re.search(r'data-testid="table-summary">(.*?)<a ', page, re.S)
+    assert summary is not None
+    text = html.unescape(summary.group(1))
+    assert "include=shadow" in text and "all current gradings" not in text, text
 
 
 async def test_submitters_get_no_table_and_a_bad_column_kind_is_named(

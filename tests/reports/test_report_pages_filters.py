@@ -148,6 +148,25 @@ async def test_a_dated_report_page_counts_as_the_api_and_links_no_list(
         assert "3/3" in past and 'href="/gradings?' not in past.split("report-filters")[1]
 
 
+async def test_the_compare_page_links_only_the_arms_the_gradings_list_can_show(
+    api_client: Any, tokens: Any
+) -> None:
+    """An arm narrowed by what the gradings list does not take (here dates) gets no link
+    to its gradings, never a broken one; the other arm keeps its link."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**_judges()) as c:
+        await _three(c, agent)
+        await sign_in(c, ada)
+        page = await c.get(
+            "/reports/compare?a.agent=alpha&a.inline=include"
+            "&b.agent=alpha&b.inline=include&b.created_after=2000-01-01"
+        )
+        assert page.status_code == 200, page.text[-600:]
+        assert '<a href="/gradings?agent=alpha">gradings of arm a</a>' in page.text
+        assert "gradings of arm b" not in page.text
+        assert 'href="None"' not in page.text
+
+
 async def test_report_pages_keep_their_filters_when_moving_between_them(
     api_client: Any, tokens: Any
 ) -> None:
