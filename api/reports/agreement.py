@@ -51,7 +51,10 @@ DEFINITIONS: dict[str, str] = {
         "verdicts=judge counts its items the same way; a regrade by the same judge "
         "(a new rubric only) is no pair"
     ),
-    "human_human": "the first two humans' labels (by author id) on one grading and item",
+    "human_human": (
+        "the first two humans' labels (by author id) on one grading and item; graded and "
+        "unscored gradings (humans decide those), current, superseded and shadow"
+    ),
 }
 RATERS = {
     "judge_human": ("judge", "human"),

@@ -77,7 +77,7 @@ class AgreementQueries:
         scope = replace(filters, current_only=False)
         if kind == "judge_judge":
             return await self._judge_pairs(scope, group_by)
-        labels = await self._labels(scope, source)
+        labels = await self._labels(scope, source, judged=kind == "judge_human")
         gradings = {g.id: g for g, _ in labels}
         answers = await self._judge_answers(list(gradings))
         if kind == "human_human":
@@ -95,16 +95,19 @@ class AgreementQueries:
         return pairs
 
     async def _labels(
-        self, scope: ReportFilter, source: LabelSource
+        self, scope: ReportFilter, source: LabelSource, *, judged: bool
     ) -> list[tuple[GradingRecord, HumanLabelRecord]]:
-        """The latest label per human, grading and item, with its graded grading."""
+        """The latest label per human, grading and item, with its grading: a graded one
+        when ``judged`` (measured against the judge), else an unscored one too (humans
+        decide those, and two humans agree or not whatever the judge did)."""
         base: Any = (
             select(_G, _L)
             .select_from(_L)
             .join(_G, col(_G.id) == col(_L.grading_id))
             .join(_S, col(_S.id) == col(_G.submission_id))
         )
-        query = filtered(base, scope).where(col(_G.status) == "graded")
+        statuses = ("graded",) if judged else ("graded", "unscored")
+        query = filtered(base, scope).where(col(_G.status).in_(statuses))
         if source != "all":
             query = query.where(col(_L.source) == source)
         ordered = query.order_by(col(_L.id))

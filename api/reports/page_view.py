@@ -103,11 +103,12 @@ def _set(filters: ReportFilter) -> dict[str, str]:
     }
 
 
-def describe_filter(filters: ReportFilter) -> str:
-    """``agent=a, model=m``, or a sentence saying that every current grading counts."""
+def describe_filter(filters: ReportFilter, *, everything: str = "all current gradings") -> str:
+    """``agent=a, model=m``, or, with no filter, ``everything``: what the report counts
+    then (every current grading, unless the report counts others too)."""
     chosen = _set(filters)
     if not chosen:
-        return "all current gradings"
+        return everything
     return ", ".join(f"{k}={v}" for k, v in chosen.items())
 
 

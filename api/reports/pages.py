@@ -3,6 +3,7 @@ agreement; figures from the report services of ``/v1/stats``, drawn as SVG."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import urlencode
 
@@ -36,6 +37,7 @@ from api.reports.page_view import (
 )
 from api.reports.params import parse_group_by
 from api.reports.rates import comparison_report, pass_rate_report, question_report
+from api.reports.scope import gradings_text
 from api.service.errors import InvalidRequest
 from api.service.services import Services
 from api.web.pages import page
@@ -196,6 +198,7 @@ async def agreement_page(
         services.store, filters, kinds=["judge_human"], source=source
     )
     rows = report.kinds[0].rows
+    labelled = gradings_text(replace(filters, current_only=False))  # what the labels are on
     link = gradings_link(filters)
     drawn = [_kappa_row(r, link) for r in rows if r.level in ("question", "verdict", "answers")]
     return page(
@@ -204,7 +207,7 @@ async def agreement_page(
         report=report,
         rows=rows,
         kappa_chart=chart(drawn, lo=-1.0, hi=1.0),
-        scope=describe_filter(filters),
+        scope=describe_filter(filters, everything=labelled),
         source=source,
         values=_params(request),
         carried=carried_filters(_params(request)),

@@ -70,6 +70,22 @@ async def test_judge_vs_human_verdicts_give_the_textbook_kappa(engine: Engine) -
     assert await AgreementQueries(store.db).pairs(ReportFilter(), "judge_judge") == []
 
 
+async def test_two_humans_agree_or_not_on_unscored_gradings_too(engine: Engine) -> None:
+    """Humans decide the gradings the judge could not score: two adjudicators' labels on
+    them count in human_human, not in judge_human (no judge answer to compare)."""
+    store = Store(engine, key=session_key())
+    ids = await add_many(store, {"unscored": 2}, agent="a")
+    for i, grading_id in enumerate(ids):
+        await _label(store, grading_id, "ada", "pass", D1_Q1=True)
+        await _label(store, grading_id, "bob", "pass" if i == 0 else "fail", D1_Q1=True)
+    queries = AgreementQueries(store.db)
+    humans = await queries.pairs(ReportFilter(), "human_human")
+    verdicts = sorted((p.a, p.b) for p in humans if p.question_id == "verdict")
+    assert verdicts == [(True, False), (True, True)]
+    assert sum(p.question_id == "D1-Q1" for p in humans) == 2
+    assert await queries.pairs(ReportFilter(), "judge_human") == []
+
+
 async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
     engine: Engine,
 ) -> None:

@@ -101,6 +101,9 @@ async def test_agreement_shows_kappa_per_question_after_a_blind_label(
         page = (await c.get("/reports/agreement")).text
         assert 'data-testid="kappa-chart"' in page and "judge&#39;s own answers" in page
         assert "<td>question</td><td>D1-Q1</td>" in page and "1.000" in page
+        # labels count on superseded and shadow gradings too: the scope line says so
+        scope = page.split('data-testid="report-scope"', 1)[1].split("</p>", 1)[0]
+        assert "superseded and shadow" in scope and "current gradings" not in scope
 
 
 def _chart_counts(page: str, testid: str) -> dict[str, int]:
