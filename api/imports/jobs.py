@@ -75,6 +75,8 @@ IMPORT_MEDIA_TYPES: dict[str, tuple[str, str]] = {
     "application/octet-stream": ("", ""),
 }
 OCTET = "application/octet-stream"
+#: a tar's signature at byte 257: POSIX (``ustar`` NUL) or GNU (``ustar``, two spaces, NUL)
+_TAR_MAGIC = (b"ustar\x00", b"ustar  \x00")
 #: rows refused that a job keeps (the count in its report is complete)
 MAX_ERRORS_KEPT = 1000
 
@@ -83,8 +85,10 @@ log = logging.getLogger(__name__)
 
 
 def sniff_upload(data: bytes) -> tuple[str, str]:
-    """``(kind, archive)`` of an upload sent as ``application/octet-stream``."""
-    if data[:2] == b"\x1f\x8b" or data[257:262] == b"ustar":
+    """``(kind, archive)`` of an upload sent as ``application/octet-stream``: gzip, tar
+    and zip by their signatures, anything else JSON lines (which may well hold the
+    letters ``ustar`` at byte 257, as ``mustard`` does)."""
+    if data[:2] == b"\x1f\x8b" or data[257:].startswith(_TAR_MAGIC):
         return "sregym", "tar.gz"
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         return "sregym", "zip"

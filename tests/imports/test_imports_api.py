@@ -30,6 +30,7 @@ from sqlalchemy.exc import OperationalError
 
 from api.imports import jsonl, queries, runner
 from api.imports.job_queries import ImportJobQueries
+from api.imports.jobs import sniff_upload
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
@@ -386,6 +387,44 @@ async def test_size_media_type_and_role_are_checked(api_client: Any, tokens: Any
     assert wrong.status_code == 415 and wrong.json()["errors"][0]["field"] == "Content-Type"
     assert denied.status_code == 403
     assert unknown.status_code == 404
+
+
+def _jsonl_with_ustar_at_257() -> bytes:
+    """A JSON line whose bytes 257 to 261 are ``ustar`` (of ``mustard``)."""
+    head = '{"diagnosis": "'
+    line = {**LINE, "diagnosis": "x" * (256 - len(head)) + "mustard-service pod crashed"}
+    body = (json.dumps(line) + "\n").encode()
+    assert body[257:262] == b"ustar", body[250:270]
+    return body
+
+
+@pytest.mark.parametrize("tar_format", [tarfile.USTAR_FORMAT, tarfile.GNU_FORMAT])
+def test_an_octet_stream_is_a_tar_by_its_whole_signature(tar_format: int) -> None:
+    """An ``application/octet-stream`` upload is a tar by its signature at byte 257
+    (``ustar`` and NUL, or GNU's ``ustar``, two spaces and NUL), not by any five letters
+    ``ustar`` there, which JSON lines may well hold."""
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w", format=tar_format) as tar:
+        member = tarfile.TarInfo("run/results.csv")
+        member.size = len(CSV)
+        tar.addfile(member, io.BytesIO(CSV))
+    assert sniff_upload(packed.getvalue()) == ("sregym", "tar.gz")
+    assert sniff_upload(_jsonl_with_ustar_at_257()) == ("jsonl", "jsonl")
+
+
+async def test_json_lines_holding_ustar_at_byte_257_are_imported_as_json_lines(
+    api_client: Any, tokens: Any
+) -> None:
+    """Sent as ``application/octet-stream``, JSON lines that hold ``ustar`` at byte 257
+    are imported, not refused as an unusable archive."""
+    admin = await tokens("admin")
+    octet = {"Content-Type": "application/octet-stream"}
+    async with api_client(judge="scripted:pass") as client:
+        body = _jsonl_with_ustar_at_257()
+        created = await client.post(IMPORTS, content=body, headers={**admin, **octet})
+        assert created.status_code == 202, created.text
+        job = await finished(client, created.headers["location"], admin)
+    assert (job["kind"], job["state"], job["report"]["submissions"]) == ("jsonl", "done", 1)
 
 
 async def test_a_job_whose_process_stopped_midway_is_finished_once_by_the_next(
