@@ -7,8 +7,10 @@ databases store, :mod:`storage.storable`; the text limits, :mod:`judge.inputs`; 
 largest body, ``SRE_JUDGE_MAX_BODY_BYTES``): a line that breaks one is refused naming
 its field (or, too large to be a submission's body, the line alone), and the other
 lines are read on. A key given twice in one object refuses its line, naming the key,
-never read as one of its values. A byte order mark at the start of the file is skipped. Nothing here
-touches the database.
+never read as one of its values; a byte that is not UTF-8, naming the field whose value
+holds it, as the API does. A byte order mark at the start of the file is skipped. A
+line is measured before it is decoded, and one over the limit is read past in chunks,
+never held whole (nor by the count of a job's lines). Nothing here touches the database.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import (
     BaseModel,
@@ -160,50 +162,90 @@ def _parse(text: str, *, max_bytes: int) -> JsonlSubmission:
     return item
 
 
-def _lines(
-    path: Path, *, max_line_bytes: int | None = None
-) -> Iterator[tuple[int, str] | ImportProblem]:
-    """Every line of ``path`` (split at ``\n`` only) that is not blank, with its number,
-    or a problem naming a line that is not UTF-8 or is larger than ``max_line_bytes``
-    (its line ending not counted): that line alone is refused (decoding
-    the file whole, or in chunks, refused the lines before it in the same chunk)."""
+#: bytes read at a time past a line too long to hold (and to count a job's lines)
+_CHUNK = 64 * 1024
+#: what a line may hold besides its content: the file's byte order mark and ``\r\n``
+_SLACK = len(codecs.BOM_UTF8) + 2
+
+
+def _line_past(handle: IO[bytes], start: bytes) -> tuple[int, bool]:
+    """The size (its line ending not counted) of the line ``start`` begins and whether it
+    is blank, read past in chunks, never held whole."""
+    size, end, blank, chunk = 0, 0, True, start
+    while chunk:
+        content = chunk.rstrip(b"\r\n")
+        end = size + len(content) if content else end  # where the line ending begins
+        size, blank = size + len(chunk), blank and not chunk.strip()
+        if chunk.endswith(b"\n"):
+            break
+        chunk = handle.readline(_CHUNK)
+    return end, blank
+
+
+def _lines(path: Path, *, keep: int | None) -> Iterator[tuple[int, bytes | None, int]]:
+    """Every line of ``path`` (split at ``\n`` only) that is not blank (ASCII white space
+    only), with its number, its bytes and its size (its line ending not
+    counted); its bytes None when it is larger than ``keep`` (None: any size is kept),
+    measured in chunks and never held whole."""
+    limit = -1 if keep is None else keep + _SLACK
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while raw := handle.readline(limit):
+            number += 1
             if number == 1 and raw.startswith(codecs.BOM_UTF8):  # no part of the line
                 raw = raw[len(codecs.BOM_UTF8) :]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield ImportProblem(f"line {number}", f"not valid UTF-8: {exc.reason}")
-                continue
-            if not text.strip():
-                continue
-            size = len(raw.rstrip(b"\r\n"))
-            if max_line_bytes is not None and size > max_line_bytes:
-                message = (
-                    f"the line is {size} bytes, more than the {max_line_bytes} of a "
-                    "submission's body (SRE_JUDGE_MAX_BODY_BYTES)"
-                )
-                yield ImportProblem(f"line {number}", message)
-                continue
-            yield number, text
+            content = raw.rstrip(b"\r\n")
+            if keep is None or raw.endswith(b"\n") or len(raw) <= keep:
+                size, blank = len(content), not content.strip()
+            else:  # the line goes on past what is kept: read past it
+                size, blank = _line_past(handle, raw)
+            if not blank:
+                yield number, content if keep is None or size <= keep else None, size
+
+
+def _not_utf8(raw: bytes, reason: str, *, max_bytes: int) -> _Refused:
+    """Why a line that is not UTF-8 is refused: naming the field whose value holds the
+    bad byte, as the API names it (each such byte read as a lone surrogate, which
+    :func:`unstorable_value` finds), or the line alone when it does not parse."""
+    try:
+        _parse(raw.decode("utf-8", "surrogateescape"), max_bytes=max_bytes)
+    except _Refused as refused:
+        if refused.field is not None and "surrogate" in str(refused):
+            return _Refused(f"{refused.field}: not valid UTF-8 text", refused.field)
+    except (ValueError, RecursionError):
+        pass
+    return _Refused(f"not valid UTF-8: {reason}")
+
+
+def _decoded(raw: bytes, *, max_bytes: int) -> JsonlSubmission:
+    """The line's submission; ``_Refused`` when the line breaks a rule."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(raw, exc.reason, max_bytes=max_bytes) from None
+    return _parse(text, max_bytes=max_bytes)
 
 
 def read_jsonl(
     path: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES, max_line_bytes: int | None = None
 ) -> Iterator[JsonlLine | ImportProblem]:
-    """Every line of ``path``: a valid submission or a problem naming the line. A caller on
-    the event loop reads it in a worker thread (each line is parsed and checked).
+    """Every line of ``path`` that is not blank: a valid submission or a problem naming
+    the line. A caller on the event loop reads it in a worker thread (each line is parsed
+    and checked).
 
     ``max_bytes``: the largest diagnosis, ground truth and trace; ``max_line_bytes``: the
-    largest line, as the API's largest request body (None: any)."""
-    for found in _lines(path, max_line_bytes=max_line_bytes):
-        if isinstance(found, ImportProblem):
-            yield found
+    largest line (its line ending not counted), as the API's largest request body (None:
+    any); a larger one is refused naming its line, without being held whole."""
+    for number, raw, size in _lines(path, keep=max_line_bytes):
+        if raw is None:
+            message = (
+                f"the line is {size} bytes, more than the {max_line_bytes} of a "
+                "submission's body (SRE_JUDGE_MAX_BODY_BYTES)"
+            )
+            yield ImportProblem(f"line {number}", message)
             continue
-        number, text = found
         try:
-            yield JsonlLine(number, _parse(text, max_bytes=max_bytes))
+            yield JsonlLine(number, _decoded(raw, max_bytes=max_bytes))
         except _Refused as refused:
             yield ImportProblem(f"line {number}", str(refused), field=refused.field)
         except (ValueError, RecursionError) as exc:  # a case no check above names
@@ -211,6 +253,6 @@ def read_jsonl(
 
 
 def count_jsonl_items(path: Path) -> int:
-    """How many items :func:`read_jsonl` yields for ``path`` (a job's total), counted
-    without parsing a line."""
-    return sum(1 for _ in _lines(path))
+    """How many items :func:`read_jsonl` yields for ``path`` (a job's total): its lines
+    that are not blank, counted in chunks without holding a line."""
+    return sum(1 for _ in _lines(path, keep=0))

@@ -13,7 +13,10 @@ the scenarios an SREGym import registers) are appended together once all its row
 written, since a row's foreign key locks its scenario (row and named locks before the
 audit chain's lock: ``storage.database``). A batch the database refuses although every
 row passed the readers' checks is written again one row per transaction, so only the
-row to blame is refused and the job goes on.
+row to blame is refused and the job goes on. A strict JSONL import (one transaction)
+the database refuses is written once more (another import may have stored some of its
+lines meanwhile: already imported now); refused again, each line is tried alone and
+undone, and the import aborted naming the lines the database refuses.
 
 Why this module is long: it is the one writer of both import formats, and they share
 its batching, its row-by-row retry and its conflict rules; split, each half would need
@@ -87,6 +90,18 @@ def _write_all(
         raise ImportAborted(report.problems, conflicts=report.conflicts)
     if audits.events:
         db.audit_many(session, audits.events, audits.covers, audits.rows)
+
+
+def _try_all(
+    session: Session, db: Database, write: _RowWriter, items: Iterable[Any], report: ImportReport
+) -> None:
+    """As :func:`_write_all`, then undone (its savepoint rolled back): what writing
+    ``items`` reports, or the error the database raises, with nothing kept."""
+    savepoint = session.begin_nested()
+    try:
+        _write_all(session, db, write, items, report)
+    finally:
+        savepoint.rollback()
 
 
 def _where(item: Any) -> str:
@@ -311,10 +326,40 @@ class ImportQueries:
             for item in batch:
                 await self._write_row(item, write, report)
 
-    async def _write_row(self, item: Any, write: _RowWriter, report: ImportReport) -> None:
+    async def _write_strict(
+        self, batch: list[Any], write: _RowWriter, report: ImportReport
+    ) -> None:
+        """The batch in one transaction, ImportAborted (nothing kept) if any row is a
+        problem. Refused by the database, it is written once more: another import may
+        have stored some of its rows since they were looked up (already imported now).
+        Refused again, each row is tried alone and undone, and ImportAborted names the
+        rows the database refuses."""
+        mark, refusal = report.mark(), None
+        for _ in range(2):
+            try:
+                await self._db.run(_write_all, self._db, write, batch, report, all_or_nothing=True)
+                return
+            except Exception as exc:
+                if not _refused_by_database(exc):
+                    raise
+                report.rewind(mark)
+                refusal = exc
+        assert refusal is not None
+        tried = ImportReport()
+        for item in batch:
+            await self._write_row(item, write, tried, keep=False)
+        if not tried.problems:  # no row refused alone: the database's error stands
+            raise refusal
+        raise ImportAborted(tried.problems, conflicts=tried.conflicts) from refusal
+
+    async def _write_row(
+        self, item: Any, write: _RowWriter, report: ImportReport, *, keep: bool = True
+    ) -> None:
+        """``item`` in a transaction of its own, a problem naming it if the database
+        refuses it; ``keep=False``: undone either way (what writing it reports)."""
         mark = report.mark()
         try:
-            await self._db.run(_write_all, self._db, write, [item], report)
+            await self._db.run(_write_all if keep else _try_all, self._db, write, [item], report)
         except Exception as exc:
             if not _refused_by_database(exc):
                 raise
@@ -408,8 +453,9 @@ class ImportQueries:
         ``refuse_ground_truth``: why a line carrying its own ``ground_truth`` is refused
         (``SRE_JUDGE_INLINE_GROUND_TRUTH``), naming ``ground_truth``; None: it is taken.
 
-        ``judge`` is ``(spec, backend, model)``. With ``strict``, any problem raises
-        ImportAborted and nothing is stored (one transaction for the whole file).
+        ``judge`` is ``(spec, backend, model)``. With ``strict``, any problem (a line the
+        database refuses too) raises ImportAborted and nothing is stored (one transaction
+        for the whole file).
         ``progress`` is awaited after each committed batch.
         """
 
@@ -437,7 +483,7 @@ class ImportQueries:
         # all or nothing: one batch of every line, then one transaction
         async for batch in read_batches(lines, size=sys.maxsize if strict else BATCH):
             if strict:
-                await self._db.run(_write_all, self._db, write, batch, report, all_or_nothing=True)
+                await self._write_strict(batch, write, report)
             else:
                 await self._write_batch(batch, write, report)
             if report.submissions:

@@ -365,6 +365,28 @@ async def test_a_row_the_database_refuses_is_refused_alone_and_its_batch_is_stor
     assert await _count(engine, SubmissionRecord) == 44
 
 
+async def test_a_line_the_database_refuses_fails_a_strict_import_naming_it(
+    store: Store, engine: Engine
+) -> None:
+    """Should the database refuse a line no reader check foresaw, a strict import stores
+    nothing and fails naming that line (ImportAborted, as for any bad line), never with
+    the database's own error."""
+    judge = (JUDGE_SPEC, "openai", "judge-model")
+    good = JsonlSubmission(diagnosis="the pod ran out of memory", ground_truth="g")
+    # a value no reader check foresaw: JSON cannot hold it, so storing the row fails
+    bad = JsonlSubmission(
+        diagnosis="the disk is full", ground_truth="g", metadata={"ttl": float("inf")}
+    )
+    lines = [JsonlLine(1, good), JsonlLine(2, bad)]
+    with pytest.raises(ImportAborted) as aborted:
+        await ImportQueries(store.db, store.catalog).jsonl(
+            lines, rubric=sregym_rubric(), judge=judge, strict=True
+        )
+    assert [p.where for p in aborted.value.problems] == ["line 2"]
+    assert aborted.value.problems[0].message.startswith("the database refused the row: ")
+    assert await _count(engine, SubmissionRecord) == 0
+
+
 def _jsonl_line(n: int) -> str:
     return json.dumps({"diagnosis": f"diagnosis {n}", "ground_truth": "g"})
 
@@ -518,3 +540,28 @@ async def test_two_jsonl_imports_of_one_attempt_at_once_store_it_once(
     assert (first.submissions, second.submissions) == (1, 0), (first, second)
     assert [c.field for c in second.conflicts] == ["diagnosis"]
     assert await _count(engine, SubmissionRecord, col(SubmissionRecord.run_id) == "run-1") == 1
+
+
+async def test_two_strict_imports_of_one_file_at_once_store_it_once(
+    store: Store, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two strict imports of the same lines (no run or attempt: known by their content)
+    running at once, as ``import jsonl --strict`` beside a server's job of the same file:
+    the lines are stored once and the second import reports them already imported,
+    never failing with the database's unique-key violation."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    imports = ImportQueries(store.db, store.catalog)
+    texts = ["the pod ran out of memory", "the disk is full"]
+    lines = [
+        JsonlLine(n, JsonlSubmission(diagnosis=t, ground_truth="g")) for n, t in enumerate(texts, 1)
+    ]
+
+    async def strict() -> ImportReport:
+        judge = (JUDGE_SPEC, "openai", "judge-model")
+        return await imports.jsonl(lines, rubric=sregym_rubric(), judge=judge, strict=True)
+
+    first, second = await race_at_audit(store, monkeypatch, "submission.imported", strict(), strict)
+    assert first.submissions == 2
+    assert (second.submissions, second.already_imported, second.problems) == (0, 2, []), second
+    assert await _count(engine, SubmissionRecord) == 2

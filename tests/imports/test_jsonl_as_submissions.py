@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from api.cli.main import main
-from api.imports.jsonl import JsonlLine, read_jsonl
+from api.imports.jsonl import JsonlLine, count_jsonl_items, read_jsonl
 from api.imports.problems import ImportProblem
 from api.imports.queries import ImportQueries
 from judge.backends.scripted import ScriptedBackend
@@ -164,6 +165,66 @@ def test_a_line_of_the_largest_body_is_taken_and_a_byte_more_refused(tmp_path: P
     taken, refused = list(read_jsonl(path, max_line_bytes=len(text.encode())))
     assert isinstance(taken, JsonlLine)
     assert isinstance(refused, ImportProblem) and refused.where == "line 2", refused
+
+
+#: the API's largest request body by default (``SRE_JUDGE_MAX_BODY_BYTES``)
+MAX_BODY = 256 * 1024
+
+
+def _one_long_line(path: Path, size: int) -> Path:
+    """A JSON array of ``size`` bytes exported on one line, then a good line."""
+    with path.open("wb") as out:
+        out.write(b'[{"diagnosis": "' + b"x" * size + b'", "ground_truth": "g"}]\n')
+        out.write((json.dumps(LINE) + "\n").encode())
+    return path
+
+
+def test_a_line_over_the_limit_is_refused_without_being_held_whole(tmp_path: Path) -> None:
+    """A line far larger than the limit (a JSON array of 40 MB exported on one line) is
+    refused naming its line and the next line is read, in memory bounded by the limit,
+    not by the line."""
+    path = _one_long_line(tmp_path / "one-line.jsonl", 40 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        refused, taken = list(read_jsonl(path, max_line_bytes=MAX_BODY))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(refused, ImportProblem) and refused.where == "line 1", refused
+    assert f"the line is {40 * 1024 * 1024 + 40} bytes" in refused.message
+    assert isinstance(taken, JsonlLine)
+    assert peak < 8 * MAX_BODY, f"peak {peak / 1e6:.0f} MB to refuse a 40 MB line"
+
+
+def test_counting_a_jobs_lines_does_not_hold_a_long_line(tmp_path: Path) -> None:
+    """A server's job counts the upload's lines first (its ``total``), in memory bounded
+    whatever the longest line."""
+    path = _one_long_line(tmp_path / "one-line.jsonl", 40 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        assert count_jsonl_items(path) == 2
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MAX_BODY, f"peak {peak / 1e6:.0f} MB to count a 40 MB line"
+
+
+async def test_a_byte_that_is_not_utf8_is_refused_naming_its_field_as_the_api_does(
+    api_client: Any, tokens: Any
+) -> None:
+    """A line with a byte that is not UTF-8 in its ``diagnosis`` is refused naming its
+    line and ``diagnosis``, as the API refuses the same body naming the field."""
+    body = b'{"diagnosis": "the pod \xff ran out of memory", "ground_truth": "g"}'
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        json_type = {"Content-Type": "application/json"}
+        direct = await client.post("/v1/submissions", content=body, headers={**admin, **json_type})
+        created = await client.post(IMPORTS, content=body + b"\n", headers={**admin, **JSONL})
+        job = await _finished(client, created.headers["location"], admin)
+    assert direct.status_code == 400, direct.text
+    assert direct.json()["errors"][0]["field"] == "diagnosis"  # the API's rule
+    assert [(e["where"], e["field"]) for e in job["errors"]] == [("line 1", "diagnosis")]
+    assert job["errors"][0]["message"] == "diagnosis: not valid UTF-8 text"
 
 
 def test_a_compact_iso_created_at_is_that_date_not_seconds_since_1970(tmp_path: Path) -> None:
