@@ -12,7 +12,12 @@ once the app is built, from what each handler declares:
   415 in another media type;
 - an ``If-Match`` header answers 412 (stale) and 428 (missing where required);
 - :data:`EXTRA_ERRORS` lists what only the handler knows: 409, 429, 503, ...;
-- :data:`OTHER_CONTENT` lists the answers that are not JSON (Prometheus text, CSV).
+- :data:`SAME_BODY_ERRORS` lists the error answers that carry the success answer's body
+  instead of a problem (a not-ready ``/readyz``);
+- :data:`OTHER_CONTENT` lists the answers that are not JSON (Prometheus text, CSV,
+  archives).
+
+Every method is completed, ``HEAD`` included.
 
 The description of an operation is its handler's docstring unless it sets one.
 """
@@ -26,6 +31,7 @@ from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
     Components,
+    OpenAPIFormat,
     OpenAPIHeader,
     OpenAPIMediaType,
     OpenAPIResponse,
@@ -36,9 +42,10 @@ from litestar.openapi.spec import (
 )
 from litestar.routes import HTTPRoute
 
-from api.http.openapi_schemas import document_request_bodies, forbid_nul
+from api.http.openapi_schemas import document_request_bodies, forbid_nul, operations
 from api.http.problems import PROBLEM_MEDIA_TYPE
 from api.reports.exports import MEDIA_TYPES
+from api.reports.sregym_writer import ARCHIVE_MEDIA_TYPES
 
 __all__ = [
     "ERROR_TEXT",
@@ -46,6 +53,7 @@ __all__ = [
     "OTHER_CONTENT",
     "OTHER_SUCCESS",
     "RESPONSE_HEADERS",
+    "SAME_BODY_ERRORS",
     "document_api",
     "document_on_first_read",
     "required_errors",
@@ -65,13 +73,12 @@ ERROR_TEXT: dict[int, str] = {
     428: "If-Match is required: send the ETag you read",
     429: "Too many requests from this token; retry after `Retry-After` seconds",
     500: "The export failed while reading; nothing partial is sent",
-    503: "Not ready, or the queue is full or the judge away; see `Retry-After`",
+    503: "The queue is full, or the judge or the database is away; see `Retry-After`",
     504: "The judge timed out while the request waited",
 }
 
 #: errors only the handler knows it may answer, by operation id
 EXTRA_ERRORS: dict[str, tuple[int, ...]] = {
-    "readyz": (503,),
     "createSubmission": (403, 409, 429, 503),
     "listGradings": (400,),
     "createScenario": (409,),
@@ -95,6 +102,13 @@ EXTRA_ERRORS: dict[str, tuple[int, ...]] = {
     "redeliverWebhook": (409,),
 }
 
+#: error statuses answered with the success answer's body (and no Retry-After), not a
+#: problem, with what each says, by operation id: uptime checkers read why not ready
+SAME_BODY_ERRORS: dict[str, dict[int, str]] = {
+    "readyz": {503: "Not ready: the same body as when ready, `reason` saying why"},
+    "readyz_head": {503: "Not ready (`GET /readyz` says why)"},
+}
+
 #: further success statuses with the same body as the declared one, by operation id
 OTHER_SUCCESS: dict[str, tuple[int, ...]] = {
     "createSubmission": (201,),  # graded within ?wait=SECONDS
@@ -104,9 +118,12 @@ OTHER_SUCCESS: dict[str, tuple[int, ...]] = {
 #: success answers in other media types than JSON, by operation id
 OTHER_CONTENT: dict[str, tuple[str, ...]] = {
     "metrics": ("text/plain",),
-    "exportGradings": tuple(sorted(set(MEDIA_TYPES.values()))),
+    "exportGradings": tuple(sorted({*MEDIA_TYPES.values(), *ARCHIVE_MEDIA_TYPES.values()})),
     "getRegradeFlips": ("application/json", "text/csv"),
 }
+
+#: the media types of OTHER_CONTENT that are bytes, not text
+_BINARY = frozenset(ARCHIVE_MEDIA_TYPES.values())
 
 #: headers clients follow, on the success answers that send them, by operation id
 RESPONSE_HEADERS: dict[str, tuple[str, ...]] = {
@@ -187,7 +204,7 @@ def required_errors(
 def _problem(status: int) -> OpenAPIResponse:
     media = OpenAPIMediaType(schema=Reference(ref="#/components/schemas/Problem"))
     response = OpenAPIResponse(description=ERROR_TEXT[status], content={PROBLEM_MEDIA_TYPE: media})
-    if status in (429, 503):  # a limit, a full queue, a database away: when to come back
+    if status in (429, 503):  # a limit, a full queue, a judge or database away: when to retry
         seconds = Schema(type=OpenAPIType.INTEGER, minimum=0)
         response.headers = {"Retry-After": OpenAPIHeader(schema=seconds, description=_RETRY_AFTER)}
     return response
@@ -204,14 +221,26 @@ def _handlers(app: Litestar) -> dict[str, HTTPRouteHandler]:
 
 
 def _other_content(operation: Any, media_types: tuple[str, ...]) -> None:
+    text = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING))
+    binary = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
     for status, response in operation.responses.items():
         if status.startswith("2") and isinstance(response, OpenAPIResponse):
             schema = next(iter((response.content or {}).values()), None)
-            text = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING))
-            response.content = {
-                media: (schema if media == "application/json" and schema else text)
-                for media in media_types
-            }
+            content = {media: binary if media in _BINARY else text for media in media_types}
+            if "application/json" in content and schema:
+                content["application/json"] = schema
+            response.content = content
+
+
+def _same_body(operation: Any, errors: dict[int, str]) -> None:
+    """Declare ``errors`` (status: description) with the success answer's content."""
+    if not errors:
+        return
+    declared = next(r for s, r in operation.responses.items() if s.startswith("2"))
+    for status, description in errors.items():
+        operation.responses[str(status)] = OpenAPIResponse(
+            description=description, content=declared.content
+        )
 
 
 def document_on_first_read(app: Litestar) -> None:
@@ -237,26 +266,23 @@ def document_api(app: Litestar) -> None:
     components.security_schemes = {**(components.security_schemes or {}), "bearer": BEARER}
     handlers = _handlers(app)
     document_request_bodies(app, handlers)
-    for path, item in (document.paths or {}).items():
-        for method in ("get", "put", "post", "delete", "patch"):
-            operation = getattr(item, method, None)
-            handler = handlers.get(getattr(operation, "operation_id", "") or "")
-            if operation is None or handler is None:
-                continue
-            if not operation.description and handler.fn.__doc__:
-                operation.description = inspect.cleandoc(handler.fn.__doc__)
-            if _guarded(handler):
-                operation.security = [{"bearer": []}]
-            for parameter in operation.parameters or ():
-                forbid_nul(getattr(parameter, "schema", None))
-                if getattr(parameter, "name", "") == "If-Match":
-                    parameter.required = True  # the handler answers 428 without it
-            for status in sorted(required_errors(handler, operation, path, method)):
-                operation.responses[str(status)] = _problem(status)
-            _success(operation, OTHER_SUCCESS.get(str(handler.operation_id), ()))
-            _headers(operation, RESPONSE_HEADERS.get(str(handler.operation_id), ()))
-            if handler.operation_id in OTHER_CONTENT:
-                _other_content(operation, OTHER_CONTENT[str(handler.operation_id)])
+    for path, method, operation, handler in operations(app, handlers):
+        operation_id = str(handler.operation_id)
+        if not operation.description and handler.fn.__doc__:
+            operation.description = inspect.cleandoc(handler.fn.__doc__)
+        if _guarded(handler):
+            operation.security = [{"bearer": []}]
+        for parameter in operation.parameters or ():
+            forbid_nul(getattr(parameter, "schema", None))
+            if getattr(parameter, "name", "") == "If-Match":
+                parameter.required = True  # the handler answers 428 without it
+        for status in sorted(required_errors(handler, operation, path, method)):
+            operation.responses[str(status)] = _problem(status)
+        _same_body(operation, SAME_BODY_ERRORS.get(operation_id, {}))
+        _success(operation, OTHER_SUCCESS.get(operation_id, ()))
+        _headers(operation, RESPONSE_HEADERS.get(operation_id, ()))
+        if operation_id in OTHER_CONTENT:
+            _other_content(operation, OTHER_CONTENT[operation_id])
 
 
 def _headers(operation: Any, names: tuple[str, ...]) -> None:

@@ -5,14 +5,17 @@ bounds (``gt=0``), ``extra="forbid"`` (no ``additionalProperties: false``), the 
 ``dict[str, Literal[...]]``. A client generated from such a document, or a property-based
 tester, sends bodies the server then refuses. :func:`document_request_bodies` replaces
 the schema of every request body model (and the models it nests) with pydantic's own, in
-validation mode, so the document states the rules the server applies.
+validation mode, so the document states the rules the server applies; a body the route
+parses itself (a file) has its JSON form's model documented the same way.
 
 :func:`forbid_nul` adds what the input guard refuses everywhere
-(:mod:`api.http.input_guard`): no string may hold a NUL character.
+(:mod:`api.http.input_guard`): no string, and no key of an object, may hold a NUL
+character.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from litestar import Litestar
@@ -21,32 +24,38 @@ from litestar.openapi.spec import Components, Reference, Schema
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-__all__ = ["NO_NUL", "document_request_bodies", "forbid_nul"]
+__all__ = ["METHODS", "NO_NUL", "document_request_bodies", "forbid_nul", "operations"]
 
 #: the pattern of every free-text string the API takes (PostgreSQL stores no NUL)
 NO_NUL = "^[^\\u0000]*$"
 _REF_TEMPLATE = "#/components/schemas/{model}"
+#: the methods of a path item the document describes (a route may answer ``HEAD`` alone)
+METHODS = ("get", "put", "post", "delete", "patch", "head")
 
 
 def _body_model(handler: HTTPRouteHandler) -> type[BaseModel] | None:
+    """The model of the handler's JSON body: its ``data`` parameter's, or the one its
+    operation class documents for a body the route parses itself (``json_body``, see
+    :func:`api.http.uploads.file_operation`)."""
     field = handler.parsed_fn_signature.parameters.get("data")
     annotation = getattr(field, "annotation", None)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    return None
+    documented = getattr(handler.operation_class, "json_body", None)
+    return documented if isinstance(documented, type) else None
 
 
-def _operations(
+def operations(
     app: Litestar, handlers: dict[str, HTTPRouteHandler]
-) -> list[tuple[Any, HTTPRouteHandler]]:
-    found = []
-    for item in (app.openapi_schema.paths or {}).values():
-        for method in ("get", "put", "post", "delete", "patch"):
+) -> Iterator[tuple[str, str, Any, HTTPRouteHandler]]:
+    """Each operation of ``app``'s document with its path, method and route handler
+    (``handlers``: by operation id), ``HEAD`` included."""
+    for path, item in (app.openapi_schema.paths or {}).items():
+        for method in METHODS:
             operation = getattr(item, method, None)
             handler = handlers.get(str(getattr(operation, "operation_id", "")))
             if operation is not None and handler is not None:
-                found.append((operation, handler))
-    return found
+                yield path, method, operation, handler
 
 
 def document_request_bodies(app: Litestar, handlers: dict[str, HTTPRouteHandler]) -> None:
@@ -57,7 +66,7 @@ def document_request_bodies(app: Litestar, handlers: dict[str, HTTPRouteHandler]
         return
     bodies = [
         (operation, model)
-        for operation, handler in _operations(app, handlers)
+        for _, _, operation, handler in operations(app, handlers)
         if operation.request_body is not None and (model := _body_model(handler)) is not None
     ]
     models = list(dict.fromkeys(model for _, model in bodies))
@@ -76,11 +85,16 @@ def document_request_bodies(app: Litestar, handlers: dict[str, HTTPRouteHandler]
 
 def forbid_nul(schema: Any) -> Any:
     """``schema`` (a JSON Schema dict or Litestar ``Schema``) with :data:`NO_NUL` on every
-    string that has no pattern, format or enum of its own, and on the keys of maps."""
+    string that has no pattern, format or enum of its own, and on the keys of every
+    object that takes keys it does not name (a map, ``additionalProperties`` a schema,
+    true or absent)."""
     if isinstance(schema, Schema):
         if _plain_string(schema.type, schema.pattern, schema.format, schema.enum, schema.const):
             schema.pattern = NO_NUL
-        if isinstance(schema.additional_properties, Schema) and schema.property_names is None:
+        if (
+            _open_object(schema.type, schema.additional_properties)
+            and schema.property_names is None
+        ):
             schema.property_names = Schema(pattern=NO_NUL)
         for child in (
             *(schema.one_of or ()),
@@ -101,8 +115,8 @@ def forbid_nul(schema: Any) -> Any:
             schema.get("const"),
         ):
             schema["pattern"] = NO_NUL
-        if isinstance(schema.get("additionalProperties"), dict):  # keys are strings too
-            schema.setdefault("propertyNames", {"pattern": NO_NUL})
+        if _open_object(schema.get("type"), schema.get("additionalProperties")):
+            schema.setdefault("propertyNames", {"pattern": NO_NUL})  # keys are strings too
         for value in schema.values():
             forbid_nul(value)
     elif isinstance(schema, list):
@@ -114,3 +128,12 @@ def forbid_nul(schema: Any) -> Any:
 def _plain_string(kind: Any, pattern: Any, format_: Any, enum: Any, const: Any) -> bool:
     is_string = kind == "string" or getattr(kind, "value", None) == "string"
     return is_string and not (pattern or format_ or enum or const is not None)
+
+
+def _open_object(kind: Any, additional: Any) -> bool:
+    """Whether a schema of type ``kind`` with ``additional`` as its
+    ``additionalProperties`` takes keys it does not name: a map, or an object that
+    states no ``additionalProperties: false``."""
+    if additional is not None and additional is not True:
+        return additional is not False  # a schema (dict, Schema or Reference): a map
+    return kind == "object" or getattr(kind, "value", None) == "object"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from litestar import Request
 from litestar.openapi.spec import (
@@ -21,6 +21,7 @@ from litestar.openapi.spec import (
     RequestBody,
     Schema,
 )
+from pydantic import BaseModel
 
 from api.http.input_guard import check_params
 from api.http.problems import ApiProblem
@@ -28,14 +29,23 @@ from api.http.problems import ApiProblem
 __all__ = ["file_operation", "media_type_of", "params_only", "read_upload"]
 
 
-def file_operation(description: str, media_types: Collection[str] | None = None) -> type[Operation]:
+def file_operation(
+    description: str,
+    media_types: Collection[str] | None = None,
+    *,
+    json_body: type[BaseModel] | None = None,
+) -> type[Operation]:
     """An operation class documenting a raw file body (``description`` says what it is
     and which Content-Types it takes), for a route's ``operation_class``: binary, or
-    text in each of ``media_types``."""
+    text in each of ``media_types``; ``application/json`` (among them) as ``json_body``'s
+    schema when given (:func:`api.http.openapi_schemas.document_request_bodies` puts it
+    in, as for a body the route declares)."""
 
     @dataclass
     class FileOperation(Operation):
         """An operation whose request body is a file."""
+
+        json_body: ClassVar[type[BaseModel] | None]
 
         def __post_init__(self) -> None:
             if self.request_body is None:
@@ -49,6 +59,7 @@ def file_operation(description: str, media_types: Collection[str] | None = None)
                     content=content, description=description, required=True
                 )
 
+    FileOperation.json_body = json_body
     return FileOperation
 
 

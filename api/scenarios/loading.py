@@ -13,21 +13,52 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from api.scenarios.schemas import ScenarioCreate
 from api.service.errors import InvalidRequest, body_path
 from judge.inputs import RepeatedKey, check_text, json_lines, load_json
 from judge.yaml_text import load_yaml
 
-__all__ = ["MAX_ITEMS", "LoadFormat", "detect_format", "parse_scenarios"]
+__all__ = [
+    "MAX_ITEMS",
+    "LoadFormat",
+    "ScenarioList",
+    "ScenarioLoad",
+    "detect_format",
+    "parse_scenarios",
+]
 
 #: scenarios in one load at most (SREGym has about 90 problems)
 MAX_ITEMS = 10_000
 LoadFormat = Literal["jsonl", "yaml", "json"]
+#: the scenarios of a JSON load (MAX_ITEMS is not stated: by default the body's size
+#: limit, 413, comes first)
+_Items = Annotated[list[ScenarioCreate], Field(min_length=1)]
+
+
+class ScenarioList(BaseModel):
+    """The scenarios of a load under the one key `scenarios`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenarios: _Items
+
+
+def _exactly_one(schema: dict[str, Any]) -> None:
+    schema["oneOf"] = schema.pop("anyOf")  # a list, an object of one key, or one scenario
+
+
+class ScenarioLoad(RootModel[_Items | ScenarioList | ScenarioCreate]):
+    """A load in JSON: a list of scenarios, `{"scenarios": [...]}` or one scenario, their
+    ids distinct."""
+
+    # the JSON Schema of the route's JSON body; parse_scenarios reads every format and
+    # checks what no schema states (distinct ids, a key given twice, a ground truth's size)
+    model_config = ConfigDict(json_schema_extra=_exactly_one)
 
 
 def _why(exc: Exception) -> str:

@@ -21,7 +21,7 @@ from api.http.auth import require
 from api.http.preconditions import expected_revision
 from api.http.problems import ApiProblem
 from api.http.uploads import file_operation
-from api.scenarios.loading import LoadFormat
+from api.scenarios.loading import LoadFormat, ScenarioLoad
 from api.scenarios.queries import ScenarioFilter
 from api.scenarios.schemas import (
     SCENARIO_ID_PATTERN,
@@ -63,11 +63,13 @@ _JSON: dict[str, LoadFormat] = {
     "application/jsonl": "jsonl",
     "application/x-ndjson": "jsonl",
 }
-#: the bulk load's body as the OpenAPI document describes it: text in each media type
+#: the bulk load's body as the OpenAPI document describes it: its JSON form's schema,
+#: text in each other media type
 _LOAD = file_operation(
     "the scenarios: JSON Lines, a YAML list or a JSON list or object (text/plain: told by "
     "its content)",
     (*_JSON, *_YAML_TYPES, "text/plain"),
+    json_body=ScenarioLoad,
 )
 
 

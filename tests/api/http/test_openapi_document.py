@@ -5,7 +5,8 @@ What a route can give is read from the route itself, not from the document's bui
 its guards (401, 403), its path parameters (404), its parameters and body (422; 400, 413
 and 415 for a body), and the statuses its handler's source writes (``ApiProblem(409, ...``,
 ``status_code=...``). Schemathesis' status-code check in ``test_fuzz_routes`` finds the
-ones raised deeper down.
+ones raised deeper down. What the server sends (a not-ready ``/readyz``, an archive) is
+compared with what the document lists for it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import re
 from typing import Any
 
 from litestar.handlers import HTTPRouteHandler
+from sqlalchemy.engine import Engine
 
 from api.app import route_handlers
+from tests.support.outage import queue_queries_fail
 
 PROBLEM = {"$ref": "#/components/schemas/Problem"}
 #: statuses a handler writes itself (a 500 "cannot happen" is no answer it promises)
@@ -28,7 +31,7 @@ def _operations(document: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]
         operation["operationId"]: (path, operation)
         for path, item in document["paths"].items()
         for method, operation in item.items()
-        if method in ("get", "put", "post", "delete", "patch")
+        if method in ("get", "put", "post", "delete", "patch", "head")
     }
 
 
@@ -97,3 +100,41 @@ async def test_the_statuses_a_route_writes_are_found_in_its_source(api_client: A
         if isinstance(h, HTTPRouteHandler) and h.operation_id == "createOverride"
     )
     assert {401, 403, 404, 412, 422, 428} <= _can_answer(handler, path, operation)
+
+
+async def test_a_not_ready_readyz_is_documented_as_it_is_sent(
+    api_client: Any, engine: Engine
+) -> None:
+    """A client or uptime checker generated from the document reads a not-ready
+    ``GET /readyz`` (503) as the readiness body it is, in the media type it comes in, with
+    no ``Retry-After`` promised; ``HEAD /readyz`` lists its 503 too."""
+    async with api_client(start_workers=False) as client:
+        document = (await client.get("/schema/openapi.json")).json()
+        with queue_queries_fail(engine):
+            answer = await client.get("/readyz")
+            probed = await client.head("/readyz")
+    assert answer.status_code == probed.status_code == 503, answer.text
+    get, head = document["paths"]["/readyz"]["get"], document["paths"]["/readyz"]["head"]
+    media_type = answer.headers["content-type"].split(";")[0]
+    not_ready = get["responses"]["503"]
+    assert not_ready["content"][media_type] == get["responses"]["200"]["content"][media_type]
+    assert "Retry-After" not in not_ready.get("headers", {})
+    assert "503" in head["responses"]
+
+
+async def test_every_export_media_type_is_documented(api_client: Any, tokens: Any) -> None:
+    """The archives of ``GET /v1/exports/gradings`` (``format=sregym&layout=folder``,
+    ``archive=zip``) are listed under their media types, as bytes, so a generated client
+    or schemathesis' content-type check takes them."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        document = (await client.get("/schema/openapi.json")).json()
+        documented = document["paths"]["/v1/exports/gradings"]["get"]["responses"]["200"]["content"]
+        served = {}
+        for query in ("format=sregym&layout=folder", "format=sregym&archive=zip"):
+            answer = await client.get(f"/v1/exports/gradings?{query}", headers=admin)
+            assert answer.status_code == 200, answer.text
+            served[query] = answer.headers["content-type"].split(";")[0]
+    missing = {q: m for q, m in served.items() if m not in documented}
+    assert not missing, (missing, sorted(documented))
+    assert all(documented[m]["schema"].get("format") == "binary" for m in served.values())

@@ -6,9 +6,11 @@ generates from the document; these pin the rules one by one.)"""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+import jsonschema_rs
 import pytest
 
 from api.http.openapi_schemas import NO_NUL
@@ -18,6 +20,12 @@ from tests.support.submissions import DIAGNOSIS, TRUTH
 async def _document(api_client: Any) -> dict[str, Any]:
     async with api_client(start_workers=False) as client:
         return dict((await client.get("/schema/openapi.json")).json())
+
+
+def _valid(document: dict[str, Any], schema: dict[str, Any], instance: Any) -> bool:
+    """Whether ``instance`` is valid under ``schema``, a part of ``document`` whose
+    references point into it."""
+    return bool(jsonschema_rs.is_valid({**schema, "components": document["components"]}, instance))
 
 
 def _body_schema(document: dict[str, Any], path: str, method: str = "post") -> dict[str, Any]:
@@ -63,6 +71,55 @@ async def test_free_text_forbids_nul_and_lists_are_spelled_out(api_client: Any) 
     assert "evidence_unverified" in queue["reason"]["schema"]["enum"]
     update = document["paths"]["/v1/scenarios/{scenario_id}"]["put"]["parameters"]
     assert next(p for p in update if p["name"] == "If-Match")["required"] is True
+
+
+async def test_a_map_key_holding_a_nul_is_refused_by_the_document_as_by_the_server(
+    api_client: Any, tokens: Any
+) -> None:
+    """Every key of a free-form object (a submission's ``metadata``, a step of its
+    ``trace``) carries the pattern that forbids NUL, as the server refuses one (422 naming
+    it): a body the document calls valid is one the server takes."""
+    admin = await tokens("admin")
+    metadata = {"a\u0000b": 1}
+    async with api_client(start_workers=False) as client:
+        document = (await client.get("/schema/openapi.json")).json()
+        refused = await client.post(
+            "/v1/submissions",
+            json={"diagnosis": "d", "ground_truth": "g", "metadata": metadata},
+            headers=admin,
+        )
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["field"].startswith("metadata.")
+    submission = document["components"]["schemas"]["SubmissionCreate"]["properties"]
+    assert not _valid(document, submission["metadata"], metadata)
+    assert _valid(document, submission["metadata"], {"ab": 1})
+    assert not _valid(document, submission["trace"], [metadata])
+
+
+async def test_the_bulk_load_documents_the_json_it_takes(api_client: Any, tokens: Any) -> None:
+    """``POST /v1/scenarios:bulk`` documents its ``application/json`` body as the
+    scenarios it takes (a list, ``{"scenarios": [...]}`` or one), so a client generated
+    from the document sends what the server loads; JSON Lines and YAML stay text."""
+    admin = await tokens("admin")
+    item = {"id": "hotel/user-port", "ground_truth": TRUTH}
+    forms = [[item], {"scenarios": [item]}, item]
+    async with api_client(start_workers=False) as client:
+        document = (await client.get("/schema/openapi.json")).json()
+        content = document["paths"]["/v1/scenarios:bulk"]["post"]["requestBody"]["content"]
+        loaded = [
+            await client.post(
+                "/v1/scenarios:bulk",
+                content=json.dumps(form),
+                headers={**admin, "Content-Type": "application/json"},
+            )
+            for form in [*forms, json.dumps([item])]
+        ]
+    schema = content["application/json"]["schema"]
+    assert [answer.status_code for answer in loaded] == [200, 200, 200, 422], loaded[-1].text
+    assert all(_valid(document, schema, form) for form in forms), schema
+    assert not _valid(document, schema, json.dumps([item]))  # a JSON string is no load
+    assert not _valid(document, schema, [])  # nor is an empty one
+    assert content["application/jsonl"]["schema"] == {"type": "string"}
 
 
 @pytest.mark.parametrize(
