@@ -142,7 +142,14 @@ class DigestTracker:
                 return self._known[key].digest
             digest = await backend.model_digest() if isinstance(backend, DigestAware) else None
             entry = self._known.get(key)
-            if digest is None and entry is not None and entry.fingerprint is not None:
+            probed = (
+                entry is not None
+                and entry.digest is not None
+                and not entry.digest.startswith(FINGERPRINT)
+            )
+            # a judge with no digest of its own is known by its replies' fingerprint; one
+            # whose digest could not be read just now (server away) has not changed
+            if digest is None and entry is not None and entry.fingerprint and not probed:
                 digest = FINGERPRINT + entry.fingerprint
             await self._learn(backend, digest)
             return self._known[key].digest

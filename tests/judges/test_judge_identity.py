@@ -475,3 +475,77 @@ async def test_a_change_learned_by_two_processes_at_once_is_recorded_once(
     )
     events = select(func.count()).where(col(AuditRecord.event) == "judge.changed")
     assert (_count(engine, changes), _count(engine, events)) == (1, 1)
+
+
+async def _submit_waiting(client: Any, headers: dict[str, str], diagnosis: str, wait: float) -> int:
+    body = {"diagnosis": diagnosis, "ground_truth": TRUTH}
+    response = await client.post(f"/v1/submissions?wait={wait}", json=body, headers=headers)
+    assert response.status_code in (201, 202), response.text
+    return response.status_code
+
+
+async def test_an_unreachable_ollama_judge_is_not_recorded_as_a_changed_model(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A judge server away for a moment (a restart) has not changed model: nothing is
+    recorded, announced or made provisional while its digest cannot be read."""
+    running = running_judge_server(default=sregym_reply(set()))
+    server = running.__enter__()
+    try:
+        server.ollama_tag = "m:latest"
+        spec = f"ollama:m@{server.ollama_url}"
+        # the default digest refresh (30 s): a failed call makes the next use ask again
+        settings: dict[str, Any] = {"judge_max_attempts": 1, "judge_retry_seconds": 0.2}
+        async with api_client(judge=spec, **settings) as client:
+            admin = await tokens("admin")
+            await _submit_waiting(client, admin, DIAGNOSIS, 10)
+            store = Store(engine, key=session_key())
+            before = [(r.digest, r.changed) for r in await store.judge_digests.recent()]
+            running.__exit__(None, None, None)  # the judge server goes away (same model)
+            running = None
+            await _submit_waiting(client, admin, DIAGNOSIS + " Also the probe fails.", 1)
+            await asyncio.sleep(1.5)  # its retries (the server still away)
+            after = [(r.digest, r.changed) for r in await store.judge_digests.recent()]
+    finally:
+        if running is not None:
+            running.__exit__(None, None, None)
+    assert before == [("abc123", False)]
+    # nothing new is known of the model while the server cannot be asked
+    assert after == before, f"an unreachable server was recorded as a changed model: {after}"
+
+
+async def test_a_llama_cpp_server_whose_props_cannot_be_read_has_not_changed_model() -> None:
+    """A llama.cpp server known by ``/props``: a completion's ``system_fingerprint`` (its
+    build) is noted; ``/props`` and ``/v1/models`` then cannot be read for a moment: the
+    digest learned from ``/props`` stands, and no change of model is told (the replies'
+    fingerprint stands in only for a judge that reports no digest at all)."""
+    told: list[DigestChange] = []
+
+    async def listener(change: DigestChange) -> bool:
+        told.append(change)
+        return True
+
+    backend = OpenAIBackend("smollm2", base_url="http://llama.test/v1", api_key="k")
+    tracker = DigestTracker(refresh_seconds=0)
+    tracker.listen(listener)
+    try:
+        with respx.mock(assert_all_called=False) as router:
+            props = router.get("http://llama.test/props")
+            models = router.get("http://llama.test/v1/models")
+            props.return_value = httpx.Response(200, json={"model_path": "/m/a.gguf"})
+            first = await tracker.current(backend)
+            tracker.observe(backend, "b5123-8c2a1f")  # a completion's system_fingerprint
+            props.side_effect = httpx.ConnectError("connection refused")
+            models.side_effect = httpx.ConnectError("connection refused")
+            during = await tracker.current(backend)
+            props.side_effect = None
+            models.side_effect = None
+            after = await tracker.current(backend)
+    finally:
+        await backend.aclose()
+    assert first is not None and first.startswith("props:sha256:")
+    assert after == first
+    assert [(c.previous, c.current) for c in told] == [(None, first)], (
+        f"an unreadable /props was told as changes of model: {during=}, "
+        f"{[(c.previous, c.current) for c in told]}"
+    )
