@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from judge.calls import ChatMessage
-from judge.prompt import normalize_untrusted
+from judge.prompt import neutralize_untrusted
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -99,11 +99,12 @@ def _cut_at_boundary(text: str, limit: int) -> str:
 
 
 def _raw_end(text: str, sent_chars: int) -> int:
-    """The longest prefix of ``text`` that is at most ``sent_chars`` once normalized."""
+    """The longest prefix of ``text`` that the prompt holds in at most ``sent_chars``
+    (normalized, its angle-bracket runs and chat tokens written as markers)."""
     low, high = 0, len(text)
     while low < high:
         middle = (low + high + 1) // 2
-        if len(normalize_untrusted(text[:middle])) <= sent_chars:
+        if len(neutralize_untrusted(text[:middle])) <= sent_chars:
             low = middle
         else:
             high = middle - 1
@@ -141,18 +142,24 @@ def fit_diagnosis(
     if policy != "truncate":
         return Fit(messages, diagnosis, overflow=overflow)
     # room and cut are counted in the characters the prompt holds (invisible ones are
-    # not sent), then the cut is made on the diagnosis itself, whose offsets screening
-    # marked
-    sent = normalize_untrusted(diagnosis)
+    # not sent, a ">>" is sent as a longer marker, a long run of them as a shorter one),
+    # then the cut is made on the diagnosis itself, whose offsets screening marked
+    sent = neutralize_untrusted(diagnosis)
     spare_chars = (window - (needed - math.ceil(len(sent) / CHARS_PER_TOKEN))) * 3
     limit = max(0, spare_chars - CHARS_PER_TOKEN * 4)
-    kept = _cut_at_boundary(diagnosis, limit if sent == diagnosis else _raw_end(diagnosis, limit))
-    if len(kept) < min(_MIN_KEPT, len(diagnosis)):
-        return Fit(messages, diagnosis, overflow=f"{overflow}, even with the diagnosis cut")
-    cut_messages = build(kept)
-    cut_sized = measured(kept) if measure else cut_messages
-    if estimate_tokens(cut_sized) + max_tokens > window:  # pragma: no cover - defensive
-        return Fit(messages, diagnosis, overflow=overflow)
+    while True:
+        end = limit if sent == diagnosis else _raw_end(diagnosis, limit)
+        kept = _cut_at_boundary(diagnosis, end)
+        if not kept or len(kept) < min(_MIN_KEPT, len(diagnosis)):
+            return Fit(messages, diagnosis, overflow=f"{overflow}, even with the diagnosis cut")
+        cut_messages = build(kept)
+        cut_sized = measured(kept) if measure else cut_messages
+        over = estimate_tokens(cut_sized) + max_tokens - window
+        if over <= 0:
+            break
+        # the estimate missed (white space the fence strips off the diagnosis's ends was
+        # counted as room): cut by what the prompt is over, and retry
+        limit = max(0, min(limit, len(neutralize_untrusted(kept))) - over * CHARS_PER_TOKEN)
     cut = (
         f"diagnosis cut from {len(diagnosis)} to {len(kept)} characters to fit the "
         f"judge's context window of {window} tokens"

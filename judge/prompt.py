@@ -2,12 +2,13 @@
 
 The ground truth and the diagnosis are untrusted: the agent that wrote the diagnosis
 may itself have read injected text. Both are normalized (NFKC, invisible characters
-removed), any run of angle brackets or their look-alikes is neutralized so nothing can
-imitate a fence, and each is enclosed between fence lines carrying a tag derived from
-a hash of both texts, which the texts therefore cannot contain. Chat-template control
-tokens of the common model families (ChatML ``<|im_start|>``, Llama-3 ``<|eot_id|>``,
-Llama-2 and Mistral ``[INST]`` and ``<<SYS>>``, Gemma ``<start_of_turn>``...) are
-replaced by a marker too, so none reaches the judge as a token it might obey.
+removed), any run of angle brackets or their look-alikes, and any one bracket drawn
+as several (``≪``, ``⋘``), is neutralized so nothing can imitate a fence, and each is
+enclosed between fence lines carrying a tag derived from a hash of both texts, which
+the texts therefore cannot contain. Chat-template control tokens of the common model
+families (ChatML ``<|im_start|>``, Llama-3 ``<|eot_id|>``, Llama-2 and Mistral
+``[INST]`` and ``<<SYS>>``, Gemma ``<start_of_turn>``...) are replaced by a marker
+too, so none reaches the judge as a token it might obey.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "FENCE_MARKER",
     "FORMAT_CHARACTERS",
     "INVISIBLE",
+    "MULTIPLE_ANGLES",
     "VARIATION_SELECTORS",
     "build_answer_schema",
     "build_messages",
@@ -41,6 +43,7 @@ __all__ = [
     "build_reply_schema",
     "fence_tag",
     "fenced_diagnosis",
+    "neutralize_untrusted",
     "normalize_untrusted",
 ]
 
@@ -52,7 +55,13 @@ CHAT_TOKEN_MARKER = "[chat token]"
 #: guillemets, CJK and mathematical brackets, ornaments, modifier-letter and Canadian
 #: syllabics arrowheads, precedes/succeeds signs
 ANGLES = "<>＜＞‹›«»〈〉⟨⟩《》﹤﹥❮❯❬❭⧼⧽˂˃˱˲ᐸᐳ≺≻⋖⋗≪≫⟪⟫❰❱⦓⦔⦑⦒"
-_ANGLE_RUN = re.compile(f"[{re.escape(ANGLES)}]{{2,}}")
+#: the angle brackets that are each drawn as two or three (``⋘`` reads as ``<<<``): one
+#: alone is neutralized as a run of ``ANGLES`` is. They are the characters NFKC keeps
+#: whose Unicode name says MUCH LESS-/GREATER-THAN, NESTED LESS-/GREATER-THAN or DOUBLE
+#: ANGLE BRACKET (``tests/judge/test_prompt.py`` checks it against the running Python);
+#: the double angle quotation marks « » stay, as the quotes of ordinary prose
+MULTIPLE_ANGLES = "≪≫⋘⋙⪡⪢⪣⫷⫸⟪⟫《》"
+_ANGLE_RUN = re.compile(f"[{re.escape(ANGLES)}]{{2,}}|[{re.escape(MULTIPLE_ANGLES)}]")
 #: chat-template control tokens: ``<|anything|>`` (ChatML, Llama-3, Phi, Qwen, and
 #: DeepSeek's full-width bars after NFKC), Llama-2/Mistral, Gemma, and bare BOS/EOS
 _CHAT_TOKEN = re.compile(
@@ -125,8 +134,10 @@ def normalize_untrusted(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
-def _neutralize(text: str) -> str:
-    """Normalized, chat-template tokens and angle-bracket runs replaced by markers."""
+def neutralize_untrusted(text: str) -> str:
+    """The text as the prompt holds it (before the fence strips its ends): normalized,
+    chat-template tokens, angle-bracket runs and brackets drawn as several replaced by
+    markers."""
     text = _CHAT_TOKEN.sub(CHAT_TOKEN_MARKER, normalize_untrusted(text))
     return _ANGLE_RUN.sub(FENCE_MARKER, text)
 
@@ -158,8 +169,8 @@ def _questions_block(rubric: Rubric, style: AskingStyle) -> str:
 
 def _fenced_texts(rubric: Rubric, ground_truth: str, diagnosis: str) -> tuple[str, str]:
     """The fence tag and the fenced ground truth and diagnosis, as the user message opens."""
-    truth = _neutralize(ground_truth).strip()
-    text = _neutralize(diagnosis).strip()
+    truth = neutralize_untrusted(ground_truth).strip()
+    text = neutralize_untrusted(diagnosis).strip()
     tag = fence_tag(truth, text)
     if truth:
         truth_block = _fence("GROUND_TRUTH", tag, truth)
@@ -174,7 +185,7 @@ def _fenced_texts(rubric: Rubric, ground_truth: str, diagnosis: str) -> tuple[st
 
 def fenced_diagnosis(diagnosis: str) -> tuple[str, str]:
     """The fence tag and the fenced diagnosis alone (extraction asks without the truth)."""
-    text = _neutralize(diagnosis).strip()
+    text = neutralize_untrusted(diagnosis).strip()
     tag = fence_tag("", text)
     return tag, _fence("DIAGNOSIS", tag, text)
 

@@ -81,6 +81,47 @@ async def test_truncate_counts_only_the_characters_the_prompt_holds(rubric: Rubr
     assert sent[0] == sent[1]
 
 
+async def test_truncate_counts_the_markers_the_prompt_writes(rubric: Rubric) -> None:
+    """The prompt writes each ``>>`` of a diagnosis as a longer marker ("[angle
+    brackets]"): a diagnosis quoting a script full of redirections is cut to the room
+    those markers leave, not left unscored, and most of the room is used."""
+    diagnosis = (
+        SHORT
+        + "\n"
+        + "\n".join(f"  - run: cat config-{i}.yaml >> /tmp/all.yaml" for i in range(200))
+    )
+    window = _window_for(rubric, SHORT) + 900
+    backend = ScriptedBackend([scripted_reply])
+    grader = Grader(backend, context_tokens=window, context_overflow="truncate")
+    result = await grader.grade(rubric, TRUTH, diagnosis)
+    assert result.status == "graded", result.detail
+    sent = backend.requests[0].messages
+    assert estimate_tokens(sent) + 1536 <= window
+    assert len(sent[1].content) - len(build_messages(rubric, TRUTH, SHORT)[1].content) > 1500
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "\n".join(">" * 40 + f" section {i}" for i in range(60)),  # runs written shorter
+        "\n" * 600,  # blank lines the fence strips
+    ],
+    ids=["banner lines", "blank lines"],
+)
+async def test_truncate_cuts_a_diagnosis_whose_dropped_tail_the_prompt_writes_shorter(
+    rubric: Rubric, tail: str
+) -> None:
+    """A tail the prompt holds in fewer characters than it has (a run of 40 ``>`` is
+    one 16-character marker; blank lines at the end are stripped) does not make the
+    kept head look smaller than it is: the diagnosis is cut to fit, not left unscored."""
+    window = _window_for(rubric, SHORT) + 500
+    backend = ScriptedBackend([scripted_reply])
+    grader = Grader(backend, context_tokens=window, context_overflow="truncate")
+    result = await grader.grade(rubric, TRUTH, LONG + "\n" + tail)
+    assert result.status == "graded", result.detail
+    assert estimate_tokens(backend.requests[0].messages) + 1536 <= window
+
+
 async def test_truncate_gives_up_when_nothing_useful_is_left(rubric: Rubric) -> None:
     backend = ScriptedBackend([scripted_reply])
     grader = Grader(backend, context_tokens=1600, context_overflow="truncate")
