@@ -153,6 +153,9 @@ async def service_runtime(
     not there or was never migrated, rather than create an empty one, and one at an
     older revision, rather than upgrade it under the deployment's servers and workers
     (as ``worker`` does: only ``serve`` and ``migrate`` upgrade a deployment's schema).
+
+    The runtime's loops (grading workers, batch runner, webhooks) log as the service's
+    do (:func:`_command_logging`).
     """
     import asyncio
 
@@ -160,6 +163,7 @@ async def service_runtime(
     from storage import require_newest
 
     settings = load_settings()
+    _command_logging(settings)
     if existing:
         await require_migrated(settings.database_url)
         await asyncio.to_thread(require_newest, settings.database_url)
@@ -169,6 +173,32 @@ async def service_runtime(
         raise click.UsageError(str(exc)) from None
     async with runtime:
         yield runtime.services
+
+
+def _command_logging(settings: Settings) -> None:
+    """Log a command's own runtime as the service logs: every line scrubbed of secrets and
+    inert for a terminal (:func:`~api.service.observability.configure_logging`).
+
+    A command's output is what it prints: unless ``SRE_JUDGE_LOG_LEVEL`` says otherwise
+    it logs warnings and errors only, and unless ``SRE_JUDGE_LOG_FORMAT`` says otherwise
+    as text lines on a terminal (JSON lines elsewhere). A process whose logging is set
+    up already (``serve``, ``worker``, a program running the command's code) keeps it,
+    as :func:`logging.basicConfig` would.
+    """
+    import logging
+    import sys
+
+    from api.service.observability import configure_logging
+
+    if logging.getLogger().handlers:
+        return
+    chosen = settings.model_fields_set
+    defaults: dict[str, str] = {}
+    if "log_level" not in chosen:
+        defaults["log_level"] = "WARNING"
+    if "log_format" not in chosen and sys.stderr.isatty():
+        defaults["log_format"] = "text"
+    configure_logging(settings.model_copy(update=defaults))
 
 
 def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) -> T:

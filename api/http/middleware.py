@@ -142,12 +142,15 @@ async def unrouted_context(message: Message, scope: Scope) -> None:
         return
     if message["type"] == "http.response.start":
         request_id = request_id_from(scope)
-        state[_UNROUTED] = (int(message["status"]), time.perf_counter())
+        state[_UNROUTED] = (request_id, int(message["status"]), time.perf_counter())
         _with_request_id(message, request_id)
         return
     if message["type"] == "http.response.body" and not message.get("more_body", False):
-        status, started = state.pop(_UNROUTED, (500, time.perf_counter()))
-        _record(scope, "unmatched", status, time.perf_counter() - started)
+        request_id, status, started = state.pop(
+            _UNROUTED, (request_id_from(scope), 500, time.perf_counter())
+        )
+        with bind_log_context(request_id=request_id):  # the access line names the request
+            _record(scope, "unmatched", status, time.perf_counter() - started)
 
 
 async def no_store_api_answers(message: Message, scope: Scope) -> None:

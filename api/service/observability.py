@@ -8,7 +8,8 @@ while they are bound.
 
 Nothing secret is written: every line is scrubbed, after formatting and so
 tracebacks included, of bearer tokens, ``srej_`` API tokens, ``sk-`` style keys,
-passwords in URLs, and the literal values registered with ``register_secret`` (the
+the credentials of URLs (masked ``***`` by :mod:`judge.masking`, as everywhere a URL is
+shown), and the literal values registered with ``register_secret`` (the
 bootstrap token, the database password, ``OPENAI_API_KEY``). Diagnoses and ground
 truths are never passed to a logger in the first place.
 """
@@ -28,6 +29,7 @@ from pythonjsonlogger.json import JsonFormatter
 
 from api.service.settings import Settings
 from api.terminal import inert_json, terminal_text
+from judge.masking import mask_passwords
 from judge.verdict import GradingResult
 
 __all__ = [
@@ -54,7 +56,6 @@ _PATTERNS = (
     re.compile(r"srej_[A-Za-z0-9_\-]{8,}"),
     re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
     re.compile(r"(?i)((?:api[_-]?key|token|password|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]+"),
-    re.compile(r"(://[^/\s:@\"']+:)[^@\s/\"']+(@)"),
 )
 
 #: the environment variables whose values are secrets of the judge clients
@@ -71,19 +72,19 @@ def register_secret(value: str | None) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` with known secrets and secret-looking values replaced by ``[redacted]``."""
+    """``text`` with known secrets and secret-looking values replaced by ``[redacted]``,
+    and the credentials of every URL in it masked as everywhere a URL is shown
+    (:func:`judge.masking.mask_passwords`: ``http://user:***@host``)."""
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
     for pattern in _PATTERNS:
         text = pattern.sub(_keep_prefix, text)
-    return text
+    return mask_passwords(text)
 
 
 def _keep_prefix(match: re.Match[str]) -> str:
     groups = [g for g in match.groups() if g is not None]
-    if len(groups) == 2:  # a password between "://user:" and "@"
-        return f"{groups[0]}{REDACTED}{groups[1]}"
     return f"{groups[0] if groups else ''}{REDACTED}"
 
 

@@ -11,8 +11,12 @@ import asyncio
 import io
 import json
 import logging
+import os
 import secrets
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,8 +55,27 @@ def test_redaction_covers_tokens_keys_url_passwords_and_registered_values() -> N
     )
     for secret in ("abc.def", "srej_0123", "sk-live", "pa55word", "k-123456", "hunter2"):
         assert secret not in line
-    assert line.count(REDACTED) == 6
+    assert line.count(REDACTED) == 5
+    assert "postgresql+psycopg://app:***@db/x" in line  # masked as everywhere a URL is shown
     assert "http://127.0.0.1:8080/v1" in line  # a port is not a password
+
+
+@pytest.mark.parametrize(
+    ("spec", "secret"),
+    [
+        ("openai:gpt-4o@https://:Zk9-proxy-pass-31@gw.example/v1", "Zk9-proxy-pass-31"),
+        ("openai:gpt-4o@https://judge:p@ss-Zk9-77@gw.example/v1", "ss-Zk9-77"),
+        ("openai:gpt-4o@https://gw.example/v1?api-key=Zk9-query-key-5", "Zk9-query-key-5"),
+    ],
+    ids=["empty-user", "at-in-password", "in-query"],
+)
+def test_a_credential_in_a_logged_judge_url_is_scrubbed(spec: str, secret: str) -> None:
+    """A judge spec is logged with its base URL ("checking the model digest of %s
+    failed"): its password (with no user before it, or holding an ``@``) or a key in its
+    query is masked in the line as everywhere a URL is shown."""
+    line = redact(f"checking the model digest of {spec} failed")
+    assert secret not in line and "***" in line, line
+    assert "gw.example/v1" in line
 
 
 def test_bound_context_reaches_records_and_is_unbound_after(caplog: Any) -> None:
@@ -276,6 +299,33 @@ async def test_a_request_no_route_takes_gets_an_id_a_line_and_a_count(
     assert counted == {("GET", "404"), ("DELETE", "405"), ("other", "405")}
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "sent"),
+    [
+        ("GET", "/v1/no-such-route", "probe-404"),
+        ("DELETE", "/healthz", "probe-405"),
+        ("GET", "/v1/no-such-route", None),
+    ],
+    ids=["404-client-id", "405-client-id", "404-made-id"],
+)
+async def test_the_access_line_of_a_request_no_route_takes_carries_its_request_id(
+    api_client: ClientFactory, database_url: str, method: str, path: str, sent: str | None
+) -> None:
+    """The id a 404 or 405 returns in ``X-Request-ID`` (the client's, or one made) is the
+    one its access line carries: the request can be found in the log by it."""
+    headers = {"X-Request-ID": sent} if sent else {}
+    async with api_client(start_workers=False) as client:
+        with _service_log(database_url) as log:
+            response = await client.request(method, path, headers=headers)
+    assert response.status_code in (404, 405)
+    returned = response.headers["x-request-id"]
+    assert returned == sent if sent else returned
+    records = [json.loads(line) for line in log.getvalue().splitlines() if line]
+    [access] = [r for r in records if r["logger"] == "sre_judge.access"]
+    assert access["route"] == "unmatched"
+    assert access.get("request_id") == returned, access
+
+
 async def test_a_request_cancelled_before_its_answer_is_logged_and_counted_as_499(
     api_client: ClientFactory, tokens: Any, caplog: Any
 ) -> None:
@@ -385,3 +435,48 @@ async def test_a_database_fault_on_a_submission_never_logs_its_diagnosis_or_grou
     assert "the database failed" in written  # the fault was logged, with its exception
     assert diagnosis not in written and diagnosis[-16:] not in written, written[:3000]
     assert truth not in written and truth[-15:] not in written, written[:3000]
+
+
+#: what ``sre-judge regrade --wait`` does in its own process: the service's runtime, its
+#: grading workers included, one of which warns quoting a judge's refusal
+_COMMAND_RUNTIME = textwrap.dedent(
+    """
+    import asyncio, logging
+    from api.cli.edge import service_runtime
+
+    async def main():
+        async with service_runtime(workers=True):
+            logging.getLogger("sre_judge.workers").info("a routine line")
+            logging.getLogger("sre_judge.workers").warning(
+                "the judge said %s",
+                "refused \\x1b]0;owned\\x07 Authorization: Bearer abcdef1234567890",
+            )
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_warning_inside_a_commands_runtime_is_scrubbed_and_inert(tmp_path: Path) -> None:
+    """A command that runs the service's loops in its own process (``regrade --wait``,
+    ``calibrate``, ``import``...) writes their warnings on stderr as the service does:
+    scrubbed of secrets and inert for a terminal. The process itself is under test: its
+    logging is what the command sets up; its routine INFO lines stay out of the way of
+    what it prints."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SRE_JUDGE_")},
+        "SRE_JUDGE_DATABASE_URL": f"sqlite:///{tmp_path / 'judge.db'}",
+        "SRE_JUDGE_SECRET_KEY_FILE": str(tmp_path / "service.key"),
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "NO_COLOR": "1",
+    }
+    command = [sys.executable, "-c", _COMMAND_RUNTIME]
+    done = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = [json.loads(x) for x in done.stderr.splitlines() if "the judge said" in x]
+    assert line["level"] == "WARNING" and line["logger"] == "sre_judge.workers"
+    assert "a routine line" not in done.stderr
+    assert "abcdef1234567890" not in done.stderr, done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr, repr(done.stderr)
