@@ -53,9 +53,11 @@ from judge.verdict import GradingResult
 __all__ = [
     "CLAIM_KEYS",
     "ask_extraction",
+    "build_claims_schema",
     "build_extraction_messages",
     "extraction_calls",
     "parse_claims",
+    "questions_asked",
 ]
 
 #: the claims schema: strings and lists of strings
@@ -94,7 +96,8 @@ def build_extraction_messages(diagnosis: str) -> list[ChatMessage]:
     ]
 
 
-def _schema() -> dict[str, Any]:
+def build_claims_schema() -> dict[str, Any]:
+    """The JSON schema of the extraction call's reply: the claims, all required."""
     strings = {"type": "array", "items": {"type": "string"}}
     return {
         "type": "object",
@@ -309,15 +312,22 @@ def _decidable(kind: str, facts: GroundTruthFacts) -> bool:
     return bool(set(facts.mutated) - set(facts.components))
 
 
+def questions_asked(rubric: Rubric, ground_truth: str | None = None) -> list[Question]:
+    """The questions :func:`ask_extraction` asks the judge one by one: those the claims
+    do not answer; every question for a ground truth without a header. ``None``: a ground
+    truth with one (the usual case). Where some question is left out, the claims are
+    extracted in one call first."""
+    if ground_truth is None:
+        return [q for q in rubric.questions if not q.claims]
+    coded = _coded(rubric, ground_truth)[1]
+    return [q for q in rubric.questions if q not in coded]
+
+
 def extraction_calls(rubric: Rubric, ground_truth: str | None = None) -> int:
     """The judge calls :func:`ask_extraction` makes when every reply is usable: one for
-    the claims and one per question they do not answer; every question asked alone for a
-    ground truth without a header. ``None``: a ground truth with one (the usual case)."""
-    if ground_truth is None:
-        coded = sum(1 for q in rubric.questions if q.claims)
-    else:
-        coded = len(_coded(rubric, ground_truth)[1])
-    return len(rubric.questions) - coded + (1 if coded else 0)
+    the claims and one per question they do not answer (:func:`questions_asked`)."""
+    asked = len(questions_asked(rubric, ground_truth))
+    return asked + (1 if asked < len(rubric.questions) else 0)
 
 
 async def ask_extraction(
@@ -340,7 +350,7 @@ async def ask_extraction(
         asked = await ask_with_repair(
             caller,
             build_extraction_messages(fit.diagnosis),
-            _schema(),
+            build_claims_schema(),
             parse=parse_claims,
             repair_message=_repair,
         )

@@ -1,29 +1,33 @@
 """What a regrade will cost, before anything is spent.
 
 Counts and text sizes come from SQL. Prompt tokens are estimated at four characters a
-token: the fixed prompt (the rubric's messages and reply schema on empty texts) plus
-each submission's diagnosis and ground truth. Completion tokens are the judge's
-measured average so far, or ``max_tokens`` as an upper bound. Cache hits are exact:
-each submission's request is built by the grader that will ask it
+token: each call's fixed prompt (its messages and reply schema on empty texts, as the
+grader builds them: every question in one call, or one question a call with
+per-question and extraction asking, beside extraction's claims call) plus the
+diagnosis and ground truth it carries. Completion tokens are the judge's measured
+average so far, or ``max_tokens`` as an upper bound.
+
+As long as the number of submissions keeps that fast, each submission is counted one by
+one (``_tally``): its prompt is the one the grader that will ask it builds
 (``judge.grader.Grader.fit``: its diagnosis cut to fit the judge's context window where
-the policy is ``truncate``) and looked up in the judge cache under the digest of the
-model behind the judge's name now and in the namespace of its ground truth's source (as
-a regrade reads it), as long as the number of submissions keeps that fast; a prompt
-that does not fit and is not cut asks nothing. A panel's members are each counted so,
-as each is asked, and summed.
+the policy is ``truncate``), and a prompt that does not fit and is not cut asks nothing,
+whatever the asking mode; with extraction its calls depend on its ground truth. Cache
+hits are exact: where a grading is one call at temperature 0, its request is looked up
+in the judge cache under the digest of the model behind the judge's name now and in the
+namespace of its ground truth's source (as a regrade reads it). A panel's members are
+each counted so, as each is asked, and summed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from api.regrade.job_queries import RegradeJobQueries, RegradeTotals
+from api.regrade.job_queries import Candidate, RegradeJobQueries, RegradeTotals
 from api.regrade.selection import RegradeFilter
 from api.service.grader_factory import (
-    asking_choice,
     calls_per_item,
     grader_for,
     profile_of_judge,
@@ -32,9 +36,12 @@ from api.service.grader_factory import (
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.cache import CACHE_GRANULARITY, CacheKeys, ground_truth_namespace, kept_key
-from judge.calls import SamplingParams
+from judge.calls import ChatMessage, SamplingParams
+from judge.extraction import build_claims_schema, build_extraction_messages, questions_asked
 from judge.grader import Grader
-from judge.prompt import build_messages, build_reply_schema
+from judge.profiles import AskingMode
+from judge.prompt import build_messages, build_question_messages
+from judge.reply_format import build_answer_schema, build_reply_schema
 from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.style import AskingStyle, style_of
@@ -50,7 +57,7 @@ __all__ = [
 CHARS_PER_TOKEN = 4
 #: the OpenAI Batch API's price against the live one
 BATCH_PRICE_FACTOR = 0.5
-#: above this many submissions the cache is not checked key by key
+#: above this many submissions they are not counted one by one (cache, window, calls)
 CACHE_CHECK_LIMIT = 50_000
 
 
@@ -68,24 +75,126 @@ def _style(grader: Grader, rubric: Rubric) -> AskingStyle:
     return style_of(rubric, reply_format=choice.reply_format, ask_as=grader.ask_as)
 
 
-def _fixed_chars(rubric: Rubric, style: AskingStyle) -> int:
-    messages = build_messages(rubric, "", "", style=style)
-    schema = json.dumps(build_reply_schema(rubric, style.reply_format), separators=(",", ":"))
-    return sum(len(m.content) for m in messages) + len(schema)
+#: the text a fixed prompt is built with, each text one character (taken off again): an
+#: empty ground truth would add the control scenario's note, which other prompts lack
+_STAND_IN = "x"
 
 
-async def _cache_hits(
+def _fixed_chars(messages: Sequence[ChatMessage], schema: Mapping[str, Any], texts: int) -> int:
+    """The characters of one request built on ``texts`` stand-in texts, those taken off:
+    its messages and its reply schema on empty texts."""
+    text = json.dumps(schema, separators=(",", ":"))
+    return sum(len(m.content) for m in messages) + len(text) - texts * len(_STAND_IN)
+
+
+@dataclass(frozen=True)
+class _GradingPrompts:
+    """What one grading sends the judge beside its texts, and how often it sends them."""
+
+    #: the characters of its requests on empty texts (messages and reply schemas)
+    fixed: int
+    #: the calls that carry the diagnosis, and those that carry the ground truth
+    diagnoses: int
+    ground_truths: int
+
+    def chars(self, diagnosis: int, ground_truth: int) -> int:
+        """The characters it sends with texts of these lengths."""
+        return self.fixed + diagnosis * self.diagnoses + ground_truth * self.ground_truths
+
+
+@dataclass(frozen=True)
+class _PromptSizes:
+    """A judge's requests for one rubric on empty texts, by call, as its grader builds
+    them (``judge.prompt``, ``judge.extraction``), and the samples it takes a grading."""
+
+    rubric: Rubric
+    asking: AskingMode
+    samples: int
+    #: the single call asking every question
+    single: int
+    #: each question's call (per-question and extraction asking), by question id
+    questions: dict[str, int]
+    #: extraction's claims call
+    claims: int
+
+    @classmethod
+    def of(
+        cls, rubric: Rubric, style: AskingStyle, asking: AskingMode, samples: int
+    ) -> _PromptSizes:
+        """The sizes of ``rubric``'s requests asked in ``asking`` and ``style``."""
+        form = style.reply_format
+        questions = {
+            q.id: _fixed_chars(
+                build_question_messages(rubric, _STAND_IN, _STAND_IN, q.id, style=style),
+                build_answer_schema(form, q),
+                2,
+            )
+            for q in rubric.questions
+        }
+        return cls(
+            rubric=rubric,
+            asking=asking,
+            samples=samples,
+            single=_fixed_chars(
+                build_messages(rubric, _STAND_IN, _STAND_IN, style=style),
+                build_reply_schema(rubric, form),
+                2,
+            ),
+            questions=questions,
+            claims=_fixed_chars(build_extraction_messages(_STAND_IN), build_claims_schema(), 1),
+        )
+
+    def grading(self, ground_truth: str | None = None) -> _GradingPrompts:
+        """One grading's prompts (with extraction, of ``ground_truth``; None: one with a
+        ``[fault_spec]`` header), its samples included."""
+        if self.asking == "single":
+            fixed, diagnoses, truths = self.single, 1, 1
+        else:
+            asked = (
+                self.rubric.questions
+                if self.asking == "per_question"
+                else questions_asked(self.rubric, ground_truth)
+            )
+            fixed = sum(self.questions[q.id] for q in asked)
+            diagnoses = truths = len(asked)
+            if len(asked) < len(self.rubric.questions):  # the claims: the diagnosis alone
+                fixed, diagnoses = fixed + self.claims, diagnoses + 1
+        n = self.samples
+        return _GradingPrompts(fixed * n, diagnoses * n, truths * n)
+
+
+@dataclass
+class _Tally:
+    """The covered submissions counted one by one: what their gradings take."""
+
+    #: judge calls of the gradings asked, before the cache
+    calls: int = 0
+    #: gradings asked (a diagnosis not blank that fits the judge's window or is cut)
+    gradings: int = 0
+    #: their prompts' characters
+    prompt_chars: int = 0
+    #: the cache key of each grading of one call, with its prompt's characters
+    keyed: list[tuple[str, int]] = field(default_factory=list)
+
+
+async def _tally(
     services: Services,
-    f: RegradeFilter,
+    candidates: Sequence[Candidate],
     rubric: Rubric,
     grader: Grader,
-    latest: bool,
+    *,
+    spec: str,
     style: AskingStyle,
-) -> tuple[int, int]:
-    """The submissions whose one call the judge cache answers, and those that ask
-    nothing (a prompt over the judge's context window, not cut): each prompt is the
-    one ``grader`` asks (``Grader.fit``)."""
+    sizes: _PromptSizes,
+    per_item: int,
+    keyed: bool,
+) -> _Tally:
+    """Each candidate's grading as ``grader`` asks it (``Grader.fit``): none for a blank
+    diagnosis or a prompt over the judge's context window, not cut; else its calls
+    (``per_item``; with extraction, those of its ground truth) and prompt characters,
+    and where ``keyed`` (one call at temperature 0) the cache key of its request."""
     backend = grader.backend
+    settings = services.settings
     keyer = CacheKeys(
         build_reply_schema(rubric, style.reply_format),
         grader.params,
@@ -96,50 +205,46 @@ async def _cache_hits(
     window = await grader.caller.context_window()
     # a regrade reads the entries of the model answering now (its digest; none for a
     # judge that reports none), of its submission's namespace: count what it will read
-    digest = await services.backends.digests.of(backend).digest()
-    keys = []
-    unsent = 0
-    for candidate in await RegradeJobQueries(services.store.db).candidates(f, latest=latest):
+    digest = await services.backends.digests.of(backend).digest() if keyed else None
+    extraction = sizes.asking == "extraction"
+    prompts = sizes.grading()
+    tally = _Tally()
+    for candidate in candidates:
         if not candidate.diagnosis.strip():
             continue
-        fit = grader.fit(
-            rubric, candidate.ground_truth, candidate.diagnosis, style=style, window=window
-        )
-        if fit.overflow is not None:
-            unsent += 1
+        truth = candidate.ground_truth
+        fit = grader.fit(rubric, truth, candidate.diagnosis, style=style, window=window)
+        if fit.overflow is not None:  # asks nothing: unscored (context_overflow)
             continue
-        key = keyer.key(fit.messages)
+        if extraction:  # its calls depend on its ground truth
+            chars = sizes.grading(truth).chars(len(fit.diagnosis), len(truth))
+            tally.calls += calls_per_item(settings, spec, rubric, truth)
+        else:
+            chars = prompts.chars(len(fit.diagnosis), len(truth))
+            tally.calls += per_item
+        tally.gradings += 1
+        tally.prompt_chars += chars
+        key = keyer.key(fit.messages) if keyed else None
         if key is not None:
             space = ground_truth_namespace(candidate.scenario_id, candidate.submitted_by)
-            keys.append(kept_key(key, digest=digest, namespace=space))
-    found = await services.store.cache.cached_keys(keys)
-    return sum(1 for key in keys if key in found), unsent
+            tally.keyed.append((kept_key(key, digest=digest, namespace=space), chars))
+    return tally
 
 
-async def _calls(
-    services: Services,
-    f: RegradeFilter,
-    rubric: Rubric,
-    spec: str,
-    latest: bool,
-    asked: int,
-) -> int:
-    """Judge calls the ``asked`` gradings take. With extraction that depends on each
-    ground truth (one without a ``[fault_spec]`` header, a free text or a healthy
-    control's empty one, has every question asked alone): counted one by one up to
-    :data:`CACHE_CHECK_LIMIT` submissions, as if every one had a header beyond."""
-    settings = services.settings
-    with_header = calls_per_item(settings, spec, rubric)
-    if asking_choice(settings, spec, rubric).asking != "extraction" or not asked:
-        return asked * with_header
-    if asked > CACHE_CHECK_LIMIT:
-        return asked * with_header
-    candidates = await RegradeJobQueries(services.store.db).candidates(f, latest=latest)
-    return sum(
-        calls_per_item(settings, spec, rubric, c.ground_truth)
-        for c in candidates
-        if c.diagnosis.strip()
-    )
+class _Candidates:
+    """The covered submissions' texts, read once for all of a panel's members."""
+
+    def __init__(self, services: Services) -> None:
+        """Read through ``services``' store."""
+        self._services = services
+        self._read: list[Candidate] | None = None
+
+    async def read(self, f: RegradeFilter, *, latest: bool) -> list[Candidate]:
+        """The candidates of ``f`` (``latest``: with the newest ground truths)."""
+        if self._read is None:
+            queries = RegradeJobQueries(self._services.store.db)
+            self._read = await queries.candidates(f, latest=latest)
+        return self._read
 
 
 @dataclass(frozen=True)
@@ -166,23 +271,49 @@ async def _judge_estimate(
     spec: str,
     latest: bool,
     totals: RegradeTotals,
+    candidates: _Candidates,
 ) -> _JudgeEstimate:
-    """The calls, cache hits and tokens of one judge ``spec`` asked through ``backend``."""
-    grader = grader_for(services.settings, backend)
+    """The calls, cache hits and tokens of one judge ``spec`` asked through ``backend``:
+    its submissions counted one by one up to :data:`CACHE_CHECK_LIMIT`, beyond that from
+    the totals, as if every ground truth had a ``[fault_spec]`` header and every prompt
+    fitted the judge's window."""
+    settings = services.settings
+    grader = grader_for(settings, backend)
     params = grader.params
     style = _style(grader, rubric)
+    asking = grader.asking_choice(rubric).asking
+    sizes = _PromptSizes.of(rubric, style, asking, settings.judge_samples)
     asked = totals.submissions - totals.empty_diagnoses
-    calls = await _calls(services, f, rubric, spec, latest, asked)
-    per_grading = calls / asked if asked else calls_per_item(services.settings, spec, rubric)
+    per_item = calls_per_item(settings, spec, rubric)
     cacheable = params.temperature == 0
-    checked = cacheable and per_grading == 1 and totals.submissions <= CACHE_CHECK_LIMIT
-    hits, unsent = (
-        await _cache_hits(services, f, rubric, grader, latest, style)
-        if checked and calls
-        else (0, 0)
-    )
-    needed = calls - hits - unsent
-    prompt_chars = int((_fixed_chars(rubric, style) * asked + totals.text_chars) * per_grading)
+    one_call = asking == "single" and per_item == 1
+    counted = asked > 0 and totals.submissions <= CACHE_CHECK_LIMIT
+    checked = cacheable and one_call and totals.submissions <= CACHE_CHECK_LIMIT
+    hits = 0
+    if counted:
+        tally = await _tally(
+            services,
+            await candidates.read(f, latest=latest),
+            rubric,
+            grader,
+            spec=spec,
+            style=style,
+            sizes=sizes,
+            per_item=per_item,
+            keyed=checked,
+        )
+        found = await services.store.cache.cached_keys([key for key, _ in tally.keyed])
+        hit_chars = sum(chars for key, chars in tally.keyed if key in found)
+        hits = sum(1 for key, _ in tally.keyed if key in found)
+        calls, gradings = tally.calls, tally.gradings
+        prompt_chars = tally.prompt_chars - hit_chars
+    else:
+        grading = sizes.grading()
+        calls, gradings = asked * per_item, asked
+        texts = max(grading.diagnoses, grading.ground_truths)
+        prompt_chars = grading.fixed * asked + totals.text_chars * texts
+    per_grading = calls / gradings if gradings else per_item
+    needed = calls - hits
     average = await services.store.cache.average_completion_tokens(backend.name, backend.model)
     per_call = average if average is not None else params.max_tokens
     return _JudgeEstimate(
@@ -191,7 +322,7 @@ async def _judge_estimate(
         checked=checked,
         cacheable=cacheable,
         per_grading=per_grading,
-        prompt_tokens=prompt_chars // CHARS_PER_TOKEN * needed // calls if calls else 0,
+        prompt_tokens=prompt_chars // CHARS_PER_TOKEN,
         completion_tokens=round(per_call * needed),
         measured=average is not None,
     )
@@ -213,9 +344,17 @@ async def estimate_regrade(
     tokens are counted as it is asked (its asking mode and samples say how many calls
     a grading takes; its cache is checked key by key when that is one call)."""
     totals = await RegradeJobQueries(services.store.db).totals(f, latest=latest)
+    candidates = _Candidates(services)
     judges = [
         await _judge_estimate(
-            services, f, rubric, backend, spec=member, latest=latest, totals=totals
+            services,
+            f,
+            rubric,
+            backend,
+            spec=member,
+            latest=latest,
+            totals=totals,
+            candidates=candidates,
         )
         for member, backend in zip(member_specs(spec), backends, strict=True)
     ]

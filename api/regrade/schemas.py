@@ -112,6 +112,17 @@ class RegradeJobCreate(BaseModel):
         "goes in a new batch (offline: a new requests file) up to 3 rounds, then live",
     )
 
+    @field_validator("rubric")
+    @classmethod
+    def _target_rubric(cls, value: str | None) -> str | None:
+        """A blank id names no rubric: refused, never read as the service's default
+        (which only an omitted rubric is); ``id@``, an empty version, is refused too."""
+        if value is not None:
+            if not value.strip():
+                raise ValueError("the rubric id is empty (give id or id@version, or omit it)")
+            split_rubric_ref(value)
+        return value
+
 
 class RegradeJobPublic(BaseModel):
     """A regrade job with its progress and estimate."""

@@ -81,11 +81,12 @@ class RubricCatalog:
         return await self.resolve(name, version)
 
     async def require(self, text: str | None, *, default: str) -> Rubric:
-        """As ``find`` (``default`` when None); ``UnknownReference`` naming ``rubric``."""
-        rubric = await self.find(text or default)
+        """As ``find`` (``default`` when None, never for an empty text, which names no
+        rubric); ``UnknownReference`` naming ``rubric``."""
+        ref = default if text is None else text
+        rubric = await self.find(ref)
         if rubric is None:
-            detail = f"no rubric {text or default!r}"
-            raise UnknownReference(detail, field="rubric", title="Unknown rubric")
+            raise UnknownReference(f"no rubric {ref!r}", field="rubric", title="Unknown rubric")
         return rubric
 
 

@@ -279,6 +279,23 @@ async def test_invalid_requests_get_422_naming_the_field(
     assert any(field in e["field"] for e in reply.json()["errors"]), reply.json()
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+async def test_an_empty_target_rubric_is_refused_not_read_as_the_services_default(
+    api_client: ClientFactory, tokens: Callable[..., Any], dry_run: bool
+) -> None:
+    """A target rubric of ``""`` names no rubric: the job is refused with 422 naming
+    ``rubric``, dry run or not, never started as a regrade of everything with the
+    service's default rubric (which only an omitted rubric means)."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        await graded(client, admin)
+        body = {"rubric": "", "dry_run": dry_run}
+        reply = await client.post("/v1/regrade-jobs", json=body, headers=admin)
+    assert reply.status_code == 422, reply.text
+    assert reply.headers["content-type"].startswith("application/problem+json")
+    assert any("rubric" in e["field"] for e in reply.json()["errors"]), reply.json()
+
+
 async def test_pause_resume_cancel_and_who_may(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, tmp_path: Path
 ) -> None:

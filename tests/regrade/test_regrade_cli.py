@@ -79,6 +79,9 @@ def test_import_sregym_then_regrade_with_progress_flips_and_a_free_second_run(
 
     unknown = cli("regrade", "--rubric", "no-such-rubric", env=env)
     assert unknown.returncode == 2 and "rubric" in unknown.stderr
+    # an empty rubric names none: a usage error, not a regrade with the default rubric
+    empty = cli("regrade", "--rubric", "", "--dry-run", "--json", env=env)
+    assert empty.returncode == 2 and "rubric" in empty.stderr and not empty.stdout
     missing = cli("regrade", "status", "nope", env=env)
     assert missing.returncode == 2 and missing.stderr == "error: no regrade job 'nope'\n"
 

@@ -112,6 +112,70 @@ async def test_dry_run_counts_a_diagnosis_over_the_judges_window_as_the_grader_a
     assert (estimate["judge_calls"], estimate["cache_hits"]) == (0, hits), estimate
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"judge_temperature": 0.5},  # a sampling judge: the cache is not checked
+        {"judge_asking": "per_question"},  # nine calls a grading: nor here
+        {"judge_samples": 3},  # three calls a grading
+    ],
+    ids=["sampling-judge", "per-question", "samples"],
+)
+async def test_dry_run_counts_no_call_for_a_diagnosis_over_the_window_whatever_the_asking(
+    api_client: ClientFactory, tokens: Callable[..., Any], settings: dict[str, Any]
+) -> None:
+    """A diagnosis over the judge's context window, not cut, asks the judge nothing
+    however the judge is asked (a sampling judge, several calls a grading), so a
+    regrade's dry run counts no call for it, even where the judge cache is not checked."""
+    judge = ScriptedBackend.for_mode("pass")
+    admin = await tokens("admin")
+    window = {"context_overflow": "unscored", "judge_context_tokens": 3500}
+    async with api_client(backends={"scripted:pass": judge}, **window, **settings) as client:
+        await _submit(client, admin, [LONG, "checkout ran out of memory"])
+        asked = len(judge.requests)  # the short diagnosis only
+        estimate, done = await _estimate_then_run(client, admin)
+    assert done["failed"] == 1, done  # the long one: unscored (context_overflow) again
+    assert len(judge.requests) - asked == done["judge_calls"], done
+    # the cache is not checked: the calls are counted before it
+    made = done["judge_calls"] + done["cache_hits"]
+    assert (estimate["judge_calls"], estimate["cache_checked"]) == (made, False), estimate
+
+
+def _sent_tokens(judge: ScriptedBackend) -> int:
+    """What ``judge`` was sent, at the dry run's 4 characters a token: every request's
+    messages and reply schema."""
+    chars = sum(
+        sum(len(m.content) for m in r.messages)
+        + len(json.dumps(r.reply_schema, separators=(",", ":")))
+        for r in judge.requests
+    )
+    return chars // 4
+
+
+@pytest.mark.parametrize("asking", ["single", "per_question"])
+async def test_the_dry_runs_prompt_tokens_are_what_the_run_sends(
+    api_client: ClientFactory, tokens: Callable[..., Any], asking: str
+) -> None:
+    """The dry run's prompt tokens are those the regrade then sends, whatever the asking:
+    a per-question call holds one question and its one-answer reply schema, not the
+    whole rubric."""
+    admin = await tokens("admin")
+    new = ScriptedBackend.for_mode("fail")
+    backends = {"scripted:pass": ScriptedBackend.for_mode("pass"), "scripted:fail": new}
+    async with api_client(backends=backends, judge_asking=asking) as client:
+        await _submit(client, admin, [f"checkout ran out of memory ({n})" for n in range(5)])
+        request = {"judge": "scripted:fail", "rubric": "sregym-rca"}
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        estimate = dry.json()["estimate"]
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await _finished(client, admin, job["id"])
+    assert done["judge_calls"] == estimate["judge_calls"] == len(new.requests)
+    sent = _sent_tokens(new)
+    assert sent * 0.95 <= estimate["prompt_tokens"] <= sent * 1.05, (estimate, sent)
+
+
 async def test_dry_run_counts_the_calls_extraction_makes_for_a_ground_truth_without_header(
     api_client: ClientFactory, tokens: Callable[..., Any]
 ) -> None:
