@@ -138,7 +138,7 @@ def import_sregym(
         from api.imports.remote import sregym_archive
 
         body = sregym_archive(directory, problems)
-        params = {"rubric": rubric_id} if rubric_id else {}
+        params = {"rubric": rubric_id} if rubric_id is not None else {}
         try:
             report = _remote(server, body, "application/gzip", params)
         except _Failed as failed:
@@ -211,7 +211,7 @@ def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) 
     from api.imports.report import ImportAborted
 
     body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-    params = {"rubric": rubric_id} if rubric_id else {}
+    params = {"rubric": rubric_id} if rubric_id is not None else {}
     if strict:
         params["strict"] = "true"
     try:

@@ -173,6 +173,11 @@ def test_every_import_export_and_regrade_option_works_through_a_server(tmp_path:
         assert json.loads(theirs.stdout) == json.loads(mine.stdout)
         assert json.loads(theirs.stdout)["submissions"] == 1  # the strict run stored nothing
         assert _progress_free(theirs.stderr) == _progress_free(mine.stderr)
+        # an empty --rubric is refused in both modes, never read as the service's default
+        empty = ["import", "jsonl", str(bad), "--rubric", ""]
+        mine, theirs = cli_in_process(*empty, env=local), cli_in_process(*empty, *via, env=remote)
+        assert (mine.returncode, theirs.returncode) == (2, 2), theirs.stderr
+        assert "no rubric ''" in mine.stderr and "no rubric ''" in theirs.stderr, theirs.stderr
         _graded(served)
 
         _exports_match(tmp_path, fixture, served, (remote, via))
