@@ -1,14 +1,15 @@
 """Checking that quoted evidence really occurs in the diagnosis.
 
-Both texts are normalized the way the prompt normalizes untrusted text, then
-case-folded with punctuation reduced to spaces and a number joined to the unit word
-after it, so quotes that differ only in case, white space (``256 Mi`` for ``256Mi``) or
-trivial punctuation still match. A quote may join passages with an
-ellipsis; each passage must occur. Small copying slips are tolerated through
-rapidfuzz's partial ratio; fabricated text is not, nor a slip that changes what the
-passage states (a number, a negation). A quote taken from a span that
-screening marked as injected (``judge.injected_spans``) does not count, nor one
-running across such a span: quotes are checked in each stretch between spans.
+Both texts are neutralized the way the prompt neutralizes untrusted text (its markers
+for chat tokens and angle-bracket runs then made spaces, so a quote of the judge's copy
+reads as the diagnosis does), then case-folded with punctuation reduced to spaces and a
+number joined to the unit word after it, so quotes that differ only in case, white
+space (``256 Mi`` for ``256Mi``) or trivial punctuation still match. A quote may join
+passages with an ellipsis; each passage must occur. Small copying slips are tolerated
+through rapidfuzz's partial ratio; fabricated text is not, nor a slip that changes what
+the passage states (a number, a negation, the start of a word). A quote taken from a
+span that screening marked as injected (``judge.injected_spans``) does not count, nor
+one running across such a span: quotes are checked in each stretch between spans.
 
 :func:`check_quote` is the one check every answer's quote goes through, whatever the
 question: the same quote, diagnosis and injected spans give the same outcome, and an
@@ -20,11 +21,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from difflib import SequenceMatcher
 from typing import Literal
 
 from rapidfuzz import fuzz
 
-from judge.prompt import CHAT_TOKEN_MARKER, FENCE_MARKER, normalize_untrusted
+from judge.prompt import CHAT_TOKEN_MARKER, FENCE_MARKER, neutralize_untrusted
 
 __all__ = [
     "INJECTED_MARKER",
@@ -32,6 +34,7 @@ __all__ = [
     "QUOTE_PROBLEMS",
     "QuoteCheck",
     "check_quote",
+    "keeps_the_facts",
     "quote_in",
     "quote_occurs",
     "searchable",
@@ -68,8 +71,8 @@ _UNIT_APART = re.compile(
     r"(\d) (?=(?:[kmgtpe]i?b?|[num]s|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?"
     r"|millicores?|cores?|v?cpus?)(?![^\W_]))"
 )
-#: what the prompt wrote in the judge's copy of the diagnosis for an angle-bracket run or
-#: a chat-template token: a quote copied from that copy may hold them
+#: what the prompt writes in the judge's copy of a text for an angle-bracket run or a
+#: chat-template token: both texts are neutralized as the prompt does, these made spaces
 _PROMPT_MARKERS = re.compile(f"{re.escape(FENCE_MARKER)}|{re.escape(CHAT_TOKEN_MARKER)}")
 #: words that turn a statement around, as a normalized text has them ("isn't" is
 #: "isn t": the lone t)
@@ -80,7 +83,11 @@ _ELLIPSIS = re.compile(r"\.{3,}|…")
 
 
 def _plain(text: str) -> str:
-    text = _PROMPT_MARKERS.sub(" ", normalize_untrusted(text))
+    """``text`` as the judge's copy has it (chat tokens and angle-bracket runs made
+    markers, as in the prompt), the markers then made spaces, case-folded, punctuation
+    reduced to spaces and each number joined to its unit: a quote of the judge's copy
+    and the diagnosis it was copied from read the same."""
+    text = _PROMPT_MARKERS.sub(" ", neutralize_untrusted(text))
     return _UNIT_APART.sub(r"\1", _NON_WORD.sub(" ", text.casefold()).strip())
 
 
@@ -110,25 +117,44 @@ def _passage_at(passage: str, haystack: str, start: int) -> tuple[int, int] | No
     return start + begin - 1, start + end + 1
 
 
-def _drops_a_prefix(passage: str, matched: str) -> bool:
-    """Whether the first word of ``matched`` is the passage's first word with more in
-    front of it: "reachable" quoted from "unreachable", "8080" from "18080"."""
-    first, there = passage.split(" ", 1)[0], matched.split(" ", 1)[0]
-    return there != first and there.endswith(first)
+def _drops_a_word_start(passage: str, matched: str) -> bool:
+    """Whether, where the words of ``passage`` and ``matched`` differ (aligned word by
+    word), a word there is a quoted one with more in front of it: "reachable" quoted
+    from "unreachable", "able" from "unable", "8080" from "18080", wherever it stands.
+    A one-letter word is left out ("isn t" for "is not" keeps its negation, counted
+    apart; "pod s" for "pods" is spacing)."""
+    quoted, there = passage.split(), matched.split()
+    aligned = SequenceMatcher(None, quoted, there, autojunk=False)
+    for tag, q_start, q_end, t_start, t_end in aligned.get_opcodes():
+        if tag != "replace":
+            continue
+        for word in quoted[q_start:q_end]:
+            if len(word) > 1 and any(
+                other != word and other.endswith(word) for other in there[t_start:t_end]
+            ):
+                return True
+    return False
 
 
 def _same_facts(passage: str, matched: str) -> bool:
     """Whether a copying slip (``passage`` close to ``matched``) keeps what it states:
-    every quantity of the quote (a number with its unit) is one there, its first word is
-    not the end of a longer one, and it holds as many negations (not, never, n't...):
+    every quantity of the quote (a number with its unit) is one there, none of its words
+    is the end of a longer one there, and it holds as many negations (not, never, n't...):
     "512Mi" for "256Mi" or "512Gi", "port 8081" for "8080", "reachable" for
     "unreachable" or "is the root cause" for "is not the root cause" are another claim,
     not a slip."""
     if Counter(_QUANTITY.findall(passage)) - Counter(_QUANTITY.findall(matched)):
         return False
-    if _drops_a_prefix(passage, matched):
+    if _drops_a_word_start(passage, matched):
         return False
     return _negations(passage) == _negations(matched)
+
+
+def keeps_the_facts(quote: str, matched: str) -> bool:
+    """Whether ``quote``, a copying slip of ``matched`` (the whole words of a text the
+    fuzzy match aligned it with), states what ``matched`` states, as :func:`check_quote`
+    judges a slip: the same quantities and negations, no word start dropped."""
+    return _same_facts(_plain(quote), _plain(matched))
 
 
 def _negations(text: str) -> int:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from judge.evidence import FUZZY_CUTOFF
+from judge.evidence import FUZZY_CUTOFF, keeps_the_facts
 
 __all__ = ["Mark", "Segment", "evidence_passages", "segments"]
 
@@ -72,13 +72,18 @@ def _folded(text: str) -> tuple[str, list[int]]:
 
 
 def _approximate(text: str, needle: str) -> tuple[int, int] | None:
-    """Where ``needle`` occurs in ``text`` up to case, white space and punctuation, or (for
-    longer quotes) with a small copying slip, as the evidence check accepts it."""
+    """Where ``needle`` occurs in ``text`` on word boundaries, up to case, white space and
+    punctuation, or (for longer quotes) with a small copying slip that keeps the facts,
+    widened to whole words, as the evidence check accepts it: "reachable" is not marked
+    inside "unreachable"."""
     hay, where = _folded(text)
     want = _folded(needle)[0].strip()
     if len(want) < _MIN_CHARS or not hay:
         return None
+    # the folded text is words and single spaces, and ``want`` starts and ends a word
     start = hay.find(want)
+    while start >= 0 and not _whole_words(hay, start, start + len(want)):
+        start = hay.find(want, start + 1)
     if start >= 0:
         end = start + len(want)
     elif len(want) >= _FUZZY_MIN:
@@ -86,9 +91,36 @@ def _approximate(text: str, needle: str) -> tuple[int, int] | None:
         if aligned is None:
             return None
         start, end = aligned.dest_start, aligned.dest_end
+        while start < end and hay[start] == " ":
+            start += 1
+        while end > start and hay[end - 1] == " ":
+            end -= 1
+        if start == end:
+            return None
+        start = hay.rfind(" ", 0, start) + 1
+        end = hay.find(" ", end)
+        end = end if end >= 0 else len(hay)
+        if not keeps_the_facts(needle, hay[start:end]):
+            return None
     else:
         return None
     return where[start], where[end - 1] + 1
+
+
+def _whole_words(hay: str, start: int, end: int) -> bool:
+    """Whether ``hay[start:end]`` (a folded text) begins and ends on word boundaries."""
+    return (start == 0 or hay[start - 1] == " ") and (end == len(hay) or hay[end] == " ")
+
+
+def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
+    """Where ``needle`` occurs in ``text`` as it stands (up to case), not inside a longer
+    word or number: "8080" is not in "18080", "reachable" not in "unreachable"."""
+    pattern = re.escape(needle)
+    if _WORD.match(needle):
+        pattern = rf"(?<!\w){pattern}"
+    if _WORD.match(needle[-1]):
+        pattern = rf"{pattern}(?!\w)"
+    return [match.span() for match in re.finditer(pattern, text, re.IGNORECASE)]
 
 
 def _spans(text: str, marks: Iterable[Mark]) -> list[tuple[int, int, Mark]]:
@@ -96,10 +128,7 @@ def _spans(text: str, marks: Iterable[Mark]) -> list[tuple[int, int, Mark]]:
     for mark in marks:
         if len(mark.needle) < _MIN_CHARS:
             continue
-        exact = [
-            (match.start(), match.end(), mark)
-            for match in re.finditer(re.escape(mark.needle), text, re.IGNORECASE)
-        ]
+        exact = [(start, end, mark) for start, end in _occurrences(text, mark.needle)]
         if not exact and mark.kind in _EVIDENCE:
             near = _approximate(text, mark.needle)
             if near is not None:

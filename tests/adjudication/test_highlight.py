@@ -41,3 +41,35 @@ def test_the_text_is_cut_without_loss() -> None:
     marks = [Mark("frontend FAILS", "verified", "q"), Mark("9999", "grounding", "g")]
     parts = segments(TEXT, marks)
     assert "".join(s.text for s in parts) == TEXT
+
+
+def _verified_spans(text: str, marks: list[Mark]) -> list[tuple[int, int]]:
+    """Where the page marks ``text`` green (``verified``), as (start, end) offsets."""
+    spans, at = [], 0
+    for segment in segments(text, marks):
+        if segment.kind == "verified":
+            spans.append((at, at + len(segment.text)))
+        at += len(segment.text)
+    return spans
+
+
+def test_a_verified_quote_is_not_marked_inside_a_longer_number() -> None:
+    """A quote "8080" is marked on the port 8080, never inside "18080": the adjudicator
+    sees the judge's evidence where the evidence check found it."""
+    text = "The frontend calls port 18080, but the payment pods listen on 8080."
+    own = text.rindex("8080")
+    assert _verified_spans(text, [Mark("8080", "verified", "D2-Q1")]) == [(own, own + 4)]
+
+
+def test_a_verified_quote_is_not_marked_inside_a_longer_word() -> None:
+    """A passage "reachable" is marked where the text says "reachable", never inside
+    "unreachable" (the opposite claim), whether found as it stands or approximately."""
+    text = "Port 8080 is unreachable from the frontend; the database is reachable."
+    own = text.rindex("reachable")
+    marks = [Mark("the database", "verified", "D1-Q2"), Mark("reachable", "verified", "D1-Q2")]
+    spans = _verified_spans(text, marks)
+    assert (own, own + len("reachable")) in spans
+    assert not [s for s in spans if s[0] < text.index("from")], spans
+    only_inside = "Port 8080 is unreachable from the frontend."
+    for needle in ("reachable", "Reachable,", "reachable, from the"):
+        assert _verified_spans(only_inside, [Mark(needle, "verified", "D1-Q2")]) == []

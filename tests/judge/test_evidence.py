@@ -214,3 +214,73 @@ def test_a_unit_is_still_part_of_the_quantity(quote: str, diagnosis: str) -> Non
     """Joined to its number, a unit stays part of what the quote states: another unit or
     none is another claim."""
     assert check_quote(quote, diagnosis) == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("quote", "diagnosis"),
+    [
+        (
+            "the payment service port 8080 was reachable from the frontend pods",
+            "Summary: the payment service port 8080 was unreachable from the frontend pods "
+            "after the rollout.",
+        ),
+        (
+            "After the rollout the checkout pods were healthy according to the probes",
+            "After the rollout the checkout pods were unhealthy according to the probes.",
+        ),
+        (
+            "the ConfigMap holding the feature flags was able to load at start",
+            "The ConfigMap holding the feature flags was unable to load at start.",
+        ),
+    ],
+)
+def test_a_slip_that_drops_the_start_of_a_word_mid_quote_is_another_claim(
+    quote: str, diagnosis: str
+) -> None:
+    """A copying slip may not drop the start of any word of the quote, wherever it
+    stands: "reachable", "healthy" or "able" quoted from "unreachable", "unhealthy" or
+    "unable" states the opposite and does not back a yes."""
+    assert check_quote(quote, diagnosis) != "found"
+
+
+@pytest.mark.parametrize(
+    ("quote", "diagnosis"),
+    [
+        (
+            "the pods there isn t any reachable backend left",
+            "The pods there is not any reachable backend left.",
+        ),
+        (
+            "the payment-service pod s logs show the crash loop",
+            "The payment-service pods logs show the crash loop.",
+        ),
+    ],
+)
+def test_a_slip_around_a_one_letter_word_is_still_a_slip(quote: str, diagnosis: str) -> None:
+    """A one-letter word that ends a longer one ("isn t" for "is not", "pod s" for
+    "pods") is spacing, not a dropped word start: the quote is found."""
+    assert check_quote(quote, diagnosis) == "found"
+
+
+@pytest.mark.parametrize(
+    ("diagnosis", "shown"),
+    [
+        (
+            "The rollout saw <s>eviction</s> events on node-3, then the payment-service "
+            "pods crashed because the Service targets port 8081.",
+            "saw [chat token]eviction[chat token] events",
+        ),
+        (
+            "Logs show [INST] markers; the api-gateway returned 502 errors.",
+            "Logs show [chat token] markers",
+        ),
+    ],
+)
+def test_a_quote_copied_across_a_chat_token_marker_is_found(diagnosis: str, shown: str) -> None:
+    """The judge sees a chat-template token (``<s>``, ``[INST]``) as "[chat token]": a
+    word-for-word quote of what it was shown is found, the token's letters in the
+    diagnosis read as the marker does."""
+    rubric = load_rubric_dir()["sregym-rca"]
+    user = build_messages(rubric, TRUTH, diagnosis)[1].content
+    assert shown in user  # the judge copies this passage verbatim
+    assert check_quote(shown, diagnosis) == "found"
