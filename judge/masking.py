@@ -28,7 +28,7 @@ _USERINFO_END = r"@(?![A-Za-z][A-Za-z0-9+.-]*://)"
 #: (``user:p@ss@host``); a password may also hold ``/`` (``openssl rand -base64`` writes
 #: them, SQLAlchemy reads them up to its first ``@``)
 _URL_CREDENTIALS = re.compile(
-    r"://(?:(?P<user>[^/\s:@?#]*):[^@\s]+|[^/\s:@?#]+)"
+    r"://(?:(?P<user>[^/\s:@?#]*):(?P<password>[^@\s]*)|[^/\s:@?#]+)"
     + _USERINFO_END
     + r"(?:[^@\s/?#]*"
     + _USERINFO_END
@@ -63,9 +63,12 @@ _QUERY_PASSWORD = re.compile(
 
 
 def _mask_userinfo(found: re.Match[str]) -> str:
-    """A URL's userinfo masked: the user kept before a password, a user alone hidden."""
+    """A URL's userinfo masked: the user kept before a password, a user alone hidden (a
+    user with an empty password too: ``curl -u KEY:``'s way of sending a token)."""
     user = found["user"]
-    return f"://{MASK}@" if user is None else f"://{user}:{MASK}@"
+    if user is None or not found["password"]:
+        return f"://{MASK}@"
+    return f"://{user}:{MASK}@"
 
 
 def mask_query(text: str) -> str:

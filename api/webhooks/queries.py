@@ -248,7 +248,8 @@ class WebhookQueries:
         endpoint_id: str | None = None,
         limit: int,
     ) -> Select[WebhookDeliveryRecord, WebhookEndpointRecord]:
-        """The due head deliveries (with their endpoints) of closed circuits, oldest first."""
+        """The due head deliveries (with their endpoints) of active endpoints whose circuit is
+        closed, oldest first."""
         heads = select(func.min(WebhookDeliveryRecord.seq)).where(
             col(WebhookDeliveryRecord.state) == "pending"
         )
@@ -274,6 +275,7 @@ class WebhookQueries:
                 col(WebhookDeliveryRecord.seq).in_(heads),
                 col(WebhookDeliveryRecord.next_attempt_at) <= now,
                 ~sending,  # one send at a time per endpoint
+                col(WebhookEndpointRecord.active).is_(True),  # one switched off gets none
                 or_(
                     col(WebhookEndpointRecord.circuit_open_until).is_(None),
                     col(WebhookEndpointRecord.circuit_open_until) <= now,

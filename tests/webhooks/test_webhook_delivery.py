@@ -336,3 +336,26 @@ async def test_a_receiver_asking_to_retry_after_a_while_is_not_sent_to_before(
         await delivery.deliver_due()
         [view] = await webhooks.deliveries(endpoint.id)
         assert view.delivery.state == "delivered" and receiver.requests == 3
+
+
+async def test_an_inactive_endpoint_gets_none_of_its_pending_deliveries(
+    store: Store, database_url: str, webhooks: WebhookQueries
+) -> None:
+    """An endpoint switched off (``active`` false, set by hand) is sent nothing more, not
+    even the deliveries already pending for it when it was switched off."""
+    settings = Settings(database_url=database_url, webhook_allow_hosts="127.0.0.1")
+    with receiving() as receiver:
+        endpoint = await webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        _finished(store, "j1")  # a pending delivery, written while the endpoint was active
+        with store.db.sessions()() as session, session.begin():  # the endpoint turned off
+            session.execute(
+                update(WebhookEndpointRecord)
+                .where(col(WebhookEndpointRecord.id) == endpoint.id)
+                .values(active=False)
+            )
+        [listed] = [e for e in await webhooks.endpoints() if e.id == endpoint.id]
+        assert listed.active is False
+        await WebhookDelivery(store, settings).deliver_due()
+        assert receiver.requests == 0, "an inactive endpoint was sent a delivery"
