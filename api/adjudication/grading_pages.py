@@ -160,7 +160,9 @@ async def override_from_page(
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect | Template:
     """Append one override at the revision the page showed; on a stale revision the page
-    again with what changed meanwhile and the form as it was sent. On a grading a
+    again with what changed meanwhile and the form as it was sent. The same form sent
+    twice (a double click) is saved once: the second finds its override the only one
+    added since the page (its ``seen``) and is answered as saved. On a grading a
     promoted regrade superseded: the page again (409) saying so, linking the grading
     that replaced it."""
     try:
@@ -171,18 +173,25 @@ async def override_from_page(
         return await render_grading_page(
             services, who, grading_id, status_code=422, pending=data, error=error
         )
+    # the overrides the page showed (none sent: a form that predates the field)
+    listed = data.get("seen")
+    seen = None if listed is None else {s for s in listed.split(",") if s}
     try:
         await append_override(
-            services, who.principal, grading_id, request, expected_revision=revision
+            services, who.principal, grading_id, request, expected_revision=revision, seen=seen
         )
     except Superseded as exc:  # no use sending it again: it goes on the grading in force
         return await render_grading_page(
             services, who, grading_id, status_code=409, pending=data, error=f"Not saved: {exc}"
         )
     except PreconditionFailed:
-        seen = {s for s in data.get("seen", "").split(",") if s}
         return await render_grading_page(
-            services, who, grading_id, status_code=409, pending=data, stale=(revision, seen)
+            services,
+            who,
+            grading_id,
+            status_code=409,
+            pending=data,
+            stale=(revision, seen or set()),
         )
     # back at the card just overridden, which says it was saved and how the verdict moved
     params = {"saved": request.question_id or "verdict"}

@@ -11,6 +11,7 @@ each part would import the same visibility and presentation rules from the other
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,7 +39,8 @@ from storage import GradingView
 from storage.audit import COVERS, ROWS
 from storage.claims import graded_ground_truth
 from storage.database import AuditBatch
-from storage.errors import Conflict, InvalidCursor
+from storage.errors import Conflict, InvalidCursor, PreconditionFailed
+from storage.gradings import overrides_of
 from storage.review_tables import (
     FailureTagRecord,
     HumanLabelRecord,
@@ -272,7 +274,8 @@ async def claim_review(
 
 
 async def finish_review(services: Services, principal: Principal, grading_id: str) -> None:
-    """The item leaves the queue."""
+    """The item leaves the queue; :class:`storage.errors.Superseded` naming the grading in
+    force for a grading a promoted regrade replaced (the queue holds that one)."""
     await readable_grading(services, principal, grading_id)
     await ReviewQueries(services.store.db).finish(grading_id, principal_id=principal.id)
 
@@ -282,7 +285,8 @@ async def skip_review(
 ) -> ReviewClaimRecord:
     """Skip the item in ``principal``'s name with an optional ``note`` for the next
     adjudicator (InvalidRequest naming ``note`` past ``SKIP_NOTE_LIMIT`` characters);
-    a claim ``principal`` held on it is given back. Returns the item's review row."""
+    a claim ``principal`` held on it is given back. Returns the item's review row.
+    :class:`storage.errors.Superseded` for a grading a promoted regrade replaced."""
     text = (note or "").strip()
     if len(text) > SKIP_NOTE_LIMIT:
         raise InvalidRequest(f"note: at most {SKIP_NOTE_LIMIT} characters", field="note")
@@ -303,7 +307,8 @@ async def assign_review(
 ) -> ReviewClaimRecord:
     """Assign the item to an adjudicator or admin named by token id or name, or unassign
     it (None), in ``principal``'s name; :class:`storage.errors.InvalidReview` naming
-    ``assignee`` when nobody who may review answers to it. Returns the item's review row."""
+    ``assignee`` when nobody who may review answers to it, :class:`storage.errors.Superseded`
+    for a grading a promoted regrade replaced. Returns the item's review row."""
     wanted = assignee.strip() if assignee is not None else None
     if wanted == "":
         raise InvalidRequest("assignee: give a token id or name, or null", field="assignee")
@@ -329,7 +334,9 @@ async def label_grading(
     """Store the principal's own answers as human labels, finish its review, and return
     the grading as it stands now: one transaction, so a review that cannot finish (a
     held pass, which only a verdict override decides) stores no label either. Conflict
-    for a pending grading (its review would end before the judge's result is in)."""
+    for a pending grading (its review would end before the judge's result is in), and
+    Superseded for a grading a promoted regrade replaced (the queue holds the grading in
+    force, which the message names)."""
     db = services.store.db
 
     def label(session: Session) -> GradingView:
@@ -404,13 +411,59 @@ async def append_override(
     request: OverrideCreate,
     *,
     expected_revision: int,
+    seen: Collection[str] | None = None,
 ) -> None:
     """``override_grading`` for a caller that shows the grading afresh (the page's form,
     which redirects to the page): the same transaction without the grading object read
-    back."""
+    back. ``seen``: the ids of the overrides the page showed at ``expected_revision``.
+    When the only override appended since is this very one in ``principal``'s name (the
+    same form sent twice, as by a double click), it is saved already: nothing is
+    appended again and no :class:`storage.PreconditionFailed` is raised."""
     _check_override(request)
     await services.store.db.run(
-        _append_override, services, principal, grading_id, request, expected_revision
+        _append_once, services, principal, grading_id, request, expected_revision, seen
+    )
+
+
+def _append_once(
+    session: Session,
+    services: Services,
+    principal: Principal,
+    grading_id: str,
+    request: OverrideCreate,
+    expected_revision: int,
+    seen: Collection[str] | None,
+) -> None:
+    """``_append_override``; on a stale revision, nothing when the only override
+    appended since the page (``seen``) is this very one (see ``append_override``)."""
+    try:
+        _append_override(session, services, principal, grading_id, request, expected_revision)
+    except PreconditionFailed:
+        if seen is None or not _saved_already(session, principal, grading_id, request, seen):
+            raise
+
+
+def _saved_already(
+    session: Session,
+    principal: Principal,
+    grading_id: str,
+    request: OverrideCreate,
+    seen: Collection[str],
+) -> bool:
+    """The one override of the grading not in ``seen`` is ``request``, by ``principal``."""
+    added = [o for o in overrides_of(session, [grading_id]).get(grading_id, []) if o.id not in seen]
+    if len(added) != 1:
+        return False
+    made = added[0]
+    answer = None if request.answer is None else request.answer == "yes"
+    return (
+        made.author_id == principal.id
+        and made.kind == request.kind
+        and made.question_id == request.question_id
+        and made.answer == answer
+        and made.verdict == request.verdict
+        and made.withdraws == request.withdraw
+        and made.reason == request.reason
     )
 
 

@@ -285,6 +285,44 @@ async def test_a_stale_page_names_the_failure_tags_added_or_removed_meanwhile(
         assert "added" not in removed  # the tag added before this page was opened is not news
 
 
+async def test_the_same_override_sent_twice_is_saved_once_and_answered_as_saved(
+    api_client: Any, tokens: Any
+) -> None:
+    """A double click on "Make it YES" sends the form twice: the override is saved once,
+    and the second answer is the first's (back at the card, saved), not a conflict
+    saying it was not saved and inviting to send it again. An override that differs
+    (another reason) from the same page is still a conflict."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(SIX_WITHOUT_D1Q1, evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        csrf = await sign_in(c, ada)
+        url = f"/gradings/{grading['id']}"
+        shown = (await c.get(url)).text
+        seen = re.search(r'name="seen" value="([^"]*)"', shown)
+        assert seen
+        form = {
+            "_csrf": csrf,
+            "revision": _revision(shown),
+            "seen": seen.group(1),
+            "shown": "FAIL",
+            "kind": "answer",
+            "question_id": "D1-Q1",
+            "answer": "yes",
+            "reason": "names user-service as the origin",
+        }
+        first = await c.post(f"{url}/overrides", data=form, follow_redirects=False)
+        second = await c.post(f"{url}/overrides", data=form, follow_redirects=False)
+        other = {**form, "reason": "names user-service, and the port"}
+        differs = await c.post(f"{url}/overrides", data=other, follow_redirects=False)
+        stored = (await c.get(f"/v1{url}", headers=ada)).json()
+        history = (await c.get(f"/v1{url}/history", headers=ada)).json()["events"]
+    assert (first.status_code, second.status_code) == (303, 303), second.text
+    assert second.headers["location"] == first.headers["location"]
+    assert [o["reason"] for o in stored["overrides"]] == ["names user-service as the origin"]
+    assert [e["event"] for e in history].count("grading.overridden") == 1
+    assert differs.status_code == 409 and 'data-testid="conflict"' in differs.text
+
+
 async def test_an_override_without_the_csrf_token_is_refused_and_stores_nothing(
     api_client: Any, tokens: Any
 ) -> None:
