@@ -263,7 +263,9 @@ async def finish_from_page(
     who: NamedDependency[SignedIn],
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect:
-    """The item leaves the queue; on to the next one of the walk the form carried."""
+    """The item leaves the queue; on to the next one of the walk the form carried. From a
+    page opened before a promoted regrade superseded the grading: 409 naming the
+    grading in force, which the queue holds instead."""
     await finish_review(services, who.principal, grading_id)
     return _onward(grading_id, data)
 
@@ -282,7 +284,8 @@ async def skip_from_page(
 ) -> Redirect:
     """Skip the item (the form's ``note``, optional, is left for other adjudicators) and
     go on to the next one of the walk the form carried: the walk moves forward, so the
-    skipped item is not visited again in this pass."""
+    skipped item is not visited again in this pass. On a grading a promoted regrade
+    superseded: 409 naming the grading in force."""
     await skip_review(services, who.principal, grading_id, note=data.get("note"))
     return _onward(grading_id, data)
 
@@ -300,9 +303,10 @@ async def assign_from_page(
     data: Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect:
     """Assign the item to the form's ``assignee`` (a token id; empty unassigns), then
-    back to the queue under the filters the form carried (``q.``)."""
-    await assign_review(services, who.principal, grading_id, data.get("assignee") or None)
+    back to the queue under the filters the form carried (``q.``), read first: filters
+    sent wrong (a 422) assign nothing."""
     back = _shown(_filters(data, "q."))
+    await assign_review(services, who.principal, grading_id, data.get("assignee") or None)
     return Redirect(f"/queue?{urlencode(back)}#row-{grading_id}", status_code=303)
 
 

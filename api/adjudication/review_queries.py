@@ -15,6 +15,7 @@ from sqlalchemy import String, and_, case, cast, exists, func, or_, select, upda
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from api.adjudication.superseded import refuse_superseded
 from judge.review_reasons import ReviewReason, by_priority, hold_explanation
 from storage.canonical import iso_utc
 from storage.claims import graded_ground_truth
@@ -409,15 +410,19 @@ class ReviewQueries:
         into: AuditBatch | None = None,
     ) -> None:
         """``finish`` in the caller's transaction: :class:`Conflict` for a held pass,
-        which only a verdict override decides. The grading is row-locked and read afresh
-        (PostgreSQL): an override committed since the caller read it may have made it a
-        held pass, and the copy the session holds would not say so. ``into``: the audit
-        event is collected there, for the caller to append after its other writes."""
+        which only a verdict override decides, and :class:`storage.errors.Superseded`
+        naming the grading in force for one a promoted regrade replaced (the queue holds
+        that one, claim included: finishing this one would leave it queued). The grading
+        is row-locked and read afresh (PostgreSQL): an override committed since the
+        caller read it may have made it a held pass, and the copy the session holds would
+        not say so. ``into``: the audit event is collected there, for the caller to
+        append after its other writes."""
         grading = session.get(
             GradingRecord, grading_id, with_for_update=self._db.postgres, populate_existing=True
         )
         if grading is None:
             raise NotFound(f"no grading {grading_id}")
+        refuse_superseded(session, grading, instead="review that one")
         if grading.status == "pending":  # its outcome (unscored, say) must still be queued
             raise Conflict("this grading is still being graded: review it once it has a result")
         if grading.held:
@@ -446,10 +451,11 @@ class ReviewQueries:
     ) -> ReviewClaimRecord:
         """Record that ``principal_id`` skipped the item (with ``note`` for the next
         adjudicator, if any) and give back the claim it held on it: the item stays in the
-        queue for others. Audited as ``review.skipped``."""
+        queue for others. Audited as ``review.skipped``. Superseded (409) for a grading a
+        promoted regrade replaced: the skip goes on the grading in force."""
 
         def work(session: Session) -> ReviewClaimRecord:
-            claim = self._claim_row(session, grading_id)
+            claim = self._claim_row(session, grading_id, in_force="skip that one")
             claim.skipped_at = self._db.clock()
             claim.skipped_by, claim.skipped_by_name = principal_id, principal_name
             claim.skip_note = note or None
@@ -502,10 +508,12 @@ class ReviewQueries:
         """Assign the item to ``assignee`` (a token id, or the name of one token) of an
         adjudicator or admin, or unassign it (None). InvalidReview naming ``assignee``
         when no usable adjudicator's or admin's token answers to it. Audited as
-        ``review.assigned`` or ``review.unassigned`` (when it changes anything)."""
+        ``review.assigned`` or ``review.unassigned`` (when it changes anything).
+        Superseded (409) for a grading a promoted regrade replaced: the assignment goes
+        on the grading in force."""
 
         def work(session: Session) -> ReviewClaimRecord:
-            claim = self._claim_row(session, grading_id)
+            claim = self._claim_row(session, grading_id, in_force="assign that one")
             if assignee is None:
                 if claim.assigned_to is None:
                     return claim
@@ -585,15 +593,23 @@ class ReviewQueries:
         ]
         return sorted(people, key=lambda a: (a.name.casefold(), a.id))
 
-    def _claim_row(self, session: Session, grading_id: str) -> ReviewClaimRecord:
+    def _claim_row(
+        self, session: Session, grading_id: str, *, in_force: str | None = None
+    ) -> ReviewClaimRecord:
         """The grading's review row, made when it has none; NotFound for no grading.
+        ``in_force`` (what to do on the grading in force instead, as ``"skip that one"``):
+        Superseded (409) for a grading a promoted regrade replaced, whose review in
+        progress followed the item onto that grading (``storage.regrade.lifecycle``).
 
         The grading's row is locked first (PostgreSQL; SQLite has one writer), so that
         the review rows of one grading change one transaction after another: of two
         claims at once one holds the item and the other sees it held, and the row is
         made once."""
-        if self._locked_grading(session, grading_id) is None:
+        grading = self._locked_grading(session, grading_id)
+        if grading is None:
             raise NotFound(f"no grading {grading_id}")
+        if in_force is not None:
+            refuse_superseded(session, grading, instead=in_force)
         claim = session.get(ReviewClaimRecord, grading_id)
         if claim is None:
             claim = ReviewClaimRecord(grading_id=grading_id)

@@ -88,6 +88,8 @@ EXTRA_ERRORS: dict[str, tuple[int, ...]] = {
     "reviewQueue": (400,),
     "claimReview": (409,),
     "finishReview": (409,),
+    "skipReview": (409,),
+    "assignReview": (409,),
     "labelGrading": (409,),
     "defineFailureTag": (409,),
     "tagGrading": (409,),

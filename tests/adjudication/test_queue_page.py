@@ -3,12 +3,14 @@ blind labels."""
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
 import pytest
 
 from tests.support.judge_server import sregym_reply
+from tests.support.regrades import promote_regrade
 from tests.support.submissions import IDS, scripted_judge
 from tests.web.conftest import sign_in
 
@@ -21,6 +23,7 @@ FORGED = (
 )
 QUOTE = "user-service deployment in hotel sets USER_PORT=9999"
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+SPEC = "openai:scripted@http://127.0.0.1:9/v1"
 
 
 async def _submit(client: Any, headers: dict[str, str], diagnosis: str, agent: str) -> str:
@@ -410,6 +413,43 @@ async def test_done_next_opens_the_item_behind_though_one_before_it_left_the_que
         done = await c.post(f"/gradings/{b}/done", data=form, follow_redirects=False)
         onward = await c.get(done.headers["location"], follow_redirects=False)
         assert onward.headers["location"].startswith(f"/gradings/{after_b}?claim=true")
+
+
+async def test_done_skip_or_labels_from_a_page_opened_before_a_promote_name_the_grading_in_force(
+    api_client: Any, tokens: Any
+) -> None:
+    """Ada opens a queued item; a promoted regrade replaces its grading, and the item
+    (her claim included) follows onto the new one. "Done, next", "Skip" and blind labels
+    sent from her pages opened before are refused (409) naming the grading in force,
+    rather than ending the replaced grading's review while the item stays queued; the
+    item is finished from the new grading's page."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    reply = sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")  # queued
+    async with api_client(**scripted_judge(reply, reply)) as c:
+        old = await _submit(c, agent, f"{DIAGNOSIS} Attempt 0.", "beta")
+        csrf = await sign_in(c, ada)
+        await c.get(f"/gradings/{old}?claim=true")  # opened from the queue: claimed
+        await promote_regrade(c, admin, SPEC)
+        new = (await c.get(f"/v1/gradings/{old}", headers=ada)).json()["superseded_by"]
+        assert new
+        sent = [
+            (f"/gradings/{old}/done", {"q.agent": "beta"}),
+            (f"/gradings/{old}/skip", {"note": "later"}),
+            (f"/gradings/{old}/label", {f"q-{qid}": "yes" for qid in IDS}),
+        ]
+        for action, form in sent:
+            refused = await c.post(action, data={"_csrf": csrf, **form}, follow_redirects=False)
+            assert refused.status_code == 409, (action, refused.status_code)
+            assert f"superseded by grading {new}" in html.unescape(refused.text), action
+        queued = (await c.get("/v1/review-queue", headers=ada)).json()["items"]
+        assert [(i["grading"]["id"], i["claimed_by"]) for i in queued] == [(new, "Ada")]
+        history = (await c.get(f"/v1/gradings/{old}/history", headers=ada)).json()["events"]
+        steps = {"review.done", "review.skipped", "review.labelled"}
+        assert not steps & {e["event"] for e in history}
+        done = await c.post(f"/gradings/{new}/done", data={"_csrf": csrf}, follow_redirects=False)
+        assert done.status_code == 303, done.status_code
+        assert (await c.get("/v1/review-queue", headers=ada)).json()["items"] == []
 
 
 async def test_opening_a_finished_items_pages_leaves_it_out_of_the_queue(

@@ -171,6 +171,28 @@ async def test_assigning_from_the_queue_page_and_the_assigned_to_me_filter(
         assert 'data-testid="skip"' not in (await c.get(f"/gradings/{made[2]}")).text
 
 
+async def test_an_assignment_sent_with_filters_refused_stores_nothing(
+    api_client: Any, tokens: Any
+) -> None:
+    """An assignment whose form carries the queue's filters wrong (``q.provisional``
+    other than true or false) is refused (422 naming the field) and assigns nothing:
+    the item stays unassigned, with no ``review.assigned`` in its history."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(QUEUED)) as c:
+        made = await _submit(c, agent, f"{DIAGNOSIS} Attempt 0.", "beta")
+        csrf = await sign_in(c, ada)
+        refused = await c.post(
+            f"/gradings/{made}/assign",
+            data={"_csrf": csrf, "assignee": "Ada", "q.provisional": "maybe"},
+            follow_redirects=False,
+        )
+        history = (await c.get(f"/v1/gradings/{made}/history", headers=ada)).json()["events"]
+        queued = (await c.get("/v1/review-queue", headers=ada)).json()["items"]
+    assert refused.status_code == 422 and "q.provisional" in refused.text
+    assert "review.assigned" not in [e["event"] for e in history]
+    assert [(i["grading"]["id"], i["assigned_to"]) for i in queued] == [(made, None)]
+
+
 async def test_an_override_during_a_walk_keeps_the_walk(api_client: Any, tokens: Any) -> None:
     agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
     async with api_client(**scripted_judge(*[QUEUED] * 2)) as c:

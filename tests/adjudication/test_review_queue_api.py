@@ -20,12 +20,15 @@ from storage.review_tables import HumanLabelRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import sregym_reply
 from tests.support.keys import session_key
+from tests.support.regrades import promote_regrade
 from tests.support.sregym_results import write_sregym_attempt
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded, scripted_judge
 from tests.web.conftest import sign_in
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
+
+SPEC = "openai:scripted@http://127.0.0.1:9/v1"
 
 
 async def test_review_queue_orders_unscored_then_unverified_and_claims_hide_items(
@@ -136,6 +139,43 @@ async def test_labels_that_cannot_finish_the_review_are_not_stored(
         stored = connection.execute(select(func.count()).select_from(HumanLabelRecord))
         assert stored.scalar_one() == 0
     assert {held["id"], decisive["id"]} <= {i["grading"]["id"] for i in queued}
+
+
+async def test_review_steps_on_a_grading_a_promote_replaced_are_refused_naming_the_one_in_force(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """Done, blind labels, a skip and an assignment sent for a grading a promoted regrade
+    replaced answer 409 naming the grading in force and change nothing: the queue holds
+    that one, which the review in progress (Ada's claim) followed onto."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    reply = sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999")  # decisive: queued
+    async with api_client(**scripted_judge(reply, reply)) as client:
+        old = (await graded(client, agent))["id"]
+        claimed = await client.post(f"/v1/review-queue/{old}/claim", json={}, headers=ada)
+        assert claimed.status_code == 200, claimed.text
+        await promote_regrade(client, admin, SPEC)
+        new = (await client.get(f"/v1/gradings/{old}", headers=ada)).json()["superseded_by"]
+        labels = {"answers": {qid: "yes" for qid in IDS}, "verdict": "pass"}
+        answers = [
+            await client.post(f"/v1/review-queue/{old}/done", headers=ada),
+            await client.post(f"/v1/gradings/{old}/labels", json=labels, headers=ada),
+            await client.post(f"/v1/review-queue/{old}/skip", json={"note": "x"}, headers=ada),
+            await client.post(
+                f"/v1/review-queue/{old}/assign", json={"assignee": "Ada"}, headers=ada
+            ),
+        ]
+        queued = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
+        history = (await client.get(f"/v1/gradings/{old}/history", headers=ada)).json()
+    for answer in answers:
+        assert answer.status_code == 409, (answer.request.url, answer.text)
+        assert f"superseded by grading {new}" in answer.json()["detail"]
+    assert [(i["grading"]["id"], i["claimed_by"]) for i in queued] == [(new, "Ada")]
+    steps = {"review.done", "review.labelled", "review.skipped", "review.assigned"}
+    assert not steps & {e["event"] for e in history["events"]}
+    with engine.connect() as connection:
+        stored = connection.execute(select(func.count()).select_from(HumanLabelRecord))
+        assert stored.scalar_one() == 0
 
 
 async def test_a_claim_that_ran_out_names_nobody_as_holding_the_item(
