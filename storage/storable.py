@@ -23,6 +23,7 @@ __all__ = [
     "MAX_INT32",
     "MAX_JSON_DEPTH",
     "TooManyDigits",
+    "field_path",
     "printable",
     "stored_date",
     "too_deep",
@@ -103,6 +104,15 @@ def _join(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
     return f"{path}.{key}" if path else key
+
+
+def field_path(parts: tuple[str | int, ...]) -> str:
+    """The field a problem names for the keys and list positions ``parts`` that lead to a
+    value: ``metadata.tags[2]``, as :func:`unstorable_value` names them."""
+    path = ""
+    for part in parts:
+        path = _join(path, part)
+    return path
 
 
 def unstorable_value(value: Any, path: str = "", *, depth: int = 0) -> tuple[str, str] | None:

@@ -6,8 +6,11 @@ answered here, for every route at once, with a problem+json naming the field: 42
 value, 400 for a document (nested too deep: the top-level field it is nested under). A
 body the routes' parser would refuse as a whole for one value (a number out of range,
 ``NaN``, a string that is not UTF-8) is read here leniently to name that value's field.
-The checks are cheap on ordinary requests: a body is parsed a second time only when its
-bytes hint at one of these, and its depth is measured only when it holds many brackets.
+A key given twice in one object is refused naming it (the routes' parser keeps its last
+value, and which one the writer meant is unknown); bodies of items (the bulk scenario
+load) are refused so by their own parser, which names the item. The checks are cheap on
+ordinary requests: a body is parsed once more here, and its depth is measured only when
+it holds many brackets.
 
 A date bound of a filter (``created_after``, ``a.created_before``, ...) is not refused for
 its year: :func:`bound_query_dates` moves it within the years rows are stored in (see
@@ -26,10 +29,12 @@ from litestar import Request
 
 from api.http.problems import ApiProblem
 from api.service.request_types import bounded_date
+from judge.inputs import RepeatedKey, load_json
 from storage.storable import (
     MAX_INT32,
     MAX_JSON_DEPTH,
     TooManyDigits,
+    field_path,
     printable,
     too_deep,
     unstorable,
@@ -145,12 +150,20 @@ def _check_body(body: bytes, *, item_key: str | None = None) -> None:
             raise _refuse(key or "body", message, status=400)
     lowered = body.lower()
     hinted = b"\\u0000" in lowered or b"\\ud" in lowered or _NUMBER_HINT.search(body)
-    if utf8 and not hinted:
+    if item_key is not None and utf8 and not hinted:
         return
     try:
-        document = json.loads(text, parse_int=TooManyDigits.parse)
+        if item_key is not None:
+            document = json.loads(text, parse_int=TooManyDigits.parse)
+        else:
+            document = load_json(text, parse_int=TooManyDigits.parse)
+    except RepeatedKey as exc:
+        field = field_path((*exc.path, exc.args[0]))
+        raise _refuse(field, f"the key {exc.args[0]!r} is given twice") from None
     except (ValueError, RecursionError):
         return  # malformed: the route's own parsing answers 400
+    if utf8 and not hinted:
+        return
     found = unstorable_value(document)
     if found:
         field, problem = found

@@ -319,3 +319,39 @@ async def test_a_body_refused_for_one_value_names_its_field(
     assert answer.headers["content-type"].startswith("application/problem+json")
     assert answer.json()["errors"][0]["field"] == field
     assert await count_submissions(engine) == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"diagnosis": "port 9999", "diagnosis": "port 8086", "ground_truth": "g"}', "diagnosis"),
+        ('{"diagnosis": "d", "ground_truth": "g", "metadata": {"a": 1, "a": 2}}', "metadata.a"),
+    ],
+)
+async def test_a_key_given_twice_is_refused_naming_it_and_stores_nothing(
+    api_client: Any, tokens: Any, engine: Engine, raw: str, field: str
+) -> None:
+    """Which of a repeated key's values the writer meant is unknown: a submission, a
+    scenario or its new version is never made from a guess (the last value)."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    json_body = {"Content-Type": "application/json"}
+    async with api_client(start_workers=False) as client:
+        sent = await client.post("/v1/submissions", content=raw, headers={**agent, **json_body})
+        twice = '{"id": "hotel/p", "ground_truth": "port 9999", "ground_truth": "port 8086"}'
+        made = await client.post("/v1/scenarios", content=twice, headers={**admin, **json_body})
+        first = {"id": "hotel/q", "ground_truth": "port 9999"}
+        assert (await client.post("/v1/scenarios", json=first, headers=admin)).status_code == 201
+        put = await client.put(
+            "/v1/scenarios/hotel/q",
+            content='{"ground_truth": "a", "ground_truth": "b"}',
+            headers={**admin, **json_body, "If-Match": '"1"'},
+        )
+        versions = await client.get("/v1/scenarios/hotel/q/versions", headers=admin)
+        missing = await client.get("/v1/scenarios/hotel/p", headers=admin)
+    assert (sent.status_code, sent.json()["errors"][0]["field"]) == (422, field), sent.text
+    assert (made.status_code, made.json()["errors"][0]["field"]) == (422, "ground_truth")
+    assert (put.status_code, put.json()["errors"][0]["field"]) == (422, "ground_truth")
+    assert "given twice" in put.json()["detail"]
+    assert await count_submissions(engine) == 0
+    assert missing.status_code == 404
+    assert len(versions.json()["items"]) == 1
