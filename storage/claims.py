@@ -49,13 +49,16 @@ def claim_of(
     version_truth: Any,
     claim_count: int,
     submitter_role: str | None,
+    *,
+    lost_workers: int = 0,
 ) -> Claim:
     """What a worker needs of a grading it leased until ``expires``.
 
     The ground truth is the submission's copy unless the grading targets another version
     of the scenario's (a regrade against the newest ground truth): ``version_truth``.
     ``submitter_role``: the role of the token that sent the submission (None: no token's),
-    which says whether its grading may read the judge cache.
+    which says whether its grading may read the judge cache. ``lost_workers``: as
+    ``Claim.lost_workers``.
     """
     truth = submission.ground_truth
     if _targets_another_version(grading, submission):
@@ -79,6 +82,7 @@ def claim_of(
         agent_model=submission.model,
         regrade_job_id=grading.regrade_job_id,
         screening=submission.screening,
+        lost_workers=lost_workers,
     )
 
 

@@ -149,6 +149,10 @@ class Claim:
     #: the diagnosis' screening stored at intake (``judge.screening.Screening.record``);
     #: None: screen it when grading
     screening: dict[str, Any] | None = None
+    #: how many of its claims so far lost their worker (the lease ran out with no
+    #: outcome stored: ``storage.queue.LEASE_EXPIRED``), when the claim before this one
+    #: did; 0 when that one ended otherwise (an outcome stored, the lease given back)
+    lost_workers: int = 0
 
     def screened(self) -> Screening | None:
         """The diagnosis' screening stored at intake, or None when it has none."""

@@ -12,6 +12,12 @@ unfinished (deferred, or its lease given back) while its job is cancelled is can
 in the same transaction (``storage.regrade.lifecycle.cancel_given_back``); so is, by the
 next claim that may take regrade items, one whose worker was killed and whose lease ran
 out (``storage.regrade.lifecycle.abandoned_items``).
+
+A claim that takes a grading whose lease ran out while its worker held it (no outcome
+stored, the lease not given back: the worker was killed, or cut off from the database)
+audits that loss (``LEASE_EXPIRED``) and tells the new worker how many workers the
+grading has lost (``Claim.lost_workers``), so that one a worker never survives is not
+graded for ever (``api.grading.workers``).
 """
 
 from __future__ import annotations
@@ -53,11 +59,14 @@ from storage.regrade.tables import RegradeJobRecord
 from storage.tables import AuditRecord, GradingRecord, SubmissionRecord
 from storage.verdicts import call_events, call_records, leased, store_calls, write_verdicts
 
-__all__ = ["INTERNAL_ERROR", "QueueRepository"]
+__all__ = ["INTERNAL_ERROR", "LEASE_EXPIRED", "QueueRepository"]
 
 #: the code a grading is deferred or unscored under when the service itself failed to
 #: grade it (an error of its own, not the judge's)
 INTERNAL_ERROR = "internal_error"
+#: the audit event of a claim that takes over a grading whose worker was lost: its
+#: lease ran out with no outcome stored and not given back
+LEASE_EXPIRED = "grading.lease_expired"
 #: a claim's pick: claimable gradings with their submissions, ground truths and the roles
 #: of the tokens that sent them
 _Pick = Select[GradingRecord, SubmissionRecord, str, str]
@@ -153,14 +162,14 @@ class QueueRepository:
 
         The items swept are row-locked first (skipping rows another claim holds) and
         their audit appended last, after the leases' and the jobs' rows (see
-        ``storage.database``)."""
-        swept = AuditBatch()
+        ``storage.database``), with that of the lost workers' claims taken over."""
+        audited = AuditBatch()
         if built.sweep is not None:
             abandoned = {g: job for g, job in session.execute(built.sweep, values)}
-            cancel_given_back(self._db, session, abandoned, worker_id, into=swept)
-        claims = self._leased(session, built.pick, values, worker_id, expires)
-        if swept.events:
-            self._db.audit_many(session, swept.events, swept.covers, swept.rows)
+            cancel_given_back(self._db, session, abandoned, worker_id, into=audited)
+        claims = self._leased(session, built.pick, values, worker_id, expires, into=audited)
+        if audited.events:
+            self._db.audit_many(session, audited.events, audited.covers, audited.rows)
         return claims
 
     def _leased(
@@ -170,11 +179,17 @@ class QueueRepository:
         values: dict[str, Any],
         worker_id: str,
         expires: datetime,
+        *,
+        into: AuditBatch,
     ) -> list[Claim]:
-        """Lease what ``pick`` finds to ``worker_id`` until ``expires``; the claims."""
+        """Lease what ``pick`` finds to ``worker_id`` until ``expires``; the claims. The
+        losses of the workers whose leases ran out are audited ``into`` the batch."""
         rows = session.execute(pick, values).all()
         if not rows:
             return []
+        # a claimable grading whose lease names a holder: it ran out in that worker's
+        # hands (a lease given back, or a deferral stored, names none)
+        lost = _workers_lost(session, [g for g, *_ in rows if g.lease_owner], worker_id, into)
         session.execute(
             update(GradingRecord)
             .where(col(GradingRecord.id).in_([g.id for g, *_ in rows]))
@@ -189,7 +204,8 @@ class QueueRepository:
         mark_jobs_started(self._db, session, jobs, worker_id)
         # the claim count as the UPDATE left it: one more than read under the lock
         return [
-            claim_of(g, s, expires, truth, g.claim_count + 1, role) for g, s, truth, role in rows
+            claim_of(g, s, expires, truth, g.claim_count + 1, role, lost_workers=lost.get(g.id, 0))
+            for g, s, truth, role in rows
         ]
 
     async def extend_lease(self, grading_id: str, worker_id: str, lease_seconds: float) -> bool:
@@ -389,6 +405,47 @@ class QueueRepository:
 def _finds_work(session: Session, probe: Select[bool], values: dict[str, Any]) -> bool:
     """Whether a claim's ``probe`` finds anything to lease or to sweep."""
     return bool(session.execute(probe, values).scalar_one())
+
+
+def _workers_lost(
+    session: Session, taken: Sequence[GradingRecord], worker_id: str, into: AuditBatch
+) -> dict[str, int]:
+    """Audit ``into`` the batch that ``worker_id`` takes over ``taken``, gradings whose
+    leases ran out in their workers' hands (``LEASE_EXPIRED``: the worker lost, the
+    claim it lost); how many workers each has lost, counted in the audit log, which
+    keeps every loss. One query, only when a claim takes such gradings."""
+    if not taken:
+        return {}
+    query = (
+        select(col(AuditRecord.entity_id), func.count())
+        .where(
+            col(AuditRecord.entity_id).in_([g.id for g in taken]),
+            col(AuditRecord.entity_type) == "grading",
+            col(AuditRecord.event) == LEASE_EXPIRED,
+        )
+        .group_by(col(AuditRecord.entity_id))
+    )
+    before: dict[str, int] = {g: n for g, n in session.execute(query)}
+    lost: dict[str, int] = {}
+    for grading in taken:
+        lost[grading.id] = before.get(grading.id, 0) + 1
+        expired = grading.lease_expires_at
+        into.add(
+            {
+                "event": LEASE_EXPIRED,
+                "entity_type": "grading",
+                "entity_id": grading.id,
+                "actor": worker_id,
+                "payload": {
+                    "grading_id": grading.id,
+                    "worker": grading.lease_owner,
+                    "claim_count": grading.claim_count,
+                    "expired_at": iso_utc(expired) if expired is not None else None,
+                    "lost_workers": lost[grading.id],
+                },
+            }
+        )
+    return lost
 
 
 def _extend_lease(session: Session, grading_id: str, worker_id: str, expires: datetime) -> bool:

@@ -5,6 +5,9 @@ again later; every other outcome (graded, or unscored for a reason retrying cann
 fix) is stored once, by the worker that still holds the lease. An error of the
 service's own is tried ``INTERNAL_ERROR_TRIES`` times in all, then the grading is
 unscored (``internal_error``): a fault that repeats must not ask the judge for ever.
+Nor must one that kills the worker: a grading that has lost ``WORKER_LOSSES`` workers
+(each claim's lease ran out with no outcome stored) is unscored the same way when next
+claimed, without asking the judge.
 
 Shutdown (SIGTERM) is graceful: ``begin_shutdown`` stops claiming at once; ``stop``
 lets in-flight gradings finish until ``shutdown_seconds`` after that, then cancels
@@ -48,6 +51,7 @@ from api.service.observability import bind_log_context, log_grading
 from api.service.qualification import Qualifications
 from api.service.services import Services, new_worker_id
 from judge.backends.http import MAX_RETRY_AFTER
+from judge.calls import JudgeCall
 from judge.errors import InputError, JudgeSpecError
 from judge.rubric import Rubric
 from judge.spec import member_specs
@@ -63,6 +67,15 @@ log = logging.getLogger("sre_judge.workers")
 #: how many times a grading is tried when the service itself fails to grade it (an
 #: unexpected error, not the judge's): deferred until the last, then unscored
 INTERNAL_ERROR_TRIES = 3
+#: how many workers a grading may lose (each claim ended with its lease run out and no
+#: outcome stored: the process killed by the OOM killer, a liveness probe or a crash it
+#: did not survive) before its next claim unscores it (``internal_error``) without
+#: asking the judge. As ``INTERNAL_ERROR_TRIES``: a fault that kills the worker is the
+#: service's own and, if it repeats, must not ask the judge for ever, while one or two
+#: losses are what a node lost or a process killed during a deploy costs the gradings it
+#: held (a graceful shutdown gives its leases back: no loss). Losses are counted apart
+#: from the errors a worker lived to record: a worker killed writes nothing.
+WORKER_LOSSES = 3
 
 
 class GradingWorkers:
@@ -104,6 +117,8 @@ class GradingWorkers:
         self._due: list[float] = []
         #: slots held for gradings being leased at intake (see ``reserve``)
         self._reserved = 0
+        #: slots the dispatcher's claim under way is filling (see ``_claim``): not free
+        self._claiming = 0
         #: the context the workers' tasks run in (the one they were started in)
         self._context = contextvars.copy_context()
         #: verdicts finished together are stored in one transaction
@@ -132,14 +147,17 @@ class GradingWorkers:
         """A free slot for a grading that intake leases to this worker in the submission's
         transaction: ``(worker id, lease seconds)``, or None when every slot is taken, when
         claimable work may be waiting (older work goes first) or when shutting down."""
-        free = self.count - len(self._in_flight) - self._reserved
-        if self.stopping or self._dispatcher is None or self._backlog or free <= 0:
+        if self.stopping or self._dispatcher is None or self._backlog or self._free() <= 0:
             return None
         if self._due and asyncio.get_running_loop().time() >= self._due[0]:
             self.services.waiters.work.set()  # the deferred grading first: claimed now
             return None
         self._reserved += 1
         return self.worker_id, self.services.settings.lease_seconds
+
+    def _free(self) -> int:
+        """Slots free now: not grading, not held for intake, not being filled by a claim."""
+        return self.count - len(self._in_flight) - self._reserved - self._claiming
 
     def take(self, claim: Claim | None) -> None:
         """Grade ``claim``, leased at intake with a slot from ``reserve``; None frees the
@@ -247,20 +265,9 @@ class GradingWorkers:
         wake = self.services.waiters.work
         while not self.stopping:
             wake.clear()
-            free = self.count - len(self._in_flight) - self._reserved
-            claims: list[Claim] = []
-            fast, live = False, 0  # the fast path's batch was full; live claims
-            if free > 0:
-                try:  # live work first; the fast path's misses take only the slots left
-                    claims = await self.services.store.queue.claim_pending(
-                        self.worker_id, limit=free, lease_seconds=settings.lease_seconds,
-                        regrade=False,
-                    )  # fmt: skip
-                    live = len(claims)
-                    misses, fast = await self._fast.run(self.worker_id, free - live)
-                    claims += misses
-                except Exception:
-                    log.exception("claiming work failed")
+            free = self._free()
+            # the claims, how many are live, whether the fast path's batch was full
+            claims, live, fast = await self._claim(free) if free > 0 else ([], 0, False)
             # work may be left unclaimed: no slot was free, or every free slot was filled
             full = free > 0 and (fast or live == free)
             self._backlog = free == 0 or full
@@ -281,6 +288,32 @@ class GradingWorkers:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await wake.wait()
+
+    async def _claim(self, free: int) -> tuple[list[Claim], int, bool]:
+        """Claim work for ``free`` slots: the claims, how many are live gradings, and
+        whether the fast path's batch was full.
+
+        Live work first; the fast path's misses take only the slots left. The slots
+        stay taken while the claim runs (``reserve`` hands none of them to intake, whose
+        submission the next round claims instead), until the caller starts the claims'
+        tasks with no await in between: a slot is never filled twice.
+        """
+        claims: list[Claim] = []
+        live, fast = 0, False
+        self._claiming = free
+        try:
+            claims = await self.services.store.queue.claim_pending(
+                self.worker_id, limit=free, lease_seconds=self.services.settings.lease_seconds,
+                regrade=False,
+            )  # fmt: skip
+            live = len(claims)
+            misses, fast = await self._fast.run(self.worker_id, free - live)
+            claims += misses
+        except Exception:
+            log.exception("claiming work failed")
+        finally:
+            self._claiming = 0
+        return claims, live, fast
 
     def _deferred_until(self, retry_at: datetime) -> None:
         """Note that a grading this process deferred is due again at ``retry_at``."""
@@ -304,6 +337,9 @@ class GradingWorkers:
         heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
         result: GradingResult | None = None  # once the judge has been asked
         try:
+            if claim.lost_workers >= WORKER_LOSSES:
+                await self._lost_too_often(claim)
+                return
             followed = await follow_on_claim(self.services, claim, self.worker_id)
             if followed is None:  # the lease was lost: another worker has it
                 return
@@ -379,18 +415,7 @@ class GradingWorkers:
                     f"the service failed to grade this {tries} times "
                     f"({type(error).__name__}); the server's log has the error"
                 )
-                unscored = unscored_result(claim, INTERNAL_ERROR, detail)
-                unscored = unscored.model_copy(update={"calls": tuple(calls)})
-                provisional = await self._provisional(claim, unscored)
-                finished = FinishedGrading(
-                    claim.grading_id,
-                    self.worker_id,
-                    unscored,
-                    provisional,
-                    claim_count=claim.claim_count,
-                )
-                stored = await self._commits.complete(finished)
-                self._account(unscored, "completed" if stored else "discarded")
+                await self._internal_error(claim, detail, calls)
                 return
             log.error(
                 "grading %s failed (try %d of %d); it will be retried",
@@ -418,6 +443,34 @@ class GradingWorkers:
         except Exception:  # the database itself may be what failed: the lease expires
             log.exception("recording the failure of %s failed; it will be claimed again",
                           claim.grading_id)  # fmt: skip
+
+    async def _lost_too_often(self, claim: Claim) -> None:
+        """Unscore ``claim``, whose grading has lost ``WORKER_LOSSES`` workers or more,
+        with reason ``internal_error`` and no judge asked: grading it kills the worker,
+        or keeps it from storing anything."""
+        lost = claim.lost_workers
+        log.error(
+            "grading %s: its worker stopped %d times while grading it; it is unscored",
+            claim.grading_id, lost,
+        )  # fmt: skip
+        detail = (
+            f"its worker stopped {lost} times while grading this (killed, or cut off "
+            "from the database, before it stored an outcome); the judge was not asked again"
+        )
+        self._storing.add(claim.grading_id)  # being stored: a shutdown waits for it
+        await self._internal_error(claim, detail, [])
+
+    async def _internal_error(self, claim: Claim, detail: str, calls: list[JudgeCall]) -> None:
+        """Store ``claim`` unscored with reason ``internal_error``, ``detail`` and the
+        judge ``calls`` its last try made."""
+        unscored = unscored_result(claim, INTERNAL_ERROR, detail)
+        unscored = unscored.model_copy(update={"calls": tuple(calls)})
+        provisional = await self._provisional(claim, unscored)
+        finished = FinishedGrading(
+            claim.grading_id, self.worker_id, unscored, provisional, claim_count=claim.claim_count
+        )
+        stored = await self._commits.complete(finished)
+        self._account(unscored, "completed" if stored else "discarded")
 
     async def _provisional(self, claim: Claim, result: GradingResult) -> bool:
         """Whether ``claim``'s judge is provisional, as every grading of it is marked,

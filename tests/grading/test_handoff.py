@@ -13,10 +13,12 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 
 from api.grading.intake import accept_submission
+from api.grading.workers import GradingWorkers
 from api.service.principal import Principal
 from api.service.schemas import SubmissionCreate
 from api.service.services import Services
 from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeUnavailable
 from tests.support.statements import statements
 from tests.support.submissions import DIAGNOSIS, TRUTH, first_set, graded
@@ -140,3 +142,75 @@ async def test_a_due_deferred_grading_is_not_jumped_by_a_new_submission(
         f"the older, due grading is still {status} and unclaimed since its deferral "
         "while the newer submission was handed to the one free worker slot"
     )
+
+
+GATED = "openai:gated@http://127.0.0.1:9/v1"
+
+
+class _Gated(ScriptedBackend):
+    """Passes every diagnosis once ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(model="gated")
+        self.release = asyncio.Event()
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        await asyncio.wait_for(self.release.wait(), timeout=20)
+        return await super().complete(request)
+
+    def _next(self, request: JudgeRequest) -> str:
+        return scripted_reply(request)
+
+
+def _leased_pending(engine: Engine) -> list[str]:
+    with engine.connect() as connection:
+        sql = "SELECT id FROM grading WHERE lease_owner IS NOT NULL AND status = 'pending'"
+        return [r[0] for r in connection.execute(text(sql))]
+
+
+async def test_a_submission_during_a_claim_never_takes_a_slot_the_claim_fills(
+    api_client: Any, engine: Engine
+) -> None:
+    """The slots the dispatcher's claim is filling are not free to intake while the
+    claim runs: one worker slot holds one grading, not the claimed one and the new
+    submission's on top (the claim leased for the slots it counted before it awaited)."""
+    judge = _Gated()
+    settings = {"workers": 1, "poll_seconds": 30, "judge": GATED, "backends": {GATED: judge}}
+    principal = Principal(id="agent", name="agent", role="submitter")
+    async with api_client(**settings) as client:
+        services: Services = client.app.state.services
+        workers = services.handoff
+        assert isinstance(workers, GradingWorkers)
+        await asyncio.sleep(0.3)  # the dispatcher's first round found nothing: no backlog
+        # a grading queued as another process (or an import) queues it: not handed over
+        services.handoff = None
+        await accept_submission(
+            services, SubmissionCreate(diagnosis=DIAGNOSIS + " (a)", ground_truth=TRUTH),
+            principal=principal,
+        )  # fmt: skip
+        services.handoff = workers
+        # the dispatcher is woken and its claim is under way (held here until intake ran)
+        queue = services.store.queue
+        original = queue.claim_pending
+        entered, proceed = asyncio.Event(), asyncio.Event()
+
+        async def claim_pending(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("regrade") is False and not proceed.is_set():
+                entered.set()
+                await proceed.wait()
+            return await original(*args, **kwargs)
+
+        queue.claim_pending = claim_pending  # type: ignore[method-assign]
+        services.waiters.work.set()
+        await asyncio.wait_for(entered.wait(), 5)
+        # meanwhile a submission arrives at this process
+        await accept_submission(
+            services, SubmissionCreate(diagnosis=DIAGNOSIS + " (b)", ground_truth=TRUTH),
+            principal=principal,
+        )  # fmt: skip
+        proceed.set()
+        await asyncio.sleep(0.5)
+        in_flight, leased = workers.in_flight, _leased_pending(engine)
+        judge.release.set()
+    assert in_flight <= 1, f"{in_flight} gradings in flight for 1 worker slot"
+    assert len(leased) <= 1, f"{len(leased)} gradings leased by 1 worker slot: {leased}"

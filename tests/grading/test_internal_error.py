@@ -17,9 +17,10 @@ from api.grading.workers import GradingWorkers
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend
-from storage import FinishedGrading
+from storage import FinishedGrading, Store
 from tests.storage.helpers import graded_result, new_submission, sregym_rubric
 from tests.support.judge_server import sregym_reply
+from tests.support.keys import session_key
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, first_set, scripted_judge
 
 JUDGE = "scripted:pass"
@@ -197,3 +198,59 @@ async def test_an_internal_error_keeps_what_screening_found(
         grading["review_reasons"]
     )
     assert grading["id"] in [item["grading"]["id"] for item in queue.json()["items"]]
+
+
+async def _workers_died_grading(engine: Engine, spec: str, deaths: int) -> str:
+    """A submission graded by ``spec`` whose grading was claimed ``deaths`` times by
+    workers killed before they stored anything (their leases ran out); its id."""
+    store = Store(engine, key=session_key())
+    outcome = await store.submissions.create(
+        new_submission(DIAGNOSIS, ground_truth=TRUTH), rubric=sregym_rubric(),
+        judge_spec=spec, judge_backend="openai", judge_model="scripted", actor="tok-1",
+    )  # fmt: skip
+    for n in range(deaths):
+        [claim] = await store.queue.claim_pending(f"dead-{n}", limit=1, lease_seconds=0.01)
+        assert claim.grading_id == outcome.grading.id
+        await asyncio.sleep(0.02)
+    return outcome.grading.id
+
+
+async def test_a_grading_whose_workers_keep_dying_is_unscored_without_asking_the_judge(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A grading whose worker is killed each time it grades it (out of memory, a
+    liveness probe) is not claimed and judged for ever: once it has lost
+    ``WORKER_LOSSES`` workers, its next claim makes it unscored (``internal_error``,
+    the detail saying so) without asking the judge, each loss in its history."""
+    adjudicator = await tokens("adjudicator")
+    judge = scripted_judge(*[sregym_reply(set(IDS))] * 3)
+    grading_id = await _workers_died_grading(engine, judge["judge"], workers.WORKER_LOSSES)
+    location = f"/v1/gradings/{grading_id}"
+    async with api_client(**judge, poll_seconds=0.05) as client:
+        grading = await first_set(client, location, adjudicator, "unscored_reason")
+        history = (await client.get(f"{location}/history", headers=adjudicator)).json()
+    [backend] = judge["backends"].values()
+    assert (grading["status"], grading["unscored_reason"]) == ("unscored", "internal_error")
+    assert f"stopped {workers.WORKER_LOSSES} times" in grading["detail"]
+    assert backend.requests == [], "the judge was asked again"
+    events = [e["event"] for e in history["events"]]
+    lost = [e["payload"] for e in history["events"] if e["event"] == "grading.lease_expired"]
+    assert [(p["worker"], p["lost_workers"]) for p in lost] == [
+        (f"dead-{n}", n + 1) for n in range(workers.WORKER_LOSSES)
+    ]
+    assert events[-1] == "grading.unscored"
+
+
+async def test_a_grading_that_lost_fewer_workers_is_graded(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A worker or two lost (a node drained, a process killed during a deploy) leave the
+    grading to be graded as usual by the next worker."""
+    adjudicator = await tokens("adjudicator")
+    judge = scripted_judge(sregym_reply(set(IDS), evidence="USER_PORT=9999"))
+    grading_id = await _workers_died_grading(engine, judge["judge"], workers.WORKER_LOSSES - 1)
+    async with api_client(**judge, poll_seconds=0.05) as client:
+        grading = await first_set(client, f"/v1/gradings/{grading_id}", adjudicator, "passed")
+    [backend] = judge["backends"].values()
+    assert grading["status"] == "graded" and grading["passed"] is True
+    assert len(backend.requests) == 1

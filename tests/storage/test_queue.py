@@ -20,6 +20,7 @@ from storage import (
 from storage.canonical import utcnow
 from storage.claims import claimable_query
 from storage.engine import session_factory
+from storage.queue import LEASE_EXPIRED
 from storage.regrade.lifecycle import not_held_back
 from tests.conftest import Clock
 from tests.storage.helpers import graded_result, judge_call, submit, unscored_result
@@ -85,6 +86,43 @@ async def test_an_expired_lease_is_claimed_again(store: Store, clock: Clock) -> 
     [claim] = await store.queue.claim_pending("w2", limit=1, lease_seconds=30)
     assert claim.grading_id == grading_id
     assert claim.claim_count == 2
+
+
+async def test_a_claim_counts_and_audits_the_workers_a_grading_lost(
+    store: Store, engine: Engine, clock: Clock
+) -> None:
+    """A claim that takes over a lease run out in its worker's hands (killed before it
+    stored anything) audits the loss and says how many workers the grading has lost; a
+    lease given back (shutdown) or a deferral (the judge away) is no loss."""
+    grading_id = (await submit(store)).grading.id
+    lost = []
+    for n in range(3):
+        await store.queue.claim_pending(f"dead-{n}", limit=1, lease_seconds=30)
+        clock.advance(31)
+        [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=30)
+        lost.append(claim.lost_workers)
+        assert await store.queue.release_lease(grading_id, "w")  # a graceful shutdown
+    [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=30)
+    lost.append(claim.lost_workers)
+    retry_at = clock() + timedelta(seconds=1)
+    deferred = await store.queue.defer(
+        grading_id,
+        "w",
+        reason="judge unreachable",
+        retry_at=retry_at,
+        claim_count=claim.claim_count,
+    )
+    assert deferred
+    clock.advance(2)
+    [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=30)
+    lost.append(claim.lost_workers)
+    assert lost == [1, 2, 3, 0, 0]
+    history = [h for h in await store.gradings.history(grading_id) if h.event == LEASE_EXPIRED]
+    assert [(h.actor, h.payload["worker"], h.payload["lost_workers"]) for h in history] == [
+        ("w", f"dead-{n}", n + 1) for n in range(3)
+    ]
+    report = await verify_chain(engine, key=store.db.chain_key)
+    assert report.ok, report
 
 
 async def test_extend_lease_only_for_the_holder(store: Store, clock: Clock) -> None:
