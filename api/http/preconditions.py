@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from api.http.problems import ApiProblem
 
 __all__ = ["expected_revision"]
+
+#: this service's ETags: a revision in quotes, as written (no leading zero, at most 18 digits)
+_ETAG = re.compile(r'"(0|[1-9][0-9]{0,17})"')
 
 
 def expected_revision(if_match: str | None, *, what: str) -> int:
@@ -22,14 +27,14 @@ def expected_revision(if_match: str | None, *, what: str) -> int:
             "If-Match must hold the one ETag you read; a list or * is not taken",
             field="If-Match",
         )
-    # If-Match compares strongly (RFC 9110 13.1.1): a weak ETag never matches
-    value = if_match.strip().strip('"')
-    # ASCII digits only: str.isdigit also takes "²" (a header's byte 0xB2), which int refuses
-    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+    # If-Match compares strongly (RFC 9110 13.1.1), character by character: a weak ETag,
+    # an unquoted one or "01" for "1" never matches; ASCII digits only
+    found = _ETAG.fullmatch(if_match.strip())
+    if found is None:
         raise ApiProblem(
             412,
             "Precondition failed",
             f"If-Match {if_match!r} is not an ETag of this service",
             field="If-Match",
         )
-    return int(value)
+    return int(found[1])

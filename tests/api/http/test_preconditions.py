@@ -21,6 +21,9 @@ from api.http.problems import ApiProblem
         '"-1"',
         "*",
         '"3", "4"',
+        '"03"',  # compared character by character: not the ETag "3"
+        "3",  # unquoted
+        '""3""',
     ],
 )
 def test_an_if_match_that_names_no_revision_of_ours_is_412(header: str) -> None:
