@@ -9,9 +9,9 @@ fields, a redirect), 3 unscored, 4 held (a pass of a diagnosis flagged for injec
 waiting for a human verdict: not a pass), 5 no verdict yet (still pending after
 ``--wait``, or the server unreachable: no connection, 502, 503, 504). With several
 diagnoses (JSONL) the most serious status wins, in the order 2, 3, 5, 4, 1, 0, and every
-error names its line (``line 3: ...``), whether the line could not be read or the server
-refused it. ``--wait`` is the time given to each grading in all
-(:func:`sre_judge_client.client.submit_and_wait`).
+error names its line (``line 3: ...``), whether the line could not be read or sent or the
+server refused it; a line refused does not keep the others from being sent. ``--wait`` is
+the time given to each grading in all (:func:`sre_judge_client.client.submit_and_wait`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,13 @@ __all__ = ["EXIT_CODES", "submit_command"]
 
 #: the exit status of each outcome, and the order in which several outcomes combine
 EXIT_CODES = {"usage": 2, "unscored": 3, "pending": 5, "held": 4, "fail": 1, "pass": 0}
-_FIELDS = ("diagnosis", "scenario_id", "ground_truth", "agent", "model", "run_id", "attempt")
+#: the fields of a JSONL line that are a string or null
+_TEXT_FIELDS = ("scenario_id", "ground_truth", "agent", "model", "run_id")
+_FIELDS = ("diagnosis", *_TEXT_FIELDS, "attempt", "metadata")
+
+
+class _Unsendable(ValueError):
+    """A JSONL line that is no submission; the message says why."""
 
 
 def outcome(grading: dict[str, Any]) -> str:
@@ -65,34 +71,59 @@ def _read(path: str) -> str:
         raise click.UsageError(f"{path}: line {line}: not UTF-8 ({error.reason})") from None
 
 
-def _requests(text: str, jsonl: bool, defaults: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _requests(
+    text: str, jsonl: bool, defaults: dict[str, Any]
+) -> list[tuple[str, dict[str, Any] | str]]:
     """The submissions to send, each with where it came from (``line N`` of a JSONL
-    file, else empty): one diagnosis, or one JSON object a line."""
+    file, else empty): one diagnosis, or one JSON object a line. A line that is no
+    submission comes as the reason why instead, so the other lines are still sent."""
     if not jsonl:
         return [("", {**defaults, "diagnosis": text})]
-    items = []
+    items: list[tuple[str, dict[str, Any] | str]] = []
     for number, line in enumerate(json_lines(text), start=1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
-        except ValueError as error:
-            raise click.UsageError(f"line {number}: not JSON ({error})") from error
-        except RecursionError:
-            raise click.UsageError(f"line {number}: not JSON (nested too deeply)") from None
-        if not isinstance(item, dict) or not isinstance(item.get("diagnosis"), str):
-            raise click.UsageError(f"line {number}: an object with a 'diagnosis' string expected")
-        unknown = set(item) - {*_FIELDS, "metadata"}
-        if unknown:
-            raise click.UsageError(f"line {number}: unknown field(s) {sorted(unknown)}")
-        base = dict(defaults)
-        if "scenario_id" in item or "ground_truth" in item:  # the line says where its truth is
-            base.pop("scenario_id", None)
-            base.pop("ground_truth", None)
-        items.append((f"line {number}", {**base, **item}))
+            items.append((f"line {number}", _line_request(line, defaults)))
+        except _Unsendable as error:
+            items.append((f"line {number}", str(error)))
     if not items:
         raise click.UsageError("no submission: the JSONL input holds no line")
     return items
+
+
+def _no_constant(name: str) -> Any:
+    """``parse_constant`` of a JSONL line: ``NaN`` and ``Infinity``, which Python writes
+    for a float that JSON has no number for, are no JSON (no request could carry them)."""
+    raise ValueError(f"{name} is no JSON number")
+
+
+def _line_request(line: str, defaults: dict[str, Any]) -> dict[str, Any]:
+    """The submission a JSONL line gives, over the command line's ``defaults``; raises
+    :class:`_Unsendable` for a line that is not JSON, or not an object with a
+    ``diagnosis`` string and known fields of their types (the field named)."""
+    try:
+        item = json.loads(line, parse_constant=_no_constant)
+    except ValueError as error:
+        raise _Unsendable(f"not JSON ({error})") from error
+    except RecursionError:
+        raise _Unsendable("not JSON (nested too deeply)") from None
+    if not isinstance(item, dict) or not isinstance(item.get("diagnosis"), str):
+        raise _Unsendable("an object with a 'diagnosis' string expected")
+    unknown = set(item) - set(_FIELDS)
+    if unknown:
+        raise _Unsendable(f"unknown field(s) {sorted(unknown)}")
+    for name in _TEXT_FIELDS:
+        if not isinstance(item.get(name), str | None):
+            raise _Unsendable(f"[{name}] a string or null expected")
+    attempt = item.get("attempt")
+    if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int)):
+        raise _Unsendable("[attempt] an integer or null expected")
+    base = dict(defaults)
+    if "scenario_id" in item or "ground_truth" in item:  # the line says where its truth is
+        base.pop("scenario_id", None)
+        base.pop("ground_truth", None)
+    return {**base, **item}
 
 
 def _submit_one(client: Any, request: dict[str, Any], wait: float) -> dict[str, Any]:
@@ -102,6 +133,36 @@ def _submit_one(client: Any, request: dict[str, Any], wait: float) -> dict[str, 
     grading = submit_and_wait(client, wait=wait, **fields)
     # what the server sent: a submitter's view leaves fields out, not null
     return dict(grading.model_dump(mode="json", exclude_unset=True))
+
+
+def _send(
+    client: Any, where: str, request: dict[str, Any] | str, wait: float
+) -> str | dict[str, Any]:
+    """The grading of one submission, or its outcome (``usage``, ``pending``) when it
+    gets none, its error printed naming ``where`` it came from. ``request`` as
+    :func:`_requests` gives it: a line that is no submission is refused without a request,
+    and so is one no request could carry (an error of the client's own), so one line
+    never keeps the others from being sent."""
+    import httpx
+    from sre_judge_client import ApiError, Unavailable
+
+    prefix = f"error: {where}: " if where else "error: "
+    if isinstance(request, str):
+        click.echo(terminal_text(f"{prefix}{request}", one_line=True), err=True)
+        return "usage"
+    try:
+        return _submit_one(client, request, wait)
+    except ApiError as error:
+        click.echo(terminal_text(f"{prefix}{error}", one_line=True), err=True)
+        return "pending" if _transient(error, Unavailable) else "usage"
+    except (httpx.HTTPError, OSError, TimeoutError) as error:
+        said = f"{prefix}{type(error).__name__}: {error}"
+        click.echo(terminal_text(said, one_line=True), err=True)
+        return "pending"
+    except Exception as error:  # this line only: refused, the others still sent
+        said = f"{prefix}{type(error).__name__}: {error}"
+        click.echo(terminal_text(said, one_line=True), err=True)
+        return "usage"
 
 
 def _transient(error: Exception, unavailable: type[Exception]) -> bool:
@@ -179,8 +240,7 @@ def submit_command(
       sre-judge submit --scenario checkout/oom --diagnosis-file diagnosis.txt --wait 120
     """
     as_json = fmt == "json"
-    import httpx
-    from sre_judge_client import ApiError, Client, Unavailable
+    from sre_judge_client import Client
 
     jsonl = jsonl or diagnosis_file.endswith(".jsonl")
     if ground_truth_file == "-" and diagnosis_file == "-":
@@ -197,19 +257,9 @@ def submit_command(
         raise click.UsageError(f"--url/--token: {error}") from None
     with client:
         for where, request in requests:
-            prefix = f"error: {where}: " if where else "error: "
-            try:
-                grading = _submit_one(client, request, wait)
-            except ApiError as error:
-                click.echo(terminal_text(f"{prefix}{error}", one_line=True), err=True)
-                outcomes.append("pending" if _transient(error, Unavailable) else "usage")
-                continue
-            except (httpx.HTTPError, OSError, TimeoutError) as error:
-                click.echo(
-                    terminal_text(f"{prefix}{type(error).__name__}: {error}", one_line=True),
-                    err=True,
-                )
-                outcomes.append("pending")
+            grading = _send(client, where, request, wait)
+            if isinstance(grading, str):
+                outcomes.append(grading)
                 continue
             _show(grading, as_json)
             outcomes.append(outcome(grading))

@@ -161,6 +161,35 @@ def test_submit_and_wait_returns_the_pending_handle_when_the_server_stays_away()
 
 
 @respx.mock
+def test_submit_and_wait_keeps_to_its_wait_when_the_submission_is_retried() -> None:
+    """The server is busy a moment (503, ``Retry-After: 1``), then takes the submission
+    and holds the answer as long as ``?wait`` asks while the judge is slow: the retry
+    asks for what is left of the wait, not the whole wait again, so the call returns
+    pending within its wait."""
+    held: list[float] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        if not held:
+            held.append(0.0)
+            return httpx.Response(503, headers={"Retry-After": "1"}, json={"title": "Busy"})
+        wait = float(request.url.params["wait"])
+        held.append(wait)
+        time.sleep(wait)  # still pending when the server's wait ends
+        return httpx.Response(202, json=_grading("pending"))
+
+    respx.post(f"{URL}/v1/submissions").mock(side_effect=server)
+    respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(200, json=_grading("pending"))
+    )
+    with _client() as judge:
+        started = time.monotonic()
+        grading = submit_and_wait(judge, "d", wait=2, scenario_id="sc", run_id="r", attempt=1)
+        took = time.monotonic() - started
+    assert grading.status == "pending" and len(held) == 2
+    assert 0 < held[1] <= 1.1 and took <= 2.5, (took, held)
+
+
+@respx.mock
 async def test_waiting_rides_out_a_server_away_or_busy_past_a_looks_retries() -> None:
     """A look that fails after its retries (one here) is no answer yet: the wait looks
     again, no sooner than the server's ``Retry-After``, and gets the grading."""
@@ -361,6 +390,29 @@ def test_a_success_that_is_not_json_is_an_api_error() -> None:
 
 
 @respx.mock
+def test_a_success_that_is_not_a_grading_is_an_api_error() -> None:
+    """A server of another version, or another service, behind the URL answers a
+    success whose JSON is not a grading: an ``ApiError`` naming its status and the
+    first field at fault, as for a success that is not JSON, not a validation error."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(201, json={"status": "ok", "queued": True})
+    )
+    with pytest.raises(ApiError) as refused:
+        _client().submit("d", scenario_id="sc")
+    assert refused.value.status == 201 and refused.value.title == "Not a grading"
+    assert "id: Field required" in refused.value.detail
+
+
+@respx.mock
+async def test_the_async_client_raises_the_same_for_a_success_that_is_not_a_grading() -> None:
+    respx.get(f"{URL}/v1/regrade-jobs/j1").mock(return_value=httpx.Response(200, json=[1, 2]))
+    async with AsyncClient(URL, "t0ken") as judge:
+        with pytest.raises(ApiError) as refused:
+            await judge.regrade_job("j1")
+    assert refused.value.status == 200 and refused.value.title == "Not a regrade job"
+
+
+@respx.mock
 def test_a_bad_gateway_is_unavailable_and_not_sent_again() -> None:
     """A load balancer in front of a server that is restarting answers 502: the server is
     away (``Unavailable``, as for 503 and 504), and nothing says the request was not
@@ -419,6 +471,16 @@ def test_the_idempotency_key_is_derived_from_run_attempt_and_scenario() -> None:
     assert key(run_id=None) != key(run_id=None)
 
 
+def test_an_idempotency_key_of_a_field_of_another_type_names_the_field() -> None:
+    """A ground truth given as an object (a fault spec as a dict), or an attempt given as
+    text, is a ``TypeError`` naming the field."""
+    run: dict[str, Any] = {"scenario_id": None, "ground_truth": None, "run_id": "r"}
+    with pytest.raises(TypeError, match="ground_truth must be a string"):
+        idempotency_key(**{**run, "ground_truth": {"component": "geo"}}, attempt=1)
+    with pytest.raises(TypeError, match="attempt must be an integer"):
+        idempotency_key(**{**run, "scenario_id": "sc"}, attempt="1")
+
+
 def test_url_and_token_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SRE_JUDGE_URL", "http://elsewhere:9/")
     monkeypatch.setenv("SRE_JUDGE_TOKEN", "s3cret")
@@ -444,6 +506,13 @@ def test_a_token_read_with_its_newline_is_sent_without_it() -> None:
 def test_a_server_url_without_its_scheme_is_refused_at_once() -> None:
     with pytest.raises(ValueError, match="http://"):
         Client("127.0.0.1:8000", "t0ken")
+
+
+def test_a_server_url_that_does_not_parse_is_refused_at_once() -> None:
+    """A mistyped port is a ``ValueError`` naming it, which does not quote the token."""
+    with pytest.raises(ValueError, match="80OO") as refused:
+        Client("http://127.0.0.1:80OO", "s3cret")
+    assert "s3cret" not in str(refused.value)
 
 
 @pytest.mark.parametrize("token", ["s3cr et", "s3cr\u00e9t", "s3cr\x00t"])

@@ -1,4 +1,9 @@
-"""``sre-judge submit`` as a CI gate: the exit status is the verdict."""
+"""``sre-judge submit`` as a CI gate: the exit status is the verdict.
+
+Why this module is long: every case is one promise of the gate (each outcome its status,
+each line that cannot be read, sent or graded named and refused alone, never a crash
+that reads as "fail"), and the cases share the canned gradings, files and servers.
+"""
 
 from __future__ import annotations
 
@@ -129,27 +134,128 @@ def test_jsonl_of_many_and_usage_errors(serve: Callable[[str], Served], tmp_path
     assert refused.returncode == 2 and "401" in refused.stderr
 
 
+def _refusing_server() -> respx.Route:
+    """A server that refuses every submission with a 422 naming a field, as it answers
+    a bad one: each line sent gets an answer of its own."""
+    return respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(
+            422,
+            json={"title": "Invalid request", "status": 422, "detail": "bad field"},
+            headers={"Content-Type": "application/problem+json"},
+        )
+    )
+
+
 @pytest.mark.parametrize(
-    ("content", "where"),
+    ("content", "where", "sent"),
     [
-        (b'{"diagnosis": "a", "ground_truth": "t"}\n\n{"diagnosis": "b",\n', "line 3: not JSON"),
-        (b'{"diagnosis": "a", "ground_truth": "t"}\n{"diagnosis": "\xff"}\n', "line 2: not UTF-8"),
-        (b'{"diagnosis": "a"}\n["b"]\n', "line 2: an object with a 'diagnosis'"),
-        (b'{"diagnosis": "a", "scenario": "s"}\n', "line 1: unknown field(s) ['scenario']"),
-        (b"\n\n", "no submission"),
-        (b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 1: not JSON (nested too deeply)"),
+        (b'{"diagnosis": "a", "ground_truth": "t"}\n\n{"diagnosis": "b",\n', "line 3: not JSON", 1),
+        (b'{"diagnosis": "a", "ground_truth": "t"}\n{"diagnosis": "\xff"}\n', "line 2: not UTF-8",
+         0),
+        (b'{"diagnosis": "a"}\n["b"]\n', "line 2: an object with a 'diagnosis'", 1),
+        (b'{"diagnosis": "a", "scenario": "s"}\n', "line 1: unknown field(s) ['scenario']", 0),
+        (b"\n\n", "no submission", 0),
+        (b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 1: not JSON (nested too deeply)", 0),
+        (b'{"diagnosis": "a", "scenario_id": "s", "run_id": 7}\n{"diagnosis": "b"}\n',
+         "line 1: [run_id] a string or null expected", 1),
+        (b'{"diagnosis": "a", "scenario_id": "s", "attempt": true}\n',
+         "line 1: [attempt] an integer or null expected", 0),
     ],
-    ids=["json", "utf-8", "shape", "field", "empty", "nested"],
-)
+    ids=["json", "utf-8", "shape", "field", "empty", "nested", "type", "attempt"],
+)  # fmt: skip
+@respx.mock
 def test_a_jsonl_line_that_cannot_be_read_is_named(
-    tmp_path: Path, content: bytes, where: str
+    tmp_path: Path, content: bytes, where: str, sent: int
 ) -> None:
+    """A line that is no submission is refused naming its line (2) and the other lines
+    are still sent; a file that is not UTF-8, or holds no line, is refused whole."""
+    route = _refusing_server()
     lines = tmp_path / "runs.jsonl"
     lines.write_bytes(content)
-    env = {"SRE_JUDGE_URL": "http://127.0.0.1:9", "SRE_JUDGE_TOKEN": "t"}
-    done = CliRunner().invoke(submit_command, ["--diagnosis-file", str(lines)], env=env)
+    done = CliRunner().invoke(
+        submit_command, ["--diagnosis-file", str(lines), "--wait", "0"], env=MOCKED
+    )
     assert done.exit_code == 2, done.output
     assert where in done.output
+    assert route.call_count == sent
+
+
+@respx.mock
+def test_a_jsonl_line_with_a_nan_metric_is_refused_and_the_others_sent(tmp_path: Path) -> None:
+    """Python's ``json.dumps`` writes a metric it has no number for as ``NaN``: JSON has
+    no such value and no request can carry it, so its line is refused by number (2),
+    never a crash that reads as the gate's "fail" (1), and the next line is still sent."""
+    route = _refusing_server()
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(
+        "".join(json.dumps(item) + "\n" for item in [
+            {"diagnosis": "a", "scenario_id": "s", "metadata": {"latency_s": float("nan")}},
+            {"diagnosis": "b", "scenario_id": "s", "metadata": {"latency_s": float("inf")}},
+            {"diagnosis": "c", "scenario_id": "s"},
+        ])
+    )  # fmt: skip
+    done = CliRunner().invoke(submit_command, ["--diagnosis-file", str(runs), "--wait", "0"],
+                              env=MOCKED)  # fmt: skip
+    assert done.exit_code == 2, (done.exit_code, repr(done.exception))
+    errors = done.output.splitlines()
+    assert [e.split(":")[1].strip() for e in errors] == ["line 1", "line 2", "line 3"], errors
+    assert "NaN" in errors[0] and "Infinity" in errors[1] and "422" in errors[2]
+    assert route.call_count == 1
+
+
+@respx.mock
+def test_a_structured_ground_truth_is_refused_naming_its_line_and_field(tmp_path: Path) -> None:
+    """A ground truth given as an object (a fault spec as a dict) with a run id is
+    refused by line and field (2) before any request, and the other lines are sent."""
+    route = _refusing_server()
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(
+        "".join(json.dumps(item) + "\n" for item in [
+            {"diagnosis": "a", "ground_truth": {"component": "deployment/geo"}, "run_id": "r1"},
+            {"diagnosis": "b", "scenario_id": "s", "run_id": "r1"},
+        ])
+    )  # fmt: skip
+    done = CliRunner().invoke(submit_command, ["--diagnosis-file", str(runs), "--wait", "0"],
+                              env=MOCKED)  # fmt: skip
+    assert done.exit_code == 2, (done.exit_code, repr(done.exception))
+    errors = done.output.splitlines()
+    assert errors[0].startswith("error: line 1: [ground_truth]"), errors
+    assert errors[1].startswith("error: line 2: 422"), errors
+    assert route.call_count == 1
+
+
+@respx.mock
+def test_a_line_the_client_cannot_send_is_refused_and_the_others_sent(tmp_path: Path) -> None:
+    """Whatever error of its own the client meets with one line (here a diagnosis that
+    holds half of a UTF-16 surrogate pair, ``\\ud800``: JSON reads it, UTF-8 cannot
+    carry it), that line is refused by number (2) and the others are still sent."""
+    route = _refusing_server()
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text('{"diagnosis": "a \\ud800", "scenario_id": "s"}\n'
+                    '{"diagnosis": "b", "scenario_id": "s"}\n')  # fmt: skip
+    done = CliRunner().invoke(submit_command, ["--diagnosis-file", str(runs), "--wait", "0"],
+                              env=MOCKED)  # fmt: skip
+    assert done.exit_code == 2, (done.exit_code, repr(done.exception))
+    errors = done.output.splitlines()
+    assert errors[0].startswith("error: line 1: UnicodeEncodeError"), errors
+    assert errors[1].startswith("error: line 2: 422") and route.call_count == 1
+
+
+@respx.mock
+def test_a_success_that_is_not_a_grading_is_a_refusal(tmp_path: Path) -> None:
+    """A 201 whose JSON is not a grading (a server of another version, or another
+    service, behind the URL) is refused (2) naming the status, as a success that is not
+    JSON is: never a crash that reads as the gate's "fail" (1)."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(201, json={"status": "ok", "queued": True})
+    )
+    _, diagnosis = _files(tmp_path)
+    done = CliRunner().invoke(
+        submit_command, ["--scenario", "s", "--diagnosis-file", diagnosis, "--wait", "0"],
+        env=MOCKED,
+    )  # fmt: skip
+    assert done.exit_code == 2, (done.exit_code, repr(done.exception))
+    assert "201 Not a grading" in done.output, done.output
 
 
 @pytest.mark.slow
@@ -363,15 +469,18 @@ def test_jsonl_lines_are_read_as_import_jsonl_reads_them(
         (["--ground-truth-file", "-", "--diagnosis-file", "-"], {}, "only one of the files"),
         (["--scenario", "s", "--diagnosis-file", "d.txt"], {"SRE_JUDGE_URL": "127.0.0.1:8000"},
          "http://"),
+        (["--scenario", "s", "--diagnosis-file", "d.txt"],
+         {"SRE_JUDGE_URL": "http://127.0.0.1:80OO"}, "--url/--token: the server URL does not"),
     ],
-    ids=["stdin twice", "url without scheme"],
+    ids=["stdin twice", "url without scheme", "mistyped port"],
 )  # fmt: skip
 def test_what_no_request_could_carry_is_bad_usage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str],
     said: str,
 ) -> None:  # fmt: skip
-    """Both files from stdin sent an empty diagnosis (a wrong fail); a URL without its
-    scheme was 'no verdict yet' (5), which a CI gate retries for ever."""
+    """Both files from stdin, or a server URL no request can go to (no scheme, a
+    mistyped port), are bad usage (2): never a wrong fail (1), nor 'no verdict yet' (5),
+    which a CI gate retries for ever."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "d.txt").write_text("a diagnosis")
     base = {"SRE_JUDGE_URL": "http://127.0.0.1:9", "SRE_JUDGE_TOKEN": "t"}

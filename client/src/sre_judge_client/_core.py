@@ -10,13 +10,15 @@ import json
 import math
 import os
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import httpx
+from pydantic import BaseModel, ValidationError
 from tenacity import RetryCallState, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
@@ -33,8 +35,10 @@ __all__ = [
     "MIN_ATTEMPT_TIMEOUT",
     "SERVER_WAIT_MAX",
     "Call",
+    "ModelT",
     "attempt_timeout",
     "decode",
+    "decode_model",
     "ground_truth_conflict",
     "ground_truth_sha256",
     "idempotency_key",
@@ -42,6 +46,7 @@ __all__ = [
     "poll_delay",
     "resolve",
     "retry_policy",
+    "sent_as",
     "submission_call",
     "within_deadline",
 ]
@@ -55,6 +60,8 @@ _BUSY = frozenset({429, 503})
 _GATEWAY = frozenset({502, 504})
 #: the shortest timeout an attempt is sent with, however little of its wait is left
 MIN_ATTEMPT_TIMEOUT = 0.05
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -89,11 +96,16 @@ def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
     The token is taken without surrounding whitespace (one read from a file or a mounted
     secret often ends with a newline); one holding anything else than visible ASCII is a
     ``ValueError`` that does not quote it (an HTTP library's error would), and so is a
-    URL without its ``http://`` or ``https://`` (which no request could be sent to).
+    URL no request could be sent to: one without its ``http://`` or ``https://``, or one
+    that does not parse (a mistyped port, ``:80OO``).
     """
     url = base_url or os.environ.get("SRE_JUDGE_URL") or DEFAULT_URL
     if not url.lower().startswith(("http://", "https://")):  # 127.0.0.1:8000: no request
         raise ValueError("the server URL must start with http:// or https://")
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as error:  # its message names the part at fault, never a header
+        raise ValueError(f"the server URL does not parse: {error}") from None
     given = (token or os.environ.get("SRE_JUDGE_TOKEN") or "").strip()
     if not all("!" <= c <= "~" for c in given):
         raise ValueError("the token holds a character an HTTP header cannot carry")
@@ -117,6 +129,18 @@ def attempt_timeout(call: Call, timeout: float) -> float:
     if call.deadline is None:
         return full
     return min(full, max(MIN_ATTEMPT_TIMEOUT, call.deadline - time.monotonic()))
+
+
+def sent_as(call: Call, attempt: RetryCallState) -> Call:
+    """``call`` as its ``attempt`` sends it: a submission tried again within its
+    ``retry_within`` asks the server to hold it (``?wait``) no longer than what is left of
+    those seconds (and :func:`attempt_timeout` gives it no longer), so a retry never
+    keeps the caller past its wait; the first attempt, and any other call, as built."""
+    if attempt.attempt_number == 1 or not call.server_wait or call.retry_within is None:
+        return call
+    left = call.retry_within - (time.monotonic() - attempt.start_time)
+    wait = round(min(max(0.0, left), SERVER_WAIT_MAX), 3)
+    return replace(call, params={**call.params, "wait": wait}, server_wait=wait)
 
 
 def poll_delay(deadline: float, poll: float) -> float | None:
@@ -185,10 +209,18 @@ def idempotency_key(
     one, one attempt graded by two rubrics is two submissions, and so are two agents'
     (or models') attempts under one run id and number (the service answers a key used
     again for another request with 409). Without a run id it is random per call
-    (retries of that call still share it).
+    (retries of that call still share it). With one, a field of another type than the
+    signature's raises ``TypeError`` naming it.
     """
     if run_id is None:
         return f"sjc-{uuid.uuid4().hex}"
+    texts = {"scenario_id": scenario_id, "ground_truth": ground_truth, "run_id": run_id}
+    texts.update(rubric=rubric, agent=agent, model=model)
+    for name, value in texts.items():
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string or None, not {type(value).__name__}")
+    if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int)):
+        raise TypeError(f"attempt must be an integer or None, not {type(attempt).__name__}")
     truth = ground_truth_sha256(ground_truth) if ground_truth is not None else None
     parts: list[Any] = [scenario_id, truth, run_id, attempt]
     if rubric is not None:  # keys of calls naming none stay what they were
@@ -272,6 +304,28 @@ def decode(response: httpx.Response) -> Any:
             "Not JSON",
             f"the server answered {status} with {kind} where JSON was expected: "
             "is the URL that of an sre-judge server?",
+        ) from None
+
+
+def decode_model(response: httpx.Response, kind: type[ModelT]) -> ModelT:
+    """The ``kind`` object a success holds, or the :class:`ApiError` of any other answer
+    (:func:`decode`), raised. A success whose JSON is not a ``kind`` (a server of another
+    version, another service behind the URL) raises an :class:`ApiError` naming its
+    status and the first field at fault, as one that is not JSON does."""
+    body = decode(response)
+    try:
+        return kind.model_validate(body)
+    except ValidationError as error:
+        what = re.sub(r"(?<!^)(?=[A-Z])", " ", kind.__name__).lower()  # RegradeJob: regrade job
+        article = "an" if what[0] in "aeiou" else "a"
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the answer"
+        raise ApiError(
+            response.status_code,
+            f"Not {article} {what}",
+            f"the server answered {response.status_code} with JSON that is not {article} "
+            f"{what} ({where}: {first['msg']}): is the URL that of an sre-judge server of "
+            "a version this client reads?",
         ) from None
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import builtins  # annotations below the `list` method name the builtin through it
 import time
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying
@@ -14,13 +14,16 @@ from tenacity import AsyncRetrying
 from sre_judge_client import _calls
 from sre_judge_client._core import (
     Call,
+    ModelT,
     attempt_timeout,
     decode,
+    decode_model,
     ground_truth_conflict,
     pause_after_failed_look,
     poll_delay,
     resolve,
     retry_policy,
+    sent_as,
     submission_call,
     within_deadline,
 )
@@ -30,6 +33,8 @@ from sre_judge_client.models import Grading, RegradeJob
 from sre_judge_client.scenarios import AsyncScenarios
 
 __all__ = ["AsyncClient"]
+
+T = TypeVar("T")
 
 
 class AsyncClient:
@@ -75,19 +80,31 @@ class AsyncClient:
         await self._http.aclose()
 
     async def _send(self, call: Call) -> Any:
+        """``call`` sent with the client's retries; the JSON of its success."""
+        return await self._exchange(call, decode)
+
+    async def _send_for(self, kind: type[ModelT], call: Call) -> ModelT:
+        """``call`` sent as :meth:`_send` sends it; its success read as a ``kind``."""
+        return await self._exchange(call, lambda response: decode_model(response, kind))
+
+    async def _exchange(self, call: Call, read: Callable[[httpx.Response], T]) -> T:
+        """``call`` sent with the client's retries, each attempt as :func:`sent_as` makes
+        it; what ``read`` makes of the answer (read within the attempt, so the error of a
+        429 or 503 it raises is what gets the call tried again)."""
         policy = retry_policy(call, attempts=self._retries, max_wait=self._max_wait)
         async for attempt in AsyncRetrying(**policy):
             with attempt:
+                sent = sent_as(call, attempt.retry_state)
                 response = await self._http.request(
-                    call.method,
-                    call.path,
-                    params=call.params,
-                    json=call.body,
-                    content=call.content,
-                    headers=call.headers,
-                    timeout=attempt_timeout(call, self._timeout),
+                    sent.method,
+                    sent.path,
+                    params=sent.params,
+                    json=sent.body,
+                    content=sent.content,
+                    headers=sent.headers,
+                    timeout=attempt_timeout(sent, self._timeout),
                 )
-                return decode(response)
+                return read(response)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def submit(
@@ -112,7 +129,8 @@ class AsyncClient:
         handle: pass its id to :meth:`wait`. ``trace``: the agent's tool calls and
         observations (a list of JSON objects, one a step) or free text. ``retry_within``:
         no retry of the submission starts later than this many seconds after the first
-        try (by default the client's ``retries`` alone decide)."""
+        try, and a retry asks the server to hold it no longer than what is left of them
+        (by default the client's ``retries`` alone decide)."""
         call = submission_call(
             diagnosis,
             scenario_id=scenario_id,
@@ -128,11 +146,11 @@ class AsyncClient:
             rubric=rubric,
             trace=trace,
         )
-        return Grading.model_validate(await self._send(call))
+        return await self._send_for(Grading, call)
 
     async def get(self, grading_id: str) -> Grading:
         """One grading."""
-        return Grading.model_validate(await self._send(_calls.get_grading(grading_id)))
+        return await self._send_for(Grading, _calls.get_grading(grading_id))
 
     async def list(self, *, page_size: int = 100, **filters: Any) -> AsyncIterator[Grading]:
         """Every grading matching the filters (``agent``, ``model``, ``scenario_id``,
@@ -179,7 +197,7 @@ class AsyncClient:
             for grading_id in [i for i in ids if i not in done]:
                 look = within_deadline(_calls.get_grading(grading_id), deadline)
                 try:
-                    grading = Grading.model_validate(await self._send(look))
+                    grading = await self._send_for(Grading, look)
                 except (ApiError, httpx.TransportError) as error:
                     pause, failed = pause_after_failed_look(error, look, delay), error
                     break  # the others are looked at after the pause
@@ -216,7 +234,7 @@ class AsyncClient:
             "verdict": verdict,
             "withdraw": withdraw,
         }
-        return Grading.model_validate(await self._send(_calls.override(grading_id, revision, body)))
+        return await self._send_for(Grading, _calls.override(grading_id, revision, body))
 
     async def label(
         self, grading_id: str, answers: dict[str, str], *, verdict: str | None = None
@@ -256,11 +274,11 @@ class AsyncClient:
 
     async def start_regrade(self, **job: Any) -> RegradeJob:
         """Start a regrade job (admin): ``filter``, ``rubric``, ``judge``, ``mode``, ..."""
-        return RegradeJob.model_validate(await self._send(_calls.start_regrade(job)))
+        return await self._send_for(RegradeJob, _calls.start_regrade(job))
 
     async def regrade_job(self, job_id: str) -> RegradeJob:
         """A regrade job with its progress."""
-        return RegradeJob.model_validate(await self._send(_calls.get_regrade_job(job_id)))
+        return await self._send_for(RegradeJob, _calls.get_regrade_job(job_id))
 
     async def follow_regrade(
         self,
@@ -276,7 +294,7 @@ class AsyncClient:
         while True:
             look = within_deadline(_calls.get_regrade_job(job_id), deadline)
             try:
-                job = RegradeJob.model_validate(await self._send(look))
+                job = await self._send_for(RegradeJob, look)
             except (ApiError, httpx.TransportError) as error:
                 await asyncio.sleep(pause_after_failed_look(error, look, poll))
                 continue

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import builtins  # annotations below the `list` method name the builtin through it
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import httpx
 from tenacity import Retrying
@@ -14,13 +14,16 @@ from sre_judge_client import _calls
 from sre_judge_client._core import (
     SERVER_WAIT_MAX,
     Call,
+    ModelT,
     attempt_timeout,
     decode,
+    decode_model,
     ground_truth_conflict,
     pause_after_failed_look,
     poll_delay,
     resolve,
     retry_policy,
+    sent_as,
     submission_call,
     within_deadline,
 )
@@ -30,6 +33,8 @@ from sre_judge_client.models import Grading, RegradeJob
 from sre_judge_client.scenarios import Scenarios
 
 __all__ = ["Client", "submit_and_wait"]
+
+T = TypeVar("T")
 
 
 class Client:
@@ -75,19 +80,31 @@ class Client:
         self._http.close()
 
     def _send(self, call: Call) -> Any:
+        """``call`` sent with the client's retries; the JSON of its success."""
+        return self._exchange(call, decode)
+
+    def _send_for(self, kind: type[ModelT], call: Call) -> ModelT:
+        """``call`` sent as :meth:`_send` sends it; its success read as a ``kind``."""
+        return self._exchange(call, lambda response: decode_model(response, kind))
+
+    def _exchange(self, call: Call, read: Callable[[httpx.Response], T]) -> T:
+        """``call`` sent with the client's retries, each attempt as :func:`sent_as` makes
+        it; what ``read`` makes of the answer (read within the attempt, so the error of a
+        429 or 503 it raises is what gets the call tried again)."""
         policy = retry_policy(call, attempts=self._retries, max_wait=self._max_wait)
         for attempt in Retrying(**policy):
             with attempt:
+                sent = sent_as(call, attempt.retry_state)
                 response = self._http.request(
-                    call.method,
-                    call.path,
-                    params=call.params,
-                    json=call.body,
-                    content=call.content,
-                    headers=call.headers,
-                    timeout=attempt_timeout(call, self._timeout),
+                    sent.method,
+                    sent.path,
+                    params=sent.params,
+                    json=sent.body,
+                    content=sent.content,
+                    headers=sent.headers,
+                    timeout=attempt_timeout(sent, self._timeout),
                 )
-                return decode(response)
+                return read(response)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def submit(
@@ -113,7 +130,8 @@ class Client:
         of a wait). ``trace``: the agent's tool calls and
         observations (a list of JSON objects, one a step) or free text. ``retry_within``:
         no retry of the submission starts later than this many seconds after the first
-        try (by default the client's ``retries`` alone decide)."""
+        try, and a retry asks the server to hold it no longer than what is left of them
+        (by default the client's ``retries`` alone decide)."""
         call = submission_call(
             diagnosis,
             scenario_id=scenario_id,
@@ -129,11 +147,11 @@ class Client:
             rubric=rubric,
             trace=trace,
         )
-        return Grading.model_validate(self._send(call))
+        return self._send_for(Grading, call)
 
     def get(self, grading_id: str) -> Grading:
         """One grading."""
-        return Grading.model_validate(self._send(_calls.get_grading(grading_id)))
+        return self._send_for(Grading, _calls.get_grading(grading_id))
 
     def list(self, *, page_size: int = 100, **filters: Any) -> Iterator[Grading]:
         """Every grading matching the filters (``agent``, ``model``, ``scenario_id``,
@@ -170,7 +188,7 @@ class Client:
             for grading_id in [i for i in ids if i not in done]:
                 look = within_deadline(_calls.get_grading(grading_id), deadline)
                 try:
-                    grading = Grading.model_validate(self._send(look))
+                    grading = self._send_for(Grading, look)
                 except (ApiError, httpx.TransportError) as error:
                     pause, failed = pause_after_failed_look(error, look, delay), error
                     break  # the others are looked at after the pause
@@ -207,7 +225,7 @@ class Client:
             "verdict": verdict,
             "withdraw": withdraw,
         }
-        return Grading.model_validate(self._send(_calls.override(grading_id, revision, body)))
+        return self._send_for(Grading, _calls.override(grading_id, revision, body))
 
     def label(
         self, grading_id: str, answers: dict[str, str], *, verdict: str | None = None
@@ -247,11 +265,11 @@ class Client:
 
     def start_regrade(self, **job: Any) -> RegradeJob:
         """Start a regrade job (admin): ``filter``, ``rubric``, ``judge``, ``mode``, ..."""
-        return RegradeJob.model_validate(self._send(_calls.start_regrade(job)))
+        return self._send_for(RegradeJob, _calls.start_regrade(job))
 
     def regrade_job(self, job_id: str) -> RegradeJob:
         """A regrade job with its progress."""
-        return RegradeJob.model_validate(self._send(_calls.get_regrade_job(job_id)))
+        return self._send_for(RegradeJob, _calls.get_regrade_job(job_id))
 
     def follow_regrade(
         self, job_id: str, *, poll: float = 2.0, timeout: float = 3600.0
@@ -266,7 +284,7 @@ class Client:
         while True:
             look = within_deadline(_calls.get_regrade_job(job_id), deadline)
             try:
-                job = RegradeJob.model_validate(self._send(look))
+                job = self._send_for(RegradeJob, look)
             except (ApiError, httpx.TransportError) as error:
                 time.sleep(pause_after_failed_look(error, look, poll))
                 continue
@@ -287,8 +305,9 @@ def submit_and_wait(client: Client, diagnosis: str, *, wait: float, **fields: An
     pending when it answers (after those, or early: a ``202`` from a server draining for a
     restart) is polled for the rest of ``wait``. Still pending then, or not shown again
     by a server busy or away until then, it is returned pending: a handle for
-    :meth:`Client.wait`. A server that does not answer the submission is tried again
-    only while ``wait`` lasts: the call gives up (raising the last error) within ``wait``
+    :meth:`Client.wait`. A server that does not answer the submission (or is busy) is
+    tried again only while ``wait`` lasts, each retry asking it to hold the answer no
+    longer than what is left: the call gives up (raising the last error) within ``wait``
     and one request's timeout. ``wait=0`` (no wait for the grading) leaves the
     submission's retries to the client.
     """
