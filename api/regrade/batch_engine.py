@@ -298,7 +298,9 @@ async def poll_job(services: Services, job_id: str, *, actor: str) -> list[Impor
                 if remote.status != batch.state:
                     await batches.update_batch(batch.id, state=remote.status)
                 continue
-            reports.append(await _import_remote(services, client, job_id, batch.id, remote, actor))
+            report = await _import_remote(services, client, job_id, batch.id, remote, actor)
+            if report is not None:
+                reports.append(report)
     finally:
         await client.close()
     if any(r.state == "grading" for r in reports):
@@ -329,9 +331,12 @@ def _checked(
 
 async def _import_remote(
     services: Services, client: Any, job_id: str, batch_id: str, remote: Any, actor: str
-) -> ImportReport:
-    """Read an ended batch's output and error files and keep what they say."""
+) -> ImportReport | None:
+    """Read an ended batch's output and error files and keep what they say; None when
+    another runner imported them since this one saw the batch under way (nothing read)."""
     batches = BatchQueries(services.store.db)
+    if await batches.imported(batch_id):
+        return None
     sent = [c for c, _ in await batches.batch_requests(batch_id)]
     await batches.update_batch(
         batch_id, output_file_id=remote.output_file_id, error_file_id=remote.error_file_id

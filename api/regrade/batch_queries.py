@@ -420,6 +420,10 @@ class BatchQueries:
         query = query.order_by(col(RegradeBatchRecord.created_at), col(RegradeBatchRecord.round))
         return await self._db.run_read(lambda s: list(s.execute(query).scalars()))
 
+    async def imported(self, batch_id: str) -> bool:
+        """Whether the batch's results were imported already (NotFound for no batch)."""
+        return await self._db.run_read(_imported, batch_id)
+
     async def expectations(
         self, job_id: str
     ) -> tuple[dict[str, ExpectedRequest], set[str], dict[str, str]]:
@@ -462,12 +466,18 @@ class BatchQueries:
         (checked again under the engine's lock), so none is ever kept twice. Then: every
         request answered, or ``retry`` live, or the rounds used up -> ``grading``; else the
         rest goes in a new batch (``submitting``) or waits for another file (``waiting``).
+        A batch imported already (by another runner) changes nothing: each of its
+        results is a duplicate (its failed requests may be in the next batch by now).
         """
 
         def work(session: Session) -> ImportReport:
-            engine = _engine(self._db, session, job_id)
+            engine = _engine(self._db, session, job_id)  # importers of the job take turns
             report = ImportReport(refused=[r.__dict__ for r in checked.refused])
             report.duplicates = checked.duplicates
+            if batch_id is not None and _imported(session, batch_id):
+                report.duplicates += len(checked.answers) + len(checked.failures)
+                report.batch_id, report.state = batch_id, engine.state
+                return report
             if engine.engine != engine_kind or engine.state not in ("running", "waiting"):
                 for cid in [*checked.answers, *checked.failures]:
                     reason = (
@@ -562,6 +572,16 @@ class BatchQueries:
             )
 
         return await self._db.run_read(work)
+
+
+def _imported(session: Session, batch_id: str) -> bool:
+    """Whether the batch's results were imported already (it has ``finished_at``)."""
+    finished = session.execute(
+        select(col(RegradeBatchRecord.finished_at)).where(col(RegradeBatchRecord.id) == batch_id)
+    ).one_or_none()
+    if finished is None:
+        raise NotFound(f"no regrade batch {batch_id!r}")
+    return finished[0] is not None
 
 
 def _import_batch(

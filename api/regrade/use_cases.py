@@ -25,6 +25,7 @@ from api.regrade.schemas import (
 from api.service.errors import InvalidRequest
 from api.service.services import Services
 from judge.backends import JudgeBackend
+from judge.calls import kept_text
 from judge.errors import JudgeSpecError
 from judge.spec import member_specs, recorded_judge
 from storage.regrade.progress import JobView
@@ -138,12 +139,16 @@ async def batch_requests(services: Services, job_id: str, *, actor: str) -> list
 async def batch_results(
     services: Services, job_id: str, text: str, *, actor: str
 ) -> BatchResultsPublic:
-    """Import an offline job's results file: what was kept, refused, already there."""
+    """Import an offline job's results file: what was kept, refused, already there.
+
+    A refusal names its line's custom id as any text from outside is kept (a lone
+    surrogate as U+FFFD, no NUL): whatever the file held, the answer can carry it."""
     report = await import_results_file(services, job_id, text, actor=actor)
+    refusals = [{**r, "custom_id": kept_text(r["custom_id"])} for r in report.refused]
     return BatchResultsPublic(
         batch_id=report.batch_id,
         state=report.state,
-        refusals=report.refused,  # type: ignore[arg-type]
+        refusals=refusals,  # type: ignore[arg-type]
         **report.counts(),
     )
 

@@ -121,3 +121,28 @@ async def test_a_result_error_holding_a_nul_is_kept_without_it(
         reply = await _post_results(client, admin, job["id"], line)
     assert reply.status_code == 200, reply.text[:500]
     assert "\u0000" not in reply.text
+
+
+async def test_a_custom_id_with_a_lone_surrogate_is_refused_and_the_rest_of_the_file_taken(
+    api_client: ClientFactory, tokens: Any, engine: Engine, judge_server: Any
+) -> None:
+    """A result line whose custom_id holds a lone surrogate escape (``\\ud800``: valid
+    JSON) names no request of the job: it is refused with its line and reason, the
+    file's other results are kept, and the answer is a 200 that says so."""
+    await _gradings(engine, 2)
+    admin = await tokens("admin")
+    async with api_client(backends=_backends(judge_server)) as client:
+        job = await _start(client, admin, {"judge": _spec(judge_server), "engine": "offline"})
+        lines = await _requests(client, admin, job["id"])
+        odd = json.loads(_result_line(lines[1], REPLY))
+        odd["custom_id"] = "rg-\ud800"
+        bad = json.dumps(odd)  # ensure_ascii: the surrogate written as \ud800
+        assert "\\ud800" in bad
+        reply = await _post_results(
+            client, admin, job["id"], f"{_result_line(lines[0], REPLY)}\n{bad}\n"
+        )
+    assert reply.status_code == 200, reply.text[:300]
+    body = reply.json()
+    assert (body["answered"], body["refused"], _answered(engine)) == (1, 1, 1)
+    [refusal] = body["refusals"]
+    assert (refusal["line"], refusal["reason"]) == (2, "no request of this job has it")

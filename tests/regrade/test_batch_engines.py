@@ -21,9 +21,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from api.regrade import batch_engine
-from api.regrade.batch_queries import MAX_RETRY_SECONDS, retry_wait
+from api.regrade.batch_queries import MAX_RETRY_SECONDS, BatchQueries, retry_wait
 from judge.backends.openai import OpenAIBackend
-from judge.batch import parse_custom_id
+from judge.batch import CheckedResults, parse_custom_id
 from storage import JudgeCallRecord, Store
 from storage.regrade.batch_tables import RegradeBatchRequestRecord, RegradeEngineRecord
 from tests.api.conftest import ClientFactory
@@ -602,6 +602,61 @@ async def test_failed_requests_go_in_a_new_batch_with_retry_batch(
     assert vias.count("batch batch_2") == 2 and vias.count("batch batch_1") == ITEMS - 2
 
 
+async def test_a_batch_imported_by_another_runner_keeps_nothing_and_sends_nothing_again(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
+) -> None:
+    """Each process's runner polls every batch under way. One that saw a batch ended
+    while another runner imported it and sent its failed request in the next batch keeps
+    nothing of it, whether it reads the batch's files after that import (it reads none)
+    or read them before: the next batch keeps its request, the engine stays ``running``,
+    and no third batch sends the same request again (paid twice, a round used up)."""
+    admin, router, api = await _batch_setup(engine, tokens, judge_server)
+    body = {"judge": _spec(judge_server), "engine": "batch", "engine_retry": "batch"}
+    with router:
+        async with _batch_service(api_client, judge_server) as client:
+            services = client.app.state.services
+            job = await _start(client, admin, body)
+            await _until(lambda: len(api.batches) == 1)
+            ids = [r["custom_id"] for r in api.requests_of("batch_1")]
+            api.finish("batch_1", "completed", lambda b: REPLY, fail={ids[0]})
+            await _until(lambda: len(api.batches) == 2)  # imported; ids[0] sent again
+            await _until(lambda: _engine_row(engine, job["id"]).state == "running")
+            queries = BatchQueries(services.store.db)
+            first, second = await queries.batches(job["id"])
+            remote_client = await batch_engine._batch_client(services, _spec(judge_server))
+            try:  # a runner that saw batch_1 ended before the import
+                remote = await remote_client.batches.retrieve("batch_1")
+                late = await batch_engine._import_remote(
+                    services, remote_client, job["id"], first.id, remote, "batch-other"
+                )
+            finally:
+                await remote_client.close()
+            # one that had read batch_1's files before the import, keeping them now
+            stale = CheckedResults(failures={ids[0]: "server_error"}, failed_by={ids[0]: "r1"})
+            report = await queries.import_results(
+                job["id"],
+                stale,
+                actor="batch-other",
+                batch_id=first.id,
+                engine_kind="batch",
+                sent=ids,
+                batch_state="completed",
+            )
+            await asyncio.sleep(0.5)  # the runners' next rounds (every 50 ms)
+            state = _engine_row(engine, job["id"]).state
+            with engine.connect() as connection:
+                row = connection.execute(
+                    select(
+                        RegradeBatchRequestRecord.status, RegradeBatchRequestRecord.batch_id
+                    ).where(RegradeBatchRequestRecord.custom_id == ids[0])
+                ).one()
+            batches_sent = len(api.batches)
+    assert late is None
+    assert (report.failed, report.missing, report.duplicates) == (0, 0, 1)
+    assert (report.state, state, batches_sent) == ("running", "running", 2)
+    assert tuple(row) == ("submitted", second.id)
+
+
 async def test_a_restarted_service_resumes_polling_the_stored_batch(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, judge_server: JudgeServer
 ) -> None:
@@ -630,8 +685,6 @@ async def test_a_batch_found_again_after_a_cut_short_submission_is_imported_once
     """A submission cut short after the Batch API made the batch (its id not stored) is
     found again by its ``metadata.sre_judge_batch`` on the next try, not sent twice;
     a batch that has ended meanwhile has its results imported and the job is graded."""
-    from api.regrade.batch_queries import BatchQueries
-
     admin, router, api = await _batch_setup(engine, tokens, judge_server)
     store_ids = BatchQueries.update_batch
     cut: list[str] = []
