@@ -9,8 +9,10 @@ on stderr, never a traceback (:class:`OneLineGroup`; ``SRE_JUDGE_DEBUG=1`` shows
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -86,14 +88,9 @@ class OneLineGroup(click.Group):
         except (click.exceptions.Exit, click.Abort):
             raise
         except UnicodeEncodeError as exc:
-            if exc.reason != "surrogates not allowed" or os.environ.get("SRE_JUDGE_DEBUG"):
+            if os.environ.get("SRE_JUDGE_DEBUG"):
                 raise
-            # bytes of an argument (or a file) that are not UTF-8, carried as surrogates
-            # (PEP 383) into text that must be UTF-8: bad input, said as such
-            raise CommandError(
-                "a value given is not valid UTF-8 text "
-                f"(byte {_undecoded_byte(exc)} in {exc.object[:60]!r})"
-            ) from None
+            raise CommandError(_encoding_fault(exc)) from None
         except OSError as exc:
             if exc.errno == errno.EPIPE or os.environ.get("SRE_JUDGE_DEBUG"):
                 raise
@@ -104,8 +101,36 @@ class OneLineGroup(click.Group):
             raise CommandError(f"unexpected {type(exc).__name__}: {exc}") from None
 
 
+def _encoding_fault(exc: UnicodeEncodeError) -> str:
+    """What a text that could not be encoded says: an argument (or a file) whose bytes
+    are not UTF-8, carried as surrogates (PEP 383) into text that must be UTF-8, is bad
+    input; a character stdout's encoding cannot carry (output that is not a table nor
+    JSON, which escape it) names that encoding."""
+    if exc.reason == "surrogates not allowed":
+        return (
+            "a value given is not valid UTF-8 text "
+            f"(byte {_undecoded_byte(exc)} in {exc.object[:60]!r})"
+        )
+    stdout = getattr(sys.stdout, "encoding", None)
+    if stdout and _codec(stdout) == _codec(exc.encoding):
+        return (
+            f"stdout's encoding {stdout} cannot write {_undecoded_byte(exc)}: "
+            "set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)"
+        )
+    return f"unexpected UnicodeEncodeError: {exc}"
+
+
+def _codec(encoding: str) -> str:
+    """The codec's own name for ``encoding`` (``ascii`` for ``ANSI_X3.4-1968``)."""
+    try:
+        return codecs.lookup(encoding).name
+    except LookupError:
+        return encoding
+
+
 def _undecoded_byte(exc: UnicodeEncodeError) -> str:
-    """The first byte a surrogate of ``exc`` stands for, as ``0xff``."""
+    """The first byte a surrogate of ``exc`` stands for, as ``0xff``; the first
+    character of another ``exc``, as ``U+2192``."""
     point = ord(exc.object[exc.start])
     return f"0x{point - 0xDC00:02x}" if 0xDC80 <= point <= 0xDCFF else f"U+{point:04X}"
 

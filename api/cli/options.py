@@ -228,13 +228,15 @@ def as_utc(value: datetime | None) -> datetime | None:
 
 def checked_judge(spec: str, option: str = "--judge") -> str:
     """``spec`` when it is a judge spec (``BACKEND:MODEL[@BASE_URL]``); bad usage naming
-    ``option`` otherwise, before anything is opened or written."""
+    ``option`` otherwise, before anything is opened or written. The error quotes the
+    spec with its base URL's credentials masked, as a refused setting's error does."""
+    from judge.masking import mask_passwords
     from judge.spec import parse_judge_spec
 
     try:
         parse_judge_spec(spec)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
+        raise click.BadParameter(mask_passwords(str(exc)), param_hint=option) from None
     return spec
 
 

@@ -10,7 +10,7 @@ import click
 
 from api.cli.edge import load_settings, run
 from api.cli.options import checked_judge, checked_rubric, format_option
-from api.cli.output import echo_json
+from api.cli.output import echo_json, stdout_console
 
 if TYPE_CHECKING:  # the judge clients are imported when a grading starts, not for --help
     from api.service.settings import Settings
@@ -22,16 +22,28 @@ EXIT_USAGE = 2
 EXIT_UNSCORED = 3
 
 
-def _read_text(value: str | None, path: str | None, *, name: str) -> str:
+def _read_text(value: str | None, path: str | None, *, name: str, max_bytes: int) -> str:
+    """The text of ``--NAME`` or of the file ``--NAME-file`` names (``-``: stdin); bad
+    usage for a file that cannot be read as text. A file is read up to ``max_bytes``
+    (``SRE_JUDGE_MAX_TEXT_BYTES``) and one byte more: one longer is refused there, not
+    read whole (``/dev/zero``, a pipe that does not end)."""
     if (value is None) == (path is None):
         raise click.UsageError(f"give exactly one of --{name} and --{name}-file")
     if value is not None:
         return value
     assert path is not None
     try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        if path == "-":
+            raw = sys.stdin.buffer.read(max_bytes + 1)
+        else:
+            with Path(path).open("rb") as file:
+                raw = file.read(max_bytes + 1)
     except OSError as exc:
         raise click.UsageError(f"--{name}-file {path}: {exc.strerror}") from None
+    if len(raw) > max_bytes:
+        raise click.UsageError(
+            f"--{name}-file {path}: over the limit of {max_bytes} bytes (SRE_JUDGE_MAX_TEXT_BYTES)"
+        )
     if b"\x00" in raw:
         raise click.UsageError(f"--{name}-file {path}: contains NUL bytes; expected text")
     try:
@@ -100,11 +112,14 @@ def grade_command(
     if ground_truth_file == "-" and diagnosis_file == "-":
         raise click.UsageError("only one of the files can be read from stdin")
     settings = load_settings()
-    spec = checked_judge(judge_spec or settings.judge)
+    spec = checked_judge(settings.judge if judge_spec is None else judge_spec)
     _check_reply_budget(settings, spec)
-    rubric = checked_rubric(rubric_id or settings.rubric, settings.rubric_dir)
-    truth = _read_text(ground_truth, ground_truth_file, name="ground-truth")
-    diag = _read_text(diagnosis, diagnosis_file, name="diagnosis")
+    rubric = checked_rubric(
+        settings.rubric if rubric_id is None else rubric_id, settings.rubric_dir
+    )
+    limit = settings.max_text_bytes
+    truth = _read_text(ground_truth, ground_truth_file, name="ground-truth", max_bytes=limit)
+    diag = _read_text(diagnosis, diagnosis_file, name="diagnosis", max_bytes=limit)
     result = run(_grade(settings, spec, rubric, truth, diag))
     from api.service.presenters import result_public
 
@@ -112,10 +127,8 @@ def grade_command(
     if fmt == "json":
         echo_json(grading, indent=2)
     else:
-        from rich.console import Console
-
         from api.cli.render import render_grading
 
-        render_grading(grading, Console())
+        render_grading(grading, stdout_console())
     if result.status == "unscored":
         sys.exit(EXIT_UNSCORED)

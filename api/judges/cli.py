@@ -95,8 +95,10 @@ def calibrate_command(
     from judge.rubric import load_rubric_dir
 
     settings = load_settings()
-    judge_spec = checked_judge(judge_spec or settings.judge)
-    rubric_id = checked_rubric(rubric_id or settings.rubric, settings.rubric_dir)
+    judge_spec = checked_judge(settings.judge if judge_spec is None else judge_spec)
+    rubric_id = checked_rubric(
+        settings.rubric if rubric_id is None else rubric_id, settings.rubric_dir
+    )
     gold = gold or DEFAULT_GOLD
     is_stdin = str(gold) == "-"
     raw = sys.stdin.buffer.read() if is_stdin else gold.read_bytes()

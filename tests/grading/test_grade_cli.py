@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from api.cli.main import main
 from api.service.schemas import GradingCore
 from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server, sregym_reply
@@ -206,3 +209,102 @@ def test_empty_diagnosis_fails_without_calling_the_judge() -> None:
     grading = json.loads(done.stdout)
     assert done.returncode == 0
     assert grading["passed"] is False and grading["detail"] == "empty_diagnosis"
+
+
+def test_an_empty_judge_is_refused_not_read_as_the_default() -> None:
+    """``--judge "$JUDGE"`` with ``JUDGE`` unset names no judge: bad usage naming
+    ``--judge``, not a grading by ``SRE_JUDGE_JUDGE``."""
+    done = run_cli(
+        "grade", "--format", "json", "--judge", "", "--ground-truth", TRUTH,
+        "--diagnosis", DIAGNOSIS, env={"SRE_JUDGE_JUDGE": "scripted:pass"},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout[:200]
+    assert b"--judge" in done.stderr and not done.stdout
+
+
+def test_an_empty_rubric_is_refused_not_read_as_the_default() -> None:
+    """``--rubric ""`` names no rubric: bad usage naming ``--rubric``, not a grading by
+    ``SRE_JUDGE_RUBRIC``."""
+    done = run_cli(
+        "grade", "--format", "json", "--judge", "scripted:pass", "--rubric", "",
+        "--ground-truth", TRUTH, "--diagnosis", DIAGNOSIS,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout[:200]
+    assert b"--rubric" in done.stderr and not done.stdout
+
+
+class _EndlessStdin(io.RawIOBase):
+    """A stdin that never ends (a runaway pipe, ``/dev/zero``): counts what was read and
+    stops the test at 8 MiB instead of eating the machine's memory."""
+
+    CAP = 8 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self.total >= self.CAP:
+            raise RuntimeError(f"read {self.total} bytes of a diagnosis limited to 64 KiB")
+        size = len(buffer)
+        buffer[:size] = b"a" * size
+        self.total += size
+        return size
+
+
+def test_an_endless_diagnosis_is_refused_at_the_limit_not_read_whole() -> None:
+    """A diagnosis file or stdin is read up to ``SRE_JUDGE_MAX_TEXT_BYTES`` (64 KiB) and
+    no further: one that never ends is refused there, naming the option and the limit."""
+    raw = _EndlessStdin()
+    done = cli_in_process(
+        "grade", "--judge", "scripted:pass", "--ground-truth", TRUTH,
+        "--diagnosis-file", "-", env={"NO_COLOR": "1"}, input=io.BufferedReader(raw),  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert raw.total <= 1024 * 1024, f"read {raw.total} bytes; stderr: {done.stderr}"
+    assert done.returncode == 2
+    assert "--diagnosis-file -: over the limit of 65536 bytes" in done.stderr
+
+
+def test_a_diagnosis_file_over_the_limit_is_refused_naming_it(tmp_path: Path) -> None:
+    """A diagnosis file one byte over ``SRE_JUDGE_MAX_TEXT_BYTES`` is refused naming the
+    option, the file and the limit; one at the limit is graded."""
+    diagnosis = tmp_path / "diagnosis.txt"
+    diagnosis.write_bytes(b"a" * 65_537)
+    args = ("grade", "--judge", "scripted:pass", "--ground-truth", TRUTH, "--format", "json")
+    over = run_cli(*args, "--diagnosis-file", str(diagnosis))
+    assert over.returncode == 2
+    assert f"--diagnosis-file {diagnosis}: over the limit of 65536 bytes" in over.stderr.decode()
+    diagnosis.write_bytes(b"a" * 65_536)
+    at_limit = run_cli(*args, "--diagnosis-file", str(diagnosis))
+    assert at_limit.returncode == 0, at_limit.stderr
+
+
+@pytest.mark.parametrize(
+    ("encoding", "fmt", "shown"),
+    [
+        ("ascii", "table", "caf\\xe9 \\u2192 done"),
+        ("latin-1", "table", "café \\u2192 done"),
+        ("latin-1", "json", "caf\\u00e9 \\u2192 done"),
+    ],
+)
+def test_a_stdout_that_is_not_utf8_gets_the_grading_with_escapes(
+    encoding: str, fmt: str, shown: str
+) -> None:
+    """On a stdout whose encoding is not UTF-8 (``PYTHONIOENCODING=ascii``, a Latin-1
+    locale) the grading still comes, what the encoding cannot carry escaped: JSON as
+    ``\\u`` escapes (it parses to the same text), a table as backslash escapes; never
+    an encoding error."""
+    diagnosis = "café → done: " + DIAGNOSIS
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"}, charset=encoding)
+    done = runner.invoke(
+        main,
+        ["grade", "--format", fmt, "--judge", "scripted:pass", "--ground-truth", TRUTH,
+         "--diagnosis", diagnosis],
+    )  # fmt: skip
+    assert done.exit_code == 0 and not done.stderr, done.output[-600:]
+    text = done.stdout_bytes.decode(encoding)
+    assert shown in text
+    if fmt == "json":
+        assert json.loads(text)["answers"][0]["evidence"].startswith("café → done")

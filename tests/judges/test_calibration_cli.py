@@ -357,3 +357,24 @@ def test_calibrate_refuses_a_gold_text_the_grader_cannot_grade_before_asking_the
     ran = cli_in_process("calibrate", "--gold", str(gold), "--judge", "scripted:pass", env=env)
     assert ran.returncode == 2, ran.stderr
     assert "gold.jsonl: line 4: diagnosis contains NUL bytes" in ran.stderr, ran.stderr
+
+
+@pytest.mark.parametrize("option", ["--judge", "--rubric"])
+def test_an_empty_judge_or_rubric_is_refused_not_read_as_the_default(
+    tmp_path: Path, option: str
+) -> None:
+    """``calibrate --judge ""`` (``--judge "$JUDGE"`` with ``JUDGE`` unset) or
+    ``--rubric ""`` names nothing: bad usage naming the option before the database opens,
+    not a calibration of the configured judge or rubric."""
+    database = tmp_path / "judge.db"
+    env: dict[str, str | None] = {
+        "NO_COLOR": "1",
+        "SRE_JUDGE_DATABASE_URL": f"sqlite:///{database}",
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+    }
+    given = {"--judge": "scripted:pass", "--rubric": "sregym-rca", option: ""}
+    args = [part for pair in given.items() for part in pair]
+    ran = cli_in_process("calibrate", "--gold", str(GOLD), "--format", "json", *args, env=env)
+    assert ran.returncode == 2, ran.stdout[:200]
+    assert option in ran.stderr and not ran.stdout
+    assert not database.exists()

@@ -149,6 +149,37 @@ def test_an_argument_that_is_not_utf8_is_bad_input_named_as_such(tmp_path: Path)
     assert json.loads(listed.stdout) == []
 
 
+@pytest.mark.parametrize(
+    "path",
+    [("grade", "--ground-truth", "x", "--diagnosis", "y"), ("calibrate",), ("judges", "canary")],
+)
+def test_a_refused_judge_spec_is_quoted_with_its_password_masked(
+    tmp_path: Path, path: tuple[str, ...]
+) -> None:
+    """A ``--judge`` refused as no judge spec is quoted in the one line of its error with
+    its base URL's password masked (``user:***``), as a refused ``SRE_JUDGE_JUDGE`` is."""
+    spec = "openai:m@http://user:hunter2secret@127.0.0.1:9/v1"
+    env = _env(f"sqlite:///{tmp_path / 'j.db'}")
+    done = CliRunner(env=env).invoke(main, [*path, "--judge", spec])
+    assert done.exit_code == 2, done.output
+    assert "--judge" in done.stderr and "openai:m@http://user:***@127.0.0.1:9/v1" in done.stderr
+    assert "hunter2secret" not in done.output
+
+
+def test_output_a_non_utf8_stdout_cannot_carry_is_one_line_naming_its_encoding(
+    tmp_path: Path,
+) -> None:
+    """Output other than JSON and tables holding a character a stdout that is not UTF-8
+    cannot carry ends in one line naming the encoding (exit 2), not a traceback."""
+    env = {**_env(f"sqlite:///{tmp_path / 'j.db'}"), "SRE_JUDGE_RUBRIC": "r\u2192x"}
+    done = CliRunner(env=env, charset="latin-1").invoke(
+        main, ["config", "show", "--format", "table"]
+    )
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith("error: stdout's encoding latin-1 cannot write U+2192")
+    assert done.stderr.count("\n") == 1
+
+
 def test_format_defaults_to_json_off_a_terminal_and_json_is_a_deprecated_alias(
     tmp_path: Path,
 ) -> None:
