@@ -296,6 +296,21 @@ async def test_an_empty_target_rubric_is_refused_not_read_as_the_services_defaul
     assert any("rubric" in e["field"] for e in reply.json()["errors"]), reply.json()
 
 
+async def test_a_refused_judge_spec_is_quoted_with_its_password_masked(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """A judge spec the service refuses is named in the 422 with the credentials of its
+    URL masked: the answer (and any log of it) never carries the password."""
+    admin = await tokens("admin")
+    spec = "openai:m@http://user:hunter2secret@127.0.0.1:9/v1?x=1@"
+    async with api_client(start_workers=False) as client:
+        reply = await client.post(
+            "/v1/regrade-jobs", json={"judge": spec, "dry_run": True}, headers=admin
+        )
+    assert reply.status_code == 422, reply.text
+    assert "hunter2secret" not in reply.text
+
+
 async def test_pause_resume_cancel_and_who_may(
     api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine, tmp_path: Path
 ) -> None:
