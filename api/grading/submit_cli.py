@@ -176,11 +176,10 @@ def _show(grading: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(grading, separators=(",", ":")))
         return
-    from rich.console import Console
-
+    from api.cli.output import stdout_console
     from api.cli.render import render_grading, render_submitter_view
 
-    console = Console()
+    console = stdout_console()
     if grading["status"] != "graded" and grading["status"] != "unscored":
         console.print(f"grading {grading['id']}: [bold]{grading['status'].upper()}[/bold]")
         return

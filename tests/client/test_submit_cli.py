@@ -534,3 +534,28 @@ def test_a_submitters_view_prints_what_the_server_sent(view: str) -> None:
     text = console.export_text()
     assert "FAIL" in text and "judge:" not in text
     assert ("D2-Q2" in text and "6/9 yes" in text) if view == "answers" else "verdict only" in text
+
+
+def test_a_table_on_a_stdout_that_is_not_utf8_is_printed_with_escapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A grading's table goes to a stdout that cannot carry every character (an ASCII
+    locale) with those characters escaped, never a traceback."""
+    import io
+
+    from api.grading.submit_cli import _show
+
+    raw = io.BytesIO()
+    stdout = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    grading = {
+        "id": "g1", "status": "unscored", "view": "verdict", "passed": None,
+        "rubric": {"id": "sregym-rca", "version": "v1"},
+        "judge": {"backend": "openai", "model": "modèle→2"},
+        "unscored_reason": "judge_unavailable",
+    }  # fmt: skip
+    _show(grading, as_json=False)
+    stdout.flush()
+    shown = raw.getvalue().decode("ascii")
+    assert "grading g1" in shown and "UNSCORED" in shown
+    assert "mod\\xe8le\\u21922" in shown
