@@ -54,16 +54,7 @@ class RubricError(JudgeError):
 
 
 class JudgeSpecError(JudgeError, ValueError):
-    """A judge spec string is malformed or names an unknown backend. The message quotes
-    the spec with the credentials of its URLs masked, so it can be shown anywhere (an
-    API's 422, a command's error line, a log)."""
-
-    def __init__(self, message: str) -> None:
-        """``message``, masked (``judge.masking`` imports the spec grammar, which raises
-        this error: imported here, when one is raised)."""
-        from judge.masking import mask_passwords
-
-        super().__init__(mask_passwords(message))
+    """A judge spec string is malformed or names an unknown backend."""
 
 
 class InputError(JudgeError, ValueError):

@@ -23,7 +23,7 @@ from typing import Any
 
 from api.judges.canary import CallBudget, measured_digest
 from api.judges.canary_queries import CanaryQueries
-from api.service.errors import InvalidRequest
+from api.service.errors import InvalidRequest, invalid_judge
 from api.service.grader_factory import calls_per_item, grader_for, sampled
 from api.service.qualification import identity_of
 from api.service.services import Services
@@ -90,7 +90,7 @@ def _grader(services: Services, spec_text: str) -> Grader | PanelGrader:
         grader = grader_for(services.settings, services.backends.get(spec_text))
         return sampled(services.settings, grader, spec_text)
     except JudgeSpecError as exc:
-        raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
+        raise invalid_judge(exc) from None
 
 
 async def _noise(

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from api.judges.canary_queries import CanaryQueries
 from api.service.background import BackgroundTask, cancel_and_wait
-from api.service.errors import InvalidRequest
+from api.service.errors import InvalidRequest, invalid_judge
 from api.service.grader_factory import calls_per_item, grader_for, sampled
 from api.service.metrics import Metrics
 from api.service.qualification import identity_of
@@ -185,7 +185,7 @@ async def _measure(
     except (GoldError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"{set_name}: {exc}", title="Invalid canary set") from None
     except JudgeSpecError as exc:
-        raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
+        raise invalid_judge(exc) from None
     chosen = within_budget(
         canary_items(gold, len(gold)),
         settings.canary_budget,

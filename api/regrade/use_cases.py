@@ -22,7 +22,7 @@ from api.regrade.schemas import (
     RegradeJobPublic,
     job_public,
 )
-from api.service.errors import InvalidRequest
+from api.service.errors import InvalidRequest, invalid_judge
 from api.service.services import Services
 from judge.backends import JudgeBackend
 from judge.calls import kept_text
@@ -53,7 +53,7 @@ def _judges(services: Services, spec_text: str) -> tuple[tuple[str, str, str], l
         recorded = recorded_judge(spec_text)
         return recorded, [services.backends.get(m) for m in member_specs(recorded[0])]
     except JudgeSpecError as exc:
-        raise InvalidRequest(str(exc), field="judge", title="Invalid judge") from None
+        raise invalid_judge(exc) from None
 
 
 async def resolve_target(

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["InvalidRequest", "NotPermitted", "ServiceError", "UnknownReference", "body_path"]
+from judge.masking import mask_passwords
+
+__all__ = [
+    "InvalidRequest",
+    "NotPermitted",
+    "ServiceError",
+    "UnknownReference",
+    "body_path",
+    "invalid_judge",
+]
 
 #: a segment pydantic adds to an error's place for the member of a union it tried
 #: (``trace.str``, ``trace.list[dict[str,any]].1``): in no request body
@@ -45,6 +54,13 @@ class ServiceError(Exception):
 
 class InvalidRequest(ServiceError):
     """The request cannot be carried out as given (a bad or contradictory value)."""
+
+
+def invalid_judge(error: ValueError) -> InvalidRequest:
+    """The refusal of a judge spec that does not parse, naming ``judge``: its message
+    quotes the spec with the credentials of its URLs masked (an answer, and any log of
+    it, never carries a password)."""
+    return InvalidRequest(mask_passwords(str(error)), field="judge", title="Invalid judge")
 
 
 class NotPermitted(ServiceError):
