@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -71,13 +72,28 @@ def _host_name(authority: str) -> str:
     return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
 
 
+def _loopback_client(connection: ASGIConnection[Any, Any, Any, Any]) -> bool:
+    """Whether the request's client is this machine (a loopback address)."""
+    client = connection.client
+    try:
+        return client is not None and ipaddress.ip_address(client.host).is_loopback
+    except ValueError:  # not an address (a Unix socket's peer, a test's name)
+        return False
+
+
 def _refuse_foreign_page(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
     """Anonymous use is for the person at this machine, not for every web page their
     browser opens: a request a page of another origin sends (as its ``Sec-Fetch-Site``
     or, without one, its whole ``Origin`` says: another site, or another local port; a
     bodiless POST needs no preflight) and a page that reached the port through a DNS
     name rebound to 127.0.0.1 (its ``Host`` is not a loopback name) get 403, not the
-    anonymous admin."""
+    anonymous admin; so does a request another machine sent through a reverse proxy on
+    this one (its client, as the proxy's ``X-Forwarded-For`` names it, is not a loopback
+    address: a proxy's default ``Host`` would pass the check above)."""
+    if not _loopback_client(connection):
+        raise PermissionDeniedException(
+            "anonymous use answers requests from this machine only; send a bearer token"
+        )
     host = _host_name(connection.headers.get("host", "").strip().lower())
     if host not in LOCAL_HOSTS:
         raise PermissionDeniedException(

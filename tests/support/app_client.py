@@ -27,8 +27,9 @@ class AppClient(httpx.AsyncClient):
     requests to it; leaving stops the app after the client."""
 
     def __init__(self, app: Litestar, *, timeout: float = 30, **kwargs: Any) -> None:
-        # Litestar types its ASGI callable more narrowly than httpx names the protocol
-        transport = httpx.ASGITransport(app=app, client=("testclient", 50000))  # type: ignore[arg-type]
+        # Litestar types its ASGI callable more narrowly than httpx names the protocol; the
+        # client is this machine, as a local user's requests are (anonymous use needs it)
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
         super().__init__(
             transport=transport,
             base_url=BASE_URL,

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 #: what the local user's own tools send
 LOCAL = {"Host": "127.0.0.1:8000"}
@@ -96,3 +98,33 @@ async def test_a_bearer_token_is_still_taken_from_any_host(api_client: Any, toke
             "/v1/tokens", headers={**admin, "Host": "judge.example", "Origin": "https://x.example"}
         )
     assert listed.status_code == 200, listed.text
+
+
+async def test_a_request_from_another_machine_is_not_the_anonymous_admin(
+    api_client: Any,
+) -> None:
+    """Behind a reverse proxy on this machine (``serve`` believes its X-Forwarded-For, and
+    nginx's default ``proxy_pass`` sends ``Host: 127.0.0.1:8000``), a request another
+    machine sent is not the anonymous admin; a local one still is."""
+    async with api_client(start_workers=False, allow_anonymous=True) as client:
+        # as serve runs the app: uvicorn's proxy-header handling, the proxy at 127.0.0.1
+        served = ProxyHeadersMiddleware(client.app, trusted_hosts="127.0.0.1")
+        transport = httpx.ASGITransport(app=served, client=("127.0.0.1", 40000))
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1:8000"
+        ) as proxy:
+            # a local request through the same path is the anonymous admin, as documented
+            local = await proxy.get("/v1/tokens", headers={"X-Forwarded-For": "127.0.0.1"})
+            assert local.status_code == 200, local.text
+            # a remote machine's request, relayed by a reverse proxy (nginx's defaults)
+            remote = await proxy.get(
+                "/v1/tokens",
+                headers={"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "http"},
+            )
+            minted = await proxy.post(
+                "/v1/tokens",
+                json={"name": "intruder", "role": "admin"},
+                headers={"X-Forwarded-For": "203.0.113.7"},
+            )
+    assert remote.status_code in (401, 403), (remote.status_code, remote.text[:200])
+    assert minted.status_code in (401, 403), (minted.status_code, minted.text[:200])
