@@ -26,16 +26,20 @@ MIN_TOKEN_LENGTH = 24
 
 
 def read_token_file(path: Path) -> str:
-    """The token in ``path`` (surrounding white space dropped); ValueError when unusable."""
+    """The token in ``path`` (surrounding white space dropped); ValueError when unusable:
+    one word of printable ASCII, as an ``Authorization`` header carries it (a token with
+    another character, or a file starting with a byte order mark, which
+    ``$(cat FILE)`` sends along, could never be used as a bearer token)."""
     try:
         token = path.read_text(encoding="utf-8").strip()
     except OSError as exc:
         message = f"cannot read the bootstrap admin token file {path}: {exc.strerror}"
         raise ValueError(message) from None
-    if len(token) < MIN_TOKEN_LENGTH or any(c.isspace() for c in token):
+    words = token.isascii() and token.isprintable() and not any(c.isspace() for c in token)
+    if len(token) < MIN_TOKEN_LENGTH or not words:
         raise ValueError(
             f"the bootstrap admin token in {path} must be one word of at least "
-            f"{MIN_TOKEN_LENGTH} characters"
+            f"{MIN_TOKEN_LENGTH} printable ASCII characters"
         )
     return token
 

@@ -160,13 +160,27 @@ async def test_the_bootstrap_admin_token_is_registered_once_and_revocation_stick
     assert len(await store.tokens.all()) == 1
 
 
-@pytest.mark.parametrize("content", [None, "short", "two words but long enough to pass"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        None,
+        "short",
+        "two words but long enough to pass",
+        # never a bearer token: $(cat FILE) sends the byte order mark along, and a header
+        # carries ASCII only
+        "\ufeff0123456789abcdef0123456789abcdef\n",
+        "p\u00e4ssw\u00f6rt-0123456789abcdef0123456789\n",
+    ],
+    ids=["missing", "short", "two-words", "byte-order-mark", "non-ascii"],
+)
 def test_an_unusable_bootstrap_token_file_stops_the_app_at_once(
     content: str | None, tmp_path: Path, database_url: str
 ) -> None:
+    """A bootstrap token file whose token could never be sent as a bearer token stops the
+    app at start, naming the file, rather than locking the operator out."""
     path = tmp_path / "token"
     if content is not None:
-        path.write_text(content)
+        path.write_text(content, encoding="utf-8")
     settings = Settings(database_url=database_url, bootstrap_admin_token_file=path)
     with pytest.raises(ValueError, match="bootstrap admin token"):
         create_app(settings)
