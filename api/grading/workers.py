@@ -533,9 +533,11 @@ class GradingWorkers:
         except Exception:  # the identity is checked again with the next grading
             log.exception("checking the model digest of %s failed", claim.judge_spec)
         # each judge's health from its own calls: a panel member is failing when its
-        # last call failed in a way retrying later fixes, whatever became of the others'
+        # last call failed in a way retrying later fixes, whatever became of the others'.
+        # Only calls that reached it say so: a reply from the judge cache or a batch's
+        # kept replies says nothing of whether it answers now (``/readyz`` trusts this)
         for spec in member_specs(claim.judge_spec):
-            calls = services.backends.calls_of(spec, result.calls)
+            calls = [c for c in services.backends.calls_of(spec, result.calls) if _reached(c)]
             if calls:
                 failure = calls[-1].error_code
                 failed = failure in RETRY_LATER
@@ -555,6 +557,12 @@ class GradingWorkers:
                 )
             except Exception:
                 log.exception("extending the lease of %s failed", grading_id)
+
+
+def _reached(call: JudgeCall) -> bool:
+    """Whether ``call`` asked the live judge: not answered from the judge cache nor from
+    a batch engine's kept replies (whose ``Completion.via`` names the batch)."""
+    return not call.cached and (call.completion is None or call.completion.via is None)
 
 
 def _retry_wait(result: GradingResult, seconds: float) -> float:

@@ -180,7 +180,8 @@ class Metrics:
         )
         self.regrade_items = Gauge(
             "sre_judge_regrade_job_items",
-            "Regrade job progress: items by kind (total, done, failed, cache_hits)",
+            "Regrade job progress: items by kind (total, done, failed, and cache_hits: "
+            "items answered wholly from the judge cache)",
             ["job_id", "kind"],
             registry=r,
         )
@@ -263,7 +264,11 @@ class Metrics:
             self.pending_by_judge.labels(judge).set(count)
 
     async def _refresh_regrades(self, services: Services) -> None:
-        """Items of every regrade job that has not ended, by kind; ended jobs drop out."""
+        """Items of every regrade job that has not ended, by kind; ended jobs drop out.
+
+        Every kind counts items: ``cache_hits`` is the items answered wholly from the
+        judge cache, not the job object's cache hits (calls, several per item with
+        per-question asking)."""
         try:
             jobs = await services.store.db.run_read(active_jobs, datetime.now(UTC))
         except Exception as exc:
@@ -277,7 +282,7 @@ class Metrics:
                 ("total", progress.total),
                 ("done", progress.done),
                 ("failed", progress.failed),
-                ("cache_hits", progress.cache_hits),
+                ("cache_hits", progress.cached_items),
             ):
                 self.regrade_items.labels(view.job.id, kind).set(value)
 

@@ -1,8 +1,12 @@
 """Progress of a regrade job, computed from its items (gradings) and their judge calls.
 
 Nothing is counted twice or kept in sync by hand: done, failed (unscored), remaining,
-judge calls and cache hits are aggregates over the job's gradings, so they stay right
-whichever worker process did the work and across restarts.
+judge calls, cache hits and cached items are aggregates over the job's gradings, so they
+stay right whichever worker process did the work and across restarts.
+
+Cache hits are *calls* answered from the judge cache (as the job object shows them:
+beside the judge calls, several per item with per-question asking); cached items are
+*items*, those answered wholly from the cache (as ``/metrics`` counts a job's items).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -19,6 +23,10 @@ from storage.regrade.tables import TERMINAL_STATES, RegradeJobRecord
 from storage.tables import GradingRecord, JudgeCallRecord
 
 __all__ = ["JobProgress", "JobView", "active_jobs", "job_progress", "recent_jobs"]
+
+
+#: the statuses of an item that is answered (graded) or will never be (unscored)
+_FINISHED = ("graded", "unscored")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,9 @@ class JobProgress:
     judge_calls: int = 0
     #: calls answered from the judge cache
     cache_hits: int = 0
+    #: finished items (graded or unscored) answered wholly from the judge cache: each of
+    #: their calls a cache hit, none reached the judge
+    cached_items: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     #: finished items per second since the job started
@@ -81,6 +92,22 @@ def _call_counts(session: Session, job_id: str) -> dict[bool, tuple[int, int, in
     return {bool(cached): (int(n or 0), int(p or 0), int(c or 0)) for cached, n, p, c in rows}
 
 
+def _cached_items(session: Session, job_id: str) -> int:
+    """Finished items of the job with judge calls, every one of them a cache hit."""
+    per_item = (
+        select(col(JudgeCallRecord.grading_id))
+        .join(GradingRecord, col(GradingRecord.id) == col(JudgeCallRecord.grading_id))
+        .where(
+            col(GradingRecord.regrade_job_id) == job_id,
+            col(GradingRecord.status).in_(_FINISHED),
+        )
+        .group_by(col(JudgeCallRecord.grading_id))
+        .having(func.sum(case((col(JudgeCallRecord.cached), 0), else_=1)) == 0)
+        .subquery()
+    )
+    return int(session.execute(select(func.count()).select_from(per_item)).scalar_one())
+
+
 def _rate(job: RegradeJobRecord, finished: int, now: datetime) -> float | None:
     """Items finished a second of the time the job ran: its rests (paused, cancelled)
     left out."""
@@ -108,6 +135,7 @@ def job_progress(session: Session, job: RegradeJobRecord, now: datetime) -> JobP
         remaining=remaining,
         judge_calls=real[0],
         cache_hits=hits[0],
+        cached_items=_cached_items(session, job.id) if hits[0] else 0,
         prompt_tokens=real[1],
         completion_tokens=real[2],
         rate=round(rate, 4) if rate else None,

@@ -18,7 +18,7 @@ from api.service.judge_status import judge_status, startup_message
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import ScriptedBackend
-from judge.calls import ChatMessage, JudgeRequest
+from judge.calls import ChatMessage, Completion, JudgeRequest
 from judge.errors import JudgeAuthError, JudgeRateLimited, JudgeUnavailable
 from judge.retry import complete_with_retries
 from storage import GradingRecord
@@ -99,6 +99,49 @@ async def test_readyz_says_judge_unavailable_whatever_a_backends_probe_lets_thro
         ready = await client.get("/readyz")
     assert ready.status_code == 503, ready.text
     assert ready.json()["judge"]["reason"] == "judge_unavailable"
+
+
+class _Switchable(ScriptedBackend):
+    """A judge that answers (``pass``) and reports its model digest until it is taken
+    down (``up = False``)."""
+
+    up = True
+
+    async def model_digest(self) -> str | None:
+        return self.digest if self.up else None  # unreachable: none reported
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        if not self.up:
+            raise JudgeUnavailable("connection refused")
+        return await super().complete(request)
+
+    async def probe(self) -> None:
+        if not self.up:
+            raise JudgeUnavailable("connection refused")
+
+
+async def test_readyz_says_a_downed_judge_is_away_after_a_grading_answered_from_the_cache(
+    api_client: Any, tokens: Any
+) -> None:
+    """A grading answered wholly from the judge cache never reaches the judge, so it says
+    nothing of the judge's health: once the judge is down, ``/readyz`` keeps answering
+    503 however many gradings the cache answers meanwhile."""
+    spec = "scripted:pass"
+    judge = _Switchable(model="pass", digest=DIGEST)  # its replies are cached
+    agent = await tokens("submitter")
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    async with api_client(judge=spec, backends={spec: judge}, judge_max_attempts=1) as client:
+        first = await client.post("/v1/submissions?wait=20", json=body, headers=agent)
+        assert first.status_code == 201, first.text  # graded by the live judge: cached
+        judge.up = False
+        client.app.state.services.backends.health.clear()  # the last probe is stale
+        down = await client.get("/readyz")
+        assert down.status_code == 503, down.text
+        again = await client.post("/v1/submissions?wait=20", json=body, headers=agent)
+        assert again.status_code == 201, again.text  # answered from the cache alone
+        after = await client.get("/readyz")
+    assert after.status_code == 503, after.text
+    assert after.json()["judge"]["ok"] is False
 
 
 async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(

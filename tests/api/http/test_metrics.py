@@ -12,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import Engine
 
+from api.grading.workers import GradingWorkers
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
 from api.service.metrics import Metrics
@@ -323,6 +324,40 @@ async def test_regrade_jobs_progress_is_read_at_scrape_time_until_they_end(
     assert items(queued) == (4, 0, 0, 0)
     assert items(running) == (4, 1, 1, 0)
     assert not any(name == "sre_judge_regrade_job_items" for name, _ in ended)  # done: gone
+
+
+async def test_a_regrade_jobs_cache_hits_on_metrics_are_items_not_calls(
+    api_client: ClientFactory, tokens: Any
+) -> None:
+    """``sre_judge_regrade_job_items{kind="cache_hits"}`` counts the job's items answered
+    wholly from the judge cache, never more than it has: with per-question asking one
+    such item is nine cached calls, which the job object counts as its cache hits."""
+    admin = await tokens("admin")
+    settings = {"judge": "scripted:pass", "judge_asking": "per_question"}
+    async with api_client(**settings) as client:  # two gradings: their replies cached
+        for n in range(2):
+            body = {"diagnosis": f"user-service sets USER_PORT=9999 #{n}", "ground_truth": TRUTH}
+            sent = await client.post("/v1/submissions?wait=20", json=body, headers=admin)
+            assert sent.status_code == 201, sent.text
+    async with api_client(**settings, start_workers=False) as client:
+        regrade = {"judge": "scripted:pass", "mode": "shadow"}
+        made = await client.post("/v1/regrade-jobs", json=regrade, headers=admin)
+        assert made.status_code == 201, made.text
+        job_id = made.json()["id"]
+        services = client.app.state.services
+        claims = await services.store.queue.claim_pending(
+            "tests", limit=1, lease_seconds=60, regrade=True
+        )
+        assert len(claims) == 1
+        await GradingWorkers(services, count=1, worker_id="tests").process(claims[0])
+        samples, _ = _scrape((await client.get("/metrics")).text)
+        job = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=admin)).json()
+    kinds = ("total", "done", "failed", "cache_hits")
+    items = {
+        k: _value(samples, "sre_judge_regrade_job_items", job_id=job_id, kind=k) for k in kinds
+    }
+    assert items == {"total": 2, "done": 1, "failed": 0, "cache_hits": 1}, (items, job)
+    assert (job["judge_calls"], job["cache_hits"]) == (0, 9), job  # the job object: calls
 
 
 #: the metrics table of the operations page
