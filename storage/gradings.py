@@ -1,21 +1,26 @@
 """Reading gradings: one, a filtered page, their judge calls and their history.
 
-Lists are ordered newest first by ``(listed_at, id)`` and paginated by keyset: the
-cursor holds the last row's ``(listed_at, id)``, signed (``storage.cursors``), and the
-next page continues strictly after it. A grading is listed at its creation time, and a
-promoted regrade item at the place of the grading it replaced (``listed_at``): new
-gradings are newer than every listed one and a promotion moves no submission, so
-inserts and promotions between pages never shift, duplicate or skip rows of later pages.
+The list of gradings is ordered newest first by :class:`ListPosition`, ``(listed_at,
+submission_id, id)``, and paginated by keyset: the cursor holds the last row's
+position, signed (``storage.cursors``), and the next page continues strictly after it.
+A grading is listed at its creation time, and a promoted regrade item at the place of
+the grading it replaced (``listed_at``); a submission has one current grading, so in
+the list of current gradings a submission's place is ``(listed_at, submission_id)``,
+which a promotion leaves as it was (the grading's own id only orders the gradings of
+one submission where superseded and shadow ones are listed too). New gradings are newer
+than every listed one and a promotion moves no submission, so inserts and promotions
+between pages never shift, duplicate or skip rows of later pages.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self, TypeVar
 
-from sqlalchemy import ColumnElement, Select, and_, exists, or_, select
+from sqlalchemy import ColumnElement, Select, UnaryExpression, and_, exists, or_, select, tuple_
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -38,8 +43,7 @@ from storage.tables import (
 
 __all__ = [
     "GradingReads",
-    "decode_cursor",
-    "encode_cursor",
+    "ListPosition",
     "grading_position",
     "judge_labelled",
     "overrides_of",
@@ -83,40 +87,108 @@ class _Filterable(Protocol):
 _Q = TypeVar("_Q", bound=_Filterable)
 #: grading ids per IN list
 _IDS_PER_QUERY = 500
-#: what an issued cursor can hold: a grading id and a time both databases store
-_GRADING_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: what an issued cursor can hold: ids of gradings and submissions, and a time both
+#: databases store
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_NOT_ISSUED = "the cursor is not one this service issued"
 _EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
-def encode_cursor(codec: CursorCodec, at: datetime, grading_id: str) -> str:
-    """The signed cursor of the position after ``(at, grading_id)``: a grading's time
-    in the list's order (``listed_at`` for the list of gradings) and its id."""
-    return codec.encode([iso_utc(at), grading_id])
-
-
-def decode_cursor(codec: CursorCodec, cursor: str) -> tuple[datetime, str]:
-    """The ``(time, id)`` of a cursor ``codec`` signed; raises InvalidCursor."""
-    return grading_position(codec.decode(cursor))
-
-
 def grading_position(position: Sequence[Any]) -> tuple[datetime, str]:
-    """The ``(time, id)`` a signed cursor's position holds (``[stamp, id]``, as
-    :func:`encode_cursor` writes them); raises InvalidCursor for anything else."""
+    """The ``(time, id)`` a signed cursor's position holds (``[stamp, id]``: a grading's
+    time in its list's order and its id); raises InvalidCursor for anything else."""
     try:
         stamp, grading_id = position
+    except (ValueError, TypeError) as exc:
+        raise InvalidCursor(_NOT_ISSUED) from exc
+    return _issued_time(stamp), _issued_id(grading_id)
+
+
+# a signed position that fails these checks was signed with our key, so they are never
+# reached unless the key leaked: nothing else in it reaches a query
+
+
+def _issued_time(stamp: Any) -> datetime:
+    """The time a signed position holds: aware, and when a grading could be made."""
+    try:
         at = datetime.fromisoformat(stamp)
     except (ValueError, TypeError) as exc:
-        raise InvalidCursor("the cursor is not one this service issued") from exc
-    forged = (
-        not isinstance(grading_id, str)
-        or not _GRADING_ID.fullmatch(grading_id)
-        or at.utcoffset() is None
-        or not _EARLIEST <= at <= _LATEST  # no grading was made then
-    )
-    if forged:  # signed with our key, so never reached unless the key leaked
-        raise InvalidCursor("the cursor is not one this service issued")
-    return at, grading_id
+        raise InvalidCursor(_NOT_ISSUED) from exc
+    if at.utcoffset() is None or not _EARLIEST <= at <= _LATEST:
+        raise InvalidCursor(_NOT_ISSUED)
+    return at
+
+
+def _issued_id(value: Any) -> str:
+    """An id (of a grading or a submission) a signed position holds."""
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise InvalidCursor(_NOT_ISSUED)
+    return value
+
+
+@dataclass(frozen=True)
+class ListPosition:
+    """A grading's place in the list of gradings, newest first: its ``listed_at``, then
+    its submission's id, then its own id.
+
+    A submission has one current grading, and a promoted one takes the ``listed_at`` of
+    the grading it replaced (``storage.regrade.lifecycle``): in the list of current
+    gradings ``(listed_at, submission_id)`` is a submission's place, the same before
+    and after a promotion. Where superseded and shadow gradings are listed too, several
+    gradings share it and their ids order them."""
+
+    listed_at: datetime
+    submission_id: str
+    grading_id: str
+
+    @classmethod
+    def of(cls, grading: GradingRecord) -> ListPosition:
+        """The place of ``grading``."""
+        return cls(grading.listed_at, grading.submission_id, grading.id)
+
+    @staticmethod
+    def order() -> tuple[UnaryExpression[Any], ...]:
+        """The list's order, newest first (``ix_grading_list_order`` read backwards)."""
+        g = GradingRecord
+        return (
+            col(g.listed_at).desc(),
+            col(g.submission_id).desc(),
+            col(g.id).desc(),
+        )
+
+    def after(self, *, current_only: bool) -> ColumnElement[bool]:
+        """The gradings listed after this place: past the submission in the list of
+        current gradings (the grading that replaces the one at this place is not listed
+        again), past the grading where every grading is listed."""
+        g = GradingRecord
+        # a row value (the columns' own types bind the values): both databases read it
+        # as a range of ``ix_grading_list_order``
+        if current_only:
+            place = tuple_(col(g.listed_at), col(g.submission_id))
+            return place < (self.listed_at, self.submission_id)
+        place = tuple_(col(g.listed_at), col(g.submission_id), col(g.id))
+        return place < (self.listed_at, self.submission_id, self.grading_id)
+
+    def cursor(self, codec: CursorCodec) -> str:
+        """The signed cursor of the page after this place."""
+        return codec.encode([iso_utc(self.listed_at), self.submission_id, self.grading_id])
+
+    @classmethod
+    def of_cursor(cls, codec: CursorCodec, cursor: str) -> ListPosition:
+        """The place a cursor ``codec`` signed holds; raises InvalidCursor, also for a
+        cursor issued when the list was ordered by ``(listed_at, id)`` alone (a client
+        starts again from the first page)."""
+        position = codec.decode(cursor)
+        if len(position) == 2:
+            raise InvalidCursor(
+                "the cursor was issued by an earlier version of the service: "
+                "start again from the first page"
+            )
+        if len(position) != 3:
+            raise InvalidCursor(_NOT_ISSUED)
+        stamp, submission_id, grading_id = position
+        return cls(_issued_time(stamp), _issued_id(submission_id), _issued_id(grading_id))
 
 
 def records_by_grading(
@@ -295,29 +367,25 @@ class GradingReads:
         own_truth = (
             None if submitted_by is None else col(SubmissionRecord.ground_truth_source) == "inline"
         )
+        filters = filters or GradingFilter()
         query = _filtered(
             select(GradingRecord, SubmissionRecord).join(
                 SubmissionRecord, col(GradingRecord.submission_id) == col(SubmissionRecord.id)
             ),
-            filters or GradingFilter(),
+            filters,
             own_truth,
         )
         if submitted_by is not None:
             query = query.where(col(SubmissionRecord.submitted_by) == submitted_by)
-        listed_at = col(GradingRecord.listed_at)
         if after is not None:
-            # a cursor issued before gradings had a list position holds the creation
-            # time, which is the position of every grading listed then
-            at, grading_id = decode_cursor(self._cursors, after)
-            query = query.where(
-                or_(listed_at < at, and_(listed_at == at, col(GradingRecord.id) < grading_id))
-            )
-        query = query.order_by(listed_at.desc(), col(GradingRecord.id).desc()).limit(limit + 1)
+            position = ListPosition.of_cursor(self._cursors, after)
+            query = query.where(position.after(current_only=filters.current_only))
+        query = query.order_by(*ListPosition.order()).limit(limit + 1)
         views = self._pairs_of(session, query)
         more = len(views) > limit
         views = views[:limit]
         last = views[-1].grading if views else None
-        cursor = encode_cursor(self._cursors, last.listed_at, last.id) if more and last else None
+        cursor = ListPosition.of(last).cursor(self._cursors) if more and last else None
         return views, cursor
 
     @staticmethod

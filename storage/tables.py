@@ -251,8 +251,8 @@ class GradingRecord(SQLModel, table=True):
     __table_args__ = (
         Index("ix_grading_status_created_at", "status", "created_at"),
         Index("ix_grading_created_at_id", "created_at", "id"),
-        # the list of gradings (storage.gradings), newest first
-        Index("ix_grading_listed_at_id", "listed_at", "id"),
+        # the list of gradings in its order (storage.gradings.ListPosition), read backwards
+        Index("ix_grading_list_order", "listed_at", "submission_id", "id"),
         # a regrade job's items by status, from the index alone (its progress)
         Index("ix_grading_regrade_job_id_status", "regrade_job_id", "status"),
         # the queue's claim order (storage.claims): live first, then oldest first

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from storage import InvalidCursor, Store
+from storage.canonical import iso_utc
 from storage.cursors import CursorCodec
 from storage.keys import ServiceKey
 from tests.conftest import Clock
@@ -71,6 +72,18 @@ async def test_a_well_formed_unsigned_position_is_refused(store: Store) -> None:
             await store.gradings.page(after=forged)
 
 
+async def test_a_cursor_of_the_lists_earlier_order_is_refused(engine: Engine, clock: Clock) -> None:
+    """A cursor signed when the list of gradings was ordered by ``(listed_at, id)`` alone
+    holds no submission to continue after: it is refused, telling the client to start
+    again from the first page, rather than listing a submission twice or leaving one
+    out."""
+    store = Store(engine, clock=clock, key=KEY)
+    grading = (await submit(store)).grading
+    earlier = CursorCodec(KEY, "gradings").encode([iso_utc(grading.listed_at), grading.id])
+    with pytest.raises(InvalidCursor, match="start again from the first page"):
+        await store.gradings.page(after=earlier)
+
+
 def test_a_cursor_is_url_safe_and_bound_to_its_list() -> None:
     gradings, other = CursorCodec(KEY, "gradings"), CursorCodec(KEY, "scenarios")
     cursor = gradings.encode(["2026-01-01T00:00:00+00:00", "g-1\u00e9/?&="])
@@ -89,10 +102,13 @@ def test_malformed_cursors_are_refused(cursor: str) -> None:
 @pytest.mark.parametrize(
     "position",
     [
-        ["9999-12-31T23:59:59-14:00", "a" * 32],
-        ["2026-01-01T00:00:00", "a" * 32],
-        ["2026-01-01T00:00:00+00:00", "a\u0000b"],
-        ["2026-01-01T00:00:00+00:00", 7],
+        ["9999-12-31T23:59:59-14:00", "s" * 32, "a" * 32],
+        ["2026-01-01T00:00:00", "s" * 32, "a" * 32],
+        ["2026-01-01T00:00:00+00:00", "s" * 32, "a\u0000b"],
+        ["2026-01-01T00:00:00+00:00", "s\u0000t", "a" * 32],
+        ["2026-01-01T00:00:00+00:00", "s" * 32, 7],
+        ["2026-01-01T00:00:00+00:00", None, "a" * 32],
+        ["2026-01-01T00:00:00+00:00", "s" * 32, "a" * 32, "b"],
         ["2026-01-01T00:00:00+00:00"],
         [],
     ],

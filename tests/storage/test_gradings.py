@@ -5,10 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import Engine
 
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from storage import GradingFilter, InvalidCursor, NotFound, Store
+from storage.keys import ServiceKey
 from tests.conftest import Clock
-from tests.storage.helpers import graded_result, new_submission, submit
+from tests.storage.helpers import graded_result, new_submission, sregym_rubric, submit
 
 
 async def _all_pages(store: Store, *, limit: int, **kw: object) -> list[str]:
@@ -66,6 +70,48 @@ async def test_pagination_is_stable_under_inserts(store: Store, clock: Clock) ->
         seen += [v.grading.id for v in page]
     assert seen == before
     assert len(set(seen)) == len(seen) == 15
+
+
+async def _graded_all(store: Store) -> None:
+    while claims := await store.queue.claim_pending("w", limit=10, lease_seconds=60):
+        for claim in claims:
+            assert await store.queue.complete(claim.grading_id, "w", graded_result([]))
+
+
+async def test_a_promotion_between_pages_lists_each_submission_once_where_it_was(
+    store: Store, engine: Engine, clock: Clock, service_key: ServiceKey
+) -> None:
+    """A client reads the list page by page while a promote regrade replaces every
+    grading, the one its cursor stopped on too: each submission is listed once, in the
+    place it had, even among gradings listed at the same time (a replacing grading has
+    an id of its own, which does not move its submission). Where superseded gradings
+    are listed too, pages still cover every grading once."""
+    at = clock()
+    same_time = Store(engine, clock=lambda: at, key=service_key)
+    for n in range(12):
+        await submit(same_time, new_submission(f"diagnosis {n}"))
+    await _graded_all(store)
+    before = [v.submission.id for v in (await store.gradings.page(limit=100))[0]]
+
+    page, cursor = await store.gradings.page(limit=3)
+    seen = [v.submission.id for v in page]
+    target = RegradeTarget(
+        sregym_rubric(), "openai:new@http://127.0.0.1:9/v1", "openai", "new", "promote"
+    )
+    job = await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    await _graded_all(store)
+    later: list[str] = []
+    while cursor is not None:
+        page, cursor = await store.gradings.page(after=cursor, limit=3)
+        seen += [v.submission.id for v in page]
+        later += [v.grading.regrade_job_id or "" for v in page]
+    assert seen == before
+    assert later == [job.job.id] * 9  # the promoted gradings, where their submissions were
+
+    every = GradingFilter(current_only=False)
+    paged = await _all_pages(store, limit=5, filters=every)
+    whole = [v.grading.id for v in (await store.gradings.page(limit=100, filters=every))[0]]
+    assert paged == whole and len(set(paged)) == 24
 
 
 async def test_filters(store: Store, clock: Clock) -> None:

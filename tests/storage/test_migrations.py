@@ -522,8 +522,8 @@ async def test_0036_lists_existing_gradings_at_their_creation_time(database_url:
     """Gradings stored before 0036 are listed where they were (newest first by creation
     time): their list position is their ``created_at``, and their audit digests are
     unchanged (the chain still verifies). The queue's claim-order index (on an
-    expression, which SQLite's table rebuild does not keep by itself) is still there. A
-    downgrade keeps the gradings."""
+    expression, which SQLite's table rebuild does not keep by itself) is still there,
+    beside the list's (0038). A downgrade keeps the gradings."""
     from sqlalchemy import text
 
     from storage import ChainKey, Store, verify_chain
@@ -542,19 +542,62 @@ async def test_0036_lists_existing_gradings_at_their_creation_time(database_url:
     store = Store(engine, key=session_key())
     with engine.connect() as connection:
         rows = connection.execute(text("SELECT created_at, listed_at FROM grading")).all()
-        indexes = (
-            "SELECT name FROM sqlite_master WHERE tbl_name = 'grading'"
-            if connection.dialect.name == "sqlite"
-            else "SELECT indexname FROM pg_indexes WHERE tablename = 'grading'"
-        )
-        names = set(connection.execute(text(indexes)).scalars())
+        names = _grading_indexes(connection)
     listed, _ = await store.gradings.page(limit=10)
     report = await verify_chain(engine, key=ChainKey.of(session_key()))
     engine.dispose()
     assert len(rows) == 3 and all(created == at for created, at in rows)
-    assert {"ix_grading_claim_order", "ix_grading_listed_at_id"} <= names
+    assert {"ix_grading_claim_order", "ix_grading_list_order"} <= names
     assert [v.grading.id for v in listed] == made[::-1]
     assert report.ok, report
+
+
+def _grading_indexes(connection: Connection) -> set[str]:
+    """The names of the ``grading`` table's indexes."""
+    from sqlalchemy import text
+
+    indexes = (
+        "SELECT name FROM sqlite_master WHERE tbl_name = 'grading'"
+        if connection.dialect.name == "sqlite"
+        else "SELECT indexname FROM pg_indexes WHERE tablename = 'grading'"
+    )
+    return set(connection.execute(text(indexes)).scalars())
+
+
+async def test_0038_indexes_the_list_in_its_order_and_a_downgrade_restores_the_index_before(
+    database_url: str,
+) -> None:
+    """After 0038 the list of gradings has one index, in its order (``listed_at``, then
+    the submission, then the grading); a downgrade to 0037 gives back the index on
+    ``(listed_at, id)`` and keeps the gradings; upgrading again lists them as before."""
+    from storage import Store
+    from tests.storage.helpers import new_submission, submit
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    store = Store(engine, key=session_key())
+    made = [(await submit(store, new_submission(f"d{n}"))).grading.id for n in range(3)]
+    with engine.connect() as connection:
+        at_head = _grading_indexes(connection)
+    engine.dispose()
+    assert "ix_grading_list_order" in at_head and "ix_grading_listed_at_id" not in at_head
+    kept = _rows_after_downgrade(
+        database_url,
+        "0037",
+        "SELECT COUNT(*) FROM grading WHERE listed_at IS NOT NULL",
+    )
+    assert kept == [(3,)]
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        before = _grading_indexes(connection)
+    engine.dispose()
+    assert "ix_grading_listed_at_id" in before and "ix_grading_list_order" not in before
+
+    await upgrade(database_url)
+    engine = make_engine(database_url)
+    listed, _ = await Store(engine, key=session_key()).gradings.page(limit=10)
+    engine.dispose()
+    assert [v.grading.id for v in listed] == made[::-1]
 
 
 async def _downgrade_refused_and_chain_kept(
