@@ -12,7 +12,7 @@ boundary, so callers never see an ``httpx`` or ``openai`` exception::
         │   └── JudgeRateLimited 429, with ``retry_after``          (retried)
         ├── FeatureRefused       the server refused json_schema or logprobs; the next
         │                        attempt asks without it             (retried at once)
-        ├── JudgeTimeout         the server did not answer in time (retried)
+        ├── JudgeTimeout         the server did not answer in time, 408/409 (retried)
         ├── JudgeRejected        400/404/422: the request itself is wrong (not retried)
         │   └── ContextOverflow  the prompt does not fit the model's context
         ├── ReplyTruncated       the reply stopped at the max_tokens budget (asked again
@@ -129,7 +129,8 @@ class ContextOverflow(JudgeRejected):
 
 class ReplyTruncated(JudgeCallError):
     """The judge stopped at its ``max_tokens`` budget (``finish_reason``/``done_reason``
-    ``length``): the reply is cut, so it is never parsed. The retry loop asks once more
+    ``length``), or ran so far past it that its reply was read no further: the reply is
+    cut, so it is never parsed. The retry loop asks once more
     with a larger budget (``judge.retry``); a second cut reply leaves the grading
     unscored with the reason ``reply_truncated``."""
 

@@ -1,19 +1,22 @@
 """Retrying judge calls with tenacity, recording every attempt.
 
-Timeouts, connection errors, 5xx and 429 are retried with exponential backoff and
-jitter; a 429's or 503's ``Retry-After`` is honoured (it sets the least wait; a wait
-that is not finite is none, and one past a day a day: ``judge.backends.http``). A refused
-feature (``json_schema``, ``logprobs``) is retried at once without it. Requests the
-server refused (400, 401, 403, 404) are not retried. Attempts and total time are
-both bounded; the time bound does not stop a retry that is owed (a refused feature's,
-a cut reply's). Any other exception a backend lets through is recorded and retried as an
-unavailable judge naming its type, never raised as itself.
+Timeouts (a 408 or 409 among them: ``judge.backends.http``), connection errors, 5xx and
+429 are retried with exponential backoff and jitter; a 429's or 503's ``Retry-After`` is
+honoured (it sets the least wait; a wait that is not finite is none, and one past a day
+a day: ``judge.backends.http``). A refused feature (``json_schema``, ``logprobs``) is
+retried at once without it. Requests the server refused (400, 401, 403, 404) are not
+retried. Attempts and total time are both bounded; the time bound does not stop a retry
+that is owed (a refused feature's, a cut reply's). Any other exception a backend lets
+through is recorded and retried as an unavailable judge naming its type, never raised
+as itself.
 
 A reply that stopped at the ``max_tokens`` budget (``finish_reason`` or ``done_reason``
-``length``) is cut: it is never parsed. It is asked again once, at once, with a budget
-``TRUNCATED_BUDGET_FACTOR`` times larger (the attempt records the budget it asked
-for); a second cut reply raises :class:`~judge.errors.ReplyTruncated`, and the grading
-is unscored with the reason ``reply_truncated``.
+``length``) is cut: it is never parsed; so is one that ran so far past the budget that
+the backend read no further (``judge.backends.streaming.SizeLimit``). It is asked again
+once, at once, with a budget ``TRUNCATED_BUDGET_FACTOR`` times larger (the attempt
+records the budget it asked for); a second cut reply raises
+:class:`~judge.errors.ReplyTruncated`, and the grading is unscored with the reason
+``reply_truncated``.
 """
 
 from __future__ import annotations

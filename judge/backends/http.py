@@ -25,6 +25,7 @@ from judge.errors import (
     JudgeCallError,
     JudgeRateLimited,
     JudgeRejected,
+    JudgeTimeout,
     JudgeUnavailable,
 )
 
@@ -53,6 +54,11 @@ _CONTEXT_OVERFLOW = re.compile(
 #: statuses of a server (or a gateway before it) that is busy or down: retried as such
 #: whatever their message says ("upstream took too long")
 _UNAVAILABLE = frozenset({502, 503, 504})
+#: statuses of a request that timed out on the way or at the server: retried as a timeout.
+#: 408: a server or gateway that gave up waiting. 409: what the OpenAI API answers when a
+#: lock timed out on its side (its own client retries it as such); no judge server
+#: answers a chat request 409 for a fault of the request's
+_TIMED_OUT = frozenset({408, 409})
 #: the longest piece of a server's error message kept in an error
 MAX_ERROR_TEXT = 300
 #: the longest wait a judge's ``Retry-After`` is taken at: a day (a judge that asks for
@@ -75,8 +81,8 @@ def status_error(
     """The judge error of an error status (None: unknown) with the server's message.
 
     429 -> JudgeRateLimited (with Retry-After from ``headers``, as for 503), 401/403 ->
-    JudgeAuthError, a message saying the prompt does not fit -> ContextOverflow, other
-    4xx -> JudgeRejected, 5xx and anything else -> JudgeUnavailable.
+    JudgeAuthError, 408/409 -> JudgeTimeout, a message saying the prompt does not fit ->
+    ContextOverflow, other 4xx -> JudgeRejected, 5xx and anything else -> JudgeUnavailable.
     """
     text = text[:MAX_ERROR_TEXT]
     message = f"{server} answered {status}: {text}"
@@ -87,6 +93,8 @@ def status_error(
         return JudgeRateLimited(message, status_code=status, retry_after=retry_after)
     if status in (401, 403):
         return JudgeAuthError(message, status_code=status)
+    if status in _TIMED_OUT:
+        return JudgeTimeout(message, status_code=status)
     if status not in _UNAVAILABLE and is_context_overflow(text):
         return ContextOverflow(message, status_code=status)
     if status is not None and 400 <= status < 500:

@@ -29,7 +29,7 @@ import ollama
 import pydantic
 
 from judge.backends.http import status_error, tls_context
-from judge.backends.streaming import StreamLimits, cut_short, paced
+from judge.backends.streaming import SizeLimit, StreamLimits, cut_short, paced
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeCallError, JudgeTimeout, JudgeUnavailable
 
@@ -131,6 +131,11 @@ def _has_text(part: Any) -> bool:
     return bool(message.content or getattr(message, "thinking", None))
 
 
+def _text_size(part: Any) -> int:
+    """The characters of reply text ``part`` adds."""
+    return len(part.message.content or "")
+
+
 def _same_model(listed: str | None, wanted: str) -> bool:
     if listed is None:
         return False
@@ -196,13 +201,15 @@ class OllamaBackend:
     async def complete(self, request: JudgeRequest) -> Completion:
         """Send one chat request with the reply schema as ``format``; one attempt only.
 
-        The reply is streamed and read within the backend's limits; a stream that ends
+        The reply is streamed and read within the backend's limits, and no further than
+        its size allows (``SizeLimit``: past it, ReplyTruncated); a stream that ends
         before its ``done`` part raises, and its text is not used. The ``done_reason``
         is kept (``length``: cut at ``num_predict``, never parsed: ``judge.retry``).
         """
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         text: list[str] = []
         last: Any = None
+        size = SizeLimit.text(request.params.max_tokens, _text_size)
         with map_ollama_errors():
             parts = await self._client.chat(
                 model=self.model,
@@ -211,7 +218,8 @@ class OllamaBackend:
                 options=self._options(request),
                 stream=True,
             )
-            async for part in paced(parts, self.limits, begun=_has_text, server="ollama"):
+            reading = paced(parts, self.limits, begun=_has_text, server="ollama", size=size)
+            async for part in reading:
                 text.append(part.message.content or "")
                 last = part
         if last is None or not last.done:

@@ -206,12 +206,13 @@ class OpenAIBackend:
         streamed = self.endpoint not in self.quirks.unstreamed_once
         self.quirks.unstreamed_once.discard(self.endpoint)
         started = asyncio.get_running_loop().time()
+        limits = self.limits if streamed else self.limits.whole_call()
         with map_openai_errors():
             async with self._using() as client:
                 try:
                     reply = await answered(
                         self._create(client, request, form, logprobs=logprobs, streamed=streamed),
-                        self.limits if streamed else self.limits.whole_call(),
+                        limits,
                         server=SERVER,
                         started=started,
                     )
@@ -220,16 +221,16 @@ class OpenAIBackend:
                     if refused is None:
                         raise
                     raise refused from exc
-                if not streamed:
-                    return completion_of(reply, form, self.model, token_logprobs)
                 try:
                     return await read_stream(
                         reply,
-                        self.limits,
+                        limits,
                         form=form,
                         model=self.model,
+                        max_tokens=request.params.max_tokens,
                         logprobs_of=token_logprobs,
                         started=started,
+                        whole=not streamed,
                     )
                 except EmptyStream as exc:
                     # the server failed after its headers and drops that connection: do
@@ -274,26 +275,22 @@ class OpenAIBackend:
         *,
         logprobs: bool,
         streamed: bool = True,
-    ) -> Any:
-        """Send the request through ``client``: a stream (once the answer's headers came)
-        or a whole reply."""
+    ) -> AsyncStream[ChatCompletionChunk]:
+        """Send the request through ``client``, asking for a stream or a whole reply; the
+        reply comes back unread once its headers came (``read_stream`` reads it)."""
         body = chat_body(self.model, request, form=form, logprobs=logprobs, streamed=streamed)
         # The client's own POST (its retries off, its errors, auth and parsing kept), not
         # chat.completions.create: that one walks every node of the body against the
         # typed parameters on each call, which cost more than a grading's storage
         # (bench/overhead.py); the body here is built from checked values already.
-        if not streamed:  # the whole reply at once: the transport waits up to the cap
-            timeout = self.limits.whole_call().http_timeout()
-            return await client.post(
-                "/chat/completions",
-                cast_to=ChatCompletion,
-                body=body,
-                options={"timeout": timeout},
-            )
+        # A whole reply is not read by the client either: read_stream reads it within
+        # the limits and its size, and the transport waits for it up to the cap.
+        timeout = (self.limits if streamed else self.limits.whole_call()).http_timeout()
         stream: AsyncStream[ChatCompletionChunk] = await client.post(
             "/chat/completions",
             cast_to=ChatCompletion,
             body=body,
+            options={"timeout": timeout},
             stream=True,
             stream_cls=AsyncStream[ChatCompletionChunk],
         )

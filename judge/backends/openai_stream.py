@@ -6,8 +6,13 @@ raised as an unstreamed refusal is), their log-probabilities, and at the end a
 A stream that ends without a ``finish_reason`` was cut: it raises, and nothing of it is
 parsed; the ``finish_reason`` is kept with the completion (``length``: cut at the
 budget, which ``judge.retry`` never lets reach the parser). A server that ignores
-``stream`` and answers one JSON body is read as such. An event that is no JSON object
+``stream`` and answers one JSON body is read as such, as is the answer to a request
+that asked for no stream, within the same limits. An event that is no JSON object
 (``null``, a string, a list) makes the reply unreadable: the judge is unavailable.
+
+A reply is read no further than its :class:`SizeLimit`: its text (or refusal) as it
+streams, a whole body by its bytes and then by its text; one that runs past it is cut
+(``ReplyTruncated``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from judge.backends.http import MAX_ERROR_TEXT
 from judge.backends.openai_errors import error_in_body
-from judge.backends.streaming import StreamLimits, cut_short, paced
+from judge.backends.streaming import SizeLimit, StreamLimits, cut_short, paced
 from judge.calls import Completion, TokenLogprob
 from judge.errors import JudgeRejected, JudgeTimeout, JudgeUnavailable
 
@@ -94,6 +99,35 @@ def completion_of(response: Any, form: str, model: str, logprobs_of: Any) -> Com
     )
 
 
+async def _read_whole(
+    stream: AsyncStream[ChatCompletionChunk],
+    limits: StreamLimits,
+    form: str,
+    model: str,
+    max_tokens: int,
+    logprobs_of: Any,
+    started: float | None,
+) -> Completion:
+    """The completion of one JSON body, read in pieces within ``limits`` (each piece
+    within the idle limit, the whole within the cap) and no further than its size
+    allows: its bytes, then its text."""
+    pieces = paced(
+        stream.response.aiter_bytes(),
+        limits,
+        begun=lambda piece: True,
+        server=SERVER,
+        started=started,
+        size=SizeLimit.body(max_tokens),
+    )
+    raw = b"".join([piece async for piece in pieces])
+    whole = construct_type(type_=ChatCompletion, value=json.loads(raw))
+    completion = completion_of(whole, form, model, logprobs_of)
+    text = SizeLimit.text(max_tokens, len)
+    if len(completion.text) > text.most:
+        raise text.too_long(SERVER)
+    return completion
+
+
 def _refused(words: str) -> JudgeRejected:
     """The error of a model's refusal to answer (structured outputs' ``refusal``), its
     words kept."""
@@ -116,6 +150,17 @@ def _begun(chunk: ChatCompletionChunk) -> bool:
         if any(getattr(delta, name, None) for name in _REASONING):
             return True
     return False
+
+
+def _text_size(chunk: ChatCompletionChunk) -> int:
+    """The characters of reply text and refusal ``chunk`` adds (to the first choice, the
+    one kept)."""
+    for choice in (getattr(chunk, "choices", None) or [])[:1]:
+        delta = getattr(choice, "delta", None)
+        content, refusal = getattr(delta, "content", None), getattr(delta, "refusal", None)
+        size = len(content) if isinstance(content, str) else 0
+        return size + (len(refusal) if isinstance(refusal, str) else 0)
+    return 0
 
 
 class _Reply:
@@ -160,20 +205,25 @@ async def read_stream(
     *,
     form: str,
     model: str,
+    max_tokens: int,
     logprobs_of: Any,
     started: float | None = None,
+    whole: bool = False,
 ) -> Completion:
-    """The whole reply of ``stream`` within ``limits``; raises when it was cut short.
+    """The whole reply of ``stream`` within ``limits`` and the size a budget of
+    ``max_tokens`` allows (:class:`SizeLimit`); raises when it was cut short.
 
     ``started``: the event loop's time the call began (the limits count from it).
+    ``whole``: the request asked for no stream, so the body is one JSON reply whatever
+    its media type says.
     """
     try:
-        if stream.response.headers.get("content-type", "").startswith("application/json"):
-            raw = await stream.response.aread()
-            whole = construct_type(type_=ChatCompletion, value=json.loads(raw))
-            return completion_of(whole, form, model, logprobs_of)
+        media = stream.response.headers.get("content-type", "")
+        if whole or media.startswith("application/json"):
+            return await _read_whole(stream, limits, form, model, max_tokens, logprobs_of, started)
         reply = _Reply(model)
-        chunks = paced(stream, limits, begun=_begun, server=SERVER, started=started)
+        size = SizeLimit.text(max_tokens, _text_size)
+        chunks = paced(stream, limits, begun=_begun, server=SERVER, started=started, size=size)
         async for chunk in chunks:
             if not isinstance(chunk, ChatCompletionChunk):  # an event of null, a string...
                 raise JudgeUnavailable(

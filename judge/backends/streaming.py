@@ -1,11 +1,15 @@
-"""Limits on a streamed judge reply: time to the first token, silence between tokens, and
-an overall cap.
+"""Limits on a streamed judge reply: time to the first token, silence between tokens, an
+overall cap, and how much of it is read.
 
 A judge on a laptop CPU reads a 1,000-token prompt for tens of seconds and then writes
 a few tokens a second: one total timeout either cuts it off while it is still writing or
 waits forever for a server that hung. Streaming lets a call be judged by what matters:
 did the first token come, and does the next one keep coming. A reply that stops early
 (a dropped stream, a limit reached) raises; its partial text is never parsed.
+
+A reply that runs far past its token budget (a server that ignores ``max_tokens``, or a
+proxy answering something else at length) is not read further than :class:`SizeLimit`
+allows: it is cut as a reply that stopped at its budget is (``ReplyTruncated``).
 """
 
 from __future__ import annotations
@@ -13,13 +17,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import httpx
 
-from judge.errors import JudgeTimeout, JudgeUnavailable
+from judge.errors import JudgeTimeout, JudgeUnavailable, ReplyTruncated
 
-__all__ = ["StreamLimits", "answered", "cut_short", "paced"]
+__all__ = [
+    "BODY_BYTES_PER_TOKEN",
+    "CHARS_PER_TOKEN",
+    "MIN_BODY_BYTES",
+    "MIN_REPLY_CHARS",
+    "SizeLimit",
+    "StreamLimits",
+    "answered",
+    "cut_short",
+    "paced",
+]
 
 T = TypeVar("T")
 
@@ -55,6 +69,55 @@ class StreamLimits:
         return httpx.Timeout(connect=min(30.0, read), read=read, write=60.0, pool=None)
 
 
+#: characters of reply text a token of the budget may stand for: tokens average 3 to 5
+#: characters and few reach 16, so a reply longer than this many a token ran far past
+#: its budget, whatever the tokenizer
+CHARS_PER_TOKEN = 32
+#: the least text read, for small budgets (a per-question call's): no reply within its
+#: budget comes near, and this much is nothing to a worker's memory
+MIN_REPLY_CHARS = 256 * 1024
+#: bytes of a whole reply body (a server that ignored ``stream``) a token may stand for:
+#: the body carries each token's log-probabilities too (some 400 bytes with five
+#: alternatives), and escapes
+BODY_BYTES_PER_TOKEN = 4 * 1024
+#: the least body read, for small budgets
+MIN_BODY_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SizeLimit(Generic[T]):
+    """At most ``most`` ``unit`` of a reply to a budget of ``max_tokens`` tokens, each
+    part of it measured by ``size``."""
+
+    max_tokens: int
+    most: int
+    unit: str
+    size: Callable[[T], int]
+
+    @classmethod
+    def text(cls, max_tokens: int, size: Callable[[T], int]) -> SizeLimit[T]:
+        """The reply text (or refusal) read for ``max_tokens``: ``CHARS_PER_TOKEN``
+        characters a token, at least ``MIN_REPLY_CHARS`` (262,144: what the default
+        budget of 1536 tokens reads)."""
+        most = max(max_tokens * CHARS_PER_TOKEN, MIN_REPLY_CHARS)
+        return cls(max_tokens, most, "characters", size)
+
+    @classmethod
+    def body(cls, max_tokens: int) -> SizeLimit[bytes]:
+        """The whole reply body read for ``max_tokens``: ``BODY_BYTES_PER_TOKEN`` bytes
+        a token, at least ``MIN_BODY_BYTES`` (the default budget: 6 MiB)."""
+        most = max(max_tokens * BODY_BYTES_PER_TOKEN, MIN_BODY_BYTES)
+        return SizeLimit(max_tokens, most, "bytes", len)
+
+    def too_long(self, server: str) -> ReplyTruncated:
+        """The error of a reply cut once more than ``most`` of it came: cut as a reply
+        that stopped at its budget is (asked again once with a larger one)."""
+        return ReplyTruncated(
+            f"{server}'s reply ran past {self.most:,} {self.unit}, far beyond its max_tokens "
+            f"budget of {self.max_tokens}: it was read no further, and is never parsed"
+        )
+
+
 async def answered(
     request: Awaitable[T], limits: StreamLimits, *, server: str, started: float
 ) -> T:
@@ -81,17 +144,20 @@ async def paced(
     begun: Callable[[T], bool],
     server: str,
     started: float | None = None,
+    size: SizeLimit[T] | None = None,
 ) -> AsyncIterator[T]:
-    """Yield ``parts`` while each comes within its limit; raise JudgeTimeout otherwise.
+    """Yield ``parts`` while each comes within its limit; raise JudgeTimeout otherwise,
+    and ReplyTruncated once the parts run past ``size`` (None: unbounded).
 
     ``begun(part)`` tells whether a part carries reply text: until one does, the
     first-token limit applies (servers send an empty role chunk at once), then the idle
     limit. ``server`` names the judge in the error. ``started``: the event loop's time
     the call began (default: now), from which the first-token limit and the cap count.
+    Past a limit or the size, the stream is let go at once.
     """
     loop = asyncio.get_running_loop()
     started = loop.time() if started is None else started
-    received, has_begun = 0, False
+    received, has_begun, read = 0, False, 0
     iterator = aiter(parts)
     while True:
         if has_begun:
@@ -114,6 +180,11 @@ async def paced(
             raise JudgeTimeout(_late_message(server, what, limit, limits, received)) from None
         received += 1
         has_begun = has_begun or begun(part)
+        if size is not None:
+            read += size.size(part)
+            if read > size.most:
+                await _close(iterator)
+                raise size.too_long(server)
         yield part
 
 

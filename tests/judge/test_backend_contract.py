@@ -26,6 +26,7 @@ from judge.backends.http import MAX_RETRY_AFTER, parse_retry_after
 from judge.backends.scripted import ScriptedBackend
 from judge.caller import JudgeCaller
 from judge.errors import (
+    RETRY_LATER,
     ContextOverflow,
     JudgeAuthError,
     JudgeCallError,
@@ -134,6 +135,9 @@ async def test_reply_becomes_completion(
         (404, "The model `gpt-9` does not exist", JudgeRejected),
         (400, "invalid format: expected object", JudgeRejected),
         (422, "Unprocessable", JudgeRejected),
+        # a server or gateway that timed the request out; the OpenAI API's lock timeout
+        (408, "request timed out", JudgeTimeout),
+        (409, "the server had an error while processing your request", JudgeTimeout),
         (400, "input length exceeds maximum context length", ContextOverflow),
         (400, "the prompt is too long", ContextOverflow),
         (
@@ -336,6 +340,28 @@ async def test_auth_error_is_not_retried(
 
     assert route.call_count == 1
     assert len(caught.value.attempts) == 1
+
+
+@pytest.mark.parametrize("status", [408, 409])
+async def test_a_request_timed_out_on_the_way_is_retried(
+    api: respx.MockRouter, server: Server, backend: JudgeBackend, status: int
+) -> None:
+    """A 408 Request Timeout (a server or gateway that gave up waiting) and a 409 (the
+    OpenAI API's lock timeout) are timeouts: asked again, and a grading they end stays
+    pending to be tried later, never unscored for one transient failure."""
+    server.extra_routes(api)
+    route = api.post(server.chat_path).mock(
+        side_effect=[server.error(status, "request timed out", None), server.reply()]
+    )
+
+    completion, attempts = await complete_with_retries(backend, make_request(), policy=FAST)
+
+    assert completion.text == REPLY and route.call_count == 2
+    assert [(a.outcome, a.status_code) for a in attempts] == [
+        ("judge_timeout", status),
+        ("ok", None),
+    ]
+    assert JudgeTimeout.code in RETRY_LATER
 
 
 async def test_server_errors_give_up_after_max_attempts(

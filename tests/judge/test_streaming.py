@@ -27,13 +27,14 @@ import respx
 from judge.backends.base import EndpointQuirks, JudgeBackend
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
-from judge.backends.streaming import StreamLimits
+from judge.backends.streaming import MIN_BODY_BYTES, StreamLimits
 from judge.errors import (
     ContextOverflow,
     FeatureRefused,
     JudgeCallError,
     JudgeTimeout,
     JudgeUnavailable,
+    ReplyTruncated,
 )
 from judge.retry import complete_with_retries
 from tests.judge.backend_servers import FAST, make_request
@@ -109,6 +110,48 @@ async def test_the_overall_cap_still_bounds_a_steady_reply(build: Build) -> None
                 await backend.complete(make_request())
         finally:
             await backend.aclose()
+
+
+#: a whole chat completion, as a server that ignores ``stream`` answers
+_WHOLE = json.dumps(
+    {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}
+        ],
+    }
+).encode()
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        (StreamLimits(first_token=0.8, idle=0.8, total=1.0), "overall cap"),
+        (StreamLimits(first_token=2.0, idle=0.3, total=None), "stopped replying"),
+    ],
+    ids=["cap", "idle"],
+)
+async def test_a_whole_json_body_sent_slowly_is_held_to_the_limits(
+    limits: StreamLimits, said: str
+) -> None:
+    """A server that ignores ``stream`` and trickles one JSON body (8 pieces, 0.4 s
+    apart: 2.8 s) holds no judge slot past ``SRE_JUDGE_JUDGE_TIMEOUT``, nor past the idle
+    limit between its pieces: the body is read within the limits a stream is."""
+    step = len(_WHOLE) // 8 + 1
+    pieces = [(0.4 if i else 0.0, _WHOLE[i : i + step]) for i in range(0, len(_WHOLE), step)]
+    with paced_server(pieces, "application/json") as url:
+        backend = OpenAIBackend("m", base_url=f"{url}/v1", limits=limits, logprobs=False)
+        started = time.monotonic()
+        try:
+            with pytest.raises(JudgeTimeout, match=said):
+                await backend.complete(make_request())
+        finally:
+            took = time.monotonic() - started
+            await backend.aclose()
+    assert took < 2.0, f"the call took {took:.1f} s"
 
 
 @BACKENDS
@@ -247,6 +290,24 @@ async def test_the_transport_waits_for_an_unstreamed_reply_as_long_as_the_cap() 
     reads = [call.request.extensions["timeout"]["read"] for call in route.calls]
     assert reads == [limits.http_timeout().read, limits.whole_call().http_timeout().read]
     assert reads[1] >= limits.total
+
+
+async def test_an_unstreamed_reply_is_read_no_further_than_its_size() -> None:
+    """The request that goes once without streaming gets its whole reply read as a
+    stream's is: no further than its size allows, a reply far past its budget cut."""
+    whole = json.loads(_WHOLE)
+    whole["choices"][0]["message"]["content"] = "x" * (MIN_BODY_BYTES + 1)
+    with respx.mock(base_url="http://127.0.0.1:18080/v1") as api:
+        route = api.post("/chat/completions").mock(return_value=httpx.Response(200, json=whole))
+        quirks = EndpointQuirks()
+        backend = OpenAIBackend("m", base_url="http://127.0.0.1:18080/v1", quirks=quirks)
+        quirks.unstreamed_once.add(backend.endpoint)  # as an empty stream leaves it
+        try:
+            with pytest.raises(ReplyTruncated, match="bytes, far beyond"):
+                await backend.complete(make_request(max_tokens=16))
+        finally:
+            await backend.aclose()
+    assert json.loads(route.calls[0].request.content).get("stream", False) is False
 
 
 def _event(delta: dict[str, object], finish: str | None = None) -> bytes:

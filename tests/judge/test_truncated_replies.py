@@ -6,7 +6,8 @@ say ``finish_reason: "length"`` (OpenAI-compatible, streamed as server-sent even
 answered as one JSON body) or ``done_reason: "length"`` (Ollama, streamed as JSON lines
 or answered as one). The cut replies below are complete, valid JSON on purpose: a
 server may stop at the budget right after a closing brace, and such a reply must still
-not be taken for the judge's answer.
+not be taken for the judge's answer. A reply that runs far past its budget (a server
+that ignores it) is cut the same way, read no further than its size allows.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from judge.backends.base import JudgeBackend
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import scripted_reply
+from judge.backends.streaming import MIN_BODY_BYTES, MIN_REPLY_CHARS
 from judge.calls import Completion, JudgeRequest
 from judge.errors import FeatureRefused, ReplyTruncated
 from judge.grader import Grader
@@ -233,6 +235,32 @@ async def test_a_whole_reply_keeps_its_finish_reason(
     assert isinstance(completion, Completion)
     assert (completion.text, completion.finish_reason) == (REPLY, "stop")
     assert route.call_count == 1 and [a.outcome for a in attempts] == ["ok"]
+
+
+#: far more reply text than a budget of 16 tokens allows: past the least text read
+#: (``MIN_REPLY_CHARS``), and as a whole body past the least body read
+#: (``MIN_BODY_BYTES``)
+_PAST_TEXT = '{"answers": ["' + "x" * (MIN_REPLY_CHARS + 1) + '"]}'
+_PAST_BODY = '{"answers": ["' + "x" * (MIN_BODY_BYTES + 1) + '"]}'
+
+
+@pytest.mark.parametrize("content", [_PAST_TEXT, _PAST_BODY], ids=["text", "body"])
+async def test_a_reply_far_past_its_budget_is_cut_never_kept(kind: Kind, content: str) -> None:
+    """A server that ignores the budget cannot fill a worker's memory, nor the audit
+    trail: its reply is read no further than its size allows and handled as a reply cut
+    at its budget (asked again once with twice the budget, then ``reply_truncated``);
+    nothing of it is kept, whatever it says of why it stopped."""
+    _name, _base, _path, _make, reply, key = kind
+    outcome, route, attempts = await _ask(
+        kind, [reply(content, "stop"), reply(content, "stop")], make_request(max_tokens=16)
+    )
+    error = outcome()
+    assert isinstance(error, ReplyTruncated), error
+    assert route.call_count == 2
+    assert [_budget(sent_json(route, i), key) for i in range(2)] == [16, 32]
+    assert [a.outcome for a in attempts] == ["reply_truncated", "reply_truncated"]
+    assert all("far beyond its max_tokens budget" in (a.error or "") for a in attempts)
+    assert "xxxx" not in str(error)
 
 
 @pytest.fixture(scope="module")
