@@ -136,6 +136,11 @@ class Attempt(_Frozen):
     #: the reply budget this attempt asked for, where it differs from the request's
     #: (a reply cut at the budget is asked again once with a larger one)
     max_tokens: int | None = None
+    #: the tokens the judge read and wrote for a reply this attempt got but did not keep
+    #: (one cut at its budget); None where the server did not say, or where the reply
+    #: is the call's completion (its tokens are the completion's)
+    prompt_tokens: ServerCount = None
+    completion_tokens: ServerCount = None
 
 
 class JudgeCall(_Frozen):
@@ -160,3 +165,27 @@ class JudgeCall(_Frozen):
     def latency_ms(self) -> float:
         """Total time spent over all attempts."""
         return sum(a.latency_ms for a in self.attempts)
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """Tokens the judge read for this call: its completion's and those of the replies
+        it cut at their budget; None when no reply said."""
+        return _tokens(
+            [a.prompt_tokens for a in self.attempts],
+            self.completion.prompt_tokens if self.completion else None,
+        )
+
+    @property
+    def completion_tokens(self) -> int | None:
+        """Tokens the judge wrote for this call: its completion's and those of the replies
+        it cut at their budget; None when no reply said."""
+        return _tokens(
+            [a.completion_tokens for a in self.attempts],
+            self.completion.completion_tokens if self.completion else None,
+        )
+
+
+def _tokens(cut: list[int | None], kept: int | None) -> int | None:
+    """The sum of the token counts known, or None when none is."""
+    known = [n for n in (*cut, kept) if n is not None]
+    return sum(known) if known else None

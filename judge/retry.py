@@ -16,7 +16,8 @@ the backend read no further (``judge.backends.streaming.SizeLimit``). It is aske
 once, at once, with a budget ``TRUNCATED_BUDGET_FACTOR`` times larger (the attempt
 records the budget it asked for); a second cut reply raises
 :class:`~judge.errors.ReplyTruncated`, and the grading is unscored with the reason
-``reply_truncated``.
+``reply_truncated``. The tokens a cut reply cost, where the server said, are kept on
+its attempt (``JudgeCall.prompt_tokens`` and ``completion_tokens`` count them).
 """
 
 from __future__ import annotations
@@ -223,8 +224,10 @@ async def _one_attempt(
     number = len(attempts) + 1
     #: the budget, recorded where it is not the request's own (a cut reply's retry)
     budget = request.params.max_tokens if _truncations(attempts) else None
+    #: the reply read, whole or cut (a cut one is not kept, but its tokens were spent)
+    reply: Completion | None = None
     try:
-        completion = await _complete(backend, request)
+        completion = reply = await _complete(backend, request)
         cut = _truncated(request, completion)
         if cut is not None:
             raise cut
@@ -240,6 +243,8 @@ async def _one_attempt(
                 error=str(exc)[:500],
                 retry_after=exc.retry_after,
                 max_tokens=budget,
+                prompt_tokens=reply.prompt_tokens if reply else None,
+                completion_tokens=reply.completion_tokens if reply else None,
             )
         )
         raise

@@ -403,6 +403,8 @@ class JudgeCallRecord(SQLModel, table=True):
     response_model: str | None = Field(default=None, sa_type=String(256))
     fingerprint: str | None = Field(default=None, sa_type=String(256))
     response_format: str | None = Field(default=None, sa_type=String(32))
+    #: the tokens the call cost (``JudgeCall.prompt_tokens``): its reply's, and those of
+    #: a reply it cut at its budget and asked again (kept on that attempt too)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_ms: float = Field(default=0.0, sa_type=Float)

@@ -169,8 +169,9 @@ def judge_call_rows(
                 "response_model": completion.model if completion else None,
                 "fingerprint": completion.fingerprint if completion else None,
                 "response_format": completion.response_format if completion else None,
-                "prompt_tokens": completion.prompt_tokens if completion else None,
-                "completion_tokens": completion.completion_tokens if completion else None,
+                # the call's, a cut reply's included (a regrade job sums them)
+                "prompt_tokens": call.prompt_tokens,
+                "completion_tokens": call.completion_tokens,
                 "latency_ms": call.latency_ms,
                 "attempts": [a.model_dump(mode="json") for a in call.attempts],
                 "error_code": call.error_code,

@@ -213,10 +213,9 @@ class Metrics:
                 self.judge_latency.labels(*judge, attempt.outcome).observe(
                     attempt.latency_ms / 1000
                 )
-            completion = call.completion
-            if completion is not None:
-                self.prompt_tokens.labels(*judge).inc(completion.prompt_tokens or 0)
-                self.completion_tokens.labels(*judge).inc(completion.completion_tokens or 0)
+            # every reply's tokens, those of a reply cut at its budget included
+            self.prompt_tokens.labels(*judge).inc(call.prompt_tokens or 0)
+            self.completion_tokens.labels(*judge).inc(call.completion_tokens or 0)
 
     async def refresh(self, services: Services, in_flight: int) -> None:
         """Scrape-time gauges: queue depth and age from the store, work in flight."""

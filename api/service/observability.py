@@ -217,7 +217,6 @@ def log_grading(
     Counts, timings and outcomes only: never a prompt, a reply or a diagnosis.
     """
     for number, call in enumerate(result.calls, start=1):
-        completion = call.completion
         with bind_log_context(judge_call=f"{call.purpose}-{number}"):
             logger.info(
                 "judge call %s",
@@ -227,8 +226,8 @@ def log_grading(
                     "model": call.model,
                     "attempts": len(call.attempts),
                     "latency_ms": round(call.latency_ms, 1),
-                    "prompt_tokens": completion.prompt_tokens if completion else None,
-                    "completion_tokens": completion.completion_tokens if completion else None,
+                    "prompt_tokens": call.prompt_tokens,
+                    "completion_tokens": call.completion_tokens,
                 },
             )
     if stored == "deferred":

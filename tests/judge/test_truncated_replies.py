@@ -26,7 +26,7 @@ from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import scripted_reply
 from judge.backends.streaming import MIN_BODY_BYTES, MIN_REPLY_CHARS
-from judge.calls import Completion, JudgeRequest
+from judge.calls import Completion, JudgeCall, JudgeRequest
 from judge.errors import FeatureRefused, ReplyTruncated
 from judge.grader import Grader
 from judge.retry import TRUNCATED_BUDGET_FACTOR, RetryPolicy, complete_with_retries
@@ -212,6 +212,33 @@ async def test_a_cut_reply_is_asked_again_once_with_a_larger_budget(
     assert "max_tokens budget of 300" in (attempts[0].error or "")
 
 
+async def test_the_tokens_of_a_cut_reply_are_kept_on_its_attempt(kind: Kind) -> None:
+    """A reply cut at its budget is not kept, but the judge read the prompt and wrote the
+    budget for it: its attempt keeps the tokens the server said it spent, and the call's
+    token counts (what metrics and a regrade job add up) are both replies'."""
+    _name, _base, _path, _make, reply, _key = kind
+    whole = '{"answers": ["whole"]}'
+    outcome, _route, attempts = await _ask(
+        kind, [reply(REPLY, "length"), reply(whole, "stop")], make_request(max_tokens=300)
+    )
+    completion = outcome()
+    assert isinstance(completion, Completion)
+    assert [(a.prompt_tokens, a.completion_tokens) for a in attempts] == [(80, 16), (None, None)]
+    call = JudgeCall(
+        purpose="grade",
+        backend="b",
+        model="m",
+        request=make_request(),
+        completion=completion,
+        attempts=tuple(attempts),
+    )
+    assert (call.prompt_tokens, call.completion_tokens) == (2 * 80, 2 * 16)
+    unanswered = call.model_copy(update={"completion": None, "attempts": tuple(attempts[:1])})
+    assert (unanswered.prompt_tokens, unanswered.completion_tokens) == (80, 16)
+    unknown = call.model_copy(update={"completion": None, "attempts": ()})
+    assert (unknown.prompt_tokens, unknown.completion_tokens) == (None, None)
+
+
 async def test_a_reply_cut_twice_is_never_parsed(
     kind: Kind,
 ) -> None:
@@ -310,6 +337,8 @@ async def test_a_grading_whose_replies_are_cut_is_unscored_not_parsed(
     assert "never parsed" in (result.detail or "")
     assert route.call_count == 2  # the first ask and its one retry: no repair of a cut reply
     assert [a.outcome for a in result.calls[0].attempts] == ["reply_truncated"] * 2
+    # no reply kept, yet both were read and written: the call's tokens count them
+    assert (result.calls[0].prompt_tokens, result.calls[0].completion_tokens) == (160, 32)
 
 
 class _SlowFirstReply:

@@ -26,6 +26,7 @@ from storage import Claim, GradingFilter, Store
 from tests.api.conftest import ClientFactory
 from tests.storage.helpers import graded_result, new_submission, sregym_rubric
 from tests.support.app_client import AppClient
+from tests.support.cut_replies import CutOnceJudge
 from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded
@@ -508,6 +509,25 @@ async def test_cancel_with_items_in_flight_keeps_account_of_every_judge_call(
     assert (done["state"], done["done"]) == ("done", 3), done
     # every request the judge answered is a judge call of the job (stored and audited)
     assert done["judge_calls"] == len(judge.requests) == 3, (done, len(judge.requests))
+
+
+async def test_a_jobs_tokens_count_the_replies_cut_at_their_budget(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """A job's ``prompt_tokens`` and ``completion_tokens`` are what its judge read and
+    wrote: a reply cut at its budget, asked again and never kept, counts too."""
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    judge = CutOnceJudge("fail", prompt=1000, written=300)
+    async with api_client(backends={NEW_JUDGE: judge}) as client:
+        body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+        sent = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+        assert sent.status_code == 201, sent.text
+        created = await client.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=admin)
+        assert created.status_code == 201, created.text
+        done = await _finished(client, admin, created.json()["id"])
+    assert (done["state"], done["done"], done["judge_calls"]) == ("done", 1, 1), done
+    assert len(judge.requests) == 2 and judge.cut > 0  # cut once, asked again once
+    assert (done["prompt_tokens"], done["completion_tokens"]) == (2000, judge.cut + 300), done
 
 
 async def test_a_superseded_gradings_history_names_the_promotion_that_superseded_it(

@@ -22,6 +22,7 @@ from storage import Store
 from tests.api.conftest import ClientFactory
 from tests.storage.helpers import graded_result, sregym_rubric, unscored_result
 from tests.support.app_client import AppClient
+from tests.support.cut_replies import CutOnceJudge
 from tests.support.gradings import add_many
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.keys import session_key
@@ -289,6 +290,31 @@ async def test_only_an_admin_scrape_counts_the_judges_calls(
     assert public == {"hotel/user-port": 0, "hotel/healthy": 0}, public
     assert not JUDGE_CALL_FAMILIES & _scrape(after)[1]
     assert _scrape(after_admin)[1] >= JUDGE_CALL_FAMILIES
+
+
+async def test_the_tokens_of_a_reply_cut_at_its_budget_are_counted(
+    api_client: ClientFactory, tokens: Any
+) -> None:
+    """The token counters count every token in and out: a reply cut at its budget
+    (``finish_reason: length``) is asked again with a larger one and never kept, but the
+    judge read the prompt and wrote the whole budget for it, and that counts too."""
+    spec = "scripted:pass"
+    judge = CutOnceJudge(prompt=1000, written=300)
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    body = {
+        "diagnosis": "user-service in namespace hotel sets USER_PORT=9999",
+        "ground_truth": TRUTH,
+    }
+    async with api_client(judge=spec, backends={spec: judge}) as client:
+        graded = await client.post("/v1/submissions?wait=20", json=body, headers=agent)
+        samples, _ = _scrape((await client.get("/metrics", headers=admin)).text)
+    assert graded.status_code == 201 and graded.json()["status"] == "graded", graded.text
+    assert len(judge.requests) == 2 and judge.cut > 0  # cut once, asked again once
+    labels = {"backend": "scripted", "model": "pass"}
+    assert _value(samples, "sre_judge_judge_retries_total", **labels) == 1
+    assert _value(samples, "sre_judge_judge_prompt_tokens_total", **labels) == 2 * 1000
+    completion = _value(samples, "sre_judge_judge_completion_tokens_total", **labels)
+    assert completion == judge.cut + 300
 
 
 def test_each_app_has_its_own_registry() -> None:
