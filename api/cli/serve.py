@@ -78,7 +78,10 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
     if settings.processes > 1:
         from api.http.processes import run_processes
 
-        del app  # checked; each process builds its own, the first one announces the judge
+        # checked; each process builds its own, the first one announces the judge. The
+        # parent serves nothing: it keeps no database connection while its children run
+        app.state.runtime.engine.dispose()
+        del app
         raise SystemExit(run_processes(settings, settings.processes))
     announce_judge_on_start(app)
     run_server(app, settings)

@@ -11,7 +11,12 @@ grading finished by another within its poll interval.
 
 SIGTERM or SIGINT to the parent is passed to every child, which shuts down gracefully
 (one still starting ends by the signal: a stop too), and the parent exits 0; if a child
-dies, the others are stopped and the parent exits with its status.
+dies, the others are stopped and the parent exits with its status (``128 + s`` for one
+killed by signal ``s``, as a shell shows it). Once its children are started the parent
+keeps no copy of the socket: when they close theirs to drain, the port refuses new
+connections at once, as one process's does. A Ctrl-C from a terminal reaches every
+process of its group: a child takes SIGINT only once its server handles it (until then
+the parent's SIGTERM stops it), so one still starting does not die of it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import multiprocessing
 import signal
 import socket
 import time
+from collections.abc import Iterator
+from multiprocessing import resource_tracker
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
@@ -43,9 +50,31 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back in this process while a child is started, and so in the child.
+
+    A blocked signal is inherited across ``exec``: the child is born with SIGINT held
+    and drops it when it runs (:func:`_child`), so a Ctrl-C while its interpreter still
+    imports cannot kill it. The parent's own SIGINT waits meanwhile and is handled
+    when the block is lifted. The resource tracker is started first: starting it
+    unblocks SIGINT in the process that starts it, which would undo the block."""
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _child(settings: Settings, sock: socket.socket, announce: bool) -> None:
     """One server process: the whole app, on the parent's socket (``announce``: say which
     judge it uses, as one-process ``serve`` does)."""
+    # born with SIGINT blocked: ignore it (a Ctrl-C pending since the start goes), then
+    # let it through; the server handles it once it runs, the parent's SIGTERM until then
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
     from api.http.app import create_app
     from api.http.server import announce_judge_on_start, run_server
     from api.service.observability import configure_logging
@@ -63,6 +92,12 @@ def _stop(children: list[BaseProcess]) -> None:
         if child.is_alive():
             with contextlib.suppress(ProcessLookupError):
                 child.terminate()
+
+
+def _exit_status(exitcode: int) -> int:
+    """A child's exit code as a process status: ``128 + s`` for one killed by signal
+    ``s`` (multiprocessing's ``-s``), as shells, systemd and docker show it."""
+    return 128 - exitcode if exitcode < 0 else exitcode
 
 
 def run_processes(settings: Settings, count: int) -> int:
@@ -86,8 +121,13 @@ def run_processes(settings: Settings, count: int) -> int:
             child = context.Process(
                 target=_child, args=(settings, sock, n == 0), name=f"sre-judge-serve-{n}"
             )
-            child.start()
+            with _sigint_blocked():
+                child.start()
             children.append(child)
+        # each child has its own copy of the socket (no child is ever restarted): the
+        # parent's would keep the port queueing connections that nobody serves once the
+        # children close theirs to drain
+        sock.close()
         if stopping:  # and pass it to those started since it came
             _stop(children)
         while any(child.is_alive() for child in children):
@@ -101,7 +141,7 @@ def run_processes(settings: Settings, count: int) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sock.close()
-    # a child told to stop while still starting ends by the SIGTERM itself: a stop too
-    stopped = (0, -signal.SIGTERM) if stopping else (0,)
+    # a child told to stop while still starting ends by the signal itself: a stop too
+    stopped = (0, -signal.SIGTERM, -signal.SIGINT) if stopping else (0,)
     codes = [child.exitcode or 0 for child in children]
-    return failed or next((code for code in codes if code not in stopped), 0)
+    return _exit_status(failed or next((code for code in codes if code not in stopped), 0))

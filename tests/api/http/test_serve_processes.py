@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from api.http import processes
@@ -24,7 +30,7 @@ from tests.api.http.test_service_process import (
 )
 from tests.support.in_process_cli import cli_in_process
 from tests.support.judge_server import running_judge_server, sregym_reply
-from tests.support.service_process import cli, serving
+from tests.support.service_process import ServiceProcess, cli, serving
 
 
 @pytest.mark.slow
@@ -66,12 +72,119 @@ def test_several_processes_on_sqlite_are_refused(tmp_path: Path) -> None:
     assert "PostgreSQL" in done.stderr and "--processes" in done.stderr
 
 
+def _what_a_new_client_meets(port: int) -> str:
+    """``refused``, ``answered``, ``closed``, ``reset`` or ``hung`` (accepted by the
+    kernel, never served)."""
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+    except ConnectionRefusedError:
+        return "refused"
+    with sock:
+        sock.settimeout(3)
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        try:
+            data = sock.recv(100)
+        except TimeoutError:
+            return "hung"
+        except ConnectionResetError:
+            return "reset"
+        return "answered" if data else "closed"
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+async def test_the_port_refuses_new_connections_while_the_processes_drain(
+    db_backend: str, database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """SIGTERM to ``serve --processes 2`` with a grading in flight: while it finishes, a new
+    connection is refused at once, as by one ``serve`` process, so that a client or a load
+    balancer goes elsewhere; it is not queued for nobody and reset when the drain ends."""
+    if db_backend != "postgres":
+        pytest.skip("several server processes share PostgreSQL")
+    reply = sregym_reply(SEVEN, evidence="sets USER_PORT=9999")
+    # the grading outlasts the drain: the shutdown waits for it, then releases its lease
+    with running_judge_server(default=reply, delay=8) as judge:
+        env = _env(
+            database_url,
+            judge.openai_url,
+            SRE_JUDGE_PROCESSES="2",
+            SRE_JUDGE_JUDGE_CONCURRENCY="1",
+            SRE_JUDGE_SHUTDOWN_SECONDS="3",
+        )
+        token = _token(env)
+        service = ServiceProcess(env, tmp_path / "serve.log")
+        try:
+            service.wait_ready()
+            await _submit([service.url], token, 1)
+            for _ in range(300):  # up to 15 s
+                if judge.requests:
+                    break
+                await asyncio.sleep(0.05)
+            assert judge.requests, "the grading never reached the judge"
+            service.process.terminate()
+            await asyncio.sleep(1)  # the servers have stopped listening; the grading runs
+            assert service.process.poll() is None, "the drain ended before the check"
+            met = _what_a_new_client_meets(service.port)
+        finally:
+            service.stop()
+        assert service.process.returncode == 0
+    assert met == "refused"
+    assert await _scalar(engine, "SELECT count(*) FROM grading WHERE status = 'pending'") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_ctrl_c_while_real_children_start_exits_0(
+    db_backend: str, database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Ctrl-C in a terminal (SIGINT to its whole process group) as soon as ``serve
+    --processes 2`` has started its children, still importing: every process stops, none
+    prints a traceback, and the parent exits 0. Three tries, as the moment races the
+    children's start."""
+    if db_backend != "postgres":
+        pytest.skip("several server processes share PostgreSQL")
+    # (``engine``: a database already migrated, so that each try starts its children soon)
+    env = {**os.environ, **_env(database_url, "http://127.0.0.1:9/v1")}
+    for attempt in range(3):
+        log_path = tmp_path / f"serve{attempt}.log"
+        with log_path.open("wb") as log:
+            serve = subprocess.Popen(
+                [sys.executable, "-m", "api", "serve", "--port", "0", "--processes", "2"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a process group of its own, as a terminal's job
+            )
+            try:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and serve.poll() is None:
+                    children = subprocess.run(
+                        ["pgrep", "-P", str(serve.pid), "-f", "spawn_main"],
+                        capture_output=True,
+                        text=True,
+                        check=False,
+                    ).stdout.split()
+                    if len(children) >= 2:
+                        break
+                    time.sleep(0.02)
+                os.killpg(serve.pid, signal.SIGINT)
+                status = serve.wait(timeout=30)
+            finally:
+                if serve.poll() is None:
+                    os.killpg(serve.pid, signal.SIGKILL)
+                    serve.wait()
+        printed = log_path.read_text()
+        assert status == 0, printed
+        assert "Traceback" not in printed
+
+
 class _Child:
     """A stand-in for a spawned server process. It runs until it is sent SIGTERM, then
     ends with ``told_status`` (0: a graceful stop; ``-SIGTERM``: killed by the signal,
     as a child still starting is), or ends on its own with ``fails_with`` after a few
     polls; so that the test ends either way, it also ends after about 3 s of polling.
-    ``sigterm_on_start``: the operator's SIGTERM reaches the parent as it starts this one."""
+    ``signal_on_start``: the signal (the operator's SIGTERM, a terminal's Ctrl-C) that
+    reaches the parent as it starts this one."""
 
     def __init__(
         self,
@@ -80,7 +193,7 @@ class _Child:
         *,
         told_status: int,
         fails_with: int | None,
-        sigterm_on_start: bool,
+        signal_on_start: int | None,
     ) -> None:
         self.name = name
         self.running = False
@@ -90,13 +203,13 @@ class _Child:
         self._started = started
         self._told_status = told_status
         self._fails_with = fails_with
-        self._sigterm_on_start = sigterm_on_start
+        self._signal_on_start = signal_on_start
 
     def start(self) -> None:
         self.running = True
         self._started.append(self)
-        if self._sigterm_on_start:
-            os.kill(os.getpid(), signal.SIGTERM)
+        if self._signal_on_start is not None:
+            os.kill(os.getpid(), self._signal_on_start)
 
     def is_alive(self) -> bool:
         if self.running:
@@ -118,7 +231,7 @@ class _Child:
 def _fake_children(
     monkeypatch: pytest.MonkeyPatch,
     *,
-    sigterm_on_first_start: bool = False,
+    signal_on_first_start: int | None = None,
     told_status: int = 0,
     failing: dict[int, int] | None = None,
 ) -> list[_Child]:
@@ -133,7 +246,7 @@ def _fake_children(
             started,
             told_status=told_status,
             fails_with=(failing or {}).get(number),
-            sigterm_on_start=sigterm_on_first_start and number == 0,
+            signal_on_start=signal_on_first_start if number == 0 else None,
         )
 
     context = SimpleNamespace(Process=process)
@@ -149,7 +262,7 @@ _SETTINGS = Settings(host="127.0.0.1", port=0)
 def test_sigterm_while_children_start_stops_every_child(monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM (``docker stop``, systemd) sent to ``serve --processes 3`` while it is still
     starting its children stops every child that runs, and the parent exits 0."""
-    started = _fake_children(monkeypatch, sigterm_on_first_start=True)
+    started = _fake_children(monkeypatch, signal_on_first_start=signal.SIGTERM)
     assert processes.run_processes(_SETTINGS, 3) == 0
     assert [child.name for child in started if not child.terminated] == []
 
@@ -159,7 +272,7 @@ def test_children_stopped_while_starting_are_a_clean_stop(
 ) -> None:
     """A child told to stop before it can handle SIGTERM ends by the signal; the parent
     stopped by an operator still exits 0."""
-    _fake_children(monkeypatch, sigterm_on_first_start=True, told_status=-signal.SIGTERM)
+    _fake_children(monkeypatch, signal_on_first_start=signal.SIGTERM, told_status=-signal.SIGTERM)
     assert processes.run_processes(_SETTINGS, 3) == 0
 
 
@@ -172,3 +285,57 @@ def test_a_failing_child_gives_the_parent_its_status(monkeypatch: pytest.MonkeyP
         "sre-judge-serve-0",
         "sre-judge-serve-2",
     ]
+
+
+def test_ctrl_c_while_children_start_stops_every_child_and_exits_0(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C reaches ``serve --processes 3`` while it starts its children: every child
+    that runs is stopped and the parent exits 0, also when a child ends by the SIGINT
+    itself."""
+    started = _fake_children(
+        monkeypatch, signal_on_first_start=signal.SIGINT, told_status=-signal.SIGINT
+    )
+    assert processes.run_processes(_SETTINGS, 3) == 0
+    assert [child.name for child in started if not child.terminated] == []
+
+
+def test_a_child_killed_by_a_signal_gives_the_status_a_shell_shows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child killed by a signal (the OOM killer's SIGKILL) makes the parent exit with
+    128 plus the signal's number, 137, as shells, systemd and docker show a process so
+    killed."""
+    _fake_children(monkeypatch, failing={1: -signal.SIGKILL})
+    assert processes.run_processes(_SETTINGS, 3) == 128 + signal.SIGKILL
+
+
+@pytest.mark.postgres
+def test_the_parent_holds_no_database_connection_while_its_children_serve(
+    db_backend: str, database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve --processes 2`` builds the app once to check its settings, then leaves the
+    serving to its children: the parent holds no database connection meanwhile."""
+    if db_backend != "postgres":
+        pytest.skip("several server processes share PostgreSQL")
+    others = (
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+
+    def connections() -> int:
+        with engine.connect() as connection:
+            return int(connection.execute(text(others)).scalar_one())
+
+    before = connections()
+    while_serving: list[int] = []
+
+    def run_processes(settings: Settings, count: int) -> int:
+        while_serving.append(connections())
+        return 0
+
+    monkeypatch.setattr(processes, "run_processes", run_processes)
+    env = _env(database_url, "http://127.0.0.1:9/v1", SRE_JUDGE_LOG_LEVEL="WARNING")
+    done = cli_in_process("serve", "--processes", "2", "--port", "0", env=dict(env))
+    assert done.returncode == 0, done.stderr
+    assert while_serving == [before]
