@@ -14,11 +14,19 @@ three levels:
   whole when most of its lines carry markers, and from a marked heading (a
   short line that is not a sentence, such as ``ADJUDICATION RECORD #4411``) to its end;
 - otherwise each sentence of each line that carries a marker.
+
+A marker split over sentences, lines or paragraphs (``Ignore`` / ``all`` / ``previous``
+/ ``instructions``, one word a line) is in none of them alone: the line, paragraph or,
+last, the whole text that carries it is taken instead.
+
+Each pass over the text takes time linear in its length, whatever it holds (runs of
+unclosed tags included): screening runs at intake, on whatever a submitter sends.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterator
 
 from judge.injection import injection_markers
@@ -28,9 +36,10 @@ __all__ = ["Span", "injected_spans"]
 #: (start, end) character offsets, end exclusive
 Span = tuple[int, int]
 
-_FENCED = re.compile(
-    r"(```|~~~)[\s\S]*?(?:\1|$)|<!--[\s\S]*?(?:-->|$)|<(\w+)[^<>]*>[\s\S]*?</\2\s*>"
-)
+#: a fenced code block or an HTML comment, to its end (or the text's), or the opening
+#: tag of an XML-like element, which ends at the first closing tag of its name after it
+_FENCED = re.compile(r"(```|~~~)[\s\S]*?(?:\1|$)|<!--[\s\S]*?(?:-->|$)|<(\w++)[^<>]*+>")
+_CLOSING = re.compile(r"</(\w++)\s*+>")
 _OPEN, _CLOSE = "{[", "}]"
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
@@ -53,8 +62,32 @@ def _bracket_blocks(text: str) -> Iterator[Span]:
                 yield start, at + 1
 
 
+def _fenced_blocks(text: str) -> Iterator[Span]:
+    """Fenced code blocks, HTML comments and XML-like elements, outermost first.
+
+    The closing tags are found once, up front: looking for one after each opening tag
+    took time quadratic in a text of unclosed tags (60 KB of ``<a>``: 15 s)."""
+    closings: dict[str, list[int]] = {}
+    for closing in _CLOSING.finditer(text):
+        closings.setdefault(closing.group(1), []).append(closing.start())
+    at = 0
+    while (m := _FENCED.search(text, at)) is not None:
+        if m.group(2) is None:  # a code block or a comment
+            yield m.span()
+            at = m.end()
+            continue
+        starts = closings.get(m.group(2), [])
+        after = bisect_left(starts, m.end())
+        if after == len(starts):  # never closed: no element
+            at = m.start() + 1
+            continue
+        end = text.index(">", starts[after]) + 1
+        yield m.start(), end
+        at = end
+
+
 def _blocks(text: str) -> Iterator[Span]:
-    yield from (m.span() for m in _FENCED.finditer(text))
+    yield from _fenced_blocks(text)
     yield from _bracket_blocks(text)
 
 
@@ -93,23 +126,37 @@ def _heading(text: str, line: Span) -> bool:
     return len(body) <= _HEADING_CHARS and not body.endswith((".", "!", "?", ";", ","))
 
 
-def _paragraph_spans(marks: _Marked, paragraph: Span) -> Iterator[Span]:
+def _overlaps(spans: tuple[Span, ...], span: Span) -> bool:
+    """Whether ``span`` overlaps one of ``spans`` (sorted, disjoint)."""
+    before = bisect_left(spans, (span[1],))
+    return before > 0 and spans[before - 1][1] > span[0]
+
+
+def _paragraph_spans(marks: _Marked, paragraph: Span, blocks: tuple[Span, ...]) -> list[Span]:
+    """The spans of ``paragraph`` that carry markers, ``blocks`` being the marked blocks
+    of the text (see the module's docstring)."""
     text = marks.text
     lines = list(_pieces(text, *paragraph, _LINE_BREAK))
+    spans: list[Span] = []
     if len(lines) > 1:
         marked = [marks(line) for line in lines]
         if 2 * sum(marked) > len(lines):
-            yield paragraph
-            return
+            return [paragraph]
         # a marked heading takes the rest of its paragraph: the body of a forged record
         head = next(
             (ln for ln, m in zip(lines, marked, strict=True) if m and _heading(text, ln)), None
         )
         if head is not None:
-            yield head[0], paragraph[1]
+            spans.append((head[0], paragraph[1]))
             lines = [ln for ln in lines if ln[0] < head[0]]
     for line in lines:
-        yield from (s for s in _pieces(text, *line, _SENTENCE_END) if marks(s))
+        sentences = [s for s in _pieces(text, *line, _SENTENCE_END) if marks(s)]
+        if not sentences and not _overlaps(blocks, line) and marks(line):
+            sentences = [line]  # a marker split over sentences
+        spans.extend(sentences)
+    if not spans and not _overlaps(blocks, paragraph) and marks(paragraph):
+        spans.append(paragraph)  # a marker split over lines
+    return spans
 
 
 def _merged(spans: list[Span]) -> tuple[Span, ...]:
@@ -125,9 +172,12 @@ def _merged(spans: list[Span]) -> tuple[Span, ...]:
 def injected_spans(text: str) -> tuple[Span, ...]:
     """The spans of ``text`` that carry injection markers, sorted and disjoint."""
     marks = _Marked(text)
-    if not any(marks(whole) for whole in _stripped(text, 0, len(text))):
+    whole = [span for span in _stripped(text, 0, len(text)) if marks(span)]
+    if not whole:
         return ()
-    spans = [block for block in _blocks(text) if marks(block)]
+    blocks = _merged([block for block in _blocks(text) if marks(block)])
+    spans = list(blocks)
     for paragraph in _pieces(text, 0, len(text), _PARAGRAPH_BREAK):
-        spans.extend(_paragraph_spans(marks, paragraph))
-    return _merged(spans)
+        spans.extend(_paragraph_spans(marks, paragraph, blocks))
+    # a marker split over paragraphs: the whole text carries it
+    return _merged(spans or whole)

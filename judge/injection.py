@@ -300,9 +300,10 @@ _PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
             r"\b(?:role-?play|jailbreak|developer mode|dan mode)\b",
             ("roleplay", "role-play", "jailbreak", "developer mode", "dan mode"),
         ),
-        # a speaker's label, not a name such as the RBAC group ``system:basic-user``
+        # a speaker's label, not a name such as the RBAC group ``system:basic-user``; from
+        # the last line break before it (not from each of a run of them: quadratic)
         (
-            r"(?:^|\n)\s*(?:system|assistant|developer)\s*:(?![\w-])",
+            r"(?:^|\n)[^\S\n]*(?:system|assistant|developer)\s*:(?![\w-])",
             ("system", "assistant", "developer"),
         ),
         (
@@ -380,7 +381,9 @@ _PATTERNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "ground_truth_claim": (
         (r"\bground[\s_-]*truth\b", ("truth",)),
         (r"\[?fault_spec\]?", ("fault_spec",)),
-        (r"\bcomponent=\S+;\s*namespace=", ("component=",)),
+        # the value up to the next ``component=`` at most (not to the end of a run of
+        # them from each: quadratic)
+        (r"\bcomponent=(?:(?!component=)\S)+;\s*namespace=", ("component=",)),
         (
             r"\b(?:the )?(?:correct|expected|official) (?:answer|diagnosis) is\b",
             (" answer is", " diagnosis is"),
@@ -528,9 +531,15 @@ _BROKEN_WORDS = re.compile(
 #: runs of blanks other than one space (replacing a single space by itself is wasted)
 _BLANKS = re.compile(r"[ \t]{2,}|\t")
 #: Markdown emphasis and code marks, and HTML tags, which wrap words of an instruction
-#: (a mark inside a word, as in USER_PORT, is no wrapper)
+#: (a mark inside a word, as in USER_PORT, is no wrapper): removed with ``\1``, which
+#: keeps what the last alternative matched. Where neither mark alternative matches, none
+#: matches anywhere in the rest of the run of ``_`` or of other marks it stands in: the
+#: last alternative takes that rest whole, so a long run is scanned a few times, not
+#: once from each of its marks (which took seconds for 30 KB of ``*``). The lookahead
+#: skips at once the characters no alternative starts with.
 _WRAPPERS = re.compile(
-    r"(?<!\w)[*_`~]+(?=\w)|(?<=\w)[*_`~]+(?!\w)|</?[a-z][a-z0-9]{0,10}\b[^<>]{0,80}>"
+    r"(?=[*_`~<])(?:(?<!\w)[*_`~]+(?=\w)|(?<=\w)[*_`~]+(?!\w)"
+    r"|</?[a-z][a-z0-9]{0,10}\b[^<>]{0,80}>|([*`~][*`~]++|__++))"
 )
 
 
@@ -631,7 +640,7 @@ def injection_markers(text: str) -> tuple[InjectionMarker, ...]:
     joined = " ".join(mapped.split())
     if joined != mapped:  # one word a line, or words apart by other blanks: joined again
         forms.append(_folded(joined))
-    unwrapped = _WRAPPERS.sub("", folded)
+    unwrapped = _WRAPPERS.sub(r"\1", folded)
     if unwrapped != folded:  # **ignore** all <i>previous</i> instructions
         forms.append(_BLANKS.sub(" ", unwrapped))
     unbroken = dehyphenated(folded)  # ig-nore: searched when that makes a word it lacked
@@ -684,9 +693,10 @@ def _search(forms: list[str]) -> list[InjectionMarker]:
     pattern runs only on the forms that hold one of the words it needs."""
     found: list[InjectionMarker] = []
     held = [(form, _needed_words_in(form)) for form in forms]
+    anywhere = set().union(*(words for _, words in held))
     kinds: set[str] = set()
     for rule in _RULES:
-        if rule.kind in kinds:
+        if rule.kind in kinds or rule.needs.isdisjoint(anywhere):
             continue
         match = next(
             (

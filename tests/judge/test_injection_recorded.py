@@ -6,7 +6,9 @@ each marker) and, for a flagged text, ``injected_spans``, for each of the 5,380 
 seeded random texts; 2,971 flagged). It was written by the screening as it was before
 (the prefilter that read ``re``'s private parse trees), with ``python -m
 tests.judge.test_injection_recorded``; a text that is not in it fails the test rather
-than being skipped.
+than being skipped. The spans of the texts flagged with none (an instruction split over
+lines, which no line carries alone) were recorded again once screening took the
+paragraph or text that carries it; nothing else in them changed.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ It was written by the screening before the prefilter (``python bench/screening.p
 --record tests/judge/screening_expected.jsonl`` at that commit); a text that is not in
 it fails the test rather than being skipped. A case added to a corpus since is recorded
 by the same command, once its screening is checked by hand: the file then pins the
-current screening instead.
+current screening instead. The injected spans of the texts flagged with none (an
+instruction split over lines, which no line carries alone) were recorded again once
+screening took the paragraph or text that carries it; nothing else in them changed.
 """
 
 from __future__ import annotations
