@@ -226,14 +226,20 @@ def _command_logging(settings: Settings) -> None:
     configure_logging(settings.model_copy(update=defaults))
 
 
-def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) -> T:
+def with_store(
+    work: Callable[[Store], Awaitable[T]], *, migrate: bool = False, writes: bool = False
+) -> T:
     """Run ``work`` on a store over the configured database (migrated first if asked).
 
     For the commands that need the records only, not the judges or the workers. Without
-    ``migrate`` the database must exist and be migrated (``api.cli.database``).
+    ``migrate`` the database must exist and be migrated (``api.cli.database``); a command
+    that ``writes`` without migrating needs this code's newest schema too, so an older
+    release left behind in an upgrade never writes to a schema it does not know.
     """
+    import asyncio
+
     from api.webhooks.outbox import subscribe as subscribe_outbox
-    from storage import Store, make_engine
+    from storage import Store, make_engine, require_newest
 
     settings = load_settings()
     if not migrate:  # a reading command: never create an empty database (nor a key)
@@ -244,6 +250,8 @@ def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) 
             await upgrade_with_key(settings)
         else:
             await require_migrated(settings.database_url)
+            if writes:
+                await asyncio.to_thread(require_newest, settings.database_url)
         engine = make_engine(settings.database_url)
         try:
             # a reading command changes nothing: it makes no key either

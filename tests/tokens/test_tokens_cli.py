@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from storage import Store
+from storage import Store, head_revision
+from storage.keys import ServiceKey
 from tests.support.in_process_cli import cli_in_process
 from tests.support.keys import session_key
 
@@ -45,3 +50,43 @@ async def test_create_list_revoke(database_url: str, engine: Engine) -> None:
     record = await store.tokens.authenticate(granted.stdout.strip())
     assert record is not None and record.inline_ground_truth is True
     assert "inline-ground-truth" in cli_in_process("tokens", "list", env=env).stdout
+
+
+@contextmanager
+def _at_revision(engine: Engine, revision: str) -> Iterator[None]:
+    stamp = text("UPDATE alembic_version SET version_num = :v")
+    with engine.begin() as connection:
+        connection.execute(stamp, {"v": revision})
+    try:
+        yield
+    finally:
+        with engine.begin() as connection:
+            connection.execute(stamp, {"v": head_revision()})
+
+
+async def test_revoke_refuses_a_database_a_newer_release_migrated(
+    database_url: str, engine: Engine, service_key: ServiceKey
+) -> None:
+    """An older release left behind in an upgrade writes no revocation (nor its audit
+    event) to a schema it does not know: ``revoke`` refuses as ``create`` does, naming
+    both revisions."""
+    store = Store(engine, key=service_key)
+    _, record = await store.tokens.create(name="agent", role="submitter")
+    with engine.connect() as connection:
+        events_before = connection.execute(text("SELECT COUNT(*) FROM audit_log")).scalar_one()
+    env = {"SRE_JUDGE_DATABASE_URL": database_url, "SRE_JUDGE_AUDIT_CHECKPOINT": "off"}
+
+    with _at_revision(engine, "0099"):
+        created = cli_in_process("tokens", "create", "--role", "admin", "--name", "x", env=env)
+        revoked = cli_in_process("tokens", "revoke", record.id, env=env)
+
+    assert created.returncode != 0 and "0099" in created.stderr
+    with engine.connect() as connection:
+        revoked_at = connection.execute(
+            text("SELECT revoked_at FROM api_token WHERE id = :id"), {"id": record.id}
+        ).scalar_one()
+        events_after = connection.execute(text("SELECT COUNT(*) FROM audit_log")).scalar_one()
+    assert revoked.returncode != 0, revoked.stderr
+    assert "0099" in revoked.stderr and str(head_revision()) in revoked.stderr
+    assert revoked_at is None
+    assert events_after == events_before
