@@ -14,6 +14,10 @@ from api.service.services import Services
 
 __all__ = ["metrics_endpoint"]
 
+#: Prometheus' media type without its charset: Litestar adds ``charset=utf-8`` to every
+#: ``text/*`` type, and a parameter given twice fails Prometheus 3's scrape
+_MEDIA_TYPE = CONTENT_TYPE_LATEST.split("; charset=", 1)[0]
+
 
 @get("/metrics", operation_id="metrics", summary="Prometheus metrics")
 async def metrics_endpoint(
@@ -26,4 +30,4 @@ async def metrics_endpoint(
     workers = getattr(request.app.state, "workers", None)
     await metrics.refresh(services, workers.in_flight if workers is not None else 0)
     admin = await bearer_is_admin(request)
-    return Response(metrics.exposition(admin=admin), media_type=CONTENT_TYPE_LATEST)
+    return Response(metrics.exposition(admin=admin), media_type=_MEDIA_TYPE)
