@@ -32,7 +32,9 @@ __all__ = [
     "INJECTED_MARKER",
     "MIN_QUOTE_CHARS",
     "QUOTE_PROBLEMS",
+    "UNIT_APART",
     "QuoteCheck",
+    "align_whole",
     "check_quote",
     "keeps_the_facts",
     "quote_in",
@@ -67,7 +69,7 @@ _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 _QUANTITY = re.compile(r"\d+[^\W\d_]*")
 #: a space between a number and its unit word, in a normalized text ("256 mi", "30 ms",
 #: "2 cores"): white space, so "256 Mi" is quoted as "256Mi" and back
-_UNIT_APART = re.compile(
+UNIT_APART = re.compile(
     r"(\d) (?=(?:[kmgtpe]i?b?|[num]s|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?"
     r"|millicores?|cores?|v?cpus?)(?![^\W_]))"
 )
@@ -88,7 +90,7 @@ def _plain(text: str) -> str:
     reduced to spaces and each number joined to its unit: a quote of the judge's copy
     and the diagnosis it was copied from read the same."""
     text = _PROMPT_MARKERS.sub(" ", neutralize_untrusted(text))
-    return _UNIT_APART.sub(r"\1", _NON_WORD.sub(" ", text.casefold()).strip())
+    return UNIT_APART.sub(r"\1", _NON_WORD.sub(" ", text.casefold()).strip())
 
 
 def _passage_at(passage: str, haystack: str, start: int) -> tuple[int, int] | None:
@@ -103,18 +105,27 @@ def _passage_at(passage: str, haystack: str, start: int) -> tuple[int, int] | No
         # short passages must match exactly on word boundaries: fuzz is too lenient there
         return None
     rest = haystack[start:]
-    aligned = fuzz.partial_ratio_alignment(passage, rest, score_cutoff=FUZZY_CUTOFF)
-    # the whole passage must be aligned: against a shorter text the partial ratio
-    # aligns that text inside the passage, and a quote holding it would pass
-    if aligned is None or aligned.src_end - aligned.src_start < len(passage):
+    aligned = align_whole(passage, rest)
+    if aligned is None:
         return None
     # the passage of the diagnosis it matched, widened to whole words
-    begin = rest.rfind(" ", 0, aligned.dest_start) + 1
-    end = rest.find(" ", aligned.dest_end)
+    begin = rest.rfind(" ", 0, aligned[0]) + 1
+    end = rest.find(" ", aligned[1])
     end = end if end >= 0 else len(rest)
     if not _same_facts(passage, rest[begin:end]):
         return None
     return start + begin - 1, start + end + 1
+
+
+def align_whole(passage: str, text: str) -> tuple[int, int] | None:
+    """Where in ``text`` rapidfuzz's partial ratio aligns the whole of ``passage`` at
+    :data:`FUZZY_CUTOFF` or above, as ``(start, end)``, or None. Against a shorter text
+    the partial ratio aligns that text inside the passage instead, and a quote merely
+    holding it would pass: that alignment is refused."""
+    aligned = fuzz.partial_ratio_alignment(passage, text, score_cutoff=FUZZY_CUTOFF)
+    if aligned is None or aligned.src_end - aligned.src_start < len(passage):
+        return None
+    return aligned.dest_start, aligned.dest_end
 
 
 def _drops_a_word_start(passage: str, matched: str) -> bool:

@@ -9,9 +9,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rapidfuzz import fuzz
-
-from judge.evidence import FUZZY_CUTOFF, keeps_the_facts
+from judge.evidence import UNIT_APART, align_whole, keeps_the_facts
 
 __all__ = ["Mark", "Segment", "evidence_passages", "segments"]
 
@@ -53,7 +51,8 @@ def evidence_passages(evidence: str) -> list[str]:
 
 def _folded(text: str) -> tuple[str, list[int]]:
     """``text`` case-folded (NFKC), each run of non-word characters one space, invisible
-    characters dropped, and the index in ``text`` of every character kept."""
+    characters dropped, a number joined to its unit word as the evidence check joins it
+    ("256 Mi" reads "256mi"), and the index in ``text`` of every character kept."""
     chars: list[str] = []
     where: list[int] = []
     for i, char in enumerate(text):
@@ -68,7 +67,10 @@ def _folded(text: str) -> tuple[str, list[int]]:
         for piece in folded:
             chars.append(piece)
             where.append(i)
-    return "".join(chars), where
+    # each match is a digit and the space after it: that space goes
+    apart = {match.end() - 1 for match in UNIT_APART.finditer("".join(chars))}
+    kept = [k for k in range(len(chars)) if k not in apart]
+    return "".join(chars[k] for k in kept), [where[k] for k in kept]
 
 
 def _approximate(text: str, needle: str) -> tuple[int, int] | None:
@@ -87,10 +89,11 @@ def _approximate(text: str, needle: str) -> tuple[int, int] | None:
     if start >= 0:
         end = start + len(want)
     elif len(want) >= _FUZZY_MIN:
-        aligned = fuzz.partial_ratio_alignment(want, hay, score_cutoff=FUZZY_CUTOFF)
+        # the whole quote must align: a shorter text it merely holds is not an occurrence
+        aligned = align_whole(want, hay)
         if aligned is None:
             return None
-        start, end = aligned.dest_start, aligned.dest_end
+        start, end = aligned
         while start < end and hay[start] == " ":
             start += 1
         while end > start and hay[end - 1] == " ":

@@ -73,3 +73,20 @@ async def test_another_submitter_sees_no_trace(api_client: Any, tokens: Any) -> 
         response = await c.get(f"/gradings/{grading['id']}")
     assert response.status_code in (403, 404)
     assert "kubectl_get" not in response.text and "USER_PORT" not in response.text
+
+
+async def test_a_trace_field_the_quote_merely_contains_is_not_marked(
+    api_client: Any, tokens: Any
+) -> None:
+    """A trace field shorter than the judge's quote, which the quote merely contains, is
+    not marked as the quote: marks agree with the check that none is in the trace."""
+    quote = "the user-service pod restarts constantly after the rollout"
+    steps = [{"tool": "kubectl_get", "input": "pods -n hotel", "output": "user-service pod"}]
+    agent, adj = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(YES, evidence=quote))) as c:
+        grading = await _submit(c, agent, steps)
+        await sign_in(c, adj)
+        page = (await c.get(f"/gradings/{grading['id']}")).text
+    trace = page.split('data-testid="trace"', 1)[1].split("</section>", 1)[0]
+    assert "0 of 7 quoted answers cite text found in the trace" in trace
+    assert '<mark class="ev-traced" title=' not in trace

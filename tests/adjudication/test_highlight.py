@@ -3,7 +3,10 @@ case, white space or punctuation (or a small copying slip in a long quote)."""
 
 from __future__ import annotations
 
+import pytest
+
 from api.adjudication.highlight import Mark, segments
+from judge.evidence import check_quote
 
 TEXT = "The  user-service Deployment\nsets USER_PORT = 9999; the frontend fails."
 
@@ -73,3 +76,21 @@ def test_a_verified_quote_is_not_marked_inside_a_longer_word() -> None:
     only_inside = "Port 8080 is unreachable from the frontend."
     for needle in ("reachable", "Reachable,", "reachable, from the"):
         assert _verified_spans(only_inside, [Mark(needle, "verified", "D1-Q2")]) == []
+
+
+def test_a_text_the_quote_merely_contains_is_not_marked_as_the_quote() -> None:
+    """A long quote is marked only where the whole of it occurs: a shorter text that the
+    quote merely contains ("user-service pod") is not an occurrence of it."""
+    quote = "the user-service pod restarts constantly after the rollout"
+    marked = [s for s in segments("user-service pod", [Mark(quote, "traced", "D1-Q1")]) if s.kind]
+    assert marked == []
+
+
+@pytest.mark.parametrize("quote", ["256Mi", "limit is 256Mi"])
+def test_a_quote_differing_in_the_space_before_its_unit_is_marked(quote: str) -> None:
+    """A quote the evidence check finds with its unit written apart or together ("256Mi"
+    for "256 Mi") is marked in the diagnosis, over the text as the diagnosis writes it."""
+    text = "The checkout pod's memory limit is 256 Mi, so the kernel OOM-kills it under load."
+    assert check_quote(quote, text) == "found"
+    marked = [s.text for s in segments(text, [Mark(quote, "verified", "D2-Q2")]) if s.kind]
+    assert marked and "256 Mi" in "".join(marked)
