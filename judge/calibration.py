@@ -118,6 +118,8 @@ def load_gold(
             raise GoldError(f"line {number}: the key {exc.args[0]!r} is given twice") from None
         except (json.JSONDecodeError, ValidationError) as exc:
             raise GoldError(f"line {number}: {exc}") from None
+        except ValueError:  # what json refuses besides bad JSON: an integer past 4,300 digits
+            raise GoldError(f"line {number}: a number of too many digits") from None
         except RecursionError:
             raise GoldError(f"line {number}: nested too deeply") from None
         _check_texts(item, number, max_text_bytes)

@@ -12,6 +12,11 @@ same Ollama tag or server address. The *digest* says which model answers:
 - else None: the judge reports nothing, and nothing proves that two of its replies came
   from the same model.
 
+A digest is kept to :data:`DIGEST_CHARACTERS` (what the tables that store it hold): one
+longer (a fingerprint near its 256 characters, an odd server's digest) is replaced by
+the sha256 of what it names, ``fingerprint:sha256:<hex>`` or ``sha256:<hex>``
+(:func:`fitted_digest`); a digest that fits is kept as it is.
+
 A :class:`DigestTracker` keeps each judge's digest for ``refresh_seconds`` and asks
 again after that, after a failed call (:meth:`DigestTracker.stale`) and when a
 completion's fingerprint differs from the last one seen (:meth:`DigestTracker.observe`).
@@ -28,6 +33,7 @@ the listeners were told of it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,7 +41,21 @@ from dataclasses import dataclass
 from judge.backends.base import DigestAware, JudgeBackend
 from judge.cache import FINGERPRINT
 
-__all__ = ["BackendDigest", "DigestChange", "DigestTracker"]
+__all__ = ["DIGEST_CHARACTERS", "BackendDigest", "DigestChange", "DigestTracker", "fitted_digest"]
+
+#: the longest digest kept: the ``judge_digest`` columns hold 256 characters
+DIGEST_CHARACTERS = 256
+
+
+def fitted_digest(digest: str) -> str:
+    """``digest`` when it fits :data:`DIGEST_CHARACTERS`, else the sha256 of what it
+    names under its kind: ``fingerprint:sha256:<hex of the fingerprint>`` for one made of
+    a completion's fingerprint, ``sha256:<hex of the digest>`` for any other."""
+    if len(digest) <= DIGEST_CHARACTERS:
+        return digest
+    kind = FINGERPRINT if digest.startswith(FINGERPRINT) else ""
+    named = digest.removeprefix(kind)
+    return f"{kind}sha256:{hashlib.sha256(named.encode()).hexdigest()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +152,9 @@ class DigestTracker:
         return changed
 
     async def current(self, backend: JudgeBackend) -> str | None:
-        """The judge's digest, asked of the server when not known recently; None when the
-        judge reports none."""
+        """The judge's digest, asked of the server when not known recently (kept to
+        :data:`DIGEST_CHARACTERS`: :func:`fitted_digest`); None when the judge reports
+        none."""
         key = _key(backend)
         if self._fresh(key):
             return self._known[key].digest
@@ -151,7 +172,7 @@ class DigestTracker:
             # whose digest could not be read just now (server away) has not changed
             if digest is None and entry is not None and entry.fingerprint and not probed:
                 digest = FINGERPRINT + entry.fingerprint
-            await self._learn(backend, digest)
+            await self._learn(backend, None if digest is None else fitted_digest(digest))
             return self._known[key].digest
 
     def _fresh(self, key: tuple[str, str, str | None]) -> bool:

@@ -269,11 +269,15 @@ async def canary_history(
     return [canary_public(run) for run in runs]
 
 
-def canary_answer(runs: list[CanaryRunRecord]) -> dict[str, Any]:
-    """The answer of a canary on demand: the run of its one judge, or for a panel's
-    members ``{"demoted": any of them, "runs": [one run a member]}``."""
-    if len(runs) == 1:
-        return canary_public(runs[0])
+def canary_answer(
+    settings: Settings, runs: list[CanaryRunRecord], *, judge: str | None = None
+) -> dict[str, Any]:
+    """The answer of a canary on demand (:func:`run_canaries` with ``judge``): the run of
+    its one judge, or, when it measured the panel the service grades with (however many
+    members), ``{"demoted": any of them, "runs": [one run a member]}``."""
+    if judge is not None or not settings.panel_specs:
+        [run] = runs
+        return canary_public(run)
     return {"demoted": any(run.demoted for run in runs), "runs": [canary_public(r) for r in runs]}
 
 

@@ -214,7 +214,8 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
                 stored = await canary_history(services, judge=judge_spec, limit=limit)
                 return stored, stored
             made = await run_canaries(services, judge=judge_spec, actor="cli")
-            return [canary_public(r) for r in made], canary_answer(made)
+            shown = canary_answer(services.settings, made, judge=judge_spec)
+            return [canary_public(r) for r in made], shown
 
     runs, shown = run(work())
     if fmt == "json":

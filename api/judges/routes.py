@@ -45,7 +45,8 @@ async def start_canary_run(
     ``{"demoted", "runs"}``, a run a member); a drifted judge is demoted."""
     metrics = getattr(request.app.state, "metrics", None)
     del data  # nothing to choose yet: the body is {}
-    return canary_answer(await run_canaries(services, actor=principal.id, metrics=metrics))
+    runs = await run_canaries(services, actor=principal.id, metrics=metrics)
+    return canary_answer(services.settings, runs)
 
 
 @get("/v1/judges/canary", guards=[require("adjudicator")], operation_id="listJudgeCanaryRuns")

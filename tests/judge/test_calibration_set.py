@@ -207,6 +207,19 @@ def test_a_gold_line_nested_past_what_python_reads_is_refused_naming_it(rubric: 
         load_gold(first + "\n" + "[" * 100_000 + "]" * 100_000, rubric)
 
 
+def test_a_gold_line_holding_a_number_python_cannot_read_is_refused_naming_it(
+    rubric: Rubric,
+) -> None:
+    """An integer of more digits than Python converts (4,300) is a line refused with its
+    number, as any other line that cannot be read."""
+    lines = DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[:2]
+    second = json.loads(lines[1])
+    second["id"] = "@@HUGE@@"
+    huge = json.dumps(second).replace('"@@HUGE@@"', "1" * 5000)
+    with pytest.raises(GoldError, match=r"line 2: a number of too many digits"):
+        load_gold(lines[0] + "\n" + huge, rubric)
+
+
 def test_a_gold_line_with_incomplete_justifications_is_refused(rubric: Rubric) -> None:
     line = json.loads(DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[0])
     del line["justifications"]["D2-Q2"]

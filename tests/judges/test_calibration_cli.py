@@ -260,6 +260,26 @@ async def test_calibration_records_the_fingerprint_of_the_judge_it_measured(
     assert outcome.run.judge_digest == "fingerprint:fp_a"
 
 
+async def test_a_calibration_of_a_judge_known_by_a_256_character_fingerprint_is_stored(
+    engine: Engine, database_url: str
+) -> None:
+    """A fingerprint as long as one is kept (256 characters) makes a digest that fits the
+    stored run on SQLite and PostgreSQL alike: the sha256 of the fingerprint."""
+    fingerprint = "fp_" + "a" * 253
+    judge = LabelledJudge()
+    judge.fingerprint = fingerprint
+    settings = Settings(judge=JUDGE, database_url=database_url, judge_digest_seconds=0)
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        outcome = await calibrate(
+            runtime.services, DEFAULT_GOLD.read_bytes(), gold_name=DEFAULT_GOLD.name
+        )
+        stored = await runtime.services.store.judge_digests.current(JUDGE)
+    hashed = "fingerprint:sha256:" + hashlib.sha256(fingerprint.encode()).hexdigest()
+    assert outcome.run.qualified
+    assert outcome.run.judge_digest == hashed
+    assert stored is not None and stored.digest == hashed
+
+
 async def test_a_fingerprint_judge_updated_behind_its_name_turns_provisional(
     api_client: Any, tokens: Any, engine: Engine, database_url: str
 ) -> None:
@@ -357,6 +377,25 @@ def test_calibrate_refuses_a_gold_text_the_grader_cannot_grade_before_asking_the
     ran = cli_in_process("calibrate", "--gold", str(gold), "--judge", "scripted:pass", env=env)
     assert ran.returncode == 2, ran.stderr
     assert "gold.jsonl: line 4: diagnosis contains NUL bytes" in ran.stderr, ran.stderr
+
+
+def test_calibrate_refuses_a_gold_number_python_cannot_read_naming_the_line(
+    database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """An item id written as a 5,000-digit number (more than Python converts) is bad gold
+    like any other: exit 2 naming the file and the line."""
+    del engine  # migrated
+    lines = [raw for raw in GOLD.read_text().splitlines() if raw.strip()]
+    first = json.loads(lines[0])
+    first["id"] = "@@HUGE@@"
+    lines[0] = json.dumps(first).replace('"@@HUGE@@"', "1" * 5000)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("\n".join(lines) + "\n")
+    env: dict[str, str | None] = {"NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": database_url}
+    ran = cli_in_process("calibrate", "--gold", str(gold), "--judge", "scripted:pass", env=env)
+    assert ran.returncode == 2, ran.stderr
+    assert "gold.jsonl: line 1: " in ran.stderr, ran.stderr
+    assert "unexpected" not in ran.stderr
 
 
 @pytest.mark.parametrize("option", ["--judge", "--rubric"])

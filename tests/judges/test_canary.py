@@ -353,6 +353,32 @@ async def test_a_canary_set_whose_texts_cannot_be_graded_is_refused_naming_the_l
     assert judge.requests == []
 
 
+async def test_a_canary_set_holding_a_number_python_cannot_read_is_refused_naming_the_line(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """An item id written as a 5,000-digit number (more than Python converts) makes the
+    set unusable as any unreadable line does: refused at start naming the setting and
+    the line, and refused by a run naming the line (422) before any judge call."""
+    lines = DEFAULT_GOLD.read_text(encoding="utf-8").splitlines()[:3]
+    first = json.loads(lines[0])
+    first["id"] = "@@HUGE@@"
+    unusable = "\n".join([json.dumps(first).replace('"@@HUGE@@"', "1" * 5000), *lines[1:]])
+    canary = tmp_path / "canary.jsonl"
+    canary.write_text(unusable + "\n")
+    with pytest.raises(ValueError, match=r"SRE_JUDGE_CANARY_SET: .*line 1"):
+        async with api_client(judge=JUDGE, canary_set=canary):
+            pass
+    canary.write_text("\n".join(lines) + "\n")
+    judge = ScriptedBackend(model="pass")
+    async with api_client(judge=JUDGE, backends={JUDGE: judge}, canary_set=canary) as client:
+        canary.write_text(unusable + "\n")
+        admin = await tokens("admin")
+        response = await client.post("/v1/judges/canary", json={}, headers=admin)
+    assert response.status_code == 422, response.text
+    assert "line 1: " in response.json()["detail"]
+    assert judge.requests == []
+
+
 class NoisyJudge(LabelledJudge):
     """Answers as the labels say, but D3-Q3 the other way one call in five (a seeded
     coin): noise the calibration measures, not agreement with the labels falling (a
@@ -692,6 +718,41 @@ async def test_the_service_s_canary_measures_the_panel_that_grades(
     assert answer["demoted"] is False
     assert [len(member.requests) for member in members.values()] == [2, 2]
     assert judge.requests == []
+
+
+async def test_the_canary_of_a_panel_of_one_answers_in_the_panel_shape(
+    api_client: Any, tokens: Any
+) -> None:
+    """A panel of one member is a panel: the canary on demand answers
+    ``{"demoted", "runs"}`` with the member's run, as for any panel."""
+    judge = ScriptedBackend(model="pass")
+    async with api_client(
+        judge=JUDGE, panel=JUDGE, backends={JUDGE: judge}, canary_budget=2
+    ) as client:
+        admin = await tokens("admin")
+        response = await client.post("/v1/judges/canary", json={}, headers=admin)
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert set(body) == {"demoted", "runs"}, sorted(body)
+    assert [run["judge"] for run in body["runs"]] == [JUDGE]
+
+
+def test_the_command_answers_a_panel_of_one_in_the_panel_shape(
+    database_url: str, engine: Engine
+) -> None:
+    """``judges canary --format json`` prints a panel's answer for a panel of one, and
+    the bare run of the judge named by ``--judge``."""
+    del engine  # migrated
+    env = {"NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": database_url,
+           "SRE_JUDGE_PANEL": JUDGE, "SRE_JUDGE_CANARY_BUDGET": "2"}  # fmt: skip
+    ran = cli_in_process("judges", "canary", "--format", "json", env=env)
+    assert ran.returncode == 0, ran.stderr
+    answer = json.loads(ran.stdout)
+    assert answer["demoted"] is False
+    assert [run["judge"] for run in answer["runs"]] == [JUDGE]
+    named = cli_in_process("judges", "canary", "--judge", JUDGE, "--format", "json", env=env)
+    assert named.returncode == 0, named.stderr
+    assert json.loads(named.stdout)["judge"] == JUDGE
 
 
 async def test_a_panel_member_that_drifts_is_demoted_by_the_scheduled_canary(

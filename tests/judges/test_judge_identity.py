@@ -12,6 +12,7 @@ reports no digest has its cached replies reused only under
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from typing import Any
 
@@ -160,6 +161,29 @@ async def test_the_ollama_backend_asks_the_digest_anew() -> None:
         assert await tracker.current(backend) == "def456"
         assert await backend.digest() == "def456"  # the completions' fingerprint follows
         await backend.aclose()
+
+
+async def test_a_digest_longer_than_is_stored_is_known_by_its_sha256() -> None:
+    """Every digest fits the 256 characters its tables hold: an Ollama digest or a
+    fingerprint's that would be longer is the sha256 of what it names; one that fits is
+    kept as reported."""
+    with running_judge_server(default=REPLY) as server:
+        server.ollama_tag = "m:latest"
+        server.ollama_digest = "sha256:" + "d" * 300
+        backend = OllamaBackend("m", base_url=server.ollama_url)
+        tracker = DigestTracker(refresh_seconds=0)
+        hashed = hashlib.sha256(server.ollama_digest.encode()).hexdigest()
+        assert await tracker.current(backend) == f"sha256:{hashed}"
+        server.ollama_digest = "def456"
+        assert await tracker.current(backend) == "def456"
+        await backend.aclose()
+    fits, long = "f" * (256 - len(FINGERPRINT)), "f" * 256
+    judge = ScriptedBackend(model="pass")
+    tracker.observe(judge, fits)
+    assert await tracker.current(judge) == FINGERPRINT + fits
+    tracker.observe(judge, long)
+    hashed = hashlib.sha256(long.encode()).hexdigest()
+    assert await tracker.current(judge) == f"{FINGERPRINT}sha256:{hashed}"
 
 
 async def test_an_openai_server_naming_its_model_file_has_a_digest() -> None:
