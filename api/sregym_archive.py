@@ -3,9 +3,10 @@
 Only regular files are unpacked, and of them only what an import reads (``*.csv`` in any
 case, :func:`is_csv_file`, and a problems file); every name must be a relative path
 inside the archive (:func:`relative_path`: no absolute path, no drive, no ``..``, no
-backslash, no byte that is not UTF-8; a ``./`` prefix and the ``.`` folder that ``tar -C
-results .`` writes are fine, and so is any other colon, as in a run folder named by its
-time), links and devices are refused, and the archive may hold at most
+backslash, no byte that is not UTF-8, a zip's names read as UTF-8 whether it flags them
+so or not; a ``./`` prefix and the ``.`` folder that ``tar -C results .`` writes are
+fine, and so is any other colon, as in a run folder named by its time), links and
+devices are refused, and the archive may hold at most
 :data:`MAX_MEMBERS` entries and :data:`MAX_UNPACKED_BYTES` once unpacked. The unpacked
 size counts every member, whether an import reads it or not: a tar.gz is read as one
 stream whose bytes are counted as they are decompressed, so a bomb in any member stops
@@ -81,8 +82,9 @@ def is_csv_file(path: PurePath) -> bool:
 
 
 def csv_files(folder: Path) -> list[Path]:
-    """The CSV files under ``folder`` (:func:`is_csv_file`), sorted by path."""
-    return sorted(path for path in folder.rglob("*") if is_csv_file(path))
+    """The CSV files under ``folder`` (:func:`is_csv_file`), sorted by path: files only, a
+    folder named ``backup.csv`` is no CSV file (the files in it are)."""
+    return sorted(path for path in folder.rglob("*") if is_csv_file(path) and path.is_file())
 
 
 def _wanted(path: PurePosixPath) -> bool:
@@ -178,7 +180,8 @@ def _walk(
         if kind == "zip":
             _zip_entries_within(file, members)
             file.seek(0)
-            with zipfile.ZipFile(file) as zipped:
+            # names are UTF-8, flagged or not (Info-ZIP's ``zip`` sets no flag), never cp437
+            with zipfile.ZipFile(file, metadata_encoding="utf-8") as zipped:
                 for entry, info in _zip_entries(zipped):
                     count = _count(count, members)
                     path = relative_path(entry.name, top=entry.directory)
@@ -201,7 +204,7 @@ def _walk(
         lzma.LZMAError,
         RuntimeError,  # a zip member with a password
         NotImplementedError,  # a zip member compressed as zipfile cannot read (AES, say)
-        UnicodeDecodeError,  # a zip name flagged UTF-8 that is not
+        UnicodeDecodeError,  # a zip name that is not UTF-8
     ) as exc:
         raise UnsafeArchive(f"not a readable {kind} archive: {exc}") from None
 

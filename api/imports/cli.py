@@ -129,21 +129,25 @@ def import_sregym(
     from api.cli.edge import load_settings
     from api.imports.problems import ImportFileError, read_problems
 
+    max_bytes = load_settings().max_text_bytes
     try:
-        problems = read_problems(problems_file, max_bytes=load_settings().max_text_bytes)
+        problems = read_problems(problems_file, max_bytes=max_bytes)
     except ImportFileError as exc:
         raise click.UsageError(str(exc)) from None
     prefix = f"{directory}/"
     if server is not None:
         from api.imports.remote import sregym_archive
 
-        body = sregym_archive(directory, problems)
+        upload = sregym_archive(directory, problems, max_bytes=max_bytes)
+        if upload.refused and not upload.files:  # every file refused here: nothing to send
+            return _report(upload.report(None), fmt=fmt, prefix=prefix)
         params = {"rubric": rubric_id} if rubric_id is not None else {}
         try:
-            report = _remote(server, body, "application/gzip", params)
+            report = _remote(server, upload.body, "application/gzip", params)
         except _Failed as failed:
+            failed.report = upload.report(failed.report)
             _failed(failed, prefix)
-        return _report(report, fmt=fmt, prefix=prefix)
+        return _report(upload.report(report), fmt=fmt, prefix=prefix)
 
     from api.imports.use_cases import import_sregym_folder
 

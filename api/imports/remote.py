@@ -4,7 +4,11 @@ An SREGym results folder goes up as a tar.gz built in memory: its CSV files at t
 paths under the folder (what the import reads, and the paths it remembers, so importing
 the same folder locally and through a server stores nothing twice) and the ``--problems``
 ground truths as ``problems.jsonl`` at the top (any ``problems.*`` of the folder's own
-is left out: the flag wins, as in the database mode). JSON lines go up as they are.
+is left out: the flag wins, as in the database mode). A CSV file whose path the server
+refuses as an archive's entry (:func:`api.sregym_archive.relative_path`: a backslash in
+a name, say) is left out, and its rows are read here and refused as the database mode
+refuses them, so they are not the whole upload's refusal (:class:`SregymUpload`). JSON
+lines go up as they are.
 Progress (rows done of the total) is printed on stderr while the job runs; the finished
 job's summary is read back into an :class:`ImportReport`, with the numbers of rows
 refused and in conflict it counted (it lists only the first), so the command prints
@@ -17,28 +21,60 @@ import io
 import json
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from api.terminal import terminal_text
+from judge.inputs import DEFAULT_MAX_TEXT_BYTES
 
 if TYPE_CHECKING:
     from api.imports.problems import ImportProblem
     from api.imports.report import ImportReport
 
-__all__ = ["FinishedImport", "sregym_archive", "upload_and_follow"]
+__all__ = ["FinishedImport", "SregymUpload", "sregym_archive", "upload_and_follow"]
 
 _ENDED = ("done", "failed")
 
 
-def sregym_archive(directory: Path, problems: dict[str, str]) -> bytes:
-    """The folder's CSV files and ``problems.jsonl`` as a tar.gz, in memory."""
-    from api.sregym_archive import PROBLEMS_FILES, csv_files
+@dataclass(frozen=True)
+class SregymUpload:
+    """An SREGym results folder as it is uploaded: ``body``, the tar.gz holding ``files``
+    CSV files, and ``refused``, the rows of the files left out (their names no archive
+    entry may have), each refused as the database mode refuses it."""
 
-    buffer = io.BytesIO()
+    body: bytes
+    files: int
+    refused: list[ImportProblem]
+
+    def report(self, served: ImportReport | None) -> ImportReport:
+        """The import's report: the server's (None: nothing was uploaded) with the rows
+        refused here among its problems, where the database mode lists them."""
+        from api.imports.report import ImportReport
+        from api.imports.sregym import in_reading_order
+
+        served = ImportReport() if served is None else served
+        total = served.problems_total
+        return replace(
+            served,
+            problems=in_reading_order([*served.problems, *self.refused]),
+            rows=served.rows + len(self.refused),
+            problems_total=None if total is None else total + len(self.refused),
+        )
+
+
+def sregym_archive(
+    directory: Path, problems: dict[str, str], *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
+) -> SregymUpload:
+    """The folder's CSV files and ``problems.jsonl`` as a tar.gz, in memory, but for the
+    files whose names the server refuses: their rows are refused here (``max_bytes``:
+    the largest diagnosis the import takes, as for :func:`read_sregym_folder`)."""
+    from api.sregym_archive import PROBLEMS_FILES, UnsafeArchive, csv_files, relative_path
+
+    buffer, files = io.BytesIO(), 0
+    left_out: dict[Path, str] = {}  # a file left out, and why
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         lines = "".join(
             json.dumps({"problem_id": k, "root_cause": v}, ensure_ascii=False) + "\n"
@@ -46,9 +82,34 @@ def sregym_archive(directory: Path, problems: dict[str, str]) -> bytes:
         )
         _add(tar, PROBLEMS_FILES[0], lines.encode("utf-8"))
         for path in csv_files(directory):
-            if path.is_file():
-                _add(tar, path.relative_to(directory).as_posix(), path.read_bytes())
-    return buffer.getvalue()
+            name = path.relative_to(directory).as_posix()
+            try:
+                relative_path(name)  # the server's rule for an entry's name
+            except UnsafeArchive as exc:
+                left_out[path] = str(exc)
+                continue
+            _add(tar, name, path.read_bytes())
+            files += 1
+    refused = _refused_rows(directory, left_out, max_bytes=max_bytes)
+    return SregymUpload(buffer.getvalue(), files, refused)
+
+
+def _refused_rows(
+    directory: Path, left_out: dict[Path, str], *, max_bytes: int
+) -> list[ImportProblem]:
+    """The rows of the files left out of an upload, as the database mode refuses them; a
+    row it would take (the name refused is of a folder above the run folder, which the
+    import does not keep) is refused for that name."""
+    from api.imports.problems import ImportProblem
+    from api.imports.sregym import read_sregym_folder
+
+    refused: list[ImportProblem] = []
+    for path, why in left_out.items():
+        for found in read_sregym_folder(directory, max_bytes=max_bytes, files=[path]):
+            refused.append(
+                found if isinstance(found, ImportProblem) else ImportProblem(found.source, why)
+            )
+    return refused
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:

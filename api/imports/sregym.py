@@ -35,14 +35,14 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any, Literal, NamedTuple
 
 from api.imports.problems import ImportProblem
-from api.sregym_archive import csv_files, relative_path
+from api.sregym_archive import csv_files, is_csv_file, relative_path
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.secrets import redact
@@ -62,6 +62,7 @@ __all__ = [
     "SregymAnswer",
     "SregymAttempt",
     "SregymOutline",
+    "in_reading_order",
     "kept_cells",
     "read_sregym_folder",
     "run_started_at",
@@ -355,10 +356,16 @@ def _locate(relative: Path, problem_id: str) -> _Place:
     is the agent's file in its run folder; a file under its own problem's folder
     (``<pid>/<pid>_<agent>_results.csv``) gives the two folders above that one; any other
     file, the two folders above the row's problem's folder (a problem id with ``/`` in
-    it spans as many folders as it has parts), else the folder it is in. Folders above
-    the run folder (those the results were packed under) are no part of the layout."""
+    it spans as many folders as it has parts), else the folder it is in. An attempt's own
+    file of a problem whose id ends in ``_ALL`` (``scale_ALL/run_1/scale_ALL_results.csv``)
+    is that, not an agent's file. Folders above the run folder (those the results were
+    packed under) are no part of the layout."""
     parts, name = relative.parts[:-1], relative.name
-    if name.endswith(_ALL_FILE) and len(name) > len(_ALL_FILE):
+    if (
+        name.endswith(_ALL_FILE)
+        and len(name) > len(_ALL_FILE)
+        and not _own_file(relative, problem_id)
+    ):
         agent, run_at = name[: -len(_ALL_FILE)], len(parts) - 1
     elif len(parts) >= 2 and name == f"{parts[-1]}_{parts[-2]}_results.csv":
         agent, run_at = parts[-2], len(parts) - 3
@@ -370,6 +377,13 @@ def _locate(relative: Path, problem_id: str) -> _Place:
             return _Place(parts[0] if len(parts) > 1 else "", parts[-1] if parts else "", 0)
         agent, run_at = (parts[at - 1] if at >= 1 else ""), at - 2
     return _Place(parts[run_at], agent, run_at) if run_at >= 0 else _Place("", agent, 0)
+
+
+def _own_file(relative: Path, problem_id: str) -> bool:
+    """Is the file an attempt's own, ``<pid>/run_<n>/<pid>_results.csv``?"""
+    pid = re.escape(problem_id)
+    own = rf"(?:.*/)?{pid}/{_ATTEMPT_FOLDER.pattern}/{pid}_results\.csv"
+    return re.fullmatch(own, relative.as_posix(), re.DOTALL) is not None
 
 
 def _unstorable_cell(text: str) -> str | None:
@@ -529,34 +543,53 @@ _ATTEMPT_FOLDER = re.compile(r"run_[0-9]+")
 _PROBLEM_ID = "problem_id"
 
 
-def _reading_order(root: Path) -> list[Path]:
-    """The CSV files under ``root``: first those in a ``run_<n>/`` folder (each attempt's
-    own file), then the others (the files that gather an agent's rows), each part by path.
+def _reading_key(relative: PurePath) -> tuple[bool, PurePath]:
+    """Where a CSV file (its path under the import's root) comes in :func:`_reading_order`."""
+    return _ATTEMPT_FOLDER.fullmatch(relative.parent.name) is None, relative
+
+
+def _reading_order(root: Path, files: Collection[Path] | None = None) -> list[Path]:
+    """The CSV files under ``root`` (or ``files`` of them): first those in a ``run_<n>/``
+    folder (each attempt's own file), then the others (the files that gather an agent's
+    rows), each part by path.
 
     An attempt's first copy met is the one imported, a later one that differs is a
     conflict. A run resumed from an earlier run's CSV (SREGym's ``--resume``) reruns an
     attempt whose stale copy that CSV still gives: the problem's file and
     ``<agent>_ALL_results.csv`` then hold both, and only the attempt's own file holds the
     attempt the run made."""
-    return sorted(
-        csv_files(root),
-        key=lambda path: (
-            _ATTEMPT_FOLDER.fullmatch(path.relative_to(root).parent.name) is None,
-            path,
-        ),
-    )
+    found = csv_files(root) if files is None else files
+    return sorted(found, key=lambda path: _reading_key(path.relative_to(root)))
+
+
+def in_reading_order(problems: Iterable[ImportProblem]) -> list[ImportProblem]:
+    """Problems of one folder's reading (a server's and those found here, say) in the
+    order :func:`read_sregym_folder` gives them: by file (:func:`_reading_order`), each
+    file's rows by line and its own problem after them; one that names no file of the
+    folder (``...``: rows counted, not listed) last. Problems of one place keep their
+    order."""
+
+    def key(problem: ImportProblem) -> tuple[Any, ...]:
+        file, _, line = problem.where.rpartition(":")
+        if not (file and line.isdigit()):  # the file's own problem: no line
+            file, line = problem.where, ""
+        if not is_csv_file(PurePosixPath(file)):
+            return (1,)
+        return 0, _reading_key(PurePosixPath(file)), not line, int(line or 0)
+
+    return sorted(problems, key=key)
 
 
 def _csv_rows(
-    root: Path,
+    root: Path, files: Collection[Path] | None = None
 ) -> Iterator[tuple[Path, csv.DictReader[str], dict[str, str], int] | ImportProblem]:
-    """Every data row of every results CSV under ``root`` (:func:`_reading_order`) with
-    its file, its reader (whose ``line_num``, the row's last line, and ``fieldnames``
-    describe the row until the next is read) and the line it starts on; or, for a file
-    that cannot be read on, a problem after the rows read before the fault. A file whose
-    header has no ``problem_id`` column (an agent's own CSV log) is skipped: SREGym
-    writes that column in every results file."""
-    for path in _reading_order(root):
+    """Every data row of every results CSV under ``root`` (or of ``files`` of them,
+    :func:`_reading_order`) with its file, its reader (whose ``line_num``, the row's last
+    line, and ``fieldnames`` describe the row until the next is read) and the line it
+    starts on; or, for a file that cannot be read on, a problem after the rows read
+    before the fault. A file whose header has no ``problem_id`` column (an agent's own
+    CSV log) is skipped: SREGym writes that column in every results file."""
+    for path in _reading_order(root, files):
         relative = path.relative_to(root)
         try:
             # utf-8-sig: a byte order mark is no part of the first column's name; a byte
@@ -585,14 +618,18 @@ def _csv_rows(
 
 
 def read_sregym_folder(
-    root: Path, *, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    root: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    files: Collection[Path] | None = None,
 ) -> Iterator[SregymAttempt | ImportProblem]:
     """Every attempt of every CSV under ``root``, or a problem naming file, line and (where
-    one is to blame) column. ``max_bytes``: the largest diagnosis taken.
+    one is to blame) column. ``max_bytes``: the largest diagnosis taken; ``files``: read
+    only these CSV files under ``root``, each as it is read with the rest.
 
     Each row is checked and its trace and cells redacted: about 1.5 ms a row with a
     trace. A caller on the event loop reads it in a worker thread."""
-    for found in _csv_rows(root):
+    for found in _csv_rows(root, files):
         if isinstance(found, ImportProblem):
             yield found
             continue

@@ -10,7 +10,9 @@ without an attempt number keyed by that path and its line); an attempt judged an
 timed out keeps SREGym's verdict; SREGym's default checklist for a judge
 reply it could not parse is an unscored grading, not a failed diagnosis. An attempt's
 own file is read first (a resumed run keeps the attempt it made), a diagnosis reading
-``None`` is a diagnosis, and an agent's own CSV log is no results file.
+``None`` is a diagnosis, and an agent's own CSV log is no results file. A problem whose
+id ends in ``_ALL`` is no agent's ``_ALL_results.csv``, and a folder named ``*.csv`` is
+no CSV file.
 """
 
 from __future__ import annotations
@@ -369,3 +371,43 @@ async def test_rows_without_an_attempt_number_keyed_from_the_import_s_root_are_k
     again = await _import(store, tmp_path / "packed")
     assert (again.submissions, again.already_imported, again.conflicts) == (0, 2, [])
     assert len(_submissions(engine)) == 2 and _kept_paths(engine) == kept
+
+
+def test_an_attempts_own_file_of_a_problem_whose_id_ends_in_ALL_is_of_its_run_and_agent(
+    tmp_path: Path,
+) -> None:
+    """``<run>/<agent>/scale_ALL/run_1/scale_ALL_results.csv`` is the attempt's own file
+    of problem ``scale_ALL``, not an agent's ``<agent>_ALL_results.csv``: its run and
+    agent are the run folder and ``stratus``, as in the problem's and the agent's files."""
+    root = tmp_path / "results"
+    write_run(root, "stratus", {"scale_ALL": [diagnosed("the pods were scaled to 0", set(IDS))]})
+    read = [r for r in read_sregym_folder(root) if isinstance(r, SregymAttempt)]
+    assert len(read) == 3
+    assert {(r.run, r.agent) for r in read} == {(RUN, "stratus")}, [
+        (r.path, r.run, r.agent) for r in read
+    ]
+
+
+async def test_an_attempt_of_a_problem_whose_id_ends_in_ALL_is_one_submission(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """An attempt of problem ``scale_ALL``, written in SREGym's three files, is one
+    submission of its agent and run; its other two copies are already imported."""
+    root = tmp_path / "results"
+    write_run(root, "stratus", {"scale_ALL": [diagnosed("the pods were scaled to 0", set(IDS))]})
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(root), {"scale_ALL": "scaled to 0"}, rubric=sregym_rubric()
+    )
+    assert [(s.run_id, s.agent) for s in _submissions(engine)] == [(RUN, "stratus")]
+    assert (report.submissions, report.already_imported) == (1, 2)
+
+
+def test_a_folder_whose_name_ends_in_csv_is_no_csv_file(tmp_path: Path) -> None:
+    """Only files are CSV files: a folder named ``backup.csv`` is no file that cannot be
+    read, and the results file inside it is read."""
+    folder = tmp_path / "results" / RUN / "stratus" / "p1" / "backup.csv"
+    folder.mkdir(parents=True)
+    (folder / "p1_results.csv").write_text("problem_id,attempt\r\np1,1\r\n")
+    read = list(read_sregym_folder(tmp_path / "results"))
+    assert [r for r in read if not isinstance(r, SregymAttempt)] == []
+    assert len(read) == 1

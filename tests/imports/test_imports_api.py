@@ -34,7 +34,7 @@ from api.imports.jobs import sniff_upload
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
-from api.sregym_archive import MAX_MEMBERS, UnsafeArchive, check_archive
+from api.sregym_archive import MAX_MEMBERS, UnsafeArchive, check_archive, unpack_archive
 from storage import Store, SubmissionRecord
 from storage.canonical import utcnow
 from storage.engine import session_factory
@@ -266,17 +266,17 @@ CSV = b"problem_id,attempt\np,1\n"
 
 def _unreadable_zip(flaw: str) -> bytes:
     """A zip whose one member the server cannot read: ``password`` (flagged encrypted),
-    ``method`` (compressed by method 99, AES) or ``name`` (flagged UTF-8, holding a byte
-    that is not)."""
+    ``method`` (compressed by method 99, AES), ``name`` (flagged UTF-8, holding a byte
+    that is not) or ``unflagged name`` (the same byte, not flagged UTF-8)."""
     data = bytearray(_zip({"a/rX.csv": CSV}))
     for flags in (6, data.find(b"PK\x01\x02") + 8):  # in its local and central headers
         if flaw == "password":
             data[flags] |= 0x01
         elif flaw == "method":
             data[flags + 2 : flags + 4] = (99).to_bytes(2, "little")
-        else:
+        elif flaw == "name":
             data[flags + 1] |= 0x08
-    return bytes(data.replace(b"rX.csv", b"r\xff.csv") if flaw == "name" else data)
+    return bytes(data.replace(b"rX.csv", b"r\xff.csv") if flaw.endswith("name") else data)
 
 
 UNSAFE = {
@@ -306,6 +306,7 @@ UNSAFE = {
             ("password", "with a password"),
             ("method", "compressed by an unknown method"),
             ("name", "whose name is flagged UTF-8 but is not"),
+            ("unflagged name", "whose name is not UTF-8"),
         )
     },
     "no csv": (tar_gz({"readme.txt": b"hi"}), TAR, "no CSV"),
@@ -353,6 +354,25 @@ def test_a_zip_of_too_many_entries_is_refused_before_its_directory_is_read() -> 
         tracemalloc.stop()
     assert peak < len(data), f"{peak / 1e6:.0f} MB for a {len(data) / 1e6:.1f} MB upload"
     assert check_archive(b"stub" + _zip({"a/results.csv": CSV}), "zip") == 1  # offset kept
+
+
+def test_a_zip_name_in_utf8_without_the_flag_is_unpacked_under_that_name(
+    tmp_path: Path,
+) -> None:
+    """A zip whose names are UTF-8 without the zip's UTF-8 flag (what Info-ZIP's ``zip
+    -r`` writes on Linux for a folder named ``agént``) is read with its names as every
+    unzip tool reads them, not as code page 437 (``ag├⌐nt``): the agent, run and problem
+    of each row come from those names."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        zipped.writestr("0601_1200/agXXnt/p1/run_1/p1_results.csv", CSV)
+    data = buffer.getvalue().replace(b"agXXnt", "agént".encode())  # as long in UTF-8
+    with zipfile.ZipFile(io.BytesIO(data)) as check:
+        assert not check.infolist()[0].flag_bits & 0x800  # the UTF-8 flag is not set
+    assert check_archive(data, "zip") == 1
+    unpack_archive(data, "zip", tmp_path)
+    found = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.csv"))
+    assert found == ["0601_1200/agént/p1/run_1/p1_results.csv"]
 
 
 @pytest.mark.parametrize("case", sorted(UNSAFE))

@@ -20,8 +20,14 @@ import httpx
 import pytest
 import respx
 
+from api.imports.problems import ImportProblem
+from api.imports.remote import sregym_archive
+from api.imports.report import ImportReport
+from api.imports.sregym import read_sregym_folder
+from api.sregym_archive import check_archive
 from tests.support.in_process_cli import cli_in_process
 from tests.support.service_process import serving
+from tests.support.sregym_driver import IDS, RUN, diagnosed, write_run
 from tests.support.sregym_results import write_sregym_results
 
 _ENV = {
@@ -131,6 +137,78 @@ def test_an_import_through_a_server_counts_every_row_it_refused(tmp_path: Path) 
     assert "; 1500 problems; 1200 conflicts" in done.stdout, done.stdout
     assert "...: 500 more, not listed" in done.stderr
     assert "...: 200 more, not listed" in done.stderr
+
+
+def _with_a_backslash_file(root: Path) -> Path:
+    """An SREGym run of ``p1`` under ``root`` and, beside its ``run_1/``, a copy of the
+    attempt's file named ``notes\\copy.csv`` (a legal name on Linux, no archive entry's)."""
+    write_run(root, "stratus", {"p1": [diagnosed("user-service targets port 9999", set(IDS))]})
+    own = root / RUN / "stratus" / "p1" / "run_1" / "p1_results.csv"
+    odd = own.parent.parent / "notes\\copy.csv"
+    odd.write_bytes(own.read_bytes())
+    return odd
+
+
+def test_a_file_no_upload_may_name_refuses_its_own_rows_only_through_a_server(
+    tmp_path: Path,
+) -> None:
+    """``import sregym DIR --server URL`` prints what the database mode prints when a CSV
+    file's name is one no archive entry may have (a backslash): that file is left out of
+    the upload and its rows are refused, naming file and line; every other file is
+    uploaded and imported, and the upload is not refused whole."""
+    root = tmp_path / "results"
+    _with_a_backslash_file(root)
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text(json.dumps({"problem_id": "p1", "root_cause": "port 9999"}) + "\n")
+    args = ["import", "sregym", str(root), "--problems", str(problems), "--format", "json"]
+    mine = cli_in_process(*args, env=_database(tmp_path, "local"))
+    local = json.loads(mine.stdout)
+    assert (mine.returncode, local["submissions"], len(local["problems"])) == (1, 1, 1)
+    assert "a name with a backslash" in local["problems"][0]
+
+    uploaded: list[int] = []
+
+    def accept(request: httpx.Request) -> httpx.Response:
+        uploaded.append(check_archive(request.content, "tar.gz"))  # the server's check
+        job = _import_job(0, 0, listed=0)  # the server imports the three files it got
+        job["total"] = job["done"] = 3
+        job["report"].update(submissions=1, already_imported=2, sregym_verdicts=1)
+        return httpx.Response(202, json=job)
+
+    server = "http://judge.test"
+    env = {"SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1", "COLUMNS": "200"}
+    with respx.mock:
+        respx.post(f"{server}/v1/imports").mock(side_effect=accept)
+        theirs = cli_in_process(*args, "--server", server, env=env)
+    assert uploaded == [3]
+    assert theirs.returncode == 1, theirs.stderr
+    assert json.loads(theirs.stdout) == local
+    assert _progress_free(theirs.stderr) == _progress_free(mine.stderr)
+
+
+def test_rows_refused_before_an_upload_are_listed_where_the_database_mode_lists_them(
+    tmp_path: Path,
+) -> None:
+    """The rows of a file left out of an upload are merged into the server's report in
+    the order the database mode reads them: by file (attempts' own files first), then
+    line, each file's own problem after its rows, rows counted and not listed last."""
+    root = tmp_path / "results"
+    odd = _with_a_backslash_file(root)
+    (odd.parent / "run_1" / "p1_results.csv").write_text("problem_id,attempt\r\np1,x\r\n")
+    (odd.parent / "twice.csv").write_text("problem_id,problem_id\r\np1,p1\r\n")
+    every = [r for r in read_sregym_folder(root) if isinstance(r, ImportProblem)]
+    upload = sregym_archive(root, {"p1": "port 9999"})
+    assert (upload.files, check_archive(upload.body, "tar.gz")) == (4, 4)
+    assert upload.refused == [p for p in every if odd.name in p.where]
+    served = [p for p in every if p not in upload.refused]
+    assert [len(served), len(upload.refused)] == [2, 1] and every[1] == upload.refused[0]
+    merged = upload.report(ImportReport(problems=served)).problems
+    assert merged == every
+    unlisted = ImportProblem("...", "1 more, not listed")
+    counted = ImportReport(problems=[*served, unlisted], problems_total=3, rows=3)
+    report = upload.report(counted)
+    assert report.problems == [*every, unlisted]
+    assert (report.problem_count, report.rows) == (4, 4)
 
 
 @pytest.mark.slow
