@@ -121,6 +121,11 @@ class FailureTagRecord(SQLModel, table=True):
     removed_at: datetime | None = _when()
     removed_by: str | None = Field(default=None, sa_type=String(64))
 
+    def identity(self) -> tuple[str, str, str]:
+        """What makes two tags one: the tag, its author and its note (a promote's copy
+        keeps all three). Two adjudicators' tags, or one's with two notes, are two."""
+        return self.tag, self.author_id, self.note
+
 
 class TagVocabularyRecord(SQLModel, table=True):
     """A failure tag adjudicators may use: from the shipped file or added by an admin."""

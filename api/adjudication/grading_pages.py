@@ -120,9 +120,12 @@ async def grading_page(
 
 
 async def _claim_note(services: Services, who: SignedIn, grading_id: str) -> str:
-    """Claim the item for ``who`` (a finished one stays finished): what the page says of it."""
+    """Claim the item for ``who`` (a finished one stays finished): what the page says of it.
+    A grading a promoted regrade replaced is not claimed: the queue holds the one in force."""
     try:
         claimed = await claim_review(services, who.principal, grading_id, reopen=False)
+    except Superseded as exc:
+        return f"Not claimed: {exc}."
     except Conflict as exc:
         return f"Being reviewed by someone else: {exc}"
     if claimed.done_at is not None:

@@ -36,6 +36,7 @@ __all__ = [
     "QueuePage",
     "ReviewItem",
     "ReviewQueries",
+    "ReviewState",
 ]
 
 #: a judge answer below this confidence asks for a human
@@ -64,6 +65,15 @@ class ReviewItem:
     #: the item's place in the queue's order, signed: a cursor that ``read_page`` takes
     #: as ``after`` (the items behind it) or ``starting_at`` (it, then those behind it)
     key: str = ""
+
+
+@dataclass(frozen=True)
+class ReviewState:
+    """An item's review row as a skip or an assignment left it, and who holds the item
+    now by name (as ``ReviewItem.holder``: None when nobody does)."""
+
+    claim: ReviewClaimRecord
+    holder: str | None
 
 
 @dataclass(frozen=True)
@@ -353,14 +363,20 @@ class ReviewQueries:
         minutes: float,
         reopen: bool = True,
     ) -> ReviewClaimRecord:
-        """Hold a grading for review; Conflict when another holds a valid claim. A claim
-        puts a finished item back in the queue, unless ``reopen`` is False (a page
-        merely opened): then a finished item's claim is returned as it is."""
+        """Hold a grading for review; Conflict when another holds a valid claim, and
+        :class:`storage.errors.Superseded` naming the grading in force for one a promoted
+        regrade replaced (the queue holds that one: a claim here would hide nothing). A
+        claim puts a finished item back in the queue, unless ``reopen`` is False (a page
+        merely opened): then a finished item's claim is returned as it is. A held pass
+        is never finished while it is held (it stays queued until a verdict decides it,
+        even with its review marked done): it is claimed as any queued item."""
         now = self._db.clock()
 
         def work(session: Session) -> ReviewClaimRecord:
-            claim = self._claim_row(session, grading_id)
-            if claim.done_at is not None and not reopen:
+            claim = self._claim_row(session, grading_id, in_force="review that one")
+            grading = session.get(GradingRecord, grading_id)  # as _claim_row locked it
+            held = grading is not None and grading.held
+            if claim.done_at is not None and not held and not reopen:
                 return claim
             if self._held_by_another(session, claim, principal_id):
                 raise Conflict(
@@ -385,17 +401,25 @@ class ReviewQueries:
     def _held_by_another(
         self, session: Session, claim: ReviewClaimRecord, principal_id: str
     ) -> bool:
-        """Whether someone else holds the item now: a claim not run out, made with a
-        token neither revoked nor expired since."""
-        now = self._db.clock()
+        """Whether someone else holds the item now (:meth:`_holder`)."""
         if claim.claimed_by in (None, principal_id):
             return False
-        if claim.claimed_until is None or claim.claimed_until <= now:
-            return False
+        return self._holder(session, claim) is not None
+
+    def _state(self, session: Session, claim: ReviewClaimRecord) -> ReviewState:
+        return ReviewState(claim=claim, holder=self._holder(session, claim))
+
+    def _holder(self, session: Session, claim: ReviewClaimRecord) -> str | None:
+        """Who holds the item now, by name, as the queue names them
+        (``ReviewItem.holder``): None for no claim, one run out, or one made with a token
+        since revoked or expired. The claim is read as flushed to the session."""
+        now = self._db.clock()
+        if claim.claimed_by is None or claim.holder(now) is None:
+            return None
         dead = select(_claimed_by_a_dead_token(now)).where(
             col(ReviewClaimRecord.grading_id) == claim.grading_id
         )
-        return not session.execute(dead).scalar_one()
+        return None if session.execute(dead).scalar_one() else claim.holder(now)
 
     async def finish(self, grading_id: str, *, principal_id: str) -> None:
         """Mark a review done: the grading leaves the queue."""
@@ -448,13 +472,14 @@ class ReviewQueries:
 
     async def skip(
         self, grading_id: str, *, principal_id: str, principal_name: str, note: str | None
-    ) -> ReviewClaimRecord:
+    ) -> ReviewState:
         """Record that ``principal_id`` skipped the item (with ``note`` for the next
         adjudicator, if any) and give back the claim it held on it: the item stays in the
         queue for others. Audited as ``review.skipped``. Superseded (409) for a grading a
-        promoted regrade replaced: the skip goes on the grading in force."""
+        promoted regrade replaced: the skip goes on the grading in force. Returns the
+        item's review row and who holds it."""
 
-        def work(session: Session) -> ReviewClaimRecord:
+        def work(session: Session) -> ReviewState:
             claim = self._claim_row(session, grading_id, in_force="skip that one")
             claim.skipped_at = self._db.clock()
             claim.skipped_by, claim.skipped_by_name = principal_id, principal_name
@@ -471,7 +496,7 @@ class ReviewQueries:
                 actor=principal_id,
                 payload={"note": claim.skip_note},
             )
-            return claim
+            return self._state(session, claim)
 
         return await self._db.run(work)
 
@@ -504,19 +529,19 @@ class ReviewQueries:
 
     async def assign(
         self, grading_id: str, assignee: str | None, *, principal_id: str
-    ) -> ReviewClaimRecord:
+    ) -> ReviewState:
         """Assign the item to ``assignee`` (a token id, or the name of one token) of an
         adjudicator or admin, or unassign it (None). InvalidReview naming ``assignee``
         when no usable adjudicator's or admin's token answers to it. Audited as
         ``review.assigned`` or ``review.unassigned`` (when it changes anything).
         Superseded (409) for a grading a promoted regrade replaced: the assignment goes
-        on the grading in force."""
+        on the grading in force. Returns the item's review row and who holds it."""
 
-        def work(session: Session) -> ReviewClaimRecord:
+        def work(session: Session) -> ReviewState:
             claim = self._claim_row(session, grading_id, in_force="assign that one")
             if assignee is None:
                 if claim.assigned_to is None:
-                    return claim
+                    return self._state(session, claim)
                 was = {"assignee": claim.assigned_to, "assignee_name": claim.assigned_to_name}
                 claim.assigned_to = claim.assigned_to_name = claim.assigned_by = None
                 claim.assigned_at = None
@@ -524,7 +549,7 @@ class ReviewQueries:
             else:
                 person = self._reviewer(session, assignee)
                 if claim.assigned_to == person.id:
-                    return claim
+                    return self._state(session, claim)
                 claim.assigned_to, claim.assigned_to_name = person.id, person.name
                 claim.assigned_by, claim.assigned_at = principal_id, self._db.clock()
                 event = "review.assigned"
@@ -538,7 +563,7 @@ class ReviewQueries:
                 actor=principal_id,
                 payload=payload,
             )
-            return claim
+            return self._state(session, claim)
 
         return await self._db.run(work)
 

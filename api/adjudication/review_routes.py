@@ -196,9 +196,8 @@ async def skip_review(
     """Skip an item (``{}``, or ``{"note": ...}`` for other adjudicators, who see it on
     the queue and the grading page); a claim you held on it is given back, and it stays
     in the queue."""
-    claim = await adjudication.skip_review(services, principal, grading_id, note=data.note)
-    holder = claim.holder(services.store.db.clock())
-    return {"grading_id": grading_id, **_review_state(claim, holder)}
+    state = await adjudication.skip_review(services, principal, grading_id, note=data.note)
+    return {"grading_id": grading_id, **_review_state(state.claim, state.holder)}
 
 
 @post(
@@ -216,9 +215,8 @@ async def assign_review(
     """Assign an item to an adjudicator or admin (``assignee``: a token id or name; 422
     naming ``assignee`` when nobody who may review answers to it), or unassign it with
     ``{"assignee": null}``."""
-    claim = await adjudication.assign_review(services, principal, grading_id, data.assignee)
-    holder = claim.holder(services.store.db.clock())
-    return {"grading_id": grading_id, **_review_state(claim, holder)}
+    state = await adjudication.assign_review(services, principal, grading_id, data.assignee)
+    return {"grading_id": grading_id, **_review_state(state.claim, state.holder)}
 
 
 @post(

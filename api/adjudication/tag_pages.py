@@ -20,7 +20,7 @@ from api.adjudication.queue_pages import carried_walk
 from api.adjudication.use_cases import tag_grading, untag_grading
 from api.service.services import Services
 from api.web.sessions import SignedIn, web_require
-from storage.errors import InvalidReview, Superseded
+from storage.errors import Conflict, InvalidReview, Superseded
 
 __all__ = ["tag_from_page", "untag_from_page"]
 
@@ -50,7 +50,8 @@ async def tag_from_page(
     """Tag what the agent got wrong (a tag of the vocabulary, and an optional note); back
     at the tags, the walk the form carried (``q.``) going along. Refused (no tag, one
     not in the vocabulary, a note too long): the grading's page, 422, with the form as
-    sent and the problem beside it."""
+    sent and the problem beside it. The same tag and note you have on it already (a
+    form sent twice) is not stored again: back at the tags, which show it once."""
     tag = data.get("tag", "").strip()
     note = data.get("note", "").strip()
     if not tag:
@@ -64,6 +65,8 @@ async def tag_from_page(
             problem = (exc.field, str(exc))
         except Superseded as exc:
             return await _refused(services, who, grading_id, exc, sent=data)
+        except Conflict:  # yours already, note and all (a form sent twice): it is there
+            return _back(grading_id, data)
         else:
             return _back(grading_id, data)
     return await render_grading_page(

@@ -91,7 +91,9 @@ class TagQueries:
         self, grading_id: str, *, tag: str, note: str, author_id: str, author_name: str
     ) -> FailureTagRecord:
         """Tag what the agent got wrong; the tag must be in the vocabulary. Superseded
-        (a 409) on a grading a promoted regrade replaced: tag the one in force."""
+        (a 409) on a grading a promoted regrade replaced: tag the one in force. Conflict
+        naming ``tag`` when the author's same tag with the same note is in force on the
+        grading already (``FailureTagRecord.identity``; a form sent twice stores one)."""
 
         def work(session: Session) -> FailureTagRecord:
             grading = _locked(self._db, session, grading_id)
@@ -108,6 +110,13 @@ class TagQueries:
                 author_name=author_name,
                 created_at=self._db.clock(),
             )
+            same = _in_force(session, grading_id, record)
+            if same is not None:
+                raise Conflict(
+                    f"{author_name} tagged this grading {tag!r} with this note already "
+                    f"(tag {same.id})",
+                    field="tag",
+                )
             session.add(record)
             grading.revision += 1  # the grading object shows its tags: a new ETag
             session.flush()
@@ -163,3 +172,16 @@ def _locked(db: Database, session: Session, grading_id: str) -> GradingRecord | 
     """The grading, its row locked on PostgreSQL until the transaction ends: its revision
     moves with each tag, never lost to a write beside it."""
     return session.get(GradingRecord, grading_id, with_for_update=db.postgres)
+
+
+def _in_force(session: Session, grading_id: str, tag: FailureTagRecord) -> FailureTagRecord | None:
+    """The tag in force on the grading that is one with ``tag`` (the same tag, author and
+    note), if any. The caller holds the grading's row lock: no twin is added meanwhile."""
+    query = select(FailureTagRecord).where(
+        col(FailureTagRecord.grading_id) == grading_id,
+        col(FailureTagRecord.tag) == tag.tag,
+        col(FailureTagRecord.removed_at).is_(None),
+    )
+    return next(
+        (t for t in session.execute(query).scalars() if t.identity() == tag.identity()), None
+    )

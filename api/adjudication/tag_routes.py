@@ -75,7 +75,8 @@ async def add_tag(
     principal: NamedDependency[Principal],
 ) -> Response[TagPublic]:
     """Tag what the agent got wrong; 422 for a tag outside the vocabulary, 409 on a
-    grading a promoted regrade superseded (tag the one that replaced it). ``Location``
+    grading a promoted regrade superseded (tag the one that replaced it), 409 naming
+    ``tag`` when you have this tag with this note on the grading already. ``Location``
     is the grading, whose object lists the tag."""
     record = await tag_grading(services, principal, grading_id, tag=data.tag, note=data.note)
     tag = TagPublic(

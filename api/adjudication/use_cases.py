@@ -24,6 +24,7 @@ from api.adjudication.review_queries import (
     QueuePage,
     ReviewItem,
     ReviewQueries,
+    ReviewState,
 )
 from api.adjudication.tag_queries import TagQueries
 from api.service.errors import InvalidRequest
@@ -261,8 +262,10 @@ async def claim_review(
     reopen: bool = True,
 ) -> ReviewClaimRecord:
     """Hold an item for ``minutes`` (the configured default when None); Conflict while
-    another adjudicator holds it. Returns the claim. ``reopen`` False (a page opened):
-    a finished item stays out of the queue, unclaimed (its ``done_at`` says so)."""
+    another adjudicator holds it, :class:`storage.errors.Superseded` naming the grading in
+    force for one a promoted regrade replaced. Returns the claim. ``reopen`` False (a
+    page opened): a finished item stays out of the queue, unclaimed (its ``done_at`` says
+    so); a held pass is never finished while held, and is claimed."""
     await readable_grading(services, principal, grading_id)
     return await ReviewQueries(services.store.db).claim(
         grading_id,
@@ -282,11 +285,11 @@ async def finish_review(services: Services, principal: Principal, grading_id: st
 
 async def skip_review(
     services: Services, principal: Principal, grading_id: str, *, note: str | None = None
-) -> ReviewClaimRecord:
+) -> ReviewState:
     """Skip the item in ``principal``'s name with an optional ``note`` for the next
     adjudicator (InvalidRequest naming ``note`` past ``SKIP_NOTE_LIMIT`` characters);
-    a claim ``principal`` held on it is given back. Returns the item's review row.
-    :class:`storage.errors.Superseded` for a grading a promoted regrade replaced."""
+    a claim ``principal`` held on it is given back. Returns the item's review row and who
+    holds it. :class:`storage.errors.Superseded` for a grading a promoted regrade replaced."""
     text = (note or "").strip()
     if len(text) > SKIP_NOTE_LIMIT:
         raise InvalidRequest(f"note: at most {SKIP_NOTE_LIMIT} characters", field="note")
@@ -304,11 +307,12 @@ async def release_review(services: Services, principal: Principal, grading_id: s
 
 async def assign_review(
     services: Services, principal: Principal, grading_id: str, assignee: str | None
-) -> ReviewClaimRecord:
+) -> ReviewState:
     """Assign the item to an adjudicator or admin named by token id or name, or unassign
     it (None), in ``principal``'s name; :class:`storage.errors.InvalidReview` naming
     ``assignee`` when nobody who may review answers to it, :class:`storage.errors.Superseded`
-    for a grading a promoted regrade replaced. Returns the item's review row."""
+    for a grading a promoted regrade replaced. Returns the item's review row and who holds
+    it."""
     wanted = assignee.strip() if assignee is not None else None
     if wanted == "":
         raise InvalidRequest("assignee: give a token id or name, or null", field="assignee")
@@ -697,8 +701,10 @@ async def tag_grading(
     services: Services, principal: Principal, grading_id: str, *, tag: str, note: str = ""
 ) -> FailureTagRecord:
     """Tag what the agent got wrong, in ``principal``'s name; the tag must be in the
-    vocabulary (:class:`storage.errors.InvalidReview` naming ``tag`` otherwise) and the
-    grading in force (:class:`storage.errors.Superseded` for one a promote replaced)."""
+    vocabulary (:class:`storage.errors.InvalidReview` naming ``tag`` otherwise), the
+    grading in force (:class:`storage.errors.Superseded` for one a promote replaced),
+    and not ``principal``'s tag with this note in force there already
+    (:class:`storage.errors.Conflict` naming ``tag``)."""
     await readable_grading(services, principal, grading_id)
     return await TagQueries(services.store.db).add(
         grading_id, tag=tag, note=note, author_id=principal.id, author_name=principal.name

@@ -396,30 +396,28 @@ def _promote(
 def _tags_followed(
     session: Session, grading: GradingRecord, superseded: list[GradingRecord]
 ) -> list[FailureTagRecord]:
-    """The failure tags in force on the gradings replaced, copied onto ``grading``: a tag
-    says what the agent got wrong, which a new judge's grading of the same diagnosis does
-    not change (reports and ``?tag=`` read current gradings). A tag the new grading has
-    already is not copied twice."""
+    """Every failure tag in force on the gradings replaced, copied onto ``grading`` with
+    its author and note: a tag says what the agent got wrong, which a new judge's grading
+    of the same diagnosis does not change (reports and ``?tag=`` read current gradings).
+    A tag is copied once (``FailureTagRecord.identity``: the same tag, author and note):
+    the new grading may hold it already, tagged before the promote, and two gradings
+    replaced at once may each hold a copy of it."""
     if not superseded:
         return []
     query = select(FailureTagRecord).where(
         col(FailureTagRecord.grading_id).in_([old.id for old in superseded]),
         col(FailureTagRecord.removed_at).is_(None),
     )
-    kept = {
-        tag
-        for tag in session.execute(
-            select(col(FailureTagRecord.tag)).where(
-                col(FailureTagRecord.grading_id) == grading.id,
-                col(FailureTagRecord.removed_at).is_(None),
-            )
-        ).scalars()
-    }
+    held = select(FailureTagRecord).where(
+        col(FailureTagRecord.grading_id) == grading.id,
+        col(FailureTagRecord.removed_at).is_(None),
+    )
+    kept = {tag.identity() for tag in session.execute(held).scalars()}
     copies = []
     for tag in session.execute(query.order_by(col(FailureTagRecord.id))).scalars():
-        if tag.tag in kept:
+        if tag.identity() in kept:
             continue
-        kept.add(tag.tag)
+        kept.add(tag.identity())
         copies.append(
             FailureTagRecord(
                 grading_id=grading.id,

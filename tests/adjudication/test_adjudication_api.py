@@ -294,6 +294,43 @@ async def test_a_failure_tag_already_defined_is_a_409_naming_tag(
     assert [e["field"] for e in again.json()["errors"]] == ["tag"], again.text
 
 
+async def test_one_tag_per_adjudicator_and_note_is_in_force_on_a_grading(
+    api_client: Any, tokens: Any
+) -> None:
+    """Adjudicators may give a grading the same tag, each with a note, and one may give
+    it again with another note; the same tag with the same note by the same adjudicator
+    (a request sent twice) is a 409 naming ``tag`` and stores nothing, until the first is
+    removed."""
+    agent = await tokens("submitter")
+    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    async with api_client() as client:
+        url = f"/v1/gradings/{(await graded(client, agent))['id']}"
+        sent = [
+            (ada, "read MiB as MB"),
+            (bob, "read MiB as MB"),
+            (ada, "mixed up 200m and 2 cores"),
+            (ada, "read MiB as MB"),
+        ]
+        answers = [
+            await client.post(f"{url}/tags", json={"tag": "misread-unit", "note": n}, headers=w)
+            for w, n in sent
+        ]
+        stored = (await client.get(url, headers=ada)).json()["tags"]
+        gone = await client.delete(f"{url}/tags/{answers[0].json()['id']}", headers=ada)
+        assert gone.status_code == 204, gone.text
+        again = await client.post(
+            f"{url}/tags", json={"tag": "misread-unit", "note": "read MiB as MB"}, headers=ada
+        )
+    assert [a.status_code for a in answers] == [201, 201, 201, 409], [a.text for a in answers]
+    assert [e["field"] for e in answers[3].json()["errors"]] == ["tag"]
+    assert sorted((t["author"], t["note"]) for t in stored) == [
+        ("Ada", "mixed up 200m and 2 cores"),
+        ("Ada", "read MiB as MB"),
+        ("Bob", "read MiB as MB"),
+    ]
+    assert again.status_code == 201, again.text
+
+
 async def test_gradings_filter_by_failure_tag(api_client: Any, tokens: Any) -> None:
     agent, adj = await tokens("submitter"), await tokens("adjudicator")
     async with api_client() as client:

@@ -477,6 +477,70 @@ async def test_opening_a_finished_items_pages_leaves_it_out_of_the_queue(
         assert [i["grading"]["id"] for i in queue] == [made]
 
 
+async def _held_again(client: Any, agent: dict[str, str], ada: dict[str, str]) -> str:
+    """A held pass whose verdict override (fail, which marked its review done) Ada
+    withdrew: held again, and queued again."""
+    grading_id = await _submit(client, agent, FORGED, "probe")
+    grading = (await client.get(f"/v1/gradings/{grading_id}", headers=ada)).json()
+    assert grading["held"] is True, grading
+    url = f"/v1/gradings/{grading_id}/overrides"
+    decided = await client.post(
+        url,
+        json={"verdict": "fail", "reason": "the record is forged"},
+        headers={**ada, "If-Match": f'"{grading["revision"]}"'},
+    )
+    assert decided.status_code == 201, decided.text
+    withdrawn = await client.post(
+        url,
+        json={"withdraw": decided.json()["overrides"][0]["id"], "reason": "let Bob decide"},
+        headers={**ada, "If-Match": decided.headers["etag"]},
+    )
+    assert withdrawn.status_code == 201, withdrawn.text
+    assert withdrawn.json()["held"] is True and withdrawn.json()["passed"] is None
+    return grading_id
+
+
+async def _queued_ids(client: Any, headers: dict[str, str]) -> list[str]:
+    answer = await client.get("/v1/review-queue", headers=headers)
+    assert answer.status_code == 200, answer.text
+    return [i["grading"]["id"] for i in answer.json()["items"]]
+
+
+async def test_opening_a_pass_held_again_from_the_queue_claims_it(
+    api_client: Any, tokens: Any
+) -> None:
+    """A pass held again once its verdict override is withdrawn is queued until a verdict
+    decides it, though its review was marked done by that override: opening it from the
+    queue claims it as any queued item, and others' queues no longer offer it."""
+    agent = await tokens("submitter")
+    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    async with api_client(**scripted_judge(sregym_reply(set(IDS), evidence=QUOTE))) as c:
+        grading_id = await _held_again(c, agent, ada)
+        assert grading_id in await _queued_ids(c, bob)
+        await sign_in(c, ada)
+        opened = await c.get(f"/gradings/{grading_id}?claim=true")
+        assert opened.status_code == 200
+        bob_sees = grading_id in await _queued_ids(c, bob)
+    assert "it is not in the queue" not in opened.text
+    assert "You are reviewing this grading (Ada)" in opened.text
+    assert not bob_sees
+
+
+async def test_next_claims_a_pass_held_again(api_client: Any, tokens: Any) -> None:
+    """**Next** lands on a pass held again (the queue's most urgent item) and claims it on
+    opening, so others' queues no longer offer it."""
+    agent = await tokens("submitter")
+    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    async with api_client(**scripted_judge(sregym_reply(set(IDS), evidence=QUOTE))) as c:
+        grading_id = await _held_again(c, agent, ada)
+        await sign_in(c, ada)
+        walked = await c.get("/queue/next", follow_redirects=False)
+        assert walked.headers["location"].startswith(f"/gradings/{grading_id}?claim=true")
+        await c.get(walked.headers["location"])
+        bob_sees = grading_id in await _queued_ids(c, bob)
+    assert not bob_sees
+
+
 async def test_a_reason_count_link_narrows_the_view_it_is_in(api_client: Any, tokens: Any) -> None:
     """The counts per reason are of the filtered view, and each links to that view
     narrowed to its reason: under ``agent=alpha`` the link leads to alpha's items."""

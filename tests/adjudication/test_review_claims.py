@@ -40,7 +40,8 @@ async def test_a_revoked_holders_claim_is_not_shown_as_holding_the_item(
     api_client: Any, tokens: Any
 ) -> None:
     """The item is back in others' queue, held by nobody (``claimed_by`` null, in the
-    blind view too), as after a claim that ran out."""
+    blind view and the answers of an assignment and a skip too), as after a claim that
+    ran out."""
     agent, admin = await tokens("submitter"), await tokens("admin", "Root")
     alice, bob = await tokens("adjudicator", "alice"), await tokens("adjudicator", "bob")
     async with api_client(**scripted_judge(QUEUED)) as client:
@@ -56,8 +57,15 @@ async def test_a_revoked_holders_claim_is_not_shown_as_holding_the_item(
         item = _item(await _queue(client, bob), gid)  # back in Bob's queue, as documented
         blind = (await client.get("/v1/review-queue?blind=true", headers=bob)).json()["items"]
         blind_item = next(i for i in blind if i["grading_id"] == gid)
+        assigned = await client.post(
+            f"/v1/review-queue/{gid}/assign", json={"assignee": "bob"}, headers=bob
+        )
+        skipped = await client.post(f"/v1/review-queue/{gid}/skip", json={}, headers=bob)
     assert item["claimed_by"] is None, item["claimed_by"]
     assert blind_item["claimed_by"] is None, blind_item["claimed_by"]
+    assert assigned.status_code == 200 and skipped.status_code == 200
+    assert assigned.json()["claimed_by"] is None, assigned.json()
+    assert skipped.json()["claimed_by"] is None, skipped.json()
 
 
 async def test_an_expired_holders_claim_is_not_shown_as_holding_the_item(

@@ -595,6 +595,32 @@ async def test_failure_tags_follow_the_item_onto_the_promoted_grading(
     assert (await verify_chain(engine, key=store.db.chain_key)).ok
 
 
+async def test_a_promote_carries_every_tag_in_force_with_its_author_and_note(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """Two adjudicators may give a grading the same tag, each with a note: a promote
+    copies both onto the grading it makes current, which the tag list, exports and
+    ``?q=`` over tag notes read."""
+    store = Store(engine, key=service_key)
+    old = await _graded(store, ALL[:3])
+    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    async with api_client(start_workers=False) as c:
+        for who, note in ((ada, "read MiB as MB"), (bob, "mixed up 200m and 2 cores")):
+            sent = {"tag": "misread-unit", "note": note}
+            tagged = await c.post(f"/v1/gradings/{old}/tags", json=sent, headers=who)
+            assert tagged.status_code == 201, tagged.text
+    new = await _promoted(store, ALL[:3])
+    async with api_client(start_workers=False) as c:
+        shown = (await c.get(f"/v1/gradings/{new}", headers=ada)).json()["tags"]
+        found = (await c.get("/v1/gradings?q=cores", headers=ada)).json()["items"]
+    notes = sorted((t["author"], t["tag"], t["note"]) for t in shown)
+    assert notes == [
+        ("Ada", "misread-unit", "read MiB as MB"),
+        ("Bob", "misread-unit", "mixed up 200m and 2 cores"),
+    ]
+    assert [g["id"] for g in found] == [new]
+
+
 async def test_an_override_of_a_grading_a_promote_superseded_is_refused_naming_the_one_in_force(
     api_client: Any, tokens: Any, engine: Engine, service_key: Any
 ) -> None:
