@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from api.imports.problems import read_problems
@@ -505,3 +507,60 @@ async def test_an_imported_checklist_missing_a_question_offers_the_verdict_only(
     assert 'data-question="D3-Q3"' in page
     assert 'data-testid="verdict-override"' in page
     assert "data-min-yes" not in page and "data-flip" not in page
+
+
+class _Selects(HTMLParser):
+    """Every <select> of a page and whether it has an accessible name (a <label for>, a
+    wrapping <label>, aria-label, aria-labelledby or title)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.label_for: set[str] = set()
+        self.in_label = 0
+        self.selects: list[tuple[dict[str, str | None], bool]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "label":
+            self.in_label += 1
+            if a.get("for"):
+                self.label_for.add(str(a["for"]))
+        if tag == "select":
+            self.selects.append((a, self.in_label > 0))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "label":
+            self.in_label -= 1
+
+    def unnamed(self) -> list[str]:
+        """The names of the selects a screen reader has no label to announce for."""
+        out = []
+        for a, wrapped in self.selects:
+            named = (
+                wrapped
+                or a.get("aria-label")
+                or a.get("aria-labelledby")
+                or a.get("title")
+                or (a.get("id") and a["id"] in self.label_for)
+            )
+            if not named:
+                out.append(str(a.get("name")))
+        return out
+
+
+@pytest.mark.parametrize("path", ["/queue", "/gradings", "GRADING"])
+async def test_every_select_of_an_adjudicators_page_has_an_accessible_name(
+    api_client: Any, tokens: Any, path: str
+) -> None:
+    """A screen reader announces each <select> by its name: the queue's filters, the
+    gradings list's filters and the grading's verdict override all have one."""
+    agent, adj = await tokens("submitter", "agent"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(set(IDS), evidence=QUOTE))) as c:
+        grading = await graded(c, agent)
+        await sign_in(c, adj)
+        url = f"/gradings/{grading['id']}" if path == "GRADING" else path
+        page = await c.get(url)
+        assert page.status_code == 200, page.text[-400:]
+    selects = _Selects()
+    selects.feed(page.text)
+    assert selects.selects and selects.unnamed() == [], f"{url}: selects without a name"

@@ -176,10 +176,34 @@ async def test_blind_labels_sent_wrong_are_refused_naming_the_field_and_nothing_
         assert refused.status_code == 422, (refused.status_code, refused.headers)
         why = refused.text.split('data-testid="labels-refused"', 1)[1].split("</section>", 1)[0]
         assert field in why
-        assert 'name="q-D2-Q1" value="yes" required checked' in refused.text
+        assert 'name="q-D2-Q1" value="yes" checked' in refused.text
         history = (await c.get(f"/v1/gradings/{grading_id}/history", headers=ada)).json()
         kinds = [e.get("kind") or e.get("event") for e in history["events"]]
         assert "review.labelled" not in kinds and "review.done" not in kinds
+        queue = (await c.get("/v1/review-queue", headers=ada)).json()["items"]
+        assert grading_id in [i["grading"]["id"] for i in queue]
+
+
+async def test_an_empty_label_form_is_refused_asking_for_an_answer_or_the_verdict(
+    api_client: Any, tokens: Any
+) -> None:
+    """The label form takes one answer or the verdict; sent with neither it is refused
+    (422): the form again, saying to label a question or the verdict, nothing stored and
+    the item still in the queue."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    reply = sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")
+    async with api_client(**scripted_judge(reply)) as c:
+        grading_id = await _submit(c, agent, DIAGNOSIS, "alpha")
+        csrf = await sign_in(c, ada)
+        sent = {"_csrf": csrf, "verdict": ""}
+        refused = await c.post(f"/gradings/{grading_id}/label", data=sent, follow_redirects=False)
+        assert refused.status_code == 422, (refused.status_code, refused.headers)
+        why = refused.text.split('data-testid="labels-refused"', 1)[1].split("</section>", 1)[0]
+        assert "label at least one question or the verdict" in why
+        assert 'data-testid="save-labels"' in refused.text
+        history = (await c.get(f"/v1/gradings/{grading_id}/history", headers=ada)).json()
+        kinds = [e.get("kind") or e.get("event") for e in history["events"]]
+        assert "review.labelled" not in kinds
         queue = (await c.get("/v1/review-queue", headers=ada)).json()["items"]
         assert grading_id in [i["grading"]["id"] for i in queue]
 
@@ -224,7 +248,7 @@ async def test_a_held_pass_takes_no_blind_labels_and_keeps_the_answers_refused(
         assert "pass is held" in why and f'href="/gradings/{held}#verdict"' in why
         kept = refused.text.split('data-testid="labels"', 1)[1].split("</form>", 1)[0]
         assert 'name="q-D3-Q3" value="no" checked' in kept
-        assert 'name="q-D1-Q1" value="yes" required checked' in kept
+        assert 'name="q-D1-Q1" value="yes" checked' in kept
         assert kept.count(" checked") == len(IDS)
         assert '<option value="fail" selected>' in kept
         history = (await c.get(f"/v1/gradings/{held}/history", headers=ada)).json()

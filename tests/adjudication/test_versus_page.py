@@ -9,7 +9,7 @@ from typing import Any
 from judge.backends.scripted import ScriptedBackend
 from tests.support.app_client import AppClient
 from tests.support.judge_server import sregym_reply
-from tests.support.regrades import shadow_regrade
+from tests.support.regrades import promote_regrade, shadow_regrade
 from tests.support.submissions import IDS, graded, scripted_judge
 from tests.web.conftest import sign_in
 
@@ -83,3 +83,31 @@ async def test_a_submitter_gets_neither_the_page_nor_the_link(api_client: Any, t
         assert 'data-testid="versus-link"' not in (await c.get(f"/gradings/{grading['id']}")).text
         refused = await c.get(f"/gradings/{grading['id']}/versus/{shadow}")
         assert refused.status_code == 403
+
+
+async def test_a_promoted_grading_a_later_promote_replaced_reads_superseded(
+    api_client: Any, tokens: Any
+) -> None:
+    """The grading page's other gradings of the submission say of each whether it is
+    current, a shadow regrade or superseded: a grading a promote made current reads
+    superseded once a later promote replaces it, like the original it replaced."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    second_judge, third_judge = OTHER, "openai:third@http://127.0.0.1:9/v1"
+    settings = _two_judges(sregym_reply(set(IDS)), sregym_reply(set(IDS[:6])))
+    settings["backends"][third_judge] = ScriptedBackend([sregym_reply(set(IDS[:3]))], model="third")
+    async with api_client(**settings) as c:
+        first = await graded(c, agent)
+        await promote_regrade(c, admin, second_judge)
+        second = (await c.get(f"/v1/gradings/{first['id']}", headers=admin)).json()["superseded_by"]
+        await promote_regrade(c, admin, third_judge)
+        promoted = (await c.get(f"/v1/gradings/{second}", headers=admin)).json()
+        third = promoted["superseded_by"]
+        assert third and not promoted["is_current"]
+        await sign_in(c, admin)
+        page = (await c.get(f"/gradings/{third}")).text
+    related = page.split('data-testid="related"', 1)[1].split("</nav>", 1)[0]
+    links = dict(
+        re.findall(r'<a href="/gradings/([^"/]+)">.*?·\s*(current|shadow regrade|superseded)</a>',
+                   related, re.S)
+    )  # fmt: skip
+    assert links == {first["id"]: "superseded", second: "superseded"}

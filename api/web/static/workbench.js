@@ -67,6 +67,12 @@
     if (radio) radio.checked = true;
     focusQuestion(focused + 1);
   }
+  // enter saves the labels when the focus is in the form or on the page itself; on a
+  // link, a button or a summary it does what it does there (follows the link, presses)
+  function savesLabels(target) {
+    if (target.matches("a, button, summary, [role=button], [role=link]")) return false;
+    return labels.contains(target) || target === document.body || target === document.documentElement;
+  }
 
   // a regrade job's page: poll its progress (JSON) and write the numbers as text
   var progress = document.querySelector("[data-progress-url]");
@@ -112,7 +118,7 @@
     }
     if (target.matches("input, textarea, select") || event.ctrlKey || event.metaKey || event.altKey) return;
     if (labels && (event.key === "y" || event.key === "n")) label(event.key === "y" ? "yes" : "no");
-    else if (labels && event.key === "Enter") { event.preventDefault(); labels.requestSubmit(); }
+    else if (labels && event.key === "Enter" && savesLabels(target)) { event.preventDefault(); labels.requestSubmit(); }
     else if (event.key === "j") focusQuestion(focused + 1);
     else if (event.key === "k") focusQuestion(focused - 1);
     else if (event.key === "o" && focused >= 0) {
