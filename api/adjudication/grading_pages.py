@@ -119,15 +119,21 @@ async def grading_page(
     )
 
 
+def refused_claim_note(refusal: Conflict) -> str:
+    """What a page says of a claim refused: the grading a promoted regrade replaced (whose
+    review is the one in force's), or someone else holding the item."""
+    if isinstance(refusal, Superseded):
+        return f"Not claimed: {refusal}."
+    return f"Being reviewed by someone else: {refusal}"
+
+
 async def _claim_note(services: Services, who: SignedIn, grading_id: str) -> str:
     """Claim the item for ``who`` (a finished one stays finished): what the page says of it.
     A grading a promoted regrade replaced is not claimed: the queue holds the one in force."""
     try:
         claimed = await claim_review(services, who.principal, grading_id, reopen=False)
-    except Superseded as exc:
-        return f"Not claimed: {exc}."
     except Conflict as exc:
-        return f"Being reviewed by someone else: {exc}"
+        return refused_claim_note(exc)
     if claimed.done_at is not None:
         return "This grading's review is finished: it is not in the queue."
     return f"You are reviewing this grading ({who.principal.name})."

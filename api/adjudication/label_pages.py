@@ -16,6 +16,7 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
+from api.adjudication.grading_pages import refused_claim_note
 from api.adjudication.grading_view import grading_page_context, verdict_label
 from api.adjudication.queue_pages import carried_walk, claim_withheld
 from api.adjudication.use_cases import (
@@ -82,7 +83,7 @@ async def label_form(
         try:
             await claim_review(services, who.principal, grading_id, reopen=False)
         except Conflict as exc:
-            note = f"Being reviewed by someone else: {exc}"
+            note = refused_claim_note(exc)
     context = await _blind_context(services, who, grading_id)
     walk = carried_walk(request.query_params)
     return page("label.html", who, claim_note=note, walk=walk, sent={}, **context)

@@ -184,7 +184,8 @@ async def test_a_claim_of_a_grading_a_promote_replaced_is_refused_naming_the_one
     """The queue holds the grading in force, so a claim of the grading a promoted regrade
     replaced would hide nothing: it is a 409 naming the grading in force, and another
     adjudicator's queue still offers that one, held by nobody. Its page opened from a
-    stale queue tab says it was not claimed and names the grading in force."""
+    stale queue tab says it was not claimed and names the grading in force, and so does
+    its blind label form."""
     agent, admin = await tokens("submitter"), await tokens("admin", "Root")
     ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
     reply = sregym_reply(set(IDS[:7]), evidence="sets USER_PORT=9999")  # decisive: queued
@@ -196,12 +197,14 @@ async def test_a_claim_of_a_grading_a_promote_replaced_is_refused_naming_the_one
         claimed = await client.post(f"/v1/review-queue/{old}/claim", json={}, headers=ada)
         await sign_in(client, ada)
         page = (await client.get(f"/gradings/{old}?claim=true")).text
+        label_form = (await client.get(f"/gradings/{old}/label")).text
         bob_queue = (await client.get("/v1/review-queue", headers=bob)).json()["items"]
     assert claimed.status_code == 409, claimed.text
     assert f"superseded by grading {new}" in claimed.json()["detail"]
     assert [(i["grading"]["id"], i["claimed_by"]) for i in bob_queue] == [(new, None)]
-    assert "Not claimed: " in page and "Being reviewed by someone else" not in page
-    assert f"superseded by grading {new}" in page
+    for shown in (page, label_form):
+        assert "Not claimed: " in shown and "Being reviewed by someone else" not in shown
+        assert f"superseded by grading {new}" in shown
 
 
 async def test_a_claim_that_ran_out_names_nobody_as_holding_the_item(
