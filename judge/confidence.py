@@ -32,17 +32,23 @@ _ID_KEY = re.compile(r'"([A-Za-z0-9_.-]+)"\s*:\s*\{|"id"\s*:\s*"([A-Za-z0-9_.-]+
 
 
 def _yes_no_mass(position: TokenLogprob) -> tuple[float, float]:
-    """Probability mass of tokens starting "yes" and "no" at one position."""
+    """Probability mass of tokens starting "yes" and "no" at one position.
+
+    A log-probability is at most 0: a server's positive one counts as 0 (probability 1),
+    an infinite or NaN one (JSON's ``Infinity``, ``NaN``) not at all.
+    """
     seen: dict[str, float] = {position.token: position.logprob}
     for token, logprob in position.top:
         seen.setdefault(token, logprob)
     yes = no = 0.0
     for token, logprob in seen.items():
+        if not math.isfinite(logprob):
+            continue
         word = token.strip().strip('"').lower()
         if word and "yes".startswith(word):
-            yes += math.exp(logprob)
+            yes += math.exp(min(logprob, 0.0))
         elif word and "no".startswith(word):
-            no += math.exp(logprob)
+            no += math.exp(min(logprob, 0.0))
     return yes, no
 
 

@@ -227,7 +227,23 @@ def _claims_affected(claim: str, facts: GroundTruthFacts) -> bool:
     return False
 
 
+#: a ReplicaSet's pod-template-hash or a pod's random suffix, as Kubernetes writes them:
+#: 5 to 10 characters of ``bcdfghjklmnpqrstvwxz2456789`` (its "safe" alphabet: no vowel,
+#: no y, no 0, 1 or 3, so that no word is spelt by chance), with or without a digit; not
+#: the few name parts spelt in that alphabet (``geo-https`` is another component)
+_HASH_PART = (
+    r"-(?!(?:https|http2|smtps|mqtts|html5|pgsql|mssql|xmlrpc|nghttp2)(?![a-z0-9]))"
+    r"[bcdfghjklmnpqrstvwxz2456789]{5,10}"
+)
+
+
 def _claims_one_of(claim: str, components: Sequence[str], of_kinds: Sequence[str]) -> bool:
+    """Whether ``claim`` designates one of ``components`` (see :func:`_claims_component`).
+
+    A name followed by up to two parts of Kubernetes' hash alphabet (``_HASH_PART``) is
+    the component's pod or replica set: ``geo-5f7b9c8d4-kzmxq`` and ``geo-bcdfghjkl-wxqzt``
+    are geo's; ``geo-proxy`` and ``geo-cache`` (a vowel or a y) are not.
+    """
     text = normalize_untrusted(claim).casefold()
     tokens = [t for t in re.split(r"[^a-z0-9/_.-]+", text) if t]  # user-service: one token
     kinds = [t.rsplit("/", 1)[0] if "/" in t else t for t in tokens]
@@ -238,7 +254,7 @@ def _claims_one_of(claim: str, components: Sequence[str], of_kinds: Sequence[str
         parts = [re.escape(p) for p in re.split(r"[-_.\s]+", component.casefold()) if p]
         if parts and re.search(
             r"(?<![a-z0-9_.-])" + r"[-_. ]?".join(parts)
-            + r"(?:-(?=[a-z]*\d)[a-z0-9]{5,10}){0,2}(?![a-z0-9_.-])",
+            + rf"(?:{_HASH_PART}){{0,2}}(?![a-z0-9_.-])",
             text,
         ):  # fmt: skip
             return True

@@ -339,6 +339,71 @@ async def test_extraction_a_one_word_component_named_as_origin_is_blamed(
     assert answers["D1-Q3"].answer is False, answers["D1-Q3"].reasoning
 
 
+# Labelled case, D1-Q1 and D1-Q3: same ground truth (geo's bad image tag); the diagnosis
+# designates a pod of the geo Deployment, as kubectl lists it, as the origin and gives the
+# bad tag. LABELLING.md: D1-Q1 yes (a pod of a workload is the workload's), D1-Q3 yes (no
+# other component is blamed). Kubernetes spells pod-template-hashes and pod suffixes in
+# "bcdfghjklmnpqrstvwxz2456789", so about one pod in four has a last part with no digit.
+@pytest.mark.parametrize(
+    "pod",
+    [
+        "geo-5f7b9c8d4-kzmxq",  # a random part of letters only
+        "geo-bcdfghjkl-wxqzt",  # both parts letters only
+    ],
+)
+async def test_extraction_a_pod_of_the_ground_truths_deployment_is_its_component(
+    rubric: Rubric, pod: str
+) -> None:
+    """A pod named by its full name, whatever letters its hash suffix has, is its
+    Deployment as origin."""
+    diagnosis = (
+        f"The origin is pod {pod} in hotel-reservation: its image geo:v9.9 does not "
+        "exist, so it is stuck in ImagePullBackOff and search requests fail."
+    )
+    reply = claims(
+        origin_component=pod,
+        origin_namespace="hotel-reservation",
+        fault_kind="image pull failure",
+        values=["geo:v9.9"],
+        symptoms=["ImagePullBackOff"],
+        affected=[],
+    )
+    backend = ScriptedBackend([reply, *[_no] * 6])
+    result = await Grader(backend, retry=FAST, asking="extraction").grade(
+        rubric, GEO_TRUTH, diagnosis
+    )
+    answers = {a.question_id: a for a in result.answers}
+    assert answers["D1-Q1"].answer is True, answers["D1-Q1"].reasoning
+    assert answers["D1-Q3"].answer is True, answers["D1-Q3"].reasoning
+
+
+@pytest.mark.parametrize("other", ["geo-proxy", "geo-cache", "geo-https"])
+async def test_extraction_a_longer_name_after_the_components_is_another_component(
+    rubric: Rubric, other: str
+) -> None:
+    """A name that continues the component's with a word (even one spelt without vowels)
+    is not one of its pods."""
+    diagnosis = (
+        f"The origin is {other} in hotel-reservation: it rejects every call, so search "
+        "requests fail."
+    )
+    reply = claims(
+        origin_component=other,
+        origin_namespace="hotel-reservation",
+        fault_kind="rejects every call",
+        values=[],
+        symptoms=["search requests fail"],
+        affected=[],
+    )
+    backend = ScriptedBackend([reply, *[_no] * 6])
+    result = await Grader(backend, retry=FAST, asking="extraction").grade(
+        rubric, GEO_TRUTH, diagnosis
+    )
+    answers = {a.question_id: a for a in result.answers}
+    assert answers["D1-Q1"].answer is False, answers["D1-Q1"].reasoning
+    assert answers["D1-Q3"].answer is False, answers["D1-Q3"].reasoning
+
+
 # Labelled case, D2-Q2: the ground truth's mutated value is a CPU limit of 500m (half a
 # core); the diagnosis gives a memory limit of 500M (500 megabytes). LABELLING.md D2-Q2:
 # "A value counts only if it matches the ground truth after reading units" (1G is not

@@ -15,7 +15,7 @@ from judge.calls import Completion, JudgeRequest, TokenLogprob
 from judge.confidence import answer_token_confidences, confidence_tokens, with_logprob_confidence
 from judge.errors import JudgeCallError
 from judge.grader import Grader
-from judge.reply import ReplyInvalid, parse_answer_reply, parse_reply
+from judge.reply import ParsedAnswer, ReplyInvalid, parse_answer_reply, parse_reply
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
 
@@ -271,6 +271,32 @@ def test_confidence_is_read_in_the_fenced_reply_not_in_prose_around_it() -> None
     assert answer_token_confidences(confidence_tokens(tokens), single_id="D1-Q1") == (
         pytest.approx({"D1-Q1": 0.3})
     )
+
+
+@pytest.mark.parametrize(
+    ("logprob", "top", "confidence"),
+    [
+        (800.0, (("no", -2.5),), 1 / (1 + math.exp(-2.5))),  # counts as log-probability 0
+        (math.inf, (("yes", math.inf), ("no", -2.5)), 0.0),  # counts as no mass at all
+        (math.nan, (("no", -2.5),), 0.0),
+    ],
+    ids=["large-positive", "infinity", "nan"],
+)
+def test_a_log_probability_out_of_range_still_gives_a_probability(
+    logprob: float, top: tuple[tuple[str, float], ...], confidence: float
+) -> None:
+    """A server's log-probability above 0 (a bug, a rescaling proxy, JSON's ``Infinity``)
+    neither fails the grading of a usable reply nor gives a confidence outside [0, 1]:
+    one above 0 counts as 0, an infinite or NaN one not at all."""
+    tokens = (
+        TokenLogprob(token='{"D1-Q1": {"answer": "', logprob=0.0),
+        TokenLogprob(token="yes", logprob=logprob, top=top),
+        TokenLogprob(token='"}}', logprob=0.0),
+    )
+    completion = Completion(text="".join(t.token for t in tokens), model="m", logprobs=tokens)
+    parsed = {"D1-Q1": ParsedAnswer(answer=True, evidence="", reasoning="", confidence=0.9)}
+    got = with_logprob_confidence(parsed, completion)
+    assert got["D1-Q1"].confidence == pytest.approx(confidence, abs=1e-4)  # kept to 4 places
 
 
 @pytest.mark.parametrize("key", ["D1-Q1", "D1-Q2", "note"])

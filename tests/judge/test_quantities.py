@@ -48,6 +48,9 @@ from tests.support.rubrics import rubric_checking_values
         # thousands separated, and a leading point (Kubernetes' grammar takes .5)
         ("memory limit is 1,024Mi", "memory", "1073741824"),
         ("cpu limit .5 cores", "cpu", "0.5"),
+        # Kubernetes' documentation reads m as millicpu ("100m ... one hundred millicpu")
+        ("a CPU limit of 200 millicpu", "cpu", "0.2"),
+        ("100 milliCPU", "cpu", "0.1"),
     ],
 )
 def test_quantities_are_normalized(text: str, kind: str, value: str) -> None:
@@ -195,6 +198,7 @@ def test_a_contradicting_value_is_found_with_both_values(
         ("readiness probe timeout set to 90s", "The readiness probe timeout is 1m30s, too short."),
         ("memory limit 1Gi", "The memory limit is 1,024Mi."),
         ("cpu limit 500m", "The cpu limit is .5 cores."),
+        (THROTTLE, "The CPU limit of geo is 10 millicpu, so geo is throttled."),
     ],
 )
 def test_no_false_contradictions(truth: str, diagnosis: str) -> None:
@@ -242,6 +246,24 @@ async def test_the_true_value_written_otherwise_passes(rubric: Rubric) -> None:
     grounding = {a.question_id: a.grounding for a in result.answers}
     assert grounding["D2-Q3"] == "passed: consistent_values"
     assert grounding["D2-Q2"] == "passed: values"  # 2000m names the 2.00 cores of the truth
+
+
+# Labelled case, D2-Q2: the ground truth's mutated value is a CPU limit of 200m; the
+# diagnosis gives 200 millicpu, the same value after reading units (LABELLING.md: "A
+# value counts only if it matches the ground truth after reading units"), so D2-Q2 is yes.
+async def test_a_cpu_value_in_millicpu_is_the_ground_truths_millicores(rubric: Rubric) -> None:
+    """200 millicpu names the ground truth's 200m and contradicts nothing."""
+    truth = HEADER + "The CPU limit of the geo container was set to 200m."
+    diagnosis = (
+        "The CPU limit of the geo deployment is 200 millicpu, so geo is throttled and "
+        "search requests time out."
+    )
+    result = await _grade(rubric, truth, diagnosis)
+    answers = {a.question_id: a for a in result.answers}
+    assert answers["D2-Q2"].judge_answer is True
+    assert answers["D2-Q2"].answer is True, answers["D2-Q2"].grounding
+    assert answers["D2-Q2"].grounding == "passed: values"
+    assert answers["D2-Q3"].grounding == "passed: consistent_values"
 
 
 def test_an_equal_quantity_counts_as_naming_a_value() -> None:
