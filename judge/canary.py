@@ -15,13 +15,15 @@ family and each variant in turn, :func:`canary_items`) and compares:
   above the noise's, the judge's answers changed beyond noise. A calibration run that
   measured no noise leaves a fixed allowance (``max_changed``) in its place.
 
-Either demotes the judge (:func:`check`). No web and no database here.
+Either demotes the judge (:func:`check`). A run that scored no item (its judge could not
+be asked, or its budget paid for no item) measured nothing: its outcome says so
+(:func:`outcome`), never that the judge is fine. No web and no database here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,6 +34,7 @@ from judge.verdict import GradingResult
 
 __all__ = [
     "CanaryCheck",
+    "CanaryOutcome",
     "answers_of",
     "canary_items",
     "changed_answers",
@@ -39,6 +42,7 @@ __all__ = [
     "fallen_rows",
     "item_key",
     "measure_noise",
+    "outcome",
     "within_budget",
 ]
 
@@ -47,6 +51,11 @@ _COMPARED = ("question", "verdict")
 #: the order variants alternate in, as the type names them (a small canary grades a
 #: correct, a borderline and a wrong diagnosis before an injected one)
 _VARIANTS: tuple[str, ...] = get_args(Variant)
+
+#: what a canary run concluded: ``unmeasured`` (it scored no item: the judge could not be
+#: asked, or the budget paid for no item), ``demoted`` (it demoted the judge), ``drifted``
+#: (it found drift in a judge not qualified now: nothing to demote), ``ok`` (no drift)
+CanaryOutcome = Literal["ok", "drifted", "demoted", "unmeasured"]
 
 
 def item_key(item: GoldItem, index: int) -> str:
@@ -227,3 +236,14 @@ def check(
         demoted=bool(reasons),
         reasons=reasons,
     )
+
+
+def outcome(*, scored: int, demoted: bool, reasons: Sequence[str]) -> CanaryOutcome:
+    """A canary run's outcome from the items it ``scored``, whether it ``demoted`` the
+    judge and the drift it found (``reasons``): a run that scored nothing is
+    ``unmeasured``, whatever else it says."""
+    if scored == 0:
+        return "unmeasured"
+    if demoted:
+        return "demoted"
+    return "drifted" if reasons else "ok"

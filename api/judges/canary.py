@@ -11,7 +11,9 @@ same items (or, when it graded another set, the first canary run's after it)
 (``judge.canary.check``); a drifted judge is demoted: provisional until a new
 calibration run, audited as ``judge.demoted`` (the webhook event), counted in
 ``sre_judge_judge_demotions_total`` and logged, once: later runs that find the drift
-still are stored as demoting runs without another event. Runs come on demand (``POST
+still are stored as demoting runs without another event. A run that scored no item (the
+judge could not be asked, or the budget pays for no item) is ``unmeasured``
+(:func:`canary_outcome`) and logged as a warning. Runs come on demand (``POST
 /v1/judges/canary``, ``sre-judge judges canary``) and every
 ``SRE_JUDGE_CANARY_INTERVAL`` seconds from :class:`CanaryLoop`, one run for each judge
 the service grades with: every member of ``SRE_JUDGE_PANEL`` when set (each against its
@@ -43,7 +45,15 @@ from judge.calibration import (
     load_gold,
 )
 from judge.calls import Completion, JudgeRequest
-from judge.canary import CanaryCheck, answers_of, canary_items, check, within_budget
+from judge.canary import (
+    CanaryCheck,
+    CanaryOutcome,
+    answers_of,
+    canary_items,
+    check,
+    outcome,
+    within_budget,
+)
 from judge.errors import JudgeCallError, JudgeSpecError
 from judge.spec import judge_identity
 from judge.statistics import Proportion
@@ -58,8 +68,10 @@ __all__ = [
     "canary_answer",
     "canary_history",
     "canary_judges",
+    "canary_outcome",
     "canary_public",
     "measured_digest",
+    "nothing_measured",
     "run_canaries",
     "run_canary",
 ]
@@ -252,7 +264,30 @@ async def _store(
             run.judge_spec,
             run.id,
         )
+    elif canary_outcome(run) == "unmeasured":
+        log.warning(
+            "the drift canary run %s of judge %s measured nothing: %s",
+            run.id,
+            run.judge_spec,
+            nothing_measured(n=run.n, budget=run.budget, judge_calls=run.judge_calls),
+        )
     return run
+
+
+def nothing_measured(*, n: int, budget: int, judge_calls: int) -> str:
+    """Why a run of ``n`` items, ``judge_calls`` of its ``budget`` made, scored none."""
+    if n == 0:
+        return (
+            f"its budget of {budget} judge calls (SRE_JUDGE_CANARY_BUDGET) pays for no item "
+            "of the canary set"
+        )
+    return f"none of its {n} items was scored ({judge_calls} of {budget} judge calls made)"
+
+
+def canary_outcome(run: CanaryRunRecord) -> CanaryOutcome:
+    """What a stored run concluded (``judge.canary.outcome``): ``unmeasured``,
+    ``demoted``, ``drifted`` or ``ok``."""
+    return outcome(scored=run.scored, demoted=run.demoted, reasons=run.reasons)
 
 
 def _json(noise: Proportion | None) -> dict[str, Any] | None:
@@ -312,6 +347,7 @@ def canary_public(run: CanaryRunRecord) -> dict[str, Any]:
         "changed_share": run.changed_share,
         "noise": run.figures.get("noise"),
         "demoted": run.demoted,
+        "outcome": canary_outcome(run),
         "reasons": list(run.reasons),
         "agreement": rows,
         "created_by": run.created_by,

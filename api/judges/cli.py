@@ -23,11 +23,20 @@ if TYPE_CHECKING:
     from api.judges.calibration import Calibration
     from judge.calibration import CalibrationFigures
 
-__all__ = ["EXIT_DEMOTED", "EXIT_DRIFT", "calibrate_command", "canary_command", "judges_group"]
+__all__ = [
+    "EXIT_DEMOTED",
+    "EXIT_DRIFT",
+    "EXIT_UNMEASURED",
+    "calibrate_command",
+    "canary_command",
+    "judges_group",
+]
 
 EXIT_DRIFT = 1
 #: ``judges canary``: the run demoted the judge
 EXIT_DEMOTED = 1
+#: ``judges canary``: a run scored no item (as ``grade`` exits for an unscored grading)
+EXIT_UNMEASURED = 3
 
 
 def _summary(figures: CalibrationFigures, run: Any, previous: Any, threshold: float) -> list[str]:
@@ -194,14 +203,22 @@ def _noise(noise: dict[str, Any] | None) -> str:
 def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) -> None:
     """Regrade the drift canary set now (within SRE_JUDGE_CANARY_BUDGET judge calls,
     bypassing the cache) with each judge the service grades with (a run each member of a
-    panel) and say whether it drifted; exit 1 when a run demoted its judge.
+    panel) and say whether it drifted; exit 1 when a run demoted its judge, else 3 when a
+    run scored no item (it measured nothing: the judge could not be asked, or the budget
+    pays for no item).
 
     \b
     Example:
       sre-judge judges canary
       sre-judge judges canary --history --format json
     """
-    from api.judges.canary import canary_answer, canary_history, canary_public, run_canaries
+    from api.judges.canary import (
+        canary_answer,
+        canary_history,
+        canary_public,
+        nothing_measured,
+        run_canaries,
+    )
 
     if judge_spec is not None:
         checked_judge(judge_spec)
@@ -222,7 +239,13 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
         click.echo(json.dumps(shown, indent=2))
     else:
         for item in runs:
-            state = "DEMOTED: " + "; ".join(item["reasons"]) if item["demoted"] else "ok"
+            state = item["outcome"]
+            if state == "unmeasured":
+                state = "UNMEASURED: " + nothing_measured(
+                    n=item["n"], budget=item["budget"], judge_calls=item["judge_calls"]
+                )
+            elif state != "ok":
+                state = f"{state.upper()}: " + "; ".join(item["reasons"])
             click.echo(
                 f"{item['created_at'][:16]} {item['judge']} n {item['n']} "
                 f"(scored {item['scored']}), {item['judge_calls']} of {item['budget']} calls, "
@@ -231,3 +254,5 @@ def canary_command(judge_spec: str | None, history: bool, limit: int, fmt: str) 
             )
     if not history and any(item["demoted"] for item in runs):
         sys.exit(EXIT_DEMOTED)
+    if not history and any(item["outcome"] == "unmeasured" for item in runs):
+        sys.exit(EXIT_UNMEASURED)

@@ -13,6 +13,7 @@ from litestar.di import NamedDependency
 from litestar.response import Template
 
 from api.judges.calibration import JudgeRuns, configured_identities, judge_runs
+from api.judges.canary import canary_outcome, nothing_measured
 from api.judges.canary_queries import CanaryQueries
 from api.service.services import Services
 from api.web.pages import page
@@ -81,6 +82,19 @@ def canary_chart(runs: Sequence[CanaryRunRecord]) -> dict[str, Any]:
     }
 
 
+def _outcomes(runs: Sequence[CanaryRunRecord]) -> dict[str, dict[str, str]]:
+    """Each run's outcome (``canary_outcome``) and what it says, by run id: the drift it
+    found, or why it measured nothing."""
+    shown = {}
+    for run in runs:
+        outcome = canary_outcome(run)
+        said = "; ".join(run.reasons)
+        if outcome == "unmeasured":
+            said = nothing_measured(n=run.n, budget=run.budget, judge_calls=run.judge_calls)
+        shown[run.id] = {"outcome": outcome, "said": said}
+    return shown
+
+
 def _key(judge: JudgeRuns) -> tuple[str, str, str, str]:
     return (judge.judge, judge.rubric, judge.asking_mode, judge.settings)
 
@@ -104,5 +118,6 @@ async def judges_page(
         unrun=[identity[0] for identity in identities if identity not in ran],
         canary=canary,
         canary_chart=canary_chart(canary),
+        canary_outcomes=_outcomes(canary),
         canary_interval=services.settings.canary_interval,
     )

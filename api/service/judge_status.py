@@ -75,24 +75,30 @@ def judge_address(spec: str, backend: JudgeBackend | None = None) -> str | None:
 
 
 async def _probe(services: Services, spec: str, *, addresses: bool = True) -> dict[str, Any]:
-    """Whether the judge of ``spec`` answers (asked at most every ``PROBE_TTL``).
+    """Whether the judge of ``spec`` answers (probed at most every ``PROBE_TTL`` since it
+    was last called or probed).
 
     A backend raises judge errors; anything else it lets through (its client tripping
     over an answer it never expected) is an unavailable judge, as for a judge call
-    (``judge.retry``): readiness says so, it never fails with it."""
+    (``judge.retry``): readiness says so, it never fails with it. A probe that lists the
+    models does not clear a grading's failed judge call (``BackendPool.record``): only a
+    later call that succeeds does, or no call for the retry wait and ``PROBE_TTL``
+    after it (``BackendPool.record``)."""
     pool = services.backends
     health = pool.health.get(spec)
-    if health is None or health.at is None or datetime.now(UTC) - health.at > PROBE_TTL:
+    checked = None if health is None else health.checked_at
+    if health is None or checked is None or datetime.now(UTC) - checked > PROBE_TTL:
         backend = pool.get(spec)  # a spec that does not parse: JudgeSpecError, the caller's
         try:
             async with asyncio.timeout(5):
                 await backend.probe()
-            pool.record(spec, ok=True)
+            stands = timedelta(seconds=services.settings.judge_retry_seconds) + PROBE_TTL
+            pool.record(spec, ok=True, source="probe", failure_stands=stands)
         except (JudgeCallError, TimeoutError) as exc:
             failure = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
-            pool.record(spec, ok=False, reason=waiting_code(failure))
+            pool.record(spec, ok=False, reason=waiting_code(failure), source="probe")
         except Exception:
-            pool.record(spec, ok=False, reason=waiting_code(JudgeUnavailable.code))
+            pool.record(spec, ok=False, reason=waiting_code(JudgeUnavailable.code), source="probe")
         health = pool.health[spec]
     status = {"ok": bool(health.ok), "judge": judge_identity(spec), "reason": health.reason}
     if addresses:

@@ -8,8 +8,8 @@ import socket
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from api.service.errors import UnknownReference
 from api.service.settings import Settings
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BackendPool",
+    "HealthSource",
     "JudgeHealth",
     "LimitedBackend",
     "RubricCatalog",
@@ -90,13 +91,32 @@ class RubricCatalog:
         return rubric
 
 
+#: where a judge's health was learned: a judge call of a grading, or a probe (the judge
+#: listing its models)
+HealthSource = Literal["call", "probe"]
+
+
 @dataclass
 class JudgeHealth:
-    """The last thing known about a judge endpoint."""
+    """The last thing known about a judge endpoint, where and when it was learned."""
 
     ok: bool | None = None
     reason: str | None = None
     at: datetime | None = None
+    source: HealthSource = "call"
+    #: when the judge was last probed (a probe leaves a failed call standing:
+    #: ``BackendPool.record``)
+    probed_at: datetime | None = None
+
+    @property
+    def failed_call(self) -> bool:
+        """Whether it was learned from a judge call that failed."""
+        return self.source == "call" and self.ok is False
+
+    @property
+    def checked_at(self) -> datetime | None:
+        """When the judge was last called or probed."""
+        return max((t for t in (self.at, self.probed_at) if t is not None), default=None)
 
 
 class LimitedBackend:
@@ -212,9 +232,35 @@ class BackendPool:
             return None
         return ",".join(d or "?" for d in digests)
 
-    def record(self, spec_text: str, *, ok: bool, reason: str | None = None) -> None:
-        """Remember how the last call to a judge went (for readiness)."""
-        self.health[spec_text] = JudgeHealth(ok=ok, reason=reason, at=datetime.now(UTC))
+    def record(
+        self,
+        spec_text: str,
+        *,
+        ok: bool,
+        reason: str | None = None,
+        source: HealthSource = "call",
+        failure_stands: timedelta | None = None,
+    ) -> None:
+        """Remember how the last call to a judge (``source`` ``call``) or probe of it
+        (``probe``) went, for readiness. A judge that lists its models may still fail
+        every completion (a proxy in front of a model server that is down, a model that
+        does not fit in memory): after a failed call, a probe is only noted
+        (``probed_at``); the failure stands until a later call succeeds, or until
+        ``failure_stands`` has passed with no call (the wait after which a grading it
+        deferred is asked again: when none was, nothing here waits on the judge, and
+        the probe decides again; a process whose deferred gradings another finished is
+        not kept out of rotation for ever)."""
+        now = datetime.now(UTC)
+        held = self.health.get(spec_text)
+        if source == "probe" and held is not None and held.failed_call:
+            recent = failure_stands is None or held.at is None or now - held.at <= failure_stands
+            if recent:
+                held.probed_at = now
+                return
+        probed = now if source == "probe" else None
+        self.health[spec_text] = JudgeHealth(
+            ok=ok, reason=reason, at=now, source=source, probed_at=probed
+        )
         if not ok and spec_text in self._backends:  # the server may have been replaced
             self.digests.stale(self._backends[spec_text])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -142,6 +142,75 @@ async def test_readyz_says_a_downed_judge_is_away_after_a_grading_answered_from_
         after = await client.get("/readyz")
     assert after.status_code == 503, after.text
     assert after.json()["judge"]["ok"] is False
+
+
+class _ListsButCannotAnswer(ScriptedBackend):
+    """Its server lists its models (the probe passes); every chat call fails (HTTP 503)."""
+
+    async def probe(self) -> None:
+        return None
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        self.requests.append(request)
+        raise JudgeUnavailable("openai-compatible server answered 503", status_code=503)
+
+
+async def test_readyz_stays_not_ready_while_a_judge_that_lists_its_models_fails_every_call(
+    api_client: Any, tokens: Any
+) -> None:
+    """A judge whose server lists its models but fails every completion (a proxy in front
+    of a model server that is down; Ollama listing a model that does not fit in memory)
+    keeps the grading pending, and ``/readyz`` keeps answering 503 after the probe's
+    15 s have passed: a model listing does not clear the grading's failed call, only a
+    later call that succeeds does (the 15 s are stood in for by making the recorded
+    health stale; no retry comes meanwhile)."""
+    spec = "openai:behind-proxy@http://127.0.0.1:9/v1"
+    judge = _ListsButCannotAnswer(model="behind-proxy")
+    agent = await tokens("submitter")
+    async with api_client(judge=spec, backends={spec: judge}, judge_max_attempts=1) as client:
+        response = await client.post(
+            "/v1/submissions", json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}, headers=agent
+        )
+        location = response.headers["location"]
+        waiting = await first_set(client, location, agent, "pending_reason")
+        assert waiting["pending_reason"].startswith("judge_unavailable")
+        first = await client.get("/readyz")
+        assert first.status_code == 503, first.text
+        health = client.app.state.services.backends.health
+        health[spec].at = datetime.now(UTC) - timedelta(seconds=16)
+        later = await client.get("/readyz")
+        still = (await client.get(location, headers=agent)).json()
+    assert still["status"] == "pending" and still["pending_reason"].startswith("judge_unavailable")
+    assert len(judge.requests) == 1  # the judge was not asked again meanwhile
+    assert later.status_code == 503, later.text
+    assert later.json()["judge"]["ok"] is False
+
+
+async def test_a_failed_call_no_retry_followed_no_longer_outweighs_the_listing(
+    api_client: Any, tokens: Any
+) -> None:
+    """A failed judge call stands against the model listing only while a grading it
+    deferred would have been asked again (the retry wait, and 15 s after it): with no
+    call since, nothing waits on the judge here (another process finished its gradings,
+    say), and the listing decides again, so the process is not kept out of rotation for
+    ever."""
+    spec = "openai:behind-proxy@http://127.0.0.1:9/v1"
+    judge = _ListsButCannotAnswer(model="behind-proxy")
+    agent = await tokens("submitter")
+    settings = {"judge_max_attempts": 1, "judge_retry_seconds": 60}
+    async with api_client(judge=spec, backends={spec: judge}, **settings) as client:
+        response = await client.post(
+            "/v1/submissions", json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}, headers=agent
+        )
+        await first_set(client, response.headers["location"], agent, "pending_reason")
+        health = client.app.state.services.backends.health
+        health[spec].at = datetime.now(UTC) - timedelta(seconds=70)  # within 60 s + 15 s
+        within = await client.get("/readyz")
+        health[spec].at = datetime.now(UTC) - timedelta(seconds=76)
+        health[spec].probed_at = None  # the probe's own 15 s passed too
+        past = await client.get("/readyz")
+    assert within.json()["judge"]["ok"] is False
+    assert past.json()["judge"]["ok"] is True, past.text
 
 
 async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(

@@ -11,6 +11,7 @@ from judge.canary import (
     check,
     fallen_rows,
     measure_noise,
+    outcome,
     within_budget,
 )
 from tests.storage.helpers import sregym_rubric
@@ -128,3 +129,14 @@ def test_without_a_measured_noise_a_fixed_allowance_decides() -> None:
         assert "3 of 10 answers" in strict.reasons[0] and "measured no" in strict.reasons[0]
     nothing = check(_figures(), now, qualified=None, baseline=None, noise=None, max_changed=0)
     assert (nothing.changed_share, nothing.demoted) == (None, False)
+
+
+def test_a_run_that_scored_nothing_is_unmeasured_whatever_else_it_says() -> None:
+    """A run's outcome: ``unmeasured`` when it scored no item, else ``demoted`` when it
+    demoted the judge, ``drifted`` when it found drift it could not demote for, else
+    ``ok``."""
+    assert outcome(scored=0, demoted=False, reasons=[]) == "unmeasured"
+    assert outcome(scored=0, demoted=True, reasons=["fell"]) == "unmeasured"
+    assert outcome(scored=4, demoted=True, reasons=["fell"]) == "demoted"
+    assert outcome(scored=4, demoted=False, reasons=["fell"]) == "drifted"
+    assert outcome(scored=4, demoted=False, reasons=[]) == "ok"

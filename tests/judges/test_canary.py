@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calibration import DEFAULT_GOLD, load_gold
 from judge.calls import Completion, JudgeRequest
+from judge.errors import JudgeUnavailable
 from storage.canonical import utcnow
 from storage.quality_tables import CanaryRunRecord
 from storage.tables import AuditRecord
@@ -779,3 +781,84 @@ async def test_a_panel_member_that_drifts_is_demoted_by_the_scheduled_canary(
         assert {run["judge"] for run in runs if run["demoted"]} == {"openai:cloud"}
         assert {run["judge"] for run in runs} == {"openai:local", "openai:cloud"}
         assert await _provisional(client, agent) is True
+
+
+class GoneAway(LabelledJudge):
+    """Answers as the labels say until ``away``; then every call is refused."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.away = False
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        if self.away:
+            raise JudgeUnavailable("connection refused")
+        return await super().complete(request)
+
+
+def _outcome_cell(page: str) -> str:
+    """The outcome cell of the judges page's one canary run."""
+    [row] = re.findall(r'<tr data-testid="canary-run">.*?</tr>', page, flags=re.S)
+    return str(re.findall(r"<td>(.*?)</td>", row, flags=re.S)[-1].strip())
+
+
+async def test_a_canary_run_that_scored_nothing_is_unmeasured_not_ok(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """A qualified judge whose server is down is not measured by the canary: the run
+    scores 0 of n items, its outcome is ``unmeasured`` (in the API and on the judges
+    page, saying why), never ``ok``."""
+    judge = GoneAway()
+    await _qualified(Settings(judge=JUDGE, database_url=database_url), engine, judge)
+    judge.away = True
+    async with api_client(
+        judge=JUDGE, backends={JUDGE: judge}, canary_budget=4, judge_max_attempts=1
+    ) as client:
+        admin = await tokens("admin")
+        response = await client.post("/v1/judges/canary", json={}, headers=admin)
+        assert response.status_code == 201, response.text
+        run = response.json()
+        await sign_in(client, await tokens("adjudicator", "Ada"))
+        page = (await client.get("/judges")).text
+    assert run["scored"] == 0 and run["n"] > 0
+    assert (run["outcome"], run["demoted"]) == ("unmeasured", False)
+    cell = _outcome_cell(page)
+    assert "unmeasured" in cell and f"none of its {run['n']} items was scored" in cell, cell
+
+
+def test_the_canary_command_exits_3_when_its_judge_cannot_be_asked(
+    database_url: str, engine: Engine
+) -> None:
+    """``sre-judge judges canary`` against a judge nobody answers at scores nothing: it
+    prints ``UNMEASURED`` and exits 3, so a scheduled check never reads success."""
+    del engine  # migrated
+    env = {
+        "NO_COLOR": "1",
+        "SRE_JUDGE_DATABASE_URL": database_url,
+        "SRE_JUDGE_JUDGE": "openai:gone@http://127.0.0.1:9/v1",  # nothing listens there
+        "SRE_JUDGE_JUDGE_MAX_ATTEMPTS": "1",
+        "SRE_JUDGE_CANARY_BUDGET": "3",
+    }
+    ran = cli_in_process("judges", "canary", "--format", "table", env=env)
+    assert "(scored 0)" in ran.stdout, (ran.stdout, ran.stderr)
+    assert ": UNMEASURED: none of its" in ran.stdout, ran.stdout
+    assert ran.returncode == 3, ran.stdout
+
+
+async def test_a_canary_whose_budget_pays_for_no_item_is_unmeasured(
+    api_client: Any, tokens: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Asked per question, an item costs nine calls: a budget of 5 pays for none, so the
+    run grades nothing. It is ``unmeasured``, the judges page says the budget pays for no
+    item, and the log warns."""
+    async with api_client(judge=JUDGE, judge_asking="per_question", canary_budget=5) as client:
+        admin = await tokens("admin")
+        with caplog.at_level("WARNING", logger="sre_judge.judges"):
+            response = await client.post("/v1/judges/canary", json={}, headers=admin)
+        assert response.status_code == 201, response.text
+        run = response.json()
+        await sign_in(client, await tokens("adjudicator", "Ada"))
+        page = (await client.get("/judges")).text
+    assert (run["n"], run["judge_calls"], run["outcome"]) == (0, 0, "unmeasured")
+    assert "pays for no item" in _outcome_cell(page)
+    assert any("measured nothing" in r.getMessage() for r in caplog.records), caplog.text

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from api.judges.canary_queries import CanaryQueries
 from api.judges.pages import canary_chart
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord, CanaryRunRecord
@@ -89,3 +90,30 @@ def test_two_canary_runs_in_one_minute_are_two_points_apart() -> None:
     second = _canary_run(datetime(2026, 3, 1, 12, 0, 40, tzinfo=UTC), 0.5)
     points = canary_chart([first, second])["lines"][0]["points"]
     assert points[0]["x"] != points[1]["x"], points
+
+
+async def test_the_canary_schedule_shows_an_interval_under_a_second_as_it_is_set(
+    api_client: Any, tokens: Any
+) -> None:
+    """``SRE_JUDGE_CANARY_INTERVAL`` is seconds as a float: the judges page shows 0.5 s
+    as "every 0.5 s", never cut to "every 0 s"."""
+    async with api_client(canary_interval=0.5, start_workers=False) as client:
+        await sign_in(client, await tokens("adjudicator", "Ada"))
+        page = (await client.get("/judges")).text
+    assert "regraded every 0.5 s" in page
+
+
+async def test_a_canary_run_that_found_drift_it_could_not_demote_for_shows_it(
+    api_client: Any, tokens: Any, engine: Engine, service_key: Any
+) -> None:
+    """A run that finds drift in a judge not qualified now demotes nothing: the judges
+    page shows it as ``drifted`` with its reasons, not as ``ok``."""
+    run = _canary_run(datetime(2026, 3, 1, 12, 0, tzinfo=UTC), 0.5)
+    run.n, run.scored, run.reasons = 10, 10, ["6 of 10 answers (60%) differ"]
+    await CanaryQueries(Store(engine, key=service_key).db).add_run(run)
+    async with api_client() as c:
+        await sign_in(c, await tokens("adjudicator", "Ada"))
+        page = (await c.get("/judges")).text
+    [row] = page.split('data-testid="canary-run">')[1:]
+    outcome = row.split("</tr>")[0].rsplit("<td>", 1)[1]
+    assert "drifted" in outcome and "6 of 10 answers (60%) differ" in outcome, outcome
