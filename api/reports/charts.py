@@ -3,18 +3,24 @@
 matplotlib is an optional extra (``pip install 'sre-judge[charts]'``); it is imported
 only when a chart is asked for. No pyplot: a bare ``Figure`` keeps no global state.
 Every chart carries its scope under the title (filter, verdicts, judge, gradings,
-provisional). A rate that counts verdicts made while its judge was provisional (not yet
-qualified) is drawn apart, orange and hatched, says so beside its bar, and the legend
-names both kinds of bar.
+provisional). Labels, titles and scope lines hold submitters' text (agents', models' and
+scenarios' names): each is drawn on one line, with what SVG (XML) may not hold, a
+control character or U+FFFE/U+FFFF, shown as its escape (``\\x1b``), so one name never
+makes a chart unreadable. A rate that counts verdicts made while its judge was
+provisional (not yet qualified) is drawn apart, orange and hatched, says so beside its
+bar, and the legend names both kinds of bar.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec
+
+from api.terminal import terminal_text
 
 if TYPE_CHECKING:
     from api.reports.models import ComparisonReport, GroupRate, QuestionRate
@@ -39,6 +45,18 @@ QUALIFIED_STYLE = {"color": "#4C72B0", "hatch": ""}
 PROVISIONAL_STYLE = {"color": "#DD8452", "hatch": "//"}
 QUALIFIED_LABEL = "verdicts of qualified judges"
 PROVISIONAL_LABEL = "includes verdicts made while the judge was provisional (not yet qualified)"
+
+
+#: what XML allows nowhere and :func:`api.terminal.terminal_text` leaves as it is
+_NOT_XML = re.compile("[\ufffe\uffff]")
+
+
+def _label(text: str) -> str:
+    """``text`` as a chart draws it: one line, each character an SVG file may not hold
+    (even in the comment matplotlib writes beside the glyphs) shown as its escape."""
+    return _NOT_XML.sub(
+        lambda one: f"\\u{ord(one.group()):04x}", terminal_text(text, one_line=True)
+    )
 
 
 class ChartUnavailable(RuntimeError):
@@ -102,7 +120,7 @@ def _figure(rows: int, path: Path, scope: Sequence[str] = ()) -> Any:
 
 def _finish(figure: Any, axes: Any, path: Path, title: str, scope: Sequence[str]) -> None:
     """The title with the scope lines under it, then the file."""
-    axes.set_title("\n".join([title, *scope]), loc="left", fontsize=9)
+    axes.set_title("\n".join(_label(line) for line in [title, *scope]), loc="left", fontsize=9)
     figure.savefig(path, format=path.suffix.lower().lstrip("."), bbox_inches="tight")
 
 
@@ -145,9 +163,9 @@ def write_interval_chart(
     for y, bar in zip(positions, bars, strict=True):
         marked = f" ({bar.provisional} provisional)" if bar.provisional else ""
         _right_note(axes, y, f"{bar.successes}/{bar.n}{marked}")
-    axes.set_yticks(positions, [bar.label for bar in bars])
+    axes.set_yticks(positions, [_label(bar.label) for bar in bars])
     axes.set_xlim(0.0, 1.0)
-    axes.set_xlabel(xlabel)
+    axes.set_xlabel(_label(xlabel))
     axes.grid(axis="x", alpha=0.3)
     _finish(figure, axes, path, title, scope)
 
@@ -184,7 +202,7 @@ def write_difference_chart(
         p = "p n/a" if d.p_value is None else f"p = {d.p_value:.3g}{test}"
         interval = "" if d.low is None else f" [{d.low:+.3f}, {d.high:+.3f}]"
         _right_note(axes, y, f"{d.estimate:+.3f}{interval}, {p}")
-    axes.set_yticks(positions, [d.label for d in differences])
+    axes.set_yticks(positions, [_label(d.label) for d in differences])
     axes.set_ylim(-0.8, len(differences) - 0.2)
     axes.set_xlim(-1.0, 1.0)
     axes.set_xlabel("difference in pass rate, a - b (error bar: 95% interval)")

@@ -6,6 +6,7 @@ import ast
 import csv
 import io
 import json
+import xml.dom.minidom
 from pathlib import Path
 
 import httpx
@@ -223,6 +224,24 @@ async def test_an_agent_name_with_dollar_signs_is_charted_as_written(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert png.read_bytes().startswith(PNG_SIGNATURE)
+
+
+@pytest.mark.parametrize("agent", ["evil\x1b]0;title\x07agent", "a\uffffb"])
+async def test_an_svg_chart_of_an_agent_name_with_a_control_character_is_valid_svg(
+    database_url: str, engine: Engine, tmp_path: Path, agent: str
+) -> None:
+    """An agent's name holding a control character (ESC, BEL) or a character XML allows
+    nowhere still gives an SVG chart that is well-formed XML, which a browser shows."""
+    store = Store(engine, key=session_key())
+    await add_many(store, {"pass": 2, "fail": 1}, agent="plain")
+    await add_many(store, {"pass": 1, "fail": 1}, agent=agent)
+    svg = tmp_path / "rates.svg"
+    done = run_cli(
+        database_url, "report", "pass-rates", "--group-by", "agent", "--chart", str(svg),
+        "--format", "json", "--inline", "include",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    xml.dom.minidom.parseString(svg.read_bytes())  # raises ExpatError if not well-formed
 
 
 @pytest.mark.postgres  # the report's keyset query: on PostgreSQL too under --db all

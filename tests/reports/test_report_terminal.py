@@ -1,5 +1,6 @@
 """Report tables in a terminal of 80 columns and more: names wrap, never "…", the
-interval column is always there, and a table too wide prints in blocks."""
+interval column is always there, and a table too wide prints in blocks, none of its
+columns dropped or cut."""
 
 from __future__ import annotations
 
@@ -104,3 +105,68 @@ def test_a_table_too_wide_is_printed_in_blocks_that_repeat_the_names() -> None:
     assert all(str(1000 + i) in text for i in range(12))  # no column dropped
     pieces = "".join(_first_column(text))
     assert pieces.count("a-very-long-agent-name-indeed") == len(blocks)
+
+
+_GROUP_VALUES = {
+    "agent": "stratus-gpt-4o-mini-diagnoser",
+    "model": "gpt-4o-mini-2024",
+    "scenario": "k8s/pod-crashloop-misconfig",
+    "judge": "openai:qwen2.5-7b-instruct",
+    "week": "2025-06-02",
+    "rubric": "sregym-rca",
+    "source": "scenario",
+}
+_COUNTS = ["n", "passed", "failed", "unscored", "pending", "held", "provisional", "inline"]
+
+
+def _pass_rates(keys: list[str]) -> Tabular:
+    """A pass-rate table as ``pass_rate_table`` builds it, grouped by ``keys``."""
+    return Tabular(
+        "Pass rates",
+        [*keys, *_COUNTS, "pass_rate", "ci_low", "ci_high"],
+        [[*(_GROUP_VALUES[k] for k in keys), 27, 19, 8, 1, 0, 0, 0, 0, 0.704, 0.515, 0.841]],
+        headline=["n", "pass_rate", "ci_low", "ci_high"],
+    )
+
+
+def _printed(table: Tabular, width: int = 80) -> str:
+    console = Console(width=width, no_color=True, record=True)
+    print_table(table, console)
+    return console.export_text()
+
+
+def test_grouped_by_four_keys_the_first_block_holds_n_rate_and_interval() -> None:
+    """``report pass-rates --group-by agent,model,scenario,judge`` at 80 columns shows n,
+    the rate and its interval in the first block, the names narrowed to make room."""
+    text = _printed(_pass_rates(["agent", "model", "scenario", "judge"]))
+    first_block = text.split("(continued)")[0]
+    assert " 27 " in first_block and "0.704" in first_block
+    assert "0.515–0.841" in first_block, first_block
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_many_name_columns_keep_every_column_and_every_number_whole() -> None:
+    """Grouped by seven keys, the name columns alone wider than 80 columns: every column
+    is printed, and n, the rate and the interval whole."""
+    keys = ["agent", "model", "scenario", "judge", "week", "rubric", "source"]
+    for width in (80, 60):
+        text = _printed(_pass_rates(keys), width)
+        assert max(len(line) for line in text.splitlines()) <= width
+        for whole in ("27", "0.704", "0.515–0.841", *_COUNTS):
+            assert whole in text, f"{whole!r} cut or dropped at {width}:\n{text}"
+        for header in keys:
+            assert header in text, f"column {header!r} dropped at {width}:\n{text}"
+
+
+def test_an_empty_agreement_table_keeps_every_header() -> None:
+    """``report agreement`` with no labels yet, at 80 columns, shows every header."""
+    columns = [
+        "kind", "level", "item", "n", "accuracy", "accuracy_ci_low", "accuracy_ci_high",
+        "kappa", "kappa_se", "kappa_ci_low", "kappa_ci_high",
+        "yes->yes", "yes->no", "no->yes", "no->no", "kappa_undefined",
+    ]  # fmt: skip
+    text = _printed(Tabular("Agreement", columns, [], headline=["n", "accuracy", "kappa"]))
+    assert "(no rows" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for header in ("kind", "level", "item", "kappa_se", "no->yes", "no->no", "kappa_undefined"):
+        assert header in text, f"header {header!r} dropped:\n{text}"

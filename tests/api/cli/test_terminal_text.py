@@ -66,6 +66,23 @@ def test_a_table_prints_hostile_cells_headers_and_notes_as_plain_text() -> None:
     _inert(out.getvalue())
 
 
+def test_a_newline_in_a_name_cannot_forge_a_table_row() -> None:
+    """A name's newline is shown as ``\\n``: its cell stays on the record's own row, and
+    what follows the newline never reads as a row of figures of its own."""
+    forged = "weak-agent\ntrusted-agent       100     1.000  0.963–1.000"
+    table = Tabular(
+        "Pass rates",
+        ["agent", "n", "pass_rate", "ci_low", "ci_high"],
+        [[forged, 27, 0.1, 0.05, 0.3]],
+        headline=["n", "pass_rate", "ci_low", "ci_high"],
+    )
+    console = Console(width=160, no_color=True, record=True)
+    print_table(table, console)
+    lines = console.export_text().splitlines()
+    assert not any(line.startswith("trusted-agent") for line in lines), "\n".join(lines)
+    assert any(line.startswith("weak-agent\\ntrusted-agent") for line in lines)
+
+
 def test_a_gradings_evidence_detail_and_judge_name_are_inert() -> None:
     answer = {
         "question_id": "D1-Q1",
