@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, HeaderParameter, JSONBody
+from litestar.params import FromPath, JSONBody
 
 from api.adjudication.use_cases import grading_history as history_of
 from api.adjudication.use_cases import override_grading
@@ -31,7 +31,7 @@ async def create_override(
     data: JSONBody[OverrideCreate],
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
-    if_match: Annotated[str | None, HeaderParameter(name="If-Match", required=False)] = None,
+    if_match: NamedDependency[str | None],
 ) -> Response[GradingPublic]:
     """Append an override as the calling principal; 412 when the ETag is stale, 409 for
     an answer or verdict on a grading a promoted regrade superseded (override the one

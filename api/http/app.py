@@ -26,7 +26,8 @@ from api.http.middleware import (
     unrouted_context,
 )
 from api.http.observability import litestar_logging_config
-from api.http.openapi import document_on_first_read
+from api.http.openapi import document_on_first_read, document_router
+from api.http.preconditions import if_match_value
 from api.http.problems import exception_handlers
 from api.service.metrics import Metrics
 from api.service.runtime import Runtime, StartFiles
@@ -71,9 +72,13 @@ class AllowEveryMethod:
 
 def _openapi_config() -> OpenAPIConfig:
     """The OpenAPI document at /schema, its page served from the swagger-ui-py package's
-    files (so /schema works offline)."""
+    files (so /schema works offline); any other path under /schema is a 404 problem."""
     return OpenAPIConfig(
-        title="sre-judge", version="1", path=SCHEMA_PATH, render_plugins=[offline_docs()]
+        title="sre-judge",
+        version="1",
+        path=SCHEMA_PATH,
+        render_plugins=[offline_docs()],
+        openapi_router=document_router(SCHEMA_PATH),
     )
 
 
@@ -158,6 +163,7 @@ def _make_shell(max_body_bytes: int) -> Litestar:
             "principal": Provide(current_principal),
             "limits": Provide(_limits, sync_to_thread=False),
             "metrics": Provide(_metrics, sync_to_thread=False),
+            "if_match": Provide(if_match_value),
         },
         exception_handlers=exception_handlers,
         before_request=_before_request,

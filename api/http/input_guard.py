@@ -8,7 +8,9 @@ body the routes' parser would refuse as a whole for one value (a number out of r
 ``NaN``, a string that is not UTF-8) is read here leniently to name that value's field.
 A key given twice in one object is refused naming it (the routes' parser keeps its last
 value, and which one the writer meant is unknown); bodies of items (the bulk scenario
-load) are refused so by their own parser, which names the item. The checks are cheap on
+load) are refused so by their own parser, which names the item. A body is read as sent,
+never decoded: one in a content coding (``Content-Encoding: gzip``) is refused with 415
+naming that header, on every route, file uploads and pages included. The checks are cheap on
 ordinary requests: a body is parsed once more here, and its depth is measured only when
 it holds many brackets.
 
@@ -117,9 +119,34 @@ def bound_query_dates(query: bytes) -> bytes:
 _STORED_HEADERS = ("Idempotency-Key", "If-Match")
 
 
+def _check_content_coding(request: Request[Any, Any, Any]) -> None:
+    """415 naming ``Content-Encoding`` for a body sent in a content coding (gzip, br, ...):
+    bodies are read as sent, never decoded, and a coded body must not be taken for its
+    content (RFC 9110 15.5.16); ``Accept-Encoding: identity`` says what is taken."""
+    if request.method not in _BODY_METHODS:
+        return
+    codings = (
+        c.strip()
+        for line in request.headers.getall("content-encoding", [])
+        for c in line.split(",")
+    )
+    coded = [c for c in codings if c and c.lower() != "identity"]
+    if coded:
+        shown = printable(", ".join(coded))
+        raise ApiProblem(
+            415,
+            "Unsupported content coding",
+            f"Content-Encoding: the body must be sent as is (identity), not {shown}",
+            field="Content-Encoding",
+            headers={"Accept-Encoding": "identity"},
+        )
+
+
 def check_params(request: Request[Any, Any, Any]) -> None:
     """422 naming the query or path parameter, or the stored header, that cannot be
-    stored (or a bad date)."""
+    stored (or a bad date); 415 naming ``Content-Encoding`` for a body in a content
+    coding. Every route's guard runs it, a file upload's and a page's included."""
+    _check_content_coding(request)
     for header in _STORED_HEADERS:
         problem = unstorable(request.headers.get(header, ""))
         if problem:
@@ -176,7 +203,7 @@ def _check_body(body: bytes, *, item_key: str | None = None) -> None:
 
 async def refuse_unstorable_input(request: Request[Any, Any, Any]) -> None:
     """``before_request`` hook: 422 on unstorable input, 400 for a document too deep, 415
-    for a body that is not JSON (every body of this API is)."""
+    for a body that is not JSON (every body of this API is) or is in a content coding."""
     check_params(request)
     if request.method not in _BODY_METHODS:
         return

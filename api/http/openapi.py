@@ -17,7 +17,9 @@ once the app is built, from what each handler declares:
 - :data:`OTHER_CONTENT` lists the answers that are not JSON (Prometheus text, CSV,
   archives).
 
-Every method is completed, ``HEAD`` included.
+Every method is completed, ``HEAD`` included. The document and its page are served by
+:func:`document_router`, whose paths that serve nothing answer a 404 problem as every
+other unknown path does.
 
 The description of an operation is its handler's docstring unless it sets one.
 """
@@ -27,7 +29,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from litestar import Litestar
+from litestar import Litestar, Response, Router
+from litestar.exceptions import NotFoundException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
     Components,
@@ -56,6 +59,7 @@ __all__ = [
     "SAME_BODY_ERRORS",
     "document_api",
     "document_on_first_read",
+    "document_router",
     "required_errors",
 ]
 
@@ -243,6 +247,22 @@ def _same_body(operation: Any, errors: dict[int, str]) -> None:
         operation.responses[str(status)] = OpenAPIResponse(
             description=description, content=declared.content
         )
+
+
+async def _not_found_as_problem(response: Response[Any]) -> Response[Any]:
+    """A 404 under the document's path as a problem, not Litestar's own HTML page."""
+    if response.status_code == 404:
+        raise NotFoundException
+    return response
+
+
+def document_router(path: str) -> Router:
+    """The router that serves the OpenAPI document and its page at ``path`` (for
+    ``OpenAPIConfig(openapi_router=...)``): a path under it that serves nothing (a
+    documentation page this service does not have, a typo) answers a 404 problem."""
+    return Router(
+        path, route_handlers=[], include_in_schema=False, after_request=_not_found_as_problem
+    )
 
 
 def document_on_first_read(app: Litestar) -> None:

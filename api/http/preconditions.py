@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated, Any
+
+from litestar import Request
+from litestar.params import HeaderParameter
 
 from api.http.problems import ApiProblem
 
-__all__ = ["expected_revision"]
+__all__ = ["expected_revision", "if_match_value"]
 
 #: this service's ETags: a revision in quotes, as written (no leading zero, at most 18 digits)
 _ETAG = re.compile(r'"(0|[1-9][0-9]{0,17})"')
+
+
+async def if_match_value(
+    request: Request[Any, Any, Any],
+    if_match_line: Annotated[str | None, HeaderParameter(name="If-Match", required=False)] = None,
+) -> str | None:
+    """Dependency ``if_match``: the request's ``If-Match``, every field line of it.
+
+    Lines of a list-based field are one comma-separated list (RFC 9110 5.3), so two lines
+    ``"1"`` and ``"5"`` are read as ``"1", "5"`` (which :func:`expected_revision` refuses),
+    never as the first line alone. ``if_match_line`` (the first line) declares the header
+    in the OpenAPI document.
+    """
+    if if_match_line is None:
+        return None
+    return ", ".join(request.headers.getall("If-Match"))
 
 
 def expected_revision(if_match: str | None, *, what: str) -> int:

@@ -115,7 +115,7 @@ def problem_response(
 
 
 #: request headers by the handler parameters that take them: a problem names the header
-_HEADERS = {"idempotency_key": "Idempotency-Key", "if_match": "If-Match"}
+_HEADERS = {"idempotency_key": "Idempotency-Key", "if_match_line": "If-Match"}
 
 
 def _sent_names(request: Request[Any, Any, Any]) -> dict[str, str]:

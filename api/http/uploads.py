@@ -2,7 +2,8 @@
 
 Such a route reads its body in chunks up to a limit (413 naming ``body`` past it), takes
 only the media types it names (415 naming ``Content-Type`` otherwise), skips the app's
-JSON-only body guard (:func:`params_only` keeps its query-parameter checks) and
+JSON-only body guard (:func:`params_only` keeps its checks of query parameters and
+headers, ``Content-Encoding`` included: a file is read as sent, never decoded) and
 documents the raw body in the OpenAPI document (:func:`file_operation`).
 """
 

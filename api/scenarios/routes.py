@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from litestar import Request, Response, get, post, put
 from litestar.di import NamedDependency
-from litestar.params import FromQuery, HeaderParameter, JSONBody, PathParameter, QueryParameter
+from litestar.params import FromQuery, JSONBody, PathParameter, QueryParameter
 
 from api.http.auth import require
 from api.http.preconditions import expected_revision
@@ -198,7 +198,7 @@ async def put_scenario(
     data: JSONBody[ScenarioUpdate],
     services: NamedDependency[Services],
     principal: NamedDependency[Principal],
-    if_match: Annotated[str | None, HeaderParameter(name="If-Match", required=False)] = None,
+    if_match: NamedDependency[str | None],
 ) -> Response[ScenarioLoadItem]:
     """A changed ground truth becomes a new version (old ones stay readable); a changed
     title, tag list or set is written in place. If-Match holds the scenario's ETag (its

@@ -1,5 +1,6 @@
 """Liveness and readiness, each answering ``GET`` and ``HEAD`` (probes and uptime
-checkers send ``HEAD``: the status without the body)."""
+checkers send ``HEAD``: the status without the body, and without a ``Content-Length``,
+which would have to be the length of the body ``GET`` sends)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from litestar import Request, Response, get, head
 from litestar.di import NamedDependency
+from litestar.response.base import ASGIResponse
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
@@ -19,6 +21,21 @@ from storage.engine import read_only
 __all__ = ["healthz", "healthz_head", "readyz", "readyz_head"]
 
 
+class _StatusOnly(Response[None]):
+    """An answer to ``HEAD``: the status and ``GET``'s Content-Type, no body and no
+    Content-Length (RFC 9110 8.6: it would have to equal ``GET``'s, whose body is not
+    made; a plain response states the length of ``null``)."""
+
+    def __init__(self, status_code: int = 200) -> None:
+        super().__init__(
+            None, status_code=status_code, headers={"Content-Type": "application/json"}
+        )
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> ASGIResponse:
+        """The response, sent as an answer to ``HEAD``."""
+        return super().to_asgi_response(*args, **{**kwargs, "is_head_response": True})
+
+
 @get("/healthz", operation_id="healthz", summary="Liveness", include_in_schema=True)
 async def healthz() -> dict[str, str]:
     """The process is up."""
@@ -26,8 +43,9 @@ async def healthz() -> dict[str, str]:
 
 
 @head("/healthz", operation_id="healthz_head", summary="Liveness, status only")
-async def healthz_head() -> None:
+async def healthz_head() -> Response[None]:
     """The process is up: 200 without a body."""
+    return _StatusOnly()
 
 
 def _ping(engine: Engine) -> None:
@@ -61,7 +79,7 @@ async def readyz_head(
 ) -> Response[None]:
     """200 or 503 as ``GET /readyz`` answers, without the body."""
     body = await readiness(request, services)
-    return Response(None, status_code=200 if body["status"] == "ready" else 503)
+    return _StatusOnly(200 if body["status"] == "ready" else 503)
 
 
 async def readiness(

@@ -1,7 +1,7 @@
 """The HTTP API's shared conventions on every resource: problems name a field as the
 client sent it, the OpenAPI document lists what the routes answer (bodies, statuses,
-the Location and ETag headers clients follow), a 201 names what it made, and no answer
-is kept by a cache."""
+the Location and ETag headers clients follow), a 201 names what it made, no answer
+is kept by a cache, and a ``HEAD`` answer states no length its ``GET`` does not send."""
 
 from __future__ import annotations
 
@@ -211,3 +211,15 @@ async def test_answers_holding_a_ground_truth_or_a_secret_are_not_stored_by_cach
         n for n, a in answers.items() if "no-store" not in a.headers.get("cache-control", "")
     ]
     assert missing == [], missing
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+async def test_a_head_answer_states_no_length_but_that_of_get(api_client: Any, path: str) -> None:
+    """``HEAD /healthz`` and ``HEAD /readyz`` (uptime checks) answer GET's status with no
+    ``Content-Length`` or GET's own (RFC 9110 8.6), never the length of another body."""
+    async with api_client(start_workers=False) as client:
+        got = await client.get(path)
+        headed = await client.head(path)
+    assert headed.status_code == got.status_code
+    length = headed.headers.get("content-length")
+    assert length is None or int(length) == len(got.content), (length, len(got.content))

@@ -15,6 +15,7 @@ import inspect
 import re
 from typing import Any
 
+import pytest
 from litestar.handlers import HTTPRouteHandler
 from sqlalchemy.engine import Engine
 
@@ -120,6 +121,17 @@ async def test_a_not_ready_readyz_is_documented_as_it_is_sent(
     assert not_ready["content"][media_type] == get["responses"]["200"]["content"][media_type]
     assert "Retry-After" not in not_ready.get("headers", {})
     assert "503" in head["responses"]
+
+
+@pytest.mark.parametrize("path", ["/schema/redoc", "/schema/swagger", "/schema/typo"])
+async def test_an_unknown_path_under_the_document_is_a_problem(api_client: Any, path: str) -> None:
+    """A path under ``/schema`` that serves nothing (a documentation page this service
+    does not have, a typo) is a 404 problem, as every other unknown path is."""
+    async with api_client(start_workers=False) as client:
+        answer = await client.get(path)
+    assert answer.status_code == 404
+    assert answer.headers["content-type"].startswith("application/problem+json"), answer.text
+    assert answer.json()["status"] == 404
 
 
 async def test_every_export_media_type_is_documented(api_client: Any, tokens: Any) -> None:

@@ -71,3 +71,37 @@ async def test_a_stale_if_match_and_a_body_too_large_name_their_field(
         assert large.status_code == 413
         assert large.headers["content-type"].startswith("application/problem+json")
         assert large.json()["errors"][0]["field"] == "body"
+
+
+async def test_if_match_in_two_lines_is_a_list_and_refused_like_one_line(
+    api_client: Any, tokens: Any
+) -> None:
+    """``If-Match`` sent as two header lines is one list of ETags (RFC 9110 5.3), refused
+    with 412 as the same list on one line is: the write is not made."""
+    admin = await tokens("admin")
+    truth = "[fault_spec] component=deployment/geo; namespace=hotel || GEO_PORT=7777"
+    async with api_client(start_workers=False) as client:
+        made = await client.post(
+            "/v1/scenarios", json={"id": "s/1", "ground_truth": truth}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        assert made.headers["etag"] == '"1"'
+        one_line = await client.put(
+            "/v1/scenarios/s/1",
+            json={"ground_truth": truth + " (fixed)"},
+            headers={**admin, "If-Match": '"1", "5"'},
+        )
+        assert one_line.status_code == 412, one_line.text
+        two_lines = await client.put(
+            "/v1/scenarios/s/1",
+            json={"ground_truth": truth + " (fixed)"},
+            headers=[
+                ("Authorization", admin["Authorization"]),
+                ("If-Match", '"1"'),
+                ("If-Match", '"5"'),
+            ],
+        )
+        assert two_lines.status_code == 412, two_lines.text
+        assert two_lines.json()["errors"][0]["field"] == "If-Match"
+        kept = await client.get("/v1/scenarios/s/1", headers=admin)
+        assert kept.json()["version"] == 1

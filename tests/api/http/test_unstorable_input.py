@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from storage.imports.tables import ImportJobRecord
 from tests.support.submissions import count_submissions
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -355,3 +358,35 @@ async def test_a_key_given_twice_is_refused_naming_it_and_stores_nothing(
     assert await count_submissions(engine) == 0
     assert missing.status_code == 404
     assert len(versions.json()["items"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "content"),
+    [
+        ("/v1/submissions", "application/json", json.dumps(BASE).encode()),
+        ("/v1/imports", "application/x-ndjson", json.dumps(BASE).encode() + b"\n"),
+    ],
+)
+async def test_a_body_in_a_content_coding_is_415_naming_content_encoding(
+    api_client: Any,
+    tokens: Any,
+    engine: Engine,
+    path: str,
+    content_type: str,
+    content: bytes,
+) -> None:
+    """A gzip-compressed body is refused with 415 naming ``Content-Encoding`` (a JSON
+    body, an import's file alike), never read as if it were the content; nothing is
+    stored and no import job starts."""
+    admin = await tokens("admin")
+    headers = {**admin, "Content-Type": content_type, "Content-Encoding": "gzip"}
+    async with api_client(start_workers=False) as client:
+        answer = await client.post(path, content=gzip.compress(content), headers=headers)
+    assert answer.status_code == 415, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert answer.headers["accept-encoding"] == "identity"
+    assert answer.json()["errors"][0]["field"] == "Content-Encoding"
+    assert await count_submissions(engine) == 0
+    with engine.connect() as connection:
+        jobs = connection.execute(select(func.count()).select_from(ImportJobRecord))
+        assert jobs.scalar_one() == 0
