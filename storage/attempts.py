@@ -7,10 +7,11 @@ them to admins; both count the stored submissions, so every process of a deploym
 counts the same.
 
 The report is paginated by keyset over its order (most attempts first, then token and
-scenario): the cursor holds the report's period (``since`` to ``until``, the moment the
-first page was read) and the last pair listed, signed (``storage.cursors``), and the
-next page continues strictly after it over the same period, so attempts made while a
-client pages change no count and no pair is listed twice or skipped.
+scenario id, character by character on every database: ``storage.bytewise``): the
+cursor holds the report's period (``since`` to ``until``, the moment the first page was
+read) and the last pair listed, signed (``storage.cursors``), and the next page
+continues strictly after it over the same period, so attempts made while a client pages
+change no count and no pair is listed twice or skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqlalchemy import Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from storage.bytewise import bytewise
 from storage.canonical import iso_utc
 from storage.cursors import CursorCodec
 from storage.database import Database, hold_named_lock
@@ -194,7 +196,7 @@ class AttemptReads:
                 submission.c.created_at <= until,
             )
             .group_by(by_token, token.c.name, token.c.role, by_scenario)
-            .order_by(attempts.desc(), by_token, by_scenario)
+            .order_by(attempts.desc(), bytewise(by_token), bytewise(by_scenario))
             .limit(size + 1)
         )
         if after is not None:
@@ -204,8 +206,11 @@ class AttemptReads:
                     and_(
                         count == after.attempts,
                         or_(
-                            by_token > after.token_id,
-                            and_(by_token == after.token_id, by_scenario > after.scenario_id),
+                            bytewise(by_token) > after.token_id,
+                            and_(
+                                by_token == after.token_id,
+                                bytewise(by_scenario) > after.scenario_id,
+                            ),
                         ),
                     ),
                 )

@@ -24,6 +24,7 @@ from sqlmodel import col
 
 from judge.masking import mask_passwords
 from storage.audit import grading_digests
+from storage.bytewise import bytewise
 from storage.database import Database
 from storage.tables import GradingRecord
 from storage.verdicts import leased
@@ -63,7 +64,7 @@ class PendingJudgeRepository:
             select(spec, live, func.count())
             .where(col(GradingRecord.status) == "pending")
             .group_by(spec, live)
-            .order_by(spec)
+            .order_by(bytewise(spec))
         )
         rows = await self._db.run_read(lambda session: session.execute(query).all())
         return [

@@ -17,6 +17,7 @@ from sqlmodel import col
 
 from api.adjudication.superseded import refuse_superseded
 from judge.review_reasons import ReviewReason, by_priority, hold_explanation
+from storage.bytewise import bytewise_contains
 from storage.canonical import iso_utc
 from storage.claims import graded_ground_truth
 from storage.cursors import CursorCodec
@@ -79,8 +80,8 @@ class ReviewState:
 @dataclass(frozen=True)
 class QueueFilter:
     """Which of the queued items to keep; None keeps all. ``assigned_to`` is a token id,
-    ``judge`` a part of the grading judge's ``backend:model``, ``reason`` a review
-    reason."""
+    ``judge`` a part of the grading judge's ``backend:model`` (case-sensitive), ``reason``
+    a review reason."""
 
     agent: str | None = None
     scenario_id: str | None = None
@@ -273,7 +274,7 @@ class ReviewQueries:
         not done (a held pass stays until a verdict releases it), not held by another
         adjudicator's valid claim; ``assigned_to`` (a token id) keeps the items assigned
         to that adjudicator, ``model`` those of the agent's model, ``judge`` those whose
-        ``backend:model`` holds it, ``provisional`` those provisional or not."""
+        ``backend:model`` holds it as written, ``provisional`` those provisional or not."""
         now = self._db.clock()
         query = (
             query.select_from(GradingRecord)
@@ -307,7 +308,7 @@ class ReviewQueries:
             query = query.where(col(SubmissionRecord.model) == f.model)
         if f.judge is not None:
             named = col(GradingRecord.judge_backend) + ":" + col(GradingRecord.judge_model)
-            query = query.where(named.contains(f.judge, autoescape=True))
+            query = query.where(bytewise_contains(named, f.judge))
         if f.provisional is not None:
             query = query.where(col(GradingRecord.provisional).is_(f.provisional))
         return query

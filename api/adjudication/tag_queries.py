@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from api.adjudication.superseded import refuse_superseded
+from storage.bytewise import bytewise
 from storage.database import Database
 from storage.errors import Conflict, InvalidReview, NotFound
 from storage.review_tables import FailureTagRecord, TagVocabularyRecord
@@ -78,13 +79,13 @@ class TagQueries:
         return await self._db.run(work)
 
     async def vocabulary(self) -> list[TagVocabularyRecord]:
-        """The tags adjudicators may use, alphabetically."""
+        """The tags adjudicators may use, in code point order (``storage.bytewise``)."""
         return await self._db.run_read(self.read_vocabulary)
 
     @staticmethod
     def read_vocabulary(session: Session) -> list[TagVocabularyRecord]:
         """``vocabulary`` in the caller's ``session``."""
-        query = select(TagVocabularyRecord).order_by(col(TagVocabularyRecord.tag))
+        query = select(TagVocabularyRecord).order_by(bytewise(col(TagVocabularyRecord.tag)))
         return list(session.execute(query).scalars())
 
     async def add(

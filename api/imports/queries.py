@@ -47,6 +47,7 @@ from api.imports.rows import (
 from api.imports.sregym import SregymAttempt, kept_cells
 from judge.families import shared_family
 from judge.rubric import Rubric
+from storage.bytewise import bytewise
 from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
 from storage.database import AuditBatch, Database, hold_named_lock
@@ -196,7 +197,8 @@ class ImportQueries:
             return "problem_id"  # the problem's ground truth is another
         o = SregymOriginalRowRecord
         query = select(o).where(col(o.submission_id) == known.id)
-        original = session.execute(query.order_by(col(o.path), col(o.line)).limit(1)).scalar()
+        first = query.order_by(bytewise(col(o.path)), col(o.line)).limit(1)
+        original = session.execute(first).scalar()
         if original is None:
             return None
         # compared redacted, as the attempt's cells are (a row kept by a version that did

@@ -1,6 +1,7 @@
 """Reading imported SREGym rows back, each with the grading an export shows for it.
 
-Rows come in the order of the results folder (file path, then line), in batches, from
+Rows come in the order of the results folder (file path, character by character as
+``storage.bytewise`` orders it on every database, then line), in batches, from
 one snapshot. The submission filters of a :class:`ReportFilter` (agent, model, scenario,
 run, ground-truth source, scenario set) select rows; its grading filters (rubric, judge,
 dates, current only) select the grading shown: the newest grading of the attempt in the
@@ -32,6 +33,7 @@ from api.reports.export_reads import (
 )
 from api.reports.filters import ReportFilter, filtered, joined, submission_filtered
 from judge.rubric import Rubric
+from storage.bytewise import bytewise
 from storage.database import Database, HeldRead
 from storage.imports.tables import SregymOriginalRowRecord
 from storage.tables import GradingRecord, SubmissionRecord
@@ -96,7 +98,7 @@ def _heading(
     query = select(col(o.columns)).join(
         SubmissionRecord, col(SubmissionRecord.id) == col(o.submission_id)
     )
-    query = submission_filtered(query, filters).order_by(col(o.path), col(o.line))
+    query = submission_filtered(query, filters).order_by(bytewise(col(o.path)), col(o.line))
     seen: dict[str, None] = {}
     for columns in session.execute(query).scalars():
         for column in columns:
@@ -132,12 +134,13 @@ def _batch(
         path, line, last = after
         query = query.where(
             or_(
-                col(o.path) > path,
+                bytewise(col(o.path)) > path,
                 and_(col(o.path) == path, col(o.line) > line),
                 and_(col(o.path) == path, col(o.line) == line, col(o.submission_id) > last),
             )
         )
-    query = query.order_by(col(o.path), col(o.line), col(o.submission_id)).limit(batch)
+    order = (bytewise(col(o.path)), col(o.line), col(o.submission_id))
+    query = query.order_by(*order).limit(batch)
     pairs = [(row[0], row[1]) for row in session.execute(query)]
     if not pairs:
         return [], None

@@ -1,6 +1,7 @@
 """Reading scenarios: a filtered page of them, and the versions of one.
 
-Pages are ordered by id and paginated by keyset: the cursor holds the last id, signed
+Pages are ordered by id, character by character (``storage.bytewise``: ``A`` before
+``a``, on every database), and paginated by keyset: the cursor holds the last id, signed
 (``storage.cursors``), and the next page continues strictly after it, so scenarios
 added between pages never shift or duplicate rows of later pages.
 """
@@ -10,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from storage.bytewise import bytewise, bytewise_starts_with
 from storage.cursors import CursorCodec
 from storage.database import Database
 from storage.errors import InvalidCursor, NotFound
@@ -37,10 +39,6 @@ class ScenarioFilter:
     id_prefix: str | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
-
-
-def _escaped(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 class ScenarioQueries:
@@ -67,20 +65,14 @@ class ScenarioQueries:
         if filters.scenario_set is not None:
             query = query.where(col(s.scenario_set) == filters.scenario_set)
         if filters.id_prefix:
-            prefix = filters.id_prefix
-            # LIKE narrows (by the index where the engine can); SQLite's folds ASCII case,
-            # so the first characters must also be the prefix exactly: ids are case-sensitive
-            query = query.where(
-                col(s.id).like(_escaped(prefix), escape="\\"),
-                func.substr(col(s.id), 1, len(prefix)) == prefix,
-            )
+            query = query.where(bytewise_starts_with(col(s.id), filters.id_prefix))
         if filters.created_after is not None:
             query = query.where(col(s.created_at) >= filters.created_after)
         if filters.created_before is not None:
             query = query.where(col(s.created_at) < filters.created_before)
         if after is not None:
-            query = query.where(col(s.id) > self._after(after))
-        query = query.order_by(col(s.id)).limit(limit + 1)
+            query = query.where(bytewise(col(s.id)) > self._after(after))
+        query = query.order_by(bytewise(col(s.id))).limit(limit + 1)
         rows = await self._db.run_read(lambda session: list(session.execute(query).scalars()))
         more = len(rows) > limit
         rows = rows[:limit]

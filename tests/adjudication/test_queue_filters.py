@@ -79,3 +79,24 @@ async def test_an_unknown_provisional_value_is_refused_not_read_as_false(
             assert "provisional must be true or false" in page.text
         walk = await c.get("/queue/next?q.provisional=maybe")
         assert walk.status_code == 422 and "q.provisional" in walk.text
+
+
+@pytest.mark.postgres
+async def test_the_judge_filter_matches_the_judge_as_written_on_every_database(
+    api_client: Any, tokens: Any
+) -> None:
+    """``/queue?judge=`` finds items whose judge holds the text as written: ``SCRIPTED``
+    finds none of the ``scripted`` judge's, on SQLite as on PostgreSQL, as the gradings
+    list's ``judge`` filter does."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(QUEUED)) as c:
+        target = await _submit(c, agent, DIAGNOSIS, "m")
+        await sign_in(c, ada)
+        exact = (await c.get("/queue?judge=scripted")).text
+        other_case = (await c.get("/queue?judge=SCRIPTED")).text
+        walk = await c.get("/queue/next?q.judge=SCRIPTED", follow_redirects=False)
+        listed = (await c.get("/gradings?judge=SCRIPTED:pass")).text
+    assert target in exact
+    assert target not in other_case
+    assert target not in walk.headers.get("location", "")
+    assert target not in listed

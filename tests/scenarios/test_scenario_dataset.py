@@ -5,16 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import yaml
 from sqlalchemy import select
 from sqlmodel import col
 
-from storage import AuditRecord, Store
+from api.scenarios.queries import ScenarioFilter, ScenarioQueries
+from storage import AuditRecord, Store, make_engine
+from storage.keys import ServiceKey
+from storage.migrate import migrate_to
 from storage.scenarios import ScenarioSpec
+from tests.conftest import POSTGRES_ADMIN_URL, _postgres_url
 from tests.storage.helpers import new_submission, submit
 from tests.support.lock_waits import race_at_audit
 
@@ -306,6 +315,60 @@ async def test_an_id_prefix_matches_ids_literally_and_in_their_case(
         "HOTEL/": ["HOTEL/other"], "hotel/": ["hotel/user-port"], "hotel_": ["hotel_x/y"],
         "Hotel": [],
     }  # fmt: skip
+
+
+#: valid scenario ids whose code point order and an English collation's order differ
+ORDER_IDS = ["A", "B", "a", "b", "a_b", "aB", "a-b", "a.b", "a/b", "a1", "hotel/A", "hotel/a"]
+
+
+@contextmanager
+def _english_database(db_backend: str, tmp_path: Path) -> Iterator[str]:
+    """A database of its own: a SQLite file, or on PostgreSQL one whose collation is
+    English (ICU ``en-US``, as a cluster made with an English locale has), not ``C``."""
+    if db_backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'order.db'}"
+        return
+    name = f"srejudge_test_{secrets.token_hex(6)}"
+    try:
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(
+                f'CREATE DATABASE "{name}" TEMPLATE template0 '
+                "LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+            )
+    except psycopg.Error as exc:  # a server without ICU
+        pytest.skip(f"no PostgreSQL database with an en-US collation: {exc}")
+    try:
+        yield _postgres_url(name)
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def test_the_list_is_in_code_point_order_whatever_the_database_collation(
+    db_backend: str, tmp_path: Path, service_key: ServiceKey
+) -> None:
+    """Scenarios are listed, page after page, in the order of their ids' code points
+    (``A`` before ``a``, ``aB`` before ``a_b``) on SQLite and on a PostgreSQL database
+    whose collation is English alike."""
+    with _english_database(db_backend, tmp_path) as url:
+        engine = make_engine(url)
+        try:
+            migrate_to(engine)
+            store = Store(engine, key=service_key)
+            for scenario_id in reversed(ORDER_IDS):
+                spec = ScenarioSpec(id=scenario_id, ground_truth=f"truth of {scenario_id}")
+                await store.scenarios.create(spec, actor="admin")
+            queries = ScenarioQueries(store.db)
+            seen: list[str] = []
+            cursor: str | None = None
+            while True:  # pages of three, as a client pages
+                rows, cursor = await queries.page(ScenarioFilter(), after=cursor, limit=3)
+                seen += [r.id for r in rows]
+                if cursor is None:
+                    break
+        finally:
+            engine.dispose()
+    assert seen == sorted(ORDER_IDS)
 
 
 async def test_an_update_needs_the_current_etag_and_makes_a_version(
