@@ -81,10 +81,12 @@ else:
 
 
 class Instant(_ParamType):
-    """A time as the API takes one: ISO 8601 / RFC 3339 (``2026-01-31``,
-    ``2026-01-31T12:00:00Z``, an offset, fractions of a second), UTC without a zone;
-    converted to an aware UTC datetime kept within the stored years, as the API keeps a
-    filter's bounds (:func:`~api.service.request_types.bounded_date`)."""
+    """A time as the API takes one, read by the API's parser
+    (:func:`~api.service.request_types.parse_datetime_text`): ISO 8601 / RFC 3339
+    (``2026-01-31``, ``2026-01-31T12:00:00Z``, an offset, fractions of a second, a leap
+    second), UTC without a zone; converted to an aware UTC datetime kept within the stored
+    years, as the API keeps a filter's bounds
+    (:func:`~api.service.request_types.bounded_date`)."""
 
     name = "time"
 
@@ -93,12 +95,12 @@ class Instant(_ParamType):
     ) -> datetime:
         """The aware UTC datetime ``value`` names; a usage error saying the form if none."""
         # here: loading the command line loads no database stack
-        from api.service.request_types import bounded_date
+        from api.service.request_types import bounded_date, parse_datetime_text
 
         if isinstance(value, datetime):
             return bounded_date(value)
         try:
-            parsed = datetime.fromisoformat(str(value).strip())
+            parsed = parse_datetime_text(str(value).strip())
         except ValueError:
             self.fail(
                 f"{value!r} is not an ISO 8601 time (e.g. 2026-01-31 or 2026-01-31T12:00:00Z)",

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote_plus
 
 from litestar import Request
 
 from api.http.problems import ApiProblem
-from api.service.request_types import bounded_date
+from api.service.request_types import bounded_date, parse_datetime_text
 from judge.inputs import RepeatedKey, load_json
 from storage.storable import (
     MAX_INT32,
@@ -88,7 +87,7 @@ def _refuse(field: str, message: str, status: int = 422) -> ApiProblem:
 
 def _check_date(name: str, value: str) -> None:
     try:
-        datetime.fromisoformat(value)
+        parse_datetime_text(value)
     except ValueError:
         raise _refuse(name, "must be an ISO 8601 date-time") from None
 
@@ -98,12 +97,13 @@ def _bounded_part(part: bytes) -> bytes:
     if not sep or not _DATE_PARAM.search(unquote_plus(name.decode("latin-1"))):
         return part
     try:
-        when = datetime.fromisoformat(unquote_plus(value.decode("utf-8")))
+        when = parse_datetime_text(unquote_plus(value.decode("utf-8")))
     except ValueError:
         return part  # the guard answers 422 naming it
     # always written again, in full: a date without offset is UTC (the routes' parser
-    # refuses to compare it with stored times), and a compact ISO date (20240101),
-    # which the routes' parser would read as seconds since 1970, is the date it writes
+    # refuses to compare it with stored times), a compact ISO date (20240101), which the
+    # routes' parser would read as seconds since 1970, is the date it writes, and any
+    # RFC 3339 form the routes' parser refuses (a lower-case z, a leap second) as read
     return name + b"=" + quote(bounded_date(when).isoformat()).encode()
 
 

@@ -35,6 +35,7 @@ from pydantic import (
 
 from api.imports.problems import ImportProblem
 from api.service.errors import body_path
+from api.service.request_types import DatetimeText
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, RepeatedKey, check_text, load_json
 from judge.trace import check_trace
@@ -63,24 +64,11 @@ class JsonlSubmission(BaseModel):
     model: StrictStr | None = Field(default=None, max_length=200)
     run_id: StrictStr | None = Field(default=None, max_length=200)
     attempt: StrictInt | None = Field(default=None, ge=0, le=MAX_INT32)
-    created_at: datetime | None = None
+    #: ISO 8601 text, read as the API reads a date-time (a number is refused)
+    created_at: DatetimeText | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: the agent's trace, as a submission carries it: a list of steps or text
     trace: StrictStr | list[dict[str, Any]] | None = None
-
-    @field_validator("created_at", mode="before")
-    @classmethod
-    def _iso_text(cls, value: Any) -> Any:
-        """An ISO 8601 date-time as text: a compact date (``20240101``) is that date, and
-        a number is refused, never read as seconds since 1970."""
-        if value is None or isinstance(value, datetime):
-            return value
-        if not isinstance(value, str):
-            raise ValueError("must be an ISO 8601 date-time as text, not a number")
-        try:
-            return datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError("must be an ISO 8601 date-time") from None
 
     @field_validator("created_at")
     @classmethod

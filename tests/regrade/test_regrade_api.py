@@ -280,6 +280,28 @@ async def test_invalid_requests_get_422_naming_the_field(
     assert any(field in e["field"] for e in reply.json()["errors"]), reply.json()
 
 
+async def test_a_compact_date_in_a_filter_is_that_date_never_seconds_since_1970(
+    api_client: ClientFactory, tokens: Callable[..., Any]
+) -> None:
+    """A filter's ``created_after`` in ISO 8601's compact form is that date: with an offset
+    (``29990101T000000Z``) it selects nothing yet, and without one (``29990101``) it is
+    refused naming the field like any bound without an offset; never read as seconds since
+    1970, which would select the whole history for a regrade."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        await graded(client, admin)
+
+        async def dry_run(after: str) -> Any:
+            body = {"judge": NEW_JUDGE, "dry_run": True, "filter": {"created_after": after}}
+            return await client.post("/v1/regrade-jobs", json=body, headers=admin)
+
+        zoned, bare = await dry_run("29990101T000000Z"), await dry_run("29990101")
+    assert zoned.status_code in (200, 201), zoned.text
+    assert zoned.json()["total"] == 0, zoned.json()
+    assert bare.status_code == 422, bare.text
+    assert [e["field"] for e in bare.json()["errors"]] == ["filter.created_after"]
+
+
 @pytest.mark.parametrize("dry_run", [True, False])
 async def test_an_empty_target_rubric_is_refused_not_read_as_the_services_default(
     api_client: ClientFactory, tokens: Callable[..., Any], dry_run: bool

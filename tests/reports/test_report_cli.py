@@ -353,3 +353,16 @@ async def test_report_times_take_what_the_api_takes(database_url: str, engine: E
         "--format", "json",
     )  # fmt: skip
     assert edges.returncode == 0 and json.loads(edges.stdout)["overall"]["n"] == 54, edges.stderr
+
+
+@pytest.mark.parametrize("value", ["2024-01-01T00:00:00z", "2016-12-31T23:59:60Z"])
+def test_report_times_take_every_rfc3339_form(
+    database_url: str, engine: Engine, value: str
+) -> None:
+    """``--created-after`` takes every RFC 3339 date-time the API takes: a lower-case
+    ``z``, a leap second."""
+    session_key()  # the service key the command is run with (made on first use)
+    done = run_cli(
+        database_url, "report", "pass-rates", "--created-after", value, "--format", "json"
+    )
+    assert done.returncode == 0, done.stderr

@@ -34,6 +34,26 @@ async def test_a_bad_expiry_is_refused_and_nothing_is_stored(
     assert after == before
 
 
+async def test_an_expiry_given_as_digits_is_refused_never_read_as_seconds_since_1970(
+    api_client: Any, tokens: Any
+) -> None:
+    """``expires_at: "4102444800"`` is no ISO 8601 date-time: 422 naming ``expires_at``,
+    never a token expiring at that many seconds after 1970."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        answer = await client.post(
+            "/v1/tokens",
+            json={"name": "digits", "role": "submitter", "expires_at": "4102444800"},
+            headers=admin,
+        )
+        listed = (await client.get("/v1/tokens", headers=admin)).json()
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["errors"] == [
+        {"field": "expires_at", "message": "Value error, must be an ISO 8601 date-time"}
+    ]
+    assert not any(token["name"] == "digits" for token in listed)  # nothing stored
+
+
 async def test_a_new_token_is_shown_once_and_works(api_client: Any, tokens: Any) -> None:
     admin = await tokens("admin")
     expiry = (datetime.now(UTC) + timedelta(days=1)).isoformat()

@@ -160,6 +160,30 @@ async def test_a_date_without_offset_is_utc_and_a_compact_one_is_no_epoch(
         assert since.json()["since"].startswith("2024-01-01")
 
 
+@pytest.mark.parametrize(
+    ("value", "since"),
+    [
+        ("2024-01-01T00:00:00z", "2024-01-01T00:00:00Z"),  # a lower-case z
+        ("2024-01-01t12:00:00Z", "2024-01-01T12:00:00Z"),  # a lower-case t
+        ("2016-12-31T23:59:60Z", "2017-01-01T00:00:00Z"),  # a leap second
+    ],
+)
+async def test_every_rfc3339_date_time_is_taken_as_a_filter_bound(
+    api_client: Any, tokens: Any, value: str, since: str
+) -> None:
+    """A filter bound takes any RFC 3339 date-time: ``t`` and ``z`` in either case, and a
+    leap second, read as the next minute's first second."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        listed = await client.get("/v1/gradings", params={"created_after": value}, headers=admin)
+        counted = await client.get(
+            "/v1/stats/attempts", params={"created_after": value}, headers=admin
+        )
+    assert listed.status_code == 200, listed.text
+    assert counted.status_code == 200, counted.text
+    assert counted.json()["since"] == since
+
+
 async def test_a_comparison_takes_edge_dates_in_either_arm(api_client: Any, tokens: Any) -> None:
     admin = await tokens("admin")
     async with api_client() as client:
