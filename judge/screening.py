@@ -104,9 +104,11 @@ def overruled_yes(result: GradingResult) -> list[str]:
     return [a.question_id for a in result.answers if a.judge_answer and not a.answer]
 
 
-def screen(diagnosis: str) -> Screening:
-    """Redact credentials and look for injection markers in ``diagnosis``."""
-    redacted = redact(diagnosis)
+def screen(diagnosis: str, *, known: Mapping[str, str] | None = None) -> Screening:
+    """Redact credentials and look for injection markers in ``diagnosis``; ``known``:
+    values found elsewhere in the submission (its trace), redacted here too
+    (``judge.secrets.redact``)."""
+    redacted = redact(diagnosis, known=known)
     reasons: list[str] = []
     notes: list[str] = []
     kinds = redacted_kinds(redacted.text)

@@ -12,15 +12,17 @@ config-file mode (``DB_PASSWORD: hunter2``, ``password=hunter2``), because agent
 The regexes cover what detect-secrets misses; each captures the secret in group 1:
 URLs with an empty user, quoted values with spaces (after a key, quoted or not, or in
 prose), passwords in JSON inside a JSON string (``{\\"password\\": \\"x\\"}``), bearer
-tokens, ``*_TOKEN=`` assignments, bare OpenAI keys (``sk-...``, ``sk-proj-...``:
-detect-secrets knows only the old ``T3BlbkFJ`` form), ``Authorization: Basic <base64>``
-headers, passwords written in prose ("the password is hunter2"), which count only when
-the value looks like one (a digit or a symbol in it, or quoted), so "the password is
-rejected" stays, an AWS secret access key after the word "secret", passwords on command
-lines (``mysql -pX``, ``redis-cli -a X``, ``--password=X``) and cookies (``Cookie:``
-headers, ``curl --cookie``). :data:`ENV_ENTRY` finds the value of a pod's env entry
-named like a credential (``- name: DB_PASSWORD`` / ``value: hunter22``), which spans two
-lines and so is matched over the whole text.
+tokens, ``*_TOKEN=`` assignments (also inside a JSON string), bare OpenAI keys
+(``sk-...``, ``sk-proj-...``: detect-secrets knows only the old ``T3BlbkFJ`` form),
+``Authorization: Basic <base64>`` headers, passwords written in prose ("the password is
+hunter2"), which count only when the value looks like one (a digit or a symbol in it,
+or quoted), so "the password is rejected" stays, an AWS secret access key after the
+word "secret", passwords on command lines (``mysql -pX``, ``redis-cli -a X``,
+``--password=X``; a quoted one whole) and cookies (``Cookie:`` headers, also as a JSON
+or Python key, ``curl --cookie``). :data:`ENV_ENTRY` finds the value of a pod's env
+entry named like a credential (``- name: DB_PASSWORD`` / ``value: hunter22``, also as
+JSON inside a JSON string), which spans two lines and so is matched over the whole
+text. Every value ends at an escaped line break (:func:`cut_at_escaped_break`).
 """
 
 from __future__ import annotations
@@ -59,7 +61,18 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-__all__ = ["ENV_ENTRY", "PLUGINS", "SecretPlugin", "kind_of"]
+__all__ = ["ENV_ENTRY", "PLUGINS", "SecretPlugin", "cut_at_escaped_break", "kind_of"]
+
+#: a line break or a tab written as an escape (``\n``, ``\r\n``, ``\t``), as a tool's
+#: output quoted in a JSON string shows it: it ends a value as the character itself
+#: would (not an escaped backslash before an ``n``: ``C:\\new``)
+_ESCAPED_BREAK = re.compile(r"(?:(?<!\\)\\[nrt])+")
+
+
+def cut_at_escaped_break(value: str) -> str:
+    """``value`` up to its first escaped line break or tab: ``hunter22\\nUSER_PORT=9999``
+    is the password ``hunter22`` and the next line of the text it was quoted from."""
+    return _ESCAPED_BREAK.split(value, maxsplit=1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +87,10 @@ class SecretPlugin:
     config_mode: bool = False
 
     def values(self, line: str) -> Iterator[str]:
-        """The values a detect-secrets detector reports in ``line`` (high-entropy ones
-        only above the detector's entropy limit); a regex is matched by the caller."""
+        """The values a detect-secrets detector reports in ``line``, each to its first
+        escaped line break (:func:`cut_at_escaped_break`); a high-entropy string is read
+        as the lines it quotes, each reported only above the detector's entropy limit. A
+        regex is matched by the caller."""
         detector = self.detector
         if isinstance(detector, re.Pattern):
             raise TypeError(f"{self.kind}: a regex, not a detect-secrets detector")
@@ -84,11 +99,12 @@ class SecretPlugin:
         else:
             values = detector.analyze_string(line)
         for value in values:
-            if isinstance(detector, HighEntropyStringsPlugin) and (
-                detector.calculate_shannon_entropy(value) <= detector.entropy_limit
-            ):
+            if not isinstance(detector, HighEntropyStringsPlugin):
+                yield cut_at_escaped_break(value)
                 continue
-            yield value
+            for piece in _ESCAPED_BREAK.split(value):
+                if detector.calculate_shannon_entropy(piece) > detector.entropy_limit:
+                    yield piece
 
 
 def kind_of(secret_type: str) -> str:
@@ -135,6 +151,8 @@ _PROSE_PASSWORD = (
 )
 #: a quoted value, whole (spaces and all): group 1 between the quotes
 _QUOTED = r"[\"']((?<=\")[^\"\n]{4,200}(?=\")|(?<=')[^'\n]{4,200}(?='))"
+#: a command-line argument: quoted, whole (spaces and all), or one word
+_ARGUMENT = r"(?:" + _QUOTED + r"|['\"]?([^\s'\"]+))"
 #: what detect-secrets misses; group 1 is the secret
 _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a URL whose user is empty: redis://:password@host (BasicAuthDetector needs a user)
@@ -182,7 +200,7 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "token",
         re.compile(
-            r"(?i)\b[\w.-]*(?:token|client[_-]?secret)[\w.-]*[\"']?\s*[:=]\s*[\"']?"
+            r"(?i)\b[\w.-]*(?:token|client[_-]?secret)[\w.-]*\\?[\"']?\s*[:=]\s*\\?[\"']?"
             r"((?=[A-Za-z0-9._~+/=-]*\d)(?=[A-Za-z0-9._~+/=-]*[A-Za-z])[A-Za-z0-9._~+/=-]{12,})"
         ),
     ),
@@ -230,25 +248,27 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
     ),
-    # mysql -uroot -pS3cret (the password attached to -p; -P is the port)
+    # mysql -uroot -pS3cret, -p"a b" (the password attached to -p; -P is the port)
     (
         "command-line-password",
+        re.compile(r"(?i:\bmysql(?:dump|admin|import|sh|slap|check)?)\b[^\n|;&]*?\s-p" + _ARGUMENT),
+    ),
+    # redis-cli -a S3cret / --pass 'a b'
+    (
+        "command-line-password",
+        re.compile(r"(?i)\bredis-cli\b[^\n|;&]*?\s(?:-a|--pass)\s+" + _ARGUMENT),
+    ),
+    # --password=S3cret / --password "a b", for any command
+    ("command-line-password", re.compile(r"(?i)(?<![\w-])--password[=\s]+" + _ARGUMENT)),
+    # Cookie: session=...; other=... (every cookie of the header: any may be a session),
+    # also as a JSON or Python key ({"Cookie": "session=..."}), escaped or not
+    (
+        "cookie",
         re.compile(
-            r"(?i:\bmysql(?:dump|admin|import|sh|slap|check)?)\b[^\n|;&]*?\s-p['\"]?([^\s'\"]+)"
+            r"(?i)\b(?:set-)?cookie\\?[\"']?\s*:\s*\\?[\"']?"
+            r"([^\s\"'\\][^\n\"']*?)(?=\s*(?:\\?[\"']|$))"
         ),
     ),
-    # redis-cli -a S3cret / --pass S3cret
-    (
-        "command-line-password",
-        re.compile(r"(?i)\bredis-cli\b[^\n|;&]*?\s(?:-a|--pass)\s+['\"]?([^\s'\"]+)"),
-    ),
-    # --password=S3cret / --password S3cret, for any command
-    (
-        "command-line-password",
-        re.compile(r"(?i)(?<![\w-])--password[=\s]+(?:" + _QUOTED + r"|([^\s'\"]+))"),
-    ),
-    # Cookie: session=...; other=... (every cookie of the header: any may be a session)
-    ("cookie", re.compile(r"(?i)\b(?:set-)?cookie\s*:\s*([^\s\"'][^\n\"']*?)(?=\s*(?:[\"']|$))")),
     # curl --cookie 'session=...' / -b 'session=...'
     ("cookie", re.compile(r"(?<![\w-])(?:--cookie|-b)\s+['\"]?([\w.-]+=[^\s'\"]+)")),
 )
@@ -258,22 +278,22 @@ _REGEXES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _CREDENTIAL_NAME = (
     r"[\w.-]*?(?:password|passwd|pwd|token|secret|api[_-]?key)(?:[_-]?(?:access[_-]?)?key)?s?"
 )
-#: a YAML or JSON value: double-quoted, single-quoted, or plain (to a comment, a comma, a
-#: closing bracket or the end of the line)
+#: a YAML or JSON value: double-quoted (quotes escaped too, inside a JSON string),
+#: single-quoted, or plain (to a comment, a comma, a closing bracket or the end of the line)
 _ENTRY_VALUE = (
-    r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'"
+    r"(?:\\\"([^\"\\\n]{4,200})\\\"|\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'"
     r"|([^\s\"'#,{}\[\]][^\n,{}\]]*?)(?=[ \t]*(?:[,}\]]|\s#|$)))"
 )
 #: a Kubernetes env entry named like a credential: ``- name: DB_PASSWORD`` with ``value:
-#: hunter22`` on the next line, or ``{"name": "DB_PASSWORD", "value": "hunter22"}``. The
-#: value may be on another line than the name, so this runs over the whole text, not
-#: line by line; the secret is in group 1, 2 or 3
+#: hunter22`` on the next line, or ``{"name": "DB_PASSWORD", "value": "hunter22"}`` (also
+#: inside a JSON string: ``{\"name\": ...}``). The value may be on another line than the
+#: name, so this runs over the whole text, not line by line; the secret is in group 1 to 4
 ENV_ENTRY: tuple[str, re.Pattern[str]] = (
     "secret-keyword",
     re.compile(
-        r"(?i)(?<![\w-])[\"']?name[\"']?[ \t]*:[ \t]*[\"']?"  # - name: / {"name": "
-        f"{_CREDENTIAL_NAME}[\"']?(?![\\w.-])"  # DB_PASSWORD", then at most one line break
-        r"[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?[\"']?value[\"']?[ \t]*:[ \t]*"
+        r"(?i)(?<![\w-])\\?[\"']?name\\?[\"']?[ \t]*:[ \t]*\\?[\"']?"  # - name: / {"name": "
+        f"{_CREDENTIAL_NAME}\\\\?[\"']?(?![\\w.-])"  # DB_PASSWORD", then at most one line break
+        r"[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?\\?[\"']?value\\?[\"']?[ \t]*:[ \t]*"
         f"{_ENTRY_VALUE}",
         re.MULTILINE,
     ),

@@ -14,18 +14,22 @@ mode, which accepts unquoted values such as ``DB_PASSWORD: hunter2``. A few rege
 what it misses: URLs with an empty user (``redis://:pw@host``), bearer tokens, and
 ``*_TOKEN=`` assignments; one reads a pod's env entries (``- name: DB_PASSWORD`` with
 its ``value:`` on the next line) over the whole text. A private key is redacted from its
-BEGIN line to its END line. A value found is also redacted where else it stands as a
-whole token (never inside ``postgresql`` for ``postgres``). What names a Kubernetes
-object rather than a credential (``secretName:``, ``secretRef``, ``secretKeyRef``,
-``existingSecret``) and what says where a credential comes from (``${DB_PASSWORD}``,
-``$(openssl rand -hex 16)``) is left alone. Text whose NFKC form reveals a credential
-hidden behind look-alike or invisible characters is stored normalized.
+BEGIN line to its END line. A value ends at an escaped line break or tab (``\\n``,
+``\\t``: a tool's output quoted in a JSON string) and goes on past an escaped quote to
+the quote that closes it (``"p\\"w"``). A value found is also redacted where else it
+stands as a whole token (never inside ``postgresql`` for ``postgres``), and, passed as
+``known``, in the other texts of a submission (a trace's steps, its diagnosis). What
+names a Kubernetes object rather than a credential (``secretName:``, ``secretRef``,
+``secretKeyRef``, ``existingSecret``) and what says where a credential comes from
+(``${DB_PASSWORD}``, ``$(openssl rand -hex 16)``) is left alone. Text whose NFKC form
+reveals a credential hidden behind look-alike or invisible characters is stored
+normalized.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +38,15 @@ from judge.prompt import normalize_untrusted
 if TYPE_CHECKING:  # detect-secrets is imported at the first line that needs its detectors
     from judge.secret_plugins import SecretPlugin
 
-__all__ = ["REDACTION_MARKER", "Finding", "Redacted", "has_redactions", "redact", "redacted_kinds"]
+__all__ = [
+    "REDACTION_MARKER",
+    "Finding",
+    "Redacted",
+    "has_redactions",
+    "redact",
+    "redacted_kinds",
+    "sweepable",
+]
 
 #: what a redacted value is replaced with; the kind names the detector
 REDACTION_MARKER = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
@@ -63,6 +75,8 @@ _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 #: ``postgres.default.svc``)
 _SWEEP_AROUND = (r"(?<![\w-])(?<![\w-]\.)", r"(?![\w-])(?!\.[\w-])")
 _KEY_BEFORE = re.compile(r"([\w.-]+)\W*$")
+#: the rest of a quoted value after an escaped quote in it, up to the quote closing it
+_QUOTED_REST = {quote: re.compile(rf"(?:[^{quote}\\\n]|\\.)*(?={quote})") for quote in "\"'"}
 #: a text's pieces between blanks, and the blanks: each normalizes as it does in the text
 _PIECES = re.compile(r"\s+|\S+")
 #: long lines are scanned in overlapping windows cut at white space: some detectors
@@ -165,6 +179,13 @@ class Redacted:
             return self.text
         return "".join(parts)
 
+    def values_in(self, original: str) -> dict[str, str]:
+        """The values found in ``original`` (the text redacted) that are redacted wherever
+        else they stand, with their kinds: what :func:`redact` takes as ``known`` to
+        redact them in other texts (the other steps of a trace). Kept in memory only."""
+        text = normalize_untrusted(original) if self.normalized else original
+        return sweepable((text[f.start : f.end], f.kind) for f in self.findings)
+
 
 def has_redactions(text: str) -> bool:
     """Whether ``text`` carries a redaction marker (it was redacted at ingestion)."""
@@ -207,7 +228,7 @@ def _value_span(plugin: SecretPlugin, line: str, value: str, offset: int) -> tup
         value = re.split(r"[\s;,]", value, maxsplit=1)[0].rstrip(".)")
         if _names_an_object(line, start, config_mode=plugin.config_mode):
             return None  # secretName: frontend-tls names a Kubernetes object
-        end = start + len(value)
+        end = _past_escaped_quotes(line, start, start + len(value))
     else:
         tail = _TOKEN_TAIL.match(line, start + len(value))
         end = tail.end() if tail else start + len(value)
@@ -215,6 +236,21 @@ def _value_span(plugin: SecretPlugin, line: str, value: str, offset: int) -> tup
     if len(found) < _MIN_VALUE or _PLACEHOLDER.search(found) or has_redactions(found):
         return None
     return start, end
+
+
+def _past_escaped_quotes(text: str, start: int, end: int) -> int:
+    """The end of a quoted value that a detector cut at an escaped quote in it (``"p\\"w"``
+    read as ``p\\``): the quote that closes the value, where the value ends at a backslash
+    before a quote like the one it opened with; else ``end``."""
+    quote = text[start - 1] if start > 0 else ""
+    if (
+        quote not in ("'", '"')
+        or not text.endswith("\\", start, end)
+        or text[end : end + 1] != quote
+    ):
+        return end
+    rest = _QUOTED_REST[quote].match(text, end + 1)
+    return end if rest is None else rest.end()
 
 
 def _detector_spans(plugin: SecretPlugin, line: str) -> Iterator[tuple[int, int]]:
@@ -249,10 +285,22 @@ def _line_spans(line: str) -> Iterator[tuple[str, int, int]]:
                 yield plugin.kind, start, end
             continue
         for match in detector.finditer(line):
-            group = match.lastindex or 1  # the one alternative's group that matched
-            value, start = match.group(group), match.start(group)
-            if _is_value(value) and not _names_an_object(line, start):
-                yield plugin.kind, start, match.end(group)
+            span = _captured(line, match)
+            if span is not None and not _names_an_object(line, span[0]):
+                yield plugin.kind, *span
+
+
+def _captured(text: str, match: re.Match[str]) -> tuple[int, int] | None:
+    """Where a regex's capture (the one alternative's group that matched) stands, to its
+    first escaped line break and past escaped quotes, as detect-secrets' values are read;
+    None where it is no credential (:func:`_is_value`)."""
+    from judge.secret_plugins import cut_at_escaped_break
+
+    group = match.lastindex or 1
+    start = match.start(group)
+    end = start + len(cut_at_escaped_break(match.group(group)))
+    end = _past_escaped_quotes(text, start, end)
+    return (start, end) if _is_value(text[start:end]) else None
 
 
 def _is_value(value: str) -> bool:
@@ -271,9 +319,9 @@ def _entry_spans(text: str) -> Iterator[tuple[int, int, str]]:
 
     kind, pattern = ENV_ENTRY
     for match in pattern.finditer(text):
-        group = match.lastindex or 1
-        if _is_value(match.group(group)):
-            yield match.start(group), match.end(group), kind
+        span = _captured(text, match)
+        if span is not None:
+            yield *span, kind
 
 
 def _windows(line: str) -> Iterator[tuple[int, str]]:
@@ -305,10 +353,12 @@ def is_candidate(text: str) -> bool:
     return bool(_CANDIDATE_RUN.search(text) or CANDIDATE_WORDS.search(fold_for_words(text)))
 
 
-def _scan(text: str) -> list[Finding]:
+def _scan(text: str, known: Mapping[str, str]) -> list[Finding]:
+    """What the detectors find in ``text``, and every whole-token occurrence of a value
+    found or ``known`` (:func:`_sweep`)."""
     spans: list[tuple[int, int, str]] = []
     if not is_candidate(text):  # most diagnoses: no line is one
-        return []
+        return _merge(text, list(_sweep(text, known))) if known else []
     offset = 0
     for line in text.splitlines(keepends=True):
         if not is_candidate(line):
@@ -327,20 +377,32 @@ def _scan(text: str) -> list[Finding]:
                     spans.append((offset + shift + start, offset + shift + end, kind))
         offset += len(line)
     spans.extend(_entry_spans(text))
-    spans.extend(_sweep(text, spans))
+    found = sweepable((text[start:end], kind) for start, end, kind in spans)
+    spans.extend(_sweep(text, {**known, **found}))
     return _merge(text, spans)
 
 
-def _sweep(text: str, spans: list[tuple[int, int, str]]) -> Iterator[tuple[int, int, str]]:
-    """Other occurrences of every long value found (the same key pasted twice), as whole
-    tokens only (:data:`_SWEEP_AROUND`)."""
-    values = {
-        text[s:e]: kind for s, e, kind in spans if e - s >= _SWEEP_VALUE and "\n" not in text[s:e]
+def sweepable(values: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The (value, kind) pairs whose value is redacted wherever else it stands: long
+    enough, on one line (a private key is redacted as its block) and not a marker."""
+    return {
+        value: kind
+        for value, kind in values
+        if len(value) >= _SWEEP_VALUE and "\n" not in value and not has_redactions(value)
     }
+
+
+def _sweep(text: str, values: Mapping[str, str]) -> Iterator[tuple[int, int, str]]:
+    """Other occurrences of every long value found (the same key pasted twice, or in
+    another step of a trace), as whole tokens only (:data:`_SWEEP_AROUND`), never inside
+    a redaction marker already in ``text``."""
+    markers = [m.span() for m in REDACTION_MARKER.finditer(text)]
     before, after = _SWEEP_AROUND
     for value, kind in values.items():
         for match in re.finditer(before + re.escape(value) + after, text):
-            yield match.start(), match.end(), kind
+            start, end = match.span()
+            if not any(start < m_end and m_start < end for m_start, m_end in markers):
+                yield start, end, kind
 
 
 def _merge(text: str, spans: list[tuple[int, int, str]]) -> list[Finding]:
@@ -366,29 +428,36 @@ def _apply(text: str, findings: list[Finding]) -> str:
     return "".join(parts)
 
 
-def redact(text: str) -> Redacted:
+def redact(text: str, *, known: Mapping[str, str] | None = None) -> Redacted:
     """``text`` with every credential replaced by ``[REDACTED:<kind>]``, and what was found.
+
+    ``known``: values found in other texts of the same submission (``Redacted.values_in``
+    of a trace's other steps), with their kinds, redacted here too wherever they stand
+    as whole tokens.
 
     Idempotent: redacting redacted text finds nothing more. Hence a text this process
     returned lately (a diagnosis redacted at intake, now read back by the grader) is
-    returned as it is without a scan.
+    not scanned again: only the ``known`` values are looked for in it.
     """
+    known = known or {}
     if text in _CLEAN:
-        return Redacted(text)
-    result = _redact(text)
+        findings = _merge(text, list(_sweep(text, known))) if known else []
+        result = Redacted(_apply(text, findings), tuple(findings))
+    else:
+        result = _redact(text, known)
     if len(_CLEAN) >= _CLEAN_SIZE:
         _CLEAN.clear()
     _CLEAN[result.text] = None
     return result
 
 
-def _redact(text: str) -> Redacted:
-    findings = _scan(text)
+def _redact(text: str, known: Mapping[str, str]) -> Redacted:
+    findings = _scan(text, known)
     redacted = _apply(text, findings)
     normalized = normalize_untrusted(text)
-    if normalized != text and _scan(normalize_untrusted(redacted)):
+    if normalized != text and _scan(normalize_untrusted(redacted), known):
         # a credential hides behind full-width letters or invisible characters: the
         # judge would read it in clear after normalization, so store the normal form
-        findings = _scan(normalized)
+        findings = _scan(normalized, known)
         return Redacted(_apply(normalized, findings), tuple(findings), normalized=True)
     return Redacted(redacted, tuple(findings))

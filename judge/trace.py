@@ -4,8 +4,9 @@ A trace comes as SREGym records it, a list of steps (each an object such as ``{"
 ..., "input": ..., "output": ...}`` or ``{"role": ..., "content": ...}``; any keys are
 kept), or as free text from other harnesses. It is untrusted text like the diagnosis:
 checked against the same size limit (:func:`check_trace`, the size of its JSON form),
-its credentials redacted wherever they occur, in keys as in values
-(:func:`redact_trace`), never shown as markup, and never shown to a judge.
+its credentials redacted wherever they occur, in keys as in values, in every step and
+in the diagnosis sent with it (:func:`redact_trace`, :func:`screen_submission`), never
+shown as markup, and never shown to a judge.
 
 :func:`trace_check` is the check in code "the evidence the diagnosis cites appears in
 the trace": whether an answer's quote occurs in the trace the way the evidence check
@@ -16,13 +17,15 @@ changes no answer and no verdict.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from judge.errors import InputError
 from judge.evidence import quote_in, searchable
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.prompt import normalize_untrusted
-from judge.secrets import is_candidate, redact
+from judge.screening import Screening, screen
+from judge.secrets import Redacted, is_candidate, redact, sweepable
 
 __all__ = [
     "Trace",
@@ -30,6 +33,8 @@ __all__ = [
     "TraceText",
     "check_trace",
     "redact_trace",
+    "redacted_trace",
+    "screen_submission",
     "step_text",
     "trace_check",
     "trace_text",
@@ -76,29 +81,74 @@ _MARKER = "[REDACTED:{}]"
 _ENTRY_KEYS = ("name", "value")
 
 
-def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value).text
-    if isinstance(value, list):
-        return [_redacted(item) for item in value]
-    if isinstance(value, dict):
-        return _redacted_object(value)
-    return value
+class _Redaction:
+    """One pass over a trace of steps: each text redacted, also of the ``known`` values
+    (``judge.secrets.redact``), and the values found in them collected in ``found``."""
 
+    def __init__(self, known: Mapping[str, str] | None = None) -> None:
+        self._known = known
+        #: the values found, with their kinds (``Redacted.values_in``)
+        self.found: dict[str, str] = {}
 
-def _redacted_object(value: dict[Any, Any]) -> dict[Any, Any]:
-    """An object as its JSON text is redacted: each value read with its key
-    (:func:`_under_key`), an env entry's value with its name, and the keys themselves (a
-    tool that reports per target may key its output by a connection URL), while keys
-    that redact alike stay apart (:func:`_distinct_keys`)."""
-    items = {key: _under_key(key, item) for key, item in value.items()}
-    entry = _entry_keys(value)
-    if entry is not None and _scalar(own := items[entry[1]]):
-        head = '{"name": ' + _json(value[entry[0]]) + ', "value": '
-        if (kind := _keyed(head, own)) is not None:
-            items[entry[1]] = _MARKER.format(kind)
-    keys = _distinct_keys([(k, redact(k).text if isinstance(k, str) else k) for k in value])
-    return dict(zip(keys, items.values(), strict=True))
+    def text(self, text: str) -> Redacted:
+        """``text`` redacted; what was found in it is collected."""
+        redacted = redact(text, known=self._known)
+        self.found.update(redacted.values_in(text))
+        return redacted
+
+    def value(self, value: Any) -> Any:
+        """A step, or any value in one, redacted however deep."""
+        if isinstance(value, str):
+            return self.text(value).text
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, dict):
+            return self._object(value)
+        return value
+
+    def _object(self, value: dict[Any, Any]) -> dict[Any, Any]:
+        """An object as its JSON text is redacted: each value read with its key
+        (:meth:`_under_key`), an env entry's value with its name, and the keys themselves
+        (a tool that reports per target may key its output by a connection URL), while
+        keys that redact alike stay apart (:func:`_distinct_keys`)."""
+        items = {key: self._under_key(key, item) for key, item in value.items()}
+        entry = _entry_keys(value)
+        if entry is not None and _scalar(own := items[entry[1]]):
+            head = '{"name": ' + _json(value[entry[0]]) + ', "value": '
+            if (kind := self._keyed(head, own)) is not None:
+                items[entry[1]] = self._whole(own, kind)
+        keys = _distinct_keys([(k, self.text(k).text if isinstance(k, str) else k) for k in value])
+        return dict(zip(keys, items.values(), strict=True))
+
+    def _keyed(self, head: str, value: Any) -> str | None:
+        """The kind of the first credential found reaching into the JSON text of ``value``
+        (a string, a number or a bool) where it follows ``head`` (``{"DB_PASSWORD": ``)
+        in an object's JSON text; None when none does."""
+        body = _json(value)
+        keyed = redact(f"{head}{body}}}", known=self._known)
+        if keyed.normalized:
+            head, body = normalize_untrusted(head), normalize_untrusted(body)
+        start, end = len(head), len(head) + len(body)
+        return next((f.kind for f in keyed.findings if f.start < end and start < f.end), None)
+
+    def _under_key(self, key: Any, value: Any) -> Any:
+        """``value`` redacted; a string, a number or a bool also as its key's value, as
+        the object's JSON text reads it: ``{"DB_PASSWORD": "hunter22"}`` is a credential
+        that ``hunter22`` alone is not. Read so only under a key a detector could look for
+        (``judge.secrets.is_candidate``). A value a finding reaches into is replaced whole
+        by the string ``[REDACTED:<kind>]``, whatever it was: a detector may stop at a
+        quote inside a password, and a number's digits are a password too."""
+        own = self.value(value)
+        if not (_scalar(own) and isinstance(key, str) and is_candidate(key)):
+            return own
+        kind = self._keyed("{" + _json(key) + ": ", own)
+        return own if kind is None else self._whole(own, kind)
+
+    def _whole(self, value: Any, kind: str) -> str:
+        """The marker that replaces ``value`` (a string, a number or a bool) whole; the
+        value, as a text shows it, is collected as found."""
+        self.found.update(sweepable([(step_text(value), kind)]))
+        return _MARKER.format(kind)
 
 
 def _entry_keys(value: dict[Any, Any]) -> tuple[str, str] | None:
@@ -134,40 +184,38 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float)
 
 
-def _keyed(head: str, value: Any) -> str | None:
-    """The kind of the first credential found reaching into the JSON text of ``value``
-    (a string, a number or a bool) where it follows ``head`` (``{"DB_PASSWORD": ``) in
-    an object's JSON text; None when none does."""
-    body = _json(value)
-    keyed = redact(f"{head}{body}}}")
-    if keyed.normalized:
-        head, body = normalize_untrusted(head), normalize_untrusted(body)
-    start, end = len(head), len(head) + len(body)
-    return next((f.kind for f in keyed.findings if f.start < end and start < f.end), None)
-
-
-def _under_key(key: Any, value: Any) -> Any:
-    """``value`` redacted; a string, a number or a bool also as its key's value, as the
-    object's JSON text reads it: ``{"DB_PASSWORD": "hunter22"}`` is a credential that
-    ``hunter22`` alone is not. Read so only under a key a detector could look for
-    (``judge.secrets.is_candidate``). A value a finding reaches into is replaced whole
-    by the string ``[REDACTED:<kind>]``, whatever it was: a detector may stop at a quote
-    inside a password, and a number's digits are a password too."""
-    own = _redacted(value)
-    if not (_scalar(own) and isinstance(key, str) and is_candidate(key)):
-        return own
-    kind = _keyed("{" + _json(key) + ": ", own)
-    return own if kind is None else _MARKER.format(kind)
-
-
 def redact_trace(trace: Trace) -> Trace:
     """``trace`` with every credential in its text replaced by ``[REDACTED:<kind>]``, as
     the diagnosis' are: in free text, and in steps every key and every value however
     deep, a value also read with its key (or an env entry's with its name) as the
-    step's JSON text would be."""
+    step's JSON text would be (:func:`redacted_trace`)."""
+    return redacted_trace(trace)[0]
+
+
+def redacted_trace(trace: Trace) -> tuple[Trace, dict[str, str]]:
+    """``trace`` redacted (:func:`redact_trace`), and the values found in it with their
+    kinds (``judge.secrets.Redacted.values_in``), to be redacted wherever else the
+    submission holds them. A value found in one step is redacted in every other step
+    too, as in a free-text trace."""
     if isinstance(trace, str):
-        return redact(trace).text
-    return [_redacted(step) for step in trace]
+        redacted = redact(trace)
+        return redacted.text, redacted.values_in(trace)
+    first = _Redaction()
+    steps = [first.value(step) for step in trace]
+    if first.found:  # a second pass, over the steps as redacted: the values found anywhere
+        second = _Redaction(first.found)
+        steps = [second.value(step) for step in steps]
+    return steps, first.found
+
+
+def screen_submission(diagnosis: str, trace: Trace | None) -> tuple[Screening, Trace | None]:
+    """A submission's diagnosis screened (``judge.screening.screen``) and its trace
+    redacted, as they are stored: the trace first, so that a credential found in it is
+    redacted in the diagnosis too."""
+    if trace is None:
+        return screen(diagnosis), None
+    redacted, found = redacted_trace(trace)
+    return screen(diagnosis, known=found), redacted
 
 
 class TraceText:

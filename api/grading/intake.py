@@ -1,13 +1,14 @@
 """Accepting a submission and waiting for its grading (the use cases of POST /v1/submissions).
 
 Acceptance checks the texts, resolves the rubric, applies the self-preference policy,
-screens the diagnosis (credentials removed, injection flagged: ``judge.screening``, kept
-with the submission for every grading of it), redacts credentials in the agent's trace
-if one came (``judge.trace``) and stores the submission with a pending grading in one
-transaction, before anything is answered; a registered scenario's ground truth is read,
-and the caller's attempts on it counted, in that same transaction. A worker of this
-process with a free slot takes the new grading leased in that same transaction;
-otherwise the workers are woken to claim it.
+redacts credentials in the agent's trace if one came and screens the diagnosis
+(credentials removed, also those found in the trace; injection flagged:
+``judge.trace.screen_submission``, kept with the submission for every grading of it),
+and stores the submission with a pending grading in one transaction, before anything
+is answered; a registered scenario's ground truth is read, and the caller's attempts on
+it counted, in that same transaction. A worker of this process with a free slot takes
+the new grading leased in that same transaction; otherwise the workers are woken to
+claim it.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from api.service.schemas import SubmissionCreate
 from api.service.services import Services
 from judge.inputs import check_text
 from judge.rubric import Rubric
-from judge.screening import screen
-from judge.trace import check_trace, redact_trace
+from judge.trace import check_trace, screen_submission
 from storage import GradingView, NewSubmission, ScenarioRecord, StorageError, SubmissionOutcome
 from storage.attempts import is_replay_in
 from storage.submissions import SubmissionBuilder
@@ -168,8 +168,7 @@ async def _accept(
     judge_spec, judge_backend, judge_model = services.settings.grading_judge()
     # screened once, here: credentials never reach the database or a judge (only kinds
     # and positions are kept), and what screening found is stored for every grading of it
-    screening = await asyncio.to_thread(screen, data.diagnosis)
-    trace = None if data.trace is None else await asyncio.to_thread(redact_trace, data.trace)
+    screening, trace = await asyncio.to_thread(screen_submission, data.diagnosis, data.trace)
     fields: dict[str, Any] = {
         "diagnosis": screening.text,
         "scenario_id": data.scenario_id,

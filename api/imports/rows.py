@@ -18,8 +18,7 @@ from api.imports.jsonl import JsonlLine
 from api.imports.sregym import SregymAttempt, run_started_at
 from judge.rubric import Rubric
 from judge.rule import apply_rule
-from judge.screening import screen
-from judge.trace import redact_trace
+from judge.trace import Trace, screen_submission
 from storage.canonical import canonical_json, sha256_hex
 from storage.imports.tables import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
@@ -38,17 +37,20 @@ __all__ = [
 _MAX_KEY = 256
 
 
-def screened(diagnosis: str) -> dict[str, Any]:
+def screened(diagnosis: str, trace: Trace | None = None) -> dict[str, Any]:
     """An imported diagnosis as intake stores a submitted one: screened once (credentials
     redacted, injection flagged, ``judge.screening``), its text, redactions and what
-    screening found, reused by every grading of it. Credentials never reach the
-    database or a judge in clear, imported or not."""
-    found = screen(diagnosis)
-    return {
+    screening found, reused by every grading of it; with the agent's ``trace``, also the
+    trace redacted, whose credentials are redacted in the diagnosis too
+    (``judge.trace.screen_submission``). Credentials never reach the database or a judge
+    in clear, imported or not."""
+    found, redacted = screen_submission(diagnosis, trace)
+    fields: dict[str, Any] = {
         "diagnosis": found.text,
         "redactions": list(found.redactions),
         "screening": found.record(),
     }
+    return fields if trace is None else {**fields, "trace": redacted}
 
 
 def sregym_key(where: str) -> str:
@@ -189,9 +191,8 @@ def jsonl_submission(
     item = line.submission
     return SubmissionRecord(
         id=new_id(),
-        **screened(item.diagnosis),
         # credentials in the agent's trace redacted, as a submission's are
-        trace=None if item.trace is None else redact_trace(item.trace),
+        **screened(item.diagnosis, item.trace),
         ground_truth=truth,
         ground_truth_sha256=sha256_hex(truth),
         ground_truth_source="scenario" if item.scenario_id else "inline",

@@ -106,13 +106,13 @@ async def test_submissions_sent_at_once_never_pass_the_limit_together(
     from api.service.principal import Principal
     from api.service.schemas import SubmissionCreate
 
-    screen = intake.screen
+    screen = intake.screen_submission
 
-    def slow_screen(diagnosis: str) -> Any:
+    def slow_screen(diagnosis: str, trace: Any) -> Any:
         time.sleep(0.1)  # the others arrive meanwhile
-        return screen(diagnosis)
+        return screen(diagnosis, trace)
 
-    monkeypatch.setattr(intake, "screen", slow_screen)
+    monkeypatch.setattr(intake, "screen_submission", slow_screen)
     admin = await tokens("admin")
     async with api_client(start_workers=False, submitter_attempts_per_scenario_per_hour=3) as c:
         made = await c.post(

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-import api.grading.intake
 import judge.grader
+import judge.trace
 from judge.screening import Screening, screen
 from storage import NewSubmission
 from storage.tables import GradingRecord, SubmissionRecord
@@ -32,13 +32,14 @@ def screenings(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     calls: Counter[str] = Counter()
 
     def counting(where: str) -> Any:
-        def counted(text: str) -> Screening:
+        def counted(text: str, **options: Any) -> Screening:
             calls[where] += 1
-            return screen(text)
+            return screen(text, **options)
 
         return counted
 
-    monkeypatch.setattr(api.grading.intake, "screen", counting("intake"))
+    # intake screens through judge.trace.screen_submission (the trace's credentials too)
+    monkeypatch.setattr(judge.trace, "screen", counting("intake"))
     monkeypatch.setattr(judge.grader, "screen", counting("grader"))
     return calls
 

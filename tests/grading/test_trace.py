@@ -280,3 +280,52 @@ async def test_a_submitted_step_keeps_no_password_under_its_key(
     for value in (*KEYED_VALUES, "rabbit4711"):
         for seen in (response, grading):
             assert value not in seen.text, seen.json()["submission"]["trace"]
+
+
+def test_a_cookie_header_in_a_trace_step_is_redacted() -> None:
+    """A headers dict with a ``Cookie`` key, as HTTP tool calls record the header, loses
+    its session: the value is read with its key."""
+    session = "sess-8f3k2p9x7q1w"
+    step = {
+        "tool": "http",
+        "input": {"url": "http://frontend", "headers": {"Cookie": f"session={session}"}},
+    }
+    kept = _redacted_step(step)
+    assert kept["input"]["headers"] == {"Cookie": "[REDACTED:cookie]"}
+
+
+PASSWORD = "Zx81pq77wQ"
+#: a password found in one step (an env listing) and repeated in another (a command line)
+REPEATED_STEPS = [
+    {"tool": "exec", "input": "kubectl exec user-0 -- env", "output": f"DB_PASSWORD={PASSWORD}"},
+    {"tool": "exec", "input": f"mongo -u admin -p {PASSWORD} --eval 1", "output": "auth failed"},
+]
+
+
+def test_a_password_found_in_one_step_is_redacted_in_the_others() -> None:
+    """A value found in one step of a trace is redacted wherever another step repeats it,
+    as in a free-text trace."""
+    redacted = redact_trace(REPEATED_STEPS)
+    assert PASSWORD not in json.dumps(redacted), redacted
+    assert redacted[1]["input"] == "mongo -u admin -p [REDACTED:secret-keyword] --eval 1"
+    assert redact_trace(redacted) == redacted
+
+
+async def test_a_password_found_in_the_trace_is_not_stored_in_the_diagnosis(
+    api_client: Any, tokens: Any
+) -> None:
+    """A password found in the trace is redacted in the diagnosis sent with it too: it is
+    stored in clear in neither."""
+    headers = await tokens("submitter")
+    body = {
+        "diagnosis": f"user-service cannot log in to MongoDB with {PASSWORD}: auth failed.",
+        "ground_truth": TRUTH,
+        "trace": REPEATED_STEPS,
+    }
+    async with api_client(start_workers=False) as client:
+        answer = await client.post("/v1/submissions", json=body, headers=headers)
+        assert answer.status_code in (201, 202), answer.text
+        grading = (await client.get(answer.headers["location"], headers=headers)).json()
+    diagnosis = grading["submission"]["diagnosis"]
+    assert PASSWORD not in diagnosis, diagnosis
+    assert "[REDACTED:secret-keyword]" in diagnosis

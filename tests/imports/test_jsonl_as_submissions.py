@@ -302,6 +302,27 @@ async def test_a_line_may_carry_the_agents_trace_as_a_submission_does(
     assert trace == steps
 
 
+async def test_a_password_in_a_lines_trace_is_stored_in_clear_nowhere(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A password found in a line's trace is redacted in its diagnosis too, as in a
+    submission's: stored in clear in neither."""
+    password = "Zx81pq77wQ"
+    steps = [{"tool": "exec", "input": "env", "output": f"DB_PASSWORD={password}"}]
+    line = {**LINE, "diagnosis": f"checkout cannot log in with {password}", "trace": steps}
+    path = _write(tmp_path / "h.jsonl", [line])
+    report = await ImportQueries(store.db, store.catalog).jsonl(
+        read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+    )
+    assert report.submissions == 1
+    with engine.connect() as connection:
+        [(diagnosis, trace)] = connection.execute(
+            select(SubmissionRecord.diagnosis, SubmissionRecord.trace)
+        ).all()
+    assert diagnosis == "checkout cannot log in with [REDACTED:secret-keyword]"
+    assert password not in json.dumps(trace), trace
+
+
 async def _graded(client: Any, agent: str, headers: dict[str, str]) -> dict[str, Any]:
     """The grading of ``agent``'s submission once it is no longer pending (15 s)."""
     for _ in range(300):

@@ -571,3 +571,130 @@ def test_a_password_generated_by_a_command_is_left_whole(text: str, command: str
     result = redact(text)
     assert command in result.text, result.text
     assert result.findings == ()
+
+
+PASSWORD_HEAD, PASSWORD_TAIL = "Hunt3rAbc", "Zq9wLeak"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"DB_PASSWORD": "' + PASSWORD_HEAD + '\\"' + PASSWORD_TAIL + '"}',
+        'DB_PASSWORD="' + PASSWORD_HEAD + '\\"' + PASSWORD_TAIL + '"',
+    ],
+)
+def test_a_password_with_an_escaped_quote_is_redacted_whole(text: str) -> None:
+    """A password holding an escaped quote (``{"DB_PASSWORD": "p\\"w"}``) is redacted to
+    the quote that closes it, not only up to the escaped one."""
+    redacted = redact(text).text
+    assert "[REDACTED:secret-keyword]" in redacted
+    assert PASSWORD_HEAD not in redacted and PASSWORD_TAIL not in redacted, redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "redis-cli -h redis -a 'S3cret " + PASSWORD_TAIL + "' ping",
+        'redis-cli --pass "S3cret ' + PASSWORD_TAIL + '" ping',
+        'mysql -h db -uroot -p"S3cret ' + PASSWORD_TAIL + '" app',
+    ],
+)
+def test_a_quoted_command_line_password_with_a_space_is_redacted_whole(text: str) -> None:
+    """A quoted password on a command line (``redis-cli -a "a b"``, ``mysql -p"a b"``) is
+    redacted with every word in it, as ``--password "a b"`` is."""
+    redacted = redact(text).text
+    assert "[REDACTED:command-line-password]" in redacted
+    assert "S3cret" not in redacted and PASSWORD_TAIL not in redacted, redacted
+
+
+@pytest.mark.parametrize(
+    ("escaped", "plain"),
+    [
+        # a pod's env entry, as `kubectl get pod -o json` prints it, inside a JSON string
+        (
+            '"{\\"env\\":[{\\"name\\":\\"DB_PASSWORD\\",\\"value\\":\\"'
+            + PASSWORD_TAIL
+            + '\\"}]}"',
+            '{"env":[{"name":"DB_PASSWORD","value":"' + PASSWORD_TAIL + '"}]}',
+        ),
+        # an access token inside a JSON string
+        (
+            '"{\\"ACCESS_TOKEN\\": \\"' + PASSWORD_TAIL + '42abc\\"}"',
+            '{"ACCESS_TOKEN": "' + PASSWORD_TAIL + '42abc"}',
+        ),
+    ],
+)
+def test_json_inside_a_json_string_is_redacted_as_the_plain_json_is(
+    escaped: str, plain: str
+) -> None:
+    """JSON quoted inside a JSON string (its quotes escaped) loses the credentials the
+    same JSON loses unquoted: env entries and tokens as well as passwords."""
+    assert PASSWORD_TAIL not in redact(plain).text
+    redacted = redact(escaped).text
+    assert PASSWORD_TAIL not in redacted, redacted
+
+
+SESSION = "sess-8f3k2p9x7q1w"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"headers": {"Cookie": "session=' + SESSION + '"}}',
+        "{'headers': {'Cookie': 'session=" + SESSION + "'}}",  # a Python repr, as SREGym's
+    ],
+)
+def test_a_cookie_header_written_as_json_is_redacted(text: str) -> None:
+    """A ``Cookie`` header written as a JSON or Python key is redacted as a ``Cookie:``
+    header line is."""
+    redacted = redact(text).text
+    assert "[REDACTED:cookie]" in redacted
+    assert SESSION not in redacted, redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'env printed "DB_HOST=mongodb-user\\nUSER_PORT=9999\\nLOG_LEVEL=info" in the pod',
+        "env printed DB_PASSWORD=hunter22\\nUSER_PORT=9999\\nLOG_LEVEL=info in the pod",
+        'env printed "DB_PASSWORD=${DB_PASSWORD}\\nUSER_PORT=9999\\nLOG_LEVEL=info" in the pod',
+    ],
+)
+def test_what_follows_an_escaped_line_break_is_kept(text: str) -> None:
+    """An escaped line break (``\\n`` in a tool's output quoted in a JSON string) ends a
+    value as a line break does: the lines after it stay, whatever the line before held."""
+    redacted = redact(text).text
+    assert "USER_PORT=9999\\nLOG_LEVEL=info" in redacted, redacted
+    assert "hunter22" not in redacted
+
+
+def test_a_reference_before_an_escaped_line_break_is_not_a_credential() -> None:
+    """``${DB_PASSWORD}`` before an escaped line break says where the password is, as it
+    does at the end of a line: nothing is redacted."""
+    text = 'env printed "DB_PASSWORD=${DB_PASSWORD}\\nUSER_PORT=9999" in the pod'
+    assert redact(text).findings == ()
+
+
+ESCAPED_ENV_TRUTH = (
+    "[fault_spec] component=deployment/user-service; namespace=hotel-reservation || "
+    "The USER_PORT env var of user-service is set to 9999 while its Service targets 8086."
+)
+
+
+async def test_a_correct_diagnosis_quoting_escaped_env_keeps_its_value_for_grounding() -> None:
+    """A correct diagnosis quoting a container's env as escaped JSON keeps the fault's
+    value (``USER_PORT=9999``) for the checks in code, and is not flagged as leaking a
+    credential it does not hold."""
+    diagnosis = (
+        "The deployment user-service in namespace hotel-reservation is misconfigured: "
+        'kubectl exec user-service -- env printed {"out": "DB_HOST=mongodb-user'
+        '\\nUSER_PORT=9999\\nLOG_LEVEL=info"}, so its container listens on the wrong port '
+        "and every call from frontend to it is refused."
+    )
+    rubric = load_rubric_dir()["sregym-rca"]
+    result = await Grader(ScriptedBackend([scripted_reply])).grade(
+        rubric, ESCAPED_ENV_TRUTH, diagnosis
+    )
+    assert ReviewReason.CREDENTIAL_LEAKED not in result.review_reasons, result.detail
+    vetoed = [a.question_id for a in result.answers if a.judge_answer and not a.answer]
+    assert vetoed == [], result.detail
