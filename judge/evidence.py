@@ -13,7 +13,10 @@ one running across such a span: quotes are checked in each stretch between spans
 
 :func:`check_quote` is the one check every answer's quote goes through, whatever the
 question: the same quote, diagnosis and injected spans give the same outcome, and an
-outcome other than ``found`` says why (:data:`QUOTE_PROBLEMS`).
+outcome other than ``found`` says why (:data:`QUOTE_PROBLEMS`). A grading checks all its
+quotes against one :class:`DiagnosisText`, which prepares the diagnosis and each stretch
+between injected spans once, so checking a quote costs time linear in the diagnosis and
+the quote, however many spans screening marked.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
+from functools import cached_property
 from typing import Literal
 
 from rapidfuzz import fuzz
@@ -33,6 +37,7 @@ __all__ = [
     "MIN_QUOTE_CHARS",
     "QUOTE_PROBLEMS",
     "UNIT_APART",
+    "DiagnosisText",
     "QuoteCheck",
     "align_whole",
     "check_quote",
@@ -190,8 +195,12 @@ def quote_in(quote: str, haystack: str) -> bool:
     skips must hold no negation: "is ... the root cause" does not quote "is not the
     root cause"."""
     passages = _passages(quote)
-    if _too_short_passages(passages):
-        return False
+    return not _too_short_passages(passages) and _passages_in(passages, haystack)
+
+
+def _passages_in(passages: Sequence[str], haystack: str) -> bool:
+    """Whether the normalized ``passages`` occur in ``haystack`` (:func:`searchable`) in
+    their order, with no negation in what lies between two of them."""
     position, previous_end = 0, None
     for passage in passages:
         found = _passage_at(passage, haystack, position)
@@ -216,23 +225,49 @@ def _too_short_passages(passages: Sequence[str]) -> bool:
     return not lengths or sum(lengths) < MIN_QUOTE_CHARS or max(lengths) < MIN_QUOTE_CHARS
 
 
-def _too_short(quote: str) -> bool:
-    return _too_short_passages(_passages(quote))
-
-
 def check_quote(quote: str, diagnosis: str, injected: Sequence[tuple[int, int]] = ()) -> QuoteCheck:
     """Whether ``quote`` backs a yes: it occurs in ``diagnosis`` outside the ``injected``
-    spans (``found``), or why not (``empty``, ``too_short``, ``not_found``, ``injected``)."""
-    if not quote.strip():
-        return "empty"
-    if _too_short(quote):
-        return "too_short"
-    if not injected:
-        return "found" if quote_occurs(quote, diagnosis) else "not_found"
-    # each stretch between injected spans on its own: no quote runs across one
-    if any(quote_occurs(quote, stretch) for stretch in _stretches(diagnosis, injected)):
-        return "found"
-    return "injected" if quote_occurs(quote, diagnosis) else "not_found"
+    spans (``found``), or why not (``empty``, ``too_short``, ``not_found``, ``injected``).
+    For many quotes of one diagnosis, :meth:`DiagnosisText.check` prepares it once."""
+    return DiagnosisText(diagnosis, injected).check(quote)
+
+
+class DiagnosisText:
+    """A diagnosis and its injected spans prepared once for checking many quotes in it:
+    the whole text and each stretch between spans are made :func:`searchable` when a
+    quote first needs them, not again for each quote."""
+
+    def __init__(self, diagnosis: str, injected: Sequence[tuple[int, int]] = ()) -> None:
+        self._diagnosis = diagnosis
+        self._injected = tuple(injected)
+
+    @cached_property
+    def _whole(self) -> str:
+        return searchable(self._diagnosis)
+
+    @cached_property
+    def _stretches(self) -> tuple[str, ...]:
+        return tuple(searchable(s) for s in _stretches(self._diagnosis, self._injected))
+
+    def check(self, quote: str) -> QuoteCheck:
+        """:func:`check_quote` of ``quote`` against this diagnosis and its spans."""
+        if not quote.strip():
+            return "empty"
+        passages = _passages(quote)
+        if _too_short_passages(passages):
+            return "too_short"
+        if not self._injected:
+            return "found" if _passages_in(passages, self._whole) else "not_found"
+        # each stretch between injected spans on its own: no quote runs across one; a
+        # stretch shorter than the longest passage can hold it neither exactly nor as a
+        # slip (``align_whole`` aligns the whole passage only)
+        longest = max(len(p) for p in passages)
+        if any(
+            len(stretch) >= longest and _passages_in(passages, stretch)
+            for stretch in self._stretches
+        ):
+            return "found"
+        return "injected" if _passages_in(passages, self._whole) else "not_found"
 
 
 def _stretches(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:

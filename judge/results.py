@@ -15,7 +15,7 @@ from typing import Any
 from judge.backends.base import JudgeBackend
 from judge.calls import JudgeCall
 from judge.consistency import reasoning_contradicts
-from judge.evidence import QUOTE_PROBLEMS, QuoteCheck, check_quote, without_spans
+from judge.evidence import QUOTE_PROBLEMS, DiagnosisText, QuoteCheck, without_spans
 from judge.grounding import ground_answers
 from judge.reply import ParsedAnswer
 from judge.review_reasons import ReviewReason
@@ -97,19 +97,21 @@ def _checked_answers(
     """The answers with their quotes checked, and the questions whose yes lacks its quote.
 
     Every quote given is checked, whatever the question and answer, once per distinct
-    quote: one quote has one outcome wherever it is cited. Only a yes to a question that
-    requires a quote is flagged or vetoed (``Answer.veto``) for lacking one.
+    quote, against the diagnosis prepared once: one quote has one outcome wherever it is
+    cited. Only a yes to a question that requires a quote is flagged or vetoed
+    (``Answer.veto``) for lacking one.
     """
     answers: list[Answer] = []
     unverified: list[str] = []
     checks: dict[str, QuoteCheck] = {}
+    text = DiagnosisText(diagnosis, injected)
     for q in rubric.questions:
         reply = parsed[q.id]
         needed = reply.answer and q.requires_quote
         check: QuoteCheck | None = None
         if reply.evidence.strip() or needed:
             if reply.evidence not in checks:
-                checks[reply.evidence] = check_quote(reply.evidence, diagnosis, injected)
+                checks[reply.evidence] = text.check(reply.evidence)
             check = checks[reply.evidence]
         effective, veto = reply.answer, None
         if needed and check is not None and check != "found":
