@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CommandError",
     "CommandFailed",
+    "CommandInterrupted",
     "OneLineGroup",
     "as_click_error",
     "check_service_key",
@@ -64,19 +65,42 @@ class CommandFailed(CommandError):
     exit_code = 1
 
 
+class CommandInterrupted(CommandError):
+    """The command was interrupted (Ctrl-C, SIGINT): the same one line, exit 130, as the
+    shell gives for SIGINT; none of a command's own statuses."""
+
+    exit_code = 130
+
+
+#: the exit status when stdout's reader is gone: the shell's for SIGPIPE (128 + 13)
+_STDOUT_GONE = 141
+
+
 class OneLineGroup(click.Group):
     """The root group: every error of a command is one line on stderr, never a traceback.
 
     Usage errors keep exit 2 and name the command's help; any other error a command
     raised on purpose keeps its exit status (1: the work failed) and is written the same
     way, ``error: ...``; an unexpected error is exit 2 with its type and message
-    (``SRE_JUDGE_DEBUG=1`` lets the traceback through).
+    (``SRE_JUDGE_DEBUG=1`` lets the traceback through). A command group given no command
+    prints its help, as ``sre-judge`` alone does. A command run with its stdout closed
+    (``>&-``) is refused before it does anything (exit 2): its result would go nowhere.
+    A signal's ending is the shell's status for that signal, none of a command's own (nor
+    of ``submit``'s verdicts): interrupted (Ctrl-C, SIGINT), ``error: interrupted`` and
+    130; stdout's reader gone (a broken pipe), 141 and nothing more written.
     """
 
     def invoke(self, ctx: click.Context) -> Any:
         """Invoke the command, turning its errors into :class:`CommandError`."""
+        if sys.stdout is None:  # fd 1 closed: a file opened later could even take it
+            raise CommandError(
+                "stdout is closed: nowhere to write the result (redirect it to a file or "
+                "/dev/null instead)"
+            )
         try:
             return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
         except click.UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
             raise CommandError(exc.format_message() + where) from None
@@ -87,18 +111,35 @@ class OneLineGroup(click.Group):
             raise kind(exc.format_message()) from None
         except (click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:
+            raise CommandInterrupted("interrupted") from None
         except UnicodeEncodeError as exc:
             if os.environ.get("SRE_JUDGE_DEBUG"):
                 raise
             raise CommandError(_encoding_fault(exc)) from None
         except OSError as exc:
-            if exc.errno == errno.EPIPE or os.environ.get("SRE_JUDGE_DEBUG"):
+            if exc.errno == errno.EPIPE:  # the reader is gone: nothing to tell it
+                _drop_stdout()
+                raise click.exceptions.Exit(_STDOUT_GONE) from None
+            if os.environ.get("SRE_JUDGE_DEBUG"):
                 raise
             raise CommandError(f"{exc}") from None
         except Exception as exc:
             if os.environ.get("SRE_JUDGE_DEBUG"):
                 raise
             raise CommandError(f"unexpected {type(exc).__name__}: {exc}") from None
+
+
+def _drop_stdout() -> None:
+    """Point stdout's descriptor at the null device once its reader is gone, so that what
+    is still buffered is dropped at exit rather than met as another broken pipe (which
+    Python reports on stderr, ending the process with 120)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # not a descriptor (a test's runner): nothing buffered
+        pass
 
 
 def _encoding_fault(exc: UnicodeEncodeError) -> str:

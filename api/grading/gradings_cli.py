@@ -8,6 +8,7 @@ import click
 
 from api.cli.edge import run, service_runtime
 from api.cli.options import format_option, server_option
+from api.cli.output import echo_json
 
 if TYPE_CHECKING:
     from api.grading.judge_moves import JudgeMoveReport, JudgeMoveRequest
@@ -95,7 +96,7 @@ def gradings_move_judge(
         raise click.BadParameter(error["msg"], param_hint=hint) from None
     report = _move_remote(server, data) if server else _move_local(data)
     if fmt == "json":
-        click.echo(report.model_dump_json())
+        echo_json(report.model_dump(mode="json"))
         return
     click.echo(
         f"moved {report.moved} pending gradings from {report.from_judge} to {report.to_judge}"

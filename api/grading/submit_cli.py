@@ -7,7 +7,8 @@ stack or of httpx loads with the command line).
 Exit status: 0 pass, 1 fail, 2 bad usage (or a request the server refused: token, scenario,
 fields, a redirect), 3 unscored, 4 held (a pass of a diagnosis flagged for injection,
 waiting for a human verdict: not a pass), 5 no verdict yet (still pending after
-``--wait``, or the server unreachable: no connection, 502, 503, 504). With several
+``--wait``, or the server unreachable: no connection, 502, 503, 504); interrupted 130,
+its output's reader gone 141 (``api.cli.edge``): no verdict. With several
 diagnoses (JSONL) the most serious status wins, in the order 2, 3, 5, 4, 1, 0, and every
 error names its line (``line 3: ...``), whether the line could not be read or sent or the
 server refused it; a line refused does not keep the others from being sent. ``--wait`` is
@@ -231,7 +232,8 @@ def submit_command(
 ) -> None:
     """Submit diagnoses to a running server and print their gradings.
 
-    Exit 0 pass, 1 fail, 2 usage, 3 unscored, 4 held for a human, 5 no verdict yet.
+    Exit 0 pass, 1 fail, 2 usage, 3 unscored, 4 held for a human, 5 no verdict yet
+    (130 interrupted, 141 the output's reader gone: no verdict).
     --format json prints one grading object a line.
 
     \b

@@ -16,6 +16,7 @@ import click
 
 from api.cli.edge import run, service_runtime
 from api.cli.options import deprecated, filter_options, format_option, server_option
+from api.cli.output import echo_json
 from api.cli.remote import poll_waits
 from api.terminal import terminal_text
 
@@ -43,7 +44,7 @@ REGRADE_ALIASES = {
 
 def _show(job: RegradeJobPublic, fmt: str) -> None:
     if fmt == "json":
-        click.echo(job.model_dump_json(indent=2))
+        echo_json(job.model_dump(mode="json"), indent=2)
         return
     estimate = job.estimate
     click.echo(
@@ -305,8 +306,6 @@ def regrade_flips(job_id: str, fmt: str, verdicts: Any, server: str | None) -> N
     Example:
       sre-judge regrade flips 01J9Z3K7Q2 --verdicts judge --format csv > flips.csv
     """
-    import json
-
     from api.cli.output import print_tables
     from api.regrade import use_cases
     from api.regrade.flips import flip_report, flip_tables, flips_csv
@@ -320,8 +319,10 @@ def regrade_flips(job_id: str, fmt: str, verdicts: Any, server: str | None) -> N
         if fmt == "table":
             print_tables(flip_tables(answer.json()))
             return
-        text = answer.text if fmt == "csv" else json.dumps(answer.json(), indent=2) + "\n"
-        click.echo(text, nl=False)
+        if fmt == "csv":
+            click.echo(answer.text, nl=False)
+        else:
+            echo_json(answer.json(), indent=2)
         return
 
     async def flips() -> str | dict[str, Any]:
@@ -337,7 +338,7 @@ def regrade_flips(job_id: str, fmt: str, verdicts: Any, server: str | None) -> N
     elif fmt == "table":
         print_tables(flip_tables(found))
     else:
-        click.echo(json.dumps(found, indent=2) + "\n", nl=False)
+        echo_json(found, indent=2)
 
 
 @regrade_group.command("requests")
@@ -400,7 +401,6 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
     Example:
       sre-judge regrade results 01J9Z3K7Q2 results.jsonl --wait
     """
-    import json
     from pathlib import Path
 
     from api.regrade.schemas import BatchResultsPublic, RegradeJobPublic
@@ -445,7 +445,7 @@ def regrade_results(job_id: str, file: str, wait: bool, fmt: str, server: str | 
         found = report.model_dump(mode="json")
         if job is not None:
             found = {"results": found, "job": job.model_dump(mode="json")}
-        click.echo(json.dumps(found, indent=2))
+        echo_json(found, indent=2)
     else:
         click.echo(
             f"results for job {job_id}: {report.answered} replies kept, {report.failed} failed "

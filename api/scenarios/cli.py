@@ -103,7 +103,7 @@ def scenarios_load(file: Any, input_fmt: str | None, fmt: str | None, legacy_jso
 
     report = run(action())
     if fmt == "json":
-        click.echo(report.model_dump_json(indent=2))
+        echo_json(report.model_dump(mode="json"), indent=2)
         return
     for item in report.items:
         changed = f" ({', '.join(item.changed)})" if item.changed else ""

@@ -25,6 +25,7 @@ from click.testing import CliRunner
 
 from api.grading.submit_cli import EXIT_CODES, outcome, submit_command, worst
 from tests.client.conftest import Served
+from tests.support.in_process_cli import cli_in_process
 from tests.support.service_process import cli
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
@@ -422,6 +423,28 @@ def test_a_429_naming_a_field_is_a_refusal_and_a_rate_limit_no_verdict_yet(
     )  # fmt: skip
     assert done.exit_code == status, done.output
     assert "429" in done.output
+
+
+@respx.mock
+def test_an_interrupted_submit_is_no_verdict_of_the_gate(tmp_path: Path) -> None:
+    """Ctrl-C, or the SIGINT a CI runner sends when it cancels a job or times it out,
+    while the submission is on its way ends the command in ``error: interrupted`` with
+    130, the shell's status for SIGINT: none of the verdicts' statuses (never 1, a failed
+    diagnosis), since the run got no verdict at all."""
+    _, diagnosis = _files(tmp_path)
+    asked: list[httpx.Request] = []
+
+    def ctrl_c(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        raise KeyboardInterrupt
+
+    respx.post(f"{URL}/v1/submissions").mock(side_effect=ctrl_c)
+    done = cli_in_process(
+        "submit", "--scenario", "s", "--diagnosis-file", diagnosis, "--format", "json",
+        env=dict(MOCKED),
+    )  # fmt: skip
+    assert asked, done.stderr
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "error: interrupted\n")
 
 
 @respx.mock

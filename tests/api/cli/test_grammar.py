@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,12 +20,16 @@ import click
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
 
 from api.cli.main import main
 from api.cli.options import FILTER_FLAGS
 from storage import make_engine
 from storage.regrade.tables import RegradeJobRecord
 from storage.tables import AuditRecord
+
+#: the installed command, for the tests that need a process of its own
+SRE_JUDGE = str(Path(sys.executable).with_name("sre-judge"))
 
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -243,3 +248,120 @@ def test_dash_reads_stdin_and_writes_stdout_and_a_dry_run_stores_nothing(
     assert exported.exit_code == 0, exported.output
     assert len(exported.stdout.splitlines()) == 3 and "3 gradings exported" in exported.stderr
     assert not (tmp_path / "-").exists()
+
+
+def _process_env(tmp_path: Path) -> dict[str, str]:
+    """A real process's environment, on a database (not made yet) of ``tmp_path``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SRE_JUDGE_")}
+    return env | {
+        "NO_COLOR": "1",
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "SRE_JUDGE_DATABASE_URL": f"sqlite:///{tmp_path / 'judge.db'}",
+        "SRE_JUDGE_SECRET_KEY": "k" * 48,
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("tokens", "create", "--role", "admin", "--name", "ci"),
+        ("tokens", "list", "--format", "json"),
+        ("report", "pass-rates", "--format", "json"),
+        ("config", "show", "--format", "json"),
+        ("export", "--format", "jsonl", "-o", "-"),
+        ("grade", "--ground-truth", "g", "--diagnosis", "d"),
+    ],
+    ids=["tokens create", "tokens list", "report", "config show", "export", "grade"],
+)
+def test_a_command_whose_stdout_is_closed_is_refused_before_it_does_anything(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """A command run with its stdout closed (``>&-``) would print its result (a token
+    shown once, a report, an export) nowhere: it is refused in one line naming stdout
+    (exit 2) before it does anything, so no token is made, no database either. A real
+    process: only there is its stdout really closed."""
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", SRE_JUDGE, *args],
+        env=_process_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: stdout is closed: nowhere to write the result")
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "judge.db").exists()
+
+
+@pytest.mark.slow
+def test_a_command_whose_reader_is_gone_stops_with_the_shells_sigpipe_status(
+    tmp_path: Path,
+) -> None:
+    """A command piped into a reader that is gone (``| head``) stops with 141, the status
+    a shell gives a program SIGPIPE ended, and writes nothing more, not even an error
+    about the pipe: never 1, which ``submit`` would read as a failed diagnosis."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        done = subprocess.run(
+            [SRE_JUDGE, "config", "show", "--format", "json"],
+            env=_process_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+@pytest.mark.parametrize("group", ["report", "tokens", "audit", "scenarios", "import"])
+def test_a_command_group_given_no_command_prints_its_help(group: str) -> None:
+    """``sre-judge report`` (any group given no command) prints the group's help as
+    ``sre-judge`` alone does, exit 2, not the help squeezed into one escaped line."""
+    done = CliRunner().invoke(main, [group])
+    assert done.exit_code == 2
+    assert "\\n" not in done.output, done.output[:300]
+    assert "\nCommands:\n" in done.output, done.output[:300]
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "value"),
+    [
+        (
+            ("regrade", "--judge", "scripted:fail", "--agent", "caf\u00e9\u2192x", "--dry-run"),
+            ("filter", "agent"),
+            "caf\u00e9\u2192x",
+        ),
+        (
+            ("gradings", "move-judge", "--from", "ollama:mod\u2192le"),
+            ("from_judge",),
+            "ollama:mod\u2192le",
+        ),
+    ],
+    ids=["regrade", "gradings move-judge"],
+)
+def test_json_on_a_latin1_stdout_escapes_what_it_cannot_carry(
+    database_url: str,
+    engine: Engine,
+    args: tuple[str, ...],
+    field: tuple[str, ...],
+    value: str,
+) -> None:
+    """JSON on a stdout that is not UTF-8 writes every character past ASCII as a ``\\u``
+    escape: a regrade job (and a judge move) naming a character Latin-1 has no byte for
+    is printed whole, exit 0, not ended by an encoding error once its work is done."""
+    done = CliRunner(env=_env(database_url), charset="latin-1").invoke(
+        main, [*args, "--format", "json"]
+    )
+    assert done.exit_code == 0, done.output
+    text = done.stdout_bytes.decode("latin-1")
+    assert "\\u2192" in text and text.isascii()
+    found = json.loads(text)
+    for key in field:
+        found = found[key]
+    assert found == value
