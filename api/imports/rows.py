@@ -11,6 +11,7 @@ submission's metadata.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from api.imports.jsonl import JsonlLine
 from api.imports.sregym import SregymAttempt, run_started_at
 from judge.rubric import Rubric
 from judge.rule import apply_rule
+from judge.screening import screen
 from judge.trace import Trace, screen_submission
 from storage.canonical import canonical_json, sha256_hex
 from storage.imports.tables import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
@@ -37,14 +39,20 @@ __all__ = [
 _MAX_KEY = 256
 
 
-def screened(diagnosis: str, trace: Trace | None = None) -> dict[str, Any]:
+def screened(
+    diagnosis: str, trace: Trace | None = None, *, known: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """An imported diagnosis as intake stores a submitted one: screened once (credentials
     redacted, injection flagged, ``judge.screening``), its text, redactions and what
     screening found, reused by every grading of it; with the agent's ``trace``, also the
     trace redacted, whose credentials are redacted in the diagnosis too
-    (``judge.trace.screen_submission``). Credentials never reach the database or a judge
-    in clear, imported or not."""
-    found, redacted = screen_submission(diagnosis, trace)
+    (``judge.trace.screen_submission``); ``known``: those of a trace redacted already
+    (an SREGym row's, ``SregymAttempt.trace_secrets``). Credentials never reach the
+    database or a judge in clear, imported or not."""
+    if trace is None:
+        found, redacted = screen(diagnosis, known=known), None
+    else:
+        found, redacted = screen_submission(diagnosis, trace)
     fields: dict[str, Any] = {
         "diagnosis": found.text,
         "redactions": list(found.redactions),
@@ -107,7 +115,7 @@ def sregym_submission(
         content["trace"] = attempt.trace
     return SubmissionRecord(
         id=new_id(),
-        **screened(attempt.diagnosis),
+        **screened(attempt.diagnosis, known=attempt.trace_secrets),
         trace=attempt.trace,  # read with its credentials redacted (api.imports.sregym)
         ground_truth=ground_truth,
         ground_truth_sha256=sha256_hex(ground_truth),

@@ -46,7 +46,7 @@ from api.sregym_archive import csv_files, is_csv_file, relative_path
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.secrets import redact
-from judge.trace import Trace, check_trace, redact_trace
+from judge.trace import Trace, check_trace, redacted_trace
 from storage.storable import (
     MAX_INT32,
     MAX_JSON_DEPTH,
@@ -163,6 +163,9 @@ class SregymAttempt:
     #: the agent's trace from the ``trace`` (or ``Diagnosis.trace``) column: a list of
     #: steps (JSON or a Python repr of a list of dicts) or free text; None: no trace
     trace: Trace | None = None
+    #: the credentials found in the trace, with their kinds, redacted in the diagnosis
+    #: too when it is stored (``judge.trace.screen_submission``); never stored
+    trace_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def _flag(value: str | None) -> bool:
@@ -244,10 +247,11 @@ def _json_keys(value: Any) -> Any:
     return value
 
 
-def _trace(row: dict[str, str], *, max_bytes: int) -> tuple[str, Trace] | None:
+def _trace(row: dict[str, str], *, max_bytes: int) -> tuple[str, Trace, dict[str, str]] | None:
     """The row's trace column and trace: a list of steps where the cell holds one (as
     JSON, or as the Python repr SREGym writes its other lists in), else the cell's text;
-    None if there is none. Its credentials are redacted (``judge.trace.redact_trace``)."""
+    None if there is none. Its credentials are redacted, and returned with their kinds
+    to be redacted wherever else the row holds them (``judge.trace.redacted_trace``)."""
     column = next((c for c in _TRACE_COLUMNS if _text(row.get(c))), None)
     if column is None:
         return None
@@ -272,7 +276,7 @@ def _trace(row: dict[str, str], *, max_bytes: int) -> tuple[str, Trace] | None:
         raise _Refused(column, str(exc)) from None
     if isinstance(trace, list) and (found := unstorable_value(trace)):
         raise _Refused(column, f"{found[0]}: {found[1]}")
-    return column, redact_trace(trace)
+    return (column, *redacted_trace(trace))
 
 
 def _outcome(row: dict[str, str], diagnosis: str) -> AttemptOutcome:
@@ -302,14 +306,17 @@ def _parse_failure_default(answers: tuple[SregymAnswer, ...]) -> bool:
     )
 
 
-def kept_cells(row: Mapping[str, str | None]) -> dict[str, str | None]:
+def kept_cells(
+    row: Mapping[str, str | None], *, known: Mapping[str, str] | None = None
+) -> dict[str, str | None]:
     """A row's cells as kept for export: those that may hold a credential (the diagnosis,
-    SREGym's checklist and reasoning, a trace) redacted (``judge.secrets.redact``), every
-    other cell as written. Redacting kept cells again changes nothing."""
+    SREGym's checklist and reasoning, a trace) redacted (``judge.secrets.redact``; with
+    ``known``, the credentials found in the row's trace too), every other cell as
+    written. Redacting kept cells again changes nothing."""
     cells = {k: v for k, v in row.items() if k is not None}
     for column in _SECRET_COLUMNS:
         if text := cells.get(column):
-            cells[column] = redact(text).text
+            cells[column] = redact(text, known=known).text
     return cells
 
 
@@ -474,7 +481,9 @@ def _attempt(
     except InputError as exc:
         raise _Refused("Diagnosis.submission", str(exc)) from None
     traced = _trace(row, max_bytes=max_bytes)
-    cells = kept_cells(row)  # the row as kept for export holds no credential in clear either
+    secrets = {} if traced is None else traced[2]
+    # the row as kept for export holds no credential in clear either
+    cells = kept_cells(row, known=secrets)
     outcome = _outcome(row, diagnosis)
     answers, problem = None, None
     if outcome == "diagnosed":
@@ -515,6 +524,7 @@ def _attempt(
         columns=columns,
         cells=cells,
         trace=None if traced is None else traced[1],
+        trace_secrets=secrets,
     )
 
 

@@ -114,3 +114,34 @@ def test_rows_without_a_trace_read_as_before(tmp_path: Path) -> None:
     fixture = write_sregym_results(tmp_path)
     attempts = [a for a in read_sregym_folder(fixture.root) if isinstance(a, SregymAttempt)]
     assert len(attempts) == 45 and {a.trace for a in attempts} == {None}
+
+
+async def test_a_password_in_a_rows_trace_is_stored_in_clear_nowhere(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A credential found in an attempt's trace is redacted in its diagnosis too, as in
+    a submission's, and in the row kept for export: stored in clear nowhere."""
+    password = "Zx81pq77wQ"
+    fixture = write_sregym_results(tmp_path, traces=True)
+    [first, *_] = sorted(fixture.root.rglob("*.csv"))
+    with first.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    steps = [{"tool": "exec", "input": "env", "output": f"DB_PASSWORD={password}"}]
+    rows[0]["trace"] = json.dumps(steps)
+    rows[0]["Diagnosis.submission"] = f"checkout cannot log in to MongoDB with {password}"
+    with first.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    problems = read_problems(fixture.problems_file)
+    queries = ImportQueries(store.db, store.catalog)
+    report = await queries.sregym(
+        read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
+    )
+    assert report.problems == [] and report.submissions == 45
+    with engine.connect() as connection:
+        diagnoses = connection.execute(select(SubmissionRecord.diagnosis)).scalars().all()
+        cells = connection.execute(select(SregymOriginalRowRecord.cells)).scalars().all()
+    assert "checkout cannot log in to MongoDB with [REDACTED:secret-keyword]" in diagnoses
+    assert all(password not in d for d in diagnoses)
+    assert all(password not in json.dumps(c) for c in cells)
