@@ -138,8 +138,8 @@ def _repair(problems: list[str]) -> ChatMessage:
 def _sentence_with(claim: str, diagnosis: str) -> str | None:
     """The diagnosis' sentence that contains ``claim`` (case aside), or None. It is
     looked up where the claims were checked (:func:`_occurring`): in the diagnosis as the
-    judge saw it, normalized (a no-break space is a space there)."""
-    folded = claim.casefold()
+    judge saw it, normalized as the claim is (a no-break space is a space there)."""
+    folded = normalize_untrusted(claim).casefold()
     plain = normalize_untrusted(diagnosis)
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", plain):
         if folded in sentence.casefold():
@@ -306,7 +306,9 @@ def _answer(
 def _occurring(claims: dict[str, list[str]], diagnosis: str) -> dict[str, list[str]]:
     """The claims without any the diagnosis does not contain (the judge made them up)."""
     plain = normalize_untrusted(diagnosis).casefold()
-    return {k: [c for c in v if c.casefold() in plain] for k, v in claims.items()}
+    return {
+        k: [c for c in v if normalize_untrusted(c).casefold() in plain] for k, v in claims.items()
+    }
 
 
 def _coded(rubric: Rubric, ground_truth: str) -> tuple[GroundTruthFacts | None, list[Question]]:

@@ -11,7 +11,8 @@ look-alikes mapped to the Latin letters they imitate, case folded and white spac
 collapsed. The raw text is searched too for what folding would hide: characters that
 render as nothing (format characters, variation selectors) or as a blank, except where
 they are part of what is drawn (a leading byte-order mark, a variation selector after an
-emoji, a joiner between two emoji), and letters that only NFKC turns into ASCII.
+emoji, a joiner between two emoji, the tag letters of a subdivision flag), and letters
+that only NFKC turns into ASCII.
 Disguised instructions are searched in second forms (``judge.injection_forms``):
 leetspeak undone and spaced-out letters joined are searched with every pattern, and
 readable base64 runs, decoded, give the kind ``encoded_instruction``.
@@ -521,6 +522,14 @@ _ZWJ = "\u200d"
 _EMOJI_NON_SYMBOLS = frozenset("\u2139\u203c\u2049\u3030\u303d")
 _KEYCAP_BASES = frozenset("#*0123456789")
 _KEYCAP = "\u20e3"
+#: a subdivision flag (``🏴`` and the tag letters of a Unicode subdivision id, ``gbsct``
+#: for Scotland, then CANCEL TAG): drawn as one emoji; no more than 7 tag letters or
+#: digits, so a flag carries no smuggled text
+_FLAG_TAGS = re.compile(
+    "\U0001f3f4(?:[\U000e0061-\U000e007a]{2}|[\U000e0030-\U000e0039]{3})"
+    "[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,4}\U000e007f"
+)
+_FLAG_LENGTH = 9  # the longest, in code points
 #: the emoji ``ℹ️`` standing apart from any word: a symbol, not a disguised ``i``
 _EMOJI_LETTER = re.compile(f"(?<!\\w)\u2139[{VARIATION_SELECTORS}](?!\\w)")
 _EXCERPT = 60
@@ -589,10 +598,14 @@ def _emoji(char: str) -> bool:
 def _innocent(text: str, at: int) -> bool:
     """Whether the hidden character at ``at`` is part of what a reader sees drawn: a
     leading byte-order mark, a variation selector right after an emoji or symbol (or
-    inside a keycap, ``1️⃣``), a zero-width joiner between two emoji (``👩‍💻``)."""
+    inside a keycap, ``1️⃣``), a zero-width joiner between two emoji (``👩‍💻``), the tag
+    characters of a subdivision flag (``_FLAG_TAGS``)."""
     char = text[at]
     if char == "\ufeff":
         return not text[:at].strip("\ufeff")
+    if "\U000e0020" <= char <= "\U000e007f":
+        near = _FLAG_TAGS.finditer(text, max(0, at - _FLAG_LENGTH + 1), at + _FLAG_LENGTH)
+        return any(flag.start() < at < flag.end() for flag in near)
     before, after = text[at - 1 : at], text[at + 1 : at + 2]
     if _VARIATION_SELECTOR.match(char):
         if before.isalpha():  # ``ℹ️``, not inside a word

@@ -1,14 +1,14 @@
 """The judge prompt: short, with the untrusted texts fenced.
 
 The ground truth and the diagnosis are untrusted: the agent that wrote the diagnosis
-may itself have read injected text. Both are normalized (NFKC, invisible characters
-removed), any run of angle brackets or their look-alikes, and any one bracket drawn
-as several (``≪``, ``⋘``), is neutralized so nothing can imitate a fence, and each is
-enclosed between fence lines carrying a tag derived from a hash of both texts, which
-the texts therefore cannot contain. Chat-template control tokens of the common model
-families (ChatML ``<|im_start|>``, Llama-3 ``<|eot_id|>``, Llama-2 and Mistral
-``[INST]`` and ``<<SYS>>``, Gemma ``<start_of_turn>``...) are replaced by a marker
-too, so none reaches the judge as a token it might obey.
+may itself have read injected text. Both are normalized (NFKC, Unicode hyphens read as
+``-``, invisible characters removed), any run of angle brackets or their look-alikes,
+and any one bracket drawn as several (``≪``, ``⋘``), is neutralized so nothing can
+imitate a fence, and each is enclosed between fence lines carrying a tag derived from a
+hash of both texts, which the texts therefore cannot contain. Chat-template control
+tokens of the common model families (ChatML ``<|im_start|>``, Llama-3 ``<|eot_id|>``,
+Llama-2 and Mistral ``[INST]`` and ``<<SYS>>``, Gemma ``<start_of_turn>``...) are
+replaced by a marker too, so none reaches the judge as a token it might obey.
 """
 
 from __future__ import annotations
@@ -98,6 +98,11 @@ _INVISIBLE = re.compile(f"[{INVISIBLE}]")
 #: characters that render as a blank without being white space
 BLANK_FILLERS = "\u115f\u1160\u2800\u3164\uffa0"
 _BLANK_FILLERS = re.compile(f"[{BLANK_FILLERS}]")
+#: the characters drawn as ``-`` that NFKC keeps apart from it: HYPHEN and NON-BREAKING
+#: HYPHEN (which language models write inside names, "user‑service"), FIGURE DASH, MINUS
+#: SIGN, SMALL HYPHEN-MINUS; read as ``-`` (the dashes drawn longer, en and em, stay)
+_HYPHEN_CHARS = "\u2010\u2011\u2012\u2212\ufe63"
+_HYPHENS = str.maketrans(dict.fromkeys(_HYPHEN_CHARS, "-"))
 #: Unicode category Cc (U+0000-U+001F, U+007F-U+009F) except tab and line feed
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -127,8 +132,10 @@ def _system(tag: str, reply_format: str, *, one: bool) -> str:
 
 def normalize_untrusted(text: str) -> str:
     """NFKC, unified line ends, invisible and control characters removed, fillers that
-    render as a blank (Hangul fillers, the blank Braille pattern) made spaces."""
+    render as a blank (Hangul fillers, the blank Braille pattern) made spaces, Unicode
+    hyphens (U+2010-2012, U+2212, U+FE63) made ``-``."""
     text = unicodedata.normalize("NFKC", text).replace("\r\n", "\n").replace("\r", "\n")
+    text = text.translate(_HYPHENS)
     text = _INVISIBLE.sub("", text)
     text = _BLANK_FILLERS.sub(" ", text)
     return _CONTROL.sub("", text)

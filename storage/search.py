@@ -12,7 +12,10 @@ query is never lowered here: Python's rules differ from both, e.g. ``İ`` or a f
 ``Σ``). Words are runs of letters and digits with their combining marks (a decomposed
 accent, Indic vowel signs), as FTS5 keeps them; PostgreSQL's index takes a mark for
 punctuation (``[[:punct:]]`` in its UTF-8 locale) and splits the word there, so its
-query is split alike, a phrase of the parts. Every other character separates words, so
+query is split alike, a phrase of the parts. A term is looked for in both of Unicode's
+canonical forms, composed (NFC, ``é`` as U+00E9) and decomposed (NFD, ``e`` and U+0301,
+as macOS often sends it): texts are indexed as written, and ``café`` typed either way
+finds a text holding it either way. Every other character separates words, so
 ``user-service`` is the phrase ``"user service"`` and ``diagnosis:``, ``NEAR``, ``AND``,
 ``&``, ``|`` or ``!`` are plain words or nothing, never operators. A grading matches
 when its submission's diagnosis, one of its override reasons or one of its failure tags'
@@ -109,6 +112,19 @@ class SearchTerm:
     prefix: bool = False
     excluded: bool = False
 
+    def forms(self) -> tuple[SearchTerm, ...]:
+        """The term composed (NFC) and decomposed (NFD), once each: a text holds its
+        words in either form, and each engine indexes them as written."""
+        forms = (
+            SearchTerm(
+                tuple(w for word in self.words for w in _words(unicodedata.normalize(form, word))),
+                prefix=self.prefix,
+                excluded=self.excluded,
+            )
+            for form in ("NFC", "NFD")
+        )
+        return tuple(dict.fromkeys(forms))
+
 
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
@@ -140,16 +156,18 @@ class SearchQuery:
 
     def tsquery(self) -> str:
         """The ``to_tsquery`` text the PostgreSQL index is asked: each word single-quoted,
-        prefixes with ``:*``, every word of a wanted term joined by ``&`` and an excluded
-        single word with ``!``. A phrase's order and an excluded phrase are left to the
-        confirmation on the text (:func:`_phrase_pattern`): the index cannot place a word
-        after its 256th occurrence or past the 16,383rd word."""
+        prefixes with ``:*``, every word of a wanted term's form joined by ``&``, its
+        forms by ``|``, and each form of an excluded term that is a single word with
+        ``!``. A phrase's order and an excluded phrase are left to the confirmation on
+        the text (:func:`_phrase_pattern`): the index cannot place a word after its 256th
+        occurrence or past the 16,383rd word."""
         written = [
-            ("!" if term.excluded else "") + _tsquery_term(term)
+            _tsquery_term(term)
+            if not term.excluded
+            else " & ".join("!" + _tsquery_form(f) for f in term.forms() if _plain_word(f))
             for term in self.terms
-            if not (term.excluded and _is_phrase(term))
         ]
-        return " & ".join(written)
+        return " & ".join(w for w in written if w)
 
 
 def parse_search(text: str | None) -> SearchQuery | None:
@@ -208,6 +226,13 @@ def _words(raw: str, *, marks: bool = True) -> list[str]:
 
 
 def _fts5_term(term: SearchTerm) -> str:
+    """``term`` for FTS5: each form a quoted string (a phrase of its words), the forms
+    joined by OR."""
+    forms = [_fts5_form(form) for form in term.forms()]
+    return forms[0] if len(forms) == 1 else "(" + " OR ".join(forms) + ")"
+
+
+def _fts5_form(term: SearchTerm) -> str:
     # words hold letters and digits only, so no quote can close the string early; ``İ``
     # is written ``I`` as the index has it (migration 0032), so FTS5 folds it to ``i``
     words = " ".join(term.words).replace("İ", "I")
@@ -234,13 +259,29 @@ def _postgres_parts(term: SearchTerm) -> list[str]:
     return [part for word in term.words for part in _words(word, marks=False)]
 
 
+def _without_marks(word: str) -> str:
+    """``word`` without its combining marks, as PostgreSQL's index has it."""
+    return "".join(_words(word, marks=False))
+
+
+def _plain_word(term: SearchTerm) -> bool:
+    """Whether the PostgreSQL index alone tells where ``term`` occurs: one word, without
+    a mark."""
+    return not _is_phrase(term) and all(w == _without_marks(w) for w in term.words)
+
+
 def _is_phrase(term: SearchTerm) -> bool:
     """Whether ``term`` is a phrase on PostgreSQL (the order of its words matters)."""
     return len(_postgres_parts(term)) > 1
 
 
 def _tsquery_term(term: SearchTerm) -> str:
-    """``term``'s words for ``to_tsquery``, joined by ``&``: which words a text holds."""
+    """``term`` for ``to_tsquery``: its forms (:meth:`SearchTerm.forms`) joined by ``|``."""
+    return " | ".join(_tsquery_form(form) for form in term.forms())
+
+
+def _tsquery_form(term: SearchTerm) -> str:
+    """One form's words for ``to_tsquery``, joined by ``&``: which words a text holds."""
     parts = _postgres_parts(term)
     last = len(parts) - 1
     quoted = [_tsquery_word(part, term.prefix and at == last) for at, part in enumerate(parts)]
@@ -265,7 +306,12 @@ def _lowered(text: ColumnElement[Any]) -> ColumnElement[Any]:
     return func.lower(text)
 
 
-def _phrase_pattern(n: int, term: SearchTerm) -> ColumnElement[Any]:
+def _one_sigma(text: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``text`` with every final sigma ``ς`` written ``σ``."""
+    return func.translate(text, _sql_text("ς"), _sql_text("σ"))
+
+
+def _phrase_pattern(name: str, term: SearchTerm) -> ColumnElement[Any]:
     """The regular expression that finds the phrase ``term`` in a :func:`_lowered`
     text, computed once per query (a scalar subquery).
 
@@ -277,7 +323,7 @@ def _phrase_pattern(n: int, term: SearchTerm) -> ColumnElement[Any]:
     words follow one another with anything but a letter or digit between, the first
     starts a word and the last ends one (unless it is a prefix); ``σ`` and ``ς`` stand
     for either, as :func:`_tsquery_word` gives both spellings."""
-    written = bindparam(f"search_p{n}", " ".join(_postgres_parts(term)), type_=String)
+    written = bindparam(name, " ".join(_postgres_parts(term)), type_=String)
     space, every = _sql_text(" "), _sql_text("g")
     words = func.btrim(
         func.regexp_replace(func.lower(written), _sql_text(_BETWEEN_WORDS), space, every)
@@ -328,20 +374,42 @@ def _fts_sources(element: TextMatches) -> ColumnElement[bool]:
 
 def _postgres_sources(element: TextMatches) -> ColumnElement[bool]:
     """The texts the index finds holding the query's words, each phrase confirmed on the
-    text, in the three searched tables."""
+    text, in the three searched tables. Each form of a term (:meth:`SearchTerm.forms`)
+    is one alternative: a wanted term matches where one of its forms does, an excluded
+    one leaves out the texts where any does."""
     query = element.query
     simple: ColumnElement[Any] = literal_column("'simple'")
     tsquery = func.to_tsquery(simple, bindparam("search_q", query.tsquery()))
+    forms = {n: term.forms() for n, term in enumerate(query.terms)}
     words = {
-        n: func.to_tsquery(simple, bindparam(f"search_t{n}", _tsquery_term(term)))
-        for n, term in enumerate(query.terms)
+        (n, k): func.to_tsquery(simple, bindparam(f"search_t{n}_{k}", _tsquery_form(form)))
+        for n, term_forms in forms.items()
+        for k, form in enumerate(term_forms)
     }
     # a word of characters PostgreSQL's parser takes for none (``½``, ``①``) gives no
     # lexeme, and to_tsquery drops the term: ``½ -scanned`` would then match every text
     # without "scanned". A wanted term that gives no lexeme matches nothing instead.
-    wanted = [func.numnode(words[n]) > 0 for n, term in enumerate(query.terms) if not term.excluded]
+    wanted = [
+        or_(*(func.numnode(words[n, k]) > 0 for k in range(len(forms[n]))))
+        for n, term in enumerate(query.terms)
+        if not term.excluded
+    ]
     phrases = {
-        n: _phrase_pattern(n, term) for n, term in enumerate(query.terms) if _is_phrase(term)
+        (n, k): _phrase_pattern(f"search_p{n}_{k}", form)
+        for n, term_forms in forms.items()
+        for k, form in enumerate(term_forms)
+        if _is_phrase(form)
+    }
+    # the index drops a word's marks (a decomposed ``café`` is indexed ``cafe``): a
+    # form's words that hold one are confirmed on the text, so that ``café`` typed
+    # either way does not find ``cafe``, as on FTS5
+    marked = {
+        (n, k): [
+            bindparam(f"search_m{n}_{k}_{i}", word, type_=String)
+            for i, word in enumerate(w for w in form.words if w != _without_marks(w))
+        ]
+        for n, term_forms in forms.items()
+        for k, form in enumerate(term_forms)
     }
 
     def matches(record: Any) -> ColumnElement[bool]:
@@ -349,12 +417,26 @@ def _postgres_sources(element: TextMatches) -> ColumnElement[bool]:
         name = record.__tablename__
         document: ColumnElement[Any] = literal_column(f"{name}.{POSTGRES_DOCUMENT}")
         text = _lowered(literal_column(f"{name}.{_TEXT_COLUMNS[name]}"))
+
+        def holds(n: int, k: int) -> ColumnElement[bool]:
+            """Where the text holds form ``k`` of term ``n``: its words (the index), in
+            order where it is a phrase, with their marks where they have some (the
+            text)."""
+            found: ColumnElement[bool] = document.op("@@", return_type=Boolean)(words[n, k])
+            if (n, k) in phrases:
+                found = and_(found, text.op("~", return_type=Boolean)(phrases[n, k]))
+            for word in marked[n, k]:  # either sigma, as the index and the pattern read it
+                held = func.strpos(_one_sigma(text), _one_sigma(func.lower(word))) > 0
+                found = and_(found, held)
+            return found
+
         conditions = [*wanted, document.op("@@", return_type=Boolean)(tsquery)]
-        for n, pattern in phrases.items():
-            found: ColumnElement[bool] = text.op("~", return_type=Boolean)(pattern)
-            if query.terms[n].excluded:  # where the text holds its words (no lexeme: none)
-                found = not_(and_(document.op("@@", return_type=Boolean)(words[n]), found))
-            conditions.append(found)
+        for n, term in enumerate(query.terms):
+            confirmed = [k for k in range(len(forms[n])) if (n, k) in phrases or marked[n, k]]
+            if term.excluded:  # an excluded word is the tsquery's, unless it is confirmed
+                conditions.extend(not_(holds(n, k)) for k in confirmed)
+            elif confirmed:
+                conditions.append(or_(*(holds(n, k) for k in range(len(forms[n])))))
         return and_(*conditions)
 
     diagnoses = select(col(SubmissionRecord.id)).where(matches(SubmissionRecord)).correlate(None)

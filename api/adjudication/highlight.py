@@ -49,24 +49,37 @@ def evidence_passages(evidence: str) -> list[str]:
     return [p for p in passages if len(p) >= _MIN_CHARS]
 
 
+def _unit_end(text: str, start: int) -> int:
+    """Where the letter at ``start`` ends: after the combining marks (category M) that
+    follow it, so that a decomposed ``é`` (``e`` and U+0301) is one letter."""
+    end = start + 1
+    while end < len(text) and unicodedata.category(text[end])[0] == "M":
+        end += 1
+    return end
+
+
 def _folded(text: str) -> tuple[str, list[int]]:
     """``text`` case-folded (NFKC), each run of non-word characters one space, invisible
     characters dropped, a number joined to its unit word as the evidence check joins it
-    ("256 Mi" reads "256mi"), and the index in ``text`` of every character kept."""
+    ("256 Mi" reads "256mi"), and the index in ``text`` of every character kept. Each
+    letter with its combining marks is folded as one (NFKC composes a decomposed ``é``),
+    every character it gives indexed at the letter's start."""
     chars: list[str] = []
     where: list[int] = []
-    for i, char in enumerate(text):
-        if unicodedata.category(char) == "Cf":
+    i = 0
+    while i < len(text):
+        if unicodedata.category(text[i]) == "Cf":
+            i += 1
             continue
-        folded = unicodedata.normalize("NFKC", char).casefold()
-        if not _WORD.fullmatch(folded or " "):
-            if chars and chars[-1] != " ":
+        end = _unit_end(text, i)
+        for piece in unicodedata.normalize("NFKC", text[i:end]).casefold():
+            if _WORD.match(piece):
+                chars.append(piece)
+                where.append(i)
+            elif chars and chars[-1] != " ":
                 chars.append(" ")
                 where.append(i)
-            continue
-        for piece in folded:
-            chars.append(piece)
-            where.append(i)
+        i = end
     # each match is a digit and the space after it: that space goes
     apart = {match.end() - 1 for match in UNIT_APART.finditer("".join(chars))}
     kept = [k for k in range(len(chars)) if k not in apart]
@@ -107,7 +120,7 @@ def _approximate(text: str, needle: str) -> tuple[int, int] | None:
             return None
     else:
         return None
-    return where[start], where[end - 1] + 1
+    return where[start], _unit_end(text, where[end - 1])
 
 
 def _whole_words(hay: str, start: int, end: int) -> bool:
@@ -117,13 +130,15 @@ def _whole_words(hay: str, start: int, end: int) -> bool:
 
 def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
     """Where ``needle`` occurs in ``text`` as it stands (up to case), not inside a longer
-    word or number: "8080" is not in "18080", "reachable" not in "unreachable"."""
+    word or number: "8080" is not in "18080", "reachable" not in "unreachable", "cafe"
+    not in a decomposed "café" (``e`` and U+0301)."""
     pattern = re.escape(needle)
     if _WORD.match(needle):
         pattern = rf"(?<!\w){pattern}"
     if _WORD.match(needle[-1]):
         pattern = rf"{pattern}(?!\w)"
-    return [match.span() for match in re.finditer(pattern, text, re.IGNORECASE)]
+    spans = (match.span() for match in re.finditer(pattern, text, re.IGNORECASE))
+    return [(start, end) for start, end in spans if _unit_end(text, end - 1) == end]
 
 
 def _spans(text: str, marks: Iterable[Mark]) -> list[tuple[int, int, Mark]]:

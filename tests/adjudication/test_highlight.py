@@ -3,6 +3,8 @@ case, white space or punctuation (or a small copying slip in a long quote)."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from api.adjudication.highlight import Mark, segments
@@ -94,3 +96,39 @@ def test_a_quote_differing_in_the_space_before_its_unit_is_marked(quote: str) ->
     assert check_quote(quote, text) == "found"
     marked = [s.text for s in segments(text, [Mark(quote, "verified", "D2-Q2")]) if s.kind]
     assert marked and "256 Mi" in "".join(marked)
+
+
+#: a diagnosis sent decomposed (NFD, as macOS often sends text): each accented letter
+#: is a base letter and a combining mark
+DECOMPOSED = unicodedata.normalize(
+    "NFD", "Le café-service a perdu sa base de données. Le pod redémarre."
+)
+
+
+def _marked_in_decomposed(needle: str, kind: str = "verified") -> list[str]:
+    return [s.text for s in segments(DECOMPOSED, [Mark(needle, kind, "D1-Q1")]) if s.kind]
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "base de données",
+        "Le café-service a perdu sa base de données",
+        unicodedata.normalize("NFD", "perdu sa base de données"),
+    ],
+)
+def test_a_verified_quote_is_marked_whole_in_a_decomposed_diagnosis(quote: str) -> None:
+    """The evidence check reads the diagnosis composed (NFKC), so a quote copied with
+    composed accents is found in a decomposed one: the page marks it too, whole, each
+    accented letter with its mark."""
+    assert check_quote(quote, DECOMPOSED) == "found"
+    assert _marked_in_decomposed(quote) == [unicodedata.normalize("NFD", quote)]
+
+
+def test_a_value_is_not_marked_inside_a_decomposed_letter() -> None:
+    """``cafe`` is not marked in a decomposed ``café``: the accent belongs to the
+    letter."""
+    assert _marked_in_decomposed("cafe", "grounding") == []
+    assert _marked_in_decomposed(unicodedata.normalize("NFD", "café"), "grounding") == [
+        unicodedata.normalize("NFD", "café")
+    ]

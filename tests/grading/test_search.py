@@ -205,6 +205,30 @@ async def test_a_word_as_written_finds_its_diagnosis_on_either_engine(
             assert await _ids(c, ada, q) == {hit}, q
 
 
+@pytest.mark.parametrize(
+    ("written", "typed"), [("NFD", "NFC"), ("NFC", "NFD")], ids=["nfd-text", "nfc-text"]
+)
+async def test_a_word_finds_its_diagnosis_in_either_normal_form(
+    api_client: Any, tokens: Any, written: str, typed: str
+) -> None:
+    """``é`` typed on a keyboard (NFC, U+00E9) and ``é`` as macOS sends it (NFD, ``e`` and
+    U+0301) are drawn alike: a word typed in one form finds, or excludes, a text holding
+    it in the other, in a phrase too, and an accented word never finds the word without
+    its accent."""
+    ada = await tokens("adjudicator", "Ada")
+    text = "Le café-service a perdu sa base de données."
+    async with api_client() as c:
+        hit = (await graded(c, ada, unicodedata.normalize(written, text)))["id"]
+        plain = (await graded(c, ada, "Le cafe-service a perdu sa base de donnees."))["id"]
+        await graded(c, ada, "An unrelated diagnosis: the cart's memory leaks.")
+        for word in ("café", "données", "CAFÉ-service", '"base de données"', "donné*"):
+            assert await _ids(c, ada, unicodedata.normalize(written, word)) == {hit}, word
+            assert await _ids(c, ada, unicodedata.normalize(typed, word)) == {hit}, word
+        assert await _ids(c, ada, unicodedata.normalize(typed, "perdu -café")) == {plain}
+        excluded = unicodedata.normalize(typed, 'perdu -"base de données"')
+        assert await _ids(c, ada, excluded) == {plain}
+
+
 @pytest.mark.parametrize("q", ['"disk full', "disk\"'", "-leak", "&|!", "*", "x" * 501])
 async def test_a_malformed_query_is_a_problem_naming_q(
     api_client: Any, tokens: Any, q: str

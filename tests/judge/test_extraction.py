@@ -473,6 +473,34 @@ async def test_a_coded_yes_is_backed_by_its_sentence_when_the_diagnosis_has_no_b
     assert result.passed is True
 
 
+@pytest.mark.parametrize(
+    ("diagnosis_hyphen", "claim_hyphen"),
+    [
+        # the agent wrote U+2011; the judge copies the name with a Unicode hyphen
+        ("\u2011", "\u2010"),
+        # the agent wrote "-"; the judge's reply writes a non-breaking hyphen
+        ("-", "\u2011"),
+    ],
+    ids=["agent-wrote-U+2011", "judge-wrote-U+2011"],
+)
+async def test_an_extracted_origin_with_a_unicode_hyphen_is_the_component(
+    rubric: Rubric, diagnosis_hyphen: str, claim_hyphen: str
+) -> None:
+    """A Unicode hyphen is ``-`` in the claims as in the diagnosis: an origin claimed
+    as "user‑service", by the agent or by the judge, is the ground truth's component."""
+    backend = ScriptedBackend(
+        [
+            claims(origin_component=f"user{claim_hyphen}service"),
+            *[answer("D1-Q2", rubric, False)] * 6,
+        ]
+    )
+    grader = Grader(backend, retry=FAST, asking="extraction")
+    diagnosis = DIAGNOSIS.replace("user-service", f"user{diagnosis_hyphen}service")
+    result = await grader.grade(rubric, TRUTH, diagnosis)
+    assert result.status == "graded", result.detail
+    assert {a.question_id: a for a in result.answers}["D1-Q1"].answer is True
+
+
 async def _grade_as_labelled(rubric: Rubric, case: dict[str, Any], values: list[str]) -> Any:
     """Extraction asking with a faithful extractor (the origin, the ``values`` given) and
     every asked question answered as the case's labels say."""

@@ -467,3 +467,44 @@ def test_the_affected_and_healthy_components_are_read_from_their_lists() -> None
     )
     assert rbac is not None
     assert rbac.affected == ("deployment/otel",) and rbac.healthy == ()
+
+
+#: the hyphens drawn exactly like ``-`` that language models write inside names
+#: ("user‑service" with U+2011 is routine for GPT-family models)
+HYPHENS = {"U+2011": "\u2011", "U+2010": "\u2010", "U+2212": "\u2212"}
+
+
+@pytest.mark.parametrize("hyphen", HYPHENS.values(), ids=HYPHENS.keys())
+def test_a_component_named_with_a_unicode_hyphen_is_named(hyphen: str) -> None:
+    """A component written with a Unicode hyphen ("user‑service") is the component."""
+    facts = facts_of(TRUTH)
+    assert facts is not None
+    diagnosis = RIGHT.replace("-", hyphen)
+    assert check_condition("component", facts, diagnosis) is None
+    assert check_condition("origin_consistent", facts, diagnosis) is None
+
+
+@pytest.mark.parametrize("hyphen", HYPHENS.values(), ids=HYPHENS.keys())
+def test_a_mutated_value_written_with_a_unicode_hyphen_is_named(hyphen: str) -> None:
+    """``app=cart‑v2`` written with a Unicode hyphen is the value ``app=cart-v2``."""
+    truth = (
+        "[fault_spec] component=service/cart; namespace=shop || The selector was changed "
+        "to app=cart-v2, so the Service has no endpoints."
+    )
+    facts = facts_of(truth)
+    assert facts is not None and "app=cart-v2" in facts.mutated
+    diagnosis = f"The cart Service selects app=cart{hyphen}v2."
+    assert check_condition("values", facts, diagnosis) is None
+
+
+@pytest.mark.parametrize("hyphen", HYPHENS.values(), ids=HYPHENS.keys())
+async def test_a_right_diagnosis_with_unicode_hyphens_is_not_vetoed(
+    rubric: Rubric, hyphen: str
+) -> None:
+    """A correct diagnosis whose hyphens are Unicode hyphens passes as it does with
+    ``-``: no yes vetoed, no review for an overruled judge."""
+    result = await _grade(rubric, TRUTH, RIGHT.replace("-", hyphen))
+    assert result.status == "graded"
+    assert [a.question_id for a in result.answers if a.judge_answer and not a.answer] == []
+    assert result.outcome.passed
+    assert "judge_overruled" not in result.review_reasons
