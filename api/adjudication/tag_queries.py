@@ -15,7 +15,7 @@ from sqlmodel import col
 
 from api.adjudication.superseded import refuse_superseded
 from storage.bytewise import bytewise
-from storage.database import Database
+from storage.database import AuditBatch, Database
 from storage.errors import Conflict, InvalidReview, NotFound
 from storage.review_tables import FailureTagRecord, TagVocabularyRecord
 from storage.tables import GradingRecord
@@ -31,11 +31,12 @@ class TagQueries:
         self._db = db
 
     async def ensure_vocabulary(self, entries: Mapping[str, str]) -> int:
-        """Add the shipped tags that are missing; returns how many were added."""
+        """Add the shipped tags that are missing, each audited as ``tag.defined`` by
+        ``system`` (as an admin's addition is by the admin); returns how many were added."""
         table = TagVocabularyRecord.__table__  # type: ignore[attr-defined]
 
         def add_missing(session: Session) -> int:
-            added = 0
+            audits = AuditBatch()  # appended after every row: the lock order of storage.database
             for tag, description in entries.items():
                 values = {
                     "tag": tag,
@@ -44,8 +45,19 @@ class TagQueries:
                     "created_by": "system",
                     "created_at": self._db.clock(),
                 }
-                added += int(self._db.insert_ignore(session, table, values))
-            return added
+                if self._db.insert_ignore(session, table, values):
+                    self._db.audit(
+                        session,
+                        "tag.defined",
+                        entity_type="tag",
+                        entity_id=tag,
+                        actor="system",
+                        payload={"description": description, "source": "file"},
+                        into=audits,
+                    )
+            if audits.events:
+                self._db.audit_many(session, audits.events)
+            return len(audits.events)
 
         return await self._db.run(add_missing)
 

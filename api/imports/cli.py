@@ -153,7 +153,9 @@ def import_sregym(
 
     async def action() -> ImportReport:
         async with service_runtime() as services:
-            return await import_sregym_folder(services, directory, problems, rubric=rubric_id)
+            return await import_sregym_folder(
+                services, directory, problems, rubric=rubric_id, actor="cli"
+            )
 
     _report(run(action()), fmt=fmt, prefix=prefix)
 
@@ -207,7 +209,7 @@ async def _local_jsonl(path: Path, rubric_id: str | None, strict: bool) -> Impor
     from api.imports.use_cases import import_jsonl_file
 
     async with service_runtime() as services:
-        return await import_jsonl_file(services, path, rubric=rubric_id, strict=strict)
+        return await import_jsonl_file(services, path, rubric=rubric_id, strict=strict, actor="cli")
 
 
 def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) -> ImportReport:

@@ -193,7 +193,13 @@ async def _import(
         total = await asyncio.to_thread(count_jsonl_items, file)
         await ImportJobQueries(services.store.db).progress(job.id, worker, total=total, done=0)
         return await import_jsonl_file(
-            services, file, rubric=job.rubric, strict=job.strict, progress=progress
+            services,
+            file,
+            actor=job.created_by,  # the admin who uploaded it: the audit events name them
+            job_id=job.id,
+            rubric=job.rubric,
+            strict=job.strict,
+            progress=progress,
         )
     limit = services.settings.import_max_unpacked_bytes
     await asyncio.to_thread(unpack_archive, data, job.archive, folder, limit=limit)  # type: ignore[arg-type]
@@ -208,7 +214,13 @@ async def _import(
     total = outline.items
     await ImportJobQueries(services.store.db).progress(job.id, worker, total=total, done=0)
     return await import_sregym_folder(
-        services, folder, problems, rubric=job.rubric, progress=progress
+        services,
+        folder,
+        problems,
+        actor=job.created_by,
+        job_id=job.id,
+        rubric=job.rubric,
+        progress=progress,
     )
 
 

@@ -1,22 +1,22 @@
 """Storing imports: SREGym attempts with their verdicts, historic JSONL submissions.
 
-Imports are idempotent: each submission carries an idempotency key derived from where
-it came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
+Imports are idempotent: each submission carries an idempotency key derived from where it
+came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
 importing the same input again stores nothing twice, and an SREGym attempt met in
 several of its files is one submission (already imported after the first). A row that
 repeats an imported attempt's key (JSONL: its run, agent, model, problem and attempt)
 with other content is a conflict: left out and reported with where it was, the stored
 one kept; a JSONL line looks for its attempt under the attempt's named lock, so imports
 running at once store it once. Rows are written in batches, one transaction each, every
-submission audited as ``submission.imported``: the batch's audit events (and those of
-the scenarios an SREGym import registers) are appended together once all its rows are
-written, since a row's foreign key locks its scenario (row and named locks before the
-audit chain's lock: ``storage.database``). A batch the database refuses although every
-row passed the readers' checks is written again one row per transaction, so only the
-row to blame is refused and the job goes on. A strict JSONL import (one transaction)
-the database refuses is written once more (another import may have stored some of its
-lines meanwhile: already imported now); refused again, each line is tried alone and
-undone, and the import aborted naming the lines the database refuses.
+submission audited as ``submission.imported`` by whoever imports: the batch's audit
+events (and those of the scenarios an SREGym import registers) are appended together
+once all its rows are written, since a row's foreign key locks its scenario (row and
+named locks before the audit chain's lock: ``storage.database``). A batch the database
+refuses although every row passed the readers' checks is written again one row per
+transaction, so only the row to blame is refused and the job goes on. A strict JSONL
+import (one transaction) the database refuses is written once more (another import may
+have stored some of its lines meanwhile: already imported now); refused again, each line
+is tried alone and undone, and the import aborted naming the lines the database refuses.
 
 Why this module is long: it is the one writer of both import formats, and they share
 its batching, its row-by-row retry and its conflict rules; split, each half would need
@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.exc import StatementError
@@ -58,9 +58,21 @@ from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_
 
 __all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport"]
 
+#: the ``submitted_by`` of imported submissions, whoever imports them: an import's
+#: idempotency keys are looked up under it (the audit events name who imported)
+SREGYM_SUBMITTER = "import:sregym"
+JSONL_SUBMITTER = "import:jsonl"
+
 #: stores one row (an item read, or a problem reading it) in an open transaction, its
 #: audit events collected in the batch
 _RowWriter = Callable[[Session, Any, ImportReport, AuditBatch], None]
+
+
+class _Importer(NamedTuple):
+    """Who an import's audit events name: ``actor``, and the import job driving it."""
+
+    actor: str
+    job_id: str | None
 
 
 def _refused_by_database(exc: BaseException) -> bool:
@@ -145,10 +157,10 @@ class ImportQueries:
         self._db = db
         self._catalog = catalog
 
-    def _known(self, session: Session, actor: str, key: str) -> SubmissionRecord | None:
-        """The submission already imported under ``key``, or None."""
+    def _known(self, session: Session, submitter: str, key: str) -> SubmissionRecord | None:
+        """The submission ``submitter`` already imported under ``key``, or None."""
         query = select(SubmissionRecord).where(
-            col(SubmissionRecord.submitted_by) == actor,
+            col(SubmissionRecord.submitted_by) == submitter,
             col(SubmissionRecord.idempotency_key) == key,
         )
         return session.execute(query).scalar()
@@ -241,20 +253,29 @@ class ImportQueries:
         self._db.insert_ignore(session, table, values)
 
     def _ensure_scenario(
-        self, session: Session, scenario_id: str, truth: str, audits: AuditBatch
+        self, session: Session, scenario_id: str, truth: str, by: _Importer, audits: AuditBatch
     ) -> int | None:
-        """Register the problem as a scenario unless it exists (its audit event collected
-        in ``audits``); the version whose ground truth is ``truth`` (None when the
-        scenario never had it)."""
+        """Register the problem as a scenario unless it exists (its audit event, by
+        ``by.actor``, collected in ``audits``); the version whose ground truth is
+        ``truth`` (None when the scenario never had it)."""
         spec = ScenarioSpec(scenario_id, truth, tags=("sregym",))
         scenarios = self._catalog.scenarios
-        version = scenarios.ensure(session, spec, actor="import:sregym", into=audits)
+        version = scenarios.ensure(session, spec, actor=by.actor, into=audits)
         return version or None
 
     def _audit_import(
-        self, session: Session, s: SubmissionRecord, audits: AuditBatch, **extra: Any
+        self,
+        session: Session,
+        s: SubmissionRecord,
+        by: _Importer,
+        audits: AuditBatch,
+        **extra: Any,
     ) -> None:
+        """``submission.imported`` by whoever imports (``by``), naming the import job
+        that drives the import, if one does."""
         grading_id = extra.get("grading_id")
+        if by.job_id is not None:
+            extra["import_job_id"] = by.job_id
         payload = {
             "submission_id": s.id,
             "agent": s.agent,
@@ -271,7 +292,7 @@ class ImportQueries:
             "submission.imported",
             entity_type="submission",
             entity_id=s.id,
-            actor=s.submitted_by,
+            actor=by.actor,
             payload=payload,
             covers=[grading_id] if grading_id else (),
             rows=[s],
@@ -284,11 +305,16 @@ class ImportQueries:
         problems: Mapping[str, str],
         *,
         rubric: Rubric,
-        actor: str = "import:sregym",
+        actor: str = SREGYM_SUBMITTER,
+        job_id: str | None = None,
         progress: ImportProgress | None = None,
         refuse_ground_truth: str | None = None,
     ) -> ImportReport:
         """Store attempts with SREGym's verdicts; attempts of unknown problems are problems.
+
+        The submissions are ``submitted_by`` ``import:sregym``; their audit events (and
+        those of the scenarios registered) name ``actor``, who imports, and ``job_id``,
+        the import job that drives the import, if one does.
 
         Each problem is registered as the scenario of its id unless one exists;
         ``refuse_ground_truth``: why an attempt whose problem ``problems`` gives a ground
@@ -296,6 +322,8 @@ class ImportQueries:
         (``SRE_JUDGE_INLINE_GROUND_TRUTH``), None: taken. Each attempt's CSV rows are kept
         whole (``sregym_original_row``) for the export; ``progress`` after each batch.
         """
+
+        by = _Importer(actor, job_id)
 
         def write(session: Session, item: Any, report: ImportReport, audits: AuditBatch) -> None:
             report.rows += 1
@@ -306,7 +334,7 @@ class ImportQueries:
                 report.problems.append(ImportProblem(item.source, message, field="problem_id"))
             else:
                 self._import_attempt(
-                    session, item, problems, rubric, actor, report, audits, refuse_ground_truth
+                    session, item, problems, rubric, by, report, audits, refuse_ground_truth
                 )
 
         report = ImportReport()
@@ -377,13 +405,13 @@ class ImportQueries:
         attempt: SregymAttempt,
         problems: Mapping[str, str],
         rubric: Rubric,
-        actor: str,
+        by: _Importer,
         report: ImportReport,
         audits: AuditBatch,
         refuse_ground_truth: str | None,
     ) -> None:
-        truth, now = problems[attempt.problem_id], self._db.clock()
-        version = self._ensure_scenario(session, attempt.problem_id, truth, audits)
+        truth, now, submitter = problems[attempt.problem_id], self._db.clock(), SREGYM_SUBMITTER
+        version = self._ensure_scenario(session, attempt.problem_id, truth, by, audits)
         if version is None and refuse_ground_truth is not None:
             message = (
                 f"ground_truth: the problems file gives problem {attempt.problem_id!r} a "
@@ -392,13 +420,13 @@ class ImportQueries:
             report.problems.append(ImportProblem(attempt.source, message, field="ground_truth"))
             return
         submission = sregym_submission(
-            attempt, truth, scenario_id=attempt.problem_id, actor=actor, at=now
+            attempt, truth, scenario_id=attempt.problem_id, actor=submitter, at=now
         )
         submission.scenario_version = version
         assert submission.idempotency_key is not None
-        known = self._known(session, actor, submission.idempotency_key)
+        known = self._known(session, submitter, submission.idempotency_key)
         if known is None and (earlier := sregym_earlier_key(attempt)) is not None:
-            known = self._known(session, actor, earlier)  # stored by an earlier version
+            known = self._known(session, submitter, earlier)  # stored by an earlier version
         if known is not None:
             differs = self._attempt_difference(session, known, submission, attempt)
             if differs is not None:
@@ -430,6 +458,7 @@ class ImportQueries:
         self._audit_import(
             session,
             submission,
+            by,
             audits,
             source="sregym",
             outcome=attempt.outcome,
@@ -442,13 +471,18 @@ class ImportQueries:
         *,
         rubric: Rubric,
         judge: tuple[str, str, str],
-        actor: str = "import:jsonl",
+        actor: str = JSONL_SUBMITTER,
+        job_id: str | None = None,
         strict: bool = False,
         progress: ImportProgress | None = None,
         refuse_own_family: bool = False,
         refuse_ground_truth: str | None = None,
     ) -> ImportReport:
         """Store historic submissions, each with a pending grading by ``rubric`` and ``judge``.
+
+        The submissions are ``submitted_by`` ``import:jsonl``; their audit events (and the
+        rubric version's, when new) name ``actor``, who imports, and ``job_id``, the
+        import job that drives the import, if one does.
 
         ``refuse_own_family``: a line whose model is of the judge's own family is refused
         naming ``model``, as a submission is (``SRE_JUDGE_SELF_PREFERENCE=refuse``).
@@ -479,8 +513,9 @@ class ImportQueries:
                 )
                 report.problems.append(ImportProblem(f"line {item.line}", message, field="model"))
                 return
-            self._import_line(session, item, rubric, judge, actor, report, audits)
+            self._import_line(session, item, rubric, judge, by, report, audits)
 
+        by = _Importer(actor, job_id)
         report = ImportReport()
         # all or nothing: one batch of every line, then one transaction
         async for batch in read_batches(lines, size=sys.maxsize if strict else BATCH):
@@ -500,11 +535,11 @@ class ImportQueries:
         line: JsonlLine,
         rubric: Rubric,
         judge: tuple[str, str, str],
-        actor: str,
+        by: _Importer,
         report: ImportReport,
         audits: AuditBatch,
     ) -> None:
-        item, now = line.submission, self._db.clock()
+        item, now, submitter = line.submission, self._db.clock(), JSONL_SUBMITTER
         truth, version = item.ground_truth, None
         if item.scenario_id is not None:
             scenario = session.get(ScenarioRecord, item.scenario_id)
@@ -519,10 +554,10 @@ class ImportQueries:
         fields = item.model_dump(mode="json", exclude={"trace"} if item.trace is None else None)
         content = sha256_hex(canonical_json(fields))
         key = f"jsonl:{content}"
-        if self._known(session, actor, key) is not None:
+        if self._known(session, submitter, key) is not None:
             report.already_imported += 1
             return
-        submission = jsonl_submission(line, truth or "", actor=actor, content=content, now=now)
+        submission = jsonl_submission(line, truth or "", actor=submitter, content=content, now=now)
         same = self._same_attempt(session, submission)
         if same is not None:
             differs = _line_difference(same, submission)
@@ -556,5 +591,5 @@ class ImportQueries:
         report.submissions += 1
         report.queued += 1
         self._audit_import(
-            session, submission, audits, source="jsonl", line=line.line, grading_id=grading.id
+            session, submission, by, audits, source="jsonl", line=line.line, grading_id=grading.id
         )

@@ -26,10 +26,15 @@ async def import_sregym_folder(
     folder: Path,
     problems: Mapping[str, str],
     *,
+    actor: str,
+    job_id: str | None = None,
     rubric: str | None = None,
     progress: ImportProgress | None = None,
 ) -> ImportReport:
     """Import every attempt of an SREGym results folder; SREGym's verdicts are kept.
+
+    Audited in the name of ``actor``, who imports, naming the import job ``job_id``
+    that drives the import, if one does.
 
     Each problem of ``problems`` becomes the registered scenario of its id unless one
     exists; an attempt whose problem ``problems`` gives a ground truth that registered
@@ -43,6 +48,8 @@ async def import_sregym_folder(
         attempts,
         problems,
         rubric=target,
+        actor=actor,
+        job_id=job_id,
         progress=progress,
         refuse_ground_truth=inline_ground_truth_refusal(settings, granted=True),
     )
@@ -52,11 +59,16 @@ async def import_jsonl_file(
     services: Services,
     file: Path,
     *,
+    actor: str,
+    job_id: str | None = None,
     rubric: str | None = None,
     strict: bool = False,
     progress: ImportProgress | None = None,
 ) -> ImportReport:
     """Import historic submissions, one JSON object a line, queued for grading.
+
+    Audited in the name of ``actor``, who imports, naming the import job ``job_id``
+    that drives the import, if one does.
 
     With ``strict`` nothing is stored when any line is bad (``ImportAborted``). A line
     with its own ground truth is refused where a submission's would be
@@ -71,6 +83,8 @@ async def import_jsonl_file(
     report = await ImportQueries(services.store.db, services.store.catalog).jsonl(
         lines,
         rubric=target,
+        actor=actor,
+        job_id=job_id,
         # the service's judge as a submission's grading records it: the panel when set
         judge=settings.grading_judge(),
         refuse_own_family=settings.self_preference == "refuse",

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from judge.backends.scripted import ScriptedBackend
 from storage import GradingFilter, Store, verify_chain
+from storage.tables import AuditRecord
 from tests.support.audit import configured_chain_key
 from tests.support.judge_server import sregym_reply
 from tests.support.keys import session_key
@@ -25,6 +28,8 @@ SIX_WITHOUT_D1Q1 = {"D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D2-Q3", "D3-Q1"}
 #: a judge behind a proxy that takes its API key in the query
 JUDGE_KEY = "sk-live-0123456789abcdef"
 KEYED_JUDGE = f"openai:m@http://127.0.0.1:9/v1?api_key={JUDGE_KEY}"
+#: the failure-tag vocabulary the service ships
+SHIPPED_TAGS = Path(__file__).resolve().parents[2] / "vocabularies" / "failure-tags.yaml"
 
 
 async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
@@ -278,6 +283,33 @@ async def test_failure_tags_come_from_the_vocabulary(api_client: Any, tokens: An
         assert removed.status_code == 204
         shown = (await client.get(f"/v1/gradings/{grading['id']}", headers=adj)).json()
         assert [t["tag"] for t in shown["tags"]] == ["bad-vibes"]
+
+
+async def test_a_tag_the_vocabulary_file_adds_is_audited_by_the_system(
+    api_client: Any, engine: Engine, tmp_path: Path
+) -> None:
+    """A tag an operator adds to the vocabulary file enters the vocabulary as the service
+    starts, audited once as ``tag.defined`` by ``system``, saying it came from the file
+    (an admin's ``POST /v1/failure-tags`` is ``tag.defined`` by that admin)."""
+    vocabulary = tmp_path / "failure-tags.yaml"
+    description = "Ignored the rollout history that showed the change."
+    vocabulary.write_text(
+        SHIPPED_TAGS.read_text(encoding="utf-8") + f"ignored-rollout-history: {description}\n",
+        encoding="utf-8",
+    )
+    for _ in range(2):  # started again: the tag is in the vocabulary, nothing more is audited
+        async with api_client(failure_tags_file=vocabulary, start_workers=False):
+            pass
+    with engine.connect() as connection:
+        query = select(AuditRecord).order_by(col(AuditRecord.seq))
+        rows = list(connection.execute(query))
+    about = [
+        (r.event, r.actor, r.payload) for r in rows if r.entity_id == "ignored-rollout-history"
+    ]
+    assert about == [("tag.defined", "system", {"description": description, "source": "file"})]
+    shipped = {r.entity_id for r in rows if r.event == "tag.defined"}
+    assert {"misread-unit", "leaked-credential"} <= shipped  # each tag the file added
+    assert (await verify_chain(engine, key=configured_chain_key())).ok
 
 
 async def test_a_failure_tag_already_defined_is_a_409_naming_tag(

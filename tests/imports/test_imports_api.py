@@ -27,6 +27,7 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
+from sqlmodel import col
 
 from api.imports import jsonl, queries, runner
 from api.imports.job_queries import ImportJobQueries
@@ -40,6 +41,7 @@ from storage.canonical import utcnow
 from storage.engine import session_factory
 from storage.imports import ImportJobRecord, ImportUploadRecord
 from storage.keys import ServiceKey
+from storage.tables import AuditRecord
 from tests.imports.jobs import finished, tar_gz
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
@@ -167,6 +169,45 @@ async def test_a_jsonl_stream_reports_its_bad_lines(api_client: Any, tokens: Any
     assert job["report"]["submissions"] == 2 and job["report"]["problems"] == 1
     [error] = job["errors"]
     assert error["where"] == "line 2" and "not valid JSON" in error["message"]
+
+
+async def test_an_import_over_http_is_audited_in_the_name_of_the_admin_who_uploaded_it(
+    api_client: Any, engine: Engine, service_key: ServiceKey, tmp_path: Path
+) -> None:
+    """Each submission an import job stores, and each scenario an SREGym import
+    registers, is audited in the name of the admin who uploaded it, the submission's
+    event naming the job; the submissions stay ``import:jsonl``'s and ``import:sregym``'s,
+    under which a re-import looks them up."""
+    plaintext, admin = await Store(engine, key=service_key).tokens.create(name="Ada", role="admin")
+    headers = {"Authorization": f"Bearer {plaintext}"}
+    checklist = [{"id": f"D{d}-Q{q}", "answer": "Yes"} for d in (1, 2, 3) for q in (1, 2, 3)]
+    fixture = write_sregym_attempt(
+        tmp_path, checklist, diagnosis="geo runs a wrong tag", ground_truth="geo", success=True
+    )
+    archive = tar_gz({**_files(fixture.root), "problems.jsonl": fixture.problems_file.read_bytes()})
+    jobs = {}
+    async with api_client(judge="scripted:pass") as client:
+        for kind, body, media_type in [
+            ("jsonl", (json.dumps({**LINE, "agent": "imported"}) + "\n").encode(), NDJSON),
+            ("sregym", archive, TAR),
+        ]:
+            created = await client.post(IMPORTS, content=body, headers={**headers, **media_type})
+            assert created.status_code == 202, created.text
+            jobs[kind] = await finished(client, created.headers["location"], headers)
+            assert jobs[kind]["state"] == "done" and jobs[kind]["report"]["submissions"] == 1
+    with session_factory(engine)() as session:
+        rows = list(session.execute(select(AuditRecord).order_by(col(AuditRecord.seq))).scalars())
+        submitted_by = {
+            s.agent: s.submitted_by for s in session.execute(select(SubmissionRecord)).scalars()
+        }
+    imported = [r for r in rows if r.event == "submission.imported"]
+    assert [(r.actor, r.payload["source"], r.payload.get("import_job_id")) for r in imported] == [
+        (admin.id, "jsonl", jobs["jsonl"]["id"]),
+        (admin.id, "sregym", jobs["sregym"]["id"]),
+    ]
+    assert [r.actor for r in rows if r.event == "scenario.created"] == [admin.id]
+    assert submitted_by["imported"] == "import:jsonl"
+    assert set(submitted_by.values()) == {"import:jsonl", "import:sregym"}
 
 
 async def test_a_strict_jsonl_job_stores_nothing_and_fails_listing_the_bad_lines(

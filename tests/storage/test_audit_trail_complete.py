@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -40,6 +42,23 @@ async def test_cli_tokens_create_is_audited_with_the_cli_as_actor(
     actors = {row.event: row.actor for row in _rows(engine) if row.entity_id == token_id}
     assert actors["token.revoked"] == "cli"  # the revocation says who did it
     assert actors["token.created"] == "cli", actors
+    report = await verify_chain(engine, key=ChainKey.of(session_key()))
+    assert report.ok, report
+
+
+async def test_cli_import_is_audited_with_the_cli_as_actor(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    """``sre-judge import jsonl`` run on the database is an operator's action at the
+    command line: each ``submission.imported`` says so (actor ``cli``), naming no job."""
+    history = tmp_path / "history.jsonl"
+    history.write_text(json.dumps({"diagnosis": "pod OOMKilled", "ground_truth": "g"}) + "\n")
+    env = {"NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": database_url}
+    imported = cli_in_process("import", "jsonl", str(history), env=env)
+    assert imported.returncode == 0, imported.stderr
+    events = [(r.actor, r.payload) for r in _rows(engine) if r.event == "submission.imported"]
+    assert [actor for actor, _ in events] == ["cli"]
+    assert all("import_job_id" not in payload for _, payload in events)
     report = await verify_chain(engine, key=ChainKey.of(session_key()))
     assert report.ok, report
 
