@@ -86,12 +86,13 @@ def _folded(text: str) -> tuple[str, list[int]]:
     return "".join(chars[k] for k in kept), [where[k] for k in kept]
 
 
-def _approximate(text: str, needle: str) -> tuple[int, int] | None:
+def _approximate(text: str, folded: tuple[str, list[int]], needle: str) -> tuple[int, int] | None:
     """Where ``needle`` occurs in ``text`` on word boundaries, up to case, white space and
     punctuation, or (for longer quotes) with a small copying slip that keeps the facts,
     widened to whole words, as the evidence check accepts it: "reachable" is not marked
-    inside "unreachable"."""
-    hay, where = _folded(text)
+    inside "unreachable". ``folded`` is :func:`_folded` of ``text``, folded once by the
+    caller for all its needles."""
+    hay, where = folded
     want = _folded(needle)[0].strip()
     if len(want) < _MIN_CHARS or not hay:
         return None
@@ -142,13 +143,26 @@ def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
 
 
 def _spans(text: str, marks: Iterable[Mark]) -> list[tuple[int, int, Mark]]:
+    """Where each mark occurs in ``text``, in the order of ``marks``. Each distinct needle
+    is searched once (several answers may cite one passage), and ``text`` is folded once,
+    on the first needle not found as it stands: a long diagnosis with many quotes is not
+    folded again for each."""
+    exact_at: dict[str, list[tuple[int, int]]] = {}
+    near_at: dict[str, tuple[int, int] | None] = {}
+    folded: tuple[str, list[int]] | None = None
     found = []
     for mark in marks:
         if len(mark.needle) < _MIN_CHARS:
             continue
-        exact = [(start, end, mark) for start, end in _occurrences(text, mark.needle)]
+        if mark.needle not in exact_at:
+            exact_at[mark.needle] = _occurrences(text, mark.needle)
+        exact = [(start, end, mark) for start, end in exact_at[mark.needle]]
         if not exact and mark.kind in _EVIDENCE:
-            near = _approximate(text, mark.needle)
+            if mark.needle not in near_at:
+                if folded is None:
+                    folded = _folded(text)
+                near_at[mark.needle] = _approximate(text, folded, mark.needle)
+            near = near_at[mark.needle]
             if near is not None:
                 exact = [(*near, Mark(mark.needle, mark.kind, f"{mark.label} (approximate)"))]
         found.extend(exact)

@@ -3,12 +3,16 @@ case, white space or punctuation (or a small copying slip in a long quote)."""
 
 from __future__ import annotations
 
+import random
+import time
 import unicodedata
+from collections.abc import Callable
 
 import pytest
 
 from api.adjudication.highlight import Mark, segments
 from judge.evidence import check_quote
+from judge.inputs import DEFAULT_MAX_TEXT_BYTES
 
 TEXT = "The  user-service Deployment\nsets USER_PORT = 9999; the frontend fails."
 
@@ -132,3 +136,33 @@ def test_a_value_is_not_marked_inside_a_decomposed_letter() -> None:
     assert _marked_in_decomposed(unicodedata.normalize("NFD", "café"), "grounding") == [
         unicodedata.normalize("NFD", "café")
     ]
+
+
+def _best_seconds(work: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_many_paraphrased_quotes_in_the_largest_diagnosis_mark_about_as_fast_as_one() -> None:
+    """The grading page marks every quote of every answer in the diagnosis while the
+    server waits: on the largest diagnosis accepted, 36 quotes that must be looked for
+    approximately (9 answers x 4 passages) take about as long as one, so a grading with
+    many quotes does not hold up the server. Measured against the same page with one
+    quote, so the machine's speed cancels out."""
+    rng = random.Random(2)
+    words = ["user-service", "pod", "8080", "port", "memory", "512Mi", "not", "crash",
+             "hotel", "namespace", "the", "is", "frontend", "reaches", "wrong"]  # fmt: skip
+    text = " ".join(rng.choice(words) for _ in range(DEFAULT_MAX_TEXT_BYTES // 4))
+    text = text[:DEFAULT_MAX_TEXT_BYTES]
+    quote = "the frontend pod of hotel reaches user-service on the wrong port"
+    one = [Mark(f"{quote} 00", "unverified", "D1-Q1")]
+    many = [Mark(f"{quote} {q}{p}", "unverified", f"D{q}-Q{p}") for q in range(9) for p in range(4)]
+    # a fresh text each run: nothing worked out for one text carries to the next
+    texts = iter(f"{text}{'.' * n}" for n in range(4))
+    single = _best_seconds(lambda: segments(next(texts), one))
+    several = _best_seconds(lambda: segments(next(texts), many))
+    assert several < 6 * single, (single, several)
