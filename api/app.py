@@ -149,7 +149,13 @@ def page_handlers() -> list[HTTPRouteHandler]:
     from api.adjudication.tag_pages import tag_from_page, untag_from_page
     from api.adjudication.versus_pages import versus_page
     from api.judges.pages import judges_page
-    from api.regrade.pages import regrade_action, regrade_page, regrade_progress, regrades_page
+    from api.regrade.pages import (
+        regrade_action,
+        regrade_flips_csv,
+        regrade_page,
+        regrade_progress,
+        regrades_page,
+    )
     from api.reports.pages import (
         agreement_page,
         compare_page,
@@ -186,6 +192,7 @@ def page_handlers() -> list[HTTPRouteHandler]:
         regrades_page,
         regrade_page,
         regrade_progress,
+        regrade_flips_csv,
         regrade_action,
         judges_page,
     ]

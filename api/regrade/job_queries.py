@@ -28,9 +28,12 @@ from api.regrade.selection import (
 )
 from judge.masking import mask_passwords
 from judge.rubric import Rubric
+from storage.canonical import iso_utc
 from storage.catalog import CatalogRepository
+from storage.cursors import CursorCodec
 from storage.database import Database
 from storage.errors import Conflict, NotFound
+from storage.gradings import grading_position
 from storage.regrade.lifecycle import (
     end_job,
     finish_if_drained,
@@ -102,6 +105,7 @@ class RegradeJobQueries:
         """Work through ``db`` (a job's rubric version is stored with the job)."""
         self._db = db
         self._catalog = CatalogRepository(db)
+        self._cursors = CursorCodec(db.key, "regrade-jobs")
 
     async def pairs(self, job_id: str) -> list[FlipItem]:
         """Every item of the job beside its previous grading; NotFound for an unknown job."""
@@ -255,13 +259,26 @@ class RegradeJobQueries:
 
         return await self._db.run_read(work)
 
-    async def recent_jobs(self, *, limit: int = 50) -> list[JobView]:
-        """The newest jobs with their progress, newest first."""
+    async def recent_jobs(
+        self, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[JobView], str | None]:
+        """A page of jobs with their progress, newest first, and the cursor of the older
+        ones (None on the last page).
+
+        Keyset paging on ``(created_at, id)``: the signed cursor (``storage.cursors``)
+        holds the last listed job's place, so jobs started between pages never shift,
+        repeat or skip a row. A cursor not signed here for this list raises InvalidCursor.
+        """
+        before = None if cursor is None else grading_position(self._cursors.decode(cursor))
 
         def work(session: Session) -> list[JobView]:
-            return recent_jobs(session, self._db.clock(), limit=limit)
+            return recent_jobs(session, self._db.clock(), limit=limit + 1, before=before)
 
-        return await self._db.run_read(work)
+        views = await self._db.run_read(work)
+        if len(views) <= limit:
+            return views, None
+        last = views[limit - 1].job
+        return views[:limit], self._cursors.encode([iso_utc(last.created_at), last.id])
 
     async def change_job(self, job_id: str, action: str, *, actor: str) -> JobView:
         """``pause``, ``resume`` or ``cancel`` a job; Conflict when its state does not allow it."""

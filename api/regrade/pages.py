@@ -1,16 +1,18 @@
-"""Regrade jobs on pages: the list, one job with live progress and its flip report, and
-pause/resume/cancel for admins. Adjudicators may look; only admins act."""
+"""Regrade jobs on pages: the list, one job with live progress and its flip report (and
+that report as CSV), and pause/resume/cancel for admins. Adjudicators may look; only
+admins act."""
 
 from __future__ import annotations
 
 from typing import Any, cast, get_args
+from urllib.parse import urlencode
 
-from litestar import get, post
+from litestar import Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath
+from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
-from api.regrade.flips import flip_report
+from api.regrade.flips import flip_report, flips_csv
 from api.regrade.job_queries import ACTION_STATES
 from api.regrade.use_cases import (
     JobAction,
@@ -24,7 +26,13 @@ from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from storage import NotFound
 
-__all__ = ["regrade_action", "regrade_page", "regrade_progress", "regrades_page"]
+__all__ = [
+    "regrade_action",
+    "regrade_flips_csv",
+    "regrade_page",
+    "regrade_progress",
+    "regrades_page",
+]
 
 #: states in which a job's counts no longer move
 FINAL_STATES = frozenset({"done", "failed", "cancelled"})
@@ -37,14 +45,29 @@ async def _names(services: Services, token_ids: list[str]) -> dict[str, str]:
     return await services.store.db.run_read(lambda s: tokens.read_names(s, token_ids))
 
 
+#: jobs per page of the list
+JOBS_PER_PAGE = 100
+
+
 @get("/regrades", guards=[web_require("adjudicator")], include_in_schema=False)
 async def regrades_page(
-    services: NamedDependency[Services], who: NamedDependency[SignedIn]
+    services: NamedDependency[Services],
+    who: NamedDependency[SignedIn],
+    cursor: FromQuery[str | None] = None,
 ) -> Template:
-    """The newest regrade jobs with their progress."""
-    jobs = await recent_regrades(services, limit=100)
+    """The regrade jobs with their progress, newest first, a page at a time (``cursor``:
+    where the newer page stopped)."""
+    jobs, older = await recent_regrades(services, limit=JOBS_PER_PAGE, cursor=cursor)
     names = await _names(services, [j.created_by for j in jobs])
-    return page("regrades.html", who, jobs=jobs, final=FINAL_STATES, names=names)
+    return page(
+        "regrades.html",
+        who,
+        jobs=jobs,
+        final=FINAL_STATES,
+        names=names,
+        older_link="/regrades?" + urlencode({"cursor": older}) if older else None,
+        first_page=cursor is None,
+    )
 
 
 @get("/regrades/{job_id:str}", guards=[web_require("adjudicator")], include_in_schema=False)
@@ -90,6 +113,24 @@ async def regrade_progress(
                      "cache_hits", "rate", "eta_seconds"},
         ),
     }  # fmt: skip
+
+
+@get(
+    "/regrades/{job_id:str}/flips.csv",
+    guards=[web_require("adjudicator")],
+    include_in_schema=False,
+)
+async def regrade_flips_csv(
+    job_id: FromPath[str], services: NamedDependency[Services]
+) -> Response[str]:
+    """The page's flip report as CSV, for those who may see the page (what
+    ``/v1/regrade-jobs/{id}/flips?format=csv`` answers an admin's token)."""
+    _, items = await regrade_flips(services, job_id)
+    return Response(
+        flips_csv(items),
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="flips-{job_id}.csv"'},
+    )
 
 
 @post(

@@ -124,11 +124,15 @@ async def regrade_job(services: Services, job_id: str) -> RegradeJobPublic:
     return job_public(view, batch=await BatchQueries(services.store.db).progress(job_id))
 
 
-async def recent_regrades(services: Services, *, limit: int) -> list[RegradeJobPublic]:
-    """The newest ``limit`` jobs, newest first, with their progress."""
-    return [
-        job_public(v) for v in await RegradeJobQueries(services.store.db).recent_jobs(limit=limit)
-    ]
+async def recent_regrades(
+    services: Services, *, limit: int, cursor: str | None = None
+) -> tuple[list[RegradeJobPublic], str | None]:
+    """Up to ``limit`` jobs, newest first, with their progress (after ``cursor``, where
+    an earlier page stopped), and the cursor of the older ones, None on the last page."""
+    views, older = await RegradeJobQueries(services.store.db).recent_jobs(
+        limit=limit, cursor=cursor
+    )
+    return [job_public(v) for v in views], older
 
 
 async def batch_requests(services: Services, job_id: str, *, actor: str) -> list[str]:

@@ -115,22 +115,29 @@ def describe_filter(filters: ReportFilter, *, everything: str = "all current gra
 def gradings_link(filters: ReportFilter, key: Mapping[str, str | None] | None = None) -> str | None:
     """The gradings list behind a figure: the filter, narrowed to the group ``key``.
 
-    None when the list cannot show exactly those gradings (a group without a value, a
-    filter the list does not take: a run id, dates, a ground-truth source, a set,
-    shadow gradings, provisional ones)."""
+    None when the list cannot show exactly those gradings (a group without a value or
+    with a blank one, which the list reads as "any"; a filter the list does not take: a
+    run id, dates, a ground-truth source, a set, shadow gradings, provisional ones)."""
     params = _set(filters)
     if not params.keys() <= _LIST_FIELDS:
         return None
     for name, value in (key or {}).items():
-        if value is None or name not in _GROUP_PARAM:
+        if value is None or not value.strip() or name not in _GROUP_PARAM:
             return None
         params[_GROUP_PARAM[name]] = value
     return "/gradings" + (f"?{urlencode(params)}" if params else "")
 
 
+def _value_label(value: str | None) -> str:
+    if value is None:
+        return "(none)"
+    return value if value.strip() else "(empty)"
+
+
 def label_of(key: Mapping[str, str | None]) -> str:
-    """A group's label: its values joined, ``(none)`` for a missing one."""
-    return " · ".join("(none)" if v is None else v for v in key.values()) or "all"
+    """A group's label: its values joined, ``(none)`` for a missing one and ``(empty)``
+    for a blank one (never ``all``, the overall row's label)."""
+    return " · ".join(_value_label(v) for v in key.values()) or "all"
 
 
 #: the SVG's geometry: label column, plot width, figures column, row height

@@ -1,14 +1,16 @@
-"""Rendering a page: every template gets who is signed in and the CSRF token its forms carry."""
+"""Rendering a page: every template gets who is signed in and the CSRF token its forms
+carry, and shows a time one way (:func:`utc_time`, the templates' ``utc`` filter)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from litestar.response import Template
 
 from api.web.sessions import CSRF_FIELD, SignedIn
 
-__all__ = ["page"]
+__all__ = ["page", "utc_time"]
 
 
 def page(name: str, who: SignedIn | None, *, status_code: int = 200, **context: Any) -> Template:
@@ -24,3 +26,11 @@ def page(name: str, who: SignedIn | None, *, status_code: int = 200, **context: 
         status_code=status_code,
         media_type="text/html",
     )
+
+
+def utc_time(value: datetime, *, seconds: bool = False) -> str:
+    """A stored time as every page shows it, in UTC and saying so:
+    ``2025-06-01 14:03 UTC`` (``2025-06-01 14:03:05 UTC`` with ``seconds``)."""
+    if value.utcoffset() is not None:  # stored times are UTC; a naive one is taken as UTC
+        value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")

@@ -22,7 +22,7 @@ from api.app import page_handlers
 from api.http.problems import exception_handlers as problem_handlers
 from api.web.docs import SWAGGER_ASSETS, SWAGGER_PREFIX, OfflineSwaggerPlugin
 from api.web.input_guard import refuse_unstorable_form
-from api.web.pages import page
+from api.web.pages import page, utc_time
 from api.web.security import html_security_headers
 from api.web.sessions import signed_in
 
@@ -41,10 +41,12 @@ def _environment() -> Environment:
     """The pages' Jinja2 environment, one per process: every app shares its compiled
     templates (an app per test, or per worker process, compiles none of them again)."""
     # autoescape everything: diagnoses, ground truths and judge replies are untrusted
-    return Environment(
+    environment = Environment(
         loader=FileSystemLoader(_HERE / "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
+    environment.filters["utc"] = utc_time
+    return environment
 
 
 def _back_to(request: Request[Any, Any, Any]) -> str:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, select, tuple_
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -143,13 +143,15 @@ def job_progress(session: Session, job: RegradeJobRecord, now: datetime) -> JobP
     )
 
 
-def recent_jobs(session: Session, now: datetime, *, limit: int) -> list[JobView]:
-    """The ``limit`` newest jobs with their progress, newest first."""
-    query = (
-        select(RegradeJobRecord)
-        .order_by(col(RegradeJobRecord.created_at).desc(), col(RegradeJobRecord.id).desc())
-        .limit(limit)
-    )
+def recent_jobs(
+    session: Session, now: datetime, *, limit: int, before: tuple[datetime, str] | None = None
+) -> list[JobView]:
+    """The ``limit`` newest jobs with their progress, newest first (by creation, then
+    id); with ``before``, a job's ``(created_at, id)``, the newest of those older than it."""
+    job = RegradeJobRecord
+    query = select(job).order_by(col(job.created_at).desc(), col(job.id).desc()).limit(limit)
+    if before is not None:
+        query = query.where(tuple_(col(job.created_at), col(job.id)) < before)
     jobs = list(session.execute(query).scalars())
     return [JobView(job=job, progress=job_progress(session, job, now)) for job in jobs]
 

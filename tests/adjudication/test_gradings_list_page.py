@@ -103,3 +103,14 @@ async def test_the_judge_filter_names_a_panel_as_shown_and_never_compares_its_ad
         assert right == wrong == [panel["id"]]
         assert await listed("panel:openai:local+openai:other") == []
         assert await listed("panel:openai:cloud+openai:local") == []
+
+
+async def test_the_gradings_list_says_its_times_are_utc(api_client: Any, tokens: Any) -> None:
+    """A grading's time reads ``2025-06-01 14:03 UTC``: a reader in another zone does not
+    take the UTC hour for a local one."""
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        await graded(c, ada)
+        await sign_in(c, ada)
+        page = (await c.get("/gradings")).text
+        assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d UTC</td>", page), "no UTC time"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from html import unescape
 from typing import Any
 
 from api.reports.filters import ReportFilter
@@ -292,3 +293,48 @@ async def test_the_reports_page_shows_the_pass_rate_over_time_per_agent_or_model
         assert f"gpt-4o · {datetime.now(UTC).date().isoformat()}: 2/3" in chart
         bad = await c.get("/reports?series=colour")
         assert bad.status_code == 422 and "series" in bad.text
+
+
+async def _empty_and_alpha(c: Any, agent: dict[str, str]) -> str:
+    """One grading of the agent named "" and two of alpha; the pass-rate table's rows
+    (link, label), grouped by agent."""
+    for i, name in enumerate(["", "alpha", "alpha"]):
+        body = {"diagnosis": f"{DIAGNOSIS} ({i})", "ground_truth": TRUTH, "agent": name}
+        sent = await c.post("/v1/submissions?wait=10", json=body, headers=agent)
+        assert sent.status_code == 201, sent.text
+    return (await c.get("/reports?group_by=agent&inline=include")).text
+
+
+def _rate_rows(page: str) -> list[tuple[str | None, str]]:
+    """(link, label) of each row of the pass-rate table, the overall row first."""
+    table = page.split('data-testid="pass-rate-table"', 1)[1].split("</table>", 1)[0]
+    rows: list[tuple[str | None, str]] = []
+    for cell in re.findall(r"<tr><td>(.*?)</td>", table):
+        link = re.match(r'<a href="([^"]*)">(.*)</a>', cell)
+        rows.append((unescape(link.group(1)), link.group(2)) if link else (None, cell))
+    return rows
+
+
+async def test_an_agent_named_empty_has_its_own_label_not_the_overall_rows(
+    api_client: Any, tokens: Any
+) -> None:
+    """A group whose value is blank reads ``(empty)``: only the overall row is ``all``."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(PASS, PASS, PASS)) as c:
+        await sign_in(c, ada)
+        page = await _empty_and_alpha(c, agent)
+        labels = [label for _, label in _rate_rows(page)]
+        assert labels == ["all", "(empty)", "alpha"], labels
+
+
+async def test_a_group_with_a_blank_value_links_to_no_list(api_client: Any, tokens: Any) -> None:
+    """The gradings list reads a blank filter as "any": a blank group gets no link, and
+    every link a group gets lists exactly its gradings."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(PASS, PASS, PASS)) as c:
+        await sign_in(c, ada)
+        rows = dict((label, link) for link, label in _rate_rows(await _empty_and_alpha(c, agent)))
+        assert rows["(empty)"] is None
+        assert rows["alpha"] == "/gradings?agent=alpha"
+        listed = (await c.get(rows["alpha"])).text
+        assert len(re.findall(r'<td><a href="/gradings/[0-9a-f]+">', listed)) == 2

@@ -1,9 +1,12 @@
 """A regrade job's page and the judges page show their figures as the API gives them:
-each kappa with its interval or why it is undefined, and the configured judge as it
-grades now."""
+each kappa with its interval or why it is undefined, the held items, and the configured
+judge as it grades now; every link on a job's page opens for those who see it, and the
+jobs list reaches every job."""
 
 from __future__ import annotations
 
+import re
+from html import unescape
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -28,6 +31,19 @@ async def _submit(c: Any, agent: dict[str, str], i: int) -> None:
         headers=agent,
     )
     assert response.status_code == 201, response.text
+
+
+async def _finished_job(
+    c: Any, agent: dict[str, str], admin: dict[str, str], n: int
+) -> tuple[str, dict[str, Any]]:
+    """A finished regrade of ``n`` submissions with ``OTHER``, and its flip report."""
+    for i in range(n):
+        await _submit(c, agent, i)
+    job = await c.post("/v1/regrade-jobs", json={"judge": OTHER}, headers=admin)
+    job_id = job.json()["id"]
+    await _finished(c, admin, job_id)
+    flips = (await c.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
+    return job_id, flips
 
 
 def _flip_summary(page: str) -> str:
@@ -72,6 +88,79 @@ async def test_regrade_page_gives_each_kappa_its_interval(api_client: Any, token
         assert str(answers["kappa"]) in summary  # the kappa is there
         shown = {str(answers["ci_low"]), f"{answers['ci_low']:.3f}", f"{answers['ci_low']:.2f}"}
         assert any(s in summary for s in shown), summary
+
+
+async def test_every_link_on_a_regrade_page_opens_for_its_adjudicator(
+    api_client: Any, tokens: Any
+) -> None:
+    """An adjudicator sees a job's page and follows each of its links, the flips as CSV
+    included (the same rows the API's ``?format=csv`` gives an admin's token)."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    admin = await tokens("admin", "Root")
+    settings = scripted_judge(PASS)
+    settings["backends"][OTHER] = ScriptedBackend([FAIL], model="other")
+    async with api_client(**settings) as c:
+        job_id, _ = await _finished_job(c, agent, admin, 1)
+        await sign_in(c, ada)
+        page = (await c.get(f"/regrades/{job_id}")).text
+        links = {unescape(h) for h in re.findall(r'href="(/[^"]*)"', page)}
+        assert f"/regrades/{job_id}/flips.csv" in links
+        failing = {}
+        for href in links - {h for h in links if h.startswith(("/static/", "/schema"))}:
+            opened = await c.get(href.split("#")[0], follow_redirects=False)
+            if opened.status_code >= 400:
+                failing[href] = opened.status_code
+        assert not failing, failing
+        csv = await c.get(f"/regrades/{job_id}/flips.csv")
+        api = await c.get(f"/v1/regrade-jobs/{job_id}/flips?format=csv", headers=admin)
+        assert csv.headers["content-type"].startswith("text/csv")
+        assert csv.text == api.text and job_id in csv.headers["content-disposition"]
+
+
+async def test_the_regrade_page_lists_the_held_items_as_the_api_does(
+    api_client: Any, tokens: Any
+) -> None:
+    """Under the default pass policy an uncalibrated judge's passes are held: the page
+    counts and links the held items (graded on both sides, a verdict not in force), as
+    the API's flip report lists them under ``held``."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    settings = scripted_judge(FAIL, FAIL)
+    settings["backends"][OTHER] = ScriptedBackend([PASS, FAIL], model="other")
+    async with api_client(pass_policy="qualified", **settings) as c:
+        job_id, flips = await _finished_job(c, agent, admin, 2)
+        assert flips["held"]["count"] == 1, flips["held"]
+        held_id = flips["held"]["items"][0]["grading_id"]
+        await sign_in(c, admin)
+        report = (await c.get(f"/regrades/{job_id}")).text.split('data-testid="flip-report"')[1]
+        assert "1 held for a human" in report and "Held for a human: 1" in report
+        held = report.split('data-testid="held"', 1)[1].split("</ul>", 1)[0]
+        assert f'href="/gradings/{held_id}"' in held and "verdict fail → held" in held
+
+
+async def test_the_regrades_list_reaches_every_job_through_its_older_pages(
+    api_client: Any, tokens: Any
+) -> None:
+    """The list shows the newest 100 jobs and links to the older ones; following the
+    links reaches the oldest job, each job once. Its times say they are UTC."""
+    admin = await tokens("admin", "Root")
+    async with api_client() as c:
+        ids = []
+        for _ in range(101):  # over an empty selection: each job is done at once
+            job = await c.post("/v1/regrade-jobs", json={"judge": "scripted:fail"}, headers=admin)
+            assert job.status_code == 201, job.text
+            ids.append(job.json()["id"])
+        await sign_in(c, admin)
+        first = (await c.get("/regrades")).text
+        assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d UTC</td>", first), "no UTC time"
+        shown = re.findall(r'<a href="/regrades/([0-9a-f]+)">', first)
+        older = re.search(r'<a href="(/regrades\?cursor=[^"]*)" data-testid="older-jobs">', first)
+        assert len(shown) == 100 and older, "no link to the older jobs"
+        second = (await c.get(unescape(older.group(1)))).text
+        shown += re.findall(r'<a href="/regrades/([0-9a-f]+)">', second)
+        assert sorted(shown) == sorted(ids)  # every job, each once
+        assert 'data-testid="older-jobs"' not in second
+        forged = await c.get("/regrades?cursor=not-a-cursor")
+        assert forged.status_code == 400
 
 
 async def test_judges_page_flags_the_configured_judge_when_only_another_identity_ran(

@@ -104,6 +104,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/regrades"): Expect(ANYONE),
     ("GET", "/regrades/{job_id}"): Expect(ANYONE),
     ("GET", "/regrades/{job_id}/progress"): Expect(ANYONE),
+    ("GET", "/regrades/{job_id}/flips.csv"): Expect(ANYONE),
     ("POST", "/regrades/{job_id}/{action}"): Expect(ANYONE),
     ("GET", "/judges"): Expect(ANYONE),
     # file_path is the workbench's favicon.svg, which Swagger UI's folder does not have
