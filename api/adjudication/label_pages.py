@@ -1,9 +1,9 @@
 """Blind labelling: the ground truth, the diagnosis and the nine questions, without the
-judge's answers; once saved, the judge's answers beside yours with disagreements marked,
-on a page of its own the form's POST leads to (303), so a refresh reads the labels
-saved and sends nothing again. A held pass takes no labels (a verdict override decides
-it): its page says so and offers no form. The walk through the queue (``q.``) goes along
-from the form to the result."""
+judge's answers; once saved, the judge's answers and verdict beside yours with
+disagreements marked, on a page of its own the form's POST leads to (303), so a refresh
+reads the labels saved and sends nothing again. A held pass takes no labels (a verdict
+override decides it): its page says so and offers no form. The walk through the queue
+(``q.``) goes along from the form to the result."""
 
 from __future__ import annotations
 
@@ -154,9 +154,10 @@ async def label_saved(
     services: NamedDependency[Services],
     who: NamedDependency[SignedIn],
 ) -> Redirect | Template:
-    """The blind labels the signed-in adjudicator saved, beside the judge's answers, with
-    the disagreements marked; the walk (``q.``) goes along. None saved yet: the label
-    form."""
+    """The blind labels the signed-in adjudicator saved, beside the judge's answers and
+    the judge's own verdict (``judge_passed``), with the disagreements marked and counted
+    (a verdict that contradicts the judge's is one); the effective verdict beside them.
+    The walk (``q.``) goes along. None saved yet: the label form."""
     walk = carried_walk(request.query_params)
     view, labels = await own_blind_labels(services, who.principal, grading_id)
     if not labels:
@@ -168,13 +169,20 @@ async def label_saved(
         (qid, mine, judged.get(qid), judged.get(qid) is not None and judged[qid] != mine)
         for qid, mine in answers
     ]
+    my_verdict = next((label.verdict for label in labels if label.verdict), None)
+    verdict_row = None
+    if my_verdict is not None:
+        judge = grading.judge_passed
+        verdict_row = (my_verdict, judge, judge is not None and judge != (my_verdict == "pass"))
+    differing = [differ for *_, differ in rows] + ([verdict_row[2]] if verdict_row else [])
     return page(
         "label_result.html",
         who,
         g=grading,
         verdict=verdict_label(grading),
         rows=rows,
-        disagreements=sum(1 for *_, differ in rows if differ),
-        my_verdict=next((label.verdict for label in labels if label.verdict), None),
+        verdict_row=verdict_row,
+        disagreements=sum(differing),
+        my_verdict=my_verdict,
         walk=walk,
     )

@@ -5,7 +5,7 @@ Shared by ``GET /v1/stats/agreement`` and ``sre-judge report agreement``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +21,7 @@ from api.tabular import Tabular
 from judge.agreement import AgreementRow, agreement_report
 
 if TYPE_CHECKING:
+    from judge.rubric import Rubric
     from storage import Store
 
 __all__ = [
@@ -94,13 +95,15 @@ async def build_agreement_report(
     kinds: Sequence[AgreementKind] = AGREEMENT_KINDS,
     group_by: Sequence[str] = (),
     source: LabelSource = "all",
+    current: Mapping[str, Rubric] | None = None,
 ) -> AgreementReport:
-    """Read the pairs of each kind and compute their agreement."""
+    """Read the pairs of each kind and compute their agreement; ``current``: the rubric
+    files' current versions by id, which a grading whose rubric version is not stored
+    reads with (:class:`AgreementQueries`)."""
     parts = []
+    queries = AgreementQueries(store.db, current=current)
     for kind in kinds:
-        pairs = await AgreementQueries(store.db).pairs(
-            filters, kind, group_by=group_by, source=source
-        )
+        pairs = await queries.pairs(filters, kind, group_by=group_by, source=source)
         a, b = RATERS[kind]
         rows = agreement_report(pairs, group_by=group_by)
         parts.append(

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from api.cli.options import emit, filter_options, format_option, server_option
-from api.reports.cli import REPORT_ALIASES, fetch_report, report_command
+from api.reports.cli import REPORT_ALIASES, current_rubrics, fetch_report, report_command
 from api.reports.cli_options import build_filter
 
 __all__ = ["agreement"]
@@ -70,6 +70,7 @@ def agreement(
             kinds=kinds,
             group_by=groups,
             source=source,  # type: ignore[arg-type]
+            current=current_rubrics() if "human_human" in kinds else None,
         ),
     )
     emit(report, agreement_table(report), fmt)

@@ -11,7 +11,10 @@
   grading before it in time. A regrade by the same judge (only the rubric changed) is no
   pair.
 - ``human_human``: two humans' labels on the same grading and question (the first two
-  authors by id).
+  authors by id), on graded and unscored gradings; a question's dimension is the one of
+  the rubric the grading reads with (:func:`api.reports.export_reads.rubric_for`, as its
+  page shows it), so a question the judge did not answer (an unscored grading, an
+  imported SREGym checklist that left it out) still pools into its dimension.
 
 Gradings are filtered like the reports, superseded ones included: a label on an old
 grading still measures the judge that graded it. The figures are computed in
@@ -21,16 +24,18 @@ grading still measures the judge that graded it. The figures are computed in
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlmodel import col
 
+from api.reports.export_reads import rubric_for, rubrics_in_scope
 from api.reports.filters import ReportFilter, filtered
 from judge.agreement import VERDICT, RatedPair
 from judge.masking import mask_passwords
+from judge.rubric import Rubric
 from storage.database import Database
 from storage.gradings import records_by_grading
 from storage.review_tables import HumanLabelRecord
@@ -61,9 +66,12 @@ def _group(grading: GradingRecord, group_by: Sequence[str], judge: str | None = 
 class AgreementQueries:
     """The rated pairs of each kind of agreement."""
 
-    def __init__(self, db: Database) -> None:
-        """Work through ``db``."""
+    def __init__(self, db: Database, *, current: Mapping[str, Rubric] | None = None) -> None:
+        """Work through ``db``; ``current``: the rubric files' current versions by id
+        (``RubricCatalog.current``), which a grading whose rubric version is not stored
+        reads with (:func:`api.reports.export_reads.rubrics_in_scope`)."""
         self._db = db
+        self._current: Mapping[str, Rubric] = current or {}
 
     async def pairs(
         self,
@@ -81,7 +89,12 @@ class AgreementQueries:
         gradings = {g.id: g for g, _ in labels}
         answers = await self._judge_answers(list(gradings))
         if kind == "human_human":
-            return _human_pairs(labels, gradings, answers, group_by)
+            rubrics = await self._db.run_read(rubrics_in_scope, scope, self._current)
+            dimensions = {
+                g.id: _dimensions(rubric_for(rubrics, g, answers.get(g.id, {})), answers.get(g.id))
+                for g in gradings.values()
+            }
+            return _human_pairs(labels, gradings, dimensions, group_by)
         pairs = []
         for grading, label in labels:
             group = _group(grading, group_by)
@@ -190,13 +203,24 @@ def _judge(grading: GradingRecord) -> tuple[str, str]:
     return (grading.judge_backend, grading.judge_model)
 
 
+def _dimensions(
+    rubric: Rubric | None, answers: Mapping[str, tuple[str, bool]] | None
+) -> dict[str, str]:
+    """question -> dimension of one grading: its rubric's, else (no rubric it reads with)
+    the dimensions its judge's answers were stored with."""
+    if rubric is not None:
+        return {q.id: d.id for d in rubric.dimensions for q in d.questions}
+    return {qid: dim for qid, (dim, _) in (answers or {}).items()}
+
+
 def _human_pairs(
     labels: list[tuple[GradingRecord, HumanLabelRecord]],
     gradings: dict[str, GradingRecord],
-    answers: dict[str, dict[str, tuple[str, bool]]],
+    dimensions: dict[str, dict[str, str]],
     group_by: Sequence[str],
 ) -> list[RatedPair]:
-    """The first two humans' labels (by author id) on each grading and item."""
+    """The first two humans' labels (by author id) on each grading and item;
+    ``dimensions``: grading -> question -> dimension (:func:`_dimensions`)."""
     items: dict[tuple[str, str], dict[str, HumanLabelRecord]] = defaultdict(dict)
     for grading, label in labels:
         items[(grading.id, label.question_id or VERDICT)][label.author_id] = label
@@ -211,7 +235,7 @@ def _human_pairs(
                 a, b = first.verdict == "pass", second.verdict == "pass"
                 pairs.append(RatedPair(a, b, VERDICT, None, group))
         elif first.answer is not None and second.answer is not None:
-            dim = answers.get(grading_id, {}).get(item, (None, False))[0]
+            dim = dimensions.get(grading_id, {}).get(item)
             pairs.append(RatedPair(first.answer, second.answer, item, dim, group))
     return pairs
 

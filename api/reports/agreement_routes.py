@@ -45,5 +45,10 @@ async def get_agreement(
     )
     groups = parse_comma_list(group_by, AGREEMENT_GROUPS, "group_by")
     return await build_agreement_report(
-        services.store, filters, kinds=kinds, group_by=groups, source=source
+        services.store,
+        filters,
+        kinds=kinds,
+        group_by=groups,
+        source=source,
+        current=services.rubrics.current,
     )

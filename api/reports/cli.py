@@ -35,9 +35,10 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from api.reports.filters import ReportFilter, Verdicts
+    from judge.rubric import Rubric
     from storage import Store
 
-__all__ = ["REPORT_ALIASES", "fetch_report", "report_command"]
+__all__ = ["REPORT_ALIASES", "current_rubrics", "fetch_report", "report_command"]
 
 #: the report and export commands' old filter names, kept as hidden deprecated aliases
 REPORT_ALIASES = {"--rubric": "rubric", "--judge": "judge"}
@@ -54,6 +55,20 @@ _GROUP_BY = click.option(
         "day, week"
     ),
 )
+
+
+def current_rubrics() -> dict[str, Rubric]:
+    """The rubric files' current versions by id (``SRE_JUDGE_RUBRIC_DIR``), as the
+    service reads them: a grading whose rubric version is not stored is read with its
+    rubric's, as the service shows, exports and measures it."""
+    from api.cli.edge import load_settings
+    from judge.errors import RubricError
+    from judge.rubric import load_rubric_dir
+
+    try:
+        return load_rubric_dir(load_settings().rubric_dir)
+    except RubricError as exc:
+        raise click.UsageError(f"SRE_JUDGE_RUBRIC_DIR: {exc}") from None
 
 
 def fetch_report(

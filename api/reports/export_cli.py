@@ -16,31 +16,16 @@ import click
 
 from api.cli.edge import with_store
 from api.cli.options import filter_options, server_option
-from api.reports.cli import REPORT_ALIASES
+from api.reports.cli import REPORT_ALIASES, current_rubrics
 from api.reports.cli_options import build_filter
 
 if TYPE_CHECKING:
     from api.reports.export_writer import ExportSummary
     from api.reports.exports import ExportFormat
     from api.reports.sregym_writer import SregymArchive
-    from judge.rubric import Rubric
     from storage import Store
 
 __all__ = ["export_command"]
-
-
-def _current_rubrics() -> dict[str, Rubric]:
-    """The rubric files' current versions by id (``SRE_JUDGE_RUBRIC_DIR``), as the
-    service reads them: a grading whose rubric version is not stored is exported with
-    its rubric's, as the service shows and exports it."""
-    from api.cli.edge import load_settings
-    from judge.errors import RubricError
-    from judge.rubric import load_rubric_dir
-
-    try:
-        return load_rubric_dir(load_settings().rubric_dir)
-    except RubricError as exc:
-        raise click.UsageError(f"SRE_JUDGE_RUBRIC_DIR: {exc}") from None
 
 
 def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, str]:
@@ -48,7 +33,7 @@ def _local(fmt: ExportFormat, output: Path | None, filters: Any) -> tuple[int, s
     from api.cli.atomic import replace_atomically
     from api.reports.export_writer import ExportFailed, spool, write_export
 
-    current = _current_rubrics()
+    current = current_rubrics()
 
     async def work(store: Store) -> ExportSummary:
         if output is not None:
@@ -117,7 +102,7 @@ def _layout(
         source = RemoteLayout(server, _params(filters, include_superseded))
     else:
         report_filter = replace(build_filter(**filters), superseded=include_superseded)
-        source = LocalLayout(report_filter, _current_rubrics())
+        source = LocalLayout(report_filter, current_rubrics())
     export_sregym_layout(layout or "folder", archive, output, source)
 
 

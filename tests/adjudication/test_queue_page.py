@@ -147,12 +147,36 @@ async def test_saved_blind_labels_are_a_page_a_refresh_reads_without_sending_the
         for _ in range(2):  # what the redirect shows, then a refresh of it
             shown = await c.get(location)
             assert shown.status_code == 200
-            assert "<strong>3</strong> disagreements with the judge" in shown.text
+            # three answers and the verdict (pass, where the judge failed it)
+            assert "<strong>4</strong> disagreements with the judge" in shown.text
             assert "yours: PASS" in shown.text and "not saved" not in shown.text
             assert "q.agent=alpha" in shown.text  # Next and Open the grading stay on the walk
         history = (await c.get(f"/v1/gradings/{grading_id}/history", headers=ada)).json()
         kinds = [e.get("kind") or e.get("event") for e in history["events"]]
         assert kinds.count("review.labelled") == 1
+
+
+async def test_a_saved_verdict_that_contradicts_the_judge_is_a_marked_disagreement(
+    api_client: Any, tokens: Any
+) -> None:
+    """A blind verdict is shown beside the judge's own verdict on the saved labels' page:
+    a verdict alone that contradicts the judge's is marked and counted as a disagreement."""
+    agent, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(sregym_reply(set()))) as c:
+        grading_id = await _submit(c, agent, DIAGNOSIS, "alpha")
+        csrf = await sign_in(c, ada)
+        saved = await c.post(
+            f"/gradings/{grading_id}/label", data={"_csrf": csrf, "verdict": "pass"}
+        )
+    assert saved.status_code == 200, saved.text
+    assert "/label/saved" in str(saved.url)
+    said = re.search(r'data-testid="disagreements"><strong>(\d+)</strong>', saved.text)
+    assert said is not None, saved.text
+    assert said.group(1) == "1"
+    row = re.search(r'<tr data-testid="verdict-row"(.*?)</tr>', saved.text, re.S)
+    assert row is not None, saved.text
+    cells = re.findall(r"<td>(.*?)</td>", row.group(1))
+    assert cells == ["verdict", "pass", "fail", "<strong>disagrees</strong>"]
 
 
 @pytest.mark.parametrize(

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from api.adjudication.label_queries import LabelQueries
+from api.imports.problems import read_problems
+from api.imports.queries import ImportQueries
+from api.imports.sregym import read_sregym_folder
 from api.regrade.flip_reads import read_pairs
 from api.regrade.flips import flip_report
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
@@ -23,6 +29,8 @@ from tests.storage.helpers import graded_result, sregym_rubric
 from tests.support.gradings import FAIL_D3, add_many
 from tests.support.in_process_cli import run_cli
 from tests.support.keys import session_key
+from tests.support.sregym_results import write_sregym_attempt
+from tests.support.submissions import TRUTH
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -84,6 +92,50 @@ async def test_two_humans_agree_or_not_on_unscored_gradings_too(engine: Engine) 
     assert verdicts == [(True, False), (True, True)]
     assert sum(p.question_id == "D1-Q1" for p in humans) == 2
     assert await queries.pairs(ReportFilter(), "judge_human") == []
+
+
+async def test_a_dimension_pools_its_questions_on_unscored_gradings_too(store: Store) -> None:
+    """Two adjudicators label D1-Q1 and D1-Q2 of one graded and two unscored gradings:
+    human_human's D1 row pools the six question pairs its question rows count, the
+    unscored gradings' (no judge answers) with the graded one's."""
+    ids = await add_many(store, {"pass": 1, "unscored": 2}, agent="hh")
+    for grading_id in ids:
+        await _label(store, grading_id, "ada", "pass", D1_Q1=True, D1_Q2=True)
+        await _label(store, grading_id, "bob", "pass", D1_Q1=False, D1_Q2=True)
+    report = await build_agreement_report(store, ReportFilter(agent="hh"), kinds=["human_human"])
+    rows = {(r.level, r.item): r.agreement.n for r in report.kinds[0].rows}
+    assert rows[("question", "D1-Q1")] == 3 and rows[("question", "D1-Q2")] == 3
+    assert rows[("answers", "all")] == 6
+    assert rows.get(("dimension", "D1")) == 6, rows
+
+
+async def test_a_dimension_pools_the_questions_an_imported_sregym_checklist_left_out(
+    store: Store, tmp_path: Path
+) -> None:
+    """An imported SREGym attempt whose checklist answered D1-Q1 only (its rubric version,
+    ``sregym``, is no stored one: it reads with the rubric's current version): two
+    adjudicators' labels on D1-Q1 and D1-Q2 both pool into D1."""
+    checklist = [{"id": "D1-Q1", "answer": "Yes", "evidence": "USER_PORT", "confidence": "High"}]
+    fixture = write_sregym_attempt(
+        tmp_path, checklist, diagnosis="USER_PORT=9999 on user-service", ground_truth=TRUTH,
+        success=False,
+    )  # fmt: skip
+    await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(fixture.root), read_problems(fixture.problems_file),
+        rubric=sregym_rubric(),
+    )  # fmt: skip
+    [grading_id] = await store.db.run_read(
+        lambda session: list(session.execute(select(col(GradingRecord.id))).scalars())
+    )
+    await _label(store, grading_id, "ada", "fail", D1_Q1=True, D1_Q2=True)
+    await _label(store, grading_id, "bob", "fail", D1_Q1=True, D1_Q2=False)
+    current = {"sregym-rca": sregym_rubric()}
+    report = await build_agreement_report(
+        store, ReportFilter(), kinds=["human_human"], current=current
+    )
+    rows = {(r.level, r.item): r.agreement.n for r in report.kinds[0].rows}
+    assert rows[("question", "D1-Q2")] == 1
+    assert rows.get(("dimension", "D1")) == 2, rows
 
 
 async def test_judge_vs_judge_pairs_a_regrade_with_the_grading_it_replaces(
