@@ -109,7 +109,10 @@ async def _read_all(runtime: Any, ids: list[str]) -> None:
 
 
 class _Statements:
-    """Statements and transactions sent to the engine while counting is on."""
+    """Statements the engine sends through a cursor, and transactions begun, while
+    counting is on. On SQLite the ``BEGIN`` that ``storage.engine`` issues is one of the
+    statements; a transaction's ``COMMIT`` is the driver's ``commit()``, not a statement
+    sent, so it is not among them: it shows as the transaction, counted apart."""
 
     def __init__(self, engine: Any) -> None:
         from sqlalchemy import event
@@ -133,7 +136,8 @@ Measured = tuple[float, float, float, float, float, float]
 async def _measure(url: str, count: int, toggle: bool, truth: str) -> Measured:
     """CPU seconds, statements and transactions per grading over ``count`` gradings after
     a warm-up (intake, claim, grade, store), then per read of one of them. Statements
-    count what the engine is sent (BEGIN and COMMIT included on SQLite)."""
+    count what the engine sends through a cursor (BEGIN included on SQLite); a COMMIT
+    is a driver call, counted once per transaction in the transactions (:class:`_Statements`)."""
     from api.service.principal import Principal
     from api.service.runtime import Runtime
     from api.service.settings import Settings

@@ -38,6 +38,8 @@ from sqlalchemy import text
 if __package__ in (None, ""):  # run as `python bench/export.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from api.service.secret_key import key_for_database
+from api.service.settings import Settings
 from bench.common import Figure, bench_database, percentile, print_report
 from bench.service import ServiceProcess, create_token, proc_memory_kib, submission_body
 from storage import Store, make_engine
@@ -95,14 +97,17 @@ async def download(service: ServiceProcess, token: str, fmt: str) -> dict[str, A
     }
 
 
-async def seed(url: str, count: int) -> float:
-    """Top the database up to ``count`` graded submissions (all nine yes); the seconds taken."""
+async def seed(url: str, count: int, *, key_file: Path) -> float:
+    """Top the database up to ``count`` graded submissions (all nine yes); the seconds
+    taken. The store keys its audit rows with the deployment's key (``key_file``, the
+    service's ``SRE_JUDGE_SECRET_KEY_FILE``), so the servers started after accept them."""
     engine = make_engine(url)
     started = time.perf_counter()
     try:
         with engine.connect() as connection:
             have = (connection.execute(text("SELECT count(*) FROM grading"))).scalar_one()
-        store = Store(engine)
+        settings = Settings(database_url=url, secret_key_file=key_file)
+        store = Store(engine, key=key_for_database(settings, engine))
         for n in range(have, count):
             body = submission_body(n)
             await submit(store, new_submission(body.pop("diagnosis"), **body))
@@ -119,13 +124,15 @@ async def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {}
     database = nullcontext(args.database) if args.database else bench_database(args.db)
     with database as url, tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder:
+        key_file = Path(folder) / "sre-judge.key"
         env = {
             "SRE_JUDGE_DATABASE_URL": url,
             "SRE_JUDGE_JUDGE": "scripted:pass",
-            "SRE_JUDGE_SECRET_KEY_FILE": str(Path(folder) / "sre-judge.key"),
+            "SRE_JUDGE_SECRET_KEY_FILE": str(key_file),
         }
         admin = create_token(env, "admin")
-        print(f"seeded {args.gradings} gradings in {await seed(url, args.gradings):.0f} s")
+        seconds = await seed(url, args.gradings, key_file=key_file)
+        print(f"seeded {args.gradings} gradings in {seconds:.0f} s")
         versions = {"": env}
         if args.baseline:
             versions["base_"] = {**env, "PYTHONPATH": args.baseline}

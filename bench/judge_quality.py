@@ -39,7 +39,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import Figure, print_report
-from bench.saved_gradings import save_result, saved_results
+from bench.saved_gradings import case_key, save_result, saved_results
 from bench.token_counts import chatml
 from judge.backends.openai import OpenAIBackend
 from judge.backends.streaming import StreamLimits
@@ -170,8 +170,9 @@ async def run_combo(
     results, seconds = [], []
     done = saved_results(options.save)  # a stopped run resumes: graded cases are kept
     for number, item in enumerate(items, start=1):
-        if (combo.name, item.id) in done:
-            results.append(done[(combo.name, str(item.id))])
+        saved = done.get((combo.name, case_key(item)))
+        if saved is not None:
+            results.append(saved)
             continue
         started = time.monotonic()
         results.append(await grader.grade(rubric, item.ground_truth, item.diagnosis))
@@ -242,8 +243,8 @@ def saved_figures(path: Path, rubric: Rubric, items: Sequence[GoldItem]) -> list
         by_combo.setdefault(name, {})[case] = result
     figures = []
     for name, graded in by_combo.items():
-        chosen = [item for item in items if item.id in graded]
-        results = [graded[str(item.id)] for item in chosen]
+        chosen = [item for item in items if case_key(item) in graded]
+        results = [graded[case_key(item)] for item in chosen]
         figures.append(Figure(f"{name}: cases", str(len(chosen))))
         figures += combo_figures(name, rubric, chosen, results)
     return figures

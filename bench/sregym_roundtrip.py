@@ -56,19 +56,21 @@ async def run(url: str, runs: int, repeat: int, base: Path) -> list[Figure]:
     await upgrade(url)
     engine = make_engine(url)
     store = Store(engine)
+    rubric = sregym_rubric()
+    current = {rubric.id: rubric}  # the rubric file's current version, as the service reads it
     try:
         problems = read_problems(fixture.problems_file)
         started = time.perf_counter()
         report = await ImportQueries(store.db, store.catalog).sregym(
-            read_sregym_folder(fixture.root), problems, rubric=sregym_rubric()
+            read_sregym_folder(fixture.root), problems, rubric=rubric
         )
         imported = time.perf_counter() - started
 
         async def folder(n: int) -> None:
-            await write_sregym_folder(store, ReportFilter(), base / f"out-{n}")
+            await write_sregym_folder(store, ReportFilter(), base / f"out-{n}", current=current)
 
         async def one_file(n: int) -> None:
-            await write_sregym_file(store, ReportFilter(), io.BytesIO())
+            await write_sregym_file(store, ReportFilter(), io.BytesIO(), current=current)
 
         folder_s = await _timed(repeat, folder)
         file_s = await _timed(repeat, one_file)

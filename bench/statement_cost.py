@@ -12,8 +12,9 @@ thread of the process) on a SQLite file in WAL mode, for the same work through:
   service's use cases run (``Database.run``, in a worker thread).
 
 The work is the service's usual mix, in transactions of ten statements: an INSERT of
-one row, then a SELECT of it by primary key, alternately. The figures say how much of a
-grading's CPU the driver layer costs.
+one row, then a SELECT of it by primary key, alternately. ``--statements`` is a multiple
+of ten, so every run is whole transactions and the CPU is divided by the statements run.
+The figures say how much of a grading's CPU the driver layer costs.
 """
 
 from __future__ import annotations
@@ -47,15 +48,35 @@ _ROWS = Table(
 _CREATE = "CREATE TABLE IF NOT EXISTS rows (id TEXT PRIMARY KEY, text TEXT NOT NULL, n INTEGER)"
 
 
+def transactions(count: int) -> range:
+    """The first statement's number of each transaction of a run of ``count`` statements;
+    ValueError unless ``count`` is a positive multiple of ten (a run divides its CPU by
+    ``count``: it must run exactly that many)."""
+    if count <= 0 or count % _PER_TRANSACTION:
+        raise ValueError(f"a positive multiple of {_PER_TRANSACTION} statements, not {count}")
+    return range(0, count, _PER_TRANSACTION)
+
+
+def _statement_count(text: str) -> int:
+    """``--statements``: checked as :func:`transactions` checks it."""
+    try:
+        count = int(text)
+        transactions(count)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return count
+
+
 def _row(n: int) -> dict[str, object]:
     return {"id": f"row-{n:08d}", "text": "a diagnosis of some length " * 8, "n": n}
 
 
 def _raw(path: Path, count: int) -> float:
     """The standard library's driver; CPU seconds of the statements."""
+    starts = transactions(count)
     db = sqlite3.connect(path, isolation_level=None)
     started = time.process_time()
-    for first in range(0, count, _PER_TRANSACTION):
+    for first in starts:
         db.execute("BEGIN IMMEDIATE")
         for n in range(first, first + _PER_TRANSACTION, 2):
             row = _row(n)
@@ -69,9 +90,10 @@ def _raw(path: Path, count: int) -> float:
 
 def _sync(path: Path, count: int) -> float:
     """SQLAlchemy Core on the standard library's driver; CPU seconds of the statements."""
+    starts = transactions(count)
     engine = create_engine(f"sqlite:///{path}")
     started = time.process_time()
-    for first in range(0, count, _PER_TRANSACTION):
+    for first in starts:
         with engine.begin() as connection:
             for n in range(first, first + _PER_TRANSACTION, 2):
                 row = _row(n)
@@ -85,10 +107,11 @@ def _sync(path: Path, count: int) -> float:
 def _session(path: Path, count: int) -> float:
     """SQLAlchemy's ORM ``Session`` over Core statements, as the service's use cases run
     (``Database.run``); CPU seconds."""
+    starts = transactions(count)
     engine = create_engine(f"sqlite:///{path}")
     sessions = sessionmaker(engine)
     started = time.process_time()
-    for first in range(0, count, _PER_TRANSACTION):
+    for first in starts:
         with sessions() as session, session.begin():
             for n in range(first, first + _PER_TRANSACTION, 2):
                 row = _row(n)
@@ -125,7 +148,9 @@ def _microseconds(layer: Callable[[Path, int], float], count: int) -> float:
 def main() -> None:
     """Run every layer ``--runs`` times, interleaved; print median and spread."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--statements", type=int, default=3000)
+    parser.add_argument(
+        "--statements", type=_statement_count, default=3000, help="a multiple of 10"
+    )
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     results: dict[str, list[float]] = {name: [] for name in LAYERS}

@@ -11,7 +11,9 @@ PostgreSQL database ``srejudge_bench_*`` on 127.0.0.1:5432 that is dropped after
 with ``SRE_JUDGE_JUDGE_CONCURRENCY=slots``. It POSTs the submissions over HTTP and
 measures from the first submission to the moment the last grading is done: achieved
 gradings per second and their ratio to the limit (target >= 0.95). Meanwhile it samples
-the server's resident memory: after 500 gradings, at the end, and its peak (VmHWM).
+the server's resident memory: after 500 gradings, at the end, and its peak (VmHWM). The
+memory is flat when the end is within 10 % of the sample after 500; a run of 500
+submissions or fewer takes no such sample and gives no verdict on flatness.
 With ``--processes N`` the CPU and memory are those of the whole process tree.
 """
 
@@ -41,22 +43,27 @@ from bench.service import (
 from storage import make_engine
 
 TARGET_RATIO = 0.95
+#: gradings done when the memory is sampled against which the end's is judged
+RSS_CHECKPOINT = 500
 #: RSS may not grow by more than this between 500 gradings and the end
 RSS_GROWTH_LIMIT = 0.10
 _POLL = 0.05
 
 
 async def _watch(service: ServiceProcess, url: str, total: int, seconds: float) -> dict[str, Any]:
-    """Poll the database until every grading is done; sample memory on the way."""
+    """Poll the database until every grading is done; sample memory on the way (after
+    ``RSS_CHECKPOINT`` gradings only when more are to come: a sample at the end is no
+    earlier point to judge the end's memory against)."""
     engine = make_engine(url)
     marks: dict[str, Any] = {"rss_start_mib": proc_memory_kib(service.pid)["VmRSS"] / 1024}
-    checkpoint = min(500, total)
+    sample_due = total > RSS_CHECKPOINT
     deadline = time.monotonic() + seconds
     try:
         while True:
             done, unscored = await count_done(engine)
-            if done >= checkpoint and "rss_at_500_mib" not in marks:
+            if sample_due and done >= RSS_CHECKPOINT:
                 marks["rss_at_500_mib"] = proc_memory_kib(service.pid)["VmRSS"] / 1024
+                sample_due = False
             if done >= total:
                 marks["finished"] = time.perf_counter()
                 marks["unscored"] = unscored
@@ -112,7 +119,7 @@ async def run_once(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         "judge_max_in_flight": stats["max_in_flight"],
         "unscored": marks["unscored"],
         "rss_start_mib": marks["rss_start_mib"],
-        "rss_at_500_mib": marks["rss_at_500_mib"],
+        "rss_at_500_mib": marks.get("rss_at_500_mib"),
         "rss_end_mib": memory["VmRSS"] / 1024,
         "rss_peak_mib": memory["VmHWM"] / 1024,
     }
@@ -121,7 +128,6 @@ async def run_once(kind: str, args: argparse.Namespace) -> dict[str, Any]:
 def _figures(run: dict[str, Any], submissions: int) -> list[Figure]:
     db = run["db"]
     ratio = run["rate"] / run["limit"]
-    growth = run["rss_end_mib"] / run["rss_at_500_mib"] - 1
     return [
         Figure(f"{db}_gradings_per_s", round(run["rate"], 2), "/s", f"limit {run['limit']:g}/s"),
         Figure(f"{db}_ratio_to_limit", round(ratio, 3), "", f">= {TARGET_RATIO}", ratio >= 0.95),
@@ -137,10 +143,22 @@ def _figures(run: dict[str, Any], submissions: int) -> list[Figure]:
         Figure(f"{db}_judge_max_in_flight", run["judge_max_in_flight"], "", "= slots"),
         Figure(f"{db}_unscored", run["unscored"], "", "0", run["unscored"] == 0),
         Figure(f"{db}_rss_start_mib", round(run["rss_start_mib"], 1), "MiB"),
-        Figure(f"{db}_rss_after_500_mib", round(run["rss_at_500_mib"], 1), "MiB"),
-        Figure(f"{db}_rss_after_{submissions}_mib", round(run["rss_end_mib"], 1), "MiB",
-               f"<= +{RSS_GROWTH_LIMIT:.0%} of after 500", growth <= RSS_GROWTH_LIMIT),
+        *_memory_growth(run, submissions),
         Figure(f"{db}_rss_peak_mib", round(run["rss_peak_mib"], 1), "MiB", "VmHWM"),
+    ]  # fmt: skip
+
+
+def _memory_growth(run: dict[str, Any], submissions: int) -> list[Figure]:
+    """The memory after ``RSS_CHECKPOINT`` gradings and at the end, judged flat or not;
+    with ``RSS_CHECKPOINT`` submissions or fewer, the end's memory alone, unjudged."""
+    db, end = run["db"], round(run["rss_end_mib"], 1)
+    if submissions <= RSS_CHECKPOINT:
+        return [Figure(f"{db}_rss_after_{submissions}_mib", end, "MiB", "flat: judged above 500")]
+    growth = run["rss_end_mib"] / run["rss_at_500_mib"] - 1
+    return [
+        Figure(f"{db}_rss_after_500_mib", round(run["rss_at_500_mib"], 1), "MiB"),
+        Figure(f"{db}_rss_after_{submissions}_mib", end, "MiB",
+               f"<= +{RSS_GROWTH_LIMIT:.0%} of after 500", growth <= RSS_GROWTH_LIMIT),
     ]  # fmt: skip
 
 
