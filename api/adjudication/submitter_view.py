@@ -1,6 +1,7 @@
 """What a submitter's page of a grading against a registered scenario shows: exactly
-its API answer (``SRE_JUDGE_SUBMITTER_VIEW``), the verdict and, under ``answers``, the
-effective answer of each question beside the question's text."""
+its API answer (``SRE_JUDGE_SUBMITTER_VIEW``), the verdict (with a link to the grading
+that replaced it, when a promoted regrade did) and, under ``answers``, the effective
+answer of each question beside the question's text."""
 
 from __future__ import annotations
 

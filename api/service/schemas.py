@@ -301,6 +301,12 @@ class SubmitterGradingVerdict(BaseModel):
     revision: int
     created_at: datetime
     graded_at: datetime | None
+    #: whether this is the submission's current grading, the verdict reports count: false
+    #: for one a promoted regrade replaced (``superseded_by`` names the grading that did,
+    #: which the submitter reads too), for a shadow regrade's and for a cancelled regrade
+    #: item. What a regrade decided, nothing of the ground truth
+    is_current: bool = True
+    superseded_by: str | None = None
     submission: SubmitterSubmission
     #: the fields of the full grading object this view leaves out (``answers.evidence``,
     #: ``judge_passed``, ``detail``, ...): the same list for every grading of one view

@@ -46,3 +46,31 @@ async def test_the_page_shows_the_submitters_view(api_client: Any, tokens: Any, 
         assert 'data-testid="answer-D2-Q2">NO<' in page
     else:
         assert 'data-testid="answer-' not in page
+
+
+async def test_the_page_of_a_grading_a_promote_replaced_links_the_one_that_counts(
+    api_client: Any, tokens: Any
+) -> None:
+    """A submitter opening the grading its submission's answer named, after a promoted
+    regrade, reads that it was replaced and follows the link to the grading in force."""
+    from tests.support.regrades import promote_regrade
+
+    admin, agent = await tokens("admin"), await tokens("submitter", "agent")
+    async with api_client() as c:
+        await c.post("/v1/scenarios", json={"id": "s", "ground_truth": TRUTH}, headers=admin)
+        posted = await c.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "scenario_id": "s"},
+            headers=agent,
+        )
+        first = posted.json()["id"]
+        await sign_in(c, agent)
+        before = (await c.get(f"/gradings/{first}")).text
+        await promote_regrade(c, admin, "scripted:fail")
+        [in_force] = (await c.get("/v1/gradings", headers=agent)).json()["items"]
+        replaced = (await c.get(f"/gradings/{first}")).text
+        followed = await c.get(f"/gradings/{in_force['id']}")
+    assert 'data-testid="superseded"' not in before
+    assert 'data-testid="superseded"' in replaced and 'data-view="verdict"' in replaced
+    assert f'<a href="/gradings/{in_force["id"]}" data-testid="superseded-by">' in replaced
+    assert followed.status_code == 200 and 'data-testid="superseded"' not in followed.text

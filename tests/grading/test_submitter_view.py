@@ -303,3 +303,34 @@ async def test_a_submitters_etag_and_revision_move_only_with_what_its_view_shows
     else:
         assert after.headers["ETag"] != before.headers["ETag"]  # the answer it shows moved
     assert failed.json()["passed"] is False and failed.headers["ETag"] != after.headers["ETag"]
+
+
+@pytest.mark.parametrize("view", ["verdict", "answers"])
+async def test_a_submitter_reading_a_grading_a_promote_replaced_is_told_which_counts(
+    api_client: Any, tokens: Any, view: str
+) -> None:
+    """The id a submission's answer gave keeps its verdict after a promoted regrade, and
+    says it no longer counts: ``is_current`` false and ``superseded_by`` naming the
+    grading in force, which the submitter reads with the verdict reports count."""
+    from tests.support.regrades import promote_regrade
+
+    admin, agent = await tokens("admin"), await tokens("submitter", "harness")
+    async with api_client(submitter_view=view) as client:  # scripted:pass grades it
+        await client.post(
+            "/v1/scenarios", json={"id": "short", "ground_truth": SHORT_TRUTH}, headers=admin
+        )
+        body = {"diagnosis": DIAGNOSIS.format(name="user-service", port="9999")}
+        sent = await client.post(
+            "/v1/submissions?wait=10", json={**body, "scenario_id": "short"}, headers=agent
+        )
+        assert sent.status_code == 201, sent.text
+        assert sent.json()["is_current"] is True and sent.json()["superseded_by"] is None
+        await promote_regrade(client, admin, "scripted:fail")
+        listed = (await client.get("/v1/gradings", headers=agent)).json()["items"]
+        old = (await client.get(f"/v1/gradings/{sent.json()['id']}", headers=agent)).json()
+        new = (await client.get(f"/v1/gradings/{old['superseded_by']}", headers=agent)).json()
+    assert [(g["id"], g["passed"]) for g in listed] == [(new["id"], False)]
+    assert (old["view"], old["passed"], old["is_current"]) == (view, True, False)
+    assert (new["view"], new["passed"], new["is_current"]) == (view, False, True)
+    assert new["superseded_by"] is None
+    assert not {"is_current", "superseded_by"} & set(old["withheld"])

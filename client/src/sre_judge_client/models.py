@@ -190,7 +190,8 @@ class Grading(_Model):
     #: the scenario's ground-truth version graded against (null when inline or not visible)
     scenario_version: int | None = None
     #: whether this is its submission's current grading (false: a promoted regrade
-    #: replaced it, naming the new one in ``superseded_by``; a shadow regrade's)
+    #: replaced it, naming the new one in ``superseded_by``; a shadow regrade's); in
+    #: every view, a submitter's too
     is_current: bool = True
     superseded_by: str | None = None
     #: the regrade job that made this grading; null for a submission's own grading
