@@ -61,24 +61,33 @@ class JudgeCaller:
             return await self.backend.context_window()
         return None
 
-    async def fits(self, messages: Sequence[ChatMessage]) -> bool:
-        """Whether ``messages`` and the reply fit the context window (True if unknown)."""
+    async def reply_room(self, messages: Sequence[ChatMessage]) -> int | None:
+        """The tokens the context window leaves for the reply beside ``messages`` (counted
+        with ``padding_chars``, as the grading's fit counted them); None if unknown."""
         window = await self.context_window()
         if window is None:
-            return True
-        needed = estimate_tokens(messages, padding_chars=self.padding_chars)
-        return needed + self.params.max_tokens <= window
+            return None
+        return window - estimate_tokens(messages, padding_chars=self.padding_chars)
+
+    async def fits(self, messages: Sequence[ChatMessage]) -> bool:
+        """Whether ``messages`` and the reply fit the context window (True if unknown)."""
+        room = await self.reply_room(messages)
+        return room is None or self.params.max_tokens <= room
 
     async def call(self, purpose: Purpose, request: JudgeRequest) -> JudgeCall:
-        """Answer ``request`` from the cache or the judge (with retries); never raises."""
+        """Answer ``request`` from the cache or the judge (with retries); never raises.
+
+        The retry of a reply cut at its budget asks for no more than the context window
+        leaves beside the prompt (``judge.retry``)."""
         key = self._cache_key(request)
         if self.cache is not None and key is not None:
             hit = await self.cache.get(key)
             if hit is not None:
                 return self._record(purpose, request, completion=hit, cached=True)
         try:
+            room = await self.reply_room(request.messages)
             completion, attempts = await complete_with_retries(
-                self.backend, request, policy=self.retry
+                self.backend, request, policy=self.retry, room=room
             )
         except JudgeCallError as exc:
             return self._record(

@@ -1,15 +1,18 @@
 """Context limits: a prompt that would not fit the judge's context window is not sent.
 
-Tokens are estimated conservatively from characters (a token is at least about three
-characters of English or code for common tokenizers), plus a few tokens per message
-for the chat template, plus the reply's ``max_tokens``. A server that counts exactly
-may still refuse a prompt near the limit; its 400 is mapped to ``ContextOverflow`` by
-the backends and ends the same way: ``unscored`` with reason ``context_overflow``.
+Tokens are estimated conservatively from characters (:func:`counted_chars`): a token is at
+least about three characters of English or code for common tokenizers, and a character
+outside ASCII (Chinese, Japanese, emoji, most non-Latin text: a token a character or
+more) takes at most a token per byte of its UTF-8 for any byte-level tokenizer; plus a
+few tokens per message for the chat template, plus the reply's ``max_tokens``. A server
+that counts exactly may still refuse a prompt near the limit; its 400 is mapped to
+``ContextOverflow`` by the backends and ends the same way: ``unscored`` with reason
+``context_overflow``.
 
 When the grading's policy is ``truncate``, the diagnosis is cut (at a line or word end
 where one is near) so that the prompt fits, and the cut is recorded in the grading. The
-room is counted in the characters the prompt holds: invisible characters, which the
-prompt leaves out, take none.
+room is counted in the characters the prompt holds, as the estimate counts them:
+invisible characters, which the prompt leaves out, take none.
 
 The fit can be measured on the prompt with a stand-in ground truth of a fixed budget
 (:func:`ground_truth_stand_in`) instead of the real one: then whether a diagnosis fits,
@@ -31,6 +34,7 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "Fit",
     "OverflowPolicy",
+    "counted_chars",
     "estimate_tokens",
     "fit_diagnosis",
     "ground_truth_stand_in",
@@ -38,7 +42,8 @@ __all__ = [
 
 OverflowPolicy = Literal["unscored", "truncate"]
 
-#: characters per token assumed by the estimate (conservative: real tokenizers do more)
+#: ASCII characters per token assumed by the estimate (conservative: real tokenizers do
+#: more for English and code)
 CHARS_PER_TOKEN = 3
 #: tokens the chat template adds around each message
 _PER_MESSAGE = 8
@@ -46,8 +51,21 @@ _PER_MESSAGE = 8
 _MIN_KEPT = 200
 
 
+def counted_chars(text: str) -> int:
+    """The characters ``text`` counts as in the token estimate, ``CHARS_PER_TOKEN`` of them
+    a token: an ASCII character as one, any other as ``CHARS_PER_TOKEN`` per byte of its
+    UTF-8 (a token of a byte-level tokenizer holds at least one byte, so no such text
+    takes more tokens than bytes; Chinese takes about one a character, or more)."""
+    if text.isascii():
+        return len(text)
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    other_bytes = len(text.encode("utf-8", "surrogatepass")) - ascii_chars
+    return ascii_chars + CHARS_PER_TOKEN * other_bytes
+
+
 def estimate_tokens(messages: Sequence[ChatMessage], *, padding_chars: int = 0) -> int:
-    """A conservative token count of a prompt: characters / 3 plus the chat template.
+    """A conservative token count of a prompt: its :func:`counted_chars` / 3 plus the
+    chat template.
 
     ``padding_chars``: characters counted beyond the messages' own (``Fit.padding_chars``).
     """
@@ -56,20 +74,24 @@ def estimate_tokens(messages: Sequence[ChatMessage], *, padding_chars: int = 0) 
 
 
 def _chars(messages: Sequence[ChatMessage]) -> int:
-    return sum(len(m.content) for m in messages)
+    return sum(counted_chars(m.content) for m in messages)
 
 
 def ground_truth_stand_in(ground_truth: str, budget: int | None) -> str | None:
     """The text a prompt's fit is measured with in place of ``ground_truth``: ``budget``
-    characters, or a whole multiple of it for a longer ground truth; None without a
-    budget (the ground truth measures itself).
+    characters, or a whole multiple of it for a ground truth the prompt holds in more;
+    None without a budget (the ground truth measures itself).
 
-    Every ground truth up to ``budget`` characters has the same stand-in, so a fit
-    measured with it does not depend on the ground truth.
+    The ground truth is measured as the prompt holds it (its ``>>`` written as markers,
+    its ends stripped) and as the estimate counts it (:func:`counted_chars`), so the
+    stand-in never counts less than the ground truth it stands for. Every ground truth
+    up to ``budget`` such characters has the same stand-in, so a fit measured with it
+    does not depend on the ground truth.
     """
     if budget is None:
         return None
-    return "x" * (budget * max(1, math.ceil(len(ground_truth) / budget)))
+    held = counted_chars(neutralize_untrusted(ground_truth).strip())
+    return "x" * (budget * max(1, math.ceil(held / budget)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +105,10 @@ class Fit:
     overflow: str | None = None
     #: what was cut, or None
     cut: str | None = None
-    #: characters the measured prompt has beyond ``messages`` (a stand-in ground truth
-    #: longer than the real one): later checks of a conversation that starts with
-    #: ``messages`` count them too, so they are decided as the fit was
+    #: characters (as :func:`counted_chars` counts them) the measured prompt has beyond
+    #: ``messages`` (a stand-in ground truth longer than the real one): later checks of a
+    #: conversation that starts with ``messages`` count them too, so they are decided as
+    #: the fit was
     padding_chars: int = 0
 
 
@@ -100,11 +123,12 @@ def _cut_at_boundary(text: str, limit: int) -> str:
 
 def _raw_end(text: str, sent_chars: int) -> int:
     """The longest prefix of ``text`` that the prompt holds in at most ``sent_chars``
-    (normalized, its angle-bracket runs and chat tokens written as markers)."""
+    (normalized, its angle-bracket runs and chat tokens written as markers; counted as
+    :func:`counted_chars` counts them)."""
     low, high = 0, len(text)
     while low < high:
         middle = (low + high + 1) // 2
-        if len(neutralize_untrusted(text[:middle])) <= sent_chars:
+        if counted_chars(neutralize_untrusted(text[:middle])) <= sent_chars:
             low = middle
         else:
             high = middle - 1
@@ -136,19 +160,23 @@ def fit_diagnosis(
     if needed <= window:
         return Fit(messages, diagnosis, padding_chars=padding)
     overflow = (
-        f"the prompt needs about {needed} tokens (characters / {CHARS_PER_TOKEN} plus "
-        f"{max_tokens} for the reply), over the judge's context window of {window}"
+        f"the prompt needs about {needed} tokens (a token per {CHARS_PER_TOKEN} ASCII "
+        f"characters and per UTF-8 byte of any other, plus {max_tokens} for the reply), "
+        f"over the judge's context window of {window}"
     )
     if policy != "truncate":
         return Fit(messages, diagnosis, overflow=overflow)
     # room and cut are counted in the characters the prompt holds (invisible ones are
     # not sent, a ">>" is sent as a longer marker, a long run of them as a shorter one),
-    # then the cut is made on the diagnosis itself, whose offsets screening marked
+    # as the estimate counts them, then the cut is made on the diagnosis itself, whose
+    # offsets screening marked
     sent = neutralize_untrusted(diagnosis)
-    spare_chars = (window - (needed - math.ceil(len(sent) / CHARS_PER_TOKEN))) * 3
+    sent_tokens = math.ceil(counted_chars(sent) / CHARS_PER_TOKEN)
+    spare_chars = (window - (needed - sent_tokens)) * CHARS_PER_TOKEN
     limit = max(0, spare_chars - CHARS_PER_TOKEN * 4)
+    as_sent = sent == diagnosis and diagnosis.isascii()  # an offset is a counted character
     while True:
-        end = limit if sent == diagnosis else _raw_end(diagnosis, limit)
+        end = limit if as_sent else _raw_end(diagnosis, limit)
         kept = _cut_at_boundary(diagnosis, end)
         if not kept or len(kept) < min(_MIN_KEPT, len(diagnosis)):
             return Fit(messages, diagnosis, overflow=f"{overflow}, even with the diagnosis cut")
@@ -159,7 +187,8 @@ def fit_diagnosis(
             break
         # the estimate missed (white space the fence strips off the diagnosis's ends was
         # counted as room): cut by what the prompt is over, and retry
-        limit = max(0, min(limit, len(neutralize_untrusted(kept))) - over * CHARS_PER_TOKEN)
+        held = counted_chars(neutralize_untrusted(kept))
+        limit = max(0, min(limit, held) - over * CHARS_PER_TOKEN)
     cut = (
         f"diagnosis cut from {len(diagnosis)} to {len(kept)} characters to fit the "
         f"judge's context window of {window} tokens"

@@ -14,7 +14,10 @@ A reply that stopped at the ``max_tokens`` budget (``finish_reason`` or ``done_r
 ``length``) is cut: it is never parsed; so is one that ran so far past the budget that
 the backend read no further (``judge.backends.streaming.SizeLimit``). It is asked again
 once, at once, with a budget ``TRUNCATED_BUDGET_FACTOR`` times larger (the attempt
-records the budget it asked for); a second cut reply raises
+records the budget it asked for), but no larger than the room the judge's context window
+leaves beside the prompt, where the window is known: a request over the window is
+refused (vLLM) or has its prompt's start dropped (Ollama). Where that room is no larger
+than the budget, the cut reply is not asked again. A cut reply not asked again raises
 :class:`~judge.errors.ReplyTruncated`, and the grading is unscored with the reason
 ``reply_truncated``. The tokens a cut reply cost, where the server said, are kept on
 its attempt (``JudgeCall.prompt_tokens`` and ``completion_tokens`` count them).
@@ -23,6 +26,7 @@ its attempt (``JudgeCall.prompt_tokens`` and ``completion_tokens`` count them).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -69,22 +73,37 @@ def _truncations(attempts: list[Attempt]) -> int:
     return sum(a.outcome == ReplyTruncated.code for a in attempts)
 
 
-def _retry_for(attempts: list[Attempt]):  # type: ignore[no-untyped-def]
-    """Retry what is retryable, and a cut reply once (with a larger budget)."""
+def _retry_for(
+    attempts: list[Attempt], request: JudgeRequest, room: int | None
+) -> Callable[[BaseException], bool]:
+    """Retry what is retryable, and a cut reply once (with a larger budget, if the
+    context window leaves ``room`` for one)."""
 
     def retryable(exc: BaseException) -> bool:
         if isinstance(exc, ReplyTruncated):
-            return _truncations(attempts) == 1
+            larger = _larger_budget(request, room) > request.params.max_tokens
+            return larger and _truncations(attempts) == 1
         return isinstance(exc, JudgeCallError) and exc.retryable
 
     return retryable
 
 
-def reply_budget(request: JudgeRequest, attempts: list[Attempt]) -> JudgeRequest:
-    """``request`` as the next attempt sends it: after a cut reply, with a larger budget."""
+def _larger_budget(request: JudgeRequest, room: int | None) -> int:
+    """The budget of a cut reply's retry: ``TRUNCATED_BUDGET_FACTOR`` times the request's,
+    at most ``room`` (the tokens the context window leaves beside the prompt; None:
+    unknown)."""
+    larger = request.params.max_tokens * TRUNCATED_BUDGET_FACTOR
+    return larger if room is None else min(larger, room)
+
+
+def reply_budget(
+    request: JudgeRequest, attempts: list[Attempt], *, room: int | None = None
+) -> JudgeRequest:
+    """``request`` as the next attempt sends it: after a cut reply, with a larger budget
+    (at most ``room``, the tokens the context window leaves beside the prompt)."""
     if not _truncations(attempts):
         return request
-    larger = request.params.max_tokens * TRUNCATED_BUDGET_FACTOR
+    larger = _larger_budget(request, room)
     return request.model_copy(
         update={"params": request.params.model_copy(update={"max_tokens": larger})}
     )
@@ -150,8 +169,13 @@ async def complete_with_retries(
     request: JudgeRequest,
     *,
     policy: RetryPolicy | None = None,
+    room: int | None = None,
 ) -> tuple[Completion, list[Attempt]]:
     """Call ``backend`` until it answers or the policy gives up.
+
+    ``room``: the tokens the judge's context window leaves beside the prompt (None:
+    unknown); the retry of a cut reply asks for no more, and is not asked where that is
+    no more than the request's budget.
 
     Returns the completion and every attempt. On failure the last ``JudgeCallError``
     is raised with ``attempts`` filled in.
@@ -162,7 +186,7 @@ async def complete_with_retries(
     retrying = AsyncRetrying(
         stop=_stop_for(policy, attempts),
         wait=_wait_for(policy),
-        retry=retry_if_exception(_retry_for(attempts)),
+        retry=retry_if_exception(_retry_for(attempts, request, room)),
         reraise=True,
     )
     try:
@@ -170,7 +194,7 @@ async def complete_with_retries(
             with attempt:
                 try:
                     completion = await _one_attempt(
-                        backend, reply_budget(request, attempts), attempts
+                        backend, reply_budget(request, attempts, room=room), attempts
                     )
                 except JudgeCallError as exc:
                     errors.append(exc)

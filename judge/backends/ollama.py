@@ -31,6 +31,7 @@ import pydantic
 from judge.backends.http import status_error, tls_context
 from judge.backends.streaming import SizeLimit, StreamLimits, cut_short, paced
 from judge.calls import Completion, JudgeRequest
+from judge.context import CHARS_PER_TOKEN, counted_chars
 from judge.errors import JudgeCallError, JudgeTimeout, JudgeUnavailable
 
 __all__ = ["REPAIR_ROOM", "OllamaBackend", "estimate_num_ctx", "map_ollama_errors", "needed_tokens"]
@@ -43,10 +44,10 @@ REPAIR_ROOM = 512
 
 
 def needed_tokens(request: JudgeRequest) -> int:
-    """The tokens ``request`` takes: its prompt (about 3 characters a token), the reply's
-    budget and 256 for the chat template."""
-    chars = sum(len(message.content) for message in request.messages)
-    return chars // 3 + request.params.max_tokens + 256
+    """The tokens ``request`` takes: its prompt (counted as the grader estimates it,
+    ``judge.context.counted_chars``), the reply's budget and 256 for the chat template."""
+    chars = sum(counted_chars(message.content) for message in request.messages)
+    return chars // CHARS_PER_TOKEN + request.params.max_tokens + 256
 
 
 def estimate_num_ctx(request: JudgeRequest) -> int:

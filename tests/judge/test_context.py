@@ -16,9 +16,10 @@ from judge.calls import SamplingParams
 from judge.context import estimate_tokens, ground_truth_stand_in
 from judge.errors import ContextOverflow
 from judge.grader import Grader
-from judge.prompt import build_messages
+from judge.prompt import build_messages, neutralize_untrusted
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
+from tests.support.llama_server import require_real_model, smollm2_gguf
 
 TRUTH = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
 SHORT = "user-service in hotel sets USER_PORT=9999; the frontend fails."
@@ -333,3 +334,57 @@ async def test_a_repair_is_checked_with_the_ground_truth_at_its_budget(rubric: R
             outcomes[truth].append((result.status, result.unscored_reason))
     assert outcomes[TRUTH] == outcomes[LONG_TRUTH]
     assert {("graded", None), ("unscored", "context_overflow")} <= set(outcomes[TRUTH])
+
+
+#: a ground truth under a 2,000-character budget that the prompt holds in more: each
+#: ``>>`` (a shell redirection) is written as the 16-character marker "[angle brackets]"
+REDIRECTS = "[fault_spec] component=configmap/nginx-conf; namespace=web || " + "".join(
+    f"init: echo 'server 10.0.0.{i}:80;' >> up.conf\n" for i in range(42)
+)
+
+
+async def test_a_ground_truth_the_prompt_writes_longer_is_counted_as_the_prompt_holds_it(
+    rubric: Rubric,
+) -> None:
+    """A ground truth under the budget whose ``>>`` the prompt writes as longer markers
+    is counted at the length the prompt holds it: a prompt judged to fit the window with
+    the ground truth at its budget fits it as sent."""
+    assert len(REDIRECTS) < 2000
+    stand_in = ground_truth_stand_in(REDIRECTS, 2000)
+    assert stand_in is not None
+    assert len(stand_in) >= len(neutralize_untrusted(REDIRECTS).strip())
+    # the smallest window the prompt fits as measured with the stand-in
+    window = estimate_tokens(build_messages(rubric, stand_in, SHORT)) + 1536
+    backend = ScriptedBackend([scripted_reply])
+    grader = Grader(backend, context_tokens=window, ground_truth_budget=2000, retry=FAST)
+    result = await grader.grade(rubric, REDIRECTS, SHORT)
+    assert result.status == "graded" and len(backend.requests) == 1
+    needed = estimate_tokens(backend.requests[0].messages) + 1536
+    assert needed <= window, f"a prompt needing {needed} tokens sent to a {window}-token window"
+
+
+#: a diagnosis written in Chinese (an agent answering in its user's language)
+CJK = "用户服务的端口配置被改为9999，导致前端无法连接用户服务，根因在hotel命名空间。" * 40
+
+
+@pytest.mark.real_model
+async def test_a_chinese_diagnosis_judged_to_fit_fits_the_real_tokenizer(rubric: Rubric) -> None:
+    """Chinese, Japanese, emoji and most non-Latin text take a token a character or
+    more: a prompt the grader judges to fit the window fits it as the real model's
+    tokenizer (SmolLM2's) counts it, so no judge is sent a prompt it silently cuts."""
+    require_real_model()
+    import llama_cpp
+
+    tokenizer = llama_cpp.Llama(model_path=str(smollm2_gguf()), vocab_only=True, verbose=False)
+    window = estimate_tokens(build_messages(rubric, TRUTH, CJK)) + 1536
+    backend = ScriptedBackend([scripted_reply])
+    grader = Grader(backend, context_tokens=window, retry=FAST)
+    result = await grader.grade(rubric, TRUTH, CJK)
+    assert result.status == "graded" and backend.requests
+    for request in backend.requests:
+        text = "\n".join(message.content for message in request.messages)
+        tokens = len(tokenizer.tokenize(text.encode(), add_bos=False, special=False))
+        assert tokens + request.params.max_tokens <= window, (
+            f"judged to fit a {window}-token window, the prompt takes {tokens} tokens "
+            f"+ {request.params.max_tokens} for the reply"
+        )

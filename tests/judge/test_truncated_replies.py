@@ -27,8 +27,10 @@ from judge.backends.openai import OpenAIBackend
 from judge.backends.scripted import scripted_reply
 from judge.backends.streaming import MIN_BODY_BYTES, MIN_REPLY_CHARS
 from judge.calls import Completion, JudgeCall, JudgeRequest
+from judge.context import estimate_tokens
 from judge.errors import FeatureRefused, ReplyTruncated
 from judge.grader import Grader
+from judge.prompt import build_messages
 from judge.retry import TRUNCATED_BUDGET_FACTOR, RetryPolicy, complete_with_retries
 from judge.rubric import Rubric, load_rubric_dir
 from tests.judge.backend_servers import (
@@ -339,6 +341,51 @@ async def test_a_grading_whose_replies_are_cut_is_unscored_not_parsed(
     assert [a.outcome for a in result.calls[0].attempts] == ["reply_truncated"] * 2
     # no reply kept, yet both were read and written: the call's tokens count them
     assert (result.calls[0].prompt_tokens, result.calls[0].completion_tokens) == (160, 32)
+
+
+class _CutThenWhole:
+    """A judge whose first reply stops at its budget (``finish_reason`` length) and whose
+    second is whole."""
+
+    name, model, base_url = "scripted", "cut-then-whole", None
+
+    def __init__(self) -> None:
+        self.requests: list[JudgeRequest] = []
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            return Completion(text='{"D1-Q1": {"reas', model=self.model, finish_reason="length")
+        return Completion(text=scripted_reply(request), model=self.model, finish_reason="stop")
+
+    async def probe(self) -> None:  # pragma: no cover - not used
+        return None
+
+    async def aclose(self) -> None:  # pragma: no cover - not used
+        return None
+
+
+@pytest.mark.parametrize("spare", [200, 0])
+async def test_the_retry_of_a_cut_reply_stays_inside_the_context_window(
+    rubric: Rubric, spare: int
+) -> None:
+    """A cut reply is asked again with no more budget than the judge's context window
+    leaves beside the prompt (a larger request is refused by vLLM, or has its prompt's
+    start dropped by Ollama); where the window leaves no more than the budget, it is not
+    asked again and the grading is unscored as ``reply_truncated``."""
+    prompt = estimate_tokens(build_messages(rubric, TRUTH, DIAGNOSIS))
+    window = prompt + 1536 + spare  # fits the first call, not one with twice the budget
+    backend = _CutThenWhole()
+    result = await Grader(backend, context_tokens=window, retry=FAST).grade(
+        rubric, TRUTH, DIAGNOSIS
+    )
+    budgets = [request.params.max_tokens for request in backend.requests]
+    for request in backend.requests:
+        assert estimate_tokens(request.messages) + request.params.max_tokens <= window
+    if spare:
+        assert result.status == "graded" and budgets == [1536, 1536 + spare]
+    else:
+        assert result.unscored_reason == "reply_truncated" and budgets == [1536]
 
 
 class _SlowFirstReply:

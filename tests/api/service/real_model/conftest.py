@@ -10,7 +10,6 @@ with ``CI=true`` the fixture fails instead, so CI cannot silently lose these tes
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -19,21 +18,13 @@ import pytest
 from judge.backends.openai import OpenAIBackend
 from judge.backends.streaming import StreamLimits
 from judge.rubric import Rubric, load_rubric_dir
-from tests.support.llama_server import LlamaServer, missing_requirements, running_llama_server
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+from tests.support.llama_server import LlamaServer, require_real_model, running_llama_server
 
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """The real model's server, started once per worker for the tests that ask for it."""
-    reason = missing_requirements()
-    if reason is not None:
-        if _ci():
-            pytest.fail(f"CI=true but the real model cannot run: {reason}", pytrace=False)
-        pytest.skip(reason)
+    require_real_model()
     started = time.monotonic()
     with running_llama_server(tmp_path_factory.mktemp("llama")) as server:
         print(f"llama_cpp.server ready in {time.monotonic() - started:.1f}s")
