@@ -307,7 +307,8 @@ def with_store(
 
 async def upgrade_with_key(settings: Settings) -> None:
     """Upgrade the database to the newest schema once the service key that will write to
-    it is checked (:func:`check_service_key`): a refused key leaves no schema behind."""
+    it is checked, or made where the database has none yet (:func:`check_service_key`):
+    a refused key leaves no schema behind."""
     import asyncio
 
     from storage import upgrade
@@ -320,9 +321,11 @@ def check_service_key(settings: Settings) -> None:
     """Bad usage, before any schema is made or upgraded, for a service key the process
     would refuse once started: on a database whose audit log is keyed, a key that is
     missing or is not that one; otherwise a given key (``SRE_JUDGE_SECRET_KEY``, or a key
-    file that exists) that is too short or unreadable. A key file that is not there yet
-    is left for the process to make; a SQLite file that is not there is not opened (that
-    would create it)."""
+    file that exists) that is too short or unreadable, or a key file that cannot be made.
+    For the processes that make a key (``serve``, the commands that write): the key file
+    that is not there yet is made here, as the runtime would make it moments later, so
+    one that cannot be made leaves no schema behind. A SQLite file that is not there is
+    not opened (that would create it)."""
     from storage import make_engine
     from storage.audit import newest_key_id
 
@@ -334,8 +337,7 @@ def check_service_key(settings: Settings) -> None:
                 return
         finally:
             engine.dispose()
-    if settings.secret_key is not None or settings.secret_key_file.exists():
-        service_key(settings, create=False)
+    service_key(settings, create=True)  # the audit log is not keyed yet
 
 
 def database_key(settings: Settings, engine: Engine, *, create: bool) -> ServiceKey:

@@ -57,6 +57,12 @@ def load_service_key(settings: Settings, *, create: bool) -> ServiceKey:
             f"SRE_JUDGE_SECRET_KEY_FILE: cannot read the service key {path.resolve()}: "
             f"{exc.strerror}"
         ) from None
+    except UnicodeDecodeError:  # random bytes written as they are: openssl rand without -hex
+        raise MissingServiceKey(
+            f"SRE_JUDGE_SECRET_KEY_FILE: the service key {path.resolve()} is not text: give "
+            "the key file the service was run with (a new one, openssl rand -hex 32, only "
+            "for a database whose audit log was never keyed)"
+        ) from None
     return _key_from_text(text, f"SRE_JUDGE_SECRET_KEY_FILE ({path.resolve()})")
 
 
@@ -95,13 +101,31 @@ def _create_key_file(path: Path) -> None:
     The key is written to a private temporary file beside ``path`` and linked into place,
     so the file appears whole or not at all: several processes starting together (``serve
     --processes``, a test worker and its commands) never read a key still being written.
+    A key that cannot be written there (its folder unwritable or not a folder, a
+    read-only file system) is a MissingServiceKey naming the file and the OS's reason.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".sre-judge-key-")
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:  # mode 0600
-            handle.write(secrets.token_hex(32) + "\n")
-        with contextlib.suppress(FileExistsError):  # another process made it first: theirs
-            os.link(temporary, path)
-    finally:
-        os.unlink(temporary)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".sre-judge-key-")
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:  # mode 0600
+                handle.write(secrets.token_hex(32) + "\n")
+            with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+                os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+    except OSError as exc:
+        raise MissingServiceKey(
+            f"SRE_JUDGE_SECRET_KEY_FILE: cannot create the service key {path.resolve()}: "
+            f"{_os_reason(exc, path)}: set SRE_JUDGE_SECRET_KEY_FILE to a file this process "
+            "may create (or give the key in SRE_JUDGE_SECRET_KEY)"
+        ) from None
+
+
+def _os_reason(exc: OSError, path: Path) -> str:
+    """The OS's reason, naming the file it concerns when that is not in the key's folder
+    (a folder on the way to it that is not a folder, say)."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.filename is not None and Path(os.fsdecode(exc.filename)).parent != path.parent:
+        return f"{reason} ({Path(os.fsdecode(exc.filename)).resolve()})"
+    return reason
