@@ -119,12 +119,12 @@ async def render_job(services: Services, job_id: str, *, actor: str) -> str | No
     Returns the engine's new state, or None when the job was rendered already.
     """
     view = await RegradeJobQueries(services.store.db).get_job(job_id)
-    job = view.job
-    rubric = await services.rubrics.resolve(job.rubric_id, job.rubric_version)
-    live = _live(services, job.judge_spec)
+    live = _live(services, view.job.judge_spec)
     rendered: list[RenderedRequest] = []
-    if rubric is not None:  # else every item is unscored by the workers (rubric_unknown)
-        for claim in await BatchQueries(services.store.db).items_to_render(job_id):
+    for claim in await BatchQueries(services.store.db).items_to_render(job_id):
+        # the item's own rubric (a job that names none keeps each submission's)
+        rubric = await services.rubrics.resolve(claim.rubric_id, claim.rubric_version)
+        if rubric is not None:  # else the workers store it unscored (rubric_unknown)
             rendered.extend(await _render_item(services, live, rubric, claim))
     return await BatchQueries(services.store.db).store_rendered(job_id, rendered, actor=actor)
 

@@ -42,6 +42,14 @@ REGRADE_ALIASES = {
 }
 
 
+def _rubric(job: RegradeJobPublic) -> str:
+    """The job's rubric, or, for a job that names none, the rubrics its items keep."""
+    if job.rubric is not None:
+        return f"rubric {job.rubric['id']}@{job.rubric['version']}"
+    kept = [f"{r['id']}@{r['version']}" for r in job.estimate.get("rubrics", [])]
+    return "each submission's rubric" + (f" ({', '.join(kept)})" if kept else "")
+
+
 def _show(job: RegradeJobPublic, fmt: str) -> None:
     if fmt == "json":
         echo_json(job.model_dump(mode="json"), indent=2)
@@ -49,7 +57,7 @@ def _show(job: RegradeJobPublic, fmt: str) -> None:
     estimate = job.estimate
     click.echo(
         f"regrade job {job.id}: {job.state}{' (dry run)' if job.dry_run else ''}, {job.mode}, "
-        f"rubric {job.rubric['id']}@{job.rubric['version']}, judge {job.judge}, "
+        f"{_rubric(job)}, judge {job.judge}, "
         f"ground truth {job.ground_truth}\n"
         f"  submissions {job.total}; done {job.done}, failed {job.failed}, "
         f"cancelled {job.cancelled}, remaining {job.remaining}\n"
@@ -194,7 +202,11 @@ def _start_remote(server: str, data: RegradeJobCreate, wait: bool) -> RegradeJob
 
 
 @click.group("regrade", invoke_without_command=True)
-@click.option("--rubric", help="target rubric: id or id@version (default: the service's)")
+@click.option(
+    "--rubric",
+    help="target rubric: id or id@version (default: each submission keeps its own, the "
+    "current version of the rubric it was graded with)",
+)
 @click.option(
     "--judge",
     help="target judge BACKEND:MODEL[@URL] or panel:SPEC1,SPEC2 (default: the service's, "

@@ -15,7 +15,8 @@ whatever the asking mode; with extraction its calls depend on its ground truth. 
 hits are exact: where a grading is one call at temperature 0, its request is looked up
 in the judge cache under the digest of the model behind the judge's name now and in the
 namespace of its ground truth's source (as a regrade reads it). A panel's members are
-each counted so, as each is asked, and summed.
+each counted so, as each is asked, and summed; so are the rubrics of a job that names
+none, whose items each keep their submission's (their prompts differ in size).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.regrade.job_queries import Candidate, RegradeJobQueries, RegradeTotals
+from api.regrade.job_queries import Candidate, RegradeJobQueries, RegradeTarget, RegradeTotals
 from api.regrade.selection import RegradeFilter
 from api.service.grader_factory import (
     calls_per_item,
@@ -231,25 +232,69 @@ async def _tally(
     return tally
 
 
-class _Candidates:
-    """The covered submissions' texts, read once for all of a panel's members."""
+@dataclass(frozen=True)
+class _RubricShare:
+    """The covered submissions one rubric grades (a job that names none grades each with
+    its own: ``RegradeTarget.item_rubric``)."""
 
-    def __init__(self, services: Services) -> None:
-        """Read through ``services``' store."""
+    #: the items' rubric (id, version)
+    key: tuple[str, str]
+    #: None for a version known nowhere: its items are unscored (``rubric_unknown``)
+    rubric: Rubric | None
+    totals: RegradeTotals
+
+
+async def _shares(
+    services: Services, f: RegradeFilter, target: RegradeTarget, *, latest: bool
+) -> list[_RubricShare]:
+    """The rubrics the job's items are graded with, each with its submissions' totals, in
+    (id, version) order; with nothing covered, the job's rubric (else the default one)
+    with none, so the figures still say what a grading takes."""
+    graded = await RegradeJobQueries(services.store.db).rubric_totals(f, latest=latest)
+    totals: dict[tuple[str, str], RegradeTotals] = {}
+    for (rubric_id, version), part in graded.items():
+        key = target.item_rubric(rubric_id, version)
+        totals[key] = totals[key].plus(part) if key in totals else part
+    if not totals:
+        shown = target.rubric
+        if shown is None:
+            shown = services.rubrics.current.get(services.settings.rubric)
+        if shown is None:
+            return []
+        totals[(shown.id, shown.version)] = RegradeTotals(0, 0, 0)
+    shares = []
+    for key, part in sorted(totals.items()):
+        rubric = target.rubric
+        if rubric is None:
+            rubric = await services.rubrics.resolve(*key)
+        shares.append(_RubricShare(key, rubric, part))
+    return shares
+
+
+class _Candidates:
+    """The covered submissions' texts, read once for all of a panel's members and all the
+    job's rubrics."""
+
+    def __init__(self, services: Services, target: RegradeTarget) -> None:
+        """Read through ``services``' store; ``target`` says each item's rubric."""
         self._services = services
+        self._target = target
         self._read: list[Candidate] | None = None
 
-    async def read(self, f: RegradeFilter, *, latest: bool) -> list[Candidate]:
-        """The candidates of ``f`` (``latest``: with the newest ground truths)."""
+    async def read(self, f: RegradeFilter, share: _RubricShare, *, latest: bool) -> list[Candidate]:
+        """The candidates of ``f`` graded with ``share``'s rubric (``latest``: with the
+        newest ground truths)."""
         if self._read is None:
             queries = RegradeJobQueries(self._services.store.db)
             self._read = await queries.candidates(f, latest=latest)
-        return self._read
+        item_rubric = self._target.item_rubric
+        return [c for c in self._read if item_rubric(c.rubric_id, c.rubric_version) == share.key]
 
 
 @dataclass(frozen=True)
 class _JudgeEstimate:
-    """What one judge (a panel's member, or the job's one judge) takes for the job."""
+    """What one judge (a panel's member, or the job's one judge) takes for the items of
+    one rubric."""
 
     calls: int
     hits: int
@@ -265,19 +310,22 @@ class _JudgeEstimate:
 async def _judge_estimate(
     services: Services,
     f: RegradeFilter,
+    share: _RubricShare,
     rubric: Rubric,
     backend: JudgeBackend,
     *,
     spec: str,
     latest: bool,
-    totals: RegradeTotals,
+    one_by_one: bool,
     candidates: _Candidates,
 ) -> _JudgeEstimate:
-    """The calls, cache hits and tokens of one judge ``spec`` asked through ``backend``:
-    its submissions counted one by one up to :data:`CACHE_CHECK_LIMIT`, beyond that from
-    the totals, as if every ground truth had a ``[fault_spec]`` header and every prompt
+    """The calls, cache hits and tokens of one judge ``spec`` asked through ``backend``
+    for the submissions ``rubric`` (``share``'s) grades: counted one by one where
+    ``one_by_one`` (the job covers at most :data:`CACHE_CHECK_LIMIT`), else from the
+    totals, as if every ground truth had a ``[fault_spec]`` header and every prompt
     fitted the judge's window."""
     settings = services.settings
+    totals = share.totals
     grader = grader_for(settings, backend)
     params = grader.params
     style = _style(grader, rubric)
@@ -287,13 +335,13 @@ async def _judge_estimate(
     per_item = calls_per_item(settings, spec, rubric)
     cacheable = params.temperature == 0
     one_call = asking == "single" and per_item == 1
-    counted = asked > 0 and totals.submissions <= CACHE_CHECK_LIMIT
-    checked = cacheable and one_call and totals.submissions <= CACHE_CHECK_LIMIT
+    counted = asked > 0 and one_by_one
+    checked = cacheable and one_call and one_by_one
     hits = 0
     if counted:
         tally = await _tally(
             services,
-            await candidates.read(f, latest=latest),
+            await candidates.read(f, share, latest=latest),
             rubric,
             grader,
             spec=spec,
@@ -331,32 +379,38 @@ async def _judge_estimate(
 async def estimate_regrade(
     services: Services,
     f: RegradeFilter,
-    rubric: Rubric,
+    target: RegradeTarget,
     backends: Sequence[JudgeBackend],
-    *,
-    spec: str,
-    latest: bool = False,
 ) -> dict[str, Any]:
-    """Submissions, judge calls after the cache, and prompt and completion tokens
-    (``latest``: graded against each scenario's newest ground truth). ``spec``: the
-    judge as given, one judge or a panel (``panel:SPEC1,SPEC2``), and ``backends``
-    its judges', in the order of its members: each member's calls, cache hits and
-    tokens are counted as it is asked (its asking mode and samples say how many calls
-    a grading takes; its cache is checked key by key when that is one call)."""
-    totals = await RegradeJobQueries(services.store.db).totals(f, latest=latest)
-    candidates = _Candidates(services)
+    """Submissions, judge calls after the cache, and prompt and completion tokens, for
+    the job ``target`` describes (with ``ground_truth: latest``, graded against each
+    scenario's newest ground truth). Its judge, one or a panel (``panel:SPEC1,SPEC2``),
+    asks through ``backends``, in the order of its members: each member's calls, cache
+    hits and tokens are counted as it is asked (its asking mode and samples say how many
+    calls a grading takes; its cache is checked key by key when that is one call), for
+    the items of each rubric the job grades with (``rubrics``: each with its
+    submissions), and summed."""
+    latest = target.ground_truth == "latest"
+    shares = await _shares(services, f, target, latest=latest)
+    totals = RegradeTotals(0, 0, 0)
+    for share in shares:
+        totals = totals.plus(share.totals)
+    candidates = _Candidates(services, target)
     judges = [
         await _judge_estimate(
             services,
             f,
-            rubric,
+            share,
+            share.rubric,
             backend,
             spec=member,
             latest=latest,
-            totals=totals,
+            one_by_one=totals.submissions <= CACHE_CHECK_LIMIT,
             candidates=candidates,
         )
-        for member, backend in zip(member_specs(spec), backends, strict=True)
+        for share in shares
+        if share.rubric is not None  # its items are unscored: nothing is asked
+        for member, backend in zip(member_specs(target.judge_spec), backends, strict=True)
     ]
     needed = sum(j.calls for j in judges)
     prompt_tokens = sum(j.prompt_tokens for j in judges)
@@ -365,12 +419,17 @@ async def estimate_regrade(
     return {
         "submissions": totals.submissions,
         "empty_diagnoses": totals.empty_diagnoses,
+        "rubrics": [
+            {"id": s.key[0], "version": s.key[1], "submissions": s.totals.submissions}
+            for s in shares
+            if s.totals.submissions
+        ],
         "judge_calls": needed,
         "cache_hits": sum(j.hits for j in judges),
         "cache_checked": all(j.checked for j in judges),
         "cache_granularity": CACHE_GRANULARITY,
         "cache_note": _cache_note(
-            all(j.cacheable for j in judges), max(j.per_grading for j in judges)
+            all(j.cacheable for j in judges), max((j.per_grading for j in judges), default=1)
         ),
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,

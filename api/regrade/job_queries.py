@@ -1,15 +1,17 @@
 """Regrade jobs: creating one with its items, reading its progress, pausing and cancelling.
 
 A job's items are gradings: one new pending grading per covered submission, with the
-job's rubric and judge, ``is_current`` false and ``previous_grading_id`` pointing at the
-grading that was current when the job started. They are all written in the job's own
-transaction, so a job exists whole or not at all and survives any restart; the usual
-workers grade them.
+job's rubric (or, for a job that names none, the one its submission was graded with:
+:meth:`RegradeTarget.item_rubric`) and judge, ``is_current`` false and
+``previous_grading_id`` pointing at the grading that was current when the job started.
+They are all written in the job's own transaction, so a job exists whole or not at all
+and survives any restart; the usual workers grade them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -59,7 +61,9 @@ _INSERT_BATCH = 1000
 class RegradeTarget:
     """What a job grades with: rubric, judge (spec, backend, model) and mode."""
 
-    rubric: Rubric
+    #: the rubric every item is graded with; None: each item keeps its submission's
+    #: (:meth:`item_rubric`)
+    rubric: Rubric | None
     judge_spec: str
     judge_backend: str
     judge_model: str
@@ -71,6 +75,30 @@ class RegradeTarget:
     engine: str = "live"
     #: a batch request that failed or is missing: retried live | in a new batch
     engine_retry: str = "live"
+    #: the rubric files' current versions by id (``RubricCatalog.current``): what an item
+    #: keeps when the job names no rubric
+    current: Mapping[str, Rubric] = field(default_factory=dict)
+
+    def item_rubric(self, rubric_id: str, version: str) -> tuple[str, str]:
+        """The rubric (id, version) an item is graded with, given those of the grading it
+        regrades: the job's rubric; for a job that names none, the current version of the
+        grading's own rubric (as ``api.service.presenters.stand_in_rubric`` reads an
+        imported SREGym verdict's), or its own version where that rubric id has no file
+        any more (the stored version; a version never stored leaves the item unscored,
+        ``rubric_unknown``, as a job's rubric gone would)."""
+        if self.rubric is not None:
+            return self.rubric.id, self.rubric.version
+        current = self.current.get(rubric_id)
+        return (rubric_id, version) if current is None else (current.id, current.version)
+
+    def rubrics_used(self, keys: set[tuple[str, str]]) -> list[Rubric]:
+        """The rubrics the job stores in the catalog: its rubric, or the current versions
+        among its items' (id, version) ``keys``, in id order (an item that keeps its own
+        version finds it stored already)."""
+        if self.rubric is not None:
+            return [self.rubric]
+        used = [r for r in self.current.values() if (r.id, r.version) in keys]
+        return sorted(used, key=lambda r: r.id)
 
 
 @dataclass(frozen=True)
@@ -81,6 +109,14 @@ class RegradeTotals:
     text_chars: int
     empty_diagnoses: int
 
+    def plus(self, other: RegradeTotals) -> RegradeTotals:
+        """These totals and ``other``'s together."""
+        return RegradeTotals(
+            self.submissions + other.submissions,
+            self.text_chars + other.text_chars,
+            self.empty_diagnoses + other.empty_diagnoses,
+        )
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -90,6 +126,9 @@ class Candidate:
     submission_id: str
     #: the scenario version the regrade would grade against (None for inline)
     scenario_version: int | None
+    #: the rubric of its current grading (``RegradeTarget.item_rubric`` says the item's)
+    rubric_id: str
+    rubric_version: str
     diagnosis: str
     ground_truth: str
     #: the submission's scenario (None for an inline ground truth) and sender: whose
@@ -130,6 +169,20 @@ class RegradeJobQueries:
 
         return await self._db.run_read(work)
 
+    async def rubric_totals(
+        self, f: RegradeFilter, *, latest: bool = False
+    ) -> dict[tuple[str, str], RegradeTotals]:
+        """:meth:`totals` for each rubric (id, version) of the covered current gradings."""
+
+        def work(session: Session) -> dict[tuple[str, str], RegradeTotals]:
+            query = totals_query(f, self._scenarios(session, f), latest=latest, by_rubric=True)
+            return {
+                (rubric_id, version): RegradeTotals(int(count), int(chars or 0), int(empty or 0))
+                for rubric_id, version, count, chars, empty in session.execute(query)
+            }
+
+        return await self._db.run_read(work)
+
     async def candidates(self, f: RegradeFilter, *, latest: bool = False) -> list[Candidate]:
         """The covered submissions with their texts (``latest``: the newest ground truths)."""
 
@@ -156,8 +209,8 @@ class RegradeJobQueries:
             state="done" if dry_run else "queued",
             dry_run=dry_run,
             filter=f.as_json(),
-            rubric_id=target.rubric.id,
-            rubric_version=target.rubric.version,
+            rubric_id=None if target.rubric is None else target.rubric.id,
+            rubric_version=None if target.rubric is None else target.rubric.version,
             judge_spec=target.judge_spec,
             mode=target.mode,
             ground_truth=target.ground_truth,
@@ -173,14 +226,15 @@ class RegradeJobQueries:
         def store(session: Session) -> JobView:
             session.add(job)
             session.flush()
-            items = self._create_items(session, job, f, target)
+            items, rubrics = self._create_items(session, job, f, target)
             job.total = len(items)
             if target.engine != "live" and items:  # held back until its replies are in
                 add_engine(session, job.id, target.engine, target.engine_retry, now)
             session.flush()
             # audited (a new version): after the items, whose foreign keys lock the
             # gradings they follow (row locks before the audit chain's lock)
-            self._catalog.ensure_rubric(session, target.rubric, actor=actor)
+            for rubric in target.rubrics_used(rubrics):
+                self._catalog.ensure_rubric(session, rubric, actor=actor)
             self._db.audit(
                 session,
                 "regrade_job.created",
@@ -191,7 +245,11 @@ class RegradeJobQueries:
                     "job_id": job.id,
                     "filter": masked_filter(job.filter),
                     "dry_run": dry_run,
-                    "rubric": {"id": job.rubric_id, "version": job.rubric_version},
+                    "rubric": (
+                        None
+                        if job.rubric_id is None
+                        else {"id": job.rubric_id, "version": job.rubric_version}
+                    ),
                     "judge": mask_passwords(job.judge_spec),
                     "mode": job.mode,
                     "ground_truth": job.ground_truth,
@@ -213,17 +271,18 @@ class RegradeJobQueries:
 
     def _create_items(
         self, session: Session, job: RegradeJobRecord, f: RegradeFilter, t: RegradeTarget
-    ) -> list[str]:
-        """Insert the job's pending gradings; their ids."""
+    ) -> tuple[list[str], set[tuple[str, str]]]:
+        """Insert the job's pending gradings; their ids and the rubrics (id, version)
+        they are graded with (:meth:`RegradeTarget.item_rubric`)."""
         latest = t.ground_truth == "latest"
         query = candidates_query(f, self._scenarios(session, f), latest=latest)
-        triples = list(session.execute(query))
+        covered = list(session.execute(query))
         # the columns all items share (defaults included), then plain values per item
         shared = GradingRecord(
             id="",
             submission_id="",
-            rubric_id=t.rubric.id,
-            rubric_version=t.rubric.version,
+            rubric_id="",
+            rubric_version="",
             judge_spec=t.judge_spec,
             judge_backend=t.judge_backend,
             judge_model=t.judge_model,
@@ -232,21 +291,25 @@ class RegradeJobQueries:
             created_at=self._db.clock(),
             regrade_job_id=job.id,
         ).model_dump()
-        rows = [
-            {
-                **shared,
-                "id": new_id(),
-                "submission_id": submission_id,
-                "previous_grading_id": previous_id,
-                "scenario_version": version,
-                "review_reasons": [],
-            }
-            for previous_id, submission_id, version in triples
-        ]
+        rows = []
+        for previous_id, submission_id, version, rubric_id, rubric_version in covered:
+            rubric_id, rubric_version = t.item_rubric(rubric_id, rubric_version)
+            rows.append(
+                {
+                    **shared,
+                    "id": new_id(),
+                    "submission_id": submission_id,
+                    "previous_grading_id": previous_id,
+                    "scenario_version": version,
+                    "rubric_id": rubric_id,
+                    "rubric_version": rubric_version,
+                    "review_reasons": [],
+                }
+            )
         table = GradingRecord.__table__  # type: ignore[attr-defined]
         for start in range(0, len(rows), _INSERT_BATCH):
             session.execute(insert(table), rows[start : start + _INSERT_BATCH])
-        return [row["id"] for row in rows]
+        return [row["id"] for row in rows], {(r["rubric_id"], r["rubric_version"]) for r in rows}
 
     async def get_job(self, job_id: str) -> JobView:
         """A job with its progress; NotFound for an unknown id."""

@@ -86,7 +86,12 @@ class RegradeJobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     filter: RegradeFilterIn = Field(default_factory=RegradeFilterIn)
-    rubric: StrictStr | None = Field(default=None, max_length=160, description="id or id@version")
+    rubric: StrictStr | None = Field(
+        default=None,
+        max_length=160,
+        description="id or id@version; default: each submission keeps its own (the current "
+        "version of the rubric it was graded with)",
+    )
     judge: StrictStr | None = Field(
         default=None,
         max_length=512,
@@ -133,7 +138,11 @@ class RegradeJobPublic(BaseModel):
     mode: str
     ground_truth: str = "as_submitted"
     filter: dict[str, Any]
-    rubric: dict[str, str]
+    rubric: dict[str, str] | None = Field(
+        description="the rubric every item is graded with, {id, version}; null for a job "
+        "that names none: each item keeps its submission's (the current version of the "
+        "rubric its grading has)"
+    )
     judge: str
     total: int
     done: int
@@ -177,7 +186,11 @@ def job_public(
         # a credential its base URL's query carries is shown masked, pages and API alike,
         # the judge's and that of the graded judge its filter names
         filter=masked_filter(job.filter),
-        rubric={"id": job.rubric_id, "version": job.rubric_version},
+        rubric=(
+            None
+            if job.rubric_id is None or job.rubric_version is None
+            else {"id": job.rubric_id, "version": job.rubric_version}
+        ),
         judge=mask_passwords(job.judge_spec),
         total=job.total,
         done=p.done,

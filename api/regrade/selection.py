@@ -150,17 +150,18 @@ def matching_scenarios(rows: list[ScenarioRecord], tags: tuple[str, ...]) -> lis
 def candidates_query(
     f: RegradeFilter, scenarios: list[str] | None, *, texts: bool = False, latest: bool = False
 ) -> Select[Any]:
-    """``(grading_id, submission_id, scenario_version[, diagnosis, ground_truth,
-    scenario_id, submitted_by])`` of covered submissions: the submission's own version
-    and ground truth, or with ``latest`` its scenario's newest (an inline ground truth
-    stays as it was)."""
-    s, sc = SubmissionRecord, ScenarioRecord
+    """``(grading_id, submission_id, scenario_version, rubric_id, rubric_version[,
+    diagnosis, ground_truth, scenario_id, submitted_by])`` of covered submissions: the
+    submission's own version and ground truth, or with ``latest`` its scenario's newest
+    (an inline ground truth stays as it was), and the rubric its current grading has."""
+    g, s, sc = GradingRecord, SubmissionRecord, ScenarioRecord
     version: Any = col(s.scenario_version)  # a column, or a CASE of two
     truth: Any = col(s.ground_truth)
     if latest:
         version = case((col(s.scenario_id).is_(None), version), else_=col(sc.version))
         truth = case((col(s.scenario_id).is_(None), truth), else_=col(sc.ground_truth))
-    columns: list[Any] = [col(GradingRecord.id), col(GradingRecord.submission_id), version]
+    columns: list[Any] = [col(g.id), col(g.submission_id), version]
+    columns += [col(g.rubric_id), col(g.rubric_version)]
     if texts:
         columns += [col(s.diagnosis), truth, col(s.scenario_id), col(s.submitted_by)]
     query = _joined(*columns)
@@ -199,19 +200,26 @@ def _blank(text: Any) -> Any:
 
 
 def totals_query(
-    f: RegradeFilter, scenarios: list[str] | None, *, latest: bool = False
+    f: RegradeFilter,
+    scenarios: list[str] | None,
+    *,
+    latest: bool = False,
+    by_rubric: bool = False,
 ) -> Select[Any]:
     """Covered submissions, their text lengths, and how many have an empty diagnosis
     (``latest``: the lengths of the ground truths they will be graded against, each
-    scenario's newest, as :func:`candidates_query` takes them)."""
-    s, sc = SubmissionRecord, ScenarioRecord
+    scenario's newest, as :func:`candidates_query` takes them); ``by_rubric``: a row for
+    each rubric (id, version) of their current gradings, those two columns first."""
+    g, s, sc = GradingRecord, SubmissionRecord, ScenarioRecord
     truth: Any = col(s.ground_truth)
     if latest:
         truth = case((col(s.scenario_id).is_(None), truth), else_=col(sc.ground_truth))
     text_chars = func.length(s.diagnosis) + func.length(truth)
     empty = func.sum(case((_blank(s.diagnosis), 1), else_=0))
+    rubric = [col(g.rubric_id), col(g.rubric_version)] if by_rubric else []
     columns = (func.count(), func.coalesce(func.sum(text_chars), 0), func.coalesce(empty, 0))
-    query = _joined(*columns)
+    query = _joined(*rubric, *columns)
     if latest:
         query = query.outerjoin(sc, col(sc.id) == col(s.scenario_id))
-    return _filtered(query, f, scenarios)
+    query = _filtered(query, f, scenarios)
+    return query.group_by(*rubric) if by_rubric else query

@@ -1,8 +1,10 @@
 """Regrade jobs: starting one (the target rubric and judge, the estimate), steering it,
 reading it and what flipped.
 
-Shared by the HTTP routes, the pages and the command line. An omitted rubric is the service's
-default rubric (its current version), an omitted judge the one the service grades with
+Shared by the HTTP routes, the pages and the command line. With no rubric given, each
+item keeps its submission's: the current version of the rubric its grading has (the one
+a submitter may have asked for by name), never the service's default
+(``RegradeTarget.item_rubric``). An omitted judge is the one the service grades with
 (the panel when ``SRE_JUDGE_PANEL`` is set); a job's judge may be a panel,
 ``panel:SPEC1,SPEC2``, graded as the service grades with one.
 """
@@ -60,13 +62,16 @@ async def resolve_target(
     services: Services, data: RegradeJobCreate
 ) -> tuple[RegradeTarget, list[JudgeBackend]]:
     """The job's rubric, judge and mode, and the backends of its judge (a panel's
-    members'); ``InvalidRequest`` naming the field at fault. An omitted judge is the one
-    the service grades with: ``SRE_JUDGE_PANEL`` when set, else ``SRE_JUDGE_JUDGE``."""
+    members'); ``InvalidRequest`` naming the field at fault. An omitted rubric keeps each
+    submission's (the target's rubric is None); an omitted judge is the one the service
+    grades with: ``SRE_JUDGE_PANEL`` when set, else ``SRE_JUDGE_JUDGE``."""
     if data.rubric is None and data.judge is None and data.ground_truth == "as_submitted":
         raise InvalidRequest(
             "give a rubric, a judge or ground_truth=latest (or several)", field="rubric"
         )
-    rubric = await services.rubrics.require(data.rubric, default=services.settings.rubric)
+    rubric = None
+    if data.rubric is not None:
+        rubric = await services.rubrics.require(data.rubric, default=services.settings.rubric)
     if data.judge is None:
         recorded, backends = _judges(services, services.settings.grading_judge()[0])
     else:
@@ -82,6 +87,7 @@ async def resolve_target(
         ground_truth=data.ground_truth,
         engine=data.engine,
         engine_retry=data.engine_retry,
+        current=services.rubrics.current,
     )
     return target, backends
 
@@ -90,10 +96,7 @@ async def start_regrade(services: Services, data: RegradeJobCreate, *, actor: st
     """Validate, estimate and store the job (a dry run answers the estimate, storing nothing)."""
     target, backends = await resolve_target(services, data)
     f = data.filter.to_filter()
-    latest = target.ground_truth == "latest"
-    estimate = await estimate_regrade(
-        services, f, target.rubric, backends, spec=target.judge_spec, latest=latest
-    )
+    estimate = await estimate_regrade(services, f, target, backends)
     view = await RegradeJobQueries(services.store.db).create_job(
         f, target, actor=actor, dry_run=data.dry_run, estimate=estimate
     )

@@ -38,8 +38,10 @@ class RegradeJobRecord(SQLModel, table=True):
     filter: dict[str, Any] = Field(
         default_factory=empty_dict, sa_column=Column("filter", JSON, nullable=False)
     )
-    rubric_id: str = Field(sa_type=String(64))
-    rubric_version: str = Field(sa_type=String(64))
+    #: the rubric every item is graded with; None for a job that names none, whose items
+    #: each keep their submission's (``api.regrade.job_queries.RegradeTarget.item_rubric``)
+    rubric_id: str | None = Field(default=None, sa_type=String(64))
+    rubric_version: str | None = Field(default=None, sa_type=String(64))
     judge_spec: str = Field(sa_type=String(512))
     #: shadow | promote
     mode: str = Field(sa_type=String(16))

@@ -28,6 +28,7 @@ from tests.storage.helpers import graded_result, new_submission, sregym_rubric
 from tests.support.app_client import AppClient
 from tests.support.cut_replies import CutOnceJudge
 from tests.support.keys import session_key
+from tests.support.rubrics import rubric_dir_with_ops_mini
 from tests.support.sregym_results import write_sregym_results
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded
 
@@ -709,3 +710,90 @@ async def test_a_credential_in_the_filters_judge_is_masked_in_the_audit_log(
         ).scalars()
     written = payload if isinstance(payload, str) else json.dumps(payload)
     assert secret not in written and "api_key=***" in written, written
+
+
+async def test_a_regrade_with_only_a_new_judge_keeps_each_submissions_rubric(
+    api_client: ClientFactory, tokens: Callable[..., Any], tmp_path: Path
+) -> None:
+    """A submission graded with a rubric its sender asked for by name (``ops-mini``) and
+    regraded, promoted, by a job that names only a new judge ("what flips with this
+    judge?") is graded again with ``ops-mini``, not the service's default rubric: the
+    job's ``rubric`` is null (each item keeps its submission's), and the new current
+    grading answers ``ops-mini``'s questions."""
+    admin = await tokens("admin")
+    backends = {NEW_JUDGE: ScriptedBackend(model="fail")}
+    async with api_client(rubric_dir=rubric_dir_with_ops_mini(tmp_path), backends=backends) as c:
+        body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "rubric": "ops-mini"}
+        first = (await c.post("/v1/submissions?wait=10", json=body, headers=admin)).json()
+        assert first["rubric"]["id"] == "ops-mini"
+        request = {"judge": NEW_JUDGE, "mode": "promote"}
+        job = (await c.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        assert job["rubric"] is None, job
+        assert [r["id"] for r in job["estimate"]["rubrics"]] == ["ops-mini"]
+        assert (await _finished(c, admin, job["id"]))["state"] == "done"
+        listed = (await c.get("/v1/gradings", headers=admin)).json()["items"]
+    [current] = [g for g in listed if g["submission_id"] == first["submission_id"]]
+    assert current["id"] != first["id"] and current["regrade_job_id"] == job["id"]
+    assert current["rubric"] == first["rubric"]
+    assert [a["question_id"] for a in current["answers"]] == [
+        "where.1",
+        "where.2",
+        "what.1",
+        "what.2",
+    ]
+
+
+async def test_a_latest_ground_truth_regrade_keeps_each_submissions_rubric(
+    api_client: ClientFactory, tokens: Callable[..., Any], tmp_path: Path
+) -> None:
+    """``"ground_truth": "latest"`` alone, without a new rubric or judge, regrades a
+    submission graded with ``ops-mini`` against its scenario's fixed ground truth, with
+    ``ops-mini`` still."""
+    admin = await tokens("admin")
+    async with api_client(rubric_dir=rubric_dir_with_ops_mini(tmp_path)) as c:
+        scenario = {"id": "hotel/user-port", "ground_truth": TRUTH}
+        made = await c.post("/v1/scenarios", json=scenario, headers=admin)
+        assert made.status_code == 201, made.text
+        body = {"diagnosis": DIAGNOSIS, "scenario_id": "hotel/user-port", "rubric": "ops-mini"}
+        first = (await c.post("/v1/submissions?wait=10", json=body, headers=admin)).json()
+        assert first["rubric"]["id"] == "ops-mini"
+        etag = (await c.get("/v1/scenarios/hotel/user-port", headers=admin)).headers["etag"]
+        fixed = {"ground_truth": TRUTH.replace("hotel ||", "hotel-reservation ||")}
+        put = await c.put(
+            "/v1/scenarios/hotel/user-port", json=fixed, headers={**admin, "If-Match": etag}
+        )
+        assert put.status_code == 200, put.text
+        request = {"ground_truth": "latest", "mode": "promote"}
+        job = (await c.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        assert (await _finished(c, admin, job["id"]))["state"] == "done"
+        listed = (await c.get("/v1/gradings", headers=admin)).json()["items"]
+    [current] = [g for g in listed if g["submission_id"] == first["submission_id"]]
+    assert current["id"] != first["id"] and current["scenario_version"] == 2
+    assert current["rubric"] == first["rubric"]
+
+
+async def test_the_dry_run_of_a_job_naming_no_rubric_counts_each_submissions_rubric(
+    api_client: ClientFactory, tokens: Callable[..., Any], tmp_path: Path
+) -> None:
+    """A dry run that names no rubric counts each submission with the rubric it keeps:
+    ``estimate.rubrics`` says how many each grades, and the prompts of a submission kept
+    on ``ops-mini`` (four questions) are smaller than those of the default rubric's nine."""
+    admin = await tokens("admin")
+    async with api_client(rubric_dir=rubric_dir_with_ops_mini(tmp_path)) as c:
+        for rubric in ("ops-mini", "sregym-rca"):
+            body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "rubric": rubric}
+            answer = await c.post("/v1/submissions?wait=10", json=body, headers=admin)
+            assert answer.status_code == 201, answer.text
+        estimates = {}
+        for named in (None, "sregym-rca"):
+            request = {"judge": NEW_JUDGE, "dry_run": True, "rubric": named}
+            job = await c.post("/v1/regrade-jobs", json=request, headers=admin)
+            assert job.status_code == 200, job.text
+            assert (job.json()["rubric"] is None) == (named is None), job.text
+            estimates[named] = job.json()["estimate"]
+    kept, default = estimates[None], estimates["sregym-rca"]
+    assert {r["id"]: r["submissions"] for r in kept["rubrics"]} == {"ops-mini": 1, "sregym-rca": 1}
+    assert [r["submissions"] for r in default["rubrics"]] == [2]
+    assert kept["submissions"] == default["submissions"] == 2
+    assert kept["judge_calls"] == default["judge_calls"] == 2
+    assert 0 < kept["prompt_tokens"] < default["prompt_tokens"]

@@ -44,6 +44,8 @@ async def test_a_regrade_job_shows_progress_and_links_each_flipped_grading(
         page = (await c.get(f"/regrades/{job_id}")).text
         assert f'data-progress-url="/regrades/{job_id}/progress"' in page
         assert "started by Root" in page and "<td>Root</td>" in listed  # names, not token ids
+        # a job naming no rubric grades each submission with its own, and says so
+        assert "each submission's rubric" in page and "each submission's<" in listed
         assert "pass → fail: 1" in page and f'href="/gradings/{grading["id"]}"' in page
         # the kappas are counted as the flips are: on effective answers, which it says
         flips = page.split('data-testid="flip-report"', 1)[1]

@@ -712,3 +712,36 @@ async def test_0037_keeps_older_calls_digests_and_a_downgrade_refuses_to_cut_log
     report = await verify_chain(engine, key=ChainKey.of(service_key))
     engine.dispose()
     assert report.ok, report
+
+
+async def test_0039_keeps_the_rubric_jobs_name_and_a_downgrade_refuses_a_job_naming_none(
+    database_url: str, service_key: Any
+) -> None:
+    """A regrade job that names its rubric goes through 0039 and back with it. Once a job
+    names none (each item kept its submission's rubric), a downgrade to 0038, whose jobs
+    all name one, is refused and the database stays at head."""
+    import dataclasses
+
+    from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+    from api.regrade.selection import RegradeFilter
+    from tests.storage.helpers import sregym_rubric
+
+    async def job(target: RegradeTarget) -> None:
+        engine = make_engine(database_url)
+        queries = RegradeJobQueries(Store(engine, key=service_key).db)
+        await queries.create_job(RegradeFilter(), target, actor="admin")
+        engine.dispose()
+
+    named = RegradeTarget(
+        sregym_rubric(), "openai:new@http://127.0.0.1:9/v1", "openai", "new", "shadow"
+    )
+    await upgrade(database_url)
+    await job(named)
+    rows = _rows_after_downgrade(database_url, "0038", "SELECT rubric_id FROM regrade_job")
+    assert rows == [("sregym-rca",)]
+
+    await upgrade(database_url)
+    await job(dataclasses.replace(named, rubric=None))
+    with pytest.raises(RuntimeError, match="1 of them name no rubric"):
+        _rows_after_downgrade(database_url, "0038", "SELECT 1")
+    assert await current_revision(database_url) == head_revision()

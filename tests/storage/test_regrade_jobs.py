@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import select
+from sqlmodel import col
 
 from api.adjudication.override_queries import OverrideQueries
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
@@ -14,6 +17,7 @@ from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage import Claim, GradingFilter, GradingView, Store
 from storage.errors import Conflict
+from storage.tables import GradingRecord
 from tests.conftest import Clock
 from tests.storage.helpers import (
     graded_result,
@@ -87,6 +91,27 @@ async def test_a_job_creates_one_pending_item_per_current_grading(store: Store) 
     # shadow: the old gradings stay current
     views, _ = await store.gradings.page(limit=10)
     assert {v.grading.id for v in views} == set(old)
+
+
+async def test_a_job_naming_no_rubric_grades_each_item_with_its_gradings_rubric(
+    store: Store,
+) -> None:
+    """A job that names no rubric stores none and grades each item with the current
+    version of the rubric its grading has (stored with the job, as a job's own rubric
+    is); where that rubric has no file any more, with the grading's own version."""
+    await _graded_submissions(store, 2)
+    graded, reworded = sregym_rubric(), _reworded()
+    for current, version in (({graded.id: reworded}, reworded.version), ({}, graded.version)):
+        target = dataclasses.replace(_target(), rubric=None, current=current)
+        job = (await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="a")).job
+        assert (job.rubric_id, job.rubric_version, job.total) == (None, None, 2)
+        items = select(GradingRecord.rubric_id, GradingRecord.rubric_version).where(
+            col(GradingRecord.regrade_job_id) == job.id
+        )
+        rows = await store.db.run_read(lambda session, q=items: session.execute(q).all())
+        assert [tuple(r) for r in rows] == [(graded.id, version)] * 2
+    stored = await store.db.run_read(store.catalog.read_rubric, reworded.id, reworded.version)
+    assert stored is not None and stored.version == reworded.version
 
 
 async def test_paused_items_are_not_claimed_and_cancel_then_resume_continues(
