@@ -276,8 +276,9 @@ def _is_phrase(term: SearchTerm) -> bool:
 
 
 def _tsquery_term(term: SearchTerm) -> str:
-    """``term`` for ``to_tsquery``: its forms (:meth:`SearchTerm.forms`) joined by ``|``."""
-    return " | ".join(_tsquery_form(form) for form in term.forms())
+    """``term`` for ``to_tsquery``: its forms (:meth:`SearchTerm.forms`) joined by ``|``,
+    bracketed: ``&`` binds tighter than ``|``, so the terms beside it stay required."""
+    return "(" + " | ".join(_tsquery_form(form) for form in term.forms()) + ")"
 
 
 def _tsquery_form(term: SearchTerm) -> str:

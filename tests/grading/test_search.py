@@ -6,9 +6,12 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+import psycopg
 import pytest
 
 from storage import GradingFilter, Store, make_engine, upgrade
+from storage.search import SearchQuery
+from tests.conftest import POSTGRES_ADMIN_URL
 from tests.support.keys import session_key
 from tests.support.submissions import TRUTH, graded
 from tests.web.conftest import sign_in
@@ -408,3 +411,51 @@ async def test_phrases_are_found_and_excluded_in_override_reasons_and_tag_notes(
         assert await _ids(c, ada, '"upstream timeout"') == {reason, note}
         assert await _ids(c, ada, '"timeout upstream"') == set()
         assert await _ids(c, ada, 'gateway -"upstream timeout"') == {neither}
+
+
+#: what the index holds for a diagnosis (migration 0014's generated column)
+_DOCUMENT = "to_tsvector('simple', regexp_replace(%s, '[[:punct:][:space:]]+', ' ', 'g'))"
+
+
+def _postgres_index_matches(text: str, q: str) -> bool:
+    tsquery = SearchQuery.parse(q).tsquery()
+    with psycopg.connect(POSTGRES_ADMIN_URL) as connection:
+        row = connection.execute(
+            f"SELECT {_DOCUMENT} @@ to_tsquery('simple', %s)", (text, tsquery)
+        ).fetchone()
+    assert row is not None
+    return bool(row[0])
+
+
+@pytest.mark.parametrize(
+    ("text", "q"),
+    [
+        ("The café service lost its database.", "café timeout"),  # AND became OR
+        ("The café service hit a timeout.", "café -timeout"),  # exclusion lost
+        ("The 한국 region hit a timeout.", "한국 -timeout"),  # Hangul: no mark, no confirmation
+    ],
+)
+def test_the_postgres_query_keeps_every_term_required(db_backend: str, text: str, q: str) -> None:
+    """A word searched in both its normal forms stays one required term beside the
+    others on PostgreSQL's index (``&`` binds tighter than ``|`` in ``to_tsquery``): a
+    text without the second word, or with an excluded one, is not matched."""
+    if db_backend != "postgres":
+        pytest.skip("PostgreSQL's query text")
+    assert not _postgres_index_matches(text, q), SearchQuery.parse(q).tsquery()
+
+
+async def test_an_accented_word_and_another_are_both_required(api_client: Any, tokens: Any) -> None:
+    """An accented word and a plain one are both required, and an excluded word leaves
+    texts out, on every database."""
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        hit = (await graded(c, ada, "The café service hit a timeout."))["id"]
+        other = (await graded(c, ada, "The café service lost its database."))["id"]
+
+        async def ids(q: str) -> set[str]:
+            response = await c.get("/v1/gradings", params={"q": q}, headers=ada)
+            assert response.status_code == 200, response.text
+            return {item["id"] for item in response.json()["items"]}
+
+        assert await ids("café timeout") == {hit}, (hit, other)
+        assert await ids("café -timeout") == {other}
