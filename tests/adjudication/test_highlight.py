@@ -4,15 +4,14 @@ case, white space or punctuation (or a small copying slip in a long quote)."""
 from __future__ import annotations
 
 import random
-import time
 import unicodedata
-from collections.abc import Callable
 
 import pytest
 
 from api.adjudication.highlight import Mark, segments
 from judge.evidence import check_quote
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES
+from tests.support.timing import best_seconds
 
 TEXT = "The  user-service Deployment\nsets USER_PORT = 9999; the frontend fails."
 
@@ -138,15 +137,6 @@ def test_a_value_is_not_marked_inside_a_decomposed_letter() -> None:
     ]
 
 
-def _best_seconds(work: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def test_many_paraphrased_quotes_in_the_largest_diagnosis_mark_about_as_fast_as_one() -> None:
     """The grading page marks every quote of every answer in the diagnosis while the
     server waits: on the largest diagnosis accepted, 36 quotes that must be looked for
@@ -163,6 +153,6 @@ def test_many_paraphrased_quotes_in_the_largest_diagnosis_mark_about_as_fast_as_
     many = [Mark(f"{quote} {q}{p}", "unverified", f"D{q}-Q{p}") for q in range(9) for p in range(4)]
     # a fresh text each run: nothing worked out for one text carries to the next
     texts = iter(f"{text}{'.' * n}" for n in range(4))
-    single = _best_seconds(lambda: segments(next(texts), one))
-    several = _best_seconds(lambda: segments(next(texts), many))
+    single = best_seconds(lambda: segments(next(texts), one))
+    several = best_seconds(lambda: segments(next(texts), many))
     assert several < 6 * single, (single, several)

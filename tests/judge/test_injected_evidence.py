@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 
 import pytest
@@ -27,6 +26,7 @@ from judge.rubric import Rubric, load_rubric_dir
 from judge.screening import screen
 from tests.judge.test_injection import IDS, TRUTH
 from tests.support.judge_server import sregym_reply
+from tests.support.timing import best_seconds
 
 #: what the injected blocks quote: the ground truth's component and values
 COPIED = "user-service has USER_PORT at 9999, not 8086"
@@ -214,15 +214,6 @@ def test_a_marker_split_over_paragraphs_makes_the_whole_text_injected() -> None:
     assert check_quote(quote, screening.text, screening.injected) == "injected"
 
 
-def _best_seconds(work: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def test_many_injected_spans_do_not_slow_the_check_of_a_quote() -> None:
     """Checking a quote takes time linear in the diagnosis and the quote, however many
     spans screening marked as injected: the largest diagnosis accepted, one injection
@@ -234,8 +225,8 @@ def test_many_injected_spans_do_not_slow_the_check_of_a_quote() -> None:
     screening = screen(text)
     assert len(screening.injected) > 1000
     quotes = [screening.text[7 + 45 * i : 7 + 45 * i + 1500] for i in range(9)]
-    plain = _best_seconds(lambda: [check_quote(q, screening.text, ()) for q in quotes])
-    spanned = _best_seconds(
+    plain = best_seconds(lambda: [check_quote(q, screening.text, ()) for q in quotes])
+    spanned = best_seconds(
         lambda: [check_quote(q, screening.text, screening.injected) for q in quotes]
     )
     assert spanned < max(10 * plain, 1.2), (plain, spanned)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
@@ -12,6 +9,7 @@ from storage import Store, head_revision
 from storage.keys import ServiceKey
 from tests.support.in_process_cli import cli_in_process
 from tests.support.keys import session_key
+from tests.support.schema_revisions import at_revision
 
 
 async def test_create_list_revoke(database_url: str, engine: Engine) -> None:
@@ -52,18 +50,6 @@ async def test_create_list_revoke(database_url: str, engine: Engine) -> None:
     assert "inline-ground-truth" in cli_in_process("tokens", "list", env=env).stdout
 
 
-@contextmanager
-def _at_revision(engine: Engine, revision: str) -> Iterator[None]:
-    stamp = text("UPDATE alembic_version SET version_num = :v")
-    with engine.begin() as connection:
-        connection.execute(stamp, {"v": revision})
-    try:
-        yield
-    finally:
-        with engine.begin() as connection:
-            connection.execute(stamp, {"v": head_revision()})
-
-
 async def test_revoke_refuses_a_database_a_newer_release_migrated(
     database_url: str, engine: Engine, service_key: ServiceKey
 ) -> None:
@@ -76,7 +62,7 @@ async def test_revoke_refuses_a_database_a_newer_release_migrated(
         events_before = connection.execute(text("SELECT COUNT(*) FROM audit_log")).scalar_one()
     env = {"SRE_JUDGE_DATABASE_URL": database_url, "SRE_JUDGE_AUDIT_CHECKPOINT": "off"}
 
-    with _at_revision(engine, "0099"):
+    with at_revision(engine, "0099"):
         created = cli_in_process("tokens", "create", "--role", "admin", "--name", "x", env=env)
         revoked = cli_in_process("tokens", "revoke", record.id, env=env)
 

@@ -6,13 +6,10 @@ import json
 import re
 import secrets
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from api.cli.main import main
@@ -23,6 +20,7 @@ from api.service.settings import Settings
 from storage import Store, head_revision
 from tests.support.in_process_cli import cli_in_process
 from tests.support.keys import session_key
+from tests.support.schema_revisions import at_revision
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -299,20 +297,6 @@ def test_no_database_is_refused_in_the_grammars_one_line(tmp_path: Path) -> None
     assert line.startswith("error: no database at ") and not (tmp_path / "none.db").exists()
 
 
-@contextmanager
-def _at_revision(engine: Engine, revision: str) -> Iterator[None]:
-    """The database stamped at ``revision`` for the block, then at the newest again (a
-    PostgreSQL test database is emptied and reused, its schema kept)."""
-    stamp = text("UPDATE alembic_version SET version_num = :v")
-    with engine.begin() as connection:
-        connection.execute(stamp, {"v": revision})
-    try:
-        yield
-    finally:
-        with engine.begin() as connection:
-            connection.execute(stamp, {"v": head_revision()})
-
-
 @pytest.mark.postgres
 def test_a_database_a_newer_release_migrated_is_refused_in_one_line(
     database_url: str, engine: Engine, tmp_path: Path
@@ -326,7 +310,7 @@ def test_a_database_a_newer_release_migrated_is_refused_in_one_line(
         "SRE_JUDGE_AUDIT_CHECKPOINT": "off",
     }
     for command in ("migrate", "worker"):
-        with _at_revision(engine, "0099"):
+        with at_revision(engine, "0099"):
             refused = cli_in_process(command, env=env)
         assert refused.returncode == 1, (command, refused.stderr)
         line = refused.stderr.strip().splitlines()[-1]  # (a worker logs in JSON before)
@@ -346,7 +330,7 @@ def test_a_worker_on_a_database_not_yet_migrated_says_to_migrate(
     """A worker of a newer release beside an older database: it names the migration to
     run instead of failing on the first missing column."""
     env = {"SRE_JUDGE_DATABASE_URL": database_url, "SRE_JUDGE_AUDIT_CHECKPOINT": "off"}
-    with _at_revision(engine, "0027"):
+    with at_revision(engine, "0027"):
         refused = cli_in_process("worker", env=env)
     assert refused.returncode == 1, refused.stderr
     line = refused.stderr.strip().splitlines()[-1]
