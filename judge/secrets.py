@@ -18,17 +18,24 @@ BEGIN line to its END line. A value ends at an escaped line break or tab (``\\n`
 ``\\t``: a tool's output quoted in a JSON string) and goes on past an escaped quote to
 the quote that closes it (``"p\\"w"``). A value found is also redacted where else it
 stands as a whole token (never inside ``postgresql`` for ``postgres``), and, passed as
-``known``, in the other texts of a submission (a trace's steps, its diagnosis). What
-names a Kubernetes object rather than a credential (``secretName:``, ``secretRef``,
-``secretKeyRef``, ``existingSecret``) and what says where a credential comes from
+``known`` (:class:`KnownValues`: one pattern for all of them, compiled once), in the
+other texts of a submission (a trace's steps, its diagnosis). What names a Kubernetes
+object rather than a credential (``secretName:``, ``secretRef``, ``secretKeyRef``,
+``existingSecret``) and what says where a credential comes from
 (``${DB_PASSWORD}``, ``$(openssl rand -hex 16)``) is left alone. Text whose NFKC form
 reveals a credential hidden behind look-alike or invisible characters is stored
 normalized.
+
+Why this module is long: it is one rule, what counts as a credential in a text and
+where it ends, read three ways (each line by the detectors, an env entry over two
+lines, each value found wherever else it stands); apart, a value's end and its sweep
+would be decided in two places.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,8 +48,10 @@ if TYPE_CHECKING:  # detect-secrets is imported at the first line that needs its
 __all__ = [
     "REDACTION_MARKER",
     "Finding",
+    "KnownValues",
     "Redacted",
     "has_redactions",
+    "recorded_values",
     "redact",
     "redacted_kinds",
     "sweepable",
@@ -74,6 +83,8 @@ _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 #: hyphenated name or a dotted one (``postgres`` in ``postgresql``, ``mongodb-geo``,
 #: ``postgres.default.svc``)
 _SWEEP_AROUND = (r"(?<![\w-])(?<![\w-]\.)", r"(?![\w-])(?!\.[\w-])")
+#: what may follow a value in prose and be taken in with it: ``pw.``, ``(pw),``
+_CLAUSE_END = ".,;:)"
 _KEY_BEFORE = re.compile(r"([\w.-]+)\W*$")
 #: the rest of a quoted value after an escaped quote in it, up to the quote closing it
 _QUOTED_REST = {quote: re.compile(rf"(?:[^{quote}\\\n]|\\.)*(?={quote})") for quote in "\"'"}
@@ -183,8 +194,72 @@ class Redacted:
         """The values found in ``original`` (the text redacted) that are redacted wherever
         else they stand, with their kinds: what :func:`redact` takes as ``known`` to
         redact them in other texts (the other steps of a trace). Kept in memory only."""
-        text = normalize_untrusted(original) if self.normalized else original
-        return sweepable((text[f.start : f.end], f.kind) for f in self.findings)
+        return recorded_values(original, self.records())
+
+
+def recorded_values(original: str, records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The values that ``records`` (:meth:`Redacted.records` of ``original`` redacted, as
+    ``judge.screening.Screening.redactions`` keeps them) cover, with their kinds: what
+    :meth:`Redacted.values_in` gives, read from a redaction's records. Kept in memory
+    only."""
+    rows = list(records)
+    text = normalize_untrusted(original) if any(r.get("normalized") for r in rows) else original
+    return sweepable((text[r["start"] : r["end"]], r["kind"]) for r in rows)
+
+
+class KnownValues(Mapping[str, str]):
+    """Values to redact wherever they stand as whole tokens, with their kinds (what
+    :meth:`Redacted.values_in` gives of a submission's other texts), and the one pattern
+    that finds them all: compiled once however many texts are swept (every string of a
+    trace's steps), each match's kind looked up here. A pattern per value would cost a
+    search per value per text, quadratic in a trace's credentials."""
+
+    __slots__ = ("_kinds", "_pattern")
+
+    def __init__(self, values: Mapping[str, str] | None = None) -> None:
+        self._kinds = dict(values or {})
+        self._pattern = _sweep_pattern(self._kinds)
+
+    @classmethod
+    def of(cls, values: Mapping[str, str] | None) -> KnownValues:
+        """``values`` as they are if already compiled, else compiled."""
+        return values if isinstance(values, KnownValues) else cls(values)
+
+    def __getitem__(self, value: str) -> str:
+        return self._kinds[value]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def spans(self, text: str, *, besides: Mapping[str, str]) -> Iterator[tuple[int, int, str]]:
+        """(start, end, kind) of each whole-token occurrence in ``text`` of a value here
+        but not in ``besides`` (values swept with their own kinds), never inside a
+        redaction marker already in ``text``. Where values overlap, every start is read
+        and the longest value standing there counts."""
+        if self._pattern is None:
+            return
+        markers = [m.span() for m in REDACTION_MARKER.finditer(text)]
+        ends = [end for _, end in markers]
+        for match in self._pattern.finditer(text):
+            value = match.group(1)
+            start, end = match.span(1)
+            at = bisect_right(ends, start)  # the first marker ending past ``start``
+            if value in besides or (at < len(markers) and markers[at][0] < end):
+                continue
+            yield start, end, self._kinds[value]
+
+
+def _sweep_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern for every value, longest first, each as a whole token only
+    (:data:`_SWEEP_AROUND`), in a lookahead so that every start is tried: None for none."""
+    choices = "|".join(re.escape(value) for value in sorted(values, key=len, reverse=True))
+    if not choices:
+        return None
+    before, after = _SWEEP_AROUND
+    return re.compile(f"{before}(?=({choices}){after})")
 
 
 def has_redactions(text: str) -> bool:
@@ -353,12 +428,12 @@ def is_candidate(text: str) -> bool:
     return bool(_CANDIDATE_RUN.search(text) or CANDIDATE_WORDS.search(fold_for_words(text)))
 
 
-def _scan(text: str, known: Mapping[str, str]) -> list[Finding]:
+def _scan(text: str, known: KnownValues) -> list[Finding]:
     """What the detectors find in ``text``, and every whole-token occurrence of a value
-    found or ``known`` (:func:`_sweep`)."""
+    found or ``known`` (:meth:`KnownValues.spans`)."""
     spans: list[tuple[int, int, str]] = []
     if not is_candidate(text):  # most diagnoses: no line is one
-        return _merge(text, list(_sweep(text, known))) if known else []
+        return _merge(text, list(known.spans(text, besides={}))) if known else []
     offset = 0
     for line in text.splitlines(keepends=True):
         if not is_candidate(line):
@@ -378,31 +453,27 @@ def _scan(text: str, known: Mapping[str, str]) -> list[Finding]:
         offset += len(line)
     spans.extend(_entry_spans(text))
     found = sweepable((text[start:end], kind) for start, end, kind in spans)
-    spans.extend(_sweep(text, {**known, **found}))
+    # a value found here keeps the kind found here where ``known`` holds it too
+    spans.extend(known.spans(text, besides=found))
+    spans.extend(KnownValues(found).spans(text, besides={}))
     return _merge(text, spans)
 
 
 def sweepable(values: Iterable[tuple[str, str]]) -> dict[str, str]:
     """The (value, kind) pairs whose value is redacted wherever else it stands: long
-    enough, on one line (a private key is redacted as its block) and not a marker."""
+    enough, on one line (a private key is redacted as its block) and not a marker. A
+    value that ends a sentence or a clause (``DB_PASSWORD=pw.``, where one detector
+    takes in the period) is also swept without that punctuation."""
+    pairs = [
+        (form, kind)
+        for value, kind in values
+        for form in dict.fromkeys((value, value.rstrip(_CLAUSE_END)))
+    ]
     return {
         value: kind
-        for value, kind in values
+        for value, kind in pairs
         if len(value) >= _SWEEP_VALUE and "\n" not in value and not has_redactions(value)
     }
-
-
-def _sweep(text: str, values: Mapping[str, str]) -> Iterator[tuple[int, int, str]]:
-    """Other occurrences of every long value found (the same key pasted twice, or in
-    another step of a trace), as whole tokens only (:data:`_SWEEP_AROUND`), never inside
-    a redaction marker already in ``text``."""
-    markers = [m.span() for m in REDACTION_MARKER.finditer(text)]
-    before, after = _SWEEP_AROUND
-    for value, kind in values.items():
-        for match in re.finditer(before + re.escape(value) + after, text):
-            start, end = match.span()
-            if not any(start < m_end and m_start < end for m_start, m_end in markers):
-                yield start, end, kind
 
 
 def _merge(text: str, spans: list[tuple[int, int, str]]) -> list[Finding]:
@@ -433,25 +504,25 @@ def redact(text: str, *, known: Mapping[str, str] | None = None) -> Redacted:
 
     ``known``: values found in other texts of the same submission (``Redacted.values_in``
     of a trace's other steps), with their kinds, redacted here too wherever they stand
-    as whole tokens.
+    as whole tokens; pass a :class:`KnownValues` to sweep many texts with one pattern.
 
     Idempotent: redacting redacted text finds nothing more. Hence a text this process
     returned lately (a diagnosis redacted at intake, now read back by the grader) is
     not scanned again: only the ``known`` values are looked for in it.
     """
-    known = known or {}
+    values = KnownValues.of(known)
     if text in _CLEAN:
-        findings = _merge(text, list(_sweep(text, known))) if known else []
+        findings = _merge(text, list(values.spans(text, besides={}))) if values else []
         result = Redacted(_apply(text, findings), tuple(findings))
     else:
-        result = _redact(text, known)
+        result = _redact(text, values)
     if len(_CLEAN) >= _CLEAN_SIZE:
         _CLEAN.clear()
     _CLEAN[result.text] = None
     return result
 
 
-def _redact(text: str, known: Mapping[str, str]) -> Redacted:
+def _redact(text: str, known: KnownValues) -> Redacted:
     findings = _scan(text, known)
     redacted = _apply(text, findings)
     normalized = normalize_untrusted(text)

@@ -5,8 +5,9 @@ A trace comes as SREGym records it, a list of steps (each an object such as ``{"
 kept), or as free text from other harnesses. It is untrusted text like the diagnosis:
 checked against the same size limit (:func:`check_trace`, the size of its JSON form),
 its credentials redacted wherever they occur, in keys as in values, in every step and
-in the diagnosis sent with it (:func:`redact_trace`, :func:`screen_submission`), never
-shown as markup, and never shown to a judge.
+in the diagnosis sent with it, and the diagnosis' own in the trace too
+(:func:`redact_trace`, :func:`screen_submission`), never shown as markup, and never
+shown to a judge.
 
 :func:`trace_check` is the check in code "the evidence the diagnosis cites appears in
 the trace": whether an answer's quote occurs in the trace the way the evidence check
@@ -25,7 +26,7 @@ from judge.evidence import quote_in, searchable
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.prompt import normalize_untrusted
 from judge.screening import Screening, screen
-from judge.secrets import Redacted, is_candidate, redact, sweepable
+from judge.secrets import KnownValues, Redacted, is_candidate, recorded_values, redact, sweepable
 
 __all__ = [
     "Trace",
@@ -36,6 +37,7 @@ __all__ = [
     "redacted_trace",
     "screen_submission",
     "step_text",
+    "swept_trace",
     "trace_check",
     "trace_text",
 ]
@@ -86,7 +88,7 @@ class _Redaction:
     (``judge.secrets.redact``), and the values found in them collected in ``found``."""
 
     def __init__(self, known: Mapping[str, str] | None = None) -> None:
-        self._known = known
+        self._known = KnownValues(known)  # one pattern for every text of the pass
         #: the values found, with their kinds (``Redacted.values_in``)
         self.found: dict[str, str] = {}
 
@@ -202,20 +204,33 @@ def redacted_trace(trace: Trace) -> tuple[Trace, dict[str, str]]:
         return redacted.text, redacted.values_in(trace)
     first = _Redaction()
     steps = [first.value(step) for step in trace]
-    if first.found:  # a second pass, over the steps as redacted: the values found anywhere
-        second = _Redaction(first.found)
-        steps = [second.value(step) for step in steps]
-    return steps, first.found
+    # a second pass, over the steps as redacted: the values found anywhere
+    return swept_trace(steps, first.found), first.found
+
+
+def swept_trace(trace: Trace, known: Mapping[str, str]) -> Trace:
+    """A redacted ``trace`` with the ``known`` values (found in its other steps, or in the
+    diagnosis sent with it) redacted too wherever they stand as whole tokens, in keys as
+    in values, however deep."""
+    if not known:
+        return trace
+    if isinstance(trace, str):
+        return redact(trace, known=known).text
+    sweep = _Redaction(known)
+    return [sweep.value(step) for step in trace]
 
 
 def screen_submission(diagnosis: str, trace: Trace | None) -> tuple[Screening, Trace | None]:
     """A submission's diagnosis screened (``judge.screening.screen``) and its trace
     redacted, as they are stored: the trace first, so that a credential found in it is
-    redacted in the diagnosis too."""
+    redacted in the diagnosis too, then a credential found in the diagnosis alone in the
+    trace too (:func:`swept_trace`)."""
     if trace is None:
         return screen(diagnosis), None
     redacted, found = redacted_trace(trace)
-    return screen(diagnosis, known=found), redacted
+    screening = screen(diagnosis, known=found)
+    shown = recorded_values(diagnosis, screening.redactions)
+    return screening, swept_trace(redacted, {v: k for v, k in shown.items() if v not in found})
 
 
 class TraceText:

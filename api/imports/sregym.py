@@ -45,8 +45,8 @@ from api.imports.problems import ImportProblem
 from api.sregym_archive import csv_files, is_csv_file, relative_path
 from judge.errors import InputError
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
-from judge.secrets import redact
-from judge.trace import Trace, check_trace, redacted_trace
+from judge.secrets import KnownValues, redact
+from judge.trace import Trace, check_trace, redacted_trace, swept_trace
 from storage.storable import (
     MAX_INT32,
     MAX_JSON_DEPTH,
@@ -90,10 +90,12 @@ _MAX_PROBLEM_ID = 128
 _MAX_NAME = 200
 #: the columns a trace is read from, the first one filled
 _TRACE_COLUMNS = ("trace", "Diagnosis.trace")
+#: the column of the diagnosis
+_DIAGNOSIS = "Diagnosis.submission"
 #: the columns whose cells may hold a credential: the diagnosis, SREGym's checklist and
-#: reasoning (which may quote it) and a trace
+#: reasoning (which may quote it) and a trace; the diagnosis is read first
 _SECRET_COLUMNS = (
-    "Diagnosis.submission",
+    _DIAGNOSIS,
     "Diagnosis.checklist",
     "Diagnosis.reasoning",
     *_TRACE_COLUMNS,
@@ -164,7 +166,8 @@ class SregymAttempt:
     #: steps (JSON or a Python repr of a list of dicts) or free text; None: no trace
     trace: Trace | None = None
     #: the credentials found in the trace, with their kinds, redacted in the diagnosis
-    #: too when it is stored (``judge.trace.screen_submission``); never stored
+    #: too when it is stored (``judge.trace.screen_submission``); never stored. Those
+    #: found in the diagnosis are redacted in ``trace`` and ``cells`` already
     trace_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
@@ -311,13 +314,29 @@ def kept_cells(
 ) -> dict[str, str | None]:
     """A row's cells as kept for export: those that may hold a credential (the diagnosis,
     SREGym's checklist and reasoning, a trace) redacted (``judge.secrets.redact``; with
-    ``known``, the credentials found in the row's trace too), every other cell as
-    written. Redacting kept cells again changes nothing."""
+    ``known``, the credentials found in the row's trace too; a credential found in the
+    diagnosis, in the other cells too), every other cell as written. Redacting kept
+    cells again changes nothing."""
+    return _kept_cells(row, known=known or {})[0]
+
+
+def _kept_cells(
+    row: Mapping[str, str | None], *, known: Mapping[str, str]
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """:func:`kept_cells`, and the credentials found in the diagnosis that ``known`` does
+    not hold, with their kinds, to be redacted in the row's trace too."""
     cells = {k: v for k, v in row.items() if k is not None}
-    for column in _SECRET_COLUMNS:
+    sweep = KnownValues(known)
+    shown: dict[str, str] = {}
+    for column in _SECRET_COLUMNS:  # the diagnosis first
         if text := cells.get(column):
-            cells[column] = redact(text, known=known).text
-    return cells
+            redacted = redact(text, known=sweep)
+            cells[column] = redacted.text
+            if column == _DIAGNOSIS:
+                found = redacted.values_in(text).items()
+                shown = {value: kind for value, kind in found if value not in known}
+                sweep = KnownValues({**known, **shown}) if shown else sweep
+    return cells, shown
 
 
 def _original(row: Mapping[str, str | None]) -> dict[str, Any]:
@@ -482,8 +501,10 @@ def _attempt(
         raise _Refused("Diagnosis.submission", str(exc)) from None
     traced = _trace(row, max_bytes=max_bytes)
     secrets = {} if traced is None else traced[2]
-    # the row as kept for export holds no credential in clear either
-    cells = kept_cells(row, known=secrets)
+    # the row as kept for export holds no credential in clear either, nor does the
+    # trace hold one that the diagnosis shows
+    cells, shown = _kept_cells(row, known=secrets)
+    trace = None if traced is None else swept_trace(traced[1], shown)
     outcome = _outcome(row, diagnosis)
     answers, problem = None, None
     if outcome == "diagnosed":
@@ -523,7 +544,7 @@ def _attempt(
         line=line,
         columns=columns,
         cells=cells,
-        trace=None if traced is None else traced[1],
+        trace=trace,
         trace_secrets=secrets,
     )
 

@@ -5,12 +5,23 @@ against the answers' quotes."""
 from __future__ import annotations
 
 import json
+import random
+import string
+import time
 from typing import Any
 
 import pytest
 
 from judge.secrets import redact
-from judge.trace import TraceText, check_trace, redact_trace, trace_check, trace_text
+from judge.trace import (
+    Trace,
+    TraceText,
+    check_trace,
+    redact_trace,
+    screen_submission,
+    trace_check,
+    trace_text,
+)
 from storage import NewSubmission
 from storage.canonical import canonical_json, sha256_hex
 from tests.support.submissions import DIAGNOSIS, TRUTH
@@ -329,3 +340,52 @@ async def test_a_password_found_in_the_trace_is_not_stored_in_the_diagnosis(
     diagnosis = grading["submission"]["diagnosis"]
     assert PASSWORD not in diagnosis, diagnosis
     assert "[REDACTED:secret-keyword]" in diagnosis
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        [{"tool": "exec", "input": f"mongo -u admin -p {PASSWORD} --eval 1", "output": "x"}],
+        f"$ mongo -u admin -p {PASSWORD} --eval 1\nx",
+    ],
+    ids=["steps", "text"],
+)
+def test_a_password_found_in_the_diagnosis_is_redacted_in_the_trace(trace: Trace) -> None:
+    """A password the diagnosis shows as one (``DB_PASSWORD=...``, ending its sentence)
+    is redacted in the trace sent with it too, where a command line repeats it."""
+    screening, redacted = screen_submission(f"user-service sets DB_PASSWORD={PASSWORD}.", trace)
+    assert PASSWORD not in screening.text
+    assert PASSWORD not in json.dumps(redacted), redacted
+    assert "-p [REDACTED:secret-keyword] --eval" in json.dumps(redacted)
+
+
+def _credential_steps(count: int, seed: int) -> list[dict[str, Any]]:
+    """``count`` one-line steps, each showing a password of its own."""
+    draw = random.Random(seed)
+    return [
+        {
+            "o": "password="
+            + "".join(draw.choices(string.ascii_letters, k=6))
+            + str(draw.randint(10, 99))
+        }
+        for _ in range(count)
+    ]
+
+
+def _seconds_to_screen(steps: list[dict[str, Any]]) -> float:
+    started = time.perf_counter()
+    screen_submission("the pod is fine", steps)
+    return time.perf_counter() - started
+
+
+def test_a_trace_of_many_credentials_is_redacted_in_time_that_grows_with_its_size() -> None:
+    """A trace's redaction takes time in proportion to its size, however many distinct
+    credentials it holds: ten times the steps, each with a password of its own (17 KB, a
+    quarter of the submission limit), take about ten times as long, not a hundred. A
+    submitter cannot hold an intake worker for minutes."""
+    small, large = 60, 600
+    check_trace(_credential_steps(large, seed=0))  # within the submission limit
+    _seconds_to_screen(_credential_steps(small, seed=1))  # the detectors loaded
+    base = min(_seconds_to_screen(_credential_steps(small, seed=2 + n)) for n in range(3))
+    grown = min(_seconds_to_screen(_credential_steps(large, seed=5 + n)) for n in range(2))
+    assert grown / base < 30, f"{large} steps took {grown:.2f} s, {small} steps {base:.3f} s"

@@ -18,7 +18,7 @@ from api.imports.sregym import SregymAttempt, read_sregym_folder
 from storage import Store, SubmissionRecord
 from storage.imports.tables import SregymOriginalRowRecord
 from tests.storage.helpers import sregym_rubric
-from tests.support.sregym_results import TRACE_SECRET, write_sregym_results
+from tests.support.sregym_results import TRACE_SECRET, SregymFixture, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -49,18 +49,23 @@ async def test_traces_are_imported_with_their_attempts_redacted(
     assert cells and all(TRACE_SECRET not in json.dumps(c) for c in cells)  # kept for export
 
 
-def _with_first_trace(tmp_path: Path, trace: str) -> Path:
-    """A results folder with traces whose first file's first row has ``trace``."""
+def _with_first_row(tmp_path: Path, cells: dict[str, str]) -> SregymFixture:
+    """Results with traces whose first file's first row has ``cells``."""
     fixture = write_sregym_results(tmp_path, traces=True)
     [first, *_] = sorted(fixture.root.rglob("*.csv"))
     with first.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    rows[0]["trace"] = trace
+    rows[0].update(cells)
     with first.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    return fixture.root
+    return fixture
+
+
+def _with_first_trace(tmp_path: Path, trace: str) -> Path:
+    """A results folder with traces whose first file's first row has ``trace``."""
+    return _with_first_row(tmp_path, {"trace": trace}).root
 
 
 def test_a_trace_over_the_limit_refuses_its_row_naming_the_column(tmp_path: Path) -> None:
@@ -122,17 +127,14 @@ async def test_a_password_in_a_rows_trace_is_stored_in_clear_nowhere(
     """A credential found in an attempt's trace is redacted in its diagnosis too, as in
     a submission's, and in the row kept for export: stored in clear nowhere."""
     password = "Zx81pq77wQ"
-    fixture = write_sregym_results(tmp_path, traces=True)
-    [first, *_] = sorted(fixture.root.rglob("*.csv"))
-    with first.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
     steps = [{"tool": "exec", "input": "env", "output": f"DB_PASSWORD={password}"}]
-    rows[0]["trace"] = json.dumps(steps)
-    rows[0]["Diagnosis.submission"] = f"checkout cannot log in to MongoDB with {password}"
-    with first.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    fixture = _with_first_row(
+        tmp_path,
+        {
+            "trace": json.dumps(steps),
+            "Diagnosis.submission": f"checkout cannot log in to MongoDB with {password}",
+        },
+    )
     problems = read_problems(fixture.problems_file)
     queries = ImportQueries(store.db, store.catalog)
     report = await queries.sregym(
@@ -144,4 +146,34 @@ async def test_a_password_in_a_rows_trace_is_stored_in_clear_nowhere(
         cells = connection.execute(select(SregymOriginalRowRecord.cells)).scalars().all()
     assert "checkout cannot log in to MongoDB with [REDACTED:secret-keyword]" in diagnoses
     assert all(password not in d for d in diagnoses)
+    assert all(password not in json.dumps(c) for c in cells)
+
+
+async def test_a_password_in_a_rows_diagnosis_is_redacted_in_its_trace(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A credential an attempt's diagnosis shows is redacted in its trace too, and in the
+    row kept for export (its trace and reasoning cells): stored in clear nowhere, and
+    importing the folder again stores nothing twice."""
+    password = "Zx81pq77wQ"
+    steps = [{"tool": "exec", "input": f"mongo -u admin -p {password} --eval 1", "output": "x"}]
+    fixture = _with_first_row(
+        tmp_path,
+        {
+            "trace": json.dumps(steps),
+            "Diagnosis.submission": f"user-service sets DB_PASSWORD={password}.",
+            "Diagnosis.reasoning": f"the agent logged in with {password} and failed",
+        },
+    )
+    problems = read_problems(fixture.problems_file)
+    queries, rubric = ImportQueries(store.db, store.catalog), sregym_rubric()
+    report = await queries.sregym(read_sregym_folder(fixture.root), problems, rubric=rubric)
+    assert report.problems == [] and report.submissions == 45
+    again = await queries.sregym(read_sregym_folder(fixture.root), problems, rubric=rubric)
+    assert again.submissions == 0 and again.problems == []
+    with engine.connect() as connection:
+        traces = connection.execute(select(SubmissionRecord.trace)).scalars().all()
+        cells = connection.execute(select(SregymOriginalRowRecord.cells)).scalars().all()
+    assert all(password not in json.dumps(trace) for trace in traces)
+    assert any("-p [REDACTED:secret-keyword] --eval" in json.dumps(t) for t in traces)
     assert all(password not in json.dumps(c) for c in cells)

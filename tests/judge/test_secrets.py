@@ -555,6 +555,28 @@ def test_a_value_pasted_again_is_redacted_at_the_end_of_a_sentence() -> None:
     assert result.text.endswith("then [REDACTED:secret-keyword].")
 
 
+def test_a_value_that_ends_a_sentence_is_redacted_in_another_text_without_its_period() -> None:
+    """A password found at the end of a sentence (``DB_PASSWORD=pw.``, where a detector
+    takes in the period) is redacted in the other texts of the submission that show it
+    without the period."""
+    diagnosis = "user-service sets DB_PASSWORD=Zx81pq77wQ."
+    known = redact(diagnosis).values_in(diagnosis)
+    other = redact("checkout logs in with Zx81pq77wQ and fails", known=known)
+    assert other.text == "checkout logs in with [REDACTED:secret-keyword] and fails"
+
+
+def test_many_known_values_are_each_redacted_with_their_kind() -> None:
+    """Many values found elsewhere are each redacted here with their own kind, as whole
+    words, never inside a marker already in the text."""
+    known = {f"pw{n:04d}xyz": "secret-keyword" for n in range(1000)}
+    known["tk0007xyz"] = "token"
+    text = "a pw0999xyz b tk0007xyz c pw0001xyz-geo [REDACTED:secret-keyword] pw0001xyz."
+    assert redact(text, known=known).text == (
+        "a [REDACTED:secret-keyword] b [REDACTED:token] c pw0001xyz-geo "
+        "[REDACTED:secret-keyword] [REDACTED:secret-keyword]."
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "command"),
     [
