@@ -44,6 +44,7 @@ __all__ = [
     "idempotency_key",
     "pause_after_failed_look",
     "poll_delay",
+    "request_args",
     "resolve",
     "retry_policy",
     "sent_as",
@@ -129,6 +130,20 @@ def attempt_timeout(call: Call, timeout: float) -> float:
     if call.deadline is None:
         return full
     return min(full, max(MIN_ATTEMPT_TIMEOUT, call.deadline - time.monotonic()))
+
+
+def request_args(call: Call, timeout: float) -> dict[str, Any]:
+    """The arguments of ``httpx`` ``request`` that send one attempt at ``call`` (as
+    :func:`sent_as` made it), alike for the client and the async client."""
+    return {
+        "method": call.method,
+        "url": call.path,
+        "params": call.params,
+        "json": call.body,
+        "content": call.content,
+        "headers": call.headers,
+        "timeout": attempt_timeout(call, timeout),
+    }
 
 
 def sent_as(call: Call, attempt: RetryCallState) -> Call:

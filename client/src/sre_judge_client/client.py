@@ -15,12 +15,12 @@ from sre_judge_client._core import (
     SERVER_WAIT_MAX,
     Call,
     ModelT,
-    attempt_timeout,
     decode,
     decode_model,
     ground_truth_conflict,
     pause_after_failed_look,
     poll_delay,
+    request_args,
     resolve,
     retry_policy,
     sent_as,
@@ -95,15 +95,7 @@ class Client:
         for attempt in Retrying(**policy):
             with attempt:
                 sent = sent_as(call, attempt.retry_state)
-                response = self._http.request(
-                    sent.method,
-                    sent.path,
-                    params=sent.params,
-                    json=sent.body,
-                    content=sent.content,
-                    headers=sent.headers,
-                    timeout=attempt_timeout(sent, self._timeout),
-                )
+                response = self._http.request(**request_args(sent, self._timeout))
                 return read(response)
         raise AssertionError("unreachable")  # pragma: no cover
 
