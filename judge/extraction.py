@@ -108,7 +108,9 @@ def build_claims_schema() -> dict[str, Any]:
 
 
 def parse_claims(text: str) -> dict[str, list[str]]:
-    """The claims of a reply, every value as a list of stripped strings; or ReplyInvalid."""
+    """The claims of a reply, every value as a list of stripped strings; or ReplyInvalid.
+    A list is read only where the schema asks for one: two origins given as a list are
+    refused (which one is meant would be a guess), not read as the first."""
     value = extract_json(text)
     if not isinstance(value, dict):
         raise ReplyInvalid(["expected one JSON object with the claims"])
@@ -117,7 +119,7 @@ def parse_claims(text: str) -> dict[str, list[str]]:
     claims: dict[str, list[str]] = {}
     for key in CLAIM_KEYS:
         raw = value.get(key, "")
-        items = raw if isinstance(raw, list) else [raw]
+        items = raw if isinstance(raw, list) and key in _LISTS else [raw]
         if not all(isinstance(i, str) for i in items):
             problems.append(f"{key} must be {'a list of strings' if key in _LISTS else 'a string'}")
             continue

@@ -158,6 +158,36 @@ def test_claims_parser_is_strict() -> None:
     assert parse_claims(claims(other_causes=["  redis "]))["other_causes"] == ["redis"]
 
 
+def test_a_list_where_the_claims_schema_asks_for_one_string_is_refused() -> None:
+    """The claims schema makes the origin, its namespace and the fault kind one string
+    each: a reply that gives a list there (two origins) does not follow it, and is
+    refused for its repair call rather than read as one of its elements."""
+    for key in ("origin_component", "origin_namespace", "fault_kind"):
+        with pytest.raises(ReplyInvalid, match=f"{key} must be a string"):
+            parse_claims(claims(**{key: ["frontend", "user-service"]}))
+
+
+@pytest.mark.parametrize(
+    "origins",
+    [["user-service", "frontend"], ["frontend", "user-service"]],
+    ids=["truth-first", "truth-last"],
+)
+async def test_an_extraction_naming_two_origins_is_unscored_in_either_order(
+    rubric: Rubric, origins: list[str]
+) -> None:
+    """A claims reply that names two origins as a list, again after its repair call,
+    leaves the grading unscored (``unparseable_reply``) whichever origin comes first:
+    the verdict never depends on the order of the list."""
+    diagnosis = DIAGNOSIS + " Or maybe the frontend is broken."
+    bad = claims(origin_component=origins)
+    backend = ScriptedBackend([bad, bad, *_rest(rubric)])
+    grader = Grader(backend, retry=RetryPolicy(max_attempts=1), asking="extraction")
+    result = await grader.grade(rubric, TRUTH, diagnosis)
+    assert result.status == "unscored", {a.question_id: a.answer for a in result.answers}
+    assert result.unscored_reason == "unparseable_reply"
+    assert "origin_component must be a string" in (result.detail or "")
+
+
 async def test_code_answers_are_never_inverted_by_positive_asking(rubric: Rubric) -> None:
     # the other questions with a positive wording are asked so (the judge says "no":
     # nothing of the kind); D1-Q3 is answered in code, in the rubric's polarity
