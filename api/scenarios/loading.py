@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from api.scenarios.schemas import ScenarioCreate
 from api.service.errors import InvalidRequest, body_path
+from judge.errors import InputError
 from judge.inputs import RepeatedKey, check_text, json_lines, load_json
 from judge.yaml_text import load_yaml
 
@@ -164,7 +165,10 @@ def _validated(index: int, where: str, raw: Any, max_bytes: int) -> ScenarioCrea
         loc = _json_path(error["loc"])
         field = _item_field(index, error["loc"])
         raise InvalidRequest(f"{where}: {loc or 'item'}: {error['msg']}", field=field) from None
-    check_text(item.ground_truth, field=f"items[{index}].ground_truth", max_bytes=max_bytes)
+    try:
+        check_text(item.ground_truth, field="ground_truth", max_bytes=max_bytes)
+    except InputError as exc:  # named by its item or line, as every bad item is
+        raise InvalidRequest(f"{where}: {exc}", field=f"items[{index}].ground_truth") from None
     texts = [("id", item.id), ("title", item.title or ""), ("note", item.note)]
     texts += [(f"tags[{i}]", tag) for i, tag in enumerate(item.tags or ())]
     for name, text in [*texts, ("ground_truth", item.ground_truth)]:

@@ -235,6 +235,25 @@ async def test_a_repeated_id_names_the_first_item_as_the_load_numbers_it(
     assert by_lines.json()["detail"] == "line 2: id 'a' is also line 1"
 
 
+async def test_a_ground_truth_too_big_or_holding_a_nul_is_named_by_its_item_or_line(
+    api_client: Any, tokens: Any
+) -> None:
+    """A ground truth over the size limit, on the third line of JSON Lines (a blank line
+    before it), is ``line 3`` in ``detail``; one holding a NUL, in the second item of a
+    YAML list, is ``item 2``: as every other bad item is named."""
+    admin = await tokens("admin")
+    first = {"id": "a", "ground_truth": "[fault_spec] component=pod/a || x"}
+    big = _jsonl(first) + "\n" + _jsonl({"id": "b", "ground_truth": "x" * 2000})
+    nul = '- id: a\n  ground_truth: x\n- id: b\n  ground_truth: "a\\0b"\n'
+    async with api_client(max_text_bytes=1024, start_workers=False) as client:
+        too_big = await _load(client, admin, big)
+        with_nul = await _load(client, admin, nul, format="yaml")
+    assert too_big.status_code == with_nul.status_code == 422, (too_big.text, with_nul.text)
+    assert _field(too_big) == _field(with_nul) == "items[1].ground_truth"
+    assert too_big.json()["detail"].startswith("line 3: ground_truth is 2000 bytes"), too_big.text
+    assert with_nul.json()["detail"].startswith("item 2: ground_truth "), with_nul.text
+
+
 async def test_the_note_of_a_new_scenario_is_kept_with_version_1(
     api_client: Any, tokens: Any, store: Store
 ) -> None:

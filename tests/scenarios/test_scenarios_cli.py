@@ -119,6 +119,25 @@ def test_a_file_that_is_not_utf8_is_named_with_its_line(database_url: str, tmp_p
     assert "FILE" in done.stderr and "scenarios.jsonl: line 2: not UTF-8" in done.stderr
 
 
+def test_a_ground_truth_over_the_size_limit_is_named_with_its_line(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A ground truth over ``SRE_JUDGE_MAX_TEXT_BYTES`` is refused (exit 2) naming the
+    file and its line, as any bad item is."""
+    dataset = tmp_path / "scenarios.jsonl"
+    big = {"id": "b", "ground_truth": "x" * 2000}
+    dataset.write_text(json.dumps(ITEMS[0]) + "\n" + json.dumps(big) + "\n", encoding="utf-8")
+    env = {
+        "NO_COLOR": "1",
+        "SRE_JUDGE_DATABASE_URL": database_url,
+        "SRE_JUDGE_JUDGE": "scripted:pass",
+        "SRE_JUDGE_MAX_TEXT_BYTES": "1024",
+    }
+    done = cli_in_process("scenarios", "load", str(dataset), env=env)
+    assert done.returncode == 2, done.stderr
+    assert "FILE" in done.stderr and "scenarios.jsonl: line 2: ground_truth is" in done.stderr
+
+
 def test_a_json_file_loads_as_the_bulk_route_takes_it(database_url: str, tmp_path: Path) -> None:
     """A ``.json`` file (one object or a list, pretty-printed, with JSON's escapes) loads
     as ``POST /v1/scenarios:bulk`` takes ``application/json``; without a telling suffix
