@@ -147,7 +147,7 @@ def _data(
     if audit_event == "grading.overridden":
         data["override_id"] = payload.get("override_id") or payload.get("id")
     if audit_event == _CARRIED:  # the copies made here, and the grading they came from
-        data["override_ids"] = list(payload.get("carried") or [])
+        data["override_ids"] = list(payload.get("copies") or [])
         data["carried_from"] = payload.get("from_grading")
     return data
 

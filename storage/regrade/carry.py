@@ -47,8 +47,14 @@ class Carried:
     verdict_outdated: bool = False
 
     def payload(self, previous_id: str) -> dict[str, Any]:
-        """The audit payload."""
-        return {"from_grading": previous_id, "carried": self.carried, "outdated": self.outdated}
+        """The audit payload: the overrides of ``previous_id`` carried (``carried``) and
+        not (``outdated``), and the ids of their copies on the new grading (``copies``)."""
+        return {
+            "from_grading": previous_id,
+            "carried": self.carried,
+            "copies": [copy.id for copy in self.copies],
+            "outdated": self.outdated,
+        }
 
 
 def _rubric(session: Session, grading: GradingRecord) -> Rubric | None:

@@ -13,6 +13,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from api.webhooks.outbox import on_committed
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
@@ -20,11 +22,13 @@ from storage import Store
 from storage.canonical import utcnow
 from storage.cursors import CursorCodec
 from storage.keys import ServiceKey
+from storage.review_tables import OverrideRecord
 from storage.tables import AuditRecord, row_values
 from storage.webhooks.tables import WebhookDeliveryRecord, WebhookEndpointRecord
+from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 from tests.support.keys import session_key
 from tests.support.network import hook_network
-from tests.support.submissions import DIAGNOSIS, TRUTH
+from tests.support.submissions import DIAGNOSIS, IDS, TRUTH
 from tests.support.webhook_receiver import Receiver, receiving
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -659,3 +663,39 @@ async def test_a_token_as_user_with_an_empty_password_is_masked_in_the_list_and_
     shown, logged = await _shown_and_logged(api_client, tokens, engine, url)
     assert token not in shown, shown
     assert token not in logged, logged
+
+
+async def test_a_carried_override_is_announced_with_the_ids_of_its_copies(
+    store: Store, webhooks: WebhookQueries
+) -> None:
+    """A regrade that carries a human's verdict onto its new grading sends that grading's
+    ``grading.overridden`` with ``override_ids`` naming the copies on the new grading,
+    the overrides its ``GET`` lists, and ``carried_from`` naming the grading they came
+    from."""
+    endpoint = await webhooks.create_endpoint(
+        url="http://127.0.0.1:9/hook", events=["grading.overridden"], description="", actor="t"
+    )
+    old = (await submit(store)).grading.id
+    [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
+    assert await store.queue.complete(claim.grading_id, "seed", graded_result(IDS))
+    view = await store.gradings.get(old)
+    assert view is not None
+    original, _ = await override(
+        store, old, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+        kind="verdict", reason="wrong fault", author_id="h1", author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    target = RegradeTarget(sregym_rubric(), "openai:new@http://127.0.0.1:9/v1", "openai", "new",
+                           "shadow")  # fmt: skip
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
+    assert await store.queue.complete(item.grading_id, "w", graded_result(IDS))
+
+    on_new = select(col(OverrideRecord.id)).where(col(OverrideRecord.grading_id) == item.grading_id)
+    copies = await store.db.run_read(lambda s: list(s.execute(on_new).scalars()))
+    assert len(copies) == 1 and copies[0] != original.id
+    announced = [
+        d.delivery.payload["data"]
+        for d in await webhooks.deliveries(endpoint.id)
+        if d.delivery.payload["data"]["grading_id"] == item.grading_id
+    ]
+    assert [(a["override_ids"], a["carried_from"]) for a in announced] == [(copies, old)], announced
