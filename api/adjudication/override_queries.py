@@ -102,7 +102,8 @@ class OverrideQueries:
 
         Raises NotFound, PreconditionFailed (stale revision), Superseded (an answer or
         verdict override of a grading a promoted regrade replaced: it would reach no
-        verdict in force; checked first), Conflict (a pending grading) or InvalidReview
+        verdict in force; checked first), Conflict (a pending grading, or a cancelled
+        regrade item) or InvalidReview
         (an unknown question or override, an answer override on a grading whose answers
         the rule cannot be recomputed on).
         """
@@ -277,9 +278,11 @@ class OverrideQueries:
         *,
         amends: bool = False,
     ) -> GradingRecord:
-        """``grading`` if it is graded and still at ``expected_revision`` (None: any);
-        ``amends`` (an answer or verdict override): Superseded, first, when a promote
-        replaced it."""
+        """``grading`` if it has a result (graded or unscored) and is still at
+        ``expected_revision`` (None: any); ``amends`` (an answer or verdict override):
+        Superseded, first, when a promote replaced it. Conflict for a grading whose judge
+        has not answered: a pending one, or an item of a cancelled regrade job, which a
+        resume makes pending again (its result, once in, would overtake the human's)."""
         if amends:
             refuse_superseded(session, grading, instead="override that one")
         if expected_revision is not None and grading.revision != expected_revision:
@@ -289,6 +292,11 @@ class OverrideQueries:
             )
         if grading.status == "pending":
             raise Conflict("a pending grading cannot be overridden before it is graded")
+        if grading.status == "cancelled":
+            raise Conflict(
+                "this item of a cancelled regrade job has no result to override: "
+                "resume the job, and override it once it has a result"
+            )
         return grading
 
     @staticmethod

@@ -400,6 +400,48 @@ async def test_a_tag_changes_the_gradings_etag_and_an_older_if_match_is_stale(
         assert len(revisions) == 2 and revisions[0] < revisions[1], revisions
 
 
+async def test_a_cancelled_regrade_item_takes_no_override_until_its_judge_has_answered(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """An item of a cancelled regrade job has no result yet: an override of it is refused
+    (409) and changes nothing, as for a pending grading, so that the judge's verdict, come
+    once the job is resumed, never overtakes a human's. Graded, it takes overrides."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    ada = await tokens("adjudicator", "Ada")
+    body = {"verdict": "fail", "reason": "the diagnosis names the wrong fault"}
+    async with api_client() as c:
+        await graded(c, agent)
+    async with api_client(start_workers=False) as c:  # the job waits: cancel it
+        job = await c.post("/v1/regrade-jobs", json={"judge": "scripted:pass"}, headers=admin)
+        job_id = job.json()["id"]
+        cancelled = await c.post(f"/v1/regrade-jobs/{job_id}/cancel", headers=admin)
+        assert cancelled.json()["state"] == "cancelled", cancelled.text
+        store = Store(engine, key=session_key())
+        views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=50)
+        [item] = [v.grading for v in views if v.grading.regrade_job_id == job_id]
+        url = f"/v1/gradings/{item.id}"
+        before = await c.get(url, headers=ada)
+        assert before.json()["status"] == "cancelled", before.json()
+        etag = before.headers["etag"]
+        refused = await c.post(f"{url}/overrides", json=body, headers={**ada, "If-Match": etag})
+        assert refused.status_code == 409, refused.text
+        after = await c.get(url, headers=ada)
+        assert after.headers["etag"] == etag and after.json()["overrides"] == []
+    async with api_client() as c:
+        resumed = await c.post(f"/v1/regrade-jobs/{job_id}/resume", headers=admin)
+        assert resumed.status_code == 200, resumed.text
+        for _ in range(200):
+            grading = await c.get(url, headers=ada)
+            if grading.json()["status"] == "graded":
+                break
+            await asyncio.sleep(0.05)
+        assert grading.json()["passed"] is True, grading.json()
+        etag = grading.headers["etag"]
+        taken = await c.post(f"{url}/overrides", json=body, headers={**ada, "If-Match": etag})
+        assert taken.status_code == 201, taken.text
+        assert taken.json()["passed"] is False and taken.json()["judge_passed"] is True
+
+
 async def test_a_regrade_items_history_masks_the_key_in_the_jobs_judge_url(
     api_client: Any, tokens: Any, engine: Engine
 ) -> None:
