@@ -413,6 +413,44 @@ async def test_the_async_client_raises_the_same_for_a_success_that_is_not_a_grad
 
 
 @respx.mock
+def test_a_page_scenario_or_job_that_is_not_one_is_an_api_error() -> None:
+    """Every call reads its answer as the grading is read: a success whose JSON is not
+    the page, scenario or job asked for is an ``ApiError`` naming its status and the
+    first field at fault, never a ``KeyError`` or a validation error."""
+    respx.get(f"{URL}/v1/gradings").mock(
+        return_value=httpx.Response(200, json={"results": [], "next": None})
+    )
+    respx.get(f"{URL}/v1/scenarios/hotel/user-port").mock(
+        return_value=httpx.Response(200, json={"status": "ok"})
+    )
+    respx.get(f"{URL}/v1/imports/i1").mock(return_value=httpx.Response(200, json={"id": "i1"}))
+    with _client() as judge:
+        with pytest.raises(ApiError) as page:
+            list(judge.list())
+        with pytest.raises(ApiError) as scenario:
+            judge.scenarios.get("hotel/user-port")
+        with pytest.raises(ApiError) as job:
+            judge.imports.wait("i1", timeout=5)
+    assert (page.value.status, page.value.title) == (200, "Not a grading page")
+    assert "items: Field required" in page.value.detail
+    assert (scenario.value.status, scenario.value.title) == (200, "Not a scenario")
+    assert (job.value.status, job.value.title) == (200, "Not an import job")
+
+
+@respx.mock
+async def test_the_async_client_raises_the_same_for_a_page_or_scenario_that_is_not_one() -> None:
+    respx.get(f"{URL}/v1/gradings").mock(return_value=httpx.Response(200, json={"items": 1}))
+    respx.get(f"{URL}/v1/scenarios").mock(return_value=httpx.Response(200, json=[]))
+    async with AsyncClient(URL, "t0ken") as judge:
+        with pytest.raises(ApiError) as page:
+            _ = [g async for g in judge.list()]
+        with pytest.raises(ApiError) as scenarios:
+            _ = [s async for s in judge.scenarios.list()]
+    assert (page.value.status, page.value.title) == (200, "Not a grading page")
+    assert (scenarios.value.status, scenarios.value.title) == (200, "Not a scenario page")
+
+
+@respx.mock
 def test_a_bad_gateway_is_unavailable_and_not_sent_again() -> None:
     """A load balancer in front of a server that is restarting answers 502: the server is
     away (``Unavailable``, as for 503 and 504), and nothing says the request was not

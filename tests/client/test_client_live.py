@@ -100,6 +100,39 @@ def test_resubmitting_the_same_attempt_never_grades_twice(
         assert sorted(g.id for g in judge.list(agent=agent)) == sorted([first.id, other.id])
 
 
+def test_waiting_for_an_id_given_twice_returns_its_grading_twice(
+    serve: Callable[[str], Served],
+) -> None:
+    """A harness that resubmits an attempt gets the first grading back, so the ids it
+    waits for may hold one twice: ``wait_many`` returns once that grading is done, one
+    grading for each id given, in their order."""
+    served = serve("pass")
+    scenario_id = _scenario(served)
+    with Client(served.url, served.submitter) as judge:
+        first = judge.submit(DIAGNOSIS, scenario_id=scenario_id, run_id="twice", attempt=1)
+        again = judge.submit(DIAGNOSIS, scenario_id=scenario_id, run_id="twice", attempt=1)
+        assert again.id == first.id  # the first grading, given back
+        done = judge.wait_many([first.id, again.id], timeout=30, poll=0.1)
+    assert [g.id for g in done] == [first.id, first.id]
+    assert all(g.status == "graded" for g in done)
+
+
+def test_the_async_client_waits_for_an_id_given_twice_too(
+    serve: Callable[[str], Served],
+) -> None:
+    served = serve("pass")
+
+    async def run() -> list[str]:
+        async with AsyncClient(served.url, served.submitter) as judge:
+            grading = await judge.submit(DIAGNOSIS, ground_truth=TRUTH, wait=30)
+            assert grading.status == "graded"
+            done = await judge.wait_many([grading.id, grading.id], timeout=30, poll=0.1)
+            return [g.id for g in done]
+
+    ids = asyncio.run(run())
+    assert len(ids) == 2 and ids[0] == ids[1]
+
+
 def test_two_agents_or_models_under_one_run_and_attempt_are_two_submissions(
     serve: Callable[[str], Served],
 ) -> None:

@@ -16,6 +16,7 @@ from tests.support.app_client import AppClient
 #: server schema name -> client model
 PAIRS = {
     "GradingPublic": models.Grading,
+    "GradingPage": models.GradingPage,
     "AnswerPublic": models.Answer,
     "DimensionPublic": models.Dimension,
     "SubmissionPublic": models.Submission,

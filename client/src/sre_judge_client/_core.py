@@ -13,9 +13,9 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -34,8 +34,10 @@ __all__ = [
     "DEFAULT_URL",
     "MIN_ATTEMPT_TIMEOUT",
     "SERVER_WAIT_MAX",
+    "AsyncSendFor",
     "Call",
     "ModelT",
+    "SendFor",
     "attempt_timeout",
     "decode",
     "decode_model",
@@ -89,6 +91,20 @@ class Call:
     #: a wait's end (a ``time.monotonic()`` value): no attempt is given longer than what
     #: is left of it (:func:`attempt_timeout`); ``None``: the client's timeout alone
     deadline: float | None = None
+
+
+class SendFor(Protocol):
+    """A client's typed send: ``call`` sent with its retries, its success read as a
+    ``kind`` (:func:`decode_model`), so ``client.scenarios`` and ``client.imports`` read
+    answers as the client's own methods do."""
+
+    def __call__(self, kind: type[ModelT], call: Call) -> ModelT: ...
+
+
+class AsyncSendFor(Protocol):
+    """:class:`SendFor` of the async client, awaited."""
+
+    def __call__(self, kind: type[ModelT], call: Call) -> Awaitable[ModelT]: ...
 
 
 def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:

@@ -29,7 +29,7 @@ from sre_judge_client._core import (
 )
 from sre_judge_client.errors import ApiError, Conflict
 from sre_judge_client.imports import AsyncImports
-from sre_judge_client.models import Grading, RegradeJob
+from sre_judge_client.models import Grading, GradingPage, RegradeJob
 from sre_judge_client.scenarios import AsyncScenarios
 
 __all__ = ["AsyncClient"]
@@ -62,9 +62,9 @@ class AsyncClient:
         self._retries = retries
         self._max_wait = max_retry_wait
         #: list, load in bulk, read with versions, update (:mod:`~sre_judge_client.scenarios`)
-        self.scenarios = AsyncScenarios(self._send)
+        self.scenarios = AsyncScenarios(self._send_for)
         #: upload an SREGym archive or JSON lines, follow the job (:mod:`.imports`)
-        self.imports = AsyncImports(self._send)
+        self.imports = AsyncImports(self._send_for)
         self._http = httpx.AsyncClient(
             base_url=url, headers=headers, timeout=timeout, transport=transport
         )
@@ -150,10 +150,11 @@ class AsyncClient:
         page by page as you iterate."""
         cursor: str | None = None
         while True:
-            page = await self._send(_calls.list_gradings(filters, cursor, page_size))
-            for item in page["items"]:
-                yield Grading.model_validate(item)
-            cursor = page.get("next_cursor")
+            call = _calls.list_gradings(filters, cursor, page_size)
+            page = await self._send_for(GradingPage, call)
+            for grading in page.items:
+                yield grading
+            cursor = page.next_cursor
             if not cursor:
                 return
 
@@ -175,18 +176,20 @@ class AsyncClient:
         timeout: float = 300.0,  # noqa: ASYNC109 - Client.wait_many's keywords
         poll: float = 1.0,
     ) -> builtins.list[Grading]:
-        """Every grading once done, in the order of the ids given.
+        """Every grading once done, one for each id given and in their order (an id given
+        twice, as a resubmitted attempt's is, gets its grading twice, looked at once).
 
         A server busy or away (``Unavailable``, a connection error) past a look's retries
         is no answer yet: the wait looks again, no sooner than its ``Retry-After``, until
         ``timeout``, and raises ``TimeoutError`` from the last error then."""
         ids = list(grading_ids)
+        distinct = list(dict.fromkeys(ids))  # an id given twice is looked at once
         done: dict[str, Grading] = {}
         deadline = time.monotonic() + timeout
         delay = min(0.2, poll)
         while True:
             pause, failed = delay, None
-            for grading_id in [i for i in ids if i not in done]:
+            for grading_id in [i for i in distinct if i not in done]:
                 look = within_deadline(_calls.get_grading(grading_id), deadline)
                 try:
                     grading = await self._send_for(Grading, look)
@@ -195,11 +198,12 @@ class AsyncClient:
                     break  # the others are looked at after the pause
                 if grading.done:
                     done[grading_id] = grading
-            if len(done) == len(ids):
+            if len(done) == len(distinct):
                 return [done[i] for i in ids]
             remaining = deadline - time.monotonic()
             if remaining <= 0:  # polled once more at the deadline
-                raise TimeoutError(f"{len(ids) - len(done)} gradings still pending") from failed
+                still = len(distinct) - len(done)
+                raise TimeoutError(f"{still} gradings still pending") from failed
             await asyncio.sleep(min(pause, remaining))
             delay = min(poll, delay * 2)
 

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from sre_judge_client import _calls
-from sre_judge_client._core import Call, pause_after_failed_look, poll_delay, within_deadline
+from sre_judge_client._core import (
+    AsyncSendFor,
+    SendFor,
+    pause_after_failed_look,
+    poll_delay,
+    within_deadline,
+)
 from sre_judge_client._uploads import import_body
 from sre_judge_client.errors import ApiError
 from sre_judge_client.models import ImportJob
@@ -29,9 +34,10 @@ __all__ = ["AsyncImports", "Imports"]
 class Imports:
     """The import calls of a :class:`~sre_judge_client.Client` (``client.imports``)."""
 
-    def __init__(self, send: Callable[[Call], Any]) -> None:
-        """Send through ``send`` (the client's, with its retries)."""
-        self._send = send
+    def __init__(self, send_for: SendFor) -> None:
+        """Send through ``send_for`` (the client's, with its retries and its reading of
+        each answer as the model asked for)."""
+        self._send_for = send_for
 
     def upload(
         self,
@@ -47,11 +53,11 @@ class Imports:
         """
         content, kind = import_body(data, media_type)
         call = _calls.create_import(content, kind, rubric=rubric, strict=strict)
-        return ImportJob.model_validate(self._send(call))
+        return self._send_for(ImportJob, call)
 
     def get(self, job_id: str) -> ImportJob:
         """An import job as it stands."""
-        return ImportJob.model_validate(self._send(_calls.get_import(job_id)))
+        return self._send_for(ImportJob, _calls.get_import(job_id))
 
     def follow(
         self, job_id: str, *, poll: float = 1.0, timeout: float = 3600.0
@@ -66,7 +72,7 @@ class Imports:
         while True:
             look = within_deadline(_calls.get_import(job_id), deadline)
             try:
-                job = ImportJob.model_validate(self._send(look))
+                job = self._send_for(ImportJob, look)
             except (ApiError, httpx.TransportError) as error:
                 time.sleep(pause_after_failed_look(error, look, poll))
                 continue
@@ -89,9 +95,9 @@ class Imports:
 class AsyncImports:
     """The import calls of an :class:`~sre_judge_client.AsyncClient`, awaited."""
 
-    def __init__(self, send: Callable[[Call], Awaitable[Any]]) -> None:
-        """Send through ``send`` (the client's, with its retries)."""
-        self._send = send
+    def __init__(self, send_for: AsyncSendFor) -> None:
+        """Send through ``send_for`` (the client's, as :class:`Imports` does)."""
+        self._send_for = send_for
 
     async def upload(
         self,
@@ -104,11 +110,11 @@ class AsyncImports:
         """Start an import (see :meth:`Imports.upload`)."""
         content, kind = await asyncio.to_thread(import_body, data, media_type)
         call = _calls.create_import(content, kind, rubric=rubric, strict=strict)
-        return ImportJob.model_validate(await self._send(call))
+        return await self._send_for(ImportJob, call)
 
     async def get(self, job_id: str) -> ImportJob:
         """An import job as it stands."""
-        return ImportJob.model_validate(await self._send(_calls.get_import(job_id)))
+        return await self._send_for(ImportJob, _calls.get_import(job_id))
 
     async def follow(
         self,
@@ -122,7 +128,7 @@ class AsyncImports:
         while True:
             look = within_deadline(_calls.get_import(job_id), deadline)
             try:
-                job = ImportJob.model_validate(await self._send(look))
+                job = await self._send_for(ImportJob, look)
             except (ApiError, httpx.TransportError) as error:
                 await asyncio.sleep(pause_after_failed_look(error, look, poll))
                 continue

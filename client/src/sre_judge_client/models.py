@@ -18,6 +18,7 @@ __all__ = [
     "Answer",
     "Dimension",
     "Grading",
+    "GradingPage",
     "ImportJob",
     "ImportRowError",
     "Override",
@@ -204,6 +205,13 @@ class Grading(_Model):
     def done(self) -> bool:
         """Whether the grading left ``pending`` (graded, unscored or cancelled)."""
         return self.status != "pending"
+
+
+class GradingPage(_Model):
+    """One page of gradings, newest first; ``next_cursor`` is None on the last."""
+
+    items: list[Grading]
+    next_cursor: str | None
 
 
 class RegradeJob(_Model):

@@ -9,13 +9,13 @@ versions needs an adjudicator's token, writing an admin's; errors raise the clie
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sre_judge_client import _calls
-from sre_judge_client._core import Call
+from sre_judge_client._core import AsyncSendFor, SendFor
 from sre_judge_client._uploads import load_body
 from sre_judge_client.models import (
     Scenario,
@@ -60,9 +60,10 @@ def _update_body(
 class Scenarios:
     """The scenario calls of a :class:`~sre_judge_client.Client` (``client.scenarios``)."""
 
-    def __init__(self, send: Callable[[Call], Any]) -> None:
-        """Send through ``send`` (the client's, with its retries)."""
-        self._send = send
+    def __init__(self, send_for: SendFor) -> None:
+        """Send through ``send_for`` (the client's, with its retries and its reading of
+        each answer as the model asked for)."""
+        self._send_for = send_for
 
     def pages(
         self,
@@ -78,9 +79,7 @@ class Scenarios:
         (a page's ``next_cursor``) or the first; ``scenario_set`` is the ``set`` filter."""
         filters = _filters(scenario_set, id_prefix, created_after, created_before)
         while True:
-            page = ScenarioPage.model_validate(
-                self._send(_calls.list_scenarios(filters, cursor, page_size))
-            )
+            page = self._send_for(ScenarioPage, _calls.list_scenarios(filters, cursor, page_size))
             yield page
             cursor = page.next_cursor
             if not cursor:
@@ -97,21 +96,20 @@ class Scenarios:
         ``data``: a JSONL, YAML or JSON file (format from its suffix), text or bytes with
         ``format`` (``jsonl``, ``yaml`` or ``json``), or a list of scenario dicts."""
         content, fmt = load_body(data, format)
-        return ScenarioLoadReport.model_validate(self._send(_calls.load_scenarios(content, fmt)))
+        return self._send_for(ScenarioLoadReport, _calls.load_scenarios(content, fmt))
 
     def get(self, scenario_id: str) -> Scenario:
         """One scenario; ``revision`` is the ``If-Match`` of its updates."""
-        return Scenario.model_validate(self._send(_calls.get_scenario(scenario_id)))
+        return self._send_for(Scenario, _calls.get_scenario(scenario_id))
 
     def versions(self, scenario_id: str) -> ScenarioVersions:
         """Every version of its ground truth, oldest first."""
-        call = _calls.get_scenario(scenario_id, "/versions")
-        return ScenarioVersions.model_validate(self._send(call))
+        return self._send_for(ScenarioVersions, _calls.get_scenario(scenario_id, "/versions"))
 
     def version(self, scenario_id: str, version: int) -> ScenarioVersion:
         """One version of its ground truth."""
         call = _calls.get_scenario(scenario_id, f"/versions/{int(version)}")
-        return ScenarioVersion.model_validate(self._send(call))
+        return self._send_for(ScenarioVersion, call)
 
     def update(
         self,
@@ -138,15 +136,15 @@ class Scenarios:
         body = _update_body(current, ground_truth, title=title, tags=tags, set=scenario_set,
                             note=note)  # fmt: skip
         call = _calls.update_scenario(scenario_id, expected, body)
-        return ScenarioLoadItem.model_validate(self._send(call))
+        return self._send_for(ScenarioLoadItem, call)
 
 
 class AsyncScenarios:
     """The scenario calls of an :class:`~sre_judge_client.AsyncClient`, awaited."""
 
-    def __init__(self, send: Callable[[Call], Awaitable[Any]]) -> None:
-        """Send through ``send`` (the client's, with its retries)."""
-        self._send = send
+    def __init__(self, send_for: AsyncSendFor) -> None:
+        """Send through ``send_for`` (the client's, as :class:`Scenarios` does)."""
+        self._send_for = send_for
 
     async def pages(
         self,
@@ -161,8 +159,8 @@ class AsyncScenarios:
         """Pages of scenarios in id order (see :meth:`Scenarios.pages`)."""
         filters = _filters(scenario_set, id_prefix, created_after, created_before)
         while True:
-            answer = await self._send(_calls.list_scenarios(filters, cursor, page_size))
-            page = ScenarioPage.model_validate(answer)
+            call = _calls.list_scenarios(filters, cursor, page_size)
+            page = await self._send_for(ScenarioPage, call)
             yield page
             cursor = page.next_cursor
             if not cursor:
@@ -177,22 +175,21 @@ class AsyncScenarios:
     async def load(self, data: LoadData, *, format: str | None = None) -> ScenarioLoadReport:
         """Create or update many scenarios at once (see :meth:`Scenarios.load`)."""
         content, fmt = load_body(data, format)
-        answer = await self._send(_calls.load_scenarios(content, fmt))
-        return ScenarioLoadReport.model_validate(answer)
+        return await self._send_for(ScenarioLoadReport, _calls.load_scenarios(content, fmt))
 
     async def get(self, scenario_id: str) -> Scenario:
         """One scenario; ``revision`` is the ``If-Match`` of its updates."""
-        return Scenario.model_validate(await self._send(_calls.get_scenario(scenario_id)))
+        return await self._send_for(Scenario, _calls.get_scenario(scenario_id))
 
     async def versions(self, scenario_id: str) -> ScenarioVersions:
         """Every version of its ground truth, oldest first."""
-        answer = await self._send(_calls.get_scenario(scenario_id, "/versions"))
-        return ScenarioVersions.model_validate(answer)
+        call = _calls.get_scenario(scenario_id, "/versions")
+        return await self._send_for(ScenarioVersions, call)
 
     async def version(self, scenario_id: str, version: int) -> ScenarioVersion:
         """One version of its ground truth."""
-        answer = await self._send(_calls.get_scenario(scenario_id, f"/versions/{int(version)}"))
-        return ScenarioVersion.model_validate(answer)
+        call = _calls.get_scenario(scenario_id, f"/versions/{int(version)}")
+        return await self._send_for(ScenarioVersion, call)
 
     async def update(
         self,
@@ -213,4 +210,4 @@ class AsyncScenarios:
         body = _update_body(current, ground_truth, title=title, tags=tags, set=scenario_set,
                             note=note)  # fmt: skip
         call = _calls.update_scenario(scenario_id, expected, body)
-        return ScenarioLoadItem.model_validate(await self._send(call))
+        return await self._send_for(ScenarioLoadItem, call)
