@@ -244,6 +244,12 @@ class SubmissionRecord(SQLModel, table=True):
     created_at: datetime = _created()
 
 
+#: the statuses of a grading whose judge has answered (its result is in): a pending one
+#: and an item of a cancelled regrade job (pending again once the job resumes) have none,
+#: so nothing a human decides on them can stand
+RESULT_STATUSES = ("graded", "unscored")
+
+
 class GradingRecord(SQLModel, table=True):
     """One rubric applied by one judge to one submission: pending, graded or unscored."""
 

@@ -25,7 +25,13 @@ from storage.database import AuditBatch, Database
 from storage.errors import Conflict, InvalidCursor, InvalidReview, NotFound
 from storage.gradings import grading_position, records_by_grading
 from storage.review_tables import ReviewClaimRecord
-from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, TokenRecord
+from storage.tables import (
+    RESULT_STATUSES,
+    AnswerRecord,
+    GradingRecord,
+    SubmissionRecord,
+    TokenRecord,
+)
 
 __all__ = [
     "LOW_CONFIDENCE",
@@ -448,8 +454,10 @@ class ReviewQueries:
         if grading is None:
             raise NotFound(f"no grading {grading_id}")
         refuse_superseded(session, grading, instead="review that one")
-        if grading.status == "pending":  # its outcome (unscored, say) must still be queued
-            raise Conflict("this grading is still being graded: review it once it has a result")
+        if grading.status not in RESULT_STATUSES:  # its outcome must still be queued
+            raise Conflict(
+                f"this grading ({grading.status}) has no result yet: review it once it has one"
+            )
         if grading.held:
             why = hold_explanation(grading.review_reasons or [])
             raise Conflict(

@@ -48,6 +48,7 @@ from storage.review_tables import (
     ReviewClaimRecord,
     TagVocabularyRecord,
 )
+from storage.tables import RESULT_STATUSES
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -338,15 +339,18 @@ async def label_grading(
     """Store the principal's own answers as human labels, finish its review, and return
     the grading as it stands now: one transaction, so a review that cannot finish (a
     held pass, which only a verdict override decides) stores no label either. Conflict
-    for a pending grading (its review would end before the judge's result is in), and
+    for a grading without a result (pending, or a cancelled regrade item: its review
+    would end before the judge's result is in), and
     Superseded for a grading a promoted regrade replaced (the queue holds the grading in
     force, which the message names)."""
     db = services.store.db
 
     def label(session: Session) -> GradingView:
         view = readable_in(session, services, principal, grading_id)
-        if view.grading.status == "pending":  # nothing to compare with, no review to end
-            raise Conflict("a pending grading cannot be labelled before it is graded")
+        if view.grading.status not in RESULT_STATUSES:  # nothing to compare, no review to end
+            raise Conflict(
+                f"a {view.grading.status} grading has no result to label: label it once it has one"
+            )
         rubric = rubric_shown(session, services, view)
         question_ids = (
             [q.id for q in rubric.questions] if rubric else [a.question_id for a in view.answers]

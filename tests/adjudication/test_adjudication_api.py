@@ -403,9 +403,10 @@ async def test_a_tag_changes_the_gradings_etag_and_an_older_if_match_is_stale(
 async def test_a_cancelled_regrade_item_takes_no_override_until_its_judge_has_answered(
     api_client: Any, tokens: Any, engine: Engine
 ) -> None:
-    """An item of a cancelled regrade job has no result yet: an override of it is refused
-    (409) and changes nothing, as for a pending grading, so that the judge's verdict, come
-    once the job is resumed, never overtakes a human's. Graded, it takes overrides."""
+    """An item of a cancelled regrade job has no result yet: an override, labels or the
+    end of its review are refused (409) and change nothing, as for a pending grading, so
+    that the judge's verdict, come once the job is resumed, never overtakes a human's.
+    Graded, it takes overrides."""
     agent, admin = await tokens("submitter"), await tokens("admin")
     ada = await tokens("adjudicator", "Ada")
     body = {"verdict": "fail", "reason": "the diagnosis names the wrong fault"}
@@ -427,6 +428,11 @@ async def test_a_cancelled_regrade_item_takes_no_override_until_its_judge_has_an
         assert refused.status_code == 409, refused.text
         after = await c.get(url, headers=ada)
         assert after.headers["etag"] == etag and after.json()["overrides"] == []
+        labels = {"answers": {f"D{d}-Q{q}": "no" for d in (1, 2, 3) for q in (1, 2, 3)}}
+        labelled = await c.post(f"{url}/labels", json=labels, headers=ada)
+        assert labelled.status_code == 409, labelled.text
+        done = await c.post(f"/v1/review-queue/{item.id}/done", headers=ada)
+        assert done.status_code == 409, done.text
     async with api_client() as c:
         resumed = await c.post(f"/v1/regrade-jobs/{job_id}/resume", headers=admin)
         assert resumed.status_code == 200, resumed.text
