@@ -18,8 +18,8 @@ once the app is built, from what each handler declares:
   archives).
 
 Every method is completed, ``HEAD`` included. The document and its page are served by
-:func:`document_router`, whose paths that serve nothing answer a 404 problem as every
-other unknown path does.
+:func:`document_router`, whose paths that serve nothing answer a 404 problem, whatever
+the method, as every other unknown path does.
 
 The description of an operation is its handler's docstring unless it sets one.
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from litestar import Litestar, Response, Router
+from litestar import HttpMethod, Litestar, Response, Router, route
 from litestar.exceptions import NotFoundException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
@@ -256,12 +256,30 @@ async def _not_found_as_problem(response: Response[Any]) -> Response[Any]:
     return response
 
 
+def _nothing_here() -> None:
+    """Any method but ``GET`` of a path under the document's path that serves nothing."""
+    raise NotFoundException
+
+
 def document_router(path: str) -> Router:
     """The router that serves the OpenAPI document and its page at ``path`` (for
     ``OpenAPIConfig(openapi_router=...)``): a path under it that serves nothing (a
-    documentation page this service does not have, a typo) answers a 404 problem."""
+    documentation page this service does not have, a typo) answers a 404 problem,
+    whatever the method.
+
+    Litestar adds the ``GET`` of such a path (its own 404 page, made a problem by
+    :func:`_not_found_as_problem`); the router holds the other methods, which would
+    otherwise answer 405 and advertise a ``GET`` that finds nothing.
+    """
+    others = [method for method in HttpMethod if method is not HttpMethod.GET]
+    unknown_path = route(
+        "/{path:str}", http_method=others, include_in_schema=False, sync_to_thread=False
+    )(_nothing_here)
     return Router(
-        path, route_handlers=[], include_in_schema=False, after_request=_not_found_as_problem
+        path,
+        route_handlers=[unknown_path],
+        include_in_schema=False,
+        after_request=_not_found_as_problem,
     )
 
 

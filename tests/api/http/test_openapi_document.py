@@ -134,6 +134,20 @@ async def test_an_unknown_path_under_the_document_is_a_problem(api_client: Any, 
     assert answer.json()["status"] == 404
 
 
+@pytest.mark.parametrize("method", ["HEAD", "DELETE", "POST", "OPTIONS"])
+async def test_an_unknown_path_under_the_document_is_a_404_whatever_the_method(
+    api_client: Any, method: str
+) -> None:
+    """Any method on a path under ``/schema`` that serves nothing answers 404, as it does
+    on an unknown path elsewhere: not a 405 that advertises a ``GET`` finding nothing."""
+    async with api_client(start_workers=False) as client:
+        elsewhere = await client.request(method, "/v1/typo")
+        answer = await client.request(method, "/schema/typo")
+    assert elsewhere.status_code == 404
+    assert answer.status_code == 404, (answer.status_code, answer.headers.get("allow"))
+    assert answer.headers["content-type"].startswith("application/problem+json")
+
+
 async def test_every_export_media_type_is_documented(api_client: Any, tokens: Any) -> None:
     """The archives of ``GET /v1/exports/gradings`` (``format=sregym&layout=folder``,
     ``archive=zip``) are listed under their media types, as bytes, so a generated client
