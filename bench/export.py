@@ -1,6 +1,7 @@
 """What an export of many gradings costs the server: wall time, first byte, peak memory.
 
     python bench/export.py [--gradings 10000] [--db sqlite|postgres] [--formats jsonl,csv,sregym]
+                           [--database URL] [--baseline DIR]
 
 Seeds ``--gradings`` graded submissions through the store (the benchmark's diagnosis
 texts, nine answers each; grading them through a judge would take longer than the
@@ -16,6 +17,8 @@ export.
 ``--baseline DIR`` also downloads each format from a server running the code in ``DIR``
 (another checkout, e.g. ``git archive`` of an older commit; run the script from outside
 the checkout, so that ``DIR`` comes first on the server's path), on the same data.
+``--database URL`` uses (and tops up) that database and keeps it, with its service key
+(:func:`kept_key_file`), so a later run on it finds its audit log keyed as before.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import asyncio
 import base64
 import contextlib
 import hashlib
+import os
 import sys
 import tempfile
 import time
@@ -33,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 
 if __package__ in (None, ""):  # run as `python bench/export.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -119,12 +123,23 @@ async def seed(url: str, count: int, *, key_file: Path) -> float:
     return time.perf_counter() - started
 
 
+def kept_key_file(url: str) -> Path:
+    """The service key of a database kept across runs (``--database``): the file
+    ``SRE_JUDGE_SECRET_KEY_FILE`` names when set, else beside the database: ``bench.db.key``
+    for a SQLite file, ``<name>.key`` in the working directory for a server's database.
+    The first run makes it."""
+    configured = os.environ.get("SRE_JUDGE_SECRET_KEY_FILE")
+    if configured:
+        return Path(configured).resolve()
+    return Path(f"{make_url(url).database or 'sre-judge'}.key").resolve()
+
+
 async def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Seed once, then one fresh server per format; the raw figures per format."""
     results: dict[str, dict[str, Any]] = {}
     database = nullcontext(args.database) if args.database else bench_database(args.db)
     with database as url, tempfile.TemporaryDirectory(prefix="srejudge-bench-") as folder:
-        key_file = Path(folder) / "sre-judge.key"
+        key_file = kept_key_file(url) if args.database else Path(folder) / "sre-judge.key"
         env = {
             "SRE_JUDGE_DATABASE_URL": url,
             "SRE_JUDGE_JUDGE": "scripted:pass",
@@ -169,7 +184,11 @@ def main() -> None:
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--formats", default="jsonl,csv,sregym")
     parser.add_argument("--baseline", help="also measure the code of this checkout")
-    parser.add_argument("--database", help="use (and top up) this database URL, kept after")
+    parser.add_argument(
+        "--database",
+        help="use (and top up) this database URL, kept after with its service key "
+        "(SRE_JUDGE_SECRET_KEY_FILE, else beside the database)",
+    )
     args = parser.parse_args()
     args.baseline = args.baseline and str(Path(args.baseline).resolve())
     results = asyncio.run(run(args))

@@ -330,3 +330,18 @@ def test_export_seeds_a_database_whose_tokens_the_service_made(tmp_path: Path) -
     rows = db.execute("SELECT status, count(*) FROM grading GROUP BY status").fetchall()
     db.close()
     assert rows == [("graded", 3)]
+
+
+@pytest.mark.slow
+def test_export_runs_again_on_a_kept_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench/export.py --database URL`` keeps the database's service key beside it, so
+    a second run on the same database tops it up and measures again."""
+    monkeypatch.delenv("SRE_JUDGE_SECRET_KEY_FILE")
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    args = argparse.Namespace(database=url, db="sqlite", gradings=2, formats="jsonl", baseline=None)
+    first = asyncio.run(export.run(args))
+    second = asyncio.run(export.run(args))
+    assert first["jsonl"]["rows"] == second["jsonl"]["rows"] == "2"
+    assert (tmp_path / "kept.db.key").is_file()
