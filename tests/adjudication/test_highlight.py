@@ -1,5 +1,6 @@
 """Marking the judge's quotes in a diagnosis: exact, and when the quote differs only in
-case, white space or punctuation (or a small copying slip in a long quote)."""
+case, white space or punctuation (or a small copying slip in a long quote); and the
+ground truth's values, wherever the checks in code read them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from api.adjudication.highlight import Mark, segments
 from judge.evidence import check_quote
+from judge.grounding import check_condition, facts_of
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES
 from tests.support.timing import best_seconds
 
@@ -135,6 +137,57 @@ def test_a_value_is_not_marked_inside_a_decomposed_letter() -> None:
     assert _marked_in_decomposed(unicodedata.normalize("NFD", "café"), "grounding") == [
         unicodedata.normalize("NFD", "café")
     ]
+
+
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+GEO_TRUTH = (
+    "[fault_spec] component=configmap/geo-config; namespace=hotel || "
+    "CITY=Zürich replaced CITY=Geneva in geo-config; the geo service crashes."
+)
+
+
+@pytest.mark.parametrize("truth_form", ["NFC", "NFD"])
+def test_a_value_of_the_ground_truth_is_marked_in_a_decomposed_diagnosis(truth_form: str) -> None:
+    """A diagnosis written decomposed (NFD, as macOS often sends text) that names a value
+    of the ground truth, composed or decomposed there, has it marked where the check in
+    code finds it named, each letter whole with its accent."""
+    facts = facts_of(unicodedata.normalize(truth_form, GEO_TRUTH))
+    assert facts is not None
+    diagnosis = _nfd("The geo-config configmap in hotel sets CITY=Zürich, so geo crashes.")
+    assert check_condition("values", facts, diagnosis) is None
+    marks = [Mark(v, "grounding", "ground truth") for v in (*facts.components, *facts.values)]
+    marked = [s.text for s in segments(diagnosis, marks) if s.kind == "grounding"]
+    assert marked == ["geo-config", _nfd("CITY=Zürich")]
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [
+        ("the frontend calls port ８０８０ of payment", "8080"),  # fullwidth digits
+        ("geo\u2010config sets CITY to Zurich", "geo-config"),  # a Unicode hyphen
+        (_nfd("le café-service perd sa base"), "café-service"),
+    ],
+)
+def test_a_value_written_otherwise_as_the_checks_read_it_is_marked(
+    written: str, value: str
+) -> None:
+    """A value the diagnosis writes with fullwidth digits, a Unicode hyphen or decomposed
+    accents (all read as the ground truth writes it by the checks in code) is marked, over
+    the text as the diagnosis writes it."""
+    marked = [s.text for s in segments(written, [Mark(value, "grounding", "g")]) if s.kind]
+    assert len(marked) == 1
+    assert unicodedata.normalize("NFKC", marked[0]).replace("\u2010", "-") == value
+
+
+def test_a_value_in_fullwidth_digits_is_not_marked_inside_a_longer_number() -> None:
+    """Read as the checks read it, a value is still marked on word boundaries only:
+    ``8080`` not inside ``１８０８０`` (nor ``cafe`` inside a decomposed ``café``, above)."""
+    text = "port １８０８０ is open, port ８０８０ is not"
+    marked = [s.text for s in segments(text, [Mark("8080", "grounding", "g")]) if s.kind]
+    assert marked == ["８０８０"]
 
 
 def test_many_paraphrased_quotes_in_the_largest_diagnosis_mark_about_as_fast_as_one() -> None:
