@@ -61,8 +61,11 @@ class AllowEveryMethod:
         return self._allow
 
     async def __call__(self, message: Message, scope: Scope) -> None:
-        """Replace ``Allow`` on the start of an ``OPTIONS`` answer."""
+        """Replace ``Allow`` on the start of a successful ``OPTIONS`` answer (an error,
+        such as the 404 of a path that serves nothing, allows nothing)."""
         if message["type"] != "http.response.start" or scope.get("method") != "OPTIONS":
+            return
+        if message["status"] >= 400:
             return
         allow = self._table(scope["app"]).get(scope.get("path_template", ""))
         if allow is not None:

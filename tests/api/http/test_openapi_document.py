@@ -146,6 +146,7 @@ async def test_an_unknown_path_under_the_document_is_a_404_whatever_the_method(
     assert elsewhere.status_code == 404
     assert answer.status_code == 404, (answer.status_code, answer.headers.get("allow"))
     assert answer.headers["content-type"].startswith("application/problem+json")
+    assert "allow" not in answer.headers  # a path that serves nothing allows nothing
 
 
 async def test_every_export_media_type_is_documented(api_client: Any, tokens: Any) -> None:
