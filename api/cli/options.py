@@ -22,6 +22,7 @@ __all__ = [
     "FILTER_FLAGS",
     "FORMATS",
     "Instant",
+    "NamedValue",
     "as_utc",
     "default_format",
     "deprecated",
@@ -76,8 +77,9 @@ SCOPE_FLAGS: dict[str, tuple[str, list[str], str]] = {
 
 if TYPE_CHECKING:  # generic in click's stubs; click 8.1's class is not subscriptable
     _ParamType = click.ParamType[datetime, Any]
+    _TextType = click.ParamType[str, Any]
 else:
-    _ParamType = click.ParamType
+    _ParamType = _TextType = click.ParamType
 
 
 class Instant(_ParamType):
@@ -110,11 +112,33 @@ class Instant(_ParamType):
         return bounded_date(parsed)
 
 
+#: filter keys whose value, given blank, names nothing any grading or scenario has: a
+#: judge, a rubric, a scenario set (an agent or a run id imported as "" may be stored)
+_NAMING = ("rubric", "judge", "scenario_set")
+
+
+class NamedValue(_TextType):
+    """A filter value that names something: given blank (``--graded-judge ""``, as
+    ``"$JUDGE"`` with ``JUDGE`` unset gives) it names nothing and is refused naming the
+    option; only a flag left out means "any"."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """``value``, or a usage error naming the option when it is blank."""
+        text = str(value)
+        if not text.strip():
+            self.fail("given empty, it names nothing (leave the option out for any)", param, ctx)
+        return text
+
+
 def _filter_type(key: str) -> click.ParamType[Any, Any] | None:
     if key in _TIMES:
         return Instant()
     if key == "ground_truth_source":
         return click.Choice(["scenario", "inline"])
+    if key in _NAMING:
+        return NamedValue()
     return None
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 
 from api.regrade.batch_queries import BatchProgress
-from api.regrade.selection import RegradeFilter, masked_filter
+from api.regrade.selection import RegradeFilter, check_graded_judge, masked_filter
 from api.service.request_types import BoundedDatetime
 from api.service.settings import mask_passwords
 from judge.rubric import split_rubric_ref
@@ -23,6 +23,8 @@ __all__ = [
 ]
 
 _NAME = Field(default=None, max_length=256)
+#: a scenario tag as scenarios carry them: never empty
+_Tag = Annotated[StrictStr, Field(min_length=1)]
 
 
 class RegradeFilterIn(BaseModel):
@@ -47,9 +49,12 @@ class RegradeFilterIn(BaseModel):
         "a panel, panel:SPEC1,SPEC2 or panel:SPEC1+SPEC2",
     )
     passed: StrictBool | None = None
-    tags: list[StrictStr] = Field(default_factory=list, max_length=20, description="scenario tags")
+    tags: list[_Tag] = Field(default_factory=list, max_length=20, description="scenario tags")
     scenario_set: StrictStr | None = Field(
-        default=None, max_length=64, description="only scenarios of this set, e.g. held-out"
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="only scenarios of this set, e.g. held-out",
     )
     run_id: StrictStr | None = Field(default=None, max_length=256)
     ground_truth_source: Literal["scenario", "inline"] | None = None
@@ -57,9 +62,24 @@ class RegradeFilterIn(BaseModel):
     @field_validator("rubric_version")
     @classmethod
     def _rubric_ref(cls, value: str | None) -> str | None:
-        """``id@`` (an empty version) is refused, as a job's target rubric refuses it."""
+        """``id@`` (an empty version) and an empty id (``""``, ``@VERSION``) are refused,
+        as a job's target rubric refuses them: they name no rubric a grading has."""
         if value is not None:
-            split_rubric_ref(value)
+            rubric_id, _ = split_rubric_ref(value)
+            if not rubric_id.strip():
+                raise ValueError(
+                    f"{value!r}: the rubric id is empty (give id, id@version or version, "
+                    "or omit it)"
+                )
+        return value
+
+    @field_validator("judge")
+    @classmethod
+    def _graded_judge(cls, value: str | None) -> str | None:
+        """A judge in none of the forms a grading records is refused: it would select
+        nothing (``api.regrade.selection.check_graded_judge``)."""
+        if value is not None:
+            check_graded_judge(value)
         return value
 
     def to_filter(self) -> RegradeFilter:

@@ -19,7 +19,7 @@ from sqlmodel import col
 
 from judge.masking import mask_passwords
 from judge.rubric import split_rubric_ref
-from judge.spec import panel_specs_named, split_spec
+from judge.spec import PANEL_PREFIX, member_specs, panel_specs_named, split_spec
 from storage.canonical import iso_utc
 from storage.gradings import where_equal
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
@@ -27,6 +27,7 @@ from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
 __all__ = [
     "RegradeFilter",
     "candidates_query",
+    "check_graded_judge",
     "masked_filter",
     "matching_scenarios",
     "totals_query",
@@ -79,6 +80,40 @@ class RegradeFilter:
         if "tags" in stored:
             stored["tags"] = list(stored["tags"])
         return stored
+
+
+#: what a filter's ``judge`` may name (docs/imports-regrades.md, "Batch regrading")
+_GRADED_JUDGE_FORMS = (
+    "give BACKEND:MODEL (e.g. external:sregym), BACKEND:MODEL@URL, or a panel, "
+    "panel:SPEC1,SPEC2 or panel:SPEC1+SPEC2"
+)
+
+
+def _names_a_judge(spec: str) -> bool:
+    """Whether ``spec`` has the shape of a judge spec a grading records: a backend, a
+    model and, after an ``@``, a base URL (read as recorded, not validated: a judge no
+    longer configured, or ``external:sregym`` of imported verdicts, still names one)."""
+    backend, model, base_url = split_spec(spec.strip())
+    return bool(backend.strip() and model.strip() and (base_url is None or base_url.strip()))
+
+
+def check_graded_judge(text: str) -> None:
+    """ValueError, naming the accepted forms, unless ``text`` has the shape of a judge a
+    grading records (:func:`_names_a_judge`), or of a panel of such members in one of
+    its spellings: a blank text, ``scripted:``, ``:pass``, ``scripted:pass@`` or
+    ``panel:`` names no grading's judge, and a filter by it would select nothing. The
+    error quotes ``text`` with its base URLs' credentials masked."""
+    if not text.strip():
+        raise ValueError(f"the judge is empty; {_GRADED_JUDGE_FORMS}, or omit it")
+    if text.startswith(PANEL_PREFIX):
+        readings = [member_specs(spec) for spec in panel_specs_named(text)]
+        if not any(all(map(_names_a_judge, members)) for members in readings):
+            raise ValueError(
+                f"{mask_passwords(text)!r} names no panel of judges BACKEND:MODEL[@URL]; "
+                f"{_GRADED_JUDGE_FORMS}"
+            )
+    elif not _names_a_judge(text):
+        raise ValueError(f"{mask_passwords(text)!r} names no judge; {_GRADED_JUDGE_FORMS}")
 
 
 def _judge_clauses(judge: str) -> list[Any]:

@@ -320,6 +320,74 @@ async def test_an_empty_target_rubric_is_refused_not_read_as_the_services_defaul
     assert any("rubric" in e["field"] for e in reply.json()["errors"]), reply.json()
 
 
+async def _post_over_one_grading(
+    api_client: ClientFactory, tokens: Callable[..., Any], body: dict[str, Any]
+) -> Any:
+    """The answer to starting the job ``body`` with one current grading, by scripted:pass."""
+    admin = await tokens("admin")
+    async with api_client() as client:
+        await graded(client, admin)
+        return await client.post("/v1/regrade-jobs", json=body, headers=admin)
+
+
+def _assert_refused_naming(reply: Any, field: str) -> None:
+    assert reply.status_code == 422, (reply.status_code, reply.text)
+    assert reply.headers["content-type"].startswith("application/problem+json")
+    assert any(field in e["field"] for e in reply.json()["errors"]), reply.json()
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize(
+    "judge",
+    [
+        "nonsense",  # no backend:model at all
+        "",  # names nothing, as "$OLD_JUDGE" with OLD_JUDGE unset gives
+        "   ",
+        "scripted:",  # no model
+        ":pass",  # no backend
+        "scripted:pass@",  # an empty base URL, which no recorded spec has
+        "panel:",  # a panel of no member
+    ],
+)
+async def test_a_filter_judge_in_none_of_the_documented_forms_is_refused_naming_it(
+    api_client: ClientFactory, tokens: Callable[..., Any], judge: str, dry_run: bool
+) -> None:
+    """A filter's ``judge`` that is in none of the forms a grading's judge has
+    (``BACKEND:MODEL``, ``BACKEND:MODEL@URL``, a panel of such members) is refused with
+    422 naming ``judge``, dry run or not: a script whose judge variable is unset or
+    misspelt learns it, rather than getting a job that regraded nothing."""
+    body = {"judge": NEW_JUDGE, "dry_run": dry_run, "filter": {"judge": judge}}
+    _assert_refused_naming(await _post_over_one_grading(api_client, tokens, body), "judge")
+
+
+@pytest.mark.parametrize("rubric_version", ["", "@v1+5b849a4d5806"])
+async def test_a_filter_rubric_version_with_an_empty_id_is_refused_naming_it(
+    api_client: ClientFactory, tokens: Callable[..., Any], rubric_version: str
+) -> None:
+    """A filter's ``rubric_version`` with an empty rubric id (``""``, ``@VERSION``) names
+    no rubric a grading has: refused with 422 naming ``rubric_version``, as a job's own
+    empty rubric is."""
+    body = {"judge": NEW_JUDGE, "dry_run": True, "filter": {"rubric_version": rubric_version}}
+    reply = await _post_over_one_grading(api_client, tokens, body)
+    _assert_refused_naming(reply, "rubric_version")
+
+
+@pytest.mark.parametrize(
+    ("filter_", "field"),
+    [({"scenario_set": ""}, "scenario_set"), ({"tags": [""]}, "tags")],
+)
+async def test_a_scenario_filter_no_scenario_can_match_is_refused_naming_it(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    filter_: dict[str, Any],
+    field: str,
+) -> None:
+    """A filter's empty ``scenario_set`` or empty tag, which no scenario has, is refused
+    with 422 naming the field, as the reports' filters refuse an empty set."""
+    body = {"judge": NEW_JUDGE, "dry_run": True, "filter": filter_}
+    _assert_refused_naming(await _post_over_one_grading(api_client, tokens, body), field)
+
+
 async def test_a_refused_judge_spec_is_quoted_with_its_password_masked(
     api_client: ClientFactory, tokens: Callable[..., Any]
 ) -> None:

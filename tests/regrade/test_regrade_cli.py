@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
+from sqlalchemy.engine import Engine
 
 from api.cli.main import main
+from storage import Store
+from tests.storage.helpers import graded_result, new_submission, sregym_rubric
+from tests.support.keys import session_key
 from tests.support.sregym_results import write_sregym_results
 
 
@@ -84,6 +90,37 @@ def test_import_sregym_then_regrade_with_progress_flips_and_a_free_second_run(
     assert empty.returncode == 2 and "rubric" in empty.stderr and not empty.stdout
     missing = cli("regrade", "status", "nope", env=env)
     assert missing.returncode == 2 and missing.stderr == "error: no regrade job 'nope'\n"
+
+
+async def _one_grading_by_scripted_pass(engine: Engine) -> None:
+    store = Store(engine, key=session_key())
+    await store.submissions.create(
+        new_submission(), rubric=sregym_rubric(), judge_spec="scripted:pass",
+        judge_backend="scripted", judge_model="pass", actor="tok-1",
+    )  # fmt: skip
+    [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
+    assert await store.queue.complete(claim.grading_id, "seed", graded_result())
+
+
+@pytest.mark.parametrize(
+    ("graded_judge", "named"),
+    [("", "--graded-judge"), ("  ", "--graded-judge"), ("nonsense", "judge")],
+)
+def test_regrade_refuses_a_graded_judge_that_names_no_judge(
+    database_url: str, engine: Engine, graded_judge: str, named: str
+) -> None:
+    """``regrade --graded-judge`` given empty (``"$OLD_JUDGE"`` with it unset) or in
+    none of a judge's forms is bad usage naming it (exit 2), not a job of no submission;
+    the same command without it covers the stored grading."""
+    env = _env(database_url)
+    asyncio.run(_one_grading_by_scripted_pass(engine))
+    base = ["regrade", "--judge", "scripted:fail", "--dry-run", "--format", "json"]
+    control = cli(*base, env=env)
+    assert control.returncode == 0, control.stderr
+    assert json.loads(control.stdout)["total"] == 1
+    result = cli(*base, "--graded-judge", graded_judge, env=env)
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert named in result.stderr and not result.stdout
 
 
 def test_import_jsonl_reports_line_numbers_and_strict_imports_nothing(
