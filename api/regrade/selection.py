@@ -22,7 +22,7 @@ from judge.rubric import split_rubric_ref
 from judge.spec import PANEL_PREFIX, member_specs, panel_specs_named, split_spec
 from storage.canonical import iso_utc
 from storage.gradings import where_equal
-from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord
+from storage.tables import RESULT_STATUSES, GradingRecord, ScenarioRecord, SubmissionRecord
 
 __all__ = [
     "RegradeFilter",
@@ -32,8 +32,6 @@ __all__ = [
     "matching_scenarios",
     "totals_query",
 ]
-
-_FINISHED = ("graded", "unscored")
 
 
 def masked_filter(stored: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +131,7 @@ def _judge_clauses(judge: str) -> list[Any]:
 
 def _filtered(query: Select[Any], f: RegradeFilter, scenarios: list[str] | None) -> Select[Any]:
     g, s = GradingRecord, SubmissionRecord
-    query = query.where(col(g.is_current).is_(True), col(g.status).in_(_FINISHED))
+    query = query.where(col(g.is_current).is_(True), col(g.status).in_(RESULT_STATUSES))
     equal = [
         (s.agent, f.agent),
         (s.model, f.model),

@@ -31,7 +31,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from storage.regrade.tables import RegradeJobRecord
-from storage.tables import GradingRecord, SubmissionRecord
+from storage.tables import RESULT_STATUSES, GradingRecord, SubmissionRecord
 
 if TYPE_CHECKING:
     from api.reports.filters import ReportFilter
@@ -68,10 +68,6 @@ def _shadow_jobs() -> Any:
     return select(col(RegradeJobRecord.id)).where(col(RegradeJobRecord.mode) == "shadow")
 
 
-#: the states of a grading that has its verdict (or its reason for none)
-_FINISHED = ("graded", "unscored")
-
-
 def _is_shadow(grading: Any) -> Any:
     return and_(
         col(grading.regrade_job_id).in_(_shadow_jobs()),
@@ -90,8 +86,8 @@ def _shadow() -> Any:
         col(other.created_at) > col(_G.created_at),
         and_(col(other.created_at) == col(_G.created_at), col(other.id) > col(_G.id)),
     )
-    other_done = col(other.status).in_(_FINISHED)
-    this_pending = col(_G.status).not_in(_FINISHED)
+    other_done = col(other.status).in_(RESULT_STATUSES)
+    this_pending = col(_G.status).not_in(RESULT_STATUSES)
     hidden = exists().where(
         col(other.submission_id) == col(_G.submission_id),
         col(other.rubric_id) == col(_G.rubric_id),

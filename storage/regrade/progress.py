@@ -20,13 +20,9 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.regrade.tables import TERMINAL_STATES, RegradeJobRecord
-from storage.tables import GradingRecord, JudgeCallRecord
+from storage.tables import RESULT_STATUSES, GradingRecord, JudgeCallRecord
 
 __all__ = ["JobProgress", "JobView", "active_jobs", "job_progress", "recent_jobs"]
-
-
-#: the statuses of an item that is answered (graded) or will never be (unscored)
-_FINISHED = ("graded", "unscored")
 
 
 @dataclass(frozen=True)
@@ -99,7 +95,7 @@ def _cached_items(session: Session, job_id: str) -> int:
         .join(GradingRecord, col(GradingRecord.id) == col(JudgeCallRecord.grading_id))
         .where(
             col(GradingRecord.regrade_job_id) == job_id,
-            col(GradingRecord.status).in_(_FINISHED),
+            col(GradingRecord.status).in_(RESULT_STATUSES),
         )
         .group_by(col(JudgeCallRecord.grading_id))
         .having(func.sum(case((col(JudgeCallRecord.cached), 0), else_=1)) == 0)
