@@ -36,21 +36,12 @@ __all__ = [
     "AttemptCursor",
     "AttemptPage",
     "AttemptReads",
-    "RecentAttempts",
     "is_replay_in",
     "lock_attempts",
+    "made_at_in",
     "recent_in",
     "recent_query",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class RecentAttempts:
-    """A token's attempts on one scenario since a moment, and the first of them."""
-
-    count: int
-    #: when the earliest counted attempt was made (None when there is none)
-    first_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,19 +96,36 @@ def _attempts_of(token_id: str | None, scenario_id: str | None, since: datetime)
     return conditions
 
 
-def recent_query(token_id: str, scenario_id: str, since: datetime) -> Select[int, datetime]:
-    """The count and the first time of ``token_id``'s attempts on ``scenario_id`` made at
-    or after ``since`` (a range of ``ix_submission_attempts``)."""
-    return select(func.count(), func.min(col(SubmissionRecord.created_at))).where(
+def recent_query(token_id: str, scenario_id: str, since: datetime) -> Select[int]:
+    """The count of ``token_id``'s attempts on ``scenario_id`` made at or after ``since``
+    (a range of ``ix_submission_attempts``)."""
+    return select(func.count()).where(
         *_attempts_of(token_id, scenario_id, since)  # type: ignore[arg-type]
     )
 
 
-def recent_in(session: Session, token_id: str, scenario_id: str, since: datetime) -> RecentAttempts:
-    """``token_id``'s attempts on ``scenario_id`` made at or after ``since``, in the
-    caller's transaction."""
-    count, first = session.execute(recent_query(token_id, scenario_id, since)).one()
-    return RecentAttempts(count=int(count), first_at=first)
+def recent_in(session: Session, token_id: str, scenario_id: str, since: datetime) -> int:
+    """How many attempts ``token_id`` made on ``scenario_id`` at or after ``since``, in
+    the caller's transaction."""
+    return int(session.execute(recent_query(token_id, scenario_id, since)).scalar_one())
+
+
+def made_at_in(
+    session: Session, token_id: str, scenario_id: str, since: datetime, index: int
+) -> datetime | None:
+    """When the ``index``-th (from 0, oldest first) of ``token_id``'s attempts on
+    ``scenario_id`` made at or after ``since`` was made, in the caller's transaction;
+    None when there are not that many. With ``count`` attempts in a window and a limit
+    of ``limit``, the one at ``count - limit`` is the last that must leave the window
+    before one more attempt fits."""
+    query = (
+        select(col(SubmissionRecord.created_at))
+        .where(*_attempts_of(token_id, scenario_id, since))  # type: ignore[arg-type]
+        .order_by(col(SubmissionRecord.created_at))
+        .offset(index)
+        .limit(1)
+    )
+    return session.execute(query).scalar_one_or_none()
 
 
 def is_replay_in(session: Session, token_id: str, idempotency_key: str) -> bool:

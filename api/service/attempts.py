@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from api.service.errors import ServiceError
 from api.service.principal import Principal
 from api.service.services import Services
-from storage.attempts import is_replay_in, lock_attempts, recent_in
+from storage.attempts import is_replay_in, lock_attempts, made_at_in, recent_in
 from storage.errors import InvalidCursor
 
 __all__ = [
@@ -72,15 +72,19 @@ def check_attempts_in(
         return
     lock_attempts(session, principal.id, scenario_id)
     now = services.store.db.clock()
-    recent = recent_in(session, principal.id, scenario_id, now - ATTEMPT_WINDOW)
-    if recent.count < limit:
+    since = now - ATTEMPT_WINDOW
+    count = recent_in(session, principal.id, scenario_id, since)
+    if count < limit:
         return
     if idempotency_key is not None and is_replay_in(session, principal.id, idempotency_key):
         return
-    first = _aware(recent.first_at or now)
-    wait = max(1, math.ceil((first + ATTEMPT_WINDOW - _aware(now)).total_seconds()))
+    # the wait until enough attempts left the window for one more to fit (more than the
+    # first's leaving when the token holds more than the limit: a limit lowered since)
+    freeing = made_at_in(session, principal.id, scenario_id, since, count - limit)
+    freed_at = _aware(freeing or now) + ATTEMPT_WINDOW
+    wait = max(1, math.ceil((freed_at - _aware(now)).total_seconds()))
     raise TooManyAttempts(
-        f"this token made {recent.count} attempts on scenario {scenario_id!r} within the "
+        f"this token made {count} attempts on scenario {scenario_id!r} within the "
         f"last hour, the limit is {limit}; nothing was stored",
         retry_after=wait,
     )

@@ -186,3 +186,48 @@ async def test_the_command_line_reports_the_attempts_the_route_reports(
     stated = route["items"][0]
     assert datetime.fromisoformat(first_at) == datetime.fromisoformat(stated["first_at"])
     assert datetime.fromisoformat(last_at) == datetime.fromisoformat(stated["last_at"])
+
+
+async def test_retry_after_waits_until_one_more_attempt_fits_under_a_lowered_limit(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A token holding more attempts in the hour than a limit lowered since (5, then 2:
+    three made 50 minutes ago, two just now) is told to wait until enough of them left
+    the window for one more to fit, not until the first leaves: a client that waits its
+    ``Retry-After`` is let in, not refused again."""
+    admin, agent = await tokens("admin"), await tokens("submitter", "prober")
+    async with api_client(start_workers=False, submitter_attempts_per_scenario_per_hour=5) as c:
+        made = await c.post(
+            "/v1/scenarios", json={"id": "s1", "ground_truth": TRUTH}, headers=admin
+        )
+        assert made.status_code == 201, made.text
+        for port in range(5):
+            taken = await c.post("/v1/submissions", json=_body(port), headers=agent)
+            assert taken.status_code == 202, taken.text
+
+    def move_back(minutes: float, first: int | None = None) -> None:
+        with engine.begin() as connection:
+            rows = connection.execute(
+                select(_SUBMISSIONS.c.id, _SUBMISSIONS.c.created_at).order_by(
+                    _SUBMISSIONS.c.created_at
+                )
+            ).all()
+            for row_id, created in rows[:first]:
+                connection.execute(
+                    update(_SUBMISSIONS)
+                    .where(_SUBMISSIONS.c.id == row_id)
+                    .values(created_at=created - timedelta(minutes=minutes))
+                )
+
+    move_back(50, first=3)
+    async with api_client(start_workers=False, submitter_attempts_per_scenario_per_hour=2) as c:
+        refused = await c.post("/v1/submissions", json=_body(9), headers=agent)
+        assert refused.status_code == 429, refused.text
+        wait = int(refused.headers["Retry-After"])
+        assert 3500 <= wait <= 3600, wait  # the fourth oldest leaves in about an hour
+        move_back(wait / 60 - 1)  # a minute short of it: still refused
+        early = await c.post("/v1/submissions", json=_body(10), headers=agent)
+        move_back(1 + 1 / 60)  # waited as told
+        retried = await c.post("/v1/submissions", json=_body(11), headers=agent)
+    assert early.status_code == 429, early.text
+    assert retried.status_code == 202, (wait, retried.text)
