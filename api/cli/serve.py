@@ -39,7 +39,8 @@ def migrate_command() -> None:
     "--processes",
     type=click.IntRange(1, 64),
     help="server processes sharing the port, each with its workers (PostgreSQL only above 1; "
-    "default SRE_JUDGE_PROCESSES or 1)",
+    "they share SRE_JUDGE_JUDGE_CONCURRENCY, so at most that many; default "
+    "SRE_JUDGE_PROCESSES or 1)",
 )
 def serve_command(host: str | None, port: int | None, processes: int | None) -> None:
     """Migrate the database and serve the API.
@@ -62,6 +63,13 @@ def serve_command(host: str | None, port: int | None, processes: int | None) -> 
             "--processes above 1 needs PostgreSQL: SQLite admits one writer at a time, so "
             "more processes would only queue for its lock"
         )
+    if settings.processes > 1:
+        from api.http.processes import judge_shares
+
+        try:  # the processes share the judge concurrency: each needs a call
+            judge_shares(settings.judge_concurrency, settings.processes)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     # every setting is checked before the database is touched: a mistyped one must not
     # upgrade a schema, then refuse to start
     try:

@@ -9,6 +9,11 @@ under its lease, so PostgreSQL is required (SQLite admits one writer at a time: 
 processes would queue for its lock). A submission's ``?wait=`` in one process sees a
 grading finished by another within its poll interval.
 
+``SRE_JUDGE_JUDGE_CONCURRENCY`` bounds the calls to one judge endpoint, whichever
+process makes them: each child is given its share (:func:`judge_shares`), and its
+grading workers, unless ``SRE_JUDGE_WORKERS`` says how many, follow that share. More
+processes than the concurrency are refused: each needs at least one call.
+
 SIGTERM or SIGINT to the parent is passed to every child, which shuts down gracefully
 (one still starting ends by the signal: a stop too), and the parent exits 0; if a child
 dies, the others are stopped and the parent exits with its status (``128 + s`` for one
@@ -33,7 +38,7 @@ from types import FrameType
 
 from api.service.settings import Settings
 
-__all__ = ["bind_socket", "run_processes"]
+__all__ = ["bind_socket", "judge_shares", "run_processes"]
 
 #: pending connections the shared socket queues
 _BACKLOG = 2048
@@ -48,6 +53,22 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock.listen(_BACKLOG)
     sock.set_inheritable(True)
     return sock
+
+
+def judge_shares(concurrency: int, count: int) -> list[int]:
+    """Each of ``count`` processes' share of ``concurrency`` concurrent calls to one judge
+    endpoint: ``concurrency // count``, one more for each of the first
+    ``concurrency % count``. ValueError, naming both settings, when a process would get
+    none."""
+    if count > concurrency:
+        raise ValueError(
+            f"--processes {count} (SRE_JUDGE_PROCESSES) is more than "
+            f"SRE_JUDGE_JUDGE_CONCURRENCY={concurrency}: the processes share the concurrent "
+            "calls to one judge endpoint and each needs at least one; lower --processes or "
+            "raise SRE_JUDGE_JUDGE_CONCURRENCY"
+        )
+    share, more = divmod(concurrency, count)
+    return [share + (1 if n < more else 0) for n in range(count)]
 
 
 @contextlib.contextmanager
@@ -101,7 +122,11 @@ def _exit_status(exitcode: int) -> int:
 
 
 def run_processes(settings: Settings, count: int) -> int:
-    """Serve with ``count`` processes until SIGTERM or SIGINT; the exit status."""
+    """Serve with ``count`` processes until SIGTERM or SIGINT; the exit status.
+
+    Each process calls a judge endpoint at most its share of the judge concurrency
+    (:func:`judge_shares`; ValueError when there are more processes than calls)."""
+    shares = judge_shares(settings.judge_concurrency, count)
     sock = bind_socket(settings.host, settings.port)
     context = multiprocessing.get_context("spawn")
     children: list[BaseProcess] = []  # the ones started
@@ -118,8 +143,9 @@ def run_processes(settings: Settings, count: int) -> int:
         for n in range(count):
             if stopping:  # a signal during start-up: start no more
                 break
+            own = settings.model_copy(update={"judge_concurrency": shares[n]})
             child = context.Process(
-                target=_child, args=(settings, sock, n == 0), name=f"sre-judge-serve-{n}"
+                target=_child, args=(own, sock, n == 0), name=f"sre-judge-serve-{n}"
             )
             with _sigint_blocked():
                 child.start()

@@ -18,6 +18,7 @@ from api.service.judging import waiting_code
 from judge.errors import JudgeCallError, JudgeSpecError, JudgeUnavailable
 from judge.masking import mask_passwords
 from judge.spec import judge_identity, member_specs, parse_judge_spec
+from storage.judge_failures import standing_failure
 
 if TYPE_CHECKING:
     from api.service.services import Services
@@ -75,35 +76,57 @@ def judge_address(spec: str, backend: JudgeBackend | None = None) -> str | None:
 
 
 async def _probe(services: Services, spec: str, *, addresses: bool = True) -> dict[str, Any]:
-    """Whether the judge of ``spec`` answers (probed at most every ``PROBE_TTL`` since it
-    was last called or probed).
+    """Whether the judge of ``spec`` answers: it lists its models (probed at most every
+    ``PROBE_TTL`` since it was last called or probed in this process), and no failed
+    call of it stands (:func:`_failed_call`).
 
     A backend raises judge errors; anything else it lets through (its client tripping
     over an answer it never expected) is an unavailable judge, as for a judge call
-    (``judge.retry``): readiness says so, it never fails with it. A probe that lists the
-    models does not clear a grading's failed judge call (``BackendPool.record``): only a
-    later call that succeeds does, or no call for the retry wait and ``PROBE_TTL``
-    after it (``BackendPool.record``)."""
+    (``judge.retry``): readiness says so, it never fails with it."""
     pool = services.backends
     health = pool.health.get(spec)
-    checked = None if health is None else health.checked_at
-    if health is None or checked is None or datetime.now(UTC) - checked > PROBE_TTL:
+    if health is None or health.at is None or datetime.now(UTC) - health.at > PROBE_TTL:
         backend = pool.get(spec)  # a spec that does not parse: JudgeSpecError, the caller's
         try:
             async with asyncio.timeout(5):
                 await backend.probe()
-            stands = timedelta(seconds=services.settings.judge_retry_seconds) + PROBE_TTL
-            pool.record(spec, ok=True, source="probe", failure_stands=stands)
+            pool.record(spec, ok=True, source="probe")
         except (JudgeCallError, TimeoutError) as exc:
             failure = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
             pool.record(spec, ok=False, reason=waiting_code(failure), source="probe")
         except Exception:
             pool.record(spec, ok=False, reason=waiting_code(JudgeUnavailable.code), source="probe")
         health = pool.health[spec]
-    status = {"ok": bool(health.ok), "judge": judge_identity(spec), "reason": health.reason}
+    ok, reason = bool(health.ok), health.reason
+    failed = await _failed_call(services, spec)
+    if failed is not None:
+        ok, reason = False, failed
+    status = {"ok": ok, "judge": judge_identity(spec), "reason": reason}
     if addresses:
         status["address"] = judge_address(spec, pool.get(spec))
     return status
+
+
+async def _failed_call(services: Services, spec: str) -> str | None:
+    """The waiting code of a failed call to the judge of ``spec`` that still stands, or
+    None (also when the database does not answer: readiness says that apart).
+
+    Listing its models is not enough for a judge whose call failed: the failure stands
+    until a later call to it succeeds, or until the retry wait and ``PROBE_TTL`` have
+    passed with no call failing again (when the gradings it deferred were not asked
+    again meanwhile, nothing here waits on the judge: the probe decides again). It is
+    read from the database (``storage.judge_failures``), not from this process's
+    memory, so that every process of a deployment answers alike."""
+    db = services.store.db
+    retry = timedelta(seconds=services.settings.judge_retry_seconds)
+    since = db.clock() - retry - PROBE_TTL
+    judge = services.backends.called_judge(spec)
+    try:
+        async with asyncio.timeout(5):  # a hung database must not hold the answer
+            code = await db.run_read(standing_failure, judge, since=since)
+    except Exception:
+        return None
+    return None if code is None else waiting_code(code)
 
 
 async def _identity(services: Services, spec: str) -> dict[str, Any]:

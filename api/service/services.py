@@ -8,7 +8,7 @@ import socket
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from api.service.errors import UnknownReference
@@ -21,6 +21,7 @@ from judge.identity import DigestTracker
 from judge.rubric import Rubric, split_rubric_ref
 from judge.spec import JudgeSpec, member_specs, parse_judge_spec
 from storage import Claim, Store, is_postgres
+from storage.judge_failures import CalledJudge
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -98,25 +99,15 @@ HealthSource = Literal["call", "probe"]
 
 @dataclass
 class JudgeHealth:
-    """The last thing known about a judge endpoint, where and when it was learned."""
+    """What this process last learned of a judge endpoint, where and when.
+
+    A failed call that still stands is not kept here but read from the database
+    (``storage.judge_failures``), so that every process answers alike."""
 
     ok: bool | None = None
     reason: str | None = None
     at: datetime | None = None
     source: HealthSource = "call"
-    #: when the judge was last probed (a probe leaves a failed call standing:
-    #: ``BackendPool.record``)
-    probed_at: datetime | None = None
-
-    @property
-    def failed_call(self) -> bool:
-        """Whether it was learned from a judge call that failed."""
-        return self.source == "call" and self.ok is False
-
-    @property
-    def checked_at(self) -> datetime | None:
-        """When the judge was last called or probed."""
-        return max((t for t in (self.at, self.probed_at) if t is not None), default=None)
 
 
 class LimitedBackend:
@@ -205,9 +196,14 @@ class BackendPool:
     def calls_of(self, spec_text: str, calls: Sequence[JudgeCall]) -> list[JudgeCall]:
         """Those of a grading's ``calls`` (a panel's are all its members') that went to
         the judge of ``spec_text``: the calls naming its backend, model and base URL."""
-        backend = self.limited(spec_text)
-        judge = (backend.name, backend.model, backend.base_url)
+        judge = self.called_judge(spec_text)
         return [call for call in calls if (call.backend, call.model, call.base_url) == judge]
+
+    def called_judge(self, spec_text: str) -> CalledJudge:
+        """The judge of ``spec_text`` as its calls record it: ``(backend, model,
+        base_url)`` of its backend."""
+        backend = self.limited(spec_text)
+        return (backend.name, backend.model, backend.base_url)
 
     async def follow_digests(self, judge_spec: str, calls: Sequence[JudgeCall]) -> None:
         """After a grading by ``judge_spec`` (one judge or a panel): note its calls'
@@ -239,27 +235,13 @@ class BackendPool:
         ok: bool,
         reason: str | None = None,
         source: HealthSource = "call",
-        failure_stands: timedelta | None = None,
     ) -> None:
         """Remember how the last call to a judge (``source`` ``call``) or probe of it
-        (``probe``) went, for readiness. A judge that lists its models may still fail
-        every completion (a proxy in front of a model server that is down, a model that
-        does not fit in memory): after a failed call, a probe is only noted
-        (``probed_at``); the failure stands until a later call succeeds, or until
-        ``failure_stands`` has passed with no call (the wait after which a grading it
-        deferred is asked again: when none was, nothing here waits on the judge, and
-        the probe decides again; a process whose deferred gradings another finished is
-        not kept out of rotation for ever)."""
-        now = datetime.now(UTC)
-        held = self.health.get(spec_text)
-        if source == "probe" and held is not None and held.failed_call:
-            recent = failure_stands is None or held.at is None or now - held.at <= failure_stands
-            if recent:
-                held.probed_at = now
-                return
-        probed = now if source == "probe" else None
+        (``probe``) went in this process: readiness probes it again once this is stale.
+        A failed call stands against a later probe by the grading it deferred
+        (``storage.judge_failures``), not here."""
         self.health[spec_text] = JudgeHealth(
-            ok=ok, reason=reason, at=now, source=source, probed_at=probed
+            ok=ok, reason=reason, at=datetime.now(UTC), source=source
         )
         if not ok and spec_text in self._backends:  # the server may have been replaced
             self.digests.stale(self._backends[spec_text])

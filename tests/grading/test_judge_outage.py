@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 import respx
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from api.service.judge_status import judge_status, startup_message
 from judge.backends.ollama import OllamaBackend
@@ -21,7 +22,7 @@ from judge.backends.scripted import ScriptedBackend
 from judge.calls import ChatMessage, Completion, JudgeRequest
 from judge.errors import JudgeAuthError, JudgeRateLimited, JudgeUnavailable
 from judge.retry import complete_with_retries
-from storage import GradingRecord
+from storage import GradingRecord, JudgeCallRecord
 from storage.gradings import GradingReads
 from tests.judge.backend_servers import (
     DIGEST,
@@ -145,13 +146,18 @@ async def test_readyz_says_a_downed_judge_is_away_after_a_grading_answered_from_
 
 
 class _ListsButCannotAnswer(ScriptedBackend):
-    """Its server lists its models (the probe passes); every chat call fails (HTTP 503)."""
+    """Its server lists its models (the probe passes); every chat call fails (HTTP 503)
+    until it ``answers`` (then it passes every question)."""
+
+    answers = False
 
     async def probe(self) -> None:
         return None
 
     async def complete(self, request: JudgeRequest) -> Completion:
         self.requests.append(request)
+        if self.answers:
+            return await ScriptedBackend.for_mode("pass").complete(request)
         raise JudgeUnavailable("openai-compatible server answered 503", status_code=503)
 
 
@@ -162,8 +168,8 @@ async def test_readyz_stays_not_ready_while_a_judge_that_lists_its_models_fails_
     of a model server that is down; Ollama listing a model that does not fit in memory)
     keeps the grading pending, and ``/readyz`` keeps answering 503 after the probe's
     15 s have passed: a model listing does not clear the grading's failed call, only a
-    later call that succeeds does (the 15 s are stood in for by making the recorded
-    health stale; no retry comes meanwhile)."""
+    later call that succeeds does (the 15 s are stood in for by making what the process
+    learned stale; no retry comes meanwhile)."""
     spec = "openai:behind-proxy@http://127.0.0.1:9/v1"
     judge = _ListsButCannotAnswer(model="behind-proxy")
     agent = await tokens("submitter")
@@ -176,8 +182,7 @@ async def test_readyz_stays_not_ready_while_a_judge_that_lists_its_models_fails_
         assert waiting["pending_reason"].startswith("judge_unavailable")
         first = await client.get("/readyz")
         assert first.status_code == 503, first.text
-        health = client.app.state.services.backends.health
-        health[spec].at = datetime.now(UTC) - timedelta(seconds=16)
+        _stale(client, spec)
         later = await client.get("/readyz")
         still = (await client.get(location, headers=agent)).json()
     assert still["status"] == "pending" and still["pending_reason"].startswith("judge_unavailable")
@@ -186,14 +191,32 @@ async def test_readyz_stays_not_ready_while_a_judge_that_lists_its_models_fails_
     assert later.json()["judge"]["ok"] is False
 
 
+def _stale(client: Any, spec: str) -> None:
+    """What the app's process last learned of the judge of ``spec`` is older than a
+    probe's 15 s: the next readiness check probes it again."""
+    health = client.app.state.services.backends.health
+    health[spec].at = datetime.now(UTC) - timedelta(seconds=16)
+
+
+def _age_judge_calls(engine: Engine, seconds: float) -> None:
+    """Every stored judge call made ``seconds`` earlier than it was."""
+    with engine.begin() as connection:
+        rows = connection.execute(select(JudgeCallRecord.id, JudgeCallRecord.created_at)).all()
+        for call_id, created_at in rows:
+            connection.execute(
+                update(JudgeCallRecord)
+                .where(col(JudgeCallRecord.id) == call_id)
+                .values(created_at=created_at - timedelta(seconds=seconds))
+            )
+
+
 async def test_a_failed_call_no_retry_followed_no_longer_outweighs_the_listing(
-    api_client: Any, tokens: Any
+    api_client: Any, tokens: Any, engine: Engine
 ) -> None:
     """A failed judge call stands against the model listing only while a grading it
     deferred would have been asked again (the retry wait, and 15 s after it): with no
-    call since, nothing waits on the judge here (another process finished its gradings,
-    say), and the listing decides again, so the process is not kept out of rotation for
-    ever."""
+    call since, nothing waits on the judge (no worker asked again), and the listing
+    decides again, so the service is not kept out of rotation for ever."""
     spec = "openai:behind-proxy@http://127.0.0.1:9/v1"
     judge = _ListsButCannotAnswer(model="behind-proxy")
     agent = await tokens("submitter")
@@ -203,14 +226,46 @@ async def test_a_failed_call_no_retry_followed_no_longer_outweighs_the_listing(
             "/v1/submissions", json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}, headers=agent
         )
         await first_set(client, response.headers["location"], agent, "pending_reason")
-        health = client.app.state.services.backends.health
-        health[spec].at = datetime.now(UTC) - timedelta(seconds=70)  # within 60 s + 15 s
+        _age_judge_calls(engine, 70)  # within 60 s + 15 s
+        _stale(client, spec)
         within = await client.get("/readyz")
-        health[spec].at = datetime.now(UTC) - timedelta(seconds=76)
-        health[spec].probed_at = None  # the probe's own 15 s passed too
+        _age_judge_calls(engine, 6)
+        _stale(client, spec)
         past = await client.get("/readyz")
     assert within.json()["judge"]["ok"] is False
     assert past.json()["judge"]["ok"] is True, past.text
+
+
+async def test_every_process_on_the_database_says_a_judge_whose_call_failed_does_not_answer(
+    api_client: Any, tokens: Any
+) -> None:
+    """Processes sharing one database (``serve --processes N``, ``sre-judge worker`` on
+    other machines) answer ``/readyz`` alike: after a grading's judge call failed in one
+    process, another, whose own probe finds the judge listing its models, answers 503
+    naming the failure; once a later grading's call succeeds, in whichever process, each
+    answers 200."""
+    spec = "openai:behind-proxy@http://127.0.0.1:9/v1"
+    judge = _ListsButCannotAnswer(model="behind-proxy")
+    probed = _ListsButCannotAnswer(model="behind-proxy")  # the other process's own client
+    agent = await tokens("submitter")
+    body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+    settings = {"judge_max_attempts": 1, "judge_retry_seconds": 60}
+    async with api_client(judge=spec, backends={spec: judge}, **settings) as grading:
+        response = await grading.post("/v1/submissions", json=body, headers=agent)
+        await first_set(grading, response.headers["location"], agent, "pending_reason")
+        async with api_client(
+            judge=spec, backends={spec: probed}, start_workers=False, **settings
+        ) as other:
+            failed = await other.get("/readyz")
+            judge.answers = True  # the model server is back
+            again = await grading.post("/v1/submissions?wait=20", json=body, headers=agent)
+            assert again.status_code == 201, again.text
+            recovered = await other.get("/readyz")
+    assert failed.status_code == 503, failed.text
+    assert failed.json()["judge"]["ok"] is False
+    assert failed.json()["judge"]["reason"] == "judge_unavailable"
+    assert probed.requests == []  # it asked the judge nothing: it read what was stored
+    assert recovered.json()["judge"]["ok"] is True, recovered.text
 
 
 async def test_a_refused_judge_key_keeps_gradings_pending_until_it_is_fixed(

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -65,11 +71,141 @@ async def test_two_processes_on_one_port_grade_every_submission_once(
 
 
 @pytest.mark.slow
+@pytest.mark.postgres
+async def test_the_judge_concurrency_bounds_the_calls_of_every_process_to_one_endpoint(
+    db_backend: str, database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """``SRE_JUDGE_JUDGE_CONCURRENCY`` is the number of concurrent calls one judge
+    endpoint is sent: with ``serve --processes 2`` and a concurrency of 2, the endpoint
+    never has more than 2 calls at once, however much work waits."""
+    if db_backend != "postgres":
+        pytest.skip("several server processes share PostgreSQL")
+    text = sregym_reply(SEVEN, evidence="sets USER_PORT=9999")
+    lock = threading.Lock()
+    state = {"now": 0, "most": 0}
+
+    def reply(_body: dict[str, Any]) -> str:
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.4)  # a model generating
+        with lock:
+            state["now"] -= 1
+        return text
+
+    with running_judge_server(default=reply) as judge:
+        env = _env(
+            database_url,
+            judge.openai_url,
+            SRE_JUDGE_PROCESSES="2",
+            SRE_JUDGE_JUDGE_CONCURRENCY="2",
+        )
+        token = _token(env)
+        with serving(env, tmp_path / "serve.log") as service:
+            await _submit([service.url], token, 12)
+            await _wait_all_done(engine, 12)
+    assert await _scalar(engine, "SELECT count(*) FROM grading WHERE status = 'graded'") == 12
+    assert state["most"] <= 2, f"{state['most']} judge calls at once to one endpoint"
+
+
+@contextmanager
+def _judge_listing_models_failing_completions() -> Iterator[str]:
+    """An OpenAI-compatible judge that lists its model (``GET /v1/models``) and fails
+    every completion with 503, as a proxy in front of a model server that is down; its
+    base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/v1/models"):
+                model = {"id": "m", "object": "model", "created": 0, "owned_by": "test"}
+                self._send(200, {"object": "list", "data": [model]})
+            else:
+                self._send(404, {"error": "not found"})
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self._send(503, {"error": {"message": "upstream model server is down"}})
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+async def test_every_process_answers_readyz_alike_after_a_judge_call_failed(
+    db_backend: str, database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Under ``serve --processes 2`` the one ``/readyz`` target a load balancer or an
+    uptime checker probes answers 503 on every connection while a grading whose judge
+    call failed waits, whichever process answers it: the judge listing its models does
+    not make the process whose worker did not make the call say it is ready."""
+    if db_backend != "postgres":
+        pytest.skip("several server processes share PostgreSQL")
+    with _judge_listing_models_failing_completions() as judge_url:
+        env = _env(
+            database_url,
+            judge_url,
+            SRE_JUDGE_PROCESSES="2",
+            SRE_JUDGE_JUDGE_MAX_ATTEMPTS="1",
+            SRE_JUDGE_JUDGE_RETRY_SECONDS="600",
+        )
+        token = _token(env)
+        with serving(env, tmp_path / "serve.log") as service:
+            await _submit([service.url], token, 1)
+            for _ in range(200):  # up to 20 s: the grading's judge call failed
+                reason = await _scalar(engine, "SELECT max(pending_reason) FROM grading")
+                if reason:
+                    break
+                await asyncio.sleep(0.1)
+            assert reason, "the grading's judge call never failed"
+            statuses = []
+            for _ in range(40):  # a new connection each time, as a probe makes
+                async with httpx.AsyncClient(timeout=10) as client:
+                    response = await client.get(f"{service.url}/readyz")
+                statuses.append((response.status_code, response.json()["judge"]["ok"]))
+    assert await _scalar(engine, "SELECT count(*) FROM grading WHERE status = 'pending'") == 1
+    assert set(statuses) == {(503, False)}, statuses
+
+
+@pytest.mark.slow
 def test_several_processes_on_sqlite_are_refused(tmp_path: Path) -> None:
     env = {"SRE_JUDGE_DATABASE_URL": f"sqlite:///{tmp_path / 'one.db'}"}
     done = cli("serve", "--processes", "2", "--port", "0", env=env)
     assert done.returncode == 2
     assert "PostgreSQL" in done.stderr and "--processes" in done.stderr
+
+
+def test_more_processes_than_the_judge_concurrency_are_refused() -> None:
+    """Each ``serve`` process needs at least one of the judge concurrency's calls:
+    ``--processes`` above ``SRE_JUDGE_JUDGE_CONCURRENCY`` is refused before anything
+    starts (exit 2), on one line naming both settings."""
+    env: dict[str, str | None] = {
+        "SRE_JUDGE_DATABASE_URL": "postgresql+psycopg://judge@127.0.0.1:9/judge",
+        "SRE_JUDGE_JUDGE_CONCURRENCY": "2",
+    }
+    done = cli_in_process("serve", "--processes", "3", "--port", "0", env=env)
+    assert done.returncode == 2
+    line = done.stderr.strip()
+    assert "\n" not in line and line.startswith("error: ")
+    assert "SRE_JUDGE_PROCESSES" in line and "SRE_JUDGE_JUDGE_CONCURRENCY" in line
 
 
 def _what_a_new_client_meets(port: int) -> str:
@@ -108,7 +244,7 @@ async def test_the_port_refuses_new_connections_while_the_processes_drain(
             database_url,
             judge.openai_url,
             SRE_JUDGE_PROCESSES="2",
-            SRE_JUDGE_JUDGE_CONCURRENCY="1",
+            SRE_JUDGE_JUDGE_CONCURRENCY="2",  # one call at a time in each process
             SRE_JUDGE_SHUTDOWN_SECONDS="3",
         )
         token = _token(env)
@@ -183,6 +319,7 @@ class _Child:
     ends with ``told_status`` (0: a graceful stop; ``-SIGTERM``: killed by the signal,
     as a child still starting is), or ends on its own with ``fails_with`` after a few
     polls; so that the test ends either way, it also ends after about 3 s of polling.
+    ``settings``: the ones it was started with.
     ``signal_on_start``: the signal (the operator's SIGTERM, a terminal's Ctrl-C) that
     reaches the parent as it starts this one."""
 
@@ -191,11 +328,13 @@ class _Child:
         name: str,
         started: list[_Child],
         *,
+        settings: Settings,
         told_status: int,
         fails_with: int | None,
         signal_on_start: int | None,
     ) -> None:
         self.name = name
+        self.settings = settings
         self.running = False
         self.terminated = False
         self.exitcode: int | None = None
@@ -244,6 +383,7 @@ def _fake_children(
         return _Child(
             name,
             started,
+            settings=args[0],
             told_status=told_status,
             fails_with=(failing or {}).get(number),
             signal_on_start=signal_on_first_start if number == 0 else None,
@@ -298,6 +438,31 @@ def test_ctrl_c_while_children_start_stops_every_child_and_exits_0(
     )
     assert processes.run_processes(_SETTINGS, 3) == 0
     assert [child.name for child in started if not child.terminated] == []
+
+
+def test_each_process_calls_the_judge_its_share_of_the_concurrency(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``serve --processes 3`` with ``SRE_JUDGE_JUDGE_CONCURRENCY=5`` starts processes
+    that call one judge endpoint at most 2, 2 and 1 at a time, 5 in all, each with as
+    many grading workers (``SRE_JUDGE_WORKERS`` unset)."""
+    started = _fake_children(monkeypatch)
+    settings = Settings(host="127.0.0.1", port=0, judge_concurrency=5)
+    assert processes.run_processes(settings, 3) == 0
+    assert [child.settings.judge_concurrency for child in started] == [2, 2, 1]
+    assert [child.settings.worker_count for child in started] == [2, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "count", "shares"),
+    [(4, 1, [4]), (4, 2, [2, 2]), (7, 3, [3, 2, 2]), (3, 3, [1, 1, 1]), (64, 5, [13] * 4 + [12])],
+)
+def test_the_judge_concurrency_is_shared_out_whole(
+    concurrency: int, count: int, shares: list[int]
+) -> None:
+    """The processes' shares add up to the judge concurrency, none differing from another
+    by more than one call."""
+    assert processes.judge_shares(concurrency, count) == shares
 
 
 def test_a_child_killed_by_a_signal_gives_the_status_a_shell_shows(
