@@ -9,13 +9,18 @@ grading in the audit log, with the judge it had (``from``) and the one it has no
 Items of regrade jobs keep the judge their job names and never move.
 
 A moved grading is claimable at once (its wait for the old judge is over) and its
-revision is bumped (what it says changed: its judge).
+revision is bumped (what it says changed: its judge). A move takes a grading from the
+worker whose lease it names, whose result is then never stored. A worker whose lease
+ran out was lost while grading it (killed, or cut off from the database): the move
+audits that loss as a claim would (``storage.queue.LEASE_EXPIRED``) and keeps the
+lease's expiry, so that the next claim counts it among the workers the grading lost.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, or_, select
@@ -25,7 +30,8 @@ from sqlmodel import col
 from judge.masking import mask_passwords
 from storage.audit import grading_digests
 from storage.bytewise import bytewise
-from storage.database import Database
+from storage.database import AuditBatch, Database
+from storage.queue import workers_lost
 from storage.tables import GradingRecord
 from storage.verdicts import leased
 
@@ -153,10 +159,17 @@ class PendingJudgeRepository:
     ) -> None:
         """Bind each grading to ``to`` and append its ``grading.judge_moved`` event.
 
-        Unless ``keep_lease`` (the claiming worker moves it), a lease is taken away.
+        Unless ``keep_lease`` (the claiming worker moves it), a lease is taken away: a
+        live one cleared, one that ran out with its worker audited as that worker's
+        loss, its expiry kept for the next claim to count (``storage.queue``).
         """
         if not gradings:
             return
+        audited = AuditBatch()
+        now = self._db.clock()
+        if not keep_lease:
+            ran_out = [g for g in gradings if g.lease_owner and not _live(g, now)]
+            workers_lost(session, ran_out, actor, audited)
         events = []
         for grading in gradings:
             events.append(
@@ -178,11 +191,18 @@ class PendingJudgeRepository:
             grading.pending_reason = None
             grading.not_before = None
             if not keep_lease:
+                if _live(grading, now):
+                    grading.lease_expires_at = None
                 grading.lease_owner = None
-                grading.lease_expires_at = None
             grading.revision += 1
         session.flush()
         # each event covers its grading's new state; the digests read in one go
         digests = grading_digests(session, [g.id for g in gradings])
-        covers = {i: {g.id: str(digests[g.id])} for i, g in enumerate(gradings)}
-        self._db.audit_many(session, events, covers)
+        for event, grading in zip(events, gradings, strict=True):
+            audited.add(event, {grading.id: str(digests[grading.id])})
+        self._db.audit_many(session, audited.events, audited.covers, audited.rows)
+
+
+def _live(grading: GradingRecord, now: datetime) -> bool:
+    """Whether ``grading``'s lease holds at ``now`` (one that ran out is claimable)."""
+    return grading.lease_expires_at is not None and grading.lease_expires_at >= now

@@ -17,7 +17,9 @@ A claim that takes a grading whose lease ran out while its worker held it (no ou
 stored, the lease not given back: the worker was killed, or cut off from the database)
 audits that loss (``LEASE_EXPIRED``) and tells the new worker how many workers the
 grading has lost (``Claim.lost_workers``), so that one a worker never survives is not
-graded for ever (``api.grading.workers``).
+graded for ever (``api.grading.workers``). A judge move takes such a grading from its
+lost worker and audits the loss itself (``storage.pending_judges``): its lease then names
+no holder but keeps its expiry, and the next claim counts the loss all the same.
 """
 
 from __future__ import annotations
@@ -59,13 +61,13 @@ from storage.regrade.tables import RegradeJobRecord
 from storage.tables import AuditRecord, GradingRecord, SubmissionRecord
 from storage.verdicts import call_events, call_records, leased, store_calls, write_verdicts
 
-__all__ = ["INTERNAL_ERROR", "LEASE_EXPIRED", "QueueRepository"]
+__all__ = ["INTERNAL_ERROR", "LEASE_EXPIRED", "QueueRepository", "workers_lost"]
 
 #: the code a grading is deferred or unscored under when the service itself failed to
 #: grade it (an error of its own, not the judge's)
 INTERNAL_ERROR = "internal_error"
-#: the audit event of a claim that takes over a grading whose worker was lost: its
-#: lease ran out with no outcome stored and not given back
+#: the audit event of a claim (or a judge move) that takes over a grading whose worker
+#: was lost: its lease ran out with no outcome stored and not given back
 LEASE_EXPIRED = "grading.lease_expired"
 #: a claim's pick: claimable gradings with their submissions, ground truths and the roles
 #: of the tokens that sent them
@@ -188,8 +190,12 @@ class QueueRepository:
         if not rows:
             return []
         # a claimable grading whose lease names a holder: it ran out in that worker's
-        # hands (a lease given back, or a deferral stored, names none)
-        lost = _workers_lost(session, [g for g, *_ in rows if g.lease_owner], worker_id, into)
+        # hands (a lease given back, or a deferral stored, names none); one whose lease
+        # names none but keeps its expiry was taken from such a worker by a judge move,
+        # which audited the loss
+        held = [g for g, *_ in rows if g.lease_owner]
+        moved = [g for g, *_ in rows if not g.lease_owner and g.lease_expires_at is not None]
+        lost = workers_lost(session, held, worker_id, into, audited=moved)
         session.execute(
             update(GradingRecord)
             .where(col(GradingRecord.id).in_([g.id for g, *_ in rows]))
@@ -407,26 +413,32 @@ def _finds_work(session: Session, probe: Select[bool], values: dict[str, Any]) -
     return bool(session.execute(probe, values).scalar_one())
 
 
-def _workers_lost(
-    session: Session, taken: Sequence[GradingRecord], worker_id: str, into: AuditBatch
+def workers_lost(
+    session: Session,
+    taken: Sequence[GradingRecord],
+    actor: str,
+    into: AuditBatch,
+    *,
+    audited: Sequence[GradingRecord] = (),
 ) -> dict[str, int]:
-    """Audit ``into`` the batch that ``worker_id`` takes over ``taken``, gradings whose
+    """Audit ``into`` the batch that ``actor`` takes over ``taken``, gradings whose
     leases ran out in their workers' hands (``LEASE_EXPIRED``: the worker lost, the
-    claim it lost); how many workers each has lost, counted in the audit log, which
-    keeps every loss. One query, only when a claim takes such gradings."""
-    if not taken:
+    claim it lost); how many workers each of them, and each of ``audited`` (whose loss
+    is audited already), has lost, counted in the audit log, which keeps every loss.
+    One query, only when there are such gradings."""
+    if not taken and not audited:
         return {}
     query = (
         select(col(AuditRecord.entity_id), func.count())
         .where(
-            col(AuditRecord.entity_id).in_([g.id for g in taken]),
+            col(AuditRecord.entity_id).in_([g.id for g in (*taken, *audited)]),
             col(AuditRecord.entity_type) == "grading",
             col(AuditRecord.event) == LEASE_EXPIRED,
         )
         .group_by(col(AuditRecord.entity_id))
     )
     before: dict[str, int] = {g: n for g, n in session.execute(query)}
-    lost: dict[str, int] = {}
+    lost = {g.id: before.get(g.id, 0) for g in audited}
     for grading in taken:
         lost[grading.id] = before.get(grading.id, 0) + 1
         expired = grading.lease_expires_at
@@ -435,7 +447,7 @@ def _workers_lost(
                 "event": LEASE_EXPIRED,
                 "entity_type": "grading",
                 "entity_id": grading.id,
-                "actor": worker_id,
+                "actor": actor,
                 "payload": {
                     "grading_id": grading.id,
                     "worker": grading.lease_owner,

@@ -1,17 +1,21 @@
 """Pending gradings by judge, and moving them to another judge: once, audited, never a
-regrade item, never under a worker's live lease unless taken from it."""
+regrade item, never under a worker's live lease unless taken from it, never forgetting a
+worker lost while grading."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
 from storage import AuditRecord, FinishedGrading, Store, verify_chain
+from storage.queue import LEASE_EXPIRED
 from tests.conftest import Clock
 from tests.storage.helpers import JUDGE_SPEC, graded_result, new_submission, sregym_rubric, submit
 
 NEW = ("openai:new@http://127.0.0.1:8081/v1", "openai", "new")
+NEWER = ("openai:newer@http://127.0.0.1:8081/v1", "openai", "newer")
 
 
 async def _moves(store: Store) -> list[dict]:
@@ -102,6 +106,51 @@ async def test_the_old_result_is_discarded_when_the_same_process_claims_it_again
     assert deferred is False
     current = FinishedGrading(grading_id, "w1", graded_result(), claim_count=new.claim_count)
     assert await store.queue.complete_many([current]) == [True]
+
+
+@pytest.mark.parametrize("who", ["follow", "admin"])
+async def test_a_worker_lost_before_a_move_is_counted_by_the_next_claim(
+    store: Store, clock: Clock, who: str
+) -> None:
+    """A grading whose lease ran out in its worker's hands (killed, or cut off from the
+    database) and that then moves to another judge, on a restart or by an admin, keeps
+    that loss: it is audited once, the next claim counts it, and the lost worker can
+    neither keep the lease nor store its old judge's verdict."""
+    grading_id = (await submit(store)).grading.id
+    [dead] = await store.queue.claim_pending("dead", limit=1, lease_seconds=30)
+    clock.advance(31)
+
+    if who == "follow":
+        moved = await store.pending_judges.move(NEW, actor="w", reason="configured judge changed")
+    else:
+        moved = await store.pending_judges.move(
+            NEW, actor="admin-1", reason="moved by an admin", from_spec=JUDGE_SPEC,
+            take_leased=True,
+        )  # fmt: skip
+    assert moved == [grading_id]
+
+    assert not await store.queue.extend_lease(grading_id, "dead", 30)
+    late = FinishedGrading(grading_id, "dead", graded_result(), claim_count=dead.claim_count)
+    assert await store.queue.complete_many([late]) == [False]
+    [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=30)
+    assert claim.judge_spec == NEW[0] and claim.lost_workers == 1
+    history = [h for h in await store.gradings.history(grading_id) if h.event == LEASE_EXPIRED]
+    assert [(h.payload["worker"], h.payload["claim_count"]) for h in history] == [("dead", 1)]
+    assert (await verify_chain(store.engine, key=store.db.chain_key)).ok
+
+
+async def test_workers_lost_across_judge_moves_add_up(store: Store, clock: Clock) -> None:
+    """Three workers lost while grading one grading, each loss followed by a restart with
+    another judge, and one more restart before it is claimed again: the fourth claim is
+    told of all three (and its worker unscores the grading without asking a judge again)."""
+    grading_id = (await submit(store)).grading.id
+    for n, judge in enumerate([NEW, NEWER, NEW]):
+        await store.queue.claim_pending(f"dead-{n}", limit=1, lease_seconds=30)
+        clock.advance(31)
+        assert await store.pending_judges.move(judge, actor="w", reason="r") == [grading_id]
+    assert await store.pending_judges.move(NEWER, actor="w", reason="r") == [grading_id]
+    [claim] = await store.queue.claim_pending("w", limit=1, lease_seconds=30)
+    assert claim.lost_workers == 3
 
 
 async def test_items_of_a_regrade_job_keep_their_jobs_judge(store: Store, clock: Clock) -> None:
