@@ -1,12 +1,11 @@
-"""Database outages for the tests of what probes say: the file gone, or queries on the
-gradings failing while the database still answers."""
+"""Database outages for the tests of what probes say: no connection to be had, or queries
+on the gradings failing while the database still answers; on SQLite and PostgreSQL alike,
+each failing with its driver's own error, as a real outage does."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
@@ -17,21 +16,22 @@ __all__ = ["database_down", "queue_queries_fail"]
 
 @contextmanager
 def database_down(engine: Engine) -> Iterator[None]:
-    """The SQLite database cannot be opened any more (its file replaced by a folder), and
-    the pool holds no connection: every use of the database fails, as in an outage."""
-    path = Path(str(engine.url.database))
+    """The database cannot be reached (every new connection fails with the driver's own
+    error, as a refused one does) and the pool holds no connection: every use of the
+    database fails, as in an outage."""
+    refused = engine.dialect.loaded_dbapi.OperationalError
+
+    def refuse(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.close()
+        raise refused("connection refused: the database is down")
+
     engine.dispose()
-    moved = {p: p.with_name(p.name + ".away") for p in path.parent.glob(path.name + "*")}
-    for old, new in moved.items():
-        old.rename(new)
-    path.mkdir()
+    event.listen(engine, "connect", refuse)
     try:
         yield
     finally:
-        path.rmdir()
+        event.remove(engine, "connect", refuse)
         engine.dispose()
-        for old, new in moved.items():
-            new.rename(old)
 
 
 @contextmanager
@@ -39,9 +39,11 @@ def queue_queries_fail(engine: Engine) -> Iterator[None]:
     """The database answers ``SELECT 1`` but a query on the gradings fails (a statement or
     lock timeout, a table being rewritten, an I/O error on its pages)."""
 
+    failure = engine.dialect.loaded_dbapi.OperationalError
+
     def fail(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         if "FROM grading " in statement:
-            raise sqlite3.OperationalError("disk I/O error")
+            raise failure("disk I/O error")
 
     event.listen(engine, "before_cursor_execute", fail)
     try:
