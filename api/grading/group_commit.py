@@ -7,7 +7,10 @@ serializes the audit appends. So the workers of a process hand their verdicts to
 :class:`GroupCommit`, which stores whatever has gathered in one transaction
 (``QueueRepository.complete_many``) and answers each worker. Every verdict is still
 checked against its lease under a row lock, in the transaction that writes it; a
-batch that fails is retried verdict by verdict, so one bad verdict fails alone.
+batch that fails is retried verdict by verdict, so one bad verdict fails alone. A fault
+of the database's reach that storing alone meets too reaches the worker, which hands the
+same verdict over again after a pause (``api.grading.workers``): checked against its
+lease again, so it is never stored twice.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from litestar import Request, Response, post
 from litestar.di import NamedDependency
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
 
-from api.grading.intake import accept_submission, wait_for_grading
+from api.grading.intake import Accepted, accept_submission, wait_for_grading
 from api.http.auth import require
 from api.http.limits import SubmissionLimits
 from api.http.problems import ApiProblem
@@ -53,7 +53,9 @@ async def create_submission(
 ) -> Response[GradingRead]:
     """Store the submission and a pending grading before answering; optionally wait for it.
 
-    201 with the grading when it is done within ``wait`` seconds, else 202 with ``Location``.
+    201 with the grading when it is done within ``wait`` seconds, else 202 with ``Location``;
+    once stored, 202 also when reading the grading back fails (a 5xx would have the client
+    send it again and store it twice).
     429 or 503 with ``Retry-After`` when a limit is reached (nothing is stored then): the
     rate limit, the queue's ceiling, or a submitter's attempts on the scenario this hour.
     """
@@ -75,30 +77,59 @@ async def create_submission(
         metrics.submissions_accepted.inc()
     grading_id = outcome.grading.id
     if outcome.created and not wait:
-        # just stored and pending: no answers, overrides or tags to read back
-        view = GradingView(grading=outcome.grading, answers=(), submission=outcome.submission)
-        body = grading_public(
-            view,
-            rubric=accepted.rubric,
-            principal=principal,
-            submitter_view=services.settings.submitter_view,
-        )
+        body = _just_stored(accepted, principal, services)
     else:
-        waited = await wait_for_grading(
-            services,
-            grading_id,
-            wait,
-            pending=outcome.created,
-            stopping=lambda: _shutting_down(request),
-        )
-        if waited is None:  # pragma: no cover - the grading was committed above
-            raise ApiProblem(500, "Internal error", "the grading vanished")
-        # the object as GET /v1/gradings/{id} reads it, in one snapshot: the grading, its
-        # answers, overrides and tags agree, whatever changed since the wait ended
-        body = await read_grading(services, principal, grading_id)
+        try:
+            body = await _waited(
+                services, principal, grading_id, wait, request, created=outcome.created
+            )
+        except Exception:
+            if not outcome.created:  # a replay stores nothing: the client may send it again
+                raise
+            # stored durably: the answer says so (202 + Location), never "try again",
+            # which would store it twice
+            request.logger.exception(
+                "reading back grading %s after storing its submission failed; answered 202",
+                grading_id,
+            )
+            body = _just_stored(accepted, principal, services)
     location = f"/v1/gradings/{grading_id}"
     status = 202 if body.status == "pending" else 201
     headers = {"Location": location, "ETag": grading_etag(body)}
     if not outcome.created:
         headers["Idempotent-Replayed"] = "true"
     return Response(body, status_code=status, headers=headers)
+
+
+def _just_stored(accepted: Accepted, principal: Principal, services: Services) -> GradingRead:
+    """The grading of a submission just stored, as it was stored: pending, with no
+    answers, overrides or tags to read back."""
+    outcome = accepted.outcome
+    view = GradingView(grading=outcome.grading, answers=(), submission=outcome.submission)
+    return grading_public(
+        view,
+        rubric=accepted.rubric,
+        principal=principal,
+        submitter_view=services.settings.submitter_view,
+    )
+
+
+async def _waited(
+    services: Services,
+    principal: Principal,
+    grading_id: str,
+    wait: float,
+    request: Request[Any, Any, Any],
+    *,
+    created: bool,
+) -> GradingRead:
+    """The grading once it is done or ``wait`` seconds passed (``created``: just stored,
+    so pending), as ``GET /v1/gradings/{id}`` reads it."""
+    waited = await wait_for_grading(
+        services, grading_id, wait, pending=created, stopping=lambda: _shutting_down(request)
+    )
+    if waited is None:  # pragma: no cover - the grading was committed with its submission
+        raise ApiProblem(500, "Internal error", "the grading vanished")
+    # the object as GET /v1/gradings/{id} reads it, in one snapshot: the grading, its
+    # answers, overrides and tags agree, whatever changed since the wait ended
+    return await read_grading(services, principal, grading_id)

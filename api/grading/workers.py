@@ -9,6 +9,12 @@ Nor must one that kills the worker: a grading that has lost ``WORKER_LOSSES`` wo
 (each claim's lease ran out with no outcome stored) is unscored the same way when next
 claimed, without asking the judge.
 
+A fault of the database's reach while an outcome is stored (``database_fault``: a lock,
+a dropped connection) is not the service's own error: the same outcome is stored again
+after a short pause, the judge not asked again, for as long as the lease holds and at
+most a lease's length. A database away longer leaves the grading to another claim (its
+lease runs out: a lost worker), with no ``internal_error`` try counted.
+
 Shutdown (SIGTERM) is graceful: ``begin_shutdown`` stops claiming at once; ``stop``
 lets in-flight gradings finish until ``shutdown_seconds`` after that, then cancels
 those still waiting for the judge and releases their leases, so another process (or
@@ -29,7 +35,8 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -57,6 +64,7 @@ from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage import Claim, FinishedGrading
+from storage.errors import database_fault
 from storage.queue import INTERNAL_ERROR
 from storage.regrade.batch_answers import batch_answers
 
@@ -76,6 +84,18 @@ INTERNAL_ERROR_TRIES = 3
 #: held (a graceful shutdown gives its leases back: no loss). Losses are counted apart
 #: from the errors a worker lived to record: a worker killed writes nothing.
 WORKER_LOSSES = 3
+#: the pause before an outcome whose store met a database fault is stored again; it
+#: doubles with each fault, up to ``STORE_RETRY_MAX_SECONDS``
+STORE_RETRY_SECONDS = 0.1
+STORE_RETRY_MAX_SECONDS = 5.0
+
+
+@dataclass
+class _Lease:
+    """Until when (the event loop's clock) this worker knows it holds a claim's lease:
+    moved on by each extension of the heartbeat; 0 once the heartbeat found it lost."""
+
+    until: float
 
 
 class GradingWorkers:
@@ -334,11 +354,12 @@ class GradingWorkers:
         store = self.services.store
         # the lease is kept for as long as this worker holds the claim: asking the judge,
         # a confirming judge and the store (the group commit may wait its turn)
-        heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id))
+        lease = _Lease(asyncio.get_running_loop().time() + self.services.settings.lease_seconds)
+        heartbeat = asyncio.create_task(self._heartbeat(claim.grading_id, lease))
         result: GradingResult | None = None  # once the judge has been asked
         try:
             if claim.lost_workers >= WORKER_LOSSES:
-                await self._lost_too_often(claim)
+                await self._lost_too_often(claim, lease)
                 return
             followed = await follow_on_claim(self.services, claim, self.worker_id)
             if followed is None:  # the lease was lost: another worker has it
@@ -354,13 +375,18 @@ class GradingWorkers:
                 reason = pending_reason(result)
                 # being stored from here: a shutdown waits for it instead of cutting it
                 self._storing.add(claim.grading_id)
-                stored = await store.queue.defer(
-                    claim.grading_id,
-                    self.worker_id,
-                    reason=reason,
-                    retry_at=retry_at,
-                    calls=list(result.calls),
-                    claim_count=claim.claim_count,
+                calls = list(result.calls)
+                stored = await self._stored(
+                    claim,
+                    lease,
+                    lambda: store.queue.defer(
+                        claim.grading_id,
+                        self.worker_id,
+                        reason=reason,
+                        retry_at=retry_at,
+                        calls=calls,
+                        claim_count=claim.claim_count,
+                    ),
                 )
                 if stored:
                     self._deferred_until(retry_at)
@@ -370,27 +396,67 @@ class GradingWorkers:
                 # (a confirming judge may be asked: a shutdown cuts that off as any judge)
                 result = await confirmed(self.services, self._qualifications, claim, rubric, result)
                 self._storing.add(claim.grading_id)
-                stored = await self._commits.complete(
-                    FinishedGrading(
-                        claim.grading_id,
-                        self.worker_id,
-                        result,
-                        provisional,
-                        judge_digest=self.services.backends.digest_of(claim.judge_spec),
-                        claim_count=claim.claim_count,
-                    )
+                finished = FinishedGrading(
+                    claim.grading_id,
+                    self.worker_id,
+                    result,
+                    provisional,
+                    judge_digest=self.services.backends.digest_of(claim.judge_spec),
+                    claim_count=claim.claim_count,
                 )
+                stored = await self._stored(claim, lease, lambda: self._commits.complete(finished))
                 self._account(result, "completed" if stored else "discarded")
         except Exception as exc:
-            await self._failed(claim, result, exc)
+            await self._failed(claim, lease, result, exc)
         finally:
             heartbeat.cancel()
             self._storing.discard(claim.grading_id)
             self.services.waiters.completed(claim.grading_id)
 
+    async def _stored(
+        self, claim: Claim, lease: _Lease, write: Callable[[], Awaitable[bool]]
+    ) -> bool | None:
+        """Run ``write``, which stores ``claim``'s outcome: whether it stored it, or None
+        when the database did not take it.
+
+        A fault of the database's reach (``database_fault``) passes: ``write`` runs again
+        after a pause (``STORE_RETRY_SECONDS``, doubling) while ``lease`` holds (the
+        heartbeat extends it meanwhile), for at most a lease's length and, once shutdown
+        began, not past its deadline. Each run checks the lease under a row lock in the
+        transaction that writes, so no run stores a second outcome (one whose commit went
+        through unacknowledged is found done, and refused). Given up, the grading is left
+        to its lease, which runs out: a lost worker, not an ``internal_error`` try, and a
+        fault that never passes is bounded by ``WORKER_LOSSES``. Any other error is raised.
+        """
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.services.settings.lease_seconds
+        pause = STORE_RETRY_SECONDS
+        while True:
+            try:
+                return await write()
+            except Exception as exc:
+                if not database_fault(exc):
+                    raise
+                fault = exc
+            shutdown = self._deadline is not None and time.monotonic() + pause >= self._deadline
+            if shutdown or loop.time() + pause >= min(lease.until, give_up):
+                break
+            log.warning(
+                "storing the outcome of %s met a database fault (%s); storing it again in %.1fs",
+                claim.grading_id, type(fault).__name__, pause,
+            )  # fmt: skip
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, STORE_RETRY_MAX_SECONDS)
+        log.error(
+            "the database did not take the outcome of %s; its lease runs out and another "
+            "claim grades it", claim.grading_id, exc_info=fault,
+        )  # fmt: skip
+        return None
+
     async def _failed(
         self,
         claim: Claim,
+        lease: _Lease,
         result: GradingResult | None,
         error: Exception,
     ) -> None:
@@ -415,7 +481,7 @@ class GradingWorkers:
                     f"the service failed to grade this {tries} times "
                     f"({type(error).__name__}); the server's log has the error"
                 )
-                await self._internal_error(claim, detail, calls)
+                await self._internal_error(claim, lease, detail, calls)
                 return
             log.error(
                 "grading %s failed (try %d of %d); it will be retried",
@@ -425,13 +491,17 @@ class GradingWorkers:
                 seconds=self.services.settings.judge_retry_seconds
             )
             reason = f"{INTERNAL_ERROR}: service error (try {tries} of {INTERNAL_ERROR_TRIES})"
-            stored = await store.queue.defer(
-                claim.grading_id,
-                self.worker_id,
-                reason=reason,
-                retry_at=retry_at,
-                calls=calls,
-                claim_count=claim.claim_count,
+            stored = await self._stored(
+                claim,
+                lease,
+                lambda: store.queue.defer(
+                    claim.grading_id,
+                    self.worker_id,
+                    reason=reason,
+                    retry_at=retry_at,
+                    calls=calls,
+                    claim_count=claim.claim_count,
+                ),
             )
             if stored:
                 self._deferred_until(retry_at)
@@ -444,7 +514,7 @@ class GradingWorkers:
             log.exception("recording the failure of %s failed; it will be claimed again",
                           claim.grading_id)  # fmt: skip
 
-    async def _lost_too_often(self, claim: Claim) -> None:
+    async def _lost_too_often(self, claim: Claim, lease: _Lease) -> None:
         """Unscore ``claim``, whose grading has lost ``WORKER_LOSSES`` workers or more,
         with reason ``internal_error`` and no judge asked: grading it kills the worker,
         or keeps it from storing anything."""
@@ -458,9 +528,11 @@ class GradingWorkers:
             "from the database, before it stored an outcome); the judge was not asked again"
         )
         self._storing.add(claim.grading_id)  # being stored: a shutdown waits for it
-        await self._internal_error(claim, detail, [])
+        await self._internal_error(claim, lease, detail, [])
 
-    async def _internal_error(self, claim: Claim, detail: str, calls: list[JudgeCall]) -> None:
+    async def _internal_error(
+        self, claim: Claim, lease: _Lease, detail: str, calls: list[JudgeCall]
+    ) -> None:
         """Store ``claim`` unscored with reason ``internal_error``, ``detail`` and the
         judge ``calls`` its last try made."""
         unscored = unscored_result(claim, INTERNAL_ERROR, detail)
@@ -469,7 +541,7 @@ class GradingWorkers:
         finished = FinishedGrading(
             claim.grading_id, self.worker_id, unscored, provisional, claim_count=claim.claim_count
         )
-        stored = await self._commits.complete(finished)
+        stored = await self._stored(claim, lease, lambda: self._commits.complete(finished))
         self._account(unscored, "completed" if stored else "discarded")
 
     async def _provisional(self, claim: Claim, result: GradingResult) -> bool:
@@ -545,18 +617,22 @@ class GradingWorkers:
                 services.backends.record(spec, ok=not failed, reason=reason)
         return result
 
-    async def _heartbeat(self, grading_id: str) -> None:
-        """Extend this worker's lease on ``grading_id`` every third of a lease until
+    async def _heartbeat(self, grading_id: str, lease: _Lease) -> None:
+        """Extend this worker's ``lease`` on ``grading_id`` every third of a lease until
         cancelled; a failed extension is logged and tried again at the next beat."""
-        lease = self.services.settings.lease_seconds
+        seconds = self.services.settings.lease_seconds
+        loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(lease / 3)
+            await asyncio.sleep(seconds / 3)
+            asked = loop.time()
             try:
-                await self.services.store.queue.extend_lease(
-                    grading_id, self.worker_id, lease_seconds=lease
+                held = await self.services.store.queue.extend_lease(
+                    grading_id, self.worker_id, lease_seconds=seconds
                 )
             except Exception:
                 log.exception("extending the lease of %s failed", grading_id)
+                continue
+            lease.until = asked + seconds if held else 0.0
 
 
 def _reached(call: JudgeCall) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from api.grading import workers
 from api.grading.workers import GradingWorkers
@@ -18,10 +19,18 @@ from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend
 from storage import FinishedGrading, Store
+from storage.queue import QueueRepository
 from tests.storage.helpers import graded_result, new_submission, sregym_rubric
 from tests.support.judge_server import sregym_reply
 from tests.support.keys import session_key
-from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, first_set, scripted_judge
+from tests.support.submissions import (
+    DIAGNOSIS,
+    IDS,
+    TRUTH,
+    first_set,
+    graded,
+    scripted_judge,
+)
 
 JUDGE = "scripted:pass"
 
@@ -95,6 +104,56 @@ async def test_a_fault_that_passes_grades_on_the_next_try(
     assert len(backend.requests) == len(recorded) == 2  # both tries asked the judge
     assert _metric(scrape, "sre_judge_judge_calls_total") == 2
     assert _metric(scrape, "sre_judge_gradings_deferred_total", reason="internal_error") == 1
+
+
+def locked_store(monkeypatch: pytest.MonkeyPatch, times: int) -> list[int]:
+    """Make storing verdicts meet a locked database ``times`` times (SQLite's busy timeout
+    run out: a backup, another process); returns the count of faults raised."""
+    real = QueueRepository.complete_many
+    faults: list[int] = []
+
+    async def locked(self: QueueRepository, items: Any, **kwargs: Any) -> list[bool]:
+        if len(faults) < times:
+            faults.append(1)
+            raise OperationalError("UPDATE grading", {}, Exception("database is locked"))
+        return await real(self, items, **kwargs)
+
+    monkeypatch.setattr(QueueRepository, "complete_many", locked)
+    return faults
+
+
+async def test_a_verdict_whose_store_meets_a_passing_lock_is_stored_without_asking_again(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database fault that passes while the verdict is stored is not an error of the
+    service's own: the judge's verdict is stored again, the judge not asked twice, and
+    no ``internal_error`` try is counted."""
+    agent, adjudicator = await tokens("submitter"), await tokens("adjudicator")
+    faults = locked_store(monkeypatch, times=1)
+    judge = scripted_judge(*[sregym_reply(set(IDS), evidence="USER_PORT=9999")] * 3)
+    async with api_client(**judge, **FAST_RETRY) as client:
+        location = await submitted(client, agent)
+        grading = await first_set(client, location, agent, "passed")
+        history = (await client.get(f"{location}/history", headers=adjudicator)).json()
+    [backend] = judge["backends"].values()
+    assert faults == [1] and grading["status"] == "graded" and grading["passed"] is True
+    assert [e for e in history["events"] if e["event"] == "grading.deferred"] == []
+    assert len(backend.requests) == 1
+
+
+async def test_passing_locks_as_many_as_the_internal_error_tries_leave_the_grading_graded(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Database faults that pass, however many while the lease holds, never make a
+    gradeable submission ``unscored``."""
+    agent = await tokens("submitter")
+    locked_store(monkeypatch, times=workers.INTERNAL_ERROR_TRIES)
+    judge = scripted_judge(*[sregym_reply(set(IDS), evidence="USER_PORT=9999")] * 5)
+    async with api_client(**judge, **FAST_RETRY) as client:
+        grading = await graded(client, agent)
+    [backend] = judge["backends"].values()
+    assert (grading["status"], grading["unscored_reason"]) == ("graded", None), grading
+    assert len(backend.requests) == 1
 
 
 def _metric(scrape: str, name: str, **labels: str) -> float:

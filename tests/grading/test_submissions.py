@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from api.grading.intake import accept_submission
 from api.service.principal import Principal
@@ -15,6 +16,7 @@ from api.service.schemas import SubmissionCreate
 from api.service.services import Services, intake_at_once
 from api.service.settings import DEFAULT_RUBRIC_DIR
 from storage import is_postgres
+from storage.gradings import GradingReads
 from tests.support.judge_server import sregym_reply
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, count_submissions
 
@@ -79,6 +81,31 @@ async def test_submit_without_wait_is_202_then_graded(api_client: Any, tokens: A
                 break
             await asyncio.sleep(0.05)
     assert grading["status"] == "graded"
+
+
+async def test_a_stored_submission_is_202_with_its_location_when_the_wait_cannot_read_it(
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A submission stored before the database stopped answering the ``?wait=`` reads is
+    answered 202 with ``Location``, never a 503 that would have the client store it twice."""
+    headers = await tokens("submitter")
+
+    async def dropped(self: GradingReads, grading_id: str) -> Any:
+        raise OperationalError("SELECT grading", {}, Exception("server closed the connection"))
+
+    async with api_client() as client:
+        monkeypatch.setattr(
+            GradingReads, "get", dropped
+        )  # the store commits; the wait's read fails
+        response = await client.post(
+            "/v1/submissions?wait=2",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=headers,
+        )
+    assert await count_submissions(engine) == 1
+    assert response.status_code == 202, response.text
+    assert response.json()["status"] == "pending"
+    assert response.headers["location"] == f"/v1/gradings/{response.json()['id']}"
 
 
 async def test_scenario_ground_truth_is_hidden_from_submitters(
