@@ -101,7 +101,8 @@ class Metrics:
         )
         self.results_discarded = Counter(
             "sre_judge_grading_results_discarded",
-            "Results not stored because the worker no longer held the lease",
+            "Results not stored: the worker no longer held the lease, or the database "
+            "did not take them while it did",
             registry=r,
         )
         self.http_requests = Histogram(
@@ -189,7 +190,8 @@ class Metrics:
     def record_grading(self, result: GradingResult, *, stored: str) -> None:
         """Count a grading's judge calls and what became of it.
 
-        ``stored`` is ``"completed"``, ``"deferred"`` or ``"discarded"`` (lease lost).
+        ``stored`` is ``"completed"``, ``"deferred"`` or ``"discarded"`` (the lease lost,
+        or the database away).
         """
         self.record_calls(result)
         if stored == "completed":
