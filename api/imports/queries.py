@@ -444,7 +444,9 @@ class ImportQueries:
         self._keep_original(session, submission.id, attempt)
         grading_id = None
         if attempt.outcome == "diagnosed":
-            grading, answers = sregym_grading(attempt, submission.id, rubric=rubric, at=now)
+            grading, answers = sregym_grading(
+                attempt, submission.id, rubric=rubric, at=now, screening=submission.screening
+            )
             grading.scenario_version = version
             session.add(grading)
             session.flush()

@@ -3,10 +3,13 @@
 SREGym's verdict becomes a grading by the external judge ``sregym``: status graded,
 its checklist as answers, its success and composite as they were, current; unscored,
 with its reason, where the checklist is unreadable or is SREGym's default for a judge
-reply it could not parse (nine "No" that are no verdict). Attempts that never produced
-a diagnosis (no submission, failed deploy, timeout) get no grading at all, so they are
-never graded as wrong diagnoses and never count in pass rates; their outcome is in the
-submission's metadata.
+reply it could not parse (nine "No" that are no verdict). Either carries the review
+reasons the screening of its diagnosis found (``credential_leaked``,
+``injection_suspected``), as a grading of a submitted diagnosis does, and is in the
+review queue for them; they hold no pass: SREGym's success stands. Attempts that
+never produced a diagnosis (no submission, failed deploy, timeout) get no grading at
+all, so they are never graded as wrong diagnoses and never count in pass rates; their
+outcome is in the submission's metadata.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from api.imports.jsonl import JsonlLine
 from api.imports.sregym import SregymAttempt, run_started_at
 from judge.rubric import Rubric
 from judge.rule import apply_rule
-from judge.screening import screen
+from judge.screening import Screening, screen
 from judge.trace import Trace, screen_submission
 from storage.canonical import canonical_json, sha256_hex
 from storage.imports.tables import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
@@ -59,6 +62,12 @@ def screened(
         "screening": found.record(),
     }
     return fields if trace is None else {**fields, "trace": redacted}
+
+
+def _screened_attempt(attempt: SregymAttempt) -> dict[str, Any]:
+    """The attempt's diagnosis as its submission stores it (:func:`screened`), with the
+    credentials its trace showed redacted too."""
+    return screened(attempt.diagnosis, known=attempt.trace_secrets)
 
 
 def sregym_key(where: str) -> str:
@@ -115,7 +124,7 @@ def sregym_submission(
         content["trace"] = attempt.trace
     return SubmissionRecord(
         id=new_id(),
-        **screened(attempt.diagnosis, known=attempt.trace_secrets),
+        **_screened_attempt(attempt),
         trace=attempt.trace,  # read with its credentials redacted (api.imports.sregym)
         ground_truth=ground_truth,
         ground_truth_sha256=sha256_hex(ground_truth),
@@ -149,12 +158,25 @@ def _answers(grading_id: str, attempt: SregymAttempt) -> list[AnswerRecord]:
 
 
 def sregym_grading(
-    attempt: SregymAttempt, submission_id: str, *, rubric: Rubric, at: datetime
+    attempt: SregymAttempt,
+    submission_id: str,
+    *,
+    rubric: Rubric,
+    at: datetime,
+    screening: Mapping[str, Any] | None = None,
 ) -> tuple[GradingRecord, list[AnswerRecord]]:
     """SREGym's verdict as a current grading of the external judge ``sregym``.
 
     Provisional: SREGym's judge ran outside this service and no calibration run can
-    qualify it, so its verdicts are never counted as a qualified judge's."""
+    qualify it, so its verdicts are never counted as a qualified judge's. It carries
+    the review reasons of its diagnosis's screening, ``screening`` (the submission's
+    ``screening``; None: the attempt's diagnosis screened as :func:`sregym_submission`
+    stores it), and needs review for them; a graded one's ``detail`` holds screening's
+    notes. They hold nothing: its success is SREGym's, as it was."""
+    found = Screening.from_record(
+        attempt.diagnosis,
+        screening if screening is not None else _screened_attempt(attempt)["screening"],
+    )
     grading = GradingRecord(
         id=new_id(),
         submission_id=submission_id,
@@ -164,6 +186,8 @@ def sregym_grading(
         judge_backend="external",
         judge_model="sregym",
         provisional=True,
+        needs_review=bool(found.review_reasons),
+        review_reasons=list(found.review_reasons),
         created_at=at,
         graded_at=at,
     )
@@ -189,6 +213,7 @@ def sregym_grading(
     )
     grading.passed = grading.judge_passed = passed
     grading.decisive = outcome.decisive if outcome else None
+    grading.detail = "; ".join(found.notes) or None
     return grading, _answers(grading.id, attempt)
 
 
