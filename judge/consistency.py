@@ -4,7 +4,9 @@ Small judges often write "The diagnosis avoids naming a different component as t
 cause." and then answer "no". The check is deliberately narrow, so that it rarely
 fires on a reply that is consistent:
 
-- a reasoning that opens with "Yes," or "No," contradicts an answer that differs;
+- a reasoning that opens with "Yes," or "No," contradicts an answer that differs (a
+  hyphen after the word counts with a space beside it, "No - ...", not in a compound
+  such as "No-fault");
 - otherwise the question's verb is taken from its text ("Does it *avoid* naming ...",
   "Does the diagnosis *name* the component ..."), and the reasoning's statements of
   the form "<it | the diagnosis> [adverb] <verb>s <object>" (affirmed) and "<it | the
@@ -37,7 +39,9 @@ _NEGATION = (
     r"\s+(?:does\s+not|doesn['’]t|does\s+n['’]t|did\s+not|didn['’]t|fails\s+to|failed\s+to"
     r"|cannot|can\s*not)"
 )
-_LEAD = re.compile(r"^\W*(yes|no)\b\s*[,.:;!-]", re.I)
+#: "Yes," or "No -" opening a reasoning; a hyphen counts only with a space before or
+#: after it ("No - it names frontend"), not glued into a word ("No-fault scenario")
+_LEAD = re.compile(r"^\W*(yes|no)\b(?:\s*[,.:;!]|\s+-|-(?!\S))", re.I)
 #: words that may stand between the verb and its object and still mean the question's
 #: object: determiners, and qualifiers that pick it out ("the correct component"). Any
 #: other word (other, another, different, a name: "the frontend component"; "this" or

@@ -279,3 +279,31 @@ def test_never_and_typographic_apostrophes_deny(reasoning: str) -> None:
     reasoning contradicts a yes and agrees with a no."""
     assert reasoning_contradicts(Q_NAME, True, reasoning) is True
     assert reasoning_contradicts(Q_NAME, False, reasoning) is False
+
+
+Q_IMPACT = "Is the impact it reports consistent with the ground truth's?"
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reasoning", "contradicts"),
+    [
+        (
+            Q_IMPACT,
+            True,
+            "No-fault control scenario: the diagnosis reports a healthy cluster, "
+            "as the ground truth does.",
+            False,
+        ),
+        (Q_NAME, True, "No-op rollout aside, the component is named.", False),
+        (Q_NAME, True, "No - the diagnosis names frontend.", True),
+        (Q_NAME, True, "No- the diagnosis names frontend.", True),
+        (Q_NAME, False, "Yes -it names user-service.", True),
+    ],
+)
+def test_a_word_joined_to_no_or_yes_by_a_hyphen_is_no_answer(
+    question: str, answer: bool, reasoning: str, contradicts: bool
+) -> None:
+    """A reasoning opening with a hyphenated word ("No-fault control scenario", "No-op")
+    does not open with the answer "no", so a consistent yes keeps its pass; a dash with
+    a space beside it ("No - it names frontend") still opens with the answer."""
+    assert reasoning_contradicts(question, answer, reasoning) is contradicts
