@@ -92,6 +92,10 @@ class JudgeRequest(_Frozen):
     params: SamplingParams = SamplingParams()
 
 
+#: one byte of a token's UTF-8 text
+_Byte = Annotated[int, Field(ge=0, le=255)]
+
+
 class TokenLogprob(_Frozen):
     """One generated token with its log-probability and the most likely alternatives."""
 
@@ -99,6 +103,10 @@ class TokenLogprob(_Frozen):
     logprob: float
     #: (token, logprob) of the server's ``top_logprobs`` at this position
     top: tuple[tuple[str, float], ...] = ()
+    #: the token's UTF-8 bytes, where the server gave them (OpenAI's ``bytes``): a
+    #: character split over several tokens (an emoji) is only in them, ``token`` then
+    #: being escaped text such as ``\xf0\x9f`` (``judge.confidence`` decodes them)
+    bytes: tuple[_Byte, ...] | None = None
 
 
 class Completion(_Frozen):

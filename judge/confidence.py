@@ -10,12 +10,18 @@ or prose around a code fence may hold a draft ``"answer": "yes"`` that is not th
 reply's answer. Where there are no log-probabilities, the
 judge's stated confidence stands (``judge.reply`` maps high/medium/low to a number).
 
+The reply is read from the tokens' bytes where the server gave them (OpenAI's
+``bytes``): a character the tokenizer splits over several tokens (an emoji, a rare
+symbol) comes as escaped text (``\\xf0\\x9f``) with its bytes in ``bytes``, so the bytes
+are joined and decoded once (:func:`_decoded`). A token without bytes stands for its text.
+
 A judge cache keeps what the confidences are read from, no more
 (:func:`confidence_tokens`), so a reply served from it gives the confidences it gave live.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -96,14 +102,40 @@ def _question_of(text: str, objects: Sequence[tuple[int, int]], at: int) -> str 
     return (keys[-1].group(1) or keys[-1].group(2)) if keys else None
 
 
-def _token_at(tokens: Sequence[TokenLogprob], offset: int) -> TokenLogprob | None:
-    """The token whose text covers character ``offset`` of the concatenated content."""
-    start = 0
+def _decoded(tokens: Sequence[TokenLogprob]) -> tuple[str, list[tuple[int, int]]]:
+    """The reply's text the tokens make and each token's ``(start, end)`` in it.
+
+    Tokens with ``bytes`` are decoded together, so a character split over several of
+    them belongs to the one that completes it (those before it span nothing); bytes
+    that are no UTF-8 read as U+FFFD. A token without bytes is its text, as it is.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    parts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    at = 0
     for token in tokens:
-        end = start + len(token.token)
+        if token.bytes is None:  # an unfinished character before it ends here
+            piece = decoder.decode(b"", final=True) + token.token
+            decoder.reset()
+        else:
+            piece = decoder.decode(bytes(token.bytes))
+        parts.append(piece)
+        spans.append((at, at + len(piece)))
+        at += len(piece)
+    rest = decoder.decode(b"", final=True)  # an unfinished character at the end
+    if rest and spans:
+        parts.append(rest)
+        spans[-1] = (spans[-1][0], at + len(rest))
+    return "".join(parts), spans
+
+
+def _token_at(
+    tokens: Sequence[TokenLogprob], spans: Sequence[tuple[int, int]], offset: int
+) -> TokenLogprob | None:
+    """The token whose text covers character ``offset`` of the reply's text."""
+    for token, (start, end) in zip(tokens, spans, strict=True):
         if start <= offset < end:
             return token
-        start = end
     return None
 
 
@@ -126,13 +158,13 @@ def answer_token_confidences(
     such key before it. ``single_id`` names the question of a reply that is one answer
     object (per-question asking).
     """
-    text = "".join(t.token for t in tokens)
+    text, spans = _decoded(tokens)
     value, offset = _reply_value(text)
     objects = _object_spans(value)
     found: dict[str, float] = {}
     for match in _ANSWER_KEY.finditer(value):
         qid = single_id if single_id is not None else _question_of(value, objects, match.start())
-        token = _token_at(tokens, offset + match.end())
+        token = _token_at(tokens, spans, offset + match.end())
         if qid is None or token is None or qid in found:
             continue
         yes, no = _yes_no_mass(token)
@@ -145,34 +177,30 @@ def confidence_tokens(tokens: Sequence[TokenLogprob]) -> tuple[TokenLogprob, ...
     """The fewest tokens giving the same confidences as ``tokens``, for any ``single_id``.
 
     The answer-value tokens (the only ones :func:`answer_token_confidences` reads: those
-    of the JSON value the parser reads, not a draft's before it) are kept as they are;
-    the text between two of them becomes one token (log-probability 0, no
-    alternatives). The tokens join to the same text, so the parser reads the same value
-    and every answer key and its question are found where they were, each answer at the
+    of the JSON value the parser reads, not a draft's before it) are kept with their
+    log-probabilities; the text between two of them becomes one token (log-probability
+    0, no alternatives). Each holds its text as decoded (:func:`_decoded`), without
+    bytes, so the tokens join to the reply's text: the parser reads the same value and
+    every answer key and its question are found where they were, each answer at the
     same token. Their number is bounded by the answers' (what a judge cache keeps of a
     reply's log-probabilities).
     """
-    text = "".join(t.token for t in tokens)
+    text, spans = _decoded(tokens)
     value, offset = _reply_value(text)
     answers = iter([offset + match.end() for match in _ANSWER_KEY.finditer(value)])
     at = next(answers, None)
     kept: list[TokenLogprob] = []
-    between: list[str] = []
-    start = 0
-    for token in tokens:
-        end = start + len(token.token)
+    between = 0  # where the text not yet kept starts
+    for token, (start, end) in zip(tokens, spans, strict=True):
         if at is not None and start <= at < end:
-            if between:
-                kept.append(TokenLogprob(token="".join(between), logprob=0.0))
-                between = []
-            kept.append(token)
+            if between < start:
+                kept.append(TokenLogprob(token=text[between:start], logprob=0.0))
+            kept.append(TokenLogprob(token=text[start:end], logprob=token.logprob, top=token.top))
+            between = end
             while at is not None and at < end:
                 at = next(answers, None)
-        else:
-            between.append(token.token)
-        start = end
-    if between:
-        kept.append(TokenLogprob(token="".join(between), logprob=0.0))
+    if between < len(text):
+        kept.append(TokenLogprob(token=text[between:], logprob=0.0))
     return tuple(kept)
 
 

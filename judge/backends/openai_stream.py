@@ -36,8 +36,19 @@ __all__ = ["EmptyStream", "completion_of", "read_stream", "token_logprobs"]
 SERVER = "openai-compatible server"
 
 
+def _token_bytes(item: Any) -> tuple[int, ...] | None:
+    """A token's UTF-8 bytes (``bytes``: a list of numbers 0-255), or None where the
+    server gave none or something else."""
+    found = getattr(item, "bytes", None)
+    if not isinstance(found, list) or not all(type(b) is int and 0 <= b <= 255 for b in found):
+        return None
+    return tuple(found)
+
+
 def token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
-    """The content tokens' log-probabilities of a choice, or None if the server gave none."""
+    """The content tokens' log-probabilities of a choice, or None if the server gave none;
+    each token's bytes kept where the server gave them (a character split over tokens is
+    only in them)."""
     content = getattr(getattr(choice, "logprobs", None), "content", None)
     if not content:
         return None
@@ -52,7 +63,9 @@ def token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
             if isinstance(getattr(alt, "token", None), str)
             and isinstance(getattr(alt, "logprob", None), int | float)
         )
-        tokens.append(TokenLogprob(token=token, logprob=float(logprob), top=top))
+        tokens.append(
+            TokenLogprob(token=token, logprob=float(logprob), top=top, bytes=_token_bytes(item))
+        )
     return tuple(tokens)
 
 

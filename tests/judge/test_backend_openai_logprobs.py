@@ -31,12 +31,14 @@ BASE, MODEL = OPENAI_BASE, OPENAI_MODEL
 LOG_08, LOG_02 = math.log(0.8), math.log(0.2)
 
 
-def _token(text: str, top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+def _token(
+    text: str, top: list[tuple[str, float]] | None = None, *, raw: bytes | None = None
+) -> dict[str, Any]:
     alternatives = top or [(text, -0.01)]
     return {
         "token": text,
         "logprob": alternatives[0][1],
-        "bytes": None,
+        "bytes": list(raw) if raw is not None else None,
         "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in alternatives],
     }
 
@@ -154,3 +156,48 @@ async def test_answer_confidence_comes_from_the_answer_tokens_logprobs(
     assert confidence["D3-Q3"] == pytest.approx(0.8)
     completion = result.calls[0].completion
     assert completion is not None and completion.logprobs is not None
+
+
+async def test_a_character_split_over_tokens_keeps_the_answer_confidence(
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
+) -> None:
+    """A reply holding a character the tokenizer split over two tokens (an emoji in a
+    reasoning) comes with those tokens named by their escaped bytes and the bytes in
+    ``bytes``, as OpenAI and DeepSeek send them: every answer still gets its confidence
+    from its answer token."""
+    from judge.grader import Grader
+    from judge.rubric import load_rubric_dir
+
+    rubric = load_rubric_dir()["sregym-rca"]
+    emoji = "\U0001f642".encode()
+    reply = {q.id: {"reasoning": "named \U0001f642", "answer": "yes"} for q in rubric.questions}
+    tokens: list[dict[str, Any]] = [_token("{", raw=b"{")]
+    for n, qid in enumerate(reply):
+        head = ("," if n else "") + f'"{qid}":{{"reasoning":"named '
+        tokens.append(_token(head, raw=head.encode()))
+        for half in (emoji[:2], emoji[2:]):
+            tokens.append(_token("".join(f"\\x{b:02x}" for b in half), raw=half))
+        tokens.append(_token('","answer":"', raw=b'","answer":"'))
+        tokens.append(_token("yes", [("yes", LOG_02), ("no", LOG_08)], raw=b"yes"))
+        tokens.append(_token('"}', raw=b'"}'))
+    tokens.append(_token("}", raw=b"}"))
+    content = json.dumps(reply, separators=(",", ":"), ensure_ascii=False)
+    assert b"".join(bytes(t["bytes"]) for t in tokens) == content.encode()
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": content},
+        "logprobs": {"content": tokens},
+        "finish_reason": "stop",
+    }
+    body = {"id": "c-1", "object": "chat.completion", "created": 1, "model": MODEL}
+    openai_api.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json={**body, "choices": [choice]})
+    )
+    truth = "[fault_spec] component=deployment/user-service; namespace=hotel || USER_PORT=9999"
+    diagnosis = "user-service in hotel sets USER_PORT=9999"
+    result = await Grader(openai_backend, retry=FAST).grade(rubric, truth, diagnosis)
+    assert result.status == "graded", result.detail
+    # P(yes) / (P(yes) + P(no)) = 0.2 at each answer token, not the stated confidence
+    assert {a.question_id: a.confidence for a in result.answers} == {
+        q.id: pytest.approx(0.2) for q in rubric.questions
+    }

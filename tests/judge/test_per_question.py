@@ -311,3 +311,40 @@ def test_a_per_question_reply_carrying_a_second_answer_is_refused(key: str) -> N
     with pytest.raises(ReplyInvalid, match=f"more than one answer .one more under {key}"):
         parse_answer_reply(reply, "D1-Q1")
     assert parse_answer_reply(json.dumps({"D1-Q1": inner}), "D1-Q1").answer is True
+
+
+def _escaped(part: bytes) -> str:
+    """A token's text as OpenAI-compatible servers name a token that is part of a
+    character: its bytes escaped (``\\xf0\\x9f``)."""
+    return "".join(f"\\x{b:02x}" for b in part)
+
+
+def test_a_character_split_over_tokens_keeps_the_logprob_confidence(rubric: Rubric) -> None:
+    """A character the tokenizer splits over several tokens (an emoji, a rare symbol)
+    comes back as tokens named by their escaped bytes, the bytes themselves in
+    ``bytes``: the reply is read from the bytes, so every answer still gets the
+    confidence of its answer token, and the tokens a cache keeps give the same."""
+    emoji = "\U0001f642".encode()
+    parts: list[tuple[str, dict[str, float] | None]] = [("{", None)]
+    for i, q in enumerate(rubric.questions):
+        head = f'{", " if i else ""}"{q.id}": {{"reasoning": "named", "evidence": "'
+        parts += [(head + "user-service fails ", None), ("\U0001f642", None)]
+        parts += [('", "answer": "', None), ("yes", {"yes": 0.3, "no": 0.7})]
+        parts.append(('", "confidence": "high"}', None))
+    parts.append(("}", None))
+    tokens: list[TokenLogprob] = []
+    for token in _parts(parts):
+        if token.token == "\U0001f642":  # as servers send it: two tokens of two bytes
+            for half in (emoji[:2], emoji[2:]):
+                tokens.append(TokenLogprob(token=_escaped(half), logprob=-0.1, bytes=tuple(half)))
+        else:
+            tokens.append(token.model_copy(update={"bytes": tuple(token.token.encode())}))
+    text = "".join(part for part, _ in parts)
+    parsed = parse_reply(text, rubric)
+    got = with_logprob_confidence(parsed, Completion(text=text, model="m", logprobs=tuple(tokens)))
+    assert {qid: a.confidence for qid, a in got.items()} == {
+        q.id: pytest.approx(0.3) for q in rubric.questions
+    }
+    kept = confidence_tokens(tokens)
+    assert "".join(t.token for t in kept) == text
+    assert answer_token_confidences(kept) == answer_token_confidences(tokens)
