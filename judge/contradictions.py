@@ -8,14 +8,21 @@ contradicts the ground truth when all of these hold, which keeps false alarms ra
   *limit* is not compared with a memory *request*, a timeout not with a latency);
   a value no word qualifies is compared only for replica counts, and only when the
   ground truth has one replica count (a bare "port 8080" may be any of several ports);
-- the diagnosis reports it, not proposes it ("should be raised to 1Gi" is advice);
+- the diagnosis reports it as the value the thing has: it does not propose it ("should
+  be raised to 1Gi" is advice), nor give it as one the thing had or does not have ("was
+  512Mi before someone lowered it", "no longer 512Mi", "scaled down from 3 replicas");
+- its sentence is not about another component: where the caller knows the ground
+  truth's components (``elsewhere``), a sentence that names another one and none of
+  them ("redis, whose memory limit is 1Gi, is fine") is not compared;
 - no value the diagnosis gives for that thing equals one of the ground truth's
   (a diagnosis that says "from 2 cores to 200m" names the true value too), and the value
-  is none of the ground truth's values of that kind under any subject.
+  is none of the ground truth's values of that kind under any subject; a range
+  ("40-60%") contradicts only a value outside it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from judge.quantities import Quantity, quantities_in
@@ -42,7 +49,7 @@ class Contradiction:
 
 
 def _shown(quantity: Quantity) -> str:
-    value = f"{quantity.value.normalize():f}"
+    value = "-".join(f"{end.normalize():f}" for end in quantity.ends)
     unit = _UNITS.get(quantity.kind)
     return f'"{quantity.text}" (= {value}{" " + unit if unit else ""})'
 
@@ -54,19 +61,28 @@ def _comparable(quantity: Quantity, truth: list[Quantity]) -> bool:
     return quantity.kind in _BARE_KINDS and len(same_kind) == 1
 
 
-def contradictions(ground_truth: str, diagnosis: str) -> list[Contradiction]:
-    """The diagnosis' values that contradict the ground truth's, one per thing at most."""
+def contradictions(
+    ground_truth: str, diagnosis: str, *, elsewhere: Callable[[str], bool] | None = None
+) -> list[Contradiction]:
+    """The diagnosis' values that contradict the ground truth's, one per thing at most.
+
+    ``elsewhere`` tells whether a sentence of the diagnosis is about a component other
+    than the ground truth's; the values of such a sentence are not compared."""
     truth = quantities_in(ground_truth)
     if not truth:
         return []
-    reported = [q for q in quantities_in(diagnosis) if not q.advice and _comparable(q, truth)]
+    given = [q for q in quantities_in(diagnosis) if not q.advice and _comparable(q, truth)]
+    reported = [
+        q for q in given if not q.former and (elsewhere is None or not elsewhere(q.sentence))
+    ]
     found: list[Contradiction] = []
     for key in dict.fromkeys((q.kind, q.subject) for q in reported):
         expected = [t for t in truth if (t.kind, t.subject) == key]
-        given = [q for q in reported if (q.kind, q.subject) == key]
-        if not expected or any(q.near_value(t) for q in given for t in expected):
+        if not expected or any(
+            q.near_value(t) for q in given if (q.kind, q.subject) == key for t in expected
+        ):
             continue
-        for quantity in given:
+        for quantity in (q for q in reported if (q.kind, q.subject) == key):
             if not any(quantity.near_value(t) for t in truth):
                 found.append(Contradiction(quantity, tuple(expected)))
                 break

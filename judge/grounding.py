@@ -23,7 +23,9 @@ values``:
   fault did not set do not count (the labelling guide: "a normal value of a field that
   was not changed does not count"): those of the clauses that say what followed rather
   than what was done ("all traffic to geo on port 8083 is dropped"), the old side of a
-  change ("from 512Mi to 256Mi": 512Mi), a default or usual value ("default 10",
+  change ("from 512Mi to 256Mi": 512Mi; what a replacement replaced, ``nginx:1.24`` of
+  "nginx:1.24 was replaced by nginx:1.25" or "replaced nginx:1.24 with nginx:1.25"; a
+  former value, "(was X)", "previously X"), a default or usual value ("default 10",
   "instead of about 40 ms"), everything after ``Affected:`` or ``Healthy:``, status and
   exit codes, and the request paths of symptoms ("/hotels returns 500");
 - ``consistent_values``: no value the diagnosis reports contradicts the description's
@@ -36,6 +38,11 @@ judge "yes" that fails one cannot be right. A failed condition becomes the answe
 adjudicator reads at a glance, what it looked for in the diagnosis. An empty ground
 truth (control scenario), one without a header, or a description without values gives
 no condition.
+
+Why this module is long (about 540 lines): it is one reading, what a ground truth
+requires of a diagnosis. Most of it is the reading of the description (its values, which
+of them the fault set and which it did not, its lists of affected and healthy
+components), which the conditions share and which has no use apart from them.
 """
 
 from __future__ import annotations
@@ -136,11 +143,43 @@ def _header_fields(header: str) -> dict[str, str]:
 
 #: where the description stops stating the change: the components it affected or spared
 _AFTERMATH = re.compile(r"\b(?:Affected|Healthy)\s*:.*", re.S | re.I)
+#: a word of a phrase that is no word ending one (a preposition, a conjunction, an
+#: auxiliary): the old side of a replacement is a phrase of these
+_PHRASE_WORD = (
+    r"(?<![^\s,;(])(?!(?:with|by|of|in|on|at|for|from|into|to|and|or|but|so|then|as|which"
+    r"|that|while|when|where|because|since|after|before|now|is|are|was|were|be|been|being"
+    r"|has|have|had|got|gets)(?![^\s,;()]))[^\s,;()]+"
+)
 #: values the fault did not set: the old side of a change (up to three words between
-#: "from" and "to"), a default or usual value, the request path of a symptom, a status
-#: or exit code
+#: "from" and "to"; the ``old`` phrase of a replacement: the object of "replace X with
+#: Y" and "Y replaced X", not "the replaced X", the subject of "X was replaced by Y",
+#: without what it belonged to, "the value" of "the value of KEY"; "(was X)",
+#: "previously X", "formerly X"), a default or usual value, the request path of a
+#: symptom, a status or exit code
 _NOT_SET = (
     re.compile(r"\bfrom\s+[^\s,;()]+(?:\s+[^\s,;()]+){0,2}?(?=\s+to\s)", re.I),
+    re.compile(
+        rf"(?P<old>{_PHRASE_WORD}(?:\s+{_PHRASE_WORD}){{0,4}})"
+        rf"(?:\s+(?:of|in|on|at|for|from)(?:\s+{_PHRASE_WORD}){{1,3}})?"
+        r"(?:\s+(?:was|were|is|are|got|gets|(?:has|have|had)\s+been|been|being))?"
+        r"\s+(?:\w+ly\s+)?replaced\s+(?:\w+ly\s+)?(?:by|with)\b",
+        re.I,
+    ),
+    re.compile(
+        r"(?<!\bthe\s)(?<!\ba\s)(?<!\ban\s)\breplac(?:e|es|ed|ing)\s+"
+        rf"(?P<old>{_PHRASE_WORD}(?:\s+{_PHRASE_WORD}){{0,3}})",
+        re.I,
+    ),
+    re.compile(
+        r"\(\s*(?:was|were|previously|formerly|originally|old(?:\s+value)?)\b\s*:?\s*"
+        r"[^\s,;()]+(?:\s+[^\s,;()]+){0,2}\s*\)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:previously|formerly|originally)\s*:?\s+(?:(?:was|were|set\s+to|at)\s+)?"
+        r"(?P<old>[^\s,;()]+)",
+        re.I,
+    ),
     re.compile(
         r"\b(?:default|defaults\s+to|instead\s+of|normally|usually)\s+(?:about\s+|around\s+|~)?"
         r"[\w./:=-]*\d[\w./:=-]*(?:\s?(?:%|(?:[KMGT]i?B?|[mun]?s|m|h|min|cores?|replicas?"
@@ -175,15 +214,25 @@ _CLAUSE_END = re.compile(r";|(?<=[.!?])\s+")
 def _change_of(description: str) -> str:
     """The part of a ground truth's description that states what the fault set: its
     clauses that say what was done (:data:`_CHANGE_VERB`; all of them where none does),
-    without the old side of a change, defaults and usual values, status and exit codes,
-    and the request paths of symptoms; never what follows ``Affected:`` or
-    ``Healthy:``."""
+    without the old side of a change (what it replaced, a former value), defaults and
+    usual values, status and exit codes, and the request paths of symptoms
+    (:data:`_NOT_SET`); never what follows ``Affected:`` or ``Healthy:``."""
     clauses = [c.strip() for c in _CLAUSE_END.split(_AFTERMATH.sub("", description))]
     done = [c for c in clauses if c and _CHANGE_VERB.search(c)]
     change = "; ".join(done or [c for c in clauses if c])
     for pattern in _NOT_SET:
-        change = pattern.sub("", change)
+        change = pattern.sub(_unset, change)
     return re.sub(r"[ \t]{2,}", " ", change).strip()
+
+
+def _unset(match: re.Match[str]) -> str:
+    """What a match of :data:`_NOT_SET` leaves: nothing, or all but its ``old`` phrase
+    (what that belonged to stays: ``CACHE_TTL`` of "the value of CACHE_TTL was replaced
+    by 5s")."""
+    if "old" not in match.re.groupindex:
+        return ""
+    text, start = match.group(), match.start()
+    return text[: match.start("old") - start] + text[match.end("old") - start :]
 
 
 #: a one-digit value a change sets ("set to 2", "scaled to 0", "the pool size was lowered
@@ -395,10 +444,21 @@ def _mentions(value: str, text: str) -> bool:
     return re.search(rf"(?<![\w.]){body}(?![\w])", text) is not None
 
 
+def _about_another(facts: GroundTruthFacts, sentence: str) -> bool:
+    """Whether a sentence of a diagnosis names a component the description lists as
+    affected or healthy, and does not point at the ground truth's ("redis, whose memory
+    limit is 1Gi, is fine"): ``consistent_values`` does not compare its values."""
+    text = _plain(sentence)
+    others = (name.rsplit("/", 1)[-1] for name in facts.affected + facts.healthy)
+    return not _points_at(facts, text) and any(_names(name, text) for name in others)
+
+
 def check_condition(kind: GroundingKind, facts: GroundTruthFacts, diagnosis: str) -> str | None:
     """None when ``diagnosis`` meets the condition (or there is nothing to check), else why not."""
     if kind == "consistent_values":
-        found = contradictions(facts.description, normalize_untrusted(diagnosis))
+        plain = normalize_untrusted(diagnosis)
+        elsewhere = functools.partial(_about_another, facts)
+        found = contradictions(facts.description, plain, elsewhere=elsewhere)
         return f"contradicts the ground truth: {found[0].describe()}" if found else None
     text = _plain(diagnosis)
     if kind == "component":

@@ -9,20 +9,31 @@ words around a number (``cpu``, ``memory``, ``timeout``, ``limit``...) decide it
 and what it is about, so a number no word explains is not read at all.
 
 Each quantity carries its *subject*: the nearest words of its clause that say which
-value it is (``limit`` or ``request``, ``timeout`` or ``latency``, ``targetport``...),
-never taken across a comma, an opening parenthesis, a semicolon, "and", "but" or
-"instead of", nor past the value beside it (the two sides of a change, "from 512Mi to
-256Mi", share theirs): in "90% of CFS periods are throttled and requests take 5 s", 5 s
-is no period.
+value it is (``limit`` or ``request``, ``timeout`` or ``latency``, ``targetport``,
+``graceperiod``...), never taken across a comma, an opening parenthesis, a semicolon,
+"and", "but", "instead of" or a comparison ("below", "exceeds", "than"...), nor past the
+value beside it (the two sides of a change, "from 512Mi to 256Mi", share theirs): in "90%
+of CFS periods are throttled and requests take 5 s", 5 s is no period, and in "its
+memory limit is below the 300Mi the JVM needs", 300Mi is no limit.
+A quantity also says whether its sentence proposes it (``advice``) or gives it as a
+value the thing had or does not have (``former``: "from 3 replicas", "no longer 512Mi",
+"512Mi before it was lowered"), and a range ("40-60%", "between 40% and 60%") is one
+quantity with both ends.
 Two quantities are about the same thing when kind and subject agree; judging
 contradictions is ``judge.contradictions``' job.
+
+Why this module is long (about 520 lines): it is one reading, a number with the words
+around it. Kubernetes' quantity grammar, the units, the patterns that say what a number
+counts, and the clause rules that give it its subject and say whether it is reported,
+proposed, former or a range's end decide together what one value is; none of them reads
+anything apart from the others.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, DecimalException, InvalidOperation
 from functools import lru_cache
 
@@ -46,7 +57,7 @@ _SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
     ),
     "duration": (
         r"timeout\w*|deadline|delay\w*|latency|period\w*|interval|ttl|initialdelay\w*"
-        r"|grace\w*|backoff|expir\w*|probe",
+        r"|(?:termination\s?)?grace\w*(?:\s?period\w*)?|backoff|expir\w*|probe",
     ),
     # not cpu or memory: "CPU at 95 %" and "100 % of its limit" are different measures
     "percent": (r"error\w*|loss|traffic|weight|success|availability",),
@@ -61,6 +72,18 @@ _ADVICE = re.compile(
     r"\b(?:should|recommend\w*|suggest\w*|increase|raise|bump|restore|revert|consider"
     r"|needs?\s+to|must|could|would)\b",
     re.I,
+)
+#: a value the thing had before, or is said not to have: the words just before it ("from
+#: 3 replicas", "no longer 512Mi", "isn't 2 cores", "previously set to 1Gi") or just after
+#: it ("512Mi before someone lowered it", "1Gi until Monday")
+_FORMER_BEFORE = re.compile(
+    r"(?:\bfrom|\bno\s+longer|\bnot|n['\u2019]t|\bnever|\bpreviously|\bformerly|\boriginally"
+    r"|\binitially|\bused\s+to\s+be|\bhad\s+been)"
+    r"(?:\s+(?:be|been|set|to|at|of|the|a|an|its|about|around))*\s*\Z",
+    re.I,
+)
+_FORMER_AFTER = re.compile(
+    r"\s*(?:before|previously|formerly|originally|initially|earlier|until)\b", re.I
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[;\n]")
 _WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
@@ -78,25 +101,51 @@ class Quantity:
     text: str
     #: the sentence proposes it ("should be raised to 1Gi") rather than reports it
     advice: bool = False
+    #: a value the thing had before or does not have ("from 3 replicas", "no longer
+    #: 512Mi"), not one it has
+    former: bool = False
+    #: for a range ("40-60%", "between 40% and 60%"), its low end; ``value`` is its high end
+    lowest: Decimal | None = None
+    #: the sentence the value is in (what else it names)
+    sentence: str = field(default="", compare=False, repr=False)
+
+    @property
+    def ends(self) -> tuple[Decimal, ...]:
+        """The value, or a range's two ends."""
+        return (self.value,) if self.lowest is None else (self.lowest, self.value)
 
     def same_value(self, other: Quantity) -> bool:
         """Equal: exactly for counts, ports and percentages; within 0.1 % (rounding)
         for CPU, memory and durations. Units are read, but a close value is another
-        value: ``1G`` is not ``1Gi`` (7 % apart), nor ``950Mi`` (the labelling guide)."""
+        value: ``1G`` is not ``1Gi`` (7 % apart), nor ``950Mi`` (the labelling guide).
+        A range states its ends, not what lies between them."""
         if self.kind != other.kind:
             return False
-        if self.kind in ("port", "replicas", "percent"):
-            return self.value == other.value
-        return abs(self.value - other.value) <= abs(other.value) * Decimal("0.001")
+        return any(_equal(self.kind, a, b) for a in self.ends for b in other.ends)
 
     def near_value(self, other: Quantity) -> bool:
         """Equal, or for memory within 10 %: a diagnosis' ``64MB`` for the ground
         truth's ``64Mi`` is a loose unit, not another value, so it contradicts nothing
-        (though it does not state the ground truth's value: :meth:`same_value`)."""
-        if self.kind == other.kind == "memory":
-            high = max(self.value, other.value)
-            return high == 0 or abs(self.value - other.value) / high <= Decimal("0.1")
-        return self.same_value(other)
+        (though it does not state the ground truth's value: :meth:`same_value`). A
+        range is near a value it holds ("40-60%" of 50 %) or a range it overlaps."""
+        if self.kind != other.kind:
+            return False
+        if min(self.ends) <= max(other.ends) and min(other.ends) <= max(self.ends):
+            return True
+        return any(_near(self.kind, a, b) for a in self.ends for b in other.ends)
+
+
+def _equal(kind: str, a: Decimal, b: Decimal) -> bool:
+    if kind in ("port", "replicas", "percent"):
+        return a == b
+    return abs(a - b) <= abs(b) * Decimal("0.001")
+
+
+def _near(kind: str, a: Decimal, b: Decimal) -> bool:
+    if kind == "memory":
+        high = max(a, b)
+        return high == 0 or abs(a - b) / high <= Decimal("0.1")
+    return _equal(kind, a, b)
 
 
 #: a Kubernetes resource quantity (k8s.io/apimachinery/pkg/api/resource): a signed
@@ -162,11 +211,31 @@ def _duration(number: str, unit: str) -> Decimal:
 
 
 _LINK = r"(?:\s?[:=]|\s(?:is|was|were|are|set|changed|updated|from|to|of|number|at|now))*\s?"
+#: where a clause ends: the words of another clause say nothing about a value ("about 90%
+#: of CFS periods are throttled and requests take 5 s": 5 s is no period), nor do those
+#: of a comparison ("its memory limit is below the 300Mi the JVM needs": 300Mi is no
+#: limit, "its CPU request exceeds the 4 cores a node has": 4 cores is no request)
+_BREAK = r"[,;(]|\b(?:and|but|instead\s+of|below|above|under|over|exceed\w*|than|beyond)\b"
+#: the words between a port or replicas word and the "to N" that gives its value: a few,
+#: of the same clause ("targetPort was misconfigured, leading to 500 errors": no port)
+_IN_CLAUSE = rf"(?:(?!{_BREAK})[^.;\n]){{0,30}}?"
+#: after a replica count or the N of such a "to N", no noun but replicas or pods:
+#: "leading to 500 errors", "scaled to 2 nodes" count something else
+_COUNTS_NOTHING_ELSE = (
+    r"(?!\s?(?!(?:replicas?|pods?|instances?|and|or|but|so|then|by|at|in|on|of|from|for"
+    r"|with|after|before|because|since|while|when|where|which|who|that|as|is|was|were|are"
+    r"|has|had|instead|now|again|until|via|without|though|although|if)\b)[a-z])"
+)
+#: "of <name>" after a setting's word: "the CPU limit of the geo container", "the
+#: targetPort of the profile Service"
+_OF_NAMED = (
+    r"(?:\sof\s(?:the\s)?(?=[\w./-]*[a-z])[\w./-]+"
+    r"(?:\s(?:container|deployment|pod|service))?(?=\s))?"
+)
 #: a bare CPU value's limit or request, of a named object, and what was done to it: "the
 #: CPU limit of geo was lowered to 0.2", "the CPU request of the geo container is 2"
 _CPU_WHAT = (
-    r"\bcpu\s?(?:(?:limits?|requests?)(?:\sof\s(?:the\s)?(?=[\w./-]*[a-z])[\w./-]+"
-    r"(?:\s(?:container|deployment|pod|service))?(?=\s))?)?"
+    rf"\bcpu\s?(?:(?:limits?|requests?){_OF_NAMED})?"
     r"(?:\s?[:=]|\s(?:is|was|were|are|set|changed|updated|lowered|raised|reduced|increased"
     r"|decreased|from|to|of|at|now))*\s?"
 )
@@ -185,8 +254,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("cpu", re.compile(rf"{_NUM}\s?{_CPU_UNIT}", _I), 1),
     (
         "cpu_bare",
-        # a full stop may end the sentence ("its CPU limit is 2."), a decimal point not
-        re.compile(rf"{_CPU_WHAT}{_NUM}((?-i:m)?)(?![\w%]|\.\d)", _I),
+        # a full stop may end the sentence ("its CPU limit is 2."), a decimal point not;
+        # nor is the low end of a range its value ("100-200m")
+        re.compile(rf"{_CPU_WHAT}{_NUM}((?-i:m)?)(?![\w%]|\.\d|[-\u2013]\d)", _I),
         1,
     ),
     # Go's compound durations, as Kubernetes writes them: 1m30s, 1h30m, 2h45m10.5s
@@ -198,10 +268,20 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("duration", re.compile(rf"{_NUM}\s?{_TIME_UNIT}", _I), 1),
     ("duration_field", re.compile(r"\b(\w+)Seconds\s?[:=]?\s?(\d+)\b"), 2),
     ("replicas", re.compile(rf"(?<![\d/])(?<!\d\sof\s)\b{_COUNT}\sreplicas?\b", _I), 1),
-    ("replicas_to", re.compile(rf"{_REPLICAS}{_LINK}{_COUNT}", _I), 1),
-    ("replicas_to", re.compile(rf"{_REPLICAS}\b[^.;\n]{{0,30}}?\bto\s{_COUNT}", _I), 1),
-    ("port", re.compile(rf"{_PORT}{_LINK}(\d{{2,5}})\b", _I), 2),
-    ("port", re.compile(rf"{_PORT}\b[^.;\n]{{0,30}}?\bto\s(\d{{2,5}})\b", _I), 2),
+    ("replicas_to", re.compile(rf"{_REPLICAS}{_LINK}{_COUNT}{_COUNTS_NOTHING_ELSE}", _I), 1),
+    (
+        "replicas_to",
+        re.compile(rf"{_REPLICAS}\b{_IN_CLAUSE}\bto\s{_COUNT}{_COUNTS_NOTHING_ELSE}", _I),
+        1,
+    ),
+    ("port", re.compile(rf"{_PORT}{_OF_NAMED}{_LINK}(\d{{2,5}})\b", _I), 2),
+    (
+        "port",
+        re.compile(
+            rf"{_PORT}{_OF_NAMED}\b{_IN_CLAUSE}\bto\s(\d{{2,5}})\b{_COUNTS_NOTHING_ELSE}", _I
+        ),
+        2,
+    ),
 )
 
 
@@ -221,9 +301,7 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     )
 
 
-#: where a clause ends: the words of another clause say nothing about a value ("about 90%
-#: of CFS periods are throttled and requests take 5 s": 5 s is no period)
-_CLAUSE_BREAK = re.compile(r"[,;(]|\b(?:and|but|instead\s+of)\b", re.I)
+_CLAUSE_BREAK = re.compile(_BREAK, re.I)
 #: what joins the two values of a change or a range ("from 2 cores to 200m"): the second
 #: is about what the first is
 _CHANGE_LINK = re.compile(r"\s*(?:to|->|=>|\u2192)\s*", re.I)
@@ -267,6 +345,8 @@ def _digits(number: str) -> str:
 
 def _canonical(word: str) -> str:
     word = word.lower()
+    if "grace" in word:  # a pod's (termination) grace period is not a probe's period
+        return "graceperiod"
     for stem in ("limit", "request", "timeout", "delay", "period", "initialdelay", "oom"):
         if word.startswith(stem):
             return "memory" if stem == "oom" else stem
@@ -343,12 +423,53 @@ def _readings(text: str) -> list[_Reading]:
     return [found[span] for span in sorted(found)]
 
 
+#: the low end of a range, bare before its high end: "40-60%", "1 to 2 cores" (not the
+#: old side of a change, "from 1 to 2 cores"), "between 40 and 60%"
+_RANGE_LOW = re.compile(
+    r"(?:(?<!\bfrom\s)(?<![\w.,-])(\d+(?:\.\d+)?)\s?(?:-|\u2013|to\s)"
+    r"|\bbetween\s+(\d+(?:\.\d+)?)\s+and)\s*\Z",
+    re.I,
+)
+#: "between" before the low end of a range whose two ends have their units
+_BETWEEN = re.compile(r"\bbetween\s+\Z", re.I)
+_AND = re.compile(r"\s+and\s+", re.I)
+
+
+def _range_low(text: str, low: int, reading: _Reading) -> Decimal | None:
+    """The low end of the range whose high end ``reading`` is, in its unit, if it is one."""
+    found = _RANGE_LOW.search(text, low, reading.span[0])
+    if found is None:
+        return None
+    try:
+        high = Decimal(_digits(text[slice(*reading.span)]))
+        lowest = Decimal(found.group(1) or found.group(2))
+    except InvalidOperation:
+        return None  # a compound duration ("1m30s") is no plain number
+    return reading.value * lowest / high if high and lowest < high else None
+
+
+def _is_former(text: str, low: int, start: int, end: int, high: int) -> bool:
+    """Whether the words just before the number or just after its value say the thing
+    had it before or does not have it (:data:`_FORMER_BEFORE`, :data:`_FORMER_AFTER`)."""
+    return bool(_FORMER_BEFORE.search(text, low, start) or _FORMER_AFTER.match(text, end, high))
+
+
+def _between(text: str, first: _Reading, second: _Reading) -> bool:
+    """Whether two readings are the ends of a range: "between 40% and 60%"."""
+    return (
+        first.kind == second.kind
+        and _AND.fullmatch(text, first.match.end(), second.span[0]) is not None
+        and _BETWEEN.search(text, max(0, first.span[0] - 12), first.span[0]) is not None
+    )
+
+
 def quantities_in(text: str) -> list[Quantity]:
     """Every quantity of ``text`` whose kind its words tell, in order of appearance.
 
     A value's subject is read from the words of its own clause, and no further than the
     values beside it: the words before the previous value are that value's, unless the
-    two are the sides of a change ("from 512Mi to 256Mi")."""
+    two are the sides of a change ("from 512Mi to 256Mi"). The two ends of a range are
+    one quantity (its subject the first end's, else the second's)."""
     readings = _readings(text)
     quantities: list[Quantity] = []
     lows: list[int] = []  # per reading, where the words before it begin
@@ -378,8 +499,27 @@ def quantities_in(text: str) -> list[Quantity]:
             subject = (match.group(1).lower() + "port",) if match.group(1) else ()
         else:
             subject = _subject(reading.kind, text, low, start, end, high)
-        advice = _ADVICE.search(_context(text, *match.span())) is not None
-        quantities.append(
-            Quantity(reading.kind, subject, reading.value, match.group().strip(), advice)
+        sentence = text[slice(*_sentence_bounds(text, start, end))]
+        quantity = Quantity(
+            reading.kind,
+            subject,
+            reading.value,
+            match.group().strip(),
+            advice=_ADVICE.search(_context(text, *match.span())) is not None,
+            former=_is_former(text, low, start, end, high),
+            lowest=_range_low(text, low, reading),
+            sentence=sentence,
         )
+        if index and _between(text, readings[index - 1], reading):
+            first = quantities.pop()
+            quantity = replace(
+                quantity,
+                subject=first.subject or quantity.subject,
+                value=max(first.value, quantity.value),
+                text=text[readings[index - 1].match.start() : match.end()].strip(),
+                advice=first.advice or quantity.advice,
+                former=first.former or quantity.former,
+                lowest=min(first.value, quantity.value),
+            )
+        quantities.append(quantity)
     return quantities

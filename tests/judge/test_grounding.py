@@ -387,6 +387,62 @@ def test_an_equal_quantity_names_only_the_new_side_of_a_change(diagnosis: str, n
 
 
 @pytest.mark.parametrize(
+    ("description", "mutated"),
+    [
+        # what was replaced: the object of "replace", the subject of "was replaced by"
+        ("CITY=Zurich replaced CITY=Geneva in the ConfigMap.", ("CITY=Zurich",)),
+        ("An operator replaced CITY=Geneva with CITY=Zurich.", ("CITY=Zurich",)),
+        ("CITY=Geneva was replaced by CITY=Zurich.", ("CITY=Zurich",)),
+        ("The image nginx:1.24 was replaced with nginx:1.25.", ("nginx:1.25", "1.25")),
+        ("The image nginx:1.24 replaced by nginx:1.25 crashes.", ("nginx:1.25", "1.25")),
+        # a former value: "(was X)", "previously X", "formerly X"
+        ("The ConfigMap was changed to set CITY=Zurich (was CITY=Geneva).", ("CITY=Zurich",)),
+        ("POOL_SIZE, previously 20, was set to 5.", ("POOL_SIZE", "5")),
+        ("The image was changed to nginx:1.25, formerly nginx:1.24.", ("nginx:1.25", "1.25")),
+        # what the replaced value belonged to is no old side: the key stays
+        ("Someone replaced the value of CACHE_TTL with 5s.", ("CACHE_TTL", "5s")),
+        ("The value of CACHE_TTL was replaced by 5s.", ("CACHE_TTL", "5s")),
+        # a value the replacement itself gives stays: what replaced the certificate
+        (
+            "The certificate was replaced by one whose notAfter is 2026-11-30.",
+            ("2026", "11", "30"),
+        ),
+    ],
+)
+def test_the_old_side_of_a_replacement_is_not_a_mutated_value(
+    description: str, mutated: tuple[str, ...]
+) -> None:
+    """The value a replacement or a former value names ("replaced X with Y", "X was
+    replaced by Y", "(was X)", "previously X") is a normal value of the field before the
+    fault: only the value the fault set is one a diagnosis must give."""
+    facts = facts_of("[fault_spec] component=deployment/x; namespace=n || " + description)
+    assert facts is not None
+    assert facts.mutated == mutated
+
+
+@pytest.mark.parametrize(
+    ("diagnosis", "named"),
+    [
+        ("weather reads CITY=Geneva", False),  # the value before the fault
+        ("the image is nginx:1.24", False),
+        ("weather now reads CITY=Zurich", True),
+        ("the image is nginx:1.25", True),
+    ],
+)
+def test_a_diagnosis_that_names_only_the_replaced_value_does_not_meet_the_values_condition(
+    diagnosis: str, named: bool
+) -> None:
+    """D2-Q2 of the labelling guide: the value a fault replaced is no value it set."""
+    facts = facts_of(
+        "[fault_spec] component=deployment/weather; namespace=n || CITY=Geneva was replaced "
+        "by CITY=Zurich in the env of weather, and its image nginx:1.24 was replaced with "
+        "nginx:1.25."
+    )
+    assert facts is not None
+    assert (check_condition("values", facts, diagnosis) is None) is named
+
+
+@pytest.mark.parametrize(
     ("case_id", "diagnosis"),
     [
         # nodeSelector disktype=nvme-gen5 was added

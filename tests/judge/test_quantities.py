@@ -384,7 +384,207 @@ def test_a_subject_word_after_a_value_is_not_taken_from_the_next_clause() -> Non
         # the words before another value are that value's
         ("memory limit 512Mi with 300Mi of heap", [("memory", "limit"), ("memory",)]),
         ("CPU limits are very low (10m), while requests are 100m.", [("limit",), ("request",)]),
+        # a value the setting is compared with is not the setting's
+        ("its memory limit is below the 300Mi the JVM needs", [()]),
+        ("its CPU request exceeds the 4 cores a node has", [()]),
     ],
 )
 def test_subjects_stay_with_their_values(text: str, subjects: list[tuple[str, ...]]) -> None:
     assert [q.subject for q in quantities_in(text)] == subjects
+
+
+@pytest.mark.parametrize(
+    ("truth", "diagnosis"),
+    [
+        (
+            PORT,
+            "The user Service's targetPort was misconfigured, leading to 500 errors for callers.",
+        ),
+        (PORT, "The user Service's targetPort was changed, so traffic to 8443 is refused."),
+        (PORT, "The user Service's targetPort was misconfigured leading to 500 errors."),
+        (SCALE, "The payment deployment was scaled down, leading to 503 errors in checkout."),
+        (SCALE, "payment was scaled down: its replicas, usually spread to 2 nodes, are gone."),
+        (SCALE, "The payment deployment was scaled down leading to 503 errors."),
+    ],
+)
+def test_a_to_n_of_another_clause_or_count_is_no_port_or_replica_count(
+    truth: str, diagnosis: str
+) -> None:
+    """A port or replica count given as "to N" is read only in the clause of its word and
+    only when N counts nothing else: "targetPort was misconfigured, leading to 500 errors"
+    gives no targetPort, "spread to 2 nodes" no replica count."""
+    assert contradictions(truth, diagnosis) == []
+
+
+def test_a_port_or_replica_count_given_as_to_n_is_still_read() -> None:
+    """A port or replica count written "to N" in its word's clause, with nothing else
+    counted after it, is read, so a wrong one still contradicts."""
+    assert contradictions(SCALE, "payment's replicas were then scaled to 3 by the HPA.")
+    assert contradictions(SCALE, "payment's replicas were then scaled to 3 pods.")
+    assert contradictions(PORT, "The targetPort was quietly changed to 8081 on Monday.")
+
+
+@pytest.mark.parametrize(
+    ("truth", "diagnosis"),
+    [
+        (
+            _calibration_truth("oom-correct"),
+            "ad is OOMKilled (exit 137): its memory limit is below the 300Mi the JVM needs, "
+            "so the pod is in CrashLoopBackOff; frontend shows no ads.",
+        ),
+        (
+            _calibration_truth("cpu-correct"),
+            "compose-post-service's CPU limit was lowered well below the 1.5 cores it uses "
+            "at peak, so it is throttled and nginx-thrift returns 504 for compose.",
+        ),
+        (HEADER + CPU, "geo is Pending: its CPU request exceeds the 4 cores each node has."),
+        (HEADER + CPU, "geo is Pending: its CPU request is more than the 4 cores a node has."),
+    ],
+)
+def test_a_value_the_setting_is_compared_with_is_not_the_settings_value(
+    truth: str, diagnosis: str
+) -> None:
+    """A value the diagnosis compares the setting with (what the process needs or uses,
+    what a node has) is not the setting's value, so it contradicts nothing."""
+    facts = facts_of(truth)
+    assert facts is not None
+    assert check_condition("consistent_values", facts, diagnosis) is None
+
+
+#: ground truths whose lists of affected and healthy components name the other
+#: components a diagnosis may speak of
+CART_BESIDE_REDIS = (
+    "[fault_spec] component=deployment/cart; namespace=astronomy-shop || "
+    + MEMORY
+    + " Healthy: redis."
+)
+PAYMENT_BESIDE_FRONTEND = (
+    "[fault_spec] component=deployment/payment; namespace=astronomy-shop || "
+    + SCALE
+    + " Affected: checkout, frontend (orders fail)."
+)
+FRONTEND_BEHIND_NGINX = (
+    "[fault_spec] component=deployment/frontend; namespace=astronomy-shop || "
+    + PROBE
+    + " Affected: nginx (504 on every page)."
+)
+
+
+@pytest.mark.parametrize(
+    ("truth", "diagnosis"),
+    [
+        (
+            CART_BESIDE_REDIS,
+            "cart's memory limit was lowered so far that it is OOMKilled; redis, whose memory "
+            "limit is 1Gi, is fine.",
+        ),
+        (
+            PAYMENT_BESIDE_FRONTEND,
+            "payment has no running pods since its deployment was scaled down; frontend "
+            "(2 replicas) returns 500 on checkout.",
+        ),
+        (
+            FRONTEND_BEHIND_NGINX,
+            "frontend's readiness probe times out before the app is up. nginx then hits its "
+            "proxy timeout of 60s.",
+        ),
+    ],
+)
+def test_a_value_of_another_listed_component_contradicts_nothing(
+    truth: str, diagnosis: str
+) -> None:
+    """A sentence that names a component the ground truth lists as affected or healthy,
+    and not the ground truth's own, speaks of that component's settings: its values are
+    not compared with the faulty component's."""
+    facts = facts_of(truth)
+    assert facts is not None
+    assert check_condition("consistent_values", facts, diagnosis) is None
+
+
+@pytest.mark.parametrize(
+    "diagnosis",
+    [
+        "cart is OOMKilled: cart's memory limit is 1Gi.",
+        "cart is OOMKilled while redis is fine: cart's memory limit is 1Gi.",
+        "The pods are OOMKilled: the memory limit is 1Gi.",
+    ],
+)
+def test_a_value_of_the_faulty_component_is_still_compared(diagnosis: str) -> None:
+    """A sentence that names the ground truth's component, or no component, is compared
+    as before, even where it names another one too."""
+    facts = facts_of(CART_BESIDE_REDIS)
+    assert facts is not None
+    assert check_condition("consistent_values", facts, diagnosis) is not None
+
+
+@pytest.mark.parametrize(
+    ("truth", "diagnosis"),
+    [
+        (
+            MEMORY,
+            "cart's memory limit was 512Mi before someone lowered it; the pods are OOMKilled.",
+        ),
+        (MEMORY, "cart's memory limit is no longer 512Mi: it was cut, and the pods are OOMKilled."),
+        (MEMORY, "cart's memory limit is not 512Mi, as its chart says; the pods are OOMKilled."),
+        (SCALE, "payment was scaled down from 3 replicas, so no pod serves checkout."),
+        (CPU, "The CPU request of geo was previously 500m; no node can schedule it now."),
+    ],
+)
+def test_a_former_or_denied_value_contradicts_nothing(truth: str, diagnosis: str) -> None:
+    """A value the diagnosis gives as one the setting had before ("from 3 replicas",
+    "512Mi before someone lowered it") or does not have ("no longer 512Mi") is not the
+    value it reports."""
+    assert contradictions(truth, diagnosis) == []
+
+
+def test_the_current_value_beside_a_former_one_is_compared() -> None:
+    """The new side of a change is the value the diagnosis reports."""
+    diagnosis = "cart's memory limit was lowered from 512Mi to 256Mi; the pods are OOMKilled."
+    (found,) = contradictions(MEMORY, diagnosis)
+    assert '"256Mi"' in found.describe()
+
+
+@pytest.mark.parametrize(
+    ("diagnosis", "contradicts"),
+    [
+        ("Packet loss of 40-60% was injected on the ratings pods.", False),
+        ("Packet loss between 40% and 60% was injected on the ratings pods.", False),
+        ("Packet loss of 50-70% was injected on the ratings pods.", False),
+        ("Packet loss of 10-20% was injected on the ratings pods.", True),
+        ("Packet loss between 60% and 80% was injected on the ratings pods.", True),
+    ],
+)
+def test_a_range_contradicts_only_a_value_outside_it(diagnosis: str, contradicts: bool) -> None:
+    """A range ("40-60%", "between 40% and 60%") is read with both ends: it contradicts
+    the ground truth only when the true value lies outside it."""
+    assert bool(contradictions(LOSS, diagnosis)) is contradicts
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The grace period is 30s.",
+        "The termination grace period is 30s.",
+        "terminationGracePeriodSeconds: 30",
+    ],
+)
+def test_a_grace_period_is_not_the_probes_period(text: str) -> None:
+    """A pod's (termination) grace period is its own subject, not a probe's period."""
+    (found,) = quantities_in(text)
+    assert found.subject == ("graceperiod",)
+    diagnosis = (
+        "The liveness probe checks every second with no initial delay, so the pod is killed "
+        f"before it starts. {text}"
+    )
+    assert contradictions(PERIOD, diagnosis) == []
+
+
+def test_a_wrong_target_port_contradicts_the_calibration_port_truth() -> None:
+    """The port ground truth of the calibration set ("The targetPort of the profile
+    Service was changed from 8081 to 8082") gives its targetPort values, so a diagnosis
+    that gives another targetPort contradicts it."""
+    facts = facts_of(_calibration_truth("port-correct"))
+    assert facts is not None
+    diagnosis = "The profile Service's targetPort is 9090, where nothing listens."
+    assert check_condition("consistent_values", facts, diagnosis) is not None
+    assert check_condition("consistent_values", facts, "its targetPort is 8082") is None
